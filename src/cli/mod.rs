@@ -1,0 +1,334 @@
+//! The scriptable command line: clap parsing, then one call into [`Engine`]
+//! per command, printed for humans (colored on a terminal) or as `--json`.
+//! No engine logic lives here.
+
+mod bench;
+mod output;
+mod progress;
+
+use crate::engine::protocol::SearchRequest;
+use crate::engine::watch::WatchReport;
+use crate::engine::{Engine, IndexOptions};
+use crate::error::Error;
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use output::Out;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Local-first code and documentation intelligence.
+#[derive(Debug, Parser)]
+#[command(name = "docdex", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// More logging on stderr (-v debug, -vv trace).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Index a repository (incremental: only new, changed, deleted and renamed files are touched).
+    Index {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// Throw the index away and build it from scratch.
+        #[arg(long)]
+        rebuild: bool,
+        /// Print the summary as JSON.
+        #[arg(long)]
+        json: bool,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Search a repository's index.
+    Search {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// What to look for: identifiers, paths, or a plain-language description.
+        query: Vec<String>,
+        /// Results per page.
+        #[arg(long, short = 'n')]
+        limit: Option<usize>,
+        /// Cursor from a previous page (`next_cursor`).
+        #[arg(long)]
+        cursor: Option<String>,
+        /// Only files under this path prefix.
+        #[arg(long = "path")]
+        path_prefix: Option<String>,
+        /// Only this language (rust, python, markdown, ...).
+        #[arg(long)]
+        lang: Option<String>,
+        /// Print the spec 002 §12.1 JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a file of the repository with line numbers.
+    Get {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// Repo-relative path.
+        file: String,
+        /// Line range A-B (or a single line A).
+        #[arg(long)]
+        lines: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Index state, counts, queue and warnings.
+    Status {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// Print the spec 002 §12.2 JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Keep a repository's index fresh as files change (Ctrl-C to stop).
+    Watch {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// One JSON object per applied batch on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Known repositories.
+    Repo {
+        #[command(subcommand)]
+        action: RepoAction,
+    },
+    /// Show the config file's location and the effective settings.
+    Config {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
+    Bench(bench::BenchArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum RepoAction {
+    /// List registered repositories.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a repository (its index stays unless --purge).
+    Remove {
+        /// The repository path.
+        path: PathBuf,
+        /// Delete its state directory too.
+        #[arg(long)]
+        purge: bool,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct RepoArg {
+    /// The repository (default: the git root containing the current directory, else the directory).
+    #[arg(long, short = 'r', global = true)]
+    repo: Option<PathBuf>,
+}
+
+impl RepoArg {
+    fn resolve(&self) -> anyhow::Result<PathBuf> {
+        match &self.repo {
+            Some(p) => Ok(p.clone()),
+            None => {
+                let cwd = std::env::current_dir().context("reading the current directory")?;
+                Ok(crate::engine::repos::discover_root(&cwd))
+            }
+        }
+    }
+}
+
+/// Process exit codes: 0 ok, 1 error, 2 usage, 3 unknown repo or not indexed, 4 index busy.
+fn exit_code(err: &anyhow::Error) -> u8 {
+    match err.downcast_ref::<Error>() {
+        Some(Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. }) => 3,
+        Some(Error::IndexBusy { .. }) => 4,
+        Some(Error::BadRequest(_) | Error::OutsideRepo { .. }) => 2,
+        _ => 1,
+    }
+}
+
+/// Entry point for both binaries.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.wants_json();
+    init_logging(cli.verbose);
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            if json {
+                let code = err.downcast_ref::<Error>().map(|e| e.code()).unwrap_or("error");
+                let body = serde_json::json!({"error": {"code": code, "message": format!("{err:#}")}});
+                println!("{body}");
+            }
+            eprintln!("{} {err:#}", output::error_prefix());
+            ExitCode::from(exit_code(&err))
+        }
+    }
+}
+
+impl Cli {
+    fn wants_json(&self) -> bool {
+        match &self.command {
+            Command::Index { json, .. }
+            | Command::Search { json, .. }
+            | Command::Get { json, .. }
+            | Command::Status { json, .. }
+            | Command::Watch { json, .. }
+            | Command::Config { json } => *json,
+            Command::Repo { action: RepoAction::List { json } } => *json,
+            _ => false,
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DOCDEX_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let engine = Engine::open().context("opening docdex state")?;
+    let out = Out::stdout();
+    for w in engine.config_warnings() {
+        tracing::warn!("{w}");
+        eprintln!("{} {w}", output::warn_prefix());
+    }
+    match cli.command {
+        Command::Index { repo, rebuild, json, quiet } => {
+            let path = repo.resolve()?;
+            if !json {
+                out.note(&format!("indexing {}", display_repo(&path)));
+            }
+            let bar = progress::Bar::new(!json && !quiet);
+            let summary = engine.index(&path, &IndexOptions { rebuild }, &bar)?;
+            bar.finish();
+            if json {
+                out.json(&summary)?;
+            } else {
+                output::print_index_summary(&out, &summary);
+            }
+        }
+        Command::Search { repo, query, limit, cursor, path_prefix, lang, json } => {
+            let path = repo.resolve()?;
+            let query = query.join(" ");
+            if query.trim().is_empty() {
+                return Err(Error::BadRequest("empty query: pass words to search for".into()).into());
+            }
+            let req = SearchRequest { query, limit, cursor, path_prefix, lang };
+            let resp = engine.search(&path, &req)?;
+            if json {
+                out.json(&resp)?;
+            } else {
+                output::print_search(&out, &resp);
+            }
+        }
+        Command::Get { repo, file, lines, json } => {
+            let path = repo.resolve()?;
+            let range = lines.as_deref().map(parse_range).transpose()?;
+            let content = engine.get_file(&path, &file, range)?;
+            if json {
+                out.json(&content)?;
+            } else {
+                output::print_file(&out, &content);
+            }
+        }
+        Command::Status { repo, json } => {
+            let path = repo.resolve()?;
+            let status = engine.status(&path)?;
+            if json {
+                out.json(&status)?;
+            } else {
+                output::print_status(&out, &status);
+            }
+        }
+        Command::Watch { repo, json } => {
+            let path = repo.resolve()?;
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            install_stop_handler(stop.clone());
+            if !json {
+                out.note(&format!("watching {} (Ctrl-C to stop)", display_repo(&path)));
+            }
+            let report = |r: WatchReport| output::print_watch(&out, &r, json);
+            engine.watch(&path, &stop, &report)?;
+        }
+        Command::Repo { action: RepoAction::List { json } } => {
+            let repos = engine.list_repos()?;
+            if json {
+                out.json(&serde_json::json!({ "schema_version": 1, "repos": repos }))?;
+            } else {
+                output::print_repos(&out, &repos);
+            }
+        }
+        Command::Repo { action: RepoAction::Remove { path, purge } } => {
+            let record = engine.remove_repo(&path, purge)?;
+            out.line(&format!(
+                "removed {} from the registry{}",
+                record.path.display(),
+                if purge { " and deleted its index" } else { " (index kept; --purge deletes it)" }
+            ));
+        }
+        Command::Config { json } => {
+            if json {
+                out.json(&serde_json::json!({ "path": engine.config_path(), "state_dir": engine.paths().state, "config": engine.config() }))?;
+            } else {
+                out.line(&format!("# {}", engine.config_path().display()));
+                out.line(&format!("# state: {}", engine.paths().state.display()));
+                out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
+            }
+        }
+        Command::Bench(args) => bench::run(&engine, &out, args)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn display_repo(p: &Path) -> String {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()).display().to_string()
+}
+
+/// Parses `A-B` or `A` into an inclusive line range.
+fn parse_range(s: &str) -> anyhow::Result<(u32, u32)> {
+    let bad = || Error::BadRequest(format!("bad --lines {s:?}: use A-B, e.g. 10-40, or a single line"));
+    let (a, b) = match s.split_once('-') {
+        Some((a, b)) => (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?),
+        None => {
+            let a = s.trim().parse().map_err(|_| bad())?;
+            (a, a)
+        }
+    };
+    Ok((a, b))
+}
+
+/// Sets `stop` on SIGINT/SIGTERM so the watcher can release its writer cleanly.
+fn install_stop_handler(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    #[cfg(unix)]
+    {
+        static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+        let _ = STOP.set(stop);
+        extern "C" fn on_signal(_: libc::c_int) {
+            if let Some(s) = STOP.get() {
+                s.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        // SAFETY: the handler only performs an atomic store, which is async-signal-safe.
+        unsafe {
+            libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+            libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = stop;
+}

@@ -1,0 +1,231 @@
+//! Human output: colored on a terminal (unless NO_COLOR), plain otherwise.
+
+use crate::engine::protocol::{FileContent, IndexSummary, SearchResponse, StatusResponse};
+use crate::engine::repos::RepoRecord;
+use crate::engine::watch::WatchReport;
+use std::io::{IsTerminal, Write};
+
+/// A stdout writer that knows whether to color.
+pub struct Out {
+    color: bool,
+}
+
+fn color_enabled(stream_is_tty: bool) -> bool {
+    stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+impl Out {
+    /// Stdout, colored when it is a terminal.
+    pub fn stdout() -> Out {
+        Out { color: color_enabled(std::io::stdout().is_terminal()) }
+    }
+
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    /// Prints a line.
+    pub fn line(&self, s: &str) {
+        let mut o = std::io::stdout().lock();
+        let _ = writeln!(o, "{s}");
+    }
+
+    /// Prints a dim informational line to stderr.
+    pub fn note(&self, s: &str) {
+        let c = color_enabled(std::io::stderr().is_terminal());
+        if c {
+            eprintln!("\x1b[2m{s}\x1b[0m");
+        } else {
+            eprintln!("{s}");
+        }
+    }
+
+    /// Prints pretty JSON.
+    pub fn json<T: serde::Serialize>(&self, v: &T) -> anyhow::Result<()> {
+        let mut o = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut o, v)?;
+        writeln!(o)?;
+        Ok(())
+    }
+}
+
+/// "error:" in red when stderr is a terminal.
+pub fn error_prefix() -> String {
+    if color_enabled(std::io::stderr().is_terminal()) {
+        "\x1b[1;31merror:\x1b[0m".into()
+    } else {
+        "error:".into()
+    }
+}
+
+/// "warning:" in yellow when stderr is a terminal.
+pub fn warn_prefix() -> String {
+    if color_enabled(std::io::stderr().is_terminal()) {
+        "\x1b[1;33mwarning:\x1b[0m".into()
+    } else {
+        "warning:".into()
+    }
+}
+
+/// The end-of-index summary.
+pub fn print_index_summary(out: &Out, s: &IndexSummary) {
+    out.line(&format!(
+        "{} {} files, {} chunks in {:.2}s ({}{} added, {} updated, {} deleted, {} renamed, {} unchanged; {:.1} MB read; generation {})",
+        out.paint("1;32", "indexed"),
+        s.files,
+        s.chunks,
+        s.seconds,
+        if s.rebuilt { "rebuilt; " } else { "" },
+        s.added,
+        s.updated,
+        s.deleted,
+        s.renamed,
+        s.unchanged,
+        s.bytes_read as f64 / 1048576.0,
+        s.generation
+    ));
+    if !s.skipped.is_empty() {
+        out.line(&format!("{} {} files skipped:", out.paint("33", "note:"), s.skipped.len()));
+        for f in s.skipped.iter().take(10) {
+            out.line(&format!("  {} ({})", f.path, f.reason));
+        }
+        if s.skipped.len() > 10 {
+            out.line(&format!("  ... and {} more (docdex status lists them)", s.skipped.len() - 10));
+        }
+    }
+    if !s.errors.is_empty() {
+        out.line(&format!("{} {} files could not be read (retried next run):", out.paint("1;31", "errors:"), s.errors.len()));
+        for f in s.errors.iter().take(10) {
+            out.line(&format!("  {} ({})", f.path, f.reason));
+        }
+    }
+}
+
+/// Ranked hits with highlighted snippets.
+pub fn print_search(out: &Out, r: &SearchResponse) {
+    out.line(&out.paint(
+        "2",
+        &format!(
+            "repo {} · generation {} · {} · {} hits · confidence {:.2} · {:.1} ms",
+            r.repo.display(),
+            r.generation,
+            serde_json::to_value(r.index_state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+            r.total_hits,
+            r.confidence,
+            r.timing_ms.total
+        ),
+    ));
+    if r.results.is_empty() {
+        out.line("no results");
+        return;
+    }
+    for h in &r.results {
+        out.line("");
+        out.line(&format!(
+            "{}:{}-{}  {}{}",
+            out.paint("1;35", &h.path),
+            h.line_start,
+            h.line_end,
+            out.paint("2", &format!("{:.2}", h.score)),
+            if h.stale { out.paint("33", "  (changed since indexed)") } else { String::new() }
+        ));
+        for (i, line) in h.snippet.lines().enumerate() {
+            let n = h.snippet_line_start + i as u32;
+            let mut text = String::new();
+            let mut pos = 0;
+            for hl in h.highlights.iter().filter(|x| x.line == n) {
+                if hl.start < pos || hl.end > line.len() || !line.is_char_boundary(hl.start) || !line.is_char_boundary(hl.end) {
+                    continue;
+                }
+                text.push_str(&line[pos..hl.start]);
+                let word = &line[hl.start..hl.end];
+                text.push_str(&if out.color { out.paint("1;33", word) } else { format!("[{word}]") });
+                pos = hl.end;
+            }
+            text.push_str(&line[pos.min(line.len())..]);
+            out.line(&format!("{} {}", out.paint("32", &format!("{n:>5}:")), text));
+        }
+    }
+    if !r.next_cursor.is_empty() {
+        out.line("");
+        out.line(&out.paint("2", &format!("more: --cursor {}", r.next_cursor)));
+    }
+}
+
+/// File lines with numbers.
+pub fn print_file(out: &Out, f: &FileContent) {
+    for (i, line) in f.text.lines().enumerate() {
+        out.line(&format!("{} {line}", out.paint("32", &format!("{:>5}:", f.line_start + i as u32))));
+    }
+}
+
+/// `docdex status`.
+pub fn print_status(out: &Out, s: &StatusResponse) {
+    let state = serde_json::to_value(s.index_state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    out.line(&format!("repo        {}", s.repo.display()));
+    out.line(&format!("state       {}", out.paint(if state == "ready" { "32" } else { "33" }, &state)));
+    out.line(&format!("files       {}", s.documents));
+    out.line(&format!("chunks      {}", s.chunks));
+    out.line(&format!("generation  {}", s.generation));
+    out.line(&format!("queued      {}", s.queued_files));
+    if let Some(ms) = s.last_indexed_ms {
+        let ago = crate::engine::fsutil::now_ms().saturating_sub(ms) / 1000;
+        out.line(&format!("indexed     {ago}s ago"));
+    }
+    if let Some(p) = &s.progress {
+        out.line(&format!("progress    {} {}/{} files", p.phase, p.files_done, p.files_total));
+    }
+    if let Some(e) = &s.last_event {
+        out.line(&format!("last event  {} {}", e.kind, e.path));
+    }
+    out.line(&format!("state dir   {}", s.state_dir.display()));
+    for w in &s.warnings {
+        out.line(&format!("{} {w}", out.paint("33", "warning:")));
+    }
+}
+
+/// A watcher report.
+pub fn print_watch(out: &Out, r: &WatchReport, json: bool) {
+    if json {
+        let v = match r {
+            WatchReport::Ready(s) => serde_json::json!({"event": "ready", "summary": s}),
+            WatchReport::Applied { paths, summary } => serde_json::json!({"event": "applied", "paths": paths, "summary": summary}),
+            WatchReport::Failed(e) => serde_json::json!({"event": "error", "message": e}),
+        };
+        out.line(&v.to_string());
+        return;
+    }
+    match r {
+        WatchReport::Ready(s) => out.line(&format!("ready: {} files, {} chunks (generation {})", s.files, s.chunks, s.generation)),
+        WatchReport::Applied { paths, summary } => out.line(&format!(
+            "updated {} path(s) in {:.0} ms: +{} ~{} -{} (generation {}) {}",
+            paths.len(),
+            summary.seconds * 1000.0,
+            summary.added,
+            summary.updated,
+            summary.deleted,
+            summary.generation,
+            paths.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+        )),
+        WatchReport::Failed(e) => out.line(&format!("{} {e}", out.paint("1;31", "error:"))),
+    }
+}
+
+/// `docdex repo list`.
+pub fn print_repos(out: &Out, repos: &[RepoRecord]) {
+    if repos.is_empty() {
+        out.line("no repositories yet; `docdex index --repo <path>` adds one");
+        return;
+    }
+    for r in repos {
+        let when = r
+            .last_indexed_ms
+            .map(|ms| format!("indexed {}s ago", crate::engine::fsutil::now_ms().saturating_sub(ms) / 1000))
+            .unwrap_or_else(|| "never indexed".into());
+        out.line(&format!("{}  {} files, {} chunks, {}  {}", r.path.display(), r.files, r.chunks, when, out.paint("2", &r.fingerprint[..12])));
+    }
+}

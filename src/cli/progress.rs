@@ -1,0 +1,44 @@
+//! The indexing progress bar (files, MB, ETA) on a terminal's stderr.
+
+use crate::engine::index::ProgressSink;
+use crate::engine::protocol::IndexProgress;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+
+/// A bar that draws only when stderr is a terminal and it is wanted.
+pub struct Bar {
+    bar: Option<ProgressBar>,
+}
+
+impl Bar {
+    /// A bar; hidden unless `wanted` and stderr is a terminal.
+    pub fn new(wanted: bool) -> Bar {
+        if !wanted || !std::io::stderr().is_terminal() {
+            return Bar { bar: None };
+        }
+        let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(10));
+        let style = ProgressStyle::with_template("{spinner} {msg:>10} [{bar:30.cyan/blue}] {bytes}/{total_bytes} · {prefix} · ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        bar.set_style(style);
+        Bar { bar: Some(bar) }
+    }
+
+    /// Clears the bar.
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl ProgressSink for Bar {
+    fn progress(&self, p: &IndexProgress) {
+        if let Some(b) = &self.bar {
+            b.set_length(p.bytes_total.max(1));
+            b.set_position(p.bytes_done);
+            b.set_message(p.phase.clone());
+            b.set_prefix(format!("{}/{} files", p.files_done, p.files_total));
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! Configuration: defaults < `~/.docdex/config.toml` < environment < flags.
+//!
+//! The file is created with every section and default on first run, so users
+//! can see and edit what exists. Unknown keys warn (they are usually typos);
+//! bad values are errors that name the key and the file.
+
+mod paths;
+
+pub use paths::{home_dir, Paths};
+
+use crate::error::{Error, IoContext, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The whole configuration, one struct per TOML section.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct Config {
+    /// `[core]`: state location, logging, global concurrency.
+    pub core: CoreConfig,
+    /// `[index]`: what the indexer reads and how hard it works.
+    pub index: IndexConfig,
+    /// `[llm]`: the model provider.
+    pub llm: LlmConfig,
+    /// `[search]`: ranking and the web-escalation gate.
+    pub search: SearchConfig,
+    /// `[web]` (with `[web.scraper]`): the web tier.
+    pub web: WebConfig,
+    /// `[memory]`: repo memory.
+    pub memory: MemoryConfig,
+    /// `[server]`: HTTP and MCP binding.
+    pub server: ServerConfig,
+}
+
+/// `[core]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CoreConfig {
+    /// Where per-repo state lives; empty means `<DOCDEX_HOME>/state`.
+    pub global_state_dir: String,
+    /// `error`, `warn`, `info`, `debug` or `trace`.
+    pub log_level: String,
+    /// Upper bound on concurrent web fetches.
+    pub max_concurrent_fetches: u32,
+}
+
+impl Default for CoreConfig {
+    fn default() -> Self {
+        Self { global_state_dir: String::new(), log_level: "info".into(), max_concurrent_fetches: 4 }
+    }
+}
+
+/// `[index]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct IndexConfig {
+    /// Files larger than this are skipped with a warning.
+    pub max_file_size_bytes: u64,
+    /// Indexing threads; 0 means one per core.
+    pub threads: u32,
+    /// Extra glob patterns to ignore, on top of .gitignore/.ignore/.docdexignore.
+    pub exclude: Vec<String>,
+    /// Index hidden files and directories (dot-files) too.
+    pub include_hidden: bool,
+    /// Watcher debounce window in milliseconds (200 to 500).
+    pub watch_debounce_ms: u64,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        Self {
+            max_file_size_bytes: 10 * 1024 * 1024,
+            threads: 0,
+            exclude: Vec::new(),
+            include_hidden: false,
+            watch_debounce_ms: 250,
+        }
+    }
+}
+
+/// `[llm]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct LlmConfig {
+    /// `ollama` (default) or `openai` (any OpenAI-compatible server).
+    pub provider: String,
+    /// The provider's base URL.
+    pub base_url: String,
+    /// The chat model.
+    pub default_model: String,
+    /// The embedding model.
+    pub embedding_model: String,
+    /// Cap on generated tokens per answer.
+    pub max_answer_tokens: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            provider: "ollama".into(),
+            base_url: "http://127.0.0.1:11434".into(),
+            default_model: "phi3.5:3.8b".into(),
+            embedding_model: "nomic-embed-text".into(),
+            max_answer_tokens: 1024,
+        }
+    }
+}
+
+/// `[search]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct SearchConfig {
+    /// Local confidence below this escalates to the web tier.
+    pub web_trigger_threshold: f64,
+    /// Repo hits fed to chat context.
+    pub max_repo_hits: u32,
+    /// Web hits fed to chat context.
+    pub max_web_hits: u32,
+    /// Results per page when `--limit` is not given.
+    pub default_limit: u32,
+    /// Demote lockfiles, changelogs, generated and minified files unless the query asks for them.
+    pub demote_noise_files: bool,
+    /// At most this many chunks of one file in a row before others get a turn (diversity).
+    pub max_chunks_per_file: u32,
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        Self {
+            web_trigger_threshold: 0.7,
+            max_repo_hits: 20,
+            max_web_hits: 5,
+            default_limit: 10,
+            demote_noise_files: true,
+            max_chunks_per_file: 2,
+        }
+    }
+}
+
+/// `[web]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct WebConfig {
+    /// Only `duckduckgo_html` exists.
+    pub discovery_provider: String,
+    /// User agent for discovery and fetches.
+    pub user_agent: String,
+    /// DuckDuckGo HTML endpoint.
+    pub ddg_base_url: String,
+    /// Optional fallback endpoint when the primary is blocked.
+    pub ddg_proxy_base_url: String,
+    /// Minimum spacing between discovery queries (at least 2000).
+    pub min_spacing_ms: u64,
+    /// Web cache time-to-live.
+    pub cache_ttl_secs: u64,
+    /// Domain suffixes never fetched.
+    pub blocklist: Vec<String>,
+    /// `[web.scraper]`.
+    pub scraper: ScraperConfig,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        Self {
+            discovery_provider: "duckduckgo_html".into(),
+            user_agent: concat!("docdex/", env!("CARGO_PKG_VERSION")).into(),
+            ddg_base_url: "https://html.duckduckgo.com/html/".into(),
+            ddg_proxy_base_url: String::new(),
+            min_spacing_ms: 2000,
+            cache_ttl_secs: 7 * 24 * 3600,
+            blocklist: Vec::new(),
+            scraper: ScraperConfig::default(),
+        }
+    }
+}
+
+/// `[web.scraper]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ScraperConfig {
+    /// `chrome` (headless Chrome/Chromium).
+    pub engine: String,
+    /// Run the browser headless.
+    pub headless: bool,
+    /// Explicit browser binary; empty means search PATH.
+    pub chrome_binary_path: String,
+    /// Never downloads a browser here; kept for compatibility with the spec.
+    pub auto_install: bool,
+    /// `chromium` or `chrome`.
+    pub browser_kind: String,
+    /// Minimum delay between fetches to one domain (at least 1000).
+    pub request_delay_ms: u64,
+    /// Page load timeout.
+    pub page_load_timeout_secs: u64,
+}
+
+impl Default for ScraperConfig {
+    fn default() -> Self {
+        Self {
+            engine: "chrome".into(),
+            headless: true,
+            chrome_binary_path: String::new(),
+            auto_install: false,
+            browser_kind: "chromium".into(),
+            request_delay_ms: 1000,
+            page_load_timeout_secs: 15,
+        }
+    }
+}
+
+/// `[memory]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct MemoryConfig {
+    /// Repo memory on or off.
+    pub enabled: bool,
+    /// Only `sqlite`.
+    pub backend: String,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self { enabled: true, backend: "sqlite".into() }
+    }
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ServerConfig {
+    /// HTTP bind address.
+    pub http_bind_addr: String,
+    /// Serve MCP beside HTTP.
+    pub enable_mcp: bool,
+    /// Bearer token required when exposed; empty means none (env `DOCDEX_AUTH_TOKEN` wins).
+    pub auth_token: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self { http_bind_addr: "127.0.0.1:3210".into(), enable_mcp: true, auth_token: String::new() }
+    }
+}
+
+const KNOWN_PROVIDERS: &[&str] = &["ollama", "openai"];
+const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
+
+/// A loaded configuration plus the warnings found while loading it.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    /// The effective configuration (file and environment applied).
+    pub config: Config,
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Non-fatal problems: unknown keys, unknown provider, clamped values.
+    pub warnings: Vec<String>,
+    /// True when this load created the file.
+    pub created: bool,
+}
+
+impl Config {
+    /// Loads `<home>/config.toml`, creating it with defaults when missing, then applies
+    /// environment overrides and validates.
+    pub fn load_or_create(home: &Path) -> Result<LoadedConfig> {
+        let path = home.join("config.toml");
+        let created = create_default_file(home, &path)?;
+        let text = std::fs::read_to_string(&path).at("reading", &path)?;
+        let (mut config, mut warnings) = Self::parse(&text, &path)?;
+        warnings.extend(config.apply_env(|k| std::env::var(k).ok()));
+        config.validate(&path, &mut warnings)?;
+        Ok(LoadedConfig { config, path, warnings, created })
+    }
+
+    /// Parses TOML text; unknown keys become warnings, bad values errors naming the key.
+    pub fn parse(text: &str, path: &Path) -> Result<(Config, Vec<String>)> {
+        let value: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| Error::Config { path: path.into(), message: e.to_string() })?;
+        let defaults = toml::Table::try_from(Config::default())
+            .map_err(|e| Error::Config { path: path.into(), message: e.to_string() })?;
+        let mut warnings = Vec::new();
+        collect_unknown(&value, &defaults, "", path, &mut warnings);
+        // Deserialize from the text (not the table) so errors carry line, column and key.
+        let config: Config = toml::from_str(text)
+            .map_err(|e: toml::de::Error| Error::Config { path: path.into(), message: e.to_string().trim_end().to_string() })?;
+        Ok((config, warnings))
+    }
+
+    /// Applies the spec's environment overrides; returns warnings for values it had to clamp.
+    pub fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if let Some(v) = var("DOCDEX_WEB_BLOCKLIST") {
+            self.web.blocklist =
+                v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        }
+        let mut number = |name: &str, min: u64, slot: &mut u64| {
+            if let Some(v) = var(name) {
+                match v.trim().parse::<u64>() {
+                    Ok(n) if n < min => {
+                        warnings.push(format!("{name}={n} is below the minimum {min}; using {min}"));
+                        *slot = min;
+                    }
+                    Ok(n) => *slot = n,
+                    Err(_) => warnings.push(format!("{name}={v:?} is not a number; ignored")),
+                }
+            }
+        };
+        number("DOCDEX_WEB_MIN_SPACING_MS", 2000, &mut self.web.min_spacing_ms);
+        number("DOCDEX_WEB_REQUEST_DELAY_MS", 1000, &mut self.web.scraper.request_delay_ms);
+        if let Some(v) = var("DOCDEX_DDG_BASE_URL") {
+            self.web.ddg_base_url = v;
+        }
+        if let Some(v) = var("DOCDEX_DDG_PROXY_BASE_URL") {
+            self.web.ddg_proxy_base_url = v;
+        }
+        if let Some(v) = var("DOCDEX_ENABLE_MCP") {
+            self.server.enable_mcp = truthy(&v);
+        }
+        if let Some(v) = var("DOCDEX_BROWSER_AUTO_INSTALL") {
+            self.web.scraper.auto_install = truthy(&v);
+        }
+        if let Some(v) = var("DOCDEX_AUTH_TOKEN") {
+            self.server.auth_token = v;
+        }
+        if let Some(v) = var("DOCDEX_LOG_LEVEL") {
+            self.core.log_level = v;
+        }
+        warnings
+    }
+
+    fn validate(&mut self, path: &Path, warnings: &mut Vec<String>) -> Result<()> {
+        let bad = |key: &str, why: String| Error::Config { path: path.into(), message: format!("`{key}` {why}") };
+        if !(0.0..=1.0).contains(&self.search.web_trigger_threshold) {
+            return Err(bad("search.web_trigger_threshold", format!("must be between 0 and 1, got {}", self.search.web_trigger_threshold)));
+        }
+        if self.server.http_bind_addr.parse::<std::net::SocketAddr>().is_err() {
+            return Err(bad("server.http_bind_addr", format!("must be an address like 127.0.0.1:3210, got {:?}", self.server.http_bind_addr)));
+        }
+        if !LOG_LEVELS.contains(&self.core.log_level.as_str()) {
+            return Err(bad("core.log_level", format!("must be one of {LOG_LEVELS:?}, got {:?}", self.core.log_level)));
+        }
+        if self.index.max_file_size_bytes == 0 {
+            return Err(bad("index.max_file_size_bytes", "must be greater than 0".into()));
+        }
+        if self.search.default_limit == 0 {
+            return Err(bad("search.default_limit", "must be greater than 0".into()));
+        }
+        if !(200..=500).contains(&self.index.watch_debounce_ms) {
+            warnings.push(format!("index.watch_debounce_ms={} is outside 200..=500; clamped", self.index.watch_debounce_ms));
+            self.index.watch_debounce_ms = self.index.watch_debounce_ms.clamp(200, 500);
+        }
+        if !KNOWN_PROVIDERS.contains(&self.llm.provider.as_str()) {
+            warnings.push(format!(
+                "unknown llm.provider {:?} in {} (known: {}); model features will be unavailable",
+                self.llm.provider,
+                path.display(),
+                KNOWN_PROVIDERS.join(", ")
+            ));
+        }
+        if self.web.min_spacing_ms < 2000 {
+            warnings.push("web.min_spacing_ms is below 2000; using 2000".into());
+            self.web.min_spacing_ms = 2000;
+        }
+        if self.web.scraper.request_delay_ms < 1000 {
+            warnings.push("web.scraper.request_delay_ms is below 1000; using 1000".into());
+            self.web.scraper.request_delay_ms = 1000;
+        }
+        Ok(())
+    }
+
+    /// The default file's text: every section and key, with a header.
+    pub fn default_file_text() -> String {
+        let body = toml::to_string_pretty(&Config::default()).unwrap_or_default();
+        format!(
+            "# docdex configuration. Every key is shown with its default.\n\
+             # Environment overrides: DOCDEX_HOME, DOCDEX_AUTH_TOKEN, DOCDEX_WEB_BLOCKLIST,\n\
+             # DOCDEX_WEB_MIN_SPACING_MS, DOCDEX_WEB_REQUEST_DELAY_MS, DOCDEX_DDG_BASE_URL,\n\
+             # DOCDEX_DDG_PROXY_BASE_URL, DOCDEX_ENABLE_MCP, DOCDEX_LOG_LEVEL.\n\n{body}"
+        )
+    }
+}
+
+fn truthy(v: &str) -> bool {
+    matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
+}
+
+/// Creates the default config atomically; returns true if this call created it.
+fn create_default_file(home: &Path, path: &Path) -> Result<bool> {
+    if path.exists() {
+        return Ok(false);
+    }
+    std::fs::create_dir_all(home)
+        .map_err(|e| Error::StateNotWritable { path: home.into(), reason: e.to_string() })?;
+    let tmp = home.join(format!(".config.toml.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, Config::default_file_text())
+        .map_err(|e| Error::StateNotWritable { path: home.into(), reason: e.to_string() })?;
+    // hard_link fails if the target exists, so a racing process never clobbers a user's file.
+    let created = std::fs::hard_link(&tmp, path).is_ok();
+    let _ = std::fs::remove_file(&tmp);
+    Ok(created)
+}
+
+/// Warns about every key in `value` that `defaults` does not have (usually a typo).
+fn collect_unknown(value: &toml::Table, defaults: &toml::Table, prefix: &str, path: &Path, warnings: &mut Vec<String>) {
+    for (key, v) in value {
+        let full = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        match (defaults.get(key), v) {
+            (None, _) => warnings.push(format!("unknown key `{full}` in {} (ignored)", path.display())),
+            (Some(toml::Value::Table(d)), toml::Value::Table(t)) => collect_unknown(t, d, &full, path, warnings),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! The code-aware text analyzer shared by indexing, querying, snippets and
+//! confidence, so that all four agree on what a "term" is.
+//!
+//! A word is a run of letters, digits and underscores. Each word yields its
+//! whole form (lowercased, separators dropped, so `get_user_name` and
+//! `getUserName` meet as `getusername`) and then its parts, split at
+//! underscores, camelCase humps, acronym ends (`HTTPServer`) and letter/digit
+//! changes (`utf8`). Parts are lowercased and English-stemmed, so a
+//! plain-language query ("parsing configs") reaches code (`parse_config`).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+
+/// Name under which the analyzer is registered with Tantivy.
+pub const CODE_TOKENIZER: &str = "docdex_code";
+
+/// Words longer than this (hashes, base64, minified blobs) are not indexed.
+const MAX_WORD_BYTES: usize = 48;
+
+/// The Tantivy tokenizer wrapper.
+#[derive(Clone, Default)]
+pub struct CodeTokenizer;
+
+impl Tokenizer for CodeTokenizer {
+    type TokenStream<'a> = CodeTokenStream<'a>;
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> CodeTokenStream<'a> {
+        CodeTokenStream { terms: Terms::new(text), token: Token::default() }
+    }
+}
+
+/// Token stream over [`Terms`].
+pub struct CodeTokenStream<'a> {
+    terms: Terms<'a>,
+    token: Token,
+}
+
+impl TokenStream for CodeTokenStream<'_> {
+    fn advance(&mut self) -> bool {
+        let token = &mut self.token;
+        match self.terms.next_into(&mut token.text) {
+            Some((from, to)) => {
+                token.offset_from = from;
+                token.offset_to = to;
+                token.position = token.position.wrapping_add(1);
+                true
+            }
+            None => false,
+        }
+    }
+    fn token(&self) -> &Token {
+        &self.token
+    }
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.token
+    }
+}
+
+/// Iterator-like producer of normalized terms with byte offsets into the text.
+pub struct Terms<'a> {
+    text: &'a str,
+    pos: usize,
+    word: (usize, usize),
+    parts: Vec<(usize, usize)>,
+    next_part: usize,
+}
+
+impl<'a> Terms<'a> {
+    /// Starts analyzing `text`.
+    pub fn new(text: &'a str) -> Self {
+        Terms { text, pos: 0, word: (0, 0), parts: Vec::with_capacity(8), next_part: 0 }
+    }
+
+    /// Writes the next term into `out` and returns its byte range in the text.
+    pub fn next_into(&mut self, out: &mut String) -> Option<(usize, usize)> {
+        loop {
+            if self.next_part < self.parts.len() {
+                let (s, e) = self.parts[self.next_part];
+                self.next_part += 1;
+                normalize_part(&self.text[s..e], out);
+                return Some((s, e));
+            }
+            let (s, e) = self.next_word()?;
+            if e - s > MAX_WORD_BYTES {
+                continue;
+            }
+            self.word = (s, e);
+            split_parts(self.text, s, e, &mut self.parts);
+            self.next_part = 0;
+            if self.parts.len() > 1 {
+                out.clear();
+                for c in self.text[s..e].chars().filter(|c| *c != '_') {
+                    push_lower(out, c);
+                }
+                return Some((s, e));
+            }
+        }
+    }
+
+    fn next_word(&mut self) -> Option<(usize, usize)> {
+        let bytes = self.text.as_bytes();
+        let mut i = self.pos;
+        // Skip separators.
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b < 0x80 {
+                if is_word_byte(b) {
+                    break;
+                }
+                i += 1;
+            } else {
+                let c = self.text[i..].chars().next()?;
+                if c.is_alphanumeric() {
+                    break;
+                }
+                i += c.len_utf8();
+            }
+        }
+        if i >= bytes.len() {
+            self.pos = i;
+            return None;
+        }
+        let start = i;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b < 0x80 {
+                if !is_word_byte(b) {
+                    break;
+                }
+                i += 1;
+            } else {
+                match self.text[i..].chars().next() {
+                    Some(c) if c.is_alphanumeric() => i += c.len_utf8(),
+                    _ => break,
+                }
+            }
+        }
+        self.pos = i;
+        Some((start, i))
+    }
+}
+
+#[inline]
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Class {
+    Lower,
+    Upper,
+    Digit,
+    Sep,
+}
+
+fn class(c: char) -> Class {
+    if c == '_' {
+        Class::Sep
+    } else if c.is_ascii_digit() || c.is_numeric() {
+        Class::Digit
+    } else if c.is_uppercase() {
+        Class::Upper
+    } else {
+        Class::Lower
+    }
+}
+
+/// Splits `text[s..e]` into identifier parts.
+fn split_parts(text: &str, s: usize, e: usize, parts: &mut Vec<(usize, usize)>) {
+    parts.clear();
+    let word = &text[s..e];
+    let mut part_start: Option<usize> = None;
+    let mut prev = Class::Sep;
+    let mut iter = word.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        let cl = class(c);
+        let boundary = match (prev, cl) {
+            (_, Class::Sep) => {
+                if let Some(ps) = part_start.take() {
+                    parts.push((s + ps, s + i));
+                }
+                prev = Class::Sep;
+                continue;
+            }
+            (Class::Lower, Class::Upper) => true,
+            (Class::Digit, Class::Lower | Class::Upper) | (Class::Lower | Class::Upper, Class::Digit) => true,
+            // "HTTPServer": the 'S' starts a new part when followed by a lowercase letter.
+            (Class::Upper, Class::Upper) => matches!(iter.peek(), Some((_, n)) if class(*n) == Class::Lower),
+            _ => false,
+        };
+        if boundary {
+            if let Some(ps) = part_start {
+                parts.push((s + ps, s + i));
+            }
+            part_start = Some(i);
+        } else if part_start.is_none() {
+            part_start = Some(i);
+        }
+        prev = cl;
+    }
+    if let Some(ps) = part_start {
+        parts.push((s + ps, e));
+    }
+}
+
+#[inline]
+fn push_lower(out: &mut String, c: char) {
+    if c.is_ascii() {
+        out.push(c.to_ascii_lowercase());
+    } else {
+        out.extend(c.to_lowercase());
+    }
+}
+
+thread_local! {
+    static STEMS: RefCell<StemCache> = RefCell::new(StemCache::new());
+}
+
+struct StemCache {
+    stemmer: rust_stemmers::Stemmer,
+    cache: HashMap<Box<str>, Box<str>>,
+    lower: String,
+}
+
+impl StemCache {
+    fn new() -> Self {
+        StemCache {
+            stemmer: rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English),
+            cache: HashMap::with_capacity(4096),
+            lower: String::with_capacity(64),
+        }
+    }
+}
+
+/// Lowercases a part and stems it when it is an alphabetic word of 4+ letters.
+fn normalize_part(part: &str, out: &mut String) {
+    out.clear();
+    let ascii_alpha = part.bytes().all(|b| b.is_ascii_alphabetic());
+    if !ascii_alpha || part.len() < 4 {
+        for c in part.chars() {
+            push_lower(out, c);
+        }
+        return;
+    }
+    STEMS.with(|cell| {
+        let mut guard = cell.borrow_mut();
+        let sc = &mut *guard;
+        sc.lower.clear();
+        sc.lower.extend(part.bytes().map(|b| b.to_ascii_lowercase() as char));
+        if let Some(stem) = sc.cache.get(sc.lower.as_str()) {
+            out.push_str(stem);
+            return;
+        }
+        let stem = sc.stemmer.stem(&sc.lower).into_owned();
+        out.push_str(&stem);
+        if sc.cache.len() > 200_000 {
+            sc.cache.clear();
+        }
+        let key: Box<str> = sc.lower.as_str().into();
+        sc.cache.insert(key, stem.into_boxed_str());
+    });
+}
+
+/// All terms of `text`, in order (duplicates kept).
+pub fn terms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut t = Terms::new(text);
+    let mut buf = String::new();
+    while t.next_into(&mut buf).is_some() {
+        out.push(buf.clone());
+    }
+    out
+}
+
+/// Terms with their byte ranges, for highlighting.
+pub fn terms_with_offsets(text: &str) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    let mut t = Terms::new(text);
+    let mut buf = String::new();
+    while let Some((s, e)) = t.next_into(&mut buf) {
+        out.push((buf.clone(), s, e));
+    }
+    out
+}
+
+/// English function words dropped from queries (never from the index), so a
+/// plain-language question ranks on its content words.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "before",
+    "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "each", "either", "even", "ever",
+    "every", "few", "for", "from", "had", "has", "have", "having", "he", "her", "here", "him", "his", "how", "i",
+    "if", "in", "into", "is", "it", "its", "just", "may", "me", "might", "more", "most", "much", "must", "my",
+    "no", "nor", "not", "of", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "shall",
+    "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these",
+    "they", "this", "those", "through", "to", "too", "under", "until", "up", "upon", "us", "very", "was", "we",
+    "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "why", "will", "with", "would",
+    "you", "your", "instead", "without", "within", "because", "etc", "eg", "ie", "like", "want", "wants",
+    "need", "needs", "make", "makes", "sure", "currently", "properly", "correctly", "way", "thing", "things",
+    "someth", "anyth", "everyth", "nothing", "happen", "happens", "seem", "seems", "get", "gets", "got",
+];
+
+/// The distinct terms of a query with function words removed (kept if nothing else is left).
+pub fn query_terms(query: &str) -> Vec<String> {
+    let all = terms(query);
+    let mut seen = std::collections::HashSet::new();
+    let content: Vec<String> =
+        all.iter().filter(|t| !is_stopword(t)).filter(|t| seen.insert((*t).clone())).cloned().collect();
+    if !content.is_empty() {
+        return content;
+    }
+    let mut seen = std::collections::HashSet::new();
+    all.into_iter().filter(|t| seen.insert(t.clone())).collect()
+}
+
+fn is_stopword(term: &str) -> bool {
+    STOPWORDS.contains(&term)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_identifiers_into_whole_and_parts() {
+        assert_eq!(terms("getUserName"), ["getusername", "get", "user", "name"]);
+        assert_eq!(terms("get_user_name"), ["getusername", "get", "user", "name"]);
+        assert_eq!(terms("HTTPServer"), ["httpserver", "http", "server"]);
+        assert_eq!(terms("utf8"), ["utf8", "utf", "8"]);
+        assert_eq!(terms("auth/session.rs"), ["auth", "session", "rs"]);
+        assert_eq!(terms("kebab-case"), ["kebab", "case"]);
+    }
+
+    #[test]
+    fn stems_parts_but_not_whole_identifiers() {
+        assert_eq!(terms("parsing"), ["pars"]);
+        assert_eq!(terms("parse_configs"), ["parseconfigs", "pars", "config"]);
+    }
+
+    #[test]
+    fn query_drops_function_words() {
+        assert_eq!(query_terms("how does the parser handle errors"), ["parser", "handl", "error"]);
+        assert_eq!(query_terms("the"), ["the"]);
+        assert!(terms("non-ASCII: café Größe").contains(&"café".to_string()));
+    }
+}

@@ -1,0 +1,127 @@
+//! Small filesystem helpers every state file goes through: atomic JSON writes
+//! (temp file + fsync + rename, so a crash never leaves half a file) and
+//! advisory locks (released by the OS when a process dies, even by kill -9).
+
+use crate::error::{Error, IoContext, Result};
+use serde::{de::DeserializeOwned, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Writes `value` as pretty JSON to `path` atomically.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::CorruptState { path: path.into(), message: e.to_string() })?;
+    write_atomic(path, &bytes)
+}
+
+/// Writes bytes to `path` atomically (same-directory temp file, fsync, rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), unique()));
+    {
+        let mut f = File::create(&tmp).at("creating", &tmp)?;
+        f.write_all(bytes).at("writing", &tmp)?;
+        f.sync_data().at("syncing", &tmp)?;
+    }
+    std::fs::rename(&tmp, path).at("renaming into", path)
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Reads JSON from `path`; `Ok(None)` when the file does not exist.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| Error::CorruptState { path: path.into(), message: e.to_string() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("reading", path, e)),
+    }
+}
+
+/// An exclusive advisory lock on a file; released on drop or process death.
+#[derive(Debug)]
+pub struct FileLock {
+    file: File,
+    path: PathBuf,
+}
+
+impl FileLock {
+    /// Blocks until the lock is held.
+    pub fn acquire(path: &Path) -> Result<FileLock> {
+        let file = open_lock_file(path)?;
+        file.lock().at("locking", path)?;
+        Ok(Self::stamp(file, path))
+    }
+
+    /// Takes the lock if free; `Ok(None)` when another process holds it.
+    pub fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
+        let file = open_lock_file(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Self::stamp(file, path))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("locking", path, e)),
+        }
+    }
+
+    fn stamp(mut file: File, path: &Path) -> FileLock {
+        // Record the holder's pid so a waiting process can say who it waits for.
+        let _ = file.set_len(0);
+        let _ = write!(file, "{}", std::process::id());
+        FileLock { file, path: path.to_path_buf() }
+    }
+
+    /// The pid recorded by the current holder of the lock at `path` (0 if unknown).
+    pub fn holder_pid(path: &Path) -> u32 {
+        std::fs::read_to_string(path).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+    }
+
+    /// The lock file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+fn open_lock_file(path: &Path) -> Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).at("creating directory", dir)?;
+    }
+    OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).at("opening lock", path)
+}
+
+/// True if a process with this pid is alive (Linux/Unix; conservative elsewhere).
+pub fn pid_alive(pid: u32) -> bool {
+    if pid == 0 {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        // SAFETY: kill with signal 0 only checks for existence and permission.
+        let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
+        r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    }
+    #[cfg(not(unix))]
+    {
+        true
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

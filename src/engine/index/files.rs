@@ -1,0 +1,225 @@
+//! What a file is: its language (by extension or well-known name), how it is
+//! chunked, and its ranking class (source, docs, config, test, or noise such
+//! as lockfiles, changelogs and generated or minified files).
+
+use std::path::Path;
+
+/// How a file's text is cut into chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkStyle {
+    /// Source code: top-level items and blank-line blocks.
+    Code,
+    /// Markdown: by headings.
+    Markdown,
+    /// Anything else: fixed windows with overlap.
+    Window,
+}
+
+/// A file's ranking class, stored as a fast field and used as a prior.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u64)]
+pub enum FileClass {
+    /// Source code.
+    Source = 0,
+    /// Tests and specs.
+    Test = 1,
+    /// Prose documentation.
+    Docs = 2,
+    /// Configuration and data.
+    Config = 3,
+    /// Changelogs, release notes, history.
+    Changelog = 4,
+    /// Dependency lockfiles.
+    Lockfile = 5,
+    /// Generated, vendored or minified code.
+    Generated = 6,
+}
+
+impl FileClass {
+    /// Decodes the fast-field value.
+    pub fn from_u64(v: u64) -> FileClass {
+        match v {
+            0 => FileClass::Source,
+            1 => FileClass::Test,
+            2 => FileClass::Docs,
+            3 => FileClass::Config,
+            4 => FileClass::Changelog,
+            5 => FileClass::Lockfile,
+            _ => FileClass::Generated,
+        }
+    }
+
+    /// Human name, also accepted in queries to lift the demotion ("changelog", "lockfile").
+    pub fn name(self) -> &'static str {
+        match self {
+            FileClass::Source => "source",
+            FileClass::Test => "test",
+            FileClass::Docs => "docs",
+            FileClass::Config => "config",
+            FileClass::Changelog => "changelog",
+            FileClass::Lockfile => "lockfile",
+            FileClass::Generated => "generated",
+        }
+    }
+}
+
+/// Language (or format) name for a path; `None` for files we do not index as text by name.
+pub fn language(path: &Path) -> &'static str {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let lower = name.to_ascii_lowercase();
+    match lower.as_str() {
+        "makefile" | "gnumakefile" => return "make",
+        "dockerfile" => return "dockerfile",
+        "cmakelists.txt" => return "cmake",
+        "gemfile" | "rakefile" | "podfile" => return "ruby",
+        "cargo.lock" | "poetry.lock" | "pipfile" => return "toml",
+        "go.mod" | "go.sum" => return "go-mod",
+        "justfile" => return "just",
+        _ => {}
+    }
+    let ext = lower.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    match ext {
+        "rs" => "rust",
+        "py" | "pyi" | "pyw" => "python",
+        "js" | "mjs" | "cjs" => "javascript",
+        "jsx" => "jsx",
+        "ts" | "mts" | "cts" => "typescript",
+        "tsx" => "tsx",
+        "go" => "go",
+        "java" => "java",
+        "kt" | "kts" => "kotlin",
+        "cs" => "csharp",
+        "c" | "h" => "c",
+        "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" | "ipp" | "inl" => "cpp",
+        "php" => "php",
+        "swift" => "swift",
+        "rb" | "rake" | "gemspec" => "ruby",
+        "lua" => "lua",
+        "dart" => "dart",
+        "scala" | "sc" => "scala",
+        "m" | "mm" => "objc",
+        "r" => "r",
+        "jl" => "julia",
+        "ex" | "exs" => "elixir",
+        "erl" | "hrl" => "erlang",
+        "hs" => "haskell",
+        "ml" | "mli" => "ocaml",
+        "fs" | "fsx" => "fsharp",
+        "clj" | "cljs" | "edn" => "clojure",
+        "zig" => "zig",
+        "nim" => "nim",
+        "pl" | "pm" => "perl",
+        "sh" | "bash" | "zsh" | "fish" => "shell",
+        "ps1" | "psm1" => "powershell",
+        "sql" => "sql",
+        "vue" => "vue",
+        "svelte" => "svelte",
+        "css" | "scss" | "sass" | "less" => "css",
+        "html" | "htm" | "xhtml" => "html",
+        "xml" | "xsd" | "xsl" | "svg" | "plist" => "xml",
+        "md" | "markdown" | "mdx" => "markdown",
+        "rst" => "rst",
+        "adoc" | "asciidoc" => "asciidoc",
+        "txt" | "text" => "text",
+        "json" | "jsonc" | "json5" => "json",
+        "yaml" | "yml" => "yaml",
+        "toml" => "toml",
+        "ini" | "cfg" | "conf" | "properties" | "env" => "ini",
+        "proto" => "protobuf",
+        "graphql" | "gql" => "graphql",
+        "tf" | "hcl" => "hcl",
+        "gradle" => "groovy",
+        "groovy" => "groovy",
+        "cmake" => "cmake",
+        "lock" => "lockfile",
+        "csv" | "tsv" => "csv",
+        "tex" => "latex",
+        "el" => "elisp",
+        "vim" => "vim",
+        _ => "text",
+    }
+}
+
+/// How a language is chunked.
+pub fn chunk_style(lang: &str) -> ChunkStyle {
+    match lang {
+        "markdown" | "rst" | "asciidoc" => ChunkStyle::Markdown,
+        "text" | "json" | "yaml" | "toml" | "ini" | "xml" | "html" | "csv" | "lockfile" | "go-mod" | "latex" => {
+            ChunkStyle::Window
+        }
+        _ => ChunkStyle::Code,
+    }
+}
+
+/// The ranking class of a repo-relative path (forward slashes), given its language.
+pub fn classify(rel: &str, lang: &str) -> FileClass {
+    let lower = rel.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    const LOCKFILES: &[&str] = &[
+        "cargo.lock", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "gemfile.lock",
+        "composer.lock", "go.sum", "pipfile.lock", "mix.lock", "podfile.lock", "pubspec.lock", "flake.lock",
+        "bun.lockb", "uv.lock", "npm-shrinkwrap.json", "packages.lock.json", "gradle.lockfile",
+    ];
+    if LOCKFILES.contains(&name) || name.ends_with(".lock") {
+        return FileClass::Lockfile;
+    }
+    let stem = name.split('.').next().unwrap_or(name);
+    if matches!(stem, "changelog" | "changes" | "history" | "news" | "releases" | "release-notes" | "release_notes")
+        || lower.contains("/changelog/")
+        || lower.starts_with("changelog/")
+    {
+        return FileClass::Changelog;
+    }
+    if name.contains(".min.")
+        || name.ends_with(".map")
+        || name.ends_with(".pb.go")
+        || name.ends_with("_pb2.py")
+        || name.ends_with("_pb2_grpc.py")
+        || name.contains(".generated.")
+        || name.ends_with(".g.dart")
+        || name.ends_with(".freezed.dart")
+        || lower.split('/').any(|seg| matches!(seg, "vendor" | "third_party" | "node_modules" | "dist" | "__generated__"))
+    {
+        return FileClass::Generated;
+    }
+    let in_test_dir = lower
+        .split('/')
+        .rev()
+        .skip(1)
+        .any(|seg| matches!(seg, "test" | "tests" | "spec" | "specs" | "__tests__" | "testing" | "testdata" | "fixtures"));
+    if in_test_dir
+        || stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_spec")
+        || name.contains(".test.")
+        || name.contains(".spec.")
+        || (stem.ends_with("test") && stem.len() > 4 && lang != "text")
+        || stem.ends_with("tests")
+    {
+        return FileClass::Test;
+    }
+    match chunk_style(lang) {
+        ChunkStyle::Markdown => FileClass::Docs,
+        ChunkStyle::Window if matches!(lang, "text" | "html" | "latex") => FileClass::Docs,
+        ChunkStyle::Window => FileClass::Config,
+        ChunkStyle::Code => FileClass::Source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        assert_eq!(classify("Cargo.lock", "toml"), FileClass::Lockfile);
+        assert_eq!(classify("CHANGELOG.md", "markdown"), FileClass::Changelog);
+        assert_eq!(classify("src/auth/session.rs", "rust"), FileClass::Source);
+        assert_eq!(classify("tests/test_auth.py", "python"), FileClass::Test);
+        assert_eq!(classify("web/app.min.js", "javascript"), FileClass::Generated);
+        assert_eq!(classify("docs/guide.md", "markdown"), FileClass::Docs);
+        assert_eq!(classify("config/app.yaml", "yaml"), FileClass::Config);
+        assert_eq!(language(Path::new("a/b/Makefile")), "make");
+        assert_eq!(language(Path::new("x.tsx")), "tsx");
+    }
+}

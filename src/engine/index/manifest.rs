@@ -1,0 +1,74 @@
+//! The file manifest: for every path the indexer has seen, its size, mtime and
+//! content hash, so a re-index reads only what changed. It is written after
+//! each Tantivy commit; because every file's chunks are deleted by path before
+//! being re-added, an index that ran ahead of its manifest (a crash between
+//! the two) is repaired by the next run rather than corrupted.
+
+use crate::engine::fsutil::{read_json, write_json_atomic};
+use crate::error::Result;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Current manifest schema.
+pub const MANIFEST_SCHEMA: u32 = 1;
+
+/// What happened to a file the last time it was looked at.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FileEntry {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i64,
+    /// xxh3-64 of the content (0 when not read).
+    pub hash: u64,
+    /// Chunks in the index for this file.
+    pub chunks: u32,
+    /// Language name.
+    pub lang: String,
+    /// Why it is not in the index (binary, too large, unreadable), if it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// True when the reason is an error worth retrying on every run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub error: bool,
+}
+
+/// The manifest file.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`MANIFEST_SCHEMA`].
+    pub schema_version: u32,
+    /// Index generation this manifest was written for.
+    pub generation: u64,
+    /// Repo-relative path (forward slashes) to entry.
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+impl Manifest {
+    /// Loads the manifest; a missing, corrupt or old-schema file means "start over".
+    pub fn load(path: &Path) -> Manifest {
+        match read_json::<Manifest>(path) {
+            Ok(Some(m)) if m.schema_version == MANIFEST_SCHEMA => m,
+            _ => Manifest { schema_version: MANIFEST_SCHEMA, ..Default::default() },
+        }
+    }
+
+    /// Writes it atomically.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        write_json_atomic(path, self)
+    }
+
+    /// Files and chunks currently in the index.
+    pub fn counts(&self) -> (u64, u64) {
+        self.files
+            .values()
+            .filter(|e| e.skipped.is_none())
+            .fold((0, 0), |(f, c), e| (f + 1, c + e.chunks as u64))
+    }
+
+    /// Skipped files with their reasons, sorted by path.
+    pub fn skipped(&self) -> Vec<(String, String)> {
+        self.files.iter().filter_map(|(p, e)| e.skipped.as_ref().map(|r| (p.clone(), r.clone()))).collect()
+    }
+}

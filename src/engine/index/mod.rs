@@ -1,0 +1,481 @@
+//! Indexing: walk the repo, read what changed, chunk it, and write Tantivy.
+//!
+//! An [`IndexSession`] owns the repo's single writer (an OS lock in
+//! `state/locks/`, so two processes never write one index). `docdex index`
+//! opens a session for one run; the watcher keeps one open and feeds it the
+//! paths that changed. Every run ends in an atomic Tantivy commit followed by
+//! an atomic manifest write, so a kill at any point leaves the previous
+//! generation searchable and the next run finishes the job.
+
+pub mod chunk;
+pub mod files;
+pub mod manifest;
+pub mod schema;
+pub mod status;
+pub mod walk;
+
+use crate::config::IndexConfig;
+use crate::engine::fsutil::FileLock;
+use crate::engine::protocol::{IndexProgress, IndexSummary, LastEvent, SkippedFile};
+use crate::engine::repos::RepoRef;
+use crate::error::{Error, Result};
+use manifest::{FileEntry, Manifest};
+use rayon::prelude::*;
+use schema::{CommitPayload, Fields};
+use status::StatusFile;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+use tantivy::{doc, Index, IndexWriter, Term};
+
+/// Commit (and save the manifest) after this many bytes, so a huge first index
+/// keeps its progress if it is interrupted.
+const COMMIT_EVERY_BYTES: u64 = 256 * 1024 * 1024;
+/// Tantivy writer memory per indexing thread.
+const WRITER_MEMORY_PER_THREAD: usize = 48 * 1024 * 1024;
+/// Bytes sniffed for NUL to decide a file is binary.
+const BINARY_SNIFF: usize = 8192;
+
+/// What a run should look at.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    /// The whole repository.
+    Full,
+    /// Only these absolute paths (files or directories; deleted ones included).
+    Paths(Vec<PathBuf>),
+}
+
+/// Receives progress while a run is in flight.
+pub trait ProgressSink: Sync {
+    /// Called from a ticker about ten times a second, and once at the end.
+    fn progress(&self, p: &IndexProgress);
+}
+
+impl<F: Fn(&IndexProgress) + Sync> ProgressSink for F {
+    fn progress(&self, p: &IndexProgress) {
+        self(p)
+    }
+}
+
+/// An open writer on one repo's index.
+pub struct IndexSession {
+    repo: RepoRef,
+    cfg: IndexConfig,
+    index: Index,
+    writer: IndexWriter,
+    fields: Fields,
+    manifest: Manifest,
+    generation: u64,
+    rebuilt: bool,
+    status: StatusFile,
+    _lock: FileLock,
+}
+
+impl IndexSession {
+    /// Takes the writer lock (failing with [`Error::IndexBusy`] if another process has it)
+    /// and opens or creates the index.
+    pub fn open(repo: &RepoRef, locks_dir: &Path, cfg: &IndexConfig, rebuild: bool) -> Result<Self> {
+        let lock_path = locks_dir.join(format!("{}.writer.lock", repo.fingerprint));
+        let lock = FileLock::try_acquire(&lock_path)?
+            .ok_or_else(|| Error::IndexBusy { repo: repo.root.clone(), pid: FileLock::holder_pid(&lock_path) })?;
+        let (index, fields, created) = schema::open_or_create(&repo.index_dir(), rebuild)?;
+        let threads = thread_count(cfg);
+        let writer = index
+            .writer_with_num_threads(threads, WRITER_MEMORY_PER_THREAD * threads)
+            .map_err(|e| Error::Index { path: repo.index_dir(), message: e.to_string() })?;
+        let manifest = if created { Manifest::load(Path::new("/nonexistent")) } else { Manifest::load(&repo.manifest_path()) };
+        let generation = schema::read_payload(&index).generation;
+        Ok(IndexSession {
+            repo: repo.clone(),
+            cfg: cfg.clone(),
+            index,
+            writer,
+            fields,
+            manifest,
+            generation,
+            rebuilt: created,
+            status: StatusFile::new(repo.status_path()),
+            _lock: lock,
+        })
+    }
+
+    /// The manifest as of the last commit.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The status file this session maintains.
+    pub fn status(&self) -> &StatusFile {
+        &self.status
+    }
+
+    /// Brings the index up to date for `scope`.
+    pub fn update(&mut self, scope: &Scope, sink: &dyn ProgressSink) -> Result<IndexSummary> {
+        let started = Instant::now();
+        self.status.begin(&IndexProgress { phase: "walking".into(), ..Default::default() });
+        let result = self.update_inner(scope, sink, started);
+        match &result {
+            Ok(s) => self.status.finish_ok(s),
+            Err(e) => self.status.finish_err(&e.to_string()),
+        }
+        result
+    }
+
+    fn update_inner(&mut self, scope: &Scope, sink: &dyn ProgressSink, started: Instant) -> Result<IndexSummary> {
+        let threads = thread_count(&self.cfg);
+        let root = self.repo.root.clone();
+        let (starts, gone): (Vec<PathBuf>, Vec<String>) = match scope {
+            Scope::Full => (vec![root.clone()], Vec::new()),
+            Scope::Paths(paths) => split_scope(&root, paths),
+        };
+        let walked = walk::walk(&root, &starts, &self.cfg, threads);
+
+        // What the walk covered: every manifest path under a walked start, or under a vanished path.
+        let covered = |rel: &str| match scope {
+            Scope::Full => true,
+            Scope::Paths(_) => {
+                let under = |p: &str| p.is_empty() || rel == p || rel.starts_with(&format!("{p}/"));
+                starts.iter().map(|s| walk::rel_path(&root, s)).any(|p| under(&p)) || gone.iter().any(|p| under(p))
+            }
+        };
+        let seen: HashSet<&str> = walked
+            .files
+            .iter()
+            .map(|c| c.rel.as_str())
+            .chain(walked.issues.iter().map(|i| i.rel.as_str()))
+            .collect();
+        let deleted: Vec<String> =
+            self.manifest.files.keys().filter(|p| covered(p) && !seen.contains(p.as_str())).cloned().collect();
+
+        let mut todo = Vec::new();
+        let mut unchanged = 0u64;
+        for c in &walked.files {
+            match self.manifest.files.get(&c.rel) {
+                Some(e) if !e.error && e.size == c.size && e.mtime_ns == c.mtime_ns => unchanged += 1,
+                _ => todo.push(c.clone()),
+            }
+        }
+
+        let bytes_total: u64 = todo.iter().map(|c| c.size.min(self.cfg.max_file_size_bytes)).sum();
+        let progress = Progress::new(todo.len() as u64, bytes_total);
+        let mut summary = IndexSummary { repo: root.clone(), unchanged, ..Default::default() };
+        let mut changed = false;
+
+        // Deletions first: chunks of vanished paths go.
+        let deleted_hashes: HashMap<u64, usize> = deleted
+            .iter()
+            .filter_map(|p| self.manifest.files.get(p))
+            .filter(|e| e.hash != 0)
+            .fold(HashMap::new(), |mut m, e| {
+                *m.entry(e.hash).or_default() += 1;
+                m
+            });
+        for p in &deleted {
+            self.writer.delete_term(Term::from_field_text(self.fields.path, p));
+            self.manifest.files.remove(p);
+            self.status.event(LastEvent { kind: "delete".into(), path: p.clone(), at: crate::engine::fsutil::now_ms() });
+            changed = true;
+        }
+        summary.deleted = deleted.len() as u64;
+
+        // Walk issues become manifest entries, and whatever was indexed under those paths goes.
+        for issue in &walked.issues {
+            if issue.rel.is_empty() {
+                continue;
+            }
+            if self.manifest.files.get(&issue.rel).is_some_and(|e| e.skipped.is_none()) {
+                self.writer.delete_term(Term::from_field_text(self.fields.path, &issue.rel));
+                changed = true;
+            }
+            self.manifest.files.insert(
+                issue.rel.clone(),
+                FileEntry {
+                    size: 0,
+                    mtime_ns: 0,
+                    hash: 0,
+                    chunks: 0,
+                    lang: String::new(),
+                    skipped: Some(issue.reason.clone()),
+                    error: issue.error,
+                },
+            );
+        }
+
+        let mut renames_left = deleted_hashes;
+        let ticker_stop = AtomicU64::new(0);
+        let status = self.status.clone();
+        let result: Result<()> = std::thread::scope(|s| {
+            s.spawn(|| {
+                while ticker_stop.load(Ordering::Relaxed) == 0 {
+                    let snap = progress.snapshot("indexing");
+                    status.progress(&snap);
+                    sink.progress(&snap);
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            });
+            let r = (|| {
+                for batch in batches(&todo, COMMIT_EVERY_BYTES) {
+                    let outcomes: Vec<(String, Outcome)> = batch
+                        .par_iter()
+                        .map(|c| {
+                            let o = self.process(c);
+                            progress.done(c.size.min(self.cfg.max_file_size_bytes));
+                            (c.rel.clone(), o)
+                        })
+                        .collect();
+                    for (rel, outcome) in outcomes {
+                        changed |= self.apply(rel, outcome, &mut summary, &mut renames_left);
+                    }
+                    if changed {
+                        self.commit(sink, &progress)?;
+                        changed = false;
+                    }
+                }
+                if changed {
+                    self.commit(sink, &progress)?;
+                }
+                Ok(())
+            })();
+            ticker_stop.store(1, Ordering::Relaxed);
+            r
+        });
+        result?;
+
+        let (files, chunks) = self.manifest.counts();
+        summary.files = files;
+        summary.chunks = chunks;
+        summary.bytes_read = progress.bytes_done.load(Ordering::Relaxed);
+        summary.generation = self.generation;
+        summary.rebuilt = self.rebuilt;
+        for (path, e) in &self.manifest.files {
+            if let Some(reason) = &e.skipped {
+                let f = SkippedFile { path: path.clone(), reason: reason.clone() };
+                if e.error {
+                    summary.errors.push(f);
+                } else {
+                    summary.skipped.push(f);
+                }
+            }
+        }
+        summary.seconds = started.elapsed().as_secs_f64();
+        sink.progress(&IndexProgress { phase: "done".into(), ..progress.snapshot("done") });
+        Ok(summary)
+    }
+
+    /// Reads, sniffs, hashes and chunks one file, sending its chunks to the writer.
+    fn process(&self, c: &walk::Candidate) -> Outcome {
+        let lang = files::language(Path::new(&c.rel));
+        if c.size > self.cfg.max_file_size_bytes {
+            return Outcome::Skipped {
+                reason: format!("too large ({:.1} MB > {:.1} MB limit)", mb(c.size), mb(self.cfg.max_file_size_bytes)),
+                size: c.size,
+                mtime_ns: c.mtime_ns,
+            };
+        }
+        let bytes = match std::fs::read(&c.abs) {
+            Ok(b) => b,
+            Err(e) => return Outcome::Error(format!("unreadable: {e}")),
+        };
+        if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF)]).is_some() {
+            return Outcome::Skipped { reason: "binary".into(), size: c.size, mtime_ns: c.mtime_ns };
+        }
+        let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
+        if let Some(e) = self.manifest.files.get(&c.rel) {
+            if e.hash == hash && e.skipped.is_none() {
+                return Outcome::Touched { size: c.size, mtime_ns: c.mtime_ns };
+            }
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let style = files::chunk_style(lang);
+        let class = files::classify(&c.rel, lang) as u64;
+        let chunks = chunk::chunk(&text, style);
+        let file_id = xxhash_rust::xxh3::xxh3_64(c.rel.as_bytes());
+        let f = &self.fields;
+        self.writer.delete_term(Term::from_field_text(f.path, &c.rel));
+        for ch in &chunks {
+            let body = &text[ch.byte_start..ch.byte_end];
+            let res = self.writer.add_document(doc!(
+                f.path_text => c.rel.as_str(),
+                f.path => c.rel.as_str(),
+                f.lang => lang,
+                f.class => class,
+                f.body => body,
+                f.file_id => file_id,
+                f.line_start => ch.line_start as u64,
+                f.line_end => ch.line_end as u64,
+            ));
+            if let Err(e) = res {
+                return Outcome::Error(format!("index writer: {e}"));
+            }
+        }
+        Outcome::Indexed {
+            entry: FileEntry {
+                size: c.size,
+                mtime_ns: c.mtime_ns,
+                hash,
+                chunks: chunks.len() as u32,
+                lang: lang.to_string(),
+                skipped: None,
+                error: false,
+            },
+        }
+    }
+
+    /// Applies one file's outcome to the manifest; returns whether the index changed.
+    fn apply(&mut self, rel: String, o: Outcome, s: &mut IndexSummary, renames: &mut HashMap<u64, usize>) -> bool {
+        let previous = self.manifest.files.get(&rel).cloned();
+        let was_indexed = previous.as_ref().is_some_and(|e| e.skipped.is_none());
+        match o {
+            Outcome::Indexed { entry } => {
+                let kind = if was_indexed { "modify" } else { "create" };
+                if was_indexed {
+                    s.updated += 1;
+                } else {
+                    s.added += 1;
+                    if let Some(n) = renames.get_mut(&entry.hash).filter(|n| **n > 0) {
+                        *n -= 1;
+                        s.renamed += 1;
+                    }
+                }
+                self.status.event(LastEvent { kind: kind.into(), path: rel.clone(), at: crate::engine::fsutil::now_ms() });
+                self.manifest.files.insert(rel, entry);
+                true
+            }
+            Outcome::Touched { size, mtime_ns } => {
+                s.unchanged += 1;
+                if let Some(e) = self.manifest.files.get_mut(&rel) {
+                    e.size = size;
+                    e.mtime_ns = mtime_ns;
+                }
+                false
+            }
+            Outcome::Skipped { reason, size, mtime_ns } => {
+                if was_indexed {
+                    self.writer.delete_term(Term::from_field_text(self.fields.path, &rel));
+                }
+                self.manifest.files.insert(
+                    rel,
+                    FileEntry { size, mtime_ns, hash: 0, chunks: 0, lang: String::new(), skipped: Some(reason), error: false },
+                );
+                was_indexed
+            }
+            Outcome::Error(reason) => {
+                if was_indexed {
+                    self.writer.delete_term(Term::from_field_text(self.fields.path, &rel));
+                }
+                self.manifest.files.insert(
+                    rel,
+                    FileEntry { size: 0, mtime_ns: 0, hash: 0, chunks: 0, lang: String::new(), skipped: Some(reason), error: true },
+                );
+                was_indexed
+            }
+        }
+    }
+
+    /// Commits Tantivy with the next generation, then saves the manifest.
+    fn commit(&mut self, sink: &dyn ProgressSink, progress: &Progress) -> Result<()> {
+        sink.progress(&progress.snapshot("committing"));
+        let next = CommitPayload { generation: self.generation + 1, schema: schema::SCHEMA_VERSION };
+        let err = |e: tantivy::TantivyError| Error::Index { path: self.repo.index_dir(), message: e.to_string() };
+        let mut prepared = self.writer.prepare_commit().map_err(err)?;
+        prepared.set_payload(&serde_json::to_string(&next).unwrap_or_default());
+        prepared.commit().map_err(err)?;
+        self.generation = next.generation;
+        self.manifest.generation = next.generation;
+        self.manifest.save(&self.repo.manifest_path())
+    }
+
+    /// Lets background merges finish, then releases the writer and lock.
+    pub fn finish(self) -> Result<()> {
+        let dir = self.repo.index_dir();
+        self.writer.wait_merging_threads().map_err(|e| Error::Index { path: dir, message: e.to_string() })
+    }
+
+    /// The Tantivy index (for tests and the bench).
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+}
+
+enum Outcome {
+    Indexed { entry: FileEntry },
+    Touched { size: u64, mtime_ns: i64 },
+    Skipped { reason: String, size: u64, mtime_ns: i64 },
+    Error(String),
+}
+
+fn mb(b: u64) -> f64 {
+    b as f64 / (1024.0 * 1024.0)
+}
+
+/// Threads for reading and for the writer: config, else one per core.
+pub fn thread_count(cfg: &IndexConfig) -> usize {
+    if cfg.threads > 0 {
+        cfg.threads as usize
+    } else {
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+    }
+}
+
+/// Splits requested paths into ones to walk (existing, inside the repo) and vanished ones.
+fn split_scope(root: &Path, paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    let mut starts = Vec::new();
+    let mut gone = Vec::new();
+    for p in paths {
+        if !p.starts_with(root) {
+            continue;
+        }
+        if std::fs::symlink_metadata(p).is_ok() {
+            starts.push(p.clone());
+        } else {
+            gone.push(walk::rel_path(root, p));
+        }
+    }
+    (starts, gone)
+}
+
+/// Splits candidates into consecutive batches of about `budget` bytes.
+fn batches(todo: &[walk::Candidate], budget: u64) -> Vec<&[walk::Candidate]> {
+    let mut out = Vec::new();
+    let mut begin = 0;
+    let mut acc = 0;
+    for (i, c) in todo.iter().enumerate() {
+        acc += c.size;
+        if acc >= budget {
+            out.push(&todo[begin..=i]);
+            begin = i + 1;
+            acc = 0;
+        }
+    }
+    if begin < todo.len() {
+        out.push(&todo[begin..]);
+    }
+    out
+}
+
+struct Progress {
+    files_total: u64,
+    bytes_total: u64,
+    files_done: AtomicU64,
+    bytes_done: AtomicU64,
+}
+
+impl Progress {
+    fn new(files_total: u64, bytes_total: u64) -> Self {
+        Progress { files_total, bytes_total, files_done: AtomicU64::new(0), bytes_done: AtomicU64::new(0) }
+    }
+    fn done(&self, bytes: u64) {
+        self.files_done.fetch_add(1, Ordering::Relaxed);
+        self.bytes_done.fetch_add(bytes, Ordering::Relaxed);
+    }
+    fn snapshot(&self, phase: &str) -> IndexProgress {
+        IndexProgress {
+            phase: phase.into(),
+            files_done: self.files_done.load(Ordering::Relaxed),
+            files_total: self.files_total,
+            bytes_done: self.bytes_done.load(Ordering::Relaxed),
+            bytes_total: self.bytes_total,
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The Tantivy schema and how an index directory is opened. Chunk text is not
+//! stored (snippets are cut from the file on disk), which keeps indexing fast
+//! and the index small.
+
+use crate::engine::analysis::{CodeTokenizer, CODE_TOKENIZER};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STORED, STRING};
+use tantivy::tokenizer::TextAnalyzer;
+use tantivy::Index;
+
+/// Bump when fields or the analyzer change; a mismatch forces a rebuild.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Field handles.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields {
+    /// Path, analyzed (so `session auth` finds `auth/session.rs`).
+    pub path_text: Field,
+    /// Path, exact: deletes and prefix filters.
+    pub path: Field,
+    /// Language name, exact.
+    pub lang: Field,
+    /// [`super::files::FileClass`] as u64, fast: the ranking prior.
+    pub class: Field,
+    /// Chunk text, analyzed, not stored.
+    pub body: Field,
+    /// xxh3 of the path, fast: groups a file's chunks without touching the doc store.
+    pub file_id: Field,
+    /// First line of the chunk.
+    pub line_start: Field,
+    /// Last line of the chunk.
+    pub line_end: Field,
+}
+
+/// Builds the schema.
+pub fn build_schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let analyzed = |stored: bool| {
+        let idx = TextFieldIndexing::default().set_tokenizer(CODE_TOKENIZER).set_index_option(IndexRecordOption::WithFreqs);
+        let opts = TextOptions::default().set_indexing_options(idx);
+        if stored {
+            opts.set_stored()
+        } else {
+            opts
+        }
+    };
+    let fields = Fields {
+        path_text: b.add_text_field("path_text", analyzed(false)),
+        path: b.add_text_field("path", STRING | STORED),
+        lang: b.add_text_field("lang", STRING | STORED),
+        class: b.add_u64_field("class", FAST | STORED),
+        body: b.add_text_field("body", analyzed(false)),
+        file_id: b.add_u64_field("file_id", FAST),
+        line_start: b.add_u64_field("line_start", STORED),
+        line_end: b.add_u64_field("line_end", STORED),
+    };
+    (b.build(), fields)
+}
+
+/// What docdex writes into each Tantivy commit's payload.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CommitPayload {
+    /// Monotonic index generation, +1 per commit.
+    pub generation: u64,
+    /// [`SCHEMA_VERSION`] of the data.
+    pub schema: u32,
+}
+
+/// Reads the payload of the last commit (default when none).
+pub fn read_payload(index: &Index) -> CommitPayload {
+    index
+        .load_metas()
+        .ok()
+        .and_then(|m| m.payload)
+        .and_then(|p| serde_json::from_str(&p).ok())
+        .unwrap_or_default()
+}
+
+fn register(index: &Index) {
+    index.tokenizers().register(CODE_TOKENIZER, TextAnalyzer::from(CodeTokenizer));
+}
+
+/// Opens an existing index.
+pub fn open(dir: &Path) -> Result<(Index, Fields)> {
+    let index = Index::open_in_dir(dir).map_err(|e| Error::Index { path: dir.into(), message: e.to_string() })?;
+    register(&index);
+    let (_, fields) = build_schema();
+    Ok((index, fields))
+}
+
+/// Opens the index, creating it (or recreating it, when the schema changed or `rebuild`).
+/// Returns whether it was (re)created, which invalidates the manifest.
+pub fn open_or_create(dir: &Path, rebuild: bool) -> Result<(Index, Fields, bool)> {
+    let err = |e: tantivy::TantivyError| Error::Index { path: dir.into(), message: e.to_string() };
+    if !rebuild && dir.join("meta.json").exists() {
+        if let Ok((index, fields)) = open(dir) {
+            let payload = read_payload(&index);
+            let fresh = index.load_metas().map(|m| m.payload.is_none()).unwrap_or(true);
+            if payload.schema == SCHEMA_VERSION || fresh {
+                return Ok((index, fields, fresh));
+            }
+        }
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(|e| Error::io("removing old index", dir, e))?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+    let (schema, fields) = build_schema();
+    let index = Index::create_in_dir(dir, schema).map_err(err)?;
+    register(&index);
+    Ok((index, fields, true))
+}

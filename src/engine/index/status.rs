@@ -1,0 +1,136 @@
+//! `index_status.json`: what the process that owns a repo's writer is doing,
+//! so any other process (`docdex status`, a second CLI) can report
+//! ready / updating / error, progress and queue length without asking it.
+
+use crate::engine::fsutil::{now_ms, pid_alive, read_json, write_json_atomic};
+use crate::engine::protocol::{IndexProgress, IndexState, IndexSummary, LastEvent};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// The file's content.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusData {
+    /// State as last written.
+    pub state: IndexState,
+    /// Writer process.
+    pub pid: u32,
+    /// When the current or last run started.
+    pub started_ms: u64,
+    /// Last write.
+    pub updated_ms: u64,
+    /// Progress of the current run.
+    pub progress: Option<IndexProgress>,
+    /// Paths waiting in the watcher's queue.
+    pub queued: u64,
+    /// Last change applied.
+    pub last_event: Option<LastEvent>,
+    /// Error of the last run, if it failed.
+    pub last_error: Option<String>,
+    /// True while a watcher owns the writer.
+    #[serde(default)]
+    pub watching: bool,
+}
+
+impl Default for StatusData {
+    fn default() -> Self {
+        StatusData {
+            state: IndexState::Ready,
+            pid: std::process::id(),
+            started_ms: 0,
+            updated_ms: 0,
+            progress: None,
+            queued: 0,
+            last_event: None,
+            last_error: None,
+            watching: false,
+        }
+    }
+}
+
+impl StatusData {
+    /// Reads the status file; a file left `updating` by a dead process reads as interrupted.
+    pub fn read(path: &std::path::Path) -> Option<(StatusData, bool)> {
+        let data: StatusData = read_json(path).ok().flatten()?;
+        let interrupted = data.state == IndexState::Updating && !pid_alive(data.pid);
+        Some((data, interrupted))
+    }
+}
+
+/// Writer-side handle; cheap to clone, throttles progress writes.
+#[derive(Debug, Clone)]
+pub struct StatusFile {
+    path: PathBuf,
+    data: Arc<Mutex<(StatusData, u64)>>,
+}
+
+impl StatusFile {
+    /// A handle for `path`, carrying over the last event from an earlier process.
+    pub fn new(path: PathBuf) -> Self {
+        let mut data = StatusData::default();
+        if let Some((old, _)) = StatusData::read(&path) {
+            data.last_event = old.last_event;
+        }
+        StatusFile { path, data: Arc::new(Mutex::new((data, 0))) }
+    }
+
+    fn with(&self, force: bool, f: impl FnOnce(&mut StatusData)) {
+        let Ok(mut guard) = self.data.lock() else { return };
+        let (data, last_write) = &mut *guard;
+        f(data);
+        let now = now_ms();
+        data.updated_ms = now;
+        if force || now.saturating_sub(*last_write) >= 500 {
+            *last_write = now;
+            if let Err(e) = write_json_atomic(&self.path, data) {
+                tracing::warn!("could not write {}: {e}", self.path.display());
+            }
+        }
+    }
+
+    /// A run starts.
+    pub fn begin(&self, p: &IndexProgress) {
+        self.with(true, |d| {
+            d.state = IndexState::Updating;
+            d.pid = std::process::id();
+            d.started_ms = now_ms();
+            d.progress = Some(p.clone());
+            d.last_error = None;
+        });
+    }
+
+    /// Progress of the current run (throttled).
+    pub fn progress(&self, p: &IndexProgress) {
+        self.with(false, |d| d.progress = Some(p.clone()));
+    }
+
+    /// A change was applied.
+    pub fn event(&self, e: LastEvent) {
+        self.with(false, |d| d.last_event = Some(e));
+    }
+
+    /// The watcher's queue length (and whether a watcher owns the writer).
+    pub fn queued(&self, n: u64, watching: bool) {
+        self.with(true, |d| {
+            d.queued = n;
+            d.watching = watching;
+        });
+    }
+
+    /// The run finished.
+    pub fn finish_ok(&self, _s: &IndexSummary) {
+        self.with(true, |d| {
+            d.state = IndexState::Ready;
+            d.progress = None;
+        });
+    }
+
+    /// The run failed.
+    pub fn finish_err(&self, message: &str) {
+        self.with(true, |d| {
+            d.state = IndexState::Error;
+            d.progress = None;
+            d.last_error = Some(message.to_string());
+        });
+    }
+}

@@ -1,0 +1,151 @@
+//! Finding the files to index: a parallel walk that honours `.gitignore`,
+//! `.ignore`, `.docdexignore` and configured excludes, never follows symlinks
+//! (so loops and escapes out of the repo cannot happen), and records what it
+//! could not read instead of stopping.
+
+use crate::config::IndexConfig;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// A file found by the walk, with the metadata the manifest compares.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Repo-relative path with forward slashes.
+    pub rel: String,
+    /// Absolute path.
+    pub abs: PathBuf,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time in nanoseconds.
+    pub mtime_ns: i64,
+}
+
+/// Something the walk passed over, and why.
+#[derive(Debug, Clone)]
+pub struct WalkIssue {
+    /// Repo-relative path (or the absolute one when outside).
+    pub rel: String,
+    /// The reason.
+    pub reason: String,
+    /// True for errors (retried every run), false for deliberate skips such as symlinks.
+    pub error: bool,
+}
+
+/// The result of a walk.
+#[derive(Debug, Default)]
+pub struct WalkOutput {
+    /// Regular files to consider.
+    pub files: Vec<Candidate>,
+    /// Entries passed over.
+    pub issues: Vec<WalkIssue>,
+}
+
+/// Name of docdex's own ignore file.
+pub const DOCDEX_IGNORE: &str = ".docdexignore";
+
+fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize) -> ignore::WalkBuilder {
+    let mut b = ignore::WalkBuilder::new(start);
+    b.hidden(!cfg.include_hidden)
+        .git_ignore(true)
+        .git_global(true)
+        .git_exclude(true)
+        .require_git(false)
+        .ignore(true)
+        .parents(true)
+        .follow_links(false)
+        .add_custom_ignore_filename(DOCDEX_IGNORE)
+        .threads(threads);
+    let mut overrides = ignore::overrides::OverrideBuilder::new(root);
+    // `.git` is hidden, but when hidden files are included it must still be skipped.
+    let _ = overrides.add("!.git/");
+    for pat in &cfg.exclude {
+        let _ = overrides.add(&format!("!{pat}"));
+    }
+    if let Ok(o) = overrides.build() {
+        b.overrides(o);
+    }
+    b
+}
+
+/// Walks `starts` (the repo root, or changed paths inside it) in parallel.
+pub fn walk(root: &Path, starts: &[PathBuf], cfg: &IndexConfig, threads: usize) -> WalkOutput {
+    let out = Mutex::new(WalkOutput::default());
+    for start in starts {
+        let walker = builder(root, start, cfg, threads).build_parallel();
+        walker.run(|| {
+            let out = &out;
+            Box::new(move |entry| {
+                visit(root, entry, out);
+                ignore::WalkState::Continue
+            })
+        });
+    }
+    let mut out = out.into_inner().unwrap_or_else(|p| p.into_inner());
+    out.files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out.files.dedup_by(|a, b| a.rel == b.rel);
+    out
+}
+
+fn visit(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>, out: &Mutex<WalkOutput>) {
+    let entry = match entry {
+        Ok(e) => e,
+        Err(err) => {
+            let rel = error_path(&err).map(|p| rel_path(root, &p)).unwrap_or_default();
+            push_issue(out, WalkIssue { rel, reason: err.to_string(), error: true });
+            return;
+        }
+    };
+    let Some(ft) = entry.file_type() else { return };
+    if ft.is_dir() {
+        return;
+    }
+    let rel = rel_path(root, entry.path());
+    if ft.is_symlink() {
+        push_issue(out, WalkIssue { rel, reason: "symlink (not followed)".into(), error: false });
+        return;
+    }
+    if !ft.is_file() {
+        return;
+    }
+    match entry.metadata() {
+        Ok(md) => {
+            let mtime_ns = md
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_nanos() as i64)
+                .unwrap_or(0);
+            let c = Candidate { rel, abs: entry.path().to_path_buf(), size: md.len(), mtime_ns };
+            if let Ok(mut o) = out.lock() {
+                o.files.push(c);
+            }
+        }
+        Err(err) => push_issue(out, WalkIssue { rel, reason: err.to_string(), error: true }),
+    }
+}
+
+fn push_issue(out: &Mutex<WalkOutput>, issue: WalkIssue) {
+    if let Ok(mut o) = out.lock() {
+        o.issues.push(issue);
+    }
+}
+
+fn error_path(err: &ignore::Error) -> Option<PathBuf> {
+    match err {
+        ignore::Error::WithPath { path, .. } => Some(path.clone()),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => error_path(err),
+        ignore::Error::Loop { child, .. } => Some(child.clone()),
+        _ => None,
+    }
+}
+
+/// Repo-relative path with forward slashes.
+pub fn rel_path(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let s = rel.to_string_lossy();
+    if std::path::MAIN_SEPARATOR == '/' {
+        s.into_owned()
+    } else {
+        s.replace(std::path::MAIN_SEPARATOR, "/")
+    }
+}

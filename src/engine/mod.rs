@@ -1,0 +1,261 @@
+//! The engine: one cheap-to-clone handle over configuration, the repo
+//! registry, indexing, search and watching. Every surface (CLI today; TUI,
+//! HTTP and MCP next) calls these methods and nothing below them, so a
+//! capability is written once. This module never imports terminal or server
+//! crates.
+
+pub mod analysis;
+pub mod fsutil;
+pub mod index;
+pub mod protocol;
+pub mod repos;
+pub mod search;
+pub mod watch;
+
+use crate::config::{home_dir, Config, Paths};
+use crate::error::{Error, IoContext, Result};
+use index::manifest::Manifest;
+use index::status::StatusData;
+use index::{IndexSession, ProgressSink, Scope};
+use protocol::{FileContent, IndexState, IndexSummary, SearchRequest, SearchResponse, StatusResponse, SCHEMA_VERSION};
+use repos::{RepoRecord, RepoRef, Registry};
+use search::RepoSearcher;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Options for an index run.
+#[derive(Debug, Clone, Default)]
+pub struct IndexOptions {
+    /// Throw the index away and build it again.
+    pub rebuild: bool,
+}
+
+/// The engine handle. Clones share state.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: Config,
+    config_path: PathBuf,
+    warnings: Vec<String>,
+    paths: Paths,
+    registry: Registry,
+    searchers: Mutex<HashMap<String, Arc<RepoSearcher>>>,
+}
+
+impl Engine {
+    /// Opens the engine at `DOCDEX_HOME` (default `~/.docdex`), creating config and state on first run.
+    pub fn open() -> Result<Engine> {
+        Self::open_at(&home_dir())
+    }
+
+    /// Opens the engine with an explicit home directory.
+    pub fn open_at(home: &Path) -> Result<Engine> {
+        let loaded = Config::load_or_create(home)?;
+        Self::with_config(home, loaded.config, loaded.path, loaded.warnings)
+    }
+
+    /// Opens the engine with an already-built configuration (tests, benchmarks).
+    pub fn with_config(home: &Path, config: Config, config_path: PathBuf, warnings: Vec<String>) -> Result<Engine> {
+        let paths = Paths::new(home, &config.core.global_state_dir);
+        paths.ensure_layout()?;
+        let registry = Registry::new(paths.clone());
+        Ok(Engine {
+            inner: Arc::new(Inner { config, config_path, warnings, paths, registry, searchers: Mutex::new(HashMap::new()) }),
+        })
+    }
+
+    /// The effective configuration.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The config file path.
+    pub fn config_path(&self) -> &Path {
+        &self.inner.config_path
+    }
+
+    /// Warnings found while loading the configuration.
+    pub fn config_warnings(&self) -> &[String] {
+        &self.inner.warnings
+    }
+
+    /// Global locations.
+    pub fn paths(&self) -> &Paths {
+        &self.inner.paths
+    }
+
+    /// Resolves a repository path (it must exist) to its identity and state locations.
+    pub fn resolve_repo(&self, path: &Path) -> Result<RepoRef> {
+        self.inner.registry.resolve(path)
+    }
+
+    /// Opens a writer session on a repo (registering it), for one run or a watcher.
+    pub fn open_index_session(&self, repo: &RepoRef, rebuild: bool) -> Result<IndexSession> {
+        self.inner.registry.ensure(repo)?;
+        IndexSession::open(repo, &self.inner.paths.locks(), &self.inner.config.index, rebuild)
+    }
+
+    /// Indexes (or incrementally re-indexes) a repository.
+    pub fn index(&self, repo_path: &Path, opts: &IndexOptions, sink: &dyn ProgressSink) -> Result<IndexSummary> {
+        let repo = self.resolve_repo(repo_path)?;
+        let mut session = self.open_index_session(&repo, opts.rebuild)?;
+        let summary = session.update(&Scope::Full, sink)?;
+        session.finish()?;
+        self.inner.registry.record_indexed(&repo, summary.files, summary.chunks)?;
+        Ok(summary)
+    }
+
+    /// Records an index run's counts in the registry (used by the watcher).
+    pub fn record_indexed(&self, repo: &RepoRef, summary: &IndexSummary) -> Result<()> {
+        self.inner.registry.record_indexed(repo, summary.files, summary.chunks)
+    }
+
+    fn searcher(&self, repo: &RepoRef) -> Result<Arc<RepoSearcher>> {
+        let mut cache = self.inner.searchers.lock().map_err(|_| Error::BadRequest("searcher cache poisoned".into()))?;
+        if let Some(s) = cache.get(&repo.fingerprint) {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(RepoSearcher::open(repo)?);
+        cache.insert(repo.fingerprint.clone(), s.clone());
+        Ok(s)
+    }
+
+    /// Searches a repository's index.
+    pub fn search(&self, repo_path: &Path, req: &SearchRequest) -> Result<SearchResponse> {
+        let repo = self.resolve_repo(repo_path)?;
+        let searcher = self.searcher(&repo)?;
+        let state = StatusData::read(&repo.status_path())
+            .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
+            .unwrap_or(IndexState::Ready);
+        searcher.search(&repo, req, &self.inner.config.search, state)
+    }
+
+    /// Index state, counts, progress and warnings for a repository.
+    pub fn status(&self, repo_path: &Path) -> Result<StatusResponse> {
+        let repo = self.resolve_repo(repo_path)?;
+        let live = StatusData::read(&repo.status_path());
+        let indexed = repo.index_dir().join("meta.json").exists() && repo.manifest_path().exists();
+        let running = matches!(&live, Some((d, false)) if d.state == IndexState::Updating);
+        if !indexed && !running {
+            return Err(Error::NotIndexed { path: repo.root.clone() });
+        }
+        let manifest = Manifest::load(&repo.manifest_path());
+        let (documents, chunks) = manifest.counts();
+        let mut warnings: Vec<String> = self.inner.warnings.clone();
+        let mut state = IndexState::Ready;
+        let (mut queued, mut progress, mut last_event) = (0, None, None);
+        if let Some((d, interrupted)) = live {
+            state = if interrupted { IndexState::Ready } else { d.state };
+            if interrupted {
+                warnings.push(format!(
+                    "the last index run (pid {}) was interrupted; the previous generation is searchable. Run `docdex index --repo {}` to finish",
+                    d.pid,
+                    repo.root.display()
+                ));
+            } else {
+                queued = d.queued;
+                progress = d.progress;
+            }
+            if let Some(e) = d.last_error {
+                warnings.push(format!("last index run failed: {e}"));
+            }
+            last_event = d.last_event;
+        }
+        warnings.extend(skip_warnings(&manifest));
+        let record = self.inner.registry.get(&repo.fingerprint)?;
+        let generation = if indexed { index::schema::open(&repo.index_dir()).map(|(i, _)| index::schema::read_payload(&i).generation).unwrap_or(0) } else { 0 };
+        Ok(StatusResponse {
+            schema_version: SCHEMA_VERSION,
+            project_id: repo.fingerprint.clone(),
+            repo: repo.root.clone(),
+            index_state: state,
+            generation,
+            queued_files: queued,
+            documents,
+            chunks,
+            last_indexed_ms: record.and_then(|r| r.last_indexed_ms),
+            progress,
+            last_event,
+            warnings,
+            state_dir: repo.state_dir.clone(),
+        })
+    }
+
+    /// Lines of a file inside the repository; paths resolving outside it are refused.
+    pub fn get_file(&self, repo_path: &Path, file: &str, lines: Option<(u32, u32)>) -> Result<FileContent> {
+        let repo = self.resolve_repo(repo_path)?;
+        let candidate = if Path::new(file).is_absolute() { PathBuf::from(file) } else { repo.root.join(file) };
+        let real = std::fs::canonicalize(&candidate)
+            .map_err(|_| Error::BadRequest(format!("no such file in {}: {file}", repo.root.display())))?;
+        if !real.starts_with(&repo.root) {
+            return Err(Error::OutsideRepo { path: file.to_string(), repo: repo.root.clone() });
+        }
+        if !real.is_file() {
+            return Err(Error::BadRequest(format!("{file} is not a file")));
+        }
+        let bytes = std::fs::read(&real).at("reading", &real)?;
+        if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
+            return Err(Error::BadRequest(format!("{file} is a binary file")));
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let all: Vec<&str> = text.lines().collect();
+        let total = all.len() as u32;
+        let (a, b) = lines.unwrap_or((1, total.max(1)));
+        if a == 0 || b < a {
+            return Err(Error::BadRequest(format!("bad line range {a}-{b}: use A-B with 1 <= A <= B")));
+        }
+        let b = b.min(total);
+        let slice = if a > total { &[][..] } else { &all[(a - 1) as usize..b as usize] };
+        Ok(FileContent {
+            path: repos_rel(&repo.root, &real),
+            line_start: a,
+            line_end: b.max(a.min(total)),
+            total_lines: total,
+            text: slice.join("\n"),
+        })
+    }
+
+    /// All registered repositories.
+    pub fn list_repos(&self) -> Result<Vec<RepoRecord>> {
+        self.inner.registry.list()
+    }
+
+    /// Unregisters a repository; `purge` deletes its state too.
+    pub fn remove_repo(&self, path: &Path, purge: bool) -> Result<RepoRecord> {
+        let record = self.inner.registry.remove(path, purge)?;
+        if let Ok(mut cache) = self.inner.searchers.lock() {
+            cache.remove(&record.fingerprint);
+        }
+        Ok(record)
+    }
+}
+
+fn repos_rel(root: &Path, p: &Path) -> String {
+    index::walk::rel_path(root, p)
+}
+
+/// Human warnings about skipped and failed files (counts by reason, then a few examples).
+fn skip_warnings(m: &Manifest) -> Vec<String> {
+    let skipped = m.skipped();
+    if skipped.is_empty() {
+        return Vec::new();
+    }
+    let mut by_reason: std::collections::BTreeMap<String, usize> = Default::default();
+    for (_, r) in &skipped {
+        let key = r.split(" (").next().unwrap_or(r).split(':').next().unwrap_or(r).to_string();
+        *by_reason.entry(key).or_default() += 1;
+    }
+    let mut out = vec![format!(
+        "{} files not indexed: {}",
+        skipped.len(),
+        by_reason.iter().map(|(r, n)| format!("{n} {r}")).collect::<Vec<_>>().join(", ")
+    )];
+    for (p, r) in skipped.iter().take(20) {
+        out.push(format!("skipped {p}: {r}"));
+    }
+    out
+}

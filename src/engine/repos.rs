@@ -1,0 +1,213 @@
+//! The repo manager: maps a repository path to its fingerprint (SHA-256 of the
+//! normalized absolute path, symlinks resolved) and its private state directory,
+//! and keeps the registry of known repositories. Nothing is ever shared between
+//! two fingerprints, which is what keeps repositories isolated.
+
+use crate::config::Paths;
+use crate::engine::fsutil::{now_ms, read_json, write_json_atomic, FileLock};
+use crate::error::{Error, IoContext, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// Version of the path normalization behind fingerprints; bump if it changes.
+pub const FINGERPRINT_VERSION: u32 = 1;
+
+/// A resolved repository: its canonical root and state locations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoRef {
+    /// Canonical absolute root (symlinks resolved).
+    pub root: PathBuf,
+    /// SHA-256 hex of the normalized root.
+    pub fingerprint: String,
+    /// `state/repos/<fingerprint>/`.
+    pub state_dir: PathBuf,
+}
+
+impl RepoRef {
+    /// The Tantivy index directory.
+    pub fn index_dir(&self) -> PathBuf {
+        self.state_dir.join("index")
+    }
+    /// The file manifest (content hashes, sizes, mtimes).
+    pub fn manifest_path(&self) -> PathBuf {
+        self.state_dir.join("manifest.json")
+    }
+    /// The live indexing status written by whichever process is indexing.
+    pub fn status_path(&self) -> PathBuf {
+        self.state_dir.join("index_status.json")
+    }
+    /// `repo_meta.json`.
+    pub fn meta_path(&self) -> PathBuf {
+        self.state_dir.join("repo_meta.json")
+    }
+}
+
+/// Normalizes a path (absolute, symlinks resolved) and fingerprints it.
+pub fn normalize(path: &Path) -> Result<PathBuf> {
+    let canonical = std::fs::canonicalize(path).map_err(|_| Error::RepoNotFound { path: path.into() })?;
+    if !canonical.is_dir() {
+        return Err(Error::RepoNotFound { path: path.into() });
+    }
+    Ok(canonical)
+}
+
+/// SHA-256 hex of a normalized path.
+pub fn fingerprint(normalized: &Path) -> String {
+    let digest = Sha256::digest(normalized.to_string_lossy().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The repository containing `dir`: its git root, else `dir` itself.
+pub fn discover_root(dir: &Path) -> PathBuf {
+    let mut cur = Some(dir);
+    while let Some(d) = cur {
+        if d.join(".git").exists() {
+            return d.to_path_buf();
+        }
+        cur = d.parent();
+    }
+    dir.to_path_buf()
+}
+
+/// `repo_meta.json`, as the spec lays it out.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RepoMeta {
+    /// SHA-256 of the canonical path.
+    pub fingerprint_sha256: String,
+    /// [`FINGERPRINT_VERSION`].
+    pub fingerprint_version: u32,
+    /// Canonical root.
+    pub canonical_path: PathBuf,
+    /// First seen.
+    pub created_at_epoch_ms: u64,
+    /// Last touched by any command.
+    pub last_seen_at_epoch_ms: u64,
+}
+
+/// One known repository in the registry.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RepoRecord {
+    /// Canonical root.
+    pub path: PathBuf,
+    /// Its fingerprint.
+    pub fingerprint: String,
+    /// When an index run last completed (epoch ms), if ever.
+    pub last_indexed_ms: Option<u64>,
+    /// Files in the index.
+    pub files: u64,
+    /// Chunks in the index.
+    pub chunks: u64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct RegistryFile {
+    schema_version: u32,
+    repos: Vec<RepoRecord>,
+}
+
+/// The registry of known repositories (`state/registry.json`), safe across processes.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    paths: Paths,
+}
+
+impl Registry {
+    /// A registry over the given state layout.
+    pub fn new(paths: Paths) -> Self {
+        Self { paths }
+    }
+
+    /// Resolves a path to a [`RepoRef`] without creating anything.
+    pub fn resolve(&self, path: &Path) -> Result<RepoRef> {
+        let root = normalize(path)?;
+        let fingerprint = fingerprint(&root);
+        let state_dir = self.paths.repo_state(&fingerprint);
+        Ok(RepoRef { root, fingerprint, state_dir })
+    }
+
+    /// Creates the repo's state directory and `repo_meta.json` if needed, and registers it.
+    /// Idempotent and safe when several processes race.
+    pub fn ensure(&self, repo: &RepoRef) -> Result<()> {
+        std::fs::create_dir_all(&repo.state_dir)
+            .map_err(|e| Error::StateNotWritable { path: repo.state_dir.clone(), reason: e.to_string() })?;
+        let now = now_ms();
+        let meta = match read_json::<RepoMeta>(&repo.meta_path()).ok().flatten() {
+            Some(mut m) => {
+                m.last_seen_at_epoch_ms = now;
+                m
+            }
+            None => RepoMeta {
+                fingerprint_sha256: repo.fingerprint.clone(),
+                fingerprint_version: FINGERPRINT_VERSION,
+                canonical_path: repo.root.clone(),
+                created_at_epoch_ms: now,
+                last_seen_at_epoch_ms: now,
+            },
+        };
+        write_json_atomic(&repo.meta_path(), &meta)?;
+        self.update(|records| {
+            if !records.iter().any(|r| r.fingerprint == repo.fingerprint) {
+                records.push(RepoRecord {
+                    path: repo.root.clone(),
+                    fingerprint: repo.fingerprint.clone(),
+                    last_indexed_ms: None,
+                    files: 0,
+                    chunks: 0,
+                });
+            }
+        })
+    }
+
+    /// All known repositories, sorted by path.
+    pub fn list(&self) -> Result<Vec<RepoRecord>> {
+        let mut repos = read_json::<RegistryFile>(&self.paths.registry())?.unwrap_or_default().repos;
+        repos.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(repos)
+    }
+
+    /// The record for a fingerprint, if registered.
+    pub fn get(&self, fingerprint: &str) -> Result<Option<RepoRecord>> {
+        Ok(self.list()?.into_iter().find(|r| r.fingerprint == fingerprint))
+    }
+
+    /// Records the outcome of an index run.
+    pub fn record_indexed(&self, repo: &RepoRef, files: u64, chunks: u64) -> Result<()> {
+        self.update(|records| {
+            if let Some(r) = records.iter_mut().find(|r| r.fingerprint == repo.fingerprint) {
+                r.last_indexed_ms = Some(now_ms());
+                r.files = files;
+                r.chunks = chunks;
+            }
+        })
+    }
+
+    /// Forgets a repository; with `purge`, deletes its state directory too.
+    /// Works for repos whose directory no longer exists (matched by the recorded path).
+    pub fn remove(&self, path: &Path, purge: bool) -> Result<RepoRecord> {
+        let wanted = normalize(path).ok();
+        let mut removed = None;
+        self.update(|records| {
+            if let Some(i) = records.iter().position(|r| Some(&r.path) == wanted.as_ref() || r.path == path) {
+                removed = Some(records.remove(i));
+            }
+        })?;
+        let record = removed.ok_or_else(|| Error::UnknownRepo { path: path.into() })?;
+        if purge {
+            let dir = self.paths.repo_state(&record.fingerprint);
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).at("removing", &dir)?;
+            }
+        }
+        Ok(record)
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Vec<RepoRecord>)) -> Result<()> {
+        let _lock = FileLock::acquire(&self.paths.locks().join("registry.lock"))?;
+        let path = self.paths.registry();
+        let mut file = read_json::<RegistryFile>(&path)?.unwrap_or_default();
+        file.schema_version = 1;
+        f(&mut file.repos);
+        write_json_atomic(&path, &file)
+    }
+}

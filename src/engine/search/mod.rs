@@ -1,0 +1,402 @@
+//! Search: BM25 over chunk text and paths with the code-aware analyzer, then
+//! ranking a developer would expect (source before lockfiles and changelogs,
+//! several files before many chunks of one), snippets from disk, a
+//! confidence for the waterfall gate, and deterministic cursors.
+//!
+//! How confidence is computed is documented in `docs/SEARCH.md`.
+
+pub mod snippet;
+
+use crate::config::SearchConfig;
+use crate::engine::analysis;
+use crate::engine::index::files::FileClass;
+use crate::engine::index::schema::{self, Fields};
+use crate::engine::protocol::{IndexState, SearchHit, SearchRequest, SearchResponse, SearchTiming, SCHEMA_VERSION};
+use crate::engine::repos::RepoRef;
+use crate::error::{Error, Result};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Instant, SystemTime};
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, RegexQuery, TermQuery};
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, SegmentReader, TantivyDocument, Term};
+
+/// Chunks considered for ranking; pages beyond this many hits are not served.
+pub const CANDIDATE_POOL: usize = 1000;
+/// Weight of a path match relative to a body match.
+const PATH_BOOST: f32 = 2.5;
+/// Share of a file's second-best chunk added to its best (files with several matches rank higher).
+const SECOND_CHUNK_WEIGHT: f32 = 0.2;
+
+/// An open, reloadable reader over one repo's index.
+pub struct RepoSearcher {
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    meta_mtime: Mutex<Option<SystemTime>>,
+    index_dir: std::path::PathBuf,
+}
+
+impl RepoSearcher {
+    /// Opens the repo's index; [`Error::NotIndexed`] if there is none yet.
+    pub fn open(repo: &RepoRef) -> Result<Self> {
+        let dir = repo.index_dir();
+        if !dir.join("meta.json").exists() {
+            return Err(Error::NotIndexed { path: repo.root.clone() });
+        }
+        let (index, fields) = schema::open(&dir)?;
+        if schema::read_payload(&index).generation == 0 {
+            return Err(Error::NotIndexed { path: repo.root.clone() });
+        }
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e: tantivy::TantivyError| Error::Index { path: dir.clone(), message: e.to_string() })?;
+        let mtime = meta_mtime(&dir);
+        Ok(RepoSearcher { index, reader, fields, meta_mtime: Mutex::new(mtime), index_dir: dir })
+    }
+
+    /// Picks up new commits (cheap: one stat when nothing changed).
+    fn searcher(&self) -> Searcher {
+        let now = meta_mtime(&self.index_dir);
+        if let Ok(mut seen) = self.meta_mtime.lock() {
+            if *seen != now {
+                let _ = self.reader.reload();
+                *seen = now;
+            }
+        }
+        self.reader.searcher()
+    }
+
+    /// Current generation.
+    pub fn generation(&self) -> u64 {
+        schema::read_payload(&self.index).generation
+    }
+
+    /// Runs a search.
+    pub fn search(&self, repo: &RepoRef, req: &SearchRequest, cfg: &SearchConfig, state: IndexState) -> Result<SearchResponse> {
+        let t0 = Instant::now();
+        let limit = req.limit.unwrap_or(cfg.default_limit as usize).clamp(1, 200);
+        let query_hash = hash_request(req);
+        let offset = match req.cursor.as_deref().filter(|c| !c.is_empty()) {
+            Some(c) => decode_cursor(c, query_hash)?,
+            None => 0,
+        };
+        let searcher = self.searcher();
+        let generation = self.generation();
+        let commit_time = meta_mtime(&self.index_dir);
+        let terms = analysis::query_terms(&req.query);
+        let mut resp = SearchResponse {
+            schema_version: SCHEMA_VERSION,
+            project_id: repo.fingerprint.clone(),
+            repo: repo.root.clone(),
+            query: req.query.clone(),
+            index_state: state,
+            generation,
+            confidence: 0.0,
+            results: Vec::new(),
+            total_hits: 0,
+            next_cursor: String::new(),
+            pii_redacted: false,
+            timing_ms: SearchTiming::default(),
+        };
+        if terms.is_empty() {
+            return Ok(resp);
+        }
+        let query = self.build_query(&terms, req)?;
+        let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
+        let collector = TopDocs::with_limit(CANDIDATE_POOL).tweak_score(move |seg: &SegmentReader| {
+            let ff = seg.fast_fields();
+            let class = ff.u64("class").ok().map(|c| c.first_or_default_col(0));
+            let file = ff.u64("file_id").ok().map(|c| c.first_or_default_col(0));
+            move |doc, score: f32| {
+                let prior = class.as_ref().map(|c| priors.factor(FileClass::from_u64(c.get_val(doc)))).unwrap_or(1.0);
+                (score * prior, file.as_ref().map(|c| c.get_val(doc)).unwrap_or(0))
+            }
+        });
+        let (total, top) = searcher
+            .search(&query, &(Count, collector))
+            .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
+        let t_search = t0.elapsed();
+
+        let ranked = diversify(top, cfg.max_chunks_per_file.max(1) as usize);
+        resp.total_hits = total;
+        let t_rank = t0.elapsed();
+
+        let page: Vec<(f32, Stored)> = ranked
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .filter_map(|c| {
+                let d: TantivyDocument = searcher.doc(c.addr).ok()?;
+                Some((c.score, Stored::from_doc(&d, &self.fields)))
+            })
+            .collect();
+        if offset + page.len() < ranked.len() {
+            resp.next_cursor = encode_cursor(offset + page.len(), query_hash);
+        }
+        let qset: HashSet<String> = terms.iter().cloned().collect();
+        let mut matched_sets = Vec::new();
+        let mut files: HashMap<&str, Option<(String, bool)>> = HashMap::new();
+        for (score, s) in &page {
+            let entry = files.entry(s.path.as_str()).or_insert_with(|| read_file(&repo.root, &s.path, commit_time));
+            let (snip, stale) = match entry {
+                Some((text, stale)) => (snippet::snippet(text, &s.path, s.line_start, s.line_end, &qset), *stale),
+                None => (snippet::SnippetOut { line_start: s.line_start, ..Default::default() }, true),
+            };
+            matched_sets.push(snip.matched);
+            resp.results.push(SearchHit {
+                chunk_id: format!("{}:{}-{}", s.path, s.line_start, s.line_end),
+                path: s.path.clone(),
+                lang: s.lang.clone(),
+                line_start: s.line_start,
+                line_end: s.line_end,
+                page_start: None,
+                page_end: None,
+                score: round3(*score),
+                snippet_line_start: snip.line_start,
+                snippet: snip.text,
+                highlights: snip.highlights,
+                generation,
+                stale,
+            });
+        }
+        resp.confidence = confidence(&searcher, self.fields.body, &terms, &matched_sets);
+        let total_t = t0.elapsed();
+        resp.timing_ms = SearchTiming {
+            search: ms(t_search),
+            rank: ms(t_rank - t_search),
+            snippets: ms(total_t - t_rank),
+            total: ms(total_t),
+        };
+        Ok(resp)
+    }
+
+    fn build_query(&self, terms: &[String], req: &SearchRequest) -> Result<Box<dyn Query>> {
+        let f = &self.fields;
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 2);
+        for t in terms {
+            should.push((Occur::Should, Box::new(TermQuery::new(Term::from_field_text(f.body, t), IndexRecordOption::WithFreqs))));
+            let path_q = TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::WithFreqs);
+            should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(path_q), PATH_BOOST))));
+        }
+        let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(should));
+        let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query)];
+        if let Some(lang) = req.lang.as_deref().filter(|l| !l.is_empty()) {
+            must.push((Occur::Must, Box::new(TermQuery::new(Term::from_field_text(f.lang, &lang.to_ascii_lowercase()), IndexRecordOption::Basic))));
+        }
+        if let Some(prefix) = req.path_prefix.as_deref().map(normalize_prefix).filter(|p| !p.is_empty()) {
+            let pattern = format!("{}.*", regex_escape(&prefix));
+            let q = RegexQuery::from_pattern(&pattern, f.path)
+                .map_err(|e| Error::BadRequest(format!("bad --path prefix {prefix:?}: {e}")))?;
+            must.push((Occur::Must, Box::new(q)));
+        }
+        Ok(if must.len() == 1 { must.remove(0).1 } else { Box::new(BooleanQuery::new(must)) })
+    }
+}
+
+/// Stored fields of a hit.
+#[derive(Debug, Clone)]
+struct Stored {
+    path: String,
+    lang: String,
+    line_start: u32,
+    line_end: u32,
+}
+
+impl Stored {
+    fn from_doc(d: &TantivyDocument, f: &Fields) -> Stored {
+        let text = |field| d.get_first(field).and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let num = |field| d.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+        Stored { path: text(f.path), lang: text(f.lang), line_start: num(f.line_start), line_end: num(f.line_end) }
+    }
+}
+
+/// Per-class multipliers: demote noise unless the query asks for it.
+#[derive(Debug, Clone, Copy)]
+struct Priors([f32; 7]);
+
+impl Priors {
+    fn for_query(query: &str, demote: bool) -> Priors {
+        if !demote {
+            return Priors([1.0; 7]);
+        }
+        let q = query.to_ascii_lowercase();
+        let asks = |words: &[&str]| words.iter().any(|w| q.split(|c: char| !c.is_alphanumeric()).any(|t| t == *w));
+        let mut p = [1.0, 0.9, 0.75, 0.8, 0.3, 0.1, 0.35];
+        if asks(&["test", "tests", "testing", "spec", "specs", "fixture", "fixtures"]) {
+            p[FileClass::Test as usize] = 1.0;
+        }
+        if asks(&["doc", "docs", "documentation", "readme", "guide", "tutorial", "manual"]) {
+            p[FileClass::Docs as usize] = 1.0;
+        }
+        if asks(&["config", "configuration", "settings", "yaml", "json", "toml"]) {
+            p[FileClass::Config as usize] = 1.0;
+        }
+        if asks(&["changelog", "changes", "release", "releases", "history", "news"]) {
+            p[FileClass::Changelog as usize] = 1.0;
+        }
+        if asks(&["lock", "lockfile", "lockfiles", "pinned", "version", "versions"]) {
+            p[FileClass::Lockfile as usize] = 1.0;
+        }
+        if asks(&["generated", "vendor", "vendored", "minified"]) {
+            p[FileClass::Generated as usize] = 1.0;
+        }
+        Priors(p)
+    }
+
+    fn factor(&self, class: FileClass) -> f32 {
+        self.0[class as usize]
+    }
+}
+
+/// A candidate chunk during ranking.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    score: f32,
+    file: u64,
+    addr: DocAddress,
+}
+
+fn rank_order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+    b.score.total_cmp(&a.score).then(a.file.cmp(&b.file)).then(a.addr.cmp(&b.addr))
+}
+
+/// Re-ranks the pool so one file cannot fill the page: a file's later chunks decay, its best
+/// chunk gains a share of its second best. Ties break on file and address, so order is
+/// deterministic for a given index generation.
+fn diversify(top: Vec<((f32, u64), DocAddress)>, max_per_file: usize) -> Vec<Candidate> {
+    let mut docs: Vec<Candidate> = top.into_iter().map(|((score, file), addr)| Candidate { score, file, addr }).collect();
+    docs.sort_by(rank_order);
+    let mut seen: HashMap<u64, (usize, usize)> = HashMap::new(); // file -> (chunks so far, index of best)
+    let mut out: Vec<Candidate> = Vec::with_capacity(docs.len());
+    for mut c in docs {
+        let entry = seen.entry(c.file).or_insert((0, usize::MAX));
+        let k = entry.0;
+        entry.0 += 1;
+        if k == 0 {
+            entry.1 = out.len();
+        } else {
+            if k == 1 {
+                out[entry.1].score += SECOND_CHUNK_WEIGHT * c.score;
+            }
+            c.score *= if k < max_per_file { 0.7 } else { 0.7 * 0.35f32.powi((k + 1 - max_per_file) as i32) };
+        }
+        out.push(c);
+    }
+    out.sort_by(rank_order);
+    out
+}
+
+/// Share of the query's information (IDF-weighted terms) the results account for:
+/// 0.7 x the best hit's share + 0.3 x the top five hits' combined share.
+fn confidence(searcher: &Searcher, body: tantivy::schema::Field, terms: &[String], matched: &[HashSet<String>]) -> f64 {
+    if matched.is_empty() {
+        return 0.0;
+    }
+    let n = searcher.num_docs().max(1) as f64;
+    let idf = |t: &String| {
+        let df = searcher.doc_freq(&Term::from_field_text(body, t)).unwrap_or(0) as f64;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    };
+    let weights: Vec<(&String, f64)> = terms.iter().map(|t| (t, idf(t))).collect();
+    let total: f64 = weights.iter().map(|(_, w)| w).sum();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    let share = |set: &dyn Fn(&String) -> bool| weights.iter().filter(|(t, _)| set(t)).map(|(_, w)| w).sum::<f64>() / total;
+    let best = share(&|t| matched[0].contains(t));
+    let top = &matched[..matched.len().min(5)];
+    let any = share(&|t| top.iter().any(|m| m.contains(t)));
+    ((0.7 * best + 0.3 * any) * 1000.0).round() / 1000.0
+}
+
+fn read_file(root: &Path, rel: &str, commit_time: Option<SystemTime>) -> Option<(String, bool)> {
+    let path = root.join(rel);
+    let bytes = std::fs::read(&path).ok()?;
+    let stale = match (std::fs::metadata(&path).and_then(|m| m.modified()).ok(), commit_time) {
+        (Some(m), Some(c)) => m > c,
+        _ => false,
+    };
+    Some((String::from_utf8_lossy(&bytes).into_owned(), stale))
+}
+
+fn meta_mtime(dir: &Path) -> Option<SystemTime> {
+    std::fs::metadata(dir.join("meta.json")).and_then(|m| m.modified()).ok()
+}
+
+fn normalize_prefix(p: &str) -> String {
+    p.trim().trim_start_matches("./").trim_start_matches('/').replace('\\', "/")
+}
+
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 2);
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$#&-~\"<>@".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn hash_request(req: &SearchRequest) -> u64 {
+    let key = format!(
+        "{}\u{0}{}\u{0}{}\u{0}{}",
+        req.query,
+        req.path_prefix.as_deref().unwrap_or(""),
+        req.lang.as_deref().unwrap_or(""),
+        req.limit.unwrap_or(0)
+    );
+    xxhash_rust::xxh3::xxh3_64(key.as_bytes())
+}
+
+fn encode_cursor(offset: usize, query_hash: u64) -> String {
+    format!("c1.{offset:x}.{query_hash:016x}")
+}
+
+fn decode_cursor(c: &str, query_hash: u64) -> Result<usize> {
+    let bad = || Error::BadRequest(format!("invalid cursor {c:?}: pass the next_cursor of a previous page of the same query"));
+    let mut parts = c.split('.');
+    if parts.next() != Some("c1") {
+        return Err(bad());
+    }
+    let offset = parts.next().and_then(|o| usize::from_str_radix(o, 16).ok()).ok_or_else(bad)?;
+    let hash = parts.next().and_then(|h| u64::from_str_radix(h, 16).ok()).ok_or_else(bad)?;
+    if hash != query_hash {
+        return Err(Error::BadRequest("this cursor belongs to a different query or filters".into()));
+    }
+    Ok(offset)
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+fn round3(x: f32) -> f32 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_round_trip_and_mismatch() {
+        let c = encode_cursor(20, 7);
+        assert_eq!(decode_cursor(&c, 7).unwrap(), 20);
+        assert!(decode_cursor(&c, 8).is_err());
+        assert!(decode_cursor("garbage", 7).is_err());
+    }
+
+    #[test]
+    fn priors_lift_when_asked() {
+        let p = Priors::for_query("where is the changelog entry", true);
+        assert_eq!(p.factor(FileClass::Changelog), 1.0);
+        assert!(p.factor(FileClass::Lockfile) < 0.5);
+        assert_eq!(Priors::for_query("x", false).factor(FileClass::Lockfile), 1.0);
+    }
+}

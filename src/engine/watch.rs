@@ -1,0 +1,120 @@
+//! Keeping an index fresh: a debounced file watcher feeding changed paths to
+//! an open [`IndexSession`]. Events are deduplicated per path and batched;
+//! while one update runs, new events queue up and are applied together
+//! (throttling), and search keeps answering from the last commit throughout.
+
+use crate::engine::index::walk::DOCDEX_IGNORE;
+use crate::engine::index::{IndexSession, Scope};
+use crate::engine::protocol::IndexSummary;
+use crate::engine::repos::RepoRef;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use notify::RecursiveMode;
+use notify_debouncer_full::{new_debouncer, DebounceEventResult};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// What the watcher reports after each applied batch.
+#[derive(Debug, Clone)]
+pub enum WatchReport {
+    /// The initial catch-up run finished.
+    Ready(IndexSummary),
+    /// A batch of changes was applied.
+    Applied {
+        /// The changed paths, repo-relative.
+        paths: Vec<String>,
+        /// The run's summary.
+        summary: IndexSummary,
+    },
+    /// A batch failed; the watcher keeps going.
+    Failed(String),
+}
+
+impl Engine {
+    /// Watches a repository until `stop` is set, keeping its index current.
+    /// Holds the repo's writer for the whole time.
+    pub fn watch(&self, repo_path: &std::path::Path, stop: &AtomicBool, report: &dyn Fn(WatchReport)) -> Result<()> {
+        let repo = self.resolve_repo(repo_path)?;
+        let mut session = self.open_index_session(&repo, false)?;
+        let quiet = |_: &crate::engine::protocol::IndexProgress| {};
+        let summary = session.update(&Scope::Full, &quiet)?;
+        self.record_indexed(&repo, &summary)?;
+        report(WatchReport::Ready(summary));
+
+        let (tx, rx) = mpsc::channel::<DebounceEventResult>();
+        let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
+        let mut debouncer = new_debouncer(debounce, None, tx).map_err(|e| Error::Watch(e.to_string()))?;
+        debouncer.watch(&repo.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
+        session.status().queued(0, true);
+
+        while !stop.load(Ordering::Relaxed) {
+            let first = match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(batch) => batch,
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            };
+            let mut paths = BTreeSet::new();
+            collect(&repo, first, &mut paths, report);
+            // Anything that arrived meanwhile joins this batch.
+            while let Ok(more) = rx.try_recv() {
+                collect(&repo, more, &mut paths, report);
+            }
+            if paths.is_empty() {
+                continue;
+            }
+            session.status().queued(paths.len() as u64, true);
+            self.apply(&repo, &mut session, paths, report);
+            session.status().queued(0, true);
+        }
+        session.status().queued(0, false);
+        session.finish()
+    }
+
+    fn apply(&self, repo: &RepoRef, session: &mut IndexSession, paths: BTreeSet<PathBuf>, report: &dyn Fn(WatchReport)) {
+        // A changed ignore file can change what belongs in the index anywhere below it.
+        let ignore_changed = paths.iter().any(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| matches!(n, ".gitignore" | ".ignore" | DOCDEX_IGNORE))
+        });
+        let scope = if ignore_changed { Scope::Full } else { Scope::Paths(paths.iter().cloned().collect()) };
+        let rel: Vec<String> = paths.iter().map(|p| crate::engine::index::walk::rel_path(&repo.root, p)).collect();
+        let quiet = |_: &crate::engine::protocol::IndexProgress| {};
+        match session.update(&scope, &quiet) {
+            Ok(summary) => {
+                let _ = self.record_indexed(repo, &summary);
+                report(WatchReport::Applied { paths: rel, summary });
+            }
+            Err(e) => report(WatchReport::Failed(e.to_string())),
+        }
+    }
+}
+
+/// Adds the relevant paths of a debounced batch (skipping `.git/` and docdex's own state).
+fn collect(repo: &RepoRef, batch: DebounceEventResult, out: &mut BTreeSet<PathBuf>, report: &dyn Fn(WatchReport)) {
+    match batch {
+        Ok(events) => {
+            for ev in events {
+                if ev.kind.is_access() {
+                    continue;
+                }
+                for p in &ev.event.paths {
+                    if !p.starts_with(&repo.root) || p.starts_with(&repo.state_dir) {
+                        continue;
+                    }
+                    let rel = p.strip_prefix(&repo.root).unwrap_or(p);
+                    if rel.components().next().is_some_and(|c| c.as_os_str() == ".git") {
+                        continue;
+                    }
+                    out.insert(p.clone());
+                }
+            }
+        }
+        Err(errors) => {
+            for e in errors {
+                report(WatchReport::Failed(format!("watch error: {e}")));
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The engine's typed errors. Surfaces wrap them with `anyhow` context; every
+//! variant's message says what went wrong and, where it can, what to run next.
+
+use std::path::PathBuf;
+
+/// Crate-wide result alias.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything the engine can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An I/O failure on a specific path.
+    #[error("{action} {path}: {source}")]
+    Io {
+        /// What we were doing ("reading", "creating directory", ...).
+        action: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The underlying OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The config file exists but a key holds a bad value or the TOML is malformed.
+    #[error("invalid config {path}: {message}")]
+    Config {
+        /// The config file.
+        path: PathBuf,
+        /// Which key and why.
+        message: String,
+    },
+    /// The state directory cannot be created or written.
+    #[error("state directory {path} is not writable: {reason}. Set DOCDEX_HOME to a writable directory or fix its permissions")]
+    StateNotWritable {
+        /// The directory.
+        path: PathBuf,
+        /// The OS reason.
+        reason: String,
+    },
+    /// The repository path does not exist or is not a directory.
+    #[error("repository {path} does not exist or is not a directory")]
+    RepoNotFound {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// The repository is known but has no index yet.
+    #[error("repository {path} is not indexed yet; run `docdex index --repo {path}` first")]
+    NotIndexed {
+        /// The repository root.
+        path: PathBuf,
+    },
+    /// The repository is not in the registry (for remove and similar).
+    #[error("repository {path} is not registered with docdex; `docdex repo list` shows the known ones")]
+    UnknownRepo {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// A path given by the user resolves outside the repository.
+    #[error("{path} is outside the repository {repo}; only files inside it can be read")]
+    OutsideRepo {
+        /// The path as given.
+        path: String,
+        /// The repository root.
+        repo: PathBuf,
+    },
+    /// A file inside the repository could not be served.
+    #[error("{0}")]
+    BadRequest(String),
+    /// Another process holds the index writer lock for this repo.
+    #[error("another docdex process (pid {pid}) is writing the index of {repo}; it keeps the index up to date, so search it directly or stop that process first")]
+    IndexBusy {
+        /// The repository root.
+        repo: PathBuf,
+        /// The holder's pid, when known (0 otherwise).
+        pid: u32,
+    },
+    /// The on-disk index could not be opened or written.
+    #[error("index error in {path}: {message}. Run `docdex index --repo <repo> --rebuild` if it persists")]
+    Index {
+        /// The index directory.
+        path: PathBuf,
+        /// Tantivy's message.
+        message: String,
+    },
+    /// Watching the filesystem failed.
+    #[error("file watcher: {0}")]
+    Watch(String),
+    /// JSON (de)serialization of a state file failed.
+    #[error("corrupt state file {path}: {message}")]
+    CorruptState {
+        /// The file.
+        path: PathBuf,
+        /// What serde said.
+        message: String,
+    },
+}
+
+impl Error {
+    /// Builds an [`Error::Io`] for `path`.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { action, path: path.into(), source }
+    }
+
+    /// A short machine-readable code, shared by the CLI's JSON errors and later the HTTP contract.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Io { .. } => "io_error",
+            Error::Config { .. } => "invalid_config",
+            Error::StateNotWritable { .. } => "state_not_writable",
+            Error::RepoNotFound { .. } | Error::UnknownRepo { .. } => "unknown_repo",
+            Error::NotIndexed { .. } => "not_indexed",
+            Error::OutsideRepo { .. } => "path_outside_repo",
+            Error::BadRequest(_) => "bad_request",
+            Error::IndexBusy { .. } => "index_busy",
+            Error::Index { .. } => "index_error",
+            Error::Watch(_) => "watch_error",
+            Error::CorruptState { .. } => "corrupt_state",
+        }
+    }
+}
+
+/// Extension to attach a path and action to `std::io::Result`.
+pub trait IoContext<T> {
+    /// Maps an I/O error into [`Error::Io`] naming `path`.
+    fn at(self, action: &'static str, path: &std::path::Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn at(self, action: &'static str, path: &std::path::Path) -> Result<T> {
+        self.map_err(|e| Error::io(action, path, e))
+    }
+}

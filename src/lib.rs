@@ -1,0 +1,16 @@
+//! docdex: local-first code and documentation intelligence.
+//!
+//! The crate is the engine; every surface (the `docdex` command line today, the
+//! TUI, HTTP and MCP servers later) is a thin adapter over [`Engine`]. Start at
+//! `docs/ARCHITECTURE.md` for the map of modules and how data flows through them.
+
+#![warn(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod error;
+
+pub use engine::Engine;
+pub use error::{Error, Result};
