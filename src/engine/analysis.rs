@@ -296,20 +296,22 @@ const STOPWORDS: &[&str] = &[
     "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "why", "will", "with", "would",
     "you", "your", "instead", "without", "within", "because", "etc", "eg", "ie", "like", "want", "wants",
     "need", "needs", "make", "makes", "sure", "currently", "properly", "correctly", "way", "thing", "things",
-    "someth", "anyth", "everyth", "nothing", "happen", "happens", "seem", "seems", "get", "gets", "got",
+    "something", "anything", "everything", "nothing", "happen", "happens", "seem", "seems", "get", "gets", "got",
 ];
 
 /// The distinct terms of a query with function words removed (kept if nothing else is left).
+/// Function words are recognised on the raw word, before stemming.
 pub fn query_terms(query: &str) -> Vec<String> {
-    let all = terms(query);
-    let mut seen = std::collections::HashSet::new();
-    let content: Vec<String> =
-        all.iter().filter(|t| !is_stopword(t)).filter(|t| seen.insert((*t).clone())).cloned().collect();
+    let all = terms_with_offsets(query);
+    let dedup = |keep: &dyn Fn(&(String, usize, usize)) -> bool| {
+        let mut seen = std::collections::HashSet::new();
+        all.iter().filter(|t| keep(t)).filter(|t| seen.insert(t.0.clone())).map(|t| t.0.clone()).collect::<Vec<_>>()
+    };
+    let content = dedup(&|(_, s, e)| !is_stopword(&query[*s..*e].to_lowercase()));
     if !content.is_empty() {
         return content;
     }
-    let mut seen = std::collections::HashSet::new();
-    all.into_iter().filter(|t| seen.insert(t.clone())).collect()
+    dedup(&|_| true)
 }
 
 fn is_stopword(term: &str) -> bool {

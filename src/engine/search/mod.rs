@@ -35,7 +35,7 @@ pub struct RepoSearcher {
     index: Index,
     reader: IndexReader,
     fields: Fields,
-    meta_mtime: Mutex<Option<SystemTime>>,
+    meta_hash: Mutex<u64>,
     index_dir: std::path::PathBuf,
 }
 
@@ -55,14 +55,15 @@ impl RepoSearcher {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(|e: tantivy::TantivyError| Error::Index { path: dir.clone(), message: e.to_string() })?;
-        let mtime = meta_mtime(&dir);
-        Ok(RepoSearcher { index, reader, fields, meta_mtime: Mutex::new(mtime), index_dir: dir })
+        let hash = meta_hash(&dir);
+        Ok(RepoSearcher { index, reader, fields, meta_hash: Mutex::new(hash), index_dir: dir })
     }
 
-    /// Picks up new commits (cheap: one stat when nothing changed).
+    /// Picks up new commits. Cheap when nothing changed: one small read and hash of
+    /// `meta.json` (mtimes are too coarse: two commits can share one).
     fn searcher(&self) -> Searcher {
-        let now = meta_mtime(&self.index_dir);
-        if let Ok(mut seen) = self.meta_mtime.lock() {
+        let now = meta_hash(&self.index_dir);
+        if let Ok(mut seen) = self.meta_hash.lock() {
             if *seen != now {
                 let _ = self.reader.reload();
                 *seen = now;
@@ -322,6 +323,10 @@ fn read_file(root: &Path, rel: &str, commit_time: Option<SystemTime>) -> Option<
         _ => false,
     };
     Some((String::from_utf8_lossy(&bytes).into_owned(), stale))
+}
+
+fn meta_hash(dir: &Path) -> u64 {
+    std::fs::read(dir.join("meta.json")).map(|b| xxhash_rust::xxh3::xxh3_64(&b)).unwrap_or(0)
 }
 
 fn meta_mtime(dir: &Path) -> Option<SystemTime> {

@@ -109,7 +109,7 @@ mod tests {
         let s = snippet(text, "src/lib.rs", 1, 6, &q);
         assert_eq!(s.line_start, 3);
         assert!(s.text.starts_with("// nothing here\nfn parse_config"));
-        assert_eq!(s.highlights, vec![Highlight { line: 4, start: 3, end: 15 }]);
+        assert_eq!(s.highlights, vec![Highlight { line: 4, start: 3, end: 8 }, Highlight { line: 4, start: 9, end: 15 }]);
         assert!(s.matched.contains("config"));
     }
 }

@@ -1,0 +1,146 @@
+//! The real binary: JSON contracts, exit codes, messages, default repo, paths outside the repo.
+
+use crate::util::{sample_repo, write, Env};
+use std::process::Command;
+
+#[test]
+fn search_json_follows_the_contract() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = env.json(&["search", "--repo", r, "--json", "session", "store", "--limit", "2"]);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["query"], "session store");
+    assert_eq!(v["index_state"], "ready");
+    let c = v["confidence"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&c));
+    assert!(v["project_id"].as_str().unwrap().len() == 64);
+    assert!(v["timing_ms"]["total"].is_number());
+    assert!(v["next_cursor"].is_string());
+    assert_eq!(v["pii_redacted"], false);
+    let hit = &v["results"][0];
+    assert_eq!(hit["path"], "src/auth/session.rs");
+    for key in ["chunk_id", "lang", "snippet", "highlights"] {
+        assert!(!hit[key].is_null(), "missing {key}");
+    }
+    assert!(hit["line_start"].as_u64().unwrap() >= 1);
+    assert!(hit["line_end"].as_u64().unwrap() >= hit["line_start"].as_u64().unwrap());
+    assert!(hit["score"].as_f64().unwrap() > 0.0);
+    assert_eq!(hit["generation"], v["generation"]);
+    assert!(hit["page_start"].is_null());
+}
+
+#[test]
+fn status_json_follows_the_contract() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    write(&repo, "blob.bin", b"\x00\x00binary".as_slice());
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = env.json(&["status", "--repo", r, "--json"]);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["index_state"], "ready");
+    assert_eq!(v["documents"], 5);
+    assert!(v["chunks"].as_u64().unwrap() >= 5);
+    assert_eq!(v["queued_files"], 0);
+    assert!(v["last_indexed_ms"].as_u64().unwrap() > 0);
+    assert!(v["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("blob.bin")));
+    assert!(v["last_event"]["type"].is_string());
+}
+
+#[test]
+fn unknown_and_unindexed_repos_fail_with_guidance() {
+    let env = Env::new();
+    let out = env.run(&["search", "--repo", "/definitely/not/here", "x"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+
+    let repo = env.repo("fresh");
+    let r = repo.to_str().unwrap();
+    for args in [vec!["search", "--repo", r, "x"], vec!["status", "--repo", r]] {
+        let out = env.run(&args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not indexed") && err.contains("docdex index --repo"), "{err}");
+    }
+    // JSON mode prints a machine-readable error too.
+    let out = env.run(&["search", "--repo", r, "--json", "x"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["error"]["code"], "not_indexed");
+}
+
+#[test]
+fn get_prints_lines_and_refuses_paths_outside_the_repo() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    write(env.dir.path(), "outside.txt", "secret");
+    std::os::unix::fs::symlink(env.dir.path().join("outside.txt"), repo.join("escape.txt")).unwrap();
+    let r = repo.to_str().unwrap();
+    let out = env.run(&["get", "--repo", r, "src/parser.py", "--lines", "2-3"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2:") && text.contains("Read a configuration file") && !text.contains("def parse_config"), "{text}");
+    for bad in ["../outside.txt", "escape.txt", "/etc/passwd", "src/../../outside.txt"] {
+        let out = env.run(&["get", "--repo", r, bad]);
+        assert!(!out.status.success(), "{bad} was served");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("outside the repository"), "{bad}: {err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("secret"));
+    }
+    let v = env.json(&["get", "--repo", r, "README.md", "--json", "--lines", "1"]);
+    assert_eq!(v["text"], "# Sample");
+    assert_eq!(v["total_lines"], 7);
+}
+
+#[test]
+fn repo_defaults_to_git_root_of_current_directory() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    sample_repo(&repo);
+    let run_in = |dir: &std::path::Path, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_docdex")).args(args).current_dir(dir).env("DOCDEX_HOME", env.home()).env("NO_COLOR", "1").output().unwrap()
+    };
+    let out = run_in(&repo.join("src/auth"), &["index"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let canonical = std::fs::canonicalize(&repo).unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains(canonical.to_str().unwrap()), "human output names the repo");
+    let out = run_in(&repo.join("src"), &["search", "SessionStore"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(canonical.to_str().unwrap()) && text.contains("src/auth/session.rs"), "{text}");
+}
+
+#[test]
+fn repo_list_and_remove() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = env.json(&["repo", "list", "--json"]);
+    assert_eq!(v["repos"].as_array().unwrap().len(), 1);
+    assert_eq!(v["repos"][0]["files"], 5);
+    let state_dir = env.engine().resolve_repo(&repo).unwrap().state_dir;
+    assert!(state_dir.exists());
+    let out = env.run(&["repo", "remove", r, "--purge"]);
+    assert!(out.status.success());
+    assert!(!state_dir.exists());
+    assert_eq!(env.json(&["repo", "list", "--json"])["repos"].as_array().unwrap().len(), 0);
+    let out = env.run(&["repo", "remove", r]);
+    assert_eq!(out.status.code(), Some(3));
+}
+
+#[test]
+fn human_index_output_summarizes() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    write(&repo, "img.png", b"\x89PNG\x00\x00".as_slice());
+    let out = env.run(&["index", "--repo", repo.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("indexed 5 files") && text.contains("chunks") && text.contains("img.png"), "{text}");
+}

@@ -1,0 +1,196 @@
+//! Indexing: isolation, incremental updates, deletes, renames, ignore files,
+//! skipped and hostile files, crash safety.
+
+use crate::util::{hit_paths, quiet, sample_repo, write, Env};
+use docdex::engine::IndexOptions;
+
+fn index(env: &Env, repo: &std::path::Path) -> docdex::engine::protocol::IndexSummary {
+    env.engine().index(repo, &IndexOptions::default(), &quiet()).expect("index")
+}
+
+#[test]
+fn two_repos_are_isolated() {
+    let env = Env::new();
+    let a = env.repo("a");
+    let b = env.repo("b");
+    write(&a, "alpha.rs", "fn only_in_alpha_zebra() {}\n");
+    write(&b, "beta.rs", "fn only_in_beta_giraffe() {}\n");
+    index(&env, &a);
+    index(&env, &b);
+    let engine = env.engine();
+    assert_eq!(hit_paths(&engine, &a, "zebra"), ["alpha.rs"]);
+    assert!(hit_paths(&engine, &b, "zebra").is_empty(), "repo b must not see repo a");
+    assert!(hit_paths(&engine, &a, "giraffe").is_empty(), "repo a must not see repo b");
+    let ra = engine.resolve_repo(&a).unwrap();
+    let rb = engine.resolve_repo(&b).unwrap();
+    assert_ne!(ra.fingerprint, rb.fingerprint);
+    assert!(ra.state_dir.starts_with(env.home().join("state/repos")));
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(ra.state_dir.join("repo_meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["fingerprint_sha256"], ra.fingerprint.as_str());
+    assert_eq!(meta["canonical_path"], ra.root.to_str().unwrap());
+    assert!(meta["created_at_epoch_ms"].as_u64().unwrap() > 0);
+    assert_eq!(engine.list_repos().unwrap().len(), 2);
+}
+
+#[test]
+fn fingerprint_resolves_symlinks_to_the_same_repo() {
+    let env = Env::new();
+    let real = env.repo("real");
+    let link = env.dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let engine = env.engine();
+    assert_eq!(engine.resolve_repo(&real).unwrap().fingerprint, engine.resolve_repo(&link).unwrap().fingerprint);
+    assert_eq!(engine.resolve_repo(&real.join(".")).unwrap().fingerprint, engine.resolve_repo(&real).unwrap().fingerprint);
+}
+
+#[test]
+fn reindex_touches_only_changes_and_handles_delete_and_rename() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    write(&repo, "src/extra.rs", "fn walrus_feeding_schedule() {}\n");
+    let first = index(&env, &repo);
+    assert_eq!(first.added, 6);
+    assert_eq!(first.files, 6);
+
+    let again = index(&env, &repo);
+    assert_eq!((again.added, again.updated, again.deleted), (0, 0, 0));
+    assert_eq!(again.unchanged, 6);
+    assert_eq!(again.bytes_read, 0, "unchanged files are not re-read");
+    assert_eq!(again.generation, first.generation, "no commit when nothing changed");
+
+    // Modify one file.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&repo, "src/parser.py", "def parse_yaml_document(path):\n    return narwhal\n");
+    let s = index(&env, &repo);
+    assert_eq!((s.added, s.updated, s.deleted, s.unchanged), (0, 1, 0, 5));
+    let engine = env.engine();
+    assert_eq!(hit_paths(&engine, &repo, "narwhal"), ["src/parser.py"]);
+    assert!(hit_paths(&engine, &repo, "configuration file").iter().all(|p| p != "src/parser.py"), "old content must be gone");
+
+    // Delete one.
+    std::fs::remove_file(repo.join("web/app.ts")).unwrap();
+    let s = index(&env, &repo);
+    assert_eq!((s.deleted, s.files), (1, 5));
+    assert!(!hit_paths(&engine, &repo, "renderDashboard").contains(&"web/app.ts".to_string()), "deleted file still found");
+
+    // Rename one.
+    std::fs::rename(repo.join("src/extra.rs"), repo.join("src/feeding.rs")).unwrap();
+    let s = index(&env, &repo);
+    assert_eq!((s.added, s.deleted, s.renamed), (1, 1, 1));
+    assert_eq!(hit_paths(&engine, &repo, "walrus"), ["src/feeding.rs"]);
+}
+
+#[test]
+fn ignore_files_are_honoured() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, ".gitignore", "build/\n*.log\n");
+    write(&repo, ".ignore", "scratch.txt\n");
+    write(&repo, ".docdexignore", "secret/\n");
+    write(&repo, "keep.rs", "fn visible_okapi() {}\n");
+    write(&repo, "build/out.rs", "fn hidden_okapi() {}\n");
+    write(&repo, "run.log", "okapi log\n");
+    write(&repo, "scratch.txt", "okapi scratch\n");
+    write(&repo, "secret/keys.rs", "fn okapi_key() {}\n");
+    index(&env, &repo);
+    let hits = hit_paths(&env.engine(), &repo, "okapi");
+    assert_eq!(hits, ["keep.rs"], "only the non-ignored file");
+}
+
+#[test]
+fn binary_huge_invalid_utf8_and_symlink_loops_are_survived() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "good.rs", "fn pelican() {}\n");
+    write(&repo, "blob.bin", b"\x00\x01\x02pelican\x00".as_slice());
+    write(&repo, "huge.txt", "pelican ".repeat(11 * 1024 * 1024 / 8 + 10));
+    write(&repo, "latin1.txt", b"caf\xe9 pelican \xff\xfe end".as_slice());
+    std::os::unix::fs::symlink(".", repo.join("loop")).unwrap();
+    std::os::unix::fs::symlink("a", repo.join("b")).unwrap();
+    std::os::unix::fs::symlink("b", repo.join("a")).unwrap();
+    let s = index(&env, &repo);
+    assert_eq!(s.files, 2, "good.rs and latin1.txt: {s:?}");
+    let reasons: std::collections::HashMap<_, _> = s.skipped.iter().map(|f| (f.path.as_str(), f.reason.as_str())).collect();
+    assert_eq!(reasons.get("blob.bin"), Some(&"binary"));
+    assert!(reasons.get("huge.txt").is_some_and(|r| r.contains("too large")), "{reasons:?}");
+    assert!(reasons.get("loop").is_some_and(|r| r.contains("symlink")), "{reasons:?}");
+    let mut hits = hit_paths(&env.engine(), &repo, "pelican");
+    hits.sort();
+    assert_eq!(hits, ["good.rs", "latin1.txt"]);
+
+    let status = env.engine().status(&repo).unwrap();
+    assert!(status.warnings.iter().any(|w| w.contains("not indexed") && w.contains("binary")), "{:?}", status.warnings);
+    assert!(status.warnings.iter().any(|w| w.contains("huge.txt")), "{:?}", status.warnings);
+}
+
+#[test]
+fn kill_during_index_keeps_previous_generation_searchable() {
+    let env = Env::new();
+    let repo = env.repo("big");
+    write(&repo, "first.rs", "fn original_marmot() {}\n");
+    let out = env.run(&["index", "--repo", repo.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success());
+    // Enough new content that the second run is still going when we kill it.
+    let body: String = (0..120).map(|i| format!("fn generated_function_{i}(x: u64) -> u64 {{ x * {i} + capybara }}\n")).collect();
+    for i in 0..3000 {
+        write(&repo, &format!("gen/m{i:04}.rs"), &body);
+    }
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["index", "--repo", repo.to_str().unwrap(), "--quiet"])
+        .env("DOCDEX_HOME", env.home())
+        .spawn()
+        .unwrap();
+    let engine = env.engine();
+    let status_path = engine.resolve_repo(&repo).unwrap().status_path();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(&status_path).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if v["state"] == "updating" && v["progress"]["files_done"].as_u64().unwrap_or(0) > 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "indexer never reported progress");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    // The previous generation answers, and status says what happened.
+    assert_eq!(hit_paths(&engine, &repo, "marmot"), ["first.rs"]);
+    let status = engine.status(&repo).unwrap();
+    assert_eq!(status.index_state, docdex::engine::protocol::IndexState::Ready);
+    assert!(status.warnings.iter().any(|w| w.contains("interrupted")), "{:?}", status.warnings);
+
+    // The next run completes the work.
+    let s = engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert_eq!(s.files, 3001);
+    assert_eq!(hit_paths(&engine, &repo, "generated_function_7").len(), 20);
+    assert_eq!(hit_paths(&engine, &repo, "marmot"), ["first.rs"]);
+}
+
+#[test]
+fn second_writer_is_refused_clearly() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.rs", "fn a() {}\n");
+    let engine = env.engine();
+    let r = engine.resolve_repo(&repo).unwrap();
+    let _session = engine.open_index_session(&r, false).unwrap();
+    let out = env.run(&["index", "--repo", repo.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("another docdex process") && err.contains(&std::process::id().to_string()), "{err}");
+}
+
+#[test]
+fn rebuild_starts_from_scratch() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    index(&env, &repo);
+    let s = env.engine().index(&repo, &IndexOptions { rebuild: true }, &quiet()).unwrap();
+    assert!(s.rebuilt);
+    assert_eq!(s.added, 5);
+    assert_eq!(hit_paths(&env.engine(), &repo, "SessionStore")[0], "src/auth/session.rs");
+}

@@ -1,0 +1,9 @@
+//! One integration-test binary (faster to link), a module per area. Every test
+//! uses real files on disk and its own temporary DOCDEX_HOME.
+
+mod cli;
+mod config;
+mod indexing;
+mod search;
+mod util;
+mod watch;

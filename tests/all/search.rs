@@ -1,0 +1,163 @@
+//! Search behaviour: ranking a developer expects, filters, cursors, snippets, confidence.
+
+use crate::util::{distinct, hit_paths, quiet, sample_repo, write, Env};
+use docdex::engine::protocol::SearchRequest;
+use docdex::engine::IndexOptions;
+
+fn indexed(env: &Env, name: &str, build: impl Fn(&std::path::Path)) -> std::path::PathBuf {
+    let repo = env.repo(name);
+    build(&repo);
+    env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    repo
+}
+
+#[test]
+fn identifiers_match_whole_and_by_parts_case_insensitively() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", sample_repo);
+    let e = env.engine();
+    assert_eq!(hit_paths(&e, &repo, "SessionStore")[0], "src/auth/session.rs");
+    assert_eq!(hit_paths(&e, &repo, "session store")[0], "src/auth/session.rs");
+    assert_eq!(hit_paths(&e, &repo, "expire_stale_sessions")[0], "src/auth/session.rs");
+    assert_eq!(hit_paths(&e, &repo, "EXPIRE STALE")[0], "src/auth/session.rs");
+    assert_eq!(hit_paths(&e, &repo, "user name")[0], "web/app.ts", "camelCase parts");
+    assert_eq!(hit_paths(&e, &repo, "parsing configuration")[0], "src/parser.py", "stemmed plain language");
+}
+
+#[test]
+fn path_words_find_the_file() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| {
+        sample_repo(r);
+        write(r, "src/other.rs", "// talks about auth and session a lot: auth session auth session\nfn x() {}\n");
+    });
+    assert_eq!(hit_paths(&env.engine(), &repo, "session auth")[0], "src/auth/session.rs");
+}
+
+#[test]
+fn source_outranks_lockfiles_and_changelogs_unless_asked() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| {
+        write(r, "src/retry.rs", "/// Retry a request with backoff.\npub fn retry_with_backoff(attempts: u32) {}\n");
+        write(r, "CHANGELOG.md", "# Changelog\n\n## 1.2\n- retry with backoff retry backoff retry backoff\n");
+        write(r, "Cargo.lock", "[[package]]\nname = \"retry\"\nversion = \"0.1\"\n# backoff retry retry\n");
+    });
+    let e = env.engine();
+    assert_eq!(hit_paths(&e, &repo, "retry backoff")[0], "src/retry.rs");
+    assert_eq!(hit_paths(&e, &repo, "changelog retry backoff")[0], "CHANGELOG.md");
+}
+
+#[test]
+fn top_results_are_diversified_across_files() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| {
+        let big: String = (0..40).map(|i| format!("fn tokenize_part_{i}() {{\n    tokenize(tokenize);\n}}\n\n")).collect::<Vec<_>>().concat();
+        let mut chunked = String::new();
+        for i in 0..30 {
+            chunked.push_str(&big.replace("part_", &format!("p{i}_")));
+            chunked.push_str("\n\n");
+        }
+        write(r, "src/big.rs", chunked);
+        for i in 0..6 {
+            write(r, &format!("src/small{i}.rs"), "fn tokenize_input() { tokenize(); }\n");
+        }
+    });
+    let paths = hit_paths(&env.engine(), &repo, "tokenize");
+    // Every file gets a place before the big one repeats itself.
+    assert_eq!(distinct(paths[..7].to_vec()).len(), 7, "{paths:?}");
+    assert_eq!(paths[0], "src/big.rs", "the strongest file still leads: {paths:?}");
+}
+
+#[test]
+fn filters_by_path_prefix_and_language() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| {
+        write(r, "src/a.rs", "fn ocelot() {}\n");
+        write(r, "lib/b.py", "def ocelot(): pass\n");
+        write(r, "docs/ocelot.md", "# Ocelot\n");
+    });
+    let e = env.engine();
+    let search = |prefix: Option<&str>, lang: Option<&str>| {
+        let req = SearchRequest { query: "ocelot".into(), path_prefix: prefix.map(String::from), lang: lang.map(String::from), ..Default::default() };
+        let mut p: Vec<String> = e.search(&repo, &req).unwrap().results.into_iter().map(|h| h.path).collect();
+        p.sort();
+        p
+    };
+    assert_eq!(search(None, None), ["docs/ocelot.md", "lib/b.py", "src/a.rs"]);
+    assert_eq!(search(Some("src"), None), ["src/a.rs"]);
+    assert_eq!(search(Some("./lib/"), None), ["lib/b.py"]);
+    assert_eq!(search(None, Some("python")), ["lib/b.py"]);
+    assert_eq!(search(Some("src"), Some("python")), Vec::<String>::new());
+}
+
+#[test]
+fn cursors_are_deterministic_and_pages_do_not_overlap() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| {
+        for i in 0..30 {
+            write(r, &format!("m/f{i:02}.rs"), format!("fn beaver_{i}() {{ beaver(); }}\n"));
+        }
+    });
+    let e = env.engine();
+    let req = |limit, cursor: Option<String>| SearchRequest { query: "beaver".into(), limit: Some(limit), cursor, ..Default::default() };
+    let p1 = e.search(&repo, &req(7, None)).unwrap();
+    let again = e.search(&repo, &req(7, None)).unwrap();
+    assert_eq!(p1.next_cursor, again.next_cursor);
+    assert!(!p1.next_cursor.is_empty());
+    let ids = |r: &docdex::engine::protocol::SearchResponse| r.results.iter().map(|h| h.chunk_id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&p1), ids(&again));
+    let mut all = ids(&p1);
+    let mut cursor = p1.next_cursor.clone();
+    while !cursor.is_empty() {
+        let page = e.search(&repo, &req(7, Some(cursor.clone()))).unwrap();
+        all.extend(ids(&page));
+        cursor = page.next_cursor;
+    }
+    assert_eq!(all.len(), 30);
+    let unique: std::collections::HashSet<_> = all.iter().collect();
+    assert_eq!(unique.len(), 30, "pages overlap");
+    let one_page = e.search(&repo, &req(30, None)).unwrap();
+    assert_eq!(ids(&one_page), all, "paging must equal one big page");
+    // A cursor from another query is refused.
+    let other = SearchRequest { query: "otter".into(), limit: Some(7), cursor: Some(p1.next_cursor.clone()), ..Default::default() };
+    assert!(e.search(&repo, &other).is_err());
+}
+
+#[test]
+fn snippets_show_matching_lines_with_highlights() {
+    let env = Env::new();
+    let lines: String = (1..=40).map(|i| if i == 25 { "    let flamingo_count = 3;\n".to_string() } else { format!("    let filler_{i} = {i};\n") }).collect();
+    let repo = indexed(&env, "r", |r| write(r, "src/zoo.rs", format!("fn zoo() {{\n{lines}}}\n")));
+    let resp = env.engine().search(&repo, &SearchRequest { query: "flamingo".into(), ..Default::default() }).unwrap();
+    let hit = &resp.results[0];
+    assert!(hit.snippet.contains("flamingo_count"), "{}", hit.snippet);
+    assert!(hit.snippet_line_start <= 26 && hit.snippet_line_start >= 24);
+    assert!(hit.highlights.iter().any(|h| h.line == 26), "{:?}", hit.highlights);
+    assert!(hit.line_start <= 26 && hit.line_end >= 26);
+    assert!(!hit.stale);
+    assert_eq!(hit.generation, resp.generation);
+}
+
+#[test]
+fn confidence_tracks_how_much_of_the_query_is_answered() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", sample_repo);
+    let e = env.engine();
+    let conf = |q: &str| e.search(&repo, &SearchRequest { query: q.into(), ..Default::default() }).unwrap().confidence;
+    let full = conf("expire stale sessions");
+    let partial = conf("expire stale sessions kubernetes helm terraform");
+    let none = conf("kubernetes helm terraform");
+    assert!(full > 0.9, "{full}");
+    assert!(partial < full && partial > 0.0, "{partial}");
+    assert_eq!(none, 0.0);
+}
+
+#[test]
+fn edited_file_is_flagged_stale_until_reindexed() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| write(r, "a.rs", "fn lemur() {}\n"));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&repo, "a.rs", "fn lemur() { changed(); }\n");
+    let resp = env.engine().search(&repo, &SearchRequest { query: "lemur".into(), ..Default::default() }).unwrap();
+    assert!(resp.results[0].stale);
+}

@@ -1,0 +1,67 @@
+//! The watcher: creates, edits, deletes and renames become searchable without a manual re-index.
+
+use crate::util::{hit_paths, write, Env};
+use docdex::engine::watch::WatchReport;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Polls until `cond` holds (generous bound; this is a behaviour test, not a timing test).
+fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn watcher_applies_create_modify_delete_and_rename() {
+    let env = Env::new();
+    let repo = env.repo("w");
+    write(&repo, "start.rs", "fn armadillo() {}\n");
+    let engine = env.engine();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(AtomicBool::new(false));
+    let handle = {
+        let (engine, repo, stop, ready) = (engine.clone(), repo.clone(), stop.clone(), ready.clone());
+        std::thread::spawn(move || {
+            let report = move |r: WatchReport| {
+                if matches!(r, WatchReport::Ready(_)) {
+                    ready.store(true, Ordering::SeqCst);
+                }
+            };
+            engine.watch(&repo, &stop, &report)
+        })
+    };
+    eventually("initial index", || ready.load(Ordering::SeqCst));
+    assert_eq!(hit_paths(&engine, &repo, "armadillo"), ["start.rs"]);
+
+    write(&repo, "new.rs", "fn pangolin() {}\n");
+    eventually("create", || hit_paths(&engine, &repo, "pangolin") == ["new.rs"]);
+
+    write(&repo, "new.rs", "fn quokka() {}\n");
+    eventually("modify", || hit_paths(&engine, &repo, "quokka") == ["new.rs"] && hit_paths(&engine, &repo, "pangolin").is_empty());
+
+    std::fs::rename(repo.join("new.rs"), repo.join("moved.rs")).unwrap();
+    eventually("rename", || hit_paths(&engine, &repo, "quokka") == ["moved.rs"]);
+
+    std::fs::remove_file(repo.join("moved.rs")).unwrap();
+    eventually("delete", || hit_paths(&engine, &repo, "quokka").is_empty());
+
+    // Ignored files never enter the index.
+    write(&repo, ".gitignore", "tmp/\n");
+    write(&repo, "tmp/junk.rs", "fn wombat() {}\n");
+    write(&repo, "real.rs", "fn wombat_real() {}\n");
+    eventually("ignored create", || hit_paths(&engine, &repo, "wombat real") == ["real.rs"]);
+    assert!(!hit_paths(&engine, &repo, "wombat").contains(&"tmp/junk.rs".to_string()));
+
+    let status = engine.status(&repo).unwrap();
+    assert!(status.last_event.is_some());
+
+    stop.store(true, Ordering::SeqCst);
+    handle.join().unwrap().unwrap();
+    // The writer was released: a normal index run works now.
+    let s = engine.index(&repo, &Default::default(), &crate::util::quiet()).unwrap();
+    assert_eq!(s.files, 2, "start.rs and real.rs (.gitignore is hidden, tmp/ ignored): {s:?}");
+}
