@@ -169,6 +169,10 @@ fn class(c: char) -> Class {
 fn split_parts(text: &str, s: usize, e: usize, parts: &mut Vec<(usize, usize)>) {
     parts.clear();
     let word = &text[s..e];
+    if word.is_ascii() {
+        split_ascii(word.as_bytes(), s, parts);
+        return;
+    }
     let mut part_start: Option<usize> = None;
     let mut prev = Class::Sep;
     let mut iter = word.char_indices().peekable();
@@ -203,6 +207,49 @@ fn split_parts(text: &str, s: usize, e: usize, parts: &mut Vec<(usize, usize)>) 
     }
 }
 
+fn ascii_class(b: u8) -> Class {
+    match b {
+        b'_' => Class::Sep,
+        b'0'..=b'9' => Class::Digit,
+        b'A'..=b'Z' => Class::Upper,
+        _ => Class::Lower,
+    }
+}
+
+/// [`split_parts`] for ASCII words: same rules, byte by byte.
+fn split_ascii(w: &[u8], s: usize, parts: &mut Vec<(usize, usize)>) {
+    let mut start: Option<usize> = None;
+    let mut prev = Class::Sep;
+    for i in 0..w.len() {
+        let cl = ascii_class(w[i]);
+        let boundary = match (prev, cl) {
+            (_, Class::Sep) => {
+                if let Some(ps) = start.take() {
+                    parts.push((s + ps, s + i));
+                }
+                prev = Class::Sep;
+                continue;
+            }
+            (Class::Lower, Class::Upper) => true,
+            (Class::Digit, Class::Lower | Class::Upper) | (Class::Lower | Class::Upper, Class::Digit) => true,
+            (Class::Upper, Class::Upper) => w.get(i + 1).is_some_and(|n| n.is_ascii_lowercase()),
+            _ => false,
+        };
+        if boundary {
+            if let Some(ps) = start {
+                parts.push((s + ps, s + i));
+            }
+            start = Some(i);
+        } else if start.is_none() {
+            start = Some(i);
+        }
+        prev = cl;
+    }
+    if let Some(ps) = start {
+        parts.push((s + ps, s + w.len()));
+    }
+}
+
 #[inline]
 fn push_lower(out: &mut String, c: char) {
     if c.is_ascii() {
@@ -216,9 +263,28 @@ thread_local! {
     static STEMS: RefCell<StemCache> = RefCell::new(StemCache::new());
 }
 
+/// A small fast hasher (FxHash's mixing) for the stem cache; SipHash showed up in profiles.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut buf = [0u8; 8];
+            buf[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(buf)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
+
 struct StemCache {
     stemmer: rust_stemmers::Stemmer,
-    cache: HashMap<Box<str>, Box<str>>,
+    cache: FastMap<Box<str>, Box<str>>,
     lower: String,
 }
 
@@ -226,7 +292,7 @@ impl StemCache {
     fn new() -> Self {
         StemCache {
             stemmer: rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English),
-            cache: HashMap::with_capacity(4096),
+            cache: FastMap::with_capacity_and_hasher(4096, Default::default()),
             lower: String::with_capacity(64),
         }
     }

@@ -194,3 +194,29 @@ fn rebuild_starts_from_scratch() {
     assert_eq!(s.added, 5);
     assert_eq!(hit_paths(&env.engine(), &repo, "SessionStore")[0], "src/auth/session.rs");
 }
+
+#[test]
+fn crash_between_commit_and_manifest_write_is_repaired_without_duplicates() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.rs", "fn tapir_one() {}\n");
+    index(&env, &repo);
+    let r = env.engine().resolve_repo(&repo).unwrap();
+    let old_manifest = std::fs::read(r.manifest_path()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&repo, "a.rs", "fn tapir_two() {}\n");
+    write(&repo, "b.rs", "fn tapir_three() {}\n");
+    index(&env, &repo);
+    // As if the process died after Tantivy's commit but before the manifest was saved.
+    std::fs::write(r.manifest_path(), old_manifest).unwrap();
+    let s = index(&env, &repo);
+    assert_eq!(s.files, 2);
+    let engine = env.engine();
+    let req = docdex::engine::protocol::SearchRequest { query: "tapir".into(), ..Default::default() };
+    let resp = engine.search(&repo, &req).unwrap();
+    let mut paths: Vec<_> = resp.results.iter().map(|h| h.path.clone()).collect();
+    paths.sort();
+    assert_eq!(paths, ["a.rs", "b.rs"], "each file exactly once");
+    assert_eq!(resp.total_hits, 2);
+    assert!(!hit_paths(&engine, &repo, "one").contains(&"a.rs".to_string()), "old content of a.rs is gone");
+}

@@ -68,6 +68,9 @@ pub struct IndexSession {
     manifest: Manifest,
     generation: u64,
     rebuilt: bool,
+    /// The manifest lags the index (a run died between commit and manifest write), so
+    /// any path may have chunks the manifest does not know about.
+    manifest_behind: bool,
     status: StatusFile,
     _lock: FileLock,
 }
@@ -86,6 +89,10 @@ impl IndexSession {
             .map_err(|e| Error::Index { path: repo.index_dir(), message: e.to_string() })?;
         let manifest = if created { Manifest::load(Path::new("/nonexistent")) } else { Manifest::load(&repo.manifest_path()) };
         let generation = schema::read_payload(&index).generation;
+        let manifest_behind = !created && manifest.generation != generation;
+        if manifest_behind {
+            tracing::info!(index = generation, manifest = manifest.generation, "manifest lags the index; repairing");
+        }
         Ok(IndexSession {
             repo: repo.clone(),
             cfg: cfg.clone(),
@@ -95,6 +102,7 @@ impl IndexSession {
             manifest,
             generation,
             rebuilt: created,
+            manifest_behind,
             status: StatusFile::new(repo.status_path()),
             _lock: lock,
         })
@@ -130,6 +138,7 @@ impl IndexSession {
             Scope::Paths(paths) => split_scope(&root, paths),
         };
         let walked = walk::walk(&root, &starts, &self.cfg, threads);
+        tracing::debug!(files = walked.files.len(), ms = started.elapsed().as_millis() as u64, "walk done");
 
         // What the walk covered: every manifest path under a walked start, or under a vanished path.
         let covered = |rel: &str| match scope {
@@ -214,33 +223,36 @@ impl IndexSession {
                     std::thread::sleep(std::time::Duration::from_millis(100));
                 }
             });
-            let r = (|| {
-                for batch in batches(&todo, COMMIT_EVERY_BYTES) {
-                    let outcomes: Vec<(String, Outcome)> = batch
-                        .par_iter()
-                        .map(|c| {
-                            let o = self.process(c);
-                            progress.done(c.size.min(self.cfg.max_file_size_bytes));
-                            (c.rel.clone(), o)
-                        })
-                        .collect();
-                    for (rel, outcome) in outcomes {
-                        changed |= self.apply(rel, outcome, &mut summary, &mut renames_left);
-                    }
-                    if changed {
-                        self.commit(sink, &progress)?;
-                        changed = false;
-                    }
+            // Stops the ticker however this closure ends, panics included, so the scope can join it.
+            let _stop_ticker = SetOnDrop(&ticker_stop);
+            for batch in batches(&todo, COMMIT_EVERY_BYTES) {
+                let outcomes: Vec<(String, Outcome)> = batch
+                    .par_iter()
+                    .map(|c| {
+                        let o = self.process(c);
+                        progress.done(c.size.min(self.cfg.max_file_size_bytes));
+                        (c.rel.clone(), o)
+                    })
+                    .collect();
+                tracing::debug!(files = batch.len(), ms = started.elapsed().as_millis() as u64, "batch read and queued");
+                for (rel, outcome) in outcomes {
+                    changed |= self.apply(rel, outcome, &mut summary, &mut renames_left);
                 }
                 if changed {
                     self.commit(sink, &progress)?;
+                    changed = false;
                 }
-                Ok(())
-            })();
-            ticker_stop.store(1, Ordering::Relaxed);
-            r
+            }
+            if changed {
+                self.commit(sink, &progress)?;
+            }
+            Ok(())
         });
         result?;
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "committed");
+        if matches!(scope, Scope::Full) {
+            self.manifest_behind = false;
+        }
 
         let (files, chunks) = self.manifest.counts();
         summary.files = files;
@@ -292,7 +304,10 @@ impl IndexSession {
         let chunks = chunk::chunk(&text, style);
         let file_id = xxhash_rust::xxh3::xxh3_64(c.rel.as_bytes());
         let f = &self.fields;
-        self.writer.delete_term(Term::from_field_text(f.path, &c.rel));
+        // Deletes cost a query per segment at commit; only paths that may be indexed need one.
+        if self.manifest_behind || self.manifest.files.get(&c.rel).is_some_and(|e| e.skipped.is_none() || e.error) {
+            self.writer.delete_term(Term::from_field_text(f.path, &c.rel));
+        }
         for ch in &chunks {
             let body = &text[ch.byte_start..ch.byte_end];
             let res = self.writer.add_document(doc!(
@@ -383,18 +398,32 @@ impl IndexSession {
         prepared.commit().map_err(err)?;
         self.generation = next.generation;
         self.manifest.generation = next.generation;
-        self.manifest.save(&self.repo.manifest_path())
+        self.manifest.save(&self.repo.manifest_path())?;
+        // Only after a full scope has been applied can every path be trusted again.
+        Ok(())
     }
 
     /// Lets background merges finish, then releases the writer and lock.
     pub fn finish(self) -> Result<()> {
         let dir = self.repo.index_dir();
-        self.writer.wait_merging_threads().map_err(|e| Error::Index { path: dir, message: e.to_string() })
+        let t = Instant::now();
+        let r = self.writer.wait_merging_threads().map_err(|e| Error::Index { path: dir, message: e.to_string() });
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "merges finished");
+        r
     }
 
     /// The Tantivy index (for tests and the bench).
     pub fn index(&self) -> &Index {
         &self.index
+    }
+}
+
+/// Sets the flag when dropped.
+struct SetOnDrop<'a>(&'a AtomicU64);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(1, Ordering::Relaxed);
     }
 }
 
