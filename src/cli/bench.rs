@@ -148,6 +148,9 @@ struct Report {
     docdex_version: &'static str,
     build: &'static str,
     machine: Machine,
+    /// CPU used by other processes during the run, as % of the machine (from `/proc/stat`);
+    /// above a few percent the figures are contended and should be re-run.
+    other_cpu_pct: Option<f64>,
     corpus: CorpusInfo,
     index: IndexFigures,
     search: SearchFigures,
@@ -276,17 +279,18 @@ pub fn run(_engine: &Engine, out: &Out, args: BenchArgs) -> anyhow::Result<()> {
     let corpus = prepare_corpus(out, &source, &scratch, &args)?;
     let home = scratch.root.join("home");
     let engine = Engine::open_at(&home).context("opening the bench home")?;
+    let cpu_start = CpuSnapshot::take();
     out.note(&format!("indexing {} (fresh DOCDEX_HOME {})", corpus.indexed_path.display(), home.display()));
-    let index = measure_index(&engine, &corpus.indexed_path)?;
+    let mut index = measure_index(&engine, &corpus.indexed_path)?;
     out.note(&format!("searching: {} queries x {} rounds", QUERIES.len(), args.rounds));
     let (search, per_query) = measure_search(&engine, &corpus.indexed_path, args.rounds.max(1))?;
     let sample = sample_indices(QUERIES.len(), args.process_queries);
     let process = measure_process(out, &home, &corpus.indexed_path, &sample)?;
     let rg_sample = if args.no_rg { &[][..] } else { &sample[..] };
     let ripgrep = measure_rg(out, &corpus.indexed_path, rg_sample, &per_query, process.as_ref());
-    let mut index = index;
     index.peak_rss_end_mib = kib_to_mib(proc_status_kib("VmHWM:").unwrap_or(0));
-    let report = assemble(corpus, index, search, process, ripgrep);
+    let others = cpu_start.zip(CpuSnapshot::take()).map(|(a, b)| a.others_pct(&b));
+    let report = assemble(corpus, index, search, process, ripgrep, others);
     print_report(out, &report, args.json)?;
     if args.keep {
         out.note(&format!("kept {}", scratch.root.display()));
@@ -300,12 +304,14 @@ fn assemble(
     search: SearchFigures,
     process: Option<ProcessFigures>,
     ripgrep: RgFigures,
+    other_cpu_pct: Option<f64>,
 ) -> Report {
     let mut report = Report {
         date: today_utc(),
         docdex_version: env!("CARGO_PKG_VERSION"),
         build: if cfg!(debug_assertions) { "debug" } else { "release" },
         machine: machine_info(),
+        other_cpu_pct,
         corpus,
         index,
         search,
@@ -759,6 +765,35 @@ fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
+/// Machine-wide and own CPU ticks, to tell how busy other processes kept the machine.
+struct CpuSnapshot {
+    busy: u64,
+    total: u64,
+    own: u64,
+}
+
+impl CpuSnapshot {
+    fn take() -> Option<CpuSnapshot> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let nums: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).take(8).filter_map(|v| v.parse().ok()).collect();
+        let idle = nums.get(3)? + nums.get(4)?;
+        let total: u64 = nums.iter().sum();
+        let own = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // Fields after the `(comm)`: utime, stime, cutime, cstime are the 12th to 15th.
+        let rest = own.rsplit_once(')')?.1;
+        let own: u64 = rest.split_whitespace().skip(11).take(4).filter_map(|v| v.parse::<u64>().ok()).sum();
+        Some(CpuSnapshot { busy: total - idle, total, own })
+    }
+
+    /// Other processes' share of the machine's CPU between `self` and `later`, in percent.
+    fn others_pct(&self, later: &CpuSnapshot) -> f64 {
+        let busy = later.busy.saturating_sub(self.busy);
+        let own = later.own.saturating_sub(self.own);
+        let total = later.total.saturating_sub(self.total).max(1);
+        100.0 * busy.saturating_sub(own) as f64 / total as f64
+    }
+}
+
 fn kib_to_mib(k: u64) -> f64 {
     k as f64 / 1024.0
 }
@@ -917,8 +952,9 @@ fn rg_line(rg: &RgFigures) -> String {
 
 fn markdown(r: &Report) -> String {
     let m = &r.machine;
+    let others = r.other_cpu_pct.map(|p| format!("; other processes used {p:.1} % of the CPU during the run")).unwrap_or_default();
     let mut s = format!(
-        "Machine: {} ({} cores), {:.1} GiB RAM, Linux {}; docdex {} ({} build); {}\n\n| Measure | Value |\n|---|---|\n",
+        "Machine: {} ({} cores), {:.1} GiB RAM, Linux {}; docdex {} ({} build); {}{others}\n\n| Measure | Value |\n|---|---|\n",
         m.cpu, m.cores, m.ram_gib, m.kernel, r.docdex_version, r.build, r.date
     );
     for (k, v) in rows(r) {
@@ -944,6 +980,9 @@ fn print_report(out: &Out, r: &Report, json: bool) -> anyhow::Result<()> {
     let width = r.targets.iter().map(|t| t.name.len()).max().unwrap_or(0);
     for t in &r.targets {
         out.line(&format!("{:<width$}  {:<4}  {} (goal {})", t.name, verdict(t.pass), t.value, t.target));
+    }
+    if let Some(p) = r.other_cpu_pct.filter(|p| *p > 5.0) {
+        out.line(&format!("\nwarning: other processes used {p:.1} % of the CPU during the run; the timings are contended"));
     }
     out.line("\n--- Markdown for docs/PERFORMANCE.md ---\n");
     out.line(&r.markdown);

@@ -33,6 +33,10 @@ pub enum FileClass {
     Lockfile = 5,
     /// Generated, vendored or minified code.
     Generated = 6,
+    /// Data and fixtures inside test directories (not code).
+    TestData = 7,
+    /// Examples, demos and benchmarks: code that illustrates rather than implements.
+    Example = 8,
 }
 
 impl FileClass {
@@ -45,6 +49,8 @@ impl FileClass {
             3 => FileClass::Config,
             4 => FileClass::Changelog,
             5 => FileClass::Lockfile,
+            7 => FileClass::TestData,
+            8 => FileClass::Example,
             _ => FileClass::Generated,
         }
     }
@@ -59,6 +65,8 @@ impl FileClass {
             FileClass::Changelog => "changelog",
             FileClass::Lockfile => "lockfile",
             FileClass::Generated => "generated",
+            FileClass::TestData => "testdata",
+            FileClass::Example => "example",
         }
     }
 }
@@ -196,7 +204,15 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
         || (stem.ends_with("test") && stem.len() > 4 && lang != "text")
         || stem.ends_with("tests")
     {
-        return FileClass::Test;
+        return if chunk_style(lang) == ChunkStyle::Code { FileClass::Test } else { FileClass::TestData };
+    }
+    let illustrative = lower
+        .split('/')
+        .rev()
+        .skip(1)
+        .any(|seg| matches!(seg, "example" | "examples" | "demo" | "demos" | "sample" | "samples" | "bench" | "benches" | "benchmarks"));
+    if illustrative && chunk_style(lang) == ChunkStyle::Code {
+        return FileClass::Example;
     }
     match chunk_style(lang) {
         ChunkStyle::Markdown => FileClass::Docs,
@@ -219,6 +235,8 @@ mod tests {
         assert_eq!(classify("web/app.min.js", "javascript"), FileClass::Generated);
         assert_eq!(classify("docs/guide.md", "markdown"), FileClass::Docs);
         assert_eq!(classify("config/app.yaml", "yaml"), FileClass::Config);
+        assert_eq!(classify("examples/basic_search.rs", "rust"), FileClass::Example);
+        assert_eq!(classify("test/data/cases.txt", "text"), FileClass::TestData);
         assert_eq!(language(Path::new("a/b/Makefile")), "make");
         assert_eq!(language(Path::new("x.tsx")), "tsx");
     }

@@ -26,7 +26,7 @@ use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, SegmentRea
 /// Chunks considered for ranking; pages beyond this many hits are not served.
 pub const CANDIDATE_POOL: usize = 1000;
 /// Weight of a path match relative to a body match.
-const PATH_BOOST: f32 = 2.5;
+const PATH_BOOST: f32 = 1.0;
 /// Share of a file's second-best chunk added to its best (files with several matches rank higher).
 const SECOND_CHUNK_WEIGHT: f32 = 0.2;
 
@@ -218,18 +218,19 @@ impl Stored {
 
 /// Per-class multipliers: demote noise unless the query asks for it.
 #[derive(Debug, Clone, Copy)]
-struct Priors([f32; 7]);
+struct Priors([f32; 9]);
 
 impl Priors {
     fn for_query(query: &str, demote: bool) -> Priors {
         if !demote {
-            return Priors([1.0; 7]);
+            return Priors([1.0; 9]);
         }
         let q = query.to_ascii_lowercase();
         let asks = |words: &[&str]| words.iter().any(|w| q.split(|c: char| !c.is_alphanumeric()).any(|t| t == *w));
-        let mut p = [1.0, 0.9, 0.75, 0.8, 0.3, 0.1, 0.35];
+        let mut p = [1.0, 0.75, 0.75, 0.8, 0.3, 0.1, 0.35, 0.4, 0.8];
         if asks(&["test", "tests", "testing", "spec", "specs", "fixture", "fixtures"]) {
             p[FileClass::Test as usize] = 1.0;
+            p[FileClass::TestData as usize] = 1.0;
         }
         if asks(&["doc", "docs", "documentation", "readme", "guide", "tutorial", "manual"]) {
             p[FileClass::Docs as usize] = 1.0;
@@ -242,6 +243,9 @@ impl Priors {
         }
         if asks(&["lock", "lockfile", "lockfiles", "pinned", "version", "versions"]) {
             p[FileClass::Lockfile as usize] = 1.0;
+        }
+        if asks(&["example", "examples", "demo", "sample", "samples", "bench", "benchmark", "benchmarks"]) {
+            p[FileClass::Example as usize] = 1.0;
         }
         if asks(&["generated", "vendor", "vendored", "minified"]) {
             p[FileClass::Generated as usize] = 1.0;

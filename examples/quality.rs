@@ -1,0 +1,98 @@
+//! Search-quality evaluation over `bench/quality/*.json`: plain-language task descriptions
+//! against the files a fix would touch. Prints recall@5, recall@10 and MRR@10 over distinct
+//! files, overall and per repo, plus the misses, so ranking changes can be judged.
+//!
+//! `cargo run --release --example quality -- bench/quality/python-stdlib.json [--verbose]`
+
+use docdex::config::Config;
+use docdex::engine::protocol::SearchRequest;
+use docdex::engine::IndexOptions;
+use docdex::Engine;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Deserialize)]
+struct Dataset {
+    repo_root_hint: Option<String>,
+    queries: Vec<Query>,
+}
+
+#[derive(Deserialize)]
+struct Query {
+    id: String,
+    query: String,
+    targets: Vec<String>,
+    repo_root_hint: Option<String>,
+}
+
+#[derive(Default)]
+struct Score {
+    n: usize,
+    r5: f64,
+    r10: f64,
+    mrr: f64,
+}
+
+impl Score {
+    fn add(&mut self, files: &[String], targets: &[String]) {
+        let found = |k: usize| targets.iter().filter(|t| files.iter().take(k).any(|f| f == *t)).count() as f64 / targets.len() as f64;
+        self.n += 1;
+        self.r5 += found(5);
+        self.r10 += found(10);
+        if let Some(rank) = files.iter().take(10).position(|f| targets.contains(f)) {
+            self.mrr += 1.0 / (rank as f64 + 1.0);
+        }
+    }
+    fn line(&self, name: &str) -> String {
+        let n = self.n.max(1) as f64;
+        format!("{name:<28} n={:<3} recall@5={:.3} recall@10={:.3} MRR@10={:.3}", self.n, self.r5 / n, self.r10 / n, self.mrr / n)
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let verbose = args.iter().any(|a| a == "--verbose");
+    let home = std::env::temp_dir().join(format!("docdex-quality-{}", std::process::id()));
+    let mut config = Config::default();
+    config.index.exclude = vec!["site-packages/".into()];
+    let engine = Engine::with_config(&home, config, home.join("config.toml"), vec![])?;
+    let mut total = Score::default();
+    for file in args.iter().filter(|a| !a.starts_with("--")) {
+        let data: Dataset = serde_json::from_slice(&std::fs::read(file)?)?;
+        let mut per_repo: BTreeMap<String, Score> = BTreeMap::new();
+        let mut indexed: Vec<PathBuf> = Vec::new();
+        for q in &data.queries {
+            let root = PathBuf::from(q.repo_root_hint.clone().or(data.repo_root_hint.clone()).unwrap_or_default());
+            if !indexed.contains(&root) {
+                let s = engine.index(&root, &IndexOptions::default(), &|_: &docdex::engine::protocol::IndexProgress| {})?;
+                eprintln!("indexed {} ({} files, {:.2}s)", root.display(), s.files, s.seconds);
+                indexed.push(root.clone());
+            }
+            let req = SearchRequest { query: q.query.clone(), limit: Some(60), ..Default::default() };
+            let resp = engine.search(&root, &req)?;
+            let mut files: Vec<String> = Vec::new();
+            for h in resp.results {
+                if !files.contains(&h.path) {
+                    files.push(h.path);
+                }
+            }
+            let name = Path::new(&root).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            per_repo.entry(name).or_default().add(&files, &q.targets);
+            total.add(&files, &q.targets);
+            let hit = files.iter().take(10).position(|f| q.targets.contains(f));
+            if verbose || hit.is_none() {
+                println!("{} {} [{}] {}", q.id, hit.map(|r| format!("rank {}", r + 1)).unwrap_or_else(|| "MISS".into()), q.targets.join(", "), q.query);
+                if verbose || hit.is_none() {
+                    println!("     top: {}", files.iter().take(5).cloned().collect::<Vec<_>>().join(", "));
+                }
+            }
+        }
+        for (name, s) in &per_repo {
+            println!("{}", s.line(name));
+        }
+    }
+    println!("{}", total.line("ALL"));
+    let _ = std::fs::remove_dir_all(&home);
+    Ok(())
+}
