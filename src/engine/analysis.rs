@@ -89,8 +89,13 @@ impl<'a> Terms<'a> {
             self.next_part = 0;
             if self.parts.len() > 1 {
                 out.clear();
-                for c in self.text[s..e].chars().filter(|c| *c != '_') {
-                    push_lower(out, c);
+                let word = &self.text[s..e];
+                if word.is_ascii() {
+                    out.extend(word.bytes().filter(|b| *b != b'_').map(|b| b.to_ascii_lowercase() as char));
+                } else {
+                    for c in word.chars().filter(|c| *c != '_') {
+                        push_lower(out, c);
+                    }
                 }
                 return Some((s, e));
             }
@@ -285,7 +290,6 @@ type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 struct StemCache {
     stemmer: rust_stemmers::Stemmer,
     cache: FastMap<Box<str>, Box<str>>,
-    lower: String,
 }
 
 impl StemCache {
@@ -293,7 +297,6 @@ impl StemCache {
         StemCache {
             stemmer: rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English),
             cache: FastMap::with_capacity_and_hasher(4096, Default::default()),
-            lower: String::with_capacity(64),
         }
     }
 }
@@ -301,29 +304,32 @@ impl StemCache {
 /// Lowercases a part and stems it when it is an alphabetic word of 4+ letters.
 fn normalize_part(part: &str, out: &mut String) {
     out.clear();
-    let ascii_alpha = part.bytes().all(|b| b.is_ascii_alphabetic());
-    if !ascii_alpha || part.len() < 4 {
+    if !part.is_ascii() {
         for c in part.chars() {
             push_lower(out, c);
         }
         return;
     }
+    out.push_str(part);
+    out.make_ascii_lowercase();
+    if part.len() < 4 || !part.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return;
+    }
     STEMS.with(|cell| {
         let mut guard = cell.borrow_mut();
         let sc = &mut *guard;
-        sc.lower.clear();
-        sc.lower.extend(part.bytes().map(|b| b.to_ascii_lowercase() as char));
-        if let Some(stem) = sc.cache.get(sc.lower.as_str()) {
+        if let Some(stem) = sc.cache.get(out.as_str()) {
+            out.clear();
             out.push_str(stem);
             return;
         }
-        let stem = sc.stemmer.stem(&sc.lower).into_owned();
-        out.push_str(&stem);
+        let stem: Box<str> = sc.stemmer.stem(out).into();
         if sc.cache.len() > 200_000 {
             sc.cache.clear();
         }
-        let key: Box<str> = sc.lower.as_str().into();
-        sc.cache.insert(key, stem.into_boxed_str());
+        sc.cache.insert(out.as_str().into(), stem.clone());
+        out.clear();
+        out.push_str(&stem);
     });
 }
 

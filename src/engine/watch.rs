@@ -39,16 +39,17 @@ impl Engine {
     pub fn watch(&self, repo_path: &std::path::Path, stop: &AtomicBool, report: &dyn Fn(WatchReport)) -> Result<()> {
         let repo = self.resolve_repo(repo_path)?;
         let mut session = self.open_index_session(&repo, false)?;
-        let quiet = |_: &crate::engine::protocol::IndexProgress| {};
-        let summary = session.update(&Scope::Full, &quiet)?;
-        self.record_indexed(&repo, &summary)?;
-        report(WatchReport::Ready(summary));
-
+        // Watch first, then catch up: an edit made during or right after the catch-up run is
+        // queued by the watcher instead of falling between the two.
         let (tx, rx) = mpsc::channel::<DebounceEventResult>();
         let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
         let mut debouncer = new_debouncer(debounce, None, tx).map_err(|e| Error::Watch(e.to_string()))?;
         debouncer.watch(&repo.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
+        let quiet = |_: &crate::engine::protocol::IndexProgress| {};
+        let summary = session.update(&Scope::Full, &quiet)?;
+        self.record_indexed(&repo, &summary)?;
         session.status().queued(0, true);
+        report(WatchReport::Ready(summary));
 
         while !stop.load(Ordering::Relaxed) {
             let first = match rx.recv_timeout(Duration::from_millis(200)) {

@@ -144,3 +144,52 @@ fn human_index_output_summarizes() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("indexed 5 files") && text.contains("chunks") && text.contains("img.png"), "{text}");
 }
+
+#[test]
+fn watch_command_streams_json_and_stops_cleanly_on_sigterm() {
+    use std::io::{BufRead, BufReader};
+    let env = Env::new();
+    let repo = env.repo("w");
+    write(&repo, "a.rs", "fn kiwi() {}\n");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["watch", "--repo", repo.to_str().unwrap(), "--json"])
+        .env("DOCDEX_HOME", env.home())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = || -> serde_json::Value {
+        let line = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("watch printed nothing for 20 s");
+        serde_json::from_str(&line).unwrap()
+    };
+    let first = next();
+    assert_eq!(first["event"], "ready");
+    assert_eq!(first["summary"]["files"], 1);
+    write(&repo, "b.rs", "fn emu() {}\n");
+    let applied: serde_json::Value = loop {
+        let v = next();
+        if v["event"] == "applied" && v["paths"].as_array().unwrap().iter().any(|p| p == "b.rs") {
+            break v;
+        }
+    };
+    assert_eq!(applied["summary"]["files"], 2);
+    // While the watcher owns the writer, status reports it and search works from another process.
+    let status = env.json(&["status", "--repo", repo.to_str().unwrap(), "--json"]);
+    assert_eq!(status["documents"], 2);
+    let hits = env.json(&["search", "--repo", repo.to_str().unwrap(), "--json", "emu"]);
+    assert_eq!(hits["results"][0]["path"], "b.rs");
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let code = child.wait().unwrap();
+    assert!(code.success(), "watch exits 0 on SIGTERM: {code:?}");
+    // The writer lock was released.
+    assert!(env.run(&["index", "--repo", repo.to_str().unwrap()]).status.success());
+}

@@ -220,3 +220,35 @@ fn crash_between_commit_and_manifest_write_is_repaired_without_duplicates() {
     assert_eq!(resp.total_hits, 2);
     assert!(!hit_paths(&engine, &repo, "one").contains(&"a.rs".to_string()), "old content of a.rs is gone");
 }
+
+#[test]
+fn racing_processes_create_state_and_registry_safely() {
+    let env = Env::new();
+    // Fresh home: every process races to create config, state layout and registry entries.
+    let repos: Vec<_> = (0..6).map(|i| {
+        let r = env.repo(&format!("race{i}"));
+        write(&r, "lib.rs", format!("fn racer_{i}() {{}}\n"));
+        r
+    }).collect();
+    let children: Vec<_> = repos
+        .iter()
+        .map(|r| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+                .args(["index", "--repo", r.to_str().unwrap(), "--quiet"])
+                .env("DOCDEX_HOME", env.home())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let listed = env.engine().list_repos().unwrap();
+    assert_eq!(listed.len(), 6, "every racer registered: {listed:?}");
+    assert!(listed.iter().all(|r| r.files == 1 && r.last_indexed_ms.is_some()));
+    let config = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
+    assert!(config.contains("[server]"), "config intact after the race");
+}
