@@ -73,6 +73,10 @@ pub fn warn_prefix() -> String {
 
 /// The end-of-index summary.
 pub fn print_index_summary(out: &Out, s: &IndexSummary) {
+    if let Some(note) = &s.note {
+        out.line(&format!("{} {} files, {} chunks (generation {}): {note}", out.paint("1;32", "up to date"), s.files, s.chunks, s.generation));
+        return;
+    }
     out.line(&format!(
         "{} {} files, {} chunks in {:.2}s ({}{} added, {} updated, {} deleted, {} renamed, {} unchanged; {:.1} MB read; generation {})",
         out.paint("1;32", "indexed"),

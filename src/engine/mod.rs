@@ -102,11 +102,40 @@ impl Engine {
     /// Indexes (or incrementally re-indexes) a repository.
     pub fn index(&self, repo_path: &Path, opts: &IndexOptions, sink: &dyn ProgressSink) -> Result<IndexSummary> {
         let repo = self.resolve_repo(repo_path)?;
-        let mut session = self.open_index_session(&repo, opts.rebuild)?;
+        let mut session = match self.open_index_session(&repo, opts.rebuild) {
+            Ok(s) => s,
+            Err(Error::IndexBusy { pid, .. }) if !opts.rebuild && self.watcher_pid(&repo) == Some(pid) => {
+                return Ok(self.watched_summary(&repo, pid));
+            }
+            Err(e) => return Err(e),
+        };
         let summary = session.update(&Scope::Full, sink)?;
         session.finish()?;
         self.inner.registry.record_indexed(&repo, summary.files, summary.chunks)?;
         Ok(summary)
+    }
+
+    /// The pid of a live watcher that owns this repo's writer, if any.
+    fn watcher_pid(&self, repo: &RepoRef) -> Option<u32> {
+        match StatusData::read(&repo.status_path()) {
+            Some((d, false)) if d.watching => Some(d.pid),
+            _ => None,
+        }
+    }
+
+    /// What `index` reports when a watcher already keeps the index current.
+    fn watched_summary(&self, repo: &RepoRef, pid: u32) -> IndexSummary {
+        let manifest = Manifest::load(&repo.manifest_path());
+        let (files, chunks) = manifest.counts();
+        IndexSummary {
+            repo: repo.root.clone(),
+            files,
+            chunks,
+            unchanged: files,
+            generation: manifest.generation,
+            note: Some(format!("a watcher (pid {pid}) keeps this index current; nothing to do")),
+            ..Default::default()
+        }
     }
 
     /// Records an index run's counts in the registry (used by the watcher).

@@ -163,6 +163,9 @@ pub struct IndexSummary {
     pub seconds: f64,
     /// True when the index was rebuilt from scratch.
     pub rebuilt: bool,
+    /// Set when nothing ran because another process already keeps the index current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Live progress of an index run (for bars, `/v1/status`, the TUI).

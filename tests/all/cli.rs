@@ -187,6 +187,10 @@ fn watch_command_streams_json_and_stops_cleanly_on_sigterm() {
     assert_eq!(status["documents"], 2);
     let hits = env.json(&["search", "--repo", repo.to_str().unwrap(), "--json", "emu"]);
     assert_eq!(hits["results"][0]["path"], "b.rs");
+    // A one-shot index defers to the watcher instead of failing.
+    let v = env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    assert!(v["note"].as_str().unwrap().contains("watcher"), "{v}");
+    assert_eq!(v["files"], 2);
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let code = child.wait().unwrap();
     assert!(code.success(), "watch exits 0 on SIGTERM: {code:?}");
