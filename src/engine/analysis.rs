@@ -77,8 +77,10 @@ impl<'a> Terms<'a> {
             if self.next_part < self.parts.len() {
                 let (s, e) = self.parts[self.next_part];
                 self.next_part += 1;
-                normalize_part(&self.text[s..e], out);
-                return Some((s, e));
+                if normalize_part(&self.text[s..e], out) {
+                    return Some((s, e));
+                }
+                continue;
             }
             let (s, e) = self.next_word()?;
             if e - s > MAX_WORD_BYTES {
@@ -301,19 +303,27 @@ impl StemCache {
     }
 }
 
-/// Lowercases a part and stems it when it is an alphabetic word of 4+ letters.
-fn normalize_part(part: &str, out: &mut String) {
+/// Lowercases a part and stems it when it is an alphabetic word of 4+ letters. Returns false
+/// for parts not worth a term: single ASCII characters and English function words (queries
+/// drop those too, so indexing them would only cost time and space).
+fn normalize_part(part: &str, out: &mut String) -> bool {
     out.clear();
     if !part.is_ascii() {
         for c in part.chars() {
             push_lower(out, c);
         }
-        return;
+        return true;
+    }
+    if part.len() == 1 {
+        return false;
     }
     out.push_str(part);
     out.make_ascii_lowercase();
+    if out.len() <= MAX_STOPWORD_LEN && is_stopword(out) {
+        return false;
+    }
     if part.len() < 4 || !part.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return;
+        return true;
     }
     STEMS.with(|cell| {
         let mut guard = cell.borrow_mut();
@@ -331,6 +341,7 @@ fn normalize_part(part: &str, out: &mut String) {
         out.clear();
         out.push_str(&stem);
     });
+    true
 }
 
 /// All terms of `text`, in order (duplicates kept).
@@ -366,28 +377,22 @@ const STOPWORDS: &[&str] = &[
     "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these",
     "they", "this", "those", "through", "to", "too", "under", "until", "up", "upon", "us", "very", "was", "we",
     "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "why", "will", "with", "would",
-    "you", "your", "instead", "without", "within", "because", "etc", "eg", "ie", "like", "want", "wants",
-    "need", "needs", "make", "makes", "sure", "currently", "properly", "correctly", "way", "thing", "things",
-    "something", "anything", "everything", "nothing", "happen", "happens", "seem", "seems", "get", "gets", "got",
+    "you", "your", "because", "etc", "eg", "ie",
 ];
 
-/// The distinct terms of a query with function words removed (kept if nothing else is left).
-/// Function words are recognised on the raw word, before stemming.
+/// The distinct terms of a query. Function words are never indexed (see [`normalize_part`]),
+/// so a query made only of them has no terms.
 pub fn query_terms(query: &str) -> Vec<String> {
-    let all = terms_with_offsets(query);
-    let dedup = |keep: &dyn Fn(&(String, usize, usize)) -> bool| {
-        let mut seen = std::collections::HashSet::new();
-        all.iter().filter(|t| keep(t)).filter(|t| seen.insert(t.0.clone())).map(|t| t.0.clone()).collect::<Vec<_>>()
-    };
-    let content = dedup(&|(_, s, e)| !is_stopword(&query[*s..*e].to_lowercase()));
-    if !content.is_empty() {
-        return content;
-    }
-    dedup(&|_| true)
+    let mut seen = std::collections::HashSet::new();
+    terms(query).into_iter().filter(|t| seen.insert(t.clone())).collect()
 }
 
-fn is_stopword(term: &str) -> bool {
-    STOPWORDS.contains(&term)
+const MAX_STOPWORD_LEN: usize = 7;
+
+fn is_stopword(word: &str) -> bool {
+    static SET: std::sync::LazyLock<std::collections::HashSet<&'static str, std::hash::BuildHasherDefault<FxHasher>>> =
+        std::sync::LazyLock::new(|| STOPWORDS.iter().copied().collect());
+    SET.contains(word)
 }
 
 #[cfg(test)]
@@ -399,7 +404,7 @@ mod tests {
         assert_eq!(terms("getUserName"), ["getusername", "get", "user", "name"]);
         assert_eq!(terms("get_user_name"), ["getusername", "get", "user", "name"]);
         assert_eq!(terms("HTTPServer"), ["httpserver", "http", "server"]);
-        assert_eq!(terms("utf8"), ["utf8", "utf", "8"]);
+        assert_eq!(terms("utf8"), ["utf8", "utf"]);
         assert_eq!(terms("auth/session.rs"), ["auth", "session", "rs"]);
         assert_eq!(terms("kebab-case"), ["kebab", "case"]);
     }
@@ -413,7 +418,8 @@ mod tests {
     #[test]
     fn query_drops_function_words() {
         assert_eq!(query_terms("how does the parser handle errors"), ["parser", "handl", "error"]);
-        assert_eq!(query_terms("the"), ["the"]);
+        assert!(query_terms("the").is_empty());
+        assert_eq!(terms("is_valid x y2"), ["isvalid", "valid", "y2"]);
         assert!(terms("non-ASCII: café Größe").contains(&"café".to_string()));
     }
 }

@@ -63,7 +63,8 @@ pub struct IndexSession {
     repo: RepoRef,
     cfg: IndexConfig,
     index: Index,
-    writer: IndexWriter,
+    /// Created on first need, so a run that finds nothing to do costs no writer threads or arenas.
+    writer: Option<IndexWriter>,
     fields: Fields,
     manifest: Manifest,
     generation: u64,
@@ -83,10 +84,6 @@ impl IndexSession {
         let lock = FileLock::try_acquire(&lock_path)?
             .ok_or_else(|| Error::IndexBusy { repo: repo.root.clone(), pid: FileLock::holder_pid(&lock_path) })?;
         let (index, fields, created) = schema::open_or_create(&repo.index_dir(), rebuild)?;
-        let threads = thread_count(cfg);
-        let writer = index
-            .writer_with_num_threads(threads, WRITER_MEMORY_PER_THREAD * threads)
-            .map_err(|e| Error::Index { path: repo.index_dir(), message: e.to_string() })?;
         let manifest = if created { Manifest::load(Path::new("/nonexistent")) } else { Manifest::load(&repo.manifest_path()) };
         let generation = schema::read_payload(&index).generation;
         let manifest_behind = !created && manifest.generation != generation;
@@ -97,7 +94,7 @@ impl IndexSession {
             repo: repo.clone(),
             cfg: cfg.clone(),
             index,
-            writer,
+            writer: None,
             fields,
             manifest,
             generation,
@@ -106,6 +103,24 @@ impl IndexSession {
             status: StatusFile::new(repo.status_path()),
             _lock: lock,
         })
+    }
+
+    /// The open writer (after [`Self::ensure_writer`]).
+    fn writer(&self) -> Result<&IndexWriter> {
+        self.writer.as_ref().ok_or_else(|| Error::Index { path: self.repo.index_dir(), message: "index writer is not open".into() })
+    }
+
+    /// Opens the Tantivy writer if it is not open yet.
+    fn ensure_writer(&mut self) -> Result<()> {
+        if self.writer.is_none() {
+            let threads = thread_count(&self.cfg);
+            let w = self
+                .index
+                .writer_with_num_threads(threads, WRITER_MEMORY_PER_THREAD * threads)
+                .map_err(|e| Error::Index { path: self.repo.index_dir(), message: e.to_string() })?;
+            self.writer = Some(w);
+        }
+        Ok(())
     }
 
     /// The manifest as of the last commit.
@@ -171,6 +186,11 @@ impl IndexSession {
         let mut summary = IndexSummary { repo: root.clone(), unchanged, ..Default::default() };
         let mut changed = false;
 
+        let issue_deletes = walked.issues.iter().any(|i| self.manifest.files.get(&i.rel).is_some_and(|e| e.skipped.is_none()));
+        if !todo.is_empty() || !deleted.is_empty() || issue_deletes {
+            self.ensure_writer()?;
+        }
+
         // Deletions first: chunks of vanished paths go.
         let deleted_hashes: HashMap<u64, usize> = deleted
             .iter()
@@ -181,7 +201,7 @@ impl IndexSession {
                 m
             });
         for p in &deleted {
-            self.writer.delete_term(Term::from_field_text(self.fields.path, p));
+            self.writer()?.delete_term(Term::from_field_text(self.fields.path, p));
             self.manifest.files.remove(p);
             self.status.event(LastEvent { kind: "delete".into(), path: p.clone(), at: crate::engine::fsutil::now_ms() });
             changed = true;
@@ -194,7 +214,7 @@ impl IndexSession {
                 continue;
             }
             if self.manifest.files.get(&issue.rel).is_some_and(|e| e.skipped.is_none()) {
-                self.writer.delete_term(Term::from_field_text(self.fields.path, &issue.rel));
+                self.writer()?.delete_term(Term::from_field_text(self.fields.path, &issue.rel));
                 changed = true;
             }
             self.manifest.files.insert(
@@ -306,11 +326,14 @@ impl IndexSession {
         let f = &self.fields;
         // Deletes cost a query per segment at commit; only paths that may be indexed need one.
         if self.manifest_behind || self.manifest.files.get(&c.rel).is_some_and(|e| e.skipped.is_none() || e.error) {
-            self.writer.delete_term(Term::from_field_text(f.path, &c.rel));
+            if let Ok(w) = self.writer() {
+                w.delete_term(Term::from_field_text(f.path, &c.rel));
+            }
         }
+        let Ok(writer) = self.writer() else { return Outcome::Error("index writer is not open".into()) };
         for ch in &chunks {
             let body = &text[ch.byte_start..ch.byte_end];
-            let res = self.writer.add_document(doc!(
+            let res = writer.add_document(doc!(
                 f.path_text => c.rel.as_str(),
                 f.path => c.rel.as_str(),
                 f.lang => lang,
@@ -367,7 +390,9 @@ impl IndexSession {
             }
             Outcome::Skipped { reason, size, mtime_ns } => {
                 if was_indexed {
-                    self.writer.delete_term(Term::from_field_text(self.fields.path, &rel));
+                    if let Ok(w) = self.writer() {
+                        w.delete_term(Term::from_field_text(self.fields.path, &rel));
+                    }
                 }
                 self.manifest.files.insert(
                     rel,
@@ -377,7 +402,9 @@ impl IndexSession {
             }
             Outcome::Error(reason) => {
                 if was_indexed {
-                    self.writer.delete_term(Term::from_field_text(self.fields.path, &rel));
+                    if let Ok(w) = self.writer() {
+                        w.delete_term(Term::from_field_text(self.fields.path, &rel));
+                    }
                 }
                 self.manifest.files.insert(
                     rel,
@@ -393,7 +420,8 @@ impl IndexSession {
         sink.progress(&progress.snapshot("committing"));
         let next = CommitPayload { generation: self.generation + 1, schema: schema::SCHEMA_VERSION };
         let err = |e: tantivy::TantivyError| Error::Index { path: self.repo.index_dir(), message: e.to_string() };
-        let mut prepared = self.writer.prepare_commit().map_err(err)?;
+        let writer = self.writer.as_mut().ok_or_else(|| Error::Index { path: self.repo.index_dir(), message: "commit without a writer".into() })?;
+        let mut prepared = writer.prepare_commit().map_err(err)?;
         prepared.set_payload(&serde_json::to_string(&next).unwrap_or_default());
         prepared.commit().map_err(err)?;
         self.generation = next.generation;
@@ -407,7 +435,10 @@ impl IndexSession {
     pub fn finish(self) -> Result<()> {
         let dir = self.repo.index_dir();
         let t = Instant::now();
-        let r = self.writer.wait_merging_threads().map_err(|e| Error::Index { path: dir, message: e.to_string() });
+        let r = match self.writer {
+            Some(w) => w.wait_merging_threads().map_err(|e| Error::Index { path: dir, message: e.to_string() }),
+            None => Ok(()),
+        };
         tracing::debug!(ms = t.elapsed().as_millis() as u64, "merges finished");
         r
     }

@@ -55,14 +55,19 @@ fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize) -> igno
         .follow_links(false)
         .add_custom_ignore_filename(DOCDEX_IGNORE)
         .threads(threads);
-    let mut overrides = ignore::overrides::OverrideBuilder::new(root);
-    // `.git` is hidden, but when hidden files are included it must still be skipped.
-    let _ = overrides.add("!.git/");
-    for pat in &cfg.exclude {
-        let _ = overrides.add(&format!("!{pat}"));
-    }
-    if let Ok(o) = overrides.build() {
-        b.overrides(o);
+    // Overrides cost a glob match per entry, so they are only built when needed: `.git` is
+    // hidden (skipped by default), but must still be skipped when hidden files are included.
+    if cfg.include_hidden || !cfg.exclude.is_empty() {
+        let mut overrides = ignore::overrides::OverrideBuilder::new(root);
+        if cfg.include_hidden {
+            let _ = overrides.add("!.git/");
+        }
+        for pat in &cfg.exclude {
+            let _ = overrides.add(&format!("!{pat}"));
+        }
+        if let Ok(o) = overrides.build() {
+            b.overrides(o);
+        }
     }
     b
 }

@@ -27,6 +27,8 @@ use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, SegmentRea
 pub const CANDIDATE_POOL: usize = 1000;
 /// Weight of a path match relative to a body match.
 const PATH_BOOST: f32 = 1.0;
+/// Queries up to this many terms get the all-words-in-the-path clause.
+const MAX_PATH_CONJUNCTION_TERMS: usize = 4;
 /// Share of a file's second-best chunk added to its best (files with several matches rank higher).
 const SECOND_CHUNK_WEIGHT: f32 = 0.2;
 
@@ -183,6 +185,17 @@ impl RepoSearcher {
             should.push((Occur::Should, Box::new(TermQuery::new(Term::from_field_text(f.body, t), IndexRecordOption::WithFreqs))));
             let path_q = TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::WithFreqs);
             should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(path_q), PATH_BOOST))));
+        }
+        // A short query whose every word is in a file's path names that file: score it again.
+        if (2..=MAX_PATH_CONJUNCTION_TERMS).contains(&terms.len()) {
+            let all: Vec<(Occur, Box<dyn Query>)> = terms
+                .iter()
+                .map(|t| {
+                    let q: Box<dyn Query> = Box::new(TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::WithFreqs));
+                    (Occur::Must, q)
+                })
+                .collect();
+            should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(BooleanQuery::new(all)), PATH_BOOST))));
         }
         let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(should));
         let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query)];
