@@ -177,58 +177,20 @@ fn split_parts(text: &str, s: usize, e: usize, parts: &mut Vec<(usize, usize)>) 
     parts.clear();
     let word = &text[s..e];
     if word.is_ascii() {
-        split_ascii(word.as_bytes(), s, parts);
-        return;
-    }
-    let mut part_start: Option<usize> = None;
-    let mut prev = Class::Sep;
-    let mut iter = word.char_indices().peekable();
-    while let Some((i, c)) = iter.next() {
-        let cl = class(c);
-        let boundary = match (prev, cl) {
-            (_, Class::Sep) => {
-                if let Some(ps) = part_start.take() {
-                    parts.push((s + ps, s + i));
-                }
-                prev = Class::Sep;
-                continue;
-            }
-            (Class::Lower, Class::Upper) => true,
-            (Class::Digit, Class::Lower | Class::Upper) | (Class::Lower | Class::Upper, Class::Digit) => true,
-            // "HTTPServer": the 'S' starts a new part when followed by a lowercase letter.
-            (Class::Upper, Class::Upper) => matches!(iter.peek(), Some((_, n)) if class(*n) == Class::Lower),
-            _ => false,
-        };
-        if boundary {
-            if let Some(ps) = part_start {
-                parts.push((s + ps, s + i));
-            }
-            part_start = Some(i);
-        } else if part_start.is_none() {
-            part_start = Some(i);
-        }
-        prev = cl;
-    }
-    if let Some(ps) = part_start {
-        parts.push((s + ps, e));
+        split_classes(word.bytes().enumerate().map(|(i, b)| (i, ascii_class(b))), s, e, parts);
+    } else {
+        split_classes(word.char_indices().map(|(i, c)| (i, class(c))), s, e, parts);
     }
 }
 
-fn ascii_class(b: u8) -> Class {
-    match b {
-        b'_' => Class::Sep,
-        b'0'..=b'9' => Class::Digit,
-        b'A'..=b'Z' => Class::Upper,
-        _ => Class::Lower,
-    }
-}
-
-/// [`split_parts`] for ASCII words: same rules, byte by byte.
-fn split_ascii(w: &[u8], s: usize, parts: &mut Vec<(usize, usize)>) {
+/// The splitting rule over (offset, class) pairs of one word: a new part starts after an
+/// underscore, at a lower-to-upper hump, at a letter/digit change, and at the last capital of
+/// an acronym followed by lowercase (`HTTPServer` -> `HTTP`, `Server`).
+fn split_classes(classes: impl Iterator<Item = (usize, Class)>, s: usize, e: usize, parts: &mut Vec<(usize, usize)>) {
+    let mut iter = classes.peekable();
     let mut start: Option<usize> = None;
     let mut prev = Class::Sep;
-    for i in 0..w.len() {
-        let cl = ascii_class(w[i]);
+    while let Some((i, cl)) = iter.next() {
         let boundary = match (prev, cl) {
             (_, Class::Sep) => {
                 if let Some(ps) = start.take() {
@@ -239,7 +201,7 @@ fn split_ascii(w: &[u8], s: usize, parts: &mut Vec<(usize, usize)>) {
             }
             (Class::Lower, Class::Upper) => true,
             (Class::Digit, Class::Lower | Class::Upper) | (Class::Lower | Class::Upper, Class::Digit) => true,
-            (Class::Upper, Class::Upper) => w.get(i + 1).is_some_and(|n| n.is_ascii_lowercase()),
+            (Class::Upper, Class::Upper) => matches!(iter.peek(), Some((_, Class::Lower))),
             _ => false,
         };
         if boundary {
@@ -253,7 +215,16 @@ fn split_ascii(w: &[u8], s: usize, parts: &mut Vec<(usize, usize)>) {
         prev = cl;
     }
     if let Some(ps) = start {
-        parts.push((s + ps, s + w.len()));
+        parts.push((s + ps, e));
+    }
+}
+
+fn ascii_class(b: u8) -> Class {
+    match b {
+        b'_' => Class::Sep,
+        b'0'..=b'9' => Class::Digit,
+        b'A'..=b'Z' => Class::Upper,
+        _ => Class::Lower,
     }
 }
 

@@ -33,7 +33,7 @@ use tantivy::{doc, Index, IndexWriter, Term};
 /// keeps its progress if it is interrupted.
 const COMMIT_EVERY_BYTES: u64 = 256 * 1024 * 1024;
 /// Tantivy writer memory per indexing thread.
-const WRITER_MEMORY_PER_THREAD: usize = 48 * 1024 * 1024;
+const WRITER_MEMORY_PER_THREAD: usize = 24 * 1024 * 1024;
 /// Bytes sniffed for NUL to decide a file is binary.
 const BINARY_SNIFF: usize = 8192;
 

@@ -11,7 +11,7 @@ use tantivy::tokenizer::TextAnalyzer;
 use tantivy::Index;
 
 /// Bump when fields or the analyzer change; a mismatch forces a rebuild.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Field handles.
 #[derive(Debug, Clone, Copy)]
@@ -37,21 +37,16 @@ pub struct Fields {
 /// Builds the schema.
 pub fn build_schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
-    let analyzed = |stored: bool| {
-        let idx = TextFieldIndexing::default().set_tokenizer(CODE_TOKENIZER).set_index_option(IndexRecordOption::WithFreqs);
-        let opts = TextOptions::default().set_indexing_options(idx);
-        if stored {
-            opts.set_stored()
-        } else {
-            opts
-        }
+    let analyzed = |record: IndexRecordOption| {
+        let idx = TextFieldIndexing::default().set_tokenizer(CODE_TOKENIZER).set_index_option(record);
+        TextOptions::default().set_indexing_options(idx)
     };
     let fields = Fields {
-        path_text: b.add_text_field("path_text", analyzed(false)),
+        path_text: b.add_text_field("path_text", analyzed(IndexRecordOption::Basic)),
         path: b.add_text_field("path", STRING | STORED),
         lang: b.add_text_field("lang", STRING | STORED),
         class: b.add_u64_field("class", FAST | STORED),
-        body: b.add_text_field("body", analyzed(false)),
+        body: b.add_text_field("body", analyzed(IndexRecordOption::WithFreqs)),
         file_id: b.add_u64_field("file_id", FAST),
         line_start: b.add_u64_field("line_start", STORED),
         line_end: b.add_u64_field("line_end", STORED),

@@ -183,7 +183,7 @@ impl RepoSearcher {
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 2);
         for t in terms {
             should.push((Occur::Should, Box::new(TermQuery::new(Term::from_field_text(f.body, t), IndexRecordOption::WithFreqs))));
-            let path_q = TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::WithFreqs);
+            let path_q = TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::Basic);
             should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(path_q), PATH_BOOST))));
         }
         // A short query whose every word is in a file's path names that file: score it again.
@@ -191,7 +191,7 @@ impl RepoSearcher {
             let all: Vec<(Occur, Box<dyn Query>)> = terms
                 .iter()
                 .map(|t| {
-                    let q: Box<dyn Query> = Box::new(TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::WithFreqs));
+                    let q: Box<dyn Query> = Box::new(TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::Basic));
                     (Occur::Must, q)
                 })
                 .collect();
