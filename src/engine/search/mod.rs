@@ -21,7 +21,7 @@ use std::time::{Instant, SystemTime};
 use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::{DocAddress, Index, IndexReader, ReloadPolicy, Searcher, SegmentReader, TantivyDocument, Term};
+use tantivy::{DocAddress, IndexReader, ReloadPolicy, Searcher, SegmentReader, TantivyDocument, Term};
 
 /// Chunks considered for ranking; pages beyond this many hits are not served.
 pub const CANDIDATE_POOL: usize = 1000;
@@ -34,10 +34,10 @@ const SECOND_CHUNK_WEIGHT: f32 = 0.2;
 
 /// An open, reloadable reader over one repo's index.
 pub struct RepoSearcher {
-    index: Index,
     reader: IndexReader,
     fields: Fields,
-    meta_hash: Mutex<u64>,
+    /// Hash of the `meta.json` last loaded, and the generation it carried.
+    seen: Mutex<(u64, u64)>,
     index_dir: std::path::PathBuf,
 }
 
@@ -49,7 +49,7 @@ impl RepoSearcher {
             return Err(Error::NotIndexed { path: repo.root.clone() });
         }
         let (index, fields) = schema::open(&dir)?;
-        if schema::read_payload(&index).generation == 0 {
+        if meta_state(&dir).1 == 0 {
             return Err(Error::NotIndexed { path: repo.root.clone() });
         }
         let reader = index
@@ -57,26 +57,28 @@ impl RepoSearcher {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(|e: tantivy::TantivyError| Error::Index { path: dir.clone(), message: e.to_string() })?;
-        let hash = meta_hash(&dir);
-        Ok(RepoSearcher { index, reader, fields, meta_hash: Mutex::new(hash), index_dir: dir })
+        let (hash, generation) = meta_state(&dir);
+        Ok(RepoSearcher { reader, fields, seen: Mutex::new((hash, generation)), index_dir: dir })
     }
 
-    /// Picks up new commits. Cheap when nothing changed: one small read and hash of
-    /// `meta.json` (mtimes are too coarse: two commits can share one).
-    fn searcher(&self) -> Searcher {
-        let now = meta_hash(&self.index_dir);
-        if let Ok(mut seen) = self.meta_hash.lock() {
-            if *seen != now {
+    /// Picks up new commits; returns the searcher and its generation. Cheap when nothing
+    /// changed: one small read and hash of `meta.json` (mtimes are too coarse: two commits can
+    /// share one).
+    fn searcher(&self) -> (Searcher, u64) {
+        let (hash, generation) = meta_state(&self.index_dir);
+        if let Ok(mut seen) = self.seen.lock() {
+            if seen.0 != hash {
                 let _ = self.reader.reload();
-                *seen = now;
+                *seen = (hash, generation);
             }
+            return (self.reader.searcher(), seen.1);
         }
-        self.reader.searcher()
+        (self.reader.searcher(), generation)
     }
 
     /// Current generation.
     pub fn generation(&self) -> u64 {
-        schema::read_payload(&self.index).generation
+        self.searcher().1
     }
 
     /// Runs a search.
@@ -88,8 +90,7 @@ impl RepoSearcher {
             Some(c) => decode_cursor(c, query_hash)?,
             None => 0,
         };
-        let searcher = self.searcher();
-        let generation = self.generation();
+        let (searcher, generation) = self.searcher();
         let commit_time = meta_mtime(&self.index_dir);
         let terms = analysis::query_terms(&req.query);
         let mut resp = SearchResponse {
@@ -342,8 +343,20 @@ fn read_file(root: &Path, rel: &str, commit_time: Option<SystemTime>) -> Option<
     Some((String::from_utf8_lossy(&bytes).into_owned(), stale))
 }
 
-fn meta_hash(dir: &Path) -> u64 {
-    std::fs::read(dir.join("meta.json")).map(|b| xxhash_rust::xxh3::xxh3_64(&b)).unwrap_or(0)
+/// Hash and docdex generation of the index's `meta.json` ((0, 0) when unreadable).
+fn meta_state(dir: &Path) -> (u64, u64) {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        payload: Option<String>,
+    }
+    let Ok(bytes) = std::fs::read(dir.join("meta.json")) else { return (0, 0) };
+    let generation = serde_json::from_slice::<Meta>(&bytes)
+        .ok()
+        .and_then(|m| m.payload)
+        .and_then(|p| serde_json::from_str::<schema::CommitPayload>(&p).ok())
+        .map(|p| p.generation)
+        .unwrap_or(0);
+    (xxhash_rust::xxh3::xxh3_64(&bytes), generation)
 }
 
 fn meta_mtime(dir: &Path) -> Option<SystemTime> {
