@@ -113,7 +113,8 @@ pub struct SearchResponse {
     pub confidence: f64,
     /// Ranked hits for this page.
     pub results: Vec<SearchHit>,
-    /// Matching chunks in total (before paging).
+    /// Matching chunks considered for ranking (before paging); capped at the 1,000-chunk
+    /// ranking pool, so it is a lower bound when it equals 1,000.
     pub total_hits: usize,
     /// Cursor for the next page; empty when there is none.
     pub next_cursor: String,

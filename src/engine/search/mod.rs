@@ -18,10 +18,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
-use tantivy::collector::{Count, TopDocs};
+use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::{DocAddress, IndexReader, ReloadPolicy, Searcher, SegmentReader, TantivyDocument, Term};
+use tantivy::{DocAddress, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 /// Chunks considered for ranking; pages beyond this many hits are not served.
 pub const CANDIDATE_POOL: usize = 1000;
@@ -112,18 +112,12 @@ impl RepoSearcher {
         }
         let query = self.build_query(&terms, req)?;
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
-        let collector = TopDocs::with_limit(CANDIDATE_POOL).tweak_score(move |seg: &SegmentReader| {
-            let ff = seg.fast_fields();
-            let class = ff.u64("class").ok().map(|c| c.first_or_default_col(0));
-            let file = ff.u64("file_id").ok().map(|c| c.first_or_default_col(0));
-            move |doc, score: f32| {
-                let prior = class.as_ref().map(|c| priors.factor(FileClass::from_u64(c.get_val(doc)))).unwrap_or(1.0);
-                (score * prior, file.as_ref().map(|c| c.get_val(doc)).unwrap_or(0))
-            }
-        });
-        let (total, top) = searcher
-            .search(&query, &(Count, collector))
+        // Plain top-k lets Tantivy prune with block-max WAND; priors apply to the pool after.
+        let top = searcher
+            .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
             .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
+        let total = top.len();
+        let top = with_priors(&searcher, top, &priors);
         let t_search = t0.elapsed();
 
         let ranked = diversify(top, cfg.max_chunks_per_file.max(1) as usize);
@@ -270,6 +264,24 @@ impl Priors {
     fn factor(&self, class: FileClass) -> f32 {
         self.0[class as usize]
     }
+}
+
+/// Multiplies each pooled hit by its file-class prior and attaches its file id (fast fields,
+/// read once per segment).
+fn with_priors(searcher: &Searcher, top: Vec<(f32, DocAddress)>, priors: &Priors) -> Vec<((f32, u64), DocAddress)> {
+    type Columns = (Option<tantivy::columnar::Column<u64>>, Option<tantivy::columnar::Column<u64>>);
+    let mut columns: HashMap<u32, Columns> = HashMap::new();
+    top.into_iter()
+        .map(|(score, addr)| {
+            let (class, file) = columns.entry(addr.segment_ord).or_insert_with(|| {
+                let ff = searcher.segment_reader(addr.segment_ord).fast_fields();
+                (ff.u64("class").ok(), ff.u64("file_id").ok())
+            });
+            let class = class.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0);
+            let file = file.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0);
+            ((score * priors.factor(FileClass::from_u64(class)), file), addr)
+        })
+        .collect()
 }
 
 /// A candidate chunk during ranking.

@@ -37,12 +37,27 @@ pub fn snippet(file_text: &str, path: &str, ls: u32, le: u32, query: &HashSet<St
     if lines.is_empty() {
         return out;
     }
-    // Score each line by distinct matched terms; remember matches for highlighting.
+    // Score each line by distinct matched terms; remember matches for highlighting. Stemming
+    // only rewrites a word's end (`happy` -> `happi`), so a stem less its last letter is a
+    // prefix of the word: a line without one of those as a substring cannot match and skips
+    // the analyzer.
+    let finders: Vec<memchr::memmem::Finder> = query
+        .iter()
+        .map(|t| if t.len() >= 4 && t.is_ascii() { &t[..t.len() - 1] } else { t.as_str() })
+        .map(|t| memchr::memmem::Finder::new(t.as_bytes()))
+        .collect();
+    let mut lower = Vec::new();
     let mut best = (0usize, 0usize);
     let mut per_line: Vec<Vec<(String, usize, usize)>> = Vec::with_capacity(lines.len());
     for (i, line) in lines.iter().enumerate() {
-        let hits: Vec<(String, usize, usize)> =
-            terms_with_offsets(line).into_iter().filter(|(t, _, _)| query.contains(t)).collect();
+        lower.clear();
+        lower.extend(line.bytes().map(|b| b.to_ascii_lowercase()));
+        let maybe = !line.is_ascii() || finders.iter().any(|f| f.find(&lower).is_some());
+        let hits: Vec<(String, usize, usize)> = if maybe {
+            terms_with_offsets(line).into_iter().filter(|(t, _, _)| query.contains(t)).collect()
+        } else {
+            Vec::new()
+        };
         let distinct: HashSet<&str> = hits.iter().map(|(t, _, _)| t.as_str()).collect();
         if distinct.len() > best.1 {
             best = (i, distinct.len());
@@ -101,6 +116,13 @@ fn merge(sorted: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stems_that_rewrite_the_word_end_still_match() {
+        let q: HashSet<String> = crate::engine::analysis::terms("happy").into_iter().collect();
+        let s = snippet("x\nso happy today\n", "a.txt", 1, 2, &q);
+        assert_eq!(s.highlights, vec![Highlight { line: 2, start: 3, end: 8 }]);
+    }
 
     #[test]
     fn picks_best_line_and_marks_terms() {
