@@ -5,6 +5,7 @@
 mod bench;
 mod output;
 mod progress;
+mod watch_latency;
 
 use crate::engine::protocol::SearchRequest;
 use crate::engine::watch::WatchReport;

@@ -46,9 +46,10 @@ impl Out {
 
     /// Prints pretty JSON.
     pub fn json<T: serde::Serialize>(&self, v: &T) -> anyhow::Result<()> {
-        let mut o = std::io::stdout().lock();
-        serde_json::to_writer_pretty(&mut o, v)?;
-        writeln!(o)?;
+        // One write: stdout is line-buffered, and a search answer has hundreds of lines.
+        let mut bytes = serde_json::to_vec_pretty(v)?;
+        bytes.push(b'\n');
+        std::io::stdout().lock().write_all(&bytes)?;
         Ok(())
     }
 }

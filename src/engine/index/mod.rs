@@ -34,6 +34,8 @@ use tantivy::{doc, Index, IndexWriter, Term};
 const COMMIT_EVERY_BYTES: u64 = 256 * 1024 * 1024;
 /// Tantivy writer memory per indexing thread.
 const WRITER_MEMORY_PER_THREAD: usize = 24 * 1024 * 1024;
+/// More segments than this after a run are merged into one.
+const MAX_SEGMENTS_AFTER_RUN: usize = 4;
 /// Bytes sniffed for NUL to decide a file is binary.
 const BINARY_SNIFF: usize = 8192;
 
@@ -305,13 +307,11 @@ impl IndexSession {
                 mtime_ns: c.mtime_ns,
             };
         }
-        let bytes = match std::fs::read(&c.abs) {
-            Ok(b) => b,
+        let bytes = match read_text(&c.abs, c.size) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Outcome::Skipped { reason: "binary".into(), size: c.size, mtime_ns: c.mtime_ns },
             Err(e) => return Outcome::Error(format!("unreadable: {e}")),
         };
-        if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF)]).is_some() {
-            return Outcome::Skipped { reason: "binary".into(), size: c.size, mtime_ns: c.mtime_ns };
-        }
         let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
         if let Some(e) = self.manifest.files.get(&c.rel) {
             if e.hash == hash && e.skipped.is_none() {
@@ -431,10 +431,20 @@ impl IndexSession {
         Ok(())
     }
 
-    /// Lets background merges finish, then releases the writer and lock.
-    pub fn finish(self) -> Result<()> {
+    /// Lets background merges finish, then releases the writer and lock. A freshly built index
+    /// left with many segments is merged into one first, since every process that searches pays
+    /// for opening each segment; incremental runs leave merging to Tantivy's log merge policy.
+    pub fn finish(mut self) -> Result<()> {
         let dir = self.repo.index_dir();
         let t = Instant::now();
+        if let Some(w) = self.writer.as_mut().filter(|_| self.rebuilt) {
+            let ids = self.index.searchable_segment_ids().unwrap_or_default();
+            if ids.len() > MAX_SEGMENTS_AFTER_RUN {
+                if let Err(e) = w.merge(&ids).wait() {
+                    tracing::warn!("merging {} segments: {e}", ids.len());
+                }
+            }
+        }
         let r = match self.writer {
             Some(w) => w.wait_merging_threads().map_err(|e| Error::Index { path: dir, message: e.to_string() }),
             None => Ok(()),
@@ -456,6 +466,20 @@ impl Drop for SetOnDrop<'_> {
     fn drop(&mut self) {
         self.0.store(1, Ordering::Relaxed);
     }
+}
+
+/// Reads a file unless its first bytes hold a NUL (binary): `Ok(None)` then, having read only
+/// [`BINARY_SNIFF`] bytes of it.
+fn read_text(path: &Path, size_hint: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut bytes = Vec::with_capacity(size_hint as usize + 1);
+    (&mut f).take(BINARY_SNIFF as u64).read_to_end(&mut bytes)?;
+    if memchr::memchr(0, &bytes).is_some() {
+        return Ok(None);
+    }
+    f.read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
 }
 
 enum Outcome {
