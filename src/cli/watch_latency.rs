@@ -60,17 +60,19 @@ pub fn measure(engine: &Engine, repo: &Path) -> anyhow::Result<WatchFigures> {
         }
         let mut f = WatchFigures { create_ms: vec![], modify_ms: vec![], missed: 0, debounce_ms: engine.config().index.watch_debounce_ms };
         for i in 0..EDITS {
-            let token = format!("zqxcreated{i}probe");
+            // One lowercase word: it yields a single term that no other file contains.
+            let letter = (b'a' + i as u8) as char;
+            let token = format!("zqxcreatedprobe{letter}");
             let path = repo.join(format!("docdex_watch_probe_{i}.txt"));
-            record(&mut f.create_ms, &mut f.missed, time_edit(engine, repo, &token, || std::fs::write(&path, format!("{token}\n")))?);
+            record(&mut f.create_ms, &mut f.missed, time_edit(engine, repo, &token, &path, || std::fs::write(&path, format!("{token}\n")))?);
             if let Some(file) = existing.get(i) {
-                let token = format!("zqxmodified{i}probe");
+                let token = format!("zqxmodifiedprobe{letter}");
                 let append = || -> std::io::Result<()> {
                     use std::io::Write;
                     let mut h = std::fs::OpenOptions::new().append(true).open(file)?;
                     writeln!(h, "\n{token}")
                 };
-                record(&mut f.modify_ms, &mut f.missed, time_edit(engine, repo, &token, append)?);
+                record(&mut f.modify_ms, &mut f.missed, time_edit(engine, repo, &token, file, append)?);
             }
             std::thread::sleep(Duration::from_millis(300));
         }
@@ -91,13 +93,16 @@ fn record(into: &mut Vec<f64>, missed: &mut usize, ms: Option<f64>) {
     }
 }
 
-/// Applies `edit`, then polls search for `token`; the elapsed ms, or None past [`GIVE_UP`].
-fn time_edit(engine: &Engine, repo: &Path, token: &str, edit: impl FnOnce() -> std::io::Result<()>) -> anyhow::Result<Option<f64>> {
+/// Applies `edit` to `file`, then polls search until `token` is found in that file; the elapsed
+/// ms, or None past [`GIVE_UP`].
+fn time_edit(engine: &Engine, repo: &Path, token: &str, file: &Path, edit: impl FnOnce() -> std::io::Result<()>) -> anyhow::Result<Option<f64>> {
     let req = SearchRequest { query: token.to_string(), limit: Some(1), ..Default::default() };
+    let rel = crate::engine::index::walk::rel_path(repo, file);
     let t0 = Instant::now();
     edit()?;
     while t0.elapsed() < GIVE_UP {
-        if engine.search(repo, &req).map(|r| !r.results.is_empty()).unwrap_or(false) {
+        let found = engine.search(repo, &req).map(|r| r.results.first().is_some_and(|h| h.path == rel)).unwrap_or(false);
+        if found {
             return Ok(Some(t0.elapsed().as_secs_f64() * 1000.0));
         }
         std::thread::sleep(Duration::from_millis(5));

@@ -33,9 +33,7 @@ use tantivy::{doc, Index, IndexWriter, Term};
 /// keeps its progress if it is interrupted.
 const COMMIT_EVERY_BYTES: u64 = 256 * 1024 * 1024;
 /// Tantivy writer memory per indexing thread.
-const WRITER_MEMORY_PER_THREAD: usize = 24 * 1024 * 1024;
-/// More segments than this after a run are merged into one.
-const MAX_SEGMENTS_AFTER_RUN: usize = 4;
+const WRITER_MEMORY_PER_THREAD: usize = 48 * 1024 * 1024;
 /// Bytes sniffed for NUL to decide a file is binary.
 const BINARY_SNIFF: usize = 8192;
 
@@ -431,20 +429,10 @@ impl IndexSession {
         Ok(())
     }
 
-    /// Lets background merges finish, then releases the writer and lock. A freshly built index
-    /// left with many segments is merged into one first, since every process that searches pays
-    /// for opening each segment; incremental runs leave merging to Tantivy's log merge policy.
-    pub fn finish(mut self) -> Result<()> {
+    /// Lets background merges finish, then releases the writer and lock.
+    pub fn finish(self) -> Result<()> {
         let dir = self.repo.index_dir();
         let t = Instant::now();
-        if let Some(w) = self.writer.as_mut().filter(|_| self.rebuilt) {
-            let ids = self.index.searchable_segment_ids().unwrap_or_default();
-            if ids.len() > MAX_SEGMENTS_AFTER_RUN {
-                if let Err(e) = w.merge(&ids).wait() {
-                    tracing::warn!("merging {} segments: {e}", ids.len());
-                }
-            }
-        }
         let r = match self.writer {
             Some(w) => w.wait_merging_threads().map_err(|e| Error::Index { path: dir, message: e.to_string() }),
             None => Ok(()),
