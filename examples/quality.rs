@@ -36,7 +36,9 @@ struct Score {
 
 impl Score {
     fn add(&mut self, files: &[String], targets: &[String]) {
-        let found = |k: usize| targets.iter().filter(|t| files.iter().take(k).any(|f| f == *t)).count() as f64 / targets.len() as f64;
+        let found = |k: usize| {
+            targets.iter().filter(|t| files.iter().take(k).any(|f| f == *t)).count() as f64 / targets.len() as f64
+        };
         self.n += 1;
         self.r5 += found(5);
         self.r10 += found(10);
@@ -46,7 +48,13 @@ impl Score {
     }
     fn line(&self, name: &str) -> String {
         let n = self.n.max(1) as f64;
-        format!("{name:<28} n={:<3} recall@5={:.3} recall@10={:.3} MRR@10={:.3}", self.n, self.r5 / n, self.r10 / n, self.mrr / n)
+        format!(
+            "{name:<28} n={:<3} recall@5={:.3} recall@10={:.3} MRR@10={:.3}",
+            self.n,
+            self.r5 / n,
+            self.r10 / n,
+            self.mrr / n
+        )
     }
 }
 
@@ -65,7 +73,8 @@ fn main() -> anyhow::Result<()> {
         for q in &data.queries {
             let root = PathBuf::from(q.repo_root_hint.clone().or(data.repo_root_hint.clone()).unwrap_or_default());
             if !indexed.contains(&root) {
-                let s = engine.index(&root, &IndexOptions::default(), &|_: &docdex::engine::protocol::IndexProgress| {})?;
+                let s =
+                    engine.index(&root, &IndexOptions::default(), &|_: &docdex::engine::protocol::IndexProgress| {})?;
                 eprintln!("indexed {} ({} files, {:.2}s)", root.display(), s.files, s.seconds);
                 indexed.push(root.clone());
             }
@@ -82,7 +91,13 @@ fn main() -> anyhow::Result<()> {
             total.add(&files, &q.targets);
             let hit = files.iter().take(10).position(|f| q.targets.contains(f));
             if verbose || hit.is_none() {
-                println!("{} {} [{}] {}", q.id, hit.map(|r| format!("rank {}", r + 1)).unwrap_or_else(|| "MISS".into()), q.targets.join(", "), q.query);
+                println!(
+                    "{} {} [{}] {}",
+                    q.id,
+                    hit.map(|r| format!("rank {}", r + 1)).unwrap_or_else(|| "MISS".into()),
+                    q.targets.join(", "),
+                    q.query
+                );
                 if verbose || hit.is_none() {
                     println!("     top: {}", files.iter().take(5).cloned().collect::<Vec<_>>().join(", "));
                 }

@@ -79,66 +79,277 @@ impl BenchArgs {
 /// words, generic enough to hit both a Python and a Rust code base.
 pub const QUERIES: &[&str] = &[
     // Identifiers.
-    "parse_args", "HTTPConnection", "read_to_string", "from_str", "to_string", "serialize", "deserialize",
-    "TcpStream", "unwrap_or_default", "getattr", "isinstance", "__init__", "assertEqual", "setUp",
-    "tearDown", "ValueError", "TypeError", "KeyError", "NotImplementedError", "RuntimeError",
-    "StopIteration", "OSError", "FileNotFoundError", "TimeoutError", "ConnectionError", "HashMap",
-    "BTreeMap", "OrderedDict", "defaultdict", "namedtuple", "dataclass", "staticmethod", "classmethod",
-    "property", "contextmanager", "lru_cache", "functools.partial", "itertools.chain", "os.path.join",
-    "os.environ", "sys.argv", "subprocess.run", "Popen", "json.loads", "json.dumps", "urlopen",
-    "urlparse", "socket.create_connection", "SSLContext", "ThreadPoolExecutor", "asyncio.gather",
-    "run_until_complete", "async_trait", "Arc", "Mutex", "RwLock", "AtomicUsize", "mpsc::channel",
-    "spawn_blocking", "JoinHandle", "BufReader", "BufWriter", "read_line", "write_all", "flush",
-    "Iterator", "IntoIterator", "next", "collect", "filter_map", "Default::default", "fmt::Display",
-    "impl Debug", "Result", "Option", "Box<dyn Error>", "anyhow", "thiserror", "logging.getLogger",
-    "logger.debug", "warnings.warn", "DeprecationWarning", "re.compile", "Regex::new", "match_indices",
-    "split_whitespace", "strip_prefix", "startswith", "endswith", "encode", "decode", "utf8",
-    "base64", "sha256", "hashlib", "md5", "random.randint", "Random", "datetime.now", "timedelta",
-    "Duration::from_secs", "Instant::now", "SystemTime", "sleep", "Path", "PathBuf", "pathlib",
-    "tempfile", "TemporaryDirectory", "shutil.copy", "rmtree", "mkdir", "create_dir_all", "open",
-    "close", "__enter__", "__exit__", "__repr__", "__eq__", "__hash__", "__len__", "__getitem__",
-    "iter", "len", "sorted", "max_by_key", "binary_search", "bisect", "heapq", "deque", "VecDeque",
+    "parse_args",
+    "HTTPConnection",
+    "read_to_string",
+    "from_str",
+    "to_string",
+    "serialize",
+    "deserialize",
+    "TcpStream",
+    "unwrap_or_default",
+    "getattr",
+    "isinstance",
+    "__init__",
+    "assertEqual",
+    "setUp",
+    "tearDown",
+    "ValueError",
+    "TypeError",
+    "KeyError",
+    "NotImplementedError",
+    "RuntimeError",
+    "StopIteration",
+    "OSError",
+    "FileNotFoundError",
+    "TimeoutError",
+    "ConnectionError",
+    "HashMap",
+    "BTreeMap",
+    "OrderedDict",
+    "defaultdict",
+    "namedtuple",
+    "dataclass",
+    "staticmethod",
+    "classmethod",
+    "property",
+    "contextmanager",
+    "lru_cache",
+    "functools.partial",
+    "itertools.chain",
+    "os.path.join",
+    "os.environ",
+    "sys.argv",
+    "subprocess.run",
+    "Popen",
+    "json.loads",
+    "json.dumps",
+    "urlopen",
+    "urlparse",
+    "socket.create_connection",
+    "SSLContext",
+    "ThreadPoolExecutor",
+    "asyncio.gather",
+    "run_until_complete",
+    "async_trait",
+    "Arc",
+    "Mutex",
+    "RwLock",
+    "AtomicUsize",
+    "mpsc::channel",
+    "spawn_blocking",
+    "JoinHandle",
+    "BufReader",
+    "BufWriter",
+    "read_line",
+    "write_all",
+    "flush",
+    "Iterator",
+    "IntoIterator",
+    "next",
+    "collect",
+    "filter_map",
+    "Default::default",
+    "fmt::Display",
+    "impl Debug",
+    "Result",
+    "Option",
+    "Box<dyn Error>",
+    "anyhow",
+    "thiserror",
+    "logging.getLogger",
+    "logger.debug",
+    "warnings.warn",
+    "DeprecationWarning",
+    "re.compile",
+    "Regex::new",
+    "match_indices",
+    "split_whitespace",
+    "strip_prefix",
+    "startswith",
+    "endswith",
+    "encode",
+    "decode",
+    "utf8",
+    "base64",
+    "sha256",
+    "hashlib",
+    "md5",
+    "random.randint",
+    "Random",
+    "datetime.now",
+    "timedelta",
+    "Duration::from_secs",
+    "Instant::now",
+    "SystemTime",
+    "sleep",
+    "Path",
+    "PathBuf",
+    "pathlib",
+    "tempfile",
+    "TemporaryDirectory",
+    "shutil.copy",
+    "rmtree",
+    "mkdir",
+    "create_dir_all",
+    "open",
+    "close",
+    "__enter__",
+    "__exit__",
+    "__repr__",
+    "__eq__",
+    "__hash__",
+    "__len__",
+    "__getitem__",
+    "iter",
+    "len",
+    "sorted",
+    "max_by_key",
+    "binary_search",
+    "bisect",
+    "heapq",
+    "deque",
+    "VecDeque",
     // Plain-language descriptions.
-    "read a config file and handle missing sections", "retry a failed network request",
-    "parse command line arguments", "open a file and read its lines", "write data to a temporary file",
-    "handle a timeout when connecting to a server", "decode json from a string",
-    "encode a url query string", "convert a string to an integer", "split a path into directory and file name",
-    "walk a directory tree recursively", "compare two files for equality", "compute a hash of a file",
-    "start a thread and wait for it to finish", "lock shared state between threads",
-    "send a message over a channel", "run a subprocess and capture its output",
-    "read environment variables with a default", "format a date as a string", "parse a date string",
-    "measure elapsed time", "sort a list by a key", "remove duplicates from a list",
-    "merge two dictionaries", "iterate over pairs of items", "cache the result of a function",
-    "log an error with a traceback", "raise an exception when input is invalid",
-    "validate user input", "escape html special characters", "parse an xml document",
-    "read a csv file", "compress data with gzip", "extract a zip archive", "create a socket server",
-    "accept incoming connections", "send an http request with headers", "follow redirects",
-    "check if a file exists", "delete a directory and its contents", "copy a file preserving metadata",
-    "read a file in binary mode", "buffered writes to disk", "serialize an object to bytes",
-    "load a module dynamically", "find the line number of an error", "pretty print a data structure",
-    "generate a random number", "shuffle a sequence", "match a regular expression",
-    "replace text in a string", "wrap long lines of text", "count occurrences of words",
-    "convert bytes to a hex string", "base64 encode binary data", "handle keyboard interrupt",
-    "install a signal handler", "clean up resources on exit", "default value when key is missing",
-    "iterate over files matching a pattern", "unit test for error handling", "mock a function in a test",
-    "skip a test on windows", "assert that an exception is raised", "parse an email message",
-    "quote a string for a shell", "read from standard input", "print to standard error",
-    "set the logging level", "rotate log files", "schedule a task to run later",
-    "cancel a running task", "wait for multiple futures", "limit the number of concurrent workers",
-    "stream a large file in chunks", "convert between character encodings",
-    "normalize unicode text", "case insensitive comparison", "trim whitespace from a string",
-    "join strings with a separator", "binary search in a sorted list", "priority queue of tasks",
-    "least recently used cache", "parse a version number", "compare version strings",
-    "percent encode a path", "resolve a relative path", "get the current working directory",
-    "change file permissions", "get the size of a file", "modification time of a file",
-    "create a symbolic link", "memory mapped file", "lazy initialization of a global",
+    "read a config file and handle missing sections",
+    "retry a failed network request",
+    "parse command line arguments",
+    "open a file and read its lines",
+    "write data to a temporary file",
+    "handle a timeout when connecting to a server",
+    "decode json from a string",
+    "encode a url query string",
+    "convert a string to an integer",
+    "split a path into directory and file name",
+    "walk a directory tree recursively",
+    "compare two files for equality",
+    "compute a hash of a file",
+    "start a thread and wait for it to finish",
+    "lock shared state between threads",
+    "send a message over a channel",
+    "run a subprocess and capture its output",
+    "read environment variables with a default",
+    "format a date as a string",
+    "parse a date string",
+    "measure elapsed time",
+    "sort a list by a key",
+    "remove duplicates from a list",
+    "merge two dictionaries",
+    "iterate over pairs of items",
+    "cache the result of a function",
+    "log an error with a traceback",
+    "raise an exception when input is invalid",
+    "validate user input",
+    "escape html special characters",
+    "parse an xml document",
+    "read a csv file",
+    "compress data with gzip",
+    "extract a zip archive",
+    "create a socket server",
+    "accept incoming connections",
+    "send an http request with headers",
+    "follow redirects",
+    "check if a file exists",
+    "delete a directory and its contents",
+    "copy a file preserving metadata",
+    "read a file in binary mode",
+    "buffered writes to disk",
+    "serialize an object to bytes",
+    "load a module dynamically",
+    "find the line number of an error",
+    "pretty print a data structure",
+    "generate a random number",
+    "shuffle a sequence",
+    "match a regular expression",
+    "replace text in a string",
+    "wrap long lines of text",
+    "count occurrences of words",
+    "convert bytes to a hex string",
+    "base64 encode binary data",
+    "handle keyboard interrupt",
+    "install a signal handler",
+    "clean up resources on exit",
+    "default value when key is missing",
+    "iterate over files matching a pattern",
+    "unit test for error handling",
+    "mock a function in a test",
+    "skip a test on windows",
+    "assert that an exception is raised",
+    "parse an email message",
+    "quote a string for a shell",
+    "read from standard input",
+    "print to standard error",
+    "set the logging level",
+    "rotate log files",
+    "schedule a task to run later",
+    "cancel a running task",
+    "wait for multiple futures",
+    "limit the number of concurrent workers",
+    "stream a large file in chunks",
+    "convert between character encodings",
+    "normalize unicode text",
+    "case insensitive comparison",
+    "trim whitespace from a string",
+    "join strings with a separator",
+    "binary search in a sorted list",
+    "priority queue of tasks",
+    "least recently used cache",
+    "parse a version number",
+    "compare version strings",
+    "percent encode a path",
+    "resolve a relative path",
+    "get the current working directory",
+    "change file permissions",
+    "get the size of a file",
+    "modification time of a file",
+    "create a symbolic link",
+    "memory mapped file",
+    "lazy initialization of a global",
     // Path-ish words.
-    "src/lib", "tests/test_", "email/parser", "http/client", "json/decoder", "util", "utils",
-    "config", "encoding", "asyncio/tasks", "collections/abc", "io", "os.path", "unittest/mock",
-    "logging/handlers", "xml/etree", "urllib/parse", "src/main.rs", "Cargo.toml", "setup.py",
-    "__init__.py", "README", "LICENSE", "docs/index", "examples", "macros", "build.rs",
-    "net/tcp", "serde/de", "fmt", "error.rs", "tests/common", "conftest", "compat", "types",
-    "backend", "client", "server", "parser", "tokenizer", "lexer", "cli", "commands", "handlers",
+    "src/lib",
+    "tests/test_",
+    "email/parser",
+    "http/client",
+    "json/decoder",
+    "util",
+    "utils",
+    "config",
+    "encoding",
+    "asyncio/tasks",
+    "collections/abc",
+    "io",
+    "os.path",
+    "unittest/mock",
+    "logging/handlers",
+    "xml/etree",
+    "urllib/parse",
+    "src/main.rs",
+    "Cargo.toml",
+    "setup.py",
+    "__init__.py",
+    "README",
+    "LICENSE",
+    "docs/index",
+    "examples",
+    "macros",
+    "build.rs",
+    "net/tcp",
+    "serde/de",
+    "fmt",
+    "error.rs",
+    "tests/common",
+    "conftest",
+    "compat",
+    "types",
+    "backend",
+    "client",
+    "server",
+    "parser",
+    "tokenizer",
+    "lexer",
+    "cli",
+    "commands",
+    "handlers",
 ];
 
 /// The whole report (`--json` prints it).
@@ -298,7 +509,9 @@ pub fn run(_engine: &Engine, out: &Out, args: BenchArgs) -> anyhow::Result<()> {
         out.note("timing save-to-searchable under the watcher");
         Some(super::watch_latency::measure(&engine, &corpus.indexed_path)?)
     } else {
-        out.note("watcher latency skipped: it writes files, so it runs only on a copied corpus (--max-files/--max-bytes)");
+        out.note(
+            "watcher latency skipped: it writes files, so it runs only on a copied corpus (--max-files/--max-bytes)",
+        );
         None
     };
     let others = cpu_start.zip(CpuSnapshot::take()).map(|(a, b)| a.others_pct(&b));
@@ -533,7 +746,8 @@ fn measure_index(engine: &Engine, corpus: &Path) -> anyhow::Result<IndexFigures>
     let again = again?;
     let repo = engine.resolve_repo(corpus)?;
     let cfg = &engine.config().index;
-    let (_, walk_only_s) = timed(|| index::walk::walk(&repo.root, std::slice::from_ref(&repo.root), cfg, index::thread_count(cfg)));
+    let (_, walk_only_s) =
+        timed(|| index::walk::walk(&repo.root, std::slice::from_ref(&repo.root), cfg, index::thread_count(cfg)));
     let manifest = index::manifest::Manifest::load(&repo.manifest_path());
     let indexed_bytes: u64 = manifest.files.values().filter(|e| e.skipped.is_none()).map(|e| e.size).sum();
     Ok(IndexFigures {
@@ -671,7 +885,12 @@ fn measure_process(out: &Out, home: &Path, corpus: &Path, sample: &[usize]) -> a
         }
     }
     let floor: Vec<f64> = sample.iter().map(|_| timed(|| version_command(&exe).output()).1 * 1000.0).collect();
-    Ok(Some(ProcessFigures { queries: sample.len(), failures, latency: latency(&times), startup_floor: latency(&floor) }))
+    Ok(Some(ProcessFigures {
+        queries: sample.len(),
+        failures,
+        latency: latency(&times),
+        startup_floor: latency(&floor),
+    }))
 }
 
 // ---------------------------------------------------------------- ripgrep
@@ -715,7 +934,13 @@ fn rg_version() -> Option<String> {
 }
 
 /// Times rg over the sample and compares it with docdex on the same queries.
-fn measure_rg(out: &Out, corpus: &Path, sample: &[usize], medians: &[f64], process: Option<&ProcessFigures>) -> RgFigures {
+fn measure_rg(
+    out: &Out,
+    corpus: &Path,
+    sample: &[usize],
+    medians: &[f64],
+    process: Option<&ProcessFigures>,
+) -> RgFigures {
     let command = format!("rg -i -c --no-messages -F -e WORD1 -e WORD2 ... {}", corpus.display());
     let mut f = RgFigures { command, ..Default::default() };
     if sample.is_empty() {
@@ -798,7 +1023,8 @@ struct CpuSnapshot {
 impl CpuSnapshot {
     fn take() -> Option<CpuSnapshot> {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let nums: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).take(8).filter_map(|v| v.parse().ok()).collect();
+        let nums: Vec<u64> =
+            stat.lines().next()?.split_whitespace().skip(1).take(8).filter_map(|v| v.parse().ok()).collect();
         let idle = nums.get(3)? + nums.get(4)?;
         let total: u64 = nums.iter().sum();
         let own = std::fs::read_to_string("/proc/self/stat").ok()?;
@@ -879,14 +1105,25 @@ fn targets(r: &Report) -> Vec<Target> {
     let i = &r.index;
     let small = i.files <= SMALL_CORPUS_FILES && i.indexed_bytes <= SMALL_CORPUS_BYTES;
     let mut t = vec![
-        target("Warm search p95 (in-process)", "< 5 ms", format!("{:.2} ms", r.search.latency.p95_ms), Some(r.search.latency.p95_ms < 5.0)),
+        target(
+            "Warm search p95 (in-process)",
+            "< 5 ms",
+            format!("{:.2} ms", r.search.latency.p95_ms),
+            Some(r.search.latency.p95_ms < 5.0),
+        ),
         match &r.process {
-            Some(p) => target("Search p95 (whole process)", "< 10 ms", format!("{:.2} ms", p.latency.p95_ms), Some(p.latency.p95_ms < 10.0 && p.failures == 0)),
+            Some(p) => target(
+                "Search p95 (whole process)",
+                "< 10 ms",
+                format!("{:.2} ms", p.latency.p95_ms),
+                Some(p.latency.p95_ms < 10.0 && p.failures == 0),
+            ),
             None => target("Search p95 (whole process)", "< 10 ms", "not run".into(), None),
         },
     ];
     let rg = &r.ripgrep;
-    let speed = |x: f64| if rg.available && x > 0.0 { (format!("{x:.1}x"), Some(x >= 20.0)) } else { ("not run".into(), None) };
+    let speed =
+        |x: f64| if rg.available && x > 0.0 { (format!("{x:.1}x"), Some(x >= 20.0)) } else { ("not run".into(), None) };
     let (v, p) = speed(rg.speedup_process);
     t.push(target("vs rg scan (whole process, same queries)", ">= 20x", v, p));
     let (v, p) = speed(rg.speedup_in_process);
@@ -894,8 +1131,18 @@ fn targets(r: &Report) -> Vec<Target> {
     let idx_pass = small.then_some(i.first_s < 0.5);
     let idx_target = if small { "< 0.5 s (5,000 files / 14 MB)" } else { "n/a (target is for 5,000 files / 14 MB)" };
     t.push(target("First index", idx_target, format!("{:.2} s", i.first_s), idx_pass));
-    t.push(target("Peak RSS (process VmHWM)", "< 1 GiB", format!("{:.0} MiB", i.peak_rss_end_mib), Some(i.peak_rss_end_mib < 1024.0)));
-    t.push(target("Unchanged re-index / first", "< 5 %", format!("{:.1} %", i.reindex_pct_of_first), Some(i.reindex_pct_of_first < 5.0)));
+    t.push(target(
+        "Peak RSS (process VmHWM)",
+        "< 1 GiB",
+        format!("{:.0} MiB", i.peak_rss_end_mib),
+        Some(i.peak_rss_end_mib < 1024.0),
+    ));
+    t.push(target(
+        "Unchanged re-index / first",
+        "< 5 %",
+        format!("{:.1} %", i.reindex_pct_of_first),
+        Some(i.reindex_pct_of_first < 5.0),
+    ));
     if let Some(w) = &r.watch {
         let value = format!("max {:.0} ms, p50 {:.0} ms, {} missed", w.max_ms(), w.p50_ms(), w.missed);
         t.push(target("Saved edit searchable (watcher)", "< 1 s", value, Some(w.max_ms() < 1000.0 && w.missed == 0)));
@@ -924,15 +1171,40 @@ fn rows(r: &Report) -> Vec<(String, String)> {
     let i = &r.index;
     let mut rows = vec![
         ("Corpus".to_string(), corpus_line(&r.corpus)),
-        ("Files indexed / chunks".into(), format!("{} / {} ({} skipped, {} errors)", i.files, i.chunks, i.skipped, i.errors)),
+        (
+            "Files indexed / chunks".into(),
+            format!("{} / {} ({} skipped, {} errors)", i.files, i.chunks, i.skipped, i.errors),
+        ),
         ("Text indexed / bytes read".into(), format!("{} / {}", mib(i.indexed_bytes), mib(i.bytes_read))),
-        ("First index (rebuild)".into(), format!("{:.3} s ({:.1} MiB/s of text, {:.0} files/s)", i.first_s, i.mib_per_s, i.files_per_s)),
+        (
+            "First index (rebuild)".into(),
+            format!("{:.3} s ({:.1} MiB/s of text, {:.0} files/s)", i.first_s, i.mib_per_s, i.files_per_s),
+        ),
         ("  phases".into(), phases_line(&i.phases)),
-        ("Unchanged re-index".into(), format!("{:.3} s = {:.1} % of first ({} unchanged; bare walk {:.3} s)", i.reindex_s, i.reindex_pct_of_first, i.reindex_unchanged, i.walk_only_s)),
+        (
+            "Unchanged re-index".into(),
+            format!(
+                "{:.3} s = {:.1} % of first ({} unchanged; bare walk {:.3} s)",
+                i.reindex_s, i.reindex_pct_of_first, i.reindex_unchanged, i.walk_only_s
+            ),
+        ),
         ("Index size on disk".into(), mib(i.index_bytes)),
         ("Peak RSS (VmHWM, whole bench process)".into(), rss_line(i)),
-        ("Warm search, in-process".into(), format!("{} ({} queries x {} rounds)", lat(&r.search.latency), r.search.queries, r.search.rounds)),
-        ("  engine timing means".into(), format!("retrieve {:.2} / rank {:.2} / snippets {:.2} ms; {} of {} queries have hits", r.search.engine_mean_search_ms, r.search.engine_mean_rank_ms, r.search.engine_mean_snippets_ms, r.search.queries_with_hits, r.search.queries)),
+        (
+            "Warm search, in-process".into(),
+            format!("{} ({} queries x {} rounds)", lat(&r.search.latency), r.search.queries, r.search.rounds),
+        ),
+        (
+            "  engine timing means".into(),
+            format!(
+                "retrieve {:.2} / rank {:.2} / snippets {:.2} ms; {} of {} queries have hits",
+                r.search.engine_mean_search_ms,
+                r.search.engine_mean_rank_ms,
+                r.search.engine_mean_snippets_ms,
+                r.search.queries_with_hits,
+                r.search.queries
+            ),
+        ),
     ];
     if let Some(p) = &r.process {
         rows.push(("Search, whole process".into(), format!("{} ({} failures)", lat(&p.latency), p.failures)));
@@ -979,7 +1251,10 @@ fn rg_line(rg: &RgFigures) -> String {
 
 fn markdown(r: &Report) -> String {
     let m = &r.machine;
-    let others = r.other_cpu_pct.map(|p| format!("; other processes used {p:.1} % of the CPU during the run")).unwrap_or_default();
+    let others = r
+        .other_cpu_pct
+        .map(|p| format!("; other processes used {p:.1} % of the CPU during the run"))
+        .unwrap_or_default();
     let mut s = format!(
         "Machine: {} ({} cores), {:.1} GiB RAM, Linux {}; docdex {} ({} build); {}{others}\n\n| Measure | Value |\n|---|---|\n",
         m.cpu, m.cores, m.ram_gib, m.kernel, r.docdex_version, r.build, r.date
@@ -1009,7 +1284,9 @@ fn print_report(out: &Out, r: &Report, json: bool) -> anyhow::Result<()> {
         out.line(&format!("{:<width$}  {:<4}  {} (goal {})", t.name, verdict(t.pass), t.value, t.target));
     }
     if let Some(p) = r.other_cpu_pct.filter(|p| *p > 5.0) {
-        out.line(&format!("\nwarning: other processes used {p:.1} % of the CPU during the run; the timings are contended"));
+        out.line(&format!(
+            "\nwarning: other processes used {p:.1} % of the CPU during the run; the timings are contended"
+        ));
     }
     out.line("\n--- Markdown for docs/PERFORMANCE.md ---\n");
     out.line(&r.markdown);

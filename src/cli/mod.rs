@@ -197,8 +197,14 @@ fn init_logging(verbose: u8) {
         1 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("DOCDEX_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).log_internal_errors(false).try_init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DOCDEX_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .log_internal_errors(false)
+        .try_init();
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

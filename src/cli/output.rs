@@ -75,7 +75,13 @@ pub fn warn_prefix() -> String {
 /// The end-of-index summary.
 pub fn print_index_summary(out: &Out, s: &IndexSummary) {
     if let Some(note) = &s.note {
-        out.line(&format!("{} {} files, {} chunks (generation {}): {note}", out.paint("1;32", "up to date"), s.files, s.chunks, s.generation));
+        out.line(&format!(
+            "{} {} files, {} chunks (generation {}): {note}",
+            out.paint("1;32", "up to date"),
+            s.files,
+            s.chunks,
+            s.generation
+        ));
         return;
     }
     out.line(&format!(
@@ -103,7 +109,11 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
         }
     }
     if !s.errors.is_empty() {
-        out.line(&format!("{} {} files could not be read (retried next run):", out.paint("1;31", "errors:"), s.errors.len()));
+        out.line(&format!(
+            "{} {} files could not be read (retried next run):",
+            out.paint("1;31", "errors:"),
+            s.errors.len()
+        ));
         for f in s.errors.iter().take(10) {
             out.line(&format!("  {} ({})", f.path, f.reason));
         }
@@ -143,7 +153,11 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
             let mut text = String::new();
             let mut pos = 0;
             for hl in h.highlights.iter().filter(|x| x.line == n) {
-                if hl.start < pos || hl.end > line.len() || !line.is_char_boundary(hl.start) || !line.is_char_boundary(hl.end) {
+                if hl.start < pos
+                    || hl.end > line.len()
+                    || !line.is_char_boundary(hl.start)
+                    || !line.is_char_boundary(hl.end)
+                {
                     continue;
                 }
                 text.push_str(&line[pos..hl.start]);
@@ -198,14 +212,18 @@ pub fn print_watch(out: &Out, r: &WatchReport, json: bool) {
     if json {
         let v = match r {
             WatchReport::Ready(s) => serde_json::json!({"event": "ready", "summary": s}),
-            WatchReport::Applied { paths, summary } => serde_json::json!({"event": "applied", "paths": paths, "summary": summary}),
+            WatchReport::Applied { paths, summary } => {
+                serde_json::json!({"event": "applied", "paths": paths, "summary": summary})
+            }
             WatchReport::Failed(e) => serde_json::json!({"event": "error", "message": e}),
         };
         out.line(&v.to_string());
         return;
     }
     match r {
-        WatchReport::Ready(s) => out.line(&format!("ready: {} files, {} chunks (generation {})", s.files, s.chunks, s.generation)),
+        WatchReport::Ready(s) => {
+            out.line(&format!("ready: {} files, {} chunks (generation {})", s.files, s.chunks, s.generation))
+        }
         WatchReport::Applied { paths, summary } => out.line(&format!(
             "updated {} path(s) in {:.0} ms: +{} ~{} -{} (generation {}) {}",
             paths.len(),
@@ -231,6 +249,13 @@ pub fn print_repos(out: &Out, repos: &[RepoRecord]) {
             .last_indexed_ms
             .map(|ms| format!("indexed {}s ago", crate::engine::fsutil::now_ms().saturating_sub(ms) / 1000))
             .unwrap_or_else(|| "never indexed".into());
-        out.line(&format!("{}  {} files, {} chunks, {}  {}", r.path.display(), r.files, r.chunks, when, out.paint("2", &r.fingerprint[..12])));
+        out.line(&format!(
+            "{}  {} files, {} chunks, {}  {}",
+            r.path.display(),
+            r.files,
+            r.chunks,
+            when,
+            out.paint("2", &r.fingerprint[..12])
+        ));
     }
 }

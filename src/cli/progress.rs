@@ -17,9 +17,11 @@ impl Bar {
             return Bar { bar: None };
         }
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(10));
-        let style = ProgressStyle::with_template("{spinner} {msg:>10} [{bar:30.cyan/blue}] {bytes}/{total_bytes} · {prefix} · ETA {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
+        let style = ProgressStyle::with_template(
+            "{spinner} {msg:>10} [{bar:30.cyan/blue}] {bytes}/{total_bytes} · {prefix} · ETA {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
         bar.set_style(style);
         Bar { bar: Some(bar) }
     }

@@ -58,13 +58,22 @@ pub fn measure(engine: &Engine, repo: &Path) -> anyhow::Result<WatchFigures> {
         while !ready.load(Ordering::SeqCst) && Instant::now() < deadline && !watcher.is_finished() {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let mut f = WatchFigures { create_ms: vec![], modify_ms: vec![], missed: 0, debounce_ms: engine.config().index.watch_debounce_ms };
+        let mut f = WatchFigures {
+            create_ms: vec![],
+            modify_ms: vec![],
+            missed: 0,
+            debounce_ms: engine.config().index.watch_debounce_ms,
+        };
         for i in 0..EDITS {
             // One lowercase word: it yields a single term that no other file contains.
             let letter = (b'a' + i as u8) as char;
             let token = format!("zqxcreatedprobe{letter}");
             let path = repo.join(format!("docdex_watch_probe_{i}.txt"));
-            record(&mut f.create_ms, &mut f.missed, time_edit(engine, repo, &token, &path, || std::fs::write(&path, format!("{token}\n")))?);
+            record(
+                &mut f.create_ms,
+                &mut f.missed,
+                time_edit(engine, repo, &token, &path, || std::fs::write(&path, format!("{token}\n")))?,
+            );
             if let Some(file) = existing.get(i) {
                 let token = format!("zqxmodifiedprobe{letter}");
                 let append = || -> std::io::Result<()> {
@@ -95,13 +104,20 @@ fn record(into: &mut Vec<f64>, missed: &mut usize, ms: Option<f64>) {
 
 /// Applies `edit` to `file`, then polls search until `token` is found in that file; the elapsed
 /// ms, or None past [`GIVE_UP`].
-fn time_edit(engine: &Engine, repo: &Path, token: &str, file: &Path, edit: impl FnOnce() -> std::io::Result<()>) -> anyhow::Result<Option<f64>> {
+fn time_edit(
+    engine: &Engine,
+    repo: &Path,
+    token: &str,
+    file: &Path,
+    edit: impl FnOnce() -> std::io::Result<()>,
+) -> anyhow::Result<Option<f64>> {
     let req = SearchRequest { query: token.to_string(), limit: Some(1), ..Default::default() };
     let rel = crate::engine::index::walk::rel_path(repo, file);
     let t0 = Instant::now();
     edit()?;
     while t0.elapsed() < GIVE_UP {
-        let found = engine.search(repo, &req).map(|r| r.results.first().is_some_and(|h| h.path == rel)).unwrap_or(false);
+        let found =
+            engine.search(repo, &req).map(|r| r.results.first().is_some_and(|h| h.path == rel)).unwrap_or(false);
         if found {
             return Ok(Some(t0.elapsed().as_secs_f64() * 1000.0));
         }

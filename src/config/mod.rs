@@ -273,16 +273,17 @@ impl Config {
 
     /// Parses TOML text; unknown keys become warnings, bad values errors naming the key.
     pub fn parse(text: &str, path: &Path) -> Result<(Config, Vec<String>)> {
-        let value: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| Error::Config { path: path.into(), message: e.to_string() })?;
+        let value: toml::Table =
+            text.parse().map_err(|e: toml::de::Error| Error::Config { path: path.into(), message: e.to_string() })?;
         let defaults = toml::Table::try_from(Config::default())
             .map_err(|e| Error::Config { path: path.into(), message: e.to_string() })?;
         let mut warnings = Vec::new();
         collect_unknown(&value, &defaults, "", path, &mut warnings);
         // Deserialize from the text (not the table) so errors carry line, column and key.
-        let config: Config = toml::from_str(text)
-            .map_err(|e: toml::de::Error| Error::Config { path: path.into(), message: e.to_string().trim_end().to_string() })?;
+        let config: Config = toml::from_str(text).map_err(|e: toml::de::Error| Error::Config {
+            path: path.into(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
         Ok((config, warnings))
     }
 
@@ -290,8 +291,7 @@ impl Config {
     pub fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) -> Vec<String> {
         let mut warnings = Vec::new();
         if let Some(v) = var("DOCDEX_WEB_BLOCKLIST") {
-            self.web.blocklist =
-                v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+            self.web.blocklist = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
         }
         let mut number = |name: &str, min: u64, slot: &mut u64| {
             if let Some(v) = var(name) {
@@ -331,10 +331,16 @@ impl Config {
     fn validate(&mut self, path: &Path, warnings: &mut Vec<String>) -> Result<()> {
         let bad = |key: &str, why: String| Error::Config { path: path.into(), message: format!("`{key}` {why}") };
         if !(0.0..=1.0).contains(&self.search.web_trigger_threshold) {
-            return Err(bad("search.web_trigger_threshold", format!("must be between 0 and 1, got {}", self.search.web_trigger_threshold)));
+            return Err(bad(
+                "search.web_trigger_threshold",
+                format!("must be between 0 and 1, got {}", self.search.web_trigger_threshold),
+            ));
         }
         if self.server.http_bind_addr.parse::<std::net::SocketAddr>().is_err() {
-            return Err(bad("server.http_bind_addr", format!("must be an address like 127.0.0.1:3210, got {:?}", self.server.http_bind_addr)));
+            return Err(bad(
+                "server.http_bind_addr",
+                format!("must be an address like 127.0.0.1:3210, got {:?}", self.server.http_bind_addr),
+            ));
         }
         if !LOG_LEVELS.contains(&self.core.log_level.as_str()) {
             return Err(bad("core.log_level", format!("must be one of {LOG_LEVELS:?}, got {:?}", self.core.log_level)));
@@ -346,7 +352,10 @@ impl Config {
             return Err(bad("search.default_limit", "must be greater than 0".into()));
         }
         if !(200..=500).contains(&self.index.watch_debounce_ms) {
-            warnings.push(format!("index.watch_debounce_ms={} is outside 200..=500; clamped", self.index.watch_debounce_ms));
+            warnings.push(format!(
+                "index.watch_debounce_ms={} is outside 200..=500; clamped",
+                self.index.watch_debounce_ms
+            ));
             self.index.watch_debounce_ms = self.index.watch_debounce_ms.clamp(200, 500);
         }
         if !KNOWN_PROVIDERS.contains(&self.llm.provider.as_str()) {
@@ -389,8 +398,7 @@ fn create_default_file(home: &Path, path: &Path) -> Result<bool> {
     if path.exists() {
         return Ok(false);
     }
-    std::fs::create_dir_all(home)
-        .map_err(|e| Error::StateNotWritable { path: home.into(), reason: e.to_string() })?;
+    std::fs::create_dir_all(home).map_err(|e| Error::StateNotWritable { path: home.into(), reason: e.to_string() })?;
     let tmp = home.join(format!(".config.toml.{}.tmp", std::process::id()));
     std::fs::write(&tmp, Config::default_file_text())
         .map_err(|e| Error::StateNotWritable { path: home.into(), reason: e.to_string() })?;

@@ -28,9 +28,7 @@ impl Paths {
     pub fn new(home: &Path, global_state_dir: &str) -> Self {
         let state = match global_state_dir.trim() {
             "" => home.join("state"),
-            s if s.starts_with("~/") => {
-                std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(&s[2..])
-            }
+            s if s.starts_with("~/") => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(&s[2..]),
             s => PathBuf::from(s),
         };
         Self { home: home.to_path_buf(), state }
@@ -59,7 +57,9 @@ impl Paths {
 
     /// Creates the shared layout and proves it writable with a probe file.
     pub fn ensure_layout(&self) -> Result<()> {
-        for dir in [self.repos(), self.state.join("cache/web"), self.state.join("cache/libs"), self.locks(), self.logs()] {
+        for dir in
+            [self.repos(), self.state.join("cache/web"), self.state.join("cache/libs"), self.locks(), self.logs()]
+        {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| Error::StateNotWritable { path: dir.clone(), reason: e.to_string() })?;
         }

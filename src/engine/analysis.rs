@@ -340,15 +340,15 @@ pub fn terms_with_offsets(text: &str) -> Vec<(String, usize, usize)> {
 /// English function words dropped from queries (never from the index), so a
 /// plain-language question ranks on its content words.
 const STOPWORDS: &[&str] = &[
-    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "before",
-    "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "each", "either", "even", "ever",
-    "every", "few", "for", "from", "had", "has", "have", "having", "he", "her", "here", "him", "his", "how", "i",
-    "if", "in", "into", "is", "it", "its", "just", "may", "me", "might", "more", "most", "much", "must", "my",
-    "no", "nor", "not", "of", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "shall",
-    "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these",
-    "they", "this", "those", "through", "to", "too", "under", "until", "up", "upon", "us", "very", "was", "we",
-    "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "why", "will", "with", "would",
-    "you", "your", "because", "etc", "eg", "ie",
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "before", "being",
+    "both", "but", "by", "can", "could", "did", "do", "does", "doing", "each", "either", "even", "ever", "every",
+    "few", "for", "from", "had", "has", "have", "having", "he", "her", "here", "him", "his", "how", "i", "if", "in",
+    "into", "is", "it", "its", "just", "may", "me", "might", "more", "most", "much", "must", "my", "no", "nor", "not",
+    "of", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "shall", "she", "should", "so",
+    "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those",
+    "through", "to", "too", "under", "until", "up", "upon", "us", "very", "was", "we", "were", "what", "when", "where",
+    "whether", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "because", "etc", "eg",
+    "ie",
 ];
 
 /// The distinct terms of a query. Function words are never indexed (see [`normalize_part`]),

@@ -18,7 +18,7 @@ use index::manifest::Manifest;
 use index::status::StatusData;
 use index::{IndexSession, ProgressSink, Scope};
 use protocol::{FileContent, IndexState, IndexSummary, SearchRequest, SearchResponse, StatusResponse, SCHEMA_VERSION};
-use repos::{RepoRecord, RepoRef, Registry};
+use repos::{Registry, RepoRecord, RepoRef};
 use search::RepoSearcher;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -64,7 +64,14 @@ impl Engine {
         paths.ensure_layout()?;
         let registry = Registry::new(paths.clone());
         Ok(Engine {
-            inner: Arc::new(Inner { config, config_path, warnings, paths, registry, searchers: Mutex::new(HashMap::new()) }),
+            inner: Arc::new(Inner {
+                config,
+                config_path,
+                warnings,
+                paths,
+                registry,
+                searchers: Mutex::new(HashMap::new()),
+            }),
         })
     }
 
@@ -196,7 +203,11 @@ impl Engine {
         }
         warnings.extend(skip_warnings(&manifest));
         let record = self.inner.registry.get(&repo.fingerprint)?;
-        let generation = if indexed { index::schema::open(&repo.index_dir()).map(|(i, _)| index::schema::read_payload(&i).generation).unwrap_or(0) } else { 0 };
+        let generation = if indexed {
+            index::schema::open(&repo.index_dir()).map(|(i, _)| index::schema::read_payload(&i).generation).unwrap_or(0)
+        } else {
+            0
+        };
         Ok(StatusResponse {
             schema_version: SCHEMA_VERSION,
             project_id: repo.fingerprint.clone(),

@@ -74,10 +74,18 @@ impl Engine {
         session.finish()
     }
 
-    fn apply(&self, repo: &RepoRef, session: &mut IndexSession, paths: BTreeSet<PathBuf>, report: &dyn Fn(WatchReport)) {
+    fn apply(
+        &self,
+        repo: &RepoRef,
+        session: &mut IndexSession,
+        paths: BTreeSet<PathBuf>,
+        report: &dyn Fn(WatchReport),
+    ) {
         // A changed ignore file can change what belongs in the index anywhere below it.
         let ignore_changed = paths.iter().any(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| matches!(n, ".gitignore" | ".ignore" | DOCDEX_IGNORE))
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| matches!(n, ".gitignore" | ".ignore" | DOCDEX_IGNORE))
         });
         let scope = if ignore_changed { Scope::Full } else { Scope::Paths(paths.iter().cloned().collect()) };
         let rel: Vec<String> = paths.iter().map(|p| crate::engine::index::walk::rel_path(&repo.root, p)).collect();

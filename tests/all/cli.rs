@@ -83,7 +83,10 @@ fn get_prints_lines_and_refuses_paths_outside_the_repo() {
     let out = env.run(&["get", "--repo", r, "src/parser.py", "--lines", "2-3"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("2:") && text.contains("Read a configuration file") && !text.contains("def parse_config"), "{text}");
+    assert!(
+        text.contains("2:") && text.contains("Read a configuration file") && !text.contains("def parse_config"),
+        "{text}"
+    );
     for bad in ["../outside.txt", "escape.txt", "/etc/passwd", "src/../../outside.txt"] {
         let out = env.run(&["get", "--repo", r, bad]);
         assert!(!out.status.success(), "{bad} was served");
@@ -103,7 +106,13 @@ fn repo_defaults_to_git_root_of_current_directory() {
     std::fs::create_dir_all(repo.join(".git")).unwrap();
     sample_repo(&repo);
     let run_in = |dir: &std::path::Path, args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_docdex")).args(args).current_dir(dir).env("DOCDEX_HOME", env.home()).env("NO_COLOR", "1").output().unwrap()
+        Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(args)
+            .current_dir(dir)
+            .env("DOCDEX_HOME", env.home())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
     };
     let out = run_in(&repo.join("src/auth"), &["index"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -26,11 +26,18 @@ fn first_run_creates_config_with_every_section_and_default() {
 
 #[test]
 fn unknown_key_warns_and_bad_value_names_key_and_file() {
-    let (_, warnings) = Config::parse("[search]\nweb_trigger_treshold = 0.5\n[bogus]\nx = 1\n", Path::new("/h/config.toml")).expect("parses");
-    assert!(warnings.iter().any(|w| w.contains("search.web_trigger_treshold") && w.contains("/h/config.toml")), "{warnings:?}");
+    let (_, warnings) =
+        Config::parse("[search]\nweb_trigger_treshold = 0.5\n[bogus]\nx = 1\n", Path::new("/h/config.toml"))
+            .expect("parses");
+    assert!(
+        warnings.iter().any(|w| w.contains("search.web_trigger_treshold") && w.contains("/h/config.toml")),
+        "{warnings:?}"
+    );
     assert!(warnings.iter().any(|w| w.contains("`bogus`")), "{warnings:?}");
 
-    let err = Config::parse("[search]\nweb_trigger_threshold = \"high\"\n", Path::new("/h/config.toml")).unwrap_err().to_string();
+    let err = Config::parse("[search]\nweb_trigger_threshold = \"high\"\n", Path::new("/h/config.toml"))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("/h/config.toml") && err.contains("web_trigger_threshold"), "{err}");
 
     let env = Env::new();

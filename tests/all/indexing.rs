@@ -25,7 +25,8 @@ fn two_repos_are_isolated() {
     let rb = engine.resolve_repo(&b).unwrap();
     assert_ne!(ra.fingerprint, rb.fingerprint);
     assert!(ra.state_dir.starts_with(env.home().join("state/repos")));
-    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(ra.state_dir.join("repo_meta.json")).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(ra.state_dir.join("repo_meta.json")).unwrap()).unwrap();
     assert_eq!(meta["fingerprint_sha256"], ra.fingerprint.as_str());
     assert_eq!(meta["canonical_path"], ra.root.to_str().unwrap());
     assert!(meta["created_at_epoch_ms"].as_u64().unwrap() > 0);
@@ -40,7 +41,10 @@ fn fingerprint_resolves_symlinks_to_the_same_repo() {
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let engine = env.engine();
     assert_eq!(engine.resolve_repo(&real).unwrap().fingerprint, engine.resolve_repo(&link).unwrap().fingerprint);
-    assert_eq!(engine.resolve_repo(&real.join(".")).unwrap().fingerprint, engine.resolve_repo(&real).unwrap().fingerprint);
+    assert_eq!(
+        engine.resolve_repo(&real.join(".")).unwrap().fingerprint,
+        engine.resolve_repo(&real).unwrap().fingerprint
+    );
 }
 
 #[test]
@@ -66,13 +70,19 @@ fn reindex_touches_only_changes_and_handles_delete_and_rename() {
     assert_eq!((s.added, s.updated, s.deleted, s.unchanged), (0, 1, 0, 5));
     let engine = env.engine();
     assert_eq!(hit_paths(&engine, &repo, "narwhal"), ["src/parser.py"]);
-    assert!(hit_paths(&engine, &repo, "configuration file").iter().all(|p| p != "src/parser.py"), "old content must be gone");
+    assert!(
+        hit_paths(&engine, &repo, "configuration file").iter().all(|p| p != "src/parser.py"),
+        "old content must be gone"
+    );
 
     // Delete one.
     std::fs::remove_file(repo.join("web/app.ts")).unwrap();
     let s = index(&env, &repo);
     assert_eq!((s.deleted, s.files), (1, 5));
-    assert!(!hit_paths(&engine, &repo, "renderDashboard").contains(&"web/app.ts".to_string()), "deleted file still found");
+    assert!(
+        !hit_paths(&engine, &repo, "renderDashboard").contains(&"web/app.ts".to_string()),
+        "deleted file still found"
+    );
 
     // Rename one.
     std::fs::rename(repo.join("src/extra.rs"), repo.join("src/feeding.rs")).unwrap();
@@ -111,7 +121,8 @@ fn binary_huge_invalid_utf8_and_symlink_loops_are_survived() {
     std::os::unix::fs::symlink("b", repo.join("a")).unwrap();
     let s = index(&env, &repo);
     assert_eq!(s.files, 2, "good.rs and latin1.txt: {s:?}");
-    let reasons: std::collections::HashMap<_, _> = s.skipped.iter().map(|f| (f.path.as_str(), f.reason.as_str())).collect();
+    let reasons: std::collections::HashMap<_, _> =
+        s.skipped.iter().map(|f| (f.path.as_str(), f.reason.as_str())).collect();
     assert_eq!(reasons.get("blob.bin"), Some(&"binary"));
     assert!(reasons.get("huge.txt").is_some_and(|r| r.contains("too large")), "{reasons:?}");
     assert!(reasons.get("loop").is_some_and(|r| r.contains("symlink")), "{reasons:?}");
@@ -132,7 +143,8 @@ fn kill_during_index_keeps_previous_generation_searchable() {
     let out = env.run(&["index", "--repo", repo.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success());
     // Enough new content that the second run is still going when we kill it.
-    let body: String = (0..120).map(|i| format!("fn generated_function_{i}(x: u64) -> u64 {{ x * {i} + capybara }}\n")).collect();
+    let body: String =
+        (0..120).map(|i| format!("fn generated_function_{i}(x: u64) -> u64 {{ x * {i} + capybara }}\n")).collect();
     for i in 0..3000 {
         write(&repo, &format!("gen/m{i:04}.rs"), &body);
     }
@@ -225,11 +237,13 @@ fn crash_between_commit_and_manifest_write_is_repaired_without_duplicates() {
 fn racing_processes_create_state_and_registry_safely() {
     let env = Env::new();
     // Fresh home: every process races to create config, state layout and registry entries.
-    let repos: Vec<_> = (0..6).map(|i| {
-        let r = env.repo(&format!("race{i}"));
-        write(&r, "lib.rs", format!("fn racer_{i}() {{}}\n"));
-        r
-    }).collect();
+    let repos: Vec<_> = (0..6)
+        .map(|i| {
+            let r = env.repo(&format!("race{i}"));
+            write(&r, "lib.rs", format!("fn racer_{i}() {{}}\n"));
+            r
+        })
+        .collect();
     let children: Vec<_> = repos
         .iter()
         .map(|r| {

@@ -51,7 +51,10 @@ fn source_outranks_lockfiles_and_changelogs_unless_asked() {
 fn top_results_are_diversified_across_files() {
     let env = Env::new();
     let repo = indexed(&env, "r", |r| {
-        let big: String = (0..40).map(|i| format!("fn tokenize_part_{i}() {{\n    tokenize(tokenize);\n}}\n\n")).collect::<Vec<_>>().concat();
+        let big: String = (0..40)
+            .map(|i| format!("fn tokenize_part_{i}() {{\n    tokenize(tokenize);\n}}\n\n"))
+            .collect::<Vec<_>>()
+            .concat();
         let mut chunked = String::new();
         for i in 0..30 {
             chunked.push_str(&big.replace("part_", &format!("p{i}_")));
@@ -78,7 +81,12 @@ fn filters_by_path_prefix_and_language() {
     });
     let e = env.engine();
     let search = |prefix: Option<&str>, lang: Option<&str>| {
-        let req = SearchRequest { query: "ocelot".into(), path_prefix: prefix.map(String::from), lang: lang.map(String::from), ..Default::default() };
+        let req = SearchRequest {
+            query: "ocelot".into(),
+            path_prefix: prefix.map(String::from),
+            lang: lang.map(String::from),
+            ..Default::default()
+        };
         let mut p: Vec<String> = e.search(&repo, &req).unwrap().results.into_iter().map(|h| h.path).collect();
         p.sort();
         p
@@ -99,12 +107,18 @@ fn cursors_are_deterministic_and_pages_do_not_overlap() {
         }
     });
     let e = env.engine();
-    let req = |limit, cursor: Option<String>| SearchRequest { query: "beaver".into(), limit: Some(limit), cursor, ..Default::default() };
+    let req = |limit, cursor: Option<String>| SearchRequest {
+        query: "beaver".into(),
+        limit: Some(limit),
+        cursor,
+        ..Default::default()
+    };
     let p1 = e.search(&repo, &req(7, None)).unwrap();
     let again = e.search(&repo, &req(7, None)).unwrap();
     assert_eq!(p1.next_cursor, again.next_cursor);
     assert!(!p1.next_cursor.is_empty());
-    let ids = |r: &docdex::engine::protocol::SearchResponse| r.results.iter().map(|h| h.chunk_id.clone()).collect::<Vec<_>>();
+    let ids =
+        |r: &docdex::engine::protocol::SearchResponse| r.results.iter().map(|h| h.chunk_id.clone()).collect::<Vec<_>>();
     assert_eq!(ids(&p1), ids(&again));
     let mut all = ids(&p1);
     let mut cursor = p1.next_cursor.clone();
@@ -119,14 +133,28 @@ fn cursors_are_deterministic_and_pages_do_not_overlap() {
     let one_page = e.search(&repo, &req(30, None)).unwrap();
     assert_eq!(ids(&one_page), all, "paging must equal one big page");
     // A cursor from another query is refused.
-    let other = SearchRequest { query: "otter".into(), limit: Some(7), cursor: Some(p1.next_cursor.clone()), ..Default::default() };
+    let other = SearchRequest {
+        query: "otter".into(),
+        limit: Some(7),
+        cursor: Some(p1.next_cursor.clone()),
+        ..Default::default()
+    };
     assert!(e.search(&repo, &other).is_err());
 }
 
 #[test]
 fn snippets_show_matching_lines_with_highlights() {
     let env = Env::new();
-    let lines: String = (1..=40).map(|i| if i == 25 { "    let flamingo_count = 3;\n".to_string() } else { format!("    let filler_{i} = {i};\n") }).collect();
+    let lines: String =
+        (1..=40)
+            .map(|i| {
+                if i == 25 {
+                    "    let flamingo_count = 3;\n".to_string()
+                } else {
+                    format!("    let filler_{i} = {i};\n")
+                }
+            })
+            .collect();
     let repo = indexed(&env, "r", |r| write(r, "src/zoo.rs", format!("fn zoo() {{\n{lines}}}\n")));
     let resp = env.engine().search(&repo, &SearchRequest { query: "flamingo".into(), ..Default::default() }).unwrap();
     let hit = &resp.results[0];

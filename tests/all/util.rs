@@ -45,7 +45,8 @@ impl Env {
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let out = self.run(args);
         assert!(out.status.success(), "docdex {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
     }
 }
 
@@ -82,7 +83,11 @@ pub fn quiet() -> impl Fn(&docdex::engine::protocol::IndexProgress) + Sync {
 pub fn sample_repo(root: &Path) {
     write(root, "src/auth/session.rs", "//! Session handling.\npub struct SessionStore { ttl: u64 }\n\nimpl SessionStore {\n    pub fn expire_stale_sessions(&mut self) {}\n}\n");
     write(root, "src/parser.py", "def parse_config(path):\n    \"\"\"Read a configuration file.\"\"\"\n    with open(path) as f:\n        return f.read()\n");
-    write(root, "web/app.ts", "export function renderDashboard(userName: string) {\n  return `<h1>${userName}</h1>`;\n}\n");
+    write(
+        root,
+        "web/app.ts",
+        "export function renderDashboard(userName: string) {\n  return `<h1>${userName}</h1>`;\n}\n",
+    );
     write(root, "README.md", "# Sample\n\nA sample repository.\n\n## Usage\n\nRun the dashboard renderer.\n");
     write(root, "Cargo.lock", "# lockfile\n[[package]]\nname = \"session\"\nversion = \"1.0.0\"\n");
 }

@@ -41,7 +41,9 @@ fn watcher_applies_create_modify_delete_and_rename() {
     eventually("create", || hit_paths(&engine, &repo, "pangolin") == ["new.rs"]);
 
     write(&repo, "new.rs", "fn quokka() {}\n");
-    eventually("modify", || hit_paths(&engine, &repo, "quokka") == ["new.rs"] && hit_paths(&engine, &repo, "pangolin").is_empty());
+    eventually("modify", || {
+        hit_paths(&engine, &repo, "quokka") == ["new.rs"] && hit_paths(&engine, &repo, "pangolin").is_empty()
+    });
 
     std::fs::rename(repo.join("new.rs"), repo.join("moved.rs")).unwrap();
     eventually("rename", || hit_paths(&engine, &repo, "quokka") == ["moved.rs"]);

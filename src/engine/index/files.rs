@@ -164,9 +164,24 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
     let lower = rel.to_ascii_lowercase();
     let name = lower.rsplit('/').next().unwrap_or(&lower);
     const LOCKFILES: &[&str] = &[
-        "cargo.lock", "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "gemfile.lock",
-        "composer.lock", "go.sum", "pipfile.lock", "mix.lock", "podfile.lock", "pubspec.lock", "flake.lock",
-        "bun.lockb", "uv.lock", "npm-shrinkwrap.json", "packages.lock.json", "gradle.lockfile",
+        "cargo.lock",
+        "package-lock.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "poetry.lock",
+        "gemfile.lock",
+        "composer.lock",
+        "go.sum",
+        "pipfile.lock",
+        "mix.lock",
+        "podfile.lock",
+        "pubspec.lock",
+        "flake.lock",
+        "bun.lockb",
+        "uv.lock",
+        "npm-shrinkwrap.json",
+        "packages.lock.json",
+        "gradle.lockfile",
     ];
     if LOCKFILES.contains(&name) || name.ends_with(".lock") {
         return FileClass::Lockfile;
@@ -186,15 +201,15 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
         || name.contains(".generated.")
         || name.ends_with(".g.dart")
         || name.ends_with(".freezed.dart")
-        || lower.split('/').any(|seg| matches!(seg, "vendor" | "third_party" | "node_modules" | "dist" | "__generated__"))
+        || lower
+            .split('/')
+            .any(|seg| matches!(seg, "vendor" | "third_party" | "node_modules" | "dist" | "__generated__"))
     {
         return FileClass::Generated;
     }
-    let in_test_dir = lower
-        .split('/')
-        .rev()
-        .skip(1)
-        .any(|seg| matches!(seg, "test" | "tests" | "spec" | "specs" | "__tests__" | "testing" | "testdata" | "fixtures"));
+    let in_test_dir = lower.split('/').rev().skip(1).any(|seg| {
+        matches!(seg, "test" | "tests" | "spec" | "specs" | "__tests__" | "testing" | "testdata" | "fixtures")
+    });
     if in_test_dir
         || stem.starts_with("test_")
         || stem.ends_with("_test")
@@ -206,11 +221,12 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
     {
         return if chunk_style(lang) == ChunkStyle::Code { FileClass::Test } else { FileClass::TestData };
     }
-    let illustrative = lower
-        .split('/')
-        .rev()
-        .skip(1)
-        .any(|seg| matches!(seg, "example" | "examples" | "demo" | "demos" | "sample" | "samples" | "bench" | "benches" | "benchmarks"));
+    let illustrative = lower.split('/').rev().skip(1).any(|seg| {
+        matches!(
+            seg,
+            "example" | "examples" | "demo" | "demos" | "sample" | "samples" | "bench" | "benches" | "benchmarks"
+        )
+    });
     if illustrative && chunk_style(lang) == ChunkStyle::Code {
         return FileClass::Example;
     }

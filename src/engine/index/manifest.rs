@@ -61,10 +61,7 @@ impl Manifest {
 
     /// Files and chunks currently in the index.
     pub fn counts(&self) -> (u64, u64) {
-        self.files
-            .values()
-            .filter(|e| e.skipped.is_none())
-            .fold((0, 0), |(f, c), e| (f + 1, c + e.chunks as u64))
+        self.files.values().filter(|e| e.skipped.is_none()).fold((0, 0), |(f, c), e| (f + 1, c + e.chunks as u64))
     }
 
     /// Skipped files with their reasons, sorted by path.

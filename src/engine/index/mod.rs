@@ -32,7 +32,8 @@ use tantivy::{doc, Index, IndexWriter, Term};
 /// Commit (and save the manifest) after this many bytes, so a huge first index
 /// keeps its progress if it is interrupted.
 const COMMIT_EVERY_BYTES: u64 = 256 * 1024 * 1024;
-/// Tantivy writer memory per indexing thread.
+/// Tantivy writer memory per indexing thread. Smaller arenas flushed mid-run even on a 14 MB
+/// repo; larger ones did not measurably help a 186 MB tree (docs/PERFORMANCE.md).
 const WRITER_MEMORY_PER_THREAD: usize = 48 * 1024 * 1024;
 /// Bytes sniffed for NUL to decide a file is binary.
 const BINARY_SNIFF: usize = 8192;
@@ -84,7 +85,8 @@ impl IndexSession {
         let lock = FileLock::try_acquire(&lock_path)?
             .ok_or_else(|| Error::IndexBusy { repo: repo.root.clone(), pid: FileLock::holder_pid(&lock_path) })?;
         let (index, fields, created) = schema::open_or_create(&repo.index_dir(), rebuild)?;
-        let manifest = if created { Manifest::load(Path::new("/nonexistent")) } else { Manifest::load(&repo.manifest_path()) };
+        let manifest =
+            if created { Manifest::load(Path::new("/nonexistent")) } else { Manifest::load(&repo.manifest_path()) };
         let generation = schema::read_payload(&index).generation;
         let manifest_behind = !created && manifest.generation != generation;
         if manifest_behind {
@@ -107,7 +109,9 @@ impl IndexSession {
 
     /// The open writer (after [`Self::ensure_writer`]).
     fn writer(&self) -> Result<&IndexWriter> {
-        self.writer.as_ref().ok_or_else(|| Error::Index { path: self.repo.index_dir(), message: "index writer is not open".into() })
+        self.writer
+            .as_ref()
+            .ok_or_else(|| Error::Index { path: self.repo.index_dir(), message: "index writer is not open".into() })
     }
 
     /// Opens the Tantivy writer if it is not open yet.
@@ -163,12 +167,8 @@ impl IndexSession {
                 starts.iter().map(|s| walk::rel_path(&root, s)).any(|p| under(&p)) || gone.iter().any(|p| under(p))
             }
         };
-        let seen: HashSet<&str> = walked
-            .files
-            .iter()
-            .map(|c| c.rel.as_str())
-            .chain(walked.issues.iter().map(|i| i.rel.as_str()))
-            .collect();
+        let seen: HashSet<&str> =
+            walked.files.iter().map(|c| c.rel.as_str()).chain(walked.issues.iter().map(|i| i.rel.as_str())).collect();
         let deleted: Vec<String> =
             self.manifest.files.keys().filter(|p| covered(p) && !seen.contains(p.as_str())).cloned().collect();
 
@@ -186,7 +186,8 @@ impl IndexSession {
         let mut summary = IndexSummary { repo: root.clone(), unchanged, ..Default::default() };
         let mut changed = false;
 
-        let issue_deletes = walked.issues.iter().any(|i| self.manifest.files.get(&i.rel).is_some_and(|e| e.skipped.is_none()));
+        let issue_deletes =
+            walked.issues.iter().any(|i| self.manifest.files.get(&i.rel).is_some_and(|e| e.skipped.is_none()));
         if !todo.is_empty() || !deleted.is_empty() || issue_deletes {
             self.ensure_writer()?;
         }
@@ -203,7 +204,11 @@ impl IndexSession {
         for p in &deleted {
             self.writer()?.delete_term(Term::from_field_text(self.fields.path, p));
             self.manifest.files.remove(p);
-            self.status.event(LastEvent { kind: "delete".into(), path: p.clone(), at: crate::engine::fsutil::now_ms() });
+            self.status.event(LastEvent {
+                kind: "delete".into(),
+                path: p.clone(),
+                at: crate::engine::fsutil::now_ms(),
+            });
             changed = true;
         }
         summary.deleted = deleted.len() as u64;
@@ -254,7 +259,11 @@ impl IndexSession {
                         (c.rel.clone(), o)
                     })
                     .collect();
-                tracing::debug!(files = batch.len(), ms = started.elapsed().as_millis() as u64, "batch read and queued");
+                tracing::debug!(
+                    files = batch.len(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "batch read and queued"
+                );
                 for (rel, outcome) in outcomes {
                     changed |= self.apply(rel, outcome, &mut summary, &mut renames_left);
                 }
@@ -374,7 +383,11 @@ impl IndexSession {
                         s.renamed += 1;
                     }
                 }
-                self.status.event(LastEvent { kind: kind.into(), path: rel.clone(), at: crate::engine::fsutil::now_ms() });
+                self.status.event(LastEvent {
+                    kind: kind.into(),
+                    path: rel.clone(),
+                    at: crate::engine::fsutil::now_ms(),
+                });
                 self.manifest.files.insert(rel, entry);
                 true
             }
@@ -394,7 +407,15 @@ impl IndexSession {
                 }
                 self.manifest.files.insert(
                     rel,
-                    FileEntry { size, mtime_ns, hash: 0, chunks: 0, lang: String::new(), skipped: Some(reason), error: false },
+                    FileEntry {
+                        size,
+                        mtime_ns,
+                        hash: 0,
+                        chunks: 0,
+                        lang: String::new(),
+                        skipped: Some(reason),
+                        error: false,
+                    },
                 );
                 was_indexed
             }
@@ -406,7 +427,15 @@ impl IndexSession {
                 }
                 self.manifest.files.insert(
                     rel,
-                    FileEntry { size: 0, mtime_ns: 0, hash: 0, chunks: 0, lang: String::new(), skipped: Some(reason), error: true },
+                    FileEntry {
+                        size: 0,
+                        mtime_ns: 0,
+                        hash: 0,
+                        chunks: 0,
+                        lang: String::new(),
+                        skipped: Some(reason),
+                        error: true,
+                    },
                 );
                 was_indexed
             }
@@ -418,7 +447,10 @@ impl IndexSession {
         sink.progress(&progress.snapshot("committing"));
         let next = CommitPayload { generation: self.generation + 1, schema: schema::SCHEMA_VERSION };
         let err = |e: tantivy::TantivyError| Error::Index { path: self.repo.index_dir(), message: e.to_string() };
-        let writer = self.writer.as_mut().ok_or_else(|| Error::Index { path: self.repo.index_dir(), message: "commit without a writer".into() })?;
+        let writer = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| Error::Index { path: self.repo.index_dir(), message: "commit without a writer".into() })?;
         let mut prepared = writer.prepare_commit().map_err(err)?;
         prepared.set_payload(&serde_json::to_string(&next).unwrap_or_default());
         prepared.commit().map_err(err)?;

@@ -65,12 +65,7 @@ pub struct CommitPayload {
 
 /// Reads the payload of the last commit (default when none).
 pub fn read_payload(index: &Index) -> CommitPayload {
-    index
-        .load_metas()
-        .ok()
-        .and_then(|m| m.payload)
-        .and_then(|p| serde_json::from_str(&p).ok())
-        .unwrap_or_default()
+    index.load_metas().ok().and_then(|m| m.payload).and_then(|p| serde_json::from_str(&p).ok()).unwrap_or_default()
 }
 
 fn register(index: &Index) {

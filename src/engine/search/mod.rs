@@ -82,7 +82,13 @@ impl RepoSearcher {
     }
 
     /// Runs a search.
-    pub fn search(&self, repo: &RepoRef, req: &SearchRequest, cfg: &SearchConfig, state: IndexState) -> Result<SearchResponse> {
+    pub fn search(
+        &self,
+        repo: &RepoRef,
+        req: &SearchRequest,
+        cfg: &SearchConfig,
+        state: IndexState,
+    ) -> Result<SearchResponse> {
         let t0 = Instant::now();
         let limit = req.limit.unwrap_or(cfg.default_limit as usize).clamp(1, 200);
         let query_hash = hash_request(req);
@@ -177,7 +183,10 @@ impl RepoSearcher {
         let f = &self.fields;
         let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 2);
         for t in terms {
-            should.push((Occur::Should, Box::new(TermQuery::new(Term::from_field_text(f.body, t), IndexRecordOption::WithFreqs))));
+            should.push((
+                Occur::Should,
+                Box::new(TermQuery::new(Term::from_field_text(f.body, t), IndexRecordOption::WithFreqs)),
+            ));
             let path_q = TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::Basic);
             should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(path_q), PATH_BOOST))));
         }
@@ -186,7 +195,8 @@ impl RepoSearcher {
             let all: Vec<(Occur, Box<dyn Query>)> = terms
                 .iter()
                 .map(|t| {
-                    let q: Box<dyn Query> = Box::new(TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::Basic));
+                    let q: Box<dyn Query> =
+                        Box::new(TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::Basic));
                     (Occur::Must, q)
                 })
                 .collect();
@@ -195,7 +205,13 @@ impl RepoSearcher {
         let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(should));
         let mut must: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query)];
         if let Some(lang) = req.lang.as_deref().filter(|l| !l.is_empty()) {
-            must.push((Occur::Must, Box::new(TermQuery::new(Term::from_field_text(f.lang, &lang.to_ascii_lowercase()), IndexRecordOption::Basic))));
+            must.push((
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.lang, &lang.to_ascii_lowercase()),
+                    IndexRecordOption::Basic,
+                )),
+            ));
         }
         if let Some(prefix) = req.path_prefix.as_deref().map(normalize_prefix).filter(|p| !p.is_empty()) {
             let pattern = format!("{}.*", regex_escape(&prefix));
@@ -300,7 +316,8 @@ fn rank_order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
 /// chunk gains a share of its second best. Ties break on file and address, so order is
 /// deterministic for a given index generation.
 fn diversify(top: Vec<((f32, u64), DocAddress)>, max_per_file: usize) -> Vec<Candidate> {
-    let mut docs: Vec<Candidate> = top.into_iter().map(|((score, file), addr)| Candidate { score, file, addr }).collect();
+    let mut docs: Vec<Candidate> =
+        top.into_iter().map(|((score, file), addr)| Candidate { score, file, addr }).collect();
     docs.sort_by(rank_order);
     let mut seen: HashMap<u64, (usize, usize)> = HashMap::new(); // file -> (chunks so far, index of best)
     let mut out: Vec<Candidate> = Vec::with_capacity(docs.len());
@@ -338,7 +355,8 @@ fn confidence(searcher: &Searcher, body: tantivy::schema::Field, terms: &[String
     if total <= 0.0 {
         return 0.0;
     }
-    let share = |set: &dyn Fn(&String) -> bool| weights.iter().filter(|(t, _)| set(t)).map(|(_, w)| w).sum::<f64>() / total;
+    let share =
+        |set: &dyn Fn(&String) -> bool| weights.iter().filter(|(t, _)| set(t)).map(|(_, w)| w).sum::<f64>() / total;
     let best = share(&|t| matched[0].contains(t));
     let top = &matched[..matched.len().min(5)];
     let any = share(&|t| top.iter().any(|m| m.contains(t)));
@@ -406,7 +424,9 @@ fn encode_cursor(offset: usize, query_hash: u64) -> String {
 }
 
 fn decode_cursor(c: &str, query_hash: u64) -> Result<usize> {
-    let bad = || Error::BadRequest(format!("invalid cursor {c:?}: pass the next_cursor of a previous page of the same query"));
+    let bad = || {
+        Error::BadRequest(format!("invalid cursor {c:?}: pass the next_cursor of a previous page of the same query"))
+    };
     let mut parts = c.split('.');
     if parts.next() != Some("c1") {
         return Err(bad());

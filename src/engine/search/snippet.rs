@@ -33,7 +33,8 @@ pub fn snippet(file_text: &str, path: &str, ls: u32, le: u32, query: &HashSet<St
             out.matched.insert(t);
         }
     }
-    let lines: Vec<&str> = file_text.lines().skip(ls.saturating_sub(1) as usize).take((le + 1 - ls.min(le + 1)) as usize).collect();
+    let lines: Vec<&str> =
+        file_text.lines().skip(ls.saturating_sub(1) as usize).take((le + 1 - ls.min(le + 1)) as usize).collect();
     if lines.is_empty() {
         return out;
     }
@@ -131,7 +132,10 @@ mod tests {
         let s = snippet(text, "src/lib.rs", 1, 6, &q);
         assert_eq!(s.line_start, 3);
         assert!(s.text.starts_with("// nothing here\nfn parse_config"));
-        assert_eq!(s.highlights, vec![Highlight { line: 4, start: 3, end: 8 }, Highlight { line: 4, start: 9, end: 15 }]);
+        assert_eq!(
+            s.highlights,
+            vec![Highlight { line: 4, start: 3, end: 8 }, Highlight { line: 4, start: 9, end: 15 }]
+        );
         assert!(s.matched.contains("config"));
     }
 }
