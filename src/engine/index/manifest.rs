@@ -34,6 +34,14 @@ pub struct FileEntry {
     pub error: bool,
 }
 
+impl FileEntry {
+    /// An entry for a file that is not in the index: skipped on purpose (binary, too large,
+    /// symlink) or, with `error`, unreadable and retried on every run.
+    pub fn not_indexed(reason: String, error: bool, size: u64, mtime_ns: i64) -> FileEntry {
+        FileEntry { size, mtime_ns, hash: 0, chunks: 0, lang: String::new(), skipped: Some(reason), error }
+    }
+}
+
 /// The manifest file.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Manifest {

@@ -222,18 +222,9 @@ impl IndexSession {
                 self.writer()?.delete_term(Term::from_field_text(self.fields.path, &issue.rel));
                 changed = true;
             }
-            self.manifest.files.insert(
-                issue.rel.clone(),
-                FileEntry {
-                    size: 0,
-                    mtime_ns: 0,
-                    hash: 0,
-                    chunks: 0,
-                    lang: String::new(),
-                    skipped: Some(issue.reason.clone()),
-                    error: issue.error,
-                },
-            );
+            self.manifest
+                .files
+                .insert(issue.rel.clone(), FileEntry::not_indexed(issue.reason.clone(), issue.error, 0, 0));
         }
 
         let mut renames_left = deleted_hashes;
@@ -405,18 +396,7 @@ impl IndexSession {
                         w.delete_term(Term::from_field_text(self.fields.path, &rel));
                     }
                 }
-                self.manifest.files.insert(
-                    rel,
-                    FileEntry {
-                        size,
-                        mtime_ns,
-                        hash: 0,
-                        chunks: 0,
-                        lang: String::new(),
-                        skipped: Some(reason),
-                        error: false,
-                    },
-                );
+                self.manifest.files.insert(rel, FileEntry::not_indexed(reason, false, size, mtime_ns));
                 was_indexed
             }
             Outcome::Error(reason) => {
@@ -425,18 +405,7 @@ impl IndexSession {
                         w.delete_term(Term::from_field_text(self.fields.path, &rel));
                     }
                 }
-                self.manifest.files.insert(
-                    rel,
-                    FileEntry {
-                        size: 0,
-                        mtime_ns: 0,
-                        hash: 0,
-                        chunks: 0,
-                        lang: String::new(),
-                        skipped: Some(reason),
-                        error: true,
-                    },
-                );
+                self.manifest.files.insert(rel, FileEntry::not_indexed(reason, true, 0, 0));
                 was_indexed
             }
         }
