@@ -84,6 +84,34 @@ pub enum Error {
     /// Watching the filesystem failed.
     #[error("file watcher: {0}")]
     Watch(String),
+    /// A derived index (symbols, AST, embeddings) was built by another parser or model
+    /// version and must be rebuilt before it can answer.
+    #[error("{0}")]
+    StaleIndex(String),
+    /// The LLM or embedding server cannot be reached.
+    #[error("cannot reach the {provider} server at {url}: {reason}. Start it (for Ollama: `ollama serve`), or point `[llm] base_url` at a running server; `docdex check` diagnoses the setup")]
+    LlmUnreachable {
+        /// `ollama` or `openai`.
+        provider: String,
+        /// The base URL tried.
+        url: String,
+        /// What the connection attempt said.
+        reason: String,
+    },
+    /// The server is up but does not have the model.
+    #[error("model {model} is not available on {url}; run `docdex llm-setup --model {model} --yes` (or `ollama pull {model}`), or choose an installed one with `docdex llm-list`")]
+    ModelNotFound {
+        /// The model asked for.
+        model: String,
+        /// The server.
+        url: String,
+    },
+    /// Another service answered with an error.
+    #[error("{0}")]
+    Upstream(String),
+    /// Something named by the request does not exist (a session, a memory, a file in the graph).
+    #[error("{0}")]
+    NotFound(String),
     /// JSON (de)serialization of a state file failed.
     #[error("corrupt state file {path}: {message}")]
     CorruptState {
@@ -114,6 +142,10 @@ impl Error {
             Error::Index { .. } => "index_error",
             Error::Watch(_) => "watch_error",
             Error::CorruptState { .. } => "corrupt_state",
+            Error::StaleIndex(_) => "stale_index",
+            Error::LlmUnreachable { .. } | Error::Upstream(_) => "upstream_unavailable",
+            Error::ModelNotFound { .. } => "model_not_found",
+            Error::NotFound(_) => "not_found",
         }
     }
 }

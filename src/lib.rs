@@ -11,6 +11,8 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod testing;
 
 pub use engine::Engine;
 pub use error::{Error, Result};

@@ -108,6 +108,28 @@ enum Command {
     },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
+    /// Developer tools for tests and demos.
+    #[command(hide = true, subcommand)]
+    Dev(DevCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum DevCommand {
+    /// Serve the deterministic fake Ollama API on 127.0.0.1 until killed (for end-to-end tests).
+    FakeOllama {
+        /// Port (0 picks a free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Write the chosen port to this file once listening.
+        #[arg(long)]
+        port_file: Option<PathBuf>,
+        /// Delay before each streamed token, in milliseconds.
+        #[arg(long, default_value_t = 0)]
+        token_delay_ms: u64,
+        /// Installed models (repeatable); default fake-chat and fake-embed.
+        #[arg(long = "model")]
+        models: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -298,6 +320,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Bench(args) => bench::run(&engine, &out, args)?,
+        Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models }) => {
+            let mut opts =
+                crate::testing::fake_ollama::FakeOllamaOptions { port, token_delay_ms, ..Default::default() };
+            if !models.is_empty() {
+                opts.models = models;
+            }
+            let server = crate::testing::fake_ollama::FakeOllama::start(opts).context("starting the fake Ollama")?;
+            if let Some(f) = port_file {
+                std::fs::write(&f, server.addr().port().to_string())
+                    .with_context(|| format!("writing {}", f.display()))?;
+            }
+            out.line(&format!("fake Ollama listening on {}", server.url()));
+            server.wait();
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,8 +5,10 @@
 //! crates.
 
 pub mod analysis;
+pub mod code;
 pub mod fsutil;
 pub mod index;
+pub mod llm;
 pub mod protocol;
 pub mod repos;
 pub mod search;
@@ -44,6 +46,17 @@ struct Inner {
     paths: Paths,
     registry: Registry,
     searchers: Mutex<HashMap<String, Arc<RepoSearcher>>>,
+    /// Runtime for the engine's own network I/O (LLM and embedding calls), created on first use.
+    runtime: std::sync::OnceLock<tokio::runtime::Runtime>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // A runtime dropped inside an async context panics; the last engine handle may go there.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl Engine {
@@ -71,6 +84,7 @@ impl Engine {
                 paths,
                 registry,
                 searchers: Mutex::new(HashMap::new()),
+                runtime: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -93,6 +107,29 @@ impl Engine {
     /// Global locations.
     pub fn paths(&self) -> &Paths {
         &self.inner.paths
+    }
+
+    /// Runs async engine I/O (LLM and embedding calls) to completion on the engine's runtime.
+    ///
+    /// The engine API is synchronous so every surface calls it the same way; async surfaces
+    /// (HTTP, MCP, TUI) call engine methods from `spawn_blocking`, where this is allowed.
+    /// Must not be called from inside an async task.
+    #[allow(dead_code)] // first callers: the LLM providers
+    pub(crate) fn block_on<F: std::future::Future>(&self, fut: F) -> Result<F::Output> {
+        let rt = match self.inner.runtime.get() {
+            Some(rt) => rt,
+            None => {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("docdex-io")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| Error::io("starting", PathBuf::from("the engine's I/O runtime"), e))?;
+                let _ = self.inner.runtime.set(rt);
+                self.inner.runtime.get().ok_or_else(|| Error::BadRequest("engine runtime unavailable".into()))?
+            }
+        };
+        Ok(rt.block_on(fut))
     }
 
     /// Resolves a repository path (it must exist) to its identity and state locations.

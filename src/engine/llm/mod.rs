@@ -1,0 +1,99 @@
+//! Language models and embedders behind one [`Provider`] trait, so the waterfall,
+//! hybrid search and memory never care whether Ollama or an OpenAI-compatible
+//! server (llama.cpp, LM Studio, vLLM) is on the other end.
+//!
+//! The trait is object-safe (boxed futures and streams) so the engine holds an
+//! `Arc<dyn Provider>` chosen from `[llm] provider` at start.
+
+use crate::error::Result;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+
+/// Who said a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions and assembled context.
+    System,
+    /// The person (or agent) asking.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Who said it.
+    pub role: Role,
+    /// What was said.
+    pub content: String,
+}
+
+impl ChatMessage {
+    /// A message with `role` and `content`.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        ChatMessage { role, content: content.into() }
+    }
+}
+
+/// A chat completion request.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The model name as the provider knows it (`[llm] default_model` when empty).
+    pub model: String,
+    /// The conversation, system message first.
+    pub messages: Vec<ChatMessage>,
+    /// Upper bound on generated tokens (`[llm] max_answer_tokens` when `None`).
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature (provider default when `None`).
+    pub temperature: Option<f32>,
+}
+
+/// Token counts and why generation stopped, reported once at the end of a stream.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatUsage {
+    /// Tokens in the prompt as the provider counted them.
+    pub prompt_tokens: u32,
+    /// Tokens generated.
+    pub completion_tokens: u32,
+    /// `stop`, `length`, or what the provider said.
+    pub finish_reason: String,
+}
+
+/// One event of a streamed answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ChatEvent {
+    /// The next piece of the answer.
+    Token(String),
+    /// The answer is complete.
+    Done(ChatUsage),
+}
+
+/// A streamed answer; ends after [`ChatEvent::Done`] or an error.
+pub type ChatStream = BoxStream<'static, Result<ChatEvent>>;
+
+/// A model a provider has installed or serves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// Name as used in requests (`llama3.2:1b`).
+    pub name: String,
+    /// Size on disk in bytes, when the provider says.
+    pub size_bytes: Option<u64>,
+}
+
+/// A language-model and embedding backend.
+pub trait Provider: Send + Sync {
+    /// `ollama` or `openai`.
+    fn kind(&self) -> &'static str;
+    /// The server's base URL.
+    fn base_url(&self) -> &str;
+    /// Starts a streamed chat completion. Errors before the first token (unreachable
+    /// server, missing model) come back here; later ones come through the stream.
+    fn chat(&self, req: ChatRequest) -> BoxFuture<'_, Result<ChatStream>>;
+    /// Embeds each input with `model`; one vector per input, in order.
+    fn embed(&self, model: &str, inputs: Vec<String>) -> BoxFuture<'_, Result<Vec<Vec<f32>>>>;
+    /// The models the server has.
+    fn models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>>>;
+}

@@ -1,0 +1,553 @@
+//! A deterministic server that speaks the Ollama HTTP API (and the OpenAI-compatible
+//! `/v1` endpoints Ollama also serves) over real loopback HTTP.
+//!
+//! Ollama itself cannot be installed where the tests run, so tests start this instead:
+//! - embeddings are hashed bags of words (identifiers split into parts), L2-normalised,
+//!   so texts sharing words are near each other, and the same text always embeds the same;
+//! - chat streams a fixed-shape answer word by word: `FAKE ANSWER to "<last user message>"`
+//!   followed by every `path:line-line` citation found in the prompt, so tests can check
+//!   that context reached the model;
+//! - every request body is recorded (`requests()`, or `GET /fake/requests`) for assertions;
+//! - failures can be injected (`fail_first`) and tokens slowed (`token_delay_ms`).
+//!
+//! Real models behind the same API: `../shared/tools/ollama-shim`.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How the fake behaves.
+#[derive(Debug, Clone)]
+pub struct FakeOllamaOptions {
+    /// Installed models (as `/api/tags` lists them). Names without a tag get `:latest`.
+    pub models: Vec<String>,
+    /// Models `/api/pull` can fetch (they become installed).
+    pub pullable: Vec<String>,
+    /// Embedding dimension.
+    pub embed_dim: usize,
+    /// Delay before each streamed chat token.
+    pub token_delay_ms: u64,
+    /// The first N requests to `/api/*` and `/v1/*` (other than `/`) answer 500.
+    pub fail_first: u32,
+    /// Port to bind on 127.0.0.1 (0 picks a free one).
+    pub port: u16,
+}
+
+impl Default for FakeOllamaOptions {
+    fn default() -> Self {
+        FakeOllamaOptions {
+            models: vec!["fake-chat:latest".into(), "fake-embed:latest".into()],
+            pullable: vec!["llama3.2:1b".into(), "nomic-embed-text:latest".into()],
+            embed_dim: 64,
+            token_delay_ms: 0,
+            fail_first: 0,
+            port: 0,
+        }
+    }
+}
+
+struct Shared {
+    opts: FakeOllamaOptions,
+    installed: Mutex<Vec<String>>,
+    requests: Mutex<Vec<(String, Value)>>,
+    failures_left: AtomicU32,
+}
+
+/// A running fake; stops when dropped.
+pub struct FakeOllama {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeOllama {
+    /// Starts the server on its own thread and runtime (usable from sync and async tests).
+    pub fn start(opts: FakeOllamaOptions) -> std::io::Result<FakeOllama> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", opts.port))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            installed: Mutex::new(opts.models.iter().map(|m| with_tag(m)).collect()),
+            failures_left: AtomicU32::new(opts.fail_first),
+            requests: Mutex::new(Vec::new()),
+            opts,
+        });
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let app = router(shared.clone());
+        let thread = std::thread::Builder::new().name("fake-ollama".into()).spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            rt.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(async move {
+                        let _ = rx.await;
+                    })
+                    .await;
+            });
+        })?;
+        Ok(FakeOllama { addr, shared, shutdown: Some(tx), thread: Some(thread) })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Every request so far: (path, JSON body or null).
+    pub fn requests(&self) -> Vec<(String, Value)> {
+        self.shared.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Blocks until the server is stopped by a signal-free wait (for `docdex dev fake-ollama`).
+    pub fn wait(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for FakeOllama {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn with_tag(m: &str) -> String {
+    if m.contains(':') {
+        m.to_string()
+    } else {
+        format!("{m}:latest")
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(|| async { "Ollama is running" }).head(|| async { "" }))
+        .route("/api/version", get(|| async { Json(json!({"version": "0.0.0-fake"})) }))
+        .route("/api/tags", get(tags))
+        .route("/api/show", post(show))
+        .route("/api/pull", post(pull))
+        .route("/api/chat", post(chat))
+        .route("/api/embed", post(embed))
+        .route("/api/embeddings", post(embeddings_legacy))
+        .route("/v1/models", get(v1_models))
+        .route("/v1/chat/completions", post(v1_chat))
+        .route("/v1/embeddings", post(v1_embeddings))
+        .route("/fake/requests", get(all_requests))
+        .with_state(shared)
+}
+
+type S = State<Arc<Shared>>;
+
+/// Records the request and consumes one injected failure, if any.
+fn record(s: &Shared, path: &str, body: &Value) -> Option<Response> {
+    if let Ok(mut r) = s.requests.lock() {
+        r.push((path.to_string(), body.clone()));
+    }
+    let left = s.failures_left.load(Ordering::SeqCst);
+    if left > 0 && s.failures_left.compare_exchange(left, left - 1, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        return Some((StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": "injected failure"}))).into_response());
+    }
+    None
+}
+
+fn installed(s: &Shared) -> Vec<String> {
+    s.installed.lock().map(|m| m.clone()).unwrap_or_default()
+}
+
+fn model_missing(model: &str) -> Response {
+    (StatusCode::NOT_FOUND, Json(json!({"error": format!("model '{model}' not found, try pulling it first")})))
+        .into_response()
+}
+
+fn is_installed(s: &Shared, model: &str) -> bool {
+    installed(s).contains(&with_tag(model))
+}
+
+async fn tags(State(s): S) -> Response {
+    if let Some(r) = record(&s, "/api/tags", &Value::Null) {
+        return r;
+    }
+    let models: Vec<Value> = installed(&s)
+        .iter()
+        .map(|m| {
+            json!({"name": m, "model": m, "modified_at": "2026-01-01T00:00:00Z", "size": 1_000_000u64,
+                   "digest": format!("sha256:{:016x}", xxhash_rust::xxh3::xxh3_64(m.as_bytes())),
+                   "details": {"format": "gguf", "family": "fake", "parameter_size": "1B", "quantization_level": "Q4_0"}})
+        })
+        .collect();
+    Json(json!({ "models": models })).into_response()
+}
+
+async fn show(State(s): S, Json(body): Json<Value>) -> Response {
+    if let Some(r) = record(&s, "/api/show", &body) {
+        return r;
+    }
+    let model = body["model"].as_str().or(body["name"].as_str()).unwrap_or("");
+    if !is_installed(&s, model) {
+        return model_missing(model);
+    }
+    Json(json!({"modelfile": "", "parameters": "", "template": "{{ .Prompt }}",
+                "details": {"format": "gguf", "family": "fake"}, "model_info": {}, "capabilities": ["completion", "embedding"]}))
+    .into_response()
+}
+
+async fn pull(State(s): S, Json(body): Json<Value>) -> Response {
+    if let Some(r) = record(&s, "/api/pull", &body) {
+        return r;
+    }
+    let model = with_tag(body["model"].as_str().or(body["name"].as_str()).unwrap_or(""));
+    let known = s.opts.pullable.iter().any(|p| with_tag(p) == model) || is_installed(&s, &model);
+    if !known {
+        return (StatusCode::NOT_FOUND, Json(json!({"error": "pull model manifest: file does not exist"})))
+            .into_response();
+    }
+    if let Ok(mut m) = s.installed.lock() {
+        if !m.contains(&model) {
+            m.push(model);
+        }
+    }
+    if body["stream"].as_bool() == Some(false) {
+        return Json(json!({"status": "success"})).into_response();
+    }
+    let lines = [
+        json!({"status": "pulling manifest"}),
+        json!({"status": "downloading", "digest": "sha256:fake", "total": 100, "completed": 50}),
+        json!({"status": "downloading", "digest": "sha256:fake", "total": 100, "completed": 100}),
+        json!({"status": "success"}),
+    ];
+    ndjson(lines.iter().map(|l| l.to_string()).collect(), 0)
+}
+
+/// The words of a text as the fake embeds and answers them.
+fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for raw in text.split(|c: char| !c.is_alphanumeric()) {
+        if raw.is_empty() {
+            continue;
+        }
+        // Split camelCase into parts as well as keeping the whole word.
+        let mut part = String::new();
+        let mut prev_lower = false;
+        for ch in raw.chars() {
+            if ch.is_uppercase() && prev_lower && !part.is_empty() {
+                out.push(part.to_lowercase());
+                part.clear();
+            }
+            prev_lower = ch.is_lowercase() || ch.is_ascii_digit();
+            part.push(ch);
+        }
+        if !part.is_empty() && part.len() != raw.len() {
+            out.push(part.to_lowercase());
+        }
+        out.push(raw.to_lowercase());
+    }
+    out
+}
+
+/// A deterministic embedding: hashed bag of words, L2-normalised (all zeros never happen).
+pub fn embed_text(text: &str, dim: usize) -> Vec<f32> {
+    let dim = dim.max(2);
+    let mut v = vec![0f32; dim];
+    for w in words(text) {
+        let h = xxhash_rust::xxh3::xxh3_64(w.as_bytes());
+        let i = (h % dim as u64) as usize;
+        let sign = if (h >> 63) == 0 { 1.0 } else { -1.0 };
+        v[i] += sign;
+    }
+    v[dim - 1] += 0.01;
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+    v.iter_mut().for_each(|x| *x /= norm);
+    v
+}
+
+fn inputs(body: &Value) -> Vec<String> {
+    match &body["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+        _ => body["prompt"].as_str().map(|s| vec![s.to_string()]).unwrap_or_default(),
+    }
+}
+
+async fn embed(State(s): S, Json(body): Json<Value>) -> Response {
+    if let Some(r) = record(&s, "/api/embed", &body) {
+        return r;
+    }
+    let model = body["model"].as_str().unwrap_or("");
+    if !is_installed(&s, model) {
+        return model_missing(model);
+    }
+    let dim = s.opts.embed_dim;
+    let embeddings: Vec<Vec<f32>> = inputs(&body).iter().map(|t| embed_text(t, dim)).collect();
+    Json(json!({"model": model, "embeddings": embeddings, "total_duration": 1000, "load_duration": 0, "prompt_eval_count": 1}))
+        .into_response()
+}
+
+async fn embeddings_legacy(State(s): S, Json(body): Json<Value>) -> Response {
+    if let Some(r) = record(&s, "/api/embeddings", &body) {
+        return r;
+    }
+    let model = body["model"].as_str().unwrap_or("");
+    if !is_installed(&s, model) {
+        return model_missing(model);
+    }
+    let text = body["prompt"].as_str().unwrap_or("");
+    Json(json!({"embedding": embed_text(text, s.opts.embed_dim)})).into_response()
+}
+
+/// The answer the fake gives to a chat: built only from the request, so tests can predict it.
+pub fn answer_for(messages: &[Value]) -> String {
+    let last_user = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let mut cites: Vec<String> = Vec::new();
+    for m in messages {
+        for tok in m["content"].as_str().unwrap_or("").split_whitespace() {
+            let t = tok.trim_matches(|c: char| matches!(c, '(' | ')' | '[' | ']' | ',' | ';' | '`' | '"'));
+            if is_citation(t) && !cites.iter().any(|c| c == t) {
+                cites.push(t.to_string());
+            }
+        }
+    }
+    let mut out = format!("FAKE ANSWER to \"{last_user}\".");
+    if !cites.is_empty() {
+        out.push_str(" Sources: ");
+        out.push_str(&cites.join(" "));
+    }
+    out
+}
+
+/// `path:12-30` or `path:12`.
+fn is_citation(t: &str) -> bool {
+    let Some((path, lines)) = t.rsplit_once(':') else { return false };
+    !path.is_empty()
+        && path.contains('.')
+        && !path.contains("//")
+        && !lines.is_empty()
+        && lines.split('-').all(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// Splits an answer into streamed pieces (words with their trailing space).
+fn pieces(answer: &str) -> Vec<String> {
+    let mut out: Vec<String> = answer.split_inclusive(' ').map(str::to_string).collect();
+    if out.is_empty() {
+        out.push(String::new());
+    }
+    out
+}
+
+fn prompt_tokens(messages: &[Value]) -> usize {
+    messages.iter().map(|m| m["content"].as_str().unwrap_or("").split_whitespace().count()).sum()
+}
+
+fn ndjson(lines: Vec<String>, delay_ms: u64) -> Response {
+    let stream = futures::stream::iter(lines.into_iter().enumerate()).then(move |(i, l)| async move {
+        if delay_ms > 0 && i > 0 {
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        }
+        Ok::<_, std::convert::Infallible>(format!("{l}\n"))
+    });
+    Response::builder()
+        .header("content-type", "application/x-ndjson")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+use futures::StreamExt;
+
+async fn chat(State(s): S, Json(body): Json<Value>) -> Response {
+    if let Some(r) = record(&s, "/api/chat", &body) {
+        return r;
+    }
+    let model = body["model"].as_str().unwrap_or("").to_string();
+    if !is_installed(&s, &model) {
+        return model_missing(&model);
+    }
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let answer = answer_for(&messages);
+    let limit = body["options"]["num_predict"].as_i64().filter(|n| *n > 0).map(|n| n as usize);
+    let mut parts = pieces(&answer);
+    let mut reason = "stop";
+    if let Some(n) = limit.filter(|n| *n < parts.len()) {
+        parts.truncate(n);
+        reason = "length";
+    }
+    let eval = parts.len();
+    let prompt = prompt_tokens(&messages);
+    let final_fields = json!({"total_duration": 1_000_000u64, "load_duration": 0, "prompt_eval_count": prompt,
+                              "prompt_eval_duration": 1000, "eval_count": eval, "eval_duration": 1000});
+    if body["stream"].as_bool() == Some(false) {
+        let mut v = json!({"model": model, "created_at": "2026-01-01T00:00:00Z",
+                           "message": {"role": "assistant", "content": parts.concat()}, "done": true, "done_reason": reason});
+        merge(&mut v, &final_fields);
+        return Json(v).into_response();
+    }
+    let mut lines: Vec<String> = parts
+        .iter()
+        .map(|p| {
+            json!({"model": model, "created_at": "2026-01-01T00:00:00Z",
+                   "message": {"role": "assistant", "content": p}, "done": false})
+            .to_string()
+        })
+        .collect();
+    let mut last = json!({"model": model, "created_at": "2026-01-01T00:00:00Z",
+                          "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": reason});
+    merge(&mut last, &final_fields);
+    lines.push(last.to_string());
+    ndjson(lines, s.opts.token_delay_ms)
+}
+
+fn merge(into: &mut Value, from: &Value) {
+    if let (Some(a), Some(b)) = (into.as_object_mut(), from.as_object()) {
+        for (k, v) in b {
+            a.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+async fn v1_models(State(s): S) -> Response {
+    if let Some(r) = record(&s, "/v1/models", &Value::Null) {
+        return r;
+    }
+    let data: Vec<Value> =
+        installed(&s).iter().map(|m| json!({"id": m, "object": "model", "created": 0, "owned_by": "fake"})).collect();
+    Json(json!({"object": "list", "data": data})).into_response()
+}
+
+async fn v1_embeddings(State(s): S, Json(body): Json<Value>) -> Response {
+    if let Some(r) = record(&s, "/v1/embeddings", &body) {
+        return r;
+    }
+    let model = body["model"].as_str().unwrap_or("").to_string();
+    if !is_installed(&s, &model) {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": {"message": format!("model '{model}' not found"), "type": "invalid_request_error"}})),
+        )
+            .into_response();
+    }
+    let data: Vec<Value> = inputs(&body)
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": embed_text(t, s.opts.embed_dim)}))
+        .collect();
+    Json(json!({"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": 1, "total_tokens": 1}}))
+        .into_response()
+}
+
+async fn v1_chat(State(s): S, Json(body): Json<Value>) -> Response {
+    if let Some(r) = record(&s, "/v1/chat/completions", &body) {
+        return r;
+    }
+    let model = body["model"].as_str().unwrap_or("").to_string();
+    if !is_installed(&s, &model) {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": {"message": format!("model '{model}' not found"), "type": "invalid_request_error"}})),
+        )
+            .into_response();
+    }
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let mut parts = pieces(&answer_for(&messages));
+    let mut reason = "stop";
+    if let Some(n) = body["max_tokens"].as_u64().map(|n| n as usize).filter(|n| *n > 0 && *n < parts.len()) {
+        parts.truncate(n);
+        reason = "length";
+    }
+    let usage = json!({"prompt_tokens": prompt_tokens(&messages), "completion_tokens": parts.len(),
+                       "total_tokens": prompt_tokens(&messages) + parts.len()});
+    if body["stream"].as_bool() != Some(true) {
+        return Json(json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": parts.concat()}, "finish_reason": reason}],
+            "usage": usage}))
+        .into_response();
+    }
+    let mut events: Vec<String> = parts
+        .iter()
+        .map(|p| {
+            format!(
+                "data: {}\n\n",
+                json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+                "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": null}]})
+            )
+        })
+        .collect();
+    events.push(format!(
+        "data: {}\n\n",
+        json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+        "choices": [{"index": 0, "delta": {}, "finish_reason": reason}], "usage": usage})
+    ));
+    events.push("data: [DONE]\n\n".into());
+    let delay = s.opts.token_delay_ms;
+    let stream = futures::stream::iter(events.into_iter().enumerate()).then(move |(i, e)| async move {
+        if delay > 0 && i > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
+        Ok::<_, std::convert::Infallible>(e)
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+async fn all_requests(State(s): S) -> Response {
+    let reqs: Vec<Value> =
+        s.requests.lock().map(|r| r.iter().map(|(p, b)| json!({"path": p, "body": b})).collect()).unwrap_or_default();
+    Json(json!({ "requests": reqs })).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embeddings_are_deterministic_and_word_sensitive() {
+        let a = embed_text("expire stale sessions", 64);
+        let b = embed_text("expire stale sessions", 64);
+        let c = embed_text("render the dashboard", 64);
+        assert_eq!(a, b);
+        let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| p * q).sum::<f32>();
+        assert!(dot(&a, &a) > 0.99);
+        assert!(dot(&a, &c) < 0.5);
+    }
+
+    #[test]
+    fn answers_cite_what_the_prompt_cites() {
+        let msgs = vec![
+            json!({"role": "system", "content": "Context: src/auth.rs:10-20 and (lib/x.py:3)"}),
+            json!({"role": "user", "content": "how are sessions expired?"}),
+        ];
+        let a = answer_for(&msgs);
+        assert!(a.starts_with("FAKE ANSWER to \"how are sessions expired?\"."), "{a}");
+        assert!(a.contains("src/auth.rs:10-20") && a.contains("lib/x.py:3"), "{a}");
+        assert!(!is_citation("http://x.y:80"));
+    }
+}
