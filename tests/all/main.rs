@@ -4,6 +4,7 @@
 mod cli;
 mod config;
 mod indexing;
+mod llm;
 mod search;
 mod util;
 mod watch;
