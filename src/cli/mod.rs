@@ -3,6 +3,8 @@
 //! No engine logic lives here.
 
 mod bench;
+mod check;
+mod llm;
 mod output;
 mod progress;
 mod watch_latency;
@@ -108,6 +110,16 @@ enum Command {
     },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
+    /// Is this machine ready? Config, state, registry, model server and models, hardware, bind address.
+    Check(check::CheckArgs),
+    /// Recommend models for this machine (RAM, GPU) and show which are installed.
+    LlmList {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the model server, pull the chosen models (only with --yes) and point [llm] at them.
+    LlmSetup(llm::SetupArgs),
     /// Developer tools for tests and demos.
     #[command(hide = true, subcommand)]
     Dev(DevCommand),
@@ -212,7 +224,10 @@ impl Cli {
             | Command::Get { json, .. }
             | Command::Status { json, .. }
             | Command::Watch { json, .. }
-            | Command::Config { json } => *json,
+            | Command::Config { json }
+            | Command::LlmList { json } => *json,
+            Command::LlmSetup(a) => a.json,
+            Command::Check(a) => a.json,
             Command::Repo { action: RepoAction::List { json } } => *json,
             _ => false,
         }
@@ -326,6 +341,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Bench(args) => bench::run(&engine, &out, args)?,
+        Command::Check(args) => return check::run(&engine, &out, args),
+        Command::LlmList { json } => return llm::list(&engine, &out, json),
+        Command::LlmSetup(args) => return llm::setup(&engine, &out, args),
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {
                 port,

@@ -4,6 +4,7 @@
 //! can see and edit what exists. Unknown keys warn (they are usually typos);
 //! bad values are errors that name the key and the file.
 
+pub mod edit;
 mod paths;
 
 pub use paths::{home_dir, Paths};

@@ -5,6 +5,7 @@
 //! crates.
 
 pub mod analysis;
+pub mod check;
 pub mod code;
 pub mod fsutil;
 pub mod index;

@@ -6,5 +6,6 @@ mod config;
 mod indexing;
 mod llm;
 mod search;
+mod setup;
 mod util;
 mod watch;

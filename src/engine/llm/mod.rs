@@ -8,9 +8,12 @@
 //! the entry points for the rest of the engine and the surfaces.
 
 pub(crate) mod api;
+pub mod hardware;
 mod http;
+pub mod models;
 pub mod ollama;
 pub mod openai;
+pub mod setup;
 
 pub use api::ChatReply;
 
