@@ -5,8 +5,10 @@
 mod bench;
 mod check;
 mod llm;
+mod memory;
 mod output;
 mod progress;
+mod similar;
 mod watch_latency;
 
 use crate::engine::protocol::SearchRequest;
@@ -39,6 +41,9 @@ enum Command {
         /// Throw the index away and build it from scratch.
         #[arg(long)]
         rebuild: bool,
+        /// Throw the embeddings away and embed every chunk again (after changing [llm] embedding_model).
+        #[arg(long)]
+        reembed: bool,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -68,6 +73,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The repository's memory: notes recalled by meaning in chat and by agents.
+    Memory {
+        #[command(subcommand)]
+        action: memory::MemoryCommand,
+    },
+    /// The files most like a given file (by embeddings; by its distinctive terms without them).
+    Similar(similar::SimilarArgs),
     /// Print a file of the repository with line numbers.
     Get {
         #[command(flatten)]
@@ -169,14 +181,14 @@ enum RepoAction {
 }
 
 #[derive(Debug, clap::Args)]
-struct RepoArg {
+pub(crate) struct RepoArg {
     /// The repository (default: the git root containing the current directory, else the directory).
     #[arg(long, short = 'r', global = true)]
     repo: Option<PathBuf>,
 }
 
 impl RepoArg {
-    fn resolve(&self) -> anyhow::Result<PathBuf> {
+    pub(crate) fn resolve(&self) -> anyhow::Result<PathBuf> {
         match &self.repo {
             Some(p) => Ok(p.clone()),
             None => {
@@ -193,6 +205,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
         Some(Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. }) => 3,
         Some(Error::IndexBusy { .. }) => 4,
         Some(Error::BadRequest(_) | Error::OutsideRepo { .. }) => 2,
+        Some(Error::NotFound(_)) => 2,
         _ => 1,
     }
 }
@@ -228,6 +241,8 @@ impl Cli {
             | Command::LlmList { json } => *json,
             Command::LlmSetup(a) => a.json,
             Command::Check(a) => a.json,
+            Command::Similar(a) => a.json,
+            Command::Memory { action } => action.json(),
             Command::Repo { action: RepoAction::List { json } } => *json,
             _ => false,
         }
@@ -258,13 +273,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         eprintln!("{} {w}", output::warn_prefix());
     }
     match cli.command {
-        Command::Index { repo, rebuild, json, quiet } => {
+        Command::Index { repo, rebuild, reembed, json, quiet } => {
             let path = repo.resolve()?;
             if !json {
                 out.note(&format!("indexing {}", display_repo(&path)));
             }
             let bar = progress::Bar::new(!json && !quiet);
-            let summary = engine.index(&path, &IndexOptions { rebuild }, &bar)?;
+            let summary = engine.index(&path, &IndexOptions { rebuild, reembed }, &bar)?;
             bar.finish();
             if json {
                 out.json(&summary)?;
@@ -286,6 +301,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 output::print_search(&out, &resp);
             }
         }
+        Command::Similar(args) => similar::run(&engine, &out, args)?,
+        Command::Memory { action } => memory::run(&engine, &out, action)?,
         Command::Get { repo, file, lines, json } => {
             let path = repo.resolve()?;
             let range = lines.as_deref().map(parse_range).transpose()?;

@@ -7,12 +7,15 @@
 pub mod analysis;
 pub mod check;
 pub mod code;
+pub mod embed;
 pub mod fsutil;
 pub mod index;
 pub mod llm;
+pub mod memory;
 pub mod protocol;
 pub mod repos;
 pub mod search;
+pub mod sqlite;
 pub mod watch;
 
 use crate::config::{home_dir, Config, Paths};
@@ -32,6 +35,8 @@ use std::sync::{Arc, Mutex};
 pub struct IndexOptions {
     /// Throw the index away and build it again.
     pub rebuild: bool,
+    /// Throw the embeddings away and embed every chunk again (after a model change).
+    pub reembed: bool,
 }
 
 /// The engine handle. Clones share state.
@@ -158,7 +163,8 @@ impl Engine {
             }
             Err(e) => return Err(e),
         };
-        let summary = session.update(&Scope::Full, sink)?;
+        let mut summary = session.update(&Scope::Full, sink)?;
+        summary.embeddings = Some(self.embed_index(&repo, &session, opts.reembed, sink));
         session.finish()?;
         self.inner.registry.record_indexed(&repo, summary.files, summary.chunks)?;
         Ok(summary)
@@ -209,7 +215,7 @@ impl Engine {
         let state = StatusData::read(&repo.status_path())
             .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
             .unwrap_or(IndexState::Ready);
-        searcher.search(&repo, req, &self.inner.config.search, state)
+        self.retrieve(&repo, &searcher, req, state)
     }
 
     /// Index state, counts, progress and warnings for a repository.

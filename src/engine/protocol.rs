@@ -5,6 +5,18 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub use crate::engine::{
+    check::{CheckItem, CheckOptions, CheckReport, CheckStatus},
+    embed::{EmbedState, EmbedSummary, SimilarFile, SimilarRequest, SimilarResponse},
+    llm::models::{CatalogModel, ListedModel, LlmListResponse},
+    llm::setup::{LlmSetupReport, LlmSetupRequest, SetupModel},
+    memory::{
+        MemoryDeleteResponse, MemoryHit, MemoryItem, MemoryListResponse, MemoryRecallRequest, MemoryRecallResponse,
+        MemoryStoreRequest, MemoryStoreResponse,
+    },
+    search::hybrid::RetrievalInfo,
+};
+
 /// Version of the JSON shapes below.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -79,6 +91,9 @@ pub struct SearchHit {
     pub generation: u64,
     /// True when the file changed on disk after this generation indexed it.
     pub stale: bool,
+    /// Which retrievers found this chunk: `bm25`, `vector`, or both.
+    #[serde(default)]
+    pub retrievers: Vec<String>,
 }
 
 /// Search timings in milliseconds.
@@ -122,6 +137,9 @@ pub struct SearchResponse {
     pub pii_redacted: bool,
     /// Timings.
     pub timing_ms: SearchTiming,
+    /// How the results were retrieved (BM25 alone or fused with vectors) and why.
+    #[serde(default)]
+    pub retrieval: RetrievalInfo,
 }
 
 /// A file that is not in the index, and why.
@@ -167,6 +185,9 @@ pub struct IndexSummary {
     /// Set when nothing ran because another process already keeps the index current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The embedding phase (absent when it did not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<EmbedSummary>,
 }
 
 /// Live progress of an index run (for bars, `/v1/status`, the TUI).

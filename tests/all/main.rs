@@ -3,8 +3,10 @@
 
 mod cli;
 mod config;
+mod hybrid;
 mod indexing;
 mod llm;
+mod memory;
 mod search;
 mod setup;
 mod util;
