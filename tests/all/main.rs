@@ -8,6 +8,7 @@ mod indexing;
 mod llm;
 mod memory;
 mod search;
+mod semantic;
 mod setup;
 mod util;
 mod watch;
