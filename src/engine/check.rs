@@ -11,6 +11,7 @@
 //! callers that need models (a chat server). A bind address already in use is a
 //! warning unless `require_bind` (the server about to bind it).
 
+use crate::engine::embed::Vectors;
 use crate::engine::llm::hardware::which;
 use crate::engine::llm::model_matches;
 use crate::engine::llm::models::judge_model;
@@ -342,6 +343,28 @@ impl Engine {
                 }
                 Err(e) => r.push("repo_state", CheckStatus::Fail, format!("{}: {e}", repo.state_dir.display()), None),
             }
+        }
+        match self.vectors(&repo) {
+            Vectors::Usable(store, model) => match store.counts() {
+                Ok((files, chunks, _)) => r.push(
+                    "repo_embeddings",
+                    CheckStatus::Ok,
+                    format!("{chunks} chunk vectors in {files} files from {} ({} dimensions)", model.model, model.dim),
+                    None,
+                ),
+                Err(e) => {
+                    r.push("repo_embeddings", CheckStatus::Fail, e.to_string(), Some("`docdex index --reembed`".into()))
+                }
+            },
+            Vectors::Unusable(why) if why.contains("--reembed") => {
+                r.push("repo_embeddings", CheckStatus::Warn, why, Some("`docdex index --reembed`".into()))
+            }
+            Vectors::Unusable(why) => r.push("repo_embeddings", CheckStatus::Info, why, None),
+        }
+        match self.memory_count(&repo) {
+            Ok(Some(n)) => r.push("repo_memory", CheckStatus::Ok, format!("memory.db readable: {n} memories"), None),
+            Ok(None) => r.push("repo_memory", CheckStatus::Info, "no memories stored yet", None),
+            Err(e) => r.push("repo_memory", CheckStatus::Fail, e.to_string(), None),
         }
     }
 }

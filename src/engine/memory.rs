@@ -350,6 +350,14 @@ impl Engine {
         }
     }
 
+    /// How many memories the repo has (`None` when it has no `memory.db`); for `check`.
+    pub(crate) fn memory_count(&self, repo: &RepoRef) -> Result<Option<u64>> {
+        if !repo.state_dir.join(MEMORY_DB).exists() {
+            return Ok(None);
+        }
+        MemoryDb::open(repo)?.count().map(Some)
+    }
+
     /// Remembers `req.content` for this repository (`memory_store`).
     pub fn memory_store(&self, repo_path: &Path, req: &MemoryStoreRequest) -> Result<MemoryStoreResponse> {
         let content = req.content.trim();

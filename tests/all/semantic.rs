@@ -34,7 +34,9 @@ fn shim() -> Option<Shim> {
     let required = std::env::var("DOCDEX_REQUIRE_SHIM").is_ok_and(|v| v == "1");
     let Some(launcher) = std::env::var_os("DOCDEX_OLLAMA_SHIM").map(PathBuf::from) else {
         assert!(!required, "DOCDEX_REQUIRE_SHIM=1 but DOCDEX_OLLAMA_SHIM is not set");
-        eprintln!("skipping the real-embeddings test: set DOCDEX_OLLAMA_SHIM to an ollama-shim launcher (.ci/run does)");
+        eprintln!(
+            "skipping the real-embeddings test: set DOCDEX_OLLAMA_SHIM to an ollama-shim launcher (.ci/run does)"
+        );
         return None;
     };
     assert!(launcher.is_file(), "DOCDEX_OLLAMA_SHIM={} does not exist", launcher.display());
@@ -78,7 +80,11 @@ fn corpus(root: &Path) {
     write(root, "src/timezone.rs", "//! Time zone conversion.\n\n/// Converts each timestamp to the user's local time zone before display.\npub fn to_local(ts: i64, offset_minutes: i32) -> i64 {\n    ts + offset_minutes as i64 * 60\n}\n");
     write(root, "src/request_log.rs", "//! Request logging middleware.\n\n/// Writes one line per request: method, path, status and how long the handler took.\npub fn log_request(method: &str, path: &str, status: u16, took_ms: u64) -> String {\n    format!(\"{method} {path} {status} {took_ms}ms\")\n}\n");
     write(root, "src/color.rs", "//! Terminal colors.\n\n/// Picks a foreground color that stays readable on the current background.\npub fn readable_on(bg: (u8, u8, u8)) -> bool {\n    bg.0 as u32 * 3 + bg.1 as u32 * 6 + bg.2 as u32 > 1280\n}\n");
-    write(root, "docs/install.md", "# Installing\n\nDownload the archive, unpack it, and put the binary on your PATH. Each release is signed.\n");
+    write(
+        root,
+        "docs/install.md",
+        "# Installing\n\nDownload the archive, unpack it, and put the binary on your PATH. Each release is signed.\n",
+    );
 }
 
 #[test]
@@ -126,7 +132,10 @@ fn memory_is_recalled_by_meaning() {
         assert!(r.memory.embedded && r.notice.is_none());
     }
     let r = engine
-        .memory_recall(&repo, &MemoryRecallRequest { query: "what happens when a request fails for a moment".into(), limit: Some(3) })
+        .memory_recall(
+            &repo,
+            &MemoryRecallRequest { query: "what happens when a request fails for a moment".into(), limit: Some(3) },
+        )
         .unwrap();
     assert_eq!(r.mode, "vector");
     assert!(r.results[0].memory.content.starts_with("Network calls are retried"), "{r:?}");

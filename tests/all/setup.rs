@@ -206,3 +206,31 @@ fn check_fails_on_an_exposed_bind_without_a_token() {
     assert!(item(&v, "http_bind")["hint"].as_str().unwrap().contains("DOCDEX_AUTH_TOKEN"));
     assert_eq!(v["ok"], false);
 }
+
+#[test]
+fn check_with_a_repo_reports_its_index_embeddings_and_memory() {
+    let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let repo = env.repo("r");
+    crate::util::sample_repo(&repo);
+    env.write_config(&llm_config("ollama", &server.url(), "fake-chat", "fake-embed"));
+    let r = repo.to_str().unwrap();
+    let v = json_of(&env.run(&["check", "--json", "--repo", r]));
+    assert_eq!(item(&v, "repo_index")["status"], "warn", "not indexed yet: {v}");
+    env.json(&["index", "--repo", r, "--json"]);
+    env.json(&["memory", "store", "--repo", r, "--json", "remember", "this"]);
+    let v = json_of(&env.run(&["check", "--json", "--repo", r]));
+    assert_eq!(item(&v, "repo_index")["status"], "ok");
+    assert_eq!(item(&v, "repo_state")["status"], "ok");
+    let emb = item(&v, "repo_embeddings");
+    assert_eq!(emb["status"], "ok");
+    assert!(emb["message"].as_str().unwrap().contains("from fake-embed (64 dimensions)"), "{emb}");
+    assert!(item(&v, "repo_memory")["message"].as_str().unwrap().contains("1 memories"));
+
+    // The embedding model changed: the repo's vectors are stale, and check says what to run.
+    env.write_config(&llm_config("ollama", &server.url(), "fake-chat", "fake-chat"));
+    let v = json_of(&env.run(&["check", "--json", "--repo", r]));
+    let emb = item(&v, "repo_embeddings");
+    assert_eq!(emb["status"], "warn");
+    assert!(emb["message"].as_str().unwrap().contains("--reembed"), "{emb}");
+}
