@@ -3,6 +3,7 @@
 
 mod cli;
 mod config;
+mod impact;
 mod indexing;
 mod search;
 mod util;
