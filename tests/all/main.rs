@@ -4,6 +4,7 @@
 mod cli;
 mod config;
 mod hybrid;
+mod impact;
 mod indexing;
 mod llm;
 mod memory;
