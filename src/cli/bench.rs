@@ -15,6 +15,9 @@
 //! 4. whole-process latency of `docdex search --json` for a sample of them;
 //! 5. `rg -i -c --no-messages -F -e WORD ...` over the corpus for the same sample.
 
+#[path = "bench_hybrid.rs"]
+pub mod hybrid;
+
 use super::output::Out;
 use crate::engine::index::{self, ProgressSink};
 use crate::engine::protocol::{IndexProgress, IndexSummary, SearchRequest};
@@ -494,6 +497,9 @@ pub fn run(_engine: &Engine, out: &Out, args: BenchArgs) -> anyhow::Result<()> {
     let scratch = Scratch::create(args.keep)?;
     let corpus = prepare_corpus(out, &source, &scratch, &args)?;
     let home = scratch.root.join("home");
+    // This bench measures keyword search; `docdex bench-hybrid` measures embeddings.
+    std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
+    std::fs::write(home.join("config.toml"), "[search]\nhybrid = false\n").context("writing the bench config")?;
     let engine = Engine::open_at(&home).context("opening the bench home")?;
     let cpu_start = CpuSnapshot::take();
     out.note(&format!("indexing {} (fresh DOCDEX_HOME {})", corpus.indexed_path.display(), home.display()));

@@ -124,6 +124,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Is this machine ready? Config, state, registry, model server and models, hardware, bind address.
     Check(check::CheckArgs),
+    /// Measure indexing with embeddings and hybrid query latency (figures for docs/PERFORMANCE.md).
+    BenchHybrid(bench::hybrid::HybridBenchArgs),
     /// Recommend models for this machine (RAM, GPU) and show which are installed.
     LlmList {
         /// Print JSON.
@@ -358,6 +360,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Bench(args) => bench::run(&engine, &out, args)?,
+        Command::BenchHybrid(args) => bench::hybrid::run(&out, args)?,
         Command::Check(args) => return check::run(&engine, &out, args),
         Command::LlmList { json } => return llm::list(&engine, &out, json),
         Command::LlmSetup(args) => return llm::setup(&engine, &out, args),
