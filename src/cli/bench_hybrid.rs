@@ -11,7 +11,9 @@
 //! the time the embedder took for the query (`retrieval.embed_ms`); the same
 //! queries through BM25 alone are measured for comparison.
 
-use super::{latency, machine_info, prepare_corpus, today_utc, BenchArgs, CorpusInfo, Latency, Machine, Scratch, QUERIES};
+use super::{
+    latency, machine_info, prepare_corpus, today_utc, BenchArgs, CorpusInfo, Latency, Machine, Scratch, QUERIES,
+};
 use crate::cli::output::Out;
 use crate::config::Config;
 use crate::engine::index::ProgressSink;
@@ -282,7 +284,9 @@ fn markdown(r: &HybridReport) -> String {
         m.cpu, m.cores, m.ram_gib, m.kernel, r.build, r.date
     );
     let subset = match (r.corpus.subset_files, r.corpus.subset_bytes) {
-        (Some(f), Some(b)) => format!("{f} files, {:.1} MiB copied from {}", b as f64 / 1048576.0, r.corpus.source.display()),
+        (Some(f), Some(b)) => {
+            format!("{f} files, {:.1} MiB copied from {}", b as f64 / 1048576.0, r.corpus.source.display())
+        }
         _ => r.corpus.source.display().to_string(),
     };
     let rows = [
@@ -293,7 +297,10 @@ fn markdown(r: &HybridReport) -> String {
             "First index with embeddings",
             format!("{:.2} s ({:.0} files/s), of which embedding {:.2} s", i.total_s, i.files_per_s, i.embed_s),
         ),
-        ("Embedding throughput", format!("{:.0} chunks/s ({} chunks through the provider)", i.chunks_per_s, i.chunks_embedded)),
+        (
+            "Embedding throughput",
+            format!("{:.0} chunks/s ({} chunks through the provider)", i.chunks_per_s, i.chunks_embedded),
+        ),
         ("Unchanged re-index", format!("{:.3} s, {} chunks embedded", i.reindex_s, i.reindex_chunks_embedded)),
         ("vectors.db size", format!("{:.1} MiB", i.vectors_db_bytes as f64 / 1048576.0)),
         ("Hybrid query, excluding the embedder", lat(&r.hybrid.excluding_embedder)),

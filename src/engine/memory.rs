@@ -304,7 +304,10 @@ impl Engine {
             return Err(Error::BadRequest("repo memory is disabled ([memory] enabled = false in config.toml)".into()));
         }
         let repo = self.resolve_repo(repo_path)?;
-        self.inner.registry.ensure(&repo)?;
+        if !repo.meta_path().exists() {
+            // First touch of this repo: give it a state directory and a registry entry.
+            self.inner.registry.ensure(&repo)?;
+        }
         let db = MemoryDb::open(&repo)?;
         Ok((repo, db))
     }

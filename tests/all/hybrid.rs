@@ -372,3 +372,50 @@ fn cli_index_and_search_json_carry_embeddings_and_retrievers() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("note: vector search unavailable"), "{stderr}");
 }
+
+#[test]
+fn the_watcher_embeds_what_it_indexes() {
+    use docdex::engine::watch::WatchReport;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("w");
+    write(&repo, "start.rs", "fn armadillo() {}\n");
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let stop = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(AtomicBool::new(false));
+    let handle = {
+        let (engine, repo, stop, ready) = (engine.clone(), repo.clone(), stop.clone(), ready.clone());
+        std::thread::spawn(move || {
+            let report = move |r: WatchReport| {
+                if let WatchReport::Ready(s) = r {
+                    assert_eq!(s.embeddings.map(|e| e.chunks), Some(1));
+                    ready.store(true, Ordering::SeqCst);
+                }
+            };
+            engine.watch(&repo, &stop, &report)
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !ready.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "watcher never became ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    write(&repo, "pangolin.rs", "fn pangolin_scales() {}\n");
+    let found = |engine: &Engine| {
+        search(engine, &repo, "pangolin_scales")
+            .results
+            .iter()
+            .any(|h| h.path == "pangolin.rs" && h.retrievers.contains(&"vector".to_string()))
+    };
+    while !found(&engine) {
+        assert!(Instant::now() < deadline + Duration::from_secs(15), "the new file never got a vector");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop.store(true, Ordering::SeqCst);
+    handle.join().unwrap().unwrap();
+    let status = engine.status(&repo).unwrap();
+    assert!(status.progress.is_none(), "embedding progress is cleared: {:?}", status.progress);
+}

@@ -73,6 +73,8 @@ impl Engine {
             },
         };
         summary.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        // The index was ready throughout; clear the embedding progress the phase reported.
+        session.status().finish_ok(&Default::default());
         if let Some(n) = &summary.notice {
             tracing::info!(repo = %repo.root.display(), "{n}");
         }
