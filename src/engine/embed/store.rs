@@ -5,6 +5,13 @@
 //! even after a rename or a revert). The model name and dimension are stored;
 //! vectors from another model are never mixed in.
 //!
+//! Vectors are stored normalized to unit length and searched exactly with
+//! sqlite-vec's Euclidean distance, which ranks unit vectors as cosine does at
+//! half the cost of its cosine distance (cosine similarity = 1 - d²/2). A one-bit
+//! quantized prefilter was measured and dropped: with the few hundred candidates
+//! that keep sqlite-vec's top-k selection cheap it found only two thirds of the
+//! true ten nearest on clustered vectors (docs/PERFORMANCE.md).
+//!
 //! Every file is replaced in one transaction (its chunks, vectors and hash
 //! together), so a crash leaves each file either fully old or fully new, and a
 //! file whose recorded hash differs from the manifest is simply embedded again.
@@ -19,7 +26,7 @@ use std::path::{Path, PathBuf};
 /// The file name inside the repo's state directory.
 pub const VECTORS_DB: &str = "vectors.db";
 /// Bump when the tables change; an old file is rebuilt.
-pub const STORE_SCHEMA: u32 = 1;
+pub const STORE_SCHEMA: u32 = 2;
 
 /// A hash of the text that was embedded (xxh3-128).
 pub type TextHash = [u8; 16];
@@ -160,10 +167,8 @@ impl VectorStore {
     /// Records the model and dimension and creates the vector table for it.
     pub fn init_model(&mut self, model: &str, dim: usize) -> Result<()> {
         let tx = self.conn.transaction().map_err(db_err(&self.path))?;
-        tx.execute_batch(&format!(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS chunk_vec USING vec0(embedding float[{dim}] distance_metric=cosine);"
-        ))
-        .map_err(db_err(&self.path))?;
+        tx.execute_batch(&format!("CREATE VIRTUAL TABLE IF NOT EXISTS chunk_vec USING vec0(embedding float[{dim}]);"))
+            .map_err(db_err(&self.path))?;
         tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('model', ?1)", [model])
             .map_err(db_err(&self.path))?;
         tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('dim', ?1)", [dim.to_string()])
@@ -272,7 +277,7 @@ impl VectorStore {
                     })?;
                     chunk.execute(params![f.path, f.lang, c.line_start, c.line_end, c.hash.as_slice()]).map_err(&e)?;
                     let id = tx.last_insert_rowid();
-                    vec.execute(params![id, vec_blob(v)]).map_err(&e)?;
+                    vec.execute(params![id, vec_blob(&unit(v))]).map_err(&e)?;
                 }
                 file.execute(params![f.path, f.file_hash.to_string(), f.chunks.len() as i64]).map_err(&e)?;
             }
@@ -280,7 +285,7 @@ impl VectorStore {
         tx.commit().map_err(&e)
     }
 
-    /// The `k` chunks nearest to `query`, most similar first.
+    /// The `k` chunks nearest to `query` by cosine similarity, most similar first.
     pub fn knn(&self, query: &[f32], k: usize) -> Result<Vec<VectorHit>> {
         if k == 0 || !self.has_vec_table()? {
             return Ok(Vec::new());
@@ -294,13 +299,14 @@ impl VectorStore {
             )
             .map_err(self.err())?;
         let rows = st
-            .query_map(params![vec_blob(query), k as i64], |r| {
+            .query_map(params![vec_blob(&unit(query)), k as i64], |r| {
+                let d = r.get::<_, f64>(4)? as f32;
                 Ok(VectorHit {
                     path: r.get(0)?,
                     lang: r.get(1)?,
                     line_start: r.get(2)?,
                     line_end: r.get(3)?,
-                    similarity: 1.0 - r.get::<_, f64>(4)? as f32,
+                    similarity: 1.0 - d * d / 2.0,
                 })
             })
             .map_err(self.err())?
@@ -313,7 +319,9 @@ impl VectorStore {
     pub fn file_vectors(&self, path: &str) -> Result<Vec<Vec<f32>>> {
         let mut st = self
             .conn
-            .prepare_cached("SELECT v.embedding FROM chunks c JOIN chunk_vec v ON v.rowid = c.id WHERE c.path = ?1")
+            .prepare_cached(
+                "SELECT v.embedding FROM chunks c JOIN chunk_vec v ON v.rowid = c.id WHERE c.path = ?1 ORDER BY c.line_start",
+            )
             .map_err(self.err())?;
         let rows = st
             .query_map([path], |r| r.get::<_, Vec<u8>>(0))
@@ -355,6 +363,16 @@ impl VectorStore {
 
 /// Deletes a file's rows. Vectors go one rowid at a time: vec0 answers a rowid lookup
 /// directly, while `rowid IN (subquery)` would scan the whole vector table per file.
+/// `v` scaled to unit length (a zero vector stays zero).
+pub fn unit(v: &[f32]) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter().map(|x| x / norm).collect()
+    } else {
+        v.to_vec()
+    }
+}
+
 fn delete_file(tx: &rusqlite::Transaction<'_>, path: &str, has_vec: bool) -> rusqlite::Result<()> {
     if has_vec {
         let ids: Vec<i64> = {
@@ -370,4 +388,42 @@ fn delete_file(tx: &rusqlite::Transaction<'_>, path: &str, has_vec: bool) -> rus
     tx.execute("DELETE FROM chunks WHERE path = ?1", [path])?;
     tx.execute("DELETE FROM files WHERE path = ?1", [path])?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_neighbours_are_exact_cosine_on_any_vector_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = RepoRef { root: dir.path().into(), fingerprint: "x".into(), state_dir: dir.path().join("state") };
+        let mut store = VectorStore::open(&repo).unwrap();
+        store.init_model("m", 3).unwrap();
+        // Not unit length on purpose: providers do not all normalize.
+        let raw = [("a.rs", [2.0f32, 0.0, 0.0]), ("b.rs", [0.0, 3.0, 0.0]), ("c.rs", [1.0, 1.0, 0.0])];
+        let mut cache = HashMap::new();
+        let files: Vec<FileEntry> = raw
+            .iter()
+            .map(|(p, v)| {
+                let hash = text_hash(p);
+                cache.insert(hash, v.to_vec());
+                FileEntry {
+                    path: p.to_string(),
+                    file_hash: 1,
+                    lang: "rust".into(),
+                    chunks: vec![ChunkEntry { line_start: 1, line_end: 3, hash }],
+                }
+            })
+            .collect();
+        store.write(&[], &cache, &files).unwrap();
+        let hits = store.knn(&[5.0, 0.0, 0.0], 3).unwrap();
+        let got: Vec<(&str, f32)> =
+            hits.iter().map(|h| (h.path.as_str(), (h.similarity * 1000.0).round() / 1000.0)).collect();
+        assert_eq!(got, [("a.rs", 1.0), ("c.rs", 0.707), ("b.rs", 0.0)]);
+        assert_eq!(store.file_vectors("b.rs").unwrap(), vec![vec![0.0, 1.0, 0.0]]);
+        store.remove_files(&["a.rs".to_string()]).unwrap();
+        assert_eq!(store.knn(&[1.0, 0.0, 0.0], 3).unwrap().len(), 2);
+        assert_eq!(store.counts().unwrap(), (2, 2, 0));
+    }
 }

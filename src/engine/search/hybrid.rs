@@ -99,10 +99,12 @@ impl Engine {
             resp.retrieval.notice = Some(notice);
             Ok(resp)
         };
+        let t_open = Instant::now();
         let (store, model) = match self.vectors(repo) {
             Vectors::Usable(store, model) => (store, model),
             Vectors::Unusable(why) => return keyword_only(why),
         };
+        tracing::debug!(open_ms = ms(t_open.elapsed()), "vectors opened");
         if req.query.trim().is_empty() {
             return searcher.search(repo, req, cfg, state);
         }
@@ -177,6 +179,7 @@ impl RepoSearcher {
             }
         }
 
+        let t_keyword = t0.elapsed();
         // Vector candidates: nearest chunks, filtered like the BM25 query, priors applied.
         let filtered = req.lang.as_deref().is_some_and(|l| !l.is_empty())
             || req.path_prefix.as_deref().is_some_and(|p| !p.trim().is_empty());
@@ -199,6 +202,12 @@ impl RepoSearcher {
 
         let ranked = fuse(keyword, vector, cfg);
         let t_fuse = t0.elapsed();
+        tracing::debug!(
+            keyword_ms = ms(t_keyword),
+            vector_ms = ms(t_vector - t_keyword),
+            fuse_ms = ms(t_fuse - t_vector),
+            "hybrid retrieval"
+        );
         let best_rrf = (cfg.keyword_weight + cfg.semantic_weight) as f32 / (cfg.rrf_k as f32 + 1.0);
         let page: Vec<&Fused> = ranked.iter().skip(offset).take(limit).collect();
         let rows: Vec<(f32, Stored)> = page.iter().map(|f| (f.rrf / best_rrf, f.stored.clone())).collect();
