@@ -56,6 +56,8 @@ struct Inner {
     runtime: std::sync::OnceLock<tokio::runtime::Runtime>,
     /// The model provider and embedder health.
     llm: llm::api::LlmState,
+    /// In-memory copies of repos' vectors for fast nearest-neighbour search.
+    resident: embed::resident::ResidentVectors,
 }
 
 impl Drop for Inner {
@@ -94,6 +96,7 @@ impl Engine {
                 searchers: Mutex::new(HashMap::new()),
                 runtime: std::sync::OnceLock::new(),
                 llm: Default::default(),
+                resident: Default::default(),
             }),
         })
     }
@@ -318,6 +321,7 @@ impl Engine {
         if let Ok(mut cache) = self.inner.searchers.lock() {
             cache.remove(&record.fingerprint);
         }
+        self.inner.resident.forget(&record.fingerprint);
         Ok(record)
     }
 }

@@ -7,6 +7,7 @@
 //! and says so.
 
 pub mod phase;
+pub mod resident;
 pub mod store;
 
 use crate::engine::llm::model_matches;
@@ -16,7 +17,7 @@ use crate::error::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::PathBuf;
-use store::{StoredModel, VectorStore};
+use store::{StoredModel, VectorHit, VectorStore};
 
 /// How the embedding phase of an index run ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -143,6 +144,19 @@ impl Engine {
         }
     }
 
+    /// The `k` chunks nearest to `query` in `store`: from the engine's in-memory copy of the
+    /// repo's vectors when it is small enough to keep, else from sqlite-vec.
+    pub(crate) fn nearest(
+        &self,
+        repo: &RepoRef,
+        store: &VectorStore,
+        model: &StoredModel,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<VectorHit>> {
+        self.inner.resident.knn(&repo.fingerprint, store, model.dim, query, k)
+    }
+
     /// The files most like `req.file`: by the mean of its chunk vectors when the repo has
     /// embeddings (no model call needed), else by BM25 over its most distinctive terms.
     pub fn similar(&self, repo_path: &std::path::Path, req: &SimilarRequest) -> Result<SimilarResponse> {
@@ -158,10 +172,11 @@ impl Engine {
             results: Vec::new(),
         };
         let notice = match self.vectors(&repo) {
-            Vectors::Usable(store, _) => {
+            Vectors::Usable(store, model) => {
                 let vectors = store.file_vectors(&file)?;
                 if let Some(mean) = mean_direction(&vectors) {
-                    resp.results = similar_by_vector(&store, &mean, &file, limit)?;
+                    let hits = self.nearest(&repo, &store, &model, &mean, SIMILAR_POOL)?;
+                    resp.results = similar_files(hits, &file, limit);
                     return Ok(resp);
                 }
                 format!("{file} has no embeddings yet (run `docdex index`); similarity by keywords instead")
@@ -203,10 +218,9 @@ fn mean_direction(vectors: &[Vec<f32>]) -> Option<Vec<f32>> {
     (norm > 1e-9).then(|| mean.into_iter().map(|x| x / norm).collect())
 }
 
-/// Files ranked by their best chunk's similarity to `mean`, plus a little for each further
-/// close chunk (a file close in several places is closer than one close in one).
-fn similar_by_vector(store: &VectorStore, mean: &[f32], file: &str, limit: usize) -> Result<Vec<SimilarFile>> {
-    let hits = store.knn(mean, SIMILAR_POOL)?;
+/// Files ranked by their best chunk's similarity to the file's mean vector, plus a little for
+/// each further close chunk (a file close in several places is closer than one close in one).
+fn similar_files(hits: Vec<VectorHit>, file: &str, limit: usize) -> Vec<SimilarFile> {
     let mut by_file: HashMap<String, (String, f32, f32)> = HashMap::new();
     for h in hits.into_iter().filter(|h| h.path != file) {
         let e = by_file.entry(h.path).or_insert((h.lang, f32::MIN, 0.0));
@@ -223,7 +237,7 @@ fn similar_by_vector(store: &VectorStore, mean: &[f32], file: &str, limit: usize
         .collect();
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.path.cmp(&b.path)));
     out.truncate(limit);
-    Ok(out)
+    out
 }
 
 fn round3(x: f32) -> f32 {

@@ -173,6 +173,7 @@ impl VectorStore {
             .map_err(db_err(&self.path))?;
         tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('dim', ?1)", [dim.to_string()])
             .map_err(db_err(&self.path))?;
+        bump_revision(&tx).map_err(db_err(&self.path))?;
         tx.commit().map_err(db_err(&self.path))
     }
 
@@ -184,6 +185,8 @@ impl VectorStore {
                  DROP TABLE IF EXISTS chunk_vec;
                  DELETE FROM chunks; DELETE FROM files; DELETE FROM cache;
                  DELETE FROM meta WHERE key IN ('model', 'dim');
+                 INSERT INTO meta(key, value) VALUES ('revision', '1')
+                     ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1;
                  COMMIT;",
             )
             .map_err(self.err())?;
@@ -214,6 +217,7 @@ impl VectorStore {
         for p in paths {
             delete_file(&tx, p, has_vec).map_err(db_err(&path))?;
         }
+        bump_revision(&tx).map_err(db_err(&path))?;
         tx.commit().map_err(db_err(&path))
     }
 
@@ -282,6 +286,7 @@ impl VectorStore {
                 file.execute(params![f.path, f.file_hash.to_string(), f.chunks.len() as i64]).map_err(&e)?;
             }
         }
+        bump_revision(&tx).map_err(&e)?;
         tx.commit().map_err(&e)
     }
 
@@ -313,6 +318,49 @@ impl VectorStore {
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(self.err())?;
         Ok(rows)
+    }
+
+    /// Changes whenever chunks or vectors change (an in-memory copy is current while it matches).
+    pub fn revision(&self) -> Result<u64> {
+        Ok(self.meta("revision")?.and_then(|r| r.parse().ok()).unwrap_or(0))
+    }
+
+    /// Every chunk with its (unit) vector, for an in-memory copy.
+    pub fn all(&self) -> Result<Vec<(VectorHit, Vec<f32>)>> {
+        if !self.has_vec_table()? {
+            return Ok(Vec::new());
+        }
+        let mut meta: HashMap<i64, VectorHit> = HashMap::new();
+        let mut st =
+            self.conn.prepare("SELECT id, path, lang, line_start, line_end FROM chunks").map_err(self.err())?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    VectorHit {
+                        path: r.get(1)?,
+                        lang: r.get(2)?,
+                        line_start: r.get(3)?,
+                        line_end: r.get(4)?,
+                        similarity: 0.0,
+                    },
+                ))
+            })
+            .map_err(self.err())?;
+        for row in rows {
+            let (id, hit) = row.map_err(self.err())?;
+            meta.insert(id, hit);
+        }
+        let mut st = self.conn.prepare("SELECT rowid, embedding FROM chunk_vec").map_err(self.err())?;
+        let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))).map_err(self.err())?;
+        let mut out = Vec::with_capacity(meta.len());
+        for row in rows {
+            let (id, blob) = row.map_err(self.err())?;
+            if let Some(hit) = meta.remove(&id) {
+                out.push((hit, blob_vec(&blob)));
+            }
+        }
+        Ok(out)
     }
 
     /// The vectors of a file's chunks (for `similar`).
@@ -363,6 +411,16 @@ impl VectorStore {
 
 /// Deletes a file's rows. Vectors go one rowid at a time: vec0 answers a rowid lookup
 /// directly, while `rowid IN (subquery)` would scan the whole vector table per file.
+/// Bumps `meta.revision`, which in-memory copies of the vectors compare against.
+fn bump_revision(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO meta(key, value) VALUES ('revision', '1')
+         ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+        [],
+    )
+    .map(|_| ())
+}
+
 /// `v` scaled to unit length (a zero vector stays zero).
 pub fn unit(v: &[f32]) -> Vec<f32> {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();

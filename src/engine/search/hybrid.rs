@@ -18,7 +18,7 @@ use super::{decode_cursor, encode_cursor, hash_request, ms};
 use super::{diversify, normalize_prefix, with_priors, Priors, RepoSearcher, Stored, CANDIDATE_POOL};
 use crate::config::SearchConfig;
 use crate::engine::analysis;
-use crate::engine::embed::store::{VectorHit, VectorStore};
+use crate::engine::embed::store::VectorHit;
 use crate::engine::embed::Vectors;
 use crate::engine::index::files;
 use crate::engine::protocol::{IndexState, SearchRequest, SearchResponse, SearchTiming, SCHEMA_VERSION};
@@ -122,7 +122,8 @@ impl Engine {
                 repo.root.display()
             ));
         }
-        let mut resp = searcher.hybrid_search(repo, req, cfg, state, &store, &query_vec)?;
+        let nearest = |k: usize| self.nearest(repo, &store, &model, &query_vec, k);
+        let mut resp = searcher.hybrid_search(repo, req, cfg, state, &nearest)?;
         resp.retrieval.embedding_model = Some(model.model);
         resp.retrieval.embed_ms = Some(embed_ms);
         Ok(resp)
@@ -148,8 +149,7 @@ impl RepoSearcher {
         req: &SearchRequest,
         cfg: &SearchConfig,
         state: IndexState,
-        store: &VectorStore,
-        query_vec: &[f32],
+        nearest: &dyn Fn(usize) -> Result<Vec<VectorHit>>,
     ) -> Result<SearchResponse> {
         let t0 = Instant::now();
         let limit = req.limit.unwrap_or(cfg.default_limit as usize).clamp(1, 200);
@@ -184,8 +184,7 @@ impl RepoSearcher {
         let filtered = req.lang.as_deref().is_some_and(|l| !l.is_empty())
             || req.path_prefix.as_deref().is_some_and(|p| !p.trim().is_empty());
         let k = if filtered { (FUSION_POOL * 5).min(CANDIDATE_POOL) } else { FUSION_POOL };
-        let mut vector: Vec<(f32, VectorHit)> = store
-            .knn(query_vec, k)?
+        let mut vector: Vec<(f32, VectorHit)> = nearest(k)?
             .into_iter()
             .filter(|h| passes_filters(h, req))
             .map(|h| {
