@@ -325,42 +325,33 @@ impl VectorStore {
         Ok(self.meta("revision")?.and_then(|r| r.parse().ok()).unwrap_or(0))
     }
 
-    /// Every chunk with its (unit) vector, for an in-memory copy.
+    /// Every chunk with its unit vector, for an in-memory copy. Read from the plain cache table,
+    /// which holds every live chunk's vector (a vec0 full scan returns rows several times slower).
     pub fn all(&self) -> Result<Vec<(VectorHit, Vec<f32>)>> {
-        if !self.has_vec_table()? {
-            return Ok(Vec::new());
-        }
-        let mut meta: HashMap<i64, VectorHit> = HashMap::new();
-        let mut st =
-            self.conn.prepare("SELECT id, path, lang, line_start, line_end FROM chunks").map_err(self.err())?;
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT c.path, c.lang, c.line_start, c.line_end, k.vector
+                 FROM chunks c JOIN cache k ON k.hash = c.hash",
+            )
+            .map_err(self.err())?;
         let rows = st
             .query_map([], |r| {
                 Ok((
-                    r.get::<_, i64>(0)?,
                     VectorHit {
-                        path: r.get(1)?,
-                        lang: r.get(2)?,
-                        line_start: r.get(3)?,
-                        line_end: r.get(4)?,
+                        path: r.get(0)?,
+                        lang: r.get(1)?,
+                        line_start: r.get(2)?,
+                        line_end: r.get(3)?,
                         similarity: 0.0,
                     },
+                    unit(&blob_vec(&r.get::<_, Vec<u8>>(4)?)),
                 ))
             })
+            .map_err(self.err())?
+            .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(self.err())?;
-        for row in rows {
-            let (id, hit) = row.map_err(self.err())?;
-            meta.insert(id, hit);
-        }
-        let mut st = self.conn.prepare("SELECT rowid, embedding FROM chunk_vec").map_err(self.err())?;
-        let rows = st.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))).map_err(self.err())?;
-        let mut out = Vec::with_capacity(meta.len());
-        for row in rows {
-            let (id, blob) = row.map_err(self.err())?;
-            if let Some(hit) = meta.remove(&id) {
-                out.push((hit, blob_vec(&blob)));
-            }
-        }
-        Ok(out)
+        Ok(rows)
     }
 
     /// The vectors of a file's chunks (for `similar`).
