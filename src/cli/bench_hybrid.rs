@@ -12,7 +12,8 @@
 //! queries through BM25 alone are measured for comparison.
 
 use super::{
-    latency, machine_info, prepare_corpus, today_utc, BenchArgs, CorpusInfo, Latency, Machine, Scratch, QUERIES,
+    latency, machine_info, prepare_corpus, today_utc, BenchArgs, CorpusInfo, CpuSnapshot, Latency, Machine, Scratch,
+    QUERIES,
 };
 use crate::cli::output::Out;
 use crate::config::Config;
@@ -69,6 +70,9 @@ struct HybridReport {
     embedder: String,
     model: String,
     dim: Option<usize>,
+    /// CPU used by other processes during the query phase, as % of the machine (an external
+    /// embedder counts as another process).
+    other_cpu_pct: Option<f64>,
     index: EmbedIndexFigures,
     hybrid: QueryFigures,
     bm25: Latency,
@@ -151,8 +155,10 @@ pub fn run(out: &Out, args: HybridBenchArgs) -> anyhow::Result<()> {
     out.note(&format!("indexing {} with embeddings from {url} ({model})", corpus.indexed_path.display()));
     let (index, dim) = measure_index(&hybrid, &corpus.indexed_path)?;
     out.note(&format!("searching: {} queries x {} rounds, hybrid and BM25", QUERIES.len(), args.rounds));
+    let cpu_start = CpuSnapshot::take();
     let queries = measure_hybrid(&hybrid, &corpus.indexed_path, args.rounds.max(1))?;
     let bm25 = measure_bm25(&engine(false)?, &corpus.indexed_path, args.rounds.max(1))?;
+    let other_cpu_pct = cpu_start.zip(CpuSnapshot::take()).map(|(a, b)| a.others_pct(&b));
     let embedder = match &fake {
         Some(_) => format!("in-process fake Ollama ({}-dimension hashed bags of words)", args.fake_dim),
         None => format!("{provider} server at {url}"),
@@ -165,6 +171,7 @@ pub fn run(out: &Out, args: HybridBenchArgs) -> anyhow::Result<()> {
         embedder,
         model,
         dim,
+        other_cpu_pct,
         index,
         hybrid: queries,
         bm25,
@@ -279,8 +286,12 @@ fn lat(l: &Latency) -> String {
 fn markdown(r: &HybridReport) -> String {
     let m = &r.machine;
     let i = &r.index;
+    let others = r
+        .other_cpu_pct
+        .map(|p| format!("; other processes used {p:.1} % of the CPU during the query phase"))
+        .unwrap_or_default();
     let mut s = format!(
-        "Machine: {} ({} cores), {:.1} GiB RAM, Linux {}; {} build; {}\n\n| Measure | Value |\n|---|---|\n",
+        "Machine: {} ({} cores), {:.1} GiB RAM, Linux {}; {} build; {}{others}\n\n| Measure | Value |\n|---|---|\n",
         m.cpu, m.cores, m.ram_gib, m.kernel, r.build, r.date
     );
     let subset = match (r.corpus.subset_files, r.corpus.subset_bytes) {
