@@ -3,6 +3,7 @@
 //! No engine logic lives here.
 
 mod bench;
+mod impact;
 mod output;
 mod progress;
 mod watch_latency;
@@ -106,6 +107,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A file's import dependencies and dependents, and what may change if it changes.
+    Impact(impact::ImpactArgs),
+    /// The import graph: cycles, rebuild.
+    Graph {
+        #[command(subcommand)]
+        action: impact::GraphCommand,
+    },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
     /// Developer tools for tests and demos.
@@ -169,12 +177,13 @@ impl RepoArg {
     }
 }
 
-/// Process exit codes: 0 ok, 1 error, 2 usage, 3 unknown repo or not indexed, 4 index busy.
+/// Process exit codes: 0 ok, 1 error, 2 usage (bad input, or it names something that does not
+/// exist), 3 unknown repo or not indexed, 4 index busy.
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<Error>() {
         Some(Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. }) => 3,
         Some(Error::IndexBusy { .. }) => 4,
-        Some(Error::BadRequest(_) | Error::OutsideRepo { .. }) => 2,
+        Some(Error::BadRequest(_) | Error::OutsideRepo { .. } | Error::NotFound(_)) => 2,
         _ => 1,
     }
 }
@@ -208,6 +217,8 @@ impl Cli {
             | Command::Watch { json, .. }
             | Command::Config { json } => *json,
             Command::Repo { action: RepoAction::List { json } } => *json,
+            Command::Impact(args) => args.json(),
+            Command::Graph { action } => action.json(),
             _ => false,
         }
     }
@@ -319,6 +330,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
             }
         }
+        Command::Impact(args) => impact::run_impact(&engine, &out, args)?,
+        Command::Graph { action } => impact::run_graph(&engine, &out, action)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models }) => {
             let mut opts =

@@ -5,6 +5,10 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub use super::code::impact::{
+    CyclesResponse, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse, NeighborsResponse,
+};
+
 /// Version of the JSON shapes below.
 pub const SCHEMA_VERSION: u32 = 1;
 

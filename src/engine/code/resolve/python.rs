@@ -1,0 +1,160 @@
+//! Python: absolute imports from the package roots found in the tree (the repository root and
+//! every directory holding a top-level package, i.e. a directory with `__init__.py` whose
+//! parent has none: `src/` layouts included), then from a script's own directory when it is not
+//! inside a package; relative imports (`.`, `..`) from the file's package; `from x import y`
+//! binds `y` when it is a submodule; `importlib` loads by name or path. A top-level name found
+//! in no root is an external package (stdlib or third party).
+
+use super::{join, parent, Query, RepoFiles, Resolution, Target};
+use crate::engine::code::imports::kind;
+use std::collections::HashSet;
+
+/// Confidence of an import found from a script's own directory (sys.path[0] when run directly).
+const SCRIPT_DIR_CONFIDENCE: f32 = 0.9;
+
+pub struct PythonIndex {
+    packages: HashSet<String>,
+    roots: Vec<String>,
+}
+
+impl PythonIndex {
+    pub fn new(files: &RepoFiles) -> PythonIndex {
+        let packages: HashSet<String> = files
+            .iter()
+            .filter(|p| p.ends_with("__init__.py") || p.ends_with("__init__.pyi"))
+            .filter(|p| matches!(super::file_name(p), "__init__.py" | "__init__.pyi"))
+            .map(|p| parent(p).to_string())
+            .collect();
+        let mut roots: Vec<String> = packages
+            .iter()
+            .filter(|d| !d.is_empty())
+            .map(|d| parent(d).to_string())
+            .filter(|p| !packages.contains(p))
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        if !roots.iter().any(|r| r.is_empty()) {
+            roots.push(String::new());
+        }
+        roots.sort();
+        PythonIndex { packages, roots }
+    }
+
+    pub fn resolve(&self, q: &Query) -> Resolution {
+        if q.imp.kind == kind::LOAD_PATH {
+            return load_path(q);
+        }
+        let names: &[String] = if q.imp.kind == kind::FROM { &q.imp.names } else { &[] };
+        if q.spec.starts_with('.') {
+            return self.relative(q, names);
+        }
+        let own = self.own_root(q.dir());
+        let own_is_root = self.roots.contains(&own);
+        let mut order: Vec<(&str, Option<f32>)> = Vec::new();
+        if own_is_root {
+            order.push((own.as_str(), None));
+        }
+        order.extend(self.roots.iter().filter(|r| **r != own).map(|r| (r.as_str(), None)));
+        if !own_is_root {
+            order.push((own.as_str(), Some(SCRIPT_DIR_CONFIDENCE)));
+        }
+        let rel = q.spec.replace('.', "/");
+        for (root, confidence) in &order {
+            let Some(base) = join(root, &rel) else { continue };
+            if let Some(targets) = self.module_targets(q.files, &base, names) {
+                let targets = targets
+                    .into_iter()
+                    .map(|p| match confidence {
+                        Some(c) => Target::heuristic(p, *c),
+                        None => Target::exact(p),
+                    })
+                    .collect();
+                return Resolution::Files(targets);
+            }
+        }
+        let top = q.spec.split('.').next().unwrap_or(q.spec);
+        let top_is_ours = order.iter().any(|(root, _)| {
+            join(root, top).is_some_and(|b| self.module_file(q.files, &b).is_some() || self.packages.contains(&b))
+        });
+        if top_is_ours {
+            return Resolution::NotFound(format!(
+                "{} is a package of the repository, but no module {} exists in it (roots: {})",
+                top,
+                q.spec,
+                order.iter().map(|(r, _)| if r.is_empty() { "." } else { r }).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        Resolution::External(top.to_string())
+    }
+
+    /// `from .x import y`, `from .. import z`.
+    fn relative(&self, q: &Query, names: &[String]) -> Resolution {
+        let dots = q.spec.chars().take_while(|c| *c == '.').count();
+        let rest = &q.spec[dots..];
+        let mut dir = q.dir().to_string();
+        for _ in 1..dots {
+            if dir.is_empty() {
+                return Resolution::NotFound(format!("{} climbs above the repository root", q.spec));
+            }
+            dir = parent(&dir).to_string();
+        }
+        let base = if rest.is_empty() { dir.clone() } else { join(&dir, &rest.replace('.', "/")).unwrap_or_default() };
+        match self.module_targets(q.files, &base, names) {
+            Some(t) => Resolution::Files(t.into_iter().map(Target::exact).collect()),
+            None => Resolution::NotFound(format!("no module {base}.py or {base}/__init__.py for {}", q.spec)),
+        }
+    }
+
+    /// The file of module `base` (a path without extension), and of each name that is a
+    /// submodule; `None` if neither the module nor any named submodule exists.
+    fn module_targets(&self, files: &RepoFiles, base: &str, names: &[String]) -> Option<Vec<String>> {
+        let module = self.module_file(files, base);
+        let mut out = Vec::new();
+        let mut attribute_names = names.is_empty();
+        for n in names {
+            match join(base, n).and_then(|b| self.module_file(files, &b)) {
+                Some(sub) => out.push(sub),
+                None => attribute_names = true,
+            }
+        }
+        if attribute_names {
+            match module {
+                Some(m) => out.insert(0, m),
+                None if out.is_empty() => return None,
+                None => {}
+            }
+        }
+        Some(out)
+    }
+
+    fn module_file(&self, files: &RepoFiles, base: &str) -> Option<String> {
+        let init = if base.is_empty() { "__init__".to_string() } else { format!("{base}/__init__") };
+        files.first_existing(
+            [format!("{base}.py"), format!("{init}.py"), format!("{base}.pyi"), format!("{init}.pyi")]
+                .iter()
+                .map(String::as_str),
+        )
+    }
+
+    /// The directory absolute imports of a file in `dir` start from: above its top package.
+    fn own_root(&self, dir: &str) -> String {
+        let mut d = dir;
+        while self.packages.contains(d) && !d.is_empty() {
+            d = parent(d);
+        }
+        d.to_string()
+    }
+}
+
+/// `spec_from_file_location(name, path)` and friends: a file path.
+fn load_path(q: &Query) -> Resolution {
+    let relative = q.spec.starts_with("./") || q.spec.starts_with("../");
+    let candidate = if relative { q.relative(q.spec) } else { join("", q.spec.trim_start_matches('/')) };
+    match candidate {
+        Some(p) if q.files.contains(&p) => {
+            Resolution::Files(vec![if relative { Target::exact(p) } else { Target::heuristic(p, 0.7) }])
+        }
+        Some(p) => Resolution::NotFound(format!("{p} is not a file of the repository")),
+        None => Resolution::NotFound(format!("{} points outside the repository", q.spec)),
+    }
+}
