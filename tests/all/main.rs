@@ -5,6 +5,7 @@ mod cli;
 mod config;
 mod impact;
 mod indexing;
+mod llm;
 mod search;
 mod util;
 mod watch;
