@@ -10,12 +10,9 @@ pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
     syntax::walk(root, |n| match n.kind() {
         "using_directive" => {
             let is_static = syntax::has_child_kind(n, "static");
-            let target = named_children(n)
-                .into_iter()
-                .filter(|c| {
-                    matches!(c.kind(), "qualified_name" | "identifier" | "generic_name" | "alias_qualified_name")
-                })
-                .last();
+            let target = named_children(n).into_iter().rev().find(|c| {
+                matches!(c.kind(), "qualified_name" | "identifier" | "generic_name" | "alias_qualified_name")
+            });
             if let Some(t) = target {
                 let name: String = src.text(t).chars().filter(|c| !c.is_whitespace()).collect();
                 let name = name.split_once("::").map(|(_, rest)| rest.to_string()).unwrap_or(name);

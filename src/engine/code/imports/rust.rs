@@ -111,11 +111,7 @@ fn use_tree(node: Node, src: &Src, prefix: &str, out: &mut Vec<String>) {
             None if !prefix.is_empty() => out.push(prefix.to_string()),
             None => {}
         },
-        "self" => {
-            if !prefix.is_empty() {
-                out.push(prefix.to_string());
-            }
-        }
+        "self" if !prefix.is_empty() => out.push(prefix.to_string()),
         "identifier" | "scoped_identifier" | "crate" | "super" => out.push(join(prefix, &path_text(node, src))),
         _ => {}
     }
@@ -174,7 +170,7 @@ fn nested(node: Node, src: &Src, inline: &[String], out: &mut Vec<RawImport>) {
         if matches!(name, "include" | "include_str" | "include_bytes") {
             if let Some(tt) = named_children(n).into_iter().find(|c| c.kind() == "token_tree") {
                 let folded = fold_tokens(tt, src, 0);
-                let dynamic = !named_children(tt).first().is_some_and(|c| c.kind() == "string_literal");
+                let dynamic = named_children(tt).first().is_none_or(|c| c.kind() != "string_literal");
                 out.push(folded.into_import(kind::INCLUDE_FILE, line(n), src.text(tt), dynamic));
             }
             return false;
