@@ -157,7 +157,7 @@ pub fn run_graph(engine: &Engine, out: &Out, cmd: GraphCommand) -> anyhow::Resul
 }
 
 fn edge_label(e: &Edge) -> String {
-    let method = serde_json::to_value(e.method).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    let method = e.method.name();
     let line = if e.line > 0 { format!(" line {}", e.line) } else { String::new() };
     format!("{} {}  {method} {:.2}{line}", e.kind, e.spec, e.confidence)
 }

@@ -78,6 +78,17 @@ pub enum Method {
     ImportMap,
 }
 
+impl Method {
+    /// The serialized name (`static`, `heuristic`, `import_map`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Static => "static",
+            Method::Heuristic => "heuristic",
+            Method::ImportMap => "import_map",
+        }
+    }
+}
+
 /// One directed edge: `source` imports `target`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Edge {
@@ -111,6 +122,17 @@ pub enum DiagnosticCode {
     NotFound,
     /// A `docdex.import_map.json` entry matched but its targets are not repository files.
     ImportMap,
+}
+
+impl DiagnosticCode {
+    /// The serialized name (`dynamic`, `not_found`, `import_map`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DiagnosticCode::Dynamic => "dynamic",
+            DiagnosticCode::NotFound => "not_found",
+            DiagnosticCode::ImportMap => "import_map",
+        }
+    }
 }
 
 /// An import that produced no edge.
@@ -255,8 +277,7 @@ pub fn build(root: &Path, files: &[FileImports], known: &BTreeSet<String>) -> Im
     let cycles = find_cycles(&edges);
     let mut by_method: BTreeMap<String, usize> = BTreeMap::new();
     for e in edges.iter().filter(|e| !e.external) {
-        let name = serde_json::to_value(e.method).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-        *by_method.entry(name).or_default() += 1;
+        *by_method.entry(e.method.name().to_string()).or_default() += 1;
     }
     let stats = GraphStats {
         files: files.len(),

@@ -584,8 +584,7 @@ impl Engine {
         let mut by_code: BTreeMap<String, usize> = BTreeMap::new();
         for d in g.graph.diagnostics.iter().filter(|d| only.as_ref().is_none_or(|f| &d.source == f)) {
             grouped.entry(d.source.clone()).or_default().push(d.clone());
-            let code = serde_json::to_value(d.code).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-            *by_code.entry(code).or_default() += 1;
+            *by_code.entry(d.code.name().to_string()).or_default() += 1;
         }
         let total = grouped.values().map(Vec::len).sum();
         Ok(DiagnosticsResponse {

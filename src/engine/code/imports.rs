@@ -150,7 +150,7 @@ pub fn extract(lang: Lang, tree: &tree_sitter::Tree, source: &str) -> Vec<RawImp
         Lang::Php => php::extract(root, &src),
         Lang::Ruby => ruby::extract(root, &src),
         Lang::Lua => lua::extract(root, &src),
-        Lang::Dart => dart::extract(root, &src),
+        Lang::Dart => dart::extract(root, &src, source),
         Lang::Swift => swift::extract(root, &src),
     };
     out.retain(|i| !i.spec.is_empty());
@@ -403,6 +403,17 @@ def load(n):
             ])
         );
         assert_eq!(specs(Lang::Dart, "part of 'todo.dart';\n"), pairs(&[("part_of", "todo.dart")]));
+        let conditional = imports(Lang::Dart, "import 'a.dart';\nimport 'c1.dart' if (dart.library.io) 'c2.dart';\n");
+        assert_eq!(conditional.len(), 2, "{conditional:?}");
+        assert_eq!(
+            (conditional[1].spec.as_str(), conditional[1].candidates.clone()),
+            ("c1.dart", vec!["c2.dart".to_string()])
+        );
+        // Double quotes in a configuration trip the grammar; the error node's text still has it.
+        let broken = imports(Lang::Dart, "part 'p.dart';\nimport \"c1.dart\" if (dart.library.io) \"c2.dart\";\n");
+        let got: Vec<(&str, &str, Vec<String>)> =
+            broken.iter().map(|i| (i.kind.as_str(), i.spec.as_str(), i.candidates.clone())).collect();
+        assert_eq!(got, vec![("part", "p.dart", vec![]), ("import", "c1.dart", vec!["c2.dart".to_string()])]);
         assert_eq!(
             specs(Lang::Swift, "@testable import Foo\nimport struct Bar.Baz\nimport Qux\n"),
             pairs(&[("import", "Foo"), ("import", "Bar"), ("import", "Qux")])

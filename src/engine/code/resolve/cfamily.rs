@@ -4,24 +4,22 @@
 //! including file winning. `#include <x>` looks only in the include directories, and is a
 //! system or third-party header (external) otherwise.
 
-use super::{file_name, join, parent, Query, RepoFiles, Resolution, Target};
+use super::{file_name, parent, Query, RepoFiles, Resolution, Target};
 use crate::engine::code::imports::kind;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 const INCLUDE_DIR_CONFIDENCE: f32 = 0.9;
 const ROOT_CONFIDENCE: f32 = 0.8;
 const SUFFIX_CONFIDENCE: f32 = 0.6;
 
 pub struct IncludeIndex {
-    include_dirs: Vec<String>,
+    include_dirs: HashSet<String>,
     by_name: HashMap<String, Vec<String>>,
 }
 
 impl IncludeIndex {
     pub fn new(files: &RepoFiles) -> IncludeIndex {
-        let mut include_dirs: Vec<String> =
-            files.dirs().filter(|d| matches!(file_name(d), "include" | "inc")).cloned().collect();
-        include_dirs.sort();
+        let include_dirs = files.dirs().filter(|d| matches!(file_name(d), "include" | "inc")).cloned().collect();
         let mut by_name: HashMap<String, Vec<String>> = HashMap::new();
         for f in files.iter() {
             by_name.entry(file_name(f).to_string()).or_default().push(f.clone());
@@ -33,36 +31,41 @@ impl IncludeIndex {
     }
 
     pub fn resolve(&self, q: &Query) -> Resolution {
-        let spec = q.spec;
+        let spec = q.spec.trim_start_matches("./");
         let quoted = q.imp.kind == kind::INCLUDE;
         if quoted {
-            if let Some(p) = q.relative(spec).filter(|p| q.files.contains(p)) {
+            if let Some(p) = q.relative(q.spec).filter(|p| q.files.contains(p)) {
                 return Resolution::Files(vec![Target::exact(p)]);
             }
         }
-        let mut dirs: Vec<&String> = self.include_dirs.iter().collect();
-        dirs.sort_by_key(|d| std::cmp::Reverse(common_prefix(d, &q.file.path)));
-        for d in dirs {
-            if let Some(p) = join(d, spec).filter(|p| q.files.contains(p)) {
-                return Resolution::Files(vec![Target::heuristic(p, INCLUDE_DIR_CONFIDENCE)]);
-            }
+        // Every file whose path ends with the included path, with the directory it would be
+        // included from; the one nearest the including file wins.
+        let suffix = format!("/{spec}");
+        let mut candidates: Vec<(&str, &String)> = self
+            .by_name
+            .get(file_name(spec))
+            .into_iter()
+            .flatten()
+            .filter_map(|p| if p == spec { Some(("", p)) } else { p.strip_suffix(&suffix).map(|dir| (dir, p)) })
+            .collect();
+        let nearest = |a: &(&str, &String), b: &(&str, &String)| {
+            common_prefix(b.1, &q.file.path)
+                .cmp(&common_prefix(a.1, &q.file.path))
+                .then(a.1.len().cmp(&b.1.len()))
+                .then(a.1.cmp(b.1))
+        };
+        candidates.sort_by(nearest);
+        if let Some((_, p)) = candidates.iter().find(|(dir, _)| self.include_dirs.contains(*dir)) {
+            return Resolution::Files(vec![Target::heuristic((*p).clone(), INCLUDE_DIR_CONFIDENCE)]);
         }
         if !quoted {
             return Resolution::External(spec.to_string());
         }
-        if let Some(p) = join("", spec).filter(|p| q.files.contains(p)) {
-            return Resolution::Files(vec![Target::heuristic(p, ROOT_CONFIDENCE)]);
+        if let Some((_, p)) = candidates.iter().find(|(dir, _)| dir.is_empty()) {
+            return Resolution::Files(vec![Target::heuristic((*p).clone(), ROOT_CONFIDENCE)]);
         }
-        let suffix = format!("/{}", spec.trim_start_matches("./"));
-        let best =
-            self.by_name.get(file_name(spec)).into_iter().flatten().filter(|p| p.ends_with(&suffix)).max_by(|a, b| {
-                common_prefix(a, &q.file.path)
-                    .cmp(&common_prefix(b, &q.file.path))
-                    .then(b.len().cmp(&a.len()))
-                    .then(b.cmp(a))
-            });
-        match best {
-            Some(p) => Resolution::Files(vec![Target::heuristic(p.clone(), SUFFIX_CONFIDENCE)]),
+        match candidates.first() {
+            Some((_, p)) => Resolution::Files(vec![Target::heuristic((*p).clone(), SUFFIX_CONFIDENCE)]),
             None => Resolution::NotFound(format!(
                 "no {spec} beside {}, in the include directories found in the tree, or anywhere else in the repository",
                 q.file.path

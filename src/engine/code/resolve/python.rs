@@ -7,7 +7,7 @@
 
 use super::{join, parent, Query, RepoFiles, Resolution, Target};
 use crate::engine::code::imports::kind;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Confidence of an import found from a script's own directory (sys.path[0] when run directly).
 const SCRIPT_DIR_CONFIDENCE: f32 = 0.9;
@@ -15,6 +15,8 @@ const SCRIPT_DIR_CONFIDENCE: f32 = 0.9;
 pub struct PythonIndex {
     packages: HashSet<String>,
     roots: Vec<String>,
+    /// Top-level module or package name → the roots that have it, in root order.
+    tops: HashMap<String, Vec<usize>>,
 }
 
 impl PythonIndex {
@@ -37,7 +39,21 @@ impl PythonIndex {
             roots.push(String::new());
         }
         roots.sort();
-        PythonIndex { packages, roots }
+        let mut tops: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, root) in roots.iter().enumerate() {
+            let modules = files.files_in(root).iter().filter_map(|f| {
+                let name = super::file_name(f);
+                name.strip_suffix(".py").or_else(|| name.strip_suffix(".pyi"))
+            });
+            let dirs = files.subdirs(root).iter().map(|d| super::file_name(d));
+            for name in modules.chain(dirs) {
+                let v = tops.entry(name.to_string()).or_default();
+                if v.last() != Some(&i) {
+                    v.push(i);
+                }
+            }
+        }
+        PythonIndex { packages, roots, tops }
     }
 
     pub fn resolve(&self, q: &Query) -> Resolution {
@@ -48,13 +64,17 @@ impl PythonIndex {
         if q.spec.starts_with('.') {
             return self.relative(q, names);
         }
+        let top = q.spec.split('.').next().unwrap_or(q.spec);
         let own = self.own_root(q.dir());
         let own_is_root = self.roots.contains(&own);
+        // Only roots that have the top-level name can hold the module.
         let mut order: Vec<(&str, Option<f32>)> = Vec::new();
-        if own_is_root {
+        let with_top: Vec<&str> =
+            self.tops.get(top).map(|v| v.iter().map(|&i| self.roots[i].as_str()).collect()).unwrap_or_default();
+        if own_is_root && with_top.contains(&own.as_str()) {
             order.push((own.as_str(), None));
         }
-        order.extend(self.roots.iter().filter(|r| **r != own).map(|r| (r.as_str(), None)));
+        order.extend(with_top.iter().filter(|r| **r != own).map(|r| (*r, None)));
         if !own_is_root {
             order.push((own.as_str(), Some(SCRIPT_DIR_CONFIDENCE)));
         }
@@ -72,16 +92,16 @@ impl PythonIndex {
                 return Resolution::Files(targets);
             }
         }
-        let top = q.spec.split('.').next().unwrap_or(q.spec);
-        let top_is_ours = order.iter().any(|(root, _)| {
-            join(root, top).is_some_and(|b| self.module_file(q.files, &b).is_some() || self.packages.contains(&b))
-        });
+        let top_is_ours = !with_top.is_empty()
+            || (!own_is_root
+                && join(&own, top).is_some_and(|b| self.module_file(q.files, &b).is_some() || q.files.is_dir(&b)));
         if top_is_ours {
+            let shown: Vec<&str> = order.iter().take(5).map(|(r, _)| if r.is_empty() { "." } else { *r }).collect();
             return Resolution::NotFound(format!(
-                "{} is a package of the repository, but no module {} exists in it (roots: {})",
-                top,
+                "{top} is a module of the repository, but no module {} exists under {}{}",
                 q.spec,
-                order.iter().map(|(r, _)| if r.is_empty() { "." } else { r }).collect::<Vec<_>>().join(", ")
+                shown.join(", "),
+                if order.len() > 5 { format!(" and {} more roots", order.len() - 5) } else { String::new() }
             ));
         }
         Resolution::External(top.to_string())
