@@ -91,6 +91,12 @@ fn bench(root: &Path) {
     let t = Instant::now();
     let loaded = LoadedGraph::new(graph::load(&tmp).expect("load").expect("graph"));
     let load_s = t.elapsed().as_secs_f64();
+    if let Ok(keep) = std::env::var("IMPACT_BENCH_KEEP") {
+        let _ = std::fs::copy(
+            &tmp,
+            format!("{keep}/{}.json", root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+        );
+    }
     let _ = std::fs::remove_file(&tmp);
 
     // Queries: impact at depth 2 and one-hop neighbours for a spread of files.

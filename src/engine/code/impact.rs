@@ -251,37 +251,60 @@ pub struct RebuildSummary {
     pub warnings: Vec<String>,
 }
 
-/// A graph with adjacency, ready for queries.
+/// A graph with adjacency, ready for queries: nodes are numbered, edges indexed both ways.
 #[derive(Debug)]
 pub struct LoadedGraph {
     /// The stored graph.
     pub graph: ImpactGraph,
-    out: HashMap<String, Vec<usize>>,
-    inc: HashMap<String, Vec<usize>>,
-    in_cycle: HashSet<String>,
-    unresolved: HashMap<String, usize>,
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+    /// Per node: indices of the edges leaving it.
+    out: Vec<Vec<u32>>,
+    /// Per node: indices of the edges reaching it.
+    inc: Vec<Vec<u32>>,
+    /// Per edge: (source node, target node).
+    ends: Vec<(u32, u32)>,
+    in_cycle: Vec<bool>,
+    unresolved: Vec<usize>,
 }
 
 impl LoadedGraph {
-    /// Indexes a graph's edges both ways.
+    /// Numbers the nodes and indexes the edges both ways.
     pub fn new(graph: ImpactGraph) -> LoadedGraph {
-        let mut out: HashMap<String, Vec<usize>> = HashMap::new();
-        let mut inc: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, e) in graph.edges.iter().enumerate() {
-            out.entry(e.source.clone()).or_default().push(i);
-            inc.entry(e.target.clone()).or_default().push(i);
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut names: Vec<String> = Vec::new();
+        for f in graph.files.keys() {
+            intern(f, &mut ids, &mut names);
         }
-        let in_cycle = graph.cycles.iter().flat_map(|c| c.files.iter().cloned()).collect();
-        let mut unresolved: HashMap<String, usize> = HashMap::new();
+        let ends: Vec<(u32, u32)> = graph
+            .edges
+            .iter()
+            .map(|e| (intern(&e.source, &mut ids, &mut names), intern(&e.target, &mut ids, &mut names)))
+            .collect();
+        let mut out = vec![Vec::new(); names.len()];
+        let mut inc = vec![Vec::new(); names.len()];
+        for (i, &(s, t)) in ends.iter().enumerate() {
+            out[s as usize].push(i as u32);
+            inc[t as usize].push(i as u32);
+        }
+        let mut in_cycle = vec![false; names.len()];
+        for f in graph.cycles.iter().flat_map(|c| c.files.iter()) {
+            if let Some(&i) = ids.get(f) {
+                in_cycle[i as usize] = true;
+            }
+        }
+        let mut unresolved = vec![0; names.len()];
         for d in &graph.diagnostics {
-            *unresolved.entry(d.source.clone()).or_default() += 1;
+            if let Some(&i) = ids.get(&d.source) {
+                unresolved[i as usize] += 1;
+            }
         }
-        LoadedGraph { graph, out, inc, in_cycle, unresolved }
+        LoadedGraph { graph, ids, names, out, inc, ends, in_cycle, unresolved }
     }
 
     /// True if the id is a file of the graph, an edge endpoint, or a package it imports.
     pub fn contains(&self, id: &str) -> bool {
-        self.graph.files.contains_key(id) || self.out.contains_key(id) || self.inc.contains_key(id)
+        self.ids.contains_key(id)
     }
 
     fn info(&self) -> GraphInfo {
@@ -292,37 +315,40 @@ impl LoadedGraph {
         }
     }
 
-    fn node(&self, id: &str, depth: u32, side: Side) -> ImpactNode {
+    fn node(&self, id: u32, depth: u32, side: Side) -> ImpactNode {
+        let name = &self.names[id as usize];
         ImpactNode {
-            id: id.to_string(),
-            external: id.starts_with(EXTERNAL_PREFIX),
-            lang: self.graph.files.get(id).map(|l| l.name().to_string()),
+            id: name.clone(),
+            external: name.starts_with(EXTERNAL_PREFIX),
+            lang: self.graph.files.get(name).map(|l| l.name().to_string()),
             depth,
             side,
-            in_cycle: self.in_cycle.contains(id),
-            unresolved_imports: self.unresolved.get(id).copied().unwrap_or(0),
+            in_cycle: self.in_cycle[id as usize],
+            unresolved_imports: self.unresolved[id as usize],
         }
     }
 
     /// Breadth-first from `root` along (`forward`) or against the edges, to `depth` hops;
-    /// `limit` caps the nodes returned (the bool says whether it was hit).
-    fn traverse(&self, root: &str, forward: bool, depth: u32, limit: usize) -> (Vec<Dependency>, bool) {
+    /// `limit` caps the nodes returned (the bool says whether it was hit). Each node keeps its
+    /// shallowest depth and, at that depth, its most confident path.
+    fn traverse(&self, root: u32, forward: bool, depth: u32, limit: usize) -> (Vec<Dependency>, bool) {
         let adj = if forward { &self.out } else { &self.inc };
-        let mut best: HashMap<&str, (u32, f32, usize)> = HashMap::new();
-        let mut order: Vec<&str> = Vec::new();
-        let mut frontier: Vec<(&str, f32)> = vec![(root, 1.0)];
+        // node -> (depth, path confidence, edge)
+        let mut best: HashMap<u32, (u32, f32, u32)> = HashMap::new();
+        let mut order: Vec<u32> = Vec::new();
+        let mut frontier: Vec<(u32, f32)> = vec![(root, 1.0)];
         let mut truncated = false;
         for d in 1..=depth {
-            let mut next: Vec<(&str, f32)> = Vec::new();
-            for (node, conf) in &frontier {
-                for &ei in adj.get(*node).map(Vec::as_slice).unwrap_or(&[]) {
-                    let e = &self.graph.edges[ei];
-                    let other = if forward { e.target.as_str() } else { e.source.as_str() };
+            let mut next: Vec<u32> = Vec::new();
+            for &(node, conf) in &frontier {
+                for &ei in &adj[node as usize] {
+                    let (s, t) = self.ends[ei as usize];
+                    let other = if forward { t } else { s };
                     if other == root {
                         continue;
                     }
-                    let c = conf * e.confidence;
-                    match best.get_mut(other) {
+                    let c = conf * self.graph.edges[ei as usize].confidence;
+                    match best.get_mut(&other) {
                         Some(entry) if entry.0 == d && c > entry.1 => *entry = (d, c, ei),
                         Some(_) => {}
                         None => {
@@ -332,30 +358,28 @@ impl LoadedGraph {
                             }
                             best.insert(other, (d, c, ei));
                             order.push(other);
-                            next.push((other, c));
+                            next.push(other);
                         }
                     }
                 }
             }
-            // Confidences of this level are final now; carry them forward.
-            for n in &mut next {
-                n.1 = best[n.0].1;
-            }
             if next.is_empty() {
                 break;
             }
-            frontier = next;
+            // Confidences of this level are final now; carry them forward.
+            frontier = next.into_iter().map(|n| (n, best[&n].1)).collect();
         }
         let deps = order
             .into_iter()
             .map(|id| {
-                let (depth, confidence, ei) = best[id];
+                let (depth, confidence, ei) = best[&id];
+                let name = &self.names[id as usize];
                 Dependency {
-                    path: id.to_string(),
-                    external: id.starts_with(EXTERNAL_PREFIX),
+                    path: name.clone(),
+                    external: name.starts_with(EXTERNAL_PREFIX),
                     depth,
                     confidence,
-                    edge: self.graph.edges[ei].clone(),
+                    edge: self.graph.edges[ei as usize].clone(),
                 }
             })
             .collect();
@@ -363,80 +387,84 @@ impl LoadedGraph {
     }
 
     /// All transitive dependents of `root`, nearest first, then by path.
-    fn dependents(&self, root: &str) -> Vec<String> {
-        let mut seen: HashSet<&str> = HashSet::from([root]);
+    fn dependents(&self, root: u32) -> Vec<String> {
+        let mut seen = vec![false; self.names.len()];
+        seen[root as usize] = true;
         let mut queue = VecDeque::from([(root, 0u32)]);
         let mut found: Vec<(u32, &str)> = Vec::new();
         while let Some((node, d)) = queue.pop_front() {
-            for &ei in self.inc.get(node).map(Vec::as_slice).unwrap_or(&[]) {
-                let s = self.graph.edges[ei].source.as_str();
-                if seen.insert(s) {
-                    found.push((d + 1, s));
+            for &ei in &self.inc[node as usize] {
+                let s = self.ends[ei as usize].0;
+                if !seen[s as usize] {
+                    seen[s as usize] = true;
+                    found.push((d + 1, &self.names[s as usize]));
                     queue.push_back((s, d + 1));
                 }
             }
         }
-        found.sort();
+        found.sort_unstable();
         found.into_iter().map(|(_, s)| s.to_string()).collect()
     }
 
-    /// The impact of `file` (already normalized and known to the graph).
+    /// The impact of `file` (a node id): inbound and outbound dependencies to `depth`, all
+    /// transitive dependents, and whether a side was cut at the node limit.
     pub fn impact(
         &self,
         file: &str,
         depth: u32,
         direction: Direction,
     ) -> (Vec<Dependency>, Vec<Dependency>, Vec<String>, bool) {
+        let Some(&root) = self.ids.get(file) else { return (Vec::new(), Vec::new(), Vec::new(), false) };
         let (inbound, t1) = if direction != Direction::Out {
-            self.traverse(file, false, depth, MAX_NODES_PER_SIDE)
+            self.traverse(root, false, depth, MAX_NODES_PER_SIDE)
         } else {
             (Vec::new(), false)
         };
         let (outbound, t2) = if direction != Direction::In {
-            self.traverse(file, true, depth, MAX_NODES_PER_SIDE)
+            self.traverse(root, true, depth, MAX_NODES_PER_SIDE)
         } else {
             (Vec::new(), false)
         };
-        (inbound, outbound, self.dependents(file), t1 || t2)
+        (inbound, outbound, self.dependents(root), t1 || t2)
     }
 
     /// Nodes (root first) and the edges among them.
     fn subgraph(&self, file: &str, inbound: &[Dependency], outbound: &[Dependency]) -> (Vec<ImpactNode>, Vec<Edge>) {
-        let mut nodes: Vec<ImpactNode> = vec![self.node(file, 0, Side::Root)];
-        let mut index: HashMap<String, usize> = HashMap::from([(file.to_string(), 0)]);
+        let Some(&root) = self.ids.get(file) else { return (Vec::new(), Vec::new()) };
+        let mut nodes: Vec<ImpactNode> = vec![self.node(root, 0, Side::Root)];
+        let mut index: HashMap<u32, usize> = HashMap::from([(root, 0)]);
         for (deps, side) in [(inbound, Side::In), (outbound, Side::Out)] {
             for d in deps {
-                match index.get(&d.path) {
+                let Some(&id) = self.ids.get(&d.path) else { continue };
+                match index.get(&id) {
                     Some(&i) => {
                         nodes[i].side = Side::Both;
                         nodes[i].depth = nodes[i].depth.min(d.depth);
                     }
                     None => {
-                        index.insert(d.path.clone(), nodes.len());
-                        nodes.push(self.node(&d.path, d.depth, side));
+                        index.insert(id, nodes.len());
+                        nodes.push(self.node(id, d.depth, side));
                     }
                 }
             }
         }
-        let mut edge_ids: Vec<usize> = Vec::new();
-        for n in &nodes {
-            for &ei in self.out.get(&n.id).map(Vec::as_slice).unwrap_or(&[]) {
-                if index.contains_key(&self.graph.edges[ei].target) {
-                    edge_ids.push(ei);
-                }
-            }
-        }
+        let mut edge_ids: Vec<u32> = index
+            .keys()
+            .flat_map(|&n| self.out[n as usize].iter().copied())
+            .filter(|&ei| index.contains_key(&self.ends[ei as usize].1))
+            .collect();
         edge_ids.sort_unstable();
-        (nodes, edge_ids.into_iter().map(|i| self.graph.edges[i].clone()).collect())
+        (nodes, edge_ids.into_iter().map(|i| self.graph.edges[i as usize].clone()).collect())
     }
 
-    /// Dependencies and dependents of `files` to `hops`, files only.
+    /// Dependencies and dependents of `files` (node ids) to `hops`, files only.
     pub fn neighbors(&self, files: &[String], hops: u32) -> Vec<Neighbor> {
         let seeds: HashSet<&str> = files.iter().map(String::as_str).collect();
         let mut found: BTreeMap<String, Neighbor> = BTreeMap::new();
         for f in files {
+            let Some(&root) = self.ids.get(f) else { continue };
             for (forward, relation) in [(true, Relation::ImportedByChanged), (false, Relation::ImportsChanged)] {
-                let (deps, _) = self.traverse(f, forward, hops, usize::MAX);
+                let (deps, _) = self.traverse(root, forward, hops, usize::MAX);
                 for d in deps.into_iter().filter(|d| !d.external && !seeds.contains(d.path.as_str())) {
                     let n = found.entry(d.path.clone()).or_insert_with(|| Neighbor {
                         path: d.path.clone(),
@@ -465,6 +493,17 @@ impl LoadedGraph {
         });
         out
     }
+}
+
+/// The number of a node, numbering it if it is new.
+fn intern(name: &str, ids: &mut HashMap<String, u32>, names: &mut Vec<String>) -> u32 {
+    if let Some(&i) = ids.get(name) {
+        return i;
+    }
+    let i = names.len() as u32;
+    ids.insert(name.to_string(), i);
+    names.push(name.to_string());
+    i
 }
 
 /// Loaded graphs per repository, reloaded when the file's size or mtime changes.

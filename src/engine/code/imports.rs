@@ -207,6 +207,21 @@ fn f() { include!(concat!(env!("OUT_DIR"), "/gen.rs")); }
                 ("include_file", "*/gen.rs"),
             ])
         );
+        let in_macros = specs(
+            Lang::Rust,
+            "cfg_if! { if #[cfg(unix)] { #[path = \"u.rs\"] mod unix; pub use self::unix::{a, b::*}; } else { mod other; } }\nmacro_rules! m { ($n:ident) => { mod $n; use $crate::x; } }\nmod r#as;\nuse crate::r#as::f;\n",
+        );
+        assert_eq!(
+            in_macros,
+            pairs(&[
+                ("mod_path", "u.rs"),
+                ("use", "self::unix::a"),
+                ("use", "self::unix::b"),
+                ("mod", "other"),
+                ("mod", "as"),
+                ("use", "crate::as::f"),
+            ])
+        );
         let all = imports(Lang::Rust, "fn f() { include!(concat!(env!(\"OUT_DIR\"), \"/gen.rs\")); }");
         assert!(all[0].dynamic && all[0].unresolvable, "{all:?}");
     }

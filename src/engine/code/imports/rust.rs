@@ -1,6 +1,8 @@
 //! Rust: `mod x;` (with `#[path]` and inside inline modules), `use` trees flattened to one
 //! path each, `extern crate`, and `include!` / `include_str!` / `include_bytes!` (with
-//! `concat!` folded; `env!(..)` parts are unknown).
+//! `concat!` folded; `env!(..)` parts are unknown). `mod` and `use` items written inside other
+//! macro invocations (`cfg_if! { ... }`, crate-local `cfg_*!` wrappers) are read at the token
+//! level; `macro_rules!` bodies are templates and are skipped.
 
 use super::fold::Folded;
 use super::syntax::{self, line, named_children, Src};
@@ -25,23 +27,23 @@ fn items(body: Node, src: &Src, inline: &[String], out: &mut Vec<RawImport>) {
                 continue;
             }
             "mod_item" => {
-                let name = child.child_by_field_name("name").map(|n| src.text(n)).unwrap_or("");
+                let name = raw_ident(child.child_by_field_name("name").map(|n| src.text(n)).unwrap_or(""));
                 match child.child_by_field_name("body") {
                     Some(body) => {
                         let mut inner = inline.to_vec();
-                        inner.push(name.to_string());
+                        inner.push(name.clone());
                         items(body, src, &inner, out);
                     }
                     None => {
                         let imp = match path_attr.take() {
                             Some(p) => {
                                 let mut imp = RawImport::new(kind::MOD_PATH, p, line(child));
-                                imp.names = vec![name.to_string()];
+                                imp.names = vec![name.clone()];
                                 imp
                             }
                             None => {
                                 let mut chain = inline.to_vec();
-                                chain.push(name.to_string());
+                                chain.push(name.clone());
                                 RawImport::new(kind::MOD, chain.join("::"), line(child))
                             }
                         };
@@ -117,10 +119,10 @@ fn use_tree(node: Node, src: &Src, prefix: &str, out: &mut Vec<String>) {
     }
 }
 
-/// A path's text without whitespace or a leading `::`.
+/// A path's text without whitespace, a leading `::` or raw-identifier prefixes.
 fn path_text(node: Node, src: &Src) -> String {
     let t: String = src.text(node).chars().filter(|c| !c.is_whitespace()).collect();
-    t.trim_start_matches("::").to_string()
+    t.trim_start_matches("::").split("::").map(raw_ident).collect::<Vec<_>>().join("::")
 }
 
 /// Rewrites `self::`/`super::` paths written inside inline modules so they are relative to the
@@ -160,7 +162,7 @@ fn nested(node: Node, src: &Src, inline: &[String], out: &mut Vec<RawImport>) {
             push_use(n, src, inline, out);
             return false;
         }
-        if n.kind() == "mod_item" {
+        if matches!(n.kind(), "mod_item" | "macro_definition") {
             return false;
         }
         if n.kind() != "macro_invocation" {
@@ -175,8 +177,150 @@ fn nested(node: Node, src: &Src, inline: &[String], out: &mut Vec<RawImport>) {
             }
             return false;
         }
+        // Other macros (`cfg_if!`, `cfg_net!`, ...) often wrap `mod` and `use` items.
+        if let Some(tt) = named_children(n).into_iter().find(|c| c.kind() == "token_tree") {
+            macro_items(tt, src, inline, out);
+        }
+        false
+    });
+}
+
+/// `mod x;` (with a preceding `#[path = "..."]`) and `use ...;` written inside a macro
+/// invocation's token tree, found at the token level.
+fn macro_items(tt: Node, src: &Src, inline: &[String], out: &mut Vec<RawImport>) {
+    let tokens = leaves(tt);
+    let text = |i: usize| tokens.get(i).map(|n| src.text(*n)).unwrap_or("");
+    let mut pending_path: Option<String> = None;
+    let mut i = 0;
+    while i < tokens.len() {
+        match text(i) {
+            "path" if text(i + 1) == "=" && tokens.get(i + 2).is_some_and(|t| t.kind() == "string_literal") => {
+                pending_path = Some(syntax::unescape(syntax::unquote(text(i + 2))));
+                i += 3;
+                continue;
+            }
+            "mod" if tokens.get(i + 1).is_some_and(|t| t.kind() == "identifier") && text(i + 2) == ";" => {
+                let name = raw_ident(text(i + 1));
+                let imp = match pending_path.take() {
+                    Some(p) => {
+                        let mut imp = RawImport::new(kind::MOD_PATH, p, line(tokens[i]));
+                        imp.names = vec![name];
+                        imp
+                    }
+                    None => {
+                        let mut chain = inline.to_vec();
+                        chain.push(name);
+                        RawImport::new(kind::MOD, chain.join("::"), line(tokens[i]))
+                    }
+                };
+                out.push(imp);
+                i += 3;
+                continue;
+            }
+            "use" => {
+                let end = (i + 1..tokens.len()).find(|&j| text(j) == ";").unwrap_or(tokens.len());
+                let words: Vec<&str> = (i + 1..end).map(text).filter(|t| *t != "$").collect();
+                let mut paths = Vec::new();
+                let mut pos = 0;
+                use_tokens(&words, &mut pos, &[], &mut paths, 0);
+                for p in paths {
+                    out.push(RawImport::new(kind::USE, relative_to_file(&p, inline), line(tokens[i])));
+                }
+                i = end + 1;
+                continue;
+            }
+            ";" => pending_path = None,
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+/// The tokens of a token tree in order (string literals whole).
+fn leaves(node: Node) -> Vec<Node> {
+    let mut out = Vec::new();
+    syntax::walk(node, |n| {
+        if n.child_count() == 0 || matches!(n.kind(), "string_literal" | "raw_string_literal" | "char_literal") {
+            if n != node {
+                out.push(n);
+            }
+            return false;
+        }
         true
     });
+    out
+}
+
+/// Parses the tokens of a use tree (`a :: b :: { c , d :: * }`) into full paths.
+fn use_tokens(words: &[&str], pos: &mut usize, prefix: &[String], out: &mut Vec<String>, depth: u32) {
+    if depth > 16 {
+        return;
+    }
+    let mut segs: Vec<String> = prefix.to_vec();
+    if words.get(*pos) == Some(&"::") {
+        *pos += 1;
+    }
+    while let Some(&w) = words.get(*pos) {
+        match w {
+            "{" => {
+                *pos += 1;
+                while *pos < words.len() && words[*pos] != "}" {
+                    use_tokens(words, pos, &segs, out, depth + 1);
+                    if words.get(*pos) == Some(&",") {
+                        *pos += 1;
+                    } else {
+                        break;
+                    }
+                }
+                if words.get(*pos) == Some(&"}") {
+                    *pos += 1;
+                }
+                return;
+            }
+            "*" => {
+                *pos += 1;
+                if !segs.is_empty() {
+                    out.push(segs.join("::"));
+                }
+                return;
+            }
+            "self" if !segs.is_empty() && words.get(*pos + 1) != Some(&"::") => {
+                *pos += 1;
+                if words.get(*pos) == Some(&"as") {
+                    *pos += 2;
+                }
+                out.push(segs.join("::"));
+                return;
+            }
+            "," | "}" | ";" => {
+                if !segs.is_empty() && segs.len() > prefix.len() {
+                    out.push(segs.join("::"));
+                }
+                return;
+            }
+            _ => {
+                segs.push(raw_ident(w));
+                *pos += 1;
+                match words.get(*pos) {
+                    Some(&"::") => *pos += 1,
+                    Some(&"as") => {
+                        *pos += 2;
+                        out.push(segs.join("::"));
+                        return;
+                    }
+                    _ => {
+                        out.push(segs.join("::"));
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `r#as` is the module `as`.
+fn raw_ident(s: &str) -> String {
+    s.strip_prefix("r#").unwrap_or(s).to_string()
 }
 
 /// Folds a macro argument token tree: a string literal, or `concat!(...)` of literals; other

@@ -15,6 +15,7 @@ const SCRIPT_DIR_CONFIDENCE: f32 = 0.9;
 pub struct PythonIndex {
     packages: HashSet<String>,
     roots: Vec<String>,
+    root_set: HashSet<String>,
     /// Top-level module or package name → the roots that have it, in root order.
     tops: HashMap<String, Vec<usize>>,
 }
@@ -53,7 +54,8 @@ impl PythonIndex {
                 }
             }
         }
-        PythonIndex { packages, roots, tops }
+        let root_set = roots.iter().cloned().collect();
+        PythonIndex { packages, roots, root_set, tops }
     }
 
     pub fn resolve(&self, q: &Query) -> Resolution {
@@ -66,7 +68,7 @@ impl PythonIndex {
         }
         let top = q.spec.split('.').next().unwrap_or(q.spec);
         let own = self.own_root(q.dir());
-        let own_is_root = self.roots.contains(&own);
+        let own_is_root = self.root_set.contains(&own);
         // Only roots that have the top-level name can hold the module.
         let mut order: Vec<(&str, Option<f32>)> = Vec::new();
         let with_top: Vec<&str> =

@@ -225,12 +225,12 @@ impl RustIndex {
         }
     }
 
-    /// The deepest module of `base::rest...` that is a file.
+    /// The deepest module of `base::rest...` that is a file (an inline module lives in the
+    /// file of its nearest file-backed ancestor, so this may climb above `base`).
     fn lookup(&self, id: usize, base: &[&str], rest: &[&str]) -> Resolution {
-        for k in (0..=rest.len()).rev() {
-            let mut path: Vec<&str> = base.to_vec();
-            path.extend_from_slice(&rest[..k]);
-            if let Some(file) = self.by_path.get(&(id, path.join("::"))) {
+        let full: Vec<&str> = base.iter().chain(rest.iter()).copied().collect();
+        for k in (0..=full.len()).rev() {
+            if let Some(file) = self.by_path.get(&(id, full[..k].join("::"))) {
                 return Resolution::Files(vec![Target::exact(file.clone())]);
             }
         }
