@@ -9,40 +9,49 @@ use super::{kind, RawImport};
 use tree_sitter::Node;
 
 pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
-    let env = bindings(root, src);
     let mut out = Vec::new();
-    syntax::walk(root, |n| match n.kind() {
-        "import_statement" => {
-            if let Some(source) = n.child_by_field_name("source") {
-                let mut imp = RawImport::new(kind::IMPORT, string_value(source, src), line(n));
-                imp.names = imported_names(n, src);
-                out.push(imp);
-            } else if let Some(req) = named_children(n).into_iter().find(|c| c.kind() == "import_require_clause") {
-                if let Some(source) = req.child_by_field_name("source") {
-                    out.push(RawImport::new(kind::IMPORT, string_value(source, src), line(n)));
+    // Import and re-export statements are module-level.
+    for n in named_children(root) {
+        match n.kind() {
+            "import_statement" => {
+                if let Some(source) = n.child_by_field_name("source") {
+                    let mut imp = RawImport::new(kind::IMPORT, string_value(source, src), line(n));
+                    imp.names = imported_names(n, src);
+                    out.push(imp);
+                } else if let Some(req) = named_children(n).into_iter().find(|c| c.kind() == "import_require_clause") {
+                    if let Some(source) = req.child_by_field_name("source") {
+                        out.push(RawImport::new(kind::IMPORT, string_value(source, src), line(n)));
+                    }
                 }
             }
-            false
-        }
-        "export_statement" => match n.child_by_field_name("source") {
-            Some(source) => {
-                out.push(RawImport::new(kind::EXPORT, string_value(source, src), line(n)));
-                false
+            "export_statement" => {
+                if let Some(source) = n.child_by_field_name("source") {
+                    out.push(RawImport::new(kind::EXPORT, string_value(source, src), line(n)));
+                }
             }
-            None => true,
-        },
-        "call_expression" => {
-            if let Some(k) = call_kind(n, src) {
-                if let Some(arg) = first_argument(n) {
-                    let literal = arg.kind() == "string";
-                    let folded = fold(arg, src, &env, 0);
-                    out.push(folded.into_import(k, line(n), src.text(arg), !literal));
+            _ => {}
+        }
+    }
+    // `require(...)` and `import(...)` can sit in any expression: walk everything only when the
+    // file mentions them, and read the file's constants only when an argument is not a literal.
+    if src.mentions(&["require", "import(", "import ("]) {
+        let mut calls: Vec<(&'static str, u32, Node)> = Vec::new();
+        syntax::walk(root, |n| {
+            if n.kind() == "call_expression" {
+                if let (Some(k), Some(arg)) = (call_kind(n, src), first_argument(n)) {
+                    calls.push((k, line(n), arg));
                 }
             }
             true
+        });
+        let env = if calls.iter().any(|(_, _, a)| a.kind() != "string") { bindings(root, src) } else { Env::default() };
+        for (k, at, arg) in calls {
+            let literal = arg.kind() == "string";
+            let folded = fold(arg, src, &env, 0);
+            out.push(folded.into_import(k, at, src.text(arg), !literal));
         }
-        _ => true,
-    });
+        out.sort_by_key(|i| i.line);
+    }
     out
 }
 

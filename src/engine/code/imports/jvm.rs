@@ -7,6 +7,7 @@ use tree_sitter::Node;
 
 pub fn extract_java(root: Node, src: &Src) -> Vec<RawImport> {
     let mut out = Vec::new();
+    let reflection = src.mentions(&["forName"]);
     syntax::walk(root, |n| match n.kind() {
         "package_declaration" => {
             out.push(RawImport::new(kind::PACKAGE, declared_name(n, src, "package"), line(n)));
@@ -33,13 +34,16 @@ pub fn extract_java(root: Node, src: &Src) -> Vec<RawImport> {
             }
             true
         }
-        _ => true,
+        "program" => true,
+        // Declarations are at the top; `Class.forName` can be anywhere.
+        _ => reflection,
     });
     out
 }
 
 pub fn extract_kotlin(root: Node, src: &Src) -> Vec<RawImport> {
     let mut out = Vec::new();
+    let reflection = src.mentions(&["forName"]);
     syntax::walk(root, |n| match n.kind() {
         "package_header" => {
             out.push(RawImport::new(kind::PACKAGE, declared_name(n, src, "package"), line(n)));
@@ -63,7 +67,8 @@ pub fn extract_kotlin(root: Node, src: &Src) -> Vec<RawImport> {
             }
             true
         }
-        _ => true,
+        "source_file" | "import_list" => true,
+        _ => reflection,
     });
     out
 }

@@ -10,6 +10,9 @@ use tree_sitter::Node;
 pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
     let mut env = Env::default();
     let mut out = Vec::new();
+    // `require`/`include` can be anywhere; without them, namespaces and `use` are all there is,
+    // and they sit at file or namespace level.
+    let full = src.mentions(&["require", "include", "REQUIRE", "INCLUDE", "Require", "Include"]);
     syntax::walk(root, |n| match n.kind() {
         "namespace_definition" => {
             if let Some(name) = n.child_by_field_name("name") {
@@ -55,7 +58,8 @@ pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
             }
             false
         }
-        _ => true,
+        "program" | "compound_statement" | "expression_statement" => true,
+        _ => full,
     });
     out
 }

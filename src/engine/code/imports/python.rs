@@ -9,8 +9,32 @@ use super::syntax::{self, line, named_children, Src, MAX_FOLD_DEPTH};
 use super::{kind, RawImport};
 use tree_sitter::Node;
 
+/// Names whose presence means a file may load modules dynamically.
+const LOADERS: &[&str] =
+    &["import_module", "__import__", "spec_from_file_location", "FileLoader", "run_path", "run_module"];
+
+/// Nodes that can hold statements; import statements are found by walking only these.
+const STATEMENT_CONTAINERS: &[&str] = &[
+    "module",
+    "block",
+    "if_statement",
+    "elif_clause",
+    "else_clause",
+    "for_statement",
+    "while_statement",
+    "try_statement",
+    "except_clause",
+    "except_group_clause",
+    "finally_clause",
+    "with_statement",
+    "function_definition",
+    "class_definition",
+    "decorated_definition",
+    "match_statement",
+    "case_clause",
+];
+
 pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
-    let env = bindings(root, src);
     let mut out = Vec::new();
     syntax::walk(root, |n| match n.kind() {
         "import_statement" => {
@@ -26,17 +50,23 @@ pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
             out.push(imp);
             false
         }
-        "future_import_statement" => false,
-        "call" => {
-            if let Some((k, arg)) = loader_call(n, src) {
-                let literal = arg.kind() == "string" && !is_fstring(arg, src);
-                let folded = fold(arg, src, &env, 0);
-                out.push(folded.into_import(k, line(n), src.text(arg), !literal));
+        k => STATEMENT_CONTAINERS.contains(&k),
+    });
+    // Loader calls can sit in any expression; walk everything only when the file names one.
+    if src.mentions(LOADERS) {
+        let env = bindings(root, src);
+        syntax::walk(root, |n| {
+            if n.kind() == "call" {
+                if let Some((k, arg)) = loader_call(n, src) {
+                    let literal = arg.kind() == "string" && !is_fstring(arg, src);
+                    let folded = fold(arg, src, &env, 0);
+                    out.push(folded.into_import(k, line(n), src.text(arg), !literal));
+                }
             }
             true
-        }
-        _ => true,
-    });
+        });
+        out.sort_by_key(|i| i.line);
+    }
     out
 }
 

@@ -9,6 +9,9 @@ use super::{kind, RawImport};
 use tree_sitter::Node;
 
 pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
+    if !src.mentions(&["require", "load"]) {
+        return Vec::new();
+    }
     let mut env = Env::default();
     let mut out = Vec::new();
     syntax::walk(root, |n| {

@@ -9,6 +9,9 @@ use super::syntax::{self, line, named_children, Src};
 use super::{kind, RawImport};
 use tree_sitter::Node;
 
+/// Text an item must contain to hold a nested `use`, `mod` or `include!`.
+const NESTED_NEEDLES: &[&str] = &["use ", "use\n", "use{", "mod ", "include"];
+
 pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
     let mut out = Vec::new();
     items(root, src, &[], &mut out);
@@ -57,7 +60,10 @@ fn items(body: Node, src: &Src, inline: &[String], out: &mut Vec<RawImport>) {
                     out.push(RawImport::new(kind::EXTERN_CRATE, src.text(n), line(child)));
                 }
             }
-            _ => nested(child, src, inline, out),
+            // Function bodies and macros may hold `use`, `mod` and `include!`; skip the (many)
+            // items whose text cannot.
+            _ if syntax::mentions(src.text(child), NESTED_NEEDLES) => nested(child, src, inline, out),
+            _ => {}
         }
         path_attr = None;
     }
@@ -179,7 +185,9 @@ fn nested(node: Node, src: &Src, inline: &[String], out: &mut Vec<RawImport>) {
         }
         // Other macros (`cfg_if!`, `cfg_net!`, ...) often wrap `mod` and `use` items.
         if let Some(tt) = named_children(n).into_iter().find(|c| c.kind() == "token_tree") {
-            macro_items(tt, src, inline, out);
+            if syntax::mentions(src.text(tt), &["use", "mod"]) {
+                macro_items(tt, src, inline, out);
+            }
         }
         false
     });

@@ -17,10 +17,21 @@ impl<'a> Src<'a> {
         Src { text }
     }
 
+    /// True if the file's text contains any of `needles` (a cheap test before walking a whole
+    /// tree for forms that are rare).
+    pub fn mentions(&self, needles: &[&str]) -> bool {
+        mentions(self.text, needles)
+    }
+
     /// The text a node covers ("" if the range is not on character boundaries).
     pub fn text(&self, node: Node) -> &'a str {
         self.text.get(node.byte_range()).unwrap_or("")
     }
+}
+
+/// True if `text` contains any of `needles`.
+pub fn mentions(text: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| memchr::memmem::find(text.as_bytes(), n.as_bytes()).is_some())
 }
 
 /// 1-based line of a node's start.
