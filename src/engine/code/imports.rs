@@ -436,6 +436,14 @@ def load(n):
     }
 
     #[test]
+    fn imports_survive_syntax_errors_nearby() {
+        let py = specs(Lang::Python, "import os\nprint \"py2\"\nif x:\n    import json\n    print \"again\"\n");
+        assert!(py.contains(&("import".to_string(), "json".to_string())), "{py:?}");
+        let js = specs(Lang::JavaScript, "import a from './a';\nconst = ;\nimport b from './b';\n");
+        assert!(js.contains(&("import".to_string(), "./b".to_string())), "{js:?}");
+    }
+
+    #[test]
     fn serialization_skips_empty_fields_and_reads_old_records() {
         let i = RawImport::new(kind::IMPORT, "./a", 3);
         let json = serde_json::to_string(&i).expect("json");

@@ -10,28 +10,31 @@ use tree_sitter::Node;
 
 pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
     let mut out = Vec::new();
-    // Import and re-export statements are module-level.
-    for n in named_children(root) {
-        match n.kind() {
-            "import_statement" => {
-                if let Some(source) = n.child_by_field_name("source") {
-                    let mut imp = RawImport::new(kind::IMPORT, string_value(source, src), line(n));
-                    imp.names = imported_names(n, src);
-                    out.push(imp);
-                } else if let Some(req) = named_children(n).into_iter().find(|c| c.kind() == "import_require_clause") {
-                    if let Some(source) = req.child_by_field_name("source") {
-                        out.push(RawImport::new(kind::IMPORT, string_value(source, src), line(n)));
-                    }
+    // Import and re-export statements are module-level (inside error nodes when the file has
+    // syntax errors, so then the whole tree is searched).
+    let full = root.has_error();
+    syntax::walk(root, |n| match n.kind() {
+        "import_statement" => {
+            if let Some(source) = n.child_by_field_name("source") {
+                let mut imp = RawImport::new(kind::IMPORT, string_value(source, src), line(n));
+                imp.names = imported_names(n, src);
+                out.push(imp);
+            } else if let Some(req) = named_children(n).into_iter().find(|c| c.kind() == "import_require_clause") {
+                if let Some(source) = req.child_by_field_name("source") {
+                    out.push(RawImport::new(kind::IMPORT, string_value(source, src), line(n)));
                 }
             }
-            "export_statement" => {
-                if let Some(source) = n.child_by_field_name("source") {
-                    out.push(RawImport::new(kind::EXPORT, string_value(source, src), line(n)));
-                }
-            }
-            _ => {}
+            false
         }
-    }
+        "export_statement" => {
+            if let Some(source) = n.child_by_field_name("source") {
+                out.push(RawImport::new(kind::EXPORT, string_value(source, src), line(n)));
+            }
+            false
+        }
+        "program" => true,
+        _ => full,
+    });
     // `require(...)` and `import(...)` can sit in any expression: walk everything only when the
     // file mentions them, and read the file's constants only when an argument is not a literal.
     if src.mentions(&["require", "import(", "import ("]) {

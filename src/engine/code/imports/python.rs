@@ -32,6 +32,8 @@ const STATEMENT_CONTAINERS: &[&str] = &[
     "decorated_definition",
     "match_statement",
     "case_clause",
+    // Python 2 files and syntax errors leave statements inside error nodes.
+    "ERROR",
 ];
 
 pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {

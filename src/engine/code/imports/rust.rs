@@ -10,7 +10,7 @@ use super::{kind, RawImport};
 use tree_sitter::Node;
 
 /// Text an item must contain to hold a nested `use`, `mod` or `include!`.
-const NESTED_NEEDLES: &[&str] = &["use ", "use\n", "use{", "mod ", "include"];
+const NESTED_NEEDLES: &[&str] = &["use ", "use\n", "use\r", "use\t", "use{", "mod ", "include"];
 
 pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
     let mut out = Vec::new();

@@ -24,7 +24,41 @@ use super::graph::{FileImports, Method};
 use super::imports::RawImport;
 use super::Lang;
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
+
+/// A fast non-cryptographic hasher (the multiply-rotate hash rustc uses) for the path maps that
+/// every import probes several times; repository paths are not adversarial input.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PathHasher(u64);
+
+impl Hasher for PathHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.write(&[i]);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A `HashSet` keyed by paths, hashed with [`PathHasher`].
+pub type PathSet<T> = HashSet<T, BuildHasherDefault<PathHasher>>;
+/// A `HashMap` keyed by paths, hashed with [`PathHasher`].
+pub type PathMap<K, V> = HashMap<K, V, BuildHasherDefault<PathHasher>>;
 
 /// A repository file an import resolves to.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,11 +97,11 @@ pub enum Resolution {
 /// Every file of the repository (code or not), indexed for lookups.
 #[derive(Debug, Default)]
 pub struct RepoFiles {
-    files: HashSet<String>,
+    files: PathSet<String>,
     /// Directory → the files directly inside it.
-    dirs: HashMap<String, Vec<String>>,
+    dirs: PathMap<String, Vec<String>>,
     /// Directory → its subdirectories.
-    subdirs: HashMap<String, Vec<String>>,
+    subdirs: PathMap<String, Vec<String>>,
 }
 
 impl RepoFiles {
@@ -145,6 +179,20 @@ impl RepoFiles {
     /// The first of `candidates` that is a file.
     pub fn first_existing<'a>(&self, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
         candidates.into_iter().find(|c| self.contains(c)).map(str::to_string)
+    }
+
+    /// The first of `base` + each suffix that is a file (one buffer, no allocation per probe).
+    pub fn first_with_suffix(&self, base: &str, suffixes: &[&str]) -> Option<String> {
+        let mut probe = String::with_capacity(base.len() + 16);
+        for s in suffixes {
+            probe.clear();
+            probe.push_str(base);
+            probe.push_str(s);
+            if self.files.contains(probe.as_str()) {
+                return Some(probe);
+            }
+        }
+        None
     }
 }
 

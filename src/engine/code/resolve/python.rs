@@ -5,7 +5,7 @@
 //! binds `y` when it is a submodule; `importlib` loads by name or path. A top-level name found
 //! in no root is an external package (stdlib or third party).
 
-use super::{join, parent, Query, RepoFiles, Resolution, Target};
+use super::{join, parent, PathMap, PathSet, Query, RepoFiles, Resolution, Target};
 use crate::engine::code::imports::kind;
 use std::collections::{HashMap, HashSet};
 
@@ -13,16 +13,17 @@ use std::collections::{HashMap, HashSet};
 const SCRIPT_DIR_CONFIDENCE: f32 = 0.9;
 
 pub struct PythonIndex {
-    packages: HashSet<String>,
     roots: Vec<String>,
-    root_set: HashSet<String>,
+    root_set: PathSet<String>,
+    /// Package directory → the directory above its top-level package.
+    package_roots: PathMap<String, String>,
     /// Top-level module or package name → the roots that have it, in root order.
     tops: HashMap<String, Vec<usize>>,
 }
 
 impl PythonIndex {
     pub fn new(files: &RepoFiles) -> PythonIndex {
-        let packages: HashSet<String> = files
+        let packages: PathSet<String> = files
             .iter()
             .filter(|p| p.ends_with("__init__.py") || p.ends_with("__init__.pyi"))
             .filter(|p| matches!(super::file_name(p), "__init__.py" | "__init__.pyi"))
@@ -55,7 +56,17 @@ impl PythonIndex {
             }
         }
         let root_set = roots.iter().cloned().collect();
-        PythonIndex { packages, roots, root_set, tops }
+        let package_roots = packages
+            .iter()
+            .map(|p| {
+                let mut d = p.as_str();
+                while packages.contains(d) && !d.is_empty() {
+                    d = parent(d);
+                }
+                (p.clone(), d.to_string())
+            })
+            .collect();
+        PythonIndex { roots, root_set, package_roots, tops }
     }
 
     pub fn resolve(&self, q: &Query) -> Resolution {
@@ -68,17 +79,17 @@ impl PythonIndex {
         }
         let top = q.spec.split('.').next().unwrap_or(q.spec);
         let own = self.own_root(q.dir());
-        let own_is_root = self.root_set.contains(&own);
+        let own_is_root = self.root_set.contains(own);
         // Only roots that have the top-level name can hold the module.
         let mut order: Vec<(&str, Option<f32>)> = Vec::new();
         let with_top: Vec<&str> =
             self.tops.get(top).map(|v| v.iter().map(|&i| self.roots[i].as_str()).collect()).unwrap_or_default();
-        if own_is_root && with_top.contains(&own.as_str()) {
-            order.push((own.as_str(), None));
+        if own_is_root && with_top.contains(&own) {
+            order.push((own, None));
         }
         order.extend(with_top.iter().filter(|r| **r != own).map(|r| (*r, None)));
         if !own_is_root {
-            order.push((own.as_str(), Some(SCRIPT_DIR_CONFIDENCE)));
+            order.push((own, Some(SCRIPT_DIR_CONFIDENCE)));
         }
         let rel = q.spec.replace('.', "/");
         for (root, confidence) in &order {
@@ -150,21 +161,15 @@ impl PythonIndex {
     }
 
     fn module_file(&self, files: &RepoFiles, base: &str) -> Option<String> {
-        let init = if base.is_empty() { "__init__".to_string() } else { format!("{base}/__init__") };
-        files.first_existing(
-            [format!("{base}.py"), format!("{init}.py"), format!("{base}.pyi"), format!("{init}.pyi")]
-                .iter()
-                .map(String::as_str),
-        )
+        if base.is_empty() {
+            return files.first_with_suffix("", &["__init__.py", "__init__.pyi"]);
+        }
+        files.first_with_suffix(base, &[".py", "/__init__.py", ".pyi", "/__init__.pyi"])
     }
 
     /// The directory absolute imports of a file in `dir` start from: above its top package.
-    fn own_root(&self, dir: &str) -> String {
-        let mut d = dir;
-        while self.packages.contains(d) && !d.is_empty() {
-            d = parent(d);
-        }
-        d.to_string()
+    fn own_root<'a>(&'a self, dir: &'a str) -> &'a str {
+        self.package_roots.get(dir).map(String::as_str).unwrap_or(dir)
     }
 }
 
