@@ -145,7 +145,10 @@ pub fn run_graph(engine: &Engine, out: &Out, cmd: GraphCommand) -> anyhow::Resul
             }
         }
         GraphCommand::Rebuild { repo, json } => {
-            let resp = engine.rebuild_impact_graph(&repo.resolve()?)?;
+            let bar = super::progress::Bar::new(!json);
+            let resp = engine.rebuild_impact_graph(&repo.resolve()?, &bar);
+            bar.finish();
+            let resp = resp?;
             if json {
                 out.json(&resp)?;
             } else {

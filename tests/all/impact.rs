@@ -592,7 +592,7 @@ fn indexed_fixture(env: &Env, name: &str) -> (PathBuf, Engine) {
     copy_fixture(name, &repo);
     let engine = env.engine();
     engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
-    engine.rebuild_impact_graph(&repo).expect("graph");
+    engine.rebuild_impact_graph(&repo, &quiet()).expect("graph");
     (repo, engine)
 }
 
@@ -776,7 +776,7 @@ fn the_cached_graph_reloads_when_the_file_changes() {
     assert_eq!(before.inbound.len(), 2);
     write(&repo, "app/extra.lua", "local c = require(\"app.config\")\nreturn c\n");
     engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
-    engine.rebuild_impact_graph(&repo).expect("graph");
+    engine.rebuild_impact_graph(&repo, &quiet()).expect("graph");
     let after =
         engine.impact(&repo, &ImpactRequest { file: "app/config.lua".into(), ..Default::default() }).expect("b");
     assert_eq!(after.inbound.len(), 3, "{:?}", after.inbound);
@@ -892,4 +892,26 @@ fn impact_cli_errors_use_the_exit_codes() {
         text.contains("line 18: require ./plugins/*") && text.contains("4 unresolved imports in 2 files"),
         "{text}"
     );
+}
+
+#[test]
+fn graph_rebuild_reports_progress_and_counts() {
+    let env = Env::new();
+    let repo = env.repo("c");
+    copy_fixture("c", &repo);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let seen = std::sync::Mutex::new(Vec::new());
+    let sink = |p: &docdex::engine::protocol::IndexProgress| {
+        seen.lock().expect("lock").push((p.phase.clone(), p.files_done, p.files_total));
+    };
+    let summary = engine.rebuild_impact_graph(&repo, &sink).expect("rebuild");
+    let seen = seen.into_inner().expect("lock");
+    let phases: Vec<&str> = seen.iter().map(|(p, _, _)| p.as_str()).collect();
+    assert_eq!(phases.first(), Some(&"parsing"));
+    assert_eq!(phases.last(), Some(&"done"));
+    assert!(phases.contains(&"resolving"));
+    assert_eq!(seen.last().map(|s| (s.1, s.2)), Some((6, 6)), "six C files parsed: {seen:?}");
+    assert_eq!((summary.stats.files, summary.stats.edges, summary.stats.external_edges), (6, 7, 3));
+    assert!(summary.path.ends_with("impact_graph.json"));
 }

@@ -232,13 +232,15 @@ pub fn rebuild(repo: &RepoRef, files: &[FileImports]) -> Result<()> {
 
 /// Reads, parses and extracts the imports of every code file among `paths` (repo-relative,
 /// under `root`), in parallel: what the indexing pipeline does file by file, for rebuilding a
-/// graph without re-indexing and for benchmarks. Unreadable files are skipped.
-pub fn extract_from_disk(root: &Path, paths: &[String]) -> Vec<FileImports> {
+/// graph without re-indexing and for benchmarks. Unreadable files are skipped. `on_file` is
+/// called (from worker threads) with the size of each file read.
+pub fn extract_from_disk(root: &Path, paths: &[String], on_file: &(dyn Fn(u64) + Sync)) -> Vec<FileImports> {
     let mut out: Vec<FileImports> = paths
         .par_iter()
         .filter_map(|rel| {
             let lang = Lang::from_path(Path::new(rel))?;
             let bytes = std::fs::read(root.join(rel)).ok()?;
+            on_file(bytes.len() as u64);
             let text = String::from_utf8_lossy(&bytes);
             let tree = super::lang::parse(lang, &text)?;
             Some(FileImports { path: rel.clone(), lang, imports: super::imports::extract(lang, &tree, &text) })

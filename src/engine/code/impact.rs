@@ -11,7 +11,10 @@
 //! Loaded graphs are cached per repository and reloaded when `impact_graph.json` changes.
 
 use super::graph::{self, Cycle, Diagnostic, Edge, FileImports, GraphStats, ImpactGraph, SchemaTag, EXTERNAL_PREFIX};
+use super::Lang;
 use crate::engine::index::manifest::Manifest;
+use crate::engine::index::ProgressSink;
+use crate::engine::protocol::IndexProgress;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -19,6 +22,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What every edge means, stated in each response.
@@ -658,19 +662,44 @@ impl Engine {
     }
 
     /// Re-reads and re-parses every code file of the index and rebuilds `impact_graph.json`,
-    /// without re-indexing (recovery, and benchmarks of the graph build).
-    pub fn rebuild_impact_graph(&self, repo_path: &Path) -> Result<RebuildSummary> {
+    /// without re-indexing (recovery, and benchmarks of the graph build). Reports progress
+    /// (`parsing`, then `resolving`) to `sink`.
+    pub fn rebuild_impact_graph(&self, repo_path: &Path, sink: &dyn ProgressSink) -> Result<RebuildSummary> {
         let repo = self.resolve_repo(repo_path)?;
         let manifest = Manifest::load(&repo.manifest_path());
         if manifest.files.is_empty() {
             return Err(Error::NotIndexed { path: repo.root.clone() });
         }
-        let paths: Vec<String> =
-            manifest.files.iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p.clone()).collect();
+        let code: Vec<(&String, u64)> = manifest
+            .files
+            .iter()
+            .filter(|(p, e)| e.skipped.is_none() && Lang::from_path(Path::new(p.as_str())).is_some())
+            .map(|(p, e)| (p, e.size))
+            .collect();
+        let paths: Vec<String> = code.iter().map(|(p, _)| (*p).clone()).collect();
+        let total = IndexProgress {
+            phase: "parsing".into(),
+            files_total: paths.len() as u64,
+            bytes_total: code.iter().map(|(_, s)| s).sum(),
+            ..Default::default()
+        };
+        sink.progress(&total);
+        let done = AtomicU64::new(0);
+        let bytes = AtomicU64::new(0);
+        let on_file = |size: u64| {
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            let b = bytes.fetch_add(size, Ordering::Relaxed) + size;
+            if n % 256 == 0 {
+                sink.progress(&IndexProgress { files_done: n, bytes_done: b, ..total.clone() });
+            }
+        };
         let started = std::time::Instant::now();
-        let files: Vec<FileImports> = graph::extract_from_disk(&repo.root, &paths);
+        let files: Vec<FileImports> = graph::extract_from_disk(&repo.root, &paths, &on_file);
         let parse_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let finished = IndexProgress { files_done: total.files_total, bytes_done: total.bytes_total, ..total.clone() };
+        sink.progress(&IndexProgress { phase: "resolving".into(), ..finished.clone() });
         graph::rebuild(&repo, &files)?;
+        sink.progress(&IndexProgress { phase: "done".into(), ..finished });
         let path = graph::graph_path(&repo);
         let g =
             graph::load(&path)?.ok_or_else(|| Error::NotFound(format!("{} vanished after writing", path.display())))?;
