@@ -552,11 +552,23 @@ impl GraphCache {
 }
 
 impl Engine {
-    /// The repository's loaded impact graph, or a not-indexed error saying what to run.
+    /// The repository's loaded impact graph, or a not-indexed error saying what to run. An
+    /// indexed repository without a graph (no code files, or indexed before graphs existed)
+    /// answers from an empty graph whose warning says how to build it.
     pub fn impact_graph(&self, repo_path: &Path) -> Result<(RepoRef, Arc<LoadedGraph>)> {
         let repo = self.resolve_repo(repo_path)?;
         match self.inner.impact_graphs.get(&repo)? {
             Some(g) => Ok((repo, g)),
+            None if repo.manifest_path().exists() => {
+                let empty = graph::build(&repo.root, &[], &Default::default());
+                let mut g = LoadedGraph::new(empty);
+                g.graph.warnings.push(format!(
+                    "no impact graph yet for {}: no code files were indexed, or the index predates the graph; `docdex graph rebuild --repo {}` builds it",
+                    repo.root.display(),
+                    repo.root.display()
+                ));
+                Ok((repo, Arc::new(g)))
+            }
             None => Err(Error::NotIndexed { path: repo.root.clone() }),
         }
     }
@@ -735,8 +747,15 @@ fn unknown_file(repo: &RepoRef, file: &str, g: &LoadedGraph) -> Error {
     } else {
         "no such file in the repository (paths are repo-relative, e.g. src/main.rs)"
     };
+    let note = g
+        .graph
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("no impact graph yet"))
+        .map(|w| format!(" ({w})"))
+        .unwrap_or_default();
     Error::NotFound(format!(
-        "{file} is not in the impact graph of {} ({} code files): {hint}",
+        "{file} is not in the impact graph of {} ({} code files): {hint}{note}",
         repo.root.display(),
         g.graph.files.len()
     ))
