@@ -701,7 +701,7 @@ impl Engine {
         let on_file = |size: u64| {
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
             let b = bytes.fetch_add(size, Ordering::Relaxed) + size;
-            if n % 256 == 0 {
+            if n.is_multiple_of(256) {
                 sink.progress(&IndexProgress { files_done: n, bytes_done: b, ..total.clone() });
             }
         };

@@ -107,7 +107,7 @@ impl PythonIndex {
         }
         let top_is_ours = !with_top.is_empty()
             || (!own_is_root
-                && join(&own, top).is_some_and(|b| self.module_file(q.files, &b).is_some() || q.files.is_dir(&b)));
+                && join(own, top).is_some_and(|b| self.module_file(q.files, &b).is_some() || q.files.is_dir(&b)));
         if top_is_ours {
             let shown: Vec<&str> = order.iter().take(5).map(|(r, _)| if r.is_empty() { "." } else { *r }).collect();
             return Resolution::NotFound(format!(
