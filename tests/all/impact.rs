@@ -924,3 +924,25 @@ fn graph_rebuild_reports_progress_and_counts() {
     assert_eq!((summary.stats.files, summary.stats.edges, summary.stats.external_edges), (6, 7, 3));
     assert!(summary.path.ends_with("impact_graph.json"));
 }
+
+#[test]
+fn js_directory_imports_follow_package_main_then_index() {
+    let env = Env::new();
+    let repo = env.repo("pkgs");
+    write(&repo, "tool/package.json", r#"{"name": "tool", "main": "lib/entry.js"}"#);
+    write(&repo, "tool/lib/entry.js", "module.exports = 1;\n");
+    write(&repo, "tool/bin/cli.js", "const tool = require('..');\nconst util = require('../util');\n");
+    write(&repo, "tool/util/index.js", "module.exports = 2;\n");
+    write(&repo, "app/main.js", "const tool = require('tool');\nconst sub = require('tool/util');\n");
+    let g = build_dir(&repo);
+    assert_eq!(
+        edge_lines(&g),
+        golden(
+            "app/main.js -> tool/lib/entry.js static
+            app/main.js -> tool/util/index.js static
+            tool/bin/cli.js -> tool/lib/entry.js static
+            tool/bin/cli.js -> tool/util/index.js static"
+        ),
+        "a repository package is found by its package.json name, a directory through its main"
+    );
+}

@@ -27,6 +27,7 @@ struct Package {
 }
 
 pub struct JsIndex {
+    root: std::path::PathBuf,
     configs: HashMap<String, Config>,
     packages: HashMap<String, Package>,
 }
@@ -57,7 +58,7 @@ impl JsIndex {
                 .collect();
             packages.entry(name.to_string()).or_insert(Package { dir, entries });
         }
-        JsIndex { configs, packages }
+        JsIndex { root: m.root.to_path_buf(), configs, packages }
     }
 
     pub fn resolve(&self, q: &Query) -> Resolution {
@@ -70,10 +71,10 @@ impl JsIndex {
             let Some(base) = q.relative(spec) else {
                 return Resolution::NotFound(format!("{spec} points outside the repository"));
             };
-            return match try_file(q.files, &base, exts) {
+            return match try_file_at(q.files, Some(&self.root), &base, exts, 0) {
                 Some(p) => Resolution::Files(vec![Target::exact(p)]),
                 None => Resolution::NotFound(format!(
-                    "no file for {spec}: tried {base}, {base}.{{{}}} and {base}/index.*",
+                    "no file for {spec}: tried {base}, {base}.{{{}}}, {base}/package.json `main` and {base}/index.*",
                     exts.join(",")
                 )),
             };
@@ -152,8 +153,20 @@ fn package_name(spec: &str) -> &str {
     &spec[..end.unwrap_or(spec.len())]
 }
 
-/// The file Node/TypeScript would load for `base` (repo-relative).
+/// The file Node/TypeScript would load for `base` (repo-relative), without reading
+/// package.json files.
 fn try_file(files: &RepoFiles, base: &str, exts: &[&str]) -> Option<String> {
+    try_file_at(files, None, base, exts, 0)
+}
+
+/// [`try_file`], following a directory's package.json `main` when `root` is given.
+fn try_file_at(
+    files: &RepoFiles,
+    root: Option<&std::path::Path>,
+    base: &str,
+    exts: &[&str],
+    depth: u32,
+) -> Option<String> {
     let base = base.trim_end_matches('/');
     if files.contains(base) {
         return Some(base.to_string());
@@ -177,6 +190,15 @@ fn try_file(files: &RepoFiles, base: &str, exts: &[&str]) -> Option<String> {
             return Some(c);
         }
     }
+    // A directory: its package.json `main`, then its index file.
+    let manifest = if base.is_empty() { "package.json".to_string() } else { format!("{base}/package.json") };
+    if depth == 0 && files.contains(&manifest) {
+        if let Some(main) = root.and_then(|r| package_main(&r.join(&manifest))) {
+            if let Some(found) = join(base, &main).and_then(|m| try_file_at(files, root, &m, exts, depth + 1)) {
+                return Some(found);
+            }
+        }
+    }
     for ext in exts {
         let c = if base.is_empty() { format!("index.{ext}") } else { format!("{base}/index.{ext}") };
         if files.contains(&c) {
@@ -184,6 +206,13 @@ fn try_file(files: &RepoFiles, base: &str, exts: &[&str]) -> Option<String> {
         }
     }
     None
+}
+
+/// The `main` entry of a package.json on disk.
+fn package_main(path: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("main").and_then(|m| m.as_str()).map(str::to_string)
 }
 
 /// Matches a `paths` pattern (at most one `*`); returns what the `*` matched.
