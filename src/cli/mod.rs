@@ -5,6 +5,7 @@
 mod bench;
 mod output;
 mod progress;
+mod serve;
 mod watch_latency;
 
 use crate::engine::protocol::SearchRequest;
@@ -105,6 +106,29 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Serve one repository over HTTP and MCP, keeping its index fresh (Ctrl-C to stop).
+    Serve {
+        #[command(flatten)]
+        repo: RepoArg,
+        #[command(flatten)]
+        http: serve::HttpArgs,
+    },
+    /// One process serving many repositories, mounted with `POST /v1/initialize` (Ctrl-C to stop).
+    Daemon {
+        #[command(flatten)]
+        http: serve::HttpArgs,
+    },
+    /// MCP over stdio for coding agents (stdout carries only JSON-RPC; logs go to stderr).
+    Mcp {
+        /// The repository tools default to (without it, tools take `project_root`).
+        #[arg(long, short = 'r')]
+        repo: Option<PathBuf>,
+        /// Token the client must send as `auth_token` in the initialize params.
+        #[arg(long, env = "DOCDEX_AUTH_TOKEN", hide_env_values = true)]
+        auth_token: Option<String>,
+        #[command(flatten)]
+        common: serve::CommonArgs,
     },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
@@ -319,6 +343,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
             }
         }
+        Command::Serve { repo, http } => serve::serve(engine, repo.resolve()?, http)?,
+        Command::Daemon { http } => serve::daemon(engine, http)?,
+        Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models }) => {
             let mut opts =
