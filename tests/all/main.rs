@@ -4,6 +4,9 @@
 mod cli;
 mod config;
 mod indexing;
+mod mcp_clients;
 mod search;
+mod server;
+mod server_util;
 mod util;
 mod watch;
