@@ -3,6 +3,7 @@
 //! No engine logic lives here.
 
 mod bench;
+mod bench_serve;
 mod output;
 mod progress;
 mod serve;
@@ -132,6 +133,8 @@ enum Command {
     },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
+    /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
+    BenchServe(bench_serve::BenchServeArgs),
     /// Developer tools for tests and demos.
     #[command(hide = true, subcommand)]
     Dev(DevCommand),
@@ -347,6 +350,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Daemon { http } => serve::daemon(engine, http)?,
         Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
+        Command::BenchServe(args) => bench_serve::run(&out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models }) => {
             let mut opts =
                 crate::testing::fake_ollama::FakeOllamaOptions { port, token_delay_ms, ..Default::default() };
