@@ -3,7 +3,9 @@
 
 mod cli;
 mod config;
+mod impact;
 mod indexing;
+mod llm;
 mod mcp_clients;
 mod search;
 mod server;
