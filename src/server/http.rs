@@ -115,6 +115,31 @@ pub struct ReposResponse {
     pub mounted: Vec<String>,
 }
 
+/// `GET /v1/models`: the provider's models in the OpenAI list shape.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ModelList {
+    /// Always `list`.
+    pub object: String,
+    /// The models.
+    pub data: Vec<ModelEntry>,
+}
+
+/// One model in [`ModelList`].
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ModelEntry {
+    /// The model name as requests use it (`llama3.2:1b`).
+    pub id: String,
+    /// Always `model`.
+    pub object: String,
+    /// Unknown for local models: 0.
+    pub created: u64,
+    /// The provider serving it (`ollama`, `openai`).
+    pub owned_by: String,
+    /// Size on disk in bytes, when the provider says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+}
+
 /// The selector a request carries: header first, then body, then query.
 pub fn selector(headers: &HeaderMap, body: Option<&str>, query: Option<&str>) -> Option<String> {
     headers.get(REPO_HEADER).and_then(|v| v.to_str().ok()).or(body).or(query).map(str::to_string)
@@ -234,6 +259,26 @@ async fn repos(State(state): State<AppState>) -> Result<Json<ReposResponse>, Api
     Ok(Json(ReposResponse { repos, mounted }))
 }
 
+async fn models(State(state): State<AppState>) -> Result<Json<ModelList>, ApiError> {
+    let engine = state.engine().clone();
+    blocking(move || {
+        let owner = engine.config().llm.provider.clone();
+        let data = engine
+            .models()?
+            .into_iter()
+            .map(|m| ModelEntry {
+                id: m.name,
+                object: "model".into(),
+                created: 0,
+                owned_by: owner.clone(),
+                size_bytes: m.size_bytes,
+            })
+            .collect();
+        Ok(Json(ModelList { object: "list".into(), data }))
+    })
+    .await
+}
+
 /// Parses `A-B` or `A` into an inclusive line range.
 pub fn parse_lines(s: &str) -> Result<(u32, u32), ApiError> {
     let bad = || ApiError::bad_request(format!("bad lines {s:?}: use A-B, e.g. 10-40, or a single line"));
@@ -311,6 +356,14 @@ pub fn api_routes(doc: Arc<OnceLock<Value>>) -> Routes<AppState> {
             "/v1/repos",
             get(repos),
             Operation::new("Registered repositories and which are mounted").response::<ReposResponse>(),
+        )
+        .route(
+            Method::GET,
+            "/v1/models",
+            get(models),
+            Operation::new("Models of the configured LLM provider (OpenAI list shape)")
+                .describe("503 `upstream_unavailable` when the provider cannot be reached.")
+                .response::<ModelList>(),
         )
         .route(
             Method::GET,

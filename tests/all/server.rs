@@ -387,3 +387,28 @@ async fn openapi_documents_exactly_the_routes_served() {
         assert!(doc["components"]["schemas"][name].is_object(), "undefined schema {name}");
     }
 }
+
+#[tokio::test]
+async fn models_lists_the_providers_models_or_says_it_is_unreachable() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    std::fs::write(env.home().join("config.toml"), format!("[llm]\nbase_url = \"{}\"\nrequest_timeout_secs = 2\n", fake.url())).unwrap();
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let (s, v) = json_of(c.get(server.url("/v1/models")).send().await.unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["object"], "list");
+    let ids: Vec<&str> = v["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["fake-chat:latest", "fake-embed:latest"], "{v}");
+    assert_eq!(v["data"][0]["owned_by"], "ollama");
+    drop(server);
+
+    // With the provider gone: 503 upstream_unavailable, with the contract.
+    drop(fake);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let (s, v) = json_of(c.get(server.url("/v1/models")).send().await.unwrap()).await;
+    assert_eq!(s, 503, "{v}");
+    assert_error(&v, "upstream_unavailable");
+}
