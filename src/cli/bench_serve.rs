@@ -182,7 +182,8 @@ async fn load(
 ) -> LoadFigures {
     let repos = Arc::new(repos.to_vec());
     let url = Arc::new(daemon.url("/v1/search"));
-    let (errors, cross, empty) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (errors, cross, empty) =
+        (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let start = Instant::now();
     let end = start + Duration::from_secs(seconds);
     let mut tasks = Vec::new();

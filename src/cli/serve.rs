@@ -66,7 +66,12 @@ pub fn daemon(engine: Engine, args: HttpArgs) -> anyhow::Result<()> {
 }
 
 /// `docdex mcp`.
-pub fn mcp(engine: Engine, repo: Option<PathBuf>, auth_token: Option<String>, common: CommonArgs) -> anyhow::Result<()> {
+pub fn mcp(
+    engine: Engine,
+    repo: Option<PathBuf>,
+    auth_token: Option<String>,
+    common: CommonArgs,
+) -> anyhow::Result<()> {
     let mut o = options(Mode::Stdio, repo, None, &common);
     o.auth_token = auth_token;
     run(engine, o)

@@ -151,9 +151,9 @@ where
     T: Send + 'static,
     F: FnOnce() -> Result<T, ApiError> + Send + 'static,
 {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("request worker failed: {e}")))?
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("request worker failed: {e}"))
+    })?
 }
 
 fn resolve(state: &AppState, sel: Option<String>) -> Result<RepoRef, ApiError> {

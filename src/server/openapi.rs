@@ -18,9 +18,13 @@ fn schema_of<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
 }
 
 fn params_of<T: JsonSchema>() -> Vec<Value> {
-    let schema = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true).into_generator().into_root_schema_for::<T>();
+    let schema = SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<T>();
     let value = schema.to_value();
-    let required: Vec<&str> = value["required"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let required: Vec<&str> =
+        value["required"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
     let Some(props) = value["properties"].as_object() else { return Vec::new() };
     props
         .iter()
@@ -140,7 +144,13 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     }
 
     /// Registers `handler` (which answers several methods itself) at `path`.
-    pub fn route_many(mut self, methods: &[Method], path: &'static str, handler: MethodRouter<S>, op: Operation) -> Self {
+    pub fn route_many(
+        mut self,
+        methods: &[Method],
+        path: &'static str,
+        handler: MethodRouter<S>,
+        op: Operation,
+    ) -> Self {
         self.router = self.router.route(path, handler);
         for m in methods {
             self.ops.push(Operation { method: m.clone(), path, ..op.clone() });
@@ -176,7 +186,11 @@ pub fn document(ops: &[Operation]) -> Value {
         }
         operation.insert(
             "operationId".into(),
-            json!(format!("{}_{}", op.method.as_str().to_lowercase(), op.path.trim_matches('/').replace(['/', '{', '}', '.'], "_"))),
+            json!(format!(
+                "{}_{}",
+                op.method.as_str().to_lowercase(),
+                op.path.trim_matches('/').replace(['/', '{', '}', '.'], "_")
+            )),
         );
         let mut params: Vec<Value> = op
             .path
@@ -211,7 +225,8 @@ pub fn document(ops: &[Operation]) -> Value {
                 ("200", json!({"description": "OK", "content": {"application/json": {"schema": s}}}))
             }
         };
-        let error = json!({"description": "The error contract", "content": {"application/json": {"schema": error_ref}}});
+        let error =
+            json!({"description": "The error contract", "content": {"application/json": {"schema": error_ref}}});
         operation.insert("responses".into(), json!({ success.0: success.1, "default": error }));
         let entry = paths.entry(op.path.to_string()).or_insert_with(|| json!({}));
         if let Some(obj) = entry.as_object_mut() {

@@ -99,8 +99,9 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
         preflight(&engine, &opts, token.is_some())?;
     }
     if opts.mode == Mode::Stdio {
-        let state = AppState::new(engine, Mode::Stdio, opts.repo.as_deref(), auth, opts.watch, opts.max_body_bytes, false)
-            .context("starting the MCP server")?;
+        let state =
+            AppState::new(engine, Mode::Stdio, opts.repo.as_deref(), auth, opts.watch, opts.max_body_bytes, false)
+                .context("starting the MCP server")?;
         let result = mcp::stdio::serve(state.clone()).await;
         stop_watchers(&state).await;
         return result;
@@ -110,9 +111,9 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
         Mode::Daemon => Some(DaemonLock::acquire(&engine.paths().home.join("daemon.lock"), &addr.to_string())?),
         _ => None,
     };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr} (another docdex serve or daemon there?); choose another with --bind"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+        format!("cannot listen on {addr} (another docdex serve or daemon there?); choose another with --bind")
+    })?;
     let local = listener.local_addr().context("reading the bound address")?;
     if let Some(l) = lock.as_mut() {
         l.set_addr(&local.to_string())?;
@@ -123,8 +124,9 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
         }
         _ => None,
     };
-    let state = AppState::new(engine.clone(), opts.mode, repo.as_deref(), auth, opts.watch, opts.max_body_bytes, opts.expose)
-        .context("mounting the repository")?;
+    let state =
+        AppState::new(engine.clone(), opts.mode, repo.as_deref(), auth, opts.watch, opts.max_body_bytes, opts.expose)
+            .context("mounting the repository")?;
     let with_mcp = opts.enable_mcp.unwrap_or(engine.config().server.enable_mcp);
     let (app, _) = http::app(state.clone(), with_mcp);
     let mode = match opts.mode {

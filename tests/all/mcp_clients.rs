@@ -132,7 +132,8 @@ fn stdio_initialize(env: &Env, repo: &std::path::Path, params: Value) -> (Value,
 fn stdio_mcp_requires_the_token_in_initialize_and_keeps_stdout_clean() {
     let env = Env::new();
     let (repo, _) = setup(&env);
-    let base = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    let base =
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
 
     let (resp, _) = stdio_initialize(&env, &repo, base.clone());
     assert!(resp["error"]["message"].as_str().unwrap().contains("auth_token"), "{resp}");
@@ -181,14 +182,15 @@ fn mcp_initialize_root_uri_binds_the_session() {
     assert!(recv()["result"].is_object());
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     // No project_root: the bound repo answers.
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "docdex_search", "arguments": {"query": "parse config"}}}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "docdex_search", "arguments": {"query": "parse config"}}}),
+    );
     let r = recv();
     assert_eq!(r["result"]["isError"], false, "{r}");
     assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("src/parser.py"));
     // An unknown tool is a protocol error; a repo-less server without binding would be a tool error.
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}));
     assert!(recv()["error"].is_object());
-    drop(send);
     drop(stdin);
     let _ = child.wait();
 }
@@ -204,7 +206,11 @@ fn openai_client_chat_completions() {
     let env = Env::new();
     let (repo, _) = setup(&env);
     let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
-    std::fs::write(env.home().join("config.toml"), format!("[llm]\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\n", fake.url())).unwrap();
+    std::fs::write(
+        env.home().join("config.toml"),
+        format!("[llm]\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\n", fake.url()),
+    )
+    .unwrap();
     let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients/openai_client.py");
     let out = Command::new(py).arg(script).args([&server.url("/v1"), repo.to_str().unwrap()]).output().unwrap();

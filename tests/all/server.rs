@@ -35,7 +35,10 @@ async fn serve_answers_search_open_status_and_health() {
     let (s, health) = json_of(c.get(server.url("/healthz")).send().await.unwrap()).await;
     assert_eq!((s, health["status"].as_str(), health["mode"].as_str()), (200, Some("ok"), Some("serve")));
 
-    let (s, v) = json_of(c.post(server.url("/v1/search")).json(&json!({"query": "session store", "limit": 2})).send().await.unwrap()).await;
+    let (s, v) = json_of(
+        c.post(server.url("/v1/search")).json(&json!({"query": "session store", "limit": 2})).send().await.unwrap(),
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["results"][0]["path"], "src/auth/session.rs");
     assert_eq!(v["results"].as_array().unwrap().len(), 2);
@@ -44,7 +47,13 @@ async fn serve_answers_search_open_status_and_health() {
 
     // The same repo named by header, by id, and by file URI all work.
     for sel in [repo.to_str().unwrap().to_string(), project_id.clone(), format!("file://{}", repo.display())] {
-        let r = c.post(server.url("/v1/search")).header("x-docdex-repo", &sel).json(&json!({"query": "parse config"})).send().await.unwrap();
+        let r = c
+            .post(server.url("/v1/search"))
+            .header("x-docdex-repo", &sel)
+            .json(&json!({"query": "parse config"}))
+            .send()
+            .await
+            .unwrap();
         let (s, v) = json_of(r).await;
         assert_eq!(s, 200, "{sel}: {v}");
         assert_eq!(v["results"][0]["path"], "src/parser.py");
@@ -168,7 +177,13 @@ async fn token_guards_every_http_and_mcp_request() {
             assert_error(&v, "unauthorized");
         }
     }
-    let r = c.post(server.url("/v1/search")).bearer_auth("tok-123").json(&json!({"query": "session"})).send().await.unwrap();
+    let r = c
+        .post(server.url("/v1/search"))
+        .bearer_auth("tok-123")
+        .json(&json!({"query": "session"}))
+        .send()
+        .await
+        .unwrap();
     let (s, v) = json_of(r).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["results"][0]["path"], "src/auth/session.rs");
@@ -203,7 +218,12 @@ async fn daemon_mounts_repos_on_initialize_and_keeps_them_apart() {
     // No repository named: 400; an unindexed, unmounted one: 409 with the initialize hint.
     let (s, v) = json_of(c.post(daemon.url("/v1/search")).json(&json!({"query": "x"})).send().await.unwrap()).await;
     assert_eq!(s, 400, "{v}");
-    let r = c.post(daemon.url("/v1/search")).json(&json!({"query": "x", "repo": b.to_str().unwrap()})).send().await.unwrap();
+    let r = c
+        .post(daemon.url("/v1/search"))
+        .json(&json!({"query": "x", "repo": b.to_str().unwrap()}))
+        .send()
+        .await
+        .unwrap();
     let (s, v) = json_of(r).await;
     assert_eq!(s, 409, "{v}");
     assert_error(&v, "not_indexed");
@@ -217,14 +237,20 @@ async fn daemon_mounts_repos_on_initialize_and_keeps_them_apart() {
     assert!(["indexing", "ready"].contains(&v["status"].as_str().unwrap()), "{v}");
     let b_id = v["repo_id"].as_str().unwrap().to_string();
     eventually("b indexed", || async {
-        let v: Value = c.get(daemon.url("/v1/status")).header("x-docdex-repo", &b_id).send().await.unwrap().json().await.unwrap();
+        let v: Value =
+            c.get(daemon.url("/v1/status")).header("x-docdex-repo", &b_id).send().await.unwrap().json().await.unwrap();
         v["repos"][0]["mount"]["status"] == "ready"
     })
     .await;
 
     // Every hit comes from the repo asked, even for a word both contain.
     for (repo, only) in [(&a, "only_a.rs"), (&b, "only_b.rs")] {
-        let r = c.post(daemon.url("/v1/search")).json(&json!({"query": "aardvark", "repo": repo.to_str().unwrap()})).send().await.unwrap();
+        let r = c
+            .post(daemon.url("/v1/search"))
+            .json(&json!({"query": "aardvark", "repo": repo.to_str().unwrap()}))
+            .send()
+            .await
+            .unwrap();
         let (s, v) = json_of(r).await;
         assert_eq!(s, 200, "{v}");
         let paths: Vec<&str> = v["results"].as_array().unwrap().iter().map(|h| h["path"].as_str().unwrap()).collect();
@@ -271,13 +297,22 @@ async fn daemon_reads_but_never_writes_an_index_another_process_writes() {
 
     let daemon = Server::start(&env, &["daemon"], &[]);
     let c = client();
-    let (s, v) = json_of(c.post(daemon.url("/v1/initialize")).json(&json!({"rootUri": repo.to_str().unwrap()})).send().await.unwrap()).await;
+    let (s, v) = json_of(
+        c.post(daemon.url("/v1/initialize")).json(&json!({"rootUri": repo.to_str().unwrap()})).send().await.unwrap(),
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["status"], "stale", "{v}");
     assert_eq!(v["watcher"]["state"], "deferred", "{v}");
     assert_eq!(v["watcher"]["writer_pid"], std::process::id(), "{v}");
     // It still answers searches from the committed index.
-    let r = c.post(daemon.url("/v1/search")).header("x-docdex-repo", repo.to_str().unwrap()).json(&json!({"query": "session"})).send().await.unwrap();
+    let r = c
+        .post(daemon.url("/v1/search"))
+        .header("x-docdex-repo", repo.to_str().unwrap())
+        .json(&json!({"query": "session"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 200);
 
     // When the writer goes away, the daemon takes over and watches.
@@ -320,7 +355,7 @@ fn sigterm_finishes_the_request_in_flight_then_releases_everything() {
     std::thread::sleep(Duration::from_millis(300));
     // New connections are refused once shutdown began.
     assert!(std::net::TcpStream::connect(&server.addr).is_err(), "still accepting after SIGTERM");
-    stream.write_all(body[5..].as_bytes()).unwrap();
+    stream.write_all(&body.as_bytes()[5..]).unwrap();
     let mut response = String::new();
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     stream.read_to_string(&mut response).unwrap();
@@ -360,7 +395,10 @@ async fn openapi_documents_exactly_the_routes_served() {
             let status = resp.status().as_u16();
             if status == 404 || status == 405 {
                 let body = resp.text().await.unwrap_or_default();
-                assert!(!body.contains("\"not_found\"") && !body.contains("method_not_allowed"), "{method} {path} not served: {body}");
+                assert!(
+                    !body.contains("\"not_found\"") && !body.contains("method_not_allowed"),
+                    "{method} {path} not served: {body}"
+                );
             }
         }
     }
@@ -394,7 +432,11 @@ async fn models_lists_the_providers_models_or_says_it_is_unreachable() {
     let env = Env::new();
     let repo = indexed_repo(&env, "r");
     let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
-    std::fs::write(env.home().join("config.toml"), format!("[llm]\nbase_url = \"{}\"\nrequest_timeout_secs = 2\n", fake.url())).unwrap();
+    std::fs::write(
+        env.home().join("config.toml"),
+        format!("[llm]\nbase_url = \"{}\"\nrequest_timeout_secs = 2\n", fake.url()),
+    )
+    .unwrap();
     let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
     let c = client();
     let (s, v) = json_of(c.get(server.url("/v1/models")).send().await.unwrap()).await;

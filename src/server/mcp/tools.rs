@@ -185,7 +185,13 @@ async fn search(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiEr
     let server = server.clone();
     blocking(move || {
         let repo = server.repo_for(a.repo.named())?;
-        let req = SearchRequest { query: a.query, limit: a.limit, cursor: a.cursor, path_prefix: a.path_prefix, lang: a.lang };
+        let req = SearchRequest {
+            query: a.query,
+            limit: a.limit,
+            cursor: a.cursor,
+            path_prefix: a.path_prefix,
+            lang: a.lang,
+        };
         Ok(ok_json(&server.app.engine().search(&repo.root, &req)?))
     })
     .await
