@@ -291,6 +291,38 @@ pub fn parse_lines(s: &str) -> Result<(u32, u32), ApiError> {
     }
 }
 
+/// True for `Host` values naming this machine's loopback (`localhost`, `127.x.y.z`, `[::1]`),
+/// with or without a port.
+pub fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host
+            .rsplit_once(':')
+            .map_or(host, |(h, port)| if port.chars().all(|c| c.is_ascii_digit()) { h } else { host }),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Refuses requests whose `Host` is not loopback when the server is not exposed: a web page
+/// cannot reach a local docdex through DNS rebinding.
+async fn loopback_host_only(
+    State(exposed): State<bool>,
+    req: axum::extract::Request,
+    next: middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let host = req.headers().get(axum::http::header::HOST).and_then(|h| h.to_str().ok());
+    match host {
+        Some(h) if !exposed && !is_loopback_host(h) => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden_host",
+            format!("Host {h:?} is not this machine's loopback; docdex serves local clients only (use --expose with a token for others)"),
+        )
+        .into_response(),
+        _ => next.run(req).await,
+    }
+}
+
 async fn no_route(method: Method, uri: axum::http::Uri) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
@@ -393,6 +425,31 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
         .layer(Extension(BodyLimit(limit)))
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(state.auth().clone(), auth::require_token))
+        .layer(middleware::from_fn_with_state(state.exposed(), loopback_host_only))
         .with_state(state);
     (router, ops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts() {
+        for h in ["localhost", "localhost:3210", "127.0.0.1", "127.0.0.1:80", "[::1]:3210", "[::1]", "LOCALHOST:1"] {
+            assert!(is_loopback_host(h), "{h}");
+        }
+        for h in
+            ["evil.example", "evil.example:3210", "10.0.0.1:3210", "localhost.evil.example", "[::2]:1", "0.0.0.0:3210"]
+        {
+            assert!(!is_loopback_host(h), "{h}");
+        }
+    }
+
+    #[test]
+    fn line_ranges_parse() {
+        assert_eq!(parse_lines("3-9").unwrap(), (3, 9));
+        assert_eq!(parse_lines(" 4 ").unwrap(), (4, 4));
+        assert_eq!(parse_lines("a-b").unwrap_err().code, "bad_request");
+    }
 }

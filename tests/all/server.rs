@@ -454,3 +454,30 @@ async fn models_lists_the_providers_models_or_says_it_is_unreachable() {
     assert_eq!(s, 503, "{v}");
     assert_error(&v, "upstream_unavailable");
 }
+
+#[tokio::test]
+async fn a_foreign_host_header_is_refused_unless_exposed() {
+    // A web page that rebinds its own name to 127.0.0.1 sends its name as Host.
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let r = c
+        .post(server.url("/v1/search"))
+        .header("host", "evil.example:3210")
+        .json(&json!({"query": "session"}))
+        .send()
+        .await
+        .unwrap();
+    let (s, v) = json_of(r).await;
+    assert_eq!(s, 403, "{v}");
+    assert_error(&v, "forbidden_host");
+    let r = c
+        .post(server.url("/v1/search"))
+        .header("host", format!("localhost:{}", server.addr.rsplit(':').next().unwrap()))
+        .json(&json!({"query": "session"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+}
