@@ -481,3 +481,35 @@ async fn a_foreign_host_header_is_refused_unless_exposed() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 200);
 }
+
+#[tokio::test]
+async fn shutdown_closes_open_mcp_streams_promptly() {
+    let env = Env::new();
+    let mut daemon = Server::start(&env, &["daemon"], &[]);
+    let c = client();
+    let mut sse = c.get(daemon.url("/sse")).send().await.unwrap();
+    assert_eq!(sse.status().as_u16(), 200);
+    let first = String::from_utf8_lossy(&sse.chunk().await.unwrap().unwrap()).to_string();
+    assert!(first.contains("event: endpoint") && first.contains("/v1/mcp/message?sessionId="), "{first}");
+    let started = std::time::Instant::now();
+    daemon.terminate();
+    // The stream ends (no hang until the drain timeout) and the process exits cleanly.
+    let ended =
+        tokio::time::timeout(Duration::from_secs(8), async { while let Ok(Some(_)) = sse.chunk().await {} }).await;
+    assert!(ended.is_ok(), "SSE stream still open after SIGTERM");
+    assert!(daemon.wait_exit(Duration::from_secs(8)).success());
+    assert!(started.elapsed() < Duration::from_secs(8));
+}
+
+#[test]
+fn preflight_check_refuses_to_start_when_a_prerequisite_fails() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = env.run(&["serve", "--repo", repo.to_str().unwrap(), "--bind", &addr, "--preflight-check"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("preflight") && err.contains(&addr), "{err}");
+    assert!(out.stdout.is_empty(), "nothing was served: {}", String::from_utf8_lossy(&out.stdout));
+}
