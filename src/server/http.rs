@@ -176,15 +176,16 @@ async fn status(
     Query(q): Query<RepoQuery>,
 ) -> Result<Json<ServerStatus>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    let mounts = match sel {
-        Some(s) => {
-            let repo = resolve(&state, Some(s))?;
-            state.mounts().get(&repo.fingerprint).into_iter().collect()
-        }
-        None => state.mounts().all(),
-    };
     let engine = state.engine().clone();
+    let st = state.clone();
     let repos = blocking(move || {
+        let mounts = match sel {
+            Some(s) => {
+                let repo = resolve(&st, Some(s))?;
+                st.mounts().get(&repo.fingerprint).into_iter().collect()
+            }
+            None => st.mounts().all(),
+        };
         Ok(mounts
             .iter()
             .map(|m| {
@@ -216,7 +217,7 @@ async fn initialize(
     };
     // An unchanged repo's catch-up run takes a moment: answer `ready` rather than `stale` then.
     mount.settle(std::time::Duration::from_millis(750)).await;
-    Ok(Json(mount.info()))
+    blocking(move || Ok(Json(mount.info()))).await
 }
 
 async fn search(

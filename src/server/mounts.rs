@@ -8,6 +8,7 @@
 //! `docdex serve` mounts its one repo at start; `docdex daemon` mounts repos on
 //! `POST /v1/initialize` (and, for indexed repos, on first use).
 
+use crate::engine::fsutil::FileLock;
 use crate::engine::index::status::StatusData;
 use crate::engine::protocol::{IndexProgress, IndexState};
 use crate::engine::repos::RepoRef;
@@ -206,7 +207,11 @@ fn run_watcher(engine: &Engine, mount: &Mount, stop: &AtomicBool) {
             Err(Error::IndexBusy { pid, .. }) => {
                 mount.state.send_replace(MountState::Deferred { writer_pid: pid });
                 tracing::info!(pid, repo = %mount.repo.root.display(), "another process writes this index; reading only");
-                sleep_unless_stopped(stop, Duration::from_secs(2));
+                // Retry once the writer lock is free: a cheap lock probe, no state-file churn meanwhile.
+                let lock = engine.paths().locks().join(format!("{}.writer.lock", mount.repo.fingerprint));
+                while !stop.load(Ordering::SeqCst) && !matches!(FileLock::try_acquire(&lock), Ok(Some(_))) {
+                    sleep_unless_stopped(stop, Duration::from_millis(500));
+                }
             }
             Err(e) => {
                 tracing::warn!(repo = %mount.repo.root.display(), "watcher failed: {e}; retrying in {backoff:?}");
