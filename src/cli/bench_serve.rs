@@ -241,6 +241,7 @@ async fn load(
 
 /// Runs the benchmark and prints a Markdown table.
 pub fn run(out: &Out, args: BenchServeArgs) -> anyhow::Result<()> {
+    let load_start = loadavg();
     let scratch = tempfile_dir()?;
     let home = scratch.join("home");
     let engine = Engine::open_at(&home).context("opening the bench home")?;
@@ -278,11 +279,13 @@ pub fn run(out: &Out, args: BenchServeArgs) -> anyhow::Result<()> {
         out.note(&format!("load: {} clients for {} s", args.clients, args.seconds));
         let mut f = load(&client, &daemon, &repos, args.clients, args.seconds).await;
         let after_rss = daemon.rss_mib();
+        tokio::time::sleep(Duration::from_secs(35)).await;
+        let settled_rss = daemon.rss_mib();
         rows.push(("Load".into(), format!("{} repos x {} files in one daemon, {} concurrent clients, {:.1} s", args.repos, args.files_per_repo, args.clients, f.seconds)));
         rows.push(("Throughput".into(), format!("{:.0} searches/s ({} requests)", f.requests as f64 / f.seconds, f.requests)));
         rows.push(("Latency under load".into(), lat_line(&mut f.latencies)));
         rows.push(("Errors / cross-repo hits".into(), format!("{} / {} ({} queries had no hits)", f.errors, f.cross_repo, f.empty)));
-        rows.push(("Daemon RSS".into(), format!("{idle_rss:.1} MiB idle with {} repos mounted, {after_rss:.1} MiB after the load; {} threads", args.repos, daemon.threads())));
+        rows.push(("Daemon RSS".into(), format!("{idle_rss:.1} MiB idle with {} repos mounted, {after_rss:.1} MiB right after the load, {settled_rss:.1} MiB 35 s later; {} threads", args.repos, daemon.threads())));
 
         // Warm single-client latency against one repo.
         let (root, _) = &repos[0];
@@ -332,7 +335,7 @@ pub fn run(out: &Out, args: BenchServeArgs) -> anyhow::Result<()> {
 
     let m = machine_info();
     out.line(&format!(
-        "Machine: {} ({} cores), {:.1} GiB RAM, Linux {}; docdex {} ({} build); {}; corpus {}",
+        "Machine: {} ({} cores), {:.1} GiB RAM, Linux {}; docdex {} ({} build); {}; corpus {}; load average {} at start, {} at end",
         m.cpu,
         m.cores,
         m.ram_gib,
@@ -340,7 +343,9 @@ pub fn run(out: &Out, args: BenchServeArgs) -> anyhow::Result<()> {
         env!("CARGO_PKG_VERSION"),
         if cfg!(debug_assertions) { "debug" } else { "release" },
         today_utc(),
-        args.corpus.display()
+        args.corpus.display(),
+        load_start,
+        loadavg()
     ));
     out.line("");
     out.line("| Measure | Value |");
@@ -354,6 +359,14 @@ pub fn run(out: &Out, args: BenchServeArgs) -> anyhow::Result<()> {
         let _ = std::fs::remove_dir_all(&scratch);
     }
     Ok(())
+}
+
+/// The 1-minute load average (other work on the machine skews every figure).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_string))
+        .unwrap_or_default()
 }
 
 fn tempfile_dir() -> anyhow::Result<PathBuf> {
