@@ -233,7 +233,7 @@ async fn search(
     let engine = state.engine().clone();
     blocking(move || {
         let repo = resolve(&state, sel)?;
-        Ok(Json(engine.search(&repo.root, &body.search)?))
+        engine.search(&repo.root, &body.search).map(Json).map_err(|e| state.explain(&repo, e))
     })
     .await
 }
@@ -248,7 +248,7 @@ async fn open(
     let engine = state.engine().clone();
     blocking(move || {
         let repo = resolve(&state, sel)?;
-        Ok(Json(engine.get_file(&repo.root, &q.path, lines)?))
+        engine.get_file(&repo.root, &q.path, lines).map(Json).map_err(|e| state.explain(&repo, e))
     })
     .await
 }

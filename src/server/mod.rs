@@ -203,6 +203,32 @@ impl AppState {
         Ok(self.mounts().mount(&repo.root)?)
     }
 
+    /// An engine error about `repo` as the client should read it: "not indexed" while this
+    /// process is building the first index says so (and when to retry) instead of telling
+    /// the client to run an index.
+    pub fn explain(&self, repo: &RepoRef, e: crate::Error) -> ApiError {
+        if let crate::Error::NotIndexed { .. } = e {
+            if let Some(m) = self.mounts().get(&repo.fingerprint) {
+                let info = m.info();
+                if info.status == "indexing" {
+                    let progress = info
+                        .progress
+                        .map(|p| format!(" ({} of {} files)", p.files_done, p.files_total))
+                        .unwrap_or_default();
+                    return ApiError::new(
+                        axum::http::StatusCode::CONFLICT,
+                        "not_indexed",
+                        format!(
+                            "repository {} is being indexed for the first time{progress}; retry when GET /v1/status (or docdex_status) says ready",
+                            repo.root.display()
+                        ),
+                    );
+                }
+            }
+        }
+        e.into()
+    }
+
     fn lookup(&self, selector: &str) -> Result<RepoRef, ApiError> {
         match parse_repo_selector(selector)? {
             repo_select::Selector::Id(id) => {

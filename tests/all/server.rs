@@ -513,3 +513,30 @@ fn preflight_check_refuses_to_start_when_a_prerequisite_fails() {
     assert!(err.contains("preflight") && err.contains(&addr), "{err}");
     assert!(out.stdout.is_empty(), "nothing was served: {}", String::from_utf8_lossy(&out.stdout));
 }
+
+#[tokio::test]
+async fn a_repo_still_being_indexed_says_so_instead_of_asking_for_an_index() {
+    let env = Env::new();
+    let repo = env.repo("fresh");
+    sample_repo(&repo);
+    // Another process holds the writer, so the first index cannot have finished yet.
+    let engine = env.engine();
+    let rref = engine.resolve_repo(&repo).unwrap();
+    let session = engine.open_index_session(&rref, false).unwrap();
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let v: Value = c.get(server.url("/v1/status")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(v["repos"][0]["mount"]["status"], "indexing", "{v}");
+    let (s, v) =
+        json_of(c.post(server.url("/v1/search")).json(&json!({"query": "session"})).send().await.unwrap()).await;
+    assert_eq!(s, 409, "{v}");
+    assert_error(&v, "not_indexed");
+    assert!(v["error"]["message"].as_str().unwrap().contains("being indexed"), "{v}");
+    // Once the writer is free, the server indexes the repo itself.
+    drop(session);
+    eventually("indexed by the server", || async {
+        let r = c.post(server.url("/v1/search")).json(&json!({"query": "session store"})).send().await.unwrap();
+        r.status().as_u16() == 200
+    })
+    .await;
+}

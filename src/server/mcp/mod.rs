@@ -163,7 +163,9 @@ impl ServerHandler for DocdexMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        tracing::debug!(tool = %request.name, "tool call");
+        let named =
+            args.get("project_root").or_else(|| args.get("repo_path")).and_then(Value::as_str).map(str::to_string);
+        tracing::info!(tool = %request.name, repo = named.as_deref().unwrap_or("(bound)"), "tool call");
         let result = tools::call(self, &request.name, args).await?;
         Ok(result.into())
     }

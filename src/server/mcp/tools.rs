@@ -192,7 +192,7 @@ async fn search(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiEr
             path_prefix: a.path_prefix,
             lang: a.lang,
         };
-        Ok(ok_json(&server.app.engine().search(&repo.root, &req)?))
+        server.app.engine().search(&repo.root, &req).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
     })
     .await
 }
@@ -206,7 +206,12 @@ async fn open(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiErro
             (None, None) => None,
             (s, e) => Some((s.unwrap_or(1), e.unwrap_or(u32::MAX))),
         };
-        Ok(ok_json(&server.app.engine().get_file(&repo.root, &a.path, lines)?))
+        server
+            .app
+            .engine()
+            .get_file(&repo.root, &a.path, lines)
+            .map(|r| ok_json(&r))
+            .map_err(|e| server.app.explain(&repo, e))
     })
     .await
 }
@@ -217,7 +222,7 @@ async fn status(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiEr
     blocking(move || {
         let repo = server.repo_for(a.repo.named())?;
         let mount = server.app.mounts().get(&repo.fingerprint).map(|m| m.info());
-        let index = server.app.engine().status(&repo.root)?;
+        let index = server.app.engine().status(&repo.root).map_err(|e| server.app.explain(&repo, e))?;
         Ok(ok_json(&serde_json::json!({ "mount": mount, "index": index })))
     })
     .await
