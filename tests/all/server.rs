@@ -236,7 +236,8 @@ async fn daemon_mounts_repos_on_initialize_and_keeps_them_apart() {
     assert!(["ready", "stale"].contains(&v["status"].as_str().unwrap()), "{v}");
     let a_id = v["repo_id"].as_str().unwrap().to_string();
     eventually("a ready", || async {
-        let v: Value = c.get(daemon.url("/v1/status")).header("x-docdex-repo", &a_id).send().await.unwrap().json().await.unwrap();
+        let v: Value =
+            c.get(daemon.url("/v1/status")).header("x-docdex-repo", &a_id).send().await.unwrap().json().await.unwrap();
         v["repos"][0]["mount"]["status"] == "ready"
     })
     .await;
