@@ -738,11 +738,11 @@ fn measure_index(engine: &Engine, corpus: &Path) -> anyhow::Result<IndexFigures>
     let before = proc_status_kib("VmHWM:").unwrap_or(0);
     let clock = PhaseClock::new();
     let t0 = Instant::now();
-    let first = engine.index(corpus, &IndexOptions { rebuild: true }, &clock)?;
+    let first = engine.index(corpus, &IndexOptions { rebuild: true, ..Default::default() }, &clock)?;
     let t1 = Instant::now();
     let after = proc_status_kib("VmHWM:").unwrap_or(0);
     let first_s = (t1 - t0).as_secs_f64();
-    let (again, reindex_s) = timed(|| engine.index(corpus, &IndexOptions { rebuild: false }, &|_: &IndexProgress| {}));
+    let (again, reindex_s) = timed(|| engine.index(corpus, &IndexOptions::default(), &|_: &IndexProgress| {}));
     let again = again?;
     let repo = engine.resolve_repo(corpus)?;
     let cfg = &engine.config().index;

@@ -3,6 +3,7 @@
 //! No engine logic lives here.
 
 mod bench;
+mod code;
 mod output;
 mod progress;
 mod watch_latency;
@@ -106,6 +107,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Find symbols by name (exact, prefix, word part, fuzzy), or list a file's outline (--file).
+    Symbols(code::SymbolsArgs),
+    /// The symbol index: counts per language, grammar versions, parser drift.
+    SymbolsStatus(code::StatusArgs),
+    /// Search Tree-sitter node kinds: files containing them, or per-file counts and samples.
+    Ast {
+        #[command(subcommand)]
+        action: code::AstCommand,
+    },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
     /// Developer tools for tests and demos.
@@ -169,10 +179,12 @@ impl RepoArg {
     }
 }
 
-/// Process exit codes: 0 ok, 1 error, 2 usage, 3 unknown repo or not indexed, 4 index busy.
+/// Process exit codes: 0 ok, 1 error, 2 usage, 3 unknown repo, not indexed or stale index (re-index), 4 index busy.
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<Error>() {
-        Some(Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. }) => 3,
+        Some(
+            Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. } | Error::StaleIndex(_),
+        ) => 3,
         Some(Error::IndexBusy { .. }) => 4,
         Some(Error::BadRequest(_) | Error::OutsideRepo { .. }) => 2,
         _ => 1,
@@ -208,6 +220,9 @@ impl Cli {
             | Command::Watch { json, .. }
             | Command::Config { json } => *json,
             Command::Repo { action: RepoAction::List { json } } => *json,
+            Command::Symbols(a) => a.json,
+            Command::SymbolsStatus(a) => a.json,
+            Command::Ast { action } => action.json(),
             _ => false,
         }
     }
@@ -243,7 +258,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.note(&format!("indexing {}", display_repo(&path)));
             }
             let bar = progress::Bar::new(!json && !quiet);
-            let summary = engine.index(&path, &IndexOptions { rebuild }, &bar)?;
+            let summary = engine.index(&path, &IndexOptions { rebuild, ..Default::default() }, &bar)?;
             bar.finish();
             if json {
                 out.json(&summary)?;
@@ -319,6 +334,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
             }
         }
+        Command::Symbols(args) => code::symbols(&engine, &out, args)?,
+        Command::SymbolsStatus(args) => code::status(&engine, &out, args)?,
+        Command::Ast { action } => code::ast(&engine, &out, action)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models }) => {
             let mut opts =

@@ -5,6 +5,12 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub use super::code::api::{
+    AstFileHit, AstMode, AstNode, AstQueryFile, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse,
+    CodeIndexSummary, LanguageStatus, LanguageTiming, MatchKind, SymbolHit, SymbolsRequest, SymbolsResponse,
+    SymbolsStatus,
+};
+
 /// Version of the JSON shapes below.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -167,6 +173,9 @@ pub struct IndexSummary {
     /// Set when nothing ran because another process already keeps the index current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What the code pass (symbols, AST, imports) did, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeIndexSummary>,
 }
 
 /// Live progress of an index run (for bars, `/v1/status`, the TUI).
