@@ -64,6 +64,10 @@ fn main() -> anyhow::Result<()> {
     let home = std::env::temp_dir().join(format!("docdex-quality-{}", std::process::id()));
     let mut config = Config::default();
     config.index.exclude = vec!["site-packages/".into()];
+    // Ranking flags from the environment (DOCDEX_SYMBOL_RANKING_ENABLED=0, ...), for comparisons.
+    for w in config.apply_env(|k| std::env::var(k).ok()) {
+        eprintln!("{w}");
+    }
     let engine = Engine::with_config(&home, config, home.join("config.toml"), vec![])?;
     let mut total = Score::default();
     for file in args.iter().filter(|a| !a.starts_with("--")) {

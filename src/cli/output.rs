@@ -168,6 +168,12 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
             out.paint("2", &format!("{:.2}", h.score)),
             if h.stale { out.paint("33", "  (changed since indexed)") } else { String::new() }
         ));
+        for c in &h.context {
+            out.line(&format!("{} {}", out.paint("2", &format!("{:>5}:", c.line)), out.paint("2", &c.text)));
+        }
+        if !h.context.is_empty() {
+            out.line(&out.paint("2", "     ⋮"));
+        }
         for (i, line) in h.snippet.lines().enumerate() {
             let n = h.snippet_line_start + i as u32;
             let mut text = String::new();

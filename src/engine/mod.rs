@@ -215,6 +215,18 @@ impl Engine {
         searcher.search(&repo, req, &self.inner.config.search, state)
     }
 
+    /// [`Self::search`] for the chat waterfall: the same search, ranked with the
+    /// `[search] chat_symbol_ranking_enabled` and `chat_ast_ranking_enabled` flags.
+    pub fn search_for_chat(&self, repo_path: &Path, req: &SearchRequest) -> Result<SearchResponse> {
+        let repo = self.resolve_repo(repo_path)?;
+        let searcher = self.searcher(&repo)?;
+        let state = StatusData::read(&repo.status_path())
+            .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
+            .unwrap_or(IndexState::Ready);
+        let cfg = &self.inner.config.search;
+        searcher.search_with(&repo, req, cfg, state, search::symbol_rank::RankingFlags::from_config(cfg, true))
+    }
+
     /// Index state, counts, progress and warnings for a repository.
     pub fn status(&self, repo_path: &Path) -> Result<StatusResponse> {
         let repo = self.resolve_repo(repo_path)?;

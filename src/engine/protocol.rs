@@ -85,6 +85,19 @@ pub struct SearchHit {
     pub generation: u64,
     /// True when the file changed on disk after this generation indexed it.
     pub stale: bool,
+    /// When the chunk is a piece of a larger definition (a method of a long class, the middle
+    /// of a long function): the signature lines of what it is inside, outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<ContextLine>,
+}
+
+/// A line shown above a snippet as context.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ContextLine {
+    /// 1-based line number.
+    pub line: u32,
+    /// The line as it is on disk (trimmed, at most 200 characters).
+    pub text: String,
 }
 
 /// Search timings in milliseconds.
