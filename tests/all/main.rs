@@ -5,5 +5,6 @@ mod cli;
 mod config;
 mod indexing;
 mod search;
+mod symbols;
 mod util;
 mod watch;

@@ -499,11 +499,9 @@ impl SymbolReader {
         )
         .map_err(&err)?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(&err)?;
-        let meta = match read_meta(&conn) {
-            Ok(m) => m,
-            // A store another build is creating right now, or a damaged one: the next index run rebuilds it.
-            Err(_) => StoreMeta::default(),
-        };
+        // A store another build is creating right now, or a damaged one, reads as empty meta
+        // (schema 0): queries then say to re-index, and the next index run rebuilds it.
+        let meta = read_meta(&conn).unwrap_or_default();
         Ok(Some(SymbolReader { conn, path, meta }))
     }
 

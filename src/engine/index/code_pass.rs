@@ -10,7 +10,7 @@
 
 use super::manifest::Manifest;
 use super::walk::Candidate;
-use crate::engine::code::api::{CodeIndexSummary, LanguageTiming};
+use crate::engine::code::api::CodeIndexSummary;
 use crate::engine::code::store::{self, SymbolStore};
 use crate::engine::code::{graph, CodeOutcome, Lang};
 use crate::engine::repos::RepoRef;
@@ -122,7 +122,7 @@ impl CodePass {
         }
         s.files_repaired += u64::from(repaired);
         s.extract_seconds += r.seconds;
-        let l = s.languages.entry(r.lang.name().to_string()).or_insert_with(LanguageTiming::default);
+        let l = s.languages.entry(r.lang.name().to_string()).or_default();
         l.files += 1;
         l.bytes += r.bytes;
         l.seconds += r.seconds;

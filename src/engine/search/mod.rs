@@ -376,7 +376,8 @@ fn with_priors(
     type Col = Option<tantivy::columnar::Column<u64>>;
     let mut columns: HashMap<u32, (Col, Col)> = HashMap::new();
     let mut lines: HashMap<u32, (Col, Col)> = HashMap::new();
-    top.into_iter()
+    let mut scored: Vec<(f32, u64, DocAddress, bool)> = top
+        .into_iter()
         .map(|(score, addr)| {
             let (class, file) = columns.entry(addr.segment_ord).or_insert_with(|| {
                 let ff = searcher.segment_reader(addr.segment_ord).fast_fields();
@@ -384,19 +385,28 @@ fn with_priors(
             });
             let class = class.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0);
             let file = file.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0);
-            let mut score = score * priors.factor(FileClass::from_u64(class));
-            if boosts.has_file(file) {
-                let (ls, le) = lines.entry(addr.segment_ord).or_insert_with(|| {
-                    let ff = searcher.segment_reader(addr.segment_ord).fast_fields();
-                    (ff.u64("line_start").ok(), ff.u64("line_end").ok())
-                });
-                let a = ls.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0) as u32;
-                let b = le.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0) as u32;
-                score *= boosts.factor(file, a, b);
+            let score = score * priors.factor(FileClass::from_u64(class));
+            if !boosts.has_file(file) {
+                return (score, file, addr, false);
             }
-            ((score, file), addr)
+            let (ls, le) = lines.entry(addr.segment_ord).or_insert_with(|| {
+                let ff = searcher.segment_reader(addr.segment_ord).fast_fields();
+                (ff.u64("line_start").ok(), ff.u64("line_end").ok())
+            });
+            let a = ls.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0) as u32;
+            let b = le.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0) as u32;
+            let (factor, pinned) = boosts.factor(file, a, b);
+            (score * factor, file, addr, pinned)
         })
-        .collect()
+        .collect();
+    // Definitions the whole query names go above every other hit, in their own order.
+    if scored.iter().any(|c| c.3) {
+        let lift = scored.iter().map(|c| c.0).fold(0.0, f32::max);
+        for c in scored.iter_mut().filter(|c| c.3) {
+            c.0 += lift;
+        }
+    }
+    scored.into_iter().map(|(score, file, addr, _)| ((score, file), addr)).collect()
 }
 
 /// A candidate chunk during ranking.

@@ -4,8 +4,10 @@
 //! - **Symbol ranking**: when the query names a symbol (the whole query, or an
 //!   identifier-shaped word in it, equals a definition's name ignoring case and `_`), the
 //!   chunks holding those definitions are multiplied by a factor that grows with the kind's
-//!   weight, so the definition ranks above the places that use the name. Names defined more
-//!   than [`MAX_DEFINITIONS`] times (`__init__`, `new`) are not distinctive and get no boost.
+//!   weight. When the whole query is the name of a type, function, method, module, macro or
+//!   constant, its definitions are also placed above every other hit ("pinned"), so the
+//!   definition ranks first however often the name is used elsewhere. Names defined more than
+//!   [`MAX_DEFINITIONS`] times (`__init__`, `new`) are not distinctive and get no boost.
 //! - **AST ranking**: every chunk indexes the names of the definitions that start in it (the
 //!   `defs` field); query terms matching them add BM25 score, so a plain-language query whose
 //!   words form a function's name (`expire stale sessions`) finds that function's chunk.
@@ -25,6 +27,8 @@ const TOKEN_BOOST: f32 = 0.5;
 pub const DEFS_BOOST: f32 = 0.5;
 /// Queries of at most this many words are also tried joined (`session store` -> `SessionStore`).
 const MAX_JOINED_WORDS: usize = 3;
+/// Kinds at least this weighty are pinned above other hits when the whole query names them.
+const PIN_WEIGHT: f32 = 0.6;
 
 /// Which signals apply to one search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,8 +93,8 @@ fn is_identifier_shaped(w: &str) -> bool {
 /// Where the query's named symbols are defined, as boosts on chunks.
 #[derive(Debug, Default)]
 pub struct DefinitionBoosts {
-    /// File id (xxh3 of the path) -> (definition's first line, factor).
-    by_file: HashMap<u64, Vec<(u32, f32)>>,
+    /// File id (xxh3 of the path) -> (definition's first line, factor, pinned).
+    by_file: HashMap<u64, Vec<(u32, f32, bool)>>,
 }
 
 impl DefinitionBoosts {
@@ -111,8 +115,9 @@ impl DefinitionBoosts {
             let per_weight = if whole { WHOLE_QUERY_BOOST } else { TOKEN_BOOST };
             for d in defs {
                 let factor = 1.0 + per_weight * d.kind.weight();
+                let pinned = whole && d.kind.weight() >= PIN_WEIGHT;
                 let file = xxhash_rust::xxh3::xxh3_64(d.path.as_bytes());
-                boosts.by_file.entry(file).or_default().push((d.line_start, factor));
+                boosts.by_file.entry(file).or_default().push((d.line_start, factor, pinned));
             }
         }
         boosts
@@ -128,13 +133,11 @@ impl DefinitionBoosts {
         self.by_file.contains_key(&file)
     }
 
-    /// The factor for a chunk of `file` spanning lines `a..=b`: the largest among the
-    /// definitions that start inside it, 1 when none does.
-    pub fn factor(&self, file: u64, a: u32, b: u32) -> f32 {
-        self.by_file
-            .get(&file)
-            .map(|defs| defs.iter().filter(|(l, _)| *l >= a && *l <= b).map(|(_, f)| *f).fold(1.0, f32::max))
-            .unwrap_or(1.0)
+    /// The factor for a chunk of `file` spanning lines `a..=b` (the largest among the
+    /// definitions that start inside it, 1 when none does), and whether the chunk is pinned.
+    pub fn factor(&self, file: u64, a: u32, b: u32) -> (f32, bool) {
+        let Some(defs) = self.by_file.get(&file) else { return (1.0, false) };
+        defs.iter().filter(|(l, _, _)| *l >= a && *l <= b).fold((1.0, false), |(f, p), (_, g, q)| (f.max(*g), p || *q))
     }
 }
 
