@@ -1294,7 +1294,10 @@ fn rows(r: &Report) -> Vec<(String, String)> {
                 i.reindex_s, i.reindex_pct_of_first, i.reindex_unchanged, i.walk_only_s
             ),
         ),
-        ("Index size on disk".into(), format!("{} (+ symbols.db {})", mib(i.index_bytes), mib(r.code.symbols_db_bytes))),
+        (
+            "Index size on disk".into(),
+            format!("{} (+ symbols.db {})", mib(i.index_bytes), mib(r.code.symbols_db_bytes)),
+        ),
         ("Code pass".into(), code_line(&r.code)),
         ("  parse rate per language".into(), languages_line(&r.code)),
         ("Peak RSS (VmHWM, whole bench process)".into(), rss_line(i)),
@@ -1345,7 +1348,9 @@ fn languages_line(c: &CodeFigures) -> String {
     }
     c.languages
         .iter()
-        .map(|l| format!("{} {} files, {:.0} files/s, {:.1} MiB/s", l.lang, l.files, l.files_per_cpu_s, l.mib_per_cpu_s))
+        .map(|l| {
+            format!("{} {} files, {:.0} files/s, {:.1} MiB/s", l.lang, l.files, l.files_per_cpu_s, l.mib_per_cpu_s)
+        })
         .collect::<Vec<_>>()
         .join("; ")
         + " (per core)"

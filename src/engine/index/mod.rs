@@ -203,8 +203,18 @@ impl IndexSession {
             }
         }
 
-        let bytes_total: u64 = todo.iter().map(|c| c.size.min(self.cfg.max_file_size_bytes)).sum();
-        let progress = Progress::new(todo.len() as u64, bytes_total);
+        // Files whose symbols must be re-extracted though the text index has them.
+        let busy: HashSet<&str> =
+            todo.iter().map(|c| c.rel.as_str()).chain(deleted.iter().map(String::as_str)).collect();
+        let manifest = &self.manifest;
+        let repair = match self.code.as_mut() {
+            Some(m) => m.get_mut().unwrap_or_else(|p| p.into_inner()).plan_repair(manifest, &root, &busy)?,
+            None => Vec::new(),
+        };
+        drop(busy);
+
+        let bytes_total: u64 = todo.iter().chain(&repair).map(|c| c.size.min(self.cfg.max_file_size_bytes)).sum();
+        let progress = Progress::new((todo.len() + repair.len()) as u64, bytes_total);
         let mut summary = IndexSummary { repo: root.clone(), unchanged, ..Default::default() };
         let mut changed = false;
 
@@ -255,15 +265,6 @@ impl IndexSession {
                 .insert(issue.rel.clone(), FileEntry::not_indexed(issue.reason.clone(), issue.error, 0, 0));
         }
 
-        // Files whose symbols must be re-extracted though the text index has them.
-        let busy: HashSet<&str> = todo.iter().map(|c| c.rel.as_str()).collect();
-        let manifest = &self.manifest;
-        let repair = match self.code.as_mut() {
-            Some(m) => m.get_mut().unwrap_or_else(|p| p.into_inner()).plan_repair(manifest, &root, &busy)?,
-            None => Vec::new(),
-        };
-        drop(busy);
-
         let mut renames_left = deleted_hashes;
         let ticker_stop = AtomicU64::new(0);
         let status = self.status.clone();
@@ -304,8 +305,14 @@ impl IndexSession {
                 self.commit(sink, &progress)?;
             }
             // Symbols only: the text index already has these files.
-            let repaired: Vec<(String, Option<(u64, CodeResult)>)> =
-                repair.par_iter().map(|c| (c.rel.clone(), self.extract_only(c))).collect();
+            let repaired: Vec<(String, Option<(u64, CodeResult)>)> = repair
+                .par_iter()
+                .map(|c| {
+                    let r = self.extract_only(c);
+                    progress.done(c.size.min(self.cfg.max_file_size_bytes));
+                    (c.rel.clone(), r)
+                })
+                .collect();
             for (rel, result) in repaired {
                 if let (Some((hash, r)), Some(code)) = (result, self.code_mut()) {
                     code.record(&rel, hash, &r, true)?;

@@ -43,8 +43,9 @@ pub struct RepoSearcher {
     /// Hash of the `meta.json` last loaded, and the generation it carried.
     seen: Mutex<(u64, u64)>,
     index_dir: std::path::PathBuf,
-    /// The symbol store, opened on first need and reopened when the index generation changes.
-    symbols: Mutex<Option<(u64, Option<crate::engine::code::store::SymbolReader>)>>,
+    /// The symbol store, opened on first need and reopened when the index generation or the
+    /// store file (a rebuilt store is a new file) changes.
+    symbols: Mutex<Option<((u64, u64), Option<crate::engine::code::store::SymbolReader>)>>,
 }
 
 impl RepoSearcher {
@@ -97,12 +98,13 @@ impl RepoSearcher {
     /// missing or stale, or when symbol ranking is off).
     fn definition_boosts(&self, repo: &RepoRef, generation: u64, query: &str) -> DefinitionBoosts {
         let Ok(mut cache) = self.symbols.lock() else { return DefinitionBoosts::default() };
-        if cache.as_ref().is_none_or(|(g, _)| *g != generation) {
+        let key = (generation, file_identity(&crate::engine::code::store::db_path(repo)));
+        if cache.as_ref().is_none_or(|(k, _)| *k != key) {
             let reader = crate::engine::code::store::SymbolReader::open(repo)
                 .ok()
                 .flatten()
                 .filter(|r| r.ensure_current(&repo.root).is_ok());
-            *cache = Some((generation, reader));
+            *cache = Some((key, reader));
         }
         match cache.as_ref().and_then(|(_, r)| r.as_ref()) {
             Some(reader) => DefinitionBoosts::lookup(reader, query),
@@ -480,6 +482,22 @@ fn read_file(root: &Path, rel: &str, commit_time: Option<SystemTime>) -> Option<
         _ => false,
     };
     Some((String::from_utf8_lossy(&bytes).into_owned(), stale))
+}
+
+/// The inode of a file (0 when missing), to notice a file replaced under the same name.
+fn file_identity(path: &Path) -> u64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).map(|m| m.ino()).unwrap_or(0)
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .map(|t| t.elapsed().map(|e| e.as_nanos() as u64).unwrap_or(1))
+            .unwrap_or(0)
+    }
 }
 
 /// Hash and docdex generation of the index's `meta.json` ((0, 0) when unreadable).
