@@ -207,6 +207,9 @@ pub struct AstSummary {
     pub samples: Vec<(&'static str, u32, u32)>,
 }
 
+/// Tree-sitter's id for `ERROR` nodes (`ts_builtin_sym_error`).
+const ERROR_KIND_ID: usize = u16::MAX as usize;
+
 /// Sample nodes kept per kind and file.
 pub const SAMPLES_PER_KIND: usize = 3;
 
@@ -359,7 +362,7 @@ pub fn analyze_tree(lang: Lang, tree: &tree_sitter::Tree, src: &str, path: &str)
                 }
                 lead[depth] = None;
             }
-        } else if node.is_error() {
+        } else if id == ERROR_KIND_ID {
             error_count += 1;
             if error_samples.len() < SAMPLES_PER_KIND {
                 error_samples.push(lines_of(node));
@@ -462,4 +465,58 @@ fn make_symbol(
 fn is_header(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     [".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp"].iter().any(|e| lower.ends_with(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::code::{analyze, CodeOutcome};
+
+    fn parsed(lang: Lang, src: &str) -> FileAnalysis {
+        match analyze(lang, src, "x") {
+            CodeOutcome::Parsed(p) => p.analysis,
+            CodeOutcome::NotParsed(r) => panic!("{r}"),
+        }
+    }
+
+    #[test]
+    fn doc_comments_and_attributes_lead_the_symbol_unless_a_blank_line_separates_them() {
+        let a = parsed(Lang::Rust, "/// Doc.\n#[derive(Debug)]\nstruct S;\n\n// loose\n\nfn f() {}\n");
+        let s = &a.symbols[0];
+        assert_eq!((s.name.as_str(), s.lead_start, s.line_start), ("S", 1, 3));
+        let f = &a.symbols[1];
+        assert_eq!((f.name.as_str(), f.lead_start, f.line_start), ("f", 7, 7));
+    }
+
+    #[test]
+    fn syntax_errors_keep_the_rest_of_the_file() {
+        let a = parsed(Lang::Python, "def broken(:\n    pass\n\ndef fine(x):\n    return x\n");
+        assert!(a.has_errors);
+        assert!(a.symbols.iter().any(|s| s.name == "fine" && s.line_start == 4), "{:?}", a.symbols);
+        let e = parsed(Lang::Python, "x = = 1\n");
+        assert!(e.ast.counts.iter().any(|(k, n)| *k == "ERROR" && *n >= 1), "{:?}", e.ast.counts);
+        assert!(e.ast.samples.iter().any(|(k, s, _)| *k == "ERROR" && *s == 1));
+    }
+
+    #[test]
+    fn ast_summary_counts_named_kinds_and_keeps_a_few_samples() {
+        let src: String = (0..5).map(|i| format!("def f{i}():\n    pass\n")).collect();
+        let a = parsed(Lang::Python, &src);
+        let count = a.ast.counts.iter().find(|(k, _)| *k == "function_definition").map(|(_, n)| *n);
+        assert_eq!(count, Some(5));
+        let samples: Vec<(u32, u32)> =
+            a.ast.samples.iter().filter(|(k, _, _)| *k == "function_definition").map(|(_, s, e)| (*s, *e)).collect();
+        assert_eq!(samples, [(1, 2), (3, 4), (5, 6)]);
+        assert!(a.ast.counts.iter().all(|(k, _)| !k.is_empty() && *k != "("), "anonymous tokens are not counted");
+    }
+
+    #[test]
+    fn kind_names_and_aliases_parse() {
+        for k in SymbolKind::ALL {
+            assert_eq!(SymbolKind::parse(k.name()), Some(k));
+        }
+        assert_eq!(SymbolKind::parse("fn"), Some(SymbolKind::Function));
+        assert_eq!(SymbolKind::parse("Protocol"), Some(SymbolKind::Interface));
+        assert_eq!(SymbolKind::parse("gizmo"), None);
+    }
 }
