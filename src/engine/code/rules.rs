@@ -374,9 +374,12 @@ fn ecma<'t>(node: Node<'t>, kind: &str, cx: &Ctx, out: &mut Vec<Def<'t>>) {
             (SymbolKind::Function, name())
         }
         "class_declaration" | "abstract_class_declaration" => (SymbolKind::Class, name()),
-        "method_definition" | "method_signature" | "abstract_method_signature" => (SymbolKind::Method, name()),
-        "field_definition" => (SymbolKind::Field, field_text(node, "property", src)),
-        "public_field_definition" | "property_signature" => (SymbolKind::Field, name()),
+        // Members of classes and interfaces; methods of object literals and object types are not symbols.
+        "method_definition" | "method_signature" | "abstract_method_signature" if cx.in_type() => {
+            (SymbolKind::Method, name())
+        }
+        "field_definition" if cx.in_type() => (SymbolKind::Field, field_text(node, "property", src)),
+        "public_field_definition" | "property_signature" if cx.in_type() => (SymbolKind::Field, name()),
         "interface_declaration" => (SymbolKind::Interface, name()),
         "type_alias_declaration" => (SymbolKind::Type, name()),
         "enum_declaration" => (SymbolKind::Enum, name()),
