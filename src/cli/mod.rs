@@ -191,6 +191,11 @@ fn exit_code(err: &anyhow::Error) -> u8 {
     }
 }
 
+/// The fixed query set of `docdex bench` (for evaluation examples).
+pub fn bench_queries() -> &'static [&'static str] {
+    bench::QUERIES
+}
+
 /// Entry point for both binaries.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -702,7 +702,7 @@ pub struct LanguageTiming {
     pub files: u64,
     /// Their bytes.
     pub bytes: u64,
-    /// Parse and extraction time summed over worker threads (CPU seconds, not wall time).
+    /// Parse and extraction CPU time summed over worker threads.
     pub seconds: f64,
 }
 
@@ -726,7 +726,7 @@ pub struct CodeIndexSummary {
     pub drift_repaired: Vec<String>,
     /// Per language.
     pub languages: BTreeMap<String, LanguageTiming>,
-    /// Parse and extraction time summed over worker threads (CPU seconds).
+    /// Parse and extraction CPU time summed over worker threads.
     pub extract_seconds: f64,
     /// Time spent writing `symbols.db` (wall seconds on the writer thread).
     pub store_seconds: f64,

@@ -37,11 +37,14 @@ pub fn count_of(encoded: &str, kind: &str) -> u32 {
     }
 }
 
-/// Encodes the samples as `kind:start-end,start-end;kind:...`.
+/// Encodes the samples as `kind:start-end,line;kind:...`, grouped by kind (a one-line node
+/// is just its line).
 pub fn encode_samples(ast: &AstSummary) -> String {
-    let mut out = String::with_capacity(ast.samples.len() * 16);
+    let mut samples: Vec<&(&str, u32, u32)> = ast.samples.iter().collect();
+    samples.sort_by_key(|(kind, _, _)| *kind);
+    let mut out = String::with_capacity(samples.len() * 12);
     let mut last: Option<&str> = None;
-    for (kind, a, b) in &ast.samples {
+    for (kind, a, b) in samples {
         if last == Some(kind) {
             out.push(',');
         } else {
@@ -52,7 +55,11 @@ pub fn encode_samples(ast: &AstSummary) -> String {
             out.push(':');
             last = Some(kind);
         }
-        out.push_str(&format!("{a}-{b}"));
+        if a == b {
+            out.push_str(&a.to_string());
+        } else {
+            out.push_str(&format!("{a}-{b}"));
+        }
     }
     out
 }
@@ -66,10 +73,9 @@ pub fn decode_samples(encoded: &str, kinds: &[String]) -> Vec<(String, u32, u32)
             continue;
         }
         for r in ranges.split(',') {
-            if let Some((a, b)) = r.split_once('-') {
-                if let (Ok(a), Ok(b)) = (a.parse(), b.parse()) {
-                    out.push((kind.to_string(), a, b));
-                }
+            let (a, b) = r.split_once('-').unwrap_or((r, r));
+            if let (Ok(a), Ok(b)) = (a.parse(), b.parse()) {
+                out.push((kind.to_string(), a, b));
             }
         }
     }
@@ -128,7 +134,7 @@ mod tests {
     fn counts_and_samples_round_trip() {
         let ast = AstSummary {
             counts: vec![("call", 12), ("function_definition", 2)],
-            samples: vec![("call", 3, 3), ("call", 5, 6), ("function_definition", 1, 9)],
+            samples: vec![("function_definition", 1, 9), ("call", 3, 3), ("call", 5, 6)],
         };
         let c = encode_counts(&ast);
         assert_eq!(c, " call=12 function_definition=2 ");
@@ -136,7 +142,8 @@ mod tests {
         assert_eq!(count_of(&c, "function_definition"), 2);
         assert_eq!(count_of(&c, "definition"), 0);
         let s = encode_samples(&ast);
-        assert_eq!(s, "call:3-3,5-6;function_definition:1-9");
+        assert_eq!(s, "call:3,5-6;function_definition:1-9");
+        assert_eq!(decode_samples(&s, &["call".into()]), vec![("call".into(), 3, 3), ("call".into(), 5, 6)]);
         assert_eq!(decode_samples(&s, &["function_definition".into()]), vec![("function_definition".into(), 1, 9)]);
     }
 
