@@ -101,6 +101,63 @@ fn golden_symbols_for_every_grammar() {
     assert!(failures.is_empty(), "golden mismatch (DOCDEX_UPDATE_GOLDENS=1 rewrites):\n{}", failures.join("\n"));
 }
 
+/// Every code file under `dir`, repo-relative, sorted.
+fn code_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read_dir") {
+            let p = entry.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if docdex::engine::code::Lang::from_path(&p).is_some() {
+                out.push(p.strip_prefix(dir).expect("prefix").to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Goldens over the per-language fixture repositories of `tests/fixtures/code/` (shared with
+/// the impact-graph tests): one golden per repository in `tests/fixtures/symbols/code/`,
+/// every code file's outline under a `== path` header.
+#[test]
+fn golden_symbols_for_the_code_fixture_repos() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code");
+    let goldens = fixtures().join("code");
+    let update = std::env::var_os("DOCDEX_UPDATE_GOLDENS").is_some();
+    let env = Env::new();
+    let engine = env.engine();
+    let mut failures = Vec::new();
+    let mut langs = std::collections::BTreeSet::new();
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let repo = env.repo(&format!("code-{name}"));
+        copy_dir(&dir, &repo);
+        let s = index(&engine, &repo);
+        let code = s.code.expect("code pass");
+        assert_eq!(code.files_with_parse_errors, 0, "{name}: {code:?}");
+        langs.extend(code.languages.keys().cloned());
+        let mut actual = String::new();
+        for rel in code_files(&dir) {
+            actual.push_str(&format!("== {rel}\n{}", outline(&engine, &repo, &rel)));
+        }
+        let golden = goldens.join(format!("{name}.symbols"));
+        if update {
+            std::fs::create_dir_all(&goldens).unwrap();
+            std::fs::write(&golden, &actual).unwrap();
+        } else if std::fs::read_to_string(&golden).unwrap_or_default() != actual {
+            failures.push(format!("--- {name}: expected {}\n--- actual\n{actual}", golden.display()));
+        }
+    }
+    assert_eq!(langs.len(), 16, "every grammar is covered by a fixture repo: {langs:?}");
+    assert!(failures.is_empty(), "golden mismatch (DOCDEX_UPDATE_GOLDENS=1 rewrites):\n{}", failures.join("\n"));
+}
+
 #[test]
 fn signatures_and_containers_read_like_the_source() {
     let env = Env::new();
