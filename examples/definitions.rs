@@ -53,8 +53,12 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let corpus = PathBuf::from(args.iter().find(|a| !a.starts_with("--")).ok_or_else(|| anyhow::anyhow!("corpus?"))?);
     let verbose = args.iter().any(|a| a == "--verbose");
-    let sample: usize =
-        args.iter().position(|a| a == "--sample").and_then(|i| args.get(i + 1)).and_then(|s| s.parse().ok()).unwrap_or(200);
+    let sample: usize = args
+        .iter()
+        .position(|a| a == "--sample")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
     let home = std::env::temp_dir().join(format!("docdex-definitions-{}", std::process::id()));
     let on = engine(&home, true, true)?;
     let s = on.index(&corpus, &IndexOptions::default(), &|_: &docdex::engine::protocol::IndexProgress| {})?;

@@ -80,8 +80,9 @@ fn main() -> anyhow::Result<()> {
         for q in &data.queries {
             let root = PathBuf::from(q.repo_root_hint.clone().or(data.repo_root_hint.clone()).unwrap_or_default());
             if !indexed.contains(&root) {
-                let s =
-                    engine.index(&root, &IndexOptions::default(), &|_: &docdex::engine::protocol::IndexProgress| {})?;
+                // `--plain`: the text-only index (no Tree-sitter pass), for comparing chunkings.
+                let opts = IndexOptions { skip_code: args.iter().any(|a| a == "--plain"), ..Default::default() };
+                let s = engine.index(&root, &opts, &|_: &docdex::engine::protocol::IndexProgress| {})?;
                 eprintln!("indexed {} ({} files, {:.2}s)", root.display(), s.files, s.seconds);
                 indexed.push(root.clone());
             }
