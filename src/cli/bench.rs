@@ -449,6 +449,10 @@ struct CodeFigures {
     graph_s: Option<f64>,
     symbols_db_bytes: u64,
     languages: Vec<LanguageFigures>,
+    /// Warm search with the symbol and AST ranking signals on (default) and off, the same
+    /// queries interleaved so both see the same machine.
+    search_signals_on: Latency,
+    search_signals_off: Latency,
 }
 
 /// Parse rate of one language (CPU time on one worker thread).
@@ -551,6 +555,9 @@ pub fn run(_engine: &Engine, out: &Out, args: BenchArgs) -> anyhow::Result<()> {
     code.added_share_pct = 100.0 * (index.first_s - plain_first_s) / index.first_s.max(1e-9);
     out.note(&format!("searching: {} queries x {} rounds", QUERIES.len(), args.rounds));
     let (search, per_query) = measure_search(&engine, &corpus.indexed_path, args.rounds.max(1))?;
+    let (on, off) = measure_signal_cost(&engine, &home, &corpus.indexed_path, args.rounds.max(1))?;
+    code.search_signals_on = on;
+    code.search_signals_off = off;
     let sample = sample_indices(QUERIES.len(), args.process_queries);
     let process = measure_process(out, &home, &corpus.indexed_path, &sample)?;
     let rg_sample = if args.no_rg { &[][..] } else { &sample[..] };
@@ -969,6 +976,30 @@ fn measure_search(engine: &Engine, corpus: &Path, rounds: usize) -> anyhow::Resu
     Ok((figures, medians))
 }
 
+/// Warm latency with the ranking signals on and off, query by query in alternation.
+fn measure_signal_cost(engine: &Engine, home: &Path, corpus: &Path, rounds: usize) -> anyhow::Result<(Latency, Latency)> {
+    let mut config = engine.config().clone();
+    config.search.symbol_ranking_enabled = false;
+    config.search.ast_ranking_enabled = false;
+    let off = Engine::with_config(home, config, engine.config_path().to_path_buf(), Vec::new())?;
+    let req = |q: &str| SearchRequest { query: q.to_string(), ..Default::default() };
+    for q in QUERIES {
+        off.search(corpus, &req(q))?;
+    }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        for q in QUERIES {
+            let t = Instant::now();
+            engine.search(corpus, &req(q))?;
+            a.push(ms(t.elapsed()));
+            let t = Instant::now();
+            off.search(corpus, &req(q))?;
+            b.push(ms(t.elapsed()));
+        }
+    }
+    Ok((latency(&a), latency(&b)))
+}
+
 /// `n` indices spread evenly over `0..len`.
 fn sample_indices(len: usize, n: usize) -> Vec<usize> {
     let n = n.min(len);
@@ -1328,6 +1359,16 @@ fn rows(r: &Report) -> Vec<(String, String)> {
         ),
         ("Code pass".into(), code_line(&r.code)),
         ("  parse rate per language".into(), languages_line(&r.code)),
+        (
+            "Warm search, signals on / off".into(),
+            format!(
+                "p50 {:.2} / {:.2} ms, p95 {:.2} / {:.2} ms (symbol + AST ranking on vs off, interleaved)",
+                r.code.search_signals_on.p50_ms,
+                r.code.search_signals_off.p50_ms,
+                r.code.search_signals_on.p95_ms,
+                r.code.search_signals_off.p95_ms
+            ),
+        ),
         ("Peak RSS (VmHWM, whole bench process)".into(), rss_line(i)),
         (
             "Warm search, in-process".into(),
