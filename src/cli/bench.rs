@@ -977,7 +977,12 @@ fn measure_search(engine: &Engine, corpus: &Path, rounds: usize) -> anyhow::Resu
 }
 
 /// Warm latency with the ranking signals on and off, query by query in alternation.
-fn measure_signal_cost(engine: &Engine, home: &Path, corpus: &Path, rounds: usize) -> anyhow::Result<(Latency, Latency)> {
+fn measure_signal_cost(
+    engine: &Engine,
+    home: &Path,
+    corpus: &Path,
+    rounds: usize,
+) -> anyhow::Result<(Latency, Latency)> {
     let mut config = engine.config().clone();
     config.search.symbol_ranking_enabled = false;
     config.search.ast_ranking_enabled = false;

@@ -12,7 +12,7 @@ use super::manifest::Manifest;
 use super::walk::Candidate;
 use crate::engine::code::api::CodeIndexSummary;
 use crate::engine::code::store::{self, SymbolStore};
-use crate::engine::code::{graph, CodeOutcome, Lang};
+use crate::engine::code::{graph, CodeOutcome, Lang, Symbol, SymbolKind};
 use crate::engine::repos::RepoRef;
 use crate::error::Result;
 use std::collections::HashSet;
@@ -49,6 +49,26 @@ fn thread_cpu_seconds() -> f64 {
     }
     static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
+/// Names of the definitions that start in lines `a..=b`, for the `defs` field. Fields,
+/// variables, constants and enum members are left out: they are many and rarely what a
+/// search means.
+pub(crate) fn definitions_in(symbols: &[Symbol], a: u32, b: u32) -> String {
+    let mut out = String::new();
+    for s in symbols.iter().filter(|s| s.line_start >= a && s.line_start <= b) {
+        if matches!(
+            s.kind,
+            SymbolKind::Field | SymbolKind::Variable | SymbolKind::Constant | SymbolKind::Variant | SymbolKind::Impl
+        ) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&s.name);
+    }
+    out
 }
 
 /// The writer's side of the symbol store for one session.

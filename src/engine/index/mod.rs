@@ -17,7 +17,7 @@ pub mod status;
 pub mod walk;
 
 use crate::config::IndexConfig;
-use crate::engine::code::{CodeOutcome, Lang, SymbolKind};
+use crate::engine::code::{CodeOutcome, Lang};
 use crate::engine::fsutil::FileLock;
 use crate::engine::protocol::{IndexProgress, IndexSummary, LastEvent, SkippedFile};
 use crate::engine::repos::RepoRef;
@@ -416,7 +416,7 @@ impl IndexSession {
                 }
             }
             if let Some(symbols) = symbols {
-                let defs = definitions_in(symbols, ch.line_start, ch.line_end);
+                let defs = code_pass::definitions_in(symbols, ch.line_start, ch.line_end);
                 if !defs.is_empty() {
                     d.add_text(f.defs, &defs);
                 }
@@ -601,26 +601,6 @@ fn line_text<'t>(text: &'t str, starts: &[usize], line: u32) -> Option<&'t str> 
     let s = *starts.get(i)?;
     let e = starts.get(i + 1).copied().unwrap_or(text.len());
     text.get(s..e).map(|l| l.trim_end())
-}
-
-/// Names of the definitions that start in lines `a..=b`, for the `defs` field. Fields,
-/// variables, constants and enum members are left out: they are many and rarely what a
-/// search means.
-fn definitions_in(symbols: &[crate::engine::code::Symbol], a: u32, b: u32) -> String {
-    let mut out = String::new();
-    for s in symbols.iter().filter(|s| s.line_start >= a && s.line_start <= b) {
-        if matches!(
-            s.kind,
-            SymbolKind::Field | SymbolKind::Variable | SymbolKind::Constant | SymbolKind::Variant | SymbolKind::Impl
-        ) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(&s.name);
-    }
-    out
 }
 
 fn mb(b: u64) -> f64 {
