@@ -88,6 +88,9 @@ fn make(text: &str, starts: &[usize], begin: usize, end: usize) -> Chunk {
     }
 }
 
+/// Definitions nested deeper than this are not split along their members.
+const MAX_UNIT_DEPTH: usize = 32;
+
 /// A definition as chunking sees it: 0-based inclusive lines, leading comments included.
 #[derive(Debug, Clone)]
 struct Unit {
@@ -131,18 +134,20 @@ fn build_units(symbols: &[Symbol], lines: usize) -> Vec<Unit> {
             None => roots.push(i),
         }
     }
-    fn build(i: usize, symbols: &[Symbol], children: &[Vec<usize>], lines: usize) -> Unit {
+    fn build(i: usize, symbols: &[Symbol], children: &[Vec<usize>], lines: usize, depth: usize) -> Unit {
         let s = &symbols[i];
         let clamp = |l: u32| (l.max(1) as usize - 1).min(lines - 1);
         let sig = clamp(s.line_start);
+        // Deeper nesting is cut by lines, not members (and recursion stays shallow).
+        let kids = if depth < MAX_UNIT_DEPTH { children[i].as_slice() } else { &[] };
         Unit {
             start: clamp(s.lead_start).min(sig),
             sig,
             end: clamp(s.line_end).max(sig),
-            children: disjoint(children[i].iter().map(|c| build(*c, symbols, children, lines)).collect()),
+            children: disjoint(kids.iter().map(|c| build(*c, symbols, children, lines, depth + 1)).collect()),
         }
     }
-    disjoint(roots.into_iter().map(|i| build(i, symbols, &children, lines)).collect())
+    disjoint(roots.into_iter().map(|i| build(i, symbols, &children, lines, 0)).collect())
 }
 
 /// Sorts units and merges overlapping ones (two declarations on one line, one node declaring
@@ -530,6 +535,19 @@ mod tests {
         let chunks = chunk_code(&text, &[]);
         covered(&chunks, 300);
         assert!(chunks.iter().all(|c| c.line_end - c.line_start < CODE_MAX_LINES as u32));
+    }
+
+    #[test]
+    fn deeply_nested_definitions_do_not_exhaust_the_stack() {
+        let depth = 5000u32;
+        let mut src = String::new();
+        let mut syms = Vec::new();
+        for d in 0..depth {
+            src.push_str(&format!("{}def f{d}():\n", " ".repeat(d as usize % 80)));
+            syms.push(sym(&format!("f{d}"), (d + 1, depth), d.checked_sub(1)));
+        }
+        let chunks = chunk_code(&src, &syms);
+        covered(&chunks, depth);
     }
 
     #[test]
