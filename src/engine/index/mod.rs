@@ -296,6 +296,7 @@ impl IndexSession {
                 for (rel, outcome) in outcomes {
                     changed |= self.apply(rel, outcome, &mut summary, &mut renames_left);
                 }
+                tracing::debug!(ms = started.elapsed().as_millis() as u64, "batch applied");
                 if changed {
                     self.commit(sink, &progress)?;
                     changed = false;
@@ -529,12 +530,18 @@ impl IndexSession {
             .writer
             .as_mut()
             .ok_or_else(|| Error::Index { path: self.repo.index_dir(), message: "commit without a writer".into() })?;
+        let t = Instant::now();
         let mut prepared = writer.prepare_commit().map_err(err)?;
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "tantivy prepare_commit");
         prepared.set_payload(&serde_json::to_string(&next).unwrap_or_default());
+        let t = Instant::now();
         prepared.commit().map_err(err)?;
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "tantivy commit");
         self.generation = next.generation;
         if let Some(code) = self.code_mut() {
+            let t = Instant::now();
             code.commit(next.generation)?;
+            tracing::debug!(ms = t.elapsed().as_millis() as u64, "symbol store commit");
         }
         self.manifest.generation = next.generation;
         self.manifest.save(&self.repo.manifest_path())?;
