@@ -1286,9 +1286,11 @@ fn targets(r: &Report) -> Vec<Target> {
     t.push(target("vs rg scan (whole process, same queries)", ">= 20x", v, p));
     let (v, p) = speed(rg.speedup_in_process);
     t.push(target("vs rg scan (in-process, same queries)", ">= 20x", v, p));
-    let idx_pass = small.then_some(i.first_s < 0.5);
+    // Issue 2's target is for the plain (text-only) index; the code pass has its own ratio target.
+    let plain_s = if r.code.plain_first_s > 0.0 { r.code.plain_first_s } else { i.first_s };
+    let idx_pass = small.then_some(plain_s < 0.5);
     let idx_target = if small { "< 0.5 s (5,000 files / 14 MB)" } else { "n/a (target is for 5,000 files / 14 MB)" };
-    t.push(target("First index", idx_target, format!("{:.2} s", i.first_s), idx_pass));
+    t.push(target("First index, plain (text only)", idx_target, format!("{plain_s:.2} s"), idx_pass));
     let c = &r.code;
     if c.plain_first_s > 0.0 {
         t.push(target(
