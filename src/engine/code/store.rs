@@ -499,6 +499,9 @@ impl SymbolReader {
         )
         .map_err(&err)?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(&err)?;
+        // Scans (word-part and fuzzy name search, AST search) read the whole table: map it
+        // instead of copying every page through read().
+        conn.pragma_update(None, "mmap_size", 1i64 << 30).map_err(&err)?;
         // A store another build is creating right now, or a damaged one, reads as empty meta
         // (schema 0): queries then say to re-index, and the next index run rebuilds it.
         let meta = read_meta(&conn).unwrap_or_default();
