@@ -36,6 +36,10 @@ const MAX_PATH_CONJUNCTION_TERMS: usize = 4;
 /// Share of a file's second-best chunk added to its best (files with several matches rank higher).
 const SECOND_CHUNK_WEIGHT: f32 = 0.2;
 
+/// The symbol store as last opened: keyed by (index generation, store file inode); `None` when
+/// there is no usable store.
+type CachedSymbols = ((u64, u64), Option<crate::engine::code::store::SymbolReader>);
+
 /// An open, reloadable reader over one repo's index.
 pub struct RepoSearcher {
     reader: IndexReader,
@@ -45,7 +49,7 @@ pub struct RepoSearcher {
     index_dir: std::path::PathBuf,
     /// The symbol store, opened on first need and reopened when the index generation or the
     /// store file (a rebuilt store is a new file) changes.
-    symbols: Mutex<Option<((u64, u64), Option<crate::engine::code::store::SymbolReader>)>>,
+    symbols: Mutex<Option<CachedSymbols>>,
 }
 
 impl RepoSearcher {
