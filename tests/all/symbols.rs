@@ -254,7 +254,7 @@ fn edits_deletes_and_renames_keep_symbols_in_step() {
 }
 
 #[test]
-fn impact_graph_rebuilds_only_when_the_set_of_code_files_or_their_imports_change() {
+fn impact_graph_rebuilds_only_when_code_files_their_imports_or_resolver_files_change() {
     let env = Env::new();
     let repo = env.repo("r");
     write(&repo, "a.py", "def a():\n    pass\n");
@@ -271,6 +271,10 @@ fn impact_graph_rebuilds_only_when_the_set_of_code_files_or_their_imports_change
     // A new code file does.
     write(&repo, "b.py", "def b():\n    pass\n");
     assert!(index(&engine, &repo).code.unwrap().graph_seconds.is_some());
+    // So does a file import resolution reads.
+    write(&repo, "pyproject.toml", "[project]\nname = \"r\"\n");
+    assert!(index(&engine, &repo).code.unwrap().graph_seconds.is_some());
+    assert_eq!(index(&engine, &repo).code.unwrap().graph_seconds, None, "and nothing changed since");
 }
 
 #[test]

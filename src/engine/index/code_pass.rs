@@ -71,6 +71,34 @@ pub(crate) fn definitions_in(symbols: &[Symbol], a: u32, b: u32) -> String {
     out
 }
 
+/// Files besides source code that import resolution reads (module roots, path aliases, import
+/// hints): a change to one of them rebuilds the impact graph even when no import changed.
+const GRAPH_INPUTS: &[&str] = &[
+    "tsconfig.json",
+    "jsconfig.json",
+    "package.json",
+    "go.mod",
+    "go.work",
+    "composer.json",
+    "cargo.toml",
+    "pubspec.yaml",
+    "pyproject.toml",
+    "setup.cfg",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "settings.gradle",
+    "settings.gradle.kts",
+    "docdex.import_map.json",
+    "docdex.import_traces.jsonl",
+];
+
+/// Whether a repo-relative path is one of [`GRAPH_INPUTS`] (or a C# project file).
+fn is_graph_input(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel).to_ascii_lowercase();
+    GRAPH_INPUTS.contains(&name.as_str()) || name.ends_with(".csproj")
+}
+
 /// The writer's side of the symbol store for one session.
 pub(crate) struct CodePass {
     store: SymbolStore,
@@ -165,6 +193,14 @@ impl CodePass {
         l.seconds += r.seconds;
         s.store_seconds += t.elapsed().as_secs_f64();
         Ok(())
+    }
+
+    /// Notes that a path's content changed, was added or went away: a change to a file import
+    /// resolution reads makes the impact graph stale.
+    pub fn touched(&mut self, rel: &str) {
+        if is_graph_input(rel) {
+            self.graph_dirty = true;
+        }
     }
 
     /// Drops a file that is gone or no longer indexed.

@@ -237,6 +237,7 @@ impl IndexSession {
             self.writer()?.delete_term(Term::from_field_text(self.fields.path, p));
             if let Some(code) = self.code_mut() {
                 code.forget(p)?;
+                code.touched(p);
             }
             self.manifest.files.remove(p);
             self.status.event(LastEvent {
@@ -456,6 +457,11 @@ impl IndexSession {
     fn apply(&mut self, rel: String, o: Outcome, s: &mut IndexSummary, renames: &mut HashMap<u64, usize>) -> bool {
         let previous = self.manifest.files.get(&rel).cloned();
         let was_indexed = previous.as_ref().is_some_and(|e| e.skipped.is_none());
+        if !matches!(o, Outcome::Touched { .. }) {
+            if let Some(code) = self.code_mut() {
+                code.touched(&rel);
+            }
+        }
         match o {
             Outcome::Indexed { entry, code } => {
                 if let (Some(r), Some(pass)) = (code, self.code_mut()) {
