@@ -3,8 +3,9 @@
 //! No engine logic lives here.
 
 mod bench;
-mod impact;
 mod bench_serve;
+mod code;
+mod impact;
 mod output;
 mod progress;
 mod serve;
@@ -116,6 +117,15 @@ enum Command {
         #[command(subcommand)]
         action: impact::GraphCommand,
     },
+    /// Find symbols by name (exact, prefix, word part, fuzzy), or list a file's outline (--file).
+    Symbols(code::SymbolsArgs),
+    /// The symbol index: counts per language, grammar versions, parser drift.
+    SymbolsStatus(code::StatusArgs),
+    /// Search Tree-sitter node kinds: files containing them, or per-file counts and samples.
+    Ast {
+        #[command(subcommand)]
+        action: code::AstCommand,
+    },
     /// Serve one repository over HTTP and MCP, keeping its index fresh (Ctrl-C to stop).
     Serve {
         #[command(flatten)]
@@ -211,14 +221,21 @@ impl RepoArg {
 }
 
 /// Process exit codes: 0 ok, 1 error, 2 usage (bad input, or it names something that does not
-/// exist), 3 unknown repo or not indexed, 4 index busy.
+/// exist), 3 unknown repo, not indexed or stale index (re-index), 4 index busy.
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<Error>() {
-        Some(Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. }) => 3,
+        Some(
+            Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. } | Error::StaleIndex(_),
+        ) => 3,
         Some(Error::IndexBusy { .. }) => 4,
         Some(Error::BadRequest(_) | Error::OutsideRepo { .. } | Error::NotFound(_)) => 2,
         _ => 1,
     }
+}
+
+/// The fixed query set of `docdex bench` (for evaluation examples).
+pub fn bench_queries() -> &'static [&'static str] {
+    bench::QUERIES
 }
 
 /// Entry point for both binaries.
@@ -252,6 +269,9 @@ impl Cli {
             Command::Repo { action: RepoAction::List { json } } => *json,
             Command::Impact(args) => args.json(),
             Command::Graph { action } => action.json(),
+            Command::Symbols(a) => a.json,
+            Command::SymbolsStatus(a) => a.json,
+            Command::Ast { action } => action.json(),
             _ => false,
         }
     }
@@ -287,7 +307,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.note(&format!("indexing {}", display_repo(&path)));
             }
             let bar = progress::Bar::new(!json && !quiet);
-            let summary = engine.index(&path, &IndexOptions { rebuild }, &bar)?;
+            let summary = engine.index(&path, &IndexOptions { rebuild, ..Default::default() }, &bar)?;
             bar.finish();
             if json {
                 out.json(&summary)?;
@@ -365,6 +385,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Impact(args) => impact::run_impact(&engine, &out, args)?,
         Command::Graph { action } => impact::run_graph(&engine, &out, action)?,
+        Command::Symbols(args) => code::symbols(&engine, &out, args)?,
+        Command::SymbolsStatus(args) => code::status(&engine, &out, args)?,
+        Command::Ast { action } => code::ast(&engine, &out, action)?,
         Command::Serve { repo, http } => serve::serve(engine, repo.resolve()?, http)?,
         Command::Daemon { http } => serve::daemon(engine, http)?,
         Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,

@@ -946,3 +946,46 @@ fn js_directory_imports_follow_package_main_then_index() {
         "a repository package is found by its package.json name, a directory through its main"
     );
 }
+
+#[test]
+fn docdex_index_builds_the_graph_and_keeps_it_current() {
+    let env = Env::new();
+    let repo = env.repo("shapes");
+    copy_fixture("rust", &repo);
+    let r = repo.to_str().expect("utf8");
+    env.json(&["index", "--repo", r, "--json"]);
+    // The index run's code pass wrote the graph: no `graph rebuild` needed.
+    let v = env.json(&["impact", "--repo", r, "--file", "src/render.rs", "--direction", "in", "--json"]);
+    let inbound: Vec<&str> =
+        v["inbound"].as_array().expect("in").iter().map(|d| d["path"].as_str().expect("p")).collect();
+    assert_eq!(inbound, vec!["src/geometry/circle.rs", "src/lib.rs", "src/main.rs"]);
+    assert_eq!(v["graph"]["stats"]["edges"], 13);
+    // An edit that adds a module and an import is picked up by the next incremental run.
+    write(
+        &repo,
+        "src/lib.rs",
+        format!("{}pub mod extra2;\n", std::fs::read_to_string(repo.join("src/lib.rs")).expect("read")),
+    );
+    write(
+        &repo,
+        "src/extra2.rs",
+        "use crate::render::Canvas;\n\npub fn blank() -> Canvas {\n    Canvas::new(1, 1)\n}\n",
+    );
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = env.json(&["impact", "--repo", r, "--file", "src/render.rs", "--direction", "in", "--json"]);
+    let inbound: Vec<&str> =
+        v["inbound"].as_array().expect("in").iter().map(|d| d["path"].as_str().expect("p")).collect();
+    assert_eq!(inbound, vec!["src/extra2.rs", "src/geometry/circle.rs", "src/lib.rs", "src/main.rs"]);
+    let lib = env.json(&["impact", "--repo", r, "--file", "src/extra2.rs", "--json"]);
+    assert_eq!(lib["inbound"][0]["edge"]["kind"], "mod");
+    // Deleting the importer removes its edges.
+    std::fs::remove_file(repo.join("src/extra2.rs")).expect("rm");
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = env.json(&["impact", "--repo", r, "--file", "src/render.rs", "--direction", "in", "--json"]);
+    assert_eq!(v["inbound"].as_array().expect("in").len(), 3);
+    let diags = env.json(&["impact", "diagnostics", "--repo", r, "--json"]);
+    assert_eq!(
+        diags["files"][0]["diagnostics"][0]["spec"], "extra2",
+        "the dangling `mod extra2;` is reported: {diags}"
+    );
+}

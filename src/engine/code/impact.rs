@@ -682,10 +682,15 @@ impl Engine {
         if manifest.files.is_empty() {
             return Err(Error::NotIndexed { path: repo.root.clone() });
         }
+        // The same files the index's code pass parses (it leaves larger ones unparsed).
         let code: Vec<(&String, u64)> = manifest
             .files
             .iter()
-            .filter(|(p, e)| e.skipped.is_none() && Lang::from_path(Path::new(p.as_str())).is_some())
+            .filter(|(p, e)| {
+                e.skipped.is_none()
+                    && e.size <= super::MAX_PARSE_BYTES as u64
+                    && Lang::from_path(Path::new(p.as_str())).is_some()
+            })
             .map(|(p, e)| (p, e.size))
             .collect();
         let paths: Vec<String> = code.iter().map(|(p, _)| (*p).clone()).collect();
