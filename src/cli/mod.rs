@@ -3,11 +3,15 @@
 //! No engine logic lives here.
 
 mod bench;
+mod bench_serve;
 mod check;
+mod code;
+mod impact;
 mod llm;
 mod memory;
 mod output;
 mod progress;
+mod serve;
 mod similar;
 mod watch_latency;
 
@@ -120,6 +124,45 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A file's import dependencies and dependents, and what may change if it changes.
+    Impact(impact::ImpactArgs),
+    /// The import graph: cycles, rebuild.
+    Graph {
+        #[command(subcommand)]
+        action: impact::GraphCommand,
+    },
+    /// Find symbols by name (exact, prefix, word part, fuzzy), or list a file's outline (--file).
+    Symbols(code::SymbolsArgs),
+    /// The symbol index: counts per language, grammar versions, parser drift.
+    SymbolsStatus(code::StatusArgs),
+    /// Search Tree-sitter node kinds: files containing them, or per-file counts and samples.
+    Ast {
+        #[command(subcommand)]
+        action: code::AstCommand,
+    },
+    /// Serve one repository over HTTP and MCP, keeping its index fresh (Ctrl-C to stop).
+    Serve {
+        #[command(flatten)]
+        repo: RepoArg,
+        #[command(flatten)]
+        http: serve::HttpArgs,
+    },
+    /// One process serving many repositories, mounted with `POST /v1/initialize` (Ctrl-C to stop).
+    Daemon {
+        #[command(flatten)]
+        http: serve::HttpArgs,
+    },
+    /// MCP over stdio for coding agents (stdout carries only JSON-RPC; logs go to stderr).
+    Mcp {
+        /// The repository tools default to (without it, tools take `project_root`).
+        #[arg(long, short = 'r')]
+        repo: Option<PathBuf>,
+        /// Token the client must send as `auth_token` in the initialize params.
+        #[arg(long, env = "DOCDEX_AUTH_TOKEN", hide_env_values = true)]
+        auth_token: Option<String>,
+        #[command(flatten)]
+        common: serve::CommonArgs,
+    },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
     /// Is this machine ready? Config, state, registry, model server and models, hardware, bind address.
@@ -134,6 +177,8 @@ enum Command {
     },
     /// Check the model server, pull the chosen models (only with --yes) and point [llm] at them.
     LlmSetup(llm::SetupArgs),
+    /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
+    BenchServe(bench_serve::BenchServeArgs),
     /// Developer tools for tests and demos.
     #[command(hide = true, subcommand)]
     Dev(DevCommand),
@@ -201,15 +246,22 @@ impl RepoArg {
     }
 }
 
-/// Process exit codes: 0 ok, 1 error, 2 usage, 3 unknown repo or not indexed, 4 index busy.
+/// Process exit codes: 0 ok, 1 error, 2 usage (bad input, or it names something that does not
+/// exist), 3 unknown repo, not indexed or stale index (re-index), 4 index busy.
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<Error>() {
-        Some(Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. }) => 3,
+        Some(
+            Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. } | Error::StaleIndex(_),
+        ) => 3,
         Some(Error::IndexBusy { .. }) => 4,
-        Some(Error::BadRequest(_) | Error::OutsideRepo { .. }) => 2,
-        Some(Error::NotFound(_)) => 2,
+        Some(Error::BadRequest(_) | Error::OutsideRepo { .. } | Error::NotFound(_)) => 2,
         _ => 1,
     }
+}
+
+/// The fixed query set of `docdex bench` (for evaluation examples).
+pub fn bench_queries() -> &'static [&'static str] {
+    bench::QUERIES
 }
 
 /// Entry point for both binaries.
@@ -246,6 +298,11 @@ impl Cli {
             Command::Similar(a) => a.json,
             Command::Memory { action } => action.json(),
             Command::Repo { action: RepoAction::List { json } } => *json,
+            Command::Impact(args) => args.json(),
+            Command::Graph { action } => action.json(),
+            Command::Symbols(a) => a.json,
+            Command::SymbolsStatus(a) => a.json,
+            Command::Ast { action } => action.json(),
             _ => false,
         }
     }
@@ -281,7 +338,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.note(&format!("indexing {}", display_repo(&path)));
             }
             let bar = progress::Bar::new(!json && !quiet);
-            let summary = engine.index(&path, &IndexOptions { rebuild, reembed }, &bar)?;
+            let summary = engine.index(&path, &IndexOptions { rebuild, reembed, ..Default::default() }, &bar)?;
             bar.finish();
             if json {
                 out.json(&summary)?;
@@ -359,11 +416,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
             }
         }
+        Command::Impact(args) => impact::run_impact(&engine, &out, args)?,
+        Command::Graph { action } => impact::run_graph(&engine, &out, action)?,
+        Command::Symbols(args) => code::symbols(&engine, &out, args)?,
+        Command::SymbolsStatus(args) => code::status(&engine, &out, args)?,
+        Command::Ast { action } => code::ast(&engine, &out, action)?,
+        Command::Serve { repo, http } => serve::serve(engine, repo.resolve()?, http)?,
+        Command::Daemon { http } => serve::daemon(engine, http)?,
+        Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
         Command::BenchHybrid(args) => bench::hybrid::run(&out, args)?,
         Command::Check(args) => return check::run(&engine, &out, args),
         Command::LlmList { json } => return llm::list(&engine, &out, json),
         Command::LlmSetup(args) => return llm::setup(&engine, &out, args),
+        Command::BenchServe(args) => bench_serve::run(&out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {
                 port,

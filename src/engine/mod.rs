@@ -37,6 +37,9 @@ pub struct IndexOptions {
     pub rebuild: bool,
     /// Throw the embeddings away and embed every chunk again (after a model change).
     pub reembed: bool,
+    /// Index text only, without the code pass (symbols, AST, imports, impact graph): the
+    /// plain index benchmarks compare against. The next normal run catches the symbols up.
+    pub skip_code: bool,
 }
 
 /// The engine handle. Clones share state.
@@ -52,6 +55,8 @@ struct Inner {
     paths: Paths,
     registry: Registry,
     searchers: Mutex<HashMap<String, Arc<RepoSearcher>>>,
+    /// Loaded impact graphs per repo (reloaded when `impact_graph.json` changes).
+    impact_graphs: code::impact::GraphCache,
     /// Runtime for the engine's own network I/O (LLM and embedding calls), created on first use.
     runtime: std::sync::OnceLock<tokio::runtime::Runtime>,
     /// The model provider and embedder health.
@@ -94,6 +99,7 @@ impl Engine {
                 paths,
                 registry,
                 searchers: Mutex::new(HashMap::new()),
+                impact_graphs: Default::default(),
                 runtime: std::sync::OnceLock::new(),
                 llm: Default::default(),
                 resident: Default::default(),
@@ -152,14 +158,19 @@ impl Engine {
 
     /// Opens a writer session on a repo (registering it), for one run or a watcher.
     pub fn open_index_session(&self, repo: &RepoRef, rebuild: bool) -> Result<IndexSession> {
+        self.open_index_session_with(repo, rebuild, true)
+    }
+
+    /// [`Self::open_index_session`], choosing whether the code pass runs.
+    pub fn open_index_session_with(&self, repo: &RepoRef, rebuild: bool, code: bool) -> Result<IndexSession> {
         self.inner.registry.ensure(repo)?;
-        IndexSession::open(repo, &self.inner.paths.locks(), &self.inner.config.index, rebuild)
+        IndexSession::open_with(repo, &self.inner.paths.locks(), &self.inner.config.index, rebuild, code)
     }
 
     /// Indexes (or incrementally re-indexes) a repository.
     pub fn index(&self, repo_path: &Path, opts: &IndexOptions, sink: &dyn ProgressSink) -> Result<IndexSummary> {
         let repo = self.resolve_repo(repo_path)?;
-        let mut session = match self.open_index_session(&repo, opts.rebuild) {
+        let mut session = match self.open_index_session_with(&repo, opts.rebuild, !opts.skip_code) {
             Ok(s) => s,
             Err(Error::IndexBusy { pid, .. }) if !opts.rebuild && self.watcher_pid(&repo) == Some(pid) => {
                 return Ok(self.watched_summary(&repo, pid));
@@ -218,7 +229,20 @@ impl Engine {
         let state = StatusData::read(&repo.status_path())
             .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
             .unwrap_or(IndexState::Ready);
-        self.retrieve(&repo, &searcher, req, state)
+        let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, false);
+        self.retrieve(&repo, &searcher, req, state, flags)
+    }
+
+    /// [`Self::search`] for the chat waterfall: the same search, ranked with the
+    /// `[search] chat_symbol_ranking_enabled` and `chat_ast_ranking_enabled` flags.
+    pub fn search_for_chat(&self, repo_path: &Path, req: &SearchRequest) -> Result<SearchResponse> {
+        let repo = self.resolve_repo(repo_path)?;
+        let searcher = self.searcher(&repo)?;
+        let state = StatusData::read(&repo.status_path())
+            .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
+            .unwrap_or(IndexState::Ready);
+        let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, true);
+        self.retrieve(&repo, &searcher, req, state, flags)
     }
 
     /// Index state, counts, progress and warnings for a repository.

@@ -2,9 +2,18 @@
 //! `--json` output, the HTTP bodies and the MCP tool results are these types
 //! serialized, so a field means the same thing everywhere.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub use super::code::api::{
+    AstFileHit, AstMode, AstNode, AstQueryFile, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse,
+    CodeIndexSummary, LanguageStatus, LanguageTiming, MatchKind, SymbolHit, SymbolsRequest, SymbolsResponse,
+    SymbolsStatus,
+};
+pub use super::code::impact::{
+    CyclesResponse, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse, NeighborsResponse,
+};
 pub use crate::engine::{
     check::{CheckItem, CheckOptions, CheckReport, CheckStatus},
     embed::{EmbedState, EmbedSummary, SimilarFile, SimilarRequest, SimilarResponse},
@@ -21,7 +30,7 @@ pub use crate::engine::{
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Index state as the spec names it.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum IndexState {
     /// Searchable and not being written.
@@ -33,7 +42,7 @@ pub enum IndexState {
 }
 
 /// A search request (CLI flags, HTTP body, MCP tool parameters).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SearchRequest {
     /// The query text: words, identifiers, paths, or a plain-language description.
     pub query: String,
@@ -52,7 +61,7 @@ pub struct SearchRequest {
 }
 
 /// A highlighted term inside a snippet: line number and byte range within that line.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct Highlight {
     /// 1-based line number in the file.
     pub line: u32,
@@ -63,7 +72,7 @@ pub struct Highlight {
 }
 
 /// One ranked hit.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SearchHit {
     /// Stable id: `path:line_start-line_end`.
     pub chunk_id: String,
@@ -91,13 +100,26 @@ pub struct SearchHit {
     pub generation: u64,
     /// True when the file changed on disk after this generation indexed it.
     pub stale: bool,
+    /// When the chunk is a piece of a larger definition (a method of a long class, the middle
+    /// of a long function): the signature lines of what it is inside, outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<ContextLine>,
     /// Which retrievers found this chunk: `bm25`, `vector`, or both.
     #[serde(default)]
     pub retrievers: Vec<String>,
 }
 
+/// A line shown above a snippet as context.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ContextLine {
+    /// 1-based line number.
+    pub line: u32,
+    /// The line as it is on disk (trimmed, at most 200 characters).
+    pub text: String,
+}
+
 /// Search timings in milliseconds.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SearchTiming {
     /// Query parsing and BM25 retrieval.
     pub search: f64,
@@ -110,7 +132,7 @@ pub struct SearchTiming {
 }
 
 /// Spec 002 §12.1.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SearchResponse {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -143,7 +165,7 @@ pub struct SearchResponse {
 }
 
 /// A file that is not in the index, and why.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct SkippedFile {
     /// Repo-relative path.
     pub path: String,
@@ -152,7 +174,7 @@ pub struct SkippedFile {
 }
 
 /// Outcome of one index run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct IndexSummary {
     /// Repo root.
     pub repo: PathBuf,
@@ -185,13 +207,16 @@ pub struct IndexSummary {
     /// Set when nothing ran because another process already keeps the index current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What the code pass (symbols, AST, imports) did, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeIndexSummary>,
     /// The embedding phase (absent when it did not run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embeddings: Option<EmbedSummary>,
 }
 
 /// Live progress of an index run (for bars, `/v1/status`, the TUI).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct IndexProgress {
     /// Phase: `walking`, `indexing`, `committing`, `done`.
     pub phase: String,
@@ -206,7 +231,7 @@ pub struct IndexProgress {
 }
 
 /// The last change a watcher or indexer applied.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct LastEvent {
     /// `create`, `modify`, `delete`, `rename` or `index`.
     #[serde(rename = "type")]
@@ -218,7 +243,7 @@ pub struct LastEvent {
 }
 
 /// Spec 002 §12.2.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StatusResponse {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -249,7 +274,7 @@ pub struct StatusResponse {
 }
 
 /// Lines of a file, for `docdex get`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct FileContent {
     /// Repo-relative path.
     pub path: String,

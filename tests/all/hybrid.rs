@@ -419,3 +419,27 @@ fn the_watcher_embeds_what_it_indexes() {
     let status = engine.status(&repo).unwrap();
     assert!(status.progress.is_none(), "embedding progress is cleared: {:?}", status.progress);
 }
+
+#[test]
+fn a_definition_the_query_names_stays_first_in_hybrid_search() {
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/store.rs", "pub struct SessionStore {\n    ttl: u64,\n}\n\nimpl SessionStore {\n    pub fn new() -> Self { SessionStore { ttl: 0 } }\n}\n");
+    // Closer to the query by the fake's bag of words than the definition itself.
+    write(&repo, "src/notes.rs", "// session store session store session store\n");
+    write(&repo, "src/other.rs", "fn unrelated() {}\n");
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    index(&engine, &repo);
+    let r = search(&engine, &repo, "SessionStore");
+    assert_eq!(r.retrieval.mode, "hybrid");
+    assert_eq!(r.results[0].path, "src/store.rs", "{:?}", r.results.iter().map(|h| &h.path).collect::<Vec<_>>());
+    // Without the pin the notes would win: they are the vector retriever's first.
+    let notes = r.results.iter().find(|h| h.path == "src/notes.rs").expect("notes listed");
+    assert!(notes.retrievers.contains(&"vector".to_string()));
+    let semantic_only = engine_with(&env, &server.url(), |c| {
+        c.search.keyword_weight = 0.0;
+        c.search.symbol_ranking_enabled = false;
+    });
+    assert_eq!(search(&semantic_only, &repo, "SessionStore").results[0].path, "src/notes.rs");
+}

@@ -14,6 +14,7 @@
 //! with a notice saying why. Plain BM25 pays nothing for this: a repo without
 //! embeddings never calls the embedder.
 
+use super::symbol_rank::{DefinitionBoosts, RankingFlags};
 use super::{decode_cursor, encode_cursor, hash_request, ms};
 use super::{diversify, normalize_prefix, with_priors, Priors, RepoSearcher, Stored, CANDIDATE_POOL};
 use crate::config::SearchConfig;
@@ -92,10 +93,11 @@ impl Engine {
         searcher: &RepoSearcher,
         req: &SearchRequest,
         state: IndexState,
+        flags: RankingFlags,
     ) -> Result<SearchResponse> {
         let cfg = &self.config().search;
         let keyword_only = |notice: String| -> Result<SearchResponse> {
-            let mut resp = searcher.search(repo, req, cfg, state)?;
+            let mut resp = searcher.search_with(repo, req, cfg, state, flags)?;
             resp.retrieval.notice = Some(notice);
             Ok(resp)
         };
@@ -106,7 +108,7 @@ impl Engine {
         };
         tracing::debug!(open_ms = ms(t_open.elapsed()), "vectors opened");
         if req.query.trim().is_empty() {
-            return searcher.search(repo, req, cfg, state);
+            return searcher.search_with(repo, req, cfg, state, flags);
         }
         let t = Instant::now();
         let query_vec = match self.embed_query(&req.query) {
@@ -123,7 +125,7 @@ impl Engine {
             ));
         }
         let nearest = |k: usize| self.nearest(repo, &store, &model, &query_vec, k);
-        let mut resp = searcher.hybrid_search(repo, req, cfg, state, &nearest)?;
+        let mut resp = searcher.hybrid_search(repo, req, cfg, state, flags, &nearest)?;
         resp.retrieval.embedding_model = Some(model.model);
         resp.retrieval.embed_ms = Some(embed_ms);
         Ok(resp)
@@ -138,6 +140,8 @@ struct Fused {
     file: u64,
     keyword: bool,
     vector: Option<f32>,
+    /// Holds a definition the whole query names (symbol ranking): ranked first.
+    pinned: bool,
 }
 
 impl RepoSearcher {
@@ -149,6 +153,7 @@ impl RepoSearcher {
         req: &SearchRequest,
         cfg: &SearchConfig,
         state: IndexState,
+        flags: RankingFlags,
         nearest: &dyn Fn(usize) -> Result<Vec<VectorHit>>,
     ) -> Result<SearchResponse> {
         let t0 = Instant::now();
@@ -165,13 +170,19 @@ impl RepoSearcher {
         // Keyword candidates: the BM25 ranking as plain search has it, top of the pool.
         let mut keyword: Vec<(f32, Stored, u64)> = Vec::new();
         let mut bm25_total = 0;
+        let boosts = if flags.symbols && !terms.is_empty() {
+            self.definition_boosts(repo, generation, &req.query)
+        } else {
+            DefinitionBoosts::default()
+        };
         if !terms.is_empty() {
-            let query = self.build_query(&terms, req)?;
+            let query = self.build_query(&terms, req, flags.ast)?;
             let top = searcher
                 .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
                 .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
             bm25_total = top.len();
-            let ranked = diversify(with_priors(&searcher, top, &priors), cfg.max_chunks_per_file.max(1) as usize);
+            let pool = with_priors(&searcher, top, &priors, &boosts);
+            let ranked = diversify(pool, cfg.max_chunks_per_file.max(1) as usize);
             for c in ranked.into_iter().take(FUSION_POOL) {
                 if let Ok(d) = searcher.doc::<TantivyDocument>(c.addr) {
                     keyword.push((c.score, Stored::from_doc(&d, &self.fields), c.file));
@@ -199,7 +210,11 @@ impl RepoSearcher {
         let vector_total = vector.len();
         let t_vector = t0.elapsed();
 
-        let ranked = fuse(keyword, vector, cfg);
+        // A definition the whole query names stays above everything, as in BM25 search.
+        let pinned = |path: &str, a: u32, b: u32| {
+            !boosts.is_empty() && boosts.factor(xxhash_rust::xxh3::xxh3_64(path.as_bytes()), a, b).1
+        };
+        let ranked = fuse(keyword, vector, cfg, &pinned);
         let t_fuse = t0.elapsed();
         tracing::debug!(
             keyword_ms = ms(t_keyword),
@@ -209,7 +224,18 @@ impl RepoSearcher {
         );
         let best_rrf = (cfg.keyword_weight + cfg.semantic_weight) as f32 / (cfg.rrf_k as f32 + 1.0);
         let page: Vec<&Fused> = ranked.iter().skip(offset).take(limit).collect();
-        let rows: Vec<(f32, Stored)> = page.iter().map(|f| (f.rrf / best_rrf, f.stored.clone())).collect();
+        let rows: Vec<(f32, Stored)> = page
+            .iter()
+            .map(|f| {
+                // Vector-only hits carry no stored fields yet: read the chunk's, for its context lines.
+                let stored = if f.keyword {
+                    f.stored.clone()
+                } else {
+                    self.stored_chunk(&searcher, &f.stored).unwrap_or_else(|| f.stored.clone())
+                };
+                ((f.rrf / best_rrf).min(1.0), stored)
+            })
+            .collect();
         let (mut hits, matched) = self.hits(repo, generation, &terms, &rows);
         let mut contributed: Vec<String> = Vec::new();
         for (hit, f) in hits.iter_mut().zip(&page) {
@@ -268,6 +294,19 @@ impl RepoSearcher {
         Ok(resp)
     }
 
+    /// The stored fields of the indexed chunk at `s.path`, lines `s.line_start..=s.line_end`.
+    fn stored_chunk(&self, searcher: &tantivy::Searcher, s: &Stored) -> Option<Stored> {
+        let q = tantivy::query::TermQuery::new(
+            Term::from_field_text(self.fields.path, &s.path),
+            tantivy::schema::IndexRecordOption::Basic,
+        );
+        let docs = searcher.search(&q, &tantivy::collector::DocSetCollector).ok()?;
+        docs.into_iter()
+            .filter_map(|addr| searcher.doc::<TantivyDocument>(addr).ok())
+            .map(|d| Stored::from_doc(&d, &self.fields))
+            .find(|x| x.line_start == s.line_start && x.line_end == s.line_end)
+    }
+
     /// The `n` terms of `text` that best tell it apart in this index (term frequency times
     /// inverse document frequency over chunk bodies).
     pub(crate) fn distinctive_terms(&self, text: &str, n: usize) -> Vec<String> {
@@ -295,13 +334,13 @@ impl RepoSearcher {
     pub(crate) fn keyword_files(&self, terms: &[String], cfg: &SearchConfig) -> Result<Vec<(String, String, f32)>> {
         let (searcher, _) = self.searcher();
         let req = SearchRequest { query: terms.join(" "), ..Default::default() };
-        let query = self.build_query(terms, &req)?;
+        let query = self.build_query(terms, &req, false)?;
         let top = searcher
             .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
             .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
         let priors = Priors::for_query("", cfg.demote_noise_files);
         let mut by_file: HashMap<u64, (f32, f32, Option<tantivy::DocAddress>)> = HashMap::new();
-        for ((score, file), addr) in with_priors(&searcher, top, &priors) {
+        for ((score, file), addr) in with_priors(&searcher, top, &priors, &DefinitionBoosts::default()) {
             let e = by_file.entry(file).or_insert((0.0, 0.0, None));
             if score > e.0 {
                 e.1 += e.0 * 0.2;
@@ -340,13 +379,26 @@ fn passes_filters(h: &VectorHit, req: &SearchRequest) -> bool {
 
 /// Weighted RRF over the two ranked lists, then per-file diversity (a file's second chunk
 /// ×0.7, later ones decaying faster), ties broken by path and line for a stable order.
-fn fuse(keyword: Vec<(f32, Stored, u64)>, vector: Vec<(f32, VectorHit)>, cfg: &SearchConfig) -> Vec<Fused> {
+/// Chunks `pinned` says hold a definition the whole query names come first.
+fn fuse(
+    keyword: Vec<(f32, Stored, u64)>,
+    vector: Vec<(f32, VectorHit)>,
+    cfg: &SearchConfig,
+    pinned: &dyn Fn(&str, u32, u32) -> bool,
+) -> Vec<Fused> {
     let k = cfg.rrf_k as f32;
     let (kw, sem) = (cfg.keyword_weight as f32, cfg.semantic_weight as f32);
     let mut by_chunk: HashMap<(String, u32, u32), Fused> = HashMap::new();
     for (rank, (_, stored, file)) in keyword.into_iter().enumerate() {
         let key = (stored.path.clone(), stored.line_start, stored.line_end);
-        let e = by_chunk.entry(key).or_insert(Fused { stored, rrf: 0.0, file, keyword: false, vector: None });
+        let e = by_chunk.entry(key).or_insert(Fused {
+            stored,
+            rrf: 0.0,
+            file,
+            keyword: false,
+            vector: None,
+            pinned: false,
+        });
         e.rrf += kw / (k + rank as f32 + 1.0);
         e.keyword = true;
     }
@@ -359,22 +411,28 @@ fn fuse(keyword: Vec<(f32, Stored, u64)>, vector: Vec<(f32, VectorHit)>, cfg: &S
                 lang: h.lang.clone(),
                 line_start: h.line_start,
                 line_end: h.line_end,
+                context: Vec::new(),
             },
             rrf: 0.0,
             file,
             keyword: false,
             vector: None,
+            pinned: false,
         });
         e.rrf += sem / (k + rank as f32 + 1.0);
         e.vector = Some(h.similarity);
     }
     let order = |a: &Fused, b: &Fused| {
-        b.rrf
-            .total_cmp(&a.rrf)
+        b.pinned
+            .cmp(&a.pinned)
+            .then(b.rrf.total_cmp(&a.rrf))
             .then_with(|| a.stored.path.cmp(&b.stored.path))
             .then(a.stored.line_start.cmp(&b.stored.line_start))
     };
     let mut all: Vec<Fused> = by_chunk.into_values().collect();
+    for f in all.iter_mut() {
+        f.pinned = pinned(&f.stored.path, f.stored.line_start, f.stored.line_end);
+    }
     all.sort_by(order);
     let max_per_file = cfg.max_chunks_per_file.max(1) as usize;
     let mut seen: HashMap<u64, usize> = HashMap::new();
@@ -408,7 +466,7 @@ mod tests {
     use super::*;
 
     fn stored(path: &str, ls: u32) -> Stored {
-        Stored { path: path.into(), lang: "rust".into(), line_start: ls, line_end: ls + 9 }
+        Stored { path: path.into(), lang: "rust".into(), line_start: ls, line_end: ls + 9, context: Vec::new() }
     }
 
     fn vhit(path: &str, ls: u32, sim: f32) -> (f32, VectorHit) {
@@ -424,7 +482,7 @@ mod tests {
         let cfg = SearchConfig::default();
         let keyword = vec![(9.0, stored("a.rs", 1), file("a.rs")), (8.0, stored("b.rs", 1), file("b.rs"))];
         let vector = vec![vhit("c.rs", 1, 0.9), vhit("b.rs", 1, 0.8)];
-        let fused = fuse(keyword, vector, &cfg);
+        let fused = fuse(keyword, vector, &cfg, &|_, _, _| false);
         let order: Vec<&str> = fused.iter().map(|f| f.stored.path.as_str()).collect();
         // b: both lists; c: first by vectors (weight 0.75); a: first by BM25 (weight 0.25).
         assert_eq!(order, ["b.rs", "c.rs", "a.rs"]);
@@ -436,7 +494,7 @@ mod tests {
         // Keyword-heavy weights flip the two single-retriever hits.
         let cfg = SearchConfig { semantic_weight: 0.2, keyword_weight: 0.8, ..SearchConfig::default() };
         let keyword = vec![(9.0, stored("a.rs", 1), file("a.rs"))];
-        let fused = fuse(keyword, vec![vhit("c.rs", 1, 0.9)], &cfg);
+        let fused = fuse(keyword, vec![vhit("c.rs", 1, 0.9)], &cfg, &|_, _, _| false);
         assert_eq!(fused[0].stored.path, "a.rs");
     }
 
@@ -444,7 +502,7 @@ mod tests {
     fn a_files_further_chunks_yield_to_other_files() {
         let cfg = SearchConfig::default();
         let vector = vec![vhit("a.rs", 1, 0.9), vhit("a.rs", 20, 0.89), vhit("a.rs", 40, 0.88), vhit("b.rs", 1, 0.5)];
-        let fused = fuse(Vec::new(), vector, &cfg);
+        let fused = fuse(Vec::new(), vector, &cfg, &|_, _, _| false);
         let order: Vec<(&str, u32)> = fused.iter().map(|f| (f.stored.path.as_str(), f.stored.line_start)).collect();
         assert_eq!(order[0], ("a.rs", 1));
         assert_eq!(order[1], ("b.rs", 1), "{order:?}");
