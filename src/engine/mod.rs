@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod code;
+pub mod dag;
 pub mod fsutil;
 pub mod index;
 pub mod llm;
@@ -13,6 +14,7 @@ pub mod protocol;
 pub mod repos;
 pub mod search;
 pub mod watch;
+pub mod waterfall;
 
 use crate::config::{home_dir, Config, Paths};
 use crate::error::{Error, IoContext, Result};
@@ -50,6 +52,8 @@ struct Inner {
     runtime: std::sync::OnceLock<tokio::runtime::Runtime>,
     /// The model provider and embedder health.
     llm: llm::api::LlmState,
+    /// Chat: context windows reported by the provider, measured token ratios.
+    waterfall: waterfall::WaterfallState,
 }
 
 impl Drop for Inner {
@@ -88,6 +92,7 @@ impl Engine {
                 searchers: Mutex::new(HashMap::new()),
                 runtime: std::sync::OnceLock::new(),
                 llm: Default::default(),
+                waterfall: Default::default(),
             }),
         })
     }

@@ -5,6 +5,9 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub use super::dag::{DagNode, DagSession, DagSessionList, DagSessionSummary, NodeKind};
+pub use super::waterfall::types::*;
+
 /// Version of the JSON shapes below.
 pub const SCHEMA_VERSION: u32 = 1;
 
