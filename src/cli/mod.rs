@@ -3,6 +3,8 @@
 //! No engine logic lives here.
 
 mod bench;
+mod chat;
+mod dag;
 mod output;
 mod progress;
 mod watch_latency;
@@ -105,6 +107,14 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Ask about a repository: local retrieval, memory and diff context within a token budget,
+    /// answered by the configured model as it streams (a session on stdin without --query).
+    Chat(chat::ChatArgs),
+    /// The reasoning DAG chat logs per session: list sessions, view one as text, DOT or JSON.
+    Dag {
+        #[command(subcommand)]
+        action: dag::DagAction,
     },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
@@ -214,6 +224,8 @@ impl Cli {
             | Command::Watch { json, .. }
             | Command::Config { json } => *json,
             Command::Repo { action: RepoAction::List { json } } => *json,
+            Command::Chat(args) => args.json(),
+            Command::Dag { action } => action.json(),
             _ => false,
         }
     }
@@ -325,6 +337,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
             }
         }
+        Command::Chat(args) => return chat::run(&engine, &out, args),
+        Command::Dag { action } => dag::run(&engine, &out, action)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {

@@ -20,7 +20,8 @@ impl Out {
         Out { color: color_enabled(std::io::stdout().is_terminal()) }
     }
 
-    fn paint(&self, code: &str, s: &str) -> String {
+    /// `s` in the ANSI style `code` when coloring, else as is.
+    pub(crate) fn paint(&self, code: &str, s: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{s}\x1b[0m")
         } else {

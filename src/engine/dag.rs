@@ -194,7 +194,10 @@ impl DagStore {
     fn open_path(path: &Path) -> Result<DagStore> {
         let conn = Connection::open(path).map_err(|e| db_err(path, e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| db_err(path, e))?;
-        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;").map_err(|e| db_err(path, e))?;
+        // WAL with NORMAL sync: a crash may lose the last few nodes, never corrupt the file,
+        // and a node costs no fsync on the chat's path.
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+            .map_err(|e| db_err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| db_err(path, e))?;
         let version: Option<String> = conn
             .query_row("SELECT value FROM dag_meta WHERE key = 'schema_version'", [], |r| r.get(0))
@@ -472,13 +475,12 @@ pub fn to_dot(s: &DagSession) -> String {
             NodeKind::Observation => ("box", "#dcfce7"),
             NodeKind::Decision => ("diamond", "#fee2e2"),
         };
-        let label: String = n.label.chars().take(60).collect();
+        let label = wrap(&n.label, 40, 3).iter().map(|l| dot_escape(l)).collect::<Vec<_>>().join("\\n");
         out.push_str(&format!(
-            "  n{} [shape={shape}, fillcolor=\"{color}\", label=\"{} #{}\\n{}\"];\n",
+            "  n{} [shape={shape}, fillcolor=\"{color}\", label=\"{} #{}\\n{label}\"];\n",
             n.id,
             n.kind.name(),
             n.id,
-            dot_escape(&label)
         ));
     }
     for n in &s.nodes {
@@ -488,6 +490,33 @@ pub fn to_dot(s: &DagSession) -> String {
     }
     out.push_str("}\n");
     out
+}
+
+/// Splits `text` into at most `max_lines` lines of about `width` characters at spaces; the
+/// last line ends in `...` when text was left out.
+fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for w in text.split_whitespace() {
+        if !cur.is_empty() && cur.chars().count() + 1 + w.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+            if lines.len() == max_lines {
+                if let Some(last) = lines.last_mut() {
+                    last.push_str(" ...");
+                }
+                return lines;
+            }
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        let room = width.saturating_sub(cur.chars().count()).max(1);
+        cur.extend(w.chars().take(room));
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 /// Escapes text for a double-quoted DOT string.
@@ -566,9 +595,20 @@ mod tests {
         let a = s.add_node(&c.id, NodeKind::UserRequest, "a \"quoted\" \\ label\nline", &json!({}), &[]).unwrap();
         let b = s.add_node(&c.id, NodeKind::Decision, "gate", &json!({}), &[a]).unwrap();
         let dot = to_dot(&s.session(&c.id).unwrap());
-        assert!(dot.contains(r#"a \"quoted\" \\ label\nline"#), "{dot}");
+        assert!(dot.contains(r#"a \"quoted\" \\ label line"#), "{dot}");
+        assert!(dot.contains(r#"label="say \"hi\"""#), "{dot}");
         assert!(dot.contains(&format!("n{a} -> n{b};")));
         assert!(dot.contains("shape=diamond"));
+    }
+
+    #[test]
+    fn labels_wrap_into_a_few_lines() {
+        assert_eq!(
+            wrap("plan: search the code index; recall repo memory", 20, 3),
+            ["plan: search the", "code index; recall", "repo memory"]
+        );
+        assert_eq!(wrap("a b c d e f", 3, 2), ["a b", "c d ..."]);
+        assert_eq!(wrap("", 10, 3), Vec::<String>::new());
     }
 
     #[test]

@@ -34,8 +34,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 use types::*;
 
-/// What the user is told when no model can answer.
-pub const SETUP_HINT: &str = "Answering needs a language model: `docdex llm-setup` installs and configures one, and `docdex check` diagnoses the setup. The sources below were found without one.";
+/// What the user is told when no model can answer: the error, the commands that fix it (when
+/// the error does not already name them), and that retrieval still worked.
+pub fn no_model_message(e: &Error) -> String {
+    let msg = e.to_string();
+    let mut hint = String::new();
+    if !msg.contains("docdex llm-setup") {
+        hint.push_str(" `docdex llm-setup` installs and configures a model.");
+    }
+    if !msg.contains("docdex check") {
+        hint.push_str(" `docdex check` diagnoses the setup.");
+    }
+    format!("no answer: {msg}.{hint} The sources below were found without a model.")
+}
 
 /// Hits shown to the gate in the trace.
 const GATE_TOP_HITS: usize = 5;
@@ -592,8 +603,9 @@ impl<'a> Turn<'a> {
     fn unavailable(&mut self, outcome: &mut LlmOutcome, e: &Error) {
         outcome.status = AnswerStatus::Unavailable;
         outcome.error_code = Some(e.code().into());
-        outcome.message = Some(format!("{e}. {SETUP_HINT}"));
-        self.notice(format!("no answer: {e}. {SETUP_HINT}"));
+        let message = no_model_message(e);
+        outcome.message = Some(message.clone());
+        self.notice(message);
     }
 
     /// Streams the answer; returns what arrived (`None` when nothing could be generated).
