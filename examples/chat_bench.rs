@@ -115,8 +115,19 @@ fn main() -> anyhow::Result<()> {
     println!("| Measure | Value |");
     println!("|---|---|");
     println!("| Corpus | {} ({} files, {} chunks) |", a.corpus.display(), s.files, s.chunks);
-    println!("| Requests | {} ({} questions x {} rounds), window {} tokens, fake model with zero delay |", n, questions.len(), a.rounds, a.window);
-    println!("| Mean prompt | {} tokens, {:.1} sources, {:.1} drops per request |", prompt_tokens / n as u64, sources as f64 / n as f64, drops as f64 / n as f64);
+    println!(
+        "| Requests | {} ({} questions x {} rounds), window {} tokens, fake model with zero delay |",
+        n,
+        questions.len(),
+        a.rounds,
+        a.window
+    );
+    println!(
+        "| Mean prompt | {} tokens, {:.1} sources, {:.1} drops per request |",
+        prompt_tokens / n as u64,
+        sources as f64 / n as f64,
+        drops as f64 / n as f64
+    );
     println!("| Search alone (engine.search, 20 hits) | {} |", summary(&mut search));
     println!("| Tier 1 inside chat | {} |", summary(&mut retrieval));
     println!("| Context assembly | {} |", summary(&mut assembly));

@@ -73,12 +73,9 @@ impl Turn<'_> {
         self.log_budget(&fitted, parents);
         self.trace.timings_ms.assembly = ms(started);
         self.emit(ChatTurnEvent::Context { sources: sources.clone(), budget: self.trace.budget.clone() });
-        let raw_prompt_tokens = if counter.exact() {
-            0
-        } else {
-            let raw = TokenCounter::for_model(&model, None)?;
-            messages.iter().map(|m| raw.count(&m.content) + budget::MESSAGE_OVERHEAD).sum()
-        };
+        // The unscaled count, to measure the ratio against the server's own count afterwards.
+        let raw_prompt_tokens =
+            if counter.exact() { 0 } else { (f64::from(fitted.prompt_tokens) / counter.ratio()).round() as u32 };
         Ok(Assembled { provider, model, plan, messages, sources, preflight, ratio_key, raw_prompt_tokens })
     }
 

@@ -88,6 +88,11 @@ impl TokenCounter {
         (raw * self.ratio).ceil().max(1.0) as u32
     }
 
+    /// The correction factor applied to raw counts.
+    pub fn ratio(&self) -> f64 {
+        self.ratio
+    }
+
     /// True when this is the model's own tokenizer.
     pub fn exact(&self) -> bool {
         self.exact

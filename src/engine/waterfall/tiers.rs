@@ -50,11 +50,14 @@ impl Turn<'_> {
     }
 
     pub(super) fn profile_step(&mut self) {
-        let detail = match &self.req.agent_id {
-            Some(a) => format!("agent {a}: profiles are not built yet, so the profile slot stays empty"),
-            None => "no agent id; the profile slot stays empty until profiles exist".into(),
+        let (status, detail) = match &self.req.agent_id {
+            Some(a) => (
+                StepStatus::Unavailable,
+                format!("agent {a}: profiles are not built yet, so the profile slot stays empty"),
+            ),
+            None => (StepStatus::Skipped, "no agent id; the profile slot stays empty".to_string()),
         };
-        self.step(0, "profile", StepStatus::Unavailable, Instant::now(), 0, detail);
+        self.step(0, "profile", status, Instant::now(), 0, detail);
     }
 
     /// Tier 1: the code index. Returns the DAG observation node.

@@ -77,6 +77,22 @@ pub struct ChatTurnRequest {
     pub max_answer_tokens: Option<u32>,
 }
 
+impl ChatTurnRequest {
+    /// A request from an OpenAI-style conversation (HTTP `/v1/chat/completions`): the last user
+    /// message is the question and the messages before it are the history (the client's own
+    /// system messages are left out: docdex writes the system message). `None` when there is
+    /// no user message.
+    pub fn from_messages(messages: &[ChatMessage]) -> Option<ChatTurnRequest> {
+        use crate::engine::llm::Role;
+        let last = messages.iter().rposition(|m| m.role == Role::User)?;
+        Some(ChatTurnRequest {
+            query: messages[last].content.clone(),
+            history: messages[..last].iter().filter(|m| m.role != Role::System).cloned().collect(),
+            ..Default::default()
+        })
+    }
+}
+
 /// A slot of the context budget, highest priority first: lower slots lose their snippets
 /// first when the budget is tight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
@@ -430,4 +446,24 @@ pub struct TimingTrace {
     pub generation: Option<f64>,
     /// The whole request.
     pub total: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::llm::Role;
+
+    #[test]
+    fn openai_messages_become_question_and_history() {
+        let msgs = vec![
+            ChatMessage::new(Role::System, "be brief"),
+            ChatMessage::new(Role::User, "first"),
+            ChatMessage::new(Role::Assistant, "answer"),
+            ChatMessage::new(Role::User, "second"),
+        ];
+        let req = ChatTurnRequest::from_messages(&msgs).unwrap();
+        assert_eq!(req.query, "second");
+        assert_eq!(req.history, msgs[1..3].to_vec());
+        assert!(ChatTurnRequest::from_messages(&msgs[..1]).is_none());
+    }
 }
