@@ -4,7 +4,7 @@
 //! rendering the prompt), reasoning-DAG writes, and the time to the first answer token.
 //!
 //! `cargo run --release --example chat_bench -- --corpus DIR [--queries bench/quality/python-stdlib.json]
-//!  [--rounds 3] [--window 8192]`
+//!  [--rounds 3] [--window 8192] [--trace]`
 //!
 //! Questions come from a quality dataset (its plain-language task descriptions) or a built-in
 //! list. The first request of the process is reported on its own: it loads the tokenizer and
@@ -35,10 +35,11 @@ struct Args {
     queries: Option<PathBuf>,
     rounds: usize,
     window: u32,
+    show_trace: bool,
 }
 
 fn args() -> anyhow::Result<Args> {
-    let mut a = Args { corpus: PathBuf::new(), queries: None, rounds: 3, window: 8192 };
+    let mut a = Args { corpus: PathBuf::new(), queries: None, rounds: 3, window: 8192, show_trace: false };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| anyhow::anyhow!("{flag} needs a value"));
@@ -47,6 +48,7 @@ fn args() -> anyhow::Result<Args> {
             "--queries" => a.queries = Some(PathBuf::from(value()?)),
             "--rounds" => a.rounds = value()?.parse()?,
             "--window" => a.window = value()?.parse()?,
+            "--trace" => a.show_trace = true,
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -58,6 +60,23 @@ fn questions(a: &Args) -> anyhow::Result<Vec<String>> {
     let Some(file) = &a.queries else { return Ok(BUILTIN.iter().map(|s| s.to_string()).collect()) };
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(file)?)?;
     Ok(v["queries"].as_array().into_iter().flatten().filter_map(|q| q["query"].as_str().map(String::from)).collect())
+}
+
+/// CPU time this process has used (all threads, the fake server's included), in ms.
+fn cpu_ms() -> f64 {
+    // SAFETY: getrusage only writes into the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// The 1-minute load average (other processes competing for the CPU).
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(String::from))
+        .unwrap_or_default()
 }
 
 /// p50 / p95 / max of `v` in milliseconds.
@@ -93,12 +112,15 @@ fn main() -> anyhow::Result<()> {
     let (mut search, mut retrieval, mut assembly, mut ttft, mut total, mut overhead) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut prompt_tokens, mut sources, mut drops) = (0u64, 0usize, 0usize);
+    let (load_before, mut cpu) = (load(), 0.0);
     for _ in 0..a.rounds {
         for q in &questions {
             let t = Instant::now();
             engine.search(&a.corpus, &SearchRequest { query: q.clone(), limit: Some(20), ..Default::default() })?;
             search.push(t.elapsed().as_secs_f64() * 1e3);
+            let c = cpu_ms();
             let (r, _) = ask(q)?;
+            cpu += cpu_ms() - c;
             let tm = &r.trace.timings_ms;
             let first_token = tm.first_token.unwrap_or(tm.total);
             retrieval.push(tm.retrieval);
@@ -134,13 +156,26 @@ fn main() -> anyhow::Result<()> {
     println!("| Time to first token | {} |", summary(&mut ttft));
     println!("| Time to first token minus Tier 1 | {} |", summary(&mut overhead));
     println!("| Whole request (answer of ~20 tokens) | {} |", summary(&mut total));
-    let ft = &first.trace.timings_ms;
+    println!("| CPU time per request (all threads, fake server included) | {:.2} ms mean |", cpu / n as f64);
     println!(
-        "| First request of the process | {:.1} ms wall: assembly {:.1} ms (loads the tokenizer), first token {:.1} ms |",
-        first_wall,
-        ft.assembly,
-        ft.first_token.unwrap_or(0.0)
+        "| Load average (1 min) before / after | {load_before} / {} on {} cores |",
+        load(),
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
     );
+    let ft = &first.trace.timings_ms;
+    let steps: Vec<String> = first.trace.steps.iter().filter(|s| s.ms >= 1.0).map(|s| format!("{} {:.1}", s.name, s.ms)).collect();
+    println!(
+        "| First request of the process | {:.1} ms wall: Tier 1 {:.1} ms (opens the index), assembly {:.1} ms (tokenizer load), first token {:.1} ms; steps over 1 ms: {} |",
+        first_wall,
+        ft.retrieval,
+        ft.assembly,
+        ft.first_token.unwrap_or(0.0),
+        steps.join(", ")
+    );
+    if a.show_trace {
+        let (last, _) = ask(&questions[questions.len() - 1])?;
+        eprintln!("{}", serde_json::to_string_pretty(&last.trace)?);
+    }
     let _ = std::fs::remove_dir_all(&home);
     Ok(())
 }

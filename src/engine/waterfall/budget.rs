@@ -11,6 +11,7 @@
 use super::types::{BudgetShares, BudgetTrace, ChatSource, DropTrace, Slot, SlotTrace, TokenizerTrace};
 use crate::engine::fsutil;
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
@@ -257,9 +258,17 @@ pub fn fit(
             plan.window
         )));
     }
-    let mut by_slot: HashMap<Slot, Vec<Piece>> = HashMap::new();
-    for p in pieces {
-        by_slot.entry(p.slot).or_default().push(p);
+    // Counting is the expensive part (a BPE pass over every snippet): do it on all cores.
+    let counted: Vec<(Piece, u32)> = pieces
+        .into_par_iter()
+        .map(|p| {
+            let cost = piece_cost(&p, counter);
+            (p, cost)
+        })
+        .collect();
+    let mut by_slot: HashMap<Slot, Vec<(Piece, u32)>> = HashMap::new();
+    for (p, cost) in counted {
+        by_slot.entry(p.slot).or_default().push((p, cost));
     }
     let mut out = Fitted {
         slots: vec![SlotTrace { slot: Slot::System, allotted: plan.system, used: mandatory, items: 1, dropped: 0 }],
@@ -284,7 +293,7 @@ fn fill_slot(
     slot: Slot,
     cap: u32,
     remaining: &mut u32,
-    by_slot: &mut HashMap<Slot, Vec<Piece>>,
+    by_slot: &mut HashMap<Slot, Vec<(Piece, u32)>>,
     counter: &TokenCounter,
     section_cost: &dyn Fn(Slot) -> u32,
     out: &mut Fitted,
@@ -292,10 +301,10 @@ fn fill_slot(
     let allotted = cap.min(*remaining);
     let mut trace = SlotTrace { slot, allotted, used: 0, items: 0, dropped: 0 };
     let mut kept: Vec<Piece> = Vec::new();
-    for piece in by_slot.remove(&slot).unwrap_or_default() {
+    for (piece, cost) in by_slot.remove(&slot).unwrap_or_default() {
         let header = if kept.is_empty() { section_cost(slot) } else { 0 };
         let left = allotted - trace.used;
-        let cost = piece_cost(&piece, counter) + header;
+        let cost = cost + header;
         if cost <= left {
             trace.used += cost;
             kept.push(piece);
