@@ -163,7 +163,8 @@ fn main() -> anyhow::Result<()> {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
     );
     let ft = &first.trace.timings_ms;
-    let steps: Vec<String> = first.trace.steps.iter().filter(|s| s.ms >= 1.0).map(|s| format!("{} {:.1}", s.name, s.ms)).collect();
+    let steps: Vec<String> =
+        first.trace.steps.iter().filter(|s| s.ms >= 1.0).map(|s| format!("{} {:.1}", s.name, s.ms)).collect();
     println!(
         "| First request of the process | {:.1} ms wall: Tier 1 {:.1} ms (opens the index), assembly {:.1} ms (tokenizer load), first token {:.1} ms; steps over 1 ms: {} |",
         first_wall,

@@ -68,6 +68,15 @@ impl Turn<'_> {
         let fitted = budget::fit(&plan, &counter, mandatory, pieces, &section_cost)?;
         let messages = context::render(&instructions, &self.req.query, &fitted.kept, &heading);
         self.trace.budget = budget::trace(&plan, &window_source, counter.trace(&model), &fitted);
+        tracing::info!(
+            repo = %self.repo.fingerprint,
+            model = %model,
+            window,
+            window_source = %window_source,
+            prompt_tokens = fitted.prompt_tokens,
+            drops = fitted.drops.len(),
+            "chat context budgeted"
+        );
         self.trace.drops = fitted.drops.clone();
         let sources: Vec<ChatSource> = fitted.kept.iter().filter_map(|p| p.source.clone()).collect();
         self.log_budget(&fitted, parents);

@@ -77,6 +77,9 @@ fn validate(req: &ChatTurnRequest) -> Result<()> {
     if req.query.trim().is_empty() {
         return Err(Error::BadRequest("empty question: pass --query TEXT (or type one at the prompt)".into()));
     }
+    if let Some(id) = req.session_id.as_deref().filter(|id| !crate::engine::dag::valid_session_id(id)) {
+        return Err(Error::BadRequest(format!("bad session id {id:?}: use 1 to 64 letters, digits, '-' or '_'")));
+    }
     if let Some(agent) = &req.agent_id {
         if !crate::engine::dag::valid_session_id(agent) {
             return Err(Error::BadRequest(format!(

@@ -285,3 +285,21 @@ pub fn decide_gate(confidence: f64, threshold: f64, policy: WebPolicy, top_hits:
     };
     GateTrace { confidence, threshold, passed, top_hits, web_policy: policy, web_wanted, reason, web_available: false }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_compares_confidence_with_the_threshold_inclusively() {
+        let at = decide_gate(0.7, 0.7, WebPolicy::Auto, vec![]);
+        assert!(at.passed && !at.web_wanted, "{at:?}");
+        let below = decide_gate(0.69, 0.7, WebPolicy::Auto, vec![]);
+        assert!(!below.passed && below.web_wanted && !below.web_available);
+        let forced = decide_gate(0.95, 0.7, WebPolicy::Force, vec![]);
+        assert!(forced.passed && forced.web_wanted);
+        let off = decide_gate(0.1, 0.7, WebPolicy::Off, vec![]);
+        assert!(!off.passed && !off.web_wanted);
+        assert!(off.reason.contains("0.10 < threshold 0.70"), "{}", off.reason);
+    }
+}
