@@ -3,10 +3,12 @@
 //! No engine logic lives here.
 
 mod bench;
+mod bench_serve;
 mod chat;
 mod dag;
 mod output;
 mod progress;
+mod serve;
 mod watch_latency;
 
 use crate::engine::protocol::SearchRequest;
@@ -116,8 +118,33 @@ enum Command {
         #[command(subcommand)]
         action: dag::DagAction,
     },
+    /// Serve one repository over HTTP and MCP, keeping its index fresh (Ctrl-C to stop).
+    Serve {
+        #[command(flatten)]
+        repo: RepoArg,
+        #[command(flatten)]
+        http: serve::HttpArgs,
+    },
+    /// One process serving many repositories, mounted with `POST /v1/initialize` (Ctrl-C to stop).
+    Daemon {
+        #[command(flatten)]
+        http: serve::HttpArgs,
+    },
+    /// MCP over stdio for coding agents (stdout carries only JSON-RPC; logs go to stderr).
+    Mcp {
+        /// The repository tools default to (without it, tools take `project_root`).
+        #[arg(long, short = 'r')]
+        repo: Option<PathBuf>,
+        /// Token the client must send as `auth_token` in the initialize params.
+        #[arg(long, env = "DOCDEX_AUTH_TOKEN", hide_env_values = true)]
+        auth_token: Option<String>,
+        #[command(flatten)]
+        common: serve::CommonArgs,
+    },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
+    /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
+    BenchServe(bench_serve::BenchServeArgs),
     /// Developer tools for tests and demos.
     #[command(hide = true, subcommand)]
     Dev(DevCommand),
@@ -339,7 +366,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Chat(args) => return chat::run(&engine, &out, args),
         Command::Dag { action } => dag::run(&engine, &out, action)?,
+        Command::Serve { repo, http } => serve::serve(engine, repo.resolve()?, http)?,
+        Command::Daemon { http } => serve::daemon(engine, http)?,
+        Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
+        Command::BenchServe(args) => bench_serve::run(&out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {
                 port,
