@@ -11,5 +11,6 @@ mod mcp_clients;
 mod search;
 mod server;
 mod server_util;
+mod symbols;
 mod util;
 mod watch;
