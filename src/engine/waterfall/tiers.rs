@@ -71,7 +71,7 @@ impl Turn<'_> {
             json!({"tool": "search", "index": "code", "query": self.req.query, "limit": limit}),
             &[plan],
         );
-        let resp = match self.engine.search(&self.repo.root, &sreq) {
+        let resp = match self.engine.search_for_chat(&self.repo.root, &sreq) {
             Ok(r) => r,
             Err(e) => {
                 self.dag.node(NodeKind::Observation, "search failed", json!({"error": e.to_string()}), &[call]);
