@@ -7,6 +7,7 @@ mod bench_serve;
 mod chat;
 mod code;
 mod dag;
+mod impact;
 mod output;
 mod progress;
 mod serve;
@@ -119,6 +120,13 @@ enum Command {
         #[command(subcommand)]
         action: dag::DagAction,
     },
+    /// A file's import dependencies and dependents, and what may change if it changes.
+    Impact(impact::ImpactArgs),
+    /// The import graph: cycles, rebuild.
+    Graph {
+        #[command(subcommand)]
+        action: impact::GraphCommand,
+    },
     /// Find symbols by name (exact, prefix, word part, fuzzy), or list a file's outline (--file).
     Symbols(code::SymbolsArgs),
     /// The symbol index: counts per language, grammar versions, parser drift.
@@ -222,14 +230,15 @@ impl RepoArg {
     }
 }
 
-/// Process exit codes: 0 ok, 1 error, 2 usage, 3 unknown repo, not indexed or stale index (re-index), 4 index busy.
+/// Process exit codes: 0 ok, 1 error, 2 usage (bad input, or it names something that does not
+/// exist), 3 unknown repo, not indexed or stale index (re-index), 4 index busy.
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<Error>() {
         Some(
             Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. } | Error::StaleIndex(_),
         ) => 3,
         Some(Error::IndexBusy { .. }) => 4,
-        Some(Error::BadRequest(_) | Error::OutsideRepo { .. }) => 2,
+        Some(Error::BadRequest(_) | Error::OutsideRepo { .. } | Error::NotFound(_)) => 2,
         _ => 1,
     }
 }
@@ -270,6 +279,8 @@ impl Cli {
             Command::Repo { action: RepoAction::List { json } } => *json,
             Command::Chat(args) => args.json(),
             Command::Dag { action } => action.json(),
+            Command::Impact(args) => args.json(),
+            Command::Graph { action } => action.json(),
             Command::Symbols(a) => a.json,
             Command::SymbolsStatus(a) => a.json,
             Command::Ast { action } => action.json(),
@@ -386,6 +397,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Chat(args) => return chat::run(&engine, &out, args),
         Command::Dag { action } => dag::run(&engine, &out, action)?,
+        Command::Impact(args) => impact::run_impact(&engine, &out, args)?,
+        Command::Graph { action } => impact::run_graph(&engine, &out, action)?,
         Command::Symbols(args) => code::symbols(&engine, &out, args)?,
         Command::SymbolsStatus(args) => code::status(&engine, &out, args)?,
         Command::Ast { action } => code::ast(&engine, &out, action)?,
