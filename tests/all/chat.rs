@@ -86,6 +86,9 @@ fn chat_repo(root: &Path) {
         "/// Sums the line items of an invoice.\npub fn invoice_total(items: &[u64]) -> u64 {\n    items.iter().sum()\n}\n",
     );
     write(root, "README.md", "# Proj\n\nSessions expire after their ttl; invoices are summed.\n");
+    write(root, "src/lib.rs", "pub mod auth;\npub mod billing;\n");
+    write(root, "src/auth/mod.rs", "pub mod login;\npub mod session;\n");
+    write(root, "src/billing/mod.rs", "pub mod invoice;\n");
 }
 
 fn git(root: &Path, args: &[&str]) {
@@ -295,8 +298,14 @@ fn a_diff_adds_a_slot_right_after_memory_with_its_changed_lines() {
         diff: Some(DiffRequest { target: "staged".into(), paths: vec![] }),
         ..q("what changed in session expiry?")
     });
-    let diff: Vec<&str> = staged.sources.iter().filter(|s| s.slot == Slot::Diff).map(|s| s.citation.as_str()).collect();
-    assert_eq!(diff, ["src/auth/session.rs:2-7"]);
+    let patches = |r: &ChatTurnResponse| -> Vec<String> {
+        r.sources
+            .iter()
+            .filter(|s| s.slot == Slot::Diff && !s.note.starts_with("imports") && !s.note.starts_with("imported by"))
+            .map(|s| s.citation.clone())
+            .collect()
+    };
+    assert_eq!(patches(&staged), ["src/auth/session.rs:2-7"]);
     assert_eq!(staged.sources[0].note, "modified");
     let step = staged.trace.steps.iter().find(|s| s.name == "diff").unwrap();
     assert_eq!((step.status, step.items), (StepStatus::Ran, 1));
@@ -306,22 +315,51 @@ fn a_diff_adds_a_slot_right_after_memory_with_its_changed_lines() {
         diff: Some(DiffRequest { target: "working".into(), paths: vec!["README.md".into()] }),
         ..q("what changed?")
     });
-    let diff: Vec<&str> =
-        working.sources.iter().filter(|s| s.slot == Slot::Diff).map(|s| s.path.as_deref().unwrap()).collect();
-    assert_eq!(diff, ["README.md"]);
+    assert_eq!(patches(&working), ["README.md:1-3"]);
     // A range.
     git(&c.repo, &["commit", "-q", "-am", "batches"]);
     let range = c.ask(&ChatTurnRequest {
         diff: Some(DiffRequest { target: "HEAD~1..HEAD".into(), paths: vec![] }),
         ..q("what changed?")
     });
-    let mut diff: Vec<&str> =
-        range.sources.iter().filter(|s| s.slot == Slot::Diff).map(|s| s.path.as_deref().unwrap()).collect();
+    let mut diff = patches(&range);
     diff.sort();
-    assert_eq!(diff, ["README.md", "src/auth/session.rs"]);
-    // The one-hop expansion runs through the impact graph.
-    let impact = range.trace.steps.iter().find(|s| s.name == "impact").unwrap();
-    assert!(matches!(impact.status, StepStatus::Ran | StepStatus::Unavailable), "{impact:?}");
+    assert_eq!(diff, ["README.md:1-3", "src/auth/session.rs:2-7"]);
+}
+
+#[test]
+fn a_diff_expands_one_hop_through_the_impact_graph() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    git_repo(&c.repo);
+    write(&c.repo, "src/auth/session.rs", "//! Session handling.\npub struct SessionStore { ttl: u64 }\n\nimpl SessionStore {\n    /// Removes sessions older than the ttl, in batches.\n    pub fn expire_stale_sessions(&mut self) {}\n}\n");
+    let resp = c.ask(&ChatTurnRequest { diff: Some(DiffRequest::default()), ..q("who calls expire_stale_sessions?") });
+    let impact = resp.trace.steps.iter().find(|s| s.name == "impact").unwrap();
+    assert_eq!((impact.status, impact.items), (StepStatus::Ran, 2), "{impact:?}");
+    let diff: Vec<(&str, &str)> =
+        resp.sources.iter().filter(|s| s.slot == Slot::Diff).map(|s| (s.citation.as_str(), s.note.as_str())).collect();
+    // The patch first, then the files importing it, each shown from its import line.
+    assert_eq!(diff[0], ("src/auth/session.rs:2-7", "modified"));
+    let mut neighbours: Vec<(&str, &str)> = diff[1..].to_vec();
+    neighbours.sort();
+    assert_eq!(
+        neighbours,
+        [
+            ("src/auth/login.rs:1-5", "imports src/auth/session.rs"),
+            ("src/auth/mod.rs:1-2", "imports src/auth/session.rs")
+        ]
+    );
+    let sys = system_text(&c.last_prompt());
+    let at = |needle: &str| sys.find(needle).unwrap_or_else(|| panic!("{needle:?} not in the prompt:\n{sys}"));
+    assert!(
+        at("### src/auth/session.rs:2-7 (modified)") < at("### src/auth/login.rs:1-5 (imports src/auth/session.rs)")
+    );
+    assert!(at("### src/auth/login.rs:1-5") < at("## Repository snippets"));
+    assert!(sys.contains("use super::session::SessionStore;"));
+    // The DAG records the expansion as a tool call with what it found.
+    let dag = c.engine().dag_session(&c.repo, &resp.session_id).unwrap();
+    let obs = dag.nodes.iter().find(|n| n.label == "2 neighbours one import away").unwrap();
+    assert_eq!(obs.kind, NodeKind::Observation);
+    assert_eq!(obs.payload["neighbours"].as_array().unwrap().len(), 2);
 }
 
 #[test]
@@ -401,7 +439,7 @@ fn dag_cli_lists_and_renders_sessions_as_text_dot_and_json() {
     let dot = String::from_utf8(dot.stdout).unwrap();
     check_dot(&dot, 10);
     let missing = c.env.run(&["dag", "view", "--repo", c.r(), "ffffffff"]);
-    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("docdex dag list"));
 }
 

@@ -3,9 +3,11 @@
 //! Each is one narrow function, so the orchestrator never depends on how they are built and
 //! a missing capability reads as "unavailable" in the trace rather than as an error.
 
+use crate::engine::code::impact::Relation;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::Result;
+use std::collections::HashMap;
 
 /// A memory recalled for the question.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,11 +57,51 @@ pub fn recall_memory(
     Ok(Availability::Unavailable("repo memory is not part of this build yet".into()))
 }
 
-/// Files one import away from `changed` (both directions), dependents first.
-///
-/// The impact graph (`impact_graph.json`, `Engine::impact`) is being built in another part of
-/// the engine; until it lands this reports it as unavailable.
-pub fn one_hop(engine: &Engine, repo: &RepoRef, changed: &[String]) -> Result<Availability<Vec<Neighbour>>> {
-    let _ = (engine, repo, changed);
-    Ok(Availability::Unavailable("the impact graph is not part of this build yet".into()))
+/// At most `limit` files one import away from `changed` (both directions), dependents first,
+/// through the impact graph (`Engine::impact_neighbors`). Unavailable when the repository has
+/// no graph yet.
+pub fn one_hop(
+    engine: &Engine,
+    repo: &RepoRef,
+    changed: &[String],
+    limit: usize,
+) -> Result<Availability<Vec<Neighbour>>> {
+    let (_, graph) = engine.impact_graph(&repo.root)?;
+    if graph.graph.files.is_empty() {
+        let why = graph.graph.warnings.first().cloned().unwrap_or_else(|| {
+            "the impact graph has no code files for this repository; `docdex graph rebuild` builds it".into()
+        });
+        return Ok(Availability::Unavailable(why));
+    }
+    let near = engine.impact_neighbors(&repo.root, changed, 1)?;
+    let mut out: Vec<Neighbour> = near
+        .files
+        .into_iter()
+        .map(|n| Neighbour {
+            changed: n.changed.first().cloned().unwrap_or_default(),
+            dependent: n.relation != Relation::ImportedByChanged,
+            line: None,
+            path: n.path,
+        })
+        .collect();
+    // Files that use a changed file matter most: the change may alter their behaviour.
+    out.sort_by_key(|n| !n.dependent);
+    out.truncate(limit);
+    // Where each dependent imports its changed file, so its context shows the use.
+    let wanted: HashMap<(&str, &str), usize> = out
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.dependent)
+        .map(|(i, n)| ((n.path.as_str(), n.changed.as_str()), i))
+        .collect();
+    let lines: Vec<(usize, u32)> = graph
+        .graph
+        .edges
+        .iter()
+        .filter_map(|e| wanted.get(&(e.source.as_str(), e.target.as_str())).map(|&i| (i, e.line)))
+        .collect();
+    for (i, line) in lines {
+        out[i].line = Some(line);
+    }
+    Ok(Availability::Ready(out))
 }

@@ -239,10 +239,8 @@ impl Turn<'_> {
                 json!({"tool": "impact", "files": changed}),
                 &[obs],
             );
-            let (status, detail, payload) = match sources::one_hop(self.engine, self.repo, &changed) {
-                Ok(Availability::Ready(mut n)) => {
-                    n.retain(|x| !changed.contains(&x.path));
-                    n.truncate(MAX_NEIGHBOURS);
+            let (status, detail, payload) = match sources::one_hop(self.engine, self.repo, &changed, MAX_NEIGHBOURS) {
+                Ok(Availability::Ready(n)) => {
                     let detail = format!("{} neighbours one import away", n.len());
                     let payload = json!({"neighbours": n.iter().map(|x| json!({"path": x.path, "changed": x.changed, "dependent": x.dependent})).collect::<Vec<_>>()});
                     found.neighbours = n;
