@@ -5,7 +5,9 @@
 mod bench;
 mod bench_serve;
 mod check;
+mod chat;
 mod code;
+mod dag;
 mod impact;
 mod llm;
 mod memory;
@@ -123,6 +125,14 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Ask about a repository: local retrieval, memory and diff context within a token budget,
+    /// answered by the configured model as it streams (a session on stdin without --query).
+    Chat(chat::ChatArgs),
+    /// The reasoning DAG chat logs per session: list sessions, view one as text, DOT or JSON.
+    Dag {
+        #[command(subcommand)]
+        action: dag::DagAction,
     },
     /// A file's import dependencies and dependents, and what may change if it changes.
     Impact(impact::ImpactArgs),
@@ -298,6 +308,8 @@ impl Cli {
             Command::Similar(a) => a.json,
             Command::Memory { action } => action.json(),
             Command::Repo { action: RepoAction::List { json } } => *json,
+            Command::Chat(args) => args.json(),
+            Command::Dag { action } => action.json(),
             Command::Impact(args) => args.json(),
             Command::Graph { action } => action.json(),
             Command::Symbols(a) => a.json,
@@ -416,6 +428,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
             }
         }
+        Command::Chat(args) => return chat::run(&engine, &out, args),
+        Command::Dag { action } => dag::run(&engine, &out, action)?,
         Command::Impact(args) => impact::run_impact(&engine, &out, args)?,
         Command::Graph { action } => impact::run_graph(&engine, &out, action)?,
         Command::Symbols(args) => code::symbols(&engine, &out, args)?,

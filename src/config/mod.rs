@@ -93,6 +93,9 @@ pub struct LlmConfig {
     pub embedding_model: String,
     /// Cap on generated tokens per answer.
     pub max_answer_tokens: u32,
+    /// The context window chat budgets for, in tokens, when the provider does not report the
+    /// model's (a smaller window the provider reports wins). Sent to Ollama as `num_ctx`.
+    pub context_tokens: u32,
     /// How long to wait for a TCP connection to the server, in milliseconds.
     pub connect_timeout_ms: u64,
     /// Upper bound on one non-streamed request (embeddings, model lists), and on the silence
@@ -112,6 +115,7 @@ impl Default for LlmConfig {
             default_model: "phi3.5:3.8b".into(),
             embedding_model: "nomic-embed-text".into(),
             max_answer_tokens: 1024,
+            context_tokens: 8192,
             connect_timeout_ms: 2000,
             request_timeout_secs: 120,
             embed_batch_size: 32,
@@ -420,6 +424,9 @@ impl Config {
         }
         if self.search.semantic_weight + self.search.keyword_weight <= 0.0 {
             return Err(bad("search.semantic_weight", "plus search.keyword_weight must be greater than 0".into()));
+        }
+        if self.llm.context_tokens < 1024 {
+            return Err(bad("llm.context_tokens", format!("must be at least 1024, got {}", self.llm.context_tokens)));
         }
         if self.llm.embed_batch_size == 0 || self.llm.embed_concurrency == 0 {
             return Err(bad("llm.embed_batch_size", "and llm.embed_concurrency must be greater than 0".into()));

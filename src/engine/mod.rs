@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod check;
 pub mod code;
+pub mod dag;
 pub mod embed;
 pub mod fsutil;
 pub mod index;
@@ -17,6 +18,7 @@ pub mod repos;
 pub mod search;
 pub mod sqlite;
 pub mod watch;
+pub mod waterfall;
 
 use crate::config::{home_dir, Config, Paths};
 use crate::error::{Error, IoContext, Result};
@@ -63,6 +65,8 @@ struct Inner {
     llm: llm::api::LlmState,
     /// In-memory copies of repos' vectors for fast nearest-neighbour search.
     resident: embed::resident::ResidentVectors,
+    /// Chat: context windows reported by the provider, measured token ratios.
+    waterfall: waterfall::WaterfallState,
 }
 
 impl Drop for Inner {
@@ -103,6 +107,7 @@ impl Engine {
                 runtime: std::sync::OnceLock::new(),
                 llm: Default::default(),
                 resident: Default::default(),
+                waterfall: Default::default(),
             }),
         })
     }

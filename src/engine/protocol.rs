@@ -25,6 +25,8 @@ pub use crate::engine::{
     },
     search::hybrid::RetrievalInfo,
 };
+pub use super::dag::{DagNode, DagSession, DagSessionList, DagSessionSummary, NodeKind};
+pub use super::waterfall::types::*;
 
 /// Version of the JSON shapes below.
 pub const SCHEMA_VERSION: u32 = 1;
