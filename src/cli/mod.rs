@@ -5,6 +5,7 @@
 mod bench;
 mod output;
 mod progress;
+mod tui;
 mod watch_latency;
 
 use crate::engine::protocol::SearchRequest;
@@ -24,8 +25,9 @@ pub struct Cli {
     /// More logging on stderr (-v debug, -vv trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// With no command, `docdex` opens the workbench on a terminal (and prints this help otherwise).
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -106,6 +108,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Open the terminal workbench: search, preview, repositories, impact graph, chat.
+    Tui(tui::TuiArgs),
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
     /// Developer tools for tests and demos.
@@ -181,9 +185,20 @@ fn exit_code(err: &anyhow::Error) -> u8 {
 
 /// Entry point for both binaries.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if cli.command.is_none() {
+        if !tui::interactive() {
+            use clap::CommandFactory;
+            eprintln!("{}", Cli::command().render_help());
+            return ExitCode::from(2);
+        }
+        cli.command = Some(Command::Tui(tui::TuiArgs { repo: RepoArg { repo: None } }));
+    }
     let json = cli.wants_json();
-    init_logging(cli.verbose);
+    // The workbench owns the screen: it logs to a file instead of stderr.
+    if !matches!(cli.command, Some(Command::Tui(_))) {
+        init_logging(cli.verbose);
+    }
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -201,13 +216,15 @@ pub fn main() -> ExitCode {
 impl Cli {
     fn wants_json(&self) -> bool {
         match &self.command {
-            Command::Index { json, .. }
-            | Command::Search { json, .. }
-            | Command::Get { json, .. }
-            | Command::Status { json, .. }
-            | Command::Watch { json, .. }
-            | Command::Config { json } => *json,
-            Command::Repo { action: RepoAction::List { json } } => *json,
+            Some(
+                Command::Index { json, .. }
+                | Command::Search { json, .. }
+                | Command::Get { json, .. }
+                | Command::Status { json, .. }
+                | Command::Watch { json, .. }
+                | Command::Config { json },
+            ) => *json,
+            Some(Command::Repo { action: RepoAction::List { json } }) => *json,
             _ => false,
         }
     }
@@ -232,11 +249,17 @@ fn init_logging(verbose: u8) {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let engine = Engine::open().context("opening docdex state")?;
     let out = Out::stdout();
+    let Some(command) = cli.command else { return Ok(ExitCode::SUCCESS) };
+    if let Command::Tui(args) = &command {
+        // The workbench shows config warnings itself.
+        tui::run(engine, args)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     for w in engine.config_warnings() {
         tracing::warn!("{w}");
         eprintln!("{} {w}", output::warn_prefix());
     }
-    match cli.command {
+    match command {
         Command::Index { repo, rebuild, json, quiet } => {
             let path = repo.resolve()?;
             if !json {
@@ -320,6 +343,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Bench(args) => bench::run(&engine, &out, args)?,
+        Command::Tui(_) => {}
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models }) => {
             let mut opts =
                 crate::testing::fake_ollama::FakeOllamaOptions { port, token_delay_ms, ..Default::default() };

@@ -9,6 +9,7 @@ pub mod code;
 pub mod fsutil;
 pub mod index;
 pub mod llm;
+pub mod overview;
 pub mod protocol;
 pub mod repos;
 pub mod search;

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub use super::overview::{RepoOverview, RepoState};
+
 /// Version of the JSON shapes below.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -21,7 +23,7 @@ pub enum IndexState {
 }
 
 /// A search request (CLI flags, HTTP body, MCP tool parameters).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SearchRequest {
     /// The query text: words, identifiers, paths, or a plain-language description.
     pub query: String,

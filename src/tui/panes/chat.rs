@@ -1,0 +1,396 @@
+//! The chat pane: a message box (ratatui-textarea) and the conversation as
+//! cells. Finished cells never change; the one active cell grows as the
+//! answer streams, committing markdown line by line. Citations (`[n]`) are
+//! selectable and jump to the search preview. Until the waterfall chat exists
+//! in the engine, sending explains what is missing and how to set up a model,
+//! and search keeps working.
+
+use super::{Cx, Pane, PaneId, RenderCtx};
+use crate::tui::action::Action;
+use crate::tui::event::{ChatUpdate, Citation, EngineEvent, ProviderState, ProviderStatus};
+use crate::tui::keymap::Command;
+use crate::tui::theme::Slot;
+use crate::tui::widgets::markdown::{to_line, wrap_runs, MarkdownStream, MdClass, MdLine};
+use crate::tui::widgets::{frame, spinner};
+use crossterm::event::{KeyEvent, MouseEvent, MouseEventKind};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+use ratatui_textarea::TextArea;
+use std::cell::Cell;
+
+/// Who a cell is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The person typing.
+    User,
+    /// The model.
+    Assistant,
+    /// docdex itself (setup help, errors).
+    Notice,
+}
+
+/// A finished cell: never changes once pushed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatCell {
+    /// Who.
+    pub role: Role,
+    /// Parsed lines.
+    pub lines: Vec<MdLine>,
+    /// Sources cited by `[n]`.
+    pub citations: Vec<Citation>,
+}
+
+/// The answer being streamed.
+#[derive(Debug)]
+struct ActiveCell {
+    turn: u64,
+    stream: MarkdownStream,
+}
+
+/// The chat pane's state.
+pub struct ChatPane {
+    input: TextArea<'static>,
+    typing: bool,
+    cells: Vec<ChatCell>,
+    active: Option<ActiveCell>,
+    turn: u64,
+    /// Selected citation: (cell index, citation number).
+    citation: Option<(usize, usize)>,
+    scroll_from_bottom: usize,
+    provider: ProviderStatus,
+    config_path: String,
+    /// Sessions in this run (the DAG store will list earlier ones).
+    sessions: usize,
+    height: Cell<u16>,
+}
+
+impl std::fmt::Debug for ChatPane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatPane").field("cells", &self.cells.len()).field("turn", &self.turn).finish()
+    }
+}
+
+fn new_input() -> TextArea<'static> {
+    let mut t = TextArea::default();
+    t.set_placeholder_text("Ask about this repository…");
+    t.set_cursor_line_style(ratatui::style::Style::default());
+    t
+}
+
+impl ChatPane {
+    /// A pane for a provider; `config_path` is named in setup help.
+    pub fn new(provider: ProviderStatus, config_path: String) -> Self {
+        ChatPane {
+            input: new_input(),
+            typing: true,
+            cells: Vec::new(),
+            active: None,
+            turn: 0,
+            citation: None,
+            scroll_from_bottom: 0,
+            provider,
+            config_path,
+            sessions: 1,
+            height: Cell::new(0),
+        }
+    }
+
+    /// Finished cells.
+    pub fn cells(&self) -> &[ChatCell] {
+        &self.cells
+    }
+
+    /// The text in the message box.
+    pub fn input_text(&self) -> String {
+        self.input.lines().join("\n")
+    }
+
+    /// True while an answer streams.
+    pub fn streaming(&self) -> bool {
+        self.active.is_some()
+    }
+
+    /// Starts a streamed answer for a turn (the engine's chat call will drive this).
+    pub fn begin_answer(&mut self, turn: u64) {
+        self.finish_active(None);
+        self.active = Some(ActiveCell { turn, stream: MarkdownStream::new() });
+        self.scroll_from_bottom = 0;
+    }
+
+    fn finish_active(&mut self, citations: Option<Vec<Citation>>) {
+        if let Some(a) = self.active.take() {
+            self.cells.push(ChatCell {
+                role: Role::Assistant,
+                lines: a.stream.finish(),
+                citations: citations.unwrap_or_default(),
+            });
+        }
+    }
+
+    fn setup_help(&self) -> String {
+        let why = match &self.provider.state {
+            ProviderState::Unavailable(reason) => format!("The model provider is not reachable: {reason}\n\n"),
+            _ => String::new(),
+        };
+        format!(
+            "{why}## Chat is not available in this build\n\
+             Answers come from the waterfall chat (local search, then web, then the model), which the engine does not have yet. \
+             Search works now: press `{search}`.\n\n\
+             ## Setting up a model for when it lands\n\
+             - Ollama (default): install it, run `ollama serve`, then `ollama pull {model}`.\n\
+             - Or any OpenAI-compatible server (llama.cpp, LM Studio, vLLM): set `[llm] provider = \"openai\"` and `base_url` in {config}.\n\
+             - Configured now: provider `{provider}`, model `{model}`, at `{config}`.",
+            search = "2",
+            model = self.provider.model,
+            provider = self.provider.provider,
+            config = self.config_path,
+        )
+    }
+
+    fn send(&mut self, cx: &mut Cx<'_>) {
+        let text = self.input_text();
+        if text.trim().is_empty() {
+            return;
+        }
+        self.input = new_input();
+        self.turn += 1;
+        self.cells.push(ChatCell { role: Role::User, lines: MarkdownStream::parse(&text), citations: Vec::new() });
+        if !cx.caps.chat {
+            self.cells.push(ChatCell {
+                role: Role::Notice,
+                lines: MarkdownStream::parse(&self.setup_help()),
+                citations: Vec::new(),
+            });
+        }
+        self.scroll_from_bottom = 0;
+    }
+
+    /// All citations in order: (cell, number).
+    fn citation_stops(&self) -> Vec<(usize, usize)> {
+        self.cells.iter().enumerate().flat_map(|(i, c)| (1..=c.citations.len()).map(move |n| (i, n))).collect()
+    }
+
+    fn move_citation(&mut self, delta: isize) {
+        let stops = self.citation_stops();
+        if stops.is_empty() {
+            return;
+        }
+        let cur = self.citation.and_then(|c| stops.iter().position(|s| *s == c));
+        let next = match cur {
+            None if delta > 0 => 0,
+            None => stops.len() - 1,
+            Some(i) => (i as isize + delta).rem_euclid(stops.len() as isize) as usize,
+        };
+        self.citation = Some(stops[next]);
+    }
+
+    /// Rendered rows of the whole conversation at a width.
+    fn rows(&self, w: usize, cx: &RenderCtx<'_>) -> Vec<Line<'static>> {
+        let t = cx.theme;
+        let mut out: Vec<Line<'static>> = Vec::new();
+        let push_cell =
+            |role: Role, lines: &[MdLine], sel: Option<usize>, citations: &[Citation], out: &mut Vec<Line<'static>>| {
+                let (label, slot) = match role {
+                    Role::User => ("you", Slot::ChatUser),
+                    Role::Assistant => ("docdex", Slot::ChatAssistant),
+                    Role::Notice => ("notice", Slot::ChatNotice),
+                };
+                out.push(Line::styled(format!("▌{label}"), t.style(slot)));
+                for l in lines {
+                    for row in wrap_runs(l, w.saturating_sub(2)) {
+                        let mut line = to_line(&row, t, sel);
+                        line.spans.insert(0, Span::raw("  "));
+                        out.push(line);
+                    }
+                }
+                for (k, c) in citations.iter().enumerate() {
+                    let n = k + 1;
+                    let style =
+                        if sel == Some(n) { t.style(Slot::MdCitationSelected) } else { t.style(Slot::MdCitation) };
+                    out.push(Line::from(vec![
+                        Span::raw("  "),
+                        Span::styled(format!("[{n}] {}:{}-{}", c.path, c.line_start, c.line_end), style),
+                    ]));
+                }
+                out.push(Line::default());
+            };
+        for (i, c) in self.cells.iter().enumerate() {
+            let sel = self.citation.filter(|(ci, _)| *ci == i).map(|(_, n)| n);
+            push_cell(c.role, &c.lines, sel, &c.citations, &mut out);
+        }
+        if let Some(a) = &self.active {
+            push_cell(Role::Assistant, a.stream.lines(), None, &[], &mut out);
+            out.pop();
+            if a.stream.has_pending() || a.stream.lines().is_empty() {
+                out.push(Line::styled(format!("  {} …", spinner(cx.step)), t.style(Slot::Muted)));
+            }
+        }
+        out
+    }
+
+    fn intro(&self, cx: &RenderCtx<'_>) -> Vec<Line<'static>> {
+        let t = cx.theme;
+        let lines = MarkdownStream::parse(&format!(
+            "Ask in plain language about **{}**; answers cite the files they use, and `{}` jumps to a citation in the search preview.\n\n{}",
+            cx.repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            cx.key(Command::OpenCitation),
+            if cx.caps.chat { String::new() } else { self.setup_help() }
+        ));
+        lines.iter().flat_map(|l| wrap_runs(l, 76)).map(|r| to_line(&r, t, None)).collect()
+    }
+}
+
+impl Pane for ChatPane {
+    fn id(&self) -> PaneId {
+        PaneId::Chat
+    }
+
+    fn typing(&self) -> bool {
+        self.typing
+    }
+
+    fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool {
+        let page = self.height.get().max(2) as usize / 2;
+        match cmd {
+            Command::Send => self.send(cx),
+            Command::Newline => self.input.insert_newline(),
+            Command::StopGeneration => {
+                if let Some(a) = &self.active {
+                    let turn = a.turn;
+                    self.finish_active(None);
+                    self.cells.push(ChatCell {
+                        role: Role::Notice,
+                        lines: MarkdownStream::parse(&format!("stopped turn {turn}")),
+                        citations: vec![],
+                    });
+                }
+            }
+            Command::FocusInput => self.typing = true,
+            Command::LeaveInput | Command::Back => self.typing = false,
+            Command::NextCitation => self.move_citation(1),
+            Command::PrevCitation => self.move_citation(-1),
+            Command::OpenCitation | Command::Select => {
+                if let Some((ci, n)) = self.citation {
+                    if let Some(c) = self.cells.get(ci).and_then(|c| c.citations.get(n - 1)) {
+                        cx.emit(Action::ShowInPreview { path: c.path.clone(), line: c.line_start });
+                        cx.emit(Action::Focus(PaneId::Search));
+                    }
+                }
+            }
+            Command::NewSession => {
+                self.finish_active(None);
+                self.cells.clear();
+                self.citation = None;
+                self.sessions += 1;
+            }
+            Command::Up if self.typing => {
+                self.input.move_cursor(ratatui_textarea::CursorMove::Up);
+            }
+            Command::Down if self.typing => {
+                self.input.move_cursor(ratatui_textarea::CursorMove::Down);
+            }
+            Command::Up => self.scroll_from_bottom += 1,
+            Command::Down => self.scroll_from_bottom = self.scroll_from_bottom.saturating_sub(1),
+            Command::PageUp => self.scroll_from_bottom += page,
+            Command::PageDown => self.scroll_from_bottom = self.scroll_from_bottom.saturating_sub(page),
+            Command::Bottom => self.scroll_from_bottom = 0,
+            Command::Top => self.scroll_from_bottom = usize::MAX / 2,
+            _ => return false,
+        }
+        true
+    }
+
+    fn text(&mut self, key: &KeyEvent, _cx: &mut Cx<'_>) -> bool {
+        self.input.input(*key)
+    }
+
+    fn paste(&mut self, text: &str, _cx: &mut Cx<'_>) {
+        self.input.insert_str(text);
+    }
+
+    fn engine(&mut self, event: &EngineEvent, _cx: &mut Cx<'_>) {
+        match event {
+            EngineEvent::Provider(p) => self.provider = p.clone(),
+            EngineEvent::Chat(ChatUpdate::Token { turn, text }) => {
+                if self.active.as_ref().is_none_or(|a| a.turn != *turn) {
+                    self.begin_answer(*turn);
+                }
+                if let Some(a) = self.active.as_mut() {
+                    a.stream.push(text);
+                }
+            }
+            EngineEvent::Chat(ChatUpdate::Done { turn, citations })
+                if self.active.as_ref().is_some_and(|a| a.turn == *turn) =>
+            {
+                self.finish_active(Some(citations.clone()));
+            }
+            EngineEvent::Chat(ChatUpdate::Failed { turn, message }) => {
+                if self.active.as_ref().is_some_and(|a| a.turn == *turn) {
+                    self.finish_active(None);
+                }
+                self.cells.push(ChatCell {
+                    role: Role::Notice,
+                    lines: MarkdownStream::parse(message),
+                    citations: vec![],
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn mouse(&mut self, event: &MouseEvent, _area: Rect, _cx: &mut Cx<'_>) {
+        match event.kind {
+            MouseEventKind::ScrollUp => self.scroll_from_bottom += 3,
+            MouseEventKind::ScrollDown => self.scroll_from_bottom = self.scroll_from_bottom.saturating_sub(3),
+            _ => {}
+        }
+    }
+
+    fn hints(&self) -> Vec<(Command, &'static str)> {
+        vec![(Command::Send, "send"), (Command::NextCitation, "cite"), (Command::StopGeneration, "stop")]
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
+        let t = cx.theme;
+        let input_h = (self.input.lines().len() as u16 + 2).clamp(3, 8).min(area.height / 2);
+        let convo = Rect { height: area.height - input_h, ..area };
+        let input_area = Rect { y: area.y + convo.height, height: input_h, ..area };
+        let title =
+            format!(" Chat · session {} · {} turn{} ", self.sessions, self.turn, if self.turn == 1 { "" } else { "s" });
+        let block = frame(title, cx.focused && !self.typing, t);
+        let inner = block.inner(convo);
+        block.render(convo, buf);
+        self.height.set(inner.height);
+        let rows = if self.cells.is_empty() && self.active.is_none() {
+            self.intro(cx)
+        } else {
+            self.rows(inner.width as usize, cx)
+        };
+        let h = inner.height as usize;
+        let max_scroll = rows.len().saturating_sub(h);
+        let from_bottom = self.scroll_from_bottom.min(max_scroll);
+        let start =
+            if self.cells.is_empty() && self.active.is_none() { 0 } else { rows.len().saturating_sub(h + from_bottom) };
+        for (k, line) in rows.iter().skip(start).take(h).enumerate() {
+            buf.set_line(inner.x, inner.y + k as u16, line, inner.width);
+        }
+        let label = if self.typing {
+            format!(" Message · {} send · {} newline ", cx.key(Command::Send), cx.key(Command::Newline))
+        } else {
+            " Message ".into()
+        };
+        let iblock = frame(label, cx.focused && self.typing, t);
+        let iinner = iblock.inner(input_area);
+        iblock.render(input_area, buf);
+        // The text area draws its own cursor (reverse video) while it has focus.
+        (&self.input).render(iinner, buf);
+        None
+    }
+}
+
+/// Citation classes in a line, for tests and hit-testing.
+pub fn citations_in(line: &MdLine) -> Vec<usize> {
+    line.iter().filter_map(|(c, _)| if let MdClass::Citation(n) = c { Some(*n) } else { None }).collect()
+}

@@ -1,0 +1,226 @@
+//! The engine worker: turns the UI's [`Request`]s into engine calls on
+//! blocking threads (the Engine API is synchronous) and sends the outcomes
+//! back as [`EngineEvent`]s on the app's channel. Search, preview and impact
+//! run in latest-wins slots; index runs report progress as they go; watchers
+//! run until stopped. Nothing here ever blocks the event loop.
+
+use super::event::{AppEvent, EngineEvent, Request, WatchActivity};
+use super::highlight::{highlight, sanitize};
+use super::jobs::LatestWins;
+use super::widgets::preview::PreviewDoc;
+use crate::engine::protocol::{Highlight, IndexProgress};
+use crate::engine::watch::WatchReport;
+use crate::engine::{Engine, IndexOptions};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
+
+/// Lines read before the focus line for a preview (the highlighter starts there).
+const PREVIEW_BEFORE: u32 = 400;
+/// Lines read after the focus line.
+const PREVIEW_AFTER: u32 = 400;
+/// Files up to this many lines are highlighted from their first line, so block comments and
+/// strings that open above the window are coloured correctly.
+const HIGHLIGHT_FROM_START: u32 = 2000;
+
+type Slot = Arc<Mutex<LatestWins<Request>>>;
+
+/// Runs engine work for the app.
+pub struct Worker {
+    engine: Engine,
+    tx: UnboundedSender<AppEvent>,
+    search: Slot,
+    preview: Slot,
+    impact: Slot,
+    indexing: Arc<Mutex<HashSet<PathBuf>>>,
+    watchers: HashMap<PathBuf, (Arc<AtomicBool>, JoinHandle<()>)>,
+}
+
+impl Worker {
+    /// A worker sending its events to `tx`. Must be used inside a tokio runtime.
+    pub fn new(engine: Engine, tx: UnboundedSender<AppEvent>) -> Worker {
+        Worker {
+            engine,
+            tx,
+            search: Slot::default(),
+            preview: Slot::default(),
+            impact: Slot::default(),
+            indexing: Arc::default(),
+            watchers: HashMap::new(),
+        }
+    }
+
+    /// Starts a request; returns at once.
+    pub fn dispatch(&mut self, req: Request) {
+        match req {
+            Request::Search { .. } => self.latest(self.search.clone(), req),
+            Request::Preview { .. } => self.latest(self.preview.clone(), req),
+            Request::Impact { .. } => self.latest(self.impact.clone(), req),
+            Request::Index { repo, rebuild } => self.index(repo, rebuild),
+            Request::Watch { repo, on: true } => self.watch(repo),
+            Request::Watch { repo, on: false } => {
+                if let Some((stop, _)) = self.watchers.get(&repo) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            Request::LoadRepos { current } => {
+                let engine = self.engine.clone();
+                self.blocking(move || {
+                    let rows = engine.repo_overviews(Some(&current)).map_err(|e| format!("{e:#}"));
+                    EngineEvent::Repos(rows)
+                });
+            }
+            Request::RemoveRepo { repo } => {
+                let engine = self.engine.clone();
+                self.blocking(move || {
+                    let result = engine.remove_repo(&repo, false).map(|_| ()).map_err(|e| format!("{e:#}"));
+                    EngineEvent::RepoRemoved { repo, result }
+                });
+            }
+        }
+    }
+
+    /// Stops watchers and waits (briefly) for them to release their writers.
+    pub async fn shutdown(&mut self) {
+        for (_, (stop, _)) in self.watchers.iter() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        for (_, (_, handle)) in self.watchers.drain() {
+            let _ = tokio::time::timeout(Duration::from_secs(3), handle).await;
+        }
+    }
+
+    fn blocking(&self, f: impl FnOnce() -> EngineEvent + Send + 'static) {
+        let tx = self.tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = tx.send(AppEvent::Engine(f()));
+        });
+    }
+
+    fn latest(&self, slot: Slot, req: Request) {
+        let start = slot.lock().map(|mut s| s.submit(req)).unwrap_or(None);
+        let Some(first) = start else { return };
+        let engine = self.engine.clone();
+        let tx = self.tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut job = Some(first);
+            while let Some(j) = job.take() {
+                let _ = tx.send(AppEvent::Engine(execute(&engine, j)));
+                job = slot.lock().map(|mut s| s.finish()).unwrap_or(None);
+            }
+        });
+    }
+
+    fn index(&self, repo: PathBuf, rebuild: bool) {
+        let fresh = self.indexing.lock().map(|mut s| s.insert(repo.clone())).unwrap_or(false);
+        if !fresh {
+            return;
+        }
+        let engine = self.engine.clone();
+        let tx = self.tx.clone();
+        let running = self.indexing.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = tx.send(AppEvent::Engine(EngineEvent::IndexStarted { repo: repo.clone() }));
+            let sink = {
+                let tx = tx.clone();
+                let repo = repo.clone();
+                move |p: &IndexProgress| {
+                    let _ = tx
+                        .send(AppEvent::Engine(EngineEvent::IndexProgress { repo: repo.clone(), progress: p.clone() }));
+                }
+            };
+            let result = engine.index(&repo, &IndexOptions { rebuild }, &sink).map_err(|e| format!("{e:#}"));
+            if let Ok(mut s) = running.lock() {
+                s.remove(&repo);
+            }
+            let _ = tx.send(AppEvent::Engine(EngineEvent::IndexFinished { repo, result }));
+        });
+    }
+
+    fn watch(&mut self, repo: PathBuf) {
+        if self.watchers.get(&repo).is_some_and(|(_, h)| !h.is_finished()) {
+            return;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let engine = self.engine.clone();
+        let tx = self.tx.clone();
+        let flag = stop.clone();
+        let path = repo.clone();
+        let handle = tokio::task::spawn_blocking(move || {
+            let send = |activity: WatchActivity| {
+                let _ = tx.send(AppEvent::Engine(EngineEvent::Watch { repo: path.clone(), activity }));
+            };
+            let report = |r: WatchReport| {
+                send(match r {
+                    WatchReport::Ready(_) => WatchActivity::Ready,
+                    WatchReport::Applied { paths, .. } => WatchActivity::Applied { paths },
+                    WatchReport::Failed(e) => WatchActivity::Failed(e),
+                })
+            };
+            match engine.watch(&path, &flag, &report) {
+                Ok(()) => send(WatchActivity::Stopped),
+                Err(e) => send(WatchActivity::Failed(format!("{e:#}"))),
+            }
+        });
+        self.watchers.insert(repo, (stop, handle));
+    }
+}
+
+/// Runs one latest-wins request.
+fn execute(engine: &Engine, req: Request) -> EngineEvent {
+    match req {
+        Request::Search { seq, repo, req, more } => {
+            let result = engine.search(&repo, &req).map_err(|e| format!("{e:#}"));
+            EngineEvent::SearchResults { seq, more, result }
+        }
+        Request::Preview { seq, repo, path, line, lang, hit, highlights } => {
+            EngineEvent::Preview { seq, result: preview(engine, &repo, &path, line, &lang, hit, &highlights) }
+        }
+        Request::Impact { seq, .. } => EngineEvent::Impact {
+            seq,
+            result: Err("the impact graph needs Engine::impact, which this build does not have yet".into()),
+        },
+        other => EngineEvent::Repos(Err(format!("unexpected request in a latest-wins slot: {other:?}"))),
+    }
+}
+
+/// Reads a window of a file around `line` and highlights it.
+pub fn preview(
+    engine: &Engine,
+    repo: &Path,
+    path: &str,
+    line: u32,
+    lang: &str,
+    hit: (u32, u32),
+    highlights: &[Highlight],
+) -> Result<PreviewDoc, String> {
+    let line = line.max(1);
+    let start = if line <= HIGHLIGHT_FROM_START { 1 } else { line - PREVIEW_BEFORE };
+    let file = engine.get_file(repo, path, Some((start, line + PREVIEW_AFTER))).map_err(|e| format!("{e:#}"))?;
+    let raw: Vec<&str> = file.text.split('\n').collect();
+    let raw: Vec<&str> = if file.text.is_empty() { Vec::new() } else { raw };
+    let lines = highlight(path, lang, &raw);
+    let mut matches = Vec::new();
+    for h in highlights {
+        let Some(text) = h.line.checked_sub(file.line_start).and_then(|i| raw.get(i as usize)) else { continue };
+        if h.end > text.len() || h.start > h.end || !text.is_char_boundary(h.start) || !text.is_char_boundary(h.end) {
+            continue;
+        }
+        let a = sanitize(&text[..h.start]).chars().count();
+        let b = a + sanitize(&text[h.start..h.end]).chars().count();
+        matches.push((h.line, a, b));
+    }
+    Ok(PreviewDoc {
+        path: file.path,
+        first_line: file.line_start,
+        total_lines: file.total_lines,
+        lines,
+        focus_line: line.min(file.total_lines.max(1)),
+        hit,
+        matches,
+    })
+}
