@@ -133,6 +133,12 @@ enum DevCommand {
         /// Installed models (repeatable); default fake-chat and fake-embed.
         #[arg(long = "model")]
         models: Vec<String>,
+        /// Embedding dimension.
+        #[arg(long, default_value_t = 64)]
+        embed_dim: usize,
+        /// Serve only the OpenAI-compatible /v1 endpoints (like llama.cpp's server).
+        #[arg(long)]
+        openai_only: bool,
     },
 }
 
@@ -344,9 +350,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Bench(args) => bench::run(&engine, &out, args)?,
         Command::Tui(_) => {}
-        Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models }) => {
-            let mut opts =
-                crate::testing::fake_ollama::FakeOllamaOptions { port, token_delay_ms, ..Default::default() };
+        Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
+            let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {
+                port,
+                token_delay_ms,
+                embed_dim,
+                openai_only,
+                ..Default::default()
+            };
             if !models.is_empty() {
                 opts.models = models;
             }

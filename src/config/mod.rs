@@ -94,6 +94,15 @@ pub struct LlmConfig {
     pub embedding_model: String,
     /// Cap on generated tokens per answer.
     pub max_answer_tokens: u32,
+    /// How long to wait for a TCP connection to the server, in milliseconds.
+    pub connect_timeout_ms: u64,
+    /// Upper bound on one non-streamed request (embeddings, model lists), and on the silence
+    /// between two pieces of a streamed answer, in seconds.
+    pub request_timeout_secs: u64,
+    /// Chunks per embedding request while indexing.
+    pub embed_batch_size: u32,
+    /// Embedding requests in flight at once while indexing.
+    pub embed_concurrency: u32,
 }
 
 impl Default for LlmConfig {
@@ -104,6 +113,10 @@ impl Default for LlmConfig {
             default_model: "phi3.5:3.8b".into(),
             embedding_model: "nomic-embed-text".into(),
             max_answer_tokens: 1024,
+            connect_timeout_ms: 2000,
+            request_timeout_secs: 120,
+            embed_batch_size: 32,
+            embed_concurrency: 4,
         }
     }
 }
@@ -124,6 +137,14 @@ pub struct SearchConfig {
     pub demote_noise_files: bool,
     /// At most this many chunks of one file in a row before others get a turn (diversity).
     pub max_chunks_per_file: u32,
+    /// Fuse vector results with BM25 when the repo has embeddings and the embedder answers.
+    pub hybrid: bool,
+    /// Weight of the vector (semantic) ranking in reciprocal rank fusion (spec 002 §6.1).
+    pub semantic_weight: f64,
+    /// Weight of the BM25 (keyword) ranking in reciprocal rank fusion.
+    pub keyword_weight: f64,
+    /// The RRF constant `k` in `weight / (k + rank)`.
+    pub rrf_k: u32,
 }
 
 impl Default for SearchConfig {
@@ -135,6 +156,10 @@ impl Default for SearchConfig {
             default_limit: 10,
             demote_noise_files: true,
             max_chunks_per_file: 2,
+            hybrid: true,
+            semantic_weight: 0.75,
+            keyword_weight: 0.25,
+            rrf_k: 60,
         }
     }
 }
@@ -273,7 +298,8 @@ impl Default for TuiConfig {
     }
 }
 
-const KNOWN_PROVIDERS: &[&str] = &["ollama", "openai"];
+/// The `[llm] provider` values docdex knows.
+pub const KNOWN_PROVIDERS: &[&str] = &["ollama", "openai"];
 const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
 
 /// A loaded configuration plus the warnings found while loading it.
@@ -391,11 +417,20 @@ impl Config {
         }
         if !KNOWN_PROVIDERS.contains(&self.llm.provider.as_str()) {
             warnings.push(format!(
-                "unknown llm.provider {:?} in {} (known: {}); model features will be unavailable",
+                "unknown llm.provider {:?} in {} (known: {}); using ollama",
                 self.llm.provider,
                 path.display(),
                 KNOWN_PROVIDERS.join(", ")
             ));
+        }
+        if self.search.semantic_weight < 0.0 || self.search.keyword_weight < 0.0 {
+            return Err(bad("search.semantic_weight", "and search.keyword_weight must not be negative".into()));
+        }
+        if self.search.semantic_weight + self.search.keyword_weight <= 0.0 {
+            return Err(bad("search.semantic_weight", "plus search.keyword_weight must be greater than 0".into()));
+        }
+        if self.llm.embed_batch_size == 0 || self.llm.embed_concurrency == 0 {
+            return Err(bad("llm.embed_batch_size", "and llm.embed_concurrency must be greater than 0".into()));
         }
         if self.web.min_spacing_ms < 2000 {
             warnings.push("web.min_spacing_ms is below 2000; using 2000".into());

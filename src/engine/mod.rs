@@ -49,6 +49,8 @@ struct Inner {
     searchers: Mutex<HashMap<String, Arc<RepoSearcher>>>,
     /// Runtime for the engine's own network I/O (LLM and embedding calls), created on first use.
     runtime: std::sync::OnceLock<tokio::runtime::Runtime>,
+    /// The model provider and embedder health.
+    llm: llm::api::LlmState,
 }
 
 impl Drop for Inner {
@@ -86,6 +88,7 @@ impl Engine {
                 registry,
                 searchers: Mutex::new(HashMap::new()),
                 runtime: std::sync::OnceLock::new(),
+                llm: Default::default(),
             }),
         })
     }
@@ -115,22 +118,23 @@ impl Engine {
     /// The engine API is synchronous so every surface calls it the same way; async surfaces
     /// (HTTP, MCP, TUI) call engine methods from `spawn_blocking`, where this is allowed.
     /// Must not be called from inside an async task.
-    #[allow(dead_code)] // first callers: the LLM providers
     pub(crate) fn block_on<F: std::future::Future>(&self, fut: F) -> Result<F::Output> {
-        let rt = match self.inner.runtime.get() {
-            Some(rt) => rt,
-            None => {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .thread_name("docdex-io")
-                    .enable_all()
-                    .build()
-                    .map_err(|e| Error::io("starting", PathBuf::from("the engine's I/O runtime"), e))?;
-                let _ = self.inner.runtime.set(rt);
-                self.inner.runtime.get().ok_or_else(|| Error::BadRequest("engine runtime unavailable".into()))?
-            }
-        };
-        Ok(rt.block_on(fut))
+        Ok(self.runtime()?.block_on(fut))
+    }
+
+    /// The engine's I/O runtime, created on first use.
+    pub(crate) fn runtime(&self) -> Result<&tokio::runtime::Runtime> {
+        if let Some(rt) = self.inner.runtime.get() {
+            return Ok(rt);
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("docdex-io")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("starting", PathBuf::from("the engine's I/O runtime"), e))?;
+        let _ = self.inner.runtime.set(rt);
+        self.inner.runtime.get().ok_or_else(|| Error::BadRequest("engine runtime unavailable".into()))
     }
 
     /// Resolves a repository path (it must exist) to its identity and state locations.

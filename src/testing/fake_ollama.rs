@@ -8,7 +8,9 @@
 //!   followed by every `path:line-line` citation found in the prompt, so tests can check
 //!   that context reached the model;
 //! - every request body is recorded (`requests()`, or `GET /fake/requests`) for assertions;
-//! - failures can be injected (`fail_first`) and tokens slowed (`token_delay_ms`).
+//! - failures can be injected (`fail_first`) and tokens slowed (`token_delay_ms`);
+//! - `openai_only` serves just the `/v1` endpoints, like llama.cpp's server or vLLM;
+//! - `chunk_bytes` cuts streamed bodies into tiny network writes (even inside a character).
 //!
 //! Real models behind the same API: `../shared/tools/ollama-shim`.
 
@@ -39,6 +41,10 @@ pub struct FakeOllamaOptions {
     pub fail_first: u32,
     /// Port to bind on 127.0.0.1 (0 picks a free one).
     pub port: u16,
+    /// Serve only the OpenAI-compatible `/v1/*` endpoints (everything else is 404).
+    pub openai_only: bool,
+    /// When non-zero, streamed bodies are written in pieces of at most this many bytes.
+    pub chunk_bytes: usize,
 }
 
 impl Default for FakeOllamaOptions {
@@ -50,6 +56,8 @@ impl Default for FakeOllamaOptions {
             token_delay_ms: 0,
             fail_first: 0,
             port: 0,
+            openai_only: false,
+            chunk_bytes: 0,
         }
     }
 }
@@ -140,6 +148,14 @@ fn with_tag(m: &str) -> String {
 }
 
 fn router(shared: Arc<Shared>) -> Router {
+    let v1 = Router::new()
+        .route("/v1/models", get(v1_models))
+        .route("/v1/chat/completions", post(v1_chat))
+        .route("/v1/embeddings", post(v1_embeddings))
+        .route("/fake/requests", get(all_requests));
+    if shared.opts.openai_only {
+        return v1.with_state(shared);
+    }
     Router::new()
         .route("/", get(|| async { "Ollama is running" }).head(|| async { "" }))
         .route("/api/version", get(|| async { Json(json!({"version": "0.0.0-fake"})) }))
@@ -149,10 +165,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/api/chat", post(chat))
         .route("/api/embed", post(embed))
         .route("/api/embeddings", post(embeddings_legacy))
-        .route("/v1/models", get(v1_models))
-        .route("/v1/chat/completions", post(v1_chat))
-        .route("/v1/embeddings", post(v1_embeddings))
-        .route("/fake/requests", get(all_requests))
+        .merge(v1)
         .with_state(shared)
 }
 
@@ -235,7 +248,7 @@ async fn pull(State(s): S, Json(body): Json<Value>) -> Response {
         json!({"status": "downloading", "digest": "sha256:fake", "total": 100, "completed": 100}),
         json!({"status": "success"}),
     ];
-    ndjson(lines.iter().map(|l| l.to_string()).collect(), 0)
+    ndjson(lines.iter().map(|l| l.to_string()).collect(), 0, s.opts.chunk_bytes)
 }
 
 /// The words of a text as the fake embeds and answers them.
@@ -367,15 +380,27 @@ fn prompt_tokens(messages: &[Value]) -> usize {
     messages.iter().map(|m| m["content"].as_str().unwrap_or("").split_whitespace().count()).sum()
 }
 
-fn ndjson(lines: Vec<String>, delay_ms: u64) -> Response {
-    let stream = futures::stream::iter(lines.into_iter().enumerate()).then(move |(i, l)| async move {
-        if delay_ms > 0 && i > 0 {
-            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-        }
-        Ok::<_, std::convert::Infallible>(format!("{l}\n"))
-    });
+fn ndjson(lines: Vec<String>, delay_ms: u64, chunk_bytes: usize) -> Response {
+    let pieces: Vec<String> = lines.into_iter().map(|l| format!("{l}\n")).collect();
+    streamed("application/x-ndjson", pieces, delay_ms, chunk_bytes)
+}
+
+/// A streamed body: one write per piece (after `delay_ms`), each cut into `chunk_bytes` writes.
+fn streamed(content_type: &str, pieces: Vec<String>, delay_ms: u64, chunk_bytes: usize) -> Response {
+    let stream = futures::stream::iter(pieces.into_iter().enumerate())
+        .then(move |(i, p)| async move {
+            if delay_ms > 0 && i > 0 {
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            }
+            let bytes = p.into_bytes();
+            let size = if chunk_bytes == 0 { bytes.len().max(1) } else { chunk_bytes };
+            futures::stream::iter(
+                bytes.chunks(size).map(|c| Ok::<_, std::convert::Infallible>(c.to_vec())).collect::<Vec<_>>(),
+            )
+        })
+        .flatten();
     Response::builder()
-        .header("content-type", "application/x-ndjson")
+        .header("content-type", content_type)
         .body(Body::from_stream(stream))
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
@@ -421,7 +446,7 @@ async fn chat(State(s): S, Json(body): Json<Value>) -> Response {
                           "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": reason});
     merge(&mut last, &final_fields);
     lines.push(last.to_string());
-    ndjson(lines, s.opts.token_delay_ms)
+    ndjson(lines, s.opts.token_delay_ms, s.opts.chunk_bytes)
 }
 
 fn merge(into: &mut Value, from: &Value) {
@@ -505,17 +530,7 @@ async fn v1_chat(State(s): S, Json(body): Json<Value>) -> Response {
         "choices": [{"index": 0, "delta": {}, "finish_reason": reason}], "usage": usage})
     ));
     events.push("data: [DONE]\n\n".into());
-    let delay = s.opts.token_delay_ms;
-    let stream = futures::stream::iter(events.into_iter().enumerate()).then(move |(i, e)| async move {
-        if delay > 0 && i > 0 {
-            tokio::time::sleep(Duration::from_millis(delay)).await;
-        }
-        Ok::<_, std::convert::Infallible>(e)
-    });
-    Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Body::from_stream(stream))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    streamed("text/event-stream", events, s.opts.token_delay_ms, s.opts.chunk_bytes)
 }
 
 async fn all_requests(State(s): S) -> Response {

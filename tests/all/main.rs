@@ -3,7 +3,9 @@
 
 mod cli;
 mod config;
+mod impact;
 mod indexing;
+mod llm;
 mod search;
 mod util;
 mod watch;

@@ -91,3 +91,32 @@ pub fn sample_repo(root: &Path) {
     write(root, "README.md", "# Sample\n\nA sample repository.\n\n## Usage\n\nRun the dashboard renderer.\n");
     write(root, "Cargo.lock", "# lockfile\n[[package]]\nname = \"session\"\nversion = \"1.0.0\"\n");
 }
+
+impl Env {
+    /// Writes `<home>/config.toml` (the real binary and `engine()` read it).
+    pub fn write_config(&self, text: &str) {
+        std::fs::create_dir_all(self.home()).expect("mkdir home");
+        std::fs::write(self.home().join("config.toml"), text).expect("write config");
+    }
+
+    /// An engine whose `[llm]` points at `base_url` with the given provider and models.
+    pub fn engine_for(&self, provider: &str, base_url: &str, chat: &str, embed: &str) -> Engine {
+        self.write_config(&llm_config(provider, base_url, chat, embed));
+        self.engine()
+    }
+}
+
+/// A config with just the `[llm]` section set.
+pub fn llm_config(provider: &str, base_url: &str, chat: &str, embed: &str) -> String {
+    format!(
+        "[llm]\nprovider = \"{provider}\"\nbase_url = \"{base_url}\"\ndefault_model = \"{chat}\"\nembedding_model = \"{embed}\"\nrequest_timeout_secs = 5\n"
+    )
+}
+
+/// A base URL where nothing listens (a port that was free a moment ago).
+pub fn dead_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    drop(l);
+    format!("http://127.0.0.1:{port}")
+}

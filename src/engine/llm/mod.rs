@@ -3,12 +3,24 @@
 //! server (llama.cpp, LM Studio, vLLM) is on the other end.
 //!
 //! The trait is object-safe (boxed futures and streams) so the engine holds an
-//! `Arc<dyn Provider>` chosen from `[llm] provider` at start.
+//! `Arc<dyn Provider>` chosen from `[llm] provider` at start ([`build_provider`]).
+//! `Engine::provider`, `Engine::stream_chat` and `Engine::embed` (in `api.rs`) are
+//! the entry points for the rest of the engine and the surfaces.
 
-use crate::error::Result;
+pub(crate) mod api;
+mod http;
+pub mod ollama;
+pub mod openai;
+
+pub use api::ChatReply;
+
+use crate::config::LlmConfig;
+use crate::error::{Error, Result};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
+use futures::FutureExt;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Who said a chat message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,4 +108,51 @@ pub trait Provider: Send + Sync {
     fn embed(&self, model: &str, inputs: Vec<String>) -> BoxFuture<'_, Result<Vec<Vec<f32>>>>;
     /// The models the server has.
     fn models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>>>;
+    /// Downloads `model`, reporting progress. Only Ollama can; others say so.
+    fn pull<'a>(
+        &'a self,
+        model: &'a str,
+        progress: &'a (dyn Fn(&PullProgress) + Send + Sync),
+    ) -> BoxFuture<'a, Result<()>> {
+        let _ = progress;
+        let kind = self.kind();
+        async move {
+            Err(Error::BadRequest(format!(
+                "the {kind} provider cannot download models; install {model} on the server itself"
+            )))
+        }
+        .boxed()
+    }
+}
+
+/// Progress of a model download.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PullProgress {
+    /// What the server is doing (`pulling manifest`, `downloading`, `success`).
+    pub status: String,
+    /// Bytes done, when known.
+    pub completed: Option<u64>,
+    /// Bytes in all, when known.
+    pub total: Option<u64>,
+}
+
+/// True when `installed` (as a server lists it) is the model `wanted` names: Ollama adds
+/// `:latest` to untagged names, so `nomic-embed-text` is `nomic-embed-text:latest`.
+pub fn model_matches(wanted: &str, installed: &str) -> bool {
+    let tagged = |m: &str| if m.contains(':') { m.to_string() } else { format!("{m}:latest") };
+    wanted == installed || tagged(wanted) == tagged(installed)
+}
+
+/// Builds the provider `[llm] provider` names. An unknown name falls back to Ollama (the
+/// config loader has already warned about it).
+pub fn build_provider(cfg: &LlmConfig) -> Result<Arc<dyn Provider>> {
+    match cfg.provider.as_str() {
+        "openai" => Ok(Arc::new(openai::OpenAiProvider::new(cfg)?)),
+        other => {
+            if other != "ollama" {
+                tracing::warn!(provider = other, "unknown [llm] provider; using ollama");
+            }
+            Ok(Arc::new(ollama::OllamaProvider::new(cfg)?))
+        }
+    }
 }

@@ -1,0 +1,115 @@
+//! The engine's model entry points: the configured provider, a blocking-friendly
+//! streamed chat, and embeddings with the configured model.
+
+use super::{build_provider, ChatEvent, ChatRequest, ChatUsage, ModelInfo, Provider, PullProgress};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use futures::StreamExt;
+use std::ops::ControlFlow;
+use std::sync::{Arc, OnceLock};
+
+/// Events buffered between the network task and a slow reader; beyond this the network task
+/// waits (and TCP pushes back on the server), so an answer is never buffered whole.
+const CHAT_CHANNEL: usize = 32;
+
+/// The model side of the engine's state (one per engine).
+#[derive(Default)]
+pub(crate) struct LlmState {
+    provider: OnceLock<Arc<dyn Provider>>,
+}
+
+/// What a streamed chat produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatReply {
+    /// The whole answer as streamed.
+    pub text: String,
+    /// Token counts and finish reason (absent when the reader stopped early).
+    pub usage: Option<ChatUsage>,
+    /// True when the callback asked to stop before the answer was complete.
+    pub stopped: bool,
+}
+
+impl Engine {
+    /// The provider `[llm]` configures (created on first use, then shared).
+    pub fn provider(&self) -> Result<Arc<dyn Provider>> {
+        let state = &self.inner.llm;
+        if let Some(p) = state.provider.get() {
+            return Ok(p.clone());
+        }
+        let p = build_provider(&self.inner.config.llm)?;
+        Ok(state.provider.get_or_init(|| p).clone())
+    }
+
+    /// Streams a chat answer into `on_token`, one piece at a time, from a synchronous caller
+    /// (async surfaces call this inside `spawn_blocking`, or use [`Engine::provider`] directly).
+    ///
+    /// An empty `req.model` means `[llm] default_model`; `max_tokens: None` means
+    /// `[llm] max_answer_tokens`. Returning `ControlFlow::Break` from `on_token` stops
+    /// generation (the connection is closed). A slow callback slows the stream down; nothing
+    /// is buffered beyond a few dozen pieces.
+    pub fn stream_chat(
+        &self,
+        req: ChatRequest,
+        on_token: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<ChatReply> {
+        let provider = self.provider()?;
+        let rt = self.runtime()?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<ChatEvent>>(CHAT_CHANNEL);
+        let task = rt.spawn(async move {
+            let mut stream = match provider.chat(req).await {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+            };
+            while let Some(ev) = stream.next().await {
+                let last = !matches!(ev, Ok(ChatEvent::Token(_)));
+                // A closed channel means the reader stopped: dropping the stream closes the connection.
+                if tx.send(ev).await.is_err() || last {
+                    return;
+                }
+            }
+        });
+        let mut reply = ChatReply::default();
+        let result = loop {
+            match rx.blocking_recv() {
+                None => break Err(Error::Upstream("the answer stream ended before it was complete".into())),
+                Some(Err(e)) => break Err(e),
+                Some(Ok(ChatEvent::Done(u))) => {
+                    reply.usage = Some(u);
+                    break Ok(());
+                }
+                Some(Ok(ChatEvent::Token(t))) => {
+                    reply.text.push_str(&t);
+                    if on_token(&t).is_break() {
+                        reply.stopped = true;
+                        break Ok(());
+                    }
+                }
+            }
+        };
+        drop(rx);
+        task.abort();
+        result.map(|_| reply)
+    }
+
+    /// Embeds `texts` with `[llm] embedding_model`, one vector per text, in order.
+    pub fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
+        let provider = self.provider()?;
+        let model = self.inner.config.llm.embedding_model.clone();
+        self.block_on(async move { provider.embed(&model, texts).await })?
+    }
+
+    /// The models the provider's server has.
+    pub fn models(&self) -> Result<Vec<ModelInfo>> {
+        let provider = self.provider()?;
+        self.block_on(async move { provider.models().await })?
+    }
+
+    /// Downloads `model` through the provider (Ollama only), reporting progress.
+    pub fn pull_model(&self, model: &str, progress: &(dyn Fn(&PullProgress) + Send + Sync)) -> Result<()> {
+        let provider = self.provider()?;
+        self.block_on(async move { provider.pull(model, progress).await })?
+    }
+}

@@ -1,0 +1,417 @@
+//! HTTP plumbing both providers share: one reqwest client with a connect timeout,
+//! per-request timeouts, retries with backoff for idempotent calls, failures
+//! classified into the engine's typed errors (unreachable server, missing model,
+//! upstream trouble), and a byte-safe line reader for streamed bodies (Ollama's
+//! NDJSON and OpenAI's server-sent events).
+//!
+//! Retry policy: a refused connection is never retried (nothing listens, and a
+//! dead server must fail fast); timeouts, dropped connections, 429 and 5xx are
+//! retried for idempotent calls only; a stream is never retried once it started.
+
+use super::{ChatEvent, ChatStream, ChatUsage};
+use crate::config::LlmConfig;
+use crate::error::{Error, Result};
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Attempts for an idempotent call (the first try included).
+const ATTEMPTS: u32 = 3;
+/// First backoff; doubled after each failed attempt.
+const BACKOFF: Duration = Duration::from_millis(200);
+
+/// What a failed attempt means for the next one.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Worth another attempt (timeouts, resets, 429, 5xx).
+    Retry(Error),
+    /// Final: unreachable server, missing model, a request the server refuses.
+    Fatal(Error),
+}
+
+impl Failure {
+    fn into_error(self) -> Error {
+        match self {
+            Failure::Retry(e) | Failure::Fatal(e) => e,
+        }
+    }
+}
+
+/// A client for one server.
+#[derive(Debug, Clone)]
+pub(crate) struct Http {
+    pub client: reqwest::Client,
+    /// Base URL without a trailing slash.
+    pub base: String,
+    /// `ollama` or `openai`, for messages.
+    pub provider: &'static str,
+    /// Bound on a non-streamed request, and on silence inside a stream.
+    pub request_timeout: Duration,
+    /// Sent as `Authorization: Bearer` when set.
+    pub bearer: Option<String>,
+}
+
+impl Http {
+    /// A client for `base` with the timeouts from `cfg`.
+    pub fn new(provider: &'static str, base: &str, cfg: &LlmConfig, bearer: Option<String>) -> Result<Http> {
+        let parsed = reqwest::Url::parse(base).map_err(|e| Error::Config {
+            path: "[llm] base_url".into(),
+            message: format!("{base:?} is not a URL ({e}); use e.g. http://127.0.0.1:11434"),
+        })?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(Error::Config {
+                path: "[llm] base_url".into(),
+                message: format!("{base:?} must start with http:// or https://"),
+            });
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_millis(cfg.connect_timeout_ms.max(1)))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .user_agent(concat!("docdex/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| Error::Upstream(format!("cannot create an HTTP client: {e}")))?;
+        Ok(Http {
+            client,
+            base: base.trim_end_matches('/').to_string(),
+            provider,
+            request_timeout: Duration::from_secs(cfg.request_timeout_secs.max(1)),
+            bearer,
+        })
+    }
+
+    /// `base + path` (`path` starts with `/`).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn unreachable(&self, reason: String) -> Error {
+        Error::LlmUnreachable { provider: self.provider.to_string(), url: self.base.clone(), reason }
+    }
+
+    /// Classifies an error from sending a request or reading its body.
+    pub fn classify_send(&self, e: &reqwest::Error) -> Failure {
+        if e.is_connect() {
+            return Failure::Fatal(self.unreachable(root_cause(e)));
+        }
+        if e.is_timeout() {
+            return Failure::Retry(self.timed_out());
+        }
+        Failure::Retry(Error::Upstream(format!("{} server at {}: {}", self.provider, self.base, root_cause(e))))
+    }
+
+    /// The error for a request that took longer than the request timeout.
+    pub fn timed_out(&self) -> Error {
+        Error::Upstream(format!(
+            "the {} server at {} did not answer within {}s (`[llm] request_timeout_secs`)",
+            self.provider,
+            self.base,
+            self.request_timeout.as_secs()
+        ))
+    }
+
+    /// Classifies a non-success response. `model` names the model the request used, if any.
+    pub async fn classify_status(&self, resp: reqwest::Response, model: &str) -> Failure {
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        let message = error_message(&body);
+        let lower = message.to_ascii_lowercase();
+        let says_missing = lower.contains("not found") || lower.contains("does not exist") || lower.contains("no such");
+        if !model.is_empty() && says_missing && (status.as_u16() == 404 || lower.contains("model")) {
+            return Failure::Fatal(Error::ModelNotFound { model: model.to_string(), url: self.base.clone() });
+        }
+        let err = Error::Upstream(format!(
+            "the {} server at {} answered {}: {}",
+            self.provider,
+            self.base,
+            status.as_u16(),
+            if message.is_empty() { status.canonical_reason().unwrap_or("error").to_string() } else { message }
+        ));
+        if status.as_u16() == 429 || status.is_server_error() {
+            Failure::Retry(err)
+        } else {
+            Failure::Fatal(err)
+        }
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> reqwest::RequestBuilder {
+        let mut rb = self.client.request(method, self.url(path));
+        if let Some(token) = &self.bearer {
+            rb = rb.bearer_auth(token);
+        }
+        if let Some(b) = body {
+            rb = rb.json(b);
+        }
+        rb
+    }
+
+    /// One attempt: sends and waits for a success status (headers only).
+    async fn attempt(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        model: &str,
+    ) -> Result<reqwest::Response, Failure> {
+        let send = self.request(method, path, body).send();
+        let resp = match tokio::time::timeout(self.request_timeout, send).await {
+            Err(_) => return Err(Failure::Retry(self.timed_out())),
+            Ok(Err(e)) => return Err(self.classify_send(&e)),
+            Ok(Ok(r)) => r,
+        };
+        if resp.status().is_success() {
+            Ok(resp)
+        } else {
+            Err(self.classify_status(resp, model).await)
+        }
+    }
+
+    /// Sends an idempotent request and parses the JSON answer, retrying with backoff.
+    pub async fn json<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        model: &str,
+    ) -> Result<T> {
+        retry(|| async {
+            let resp = self.attempt(method.clone(), path, body, model).await?;
+            let bytes = match tokio::time::timeout(self.request_timeout, resp.bytes()).await {
+                Err(_) => return Err(Failure::Retry(self.timed_out())),
+                Ok(Err(e)) => return Err(self.classify_send(&e)),
+                Ok(Ok(b)) => b,
+            };
+            serde_json::from_slice::<T>(&bytes).map_err(|e| {
+                Failure::Fatal(Error::Upstream(format!(
+                    "the {} server at {} sent an answer docdex cannot read ({e}): {}",
+                    self.provider,
+                    self.base,
+                    String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+                )))
+            })
+        })
+        .await
+    }
+
+    /// Starts a streamed request. Failures before the server accepted it (connection,
+    /// status) are retried when they are retryable: nothing has been generated yet.
+    pub async fn stream(&self, path: &str, body: &Value, model: &str) -> Result<Lines> {
+        let resp = retry(|| self.attempt(reqwest::Method::POST, path, Some(body), model)).await?;
+        let provider = self.provider;
+        let base = self.base.clone();
+        let bytes = resp
+            .bytes_stream()
+            .map(move |r| {
+                r.map(|b| b.to_vec()).map_err(|e| {
+                    Error::Upstream(format!("the {provider} server at {base} broke off the stream: {}", root_cause(&e)))
+                })
+            })
+            .boxed();
+        Ok(Lines {
+            body: bytes,
+            buf: Vec::new(),
+            idle: self.request_timeout,
+            ended: false,
+            what: self.timed_out().to_string(),
+        })
+    }
+}
+
+/// Runs `attempt` up to [`ATTEMPTS`] times while it fails with [`Failure::Retry`].
+pub(crate) async fn retry<T, F, Fut>(mut attempt: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Failure>>,
+{
+    let mut wait = BACKOFF;
+    let mut n = 1;
+    loop {
+        match attempt().await {
+            Ok(v) => return Ok(v),
+            Err(Failure::Retry(e)) if n < ATTEMPTS => {
+                tracing::debug!(attempt = n, error = %e, "retrying model server request");
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+                n += 1;
+            }
+            Err(f) => return Err(f.into_error()),
+        }
+    }
+}
+
+/// A streamed body cut into lines without ever splitting a multi-byte character: bytes are
+/// buffered until a newline, so a character cut across two network reads is rejoined.
+pub(crate) struct Lines {
+    body: BoxStream<'static, Result<Vec<u8>>>,
+    buf: Vec<u8>,
+    idle: Duration,
+    ended: bool,
+    what: String,
+}
+
+impl Lines {
+    /// The next non-empty line (without `\r\n`), `None` at the end of the body. Waits at most
+    /// the request timeout for more bytes.
+    pub async fn next_line(&mut self) -> Option<Result<String>> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf) {
+                let line: Vec<u8> = self.buf.drain(..=i).collect();
+                let text = String::from_utf8_lossy(&line).trim_end_matches(['\r', '\n']).to_string();
+                if text.trim().is_empty() {
+                    continue;
+                }
+                return Some(Ok(text));
+            }
+            if self.ended {
+                if self.buf.iter().all(|b| b.is_ascii_whitespace()) {
+                    return None;
+                }
+                let text = String::from_utf8_lossy(&std::mem::take(&mut self.buf)).trim().to_string();
+                return Some(Ok(text));
+            }
+            match tokio::time::timeout(self.idle, self.body.next()).await {
+                Err(_) => {
+                    self.ended = true;
+                    self.buf.clear();
+                    return Some(Err(Error::Upstream(self.what.clone())));
+                }
+                Ok(None) => self.ended = true,
+                Ok(Some(Ok(bytes))) => self.buf.extend_from_slice(&bytes),
+                Ok(Some(Err(e))) => {
+                    self.ended = true;
+                    self.buf.clear();
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// What one line of a streamed answer meant.
+pub(crate) enum Step {
+    /// A piece of the answer.
+    Token(String),
+    /// The answer is complete.
+    Done(ChatUsage),
+    /// Nothing to report (keep-alives, role headers, empty deltas).
+    Nothing,
+}
+
+/// A provider's streamed wire format, line by line.
+pub(crate) trait ChatWire: Send + 'static {
+    /// Interprets one line.
+    fn on_line(&mut self, line: &str) -> Result<Step>;
+    /// The body ended; `Done` if the format allows ending here, else an error.
+    fn on_end(&mut self) -> Result<Step>;
+}
+
+/// Turns a streamed body into [`ChatEvent`]s: tokens, then exactly one `Done`, or an error.
+/// Nothing is read ahead: the body is pulled only as fast as the consumer pulls events, so a
+/// slow reader slows the server down (TCP backpressure) instead of buffering the answer.
+pub(crate) fn chat_events<W: ChatWire>(lines: Lines, wire: W) -> ChatStream {
+    struct State<W> {
+        lines: Lines,
+        wire: W,
+        finished: bool,
+    }
+    futures::stream::unfold(State { lines, wire, finished: false }, |mut st| async move {
+        if st.finished {
+            return None;
+        }
+        loop {
+            let step = match st.lines.next_line().await {
+                Some(Ok(line)) => st.wire.on_line(&line),
+                Some(Err(e)) => Err(e),
+                None => st.wire.on_end(),
+            };
+            match step {
+                Ok(Step::Nothing) => continue,
+                Ok(Step::Token(t)) => return Some((Ok(ChatEvent::Token(t)), st)),
+                Ok(Step::Done(u)) => {
+                    st.finished = true;
+                    return Some((Ok(ChatEvent::Done(u)), st));
+                }
+                Err(e) => {
+                    st.finished = true;
+                    return Some((Err(e), st));
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+/// The innermost cause of an error ("Connection refused (os error 111)").
+pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur: &(dyn std::error::Error + 'static) = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+/// The human message inside an error body: Ollama's `{"error": "..."}`, OpenAI's
+/// `{"error": {"message": "..."}}`, or the text itself.
+pub(crate) fn error_message(body: &str) -> String {
+    match serde_json::from_str::<Value>(body) {
+        Ok(v) => match &v["error"] {
+            Value::String(s) => s.clone(),
+            Value::Object(o) => o.get("message").and_then(|m| m.as_str()).unwrap_or_default().to_string(),
+            _ => v["message"].as_str().unwrap_or_default().to_string(),
+        },
+        Err(_) => body.trim().chars().take(300).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_from_both_wire_formats() {
+        assert_eq!(error_message(r#"{"error":"model 'x' not found"}"#), "model 'x' not found");
+        assert_eq!(error_message(r#"{"error":{"message":"nope","type":"invalid"}}"#), "nope");
+        assert_eq!(error_message("plain text\n"), "plain text");
+    }
+
+    #[tokio::test]
+    async fn lines_rejoin_characters_split_across_reads() {
+        let text = "{\"a\":\"é\"}\n\n{\"b\":1}\r\nlast";
+        let bytes = text.as_bytes();
+        // Split inside the two-byte é.
+        let cut = text.find('é').unwrap() + 1;
+        let parts: Vec<Result<Vec<u8>>> = vec![Ok(bytes[..cut].to_vec()), Ok(bytes[cut..].to_vec())];
+        let mut lines = Lines {
+            body: futures::stream::iter(parts).boxed(),
+            buf: Vec::new(),
+            idle: Duration::from_secs(1),
+            ended: false,
+            what: String::new(),
+        };
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "{\"a\":\"é\"}");
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "{\"b\":1}");
+        assert_eq!(lines.next_line().await.unwrap().unwrap(), "last");
+        assert!(lines.next_line().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn retry_stops_on_fatal_and_gives_up_after_attempts() {
+        let mut calls = 0;
+        let r: Result<()> = retry(|| {
+            calls += 1;
+            async { Err(Failure::Fatal(Error::Upstream("no".into()))) }
+        })
+        .await;
+        assert!(r.is_err());
+        assert_eq!(calls, 1);
+        let mut calls = 0;
+        let r: Result<()> = retry(|| {
+            calls += 1;
+            async { Err(Failure::Retry(Error::Upstream("again".into()))) }
+        })
+        .await;
+        assert!(r.is_err());
+        assert_eq!(calls, ATTEMPTS);
+    }
+}

@@ -1,0 +1,249 @@
+//! The Ollama provider (the default): streamed chat over `/api/chat`, embeddings over
+//! `/api/embed`, the installed models, and pulls with progress.
+//!
+//! Requests are built and answers parsed with ollama-rs's wire types; model listing and
+//! pulls go through its client. Chat and embeddings are sent through [`Http`] instead of
+//! ollama-rs's methods because those turn every HTTP status into a string (so a missing
+//! model cannot be told from a server error, and nothing can be retried safely) and its
+//! streamed chat drops network reads that end inside a multi-byte character.
+
+use super::http::{chat_events, retry, ChatWire, Failure, Http, Step};
+use super::{ChatRequest, ChatStream, ChatUsage, ModelInfo, Provider, PullProgress, Role};
+use crate::config::LlmConfig;
+use crate::error::{Error, Result};
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use ollama_rs::error::OllamaError;
+use ollama_rs::generation::chat::request::ChatMessageRequest;
+use ollama_rs::generation::chat::{ChatMessage as OllamaMessage, MessageRole};
+use ollama_rs::generation::embeddings::request::GenerateEmbeddingsRequest;
+use ollama_rs::generation::embeddings::GenerateEmbeddingsResponse;
+use ollama_rs::models::ModelOptions;
+use ollama_rs::Ollama;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// An Ollama server.
+pub struct OllamaProvider {
+    http: Http,
+    client: Ollama,
+    default_model: String,
+    max_tokens: u32,
+}
+
+impl OllamaProvider {
+    /// A provider for `[llm] base_url` with the configured timeouts.
+    pub fn new(cfg: &LlmConfig) -> Result<OllamaProvider> {
+        let http = Http::new("ollama", &cfg.base_url, cfg, None)?;
+        // ollama-rs joins paths onto the URL, so it must end in a slash.
+        let url = reqwest::Url::parse(&format!("{}/", http.base))
+            .map_err(|e| Error::Config { path: "[llm] base_url".into(), message: e.to_string() })?;
+        let client = Ollama::builder().url(url).reqwest_client(http.client.clone()).build();
+        Ok(OllamaProvider { http, client, default_model: cfg.default_model.clone(), max_tokens: cfg.max_answer_tokens })
+    }
+
+    /// Maps an ollama-rs error (model list, pull) onto a retry decision.
+    fn classify(&self, e: OllamaError, model: &str) -> Failure {
+        match e {
+            OllamaError::ReqwestError(e) => self.http.classify_send(&e),
+            OllamaError::InternalError(e) => Failure::Fatal(self.upstream(model, &e.message)),
+            OllamaError::Other(body) => {
+                let msg = super::http::error_message(&body);
+                if !model.is_empty() && msg.contains("not found") {
+                    Failure::Fatal(Error::ModelNotFound { model: model.into(), url: self.http.base.clone() })
+                } else {
+                    Failure::Retry(self.upstream(model, &msg))
+                }
+            }
+            other => Failure::Fatal(self.upstream(model, &other.to_string())),
+        }
+    }
+
+    fn upstream(&self, model: &str, msg: &str) -> Error {
+        let what = if model.is_empty() { String::new() } else { format!(" for {model}") };
+        Error::Upstream(format!("the ollama server at {}{what}: {msg}", self.http.base))
+    }
+
+    async fn pull_model(&self, model: &str, progress: &(dyn Fn(&PullProgress) + Send + Sync)) -> Result<()> {
+        let mut stream = match self.client.pull_model_stream(model.to_string(), false).await {
+            Ok(s) => s,
+            Err(e) => {
+                return Err(match self.classify(e, "") {
+                    Failure::Fatal(e) | Failure::Retry(e) => match e {
+                        Error::Upstream(m) => Error::Upstream(format!("cannot pull {model}: {m}")),
+                        other => other,
+                    },
+                });
+            }
+        };
+        let mut last = String::new();
+        loop {
+            let next = tokio::time::timeout(self.http.request_timeout, stream.next()).await;
+            match next {
+                Err(_) => return Err(self.http.timed_out()),
+                Ok(None) => break,
+                Ok(Some(Err(e))) => {
+                    let (Failure::Fatal(e) | Failure::Retry(e)) = self.classify(e, "");
+                    return Err(Error::Upstream(format!("pulling {model} failed: {e}")));
+                }
+                Ok(Some(Ok(s))) => {
+                    last = s.message.clone();
+                    progress(&PullProgress { status: s.message, completed: s.completed, total: s.total });
+                }
+            }
+        }
+        if last == "success" {
+            Ok(())
+        } else {
+            Err(Error::Upstream(format!("pulling {model} ended without success (last status: {last:?})")))
+        }
+    }
+}
+
+fn to_ollama(m: &super::ChatMessage) -> OllamaMessage {
+    let role = match m.role {
+        Role::System => MessageRole::System,
+        Role::User => MessageRole::User,
+        Role::Assistant => MessageRole::Assistant,
+    };
+    OllamaMessage::new(role, m.content.clone())
+}
+
+/// The body of a streamed `/api/chat` request.
+fn chat_body(req: &ChatRequest, model: &str, max_tokens: u32) -> Result<Value> {
+    let mut options = ModelOptions::default().num_predict(max_tokens.min(i32::MAX as u32) as i32);
+    if let Some(t) = req.temperature {
+        options = options.temperature(t);
+    }
+    let request =
+        ChatMessageRequest::new(model.to_string(), req.messages.iter().map(to_ollama).collect()).options(options);
+    let mut body =
+        serde_json::to_value(&request).map_err(|e| Error::Upstream(format!("encoding a chat request: {e}")))?;
+    body["stream"] = Value::Bool(true);
+    Ok(body)
+}
+
+/// One line of Ollama's streamed chat.
+#[derive(Debug, Deserialize)]
+struct ChatLine {
+    #[serde(default)]
+    message: Option<LineMessage>,
+    #[serde(default)]
+    done: bool,
+    #[serde(default)]
+    done_reason: Option<String>,
+    #[serde(default)]
+    prompt_eval_count: Option<u64>,
+    #[serde(default)]
+    eval_count: Option<u64>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LineMessage {
+    #[serde(default)]
+    content: String,
+}
+
+/// Ollama's NDJSON chat stream.
+struct OllamaWire {
+    base: String,
+}
+
+impl ChatWire for OllamaWire {
+    fn on_line(&mut self, line: &str) -> Result<Step> {
+        let parsed: ChatLine = serde_json::from_str(line).map_err(|e| {
+            Error::Upstream(format!("the ollama server at {} sent a chat line docdex cannot read ({e})", self.base))
+        })?;
+        if let Some(err) = parsed.error {
+            return Err(Error::Upstream(format!("the ollama server at {} stopped the answer: {err}", self.base)));
+        }
+        if parsed.done {
+            return Ok(Step::Done(ChatUsage {
+                prompt_tokens: parsed.prompt_eval_count.unwrap_or(0) as u32,
+                completion_tokens: parsed.eval_count.unwrap_or(0) as u32,
+                finish_reason: parsed.done_reason.unwrap_or_else(|| "stop".into()),
+            }));
+        }
+        match parsed.message {
+            Some(m) if !m.content.is_empty() => Ok(Step::Token(m.content)),
+            _ => Ok(Step::Nothing),
+        }
+    }
+
+    fn on_end(&mut self) -> Result<Step> {
+        Err(Error::Upstream(format!("the ollama server at {} ended the answer before it was complete", self.base)))
+    }
+}
+
+impl Provider for OllamaProvider {
+    fn kind(&self) -> &'static str {
+        "ollama"
+    }
+
+    fn base_url(&self) -> &str {
+        &self.http.base
+    }
+
+    fn chat(&self, req: ChatRequest) -> BoxFuture<'_, Result<ChatStream>> {
+        async move {
+            let model = if req.model.is_empty() { self.default_model.clone() } else { req.model.clone() };
+            let body = chat_body(&req, &model, req.max_tokens.unwrap_or(self.max_tokens))?;
+            let lines = self.http.stream("/api/chat", &body, &model).await?;
+            Ok(chat_events(lines, OllamaWire { base: self.http.base.clone() }))
+        }
+        .boxed()
+    }
+
+    fn embed(&self, model: &str, inputs: Vec<String>) -> BoxFuture<'_, Result<Vec<Vec<f32>>>> {
+        let model = model.to_string();
+        async move {
+            if inputs.is_empty() {
+                return Ok(Vec::new());
+            }
+            let n = inputs.len();
+            let request = GenerateEmbeddingsRequest::new(model.clone(), inputs.into()).truncate(true);
+            let body = serde_json::to_value(&request)
+                .map_err(|e| Error::Upstream(format!("encoding an embedding request: {e}")))?;
+            let resp: GenerateEmbeddingsResponse =
+                self.http.json(reqwest::Method::POST, "/api/embed", Some(&body), &model).await?;
+            check_count(&self.http.base, n, resp.embeddings)
+        }
+        .boxed()
+    }
+
+    fn models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>>> {
+        async move {
+            let list = retry(|| async {
+                match tokio::time::timeout(self.http.request_timeout, self.client.list_local_models()).await {
+                    Err(_) => Err(Failure::Retry(self.http.timed_out())),
+                    Ok(Err(e)) => Err(self.classify(e, "")),
+                    Ok(Ok(list)) => Ok(list),
+                }
+            })
+            .await?;
+            Ok(list.into_iter().map(|m| ModelInfo { name: m.name, size_bytes: Some(m.size) }).collect())
+        }
+        .boxed()
+    }
+
+    fn pull<'a>(
+        &'a self,
+        model: &'a str,
+        progress: &'a (dyn Fn(&PullProgress) + Send + Sync),
+    ) -> BoxFuture<'a, Result<()>> {
+        self.pull_model(model, progress).boxed()
+    }
+}
+
+/// One vector per input, or an error saying the server answered something else.
+pub(crate) fn check_count(base: &str, wanted: usize, vectors: Vec<Vec<f32>>) -> Result<Vec<Vec<f32>>> {
+    if vectors.len() != wanted || vectors.iter().any(|v| v.is_empty()) {
+        return Err(Error::Upstream(format!(
+            "the server at {base} returned {} embeddings for {wanted} inputs",
+            vectors.len()
+        )));
+    }
+    Ok(vectors)
+}

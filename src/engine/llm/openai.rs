@@ -1,0 +1,221 @@
+//! The OpenAI-compatible provider, for llama.cpp's server, LM Studio, vLLM (and
+//! Ollama's own `/v1`): streamed `/v1/chat/completions` (server-sent events),
+//! `/v1/embeddings` and `/v1/models`. `[llm] base_url` may or may not end in `/v1`.
+//! A bearer token is sent when `DOCDEX_LLM_API_KEY` is set (some servers want one).
+
+use super::http::{chat_events, ChatWire, Http, Step};
+use super::ollama::check_count;
+use super::{ChatRequest, ChatStream, ChatUsage, ModelInfo, Provider, Role};
+use crate::config::LlmConfig;
+use crate::error::{Error, Result};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// Environment variable holding an API key for OpenAI-compatible servers that want one.
+pub const API_KEY_ENV: &str = "DOCDEX_LLM_API_KEY";
+
+/// An OpenAI-compatible server.
+pub struct OpenAiProvider {
+    http: Http,
+    default_model: String,
+    max_tokens: u32,
+}
+
+impl OpenAiProvider {
+    /// A provider for `[llm] base_url` (with or without a trailing `/v1`).
+    pub fn new(cfg: &LlmConfig) -> Result<OpenAiProvider> {
+        let base = cfg.base_url.trim_end_matches('/');
+        let base = base.strip_suffix("/v1").unwrap_or(base);
+        let key = std::env::var(API_KEY_ENV).ok().filter(|k| !k.trim().is_empty());
+        Ok(OpenAiProvider {
+            http: Http::new("openai", base, cfg, key)?,
+            default_model: cfg.default_model.clone(),
+            max_tokens: cfg.max_answer_tokens,
+        })
+    }
+}
+
+fn role(r: Role) -> &'static str {
+    match r {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+/// Server-sent events of a chat completion: `data: {chunk}` lines, then `data: [DONE]`.
+/// Usage may arrive in a chunk of its own after the one carrying `finish_reason`.
+struct SseWire {
+    base: String,
+    finish: Option<String>,
+    usage: Usage,
+    tokens: u64,
+}
+
+impl SseWire {
+    fn done(&mut self) -> Step {
+        let completion = if self.usage.completion_tokens > 0 { self.usage.completion_tokens } else { self.tokens };
+        Step::Done(ChatUsage {
+            prompt_tokens: self.usage.prompt_tokens as u32,
+            completion_tokens: completion as u32,
+            finish_reason: self.finish.take().unwrap_or_else(|| "stop".into()),
+        })
+    }
+}
+
+impl ChatWire for SseWire {
+    fn on_line(&mut self, line: &str) -> Result<Step> {
+        // Comments (`: ping`), `event:` and `id:` lines carry nothing for us.
+        let Some(data) = line.strip_prefix("data:") else { return Ok(Step::Nothing) };
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Ok(self.done());
+        }
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
+            Error::Upstream(format!("the openai server at {} sent an event docdex cannot read ({e})", self.base))
+        })?;
+        if let Some(err) = chunk.error {
+            let msg = super::http::error_message(&json!({ "error": err }).to_string());
+            return Err(Error::Upstream(format!("the openai server at {} stopped the answer: {msg}", self.base)));
+        }
+        if let Some(u) = chunk.usage {
+            self.usage = u;
+        }
+        let mut text = String::new();
+        for c in chunk.choices {
+            if let Some(t) = c.delta.and_then(|d| d.content) {
+                text.push_str(&t);
+            }
+            if let Some(f) = c.finish_reason {
+                self.finish = Some(f);
+            }
+        }
+        if text.is_empty() {
+            Ok(Step::Nothing)
+        } else {
+            self.tokens += 1;
+            Ok(Step::Token(text))
+        }
+    }
+
+    fn on_end(&mut self) -> Result<Step> {
+        // Some servers close the stream without `[DONE]`; a finish reason means it was complete.
+        if self.finish.is_some() {
+            Ok(self.done())
+        } else {
+            Err(Error::Upstream(format!("the openai server at {} ended the answer before it was complete", self.base)))
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct EmbeddingList {
+    data: Vec<EmbeddingItem>,
+}
+
+#[derive(Debug, Deserialize)]
+struct EmbeddingItem {
+    #[serde(default)]
+    index: usize,
+    embedding: Vec<f32>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ModelList {
+    data: Vec<ModelItem>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ModelItem {
+    id: String,
+}
+
+impl Provider for OpenAiProvider {
+    fn kind(&self) -> &'static str {
+        "openai"
+    }
+
+    fn base_url(&self) -> &str {
+        &self.http.base
+    }
+
+    fn chat(&self, req: ChatRequest) -> BoxFuture<'_, Result<ChatStream>> {
+        async move {
+            let model = if req.model.is_empty() { self.default_model.clone() } else { req.model.clone() };
+            let messages: Vec<Value> =
+                req.messages.iter().map(|m| json!({"role": role(m.role), "content": m.content})).collect();
+            let mut body = json!({
+                "model": model,
+                "messages": messages,
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "max_tokens": req.max_tokens.unwrap_or(self.max_tokens),
+            });
+            if let Some(t) = req.temperature {
+                body["temperature"] = json!(t);
+            }
+            let lines = self.http.stream("/v1/chat/completions", &body, &model).await?;
+            let wire = SseWire { base: self.http.base.clone(), finish: None, usage: Usage::default(), tokens: 0 };
+            Ok(chat_events(lines, wire))
+        }
+        .boxed()
+    }
+
+    fn embed(&self, model: &str, inputs: Vec<String>) -> BoxFuture<'_, Result<Vec<Vec<f32>>>> {
+        let model = model.to_string();
+        async move {
+            if inputs.is_empty() {
+                return Ok(Vec::new());
+            }
+            let n = inputs.len();
+            let body = json!({"model": model, "input": inputs, "encoding_format": "float"});
+            let mut list: EmbeddingList =
+                self.http.json(reqwest::Method::POST, "/v1/embeddings", Some(&body), &model).await?;
+            list.data.sort_by_key(|d| d.index);
+            check_count(&self.http.base, n, list.data.into_iter().map(|d| d.embedding).collect())
+        }
+        .boxed()
+    }
+
+    fn models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>>> {
+        async move {
+            let list: ModelList = self.http.json(reqwest::Method::GET, "/v1/models", None, "").await?;
+            Ok(list.data.into_iter().map(|m| ModelInfo { name: m.id, size_bytes: None }).collect())
+        }
+        .boxed()
+    }
+}

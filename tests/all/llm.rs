@@ -1,0 +1,269 @@
+//! The model providers against loopback fakes speaking the real wire formats: Ollama's
+//! NDJSON and OpenAI's server-sent events, errors for a dead server and a missing model,
+//! retries, timeouts, slow readers and cancellation.
+
+use crate::util::{dead_url, Env};
+use docdex::engine::llm::{ChatMessage, ChatRequest, Role};
+use docdex::testing::fake_ollama::{answer_for, embed_text, FakeOllama, FakeOllamaOptions};
+use docdex::Error;
+use serde_json::json;
+use std::ops::ControlFlow;
+
+fn fake(opts: FakeOllamaOptions) -> FakeOllama {
+    FakeOllama::start(opts).expect("start fake")
+}
+
+fn question(q: &str) -> ChatRequest {
+    ChatRequest {
+        messages: vec![ChatMessage::new(Role::System, "Context: src/auth.rs:10-20"), ChatMessage::new(Role::User, q)],
+        ..Default::default()
+    }
+}
+
+fn expected_answer(q: &str) -> String {
+    answer_for(&[
+        json!({"role": "system", "content": "Context: src/auth.rs:10-20"}),
+        json!({"role": "user", "content": q}),
+    ])
+}
+
+fn collect(engine: &docdex::Engine, req: ChatRequest) -> (Vec<String>, docdex::engine::llm::ChatReply) {
+    let mut tokens = Vec::new();
+    let reply = engine
+        .stream_chat(req, &mut |t| {
+            tokens.push(t.to_string());
+            ControlFlow::Continue(())
+        })
+        .expect("chat");
+    (tokens, reply)
+}
+
+#[test]
+fn ollama_streams_a_chat_token_by_token_with_the_configured_defaults() {
+    let server = fake(FakeOllamaOptions::default());
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    assert_eq!(engine.provider().unwrap().kind(), "ollama");
+    let (tokens, reply) = collect(&engine, question("how are sessions expired?"));
+    assert!(tokens.len() > 3, "streamed in pieces: {tokens:?}");
+    assert_eq!(reply.text, expected_answer("how are sessions expired?"));
+    assert_eq!(tokens.concat(), reply.text);
+    let usage = reply.usage.expect("usage");
+    assert_eq!(usage.finish_reason, "stop");
+    assert_eq!(usage.completion_tokens as usize, tokens.len());
+    // The wire request: the default model, streaming, and the answer cap from [llm].
+    let (path, body) = server.requests().into_iter().find(|(p, _)| p == "/api/chat").expect("chat request");
+    assert_eq!(path, "/api/chat");
+    assert_eq!(body["model"], "fake-chat");
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["options"]["num_predict"], 1024);
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert_eq!(body["messages"][1]["content"], "how are sessions expired?");
+}
+
+#[test]
+fn ollama_answer_cap_reports_length() {
+    let server = fake(FakeOllamaOptions::default());
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let mut req = question("a question with quite a few words in it");
+    req.max_tokens = Some(3);
+    let (tokens, reply) = collect(&engine, req);
+    assert_eq!(tokens.len(), 3);
+    assert_eq!(reply.usage.unwrap().finish_reason, "length");
+}
+
+#[test]
+fn streams_survive_characters_split_across_network_writes() {
+    for openai_only in [false, true] {
+        let server = fake(FakeOllamaOptions { chunk_bytes: 1, openai_only, ..Default::default() });
+        let env = Env::new();
+        let provider = if openai_only { "openai" } else { "ollama" };
+        let engine = env.engine_for(provider, &server.url(), "fake-chat", "fake-embed");
+        let q = "où est la fonction « expirer » — 会话过期?";
+        let (_, reply) = collect(&engine, question(q));
+        assert_eq!(reply.text, expected_answer(q), "{provider}");
+    }
+}
+
+#[test]
+fn openai_compatible_server_streams_embeds_and_lists() {
+    let server = fake(FakeOllamaOptions { openai_only: true, ..Default::default() });
+    let env = Env::new();
+    // base_url with /v1 works as well as without.
+    let engine = env.engine_for("openai", &format!("{}/v1", server.url()), "fake-chat", "fake-embed");
+    let provider = engine.provider().unwrap();
+    assert_eq!(provider.kind(), "openai");
+    assert_eq!(provider.base_url(), server.url());
+    let (tokens, reply) = collect(&engine, question("where is the parser?"));
+    assert!(tokens.len() > 3);
+    assert_eq!(reply.text, expected_answer("where is the parser?"));
+    let usage = reply.usage.unwrap();
+    assert_eq!(usage.finish_reason, "stop");
+    assert!(usage.prompt_tokens > 0);
+
+    let vectors = engine.embed(vec!["expire stale sessions".into(), "render the dashboard".into()]).unwrap();
+    assert_eq!(vectors, vec![embed_text("expire stale sessions", 64), embed_text("render the dashboard", 64)]);
+
+    let names: Vec<String> = engine.models().unwrap().into_iter().map(|m| m.name).collect();
+    assert_eq!(names, ["fake-chat:latest", "fake-embed:latest"]);
+
+    let paths: Vec<String> = server.requests().into_iter().map(|(p, _)| p).collect();
+    assert!(paths.iter().all(|p| p.starts_with("/v1/")), "{paths:?}");
+    let (_, body) = server.requests().into_iter().find(|(p, _)| p == "/v1/chat/completions").unwrap();
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["max_tokens"], 1024);
+}
+
+#[test]
+fn ollama_embeddings_and_model_list() {
+    let server = fake(FakeOllamaOptions::default());
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let v = engine.embed(vec!["getUserName".into()]).unwrap();
+    assert_eq!(v, vec![embed_text("getUserName", 64)]);
+    let models = engine.models().unwrap();
+    assert!(models.iter().any(|m| m.name == "fake-embed:latest" && m.size_bytes == Some(1_000_000)));
+}
+
+#[test]
+fn a_dead_server_is_unreachable_and_says_how_to_start_it() {
+    let env = Env::new();
+    let url = dead_url();
+    for provider in ["ollama", "openai"] {
+        let engine = env.engine_for(provider, &url, "fake-chat", "fake-embed");
+        let err = engine.embed(vec!["x".into()]).unwrap_err();
+        assert!(matches!(err, Error::LlmUnreachable { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("cannot reach the {provider} server at {url}")), "{msg}");
+        assert!(
+            msg.contains("`ollama serve`") && msg.contains("[llm] base_url") && msg.contains("docdex check"),
+            "{msg}"
+        );
+        let err = engine.stream_chat(question("hi"), &mut |_| ControlFlow::Continue(())).unwrap_err();
+        assert!(matches!(err, Error::LlmUnreachable { .. }), "{err:?}");
+        assert_eq!(err.code(), "upstream_unavailable");
+    }
+}
+
+#[test]
+fn a_missing_model_names_the_command_that_installs_it() {
+    for openai_only in [false, true] {
+        let server = fake(FakeOllamaOptions { openai_only, ..Default::default() });
+        let env = Env::new();
+        let provider = if openai_only { "openai" } else { "ollama" };
+        let engine = env.engine_for(provider, &server.url(), "llama3.2:1b", "nomic-embed-text");
+        let err = engine.embed(vec!["x".into()]).unwrap_err();
+        assert!(matches!(&err, Error::ModelNotFound { model, .. } if model == "nomic-embed-text"), "{err:?}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("run `docdex llm-setup --model nomic-embed-text --yes` (or `ollama pull nomic-embed-text`)"),
+            "{msg}"
+        );
+        let err = engine.stream_chat(question("hi"), &mut |_| ControlFlow::Continue(())).unwrap_err();
+        assert!(matches!(&err, Error::ModelNotFound { model, .. } if model == "llama3.2:1b"), "{err:?}");
+        assert_eq!(err.code(), "model_not_found");
+        // A missing model is not retried.
+        let embeds =
+            server.requests().iter().filter(|(p, _)| p.ends_with("embed") || p.ends_with("embeddings")).count();
+        assert_eq!(embeds, 1, "{provider}");
+    }
+}
+
+#[test]
+fn server_errors_are_retried_with_backoff() {
+    let server = fake(FakeOllamaOptions { fail_first: 2, ..Default::default() });
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let v = engine.embed(vec!["retry me".into()]).unwrap();
+    assert_eq!(v.len(), 1);
+    assert_eq!(server.requests().iter().filter(|(p, _)| p == "/api/embed").count(), 3);
+
+    // Three failures in a row exhaust the attempts and surface the server's message.
+    let server = fake(FakeOllamaOptions { fail_first: 3, ..Default::default() });
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let err = engine.embed(vec!["x".into()]).unwrap_err().to_string();
+    assert!(err.contains("answered 500") && err.contains("injected failure"), "{err}");
+
+    // A chat whose start fails once is retried too (nothing was generated yet).
+    let server = fake(FakeOllamaOptions { fail_first: 1, ..Default::default() });
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let (_, reply) = collect(&engine, question("again"));
+    assert_eq!(reply.text, expected_answer("again"));
+}
+
+#[test]
+fn a_silent_stream_times_out_with_a_clear_error() {
+    let server = fake(FakeOllamaOptions { token_delay_ms: 1500, ..Default::default() });
+    let env = Env::new();
+    env.write_config(&format!(
+        "[llm]\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\nrequest_timeout_secs = 1\n",
+        server.url()
+    ));
+    let engine = env.engine();
+    let mut got = String::new();
+    let err = engine
+        .stream_chat(question("slow"), &mut |t| {
+            got.push_str(t);
+            ControlFlow::Continue(())
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("did not answer within 1s") && err.contains("request_timeout_secs"), "{err}");
+    assert!(got.starts_with("FAKE "), "the first piece arrived before the stall: {got:?}");
+}
+
+#[test]
+fn a_slow_reader_gets_the_whole_answer_and_can_stop_early() {
+    let server = fake(FakeOllamaOptions::default());
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let q = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen";
+    let mut slow = Vec::new();
+    let reply = engine
+        .stream_chat(question(q), &mut |t| {
+            std::thread::sleep(std::time::Duration::from_millis(15));
+            slow.push(t.to_string());
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(reply.text, expected_answer(q));
+    assert!(!reply.stopped);
+
+    let mut seen = 0;
+    let reply = engine
+        .stream_chat(question(q), &mut |_| {
+            seen += 1;
+            if seen == 2 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+    assert!(reply.stopped);
+    assert!(reply.usage.is_none());
+    assert_eq!(reply.text, slow[..2].concat());
+}
+
+#[test]
+fn an_unknown_provider_warns_and_uses_ollama() {
+    let server = fake(FakeOllamaOptions::default());
+    let env = Env::new();
+    let engine = env.engine_for("mystery", &server.url(), "fake-chat", "fake-embed");
+    assert!(
+        engine.config_warnings().iter().any(|w| w.contains("mystery") && w.contains("using ollama")),
+        "{:?}",
+        engine.config_warnings()
+    );
+    assert_eq!(engine.provider().unwrap().kind(), "ollama");
+    assert_eq!(engine.embed(vec!["x".into()]).unwrap().len(), 1);
+}
+
+#[test]
+fn a_bad_base_url_is_a_config_error() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", "localhost:11434", "m", "e");
+    let err = engine.provider().err().expect("bad url").to_string();
+    assert!(err.contains("base_url") && err.contains("http://"), "{err}");
+}
