@@ -143,6 +143,7 @@ impl App {
             layout: Cell::new(None),
         };
         app.requests.push(Request::LoadRepos { current: app.repo.clone() });
+        app.requests.push(Request::CheckProvider);
         if let Some(first) = app.problems.first().cloned() {
             let more = if app.problems.len() > 1 {
                 format!(" (+{} more; ? shows all)", app.problems.len() - 1)

@@ -8,6 +8,7 @@ use super::widgets::dag::DagView;
 use super::widgets::graph::GraphView;
 use super::widgets::preview::PreviewDoc;
 use super::widgets::trace::TraceView;
+use crate::engine::llm::ChatMessage;
 use crate::engine::protocol::{Highlight, IndexProgress, IndexSummary, RepoOverview, SearchRequest, SearchResponse};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -78,6 +79,20 @@ pub enum Request {
         /// Matched terms to emphasise.
         highlights: Vec<Highlight>,
     },
+    /// Ask the model provider which models it has (reachability for the status bar).
+    CheckProvider,
+    /// Stream a chat answer from the configured model.
+    Chat {
+        /// The turn number; streamed events carry it back.
+        turn: u64,
+        /// The conversation so far, the new question last.
+        messages: Vec<ChatMessage>,
+    },
+    /// Stop generating the answer of a turn.
+    StopChat {
+        /// The turn.
+        turn: u64,
+    },
     /// The impact graph around a file (latest wins).
     Impact {
         /// Sequence number.
@@ -99,8 +114,9 @@ pub struct Capabilities {
     pub symbols: bool,
     /// `Engine::impact` (import graph).
     pub impact: bool,
-    /// The waterfall chat with its trace.
-    pub chat: bool,
+    /// The waterfall chat (retrieval, gates, token budgets) with its trace. Without it, chat
+    /// goes straight to the model with no repository context.
+    pub waterfall: bool,
     /// The reasoning DAG store.
     pub dag: bool,
     /// Profile (preference) memory.
@@ -110,7 +126,7 @@ pub struct Capabilities {
 impl Capabilities {
     /// What this build's engine offers.
     pub const CURRENT: Capabilities =
-        Capabilities { symbols: false, impact: false, chat: false, dag: false, profiles: false };
+        Capabilities { symbols: false, impact: false, waterfall: false, dag: false, profiles: false };
 }
 
 /// A progress or result message from engine work.
@@ -238,7 +254,7 @@ pub struct ProviderStatus {
 /// Whether the provider answers.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderState {
-    /// Not checked (no health check exists in this build).
+    /// Not checked yet.
     Unchecked,
     /// It answered and has the model.
     Ready,
@@ -267,12 +283,14 @@ pub enum ChatUpdate {
         /// The text.
         text: String,
     },
-    /// The answer is complete.
+    /// The answer is complete (or was stopped).
     Done {
         /// The turn.
         turn: u64,
         /// Sources cited, in citation-number order.
         citations: Vec<Citation>,
+        /// True when the user stopped generation.
+        stopped: bool,
     },
     /// Generation failed or was stopped.
     Failed {

@@ -4,7 +4,9 @@
 //! run in latest-wins slots; index runs report progress as they go; watchers
 //! run until stopped. Nothing here ever blocks the event loop.
 
-use super::event::{AppEvent, EngineEvent, Request, WatchActivity};
+use super::event::{AppEvent, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request, WatchActivity};
+use crate::engine::llm::{model_matches, ChatMessage, ChatRequest};
+use std::ops::ControlFlow;
 use super::highlight::{highlight, sanitize};
 use super::jobs::LatestWins;
 use super::widgets::preview::PreviewDoc;
@@ -38,6 +40,8 @@ pub struct Worker {
     impact: Slot,
     indexing: Arc<Mutex<HashSet<PathBuf>>>,
     watchers: HashMap<PathBuf, (Arc<AtomicBool>, JoinHandle<()>)>,
+    /// Stop flags of answers being streamed, by turn.
+    chats: Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>,
 }
 
 impl Worker {
@@ -51,6 +55,7 @@ impl Worker {
             impact: Slot::default(),
             indexing: Arc::default(),
             watchers: HashMap::new(),
+            chats: Arc::default(),
         }
     }
 
@@ -69,17 +74,21 @@ impl Worker {
             }
             Request::LoadRepos { current } => {
                 let engine = self.engine.clone();
-                self.blocking(move || {
-                    let rows = engine.repo_overviews(Some(&current)).map_err(|e| format!("{e:#}"));
-                    EngineEvent::Repos(rows)
-                });
+                self.blocking(move || load_repos(&engine, &current));
+            }
+            Request::CheckProvider => {
+                let engine = self.engine.clone();
+                self.blocking(move || EngineEvent::Provider(check_provider(&engine)));
+            }
+            Request::Chat { turn, messages } => self.chat(turn, messages),
+            Request::StopChat { turn } => {
+                if let Some(flag) = self.chats.lock().ok().and_then(|c| c.get(&turn).cloned()) {
+                    flag.store(true, Ordering::Relaxed);
+                }
             }
             Request::RemoveRepo { repo } => {
                 let engine = self.engine.clone();
-                self.blocking(move || {
-                    let result = engine.remove_repo(&repo, false).map(|_| ()).map_err(|e| format!("{e:#}"));
-                    EngineEvent::RepoRemoved { repo, result }
-                });
+                self.blocking(move || remove_repo(&engine, repo));
             }
         }
     }
@@ -124,20 +133,34 @@ impl Worker {
         let tx = self.tx.clone();
         let running = self.indexing.clone();
         tokio::task::spawn_blocking(move || {
-            let _ = tx.send(AppEvent::Engine(EngineEvent::IndexStarted { repo: repo.clone() }));
-            let sink = {
-                let tx = tx.clone();
-                let repo = repo.clone();
-                move |p: &IndexProgress| {
-                    let _ = tx
-                        .send(AppEvent::Engine(EngineEvent::IndexProgress { repo: repo.clone(), progress: p.clone() }));
-                }
+            let send = |e: EngineEvent| {
+                let _ = tx.send(AppEvent::Engine(e));
             };
-            let result = engine.index(&repo, &IndexOptions { rebuild }, &sink).map_err(|e| format!("{e:#}"));
+            let finished = index_run(&engine, &repo, rebuild, &send);
             if let Ok(mut s) = running.lock() {
                 s.remove(&repo);
             }
-            let _ = tx.send(AppEvent::Engine(EngineEvent::IndexFinished { repo, result }));
+            send(finished);
+        });
+    }
+
+    fn chat(&self, turn: u64, messages: Vec<ChatMessage>) {
+        let stop = Arc::new(AtomicBool::new(false));
+        if let Ok(mut c) = self.chats.lock() {
+            c.insert(turn, stop.clone());
+        }
+        let engine = self.engine.clone();
+        let tx = self.tx.clone();
+        let chats = self.chats.clone();
+        tokio::task::spawn_blocking(move || {
+            let send = |e: EngineEvent| {
+                let _ = tx.send(AppEvent::Engine(e));
+            };
+            let done = chat_run(&engine, turn, messages, &stop, &send);
+            if let Ok(mut c) = chats.lock() {
+                c.remove(&turn);
+            }
+            send(done);
         });
     }
 
@@ -168,6 +191,83 @@ impl Worker {
         });
         self.watchers.insert(repo, (stop, handle));
     }
+}
+
+/// Runs any request to completion on the calling thread and returns every event it produced,
+/// in order (scenario tests drive the app with the real engine this way). Watchers are the one
+/// exception: they run until stopped, so they only run through [`Worker`].
+pub fn run_sync(engine: &Engine, req: Request) -> Vec<EngineEvent> {
+    let events = Mutex::new(Vec::new());
+    let send = |e: EngineEvent| {
+        if let Ok(mut v) = events.lock() {
+            v.push(e);
+        }
+    };
+    match req {
+        Request::LoadRepos { current } => send(load_repos(engine, &current)),
+        Request::RemoveRepo { repo } => send(remove_repo(engine, repo)),
+        Request::CheckProvider => send(EngineEvent::Provider(check_provider(engine))),
+        Request::Index { repo, rebuild } => send(index_run(engine, &repo, rebuild, &send)),
+        Request::Chat { turn, messages } => send(chat_run(engine, turn, messages, &AtomicBool::new(false), &send)),
+        Request::Watch { repo, .. } => send(EngineEvent::Watch {
+            repo,
+            activity: WatchActivity::Failed("watchers run only in the event loop".into()),
+        }),
+        Request::StopChat { .. } => {}
+        latest @ (Request::Search { .. } | Request::Preview { .. } | Request::Impact { .. }) => send(execute(engine, latest)),
+    }
+    events.into_inner().unwrap_or_default()
+}
+
+fn load_repos(engine: &Engine, current: &Path) -> EngineEvent {
+    EngineEvent::Repos(engine.repo_overviews(Some(current)).map_err(|e| format!("{e:#}")))
+}
+
+fn remove_repo(engine: &Engine, repo: PathBuf) -> EngineEvent {
+    let result = engine.remove_repo(&repo, false).map(|_| ()).map_err(|e| format!("{e:#}"));
+    EngineEvent::RepoRemoved { repo, result }
+}
+
+/// Indexes with progress events; returns the final event.
+fn index_run(engine: &Engine, repo: &Path, rebuild: bool, send: &(dyn Fn(EngineEvent) + Sync)) -> EngineEvent {
+    send(EngineEvent::IndexStarted { repo: repo.to_path_buf() });
+    let sink = |p: &IndexProgress| send(EngineEvent::IndexProgress { repo: repo.to_path_buf(), progress: p.clone() });
+    let result = engine.index(repo, &IndexOptions { rebuild }, &sink).map_err(|e| format!("{e:#}"));
+    EngineEvent::IndexFinished { repo: repo.to_path_buf(), result }
+}
+
+/// Streams an answer as token events; returns the final event.
+fn chat_run(engine: &Engine, turn: u64, messages: Vec<ChatMessage>, stop: &AtomicBool, send: &dyn Fn(EngineEvent)) -> EngineEvent {
+    let req = ChatRequest { messages, ..Default::default() };
+    let mut on_token = |t: &str| {
+        send(EngineEvent::Chat(ChatUpdate::Token { turn, text: t.to_string() }));
+        if stop.load(Ordering::Relaxed) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    EngineEvent::Chat(match engine.stream_chat(req, &mut on_token) {
+        Ok(reply) => ChatUpdate::Done { turn, citations: Vec::new(), stopped: reply.stopped },
+        Err(e) => ChatUpdate::Failed { turn, message: format!("{e:#}") },
+    })
+}
+
+/// Whether the provider answers and has the configured chat model.
+fn check_provider(engine: &Engine) -> ProviderStatus {
+    let cfg = &engine.config().llm;
+    let state = match engine.models() {
+        Ok(models) if models.iter().any(|m| model_matches(&cfg.default_model, &m.name)) => ProviderState::Ready,
+        Ok(models) => ProviderState::Unavailable(format!(
+            "{} is not installed on {} (it has {}); run `docdex llm-setup` or `ollama pull {}`",
+            cfg.default_model,
+            cfg.base_url,
+            if models.is_empty() { "no models".to_string() } else { models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ") },
+            cfg.default_model
+        )),
+        Err(e) => ProviderState::Unavailable(format!("{e:#}")),
+    };
+    ProviderStatus { provider: cfg.provider.clone(), model: cfg.default_model.clone(), state }
 }
 
 /// Runs one latest-wins request.

@@ -7,7 +7,8 @@
 
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::tui::action::Action;
-use crate::tui::event::{ChatUpdate, Citation, EngineEvent, ProviderState, ProviderStatus};
+use crate::engine::llm::{ChatMessage, Role as LlmRole};
+use crate::tui::event::{ChatUpdate, Citation, EngineEvent, ProviderState, ProviderStatus, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::markdown::{to_line, wrap_runs, MarkdownStream, MdClass, MdLine};
@@ -36,6 +37,8 @@ pub enum Role {
 pub struct ChatCell {
     /// Who.
     pub role: Role,
+    /// The text as written or streamed (sent back to the model as history).
+    pub text: String,
     /// Parsed lines.
     pub lines: Vec<MdLine>,
     /// Sources cited by `[n]`.
@@ -47,6 +50,7 @@ pub struct ChatCell {
 struct ActiveCell {
     turn: u64,
     stream: MarkdownStream,
+    text: String,
 }
 
 /// The chat pane's state.
@@ -115,7 +119,7 @@ impl ChatPane {
     /// Starts a streamed answer for a turn (the engine's chat call will drive this).
     pub fn begin_answer(&mut self, turn: u64) {
         self.finish_active(None);
-        self.active = Some(ActiveCell { turn, stream: MarkdownStream::new() });
+        self.active = Some(ActiveCell { turn, stream: MarkdownStream::new(), text: String::new() });
         self.scroll_from_bottom = 0;
     }
 
@@ -125,46 +129,55 @@ impl ChatPane {
                 role: Role::Assistant,
                 lines: a.stream.finish(),
                 citations: citations.unwrap_or_default(),
+                text: a.text,
             });
         }
     }
 
+    fn notice(&mut self, text: String) {
+        self.cells.push(ChatCell { role: Role::Notice, lines: MarkdownStream::parse(&text), citations: vec![], text });
+        self.scroll_from_bottom = 0;
+    }
+
+    /// How to get a model running, with what is configured now.
     fn setup_help(&self) -> String {
-        let why = match &self.provider.state {
-            ProviderState::Unavailable(reason) => format!("The model provider is not reachable: {reason}\n\n"),
-            _ => String::new(),
-        };
         format!(
-            "{why}## Chat is not available in this build\n\
-             Answers come from the waterfall chat (local search, then web, then the model), which the engine does not have yet. \
-             Search works now: press `{search}`.\n\n\
-             ## Setting up a model for when it lands\n\
-             - Ollama (default): install it, run `ollama serve`, then `ollama pull {model}`.\n\
+            "## Setting up a model\n\
+             - Ollama (the default): install it, run `ollama serve`, then `ollama pull {model}` (or `docdex llm-setup`).\n\
              - Or any OpenAI-compatible server (llama.cpp, LM Studio, vLLM): set `[llm] provider = \"openai\"` and `base_url` in {config}.\n\
-             - Configured now: provider `{provider}`, model `{model}`, at `{config}`.",
-            search = "2",
+             - Configured now: provider `{provider}`, model `{model}`.\n\
+             Search works without a model: press `2`.",
             model = self.provider.model,
             provider = self.provider.provider,
             config = self.config_path,
         )
     }
 
+    /// The conversation as model messages (notices left out).
+    fn messages(&self) -> Vec<ChatMessage> {
+        self.cells
+            .iter()
+            .filter_map(|c| {
+                let role = match c.role {
+                    Role::User => LlmRole::User,
+                    Role::Assistant => LlmRole::Assistant,
+                    Role::Notice => return None,
+                };
+                Some(ChatMessage::new(role, c.text.clone()))
+            })
+            .collect()
+    }
+
     fn send(&mut self, cx: &mut Cx<'_>) {
         let text = self.input_text();
-        if text.trim().is_empty() {
+        if text.trim().is_empty() || self.active.is_some() {
             return;
         }
         self.input = new_input();
         self.turn += 1;
-        self.cells.push(ChatCell { role: Role::User, lines: MarkdownStream::parse(&text), citations: Vec::new() });
-        if !cx.caps.chat {
-            self.cells.push(ChatCell {
-                role: Role::Notice,
-                lines: MarkdownStream::parse(&self.setup_help()),
-                citations: Vec::new(),
-            });
-        }
-        self.scroll_from_bottom = 0;
+        self.cells.push(ChatCell { role: Role::User, lines: MarkdownStream::parse(&text), citations: Vec::new(), text });
+        cx.request(Request::Chat { turn: self.turn, messages: self.messages() });
+        self.begin_answer(self.turn);
     }
 
     /// All citations in order: (cell, number).
@@ -230,15 +243,26 @@ impl ChatPane {
         out
     }
 
-    fn intro(&self, cx: &RenderCtx<'_>) -> Vec<Line<'static>> {
+    fn intro(&self, w: usize, cx: &RenderCtx<'_>) -> Vec<Line<'static>> {
         let t = cx.theme;
-        let lines = MarkdownStream::parse(&format!(
-            "Ask in plain language about **{}**; answers cite the files they use, and `{}` jumps to a citation in the search preview.\n\n{}",
-            cx.repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            cx.key(Command::OpenCitation),
-            if cx.caps.chat { String::new() } else { self.setup_help() }
-        ));
-        lines.iter().flat_map(|l| wrap_runs(l, 76)).map(|r| to_line(&r, t, None)).collect()
+        let repo = cx.repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let about = if cx.caps.waterfall {
+            format!(
+                "Ask in plain language about **{repo}**; answers cite the files they use, and `{}` jumps to a citation in the search preview.",
+                cx.key(Command::OpenCitation)
+            )
+        } else {
+            format!(
+                "Messages go straight to the model: answers do **not** see {repo} yet. Grounded answers with citations need the waterfall chat (local search, then web, then the model), which the engine does not have yet."
+            )
+        };
+        let state = match &self.provider.state {
+            ProviderState::Ready => format!("Model: `{}` on {} is ready.", self.provider.model, self.provider.provider),
+            ProviderState::Unchecked => format!("Model: `{}` on {} (checking…).", self.provider.model, self.provider.provider),
+            ProviderState::Unavailable(why) => format!("The model is not available: {why}\n\n{}", self.setup_help()),
+        };
+        let lines = MarkdownStream::parse(&format!("{about}\n\n{state}"));
+        lines.iter().flat_map(|l| wrap_runs(l, w.min(100))).map(|r| to_line(&r, t, None)).collect()
     }
 }
 
@@ -258,13 +282,7 @@ impl Pane for ChatPane {
             Command::Newline => self.input.insert_newline(),
             Command::StopGeneration => {
                 if let Some(a) = &self.active {
-                    let turn = a.turn;
-                    self.finish_active(None);
-                    self.cells.push(ChatCell {
-                        role: Role::Notice,
-                        lines: MarkdownStream::parse(&format!("stopped turn {turn}")),
-                        citations: vec![],
-                    });
+                    cx.request(Request::StopChat { turn: a.turn });
                 }
             }
             Command::FocusInput => self.typing = true,
@@ -319,22 +337,22 @@ impl Pane for ChatPane {
                 }
                 if let Some(a) = self.active.as_mut() {
                     a.stream.push(text);
+                    a.text.push_str(text);
                 }
             }
-            EngineEvent::Chat(ChatUpdate::Done { turn, citations })
+            EngineEvent::Chat(ChatUpdate::Done { turn, citations, stopped })
                 if self.active.as_ref().is_some_and(|a| a.turn == *turn) =>
             {
                 self.finish_active(Some(citations.clone()));
+                if *stopped {
+                    self.notice(format!("Stopped turn {turn}; the answer above is partial."));
+                }
             }
             EngineEvent::Chat(ChatUpdate::Failed { turn, message }) => {
                 if self.active.as_ref().is_some_and(|a| a.turn == *turn) {
-                    self.finish_active(None);
+                    self.active = None;
                 }
-                self.cells.push(ChatCell {
-                    role: Role::Notice,
-                    lines: MarkdownStream::parse(message),
-                    citations: vec![],
-                });
+                self.notice(format!("The model could not answer: {message}\n\n{}", self.setup_help()));
             }
             _ => {}
         }
@@ -357,14 +375,19 @@ impl Pane for ChatPane {
         let input_h = (self.input.lines().len() as u16 + 2).clamp(3, 8).min(area.height / 2);
         let convo = Rect { height: area.height - input_h, ..area };
         let input_area = Rect { y: area.y + convo.height, height: input_h, ..area };
-        let title =
-            format!(" Chat · session {} · {} turn{} ", self.sessions, self.turn, if self.turn == 1 { "" } else { "s" });
+        let mode = if cx.caps.waterfall { "" } else { " · model only, no repository context yet" };
+        let title = format!(
+            " Chat · session {} · {} turn{}{mode} ",
+            self.sessions,
+            self.turn,
+            if self.turn == 1 { "" } else { "s" }
+        );
         let block = frame(title, cx.focused && !self.typing, t);
         let inner = block.inner(convo);
         block.render(convo, buf);
         self.height.set(inner.height);
         let rows = if self.cells.is_empty() && self.active.is_none() {
-            self.intro(cx)
+            self.intro(inner.width as usize, cx)
         } else {
             self.rows(inner.width as usize, cx)
         };

@@ -83,7 +83,7 @@ impl Pane for TracePane {
         block.render(area, buf);
         match self.traces.get(self.selected) {
             Some(trace) => trace.render(inner, buf, t, self.scroll),
-            None if !cx.caps.chat => needs(
+            None if !cx.caps.waterfall => needs(
                 inner,
                 buf,
                 t,

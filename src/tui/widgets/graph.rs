@@ -48,6 +48,8 @@ pub struct GraphNode {
     pub kind: NodeKind,
     /// Imports of this file the resolver could not place.
     pub unresolved_imports: u32,
+    /// On an import cycle in the whole repository (the cycle may run outside this view).
+    pub in_cycle: bool,
 }
 
 /// A directed edge: `from` imports `to`.
@@ -161,7 +163,10 @@ impl GraphModel {
         if n == 0 || model.view.center >= n {
             return model;
         }
-        let (cycle_nodes, comp) = cycles(&model.view);
+        let (mut cycle_nodes, comp) = cycles(&model.view);
+        for (i, n) in model.view.nodes.iter().enumerate() {
+            cycle_nodes[i] |= n.in_cycle;
+        }
         model.cycle_edges =
             model.view.edges.iter().map(|e| comp[e.from] == comp[e.to] && cycle_nodes[e.from]).collect();
         model.cycle_nodes = cycle_nodes;
@@ -824,7 +829,7 @@ mod tests {
     use super::*;
 
     fn node(id: &str) -> GraphNode {
-        GraphNode { id: id.into(), kind: NodeKind::File, unresolved_imports: 0 }
+        GraphNode { id: id.into(), kind: NodeKind::File, unresolved_imports: 0, in_cycle: false }
     }
 
     fn edge(from: usize, to: usize) -> GraphEdge {
@@ -874,7 +879,7 @@ mod tests {
     fn unresolved_imports_are_marked() {
         let mut v = sample();
         v.nodes[0].unresolved_imports = 2;
-        v.nodes.push(GraphNode { id: "./missing".into(), kind: NodeKind::Unresolved, unresolved_imports: 0 });
+        v.nodes.push(GraphNode { id: "./missing".into(), kind: NodeKind::Unresolved, unresolved_imports: 0, in_cycle: false });
         v.edges.push(GraphEdge { from: 1, to: 5, confidence: 0.3 });
         let m = GraphModel::new(v, 1, &default_rules());
         assert_eq!(m.marks(0)[0].reason, "2 unresolved imports");
