@@ -54,8 +54,6 @@ pub struct AppOptions {
     pub debounce: Duration,
     /// The configured model provider.
     pub provider: ProviderStatus,
-    /// The config file, named in setup help.
-    pub config_path: String,
 }
 
 /// Something the event loop must do outside the app (it owns the terminal).
@@ -118,7 +116,7 @@ impl App {
             focus: PaneId::Search,
             repos: ReposPane::default(),
             search: SearchPane::default(),
-            chat: ChatPane::new(opts.provider.clone(), opts.config_path),
+            chat: ChatPane::new(opts.provider.clone()),
             trace: TracePane::default(),
             dag: DagPane::default(),
             impact: ImpactPane::default(),
@@ -238,7 +236,14 @@ impl App {
     }
 
     fn set_notice(&mut self, level: Level, text: String) {
-        self.notice = Some((level, text, self.clock.now()));
+        let now = self.clock.now();
+        // Good news does not hide a problem the user has not had time to read.
+        if let Some((current, _, at)) = &self.notice {
+            if level == Level::Info && *current != Level::Info && now.saturating_duration_since(*at) < NOTICE_FOR {
+                return;
+            }
+        }
+        self.notice = Some((level, text, now));
         self.dirty = true;
     }
 
@@ -679,13 +684,15 @@ impl App {
         let Some(l) = layout::layout(area) else {
             self.layout.set(None);
             let msg = format!(
-                "docdex needs at least {}x{} (this is {}x{})",
+                "docdex needs at least {}x{} (this is {}x{}); enlarge the window",
                 layout::MIN_SIZE.0,
                 layout::MIN_SIZE.1,
                 area.width,
                 area.height
             );
-            buf.set_stringn(area.x, area.y, msg, area.width as usize, t.style(Slot::Warning));
+            for (k, line) in widgets::wrap(&msg, area.width as usize).iter().take(area.height as usize).enumerate() {
+                buf.set_stringn(area.x, area.y + k as u16, line, area.width as usize, t.style(Slot::Warning));
+            }
             return None;
         };
         self.layout.set(Some(l));
@@ -709,7 +716,7 @@ impl App {
         };
         let mut cursor = self.pane(self.focus).render(l.main, buf, &rc);
         let name = self.repo_name();
-        let hints = self.hints(l.status.width as usize / 2);
+        let hints = self.hints(l.status.width as usize * 2 / 5);
         StatusInfo {
             repo: &name,
             overview: self.overview.as_ref(),

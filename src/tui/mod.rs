@@ -72,7 +72,6 @@ pub fn app_options(engine: &Engine, repo: PathBuf) -> AppOptions {
         caps: Capabilities::CURRENT,
         debounce: Duration::from_millis(engine.config().tui.search_debounce_ms),
         provider: app::configured_provider(&engine.config().llm),
-        config_path: engine.config_path().display().to_string(),
     }
 }
 

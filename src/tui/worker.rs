@@ -5,15 +5,15 @@
 //! run until stopped. Nothing here ever blocks the event loop.
 
 use super::event::{AppEvent, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request, WatchActivity};
-use crate::engine::llm::{model_matches, ChatMessage, ChatRequest};
-use std::ops::ControlFlow;
 use super::highlight::{highlight, sanitize};
 use super::jobs::LatestWins;
 use super::widgets::preview::PreviewDoc;
+use crate::engine::llm::{model_matches, ChatMessage, ChatRequest};
 use crate::engine::protocol::{Highlight, IndexProgress};
 use crate::engine::watch::WatchReport;
 use crate::engine::{Engine, IndexOptions};
 use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -214,7 +214,9 @@ pub fn run_sync(engine: &Engine, req: Request) -> Vec<EngineEvent> {
             activity: WatchActivity::Failed("watchers run only in the event loop".into()),
         }),
         Request::StopChat { .. } => {}
-        latest @ (Request::Search { .. } | Request::Preview { .. } | Request::Impact { .. }) => send(execute(engine, latest)),
+        latest @ (Request::Search { .. } | Request::Preview { .. } | Request::Impact { .. }) => {
+            send(execute(engine, latest))
+        }
     }
     events.into_inner().unwrap_or_default()
 }
@@ -237,7 +239,13 @@ fn index_run(engine: &Engine, repo: &Path, rebuild: bool, send: &(dyn Fn(EngineE
 }
 
 /// Streams an answer as token events; returns the final event.
-fn chat_run(engine: &Engine, turn: u64, messages: Vec<ChatMessage>, stop: &AtomicBool, send: &dyn Fn(EngineEvent)) -> EngineEvent {
+fn chat_run(
+    engine: &Engine,
+    turn: u64,
+    messages: Vec<ChatMessage>,
+    stop: &AtomicBool,
+    send: &dyn Fn(EngineEvent),
+) -> EngineEvent {
     let req = ChatRequest { messages, ..Default::default() };
     let mut on_token = |t: &str| {
         send(EngineEvent::Chat(ChatUpdate::Token { turn, text: t.to_string() }));
@@ -262,7 +270,11 @@ fn check_provider(engine: &Engine) -> ProviderStatus {
             "{} is not installed on {} (it has {}); run `docdex llm-setup` or `ollama pull {}`",
             cfg.default_model,
             cfg.base_url,
-            if models.is_empty() { "no models".to_string() } else { models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ") },
+            if models.is_empty() {
+                "no models".to_string()
+            } else {
+                models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
+            },
             cfg.default_model
         )),
         Err(e) => ProviderState::Unavailable(format!("{e:#}")),

@@ -38,7 +38,12 @@ fn fixtures_parse_without_errors() {
         for (rel, l) in code_files(&dir) {
             let src = std::fs::read_to_string(dir.join(&rel)).expect("read");
             let tree = lang::parse(l, &src).expect("parse");
-            assert!(!tree.root_node().has_error(), "{}/{rel} has syntax errors: {}", dir.display(), tree.root_node().to_sexp());
+            assert!(
+                !tree.root_node().has_error(),
+                "{}/{rel} has syntax errors: {}",
+                dir.display(),
+                tree.root_node().to_sexp()
+            );
             seen.insert(l);
         }
     }

@@ -7,5 +7,7 @@ mod impact;
 mod indexing;
 mod llm;
 mod search;
+mod tui;
+mod tui_support;
 mod util;
 mod watch;

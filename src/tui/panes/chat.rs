@@ -6,8 +6,8 @@
 //! and search keeps working.
 
 use super::{Cx, Pane, PaneId, RenderCtx};
-use crate::tui::action::Action;
 use crate::engine::llm::{ChatMessage, Role as LlmRole};
+use crate::tui::action::Action;
 use crate::tui::event::{ChatUpdate, Citation, EngineEvent, ProviderState, ProviderStatus, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
@@ -64,7 +64,6 @@ pub struct ChatPane {
     citation: Option<(usize, usize)>,
     scroll_from_bottom: usize,
     provider: ProviderStatus,
-    config_path: String,
     /// Sessions in this run (the DAG store will list earlier ones).
     sessions: usize,
     height: Cell<u16>,
@@ -84,8 +83,8 @@ fn new_input() -> TextArea<'static> {
 }
 
 impl ChatPane {
-    /// A pane for a provider; `config_path` is named in setup help.
-    pub fn new(provider: ProviderStatus, config_path: String) -> Self {
+    /// A pane for a provider.
+    pub fn new(provider: ProviderStatus) -> Self {
         ChatPane {
             input: new_input(),
             typing: true,
@@ -95,7 +94,6 @@ impl ChatPane {
             citation: None,
             scroll_from_bottom: 0,
             provider,
-            config_path,
             sessions: 1,
             height: Cell::new(0),
         }
@@ -144,12 +142,11 @@ impl ChatPane {
         format!(
             "## Setting up a model\n\
              - Ollama (the default): install it, run `ollama serve`, then `ollama pull {model}` (or `docdex llm-setup`).\n\
-             - Or any OpenAI-compatible server (llama.cpp, LM Studio, vLLM): set `[llm] provider = \"openai\"` and `base_url` in {config}.\n\
+             - Or any OpenAI-compatible server (llama.cpp, LM Studio, vLLM): set `[llm] provider = \"openai\"` and `base_url` in config.toml (`docdex config` shows where it is).\n\
              - Configured now: provider `{provider}`, model `{model}`.\n\
              Search works without a model: press `2`.",
             model = self.provider.model,
             provider = self.provider.provider,
-            config = self.config_path,
         )
     }
 
@@ -175,7 +172,12 @@ impl ChatPane {
         }
         self.input = new_input();
         self.turn += 1;
-        self.cells.push(ChatCell { role: Role::User, lines: MarkdownStream::parse(&text), citations: Vec::new(), text });
+        self.cells.push(ChatCell {
+            role: Role::User,
+            lines: MarkdownStream::parse(&text),
+            citations: Vec::new(),
+            text,
+        });
         cx.request(Request::Chat { turn: self.turn, messages: self.messages() });
         self.begin_answer(self.turn);
     }
@@ -258,7 +260,9 @@ impl ChatPane {
         };
         let state = match &self.provider.state {
             ProviderState::Ready => format!("Model: `{}` on {} is ready.", self.provider.model, self.provider.provider),
-            ProviderState::Unchecked => format!("Model: `{}` on {} (checking…).", self.provider.model, self.provider.provider),
+            ProviderState::Unchecked => {
+                format!("Model: `{}` on {} (checking…).", self.provider.model, self.provider.provider)
+            }
             ProviderState::Unavailable(why) => format!("The model is not available: {why}\n\n{}", self.setup_help()),
         };
         let lines = MarkdownStream::parse(&format!("{about}\n\n{state}"));

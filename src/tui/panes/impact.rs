@@ -11,11 +11,11 @@ use crate::tui::theme::Slot;
 use crate::tui::widgets::graph::{
     default_rules, GraphCursor, GraphFrame, GraphModel, GraphWidget, NodeKind, MAX_DEPTH,
 };
-use crate::tui::widgets::{frame, scroll_to, truncate_left};
+use crate::tui::widgets::{frame, truncate_left};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::widgets::Widget;
-use std::cell::Cell;
+use std::cell::RefCell;
 
 /// The impact pane's state.
 #[derive(Debug)]
@@ -29,7 +29,7 @@ pub struct ImpactPane {
     error: Option<String>,
     model: Option<GraphModel>,
     cursor: GraphCursor,
-    frame: Cell<GraphFrame>,
+    frame: RefCell<GraphFrame>,
 }
 
 impl Default for ImpactPane {
@@ -44,7 +44,7 @@ impl Default for ImpactPane {
             error: None,
             model: None,
             cursor: GraphCursor::default(),
-            frame: Cell::new(GraphFrame::default()),
+            frame: RefCell::new(GraphFrame::default()),
         }
     }
 }
@@ -95,15 +95,12 @@ impl ImpactPane {
         cx.request(Request::Impact { seq: self.seq, repo: cx.repo.to_path_buf(), file, depth: self.depth });
     }
 
-    fn scroll_selection(&mut self) {
-        let Some(model) = &self.model else { return };
-        let rows = self.frame.get().rows_per_column;
-        let len = model.columns.get(self.cursor.col).map_or(0, Vec::len);
-        if self.cursor.offsets.len() < model.columns.len() {
-            self.cursor.offsets.resize(model.columns.len(), 0);
+    /// Takes over the scroll positions the last frame settled on.
+    fn sync_scroll(&mut self) {
+        let offsets = self.frame.borrow().offsets.clone();
+        if !offsets.is_empty() {
+            self.cursor.offsets = offsets;
         }
-        let off = self.cursor.offsets[self.cursor.col];
-        self.cursor.offsets[self.cursor.col] = scroll_to(self.cursor.idx, off, rows.max(1), len);
     }
 
     /// Forgets everything (the repository changed).
@@ -118,7 +115,8 @@ impl Pane for ImpactPane {
     }
 
     fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool {
-        let page = self.frame.get().rows_per_column.max(1) as i64;
+        self.sync_scroll();
+        let page = self.frame.borrow().rows_per_column.max(1) as i64;
         match cmd {
             Command::DepthMore | Command::DepthLess => {
                 let d = if cmd == Command::DepthMore { self.depth + 1 } else { self.depth.saturating_sub(1) };
@@ -174,7 +172,6 @@ impl Pane for ImpactPane {
             }
             _ => return false,
         }
-        self.scroll_selection();
         true
     }
 
@@ -188,6 +185,7 @@ impl Pane for ImpactPane {
                 Ok(view) => {
                     let model = GraphModel::new(view.clone(), self.depth, &default_rules());
                     self.cursor = GraphCursor::at_center(&model);
+                    *self.frame.borrow_mut() = GraphFrame::default();
                     self.model = Some(model);
                     self.error = None;
                 }
@@ -265,7 +263,7 @@ impl Pane for ImpactPane {
             }
             (Some(_), Some(model), None) => {
                 let f = GraphWidget { model, cursor: &self.cursor, theme: t, risk: self.risk }.render(inner, buf);
-                self.frame.set(f);
+                *self.frame.borrow_mut() = f;
             }
         }
         None

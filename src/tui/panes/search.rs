@@ -342,7 +342,7 @@ impl SearchPane {
             String::new()
         };
         format!(
-            " {}{more} hits · confidence {:.2} · {:.0} ms ",
+            " {}{more} hits · confidence {:.2} · {:>4.0} ms ",
             thousands(self.results.len() as u64),
             self.confidence,
             self.took_ms

@@ -12,7 +12,7 @@
 //!
 //! The layout is computed once per graph ([`GraphModel`]); a frame only draws.
 
-use super::{truncate, truncate_left, width};
+use super::{scroll_to, truncate, truncate_left, width};
 use crate::tui::theme::{Slot, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -452,13 +452,15 @@ const GAP: u16 = 6;
 /// Narrowest useful column.
 const MIN_COL: u16 = 12;
 
-/// What a render showed, so the pane can scroll the selection into view.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// What a render showed, so the pane can page and keep its scroll positions.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct GraphFrame {
     /// Node rows that fit per column.
     pub rows_per_column: usize,
     /// Columns actually drawn (first, last) when the width forced fewer levels.
     pub shown_columns: (usize, usize),
+    /// First shown row per column, with the selection scrolled into view.
+    pub offsets: Vec<usize>,
 }
 
 struct Canvas {
@@ -592,14 +594,27 @@ impl GraphWidget<'_> {
         let boxed =
             model.columns[first..=last].iter().map(Vec::len).max().unwrap_or(1) * 3 <= canvas_area.height as usize;
         let row_h: u16 = if boxed { 3 } else { 1 };
-        let rows_per_column = (canvas_area.height / row_h) as usize;
-        let frame = GraphFrame { rows_per_column, shown_columns: (first, last) };
+        let rows_per_column = ((canvas_area.height / row_h) as usize).max(1);
+        let offsets: Vec<usize> = model
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(c, col)| {
+                let stored = self.cursor.offsets.get(c).copied().unwrap_or(0);
+                if c == self.cursor.col {
+                    scroll_to(self.cursor.idx, stored, rows_per_column, col.len())
+                } else {
+                    stored.min(col.len().saturating_sub(rows_per_column))
+                }
+            })
+            .collect();
+        let frame = GraphFrame { rows_per_column, shown_columns: (first, last), offsets: offsets.clone() };
 
         // Rows of visible nodes.
         let mut anchor: Vec<Option<(u16, usize)>> = vec![None; model.view.nodes.len()];
         for c in first..=last {
             let col = &model.columns[c];
-            let offset = self.cursor.offsets.get(c).copied().unwrap_or(0).min(col.len().saturating_sub(1));
+            let offset = offsets[c];
             let visible = col.len().saturating_sub(offset).min(rows_per_column);
             let used = visible as u16 * row_h;
             let top = canvas_area.y + (canvas_area.height - used) / 2;
@@ -661,9 +676,8 @@ impl GraphWidget<'_> {
                     self.node(buf, node, col_x(c), y, col_w, boxed, selected == Some(node));
                 }
             }
-            if model.columns[c].is_empty() && c + 1 == model.center_col
-                || c == model.center_col + 1 && model.columns[c].is_empty()
-            {
+            let beside_centre = c + 1 == model.center_col || c == model.center_col + 1;
+            if beside_centre && model.columns[c].is_empty() {
                 let text = if c < model.center_col { "(nothing imports it)" } else { "(imports nothing here)" };
                 let y = canvas_area.y + canvas_area.height / 2;
                 buf.set_stringn(col_x(c), y, truncate(text, col_w as usize), col_w as usize, theme.style(Slot::Muted));
@@ -690,16 +704,20 @@ impl GraphWidget<'_> {
         let level = model.level(c);
         let name = match level {
             0 => "centre".to_string(),
-            l if l < 0 => format!("imported by{} ({len})", if l < -1 { format!(" ·{}", -l) } else { String::new() }),
+            l if l < 0 => format!("importers{} ({len})", if l < -1 { format!(" ·{}", -l) } else { String::new() }),
             l => format!("imports{} ({len})", if l > 1 { format!(" ·{l}") } else { String::new() }),
         };
-        let mut text = name;
+        let mut markers = String::new();
         if offset > 0 {
-            text.push_str(&format!(" ↑{offset}"));
+            markers.push_str(&format!("↑{offset} "));
         }
         let below = len.saturating_sub(offset + visible);
         if below > 0 {
-            text.push_str(&format!(" ↓{below}"));
+            markers.push_str(&format!("↓{below} "));
+        }
+        let mut text = format!("{markers}{name}");
+        if width(&text) > w as usize && !markers.is_empty() {
+            text = format!("{markers}({len})");
         }
         buf.set_stringn(x, header.y, truncate(&text, w as usize), w as usize, self.theme.style(Slot::Muted));
     }
@@ -879,7 +897,12 @@ mod tests {
     fn unresolved_imports_are_marked() {
         let mut v = sample();
         v.nodes[0].unresolved_imports = 2;
-        v.nodes.push(GraphNode { id: "./missing".into(), kind: NodeKind::Unresolved, unresolved_imports: 0, in_cycle: false });
+        v.nodes.push(GraphNode {
+            id: "./missing".into(),
+            kind: NodeKind::Unresolved,
+            unresolved_imports: 0,
+            in_cycle: false,
+        });
         v.edges.push(GraphEdge { from: 1, to: 5, confidence: 0.3 });
         let m = GraphModel::new(v, 1, &default_rules());
         assert_eq!(m.marks(0)[0].reason, "2 unresolved imports");

@@ -30,13 +30,22 @@ pub struct StatusInfo<'a> {
     pub step: u64,
 }
 
-/// The index part: `● ready 1,234 files`, `⠋ indexing 45% ███░░`, `○ not indexed`.
-pub fn index_text(overview: Option<&RepoOverview>, progress: Option<&IndexProgress>, step: u64) -> (String, Slot) {
+/// The index part: `● ready 1,234 files`, `⠋ indexing 45% ███░░ 3/5 files`, `○ not indexed`;
+/// `compact` drops the bar and counts.
+pub fn index_text(
+    overview: Option<&RepoOverview>,
+    progress: Option<&IndexProgress>,
+    step: u64,
+    compact: bool,
+) -> (String, Slot) {
     if let Some(p) = progress.or(overview.and_then(|o| o.progress.as_ref())) {
         let ratio = if p.bytes_total > 0 { p.bytes_done as f64 / p.bytes_total as f64 } else { 0.0 };
-        let (f, e) = bar(ratio, 8);
         let pct = (ratio * 100.0).round() as u32;
         let phase = if p.phase.is_empty() { "indexing" } else { p.phase.as_str() };
+        if compact {
+            return (format!("{} {phase} {pct}%", spinner(step)), Slot::Warning);
+        }
+        let (f, e) = bar(ratio, 8);
         return (
             format!(
                 "{} {phase} {pct}% {f}{e} {}/{} files",
@@ -53,6 +62,7 @@ pub fn index_text(overview: Option<&RepoOverview>, progress: Option<&IndexProgre
             RepoState::NotIndexed => ("○ not indexed".into(), Slot::Warning),
             RepoState::Updating => (format!("{} updating", spinner(step)), Slot::Warning),
             RepoState::Error => ("✗ index error".into(), Slot::Error),
+            RepoState::Ready if compact => ("● ready".into(), Slot::Ok),
             RepoState::Ready => {
                 let watch = if o.watching { " · watching" } else { "" };
                 (format!("● ready {} files{watch}", thousands(o.files)), Slot::Ok)
@@ -61,12 +71,12 @@ pub fn index_text(overview: Option<&RepoOverview>, progress: Option<&IndexProgre
     }
 }
 
-/// The provider part: `llm ollama phi3.5:3.8b (unchecked)`.
+/// The provider part: `llm ✓ phi3.5:3.8b`, `llm ✗ ollama`, `llm ? ollama` (not checked yet).
 pub fn provider_text(p: &ProviderStatus) -> (String, Slot) {
     match &p.state {
-        ProviderState::Unchecked => (format!("llm {} {} (unchecked)", p.provider, p.model), Slot::Muted),
-        ProviderState::Ready => (format!("llm {} {} ✓", p.provider, p.model), Slot::Ok),
-        ProviderState::Unavailable(_) => (format!("llm {} unavailable", p.provider), Slot::Warning),
+        ProviderState::Unchecked => (format!("llm ? {}", p.provider), Slot::Muted),
+        ProviderState::Ready => (format!("llm ✓ {}", p.model), Slot::Ok),
+        ProviderState::Unavailable(_) => (format!("llm ✗ {}", p.provider), Slot::Warning),
     }
 }
 
@@ -79,7 +89,8 @@ impl StatusInfo<'_> {
         let base = theme.style(Slot::StatusBar);
         buf.set_style(area, base);
         let w = area.width as usize;
-        let (index, index_slot) = index_text(self.overview, self.progress, self.step);
+        let (index, index_slot) = index_text(self.overview, self.progress, self.step, false);
+        let (short_index, _) = index_text(self.overview, self.progress, self.step, true);
         let (provider, provider_slot) = provider_text(self.provider);
         let hints: Vec<Span<'static>> = self
             .hints
@@ -93,24 +104,33 @@ impl StatusInfo<'_> {
         let left_w = w.saturating_sub(hints_w);
         let mut spans = vec![Span::styled(repo.clone(), theme.style(Slot::StatusKey)), Span::styled("│ ", base)];
         let mut used = width(&repo) + 2;
-        let middle: Vec<(String, Slot)> = match self.notice {
-            Some((level, text)) => {
-                let slot = match level {
-                    Level::Info => Slot::Ok,
-                    Level::Warn => Slot::Warning,
-                    Level::Error => Slot::Error,
-                };
-                vec![(index, index_slot), (text.to_string(), slot)]
-            }
-            None => vec![(index, index_slot), (provider, provider_slot)],
-        };
+        let mut middle: Vec<(String, Slot)> = vec![(index, index_slot), (provider, provider_slot)];
+        if let Some((level, text)) = self.notice {
+            let slot = match level {
+                Level::Info => Slot::Ok,
+                Level::Warn => Slot::Warning,
+                Level::Error => Slot::Error,
+            };
+            middle.push((text.to_string(), slot));
+        }
+        let last = middle.len() - 1;
+        let mut shown = 0;
         for (k, (text, slot)) in middle.into_iter().enumerate() {
             let room = left_w.saturating_sub(used);
-            if room < 4 {
-                break;
-            }
-            let piece = if k == 0 { text } else { format!("│ {text}") };
-            let piece = truncate(&piece, room.saturating_sub(1));
+            let sep = if shown == 0 { "" } else { "│ " };
+            let piece = format!("{sep}{text}");
+            // State parts show whole (the index part in short form if need be) or not at all;
+            // the notice (last) may be cut.
+            let piece = if width(&piece) < room {
+                piece
+            } else if k == 0 && width(&short_index) < room {
+                short_index.clone()
+            } else if k == last && self.notice.is_some() && room >= 12 {
+                truncate(&piece, room.saturating_sub(1))
+            } else {
+                continue;
+            };
+            shown += 1;
             used += width(&piece) + 1;
             spans.push(Span::styled(format!("{piece} "), theme.style(slot).patch(bg_only(base))));
         }
