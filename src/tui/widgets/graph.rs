@@ -612,9 +612,7 @@ impl GraphWidget<'_> {
 
         // Rows of visible nodes.
         let mut anchor: Vec<Option<(u16, usize)>> = vec![None; model.view.nodes.len()];
-        for c in first..=last {
-            let col = &model.columns[c];
-            let offset = offsets[c];
+        for (c, (col, &offset)) in model.columns.iter().zip(&offsets).enumerate().take(last + 1).skip(first) {
             let visible = col.len().saturating_sub(offset).min(rows_per_column);
             let used = visible as u16 * row_h;
             let top = canvas_area.y + (canvas_area.height - used) / 2;
