@@ -8,6 +8,7 @@ mod indexing;
 mod llm;
 mod search;
 mod tui;
+mod tui_e2e;
 mod tui_support;
 mod util;
 mod watch;
