@@ -262,6 +262,8 @@ impl App {
 
     /// The editor the app asked for has exited.
     pub fn editor_finished(&mut self, result: Result<String, String>) {
+        // The screen was handed over: everything must be drawn again.
+        self.dirty = true;
         match result {
             Ok(msg) => self.set_notice(Level::Info, msg),
             Err(e) => self.set_notice(Level::Error, e),

@@ -34,7 +34,7 @@ impl TerminalGuard {
         activate()?;
         let guard = TerminalGuard { _private: () };
         let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))?;
-        term.clear()?;
+        full_redraw(&mut term)?;
         Ok((guard, term))
     }
 }
@@ -78,17 +78,34 @@ pub fn suspend() {
 /// Re-enters TUI mode after [`suspend`] and forces a full redraw.
 pub fn resume(term: &mut Tty) -> io::Result<()> {
     activate()?;
-    term.clear()
+    full_redraw(term)
 }
 
+/// Clears the screen and makes the next frame paint every cell. (`Terminal::clear` would ask the
+/// terminal for the cursor position, which reads stdin, and stdin is not being read right now.)
+fn full_redraw(term: &mut Tty) -> io::Result<()> {
+    let size = term.size()?;
+    term.resize(ratatui::layout::Rect::new(0, 0, size.width, size.height))
+}
+
+/// The thread that owns the screen; a panic there ends the app, elsewhere it is logged.
+static UI_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
+
 fn install_panic_hook() {
+    let _ = UI_THREAD.set(std::thread::current().id());
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            restore();
             tracing::error!("panic: {info}");
-            previous(info);
+            let on_ui = UI_THREAD.get().is_none_or(|id| *id == std::thread::current().id());
+            if on_ui || !ACTIVE.load(Ordering::SeqCst) {
+                // Give the terminal back first, so the message is readable.
+                restore();
+                previous(info);
+            }
+            // A panic on a worker thread is reported in its pane (the worker catches it);
+            // printing it would scribble over the screen.
         }));
     });
 }

@@ -106,7 +106,9 @@ impl Worker {
     fn blocking(&self, f: impl FnOnce() -> EngineEvent + Send + 'static) {
         let tx = self.tx.clone();
         tokio::task::spawn_blocking(move || {
-            let _ = tx.send(AppEvent::Engine(f()));
+            if let Some(e) = guarded("a background task", f) {
+                let _ = tx.send(AppEvent::Engine(e));
+            }
         });
     }
 
@@ -118,7 +120,9 @@ impl Worker {
         tokio::task::spawn_blocking(move || {
             let mut job = Some(first);
             while let Some(j) = job.take() {
-                let _ = tx.send(AppEvent::Engine(execute(&engine, j)));
+                let fallback = failure_event(&j);
+                let event = guarded("a search", || execute(&engine, j)).unwrap_or(fallback);
+                let _ = tx.send(AppEvent::Engine(event));
                 job = slot.lock().map(|mut s| s.finish()).unwrap_or(None);
             }
         });
@@ -136,7 +140,12 @@ impl Worker {
             let send = |e: EngineEvent| {
                 let _ = tx.send(AppEvent::Engine(e));
             };
-            let finished = index_run(&engine, &repo, rebuild, &send);
+            let finished = guarded("an index run", || index_run(&engine, &repo, rebuild, &send)).unwrap_or_else(|| {
+                EngineEvent::IndexFinished {
+                    repo: repo.clone(),
+                    result: Err("internal error while indexing (details in state/logs/tui.log)".into()),
+                }
+            });
             if let Ok(mut s) = running.lock() {
                 s.remove(&repo);
             }
@@ -156,7 +165,13 @@ impl Worker {
             let send = |e: EngineEvent| {
                 let _ = tx.send(AppEvent::Engine(e));
             };
-            let done = chat_run(&engine, turn, messages, &stop, &send);
+            let done =
+                guarded("a chat answer", || chat_run(&engine, turn, messages, &stop, &send)).unwrap_or_else(|| {
+                    EngineEvent::Chat(ChatUpdate::Failed {
+                        turn,
+                        message: "internal error (details in state/logs/tui.log)".into(),
+                    })
+                });
             if let Ok(mut c) = chats.lock() {
                 c.remove(&turn);
             }
@@ -184,12 +199,37 @@ impl Worker {
                     WatchReport::Failed(e) => WatchActivity::Failed(e),
                 })
             };
-            match engine.watch(&path, &flag, &report) {
-                Ok(()) => send(WatchActivity::Stopped),
-                Err(e) => send(WatchActivity::Failed(format!("{e:#}"))),
+            match guarded("a watcher", || engine.watch(&path, &flag, &report)) {
+                Some(Ok(())) => send(WatchActivity::Stopped),
+                Some(Err(e)) => send(WatchActivity::Failed(format!("{e:#}"))),
+                None => send(WatchActivity::Failed(
+                    "the watcher stopped on an internal error (see state/logs/tui.log)".into(),
+                )),
             }
         });
         self.watchers.insert(repo, (stop, handle));
+    }
+}
+
+/// Runs `f`, turning a panic into `None` (logged) so one bad request cannot take the app down.
+fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Option<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => Some(v),
+        Err(_) => {
+            tracing::error!("{what} panicked; see the message above");
+            None
+        }
+    }
+}
+
+/// The event reporting that a latest-wins request failed inside the engine.
+fn failure_event(req: &Request) -> EngineEvent {
+    let msg = "internal error in the engine (details in the TUI log, state/logs/tui.log)".to_string();
+    match req {
+        Request::Search { seq, more, .. } => EngineEvent::SearchResults { seq: *seq, more: *more, result: Err(msg) },
+        Request::Preview { seq, .. } => EngineEvent::Preview { seq: *seq, result: Err(msg) },
+        Request::Impact { seq, .. } => EngineEvent::Impact { seq: *seq, result: Err(msg) },
+        _ => EngineEvent::Repos(Err(msg)),
     }
 }
 

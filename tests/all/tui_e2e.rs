@@ -213,13 +213,32 @@ fn the_real_binary_in_a_terminal() {
     sample_repo(&repo);
     let bin = env!("CARGO_BIN_EXE_docdex");
     let home = env.home();
+    // A stand-in editor that shows it owns the terminal: it reads a line typed into it.
+    let out = env.dir.path().join("editor-out.txt");
+    // Named `vi` so docdex passes the line the vi way (`+N file`).
+    let editor = env.dir.path().join("fake-bin").join("vi");
+    std::fs::create_dir_all(editor.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &editor,
+        format!(
+            "#!/bin/sh\nprintf 'EDITOR-READY %s\\n' \"$*\"\nread answer\nprintf '%s|%s\\n' \"$*\" \"$answer\" > '{}'\n",
+            out.display()
+        ),
+    )
+    .expect("editor script");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
     let script = format!(
         "printf 'BEFORE-TUI\\n'; \
-         DOCDEX_HOME='{home}' '{bin}' tui --repo '{repo}'; echo \"EXIT1=$?\"; stty -a | tr '\\n' ' '; echo; \
+         env -u VISUAL EDITOR='{editor}' DOCDEX_HOME='{home}' '{bin}' tui --repo '{repo}'; echo \"EXIT1=$?\"; stty -a | tr '\\n' ' '; echo; \
          printf 'PRESS-ENTER\\n'; read _; \
          cd '{repo}' && DOCDEX_HOME='{home}' '{bin}'; echo \"EXIT2=$?\"; sleep 120",
         home = home.display(),
         repo = repo.display(),
+        editor = editor.display(),
     );
     let t = Tmux::new();
     t.run(&["new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", "sh", "-c", &script]);
@@ -230,6 +249,20 @@ fn the_real_binary_in_a_terminal() {
     t.literal("session");
     t.wait_for("src/auth/session.rs:1-6");
     t.wait_for("  2▌pub struct SessionStore");
+    // Enter hands the terminal to $EDITOR at the hit's line, then takes it back.
+    t.keys(&["Enter"]);
+    let s = t.wait_for("EDITOR-READY");
+    assert_eq!(t.format("#{alternate_on}"), "0", "suspended while the editor runs: {s}");
+    t.literal("typed-in-editor");
+    t.keys(&["Enter"]);
+    t.wait_for("1 Repos   2 Search");
+    t.wait_for("edited ");
+    let got = std::fs::read_to_string(&out).expect("the editor ran");
+    let canonical = std::fs::canonicalize(&repo).expect("canonical");
+    let want_file = canonical.join("src/auth/session.rs");
+    assert!(got.starts_with('+'), "vi-style line argument: {got}");
+    assert!(got.contains(&format!(" {}|typed-in-editor", want_file.display())), "{got}");
+    assert_eq!(t.format("#{alternate_on}"), "1", "back on the alternate screen");
     // Leave the query box and open the impact pane.
     t.keys(&["Escape"]);
     t.keys(&["6"]);
