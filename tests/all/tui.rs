@@ -88,6 +88,34 @@ fn typing_is_debounced_and_only_the_settled_query_is_sent() {
 }
 
 #[test]
+fn query_editing_keys_and_clearing() {
+    let mut h = Harness::new().started();
+    h.typ("session store");
+    h.ctrl('w');
+    assert_eq!(h.app.search().query(), "session ");
+    h.ctrl('u');
+    assert_eq!(h.app.search().query(), "");
+    h.wait(300);
+    assert!(searches(&h.requests()).is_empty(), "an emptied box sends nothing");
+    // Pasted text (bracketed paste) lands in the box as one line.
+    h.app.handle(docdex::tui::event::AppEvent::Input(crossterm::event::Event::Paste("expire\nstale".into())));
+    assert_eq!(h.app.search().query(), "expire stale");
+}
+
+#[test]
+fn resizing_redraws_at_the_new_size() {
+    let mut h = Harness::new().started();
+    h.search("session");
+    h.app.mark_drawn();
+    h.app.handle(docdex::tui::event::AppEvent::Input(crossterm::event::Event::Resize(80, 24)));
+    assert!(h.app.is_dirty(), "a resize asks for a frame");
+    for (w, hh) in [(120, 40), (80, 24), (40, 10), (200, 60), (81, 25)] {
+        let s = h.screen(w, hh);
+        assert!(shows(&s, "session"), "{w}x{hh}: {s}");
+    }
+}
+
+#[test]
 fn stale_results_never_replace_newer_ones() {
     let mut h = Harness::new().started();
     h.typ("session");
