@@ -62,6 +62,19 @@ pub enum Request {
         /// A further page of the same query (appended) rather than a new query.
         more: bool,
     },
+    /// A symbol search by name (latest wins, in the same slot as text search).
+    Symbols {
+        /// Sequence number; results carry it back.
+        seq: u64,
+        /// The repository.
+        repo: PathBuf,
+        /// Name (or part of one) to look for.
+        query: String,
+        /// Only files under this path prefix.
+        path_prefix: Option<String>,
+        /// Only this language.
+        lang: Option<String>,
+    },
     /// Read and highlight a file around a line for the preview (latest wins).
     Preview {
         /// Sequence number.

@@ -62,7 +62,7 @@ impl Worker {
     /// Starts a request; returns at once.
     pub fn dispatch(&mut self, req: Request) {
         match req {
-            Request::Search { .. } => self.latest(self.search.clone(), req),
+            Request::Search { .. } | Request::Symbols { .. } => self.latest(self.search.clone(), req),
             Request::Preview { .. } => self.latest(self.preview.clone(), req),
             Request::Impact { .. } => self.latest(self.impact.clone(), req),
             Request::Index { repo, rebuild } => self.index(repo, rebuild),
@@ -228,6 +228,7 @@ fn failure_event(req: &Request) -> EngineEvent {
     match req {
         Request::Search { seq, more, .. } => EngineEvent::SearchResults { seq: *seq, more: *more, result: Err(msg) },
         Request::Preview { seq, .. } => EngineEvent::Preview { seq: *seq, result: Err(msg) },
+        Request::Symbols { seq, .. } => EngineEvent::SymbolResults { seq: *seq, result: Err(msg) },
         Request::Impact { seq, .. } => EngineEvent::Impact { seq: *seq, result: Err(msg) },
         _ => EngineEvent::Repos(Err(msg)),
     }
@@ -254,9 +255,10 @@ pub fn run_sync(engine: &Engine, req: Request) -> Vec<EngineEvent> {
             activity: WatchActivity::Failed("watchers run only in the event loop".into()),
         }),
         Request::StopChat { .. } => {}
-        latest @ (Request::Search { .. } | Request::Preview { .. } | Request::Impact { .. }) => {
-            send(execute(engine, latest))
-        }
+        latest @ (Request::Search { .. }
+        | Request::Symbols { .. }
+        | Request::Preview { .. }
+        | Request::Impact { .. }) => send(execute(engine, latest)),
     }
     events.into_inner().unwrap_or_default()
 }
@@ -332,6 +334,10 @@ fn execute(engine: &Engine, req: Request) -> EngineEvent {
         Request::Preview { seq, repo, path, line, lang, hit, highlights } => {
             EngineEvent::Preview { seq, result: preview(engine, &repo, &path, line, &lang, hit, &highlights) }
         }
+        Request::Symbols { seq, .. } => EngineEvent::SymbolResults {
+            seq,
+            result: Err("symbol search needs Engine::symbols, which this build does not have yet".into()),
+        },
         Request::Impact { seq, .. } => EngineEvent::Impact {
             seq,
             result: Err("the impact graph needs Engine::impact, which this build does not have yet".into()),

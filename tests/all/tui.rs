@@ -235,6 +235,43 @@ fn symbol_mode_says_what_it_needs_and_sends_nothing() {
 }
 
 #[test]
+fn symbol_mode_asks_for_symbols_when_the_engine_has_them() {
+    use docdex::tui::event::SymbolHit;
+    let mut h = Harness::with(ALL_CAPS, "").started();
+    h.ctrl('t');
+    h.typ("SessionStore");
+    h.wait(200);
+    let reqs: Vec<Request> =
+        h.requests().into_iter().filter(|r| matches!(r, Request::Symbols { .. } | Request::Search { .. })).collect();
+    let seq = match reqs.as_slice() {
+        [Request::Symbols { seq, query, .. }] if query == "SessionStore" => *seq,
+        other => panic!("{other:?}"),
+    };
+    let hit = |name: &str, kind: &str, line: u32, sig: &str| SymbolHit {
+        name: name.into(),
+        kind: kind.into(),
+        path: "src/auth/session.rs".into(),
+        line_start: line,
+        line_end: line + 1,
+        signature: sig.into(),
+    };
+    h.engine_event(EngineEvent::SymbolResults {
+        seq,
+        result: Ok(vec![
+            hit("SessionStore", "struct", 2, "pub struct SessionStore { ttl: u64 }"),
+            hit("expire_stale_sessions", "method", 5, "pub fn expire_stale_sessions(&mut self)"),
+        ]),
+    });
+    h.pump();
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "struct SessionStore  src/auth/session.rs:2"), "{s}");
+    h.snap_both("tui_search_symbols");
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.take_effects(), vec![Effect::OpenEditor { path: h.repo.join("src/auth/session.rs"), line: 5 }]);
+}
+
+#[test]
 fn ten_thousand_results_page_and_scroll() {
     let mut h = Harness::new().started();
     h.typ("session");

@@ -216,7 +216,18 @@ impl SearchPane {
             self.in_flight = false;
             return;
         }
-        if self.mode == Mode::Symbols && !cx.caps.symbols {
+        if self.mode == Mode::Symbols {
+            if cx.caps.symbols {
+                self.seq += 1;
+                self.in_flight = true;
+                cx.request(Request::Symbols {
+                    seq: self.seq,
+                    repo: cx.repo.to_path_buf(),
+                    query: self.query.text().trim().to_string(),
+                    path_prefix: self.path_filter.clone(),
+                    lang: self.lang_filter.clone(),
+                });
+            }
             return;
         }
         self.seq += 1;
