@@ -154,6 +154,8 @@ commands! {
     PrevCitation => Chat, "prev_citation", "Select the previous citation";
     OpenCitation => Chat, "open_citation", "Show the selected citation in the search preview";
     NewSession => Chat, "new_session", "Start a new chat session";
+    ChatPrevSession => Chat, "prev_session", "Previous chat session of this run";
+    ChatNextSession => Chat, "next_session", "Next chat session of this run";
     NextTurn => Trace, "next_turn", "Trace of the next chat turn";
     PrevTurn => Trace, "prev_turn", "Trace of the previous chat turn";
     ToggleLayout => Dag, "toggle_layout", "Switch between tree and layered views";

@@ -773,6 +773,35 @@ fn chat_streams_markdown_line_by_line_and_jumps_to_citations() {
 }
 
 #[test]
+fn chat_sessions_of_this_run_can_be_revisited() {
+    let mut h = Harness::new().started();
+    h.alt('3');
+    h.typ("first question");
+    h.key(KeyCode::Enter);
+    let turn = match h.requests().as_slice() {
+        [Request::Chat { turn, .. }] => *turn,
+        other => panic!("{other:?}"),
+    };
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: "first answer\n".into() }));
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Done { turn, citations: vec![], stopped: false }));
+    h.ctrl('e');
+    assert_eq!(h.app.chat().session(), (1, 2));
+    assert!(shows(&h.screen(80, 24), "session 2 of 2 · 0 turns"));
+    h.typ("second question");
+    h.key(KeyCode::Enter);
+    let reqs = h.requests();
+    // The new session's history starts empty: only the new question goes to the model.
+    assert!(matches!(reqs.as_slice(), [Request::Chat { messages, .. }] if messages.len() == 1), "{reqs:?}");
+    h.alt('[');
+    assert_eq!(h.app.chat().session(), (0, 2));
+    // Pieces of the answer that was cut off when switching do not leak into this session.
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn: turn + 1, text: "late piece\n".into() }));
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "first answer") && shows(&s, "session 1 of 2 · 1 turn"), "{s}");
+    assert!(!shows(&s, "late piece"), "{s}");
+}
+
+#[test]
 fn stop_generation_sends_a_stop() {
     let mut h = Harness::new().started();
     h.alt('3');

@@ -57,21 +57,22 @@ struct ActiveCell {
 pub struct ChatPane {
     input: TextArea<'static>,
     typing: bool,
-    cells: Vec<ChatCell>,
     active: Option<ActiveCell>,
     turn: u64,
     /// Selected citation: (cell index, citation number).
     citation: Option<(usize, usize)>,
     scroll_from_bottom: usize,
     provider: ProviderStatus,
-    /// Sessions in this run (the DAG store will list earlier ones).
-    sessions: usize,
+    /// The conversations of this run, oldest first (the DAG store will list earlier runs').
+    sessions: Vec<Vec<ChatCell>>,
+    /// The one shown and added to.
+    current: usize,
     height: Cell<u16>,
 }
 
 impl std::fmt::Debug for ChatPane {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChatPane").field("cells", &self.cells.len()).field("turn", &self.turn).finish()
+        f.debug_struct("ChatPane").field("sessions", &self.sessions.len()).field("turn", &self.turn).finish()
     }
 }
 
@@ -88,20 +89,25 @@ impl ChatPane {
         ChatPane {
             input: new_input(),
             typing: true,
-            cells: Vec::new(),
             active: None,
             turn: 0,
             citation: None,
             scroll_from_bottom: 0,
             provider,
-            sessions: 1,
+            sessions: vec![Vec::new()],
+            current: 0,
             height: Cell::new(0),
         }
     }
 
-    /// Finished cells.
+    /// Finished cells of the session shown.
     pub fn cells(&self) -> &[ChatCell] {
-        &self.cells
+        &self.sessions[self.current]
+    }
+
+    /// Sessions in this run and the index of the one shown.
+    pub fn session(&self) -> (usize, usize) {
+        (self.current, self.sessions.len())
     }
 
     /// The text in the message box.
@@ -114,8 +120,8 @@ impl ChatPane {
         self.active.is_some()
     }
 
-    /// Starts a streamed answer for a turn (the engine's chat call will drive this).
-    pub fn begin_answer(&mut self, turn: u64) {
+    /// Starts the streamed answer of a turn.
+    fn begin_answer(&mut self, turn: u64) {
         self.finish_active(None);
         self.active = Some(ActiveCell { turn, stream: MarkdownStream::new(), text: String::new() });
         self.scroll_from_bottom = 0;
@@ -123,7 +129,7 @@ impl ChatPane {
 
     fn finish_active(&mut self, citations: Option<Vec<Citation>>) {
         if let Some(a) = self.active.take() {
-            self.cells.push(ChatCell {
+            self.sessions[self.current].push(ChatCell {
                 role: Role::Assistant,
                 lines: a.stream.finish(),
                 citations: citations.unwrap_or_default(),
@@ -133,7 +139,12 @@ impl ChatPane {
     }
 
     fn notice(&mut self, text: String) {
-        self.cells.push(ChatCell { role: Role::Notice, lines: MarkdownStream::parse(&text), citations: vec![], text });
+        self.sessions[self.current].push(ChatCell {
+            role: Role::Notice,
+            lines: MarkdownStream::parse(&text),
+            citations: vec![],
+            text,
+        });
         self.scroll_from_bottom = 0;
     }
 
@@ -152,7 +163,7 @@ impl ChatPane {
 
     /// The conversation as model messages (notices left out).
     fn messages(&self) -> Vec<ChatMessage> {
-        self.cells
+        self.sessions[self.current]
             .iter()
             .filter_map(|c| {
                 let role = match c.role {
@@ -172,7 +183,7 @@ impl ChatPane {
         }
         self.input = new_input();
         self.turn += 1;
-        self.cells.push(ChatCell {
+        self.sessions[self.current].push(ChatCell {
             role: Role::User,
             lines: MarkdownStream::parse(&text),
             citations: Vec::new(),
@@ -184,7 +195,11 @@ impl ChatPane {
 
     /// All citations in order: (cell, number).
     fn citation_stops(&self) -> Vec<(usize, usize)> {
-        self.cells.iter().enumerate().flat_map(|(i, c)| (1..=c.citations.len()).map(move |n| (i, n))).collect()
+        self.sessions[self.current]
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| (1..=c.citations.len()).map(move |n| (i, n)))
+            .collect()
     }
 
     fn move_citation(&mut self, delta: isize) {
@@ -231,7 +246,7 @@ impl ChatPane {
                 }
                 out.push(Line::default());
             };
-        for (i, c) in self.cells.iter().enumerate() {
+        for (i, c) in self.sessions[self.current].iter().enumerate() {
             let sel = self.citation.filter(|(ci, _)| *ci == i).map(|(_, n)| n);
             push_cell(c.role, &c.lines, sel, &c.citations, &mut out);
         }
@@ -295,7 +310,7 @@ impl Pane for ChatPane {
             Command::PrevCitation => self.move_citation(-1),
             Command::OpenCitation | Command::Select => {
                 if let Some((ci, n)) = self.citation {
-                    if let Some(c) = self.cells.get(ci).and_then(|c| c.citations.get(n - 1)) {
+                    if let Some(c) = self.sessions[self.current].get(ci).and_then(|c| c.citations.get(n - 1)) {
                         cx.emit(Action::ShowInPreview { path: c.path.clone(), line: c.line_start });
                         cx.emit(Action::Focus(PaneId::Search));
                     }
@@ -303,9 +318,23 @@ impl Pane for ChatPane {
             }
             Command::NewSession => {
                 self.finish_active(None);
-                self.cells.clear();
                 self.citation = None;
-                self.sessions += 1;
+                if !self.sessions[self.current].is_empty() {
+                    self.sessions.push(Vec::new());
+                    self.current = self.sessions.len() - 1;
+                }
+            }
+            Command::ChatPrevSession | Command::ChatNextSession => {
+                // Switching away ends the answer being streamed into the current session.
+                if let Some(a) = &self.active {
+                    cx.request(Request::StopChat { turn: a.turn });
+                }
+                self.finish_active(None);
+                self.citation = None;
+                let n = self.sessions.len();
+                self.current =
+                    if cmd == Command::ChatNextSession { (self.current + 1) % n } else { (self.current + n - 1) % n };
+                self.scroll_from_bottom = 0;
             }
             Command::Up if self.typing => {
                 self.input.move_cursor(ratatui_textarea::CursorMove::Up);
@@ -336,10 +365,8 @@ impl Pane for ChatPane {
         match event {
             EngineEvent::Provider(p) => self.provider = p.clone(),
             EngineEvent::Chat(ChatUpdate::Token { turn, text }) => {
-                if self.active.as_ref().is_none_or(|a| a.turn != *turn) {
-                    self.begin_answer(*turn);
-                }
-                if let Some(a) = self.active.as_mut() {
+                // Only the answer being waited for grows; late pieces of a stopped one are dropped.
+                if let Some(a) = self.active.as_mut().filter(|a| a.turn == *turn) {
                     a.stream.push(text);
                     a.text.push_str(text);
                 }
@@ -371,7 +398,12 @@ impl Pane for ChatPane {
     }
 
     fn hints(&self) -> Vec<(Command, &'static str)> {
-        vec![(Command::Send, "send"), (Command::NextCitation, "cite"), (Command::StopGeneration, "stop")]
+        vec![
+            (Command::Send, "send"),
+            (Command::NextCitation, "cite"),
+            (Command::StopGeneration, "stop"),
+            (Command::NewSession, "new"),
+        ]
     }
 
     fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
@@ -380,17 +412,18 @@ impl Pane for ChatPane {
         let convo = Rect { height: area.height - input_h, ..area };
         let input_area = Rect { y: area.y + convo.height, height: input_h, ..area };
         let mode = if cx.caps.waterfall { "" } else { " · model only, no repository context yet" };
+        let turns = self.sessions[self.current].iter().filter(|c| c.role == Role::User).count();
         let title = format!(
-            " Chat · session {} · {} turn{}{mode} ",
-            self.sessions,
-            self.turn,
-            if self.turn == 1 { "" } else { "s" }
+            " Chat · session {} of {} · {turns} turn{}{mode} ",
+            self.current + 1,
+            self.sessions.len(),
+            if turns == 1 { "" } else { "s" }
         );
         let block = frame(title, cx.focused && !self.typing, t);
         let inner = block.inner(convo);
         block.render(convo, buf);
         self.height.set(inner.height);
-        let rows = if self.cells.is_empty() && self.active.is_none() {
+        let rows = if self.sessions[self.current].is_empty() && self.active.is_none() {
             self.intro(inner.width as usize, cx)
         } else {
             self.rows(inner.width as usize, cx)
@@ -398,8 +431,11 @@ impl Pane for ChatPane {
         let h = inner.height as usize;
         let max_scroll = rows.len().saturating_sub(h);
         let from_bottom = self.scroll_from_bottom.min(max_scroll);
-        let start =
-            if self.cells.is_empty() && self.active.is_none() { 0 } else { rows.len().saturating_sub(h + from_bottom) };
+        let start = if self.sessions[self.current].is_empty() && self.active.is_none() {
+            0
+        } else {
+            rows.len().saturating_sub(h + from_bottom)
+        };
         for (k, line) in rows.iter().skip(start).take(h).enumerate() {
             buf.set_line(inner.x, inner.y + k as u16, line, inner.width);
         }
