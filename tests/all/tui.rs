@@ -792,7 +792,7 @@ fn chat_sessions_of_this_run_can_be_revisited() {
     let reqs = h.requests();
     // The new session's history starts empty: only the new question goes to the model.
     assert!(matches!(reqs.as_slice(), [Request::Chat { messages, .. }] if messages.len() == 1), "{reqs:?}");
-    h.alt('[');
+    h.key_mod(KeyCode::Left, KeyModifiers::ALT);
     assert_eq!(h.app.chat().session(), (0, 2));
     // Pieces of the answer that was cut off when switching do not leak into this session.
     h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn: turn + 1, text: "late piece\n".into() }));
