@@ -372,6 +372,10 @@ impl App {
     fn focus_pane(&mut self, p: PaneId) {
         self.focus = p;
         self.dirty = true;
+        if p == PaneId::Chat && self.provider.state != ProviderState::Ready {
+            // The model server may have been started since the last check.
+            self.requests.push(Request::CheckProvider);
+        }
         if p == PaneId::Impact {
             // Follow the search selection when it changed since the graph last followed it.
             if let Some(path) = self.search.selected_path() {

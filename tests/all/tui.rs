@@ -695,6 +695,8 @@ fn impact_columns_scroll_with_the_selection() {
 fn chat_without_a_model_explains_setup_and_search_still_works() {
     let mut h = Harness::new().started();
     h.alt('3');
+    assert_eq!(h.requests(), vec![Request::CheckProvider], "opening chat checks the model again");
+    h.pump();
     let s = h.screen(120, 40);
     assert!(shows(&s, "The model is not available"), "{s}");
     assert!(shows(&s, "ollama pull phi3.5:3.8b"), "{s}");
@@ -776,6 +778,7 @@ fn chat_streams_markdown_line_by_line_and_jumps_to_citations() {
 fn chat_sessions_of_this_run_can_be_revisited() {
     let mut h = Harness::new().started();
     h.alt('3');
+    h.pump();
     h.typ("first question");
     h.key(KeyCode::Enter);
     let turn = match h.requests().as_slice() {
@@ -805,6 +808,7 @@ fn chat_sessions_of_this_run_can_be_revisited() {
 fn stop_generation_sends_a_stop() {
     let mut h = Harness::new().started();
     h.alt('3');
+    h.pump();
     h.typ("hi");
     h.key(KeyCode::Enter);
     let turn = match h.requests().as_slice() {
