@@ -9,7 +9,7 @@ use crate::tui::event::{EngineEvent, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::graph::{
-    default_rules, GraphCursor, GraphFrame, GraphModel, GraphWidget, NodeKind, MAX_DEPTH,
+    default_rules, levels_that_fit, GraphCursor, GraphFrame, GraphModel, GraphWidget, NodeKind, MAX_DEPTH,
 };
 use crate::tui::widgets::{frame, truncate_left};
 use ratatui::buffer::Buffer;
@@ -203,10 +203,12 @@ impl Pane for ImpactPane {
 
     fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
         let t = cx.theme;
+        let fits = levels_that_fit(self.depth as u16, area.width.saturating_sub(2)) as u32;
+        let shown = if fits < self.depth { format!(" ({fits} fit; widen for more)") } else { String::new() };
         let title = match &self.center {
             Some(c) => format!(
-                " Impact · {} · depth {} · risk overlay {} ",
-                truncate_left(c, area.width.saturating_sub(44) as usize),
+                " Impact · {} · depth {}{shown} · risk overlay {} ",
+                truncate_left(c, area.width.saturating_sub(44 + shown.len() as u16) as usize),
                 self.depth,
                 if self.risk { "on" } else { "off" }
             ),

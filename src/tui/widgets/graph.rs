@@ -429,6 +429,15 @@ impl GraphCursor {
     }
 }
 
+/// How many of `levels` levels each side of the centre fit in `width` cells.
+pub fn levels_that_fit(levels: u16, width: u16) -> u16 {
+    let mut side = levels;
+    while side > 0 && (2 * side + 1) * MIN_COL + 2 * side * GAP > width {
+        side -= 1;
+    }
+    side
+}
+
 /// Draws a [`GraphModel`] with a cursor.
 pub struct GraphWidget<'a> {
     /// The laid-out graph.
@@ -581,10 +590,7 @@ impl GraphWidget<'_> {
 
         // How many levels each side fit the width.
         let total = model.columns.len() as u16;
-        let mut side = (total - 1) / 2;
-        while side > 0 && (2 * side + 1) * MIN_COL + 2 * side * GAP > area.width {
-            side -= 1;
-        }
+        let side = levels_that_fit((total - 1) / 2, area.width);
         let first = model.center_col - side as usize;
         let last = model.center_col + side as usize;
         let ncols = (last - first + 1) as u16;
