@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod server;
 #[doc(hidden)]
 pub mod testing;
 pub mod tui;

@@ -375,11 +375,11 @@ struct Report {
 
 /// The machine the figures come from.
 #[derive(Debug, Serialize)]
-struct Machine {
-    cpu: String,
-    cores: usize,
-    ram_gib: f64,
-    kernel: String,
+pub(super) struct Machine {
+    pub(super) cpu: String,
+    pub(super) cores: usize,
+    pub(super) ram_gib: f64,
+    pub(super) kernel: String,
 }
 
 /// Where the indexed tree came from.
@@ -609,7 +609,7 @@ fn prepare_corpus(out: &Out, source: &Path, scratch: &Scratch, args: &BenchArgs)
     Ok(info)
 }
 
-fn copy_file(from: &Path, to: &Path) -> anyhow::Result<()> {
+pub(super) fn copy_file(from: &Path, to: &Path) -> anyhow::Result<()> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
@@ -643,7 +643,7 @@ fn select_subset(root: &Path, args: &BenchArgs) -> anyhow::Result<Vec<(String, P
     Ok(picked)
 }
 
-fn list_files(root: &Path) -> Vec<(String, PathBuf, u64)> {
+pub(super) fn list_files(root: &Path) -> Vec<(String, PathBuf, u64)> {
     let mut all = Vec::new();
     for entry in ignore::WalkBuilder::new(root).follow_links(false).build().flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
@@ -667,7 +667,7 @@ fn keep_path(rel: &str, size: u64, args: &BenchArgs) -> bool {
 }
 
 /// A NUL byte in the first 8 KiB (the indexer's rule); unreadable files count as binary.
-fn is_binary(path: &Path) -> bool {
+pub(super) fn is_binary(path: &Path) -> bool {
     let mut buf = Vec::with_capacity(8192);
     match std::fs::File::open(path).and_then(|f| f.take(8192).read_to_end(&mut buf)) {
         Ok(_) => memchr::memchr(0, &buf).is_some(),
@@ -1047,7 +1047,7 @@ fn kib_to_mib(k: u64) -> f64 {
     k as f64 / 1024.0
 }
 
-fn machine_info() -> Machine {
+pub(super) fn machine_info() -> Machine {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
         .lines()
@@ -1071,7 +1071,7 @@ fn machine_info() -> Machine {
 }
 
 /// Today's UTC date as `YYYY-MM-DD` (civil-from-days, no subprocess).
-fn today_utc() -> String {
+pub(super) fn today_utc() -> String {
     let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let (y, m, d) = civil_from_days((secs / 86_400) as i64);
     format!("{y:04}-{m:02}-{d:02}")

@@ -3,8 +3,10 @@
 //! No engine logic lives here.
 
 mod bench;
+mod bench_serve;
 mod output;
 mod progress;
+mod serve;
 mod tui;
 mod watch_latency;
 
@@ -110,8 +112,33 @@ enum Command {
     },
     /// Open the terminal workbench: search, preview, repositories, impact graph, chat.
     Tui(tui::TuiArgs),
+    /// Serve one repository over HTTP and MCP, keeping its index fresh (Ctrl-C to stop).
+    Serve {
+        #[command(flatten)]
+        repo: RepoArg,
+        #[command(flatten)]
+        http: serve::HttpArgs,
+    },
+    /// One process serving many repositories, mounted with `POST /v1/initialize` (Ctrl-C to stop).
+    Daemon {
+        #[command(flatten)]
+        http: serve::HttpArgs,
+    },
+    /// MCP over stdio for coding agents (stdout carries only JSON-RPC; logs go to stderr).
+    Mcp {
+        /// The repository tools default to (without it, tools take `project_root`).
+        #[arg(long, short = 'r')]
+        repo: Option<PathBuf>,
+        /// Token the client must send as `auth_token` in the initialize params.
+        #[arg(long, env = "DOCDEX_AUTH_TOKEN", hide_env_values = true)]
+        auth_token: Option<String>,
+        #[command(flatten)]
+        common: serve::CommonArgs,
+    },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
+    /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
+    BenchServe(bench_serve::BenchServeArgs),
     /// Developer tools for tests and demos.
     #[command(hide = true, subcommand)]
     Dev(DevCommand),
@@ -348,8 +375,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
             }
         }
+        Command::Serve { repo, http } => serve::serve(engine, repo.resolve()?, http)?,
+        Command::Daemon { http } => serve::daemon(engine, http)?,
+        Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
         Command::Tui(_) => {}
+        Command::BenchServe(args) => bench_serve::run(&out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {
                 port,

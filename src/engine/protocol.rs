@@ -2,6 +2,7 @@
 //! `--json` output, the HTTP bodies and the MCP tool results are these types
 //! serialized, so a field means the same thing everywhere.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -11,7 +12,7 @@ pub use super::overview::{RepoOverview, RepoState};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Index state as the spec names it.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum IndexState {
     /// Searchable and not being written.
@@ -23,7 +24,7 @@ pub enum IndexState {
 }
 
 /// A search request (CLI flags, HTTP body, MCP tool parameters).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchRequest {
     /// The query text: words, identifiers, paths, or a plain-language description.
     pub query: String,
@@ -42,7 +43,7 @@ pub struct SearchRequest {
 }
 
 /// A highlighted term inside a snippet: line number and byte range within that line.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct Highlight {
     /// 1-based line number in the file.
     pub line: u32,
@@ -53,7 +54,7 @@ pub struct Highlight {
 }
 
 /// One ranked hit.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SearchHit {
     /// Stable id: `path:line_start-line_end`.
     pub chunk_id: String,
@@ -84,7 +85,7 @@ pub struct SearchHit {
 }
 
 /// Search timings in milliseconds.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SearchTiming {
     /// Query parsing and BM25 retrieval.
     pub search: f64,
@@ -97,7 +98,7 @@ pub struct SearchTiming {
 }
 
 /// Spec 002 §12.1.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SearchResponse {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -127,7 +128,7 @@ pub struct SearchResponse {
 }
 
 /// A file that is not in the index, and why.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct SkippedFile {
     /// Repo-relative path.
     pub path: String,
@@ -136,7 +137,7 @@ pub struct SkippedFile {
 }
 
 /// Outcome of one index run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct IndexSummary {
     /// Repo root.
     pub repo: PathBuf,
@@ -172,7 +173,7 @@ pub struct IndexSummary {
 }
 
 /// Live progress of an index run (for bars, `/v1/status`, the TUI).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct IndexProgress {
     /// Phase: `walking`, `indexing`, `committing`, `done`.
     pub phase: String,
@@ -187,7 +188,7 @@ pub struct IndexProgress {
 }
 
 /// The last change a watcher or indexer applied.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct LastEvent {
     /// `create`, `modify`, `delete`, `rename` or `index`.
     #[serde(rename = "type")]
@@ -199,7 +200,7 @@ pub struct LastEvent {
 }
 
 /// Spec 002 §12.2.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StatusResponse {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -230,7 +231,7 @@ pub struct StatusResponse {
 }
 
 /// Lines of a file, for `docdex get`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct FileContent {
     /// Repo-relative path.
     pub path: String,

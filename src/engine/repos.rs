@@ -86,7 +86,7 @@ pub struct RepoMeta {
 }
 
 /// One known repository in the registry.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct RepoRecord {
     /// Canonical root.
     pub path: PathBuf,

@@ -1,0 +1,147 @@
+//! The one error contract every HTTP endpoint answers with:
+//! `{"error": {"code": "...", "message": "..."}}` and a status that fits the code.
+//! Engine errors map through [`Error::code`], so the CLI's `--json` errors, the
+//! HTTP bodies and MCP tool errors all use the same codes. Axum's own plain-text
+//! rejections (bad JSON, oversized bodies, unknown routes) are replaced by this
+//! contract too: a client never has to parse two error shapes.
+
+use crate::error::Error;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// The body of every error response.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// Code and message of an error.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code: `unknown_repo`, `not_indexed`, `stale_index`, `bad_request`,
+    /// `unauthorized`, `payload_too_large`, `path_outside_repo`, `upstream_unavailable`, ...
+    pub code: String,
+    /// What went wrong and what to do about it.
+    pub message: String,
+}
+
+/// An error on its way to becoming an HTTP response.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Contract code.
+    pub code: &'static str,
+    /// Human message.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with an explicit status and code.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError { status, code, message: message.into() }
+    }
+
+    /// 400 `bad_request`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 401 `unauthorized`.
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing or wrong token: send `Authorization: Bearer <token>` (the token is DOCDEX_AUTH_TOKEN or [server] auth_token)",
+        )
+    }
+
+    /// 404 `unknown_repo`.
+    pub fn unknown_repo(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "unknown_repo", message)
+    }
+
+    /// 413 `payload_too_large`.
+    pub fn payload_too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("request body is larger than the {limit}-byte limit"),
+        )
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody { error: ErrorDetail { code: self.code.to_string(), message: self.message.clone() } }
+    }
+}
+
+/// The HTTP status for an engine error code.
+pub fn status_for(code: &str) -> StatusCode {
+    match code {
+        "unknown_repo" | "not_found" => StatusCode::NOT_FOUND,
+        "not_indexed" | "stale_index" | "index_busy" => StatusCode::CONFLICT,
+        "bad_request" => StatusCode::BAD_REQUEST,
+        "path_outside_repo" => StatusCode::FORBIDDEN,
+        "unauthorized" => StatusCode::UNAUTHORIZED,
+        "payload_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
+        "upstream_unavailable" | "model_not_found" | "unavailable" => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        let code = e.code();
+        ApiError { status: status_for(code), code, message: e.to_string() }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::warn!(code = self.code, "{}", self.message);
+        }
+        (self.status, axum::Json(self.body())).into_response()
+    }
+}
+
+/// A JSON request body whose every failure (unreadable, too large, not JSON, wrong shape)
+/// answers with the error contract instead of axum's plain-text rejection.
+#[derive(Debug, Clone)]
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let limit = req.extensions().get::<BodyLimit>().map(|l| l.0).unwrap_or(0);
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::payload_too_large(limit)
+            } else {
+                ApiError::bad_request(format!("could not read the request body: {}", rejection.body_text()))
+            }
+        })?;
+        if bytes.is_empty() {
+            return Err(ApiError::bad_request("empty request body: send a JSON object"));
+        }
+        serde_json::from_slice(&bytes)
+            .map(ApiJson)
+            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+    }
+}
+
+/// The configured body limit, put in request extensions so rejections can name it.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);

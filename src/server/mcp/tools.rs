@@ -1,0 +1,249 @@
+//! The MCP tools: argument types (their JSON schemas are what agents see),
+//! descriptions, and the dispatch from a tool name to one engine call. Adding a
+//! tool is an argument struct, one entry in [`definitions`] and one arm in
+//! [`call`].
+
+use super::{tool_error, DocdexMcp};
+use crate::engine::protocol::SearchRequest;
+use crate::server::error::ApiError;
+use crate::server::http::blocking;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use rmcp::ErrorData as McpError;
+use schemars::generate::SchemaSettings;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The repository a tool call works on.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct RepoArgs {
+    /// Absolute path of the repository (or its file:// URI or repo id). Optional when the
+    /// server serves one repository or the session was initialized with `rootUri`.
+    #[serde(default)]
+    pub project_root: Option<String>,
+    /// Same as `project_root`.
+    #[serde(default)]
+    pub repo_path: Option<String>,
+}
+
+impl RepoArgs {
+    fn named(&self) -> Option<String> {
+        self.project_root.clone().or_else(|| self.repo_path.clone())
+    }
+}
+
+/// `docdex_search` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchArgs {
+    /// What to look for: identifiers (`getUserName`), paths (`auth session`), or a
+    /// plain-language description of the code ("where are expired sessions removed").
+    pub query: String,
+    /// Results to return (default 10).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// `next_cursor` from a previous result, for the next page.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Only files whose repo-relative path starts with this prefix (e.g. `src/auth/`).
+    #[serde(default)]
+    pub path_prefix: Option<String>,
+    /// Only this language (`rust`, `python`, `typescript`, `markdown`, ...).
+    #[serde(default)]
+    pub lang: Option<String>,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_open` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct OpenArgs {
+    /// Repo-relative path of the file (as search results give it).
+    pub path: String,
+    /// First line to return (1-based; default 1).
+    #[serde(default)]
+    pub start_line: Option<u32>,
+    /// Last line to return (inclusive; default the end of the file).
+    #[serde(default)]
+    pub end_line: Option<u32>,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_status` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct StatusArgs {
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_web_research` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WebResearchArgs {
+    /// The question to research on the web.
+    pub query: String,
+    /// Go to the web even when local results are confident.
+    #[serde(default)]
+    pub force_web: Option<bool>,
+    /// The repository whose context the research is for.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+fn schema<T: JsonSchema>() -> Arc<JsonObject> {
+    let mut value = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    if let Some(o) = value.as_object_mut() {
+        o.remove("title");
+    }
+    Arc::new(value.as_object().cloned().unwrap_or_default())
+}
+
+fn read_only() -> ToolAnnotations {
+    ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false)
+}
+
+/// Every tool the server offers.
+pub fn definitions() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "docdex_search",
+            "Search the repository's index. Returns ranked hits (path, line range, snippet, score) and a \
+             confidence in 0..1 saying how much of the query the results account for. Use plain language \
+             or identifiers; follow up with docdex_open on a hit's path and lines. Page with `cursor`.",
+            schema::<SearchArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "docdex_open",
+            "Read lines of a file inside the repository, e.g. the range a docdex_search hit points at. \
+             Paths outside the repository are refused.",
+            schema::<OpenArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "docdex_status",
+            "Index state of the repository: ready / updating, files and chunks indexed, progress of a run \
+             in flight, and warnings (skipped files). Use it when search says the index is not ready.",
+            schema::<StatusArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "docdex_web_research",
+            "Research a question on the web (discovery, fetch, readable text) for the repository's context. \
+             This build has no web tier: the tool answers that the web tier is unavailable; rely on docdex_search.",
+            schema::<WebResearchArgs>(),
+        )
+        .annotate(ToolAnnotations::new().read_only(true).open_world(true)),
+    ]
+}
+
+fn parse<T: DeserializeOwned>(name: &str, args: Value) -> Result<T, ApiError> {
+    serde_json::from_value(args).map_err(|e| ApiError::bad_request(format!("bad arguments for {name}: {e}")))
+}
+
+fn ok_json<T: Serialize>(value: &T) -> CallToolResult {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        Err(e) => tool_error(&ApiError::bad_request(format!("could not encode the result: {e}"))),
+    }
+}
+
+/// Runs tool `name`; repository and argument problems are tool errors, an unknown tool a
+/// protocol error.
+pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToolResult, McpError> {
+    let result = match name {
+        "docdex_search" => search(server, args).await,
+        "docdex_open" => open(server, args).await,
+        "docdex_status" => status(server, args).await,
+        "docdex_web_research" => web_research(server, args).await,
+        other => {
+            return Err(McpError::invalid_params(
+                format!("unknown tool {other:?}; tools/list names the available ones"),
+                None,
+            ))
+        }
+    };
+    Ok(result.unwrap_or_else(|e| tool_error(&e)))
+}
+
+async fn search(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: SearchArgs = parse("docdex_search", args)?;
+    if a.query.trim().is_empty() {
+        return Err(ApiError::bad_request("empty query: pass words to search for"));
+    }
+    let server = server.clone();
+    blocking(move || {
+        let repo = server.repo_for(a.repo.named())?;
+        let req = SearchRequest {
+            query: a.query,
+            limit: a.limit,
+            cursor: a.cursor,
+            path_prefix: a.path_prefix,
+            lang: a.lang,
+        };
+        server.app.engine().search(&repo.root, &req).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
+    })
+    .await
+}
+
+async fn open(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: OpenArgs = parse("docdex_open", args)?;
+    let server = server.clone();
+    blocking(move || {
+        let repo = server.repo_for(a.repo.named())?;
+        let lines = match (a.start_line, a.end_line) {
+            (None, None) => None,
+            (s, e) => Some((s.unwrap_or(1), e.unwrap_or(u32::MAX))),
+        };
+        server
+            .app
+            .engine()
+            .get_file(&repo.root, &a.path, lines)
+            .map(|r| ok_json(&r))
+            .map_err(|e| server.app.explain(&repo, e))
+    })
+    .await
+}
+
+async fn status(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: StatusArgs = parse("docdex_status", args)?;
+    let server = server.clone();
+    blocking(move || {
+        let repo = server.repo_for(a.repo.named())?;
+        let mount = server.app.mounts().get(&repo.fingerprint).map(|m| m.info());
+        let index = server.app.engine().status(&repo.root).map_err(|e| server.app.explain(&repo, e))?;
+        Ok(ok_json(&serde_json::json!({ "mount": mount, "index": index })))
+    })
+    .await
+}
+
+async fn web_research(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: WebResearchArgs = parse("docdex_web_research", args)?;
+    let server = server.clone();
+    blocking(move || {
+        // The repository is still validated, so a wrong one is reported as such.
+        let repo = server.repo_for(a.repo.named())?;
+        Err(ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            format!(
+                "web tier unavailable: this docdex build has no web discovery or fetching yet, so nothing was looked up for {:?}{}. Use docdex_search on {} for local results.",
+                a.query,
+                if a.force_web == Some(true) { " (force_web cannot change that)" } else { "" },
+                repo.root.display()
+            ),
+        ))
+    })
+    .await
+}

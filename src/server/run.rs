@@ -1,0 +1,232 @@
+//! Starting and stopping a server process: binding rules (loopback unless
+//! `--expose`, which needs a token), the daemon lock, the runtime, and graceful
+//! shutdown on SIGINT/SIGTERM: stop accepting, let in-flight requests finish,
+//! close MCP streams, stop the watchers (releasing the index writers), release
+//! the daemon lock.
+
+use super::auth::Auth;
+use super::lockfile::DaemonLock;
+use super::{http, mcp, AppState, Mode};
+use crate::engine::Engine;
+use anyhow::{bail, Context};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default request body limit (search and initialize bodies are tiny; chat bodies are not).
+pub const DEFAULT_BODY_LIMIT: usize = 2 * 1024 * 1024;
+
+/// How long in-flight requests get to finish after a shutdown signal.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything `serve`, `daemon` and `mcp` take from the command line.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// serve, daemon or stdio MCP.
+    pub mode: Mode,
+    /// The repository (required for serve; optional default for stdio; unused by the daemon).
+    pub repo: Option<PathBuf>,
+    /// Overrides `[server] http_bind_addr`.
+    pub bind: Option<String>,
+    /// Allow a non-loopback bind (requires a token).
+    pub expose: bool,
+    /// Overrides the configured token.
+    pub auth_token: Option<String>,
+    /// Run watchers (the default); false only reads.
+    pub watch: bool,
+    /// Serve MCP beside HTTP (`[server] enable_mcp` when `None`).
+    pub enable_mcp: Option<bool>,
+    /// Request body limit in bytes.
+    pub max_body_bytes: usize,
+    /// Run the preflight check before serving and refuse to start when it fails.
+    pub preflight_check: bool,
+}
+
+impl ServerOptions {
+    /// Defaults for `mode`.
+    pub fn new(mode: Mode) -> ServerOptions {
+        ServerOptions {
+            mode,
+            repo: None,
+            bind: None,
+            expose: false,
+            auth_token: None,
+            watch: true,
+            enable_mcp: None,
+            max_body_bytes: DEFAULT_BODY_LIMIT,
+            preflight_check: false,
+        }
+    }
+}
+
+/// Runs the process until it is told to stop.
+pub fn run(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
+    limit_malloc_arenas();
+    // Searches are CPU-bound: more blocking threads than about two per core only add memory
+    // (stacks, allocator arenas) and contention; requests beyond them wait their turn.
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads((2 * cores).max(4))
+        .thread_keep_alive(Duration::from_secs(5))
+        .thread_name("docdex-server")
+        .enable_all()
+        .build()
+        .context("starting the server runtime")?;
+    let result = runtime.block_on(run_async(engine, opts));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+fn token(engine: &Engine, opts: &ServerOptions) -> Option<String> {
+    opts.auth_token.clone().or_else(|| Some(engine.config().server.auth_token.clone())).filter(|t| !t.trim().is_empty())
+}
+
+/// Resolves and checks the bind address against the exposure rules.
+pub fn bind_addr(engine: &Engine, opts: &ServerOptions, has_token: bool) -> anyhow::Result<SocketAddr> {
+    let text = opts.bind.clone().unwrap_or_else(|| engine.config().server.http_bind_addr.clone());
+    let addr: SocketAddr =
+        text.parse().with_context(|| format!("bad bind address {text:?}: use HOST:PORT, e.g. 127.0.0.1:3210"))?;
+    if !addr.ip().is_loopback() && !opts.expose {
+        bail!("binding {addr} would expose docdex beyond this machine; pass --expose (with a token) or bind 127.0.0.1");
+    }
+    if opts.expose && !has_token {
+        bail!("--expose requires a token: set DOCDEX_AUTH_TOKEN (or [server] auth_token, or --auth-token); every request must then send `Authorization: Bearer <token>`");
+    }
+    Ok(addr)
+}
+
+async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
+    let token = token(&engine, &opts);
+    let auth = Auth::new(token.as_deref());
+    if opts.preflight_check {
+        preflight(&engine, &opts, token.is_some())?;
+    }
+    if opts.mode == Mode::Stdio {
+        let state =
+            AppState::new(engine, Mode::Stdio, opts.repo.as_deref(), auth, opts.watch, opts.max_body_bytes, false)
+                .context("starting the MCP server")?;
+        let result = mcp::stdio::serve(state.clone()).await;
+        stop_watchers(&state).await;
+        return result;
+    }
+    let addr = bind_addr(&engine, &opts, token.is_some())?;
+    let mut lock = match opts.mode {
+        Mode::Daemon => Some(DaemonLock::acquire(&engine.paths().home.join("daemon.lock"), &addr.to_string())?),
+        _ => None,
+    };
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+        format!("cannot listen on {addr} (another docdex serve or daemon there?); choose another with --bind")
+    })?;
+    let local = listener.local_addr().context("reading the bound address")?;
+    if let Some(l) = lock.as_mut() {
+        l.set_addr(&local.to_string())?;
+    }
+    let repo = match opts.mode {
+        Mode::Serve => {
+            Some(opts.repo.clone().context("docdex serve needs a repository (--repo, default: the current git root)")?)
+        }
+        _ => None,
+    };
+    let state =
+        AppState::new(engine.clone(), opts.mode, repo.as_deref(), auth, opts.watch, opts.max_body_bytes, opts.expose)
+            .context("mounting the repository")?;
+    let with_mcp = opts.enable_mcp.unwrap_or(engine.config().server.enable_mcp);
+    let (app, _) = http::app(state.clone(), with_mcp);
+    let mode = match opts.mode {
+        Mode::Daemon => "daemon",
+        _ => "serve",
+    };
+    println!("docdex {mode} listening on http://{local}");
+    let _ = std::io::stdout().flush();
+    tracing::info!(%local, "listening");
+
+    let trimmer = tokio::spawn(trim_memory_periodically(Duration::from_secs(30)));
+    let cancel = state.shutdown_token().clone();
+    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
+    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        eprintln!("docdex: shutting down (finishing in-flight requests)");
+        cancel.cancel();
+        let _ = signalled_tx.send(());
+    });
+    tokio::select! {
+        r = serve => r.context("serving HTTP")?,
+        _ = async { let _ = signalled_rx.await; tokio::time::sleep(DRAIN_TIMEOUT).await } => {
+            tracing::warn!("requests still open after {DRAIN_TIMEOUT:?}; closing them");
+        }
+    }
+    trimmer.abort();
+    stop_watchers(&state).await;
+    drop(lock);
+    eprintln!("docdex: stopped");
+    Ok(())
+}
+
+async fn stop_watchers(state: &AppState) {
+    let s = state.clone();
+    let _ = tokio::task::spawn_blocking(move || s.mounts().shutdown()).await;
+}
+
+/// Checks what the server needs before it starts: state writable, repository present,
+/// bind address and token rules. (`Engine::check`, the full `docdex check`, is not in this
+/// build yet; when it lands this calls it too.)
+fn preflight(engine: &Engine, opts: &ServerOptions, has_token: bool) -> anyhow::Result<()> {
+    let probe = engine.paths().state.join(format!(".preflight.{}", std::process::id()));
+    std::fs::write(&probe, b"ok")
+        .with_context(|| format!("preflight: state directory {} is not writable", engine.paths().state.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    if let Some(repo) = &opts.repo {
+        engine.resolve_repo(repo).context("preflight: repository")?;
+    }
+    if opts.mode != Mode::Stdio {
+        let addr = bind_addr(engine, opts, has_token).context("preflight")?;
+        std::net::TcpListener::bind(addr).with_context(|| format!("preflight: cannot bind {addr}"))?;
+    }
+    eprintln!("docdex: preflight check passed (state writable, repository present, bind address free)");
+    Ok(())
+}
+
+/// Caps glibc's per-thread malloc arenas: by default each thread that allocates may get its
+/// own arena (up to 8 per core), which keeps freed memory resident long after a burst of
+/// concurrent requests. Two arenas serve a server of this size without measurable contention.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only tunes the allocator; called before the server's threads start.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+/// Gives memory freed by bursts of requests back to the OS every `period` while running.
+async fn trim_memory_periodically(period: Duration) {
+    let mut tick = tokio::time::interval(period);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let _ = tokio::task::spawn_blocking(super::mounts::release_free_memory).await;
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

@@ -1,0 +1,218 @@
+//! MCP with real clients: the official MCP Python SDK over stdio, streamable HTTP and
+//! the legacy SSE transport (`tests/clients/mcp_client.py` lists the tools, calls each
+//! one and checks the results), and raw JSON-RPC over stdio for the auth handshake.
+//!
+//! `.ci/run` installs the SDK into a venv and exports `DOCDEX_TEST_PYTHON`. Locally,
+//! without it, the SDK tests print a notice and pass; under CI (`CI` set) they fail.
+
+use crate::server_util::Server;
+use crate::util::{sample_repo, write, Env};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// The Python with `mcp` and `openai` installed, if any.
+pub fn python() -> Option<PathBuf> {
+    match std::env::var_os("DOCDEX_TEST_PYTHON").filter(|p| !p.is_empty()) {
+        Some(p) => Some(PathBuf::from(p)),
+        None if std::env::var_os("CI").is_some() => {
+            panic!("CI must export DOCDEX_TEST_PYTHON (a python with `mcp` and `openai`); .ci/run sets it up")
+        }
+        None => {
+            eprintln!("NOTICE: DOCDEX_TEST_PYTHON is not set; skipping a real-client test (run .ci/run to install the clients)");
+            None
+        }
+    }
+}
+
+fn client_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients/mcp_client.py")
+}
+
+fn setup(env: &Env) -> (PathBuf, PathBuf) {
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    write(env.dir.path(), "outside.txt", "secret");
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let unindexed = env.repo("unindexed");
+    write(&unindexed, "x.rs", "fn x() {}\n");
+    (repo, unindexed)
+}
+
+/// Runs the SDK client and returns its report.
+fn run_client(env: &Env, py: &PathBuf, args: &[&str], unindexed: &std::path::Path) -> Value {
+    let out = Command::new(py)
+        .arg(client_script())
+        .args(args)
+        .env("DOCDEX_HOME", env.home())
+        .env("DOCDEX_TEST_UNINDEXED", unindexed)
+        .env_remove("DOCDEX_AUTH_TOKEN")
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "MCP client {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().to_string();
+    let report: Value = serde_json::from_str(&last).unwrap_or_else(|e| panic!("bad report {last:?}: {e}"));
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["server"], "docdex");
+    assert_eq!(report["search_top"], "src/auth/session.rs");
+    assert_eq!(report["unindexed_error"], "not_indexed", "{report}");
+    report
+}
+
+#[test]
+fn mcp_python_sdk_over_stdio() {
+    let Some(py) = python() else { return };
+    let env = Env::new();
+    let (repo, unindexed) = setup(&env);
+    let report = run_client(&env, &py, &["stdio", env!("CARGO_BIN_EXE_docdex"), repo.to_str().unwrap()], &unindexed);
+    assert_eq!(report["documents"], 5);
+}
+
+#[test]
+fn mcp_python_sdk_over_streamable_http_and_sse_with_a_token() {
+    let Some(py) = python() else { return };
+    let env = Env::new();
+    let (repo, unindexed) = setup(&env);
+    let daemon = Server::start(&env, &["daemon"], &[("DOCDEX_AUTH_TOKEN", "mcp-token"), ("DOCDEX_LOG", "info")]);
+    let r = repo.to_str().unwrap();
+    let server_log = || daemon.stderr.lock().unwrap().clone();
+    let ok = std::panic::catch_unwind(|| {
+        run_client(&env, &py, &["http", &daemon.url("/v1/mcp"), r, "mcp-token"], &unindexed);
+        run_client(&env, &py, &["sse", &daemon.url("/sse"), r, "mcp-token"], &unindexed);
+    });
+    assert!(ok.is_ok(), "server log:\n{}", server_log());
+    // Without the token the SDK cannot even connect.
+    let out = Command::new(&py).arg(client_script()).args(["http", &daemon.url("/v1/mcp"), r]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("401") || err.contains("session.initialize()"), "refused at initialize: {err}");
+}
+
+/// Speaks raw JSON-RPC to `docdex mcp` and returns the response to one initialize.
+fn stdio_initialize(env: &Env, repo: &std::path::Path, params: Value) -> (Value, Vec<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["mcp", "--repo", repo.to_str().unwrap()])
+        .env("DOCDEX_HOME", env.home())
+        .env("DOCDEX_AUTH_TOKEN", "stdio-token")
+        .env("DOCDEX_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params});
+    writeln!(stdin, "{init}").unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let first: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line:?}"));
+    let mut lines = vec![line.clone()];
+    if first.get("result").is_some() {
+        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "docdex_search", "arguments": {"query": "session store"}}});
+        writeln!(stdin, "{call}").unwrap();
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        lines.push(l);
+    }
+    drop(stdin);
+    let _ = child.wait();
+    (first, lines)
+}
+
+#[test]
+fn stdio_mcp_requires_the_token_in_initialize_and_keeps_stdout_clean() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let base =
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+
+    let (resp, _) = stdio_initialize(&env, &repo, base.clone());
+    assert!(resp["error"]["message"].as_str().unwrap().contains("auth_token"), "{resp}");
+    let mut wrong = base.clone();
+    wrong["auth_token"] = json!("nope");
+    let (resp, _) = stdio_initialize(&env, &repo, wrong);
+    assert!(resp["error"].is_object(), "{resp}");
+
+    let mut right = base;
+    right["auth_token"] = json!("stdio-token");
+    let (resp, lines) = stdio_initialize(&env, &repo, right);
+    assert_eq!(resp["result"]["serverInfo"]["name"], "docdex", "{resp}");
+    // Even at debug log level, every stdout line is JSON-RPC; the bound repo answers the search.
+    for l in &lines {
+        let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {l:?}"));
+        assert_eq!(v["jsonrpc"], "2.0");
+    }
+    let result: Value = serde_json::from_str(&lines[1]).unwrap();
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("src/auth/session.rs"), "{text}");
+}
+
+#[test]
+fn mcp_initialize_root_uri_binds_the_session() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["mcp"])
+        .env("DOCDEX_HOME", env.home())
+        .env_remove("DOCDEX_AUTH_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    let mut recv = || {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        serde_json::from_str::<Value>(&l).unwrap()
+    };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}, "rootUri": format!("file://{}", repo.display())}}));
+    assert!(recv()["result"].is_object());
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // No project_root: the bound repo answers.
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "docdex_search", "arguments": {"query": "parse config"}}}),
+    );
+    let r = recv();
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("src/parser.py"));
+    // An unknown tool is a protocol error; a repo-less server without binding would be a tool error.
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}));
+    assert!(recv()["error"].is_object());
+    drop(stdin);
+    let _ = child.wait();
+}
+
+/// The official `openai` client against `/v1/chat/completions`, streaming and not, with the
+/// fake Ollama behind. Ignored until the waterfall chat lands and the server routes the
+/// endpoint to it; the harness (`tests/clients/openai_client.py`) is ready.
+#[test]
+#[ignore = "POST /v1/chat/completions is served once the waterfall chat engine lands"]
+fn openai_client_chat_completions() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let Some(py) = python() else { return };
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    std::fs::write(
+        env.home().join("config.toml"),
+        format!("[llm]\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\n", fake.url()),
+    )
+    .unwrap();
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients/openai_client.py");
+    let out = Command::new(py).arg(script).args([&server.url("/v1"), repo.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}

@@ -1,0 +1,554 @@
+//! The HTTP server, as a client meets it: the real binary on a loopback port,
+//! reqwest as the client, real indexes in a temporary DOCDEX_HOME.
+
+use crate::server_util::{client, eventually, Server};
+use crate::util::{sample_repo, write, Env};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::time::Duration;
+
+fn indexed_repo(env: &Env, name: &str) -> std::path::PathBuf {
+    let repo = env.repo(name);
+    sample_repo(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    repo
+}
+
+async fn json_of(resp: reqwest::Response) -> (u16, Value) {
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text:?}")))
+}
+
+fn assert_error(v: &Value, code: &str) {
+    assert_eq!(v["error"]["code"], code, "{v}");
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.len() > 10), "{v}");
+}
+
+#[tokio::test]
+async fn serve_answers_search_open_status_and_health() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+
+    let (s, health) = json_of(c.get(server.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!((s, health["status"].as_str(), health["mode"].as_str()), (200, Some("ok"), Some("serve")));
+
+    let (s, v) = json_of(
+        c.post(server.url("/v1/search")).json(&json!({"query": "session store", "limit": 2})).send().await.unwrap(),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["results"][0]["path"], "src/auth/session.rs");
+    assert_eq!(v["results"].as_array().unwrap().len(), 2);
+    assert!(v["confidence"].as_f64().unwrap() > 0.5);
+    let project_id = v["project_id"].as_str().unwrap().to_string();
+
+    // The same repo named by header, by id, and by file URI all work.
+    for sel in [repo.to_str().unwrap().to_string(), project_id.clone(), format!("file://{}", repo.display())] {
+        let r = c
+            .post(server.url("/v1/search"))
+            .header("x-docdex-repo", &sel)
+            .json(&json!({"query": "parse config"}))
+            .send()
+            .await
+            .unwrap();
+        let (s, v) = json_of(r).await;
+        assert_eq!(s, 200, "{sel}: {v}");
+        assert_eq!(v["results"][0]["path"], "src/parser.py");
+    }
+
+    let (s, v) = json_of(c.get(server.url("/v1/open?path=src/auth/session.rs&lines=2-3")).send().await.unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!((v["line_start"].as_u64(), v["line_end"].as_u64()), (Some(2), Some(3)));
+    assert!(v["text"].as_str().unwrap().starts_with("pub struct SessionStore"));
+
+    // Right after start the catch-up run may still be checking the repo (`stale`); then `ready`.
+    eventually("catch-up done", || async {
+        let v: Value = c.get(server.url("/v1/status")).send().await.unwrap().json().await.unwrap();
+        v["repos"][0]["mount"]["status"] == "ready"
+    })
+    .await;
+    let (s, v) = json_of(c.get(server.url("/v1/status")).send().await.unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    let entry = &v["repos"][0];
+    assert_eq!(entry["mount"]["status"], "ready", "{v}");
+    assert_eq!(entry["mount"]["watcher"]["state"], "watching", "{v}");
+    assert_eq!(entry["index"]["documents"], 5);
+    assert_eq!(entry["mount"]["repo_id"], project_id.as_str());
+
+    // The watcher keeps the index fresh: a new file becomes searchable without a re-index.
+    write(&repo, "src/fresh.rs", "fn wombat_tracker() {}\n");
+    eventually("new file searchable", || async {
+        let r = c.post(server.url("/v1/search")).json(&json!({"query": "wombat tracker"})).send().await.unwrap();
+        let v: Value = r.json().await.unwrap();
+        v["results"].as_array().is_some_and(|a| a.iter().any(|h| h["path"] == "src/fresh.rs"))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn errors_follow_one_contract() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    write(env.dir.path(), "outside.txt", "secret");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(env.dir.path().join("outside.txt"), repo.join("link.txt")).unwrap();
+    let other = indexed_repo(&env, "other");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--max-body-bytes", "4096"], &[]);
+    let c = client();
+    let search = server.url("/v1/search");
+
+    // Malformed JSON, wrong shape, empty body, empty query: 400 bad_request with the contract.
+    for body in ["{not json", "{\"limit\": 3}", "", "{\"query\": \"  \"}", "[1,2]"] {
+        let r = c.post(&search).header("content-type", "application/json").body(body).send().await.unwrap();
+        let (s, v) = json_of(r).await;
+        assert_eq!(s, 400, "{body:?}: {v}");
+        assert_error(&v, "bad_request");
+    }
+    // Oversized body: 413 payload_too_large.
+    let big = json!({"query": "x".repeat(10_000)}).to_string();
+    let (s, v) = json_of(c.post(&search).body(big).send().await.unwrap()).await;
+    assert_eq!(s, 413, "{v}");
+    assert_error(&v, "payload_too_large");
+
+    // Unknown route and wrong method.
+    let (s, v) = json_of(c.get(server.url("/v1/nope")).send().await.unwrap()).await;
+    assert_eq!(s, 404);
+    assert_error(&v, "not_found");
+    let (s, v) = json_of(c.get(&search).send().await.unwrap()).await;
+    assert_eq!(s, 405);
+    assert_error(&v, "method_not_allowed");
+
+    // Another repository than the one served: 404 unknown_repo; a missing one too.
+    for sel in [other.to_str().unwrap(), "/definitely/not/here"] {
+        let r = c.post(&search).header("x-docdex-repo", sel).json(&json!({"query": "x"})).send().await.unwrap();
+        let (s, v) = json_of(r).await;
+        assert_eq!(s, 404, "{sel}: {v}");
+        assert_error(&v, "unknown_repo");
+    }
+    let r = c.post(&search).header("x-docdex-repo", "relative/path").json(&json!({"query": "x"})).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+
+    // No path escapes the repository: parent dirs, absolute paths, encoded dots, symlinks.
+    let escapes = ["../outside.txt", "src/../../outside.txt", "%2e%2e/outside.txt", "/etc/passwd", "link.txt"];
+    for p in escapes {
+        let url = format!("{}?path={}", server.url("/v1/open"), p.replace('/', "%2F"));
+        let (s, v) = json_of(c.get(&url).send().await.unwrap()).await;
+        assert!(s == 403 || s == 400, "{p}: {s} {v}");
+        assert!(!v.to_string().contains("secret"), "{p} leaked: {v}");
+        if s == 403 {
+            assert_error(&v, "path_outside_repo");
+        }
+    }
+    let (s, v) = json_of(c.get(server.url("/v1/open?path=README.md&lines=9-2")).send().await.unwrap()).await;
+    assert_eq!(s, 400, "{v}");
+    assert_error(&v, "bad_request");
+    let (s, _) = json_of(c.get(server.url("/v1/open?path=README.md&lines=abc")).send().await.unwrap()).await;
+    assert_eq!(s, 400);
+}
+
+#[tokio::test]
+async fn token_guards_every_http_and_mcp_request() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[("DOCDEX_AUTH_TOKEN", "tok-123")]);
+    let c = client();
+    let probes = [
+        c.get(server.url("/healthz")),
+        c.get(server.url("/v1/status")),
+        c.post(server.url("/v1/search")).json(&json!({"query": "session"})),
+        c.get(server.url("/v1/openapi.json")),
+        c.post(server.url("/v1/mcp")).json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})),
+        c.get(server.url("/sse")),
+        c.get(server.url("/no/such/route")),
+    ];
+    for probe in probes {
+        for auth in [None, Some("Bearer wrong"), Some("Bearer tok-1234"), Some("tok-123"), Some("Basic tok-123")] {
+            let mut req = probe.try_clone().unwrap();
+            if let Some(a) = auth {
+                req = req.header("authorization", a);
+            }
+            let r = req.send().await.unwrap();
+            assert_eq!(r.headers().get("www-authenticate").map(|v| v.to_str().unwrap()), Some("Bearer"));
+            let (s, v) = json_of(r).await;
+            assert_eq!(s, 401, "{auth:?}: {v}");
+            assert_error(&v, "unauthorized");
+        }
+    }
+    let r = c
+        .post(server.url("/v1/search"))
+        .bearer_auth("tok-123")
+        .json(&json!({"query": "session"}))
+        .send()
+        .await
+        .unwrap();
+    let (s, v) = json_of(r).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["results"][0]["path"], "src/auth/session.rs");
+}
+
+#[test]
+fn exposing_needs_a_token_and_non_loopback_needs_expose() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let r = repo.to_str().unwrap();
+    let out = env.run(&["serve", "--repo", r, "--bind", "0.0.0.0:0"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--expose"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = env.run(&["serve", "--repo", r, "--bind", "0.0.0.0:0", "--expose"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("requires a token") && err.contains("DOCDEX_AUTH_TOKEN"), "{err}");
+}
+
+#[tokio::test]
+async fn daemon_mounts_repos_on_initialize_and_keeps_them_apart() {
+    let env = Env::new();
+    let a = indexed_repo(&env, "a");
+    write(&a, "only_a.rs", "fn aardvark_only() {}\n");
+    env.json(&["index", "--repo", a.to_str().unwrap(), "--json"]);
+    let b = env.repo("b");
+    write(&b, "only_b.rs", "fn aardvark_bee() {}\n");
+    let daemon = Server::start(&env, &["daemon"], &[]);
+    let c = client();
+    let init = |root: String| c.post(daemon.url("/v1/initialize")).json(&json!({ "rootUri": root })).send();
+
+    // No repository named: 400; an unindexed, unmounted one: 409 with the initialize hint.
+    let (s, v) = json_of(c.post(daemon.url("/v1/search")).json(&json!({"query": "x"})).send().await.unwrap()).await;
+    assert_eq!(s, 400, "{v}");
+    let r = c
+        .post(daemon.url("/v1/search"))
+        .json(&json!({"query": "x", "repo": b.to_str().unwrap()}))
+        .send()
+        .await
+        .unwrap();
+    let (s, v) = json_of(r).await;
+    assert_eq!(s, 409, "{v}");
+    assert_error(&v, "not_indexed");
+    assert!(v["error"]["message"].as_str().unwrap().contains("/v1/initialize"), "{v}");
+
+    // An indexed, unchanged repo is ready (or `stale` for the moment its catch-up run checks it,
+    // on a slow machine); an unindexed one starts indexing in the background.
+    let (s, v) = json_of(init(format!("file://{}", a.display())).await.unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(["ready", "stale"].contains(&v["status"].as_str().unwrap()), "{v}");
+    let a_id = v["repo_id"].as_str().unwrap().to_string();
+    eventually("a ready", || async {
+        let v: Value =
+            c.get(daemon.url("/v1/status")).header("x-docdex-repo", &a_id).send().await.unwrap().json().await.unwrap();
+        v["repos"][0]["mount"]["status"] == "ready"
+    })
+    .await;
+    let (s, v) = json_of(init(b.to_str().unwrap().to_string()).await.unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(["indexing", "ready"].contains(&v["status"].as_str().unwrap()), "{v}");
+    let b_id = v["repo_id"].as_str().unwrap().to_string();
+    eventually("b indexed", || async {
+        let v: Value =
+            c.get(daemon.url("/v1/status")).header("x-docdex-repo", &b_id).send().await.unwrap().json().await.unwrap();
+        v["repos"][0]["mount"]["status"] == "ready"
+    })
+    .await;
+
+    // Every hit comes from the repo asked, even for a word both contain.
+    for (repo, only) in [(&a, "only_a.rs"), (&b, "only_b.rs")] {
+        let r = c
+            .post(daemon.url("/v1/search"))
+            .json(&json!({"query": "aardvark", "repo": repo.to_str().unwrap()}))
+            .send()
+            .await
+            .unwrap();
+        let (s, v) = json_of(r).await;
+        assert_eq!(s, 200, "{v}");
+        let paths: Vec<&str> = v["results"].as_array().unwrap().iter().map(|h| h["path"].as_str().unwrap()).collect();
+        assert_eq!(paths, [only], "{v}");
+        assert_eq!(std::fs::canonicalize(v["repo"].as_str().unwrap()).unwrap(), std::fs::canonicalize(repo).unwrap());
+    }
+    let v: Value = c.get(daemon.url("/v1/status")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(v["repos"].as_array().unwrap().len(), 2, "{v}");
+
+    // A missing directory cannot be mounted.
+    let (s, v) = json_of(init("file:///definitely/not/here".into()).await.unwrap()).await;
+    assert_eq!(s, 404, "{v}");
+    assert_error(&v, "unknown_repo");
+}
+
+#[test]
+fn a_second_daemon_refuses_and_names_the_first() {
+    let env = Env::new();
+    let mut first = Server::start(&env, &["daemon"], &[]);
+    let lock = env.home().join("daemon.lock");
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
+    assert_eq!(info["addr"], first.addr.as_str());
+    assert_eq!(info["pid"], first.child.id());
+    let out = env.run(&["daemon", "--bind", "127.0.0.1:0"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already running") && err.contains(&first.addr), "{err}");
+    first.terminate();
+    assert!(first.wait_exit(Duration::from_secs(15)).success());
+    assert!(!lock.exists(), "the lock file is removed on shutdown");
+}
+
+#[tokio::test]
+async fn daemon_reads_but_never_writes_an_index_another_process_writes() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    // This test process takes the writer, as a running `docdex watch` would, and says it is updating.
+    let engine = env.engine();
+    let rref = engine.resolve_repo(&repo).unwrap();
+    let session = engine.open_index_session(&rref, false).unwrap();
+    let status = json!({"state": "updating", "pid": std::process::id(), "started_ms": 1, "updated_ms": 1,
+        "progress": null, "queued": 3, "last_event": null, "last_error": null, "watching": true});
+    std::fs::write(rref.status_path(), status.to_string()).unwrap();
+
+    let daemon = Server::start(&env, &["daemon"], &[]);
+    let c = client();
+    let (s, v) = json_of(
+        c.post(daemon.url("/v1/initialize")).json(&json!({"rootUri": repo.to_str().unwrap()})).send().await.unwrap(),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["status"], "stale", "{v}");
+    assert_eq!(v["watcher"]["state"], "deferred", "{v}");
+    assert_eq!(v["watcher"]["writer_pid"], std::process::id(), "{v}");
+    // It still answers searches from the committed index.
+    let r = c
+        .post(daemon.url("/v1/search"))
+        .header("x-docdex-repo", repo.to_str().unwrap())
+        .json(&json!({"query": "session"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+
+    // When the writer goes away, the daemon takes over and watches.
+    drop(session);
+    eventually("daemon takes the writer", || async {
+        let v: Value = c.get(daemon.url("/v1/status")).send().await.unwrap().json().await.unwrap();
+        v["repos"][0]["mount"]["watcher"]["state"] == "watching"
+    })
+    .await;
+}
+
+#[test]
+fn sigterm_finishes_the_request_in_flight_then_releases_everything() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let mut server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    // Wait until the watcher holds the writer.
+    let engine = env.engine();
+    let rref = engine.resolve_repo(&repo).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while engine.open_index_session(&rref, false).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "watcher never took the writer");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // A request whose body is still arriving when SIGTERM lands.
+    let body = json!({"query": "session store"}).to_string();
+    let mut stream = std::net::TcpStream::connect(&server.addr).unwrap();
+    write!(
+        stream,
+        "POST /v1/search HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
+        server.addr,
+        body.len(),
+        &body[..5]
+    )
+    .unwrap();
+    stream.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    server.terminate();
+    // New connections are refused once shutdown began (while the request above is still open).
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while std::net::TcpStream::connect(&server.addr).is_ok() {
+        assert!(std::time::Instant::now() < deadline, "still accepting 5 s after SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stream.write_all(&body.as_bytes()[5..]).unwrap();
+    let mut response = String::new();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("src/auth/session.rs"), "{response}");
+
+    assert!(server.wait_exit(Duration::from_secs(15)).success(), "{}", server.stderr.lock().unwrap());
+    // The writer was released: this process can write the index now.
+    engine.open_index_session(&rref, false).expect("writer released on shutdown");
+}
+
+#[tokio::test]
+async fn openapi_documents_exactly_the_routes_served() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let (s, doc) = json_of(c.get(server.url("/v1/openapi.json")).send().await.unwrap()).await;
+    assert_eq!(s, 200);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let paths = doc["paths"].as_object().unwrap();
+    let mut documented = Vec::new();
+    for (path, item) in paths {
+        for (method, op) in item.as_object().unwrap() {
+            documented.push(format!("{} {path}", method.to_uppercase()));
+            assert!(op["summary"].as_str().is_some_and(|s| !s.is_empty()), "{method} {path}");
+            assert!(op["responses"]["default"]["content"]["application/json"]["schema"]["$ref"].is_string());
+            // Served: the request reaches a handler (never the unknown-route or wrong-method answer).
+            let url = server.url(&path.replace("{session}", "x"));
+            let req = match method.as_str() {
+                "get" => c.get(&url),
+                "post" => c.post(&url).header("content-type", "application/json").body("{}"),
+                "delete" => c.delete(&url),
+                m => panic!("unexpected method {m}"),
+            };
+            let resp = req.timeout(Duration::from_secs(3)).send().await.unwrap();
+            let status = resp.status().as_u16();
+            if status == 404 || status == 405 {
+                let body = resp.text().await.unwrap_or_default();
+                assert!(
+                    !body.contains("\"not_found\"") && !body.contains("method_not_allowed"),
+                    "{method} {path} not served: {body}"
+                );
+            }
+        }
+    }
+    documented.sort();
+    // The routes the router was built with (every registration goes through `Routes`).
+    let state = docdex::server::AppState::new(
+        env.engine(),
+        docdex::server::Mode::Daemon,
+        None,
+        docdex::server::auth::Auth::new(None),
+        false,
+        1024,
+        false,
+    )
+    .unwrap();
+    let (_router, ops) = docdex::server::http::app(state, true);
+    let mut expected: Vec<String> = ops.iter().map(|o| format!("{} {}", o.method, o.path)).collect();
+    expected.sort();
+    assert_eq!(documented, expected, "the document lists exactly the router's routes");
+    // Every schema referenced is defined.
+    let text = doc.to_string();
+    for cap in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
+        let name = cap.split('"').next().unwrap();
+        assert!(doc["components"]["schemas"][name].is_object(), "undefined schema {name}");
+    }
+}
+
+#[tokio::test]
+async fn models_lists_the_providers_models_or_says_it_is_unreachable() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    std::fs::write(
+        env.home().join("config.toml"),
+        format!("[llm]\nbase_url = \"{}\"\nrequest_timeout_secs = 2\n", fake.url()),
+    )
+    .unwrap();
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let (s, v) = json_of(c.get(server.url("/v1/models")).send().await.unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["object"], "list");
+    let ids: Vec<&str> = v["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["fake-chat:latest", "fake-embed:latest"], "{v}");
+    assert_eq!(v["data"][0]["owned_by"], "ollama");
+    drop(server);
+
+    // With the provider gone: 503 upstream_unavailable, with the contract.
+    drop(fake);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let (s, v) = json_of(c.get(server.url("/v1/models")).send().await.unwrap()).await;
+    assert_eq!(s, 503, "{v}");
+    assert_error(&v, "upstream_unavailable");
+}
+
+#[tokio::test]
+async fn a_foreign_host_header_is_refused_unless_exposed() {
+    // A web page that rebinds its own name to 127.0.0.1 sends its name as Host.
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let r = c
+        .post(server.url("/v1/search"))
+        .header("host", "evil.example:3210")
+        .json(&json!({"query": "session"}))
+        .send()
+        .await
+        .unwrap();
+    let (s, v) = json_of(r).await;
+    assert_eq!(s, 403, "{v}");
+    assert_error(&v, "forbidden_host");
+    let r = c
+        .post(server.url("/v1/search"))
+        .header("host", format!("localhost:{}", server.addr.rsplit(':').next().unwrap()))
+        .json(&json!({"query": "session"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+}
+
+#[tokio::test]
+async fn shutdown_closes_open_mcp_streams_promptly() {
+    let env = Env::new();
+    let mut daemon = Server::start(&env, &["daemon"], &[]);
+    let c = client();
+    let mut sse = c.get(daemon.url("/sse")).send().await.unwrap();
+    assert_eq!(sse.status().as_u16(), 200);
+    let first = String::from_utf8_lossy(&sse.chunk().await.unwrap().unwrap()).to_string();
+    assert!(first.contains("event: endpoint") && first.contains("/v1/mcp/message?sessionId="), "{first}");
+    let started = std::time::Instant::now();
+    daemon.terminate();
+    // The stream ends (no hang until the drain timeout) and the process exits cleanly.
+    let ended =
+        tokio::time::timeout(Duration::from_secs(8), async { while let Ok(Some(_)) = sse.chunk().await {} }).await;
+    assert!(ended.is_ok(), "SSE stream still open after SIGTERM");
+    assert!(daemon.wait_exit(Duration::from_secs(8)).success());
+    assert!(started.elapsed() < Duration::from_secs(8));
+}
+
+#[test]
+fn preflight_check_refuses_to_start_when_a_prerequisite_fails() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = env.run(&["serve", "--repo", repo.to_str().unwrap(), "--bind", &addr, "--preflight-check"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("preflight") && err.contains(&addr), "{err}");
+    assert!(out.stdout.is_empty(), "nothing was served: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[tokio::test]
+async fn a_repo_still_being_indexed_says_so_instead_of_asking_for_an_index() {
+    let env = Env::new();
+    let repo = env.repo("fresh");
+    sample_repo(&repo);
+    // Another process holds the writer, so the first index cannot have finished yet.
+    let engine = env.engine();
+    let rref = engine.resolve_repo(&repo).unwrap();
+    let session = engine.open_index_session(&rref, false).unwrap();
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let v: Value = c.get(server.url("/v1/status")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(v["repos"][0]["mount"]["status"], "indexing", "{v}");
+    let (s, v) =
+        json_of(c.post(server.url("/v1/search")).json(&json!({"query": "session"})).send().await.unwrap()).await;
+    assert_eq!(s, 409, "{v}");
+    assert_error(&v, "not_indexed");
+    assert!(v["error"]["message"].as_str().unwrap().contains("being indexed"), "{v}");
+    // Once the writer is free, the server indexes the repo itself.
+    drop(session);
+    eventually("indexed by the server", || async {
+        let r = c.post(server.url("/v1/search")).json(&json!({"query": "session store"})).send().await.unwrap();
+        r.status().as_u16() == 200
+    })
+    .await;
+}

@@ -1,0 +1,149 @@
+"""Drives docdex's MCP server with the official MCP Python SDK (`mcp` on PyPI).
+
+Usage: mcp_client.py stdio BINARY REPO [TOKEN]
+       mcp_client.py http URL REPO [TOKEN]      (streamable HTTP, URL ends in /v1/mcp)
+       mcp_client.py sse URL REPO [TOKEN]       (legacy SSE, URL ends in /sse)
+
+Lists the tools, calls each one, checks the results, and prints one JSON line
+with what it saw. Exits non-zero on any failed check.
+"""
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
+
+try:  # mcp >= 2 (httpx2): headers come through a pre-built client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    def streamable(url, headers):
+        return streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
+
+except ImportError:  # mcp 1.x
+    from mcp.client.streamable_http import streamablehttp_client
+
+    def streamable(url, headers):
+        return streamablehttp_client(url, headers=headers)
+
+EXPECTED_TOOLS = {"docdex_search", "docdex_open", "docdex_status", "docdex_web_research"}
+
+
+def attr(obj, *names):
+    """Reads a field under its mcp 2.x (snake_case) or 1.x (camelCase) name."""
+    for n in names:
+        if hasattr(obj, n):
+            return getattr(obj, n)
+    raise AttributeError(names)
+
+
+def is_error(result):
+    return bool(attr(result, "is_error", "isError"))
+
+
+def text_of(result):
+    return "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+async def exercise(session, repo, report):
+    init = await session.initialize()
+    report["server"] = attr(init, "server_info", "serverInfo").name
+    tools = await session.list_tools()
+    names = {t.name for t in tools.tools}
+    report["tools"] = sorted(names)
+    check(EXPECTED_TOOLS <= names, f"missing tools: {EXPECTED_TOOLS - names}")
+    for t in tools.tools:
+        schema = attr(t, "input_schema", "inputSchema")
+        check(t.description and len(t.description) > 40, f"{t.name} needs a description")
+        check(schema.get("type") == "object", f"{t.name} schema: {schema}")
+        check("project_root" in schema.get("properties", {}), f"{t.name} takes project_root")
+    search_tool = next(t for t in tools.tools if t.name == "docdex_search")
+    search_schema = attr(search_tool, "input_schema", "inputSchema")
+    check(search_schema.get("required") == ["query"], f"search requires query: {search_schema}")
+
+    # docdex_search: with an explicit project_root, and the hit belongs to this repo.
+    r = await session.call_tool("docdex_search", {"query": "expire stale sessions", "project_root": repo, "limit": 3})
+    check(not is_error(r), f"search failed: {text_of(r)}")
+    body = json.loads(text_of(r))
+    check(body["results"], f"no hits: {body}")
+    check(body["results"][0]["path"] == "src/auth/session.rs", f"top hit: {body['results'][0]['path']}")
+    check(os.path.realpath(body["repo"]) == os.path.realpath(repo), f"repo {body['repo']}")
+    report["search_top"] = body["results"][0]["path"]
+    hit = body["results"][0]
+
+    # docdex_open: the lines the hit points at.
+    r = await session.call_tool(
+        "docdex_open",
+        {"path": hit["path"], "start_line": hit["line_start"], "end_line": hit["line_end"], "project_root": repo},
+    )
+    check(not is_error(r), f"open failed: {text_of(r)}")
+    opened = json.loads(text_of(r))
+    check("expire_stale_sessions" in opened["text"], f"open text: {opened}")
+    report["open_lines"] = [opened["line_start"], opened["line_end"]]
+
+    # docdex_open refuses paths outside the repository.
+    r = await session.call_tool("docdex_open", {"path": "../outside.txt", "project_root": repo})
+    check(is_error(r) and "outside" in text_of(r), f"escape not refused: {text_of(r)}")
+
+    # docdex_status.
+    r = await session.call_tool("docdex_status", {"project_root": repo})
+    check(not is_error(r), f"status failed: {text_of(r)}")
+    st = json.loads(text_of(r))
+    check(st["index"]["documents"] >= 4, f"status: {st}")
+    report["documents"] = st["index"]["documents"]
+
+    # docdex_web_research: the truthful answer today.
+    r = await session.call_tool("docdex_web_research", {"query": "tokio graceful shutdown", "project_root": repo})
+    check(is_error(r) and "web tier unavailable" in text_of(r), f"web research: {text_of(r)}")
+
+    # Unknown and unindexed repositories are tool errors that say what to do.
+    r = await session.call_tool("docdex_search", {"query": "x", "project_root": "/definitely/not/here"})
+    check(is_error(r) and "unknown_repo" in text_of(r), f"unknown repo: {text_of(r)}")
+    unindexed = os.environ.get("DOCDEX_TEST_UNINDEXED")
+    if unindexed:
+        r = await session.call_tool("docdex_search", {"query": "x", "project_root": unindexed})
+        t = text_of(r)
+        check(is_error(r) and ("not_indexed" in t or "unknown_repo" in t), f"unindexed repo: {t}")
+        report["unindexed_error"] = t.split(":")[0]
+
+    # Bad arguments are tool errors too.
+    r = await session.call_tool("docdex_search", {"project_root": repo})
+    check(is_error(r) and "bad_request" in text_of(r), f"missing query: {text_of(r)}")
+    report["ok"] = True
+
+
+async def main():
+    transport, target, repo = sys.argv[1], sys.argv[2], sys.argv[3]
+    token = sys.argv[4] if len(sys.argv) > 4 else None
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    report = {"transport": transport}
+    if transport == "stdio":
+        env = dict(os.environ)
+        params = StdioServerParameters(command=target, args=["mcp"], env=env)
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await exercise(session, repo, report)
+    elif transport == "http":
+        async with streamable(target, headers) as streams:
+            read, write = streams[0], streams[1]
+            async with ClientSession(read, write) as session:
+                await exercise(session, repo, report)
+    elif transport == "sse":
+        async with sse_client(target, headers=headers) as (read, write):
+            async with ClientSession(read, write) as session:
+                await exercise(session, repo, report)
+    else:
+        raise SystemExit(f"unknown transport {transport}")
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
