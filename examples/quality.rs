@@ -2,7 +2,10 @@
 //! against the files a fix would touch. Prints recall@5, recall@10 and MRR@10 over distinct
 //! files, overall and per repo, plus the misses, so ranking changes can be judged.
 //!
-//! `cargo run --release --example quality -- bench/quality/python-stdlib.json [--verbose]`
+//! `cargo run --release --example quality -- bench/quality/python-stdlib.json [--verbose] [--compare]`
+//!
+//! `--compare` also scores the same index with the symbol and AST ranking signals off, each
+//! alone, and both on (the `[search]` flags), one line per setting.
 
 use docdex::config::Config;
 use docdex::engine::protocol::SearchRequest;
@@ -64,6 +67,10 @@ fn main() -> anyhow::Result<()> {
     let home = std::env::temp_dir().join(format!("docdex-quality-{}", std::process::id()));
     let mut config = Config::default();
     config.index.exclude = vec!["site-packages/".into()];
+    // Ranking flags from the environment (DOCDEX_SYMBOL_RANKING_ENABLED=0, ...), for comparisons.
+    for w in config.apply_env(|k| std::env::var(k).ok()) {
+        eprintln!("{w}");
+    }
     let engine = Engine::with_config(&home, config, home.join("config.toml"), vec![])?;
     let mut total = Score::default();
     for file in args.iter().filter(|a| !a.starts_with("--")) {
@@ -73,8 +80,9 @@ fn main() -> anyhow::Result<()> {
         for q in &data.queries {
             let root = PathBuf::from(q.repo_root_hint.clone().or(data.repo_root_hint.clone()).unwrap_or_default());
             if !indexed.contains(&root) {
-                let s =
-                    engine.index(&root, &IndexOptions::default(), &|_: &docdex::engine::protocol::IndexProgress| {})?;
+                // `--plain`: the text-only index (no Tree-sitter pass), for comparing chunkings.
+                let opts = IndexOptions { skip_code: args.iter().any(|a| a == "--plain"), ..Default::default() };
+                let s = engine.index(&root, &opts, &|_: &docdex::engine::protocol::IndexProgress| {})?;
                 eprintln!("indexed {} ({} files, {:.2}s)", root.display(), s.files, s.seconds);
                 indexed.push(root.clone());
             }
@@ -108,6 +116,42 @@ fn main() -> anyhow::Result<()> {
         }
     }
     println!("{}", total.line("ALL"));
+    if args.iter().any(|a| a == "--compare") {
+        compare(&home, &args)?;
+    }
     let _ = std::fs::remove_dir_all(&home);
+    Ok(())
+}
+
+/// Scores every query under each ranking-signal setting, over the index built above.
+fn compare(home: &Path, args: &[String]) -> anyhow::Result<()> {
+    for (name, symbols, ast) in [
+        ("signals off", false, false),
+        ("symbol ranking only", true, false),
+        ("AST (defs) ranking only", false, true),
+        ("both on (default)", true, true),
+    ] {
+        let mut config = Config::default();
+        config.index.exclude = vec!["site-packages/".into()];
+        config.search.symbol_ranking_enabled = symbols;
+        config.search.ast_ranking_enabled = ast;
+        let engine = Engine::with_config(home, config, home.join("config.toml"), vec![])?;
+        let mut total = Score::default();
+        for file in args.iter().filter(|a| !a.starts_with("--")) {
+            let data: Dataset = serde_json::from_slice(&std::fs::read(file)?)?;
+            for q in &data.queries {
+                let root = PathBuf::from(q.repo_root_hint.clone().or(data.repo_root_hint.clone()).unwrap_or_default());
+                let req = SearchRequest { query: q.query.clone(), limit: Some(60), ..Default::default() };
+                let mut files: Vec<String> = Vec::new();
+                for h in engine.search(&root, &req)?.results {
+                    if !files.contains(&h.path) {
+                        files.push(h.path);
+                    }
+                }
+                total.add(&files, &q.targets);
+            }
+        }
+        println!("{}", total.line(name));
+    }
     Ok(())
 }

@@ -8,8 +8,11 @@
 //! unless `--keep` is given.
 //!
 //! What is measured, in order:
-//! 1. first index (`rebuild`), its phases as seen by the progress sink, and
-//!    the peak RSS of this process (`VmHWM`, reset just before indexing);
+//! 0. a plain (text-only) rebuild, twice, for the code pass's cost;
+//! 1. first index (`rebuild`, with the code pass: Tree-sitter symbols, AST
+//!    counts, imports and the impact-graph rebuild), its phases as seen by the
+//!    progress sink, per-language parse rates, and the peak RSS of this process
+//!    (`VmHWM`, reset just before indexing);
 //! 2. an unchanged re-index, a bare walk, and the index size on disk;
 //! 3. warm in-process search latency over [`QUERIES`];
 //! 4. whole-process latency of `docdex search --json` for a sample of them;
@@ -364,6 +367,7 @@ struct Report {
     other_cpu_pct: Option<f64>,
     corpus: CorpusInfo,
     index: IndexFigures,
+    code: CodeFigures,
     search: SearchFigures,
     process: Option<ProcessFigures>,
     ripgrep: RgFigures,
@@ -416,6 +420,50 @@ struct IndexFigures {
     peak_rss_before_index_mib: f64,
     peak_rss_after_index_mib: f64,
     peak_rss_end_mib: f64,
+}
+
+/// The code pass of the first index against a plain (text-only) index of the same corpus.
+#[derive(Debug, Serialize, Default)]
+struct CodeFigures {
+    /// Fastest of two plain rebuilds (no Tree-sitter pass), timed like the first index.
+    plain_first_s: f64,
+    /// CPU time (user + system, all threads) of that plain rebuild.
+    plain_cpu_s: f64,
+    /// CPU time of the first index with the code pass.
+    full_cpu_s: f64,
+    /// CPU over CPU: the ratio that a busy machine does not distort.
+    cpu_ratio_to_plain: f64,
+    /// First index with the code pass over the plain one (target < 2).
+    ratio_to_plain: f64,
+    /// Share of the first index's wall time the code pass adds: (full - plain) / full.
+    added_share_pct: f64,
+    files_parsed: u64,
+    files_not_parsed: u64,
+    files_with_parse_errors: u64,
+    symbols: u64,
+    /// Parse + extraction time summed over worker threads.
+    extract_cpu_s: f64,
+    /// Writing `symbols.db` on the writer thread.
+    store_s: f64,
+    /// The impact-graph rebuild call.
+    graph_s: Option<f64>,
+    symbols_db_bytes: u64,
+    languages: Vec<LanguageFigures>,
+    /// Warm search with the symbol and AST ranking signals on (default) and off, the same
+    /// queries interleaved so both see the same machine.
+    search_signals_on: Latency,
+    search_signals_off: Latency,
+}
+
+/// Parse rate of one language (CPU time on one worker thread).
+#[derive(Debug, Serialize)]
+struct LanguageFigures {
+    lang: String,
+    files: u64,
+    mib: f64,
+    cpu_s: f64,
+    files_per_cpu_s: f64,
+    mib_per_cpu_s: f64,
 }
 
 /// Where the first index's time went, from the progress sink's phase changes.
@@ -497,9 +545,19 @@ pub fn run(_engine: &Engine, out: &Out, args: BenchArgs) -> anyhow::Result<()> {
     let engine = Engine::open_at(&home).context("opening the bench home")?;
     let cpu_start = CpuSnapshot::take();
     out.note(&format!("indexing {} (fresh DOCDEX_HOME {})", corpus.indexed_path.display(), home.display()));
-    let mut index = measure_index(&engine, &corpus.indexed_path)?;
+    out.note("plain (text-only) index, twice, for the code pass's share");
+    let (plain_first_s, plain_cpu_s) = measure_plain_index(&engine, &corpus.indexed_path)?;
+    let (mut index, mut code) = measure_index(&engine, &corpus.indexed_path)?;
+    code.plain_first_s = plain_first_s;
+    code.plain_cpu_s = plain_cpu_s;
+    code.cpu_ratio_to_plain = code.full_cpu_s / plain_cpu_s.max(1e-9);
+    code.ratio_to_plain = index.first_s / plain_first_s.max(1e-9);
+    code.added_share_pct = 100.0 * (index.first_s - plain_first_s) / index.first_s.max(1e-9);
     out.note(&format!("searching: {} queries x {} rounds", QUERIES.len(), args.rounds));
     let (search, per_query) = measure_search(&engine, &corpus.indexed_path, args.rounds.max(1))?;
+    let (on, off) = measure_signal_cost(&engine, &home, &corpus.indexed_path, args.rounds.max(1))?;
+    code.search_signals_on = on;
+    code.search_signals_off = off;
     let sample = sample_indices(QUERIES.len(), args.process_queries);
     let process = measure_process(out, &home, &corpus.indexed_path, &sample)?;
     let rg_sample = if args.no_rg { &[][..] } else { &sample[..] };
@@ -515,7 +573,7 @@ pub fn run(_engine: &Engine, out: &Out, args: BenchArgs) -> anyhow::Result<()> {
         None
     };
     let others = cpu_start.zip(CpuSnapshot::take()).map(|(a, b)| a.others_pct(&b));
-    let mut report = assemble(corpus, index, search, process, ripgrep, others);
+    let mut report = assemble(corpus, index, code, search, process, ripgrep, others);
     if watch.is_some() {
         report.watch = watch;
         report.targets = targets(&report);
@@ -531,6 +589,7 @@ pub fn run(_engine: &Engine, out: &Out, args: BenchArgs) -> anyhow::Result<()> {
 fn assemble(
     corpus: CorpusInfo,
     index: IndexFigures,
+    code: CodeFigures,
     search: SearchFigures,
     process: Option<ProcessFigures>,
     ripgrep: RgFigures,
@@ -544,6 +603,7 @@ fn assemble(
         other_cpu_pct,
         corpus,
         index,
+        code,
         search,
         process,
         ripgrep,
@@ -733,16 +793,77 @@ impl PhaseClock {
     }
 }
 
-fn measure_index(engine: &Engine, corpus: &Path) -> anyhow::Result<IndexFigures> {
+/// The fastest of two plain rebuilds (text only, no code pass): wall and CPU seconds.
+fn measure_plain_index(engine: &Engine, corpus: &Path) -> anyhow::Result<(f64, f64)> {
+    let opts = IndexOptions { rebuild: true, skip_code: true };
+    let mut best = (f64::MAX, f64::MAX);
+    for _ in 0..2 {
+        let cpu = process_cpu_seconds();
+        let (r, s) = timed(|| engine.index(corpus, &opts, &|_: &IndexProgress| {}));
+        r?;
+        let cpu = process_cpu_seconds() - cpu;
+        if s < best.0 {
+            best = (s, cpu);
+        }
+    }
+    Ok(best)
+}
+
+/// CPU time (user + system) of this process, all threads, in seconds.
+fn process_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we own.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0.0;
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+/// The code pass's figures from the first index's summary.
+fn code_figures(s: &IndexSummary, symbols_db_bytes: u64) -> CodeFigures {
+    let Some(c) = &s.code else { return CodeFigures::default() };
+    let languages = c
+        .languages
+        .iter()
+        .map(|(lang, t)| {
+            let mib = t.bytes as f64 / (1024.0 * 1024.0);
+            LanguageFigures {
+                lang: lang.clone(),
+                files: t.files,
+                mib,
+                cpu_s: t.seconds,
+                files_per_cpu_s: t.files as f64 / t.seconds.max(1e-9),
+                mib_per_cpu_s: mib / t.seconds.max(1e-9),
+            }
+        })
+        .collect();
+    CodeFigures {
+        files_parsed: c.files_parsed,
+        files_not_parsed: c.files_not_parsed,
+        files_with_parse_errors: c.files_with_parse_errors,
+        symbols: c.symbols_extracted,
+        extract_cpu_s: c.extract_seconds,
+        store_s: c.store_seconds,
+        graph_s: c.graph_seconds,
+        symbols_db_bytes,
+        languages,
+        ..Default::default()
+    }
+}
+
+fn measure_index(engine: &Engine, corpus: &Path) -> anyhow::Result<(IndexFigures, CodeFigures)> {
     let peak_rss_reset = reset_peak_rss();
     let before = proc_status_kib("VmHWM:").unwrap_or(0);
     let clock = PhaseClock::new();
+    let cpu0 = process_cpu_seconds();
     let t0 = Instant::now();
-    let first = engine.index(corpus, &IndexOptions { rebuild: true }, &clock)?;
+    let first = engine.index(corpus, &IndexOptions { rebuild: true, ..Default::default() }, &clock)?;
     let t1 = Instant::now();
+    let full_cpu_s = process_cpu_seconds() - cpu0;
     let after = proc_status_kib("VmHWM:").unwrap_or(0);
     let first_s = (t1 - t0).as_secs_f64();
-    let (again, reindex_s) = timed(|| engine.index(corpus, &IndexOptions { rebuild: false }, &|_: &IndexProgress| {}));
+    let (again, reindex_s) = timed(|| engine.index(corpus, &IndexOptions::default(), &|_: &IndexProgress| {}));
     let again = again?;
     let repo = engine.resolve_repo(corpus)?;
     let cfg = &engine.config().index;
@@ -750,7 +871,14 @@ fn measure_index(engine: &Engine, corpus: &Path) -> anyhow::Result<IndexFigures>
         timed(|| index::walk::walk(&repo.root, std::slice::from_ref(&repo.root), cfg, index::thread_count(cfg)));
     let manifest = index::manifest::Manifest::load(&repo.manifest_path());
     let indexed_bytes: u64 = manifest.files.values().filter(|e| e.skipped.is_none()).map(|e| e.size).sum();
-    Ok(IndexFigures {
+    let db = crate::engine::code::store::db_path(&repo);
+    let db_bytes = ["", "-wal"]
+        .iter()
+        .filter_map(|s| std::fs::metadata(format!("{}{s}", db.display())).ok())
+        .map(|m| m.len())
+        .sum();
+    let code = CodeFigures { full_cpu_s, ..code_figures(&first, db_bytes) };
+    let figures = IndexFigures {
         indexed_bytes,
         mib_per_s: indexed_bytes as f64 / (1024.0 * 1024.0) / first_s.max(1e-9),
         phases: clock.phases(t0, t1),
@@ -764,7 +892,8 @@ fn measure_index(engine: &Engine, corpus: &Path) -> anyhow::Result<IndexFigures>
         peak_rss_after_index_mib: kib_to_mib(after),
         peak_rss_end_mib: 0.0,
         ..index_counts(&first, first_s)
-    })
+    };
+    Ok((figures, code))
 }
 
 fn index_counts(s: &IndexSummary, first_s: f64) -> IndexFigures {
@@ -845,6 +974,35 @@ fn measure_search(engine: &Engine, corpus: &Path, rounds: usize) -> anyhow::Resu
         engine_mean_snippets_ms: parts[2] / n,
     };
     Ok((figures, medians))
+}
+
+/// Warm latency with the ranking signals on and off, query by query in alternation.
+fn measure_signal_cost(
+    engine: &Engine,
+    home: &Path,
+    corpus: &Path,
+    rounds: usize,
+) -> anyhow::Result<(Latency, Latency)> {
+    let mut config = engine.config().clone();
+    config.search.symbol_ranking_enabled = false;
+    config.search.ast_ranking_enabled = false;
+    let off = Engine::with_config(home, config, engine.config_path().to_path_buf(), Vec::new())?;
+    let req = |q: &str| SearchRequest { query: q.to_string(), ..Default::default() };
+    for q in QUERIES {
+        off.search(corpus, &req(q))?;
+    }
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        for q in QUERIES {
+            let t = Instant::now();
+            engine.search(corpus, &req(q))?;
+            a.push(ms(t.elapsed()));
+            let t = Instant::now();
+            off.search(corpus, &req(q))?;
+            b.push(ms(t.elapsed()));
+        }
+    }
+    Ok((latency(&a), latency(&b)))
 }
 
 /// `n` indices spread evenly over `0..len`.
@@ -1128,9 +1286,23 @@ fn targets(r: &Report) -> Vec<Target> {
     t.push(target("vs rg scan (whole process, same queries)", ">= 20x", v, p));
     let (v, p) = speed(rg.speedup_in_process);
     t.push(target("vs rg scan (in-process, same queries)", ">= 20x", v, p));
-    let idx_pass = small.then_some(i.first_s < 0.5);
+    // Issue 2's target is for the plain (text-only) index; the code pass has its own ratio target.
+    let plain_s = if r.code.plain_first_s > 0.0 { r.code.plain_first_s } else { i.first_s };
+    let idx_pass = small.then_some(plain_s < 0.5);
     let idx_target = if small { "< 0.5 s (5,000 files / 14 MB)" } else { "n/a (target is for 5,000 files / 14 MB)" };
-    t.push(target("First index", idx_target, format!("{:.2} s", i.first_s), idx_pass));
+    t.push(target("First index, plain (text only)", idx_target, format!("{plain_s:.2} s"), idx_pass));
+    let c = &r.code;
+    if c.plain_first_s > 0.0 {
+        t.push(target(
+            "Index with symbols and graph / plain index",
+            "< 2x",
+            format!(
+                "{:.2}x ({:.2} s / {:.2} s); CPU {:.2}x ({:.2} / {:.2} CPU-s)",
+                c.ratio_to_plain, i.first_s, c.plain_first_s, c.cpu_ratio_to_plain, c.full_cpu_s, c.plain_cpu_s
+            ),
+            Some(c.ratio_to_plain < 2.0),
+        ));
+    }
     t.push(target(
         "Peak RSS (process VmHWM)",
         "< 1 GiB",
@@ -1188,7 +1360,22 @@ fn rows(r: &Report) -> Vec<(String, String)> {
                 i.reindex_s, i.reindex_pct_of_first, i.reindex_unchanged, i.walk_only_s
             ),
         ),
-        ("Index size on disk".into(), mib(i.index_bytes)),
+        (
+            "Index size on disk".into(),
+            format!("{} (+ symbols.db {})", mib(i.index_bytes), mib(r.code.symbols_db_bytes)),
+        ),
+        ("Code pass".into(), code_line(&r.code)),
+        ("  parse rate per language".into(), languages_line(&r.code)),
+        (
+            "Warm search, signals on / off".into(),
+            format!(
+                "p50 {:.2} / {:.2} ms, p95 {:.2} / {:.2} ms (symbol + AST ranking on vs off, interleaved)",
+                r.code.search_signals_on.p50_ms,
+                r.code.search_signals_off.p50_ms,
+                r.code.search_signals_on.p95_ms,
+                r.code.search_signals_off.p95_ms
+            ),
+        ),
         ("Peak RSS (VmHWM, whole bench process)".into(), rss_line(i)),
         (
             "Warm search, in-process".into(),
@@ -1213,6 +1400,38 @@ fn rows(r: &Report) -> Vec<(String, String)> {
     }
     rows.push(("ripgrep".into(), rg_line(&r.ripgrep)));
     rows
+}
+
+fn code_line(c: &CodeFigures) -> String {
+    format!(
+        "plain index {:.3} s ({:.2} CPU-s); with symbols+graph {:.2}x wall, {:.2}x CPU, adding {:.0} % of the first index; {} files parsed ({} not, {} with syntax errors), {} symbols; extraction {:.2} CPU-s, symbols.db {:.3} s, graph rebuild {}",
+        c.plain_first_s,
+        c.plain_cpu_s,
+        c.ratio_to_plain,
+        c.cpu_ratio_to_plain,
+        c.added_share_pct,
+        c.files_parsed,
+        c.files_not_parsed,
+        c.files_with_parse_errors,
+        c.symbols,
+        c.extract_cpu_s,
+        c.store_s,
+        c.graph_s.map(|g| format!("{:.3} s", g)).unwrap_or_else(|| "not run".into())
+    )
+}
+
+fn languages_line(c: &CodeFigures) -> String {
+    if c.languages.is_empty() {
+        return "no code files".into();
+    }
+    c.languages
+        .iter()
+        .map(|l| {
+            format!("{} {} files, {:.0} files/s, {:.1} MiB/s", l.lang, l.files, l.files_per_cpu_s, l.mib_per_cpu_s)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+        + " (per core)"
 }
 
 fn corpus_line(c: &CorpusInfo) -> String {

@@ -4,6 +4,7 @@
 
 mod bench;
 mod bench_serve;
+mod code;
 mod output;
 mod progress;
 mod serve;
@@ -110,6 +111,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Find symbols by name (exact, prefix, word part, fuzzy), or list a file's outline (--file).
+    Symbols(code::SymbolsArgs),
+    /// The symbol index: counts per language, grammar versions, parser drift.
+    SymbolsStatus(code::StatusArgs),
+    /// Search Tree-sitter node kinds: files containing them, or per-file counts and samples.
+    Ast {
+        #[command(subcommand)]
+        action: code::AstCommand,
+    },
     /// Open the terminal workbench: search, preview, repositories, impact graph, chat.
     Tui(tui::TuiArgs),
     /// Serve one repository over HTTP and MCP, keeping its index fresh (Ctrl-C to stop).
@@ -206,14 +216,21 @@ impl RepoArg {
     }
 }
 
-/// Process exit codes: 0 ok, 1 error, 2 usage, 3 unknown repo or not indexed, 4 index busy.
+/// Process exit codes: 0 ok, 1 error, 2 usage, 3 unknown repo, not indexed or stale index (re-index), 4 index busy.
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<Error>() {
-        Some(Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. }) => 3,
+        Some(
+            Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. } | Error::StaleIndex(_),
+        ) => 3,
         Some(Error::IndexBusy { .. }) => 4,
         Some(Error::BadRequest(_) | Error::OutsideRepo { .. }) => 2,
         _ => 1,
     }
+}
+
+/// The fixed query set of `docdex bench` (for evaluation examples).
+pub fn bench_queries() -> &'static [&'static str] {
+    bench::QUERIES
 }
 
 /// Entry point for both binaries.
@@ -258,6 +275,9 @@ impl Cli {
                 | Command::Config { json },
             ) => *json,
             Some(Command::Repo { action: RepoAction::List { json } }) => *json,
+            Some(Command::Symbols(a)) => a.json,
+            Some(Command::SymbolsStatus(a)) => a.json,
+            Some(Command::Ast { action }) => action.json(),
             _ => false,
         }
     }
@@ -299,7 +319,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.note(&format!("indexing {}", display_repo(&path)));
             }
             let bar = progress::Bar::new(!json && !quiet);
-            let summary = engine.index(&path, &IndexOptions { rebuild }, &bar)?;
+            let summary = engine.index(&path, &IndexOptions { rebuild, ..Default::default() }, &bar)?;
             bar.finish();
             if json {
                 out.json(&summary)?;
@@ -375,6 +395,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
             }
         }
+        Command::Symbols(args) => code::symbols(&engine, &out, args)?,
+        Command::SymbolsStatus(args) => code::status(&engine, &out, args)?,
+        Command::Ast { action } => code::ast(&engine, &out, action)?,
         Command::Serve { repo, http } => serve::serve(engine, repo.resolve()?, http)?,
         Command::Daemon { http } => serve::daemon(engine, http)?,
         Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,

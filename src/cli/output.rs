@@ -20,7 +20,8 @@ impl Out {
         Out { color: color_enabled(std::io::stdout().is_terminal()) }
     }
 
-    fn paint(&self, code: &str, s: &str) -> String {
+    /// `s` in the given SGR color code when coloring.
+    pub fn paint(&self, code: &str, s: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{s}\x1b[0m")
         } else {
@@ -99,6 +100,25 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
         s.bytes_read as f64 / 1048576.0,
         s.generation
     ));
+    if let Some(c) = s.code.as_ref().filter(|c| c.files_parsed + c.files_not_parsed + c.files_removed > 0) {
+        let langs: Vec<String> = c.languages.iter().map(|(l, t)| format!("{l} {}", t.files)).collect();
+        out.line(&format!(
+            "{} {} extracted from {} files ({}){}{}",
+            out.paint("1;32", "symbols"),
+            c.symbols_extracted,
+            c.files_parsed,
+            langs.join(", "),
+            if c.files_repaired > 0 { format!("; {} re-extracted", c.files_repaired) } else { String::new() },
+            if c.drift_repaired.is_empty() {
+                String::new()
+            } else {
+                format!(" after a grammar change ({})", c.drift_repaired.join(", "))
+            }
+        ));
+        if let Some(e) = &c.graph_error {
+            out.line(&format!("{} impact graph not rebuilt: {e}", out.paint("33", "warning:")));
+        }
+    }
     if !s.skipped.is_empty() {
         out.line(&format!("{} {} files skipped:", out.paint("33", "note:"), s.skipped.len()));
         for f in s.skipped.iter().take(10) {
@@ -148,6 +168,12 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
             out.paint("2", &format!("{:.2}", h.score)),
             if h.stale { out.paint("33", "  (changed since indexed)") } else { String::new() }
         ));
+        for c in &h.context {
+            out.line(&format!("{} {}", out.paint("2", &format!("{:>5}:", c.line)), out.paint("2", &c.text)));
+        }
+        if !h.context.is_empty() {
+            out.line(&out.paint("2", "     ⋮"));
+        }
         for (i, line) in h.snippet.lines().enumerate() {
             let n = h.snippet_line_start + i as u32;
             let mut text = String::new();

@@ -137,6 +137,14 @@ pub struct SearchConfig {
     pub demote_noise_files: bool,
     /// At most this many chunks of one file in a row before others get a turn (diversity).
     pub max_chunks_per_file: u32,
+    /// A query that names a symbol ranks the chunk defining it first (weighted by kind).
+    pub symbol_ranking_enabled: bool,
+    /// Query words matching the names of definitions in a chunk (from its syntax tree) add score.
+    pub ast_ranking_enabled: bool,
+    /// [`Self::symbol_ranking_enabled`] for the chat waterfall's repo search.
+    pub chat_symbol_ranking_enabled: bool,
+    /// [`Self::ast_ranking_enabled`] for the chat waterfall's repo search.
+    pub chat_ast_ranking_enabled: bool,
     /// Fuse vector results with BM25 when the repo has embeddings and the embedder answers.
     pub hybrid: bool,
     /// Weight of the vector (semantic) ranking in reciprocal rank fusion (spec 002 §6.1).
@@ -156,6 +164,10 @@ impl Default for SearchConfig {
             default_limit: 10,
             demote_noise_files: true,
             max_chunks_per_file: 2,
+            symbol_ranking_enabled: true,
+            ast_ranking_enabled: true,
+            chat_symbol_ranking_enabled: true,
+            chat_ast_ranking_enabled: true,
             hybrid: true,
             semantic_weight: 0.75,
             keyword_weight: 0.25,
@@ -382,6 +394,16 @@ impl Config {
         if let Some(v) = var("DOCDEX_LOG_LEVEL") {
             self.core.log_level = v;
         }
+        for (name, slot) in [
+            ("DOCDEX_SYMBOL_RANKING_ENABLED", &mut self.search.symbol_ranking_enabled),
+            ("DOCDEX_AST_RANKING_ENABLED", &mut self.search.ast_ranking_enabled),
+            ("DOCDEX_CHAT_SYMBOL_RANKING_ENABLED", &mut self.search.chat_symbol_ranking_enabled),
+            ("DOCDEX_CHAT_AST_RANKING_ENABLED", &mut self.search.chat_ast_ranking_enabled),
+        ] {
+            if let Some(v) = var(name) {
+                *slot = truthy(&v);
+            }
+        }
         warnings
     }
 
@@ -450,7 +472,9 @@ impl Config {
             "# docdex configuration. Every key is shown with its default.\n\
              # Environment overrides: DOCDEX_HOME, DOCDEX_AUTH_TOKEN, DOCDEX_WEB_BLOCKLIST,\n\
              # DOCDEX_WEB_MIN_SPACING_MS, DOCDEX_WEB_REQUEST_DELAY_MS, DOCDEX_DDG_BASE_URL,\n\
-             # DOCDEX_DDG_PROXY_BASE_URL, DOCDEX_ENABLE_MCP, DOCDEX_LOG_LEVEL.\n\n{body}"
+             # DOCDEX_DDG_PROXY_BASE_URL, DOCDEX_ENABLE_MCP, DOCDEX_LOG_LEVEL,\n\
+             # DOCDEX_SYMBOL_RANKING_ENABLED, DOCDEX_AST_RANKING_ENABLED,\n\
+             # DOCDEX_CHAT_SYMBOL_RANKING_ENABLED, DOCDEX_CHAT_AST_RANKING_ENABLED.\n\n{body}"
         )
     }
 }

@@ -337,6 +337,14 @@ pub fn terms_with_offsets(text: &str) -> Vec<(String, usize, usize)> {
     out
 }
 
+/// The parts of one identifier, lowercased and not stemmed (`getUserName` -> `get`, `user`,
+/// `name`), split by the same rules as indexing. Used to match symbol names by word.
+pub fn identifier_parts(word: &str) -> Vec<String> {
+    let mut spans = Vec::new();
+    split_parts(word, 0, word.len(), &mut spans);
+    spans.into_iter().map(|(s, e)| word[s..e].to_lowercase()).filter(|p| !p.is_empty()).collect()
+}
+
 /// English function words dropped from queries (never from the index), so a
 /// plain-language question ranks on its content words.
 const STOPWORDS: &[&str] = &[
@@ -378,6 +386,7 @@ mod tests {
         assert_eq!(terms("utf8"), ["utf8", "utf"]);
         assert_eq!(terms("auth/session.rs"), ["auth", "session", "rs"]);
         assert_eq!(terms("kebab-case"), ["kebab", "case"]);
+        assert_eq!(identifier_parts("HTTPServer_v2"), ["http", "server", "v", "2"]);
     }
 
     #[test]

@@ -32,6 +32,9 @@ use std::sync::{Arc, Mutex};
 pub struct IndexOptions {
     /// Throw the index away and build it again.
     pub rebuild: bool,
+    /// Index text only, without the code pass (symbols, AST, imports, impact graph): the
+    /// plain index benchmarks compare against. The next normal run catches the symbols up.
+    pub skip_code: bool,
 }
 
 /// The engine handle. Clones share state.
@@ -144,14 +147,19 @@ impl Engine {
 
     /// Opens a writer session on a repo (registering it), for one run or a watcher.
     pub fn open_index_session(&self, repo: &RepoRef, rebuild: bool) -> Result<IndexSession> {
+        self.open_index_session_with(repo, rebuild, true)
+    }
+
+    /// [`Self::open_index_session`], choosing whether the code pass runs.
+    pub fn open_index_session_with(&self, repo: &RepoRef, rebuild: bool, code: bool) -> Result<IndexSession> {
         self.inner.registry.ensure(repo)?;
-        IndexSession::open(repo, &self.inner.paths.locks(), &self.inner.config.index, rebuild)
+        IndexSession::open_with(repo, &self.inner.paths.locks(), &self.inner.config.index, rebuild, code)
     }
 
     /// Indexes (or incrementally re-indexes) a repository.
     pub fn index(&self, repo_path: &Path, opts: &IndexOptions, sink: &dyn ProgressSink) -> Result<IndexSummary> {
         let repo = self.resolve_repo(repo_path)?;
-        let mut session = match self.open_index_session(&repo, opts.rebuild) {
+        let mut session = match self.open_index_session_with(&repo, opts.rebuild, !opts.skip_code) {
             Ok(s) => s,
             Err(Error::IndexBusy { pid, .. }) if !opts.rebuild && self.watcher_pid(&repo) == Some(pid) => {
                 return Ok(self.watched_summary(&repo, pid));
@@ -210,6 +218,18 @@ impl Engine {
             .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
             .unwrap_or(IndexState::Ready);
         searcher.search(&repo, req, &self.inner.config.search, state)
+    }
+
+    /// [`Self::search`] for the chat waterfall: the same search, ranked with the
+    /// `[search] chat_symbol_ranking_enabled` and `chat_ast_ranking_enabled` flags.
+    pub fn search_for_chat(&self, repo_path: &Path, req: &SearchRequest) -> Result<SearchResponse> {
+        let repo = self.resolve_repo(repo_path)?;
+        let searcher = self.searcher(&repo)?;
+        let state = StatusData::read(&repo.status_path())
+            .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
+            .unwrap_or(IndexState::Ready);
+        let cfg = &self.inner.config.search;
+        searcher.search_with(&repo, req, cfg, state, search::symbol_rank::RankingFlags::from_config(cfg, true))
     }
 
     /// Index state, counts, progress and warnings for a repository.

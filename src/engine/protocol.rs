@@ -6,6 +6,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+pub use super::code::api::{
+    AstFileHit, AstMode, AstNode, AstQueryFile, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse,
+    CodeIndexSummary, LanguageStatus, LanguageTiming, MatchKind, SymbolHit, SymbolsRequest, SymbolsResponse,
+    SymbolsStatus,
+};
 pub use super::overview::{RepoOverview, RepoState};
 
 /// Version of the JSON shapes below.
@@ -82,6 +87,19 @@ pub struct SearchHit {
     pub generation: u64,
     /// True when the file changed on disk after this generation indexed it.
     pub stale: bool,
+    /// When the chunk is a piece of a larger definition (a method of a long class, the middle
+    /// of a long function): the signature lines of what it is inside, outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<ContextLine>,
+}
+
+/// A line shown above a snippet as context.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ContextLine {
+    /// 1-based line number.
+    pub line: u32,
+    /// The line as it is on disk (trimmed, at most 200 characters).
+    pub text: String,
 }
 
 /// Search timings in milliseconds.
@@ -170,6 +188,9 @@ pub struct IndexSummary {
     /// Set when nothing ran because another process already keeps the index current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What the code pass (symbols, AST, imports) did, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeIndexSummary>,
 }
 
 /// Live progress of an index run (for bars, `/v1/status`, the TUI).

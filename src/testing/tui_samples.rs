@@ -231,6 +231,7 @@ pub fn search_response(query: &str, n: usize) -> SearchResponse {
                 highlights: vec![Highlight { line: line_start, start: 3, end: 3 + query.len() }],
                 generation: 1,
                 stale: false,
+                context: Vec::new(),
             }
         })
         .collect();

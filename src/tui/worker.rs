@@ -4,11 +4,14 @@
 //! run in latest-wins slots; index runs report progress as they go; watchers
 //! run until stopped. Nothing here ever blocks the event loop.
 
-use super::event::{AppEvent, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request, WatchActivity};
+use super::event::{
+    AppEvent, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request, SymbolHit, WatchActivity,
+};
 use super::highlight::{highlight, sanitize};
 use super::jobs::LatestWins;
 use super::widgets::preview::PreviewDoc;
 use crate::engine::llm::{model_matches, ChatMessage, ChatRequest};
+use crate::engine::protocol::SymbolsRequest;
 use crate::engine::protocol::{Highlight, IndexProgress};
 use crate::engine::watch::WatchReport;
 use crate::engine::{Engine, IndexOptions};
@@ -21,6 +24,8 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
+/// Symbols asked for per symbol search.
+const SYMBOL_LIMIT: usize = 100;
 /// Lines read before the focus line for a preview (the highlighter starts there).
 const PREVIEW_BEFORE: u32 = 400;
 /// Lines read after the focus line.
@@ -276,7 +281,8 @@ fn remove_repo(engine: &Engine, repo: PathBuf) -> EngineEvent {
 fn index_run(engine: &Engine, repo: &Path, rebuild: bool, send: &(dyn Fn(EngineEvent) + Sync)) -> EngineEvent {
     send(EngineEvent::IndexStarted { repo: repo.to_path_buf() });
     let sink = |p: &IndexProgress| send(EngineEvent::IndexProgress { repo: repo.to_path_buf(), progress: p.clone() });
-    let result = engine.index(repo, &IndexOptions { rebuild }, &sink).map_err(|e| format!("{e:#}"));
+    let result =
+        engine.index(repo, &IndexOptions { rebuild, ..Default::default() }, &sink).map_err(|e| format!("{e:#}"));
     EngineEvent::IndexFinished { repo: repo.to_path_buf(), result }
 }
 
@@ -334,10 +340,32 @@ fn execute(engine: &Engine, req: Request) -> EngineEvent {
         Request::Preview { seq, repo, path, line, lang, hit, highlights } => {
             EngineEvent::Preview { seq, result: preview(engine, &repo, &path, line, &lang, hit, &highlights) }
         }
-        Request::Symbols { seq, .. } => EngineEvent::SymbolResults {
-            seq,
-            result: Err("symbol search needs Engine::symbols, which this build does not have yet".into()),
-        },
+        Request::Symbols { seq, repo, query, path_prefix, lang } => {
+            let req = SymbolsRequest {
+                query: Some(query),
+                path_prefix,
+                lang,
+                limit: Some(SYMBOL_LIMIT),
+                ..Default::default()
+            };
+            let result = engine
+                .symbols(&repo, &req)
+                .map(|resp| {
+                    resp.results
+                        .into_iter()
+                        .map(|h| SymbolHit {
+                            name: h.name,
+                            kind: h.kind.name().to_string(),
+                            path: h.path,
+                            line_start: h.line_start,
+                            line_end: h.line_end,
+                            signature: h.signature,
+                        })
+                        .collect()
+                })
+                .map_err(|e| format!("{e:#}"));
+            EngineEvent::SymbolResults { seq, result }
+        }
         Request::Impact { seq, .. } => EngineEvent::Impact {
             seq,
             result: Err("the impact graph needs Engine::impact, which this build does not have yet".into()),

@@ -201,7 +201,7 @@ fn rebuild_starts_from_scratch() {
     let repo = env.repo("r");
     sample_repo(&repo);
     index(&env, &repo);
-    let s = env.engine().index(&repo, &IndexOptions { rebuild: true }, &quiet()).unwrap();
+    let s = env.engine().index(&repo, &IndexOptions { rebuild: true, ..Default::default() }, &quiet()).unwrap();
     assert!(s.rebuilt);
     assert_eq!(s.added, 5);
     assert_eq!(hit_paths(&env.engine(), &repo, "SessionStore")[0], "src/auth/session.rs");

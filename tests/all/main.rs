@@ -10,6 +10,7 @@ mod mcp_clients;
 mod search;
 mod server;
 mod server_util;
+mod symbols;
 mod tui;
 mod tui_e2e;
 mod tui_support;

@@ -219,8 +219,25 @@ fn no_results_and_engine_errors_show_in_the_pane() {
 }
 
 #[test]
-fn symbol_mode_says_what_it_needs_and_sends_nothing() {
+fn symbol_search_runs_on_the_real_symbol_index() {
     let mut h = Harness::new().started();
+    h.ctrl('t');
+    h.search("SessionStore");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "struct SessionStore  src/auth/session.rs:2"), "{s}");
+    assert!(
+        h.sent.iter().any(|r| matches!(r, Request::Symbols { query, .. } if query == "SessionStore")),
+        "{:?}",
+        h.sent
+    );
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.take_effects(), vec![Effect::OpenEditor { path: h.repo.join("src/auth/session.rs"), line: 2 }]);
+}
+
+#[test]
+fn symbol_mode_says_what_it_needs_and_sends_nothing() {
+    let no_symbols = docdex::tui::event::Capabilities { symbols: false, ..docdex::tui::event::Capabilities::CURRENT };
+    let mut h = Harness::with(no_symbols, "").started();
     h.search("session");
     h.ctrl('t');
     h.typ("x");

@@ -1,4 +1,5 @@
-//! Indexing: walk the repo, read what changed, chunk it, and write Tantivy.
+//! Indexing: walk the repo, read what changed, parse code once, chunk it, and
+//! write Tantivy and the symbol store.
 //!
 //! An [`IndexSession`] owns the repo's single writer (an OS lock in
 //! `state/locks/`, so two processes never write one index). `docdex index`
@@ -8,6 +9,7 @@
 //! generation searchable and the next run finishes the job.
 
 pub mod chunk;
+mod code_pass;
 pub mod files;
 pub mod manifest;
 pub mod schema;
@@ -15,10 +17,12 @@ pub mod status;
 pub mod walk;
 
 use crate::config::IndexConfig;
+use crate::engine::code::{CodeOutcome, Lang};
 use crate::engine::fsutil::FileLock;
 use crate::engine::protocol::{IndexProgress, IndexSummary, LastEvent, SkippedFile};
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
+use code_pass::{CodePass, CodeResult};
 use manifest::{FileEntry, Manifest};
 use rayon::prelude::*;
 use schema::{CommitPayload, Fields};
@@ -26,8 +30,9 @@ use status::StatusFile;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
-use tantivy::{doc, Index, IndexWriter, Term};
+use tantivy::{Index, IndexWriter, TantivyDocument, Term};
 
 /// Commit (and save the manifest) after this many bytes, so a huge first index
 /// keeps its progress if it is interrupted.
@@ -74,13 +79,23 @@ pub struct IndexSession {
     /// any path may have chunks the manifest does not know about.
     manifest_behind: bool,
     status: StatusFile,
+    /// The symbol store's writer; `None` when the code pass is off (plain-index benchmarks).
+    /// Behind a mutex only because `process` runs on rayon threads through `&self`; it is
+    /// touched from the session's own thread.
+    code: Option<Mutex<CodePass>>,
     _lock: FileLock,
 }
 
 impl IndexSession {
     /// Takes the writer lock (failing with [`Error::IndexBusy`] if another process has it)
-    /// and opens or creates the index.
+    /// and opens or creates the index and the symbol store.
     pub fn open(repo: &RepoRef, locks_dir: &Path, cfg: &IndexConfig, rebuild: bool) -> Result<Self> {
+        Self::open_with(repo, locks_dir, cfg, rebuild, true)
+    }
+
+    /// [`Self::open`], choosing whether the code pass (Tree-sitter symbols, AST, imports) runs.
+    /// Without it the index is plain text, as benchmarks compare.
+    pub fn open_with(repo: &RepoRef, locks_dir: &Path, cfg: &IndexConfig, rebuild: bool, code: bool) -> Result<Self> {
         let lock_path = locks_dir.join(format!("{}.writer.lock", repo.fingerprint));
         let lock = FileLock::try_acquire(&lock_path)?
             .ok_or_else(|| Error::IndexBusy { repo: repo.root.clone(), pid: FileLock::holder_pid(&lock_path) })?;
@@ -92,6 +107,7 @@ impl IndexSession {
         if manifest_behind {
             tracing::info!(index = generation, manifest = manifest.generation, "manifest lags the index; repairing");
         }
+        let code = if code { Some(Mutex::new(CodePass::open(repo, created, generation)?)) } else { None };
         Ok(IndexSession {
             repo: repo.clone(),
             cfg: cfg.clone(),
@@ -103,8 +119,14 @@ impl IndexSession {
             rebuilt: created,
             manifest_behind,
             status: StatusFile::new(repo.status_path()),
+            code,
             _lock: lock,
         })
+    }
+
+    /// The code pass, from the session's own thread.
+    fn code_mut(&mut self) -> Option<&mut CodePass> {
+        self.code.as_mut().map(|m| m.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
     /// The open writer (after [`Self::ensure_writer`]).
@@ -181,8 +203,18 @@ impl IndexSession {
             }
         }
 
-        let bytes_total: u64 = todo.iter().map(|c| c.size.min(self.cfg.max_file_size_bytes)).sum();
-        let progress = Progress::new(todo.len() as u64, bytes_total);
+        // Files whose symbols must be re-extracted though the text index has them.
+        let busy: HashSet<&str> =
+            todo.iter().map(|c| c.rel.as_str()).chain(deleted.iter().map(String::as_str)).collect();
+        let manifest = &self.manifest;
+        let repair = match self.code.as_mut() {
+            Some(m) => m.get_mut().unwrap_or_else(|p| p.into_inner()).plan_repair(manifest, &root, &busy)?,
+            None => Vec::new(),
+        };
+        drop(busy);
+
+        let bytes_total: u64 = todo.iter().chain(&repair).map(|c| c.size.min(self.cfg.max_file_size_bytes)).sum();
+        let progress = Progress::new((todo.len() + repair.len()) as u64, bytes_total);
         let mut summary = IndexSummary { repo: root.clone(), unchanged, ..Default::default() };
         let mut changed = false;
 
@@ -203,6 +235,10 @@ impl IndexSession {
             });
         for p in &deleted {
             self.writer()?.delete_term(Term::from_field_text(self.fields.path, p));
+            if let Some(code) = self.code_mut() {
+                code.forget(p)?;
+                code.touched(p);
+            }
             self.manifest.files.remove(p);
             self.status.event(LastEvent {
                 kind: "delete".into(),
@@ -220,6 +256,9 @@ impl IndexSession {
             }
             if self.manifest.files.get(&issue.rel).is_some_and(|e| e.skipped.is_none()) {
                 self.writer()?.delete_term(Term::from_field_text(self.fields.path, &issue.rel));
+                if let Some(code) = self.code_mut() {
+                    code.forget(&issue.rel)?;
+                }
                 changed = true;
             }
             self.manifest
@@ -258,6 +297,7 @@ impl IndexSession {
                 for (rel, outcome) in outcomes {
                     changed |= self.apply(rel, outcome, &mut summary, &mut renames_left);
                 }
+                tracing::debug!(ms = started.elapsed().as_millis() as u64, "batch applied");
                 if changed {
                     self.commit(sink, &progress)?;
                     changed = false;
@@ -266,9 +306,28 @@ impl IndexSession {
             if changed {
                 self.commit(sink, &progress)?;
             }
+            // Symbols only: the text index already has these files.
+            let repaired: Vec<(String, Option<(u64, CodeResult)>)> = repair
+                .par_iter()
+                .map(|c| {
+                    let r = self.extract_only(c);
+                    progress.done(c.size.min(self.cfg.max_file_size_bytes));
+                    (c.rel.clone(), r)
+                })
+                .collect();
+            for (rel, result) in repaired {
+                if let (Some((hash, r)), Some(code)) = (result, self.code_mut()) {
+                    code.record(&rel, hash, &r, true)?;
+                }
+            }
             Ok(())
         });
         result?;
+        let generation = self.generation;
+        summary.code = match self.code_mut() {
+            Some(code) => Some(code.finish(generation)?),
+            None => None,
+        };
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "committed");
         if matches!(scope, Scope::Full) {
             self.manifest_behind = false;
@@ -319,7 +378,19 @@ impl IndexSession {
         let text = String::from_utf8_lossy(&bytes);
         let style = files::chunk_style(lang);
         let class = files::classify(&c.rel, lang) as u64;
-        let chunks = chunk::chunk(&text, style);
+        let code = match Lang::from_index_lang(lang) {
+            Some(l) if self.code.is_some() => Some(code_pass::analyze(l, &text, &c.rel)),
+            _ => None,
+        };
+        let symbols = match code.as_ref().map(|r| &r.outcome) {
+            Some(CodeOutcome::Parsed(p)) => Some(p.analysis.symbols.as_slice()),
+            _ => None,
+        };
+        let chunks = match symbols {
+            Some(symbols) => chunk::chunk_code(&text, symbols),
+            None => chunk::chunk(&text, style),
+        };
+        let line_starts = if chunks.iter().any(|c| !c.context.is_empty()) { line_offsets(&text) } else { Vec::new() };
         let file_id = xxhash_rust::xxh3::xxh3_64(c.rel.as_bytes());
         let f = &self.fields;
         // Deletes cost a query per segment at commit; only paths that may be indexed need one.
@@ -330,18 +401,29 @@ impl IndexSession {
         }
         let Ok(writer) = self.writer() else { return Outcome::Error("index writer is not open".into()) };
         for ch in &chunks {
-            let body = &text[ch.byte_start..ch.byte_end];
-            let res = writer.add_document(doc!(
-                f.path_text => c.rel.as_str(),
-                f.path => c.rel.as_str(),
-                f.lang => lang,
-                f.class => class,
-                f.body => body,
-                f.file_id => file_id,
-                f.line_start => ch.line_start as u64,
-                f.line_end => ch.line_end as u64,
-            ));
-            if let Err(e) = res {
+            let mut d = TantivyDocument::new();
+            d.add_text(f.path_text, &c.rel);
+            d.add_text(f.path, &c.rel);
+            d.add_text(f.lang, lang);
+            d.add_u64(f.class, class);
+            d.add_text(f.body, &text[ch.byte_start..ch.byte_end]);
+            d.add_u64(f.file_id, file_id);
+            d.add_u64(f.line_start, ch.line_start as u64);
+            d.add_u64(f.line_end, ch.line_end as u64);
+            // A piece of a larger definition is found by its signature too.
+            for line in &ch.context {
+                d.add_u64(f.context, *line as u64);
+                if let Some(sig) = line_text(&text, &line_starts, *line) {
+                    d.add_text(f.body, sig);
+                }
+            }
+            if let Some(symbols) = symbols {
+                let defs = code_pass::definitions_in(symbols, ch.line_start, ch.line_end);
+                if !defs.is_empty() {
+                    d.add_text(f.defs, &defs);
+                }
+            }
+            if let Err(e) = writer.add_document(d) {
                 return Outcome::Error(format!("index writer: {e}"));
             }
         }
@@ -355,15 +437,38 @@ impl IndexSession {
                 skipped: None,
                 error: false,
             },
+            code,
         }
+    }
+
+    /// The code pass alone, for a file the text index already has (symbol store repair).
+    fn extract_only(&self, c: &walk::Candidate) -> Option<(u64, CodeResult)> {
+        let lang = Lang::from_path(Path::new(&c.rel))?;
+        let bytes = match read_text(&c.abs, c.size) {
+            Ok(Some(b)) => b,
+            _ => return None, // gone or unreadable now: the next full update sees it
+        };
+        let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
+        let text = String::from_utf8_lossy(&bytes);
+        Some((hash, code_pass::analyze(lang, &text, &c.rel)))
     }
 
     /// Applies one file's outcome to the manifest; returns whether the index changed.
     fn apply(&mut self, rel: String, o: Outcome, s: &mut IndexSummary, renames: &mut HashMap<u64, usize>) -> bool {
         let previous = self.manifest.files.get(&rel).cloned();
         let was_indexed = previous.as_ref().is_some_and(|e| e.skipped.is_none());
+        if !matches!(o, Outcome::Touched { .. }) {
+            if let Some(code) = self.code_mut() {
+                code.touched(&rel);
+            }
+        }
         match o {
-            Outcome::Indexed { entry } => {
+            Outcome::Indexed { entry, code } => {
+                if let (Some(r), Some(pass)) = (code, self.code_mut()) {
+                    if let Err(e) = pass.record(&rel, entry.hash, &r, false) {
+                        tracing::warn!("symbol store: {e}");
+                    }
+                }
                 let kind = if was_indexed { "modify" } else { "create" };
                 if was_indexed {
                     s.updated += 1;
@@ -395,6 +500,7 @@ impl IndexSession {
                     if let Ok(w) = self.writer() {
                         w.delete_term(Term::from_field_text(self.fields.path, &rel));
                     }
+                    self.forget_code(&rel);
                 }
                 self.manifest.files.insert(rel, FileEntry::not_indexed(reason, false, size, mtime_ns));
                 was_indexed
@@ -404,6 +510,7 @@ impl IndexSession {
                     if let Ok(w) = self.writer() {
                         w.delete_term(Term::from_field_text(self.fields.path, &rel));
                     }
+                    self.forget_code(&rel);
                 }
                 self.manifest.files.insert(rel, FileEntry::not_indexed(reason, true, 0, 0));
                 was_indexed
@@ -411,7 +518,16 @@ impl IndexSession {
         }
     }
 
-    /// Commits Tantivy with the next generation, then saves the manifest.
+    /// Drops a file's symbols (it left the index).
+    fn forget_code(&mut self, rel: &str) {
+        if let Some(pass) = self.code_mut() {
+            if let Err(e) = pass.forget(rel) {
+                tracing::warn!("symbol store: {e}");
+            }
+        }
+    }
+
+    /// Commits Tantivy with the next generation, then the symbol store, then saves the manifest.
     fn commit(&mut self, sink: &dyn ProgressSink, progress: &Progress) -> Result<()> {
         sink.progress(&progress.snapshot("committing"));
         let next = CommitPayload { generation: self.generation + 1, schema: schema::SCHEMA_VERSION };
@@ -420,10 +536,19 @@ impl IndexSession {
             .writer
             .as_mut()
             .ok_or_else(|| Error::Index { path: self.repo.index_dir(), message: "commit without a writer".into() })?;
+        let t = Instant::now();
         let mut prepared = writer.prepare_commit().map_err(err)?;
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "tantivy prepare_commit");
         prepared.set_payload(&serde_json::to_string(&next).unwrap_or_default());
+        let t = Instant::now();
         prepared.commit().map_err(err)?;
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "tantivy commit");
         self.generation = next.generation;
+        if let Some(code) = self.code_mut() {
+            let t = Instant::now();
+            code.commit(next.generation)?;
+            tracing::debug!(ms = t.elapsed().as_millis() as u64, "symbol store commit");
+        }
         self.manifest.generation = next.generation;
         self.manifest.save(&self.repo.manifest_path())?;
         // Only after a full scope has been applied can every path be trusted again.
@@ -472,10 +597,23 @@ fn read_text(path: &Path, size_hint: u64) -> std::io::Result<Option<Vec<u8>>> {
 }
 
 enum Outcome {
-    Indexed { entry: FileEntry },
+    Indexed { entry: FileEntry, code: Option<CodeResult> },
     Touched { size: u64, mtime_ns: i64 },
     Skipped { reason: String, size: u64, mtime_ns: i64 },
     Error(String),
+}
+
+/// Byte offsets of line starts.
+fn line_offsets(text: &str) -> Vec<usize> {
+    std::iter::once(0).chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1)).collect()
+}
+
+/// Line `line` (1-based) without its newline.
+fn line_text<'t>(text: &'t str, starts: &[usize], line: u32) -> Option<&'t str> {
+    let i = (line as usize).checked_sub(1)?;
+    let s = *starts.get(i)?;
+    let e = starts.get(i + 1).copied().unwrap_or(text.len());
+    text.get(s..e).map(|l| l.trim_end())
 }
 
 fn mb(b: u64) -> f64 {

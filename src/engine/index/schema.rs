@@ -11,7 +11,7 @@ use tantivy::tokenizer::TextAnalyzer;
 use tantivy::Index;
 
 /// Bump when fields or the analyzer change; a mismatch forces a rebuild.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Field handles.
 #[derive(Debug, Clone, Copy)]
@@ -28,10 +28,16 @@ pub struct Fields {
     pub body: Field,
     /// xxh3 of the path, fast: groups a file's chunks without touching the doc store.
     pub file_id: Field,
-    /// First line of the chunk.
+    /// First line of the chunk (fast: symbol ranking matches definitions to chunks).
     pub line_start: Field,
     /// Last line of the chunk.
     pub line_end: Field,
+    /// Names of the definitions (types, functions, methods, ...) that start in the chunk,
+    /// analyzed: a query word naming one scores the defining chunk.
+    pub defs: Field,
+    /// Signature lines of the definitions a chunk is a piece of (multi-valued, stored), shown
+    /// above its snippet.
+    pub context: Field,
 }
 
 /// Builds the schema.
@@ -48,8 +54,10 @@ pub fn build_schema() -> (Schema, Fields) {
         class: b.add_u64_field("class", FAST | STORED),
         body: b.add_text_field("body", analyzed(IndexRecordOption::WithFreqs)),
         file_id: b.add_u64_field("file_id", FAST),
-        line_start: b.add_u64_field("line_start", STORED),
-        line_end: b.add_u64_field("line_end", STORED),
+        line_start: b.add_u64_field("line_start", FAST | STORED),
+        line_end: b.add_u64_field("line_end", FAST | STORED),
+        defs: b.add_text_field("defs", analyzed(IndexRecordOption::WithFreqs)),
+        context: b.add_u64_field("context", STORED),
     };
     (b.build(), fields)
 }

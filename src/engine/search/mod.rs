@@ -6,18 +6,22 @@
 //! How confidence is computed is documented in `docs/SEARCH.md`.
 
 pub mod snippet;
+pub mod symbol_rank;
 
 use crate::config::SearchConfig;
 use crate::engine::analysis;
 use crate::engine::index::files::FileClass;
 use crate::engine::index::schema::{self, Fields};
-use crate::engine::protocol::{IndexState, SearchHit, SearchRequest, SearchResponse, SearchTiming, SCHEMA_VERSION};
+use crate::engine::protocol::{
+    ContextLine, IndexState, SearchHit, SearchRequest, SearchResponse, SearchTiming, SCHEMA_VERSION,
+};
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
+use symbol_rank::{DefinitionBoosts, RankingFlags};
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value};
@@ -32,6 +36,10 @@ const MAX_PATH_CONJUNCTION_TERMS: usize = 4;
 /// Share of a file's second-best chunk added to its best (files with several matches rank higher).
 const SECOND_CHUNK_WEIGHT: f32 = 0.2;
 
+/// The symbol store as last opened: keyed by (index generation, store file inode); `None` when
+/// there is no usable store.
+type CachedSymbols = ((u64, u64), Option<crate::engine::code::store::SymbolReader>);
+
 /// An open, reloadable reader over one repo's index.
 pub struct RepoSearcher {
     reader: IndexReader,
@@ -39,6 +47,9 @@ pub struct RepoSearcher {
     /// Hash of the `meta.json` last loaded, and the generation it carried.
     seen: Mutex<(u64, u64)>,
     index_dir: std::path::PathBuf,
+    /// The symbol store, opened on first need and reopened when the index generation or the
+    /// store file (a rebuilt store is a new file) changes.
+    symbols: Mutex<Option<CachedSymbols>>,
 }
 
 impl RepoSearcher {
@@ -58,7 +69,13 @@ impl RepoSearcher {
             .try_into()
             .map_err(|e: tantivy::TantivyError| Error::Index { path: dir.clone(), message: e.to_string() })?;
         let (hash, generation) = meta_state(&dir);
-        Ok(RepoSearcher { reader, fields, seen: Mutex::new((hash, generation)), index_dir: dir })
+        Ok(RepoSearcher {
+            reader,
+            fields,
+            seen: Mutex::new((hash, generation)),
+            index_dir: dir,
+            symbols: Mutex::new(None),
+        })
     }
 
     /// Picks up new commits; returns the searcher and its generation. Cheap when nothing
@@ -81,6 +98,24 @@ impl RepoSearcher {
         self.searcher().1
     }
 
+    /// Where the symbols the query names are defined (empty when none, when the store is
+    /// missing or stale, or when symbol ranking is off).
+    fn definition_boosts(&self, repo: &RepoRef, generation: u64, query: &str) -> DefinitionBoosts {
+        let Ok(mut cache) = self.symbols.lock() else { return DefinitionBoosts::default() };
+        let key = (generation, file_identity(&crate::engine::code::store::db_path(repo)));
+        if cache.as_ref().is_none_or(|(k, _)| *k != key) {
+            let reader = crate::engine::code::store::SymbolReader::open(repo)
+                .ok()
+                .flatten()
+                .filter(|r| r.ensure_current(&repo.root).is_ok());
+            *cache = Some((key, reader));
+        }
+        match cache.as_ref().and_then(|(_, r)| r.as_ref()) {
+            Some(reader) => DefinitionBoosts::lookup(reader, query),
+            None => DefinitionBoosts::default(),
+        }
+    }
+
     /// Runs a search.
     pub fn search(
         &self,
@@ -88,6 +123,18 @@ impl RepoSearcher {
         req: &SearchRequest,
         cfg: &SearchConfig,
         state: IndexState,
+    ) -> Result<SearchResponse> {
+        self.search_with(repo, req, cfg, state, RankingFlags::from_config(cfg, false))
+    }
+
+    /// Runs a search with explicit symbol/AST ranking flags (the chat waterfall uses its own).
+    pub fn search_with(
+        &self,
+        repo: &RepoRef,
+        req: &SearchRequest,
+        cfg: &SearchConfig,
+        state: IndexState,
+        flags: RankingFlags,
     ) -> Result<SearchResponse> {
         let t0 = Instant::now();
         let limit = req.limit.unwrap_or(cfg.default_limit as usize).clamp(1, 200);
@@ -116,14 +163,19 @@ impl RepoSearcher {
         if terms.is_empty() {
             return Ok(resp);
         }
-        let query = self.build_query(&terms, req)?;
+        let query = self.build_query(&terms, req, flags.ast)?;
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
+        let boosts = if flags.symbols {
+            self.definition_boosts(repo, generation, &req.query)
+        } else {
+            DefinitionBoosts::default()
+        };
         // Plain top-k lets Tantivy prune with block-max WAND; priors apply to the pool after.
         let top = searcher
             .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
             .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
         let total = top.len();
-        let top = with_priors(&searcher, top, &priors);
+        let top = with_priors(&searcher, top, &priors, &boosts);
         let t_search = t0.elapsed();
 
         let ranked = diversify(top, cfg.max_chunks_per_file.max(1) as usize);
@@ -151,6 +203,10 @@ impl RepoSearcher {
                 Some((text, stale)) => (snippet::snippet(text, &s.path, s.line_start, s.line_end, &qset), *stale),
                 None => (snippet::SnippetOut { line_start: s.line_start, ..Default::default() }, true),
             };
+            let context = match entry {
+                Some((text, _)) if !s.context.is_empty() => context_lines(text, &s.context),
+                _ => Vec::new(),
+            };
             matched_sets.push(snip.matched);
             resp.results.push(SearchHit {
                 chunk_id: format!("{}:{}-{}", s.path, s.line_start, s.line_end),
@@ -166,6 +222,7 @@ impl RepoSearcher {
                 highlights: snip.highlights,
                 generation,
                 stale,
+                context,
             });
         }
         resp.confidence = confidence(&searcher, self.fields.body, &terms, &matched_sets);
@@ -179,10 +236,14 @@ impl RepoSearcher {
         Ok(resp)
     }
 
-    fn build_query(&self, terms: &[String], req: &SearchRequest) -> Result<Box<dyn Query>> {
+    fn build_query(&self, terms: &[String], req: &SearchRequest, defs: bool) -> Result<Box<dyn Query>> {
         let f = &self.fields;
-        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 2);
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 3);
         for t in terms {
+            if defs {
+                let q = TermQuery::new(Term::from_field_text(f.defs, t), IndexRecordOption::WithFreqs);
+                should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), symbol_rank::DEFS_BOOST))));
+            }
             should.push((
                 Occur::Should,
                 Box::new(TermQuery::new(Term::from_field_text(f.body, t), IndexRecordOption::WithFreqs)),
@@ -230,14 +291,41 @@ struct Stored {
     lang: String,
     line_start: u32,
     line_end: u32,
+    context: Vec<u32>,
 }
 
 impl Stored {
     fn from_doc(d: &TantivyDocument, f: &Fields) -> Stored {
         let text = |field| d.get_first(field).and_then(|v| v.as_str()).unwrap_or("").to_string();
         let num = |field| d.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-        Stored { path: text(f.path), lang: text(f.lang), line_start: num(f.line_start), line_end: num(f.line_end) }
+        Stored {
+            path: text(f.path),
+            lang: text(f.lang),
+            line_start: num(f.line_start),
+            line_end: num(f.line_end),
+            context: d.get_all(f.context).filter_map(|v| v.as_u64()).map(|l| l as u32).collect(),
+        }
     }
+}
+
+/// The signature lines a chunk is a piece of, read from the file.
+fn context_lines(text: &str, lines: &[u32]) -> Vec<ContextLine> {
+    let mut want: Vec<u32> = lines.to_vec();
+    want.sort_unstable();
+    want.dedup();
+    let mut out = Vec::with_capacity(want.len());
+    let mut it = want.iter().peekable();
+    for (i, l) in text.lines().enumerate() {
+        let n = i as u32 + 1;
+        if it.peek() == Some(&&n) {
+            it.next();
+            out.push(ContextLine { line: n, text: l.trim().chars().take(200).collect() });
+        }
+        if it.peek().is_none() {
+            break;
+        }
+    }
+    out
 }
 
 /// Per-class multipliers: demote noise unless the query asks for it.
@@ -282,12 +370,20 @@ impl Priors {
     }
 }
 
-/// Multiplies each pooled hit by its file-class prior and attaches its file id (fast fields,
-/// read once per segment).
-fn with_priors(searcher: &Searcher, top: Vec<(f32, DocAddress)>, priors: &Priors) -> Vec<((f32, u64), DocAddress)> {
-    type Columns = (Option<tantivy::columnar::Column<u64>>, Option<tantivy::columnar::Column<u64>>);
-    let mut columns: HashMap<u32, Columns> = HashMap::new();
-    top.into_iter()
+/// Multiplies each pooled hit by its file-class prior and, when the query names a symbol, the
+/// boost of a definition it holds; attaches its file id (fast fields, read once per segment;
+/// the line columns only for hits in files with a definition).
+fn with_priors(
+    searcher: &Searcher,
+    top: Vec<(f32, DocAddress)>,
+    priors: &Priors,
+    boosts: &DefinitionBoosts,
+) -> Vec<((f32, u64), DocAddress)> {
+    type Col = Option<tantivy::columnar::Column<u64>>;
+    let mut columns: HashMap<u32, (Col, Col)> = HashMap::new();
+    let mut lines: HashMap<u32, (Col, Col)> = HashMap::new();
+    let mut scored: Vec<(f32, u64, DocAddress, bool)> = top
+        .into_iter()
         .map(|(score, addr)| {
             let (class, file) = columns.entry(addr.segment_ord).or_insert_with(|| {
                 let ff = searcher.segment_reader(addr.segment_ord).fast_fields();
@@ -295,9 +391,28 @@ fn with_priors(searcher: &Searcher, top: Vec<(f32, DocAddress)>, priors: &Priors
             });
             let class = class.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0);
             let file = file.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0);
-            ((score * priors.factor(FileClass::from_u64(class)), file), addr)
+            let score = score * priors.factor(FileClass::from_u64(class));
+            if !boosts.has_file(file) {
+                return (score, file, addr, false);
+            }
+            let (ls, le) = lines.entry(addr.segment_ord).or_insert_with(|| {
+                let ff = searcher.segment_reader(addr.segment_ord).fast_fields();
+                (ff.u64("line_start").ok(), ff.u64("line_end").ok())
+            });
+            let a = ls.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0) as u32;
+            let b = le.as_ref().and_then(|c| c.first(addr.doc_id)).unwrap_or(0) as u32;
+            let (factor, pinned) = boosts.factor(file, a, b);
+            (score * factor, file, addr, pinned)
         })
-        .collect()
+        .collect();
+    // Definitions the whole query names go above every other hit, in their own order.
+    if scored.iter().any(|c| c.3) {
+        let lift = scored.iter().map(|c| c.0).fold(0.0, f32::max);
+        for c in scored.iter_mut().filter(|c| c.3) {
+            c.0 += lift;
+        }
+    }
+    scored.into_iter().map(|(score, file, addr, _)| ((score, file), addr)).collect()
 }
 
 /// A candidate chunk during ranking.
@@ -371,6 +486,22 @@ fn read_file(root: &Path, rel: &str, commit_time: Option<SystemTime>) -> Option<
         _ => false,
     };
     Some((String::from_utf8_lossy(&bytes).into_owned(), stale))
+}
+
+/// The inode of a file (0 when missing), to notice a file replaced under the same name.
+fn file_identity(path: &Path) -> u64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).map(|m| m.ino()).unwrap_or(0)
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .map(|t| t.elapsed().map(|e| e.as_nanos() as u64).unwrap_or(1))
+            .unwrap_or(0)
+    }
 }
 
 /// Hash and docdex generation of the index's `meta.json` ((0, 0) when unreadable).

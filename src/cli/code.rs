@@ -1,0 +1,288 @@
+//! `docdex symbols`, `docdex symbols-status` and `docdex ast search|query`: thin adapters over
+//! the engine's code-intelligence methods, printing for humans or as `--json`.
+
+use super::output::Out;
+use super::RepoArg;
+use crate::engine::protocol::{
+    AstMode, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, SymbolHit, SymbolsRequest,
+    SymbolsResponse, SymbolsStatus,
+};
+use crate::engine::Engine;
+
+/// Arguments of `docdex symbols`.
+#[derive(Debug, clap::Args)]
+pub struct SymbolsArgs {
+    #[command(flatten)]
+    repo: RepoArg,
+    /// Name to look for (exact, prefix, word part or fuzzy matches, best first). Leave it out
+    /// and give --file for the file's outline.
+    query: Vec<String>,
+    /// Only this kind: function, method, class, struct, enum, variant, interface, trait, impl,
+    /// module, constant, variable, field, type, macro.
+    #[arg(long, short = 'k')]
+    kind: Option<String>,
+    /// Only this file; without a query, its outline in order with nesting.
+    #[arg(long, short = 'f')]
+    file: Option<String>,
+    /// Only files under this path prefix.
+    #[arg(long = "path")]
+    path_prefix: Option<String>,
+    /// Only this language (rust, python, typescript, tsx, ...).
+    #[arg(long)]
+    lang: Option<String>,
+    /// Results to show.
+    #[arg(long, short = 'n')]
+    limit: Option<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `docdex symbols-status`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    repo: RepoArg,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `docdex ast ...`.
+#[derive(Debug, clap::Subcommand)]
+pub enum AstCommand {
+    /// Files containing Tree-sitter node kinds, most matches first.
+    Search(AstSearchArgs),
+    /// Per-file match counts and sample nodes with lines.
+    Query(AstQueryArgs),
+}
+
+impl AstCommand {
+    /// Whether `--json` was given.
+    pub fn json(&self) -> bool {
+        match self {
+            AstCommand::Search(a) => a.json,
+            AstCommand::Query(a) => a.json,
+        }
+    }
+}
+
+/// Arguments of `docdex ast search`.
+#[derive(Debug, clap::Args)]
+pub struct AstSearchArgs {
+    #[command(flatten)]
+    repo: RepoArg,
+    /// Node kinds, comma-separated (e.g. function_item,impl_item; ERROR finds syntax errors).
+    #[arg(long, required = true, value_delimiter = ',')]
+    kinds: Vec<String>,
+    /// Files must contain any (default) or all of the kinds.
+    #[arg(long, default_value = "any")]
+    mode: String,
+    /// Files to show.
+    #[arg(long, short = 'n')]
+    limit: Option<usize>,
+    /// Only files under this path prefix.
+    #[arg(long = "path-prefix", alias = "path")]
+    path_prefix: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `docdex ast query`.
+#[derive(Debug, clap::Args)]
+pub struct AstQueryArgs {
+    #[command(flatten)]
+    repo: RepoArg,
+    /// Node kinds, comma-separated.
+    #[arg(long, required = true, value_delimiter = ',')]
+    kinds: Vec<String>,
+    /// Files must contain any (default) or all of the kinds.
+    #[arg(long, default_value = "any")]
+    mode: String,
+    /// Only declarations of this name (ignoring case and underscores).
+    #[arg(long)]
+    name: Option<String>,
+    /// Only files under this path prefix.
+    #[arg(long = "path-prefix", alias = "path")]
+    path_prefix: Option<String>,
+    /// Files to show.
+    #[arg(long, short = 'n')]
+    limit: Option<usize>,
+    /// Sample nodes per file.
+    #[arg(long)]
+    sample_limit: Option<usize>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `docdex symbols`.
+pub fn symbols(engine: &Engine, out: &Out, a: SymbolsArgs) -> anyhow::Result<()> {
+    let path = a.repo.resolve()?;
+    let query = Some(a.query.join(" ")).filter(|q| !q.trim().is_empty());
+    let req =
+        SymbolsRequest { query, kind: a.kind, file: a.file, path_prefix: a.path_prefix, lang: a.lang, limit: a.limit };
+    let resp = engine.symbols(&path, &req)?;
+    if a.json {
+        out.json(&resp)
+    } else {
+        print_symbols(out, &resp);
+        Ok(())
+    }
+}
+
+/// Runs `docdex symbols-status`.
+pub fn status(engine: &Engine, out: &Out, a: StatusArgs) -> anyhow::Result<()> {
+    let path = a.repo.resolve()?;
+    let s = engine.symbols_status(&path)?;
+    if a.json {
+        out.json(&s)
+    } else {
+        print_status(out, &s);
+        Ok(())
+    }
+}
+
+/// Runs `docdex ast search|query`.
+pub fn ast(engine: &Engine, out: &Out, cmd: AstCommand) -> anyhow::Result<()> {
+    match cmd {
+        AstCommand::Search(a) => {
+            let path = a.repo.resolve()?;
+            let req = AstSearchRequest {
+                kinds: a.kinds,
+                mode: a.mode.parse::<AstMode>()?,
+                limit: a.limit,
+                path_prefix: a.path_prefix,
+            };
+            let resp = engine.ast_search(&path, &req)?;
+            if a.json {
+                return out.json(&resp);
+            }
+            print_ast_search(out, &resp);
+        }
+        AstCommand::Query(a) => {
+            let path = a.repo.resolve()?;
+            let req = AstQueryRequest {
+                kinds: a.kinds,
+                mode: a.mode.parse::<AstMode>()?,
+                name: a.name,
+                path_prefix: a.path_prefix,
+                limit: a.limit,
+                sample_limit: a.sample_limit,
+            };
+            let resp = engine.ast_query(&path, &req)?;
+            if a.json {
+                return out.json(&resp);
+            }
+            print_ast_query(out, &resp);
+        }
+    }
+    Ok(())
+}
+
+fn qualified(h: &SymbolHit) -> String {
+    match &h.container {
+        Some(c) => format!("{c}.{}", h.name),
+        None => h.name.clone(),
+    }
+}
+
+fn print_symbols(out: &Out, r: &SymbolsResponse) {
+    if r.mode == "outline" {
+        let file = r.file.as_deref().unwrap_or("");
+        out.note(&format!("{} symbols in {file} ({})", r.results.len(), r.repo.display()));
+        for h in &r.results {
+            out.line(&format!(
+                "{:>5}  {}{} {}  {}",
+                h.line_start,
+                "  ".repeat(h.depth as usize),
+                out.paint("2", &format!("{:<9}", h.kind.name())),
+                out.paint("1", &h.name),
+                out.paint("2", &h.signature)
+            ));
+        }
+        if r.results.is_empty() {
+            out.line("no symbols (the file has no definitions docdex recognizes)");
+        }
+        return;
+    }
+    let q = r.query.as_deref().unwrap_or("");
+    out.note(&format!("{} of {} symbols matching {q:?} in {}", r.results.len(), r.total, r.repo.display()));
+    if r.results.is_empty() {
+        out.line(&format!("no symbol matches {q:?}; `docdex search {q}` searches the text"));
+    }
+    for h in &r.results {
+        out.line(&format!(
+            "{} {}  {}:{}",
+            out.paint("2", &format!("{:<9}", h.kind.name())),
+            out.paint("1", &qualified(h)),
+            out.paint("36", &h.path),
+            h.line_start,
+        ));
+        if !h.signature.is_empty() {
+            out.line(&format!("          {}", out.paint("2", &h.signature)));
+        }
+    }
+}
+
+fn print_status(out: &Out, s: &SymbolsStatus) {
+    let state = match s.state.as_str() {
+        "ready" => out.paint("1;32", "ready"),
+        "lagging" => out.paint("1;33", "lagging"),
+        other => out.paint("1;31", other),
+    };
+    out.line(&format!("symbols of {}: {state}", s.repo.display()));
+    out.line(&format!(
+        "  {} symbols in {} files ({} with syntax errors, {} not parsed); generation {} (text index {})",
+        s.symbols, s.files, s.files_with_parse_errors, s.files_not_parsed, s.generation, s.index_generation
+    ));
+    out.line(&format!("  symbols_reindex_required: {}", s.symbols_reindex_required));
+    for l in &s.languages {
+        let drift = if l.drifted {
+            out.paint("1;31", &format!(" DRIFT: indexed with {}", l.stored_grammar_version.as_deref().unwrap_or("?")))
+        } else {
+            String::new()
+        };
+        let available = if l.available { "" } else { " (grammar unavailable)" };
+        out.line(&format!(
+            "  {:<11} {:>6} files {:>8} symbols  {}{available}{drift}",
+            l.lang, l.files, l.symbols, l.grammar_version
+        ));
+    }
+    for m in &s.messages {
+        out.line(&format!("{} {m}", out.paint("33", "note:")));
+    }
+}
+
+fn print_ast_search(out: &Out, r: &AstSearchResponse) {
+    let mode = if r.mode == AstMode::All { "all of" } else { "any of" };
+    out.note(&format!("{} of {} files with {mode} {}", r.results.len(), r.total_files, r.kinds.join(", ")));
+    for f in &r.results {
+        let counts: Vec<String> = f.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+        out.line(&format!("{:>6}  {}  {}", f.total, out.paint("36", &f.path), out.paint("2", &counts.join(" "))));
+    }
+}
+
+fn print_ast_query(out: &Out, r: &AstQueryResponse) {
+    out.note(&format!(
+        "{} matches in {} files ({} shown) for {}{}",
+        r.total_matches,
+        r.total_files,
+        r.results.len(),
+        r.kinds.join(", "),
+        r.name.as_deref().map(|n| format!(" named {n:?}")).unwrap_or_default()
+    ));
+    for f in &r.results {
+        let counts: Vec<String> = f.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+        out.line(&format!("{}  {}", out.paint("36", &f.path), out.paint("2", &counts.join(" "))));
+        for s in &f.samples {
+            let range = if s.line_end > s.line_start {
+                format!("{}-{}", s.line_start, s.line_end)
+            } else {
+                s.line_start.to_string()
+            };
+            out.line(&format!("  {:>9}  {:<24} {}", range, out.paint("2", &s.kind), s.text));
+        }
+    }
+}

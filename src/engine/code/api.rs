@@ -1,0 +1,738 @@
+//! The code-intelligence capabilities as `Engine` methods, with their request and response
+//! types: symbol search and outlines, the symbol store's status (parser drift included), AST
+//! search and AST query. The CLI, the HTTP server (`/v1/symbols`, `/v1/symbols/status`,
+//! `/v1/ast/search`, `/v1/ast/query`), the MCP tool `docdex_symbols` and the TUI call exactly
+//! these.
+
+use super::query::{self, SymbolFilter};
+use super::store::{self, SymbolReader};
+use super::symbols::SymbolKind;
+use super::{Lang, LanguageSupport};
+use crate::engine::index::manifest::Manifest;
+use crate::engine::protocol::SCHEMA_VERSION;
+use crate::engine::repos::RepoRef;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Default page size of symbol and AST queries.
+pub const DEFAULT_LIMIT: usize = 20;
+/// Largest page.
+pub const MAX_LIMIT: usize = 1000;
+
+/// How a symbol matched a name query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchKind {
+    /// The name is the query (ignoring case and `_`).
+    Exact,
+    /// The name starts with the query.
+    Prefix,
+    /// The name contains every word of the query as the start of one of its parts.
+    WordPart,
+    /// Close: an abbreviation or a typo.
+    Fuzzy,
+}
+
+/// `docdex symbols`, `GET /v1/symbols`, the MCP tool `docdex_symbols`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SymbolsRequest {
+    /// Name to look for. Without it, `file` is required and the file's outline is returned.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// Only this kind (`function`, `method`, `class`, `struct`, `enum`, `variant`, `interface`,
+    /// `trait`, `impl`, `module`, `constant`, `variable`, `field`, `type`, `macro`; aliases
+    /// such as `fn`, `protocol`, `namespace` are accepted).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Only this file (repo-relative).
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Only files under this path prefix.
+    #[serde(default)]
+    pub path_prefix: Option<String>,
+    /// Only this language (`rust`, `python`, `tsx`, ...).
+    #[serde(default)]
+    pub lang: Option<String>,
+    /// Results per page (default 20; an outline defaults to every symbol of the file).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// One symbol in a response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SymbolHit {
+    /// The declared name.
+    pub name: String,
+    /// Its kind.
+    pub kind: SymbolKind,
+    /// Language of its file.
+    pub lang: String,
+    /// Repo-relative path.
+    pub path: String,
+    /// First line (1-based).
+    pub line_start: u32,
+    /// Last line (inclusive).
+    pub line_end: u32,
+    /// The declaration's head (`pub fn new(ttl: u64) -> Self`).
+    pub signature: String,
+    /// The enclosing symbol's name (class of a method, type of an impl).
+    pub container: Option<String>,
+    /// Nesting depth in its file (0 at top level).
+    pub depth: u32,
+    /// Tree-sitter node kind of the declaration.
+    pub node_kind: String,
+    /// How it matched the query (absent in an outline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_kind: Option<MatchKind>,
+    /// Ranking score within its match tier, higher first (about 0..1, +1 when the symbol is in the
+    /// container the query named, as in `Store.size`; 0 in an outline).
+    pub score: f32,
+}
+
+/// The answer to a [`SymbolsRequest`].
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SymbolsResponse {
+    /// JSON shape version.
+    pub schema_version: u32,
+    /// Repo fingerprint.
+    pub project_id: String,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// `search` (by name) or `outline` (a file's symbols in order).
+    pub mode: String,
+    /// The query, when searching.
+    pub query: Option<String>,
+    /// The file, for an outline or a file filter.
+    pub file: Option<String>,
+    /// Index generation the symbols were extracted at.
+    pub generation: u64,
+    /// Matches.
+    pub results: Vec<SymbolHit>,
+    /// Matches before the limit (a lower bound for very common names).
+    pub total: usize,
+    /// More matched than were returned.
+    pub truncated: bool,
+}
+
+/// Status of one language in the symbol store.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LanguageStatus {
+    /// Language.
+    pub lang: String,
+    /// Grammar compiled into this build.
+    pub grammar_version: String,
+    /// Grammar the stored symbols were extracted with (none before the first index).
+    pub stored_grammar_version: Option<String>,
+    /// The two differ: this language's symbols are stale until re-indexed.
+    pub drifted: bool,
+    /// Files of this language in the store.
+    pub files: u64,
+    /// Symbols from them.
+    pub symbols: u64,
+    /// Whether this build can parse the language at all.
+    pub available: bool,
+}
+
+/// `docdex symbols-status`, `GET /v1/symbols/status`.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SymbolsStatus {
+    /// JSON shape version.
+    pub schema_version: u32,
+    /// Repo fingerprint.
+    pub project_id: String,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// `ready`, `reindex_required` (parser drift or an old store), `lagging` (the last run was
+    /// interrupted; the next run catches up) or `not_built`.
+    pub state: String,
+    /// Parser drift or an incompatible store: symbol and AST queries fail until `docdex index`.
+    pub symbols_reindex_required: bool,
+    /// Index generation the store was committed at.
+    pub generation: u64,
+    /// The text index's generation.
+    pub index_generation: u64,
+    /// Store schema found (this build writes [`store::STORE_SCHEMA`]).
+    pub store_schema: u32,
+    /// Code files in the store.
+    pub files: u64,
+    /// Of those, files that were not parsed (too large, parse abandoned).
+    pub files_not_parsed: u64,
+    /// Of those, files whose tree has syntax errors (their symbols are partial).
+    pub files_with_parse_errors: u64,
+    /// Symbols in the store.
+    pub symbols: u64,
+    /// Per language.
+    pub languages: Vec<LanguageStatus>,
+    /// Things worth knowing, with what to run.
+    pub messages: Vec<String>,
+    /// The store file.
+    pub db_path: PathBuf,
+}
+
+/// Whether files must contain any or all of the asked node kinds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AstMode {
+    /// At least one of the kinds.
+    #[default]
+    Any,
+    /// Every kind.
+    All,
+}
+
+impl std::str::FromStr for AstMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<AstMode> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "any" => Ok(AstMode::Any),
+            "all" => Ok(AstMode::All),
+            other => Err(Error::BadRequest(format!("bad mode {other:?}: use any or all"))),
+        }
+    }
+}
+
+/// `docdex ast search`, `GET /v1/ast/search`: files containing Tree-sitter node kinds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AstSearchRequest {
+    /// Node kinds (`function_item`, `class_definition`, `ERROR`, ...).
+    pub kinds: Vec<String>,
+    /// Any (default) or all of them.
+    #[serde(default)]
+    pub mode: AstMode,
+    /// Files per page (default 20).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Only files under this prefix.
+    #[serde(default, alias = "pathPrefix")]
+    pub path_prefix: Option<String>,
+}
+
+/// One file in an AST search.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AstFileHit {
+    /// Repo-relative path.
+    pub path: String,
+    /// Language.
+    pub lang: String,
+    /// Count per asked kind found in the file.
+    pub counts: BTreeMap<String, u32>,
+    /// Sum of the counts.
+    pub total: u32,
+}
+
+/// The answer to an [`AstSearchRequest`].
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AstSearchResponse {
+    /// JSON shape version.
+    pub schema_version: u32,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// The kinds asked for.
+    pub kinds: Vec<String>,
+    /// Any or all.
+    pub mode: AstMode,
+    /// Matching files, most matches first.
+    pub results: Vec<AstFileHit>,
+    /// Matching files before the limit.
+    pub total_files: usize,
+    /// More files matched than were returned.
+    pub truncated: bool,
+}
+
+/// `docdex ast query`, `POST /v1/ast/query`: per-file match counts plus sample nodes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AstQueryRequest {
+    /// Node kinds.
+    pub kinds: Vec<String>,
+    /// Any (default) or all of them.
+    #[serde(default)]
+    pub mode: AstMode,
+    /// Only declarations with this name (ignoring case and `_`); only nodes that declare a
+    /// symbol carry a name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Only files under this prefix.
+    #[serde(default, alias = "pathPrefix")]
+    pub path_prefix: Option<String>,
+    /// Files per page (default 20).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Sample nodes per file (default 5).
+    #[serde(default, alias = "sampleLimit")]
+    pub sample_limit: Option<usize>,
+}
+
+/// A sample node.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AstNode {
+    /// Node kind.
+    pub kind: String,
+    /// First line.
+    pub line_start: u32,
+    /// Last line.
+    pub line_end: u32,
+    /// The declared name, for declarations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The node's first line as it is on disk now (trimmed, at most 160 characters).
+    pub text: String,
+}
+
+/// One file in an AST query.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AstQueryFile {
+    /// Repo-relative path.
+    pub path: String,
+    /// Language.
+    pub lang: String,
+    /// Matches per kind.
+    pub counts: BTreeMap<String, u32>,
+    /// Sum of the counts.
+    pub total: u32,
+    /// Sample nodes, in source order.
+    pub samples: Vec<AstNode>,
+}
+
+/// The answer to an [`AstQueryRequest`].
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AstQueryResponse {
+    /// JSON shape version.
+    pub schema_version: u32,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// The kinds asked for.
+    pub kinds: Vec<String>,
+    /// Any or all.
+    pub mode: AstMode,
+    /// The name filter.
+    pub name: Option<String>,
+    /// Matching files, most matches first.
+    pub results: Vec<AstQueryFile>,
+    /// Matching files before the limit.
+    pub total_files: usize,
+    /// Matches over all matching files.
+    pub total_matches: u64,
+    /// More files matched than were returned.
+    pub truncated: bool,
+}
+
+/// Opens the store for a query, failing clearly when there is none or it is stale.
+fn open_current(repo: &RepoRef) -> Result<SymbolReader> {
+    let reader = SymbolReader::open(repo)?.ok_or_else(|| missing_store(repo))?;
+    reader.ensure_current(&repo.root)?;
+    Ok(reader)
+}
+
+fn missing_store(repo: &RepoRef) -> Error {
+    if repo.index_dir().join("meta.json").exists() {
+        Error::StaleIndex(format!(
+            "no symbols have been extracted for {} yet; run `docdex index --repo {}`",
+            repo.root.display(),
+            repo.root.display()
+        ))
+    } else {
+        Error::NotIndexed { path: repo.root.clone() }
+    }
+}
+
+/// A user-given path as the store keys it: repo-relative with `/`.
+fn repo_relative(repo: &RepoRef, file: &str) -> String {
+    let p = Path::new(file);
+    let rel = if p.is_absolute() {
+        std::fs::canonicalize(p)
+            .ok()
+            .and_then(|c| c.strip_prefix(&repo.root).ok().map(Path::to_path_buf))
+            .or_else(|| p.strip_prefix(&repo.root).ok().map(Path::to_path_buf))
+            .unwrap_or_else(|| p.to_path_buf())
+    } else {
+        p.to_path_buf()
+    };
+    let s = rel.to_string_lossy().replace('\\', "/");
+    s.trim_start_matches("./").trim_start_matches('/').to_string()
+}
+
+fn parse_kind(kind: Option<&str>) -> Result<Option<SymbolKind>> {
+    match kind.map(str::trim).filter(|k| !k.is_empty()) {
+        None => Ok(None),
+        Some(k) => SymbolKind::parse(k).map(Some).ok_or_else(|| {
+            let names: Vec<&str> = SymbolKind::ALL.iter().map(|k| k.name()).collect();
+            Error::BadRequest(format!("unknown symbol kind {k:?}: use one of {}", names.join(", ")))
+        }),
+    }
+}
+
+fn clamp_limit(limit: Option<usize>, default: usize) -> usize {
+    limit.unwrap_or(default).clamp(1, MAX_LIMIT)
+}
+
+fn split_kinds(kinds: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for k in kinds.iter().flat_map(|k| k.split(',')).map(str::trim).filter(|k| !k.is_empty()) {
+        if !out.iter().any(|o| o == k) {
+            out.push(k.to_string());
+        }
+    }
+    out
+}
+
+/// The first line of each sample, read from the file on disk.
+fn sample_texts(root: &Path, path: &str, nodes: &mut [AstNode]) {
+    let Ok(bytes) = std::fs::read(root.join(path)) else { return };
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    for n in nodes {
+        if let Some(l) = lines.get(n.line_start.saturating_sub(1) as usize) {
+            let t = l.trim();
+            n.text = t.chars().take(160).collect();
+        }
+    }
+}
+
+impl Engine {
+    /// Symbol search by name, or a file's outline (`file` without `query`).
+    pub fn symbols(&self, repo_path: &Path, req: &SymbolsRequest) -> Result<SymbolsResponse> {
+        let repo = self.resolve_repo(repo_path)?;
+        let kind = parse_kind(req.kind.as_deref())?;
+        let file = req.file.as_deref().map(|f| repo_relative(&repo, f)).filter(|f| !f.is_empty());
+        let query = req.query.as_deref().map(str::trim).filter(|q| !q.is_empty()).map(String::from);
+        if query.is_none() && file.is_none() {
+            return Err(Error::BadRequest("pass a name to search for, or --file F for a file's outline".into()));
+        }
+        let reader = open_current(&repo)?;
+        let filter = SymbolFilter {
+            kind,
+            file: file.clone(),
+            path_prefix: req.path_prefix.clone().filter(|p| !p.is_empty()),
+            lang: req.lang.clone().filter(|l| !l.is_empty()),
+        };
+        let (mode, results, total) = match &query {
+            Some(q) => {
+                let limit = clamp_limit(req.limit, DEFAULT_LIMIT);
+                let (hits, total) = query::search(&reader, q, &filter, limit)?;
+                ("search", hits, total)
+            }
+            None => {
+                let path = file.clone().unwrap_or_default();
+                let limit = clamp_limit(req.limit, MAX_LIMIT);
+                if query::file_row(&reader, &path)?.is_none() {
+                    return Err(self.no_symbols_for(&repo, &path));
+                }
+                let hits = query::outline(&reader, &path, &filter, limit + 1)?;
+                let total = hits.len();
+                ("outline", hits.into_iter().take(limit).collect(), total)
+            }
+        };
+        Ok(SymbolsResponse {
+            schema_version: SCHEMA_VERSION,
+            project_id: repo.fingerprint.clone(),
+            repo: repo.root.clone(),
+            mode: mode.into(),
+            query,
+            file,
+            generation: reader.meta().generation,
+            truncated: total > results.len(),
+            total,
+            results,
+        })
+    }
+
+    /// Why a file has no outline: not in the repo, not a language with a grammar, or not indexed yet.
+    fn no_symbols_for(&self, repo: &RepoRef, path: &str) -> Error {
+        if !repo.root.join(path).is_file() {
+            return Error::NotFound(format!("no file {path} in {}", repo.root.display()));
+        }
+        match Lang::from_path(Path::new(path)) {
+            None => Error::BadRequest(format!(
+                "{path} has no symbols: docdex extracts symbols for {} files only",
+                Lang::ALL.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ")
+            )),
+            Some(_) => Error::NotFound(format!(
+                "{path} is not in the symbol index (ignored, skipped or added after the last run); \
+                 run `docdex index --repo {}`",
+                repo.root.display()
+            )),
+        }
+    }
+
+    /// The symbol store's state: counts per language, parser drift, whether a re-index is needed.
+    pub fn symbols_status(&self, repo_path: &Path) -> Result<SymbolsStatus> {
+        let repo = self.resolve_repo(repo_path)?;
+        let support = super::language_support();
+        let index_generation = Manifest::load(&repo.manifest_path()).generation;
+        let mut status = SymbolsStatus {
+            schema_version: SCHEMA_VERSION,
+            project_id: repo.fingerprint.clone(),
+            repo: repo.root.clone(),
+            state: "not_built".into(),
+            symbols_reindex_required: false,
+            generation: 0,
+            index_generation,
+            store_schema: 0,
+            files: 0,
+            files_not_parsed: 0,
+            files_with_parse_errors: 0,
+            symbols: 0,
+            languages: Vec::new(),
+            messages: Vec::new(),
+            db_path: store::db_path(&repo),
+        };
+        let reader = SymbolReader::open(&repo)?;
+        let per_lang = match &reader {
+            Some(r) => lang_counts(r)?,
+            None => BTreeMap::new(),
+        };
+        let meta = reader.as_ref().map(|r| r.meta().clone()).unwrap_or_default();
+        for s in &support {
+            let stored = meta.grammars.get(&s.lang).cloned();
+            let (files, symbols) = per_lang.get(&s.lang).copied().unwrap_or((0, 0));
+            status.languages.push(LanguageStatus {
+                drifted: stored.as_ref().is_some_and(|v| *v != s.grammar_version),
+                lang: s.lang.clone(),
+                grammar_version: s.grammar_version.clone(),
+                stored_grammar_version: stored,
+                files,
+                symbols,
+                available: s.available,
+            });
+        }
+        for s in support.iter().filter(|s| !s.available) {
+            status.messages.push(format!(
+                "{}: no symbols, {}",
+                s.lang,
+                s.problem.as_deref().unwrap_or("grammar unavailable")
+            ));
+        }
+        let Some(reader) = reader else {
+            status.messages.push(format!("no symbol index yet; run `docdex index --repo {}`", repo.root.display()));
+            return Ok(status);
+        };
+        let (files, not_parsed, errors, symbols) = totals(&reader)?;
+        status.files = files;
+        status.files_not_parsed = not_parsed;
+        status.files_with_parse_errors = errors;
+        status.symbols = symbols;
+        status.generation = meta.generation;
+        status.store_schema = meta.schema;
+        match reader.ensure_current(&repo.root) {
+            Err(e) => {
+                status.state = "reindex_required".into();
+                status.symbols_reindex_required = true;
+                status.messages.push(e.to_string());
+            }
+            Ok(()) if meta.generation < index_generation => {
+                status.state = "lagging".into();
+                status.messages.push(format!(
+                    "the symbol index (generation {}) is behind the text index (generation {}): the last run was \
+                     interrupted; the next `docdex index --repo {}` catches up",
+                    meta.generation,
+                    index_generation,
+                    repo.root.display()
+                ));
+            }
+            Ok(()) => status.state = "ready".into(),
+        }
+        if not_parsed > 0 {
+            status.messages.push(format!(
+                "{not_parsed} files were not parsed (over {} MB or too slow to parse); they are searchable as text",
+                super::MAX_PARSE_BYTES / 1048576
+            ));
+        }
+        Ok(status)
+    }
+
+    /// Files containing any or all of the given Tree-sitter node kinds.
+    pub fn ast_search(&self, repo_path: &Path, req: &AstSearchRequest) -> Result<AstSearchResponse> {
+        let repo = self.resolve_repo(repo_path)?;
+        let kinds = split_kinds(&req.kinds);
+        super::ast::validate_kinds(&kinds)?;
+        let reader = open_current(&repo)?;
+        let limit = clamp_limit(req.limit, DEFAULT_LIMIT);
+        let mut files = query::ast_files(&reader, &kinds, req.mode, req.path_prefix.as_deref())?;
+        files.sort_by(|a, b| total(&b.counts).cmp(&total(&a.counts)).then(a.path.cmp(&b.path)));
+        let total_files = files.len();
+        let results = files
+            .into_iter()
+            .take(limit)
+            .map(|f| AstFileHit { total: total(&f.counts), path: f.path, lang: f.lang, counts: f.counts })
+            .collect::<Vec<_>>();
+        Ok(AstSearchResponse {
+            schema_version: SCHEMA_VERSION,
+            repo: repo.root.clone(),
+            kinds,
+            mode: req.mode,
+            truncated: total_files > results.len(),
+            total_files,
+            results,
+        })
+    }
+
+    /// Per-file match counts and sample nodes for node kinds, optionally only declarations of a name.
+    pub fn ast_query(&self, repo_path: &Path, req: &AstQueryRequest) -> Result<AstQueryResponse> {
+        let repo = self.resolve_repo(repo_path)?;
+        let kinds = split_kinds(&req.kinds);
+        super::ast::validate_kinds(&kinds)?;
+        let reader = open_current(&repo)?;
+        let limit = clamp_limit(req.limit, DEFAULT_LIMIT);
+        let sample_limit = req.sample_limit.unwrap_or(5).min(MAX_LIMIT);
+        let name = req.name.as_deref().map(str::trim).filter(|n| !n.is_empty()).map(String::from);
+        let mut files: Vec<AstQueryFile> = match &name {
+            Some(n) => named_query(&reader, &kinds, req.mode, n, req.path_prefix.as_deref())?,
+            None => query::ast_files(&reader, &kinds, req.mode, req.path_prefix.as_deref())?
+                .into_iter()
+                .map(|f| {
+                    let samples = super::ast::decode_samples(&f.samples, &kinds)
+                        .into_iter()
+                        .map(|(kind, a, b)| AstNode {
+                            kind,
+                            line_start: a,
+                            line_end: b,
+                            name: None,
+                            text: String::new(),
+                        })
+                        .collect();
+                    AstQueryFile { total: total(&f.counts), path: f.path, lang: f.lang, counts: f.counts, samples }
+                })
+                .collect(),
+        };
+        files.sort_by(|a, b| b.total.cmp(&a.total).then(a.path.cmp(&b.path)));
+        let total_files = files.len();
+        let total_matches = files.iter().map(|f| f.total as u64).sum();
+        files.truncate(limit);
+        for f in &mut files {
+            f.samples.sort_by_key(|s| (s.line_start, s.line_end));
+            f.samples.truncate(sample_limit);
+            sample_texts(&repo.root, &f.path, &mut f.samples);
+        }
+        Ok(AstQueryResponse {
+            schema_version: SCHEMA_VERSION,
+            repo: repo.root.clone(),
+            kinds,
+            mode: req.mode,
+            name,
+            truncated: total_files > files.len(),
+            total_files,
+            total_matches,
+            results: files,
+        })
+    }
+
+    /// Languages this build extracts symbols for, with their grammar versions and whether the
+    /// grammar loads (for `docdex check`).
+    pub fn symbol_languages(&self) -> Vec<LanguageSupport> {
+        super::language_support()
+    }
+}
+
+fn total(counts: &BTreeMap<String, u32>) -> u32 {
+    counts.values().sum()
+}
+
+/// Name-filtered AST query: declarations of the kinds with that name, grouped per file.
+fn named_query(
+    reader: &SymbolReader,
+    kinds: &[String],
+    mode: AstMode,
+    name: &str,
+    prefix: Option<&str>,
+) -> Result<Vec<AstQueryFile>> {
+    let mut by_file: BTreeMap<String, AstQueryFile> = BTreeMap::new();
+    for s in query::named_nodes(reader, kinds, name, prefix)? {
+        let f = by_file.entry(s.path.clone()).or_insert_with(|| AstQueryFile {
+            path: s.path.clone(),
+            lang: s.lang.clone(),
+            counts: BTreeMap::new(),
+            total: 0,
+            samples: Vec::new(),
+        });
+        *f.counts.entry(s.node_kind.clone()).or_default() += 1;
+        f.total += 1;
+        f.samples.push(AstNode {
+            kind: s.node_kind,
+            line_start: s.line_start,
+            line_end: s.line_end,
+            name: Some(s.name),
+            text: String::new(),
+        });
+    }
+    Ok(by_file
+        .into_values()
+        .filter(|f| mode == AstMode::Any || kinds.iter().all(|k| f.counts.contains_key(k)))
+        .collect())
+}
+
+fn lang_counts(reader: &SymbolReader) -> Result<BTreeMap<String, (u64, u64)>> {
+    let err = reader.err();
+    let mut stmt =
+        reader.conn().prepare("SELECT lang, COUNT(*), SUM(symbol_count) FROM files GROUP BY lang").map_err(&err)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, (r.get::<_, i64>(1)? as u64, r.get::<_, Option<i64>>(2)?.unwrap_or(0) as u64)))
+        })
+        .map_err(&err)?;
+    rows.collect::<rusqlite::Result<BTreeMap<_, _>>>().map_err(err)
+}
+
+fn totals(reader: &SymbolReader) -> Result<(u64, u64, u64, u64)> {
+    let err = reader.err();
+    reader
+        .conn()
+        .query_row(
+            "SELECT COUNT(*), COALESCE(SUM(parsed = 0), 0), COALESCE(SUM(parse_errors), 0),
+                    COALESCE(SUM(symbol_count), 0) FROM files",
+            [],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)? as u64,
+                    r.get::<_, i64>(1)? as u64,
+                    r.get::<_, i64>(2)? as u64,
+                    r.get::<_, i64>(3)? as u64,
+                ))
+            },
+        )
+        .map_err(err)
+}
+
+/// Parse and extraction figures of one language in an index run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LanguageTiming {
+    /// Files parsed (or passed over as too large).
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Parse and extraction CPU time summed over worker threads.
+    pub seconds: f64,
+}
+
+/// What the code pass did in one index run (`IndexSummary::code`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CodeIndexSummary {
+    /// Files parsed this run.
+    pub files_parsed: u64,
+    /// Files of a supported language not parsed (too large, parse abandoned).
+    pub files_not_parsed: u64,
+    /// Of the parsed files, those whose tree has syntax errors.
+    pub files_with_parse_errors: u64,
+    /// Files re-extracted although unchanged (parser drift, a lagging or rebuilt store).
+    pub files_repaired: u64,
+    /// Files removed from the symbol store.
+    pub files_removed: u64,
+    /// Symbols extracted this run.
+    pub symbols_extracted: u64,
+    /// Languages re-extracted because their grammar version changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift_repaired: Vec<String>,
+    /// Per language.
+    pub languages: BTreeMap<String, LanguageTiming>,
+    /// Parse and extraction CPU time summed over worker threads.
+    pub extract_seconds: f64,
+    /// Time spent writing `symbols.db` (wall seconds on the writer thread).
+    pub store_seconds: f64,
+    /// Time of the impact-graph rebuild, when one ran.
+    pub graph_seconds: Option<f64>,
+    /// Why the impact-graph rebuild failed, when it did (indexing still succeeds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_error: Option<String>,
+}

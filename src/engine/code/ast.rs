@@ -1,0 +1,159 @@
+//! AST search support: how a file's node-kind counts and sample nodes are stored (two compact
+//! text columns per file, so a whole repo's worth is written in one row per file and searched
+//! with `instr`), and how node kinds named by a user are checked against the grammars.
+
+use super::symbols::{AstSummary, KindTable};
+use super::Lang;
+use crate::error::{Error, Result};
+
+/// Encodes the counts as ` kind=count kind=count ` (sorted by kind, spaces at both ends), so
+/// `instr(kinds, ' function_item=')` finds files that contain a kind.
+pub fn encode_counts(ast: &AstSummary) -> String {
+    let mut out = String::with_capacity(ast.counts.len() * 24 + 1);
+    out.push(' ');
+    for (kind, n) in &ast.counts {
+        out.push_str(kind);
+        out.push('=');
+        out.push_str(&n.to_string());
+        out.push(' ');
+    }
+    out
+}
+
+/// The needle that finds `kind` in [`encode_counts`] output.
+pub fn count_needle(kind: &str) -> String {
+    format!(" {kind}=")
+}
+
+/// The count of `kind` in an encoded count list (0 when absent).
+pub fn count_of(encoded: &str, kind: &str) -> u32 {
+    let needle = count_needle(kind);
+    match encoded.find(&needle) {
+        Some(i) => {
+            let rest = &encoded[i + needle.len()..];
+            rest.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0)
+        }
+        None => 0,
+    }
+}
+
+/// Encodes the samples as `kind:start-end,line;kind:...`, grouped by kind (a one-line node
+/// is just its line).
+pub fn encode_samples(ast: &AstSummary) -> String {
+    let mut samples: Vec<&(&str, u32, u32)> = ast.samples.iter().collect();
+    samples.sort_by_key(|(kind, _, _)| *kind);
+    let mut out = String::with_capacity(samples.len() * 12);
+    let mut last: Option<&str> = None;
+    for (kind, a, b) in samples {
+        if last == Some(kind) {
+            out.push(',');
+        } else {
+            if last.is_some() {
+                out.push(';');
+            }
+            out.push_str(kind);
+            out.push(':');
+            last = Some(kind);
+        }
+        if a == b {
+            out.push_str(&a.to_string());
+        } else {
+            out.push_str(&format!("{a}-{b}"));
+        }
+    }
+    out
+}
+
+/// Decodes [`encode_samples`] output for the given kinds: `(kind, line_start, line_end)`.
+pub fn decode_samples(encoded: &str, kinds: &[String]) -> Vec<(String, u32, u32)> {
+    let mut out = Vec::new();
+    for group in encoded.split(';') {
+        let Some((kind, ranges)) = group.split_once(':') else { continue };
+        if !kinds.iter().any(|k| k == kind) {
+            continue;
+        }
+        for r in ranges.split(',') {
+            let (a, b) = r.split_once('-').unwrap_or((r, r));
+            if let (Ok(a), Ok(b)) = (a.parse(), b.parse()) {
+                out.push((kind.to_string(), a, b));
+            }
+        }
+    }
+    out
+}
+
+/// Checks that every kind names a node kind of at least one grammar; the error lists close
+/// names so a typo is easy to fix.
+pub fn validate_kinds(kinds: &[String]) -> Result<()> {
+    if kinds.is_empty() {
+        return Err(Error::BadRequest(
+            "no node kinds given: pass --kinds with Tree-sitter node kinds, e.g. --kinds function_definition,class_definition"
+                .into(),
+        ));
+    }
+    for kind in kinds {
+        if kind.is_empty() || kind.contains(char::is_whitespace) || kind.contains('=') {
+            return Err(Error::BadRequest(format!("bad node kind {kind:?}: kinds are words like function_item")));
+        }
+        if !Lang::ALL.iter().any(|l| KindTable::get(*l).has_kind(kind)) {
+            let close = similar_kinds(kind, 8);
+            let hint = if close.is_empty() {
+                "node kinds are Tree-sitter names such as function_item (Rust) or function_definition (Python)"
+                    .to_string()
+            } else {
+                format!("did you mean {}?", close.join(", "))
+            };
+            return Err(Error::BadRequest(format!("unknown node kind {kind:?} in every grammar; {hint}")));
+        }
+    }
+    Ok(())
+}
+
+/// Named node kinds of any grammar that contain `kind` (or that it contains), shortest first.
+fn similar_kinds(kind: &str, n: usize) -> Vec<String> {
+    let lower = kind.to_ascii_lowercase();
+    let mut found: Vec<&str> = Vec::new();
+    for l in Lang::ALL {
+        let t = KindTable::get(l);
+        for (name, named) in t.names.iter().zip(&t.named) {
+            if *named && (name.contains(lower.as_str()) || (name.len() > 3 && lower.contains(name))) {
+                found.push(name);
+            }
+        }
+    }
+    found.sort_by_key(|s| (s.len(), *s));
+    found.dedup();
+    found.into_iter().take(n).map(String::from).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_samples_round_trip() {
+        let ast = AstSummary {
+            counts: vec![("call", 12), ("function_definition", 2)],
+            samples: vec![("function_definition", 1, 9), ("call", 3, 3), ("call", 5, 6)],
+        };
+        let c = encode_counts(&ast);
+        assert_eq!(c, " call=12 function_definition=2 ");
+        assert_eq!(count_of(&c, "call"), 12);
+        assert_eq!(count_of(&c, "function_definition"), 2);
+        assert_eq!(count_of(&c, "definition"), 0);
+        let s = encode_samples(&ast);
+        assert_eq!(s, "call:3,5-6;function_definition:1-9");
+        assert_eq!(decode_samples(&s, &["call".into()]), vec![("call".into(), 3, 3), ("call".into(), 5, 6)]);
+        assert_eq!(decode_samples(&s, &["function_definition".into()]), vec![("function_definition".into(), 1, 9)]);
+    }
+
+    #[test]
+    fn unknown_kinds_are_refused_with_suggestions() {
+        assert!(validate_kinds(&["function_item".into(), "ERROR".into()]).is_ok());
+        let e = validate_kinds(&["function_itme".into()]).unwrap_err().to_string();
+        assert!(e.contains("unknown node kind"), "{e}");
+        let e = validate_kinds(&["functio".into()]).unwrap_err().to_string();
+        assert!(e.contains("function_item") || e.contains("function_definition"), "{e}");
+        assert!(validate_kinds(&[]).is_err());
+    }
+}

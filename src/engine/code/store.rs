@@ -1,0 +1,566 @@
+//! `symbols.db`: the per-repo SQLite store of what the per-file code pass extracted: one row
+//! per parsed file (content hash, language, imports as JSON, node-kind counts and samples) and
+//! one row per symbol.
+//!
+//! Only the index writer writes it, inside the writer lock, in one transaction per Tantivy
+//! commit. The transaction commits after Tantivy and before the manifest, and records the
+//! generation, so after a kill the store is never ahead of the manifest's view of a file; if it
+//! lags the index (a kill between the two commits, a deleted or corrupt file, a parser
+//! upgrade), the next run compares it with the manifest and re-extracts what differs
+//! (see `IndexSession`). Readers (queries, search ranking) open it separately; WAL mode lets
+//! them read the last committed state while a run writes.
+
+use super::graph::FileImports;
+use super::symbols::SymbolKind;
+use super::{CodeOutcome, Lang};
+use crate::engine::repos::RepoRef;
+use crate::error::{Error, Result};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Version of the tables below; a store with another version is rebuilt by the next index run.
+pub const STORE_SCHEMA: u32 = 1;
+
+const SCHEMA_SQL: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS files(
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    lang TEXT NOT NULL,
+    hash INTEGER NOT NULL,
+    parsed INTEGER NOT NULL,
+    note TEXT,
+    parse_errors INTEGER NOT NULL,
+    symbol_count INTEGER NOT NULL,
+    imports TEXT NOT NULL,
+    ast_kinds TEXT NOT NULL,
+    ast_samples TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS symbols(
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL,
+    ord INTEGER NOT NULL,
+    parent INTEGER,
+    depth INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    norm TEXT NOT NULL,
+    parts TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    node_kind TEXT NOT NULL,
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    signature TEXT NOT NULL,
+    container TEXT
+);
+CREATE INDEX IF NOT EXISTS symbols_norm ON symbols(norm);
+CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);
+";
+
+/// Where a repo's store lives.
+pub fn db_path(repo: &RepoRef) -> PathBuf {
+    repo.state_dir.join("symbols.db")
+}
+
+/// A symbol name folded for matching: lowercase letters and digits only (so `get_user`,
+/// `getUser`, `GetUser` and the query `get user` meet, as they do in search).
+pub fn norm(name: &str) -> String {
+    name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
+/// A name's parts for word matching, space-separated with spaces at both ends
+/// (` get user name `), so `instr(parts, ' user')` finds a part starting with `user`.
+pub fn parts(name: &str) -> String {
+    let mut out = String::from(" ");
+    for word in name.split(|c: char| !c.is_alphanumeric() && c != '_') {
+        for p in crate::engine::analysis::identifier_parts(word) {
+            out.push_str(&p);
+            out.push(' ');
+        }
+    }
+    out
+}
+
+/// What the store's `meta` table says.
+#[derive(Debug, Clone, Default)]
+pub struct StoreMeta {
+    /// [`STORE_SCHEMA`] of the data (0 when unknown).
+    pub schema: u32,
+    /// Index generation the store was last committed for.
+    pub generation: u64,
+    /// Grammar version per language, as recorded when its files were extracted.
+    pub grammars: BTreeMap<String, String>,
+}
+
+impl StoreMeta {
+    /// Languages whose recorded grammar differs from the one compiled into this build.
+    pub fn drifted(&self) -> Vec<Lang> {
+        Lang::ALL
+            .into_iter()
+            .filter(|l| self.grammars.get(l.name()).is_some_and(|v| v != l.grammar_version()))
+            .collect()
+    }
+}
+
+fn read_meta(conn: &Connection) -> rusqlite::Result<StoreMeta> {
+    let mut meta = StoreMeta::default();
+    let mut stmt = conn.prepare("SELECT key, value FROM meta")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    for row in rows {
+        let (k, v) = row?;
+        match k.as_str() {
+            "schema" => meta.schema = v.parse().unwrap_or(0),
+            "generation" => meta.generation = v.parse().unwrap_or(0),
+            _ => {
+                if let Some(lang) = k.strip_prefix("grammar:") {
+                    meta.grammars.insert(lang.to_string(), v);
+                }
+            }
+        }
+    }
+    Ok(meta)
+}
+
+fn sql_err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
+    move |e| Error::Index { path: path.to_path_buf(), message: format!("symbol store: {e}") }
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    Ok(())
+}
+
+/// Removes a store and its WAL files.
+fn remove_db(path: &Path) -> Result<()> {
+    for suffix in ["", "-wal", "-shm"] {
+        let p = PathBuf::from(format!("{}{suffix}", path.display()));
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("removing", p, e)),
+        }
+    }
+    Ok(())
+}
+
+/// What writing one file changed, for deciding whether the impact graph needs a rebuild.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FileChange {
+    /// The file was not in the store before.
+    pub added: bool,
+    /// Its imports differ from what was stored (or it is new).
+    pub imports_changed: bool,
+}
+
+/// The writer's handle, owned by `IndexSession` (and so by the writer lock).
+pub struct SymbolStore {
+    conn: Connection,
+    path: PathBuf,
+    in_tx: bool,
+    meta: StoreMeta,
+    /// The store was created (or rebuilt) by this open.
+    created: bool,
+}
+
+impl SymbolStore {
+    /// Opens (creating if needed) the store for writing. `reset` (the Tantivy index was
+    /// rebuilt), a different schema or an unreadable file start it empty.
+    pub fn open_write(path: &Path, reset: bool) -> Result<SymbolStore> {
+        if reset {
+            remove_db(path)?;
+        }
+        match Self::try_open(path) {
+            Ok(s) if s.meta.schema == STORE_SCHEMA || s.created => Ok(s),
+            Ok(s) => {
+                tracing::info!(
+                    found = s.meta.schema,
+                    want = STORE_SCHEMA,
+                    "symbol store schema changed; rebuilding it"
+                );
+                drop(s);
+                remove_db(path)?;
+                Self::try_open(path).map_err(sql_err(path))
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "symbol store unreadable ({e}); rebuilding it");
+                remove_db(path)?;
+                Self::try_open(path).map_err(sql_err(path))
+            }
+        }
+    }
+
+    fn try_open(path: &Path) -> rusqlite::Result<SymbolStore> {
+        let existed = path.exists();
+        let conn = Connection::open(path)?;
+        configure(&conn)?;
+        conn.execute_batch(SCHEMA_SQL)?;
+        let mut meta = read_meta(&conn)?;
+        let created = !existed || meta.schema == 0;
+        if created {
+            conn.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?1)", [STORE_SCHEMA.to_string()])?;
+            meta.schema = STORE_SCHEMA;
+        }
+        Ok(SymbolStore { conn, path: path.to_path_buf(), in_tx: false, meta, created })
+    }
+
+    /// The meta as of the last commit.
+    pub fn meta(&self) -> &StoreMeta {
+        &self.meta
+    }
+
+    /// Whether this open created the store (so nothing is in it yet).
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    /// Path -> (content hash, language) of every file in the store.
+    pub fn file_hashes(&self) -> Result<HashMap<String, (u64, String)>> {
+        let err = sql_err(&self.path);
+        let mut stmt = self.conn.prepare("SELECT path, hash, lang FROM files").map_err(&err)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, (r.get::<_, i64>(1)? as u64, r.get::<_, String>(2)?))))
+            .map_err(&err)?;
+        rows.collect::<rusqlite::Result<HashMap<_, _>>>().map_err(err)
+    }
+
+    fn begin(&mut self) -> Result<()> {
+        if !self.in_tx {
+            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(sql_err(&self.path))?;
+            self.in_tx = true;
+        }
+        Ok(())
+    }
+
+    /// Replaces everything stored for `path` with what the code pass produced.
+    pub fn put_file(&mut self, path: &str, hash: u64, lang: Lang, outcome: &CodeOutcome) -> Result<FileChange> {
+        self.begin()?;
+        let err = sql_err(&self.path);
+        let old: Option<(i64, String)> = self
+            .conn
+            .prepare_cached("SELECT id, imports FROM files WHERE path = ?1")
+            .and_then(|mut s| s.query_row([path], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+            .map_err(&err)?;
+        let (parsed, note, errors, symbols, imports, kinds, samples) = match outcome {
+            CodeOutcome::Parsed(p) => (
+                true,
+                None,
+                p.analysis.has_errors,
+                p.analysis.symbols.as_slice(),
+                serde_json::to_string(&p.imports).unwrap_or_else(|_| "[]".into()),
+                super::ast::encode_counts(&p.analysis.ast),
+                super::ast::encode_samples(&p.analysis.ast),
+            ),
+            CodeOutcome::NotParsed(reason) => {
+                (false, Some(reason.as_str()), false, &[][..], "[]".to_string(), " ".to_string(), String::new())
+            }
+        };
+        let change =
+            FileChange { added: old.is_none(), imports_changed: old.as_ref().is_none_or(|(_, i)| *i != imports) };
+        let file_id = match old {
+            Some((id, _)) => {
+                self.conn
+                    .prepare_cached("DELETE FROM symbols WHERE file_id = ?1")
+                    .and_then(|mut s| s.execute([id]))
+                    .map_err(&err)?;
+                self.conn
+                    .prepare_cached(
+                        "UPDATE files SET lang=?2, hash=?3, parsed=?4, note=?5, parse_errors=?6, symbol_count=?7,
+                         imports=?8, ast_kinds=?9, ast_samples=?10 WHERE id=?1",
+                    )
+                    .and_then(|mut s| {
+                        s.execute(params![
+                            id,
+                            lang.name(),
+                            hash as i64,
+                            parsed,
+                            note,
+                            errors,
+                            symbols.len() as i64,
+                            imports,
+                            kinds,
+                            samples
+                        ])
+                    })
+                    .map_err(&err)?;
+                id
+            }
+            None => {
+                self.conn
+                    .prepare_cached(
+                        "INSERT INTO files(path, lang, hash, parsed, note, parse_errors, symbol_count, imports,
+                         ast_kinds, ast_samples) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    )
+                    .and_then(|mut s| {
+                        s.execute(params![
+                            path,
+                            lang.name(),
+                            hash as i64,
+                            parsed,
+                            note,
+                            errors,
+                            symbols.len() as i64,
+                            imports,
+                            kinds,
+                            samples
+                        ])
+                    })
+                    .map_err(&err)?;
+                self.conn.last_insert_rowid()
+            }
+        };
+        let mut insert = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO symbols(file_id, ord, parent, depth, name, norm, parts, kind, node_kind, line_start,
+                 line_end, signature, container) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )
+            .map_err(&err)?;
+        for (i, s) in symbols.iter().enumerate() {
+            insert
+                .execute(params![
+                    file_id,
+                    i as i64,
+                    s.parent.map(i64::from),
+                    s.depth,
+                    s.name,
+                    norm(&s.name),
+                    parts(&s.name),
+                    s.kind.name(),
+                    s.node_kind,
+                    s.line_start,
+                    s.line_end,
+                    s.signature,
+                    s.container
+                ])
+                .map_err(&err)?;
+        }
+        Ok(change)
+    }
+
+    /// Removes a file's rows; returns whether it was there.
+    pub fn remove_file(&mut self, path: &str) -> Result<bool> {
+        self.begin()?;
+        let err = sql_err(&self.path);
+        let id: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT id FROM files WHERE path = ?1")
+            .and_then(|mut s| s.query_row([path], |r| r.get(0)).optional())
+            .map_err(&err)?;
+        let Some(id) = id else { return Ok(false) };
+        self.conn
+            .prepare_cached("DELETE FROM symbols WHERE file_id = ?1")
+            .and_then(|mut s| s.execute([id]))
+            .map_err(&err)?;
+        self.conn.prepare_cached("DELETE FROM files WHERE id = ?1").and_then(|mut s| s.execute([id])).map_err(&err)?;
+        Ok(true)
+    }
+
+    /// Commits the open transaction (if any) as `generation`. With `grammars`, records this
+    /// build's grammar version for every language: every file of a drifted language has been
+    /// re-extracted.
+    pub fn commit(&mut self, generation: u64, grammars: bool) -> Result<()> {
+        if !self.in_tx && generation == self.meta.generation && !grammars {
+            return Ok(());
+        }
+        self.begin()?;
+        let err = sql_err(&self.path);
+        self.conn
+            .execute("INSERT OR REPLACE INTO meta VALUES('generation', ?1)", [generation.to_string()])
+            .map_err(&err)?;
+        if grammars {
+            for l in Lang::ALL {
+                self.conn
+                    .execute(
+                        "INSERT OR REPLACE INTO meta VALUES(?1, ?2)",
+                        [format!("grammar:{}", l.name()), l.grammar_version().to_string()],
+                    )
+                    .map_err(&err)?;
+                self.meta.grammars.insert(l.name().to_string(), l.grammar_version().to_string());
+            }
+        }
+        self.conn.execute_batch("COMMIT").map_err(&err)?;
+        self.in_tx = false;
+        self.meta.generation = generation;
+        Ok(())
+    }
+
+    /// Every stored file's imports, for the impact graph.
+    pub fn all_imports(&self) -> Result<Vec<FileImports>> {
+        all_imports(&self.conn, &self.path)
+    }
+}
+
+impl Drop for SymbolStore {
+    fn drop(&mut self) {
+        if self.in_tx {
+            // An uncommitted batch (an error mid-run) is discarded; the next run redoes it.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+fn all_imports(conn: &Connection, path: &Path) -> Result<Vec<FileImports>> {
+    let err = sql_err(path);
+    let mut stmt = conn.prepare("SELECT path, lang, imports FROM files ORDER BY path").map_err(&err)?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
+        .map_err(&err)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (path, lang, imports) = row.map_err(&err)?;
+        let Some(lang) = Lang::ALL.into_iter().find(|l| l.name() == lang) else { continue };
+        let imports = serde_json::from_str(&imports).unwrap_or_default();
+        out.push(FileImports { path, lang, imports });
+    }
+    Ok(out)
+}
+
+/// A read-only view for queries. Opening it does not create anything.
+pub struct SymbolReader {
+    conn: Connection,
+    path: PathBuf,
+    meta: StoreMeta,
+}
+
+/// One stored symbol with its file.
+#[derive(Debug, Clone)]
+pub struct StoredSymbol {
+    /// Row id.
+    pub id: i64,
+    /// Repo-relative path of its file.
+    pub path: String,
+    /// The file's language.
+    pub lang: String,
+    /// Order within the file.
+    pub ord: u32,
+    /// Parent's order within the file.
+    pub parent: Option<u32>,
+    /// Nesting depth.
+    pub depth: u32,
+    /// Name as written.
+    pub name: String,
+    /// Kind.
+    pub kind: SymbolKind,
+    /// Tree-sitter node kind.
+    pub node_kind: String,
+    /// First line.
+    pub line_start: u32,
+    /// Last line.
+    pub line_end: u32,
+    /// Signature.
+    pub signature: String,
+    /// Container name.
+    pub container: Option<String>,
+}
+
+/// The columns [`StoredSymbol::from_row`] reads, in order.
+pub const SYMBOL_COLUMNS: &str = "s.id, f.path, f.lang, s.ord, s.parent, s.depth, s.name, s.kind, s.node_kind, \
+     s.line_start, s.line_end, s.signature, s.container";
+
+impl StoredSymbol {
+    /// Reads a row selected with [`SYMBOL_COLUMNS`].
+    pub fn from_row(r: &rusqlite::Row) -> rusqlite::Result<StoredSymbol> {
+        let kind: String = r.get(7)?;
+        Ok(StoredSymbol {
+            id: r.get(0)?,
+            path: r.get(1)?,
+            lang: r.get(2)?,
+            ord: r.get(3)?,
+            parent: r.get(4)?,
+            depth: r.get(5)?,
+            name: r.get(6)?,
+            kind: SymbolKind::parse(&kind).unwrap_or(SymbolKind::Variable),
+            node_kind: r.get(8)?,
+            line_start: r.get(9)?,
+            line_end: r.get(10)?,
+            signature: r.get(11)?,
+            container: r.get(12)?,
+        })
+    }
+}
+
+impl SymbolReader {
+    /// Opens the repo's store; `None` when there is none yet.
+    pub fn open(repo: &RepoRef) -> Result<Option<SymbolReader>> {
+        let path = db_path(repo);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let err = |e: rusqlite::Error| sql_err(&path)(e);
+        // Read-write without create: WAL readers need the shared-memory file, which a read-only
+        // connection may not be able to create. Nothing is ever written through this handle.
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+        )
+        .map_err(&err)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(&err)?;
+        // Scans (word-part and fuzzy name search, AST search) read the whole table: map it
+        // instead of copying every page through read().
+        conn.pragma_update(None, "mmap_size", 1i64 << 30).map_err(&err)?;
+        // A store another build is creating right now, or a damaged one, reads as empty meta
+        // (schema 0): queries then say to re-index, and the next index run rebuilds it.
+        let meta = read_meta(&conn).unwrap_or_default();
+        Ok(Some(SymbolReader { conn, path, meta }))
+    }
+
+    /// The connection, for the query module.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The meta read at open.
+    pub fn meta(&self) -> &StoreMeta {
+        &self.meta
+    }
+
+    /// Maps SQLite errors to engine errors naming this store.
+    pub fn err(&self) -> impl Fn(rusqlite::Error) -> Error + '_ {
+        sql_err(&self.path)
+    }
+
+    /// Fails with [`Error::StaleIndex`] when the store cannot answer: built by another store
+    /// schema, or by other grammar versions (parser drift). `repo` names the repo in the message.
+    pub fn ensure_current(&self, repo: &Path) -> Result<()> {
+        if self.meta.schema != STORE_SCHEMA {
+            return Err(Error::StaleIndex(format!(
+                "the symbol index of {} was built by another docdex version (store schema {}, this build reads {}); \
+                 run `docdex index --repo {}` to rebuild it",
+                repo.display(),
+                self.meta.schema,
+                STORE_SCHEMA,
+                repo.display()
+            )));
+        }
+        let drifted = self.meta.drifted();
+        if !drifted.is_empty() {
+            let which: Vec<String> = drifted
+                .iter()
+                .map(|l| {
+                    format!(
+                        "{} (indexed with {}, this build has {})",
+                        l.name(),
+                        self.meta.grammars.get(l.name()).map(String::as_str).unwrap_or("?"),
+                        l.grammar_version()
+                    )
+                })
+                .collect();
+            return Err(Error::StaleIndex(format!(
+                "symbols_reindex_required: the Tree-sitter grammars changed for {}; symbol and AST queries are \
+                 disabled until you run `docdex index --repo {}`",
+                which.join(", "),
+                repo.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Every stored file's imports.
+    pub fn all_imports(&self) -> Result<Vec<FileImports>> {
+        all_imports(&self.conn, &self.path)
+    }
+}

@@ -1,0 +1,522 @@
+//! One pass over a parsed file: symbols (with their containers and signatures), the counts of
+//! every named node kind with a few sample nodes (for AST search), and where each symbol's
+//! leading comments start (so chunks keep a doc comment with its item).
+//!
+//! The per-language knowledge (which node is a function, where its name is) lives in
+//! [`super::rules`]; this module is the language-independent walk. The walk visits every node
+//! once with a `TreeCursor` and looks up node kinds by numeric id in tables built once per
+//! language, so it never touches a kind's name string on the hot path.
+
+use super::rules::{self, Ctx, Def};
+use super::Lang;
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+/// What a symbol is, across languages. The mapping from each grammar's node kinds is in
+/// `docs/CODE_INTEL.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SymbolKind {
+    /// A free function (or a function-valued top-level binding).
+    Function,
+    /// A function inside a class, impl, trait, interface or object (constructors included).
+    Method,
+    /// A class (also records, objects, mixins, actors).
+    Class,
+    /// A struct or union.
+    Struct,
+    /// An enum.
+    Enum,
+    /// An enum member or case.
+    Variant,
+    /// An interface or protocol.
+    Interface,
+    /// A trait.
+    Trait,
+    /// An impl block or extension: methods attached to a type declared elsewhere.
+    Impl,
+    /// A module, namespace or package.
+    Module,
+    /// A constant.
+    Constant,
+    /// A module-level variable.
+    Variable,
+    /// A field or property of a type.
+    Field,
+    /// A type alias or typedef.
+    Type,
+    /// A macro.
+    Macro,
+}
+
+impl SymbolKind {
+    /// Every kind.
+    pub const ALL: [SymbolKind; 15] = [
+        SymbolKind::Function,
+        SymbolKind::Method,
+        SymbolKind::Class,
+        SymbolKind::Struct,
+        SymbolKind::Enum,
+        SymbolKind::Variant,
+        SymbolKind::Interface,
+        SymbolKind::Trait,
+        SymbolKind::Impl,
+        SymbolKind::Module,
+        SymbolKind::Constant,
+        SymbolKind::Variable,
+        SymbolKind::Field,
+        SymbolKind::Type,
+        SymbolKind::Macro,
+    ];
+
+    /// Stable lowercase name (as serialized and stored).
+    pub fn name(self) -> &'static str {
+        match self {
+            SymbolKind::Function => "function",
+            SymbolKind::Method => "method",
+            SymbolKind::Class => "class",
+            SymbolKind::Struct => "struct",
+            SymbolKind::Enum => "enum",
+            SymbolKind::Variant => "variant",
+            SymbolKind::Interface => "interface",
+            SymbolKind::Trait => "trait",
+            SymbolKind::Impl => "impl",
+            SymbolKind::Module => "module",
+            SymbolKind::Constant => "constant",
+            SymbolKind::Variable => "variable",
+            SymbolKind::Field => "field",
+            SymbolKind::Type => "type",
+            SymbolKind::Macro => "macro",
+        }
+    }
+
+    /// Parses a kind name, accepting common aliases (`fn`, `protocol`, `namespace`, `property`, ...).
+    pub fn parse(s: &str) -> Option<SymbolKind> {
+        let s = s.trim().to_ascii_lowercase();
+        if let Some(k) = Self::ALL.into_iter().find(|k| k.name() == s) {
+            return Some(k);
+        }
+        Some(match s.as_str() {
+            "fn" | "func" | "def" | "fun" => SymbolKind::Function,
+            "constructor" | "ctor" => SymbolKind::Method,
+            "record" | "object" | "mixin" | "actor" => SymbolKind::Class,
+            "union" => SymbolKind::Struct,
+            "enum_member" | "member" | "case" | "enumerator" => SymbolKind::Variant,
+            "protocol" => SymbolKind::Interface,
+            "extension" => SymbolKind::Impl,
+            "namespace" | "package" | "mod" => SymbolKind::Module,
+            "const" => SymbolKind::Constant,
+            "var" | "let" | "static" | "global" => SymbolKind::Variable,
+            "property" | "prop" | "attribute" => SymbolKind::Field,
+            "typedef" | "alias" | "type_alias" => SymbolKind::Type,
+            _ => return None,
+        })
+    }
+
+    /// Whether other symbols nest inside it (it becomes their container).
+    pub fn is_scope(self) -> bool {
+        matches!(
+            self,
+            SymbolKind::Function
+                | SymbolKind::Method
+                | SymbolKind::Class
+                | SymbolKind::Struct
+                | SymbolKind::Enum
+                | SymbolKind::Interface
+                | SymbolKind::Trait
+                | SymbolKind::Impl
+                | SymbolKind::Module
+        )
+    }
+
+    /// Functions and methods: what is declared inside their bodies is local, not a symbol
+    /// (except nested functions and types).
+    pub fn is_callable(self) -> bool {
+        matches!(self, SymbolKind::Function | SymbolKind::Method)
+    }
+
+    /// Types a method can belong to.
+    pub fn is_type_like(self) -> bool {
+        matches!(
+            self,
+            SymbolKind::Class
+                | SymbolKind::Struct
+                | SymbolKind::Enum
+                | SymbolKind::Interface
+                | SymbolKind::Trait
+                | SymbolKind::Impl
+        )
+    }
+
+    /// How much a definition of this kind says about what a file is for: the weight of the
+    /// search boost for a query naming it, and the order of equal name matches.
+    pub fn weight(self) -> f32 {
+        match self {
+            SymbolKind::Class
+            | SymbolKind::Struct
+            | SymbolKind::Enum
+            | SymbolKind::Interface
+            | SymbolKind::Trait
+            | SymbolKind::Function
+            | SymbolKind::Method
+            | SymbolKind::Type => 1.0,
+            SymbolKind::Macro | SymbolKind::Module => 0.8,
+            SymbolKind::Constant => 0.6,
+            SymbolKind::Impl => 0.5,
+            SymbolKind::Variant | SymbolKind::Variable => 0.4,
+            SymbolKind::Field => 0.3,
+        }
+    }
+}
+
+/// One symbol as extracted from a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Symbol {
+    /// The declared name as written (`parse_config`, `SessionStore`, `M.create` becomes `create`).
+    pub name: String,
+    /// What it is.
+    pub kind: SymbolKind,
+    /// The Tree-sitter node kind it came from (`function_definition`, `struct_item`, ...).
+    pub node_kind: &'static str,
+    /// First line of the declaration (1-based; decorators and annotations that are part of the
+    /// node included).
+    pub line_start: u32,
+    /// Last line (1-based, inclusive).
+    pub line_end: u32,
+    /// First line of the comments and attributes directly above it (no blank line between);
+    /// equals `line_start` when there are none. Chunking keeps them with the symbol.
+    pub lead_start: u32,
+    /// The declaration's head: everything before its body, whitespace collapsed (`def f(x) -> int`).
+    pub signature: String,
+    /// Index (in the file's symbol list) of the symbol it is nested in syntactically.
+    pub parent: Option<u32>,
+    /// Name of the enclosing symbol as a reader would say it: the parent's name, or the type a
+    /// method is attached to when that is written outside it (`impl Foo`, `func (s *Store)`,
+    /// `Store::size`, `function M.create`).
+    pub container: Option<String>,
+    /// Nesting depth (0 at top level).
+    pub depth: u32,
+}
+
+/// Named node kinds of one file with their counts, plus the first few nodes of each kind.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AstSummary {
+    /// `(kind, count)` sorted by kind.
+    pub counts: Vec<(&'static str, u32)>,
+    /// `(kind, line_start, line_end)`, at most [`SAMPLES_PER_KIND`] per kind, in source order.
+    pub samples: Vec<(&'static str, u32, u32)>,
+}
+
+/// Tree-sitter's id for `ERROR` nodes (`ts_builtin_sym_error`).
+const ERROR_KIND_ID: usize = u16::MAX as usize;
+
+/// Sample nodes kept per kind and file.
+pub const SAMPLES_PER_KIND: usize = 3;
+
+/// Everything the per-file pass learns from one parse.
+#[derive(Debug, Clone)]
+pub struct FileAnalysis {
+    /// The grammar used.
+    pub lang: Lang,
+    /// Symbols in source order (a container before what it contains).
+    pub symbols: Vec<Symbol>,
+    /// Node-kind counts and samples.
+    pub ast: AstSummary,
+    /// True when the tree has syntax errors (symbols are still extracted from the rest).
+    pub has_errors: bool,
+}
+
+/// Per-language tables indexed by node kind id, built once.
+pub(crate) struct KindTable {
+    /// Node kind name by id (`""` for ids without a name).
+    pub names: Vec<&'static str>,
+    /// Named (not anonymous punctuation or keywords).
+    pub named: Vec<bool>,
+    /// Handled by [`rules::classify`].
+    pub interesting: Vec<bool>,
+    /// Comments, attributes and annotations that belong to the item below them.
+    pub leading: Vec<bool>,
+}
+
+impl KindTable {
+    fn build(lang: Lang) -> KindTable {
+        let language = lang.grammar();
+        let n = language.node_kind_count();
+        let interesting_names = rules::interesting_kinds(lang);
+        let mut t = KindTable {
+            names: Vec::with_capacity(n),
+            named: Vec::with_capacity(n),
+            interesting: Vec::with_capacity(n),
+            leading: Vec::with_capacity(n),
+        };
+        for id in 0..n {
+            let id = id as u16;
+            let name: &'static str = match language.node_kind_for_id(id) {
+                Some(s) => Box::leak(s.to_string().into_boxed_str()),
+                None => "",
+            };
+            let named = language.node_kind_is_named(id) && !name.is_empty();
+            t.names.push(name);
+            t.named.push(named);
+            t.interesting.push(named && interesting_names.contains(&name));
+            t.leading.push(named && is_leading_kind(name));
+        }
+        t
+    }
+
+    /// The table for a language (built on first use, then shared by every thread).
+    pub fn get(lang: Lang) -> &'static KindTable {
+        static TABLES: [OnceLock<KindTable>; 16] = [const { OnceLock::new() }; 16];
+        let slot = Lang::ALL.iter().position(|l| *l == lang).unwrap_or(0);
+        TABLES[slot].get_or_init(|| KindTable::build(lang))
+    }
+
+    /// Whether `kind` is a named node kind of this grammar.
+    pub fn has_kind(&self, kind: &str) -> bool {
+        kind == "ERROR" || self.names.iter().zip(&self.named).any(|(n, named)| *named && *n == kind)
+    }
+}
+
+fn is_leading_kind(name: &str) -> bool {
+    name.contains("comment")
+        || matches!(name, "attribute_item" | "attribute_list" | "decorator" | "annotation" | "marker_annotation")
+}
+
+/// 1-based first and last line of a node. A node that ends at column 0 of a later row (a line
+/// comment with its newline) ends on the row before.
+pub(crate) fn lines_of(node: tree_sitter::Node) -> (u32, u32) {
+    let s = node.start_position();
+    let e = node.end_position();
+    let end_row = if e.column == 0 && e.row > s.row { e.row - 1 } else { e.row };
+    (s.row as u32 + 1, end_row as u32 + 1)
+}
+
+/// An open scope while walking: the symbol and the cursor depth of its node.
+struct Scope {
+    depth: usize,
+    symbol: u32,
+    kind: SymbolKind,
+    in_function: bool,
+}
+
+/// Walks a parsed file once and extracts symbols and the AST summary.
+pub fn analyze_tree(lang: Lang, tree: &tree_sitter::Tree, src: &str, path: &str) -> FileAnalysis {
+    let table = KindTable::get(lang);
+    let header = is_header(path);
+    let mut counts = vec![0u32; table.names.len()];
+    let mut error_count = 0u32;
+    let mut error_samples: Vec<(u32, u32)> = Vec::new();
+    let mut samples: Vec<(u16, u32, u32)> = Vec::new();
+    let mut symbols: Vec<Symbol> = Vec::new();
+    let mut scopes: Vec<Scope> = Vec::new();
+    // Node kinds of the ancestors of the current node, and the run of leading comments seen at
+    // each depth among the current node's earlier siblings.
+    let mut path_kinds: Vec<&'static str> = Vec::with_capacity(64);
+    let mut lead: Vec<Option<(u32, u32)>> = vec![None; 64];
+    let mut defs: Vec<Def> = Vec::new();
+    let mut cursor = tree.walk();
+    let mut depth = 0usize;
+    loop {
+        let node = cursor.node();
+        let id = node.kind_id() as usize;
+        while scopes.last().is_some_and(|s| s.depth >= depth) {
+            scopes.pop();
+        }
+        if lead.len() <= depth + 1 {
+            lead.resize(depth + 2, None);
+        }
+        if id < counts.len() && table.named[id] {
+            counts[id] += 1;
+            if counts[id] as usize <= SAMPLES_PER_KIND {
+                let (a, b) = lines_of(node);
+                samples.push((id as u16, a, b));
+            }
+            if table.leading[id] {
+                let (a, b) = lines_of(node);
+                lead[depth] = Some(match lead[depth] {
+                    Some((s, e)) if e + 1 >= a => (s, b),
+                    _ => (a, b),
+                });
+            } else {
+                if table.interesting[id] {
+                    let scope = scopes.last();
+                    let cx = Ctx {
+                        src,
+                        parent_kind: path_kinds.last().copied().unwrap_or(""),
+                        scope: scope.map(|s| s.kind),
+                        in_function: scope.is_some_and(|s| s.in_function),
+                        header,
+                    };
+                    defs.clear();
+                    rules::classify(lang, node, table.names[id], &cx, &mut defs);
+                    let lead_here = lead[depth];
+                    for (i, def) in defs.drain(..).enumerate() {
+                        let index = symbols.len() as u32;
+                        let kind = def.kind;
+                        symbols.push(make_symbol(def, table.names[id], scopes.last(), &symbols, lead_here, src));
+                        if i == 0 && kind.is_scope() {
+                            let in_function = kind.is_callable() || scopes.last().is_some_and(|s| s.in_function);
+                            scopes.push(Scope { depth, symbol: index, kind, in_function });
+                        }
+                    }
+                }
+                lead[depth] = None;
+            }
+        } else if id == ERROR_KIND_ID {
+            error_count += 1;
+            if error_samples.len() < SAMPLES_PER_KIND {
+                error_samples.push(lines_of(node));
+            }
+            lead[depth] = None;
+        }
+        if cursor.goto_first_child() {
+            path_kinds.push(table.names.get(id).copied().unwrap_or(""));
+            depth += 1;
+            if lead.len() <= depth {
+                lead.resize(depth + 1, None);
+            }
+            lead[depth] = None;
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return finish(lang, table, counts, samples, error_count, error_samples, symbols, tree);
+            }
+            depth -= 1;
+            path_kinds.pop();
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    lang: Lang,
+    table: &KindTable,
+    counts: Vec<u32>,
+    samples: Vec<(u16, u32, u32)>,
+    error_count: u32,
+    error_samples: Vec<(u32, u32)>,
+    symbols: Vec<Symbol>,
+    tree: &tree_sitter::Tree,
+) -> FileAnalysis {
+    // Aliased node kinds share a name across several ids: merge them by name.
+    let mut by_name: std::collections::BTreeMap<&'static str, u32> = std::collections::BTreeMap::new();
+    for (id, c) in counts.iter().enumerate() {
+        if *c > 0 {
+            *by_name.entry(table.names[id]).or_default() += c;
+        }
+    }
+    if error_count > 0 {
+        by_name.insert("ERROR", error_count);
+    }
+    let mut per_kind: std::collections::HashMap<&'static str, usize> = std::collections::HashMap::new();
+    let mut kept = Vec::with_capacity(samples.len() + error_samples.len());
+    for (id, a, b) in samples {
+        let name = table.names[id as usize];
+        let n = per_kind.entry(name).or_default();
+        if *n < SAMPLES_PER_KIND {
+            *n += 1;
+            kept.push((name, a, b));
+        }
+    }
+    kept.extend(error_samples.into_iter().map(|(a, b)| ("ERROR", a, b)));
+    FileAnalysis {
+        lang,
+        symbols,
+        ast: AstSummary { counts: by_name.into_iter().collect(), samples: kept },
+        has_errors: tree.root_node().has_error(),
+    }
+}
+
+fn make_symbol(
+    def: Def,
+    node_kind: &'static str,
+    scope: Option<&Scope>,
+    symbols: &[Symbol],
+    lead: Option<(u32, u32)>,
+    src: &str,
+) -> Symbol {
+    let (line_start, line_end) = lines_of(def.node);
+    let lead_start = match lead {
+        Some((s, e)) if e + 1 >= line_start && s <= line_start => s,
+        _ => line_start,
+    };
+    let parent = scope.map(|s| s.symbol);
+    let container = def.container.or_else(|| parent.and_then(|p| symbols.get(p as usize)).map(|p| p.name.clone()));
+    let depth = parent.and_then(|p| symbols.get(p as usize)).map(|p| p.depth + 1).unwrap_or(0);
+    Symbol {
+        name: def.name,
+        kind: def.kind,
+        node_kind,
+        line_start,
+        line_end,
+        lead_start,
+        signature: format!("{}{}", def.sig_prefix, rules::signature(def.sig, def.body, src)),
+        parent,
+        container,
+        depth,
+    }
+}
+
+/// C and C++ headers: function prototypes there are the API, so they count as symbols.
+fn is_header(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    [".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp"].iter().any(|e| lower.ends_with(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::code::{analyze, CodeOutcome};
+
+    fn parsed(lang: Lang, src: &str) -> FileAnalysis {
+        match analyze(lang, src, "x") {
+            CodeOutcome::Parsed(p) => p.analysis,
+            CodeOutcome::NotParsed(r) => panic!("{r}"),
+        }
+    }
+
+    #[test]
+    fn doc_comments_and_attributes_lead_the_symbol_unless_a_blank_line_separates_them() {
+        let a = parsed(Lang::Rust, "/// Doc.\n#[derive(Debug)]\nstruct S;\n\n// loose\n\nfn f() {}\n");
+        let s = &a.symbols[0];
+        assert_eq!((s.name.as_str(), s.lead_start, s.line_start), ("S", 1, 3));
+        let f = &a.symbols[1];
+        assert_eq!((f.name.as_str(), f.lead_start, f.line_start), ("f", 7, 7));
+    }
+
+    #[test]
+    fn syntax_errors_keep_the_rest_of_the_file() {
+        let a = parsed(Lang::Python, "def broken(:\n    pass\n\ndef fine(x):\n    return x\n");
+        assert!(a.has_errors);
+        assert!(a.symbols.iter().any(|s| s.name == "fine" && s.line_start == 4), "{:?}", a.symbols);
+        let e = parsed(Lang::Python, "x = = 1\n");
+        assert!(e.ast.counts.iter().any(|(k, n)| *k == "ERROR" && *n >= 1), "{:?}", e.ast.counts);
+        assert!(e.ast.samples.iter().any(|(k, s, _)| *k == "ERROR" && *s == 1));
+    }
+
+    #[test]
+    fn ast_summary_counts_named_kinds_and_keeps_a_few_samples() {
+        let src: String = (0..5).map(|i| format!("def f{i}():\n    pass\n")).collect();
+        let a = parsed(Lang::Python, &src);
+        let count = a.ast.counts.iter().find(|(k, _)| *k == "function_definition").map(|(_, n)| *n);
+        assert_eq!(count, Some(5));
+        let samples: Vec<(u32, u32)> =
+            a.ast.samples.iter().filter(|(k, _, _)| *k == "function_definition").map(|(_, s, e)| (*s, *e)).collect();
+        assert_eq!(samples, [(1, 2), (3, 4), (5, 6)]);
+        assert!(a.ast.counts.iter().all(|(k, _)| !k.is_empty() && *k != "("), "anonymous tokens are not counted");
+    }
+
+    #[test]
+    fn kind_names_and_aliases_parse() {
+        for k in SymbolKind::ALL {
+            assert_eq!(SymbolKind::parse(k.name()), Some(k));
+        }
+        assert_eq!(SymbolKind::parse("fn"), Some(SymbolKind::Function));
+        assert_eq!(SymbolKind::parse("Protocol"), Some(SymbolKind::Interface));
+        assert_eq!(SymbolKind::parse("gizmo"), None);
+    }
+}

@@ -1,0 +1,688 @@
+//! Symbols, AST queries, parser drift, incremental updates, crash repair, symbol-aligned
+//! chunks and symbol ranking, against real `symbols.db` files and the real binary.
+
+use crate::util::{quiet, write, Env};
+use docdex::engine::code::store::db_path;
+use docdex::engine::protocol::{
+    AstMode, AstQueryRequest, AstSearchRequest, IndexSummary, SearchRequest, SymbolsRequest,
+};
+use docdex::engine::IndexOptions;
+use docdex::{Engine, Error};
+use std::path::{Path, PathBuf};
+
+fn index(engine: &Engine, repo: &Path) -> IndexSummary {
+    engine.index(repo, &IndexOptions::default(), &quiet()).expect("index")
+}
+
+fn outline(engine: &Engine, repo: &Path, file: &str) -> String {
+    let req = SymbolsRequest { file: Some(file.into()), ..Default::default() };
+    let resp = engine.symbols(repo, &req).unwrap_or_else(|e| panic!("outline of {file}: {e}"));
+    let mut out = String::new();
+    for h in resp.results {
+        out.push_str(&"  ".repeat(h.depth as usize));
+        out.push_str(&format!("{} {} {}-{}", h.kind.name(), h.name, h.line_start, h.line_end));
+        if let Some(c) = &h.container {
+            out.push_str(&format!(" in {c}"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn names(engine: &Engine, repo: &Path, query: &str) -> Vec<(String, String)> {
+    let req = SymbolsRequest { query: Some(query.into()), limit: Some(50), ..Default::default() };
+    engine.symbols(repo, &req).expect("symbols").results.into_iter().map(|h| (h.name, h.path)).collect()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).expect("read fixtures") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            std::fs::create_dir_all(&target).expect("mkdir");
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/symbols")
+}
+
+/// Sets a value in the store's meta table, as another build (or a crash) would have left it.
+fn set_meta(engine: &Engine, repo: &Path, key: &str, value: &str) {
+    let r = engine.resolve_repo(repo).unwrap();
+    let conn = rusqlite::Connection::open(db_path(&r)).unwrap();
+    conn.execute("INSERT OR REPLACE INTO meta VALUES(?1, ?2)", [key, value]).unwrap();
+}
+
+#[test]
+fn golden_symbols_for_every_grammar() {
+    let env = Env::new();
+    let repo = env.repo("fixtures");
+    copy_dir(&fixtures(), &repo);
+    let engine = env.engine();
+    let s = index(&engine, &repo);
+    let code = s.code.expect("code pass ran");
+    assert_eq!(code.files_parsed, 17, "{code:?}");
+    assert_eq!(code.files_with_parse_errors, 0, "fixtures parse cleanly: {code:?}");
+    assert_eq!(code.languages.len(), 16, "every grammar used: {:?}", code.languages.keys());
+    let update = std::env::var_os("DOCDEX_UPDATE_GOLDENS").is_some();
+    let mut failures = Vec::new();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in std::fs::read_dir(fixtures()).unwrap() {
+        let dir = dir.unwrap().path();
+        if dir.is_dir() {
+            for f in std::fs::read_dir(&dir).unwrap() {
+                let f = f.unwrap().path();
+                if f.extension().is_some_and(|e| e != "symbols") {
+                    files.push(f);
+                }
+            }
+        }
+    }
+    files.sort();
+    assert_eq!(files.len(), 17);
+    for f in files {
+        let rel = f.strip_prefix(fixtures()).unwrap().to_string_lossy().replace('\\', "/");
+        let actual = outline(&engine, &repo, &rel);
+        let golden_path = PathBuf::from(format!("{}.symbols", f.display()));
+        if update {
+            std::fs::write(&golden_path, &actual).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&golden_path).unwrap_or_default();
+        if actual != expected {
+            failures.push(format!("--- {rel}: expected\n{expected}--- actual\n{actual}"));
+        }
+    }
+    assert!(failures.is_empty(), "golden mismatch (DOCDEX_UPDATE_GOLDENS=1 rewrites):\n{}", failures.join("\n"));
+}
+
+/// Every code file under `dir`, repo-relative, sorted.
+fn code_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read_dir") {
+            let p = entry.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if docdex::engine::code::Lang::from_path(&p).is_some() {
+                out.push(p.strip_prefix(dir).expect("prefix").to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Goldens over the per-language fixture repositories of `tests/fixtures/code/` (shared with
+/// the impact-graph tests): one golden per repository in `tests/fixtures/symbols/code/`,
+/// every code file's outline under a `== path` header.
+#[test]
+fn golden_symbols_for_the_code_fixture_repos() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code");
+    let goldens = fixtures().join("code");
+    let update = std::env::var_os("DOCDEX_UPDATE_GOLDENS").is_some();
+    let env = Env::new();
+    let engine = env.engine();
+    let mut failures = Vec::new();
+    let mut langs = std::collections::BTreeSet::new();
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let repo = env.repo(&format!("code-{name}"));
+        copy_dir(&dir, &repo);
+        let s = index(&engine, &repo);
+        let code = s.code.expect("code pass");
+        assert_eq!(code.files_with_parse_errors, 0, "{name}: {code:?}");
+        langs.extend(code.languages.keys().cloned());
+        let mut actual = String::new();
+        for rel in code_files(&dir) {
+            actual.push_str(&format!("== {rel}\n{}", outline(&engine, &repo, &rel)));
+        }
+        let golden = goldens.join(format!("{name}.symbols"));
+        if update {
+            std::fs::create_dir_all(&goldens).unwrap();
+            std::fs::write(&golden, &actual).unwrap();
+        } else if std::fs::read_to_string(&golden).unwrap_or_default() != actual {
+            failures.push(format!("--- {name}: expected {}\n--- actual\n{actual}", golden.display()));
+        }
+    }
+    assert_eq!(langs.len(), 16, "every grammar is covered by a fixture repo: {langs:?}");
+    assert!(failures.is_empty(), "golden mismatch (DOCDEX_UPDATE_GOLDENS=1 rewrites):\n{}", failures.join("\n"));
+}
+
+#[test]
+fn signatures_and_containers_read_like_the_source() {
+    let env = Env::new();
+    let repo = env.repo("fixtures");
+    copy_dir(&fixtures(), &repo);
+    let engine = env.engine();
+    index(&engine, &repo);
+    let find = |query: &str, path: &str| {
+        let req = SymbolsRequest { query: Some(query.into()), file: Some(path.into()), ..Default::default() };
+        engine.symbols(&repo, &req).unwrap().results.into_iter().next().unwrap_or_else(|| panic!("{query} in {path}"))
+    };
+    let f = find("parse_config", "python/store.py");
+    assert_eq!(f.signature, "def parse_config(path, *, strict=False) -> dict");
+    assert_eq!((f.line_start, f.line_end), (5, 10), "decorators belong to the definition");
+    let m = find("fmt", "rust/lib.rs");
+    assert_eq!(m.container.as_deref(), Some("Color"), "methods of `impl Display for Color` belong to Color");
+    assert_eq!(m.signature, "fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result");
+    let g = find("Size", "go/store.go");
+    assert_eq!(g.container.as_deref(), Some("Store"), "Go methods belong to their receiver type");
+    let c = find("size", "cpp/store.cpp");
+    assert_eq!(c.container.as_deref(), Some("Store"));
+    let lua = find("size", "lua/store.lua");
+    assert_eq!((lua.kind.name(), lua.container.as_deref()), ("method", Some("M")));
+    assert_eq!(find("Store", "go/store.go").signature, "type Store struct");
+}
+
+#[test]
+fn name_search_ranks_exact_then_prefix_then_word_part_then_fuzzy() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/session.py", "class SessionStore:\n    pass\n\ndef session_store_factory():\n    pass\n\ndef open_session():\n    pass\n\nclass StoreOfSessions:\n    pass\n");
+    write(&repo, "tests/test_session.py", "def test_session_store():\n    pass\n");
+    let engine = env.engine();
+    index(&engine, &repo);
+    let req = |q: &str| SymbolsRequest { query: Some(q.into()), ..Default::default() };
+    let r = engine.symbols(&repo, &req("session store")).unwrap();
+    let got: Vec<(&str, String)> = r
+        .results
+        .iter()
+        .map(|h| (h.name.as_str(), serde_json::to_value(h.match_kind).unwrap().as_str().unwrap_or("").to_string()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("SessionStore", "exact".to_string()),
+            ("session_store_factory", "prefix".to_string()),
+            // Equal matches: source before tests.
+            ("StoreOfSessions", "word_part".to_string()),
+            ("test_session_store", "word_part".to_string()),
+        ]
+    );
+    // Typos and abbreviations still find it, after everything closer.
+    let typo = engine.symbols(&repo, &req("sesion_stor")).unwrap();
+    assert_eq!(typo.results[0].name, "SessionStore");
+    assert_eq!(serde_json::to_value(typo.results[0].match_kind).unwrap(), "fuzzy");
+    // Kind filter.
+    let classes = SymbolsRequest { kind: Some("class".into()), ..req("sess") };
+    let got: Vec<String> = engine.symbols(&repo, &classes).unwrap().results.into_iter().map(|h| h.name).collect();
+    assert_eq!(got, ["SessionStore", "StoreOfSessions"]);
+    // Unknown kinds are refused.
+    let bad = SymbolsRequest { kind: Some("gizmo".into()), ..req("x") };
+    assert!(matches!(engine.symbols(&repo, &bad), Err(Error::BadRequest(_))));
+}
+
+#[test]
+fn edits_deletes_and_renames_keep_symbols_in_step() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.py", "def alpha_one():\n    pass\n");
+    write(&repo, "b.rs", "pub fn beta_one() {}\n");
+    write(&repo, "c.go", "package c\n\nfunc GammaOne() {}\n");
+    let engine = env.engine();
+    let first = index(&engine, &repo);
+    assert_eq!(first.code.as_ref().unwrap().files_parsed, 3);
+
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&repo, "a.py", "def alpha_two():\n    pass\n");
+    std::fs::remove_file(repo.join("b.rs")).unwrap();
+    std::fs::rename(repo.join("c.go"), repo.join("moved.go")).unwrap();
+    let s = index(&engine, &repo);
+    let code = s.code.unwrap();
+    assert_eq!((code.files_parsed, code.files_removed), (2, 2), "{code:?}");
+
+    assert!(names(&engine, &repo, "alpha_one").iter().all(|(n, _)| n != "alpha_one"));
+    assert_eq!(names(&engine, &repo, "alpha_two")[0], ("alpha_two".to_string(), "a.py".to_string()));
+    assert!(names(&engine, &repo, "beta_one").is_empty(), "deleted file's symbols are gone");
+    assert_eq!(names(&engine, &repo, "GammaOne"), [("GammaOne".to_string(), "moved.go".to_string())]);
+    let status = engine.symbols_status(&repo).unwrap();
+    assert_eq!((status.files, status.symbols, status.state.as_str()), (2, 2, "ready"));
+
+    // Nothing changed: nothing parsed, the impact graph is not rebuilt.
+    let again = index(&engine, &repo).code.unwrap();
+    assert_eq!((again.files_parsed, again.graph_seconds), (0, None));
+}
+
+#[test]
+fn impact_graph_rebuilds_only_when_code_files_their_imports_or_resolver_files_change() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.py", "def a():\n    pass\n");
+    let engine = env.engine();
+    assert!(index(&engine, &repo).code.unwrap().graph_seconds.is_some(), "first index builds the graph");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // A body edit keeps the imports as they were.
+    write(&repo, "a.py", "def a():\n    return 1\n");
+    let body = index(&engine, &repo).code.unwrap();
+    assert_eq!((body.files_parsed, body.graph_seconds), (1, None));
+    // A non-code file changes nothing for the graph.
+    write(&repo, "notes.md", "# notes\n");
+    assert_eq!(index(&engine, &repo).code.unwrap().graph_seconds, None);
+    // A new code file does.
+    write(&repo, "b.py", "def b():\n    pass\n");
+    assert!(index(&engine, &repo).code.unwrap().graph_seconds.is_some());
+    // So does a file import resolution reads.
+    write(&repo, "pyproject.toml", "[project]\nname = \"r\"\n");
+    assert!(index(&engine, &repo).code.unwrap().graph_seconds.is_some());
+    assert_eq!(index(&engine, &repo).code.unwrap().graph_seconds, None, "and nothing changed since");
+}
+
+#[test]
+fn parser_drift_blocks_queries_until_reindex_then_reextracts_the_language() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.py", "def drift_probe():\n    pass\n");
+    write(&repo, "b.py", "class Other:\n    pass\n");
+    write(&repo, "c.rs", "fn untouched() {}\n");
+    let engine = env.engine();
+    index(&engine, &repo);
+    // As if these symbols were extracted by an older python grammar.
+    set_meta(&engine, &repo, "grammar:python", "tree-sitter-python 0.0.1");
+
+    let err = engine.symbols(&repo, &SymbolsRequest { query: Some("drift".into()), ..Default::default() }).unwrap_err();
+    assert!(matches!(err, Error::StaleIndex(_)), "{err}");
+    assert_eq!(err.code(), "stale_index");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("symbols_reindex_required") && msg.contains("python") && msg.contains("docdex index"),
+        "{msg}"
+    );
+    let ast =
+        engine.ast_search(&repo, &AstSearchRequest { kinds: vec!["function_definition".into()], ..Default::default() });
+    assert!(matches!(ast, Err(Error::StaleIndex(_))));
+
+    let status = engine.symbols_status(&repo).unwrap();
+    assert!(status.symbols_reindex_required);
+    assert_eq!(status.state, "reindex_required");
+    let py = status.languages.iter().find(|l| l.lang == "python").unwrap();
+    assert!(py.drifted);
+    assert_eq!(py.stored_grammar_version.as_deref(), Some("tree-sitter-python 0.0.1"));
+    assert!(!status.languages.iter().find(|l| l.lang == "rust").unwrap().drifted);
+
+    // The CLI says so too, with the re-index exit code.
+    let r = repo.to_str().unwrap();
+    let out = env.run(&["symbols", "--repo", r, "drift"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("docdex index"));
+    let v = env.json(&["symbols-status", "--repo", r, "--json"]);
+    assert_eq!(v["symbols_reindex_required"], true);
+
+    // Nothing changed on disk, yet the next index re-extracts exactly the python files.
+    let s = index(&engine, &repo);
+    let code = s.code.unwrap();
+    assert_eq!(code.files_repaired, 2, "{code:?}");
+    assert_eq!(code.drift_repaired, ["python"]);
+    assert_eq!(s.updated + s.added, 0, "the text index was not touched");
+    let status = engine.symbols_status(&repo).unwrap();
+    assert_eq!((status.state.as_str(), status.symbols_reindex_required), ("ready", false));
+    assert_eq!(names(&engine, &repo, "drift_probe")[0].0, "drift_probe");
+}
+
+#[test]
+fn a_lost_or_lagging_store_is_rebuilt_by_the_next_run() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    for i in 0..5 {
+        write(&repo, &format!("m{i}.rs"), format!("pub fn lost_{i}() {{}}\n"));
+    }
+    let engine = env.engine();
+    index(&engine, &repo);
+    let r = engine.resolve_repo(&repo).unwrap();
+
+    // Lagging: the last commit of the store did not happen (killed between the two commits).
+    set_meta(&engine, &repo, "generation", "0");
+    assert_eq!(engine.symbols_status(&repo).unwrap().state, "lagging");
+    let exact = |n: &str| names(&engine, &repo, n).iter().filter(|(name, _)| name == n).count();
+    assert_eq!(exact("lost_3"), 1, "a lagging store still answers");
+    let s = index(&engine, &repo);
+    assert_eq!(s.code.unwrap().files_repaired, 0, "nothing differed");
+    assert_eq!(engine.symbols_status(&repo).unwrap().state, "ready");
+
+    // Lost: the file is deleted.
+    std::fs::remove_file(db_path(&r)).unwrap();
+    let err = engine.symbols(&repo, &SymbolsRequest { query: Some("lost".into()), ..Default::default() });
+    assert!(matches!(err, Err(Error::StaleIndex(_))), "{err:?}");
+    let s = index(&engine, &repo);
+    assert_eq!(s.code.unwrap().files_repaired, 5);
+    assert_eq!(exact("lost_3"), 1);
+
+    // Corrupt: garbage in place of the database.
+    std::fs::write(db_path(&r), b"this is not a database").unwrap();
+    let _ = std::fs::remove_file(format!("{}-wal", db_path(&r).display()));
+    let _ = std::fs::remove_file(format!("{}-shm", db_path(&r).display()));
+    let s = index(&engine, &repo);
+    assert_eq!(s.code.unwrap().files_repaired, 5);
+    assert_eq!(engine.symbols_status(&repo).unwrap().symbols, 5);
+}
+
+#[test]
+fn kill_during_index_leaves_a_usable_store_and_the_next_run_completes_it() {
+    let env = Env::new();
+    let repo = env.repo("big");
+    write(&repo, "first.py", "def original_marmot():\n    pass\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r, "--quiet"]).status.success());
+    let body: String = (0..40).map(|i| format!("def generated_function_{i}(x):\n    return x * {i}\n\n")).collect();
+    for i in 0..2000 {
+        write(&repo, &format!("gen/m{i:04}.py"), &body);
+    }
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["index", "--repo", r, "--quiet"])
+        .env("DOCDEX_HOME", env.home())
+        .spawn()
+        .unwrap();
+    let engine = env.engine();
+    let status_path = engine.resolve_repo(&repo).unwrap().status_path();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(&status_path).unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if v["state"] == "updating" && v["progress"]["files_done"].as_u64().unwrap_or(0) > 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "indexer never reported progress");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // The previous generation's symbols answer.
+    assert_eq!(names(&engine, &repo, "original_marmot").len(), 1);
+    let s = index(&engine, &repo);
+    assert_eq!(s.files, 2001);
+    let status = engine.symbols_status(&repo).unwrap();
+    assert_eq!((status.state.as_str(), status.files, status.symbols), ("ready", 2001, 2000 * 40 + 1));
+}
+
+#[test]
+fn ast_search_and_query_count_node_kinds_with_samples() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "src/a.py",
+        "def one():\n    pass\n\ndef two():\n    pass\n\nclass K:\n    def three(self):\n        pass\n",
+    );
+    write(&repo, "src/b.py", "class Only:\n    pass\n");
+    write(&repo, "lib/c.rs", "fn four() {}\n");
+    write(&repo, "broken.py", "x = = 1\n");
+    let engine = env.engine();
+    index(&engine, &repo);
+
+    let search = |kinds: &[&str], mode| {
+        let req = AstSearchRequest { kinds: kinds.iter().map(|k| k.to_string()).collect(), mode, ..Default::default() };
+        engine.ast_search(&repo, &req).unwrap()
+    };
+    let any = search(&["function_definition", "function_item"], AstMode::Any);
+    let files: Vec<(&str, u32)> = any.results.iter().map(|f| (f.path.as_str(), f.total)).collect();
+    assert_eq!(files, [("src/a.py", 3), ("lib/c.rs", 1)]);
+    let all = search(&["function_definition", "class_definition"], AstMode::All);
+    assert_eq!(all.results.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["src/a.py"]);
+    assert_eq!(all.results[0].counts["class_definition"], 1);
+    // Syntax errors are findable.
+    let errors = search(&["ERROR"], AstMode::Any);
+    assert_eq!(errors.results.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["broken.py"]);
+    // A typo in a kind is refused with suggestions.
+    let bad =
+        engine.ast_search(&repo, &AstSearchRequest { kinds: vec!["function_defnition".into()], ..Default::default() });
+    assert!(matches!(bad, Err(Error::BadRequest(m)) if m.contains("unknown node kind")));
+
+    let q = AstQueryRequest {
+        kinds: vec!["function_definition".into()],
+        path_prefix: Some("src/".into()),
+        sample_limit: Some(2),
+        ..Default::default()
+    };
+    let r = engine.ast_query(&repo, &q).unwrap();
+    assert_eq!((r.total_files, r.total_matches), (1, 3));
+    let samples: Vec<(u32, u32, &str)> =
+        r.results[0].samples.iter().map(|s| (s.line_start, s.line_end, s.text.as_str())).collect();
+    assert_eq!(samples, [(1, 2, "def one():"), (4, 5, "def two():")]);
+
+    let named = AstQueryRequest { name: Some("three".into()), ..q };
+    let r = engine.ast_query(&repo, &named).unwrap();
+    assert_eq!(r.total_matches, 1);
+    let s = &r.results[0].samples[0];
+    assert_eq!((s.line_start, s.name.as_deref(), s.text.as_str()), (8, Some("three"), "def three(self):"));
+}
+
+#[test]
+fn code_chunks_follow_symbol_boundaries_and_pieces_carry_their_signature() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    // A module of small functions, then a class too large for one chunk.
+    let mut src = String::new();
+    for i in 0..6 {
+        src.push_str(&format!("def helper_{i}(x):\n"));
+        for j in 0..20 {
+            src.push_str(&format!("    y{j} = x + {j}\n"));
+        }
+        src.push_str("    return x\n\n");
+    }
+    let class_line = src.lines().count() + 1;
+    src.push_str("class Enormous:\n    \"\"\"A class too large for one chunk.\"\"\"\n\n");
+    for m in 0..8 {
+        src.push_str(&format!("    def method_{m}(self):\n"));
+        for j in 0..25 {
+            src.push_str(&format!("        v{j} = {j}\n"));
+        }
+        src.push_str(if m == 6 { "        return pangolin_marker\n\n" } else { "        return None\n\n" });
+    }
+    write(&repo, "big.py", &src);
+    let engine = env.engine();
+    index(&engine, &repo);
+
+    // Every small function is whole in the chunk that finds it.
+    for i in 0..6 {
+        let start = 1 + i * 23;
+        let req = SearchRequest { query: format!("helper_{i}"), limit: Some(1), ..Default::default() };
+        let hit = engine.search(&repo, &req).unwrap().results.remove(0);
+        assert!(hit.line_start <= start as u32 && hit.line_end >= start as u32 + 21, "helper_{i}: {hit:?}");
+    }
+    // A method deep in the class: its chunk starts at a method and carries the class line.
+    let req = SearchRequest { query: "pangolin_marker".into(), limit: Some(1), ..Default::default() };
+    let hit = engine.search(&repo, &req).unwrap().results.remove(0);
+    let lines: Vec<&str> = src.lines().collect();
+    assert!(lines[hit.line_start as usize - 1].trim_start().starts_with("def method_"), "{hit:?}");
+    assert_eq!(hit.context.len(), 1, "{hit:?}");
+    assert_eq!((hit.context[0].line, hit.context[0].text.as_str()), (class_line as u32, "class Enormous:"));
+    // The signature is indexed with the piece: the class name finds the piece.
+    let req = SearchRequest { query: "Enormous pangolin_marker".into(), limit: Some(1), ..Default::default() };
+    assert_eq!(engine.search(&repo, &req).unwrap().results[0].line_start, hit.line_start);
+}
+
+fn symbol_ranking_repo(env: &Env) -> PathBuf {
+    let repo = env.repo("rank");
+    // The definition mentions its name once in a long class; short files use it several times,
+    // so plain BM25 prefers the uses.
+    let mut ledger = String::from("class LedgerBalance:\n    \"\"\"Running totals per account.\"\"\"\n\n");
+    for m in 0..10 {
+        ledger.push_str(&format!(
+            "    def step_{m}(self, amount):\n        self.total += amount * {m}\n        return self.total\n\n"
+        ));
+    }
+    write(&repo, "src/accounts.py", ledger);
+    for i in 0..20 {
+        write(&repo, &format!("src/other_{i}.py"), format!("def unrelated_{i}(x):\n    return x + {i}\n"));
+    }
+    for i in 0..6 {
+        write(
+            &repo,
+            &format!("src/use_{i}.py"),
+            "from ledger import LedgerBalance\n\nopening = LedgerBalance()\nclosing = LedgerBalance()\n",
+        );
+    }
+    repo
+}
+
+#[test]
+fn a_query_naming_a_symbol_ranks_its_definition_first() {
+    let env = Env::new();
+    let repo = symbol_ranking_repo(&env);
+    let engine = env.engine();
+    index(&engine, &repo);
+    for query in ["LedgerBalance", "ledger balance", "ledger_balance"] {
+        let req = SearchRequest { query: query.into(), ..Default::default() };
+        let top = &engine.search(&repo, &req).unwrap().results[0];
+        assert_eq!((top.path.as_str(), top.line_start), ("src/accounts.py", 1), "query {query:?}");
+    }
+}
+
+#[test]
+fn symbol_ranking_can_be_turned_off() {
+    let env = Env::new();
+    let repo = symbol_ranking_repo(&env);
+    std::fs::create_dir_all(env.home()).unwrap();
+    std::fs::write(
+        env.home().join("config.toml"),
+        "[search]\nsymbol_ranking_enabled = false\nast_ranking_enabled = false\n",
+    )
+    .unwrap();
+    let engine = env.engine();
+    assert!(!engine.config().search.symbol_ranking_enabled);
+    index(&engine, &repo);
+    let req = SearchRequest { query: "LedgerBalance".into(), ..Default::default() };
+    let top = &engine.search(&repo, &req).unwrap().results[0];
+    assert_ne!(top.path, "src/accounts.py", "without the signal, the many uses outrank the definition");
+    // The chat flags are separate and still on.
+    let chat = engine.search_for_chat(&repo, &req).unwrap();
+    assert_eq!(chat.results[0].path, "src/accounts.py");
+}
+
+#[test]
+fn cli_json_contracts_for_symbols_and_ast() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "src/store.rs",
+        "/// A store.\npub struct Store { ttl: u64 }\n\nimpl Store {\n    pub fn get(&self) -> u64 { self.ttl }\n}\n",
+    );
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+
+    let v = env.json(&["symbols", "--repo", r, "Store", "--json"]);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["mode"], "search");
+    assert_eq!(v["query"], "Store");
+    let hit = &v["results"][0];
+    for (k, want) in [("name", "Store"), ("kind", "struct"), ("lang", "rust"), ("path", "src/store.rs")] {
+        assert_eq!(hit[k], want, "{k}");
+    }
+    assert_eq!((hit["line_start"].as_u64(), hit["line_end"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(hit["signature"], "pub struct Store");
+    assert_eq!(hit["match_kind"], "exact");
+    assert!(v["total"].as_u64().unwrap() >= 2 && v["generation"].as_u64().unwrap() >= 1);
+
+    let v = env.json(&["symbols", "--repo", r, "--file", "src/store.rs", "--json"]);
+    assert_eq!(v["mode"], "outline");
+    let got: Vec<(String, u64, String)> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["name"].as_str().unwrap().into(), h["depth"].as_u64().unwrap(), h["kind"].as_str().unwrap().into()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Store".into(), 0, "struct".into()),
+            ("ttl".into(), 1, "field".into()),
+            ("Store".into(), 0, "impl".into()),
+            ("get".into(), 1, "method".into())
+        ]
+    );
+    assert!(v["results"][3]["match_kind"].is_null());
+
+    let v = env.json(&["symbols-status", "--repo", r, "--json"]);
+    assert_eq!((v["state"].as_str(), v["files"].as_u64(), v["symbols"].as_u64()), (Some("ready"), Some(1), Some(4)));
+    assert_eq!(v["languages"].as_array().unwrap().len(), 16);
+
+    let v = env.json(&["ast", "search", "--repo", r, "--kinds", "impl_item,struct_item", "--mode", "all", "--json"]);
+    assert_eq!(v["results"][0]["path"], "src/store.rs");
+    assert_eq!(v["results"][0]["counts"]["impl_item"], 1);
+    assert_eq!(v["mode"], "all");
+
+    let v = env.json(&["ast", "query", "--repo", r, "--kinds", "function_item", "--name", "get", "--json"]);
+    assert_eq!(v["total_matches"], 1);
+    assert_eq!(v["results"][0]["samples"][0]["line_start"], 5);
+    assert_eq!(v["results"][0]["samples"][0]["text"], "pub fn get(&self) -> u64 { self.ttl }");
+
+    // Bad input: exit 2 with a JSON error; an outline of a file without a grammar says why.
+    let out = env.run(&["ast", "search", "--repo", r, "--kinds", "no_such_kind", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(e["error"]["code"], "bad_request");
+    write(&repo, "notes.txt", "plain\n");
+    let out = env.run(&["symbols", "--repo", r, "--file", "notes.txt"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no symbols"));
+    // Human output names the kind, the symbol and where it is.
+    let out = env.run(&["symbols", "--repo", r, "get"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("method") && text.contains("Store.get") && text.contains("src/store.rs:5"), "{text}");
+}
+
+#[test]
+fn a_repo_never_indexed_says_what_to_run() {
+    let env = Env::new();
+    let repo = env.repo("fresh");
+    let r = repo.to_str().unwrap();
+    let out = env.run(&["symbols", "--repo", r, "anything"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("docdex index --repo"));
+    let v = env.json(&["symbols-status", "--repo", r, "--json"]);
+    assert_eq!(v["state"], "not_built");
+}
+
+#[test]
+fn the_watcher_keeps_symbols_in_step() {
+    use docdex::engine::watch::WatchReport;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let env = Env::new();
+    let repo = env.repo("w");
+    write(&repo, "a.py", "def aardvark():\n    pass\n");
+    let engine = env.engine();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(AtomicBool::new(false));
+    let handle = {
+        let (engine, repo, stop, ready) = (engine.clone(), repo.clone(), stop.clone(), ready.clone());
+        std::thread::spawn(move || {
+            let report = move |r: WatchReport| {
+                if matches!(r, WatchReport::Ready(_)) {
+                    ready.store(true, Ordering::SeqCst);
+                }
+            };
+            engine.watch(&repo, &stop, &report)
+        })
+    };
+    let eventually = |what: &str, cond: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while !cond() {
+            assert!(std::time::Instant::now() < deadline, "timed out waiting for: {what}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    let has = |name: &str| names(&engine, &repo, name).iter().any(|(n, _)| n == name);
+    eventually("initial index", &|| ready.load(Ordering::SeqCst));
+    assert!(has("aardvark"));
+    write(&repo, "b.rs", "pub struct Bandicoot;\n");
+    eventually("create", &|| has("Bandicoot"));
+    write(&repo, "a.py", "def capybara():\n    pass\n");
+    eventually("modify", &|| has("capybara") && !has("aardvark"));
+    std::fs::remove_file(repo.join("b.rs")).unwrap();
+    eventually("delete", &|| !has("Bandicoot"));
+    stop.store(true, Ordering::SeqCst);
+    handle.join().unwrap().unwrap();
+    assert_eq!(engine.symbols_status(&repo).unwrap().state, "ready");
+}
