@@ -5,6 +5,7 @@
 mod bench;
 mod bench_serve;
 mod code;
+mod impact;
 mod output;
 mod progress;
 mod serve;
@@ -111,6 +112,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A file's import dependencies and dependents, and what may change if it changes.
+    Impact(impact::ImpactArgs),
+    /// The import graph: cycles, rebuild.
+    Graph {
+        #[command(subcommand)]
+        action: impact::GraphCommand,
+    },
     /// Find symbols by name (exact, prefix, word part, fuzzy), or list a file's outline (--file).
     Symbols(code::SymbolsArgs),
     /// The symbol index: counts per language, grammar versions, parser drift.
@@ -216,14 +224,15 @@ impl RepoArg {
     }
 }
 
-/// Process exit codes: 0 ok, 1 error, 2 usage, 3 unknown repo, not indexed or stale index (re-index), 4 index busy.
+/// Process exit codes: 0 ok, 1 error, 2 usage (bad input, or it names something that does not
+/// exist), 3 unknown repo, not indexed or stale index (re-index), 4 index busy.
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<Error>() {
         Some(
             Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. } | Error::StaleIndex(_),
         ) => 3,
         Some(Error::IndexBusy { .. }) => 4,
-        Some(Error::BadRequest(_) | Error::OutsideRepo { .. }) => 2,
+        Some(Error::BadRequest(_) | Error::OutsideRepo { .. } | Error::NotFound(_)) => 2,
         _ => 1,
     }
 }
@@ -275,6 +284,8 @@ impl Cli {
                 | Command::Config { json },
             ) => *json,
             Some(Command::Repo { action: RepoAction::List { json } }) => *json,
+            Some(Command::Impact(args)) => args.json(),
+            Some(Command::Graph { action }) => action.json(),
             Some(Command::Symbols(a)) => a.json,
             Some(Command::SymbolsStatus(a)) => a.json,
             Some(Command::Ast { action }) => action.json(),
@@ -395,6 +406,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
             }
         }
+        Command::Impact(args) => impact::run_impact(&engine, &out, args)?,
+        Command::Graph { action } => impact::run_graph(&engine, &out, action)?,
         Command::Symbols(args) => code::symbols(&engine, &out, args)?,
         Command::SymbolsStatus(args) => code::status(&engine, &out, args)?,
         Command::Ast { action } => code::ast(&engine, &out, action)?,

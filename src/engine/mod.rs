@@ -50,6 +50,8 @@ struct Inner {
     paths: Paths,
     registry: Registry,
     searchers: Mutex<HashMap<String, Arc<RepoSearcher>>>,
+    /// Loaded impact graphs per repo (reloaded when `impact_graph.json` changes).
+    impact_graphs: code::impact::GraphCache,
     /// Runtime for the engine's own network I/O (LLM and embedding calls), created on first use.
     runtime: std::sync::OnceLock<tokio::runtime::Runtime>,
     /// The model provider and embedder health.
@@ -90,6 +92,7 @@ impl Engine {
                 paths,
                 registry,
                 searchers: Mutex::new(HashMap::new()),
+                impact_graphs: Default::default(),
                 runtime: std::sync::OnceLock::new(),
                 llm: Default::default(),
             }),

@@ -11,6 +11,9 @@ pub use super::code::api::{
     CodeIndexSummary, LanguageStatus, LanguageTiming, MatchKind, SymbolHit, SymbolsRequest, SymbolsResponse,
     SymbolsStatus,
 };
+pub use super::code::impact::{
+    CyclesResponse, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse, NeighborsResponse,
+};
 pub use super::overview::{RepoOverview, RepoState};
 
 /// Version of the JSON shapes below.

@@ -1,7 +1,13 @@
 //! The import/impact graph over the per-language fixtures in `tests/fixtures/code/`: golden
 //! edges, cycles, diagnostics, the import map, storage and migration, and the CLI.
 
-use docdex::engine::code::{lang, Lang};
+use crate::util::{quiet, write, Env};
+use docdex::engine::code::graph::{self, FileImports, ImpactGraph};
+use docdex::engine::code::impact::{Direction, ImpactRequest, Relation, Side};
+use docdex::engine::code::{imports, lang, Lang};
+use docdex::engine::IndexOptions;
+use docdex::Engine;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn fixtures() -> PathBuf {
@@ -48,4 +54,938 @@ fn fixtures_parse_without_errors() {
         }
     }
     assert_eq!(seen.len(), Lang::ALL.len(), "every grammar has a fixture file: {seen:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building graphs from the fixtures, the way the indexing pipeline does: parse each code file,
+// extract its imports, then build the graph from every file's imports.
+
+/// Every file under `dir` (code or not), repo-relative, sorted.
+fn all_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read_dir") {
+            let p = entry.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).expect("prefix").to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Parses and extracts every code file of a repository directory.
+fn file_imports(dir: &Path) -> Vec<FileImports> {
+    code_files(dir)
+        .into_iter()
+        .map(|(rel, l)| {
+            let src = std::fs::read_to_string(dir.join(&rel)).expect("read");
+            let tree = lang::parse(l, &src).expect("parse");
+            FileImports { path: rel, lang: l, imports: imports::extract(l, &tree, &src) }
+        })
+        .collect()
+}
+
+fn build_dir(dir: &Path) -> ImpactGraph {
+    let known: BTreeSet<String> = all_files(dir).into_iter().collect();
+    graph::build(dir, &file_imports(dir), &known)
+}
+
+fn build_fixture(name: &str) -> ImpactGraph {
+    build_dir(&fixtures().join(name))
+}
+
+/// `source -> target method` for every edge, sorted.
+fn edge_lines(g: &ImpactGraph) -> Vec<String> {
+    let mut v: Vec<String> = g
+        .edges
+        .iter()
+        .map(|e| {
+            let m = serde_json::to_value(e.method).expect("method");
+            format!("{} -> {} {}", e.source, e.target, m.as_str().expect("str"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn golden(lines: &str) -> Vec<String> {
+    let mut v: Vec<String> = lines.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect();
+    v.sort();
+    v
+}
+
+/// Asserts the exact edge set of a fixture, that it has no unresolved imports, that every
+/// external target stays external, and that it has a cycle.
+fn assert_golden(name: &str, expected: &str) -> ImpactGraph {
+    let g = build_fixture(name);
+    let got = edge_lines(&g);
+    let want = golden(expected);
+    if got != want {
+        let missing: Vec<&String> = want.iter().filter(|w| !got.contains(w)).collect();
+        let extra: Vec<&String> = got.iter().filter(|w| !want.contains(w)).collect();
+        panic!("{name}: edges differ\nmissing: {missing:#?}\nunexpected: {extra:#?}");
+    }
+    assert!(g.diagnostics.is_empty(), "{name}: unexpected diagnostics {:#?}", g.diagnostics);
+    assert!(g.warnings.is_empty(), "{name}: unexpected warnings {:?}", g.warnings);
+    let files = all_files(&fixtures().join(name));
+    for e in &g.edges {
+        assert_eq!(e.external, e.target.starts_with("ext:"), "{name}: {e:?}");
+        if e.external {
+            assert!(!files.contains(&e.target), "{name}: external {} bound to a file", e.target);
+            assert_eq!(e.confidence, 1.0);
+        } else {
+            assert!(files.contains(&e.target), "{name}: {} is not a fixture file", e.target);
+            assert!(e.confidence > 0.0 && e.confidence <= 1.0);
+            assert!(e.line >= 1);
+        }
+    }
+    assert!(g.edges.iter().any(|e| e.external), "{name} imports an external package");
+    assert!(!g.cycles.is_empty(), "{name} has an import cycle");
+    g
+}
+
+fn cycle_sets(g: &ImpactGraph) -> Vec<Vec<String>> {
+    g.cycles.iter().map(|c| c.files.clone()).collect()
+}
+
+#[test]
+fn rust_edges_follow_mod_use_path_and_include() {
+    let g = assert_golden(
+        "rust",
+        "src/extra/legacy_impl.rs -> src/lib.rs static
+        src/geometry/circle.rs -> src/geometry/mod.rs static
+        src/geometry/circle.rs -> src/render.rs static
+        src/geometry/mod.rs -> ext:serde static
+        src/geometry/mod.rs -> src/geometry/circle.rs static
+        src/geometry/mod.rs -> src/util.rs static
+        src/lib.rs -> src/extra/legacy_impl.rs static
+        src/lib.rs -> src/geometry/mod.rs static
+        src/lib.rs -> src/render.rs static
+        src/lib.rs -> src/util.rs static
+        src/main.rs -> ext:std static
+        src/main.rs -> src/geometry/circle.rs static
+        src/main.rs -> src/render.rs static
+        src/render.rs -> ext:std static
+        src/render.rs -> src/geometry/circle.rs static
+        src/util.rs -> data/header.txt static",
+    );
+    assert_eq!(
+        cycle_sets(&g),
+        vec![
+            vec!["src/geometry/circle.rs", "src/geometry/mod.rs", "src/render.rs"],
+            vec!["src/extra/legacy_impl.rs", "src/lib.rs"]
+        ]
+    );
+    let mod_path = g.edges.iter().find(|e| e.target == "src/extra/legacy_impl.rs").expect("#[path] edge");
+    assert_eq!((mod_path.kind.as_str(), mod_path.line), ("mod_path", 8));
+}
+
+#[test]
+fn typescript_edges_use_tsconfig_paths_index_files_and_js_extensions() {
+    let g = assert_golden(
+        "typescript",
+        "src/components/UserCard.tsx -> ext:react static
+        src/components/UserCard.tsx -> src/models/user.ts static
+        src/components/UserCard.tsx -> src/services/userService.ts static
+        src/index.ts -> src/components/UserCard.tsx static
+        src/index.ts -> src/config.ts static
+        src/index.ts -> src/models/user.ts static
+        src/index.ts -> src/services/userService.ts static
+        src/index.ts -> src/utils/index.ts static
+        src/models/user.ts -> src/config.ts static
+        src/services/userService.ts -> ext:axios static
+        src/services/userService.ts -> src/components/UserCard.tsx static
+        src/services/userService.ts -> src/models/user.ts static
+        src/utils/index.ts -> src/utils/strings.ts static",
+    );
+    assert_eq!(cycle_sets(&g), vec![vec!["src/components/UserCard.tsx", "src/services/userService.ts"]]);
+}
+
+#[test]
+fn javascript_edges_resolve_require_esm_jsx_and_directory_index() {
+    assert_golden(
+        "javascript",
+        "components/Button.jsx -> ext:react static
+        components/Button.jsx -> lib/logger.js static
+        index.js -> ext:lodash static
+        index.js -> lib/logger.js static
+        index.js -> lib/server.js static
+        lib/logger.js -> ext:node:fs static
+        lib/routes/index.js -> lib/server.js static
+        lib/server.js -> lib/logger.js static
+        lib/server.js -> lib/routes/index.js static",
+    );
+}
+
+#[test]
+fn python_edges_use_package_roots_relative_imports_and_submodules() {
+    let g = assert_golden(
+        "python",
+        "scripts/helpers.py -> ext:os static
+        scripts/report.py -> ext:sys static
+        scripts/report.py -> scripts/helpers.py heuristic
+        scripts/report.py -> src/inventory/__init__.py static
+        scripts/report.py -> src/inventory/utils/fmt.py static
+        src/inventory/__init__.py -> src/inventory/models.py static
+        src/inventory/__init__.py -> src/inventory/store.py static
+        src/inventory/models.py -> ext:dataclasses static
+        src/inventory/models.py -> ext:enum static
+        src/inventory/pricing.py -> src/inventory/store.py static
+        src/inventory/store.py -> ext:requests static
+        src/inventory/store.py -> src/inventory/models.py static
+        src/inventory/store.py -> src/inventory/pricing.py static
+        src/inventory/utils/fmt.py -> src/inventory/models.py static
+        tests/test_store.py -> ext:pytest static
+        tests/test_store.py -> src/inventory/models.py static
+        tests/test_store.py -> src/inventory/store.py static",
+    );
+    assert_eq!(cycle_sets(&g), vec![vec!["src/inventory/pricing.py", "src/inventory/store.py"]]);
+}
+
+#[test]
+fn go_imports_bind_every_non_test_file_of_the_package_directory() {
+    let g = assert_golden(
+        "go",
+        "internal/audit/audit.go -> ext:log static
+        internal/audit/audit.go -> internal/cart/cart.go static
+        internal/audit/audit.go -> internal/cart/discount.go static
+        internal/cart/cart.go -> ext:github.com/google/uuid static
+        internal/cart/cart.go -> pkg/money/money.go static
+        internal/cart/discount.go -> internal/audit/audit.go static
+        internal/cart/discount.go -> pkg/money/money.go static
+        main.go -> ext:fmt static
+        main.go -> internal/cart/cart.go static
+        main.go -> internal/cart/discount.go static
+        main.go -> pkg/money/money.go static
+        pkg/money/money.go -> ext:fmt static
+        pkg/money/money_test.go -> ext:testing static",
+    );
+    assert_eq!(cycle_sets(&g), vec![vec!["internal/audit/audit.go", "internal/cart/discount.go"]]);
+}
+
+#[test]
+fn java_imports_resolve_classes_wildcards_and_static_members() {
+    let g = assert_golden(
+        "java",
+        "src/main/java/com/acme/app/App.java -> ext:com.google.common.collect static
+        src/main/java/com/acme/app/App.java -> ext:java.util static
+        src/main/java/com/acme/app/App.java -> src/main/java/com/acme/model/Order.java static
+        src/main/java/com/acme/app/App.java -> src/main/java/com/acme/service/DefaultPricing.java heuristic
+        src/main/java/com/acme/app/App.java -> src/main/java/com/acme/service/PricingService.java heuristic
+        src/main/java/com/acme/model/Order.java -> ext:java.util static
+        src/main/java/com/acme/model/Order.java -> src/main/java/com/acme/service/PricingService.java static
+        src/main/java/com/acme/service/DefaultPricing.java -> src/main/java/com/acme/model/LineItem.java static
+        src/main/java/com/acme/service/DefaultPricing.java -> src/main/java/com/acme/model/Order.java static
+        src/main/java/com/acme/service/PricingService.java -> src/main/java/com/acme/model/Order.java static",
+    );
+    let wildcard = g.edges.iter().find(|e| e.spec == "com.acme.service.*").expect("wildcard edge");
+    assert_eq!(wildcard.confidence, 0.7);
+}
+
+#[test]
+fn kotlin_imports_resolve_classes_top_level_functions_and_wildcards() {
+    assert_golden(
+        "kotlin",
+        "src/main/kotlin/com/acme/notes/App.kt -> ext:kotlinx.coroutines static
+        src/main/kotlin/com/acme/notes/App.kt -> src/main/kotlin/com/acme/notes/data/Note.kt static
+        src/main/kotlin/com/acme/notes/App.kt -> src/main/kotlin/com/acme/notes/data/NoteRepository.kt static
+        src/main/kotlin/com/acme/notes/App.kt -> src/main/kotlin/com/acme/notes/util/Strings.kt heuristic
+        src/main/kotlin/com/acme/notes/data/NoteRepository.kt -> src/main/kotlin/com/acme/notes/util/Strings.kt heuristic
+        src/main/kotlin/com/acme/notes/util/Strings.kt -> src/main/kotlin/com/acme/notes/data/Note.kt heuristic
+        src/main/kotlin/com/acme/notes/util/Strings.kt -> src/main/kotlin/com/acme/notes/data/NoteRepository.kt heuristic",
+    );
+}
+
+#[test]
+fn csharp_usings_bind_the_files_declaring_the_namespace() {
+    assert_golden(
+        "csharp",
+        "Models/Product.cs -> Services/Catalog.cs heuristic
+        Models/Product.cs -> ext:System.Collections.Generic static
+        Program.cs -> Models/IEntity.cs heuristic
+        Program.cs -> Models/Product.cs heuristic
+        Program.cs -> Services/Catalog.cs heuristic
+        Program.cs -> ext:Newtonsoft.Json static
+        Program.cs -> ext:System static
+        Services/Catalog.cs -> Models/IEntity.cs heuristic
+        Services/Catalog.cs -> Models/Product.cs heuristic
+        Services/Catalog.cs -> ext:System.Collections.Generic static",
+    );
+}
+
+#[test]
+fn c_includes_resolve_beside_the_file_then_in_include_dirs() {
+    assert_golden(
+        "c",
+        "src/list.c -> ext:stdlib.h static
+        src/list.c -> src/list.h static
+        src/list.h -> src/node.h static
+        src/main.c -> ext:stdio.h static
+        src/main.c -> include/vec.h heuristic
+        src/main.c -> src/list.h static
+        src/node.h -> include/vec.h heuristic
+        src/node.h -> src/list.h static
+        src/vec.c -> ext:math.h static
+        src/vec.c -> include/vec.h heuristic",
+    );
+}
+
+#[test]
+fn cpp_includes_resolve_nested_include_dirs() {
+    assert_golden(
+        "cpp",
+        "include/geo/circle.hpp -> include/geo/shape.hpp static
+        src/circle.cpp -> ext:cmath static
+        src/circle.cpp -> include/geo/circle.hpp heuristic
+        src/factory.hpp -> src/registry.hpp static
+        src/main.cpp -> ext:fmt/core.h static
+        src/main.cpp -> include/geo/circle.hpp heuristic
+        src/main.cpp -> src/registry.hpp static
+        src/registry.hpp -> ext:vector static
+        src/registry.hpp -> src/factory.hpp static",
+    );
+}
+
+#[test]
+fn php_uses_psr4_and_folds_require_paths() {
+    assert_golden(
+        "php",
+        "bootstrap.php -> config.php heuristic
+        index.php -> bootstrap.php static
+        index.php -> src/Controller/PostController.php static
+        src/Controller/PostController.php -> ext:Monolog static
+        src/Controller/PostController.php -> src/Model/Post.php static
+        src/Controller/PostController.php -> src/Repository/PostRepository.php static
+        src/Model/Post.php -> src/Repository/PostRepository.php static
+        src/Repository/PostRepository.php -> src/Model/Post.php static",
+    );
+}
+
+#[test]
+fn ruby_requires_use_the_lib_load_path_and_relative_paths() {
+    assert_golden(
+        "ruby",
+        "bin/catalog.rb -> ext:optparse static
+        bin/catalog.rb -> lib/library.rb static
+        lib/library.rb -> ext:json static
+        lib/library.rb -> lib/library/book.rb static
+        lib/library.rb -> lib/library/shelf.rb static
+        lib/library/book.rb -> lib/library/shelf.rb static
+        lib/library/shelf.rb -> lib/library/book.rb static",
+    );
+}
+
+#[test]
+fn lua_requires_map_dots_to_directories_and_init_files() {
+    assert_golden(
+        "lua",
+        "app/models/init.lua -> app/util.lua static
+        app/util.lua -> app/config.lua static
+        app/util.lua -> app/models/init.lua static
+        main.lua -> app/config.lua static
+        main.lua -> app/util.lua static
+        main.lua -> ext:cjson static",
+    );
+}
+
+#[test]
+fn dart_imports_resolve_package_uris_through_pubspec_and_parts() {
+    assert_golden(
+        "dart",
+        "bin/main.dart -> ext:dart:io static
+        bin/main.dart -> lib/todo_app.dart static
+        lib/src/models/todo.dart -> lib/src/models/todo.g.dart static
+        lib/src/models/todo.dart -> lib/src/services/todo_service.dart static
+        lib/src/services/todo_service.dart -> ext:http static
+        lib/src/services/todo_service.dart -> lib/src/models/todo.dart static
+        lib/todo_app.dart -> lib/src/models/todo.dart static
+        lib/todo_app.dart -> lib/src/services/todo_service.dart static",
+    );
+}
+
+#[test]
+fn swift_imports_bind_swiftpm_target_files_at_module_level() {
+    let g = assert_golden(
+        "swift",
+        "Package.swift -> ext:PackageDescription static
+        Sources/App/Deposit.swift -> Sources/Core/Hooks.swift heuristic
+        Sources/App/Deposit.swift -> Sources/Core/MemoryLedger.swift heuristic
+        Sources/App/Deposit.swift -> Sources/Core/Models.swift heuristic
+        Sources/App/main.swift -> Sources/Core/Hooks.swift heuristic
+        Sources/App/main.swift -> Sources/Core/MemoryLedger.swift heuristic
+        Sources/App/main.swift -> Sources/Core/Models.swift heuristic
+        Sources/App/main.swift -> ext:ArgumentParser static
+        Sources/Core/Hooks.swift -> Sources/App/Deposit.swift heuristic
+        Sources/Core/Hooks.swift -> Sources/App/main.swift heuristic
+        Sources/Core/MemoryLedger.swift -> ext:Foundation static
+        Sources/Core/Models.swift -> ext:Foundation static",
+    );
+    assert!(g.edges.iter().filter(|e| !e.external).all(|e| e.confidence == 0.5));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dynamic imports, diagnostics and the import map.
+
+/// Copies a fixture into a fresh directory (tests that change files or index them).
+fn copy_fixture(name: &str, to: &Path) {
+    let from = fixtures().join(name);
+    for rel in all_files(&from) {
+        write(to, &rel, std::fs::read(from.join(&rel)).expect("read"));
+    }
+}
+
+fn diag_lines(g: &ImpactGraph) -> Vec<String> {
+    g.diagnostics
+        .iter()
+        .map(|d| {
+            format!(
+                "{}:{} {} {}",
+                d.source,
+                d.line,
+                d.spec,
+                serde_json::to_value(d.code).expect("code").as_str().expect("str")
+            )
+        })
+        .collect()
+}
+
+fn edge<'g>(g: &'g ImpactGraph, source: &str, target: &str) -> &'g graph::Edge {
+    g.edges
+        .iter()
+        .find(|e| e.source == source && e.target == target)
+        .unwrap_or_else(|| panic!("no edge {source} -> {target}"))
+}
+
+#[test]
+fn dynamic_imports_fold_constants_joins_templates_and_fstrings() {
+    let g = build_fixture("dynamic");
+    assert_eq!(
+        edge_lines(&g),
+        golden(
+            "js/loader.js -> config/legacy.js import_map
+            js/loader.js -> ext:path static
+            js/loader.js -> js/plugins/alpha.js heuristic
+            js/loader.js -> js/plugins/beta.js heuristic
+            js/loader.js -> js/plugins/fast.js heuristic
+            js/loader.js -> js/plugins/safe.js heuristic
+            js/loader.js -> js/themes/dark.js import_map
+            js/loader.js -> js/themes/light.js import_map
+            js/loader.js -> js/widgets/chart.js import_map
+            js/loader.js -> js/widgets/table.js import_map
+            py/app.py -> ext:importlib static
+            py/app.py -> ext:os static
+            py/app.py -> py/plugins/delta.py heuristic
+            py/app.py -> py/plugins/epsilon.py heuristic
+            py/app.py -> py/plugins/eta.py static
+            py/app.py -> py/plugins/gamma.py static
+            py/app.py -> py/plugins/zeta.py heuristic"
+        )
+    );
+    // Folded expressions are heuristic; two candidates share the doubt; the map sets its own.
+    assert_eq!(edge(&g, "js/loader.js", "js/plugins/alpha.js").confidence, 0.8);
+    assert_eq!(edge(&g, "js/loader.js", "js/plugins/alpha.js").line, 7);
+    assert_eq!(edge(&g, "js/loader.js", "js/plugins/fast.js").confidence, 0.6);
+    assert_eq!(edge(&g, "js/loader.js", "js/plugins/safe.js").spec, "./plugins/safe");
+    assert_eq!(edge(&g, "js/loader.js", "js/widgets/chart.js").confidence, 0.7);
+    assert_eq!(edge(&g, "js/loader.js", "js/themes/dark.js").confidence, 1.0);
+    assert_eq!(edge(&g, "py/app.py", "py/plugins/delta.py").spec, "plugins.delta");
+    assert_eq!(edge(&g, "py/app.py", "py/plugins/epsilon.py").kind, "load_path");
+    // What cannot be folded is reported, never dropped.
+    assert_eq!(
+        diag_lines(&g),
+        vec![
+            "js/loader.js:18 ./plugins/* dynamic",
+            "js/loader.js:22 * dynamic",
+            "py/app.py:28 plugins.* dynamic",
+            "py/app.py:33 * dynamic",
+        ]
+    );
+    let d = &g.diagnostics[0];
+    assert_eq!(d.expr, "'./plugins/' + name");
+    assert!(d.reason.contains("docdex.import_map.json"), "{}", d.reason);
+    assert_eq!(g.stats.unresolved, 4);
+    assert_eq!(g.stats.by_method.get("import_map"), Some(&5));
+}
+
+#[test]
+fn without_the_import_map_the_mapped_imports_stay_external_or_unresolved() {
+    let env = Env::new();
+    let repo = env.repo("dyn");
+    copy_fixture("dynamic", &repo);
+    std::fs::remove_file(repo.join("docdex.import_map.json")).expect("rm map");
+    let g = build_dir(&repo);
+    assert!(g.edges.iter().any(|e| e.target == "ext:legacy-config" && e.external), "bare spec is a package");
+    assert!(!g.edges.iter().any(|e| e.target.starts_with("js/themes/") || e.target.starts_with("js/widgets/")));
+    let lines = diag_lines(&g);
+    assert!(lines.contains(&"js/loader.js:29 ./themes/* dynamic".to_string()), "{lines:?}");
+    assert!(lines.contains(&"js/loader.js:34 ./widgets/* dynamic".to_string()), "{lines:?}");
+}
+
+#[test]
+fn import_map_problems_are_reported() {
+    let env = Env::new();
+    let repo = env.repo("dyn");
+    copy_fixture("dynamic", &repo);
+    write(
+        &repo,
+        "docdex.import_map.json",
+        r#"{"version": 1, "mappings": [
+            {"spec": "legacy-config", "targets": ["config/gone.js"]},
+            {"spec": "./themes/*", "external": "theme-pack"}
+        ]}"#,
+    );
+    let g = build_dir(&repo);
+    let d = g.diagnostics.iter().find(|d| d.spec == "legacy-config").expect("map diagnostic");
+    assert_eq!(serde_json::to_value(d.code).expect("code"), "import_map");
+    assert!(d.reason.contains("config/gone.js") && d.reason.contains("mapping 1"), "{}", d.reason);
+    assert!(g.edges.iter().any(|e| e.target == "ext:theme-pack"));
+
+    write(&repo, "docdex.import_map.json", r#"{"version": 1, "mapings": []}"#);
+    let g = build_dir(&repo);
+    assert!(
+        g.warnings.iter().any(|w| w.contains("docdex.import_map.json is not valid") && w.contains("mapings")),
+        "{:?}",
+        g.warnings
+    );
+    assert!(g.edges.iter().any(|e| e.target == "ext:legacy-config"), "an invalid map is ignored");
+}
+
+#[test]
+fn missing_files_are_diagnosed_with_what_was_tried() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "Cargo.toml", "[package]\nname = \"r\"\nedition = \"2021\"\n");
+    write(&repo, "src/lib.rs", "mod gone;\nuse crate::a::b;\n");
+    write(&repo, "web/app.ts", "import { x } from './missing';\nimport y from 'left-pad';\n");
+    write(&repo, "py/pkg/__init__.py", "from .nothere import z\n");
+    write(&repo, "c/main.c", "#include \"config.h\"\n#include <stdio.h>\n");
+    let g = build_dir(&repo);
+    let lines = diag_lines(&g);
+    assert_eq!(
+        lines,
+        vec![
+            "c/main.c:1 config.h not_found",
+            "py/pkg/__init__.py:1 .nothere not_found",
+            "src/lib.rs:1 gone not_found",
+            "web/app.ts:1 ./missing not_found"
+        ]
+    );
+    let rust = g.diagnostics.iter().find(|d| d.spec == "gone").expect("mod");
+    assert!(rust.reason.contains("src/gone.rs") && rust.reason.contains("src/gone/mod.rs"), "{}", rust.reason);
+    let ts = g.diagnostics.iter().find(|d| d.spec == "./missing").expect("ts");
+    assert!(ts.reason.contains("web/missing"), "{}", ts.reason);
+    // `use crate::a::b` with no module `a` falls back to the crate root: a self-import, no edge.
+    assert!(g.edges.iter().any(|e| e.target == "ext:left-pad"));
+    assert!(g.edges.iter().any(|e| e.target == "ext:stdio.h"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Storage, migration and the engine's queries.
+
+fn indexed_fixture(env: &Env, name: &str) -> (PathBuf, Engine) {
+    let repo = env.repo(name);
+    copy_fixture(name, &repo);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    engine.rebuild_impact_graph(&repo, &quiet()).expect("graph");
+    (repo, engine)
+}
+
+#[test]
+fn rebuild_writes_a_schema_tagged_graph_atomically() {
+    let env = Env::new();
+    let repo = env.repo("ts");
+    copy_fixture("typescript", &repo);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let r = engine.resolve_repo(&repo).expect("repo");
+    // What the indexing pipeline does after a run that changed code files.
+    graph::rebuild(&r, &file_imports(&repo)).expect("rebuild");
+    let path = graph::graph_path(&r);
+    assert_eq!(path, r.state_dir.join("impact_graph.json"));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+    assert_eq!(v["schema"], serde_json::json!({"name": "docdex.impact_graph", "version": 2}));
+    assert_eq!(v["stats"]["files"], 7);
+    assert_eq!(v["stats"]["edges"], 11);
+    assert_eq!(v["edges"][0]["source"], "src/components/UserCard.tsx");
+    let leftovers: Vec<String> = std::fs::read_dir(&r.state_dir)
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    let loaded = graph::load(&path).expect("load").expect("some");
+    assert_eq!(loaded.edges.len(), 13);
+}
+
+#[test]
+fn a_version_1_graph_is_migrated_in_memory() {
+    let env = Env::new();
+    let repo = env.repo("old");
+    write(&repo, "a.py", "import b\n");
+    write(&repo, "b.py", "import a\n");
+    write(&repo, "c.py", "import a\n");
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let r = engine.resolve_repo(&repo).expect("repo");
+    let v1 = r#"{"edges": [{"source": "a.py", "target": "b.py"}, {"source": "b.py", "target": "a.py"}, {"source": "c.py", "target": "a.py"}]}"#;
+    std::fs::write(graph::graph_path(&r), v1).expect("write v1");
+    let resp = engine.impact(&repo, &ImpactRequest { file: "a.py".into(), ..Default::default() }).expect("impact");
+    assert_eq!(resp.schema.version, 2);
+    let inbound: Vec<&str> = resp.inbound.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(inbound, vec!["b.py", "c.py"]);
+    assert_eq!(resp.outbound[0].edge.method, graph::Method::Static);
+    assert!(resp.graph.warnings.iter().any(|w| w.contains("version 1")), "{:?}", resp.graph.warnings);
+    assert!(resp.nodes[0].in_cycle);
+    let cycles = engine.graph_cycles(&repo).expect("cycles");
+    assert_eq!(cycles.cycles[0].files, vec!["a.py", "b.py"]);
+    // The file on disk is untouched until the next index run rewrites it.
+    assert_eq!(std::fs::read_to_string(graph::graph_path(&r)).expect("read"), v1);
+
+    std::fs::write(graph::graph_path(&r), r#"{"schema": {"name": "docdex.impact_graph", "version": 9}}"#).expect("w");
+    let err = engine.impact(&repo, &ImpactRequest { file: "a.py".into(), ..Default::default() }).expect_err("future");
+    assert!(err.to_string().contains("version 9") && err.to_string().contains("docdex index"), "{err}");
+    std::fs::write(graph::graph_path(&r), "{not json").expect("w");
+    let err = engine.graph_cycles(&repo).expect_err("corrupt");
+    assert_eq!(err.code(), "corrupt_state");
+}
+
+#[test]
+fn impact_lists_both_directions_to_a_depth_and_every_dependent() {
+    let env = Env::new();
+    let (repo, engine) = indexed_fixture(&env, "python");
+    let ask = |depth: u32, direction: Direction| {
+        engine
+            .impact(
+                &repo,
+                &ImpactRequest {
+                    file: "src/inventory/models.py".into(),
+                    depth: Some(depth),
+                    direction: Some(direction),
+                },
+            )
+            .expect("impact")
+    };
+    let r = ask(1, Direction::Both);
+    let inbound: Vec<(&str, u32)> = r.inbound.iter().map(|d| (d.path.as_str(), d.depth)).collect();
+    assert_eq!(
+        inbound,
+        vec![
+            ("src/inventory/__init__.py", 1),
+            ("src/inventory/store.py", 1),
+            ("src/inventory/utils/fmt.py", 1),
+            ("tests/test_store.py", 1)
+        ]
+    );
+    for d in &r.inbound {
+        assert_eq!(d.edge.target, "src/inventory/models.py", "inbound edges point at the file: {d:?}");
+        assert_eq!(d.edge.source, d.path);
+    }
+    let outbound: Vec<&str> = r.outbound.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(outbound, vec!["ext:dataclasses", "ext:enum"]);
+    assert!(r.outbound.iter().all(|d| d.external && d.edge.source == "src/inventory/models.py"));
+    // Everything that may change: the whole transitive closure, whatever the depth.
+    assert_eq!(
+        r.affected,
+        vec![
+            "src/inventory/__init__.py",
+            "src/inventory/store.py",
+            "src/inventory/utils/fmt.py",
+            "tests/test_store.py",
+            "scripts/report.py",
+            "src/inventory/pricing.py"
+        ]
+    );
+    let r2 = ask(2, Direction::In);
+    assert!(r2.outbound.is_empty());
+    let second: Vec<(&str, u32)> =
+        r2.inbound.iter().filter(|d| d.depth == 2).map(|d| (d.path.as_str(), d.depth)).collect();
+    assert_eq!(second, vec![("scripts/report.py", 2), ("src/inventory/pricing.py", 2)]);
+    let pricing = r2.inbound.iter().find(|d| d.path == "src/inventory/pricing.py").expect("pricing");
+    assert_eq!(
+        (pricing.edge.source.as_str(), pricing.edge.target.as_str()),
+        ("src/inventory/pricing.py", "src/inventory/store.py")
+    );
+    // Nodes and edges for drawing.
+    assert_eq!(r2.nodes[0].id, "src/inventory/models.py");
+    assert_eq!(r2.nodes[0].side, Side::Root);
+    let store = r2.nodes.iter().find(|n| n.id == "src/inventory/store.py").expect("store");
+    assert!(store.in_cycle && store.side == Side::In && store.depth == 1 && store.lang.as_deref() == Some("python"));
+    let ids: BTreeSet<&str> = r2.nodes.iter().map(|n| n.id.as_str()).collect();
+    assert!(r2.edges.iter().all(|e| ids.contains(e.source.as_str()) && ids.contains(e.target.as_str())));
+    assert!(r2.edges.iter().any(|e| e.source == "src/inventory/pricing.py" && e.target == "src/inventory/store.py"));
+    let out = ask(3, Direction::Out);
+    assert!(out.inbound.is_empty() && out.outbound.len() == 2);
+}
+
+#[test]
+fn external_packages_and_unresolved_imports_are_flagged_on_nodes() {
+    let env = Env::new();
+    let (repo, engine) = indexed_fixture(&env, "dynamic");
+    let r = engine.impact(&repo, &ImpactRequest { file: "js/loader.js".into(), ..Default::default() }).expect("impact");
+    assert_eq!(r.nodes[0].unresolved_imports, 2);
+    assert_eq!(r.diagnostics.len(), 2);
+    let path = r.nodes.iter().find(|n| n.id == "ext:path").expect("external node");
+    assert!(path.external && path.side == Side::Out && path.lang.is_none());
+    // Who imports an external package.
+    let r = engine.impact(&repo, &ImpactRequest { file: "ext:os".into(), ..Default::default() }).expect("ext");
+    assert_eq!(r.inbound.iter().map(|d| d.path.as_str()).collect::<Vec<_>>(), vec!["py/app.py"]);
+    let diags = engine.impact_diagnostics(&repo, None).expect("diagnostics");
+    assert_eq!(diags.total, 4);
+    assert_eq!(diags.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), vec!["js/loader.js", "py/app.py"]);
+    assert_eq!(diags.by_code.get("dynamic"), Some(&4));
+    let one = engine.impact_diagnostics(&repo, Some("py/app.py")).expect("one file");
+    assert_eq!(one.total, 2);
+}
+
+#[test]
+fn neighbors_expand_changed_files_one_hop_both_ways() {
+    let env = Env::new();
+    let (repo, engine) = indexed_fixture(&env, "typescript");
+    let changed = vec!["src/models/user.ts".to_string(), "./src/config.ts".to_string(), "README.md".to_string()];
+    let n = engine.impact_neighbors(&repo, &changed, 1).expect("neighbors");
+    let got: Vec<(&str, Relation)> = n.files.iter().map(|f| (f.path.as_str(), f.relation)).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("src/components/UserCard.tsx", Relation::ImportsChanged),
+            ("src/index.ts", Relation::ImportsChanged),
+            ("src/services/userService.ts", Relation::ImportsChanged),
+        ]
+    );
+    let index = &n.files[1];
+    assert_eq!(index.changed, vec!["src/config.ts", "src/models/user.ts"]);
+    assert_eq!(n.unknown, vec!["README.md"]);
+    let n = engine.impact_neighbors(&repo, &["src/services/userService.ts".to_string()], 1).expect("n");
+    let card = n.files.iter().find(|f| f.path == "src/components/UserCard.tsx").expect("card");
+    assert_eq!(card.relation, Relation::Both, "a cycle partner is both a dependency and a dependent");
+    assert!(n.files.iter().all(|f| !f.path.starts_with("ext:")));
+}
+
+#[test]
+fn the_cached_graph_reloads_when_the_file_changes() {
+    let env = Env::new();
+    let (repo, engine) = indexed_fixture(&env, "lua");
+    let before =
+        engine.impact(&repo, &ImpactRequest { file: "app/config.lua".into(), ..Default::default() }).expect("a");
+    assert_eq!(before.inbound.len(), 2);
+    write(&repo, "app/extra.lua", "local c = require(\"app.config\")\nreturn c\n");
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    engine.rebuild_impact_graph(&repo, &quiet()).expect("graph");
+    let after =
+        engine.impact(&repo, &ImpactRequest { file: "app/config.lua".into(), ..Default::default() }).expect("b");
+    assert_eq!(after.inbound.len(), 3, "{:?}", after.inbound);
+}
+
+#[test]
+fn bad_queries_say_what_is_wrong() {
+    let env = Env::new();
+    let (repo, engine) = indexed_fixture(&env, "go");
+    let ask = |file: &str, depth: Option<u32>| {
+        engine.impact(&repo, &ImpactRequest { file: file.into(), depth, direction: None })
+    };
+    let err = ask("nope.go", None).expect_err("unknown");
+    assert_eq!(err.code(), "not_found");
+    assert!(err.to_string().contains("nope.go") && err.to_string().contains("no such file"), "{err}");
+    let err = ask("go.mod", None).expect_err("not code");
+    assert!(err.to_string().contains("not a code file"), "{err}");
+    assert_eq!(ask("../outside.go", None).expect_err("outside").code(), "path_outside_repo");
+    assert_eq!(ask("main.go", Some(0)).expect_err("depth").code(), "bad_request");
+    let abs = repo.join("main.go");
+    assert_eq!(ask(abs.to_str().expect("utf8"), None).expect("absolute path").file, "main.go");
+    let fresh = env.repo("fresh");
+    write(&fresh, "a.go", "package a\n");
+    let err = engine.impact(&fresh, &ImpactRequest { file: "a.go".into(), ..Default::default() }).expect_err("none");
+    assert_eq!(err.code(), "not_indexed");
+    // Indexed, but no graph (no code pass ran): an empty graph that says how to build one.
+    let docs = env.repo("docs");
+    write(&docs, "README.md", "# docs only\n");
+    engine.index(&docs, &IndexOptions::default(), &quiet()).expect("index");
+    let cycles = engine.graph_cycles(&docs).expect("empty graph");
+    assert!(cycles.cycles.is_empty());
+    assert!(cycles.graph.warnings.iter().any(|w| w.contains("graph rebuild")), "{:?}", cycles.graph.warnings);
+    let err = engine.impact(&docs, &ImpactRequest { file: "README.md".into(), ..Default::default() }).expect_err("x");
+    assert!(err.to_string().contains("not a code file"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command line.
+
+#[test]
+fn impact_cli_prints_the_json_contract() {
+    let env = Env::new();
+    let repo = env.repo("ts");
+    copy_fixture("typescript", &repo);
+    let r = repo.to_str().expect("utf8");
+    env.json(&["index", "--repo", r, "--json"]);
+    let rebuilt = env.json(&["graph", "rebuild", "--repo", r, "--json"]);
+    assert_eq!(rebuilt["stats"]["edges"], 11);
+    let v = env.json(&["impact", "--repo", r, "--file", "src/models/user.ts", "--depth", "2", "--json"]);
+    assert_eq!(v["schema"]["name"], "docdex.impact_graph");
+    assert_eq!(v["schema"]["version"], 2);
+    assert_eq!(v["file"], "src/models/user.ts");
+    assert_eq!(v["direction"], "both");
+    assert_eq!(v["depth"], 2);
+    assert!(v["edge_semantics"].as_str().expect("str").starts_with("source -> target"));
+    let inbound: Vec<&str> =
+        v["inbound"].as_array().expect("in").iter().map(|d| d["path"].as_str().expect("p")).collect();
+    assert_eq!(inbound, vec!["src/components/UserCard.tsx", "src/index.ts", "src/services/userService.ts"]);
+    assert_eq!(v["outbound"][0]["path"], "src/config.ts");
+    assert_eq!(v["outbound"][0]["edge"]["source"], "src/models/user.ts");
+    assert_eq!(v["outbound"][0]["edge"]["target"], "src/config.ts");
+    assert_eq!(v["outbound"][0]["edge"]["method"], "static");
+    assert_eq!(v["outbound"][0]["edge"]["confidence"], 1.0);
+    assert_eq!(v["outbound"][0]["edge"]["line"], 1);
+    assert_eq!(v["affected"].as_array().expect("a").len(), 3);
+    let nodes = v["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes[0]["side"], "root");
+    for n in nodes {
+        for key in ["id", "external", "depth", "side", "in_cycle", "unresolved_imports"] {
+            assert!(!n[key].is_null(), "node lacks {key}: {n}");
+        }
+    }
+    let card = nodes.iter().find(|n| n["id"] == "src/components/UserCard.tsx").expect("card");
+    assert_eq!(card["in_cycle"], true);
+    assert!(!v["edges"].as_array().expect("edges").is_empty());
+
+    let cycles = env.json(&["graph", "cycles", "--repo", r, "--json"]);
+    assert_eq!(
+        cycles["cycles"][0]["files"],
+        serde_json::json!(["src/components/UserCard.tsx", "src/services/userService.ts"])
+    );
+    assert_eq!(cycles["files_in_cycles"], 2);
+    let diags = env.json(&["impact", "diagnostics", "--repo", r, "--json"]);
+    assert_eq!(diags["total"], 0);
+
+    let human = env.run(&["impact", "--repo", r, "--file", "src/models/user.ts"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("src/index.ts -> src/models/user.ts"), "{text}");
+    assert!(text.contains("src/models/user.ts -> src/config.ts"), "{text}");
+    assert!(text.contains("may change if it changes: 3 files"), "{text}");
+    let human = env.run(&["graph", "cycles", "--repo", r]);
+    assert!(String::from_utf8_lossy(&human.stdout)
+        .contains("src/components/UserCard.tsx -> src/services/userService.ts -> src/components/UserCard.tsx"));
+}
+
+#[test]
+fn impact_cli_errors_use_the_exit_codes() {
+    let env = Env::new();
+    let repo = env.repo("dyn");
+    copy_fixture("dynamic", &repo);
+    let r = repo.to_str().expect("utf8");
+    let out = env.run(&["impact", "--repo", r, "--file", "js/loader.js"]);
+    assert_eq!(out.status.code(), Some(3), "not indexed yet");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("docdex index"));
+    env.json(&["index", "--repo", r, "--json"]);
+    env.json(&["graph", "rebuild", "--repo", r, "--json"]);
+    let out = env.run(&["impact", "--repo", r, "--file", "js/nope.js", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json error");
+    assert_eq!(v["error"]["code"], "not_found");
+    let out = env.run(&["impact", "--repo", r]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--file"));
+    let out = env.run(&["impact", "--repo", r, "--file", "js/loader.js", "--direction", "sideways"]);
+    assert_eq!(out.status.code(), Some(2), "clap rejects a bad direction");
+    let diags = env.json(&["impact", "diagnostics", "--repo", r, "--json"]);
+    assert_eq!(diags["total"], 4);
+    assert_eq!(diags["files"][0]["diagnostics"][0]["code"], "dynamic");
+    let human = env.run(&["impact", "diagnostics", "--repo", r]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains("line 18: require ./plugins/*") && text.contains("4 unresolved imports in 2 files"),
+        "{text}"
+    );
+}
+
+#[test]
+fn graph_rebuild_reports_progress_and_counts() {
+    let env = Env::new();
+    let repo = env.repo("c");
+    copy_fixture("c", &repo);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let seen = std::sync::Mutex::new(Vec::new());
+    let sink = |p: &docdex::engine::protocol::IndexProgress| {
+        seen.lock().expect("lock").push((p.phase.clone(), p.files_done, p.files_total));
+    };
+    let summary = engine.rebuild_impact_graph(&repo, &sink).expect("rebuild");
+    let seen = seen.into_inner().expect("lock");
+    let phases: Vec<&str> = seen.iter().map(|(p, _, _)| p.as_str()).collect();
+    assert_eq!(phases.first(), Some(&"parsing"));
+    assert_eq!(phases.last(), Some(&"done"));
+    assert!(phases.contains(&"resolving"));
+    assert_eq!(seen.last().map(|s| (s.1, s.2)), Some((6, 6)), "six C files parsed: {seen:?}");
+    assert_eq!((summary.stats.files, summary.stats.edges, summary.stats.external_edges), (6, 7, 3));
+    assert!(summary.path.ends_with("impact_graph.json"));
+}
+
+#[test]
+fn js_directory_imports_follow_package_main_then_index() {
+    let env = Env::new();
+    let repo = env.repo("pkgs");
+    write(&repo, "tool/package.json", r#"{"name": "tool", "main": "lib/entry.js"}"#);
+    write(&repo, "tool/lib/entry.js", "module.exports = 1;\n");
+    write(&repo, "tool/bin/cli.js", "const tool = require('..');\nconst util = require('../util');\n");
+    write(&repo, "tool/util/index.js", "module.exports = 2;\n");
+    write(&repo, "app/main.js", "const tool = require('tool');\nconst sub = require('tool/util');\n");
+    let g = build_dir(&repo);
+    assert_eq!(
+        edge_lines(&g),
+        golden(
+            "app/main.js -> tool/lib/entry.js static
+            app/main.js -> tool/util/index.js static
+            tool/bin/cli.js -> tool/lib/entry.js static
+            tool/bin/cli.js -> tool/util/index.js static"
+        ),
+        "a repository package is found by its package.json name, a directory through its main"
+    );
+}
+
+#[test]
+fn docdex_index_builds_the_graph_and_keeps_it_current() {
+    let env = Env::new();
+    let repo = env.repo("shapes");
+    copy_fixture("rust", &repo);
+    let r = repo.to_str().expect("utf8");
+    env.json(&["index", "--repo", r, "--json"]);
+    // The index run's code pass wrote the graph: no `graph rebuild` needed.
+    let v = env.json(&["impact", "--repo", r, "--file", "src/render.rs", "--direction", "in", "--json"]);
+    let inbound: Vec<&str> =
+        v["inbound"].as_array().expect("in").iter().map(|d| d["path"].as_str().expect("p")).collect();
+    assert_eq!(inbound, vec!["src/geometry/circle.rs", "src/lib.rs", "src/main.rs"]);
+    assert_eq!(v["graph"]["stats"]["edges"], 13);
+    // An edit that adds a module and an import is picked up by the next incremental run.
+    write(
+        &repo,
+        "src/lib.rs",
+        format!("{}pub mod extra2;\n", std::fs::read_to_string(repo.join("src/lib.rs")).expect("read")),
+    );
+    write(
+        &repo,
+        "src/extra2.rs",
+        "use crate::render::Canvas;\n\npub fn blank() -> Canvas {\n    Canvas::new(1, 1)\n}\n",
+    );
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = env.json(&["impact", "--repo", r, "--file", "src/render.rs", "--direction", "in", "--json"]);
+    let inbound: Vec<&str> =
+        v["inbound"].as_array().expect("in").iter().map(|d| d["path"].as_str().expect("p")).collect();
+    assert_eq!(inbound, vec!["src/extra2.rs", "src/geometry/circle.rs", "src/lib.rs", "src/main.rs"]);
+    let lib = env.json(&["impact", "--repo", r, "--file", "src/extra2.rs", "--json"]);
+    assert_eq!(lib["inbound"][0]["edge"]["kind"], "mod");
+    // Deleting the importer removes its edges.
+    std::fs::remove_file(repo.join("src/extra2.rs")).expect("rm");
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = env.json(&["impact", "--repo", r, "--file", "src/render.rs", "--direction", "in", "--json"]);
+    assert_eq!(v["inbound"].as_array().expect("in").len(), 3);
+    let diags = env.json(&["impact", "diagnostics", "--repo", r, "--json"]);
+    assert_eq!(
+        diags["files"][0]["diagnostics"][0]["spec"], "extra2",
+        "the dangling `mod extra2;` is reported: {diags}"
+    );
 }

@@ -1,12 +1,41 @@
 //! The import/impact graph: every file's raw imports resolved to files in the
 //! repository (or recorded as external / unresolved), stored as
-//! `impact_graph.json`.
+//! `impact_graph.json` in the repo's state directory.
+//!
+//! [`rebuild`] is called by the indexing pipeline after each run that changed code files, with
+//! every code file's stored imports; it resolves them ([`super::resolve`], after the overrides
+//! of `docdex.import_map.json`), finds the import cycles, and writes the file atomically. The
+//! queries over a loaded graph live in [`super::impact`].
+//!
+//! Edge direction: `source -> target` means *source imports target*, so a change to the target
+//! may change the source's behaviour. External packages are nodes named `ext:<package>`; they
+//! are never bound to repository files.
+//!
+//! The file format is version 2 of `docdex.impact_graph`. Version 1 (no `schema` tag: just
+//! `{"edges": [{"source": "...", "target": "..."}]}`, every edge a resolved file import) is
+//! still read and migrated in memory; the next index run writes version 2.
 
+use super::import_map::ImportMap;
 use super::imports::RawImport;
+use super::resolve::{Resolution, Resolver};
 use super::Lang;
+use crate::engine::fsutil;
 use crate::engine::repos::RepoRef;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use rayon::prelude::*;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+/// The schema name written in `impact_graph.json` and in impact responses.
+pub const SCHEMA_NAME: &str = "docdex.impact_graph";
+/// The current version of the stored graph.
+pub const SCHEMA_VERSION: u32 = 2;
+/// Prefix of external package node ids (`ext:react`).
+pub const EXTERNAL_PREFIX: &str = "ext:";
+/// The stored graph's file name inside the repo state directory.
+pub const FILE_NAME: &str = "impact_graph.json";
 
 /// The imports of one file, as the per-file pass stored them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,8 +48,683 @@ pub struct FileImports {
     pub imports: Vec<RawImport>,
 }
 
+/// `{"name": "docdex.impact_graph", "version": 2}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SchemaTag {
+    /// Always [`SCHEMA_NAME`].
+    pub name: String,
+    /// The format version.
+    pub version: u32,
+}
+
+impl SchemaTag {
+    /// The current tag.
+    pub fn current() -> SchemaTag {
+        SchemaTag { name: SCHEMA_NAME.to_string(), version: SCHEMA_VERSION }
+    }
+}
+
+/// How an edge was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// The language's own resolution rules with a literal specifier (or manifest: go.mod,
+    /// tsconfig `paths`, composer PSR-4, pubspec, Cargo).
+    Static,
+    /// A convention or a folded dynamic expression: include directories found in the tree,
+    /// C# namespaces, Swift modules, `path.join`, f-strings, several candidates.
+    Heuristic,
+    /// An entry of `docdex.import_map.json`.
+    ImportMap,
+}
+
+impl Method {
+    /// The serialized name (`static`, `heuristic`, `import_map`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Static => "static",
+            Method::Heuristic => "heuristic",
+            Method::ImportMap => "import_map",
+        }
+    }
+}
+
+/// One directed edge: `source` imports `target`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Edge {
+    /// The importing file (repo-relative).
+    pub source: String,
+    /// The imported file, or `ext:<package>` for an external package.
+    pub target: String,
+    /// True when `target` is an external package.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub external: bool,
+    /// The statement form (`import`, `require`, `use`, `mod`, `include`, ...).
+    pub kind: String,
+    /// How the edge was found.
+    pub method: Method,
+    /// How sure we are that the source depends on the target, 0..1.
+    pub confidence: f32,
+    /// 1-based line of the (first) import statement.
+    pub line: u32,
+    /// The specifier as written (folded for dynamic imports).
+    pub spec: String,
+}
+
+/// Why an import stayed unresolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosticCode {
+    /// A dynamic import whose target is only known at run time.
+    Dynamic,
+    /// A specifier that should name a repository file (relative path, own package or module),
+    /// but no file matches.
+    NotFound,
+    /// A `docdex.import_map.json` entry matched but its targets are not repository files.
+    ImportMap,
+}
+
+impl DiagnosticCode {
+    /// The serialized name (`dynamic`, `not_found`, `import_map`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DiagnosticCode::Dynamic => "dynamic",
+            DiagnosticCode::NotFound => "not_found",
+            DiagnosticCode::ImportMap => "import_map",
+        }
+    }
+}
+
+/// An import that produced no edge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Diagnostic {
+    /// The importing file.
+    pub source: String,
+    /// 1-based line.
+    pub line: u32,
+    /// The specifier (a `*` pattern for dynamic imports).
+    pub spec: String,
+    /// The statement form.
+    pub kind: String,
+    /// Machine-readable reason.
+    pub code: DiagnosticCode,
+    /// What went wrong and what would fix it.
+    pub reason: String,
+    /// For dynamic imports, the expression as written.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub expr: String,
+}
+
+/// An import cycle: a strongly connected set of files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Cycle {
+    /// The files of the cycle, sorted.
+    pub files: Vec<String>,
+    /// One concrete loop through them, starting and ending at the same file (`a -> b -> a`).
+    pub path: Vec<String>,
+}
+
+/// Counts from the last build.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GraphStats {
+    /// Code files whose imports were read.
+    pub files: usize,
+    /// Import records (declarations excluded).
+    pub imports: usize,
+    /// File-to-file edges.
+    pub edges: usize,
+    /// Edges to external packages.
+    pub external_edges: usize,
+    /// Imports left unresolved (see `diagnostics`).
+    pub unresolved: usize,
+    /// Edges per method.
+    pub by_method: BTreeMap<String, usize>,
+    /// Build time in milliseconds.
+    pub build_ms: f64,
+}
+
+/// The stored graph (`impact_graph.json`, version 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImpactGraph {
+    /// [`SchemaTag::current`].
+    pub schema: SchemaTag,
+    /// When it was built, epoch ms.
+    pub generated_at_ms: u64,
+    /// Every code file in the graph and its language.
+    pub files: BTreeMap<String, Lang>,
+    /// Edges sorted by source, then target; one per (source, target) pair.
+    pub edges: Vec<Edge>,
+    /// Unresolved imports, sorted by source and line.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Import cycles, largest first.
+    pub cycles: Vec<Cycle>,
+    /// Problems with the inputs (an unreadable `docdex.import_map.json`, ...).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Counts.
+    pub stats: GraphStats,
+}
+
+/// Where a repo's graph is stored.
+pub fn graph_path(repo: &RepoRef) -> PathBuf {
+    repo.state_dir.join(FILE_NAME)
+}
+
 /// Rebuilds `impact_graph.json` from every code file's imports. Called after each index run
-/// that changed code files; `files` lists all of them, not only the changed ones.
-pub fn rebuild(_repo: &RepoRef, _files: &[FileImports]) -> Result<()> {
-    Ok(())
+/// that changed code files; `files` lists all of them, not only the changed ones. Call it after
+/// the run's manifest is saved: non-code targets (`include_str!` data, JSON imports) are looked
+/// up in the manifest.
+pub fn rebuild(repo: &RepoRef, files: &[FileImports]) -> Result<()> {
+    let manifest = crate::engine::index::manifest::Manifest::load(&repo.manifest_path());
+    let mut known: BTreeSet<String> =
+        manifest.files.iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p.clone()).collect();
+    known.extend(files.iter().map(|f| f.path.clone()));
+    let graph = build(&repo.root, files, &known);
+    tracing::debug!(
+        files = graph.stats.files,
+        edges = graph.stats.edges,
+        unresolved = graph.stats.unresolved,
+        ms = graph.stats.build_ms,
+        "impact graph rebuilt"
+    );
+    save(&graph_path(repo), &graph)
+}
+
+/// Reads, parses and extracts the imports of every code file among `paths` (repo-relative,
+/// under `root`), in parallel: what the indexing pipeline does file by file, for rebuilding a
+/// graph without re-indexing and for benchmarks. Unreadable files are skipped. `on_file` is
+/// called (from worker threads) with the size of each file read.
+pub fn extract_from_disk(root: &Path, paths: &[String], on_file: &(dyn Fn(u64) + Sync)) -> Vec<FileImports> {
+    let mut out: Vec<FileImports> = paths
+        .par_iter()
+        .filter_map(|rel| {
+            let lang = Lang::from_path(Path::new(rel))?;
+            let bytes = std::fs::read(root.join(rel)).ok()?;
+            on_file(bytes.len() as u64);
+            let text = String::from_utf8_lossy(&bytes);
+            let tree = super::lang::parse(lang, &text)?;
+            Some(FileImports { path: rel.clone(), lang, imports: super::imports::extract(lang, &tree, &text) })
+        })
+        .collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// Writes a graph atomically.
+pub fn save(path: &Path, graph: &ImpactGraph) -> Result<()> {
+    let bytes =
+        serde_json::to_vec(graph).map_err(|e| Error::CorruptState { path: path.into(), message: e.to_string() })?;
+    fsutil::write_atomic(path, &bytes)
+}
+
+/// Builds the graph of `files` (every code file's imports) in the repository at `root`, whose
+/// files (code or not, repo-relative) are `known`.
+pub fn build(root: &Path, files: &[FileImports], known: &BTreeSet<String>) -> ImpactGraph {
+    let started = std::time::Instant::now();
+    let (map, mut warnings) = ImportMap::load(root);
+    let resolver = Resolver::new(root, files, known);
+    warnings.extend(resolver.warnings().iter().cloned());
+    let per_file: Vec<(Vec<Edge>, Vec<Diagnostic>, usize)> =
+        files.par_iter().map(|f| resolve_file(f, &resolver, map.as_ref())).collect();
+    let mut edges = Vec::new();
+    let mut diagnostics = Vec::new();
+    let mut imports = 0;
+    for (e, d, n) in per_file {
+        edges.extend(e);
+        diagnostics.extend(d);
+        imports += n;
+    }
+    let edges = dedupe(edges);
+    diagnostics.sort_by(|a, b| (&a.source, a.line, &a.spec).cmp(&(&b.source, b.line, &b.spec)));
+    let cycles = find_cycles(&edges);
+    let mut by_method: BTreeMap<String, usize> = BTreeMap::new();
+    for e in edges.iter().filter(|e| !e.external) {
+        *by_method.entry(e.method.name().to_string()).or_default() += 1;
+    }
+    let stats = GraphStats {
+        files: files.len(),
+        imports,
+        edges: edges.iter().filter(|e| !e.external).count(),
+        external_edges: edges.iter().filter(|e| e.external).count(),
+        unresolved: diagnostics.len(),
+        by_method,
+        build_ms: started.elapsed().as_secs_f64() * 1000.0,
+    };
+    ImpactGraph {
+        schema: SchemaTag::current(),
+        generated_at_ms: fsutil::now_ms(),
+        files: files.iter().map(|f| (f.path.clone(), f.lang)).collect(),
+        edges,
+        diagnostics,
+        cycles,
+        warnings,
+        stats,
+    }
+}
+
+/// Confidence of an edge found through a folded dynamic expression.
+const DYNAMIC_CONFIDENCE: f32 = 0.8;
+/// Confidence of each edge when a dynamic expression has several candidate values.
+const CANDIDATE_CONFIDENCE: f32 = 0.6;
+
+/// Resolves one file's imports into edges and diagnostics; also returns the import count.
+fn resolve_file(
+    file: &FileImports,
+    resolver: &Resolver,
+    map: Option<&ImportMap>,
+) -> (Vec<Edge>, Vec<Diagnostic>, usize) {
+    let mut edges = Vec::new();
+    let mut diags = Vec::new();
+    let mut count = 0;
+    for imp in file.imports.iter().filter(|i| !i.is_declaration()) {
+        count += 1;
+        let diag = |code: DiagnosticCode, reason: String| Diagnostic {
+            source: file.path.clone(),
+            line: imp.line,
+            spec: imp.spec.clone(),
+            kind: imp.kind.clone(),
+            code,
+            reason,
+            expr: imp.expr.clone(),
+        };
+        if let Some(mapped) = map.and_then(|m| m.apply(file, imp, resolver)) {
+            match mapped {
+                Ok(res) => push_resolution(file, imp, &imp.spec, res, &mut edges, &mut diags),
+                Err(reason) => diags.push(diag(DiagnosticCode::ImportMap, reason)),
+            }
+            continue;
+        }
+        if imp.unresolvable {
+            let reason = format!(
+                "dynamic import built at run time from `{}`; add a `docdex.import_map.json` entry for \"{}\" to map it",
+                if imp.expr.is_empty() { imp.spec.as_str() } else { imp.expr.as_str() },
+                imp.spec
+            );
+            diags.push(diag(DiagnosticCode::Dynamic, reason));
+            continue;
+        }
+        let specs: Vec<&str> = imp.specs().collect();
+        if specs.len() == 1 {
+            let res = adjust(resolver.resolve(file, imp, &imp.spec), imp.dynamic, DYNAMIC_CONFIDENCE);
+            push_resolution(file, imp, &imp.spec, res, &mut edges, &mut diags);
+            continue;
+        }
+        // Several static candidates: an edge to each one that resolves.
+        let mut any = false;
+        for spec in &specs {
+            match adjust(resolver.resolve(file, imp, spec), true, CANDIDATE_CONFIDENCE) {
+                Resolution::NotFound(_) => {}
+                Resolution::Files(t) if t.is_empty() => {}
+                res => {
+                    any = true;
+                    push_resolution(file, imp, spec, res, &mut edges, &mut diags);
+                }
+            }
+        }
+        if !any {
+            let reason = format!("none of the candidates {} matches a repository file", specs.join(", "));
+            diags.push(diag(DiagnosticCode::NotFound, reason));
+        }
+    }
+    (edges, diags, count)
+}
+
+/// Marks the targets of a folded dynamic import as heuristic, capping their confidence.
+fn adjust(res: Resolution, dynamic: bool, cap: f32) -> Resolution {
+    match res {
+        Resolution::Files(mut targets) if dynamic => {
+            for t in &mut targets {
+                if t.method == Method::Static {
+                    t.method = Method::Heuristic;
+                }
+                t.confidence = t.confidence.min(cap);
+            }
+            Resolution::Files(targets)
+        }
+        other => other,
+    }
+}
+
+/// Records a resolution outcome for one import (`spec` is the candidate that was resolved).
+fn push_resolution(
+    file: &FileImports,
+    imp: &RawImport,
+    spec: &str,
+    res: Resolution,
+    edges: &mut Vec<Edge>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    match res {
+        Resolution::Files(targets) => push_targets(file, imp, spec, targets, edges),
+        Resolution::External(package) => edges.push(Edge {
+            source: file.path.clone(),
+            target: format!("{EXTERNAL_PREFIX}{package}"),
+            external: true,
+            kind: imp.kind.clone(),
+            method: Method::Static,
+            confidence: 1.0,
+            line: imp.line,
+            spec: spec.to_string(),
+        }),
+        Resolution::NotFound(reason) => diags.push(Diagnostic {
+            source: file.path.clone(),
+            line: imp.line,
+            spec: imp.spec.clone(),
+            kind: imp.kind.clone(),
+            code: DiagnosticCode::NotFound,
+            reason,
+            expr: imp.expr.clone(),
+        }),
+    }
+}
+
+/// Adds file edges; an import of the file itself is dropped.
+fn push_targets(
+    file: &FileImports,
+    imp: &RawImport,
+    spec: &str,
+    targets: Vec<super::resolve::Target>,
+    edges: &mut Vec<Edge>,
+) {
+    for t in targets {
+        if t.path == file.path {
+            continue;
+        }
+        edges.push(Edge {
+            source: file.path.clone(),
+            target: t.path,
+            external: false,
+            kind: imp.kind.clone(),
+            method: t.method,
+            confidence: t.confidence.clamp(0.0, 1.0),
+            line: imp.line,
+            spec: spec.to_string(),
+        });
+    }
+}
+
+/// One edge per (source, target): the most confident, then the earliest line.
+fn dedupe(mut edges: Vec<Edge>) -> Vec<Edge> {
+    edges.sort_by(|a, b| {
+        (&a.source, &a.target)
+            .cmp(&(&b.source, &b.target))
+            .then(b.confidence.total_cmp(&a.confidence))
+            .then(a.line.cmp(&b.line))
+    });
+    edges.dedup_by(|later, first| later.source == first.source && later.target == first.target);
+    edges
+}
+
+/// Import cycles: the strongly connected components (Tarjan) of the file edges with more
+/// than one file, largest first, each with one concrete loop.
+pub fn find_cycles(edges: &[Edge]) -> Vec<Cycle> {
+    let mut ids: HashMap<&str, usize> = HashMap::new();
+    let mut names: Vec<&str> = Vec::new();
+    let mut adj: Vec<Vec<usize>> = Vec::new();
+    for e in edges.iter().filter(|e| !e.external) {
+        for n in [e.source.as_str(), e.target.as_str()] {
+            if !ids.contains_key(n) {
+                ids.insert(n, names.len());
+                names.push(n);
+                adj.push(Vec::new());
+            }
+        }
+        let (s, t) = (ids[e.source.as_str()], ids[e.target.as_str()]);
+        adj[s].push(t);
+    }
+    let mut cycles: Vec<Cycle> = tarjan(&adj)
+        .into_iter()
+        .filter(|c| c.len() > 1)
+        .map(|comp| {
+            let mut files: Vec<String> = comp.iter().map(|&i| names[i].to_string()).collect();
+            files.sort();
+            let start = ids[files[0].as_str()];
+            let path = loop_through(start, &comp, &adj).into_iter().map(|i| names[i].to_string()).collect();
+            Cycle { files, path }
+        })
+        .collect();
+    cycles.sort_by(|a, b| b.files.len().cmp(&a.files.len()).then(a.files.cmp(&b.files)));
+    cycles
+}
+
+/// Tarjan's strongly connected components, iterative (deep graphs must not overflow the stack).
+fn tarjan(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let n = adj.len();
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut comps = Vec::new();
+    let mut next = 0;
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        // (node, next child position)
+        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut pos)) = work.last_mut() {
+            if *pos < adj[v].len() {
+                let w = adj[v][*pos];
+                *pos += 1;
+                if index[w] == usize::MAX {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                work.pop();
+                if let Some(&(parent, _)) = work.last() {
+                    low[parent] = low[parent].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut comp = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w] = false;
+                        comp.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    comps.push(comp);
+                }
+            }
+        }
+    }
+    comps
+}
+
+/// A shortest loop from `start` back to itself inside one component (breadth-first).
+fn loop_through(start: usize, comp: &[usize], adj: &[Vec<usize>]) -> Vec<usize> {
+    let members: std::collections::HashSet<usize> = comp.iter().copied().collect();
+    let mut prev: HashMap<usize, usize> = HashMap::new();
+    let mut queue = std::collections::VecDeque::new();
+    for &w in &adj[start] {
+        if members.contains(&w) && !prev.contains_key(&w) {
+            prev.insert(w, start);
+            queue.push_back(w);
+        }
+    }
+    while let Some(v) = queue.pop_front() {
+        if v == start {
+            break;
+        }
+        for &w in &adj[v] {
+            if members.contains(&w) && !prev.contains_key(&w) {
+                prev.insert(w, v);
+                queue.push_back(w);
+            }
+        }
+    }
+    let mut path = vec![start];
+    let mut cur = start;
+    while let Some(&p) = prev.get(&cur) {
+        if p == start {
+            break;
+        }
+        path.push(p);
+        cur = p;
+        if path.len() > comp.len() + 1 {
+            break;
+        }
+    }
+    path.push(start);
+    path.reverse();
+    path
+}
+
+/// Version 1 of the stored graph: untagged, resolved file edges only.
+#[derive(Debug, Deserialize)]
+struct GraphV1 {
+    edges: Vec<EdgeV1>,
+}
+
+#[derive(Debug, Deserialize)]
+struct EdgeV1 {
+    source: String,
+    target: String,
+}
+
+/// Loads a stored graph, migrating version 1 in memory (the next index run persists
+/// version 2). `Ok(None)` when there is no file.
+pub fn load(path: &Path) -> Result<Option<ImpactGraph>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io("reading", path, e)),
+    };
+    let corrupt = |message: String| Error::CorruptState {
+        path: path.into(),
+        message: format!("{message}; run `docdex index --repo <repo>` to rebuild the impact graph"),
+    };
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    match value.get("schema") {
+        Some(tag) => {
+            let tag: SchemaTag = serde_json::from_value(tag.clone()).map_err(|e| corrupt(e.to_string()))?;
+            if tag.name != SCHEMA_NAME {
+                return Err(corrupt(format!("schema is {:?}, expected {SCHEMA_NAME:?}", tag.name)));
+            }
+            match tag.version {
+                SCHEMA_VERSION => serde_json::from_value(value).map(Some).map_err(|e| corrupt(e.to_string())),
+                1 => migrate_v1(value).map(Some).map_err(corrupt),
+                v => Err(corrupt(format!(
+                    "{SCHEMA_NAME} version {v} is newer than this docdex understands ({SCHEMA_VERSION})"
+                ))),
+            }
+        }
+        None => migrate_v1(value).map(Some).map_err(corrupt),
+    }
+}
+
+/// Version 1 → 2: every edge becomes a static import with confidence 1 at line 0; files are
+/// the edges' endpoints (languages from their extensions).
+fn migrate_v1(value: serde_json::Value) -> std::result::Result<ImpactGraph, String> {
+    let old: GraphV1 =
+        serde_json::from_value(value).map_err(|e| format!("not a version 1 impact graph either: {e}"))?;
+    let mut files = BTreeMap::new();
+    let mut edges = Vec::new();
+    for e in old.edges {
+        for p in [&e.source, &e.target] {
+            if let Some(lang) = Lang::from_path(Path::new(p)) {
+                files.insert(p.clone(), lang);
+            }
+        }
+        edges.push(Edge {
+            spec: e.target.clone(),
+            source: e.source,
+            target: e.target,
+            external: false,
+            kind: "import".to_string(),
+            method: Method::Static,
+            confidence: 1.0,
+            line: 0,
+        });
+    }
+    let edges = dedupe(edges);
+    let cycles = find_cycles(&edges);
+    let stats = GraphStats {
+        files: files.len(),
+        edges: edges.len(),
+        by_method: BTreeMap::from([("static".to_string(), edges.len())]),
+        ..Default::default()
+    };
+    Ok(ImpactGraph {
+        schema: SchemaTag::current(),
+        generated_at_ms: 0,
+        files,
+        edges,
+        diagnostics: Vec::new(),
+        cycles,
+        warnings: vec![format!(
+            "migrated in memory from {SCHEMA_NAME} version 1 (no methods, confidences, lines or diagnostics); re-index to write version {SCHEMA_VERSION}"
+        )],
+        stats,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edge(s: &str, t: &str) -> Edge {
+        Edge {
+            source: s.into(),
+            target: t.into(),
+            external: false,
+            kind: "import".into(),
+            method: Method::Static,
+            confidence: 1.0,
+            line: 1,
+            spec: t.into(),
+        }
+    }
+
+    #[test]
+    fn cycles_are_strongly_connected_components() {
+        let edges = vec![
+            edge("a", "b"),
+            edge("b", "c"),
+            edge("c", "a"),
+            edge("c", "d"),
+            edge("d", "e"),
+            edge("e", "d"),
+            edge("f", "a"),
+        ];
+        let cycles = find_cycles(&edges);
+        assert_eq!(cycles.len(), 2);
+        assert_eq!(cycles[0].files, vec!["a", "b", "c"]);
+        assert_eq!(cycles[0].path, vec!["a", "b", "c", "a"]);
+        assert_eq!(cycles[1].files, vec!["d", "e"]);
+        assert_eq!(cycles[1].path, vec!["d", "e", "d"]);
+    }
+
+    #[test]
+    fn tarjan_handles_long_chains_without_recursion() {
+        let n = 200_000;
+        let adj: Vec<Vec<usize>> = (0..n).map(|i| vec![(i + 1) % n]).collect();
+        let comps = tarjan(&adj);
+        assert_eq!(comps.len(), 1);
+        assert_eq!(comps[0].len(), n);
+    }
+
+    #[test]
+    fn dedupe_keeps_the_most_confident_edge() {
+        let mut weak = edge("a", "b");
+        weak.confidence = 0.5;
+        weak.line = 1;
+        let mut strong = edge("a", "b");
+        strong.line = 9;
+        let out = dedupe(vec![weak, strong]);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].line, 9);
+    }
 }

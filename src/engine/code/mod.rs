@@ -8,9 +8,12 @@
 pub mod api;
 pub mod ast;
 pub mod graph;
+pub mod impact;
+pub mod import_map;
 pub mod imports;
 pub mod lang;
 pub mod query;
+pub mod resolve;
 pub(crate) mod rules;
 pub mod store;
 pub mod symbols;

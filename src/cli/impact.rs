@@ -1,0 +1,301 @@
+//! `docdex impact` (a file's dependencies and dependents, `impact diagnostics`) and
+//! `docdex graph` (`cycles`, `rebuild`): argument parsing and printing over the engine's
+//! impact methods. Every edge is printed `source -> target`: the source imports the target.
+
+use super::output::Out;
+use super::RepoArg;
+use crate::engine::code::graph::{Diagnostic, Edge};
+use crate::engine::code::impact::{
+    CyclesResponse, Dependency, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse, RebuildSummary,
+};
+use crate::engine::Engine;
+use crate::error::Error;
+
+/// `docdex impact`.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ImpactArgs {
+    #[command(subcommand)]
+    action: Option<ImpactAction>,
+    #[command(flatten)]
+    repo: RepoArg,
+    /// The file to analyse (repo-relative; `ext:<package>` for an external package).
+    #[arg(long, short)]
+    file: Option<String>,
+    /// Import hops to follow.
+    #[arg(long, short, default_value_t = crate::engine::code::impact::DEFAULT_DEPTH)]
+    depth: u32,
+    /// in: files importing it; out: what it imports; both.
+    #[arg(long, value_enum, default_value_t = DirectionArg::Both)]
+    direction: DirectionArg,
+    /// Print the docdex.impact_graph JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum ImpactAction {
+    /// Imports that could not be resolved, by file (dynamic imports, missing files).
+    Diagnostics {
+        /// Only this file's.
+        #[arg(long, short)]
+        file: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum DirectionArg {
+    In,
+    Out,
+    Both,
+}
+
+impl From<DirectionArg> for Direction {
+    fn from(d: DirectionArg) -> Direction {
+        match d {
+            DirectionArg::In => Direction::In,
+            DirectionArg::Out => Direction::Out,
+            DirectionArg::Both => Direction::Both,
+        }
+    }
+}
+
+/// `docdex graph`.
+#[derive(Debug, clap::Subcommand)]
+pub enum GraphCommand {
+    /// List import cycles (files that import each other, directly or through others).
+    Cycles {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-parse the indexed code files and rebuild the impact graph without re-indexing.
+    Rebuild {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl ImpactArgs {
+    /// Whether errors should be printed as JSON.
+    pub fn json(&self) -> bool {
+        match &self.action {
+            Some(ImpactAction::Diagnostics { json, .. }) => *json || self.json,
+            None => self.json,
+        }
+    }
+}
+
+impl GraphCommand {
+    /// Whether errors should be printed as JSON.
+    pub fn json(&self) -> bool {
+        match self {
+            GraphCommand::Cycles { json, .. } | GraphCommand::Rebuild { json, .. } => *json,
+        }
+    }
+}
+
+/// Runs `docdex impact ...`.
+pub fn run_impact(engine: &Engine, out: &Out, args: ImpactArgs) -> anyhow::Result<()> {
+    match args.action {
+        Some(ImpactAction::Diagnostics { file, json }) => {
+            let resp = engine.impact_diagnostics(&args.repo.resolve()?, file.as_deref())?;
+            if json || args.json {
+                out.json(&resp)?;
+            } else {
+                print_diagnostics(out, &resp);
+            }
+        }
+        None => {
+            let Some(file) = args.file else {
+                return Err(Error::BadRequest(
+                    "pass --file F (a repo-relative path), or use `docdex impact diagnostics`".into(),
+                )
+                .into());
+            };
+            let req = ImpactRequest { file, depth: Some(args.depth), direction: Some(args.direction.into()) };
+            let resp = engine.impact(&args.repo.resolve()?, &req)?;
+            if args.json {
+                out.json(&resp)?;
+            } else {
+                print_impact(out, &resp);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `docdex graph ...`.
+pub fn run_graph(engine: &Engine, out: &Out, cmd: GraphCommand) -> anyhow::Result<()> {
+    match cmd {
+        GraphCommand::Cycles { repo, json } => {
+            let resp = engine.graph_cycles(&repo.resolve()?)?;
+            if json {
+                out.json(&resp)?;
+            } else {
+                print_cycles(out, &resp);
+            }
+        }
+        GraphCommand::Rebuild { repo, json } => {
+            let bar = super::progress::Bar::new(!json);
+            let resp = engine.rebuild_impact_graph(&repo.resolve()?, &bar);
+            bar.finish();
+            let resp = resp?;
+            if json {
+                out.json(&resp)?;
+            } else {
+                print_rebuild(out, &resp);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn edge_label(e: &Edge) -> String {
+    let method = e.method.name();
+    let line = if e.line > 0 { format!(" line {}", e.line) } else { String::new() };
+    format!("{} {}  {method} {:.2}{line}", e.kind, e.spec, e.confidence)
+}
+
+fn display_id(id: &str) -> String {
+    match id.strip_prefix(crate::engine::code::graph::EXTERNAL_PREFIX) {
+        Some(pkg) => format!("{pkg} (external)"),
+        None => id.to_string(),
+    }
+}
+
+fn print_deps(out: &Out, deps: &[Dependency]) {
+    for d in deps {
+        let arrow = format!("{} -> {}", display_id(&d.edge.source), display_id(&d.edge.target));
+        let depth = if d.depth > 1 { format!("depth {}, ", d.depth) } else { String::new() };
+        out.line(&format!("  {arrow}  {}", out.paint("2", &format!("{depth}{}", edge_label(&d.edge)))));
+    }
+}
+
+/// `docdex impact --file F`.
+pub fn print_impact(out: &Out, r: &ImpactResponse) {
+    let root = r.nodes.first();
+    let flags = [
+        root.filter(|n| n.in_cycle).map(|_| out.paint("1;31", "in an import cycle")),
+        root.filter(|n| n.unresolved_imports > 0)
+            .map(|n| out.paint("33", &format!("{} unresolved imports", n.unresolved_imports))),
+    ];
+    let flags: Vec<String> = flags.into_iter().flatten().collect();
+    out.line(&format!(
+        "{} {}{}",
+        out.paint("1", "impact of"),
+        out.paint("1;35", &display_id(&r.file)),
+        if flags.is_empty() { String::new() } else { format!("  ({})", flags.join(", ")) }
+    ));
+    out.line(&out.paint("2", &format!("{}; depth {}", r.edge_semantics, r.depth)));
+    if r.direction != Direction::Out {
+        out.line("");
+        out.line(&format!("{} ({})", out.paint("1", "imported by"), r.inbound.len()));
+        if r.inbound.is_empty() {
+            out.line("  nothing imports it");
+        }
+        print_deps(out, &r.inbound);
+    }
+    if r.direction != Direction::In {
+        out.line("");
+        out.line(&format!("{} ({})", out.paint("1", "imports"), r.outbound.len()));
+        if r.outbound.is_empty() {
+            out.line("  no imports");
+        }
+        print_deps(out, &r.outbound);
+    }
+    out.line("");
+    out.line(&format!("{} {} files", out.paint("1", "may change if it changes:"), r.affected.len()));
+    for a in r.affected.iter().take(50) {
+        out.line(&format!("  {a}"));
+    }
+    if r.affected.len() > 50 {
+        out.line(&format!("  ... and {} more (--json lists all)", r.affected.len() - 50));
+    }
+    if !r.diagnostics.is_empty() {
+        out.line("");
+        out.line(&out.paint("33", &format!("unresolved imports ({})", r.diagnostics.len())));
+        for d in &r.diagnostics {
+            print_diagnostic(out, d);
+        }
+    }
+    if r.truncated {
+        out.line(&out.paint("33", "note: the neighbourhood was cut at the node limit; lower --depth"));
+    }
+    for w in &r.graph.warnings {
+        out.line(&format!("{} {w}", out.paint("33", "warning:")));
+    }
+}
+
+fn print_diagnostic(out: &Out, d: &Diagnostic) {
+    out.line(&format!("  line {}: {} {}  {}", d.line, d.kind, d.spec, out.paint("2", &d.reason)));
+}
+
+/// `docdex impact diagnostics`.
+pub fn print_diagnostics(out: &Out, r: &DiagnosticsResponse) {
+    if r.files.is_empty() {
+        out.line("every import was resolved (to a repository file or an external package)");
+        return;
+    }
+    for f in &r.files {
+        out.line(&out.paint("1;35", &f.path));
+        for d in &f.diagnostics {
+            print_diagnostic(out, d);
+        }
+    }
+    let counts: Vec<String> = r.by_code.iter().map(|(c, n)| format!("{n} {c}")).collect();
+    out.line("");
+    out.line(&format!("{} unresolved imports in {} files ({})", r.total, r.files.len(), counts.join(", ")));
+}
+
+/// `docdex graph cycles`.
+pub fn print_cycles(out: &Out, r: &CyclesResponse) {
+    if r.cycles.is_empty() {
+        out.line(&format!("no import cycles among {} files", r.graph.stats.files));
+        return;
+    }
+    for (i, c) in r.cycles.iter().enumerate() {
+        out.line(&format!(
+            "{} {} files: {}",
+            out.paint("1;31", &format!("cycle {}", i + 1)),
+            c.files.len(),
+            c.path.join(" -> ")
+        ));
+        if c.files.len() > c.path.len().saturating_sub(1) {
+            for f in c.files.iter().take(20) {
+                out.line(&format!("  {f}"));
+            }
+            if c.files.len() > 20 {
+                out.line(&format!("  ... and {} more", c.files.len() - 20));
+            }
+        }
+    }
+    out.line("");
+    out.line(&format!("{} cycles, {} files in cycles", r.cycles.len(), r.files_in_cycles));
+}
+
+/// `docdex graph rebuild`.
+pub fn print_rebuild(out: &Out, r: &RebuildSummary) {
+    out.line(&format!(
+        "{} impact graph: {} files, {} imports, {} edges, {} external, {} unresolved (parse {:.0} ms, build {:.0} ms)",
+        out.paint("1;32", "rebuilt"),
+        r.stats.files,
+        r.stats.imports,
+        r.stats.edges,
+        r.stats.external_edges,
+        r.stats.unresolved,
+        r.parse_ms,
+        r.stats.build_ms
+    ));
+    for w in &r.warnings {
+        out.line(&format!("{} {w}", out.paint("33", "warning:")));
+    }
+}

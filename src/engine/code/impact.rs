@@ -1,0 +1,767 @@
+//! Impact queries over the stored import graph: a file's inbound and outbound dependencies to a
+//! depth, the files whose behaviour may change when it changes, import cycles, unresolved
+//! imports, and the one-hop neighbourhood of a set of changed files (diff-aware context).
+//!
+//! The responses are the JSON contracts of every surface: `docdex impact --json`, `GET
+//! /v1/graph/impact?file=` and the MCP tool `docdex_impact` return [`ImpactResponse`] as is.
+//! It carries what a node-link diagram needs: nodes with their depth and side (inbound,
+//! outbound) and flags (in a cycle, unresolved imports, external), and the edges among them with
+//! method and confidence. Edges always read `source -> target`: the source imports the target.
+//!
+//! Loaded graphs are cached per repository and reloaded when `impact_graph.json` changes.
+
+use super::graph::{self, Cycle, Diagnostic, Edge, FileImports, GraphStats, ImpactGraph, SchemaTag, EXTERNAL_PREFIX};
+use super::Lang;
+use crate::engine::index::manifest::Manifest;
+use crate::engine::index::ProgressSink;
+use crate::engine::protocol::IndexProgress;
+use crate::engine::repos::RepoRef;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What every edge means, stated in each response.
+pub const EDGE_SEMANTICS: &str =
+    "source -> target: the source file imports the target; a change to the target may change the source";
+/// Default traversal depth of `impact`.
+pub const DEFAULT_DEPTH: u32 = 1;
+/// Deepest traversal allowed.
+pub const MAX_DEPTH: u32 = 64;
+/// Most nodes listed per side before the response is marked truncated.
+pub const MAX_NODES_PER_SIDE: usize = 2_000;
+
+/// Which dependencies to follow.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Files that import the file (its dependents), transitively.
+    In,
+    /// What the file imports (its dependencies), transitively.
+    Out,
+    /// Both.
+    #[default]
+    Both,
+}
+
+/// `docdex impact` / `GET /v1/graph/impact` / MCP `docdex_impact` parameters.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ImpactRequest {
+    /// Repo-relative path (absolute paths inside the repo are accepted), or `ext:<package>`.
+    pub file: String,
+    /// How many import hops to follow (default 1, at most 64).
+    #[serde(default)]
+    pub depth: Option<u32>,
+    /// `in`, `out` or `both` (default).
+    #[serde(default)]
+    pub direction: Option<Direction>,
+}
+
+/// Where a node sits relative to the queried file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// The queried file.
+    Root,
+    /// Depends on the root (reached against edge direction).
+    In,
+    /// The root depends on it (reached along edge direction).
+    Out,
+    /// Both (the root is in a cycle with it).
+    Both,
+}
+
+/// A node of the impact neighbourhood.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ImpactNode {
+    /// The file path, or `ext:<package>`.
+    pub id: String,
+    /// An external package rather than a repository file.
+    pub external: bool,
+    /// The file's language (`rust`, `python`, ...), when it is a code file.
+    pub lang: Option<String>,
+    /// Import hops from the queried file (0 for the file itself).
+    pub depth: u32,
+    /// Inbound, outbound, both, or the root.
+    pub side: Side,
+    /// Part of an import cycle.
+    pub in_cycle: bool,
+    /// How many of its imports stayed unresolved (see `docdex impact diagnostics`).
+    pub unresolved_imports: usize,
+}
+
+/// A dependency reached from the queried file, with the edge that reached it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Dependency {
+    /// The file path, or `ext:<package>`.
+    pub path: String,
+    /// An external package.
+    pub external: bool,
+    /// Import hops from the queried file.
+    pub depth: u32,
+    /// Product of the confidences along the path from the queried file.
+    pub confidence: f32,
+    /// The edge linking it to the node one hop closer to the queried file
+    /// (`edge.source` imports `edge.target`).
+    pub edge: Edge,
+}
+
+/// Facts about the stored graph a response was computed from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct GraphInfo {
+    /// When the graph was built, epoch ms (0 for a migrated version 1 file).
+    pub generated_at_ms: u64,
+    /// Counts from the build.
+    pub stats: GraphStats,
+    /// Problems with the inputs, and migration notes.
+    pub warnings: Vec<String>,
+}
+
+/// The answer to `impact`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ImpactResponse {
+    /// `{"name": "docdex.impact_graph", "version": 2}`.
+    pub schema: SchemaTag,
+    /// Repo fingerprint.
+    pub project_id: String,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// The queried file, repo-relative.
+    pub file: String,
+    /// Directions followed.
+    pub direction: Direction,
+    /// Depth followed.
+    pub depth: u32,
+    /// What an edge means.
+    pub edge_semantics: String,
+    /// Files that import the queried file, directly (depth 1) or transitively, nearest first.
+    pub inbound: Vec<Dependency>,
+    /// Files and packages the queried file imports, directly or transitively, nearest first.
+    pub outbound: Vec<Dependency>,
+    /// Every file whose behaviour may change if the queried file changes: all transitive
+    /// dependents, whatever `depth` is. Nearest first.
+    pub affected: Vec<String>,
+    /// The queried file and every dependency listed, for drawing.
+    pub nodes: Vec<ImpactNode>,
+    /// The edges among `nodes`.
+    pub edges: Vec<Edge>,
+    /// The queried file's own unresolved imports.
+    pub diagnostics: Vec<Diagnostic>,
+    /// True when a side was cut at the node limit.
+    pub truncated: bool,
+    /// The stored graph.
+    pub graph: GraphInfo,
+}
+
+/// The answer to `graph cycles`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CyclesResponse {
+    /// Schema tag.
+    pub schema: SchemaTag,
+    /// Repo fingerprint.
+    pub project_id: String,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// Import cycles (strongly connected sets of files), largest first.
+    pub cycles: Vec<Cycle>,
+    /// Distinct files in some cycle.
+    pub files_in_cycles: usize,
+    /// The stored graph.
+    pub graph: GraphInfo,
+}
+
+/// Unresolved imports of one file.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct FileDiagnostics {
+    /// The importing file.
+    pub path: String,
+    /// Its unresolved imports in line order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The answer to `impact diagnostics`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct DiagnosticsResponse {
+    /// Schema tag.
+    pub schema: SchemaTag,
+    /// Repo fingerprint.
+    pub project_id: String,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// Unresolved imports, grouped by importing file, files sorted by path.
+    pub files: Vec<FileDiagnostics>,
+    /// Total unresolved imports listed.
+    pub total: usize,
+    /// Per reason code.
+    pub by_code: BTreeMap<String, usize>,
+    /// The stored graph.
+    pub graph: GraphInfo,
+}
+
+/// How a neighbour relates to the changed files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Relation {
+    /// A changed file imports it (directly or through others).
+    ImportedByChanged,
+    /// It imports a changed file: its behaviour may change.
+    ImportsChanged,
+    /// Both.
+    Both,
+}
+
+/// A file near a set of changed files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Neighbor {
+    /// Repo-relative path.
+    pub path: String,
+    /// Hops from the nearest changed file.
+    pub distance: u32,
+    /// Direction of the link.
+    pub relation: Relation,
+    /// The changed files it is linked to.
+    pub changed: Vec<String>,
+    /// Highest path confidence among its links.
+    pub confidence: f32,
+}
+
+/// The answer to `impact_neighbors`: the changed files' dependencies and dependents.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct NeighborsResponse {
+    /// Hops followed.
+    pub hops: u32,
+    /// Neighbouring files (changed files excluded), nearest and most confident first.
+    pub files: Vec<Neighbor>,
+    /// Input paths that are not in the graph (deleted, not code, outside the repo).
+    pub unknown: Vec<String>,
+}
+
+/// What `rebuild_impact_graph` did.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RebuildSummary {
+    /// Repo root.
+    pub repo: PathBuf,
+    /// Where the graph was written.
+    pub path: PathBuf,
+    /// Time to read and parse the code files, ms.
+    pub parse_ms: f64,
+    /// Counts (including the graph build time).
+    pub stats: GraphStats,
+    /// Warnings from the build.
+    pub warnings: Vec<String>,
+}
+
+/// A graph with adjacency, ready for queries: nodes are numbered, edges indexed both ways.
+#[derive(Debug)]
+pub struct LoadedGraph {
+    /// The stored graph.
+    pub graph: ImpactGraph,
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+    /// Per node: indices of the edges leaving it.
+    out: Vec<Vec<u32>>,
+    /// Per node: indices of the edges reaching it.
+    inc: Vec<Vec<u32>>,
+    /// Per edge: (source node, target node).
+    ends: Vec<(u32, u32)>,
+    in_cycle: Vec<bool>,
+    unresolved: Vec<usize>,
+}
+
+impl LoadedGraph {
+    /// Numbers the nodes and indexes the edges both ways.
+    pub fn new(graph: ImpactGraph) -> LoadedGraph {
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut names: Vec<String> = Vec::new();
+        for f in graph.files.keys() {
+            intern(f, &mut ids, &mut names);
+        }
+        let ends: Vec<(u32, u32)> = graph
+            .edges
+            .iter()
+            .map(|e| (intern(&e.source, &mut ids, &mut names), intern(&e.target, &mut ids, &mut names)))
+            .collect();
+        let mut out = vec![Vec::new(); names.len()];
+        let mut inc = vec![Vec::new(); names.len()];
+        for (i, &(s, t)) in ends.iter().enumerate() {
+            out[s as usize].push(i as u32);
+            inc[t as usize].push(i as u32);
+        }
+        let mut in_cycle = vec![false; names.len()];
+        for f in graph.cycles.iter().flat_map(|c| c.files.iter()) {
+            if let Some(&i) = ids.get(f) {
+                in_cycle[i as usize] = true;
+            }
+        }
+        let mut unresolved = vec![0; names.len()];
+        for d in &graph.diagnostics {
+            if let Some(&i) = ids.get(&d.source) {
+                unresolved[i as usize] += 1;
+            }
+        }
+        LoadedGraph { graph, ids, names, out, inc, ends, in_cycle, unresolved }
+    }
+
+    /// True if the id is a file of the graph, an edge endpoint, or a package it imports.
+    pub fn contains(&self, id: &str) -> bool {
+        self.ids.contains_key(id)
+    }
+
+    fn info(&self) -> GraphInfo {
+        GraphInfo {
+            generated_at_ms: self.graph.generated_at_ms,
+            stats: self.graph.stats.clone(),
+            warnings: self.graph.warnings.clone(),
+        }
+    }
+
+    fn node(&self, id: u32, depth: u32, side: Side) -> ImpactNode {
+        let name = &self.names[id as usize];
+        ImpactNode {
+            id: name.clone(),
+            external: name.starts_with(EXTERNAL_PREFIX),
+            lang: self.graph.files.get(name).map(|l| l.name().to_string()),
+            depth,
+            side,
+            in_cycle: self.in_cycle[id as usize],
+            unresolved_imports: self.unresolved[id as usize],
+        }
+    }
+
+    /// Breadth-first from `root` along (`forward`) or against the edges, to `depth` hops;
+    /// `limit` caps the nodes returned (the bool says whether it was hit). Each node keeps its
+    /// shallowest depth and, at that depth, its most confident path.
+    fn traverse(&self, root: u32, forward: bool, depth: u32, limit: usize) -> (Vec<Dependency>, bool) {
+        let adj = if forward { &self.out } else { &self.inc };
+        // node -> (depth, path confidence, edge)
+        let mut best: HashMap<u32, (u32, f32, u32)> = HashMap::new();
+        let mut order: Vec<u32> = Vec::new();
+        let mut frontier: Vec<(u32, f32)> = vec![(root, 1.0)];
+        let mut truncated = false;
+        for d in 1..=depth {
+            let mut next: Vec<u32> = Vec::new();
+            for &(node, conf) in &frontier {
+                for &ei in &adj[node as usize] {
+                    let (s, t) = self.ends[ei as usize];
+                    let other = if forward { t } else { s };
+                    if other == root {
+                        continue;
+                    }
+                    let c = conf * self.graph.edges[ei as usize].confidence;
+                    match best.get_mut(&other) {
+                        Some(entry) if entry.0 == d && c > entry.1 => *entry = (d, c, ei),
+                        Some(_) => {}
+                        None => {
+                            if order.len() >= limit {
+                                truncated = true;
+                                continue;
+                            }
+                            best.insert(other, (d, c, ei));
+                            order.push(other);
+                            next.push(other);
+                        }
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            // Confidences of this level are final now; carry them forward.
+            frontier = next.into_iter().map(|n| (n, best[&n].1)).collect();
+        }
+        let deps = order
+            .into_iter()
+            .map(|id| {
+                let (depth, confidence, ei) = best[&id];
+                let name = &self.names[id as usize];
+                Dependency {
+                    path: name.clone(),
+                    external: name.starts_with(EXTERNAL_PREFIX),
+                    depth,
+                    confidence,
+                    edge: self.graph.edges[ei as usize].clone(),
+                }
+            })
+            .collect();
+        (deps, truncated)
+    }
+
+    /// All transitive dependents of `root`, nearest first, then by path.
+    fn dependents(&self, root: u32) -> Vec<String> {
+        let mut seen = vec![false; self.names.len()];
+        seen[root as usize] = true;
+        let mut queue = VecDeque::from([(root, 0u32)]);
+        let mut found: Vec<(u32, &str)> = Vec::new();
+        while let Some((node, d)) = queue.pop_front() {
+            for &ei in &self.inc[node as usize] {
+                let s = self.ends[ei as usize].0;
+                if !seen[s as usize] {
+                    seen[s as usize] = true;
+                    found.push((d + 1, &self.names[s as usize]));
+                    queue.push_back((s, d + 1));
+                }
+            }
+        }
+        found.sort_unstable();
+        found.into_iter().map(|(_, s)| s.to_string()).collect()
+    }
+
+    /// The impact of `file` (a node id): inbound and outbound dependencies to `depth`, all
+    /// transitive dependents, and whether a side was cut at the node limit.
+    pub fn impact(
+        &self,
+        file: &str,
+        depth: u32,
+        direction: Direction,
+    ) -> (Vec<Dependency>, Vec<Dependency>, Vec<String>, bool) {
+        let Some(&root) = self.ids.get(file) else { return (Vec::new(), Vec::new(), Vec::new(), false) };
+        let (inbound, t1) = if direction != Direction::Out {
+            self.traverse(root, false, depth, MAX_NODES_PER_SIDE)
+        } else {
+            (Vec::new(), false)
+        };
+        let (outbound, t2) = if direction != Direction::In {
+            self.traverse(root, true, depth, MAX_NODES_PER_SIDE)
+        } else {
+            (Vec::new(), false)
+        };
+        (inbound, outbound, self.dependents(root), t1 || t2)
+    }
+
+    /// Nodes (root first) and the edges among them.
+    fn subgraph(&self, file: &str, inbound: &[Dependency], outbound: &[Dependency]) -> (Vec<ImpactNode>, Vec<Edge>) {
+        let Some(&root) = self.ids.get(file) else { return (Vec::new(), Vec::new()) };
+        let mut nodes: Vec<ImpactNode> = vec![self.node(root, 0, Side::Root)];
+        let mut index: HashMap<u32, usize> = HashMap::from([(root, 0)]);
+        for (deps, side) in [(inbound, Side::In), (outbound, Side::Out)] {
+            for d in deps {
+                let Some(&id) = self.ids.get(&d.path) else { continue };
+                match index.get(&id) {
+                    Some(&i) => {
+                        nodes[i].side = Side::Both;
+                        nodes[i].depth = nodes[i].depth.min(d.depth);
+                    }
+                    None => {
+                        index.insert(id, nodes.len());
+                        nodes.push(self.node(id, d.depth, side));
+                    }
+                }
+            }
+        }
+        let mut edge_ids: Vec<u32> = index
+            .keys()
+            .flat_map(|&n| self.out[n as usize].iter().copied())
+            .filter(|&ei| index.contains_key(&self.ends[ei as usize].1))
+            .collect();
+        edge_ids.sort_unstable();
+        (nodes, edge_ids.into_iter().map(|i| self.graph.edges[i as usize].clone()).collect())
+    }
+
+    /// Dependencies and dependents of `files` (node ids) to `hops`, files only.
+    pub fn neighbors(&self, files: &[String], hops: u32) -> Vec<Neighbor> {
+        let seeds: HashSet<&str> = files.iter().map(String::as_str).collect();
+        let mut found: BTreeMap<String, Neighbor> = BTreeMap::new();
+        for f in files {
+            let Some(&root) = self.ids.get(f) else { continue };
+            for (forward, relation) in [(true, Relation::ImportedByChanged), (false, Relation::ImportsChanged)] {
+                let (deps, _) = self.traverse(root, forward, hops, usize::MAX);
+                for d in deps.into_iter().filter(|d| !d.external && !seeds.contains(d.path.as_str())) {
+                    let n = found.entry(d.path.clone()).or_insert_with(|| Neighbor {
+                        path: d.path.clone(),
+                        distance: d.depth,
+                        relation,
+                        changed: Vec::new(),
+                        confidence: 0.0,
+                    });
+                    if n.relation != relation {
+                        n.relation = Relation::Both;
+                    }
+                    n.distance = n.distance.min(d.depth);
+                    n.confidence = n.confidence.max(d.confidence);
+                    if !n.changed.contains(f) {
+                        n.changed.push(f.clone());
+                    }
+                }
+            }
+        }
+        let mut out: Vec<Neighbor> = found.into_values().collect();
+        for n in &mut out {
+            n.changed.sort();
+        }
+        out.sort_by(|a, b| {
+            a.distance.cmp(&b.distance).then(b.confidence.total_cmp(&a.confidence)).then(a.path.cmp(&b.path))
+        });
+        out
+    }
+}
+
+/// The number of a node, numbering it if it is new.
+fn intern(name: &str, ids: &mut HashMap<String, u32>, names: &mut Vec<String>) -> u32 {
+    if let Some(&i) = ids.get(name) {
+        return i;
+    }
+    let i = names.len() as u32;
+    ids.insert(name.to_string(), i);
+    names.push(name.to_string());
+    i
+}
+
+/// Loaded graphs per repository, reloaded when the file's size or mtime changes.
+#[derive(Debug, Default)]
+pub struct GraphCache {
+    entries: Mutex<HashMap<String, (FileStamp, Arc<LoadedGraph>)>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl GraphCache {
+    /// The repo's graph, loading (or reloading) it when needed; `None` when there is none.
+    fn get(&self, repo: &RepoRef) -> Result<Option<Arc<LoadedGraph>>> {
+        let path = graph::graph_path(repo);
+        let stamp = match std::fs::metadata(&path) {
+            Ok(m) => FileStamp { len: m.len(), modified: m.modified().ok() },
+            Err(_) => {
+                if let Ok(mut entries) = self.entries.lock() {
+                    entries.remove(&repo.fingerprint);
+                }
+                return Ok(None);
+            }
+        };
+        if let Ok(entries) = self.entries.lock() {
+            if let Some((s, g)) = entries.get(&repo.fingerprint) {
+                if *s == stamp {
+                    return Ok(Some(g.clone()));
+                }
+            }
+        }
+        let Some(graph) = graph::load(&path)? else { return Ok(None) };
+        let loaded = Arc::new(LoadedGraph::new(graph));
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.insert(repo.fingerprint.clone(), (stamp, loaded.clone()));
+        }
+        Ok(Some(loaded))
+    }
+}
+
+impl Engine {
+    /// The repository's loaded impact graph, or a not-indexed error saying what to run. An
+    /// indexed repository without a graph (no code files, or indexed before graphs existed)
+    /// answers from an empty graph whose warning says how to build it.
+    pub fn impact_graph(&self, repo_path: &Path) -> Result<(RepoRef, Arc<LoadedGraph>)> {
+        let repo = self.resolve_repo(repo_path)?;
+        match self.inner.impact_graphs.get(&repo)? {
+            Some(g) => Ok((repo, g)),
+            None if repo.manifest_path().exists() => {
+                let empty = graph::build(&repo.root, &[], &Default::default());
+                let mut g = LoadedGraph::new(empty);
+                g.graph.warnings.push(format!(
+                    "no impact graph yet for {}: no code files were indexed, or the index predates the graph; `docdex graph rebuild --repo {}` builds it",
+                    repo.root.display(),
+                    repo.root.display()
+                ));
+                Ok((repo, Arc::new(g)))
+            }
+            None => Err(Error::NotIndexed { path: repo.root.clone() }),
+        }
+    }
+
+    /// Inbound and outbound dependencies of a file to a depth, and every file whose behaviour
+    /// may change if it changes.
+    pub fn impact(&self, repo_path: &Path, req: &ImpactRequest) -> Result<ImpactResponse> {
+        let (repo, g) = self.impact_graph(repo_path)?;
+        let depth = req.depth.unwrap_or(DEFAULT_DEPTH);
+        if depth == 0 || depth > MAX_DEPTH {
+            return Err(Error::BadRequest(format!("depth must be between 1 and {MAX_DEPTH}, got {depth}")));
+        }
+        let direction = req.direction.unwrap_or_default();
+        let file = normalize_file(&repo, &req.file)?;
+        if !g.contains(&file) {
+            return Err(unknown_file(&repo, &file, &g));
+        }
+        let (inbound, outbound, affected, truncated) = g.impact(&file, depth, direction);
+        let (nodes, edges) = g.subgraph(&file, &inbound, &outbound);
+        let diagnostics = g.graph.diagnostics.iter().filter(|d| d.source == file).cloned().collect();
+        Ok(ImpactResponse {
+            schema: SchemaTag::current(),
+            project_id: repo.fingerprint.clone(),
+            repo: repo.root.clone(),
+            file,
+            direction,
+            depth,
+            edge_semantics: EDGE_SEMANTICS.to_string(),
+            inbound,
+            outbound,
+            affected,
+            nodes,
+            edges,
+            diagnostics,
+            truncated,
+            graph: g.info(),
+        })
+    }
+
+    /// The repository's import cycles.
+    pub fn graph_cycles(&self, repo_path: &Path) -> Result<CyclesResponse> {
+        let (repo, g) = self.impact_graph(repo_path)?;
+        let files: HashSet<&String> = g.graph.cycles.iter().flat_map(|c| c.files.iter()).collect();
+        Ok(CyclesResponse {
+            schema: SchemaTag::current(),
+            project_id: repo.fingerprint.clone(),
+            repo: repo.root.clone(),
+            files_in_cycles: files.len(),
+            cycles: g.graph.cycles.clone(),
+            graph: g.info(),
+        })
+    }
+
+    /// Unresolved imports by file (all files, or one).
+    pub fn impact_diagnostics(&self, repo_path: &Path, file: Option<&str>) -> Result<DiagnosticsResponse> {
+        let (repo, g) = self.impact_graph(repo_path)?;
+        let only = match file {
+            Some(f) => {
+                let f = normalize_file(&repo, f)?;
+                if !g.contains(&f) {
+                    return Err(unknown_file(&repo, &f, &g));
+                }
+                Some(f)
+            }
+            None => None,
+        };
+        let mut grouped: BTreeMap<String, Vec<Diagnostic>> = BTreeMap::new();
+        let mut by_code: BTreeMap<String, usize> = BTreeMap::new();
+        for d in g.graph.diagnostics.iter().filter(|d| only.as_ref().is_none_or(|f| &d.source == f)) {
+            grouped.entry(d.source.clone()).or_default().push(d.clone());
+            *by_code.entry(d.code.name().to_string()).or_default() += 1;
+        }
+        let total = grouped.values().map(Vec::len).sum();
+        Ok(DiagnosticsResponse {
+            schema: SchemaTag::current(),
+            project_id: repo.fingerprint.clone(),
+            repo: repo.root.clone(),
+            files: grouped.into_iter().map(|(path, diagnostics)| FileDiagnostics { path, diagnostics }).collect(),
+            total,
+            by_code,
+            graph: g.info(),
+        })
+    }
+
+    /// Files within `hops` imports of any of `files` (both directions), for diff-aware context:
+    /// what the changed files use, and what uses them.
+    pub fn impact_neighbors(&self, repo_path: &Path, files: &[String], hops: u32) -> Result<NeighborsResponse> {
+        let (repo, g) = self.impact_graph(repo_path)?;
+        if hops > MAX_DEPTH {
+            return Err(Error::BadRequest(format!("hops must be at most {MAX_DEPTH}, got {hops}")));
+        }
+        let mut known = Vec::new();
+        let mut unknown = Vec::new();
+        for f in files {
+            match normalize_file(&repo, f) {
+                Ok(p) if g.contains(&p) => known.push(p),
+                _ => unknown.push(f.clone()),
+            }
+        }
+        known.sort();
+        known.dedup();
+        Ok(NeighborsResponse { hops, files: g.neighbors(&known, hops), unknown })
+    }
+
+    /// Re-reads and re-parses every code file of the index and rebuilds `impact_graph.json`,
+    /// without re-indexing (recovery, and benchmarks of the graph build). Reports progress
+    /// (`parsing`, then `resolving`) to `sink`.
+    pub fn rebuild_impact_graph(&self, repo_path: &Path, sink: &dyn ProgressSink) -> Result<RebuildSummary> {
+        let repo = self.resolve_repo(repo_path)?;
+        let manifest = Manifest::load(&repo.manifest_path());
+        if manifest.files.is_empty() {
+            return Err(Error::NotIndexed { path: repo.root.clone() });
+        }
+        // The same files the index's code pass parses (it leaves larger ones unparsed).
+        let code: Vec<(&String, u64)> = manifest
+            .files
+            .iter()
+            .filter(|(p, e)| {
+                e.skipped.is_none()
+                    && e.size <= super::MAX_PARSE_BYTES as u64
+                    && Lang::from_path(Path::new(p.as_str())).is_some()
+            })
+            .map(|(p, e)| (p, e.size))
+            .collect();
+        let paths: Vec<String> = code.iter().map(|(p, _)| (*p).clone()).collect();
+        let total = IndexProgress {
+            phase: "parsing".into(),
+            files_total: paths.len() as u64,
+            bytes_total: code.iter().map(|(_, s)| s).sum(),
+            ..Default::default()
+        };
+        sink.progress(&total);
+        let done = AtomicU64::new(0);
+        let bytes = AtomicU64::new(0);
+        let on_file = |size: u64| {
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            let b = bytes.fetch_add(size, Ordering::Relaxed) + size;
+            if n.is_multiple_of(256) {
+                sink.progress(&IndexProgress { files_done: n, bytes_done: b, ..total.clone() });
+            }
+        };
+        let started = std::time::Instant::now();
+        let files: Vec<FileImports> = graph::extract_from_disk(&repo.root, &paths, &on_file);
+        let parse_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let finished = IndexProgress { files_done: total.files_total, bytes_done: total.bytes_total, ..total.clone() };
+        sink.progress(&IndexProgress { phase: "resolving".into(), ..finished.clone() });
+        graph::rebuild(&repo, &files)?;
+        sink.progress(&IndexProgress { phase: "done".into(), ..finished });
+        let path = graph::graph_path(&repo);
+        let g =
+            graph::load(&path)?.ok_or_else(|| Error::NotFound(format!("{} vanished after writing", path.display())))?;
+        Ok(RebuildSummary { repo: repo.root.clone(), path, parse_ms, stats: g.stats, warnings: g.warnings })
+    }
+}
+
+/// A user-given path as a graph node id: repo-relative with `/`, no `./`; `ext:` ids pass.
+fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
+    let file = file.trim();
+    if file.is_empty() {
+        return Err(Error::BadRequest("no file given: pass a repo-relative path".into()));
+    }
+    if file.starts_with(EXTERNAL_PREFIX) {
+        return Ok(file.to_string());
+    }
+    let outside = || Error::OutsideRepo { path: file.to_string(), repo: repo.root.clone() };
+    let p = Path::new(file);
+    let rel = if p.is_absolute() {
+        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let rel = real.strip_prefix(&repo.root).map_err(|_| outside())?;
+        rel.to_string_lossy().replace('\\', "/")
+    } else {
+        file.replace('\\', "/")
+    };
+    super::resolve::join("", &rel).filter(|r| !r.is_empty()).ok_or_else(outside)
+}
+
+fn unknown_file(repo: &RepoRef, file: &str, g: &LoadedGraph) -> Error {
+    let on_disk = repo.root.join(file).is_file();
+    let hint = if on_disk {
+        "it exists but is not a code file docdex parses, or it changed since the last `docdex index`"
+    } else {
+        "no such file in the repository (paths are repo-relative, e.g. src/main.rs)"
+    };
+    let note = g
+        .graph
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("no impact graph yet"))
+        .map(|w| format!(" ({w})"))
+        .unwrap_or_default();
+    Error::NotFound(format!(
+        "{file} is not in the impact graph of {} ({} code files): {hint}{note}",
+        repo.root.display(),
+        g.graph.files.len()
+    ))
+}

@@ -1,0 +1,187 @@
+//! Python: absolute imports from the package roots found in the tree (the repository root and
+//! every directory holding a top-level package, i.e. a directory with `__init__.py` whose
+//! parent has none: `src/` layouts included), then from a script's own directory when it is not
+//! inside a package; relative imports (`.`, `..`) from the file's package; `from x import y`
+//! binds `y` when it is a submodule; `importlib` loads by name or path. A top-level name found
+//! in no root is an external package (stdlib or third party).
+
+use super::{join, parent, PathMap, PathSet, Query, RepoFiles, Resolution, Target};
+use crate::engine::code::imports::kind;
+use std::collections::{HashMap, HashSet};
+
+/// Confidence of an import found from a script's own directory (sys.path[0] when run directly).
+const SCRIPT_DIR_CONFIDENCE: f32 = 0.9;
+
+pub struct PythonIndex {
+    roots: Vec<String>,
+    root_set: PathSet<String>,
+    /// Package directory → the directory above its top-level package.
+    package_roots: PathMap<String, String>,
+    /// Top-level module or package name → the roots that have it, in root order.
+    tops: HashMap<String, Vec<usize>>,
+}
+
+impl PythonIndex {
+    pub fn new(files: &RepoFiles) -> PythonIndex {
+        let packages: PathSet<String> = files
+            .iter()
+            .filter(|p| p.ends_with("__init__.py") || p.ends_with("__init__.pyi"))
+            .filter(|p| matches!(super::file_name(p), "__init__.py" | "__init__.pyi"))
+            .map(|p| parent(p).to_string())
+            .collect();
+        let mut roots: Vec<String> = packages
+            .iter()
+            .filter(|d| !d.is_empty())
+            .map(|d| parent(d).to_string())
+            .filter(|p| !packages.contains(p))
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        if !roots.iter().any(|r| r.is_empty()) {
+            roots.push(String::new());
+        }
+        roots.sort();
+        let mut tops: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, root) in roots.iter().enumerate() {
+            let modules = files.files_in(root).iter().filter_map(|f| {
+                let name = super::file_name(f);
+                name.strip_suffix(".py").or_else(|| name.strip_suffix(".pyi"))
+            });
+            let dirs = files.subdirs(root).iter().map(|d| super::file_name(d));
+            for name in modules.chain(dirs) {
+                let v = tops.entry(name.to_string()).or_default();
+                if v.last() != Some(&i) {
+                    v.push(i);
+                }
+            }
+        }
+        let root_set = roots.iter().cloned().collect();
+        let package_roots = packages
+            .iter()
+            .map(|p| {
+                let mut d = p.as_str();
+                while packages.contains(d) && !d.is_empty() {
+                    d = parent(d);
+                }
+                (p.clone(), d.to_string())
+            })
+            .collect();
+        PythonIndex { roots, root_set, package_roots, tops }
+    }
+
+    pub fn resolve(&self, q: &Query) -> Resolution {
+        if q.imp.kind == kind::LOAD_PATH {
+            return load_path(q);
+        }
+        let names: &[String] = if q.imp.kind == kind::FROM { &q.imp.names } else { &[] };
+        if q.spec.starts_with('.') {
+            return self.relative(q, names);
+        }
+        let top = q.spec.split('.').next().unwrap_or(q.spec);
+        let own = self.own_root(q.dir());
+        let own_is_root = self.root_set.contains(own);
+        // Only roots that have the top-level name can hold the module.
+        let mut order: Vec<(&str, Option<f32>)> = Vec::new();
+        let with_top: Vec<&str> =
+            self.tops.get(top).map(|v| v.iter().map(|&i| self.roots[i].as_str()).collect()).unwrap_or_default();
+        if own_is_root && with_top.contains(&own) {
+            order.push((own, None));
+        }
+        order.extend(with_top.iter().filter(|r| **r != own).map(|r| (*r, None)));
+        if !own_is_root {
+            order.push((own, Some(SCRIPT_DIR_CONFIDENCE)));
+        }
+        let rel = q.spec.replace('.', "/");
+        for (root, confidence) in &order {
+            let Some(base) = join(root, &rel) else { continue };
+            if let Some(targets) = self.module_targets(q.files, &base, names) {
+                let targets = targets
+                    .into_iter()
+                    .map(|p| match confidence {
+                        Some(c) => Target::heuristic(p, *c),
+                        None => Target::exact(p),
+                    })
+                    .collect();
+                return Resolution::Files(targets);
+            }
+        }
+        let top_is_ours = !with_top.is_empty()
+            || (!own_is_root
+                && join(own, top).is_some_and(|b| self.module_file(q.files, &b).is_some() || q.files.is_dir(&b)));
+        if top_is_ours {
+            let shown: Vec<&str> = order.iter().take(5).map(|(r, _)| if r.is_empty() { "." } else { *r }).collect();
+            return Resolution::NotFound(format!(
+                "{top} is a module of the repository, but no module {} exists under {}{}",
+                q.spec,
+                shown.join(", "),
+                if order.len() > 5 { format!(" and {} more roots", order.len() - 5) } else { String::new() }
+            ));
+        }
+        Resolution::External(top.to_string())
+    }
+
+    /// `from .x import y`, `from .. import z`.
+    fn relative(&self, q: &Query, names: &[String]) -> Resolution {
+        let dots = q.spec.chars().take_while(|c| *c == '.').count();
+        let rest = &q.spec[dots..];
+        let mut dir = q.dir().to_string();
+        for _ in 1..dots {
+            if dir.is_empty() {
+                return Resolution::NotFound(format!("{} climbs above the repository root", q.spec));
+            }
+            dir = parent(&dir).to_string();
+        }
+        let base = if rest.is_empty() { dir.clone() } else { join(&dir, &rest.replace('.', "/")).unwrap_or_default() };
+        match self.module_targets(q.files, &base, names) {
+            Some(t) => Resolution::Files(t.into_iter().map(Target::exact).collect()),
+            None => Resolution::NotFound(format!("no module {base}.py or {base}/__init__.py for {}", q.spec)),
+        }
+    }
+
+    /// The file of module `base` (a path without extension), and of each name that is a
+    /// submodule; `None` if neither the module nor any named submodule exists.
+    fn module_targets(&self, files: &RepoFiles, base: &str, names: &[String]) -> Option<Vec<String>> {
+        let module = self.module_file(files, base);
+        let mut out = Vec::new();
+        let mut attribute_names = names.is_empty();
+        for n in names {
+            match join(base, n).and_then(|b| self.module_file(files, &b)) {
+                Some(sub) => out.push(sub),
+                None => attribute_names = true,
+            }
+        }
+        if attribute_names {
+            match module {
+                Some(m) => out.insert(0, m),
+                None if out.is_empty() => return None,
+                None => {}
+            }
+        }
+        Some(out)
+    }
+
+    fn module_file(&self, files: &RepoFiles, base: &str) -> Option<String> {
+        if base.is_empty() {
+            return files.first_with_suffix("", &["__init__.py", "__init__.pyi"]);
+        }
+        files.first_with_suffix(base, &[".py", "/__init__.py", ".pyi", "/__init__.pyi"])
+    }
+
+    /// The directory absolute imports of a file in `dir` start from: above its top package.
+    fn own_root<'a>(&'a self, dir: &'a str) -> &'a str {
+        self.package_roots.get(dir).map(String::as_str).unwrap_or(dir)
+    }
+}
+
+/// `spec_from_file_location(name, path)` and friends: a file path.
+fn load_path(q: &Query) -> Resolution {
+    let relative = q.spec.starts_with("./") || q.spec.starts_with("../");
+    let candidate = if relative { q.relative(q.spec) } else { join("", q.spec.trim_start_matches('/')) };
+    match candidate {
+        Some(p) if q.files.contains(&p) => {
+            Resolution::Files(vec![if relative { Target::exact(p) } else { Target::heuristic(p, 0.7) }])
+        }
+        Some(p) => Resolution::NotFound(format!("{p} is not a file of the repository")),
+        None => Resolution::NotFound(format!("{} points outside the repository", q.spec)),
+    }
+}
