@@ -142,7 +142,7 @@ pub struct Capabilities {
 impl Capabilities {
     /// What this build's engine offers.
     pub const CURRENT: Capabilities =
-        Capabilities { symbols: true, impact: false, waterfall: false, dag: false, profiles: false };
+        Capabilities { symbols: true, impact: true, waterfall: false, dag: false, profiles: false };
 }
 
 /// A progress or result message from engine work.

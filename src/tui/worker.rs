@@ -9,10 +9,11 @@ use super::event::{
 };
 use super::highlight::{highlight, sanitize};
 use super::jobs::LatestWins;
+use super::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind};
 use super::widgets::preview::PreviewDoc;
 use crate::engine::llm::{model_matches, ChatMessage, ChatRequest};
-use crate::engine::protocol::SymbolsRequest;
 use crate::engine::protocol::{Highlight, IndexProgress};
+use crate::engine::protocol::{ImpactRequest, ImpactResponse, SymbolsRequest};
 use crate::engine::watch::WatchReport;
 use crate::engine::{Engine, IndexOptions};
 use std::collections::{HashMap, HashSet};
@@ -309,6 +310,43 @@ fn chat_run(
     })
 }
 
+/// The impact graph's answer as the diagram's view-model: its nodes (packages shown by name), its
+/// edges, and the queried file's unresolved imports as nodes of their own, so the risk overlay
+/// can point at them.
+pub fn impact_view(resp: &ImpactResponse) -> GraphView {
+    let mut nodes: Vec<GraphNode> = resp
+        .nodes
+        .iter()
+        .map(|n| GraphNode {
+            id: if n.external { n.id.strip_prefix("ext:").unwrap_or(&n.id).to_string() } else { n.id.clone() },
+            kind: if n.external { NodeKind::External } else { NodeKind::File },
+            unresolved_imports: n.unresolved_imports as u32,
+            in_cycle: n.in_cycle,
+        })
+        .collect();
+    let index: std::collections::HashMap<&str, usize> =
+        resp.nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
+    let mut edges: Vec<GraphEdge> = resp
+        .edges
+        .iter()
+        .filter_map(|e| {
+            let (from, to) = (*index.get(e.source.as_str())?, *index.get(e.target.as_str())?);
+            Some(GraphEdge { from, to, confidence: e.confidence })
+        })
+        .collect();
+    let center = index.get(resp.file.as_str()).copied().unwrap_or(0);
+    for d in &resp.diagnostics {
+        nodes.push(GraphNode {
+            id: d.spec.clone(),
+            kind: NodeKind::Unresolved,
+            unresolved_imports: 0,
+            in_cycle: false,
+        });
+        edges.push(GraphEdge { from: center, to: nodes.len() - 1, confidence: 0.0 });
+    }
+    GraphView { nodes, edges, center, depth: resp.depth }
+}
+
 /// Whether the provider answers and has the configured chat model.
 fn check_provider(engine: &Engine) -> ProviderStatus {
     let cfg = &engine.config().llm;
@@ -366,10 +404,11 @@ fn execute(engine: &Engine, req: Request) -> EngineEvent {
                 .map_err(|e| format!("{e:#}"));
             EngineEvent::SymbolResults { seq, result }
         }
-        Request::Impact { seq, .. } => EngineEvent::Impact {
-            seq,
-            result: Err("the impact graph needs Engine::impact, which this build does not have yet".into()),
-        },
+        Request::Impact { seq, repo, file, depth } => {
+            let req = ImpactRequest { file, depth: Some(depth), direction: None };
+            let result = engine.impact(&repo, &req).map(|resp| impact_view(&resp)).map_err(|e| format!("{e:#}"));
+            EngineEvent::Impact { seq, result }
+        }
         other => EngineEvent::Repos(Err(format!("unexpected request in a latest-wins slot: {other:?}"))),
     }
 }

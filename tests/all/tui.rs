@@ -580,8 +580,48 @@ fn typing_while_indexing_fills_in_when_the_index_lands() {
 // Impact
 
 #[test]
-fn impact_needs_the_engine_call_in_this_build() {
-    let mut h = Harness::new().started();
+fn impact_on_the_real_import_graph() {
+    let mut h = Harness::on_fixture("python").started();
+    h.search("pricing");
+    let idx =
+        h.app.search().results().iter().position(|r| r.path == "src/inventory/pricing.py").expect("pricing.py hit");
+    for _ in 0..idx {
+        h.key(KeyCode::Down);
+    }
+    h.pump();
+    h.ctrl('g');
+    h.pump();
+    let model = h.app.impact().model().expect("a graph from Engine::impact");
+    let centre = &model.view.nodes[model.view.center];
+    assert_eq!(centre.id, "src/inventory/pricing.py");
+    let store = model.view.find("src/inventory/store.py").expect("store.py is a neighbour");
+    assert!(model.on_cycle(store) && model.on_cycle(model.view.center), "store.py <-> pricing.py is a cycle");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "src/inventory/store.py"), "{s}");
+    h.snap_both("tui_impact_python_fixture");
+    // Re-centre on store.py: the graph is asked for again, around it.
+    let col = model.column_of(store).expect("shown");
+    let dir = if col > model.center_col { KeyCode::Right } else { KeyCode::Left };
+    h.key(dir);
+    h.key(KeyCode::Enter);
+    h.pump();
+    let model = h.app.impact().model().expect("graph");
+    assert_eq!(model.view.nodes[model.view.center].id, "src/inventory/store.py");
+    assert!(
+        model
+            .view
+            .nodes
+            .iter()
+            .any(|n| n.id == "requests" && n.kind == docdex::tui::widgets::graph::NodeKind::External),
+        "{:?}",
+        model.view.nodes
+    );
+}
+
+#[test]
+fn impact_needs_the_engine_call_when_missing() {
+    let no_impact = docdex::tui::event::Capabilities { impact: false, ..docdex::tui::event::Capabilities::CURRENT };
+    let mut h = Harness::with(no_impact, "").started();
     h.search("session");
     h.ctrl('g');
     assert_eq!(h.app.focus(), PaneId::Impact);

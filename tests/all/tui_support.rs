@@ -55,6 +55,21 @@ impl Harness {
 
     /// Like [`Harness::with`], with files written under DOCDEX_HOME first (user themes, keymaps).
     pub fn with_files(caps: Capabilities, extra_config: &str, files: &[(&str, &str)]) -> Harness {
+        Self::build(caps, extra_config, files, sample_repo)
+    }
+
+    /// An app on a copy of a code fixture (`tests/fixtures/code/<name>`).
+    pub fn on_fixture(name: &str) -> Harness {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code").join(name);
+        Self::build(Capabilities::CURRENT, "", &[], move |dst| copy_dir(&src, dst))
+    }
+
+    fn build(
+        caps: Capabilities,
+        extra_config: &str,
+        files: &[(&str, &str)],
+        setup: impl FnOnce(&std::path::Path),
+    ) -> Harness {
         let env = Env::new();
         hermetic_config(&env, extra_config);
         for (rel, text) in files {
@@ -63,7 +78,7 @@ impl Harness {
             std::fs::write(p, text).expect("write");
         }
         let repo = env.repo("fixture");
-        sample_repo(&repo);
+        setup(&repo);
         let repo = std::fs::canonicalize(&repo).expect("canonical");
         let engine = env.engine();
         let clock = ManualClock::new(NOW_MS);
@@ -194,6 +209,20 @@ impl Harness {
     pub fn snap_both(&self, name: &str) {
         snap(&format!("{name}_80x24"), &self.screen(80, 24));
         snap(&format!("{name}_120x40"), &self.screen(120, 40));
+    }
+}
+
+/// Copies a directory tree.
+pub fn copy_dir(src: &std::path::Path, dst: &std::path::Path) {
+    std::fs::create_dir_all(dst).expect("mkdir");
+    for entry in std::fs::read_dir(src).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let to = dst.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), to).expect("copy");
+        }
     }
 }
 

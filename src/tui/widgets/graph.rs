@@ -682,9 +682,26 @@ impl GraphWidget<'_> {
             }
             let beside_centre = c + 1 == model.center_col || c == model.center_col + 1;
             if beside_centre && model.columns[c].is_empty() {
-                let text = if c < model.center_col { "(nothing imports it)" } else { "(imports nothing here)" };
+                // A file on a cycle with the centre is drawn once, on the imports side; say so
+                // rather than claim nothing imports the centre.
+                let centre = model.view.center;
+                let elsewhere = model.view.edges.iter().any(|e| {
+                    if c < model.center_col {
+                        e.to == centre && e.from != centre
+                    } else {
+                        e.from == centre && e.to != centre
+                    }
+                });
+                let text = match (c < model.center_col, elsewhere) {
+                    (true, false) => "(nothing imports it)",
+                    (true, true) => "(imported only by files on its right: a cycle ↻)",
+                    (false, false) => "(imports nothing here)",
+                    (false, true) => "(imports only files on its left: a cycle ↻)",
+                };
                 let y = canvas_area.y + canvas_area.height / 2;
-                buf.set_stringn(col_x(c), y, truncate(text, col_w as usize), col_w as usize, theme.style(Slot::Muted));
+                for (k, line) in super::wrap(text, col_w as usize).iter().enumerate() {
+                    buf.set_stringn(col_x(c), y + k as u16, line, col_w as usize, theme.style(Slot::Muted));
+                }
             }
         }
         self.details(buf, details, selected);
