@@ -160,6 +160,7 @@ pub fn syntax_for(path: &str, lang: &str) -> &'static SyntaxReference {
 }
 
 /// Highlights line by line, keeping parser state across lines (for streamed code blocks).
+#[derive(Clone)]
 pub struct LineHighlighter {
     state: ParseState,
     stack: ScopeStack,

@@ -800,7 +800,8 @@ fn chat_streams_markdown_line_by_line_and_jumps_to_citations() {
     let mid = h.screen(120, 40);
     assert!(shows(&mid, "Session expiry"), "{mid}");
     assert!(!mid.contains("## "), "markup never shows raw: {mid}");
-    assert!(!mid.contains("fn expire_stale_"), "a half line waits: {mid}");
+    assert!(shows(&mid, "│ fn expire_stale_"), "the line being written shows, as code: {mid}");
+    assert!(!mid.contains("```"), "fences never show: {mid}");
     h.snap_both("tui_chat_streaming");
     token(&mut h, "sessions(&mut self) {}\n```\n- one\n- two\n");
     h.engine_event(EngineEvent::Chat(ChatUpdate::Done {

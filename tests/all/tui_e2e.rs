@@ -117,6 +117,65 @@ async fn the_event_loop_indexes_searches_and_opens_the_editor() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_streams_from_a_model_server_and_stops_on_request() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let fake = FakeOllama::start(FakeOllamaOptions {
+        models: vec!["phi3.5:3.8b".into()],
+        token_delay_ms: 150,
+        ..Default::default()
+    })
+    .expect("fake model server");
+    let env = Env::new();
+    std::fs::create_dir_all(env.home()).expect("home");
+    std::fs::write(env.home().join("config.toml"), format!("[llm]\nbase_url = \"{}\"\n", fake.url())).expect("config");
+    let repo = env.repo("fixture");
+    sample_repo(&repo);
+    let engine = env.engine();
+    let opts = docdex::tui::app_options(&engine, std::fs::canonicalize(&repo).expect("canonical"));
+    let mut app = App::new(opts, Arc::new(SystemClock));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut worker = Worker::new(engine, tx.clone());
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let shared = Arc::new(Mutex::new(String::new()));
+    let mut observer = Screen(shared.clone());
+    let driver = tokio::spawn(async move {
+        wait_for(&shared, "llm ✓ phi3.5:3.8b").await;
+        let _ = tx.send(key(KeyCode::Char('3'), KeyModifiers::ALT));
+        wait_for(&shared, "phi3.5:3.8b on ollama is ready").await;
+        let question = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen";
+        for c in question.chars() {
+            let _ = tx.send(key(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+        let _ = tx.send(key(KeyCode::Enter, KeyModifiers::NONE));
+        // The answer grows a piece at a time; stop it after the first pieces.
+        wait_for(&shared, "FAKE ANSWER").await;
+        let _ = tx.send(key(KeyCode::Char('s'), KeyModifiers::CONTROL));
+        let s = wait_for(&shared, "Stopped turn 1").await;
+        assert!(!s.contains("fifteen\"."), "the answer was cut short: {s}");
+        let _ = tx.send(key(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    });
+    let exit = tokio::time::timeout(
+        Duration::from_secs(60),
+        run_loop(
+            &mut terminal,
+            &mut app,
+            &mut rx,
+            &mut worker,
+            &mut RecordingHost::default(),
+            &mut observer,
+            std::future::pending(),
+        ),
+    )
+    .await
+    .expect("in time")
+    .expect("draws");
+    driver.await.expect("driver");
+    assert_eq!(exit, Exit::Quit);
+    assert_eq!(app.chat().cells().len(), 3, "question, partial answer, stop notice");
+    worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_ends_the_loop() {
     let env = Env::new();
     hermetic_config(&env, "");

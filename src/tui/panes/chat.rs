@@ -251,11 +251,11 @@ impl ChatPane {
             push_cell(c.role, &c.lines, sel, &c.citations, &mut out);
         }
         if let Some(a) = &self.active {
-            push_cell(Role::Assistant, a.stream.lines(), None, &[], &mut out);
+            let mut lines: Vec<MdLine> = a.stream.lines().to_vec();
+            lines.extend(a.stream.pending_preview());
+            push_cell(Role::Assistant, &lines, None, &[], &mut out);
             out.pop();
-            if a.stream.has_pending() || a.stream.lines().is_empty() {
-                out.push(Line::styled(format!("  {} …", spinner(cx.step)), t.style(Slot::Muted)));
-            }
+            out.push(Line::styled(format!("  {} …", spinner(cx.step)), t.style(Slot::Muted)));
         }
         out
     }

@@ -92,6 +92,28 @@ impl MarkdownStream {
         !self.pending.is_empty()
     }
 
+    /// The line still being written, for display while it streams: parsed like a complete line,
+    /// with markup that is not closed yet left out (so `**bo` shows as `bo`, never as stars),
+    /// or highlighted as code inside a fence. `None` when there is nothing to show.
+    pub fn pending_preview(&self) -> Option<MdLine> {
+        let text = self.pending.trim_end_matches('\r');
+        if text.is_empty() || text.trim_start().starts_with("``") {
+            return None;
+        }
+        if let Some(h) = &self.code {
+            let mut h = h.clone();
+            let mut out: MdLine = vec![(MdClass::CodeGutter, "│ ".into())];
+            out.extend(h.line(text).into_iter().map(|(c, t)| (MdClass::Syntax(c), t)));
+            return Some(out);
+        }
+        let line: MdLine = parse_line(text)
+            .into_iter()
+            .map(|(class, t)| if class == MdClass::Plain { (class, t.replace(['*', '`'], "")) } else { (class, t) })
+            .filter(|(_, t)| !t.is_empty())
+            .collect();
+        (!line.is_empty()).then_some(line)
+    }
+
     /// Commits the last partial line and returns everything.
     pub fn finish(mut self) -> Vec<MdLine> {
         if !self.pending.is_empty() {
@@ -324,6 +346,24 @@ mod tests {
         assert!(l.contains(&(MdClass::Code, "ttl".to_string())), "{l:?}");
         assert!(l.contains(&(MdClass::Citation(1), "[1]".to_string())), "{l:?}");
         assert_eq!(text(l), "They expire after ttl [1].");
+    }
+
+    #[test]
+    fn the_line_being_written_shows_without_open_markup() {
+        let mut s = MarkdownStream::new();
+        s.push("Sessions **exp");
+        let p = s.pending_preview().unwrap_or_default();
+        assert_eq!(text(&p), "Sessions exp");
+        s.push("ire** in `ttl`");
+        let p = s.pending_preview().unwrap_or_default();
+        assert!(p.contains(&(MdClass::Strong, "expire".to_string())), "{p:?}");
+        assert!(p.contains(&(MdClass::Code, "ttl".to_string())), "{p:?}");
+        s.push("\n```rust\nfn a(");
+        let p = s.pending_preview().unwrap_or_default();
+        assert_eq!(p[0].0, MdClass::CodeGutter);
+        assert!(p.contains(&(MdClass::Syntax(SyntaxClass::Keyword), "fn".to_string())), "{p:?}");
+        s.push(") {}\n``");
+        assert_eq!(s.pending_preview(), None, "a fence being written shows nothing");
     }
 
     #[test]
