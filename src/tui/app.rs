@@ -220,7 +220,7 @@ impl App {
 
     /// The earliest time a pane needs a tick (debounce), so the loop can sleep until then.
     pub fn deadline(&self) -> Option<Instant> {
-        self.search.deadline()
+        PaneId::ALL.iter().filter_map(|p| self.pane(*p).deadline()).min()
     }
 
     /// True while something animates (a spinner), so ticks should redraw.

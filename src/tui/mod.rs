@@ -1,8 +1,9 @@
 //! `docdex tui`: the keyboard-first workbench over the embedded engine.
 //!
-//! The shape (see `docs/TUI.md` and `/docs/ARCHITECTURE.md`):
-//! - [`runtime`]: the event loop; input, ticks and engine results meet on one
-//!   channel, and frames are drawn at most once per frame, only when dirty;
+//! The shape (see `docs/TUI.md` and `docs/ARCHITECTURE.md`):
+//! - [`runtime`]: the event loop; input and engine results meet on one channel, ticks and
+//!   debounce deadlines come from the loop's timer, and frames are drawn at most once per
+//!   frame, only when dirty;
 //! - [`app`]: state and routing, synchronous and I/O-free (scenario tests drive it);
 //! - [`panes`]: one module per pane behind the [`panes::Pane`] trait;
 //! - [`widgets`]: drawing pieces over view-models (graph, trace, DAG, markdown, preview);
