@@ -15,6 +15,7 @@ mod output;
 mod progress;
 mod serve;
 mod similar;
+mod tui;
 mod watch_latency;
 
 use crate::engine::protocol::SearchRequest;
@@ -34,8 +35,9 @@ pub struct Cli {
     /// More logging on stderr (-v debug, -vv trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// With no command, `docdex` opens the workbench on a terminal (and prints this help otherwise).
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,6 +152,8 @@ enum Command {
         #[command(subcommand)]
         action: code::AstCommand,
     },
+    /// Open the terminal workbench: search, preview, repositories, impact graph, chat.
+    Tui(tui::TuiArgs),
     /// Serve one repository over HTTP and MCP, keeping its index fresh (Ctrl-C to stop).
     Serve {
         #[command(flatten)]
@@ -276,9 +280,20 @@ pub fn bench_queries() -> &'static [&'static str] {
 
 /// Entry point for both binaries.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if cli.command.is_none() {
+        if !tui::interactive() {
+            use clap::CommandFactory;
+            eprintln!("{}", Cli::command().render_help());
+            return ExitCode::from(2);
+        }
+        cli.command = Some(Command::Tui(tui::TuiArgs { repo: RepoArg { repo: None } }));
+    }
     let json = cli.wants_json();
-    init_logging(cli.verbose);
+    // The workbench owns the screen: it logs to a file instead of stderr.
+    if !matches!(cli.command, Some(Command::Tui(_))) {
+        init_logging(cli.verbose);
+    }
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -296,25 +311,27 @@ pub fn main() -> ExitCode {
 impl Cli {
     fn wants_json(&self) -> bool {
         match &self.command {
-            Command::Index { json, .. }
-            | Command::Search { json, .. }
-            | Command::Get { json, .. }
-            | Command::Status { json, .. }
-            | Command::Watch { json, .. }
-            | Command::Config { json }
-            | Command::LlmList { json } => *json,
-            Command::LlmSetup(a) => a.json,
-            Command::Check(a) => a.json,
-            Command::Similar(a) => a.json,
-            Command::Memory { action } => action.json(),
-            Command::Repo { action: RepoAction::List { json } } => *json,
-            Command::Chat(args) => args.json(),
-            Command::Dag { action } => action.json(),
-            Command::Impact(args) => args.json(),
-            Command::Graph { action } => action.json(),
-            Command::Symbols(a) => a.json,
-            Command::SymbolsStatus(a) => a.json,
-            Command::Ast { action } => action.json(),
+            Some(
+                Command::Index { json, .. }
+                | Command::Search { json, .. }
+                | Command::Get { json, .. }
+                | Command::Status { json, .. }
+                | Command::Watch { json, .. }
+                | Command::Config { json }
+                | Command::LlmList { json },
+            ) => *json,
+            Some(Command::LlmSetup(a)) => a.json,
+            Some(Command::Check(a)) => a.json,
+            Some(Command::Similar(a)) => a.json,
+            Some(Command::Memory { action }) => action.json(),
+            Some(Command::Repo { action: RepoAction::List { json } }) => *json,
+            Some(Command::Chat(args)) => args.json(),
+            Some(Command::Dag { action }) => action.json(),
+            Some(Command::Impact(args)) => args.json(),
+            Some(Command::Graph { action }) => action.json(),
+            Some(Command::Symbols(a)) => a.json,
+            Some(Command::SymbolsStatus(a)) => a.json,
+            Some(Command::Ast { action }) => action.json(),
             _ => false,
         }
     }
@@ -339,11 +356,17 @@ fn init_logging(verbose: u8) {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let engine = Engine::open().context("opening docdex state")?;
     let out = Out::stdout();
+    let Some(command) = cli.command else { return Ok(ExitCode::SUCCESS) };
+    if let Command::Tui(args) = &command {
+        // The workbench shows config warnings itself.
+        tui::run(engine, args)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     for w in engine.config_warnings() {
         tracing::warn!("{w}");
         eprintln!("{} {w}", output::warn_prefix());
     }
-    match cli.command {
+    match command {
         Command::Index { repo, rebuild, reembed, json, quiet } => {
             let path = repo.resolve()?;
             if !json {
@@ -443,6 +466,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(args) => return check::run(&engine, &out, args),
         Command::LlmList { json } => return llm::list(&engine, &out, json),
         Command::LlmSetup(args) => return llm::setup(&engine, &out, args),
+        Command::Tui(_) => {}
         Command::BenchServe(args) => bench_serve::run(&out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {

@@ -31,6 +31,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// `[server]`: HTTP and MCP binding.
     pub server: ServerConfig,
+    /// `[tui]`: the terminal workbench.
+    pub tui: TuiConfig,
 }
 
 /// `[core]`.
@@ -281,6 +283,35 @@ pub struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self { http_bind_addr: "127.0.0.1:3210".into(), enable_mcp: true, auth_token: String::new() }
+    }
+}
+
+/// `[tui]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct TuiConfig {
+    /// Theme name: `dark`, `light`, `high-contrast`, or a file in `<DOCDEX_HOME>/themes/`.
+    pub theme: String,
+    /// Keymap name: `default`, `vim`, or a file in `<DOCDEX_HOME>/keymaps/`.
+    pub keymap: String,
+    /// Editor command for "open at line"; empty means `$VISUAL`, then `$EDITOR`, then `vi`.
+    /// `{file}` and `{line}` placeholders are substituted when present.
+    pub editor: String,
+    /// Capture the mouse (click to select, wheel to scroll).
+    pub mouse: bool,
+    /// Quiet time after the last keystroke before search-as-you-type runs.
+    pub search_debounce_ms: u64,
+}
+
+impl Default for TuiConfig {
+    fn default() -> Self {
+        Self {
+            theme: "dark".into(),
+            keymap: "default".into(),
+            editor: String::new(),
+            mouse: true,
+            search_debounce_ms: 120,
+        }
     }
 }
 

@@ -13,6 +13,7 @@ pub mod fsutil;
 pub mod index;
 pub mod llm;
 pub mod memory;
+pub mod overview;
 pub mod protocol;
 pub mod repos;
 pub mod search;

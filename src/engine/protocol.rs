@@ -27,6 +27,7 @@ pub use crate::engine::{
 };
 pub use super::dag::{DagNode, DagSession, DagSessionList, DagSessionSummary, NodeKind};
 pub use super::waterfall::types::*;
+pub use super::overview::{RepoOverview, RepoState};
 
 /// Version of the JSON shapes below.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -44,7 +45,7 @@ pub enum IndexState {
 }
 
 /// A search request (CLI flags, HTTP body, MCP tool parameters).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchRequest {
     /// The query text: words, identifiers, paths, or a plain-language description.
     pub query: String,

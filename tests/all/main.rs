@@ -16,5 +16,8 @@ mod server;
 mod server_util;
 mod setup;
 mod symbols;
+mod tui;
+mod tui_e2e;
+mod tui_support;
 mod util;
 mod watch;
