@@ -413,7 +413,7 @@ pub fn api_routes(doc: Arc<OnceLock<Value>>) -> Routes<AppState> {
 /// contract for unknown routes and methods, body limits and the token check.
 pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
     let doc = Arc::new(OnceLock::new());
-    let mut routes = api_routes(doc.clone());
+    let mut routes = super::chat::routes(super::intel::routes(api_routes(doc.clone())));
     if with_mcp {
         routes = mcp::routes(routes, &state);
     }

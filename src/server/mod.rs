@@ -10,8 +10,10 @@
 //! second writer, and shut down gracefully on SIGINT/SIGTERM.
 
 pub mod auth;
+pub mod chat;
 pub mod error;
 pub mod http;
+pub mod intel;
 pub mod lockfile;
 pub mod mcp;
 pub mod mounts;

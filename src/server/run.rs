@@ -7,6 +7,7 @@
 use super::auth::Auth;
 use super::lockfile::DaemonLock;
 use super::{http, mcp, AppState, Mode};
+use crate::engine::protocol::{CheckOptions, CheckStatus};
 use crate::engine::Engine;
 use anyhow::{bail, Context};
 use std::io::Write;
@@ -169,22 +170,30 @@ async fn stop_watchers(state: &AppState) {
     let _ = tokio::task::spawn_blocking(move || s.mounts().shutdown()).await;
 }
 
-/// Checks what the server needs before it starts: state writable, repository present,
-/// bind address and token rules. (`Engine::check`, the full `docdex check`, is not in this
-/// build yet; when it lands this calls it too.)
+/// Checks what the server needs before it starts and refuses to start on a failure: the
+/// whole `docdex check` ([`Engine::check`]: config, state and locks writable, the registry, the
+/// repository's index and state; a missing model server is only a warning, since search works
+/// without one), then the server's own rules for the address it is about to bind (loopback
+/// unless exposed with a token, and free).
 fn preflight(engine: &Engine, opts: &ServerOptions, has_token: bool) -> anyhow::Result<()> {
-    let probe = engine.paths().state.join(format!(".preflight.{}", std::process::id()));
-    std::fs::write(&probe, b"ok")
-        .with_context(|| format!("preflight: state directory {} is not writable", engine.paths().state.display()))?;
-    let _ = std::fs::remove_file(&probe);
-    if let Some(repo) = &opts.repo {
-        engine.resolve_repo(repo).context("preflight: repository")?;
+    let report = engine.check(&CheckOptions { repo: opts.repo.clone(), require_llm: false, require_bind: false });
+    for item in report.items.iter().filter(|i| matches!(i.status, CheckStatus::Fail | CheckStatus::Warn)) {
+        let hint = item.hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default();
+        let level = if item.status == CheckStatus::Fail { "FAIL" } else { "warn" };
+        eprintln!("docdex: preflight {level} {}: {}{hint}", item.name, item.message);
+    }
+    if !report.ok {
+        bail!(
+            "preflight check failed ({} failed, {} warnings): fix the items marked FAIL above (`docdex check` shows the full report)",
+            report.failures,
+            report.warnings
+        );
     }
     if opts.mode != Mode::Stdio {
         let addr = bind_addr(engine, opts, has_token).context("preflight")?;
         std::net::TcpListener::bind(addr).with_context(|| format!("preflight: cannot bind {addr}"))?;
     }
-    eprintln!("docdex: preflight check passed (state writable, repository present, bind address free)");
+    eprintln!("docdex: preflight check passed ({} checks, {} warnings)", report.items.len(), report.warnings);
     Ok(())
 }
 

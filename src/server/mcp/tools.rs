@@ -4,7 +4,8 @@
 //! [`call`].
 
 use super::{tool_error, DocdexMcp};
-use crate::engine::protocol::SearchRequest;
+use crate::engine::protocol::{Direction, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, SearchRequest, SymbolsRequest};
+use crate::server::intel::confine;
 use crate::server::error::ApiError;
 use crate::server::http::blocking;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
@@ -94,6 +95,79 @@ pub struct WebResearchArgs {
     pub repo: RepoArgs,
 }
 
+/// `docdex_symbols` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SymbolsArgs {
+    /// Name of the function, type, method, ... to find (exact, prefix, word parts such as
+    /// `user name` for `getUserName`, or close misspellings); `Type.method` narrows to a
+    /// container. Omit it and pass `file` to get that file's outline instead.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// Only this kind: `function`, `method`, `class`, `struct`, `enum`, `interface`, `trait`,
+    /// `impl`, `module`, `constant`, `variable`, `field`, `type`, `macro`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Repo-relative file: restricts a search to it, or (without `query`) lists its outline.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Only files under this repo-relative prefix (e.g. `src/auth/`).
+    #[serde(default)]
+    pub path_prefix: Option<String>,
+    /// Only this language (`rust`, `python`, `typescript`, `go`, ...).
+    #[serde(default)]
+    pub lang: Option<String>,
+    /// Results to return (default 20).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_impact` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ImpactArgs {
+    /// Repo-relative path of the file you plan to change (e.g. `src/auth/session.rs`).
+    pub file: String,
+    /// Import hops to follow (default 1, at most 64). `affected` always lists every
+    /// transitive dependent, whatever the depth.
+    #[serde(default)]
+    pub depth: Option<u32>,
+    /// `in`: files that import it (what may break); `out`: what it imports; `both` (default).
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_memory_save` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemorySaveArgs {
+    /// The fact to remember, self-contained (e.g. "integration tests need REDIS_URL set").
+    pub content: String,
+    /// Optional JSON object stored with it (source, tags, author, ...).
+    #[serde(default)]
+    pub metadata: Option<Value>,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_memory_recall` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryRecallArgs {
+    /// What you want to know; memories are matched by meaning (or shared words when no
+    /// embedding model answers).
+    pub query: String,
+    /// Memories to return (default 5, at most 100).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
 fn schema<T: JsonSchema>() -> Arc<JsonObject> {
     let mut value = SchemaSettings::draft2020_12()
         .with(|s| {
@@ -139,6 +213,38 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(read_only()),
         Tool::new(
+            "docdex_symbols",
+            "Find declarations (functions, methods, types, ...) by name, with file, line range and \
+             signature, or list a file's outline (pass `file` without `query`). Better than docdex_search \
+             when you know or can guess the identifier. Fails with stale_index when the repository must be \
+             re-indexed (`docdex index`).",
+            schema::<SymbolsArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "docdex_impact",
+            "Before changing a file, see what depends on it: files importing it (inbound), what it imports \
+             (outbound) to `depth` hops, and `affected`, every file whose behaviour may change with it. \
+             Paths are repo-relative; paths outside the repository are refused.",
+            schema::<ImpactArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "docdex_memory_save",
+            "Remember a fact about this repository for later sessions and agents (a convention, a gotcha, \
+             a decision). Stored locally per repository; docdex_memory_recall and docdex's chat find it again. \
+             Returns the stored memory with its id.",
+            schema::<MemorySaveArgs>(),
+        )
+        .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
+        Tool::new(
+            "docdex_memory_recall",
+            "Recall facts saved with docdex_memory_save that relate to a question, best first with a score. \
+             `mode` says whether they matched by meaning (vector) or by shared words (text).",
+            schema::<MemoryRecallArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
             "docdex_web_research",
             "Research a question on the web (discovery, fetch, readable text) for the repository's context. \
              This build has no web tier: the tool answers that the web tier is unavailable; rely on docdex_search.",
@@ -167,6 +273,10 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_open" => open(server, args).await,
         "docdex_status" => status(server, args).await,
         "docdex_web_research" => web_research(server, args).await,
+        "docdex_symbols" => symbols(server, args).await,
+        "docdex_impact" => impact(server, args).await,
+        "docdex_memory_save" => memory_save(server, args).await,
+        "docdex_memory_recall" => memory_recall(server, args).await,
         other => {
             return Err(McpError::invalid_params(
                 format!("unknown tool {other:?}; tools/list names the available ones"),
@@ -224,6 +334,73 @@ async fn status(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiEr
         let mount = server.app.mounts().get(&repo.fingerprint).map(|m| m.info());
         let index = server.app.engine().status(&repo.root).map_err(|e| server.app.explain(&repo, e))?;
         Ok(ok_json(&serde_json::json!({ "mount": mount, "index": index })))
+    })
+    .await
+}
+
+async fn symbols(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: SymbolsArgs = parse("docdex_symbols", args)?;
+    let server = server.clone();
+    blocking(move || {
+        let repo = server.repo_for(a.repo.named())?;
+        for p in a.file.iter().chain(a.path_prefix.iter()) {
+            confine(&repo, p)?;
+        }
+        let req = SymbolsRequest {
+            query: a.query,
+            kind: a.kind,
+            file: a.file,
+            path_prefix: a.path_prefix,
+            lang: a.lang,
+            limit: a.limit,
+        };
+        server.app.engine().symbols(&repo.root, &req).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
+    })
+    .await
+}
+
+async fn impact(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: ImpactArgs = parse("docdex_impact", args)?;
+    let server = server.clone();
+    blocking(move || {
+        let repo = server.repo_for(a.repo.named())?;
+        if !a.file.starts_with("ext:") {
+            confine(&repo, &a.file)?;
+        }
+        let req = ImpactRequest { file: a.file, depth: a.depth, direction: a.direction };
+        server.app.engine().impact(&repo.root, &req).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
+    })
+    .await
+}
+
+async fn memory_save(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: MemorySaveArgs = parse("docdex_memory_save", args)?;
+    let server = server.clone();
+    blocking(move || {
+        let repo = server.repo_for(a.repo.named())?;
+        let req = MemoryStoreRequest { content: a.content, metadata: a.metadata };
+        server
+            .app
+            .engine()
+            .memory_store(&repo.root, &req)
+            .map(|r| ok_json(&r))
+            .map_err(|e| server.app.explain(&repo, e))
+    })
+    .await
+}
+
+async fn memory_recall(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: MemoryRecallArgs = parse("docdex_memory_recall", args)?;
+    let server = server.clone();
+    blocking(move || {
+        let repo = server.repo_for(a.repo.named())?;
+        let req = MemoryRecallRequest { query: a.query, limit: a.limit };
+        server
+            .app
+            .engine()
+            .memory_recall(&repo.root, &req)
+            .map(|r| ok_json(&r))
+            .map_err(|e| server.app.explain(&repo, e))
     })
     .await
 }

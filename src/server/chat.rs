@@ -1,0 +1,601 @@
+//! `POST /v1/chat/completions`: the OpenAI chat API over the waterfall chat
+//! ([`Engine::chat`]), so any OpenAI client can ask docdex about a repository.
+//!
+//! The conversation becomes a `ChatTurnRequest` (the last user message is the question, the
+//! messages before it the history); docdex's own options ride in a `docdex` object in the
+//! body (`repo`, `agent_id`, `force_web`, `no_web`, `diff`, `session_id`). The answer is the
+//! OpenAI shape plus a `docdex` extension field with the session, sources, model outcome and
+//! the waterfall trace: in the response, or in the final chunk of a stream.
+//!
+//! Streaming waits for the first answer token before it sends headers, so everything that can
+//! go wrong before the model speaks (unknown repo, bad input, no model) is a proper HTTP error
+//! with the error contract; a failure after that arrives as an OpenAI-style `{"error": ...}`
+//! chunk. A client that disconnects stops the model (the event callback returns `Break`).
+
+use super::error::{ApiError, ApiJson};
+use super::http::{selector, RepoQuery};
+use super::intel::confine;
+use super::openapi::{Operation, Routes};
+use super::AppState;
+use crate::engine::llm::{ChatMessage, Role};
+use crate::engine::protocol::{
+    AnswerStatus, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, LlmOutcome,
+    WebPolicy,
+};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Json;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+/// Header naming the agent that asks (recorded in the reasoning DAG).
+pub const AGENT_HEADER: &str = "x-docdex-agent-id";
+
+/// Model names that mean "the configured default" (`[llm] default_model`).
+const DEFAULT_MODEL_NAMES: [&str; 3] = ["", "docdex", "default"];
+
+/// `POST /v1/chat/completions` body: the OpenAI request (fields docdex does not use, such as
+/// `temperature`, are accepted and ignored) plus the `docdex` options.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ChatCompletionRequest {
+    /// The chat model; `docdex`, `default` or absent use `[llm] default_model`.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The conversation, oldest first; the last `user` message is the question.
+    pub messages: Vec<OpenAiMessage>,
+    /// Stream the answer as server-sent `chat.completion.chunk` events ending with `data: [DONE]`.
+    #[serde(default)]
+    pub stream: bool,
+    /// Streaming options.
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+    /// Cap on generated tokens (`max_completion_tokens` is accepted too).
+    #[serde(default, alias = "max_completion_tokens")]
+    pub max_tokens: Option<u32>,
+    /// docdex's options.
+    #[serde(default)]
+    pub docdex: Option<DocdexChatOptions>,
+}
+
+/// One OpenAI message.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct OpenAiMessage {
+    /// `system`, `developer`, `user` or `assistant` (`tool` messages are skipped).
+    pub role: String,
+    /// A string, or an array of parts of which the `text` ones are used.
+    #[serde(default)]
+    pub content: Option<Value>,
+}
+
+/// `stream_options`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct StreamOptions {
+    /// Send a last chunk with `usage` (and no choices) before `[DONE]`.
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+/// The `docdex` object of a chat request.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct DocdexChatOptions {
+    /// The repository: absolute path, file:// URI or repo id (after the `x-docdex-repo` header;
+    /// defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// The agent asking (after the `x-docdex-agent-id` header).
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    /// Ask the web tier even when local results are confident.
+    #[serde(default)]
+    pub force_web: bool,
+    /// Never ask the web tier.
+    #[serde(default)]
+    pub no_web: bool,
+    /// Put these git changes first in the context: `working`, `staged`, a range such as
+    /// `main..HEAD`, or `{"target": ..., "paths": [...]}`.
+    #[serde(default)]
+    pub diff: Option<DiffOption>,
+    /// Continue this reasoning-DAG session (a new one when absent).
+    #[serde(default)]
+    pub session_id: Option<String>,
+}
+
+/// `docdex.diff`: a target alone, or a target with paths.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DiffOption {
+    /// `working`, `staged` or a git range.
+    Target(String),
+    /// Target and paths.
+    Request(DiffRequest),
+}
+
+/// What the `docdex` extension field of a response (or final chunk) carries.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct DocdexExtension {
+    /// The reasoning-DAG session the turn was logged in (`GET /v1/dag/{session}`).
+    pub session_id: String,
+    /// 1-based turn number in the session.
+    pub turn: u32,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// Everything placed in the prompt, in prompt order.
+    pub sources: Vec<ChatSource>,
+    /// How the model part went.
+    pub llm: LlmOutcome,
+    /// The waterfall trace: steps, gate, budget, drops, timings.
+    pub trace: ChatTrace,
+}
+
+impl DocdexExtension {
+    fn of(resp: ChatTurnResponse) -> DocdexExtension {
+        DocdexExtension {
+            session_id: resp.session_id,
+            turn: resp.turn,
+            repo: resp.repo,
+            sources: resp.sources,
+            llm: resp.llm,
+            trace: resp.trace,
+        }
+    }
+}
+
+/// `chat.completion`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ChatCompletion {
+    /// `chatcmpl-<uuid>`.
+    pub id: String,
+    /// Always `chat.completion`.
+    pub object: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model that answered.
+    pub model: String,
+    /// One choice.
+    pub choices: Vec<CompletionChoice>,
+    /// Token counts (the model's own when it reports them).
+    pub usage: Usage,
+    /// docdex's extension: session, sources, model outcome, waterfall trace.
+    pub docdex: DocdexExtension,
+}
+
+/// A choice of a [`ChatCompletion`].
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct CompletionChoice {
+    /// Always 0.
+    pub index: u32,
+    /// The answer.
+    pub message: AssistantMessage,
+    /// `stop`, `length`, ...
+    pub finish_reason: String,
+}
+
+/// The assistant's message.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AssistantMessage {
+    /// Always `assistant`.
+    pub role: String,
+    /// The answer text.
+    pub content: String,
+}
+
+/// Token counts.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: u32,
+    /// Answer tokens.
+    pub completion_tokens: u32,
+    /// Their sum.
+    pub total_tokens: u32,
+}
+
+/// `chat.completion.chunk`, one server-sent event of a stream.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ChatCompletionChunk {
+    /// Same for every chunk of a stream.
+    pub id: String,
+    /// Always `chat.completion.chunk`.
+    pub object: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model.
+    pub model: String,
+    /// One delta (none in the usage chunk).
+    pub choices: Vec<ChunkChoice>,
+    /// In the usage chunk (`stream_options.include_usage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// In the final chunk: the session, sources, model outcome and trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docdex: Option<DocdexExtension>,
+}
+
+/// A choice of a chunk.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ChunkChoice {
+    /// Always 0.
+    pub index: u32,
+    /// The next piece.
+    pub delta: Delta,
+    /// Set in the final chunk.
+    pub finish_reason: Option<String>,
+}
+
+/// A piece of the answer.
+#[derive(Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Delta {
+    /// `assistant` in the first chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+/// The text of a message's content: a string, or the `text` parts of an array.
+fn content_text(content: Option<&Value>) -> Result<String, ApiError> {
+    match content {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => Ok(parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str).is_none_or(|t| t == "text"))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "message content must be a string or an array of text parts, got {other}"
+        ))),
+    }
+}
+
+/// The conversation as the engine takes it.
+fn messages(body: &[OpenAiMessage]) -> Result<Vec<ChatMessage>, ApiError> {
+    let mut out = Vec::with_capacity(body.len());
+    for m in body {
+        let role = match m.role.as_str() {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "system" | "developer" => Role::System,
+            "tool" | "function" => continue,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown message role {other:?}: use system, user or assistant"
+                )))
+            }
+        };
+        out.push(ChatMessage::new(role, content_text(m.content.as_ref())?));
+    }
+    Ok(out)
+}
+
+/// A chat turn from an OpenAI body and the request's headers.
+pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result<ChatTurnRequest, ApiError> {
+    let msgs = messages(&body.messages)?;
+    let mut req = ChatTurnRequest::from_messages(&msgs)
+        .ok_or_else(|| ApiError::bad_request("no user message: `messages` needs at least one with role `user`"))?;
+    if req.query.trim().is_empty() {
+        return Err(ApiError::bad_request("the last user message is empty: ask a question"));
+    }
+    let opts = body.docdex.as_ref();
+    req.model = body.model.clone().filter(|m| !DEFAULT_MODEL_NAMES.contains(&m.trim()));
+    req.max_answer_tokens = body.max_tokens;
+    req.agent_id = headers
+        .get(AGENT_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| opts.and_then(|o| o.agent_id.clone()))
+        .filter(|a| !a.trim().is_empty());
+    if let Some(o) = opts {
+        req.web = match (o.force_web, o.no_web) {
+            (true, true) => return Err(ApiError::bad_request("docdex.force_web and docdex.no_web contradict each other")),
+            (true, false) => WebPolicy::Force,
+            (false, true) => WebPolicy::Off,
+            (false, false) => WebPolicy::Auto,
+        };
+        req.diff = o.diff.as_ref().map(|d| match d {
+            DiffOption::Target(t) => DiffRequest { target: t.clone(), paths: Vec::new() },
+            DiffOption::Request(r) => r.clone(),
+        });
+        req.session_id = o.session_id.clone();
+    }
+    Ok(req)
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+fn usage(trace: &ChatTrace) -> Usage {
+    let prompt = trace.model.prompt_tokens_reported.unwrap_or(trace.model.prompt_tokens_estimated);
+    let completion = trace.model.completion_tokens.unwrap_or(0);
+    Usage { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
+}
+
+fn finish_reason(resp: &ChatTurnResponse) -> String {
+    resp.trace.model.finish_reason.clone().unwrap_or_else(|| "stop".into())
+}
+
+/// A turn whose model part did not answer, as the error contract (503, with the engine's code
+/// and message) plus the `docdex` extension: an OpenAI client asked for an answer, but the
+/// sources retrieved are still useful.
+fn no_answer(resp: ChatTurnResponse) -> Response {
+    let code = resp.llm.error_code.clone().unwrap_or_else(|| "upstream_unavailable".into());
+    let message = resp.llm.message.clone().unwrap_or_else(|| "the model did not answer".into());
+    let body = json!({"error": {"code": code, "message": message}, "docdex": DocdexExtension::of(resp)});
+    (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+}
+
+/// What the engine worker tells the response.
+enum Update {
+    Token(String),
+    Done(Result<ChatTurnResponse, ApiError>),
+}
+
+/// Runs the turn on the blocking pool, sending answer tokens (when `stream`) and the result.
+fn spawn_turn(
+    state: AppState,
+    sel: Option<String>,
+    req: ChatTurnRequest,
+    stream: bool,
+) -> tokio::sync::mpsc::Receiver<Update> {
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::task::spawn_blocking(move || {
+        let result = (|| {
+            let repo = state.repo(sel.as_deref())?;
+            for p in req.diff.iter().flat_map(|d| d.paths.iter()) {
+                confine(&repo, p)?;
+            }
+            let mut on_event = |ev: ChatTurnEvent| match ev {
+                ChatTurnEvent::Token { text } if stream => match tx.blocking_send(Update::Token(text)) {
+                    Ok(()) => ControlFlow::Continue(()),
+                    Err(_) => ControlFlow::Break(()),
+                },
+                _ => ControlFlow::Continue(()),
+            };
+            state.engine().chat(&repo.root, &req, &mut on_event).map_err(|e| state.explain(&repo, e))
+        })();
+        let _ = tx.blocking_send(Update::Done(result));
+    });
+    rx
+}
+
+fn lost_worker() -> ApiError {
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the chat worker stopped without an answer")
+}
+
+async fn completions(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<RepoQuery>,
+    ApiJson(body): ApiJson<ChatCompletionRequest>,
+) -> Result<Response, ApiError> {
+    let req = turn_request(&body, &headers)?;
+    let sel = selector(&headers, body.docdex.as_ref().and_then(|d| d.repo.as_deref()), q.repo.as_deref());
+    let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
+    let model = match &req.model {
+        Some(m) => m.clone(),
+        None => state.engine().config().llm.default_model.clone(),
+    };
+    let mut rx = spawn_turn(state.clone(), sel, req, body.stream);
+    if !body.stream {
+        let resp = match rx.recv().await {
+            Some(Update::Done(r)) => r?,
+            _ => return Err(lost_worker()),
+        };
+        if matches!(resp.llm.status, AnswerStatus::Unavailable | AnswerStatus::Failed) {
+            return Ok(no_answer(resp));
+        }
+        let completion = ChatCompletion {
+            id,
+            object: "chat.completion".into(),
+            created: now_secs(),
+            model: resp.trace.model.model.clone(),
+            choices: vec![CompletionChoice {
+                index: 0,
+                message: AssistantMessage { role: "assistant".into(), content: resp.answer.clone().unwrap_or_default() },
+                finish_reason: finish_reason(&resp),
+            }],
+            usage: usage(&resp.trace),
+            docdex: DocdexExtension::of(resp),
+        };
+        return Ok(Json(completion).into_response());
+    }
+    // Streaming: headers go out with the first token; until then, failures are HTTP errors.
+    let first = match rx.recv().await {
+        Some(Update::Token(t)) => Some(t),
+        Some(Update::Done(Ok(resp))) if matches!(resp.llm.status, AnswerStatus::Unavailable | AnswerStatus::Failed) => {
+            return Ok(no_answer(resp))
+        }
+        Some(Update::Done(r)) => {
+            let resp = r?;
+            let chunks = Chunks { id, model, created: now_secs(), include_usage: include_usage(&body) };
+            let events = vec![chunks.first(String::new()), chunks.last(resp)].into_iter().flatten();
+            return Ok(sse(futures::stream::iter(events.map(Ok))));
+        }
+        None => return Err(lost_worker()),
+    };
+    let chunks = Chunks { id, model, created: now_secs(), include_usage: include_usage(&body) };
+    let shutdown = state.shutdown_token().clone().cancelled_owned();
+    let stream = futures::stream::unfold((rx, chunks, first, false), |(mut rx, chunks, first, done)| async move {
+        if done {
+            return None;
+        }
+        if let Some(t) = first {
+            return Some((chunks.first(t), (rx, chunks, None, false)));
+        }
+        match rx.recv().await {
+            Some(Update::Token(t)) => Some((vec![chunks.delta(t)], (rx, chunks, None, false))),
+            Some(Update::Done(Ok(resp))) => Some((chunks.last(resp), (rx, chunks, None, true))),
+            Some(Update::Done(Err(e))) => Some((chunks.error(&e), (rx, chunks, None, true))),
+            None => Some((chunks.error(&lost_worker()), (rx, chunks, None, true))),
+        }
+    });
+    use futures::StreamExt;
+    let events = stream.flat_map(|batch| futures::stream::iter(batch.into_iter().map(Ok))).take_until(shutdown);
+    Ok(sse(events))
+}
+
+fn include_usage(body: &ChatCompletionRequest) -> bool {
+    body.stream_options.as_ref().is_some_and(|o| o.include_usage)
+}
+
+fn sse<S>(events: S) -> Response
+where
+    S: futures::Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// Builds the events of one stream.
+struct Chunks {
+    id: String,
+    model: String,
+    created: u64,
+    include_usage: bool,
+}
+
+impl Chunks {
+    fn chunk(&self, choices: Vec<ChunkChoice>) -> ChatCompletionChunk {
+        ChatCompletionChunk {
+            id: self.id.clone(),
+            object: "chat.completion.chunk".into(),
+            created: self.created,
+            model: self.model.clone(),
+            choices,
+            usage: None,
+            docdex: None,
+        }
+    }
+
+    fn event(chunk: &ChatCompletionChunk) -> Event {
+        Event::default().data(serde_json::to_string(chunk).unwrap_or_else(|_| "{}".into()))
+    }
+
+    /// The first chunk: the role, and the first piece of text.
+    fn first(&self, text: String) -> Vec<Event> {
+        let delta = Delta { role: Some("assistant".into()), content: Some(text) };
+        vec![Self::event(&self.chunk(vec![ChunkChoice { index: 0, delta, finish_reason: None }]))]
+    }
+
+    fn delta(&self, text: String) -> Event {
+        let delta = Delta { role: None, content: Some(text) };
+        Self::event(&self.chunk(vec![ChunkChoice { index: 0, delta, finish_reason: None }]))
+    }
+
+    /// The final chunk (finish reason and the `docdex` extension), the usage chunk when asked
+    /// for, and `[DONE]`.
+    fn last(&self, resp: ChatTurnResponse) -> Vec<Event> {
+        let mut out = Vec::with_capacity(3);
+        if matches!(resp.llm.status, AnswerStatus::Failed) {
+            let message = resp.llm.message.clone().unwrap_or_else(|| "the model failed part-way".into());
+            let code = resp.llm.error_code.clone().unwrap_or_else(|| "upstream_unavailable".into());
+            out.push(Event::default().data(json!({"error": {"code": code, "message": message}}).to_string()));
+        }
+        let usage = usage(&resp.trace);
+        let reason = finish_reason(&resp);
+        let mut last = self.chunk(vec![ChunkChoice { index: 0, delta: Delta::default(), finish_reason: Some(reason) }]);
+        last.model = resp.trace.model.model.clone();
+        last.docdex = Some(DocdexExtension::of(resp));
+        out.push(Self::event(&last));
+        if self.include_usage {
+            let mut u = self.chunk(Vec::new());
+            u.usage = Some(usage);
+            out.push(Self::event(&u));
+        }
+        out.push(Event::default().data("[DONE]"));
+        out
+    }
+
+    /// An error after the stream started, OpenAI style, then `[DONE]`.
+    fn error(&self, e: &ApiError) -> Vec<Event> {
+        vec![
+            Event::default().data(json!({"error": {"code": e.code, "message": e.message}}).to_string()),
+            Event::default().data("[DONE]"),
+        ]
+    }
+}
+
+/// Adds `POST /v1/chat/completions` to `routes`.
+pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
+    routes.route(
+        Method::POST,
+        "/v1/chat/completions",
+        post(completions),
+        Operation::new("OpenAI-compatible chat about the repository (the waterfall chat)")
+            .describe("The OpenAI request and response; `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`. The repository comes from `x-docdex-repo`, `docdex.repo` or `?repo=`; the agent from `x-docdex-agent-id` or `docdex.agent_id`. `docdex.force_web`, `docdex.no_web`, `docdex.diff` and `docdex.session_id` steer the waterfall. The `docdex` field of the response (or of the final chunk) carries the session, sources, model outcome and waterfall trace. No reachable model: 503 `upstream_unavailable` / `model_not_found`, with the retrieved sources in `docdex`.")
+            .query::<RepoQuery>()
+            .body::<ChatCompletionRequest>()
+            .response::<ChatCompletion>(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(v: Value) -> ChatCompletionRequest {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn openai_bodies_become_turns() {
+        let mut headers = HeaderMap::new();
+        headers.insert(AGENT_HEADER, "agent-7".parse().unwrap());
+        let b = body(json!({
+            "model": "docdex",
+            "temperature": 0.2,
+            "max_completion_tokens": 99,
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": [{"type": "text", "text": "first"}]},
+                {"role": "assistant", "content": "an answer"},
+                {"role": "tool", "content": "ignored"},
+                {"role": "user", "content": "where are sessions expired?"}
+            ],
+            "docdex": {"force_web": true, "diff": "staged", "agent_id": "body-agent", "session_id": "s1"}
+        }));
+        let req = turn_request(&b, &headers).unwrap();
+        assert_eq!(req.query, "where are sessions expired?");
+        assert_eq!(req.history.len(), 2, "system left out, tool skipped: {:?}", req.history);
+        assert_eq!(req.history[0].content, "first");
+        assert_eq!(req.model, None, "`docdex` means the configured model");
+        assert_eq!(req.max_answer_tokens, Some(99));
+        assert_eq!(req.agent_id.as_deref(), Some("agent-7"), "the header wins");
+        assert_eq!(req.web, WebPolicy::Force);
+        assert_eq!(req.diff, Some(DiffRequest { target: "staged".into(), paths: vec![] }));
+        assert_eq!(req.session_id.as_deref(), Some("s1"));
+
+        let b = body(json!({"model": "llama3.2:1b", "messages": [{"role": "user", "content": "q"}],
+            "docdex": {"no_web": true, "diff": {"target": "main..HEAD", "paths": ["src"]}, "agent_id": "a"}}));
+        let req = turn_request(&b, &HeaderMap::new()).unwrap();
+        assert_eq!(req.model.as_deref(), Some("llama3.2:1b"));
+        assert_eq!(req.web, WebPolicy::Off);
+        assert_eq!(req.agent_id.as_deref(), Some("a"));
+        assert_eq!(req.diff.unwrap().paths, ["src"]);
+    }
+
+    #[test]
+    fn bad_conversations_are_bad_requests() {
+        let h = HeaderMap::new();
+        for v in [
+            json!({"messages": []}),
+            json!({"messages": [{"role": "assistant", "content": "hi"}]}),
+            json!({"messages": [{"role": "user", "content": "  "}]}),
+            json!({"messages": [{"role": "wizard", "content": "q"}]}),
+            json!({"messages": [{"role": "user", "content": 5}]}),
+            json!({"messages": [{"role": "user", "content": "q"}], "docdex": {"force_web": true, "no_web": true}}),
+        ] {
+            let e = turn_request(&body(v.clone()), &h).unwrap_err();
+            assert_eq!(e.code, "bad_request", "{v}");
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! The code-intelligence, memory and reasoning-DAG endpoints: symbols, the symbol
+//! store's status, AST search and query, the impact graph, repo memory and the
+//! logged chat sessions. Each handler resolves the repository the request names
+//! (header, body, query; see [`super::http`]), checks that any path it carries
+//! stays inside that repository, and runs one `Engine` call on the blocking pool.
+//!
+//! Query strings are parsed into small structs with plain fields (not the engine
+//! request types flattened) because URL-encoded values are strings and serde's
+//! `flatten` cannot turn them into numbers.
+
+use super::error::{ApiError, ApiJson};
+use super::http::{blocking, selector, RepoQuery};
+use super::openapi::{Operation, Routes};
+use super::AppState;
+use crate::engine::protocol::{
+    AstMode, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, DagSession, DagSessionList,
+    Direction, ImpactRequest, ImpactResponse, MemoryRecallRequest, MemoryRecallResponse, MemoryStoreRequest,
+    MemoryStoreResponse, SymbolsRequest, SymbolsResponse, SymbolsStatus,
+};
+use crate::engine::repos::RepoRef;
+use crate::engine::Engine;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::routing::{get, post};
+use axum::Json;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::path::{Component, Path};
+
+/// `GET /v1/symbols` query.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct SymbolsQuery {
+    /// Name to look for (exact, prefix, word parts, fuzzy). Without it, `file` is required and
+    /// the file's outline is returned.
+    #[serde(default, alias = "q")]
+    pub query: Option<String>,
+    /// Only this kind (`function`, `method`, `class`, `struct`, `enum`, `trait`, ...).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Only this repo-relative file (its outline when `query` is absent).
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Only files under this repo-relative prefix.
+    #[serde(default)]
+    pub path_prefix: Option<String>,
+    /// Only this language (`rust`, `python`, `tsx`, ...).
+    #[serde(default)]
+    pub lang: Option<String>,
+    /// Results per page (default 20).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+}
+
+/// `GET /v1/ast/search` query.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct AstSearchQuery {
+    /// Tree-sitter node kinds, comma-separated (`function_item,struct_item`).
+    pub kinds: String,
+    /// `any` (default): files with at least one of the kinds; `all`: files with every kind.
+    #[serde(default)]
+    pub mode: Option<AstMode>,
+    /// Files per page (default 20).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Only files under this repo-relative prefix.
+    #[serde(default)]
+    pub path_prefix: Option<String>,
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+}
+
+/// `POST /v1/ast/query` body: an [`AstQueryRequest`] plus the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AstQueryBody {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// The query.
+    #[serde(flatten)]
+    pub query: AstQueryRequest,
+}
+
+/// `GET /v1/graph/impact` query.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct ImpactQuery {
+    /// Repo-relative path of the file (or `ext:<package>`).
+    pub file: String,
+    /// Import hops to follow (default 1, at most 64).
+    #[serde(default)]
+    pub depth: Option<u32>,
+    /// `in` (files importing it), `out` (what it imports) or `both` (default).
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+}
+
+/// `POST /v1/memory/store` body.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryStoreBody {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// What to remember.
+    #[serde(flatten)]
+    pub memory: MemoryStoreRequest,
+}
+
+/// `POST /v1/memory/recall` body.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryRecallBody {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// What to recall.
+    #[serde(flatten)]
+    pub recall: MemoryRecallRequest,
+}
+
+/// Refuses a user-given path that leaves the repository: an absolute path outside its root,
+/// or a relative one whose `..` climbs above it. Symlinks are not followed here: the engine
+/// only answers from what it indexed, which never includes files outside the root.
+pub fn confine(repo: &RepoRef, path: &str) -> Result<(), ApiError> {
+    let outside = || {
+        ApiError::from(crate::Error::OutsideRepo { path: path.to_string(), repo: repo.root.clone() })
+    };
+    let p = Path::new(path.trim());
+    if p.is_absolute() {
+        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        return if real.starts_with(&repo.root) || p.starts_with(&repo.root) { Ok(()) } else { Err(outside()) };
+    }
+    let mut depth: i64 = 0;
+    for c in p.components() {
+        match c {
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return Err(outside()),
+        }
+        if depth < 0 {
+            return Err(outside());
+        }
+    }
+    Ok(())
+}
+
+/// Resolves the repository, confines `paths` to it, and runs `call` on the blocking pool;
+/// engine errors are explained against the mount (a first index in flight says so).
+async fn run<T, F>(state: AppState, sel: Option<String>, paths: Vec<String>, call: F) -> Result<Json<T>, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Engine, &RepoRef) -> crate::Result<T> + Send + 'static,
+{
+    blocking(move || {
+        let repo = state.repo(sel.as_deref())?;
+        for p in &paths {
+            confine(&repo, p)?;
+        }
+        call(state.engine(), &repo).map(Json).map_err(|e| state.explain(&repo, e))
+    })
+    .await
+}
+
+async fn symbols(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<SymbolsQuery>,
+) -> Result<Json<SymbolsResponse>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    let paths = q.file.iter().chain(q.path_prefix.iter()).cloned().collect();
+    let req = SymbolsRequest {
+        query: q.query,
+        kind: q.kind,
+        file: q.file,
+        path_prefix: q.path_prefix,
+        lang: q.lang,
+        limit: q.limit,
+    };
+    run(state, sel, paths, move |engine, repo| engine.symbols(&repo.root, &req)).await
+}
+
+async fn symbols_status(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<RepoQuery>,
+) -> Result<Json<SymbolsStatus>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    run(state, sel, Vec::new(), |engine, repo| engine.symbols_status(&repo.root)).await
+}
+
+async fn ast_search(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<AstSearchQuery>,
+) -> Result<Json<AstSearchResponse>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    let kinds: Vec<String> =
+        q.kinds.split(',').map(str::trim).filter(|k| !k.is_empty()).map(String::from).collect();
+    if kinds.is_empty() {
+        return Err(ApiError::bad_request(
+            "no node kinds: pass `kinds`, comma-separated Tree-sitter node kinds such as function_item,struct_item",
+        ));
+    }
+    let paths = q.path_prefix.iter().cloned().collect();
+    let req = AstSearchRequest { kinds, mode: q.mode.unwrap_or_default(), limit: q.limit, path_prefix: q.path_prefix };
+    run(state, sel, paths, move |engine, repo| engine.ast_search(&repo.root, &req)).await
+}
+
+async fn ast_query(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<RepoQuery>,
+    ApiJson(body): ApiJson<AstQueryBody>,
+) -> Result<Json<AstQueryResponse>, ApiError> {
+    let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
+    if body.query.kinds.iter().all(|k| k.trim().is_empty()) {
+        return Err(ApiError::bad_request("no node kinds: pass `kinds`, e.g. [\"function_item\"]"));
+    }
+    let paths = body.query.path_prefix.iter().cloned().collect();
+    let req = body.query;
+    run(state, sel, paths, move |engine, repo| engine.ast_query(&repo.root, &req)).await
+}
+
+async fn impact(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<ImpactQuery>,
+) -> Result<Json<ImpactResponse>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    let paths = if q.file.starts_with("ext:") { Vec::new() } else { vec![q.file.clone()] };
+    let req = ImpactRequest { file: q.file, depth: q.depth, direction: q.direction };
+    run(state, sel, paths, move |engine, repo| engine.impact(&repo.root, &req)).await
+}
+
+async fn memory_store(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<RepoQuery>,
+    ApiJson(body): ApiJson<MemoryStoreBody>,
+) -> Result<Json<MemoryStoreResponse>, ApiError> {
+    let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
+    let req = body.memory;
+    run(state, sel, Vec::new(), move |engine, repo| engine.memory_store(&repo.root, &req)).await
+}
+
+async fn memory_recall(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<RepoQuery>,
+    ApiJson(body): ApiJson<MemoryRecallBody>,
+) -> Result<Json<MemoryRecallResponse>, ApiError> {
+    let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
+    let req = body.recall;
+    run(state, sel, Vec::new(), move |engine, repo| engine.memory_recall(&repo.root, &req)).await
+}
+
+async fn dag_sessions(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<RepoQuery>,
+) -> Result<Json<DagSessionList>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    run(state, sel, Vec::new(), |engine, repo| engine.dag_sessions(&repo.root)).await
+}
+
+async fn dag_session(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    UrlPath(session): UrlPath<String>,
+    Query(q): Query<RepoQuery>,
+) -> Result<Json<DagSession>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    if session.trim().is_empty() {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_request", "empty session id"));
+    }
+    run(state, sel, Vec::new(), move |engine, repo| engine.dag_session(&repo.root, &session)).await
+}
+
+/// Adds the symbols, AST, impact, memory and DAG endpoints to `routes`.
+pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
+    routes
+        .route(
+            Method::GET,
+            "/v1/symbols",
+            get(symbols),
+            Operation::new("Symbols by name, or a file's outline")
+                .describe("`query` searches declarations by name (exact, prefix, word parts, fuzzy), filtered by `kind`, `file`, `path_prefix`, `lang`; `file` alone returns the file's outline. 409 `stale_index` when the symbol store must be rebuilt (parser drift: run `docdex index`); 403 `path_outside_repo` for a file outside the repository.")
+                .query::<SymbolsQuery>()
+                .response::<SymbolsResponse>(),
+        )
+        .route(
+            Method::GET,
+            "/v1/symbols/status",
+            get(symbols_status),
+            Operation::new("The symbol store's state: counts per language, parser drift")
+                .describe("`symbols_reindex_required: true` means symbol and AST queries answer 409 `stale_index` until `docdex index` runs.")
+                .query::<RepoQuery>()
+                .response::<SymbolsStatus>(),
+        )
+        .route(
+            Method::GET,
+            "/v1/ast/search",
+            get(ast_search),
+            Operation::new("Files containing Tree-sitter node kinds")
+                .describe("`kinds` is comma-separated (`function_item,struct_item`); `mode=all` needs every kind in a file.")
+                .query::<AstSearchQuery>()
+                .response::<AstSearchResponse>(),
+        )
+        .route(
+            Method::POST,
+            "/v1/ast/query",
+            post(ast_query),
+            Operation::new("Node kinds per file with sample nodes, optionally by declared name")
+                .query::<RepoQuery>()
+                .body::<AstQueryBody>()
+                .response::<AstQueryResponse>(),
+        )
+        .route(
+            Method::GET,
+            "/v1/graph/impact",
+            get(impact),
+            Operation::new("What a file imports and what imports it, to a depth")
+                .describe("`affected` lists every file whose behaviour may change if `file` changes. 403 `path_outside_repo` for paths leaving the repository; 404 `not_found` for a file the graph does not know.")
+                .query::<ImpactQuery>()
+                .response::<ImpactResponse>(),
+        )
+        .route(
+            Method::POST,
+            "/v1/memory/store",
+            post(memory_store),
+            Operation::new("Remember a fact about the repository")
+                .describe("Stored in the repository's memory.db with an embedding when an embedder answers (a `notice` says when not); chat recalls memories into its context.")
+                .query::<RepoQuery>()
+                .body::<MemoryStoreBody>()
+                .response::<MemoryStoreResponse>(),
+        )
+        .route(
+            Method::POST,
+            "/v1/memory/recall",
+            post(memory_recall),
+            Operation::new("Memories most related to a query")
+                .describe("By meaning (`mode: vector`), or by shared words (`mode: text`, with a `notice`) when no embedder answers.")
+                .query::<RepoQuery>()
+                .body::<MemoryRecallBody>()
+                .response::<MemoryRecallResponse>(),
+        )
+        .route(
+            Method::GET,
+            "/v1/dag/sessions",
+            get(dag_sessions),
+            Operation::new("Reasoning sessions logged by chat, newest first")
+                .query::<RepoQuery>()
+                .response::<DagSessionList>(),
+        )
+        .route(
+            Method::GET,
+            "/v1/dag/{session}",
+            get(dag_session),
+            Operation::new("One reasoning session with its nodes and edges")
+                .describe("`session` is the id or a unique prefix; 404 `not_found` when no session matches.")
+                .query::<RepoQuery>()
+                .response::<DagSession>(),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo() -> RepoRef {
+        RepoRef {
+            root: "/srv/repo".into(),
+            fingerprint: "f".repeat(64),
+            state_dir: "/tmp/state".into(),
+        }
+    }
+
+    #[test]
+    fn paths_stay_inside_the_repository() {
+        let r = repo();
+        for ok in ["src/a.rs", "src/../b.rs", "./c", "/srv/repo/src/a.rs", "a/b/../../c"] {
+            assert!(confine(&r, ok).is_ok(), "{ok}");
+        }
+        for bad in ["../x", "src/../../x", "/etc/passwd", "/srv/repository/a", "a/../../b"] {
+            let e = confine(&r, bad).unwrap_err();
+            assert_eq!((e.code, e.status), ("path_outside_repo", StatusCode::FORBIDDEN), "{bad}");
+        }
+    }
+}
