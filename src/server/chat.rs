@@ -12,7 +12,7 @@
 //! with the error contract; a failure after that arrives as an OpenAI-style `{"error": ...}`
 //! chunk. A client that disconnects stops the model (the event callback returns `Break`).
 
-use super::error::{ApiError, ApiJson};
+use super::error::{ApiError, ApiJson, ApiQuery};
 use super::http::{selector, RepoQuery};
 use super::intel::confine;
 use super::openapi::{Operation, Routes};
@@ -22,7 +22,7 @@ use crate::engine::protocol::{
     AnswerStatus, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, LlmOutcome,
     WebPolicy,
 };
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -375,7 +375,7 @@ fn lost_worker() -> ApiError {
 async fn completions(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<RepoQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
     ApiJson(body): ApiJson<ChatCompletionRequest>,
 ) -> Result<Response, ApiError> {
     let req = turn_request(&body, &headers)?;

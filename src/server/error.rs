@@ -145,3 +145,23 @@ where
 /// The configured body limit, put in request extensions so rejections can name it.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyLimit(pub usize);
+
+/// A query string whose failures (a missing or malformed parameter) answer with the error
+/// contract instead of axum's plain-text rejection.
+#[derive(Debug, Clone)]
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> axum::extract::FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| ApiQuery(q.0))
+            .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
+    }
+}

@@ -7,13 +7,13 @@
 //! body field or a `?repo=` query (in that order of precedence); `docdex serve`
 //! defaults to its repo.
 
-use super::error::{ApiError, ApiJson, BodyLimit, ErrorDetail};
+use super::error::{ApiError, ApiJson, ApiQuery, BodyLimit, ErrorDetail};
 use super::mounts::MountInfo;
 use super::openapi::{self, Operation, Routes};
 use super::{auth, mcp, AppState, Mode};
 use crate::engine::protocol::{FileContent, SearchRequest, SearchResponse, StatusResponse, SCHEMA_VERSION};
 use crate::engine::repos::{RepoRecord, RepoRef};
-use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::routing::{get, post};
 use axum::{middleware, Extension, Json, Router};
@@ -173,7 +173,7 @@ async fn healthz(State(state): State<AppState>) -> Json<Health> {
 async fn status(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<RepoQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
 ) -> Result<Json<ServerStatus>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let engine = state.engine().clone();
@@ -223,7 +223,7 @@ async fn initialize(
 async fn search(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<RepoQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
     ApiJson(body): ApiJson<SearchBody>,
 ) -> Result<Json<SearchResponse>, ApiError> {
     let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
@@ -241,7 +241,7 @@ async fn search(
 async fn open(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<OpenQuery>,
+    ApiQuery(q): ApiQuery<OpenQuery>,
 ) -> Result<Json<FileContent>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let lines = q.lines.as_deref().map(parse_lines).transpose()?;

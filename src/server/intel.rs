@@ -8,7 +8,7 @@
 //! request types flattened) because URL-encoded values are strings and serde's
 //! `flatten` cannot turn them into numbers.
 
-use super::error::{ApiError, ApiJson};
+use super::error::{ApiError, ApiJson, ApiQuery};
 use super::http::{blocking, selector, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::AppState;
@@ -19,7 +19,7 @@ use crate::engine::protocol::{
 };
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::routing::{get, post};
 use axum::Json;
@@ -169,7 +169,7 @@ where
 async fn symbols(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<SymbolsQuery>,
+    ApiQuery(q): ApiQuery<SymbolsQuery>,
 ) -> Result<Json<SymbolsResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let paths = q.file.iter().chain(q.path_prefix.iter()).cloned().collect();
@@ -187,7 +187,7 @@ async fn symbols(
 async fn symbols_status(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<RepoQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
 ) -> Result<Json<SymbolsStatus>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     run(state, sel, Vec::new(), |engine, repo| engine.symbols_status(&repo.root)).await
@@ -196,7 +196,7 @@ async fn symbols_status(
 async fn ast_search(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<AstSearchQuery>,
+    ApiQuery(q): ApiQuery<AstSearchQuery>,
 ) -> Result<Json<AstSearchResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let kinds: Vec<String> =
@@ -214,7 +214,7 @@ async fn ast_search(
 async fn ast_query(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<RepoQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
     ApiJson(body): ApiJson<AstQueryBody>,
 ) -> Result<Json<AstQueryResponse>, ApiError> {
     let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
@@ -229,7 +229,7 @@ async fn ast_query(
 async fn impact(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<ImpactQuery>,
+    ApiQuery(q): ApiQuery<ImpactQuery>,
 ) -> Result<Json<ImpactResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     let paths = if q.file.starts_with("ext:") { Vec::new() } else { vec![q.file.clone()] };
@@ -240,7 +240,7 @@ async fn impact(
 async fn memory_store(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<RepoQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
     ApiJson(body): ApiJson<MemoryStoreBody>,
 ) -> Result<Json<MemoryStoreResponse>, ApiError> {
     let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
@@ -251,7 +251,7 @@ async fn memory_store(
 async fn memory_recall(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<RepoQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
     ApiJson(body): ApiJson<MemoryRecallBody>,
 ) -> Result<Json<MemoryRecallResponse>, ApiError> {
     let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
@@ -262,7 +262,7 @@ async fn memory_recall(
 async fn dag_sessions(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<RepoQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
 ) -> Result<Json<DagSessionList>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     run(state, sel, Vec::new(), |engine, repo| engine.dag_sessions(&repo.root)).await
@@ -272,7 +272,7 @@ async fn dag_session(
     State(state): State<AppState>,
     headers: HeaderMap,
     UrlPath(session): UrlPath<String>,
-    Query(q): Query<RepoQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
 ) -> Result<Json<DagSession>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     if session.trim().is_empty() {

@@ -13,6 +13,7 @@ mod memory;
 mod search;
 mod semantic;
 mod server;
+mod server_api;
 mod server_util;
 mod setup;
 mod symbols;

@@ -196,23 +196,32 @@ fn mcp_initialize_root_uri_binds_the_session() {
 }
 
 /// The official `openai` client against `/v1/chat/completions`, streaming and not, with the
-/// fake Ollama behind. Ignored until the waterfall chat lands and the server routes the
-/// endpoint to it; the harness (`tests/clients/openai_client.py`) is ready.
+/// fake Ollama behind (`tests/clients/openai_client.py` checks the shapes, the `docdex`
+/// extension with the waterfall trace, session continuation and errors as exceptions).
 #[test]
-#[ignore = "POST /v1/chat/completions is served once the waterfall chat engine lands"]
 fn openai_client_chat_completions() {
     use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
     let Some(py) = python() else { return };
     let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions { token_delay_ms: 2, ..Default::default() }).unwrap();
+    env.write_config(&crate::util::llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
     let (repo, _) = setup(&env);
-    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
-    std::fs::write(
-        env.home().join("config.toml"),
-        format!("[llm]\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\n", fake.url()),
-    )
-    .unwrap();
     let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/clients/openai_client.py");
     let out = Command::new(py).arg(script).args([&server.url("/v1"), repo.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}\n{}\nserver log:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server.stderr.lock().unwrap()
+    );
+    let last = String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default().to_string();
+    let report: Value = serde_json::from_str(&last).unwrap_or_else(|e| panic!("bad report {last:?}: {e}"));
+    assert_eq!(report["ok"], true, "{report}");
+    assert!(report["chunks"].as_u64().unwrap() >= 3, "{report}");
+    // Both turns were logged in one reasoning session, by the agent the header named.
+    let sessions = env.engine().dag_sessions(&repo).unwrap();
+    let s = sessions.sessions.iter().find(|s| s.id == report["session"].as_str().unwrap()).expect("session logged");
+    assert_eq!((s.turns, s.agent_id.as_deref()), (2, Some("openai-py")));
 }

@@ -7,9 +7,9 @@
 //! session; server shutdown closes every stream.
 
 use super::{DocdexMcp, InitExtras, InitSlot};
-use crate::server::error::{ApiError, ApiJson};
+use crate::server::error::{ApiError, ApiJson, ApiQuery};
 use crate::server::AppState;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::channel::mpsc::{unbounded, UnboundedSender};
@@ -125,7 +125,7 @@ pub async fn connect(State(state): State<AppState>) -> Sse<impl Stream<Item = Re
 /// `POST /v1/mcp/message?sessionId=`: hands one client message to its session.
 pub async fn message(
     State(state): State<AppState>,
-    Query(q): Query<SessionQuery>,
+    ApiQuery(q): ApiQuery<SessionQuery>,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<StatusCode, ApiError> {
     let (tx, init) = state.sse().get(&q.session_id).ok_or_else(|| {

@@ -1,0 +1,388 @@
+//! The engine-backed HTTP endpoints as a client meets them: symbols and AST, the impact
+//! graph, repo memory, `/v1/chat/completions` (OpenAI shape, streaming and not) and the
+//! reasoning DAG, each with its error contract: unknown repo, stale or missing index, paths
+//! outside the repo, malformed bodies. The real binary on loopback, reqwest as the client,
+//! real indexes in a temporary DOCDEX_HOME, the fake Ollama behind chat and memory.
+
+use crate::server_util::{client, Server};
+use crate::util::{dead_url, llm_config, sample_repo, write, Env};
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use serde_json::{json, Value};
+
+fn indexed_repo(env: &Env, name: &str) -> std::path::PathBuf {
+    let repo = env.repo(name);
+    sample_repo(&repo);
+    // Imports for the impact graph: a.py and c.py import b.py.
+    write(&repo, "a.py", "import b\n\ndef run():\n    return b.helper()\n");
+    write(&repo, "b.py", "def helper():\n    return 1\n");
+    write(&repo, "c.py", "import b\n");
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    repo
+}
+
+async fn json_of(resp: reqwest::Response) -> (u16, Value) {
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text:?}")))
+}
+
+async fn get(server: &Server, path: &str) -> (u16, Value) {
+    json_of(client().get(server.url(path)).send().await.unwrap()).await
+}
+
+async fn post(server: &Server, path: &str, body: Value) -> (u16, Value) {
+    json_of(client().post(server.url(path)).json(&body).send().await.unwrap()).await
+}
+
+fn assert_error(status: u16, v: &Value, want_status: u16, code: &str) {
+    assert_eq!(status, want_status, "{v}");
+    assert_eq!(v["error"]["code"], code, "{v}");
+    assert!(v["error"]["message"].as_str().is_some_and(|m| m.len() > 10), "{v}");
+}
+
+fn set_symbol_meta(env: &Env, repo: &std::path::Path, key: &str, value: &str) {
+    let r = env.engine().resolve_repo(repo).unwrap();
+    let conn = rusqlite::Connection::open(docdex::engine::code::store::db_path(&r)).unwrap();
+    conn.execute("INSERT OR REPLACE INTO meta VALUES(?1, ?2)", [key, value]).unwrap();
+}
+
+#[tokio::test]
+async fn symbols_and_ast_answer_and_a_drifted_store_is_409_stale_index() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    write(env.dir.path(), "outside.rs", "fn secret() {}\n");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+
+    let (s, v) = get(&server, "/v1/symbols?query=expire_stale&kind=method").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["mode"], "search");
+    let top = &v["results"][0];
+    assert_eq!((top["name"].as_str(), top["path"].as_str()), (Some("expire_stale_sessions"), Some("src/auth/session.rs")));
+    assert_eq!(top["container"], "SessionStore");
+
+    let (s, v) = get(&server, "/v1/symbols?file=src/auth/session.rs").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["mode"], "outline");
+    let names: Vec<&str> = v["results"].as_array().unwrap().iter().filter_map(|h| h["name"].as_str()).collect();
+    assert!(names.contains(&"SessionStore") && names.contains(&"expire_stale_sessions"), "{names:?}");
+
+    let (s, v) = get(&server, "/v1/symbols/status").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!((v["state"].as_str(), v["symbols_reindex_required"].as_bool()), (Some("ready"), Some(false)), "{v}");
+
+    let (s, v) = get(&server, "/v1/ast/search?kinds=function_definition,function_item&mode=any").await;
+    assert_eq!(s, 200, "{v}");
+    let files: Vec<&str> = v["results"].as_array().unwrap().iter().filter_map(|h| h["path"].as_str()).collect();
+    assert!(files.contains(&"src/parser.py") && files.contains(&"src/auth/session.rs"), "{files:?}");
+
+    let (s, v) = post(&server, "/v1/ast/query", json!({"kinds": ["function_definition"], "name": "parse_config"})).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["results"][0]["path"], "src/parser.py", "{v}");
+    assert_eq!(v["results"][0]["samples"][0]["name"], "parse_config", "{v}");
+
+    // Errors: paths leaving the repo, missing or malformed parameters, another repository.
+    let (s, v) = get(&server, "/v1/symbols?file=../outside.rs").await;
+    assert_error(s, &v, 403, "path_outside_repo");
+    let (s, v) = get(&server, "/v1/ast/search?kinds=function_item&path_prefix=/etc").await;
+    assert_error(s, &v, 403, "path_outside_repo");
+    let (s, v) = get(&server, "/v1/symbols").await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = get(&server, "/v1/symbols?query=x&limit=many").await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = get(&server, "/v1/ast/search").await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = get(&server, "/v1/ast/search?kinds=x&mode=some").await;
+    assert_error(s, &v, 400, "bad_request");
+    let r = client().post(server.url("/v1/ast/query")).header("content-type", "application/json").body("{\"kinds\": [");
+    let (s, v) = json_of(r.send().await.unwrap()).await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = post(&server, "/v1/ast/query", json!({"kinds": "function_item"})).await;
+    assert_error(s, &v, 400, "bad_request");
+    let other = env.repo("other");
+    let r = client().get(server.url("/v1/symbols?query=x")).header("x-docdex-repo", other.to_str().unwrap());
+    let (s, v) = json_of(r.send().await.unwrap()).await;
+    assert_error(s, &v, 404, "unknown_repo");
+    let (s, v) = get(&server, "/v1/symbols/status?repo=/definitely/not/here").await;
+    assert_error(s, &v, 404, "unknown_repo");
+
+    // Parser drift: python symbols were extracted by another grammar, so queries are refused
+    // with 409 stale_index (saying to re-index) and the status says so.
+    set_symbol_meta(&env, &repo, "grammar:python", "tree-sitter-python 0.0.1");
+    let (s, v) = get(&server, "/v1/symbols?query=parse_config").await;
+    assert_error(s, &v, 409, "stale_index");
+    assert!(v["error"]["message"].as_str().unwrap().contains("docdex index"), "{v}");
+    let (s, v) = post(&server, "/v1/ast/query", json!({"kinds": ["function_definition"]})).await;
+    assert_error(s, &v, 409, "stale_index");
+    let (s, v) = get(&server, "/v1/symbols/status").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["symbols_reindex_required"], true, "{v}");
+}
+
+#[tokio::test]
+async fn impact_follows_imports_and_refuses_paths_outside_the_repo() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+
+    let (s, v) = get(&server, "/v1/graph/impact?file=b.py&direction=in&depth=2").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["file"], "b.py");
+    assert_eq!(v["direction"], "in");
+    let mut inbound: Vec<&str> = v["inbound"].as_array().unwrap().iter().filter_map(|d| d["path"].as_str()).collect();
+    inbound.sort();
+    assert_eq!(inbound, ["a.py", "c.py"], "{v}");
+    assert!(v["outbound"].as_array().unwrap().is_empty(), "direction=in: {v}");
+
+    let (s, v) = get(&server, "/v1/graph/impact?file=a.py&direction=out").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["outbound"][0]["path"], "b.py", "{v}");
+    assert!(v["affected"].as_array().unwrap().is_empty(), "nothing imports a.py: {v}");
+
+    for escape in ["../../etc/passwd", "/etc/passwd", "src/../../x.py"] {
+        let url = format!("/v1/graph/impact?file={}", escape.replace('/', "%2F"));
+        let (s, v) = get(&server, &url).await;
+        assert_error(s, &v, 403, "path_outside_repo");
+    }
+    let (s, v) = get(&server, "/v1/graph/impact?file=nope.py").await;
+    assert_error(s, &v, 404, "not_found");
+    let (s, v) = get(&server, "/v1/graph/impact?file=b.py&depth=0").await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = get(&server, "/v1/graph/impact?file=b.py&direction=sideways").await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = get(&server, "/v1/graph/impact").await;
+    assert_error(s, &v, 400, "bad_request");
+}
+
+#[tokio::test]
+async fn the_daemon_says_which_repo_is_unknown_or_unindexed_on_every_new_endpoint() {
+    let env = Env::new();
+    let unindexed = env.repo("fresh");
+    write(&unindexed, "x.py", "import y\n");
+    let daemon = Server::start(&env, &["daemon", "--no-watch"], &[]);
+    let u = unindexed.to_str().unwrap();
+    let gets = [
+        format!("/v1/symbols?query=x&repo={u}"),
+        format!("/v1/symbols/status?repo={u}"),
+        format!("/v1/ast/search?kinds=function_definition&repo={u}"),
+        format!("/v1/graph/impact?file=x.py&repo={u}"),
+        format!("/v1/dag/sessions?repo={u}"),
+    ];
+    for path in &gets {
+        let (s, v) = get(&daemon, path).await;
+        assert_error(s, &v, 409, "not_indexed");
+        assert!(v["error"]["message"].as_str().unwrap().contains("/v1/initialize"), "{path}: {v}");
+        let unknown = path.replace(u, "/definitely/not/here");
+        let (s, v) = get(&daemon, &unknown).await;
+        assert_error(s, &v, 404, "unknown_repo");
+    }
+    let posts = [
+        ("/v1/ast/query", json!({"kinds": ["x"], "repo": u})),
+        ("/v1/memory/store", json!({"content": "a fact", "repo": u})),
+        ("/v1/memory/recall", json!({"query": "fact", "repo": u})),
+        ("/v1/chat/completions", json!({"messages": [{"role": "user", "content": "q"}], "docdex": {"repo": u}})),
+    ];
+    for (path, body) in posts {
+        let (s, v) = post(&daemon, path, body).await;
+        assert_error(s, &v, 409, "not_indexed");
+    }
+    // The daemon serves no default repository: a request must name one.
+    let (s, v) = get(&daemon, "/v1/symbols?query=x").await;
+    assert_error(s, &v, 400, "bad_request");
+}
+
+#[tokio::test]
+async fn memory_is_stored_and_recalled_per_repository() {
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    env.write_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = indexed_repo(&env, "r");
+    let other = indexed_repo(&env, "other");
+    let daemon = Server::start(&env, &["daemon", "--no-watch"], &[]);
+    let r = repo.to_str().unwrap();
+
+    let (s, v) = post(
+        &daemon,
+        "/v1/memory/store",
+        json!({"repo": r, "content": "integration tests need REDIS_URL set", "metadata": {"source": "test"}}),
+    )
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["memory"]["embedded"], true, "the fake embedder answered: {v}");
+    assert_eq!(v["memory"]["metadata"]["source"], "test");
+    let id = v["memory"]["id"].as_str().unwrap().to_string();
+    // The repository named by header.
+    let resp = client()
+        .post(daemon.url("/v1/memory/store"))
+        .header("x-docdex-repo", r)
+        .json(&json!({"content": "release notes live in docs/CHANGES.md"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+
+    let (s, v) = post(&daemon, "/v1/memory/recall", json!({"repo": r, "query": "REDIS_URL integration tests", "limit": 5})).await;
+    assert_eq!(s, 200, "{v}");
+    let ids: Vec<&str> = v["results"].as_array().unwrap().iter().filter_map(|m| m["id"].as_str()).collect();
+    assert_eq!(ids.len(), 2, "{v}");
+    assert!(ids.contains(&id.as_str()), "{v}");
+    assert_eq!(v["mode"], "vector");
+    // Memories stay in their repository.
+    let (s, v) = post(&daemon, "/v1/memory/recall", json!({"repo": other.to_str().unwrap(), "query": "REDIS_URL"})).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(v["results"].as_array().unwrap().is_empty(), "{v}");
+
+    // Errors: empty content, metadata that is not an object, malformed JSON, empty body, empty query.
+    let (s, v) = post(&daemon, "/v1/memory/store", json!({"repo": r, "content": "   "})).await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = post(&daemon, "/v1/memory/store", json!({"repo": r, "content": "x", "metadata": [1]})).await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = post(&daemon, "/v1/memory/store", json!({"repo": r})).await;
+    assert_error(s, &v, 400, "bad_request");
+    let bad = client().post(daemon.url("/v1/memory/recall")).header("content-type", "application/json").body("{oops");
+    let (s, v) = json_of(bad.send().await.unwrap()).await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = post(&daemon, "/v1/memory/recall", json!({"repo": r, "query": ""})).await;
+    assert_error(s, &v, 400, "bad_request");
+}
+
+/// The SSE `data:` payloads of a streamed response, in order.
+fn sse_data(text: &str) -> Vec<String> {
+    text.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.trim_start().to_string()).collect()
+}
+
+#[tokio::test]
+async fn chat_completions_answer_openai_style_with_the_trace_and_log_the_dag() {
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    env.write_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = client();
+    let question = "where are stale sessions expired?";
+
+    // Non-streaming, agent by header.
+    let resp = c
+        .post(server.url("/v1/chat/completions"))
+        .header("x-docdex-agent-id", "agent-http")
+        .json(&json!({"model": "fake-chat", "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": question}]}))
+        .send()
+        .await
+        .unwrap();
+    let (s, v) = json_of(resp).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["object"], "chat.completion");
+    assert!(v["id"].as_str().unwrap().starts_with("chatcmpl-"));
+    let answer = v["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(answer.starts_with(&format!("FAKE ANSWER to \"{question}\".")), "{answer}");
+    assert!(answer.contains("src/auth/session.rs"), "the answer cites the retrieved source: {answer}");
+    assert_eq!(v["choices"][0]["message"]["role"], "assistant");
+    assert_eq!(v["choices"][0]["finish_reason"], "stop");
+    assert!(v["usage"]["prompt_tokens"].as_u64().unwrap() > 0, "{v}");
+    let ext = &v["docdex"];
+    assert_eq!(ext["llm"]["status"], "answered", "{ext}");
+    assert_eq!(ext["trace"]["agent_id"], "agent-http");
+    let steps: Vec<&str> = ext["trace"]["steps"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
+    assert!(steps.contains(&"code_index") && steps.contains(&"gate"), "{steps:?}");
+    assert!(ext["sources"].as_array().unwrap().iter().any(|s| s["path"] == "src/auth/session.rs"), "{ext}");
+    let session = ext["session_id"].as_str().unwrap().to_string();
+
+    // The reasoning DAG logged it.
+    let (s, v) = get(&server, "/v1/dag/sessions").await;
+    assert_eq!(s, 200, "{v}");
+    let listed = v["sessions"].as_array().unwrap().iter().find(|x| x["id"] == session.as_str()).expect("session listed");
+    assert_eq!(listed["agent_id"], "agent-http");
+    let (s, v) = get(&server, &format!("/v1/dag/{}", &session[..8])).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["session"]["id"], session.as_str());
+    let kinds: Vec<&str> = v["nodes"].as_array().unwrap().iter().filter_map(|n| n["kind"].as_str()).collect();
+    assert!(kinds.contains(&"UserRequest") && kinds.contains(&"Decision"), "{kinds:?}");
+    let (s, v) = get(&server, "/v1/dag/0000-no-such-session").await;
+    assert_error(s, &v, 404, "not_found");
+
+    // Streaming, agent and session in the body: SSE chunks, the trace in the final chunk, [DONE].
+    let resp = c
+        .post(server.url("/v1/chat/completions"))
+        .json(&json!({"model": "docdex", "stream": true, "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": question}],
+            "docdex": {"agent_id": "agent-body", "session_id": session, "no_web": true}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let data = sse_data(&resp.text().await.unwrap());
+    assert_eq!(data.last().map(String::as_str), Some("[DONE]"), "{data:?}");
+    let chunks: Vec<Value> = data[..data.len() - 1].iter().map(|d| serde_json::from_str(d).unwrap()).collect();
+    assert!(chunks.len() >= 4, "role+text, more text, final, usage: {chunks:?}");
+    assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk" && c["id"] == chunks[0]["id"]));
+    assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    let streamed: String =
+        chunks.iter().filter_map(|c| c["choices"][0]["delta"]["content"].as_str()).collect::<Vec<_>>().concat();
+    assert!(streamed.starts_with(&format!("FAKE ANSWER to \"{question}\".")), "{streamed}");
+    assert!(streamed.contains("src/auth/session.rs"), "{streamed}");
+    let last = &chunks[chunks.len() - 2];
+    assert_eq!(last["choices"][0]["finish_reason"], "stop");
+    assert_eq!(last["docdex"]["session_id"], session.as_str(), "the session continued");
+    assert_eq!(last["docdex"]["turn"], 2);
+    assert_eq!(last["docdex"]["trace"]["gate"]["web_policy"], "off", "{}", last["docdex"]["trace"]["gate"]);
+    let usage = &chunks[chunks.len() - 1];
+    assert!(usage["choices"].as_array().unwrap().is_empty() && usage["usage"]["total_tokens"].as_u64().unwrap() > 0);
+
+    // Errors before anything is streamed are the error contract.
+    let (s, v) = post(&server, "/v1/chat/completions", json!({"messages": [{"role": "assistant", "content": "hi"}]})).await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = post(&server, "/v1/chat/completions", json!({"messages": "hello"})).await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = post(
+        &server,
+        "/v1/chat/completions",
+        json!({"stream": true, "messages": [{"role": "user", "content": "q"}], "docdex": {"diff": "staged"}}),
+    )
+    .await;
+    assert_error(s, &v, 400, "bad_request"); // not a git repository
+    let (s, v) = post(
+        &server,
+        "/v1/chat/completions",
+        json!({"messages": [{"role": "user", "content": "q"}], "docdex": {"diff": {"target": "working", "paths": ["../x"]}}}),
+    )
+    .await;
+    assert_error(s, &v, 403, "path_outside_repo");
+    let other = env.repo("elsewhere");
+    let r = c
+        .post(server.url("/v1/chat/completions?stream=true"))
+        .header("x-docdex-repo", other.to_str().unwrap())
+        .json(&json!({"stream": true, "messages": [{"role": "user", "content": "q"}]}));
+    let (s, v) = json_of(r.send().await.unwrap()).await;
+    assert_error(s, &v, 404, "unknown_repo");
+    // A model the server does not have: 503, with the sources still in `docdex`.
+    for stream in [false, true] {
+        let (s, v) = post(
+            &server,
+            "/v1/chat/completions",
+            json!({"model": "missing-model", "stream": stream, "messages": [{"role": "user", "content": question}]}),
+        )
+        .await;
+        assert_error(s, &v, 503, "model_not_found");
+        assert!(!v["docdex"]["sources"].as_array().unwrap().is_empty(), "{v}");
+    }
+}
+
+#[tokio::test]
+async fn chat_without_a_reachable_model_is_503_upstream_unavailable() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    for stream in [false, true] {
+        let (s, v) = post(
+            &server,
+            "/v1/chat/completions",
+            json!({"stream": stream, "messages": [{"role": "user", "content": "where are sessions expired?"}]}),
+        )
+        .await;
+        assert_error(s, &v, 503, "upstream_unavailable");
+        assert_eq!(v["docdex"]["llm"]["status"], "unavailable", "{v}");
+    }
+}
