@@ -296,7 +296,9 @@ pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result
         .filter(|a| !a.trim().is_empty());
     if let Some(o) = opts {
         req.web = match (o.force_web, o.no_web) {
-            (true, true) => return Err(ApiError::bad_request("docdex.force_web and docdex.no_web contradict each other")),
+            (true, true) => {
+                return Err(ApiError::bad_request("docdex.force_web and docdex.no_web contradict each other"))
+            }
             (true, false) => WebPolicy::Force,
             (false, true) => WebPolicy::Off,
             (false, false) => WebPolicy::Auto,
@@ -401,7 +403,10 @@ async fn completions(
             model: resp.trace.model.model.clone(),
             choices: vec![CompletionChoice {
                 index: 0,
-                message: AssistantMessage { role: "assistant".into(), content: resp.answer.clone().unwrap_or_default() },
+                message: AssistantMessage {
+                    role: "assistant".into(),
+                    content: resp.answer.clone().unwrap_or_default(),
+                },
                 finish_reason: finish_reason(&resp),
             }],
             usage: usage(&resp.trace),

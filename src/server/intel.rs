@@ -126,9 +126,7 @@ pub struct MemoryRecallBody {
 /// or a relative one whose `..` climbs above it. Symlinks are not followed here: the engine
 /// only answers from what it indexed, which never includes files outside the root.
 pub fn confine(repo: &RepoRef, path: &str) -> Result<(), ApiError> {
-    let outside = || {
-        ApiError::from(crate::Error::OutsideRepo { path: path.to_string(), repo: repo.root.clone() })
-    };
+    let outside = || ApiError::from(crate::Error::OutsideRepo { path: path.to_string(), repo: repo.root.clone() });
     let p = Path::new(path.trim());
     if p.is_absolute() {
         let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
@@ -199,8 +197,7 @@ async fn ast_search(
     ApiQuery(q): ApiQuery<AstSearchQuery>,
 ) -> Result<Json<AstSearchResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    let kinds: Vec<String> =
-        q.kinds.split(',').map(str::trim).filter(|k| !k.is_empty()).map(String::from).collect();
+    let kinds: Vec<String> = q.kinds.split(',').map(str::trim).filter(|k| !k.is_empty()).map(String::from).collect();
     if kinds.is_empty() {
         return Err(ApiError::bad_request(
             "no node kinds: pass `kinds`, comma-separated Tree-sitter node kinds such as function_item,struct_item",
@@ -373,11 +370,7 @@ mod tests {
     use super::*;
 
     fn repo() -> RepoRef {
-        RepoRef {
-            root: "/srv/repo".into(),
-            fingerprint: "f".repeat(64),
-            state_dir: "/tmp/state".into(),
-        }
+        RepoRef { root: "/srv/repo".into(), fingerprint: "f".repeat(64), state_dir: "/tmp/state".into() }
     }
 
     #[test]

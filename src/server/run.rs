@@ -64,6 +64,11 @@ impl ServerOptions {
 /// Runs the process until it is told to stop.
 pub fn run(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     limit_malloc_arenas();
+    if opts.preflight_check {
+        // Before the runtime: the check talks to the model server through the engine's own
+        // blocking client.
+        preflight(&engine, &opts, token(&engine, &opts).is_some())?;
+    }
     // Searches are CPU-bound: more blocking threads than about two per core only add memory
     // (stacks, allocator arenas) and contention; requests beyond them wait their turn.
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
@@ -101,9 +106,6 @@ pub fn bind_addr(engine: &Engine, opts: &ServerOptions, has_token: bool) -> anyh
 async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     let token = token(&engine, &opts);
     let auth = Auth::new(token.as_deref());
-    if opts.preflight_check {
-        preflight(&engine, &opts, token.is_some())?;
-    }
     if opts.mode == Mode::Stdio {
         let state =
             AppState::new(engine, Mode::Stdio, opts.repo.as_deref(), auth, opts.watch, opts.max_body_bytes, false)

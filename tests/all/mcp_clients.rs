@@ -33,6 +33,12 @@ fn client_script() -> PathBuf {
 fn setup(env: &Env) -> (PathBuf, PathBuf) {
     let repo = env.repo("r");
     sample_repo(&repo);
+    // An import for docdex_impact: src/cli.py imports src/parser.py.
+    write(
+        &repo,
+        "src/cli.py",
+        "from parser import parse_config\n\ndef main():\n    return parse_config(\"app.toml\")\n",
+    );
     write(env.dir.path(), "outside.txt", "secret");
     env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
     let unindexed = env.repo("unindexed");
@@ -62,6 +68,10 @@ fn run_client(env: &Env, py: &PathBuf, args: &[&str], unindexed: &std::path::Pat
     assert_eq!(report["server"], "docdex");
     assert_eq!(report["search_top"], "src/auth/session.rs");
     assert_eq!(report["unindexed_error"], "not_indexed", "{report}");
+    assert_eq!(report["symbol_top"], "expire_stale_sessions", "{report}");
+    assert_eq!(report["impact_inbound"], json!(["src/cli.py"]), "{report}");
+    assert_eq!(report["memory_recalled"], true, "{report}");
+    assert_eq!(report["tools"].as_array().map(Vec::len), Some(8), "{report}");
     report
 }
 
@@ -71,7 +81,7 @@ fn mcp_python_sdk_over_stdio() {
     let env = Env::new();
     let (repo, unindexed) = setup(&env);
     let report = run_client(&env, &py, &["stdio", env!("CARGO_BIN_EXE_docdex"), repo.to_str().unwrap()], &unindexed);
-    assert_eq!(report["documents"], 5);
+    assert_eq!(report["documents"], 6);
 }
 
 #[test]

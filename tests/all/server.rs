@@ -526,6 +526,28 @@ fn preflight_check_refuses_to_start_when_a_prerequisite_fails() {
     assert!(out.stdout.is_empty(), "nothing was served: {}", String::from_utf8_lossy(&out.stdout));
 }
 
+#[test]
+fn preflight_runs_the_full_check_and_refuses_a_damaged_registry() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    // Healthy: the check passes (a missing model server is only a warning) and the server starts.
+    let mut server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--preflight-check"], &[]);
+    server.terminate();
+    assert!(server.wait_exit(Duration::from_secs(10)).success());
+    let log = server.stderr.lock().unwrap().clone();
+    assert!(log.contains("preflight check passed"), "{log}");
+    assert!(log.contains("preflight warn llm_server"), "the unreachable model server is reported: {log}");
+
+    // A damaged registry is a failed prerequisite `docdex check` finds: the daemon refuses to start.
+    std::fs::write(env.home().join("state/registry.json"), "{ not json").unwrap();
+    let out = env.run(&["daemon", "--bind", "127.0.0.1:0", "--preflight-check"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("preflight FAIL registry") && err.contains("preflight check failed"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing was served: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(!env.home().join("daemon.lock").exists(), "no lock left behind");
+}
+
 #[tokio::test]
 async fn a_repo_still_being_indexed_says_so_instead_of_asking_for_an_index() {
     let env = Env::new();

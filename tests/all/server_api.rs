@@ -57,7 +57,10 @@ async fn symbols_and_ast_answer_and_a_drifted_store_is_409_stale_index() {
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["mode"], "search");
     let top = &v["results"][0];
-    assert_eq!((top["name"].as_str(), top["path"].as_str()), (Some("expire_stale_sessions"), Some("src/auth/session.rs")));
+    assert_eq!(
+        (top["name"].as_str(), top["path"].as_str()),
+        (Some("expire_stale_sessions"), Some("src/auth/session.rs"))
+    );
     assert_eq!(top["container"], "SessionStore");
 
     let (s, v) = get(&server, "/v1/symbols?file=src/auth/session.rs").await;
@@ -75,7 +78,8 @@ async fn symbols_and_ast_answer_and_a_drifted_store_is_409_stale_index() {
     let files: Vec<&str> = v["results"].as_array().unwrap().iter().filter_map(|h| h["path"].as_str()).collect();
     assert!(files.contains(&"src/parser.py") && files.contains(&"src/auth/session.rs"), "{files:?}");
 
-    let (s, v) = post(&server, "/v1/ast/query", json!({"kinds": ["function_definition"], "name": "parse_config"})).await;
+    let (s, v) =
+        post(&server, "/v1/ast/query", json!({"kinds": ["function_definition"], "name": "parse_config"})).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["results"][0]["path"], "src/parser.py", "{v}");
     assert_eq!(v["results"][0]["samples"][0]["name"], "parse_config", "{v}");
@@ -220,14 +224,17 @@ async fn memory_is_stored_and_recalled_per_repository() {
         .unwrap();
     assert_eq!(resp.status().as_u16(), 200);
 
-    let (s, v) = post(&daemon, "/v1/memory/recall", json!({"repo": r, "query": "REDIS_URL integration tests", "limit": 5})).await;
+    let (s, v) =
+        post(&daemon, "/v1/memory/recall", json!({"repo": r, "query": "REDIS_URL integration tests", "limit": 5}))
+            .await;
     assert_eq!(s, 200, "{v}");
     let ids: Vec<&str> = v["results"].as_array().unwrap().iter().filter_map(|m| m["id"].as_str()).collect();
     assert_eq!(ids.len(), 2, "{v}");
     assert!(ids.contains(&id.as_str()), "{v}");
     assert_eq!(v["mode"], "vector");
     // Memories stay in their repository.
-    let (s, v) = post(&daemon, "/v1/memory/recall", json!({"repo": other.to_str().unwrap(), "query": "REDIS_URL"})).await;
+    let (s, v) =
+        post(&daemon, "/v1/memory/recall", json!({"repo": other.to_str().unwrap(), "query": "REDIS_URL"})).await;
     assert_eq!(s, 200, "{v}");
     assert!(v["results"].as_array().unwrap().is_empty(), "{v}");
 
@@ -283,7 +290,8 @@ async fn chat_completions_answer_openai_style_with_the_trace_and_log_the_dag() {
     let ext = &v["docdex"];
     assert_eq!(ext["llm"]["status"], "answered", "{ext}");
     assert_eq!(ext["trace"]["agent_id"], "agent-http");
-    let steps: Vec<&str> = ext["trace"]["steps"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
+    let steps: Vec<&str> =
+        ext["trace"]["steps"].as_array().unwrap().iter().filter_map(|s| s["name"].as_str()).collect();
     assert!(steps.contains(&"code_index") && steps.contains(&"gate"), "{steps:?}");
     assert!(ext["sources"].as_array().unwrap().iter().any(|s| s["path"] == "src/auth/session.rs"), "{ext}");
     let session = ext["session_id"].as_str().unwrap().to_string();
@@ -291,7 +299,8 @@ async fn chat_completions_answer_openai_style_with_the_trace_and_log_the_dag() {
     // The reasoning DAG logged it.
     let (s, v) = get(&server, "/v1/dag/sessions").await;
     assert_eq!(s, 200, "{v}");
-    let listed = v["sessions"].as_array().unwrap().iter().find(|x| x["id"] == session.as_str()).expect("session listed");
+    let listed =
+        v["sessions"].as_array().unwrap().iter().find(|x| x["id"] == session.as_str()).expect("session listed");
     assert_eq!(listed["agent_id"], "agent-http");
     let (s, v) = get(&server, &format!("/v1/dag/{}", &session[..8])).await;
     assert_eq!(s, 200, "{v}");
@@ -331,7 +340,8 @@ async fn chat_completions_answer_openai_style_with_the_trace_and_log_the_dag() {
     assert!(usage["choices"].as_array().unwrap().is_empty() && usage["usage"]["total_tokens"].as_u64().unwrap() > 0);
 
     // Errors before anything is streamed are the error contract.
-    let (s, v) = post(&server, "/v1/chat/completions", json!({"messages": [{"role": "assistant", "content": "hi"}]})).await;
+    let (s, v) =
+        post(&server, "/v1/chat/completions", json!({"messages": [{"role": "assistant", "content": "hi"}]})).await;
     assert_error(s, &v, 400, "bad_request");
     let (s, v) = post(&server, "/v1/chat/completions", json!({"messages": "hello"})).await;
     assert_error(s, &v, 400, "bad_request");

@@ -29,7 +29,16 @@ except ImportError:  # mcp 1.x
     def streamable(url, headers):
         return streamablehttp_client(url, headers=headers)
 
-EXPECTED_TOOLS = {"docdex_search", "docdex_open", "docdex_status", "docdex_web_research"}
+EXPECTED_TOOLS = {
+    "docdex_search",
+    "docdex_open",
+    "docdex_status",
+    "docdex_symbols",
+    "docdex_impact",
+    "docdex_memory_save",
+    "docdex_memory_recall",
+    "docdex_web_research",
+}
 
 
 def attr(obj, *names):
@@ -99,6 +108,49 @@ async def exercise(session, repo, report):
     st = json.loads(text_of(r))
     check(st["index"]["documents"] >= 4, f"status: {st}")
     report["documents"] = st["index"]["documents"]
+
+    # docdex_symbols: by name, then the file's outline; a file outside the repo is refused.
+    r = await session.call_tool("docdex_symbols", {"query": "expire_stale_sessions", "project_root": repo})
+    check(not is_error(r), f"symbols failed: {text_of(r)}")
+    sym = json.loads(text_of(r))
+    top = sym["results"][0]
+    check(top["name"] == "expire_stale_sessions" and top["path"] == "src/auth/session.rs", f"symbols: {sym}")
+    check(top["container"] == "SessionStore", f"container: {top}")
+    report["symbol_top"] = top["name"]
+    r = await session.call_tool("docdex_symbols", {"file": "src/auth/session.rs", "project_root": repo})
+    outline = [h["name"] for h in json.loads(text_of(r))["results"]]
+    check("SessionStore" in outline and "expire_stale_sessions" in outline, f"outline: {outline}")
+    r = await session.call_tool("docdex_symbols", {"file": "../outside.txt", "project_root": repo})
+    check(is_error(r) and "path_outside_repo" in text_of(r), f"symbols escape: {text_of(r)}")
+    r = await session.call_tool("docdex_symbols", {"project_root": repo})
+    check(is_error(r) and "bad_request" in text_of(r), f"symbols without query or file: {text_of(r)}")
+
+    # docdex_impact: src/cli.py imports src/parser.py.
+    r = await session.call_tool("docdex_impact", {"file": "src/parser.py", "direction": "in", "project_root": repo})
+    check(not is_error(r), f"impact failed: {text_of(r)}")
+    imp = json.loads(text_of(r))
+    report["impact_inbound"] = [d["path"] for d in imp["inbound"]]
+    check(imp["affected"] == ["src/cli.py"], f"affected: {imp['affected']}")
+    r = await session.call_tool("docdex_impact", {"file": "../outside.txt", "project_root": repo})
+    check(is_error(r) and "path_outside_repo" in text_of(r), f"impact escape: {text_of(r)}")
+    r = await session.call_tool("docdex_impact", {"file": "src/nothing.py", "project_root": repo})
+    check(is_error(r) and "not_found" in text_of(r), f"impact unknown file: {text_of(r)}")
+    r = await session.call_tool("docdex_impact", {"file": "src/parser.py", "direction": "up", "project_root": repo})
+    check(is_error(r) and "bad_request" in text_of(r), f"impact bad direction: {text_of(r)}")
+
+    # docdex_memory_save then docdex_memory_recall finds it.
+    fact = f"the {report['transport']} transport saved this: deploys need the STAGING_KEY secret"
+    r = await session.call_tool("docdex_memory_save", {"content": fact, "metadata": {"by": "mcp"}, "project_root": repo})
+    check(not is_error(r), f"memory save failed: {text_of(r)}")
+    saved = json.loads(text_of(r))["memory"]
+    check(saved["content"] == fact and saved["metadata"] == {"by": "mcp"}, f"saved: {saved}")
+    r = await session.call_tool("docdex_memory_recall", {"query": "STAGING_KEY deploys secret", "project_root": repo})
+    check(not is_error(r), f"memory recall failed: {text_of(r)}")
+    recalled = json.loads(text_of(r))
+    report["memory_recalled"] = any(m["id"] == saved["id"] for m in recalled["results"])
+    check(report["memory_recalled"], f"recall: {recalled}")
+    r = await session.call_tool("docdex_memory_save", {"content": "  ", "project_root": repo})
+    check(is_error(r) and "bad_request" in text_of(r), f"empty memory: {text_of(r)}")
 
     # docdex_web_research: the truthful answer today.
     r = await session.call_tool("docdex_web_research", {"query": "tokio graceful shutdown", "project_root": repo})

@@ -4,10 +4,12 @@
 //! [`call`].
 
 use super::{tool_error, DocdexMcp};
-use crate::engine::protocol::{Direction, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, SearchRequest, SymbolsRequest};
-use crate::server::intel::confine;
+use crate::engine::protocol::{
+    Direction, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, SearchRequest, SymbolsRequest,
+};
 use crate::server::error::ApiError;
 use crate::server::http::blocking;
+use crate::server::intel::confine;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use rmcp::ErrorData as McpError;
 use schemars::generate::SchemaSettings;
