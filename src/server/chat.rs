@@ -339,7 +339,7 @@ fn no_answer(resp: ChatTurnResponse) -> Response {
 /// What the engine worker tells the response.
 enum Update {
     Token(String),
-    Done(Result<ChatTurnResponse, ApiError>),
+    Done(Box<Result<ChatTurnResponse, ApiError>>),
 }
 
 /// Runs the turn on the blocking pool, sending answer tokens (when `stream`) and the result.
@@ -365,7 +365,7 @@ fn spawn_turn(
             };
             state.engine().chat(&repo.root, &req, &mut on_event).map_err(|e| state.explain(&repo, e))
         })();
-        let _ = tx.blocking_send(Update::Done(result));
+        let _ = tx.blocking_send(Update::Done(Box::new(result)));
     });
     rx
 }
@@ -390,7 +390,7 @@ async fn completions(
     let mut rx = spawn_turn(state.clone(), sel, req, body.stream);
     if !body.stream {
         let resp = match rx.recv().await {
-            Some(Update::Done(r)) => r?,
+            Some(Update::Done(r)) => (*r)?,
             _ => return Err(lost_worker()),
         };
         if matches!(resp.llm.status, AnswerStatus::Unavailable | AnswerStatus::Failed) {
@@ -417,11 +417,11 @@ async fn completions(
     // Streaming: headers go out with the first token; until then, failures are HTTP errors.
     let first = match rx.recv().await {
         Some(Update::Token(t)) => Some(t),
-        Some(Update::Done(Ok(resp))) if matches!(resp.llm.status, AnswerStatus::Unavailable | AnswerStatus::Failed) => {
-            return Ok(no_answer(resp))
-        }
         Some(Update::Done(r)) => {
-            let resp = r?;
+            let resp = (*r)?;
+            if matches!(resp.llm.status, AnswerStatus::Unavailable | AnswerStatus::Failed) {
+                return Ok(no_answer(resp));
+            }
             let chunks = Chunks { id, model, created: now_secs(), include_usage: include_usage(&body) };
             let events = vec![chunks.first(String::new()), chunks.last(resp)].into_iter().flatten();
             return Ok(sse(futures::stream::iter(events.map(Ok))));
@@ -439,8 +439,10 @@ async fn completions(
         }
         match rx.recv().await {
             Some(Update::Token(t)) => Some((vec![chunks.delta(t)], (rx, chunks, None, false))),
-            Some(Update::Done(Ok(resp))) => Some((chunks.last(resp), (rx, chunks, None, true))),
-            Some(Update::Done(Err(e))) => Some((chunks.error(&e), (rx, chunks, None, true))),
+            Some(Update::Done(r)) => match *r {
+                Ok(resp) => Some((chunks.last(resp), (rx, chunks, None, true))),
+                Err(e) => Some((chunks.error(&e), (rx, chunks, None, true))),
+            },
             None => Some((chunks.error(&lost_worker()), (rx, chunks, None, true))),
         }
     });
