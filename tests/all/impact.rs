@@ -622,6 +622,16 @@ fn runtime_import_traces_add_edges_and_resolve_dynamic_imports() {
         "{:?}",
         g.warnings
     );
+    // Editing the checked-in traces rebuilds the graph on the next run.
+    write(
+        &repo,
+        "docdex.import_traces.jsonl",
+        "{\"source\": \"py/app.py\", \"target\": \"py/plugins/omega.py\", \"line\": 33}\n",
+    );
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("re-index");
+    let g = graph::load(&graph::graph_path(&r)).expect("load").expect("graph");
+    assert_eq!(edge(&g, "py/app.py", "py/plugins/omega.py").line, 33, "the edited trace is used");
+    assert!(diag_lines(&g).contains(&"py/app.py:28 plugins.* dynamic".to_string()));
     // `[code_intelligence] import_traces_enabled = false` leaves them out.
     env.write_config("[code_intelligence]\nimport_traces_enabled = false\n");
     let engine = env.engine();
