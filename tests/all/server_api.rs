@@ -396,3 +396,31 @@ async fn chat_without_a_reachable_model_is_503_upstream_unavailable() {
         assert_eq!(v["docdex"]["llm"]["status"], "unavailable", "{v}");
     }
 }
+
+#[tokio::test]
+async fn a_client_leaving_a_stream_stops_the_model() {
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions { token_delay_ms: 250, ..Default::default() }).unwrap();
+    env.write_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let mut resp = client()
+        .post(server.url("/v1/chat/completions"))
+        .json(&json!({"stream": true, "messages": [{"role": "user", "content": "where are stale sessions expired?"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let first = resp.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("chat.completion.chunk"));
+    drop(resp);
+    // The turn ends as `stopped` (the answer is logged in the DAG), not after the whole answer.
+    let engine = env.engine();
+    let answer_status = || {
+        let list = engine.dag_sessions(&repo).ok()?;
+        let session = engine.dag_session(&repo, &list.sessions.first()?.id).ok()?;
+        session.nodes.iter().find_map(|n| n.payload.get("answer").and(n.payload.get("status")).cloned())
+    };
+    crate::server_util::eventually("the turn to end", || std::future::ready(answer_status().is_some())).await;
+    assert_eq!(answer_status(), Some(json!("stopped")));
+}
