@@ -128,12 +128,17 @@ pub struct MemoryRecallBody {
 pub fn confine(repo: &RepoRef, path: &str) -> Result<(), ApiError> {
     let outside = || ApiError::from(crate::Error::OutsideRepo { path: path.to_string(), repo: repo.root.clone() });
     let p = Path::new(path.trim());
-    if p.is_absolute() {
-        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        return if real.starts_with(&repo.root) || p.starts_with(&repo.root) { Ok(()) } else { Err(outside()) };
-    }
+    let relative = if p.is_absolute() {
+        if let Ok(real) = std::fs::canonicalize(p) {
+            return if real.starts_with(&repo.root) { Ok(()) } else { Err(outside()) };
+        }
+        // Not on disk: judge it by its text, `..` included.
+        p.strip_prefix(&repo.root).map_err(|_| outside())?
+    } else {
+        p
+    };
     let mut depth: i64 = 0;
-    for c in p.components() {
+    for c in relative.components() {
         match c {
             Component::ParentDir => depth -= 1,
             Component::Normal(_) => depth += 1,
@@ -379,7 +384,7 @@ mod tests {
         for ok in ["src/a.rs", "src/../b.rs", "./c", "/srv/repo/src/a.rs", "a/b/../../c"] {
             assert!(confine(&r, ok).is_ok(), "{ok}");
         }
-        for bad in ["../x", "src/../../x", "/etc/passwd", "/srv/repository/a", "a/../../b"] {
+        for bad in ["../x", "src/../../x", "/etc/passwd", "/srv/repository/a", "a/../../b", "/srv/repo/../../etc/x"] {
             let e = confine(&r, bad).unwrap_err();
             assert_eq!((e.code, e.status), ("path_outside_repo", StatusCode::FORBIDDEN), "{bad}");
         }
