@@ -314,7 +314,12 @@ pub fn run(out: &Out, args: BenchServeArgs) -> anyhow::Result<()> {
             let root = scratch.join("rss-repo");
             make_repo(&root, &files[..args.rss_files])?;
             let root = std::fs::canonicalize(&root)?;
-            let summary = engine.index(&root, &IndexOptions::default(), &quiet)?;
+            // On the blocking pool: indexing may embed, and the LLM client runs its own runtime.
+            let summary = {
+                let (engine, root) = (engine.clone(), root.clone());
+                tokio::task::spawn_blocking(move || engine.index(&root, &IndexOptions::default(), &|_: &IndexProgress| {}))
+                    .await??
+            };
             let serve = Proc::spawn(&home, &["serve", "--repo", &root.to_string_lossy()])?;
             wait_ready(&client, &serve, Duration::from_secs(120)).await?;
             tokio::time::sleep(Duration::from_secs(3)).await;
