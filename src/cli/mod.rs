@@ -4,8 +4,8 @@
 
 mod bench;
 mod bench_serve;
-mod check;
 mod chat;
+mod check;
 mod code;
 mod dag;
 mod impact;

@@ -45,7 +45,9 @@ pub fn trace_view(turn: u64, question: &str, trace: &ChatTrace) -> TraceView {
         .map(|s| {
             let gate = s.name == "gate";
             let outcome = if gate && !trace.gate.reason.is_empty() {
-                trace.gate.reason.clone()
+                // The bar already shows the score against the threshold; keep the decision.
+                let r = &trace.gate.reason;
+                r.rsplit_once(": ").map_or(r.as_str(), |(_, decision)| decision).to_string()
             } else if s.detail.is_empty() {
                 status_name(s.status).to_string()
             } else if s.status == StepStatus::Ran {
@@ -200,6 +202,7 @@ fn payload_text(v: &Value) -> String {
     match v {
         Value::Object(map) => map
             .iter()
+            .filter(|(_, v)| !v.is_null())
             .map(|(k, v)| match v {
                 Value::String(s) => format!("{k}: {s}"),
                 other => format!("{k}: {other}"),
@@ -213,8 +216,7 @@ fn payload_text(v: &Value) -> String {
 
 /// The DAG pane's view: every session (newest first) and the nodes of `shown` (when given).
 pub fn dag_view(sessions: &[DagSessionSummary], shown: Option<&EngineDagSession>) -> DagView {
-    let selected_session =
-        shown.and_then(|d| sessions.iter().position(|s| s.id == d.session.id)).unwrap_or_default();
+    let selected_session = shown.and_then(|d| sessions.iter().position(|s| s.id == d.session.id)).unwrap_or_default();
     let nodes = shown
         .map(|d| {
             d.nodes
@@ -283,6 +285,8 @@ mod tests {
         let v = trace_view(3, "q", &trace);
         assert_eq!((v.tiers[0].score, v.tiers[0].threshold), (Some(0.42), Some(0.7)));
         assert_eq!(v.tiers[0].outcome, "confidence 0.42 < threshold 0.70");
+        trace.gate.reason = "confidence 1.00 >= threshold 0.70: stay local".into();
+        assert_eq!(trace_view(3, "q", &trace).tiers[0].outcome, "stay local");
         assert_eq!((v.turn, v.total_ms), (3, 12.0));
     }
 }

@@ -14,7 +14,9 @@ use super::views;
 use super::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind};
 use super::widgets::preview::PreviewDoc;
 use crate::engine::llm::{model_matches, ChatMessage};
-use crate::engine::protocol::{AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, Highlight, IndexProgress};
+use crate::engine::protocol::{
+    AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, Highlight, IndexProgress,
+};
 use crate::engine::protocol::{ImpactRequest, ImpactResponse, SymbolsRequest};
 use crate::engine::watch::WatchReport;
 use crate::engine::{Engine, IndexOptions};
@@ -179,13 +181,12 @@ impl Worker {
             let send = |e: EngineEvent| {
                 let _ = tx.send(AppEvent::Engine(e));
             };
-            let done =
-                guarded("a chat answer", || chat_run(&engine, turn, job, &stop, &send)).unwrap_or_else(|| {
-                    EngineEvent::Chat(ChatUpdate::Failed {
-                        turn,
-                        message: "internal error (details in state/logs/tui.log)".into(),
-                    })
-                });
+            let done = guarded("a chat answer", || chat_run(&engine, turn, job, &stop, &send)).unwrap_or_else(|| {
+                EngineEvent::Chat(ChatUpdate::Failed {
+                    turn,
+                    message: "internal error (details in state/logs/tui.log)".into(),
+                })
+            });
             if let Ok(mut c) = chats.lock() {
                 c.remove(&turn);
             }
@@ -324,7 +325,11 @@ fn chat_run(engine: &Engine, turn: u64, job: ChatJob, stop: &AtomicBool, send: &
             ChatTurnEvent::Notice { message } => ChatUpdate::Progress { turn, text: message },
             ChatTurnEvent::Context { sources, budget } => ChatUpdate::Progress {
                 turn,
-                text: format!("context: {} sources, {} prompt tokens; asking the model", sources.len(), budget.prompt_tokens),
+                text: format!(
+                    "context: {} sources, {} prompt tokens; asking the model",
+                    sources.len(),
+                    budget.prompt_tokens
+                ),
             },
         };
         send(EngineEvent::Chat(update));

@@ -11,9 +11,9 @@ use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::llm::{ChatMessage, Role as LlmRole};
 use crate::tui::action::Action;
 use crate::tui::event::{ChatUpdate, Citation, EngineEvent, ProviderState, ProviderStatus, Request};
-use crate::tui::views::mark_citations;
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
+use crate::tui::views::mark_citations;
 use crate::tui::widgets::markdown::{to_line, wrap_runs, MarkdownStream, MdClass, MdLine};
 use crate::tui::widgets::{frame, spinner};
 use crossterm::event::{KeyEvent, MouseEvent, MouseEventKind};
@@ -166,8 +166,11 @@ impl ChatPane {
         if a.text.trim().is_empty() {
             return;
         }
-        let lines =
-            if citations.is_empty() { a.stream.finish() } else { MarkdownStream::parse(&mark_citations(&a.text, &citations)) };
+        let lines = if citations.is_empty() {
+            a.stream.finish()
+        } else {
+            MarkdownStream::parse(&mark_citations(&a.text, &citations))
+        };
         let session = a.session.min(self.sessions.len() - 1);
         self.sessions[session].cells.push(ChatCell { role: Role::Assistant, lines, citations, text: a.text });
     }
@@ -181,10 +184,10 @@ impl ChatPane {
     fn setup_help(&self) -> String {
         format!(
             "## Setting up a model\n\
-             - Ollama (the default): install it, run `ollama serve`, then `ollama pull {model}` (or `docdex llm-setup`).\n\
-             - Or any OpenAI-compatible server (llama.cpp, LM Studio, vLLM): set `[llm] provider = \"openai\"` and `base_url` in config.toml (`docdex config` shows where it is).\n\
-             - `docdex check` diagnoses the setup. Configured now: provider `{provider}`, model `{model}`.\n\
-             Questions still list the sources docdex finds, and search works without a model: press `2`.",
+             - `docdex llm-setup` installs and configures one (by hand: `ollama serve`, then `ollama pull {model}`).\n\
+             - Or an OpenAI-compatible server: `[llm] provider = \"openai\"` and `base_url` in config.toml.\n\
+             - `docdex check` diagnoses the setup. Configured: `{provider}`, model `{model}`.\n\
+             Questions still list the sources docdex finds; search works without a model (press `2`).",
             model = self.provider.model,
             provider = self.provider.provider,
         )
@@ -246,13 +249,11 @@ impl ChatPane {
         match unavailable {
             Some(why) => {
                 self.finish_active(Vec::new());
-                let found = if citations.is_empty() {
-                    "Retrieval found nothing to list.".to_string()
-                } else {
-                    format!("The {} sources below were found without a model.", citations.len())
-                };
+                // The engine's message already says that the sources below stand without a model.
+                let found = if citations.is_empty() { "Retrieval found nothing to list. " } else { "" };
+                let why = why.strip_prefix("no answer: ").unwrap_or(why);
                 let text = format!(
-                    "**No answer**: {why}\n\n{found} Configured: provider `{}`, model `{}`.",
+                    "**No answer**: {why}\n\n{found}Configured: provider `{}`, model `{}`.",
                     self.provider.provider, self.provider.model
                 );
                 self.notice(text, citations.to_vec());
@@ -482,7 +483,7 @@ impl Pane for ChatPane {
             {
                 // What arrived before the failure stays, marked as partial.
                 self.finish_active(Vec::new());
-                self.notice(format!("The answer failed: {message}"), Vec::new());
+                self.notice(format!("This turn failed: {message}"), Vec::new());
             }
             _ => {}
         }

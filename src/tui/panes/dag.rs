@@ -88,7 +88,8 @@ impl Pane for DagPane {
     fn engine(&mut self, event: &EngineEvent, _cx: &mut Cx<'_>) {
         match event {
             EngineEvent::Dag(Ok(v)) => {
-                let same = self.session_id().is_some() && self.session_id() == v.sessions.get(v.selected_session).map(|s| s.id.as_str());
+                let same = self.session_id().is_some()
+                    && self.session_id() == v.sessions.get(v.selected_session).map(|s| s.id.as_str());
                 self.view = Some(v.clone());
                 self.error = None;
                 if !same {
@@ -142,7 +143,7 @@ impl Pane for DagPane {
                 empty(
                     "No reasoning sessions yet",
                     &[
-                        "Every chat turn (here in the Chat pane, `docdex chat`, the HTTP and MCP servers) is logged as a small graph: the question, the plan, each retrieval and what it found, the gate and budget decisions, the model call and its answer.",
+                        "Every chat turn (here in the Chat pane, docdex chat, the HTTP and MCP servers) is logged as a small graph: the question, the plan, each retrieval and what it found, the gate and budget decisions, the model call and its answer.",
                         "Ask something in the Chat pane and its session appears here.",
                     ],
                     buf,

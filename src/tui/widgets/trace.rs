@@ -3,7 +3,7 @@
 //! context slot as bars, the snippets that were dropped and why, and timings.
 //! A view-model the waterfall chat fills; the widget only draws it.
 
-use super::{bar_spans, fit, thousands, truncate};
+use super::{bar_spans, fit, thousands, truncate, wrap};
 use crate::tui::theme::{Slot, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -101,12 +101,13 @@ impl TraceView {
         out.push(Line::default());
         out.push(Line::styled("Tiers", t.style(Slot::HelpSection)));
         let bar_w = (w / 5).clamp(6, 20);
+        let tier_w = self.tiers.iter().map(|t| t.name.chars().count()).max().unwrap_or(8).clamp(5, 12);
         for tier in &self.tiers {
             let mut spans = vec![Span::styled(
                 format!("  {} ", if tier.ran { "✓" } else { "·" }),
                 t.style(if tier.ran { Slot::Ok } else { Slot::Muted }),
             )];
-            spans.push(Span::styled(fit(&tier.name, 8), t.style(Slot::TraceTier)));
+            spans.push(Span::styled(format!("{} ", fit(&tier.name, tier_w)), t.style(Slot::TraceTier)));
             match (tier.score, tier.threshold) {
                 (Some(score), threshold) => {
                     let mut bar = bar_spans(score, bar_w, t, Slot::TraceBarFilled, Slot::TraceBarEmpty);
@@ -153,7 +154,9 @@ impl TraceView {
             out.push(Line::from(spans));
         }
         for c in &self.context {
-            out.push(Line::styled(format!("  {c}"), t.style(Slot::Muted)));
+            for l in wrap(c, w.saturating_sub(4).max(10)) {
+                out.push(Line::styled(format!("  {l}"), t.style(Slot::Muted)));
+            }
         }
         out.push(Line::default());
         out.push(Line::styled(format!("Dropped ({})", self.dropped.len()), t.style(Slot::HelpSection)));
