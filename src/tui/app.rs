@@ -608,6 +608,10 @@ impl App {
 
     fn on_engine(&mut self, e: EngineEvent) {
         self.dirty = true;
+        if let EngineEvent::Chat(ChatUpdate::Done { unavailable: Some(_), .. }) = &e {
+            // No model could answer: check the provider, so the status bar says why.
+            self.requests.push(Request::CheckProvider);
+        }
         match &e {
             EngineEvent::Repos(Ok(rows)) => {
                 self.overview = rows.iter().find(|r| r.path == self.repo).cloned();
@@ -642,7 +646,9 @@ impl App {
                 );
             }
             EngineEvent::Provider(p) => self.provider = p.clone(),
-            EngineEvent::Chat(ChatUpdate::Done { session_id: Some(id), .. }) if self.caps.dag => {
+            EngineEvent::Chat(
+                ChatUpdate::Done { session_id: Some(id), .. } | ChatUpdate::Failed { session_id: Some(id), .. },
+            ) if self.caps.dag => {
                 // The turn was logged: show its session in the DAG pane.
                 self.requests.push(Request::LoadDag { repo: self.repo.clone(), session: Some(id.clone()) });
             }

@@ -348,6 +348,8 @@ pub enum ChatUpdate {
     Failed {
         /// The turn.
         turn: u64,
+        /// The reasoning-DAG session, when the turn got as far as being logged.
+        session_id: Option<String>,
         /// Why.
         message: String,
     },

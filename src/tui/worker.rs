@@ -184,6 +184,7 @@ impl Worker {
             let done = guarded("a chat answer", || chat_run(&engine, turn, job, &stop, &send)).unwrap_or_else(|| {
                 EngineEvent::Chat(ChatUpdate::Failed {
                     turn,
+                    session_id: None,
                     message: "internal error (details in state/logs/tui.log)".into(),
                 })
             });
@@ -347,7 +348,7 @@ fn chat_run(engine: &Engine, turn: u64, job: ChatJob, stop: &AtomicBool, send: &
             }
             EngineEvent::Chat(chat_done(turn, &resp))
         }
-        Err(e) => EngineEvent::Chat(ChatUpdate::Failed { turn, message: format!("{e:#}") }),
+        Err(e) => EngineEvent::Chat(ChatUpdate::Failed { turn, session_id: None, message: format!("{e:#}") }),
     }
 }
 
@@ -357,6 +358,7 @@ fn chat_done(turn: u64, resp: &ChatTurnResponse) -> ChatUpdate {
     match llm.status {
         AnswerStatus::Failed => ChatUpdate::Failed {
             turn,
+            session_id: Some(resp.session_id.clone()),
             message: llm.message.clone().unwrap_or_else(|| "the model failed part-way".into()),
         },
         status => ChatUpdate::Done {
@@ -370,18 +372,15 @@ fn chat_done(turn: u64, resp: &ChatTurnResponse) -> ChatUpdate {
     }
 }
 
-/// What a turn learnt about the provider: ready when it answered, unavailable (with the
-/// engine's reason and fix) when it could not; nothing when it failed part-way.
+/// What a turn learnt about the provider: ready when the model answered. (When no model could
+/// answer, the app asks for a provider check, whose reason is worded for the status bar.)
 fn provider_seen(resp: &ChatTurnResponse) -> Option<ProviderStatus> {
     let llm = &resp.llm;
-    let state = match llm.status {
-        AnswerStatus::Answered | AnswerStatus::Stopped => ProviderState::Ready,
-        AnswerStatus::Unavailable => {
-            ProviderState::Unavailable(llm.message.clone().unwrap_or_else(|| "no model could answer".into()))
-        }
-        AnswerStatus::Failed => return None,
-    };
-    Some(ProviderStatus { provider: llm.provider.clone(), model: llm.model.clone(), state })
+    matches!(llm.status, AnswerStatus::Answered | AnswerStatus::Stopped).then(|| ProviderStatus {
+        provider: llm.provider.clone(),
+        model: llm.model.clone(),
+        state: ProviderState::Ready,
+    })
 }
 
 /// The DAG sessions of a repository with the nodes of `session` (the newest when `None`).

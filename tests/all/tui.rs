@@ -909,6 +909,38 @@ fn stop_generation_sends_a_stop() {
 }
 
 #[test]
+fn a_model_failing_part_way_keeps_the_partial_answer_and_the_session() {
+    let mut h = Harness::new().started();
+    h.alt('3');
+    h.pump();
+    h.typ("first");
+    h.key(KeyCode::Enter);
+    let turn = match h.requests().as_slice() {
+        [Request::Chat { turn, .. }] => *turn,
+        other => panic!("{other:?}"),
+    };
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: "half an ans".into() }));
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Failed {
+        turn,
+        session_id: Some("s-9".into()),
+        message: "the stream broke".into(),
+    }));
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "half an ans") && shows(&s, "This turn failed: the stream broke"), "{s}");
+    assert!(!h.app.chat().streaming());
+    // The failed turn was logged: its session shows in the DAG pane and the next turn continues it.
+    assert_eq!(h.requests(), vec![Request::LoadDag { repo: h.repo.clone(), session: Some("s-9".into()) }]);
+    h.typ("again");
+    h.key(KeyCode::Enter);
+    let reqs = h.requests();
+    assert!(
+        matches!(reqs.as_slice(), [Request::Chat { session_id: Some(id), history, .. }]
+            if id == "s-9" && history.len() == 2 && history[1].content == "half an ans"),
+        "{reqs:?}"
+    );
+}
+
+#[test]
 fn trace_snapshots() {
     let mut h = Harness::new().started();
     h.alt('4');

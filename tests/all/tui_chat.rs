@@ -174,7 +174,11 @@ fn a_missing_model_still_lists_the_sources_and_updates_the_status_bar() {
     };
     assert!(why.contains("docdex llm-setup"), "the engine's own fix: {why}");
     assert!(!citations.is_empty() && citations.iter().all(|c| !c.cited));
+    // The status bar is checked again, with the engine's reason.
+    assert!(h.requests().contains(&Request::CheckProvider));
+    h.pump();
     let s = h.screen(120, 40);
+    assert!(shows(&s, "llm ✗ ollama"), "{s}");
     assert!(shows(&s, "No answer"), "{s}");
     assert!(shows(&s, "(in context)"), "{s}");
     // The trace of a turn without a model still explains retrieval.

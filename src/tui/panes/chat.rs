@@ -478,12 +478,13 @@ impl Pane for ChatPane {
                     self.remember_session(*turn, session_id);
                 }
             }
-            EngineEvent::Chat(ChatUpdate::Failed { turn, message })
-                if self.active.as_ref().is_some_and(|a| a.turn == *turn) =>
-            {
-                // What arrived before the failure stays, marked as partial.
-                self.finish_active(Vec::new());
-                self.notice(format!("This turn failed: {message}"), Vec::new());
+            EngineEvent::Chat(ChatUpdate::Failed { turn, session_id, message }) => {
+                self.remember_session(*turn, session_id);
+                if self.active.as_ref().is_some_and(|a| a.turn == *turn) {
+                    // What arrived before the failure stays, marked as partial.
+                    self.finish_active(Vec::new());
+                    self.notice(format!("This turn failed: {message}"), Vec::new());
+                }
             }
             _ => {}
         }
