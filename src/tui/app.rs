@@ -646,6 +646,10 @@ impl App {
                 );
             }
             EngineEvent::Provider(p) => self.provider = p.clone(),
+            EngineEvent::Conversation(Ok(_)) => self.focus_pane(PaneId::Chat),
+            EngineEvent::Conversation(Err(e)) => {
+                self.set_notice(Level::Error, format!("cannot open that session: {e}"))
+            }
             EngineEvent::Chat(
                 ChatUpdate::Done { session_id: Some(id), .. } | ChatUpdate::Failed { session_id: Some(id), .. },
             ) if self.caps.dag => {

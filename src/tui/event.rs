@@ -122,6 +122,13 @@ pub enum Request {
         /// The session to show (`None`: the newest).
         session: Option<String>,
     },
+    /// A logged reasoning-DAG session as a conversation, to continue it in the Chat pane.
+    LoadConversation {
+        /// The repository.
+        repo: PathBuf,
+        /// The session id.
+        session: String,
+    },
     /// The impact graph around a file (latest wins).
     Impact {
         /// Sequence number.
@@ -234,6 +241,8 @@ pub enum EngineEvent {
     Trace(TraceView),
     /// Reasoning DAG sessions and nodes (or why they could not be read).
     Dag(Result<DagView, String>),
+    /// A logged session as a conversation (or why it could not be read).
+    Conversation(Result<Conversation, String>),
 }
 
 /// What a watcher did.
@@ -309,6 +318,15 @@ impl Citation {
     pub fn label(&self) -> String {
         format!("{}:{}-{}", self.path, self.line_start, self.line_end)
     }
+}
+
+/// A reasoning-DAG session's questions and answers, to continue it in the Chat pane.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    /// The session id (the next turn continues it).
+    pub session_id: String,
+    /// Each turn's question and answer (`None` when no model answered), oldest first.
+    pub turns: Vec<(String, Option<String>)>,
 }
 
 /// Streaming progress of a chat turn.

@@ -4,7 +4,7 @@
 //! the mapping is tested without a terminal and every surface of the engine means the same
 //! thing in the TUI as in `docdex chat --trace` and `docdex dag view`.
 
-use super::event::Citation;
+use super::event::{Citation, Conversation};
 use super::widgets::dag::{DagNode, DagSession, DagView};
 use super::widgets::thousands;
 use super::widgets::trace::{DroppedSnippet, SlotBudget, TierRun, TraceView};
@@ -212,6 +212,29 @@ fn payload_text(v: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     }
+}
+
+/// A logged session's questions (the `UserRequest` nodes) with their answers (the answer
+/// observation each request leads to), oldest first.
+pub fn conversation(session: &EngineDagSession) -> Conversation {
+    use crate::engine::dag::NodeKind;
+    let mut turns: Vec<(String, Option<String>)> = Vec::new();
+    for n in &session.nodes {
+        match n.kind {
+            NodeKind::UserRequest => {
+                let q = n.payload.get("query").and_then(Value::as_str).unwrap_or(&n.label);
+                turns.push((q.to_string(), None));
+            }
+            NodeKind::Observation => {
+                let answer = n.payload.get("answer").and_then(Value::as_str).filter(|a| !a.is_empty());
+                if let (Some(a), Some(last)) = (answer, turns.last_mut()) {
+                    last.1 = Some(a.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    Conversation { session_id: session.session.id.clone(), turns }
 }
 
 /// The DAG pane's view: every session (newest first) and the nodes of `shown` (when given).

@@ -97,6 +97,10 @@ impl Worker {
                 let engine = self.engine.clone();
                 self.blocking(move || load_dag(&engine, &repo, session.as_deref()));
             }
+            Request::LoadConversation { repo, session } => {
+                let engine = self.engine.clone();
+                self.blocking(move || load_conversation(&engine, &repo, &session));
+            }
             Request::StopChat { turn } => {
                 if let Some(flag) = self.chats.lock().ok().and_then(|c| c.get(&turn).cloned()) {
                     flag.store(true, Ordering::Relaxed);
@@ -270,6 +274,7 @@ pub fn run_sync(engine: &Engine, req: Request) -> Vec<EngineEvent> {
             send(chat_run(engine, turn, job, &AtomicBool::new(false), &send))
         }
         Request::LoadDag { repo, session } => send(load_dag(engine, &repo, session.as_deref())),
+        Request::LoadConversation { repo, session } => send(load_conversation(engine, &repo, &session)),
         Request::Watch { repo, .. } => send(EngineEvent::Watch {
             repo,
             activity: WatchActivity::Failed("watchers run only in the event loop".into()),
@@ -381,6 +386,13 @@ fn provider_seen(resp: &ChatTurnResponse) -> Option<ProviderStatus> {
         model: llm.model.clone(),
         state: ProviderState::Ready,
     })
+}
+
+/// A logged session's questions and answers.
+fn load_conversation(engine: &Engine, repo: &Path, session: &str) -> EngineEvent {
+    EngineEvent::Conversation(
+        engine.dag_session(repo, session).map(|s| views::conversation(&s)).map_err(|e| format!("{e:#}")),
+    )
 }
 
 /// The DAG sessions of a repository with the nodes of `session` (the newest when `None`).

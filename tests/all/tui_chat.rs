@@ -155,6 +155,28 @@ fn a_chat_turn_streams_cites_traces_and_logs_a_dag_session() {
         reqs.iter().any(|r| matches!(r, Request::Preview { path, line: 1, .. } if path == "src/auth/session.rs")),
         "{reqs:?}"
     );
+
+    // In a later run, the logged session can be continued from the DAG pane.
+    let mut h = h.restart();
+    h.alt('5');
+    h.pump();
+    assert_eq!(h.app.dag().session_id(), Some(session.as_str()));
+    h.key(KeyCode::Enter);
+    let reqs = h.requests();
+    assert_eq!(reqs, vec![Request::LoadConversation { repo: h.repo.clone(), session: session.clone() }]);
+    for r in reqs {
+        run(&mut h, r);
+    }
+    assert_eq!(h.app.focus(), PaneId::Chat);
+    assert_eq!(h.app.chat().session_id(), Some(session.as_str()));
+    let texts: Vec<&str> = h.app.chat().cells().iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(texts.len(), 4, "{texts:?}");
+    assert_eq!(texts[2], "and who calls it?");
+    assert!(texts[3].starts_with("FAKE ANSWER to \"and who calls it?\""), "{texts:?}");
+    h.pump();
+    let req = ask(&mut h, "third question");
+    let Request::Chat { session_id, history, .. } = &req else { unreachable!() };
+    assert_eq!((session_id.as_deref(), history.len()), (Some(session.as_str()), 4));
 }
 
 #[test]

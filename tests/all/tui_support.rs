@@ -102,6 +102,15 @@ impl Harness {
         Harness { env, repo, engine, app, clock, sent: Vec::new() }
     }
 
+    /// A new run of the app on the same home and repository (nothing kept in memory).
+    pub fn restart(mut self) -> Harness {
+        let mut opts = docdex::tui::app_options(&self.engine, self.repo.clone());
+        opts.debounce = Duration::from_millis(120);
+        self.app = App::new(opts, Arc::new(self.clock.clone()));
+        self.pump();
+        self
+    }
+
     /// Rebuilds the app (before start-up) with changed options, e.g. another theme.
     pub fn with_theme(mut self, theme: docdex::tui::theme::Theme) -> Harness {
         let mut opts = docdex::tui::app_options(&self.engine, self.repo.clone());

@@ -10,7 +10,7 @@
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::llm::{ChatMessage, Role as LlmRole};
 use crate::tui::action::Action;
-use crate::tui::event::{ChatUpdate, Citation, EngineEvent, ProviderState, ProviderStatus, Request};
+use crate::tui::event::{ChatUpdate, Citation, Conversation, EngineEvent, ProviderState, ProviderStatus, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
 use crate::tui::views::mark_citations;
@@ -279,6 +279,39 @@ impl ChatPane {
         }
     }
 
+    /// Shows a logged conversation (a DAG session) and makes it the one the next question
+    /// continues: the one of this run with that id, or a new one rebuilt from the log.
+    fn resume(&mut self, c: &Conversation) {
+        // An answer still streaming keeps going into its own conversation (`ActiveCell::session`).
+        self.citation = None;
+        self.scroll_from_bottom = 0;
+        if let Some(i) = self.sessions.iter().position(|s| s.id.as_deref() == Some(c.session_id.as_str())) {
+            self.current = i;
+            return;
+        }
+        let mut cells = Vec::new();
+        for (q, a) in &c.turns {
+            let cell = |role: Role, text: &str| ChatCell {
+                role,
+                lines: MarkdownStream::parse(text),
+                citations: Vec::new(),
+                text: text.to_string(),
+            };
+            cells.push(cell(Role::User, q));
+            match a {
+                Some(a) => cells.push(cell(Role::Assistant, a)),
+                None => cells.push(cell(Role::Notice, "(no answer was recorded for this question)")),
+            }
+        }
+        let session = Session { id: Some(c.session_id.clone()), cells };
+        if self.sessions[self.current].cells.is_empty() && self.sessions[self.current].id.is_none() {
+            self.sessions[self.current] = session;
+        } else {
+            self.sessions.push(session);
+            self.current = self.sessions.len() - 1;
+        }
+    }
+
     /// All citations in order: (cell, number).
     fn citation_stops(&self) -> Vec<(usize, usize)> {
         self.sessions[self.current]
@@ -466,6 +499,7 @@ impl Pane for ChatPane {
                     a.text.push_str(text);
                 }
             }
+            EngineEvent::Conversation(Ok(c)) => self.resume(c),
             EngineEvent::Chat(ChatUpdate::Progress { turn, text }) => {
                 if let Some(a) = self.active.as_mut().filter(|a| a.turn == *turn) {
                     a.progress = Some(text.clone());

@@ -65,6 +65,12 @@ impl Pane for DagPane {
         let n = self.node_count();
         match cmd {
             Command::ToggleLayout => self.layered = !self.layered,
+            Command::Select => {
+                // Continue the session shown in the Chat pane.
+                if let Some(id) = self.session_id() {
+                    cx.request(Request::LoadConversation { repo: cx.repo.to_path_buf(), session: id.to_string() });
+                }
+            }
             Command::Down => self.selected = (self.selected + 1).min(n.saturating_sub(1)),
             Command::Up => self.selected = self.selected.saturating_sub(1),
             Command::Top => self.selected = 0,
@@ -108,7 +114,11 @@ impl Pane for DagPane {
     }
 
     fn hints(&self) -> Vec<(Command, &'static str)> {
-        vec![(Command::ToggleLayout, "tree/layers"), (Command::NextSession, "session")]
+        vec![
+            (Command::ToggleLayout, "tree/layers"),
+            (Command::NextSession, "session"),
+            (Command::Select, "continue in chat"),
+        ]
     }
 
     fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
