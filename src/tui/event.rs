@@ -150,9 +150,6 @@ pub struct Capabilities {
     pub symbols: bool,
     /// `Engine::impact` (import graph).
     pub impact: bool,
-    /// The waterfall chat (retrieval, gates, token budgets) with its trace. Without it, chat
-    /// goes straight to the model with no repository context.
-    pub waterfall: bool,
     /// The reasoning DAG store.
     pub dag: bool,
     /// Profile (preference) memory.
@@ -161,8 +158,7 @@ pub struct Capabilities {
 
 impl Capabilities {
     /// What this build's engine offers.
-    pub const CURRENT: Capabilities =
-        Capabilities { symbols: true, impact: true, waterfall: true, dag: true, profiles: false };
+    pub const CURRENT: Capabilities = Capabilities { symbols: true, impact: true, dag: true, profiles: false };
 }
 
 /// A progress or result message from engine work.

@@ -21,8 +21,7 @@ use std::time::Duration;
 pub const NOW_MS: u64 = 1_700_000_000_000;
 
 /// Every capability on, as when the engine work other panes wait for has landed.
-pub const ALL_CAPS: Capabilities =
-    Capabilities { symbols: true, impact: true, waterfall: true, dag: true, profiles: true };
+pub const ALL_CAPS: Capabilities = Capabilities { symbols: true, impact: true, dag: true, profiles: true };
 
 pub struct Harness {
     pub env: Env,

@@ -388,16 +388,10 @@ impl ChatPane {
     fn intro(&self, w: usize, cx: &RenderCtx<'_>) -> Vec<Line<'static>> {
         let t = cx.theme;
         let repo = cx.repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let about = if cx.caps.waterfall {
-            format!(
-                "Ask in plain language about **{repo}**; answers cite the files they use, and `{}` jumps to a citation in the search preview.",
-                cx.key(Command::OpenCitation)
-            )
-        } else {
-            format!(
-                "Messages go straight to the model: answers do **not** see {repo} yet. Grounded answers with citations need the waterfall chat (local search, then web, then the model), which the engine does not have yet."
-            )
-        };
+        let about = format!(
+            "Ask in plain language about **{repo}**; answers cite the files they use, and `{}` jumps to a citation in the search preview.",
+            cx.key(Command::OpenCitation)
+        );
         let state = match &self.provider.state {
             ProviderState::Ready => format!("Model: `{}` on {} is ready.", self.provider.model, self.provider.provider),
             ProviderState::Unchecked => {
@@ -546,10 +540,9 @@ impl Pane for ChatPane {
         let input_h = (self.input.lines().len() as u16 + 2).clamp(3, 8).min(area.height / 2);
         let convo = Rect { height: area.height - input_h, ..area };
         let input_area = Rect { y: area.y + convo.height, height: input_h, ..area };
-        let mode = if cx.caps.waterfall { "" } else { " · model only, no repository context yet" };
         let turns = self.cells().iter().filter(|c| c.role == Role::User).count();
         let title = format!(
-            " Chat · session {} of {} · {turns} turn{}{mode} ",
+            " Chat · session {} of {} · {turns} turn{} ",
             self.current + 1,
             self.sessions.len(),
             if turns == 1 { "" } else { "s" }

@@ -85,16 +85,6 @@ impl Pane for TracePane {
         block.render(area, buf);
         match self.traces.get(self.selected) {
             Some(trace) => trace.render(inner, buf, t, self.scroll),
-            None if !cx.caps.waterfall => needs(
-                inner,
-                buf,
-                t,
-                "The waterfall trace needs the waterfall chat",
-                &[
-                    "For each chat turn this pane shows the tiers that ran (local search, web, model), each gate's score against the threshold, the token budget per context slot as bars, the snippets that were dropped and why, and timings.",
-                    "The engine does not run the waterfall chat yet, so there are no turns to show.",
-                ],
-            ),
             None => needs(
                 inner,
                 buf,
