@@ -259,9 +259,12 @@ impl ChatPane {
                 self.notice(text, citations.to_vec());
             }
             None => {
+                let answered = self.active.as_ref().is_some_and(|a| !a.text.trim().is_empty());
                 self.finish_active(citations.to_vec());
-                if stopped {
+                if stopped && answered {
                     self.notice(format!("Stopped turn {turn}; the answer above is partial."), Vec::new());
+                } else if stopped {
+                    self.notice(format!("Stopped turn {turn} before the model answered."), Vec::new());
                 }
             }
         }
