@@ -73,6 +73,7 @@ impl ChatArgs {
             diff: self.diff.clone().map(|target| DiffRequest { target, paths: self.paths.clone() }),
             model: self.model.clone(),
             max_answer_tokens: None,
+            ..Default::default()
         }
     }
 }

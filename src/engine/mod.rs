@@ -5,6 +5,7 @@
 //! crates.
 
 pub mod analysis;
+pub mod cancel;
 pub mod check;
 pub mod code;
 pub mod dag;

@@ -8,7 +8,8 @@
 //!   followed by every `path:line-line` citation found in the prompt, so tests can check
 //!   that context reached the model;
 //! - every request body is recorded (`requests()`, or `GET /fake/requests`) for assertions;
-//! - failures can be injected (`fail_first`) and tokens slowed (`token_delay_ms`);
+//! - failures can be injected (`fail_first`) and tokens slowed (`token_delay_ms`, and
+//!   `first_token_delay_ms` for a model that takes long to read the prompt);
 //! - `openai_only` serves just the `/v1` endpoints, like llama.cpp's server or vLLM;
 //! - `chunk_bytes` cuts streamed bodies into tiny network writes (even inside a character).
 //!
@@ -37,6 +38,9 @@ pub struct FakeOllamaOptions {
     pub embed_dim: usize,
     /// Delay before each streamed chat token.
     pub token_delay_ms: u64,
+    /// Delay before the first streamed chat token (a model reading a long prompt); the
+    /// response headers are sent at once.
+    pub first_token_delay_ms: u64,
     /// The first N requests to `/api/*` and `/v1/*` (other than `/`) answer 500.
     pub fail_first: u32,
     /// Port to bind on 127.0.0.1 (0 picks a free one).
@@ -57,6 +61,7 @@ impl Default for FakeOllamaOptions {
             pullable: vec!["llama3.2:1b".into(), "nomic-embed-text:latest".into()],
             embed_dim: 64,
             token_delay_ms: 0,
+            first_token_delay_ms: 0,
             fail_first: 0,
             port: 0,
             openai_only: false,
@@ -256,7 +261,7 @@ async fn pull(State(s): S, Json(body): Json<Value>) -> Response {
         json!({"status": "downloading", "digest": "sha256:fake", "total": 100, "completed": 100}),
         json!({"status": "success"}),
     ];
-    ndjson(lines.iter().map(|l| l.to_string()).collect(), 0, s.opts.chunk_bytes)
+    ndjson(lines.iter().map(|l| l.to_string()).collect(), Pace::default(), s.opts.chunk_bytes)
 }
 
 /// The words of a text as the fake embeds and answers them.
@@ -388,16 +393,32 @@ fn prompt_tokens(messages: &[Value]) -> usize {
     messages.iter().map(|m| m["content"].as_str().unwrap_or("").split_whitespace().count()).sum()
 }
 
-fn ndjson(lines: Vec<String>, delay_ms: u64, chunk_bytes: usize) -> Response {
+fn ndjson(lines: Vec<String>, pace: Pace, chunk_bytes: usize) -> Response {
     let pieces: Vec<String> = lines.into_iter().map(|l| format!("{l}\n")).collect();
-    streamed("application/x-ndjson", pieces, delay_ms, chunk_bytes)
+    streamed("application/x-ndjson", pieces, pace, chunk_bytes)
 }
 
-/// A streamed body: one write per piece (after `delay_ms`), each cut into `chunk_bytes` writes.
-fn streamed(content_type: &str, pieces: Vec<String>, delay_ms: u64, chunk_bytes: usize) -> Response {
+/// Delays of a streamed body, in milliseconds.
+#[derive(Clone, Copy, Default)]
+struct Pace {
+    /// Before the first piece.
+    first_ms: u64,
+    /// Before each later piece.
+    each_ms: u64,
+}
+
+impl Pace {
+    fn chat(opts: &FakeOllamaOptions) -> Pace {
+        Pace { first_ms: opts.first_token_delay_ms, each_ms: opts.token_delay_ms }
+    }
+}
+
+/// A streamed body: one write per piece (after its `pace` delay), each cut into `chunk_bytes` writes.
+fn streamed(content_type: &str, pieces: Vec<String>, pace: Pace, chunk_bytes: usize) -> Response {
     let stream = futures::stream::iter(pieces.into_iter().enumerate())
         .then(move |(i, p)| async move {
-            if delay_ms > 0 && i > 0 {
+            let delay_ms = if i == 0 { pace.first_ms } else { pace.each_ms };
+            if delay_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(delay_ms)).await;
             }
             let bytes = p.into_bytes();
@@ -454,7 +475,7 @@ async fn chat(State(s): S, Json(body): Json<Value>) -> Response {
                           "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": reason});
     merge(&mut last, &final_fields);
     lines.push(last.to_string());
-    ndjson(lines, s.opts.token_delay_ms, s.opts.chunk_bytes)
+    ndjson(lines, Pace::chat(&s.opts), s.opts.chunk_bytes)
 }
 
 fn merge(into: &mut Value, from: &Value) {
@@ -546,7 +567,7 @@ async fn v1_chat(State(s): S, Json(body): Json<Value>) -> Response {
         "choices": [{"index": 0, "delta": {}, "finish_reason": reason}], "usage": usage})
     ));
     events.push("data: [DONE]\n\n".into());
-    streamed("text/event-stream", events, s.opts.token_delay_ms, s.opts.chunk_bytes)
+    streamed("text/event-stream", events, Pace::chat(&s.opts), s.opts.chunk_bytes)
 }
 
 async fn all_requests(State(s): S) -> Response {

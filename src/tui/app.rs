@@ -105,6 +105,8 @@ pub struct App {
     started_index: bool,
     /// The search selection the impact pane last followed.
     impact_followed: Option<String>,
+    /// The chat turn the trace pane was last pointed at.
+    trace_followed: Option<u64>,
     layout: Cell<Option<AppLayout>>,
 }
 
@@ -138,6 +140,7 @@ impl App {
             notice: None,
             started_index: false,
             impact_followed: None,
+            trace_followed: None,
             layout: Cell::new(None),
         };
         app.requests.push(Request::LoadRepos { current: app.repo.clone() });
@@ -267,6 +270,18 @@ impl App {
             AppEvent::Input(_) => {}
             AppEvent::Tick => self.on_tick(),
             AppEvent::Engine(e) => self.on_engine(e),
+        }
+        self.follow_chat_turn();
+    }
+
+    /// Points the trace pane at the chat turn the chat pane shows, when that changed (so
+    /// `[`/`]` in the trace pane keep their choice until the chat moves).
+    fn follow_chat_turn(&mut self) {
+        let Some(turn) = self.chat.selected_turn() else { return };
+        if self.trace_followed != Some(turn) {
+            self.trace_followed = Some(turn);
+            self.trace.follow(turn);
+            self.dirty = true;
         }
     }
 

@@ -6,7 +6,7 @@
 //! errors; the app reports them and goes on with the shipped keymap. The `?`
 //! help overlay is generated from the resolved bindings, so it cannot go stale.
 
-use super::datafile::{DataError, Source};
+use super::datafile::{load_layered, DataError, DataKind, Source};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::HashMap;
 use std::fmt;
@@ -15,6 +15,9 @@ use std::path::Path;
 /// The shipped keymaps, embedded in the binary.
 pub const EMBEDDED: &[(&str, &str)] =
     &[("default", include_str!("../../keymaps/default.toml")), ("vim", include_str!("../../keymaps/vim.toml"))];
+
+/// Keymaps as data files (for [`load_layered`]).
+const KEYMAPS: DataKind = DataKind { noun: "keymap", dir: "keymaps", shipped: EMBEDDED };
 
 /// Where a binding applies. Pane contexts are tried first, then `navigate`, then `global`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -467,8 +470,8 @@ impl Keymap {
 
     /// The shipped keymap `name` (laid over `default`), if it exists.
     pub fn embedded(name: &str) -> Option<Result<Keymap, DataError>> {
-        let text = EMBEDDED.iter().find(|(n, _)| *n == name)?.1;
-        Some(Self::from_texts(name, &[(format!("<embedded keymaps/{name}.toml>"), text)]))
+        let text = KEYMAPS.shipped_text(name)?;
+        Some(Self::from_texts(name, &[(KEYMAPS.embedded_path(name), text)]))
     }
 
     /// Builds from the shipped default plus the given (path, text) files laid over it in order.
@@ -491,44 +494,7 @@ impl Keymap {
     /// Loads keymap `name`: shipped data, then `<user_dir>/<name>.toml` laid over it.
     /// Never fails: problems are returned and the shipped keymap stays in effect.
     pub fn load(name: &str, user_dir: &Path) -> LoadedKeymap {
-        let mut problems = Vec::new();
-        let embedded_text = EMBEDDED.iter().find(|(n, _)| *n == name).map(|(_, t)| *t);
-        let user_path = user_dir.join(format!("{name}.toml"));
-        let user_text = match std::fs::read_to_string(&user_path) {
-            Ok(t) => Some(t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                problems.push(format!("{}: cannot read: {e}; using the shipped keymap", user_path.display()));
-                None
-            }
-        };
-        if embedded_text.is_none() && user_text.is_none() {
-            let known: Vec<&str> = EMBEDDED.iter().map(|(n, _)| *n).collect();
-            problems.push(format!(
-                "no keymap named {name:?} (shipped: {}; or create {}); using the default keymap",
-                known.join(", "),
-                user_path.display()
-            ));
-        }
-        let mut files: Vec<(String, &str)> = Vec::new();
-        if let Some(t) = embedded_text {
-            files.push((format!("<embedded keymaps/{name}.toml>"), t));
-        }
-        let shipped = Self::from_texts(name, &files);
-        if let Some(user) = &user_text {
-            files.push((user_path.display().to_string(), user.as_str()));
-            match Self::from_texts(name, &files) {
-                Ok(km) => return LoadedKeymap { keymap: km, problems },
-                Err(e) => problems.push(format!("{e}; using the shipped keymap")),
-            }
-        }
-        let keymap = match shipped {
-            Ok(km) => km,
-            Err(e) => {
-                problems.push(format!("{e}; using the default keymap"));
-                Self::from_texts("default", &[]).unwrap_or_default()
-            }
-        };
+        let (keymap, problems) = load_layered(&KEYMAPS, name, user_dir, Self::from_texts, Keymap::default);
         LoadedKeymap { keymap, problems }
     }
 }

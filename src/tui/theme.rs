@@ -6,7 +6,7 @@
 //! with the shipped theme. `NO_COLOR` strips colours but keeps bold, underline
 //! and reverse video, so selections stay visible.
 
-use super::datafile::{DataError, Source};
+use super::datafile::{load_layered, DataError, DataKind, Source};
 use ratatui::style::{Color, Modifier, Style};
 use std::collections::HashMap;
 use std::path::Path;
@@ -18,6 +18,9 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     ("light", include_str!("../../themes/light.toml")),
     ("high-contrast", include_str!("../../themes/high-contrast.toml")),
 ];
+
+/// Themes as data files (for [`load_layered`]).
+const THEMES: DataKind = DataKind { noun: "theme", dir: "themes", shipped: EMBEDDED };
 
 macro_rules! slots {
     ($( $variant:ident => $section:literal . $key:literal; )*) => {
@@ -145,8 +148,8 @@ impl Theme {
 
     /// The shipped theme `name` (laid over `dark`), with colours unless `no_color`.
     pub fn embedded(name: &str, no_color: bool) -> Option<Result<Theme, DataError>> {
-        let text = EMBEDDED.iter().find(|(n, _)| *n == name)?.1;
-        Some(Self::from_texts(name, &[(format!("<embedded themes/{name}.toml>"), text)], no_color))
+        let text = THEMES.shipped_text(name)?;
+        Some(Self::from_texts(name, &[(THEMES.embedded_path(name), text)], no_color))
     }
 
     /// Builds from the shipped dark theme plus (path, text) files laid over it in order. Palette
@@ -176,44 +179,8 @@ impl Theme {
     /// Loads theme `name`: shipped data, then `<user_dir>/<name>.toml` laid over it.
     /// Never fails: problems are returned and the shipped theme stays in effect.
     pub fn load(name: &str, user_dir: &Path, no_color: bool) -> LoadedTheme {
-        let mut problems = Vec::new();
-        let embedded_text = EMBEDDED.iter().find(|(n, _)| *n == name).map(|(_, t)| *t);
-        let user_path = user_dir.join(format!("{name}.toml"));
-        let user_text = match std::fs::read_to_string(&user_path) {
-            Ok(t) => Some(t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                problems.push(format!("{}: cannot read: {e}; using the shipped theme", user_path.display()));
-                None
-            }
-        };
-        if embedded_text.is_none() && user_text.is_none() {
-            let known: Vec<&str> = EMBEDDED.iter().map(|(n, _)| *n).collect();
-            problems.push(format!(
-                "no theme named {name:?} (shipped: {}; or create {}); using the dark theme",
-                known.join(", "),
-                user_path.display()
-            ));
-        }
-        let mut files: Vec<(String, &str)> = Vec::new();
-        if let Some(t) = embedded_text {
-            files.push((format!("<embedded themes/{name}.toml>"), t));
-        }
-        let shipped = Self::from_texts(name, &files, no_color);
-        if let Some(user) = &user_text {
-            files.push((user_path.display().to_string(), user.as_str()));
-            match Self::from_texts(name, &files, no_color) {
-                Ok(t) => return LoadedTheme { theme: t, problems },
-                Err(e) => problems.push(format!("{e}; using the shipped theme")),
-            }
-        }
-        let theme = match shipped {
-            Ok(t) => t,
-            Err(e) => {
-                problems.push(format!("{e}; using the dark theme"));
-                Self::from_texts("dark", &[], no_color).unwrap_or_else(|_| Theme::plain())
-            }
-        };
+        let (theme, problems) =
+            load_layered(&THEMES, name, user_dir, |name, files| Self::from_texts(name, files, no_color), Theme::plain);
         LoadedTheme { theme, problems }
     }
 

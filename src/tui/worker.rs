@@ -17,7 +17,7 @@ use crate::engine::llm::{model_matches, ChatMessage};
 use crate::engine::protocol::{
     AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, Highlight, IndexProgress,
 };
-use crate::engine::protocol::{ImpactRequest, ImpactResponse, SymbolsRequest};
+use crate::engine::protocol::{CancelToken, ImpactRequest, ImpactResponse, SymbolsRequest};
 use crate::engine::watch::WatchReport;
 use crate::engine::{Engine, IndexOptions};
 use std::collections::{HashMap, HashSet};
@@ -50,8 +50,8 @@ pub struct Worker {
     impact: Slot,
     indexing: Arc<Mutex<HashSet<PathBuf>>>,
     watchers: HashMap<PathBuf, (Arc<AtomicBool>, JoinHandle<()>)>,
-    /// Stop flags of answers being streamed, by turn.
-    chats: Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>,
+    /// Cancel tokens of answers being streamed, by turn (the stop key trips them).
+    chats: Arc<Mutex<HashMap<u64, CancelToken>>>,
 }
 
 impl Worker {
@@ -102,8 +102,8 @@ impl Worker {
                 self.blocking(move || load_conversation(&engine, &repo, &session));
             }
             Request::StopChat { turn } => {
-                if let Some(flag) = self.chats.lock().ok().and_then(|c| c.get(&turn).cloned()) {
-                    flag.store(true, Ordering::Relaxed);
+                if let Some(cancel) = self.chats.lock().ok().and_then(|c| c.get(&turn).cloned()) {
+                    cancel.cancel();
                 }
             }
             Request::RemoveRepo { repo } => {
@@ -174,9 +174,9 @@ impl Worker {
     }
 
     fn chat(&self, turn: u64, job: ChatJob) {
-        let stop = Arc::new(AtomicBool::new(false));
+        let cancel = CancelToken::new();
         if let Ok(mut c) = self.chats.lock() {
-            c.insert(turn, stop.clone());
+            c.insert(turn, cancel.clone());
         }
         let engine = self.engine.clone();
         let tx = self.tx.clone();
@@ -185,7 +185,7 @@ impl Worker {
             let send = |e: EngineEvent| {
                 let _ = tx.send(AppEvent::Engine(e));
             };
-            let done = guarded("a chat answer", || chat_run(&engine, turn, job, &stop, &send)).unwrap_or_else(|| {
+            let done = guarded("a chat answer", || chat_run(&engine, turn, job, cancel, &send)).unwrap_or_else(|| {
                 EngineEvent::Chat(ChatUpdate::Failed {
                     turn,
                     session_id: None,
@@ -271,7 +271,7 @@ pub fn run_sync(engine: &Engine, req: Request) -> Vec<EngineEvent> {
         Request::Index { repo, rebuild } => send(index_run(engine, &repo, rebuild, &send)),
         Request::Chat { turn, repo, query, history, session_id } => {
             let job = ChatJob { repo, query, history, session_id };
-            send(chat_run(engine, turn, job, &AtomicBool::new(false), &send))
+            send(chat_run(engine, turn, job, CancelToken::new(), &send))
         }
         Request::LoadDag { repo, session } => send(load_dag(engine, &repo, session.as_deref())),
         Request::LoadConversation { repo, session } => send(load_conversation(engine, &repo, &session)),
@@ -315,13 +315,14 @@ struct ChatJob {
 }
 
 /// Runs one waterfall turn, streaming steps and answer tokens as events until it ends or
-/// `stop` is set; sends the trace and the provider state the turn met, and returns the final
-/// event.
-fn chat_run(engine: &Engine, turn: u64, job: ChatJob, stop: &AtomicBool, send: &dyn Fn(EngineEvent)) -> EngineEvent {
+/// `cancel` is tripped (the engine sees it even before the first token); sends the trace and
+/// the provider state the turn met, and returns the final event.
+fn chat_run(engine: &Engine, turn: u64, job: ChatJob, cancel: CancelToken, send: &dyn Fn(EngineEvent)) -> EngineEvent {
     let req = ChatTurnRequest {
         query: job.query.clone(),
         history: job.history,
         session_id: job.session_id,
+        cancel,
         ..Default::default()
     };
     let mut on_event = |e: ChatTurnEvent| {
@@ -339,11 +340,7 @@ fn chat_run(engine: &Engine, turn: u64, job: ChatJob, stop: &AtomicBool, send: &
             },
         };
         send(EngineEvent::Chat(update));
-        if stop.load(Ordering::Relaxed) {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
+        ControlFlow::Continue(())
     };
     match engine.chat(&job.repo, &req, &mut on_event) {
         Ok(resp) => {

@@ -594,6 +594,67 @@ fn returning_break_stops_the_answer() {
 }
 
 #[test]
+fn a_cancel_token_stops_the_turn_while_the_model_reads_the_prompt() {
+    let c = Chat::new(FakeOllamaOptions { first_token_delay_ms: 4000, ..Default::default() }, "");
+    let req = q("how are stale sessions expired?");
+    let cancel = req.cancel.clone();
+    let mut asked_at = None;
+    let mut tokens = 0;
+    let resp = c
+        .engine()
+        .chat(&c.repo, &req, &mut |ev| {
+            match ev {
+                // The context is reported just before the model is asked: stop 300 ms into the wait.
+                ChatTurnEvent::Context { .. } => {
+                    asked_at = Some(Instant::now());
+                    let cancel = cancel.clone();
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_millis(300));
+                        cancel.cancel();
+                    });
+                }
+                ChatTurnEvent::Token { .. } => tokens += 1,
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let waited = asked_at.expect("the context was reported").elapsed();
+    assert!(waited < Duration::from_millis(2500), "ended promptly, not at the first token ({waited:?})");
+    assert_eq!(tokens, 0);
+    assert_eq!(resp.llm.status, AnswerStatus::Stopped);
+    assert_eq!(resp.answer, None);
+    assert_eq!(c.chat_bodies().len(), 1, "the model was asked before the stop");
+    let llm = resp.trace.steps.iter().find(|s| s.name == "llm").unwrap();
+    assert_eq!((llm.status, llm.detail.as_str()), (StepStatus::Ran, "stopped"));
+    assert!(resp.trace.timings_ms.first_token.is_none());
+    // The session is logged, its answer marked stopped.
+    let dag = c.engine().dag_session(&c.repo, &resp.session_id).unwrap();
+    let last = dag.nodes.last().unwrap();
+    assert_eq!((last.kind, last.label.as_str()), (NodeKind::Observation, "answer: stopped"));
+    assert_eq!(last.payload["status"], "stopped");
+}
+
+#[test]
+fn a_cancel_token_tripped_before_the_turn_skips_the_tiers_and_the_model() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let req = q("how are stale sessions expired?");
+    req.cancel.cancel();
+    let resp = c.engine().chat(&c.repo, &req, &mut |_| ControlFlow::Continue(())).unwrap();
+    assert_eq!(resp.llm.status, AnswerStatus::Stopped);
+    assert_eq!(resp.answer, None);
+    assert!(c.chat_bodies().is_empty(), "the model was not asked");
+    for name in ["code_index", "gate", "web", "memory", "diff"] {
+        let step = resp.trace.steps.iter().find(|s| s.name == name).unwrap();
+        assert_eq!(step.status, StepStatus::Skipped, "{step:?}");
+        assert!(step.detail.contains("stopped"), "{step:?}");
+    }
+    assert!(resp.sources.is_empty());
+    let dag = c.engine().dag_session(&c.repo, &resp.session_id).unwrap();
+    assert_eq!(dag.nodes.last().unwrap().label, "answer: stopped");
+}
+
+#[test]
 fn the_cli_streams_tokens_before_the_answer_is_complete() {
     let c = Chat::new(FakeOllamaOptions { token_delay_ms: 150, ..Default::default() }, "");
     let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))

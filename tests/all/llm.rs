@@ -4,10 +4,12 @@
 
 use crate::util::{dead_url, Env};
 use docdex::engine::llm::{ChatMessage, ChatRequest, Role};
+use docdex::engine::protocol::CancelToken;
 use docdex::testing::fake_ollama::{answer_for, embed_text, FakeOllama, FakeOllamaOptions};
 use docdex::Error;
 use serde_json::json;
 use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
 
 fn fake(opts: FakeOllamaOptions) -> FakeOllama {
     FakeOllama::start(opts).expect("start fake")
@@ -244,6 +246,54 @@ fn a_slow_reader_gets_the_whole_answer_and_can_stop_early() {
     assert!(reply.stopped);
     assert!(reply.usage.is_none());
     assert_eq!(reply.text, slow[..2].concat());
+}
+
+#[test]
+fn a_cancel_token_stops_the_stream_before_the_first_token() {
+    for openai_only in [false, true] {
+        let server = fake(FakeOllamaOptions { first_token_delay_ms: 4000, openai_only, ..Default::default() });
+        let env = Env::new();
+        let provider = if openai_only { "openai" } else { "ollama" };
+        let engine = env.engine_for(provider, &server.url(), "fake-chat", "fake-embed");
+        let cancel = CancelToken::new();
+        let tripper = {
+            let cancel = cancel.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                cancel.cancel();
+            })
+        };
+        let started = Instant::now();
+        let mut tokens = 0;
+        let reply = engine
+            .stream_chat_cancellable(question("hi"), &cancel, &mut |_| {
+                tokens += 1;
+                ControlFlow::Continue(())
+            })
+            .expect("a stop is not an error");
+        let took = started.elapsed();
+        tripper.join().unwrap();
+        assert!(reply.stopped && reply.text.is_empty() && reply.usage.is_none(), "{provider}: {reply:?}");
+        assert_eq!(tokens, 0);
+        assert!(took >= Duration::from_millis(300), "{provider}: it waited for the stop ({took:?})");
+        assert!(took < Duration::from_millis(2500), "{provider}: the stop ended the wait promptly ({took:?})");
+        assert_eq!(
+            server.requests().iter().filter(|(p, _)| p.ends_with("chat/completions") || p == "/api/chat").count(),
+            1
+        );
+    }
+}
+
+#[test]
+fn an_untripped_cancel_token_changes_nothing() {
+    let server = fake(FakeOllamaOptions { first_token_delay_ms: 100, ..Default::default() });
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let reply = engine
+        .stream_chat_cancellable(question("hi"), &CancelToken::new(), &mut |_| ControlFlow::Continue(()))
+        .unwrap();
+    assert!(!reply.stopped);
+    assert_eq!(reply.text, expected_answer("hi"));
 }
 
 #[test]

@@ -226,3 +226,53 @@ fn an_unindexed_repository_fails_the_turn_in_the_pane() {
     h.key(KeyCode::Enter);
     assert!(matches!(h.requests().as_slice(), [Request::Chat { turn: 2, .. }]));
 }
+
+#[test]
+fn the_trace_pane_follows_the_chat_turn_in_view() {
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
+    let mut h = harness(&fake);
+    h.alt('3');
+    h.pump();
+    for q in ["where are stale sessions expired?", "how are invoices summed?"] {
+        let req = ask(&mut h, q);
+        run(&mut h, req);
+        h.pump();
+    }
+    let shown = |h: &Harness| h.app.trace().shown().map(|t| (t.turn, t.question.clone()));
+    assert_eq!(shown(&h), Some((2, "how are invoices summed?".into())), "the newest turn at first");
+
+    // Scrolled to the top of a small screen, the chat shows turn 1: so does the trace pane.
+    h.key(KeyCode::Esc);
+    let _ = h.screen(80, 24);
+    h.key(KeyCode::Home);
+    assert_eq!(h.app.chat().selected_turn(), Some(1), "{}", h.screen(80, 24));
+    assert_eq!(shown(&h).map(|s| s.0), Some(1));
+    h.alt('4');
+    assert!(shows(&h.screen(80, 24), "turn 1 of 2"), "{}", h.screen(80, 24));
+    // `]` still browses, and keeps its choice while the chat does not move.
+    h.key(KeyCode::Char(']'));
+    assert_eq!(shown(&h).map(|s| s.0), Some(2));
+    h.pump();
+    assert_eq!(shown(&h).map(|s| s.0), Some(2));
+    // Back at the bottom of the chat, the newest turn; a selected citation picks its turn.
+    h.alt('3');
+    h.key(KeyCode::Char('['));
+    h.key(KeyCode::End);
+    assert_eq!(shown(&h).map(|s| s.0), Some(2));
+    h.key(KeyCode::Char('n'));
+    assert_eq!(h.app.chat().selected_turn(), Some(1), "the first citation is in the first answer");
+    assert_eq!(shown(&h).map(|s| s.0), Some(1));
+    h.key(KeyCode::Char('p'));
+    assert_eq!(h.app.chat().selected_turn(), Some(2), "backwards from the first wraps to the last answer");
+    assert_eq!(shown(&h).map(|s| s.0), Some(2));
+
+    // A new turn is followed once its trace arrives; until then the pane keeps what it shows.
+    h.key(KeyCode::Char('n'));
+    assert_eq!(shown(&h).map(|s| s.0), Some(1));
+    h.key(KeyCode::Char('i'));
+    let req = ask(&mut h, "who calls expire_stale_sessions?");
+    assert_eq!(h.app.chat().selected_turn(), Some(3));
+    assert_eq!(shown(&h).map(|s| s.0), Some(1), "no trace of turn 3 yet");
+    run(&mut h, req);
+    assert_eq!(shown(&h).map(|s| s.0), Some(3));
+}

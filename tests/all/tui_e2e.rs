@@ -178,6 +178,67 @@ async fn chat_streams_from_a_model_server_and_stops_on_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stop_key_ends_a_turn_before_the_first_token() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    // The model takes 20 s to read the prompt; the stop must not wait for it.
+    let fake = FakeOllama::start(FakeOllamaOptions {
+        models: vec!["phi3.5:3.8b".into()],
+        first_token_delay_ms: 20_000,
+        ..Default::default()
+    })
+    .expect("fake model server");
+    let env = Env::new();
+    std::fs::create_dir_all(env.home()).expect("home");
+    std::fs::write(env.home().join("config.toml"), format!("[llm]\nbase_url = \"{}\"\n", fake.url())).expect("config");
+    let repo = env.repo("fixture");
+    sample_repo(&repo);
+    let engine = env.engine();
+    let opts = docdex::tui::app_options(&engine, std::fs::canonicalize(&repo).expect("canonical"));
+    let mut app = App::new(opts, Arc::new(SystemClock));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut worker = Worker::new(engine, tx.clone());
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let shared = Arc::new(Mutex::new(String::new()));
+    let mut observer = Screen(shared.clone());
+    let driver = tokio::spawn(async move {
+        wait_for(&shared, "● ready 5 files").await;
+        let _ = tx.send(key(KeyCode::Char('3'), KeyModifiers::ALT));
+        wait_for(&shared, "phi3.5:3.8b on ollama is ready").await;
+        for c in "how are sessions expired".chars() {
+            let _ = tx.send(key(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+        let _ = tx.send(key(KeyCode::Enter, KeyModifiers::NONE));
+        wait_for(&shared, "asking the model").await;
+        let pressed = Instant::now();
+        let _ = tx.send(key(KeyCode::Char('s'), KeyModifiers::CONTROL));
+        wait_for(&shared, "Stopped turn 1 before the model answered").await;
+        let took = pressed.elapsed();
+        let _ = tx.send(key(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        took
+    });
+    let exit = tokio::time::timeout(
+        Duration::from_secs(60),
+        run_loop(
+            &mut terminal,
+            &mut app,
+            &mut rx,
+            &mut worker,
+            &mut RecordingHost::default(),
+            &mut observer,
+            std::future::pending(),
+        ),
+    )
+    .await
+    .expect("in time")
+    .expect("draws");
+    let took = driver.await.expect("driver");
+    assert!(took < Duration::from_secs(5), "the stop did not wait for the first token ({took:?})");
+    assert_eq!(exit, Exit::Quit);
+    assert_eq!(app.chat().cells().len(), 2, "the question and the stop notice, no empty answer");
+    worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signal_ends_the_loop() {
     let env = Env::new();
     hermetic_config(&env, "");

@@ -3,6 +3,7 @@
 //! remembered for a short while so a dead server costs one attempt, not one per query.
 
 use super::{build_provider, ChatEvent, ChatRequest, ChatUsage, ModelInfo, Provider, PullProgress};
+use crate::engine::cancel::CancelToken;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use futures::StreamExt;
@@ -31,7 +32,7 @@ pub struct ChatReply {
     pub text: String,
     /// Token counts and finish reason (absent when the reader stopped early).
     pub usage: Option<ChatUsage>,
-    /// True when the callback asked to stop before the answer was complete.
+    /// True when the callback or the cancel token stopped the answer before it was complete.
     pub stopped: bool,
 }
 
@@ -58,28 +59,43 @@ impl Engine {
         req: ChatRequest,
         on_token: &mut dyn FnMut(&str) -> ControlFlow<()>,
     ) -> Result<ChatReply> {
+        self.stream_chat_cancellable(req, &CancelToken::default(), on_token)
+    }
+
+    /// [`Engine::stream_chat`] that also stops when `cancel` is tripped from another thread,
+    /// even before the first token (while the model still reads the prompt): the wait on the
+    /// server looks at the token every [`CANCEL_TICK`](crate::engine::cancel::CANCEL_TICK),
+    /// and a stop closes the connection. A stopped reply is `Ok` with `stopped: true` and
+    /// whatever text had arrived.
+    pub fn stream_chat_cancellable(
+        &self,
+        req: ChatRequest,
+        cancel: &CancelToken,
+        on_token: &mut dyn FnMut(&str) -> ControlFlow<()>,
+    ) -> Result<ChatReply> {
         let provider = self.provider()?;
         let rt = self.runtime()?;
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<ChatEvent>>(CHAT_CHANNEL);
+        let watch = cancel.clone();
+        // On a stop the task returns, dropping the stream (closing the connection) and the
+        // sender, so the reader below wakes up to a closed channel.
         let task = rt.spawn(async move {
-            let mut stream = match provider.chat(req).await {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = tx.send(Err(e)).await;
-                    return;
-                }
-            };
-            while let Some(ev) = stream.next().await {
-                let last = !matches!(ev, Ok(ChatEvent::Token(_)));
-                // A closed channel means the reader stopped: dropping the stream closes the connection.
-                if tx.send(ev).await.is_err() || last {
-                    return;
-                }
+            tokio::select! {
+                _ = watch.cancelled() => {}
+                _ = forward_chat(provider, req, tx) => {}
             }
         });
         let mut reply = ChatReply::default();
         let result = loop {
+            if cancel.is_cancelled() {
+                reply.stopped = true;
+                break Ok(());
+            }
             match rx.blocking_recv() {
+                None if cancel.is_cancelled() => {
+                    reply.stopped = true;
+                    break Ok(());
+                }
                 None => break Err(Error::Upstream("the answer stream ended before it was complete".into())),
                 Some(Err(e)) => break Err(e),
                 Some(Ok(ChatEvent::Done(u))) => {
@@ -154,6 +170,24 @@ impl Engine {
     pub(crate) fn clear_embed_failure(&self) {
         if let Ok(mut g) = self.inner.llm.embed_failure.lock() {
             *g = None;
+        }
+    }
+}
+
+/// Asks `provider` for the answer and forwards its events to `tx` until the last one, or until
+/// the reader hangs up (dropping the stream closes the connection).
+async fn forward_chat(provider: Arc<dyn Provider>, req: ChatRequest, tx: tokio::sync::mpsc::Sender<Result<ChatEvent>>) {
+    let mut stream = match provider.chat(req).await {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = tx.send(Err(e)).await;
+            return;
+        }
+    };
+    while let Some(ev) = stream.next().await {
+        let last = !matches!(ev, Ok(ChatEvent::Token(_)));
+        if tx.send(ev).await.is_err() || last {
+            return;
         }
     }
 }

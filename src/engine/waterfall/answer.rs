@@ -129,6 +129,8 @@ impl Turn<'_> {
         let cached = self.engine.waterfall().windows.lock().ok().and_then(|m| m.get(&key).copied());
         let (reported, preflight) = match cached {
             Some(w) => (w, None),
+            // A stopped turn does not ask the server anything more.
+            None if self.stop_requested() => (None, None),
             None => match self.engine.block_on(provider.context_window(model)) {
                 Ok(Ok(w)) => {
                     if let Ok(mut m) = self.engine.waterfall().windows.lock() {
@@ -179,7 +181,7 @@ impl Turn<'_> {
             message: None,
         };
         let mut answer: Option<String> = None;
-        if self.stopped {
+        if self.stop_requested() {
             outcome.status = AnswerStatus::Stopped;
         } else if let Some(e) = preflight {
             self.unavailable(&mut outcome, &e);
@@ -260,7 +262,8 @@ impl Turn<'_> {
         let started = self.started;
         let on_event = &mut self.on_event;
         let mut stopped = false;
-        let result = self.engine.stream_chat(req, &mut |t: &str| {
+        let cancel = &self.req.cancel;
+        let result = self.engine.stream_chat_cancellable(req, cancel, &mut |t: &str| {
             if first.is_none() {
                 first = Some(ms(started));
             }
@@ -284,6 +287,10 @@ impl Turn<'_> {
                 }
                 if reply.stopped || stopped {
                     outcome.status = AnswerStatus::Stopped;
+                    // Stopped before the first token: there is no answer, not an empty one.
+                    if reply.text.is_empty() {
+                        return None;
+                    }
                 }
                 Some(reply.text)
             }

@@ -51,8 +51,10 @@ impl Engine {
     /// Answers one chat turn about the repository at `repo_path`, streaming events (steps as
     /// they finish, the assembled context, answer tokens, notices) into `on_event`.
     ///
-    /// Returning `ControlFlow::Break` from `on_event` stops the answer (the turn still returns,
-    /// with status `stopped`). Bad input (an empty question, a bad diff range, not a git
+    /// Returning `ControlFlow::Break` from `on_event`, or tripping `req.cancel` from another
+    /// thread, stops the turn: the tiers not yet run are skipped, the model is not asked or its
+    /// answer is cut off (even before the first token), and the turn still returns, with status
+    /// `stopped`, its DAG session logged. Bad input (an empty question, a bad diff range, not a git
     /// repository) is an error; an unreachable server or a missing model is not: the response
     /// then has no answer, status `unavailable`, and the retrieved sources.
     pub fn chat(&self, repo_path: &Path, req: &ChatTurnRequest, on_event: OnChatEvent<'_>) -> Result<ChatTurnResponse> {
@@ -134,6 +136,24 @@ impl<'a> Turn<'a> {
         if (self.on_event)(ev).is_break() {
             self.stopped = true;
         }
+    }
+
+    /// Whether the turn should stop: the callback returned `Break` or `req.cancel` was tripped.
+    fn stop_requested(&mut self) -> bool {
+        if !self.stopped && self.req.cancel.is_cancelled() {
+            tracing::info!("chat turn cancelled");
+            self.stopped = true;
+        }
+        self.stopped
+    }
+
+    /// Records `name` as skipped when the turn was stopped before it; true when it was.
+    fn skipped_for_stop(&mut self, tier: u8, name: &str) -> bool {
+        if !self.stop_requested() {
+            return false;
+        }
+        self.step(tier, name, StepStatus::Skipped, Instant::now(), 0, "the turn was stopped before this step".into());
+        true
     }
 
     fn step(&mut self, tier: u8, name: &str, status: StepStatus, since: Instant, items: u32, detail: String) {

@@ -62,6 +62,9 @@ impl Turn<'_> {
 
     /// Tier 1: the code index. Returns the DAG observation node.
     pub(super) fn code_index(&mut self, plan: Option<i64>, found: &mut Found) -> Result<Option<i64>> {
+        if self.skipped_for_stop(1, "code_index") {
+            return Ok(None);
+        }
         let started = Instant::now();
         let limit = self.engine.config().search.max_repo_hits.max(1) as usize;
         let sreq = SearchRequest { query: self.req.query.clone(), limit: Some(limit), ..Default::default() };
@@ -109,6 +112,9 @@ impl Turn<'_> {
 
     /// The confidence gate. Returns the DAG decision node.
     pub(super) fn gate(&mut self, obs: Option<i64>, search: Option<&SearchResponse>) -> Option<i64> {
+        if self.skipped_for_stop(1, "gate") {
+            return None;
+        }
         let threshold = self.engine.config().search.web_trigger_threshold;
         let confidence = search.map(|s| s.confidence).unwrap_or(0.0);
         let top_hits = search
@@ -138,6 +144,9 @@ impl Turn<'_> {
 
     /// Tier 2. Returns the DAG observation node when the web was wanted.
     pub(super) fn web_step(&mut self, gate: Option<i64>) -> Option<i64> {
+        if self.skipped_for_stop(2, "web") {
+            return None;
+        }
         if !self.trace.gate.web_wanted {
             let why =
                 if self.req.web == WebPolicy::Off { "web not wanted (--no-web)" } else { "local results suffice" };
@@ -165,6 +174,9 @@ impl Turn<'_> {
 
     /// Tier 3: repo memory. Returns the DAG observation node.
     pub(super) fn memory_step(&mut self, plan: Option<i64>, found: &mut Found) -> Option<i64> {
+        if self.skipped_for_stop(3, "memory") {
+            return None;
+        }
         let started = Instant::now();
         if !self.engine.config().memory.enabled {
             self.step(3, "memory", StepStatus::Skipped, started, 0, "[memory] enabled = false".into());
@@ -208,6 +220,9 @@ impl Turn<'_> {
         diff_ms: f64,
         found: &mut Found,
     ) -> Option<i64> {
+        if self.skipped_for_stop(3, "diff") {
+            return None;
+        }
         let Some((target, files)) = diff else {
             self.step(3, "diff", StepStatus::Skipped, Instant::now(), 0, "no --diff asked".into());
             return None;

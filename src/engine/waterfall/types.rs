@@ -3,6 +3,7 @@
 //! `/v1/chat/completions` extension fields and what the TUI's waterfall pane draws, so every
 //! field means the same thing on every surface.
 
+use crate::engine::cancel::CancelToken;
 use crate::engine::llm::ChatMessage;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -75,6 +76,12 @@ pub struct ChatTurnRequest {
     /// Cap on generated tokens (`[llm] max_answer_tokens` when absent).
     #[serde(default)]
     pub max_answer_tokens: Option<u32>,
+    /// Trip it from another thread to stop the turn, even while the model still reads the
+    /// prompt: the turn ends `stopped`, like a `ControlFlow::Break` from the event callback.
+    /// Not part of any wire format; the default is never tripped.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub cancel: CancelToken,
 }
 
 impl ChatTurnRequest {

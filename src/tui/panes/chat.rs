@@ -46,6 +46,8 @@ pub struct ChatCell {
     pub lines: Vec<MdLine>,
     /// Sources cited by `[n]`.
     pub citations: Vec<Citation>,
+    /// The turn of this run it belongs to (`None` for a conversation rebuilt from the DAG log).
+    pub turn: Option<u64>,
 }
 
 /// The answer being streamed.
@@ -84,6 +86,8 @@ pub struct ChatPane {
     /// Which session each turn of this run was asked in.
     turn_sessions: Vec<(u64, usize)>,
     height: Cell<u16>,
+    /// Width of the conversation as last drawn (to find the turn at the bottom of the view).
+    width: Cell<u16>,
 }
 
 impl std::fmt::Debug for ChatPane {
@@ -114,6 +118,7 @@ impl ChatPane {
             current: 0,
             turn_sessions: Vec::new(),
             height: Cell::new(0),
+            width: Cell::new(0),
         }
     }
 
@@ -134,6 +139,47 @@ impl ChatPane {
     /// Sessions in this run and the index of the one shown.
     pub fn session(&self) -> (usize, usize) {
         (self.current, self.sessions.len())
+    }
+
+    /// The turn the user is looking at, which the trace pane follows: the turn of the selected
+    /// citation, else the newest turn when scrolled to the bottom, else the turn with the most
+    /// rows in view. `None` when the view shows no turn of this run (a conversation from the log).
+    pub fn selected_turn(&self) -> Option<u64> {
+        let cells = self.cells();
+        if let Some(turn) = self.citation.and_then(|(ci, _)| cells.get(ci)).and_then(|c| c.turn) {
+            return Some(turn);
+        }
+        let active = self.active.as_ref().filter(|a| a.session == self.current);
+        let w = self.width.get() as usize;
+        if self.scroll_from_bottom == 0 || w == 0 {
+            return active.map(|a| a.turn).or_else(|| cells.iter().rev().find_map(|c| c.turn));
+        }
+        // The rows each cell takes, as `rows` draws them.
+        let mut blocks: Vec<(Option<u64>, usize)> =
+            cells.iter().map(|c| (c.turn, cell_rows(&c.lines, c.citations.len(), w))).collect();
+        if let Some(a) = active {
+            let mut lines: Vec<MdLine> = a.stream.lines().to_vec();
+            lines.extend(a.stream.pending_preview());
+            blocks.push((Some(a.turn), cell_rows(&lines, 0, w)));
+        }
+        let total: usize = blocks.iter().map(|(_, n)| n).sum();
+        let h = self.height.get() as usize;
+        let from_bottom = self.scroll_from_bottom.min(total.saturating_sub(h));
+        let view_end = total - from_bottom;
+        let view = view_end.saturating_sub(h)..view_end;
+        // The turn with the most rows in view (the later one on a tie).
+        let mut shown: Vec<(u64, usize)> = Vec::new();
+        let mut start = 0;
+        for (turn, n) in blocks {
+            let rows = (start + n).min(view.end).saturating_sub(start.max(view.start));
+            start += n;
+            match (turn, shown.last_mut()) {
+                (None, _) => {}
+                (Some(t), Some((last, sum))) if *last == t => *sum += rows,
+                (Some(t), _) => shown.push((t, rows)),
+            }
+        }
+        shown.into_iter().filter(|(_, rows)| *rows > 0).max_by_key(|&(t, rows)| (rows, t)).map(|(t, _)| t)
     }
 
     /// The text in the message box.
@@ -172,11 +218,13 @@ impl ChatPane {
             MarkdownStream::parse(&mark_citations(&a.text, &citations))
         };
         let session = a.session.min(self.sessions.len() - 1);
-        self.sessions[session].cells.push(ChatCell { role: Role::Assistant, lines, citations, text: a.text });
+        let cell = ChatCell { role: Role::Assistant, lines, citations, text: a.text, turn: Some(a.turn) };
+        self.sessions[session].cells.push(cell);
     }
 
-    fn notice(&mut self, text: String, citations: Vec<Citation>) {
-        self.cells_mut().push(ChatCell { role: Role::Notice, lines: MarkdownStream::parse(&text), citations, text });
+    fn notice(&mut self, turn: u64, text: String, citations: Vec<Citation>) {
+        let lines = MarkdownStream::parse(&text);
+        self.cells_mut().push(ChatCell { role: Role::Notice, lines, citations, text, turn: Some(turn) });
         self.scroll_from_bottom = 0;
     }
 
@@ -217,12 +265,16 @@ impl ChatPane {
         }
         self.input = new_input();
         self.turn += 1;
+        // The new turn is what the user looks at now (and what the trace pane follows).
+        self.citation = None;
         let history = self.messages();
+        let turn = Some(self.turn);
         self.cells_mut().push(ChatCell {
             role: Role::User,
             lines: MarkdownStream::parse(&text),
             citations: Vec::new(),
             text: text.clone(),
+            turn,
         });
         self.turn_sessions.push((self.turn, self.current));
         cx.request(Request::Chat {
@@ -256,12 +308,15 @@ impl ChatPane {
                     "**No answer**: {why}\n\n{found}Configured: provider `{}`, model `{}`.",
                     self.provider.provider, self.provider.model
                 );
-                self.notice(text, citations.to_vec());
+                self.notice(turn, text, citations.to_vec());
             }
             None => {
+                let answered = self.active.as_ref().is_some_and(|a| !a.text.trim().is_empty());
                 self.finish_active(citations.to_vec());
-                if stopped {
-                    self.notice(format!("Stopped turn {turn}; the answer above is partial."), Vec::new());
+                if stopped && answered {
+                    self.notice(turn, format!("Stopped turn {turn}; the answer above is partial."), Vec::new());
+                } else if stopped {
+                    self.notice(turn, format!("Stopped turn {turn} before the model answered."), Vec::new());
                 }
             }
         }
@@ -296,6 +351,7 @@ impl ChatPane {
                 lines: MarkdownStream::parse(text),
                 citations: Vec::new(),
                 text: text.to_string(),
+                turn: None,
             };
             cells.push(cell(Role::User, q));
             match a {
@@ -511,7 +567,7 @@ impl Pane for ChatPane {
                 if self.active.as_ref().is_some_and(|a| a.turn == *turn) {
                     // What arrived before the failure stays, marked as partial.
                     self.finish_active(Vec::new());
-                    self.notice(format!("This turn failed: {message}"), Vec::new());
+                    self.notice(*turn, format!("This turn failed: {message}"), Vec::new());
                 }
             }
             _ => {}
@@ -551,6 +607,7 @@ impl Pane for ChatPane {
         let inner = block.inner(convo);
         block.render(convo, buf);
         self.height.set(inner.height);
+        self.width.set(inner.width);
         let rows = if self.cells().is_empty() && self.active.is_none() {
             self.intro(inner.width as usize, cx)
         } else {
@@ -579,6 +636,13 @@ impl Pane for ChatPane {
         (&self.input).render(iinner, buf);
         None
     }
+}
+
+/// Rows a cell takes at width `w`: its label, its wrapped lines, its citations and a blank line
+/// (an answer being streamed has its spinner line in place of the blank one).
+fn cell_rows(lines: &[MdLine], citations: usize, w: usize) -> usize {
+    let text: usize = lines.iter().map(|l| wrap_runs(l, w.saturating_sub(2)).len()).sum();
+    2 + text + citations
 }
 
 /// Citation classes in a line, for tests and hit-testing.

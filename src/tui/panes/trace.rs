@@ -2,8 +2,11 @@
 //! gate scores against the threshold, token budget bars per slot, dropped
 //! snippets and timings (drawn by `widgets::trace`). Each chat turn's trace
 //! arrives as an engine event when the turn ends (the worker converts the
-//! engine's `ChatTrace` with `tui::views::trace_view`); the newest is shown,
-//! and earlier turns are a key away.
+//! engine's `ChatTrace` with `tui::views::trace_view`). The pane follows the turn
+//! the chat pane shows (the app calls [`TracePane::follow`] when that changes:
+//! the turn of the selected citation, else the newest when the chat is scrolled to
+//! the bottom, else the turn taking most of the chat's view); `[`/`]` browse the
+//! other turns.
 
 use super::{needs, Cx, Pane, PaneId, RenderCtx};
 use crate::tui::event::EngineEvent;
@@ -20,12 +23,29 @@ pub struct TracePane {
     traces: Vec<TraceView>,
     selected: usize,
     scroll: usize,
+    /// The chat turn to show, as the chat pane last said (its trace may not have arrived yet).
+    followed: Option<u64>,
 }
 
 impl TracePane {
     /// Traces received, in turn order.
     pub fn traces(&self) -> &[TraceView] {
         &self.traces
+    }
+
+    /// The trace shown.
+    pub fn shown(&self) -> Option<&TraceView> {
+        self.traces.get(self.selected)
+    }
+
+    /// Shows the trace of chat turn `turn` now, or as soon as it arrives (a turn still being
+    /// answered has none yet: the pane keeps what it shows until then).
+    pub fn follow(&mut self, turn: u64) {
+        self.followed = Some(turn);
+        if let Some(i) = self.traces.iter().position(|t| t.turn == turn) {
+            self.selected = i;
+            self.scroll = 0;
+        }
     }
 }
 
@@ -56,6 +76,7 @@ impl Pane for TracePane {
 
     fn engine(&mut self, event: &EngineEvent, _cx: &mut Cx<'_>) {
         if let EngineEvent::Trace(t) = event {
+            let shown = self.shown().map(|x| x.turn);
             match self.traces.iter().position(|x| x.turn == t.turn) {
                 Some(i) => self.traces[i] = t.clone(),
                 None => {
@@ -63,9 +84,12 @@ impl Pane for TracePane {
                     self.traces.sort_by_key(|x| x.turn);
                 }
             }
-            // Follow the newest turn.
-            self.selected = self.traces.len() - 1;
-            self.scroll = 0;
+            // Show the arriving trace when it is the followed turn's; otherwise keep what is shown.
+            let show = if self.followed.is_none_or(|f| f == t.turn) { Some(t.turn) } else { shown };
+            self.selected = show.and_then(|s| self.traces.iter().position(|x| x.turn == s)).unwrap_or(0);
+            if show == Some(t.turn) {
+                self.scroll = 0;
+            }
         }
     }
 
