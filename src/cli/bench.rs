@@ -619,13 +619,14 @@ fn assemble(
 // ---------------------------------------------------------------- scratch space
 
 /// A temporary directory (std only), removed on drop unless kept.
-struct Scratch {
-    root: PathBuf,
+pub(super) struct Scratch {
+    /// The temporary directory.
+    pub(super) root: PathBuf,
     keep: bool,
 }
 
 impl Scratch {
-    fn create(keep: bool) -> anyhow::Result<Scratch> {
+    pub(super) fn create(keep: bool) -> anyhow::Result<Scratch> {
         let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         let root = std::env::temp_dir().join(format!("docdex-bench-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
@@ -810,7 +811,7 @@ fn measure_plain_index(engine: &Engine, corpus: &Path) -> anyhow::Result<(f64, f
 }
 
 /// CPU time (user + system) of this process, all threads, in seconds.
-fn process_cpu_seconds() -> f64 {
+pub(super) fn process_cpu_seconds() -> f64 {
     // SAFETY: getrusage fills the struct we own.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
@@ -1172,14 +1173,14 @@ fn reset_peak_rss() -> bool {
 }
 
 /// Machine-wide and own CPU ticks, to tell how busy other processes kept the machine.
-struct CpuSnapshot {
+pub(super) struct CpuSnapshot {
     busy: u64,
     total: u64,
     own: u64,
 }
 
 impl CpuSnapshot {
-    fn take() -> Option<CpuSnapshot> {
+    pub(super) fn take() -> Option<CpuSnapshot> {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
         let nums: Vec<u64> =
             stat.lines().next()?.split_whitespace().skip(1).take(8).filter_map(|v| v.parse().ok()).collect();
@@ -1193,7 +1194,7 @@ impl CpuSnapshot {
     }
 
     /// Other processes' share of the machine's CPU between `self` and `later`, in percent.
-    fn others_pct(&self, later: &CpuSnapshot) -> f64 {
+    pub(super) fn others_pct(&self, later: &CpuSnapshot) -> f64 {
         let busy = later.busy.saturating_sub(self.busy);
         let own = later.own.saturating_sub(self.own);
         let total = later.total.saturating_sub(self.total).max(1);

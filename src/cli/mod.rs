@@ -3,6 +3,7 @@
 //! No engine logic lives here.
 
 mod bench;
+mod bench_index;
 mod bench_serve;
 mod code;
 mod impact;
@@ -151,6 +152,8 @@ enum Command {
     },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
+    /// Measure the code pass's indexing cost against a plain index and the bare Tree-sitter parse.
+    BenchIndex(bench_index::BenchIndexArgs),
     /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
     BenchServe(bench_serve::BenchServeArgs),
     /// Developer tools for tests and demos.
@@ -392,6 +395,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Daemon { http } => serve::daemon(engine, http)?,
         Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
+        Command::BenchIndex(args) => bench_index::run(&out, args)?,
         Command::BenchServe(args) => bench_serve::run(&out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {
