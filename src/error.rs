@@ -112,6 +112,14 @@ pub enum Error {
     /// Something named by the request does not exist (a session, a memory, a file in the graph).
     #[error("{0}")]
     NotFound(String),
+    /// A per-repo SQLite database (vectors, memory) could not be opened, read or written.
+    #[error("database {path}: {message}")]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's message.
+        message: String,
+    },
     /// JSON (de)serialization of a state file failed.
     #[error("corrupt state file {path}: {message}")]
     CorruptState {
@@ -142,6 +150,7 @@ impl Error {
             Error::Index { .. } => "index_error",
             Error::Watch(_) => "watch_error",
             Error::CorruptState { .. } => "corrupt_state",
+            Error::Database { .. } => "database_error",
             Error::StaleIndex(_) => "stale_index",
             Error::LlmUnreachable { .. } | Error::Upstream(_) => "upstream_unavailable",
             Error::ModelNotFound { .. } => "model_not_found",

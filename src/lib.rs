@@ -1,7 +1,7 @@
 //! docdex: local-first code and documentation intelligence.
 //!
-//! The crate is the engine; every surface (the `docdex` command line today, the
-//! TUI, HTTP and MCP servers later) is a thin adapter over [`Engine`]. Start at
+//! The crate is the engine; every surface (the `docdex` command line, the `tui`
+//! workbench, and the HTTP and MCP servers) is a thin adapter over [`Engine`]. Start at
 //! `docs/ARCHITECTURE.md` for the map of modules and how data flows through them.
 
 #![warn(missing_docs)]
@@ -14,6 +14,7 @@ pub mod error;
 pub mod server;
 #[doc(hidden)]
 pub mod testing;
+pub mod tui;
 
 pub use engine::Engine;
 pub use error::{Error, Result};

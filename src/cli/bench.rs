@@ -18,6 +18,9 @@
 //! 4. whole-process latency of `docdex search --json` for a sample of them;
 //! 5. `rg -i -c --no-messages -F -e WORD ...` over the corpus for the same sample.
 
+#[path = "bench_hybrid.rs"]
+pub mod hybrid;
+
 use super::output::Out;
 use crate::engine::index::{self, ProgressSink};
 use crate::engine::protocol::{IndexProgress, IndexSummary, SearchRequest};
@@ -542,6 +545,9 @@ pub fn run(_engine: &Engine, out: &Out, args: BenchArgs) -> anyhow::Result<()> {
     let scratch = Scratch::create(args.keep)?;
     let corpus = prepare_corpus(out, &source, &scratch, &args)?;
     let home = scratch.root.join("home");
+    // This bench measures keyword search; `docdex bench-hybrid` measures embeddings.
+    std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
+    std::fs::write(home.join("config.toml"), "[search]\nhybrid = false\n").context("writing the bench config")?;
     let engine = Engine::open_at(&home).context("opening the bench home")?;
     let cpu_start = CpuSnapshot::take();
     out.note(&format!("indexing {} (fresh DOCDEX_HOME {})", corpus.indexed_path.display(), home.display()));
@@ -796,7 +802,7 @@ impl PhaseClock {
 
 /// The fastest of two plain rebuilds (text only, no code pass): wall and CPU seconds.
 fn measure_plain_index(engine: &Engine, corpus: &Path) -> anyhow::Result<(f64, f64)> {
-    let opts = IndexOptions { rebuild: true, skip_code: true };
+    let opts = IndexOptions { rebuild: true, skip_code: true, ..Default::default() };
     let mut best = (f64::MAX, f64::MAX);
     for _ in 0..2 {
         let cpu = process_cpu_seconds();

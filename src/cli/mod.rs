@@ -5,11 +5,18 @@
 mod bench;
 mod bench_index;
 mod bench_serve;
+mod check;
+mod chat;
 mod code;
+mod dag;
 mod impact;
+mod llm;
+mod memory;
 mod output;
 mod progress;
 mod serve;
+mod similar;
+mod tui;
 mod watch_latency;
 
 use crate::engine::protocol::SearchRequest;
@@ -29,8 +36,9 @@ pub struct Cli {
     /// More logging on stderr (-v debug, -vv trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// With no command, `docdex` opens the workbench on a terminal (and prints this help otherwise).
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -42,6 +50,9 @@ enum Command {
         /// Throw the index away and build it from scratch.
         #[arg(long)]
         rebuild: bool,
+        /// Throw the embeddings away and embed every chunk again (after changing [llm] embedding_model).
+        #[arg(long)]
+        reembed: bool,
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
@@ -71,6 +82,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The repository's memory: notes recalled by meaning in chat and by agents.
+    Memory {
+        #[command(subcommand)]
+        action: memory::MemoryCommand,
+    },
+    /// The files most like a given file (by embeddings; by its distinctive terms without them).
+    Similar(similar::SimilarArgs),
     /// Print a file of the repository with line numbers.
     Get {
         #[command(flatten)]
@@ -111,6 +129,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Ask about a repository: local retrieval, memory and diff context within a token budget,
+    /// answered by the configured model as it streams (a session on stdin without --query).
+    Chat(chat::ChatArgs),
+    /// The reasoning DAG chat logs per session: list sessions, view one as text, DOT or JSON.
+    Dag {
+        #[command(subcommand)]
+        action: dag::DagAction,
+    },
     /// A file's import dependencies and dependents, and what may change if it changes.
     Impact(impact::ImpactArgs),
     /// The import graph: cycles, rebuild.
@@ -127,6 +153,8 @@ enum Command {
         #[command(subcommand)]
         action: code::AstCommand,
     },
+    /// Open the terminal workbench: search, preview, repositories, impact graph, chat.
+    Tui(tui::TuiArgs),
     /// Serve one repository over HTTP and MCP, keeping its index fresh (Ctrl-C to stop).
     Serve {
         #[command(flatten)]
@@ -154,6 +182,18 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Measure the code pass's indexing cost against a plain index and the bare Tree-sitter parse.
     BenchIndex(bench_index::BenchIndexArgs),
+    /// Is this machine ready? Config, state, registry, model server and models, hardware, bind address.
+    Check(check::CheckArgs),
+    /// Measure indexing with embeddings and hybrid query latency (figures for docs/PERFORMANCE.md).
+    BenchHybrid(bench::hybrid::HybridBenchArgs),
+    /// Recommend models for this machine (RAM, GPU) and show which are installed.
+    LlmList {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check the model server, pull the chosen models (only with --yes) and point [llm] at them.
+    LlmSetup(llm::SetupArgs),
     /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
     BenchServe(bench_serve::BenchServeArgs),
     /// Developer tools for tests and demos.
@@ -205,14 +245,14 @@ enum RepoAction {
 }
 
 #[derive(Debug, clap::Args)]
-struct RepoArg {
+pub(crate) struct RepoArg {
     /// The repository (default: the git root containing the current directory, else the directory).
     #[arg(long, short = 'r', global = true)]
     repo: Option<PathBuf>,
 }
 
 impl RepoArg {
-    fn resolve(&self) -> anyhow::Result<PathBuf> {
+    pub(crate) fn resolve(&self) -> anyhow::Result<PathBuf> {
         match &self.repo {
             Some(p) => Ok(p.clone()),
             None => {
@@ -243,9 +283,20 @@ pub fn bench_queries() -> &'static [&'static str] {
 
 /// Entry point for both binaries.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if cli.command.is_none() {
+        if !tui::interactive() {
+            use clap::CommandFactory;
+            eprintln!("{}", Cli::command().render_help());
+            return ExitCode::from(2);
+        }
+        cli.command = Some(Command::Tui(tui::TuiArgs { repo: RepoArg { repo: None } }));
+    }
     let json = cli.wants_json();
-    init_logging(cli.verbose);
+    // The workbench owns the screen: it logs to a file instead of stderr.
+    if !matches!(cli.command, Some(Command::Tui(_))) {
+        init_logging(cli.verbose);
+    }
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -263,18 +314,27 @@ pub fn main() -> ExitCode {
 impl Cli {
     fn wants_json(&self) -> bool {
         match &self.command {
-            Command::Index { json, .. }
-            | Command::Search { json, .. }
-            | Command::Get { json, .. }
-            | Command::Status { json, .. }
-            | Command::Watch { json, .. }
-            | Command::Config { json } => *json,
-            Command::Repo { action: RepoAction::List { json } } => *json,
-            Command::Impact(args) => args.json(),
-            Command::Graph { action } => action.json(),
-            Command::Symbols(a) => a.json,
-            Command::SymbolsStatus(a) => a.json,
-            Command::Ast { action } => action.json(),
+            Some(
+                Command::Index { json, .. }
+                | Command::Search { json, .. }
+                | Command::Get { json, .. }
+                | Command::Status { json, .. }
+                | Command::Watch { json, .. }
+                | Command::Config { json }
+                | Command::LlmList { json },
+            ) => *json,
+            Some(Command::LlmSetup(a)) => a.json,
+            Some(Command::Check(a)) => a.json,
+            Some(Command::Similar(a)) => a.json,
+            Some(Command::Memory { action }) => action.json(),
+            Some(Command::Repo { action: RepoAction::List { json } }) => *json,
+            Some(Command::Chat(args)) => args.json(),
+            Some(Command::Dag { action }) => action.json(),
+            Some(Command::Impact(args)) => args.json(),
+            Some(Command::Graph { action }) => action.json(),
+            Some(Command::Symbols(a)) => a.json,
+            Some(Command::SymbolsStatus(a)) => a.json,
+            Some(Command::Ast { action }) => action.json(),
             _ => false,
         }
     }
@@ -299,18 +359,24 @@ fn init_logging(verbose: u8) {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let engine = Engine::open().context("opening docdex state")?;
     let out = Out::stdout();
+    let Some(command) = cli.command else { return Ok(ExitCode::SUCCESS) };
+    if let Command::Tui(args) = &command {
+        // The workbench shows config warnings itself.
+        tui::run(engine, args)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     for w in engine.config_warnings() {
         tracing::warn!("{w}");
         eprintln!("{} {w}", output::warn_prefix());
     }
-    match cli.command {
-        Command::Index { repo, rebuild, json, quiet } => {
+    match command {
+        Command::Index { repo, rebuild, reembed, json, quiet } => {
             let path = repo.resolve()?;
             if !json {
                 out.note(&format!("indexing {}", display_repo(&path)));
             }
             let bar = progress::Bar::new(!json && !quiet);
-            let summary = engine.index(&path, &IndexOptions { rebuild, ..Default::default() }, &bar)?;
+            let summary = engine.index(&path, &IndexOptions { rebuild, reembed, ..Default::default() }, &bar)?;
             bar.finish();
             if json {
                 out.json(&summary)?;
@@ -332,6 +398,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 output::print_search(&out, &resp);
             }
         }
+        Command::Similar(args) => similar::run(&engine, &out, args)?,
+        Command::Memory { action } => memory::run(&engine, &out, action)?,
         Command::Get { repo, file, lines, json } => {
             let path = repo.resolve()?;
             let range = lines.as_deref().map(parse_range).transpose()?;
@@ -386,6 +454,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
             }
         }
+        Command::Chat(args) => return chat::run(&engine, &out, args),
+        Command::Dag { action } => dag::run(&engine, &out, action)?,
         Command::Impact(args) => impact::run_impact(&engine, &out, args)?,
         Command::Graph { action } => impact::run_graph(&engine, &out, action)?,
         Command::Symbols(args) => code::symbols(&engine, &out, args)?,
@@ -396,6 +466,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
         Command::BenchIndex(args) => bench_index::run(&out, args)?,
+        Command::BenchHybrid(args) => bench::hybrid::run(&out, args)?,
+        Command::Check(args) => return check::run(&engine, &out, args),
+        Command::LlmList { json } => return llm::list(&engine, &out, json),
+        Command::LlmSetup(args) => return llm::setup(&engine, &out, args),
+        Command::Tui(_) => {}
         Command::BenchServe(args) => bench_serve::run(&out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {

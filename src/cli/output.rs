@@ -1,6 +1,8 @@
 //! Human output: colored on a terminal (unless NO_COLOR), plain otherwise.
 
-use crate::engine::protocol::{FileContent, IndexSummary, SearchResponse, StatusResponse};
+use crate::engine::protocol::{
+    EmbedState, EmbedSummary, FileContent, IndexSummary, SearchResponse, SimilarResponse, StatusResponse,
+};
 use crate::engine::repos::RepoRecord;
 use crate::engine::watch::WatchReport;
 use std::io::{IsTerminal, Write};
@@ -138,6 +140,30 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
             out.line(&format!("  {} ({})", f.path, f.reason));
         }
     }
+    if let Some(e) = &s.embeddings {
+        print_embeddings(out, e);
+    }
+}
+
+/// The embedding phase's line of the index summary.
+fn print_embeddings(out: &Out, e: &EmbedSummary) {
+    match e.state {
+        EmbedState::Ready | EmbedState::Partial => {
+            let label = if e.state == EmbedState::Ready {
+                out.paint("1;32", "embedded")
+            } else {
+                out.paint("33", "partly embedded")
+            };
+            out.line(&format!(
+                "{label} {} chunks with {} ({} new, {} from cache, {} files updated, {} removed) in {:.2}s",
+                e.chunks, e.model, e.chunks_embedded, e.chunks_cached, e.files_embedded, e.files_removed, e.seconds
+            ));
+        }
+        _ => {}
+    }
+    if let Some(n) = &e.notice {
+        out.note(&format!("note: {n}"));
+    }
 }
 
 /// Ranked hits with highlighted snippets.
@@ -145,27 +171,36 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
     out.line(&out.paint(
         "2",
         &format!(
-            "repo {} · generation {} · {} · {} hits · confidence {:.2} · {:.1} ms",
+            "repo {} · generation {} · {} · {} · {} hits · confidence {:.2} · {:.1} ms",
             r.repo.display(),
             r.generation,
             serde_json::to_value(r.index_state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+            match &r.retrieval.embedding_model {
+                Some(m) if r.retrieval.mode == "hybrid" => format!("hybrid ({m})"),
+                _ => r.retrieval.mode.clone(),
+            },
             r.total_hits,
             r.confidence,
-            r.timing_ms.total
+            r.timing_ms.total + r.retrieval.embed_ms.unwrap_or(0.0)
         ),
     ));
+    if let Some(n) = &r.retrieval.notice {
+        out.note(&format!("note: {n}"));
+    }
     if r.results.is_empty() {
         out.line("no results");
         return;
     }
+    let hybrid = r.retrieval.mode == "hybrid";
     for h in &r.results {
         out.line("");
         out.line(&format!(
-            "{}:{}-{}  {}{}",
+            "{}:{}-{}  {}{}{}",
             out.paint("1;35", &h.path),
             h.line_start,
             h.line_end,
             out.paint("2", &format!("{:.2}", h.score)),
+            if hybrid { out.paint("2", &format!("  [{}]", h.retrievers.join("+"))) } else { String::new() },
             if h.stale { out.paint("33", "  (changed since indexed)") } else { String::new() }
         ));
         for c in &h.context {
@@ -283,5 +318,19 @@ pub fn print_repos(out: &Out, repos: &[RepoRecord]) {
             when,
             out.paint("2", &r.fingerprint[..12])
         ));
+    }
+}
+
+/// Files like a file.
+pub fn print_similar(out: &Out, r: &SimilarResponse) {
+    if let Some(n) = &r.notice {
+        out.note(&format!("note: {n}"));
+    }
+    out.line(&out.paint("2", &format!("files like {} ({})", r.file, r.mode)));
+    if r.results.is_empty() {
+        out.line("no similar files");
+    }
+    for f in &r.results {
+        out.line(&format!("{:>6.3}  {}  {}", f.score, out.paint("1;35", &f.path), out.paint("2", &f.lang)));
     }
 }

@@ -37,6 +37,22 @@ impl Bar {
 impl ProgressSink for Bar {
     fn progress(&self, p: &IndexProgress) {
         if let Some(b) = &self.bar {
+            if p.phase == "embedding" {
+                // The embedding phase counts chunks (in files_done/files_total), not bytes.
+                if b.message() != "embedding" {
+                    let style = ProgressStyle::with_template(
+                        "{spinner} {msg:>10} [{bar:30.cyan/blue}] {pos}/{len} chunks · ETA {eta}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> ");
+                    b.set_style(style);
+                    b.reset_eta();
+                }
+                b.set_length(p.files_total.max(1));
+                b.set_position(p.files_done);
+                b.set_message("embedding");
+                return;
+            }
             b.set_length(p.bytes_total.max(1));
             b.set_position(p.bytes_done);
             b.set_message(p.phase.clone());

@@ -4,6 +4,7 @@
 //! can see and edit what exists. Unknown keys warn (they are usually typos);
 //! bad values are errors that name the key and the file.
 
+pub mod edit;
 mod paths;
 
 pub use paths::{home_dir, Paths};
@@ -30,6 +31,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// `[server]`: HTTP and MCP binding.
     pub server: ServerConfig,
+    /// `[tui]`: the terminal workbench.
+    pub tui: TuiConfig,
 }
 
 /// `[core]`.
@@ -92,6 +95,9 @@ pub struct LlmConfig {
     pub embedding_model: String,
     /// Cap on generated tokens per answer.
     pub max_answer_tokens: u32,
+    /// The context window chat budgets for, in tokens, when the provider does not report the
+    /// model's (a smaller window the provider reports wins). Sent to Ollama as `num_ctx`.
+    pub context_tokens: u32,
     /// How long to wait for a TCP connection to the server, in milliseconds.
     pub connect_timeout_ms: u64,
     /// Upper bound on one non-streamed request (embeddings, model lists), and on the silence
@@ -111,6 +117,7 @@ impl Default for LlmConfig {
             default_model: "phi3.5:3.8b".into(),
             embedding_model: "nomic-embed-text".into(),
             max_answer_tokens: 1024,
+            context_tokens: 8192,
             connect_timeout_ms: 2000,
             request_timeout_secs: 120,
             embed_batch_size: 32,
@@ -279,6 +286,35 @@ impl Default for ServerConfig {
     }
 }
 
+/// `[tui]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct TuiConfig {
+    /// Theme name: `dark`, `light`, `high-contrast`, or a file in `<DOCDEX_HOME>/themes/`.
+    pub theme: String,
+    /// Keymap name: `default`, `vim`, or a file in `<DOCDEX_HOME>/keymaps/`.
+    pub keymap: String,
+    /// Editor command for "open at line"; empty means `$VISUAL`, then `$EDITOR`, then `vi`.
+    /// `{file}` and `{line}` placeholders are substituted when present.
+    pub editor: String,
+    /// Capture the mouse (click to select, wheel to scroll).
+    pub mouse: bool,
+    /// Quiet time after the last keystroke before search-as-you-type runs.
+    pub search_debounce_ms: u64,
+}
+
+impl Default for TuiConfig {
+    fn default() -> Self {
+        Self {
+            theme: "dark".into(),
+            keymap: "default".into(),
+            editor: String::new(),
+            mouse: true,
+            search_debounce_ms: 120,
+        }
+    }
+}
+
 /// The `[llm] provider` values docdex knows.
 pub const KNOWN_PROVIDERS: &[&str] = &["ollama", "openai"];
 const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
@@ -419,6 +455,9 @@ impl Config {
         }
         if self.search.semantic_weight + self.search.keyword_weight <= 0.0 {
             return Err(bad("search.semantic_weight", "plus search.keyword_weight must be greater than 0".into()));
+        }
+        if self.llm.context_tokens < 1024 {
+            return Err(bad("llm.context_tokens", format!("must be at least 1024, got {}", self.llm.context_tokens)));
         }
         if self.llm.embed_batch_size == 0 || self.llm.embed_concurrency == 0 {
             return Err(bad("llm.embed_batch_size", "and llm.embed_concurrency must be greater than 0".into()));

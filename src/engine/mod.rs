@@ -5,14 +5,21 @@
 //! crates.
 
 pub mod analysis;
+pub mod check;
 pub mod code;
+pub mod dag;
+pub mod embed;
 pub mod fsutil;
 pub mod index;
 pub mod llm;
+pub mod memory;
+pub mod overview;
 pub mod protocol;
 pub mod repos;
 pub mod search;
+pub mod sqlite;
 pub mod watch;
+pub mod waterfall;
 
 use crate::config::{home_dir, Config, Paths};
 use crate::error::{Error, IoContext, Result};
@@ -31,6 +38,8 @@ use std::sync::{Arc, Mutex};
 pub struct IndexOptions {
     /// Throw the index away and build it again.
     pub rebuild: bool,
+    /// Throw the embeddings away and embed every chunk again (after a model change).
+    pub reembed: bool,
     /// Index text only, without the code pass (symbols, AST, imports, impact graph): the
     /// plain index benchmarks compare against. The next normal run catches the symbols up.
     pub skip_code: bool,
@@ -55,6 +64,10 @@ struct Inner {
     runtime: std::sync::OnceLock<tokio::runtime::Runtime>,
     /// The model provider and embedder health.
     llm: llm::api::LlmState,
+    /// In-memory copies of repos' vectors for fast nearest-neighbour search.
+    resident: embed::resident::ResidentVectors,
+    /// Chat: context windows reported by the provider, measured token ratios.
+    waterfall: waterfall::WaterfallState,
 }
 
 impl Drop for Inner {
@@ -94,6 +107,8 @@ impl Engine {
                 impact_graphs: Default::default(),
                 runtime: std::sync::OnceLock::new(),
                 llm: Default::default(),
+                resident: Default::default(),
+                waterfall: Default::default(),
             }),
         })
     }
@@ -168,7 +183,8 @@ impl Engine {
             }
             Err(e) => return Err(e),
         };
-        let summary = session.update(&Scope::Full, sink)?;
+        let mut summary = session.update(&Scope::Full, sink)?;
+        summary.embeddings = Some(self.embed_index(&repo, &session, opts.reembed, sink));
         session.finish()?;
         self.inner.registry.record_indexed(&repo, summary.files, summary.chunks)?;
         Ok(summary)
@@ -219,7 +235,8 @@ impl Engine {
         let state = StatusData::read(&repo.status_path())
             .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
             .unwrap_or(IndexState::Ready);
-        searcher.search(&repo, req, &self.inner.config.search, state)
+        let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, false);
+        self.retrieve(&repo, &searcher, req, state, flags)
     }
 
     /// [`Self::search`] for the chat waterfall: the same search, ranked with the
@@ -230,8 +247,8 @@ impl Engine {
         let state = StatusData::read(&repo.status_path())
             .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
             .unwrap_or(IndexState::Ready);
-        let cfg = &self.inner.config.search;
-        searcher.search_with(&repo, req, cfg, state, search::symbol_rank::RankingFlags::from_config(cfg, true))
+        let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, true);
+        self.retrieve(&repo, &searcher, req, state, flags)
     }
 
     /// Index state, counts, progress and warnings for a repository.
@@ -334,6 +351,7 @@ impl Engine {
         if let Ok(mut cache) = self.inner.searchers.lock() {
             cache.remove(&record.fingerprint);
         }
+        self.inner.resident.forget(&record.fingerprint);
         Ok(record)
     }
 }

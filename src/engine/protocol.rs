@@ -14,6 +14,20 @@ pub use super::code::api::{
 pub use super::code::impact::{
     CyclesResponse, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse, NeighborsResponse,
 };
+pub use crate::engine::{
+    check::{CheckItem, CheckOptions, CheckReport, CheckStatus},
+    embed::{EmbedState, EmbedSummary, SimilarFile, SimilarRequest, SimilarResponse},
+    llm::models::{CatalogModel, ListedModel, LlmListResponse},
+    llm::setup::{LlmSetupReport, LlmSetupRequest, SetupModel},
+    memory::{
+        MemoryDeleteResponse, MemoryHit, MemoryItem, MemoryListResponse, MemoryRecallRequest, MemoryRecallResponse,
+        MemoryStoreRequest, MemoryStoreResponse,
+    },
+    search::hybrid::RetrievalInfo,
+};
+pub use super::dag::{DagNode, DagSession, DagSessionList, DagSessionSummary, NodeKind};
+pub use super::waterfall::types::*;
+pub use super::overview::{RepoOverview, RepoState};
 
 /// Version of the JSON shapes below.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -31,7 +45,7 @@ pub enum IndexState {
 }
 
 /// A search request (CLI flags, HTTP body, MCP tool parameters).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchRequest {
     /// The query text: words, identifiers, paths, or a plain-language description.
     pub query: String,
@@ -93,6 +107,9 @@ pub struct SearchHit {
     /// of a long function): the signature lines of what it is inside, outermost first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<ContextLine>,
+    /// Which retrievers found this chunk: `bm25`, `vector`, or both.
+    #[serde(default)]
+    pub retrievers: Vec<String>,
 }
 
 /// A line shown above a snippet as context.
@@ -145,6 +162,9 @@ pub struct SearchResponse {
     pub pii_redacted: bool,
     /// Timings.
     pub timing_ms: SearchTiming,
+    /// How the results were retrieved (BM25 alone or fused with vectors) and why.
+    #[serde(default)]
+    pub retrieval: RetrievalInfo,
 }
 
 /// A file that is not in the index, and why.
@@ -193,6 +213,9 @@ pub struct IndexSummary {
     /// What the code pass (symbols, AST, imports) did, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeIndexSummary>,
+    /// The embedding phase (absent when it did not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<EmbedSummary>,
 }
 
 /// Live progress of an index run (for bars, `/v1/status`, the TUI).

@@ -46,7 +46,8 @@ impl Engine {
         let mut debouncer = new_debouncer(debounce, None, tx).map_err(|e| Error::Watch(e.to_string()))?;
         debouncer.watch(&repo.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
         let quiet = |_: &crate::engine::protocol::IndexProgress| {};
-        let summary = session.update(&Scope::Full, &quiet)?;
+        let mut summary = session.update(&Scope::Full, &quiet)?;
+        summary.embeddings = Some(self.embed_index(&repo, &session, false, &quiet));
         self.record_indexed(&repo, &summary)?;
         session.status().queued(0, true);
         report(WatchReport::Ready(summary));
@@ -91,7 +92,8 @@ impl Engine {
         let rel: Vec<String> = paths.iter().map(|p| crate::engine::index::walk::rel_path(&repo.root, p)).collect();
         let quiet = |_: &crate::engine::protocol::IndexProgress| {};
         match session.update(&scope, &quiet) {
-            Ok(summary) => {
+            Ok(mut summary) => {
+                summary.embeddings = Some(self.embed_index(repo, session, false, &quiet));
                 let _ = self.record_indexed(repo, &summary);
                 report(WatchReport::Applied { paths: rel, summary });
             }

@@ -45,6 +45,9 @@ pub struct FakeOllamaOptions {
     pub openai_only: bool,
     /// When non-zero, streamed bodies are written in pieces of at most this many bytes.
     pub chunk_bytes: usize,
+    /// Context window the models report (`/api/show` `model_info`, `/v1/models`
+    /// `max_model_len`); none when `None`.
+    pub context_length: Option<u64>,
 }
 
 impl Default for FakeOllamaOptions {
@@ -58,6 +61,7 @@ impl Default for FakeOllamaOptions {
             port: 0,
             openai_only: false,
             chunk_bytes: 0,
+            context_length: None,
         }
     }
 }
@@ -219,8 +223,12 @@ async fn show(State(s): S, Json(body): Json<Value>) -> Response {
     if !is_installed(&s, model) {
         return model_missing(model);
     }
+    let model_info = match s.opts.context_length {
+        Some(n) => json!({"general.architecture": "fake", "fake.context_length": n}),
+        None => json!({}),
+    };
     Json(json!({"modelfile": "", "parameters": "", "template": "{{ .Prompt }}",
-                "details": {"format": "gguf", "family": "fake"}, "model_info": {}, "capabilities": ["completion", "embedding"]}))
+                "details": {"format": "gguf", "family": "fake"}, "model_info": model_info, "capabilities": ["completion", "embedding"]}))
     .into_response()
 }
 
@@ -461,8 +469,16 @@ async fn v1_models(State(s): S) -> Response {
     if let Some(r) = record(&s, "/v1/models", &Value::Null) {
         return r;
     }
-    let data: Vec<Value> =
-        installed(&s).iter().map(|m| json!({"id": m, "object": "model", "created": 0, "owned_by": "fake"})).collect();
+    let data: Vec<Value> = installed(&s)
+        .iter()
+        .map(|m| {
+            let mut v = json!({"id": m, "object": "model", "created": 0, "owned_by": "fake"});
+            if let Some(n) = s.opts.context_length {
+                v["max_model_len"] = json!(n);
+            }
+            v
+        })
+        .collect();
     Json(json!({"object": "list", "data": data})).into_response()
 }
 

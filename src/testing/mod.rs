@@ -3,3 +3,4 @@
 //! Nothing here is used by the product's own code paths.
 
 pub mod fake_ollama;
+pub mod tui_samples;

@@ -1,15 +1,23 @@
 //! One integration-test binary (faster to link), a module per area. Every test
 //! uses real files on disk and its own temporary DOCDEX_HOME.
 
+mod chat;
 mod cli;
 mod config;
+mod hybrid;
 mod impact;
 mod indexing;
 mod llm;
 mod mcp_clients;
+mod memory;
 mod search;
+mod semantic;
 mod server;
 mod server_util;
+mod setup;
 mod symbols;
+mod tui;
+mod tui_e2e;
+mod tui_support;
 mod util;
 mod watch;

@@ -41,6 +41,16 @@ impl Env {
             .expect("run docdex")
     }
 
+    /// Runs the real binary with extra environment variables.
+    pub fn run_env(&self, args: &[&str], vars: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_docdex"));
+        cmd.args(args).env("DOCDEX_HOME", self.home()).env("NO_COLOR", "1").env_remove("DOCDEX_AUTH_TOKEN");
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        cmd.output().expect("run docdex")
+    }
+
     /// Runs and parses stdout as JSON, asserting success.
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let out = self.run(args);

@@ -1,21 +1,27 @@
 //! The engine's model entry points: the configured provider, a blocking-friendly
-//! streamed chat, and embeddings with the configured model.
+//! streamed chat, and embeddings with the configured model. A failed embedder is
+//! remembered for a short while so a dead server costs one attempt, not one per query.
 
 use super::{build_provider, ChatEvent, ChatRequest, ChatUsage, ModelInfo, Provider, PullProgress};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use futures::StreamExt;
 use std::ops::ControlFlow;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Events buffered between the network task and a slow reader; beyond this the network task
 /// waits (and TCP pushes back on the server), so an answer is never buffered whole.
 const CHAT_CHANNEL: usize = 32;
+/// How long a failed embedder is trusted to stay failed before it is tried again.
+pub(crate) const EMBEDDER_RETRY_AFTER: Duration = Duration::from_secs(30);
 
 /// The model side of the engine's state (one per engine).
 #[derive(Default)]
 pub(crate) struct LlmState {
     provider: OnceLock<Arc<dyn Provider>>,
+    /// When the embedder last failed, and how.
+    embed_failure: Mutex<Option<(Instant, String)>>,
 }
 
 /// What a streamed chat produced.
@@ -111,5 +117,43 @@ impl Engine {
     pub fn pull_model(&self, model: &str, progress: &(dyn Fn(&PullProgress) + Send + Sync)) -> Result<()> {
         let provider = self.provider()?;
         self.block_on(async move { provider.pull(model, progress).await })?
+    }
+
+    /// Embeds one query for retrieval, unless the embedder failed within the last
+    /// [`EMBEDDER_RETRY_AFTER`]: then the remembered failure comes back at once.
+    pub(crate) fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        if let Some(reason) = self.recent_embed_failure() {
+            return Err(Error::Upstream(reason));
+        }
+        match self.embed(vec![text.to_string()]) {
+            Ok(mut v) => {
+                self.clear_embed_failure();
+                v.pop().ok_or_else(|| Error::Upstream("the embedder returned no vector".into()))
+            }
+            Err(e) => {
+                self.note_embed_failure(&e);
+                Err(e)
+            }
+        }
+    }
+
+    /// The remembered embedder failure, if it is recent.
+    pub(crate) fn recent_embed_failure(&self) -> Option<String> {
+        let guard = self.inner.llm.embed_failure.lock().ok()?;
+        guard.as_ref().filter(|(at, _)| at.elapsed() < EMBEDDER_RETRY_AFTER).map(|(_, why)| why.clone())
+    }
+
+    /// Remembers that the embedder failed.
+    pub(crate) fn note_embed_failure(&self, e: &Error) {
+        if let Ok(mut g) = self.inner.llm.embed_failure.lock() {
+            *g = Some((Instant::now(), e.to_string()));
+        }
+    }
+
+    /// Forgets a remembered failure (the embedder answered).
+    pub(crate) fn clear_embed_failure(&self) {
+        if let Ok(mut g) = self.inner.llm.embed_failure.lock() {
+            *g = None;
+        }
     }
 }

@@ -8,9 +8,12 @@
 //! the entry points for the rest of the engine and the surfaces.
 
 pub(crate) mod api;
+pub mod hardware;
 mod http;
+pub mod models;
 pub mod ollama;
 pub mod openai;
+pub mod setup;
 
 pub use api::ChatReply;
 
@@ -23,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// Who said a chat message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Instructions and assembled context.
@@ -35,7 +38,7 @@ pub enum Role {
 }
 
 /// One chat message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ChatMessage {
     /// Who said it.
     pub role: Role,
@@ -61,6 +64,10 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// Sampling temperature (provider default when `None`).
     pub temperature: Option<f32>,
+    /// The context window to run the model with, in tokens (Ollama's `num_ctx`; servers that
+    /// fix it at load time ignore it). The server's default when `None`.
+    #[serde(default)]
+    pub context_tokens: Option<u32>,
 }
 
 /// Token counts and why generation stopped, reported once at the end of a stream.
@@ -108,6 +115,12 @@ pub trait Provider: Send + Sync {
     fn embed(&self, model: &str, inputs: Vec<String>) -> BoxFuture<'_, Result<Vec<Vec<f32>>>>;
     /// The models the server has.
     fn models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>>>;
+    /// The context window `model` was built for, in tokens, when the server says (Ollama's
+    /// `/api/show`, the model list of vLLM or LM Studio). `Ok(None)` when it does not.
+    fn context_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Result<Option<u32>>> {
+        let _ = model;
+        async { Ok(None) }.boxed()
+    }
     /// Downloads `model`, reporting progress. Only Ollama can; others say so.
     fn pull<'a>(
         &'a self,

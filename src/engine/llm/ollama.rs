@@ -115,6 +115,9 @@ fn chat_body(req: &ChatRequest, model: &str, max_tokens: u32) -> Result<Value> {
     if let Some(t) = req.temperature {
         options = options.temperature(t);
     }
+    if let Some(n) = req.context_tokens {
+        options = options.num_ctx(u64::from(n));
+    }
     let request =
         ChatMessageRequest::new(model.to_string(), req.messages.iter().map(to_ollama).collect()).options(options);
     let mut body =
@@ -235,6 +238,31 @@ impl Provider for OllamaProvider {
     ) -> BoxFuture<'a, Result<()>> {
         self.pull_model(model, progress).boxed()
     }
+
+    fn context_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Result<Option<u32>>> {
+        async move {
+            let model = if model.is_empty() { self.default_model.as_str() } else { model };
+            let body = serde_json::json!({ "model": model });
+            let info: Value = self.http.json(reqwest::Method::POST, "/api/show", Some(&body), model).await?;
+            Ok(show_context_window(&info))
+        }
+        .boxed()
+    }
+}
+
+/// The context window in an `/api/show` answer: a `num_ctx` the model's Modelfile sets (what
+/// Ollama runs it with), else the `<family>.context_length` it was trained for.
+fn show_context_window(info: &Value) -> Option<u32> {
+    let from_parameters = info["parameters"].as_str().and_then(|p| {
+        p.lines().find_map(|l| {
+            let mut parts = l.split_whitespace();
+            (parts.next() == Some("num_ctx")).then(|| parts.next().and_then(|n| n.parse::<u32>().ok())).flatten()
+        })
+    });
+    let from_info = info["model_info"]
+        .as_object()
+        .and_then(|m| m.iter().find(|(k, _)| k.ends_with(".context_length")).and_then(|(_, v)| v.as_u64()));
+    from_parameters.or(from_info.map(|n| n.min(u64::from(u32::MAX)) as u32)).filter(|n| *n > 0)
 }
 
 /// One vector per input, or an error saying the server answered something else.
@@ -246,4 +274,20 @@ pub(crate) fn check_count(base: &str, wanted: usize, vectors: Vec<Vec<f32>>) -> 
         )));
     }
     Ok(vectors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_window_prefers_the_modelfile_num_ctx() {
+        let trained =
+            serde_json::json!({"parameters": "stop \"<|end|>\"", "model_info": {"llama.context_length": 131072}});
+        assert_eq!(show_context_window(&trained), Some(131072));
+        let set =
+            serde_json::json!({"parameters": "num_ctx 4096\nstop x", "model_info": {"phi3.context_length": 131072}});
+        assert_eq!(show_context_window(&set), Some(4096));
+        assert_eq!(show_context_window(&serde_json::json!({"model_info": {}})), None);
+    }
 }

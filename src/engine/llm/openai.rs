@@ -218,4 +218,40 @@ impl Provider for OpenAiProvider {
         }
         .boxed()
     }
+
+    fn context_window<'a>(&'a self, model: &'a str) -> BoxFuture<'a, Result<Option<u32>>> {
+        async move {
+            let model = if model.is_empty() { self.default_model.as_str() } else { model };
+            let list: Value = self.http.json(reqwest::Method::GET, "/v1/models", None, "").await?;
+            Ok(models_context_window(&list, model))
+        }
+        .boxed()
+    }
+}
+
+/// The context window a model list gives for `model`: vLLM's `max_model_len`, LM Studio's
+/// `max_context_length`, `context_length`/`context_window` elsewhere, llama.cpp's `meta.n_ctx_train`.
+fn models_context_window(list: &Value, model: &str) -> Option<u32> {
+    let entry =
+        list["data"].as_array()?.iter().find(|m| m["id"].as_str().is_some_and(|id| super::model_matches(model, id)))?;
+    ["max_model_len", "max_context_length", "context_length", "context_window"]
+        .iter()
+        .find_map(|k| entry[*k].as_u64())
+        .or_else(|| entry["meta"]["n_ctx_train"].as_u64())
+        .map(|n| n.min(u64::from(u32::MAX)) as u32)
+        .filter(|n| *n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_window_from_the_model_list() {
+        let list = json!({"data": [{"id": "other", "max_model_len": 1}, {"id": "qwen", "max_model_len": 32768}]});
+        assert_eq!(models_context_window(&list, "qwen"), Some(32768));
+        let cpp = json!({"data": [{"id": "model.gguf", "meta": {"n_ctx_train": 4096}}]});
+        assert_eq!(models_context_window(&cpp, "model.gguf"), Some(4096));
+        assert_eq!(models_context_window(&list, "missing"), None);
+    }
 }

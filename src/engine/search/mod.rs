@@ -5,6 +5,7 @@
 //!
 //! How confidence is computed is documented in `docs/SEARCH.md`.
 
+pub mod hybrid;
 pub mod snippet;
 pub mod symbol_rank;
 
@@ -17,6 +18,7 @@ use crate::engine::protocol::{
 };
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
+use hybrid::RetrievalInfo;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
@@ -144,7 +146,6 @@ impl RepoSearcher {
             None => 0,
         };
         let (searcher, generation) = self.searcher();
-        let commit_time = meta_mtime(&self.index_dir);
         let terms = analysis::query_terms(&req.query);
         let mut resp = SearchResponse {
             schema_version: SCHEMA_VERSION,
@@ -159,6 +160,7 @@ impl RepoSearcher {
             next_cursor: String::new(),
             pii_redacted: false,
             timing_ms: SearchTiming::default(),
+            retrieval: RetrievalInfo::keyword_only(0),
         };
         if terms.is_empty() {
             return Ok(resp);
@@ -194,10 +196,36 @@ impl RepoSearcher {
         if offset + page.len() < ranked.len() {
             resp.next_cursor = encode_cursor(offset + page.len(), query_hash);
         }
+        let (hits, matched_sets) = self.hits(repo, generation, &terms, &page);
+        resp.results = hits;
+        resp.retrieval = RetrievalInfo::keyword_only(resp.results.len());
+        resp.confidence = confidence(&searcher, self.fields.body, &terms, &matched_sets);
+        let total_t = t0.elapsed();
+        resp.timing_ms = SearchTiming {
+            search: ms(t_search),
+            rank: ms(t_rank - t_search),
+            snippets: ms(total_t - t_rank),
+            total: ms(total_t),
+        };
+        Ok(resp)
+    }
+
+    /// Search hits for a page of chunks (snippets cut from the files on disk), with the query
+    /// terms each one matched (for confidence). Every hit is marked as a BM25 hit; hybrid
+    /// search overwrites that.
+    fn hits(
+        &self,
+        repo: &RepoRef,
+        generation: u64,
+        terms: &[String],
+        page: &[(f32, Stored)],
+    ) -> (Vec<SearchHit>, Vec<HashSet<String>>) {
+        let commit_time = meta_mtime(&self.index_dir);
         let qset: HashSet<String> = terms.iter().cloned().collect();
-        let mut matched_sets = Vec::new();
+        let mut matched_sets = Vec::with_capacity(page.len());
+        let mut results = Vec::with_capacity(page.len());
         let mut files: HashMap<&str, Option<(String, bool)>> = HashMap::new();
-        for (score, s) in &page {
+        for (score, s) in page {
             let entry = files.entry(s.path.as_str()).or_insert_with(|| read_file(&repo.root, &s.path, commit_time));
             let (snip, stale) = match entry {
                 Some((text, stale)) => (snippet::snippet(text, &s.path, s.line_start, s.line_end, &qset), *stale),
@@ -208,7 +236,7 @@ impl RepoSearcher {
                 _ => Vec::new(),
             };
             matched_sets.push(snip.matched);
-            resp.results.push(SearchHit {
+            results.push(SearchHit {
                 chunk_id: format!("{}:{}-{}", s.path, s.line_start, s.line_end),
                 path: s.path.clone(),
                 lang: s.lang.clone(),
@@ -223,17 +251,10 @@ impl RepoSearcher {
                 generation,
                 stale,
                 context,
+                retrievers: vec![hybrid::BM25.to_string()],
             });
         }
-        resp.confidence = confidence(&searcher, self.fields.body, &terms, &matched_sets);
-        let total_t = t0.elapsed();
-        resp.timing_ms = SearchTiming {
-            search: ms(t_search),
-            rank: ms(t_rank - t_search),
-            snippets: ms(total_t - t_rank),
-            total: ms(total_t),
-        };
-        Ok(resp)
+        (results, matched_sets)
     }
 
     fn build_query(&self, terms: &[String], req: &SearchRequest, defs: bool) -> Result<Box<dyn Query>> {

@@ -1,0 +1,372 @@
+//! `docdex chat`: one question (`--query`) or an interactive session reading questions from
+//! stdin, answered by [`Engine::chat`] with the answer printed as it streams, then the sources
+//! (cited ones marked) and, with `--trace`, the waterfall trace. `--json` prints each turn's
+//! whole response instead (one document for `--query`, one line per turn in a session).
+
+use super::output::Out;
+use super::RepoArg;
+use crate::engine::llm::{ChatMessage, Role};
+use crate::engine::protocol::{
+    AnswerStatus, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, StepStatus,
+    WebPolicy,
+};
+use crate::engine::Engine;
+use std::io::{BufRead, IsTerminal, Write};
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Flags of `docdex chat`.
+#[derive(Debug, clap::Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    repo: RepoArg,
+    /// The question. Without it, an interactive session reads one question per line from stdin.
+    #[arg(long, short = 'q')]
+    query: Option<String>,
+    /// The agent asking (recorded in the reasoning DAG; selects profile rules once they exist).
+    #[arg(long)]
+    agent: Option<String>,
+    /// Ask for the web tier even when local results are confident.
+    #[arg(long, conflicts_with = "no_web")]
+    force_web: bool,
+    /// Never ask for the web tier.
+    #[arg(long)]
+    no_web: bool,
+    /// Print the waterfall trace after the answer: tiers, gate, budget per slot, drops, timings.
+    #[arg(long)]
+    trace: bool,
+    /// Add the git diff to the context: `working` (the default), `staged`, or a range
+    /// (`main..HEAD`, `HEAD~3`), expanded one hop through the impact graph.
+    #[arg(long, num_args = 0..=1, default_missing_value = "working", value_name = "working|staged|RANGE")]
+    diff: Option<String>,
+    /// Only diff these paths (repeatable; needs --diff).
+    #[arg(long = "path", requires = "diff", value_name = "PATH")]
+    paths: Vec<String>,
+    /// The chat model (default `[llm] default_model`).
+    #[arg(long)]
+    model: Option<String>,
+    /// Print each turn's response as JSON (answer, sources, trace) instead of streaming text.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ChatArgs {
+    /// True when `--json` was given.
+    pub fn json(&self) -> bool {
+        self.json
+    }
+
+    fn request(&self, query: String, history: Vec<ChatMessage>, session_id: Option<String>) -> ChatTurnRequest {
+        ChatTurnRequest {
+            query,
+            history,
+            session_id,
+            agent_id: self.agent.clone(),
+            web: if self.force_web {
+                WebPolicy::Force
+            } else if self.no_web {
+                WebPolicy::Off
+            } else {
+                WebPolicy::Auto
+            },
+            diff: self.diff.clone().map(|target| DiffRequest { target, paths: self.paths.clone() }),
+            model: self.model.clone(),
+            max_answer_tokens: None,
+        }
+    }
+}
+
+/// Runs `docdex chat`.
+pub fn run(engine: &Engine, out: &Out, args: ChatArgs) -> anyhow::Result<ExitCode> {
+    let repo = args.repo.resolve()?;
+    match args.query.clone() {
+        Some(q) => {
+            let resp = turn(engine, out, &args, &repo, args.request(q, Vec::new(), None), args.trace)?;
+            Ok(match resp.llm.status {
+                AnswerStatus::Answered | AnswerStatus::Stopped => ExitCode::SUCCESS,
+                AnswerStatus::Unavailable | AnswerStatus::Failed => ExitCode::from(1),
+            })
+        }
+        None => repl(engine, out, &args, &repo),
+    }
+}
+
+/// The interactive session: one question per line; `/new`, `/trace`, `/help`, `/exit`.
+fn repl(engine: &Engine, out: &Out, args: &ChatArgs, repo: &Path) -> anyhow::Result<ExitCode> {
+    let interactive = std::io::stdin().is_terminal();
+    if interactive {
+        out.note(&format!(
+            "chatting about {} (one question per line; /help for commands, Ctrl-D to leave)",
+            super::display_repo(repo)
+        ));
+    }
+    let mut history: Vec<ChatMessage> = Vec::new();
+    let mut session: Option<String> = None;
+    let mut show_trace = args.trace;
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    loop {
+        if interactive {
+            eprint!("> ");
+            let _ = std::io::stderr().flush();
+        }
+        let Some(line) = lines.next() else { break };
+        let line = line?;
+        let q = line.trim();
+        match q {
+            "" => continue,
+            "/exit" | "/quit" => break,
+            "/new" => {
+                history.clear();
+                session = None;
+                out.note("new conversation");
+                continue;
+            }
+            "/trace" => {
+                show_trace = !show_trace;
+                out.note(if show_trace { "trace on" } else { "trace off" });
+                continue;
+            }
+            "/help" => {
+                out.note("/new starts a new conversation, /trace toggles the trace, /exit leaves (or Ctrl-D)");
+                continue;
+            }
+            _ => {}
+        }
+        let req = args.request(q.to_string(), history.clone(), session.clone());
+        let resp = match turn(engine, out, args, repo, req, show_trace) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("{} {e:#}", super::output::error_prefix());
+                continue;
+            }
+        };
+        session = Some(resp.session_id.clone());
+        if let Some(answer) = resp.answer.filter(|a| !a.is_empty()) {
+            history.push(ChatMessage::new(Role::User, resp.query));
+            history.push(ChatMessage::new(Role::Assistant, answer));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One turn: streams (human) or collects (JSON), then prints sources and the trace.
+fn turn(
+    engine: &Engine,
+    out: &Out,
+    args: &ChatArgs,
+    repo: &Path,
+    req: ChatTurnRequest,
+    show_trace: bool,
+) -> anyhow::Result<ChatTurnResponse> {
+    let _interrupt = interrupt::Guard::install();
+    let mut streamed = false;
+    let mut on_event = |ev: ChatTurnEvent| {
+        if interrupt::hit() {
+            return ControlFlow::Break(());
+        }
+        match ev {
+            ChatTurnEvent::Token { text } if !args.json => {
+                let mut o = std::io::stdout().lock();
+                let _ = o.write_all(text.as_bytes());
+                let _ = o.flush();
+                streamed = true;
+            }
+            ChatTurnEvent::Notice { message } if !args.json => {
+                if streamed {
+                    println!();
+                    streamed = false;
+                }
+                eprintln!("{} {message}", super::output::warn_prefix());
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    };
+    let resp = engine.chat(repo, &req, &mut on_event)?;
+    if args.json {
+        out.line(&if args.query.is_some() {
+            serde_json::to_string_pretty(&resp)?
+        } else {
+            serde_json::to_string(&resp)?
+        });
+        return Ok(resp);
+    }
+    if streamed {
+        out.line("");
+    }
+    if resp.llm.status == AnswerStatus::Stopped {
+        out.note("(answer stopped)");
+    }
+    print_sources(out, &resp.sources);
+    if show_trace {
+        print_trace(out, &resp.trace);
+    }
+    out.note(&format!(
+        "session {} (turn {}): `docdex dag view {}`",
+        short(&resp.session_id),
+        resp.turn,
+        short(&resp.session_id)
+    ));
+    Ok(resp)
+}
+
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// The sources placed in the prompt; `*` marks those the answer cites.
+fn print_sources(out: &Out, sources: &[ChatSource]) {
+    if sources.is_empty() {
+        out.line(&out.paint("2", "no sources: nothing in the index matched"));
+        return;
+    }
+    let cited = sources.iter().filter(|s| s.cited).count();
+    out.line("");
+    out.line(&out.paint("1", &format!("sources ({cited} of {} cited)", sources.len())));
+    for s in sources {
+        let mark = if s.cited { out.paint("1;32", "*") } else { " ".into() };
+        let note = if s.note.is_empty() { String::new() } else { format!("  {}", s.note) };
+        out.line(&format!(
+            "{mark} {}  {}{}",
+            out.paint("1;35", &s.citation),
+            out.paint("2", s.slot.name()),
+            out.paint("2", &note)
+        ));
+    }
+}
+
+/// The trace as a few aligned blocks.
+pub fn print_trace(out: &Out, t: &ChatTrace) {
+    out.line("");
+    out.line(&out.paint("1", "trace"));
+    for s in &t.steps {
+        let status = serde_json::to_value(s.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        let color = match s.status {
+            StepStatus::Ran => "32",
+            StepStatus::Skipped | StepStatus::Absent => "2",
+            StepStatus::Unavailable => "33",
+            StepStatus::Failed => "31",
+        };
+        out.line(&format!(
+            "  {} {:<11} {} {:>8.1} ms  {}",
+            s.tier,
+            s.name,
+            out.paint(color, &format!("{status:<11}")),
+            s.ms,
+            s.detail
+        ));
+    }
+    let g = &t.gate;
+    let top: Vec<String> = g.top_hits.iter().map(|h| format!("{} {:.2}", h.citation, h.score)).collect();
+    out.line(&format!(
+        "gate    confidence {:.2} vs threshold {:.2}: {}; web {}",
+        g.confidence,
+        g.threshold,
+        if g.passed { "passed" } else { "below" },
+        if g.web_wanted { "wanted (unavailable)" } else { "not wanted" }
+    ));
+    if !top.is_empty() {
+        out.line(&format!("        top: {}", top.join(", ")));
+    }
+    let b = &t.budget;
+    out.line(&format!(
+        "budget  window {} tokens from {}; answer cap {}",
+        b.context_window, b.window_source, b.max_answer_tokens
+    ));
+    out.line(&format!("        tokens: {}", b.tokenizer.note));
+    out.line(&format!("        {:<11} {:>8} {:>8} {:>6} {:>8}", "slot", "allotted", "used", "items", "dropped"));
+    for s in &b.slots {
+        out.line(&format!(
+            "        {:<11} {:>8} {:>8} {:>6} {:>8}  {}",
+            s.slot.name(),
+            s.allotted,
+            s.used,
+            s.items,
+            s.dropped,
+            bar(s.used, s.allotted)
+        ));
+    }
+    for d in &t.drops {
+        out.line(&format!("drop    {} {} ({} tokens): {}", d.slot.name(), d.source, d.tokens, d.reason));
+    }
+    let m = &t.model;
+    out.line(&format!(
+        "model   {} via {} at {}: prompt {} tokens (ours){}{}",
+        m.model,
+        m.provider,
+        m.base_url,
+        m.prompt_tokens_estimated,
+        m.prompt_tokens_reported.map(|n| format!(", {n} (server's)")).unwrap_or_default(),
+        m.completion_tokens.map(|n| format!(", answer {n} tokens")).unwrap_or_default()
+    ));
+    let tm = &t.timings_ms;
+    let opt = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into());
+    out.line(&format!(
+        "time    retrieval {:.1} ms, memory {:.1}, diff {:.1}, assembly {:.1}, first token {}, generation {}, total {:.1}",
+        tm.retrieval,
+        tm.memory,
+        tm.diff,
+        tm.assembly,
+        opt(tm.first_token),
+        opt(tm.generation),
+        tm.total
+    ));
+    for n in &t.notices {
+        out.line(&format!("note    {n}"));
+    }
+}
+
+/// A ten-cell bar of `used` against `allotted`.
+fn bar(used: u32, allotted: u32) -> String {
+    if allotted == 0 {
+        return String::new();
+    }
+    let filled = ((u64::from(used.min(allotted)) * 10).div_ceil(u64::from(allotted))) as usize;
+    format!("[{}{}]", "#".repeat(filled), ".".repeat(10 - filled))
+}
+
+/// Ctrl-C while an answer streams stops that answer (not the program); outside a turn it
+/// behaves as usual.
+mod interrupt {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static HIT: AtomicBool = AtomicBool::new(false);
+
+    /// True once Ctrl-C was pressed during the current turn.
+    pub fn hit() -> bool {
+        HIT.load(Ordering::Relaxed)
+    }
+
+    /// Catches SIGINT until dropped.
+    pub struct Guard;
+
+    #[cfg(unix)]
+    extern "C" fn on_sigint(_: libc::c_int) {
+        HIT.store(true, Ordering::Relaxed);
+    }
+
+    impl Guard {
+        /// Starts catching Ctrl-C.
+        pub fn install() -> Guard {
+            HIT.store(false, Ordering::Relaxed);
+            // SAFETY: the handler only performs an atomic store, which is async-signal-safe.
+            #[cfg(unix)]
+            unsafe {
+                libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+            }
+            Guard
+        }
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            // SAFETY: restoring the default disposition.
+            #[cfg(unix)]
+            unsafe {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! `docdex dag list|view`: the reasoning sessions chat logged for a repository, and one
+//! session as text, Graphviz DOT (`| dot -Tsvg > session.svg`) or JSON.
+
+use super::output::Out;
+use super::RepoArg;
+use crate::engine::dag::{to_dot, to_text, utc};
+use crate::engine::Engine;
+
+/// `docdex dag` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum DagAction {
+    /// List the reasoning sessions of a repository, newest first.
+    List {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one session (its id or a unique prefix of at least 4 characters).
+    View {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// The session id (from `docdex dag list` or the end of a chat).
+        session: String,
+        /// text, dot (Graphviz) or json.
+        #[arg(long, value_enum, default_value_t = DagFormat::Text)]
+        format: DagFormat,
+    },
+}
+
+/// How `dag view` prints a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DagFormat {
+    /// One line per node with its parents and payload.
+    Text,
+    /// A Graphviz digraph.
+    Dot,
+    /// The session with every node, as JSON.
+    Json,
+}
+
+impl DagAction {
+    /// True when the output is JSON.
+    pub fn json(&self) -> bool {
+        match self {
+            DagAction::List { json, .. } => *json,
+            DagAction::View { format, .. } => *format == DagFormat::Json,
+        }
+    }
+}
+
+/// Runs `docdex dag ...`.
+pub fn run(engine: &Engine, out: &Out, action: DagAction) -> anyhow::Result<()> {
+    match action {
+        DagAction::List { repo, json } => {
+            let list = engine.dag_sessions(&repo.resolve()?)?;
+            if json {
+                return out.json(&list);
+            }
+            if list.sessions.is_empty() {
+                out.line(&format!(
+                    "no reasoning sessions in {} yet; `docdex chat` logs one per conversation",
+                    list.repo.display()
+                ));
+                return Ok(());
+            }
+            out.line(&out.paint(
+                "1",
+                &format!("{:<10} {:<24} {:>5} {:>5}  {:<16} title", "session", "created", "turns", "nodes", "agent"),
+            ));
+            for s in &list.sessions {
+                out.line(&format!(
+                    "{:<10} {:<24} {:>5} {:>5}  {:<16} {}",
+                    s.id.get(..8).unwrap_or(&s.id),
+                    utc(s.created_at_ms),
+                    s.turns,
+                    s.nodes,
+                    s.agent_id.as_deref().unwrap_or("-"),
+                    s.title
+                ));
+            }
+        }
+        DagAction::View { repo, session, format } => {
+            let s = engine.dag_session(&repo.resolve()?, &session)?;
+            match format {
+                DagFormat::Json => out.json(&s)?,
+                DagFormat::Dot => out.line(to_dot(&s).trim_end()),
+                DagFormat::Text => out.line(to_text(&s).trim_end()),
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! `docdex memory store | recall | list | delete`: the repository's memory.
+
+use super::output::Out;
+use super::RepoArg;
+use crate::engine::protocol::{MemoryItem, MemoryRecallRequest, MemoryStoreRequest};
+use crate::engine::Engine;
+use crate::error::Error;
+use clap::Subcommand;
+
+/// `docdex memory` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// Remember a note about this repository.
+    Store {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// What to remember.
+        content: Vec<String>,
+        /// A JSON object stored with it, e.g. '{"source":"review"}'.
+        #[arg(long)]
+        metadata: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Recall the memories most related to a query (by meaning; by words without an embedder).
+    Recall {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// What to recall.
+        query: Vec<String>,
+        /// How many.
+        #[arg(long, short = 'n')]
+        limit: Option<usize>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the repository's memories, newest first.
+    List {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// How many.
+        #[arg(long, short = 'n')]
+        limit: Option<usize>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a memory by id.
+    Delete {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// The memory's id (from `list` or `recall`).
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl MemoryCommand {
+    /// Whether `--json` was given.
+    pub fn json(&self) -> bool {
+        match self {
+            MemoryCommand::Store { json, .. }
+            | MemoryCommand::Recall { json, .. }
+            | MemoryCommand::List { json, .. }
+            | MemoryCommand::Delete { json, .. } => *json,
+        }
+    }
+}
+
+fn print_item(out: &Out, m: &MemoryItem, score: Option<f32>) {
+    let score = score.map(|s| format!("{s:.3}  ")).unwrap_or_default();
+    let meta = match &m.metadata {
+        serde_json::Value::Object(o) if !o.is_empty() => format!("  {}", m.metadata),
+        _ => String::new(),
+    };
+    out.line(&format!("{score}{}{}", out.paint("2", &m.id), out.paint("2", &meta)));
+    for line in m.content.lines() {
+        out.line(&format!("    {line}"));
+    }
+}
+
+/// Runs a memory subcommand.
+pub fn run(engine: &Engine, out: &Out, cmd: MemoryCommand) -> anyhow::Result<()> {
+    match cmd {
+        MemoryCommand::Store { repo, content, metadata, json } => {
+            let metadata = metadata
+                .map(|m| {
+                    serde_json::from_str::<serde_json::Value>(&m)
+                        .map_err(|e| Error::BadRequest(format!("--metadata is not JSON ({e}): {m}")))
+                })
+                .transpose()?;
+            let req = MemoryStoreRequest { content: content.join(" "), metadata };
+            let resp = engine.memory_store(&repo.resolve()?, &req)?;
+            if json {
+                out.json(&resp)?;
+            } else {
+                if let Some(n) = &resp.notice {
+                    out.note(&format!("note: {n}"));
+                }
+                out.line(&format!("remembered {} in {}", resp.memory.id, resp.repo.display()));
+            }
+        }
+        MemoryCommand::Recall { repo, query, limit, json } => {
+            let req = MemoryRecallRequest { query: query.join(" "), limit };
+            let resp = engine.memory_recall(&repo.resolve()?, &req)?;
+            if json {
+                out.json(&resp)?;
+            } else {
+                if let Some(n) = &resp.notice {
+                    out.note(&format!("note: {n}"));
+                }
+                if resp.results.is_empty() {
+                    out.line("no memories match");
+                }
+                for h in &resp.results {
+                    print_item(out, &h.memory, Some(h.score));
+                }
+            }
+        }
+        MemoryCommand::List { repo, limit, json } => {
+            let resp = engine.memory_list(&repo.resolve()?, limit)?;
+            if json {
+                out.json(&resp)?;
+            } else {
+                out.line(&out.paint("2", &format!("{} memories in {}", resp.total, resp.repo.display())));
+                for m in &resp.memories {
+                    print_item(out, m, None);
+                }
+            }
+        }
+        MemoryCommand::Delete { repo, id, json } => {
+            let resp = engine.memory_delete(&repo.resolve()?, &id)?;
+            if json {
+                out.json(&resp)?;
+            } else {
+                out.line(&format!("forgot {} in {}", resp.id, resp.repo.display()));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,370 @@
+//! `docdex check`: is this machine ready? Config and state read/write, the
+//! registry, the model server and its models, the configured model against the
+//! hardware, the HTTP bind address, and (with a repo) that repo's index,
+//! embeddings and memory. The HTTP server's `--preflight-check` runs the same
+//! [`Engine::check`].
+//!
+//! What counts as a failure: what docdex itself needs to work (config, state,
+//! locks, registry, a safe bind address). A missing model server or model is a
+//! warning, because search, indexing and code intelligence work without one (the
+//! features that need it say so when used); `require_llm` makes them failures for
+//! callers that need models (a chat server). A bind address already in use is a
+//! warning unless `require_bind` (the server about to bind it).
+
+use crate::engine::embed::Vectors;
+use crate::engine::llm::hardware::which;
+use crate::engine::llm::model_matches;
+use crate::engine::llm::models::judge_model;
+use crate::engine::Engine;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Version of the report's JSON shape.
+pub const CHECK_SCHEMA_VERSION: u32 = 1;
+
+/// How one check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckStatus {
+    /// Fine.
+    Ok,
+    /// Worth knowing; docdex works.
+    Warn,
+    /// A prerequisite is missing: `check` exits non-zero.
+    Fail,
+    /// Information only.
+    Info,
+    /// Not checked (and why).
+    Skipped,
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckItem {
+    /// Stable id (`config`, `state_dir`, `llm_server`, ...).
+    pub name: String,
+    /// The outcome.
+    pub status: CheckStatus,
+    /// What was found.
+    pub message: String,
+    /// What to do about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// What to treat as required.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckOptions {
+    /// Also check this repository (index, embeddings, memory).
+    #[serde(default)]
+    pub repo: Option<PathBuf>,
+    /// A missing model server or model fails the check.
+    #[serde(default)]
+    pub require_llm: bool,
+    /// An HTTP bind address already in use fails the check.
+    #[serde(default)]
+    pub require_bind: bool,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckReport {
+    /// [`CHECK_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// No failures.
+    pub ok: bool,
+    /// Items with status `fail`.
+    pub failures: usize,
+    /// Items with status `warn`.
+    pub warnings: usize,
+    /// Every check, in order.
+    pub items: Vec<CheckItem>,
+}
+
+impl CheckReport {
+    fn push(&mut self, name: &str, status: CheckStatus, message: impl Into<String>, hint: Option<String>) {
+        self.items.push(CheckItem { name: name.into(), status, message: message.into(), hint });
+    }
+
+    fn finish(mut self) -> CheckReport {
+        self.failures = self.items.iter().filter(|i| i.status == CheckStatus::Fail).count();
+        self.warnings = self.items.iter().filter(|i| i.status == CheckStatus::Warn).count();
+        self.ok = self.failures == 0;
+        self
+    }
+}
+
+/// Writes, reads back and removes a probe file in `dir`.
+fn probe_rw(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create: {e}"))?;
+    let probe = dir.join(format!(".docdex-check.{}", std::process::id()));
+    std::fs::write(&probe, b"ok").map_err(|e| format!("cannot write: {e}"))?;
+    let back = std::fs::read(&probe).map_err(|e| format!("cannot read back: {e}"));
+    let _ = std::fs::remove_file(&probe);
+    match back? {
+        b if b == b"ok" => Ok(()),
+        _ => Err("read back something else".into()),
+    }
+}
+
+impl Engine {
+    /// Runs every check. Never fails itself: problems are items in the report.
+    pub fn check(&self, opts: &CheckOptions) -> CheckReport {
+        let mut r =
+            CheckReport { schema_version: CHECK_SCHEMA_VERSION, ok: true, failures: 0, warnings: 0, items: Vec::new() };
+        self.check_config(&mut r);
+        self.check_state(&mut r);
+        self.check_models(&mut r, opts.require_llm);
+        self.check_bind(&mut r, opts.require_bind);
+        self.check_symbols(&mut r);
+        self.check_browser(&mut r);
+        if let Some(repo) = &opts.repo {
+            self.check_repo(&mut r, repo);
+        }
+        r.finish()
+    }
+
+    fn check_config(&self, r: &mut CheckReport) {
+        let path = self.config_path().display().to_string();
+        if self.config_warnings().is_empty() {
+            r.push("config", CheckStatus::Ok, format!("{path} parsed"), None);
+        } else {
+            r.push(
+                "config",
+                CheckStatus::Warn,
+                format!("{path}: {}", self.config_warnings().join("; ")),
+                Some("fix or remove the keys named".into()),
+            );
+        }
+    }
+
+    fn check_state(&self, r: &mut CheckReport) {
+        let state = self.paths().state.clone();
+        for (name, dir) in [("state_dir", state.clone()), ("locks_dir", self.paths().locks())] {
+            match probe_rw(&dir) {
+                Ok(()) => r.push(name, CheckStatus::Ok, format!("{} is readable and writable", dir.display()), None),
+                Err(e) => r.push(
+                    name,
+                    CheckStatus::Fail,
+                    format!("{}: {e}", dir.display()),
+                    Some("set DOCDEX_HOME to a writable directory or fix the permissions".into()),
+                ),
+            }
+        }
+        match self.list_repos() {
+            Ok(repos) => {
+                let gone: Vec<String> =
+                    repos.iter().filter(|x| !x.path.is_dir()).map(|x| x.path.display().to_string()).collect();
+                if gone.is_empty() {
+                    r.push("registry", CheckStatus::Ok, format!("{} repositories registered", repos.len()), None);
+                } else {
+                    r.push(
+                        "registry",
+                        CheckStatus::Warn,
+                        format!("{} repositories registered; missing on disk: {}", repos.len(), gone.join(", ")),
+                        Some("`docdex repo remove PATH --purge` forgets one".into()),
+                    );
+                }
+            }
+            Err(e) => r.push(
+                "registry",
+                CheckStatus::Fail,
+                e.to_string(),
+                Some("move the damaged registry.json aside; `docdex index` re-registers repositories".into()),
+            ),
+        }
+    }
+
+    fn check_models(&self, r: &mut CheckReport, require: bool) {
+        let cfg = &self.config().llm;
+        let needed = if require { CheckStatus::Fail } else { CheckStatus::Warn };
+        let uses = "needed for chat, hybrid search and memory recall by meaning; search works without it";
+        if !crate::config::KNOWN_PROVIDERS.contains(&cfg.provider.as_str()) {
+            r.push(
+                "llm_provider",
+                CheckStatus::Warn,
+                format!("unknown provider {:?}; using ollama", cfg.provider),
+                Some("set [llm] provider to ollama or openai".into()),
+            );
+        } else {
+            r.push("llm_provider", CheckStatus::Ok, format!("{} at {}", cfg.provider, cfg.base_url), None);
+        }
+        let installed = match self.models() {
+            Ok(list) => {
+                r.push(
+                    "llm_server",
+                    CheckStatus::Ok,
+                    format!("{} answered with {} models", cfg.base_url, list.len()),
+                    None,
+                );
+                list.into_iter().map(|m| m.name).collect::<Vec<_>>()
+            }
+            Err(e) => {
+                let hint = if cfg.provider == "openai" {
+                    "start the OpenAI-compatible server or fix [llm] base_url".to_string()
+                } else if which("ollama").is_none() {
+                    "install Ollama (https://ollama.com/download), run `ollama serve`, then `docdex llm-setup`"
+                        .to_string()
+                } else {
+                    "run `ollama serve`, then `docdex llm-setup`".to_string()
+                };
+                r.push("llm_server", needed, format!("{e} ({uses})"), Some(hint));
+                for name in ["chat_model", "embedding_model"] {
+                    r.push(name, CheckStatus::Skipped, "model server not reachable", None);
+                }
+                self.check_hardware(r);
+                return;
+            }
+        };
+        for (name, model) in [("chat_model", &cfg.default_model), ("embedding_model", &cfg.embedding_model)] {
+            if installed.iter().any(|i| model_matches(model, i)) {
+                r.push(name, CheckStatus::Ok, format!("{model} is installed"), None);
+            } else {
+                r.push(
+                    name,
+                    needed,
+                    format!("{model} is not installed on {}", cfg.base_url),
+                    Some(format!("`docdex llm-setup --model {model} --yes` (or `ollama pull {model}`)")),
+                );
+            }
+        }
+        self.check_hardware(r);
+    }
+
+    fn check_hardware(&self, r: &mut CheckReport) {
+        let hw = self.hardware();
+        let model = &self.config().llm.default_model;
+        match judge_model(model, &hw) {
+            Ok(Ok(msg)) => r.push("hardware", CheckStatus::Ok, msg, None),
+            Ok(Err(warning)) => r.push(
+                "hardware",
+                CheckStatus::Warn,
+                warning,
+                Some("pick a smaller [llm] default_model: `docdex llm-setup`".into()),
+            ),
+            Err(e) => r.push("hardware", CheckStatus::Warn, e.to_string(), None),
+        }
+    }
+
+    fn check_bind(&self, r: &mut CheckReport, require: bool) {
+        let server = &self.config().server;
+        let addr: std::net::SocketAddr = match server.http_bind_addr.parse() {
+            Ok(a) => a,
+            Err(_) => {
+                r.push("http_bind", CheckStatus::Fail, format!("{:?} is not an address", server.http_bind_addr), None);
+                return;
+            }
+        };
+        if !addr.ip().is_loopback() && server.auth_token.is_empty() {
+            r.push(
+                "http_bind",
+                CheckStatus::Fail,
+                format!("{addr} is reachable from other machines and no auth token is set"),
+                Some("bind 127.0.0.1, or set DOCDEX_AUTH_TOKEN / [server] auth_token".into()),
+            );
+            return;
+        }
+        match std::net::TcpListener::bind(addr) {
+            Ok(l) => {
+                drop(l);
+                r.push("http_bind", CheckStatus::Ok, format!("{addr} is free"), None);
+            }
+            Err(e) => r.push(
+                "http_bind",
+                if require { CheckStatus::Fail } else { CheckStatus::Warn },
+                format!("{addr} cannot be bound: {e}"),
+                Some(
+                    "if a docdex server already runs there this is expected; otherwise change [server] http_bind_addr"
+                        .into(),
+                ),
+            ),
+        }
+        r.push(
+            "mcp",
+            CheckStatus::Info,
+            if server.enable_mcp { "MCP is enabled beside HTTP" } else { "MCP is disabled ([server] enable_mcp)" },
+            None,
+        );
+    }
+
+    /// Tree-sitter grammars and `symbols.db` health. The symbols area adds `symbols_status`;
+    /// until it is merged this reports that it was not checked.
+    fn check_symbols(&self, r: &mut CheckReport) {
+        r.push("symbols", CheckStatus::Skipped, "symbol extraction status is not available in this build", None);
+    }
+
+    fn check_browser(&self, r: &mut CheckReport) {
+        let configured = &self.config().web.scraper.chrome_binary_path;
+        let found = if configured.is_empty() {
+            ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"]
+                .iter()
+                .find_map(|n| which(n))
+        } else {
+            Some(PathBuf::from(configured)).filter(|p| p.is_file())
+        };
+        match found {
+            Some(p) => r.push("browser", CheckStatus::Info, format!("{} (for the web tier)", p.display()), None),
+            None => r.push(
+                "browser",
+                CheckStatus::Info,
+                "no Chromium or Chrome found (only the web tier needs one)",
+                Some("`apt-get install chromium`, or set [web.scraper] chrome_binary_path".into()),
+            ),
+        }
+    }
+
+    fn check_repo(&self, r: &mut CheckReport, path: &Path) {
+        let repo = match self.resolve_repo(path) {
+            Ok(repo) => repo,
+            Err(e) => {
+                r.push("repo", CheckStatus::Fail, e.to_string(), None);
+                return;
+            }
+        };
+        match self.status(&repo.root) {
+            Ok(s) => r.push(
+                "repo_index",
+                CheckStatus::Ok,
+                format!(
+                    "{}: {} files, {} chunks, generation {}",
+                    repo.root.display(),
+                    s.documents,
+                    s.chunks,
+                    s.generation
+                ),
+                None,
+            ),
+            Err(e) => r.push("repo_index", CheckStatus::Warn, e.to_string(), None),
+        }
+        if repo.state_dir.exists() {
+            match probe_rw(&repo.state_dir) {
+                Ok(()) => {
+                    r.push("repo_state", CheckStatus::Ok, format!("{} is writable", repo.state_dir.display()), None)
+                }
+                Err(e) => r.push("repo_state", CheckStatus::Fail, format!("{}: {e}", repo.state_dir.display()), None),
+            }
+        }
+        match self.vectors(&repo) {
+            Vectors::Usable(store, model) => match store.counts() {
+                Ok((files, chunks, _)) => r.push(
+                    "repo_embeddings",
+                    CheckStatus::Ok,
+                    format!("{chunks} chunk vectors in {files} files from {} ({} dimensions)", model.model, model.dim),
+                    None,
+                ),
+                Err(e) => {
+                    r.push("repo_embeddings", CheckStatus::Fail, e.to_string(), Some("`docdex index --reembed`".into()))
+                }
+            },
+            Vectors::Unusable(why) if why.contains("--reembed") => {
+                r.push("repo_embeddings", CheckStatus::Warn, why, Some("`docdex index --reembed`".into()))
+            }
+            Vectors::Unusable(why) => r.push("repo_embeddings", CheckStatus::Info, why, None),
+        }
+        match self.memory_count(&repo) {
+            Ok(Some(n)) => r.push("repo_memory", CheckStatus::Ok, format!("memory.db readable: {n} memories"), None),
+            Ok(None) => r.push("repo_memory", CheckStatus::Info, "no memories stored yet", None),
+            Err(e) => r.push("repo_memory", CheckStatus::Fail, e.to_string(), None),
+        }
+    }
+}

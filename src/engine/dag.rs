@@ -1,0 +1,619 @@
+//! The reasoning DAG: every chat request is logged as a small graph of what happened (the
+//! user's request, the orchestrator's plan, each retrieval tool call and what it observed,
+//! the gate and budget decisions, the model call and its answer), so a session can be audited
+//! afterwards from the CLI (`docdex dag list|view`), HTTP (`/v1/dag/...`) and the TUI.
+//!
+//! One SQLite file per repository (`state/repos/<fingerprint>/dag.db`, WAL mode so a chat
+//! can write while another process reads): `sessions` (id, agent id, created, title),
+//! `nodes` (kind, label, payload JSON, timestamp) and `edges` (parent → child). The schema
+//! itself keeps the graph a DAG inside one session: an edge's parent is always an older node
+//! (`parent < child`) and a trigger refuses edges between sessions.
+
+use crate::engine::fsutil::now_ms;
+use crate::engine::repos::RepoRef;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The DAG file name inside a repo's state directory.
+pub const DAG_FILE: &str = "dag.db";
+/// Version of the `dag.db` schema.
+pub const DAG_SCHEMA_VERSION: u32 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS dag_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    title TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS nodes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL CHECK (kind IN ('UserRequest', 'Thought', 'ToolCall', 'Observation', 'Decision')),
+    label TEXT NOT NULL,
+    payload TEXT NOT NULL CHECK (json_valid(payload)),
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS nodes_by_session ON nodes(session_id, id);
+CREATE TABLE IF NOT EXISTS edges (
+    parent INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    child INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    PRIMARY KEY (parent, child),
+    CHECK (parent < child)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS edges_by_child ON edges(child);
+CREATE TRIGGER IF NOT EXISTS edges_stay_in_their_session BEFORE INSERT ON edges
+WHEN (SELECT session_id FROM nodes WHERE id = NEW.parent) IS NOT (SELECT session_id FROM nodes WHERE id = NEW.child)
+BEGIN SELECT RAISE(ABORT, 'reasoning DAG edges never cross sessions'); END;
+";
+
+/// What a node records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum NodeKind {
+    /// The question as asked.
+    UserRequest,
+    /// The orchestrator's plan.
+    Thought,
+    /// A tool or tier being run (search, memory recall, git diff, the model).
+    ToolCall,
+    /// What a tool call returned.
+    Observation,
+    /// A choice made from observations (the gate, the budget).
+    Decision,
+}
+
+impl NodeKind {
+    /// The name stored and shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeKind::UserRequest => "UserRequest",
+            NodeKind::Thought => "Thought",
+            NodeKind::ToolCall => "ToolCall",
+            NodeKind::Observation => "Observation",
+            NodeKind::Decision => "Decision",
+        }
+    }
+
+    fn parse(s: &str) -> Option<NodeKind> {
+        [NodeKind::UserRequest, NodeKind::Thought, NodeKind::ToolCall, NodeKind::Observation, NodeKind::Decision]
+            .into_iter()
+            .find(|k| k.name() == s)
+    }
+}
+
+/// A session as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DagSessionSummary {
+    /// Session id (a UUID unless the caller chose one).
+    pub id: String,
+    /// The agent that asked, if any.
+    pub agent_id: Option<String>,
+    /// Created, epoch ms.
+    pub created_at_ms: u64,
+    /// Last node added, epoch ms.
+    pub updated_at_ms: u64,
+    /// The first question, shortened.
+    pub title: String,
+    /// Requests logged in it.
+    pub turns: u32,
+    /// Nodes in it.
+    pub nodes: u32,
+}
+
+/// One node with its parents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DagNode {
+    /// Node id (increasing across the repo's DAG).
+    pub id: i64,
+    /// What it records.
+    pub kind: NodeKind,
+    /// One line for humans.
+    pub label: String,
+    /// The details.
+    pub payload: Value,
+    /// When, epoch ms.
+    pub created_at_ms: u64,
+    /// The nodes it follows from.
+    pub parents: Vec<i64>,
+}
+
+/// A session with all its nodes (`docdex dag view`, `/v1/dag/{session}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DagSession {
+    /// [`DAG_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The session.
+    pub session: DagSessionSummary,
+    /// Its nodes, oldest first.
+    pub nodes: Vec<DagNode>,
+}
+
+/// The sessions of a repo, newest first (`docdex dag list`, `/v1/dag/sessions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DagSessionList {
+    /// [`DAG_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// Newest first.
+    pub sessions: Vec<DagSessionSummary>,
+}
+
+/// Where a session stands when a request joins it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionCursor {
+    /// The session id.
+    pub id: String,
+    /// This request's 1-based turn number.
+    pub turn: u32,
+    /// The session's newest node, which the new request follows from.
+    pub last_node: Option<i64>,
+}
+
+/// An open `dag.db`.
+pub struct DagStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn db_err(path: &Path, e: rusqlite::Error) -> Error {
+    Error::CorruptState {
+        path: path.to_path_buf(),
+        message: format!("{e}; delete the file to start a new reasoning log"),
+    }
+}
+
+/// True for ids a caller may choose: 1 to 64 letters, digits, `-` and `_`.
+pub fn valid_session_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+impl DagStore {
+    /// Opens (creating when missing) the DAG of `repo`.
+    pub fn open(repo: &RepoRef) -> Result<DagStore> {
+        std::fs::create_dir_all(&repo.state_dir).map_err(|e| Error::io("creating", &repo.state_dir, e))?;
+        Self::open_path(&repo.state_dir.join(DAG_FILE))
+    }
+
+    /// Opens the DAG of `repo` only if it exists.
+    pub fn open_existing(repo: &RepoRef) -> Result<Option<DagStore>> {
+        let path = repo.state_dir.join(DAG_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        Self::open_path(&path).map(Some)
+    }
+
+    fn open_path(path: &Path) -> Result<DagStore> {
+        let conn = Connection::open(path).map_err(|e| db_err(path, e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| db_err(path, e))?;
+        // WAL with NORMAL sync: a crash may lose the last few nodes, never corrupt the file,
+        // and a node costs no fsync on the chat's path.
+        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+            .map_err(|e| db_err(path, e))?;
+        conn.execute_batch(SCHEMA).map_err(|e| db_err(path, e))?;
+        let version: Option<String> = conn
+            .query_row("SELECT value FROM dag_meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .optional()
+            .map_err(|e| db_err(path, e))?;
+        match version.as_deref().map(str::parse::<u32>) {
+            None => {
+                conn.execute(
+                    "INSERT OR IGNORE INTO dag_meta (key, value) VALUES ('schema_version', ?1)",
+                    params![DAG_SCHEMA_VERSION.to_string()],
+                )
+                .map_err(|e| db_err(path, e))?;
+            }
+            Some(Ok(v)) if v <= DAG_SCHEMA_VERSION => {}
+            Some(_) => {
+                return Err(Error::CorruptState {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "written by a newer docdex (schema {}); upgrade docdex to read it",
+                        version.unwrap_or_default()
+                    ),
+                })
+            }
+        }
+        Ok(DagStore { conn, path: path.to_path_buf() })
+    }
+
+    fn err(&self, e: rusqlite::Error) -> Error {
+        db_err(&self.path, e)
+    }
+
+    /// Joins session `id` (creating it, titled `title`, when it does not exist), or starts a
+    /// new session when `id` is `None`.
+    pub fn join_session(&self, id: Option<&str>, agent_id: Option<&str>, title: &str) -> Result<SessionCursor> {
+        let id = match id {
+            Some(id) if !valid_session_id(id) => {
+                return Err(Error::BadRequest(format!(
+                    "bad session id {id:?}: use 1 to 64 letters, digits, '-' or '_'"
+                )))
+            }
+            Some(id) => id.to_string(),
+            None => uuid::Uuid::new_v4().to_string(),
+        };
+        let title: String = title.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect();
+        let now = now_ms() as i64;
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO sessions (id, agent_id, created_at, updated_at, title) VALUES (?1, ?2, ?3, ?3, ?4)",
+                params![id, agent_id, now, title],
+            )
+            .map_err(|e| self.err(e))?;
+        let (turns, last): (u32, Option<i64>) = self
+            .conn
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM nodes WHERE session_id = ?1 AND kind = 'UserRequest'),
+                        (SELECT MAX(id) FROM nodes WHERE session_id = ?1)",
+                params![id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(SessionCursor { id, turn: turns + 1, last_node: last })
+    }
+
+    /// Appends a node with edges from `parents` (which must be older nodes of the same session).
+    pub fn add_node(
+        &self,
+        session: &str,
+        kind: NodeKind,
+        label: &str,
+        payload: &Value,
+        parents: &[i64],
+    ) -> Result<i64> {
+        let now = now_ms() as i64;
+        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        tx.execute(
+            "INSERT INTO nodes (session_id, kind, label, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![session, kind.name(), label, payload.to_string(), now],
+        )
+        .map_err(|e| self.err(e))?;
+        let id = tx.last_insert_rowid();
+        for p in parents {
+            tx.execute("INSERT OR IGNORE INTO edges (parent, child) VALUES (?1, ?2)", params![p, id])
+                .map_err(|e| self.err(e))?;
+        }
+        tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])
+            .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(id)
+    }
+
+    const SUMMARY: &'static str = "SELECT s.id, s.agent_id, s.created_at, s.updated_at, s.title,
+            (SELECT COUNT(*) FROM nodes n WHERE n.session_id = s.id AND n.kind = 'UserRequest'),
+            (SELECT COUNT(*) FROM nodes n WHERE n.session_id = s.id)
+         FROM sessions s";
+
+    fn summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<DagSessionSummary> {
+        Ok(DagSessionSummary {
+            id: r.get(0)?,
+            agent_id: r.get(1)?,
+            created_at_ms: r.get::<_, i64>(2)?.max(0) as u64,
+            updated_at_ms: r.get::<_, i64>(3)?.max(0) as u64,
+            title: r.get(4)?,
+            turns: r.get(5)?,
+            nodes: r.get(6)?,
+        })
+    }
+
+    /// Sessions, newest first.
+    pub fn sessions(&self) -> Result<Vec<DagSessionSummary>> {
+        let sql = format!("{} ORDER BY s.created_at DESC, s.rowid DESC", Self::SUMMARY);
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([], Self::summary).map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(|e| self.err(e))
+    }
+
+    /// The session `id`, or the one session whose id starts with `id` (at least 4 characters).
+    pub fn session(&self, id: &str) -> Result<DagSession> {
+        let full = self.resolve(id)?;
+        let sql = format!("{} WHERE s.id = ?1", Self::SUMMARY);
+        let session = self.conn.query_row(&sql, params![full], Self::summary).map_err(|e| self.err(e))?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT n.id, n.kind, n.label, n.payload, n.created_at,
+                        COALESCE((SELECT group_concat(e.parent) FROM edges e WHERE e.child = n.id), '')
+                 FROM nodes n WHERE n.session_id = ?1 ORDER BY n.id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![full], |r| {
+                let kind: String = r.get(1)?;
+                let payload: String = r.get(3)?;
+                let parents: String = r.get(5)?;
+                Ok((r.get::<_, i64>(0)?, kind, r.get::<_, String>(2)?, payload, r.get::<_, i64>(4)?, parents))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut nodes = Vec::new();
+        for row in rows {
+            let (id, kind, label, payload, at, parents) = row.map_err(|e| self.err(e))?;
+            let mut parents: Vec<i64> = parents.split(',').filter_map(|p| p.trim().parse().ok()).collect();
+            parents.sort_unstable();
+            nodes.push(DagNode {
+                id,
+                kind: NodeKind::parse(&kind).unwrap_or(NodeKind::Thought),
+                label,
+                payload: serde_json::from_str(&payload).unwrap_or(Value::Null),
+                created_at_ms: at.max(0) as u64,
+                parents,
+            });
+        }
+        Ok(DagSession { schema_version: DAG_SCHEMA_VERSION, session, nodes })
+    }
+
+    /// The full id for `id` or a unique prefix of one.
+    fn resolve(&self, id: &str) -> Result<String> {
+        let not_found =
+            || Error::NotFound(format!("no reasoning session {id:?} in this repository; `docdex dag list` shows them"));
+        if !valid_session_id(id) {
+            return Err(not_found());
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 5")
+            .map_err(|e| self.err(e))?;
+        let ids: Vec<String> = stmt
+            .query_map(params![id], |r| r.get(0))
+            .map_err(|e| self.err(e))?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(|e| self.err(e))?;
+        if ids.iter().any(|i| i == id) {
+            return Ok(id.to_string());
+        }
+        match ids.as_slice() {
+            [one] if id.len() >= 4 => Ok(one.clone()),
+            [] | [_] => Err(not_found()),
+            many => Err(Error::BadRequest(format!(
+                "session prefix {id:?} is ambiguous: it matches {}; give more characters",
+                many.join(", ")
+            ))),
+        }
+    }
+}
+
+impl Engine {
+    /// The reasoning sessions logged for a repository, newest first.
+    pub fn dag_sessions(&self, repo_path: &Path) -> Result<DagSessionList> {
+        let repo = self.resolve_repo(repo_path)?;
+        let sessions = match DagStore::open_existing(&repo)? {
+            Some(store) => store.sessions()?,
+            None => Vec::new(),
+        };
+        Ok(DagSessionList { schema_version: DAG_SCHEMA_VERSION, repo: repo.root, sessions })
+    }
+
+    /// One reasoning session with its nodes and edges (`session` may be a unique prefix).
+    pub fn dag_session(&self, repo_path: &Path, session: &str) -> Result<DagSession> {
+        let repo = self.resolve_repo(repo_path)?;
+        match DagStore::open_existing(&repo)? {
+            Some(store) => store.session(session),
+            None => Err(Error::NotFound(format!(
+                "no reasoning sessions in {} yet; `docdex chat` logs one per conversation",
+                repo.root.display()
+            ))),
+        }
+    }
+}
+
+/// `2026-11-23 02:13:11 UTC` for epoch milliseconds.
+pub fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// The session as text: a header, then one line per node with its parents and payload.
+pub fn to_text(s: &DagSession) -> String {
+    let mut out = format!(
+        "session {}\ntitle   {}\nagent   {}\ncreated {}\nturns   {}, nodes {}\n\n",
+        s.session.id,
+        s.session.title,
+        s.session.agent_id.as_deref().unwrap_or("-"),
+        utc(s.session.created_at_ms),
+        s.session.turns,
+        s.session.nodes
+    );
+    let start = s.nodes.first().map(|n| n.created_at_ms).unwrap_or(0);
+    for n in &s.nodes {
+        if n.kind == NodeKind::UserRequest && n.id != s.nodes[0].id {
+            out.push('\n');
+        }
+        let parents = if n.parents.is_empty() {
+            String::new()
+        } else {
+            format!("  <- {}", n.parents.iter().map(|p| format!("#{p}")).collect::<Vec<_>>().join(", "))
+        };
+        out.push_str(&format!(
+            "#{:<5} {:<12} +{:<6} {}{parents}\n",
+            n.id,
+            n.kind.name(),
+            format!("{}ms", n.created_at_ms.saturating_sub(start)),
+            n.label
+        ));
+        let payload = n.payload.to_string();
+        if payload != "{}" && payload != "null" {
+            let short: String = payload.chars().take(200).collect();
+            let more = if payload.chars().count() > 200 { " ..." } else { "" };
+            out.push_str(&format!("       {short}{more}\n"));
+        }
+    }
+    out
+}
+
+/// The session as a Graphviz digraph (`dot -Tsvg`).
+pub fn to_dot(s: &DagSession) -> String {
+    let mut out = format!(
+        "digraph \"{}\" {{\n  graph [rankdir=TB, label=\"{}\", labelloc=t, fontname=\"Helvetica\"];\n  node [fontname=\"Helvetica\", fontsize=10, style=filled];\n  edge [color=\"#64748b\"];\n",
+        dot_escape(&format!("docdex session {}", s.session.id)),
+        dot_escape(&s.session.title)
+    );
+    for n in &s.nodes {
+        let (shape, color) = match n.kind {
+            NodeKind::UserRequest => ("oval", "#dbeafe"),
+            NodeKind::Thought => ("note", "#fef9c3"),
+            NodeKind::ToolCall => ("box", "#e0e7ff"),
+            NodeKind::Observation => ("box", "#dcfce7"),
+            NodeKind::Decision => ("diamond", "#fee2e2"),
+        };
+        let label = wrap(&n.label, 40, 3).iter().map(|l| dot_escape(l)).collect::<Vec<_>>().join("\\n");
+        out.push_str(&format!(
+            "  n{} [shape={shape}, fillcolor=\"{color}\", label=\"{} #{}\\n{label}\"];\n",
+            n.id,
+            n.kind.name(),
+            n.id,
+        ));
+    }
+    for n in &s.nodes {
+        for p in &n.parents {
+            out.push_str(&format!("  n{p} -> n{};\n", n.id));
+        }
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// Splits `text` into at most `max_lines` lines of about `width` characters at spaces; the
+/// last line ends in `...` when text was left out.
+fn wrap(text: &str, width: usize, max_lines: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for w in text.split_whitespace() {
+        if !cur.is_empty() && cur.chars().count() + 1 + w.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+            if lines.len() == max_lines {
+                if let Some(last) = lines.last_mut() {
+                    last.push_str(" ...");
+                }
+                return lines;
+            }
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        let room = width.saturating_sub(cur.chars().count()).max(1);
+        cur.extend(w.chars().take(room));
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+/// Escapes text for a double-quoted DOT string.
+fn dot_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\r' | '\t' => out.push(' '),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn store() -> (tempfile::TempDir, DagStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = DagStore::open_path(&dir.path().join(DAG_FILE)).unwrap();
+        (dir, s)
+    }
+
+    #[test]
+    fn sessions_nodes_and_edges_round_trip() {
+        let (_d, s) = store();
+        let c = s.join_session(None, Some("mcoda_frontend"), "  how are\nsessions expired?  ").unwrap();
+        assert_eq!((c.turn, c.last_node), (1, None));
+        let a = s.add_node(&c.id, NodeKind::UserRequest, "how?", &json!({"query": "how?"}), &[]).unwrap();
+        let b = s.add_node(&c.id, NodeKind::ToolCall, "search", &json!({}), &[a]).unwrap();
+        let d = s.add_node(&c.id, NodeKind::Decision, "gate", &json!({"passed": true}), &[a, b]).unwrap();
+        let again = s.join_session(Some(&c.id), None, "ignored").unwrap();
+        assert_eq!((again.turn, again.last_node), (2, Some(d)));
+        let got = s.session(&c.id[..8]).unwrap();
+        assert_eq!(got.session.title, "how are sessions expired?");
+        assert_eq!(got.session.agent_id.as_deref(), Some("mcoda_frontend"));
+        assert_eq!((got.session.turns, got.session.nodes), (1, 3));
+        assert_eq!(got.nodes[2].parents, vec![a, b]);
+        assert_eq!(got.nodes[2].payload["passed"], true);
+        assert_eq!(s.sessions().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_schema_refuses_cycles_and_cross_session_edges() {
+        let (_d, s) = store();
+        let one = s.join_session(None, None, "one").unwrap();
+        let two = s.join_session(None, None, "two").unwrap();
+        let a = s.add_node(&one.id, NodeKind::UserRequest, "a", &json!({}), &[]).unwrap();
+        let b = s.add_node(&two.id, NodeKind::UserRequest, "b", &json!({}), &[]).unwrap();
+        assert!(s.add_node(&two.id, NodeKind::Thought, "x", &json!({}), &[a]).is_err(), "cross-session edge");
+        let forward = s.conn.execute("INSERT INTO edges (parent, child) VALUES (?1, ?2)", params![b, b - 1]);
+        assert!(forward.is_err(), "an edge from a newer node to an older one would allow cycles");
+    }
+
+    #[test]
+    fn unknown_and_ambiguous_ids_say_so() {
+        let (_d, s) = store();
+        s.join_session(Some("abcd-1"), None, "x").unwrap();
+        s.join_session(Some("abcd-2"), None, "y").unwrap();
+        assert!(matches!(s.session("zzzz"), Err(Error::NotFound(_))));
+        assert!(matches!(s.session("abcd"), Err(Error::BadRequest(m)) if m.contains("ambiguous")));
+        assert!(s.session("abcd-2").is_ok());
+        assert!(s.join_session(Some("../etc"), None, "x").is_err());
+    }
+
+    #[test]
+    fn dot_escapes_labels_and_lists_every_edge() {
+        let (_d, s) = store();
+        let c = s.join_session(None, None, "say \"hi\"").unwrap();
+        let a = s.add_node(&c.id, NodeKind::UserRequest, "a \"quoted\" \\ label\nline", &json!({}), &[]).unwrap();
+        let b = s.add_node(&c.id, NodeKind::Decision, "gate", &json!({}), &[a]).unwrap();
+        let dot = to_dot(&s.session(&c.id).unwrap());
+        assert!(dot.contains(r#"a \"quoted\" \\ label line"#), "{dot}");
+        assert!(dot.contains(r#"label="say \"hi\"""#), "{dot}");
+        assert!(dot.contains(&format!("n{a} -> n{b};")));
+        assert!(dot.contains("shape=diamond"));
+    }
+
+    #[test]
+    fn labels_wrap_into_a_few_lines() {
+        assert_eq!(
+            wrap("plan: search the code index; recall repo memory", 20, 3),
+            ["plan: search the", "code index; recall", "repo memory"]
+        );
+        assert_eq!(wrap("a b c d e f", 3, 2), ["a b", "c d ..."]);
+        assert_eq!(wrap("", 10, 3), Vec::<String>::new());
+    }
+
+    #[test]
+    fn utc_formats_epoch_milliseconds() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_709_210_096_000), "2024-02-29 12:34:56 UTC");
+    }
+}

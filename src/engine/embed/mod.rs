@@ -1,0 +1,245 @@
+//! Embeddings of a repo's chunks, for hybrid search and `similar`.
+//!
+//! `store` is the per-repo `vectors.db` (sqlite-vec); `phase` fills it after each
+//! index commit from the chunks the index holds; this module adds the types the
+//! surfaces see and [`Engine::similar`]. Everything here is optional: a repo without
+//! embeddings (no embedding server, or `[search] hybrid = false`) searches with BM25
+//! and says so.
+
+pub mod phase;
+pub mod resident;
+pub mod store;
+
+use crate::engine::llm::model_matches;
+use crate::engine::repos::RepoRef;
+use crate::engine::Engine;
+use crate::error::Result;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use store::{StoredModel, VectorHit, VectorStore};
+
+/// How the embedding phase of an index run ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbedState {
+    /// Every indexed chunk has a vector from the configured model.
+    #[default]
+    Ready,
+    /// Some files were embedded before the embedder failed; the next run continues.
+    Partial,
+    /// No embedder answered; nothing was embedded.
+    Unavailable,
+    /// The stored vectors come from another model: `docdex index --reembed`.
+    Stale,
+    /// `[search] hybrid = false`.
+    Off,
+    /// Something else went wrong (the notice says what); the index itself is fine.
+    Failed,
+}
+
+/// What the embedding phase did.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EmbedSummary {
+    /// The outcome.
+    pub state: EmbedState,
+    /// `[llm] embedding_model`.
+    pub model: String,
+    /// Vector length, once known.
+    pub dim: Option<usize>,
+    /// Files whose vectors were (re)written this run.
+    pub files_embedded: u64,
+    /// Chunks the model embedded this run.
+    pub chunks_embedded: u64,
+    /// Chunks whose vector came from the cache (same text embedded before).
+    pub chunks_cached: u64,
+    /// Files whose vectors were removed (gone from the index).
+    pub files_removed: u64,
+    /// Chunk vectors stored after the run.
+    pub chunks: u64,
+    /// Wall time of the phase.
+    pub seconds: f64,
+    /// Why it is not `ready`, or what to do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+/// Whether a repo's vectors can serve queries with the configured model.
+pub(crate) enum Vectors {
+    /// Usable: the store and the model it holds.
+    Usable(VectorStore, StoredModel),
+    /// Not usable, and why (for the notice).
+    Unusable(String),
+}
+
+/// Said when a repo has no embeddings.
+pub const NO_EMBEDDINGS: &str =
+    "keyword search only: this repo has no embeddings yet (an embedding model makes search find meaning: `docdex llm-setup`, then `docdex index`)";
+
+/// `docdex similar`: files most like a given file.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SimilarRequest {
+    /// Repo-relative path of the file to compare with.
+    pub file: String,
+    /// How many files to return (default 10).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// One similar file.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SimilarFile {
+    /// Repo-relative path.
+    pub path: String,
+    /// Language.
+    pub lang: String,
+    /// Cosine similarity of the two files' mean vectors (vector mode), or a relative BM25
+    /// score in 0..1 (keyword mode).
+    pub score: f32,
+}
+
+/// The answer to [`SimilarRequest`].
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SimilarResponse {
+    /// Repo root.
+    pub repo: PathBuf,
+    /// The file compared with (repo-relative).
+    pub file: String,
+    /// `vector` (embeddings) or `bm25` (the file's most distinctive terms as a query).
+    pub mode: String,
+    /// Why the keyword fallback was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+    /// Most similar first; never the file itself.
+    pub results: Vec<SimilarFile>,
+}
+
+/// Terms of a file used as its keyword fingerprint.
+const SIMILAR_QUERY_TERMS: usize = 24;
+/// Nearest chunks looked at per similar-files query.
+const SIMILAR_POOL: usize = 400;
+
+impl Engine {
+    /// Opens a repo's vectors if they exist and match `[llm] embedding_model`.
+    pub(crate) fn vectors(&self, repo: &RepoRef) -> Vectors {
+        if !self.config().search.hybrid {
+            return Vectors::Unusable("hybrid search is off ([search] hybrid = false); BM25 only".into());
+        }
+        let store = match VectorStore::open_existing(repo) {
+            Ok(Some(s)) => s,
+            Ok(None) => return Vectors::Unusable(NO_EMBEDDINGS.into()),
+            Err(e) => return Vectors::Unusable(format!("vectors unreadable ({e}); BM25 only")),
+        };
+        match store.model() {
+            Ok(Some(m)) => {
+                let configured = &self.config().llm.embedding_model;
+                if model_matches(&m.model, configured) {
+                    Vectors::Usable(store, m)
+                } else {
+                    Vectors::Unusable(phase::stale_notice(&m.model, m.dim, configured, &repo.root))
+                }
+            }
+            Ok(None) => Vectors::Unusable(NO_EMBEDDINGS.into()),
+            Err(e) => Vectors::Unusable(format!("vectors unreadable ({e}); BM25 only")),
+        }
+    }
+
+    /// The `k` chunks nearest to `query` in `store`: from the engine's in-memory copy of the
+    /// repo's vectors when it is small enough to keep, else from sqlite-vec.
+    pub(crate) fn nearest(
+        &self,
+        repo: &RepoRef,
+        store: &VectorStore,
+        model: &StoredModel,
+        query: &[f32],
+        k: usize,
+    ) -> Result<Vec<VectorHit>> {
+        self.inner.resident.knn(&repo.fingerprint, store, model.dim, query, k)
+    }
+
+    /// The files most like `req.file`: by the mean of its chunk vectors when the repo has
+    /// embeddings (no model call needed), else by BM25 over its most distinctive terms.
+    pub fn similar(&self, repo_path: &std::path::Path, req: &SimilarRequest) -> Result<SimilarResponse> {
+        let repo = self.resolve_repo(repo_path)?;
+        let limit = req.limit.unwrap_or(10).clamp(1, 200);
+        let content = self.get_file(&repo.root, &req.file, None)?;
+        let file = content.path.clone();
+        let mut resp = SimilarResponse {
+            repo: repo.root.clone(),
+            file: file.clone(),
+            mode: "vector".into(),
+            notice: None,
+            results: Vec::new(),
+        };
+        let notice = match self.vectors(&repo) {
+            Vectors::Usable(store, model) => {
+                let vectors = store.file_vectors(&file)?;
+                if let Some(mean) = mean_direction(&vectors) {
+                    let hits = self.nearest(&repo, &store, &model, &mean, SIMILAR_POOL)?;
+                    resp.results = similar_files(hits, &file, limit);
+                    return Ok(resp);
+                }
+                format!("{file} has no embeddings yet (run `docdex index`); similarity by keywords instead")
+            }
+            Vectors::Unusable(why) => why,
+        };
+        resp.mode = "bm25".into();
+        resp.notice = Some(notice);
+        resp.results = self.similar_by_terms(&repo, &file, &content.text, limit)?;
+        Ok(resp)
+    }
+
+    fn similar_by_terms(&self, repo: &RepoRef, file: &str, text: &str, limit: usize) -> Result<Vec<SimilarFile>> {
+        let searcher = self.searcher(repo)?;
+        let terms = searcher.distinctive_terms(text, SIMILAR_QUERY_TERMS);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pool = searcher.keyword_files(&terms, &self.config().search)?;
+        let best = pool.iter().filter(|(p, _, _)| p != file).map(|(_, _, s)| *s).fold(0f32, f32::max).max(1e-6);
+        Ok(pool
+            .into_iter()
+            .filter(|(p, _, _)| p != file)
+            .take(limit)
+            .map(|(path, lang, score)| SimilarFile { path, lang, score: ((score / best) * 1000.0).round() / 1000.0 })
+            .collect())
+    }
+}
+
+/// The normalized mean of a file's chunk vectors (its overall direction).
+fn mean_direction(vectors: &[Vec<f32>]) -> Option<Vec<f32>> {
+    let dim = vectors.first()?.len();
+    let mut mean = vec![0f32; dim];
+    for v in vectors.iter().filter(|v| v.len() == dim) {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-9);
+        mean.iter_mut().zip(v).for_each(|(m, x)| *m += x / norm);
+    }
+    let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt();
+    (norm > 1e-9).then(|| mean.into_iter().map(|x| x / norm).collect())
+}
+
+/// Files ranked by their best chunk's similarity to the file's mean vector, plus a little for
+/// each further close chunk (a file close in several places is closer than one close in one).
+fn similar_files(hits: Vec<VectorHit>, file: &str, limit: usize) -> Vec<SimilarFile> {
+    let mut by_file: HashMap<String, (String, f32, f32)> = HashMap::new();
+    for h in hits.into_iter().filter(|h| h.path != file) {
+        let e = by_file.entry(h.path).or_insert((h.lang, f32::MIN, 0.0));
+        if h.similarity > e.1 {
+            e.2 += e.1.max(0.0) * 0.05;
+            e.1 = h.similarity;
+        } else {
+            e.2 += h.similarity.max(0.0) * 0.05;
+        }
+    }
+    let mut out: Vec<SimilarFile> = by_file
+        .into_iter()
+        .map(|(path, (lang, best, extra))| SimilarFile { path, lang, score: round3(best + extra.min(0.05)) })
+        .collect();
+    out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.path.cmp(&b.path)));
+    out.truncate(limit);
+    out
+}
+
+fn round3(x: f32) -> f32 {
+    (x * 1000.0).round() / 1000.0
+}

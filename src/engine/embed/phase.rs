@@ -1,0 +1,391 @@
+//! The embedding phase of an index run, after the Tantivy commit: bring
+//! `vectors.db` in line with the manifest. Files the index dropped lose their
+//! vectors; files whose content hash differs from what was embedded get new ones.
+//! Chunks are the pipeline's own (their line ranges are read back from the index,
+//! so chunking lives in one place), vectors come from the cache when the same text
+//! was embedded before, and the rest are embedded in batches, several in flight.
+//!
+//! The plain index never waits on this: with nothing to embed nothing is asked;
+//! otherwise one probe decides, and a dead or absent embedder costs that one
+//! failed request (refused connections are not retried), a notice, and BM25 only.
+
+use super::store::{text_hash, ChunkEntry, FileEntry, TextHash, VectorStore};
+use super::{EmbedState, EmbedSummary};
+use crate::engine::index::schema::{build_schema, Fields};
+use crate::engine::index::{IndexSession, ProgressSink};
+use crate::engine::llm::model_matches;
+use crate::engine::protocol::IndexProgress;
+use crate::engine::repos::RepoRef;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use futures::StreamExt;
+use std::collections::{BTreeMap, HashSet};
+use std::time::Instant;
+use tantivy::collector::DocSetCollector;
+use tantivy::query::TermQuery;
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::{Searcher, TantivyDocument, Term};
+
+/// Chunks handled per write transaction (and per progress step).
+const GROUP_CHUNKS: u64 = 256;
+/// Characters of a chunk sent to the embedder; the start of a chunk (its signature, its
+/// heading) carries most of its meaning, and small embedders truncate long inputs anyway.
+pub const EMBED_MAX_CHARS: usize = 2048;
+/// What the probe embeds.
+const PROBE_TEXT: &str = "docdex embedding probe";
+
+/// A file the index holds, as the manifest describes it.
+#[derive(Debug, Clone)]
+struct Wanted {
+    hash: u64,
+    lang: String,
+    chunks: u64,
+}
+
+/// The text sent to the embedder for a chunk.
+pub fn embed_input(chunk_text: &str) -> &str {
+    let t = chunk_text.trim();
+    match t.char_indices().nth(EMBED_MAX_CHARS) {
+        Some((i, _)) => &t[..i],
+        None => t,
+    }
+}
+
+impl Engine {
+    /// Runs the embedding phase for a repo whose index `session` just committed. Never fails
+    /// the index run: problems come back as the summary's state and notice.
+    pub(crate) fn embed_index(
+        &self,
+        repo: &RepoRef,
+        session: &IndexSession,
+        reembed: bool,
+        sink: &dyn ProgressSink,
+    ) -> EmbedSummary {
+        let started = Instant::now();
+        let model = self.config().llm.embedding_model.clone();
+        let mut summary = match self.embed_phase(repo, session, reembed, sink) {
+            Ok(s) => s,
+            Err(e) => EmbedSummary {
+                state: EmbedState::Failed,
+                model: model.clone(),
+                notice: Some(format!("embedding failed: {e}; search uses BM25 only")),
+                ..Default::default()
+            },
+        };
+        summary.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        // The index was ready throughout; clear the embedding progress the phase reported.
+        session.status().finish_ok(&Default::default());
+        if let Some(n) = &summary.notice {
+            tracing::info!(repo = %repo.root.display(), "{n}");
+        }
+        summary
+    }
+
+    fn embed_phase(
+        &self,
+        repo: &RepoRef,
+        session: &IndexSession,
+        reembed: bool,
+        sink: &dyn ProgressSink,
+    ) -> Result<EmbedSummary> {
+        let cfg = self.config();
+        let model = cfg.llm.embedding_model.clone();
+        let mut s = EmbedSummary { model: model.clone(), ..Default::default() };
+        if !cfg.search.hybrid {
+            s.state = EmbedState::Off;
+            s.notice = Some("embeddings are off ([search] hybrid = false); search uses BM25 only".into());
+            return Ok(s);
+        }
+        let wanted: BTreeMap<String, Wanted> = session
+            .manifest()
+            .files
+            .iter()
+            .filter(|(_, e)| e.skipped.is_none() && !e.error && e.chunks > 0)
+            .map(|(p, e)| (p.clone(), Wanted { hash: e.hash, lang: e.lang.clone(), chunks: e.chunks as u64 }))
+            .collect();
+
+        let mut store = VectorStore::open_existing(repo)?;
+        let mut todo: Vec<String> = wanted.keys().cloned().collect();
+        if let Some(st) = store.as_mut() {
+            let have = st.file_hashes()?;
+            let gone: Vec<String> = have.keys().filter(|p| !wanted.contains_key(*p)).cloned().collect();
+            st.remove_files(&gone)?;
+            s.files_removed = gone.len() as u64;
+            if let Some(m) = st.model()? {
+                s.dim = Some(m.dim);
+                if !reembed && !model_matches(&m.model, &model) {
+                    s.state = EmbedState::Stale;
+                    s.chunks = st.counts()?.1;
+                    s.notice = Some(stale_notice(&m.model, m.dim, &model, &repo.root));
+                    return Ok(s);
+                }
+            }
+            if !reembed {
+                todo.retain(|p| have.get(p) != wanted.get(p).map(|w| w.hash).as_ref());
+            }
+        }
+        if todo.is_empty() {
+            s.chunks = store.as_ref().map(|st| st.counts().map(|c| c.1)).transpose()?.unwrap_or(0);
+            return Ok(s);
+        }
+
+        // One probe decides whether the embedder is there at all.
+        if let Some(why) = self.recent_embed_failure() {
+            return Ok(unavailable(s, &why));
+        }
+        let dim = match self.embed(vec![PROBE_TEXT.into()]) {
+            Ok(v) => {
+                self.clear_embed_failure();
+                v.first().map(|x| x.len()).unwrap_or(0)
+            }
+            Err(e) => {
+                self.note_embed_failure(&e);
+                return Ok(unavailable(s, &e.to_string()));
+            }
+        };
+        s.dim = Some(dim);
+        let mut store = match store {
+            Some(st) => st,
+            None => VectorStore::open(repo)?,
+        };
+        if reembed {
+            store.reset()?;
+        }
+        match store.model()? {
+            None => store.init_model(&model, dim)?,
+            Some(m) if m.dim != dim => {
+                s.state = EmbedState::Stale;
+                s.notice = Some(stale_notice(&m.model, m.dim, &format!("{model} ({dim} dimensions now)"), &repo.root));
+                return Ok(s);
+            }
+            Some(_) => {}
+        }
+
+        let chunks_total: u64 = todo.iter().filter_map(|p| wanted.get(p)).map(|w| w.chunks).sum();
+        let reader =
+            session.index().reader().map_err(|e| Error::Index { path: repo.index_dir(), message: e.to_string() })?;
+        let searcher = reader.searcher();
+        let (_, fields) = build_schema();
+        let mut done = 0u64;
+        let report = |done: u64| {
+            let p = IndexProgress {
+                phase: "embedding".into(),
+                files_done: done,
+                files_total: chunks_total,
+                bytes_done: 0,
+                bytes_total: 0,
+            };
+            session.status().progress(&p);
+            sink.progress(&p);
+        };
+        report(0);
+        for group in groups(&todo, &wanted) {
+            let files: Vec<(FileEntry, Vec<String>)> = group
+                .iter()
+                .filter_map(|p| wanted.get(*p).map(|w| (*p, w)))
+                .filter_map(|(p, w)| file_chunks(&repo.root, &searcher, &fields, p, w))
+                .collect();
+            let hashes: Vec<TextHash> = files.iter().flat_map(|(f, _)| f.chunks.iter().map(|c| c.hash)).collect();
+            let mut vectors = store.cached(&hashes)?;
+            s.chunks_cached += hashes.iter().filter(|h| vectors.contains_key(*h)).count() as u64;
+            let mut missing: Vec<(TextHash, String)> = Vec::new();
+            let mut queued: HashSet<TextHash> = HashSet::new();
+            for (f, texts) in &files {
+                for (c, t) in f.chunks.iter().zip(texts) {
+                    if !vectors.contains_key(&c.hash) && queued.insert(c.hash) {
+                        missing.push((c.hash, t.clone()));
+                    }
+                }
+            }
+            let (fresh, failure) = self.embed_many(missing, dim);
+            s.chunks_embedded += fresh.len() as u64;
+            vectors.extend(fresh.iter().cloned());
+            let complete: Vec<FileEntry> = files
+                .into_iter()
+                .map(|(f, _)| f)
+                .filter(|f| f.chunks.iter().all(|c| vectors.contains_key(&c.hash)))
+                .collect();
+            s.files_embedded += complete.len() as u64;
+            store.write(&fresh, &vectors, &complete)?;
+            done += group.iter().filter_map(|p| wanted.get(*p)).map(|w| w.chunks).sum::<u64>();
+            report(done.min(chunks_total));
+            if let Some(e) = failure {
+                s.state = EmbedState::Partial;
+                s.notice = Some(format!(
+                    "embedding stopped after {} new vectors: {e}; the rest is embedded on the next `docdex index`",
+                    s.chunks_embedded
+                ));
+                self.note_embed_failure(&e);
+                break;
+            }
+        }
+        store.trim_cache()?;
+        s.chunks = store.counts()?.1;
+        Ok(s)
+    }
+
+    /// Embeds `texts` in batches of `[llm] embed_batch_size`, `[llm] embed_concurrency` in
+    /// flight. Returns every vector obtained and the first failure, if any.
+    fn embed_many(&self, texts: Vec<(TextHash, String)>, dim: usize) -> (Vec<(TextHash, Vec<f32>)>, Option<Error>) {
+        if texts.is_empty() {
+            return (Vec::new(), None);
+        }
+        let cfg = &self.config().llm;
+        let provider = match self.provider() {
+            Ok(p) => p,
+            Err(e) => return (Vec::new(), Some(e)),
+        };
+        let model = cfg.embedding_model.clone();
+        let batches: Vec<Vec<(TextHash, String)>> =
+            texts.chunks(cfg.embed_batch_size.max(1) as usize).map(|c| c.to_vec()).collect();
+        let concurrency = cfg.embed_concurrency.max(1) as usize;
+        let results = self.block_on(async move {
+            futures::stream::iter(batches.into_iter().map(|batch| {
+                let provider = provider.clone();
+                let model = model.clone();
+                async move {
+                    let inputs: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
+                    let out = provider.embed(&model, inputs).await;
+                    (batch, out)
+                }
+            }))
+            .buffered(concurrency)
+            .collect::<Vec<_>>()
+            .await
+        });
+        let results = match results {
+            Ok(r) => r,
+            Err(e) => return (Vec::new(), Some(e)),
+        };
+        let mut fresh = Vec::new();
+        let mut failure = None;
+        for (batch, out) in results {
+            match out {
+                Ok(vs) if vs.iter().all(|v| v.len() == dim) => {
+                    fresh.extend(batch.into_iter().map(|(h, _)| h).zip(vs));
+                }
+                Ok(_) => {
+                    failure.get_or_insert(Error::StaleIndex(format!(
+                        "the embedder changed its vector size mid-run (expected {dim}); run `docdex index --reembed`"
+                    )));
+                }
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+        (fresh, failure)
+    }
+}
+
+fn unavailable(mut s: EmbedSummary, why: &str) -> EmbedSummary {
+    s.state = EmbedState::Unavailable;
+    s.notice = Some(format!("embeddings skipped: {why}; search uses BM25 only until an embedder answers"));
+    s
+}
+
+/// The message asking for a re-embed after the model changed.
+pub fn stale_notice(stored: &str, dim: usize, configured: &str, root: &std::path::Path) -> String {
+    format!(
+        "the embeddings of this repo were made with {stored} ({dim} dimensions) but [llm] embedding_model is now {configured}; \
+         run `docdex index --repo {} --reembed` to re-embed (search uses BM25 only until then)",
+        root.display()
+    )
+}
+
+/// Consecutive groups of about [`GROUP_CHUNKS`] chunks.
+fn groups<'a>(todo: &'a [String], wanted: &BTreeMap<String, Wanted>) -> Vec<Vec<&'a String>> {
+    let mut out = Vec::new();
+    let mut cur = Vec::new();
+    let mut n = 0;
+    for p in todo {
+        cur.push(p);
+        n += wanted.get(p).map(|w| w.chunks).unwrap_or(1);
+        if n >= GROUP_CHUNKS {
+            out.push(std::mem::take(&mut cur));
+            n = 0;
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// A file's chunks as the index holds them, with the text to embed for each. `None` when the
+/// file changed since it was indexed (the next run embeds it) or cannot be read.
+fn file_chunks(
+    root: &std::path::Path,
+    searcher: &Searcher,
+    fields: &Fields,
+    path: &str,
+    w: &Wanted,
+) -> Option<(FileEntry, Vec<String>)> {
+    let bytes = std::fs::read(root.join(path)).ok()?;
+    if xxhash_rust::xxh3::xxh3_64(&bytes) != w.hash {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let ranges = chunk_ranges(searcher, fields, path);
+    let starts = line_starts(&text);
+    let mut entry = FileEntry { path: path.to_string(), file_hash: w.hash, lang: w.lang.clone(), chunks: Vec::new() };
+    let mut texts = Vec::new();
+    for (ls, le) in ranges {
+        let a = starts.get(ls.saturating_sub(1) as usize).copied().unwrap_or(text.len());
+        let b = starts.get(le as usize).copied().unwrap_or(text.len());
+        let input = embed_input(&text[a.min(b)..b]);
+        if input.is_empty() {
+            continue;
+        }
+        entry.chunks.push(ChunkEntry { line_start: ls, line_end: le, hash: text_hash(input) });
+        texts.push(input.to_string());
+    }
+    Some((entry, texts))
+}
+
+/// Byte offsets where each line starts.
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut v = vec![0];
+    v.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1).filter(|i| *i < text.len()));
+    v
+}
+
+/// Line ranges of a path's chunks in the committed index, in file order.
+fn chunk_ranges(searcher: &Searcher, fields: &Fields, path: &str) -> Vec<(u32, u32)> {
+    let q = TermQuery::new(Term::from_field_text(fields.path, path), IndexRecordOption::Basic);
+    let Ok(docs) = searcher.search(&q, &DocSetCollector) else { return Vec::new() };
+    let mut ranges: Vec<(u32, u32)> = docs
+        .into_iter()
+        .filter_map(|addr| searcher.doc::<TantivyDocument>(addr).ok())
+        .map(|d| {
+            let num = |f| d.get_first(f).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+            (num(fields.line_start), num(fields.line_end))
+        })
+        .filter(|(a, b)| *a >= 1 && b >= a)
+        .collect();
+    ranges.sort_unstable();
+    ranges.dedup();
+    ranges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_are_trimmed_and_capped_on_a_character_boundary() {
+        assert_eq!(embed_input("  fn x() {}\n"), "fn x() {}");
+        let long = "é".repeat(EMBED_MAX_CHARS + 10);
+        assert_eq!(embed_input(&long).chars().count(), EMBED_MAX_CHARS);
+        assert_eq!(line_starts("a\nb\n"), [0, 2]);
+    }
+
+    #[test]
+    fn groups_hold_about_a_transaction_of_chunks() {
+        let wanted: BTreeMap<String, Wanted> =
+            (0..10).map(|i| (format!("f{i}"), Wanted { hash: 0, lang: String::new(), chunks: 100 })).collect();
+        let todo: Vec<String> = wanted.keys().cloned().collect();
+        let g = groups(&todo, &wanted);
+        assert_eq!(g.iter().map(|x| x.len()).collect::<Vec<_>>(), [3, 3, 3, 1]);
+    }
+}

@@ -1,0 +1,494 @@
+//! Repo memory: notes an agent or a person asks docdex to remember about one
+//! repository, recalled by meaning and fed first into chat context.
+//!
+//! `memory.db` lives in the repo's own state directory, so nothing is ever read
+//! across repositories. Its tables are the spec's: `memories` (id UUID, content,
+//! embedding, created_at, metadata JSON), `memory_vec` (sqlite-vec, keyed by the
+//! memory id) and `memory_meta` (embedding_dim, schema_version, and the model the
+//! vectors came from). Without an embedder a memory is stored without a vector and
+//! embedded later, and recall falls back to matching words, saying so. When the
+//! embedding model changes, memories are re-embedded from their text on next use.
+
+use crate::engine::analysis;
+use crate::engine::fsutil::now_ms;
+use crate::engine::llm::model_matches;
+use crate::engine::repos::RepoRef;
+use crate::engine::sqlite::{db_err, open, vec_blob};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// The database file in the repo's state directory.
+pub const MEMORY_DB: &str = "memory.db";
+/// `memory_meta.schema_version`.
+pub const MEMORY_SCHEMA: u32 = 1;
+/// Longest memory accepted, in bytes.
+const MAX_CONTENT_BYTES: usize = 64 * 1024;
+/// Memories embedded per request when catching up.
+const BACKFILL_BATCH: usize = 32;
+
+/// `memory store`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryStoreRequest {
+    /// What to remember.
+    pub content: String,
+    /// Any JSON object (source, tags, author...).
+    #[serde(default)]
+    pub metadata: Option<Value>,
+}
+
+/// One memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryItem {
+    /// UUID.
+    pub id: String,
+    /// The text remembered.
+    pub content: String,
+    /// When it was stored, epoch milliseconds.
+    pub created_at: i64,
+    /// The metadata object given when it was stored.
+    pub metadata: Value,
+    /// Whether it has a vector (recall by meaning can find it).
+    pub embedded: bool,
+}
+
+/// The stored memory.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryStoreResponse {
+    /// Repo root.
+    pub repo: PathBuf,
+    /// The memory as stored.
+    pub memory: MemoryItem,
+    /// Set when it was stored without a vector, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+/// `memory recall`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryRecallRequest {
+    /// What to recall memories about.
+    pub query: String,
+    /// How many (default 5).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// A recalled memory.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryHit {
+    /// The memory.
+    #[serde(flatten)]
+    pub memory: MemoryItem,
+    /// Cosine similarity (vector mode) or the share of the query's words found (text mode).
+    pub score: f32,
+}
+
+/// Recalled memories.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryRecallResponse {
+    /// Repo root.
+    pub repo: PathBuf,
+    /// The query.
+    pub query: String,
+    /// `vector` (by meaning) or `text` (by shared words, when no embedder answers).
+    pub mode: String,
+    /// Best first.
+    pub results: Vec<MemoryHit>,
+    /// Why recall fell back to text matching.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+/// `memory list`.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryListResponse {
+    /// Repo root.
+    pub repo: PathBuf,
+    /// Memories in the repo.
+    pub total: u64,
+    /// Newest first.
+    pub memories: Vec<MemoryItem>,
+}
+
+/// `memory delete`.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryDeleteResponse {
+    /// Repo root.
+    pub repo: PathBuf,
+    /// The id deleted.
+    pub id: String,
+}
+
+/// An open `memory.db`.
+struct MemoryDb {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl MemoryDb {
+    fn open(repo: &RepoRef) -> Result<MemoryDb> {
+        let path = repo.state_dir.join(MEMORY_DB);
+        let conn = open(&path)?;
+        let db = MemoryDb { conn, path };
+        db.conn
+            .execute_batch(
+                "CREATE TABLE IF NOT EXISTS memories (
+                     id UUID PRIMARY KEY NOT NULL,
+                     content TEXT NOT NULL,
+                     embedding BLOB,
+                     created_at INT NOT NULL,
+                     metadata JSON NOT NULL DEFAULT '{}' CHECK (json_valid(metadata)));
+                 CREATE INDEX IF NOT EXISTS memories_by_time ON memories(created_at);
+                 CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+            )
+            .map_err(db.err())?;
+        if db.meta("schema_version")?.is_none() {
+            db.set_meta("schema_version", &MEMORY_SCHEMA.to_string())?;
+        }
+        Ok(db)
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> Error + '_ {
+        db_err(&self.path)
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM memory_meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(self.err())
+    }
+
+    fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.conn
+            .execute("INSERT OR REPLACE INTO memory_meta(key, value) VALUES (?1, ?2)", [key, value])
+            .map(|_| ())
+            .map_err(self.err())
+    }
+
+    fn has_vec(&self) -> Result<bool> {
+        self.conn
+            .query_row("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'", [], |_| Ok(()))
+            .optional()
+            .map(|o| o.is_some())
+            .map_err(self.err())
+    }
+
+    /// Makes the vectors match (model, dim): creates `memory_vec`, or on a model change drops
+    /// every vector so the memories are embedded again from their text.
+    fn prepare_vectors(&mut self, model: &str, dim: usize) -> Result<()> {
+        let stored_dim = self.meta("embedding_dim")?.and_then(|d| d.parse::<usize>().ok());
+        let stored_model = self.meta("embedding_model")?;
+        let same = stored_dim == Some(dim) && stored_model.as_deref().is_some_and(|m| model_matches(m, model));
+        if same && self.has_vec()? {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(db_err(&path))?;
+        tx.execute_batch(&format!(
+            "DROP TABLE IF EXISTS memory_vec;
+             UPDATE memories SET embedding = NULL;
+             CREATE VIRTUAL TABLE memory_vec USING vec0(memory_id TEXT PRIMARY KEY, embedding float[{dim}] distance_metric=cosine);"
+        ))
+        .map_err(db_err(&path))?;
+        tx.execute("INSERT OR REPLACE INTO memory_meta(key, value) VALUES ('embedding_dim', ?1)", [dim.to_string()])
+            .map_err(db_err(&path))?;
+        tx.execute("INSERT OR REPLACE INTO memory_meta(key, value) VALUES ('embedding_model', ?1)", [model])
+            .map_err(db_err(&path))?;
+        tx.commit().map_err(db_err(&path))
+    }
+
+    fn set_vector(&mut self, id: &str, v: &[f32]) -> Result<()> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(db_err(&path))?;
+        tx.execute("UPDATE memories SET embedding = ?2 WHERE id = ?1", params![id, vec_blob(v)])
+            .map_err(db_err(&path))?;
+        tx.execute("DELETE FROM memory_vec WHERE memory_id = ?1", [id]).map_err(db_err(&path))?;
+        tx.execute("INSERT INTO memory_vec(memory_id, embedding) VALUES (?1, ?2)", params![id, vec_blob(v)])
+            .map_err(db_err(&path))?;
+        tx.commit().map_err(db_err(&path))
+    }
+
+    fn insert(&self, item: &MemoryItem, embedding: Option<&[f32]>) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT INTO memories(id, content, embedding, created_at, metadata) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![item.id, item.content, embedding.map(vec_blob), item.created_at, item.metadata.to_string()],
+            )
+            .map(|_| ())
+            .map_err(self.err())
+    }
+
+    fn unembedded(&self, limit: usize) -> Result<Vec<(String, String)>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT id, content FROM memories WHERE embedding IS NULL ORDER BY created_at LIMIT ?1")
+            .map_err(self.err())?;
+        let rows = st
+            .query_map([limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.err())?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.err())?;
+        Ok(rows)
+    }
+
+    fn items(&self, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Result<Vec<MemoryItem>> {
+        let mut st = self.conn.prepare(sql).map_err(self.err())?;
+        let rows = st
+            .query_map(args, |r| {
+                let meta: String = r.get(4)?;
+                Ok(MemoryItem {
+                    id: r.get(0)?,
+                    content: r.get(1)?,
+                    embedded: r.get::<_, Option<Vec<u8>>>(2)?.is_some(),
+                    created_at: r.get(3)?,
+                    metadata: serde_json::from_str(&meta).unwrap_or(Value::Null),
+                })
+            })
+            .map_err(self.err())?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.err())?;
+        Ok(rows)
+    }
+
+    fn get(&self, id: &str) -> Result<Option<MemoryItem>> {
+        Ok(self.items("SELECT id, content, embedding, created_at, metadata FROM memories WHERE id = ?1", &[&id])?.pop())
+    }
+
+    fn count(&self) -> Result<u64> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM memories", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(self.err())
+    }
+
+    fn knn(&self, q: &[f32], k: usize) -> Result<Vec<(String, f32)>> {
+        if !self.has_vec()? {
+            return Ok(Vec::new());
+        }
+        let mut st = self
+            .conn
+            .prepare("SELECT memory_id, distance FROM memory_vec WHERE embedding MATCH ?1 AND k = ?2")
+            .map_err(self.err())?;
+        let rows = st
+            .query_map(params![vec_blob(q), k as i64], |r| {
+                Ok((r.get::<_, String>(0)?, 1.0 - r.get::<_, f64>(1)? as f32))
+            })
+            .map_err(self.err())?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.err())?;
+        Ok(rows)
+    }
+
+    fn delete(&mut self, id: &str) -> Result<bool> {
+        let has_vec = self.has_vec()?;
+        let path = self.path.clone();
+        let tx = self.conn.transaction().map_err(db_err(&path))?;
+        let n = tx.execute("DELETE FROM memories WHERE id = ?1", [id]).map_err(db_err(&path))?;
+        if has_vec {
+            tx.execute("DELETE FROM memory_vec WHERE memory_id = ?1", [id]).map_err(db_err(&path))?;
+        }
+        tx.commit().map_err(db_err(&path))?;
+        Ok(n > 0)
+    }
+}
+
+impl Engine {
+    fn memory_db(&self, repo_path: &Path) -> Result<(RepoRef, MemoryDb)> {
+        if !self.config().memory.enabled {
+            return Err(Error::BadRequest("repo memory is disabled ([memory] enabled = false in config.toml)".into()));
+        }
+        let repo = self.resolve_repo(repo_path)?;
+        if !repo.meta_path().exists() {
+            // First touch of this repo: give it a state directory and a registry entry.
+            self.inner.registry.ensure(&repo)?;
+        }
+        let db = MemoryDb::open(&repo)?;
+        Ok((repo, db))
+    }
+
+    /// Embeds memories that have no vector yet (stored while no embedder answered, or
+    /// before a model change). Returns the vector length, or why embedding is unavailable.
+    fn memory_vectors_ready(&self, db: &mut MemoryDb, probe: Option<Vec<f32>>) -> std::result::Result<usize, String> {
+        let model = self.config().llm.embedding_model.clone();
+        let dim = match probe {
+            Some(v) => v.len(),
+            None => {
+                if let Some(why) = self.recent_embed_failure() {
+                    return Err(why);
+                }
+                match self.embed(vec!["docdex memory probe".into()]) {
+                    Ok(v) => v.first().map(|x| x.len()).unwrap_or(0),
+                    Err(e) => {
+                        self.note_embed_failure(&e);
+                        return Err(e.to_string());
+                    }
+                }
+            }
+        };
+        if dim == 0 {
+            return Err("the embedder returned an empty vector".into());
+        }
+        db.prepare_vectors(&model, dim).map_err(|e| e.to_string())?;
+        loop {
+            let todo = db.unembedded(BACKFILL_BATCH).map_err(|e| e.to_string())?;
+            if todo.is_empty() {
+                return Ok(dim);
+            }
+            let vectors = self.embed(todo.iter().map(|(_, c)| c.clone()).collect()).map_err(|e| {
+                self.note_embed_failure(&e);
+                e.to_string()
+            })?;
+            for ((id, _), v) in todo.iter().zip(vectors) {
+                if v.len() != dim {
+                    return Err(format!("the embedder changed its vector size (expected {dim}, got {})", v.len()));
+                }
+                db.set_vector(id, &v).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+
+    /// How many memories the repo has (`None` when it has no `memory.db`); for `check`.
+    pub(crate) fn memory_count(&self, repo: &RepoRef) -> Result<Option<u64>> {
+        if !repo.state_dir.join(MEMORY_DB).exists() {
+            return Ok(None);
+        }
+        MemoryDb::open(repo)?.count().map(Some)
+    }
+
+    /// Remembers `req.content` for this repository (`memory_store`).
+    pub fn memory_store(&self, repo_path: &Path, req: &MemoryStoreRequest) -> Result<MemoryStoreResponse> {
+        let content = req.content.trim();
+        if content.is_empty() {
+            return Err(Error::BadRequest("nothing to remember: the memory's content is empty".into()));
+        }
+        if content.len() > MAX_CONTENT_BYTES {
+            return Err(Error::BadRequest(format!(
+                "a memory holds at most {} KB; this one has {} KB",
+                MAX_CONTENT_BYTES / 1024,
+                content.len() / 1024
+            )));
+        }
+        let metadata = match &req.metadata {
+            None | Some(Value::Null) => Value::Object(Default::default()),
+            Some(v @ Value::Object(_)) => v.clone(),
+            Some(other) => {
+                return Err(Error::BadRequest(format!("memory metadata must be a JSON object, got {other}")));
+            }
+        };
+        let (repo, mut db) = self.memory_db(repo_path)?;
+        let item = MemoryItem {
+            id: uuid::Uuid::new_v4().to_string(),
+            content: content.to_string(),
+            created_at: now_ms() as i64,
+            metadata,
+            embedded: false,
+        };
+        db.insert(&item, None)?;
+        let notice = match self.memory_vectors_ready(&mut db, None) {
+            Ok(_) => None,
+            Err(why) => Some(format!(
+                "stored without an embedding ({why}); it is embedded when an embedder answers, and recall matches its words until then"
+            )),
+        };
+        let memory = db.get(&item.id)?.unwrap_or(item);
+        tracing::info!(repo = %repo.root.display(), embedded = memory.embedded, "memory stored");
+        Ok(MemoryStoreResponse { repo: repo.root, memory, notice })
+    }
+
+    /// The memories most related to `req.query` in this repository (`memory_recall`): by
+    /// meaning, or by shared words (with a notice) when no embedder answers.
+    pub fn memory_recall(&self, repo_path: &Path, req: &MemoryRecallRequest) -> Result<MemoryRecallResponse> {
+        let limit = req.limit.unwrap_or(5).clamp(1, 100);
+        if req.query.trim().is_empty() {
+            return Err(Error::BadRequest("empty query: say what to recall".into()));
+        }
+        let (repo, mut db) = self.memory_db(repo_path)?;
+        let mut resp = MemoryRecallResponse {
+            repo: repo.root.clone(),
+            query: req.query.clone(),
+            mode: "vector".into(),
+            results: Vec::new(),
+            notice: None,
+        };
+        if db.count()? == 0 {
+            return Ok(resp);
+        }
+        let query_vec = self.embed_query(&req.query).map_err(|e| e.to_string());
+        let ready = match query_vec {
+            Ok(q) => self.memory_vectors_ready(&mut db, Some(q.clone())).map(|_| q),
+            Err(why) => Err(why),
+        };
+        match ready {
+            Ok(q) => {
+                for (id, score) in db.knn(&q, limit)? {
+                    if let Some(memory) = db.get(&id)? {
+                        resp.results.push(MemoryHit { memory, score: (score * 1000.0).round() / 1000.0 });
+                    }
+                }
+            }
+            Err(why) => {
+                resp.mode = "text".into();
+                resp.notice = Some(format!("recalled by matching words, not meaning: no embedder answered ({why})"));
+                resp.results = text_recall(&db, &req.query, limit)?;
+            }
+        }
+        Ok(resp)
+    }
+
+    /// The repository's memories, newest first.
+    pub fn memory_list(&self, repo_path: &Path, limit: Option<usize>) -> Result<MemoryListResponse> {
+        let (repo, db) = self.memory_db(repo_path)?;
+        let limit = limit.unwrap_or(50).clamp(1, 10_000) as i64;
+        let memories = db.items(
+            "SELECT id, content, embedding, created_at, metadata FROM memories ORDER BY created_at DESC, id LIMIT ?1",
+            &[&limit],
+        )?;
+        Ok(MemoryListResponse { repo: repo.root, total: db.count()?, memories })
+    }
+
+    /// Forgets one memory of this repository; an id from another repository is not found.
+    pub fn memory_delete(&self, repo_path: &Path, id: &str) -> Result<MemoryDeleteResponse> {
+        let (repo, mut db) = self.memory_db(repo_path)?;
+        if !db.delete(id.trim())? {
+            return Err(Error::NotFound(format!(
+                "no memory {} in {}; `docdex memory list --repo {}` shows this repository's memories",
+                id.trim(),
+                repo.root.display(),
+                repo.root.display()
+            )));
+        }
+        Ok(MemoryDeleteResponse { repo: repo.root, id: id.trim().to_string() })
+    }
+}
+
+/// Memories scored by the share of the query's words (weighted by rarity among the
+/// memories) they contain.
+fn text_recall(db: &MemoryDb, query: &str, limit: usize) -> Result<Vec<MemoryHit>> {
+    let q: Vec<String> = analysis::query_terms(query);
+    if q.is_empty() {
+        return Ok(Vec::new());
+    }
+    let all = db.items("SELECT id, content, embedding, created_at, metadata FROM memories", &[])?;
+    let sets: Vec<HashSet<String>> = all.iter().map(|m| analysis::terms(&m.content).into_iter().collect()).collect();
+    let n = all.len().max(1) as f64;
+    let df: HashMap<&String, usize> = q.iter().map(|t| (t, sets.iter().filter(|s| s.contains(t)).count())).collect();
+    let weight = |t: &String| (1.0 + (n - df[t] as f64 + 0.5) / (df[t] as f64 + 0.5)).ln();
+    let total: f64 = q.iter().map(weight).sum::<f64>().max(1e-9);
+    let mut hits: Vec<MemoryHit> = all
+        .into_iter()
+        .zip(&sets)
+        .filter_map(|(m, s)| {
+            let got: f64 = q.iter().filter(|t| s.contains(*t)).map(weight).sum();
+            (got > 0.0).then(|| MemoryHit { memory: m, score: ((got / total) * 1000.0).round() as f32 / 1000.0 })
+        })
+        .collect();
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.memory.created_at.cmp(&a.memory.created_at)));
+    hits.truncate(limit);
+    Ok(hits)
+}

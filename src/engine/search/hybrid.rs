@@ -1,0 +1,520 @@
+//! Hybrid retrieval (spec 002 §10): BM25 and vector nearest neighbours, fused
+//! with weighted reciprocal rank fusion (`[search] semantic_weight` 0.75 and
+//! `keyword_weight` 0.25, `rrf_k` 60, as spec 002 §6.1 sets them):
+//!
+//! ```text
+//! rrf(chunk) = keyword_weight / (k + bm25_rank) + semantic_weight / (k + vector_rank)
+//! ```
+//!
+//! Both lists get the file-class priors first (a lockfile close in meaning still
+//! ranks after source), the fused list gets the same per-file diversity as BM25,
+//! and every hit says which retrievers found it. [`Engine`]'s search decides
+//! whether vectors can take part at all ([`Engine::retrieve`]): when the repo has
+//! none, the model changed, or the embedder does not answer, the answer is BM25's
+//! with a notice saying why. Plain BM25 pays nothing for this: a repo without
+//! embeddings never calls the embedder.
+
+use super::symbol_rank::{DefinitionBoosts, RankingFlags};
+use super::{decode_cursor, encode_cursor, hash_request, ms};
+use super::{diversify, normalize_prefix, with_priors, Priors, RepoSearcher, Stored, CANDIDATE_POOL};
+use crate::config::SearchConfig;
+use crate::engine::analysis;
+use crate::engine::embed::store::VectorHit;
+use crate::engine::embed::Vectors;
+use crate::engine::index::files;
+use crate::engine::protocol::{IndexState, SearchRequest, SearchResponse, SearchTiming, SCHEMA_VERSION};
+use crate::engine::repos::RepoRef;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::time::Instant;
+use tantivy::collector::TopDocs;
+use tantivy::{TantivyDocument, Term};
+
+/// Name of the keyword retriever in responses.
+pub const BM25: &str = "bm25";
+/// Name of the vector retriever in responses.
+pub const VECTOR: &str = "vector";
+/// Candidates each retriever brings to the fusion.
+pub const FUSION_POOL: usize = 200;
+/// Cosine similarity at which semantic confidence starts, and where it is full.
+const SIM_FLOOR: f32 = 0.2;
+const SIM_FULL: f32 = 0.7;
+
+/// How a search's results were retrieved.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct RetrievalInfo {
+    /// `bm25` or `hybrid`.
+    pub mode: String,
+    /// Retrievers that contributed hits to this page.
+    pub retrievers: Vec<String>,
+    /// BM25 candidates that entered ranking.
+    pub bm25_candidates: usize,
+    /// Vector candidates that entered the fusion (0 in `bm25` mode).
+    pub vector_candidates: usize,
+    /// The embedding model (hybrid mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_model: Option<String>,
+    /// Time the embedder took for the query, in milliseconds (hybrid mode; not in `timing_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_ms: Option<f64>,
+    /// Why vectors did not take part, when they did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+impl Default for RetrievalInfo {
+    fn default() -> Self {
+        RetrievalInfo::keyword_only(0)
+    }
+}
+
+impl RetrievalInfo {
+    /// BM25 alone, with `candidates` hits.
+    pub fn keyword_only(candidates: usize) -> RetrievalInfo {
+        RetrievalInfo {
+            mode: BM25.into(),
+            retrievers: if candidates > 0 { vec![BM25.into()] } else { Vec::new() },
+            bm25_candidates: candidates,
+            vector_candidates: 0,
+            embedding_model: None,
+            embed_ms: None,
+            notice: None,
+        }
+    }
+}
+
+impl Engine {
+    /// Search with vectors when they can take part, else BM25 with a notice saying why.
+    pub(crate) fn retrieve(
+        &self,
+        repo: &RepoRef,
+        searcher: &RepoSearcher,
+        req: &SearchRequest,
+        state: IndexState,
+        flags: RankingFlags,
+    ) -> Result<SearchResponse> {
+        let cfg = &self.config().search;
+        let keyword_only = |notice: String| -> Result<SearchResponse> {
+            let mut resp = searcher.search_with(repo, req, cfg, state, flags)?;
+            resp.retrieval.notice = Some(notice);
+            Ok(resp)
+        };
+        let t_open = Instant::now();
+        let (store, model) = match self.vectors(repo) {
+            Vectors::Usable(store, model) => (store, model),
+            Vectors::Unusable(why) => return keyword_only(why),
+        };
+        tracing::debug!(open_ms = ms(t_open.elapsed()), "vectors opened");
+        if req.query.trim().is_empty() {
+            return searcher.search_with(repo, req, cfg, state, flags);
+        }
+        let t = Instant::now();
+        let query_vec = match self.embed_query(&req.query) {
+            Ok(v) => v,
+            Err(e) => return keyword_only(format!("vector search unavailable ({e}); BM25 only")),
+        };
+        let embed_ms = ms(t.elapsed());
+        if query_vec.len() != model.dim {
+            return keyword_only(format!(
+                "the embedder now returns {} dimensions but this repo's vectors have {}; run `docdex index --repo {} --reembed`",
+                query_vec.len(),
+                model.dim,
+                repo.root.display()
+            ));
+        }
+        let nearest = |k: usize| self.nearest(repo, &store, &model, &query_vec, k);
+        let mut resp = searcher.hybrid_search(repo, req, cfg, state, flags, &nearest)?;
+        resp.retrieval.embedding_model = Some(model.model);
+        resp.retrieval.embed_ms = Some(embed_ms);
+        Ok(resp)
+    }
+}
+
+/// A chunk in the fusion.
+#[derive(Debug, Clone)]
+struct Fused {
+    stored: Stored,
+    rrf: f32,
+    file: u64,
+    keyword: bool,
+    vector: Option<f32>,
+    /// Holds a definition the whole query names (symbol ranking): ranked first.
+    pinned: bool,
+}
+
+impl RepoSearcher {
+    /// BM25 and vector candidates fused with weighted RRF, then paged and rendered like a
+    /// BM25 answer.
+    pub(crate) fn hybrid_search(
+        &self,
+        repo: &RepoRef,
+        req: &SearchRequest,
+        cfg: &SearchConfig,
+        state: IndexState,
+        flags: RankingFlags,
+        nearest: &dyn Fn(usize) -> Result<Vec<VectorHit>>,
+    ) -> Result<SearchResponse> {
+        let t0 = Instant::now();
+        let limit = req.limit.unwrap_or(cfg.default_limit as usize).clamp(1, 200);
+        let query_hash = hash_request(req);
+        let offset = match req.cursor.as_deref().filter(|c| !c.is_empty()) {
+            Some(c) => decode_cursor(c, query_hash)?,
+            None => 0,
+        };
+        let (searcher, generation) = self.searcher();
+        let terms = analysis::query_terms(&req.query);
+        let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
+
+        // Keyword candidates: the BM25 ranking as plain search has it, top of the pool.
+        let mut keyword: Vec<(f32, Stored, u64)> = Vec::new();
+        let mut bm25_total = 0;
+        let boosts = if flags.symbols && !terms.is_empty() {
+            self.definition_boosts(repo, generation, &req.query)
+        } else {
+            DefinitionBoosts::default()
+        };
+        if !terms.is_empty() {
+            let query = self.build_query(&terms, req, flags.ast)?;
+            let top = searcher
+                .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
+                .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
+            bm25_total = top.len();
+            let pool = with_priors(&searcher, top, &priors, &boosts);
+            let ranked = diversify(pool, cfg.max_chunks_per_file.max(1) as usize);
+            for c in ranked.into_iter().take(FUSION_POOL) {
+                if let Ok(d) = searcher.doc::<TantivyDocument>(c.addr) {
+                    keyword.push((c.score, Stored::from_doc(&d, &self.fields), c.file));
+                }
+            }
+        }
+
+        let t_keyword = t0.elapsed();
+        // Vector candidates: nearest chunks, filtered like the BM25 query, priors applied.
+        let filtered = req.lang.as_deref().is_some_and(|l| !l.is_empty())
+            || req.path_prefix.as_deref().is_some_and(|p| !p.trim().is_empty());
+        let k = if filtered { (FUSION_POOL * 5).min(CANDIDATE_POOL) } else { FUSION_POOL };
+        let mut vector: Vec<(f32, VectorHit)> = nearest(k)?
+            .into_iter()
+            .filter(|h| passes_filters(h, req))
+            .map(|h| {
+                let prior = priors.factor(files::classify(&h.path, &h.lang));
+                (h.similarity * prior, h)
+            })
+            .collect();
+        vector.sort_by(|a, b| {
+            b.0.total_cmp(&a.0).then(a.1.path.cmp(&b.1.path)).then(a.1.line_start.cmp(&b.1.line_start))
+        });
+        vector.truncate(FUSION_POOL);
+        let vector_total = vector.len();
+        let t_vector = t0.elapsed();
+
+        // A definition the whole query names stays above everything, as in BM25 search.
+        let pinned = |path: &str, a: u32, b: u32| {
+            !boosts.is_empty() && boosts.factor(xxhash_rust::xxh3::xxh3_64(path.as_bytes()), a, b).1
+        };
+        let ranked = fuse(keyword, vector, cfg, &pinned);
+        let t_fuse = t0.elapsed();
+        tracing::debug!(
+            keyword_ms = ms(t_keyword),
+            vector_ms = ms(t_vector - t_keyword),
+            fuse_ms = ms(t_fuse - t_vector),
+            "hybrid retrieval"
+        );
+        let best_rrf = (cfg.keyword_weight + cfg.semantic_weight) as f32 / (cfg.rrf_k as f32 + 1.0);
+        let page: Vec<&Fused> = ranked.iter().skip(offset).take(limit).collect();
+        let rows: Vec<(f32, Stored)> = page
+            .iter()
+            .map(|f| {
+                // Vector-only hits carry no stored fields yet: read the chunk's, for its context lines.
+                let stored = if f.keyword {
+                    f.stored.clone()
+                } else {
+                    self.stored_chunk(&searcher, &f.stored).unwrap_or_else(|| f.stored.clone())
+                };
+                ((f.rrf / best_rrf).min(1.0), stored)
+            })
+            .collect();
+        let (mut hits, matched) = self.hits(repo, generation, &terms, &rows);
+        let mut contributed: Vec<String> = Vec::new();
+        for (hit, f) in hits.iter_mut().zip(&page) {
+            hit.retrievers.clear();
+            if f.keyword {
+                hit.retrievers.push(BM25.into());
+            }
+            if f.vector.is_some() {
+                hit.retrievers.push(VECTOR.into());
+            }
+            for r in &hit.retrievers {
+                if !contributed.contains(r) {
+                    contributed.push(r.clone());
+                }
+            }
+        }
+        contributed.sort();
+        let lexical =
+            if terms.is_empty() { 0.0 } else { super::confidence(&searcher, self.fields.body, &terms, &matched) };
+        let best_sim = page.iter().filter_map(|f| f.vector).fold(f32::MIN, f32::max);
+        let confidence = combined_confidence(lexical, best_sim, cfg);
+
+        let mut resp = SearchResponse {
+            schema_version: SCHEMA_VERSION,
+            project_id: repo.fingerprint.clone(),
+            repo: repo.root.clone(),
+            query: req.query.clone(),
+            index_state: state,
+            generation,
+            confidence,
+            results: hits,
+            total_hits: ranked.len(),
+            next_cursor: String::new(),
+            pii_redacted: false,
+            timing_ms: SearchTiming::default(),
+            retrieval: RetrievalInfo {
+                mode: "hybrid".into(),
+                retrievers: contributed,
+                bm25_candidates: bm25_total,
+                vector_candidates: vector_total,
+                embedding_model: None,
+                embed_ms: None,
+                notice: None,
+            },
+        };
+        if offset + page.len() < ranked.len() {
+            resp.next_cursor = encode_cursor(offset + page.len(), query_hash);
+        }
+        let total = t0.elapsed();
+        resp.timing_ms = SearchTiming {
+            search: ms(t_vector),
+            rank: ms(t_fuse - t_vector),
+            snippets: ms(total - t_fuse),
+            total: ms(total),
+        };
+        Ok(resp)
+    }
+
+    /// The stored fields of the indexed chunk at `s.path`, lines `s.line_start..=s.line_end`.
+    fn stored_chunk(&self, searcher: &tantivy::Searcher, s: &Stored) -> Option<Stored> {
+        let q = tantivy::query::TermQuery::new(
+            Term::from_field_text(self.fields.path, &s.path),
+            tantivy::schema::IndexRecordOption::Basic,
+        );
+        let docs = searcher.search(&q, &tantivy::collector::DocSetCollector).ok()?;
+        docs.into_iter()
+            .filter_map(|addr| searcher.doc::<TantivyDocument>(addr).ok())
+            .map(|d| Stored::from_doc(&d, &self.fields))
+            .find(|x| x.line_start == s.line_start && x.line_end == s.line_end)
+    }
+
+    /// The `n` terms of `text` that best tell it apart in this index (term frequency times
+    /// inverse document frequency over chunk bodies).
+    pub(crate) fn distinctive_terms(&self, text: &str, n: usize) -> Vec<String> {
+        let (searcher, _) = self.searcher();
+        let docs = searcher.num_docs().max(1) as f64;
+        let mut tf: HashMap<String, u32> = HashMap::new();
+        for t in analysis::terms(text) {
+            if t.len() > 2 && !t.chars().all(|c| c.is_ascii_digit()) {
+                *tf.entry(t).or_default() += 1;
+            }
+        }
+        let mut scored: Vec<(f64, String)> = tf
+            .into_iter()
+            .filter_map(|(t, f)| {
+                let df = searcher.doc_freq(&Term::from_field_text(self.fields.body, &t)).unwrap_or(0) as f64;
+                (df > 0.0).then(|| ((1.0 + f as f64).ln() * (1.0 + docs / df).ln(), t))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        scored.into_iter().take(n).map(|(_, t)| t).collect()
+    }
+
+    /// Files matching `terms` by BM25 (body only), best first: (path, lang, score of its best
+    /// chunk plus a share of the rest).
+    pub(crate) fn keyword_files(&self, terms: &[String], cfg: &SearchConfig) -> Result<Vec<(String, String, f32)>> {
+        let (searcher, _) = self.searcher();
+        let req = SearchRequest { query: terms.join(" "), ..Default::default() };
+        let query = self.build_query(terms, &req, false)?;
+        let top = searcher
+            .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
+            .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
+        let priors = Priors::for_query("", cfg.demote_noise_files);
+        let mut by_file: HashMap<u64, (f32, f32, Option<tantivy::DocAddress>)> = HashMap::new();
+        for ((score, file), addr) in with_priors(&searcher, top, &priors, &DefinitionBoosts::default()) {
+            let e = by_file.entry(file).or_insert((0.0, 0.0, None));
+            if score > e.0 {
+                e.1 += e.0 * 0.2;
+                e.0 = score;
+                e.2 = Some(addr);
+            } else {
+                e.1 += score * 0.2;
+            }
+        }
+        let mut out: Vec<(String, String, f32)> = by_file
+            .into_values()
+            .filter_map(|(best, rest, addr)| {
+                let d: TantivyDocument = searcher.doc(addr?).ok()?;
+                let s = Stored::from_doc(&d, &self.fields);
+                Some((s.path, s.lang, best + rest.min(best)))
+            })
+            .collect();
+        out.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+        Ok(out)
+    }
+}
+
+fn passes_filters(h: &VectorHit, req: &SearchRequest) -> bool {
+    if let Some(lang) = req.lang.as_deref().filter(|l| !l.is_empty()) {
+        if !h.lang.eq_ignore_ascii_case(lang) {
+            return false;
+        }
+    }
+    if let Some(prefix) = req.path_prefix.as_deref().map(normalize_prefix).filter(|p| !p.is_empty()) {
+        if !h.path.starts_with(&prefix) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Weighted RRF over the two ranked lists, then per-file diversity (a file's second chunk
+/// ×0.7, later ones decaying faster), ties broken by path and line for a stable order.
+/// Chunks `pinned` says hold a definition the whole query names come first.
+fn fuse(
+    keyword: Vec<(f32, Stored, u64)>,
+    vector: Vec<(f32, VectorHit)>,
+    cfg: &SearchConfig,
+    pinned: &dyn Fn(&str, u32, u32) -> bool,
+) -> Vec<Fused> {
+    let k = cfg.rrf_k as f32;
+    let (kw, sem) = (cfg.keyword_weight as f32, cfg.semantic_weight as f32);
+    let mut by_chunk: HashMap<(String, u32, u32), Fused> = HashMap::new();
+    for (rank, (_, stored, file)) in keyword.into_iter().enumerate() {
+        let key = (stored.path.clone(), stored.line_start, stored.line_end);
+        let e = by_chunk.entry(key).or_insert(Fused {
+            stored,
+            rrf: 0.0,
+            file,
+            keyword: false,
+            vector: None,
+            pinned: false,
+        });
+        e.rrf += kw / (k + rank as f32 + 1.0);
+        e.keyword = true;
+    }
+    for (rank, (_, h)) in vector.into_iter().enumerate() {
+        let key = (h.path.clone(), h.line_start, h.line_end);
+        let file = xxhash_rust::xxh3::xxh3_64(h.path.as_bytes());
+        let e = by_chunk.entry(key).or_insert_with(|| Fused {
+            stored: Stored {
+                path: h.path.clone(),
+                lang: h.lang.clone(),
+                line_start: h.line_start,
+                line_end: h.line_end,
+                context: Vec::new(),
+            },
+            rrf: 0.0,
+            file,
+            keyword: false,
+            vector: None,
+            pinned: false,
+        });
+        e.rrf += sem / (k + rank as f32 + 1.0);
+        e.vector = Some(h.similarity);
+    }
+    let order = |a: &Fused, b: &Fused| {
+        b.pinned
+            .cmp(&a.pinned)
+            .then(b.rrf.total_cmp(&a.rrf))
+            .then_with(|| a.stored.path.cmp(&b.stored.path))
+            .then(a.stored.line_start.cmp(&b.stored.line_start))
+    };
+    let mut all: Vec<Fused> = by_chunk.into_values().collect();
+    for f in all.iter_mut() {
+        f.pinned = pinned(&f.stored.path, f.stored.line_start, f.stored.line_end);
+    }
+    all.sort_by(order);
+    let max_per_file = cfg.max_chunks_per_file.max(1) as usize;
+    let mut seen: HashMap<u64, usize> = HashMap::new();
+    for f in all.iter_mut() {
+        let n = seen.entry(f.file).or_default();
+        if *n > 0 {
+            f.rrf *= if *n < max_per_file { 0.7 } else { 0.7 * 0.35f32.powi((*n + 1 - max_per_file) as i32) };
+        }
+        *n += 1;
+    }
+    all.sort_by(order);
+    all
+}
+
+/// Confidence with vectors: the lexical share (as in BM25 search) or, when higher, the
+/// weighted blend with a semantic share read from the best cosine similarity on the page
+/// (0 at [`SIM_FLOOR`], 1 at [`SIM_FULL`]). A query whose words are all found keeps its
+/// lexical confidence; one that shares no words with a close match still gets some.
+fn combined_confidence(lexical: f64, best_sim: f32, cfg: &SearchConfig) -> f64 {
+    if best_sim == f32::MIN {
+        return lexical;
+    }
+    let semantic = (((best_sim - SIM_FLOOR) / (SIM_FULL - SIM_FLOOR)).clamp(0.0, 1.0)) as f64;
+    let total = (cfg.keyword_weight + cfg.semantic_weight).max(1e-9);
+    let blend = (cfg.keyword_weight * lexical + cfg.semantic_weight * semantic) / total;
+    (lexical.max(blend) * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(path: &str, ls: u32) -> Stored {
+        Stored { path: path.into(), lang: "rust".into(), line_start: ls, line_end: ls + 9, context: Vec::new() }
+    }
+
+    fn vhit(path: &str, ls: u32, sim: f32) -> (f32, VectorHit) {
+        (sim, VectorHit { path: path.into(), lang: "rust".into(), line_start: ls, line_end: ls + 9, similarity: sim })
+    }
+
+    fn file(p: &str) -> u64 {
+        xxhash_rust::xxh3::xxh3_64(p.as_bytes())
+    }
+
+    #[test]
+    fn rrf_puts_chunks_both_retrievers_found_first_and_weights_semantics() {
+        let cfg = SearchConfig::default();
+        let keyword = vec![(9.0, stored("a.rs", 1), file("a.rs")), (8.0, stored("b.rs", 1), file("b.rs"))];
+        let vector = vec![vhit("c.rs", 1, 0.9), vhit("b.rs", 1, 0.8)];
+        let fused = fuse(keyword, vector, &cfg, &|_, _, _| false);
+        let order: Vec<&str> = fused.iter().map(|f| f.stored.path.as_str()).collect();
+        // b: both lists; c: first by vectors (weight 0.75); a: first by BM25 (weight 0.25).
+        assert_eq!(order, ["b.rs", "c.rs", "a.rs"]);
+        assert!(fused[0].keyword && fused[0].vector.is_some());
+        assert!(!fused[1].keyword && fused[1].vector == Some(0.9));
+        let expected_b = 0.25 / 62.0 + 0.75 / 62.0;
+        assert!((fused[0].rrf - expected_b).abs() < 1e-6);
+
+        // Keyword-heavy weights flip the two single-retriever hits.
+        let cfg = SearchConfig { semantic_weight: 0.2, keyword_weight: 0.8, ..SearchConfig::default() };
+        let keyword = vec![(9.0, stored("a.rs", 1), file("a.rs"))];
+        let fused = fuse(keyword, vec![vhit("c.rs", 1, 0.9)], &cfg, &|_, _, _| false);
+        assert_eq!(fused[0].stored.path, "a.rs");
+    }
+
+    #[test]
+    fn a_files_further_chunks_yield_to_other_files() {
+        let cfg = SearchConfig::default();
+        let vector = vec![vhit("a.rs", 1, 0.9), vhit("a.rs", 20, 0.89), vhit("a.rs", 40, 0.88), vhit("b.rs", 1, 0.5)];
+        let fused = fuse(Vec::new(), vector, &cfg, &|_, _, _| false);
+        let order: Vec<(&str, u32)> = fused.iter().map(|f| (f.stored.path.as_str(), f.stored.line_start)).collect();
+        assert_eq!(order[0], ("a.rs", 1));
+        assert_eq!(order[1], ("b.rs", 1), "{order:?}");
+    }
+
+    #[test]
+    fn confidence_keeps_lexical_and_lets_semantics_raise_it() {
+        let cfg = SearchConfig::default();
+        assert_eq!(combined_confidence(0.9, 0.1, &cfg), 0.9);
+        assert_eq!(combined_confidence(0.0, 0.7, &cfg), 0.75);
+        assert_eq!(combined_confidence(0.0, 0.1, &cfg), 0.0);
+        assert_eq!(combined_confidence(0.4, f32::MIN, &cfg), 0.4);
+        assert_eq!(combined_confidence(0.5, 0.6, &cfg), 0.725);
+    }
+}

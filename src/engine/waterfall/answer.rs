@@ -1,0 +1,312 @@
+//! Tier 3's model step: the context window (from the provider or the config), token counting
+//! and the budget, the rendered prompt, and the streamed answer. Model trouble never fails a
+//! turn: an unreachable server or a missing model leaves the sources and says how to fix it.
+
+use super::budget::{self, Piece, Plan, TokenCounter};
+use super::context::{self, Files};
+use super::types::*;
+use super::{ms, Found, Turn};
+use crate::engine::dag::NodeKind;
+use crate::engine::llm::{ChatMessage, ChatRequest, Provider};
+use crate::error::{Error, Result};
+use serde_json::json;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What the user is told when no model can answer: the error, the commands that fix it (when
+/// the error does not already name them), and that retrieval still worked.
+pub fn no_model_message(e: &Error) -> String {
+    let msg = e.to_string();
+    let mut hint = String::new();
+    if !msg.contains("docdex llm-setup") {
+        hint.push_str(" `docdex llm-setup` installs and configures a model.");
+    }
+    if !msg.contains("docdex check") {
+        hint.push_str(" `docdex check` diagnoses the setup.");
+    }
+    format!("no answer: {msg}.{hint} The sources below were found without a model.")
+}
+
+/// The prompt, ready to send.
+pub(super) struct Assembled {
+    provider: Arc<dyn Provider>,
+    model: String,
+    plan: Plan,
+    messages: Vec<ChatMessage>,
+    sources: Vec<ChatSource>,
+    preflight: Option<Error>,
+    ratio_key: String,
+    raw_prompt_tokens: u32,
+}
+
+impl Turn<'_> {
+    /// Counts, budgets and renders the prompt; logs the budget decision.
+    pub(super) fn assemble(&mut self, found: &Found, parents: &[Option<i64>]) -> Result<Assembled> {
+        let started = Instant::now();
+        let provider = self.engine.provider()?;
+        let model = self.req.model.clone().unwrap_or_else(|| self.engine.config().llm.default_model.clone());
+        let (window, window_source, preflight) = self.context_window(provider.as_ref(), &model);
+        let max_answer = self.req.max_answer_tokens.unwrap_or(self.engine.config().llm.max_answer_tokens);
+        let plan = budget::plan(window, max_answer);
+        let ratio_key = format!("{}|{}|{model}", provider.kind(), provider.base_url());
+        let counter = TokenCounter::for_model(&model, self.engine.token_ratios().get(&ratio_key))?;
+        let repo_name = self.repo.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let instructions = context::instructions(&repo_name);
+        let mandatory = counter.count(&instructions) + counter.count(&self.req.query) + 2 * budget::MESSAGE_OVERHEAD;
+        let pieces = self.pieces(found);
+        let agent = self.req.agent_id.as_deref();
+        let heading = |slot: Slot| context::heading(slot, &found.diff_label, agent);
+        let section_cost = |slot: Slot| {
+            let h = heading(slot);
+            if h.is_empty() {
+                0
+            } else {
+                counter.count(&format!("\n\n{h}"))
+            }
+        };
+        let fitted = budget::fit(&plan, &counter, mandatory, pieces, &section_cost)?;
+        let messages = context::render(&instructions, &self.req.query, &fitted.kept, &heading);
+        self.trace.budget = budget::trace(&plan, &window_source, counter.trace(&model), &fitted);
+        tracing::info!(
+            repo = %self.repo.fingerprint,
+            model = %model,
+            window,
+            window_source = %window_source,
+            prompt_tokens = fitted.prompt_tokens,
+            drops = fitted.drops.len(),
+            "chat context budgeted"
+        );
+        self.trace.drops = fitted.drops.clone();
+        let sources: Vec<ChatSource> = fitted.kept.iter().filter_map(|p| p.source.clone()).collect();
+        self.log_budget(&fitted, parents);
+        self.trace.timings_ms.assembly = ms(started);
+        self.emit(ChatTurnEvent::Context { sources: sources.clone(), budget: self.trace.budget.clone() });
+        // The unscaled count, to measure the ratio against the server's own count afterwards.
+        let raw_prompt_tokens =
+            if counter.exact() { 0 } else { (f64::from(fitted.prompt_tokens) / counter.ratio()).round() as u32 };
+        Ok(Assembled { provider, model, plan, messages, sources, preflight, ratio_key, raw_prompt_tokens })
+    }
+
+    pub(super) fn pieces(&self, found: &Found) -> Vec<Piece> {
+        let mut files = Files::new(&self.repo.root);
+        let mut pieces = context::memory_pieces(&found.memories);
+        let diff = context::diff_pieces(&found.diff);
+        let next = diff.len();
+        pieces.extend(diff);
+        pieces.extend(context::neighbour_pieces(&mut files, &found.neighbours, next));
+        if let Some(s) = &found.search {
+            pieces.extend(context::repo_pieces(&mut files, &s.results));
+        }
+        pieces.extend(context::history_pieces(&self.req.history));
+        // The same lines offered twice (a diff neighbour that is also a search hit) keep only
+        // their highest-priority place.
+        let mut seen = std::collections::HashSet::new();
+        pieces.retain(|p| p.slot == Slot::History || seen.insert(p.citation.clone()));
+        pieces
+    }
+
+    pub(super) fn log_budget(&mut self, fitted: &budget::Fitted, parents: &[Option<i64>]) {
+        let b = &self.trace.budget;
+        let label = format!(
+            "budget: {} of {} prompt tokens used, {} snippets dropped",
+            fitted.prompt_tokens,
+            b.context_window.saturating_sub(b.context_window * budget::SHARES.generation / 100),
+            fitted.drops.len()
+        );
+        let payload = json!({"decision": "budget", "window": b.context_window, "window_source": b.window_source,
+            "tokenizer": b.tokenizer.name, "exact": b.tokenizer.exact, "slots": b.slots, "drops": fitted.drops});
+        let node = self.dag.node(NodeKind::Decision, &label, payload, parents);
+        self.dag.budget_node = node;
+    }
+
+    /// The window to budget for: the provider's (when it says and it is smaller than the
+    /// configured one) or `[llm] context_tokens`. Also returns an error that makes asking the
+    /// model pointless (unreachable server, missing model).
+    pub(super) fn context_window(&mut self, provider: &dyn Provider, model: &str) -> (u32, String, Option<Error>) {
+        let configured = self.engine.config().llm.context_tokens;
+        let key = format!("{}|{}|{model}", provider.kind(), provider.base_url());
+        let cached = self.engine.waterfall().windows.lock().ok().and_then(|m| m.get(&key).copied());
+        let (reported, preflight) = match cached {
+            Some(w) => (w, None),
+            None => match self.engine.block_on(provider.context_window(model)) {
+                Ok(Ok(w)) => {
+                    if let Ok(mut m) = self.engine.waterfall().windows.lock() {
+                        m.insert(key, w);
+                    }
+                    (w, None)
+                }
+                Ok(Err(e @ (Error::LlmUnreachable { .. } | Error::ModelNotFound { .. }))) => (None, Some(e)),
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "the provider did not say the model's context window");
+                    (None, None)
+                }
+                Err(e) => (None, Some(e)),
+            },
+        };
+        let (window, source) = match reported {
+            Some(w) if w <= configured => (w.max(1024), format!("provider ({model} reports {w})")),
+            Some(w) => (configured, format!("config ([llm] context_tokens; {model} allows {w})")),
+            None => (configured, "config ([llm] context_tokens; the provider does not report one)".into()),
+        };
+        (window, source, preflight)
+    }
+
+    /// Tier 3: the model. Streams tokens; never fails the turn for model trouble.
+    pub(super) fn finish(mut self, a: Assembled) -> Result<ChatTurnResponse> {
+        let Assembled { provider, model, plan, messages, mut sources, preflight, ratio_key, raw_prompt_tokens } = a;
+        self.trace.model = ModelTrace {
+            provider: provider.kind().into(),
+            model: model.clone(),
+            base_url: provider.base_url().into(),
+            prompt_tokens_estimated: self.trace.budget.prompt_tokens,
+            ..Default::default()
+        };
+        let call = self.dag.node(
+            NodeKind::ToolCall,
+            &format!("ask {model}"),
+            json!({"tool": "llm", "provider": provider.kind(), "model": model, "base_url": provider.base_url(),
+                   "prompt_tokens": self.trace.budget.prompt_tokens, "max_tokens": plan.answer_cap, "window": plan.window}),
+            &[self.dag.budget_node],
+        );
+        let started = Instant::now();
+        let mut outcome = LlmOutcome {
+            status: AnswerStatus::Answered,
+            provider: provider.kind().into(),
+            model: model.clone(),
+            base_url: provider.base_url().into(),
+            error_code: None,
+            message: None,
+        };
+        let mut answer: Option<String> = None;
+        if self.stopped {
+            outcome.status = AnswerStatus::Stopped;
+        } else if let Some(e) = preflight {
+            self.unavailable(&mut outcome, &e);
+        } else {
+            answer = self.generate(&model, &plan, messages, &mut outcome, &ratio_key, raw_prompt_tokens);
+        }
+        let gen_ms = ms(started);
+        if answer.is_some() {
+            self.trace.timings_ms.generation = Some(gen_ms);
+        }
+        context::mark_cited(&mut sources, answer.as_deref().unwrap_or(""));
+        if let Some(g) = self.trace.budget.slots.iter_mut().find(|s| s.slot == Slot::Generation) {
+            g.used = self.trace.model.completion_tokens.unwrap_or(0);
+        }
+        let cited: Vec<&str> = sources.iter().filter(|s| s.cited).map(|s| s.citation.as_str()).collect();
+        self.dag.node(
+            NodeKind::Observation,
+            &format!("answer: {}", status_name(outcome.status)),
+            json!({"status": outcome.status, "answer": answer, "cited": cited, "error": outcome.message,
+                   "completion_tokens": self.trace.model.completion_tokens, "finish_reason": self.trace.model.finish_reason}),
+            &[call],
+        );
+        let detail = match outcome.status {
+            AnswerStatus::Answered => {
+                format!("{model} answered ({} tokens)", self.trace.model.completion_tokens.unwrap_or(0))
+            }
+            _ => outcome.message.clone().unwrap_or_else(|| status_name(outcome.status).into()),
+        };
+        let status = match outcome.status {
+            AnswerStatus::Answered | AnswerStatus::Stopped => StepStatus::Ran,
+            AnswerStatus::Unavailable => StepStatus::Unavailable,
+            AnswerStatus::Failed => StepStatus::Failed,
+        };
+        self.step(3, "llm", status, started, 0, detail);
+        self.trace.notices.append(&mut self.dag.notices);
+        self.trace.timings_ms.total = ms(self.started);
+        Ok(ChatTurnResponse {
+            schema_version: CHAT_SCHEMA_VERSION,
+            session_id: self.dag.session.clone(),
+            turn: self.dag.turn,
+            repo: self.repo.root.clone(),
+            query: self.req.query.clone(),
+            answer,
+            sources,
+            llm: outcome,
+            trace: self.trace,
+        })
+    }
+
+    pub(super) fn unavailable(&mut self, outcome: &mut LlmOutcome, e: &Error) {
+        outcome.status = AnswerStatus::Unavailable;
+        outcome.error_code = Some(e.code().into());
+        let message = no_model_message(e);
+        outcome.message = Some(message.clone());
+        self.notice(message);
+    }
+
+    /// Streams the answer; returns what arrived (`None` when nothing could be generated).
+    pub(super) fn generate(
+        &mut self,
+        model: &str,
+        plan: &Plan,
+        messages: Vec<ChatMessage>,
+        outcome: &mut LlmOutcome,
+        ratio_key: &str,
+        raw_prompt_tokens: u32,
+    ) -> Option<String> {
+        let is_ollama = outcome.provider == "ollama";
+        let req = ChatRequest {
+            model: model.to_string(),
+            messages,
+            max_tokens: Some(plan.answer_cap),
+            temperature: None,
+            context_tokens: is_ollama.then_some(plan.window),
+        };
+        let mut text = String::new();
+        let mut first: Option<f64> = None;
+        let started = self.started;
+        let on_event = &mut self.on_event;
+        let mut stopped = false;
+        let result = self.engine.stream_chat(req, &mut |t: &str| {
+            if first.is_none() {
+                first = Some(ms(started));
+            }
+            text.push_str(t);
+            if on_event(ChatTurnEvent::Token { text: t.to_string() }).is_break() {
+                stopped = true;
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        });
+        self.trace.timings_ms.first_token = first;
+        match result {
+            Ok(reply) => {
+                if let Some(u) = &reply.usage {
+                    self.trace.model.prompt_tokens_reported = Some(u.prompt_tokens).filter(|n| *n > 0);
+                    self.trace.model.completion_tokens = Some(u.completion_tokens);
+                    self.trace.model.finish_reason = Some(u.finish_reason.clone());
+                    if raw_prompt_tokens > 0 {
+                        self.engine.token_ratios().record(ratio_key, raw_prompt_tokens, u.prompt_tokens);
+                    }
+                }
+                if reply.stopped || stopped {
+                    outcome.status = AnswerStatus::Stopped;
+                }
+                Some(reply.text)
+            }
+            Err(e @ (Error::LlmUnreachable { .. } | Error::ModelNotFound { .. })) if text.is_empty() => {
+                self.unavailable(outcome, &e);
+                None
+            }
+            Err(e) => {
+                outcome.status = AnswerStatus::Failed;
+                outcome.error_code = Some(e.code().into());
+                outcome.message = Some(format!("the answer failed: {e}"));
+                self.notice(format!("the answer failed: {e}"));
+                (!text.is_empty()).then_some(text)
+            }
+        }
+    }
+}
+
+fn status_name(s: AnswerStatus) -> &'static str {
+    match s {
+        AnswerStatus::Answered => "answered",
+        AnswerStatus::Stopped => "stopped",
+        AnswerStatus::Unavailable => "unavailable",
+        AnswerStatus::Failed => "failed",
+    }
+}

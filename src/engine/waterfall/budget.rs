@@ -1,0 +1,487 @@
+//! The token budget: counting tokens, splitting the model's context window into slots
+//! (about 10% system, 20% memory, 50% diff/repo/history/library/web, 20% generation), and
+//! fitting snippets into it in priority order, so the prompt never overflows the window and
+//! what gets left out is always the lowest priority, with a logged reason.
+//!
+//! Tokens are counted with a real BPE tokenizer (tiktoken's `cl100k_base`, or `o200k_base`
+//! for models that use it). That is exact only for OpenAI models; for local models it is an
+//! approximation, corrected by a ratio measured against the prompt token counts the model
+//! server reports after each answer ([`RatioBook`]), and the trace says which applies.
+
+use super::types::{BudgetShares, BudgetTrace, ChatSource, DropTrace, Slot, SlotTrace, TokenizerTrace};
+use crate::engine::fsutil;
+use crate::error::{Error, Result};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+use tiktoken_rs::tokenizer::Tokenizer;
+use tiktoken_rs::CoreBPE;
+
+/// The spec's split of the window.
+pub const SHARES: BudgetShares = BudgetShares { system: 10, memory: 20, context: 50, generation: 20 };
+
+/// Tokens a chat message costs beyond its content (role markers), as OpenAI counts them.
+pub const MESSAGE_OVERHEAD: u32 = 4;
+
+/// Measured ratios are only trusted within this range (a server that reuses a cached prompt
+/// reports far fewer tokens than it was sent).
+const RATIO_RANGE: std::ops::RangeInclusive<f64> = 0.5..=2.5;
+
+static CL100K: OnceLock<std::result::Result<CoreBPE, String>> = OnceLock::new();
+static O200K: OnceLock<std::result::Result<CoreBPE, String>> = OnceLock::new();
+
+fn load(which: Tokenizer) -> Result<&'static CoreBPE> {
+    let (cell, build): (_, fn() -> anyhow::Result<CoreBPE>) = match which {
+        Tokenizer::O200kBase => (&O200K, tiktoken_rs::o200k_base),
+        _ => (&CL100K, tiktoken_rs::cl100k_base),
+    };
+    cell.get_or_init(|| build().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| Error::BadRequest(format!("cannot load the token counter: {e}")))
+}
+
+/// Loads the default tokenizer on a background thread, so its one-time setup (tens of
+/// milliseconds) overlaps with retrieval instead of delaying the first token.
+pub fn warm_up() {
+    if CL100K.get().is_none() {
+        let _ = std::thread::Builder::new().name("docdex-tokenizer".into()).spawn(|| load(Tokenizer::Cl100kBase));
+    }
+}
+
+/// Counts tokens for one model.
+pub struct TokenCounter {
+    bpe: &'static CoreBPE,
+    name: &'static str,
+    exact: bool,
+    ratio: f64,
+    measured_on: Option<String>,
+}
+
+impl TokenCounter {
+    /// The counter for `model`: its own tokenizer when tiktoken knows it, else `cl100k_base`
+    /// scaled by `ratio` (measured for this model earlier; `None` means not yet measured).
+    pub fn for_model(model: &str, ratio: Option<f64>) -> Result<TokenCounter> {
+        match tiktoken_rs::tokenizer::get_tokenizer(model) {
+            Some(t @ (Tokenizer::Cl100kBase | Tokenizer::O200kBase)) => Ok(TokenCounter {
+                bpe: load(t)?,
+                name: if t == Tokenizer::O200kBase { "o200k_base" } else { "cl100k_base" },
+                exact: true,
+                ratio: 1.0,
+                measured_on: None,
+            }),
+            _ => Ok(TokenCounter {
+                bpe: load(Tokenizer::Cl100kBase)?,
+                name: "cl100k_base",
+                exact: false,
+                ratio: ratio.unwrap_or(1.0),
+                measured_on: ratio.map(|_| model.to_string()),
+            }),
+        }
+    }
+
+    /// Tokens in `text` (never 0 for non-empty text).
+    pub fn count(&self, text: &str) -> u32 {
+        if text.is_empty() {
+            return 0;
+        }
+        let raw = self.bpe.encode_ordinary(text).len() as f64;
+        (raw * self.ratio).ceil().max(1.0) as u32
+    }
+
+    /// The correction factor applied to raw counts.
+    pub fn ratio(&self) -> f64 {
+        self.ratio
+    }
+
+    /// True when this is the model's own tokenizer.
+    pub fn exact(&self) -> bool {
+        self.exact
+    }
+
+    /// How counting works, for the trace.
+    pub fn trace(&self, model: &str) -> TokenizerTrace {
+        let note = if self.exact {
+            format!("{}, the tokenizer of {model}: exact", self.name)
+        } else if let Some(m) = &self.measured_on {
+            format!(
+                "{} x {:.2}: an approximation for {m}, corrected by the ratio measured against the server's own prompt token counts",
+                self.name, self.ratio
+            )
+        } else {
+            format!(
+                "{}: an approximation for {model} (its own tokenizer is not available here; the ratio is measured after the first answer)",
+                self.name
+            )
+        };
+        TokenizerTrace { name: self.name.to_string(), exact: self.exact, ratio: self.ratio, note }
+    }
+}
+
+/// Per-model correction ratios (model tokens / cl100k tokens), measured from what servers
+/// report and kept in `state/cache/token_ratios.json` so later processes start calibrated.
+pub struct RatioBook {
+    path: PathBuf,
+    map: Mutex<Option<HashMap<String, f64>>>,
+}
+
+impl RatioBook {
+    /// A book stored at `path` (read on first use).
+    pub fn new(path: PathBuf) -> RatioBook {
+        RatioBook { path, map: Mutex::new(None) }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, f64>) -> T) -> Option<T> {
+        let mut guard = self.map.lock().ok()?;
+        let map = guard.get_or_insert_with(|| fsutil::read_json(&self.path).ok().flatten().unwrap_or_default());
+        Some(f(map))
+    }
+
+    /// The measured ratio for `key` (provider, server and model), if any.
+    pub fn get(&self, key: &str) -> Option<f64> {
+        self.with(|m| m.get(key).copied()).flatten()
+    }
+
+    /// Records a measurement: `reported` tokens by the server for a prompt we counted as
+    /// `estimated` raw cl100k tokens. Implausible ratios are ignored; others are averaged in.
+    pub fn record(&self, key: &str, estimated_raw: u32, reported: u32) -> Option<f64> {
+        if estimated_raw < 32 || reported == 0 {
+            return None;
+        }
+        let measured = f64::from(reported) / f64::from(estimated_raw);
+        if !RATIO_RANGE.contains(&measured) {
+            tracing::debug!(key, measured, "ignoring an implausible token ratio (cached prompt?)");
+            return None;
+        }
+        let snapshot = self.with(|m| {
+            let next = match m.get(key) {
+                Some(old) => (old + measured) / 2.0,
+                None => measured,
+            };
+            let next = (next * 1000.0).round() / 1000.0;
+            m.insert(key.to_string(), next);
+            (next, m.clone())
+        })?;
+        if let Err(e) = fsutil::write_json_atomic(&self.path, &snapshot.1) {
+            tracing::debug!(error = %e, "could not save token ratios");
+        }
+        Some(snapshot.0)
+    }
+}
+
+/// The window split into token amounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// The whole window.
+    pub window: u32,
+    /// The system share (instructions, profile rules, question).
+    pub system: u32,
+    /// The memory share.
+    pub memory: u32,
+    /// The context share (diff, repo, history, library, web).
+    pub context: u32,
+    /// Kept for the answer.
+    pub generation: u32,
+    /// The cap on generated tokens sent to the model: `max_answer_tokens`, at most the
+    /// generation share.
+    pub answer_cap: u32,
+}
+
+/// Splits `window` by [`SHARES`].
+pub fn plan(window: u32, max_answer_tokens: u32) -> Plan {
+    let pct = |p: u32| (u64::from(window) * u64::from(p) / 100) as u32;
+    let generation = pct(SHARES.generation);
+    Plan {
+        window,
+        system: pct(SHARES.system),
+        memory: pct(SHARES.memory),
+        context: pct(SHARES.context),
+        generation,
+        answer_cap: max_answer_tokens.clamp(1, generation.max(1)),
+    }
+}
+
+/// A snippet ready to be budgeted: its prompt text already rendered.
+#[derive(Debug, Clone)]
+pub struct Piece {
+    /// Its slot.
+    pub slot: Slot,
+    /// How it is cited (also the drop log's name for it).
+    pub citation: String,
+    /// The text exactly as it goes into the prompt.
+    pub block: String,
+    /// The source list entry (`None` for conversation history).
+    pub source: Option<ChatSource>,
+    /// A shorter rendering to use when the whole does not fit (a search hit's snippet).
+    pub fallback: Option<Box<Piece>>,
+    /// Position in the prompt within its slot (pieces are offered in priority order, which
+    /// for history is newest first, but placed by this).
+    pub order: usize,
+}
+
+/// What fitting decided.
+#[derive(Debug, Default)]
+pub struct Fitted {
+    /// Pieces kept, in slot order, each slot's pieces in prompt order.
+    pub kept: Vec<Piece>,
+    /// Per slot (system first, generation last).
+    pub slots: Vec<SlotTrace>,
+    /// Dropped or trimmed pieces, in the order it happened.
+    pub drops: Vec<DropTrace>,
+    /// Estimated prompt tokens in all.
+    pub prompt_tokens: u32,
+}
+
+/// The slots that share the context share, in priority order.
+pub const CONTEXT_SLOTS: [Slot; 5] = [Slot::Diff, Slot::Repo, Slot::History, Slot::Library, Slot::Web];
+
+/// Fits `pieces` into `plan`, highest priority first.
+///
+/// `mandatory` is the cost of the instructions and the question, which are never dropped.
+/// `section_cost(slot)` is the cost of the heading a slot gets once it has a piece. Each slot
+/// may use its share plus whatever the slots above it left: profile rules fill what the system
+/// share leaves, memory its share plus that, and the context slots (diff, repo, history,
+/// library, web, in that order) everything that remains of the prompt part of the window.
+/// A piece that does not fit in what is left is dropped (or replaced by its shorter
+/// fallback), and the next, lower-ranked piece is tried.
+pub fn fit(
+    plan: &Plan,
+    counter: &TokenCounter,
+    mandatory: u32,
+    pieces: Vec<Piece>,
+    section_cost: &dyn Fn(Slot) -> u32,
+) -> Result<Fitted> {
+    let prompt_budget = plan.window.saturating_sub(plan.generation);
+    if mandatory > prompt_budget {
+        return Err(Error::BadRequest(format!(
+            "the question and instructions take {mandatory} tokens, more than the {prompt_budget} a {}-token context window leaves for the prompt; shorten the question or raise `[llm] context_tokens`",
+            plan.window
+        )));
+    }
+    // Counting is the expensive part (a BPE pass over every snippet): do it on all cores.
+    let counted: Vec<(Piece, u32)> = pieces
+        .into_par_iter()
+        .map(|p| {
+            let cost = piece_cost(&p, counter);
+            (p, cost)
+        })
+        .collect();
+    let mut by_slot: HashMap<Slot, Vec<(Piece, u32)>> = HashMap::new();
+    for (p, cost) in counted {
+        by_slot.entry(p.slot).or_default().push((p, cost));
+    }
+    let mut out = Fitted {
+        slots: vec![SlotTrace { slot: Slot::System, allotted: plan.system, used: mandatory, items: 1, dropped: 0 }],
+        prompt_tokens: mandatory,
+        ..Default::default()
+    };
+    let mut remaining = prompt_budget - mandatory;
+    let profile_cap = plan.system.saturating_sub(mandatory);
+    let profile_used =
+        fill_slot(Slot::Profile, profile_cap, &mut remaining, &mut by_slot, counter, section_cost, &mut out);
+    let memory_cap = plan.memory + profile_cap.saturating_sub(profile_used);
+    fill_slot(Slot::Memory, memory_cap, &mut remaining, &mut by_slot, counter, section_cost, &mut out);
+    for slot in CONTEXT_SLOTS {
+        fill_slot(slot, u32::MAX, &mut remaining, &mut by_slot, counter, section_cost, &mut out);
+    }
+    out.slots.push(SlotTrace { slot: Slot::Generation, allotted: plan.generation, used: 0, items: 0, dropped: 0 });
+    Ok(out)
+}
+
+/// Fills one slot from its pieces within `min(cap, remaining)`; returns the tokens used.
+fn fill_slot(
+    slot: Slot,
+    cap: u32,
+    remaining: &mut u32,
+    by_slot: &mut HashMap<Slot, Vec<(Piece, u32)>>,
+    counter: &TokenCounter,
+    section_cost: &dyn Fn(Slot) -> u32,
+    out: &mut Fitted,
+) -> u32 {
+    let allotted = cap.min(*remaining);
+    let mut trace = SlotTrace { slot, allotted, used: 0, items: 0, dropped: 0 };
+    let mut kept: Vec<Piece> = Vec::new();
+    for (piece, cost) in by_slot.remove(&slot).unwrap_or_default() {
+        let header = if kept.is_empty() { section_cost(slot) } else { 0 };
+        let left = allotted - trace.used;
+        let cost = cost + header;
+        if cost <= left {
+            trace.used += cost;
+            kept.push(piece);
+            continue;
+        }
+        let fallback = piece.fallback.as_deref().map(|f| (f, piece_cost(f, counter) + header));
+        if let Some((short, short_cost)) = fallback.filter(|(_, c)| *c <= left) {
+            drop_piece(
+                out,
+                &piece,
+                cost,
+                format!(
+                    "trimmed to {} ({short_cost} tokens): the whole needs {cost}, {left} left in the {} slot",
+                    short.citation,
+                    slot.name()
+                ),
+            );
+            trace.used += short_cost;
+            kept.push(short.clone());
+            continue;
+        }
+        trace.dropped += 1;
+        let reason = if allotted == 0 {
+            format!("the {} slot has no room left ({} tokens allotted)", slot.name(), allotted)
+        } else {
+            format!("needs {cost} tokens, {left} of the {} slot's {allotted} left", slot.name())
+        };
+        drop_piece(out, &piece, cost, reason);
+    }
+    kept.sort_by_key(|p| p.order);
+    trace.items = kept.len() as u32;
+    *remaining -= trace.used;
+    out.prompt_tokens += trace.used;
+    out.kept.extend(kept);
+    let used = trace.used;
+    out.slots.push(trace);
+    used
+}
+
+fn piece_cost(p: &Piece, counter: &TokenCounter) -> u32 {
+    let overhead = if p.slot == Slot::History { MESSAGE_OVERHEAD } else { 0 };
+    counter.count(&p.block) + overhead
+}
+
+fn drop_piece(out: &mut Fitted, piece: &Piece, tokens: u32, reason: String) {
+    tracing::info!(slot = piece.slot.name(), source = %piece.citation, tokens, %reason, "context budget drop");
+    out.drops.push(DropTrace { slot: piece.slot, source: piece.citation.clone(), tokens, reason });
+}
+
+/// The budget part of the trace.
+pub fn trace(plan: &Plan, window_source: &str, tokenizer: TokenizerTrace, fitted: &Fitted) -> BudgetTrace {
+    BudgetTrace {
+        context_window: plan.window,
+        window_source: window_source.to_string(),
+        max_answer_tokens: plan.answer_cap,
+        tokenizer,
+        shares: SHARES,
+        slots: fitted.slots.clone(),
+        prompt_tokens: fitted.prompt_tokens,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counter() -> TokenCounter {
+        TokenCounter::for_model("local-model", None).unwrap()
+    }
+
+    fn piece(slot: Slot, name: &str, words: usize, order: usize) -> Piece {
+        Piece { slot, citation: name.to_string(), block: " word".repeat(words), source: None, fallback: None, order }
+    }
+
+    #[test]
+    fn plan_splits_the_window_by_the_spec_shares() {
+        let p = plan(10_000, 4096);
+        assert_eq!((p.system, p.memory, p.context, p.generation), (1000, 2000, 5000, 2000));
+        assert_eq!(p.answer_cap, 2000, "the answer cap never exceeds the generation share");
+        assert_eq!(plan(10_000, 512).answer_cap, 512);
+    }
+
+    #[test]
+    fn counting_is_real_bpe_not_characters() {
+        let c = counter();
+        assert_eq!(c.count(""), 0);
+        assert_eq!(c.count("hello world"), 2);
+        assert!(!c.exact());
+        let gpt = TokenCounter::for_model("gpt-4o-mini", None).unwrap();
+        assert!(gpt.exact());
+        assert_eq!(gpt.trace("gpt-4o-mini").name, "o200k_base");
+        let scaled = TokenCounter::for_model("phi3.5", Some(1.5)).unwrap();
+        assert_eq!(scaled.count("hello world"), 3);
+        assert!(scaled.trace("phi3.5").note.contains("measured"));
+    }
+
+    #[test]
+    fn lowest_priority_goes_first_and_every_drop_is_logged() {
+        // Window 1000: prompt budget 800; system share 100, memory 200.
+        let p = plan(1000, 100);
+        let pieces = vec![
+            piece(Slot::Web, "web-1", 150, 0),
+            piece(Slot::Repo, "repo-1", 300, 0),
+            piece(Slot::Repo, "repo-2", 200, 1),
+            piece(Slot::Memory, "mem-1", 150, 0),
+            piece(Slot::Diff, "diff-1", 100, 0),
+        ];
+        let f = fit(&p, &counter(), 50, pieces, &|_| 0).unwrap();
+        let kept: Vec<&str> = f.kept.iter().map(|p| p.citation.as_str()).collect();
+        // 800 - 50 mandatory - 150 memory - 100 diff - 300 repo-1 = 200: repo-2 fits, web does not.
+        assert_eq!(kept, ["mem-1", "diff-1", "repo-1", "repo-2"]);
+        assert_eq!(f.drops.len(), 1);
+        assert_eq!(f.drops[0].source, "web-1");
+        assert_eq!(f.drops[0].slot, Slot::Web);
+        assert!(f.drops[0].reason.contains("web slot"), "{}", f.drops[0].reason);
+        assert_eq!(f.prompt_tokens, 800);
+        let repo = f.slots.iter().find(|s| s.slot == Slot::Repo).unwrap();
+        assert_eq!((repo.allotted, repo.used, repo.items), (500, 500, 2));
+    }
+
+    #[test]
+    fn memory_is_capped_by_its_share_plus_what_the_system_left() {
+        let p = plan(1000, 100);
+        let pieces = vec![piece(Slot::Memory, "m1", 180, 0), piece(Slot::Memory, "m2", 100, 1)];
+        // System share 100, mandatory 60: 40 left passes to memory (cap 240).
+        let f = fit(&p, &counter(), 60, pieces, &|_| 0).unwrap();
+        assert_eq!(f.kept.len(), 1);
+        let mem = f.slots.iter().find(|s| s.slot == Slot::Memory).unwrap();
+        assert_eq!((mem.allotted, mem.used, mem.dropped), (240, 180, 1));
+        // What memory left flows on to the repo.
+        let diff = f.slots.iter().find(|s| s.slot == Slot::Diff).unwrap();
+        assert_eq!(diff.allotted, 800 - 60 - 180);
+    }
+
+    #[test]
+    fn history_goes_oldest_first_and_is_placed_in_order() {
+        let p = plan(1000, 100);
+        // Offered newest first (order = position in the conversation).
+        let pieces = vec![
+            piece(Slot::History, "turn-3", 300, 2),
+            piece(Slot::History, "turn-2", 300, 1),
+            piece(Slot::History, "turn-1", 300, 0),
+        ];
+        let f = fit(&p, &counter(), 50, pieces, &|_| 0).unwrap();
+        let kept: Vec<&str> = f.kept.iter().map(|p| p.citation.as_str()).collect();
+        assert_eq!(kept, ["turn-2", "turn-3"]);
+        assert_eq!(f.drops[0].source, "turn-1");
+    }
+
+    #[test]
+    fn a_piece_too_big_whole_falls_back_to_its_snippet() {
+        let p = plan(1000, 100);
+        let mut big = piece(Slot::Repo, "a.rs:1-400", 2000, 0);
+        big.fallback = Some(Box::new(piece(Slot::Repo, "a.rs:10-14", 40, 0)));
+        let f = fit(&p, &counter(), 50, vec![big], &|_| 5).unwrap();
+        assert_eq!(f.kept[0].citation, "a.rs:10-14");
+        assert!(f.drops[0].reason.starts_with("trimmed to a.rs:10-14"), "{}", f.drops[0].reason);
+        let repo = f.slots.iter().find(|s| s.slot == Slot::Repo).unwrap();
+        assert_eq!(repo.used, 45, "section heading counted once");
+    }
+
+    #[test]
+    fn a_question_larger_than_the_window_is_a_clear_error() {
+        let p = plan(1000, 100);
+        let err = fit(&p, &counter(), 900, Vec::new(), &|_| 0).unwrap_err();
+        assert!(err.to_string().contains("context_tokens"), "{err}");
+    }
+
+    #[test]
+    fn ratios_are_measured_bounded_and_persisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ratios.json");
+        let book = RatioBook::new(path.clone());
+        assert_eq!(book.get("m"), None);
+        assert_eq!(book.record("m", 100, 120), Some(1.2));
+        assert_eq!(book.record("m", 100, 10), None, "a cached prompt is not a measurement");
+        assert_eq!(book.record("m", 100, 140), Some(1.3));
+        assert_eq!(RatioBook::new(path).get("m"), Some(1.3));
+    }
+}

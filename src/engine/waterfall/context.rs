@@ -1,0 +1,340 @@
+//! Context assembly: turns what the tiers found (memories, the diff and its neighbours,
+//! search hits, earlier turns) into rendered prompt [`Piece`]s, each headed by the citation the
+//! model is asked to use (`path:line_start-line_end`), and renders the kept pieces into chat
+//! messages in the spec's order: instructions and profile rules, Memory, Diff, Repo,
+//! Library/Web, then the conversation and the question.
+
+use super::budget::Piece;
+use super::diff::FileDiff;
+use super::sources::{Neighbour, RecalledMemory};
+use super::types::{ChatSource, Slot};
+use crate::engine::index::files::language;
+use crate::engine::llm::{ChatMessage, Role};
+use crate::engine::protocol::SearchHit;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Lines of a neighbour file shown around its import of (or by) a changed file.
+const NEIGHBOUR_LINES: u32 = 40;
+
+/// The instructions at the top of every prompt.
+pub fn instructions(repo_name: &str) -> String {
+    format!(
+        "You are docdex, a local assistant answering questions about the code repository `{repo_name}`.\n\
+         Answer from the context below. Each snippet starts with a header naming its source as \
+         path:line_start-line_end; cite the sources you rely on in exactly that form. \
+         If the context does not contain the answer, say so instead of guessing."
+    )
+}
+
+/// The heading a slot's section gets in the prompt (empty for history, which is messages).
+pub fn heading(slot: Slot, diff_label: &str, agent: Option<&str>) -> String {
+    match slot {
+        Slot::Profile => format!("## Profile rules for agent {}\n", agent.unwrap_or("-")),
+        Slot::Memory => "## Repo memory\n".into(),
+        Slot::Diff => format!("## Diff under review: {diff_label}\n"),
+        Slot::Repo => "## Repository snippets\n".into(),
+        Slot::Library => "## Library documentation\n".into(),
+        Slot::Web => "## Web pages\n".into(),
+        Slot::System | Slot::History | Slot::Generation => String::new(),
+    }
+}
+
+/// Renders the kept pieces into messages: one system message (instructions, then each slot's
+/// section in priority order), the kept history, then the question.
+pub fn render(
+    instructions: &str,
+    question: &str,
+    kept: &[Piece],
+    heading: &dyn Fn(Slot) -> String,
+) -> Vec<ChatMessage> {
+    let mut system = instructions.to_string();
+    let mut current: Option<Slot> = None;
+    let mut history = Vec::new();
+    for p in kept {
+        if p.slot == Slot::History {
+            history.push(p);
+            continue;
+        }
+        if current != Some(p.slot) {
+            system.push_str("\n\n");
+            system.push_str(&heading(p.slot));
+            current = Some(p.slot);
+        }
+        system.push('\n');
+        system.push_str(&p.block);
+    }
+    let mut messages = vec![ChatMessage::new(Role::System, system)];
+    for h in history {
+        let role = if h.citation.starts_with("assistant") { Role::Assistant } else { Role::User };
+        messages.push(ChatMessage::new(role, h.block.clone()));
+    }
+    messages.push(ChatMessage::new(Role::User, question.to_string()));
+    messages
+}
+
+/// A fence longer than any backtick run inside `text`, so code never closes it early.
+fn fence(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat(longest.max(2) + 1)
+}
+
+/// `### citation (note)` then the text fenced with its language.
+fn block(citation: &str, note: &str, lang: &str, text: &str) -> String {
+    let f = fence(text);
+    let lang = if lang == "text" { "" } else { lang };
+    let note = if note.is_empty() { String::new() } else { format!(" ({note})") };
+    format!("### {citation}{note}\n{f}{lang}\n{}\n{f}\n", text.trim_end_matches('\n'))
+}
+
+fn citation(path: &str, a: u32, b: u32) -> String {
+    format!("{path}:{a}-{b}")
+}
+
+fn source(slot: Slot, path: &str, a: u32, b: u32, score: f32, note: &str) -> ChatSource {
+    ChatSource {
+        citation: citation(path, a, b),
+        slot,
+        path: Some(path.to_string()),
+        line_start: Some(a),
+        line_end: Some(b),
+        score,
+        note: note.to_string(),
+        cited: false,
+    }
+}
+
+/// Reads repository files once each, refusing anything that resolves outside the root.
+pub struct Files {
+    root: PathBuf,
+    cache: HashMap<String, Option<Arc<Vec<String>>>>,
+}
+
+impl Files {
+    /// A reader for files under `root` (canonical).
+    pub fn new(root: &Path) -> Files {
+        Files { root: root.to_path_buf(), cache: HashMap::new() }
+    }
+
+    /// The file's lines, or `None` when it is missing, binary or outside the repository.
+    pub fn lines(&mut self, rel: &str) -> Option<Arc<Vec<String>>> {
+        if let Some(hit) = self.cache.get(rel) {
+            return hit.clone();
+        }
+        let read = || -> Option<Arc<Vec<String>>> {
+            let real = std::fs::canonicalize(self.root.join(rel)).ok()?;
+            if !real.starts_with(&self.root) {
+                return None;
+            }
+            let bytes = std::fs::read(&real).ok()?;
+            if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
+                return None;
+            }
+            Some(Arc::new(String::from_utf8_lossy(&bytes).lines().map(str::to_string).collect()))
+        };
+        let lines = read();
+        self.cache.insert(rel.to_string(), lines.clone());
+        lines
+    }
+
+    /// Lines `a..=b` (1-based, clamped), or `None` when the range is empty.
+    pub fn slice(&mut self, rel: &str, a: u32, b: u32) -> Option<(u32, u32, String)> {
+        let lines = self.lines(rel)?;
+        let total = lines.len() as u32;
+        let a = a.max(1);
+        let b = b.min(total);
+        if a > b {
+            return None;
+        }
+        Some((a, b, lines[(a - 1) as usize..b as usize].join("\n")))
+    }
+}
+
+/// Search hits as Repo pieces, best first: the whole chunk, with the hit's snippet as the
+/// shorter fallback.
+pub fn repo_pieces(files: &mut Files, hits: &[SearchHit]) -> Vec<Piece> {
+    let mut out = Vec::new();
+    for (order, h) in hits.iter().enumerate() {
+        let note = if h.stale { "changed since indexed" } else { "" };
+        let Some((a, b, text)) = files.slice(&h.path, h.line_start, h.line_end) else { continue };
+        let snippet_lines = h.snippet.lines().count() as u32;
+        let snip_end = h.snippet_line_start + snippet_lines.saturating_sub(1);
+        let fallback = (snippet_lines > 0 && (h.snippet_line_start > a || snip_end < b))
+            .then(|| files.slice(&h.path, h.snippet_line_start, snip_end))
+            .flatten()
+            .map(|(sa, sb, stext)| {
+                Box::new(Piece {
+                    slot: Slot::Repo,
+                    citation: citation(&h.path, sa, sb),
+                    block: block(&citation(&h.path, sa, sb), note, &h.lang, &stext),
+                    source: Some(source(Slot::Repo, &h.path, sa, sb, h.score, note)),
+                    fallback: None,
+                    order,
+                })
+            });
+        out.push(Piece {
+            slot: Slot::Repo,
+            citation: citation(&h.path, a, b),
+            block: block(&citation(&h.path, a, b), note, &h.lang, &text),
+            source: Some(source(Slot::Repo, &h.path, a, b, h.score, note)),
+            fallback,
+            order,
+        });
+    }
+    out
+}
+
+/// Recalled memories as Memory pieces, closest first.
+pub fn memory_pieces(memories: &[RecalledMemory]) -> Vec<Piece> {
+    memories
+        .iter()
+        .enumerate()
+        .map(|(order, m)| {
+            let short: String = m.id.chars().take(8).collect();
+            let cite = format!("memory:{short}");
+            Piece {
+                slot: Slot::Memory,
+                citation: cite.clone(),
+                block: format!("### {cite}\n{}\n", m.content.trim()),
+                source: Some(ChatSource {
+                    citation: cite,
+                    slot: Slot::Memory,
+                    path: None,
+                    line_start: None,
+                    line_end: None,
+                    score: m.score,
+                    note: String::new(),
+                    cited: false,
+                }),
+                fallback: None,
+                order,
+            }
+        })
+        .collect()
+}
+
+/// Changed files as Diff pieces (their patches), in diff order.
+pub fn diff_pieces(changes: &[FileDiff]) -> Vec<Piece> {
+    let mut out = Vec::new();
+    for (order, f) in changes.iter().enumerate() {
+        let mut note = f.change.name().to_string();
+        if let Some(old) = &f.old_path {
+            note = format!("renamed from {old}");
+        }
+        let (a, b) = f.line_range().unwrap_or((1, 1));
+        let text = if f.binary {
+            "(binary file)".to_string()
+        } else if f.patch.is_empty() {
+            "(no content change)".to_string()
+        } else {
+            f.patch.clone()
+        };
+        out.push(Piece {
+            slot: Slot::Diff,
+            citation: citation(&f.path, a, b),
+            block: block(&citation(&f.path, a, b), &note, "diff", &text),
+            source: Some(source(Slot::Diff, &f.path, a, b, 0.0, &note)),
+            fallback: None,
+            order,
+        });
+    }
+    out
+}
+
+/// One-hop neighbours as Diff pieces after the patches: the lines around the import that
+/// links them, or the top of the file when the line is unknown.
+pub fn neighbour_pieces(files: &mut Files, neighbours: &[Neighbour], first_order: usize) -> Vec<Piece> {
+    let mut out = Vec::new();
+    for (i, n) in neighbours.iter().enumerate() {
+        let centre = n.line.filter(|_| n.dependent).unwrap_or(1);
+        let start = centre.saturating_sub(NEIGHBOUR_LINES / 4).max(1);
+        let Some((a, b, text)) = files.slice(&n.path, start, start + NEIGHBOUR_LINES - 1) else { continue };
+        let note = if n.dependent { format!("imports {}", n.changed) } else { format!("imported by {}", n.changed) };
+        let lang = language(Path::new(&n.path));
+        out.push(Piece {
+            slot: Slot::Diff,
+            citation: citation(&n.path, a, b),
+            block: block(&citation(&n.path, a, b), &note, lang, &text),
+            source: Some(source(Slot::Diff, &n.path, a, b, 0.0, &note)),
+            fallback: None,
+            order: first_order + i,
+        });
+    }
+    out
+}
+
+/// Earlier messages as History pieces, newest first (so the oldest are dropped first).
+pub fn history_pieces(history: &[ChatMessage]) -> Vec<Piece> {
+    history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role != Role::System && !m.content.trim().is_empty())
+        .map(|(order, m)| {
+            let who = if m.role == Role::Assistant { "assistant" } else { "user" };
+            Piece {
+                slot: Slot::History,
+                citation: format!("{who} message {}", order + 1),
+                block: m.content.clone(),
+                source: None,
+                fallback: None,
+                order,
+            }
+        })
+        .rev()
+        .collect()
+}
+
+/// Marks the sources the answer cites (by citation, or by path for file sources).
+pub fn mark_cited(sources: &mut [ChatSource], answer: &str) {
+    for s in sources {
+        s.cited = answer.contains(&s.citation) || s.path.as_deref().is_some_and(|p| answer.contains(p));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(slot: Slot, cite: &str, block: &str, order: usize) -> Piece {
+        Piece { slot, citation: cite.into(), block: block.into(), source: None, fallback: None, order }
+    }
+
+    #[test]
+    fn renders_sections_in_priority_order_then_history_then_the_question() {
+        let kept = vec![
+            p(Slot::Memory, "memory:1", "### memory:1\nuse tabs\n", 0),
+            p(Slot::Diff, "a.rs:1-2", "### a.rs:1-2\n", 0),
+            p(Slot::Repo, "b.rs:3-4", "### b.rs:3-4\n", 0),
+            p(Slot::History, "user message 1", "earlier question", 0),
+            p(Slot::History, "assistant message 2", "earlier answer", 1),
+        ];
+        let msgs = render("INSTRUCTIONS", "the question", &kept, &|s| heading(s, "working", None));
+        assert_eq!(msgs.len(), 4);
+        let sys = &msgs[0].content;
+        let at = |s: &str| sys.find(s).unwrap_or_else(|| panic!("{s} missing from {sys}"));
+        assert!(at("INSTRUCTIONS") < at("## Repo memory") && at("## Repo memory") < at("## Diff under review"));
+        assert!(at("## Diff under review") < at("## Repository snippets") && at("a.rs:1-2") < at("b.rs:3-4"));
+        assert_eq!((msgs[1].role, msgs[2].role, msgs[3].role), (Role::User, Role::Assistant, Role::User));
+        assert_eq!(msgs[3].content, "the question");
+    }
+
+    #[test]
+    fn fences_outgrow_backticks_inside() {
+        let b = block("x.md:1-3", "", "markdown", "```rust\nfn a() {}\n```");
+        assert!(b.starts_with("### x.md:1-3\n````markdown\n"), "{b}");
+        assert!(b.ends_with("\n````\n"));
+    }
+
+    #[test]
+    fn citations_are_marked_by_range_or_path() {
+        let mut s = vec![source(Slot::Repo, "src/a.rs", 1, 5, 1.0, ""), source(Slot::Repo, "src/b.rs", 1, 5, 1.0, "")];
+        mark_cited(&mut s, "see src/a.rs:1-5.");
+        assert!(s[0].cited && !s[1].cited);
+    }
+}

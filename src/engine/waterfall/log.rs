@@ -1,0 +1,67 @@
+//! The turn's reasoning-DAG writer: joins or starts the session, logs the request, and
+//! appends one node per step. Logging never fails a chat: a problem with `dag.db` becomes a
+//! notice and logging stops for the rest of the turn.
+
+use super::types::ChatTurnRequest;
+use crate::engine::dag::{DagStore, NodeKind};
+use crate::engine::repos::RepoRef;
+use serde_json::{json, Value};
+
+/// The turn's reasoning-DAG writer. Logging never fails a chat: a problem with `dag.db`
+/// becomes a notice and logging stops for the turn.
+#[derive(Default)]
+pub(super) struct DagLog {
+    store: Option<DagStore>,
+    /// The session id (also when logging is off).
+    pub(super) session: String,
+    /// This request's turn in the session.
+    pub(super) turn: u32,
+    /// The budget decision, which the model call follows from.
+    pub(super) budget_node: Option<i64>,
+    /// Problems met while logging.
+    pub(super) notices: Vec<String>,
+}
+
+impl DagLog {
+    /// Joins (or starts) the session and logs the user's request.
+    pub(super) fn begin(repo: &RepoRef, req: &ChatTurnRequest) -> (DagLog, Option<i64>) {
+        let mut log = DagLog { turn: 1, session: req.session_id.clone().unwrap_or_default(), ..Default::default() };
+        let opened = DagStore::open(repo).and_then(|s| {
+            let cursor = s.join_session(req.session_id.as_deref(), req.agent_id.as_deref(), &req.query)?;
+            Ok((s, cursor))
+        });
+        match opened {
+            Ok((store, cursor)) => {
+                log.session = cursor.id;
+                log.turn = cursor.turn;
+                log.store = Some(store);
+                let payload = json!({"query": req.query, "agent_id": req.agent_id, "web": req.web, "diff": req.diff,
+                                     "history_messages": req.history.len(), "turn": cursor.turn});
+                let label: String = req.query.chars().take(120).collect();
+                let root = log.node(NodeKind::UserRequest, &label, payload, &[cursor.last_node]);
+                (log, root)
+            }
+            Err(e) => {
+                if log.session.is_empty() {
+                    log.session = uuid::Uuid::new_v4().to_string();
+                }
+                log.notices.push(format!("the reasoning log (dag.db) is unavailable, this turn is not logged: {e}"));
+                (log, None)
+            }
+        }
+    }
+
+    /// Appends a node; `None` when logging is off.
+    pub(super) fn node(&mut self, kind: NodeKind, label: &str, payload: Value, parents: &[Option<i64>]) -> Option<i64> {
+        let store = self.store.as_ref()?;
+        let parents: Vec<i64> = parents.iter().flatten().copied().collect();
+        match store.add_node(&self.session, kind, label, &payload, &parents) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                self.notices.push(format!("the reasoning log stopped part-way through this turn: {e}"));
+                self.store = None;
+                None
+            }
+        }
+    }
+}

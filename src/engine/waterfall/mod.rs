@@ -1,0 +1,174 @@
+//! The waterfall orchestrator: one chat turn, the same for every surface (`docdex chat`,
+//! HTTP `/v1/chat/completions`, MCP, the TUI), each of which calls [`Engine::chat`].
+//!
+//! A turn runs the tiers in order and records each in the trace and the reasoning DAG:
+//! Tier 0 (profile rules: reserved until profiles exist), Tier 1 (the code index, and the libs
+//! index when a repo has one), the confidence gate against `[search] web_trigger_threshold`,
+//! Tier 2 (the web: wanted on low confidence or when forced, not built yet, so recorded as
+//! unavailable), then Tier 3 (repo memory, the git diff with its one-hop neighbours, and the
+//! model). Context is assembled Memory > Diff > Repo > History > Library/Web within the token
+//! budget (`budget`), the answer streams as it is generated, and without a reachable model
+//! the turn still returns everything it retrieved, with the commands that set a model up.
+
+mod answer;
+pub mod budget;
+pub mod context;
+pub mod diff;
+mod log;
+pub mod sources;
+mod tiers;
+pub mod types;
+
+pub use answer::no_model_message;
+pub use tiers::decide_gate;
+
+use crate::engine::protocol::SearchResponse;
+use crate::engine::repos::RepoRef;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use budget::RatioBook;
+use diff::FileDiff;
+use log::DagLog;
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+use types::*;
+
+/// The waterfall's per-engine state: context windows the provider reported (per server and
+/// model) and measured token ratios.
+#[derive(Default)]
+pub(crate) struct WaterfallState {
+    windows: Mutex<HashMap<String, Option<u32>>>,
+    ratios: OnceLock<RatioBook>,
+}
+
+/// An event callback: return `ControlFlow::Break` to stop the answer.
+pub type OnChatEvent<'a> = &'a mut dyn FnMut(ChatTurnEvent) -> ControlFlow<()>;
+
+impl Engine {
+    /// Answers one chat turn about the repository at `repo_path`, streaming events (steps as
+    /// they finish, the assembled context, answer tokens, notices) into `on_event`.
+    ///
+    /// Returning `ControlFlow::Break` from `on_event` stops the answer (the turn still returns,
+    /// with status `stopped`). Bad input (an empty question, a bad diff range, not a git
+    /// repository) is an error; an unreachable server or a missing model is not: the response
+    /// then has no answer, status `unavailable`, and the retrieved sources.
+    pub fn chat(&self, repo_path: &Path, req: &ChatTurnRequest, on_event: OnChatEvent<'_>) -> Result<ChatTurnResponse> {
+        validate(req)?;
+        budget::warm_up();
+        let repo = self.resolve_repo(repo_path)?;
+        // An unindexed repository fails here, before anything is logged.
+        self.searcher(&repo)?;
+        Turn::new(self, &repo, req, on_event).run()
+    }
+
+    fn waterfall(&self) -> &WaterfallState {
+        &self.inner.waterfall
+    }
+
+    fn token_ratios(&self) -> &RatioBook {
+        self.waterfall().ratios.get_or_init(|| RatioBook::new(self.inner.paths.state.join("cache/token_ratios.json")))
+    }
+}
+
+fn validate(req: &ChatTurnRequest) -> Result<()> {
+    if req.query.trim().is_empty() {
+        return Err(Error::BadRequest("empty question: pass --query TEXT (or type one at the prompt)".into()));
+    }
+    if let Some(id) = req.session_id.as_deref().filter(|id| !crate::engine::dag::valid_session_id(id)) {
+        return Err(Error::BadRequest(format!("bad session id {id:?}: use 1 to 64 letters, digits, '-' or '_'")));
+    }
+    if let Some(agent) = &req.agent_id {
+        if !crate::engine::dag::valid_session_id(agent) {
+            return Err(Error::BadRequest(format!(
+                "bad agent id {agent:?}: use 1 to 64 letters, digits, '-' or '_' (e.g. mcoda_frontend)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One request in flight.
+struct Turn<'a> {
+    engine: &'a Engine,
+    repo: &'a RepoRef,
+    req: &'a ChatTurnRequest,
+    on_event: OnChatEvent<'a>,
+    started: Instant,
+    trace: ChatTrace,
+    dag: DagLog,
+    stopped: bool,
+}
+
+/// What Tier 1 and Tier 3 retrieval found.
+#[derive(Default)]
+struct Found {
+    search: Option<SearchResponse>,
+    memories: Vec<sources::RecalledMemory>,
+    diff: Vec<FileDiff>,
+    diff_label: String,
+    neighbours: Vec<sources::Neighbour>,
+}
+
+impl<'a> Turn<'a> {
+    fn new(engine: &'a Engine, repo: &'a RepoRef, req: &'a ChatTurnRequest, on_event: OnChatEvent<'a>) -> Turn<'a> {
+        Turn {
+            engine,
+            repo,
+            req,
+            on_event,
+            started: Instant::now(),
+            trace: ChatTrace {
+                request_id: uuid::Uuid::new_v4().to_string(),
+                agent_id: req.agent_id.clone(),
+                ..Default::default()
+            },
+            dag: DagLog::default(),
+            stopped: false,
+        }
+    }
+
+    fn emit(&mut self, ev: ChatTurnEvent) {
+        if (self.on_event)(ev).is_break() {
+            self.stopped = true;
+        }
+    }
+
+    fn step(&mut self, tier: u8, name: &str, status: StepStatus, since: Instant, items: u32, detail: String) {
+        let step = StepTrace { tier, name: name.into(), status, ms: ms(since), items, detail };
+        self.trace.steps.push(step.clone());
+        self.emit(ChatTurnEvent::Step(step));
+    }
+
+    fn notice(&mut self, message: String) {
+        tracing::info!(%message, "chat notice");
+        self.trace.notices.push(message.clone());
+        self.emit(ChatTurnEvent::Notice { message });
+    }
+
+    fn run(mut self) -> Result<ChatTurnResponse> {
+        // Bad diff input fails the request before anything is logged.
+        let diff_started = Instant::now();
+        let diff = self.collect_diff()?;
+        let diff_ms = ms(diff_started);
+        let (dag, root) = DagLog::begin(self.repo, self.req);
+        self.dag = dag;
+        let plan_node = self.plan_thought(root, diff.as_ref());
+        self.profile_step();
+        let mut found = Found::default();
+        let search_obs = self.code_index(plan_node, &mut found)?;
+        self.libs_step();
+        let gate_node = self.gate(search_obs, found.search.as_ref());
+        let web_obs = self.web_step(gate_node);
+        let memory_obs = self.memory_step(plan_node, &mut found);
+        let diff_obs = self.diff_step(plan_node, diff, diff_ms, &mut found);
+        let assembled = self.assemble(&found, &[gate_node, web_obs, memory_obs, diff_obs])?;
+        self.finish(assembled)
+    }
+}
+
+fn ms(since: Instant) -> f64 {
+    (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
+}

@@ -1,0 +1,303 @@
+//! Tiers 0 to 3 up to the model: profile rules (reserved), the code and libs indexes, the
+//! confidence gate, the web tier (wanted or not, not built yet), repo memory, and the git diff
+//! with its one-hop neighbours. Each step lands in the trace, as an event, and in the DAG.
+
+use super::diff::{self, DiffTarget, FileDiff};
+use super::sources::{self, Availability};
+use super::types::*;
+use super::{ms, Found, Turn};
+use crate::engine::dag::NodeKind;
+use crate::engine::protocol::{SearchRequest, SearchResponse};
+use crate::error::Result;
+use serde_json::{json, Value};
+use std::time::Instant;
+
+/// Hits shown to the gate in the trace.
+const GATE_TOP_HITS: usize = 5;
+/// Memories recalled per question.
+const MEMORY_LIMIT: usize = 8;
+/// Neighbours added for a diff at most.
+const MAX_NEIGHBOURS: usize = 12;
+
+impl Turn<'_> {
+    pub(super) fn collect_diff(&self) -> Result<Option<(DiffTarget, Vec<FileDiff>)>> {
+        let Some(d) = &self.req.diff else { return Ok(None) };
+        let target = DiffTarget::parse(&d.target)?;
+        let files = diff::collect(&self.repo.root, &target, &d.paths)?;
+        Ok(Some((target, files)))
+    }
+
+    pub(super) fn plan_thought(
+        &mut self,
+        root: Option<i64>,
+        diff: Option<&(DiffTarget, Vec<FileDiff>)>,
+    ) -> Option<i64> {
+        let mut plan = vec!["search the code index".to_string()];
+        if self.engine.config().memory.enabled {
+            plan.push("recall repo memory".into());
+        }
+        if let Some((target, files)) = diff {
+            plan.push(format!(
+                "read the diff ({}, {} files) and its one-hop neighbours",
+                target.describe(),
+                files.len()
+            ));
+        }
+        plan.push("gate on local confidence, budget the context, ask the model".into());
+        let label = format!("plan: {}", plan.join("; "));
+        let payload = json!({"steps": plan, "web": self.req.web, "agent_id": self.req.agent_id});
+        self.dag.node(NodeKind::Thought, &label, payload, &[root])
+    }
+
+    pub(super) fn profile_step(&mut self) {
+        let (status, detail) = match &self.req.agent_id {
+            Some(a) => (
+                StepStatus::Unavailable,
+                format!("agent {a}: profiles are not built yet, so the profile slot stays empty"),
+            ),
+            None => (StepStatus::Skipped, "no agent id; the profile slot stays empty".to_string()),
+        };
+        self.step(0, "profile", status, Instant::now(), 0, detail);
+    }
+
+    /// Tier 1: the code index. Returns the DAG observation node.
+    pub(super) fn code_index(&mut self, plan: Option<i64>, found: &mut Found) -> Result<Option<i64>> {
+        let started = Instant::now();
+        let limit = self.engine.config().search.max_repo_hits.max(1) as usize;
+        let sreq = SearchRequest { query: self.req.query.clone(), limit: Some(limit), ..Default::default() };
+        let call = self.dag.node(
+            NodeKind::ToolCall,
+            "search the code index",
+            json!({"tool": "search", "index": "code", "query": self.req.query, "limit": limit}),
+            &[plan],
+        );
+        let resp = match self.engine.search_for_chat(&self.repo.root, &sreq) {
+            Ok(r) => r,
+            Err(e) => {
+                self.dag.node(NodeKind::Observation, "search failed", json!({"error": e.to_string()}), &[call]);
+                return Err(e);
+            }
+        };
+        let top: Vec<Value> = resp
+            .results
+            .iter()
+            .take(GATE_TOP_HITS)
+            .map(|h| json!({"citation": h.chunk_id, "score": h.score}))
+            .collect();
+        let detail = format!("{} hits, confidence {:.2}", resp.results.len(), resp.confidence);
+        self.trace.timings_ms.retrieval = ms(started);
+        let obs = self.dag.node(
+            NodeKind::Observation,
+            &detail,
+            json!({"hits": resp.results.len(), "total_hits": resp.total_hits, "confidence": resp.confidence, "top": top}),
+            &[call],
+        );
+        self.step(1, "code_index", StepStatus::Ran, started, resp.results.len() as u32, detail);
+        found.search = Some(resp);
+        Ok(obs)
+    }
+
+    pub(super) fn libs_step(&mut self) {
+        let exists = self.repo.state_dir.join("libs_index").join("meta.json").exists();
+        let (status, detail) = if exists {
+            (StepStatus::Skipped, "a libs index exists but this build does not search it yet".to_string())
+        } else {
+            (StepStatus::Absent, "no libs index for this repository (library docs ingestion is not built yet)".into())
+        };
+        self.step(1, "libs_index", status, Instant::now(), 0, detail);
+    }
+
+    /// The confidence gate. Returns the DAG decision node.
+    pub(super) fn gate(&mut self, obs: Option<i64>, search: Option<&SearchResponse>) -> Option<i64> {
+        let threshold = self.engine.config().search.web_trigger_threshold;
+        let confidence = search.map(|s| s.confidence).unwrap_or(0.0);
+        let top_hits = search
+            .map(|s| {
+                s.results
+                    .iter()
+                    .take(GATE_TOP_HITS)
+                    .map(|h| ScoredHit { citation: h.chunk_id.clone(), score: h.score })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let gate = decide_gate(confidence, threshold, self.req.web, top_hits);
+        tracing::info!(confidence, threshold, web_wanted = gate.web_wanted, reason = %gate.reason, "waterfall gate");
+        let label = format!("gate: {}", gate.reason);
+        let node = self.dag.node(
+            NodeKind::Decision,
+            &label,
+            json!({"decision": "gate", "confidence": confidence, "threshold": threshold, "passed": gate.passed,
+                   "web_policy": gate.web_policy, "web_wanted": gate.web_wanted, "web_available": false}),
+            &[obs],
+        );
+        let detail = gate.reason.clone();
+        self.trace.gate = gate;
+        self.step(1, "gate", StepStatus::Ran, Instant::now(), 0, detail);
+        node
+    }
+
+    /// Tier 2. Returns the DAG observation node when the web was wanted.
+    pub(super) fn web_step(&mut self, gate: Option<i64>) -> Option<i64> {
+        if !self.trace.gate.web_wanted {
+            let why =
+                if self.req.web == WebPolicy::Off { "web not wanted (--no-web)" } else { "local results suffice" };
+            self.step(2, "web", StepStatus::Skipped, Instant::now(), 0, why.into());
+            return None;
+        }
+        let call =
+            self.dag.node(NodeKind::ToolCall, "web search", json!({"tool": "web", "query": self.req.query}), &[gate]);
+        let detail = "the web tier is not built yet (a later issue): answering from local context".to_string();
+        let obs = self.dag.node(
+            NodeKind::Observation,
+            "web unavailable",
+            json!({"available": false, "detail": detail}),
+            &[call],
+        );
+        self.step(2, "web", StepStatus::Unavailable, Instant::now(), 0, detail);
+        let why = if self.req.web == WebPolicy::Force {
+            "web search was asked for".to_string()
+        } else {
+            format!("local confidence is low ({})", self.trace.gate.reason)
+        };
+        self.notice(format!("{why}, but the web tier is not available yet; the answer uses local context only"));
+        obs
+    }
+
+    /// Tier 3: repo memory. Returns the DAG observation node.
+    pub(super) fn memory_step(&mut self, plan: Option<i64>, found: &mut Found) -> Option<i64> {
+        let started = Instant::now();
+        if !self.engine.config().memory.enabled {
+            self.step(3, "memory", StepStatus::Skipped, started, 0, "[memory] enabled = false".into());
+            return None;
+        }
+        let call = self.dag.node(
+            NodeKind::ToolCall,
+            "recall repo memory",
+            json!({"tool": "memory_recall", "limit": MEMORY_LIMIT}),
+            &[plan],
+        );
+        let (status, detail, payload) =
+            match sources::recall_memory(self.engine, self.repo, &self.req.query, MEMORY_LIMIT) {
+                Ok(Availability::Ready(m)) => {
+                    let detail = format!("{} memories recalled", m.len());
+                    let ids: Vec<&str> = m.iter().map(|x| x.id.as_str()).collect();
+                    let payload = json!({"memories": ids});
+                    found.memories = m;
+                    (StepStatus::Ran, detail, payload)
+                }
+                Ok(Availability::Unavailable(why)) => {
+                    (StepStatus::Unavailable, why.clone(), json!({"available": false, "detail": why}))
+                }
+                Err(e) => (StepStatus::Failed, format!("memory recall failed: {e}"), json!({"error": e.to_string()})),
+            };
+        self.trace.timings_ms.memory = ms(started);
+        let obs = self.dag.node(NodeKind::Observation, &detail, payload, &[call]);
+        let items = found.memories.len() as u32;
+        self.step(3, "memory", status, started, items, detail);
+        obs
+    }
+
+    /// Tier 3: the diff and its one-hop neighbours. Returns the DAG observation node.
+    pub(super) fn diff_step(
+        &mut self,
+        plan: Option<i64>,
+        diff: Option<(DiffTarget, Vec<FileDiff>)>,
+        diff_ms: f64,
+        found: &mut Found,
+    ) -> Option<i64> {
+        let Some((target, files)) = diff else {
+            self.step(3, "diff", StepStatus::Skipped, Instant::now(), 0, "no --diff asked".into());
+            return None;
+        };
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let call = self.dag.node(
+            NodeKind::ToolCall,
+            &format!("git diff ({})", target.describe()),
+            json!({"tool": "git diff", "target": self.req.diff.as_ref().map(|d| d.target.clone()), "paths": self.req.diff.as_ref().map(|d| d.paths.clone())}),
+            &[plan],
+        );
+        let detail = format!("{} changed files ({})", files.len(), target.describe());
+        let obs = self.dag.node(NodeKind::Observation, &detail, json!({"files": paths}), &[call]);
+        let step = StepTrace {
+            tier: 3,
+            name: "diff".into(),
+            status: StepStatus::Ran,
+            ms: diff_ms,
+            items: files.len() as u32,
+            detail,
+        };
+        self.trace.steps.push(step.clone());
+        self.emit(ChatTurnEvent::Step(step));
+        let started = Instant::now();
+        let changed: Vec<String> =
+            files.iter().filter(|f| f.change != diff::Change::Deleted).map(|f| f.path.clone()).collect();
+        let mut last = obs;
+        if !changed.is_empty() {
+            let call = self.dag.node(
+                NodeKind::ToolCall,
+                "impact graph: one hop",
+                json!({"tool": "impact", "files": changed}),
+                &[obs],
+            );
+            let (status, detail, payload) = match sources::one_hop(self.engine, self.repo, &changed, MAX_NEIGHBOURS) {
+                Ok(Availability::Ready(n)) => {
+                    let detail = format!("{} neighbours one import away", n.len());
+                    let payload = json!({"neighbours": n.iter().map(|x| json!({"path": x.path, "changed": x.changed, "dependent": x.dependent})).collect::<Vec<_>>()});
+                    found.neighbours = n;
+                    (StepStatus::Ran, detail, payload)
+                }
+                Ok(Availability::Unavailable(why)) => {
+                    (StepStatus::Unavailable, why.clone(), json!({"available": false, "detail": why}))
+                }
+                Err(e) => {
+                    (StepStatus::Failed, format!("impact expansion failed: {e}"), json!({"error": e.to_string()}))
+                }
+            };
+            last = self.dag.node(NodeKind::Observation, &detail, payload, &[call]);
+            let items = found.neighbours.len() as u32;
+            self.step(3, "impact", status, started, items, detail);
+        }
+        self.trace.timings_ms.diff = diff_ms + ms(started);
+        found.diff_label = target.describe();
+        found.diff = files;
+        last
+    }
+}
+
+/// The gate: stay local when `confidence >= threshold`; want the web below it or when forced;
+/// never with `--no-web`.
+pub fn decide_gate(confidence: f64, threshold: f64, policy: WebPolicy, top_hits: Vec<ScoredHit>) -> GateTrace {
+    let passed = confidence >= threshold;
+    let cmp = if passed { ">=" } else { "<" };
+    let (web_wanted, reason) = match policy {
+        WebPolicy::Off => {
+            (false, format!("web suppressed (--no-web); confidence {confidence:.2} {cmp} threshold {threshold:.2}"))
+        }
+        WebPolicy::Force => {
+            (true, format!("web forced (--force-web); confidence {confidence:.2} {cmp} threshold {threshold:.2}"))
+        }
+        WebPolicy::Auto if passed => {
+            (false, format!("confidence {confidence:.2} >= threshold {threshold:.2}: stay local"))
+        }
+        WebPolicy::Auto => (true, format!("confidence {confidence:.2} < threshold {threshold:.2}: web wanted")),
+    };
+    GateTrace { confidence, threshold, passed, top_hits, web_policy: policy, web_wanted, reason, web_available: false }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_compares_confidence_with_the_threshold_inclusively() {
+        let at = decide_gate(0.7, 0.7, WebPolicy::Auto, vec![]);
+        assert!(at.passed && !at.web_wanted, "{at:?}");
+        let below = decide_gate(0.69, 0.7, WebPolicy::Auto, vec![]);
+        assert!(!below.passed && below.web_wanted && !below.web_available);
+        let forced = decide_gate(0.95, 0.7, WebPolicy::Force, vec![]);
+        assert!(forced.passed && forced.web_wanted);
+        let off = decide_gate(0.1, 0.7, WebPolicy::Off, vec![]);
+        assert!(!off.passed && !off.web_wanted);
+        assert!(off.reason.contains("0.10 < threshold 0.70"), "{}", off.reason);
+    }
+}

@@ -1,0 +1,252 @@
+//! Deterministic view-models for the TUI's snapshot tests and its benchmark:
+//! impact graphs of any size (with cycles, guessed edges, packages and
+//! unresolved imports), a waterfall trace, a reasoning DAG, repository
+//! overviews, and search responses with many hits.
+
+use crate::engine::protocol::{
+    Highlight, IndexProgress, IndexState, LastEvent, RepoOverview, RepoState, SearchHit, SearchResponse, SearchTiming,
+};
+use crate::tui::widgets::dag::{DagNode, DagSession, DagView};
+use crate::tui::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind};
+use crate::tui::widgets::trace::{DroppedSnippet, SlotBudget, TierRun, TraceView};
+use std::path::PathBuf;
+
+fn file(id: &str) -> GraphNode {
+    GraphNode { id: id.into(), kind: NodeKind::File, unresolved_imports: 0, in_cycle: false }
+}
+
+/// A small graph around `src/auth/session.rs`: two importers, three imports (one guessed, one a
+/// package), a cycle with `src/auth/store.rs`, and a file with unresolved imports.
+pub fn small_graph() -> GraphView {
+    let mut nodes = vec![
+        file("src/auth/session.rs"),
+        file("src/main.rs"),
+        file("src/api/handlers.rs"),
+        file("src/auth/store.rs"),
+        file("src/util/time.rs"),
+        GraphNode { id: "serde".into(), kind: NodeKind::External, unresolved_imports: 0, in_cycle: false },
+        file("src/auth/tokens.rs"),
+    ];
+    nodes[2].unresolved_imports = 2;
+    let e = |from, to, confidence| GraphEdge { from, to, confidence };
+    GraphView {
+        nodes,
+        edges: vec![
+            e(1, 0, 1.0),
+            e(2, 0, 1.0),
+            e(0, 3, 1.0),
+            e(3, 0, 1.0),
+            e(0, 4, 0.6),
+            e(0, 5, 1.0),
+            e(3, 6, 1.0),
+            e(1, 2, 1.0),
+        ],
+        center: 0,
+        depth: 2,
+    }
+}
+
+/// A graph of `n` files around node 0: a fan of importers and imports over several levels,
+/// some guessed edges, a few cycles and unresolved imports. Deterministic for a given `n`.
+pub fn large_graph(n: usize) -> GraphView {
+    let n = n.max(2);
+    let mut nodes: Vec<GraphNode> = (0..n)
+        .map(|i| {
+            let dir = ["core", "api", "db", "ui", "util", "auth"][i % 6];
+            file(&format!("src/{dir}/module_{i:03}.rs"))
+        })
+        .collect();
+    let mut edges = Vec::new();
+    // A tree around the centre: the first eleven neighbours alternate between importers (odd)
+    // and imports (even); each further node hangs off an earlier one on the same side.
+    let mut importer = vec![false; n];
+    for i in 1..n {
+        let parent = if i < 12 { 0 } else { (i - 1) / 6 };
+        importer[i] = if i < 12 { i % 2 == 1 } else { importer[parent] };
+        let confidence = if i % 7 == 0 { 0.55 } else { 1.0 };
+        if importer[i] {
+            edges.push(GraphEdge { from: i, to: parent, confidence });
+        } else {
+            edges.push(GraphEdge { from: parent, to: i, confidence });
+        }
+        if i % 11 == 0 {
+            nodes[i].unresolved_imports = (i % 3 + 1) as u32;
+        }
+    }
+    // A few cycles back to the centre and between siblings.
+    for i in (2..n).step_by(23) {
+        edges.push(GraphEdge { from: i, to: 0, confidence: 1.0 });
+    }
+    for i in (5..n.saturating_sub(1)).step_by(31) {
+        edges.push(GraphEdge { from: i + 1, to: i, confidence: 0.9 });
+        edges.push(GraphEdge { from: i, to: i + 1, confidence: 0.9 });
+    }
+    GraphView { nodes, edges, center: 0, depth: 4 }
+}
+
+/// A trace of one chat turn that escalated to the web tier.
+pub fn trace() -> TraceView {
+    let tier = |name: &str, ran: bool, score: Option<f64>, threshold: Option<f64>, outcome: &str, ms: f64| TierRun {
+        name: name.into(),
+        ran,
+        score,
+        threshold,
+        outcome: outcome.into(),
+        ms,
+    };
+    TraceView {
+        turn: 2,
+        question: "where are sessions expired and how long do they live?".into(),
+        tiers: vec![
+            tier("memory", true, Some(0.31), None, "2 notes recalled", 4.0),
+            tier("local", true, Some(0.62), Some(0.70), "below the gate: web next", 18.0),
+            tier("web", true, Some(0.81), Some(0.70), "3 pages fetched", 1840.0),
+            tier("llm", true, None, None, "answered with 4 citations", 2310.0),
+        ],
+        budget: vec![
+            SlotBudget { slot: "system".into(), used: 180, limit: 256 },
+            SlotBudget { slot: "memory".into(), used: 96, limit: 512 },
+            SlotBudget { slot: "repo".into(), used: 2048, limit: 2048 },
+            SlotBudget { slot: "web".into(), used: 1310, limit: 1024 },
+            SlotBudget { slot: "answer".into(), used: 412, limit: 1024 },
+        ],
+        dropped: vec![
+            DroppedSnippet {
+                source: "src/auth/session.rs:120-180".into(),
+                tokens: 410,
+                reason: "repo budget full".into(),
+            },
+            DroppedSnippet {
+                source: "https://example.org/sessions".into(),
+                tokens: 290,
+                reason: "duplicate of a kept page".into(),
+            },
+        ],
+        timings: vec![("memory".into(), 4.0), ("search".into(), 18.0), ("web".into(), 1840.0), ("llm".into(), 2310.0)],
+    }
+}
+
+/// A recorded session's reasoning DAG.
+pub fn dag() -> DagView {
+    let node = |id: &str, kind: &str, label: &str, parents: &[&str], detail: &str| DagNode {
+        id: id.into(),
+        kind: kind.into(),
+        label: label.into(),
+        parents: parents.iter().map(|p| p.to_string()).collect(),
+        detail: detail.into(),
+    };
+    DagView {
+        sessions: vec![
+            DagSession {
+                id: "s-2".into(),
+                title: "session expiry".into(),
+                nodes: 6,
+                started_ms: 1_700_000_000_000 - 120_000,
+            },
+            DagSession {
+                id: "s-1".into(),
+                title: "parser config".into(),
+                nodes: 3,
+                started_ms: 1_700_000_000_000 - 7_200_000,
+            },
+        ],
+        selected_session: 0,
+        nodes: vec![
+            node("n1", "query", "where are sessions expired?", &[], "The user's question, as typed."),
+            node("n2", "memory", "recall: 2 notes", &["n1"], "Notes about session TTLs saved last week."),
+            node(
+                "n3",
+                "search",
+                "local: 12 hits, confidence 0.62",
+                &["n1"],
+                "BM25 over the repository; below the 0.70 gate.",
+            ),
+            node("n4", "web", "3 pages", &["n3"], "Escalated because local confidence was under the threshold."),
+            node("n5", "llm", "phi3.5 · 2,310 ms", &["n2", "n3", "n4"], "Prompt of 3,634 tokens; 412 generated."),
+            node("n6", "answer", "4 citations", &["n5"], "Sessions expire in SessionStore::expire_stale_sessions [1]."),
+        ],
+    }
+}
+
+/// Repository overviews for the switcher: a ready one, one being indexed, one never indexed,
+/// one watched, and one whose directory is gone. Times relative to `now_ms`.
+pub fn overviews(now_ms: u64) -> Vec<RepoOverview> {
+    let base = |path: &str, state: RepoState, files: u64, chunks: u64, ago_ms: Option<u64>| RepoOverview {
+        path: PathBuf::from(path),
+        fingerprint: format!("{:0>64}", path.len()),
+        registered: true,
+        exists: true,
+        state,
+        files,
+        chunks,
+        last_indexed_ms: ago_ms.map(|a| now_ms - a),
+        watching: false,
+        writer_pid: None,
+        queued: 0,
+        progress: None,
+        last_event: None,
+        last_error: None,
+    };
+    let mut indexing = base("/work/code/monorepo", RepoState::Updating, 48_210, 301_877, Some(86_400_000));
+    indexing.progress = Some(IndexProgress {
+        phase: "indexing".into(),
+        files_done: 12_000,
+        files_total: 48_210,
+        bytes_done: 41_000_000,
+        bytes_total: 160_000_000,
+    });
+    indexing.writer_pid = Some(4242);
+    let mut watched = base("/work/code/shop", RepoState::Ready, 1_204, 9_876, Some(300_000));
+    watched.watching = true;
+    watched.writer_pid = Some(4343);
+    watched.last_event = Some(LastEvent { kind: "modify".into(), path: "src/cart.rs".into(), at: now_ms - 8_000 });
+    let mut gone = base("/work/old/prototype", RepoState::Ready, 77, 310, Some(40 * 86_400_000));
+    gone.exists = false;
+    vec![
+        base("/work/code/docs-site", RepoState::NotIndexed, 0, 0, None),
+        indexing,
+        gone,
+        watched,
+        base("/work/code/tools", RepoState::Ready, 312, 2_041, Some(3_600_000 * 5)),
+    ]
+}
+
+/// A search response with `n` hits over made-up files, as the engine would return it.
+pub fn search_response(query: &str, n: usize) -> SearchResponse {
+    let results = (0..n)
+        .map(|i| {
+            let path = format!("src/{}/file_{i:05}.rs", ["core", "api", "db", "ui"][i % 4]);
+            let line_start = (i % 400) as u32 + 1;
+            SearchHit {
+                chunk_id: format!("{path}:{line_start}-{}", line_start + 20),
+                path,
+                lang: "rust".into(),
+                line_start,
+                line_end: line_start + 20,
+                page_start: None,
+                page_end: None,
+                score: 10.0 / (i + 1) as f32,
+                snippet_line_start: line_start,
+                snippet: format!("fn {query}_{i}(session: &Session) -> Result<()> {{\n    todo()\n}}"),
+                highlights: vec![Highlight { line: line_start, start: 3, end: 3 + query.len() }],
+                generation: 1,
+                stale: false,
+                context: Vec::new(),
+            }
+        })
+        .collect();
+    SearchResponse {
+        schema_version: 1,
+        project_id: "0".repeat(64),
+        repo: PathBuf::from("/work/code/shop"),
+        query: query.into(),
+        index_state: IndexState::Ready,
+        generation: 1,
+        confidence: 0.91,
+        results,
+        total_hits: n,
+        next_cursor: String::new(),
+        pii_redacted: false,
+        timing_ms: SearchTiming { search: 1.0, rank: 0.5, snippets: 0.5, total: 2.0 },
+    }
+}

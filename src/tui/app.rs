@@ -1,0 +1,830 @@
+//! The application state: the panes, which one has focus, overlays (help, a
+//! prompt), the status line, and the routing of everything that happens.
+//! `App` is synchronous and does no I/O: events go in through
+//! [`App::handle`], engine requests come out of [`App::take_requests`], and a
+//! frame is drawn from `&self`. The event loop (`runtime`) owns the terminal
+//! and the worker; scenario tests drive `App` directly with keys and engine
+//! events and check the requests it sent.
+
+use super::action::{Action, Level, PromptKind};
+use super::clock::Clock;
+use super::event::{AppEvent, Capabilities, EngineEvent, ProviderState, ProviderStatus, Request};
+use super::keymap::{Command, KeyChord, Keymap};
+use super::layout::{self, AppLayout};
+use super::panes::chat::ChatPane;
+use super::panes::dag::DagPane;
+use super::panes::impact::ImpactPane;
+use super::panes::profile::ProfilePane;
+use super::panes::repos::ReposPane;
+use super::panes::search::SearchPane;
+use super::panes::trace::TracePane;
+use super::panes::{Cx, Pane, PaneId, RenderCtx};
+use super::theme::{Slot, Theme};
+use super::widgets::input::LineInput;
+use super::widgets::status_bar::StatusInfo;
+use super::widgets::{self, centered, frame, help};
+use crate::engine::protocol::{RepoOverview, RepoState};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Widget};
+use ratatui::Frame;
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a notice stays in the status bar.
+const NOTICE_FOR: Duration = Duration::from_secs(6);
+
+/// Everything the app needs to start.
+pub struct AppOptions {
+    /// The repository to open.
+    pub repo: PathBuf,
+    /// Colours.
+    pub theme: Theme,
+    /// Bindings.
+    pub keymap: Keymap,
+    /// Problems found loading theme, keymap or config (shown at start and in help).
+    pub problems: Vec<String>,
+    /// What the engine can do.
+    pub caps: Capabilities,
+    /// Search-as-you-type quiet time.
+    pub debounce: Duration,
+    /// The configured model provider.
+    pub provider: ProviderStatus,
+}
+
+/// Something the event loop must do outside the app (it owns the terminal).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Suspend the TUI, run the editor on `path` at `line`, then resume.
+    OpenEditor {
+        /// Absolute path.
+        path: PathBuf,
+        /// 1-based line.
+        line: u32,
+    },
+}
+
+/// A modal layer over the panes.
+#[derive(Debug)]
+enum Overlay {
+    Help { scroll: usize },
+    Prompt { kind: PromptKind, input: LineInput, error: Option<String> },
+}
+
+/// The workbench.
+pub struct App {
+    repo: PathBuf,
+    focus: PaneId,
+    repos: ReposPane,
+    search: SearchPane,
+    chat: ChatPane,
+    trace: TracePane,
+    dag: DagPane,
+    impact: ImpactPane,
+    profile: ProfilePane,
+    overlay: Option<Overlay>,
+    keymap: Keymap,
+    theme: Theme,
+    problems: Vec<String>,
+    clock: Arc<dyn Clock>,
+    caps: Capabilities,
+    debounce: Duration,
+    requests: Vec<Request>,
+    effects: Vec<Effect>,
+    quit: bool,
+    dirty: bool,
+    step: u64,
+    overview: Option<RepoOverview>,
+    provider: ProviderStatus,
+    notice: Option<(Level, String, Instant)>,
+    /// Whether the start-up index of the current repo was requested.
+    started_index: bool,
+    /// The search selection the impact pane last followed.
+    impact_followed: Option<String>,
+    layout: Cell<Option<AppLayout>>,
+}
+
+impl App {
+    /// A new app on `opts.repo`; its first requests load the repo list.
+    pub fn new(opts: AppOptions, clock: Arc<dyn Clock>) -> App {
+        let mut app = App {
+            repo: opts.repo,
+            focus: PaneId::Search,
+            repos: ReposPane::default(),
+            search: SearchPane::default(),
+            chat: ChatPane::new(opts.provider.clone()),
+            trace: TracePane::default(),
+            dag: DagPane::default(),
+            impact: ImpactPane::default(),
+            profile: ProfilePane,
+            overlay: None,
+            keymap: opts.keymap,
+            theme: opts.theme,
+            problems: opts.problems,
+            clock,
+            caps: opts.caps,
+            debounce: opts.debounce,
+            requests: Vec::new(),
+            effects: Vec::new(),
+            quit: false,
+            dirty: true,
+            step: 0,
+            overview: None,
+            provider: opts.provider,
+            notice: None,
+            started_index: false,
+            impact_followed: None,
+            layout: Cell::new(None),
+        };
+        app.requests.push(Request::LoadRepos { current: app.repo.clone() });
+        app.requests.push(Request::CheckProvider);
+        if let Some(first) = app.problems.first().cloned() {
+            let more = if app.problems.len() > 1 {
+                format!(" (+{} more; ? shows all)", app.problems.len() - 1)
+            } else {
+                String::new()
+            };
+            app.set_notice(Level::Warn, format!("{first}{more}"));
+        }
+        app
+    }
+
+    /// The current repository.
+    pub fn repo(&self) -> &Path {
+        &self.repo
+    }
+
+    /// The focused pane.
+    pub fn focus(&self) -> PaneId {
+        self.focus
+    }
+
+    /// True once the user asked to quit.
+    pub fn should_quit(&self) -> bool {
+        self.quit
+    }
+
+    /// True when something changed since the last frame.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// Requests the engine worker should run, oldest first.
+    pub fn take_requests(&mut self) -> Vec<Request> {
+        std::mem::take(&mut self.requests)
+    }
+
+    /// Effects the event loop should perform.
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    /// The search pane (read-only, for tests and benchmarks).
+    pub fn search(&self) -> &SearchPane {
+        &self.search
+    }
+
+    /// The impact pane (read-only).
+    pub fn impact(&self) -> &ImpactPane {
+        &self.impact
+    }
+
+    /// The repo switcher (read-only).
+    pub fn repos(&self) -> &ReposPane {
+        &self.repos
+    }
+
+    /// The chat pane (read-only).
+    pub fn chat(&self) -> &ChatPane {
+        &self.chat
+    }
+
+    /// The latest notice text.
+    pub fn notice(&self) -> Option<&str> {
+        self.notice.as_ref().map(|(_, t, _)| t.as_str())
+    }
+
+    /// Whether the help overlay is open.
+    pub fn help_open(&self) -> bool {
+        matches!(self.overlay, Some(Overlay::Help { .. }))
+    }
+
+    /// Whether a prompt is open.
+    pub fn prompt_open(&self) -> bool {
+        matches!(self.overlay, Some(Overlay::Prompt { .. }))
+    }
+
+    /// The earliest time a pane needs a tick (debounce), so the loop can sleep until then.
+    pub fn deadline(&self) -> Option<Instant> {
+        PaneId::ALL.iter().filter_map(|p| self.pane(*p).deadline()).min()
+    }
+
+    /// True while something animates (a spinner), so ticks should redraw.
+    fn animating(&self) -> bool {
+        self.repos.progress(&self.repo).is_some()
+            || self.overview.as_ref().is_some_and(|o| o.state == RepoState::Updating)
+            || self.chat.streaming()
+    }
+
+    /// The frame was drawn.
+    pub fn mark_drawn(&mut self) {
+        self.dirty = false;
+    }
+
+    fn set_notice(&mut self, level: Level, text: String) {
+        let now = self.clock.now();
+        // Good news does not hide a problem the user has not had time to read.
+        if let Some((current, _, at)) = &self.notice {
+            if level == Level::Info && *current != Level::Info && now.saturating_duration_since(*at) < NOTICE_FOR {
+                return;
+            }
+        }
+        self.notice = Some((level, text, now));
+        self.dirty = true;
+    }
+
+    /// Feeds one event.
+    pub fn handle(&mut self, event: AppEvent) {
+        match event {
+            AppEvent::Input(Event::Key(key)) => self.on_key(key),
+            AppEvent::Input(Event::Mouse(m)) => self.on_mouse(m),
+            AppEvent::Input(Event::Paste(text)) => self.on_paste(&text),
+            AppEvent::Input(Event::Resize(_, _)) => self.dirty = true,
+            AppEvent::Input(_) => {}
+            AppEvent::Tick => self.on_tick(),
+            AppEvent::Engine(e) => self.on_engine(e),
+        }
+    }
+
+    /// The editor the app asked for has exited.
+    pub fn editor_finished(&mut self, result: Result<String, String>) {
+        // The screen was handed over: everything must be drawn again.
+        self.dirty = true;
+        match result {
+            Ok(msg) => self.set_notice(Level::Info, msg),
+            Err(e) => self.set_notice(Level::Error, e),
+        }
+    }
+
+    /// Runs `f` on a pane with a fresh context, then routes what it emitted.
+    fn with_pane<R>(&mut self, id: PaneId, f: impl FnOnce(&mut dyn Pane, &mut Cx<'_>) -> R) -> R {
+        let mut out = Vec::new();
+        let r = {
+            let mut cx = Cx {
+                now: self.clock.now(),
+                epoch_ms: self.clock.epoch_ms(),
+                repo: &self.repo,
+                caps: self.caps,
+                debounce: self.debounce,
+                out: &mut out,
+            };
+            let pane: &mut dyn Pane = match id {
+                PaneId::Repos => &mut self.repos,
+                PaneId::Search => &mut self.search,
+                PaneId::Chat => &mut self.chat,
+                PaneId::Trace => &mut self.trace,
+                PaneId::Dag => &mut self.dag,
+                PaneId::Impact => &mut self.impact,
+                PaneId::Profile => &mut self.profile,
+            };
+            f(pane, &mut cx)
+        };
+        self.route(out);
+        r
+    }
+
+    fn pane(&self, id: PaneId) -> &dyn Pane {
+        match id {
+            PaneId::Repos => &self.repos,
+            PaneId::Search => &self.search,
+            PaneId::Chat => &self.chat,
+            PaneId::Trace => &self.trace,
+            PaneId::Dag => &self.dag,
+            PaneId::Impact => &self.impact,
+            PaneId::Profile => &self.profile,
+        }
+    }
+
+    fn route(&mut self, actions: Vec<Action>) {
+        for a in actions {
+            self.dirty = true;
+            match a {
+                Action::Request(r) => self.requests.push(r),
+                Action::Focus(p) => self.focus_pane(p),
+                Action::OpenEditor { path, line } => {
+                    self.effects.push(Effect::OpenEditor { path: self.repo.join(path), line })
+                }
+                Action::ShowInPreview { path, line } => self.with_search(|s, cx| s.show_file(&path, line, cx)),
+                Action::OpenImpact { path } => {
+                    self.impact_followed = Some(path.clone());
+                    self.with_impact(|i, cx| i.set_center(&path, cx));
+                    self.focus_pane(PaneId::Impact);
+                }
+                Action::SwitchRepo(p) => self.switch_repo(p),
+                Action::Prompt(kind) => {
+                    let text = match &kind {
+                        PromptKind::PathFilter(v) | PromptKind::LangFilter(v) => v.clone(),
+                        _ => String::new(),
+                    };
+                    self.overlay = Some(Overlay::Prompt { kind, input: LineInput::with_text(&text), error: None });
+                }
+                Action::Notify(level, text) => self.set_notice(level, text),
+            }
+        }
+    }
+
+    fn with_search(&mut self, f: impl FnOnce(&mut SearchPane, &mut Cx<'_>)) {
+        let mut out = Vec::new();
+        {
+            let mut cx = Cx {
+                now: self.clock.now(),
+                epoch_ms: self.clock.epoch_ms(),
+                repo: &self.repo,
+                caps: self.caps,
+                debounce: self.debounce,
+                out: &mut out,
+            };
+            f(&mut self.search, &mut cx);
+        }
+        self.route(out);
+    }
+
+    fn with_impact(&mut self, f: impl FnOnce(&mut ImpactPane, &mut Cx<'_>)) {
+        let mut out = Vec::new();
+        {
+            let mut cx = Cx {
+                now: self.clock.now(),
+                epoch_ms: self.clock.epoch_ms(),
+                repo: &self.repo,
+                caps: self.caps,
+                debounce: self.debounce,
+                out: &mut out,
+            };
+            f(&mut self.impact, &mut cx);
+        }
+        self.route(out);
+    }
+
+    fn focus_pane(&mut self, p: PaneId) {
+        self.focus = p;
+        self.dirty = true;
+        if p == PaneId::Chat && self.provider.state != ProviderState::Ready {
+            // The model server may have been started since the last check.
+            self.requests.push(Request::CheckProvider);
+        }
+        if p == PaneId::Impact {
+            // Follow the search selection when it changed since the graph last followed it.
+            if let Some(path) = self.search.selected_path() {
+                if self.impact_followed.as_deref() != Some(path.as_str()) {
+                    self.impact_followed = Some(path.clone());
+                    self.with_impact(|i, cx| i.set_center(&path, cx));
+                }
+            }
+        }
+        self.with_pane(p, |pane, cx| pane.focused(cx));
+    }
+
+    fn switch_repo(&mut self, p: PathBuf) {
+        if p == self.repo {
+            return;
+        }
+        self.repo = p;
+        self.overview = None;
+        self.started_index = false;
+        self.impact.reset();
+        self.impact_followed = None;
+        self.with_search(|s, cx| s.reset_for_repo(cx));
+        self.requests.push(Request::LoadRepos { current: self.repo.clone() });
+        let name = self.repo_name();
+        self.set_notice(Level::Info, format!("switched to {name}"));
+    }
+
+    fn repo_name(&self) -> String {
+        self.repo
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.repo.display().to_string())
+    }
+
+    fn on_key(&mut self, key: KeyEvent) {
+        if key.kind == KeyEventKind::Release {
+            return;
+        }
+        self.dirty = true;
+        let chord = KeyChord::from_event(&key);
+        if self.overlay.is_some() {
+            self.overlay_key(&key, chord);
+            return;
+        }
+        let ctx = self.focus.context();
+        let typing = self.pane(self.focus).typing();
+        let plain_text = matches!(key.code, KeyCode::Char(_))
+            && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+            || matches!(
+                key.code,
+                KeyCode::Backspace | KeyCode::Delete | KeyCode::Left | KeyCode::Right | KeyCode::Home | KeyCode::End
+            );
+        if typing && plain_text && self.with_pane(self.focus, |p, cx| p.text(&key, cx)) {
+            return;
+        }
+        match self.keymap.resolve(ctx, chord) {
+            Some(cmd) => self.command(cmd),
+            None if typing => {
+                // Editing keys the keymap does not claim (ctrl+w, ctrl+a, ...).
+                self.with_pane(self.focus, |p, cx| p.text(&key, cx));
+            }
+            None if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) => self.quit = true,
+            None => {}
+        }
+    }
+
+    fn command(&mut self, cmd: Command) {
+        let n = PaneId::ALL.len();
+        match cmd {
+            Command::Quit => self.quit = true,
+            Command::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
+            Command::NextPane => self.focus_pane(PaneId::ALL[(self.focus.index() + 1) % n]),
+            Command::PrevPane => self.focus_pane(PaneId::ALL[(self.focus.index() + n - 1) % n]),
+            c => {
+                if let Some(p) = PaneId::ALL.iter().find(|p| p.goto() == c) {
+                    self.focus_pane(*p);
+                } else {
+                    self.with_pane(self.focus, |p, cx| p.command(c, cx));
+                }
+            }
+        }
+    }
+
+    fn overlay_key(&mut self, key: &KeyEvent, chord: KeyChord) {
+        let Some(overlay) = self.overlay.as_mut() else { return };
+        match overlay {
+            Overlay::Help { scroll } => match key.code {
+                KeyCode::Down | KeyCode::Char('j') => *scroll += 1,
+                KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+                KeyCode::PageDown | KeyCode::Char(' ') => *scroll += 10,
+                KeyCode::PageUp => *scroll = scroll.saturating_sub(10),
+                _ => {
+                    let cmd = self.keymap.lookup(super::keymap::Context::Global, chord);
+                    if cmd == Some(Command::Quit) && key.code != KeyCode::Char('q') {
+                        self.quit = true;
+                    }
+                    self.overlay = None;
+                }
+            },
+            Overlay::Prompt { kind, input, error } => {
+                if let PromptKind::ConfirmRemove(path) = kind {
+                    let path = path.clone();
+                    match key.code {
+                        KeyCode::Char('y') | KeyCode::Char('Y') => {
+                            self.overlay = None;
+                            self.requests.push(Request::RemoveRepo { repo: path });
+                        }
+                        KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => self.overlay = None,
+                        _ => {}
+                    }
+                    return;
+                }
+                match key.code {
+                    KeyCode::Esc => self.overlay = None,
+                    KeyCode::Enter => {
+                        let kind = kind.clone();
+                        let text = input.text().to_string();
+                        match self.submit_prompt(kind, &text) {
+                            Ok(()) => self.overlay = None,
+                            Err(e) => {
+                                if let Some(Overlay::Prompt { error, .. }) = self.overlay.as_mut() {
+                                    *error = Some(e);
+                                }
+                            }
+                        }
+                    }
+                    _ if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) => {
+                        self.overlay = None
+                    }
+                    _ => {
+                        input.handle_key(key);
+                        *error = None;
+                    }
+                }
+            }
+        }
+    }
+
+    fn submit_prompt(&mut self, kind: PromptKind, text: &str) -> Result<(), String> {
+        match kind {
+            PromptKind::AddRepo => {
+                let path = expand_tilde(text.trim());
+                if text.trim().is_empty() {
+                    return Err("type the path of a directory".into());
+                }
+                if !path.is_dir() {
+                    return Err(format!("{} is not a directory", path.display()));
+                }
+                let path = std::fs::canonicalize(&path).unwrap_or(path);
+                self.requests.push(Request::Index { repo: path.clone(), rebuild: false });
+                self.set_notice(Level::Info, format!("indexing {}", path.display()));
+                Ok(())
+            }
+            PromptKind::PathFilter(_) => {
+                let v = text.to_string();
+                self.with_search(|s, cx| s.set_path_filter(&v, cx));
+                Ok(())
+            }
+            PromptKind::LangFilter(_) => {
+                let v = text.to_string();
+                self.with_search(|s, cx| s.set_lang_filter(&v, cx));
+                Ok(())
+            }
+            PromptKind::ConfirmRemove(path) => {
+                self.requests.push(Request::RemoveRepo { repo: path });
+                Ok(())
+            }
+        }
+    }
+
+    fn on_paste(&mut self, text: &str) {
+        self.dirty = true;
+        if let Some(Overlay::Prompt { input, .. }) = self.overlay.as_mut() {
+            input.insert_str(text);
+            return;
+        }
+        if self.pane(self.focus).typing() {
+            self.with_pane(self.focus, |p, cx| p.paste(text, cx));
+        }
+    }
+
+    fn on_mouse(&mut self, m: MouseEvent) {
+        let Some(l) = self.layout.get() else { return };
+        if self.overlay.is_some() {
+            return;
+        }
+        if matches!(m.kind, MouseEventKind::Moved | MouseEventKind::Drag(_) | MouseEventKind::Up(_)) {
+            return;
+        }
+        self.dirty = true;
+        if widgets::contains(l.tabs, m.column, m.row) {
+            if let MouseEventKind::Down(_) = m.kind {
+                if let Some(p) = layout::tab_at(&layout::tabs(l.tabs, &self.tab_keys()), m.column) {
+                    self.focus_pane(p);
+                }
+            }
+            return;
+        }
+        if widgets::contains(l.main, m.column, m.row) {
+            self.with_pane(self.focus, |p, cx| p.mouse(&m, l.main, cx));
+        }
+    }
+
+    fn on_tick(&mut self) {
+        self.step = self.step.wrapping_add(1);
+        if self.animating() {
+            self.dirty = true;
+        }
+        if let Some((_, _, at)) = &self.notice {
+            if self.clock.now().saturating_duration_since(*at) >= NOTICE_FOR {
+                self.notice = None;
+                self.dirty = true;
+            }
+        }
+        for p in PaneId::ALL {
+            self.with_pane(p, |pane, cx| pane.tick(cx));
+        }
+    }
+
+    fn on_engine(&mut self, e: EngineEvent) {
+        self.dirty = true;
+        match &e {
+            EngineEvent::Repos(Ok(rows)) => {
+                self.overview = rows.iter().find(|r| r.path == self.repo).cloned();
+                if !self.started_index {
+                    if let Some(o) = &self.overview {
+                        self.started_index = true;
+                        // Bring the index up to date in the background: build it when missing,
+                        // catch up with edits made since the last run otherwise.
+                        if o.state != RepoState::Updating && !o.watching {
+                            self.requests.push(Request::Index { repo: self.repo.clone(), rebuild: false });
+                        }
+                    }
+                }
+            }
+            EngineEvent::IndexFinished { repo, result: Err(err) } => {
+                let name = repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                self.set_notice(Level::Error, format!("indexing {name} failed: {err}"));
+            }
+            EngineEvent::IndexFinished { repo, result: Ok(s) }
+                if *repo == self.repo && s.note.is_none() && (s.added + s.updated + s.deleted > 0 || s.rebuilt) =>
+            {
+                let changed = s.added + s.updated + s.deleted;
+                self.set_notice(
+                    Level::Info,
+                    format!("indexed {} files ({changed} changed)", widgets::thousands(s.files)),
+                );
+            }
+            EngineEvent::RepoRemoved { repo, result: Ok(()) } => {
+                self.set_notice(
+                    Level::Info,
+                    format!("removed {} from the registry (its index is kept)", repo.display()),
+                );
+            }
+            EngineEvent::Provider(p) => self.provider = p.clone(),
+            EngineEvent::Trace(_) | EngineEvent::Dag(_) => {}
+            _ => {}
+        }
+        for p in PaneId::ALL {
+            self.with_pane(p, |pane, cx| pane.engine(&e, cx));
+        }
+    }
+
+    fn tab_keys(&self) -> Vec<(PaneId, String)> {
+        PaneId::ALL
+            .iter()
+            .map(|p| {
+                let keys = self.keymap.keys(p.goto());
+                let short = keys
+                    .iter()
+                    .map(|k| k.to_string())
+                    .find(|k| k.chars().count() == 1)
+                    .or_else(|| keys.first().map(|k| k.to_string()))
+                    .unwrap_or_default();
+                (*p, short)
+            })
+            .collect()
+    }
+
+    fn hints(&self, budget: usize) -> Vec<(String, &'static str)> {
+        let mut cmds: Vec<(Command, &'static str)> = vec![(Command::Help, "help")];
+        cmds.extend(self.pane(self.focus).hints());
+        cmds.push((Command::NextPane, "pane"));
+        cmds.push((Command::Quit, "quit"));
+        let mut out: Vec<(String, &'static str)> = Vec::new();
+        let mut used = 0;
+        for (c, label) in cmds {
+            if let Some(k) = self.keymap.hint(c) {
+                let w = k.len() + label.len() + 2;
+                if used + w > budget && c != Command::Quit && c != Command::Help {
+                    continue;
+                }
+                used += w;
+                out.push((k, label));
+            }
+        }
+        out
+    }
+
+    /// Draws the whole screen.
+    pub fn render(&self, frame: &mut Frame<'_>) {
+        let area = frame.area();
+        let cursor = self.render_buffer(area, frame.buffer_mut());
+        if let Some((x, y)) = cursor {
+            frame.set_cursor_position((x, y));
+        }
+    }
+
+    /// Draws into a buffer; returns where the terminal cursor goes, if a text field has focus.
+    pub fn render_buffer(&self, area: Rect, buf: &mut Buffer) -> Option<(u16, u16)> {
+        let t = &self.theme;
+        let Some(l) = layout::layout(area) else {
+            self.layout.set(None);
+            let msg = format!(
+                "docdex needs at least {}x{} (this is {}x{}); enlarge the window",
+                layout::MIN_SIZE.0,
+                layout::MIN_SIZE.1,
+                area.width,
+                area.height
+            );
+            for (k, line) in widgets::wrap(&msg, area.width as usize).iter().take(area.height as usize).enumerate() {
+                buf.set_stringn(area.x, area.y + k as u16, line, area.width as usize, t.style(Slot::Warning));
+            }
+            return None;
+        };
+        self.layout.set(Some(l));
+        // Tabs.
+        for (id, label, x, _) in layout::tabs(l.tabs, &self.tab_keys()) {
+            let style = if id == self.focus { t.style(Slot::TabActive) } else { t.style(Slot::Tab) };
+            buf.set_string(x, l.tabs.y, label, style);
+        }
+        let brand = " docdex ";
+        if l.tabs.width > 80 {
+            buf.set_string(l.tabs.x + l.tabs.width - brand.len() as u16, l.tabs.y, brand, t.style(Slot::Muted));
+        }
+        let rc = RenderCtx {
+            theme: t,
+            keymap: &self.keymap,
+            focused: self.overlay.is_none(),
+            epoch_ms: self.clock.epoch_ms(),
+            step: self.step,
+            caps: self.caps,
+            repo: &self.repo,
+        };
+        let mut cursor = self.pane(self.focus).render(l.main, buf, &rc);
+        let name = self.repo_name();
+        let hints = self.hints(l.status.width as usize * 2 / 5);
+        StatusInfo {
+            repo: &name,
+            overview: self.overview.as_ref(),
+            progress: self.repos.progress(&self.repo),
+            provider: &self.provider,
+            notice: self.notice.as_ref().map(|(l, t, _)| (*l, t.as_str())),
+            hints: &hints,
+            step: self.step,
+        }
+        .render(l.status, buf, t);
+        match &self.overlay {
+            Some(Overlay::Help { scroll }) => {
+                let lines = help::help_lines(&self.keymap, self.focus.context(), t, &self.problems);
+                help::render(l.main, buf, &lines, t, *scroll);
+                cursor = None;
+            }
+            Some(Overlay::Prompt { kind, input, error }) => {
+                cursor = self.render_prompt(l.main, buf, kind, input, error.as_deref())
+            }
+            None => {}
+        }
+        cursor
+    }
+
+    fn render_prompt(
+        &self,
+        area: Rect,
+        buf: &mut Buffer,
+        kind: &PromptKind,
+        input: &LineInput,
+        error: Option<&str>,
+    ) -> Option<(u16, u16)> {
+        let t = &self.theme;
+        let (title, hint) = match kind {
+            PromptKind::AddRepo => {
+                (" Add a repository ", "Path of a directory to index (~ works). enter adds, esc cancels.")
+            }
+            PromptKind::PathFilter(_) => {
+                (" Path filter ", "Only files under this path prefix (empty clears). enter applies.")
+            }
+            PromptKind::LangFilter(_) => {
+                (" Language filter ", "rust, python, typescript, markdown, ... (empty clears). enter applies.")
+            }
+            PromptKind::ConfirmRemove(_) => (" Remove repository ", ""),
+        };
+        let r = centered(area, area.width.saturating_sub(8).min(72), 6);
+        Clear.render(r, buf);
+        let block = frame(title, true, t);
+        let inner = block.inner(r);
+        block.render(r, buf);
+        if let PromptKind::ConfirmRemove(path) = kind {
+            buf.set_stringn(
+                inner.x + 1,
+                inner.y,
+                widgets::truncate(&format!("Forget {}?", path.display()), inner.width as usize - 2),
+                inner.width as usize,
+                t.style(Slot::Text),
+            );
+            buf.set_stringn(
+                inner.x + 1,
+                inner.y + 1,
+                "Its index stays on disk. y removes, n or esc keeps it.",
+                inner.width as usize - 1,
+                t.style(Slot::Muted),
+            );
+            return None;
+        }
+        buf.set_string(inner.x, inner.y, "›", t.style(Slot::Accent));
+        let field = Rect { x: inner.x + 2, width: inner.width.saturating_sub(3), height: 1, y: inner.y };
+        let cursor = input.render(field, buf, t.style(Slot::Input), None);
+        let (msg, style) = match error {
+            Some(e) => (e, t.style(Slot::Error)),
+            None => (hint, t.style(Slot::Muted)),
+        };
+        for (k, l) in widgets::wrap(msg, inner.width as usize - 1).iter().take(2).enumerate() {
+            buf.set_line(
+                inner.x + 1,
+                inner.y + 2 + k as u16,
+                &Line::from(Span::styled(l.clone(), style)),
+                inner.width - 1,
+            );
+        }
+        Some(cursor)
+    }
+}
+
+/// `~/x` → `$HOME/x`.
+fn expand_tilde(p: &str) -> PathBuf {
+    if let Some(rest) = p.strip_prefix("~/") {
+        if let Some(home) = std::env::var_os("HOME") {
+            return PathBuf::from(home).join(rest);
+        }
+    }
+    if p == "~" {
+        if let Some(home) = std::env::var_os("HOME") {
+            return PathBuf::from(home);
+        }
+    }
+    PathBuf::from(p)
+}
+
+/// The provider as configured, before any check.
+pub fn configured_provider(cfg: &crate::config::LlmConfig) -> ProviderStatus {
+    ProviderStatus { provider: cfg.provider.clone(), model: cfg.default_model.clone(), state: ProviderState::Unchecked }
+}

@@ -1,0 +1,318 @@
+//! The TUI's own protocol: what the UI asks of the engine ([`Request`]), what
+//! comes back ([`EngineEvent`]), and the single stream of [`AppEvent`]s the
+//! event loop drains (input, ticks and engine results merged). Panes only ever
+//! see these values, never the engine, which is what keeps them testable and
+//! non-blocking.
+
+use super::widgets::dag::DagView;
+use super::widgets::graph::GraphView;
+use super::widgets::preview::PreviewDoc;
+use super::widgets::trace::TraceView;
+use crate::engine::llm::ChatMessage;
+use crate::engine::protocol::{Highlight, IndexProgress, IndexSummary, RepoOverview, SearchRequest, SearchResponse};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Everything the event loop reacts to, merged into one channel.
+// Each event is moved once through the channel; boxing the engine results would only add an
+// allocation per event.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum AppEvent {
+    /// Keyboard, mouse, paste, resize, focus.
+    Input(crossterm::event::Event),
+    /// The periodic tick (spinners, debounce deadlines, polling).
+    Tick,
+    /// A result or notification from engine work.
+    Engine(EngineEvent),
+}
+
+/// What the UI asks the engine worker to do. Scenario tests assert on these.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum Request {
+    /// Refresh the repository overviews (registry + live state), including the current repo.
+    LoadRepos {
+        /// The current repository (listed even before it is registered).
+        current: PathBuf,
+    },
+    /// Index (incrementally, or from scratch with `rebuild`) a repository, reporting progress.
+    Index {
+        /// The repository.
+        repo: PathBuf,
+        /// Throw the index away first.
+        rebuild: bool,
+    },
+    /// Forget a repository (its index stays on disk).
+    RemoveRepo {
+        /// The repository.
+        repo: PathBuf,
+    },
+    /// Start or stop a watcher on a repository.
+    Watch {
+        /// The repository.
+        repo: PathBuf,
+        /// Start (true) or stop (false).
+        on: bool,
+    },
+    /// A text search (latest wins: a newer one replaces a pending one).
+    Search {
+        /// Sequence number; results carry it back.
+        seq: u64,
+        /// The repository.
+        repo: PathBuf,
+        /// The engine request.
+        req: SearchRequest,
+        /// A further page of the same query (appended) rather than a new query.
+        more: bool,
+    },
+    /// A symbol search by name (latest wins, in the same slot as text search).
+    Symbols {
+        /// Sequence number; results carry it back.
+        seq: u64,
+        /// The repository.
+        repo: PathBuf,
+        /// Name (or part of one) to look for.
+        query: String,
+        /// Only files under this path prefix.
+        path_prefix: Option<String>,
+        /// Only this language.
+        lang: Option<String>,
+    },
+    /// Read and highlight a file around a line for the preview (latest wins).
+    Preview {
+        /// Sequence number.
+        seq: u64,
+        /// The repository.
+        repo: PathBuf,
+        /// Repo-relative path.
+        path: String,
+        /// The line to show.
+        line: u32,
+        /// Language name, to pick a grammar when the extension does not.
+        lang: String,
+        /// The hit's line range, marked in the gutter.
+        hit: (u32, u32),
+        /// Matched terms to emphasise.
+        highlights: Vec<Highlight>,
+    },
+    /// Ask the model provider which models it has (reachability for the status bar).
+    CheckProvider,
+    /// Stream a chat answer from the configured model.
+    Chat {
+        /// The turn number; streamed events carry it back.
+        turn: u64,
+        /// The conversation so far, the new question last.
+        messages: Vec<ChatMessage>,
+    },
+    /// Stop generating the answer of a turn.
+    StopChat {
+        /// The turn.
+        turn: u64,
+    },
+    /// The impact graph around a file (latest wins).
+    Impact {
+        /// Sequence number.
+        seq: u64,
+        /// The repository.
+        repo: PathBuf,
+        /// Repo-relative path of the centre file.
+        file: String,
+        /// Levels of dependencies each way.
+        depth: u32,
+    },
+}
+
+/// Capabilities of the engine build the TUI runs against. Panes whose engine call
+/// does not exist yet say plainly what they need instead of sending requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `Engine::symbols` (symbol search).
+    pub symbols: bool,
+    /// `Engine::impact` (import graph).
+    pub impact: bool,
+    /// The waterfall chat (retrieval, gates, token budgets) with its trace. Without it, chat
+    /// goes straight to the model with no repository context.
+    pub waterfall: bool,
+    /// The reasoning DAG store.
+    pub dag: bool,
+    /// Profile (preference) memory.
+    pub profiles: bool,
+}
+
+impl Capabilities {
+    /// What this build's engine offers.
+    pub const CURRENT: Capabilities =
+        Capabilities { symbols: true, impact: true, waterfall: false, dag: false, profiles: false };
+}
+
+/// A progress or result message from engine work.
+#[derive(Debug, Clone)]
+pub enum EngineEvent {
+    /// Fresh repository overviews (or why they could not be read).
+    Repos(Result<Vec<RepoOverview>, String>),
+    /// An index run started.
+    IndexStarted {
+        /// The repository.
+        repo: PathBuf,
+    },
+    /// Progress of an index run.
+    IndexProgress {
+        /// The repository.
+        repo: PathBuf,
+        /// Where it is.
+        progress: IndexProgress,
+    },
+    /// An index run ended.
+    IndexFinished {
+        /// The repository.
+        repo: PathBuf,
+        /// Its summary, or the error.
+        result: Result<IndexSummary, String>,
+    },
+    /// A repository was removed from the registry.
+    RepoRemoved {
+        /// The repository.
+        repo: PathBuf,
+        /// Whether that worked.
+        result: Result<(), String>,
+    },
+    /// A watcher started, applied a batch, failed or stopped.
+    Watch {
+        /// The repository.
+        repo: PathBuf,
+        /// What happened.
+        activity: WatchActivity,
+    },
+    /// Results of a [`Request::Search`].
+    SearchResults {
+        /// The request's sequence number.
+        seq: u64,
+        /// Whether it was a further page.
+        more: bool,
+        /// The response or the error.
+        result: Result<SearchResponse, String>,
+    },
+    /// Results of a symbol search.
+    SymbolResults {
+        /// The request's sequence number.
+        seq: u64,
+        /// Matching symbols or the error.
+        result: Result<Vec<SymbolHit>, String>,
+    },
+    /// A highlighted preview.
+    Preview {
+        /// The request's sequence number.
+        seq: u64,
+        /// The document or the error.
+        result: Result<PreviewDoc, String>,
+    },
+    /// An impact graph.
+    Impact {
+        /// The request's sequence number.
+        seq: u64,
+        /// The graph or the error.
+        result: Result<GraphView, String>,
+    },
+    /// Whether the language-model provider answers.
+    Provider(ProviderStatus),
+    /// Chat streaming.
+    Chat(ChatUpdate),
+    /// The waterfall trace of a chat turn.
+    Trace(TraceView),
+    /// Reasoning DAG sessions and nodes.
+    Dag(DagView),
+}
+
+/// What a watcher did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WatchActivity {
+    /// The catch-up run finished; the watcher is live.
+    Ready,
+    /// A batch of changed paths was applied.
+    Applied {
+        /// Repo-relative paths.
+        paths: Vec<String>,
+    },
+    /// A batch or the watcher failed.
+    Failed(String),
+    /// The watcher ended.
+    Stopped,
+}
+
+/// A symbol found by symbol search (the symbol index's row: name, kind, file, lines, signature).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SymbolHit {
+    /// Symbol name.
+    pub name: String,
+    /// `function`, `struct`, `class`, ...
+    pub kind: String,
+    /// Repo-relative path.
+    pub path: String,
+    /// First line.
+    pub line_start: u32,
+    /// Last line.
+    pub line_end: u32,
+    /// Declaration text.
+    pub signature: String,
+}
+
+/// The language-model provider as the status bar shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderStatus {
+    /// `ollama` or `openai`.
+    pub provider: String,
+    /// The chat model.
+    pub model: String,
+    /// Reachability.
+    pub state: ProviderState,
+}
+
+/// Whether the provider answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderState {
+    /// Not checked yet.
+    Unchecked,
+    /// It answered and has the model.
+    Ready,
+    /// It did not answer, or lacks the model; the reason says what to do.
+    Unavailable(String),
+}
+
+/// A source the chat answer cites.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Citation {
+    /// Repo-relative path.
+    pub path: String,
+    /// First line.
+    pub line_start: u32,
+    /// Last line.
+    pub line_end: u32,
+}
+
+/// Streaming progress of a chat turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChatUpdate {
+    /// More answer text.
+    Token {
+        /// The turn.
+        turn: u64,
+        /// The text.
+        text: String,
+    },
+    /// The answer is complete (or was stopped).
+    Done {
+        /// The turn.
+        turn: u64,
+        /// Sources cited, in citation-number order.
+        citations: Vec<Citation>,
+        /// True when the user stopped generation.
+        stopped: bool,
+    },
+    /// Generation failed or was stopped.
+    Failed {
+        /// The turn.
+        turn: u64,
+        /// Why.
+        message: String,
+    },
+}

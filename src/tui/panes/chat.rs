@@ -1,0 +1,459 @@
+//! The chat pane: a message box (ratatui-textarea) and the conversation as
+//! cells. Finished cells never change; the one active cell grows as the
+//! answer streams, committing markdown line by line. Citations (`[n]`) are
+//! selectable and jump to the search preview. Until the waterfall chat exists
+//! in the engine, sending explains what is missing and how to set up a model,
+//! and search keeps working.
+
+use super::{Cx, Pane, PaneId, RenderCtx};
+use crate::engine::llm::{ChatMessage, Role as LlmRole};
+use crate::tui::action::Action;
+use crate::tui::event::{ChatUpdate, Citation, EngineEvent, ProviderState, ProviderStatus, Request};
+use crate::tui::keymap::Command;
+use crate::tui::theme::Slot;
+use crate::tui::widgets::markdown::{to_line, wrap_runs, MarkdownStream, MdClass, MdLine};
+use crate::tui::widgets::{frame, spinner};
+use crossterm::event::{KeyEvent, MouseEvent, MouseEventKind};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+use ratatui_textarea::TextArea;
+use std::cell::Cell;
+
+/// Who a cell is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The person typing.
+    User,
+    /// The model.
+    Assistant,
+    /// docdex itself (setup help, errors).
+    Notice,
+}
+
+/// A finished cell: never changes once pushed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatCell {
+    /// Who.
+    pub role: Role,
+    /// The text as written or streamed (sent back to the model as history).
+    pub text: String,
+    /// Parsed lines.
+    pub lines: Vec<MdLine>,
+    /// Sources cited by `[n]`.
+    pub citations: Vec<Citation>,
+}
+
+/// The answer being streamed.
+#[derive(Debug)]
+struct ActiveCell {
+    turn: u64,
+    stream: MarkdownStream,
+    text: String,
+}
+
+/// The chat pane's state.
+pub struct ChatPane {
+    input: TextArea<'static>,
+    typing: bool,
+    active: Option<ActiveCell>,
+    turn: u64,
+    /// Selected citation: (cell index, citation number).
+    citation: Option<(usize, usize)>,
+    scroll_from_bottom: usize,
+    provider: ProviderStatus,
+    /// The conversations of this run, oldest first (the DAG store will list earlier runs').
+    sessions: Vec<Vec<ChatCell>>,
+    /// The one shown and added to.
+    current: usize,
+    height: Cell<u16>,
+}
+
+impl std::fmt::Debug for ChatPane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatPane").field("sessions", &self.sessions.len()).field("turn", &self.turn).finish()
+    }
+}
+
+fn new_input() -> TextArea<'static> {
+    let mut t = TextArea::default();
+    t.set_placeholder_text("Ask about this repository…");
+    t.set_cursor_line_style(ratatui::style::Style::default());
+    t
+}
+
+impl ChatPane {
+    /// A pane for a provider.
+    pub fn new(provider: ProviderStatus) -> Self {
+        ChatPane {
+            input: new_input(),
+            typing: true,
+            active: None,
+            turn: 0,
+            citation: None,
+            scroll_from_bottom: 0,
+            provider,
+            sessions: vec![Vec::new()],
+            current: 0,
+            height: Cell::new(0),
+        }
+    }
+
+    /// Finished cells of the session shown.
+    pub fn cells(&self) -> &[ChatCell] {
+        &self.sessions[self.current]
+    }
+
+    /// Sessions in this run and the index of the one shown.
+    pub fn session(&self) -> (usize, usize) {
+        (self.current, self.sessions.len())
+    }
+
+    /// The text in the message box.
+    pub fn input_text(&self) -> String {
+        self.input.lines().join("\n")
+    }
+
+    /// True while an answer streams.
+    pub fn streaming(&self) -> bool {
+        self.active.is_some()
+    }
+
+    /// Starts the streamed answer of a turn.
+    fn begin_answer(&mut self, turn: u64) {
+        self.finish_active(None);
+        self.active = Some(ActiveCell { turn, stream: MarkdownStream::new(), text: String::new() });
+        self.scroll_from_bottom = 0;
+    }
+
+    fn finish_active(&mut self, citations: Option<Vec<Citation>>) {
+        if let Some(a) = self.active.take() {
+            self.sessions[self.current].push(ChatCell {
+                role: Role::Assistant,
+                lines: a.stream.finish(),
+                citations: citations.unwrap_or_default(),
+                text: a.text,
+            });
+        }
+    }
+
+    fn notice(&mut self, text: String) {
+        self.sessions[self.current].push(ChatCell {
+            role: Role::Notice,
+            lines: MarkdownStream::parse(&text),
+            citations: vec![],
+            text,
+        });
+        self.scroll_from_bottom = 0;
+    }
+
+    /// How to get a model running, with what is configured now.
+    fn setup_help(&self) -> String {
+        format!(
+            "## Setting up a model\n\
+             - Ollama (the default): install it, run `ollama serve`, then `ollama pull {model}` (or `docdex llm-setup`).\n\
+             - Or any OpenAI-compatible server (llama.cpp, LM Studio, vLLM): set `[llm] provider = \"openai\"` and `base_url` in config.toml (`docdex config` shows where it is).\n\
+             - Configured now: provider `{provider}`, model `{model}`.\n\
+             Search works without a model: press `2`.",
+            model = self.provider.model,
+            provider = self.provider.provider,
+        )
+    }
+
+    /// The conversation as model messages (notices left out).
+    fn messages(&self) -> Vec<ChatMessage> {
+        self.sessions[self.current]
+            .iter()
+            .filter_map(|c| {
+                let role = match c.role {
+                    Role::User => LlmRole::User,
+                    Role::Assistant => LlmRole::Assistant,
+                    Role::Notice => return None,
+                };
+                Some(ChatMessage::new(role, c.text.clone()))
+            })
+            .collect()
+    }
+
+    fn send(&mut self, cx: &mut Cx<'_>) {
+        let text = self.input_text();
+        if text.trim().is_empty() || self.active.is_some() {
+            return;
+        }
+        self.input = new_input();
+        self.turn += 1;
+        self.sessions[self.current].push(ChatCell {
+            role: Role::User,
+            lines: MarkdownStream::parse(&text),
+            citations: Vec::new(),
+            text,
+        });
+        cx.request(Request::Chat { turn: self.turn, messages: self.messages() });
+        self.begin_answer(self.turn);
+    }
+
+    /// All citations in order: (cell, number).
+    fn citation_stops(&self) -> Vec<(usize, usize)> {
+        self.sessions[self.current]
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| (1..=c.citations.len()).map(move |n| (i, n)))
+            .collect()
+    }
+
+    fn move_citation(&mut self, delta: isize) {
+        let stops = self.citation_stops();
+        if stops.is_empty() {
+            return;
+        }
+        let cur = self.citation.and_then(|c| stops.iter().position(|s| *s == c));
+        let next = match cur {
+            None if delta > 0 => 0,
+            None => stops.len() - 1,
+            Some(i) => (i as isize + delta).rem_euclid(stops.len() as isize) as usize,
+        };
+        self.citation = Some(stops[next]);
+    }
+
+    /// Rendered rows of the whole conversation at a width.
+    fn rows(&self, w: usize, cx: &RenderCtx<'_>) -> Vec<Line<'static>> {
+        let t = cx.theme;
+        let mut out: Vec<Line<'static>> = Vec::new();
+        let push_cell =
+            |role: Role, lines: &[MdLine], sel: Option<usize>, citations: &[Citation], out: &mut Vec<Line<'static>>| {
+                let (label, slot) = match role {
+                    Role::User => ("you", Slot::ChatUser),
+                    Role::Assistant => ("docdex", Slot::ChatAssistant),
+                    Role::Notice => ("notice", Slot::ChatNotice),
+                };
+                out.push(Line::styled(format!("▌{label}"), t.style(slot)));
+                for l in lines {
+                    for row in wrap_runs(l, w.saturating_sub(2)) {
+                        let mut line = to_line(&row, t, sel);
+                        line.spans.insert(0, Span::raw("  "));
+                        out.push(line);
+                    }
+                }
+                for (k, c) in citations.iter().enumerate() {
+                    let n = k + 1;
+                    let style =
+                        if sel == Some(n) { t.style(Slot::MdCitationSelected) } else { t.style(Slot::MdCitation) };
+                    out.push(Line::from(vec![
+                        Span::raw("  "),
+                        Span::styled(format!("[{n}] {}:{}-{}", c.path, c.line_start, c.line_end), style),
+                    ]));
+                }
+                out.push(Line::default());
+            };
+        for (i, c) in self.sessions[self.current].iter().enumerate() {
+            let sel = self.citation.filter(|(ci, _)| *ci == i).map(|(_, n)| n);
+            push_cell(c.role, &c.lines, sel, &c.citations, &mut out);
+        }
+        if let Some(a) = &self.active {
+            let mut lines: Vec<MdLine> = a.stream.lines().to_vec();
+            lines.extend(a.stream.pending_preview());
+            push_cell(Role::Assistant, &lines, None, &[], &mut out);
+            out.pop();
+            out.push(Line::styled(format!("  {} …", spinner(cx.step)), t.style(Slot::Muted)));
+        }
+        out
+    }
+
+    fn intro(&self, w: usize, cx: &RenderCtx<'_>) -> Vec<Line<'static>> {
+        let t = cx.theme;
+        let repo = cx.repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let about = if cx.caps.waterfall {
+            format!(
+                "Ask in plain language about **{repo}**; answers cite the files they use, and `{}` jumps to a citation in the search preview.",
+                cx.key(Command::OpenCitation)
+            )
+        } else {
+            format!(
+                "Messages go straight to the model: answers do **not** see {repo} yet. Grounded answers with citations need the waterfall chat (local search, then web, then the model), which the engine does not have yet."
+            )
+        };
+        let state = match &self.provider.state {
+            ProviderState::Ready => format!("Model: `{}` on {} is ready.", self.provider.model, self.provider.provider),
+            ProviderState::Unchecked => {
+                format!("Model: `{}` on {} (checking…).", self.provider.model, self.provider.provider)
+            }
+            ProviderState::Unavailable(why) => format!("The model is not available: {why}\n\n{}", self.setup_help()),
+        };
+        let lines = MarkdownStream::parse(&format!("{about}\n\n{state}"));
+        lines.iter().flat_map(|l| wrap_runs(l, w.min(100))).map(|r| to_line(&r, t, None)).collect()
+    }
+}
+
+impl Pane for ChatPane {
+    fn id(&self) -> PaneId {
+        PaneId::Chat
+    }
+
+    fn typing(&self) -> bool {
+        self.typing
+    }
+
+    fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool {
+        let page = self.height.get().max(2) as usize / 2;
+        match cmd {
+            Command::Send => self.send(cx),
+            Command::Newline => self.input.insert_newline(),
+            Command::StopGeneration => {
+                if let Some(a) = &self.active {
+                    cx.request(Request::StopChat { turn: a.turn });
+                }
+            }
+            Command::FocusInput => self.typing = true,
+            Command::LeaveInput | Command::Back => self.typing = false,
+            Command::NextCitation => self.move_citation(1),
+            Command::PrevCitation => self.move_citation(-1),
+            Command::OpenCitation | Command::Select => {
+                if let Some((ci, n)) = self.citation {
+                    if let Some(c) = self.sessions[self.current].get(ci).and_then(|c| c.citations.get(n - 1)) {
+                        cx.emit(Action::ShowInPreview { path: c.path.clone(), line: c.line_start });
+                        cx.emit(Action::Focus(PaneId::Search));
+                    }
+                }
+            }
+            Command::NewSession => {
+                self.finish_active(None);
+                self.citation = None;
+                if !self.sessions[self.current].is_empty() {
+                    self.sessions.push(Vec::new());
+                    self.current = self.sessions.len() - 1;
+                }
+            }
+            Command::ChatPrevSession | Command::ChatNextSession => {
+                // Switching away ends the answer being streamed into the current session.
+                if let Some(a) = &self.active {
+                    cx.request(Request::StopChat { turn: a.turn });
+                }
+                self.finish_active(None);
+                self.citation = None;
+                let n = self.sessions.len();
+                self.current =
+                    if cmd == Command::ChatNextSession { (self.current + 1) % n } else { (self.current + n - 1) % n };
+                self.scroll_from_bottom = 0;
+            }
+            Command::Up if self.typing => {
+                self.input.move_cursor(ratatui_textarea::CursorMove::Up);
+            }
+            Command::Down if self.typing => {
+                self.input.move_cursor(ratatui_textarea::CursorMove::Down);
+            }
+            Command::Up => self.scroll_from_bottom += 1,
+            Command::Down => self.scroll_from_bottom = self.scroll_from_bottom.saturating_sub(1),
+            Command::PageUp => self.scroll_from_bottom += page,
+            Command::PageDown => self.scroll_from_bottom = self.scroll_from_bottom.saturating_sub(page),
+            Command::Bottom => self.scroll_from_bottom = 0,
+            Command::Top => self.scroll_from_bottom = usize::MAX / 2,
+            _ => return false,
+        }
+        true
+    }
+
+    fn text(&mut self, key: &KeyEvent, _cx: &mut Cx<'_>) -> bool {
+        self.input.input(*key)
+    }
+
+    fn paste(&mut self, text: &str, _cx: &mut Cx<'_>) {
+        self.input.insert_str(text);
+    }
+
+    fn engine(&mut self, event: &EngineEvent, _cx: &mut Cx<'_>) {
+        match event {
+            EngineEvent::Provider(p) => self.provider = p.clone(),
+            EngineEvent::Chat(ChatUpdate::Token { turn, text }) => {
+                // Only the answer being waited for grows; late pieces of a stopped one are dropped.
+                if let Some(a) = self.active.as_mut().filter(|a| a.turn == *turn) {
+                    a.stream.push(text);
+                    a.text.push_str(text);
+                }
+            }
+            EngineEvent::Chat(ChatUpdate::Done { turn, citations, stopped })
+                if self.active.as_ref().is_some_and(|a| a.turn == *turn) =>
+            {
+                self.finish_active(Some(citations.clone()));
+                if *stopped {
+                    self.notice(format!("Stopped turn {turn}; the answer above is partial."));
+                }
+            }
+            EngineEvent::Chat(ChatUpdate::Failed { turn, message }) => {
+                if self.active.as_ref().is_some_and(|a| a.turn == *turn) {
+                    self.active = None;
+                }
+                self.notice(format!("The model could not answer: {message}\n\n{}", self.setup_help()));
+            }
+            _ => {}
+        }
+    }
+
+    fn mouse(&mut self, event: &MouseEvent, _area: Rect, _cx: &mut Cx<'_>) {
+        match event.kind {
+            MouseEventKind::ScrollUp => self.scroll_from_bottom += 3,
+            MouseEventKind::ScrollDown => self.scroll_from_bottom = self.scroll_from_bottom.saturating_sub(3),
+            _ => {}
+        }
+    }
+
+    fn hints(&self) -> Vec<(Command, &'static str)> {
+        vec![
+            (Command::Send, "send"),
+            (Command::NextCitation, "cite"),
+            (Command::StopGeneration, "stop"),
+            (Command::NewSession, "new"),
+        ]
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
+        let t = cx.theme;
+        let input_h = (self.input.lines().len() as u16 + 2).clamp(3, 8).min(area.height / 2);
+        let convo = Rect { height: area.height - input_h, ..area };
+        let input_area = Rect { y: area.y + convo.height, height: input_h, ..area };
+        let mode = if cx.caps.waterfall { "" } else { " · model only, no repository context yet" };
+        let turns = self.sessions[self.current].iter().filter(|c| c.role == Role::User).count();
+        let title = format!(
+            " Chat · session {} of {} · {turns} turn{}{mode} ",
+            self.current + 1,
+            self.sessions.len(),
+            if turns == 1 { "" } else { "s" }
+        );
+        let block = frame(title, cx.focused && !self.typing, t);
+        let inner = block.inner(convo);
+        block.render(convo, buf);
+        self.height.set(inner.height);
+        let rows = if self.sessions[self.current].is_empty() && self.active.is_none() {
+            self.intro(inner.width as usize, cx)
+        } else {
+            self.rows(inner.width as usize, cx)
+        };
+        let h = inner.height as usize;
+        let max_scroll = rows.len().saturating_sub(h);
+        let from_bottom = self.scroll_from_bottom.min(max_scroll);
+        let start = if self.sessions[self.current].is_empty() && self.active.is_none() {
+            0
+        } else {
+            rows.len().saturating_sub(h + from_bottom)
+        };
+        for (k, line) in rows.iter().skip(start).take(h).enumerate() {
+            buf.set_line(inner.x, inner.y + k as u16, line, inner.width);
+        }
+        let label = if self.typing {
+            format!(" Message · {} send · {} newline ", cx.key(Command::Send), cx.key(Command::Newline))
+        } else {
+            " Message ".into()
+        };
+        let iblock = frame(label, cx.focused && self.typing, t);
+        let iinner = iblock.inner(input_area);
+        iblock.render(input_area, buf);
+        // The text area draws its own cursor (reverse video) while it has focus.
+        (&self.input).render(iinner, buf);
+        None
+    }
+}
+
+/// Citation classes in a line, for tests and hit-testing.
+pub fn citations_in(line: &MdLine) -> Vec<usize> {
+    line.iter().filter_map(|(c, _)| if let MdClass::Citation(n) = c { Some(*n) } else { None }).collect()
+}

@@ -1,0 +1,273 @@
+//! The impact pane: the import graph around one file (importers left, imports
+//! right), navigable node to node, re-centred with Enter, depth adjustable,
+//! cycles in the danger colour and a risk overlay (see `widgets::graph`).
+//! It follows the file selected in search when opened.
+
+use super::{needs, Cx, Pane, PaneId, RenderCtx};
+use crate::tui::action::{Action, Level};
+use crate::tui::event::{EngineEvent, Request};
+use crate::tui::keymap::Command;
+use crate::tui::theme::Slot;
+use crate::tui::widgets::graph::{
+    default_rules, levels_that_fit, GraphCursor, GraphFrame, GraphModel, GraphWidget, NodeKind, MAX_DEPTH,
+};
+use crate::tui::widgets::{frame, truncate_left};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::widgets::Widget;
+use std::cell::RefCell;
+
+/// The impact pane's state.
+#[derive(Debug)]
+pub struct ImpactPane {
+    center: Option<String>,
+    history: Vec<String>,
+    depth: u32,
+    risk: bool,
+    seq: u64,
+    loading: bool,
+    error: Option<String>,
+    model: Option<GraphModel>,
+    cursor: GraphCursor,
+    frame: RefCell<GraphFrame>,
+}
+
+impl Default for ImpactPane {
+    fn default() -> Self {
+        ImpactPane {
+            center: None,
+            history: Vec::new(),
+            depth: 1,
+            risk: true,
+            seq: 0,
+            loading: false,
+            error: None,
+            model: None,
+            cursor: GraphCursor::default(),
+            frame: RefCell::new(GraphFrame::default()),
+        }
+    }
+}
+
+impl ImpactPane {
+    /// The file in the centre.
+    pub fn center(&self) -> Option<&str> {
+        self.center.as_deref()
+    }
+
+    /// The laid-out graph shown.
+    pub fn model(&self) -> Option<&GraphModel> {
+        self.model.as_ref()
+    }
+
+    /// The selection.
+    pub fn cursor(&self) -> &GraphCursor {
+        &self.cursor
+    }
+
+    /// Levels shown each way.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Centres the graph on `path` (remembering the previous centre) and asks for it.
+    pub fn set_center(&mut self, path: &str, cx: &mut Cx<'_>) {
+        if self.center.as_deref() == Some(path) && (self.model.is_some() || self.loading) {
+            return;
+        }
+        if let Some(old) = self.center.take() {
+            if old != path {
+                self.history.push(old);
+            }
+        }
+        self.center = Some(path.to_string());
+        self.fetch(cx);
+    }
+
+    fn fetch(&mut self, cx: &mut Cx<'_>) {
+        let Some(file) = self.center.clone() else { return };
+        if !cx.caps.impact {
+            return;
+        }
+        self.seq += 1;
+        self.loading = true;
+        self.error = None;
+        cx.request(Request::Impact { seq: self.seq, repo: cx.repo.to_path_buf(), file, depth: self.depth });
+    }
+
+    /// Takes over the scroll positions the last frame settled on.
+    fn sync_scroll(&mut self) {
+        let offsets = self.frame.borrow().offsets.clone();
+        if !offsets.is_empty() {
+            self.cursor.offsets = offsets;
+        }
+    }
+
+    /// Forgets everything (the repository changed).
+    pub fn reset(&mut self) {
+        *self = ImpactPane { depth: self.depth, risk: self.risk, ..Default::default() };
+    }
+}
+
+impl Pane for ImpactPane {
+    fn id(&self) -> PaneId {
+        PaneId::Impact
+    }
+
+    fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool {
+        self.sync_scroll();
+        let page = self.frame.borrow().rows_per_column.max(1) as i64;
+        match cmd {
+            Command::DepthMore | Command::DepthLess => {
+                let d = if cmd == Command::DepthMore { self.depth + 1 } else { self.depth.saturating_sub(1) };
+                let d = d.clamp(1, MAX_DEPTH);
+                if d != self.depth {
+                    self.depth = d;
+                    self.fetch(cx);
+                }
+                return true;
+            }
+            Command::ToggleRisk => {
+                self.risk = !self.risk;
+                return true;
+            }
+            Command::HistoryBack => {
+                if let Some(prev) = self.history.pop() {
+                    self.center = Some(prev);
+                    self.fetch(cx);
+                } else {
+                    cx.notify(Level::Info, "no earlier centre");
+                }
+                return true;
+            }
+            _ => {}
+        }
+        let Some(model) = &self.model else { return false };
+        match cmd {
+            Command::Up => self.cursor.vertical(model, -1),
+            Command::Down => self.cursor.vertical(model, 1),
+            Command::PageUp => self.cursor.vertical(model, -page),
+            Command::PageDown => self.cursor.vertical(model, page),
+            Command::Top => self.cursor.vertical(model, -i64::from(u32::MAX)),
+            Command::Bottom => self.cursor.vertical(model, i64::from(u32::MAX)),
+            Command::Left => self.cursor.horizontal(model, -1),
+            Command::Right => self.cursor.horizontal(model, 1),
+            Command::Recenter | Command::Select => {
+                if let Some(n) = self.cursor.node(model) {
+                    let node = &model.view.nodes[n];
+                    if node.kind == NodeKind::File {
+                        let id = node.id.clone();
+                        self.set_center(&id, cx);
+                    } else {
+                        cx.notify(Level::Info, format!("{} is not a file of this repository", node.id));
+                    }
+                }
+            }
+            Command::ImpactOpenInEditor => {
+                if let Some(n) = self.cursor.node(model) {
+                    if model.view.nodes[n].kind == NodeKind::File {
+                        cx.emit(Action::OpenEditor { path: model.view.nodes[n].id.clone(), line: 1 });
+                    }
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn engine(&mut self, event: &EngineEvent, _cx: &mut Cx<'_>) {
+        if let EngineEvent::Impact { seq, result } = event {
+            if *seq != self.seq {
+                return;
+            }
+            self.loading = false;
+            match result {
+                Ok(view) => {
+                    let model = GraphModel::new(view.clone(), self.depth, &default_rules());
+                    self.cursor = GraphCursor::at_center(&model);
+                    *self.frame.borrow_mut() = GraphFrame::default();
+                    self.model = Some(model);
+                    self.error = None;
+                }
+                Err(e) => {
+                    self.error = Some(e.clone());
+                    self.model = None;
+                }
+            }
+        }
+    }
+
+    fn hints(&self) -> Vec<(Command, &'static str)> {
+        vec![(Command::Recenter, "centre"), (Command::DepthMore, "depth"), (Command::ToggleRisk, "risk")]
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
+        let t = cx.theme;
+        let fits = levels_that_fit(self.depth as u16, area.width.saturating_sub(2)) as u32;
+        let shown = if fits < self.depth { format!(" ({fits} fit; widen for more)") } else { String::new() };
+        let title = match &self.center {
+            Some(c) => format!(
+                " Impact · {} · depth {}{shown} · risk overlay {} ",
+                truncate_left(c, area.width.saturating_sub(44 + shown.len() as u16) as usize),
+                self.depth,
+                if self.risk { "on" } else { "off" }
+            ),
+            None => " Impact ".into(),
+        };
+        let block = frame(title, cx.focused, t);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        if !cx.caps.impact {
+            let centre = self.center.as_deref().unwrap_or("the file selected in search");
+            needs(
+                inner,
+                buf,
+                t,
+                "The impact graph needs the import graph",
+                &[
+                    "This pane asks Engine::impact (imports resolved into impact_graph.json by the code-intelligence work), which this build does not have yet.",
+                    &format!(
+                        "When it lands, {centre} is drawn in the middle, the files that import it on the left, the files it imports on the right; {} / {} change the depth, {} toggles the risk overlay (cycles, unresolved imports).",
+                        cx.key(Command::DepthMore),
+                        cx.key(Command::DepthLess),
+                        cx.key(Command::ToggleRisk)
+                    ),
+                ],
+            );
+            return None;
+        }
+        let muted = t.style(Slot::Muted);
+        let w = inner.width as usize;
+        match (&self.center, &self.model, &self.error) {
+            (None, _, _) => {
+                buf.set_stringn(
+                    inner.x + 1,
+                    inner.y,
+                    format!(
+                        "Select a search result and press {} to see its imports and importers.",
+                        cx.key(Command::OpenImpact)
+                    ),
+                    w.saturating_sub(1),
+                    muted,
+                );
+            }
+            (Some(_), _, Some(e)) => {
+                buf.set_stringn(inner.x + 1, inner.y, e, w.saturating_sub(1), t.style(Slot::Error));
+            }
+            (Some(c), None, None) => {
+                buf.set_stringn(
+                    inner.x + 1,
+                    inner.y,
+                    format!("loading the graph around {c}…"),
+                    w.saturating_sub(1),
+                    muted,
+                );
+            }
+            (Some(_), Some(model), None) => {
+                let f = GraphWidget { model, cursor: &self.cursor, theme: t, risk: self.risk }.render(inner, buf);
+                *self.frame.borrow_mut() = f;
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,215 @@
+//! The panes of the workbench and the [`Pane`] trait they share. A pane owns
+//! its state, turns commands and typed text into state changes and
+//! [`Action`]s, takes engine events, and draws itself from `&self`. It never
+//! calls the engine or another pane: the app routes its actions.
+
+pub mod chat;
+pub mod dag;
+pub mod impact;
+pub mod profile;
+pub mod repos;
+pub mod search;
+pub mod trace;
+
+use super::action::{Action, Level};
+use super::event::{Capabilities, EngineEvent, Request};
+use super::keymap::{Command, Context, Keymap};
+use super::theme::Theme;
+use crossterm::event::{KeyEvent, MouseEvent};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The panes, in tab order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PaneId {
+    /// Registered repositories.
+    Repos,
+    /// Search as you type with preview.
+    Search,
+    /// Chat with the repository.
+    Chat,
+    /// The waterfall trace of a chat turn.
+    Trace,
+    /// The reasoning DAG viewer.
+    Dag,
+    /// The impact graph.
+    Impact,
+    /// The profile editor.
+    Profile,
+}
+
+impl PaneId {
+    /// All panes in tab order.
+    pub const ALL: [PaneId; 7] =
+        [PaneId::Repos, PaneId::Search, PaneId::Chat, PaneId::Trace, PaneId::Dag, PaneId::Impact, PaneId::Profile];
+
+    /// Tab label.
+    pub fn title(self) -> &'static str {
+        match self {
+            PaneId::Repos => "Repos",
+            PaneId::Search => "Search",
+            PaneId::Chat => "Chat",
+            PaneId::Trace => "Trace",
+            PaneId::Dag => "DAG",
+            PaneId::Impact => "Impact",
+            PaneId::Profile => "Profile",
+        }
+    }
+
+    /// The keymap context of the pane.
+    pub fn context(self) -> Context {
+        match self {
+            PaneId::Repos => Context::Repos,
+            PaneId::Search => Context::Search,
+            PaneId::Chat => Context::Chat,
+            PaneId::Trace => Context::Trace,
+            PaneId::Dag => Context::Dag,
+            PaneId::Impact => Context::Impact,
+            PaneId::Profile => Context::Profile,
+        }
+    }
+
+    /// The `goto_*` command that focuses it.
+    pub fn goto(self) -> Command {
+        match self {
+            PaneId::Repos => Command::GotoRepos,
+            PaneId::Search => Command::GotoSearch,
+            PaneId::Chat => Command::GotoChat,
+            PaneId::Trace => Command::GotoTrace,
+            PaneId::Dag => Command::GotoDag,
+            PaneId::Impact => Command::GotoImpact,
+            PaneId::Profile => Command::GotoProfile,
+        }
+    }
+
+    /// Position in tab order.
+    pub fn index(self) -> usize {
+        PaneId::ALL.iter().position(|p| *p == self).unwrap_or(0)
+    }
+}
+
+/// What a pane may read and emit while handling input or events.
+pub struct Cx<'a> {
+    /// Monotonic now (from the injected clock).
+    pub now: Instant,
+    /// Wall clock, epoch ms (from the injected clock).
+    pub epoch_ms: u64,
+    /// The current repository.
+    pub repo: &'a Path,
+    /// What the engine can do.
+    pub caps: Capabilities,
+    /// Quiet time before search-as-you-type fires.
+    pub debounce: Duration,
+    /// Actions emitted, routed by the app afterwards.
+    pub out: &'a mut Vec<Action>,
+}
+
+impl Cx<'_> {
+    /// Emits an action.
+    pub fn emit(&mut self, a: Action) {
+        self.out.push(a);
+    }
+
+    /// Emits an engine request.
+    pub fn request(&mut self, r: Request) {
+        self.out.push(Action::Request(r));
+    }
+
+    /// Emits a status-bar notice.
+    pub fn notify(&mut self, level: Level, text: impl Into<String>) {
+        self.out.push(Action::Notify(level, text.into()));
+    }
+}
+
+/// What a pane may read while drawing.
+pub struct RenderCtx<'a> {
+    /// Colours.
+    pub theme: &'a Theme,
+    /// Bindings (for hints).
+    pub keymap: &'a Keymap,
+    /// Whether this pane has focus.
+    pub focused: bool,
+    /// Wall clock, epoch ms.
+    pub epoch_ms: u64,
+    /// Animation step (advances with ticks).
+    pub step: u64,
+    /// What the engine can do.
+    pub caps: Capabilities,
+    /// The current repository.
+    pub repo: &'a Path,
+}
+
+impl RenderCtx<'_> {
+    /// The first key bound to a command, for hints ("ctrl+t"), or "unbound".
+    pub fn key(&self, cmd: Command) -> String {
+        self.keymap.hint(cmd).unwrap_or_else(|| "unbound".into())
+    }
+}
+
+/// A pane of the workbench.
+pub trait Pane {
+    /// Which pane this is.
+    fn id(&self) -> PaneId;
+
+    /// True while a text field has focus: printable keys are typed instead of resolved as commands.
+    fn typing(&self) -> bool {
+        false
+    }
+
+    /// Handles a command from the keymap; returns false when the pane has no use for it.
+    fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool;
+
+    /// Handles a key while [`Pane::typing`] (text editing); returns false if it was not an editing key.
+    fn text(&mut self, _key: &KeyEvent, _cx: &mut Cx<'_>) -> bool {
+        false
+    }
+
+    /// Pasted text while typing.
+    fn paste(&mut self, _text: &str, _cx: &mut Cx<'_>) {}
+
+    /// An engine event (every pane sees every event and picks what concerns it).
+    fn engine(&mut self, _event: &EngineEvent, _cx: &mut Cx<'_>) {}
+
+    /// Time passed (debounce deadlines, polling).
+    fn tick(&mut self, _cx: &mut Cx<'_>) {}
+
+    /// The pane became visible.
+    fn focused(&mut self, _cx: &mut Cx<'_>) {}
+
+    /// A mouse event inside the pane's area.
+    fn mouse(&mut self, _event: &MouseEvent, _area: Rect, _cx: &mut Cx<'_>) {}
+
+    /// The earliest time the pane needs a tick (a debounce deadline), if any.
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
+
+    /// Key hints for the status bar: (command, short label).
+    fn hints(&self) -> Vec<(Command, &'static str)> {
+        Vec::new()
+    }
+
+    /// Draws the pane into `area`; returns the terminal cursor position when a text field has focus.
+    fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)>;
+}
+
+/// A pane that says plainly what it needs before it can work.
+pub fn needs(area: Rect, buf: &mut Buffer, theme: &Theme, title: &str, lines: &[&str]) {
+    use super::theme::Slot;
+    let w = area.width.saturating_sub(4) as usize;
+    let mut y = area.y + 1;
+    let x = area.x + 2;
+    buf.set_stringn(x, y, super::widgets::truncate(title, w), w, theme.style(Slot::Accent));
+    y += 2;
+    for l in lines {
+        for piece in super::widgets::wrap(l, w) {
+            if y >= area.y + area.height {
+                return;
+            }
+            buf.set_stringn(x, y, &piece, w, theme.style(Slot::Text));
+            y += 1;
+        }
+    }
+}

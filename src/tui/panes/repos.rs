@@ -1,0 +1,374 @@
+//! The repo switcher: every registered repository with its index state, file
+//! and chunk counts, when it was last indexed, and watcher activity (from any
+//! process). Add (asks for a path, then indexes), re-index, remove, start or
+//! stop a watcher, and open a repository. Refreshes itself every few seconds.
+
+use super::{Cx, Pane, PaneId, RenderCtx};
+use crate::engine::protocol::{IndexProgress, RepoOverview, RepoState};
+use crate::tui::action::{Action, Level, PromptKind};
+use crate::tui::clock::ago;
+use crate::tui::event::{EngineEvent, Request, WatchActivity};
+use crate::tui::keymap::Command;
+use crate::tui::theme::Slot;
+use crate::tui::widgets::{self, bar_spans, fit, frame, scroll_to, thousands, truncate, truncate_left};
+use crossterm::event::{MouseEvent, MouseEventKind};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How often the list refreshes while the app runs.
+pub const POLL: Duration = Duration::from_secs(2);
+
+/// The repo switcher's state.
+#[derive(Debug, Default)]
+pub struct ReposPane {
+    rows: Vec<RepoOverview>,
+    loaded: bool,
+    error: Option<String>,
+    selected: usize,
+    offset: Cell<usize>,
+    list_area: Cell<Rect>,
+    /// Progress of index runs this app started.
+    progress: HashMap<PathBuf, IndexProgress>,
+    /// Outcome of the last run or watcher batch, per repo.
+    outcome: HashMap<PathBuf, (Level, String)>,
+    last_poll: Option<Instant>,
+}
+
+impl ReposPane {
+    /// The overviews shown.
+    pub fn rows(&self) -> &[RepoOverview] {
+        &self.rows
+    }
+
+    /// Progress of a run this app started on `repo`.
+    pub fn progress(&self, repo: &Path) -> Option<&IndexProgress> {
+        self.progress.get(repo)
+    }
+
+    fn selected_row(&self) -> Option<&RepoOverview> {
+        self.rows.get(self.selected)
+    }
+
+    fn select(&mut self, i: isize) {
+        if !self.rows.is_empty() {
+            self.selected = i.clamp(0, self.rows.len() as isize - 1) as usize;
+        }
+    }
+
+    fn state_text(&self, r: &RepoOverview, step: u64) -> (String, Slot) {
+        if let Some(p) = self.progress.get(&r.path).or(r.progress.as_ref()) {
+            let pct = (p.bytes_done * 100).checked_div(p.bytes_total).unwrap_or(0);
+            return (format!("{} {pct}%", widgets::spinner(step)), Slot::Warning);
+        }
+        if !r.exists {
+            return ("missing".into(), Slot::Error);
+        }
+        match r.state {
+            RepoState::NotIndexed => ("not indexed".into(), Slot::Warning),
+            RepoState::Ready => ("ready".into(), Slot::Ok),
+            RepoState::Updating => (format!("{} updating", widgets::spinner(step)), Slot::Warning),
+            RepoState::Error => ("error".into(), Slot::Error),
+        }
+    }
+
+    fn watch_text(r: &RepoOverview, now_ms: u64) -> String {
+        let mut s = if r.watching { "watching".to_string() } else { "—".to_string() };
+        if r.watching && r.queued > 0 {
+            s.push_str(&format!(" ({} queued)", r.queued));
+        }
+        if let Some(e) = &r.last_event {
+            if r.watching || now_ms.saturating_sub(e.at) < 3_600_000 {
+                let name = e.path.rsplit('/').next().unwrap_or(&e.path);
+                s.push_str(&format!(" · {} {} {}", e.kind, name, ago(now_ms, e.at)));
+            }
+        }
+        s
+    }
+}
+
+/// `~/code/x` for paths under `$HOME`.
+pub fn tilde(p: &Path) -> String {
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.as_os_str().len() > 1) {
+        if let Ok(rest) = p.strip_prefix(&home) {
+            return format!("~/{}", rest.display());
+        }
+    }
+    p.display().to_string()
+}
+
+impl Pane for ReposPane {
+    fn id(&self) -> PaneId {
+        PaneId::Repos
+    }
+
+    fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool {
+        let page = self.list_area.get().height.max(1) as isize;
+        match cmd {
+            Command::Up => self.select(self.selected as isize - 1),
+            Command::Down => self.select(self.selected as isize + 1),
+            Command::PageUp => self.select(self.selected as isize - page),
+            Command::PageDown => self.select(self.selected as isize + page),
+            Command::Top => self.select(0),
+            Command::Bottom => self.select(isize::MAX / 2),
+            Command::Select => {
+                if let Some(r) = self.selected_row() {
+                    if !r.exists {
+                        cx.notify(Level::Error, format!("{} no longer exists; remove it with d", r.path.display()));
+                    } else {
+                        cx.emit(Action::SwitchRepo(r.path.clone()));
+                        cx.emit(Action::Focus(PaneId::Search));
+                    }
+                }
+            }
+            Command::AddRepo => cx.emit(Action::Prompt(PromptKind::AddRepo)),
+            Command::Reindex => {
+                if let Some(r) = self.selected_row() {
+                    cx.request(Request::Index { repo: r.path.clone(), rebuild: false });
+                }
+            }
+            Command::RemoveRepo => {
+                if let Some(r) = self.selected_row() {
+                    cx.emit(Action::Prompt(PromptKind::ConfirmRemove(r.path.clone())));
+                }
+            }
+            Command::ToggleWatch => {
+                if let Some(r) = self.selected_row() {
+                    cx.request(Request::Watch { repo: r.path.clone(), on: !r.watching });
+                }
+            }
+            Command::Refresh => {
+                self.last_poll = Some(cx.now);
+                cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn engine(&mut self, event: &EngineEvent, cx: &mut Cx<'_>) {
+        match event {
+            EngineEvent::Repos(Ok(rows)) => {
+                let keep = self.selected_row().map(|r| r.path.clone());
+                self.rows = rows.clone();
+                self.loaded = true;
+                self.error = None;
+                if let Some(p) = keep {
+                    if let Some(i) = self.rows.iter().position(|r| r.path == p) {
+                        self.selected = i;
+                    }
+                } else if let Some(i) = self.rows.iter().position(|r| r.path == cx.repo) {
+                    self.selected = i;
+                }
+                self.select(self.selected as isize);
+            }
+            EngineEvent::Repos(Err(e)) => {
+                self.loaded = true;
+                self.error = Some(e.clone());
+            }
+            EngineEvent::IndexStarted { repo } => {
+                self.progress.insert(repo.clone(), IndexProgress { phase: "walking".into(), ..Default::default() });
+                self.outcome.remove(repo);
+            }
+            EngineEvent::IndexProgress { repo, progress } => {
+                self.progress.insert(repo.clone(), progress.clone());
+            }
+            EngineEvent::IndexFinished { repo, result } => {
+                self.progress.remove(repo);
+                let text = match result {
+                    Ok(s) if s.note.is_some() => (Level::Info, s.note.clone().unwrap_or_default()),
+                    Ok(s) => (
+                        Level::Info,
+                        format!(
+                            "indexed {} files, {} chunks (+{} ~{} -{}) in {:.1} s",
+                            thousands(s.files),
+                            thousands(s.chunks),
+                            s.added,
+                            s.updated,
+                            s.deleted,
+                            s.seconds
+                        ),
+                    ),
+                    Err(e) => (Level::Error, e.clone()),
+                };
+                self.outcome.insert(repo.clone(), text);
+                cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
+            }
+            EngineEvent::RepoRemoved { repo, result } => {
+                match result {
+                    Ok(()) => {
+                        self.outcome.remove(repo);
+                    }
+                    Err(e) => {
+                        self.outcome.insert(repo.clone(), (Level::Error, e.clone()));
+                    }
+                }
+                cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
+            }
+            EngineEvent::Watch { repo, activity } => {
+                let text = match activity {
+                    WatchActivity::Ready => {
+                        (Level::Info, "watcher started; saved edits are indexed within a second".into())
+                    }
+                    WatchActivity::Applied { paths } => {
+                        (Level::Info, format!("watcher applied {} changed path(s)", paths.len()))
+                    }
+                    WatchActivity::Failed(e) => (Level::Error, format!("watcher: {e}")),
+                    WatchActivity::Stopped => (Level::Info, "watcher stopped".into()),
+                };
+                self.outcome.insert(repo.clone(), text);
+                cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
+            }
+            _ => {}
+        }
+    }
+
+    fn tick(&mut self, cx: &mut Cx<'_>) {
+        let due = self.last_poll.is_none_or(|t| cx.now.saturating_duration_since(t) >= POLL);
+        if due {
+            self.last_poll = Some(cx.now);
+            cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
+        }
+    }
+
+    fn mouse(&mut self, event: &MouseEvent, _area: Rect, _cx: &mut Cx<'_>) {
+        let list = self.list_area.get();
+        match event.kind {
+            MouseEventKind::Down(_) if widgets::contains(list, event.column, event.row) => {
+                self.select((self.offset.get() + (event.row - list.y) as usize) as isize);
+            }
+            MouseEventKind::ScrollDown => self.select(self.selected as isize + 1),
+            MouseEventKind::ScrollUp => self.select(self.selected as isize - 1),
+            _ => {}
+        }
+    }
+
+    fn hints(&self) -> Vec<(Command, &'static str)> {
+        vec![(Command::Select, "open"), (Command::AddRepo, "add"), (Command::Reindex, "re-index")]
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
+        let t = cx.theme;
+        let block = frame(format!(" Repositories ({}) ", self.rows.len()), cx.focused, t);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        if inner.height < 3 || inner.width < 20 {
+            return None;
+        }
+        let w = inner.width as usize;
+        if !self.loaded {
+            buf.set_stringn(inner.x + 1, inner.y, "reading the registry…", w, t.style(Slot::Muted));
+            return None;
+        }
+        if let Some(e) = &self.error {
+            buf.set_stringn(
+                inner.x + 1,
+                inner.y,
+                truncate(&format!("cannot read the registry: {e}"), w - 1),
+                w,
+                t.style(Slot::Error),
+            );
+        }
+        // Columns: marker, path, state, files, chunks, indexed, watcher.
+        let (state_w, num_w, when_w) = (13usize, 9usize, 11usize);
+        let wide = w >= 110;
+        let watch_w = if wide { 34 } else { 0 };
+        let path_w = w.saturating_sub(2 + state_w + 2 * num_w + when_w + watch_w + 1).max(10);
+        let header = format!(
+            "  {}{}{:>num_w$}{:>num_w$} {}{}",
+            fit("repository", path_w),
+            fit(" state", state_w),
+            "files",
+            "chunks",
+            fit("indexed", when_w),
+            if wide { fit("watcher", watch_w) } else { String::new() },
+        );
+        buf.set_stringn(inner.x, inner.y, &header, w, t.style(Slot::Muted));
+        let details_h: u16 = 4;
+        let list = Rect { y: inner.y + 1, height: inner.height.saturating_sub(1 + details_h), ..inner };
+        self.list_area.set(list);
+        let offset = scroll_to(self.selected, self.offset.get(), list.height as usize, self.rows.len());
+        self.offset.set(offset);
+        if self.rows.is_empty() {
+            let add = cx.key(Command::AddRepo);
+            buf.set_stringn(
+                list.x + 2,
+                list.y,
+                format!("no repositories yet: press {add} to add one"),
+                w - 2,
+                t.style(Slot::Muted),
+            );
+        }
+        for (row, r) in self.rows.iter().enumerate().skip(offset).take(list.height as usize) {
+            let y = list.y + (row - offset) as u16;
+            let current = r.path == cx.repo;
+            let selected = row == self.selected;
+            let (state, slot) = self.state_text(r, cx.step);
+            let when = r.last_indexed_ms.map(|ms| ago(cx.epoch_ms, ms)).unwrap_or_else(|| "never".into());
+            let mut spans = vec![
+                Span::styled(if current { "▸ " } else { "  " }, t.style(Slot::Accent)),
+                Span::styled(
+                    fit(&truncate_left(&tilde(&r.path), path_w - 1), path_w),
+                    t.style(if current { Slot::Accent } else { Slot::Text }),
+                ),
+                Span::styled(fit(&format!(" {state}"), state_w), t.style(slot)),
+                Span::styled(format!("{:>num_w$}", thousands(r.files)), t.style(Slot::Text)),
+                Span::styled(format!("{:>num_w$}", thousands(r.chunks)), t.style(Slot::Text)),
+                Span::styled(format!(" {}", fit(&when, when_w)), t.style(Slot::Muted)),
+            ];
+            if wide {
+                spans.push(Span::styled(
+                    fit(&Self::watch_text(r, cx.epoch_ms), watch_w),
+                    t.style(if r.watching { Slot::Ok } else { Slot::Muted }),
+                ));
+            }
+            let line_area = Rect { y, height: 1, ..list };
+            buf.set_line(list.x, y, &Line::from(spans), list.width);
+            if selected {
+                let sel = if cx.focused { t.style(Slot::Selection) } else { t.style(Slot::SelectionUnfocused) };
+                buf.set_style(line_area, sel);
+            }
+        }
+        // Details of the selection.
+        let dy = inner.y + inner.height - details_h;
+        buf.set_stringn(inner.x, dy, "─".repeat(w), w, t.style(Slot::Border));
+        if let Some(r) = self.selected_row() {
+            let mut lines: Vec<Line<'static>> = Vec::new();
+            lines.push(Line::from(vec![
+                Span::styled(r.path.display().to_string(), t.style(Slot::SearchPath)),
+                Span::styled(format!("  {}", &r.fingerprint[..r.fingerprint.len().min(12)]), t.style(Slot::Muted)),
+            ]));
+            if let Some(p) = self.progress.get(&r.path).or(r.progress.as_ref()) {
+                let ratio = if p.bytes_total > 0 { p.bytes_done as f64 / p.bytes_total as f64 } else { 0.0 };
+                let mut spans = vec![Span::styled(format!("{} ", fit(&p.phase, 10)), t.style(Slot::Warning))];
+                spans.extend(bar_spans(ratio, (w / 3).max(10), t, Slot::ProgressFilled, Slot::ProgressEmpty));
+                spans.push(Span::styled(
+                    format!(
+                        " {}/{} files · {:.1}/{:.1} MB",
+                        thousands(p.files_done),
+                        thousands(p.files_total),
+                        p.bytes_done as f64 / 1e6,
+                        p.bytes_total as f64 / 1e6
+                    ),
+                    t.style(Slot::Text),
+                ));
+                lines.push(Line::from(spans));
+            } else if let Some((level, text)) = self.outcome.get(&r.path) {
+                let slot = if *level == Level::Error { Slot::Error } else { Slot::Ok };
+                lines.push(Line::styled(text.clone(), t.style(slot)));
+            } else if let Some(e) = &r.last_error {
+                lines.push(Line::styled(format!("last run failed: {e}"), t.style(Slot::Error)));
+            }
+            lines.push(Line::styled(format!("watcher: {}", Self::watch_text(r, cx.epoch_ms)), t.style(Slot::Muted)));
+            for (k, l) in lines.iter().take(details_h as usize - 1).enumerate() {
+                buf.set_line(inner.x, dy + 1 + k as u16, l, inner.width);
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,785 @@
+//! Search as you type. Each keystroke edits the query; once typing pauses for
+//! the debounce interval one search request goes out, and the worker runs the
+//! latest one only (a newer request replaces a pending one), so typing never
+//! waits for the engine and stale results never overwrite fresh ones.
+//! Results list (drawing only the visible rows, so 10,000 hits cost the same
+//! as ten), a highlighted preview of the selected hit, `$EDITOR` at its line,
+//! path and language filters, and a symbol-search mode.
+
+use super::{needs, Cx, Pane, PaneId, RenderCtx};
+use crate::engine::protocol::{SearchHit, SearchRequest};
+use crate::tui::action::{Action, PromptKind};
+use crate::tui::event::{EngineEvent, Request, SymbolHit};
+use crate::tui::keymap::Command;
+use crate::tui::theme::Slot;
+use crate::tui::widgets::input::LineInput;
+use crate::tui::widgets::preview::PreviewDoc;
+use crate::tui::widgets::{self, fit, frame, scroll_to, thousands, truncate, truncate_left, width};
+use crossterm::event::{KeyEvent, MouseEvent, MouseEventKind};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+use std::cell::Cell;
+use std::time::Instant;
+
+/// Hits asked for per request; more pages load as the selection nears the end.
+pub const PAGE: usize = 100;
+
+/// Text search or symbol search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Full-text search over chunks.
+    Text,
+    /// Symbol names (needs the symbol index).
+    Symbols,
+}
+
+/// Where the parts of the pane go; a pure function of the area.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SearchLayout {
+    /// The query box (framed).
+    pub query: Rect,
+    /// The result list (framed).
+    pub results: Rect,
+    /// The preview (framed).
+    pub preview: Rect,
+}
+
+/// Splits the pane: query on top; results beside the preview when wide, above it when narrow.
+pub fn layout(area: Rect) -> SearchLayout {
+    let query = Rect { height: 3.min(area.height), ..area };
+    let rest = Rect { y: area.y + query.height, height: area.height.saturating_sub(query.height), ..area };
+    if area.width >= 100 {
+        let left = (rest.width * 9 / 20).max(40).min(rest.width);
+        SearchLayout {
+            query,
+            results: Rect { width: left, ..rest },
+            preview: Rect { x: rest.x + left, width: rest.width - left, ..rest },
+        }
+    } else {
+        let top = (rest.height * 9 / 20).max(4).min(rest.height);
+        SearchLayout {
+            query,
+            results: Rect { height: top, ..rest },
+            preview: Rect { y: rest.y + top, height: rest.height - top, ..rest },
+        }
+    }
+}
+
+/// The search pane's state.
+#[derive(Debug)]
+pub struct SearchPane {
+    query: LineInput,
+    typing: bool,
+    mode: Mode,
+    path_filter: Option<String>,
+    lang_filter: Option<String>,
+    /// When the debounced search is due (the query changed and no request went out yet).
+    due: Option<Instant>,
+    seq: u64,
+    shown_seq: u64,
+    in_flight: bool,
+    more_in_flight: bool,
+    results: Vec<SearchHit>,
+    symbols: Vec<SymbolHit>,
+    results_query: String,
+    total_hits: usize,
+    confidence: f64,
+    took_ms: f64,
+    next_cursor: String,
+    error: Option<String>,
+    selected: usize,
+    offset: Cell<usize>,
+    preview: Option<PreviewDoc>,
+    preview_seq: u64,
+    preview_error: Option<String>,
+    preview_scroll: i64,
+    /// A file shown by a citation jump rather than a hit.
+    pinned: Option<(String, u32)>,
+    indexing: bool,
+    areas: Cell<SearchLayout>,
+}
+
+impl Default for SearchPane {
+    fn default() -> Self {
+        SearchPane {
+            query: LineInput::default(),
+            typing: true,
+            mode: Mode::Text,
+            path_filter: None,
+            lang_filter: None,
+            due: None,
+            seq: 0,
+            shown_seq: 0,
+            in_flight: false,
+            more_in_flight: false,
+            results: Vec::new(),
+            symbols: Vec::new(),
+            results_query: String::new(),
+            total_hits: 0,
+            confidence: 0.0,
+            took_ms: 0.0,
+            next_cursor: String::new(),
+            error: None,
+            selected: 0,
+            offset: Cell::new(0),
+            preview: None,
+            preview_seq: 0,
+            preview_error: None,
+            preview_scroll: 0,
+            pinned: None,
+            indexing: false,
+            areas: Cell::new(SearchLayout::default()),
+        }
+    }
+}
+
+/// The line to open or preview for a hit: its first highlighted line, else the snippet's start.
+pub fn best_line(hit: &SearchHit) -> u32 {
+    hit.highlights.first().map(|h| h.line).unwrap_or(if hit.snippet_line_start > 0 {
+        hit.snippet_line_start
+    } else {
+        hit.line_start
+    })
+}
+
+impl SearchPane {
+    /// The query text.
+    pub fn query(&self) -> &str {
+        self.query.text()
+    }
+
+    /// The hits shown.
+    pub fn results(&self) -> &[SearchHit] {
+        &self.results
+    }
+
+    /// The selected hit's index.
+    pub fn selected(&self) -> usize {
+        self.selected
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The file of the selected hit (or the pinned file), for the impact graph.
+    pub fn selected_path(&self) -> Option<String> {
+        if let Some((p, _)) = &self.pinned {
+            return Some(p.clone());
+        }
+        match self.mode {
+            Mode::Text => self.results.get(self.selected).map(|h| h.path.clone()),
+            Mode::Symbols => self.symbols.get(self.selected).map(|s| s.path.clone()),
+        }
+    }
+
+    /// Sets the path prefix filter (empty clears) and searches again.
+    pub fn set_path_filter(&mut self, value: &str, cx: &mut Cx<'_>) {
+        self.path_filter = Some(value.trim().to_string()).filter(|v| !v.is_empty());
+        self.search_now(cx);
+    }
+
+    /// Sets the language filter (empty clears) and searches again.
+    pub fn set_lang_filter(&mut self, value: &str, cx: &mut Cx<'_>) {
+        self.lang_filter = Some(value.trim().to_ascii_lowercase()).filter(|v| !v.is_empty());
+        self.search_now(cx);
+    }
+
+    /// The current repository changed: drop results and search it again.
+    pub fn reset_for_repo(&mut self, cx: &mut Cx<'_>) {
+        self.results.clear();
+        self.symbols.clear();
+        self.preview = None;
+        self.pinned = None;
+        self.error = None;
+        self.search_now(cx);
+    }
+
+    /// Shows a file at a line in the preview (citation jumps).
+    pub fn show_file(&mut self, path: &str, line: u32, cx: &mut Cx<'_>) {
+        self.pinned = Some((path.to_string(), line));
+        self.request_preview_of(path.to_string(), line, String::new(), (line, line), Vec::new(), cx);
+    }
+
+    /// Sends the query now (filters changed, repo changed, index finished).
+    fn search_now(&mut self, cx: &mut Cx<'_>) {
+        self.due = None;
+        if self.query.text().trim().is_empty() {
+            self.results.clear();
+            self.symbols.clear();
+            self.results_query.clear();
+            self.error = None;
+            self.in_flight = false;
+            return;
+        }
+        if self.mode == Mode::Symbols {
+            if cx.caps.symbols {
+                self.seq += 1;
+                self.in_flight = true;
+                cx.request(Request::Symbols {
+                    seq: self.seq,
+                    repo: cx.repo.to_path_buf(),
+                    query: self.query.text().trim().to_string(),
+                    path_prefix: self.path_filter.clone(),
+                    lang: self.lang_filter.clone(),
+                });
+            }
+            return;
+        }
+        self.seq += 1;
+        self.in_flight = true;
+        let req = SearchRequest {
+            query: self.query.text().to_string(),
+            limit: Some(PAGE),
+            cursor: None,
+            path_prefix: self.path_filter.clone(),
+            lang: self.lang_filter.clone(),
+        };
+        cx.request(Request::Search { seq: self.seq, repo: cx.repo.to_path_buf(), req, more: false });
+    }
+
+    fn more(&mut self, cx: &mut Cx<'_>) {
+        if self.more_in_flight || self.next_cursor.is_empty() || self.mode != Mode::Text {
+            return;
+        }
+        self.more_in_flight = true;
+        let req = SearchRequest {
+            query: self.results_query.clone(),
+            limit: Some(PAGE),
+            cursor: Some(self.next_cursor.clone()),
+            path_prefix: self.path_filter.clone(),
+            lang: self.lang_filter.clone(),
+        };
+        cx.request(Request::Search { seq: self.shown_seq, repo: cx.repo.to_path_buf(), req, more: true });
+    }
+
+    fn len(&self) -> usize {
+        match self.mode {
+            Mode::Text => self.results.len(),
+            Mode::Symbols => self.symbols.len(),
+        }
+    }
+
+    fn select(&mut self, i: isize, cx: &mut Cx<'_>) {
+        let len = self.len();
+        if len == 0 {
+            return;
+        }
+        let i = i.clamp(0, len as isize - 1) as usize;
+        let changed = i != self.selected || self.pinned.is_some();
+        self.selected = i;
+        self.pinned = None;
+        if changed || self.preview.is_none() {
+            self.request_preview(cx);
+        }
+        if len.saturating_sub(i) <= 10 {
+            self.more(cx);
+        }
+    }
+
+    fn request_preview(&mut self, cx: &mut Cx<'_>) {
+        match self.mode {
+            Mode::Text => {
+                if let Some(h) = self.results.get(self.selected) {
+                    let (path, line, lang, hit, hl) = (
+                        h.path.clone(),
+                        best_line(h),
+                        h.lang.clone(),
+                        (h.line_start, h.line_end),
+                        h.highlights.clone(),
+                    );
+                    self.request_preview_of(path, line, lang, hit, hl, cx);
+                }
+            }
+            Mode::Symbols => {
+                if let Some(s) = self.symbols.get(self.selected) {
+                    let (path, a, b) = (s.path.clone(), s.line_start, s.line_end);
+                    self.request_preview_of(path, a, String::new(), (a, b), Vec::new(), cx);
+                }
+            }
+        }
+    }
+
+    fn request_preview_of(
+        &mut self,
+        path: String,
+        line: u32,
+        lang: String,
+        hit: (u32, u32),
+        highlights: Vec<crate::engine::protocol::Highlight>,
+        cx: &mut Cx<'_>,
+    ) {
+        self.preview_seq += 1;
+        self.preview_scroll = 0;
+        cx.request(Request::Preview {
+            seq: self.preview_seq,
+            repo: cx.repo.to_path_buf(),
+            path,
+            line,
+            lang,
+            hit,
+            highlights,
+        });
+    }
+
+    fn open_selected(&self, cx: &mut Cx<'_>) {
+        let target = if let Some((p, l)) = &self.pinned {
+            Some((p.clone(), *l))
+        } else {
+            match self.mode {
+                Mode::Text => self.results.get(self.selected).map(|h| (h.path.clone(), best_line(h))),
+                Mode::Symbols => self.symbols.get(self.selected).map(|s| (s.path.clone(), s.line_start)),
+            }
+        };
+        if let Some((path, line)) = target {
+            cx.emit(Action::OpenEditor { path, line });
+        }
+    }
+
+    fn status_title(&self) -> String {
+        if self.mode == Mode::Symbols {
+            return format!(" Symbols ({}) ", self.symbols.len());
+        }
+        if self.results_query.is_empty() {
+            return " Results ".into();
+        }
+        let more = if self.total_hits > self.results.len() {
+            format!(" of {}", thousands(self.total_hits as u64))
+        } else {
+            String::new()
+        };
+        format!(
+            " {}{more} hits · confidence {:.2} · {:>4.0} ms ",
+            thousands(self.results.len() as u64),
+            self.confidence,
+            self.took_ms
+        )
+    }
+
+    fn render_query(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
+        let t = cx.theme;
+        let mode = match self.mode {
+            Mode::Text => "Search",
+            Mode::Symbols => "Symbol search",
+        };
+        let busy = if self.in_flight { format!(" {}", widgets::spinner(cx.step)) } else { String::new() };
+        let block = frame(format!(" {mode}{busy} "), cx.focused && self.typing, t);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        if inner.height == 0 {
+            return None;
+        }
+        // Filter chips on the right.
+        let mut chips: Vec<Span<'static>> = Vec::new();
+        if let Some(p) = &self.path_filter {
+            chips.push(Span::styled(format!(" path:{p} "), t.style(Slot::SearchFilter)));
+            chips.push(Span::raw(" "));
+        }
+        if let Some(l) = &self.lang_filter {
+            chips.push(Span::styled(format!(" lang:{l} "), t.style(Slot::SearchFilter)));
+            chips.push(Span::raw(" "));
+        }
+        let chips_w: u16 = chips.iter().map(|s| width(&s.content) as u16).sum();
+        let chips_w = chips_w.min(inner.width / 2);
+        if chips_w > 0 {
+            buf.set_line(inner.x + inner.width - chips_w, inner.y, &Line::from(chips), chips_w);
+        }
+        let field = Rect { x: inner.x + 2, width: inner.width.saturating_sub(chips_w + 2), height: 1, ..inner };
+        buf.set_string(inner.x, inner.y, "›", t.style(Slot::Accent));
+        let placeholder = format!(
+            "identifiers, paths or a plain-language description ({} filters, {} symbols)",
+            cx.key(Command::FilterPath),
+            cx.key(Command::ToggleSymbols)
+        );
+        let cursor =
+            self.query.render(field, buf, t.style(Slot::Input), Some((&placeholder, t.style(Slot::Placeholder))));
+        (cx.focused && self.typing).then_some(cursor)
+    }
+
+    fn render_results(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) {
+        let t = cx.theme;
+        let block = frame(self.status_title(), cx.focused && !self.typing, t);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        if inner.height == 0 || inner.width < 4 {
+            return;
+        }
+        let w = inner.width as usize;
+        let note = |buf: &mut Buffer, y: u16, text: &str, style: Style| {
+            for (k, l) in widgets::wrap(text, w.saturating_sub(1)).iter().enumerate() {
+                if y + (k as u16) < inner.y + inner.height {
+                    buf.set_stringn(inner.x + 1, y + k as u16, l, w - 1, style);
+                }
+            }
+        };
+        if self.mode == Mode::Symbols && !cx.caps.symbols {
+            needs(
+                inner,
+                buf,
+                t,
+                "Symbol search needs the symbol index",
+                &[
+                    "Symbol search asks Engine::symbols (Tree-sitter symbols in symbols.db), which this build does not have yet.",
+                    &format!("Text search works: press {} to switch back.", cx.key(Command::ToggleSymbols)),
+                ],
+            );
+            return;
+        }
+        let mut y = inner.y;
+        if self.indexing {
+            note(buf, y, "Indexing is running; results fill in as it finishes.", t.style(Slot::Warning));
+            y += 1;
+        }
+        if let Some(e) = &self.error {
+            note(buf, y, e, t.style(Slot::Error));
+            return;
+        }
+        if self.query.text().trim().is_empty() && self.results.is_empty() {
+            note(
+                buf,
+                y,
+                &format!(
+                    "Type to search {}. {} / {} move, {} opens the hit in $EDITOR, {} path filter, {} language, {} impact graph of the file.",
+                    cx.repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                    cx.key(Command::PrevResult),
+                    cx.key(Command::NextResult),
+                    cx.key(Command::OpenInEditor),
+                    cx.key(Command::FilterPath),
+                    cx.key(Command::FilterLang),
+                    cx.key(Command::OpenImpact),
+                ),
+                t.style(Slot::Muted),
+            );
+            return;
+        }
+        if self.len() == 0 {
+            if !self.in_flight && !self.results_query.is_empty() {
+                let filters = if self.path_filter.is_some() || self.lang_filter.is_some() {
+                    format!(" with these filters ({} clears them)", cx.key(Command::ClearFilters))
+                } else {
+                    String::new()
+                };
+                note(
+                    buf,
+                    y,
+                    &format!("No results for \"{}\"{filters}. Try fewer or other words.", self.results_query),
+                    t.style(Slot::Muted),
+                );
+            }
+            return;
+        }
+        let list = Rect { y, height: inner.y + inner.height - y, ..inner };
+        let rows_per = if list.height >= 6 { 2 } else { 1 };
+        let visible = (list.height / rows_per) as usize;
+        let offset = scroll_to(self.selected, self.offset.get(), visible, self.len());
+        self.offset.set(offset);
+        for k in 0..visible {
+            let i = offset + k;
+            if i >= self.len() {
+                break;
+            }
+            let ry = list.y + (k as u16) * rows_per;
+            let selected = i == self.selected;
+            let (head, body) = match self.mode {
+                Mode::Text => hit_lines(&self.results[i], w, t),
+                Mode::Symbols => symbol_lines(&self.symbols[i], w, t),
+            };
+            buf.set_line(list.x, ry, &head, list.width);
+            if rows_per == 2 {
+                buf.set_line(list.x, ry + 1, &body, list.width);
+            }
+            if selected {
+                let sel = if cx.focused { t.style(Slot::Selection) } else { t.style(Slot::SelectionUnfocused) };
+                buf.set_style(Rect { y: ry, height: rows_per, ..list }, sel);
+            }
+        }
+    }
+
+    fn render_preview(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) {
+        let t = cx.theme;
+        let title = match &self.preview {
+            Some(d) => format!(
+                " {}:{} ({} lines) ",
+                truncate_left(&d.path, area.width.saturating_sub(16) as usize),
+                d.focus_line,
+                thousands(d.total_lines as u64)
+            ),
+            None => " Preview ".into(),
+        };
+        let block = frame(title, false, t);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        match (&self.preview, &self.preview_error) {
+            (_, Some(e)) => {
+                buf.set_stringn(
+                    inner.x + 1,
+                    inner.y,
+                    truncate(e, inner.width.saturating_sub(1) as usize),
+                    inner.width as usize,
+                    t.style(Slot::Error),
+                );
+            }
+            (Some(doc), None) => doc.render(inner, buf, t, self.preview_scroll),
+            (None, None) => {
+                if self.len() > 0 {
+                    buf.set_stringn(inner.x + 1, inner.y, "loading…", inner.width as usize, t.style(Slot::Muted));
+                }
+            }
+        }
+    }
+}
+
+/// The two lines of a text hit: location, then the best snippet line with matches emphasised.
+fn hit_lines(hit: &SearchHit, w: usize, t: &crate::tui::theme::Theme) -> (Line<'static>, Line<'static>) {
+    let loc = if hit.line_start == hit.line_end {
+        format!(":{}", hit.line_start)
+    } else {
+        format!(":{}-{}", hit.line_start, hit.line_end)
+    };
+    let tail = format!(" {}{}", hit.lang, if hit.stale { " (changed on disk)" } else { "" });
+    let path_w = w.saturating_sub(width(&loc) + width(&tail) + 1);
+    let head = Line::from(vec![
+        Span::styled(format!(" {}", truncate_left(&hit.path, path_w)), t.style(Slot::SearchPath)),
+        Span::styled(loc, t.style(Slot::SearchLineNumber)),
+        Span::styled(tail, t.style(if hit.stale { Slot::SearchStale } else { Slot::SearchLang })),
+    ]);
+    let line_no = best_line(hit);
+    let idx = line_no.saturating_sub(hit.snippet_line_start) as usize;
+    let text = hit.snippet.lines().nth(idx).or_else(|| hit.snippet.lines().next()).unwrap_or("");
+    let mut ranges: Vec<(usize, usize)> =
+        hit.highlights.iter().filter(|h| h.line == line_no).map(|h| (h.start, h.end)).collect();
+    ranges.sort_unstable();
+    let lead = text.len() - text.trim_start().len();
+    let mut spans = vec![Span::raw("   ")];
+    let mut pos = lead;
+    for (a, b) in ranges {
+        if a < pos || b > text.len() || !text.is_char_boundary(a) || !text.is_char_boundary(b) {
+            continue;
+        }
+        spans.push(Span::styled(crate::tui::highlight::sanitize(&text[pos..a]), t.style(Slot::SearchSnippet)));
+        spans.push(Span::styled(crate::tui::highlight::sanitize(&text[a..b]), t.style(Slot::SearchMatch)));
+        pos = b;
+    }
+    if pos < text.len() && text.is_char_boundary(pos) {
+        spans.push(Span::styled(crate::tui::highlight::sanitize(&text[pos..]), t.style(Slot::SearchSnippet)));
+    }
+    (head, Line::from(spans))
+}
+
+/// The two lines of a symbol hit.
+fn symbol_lines(s: &SymbolHit, w: usize, t: &crate::tui::theme::Theme) -> (Line<'static>, Line<'static>) {
+    let head = Line::from(vec![
+        Span::styled(format!(" {} ", s.kind), t.style(Slot::SearchLang)),
+        Span::styled(s.name.clone(), t.style(Slot::SearchPath)),
+        Span::styled(format!("  {}:{}", truncate_left(&s.path, w / 2), s.line_start), t.style(Slot::SearchLineNumber)),
+    ]);
+    (head, Line::styled(format!("   {}", fit(&s.signature, w.saturating_sub(3))), t.style(Slot::SearchSnippet)))
+}
+
+impl Pane for SearchPane {
+    fn id(&self) -> PaneId {
+        PaneId::Search
+    }
+
+    fn typing(&self) -> bool {
+        self.typing
+    }
+
+    fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool {
+        let page = (self.areas.get().results.height / 2).max(1) as isize;
+        let sel = self.selected as isize;
+        match cmd {
+            Command::NextResult | Command::Down => self.select(sel + 1, cx),
+            Command::PrevResult | Command::Up => self.select(sel - 1, cx),
+            Command::PageDown => self.select(sel + page, cx),
+            Command::PageUp => self.select(sel - page, cx),
+            Command::Top => self.select(0, cx),
+            Command::Bottom => self.select(isize::MAX / 2, cx),
+            Command::OpenInEditor | Command::Select => self.open_selected(cx),
+            Command::FocusQuery => self.typing = true,
+            Command::LeaveQuery | Command::Back => self.typing = false,
+            Command::ToggleSymbols => {
+                self.mode = if self.mode == Mode::Text { Mode::Symbols } else { Mode::Text };
+                self.selected = 0;
+                self.search_now(cx);
+            }
+            Command::FilterPath => {
+                cx.emit(Action::Prompt(PromptKind::PathFilter(self.path_filter.clone().unwrap_or_default())))
+            }
+            Command::FilterLang => {
+                cx.emit(Action::Prompt(PromptKind::LangFilter(self.lang_filter.clone().unwrap_or_default())))
+            }
+            Command::ClearFilters => {
+                self.path_filter = None;
+                self.lang_filter = None;
+                self.search_now(cx);
+            }
+            Command::OpenImpact => match self.selected_path() {
+                Some(path) => cx.emit(Action::OpenImpact { path }),
+                None => cx.notify(crate::tui::action::Level::Warn, "select a result first"),
+            },
+            Command::PreviewDown => self.preview_scroll += (self.areas.get().preview.height / 2).max(1) as i64,
+            Command::PreviewUp => self.preview_scroll -= (self.areas.get().preview.height / 2).max(1) as i64,
+            _ => return false,
+        }
+        true
+    }
+
+    fn text(&mut self, key: &KeyEvent, cx: &mut Cx<'_>) -> bool {
+        let before = self.query.text().to_string();
+        if !self.query.handle_key(key) {
+            return false;
+        }
+        if self.query.text() != before {
+            if self.query.text().trim().is_empty() {
+                self.search_now(cx);
+            } else {
+                self.due = Some(cx.now + cx.debounce);
+            }
+        }
+        true
+    }
+
+    fn paste(&mut self, text: &str, cx: &mut Cx<'_>) {
+        self.query.insert_str(text);
+        self.due = Some(cx.now + cx.debounce);
+    }
+
+    fn tick(&mut self, cx: &mut Cx<'_>) {
+        if self.due.is_some_and(|due| cx.now >= due) {
+            self.search_now(cx);
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.due
+    }
+
+    fn engine(&mut self, event: &EngineEvent, cx: &mut Cx<'_>) {
+        match event {
+            EngineEvent::SearchResults { seq, more: false, result } => {
+                if *seq < self.shown_seq {
+                    return;
+                }
+                self.in_flight = *seq < self.seq;
+                self.shown_seq = *seq;
+                self.more_in_flight = false;
+                self.offset.set(0);
+                self.selected = 0;
+                self.pinned = None;
+                match result {
+                    Ok(resp) => {
+                        self.error = None;
+                        self.results = resp.results.clone();
+                        self.results_query = resp.query.clone();
+                        self.total_hits = resp.total_hits;
+                        self.confidence = resp.confidence;
+                        self.took_ms = resp.timing_ms.total;
+                        self.next_cursor = resp.next_cursor.clone();
+                        if self.results.is_empty() {
+                            self.preview = None;
+                        } else {
+                            self.request_preview(cx);
+                        }
+                    }
+                    Err(e) => {
+                        self.results.clear();
+                        self.results_query = self.query.text().to_string();
+                        self.error = Some(e.clone());
+                        self.preview = None;
+                    }
+                }
+            }
+            EngineEvent::SearchResults { seq, more: true, result } => {
+                self.more_in_flight = false;
+                if *seq != self.shown_seq {
+                    return;
+                }
+                if let Ok(resp) = result {
+                    self.results.extend(resp.results.iter().cloned());
+                    self.next_cursor = resp.next_cursor.clone();
+                }
+            }
+            EngineEvent::SymbolResults { seq, result } => {
+                if *seq < self.shown_seq {
+                    return;
+                }
+                self.shown_seq = *seq;
+                self.in_flight = *seq < self.seq;
+                self.selected = 0;
+                match result {
+                    Ok(hits) => {
+                        self.symbols = hits.clone();
+                        self.error = None;
+                        self.results_query = self.query.text().to_string();
+                        self.request_preview(cx);
+                    }
+                    Err(e) => self.error = Some(e.clone()),
+                }
+            }
+            EngineEvent::Preview { seq, result } => {
+                if *seq != self.preview_seq {
+                    return;
+                }
+                match result {
+                    Ok(doc) => {
+                        self.preview = Some(doc.clone());
+                        self.preview_error = None;
+                    }
+                    Err(e) => {
+                        self.preview = None;
+                        self.preview_error = Some(e.clone());
+                    }
+                }
+            }
+            EngineEvent::IndexStarted { repo } if repo == cx.repo => self.indexing = true,
+            EngineEvent::IndexFinished { repo, result } if repo == cx.repo => {
+                self.indexing = false;
+                // Fill in: run the query again over the new generation.
+                if result.is_ok() && !self.query.text().trim().is_empty() {
+                    self.search_now(cx);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn mouse(&mut self, event: &MouseEvent, _area: Rect, cx: &mut Cx<'_>) {
+        let areas = self.areas.get();
+        let (col, row) = (event.column, event.row);
+        match event.kind {
+            MouseEventKind::Down(_) if widgets::contains(areas.query, col, row) => self.typing = true,
+            MouseEventKind::Down(_) if widgets::contains(areas.results, col, row) => {
+                self.typing = false;
+                let inner_y = areas.results.y + 1 + u16::from(self.indexing);
+                let rows_per = if areas.results.height.saturating_sub(2) >= 6 { 2 } else { 1 };
+                if row >= inner_y {
+                    let k = ((row - inner_y) / rows_per) as usize;
+                    self.select((self.offset.get() + k) as isize, cx);
+                }
+            }
+            MouseEventKind::ScrollDown if widgets::contains(areas.preview, col, row) => self.preview_scroll += 3,
+            MouseEventKind::ScrollUp if widgets::contains(areas.preview, col, row) => self.preview_scroll -= 3,
+            MouseEventKind::ScrollDown => self.select(self.selected as isize + 1, cx),
+            MouseEventKind::ScrollUp => self.select(self.selected as isize - 1, cx),
+            _ => {}
+        }
+    }
+
+    fn hints(&self) -> Vec<(Command, &'static str)> {
+        vec![(Command::OpenInEditor, "edit"), (Command::ToggleSymbols, "symbols"), (Command::OpenImpact, "impact")]
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
+        let areas = layout(area);
+        self.areas.set(areas);
+        let cursor = self.render_query(areas.query, buf, cx);
+        self.render_results(areas.results, buf, cx);
+        self.render_preview(areas.preview, buf, cx);
+        cursor
+    }
+}

@@ -1,0 +1,237 @@
+//! Reusable drawing pieces: text fitting, scrolling windows, bars, framed
+//! blocks, and the bigger widgets (preview, impact graph, trace, DAG,
+//! markdown) that render view-models the panes hold.
+
+pub mod dag;
+pub mod graph;
+pub mod help;
+pub mod input;
+pub mod markdown;
+pub mod preview;
+pub mod status_bar;
+pub mod trace;
+
+use super::theme::{Slot, Theme};
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// A pane's frame: rounded borders, the title, focus shown by colour.
+pub fn frame<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {
+    let (border, title_style) = if focused {
+        (theme.style(Slot::BorderFocused), theme.style(Slot::TitleFocused))
+    } else {
+        (theme.style(Slot::Border), theme.style(Slot::Title))
+    };
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(border)
+        .title(title.into().style(title_style))
+}
+
+/// Display width of a string in terminal cells.
+pub fn width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// Cuts `s` to at most `max` cells, ending in `…` when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > max - 1 {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
+/// Cuts `s` from the left to at most `max` cells (`…/auth/session.rs`), keeping the end of paths.
+pub fn truncate_left(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut tail: Vec<char> = Vec::new();
+    let mut used = 0;
+    for c in s.chars().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w > max - 1 {
+            break;
+        }
+        tail.push(c);
+        used += w;
+    }
+    let mut out = String::from("…");
+    out.extend(tail.into_iter().rev());
+    out
+}
+
+/// Pads or cuts `s` to exactly `w` cells.
+pub fn fit(s: &str, w: usize) -> String {
+    let t = truncate(s, w);
+    let pad = w.saturating_sub(width(&t));
+    format!("{t}{}", " ".repeat(pad))
+}
+
+/// The first visible row so that `selected` is inside a window of `height` rows,
+/// moving the previous `offset` as little as possible.
+pub fn scroll_to(selected: usize, offset: usize, height: usize, len: usize) -> usize {
+    if height == 0 || len == 0 {
+        return 0;
+    }
+    let max_offset = len.saturating_sub(height);
+    let offset = if selected < offset {
+        selected
+    } else if selected >= offset + height {
+        selected + 1 - height
+    } else {
+        offset
+    };
+    offset.min(max_offset)
+}
+
+/// A horizontal bar of `cells` cells filled to `ratio` (0..1), as filled and empty parts.
+pub fn bar(ratio: f64, cells: usize) -> (String, String) {
+    let ratio = if ratio.is_finite() { ratio.clamp(0.0, 1.0) } else { 0.0 };
+    let filled = ((ratio * cells as f64).round() as usize).min(cells);
+    ("█".repeat(filled), "░".repeat(cells - filled))
+}
+
+/// A bar as styled spans.
+pub fn bar_spans(ratio: f64, cells: usize, theme: &Theme, filled: Slot, empty: Slot) -> Vec<Span<'static>> {
+    let (f, e) = bar(ratio, cells);
+    vec![Span::styled(f, theme.style(filled)), Span::styled(e, theme.style(empty))]
+}
+
+/// A rectangle of at most `w` x `h` centred in `area`.
+pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+}
+
+/// Thousands separators: 12345 → "12,345".
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A spinner frame for an animation step.
+pub fn spinner(step: u64) -> &'static str {
+    const FRAMES: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];
+    FRAMES[(step % FRAMES.len() as u64) as usize]
+}
+
+/// Is `(col, row)` inside `r`?
+pub fn contains(r: Rect, col: u16, row: u16) -> bool {
+    col >= r.x && col < r.x + r.width && row >= r.y && row < r.y + r.height
+}
+
+/// Word-wraps plain text to `w` cells (at least one line).
+pub fn wrap(text: &str, w: usize) -> Vec<String> {
+    let w = w.max(1);
+    let mut lines = Vec::new();
+    for para in text.split('\n') {
+        let mut line = String::new();
+        for word in para.split(' ') {
+            let candidate = if line.is_empty() { word.to_string() } else { format!("{line} {word}") };
+            if width(&candidate) <= w {
+                line = candidate;
+            } else {
+                if !line.is_empty() {
+                    lines.push(std::mem::take(&mut line));
+                }
+                let mut word = word.to_string();
+                while width(&word) > w {
+                    let head = truncate_exact(&word, w);
+                    word = word[head.len()..].to_string();
+                    lines.push(head);
+                }
+                line = word;
+            }
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+/// The longest prefix of `s` that fits in `w` cells (no ellipsis).
+fn truncate_exact(s: &str, w: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let cw = c.width().unwrap_or(0);
+        if used + cw > w {
+            break;
+        }
+        out.push(c);
+        used += cw;
+    }
+    if out.is_empty() {
+        s.chars().next().map(String::from).unwrap_or_default()
+    } else {
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_keeps_width() {
+        assert_eq!(truncate("session.rs", 20), "session.rs");
+        assert_eq!(truncate("session.rs", 6), "sessi…");
+        assert_eq!(truncate_left("src/auth/session.rs", 12), "…/session.rs");
+        assert_eq!(fit("ab", 4), "ab  ");
+        assert_eq!(width(&truncate("日本語のテキスト", 7)), 7);
+    }
+
+    #[test]
+    fn scrolling_moves_minimally() {
+        assert_eq!(scroll_to(0, 0, 10, 100), 0);
+        assert_eq!(scroll_to(12, 0, 10, 100), 3);
+        assert_eq!(scroll_to(5, 3, 10, 100), 3);
+        assert_eq!(scroll_to(2, 3, 10, 100), 2);
+        assert_eq!(scroll_to(99, 0, 10, 100), 90);
+        assert_eq!(scroll_to(3, 50, 10, 5), 0);
+    }
+
+    #[test]
+    fn bars_and_numbers() {
+        assert_eq!(bar(0.5, 4), ("██".into(), "░░".into()));
+        assert_eq!(bar(2.0, 3).0.chars().count(), 3);
+        assert_eq!(bar(f64::NAN, 3).1.chars().count(), 3);
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(thousands(12), "12");
+    }
+
+    #[test]
+    fn wrapping() {
+        assert_eq!(wrap("one two three", 7), vec!["one two", "three"]);
+        assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("", 4), vec![""]);
+    }
+}

@@ -1,0 +1,451 @@
+//! The engine worker: turns the UI's [`Request`]s into engine calls on
+//! blocking threads (the Engine API is synchronous) and sends the outcomes
+//! back as [`EngineEvent`]s on the app's channel. Search, preview and impact
+//! run in latest-wins slots; index runs report progress as they go; watchers
+//! run until stopped. Nothing here ever blocks the event loop.
+
+use super::event::{
+    AppEvent, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request, SymbolHit, WatchActivity,
+};
+use super::highlight::{highlight, sanitize};
+use super::jobs::LatestWins;
+use super::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind};
+use super::widgets::preview::PreviewDoc;
+use crate::engine::llm::{model_matches, ChatMessage, ChatRequest};
+use crate::engine::protocol::{Highlight, IndexProgress};
+use crate::engine::protocol::{ImpactRequest, ImpactResponse, SymbolsRequest};
+use crate::engine::watch::WatchReport;
+use crate::engine::{Engine, IndexOptions};
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
+
+/// Symbols asked for per symbol search.
+const SYMBOL_LIMIT: usize = 100;
+/// Lines read before the focus line for a preview (the highlighter starts there).
+const PREVIEW_BEFORE: u32 = 400;
+/// Lines read after the focus line.
+const PREVIEW_AFTER: u32 = 400;
+/// Files up to this many lines are highlighted from their first line, so block comments and
+/// strings that open above the window are coloured correctly.
+const HIGHLIGHT_FROM_START: u32 = 2000;
+
+type Slot = Arc<Mutex<LatestWins<Request>>>;
+
+/// Runs engine work for the app.
+pub struct Worker {
+    engine: Engine,
+    tx: UnboundedSender<AppEvent>,
+    search: Slot,
+    preview: Slot,
+    impact: Slot,
+    indexing: Arc<Mutex<HashSet<PathBuf>>>,
+    watchers: HashMap<PathBuf, (Arc<AtomicBool>, JoinHandle<()>)>,
+    /// Stop flags of answers being streamed, by turn.
+    chats: Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>,
+}
+
+impl Worker {
+    /// A worker sending its events to `tx`. Must be used inside a tokio runtime.
+    pub fn new(engine: Engine, tx: UnboundedSender<AppEvent>) -> Worker {
+        Worker {
+            engine,
+            tx,
+            search: Slot::default(),
+            preview: Slot::default(),
+            impact: Slot::default(),
+            indexing: Arc::default(),
+            watchers: HashMap::new(),
+            chats: Arc::default(),
+        }
+    }
+
+    /// Starts a request; returns at once.
+    pub fn dispatch(&mut self, req: Request) {
+        match req {
+            Request::Search { .. } | Request::Symbols { .. } => self.latest(self.search.clone(), req),
+            Request::Preview { .. } => self.latest(self.preview.clone(), req),
+            Request::Impact { .. } => self.latest(self.impact.clone(), req),
+            Request::Index { repo, rebuild } => self.index(repo, rebuild),
+            Request::Watch { repo, on: true } => self.watch(repo),
+            Request::Watch { repo, on: false } => {
+                if let Some((stop, _)) = self.watchers.get(&repo) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            Request::LoadRepos { current } => {
+                let engine = self.engine.clone();
+                self.blocking(move || load_repos(&engine, &current));
+            }
+            Request::CheckProvider => {
+                let engine = self.engine.clone();
+                self.blocking(move || EngineEvent::Provider(check_provider(&engine)));
+            }
+            Request::Chat { turn, messages } => self.chat(turn, messages),
+            Request::StopChat { turn } => {
+                if let Some(flag) = self.chats.lock().ok().and_then(|c| c.get(&turn).cloned()) {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
+            Request::RemoveRepo { repo } => {
+                let engine = self.engine.clone();
+                self.blocking(move || remove_repo(&engine, repo));
+            }
+        }
+    }
+
+    /// Stops watchers and waits (briefly) for them to release their writers.
+    pub async fn shutdown(&mut self) {
+        for (_, (stop, _)) in self.watchers.iter() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        for (_, (_, handle)) in self.watchers.drain() {
+            let _ = tokio::time::timeout(Duration::from_secs(3), handle).await;
+        }
+    }
+
+    fn blocking(&self, f: impl FnOnce() -> EngineEvent + Send + 'static) {
+        let tx = self.tx.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Some(e) = guarded("a background task", f) {
+                let _ = tx.send(AppEvent::Engine(e));
+            }
+        });
+    }
+
+    fn latest(&self, slot: Slot, req: Request) {
+        let start = slot.lock().map(|mut s| s.submit(req)).unwrap_or(None);
+        let Some(first) = start else { return };
+        let engine = self.engine.clone();
+        let tx = self.tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut job = Some(first);
+            while let Some(j) = job.take() {
+                let fallback = failure_event(&j);
+                let event = guarded("a search", || execute(&engine, j)).unwrap_or(fallback);
+                let _ = tx.send(AppEvent::Engine(event));
+                job = slot.lock().map(|mut s| s.finish()).unwrap_or(None);
+            }
+        });
+    }
+
+    fn index(&self, repo: PathBuf, rebuild: bool) {
+        let fresh = self.indexing.lock().map(|mut s| s.insert(repo.clone())).unwrap_or(false);
+        if !fresh {
+            return;
+        }
+        let engine = self.engine.clone();
+        let tx = self.tx.clone();
+        let running = self.indexing.clone();
+        tokio::task::spawn_blocking(move || {
+            let send = |e: EngineEvent| {
+                let _ = tx.send(AppEvent::Engine(e));
+            };
+            let finished = guarded("an index run", || index_run(&engine, &repo, rebuild, &send)).unwrap_or_else(|| {
+                EngineEvent::IndexFinished {
+                    repo: repo.clone(),
+                    result: Err("internal error while indexing (details in state/logs/tui.log)".into()),
+                }
+            });
+            if let Ok(mut s) = running.lock() {
+                s.remove(&repo);
+            }
+            send(finished);
+        });
+    }
+
+    fn chat(&self, turn: u64, messages: Vec<ChatMessage>) {
+        let stop = Arc::new(AtomicBool::new(false));
+        if let Ok(mut c) = self.chats.lock() {
+            c.insert(turn, stop.clone());
+        }
+        let engine = self.engine.clone();
+        let tx = self.tx.clone();
+        let chats = self.chats.clone();
+        tokio::task::spawn_blocking(move || {
+            let send = |e: EngineEvent| {
+                let _ = tx.send(AppEvent::Engine(e));
+            };
+            let done =
+                guarded("a chat answer", || chat_run(&engine, turn, messages, &stop, &send)).unwrap_or_else(|| {
+                    EngineEvent::Chat(ChatUpdate::Failed {
+                        turn,
+                        message: "internal error (details in state/logs/tui.log)".into(),
+                    })
+                });
+            if let Ok(mut c) = chats.lock() {
+                c.remove(&turn);
+            }
+            send(done);
+        });
+    }
+
+    fn watch(&mut self, repo: PathBuf) {
+        if self.watchers.get(&repo).is_some_and(|(_, h)| !h.is_finished()) {
+            return;
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let engine = self.engine.clone();
+        let tx = self.tx.clone();
+        let flag = stop.clone();
+        let path = repo.clone();
+        let handle = tokio::task::spawn_blocking(move || {
+            let send = |activity: WatchActivity| {
+                let _ = tx.send(AppEvent::Engine(EngineEvent::Watch { repo: path.clone(), activity }));
+            };
+            let report = |r: WatchReport| {
+                send(match r {
+                    WatchReport::Ready(_) => WatchActivity::Ready,
+                    WatchReport::Applied { paths, .. } => WatchActivity::Applied { paths },
+                    WatchReport::Failed(e) => WatchActivity::Failed(e),
+                })
+            };
+            match guarded("a watcher", || engine.watch(&path, &flag, &report)) {
+                Some(Ok(())) => send(WatchActivity::Stopped),
+                Some(Err(e)) => send(WatchActivity::Failed(format!("{e:#}"))),
+                None => send(WatchActivity::Failed(
+                    "the watcher stopped on an internal error (see state/logs/tui.log)".into(),
+                )),
+            }
+        });
+        self.watchers.insert(repo, (stop, handle));
+    }
+}
+
+/// Runs `f`, turning a panic into `None` (logged) so one bad request cannot take the app down.
+fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Option<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => Some(v),
+        Err(_) => {
+            tracing::error!("{what} panicked; see the message above");
+            None
+        }
+    }
+}
+
+/// The event reporting that a latest-wins request failed inside the engine.
+fn failure_event(req: &Request) -> EngineEvent {
+    let msg = "internal error in the engine (details in the TUI log, state/logs/tui.log)".to_string();
+    match req {
+        Request::Search { seq, more, .. } => EngineEvent::SearchResults { seq: *seq, more: *more, result: Err(msg) },
+        Request::Preview { seq, .. } => EngineEvent::Preview { seq: *seq, result: Err(msg) },
+        Request::Symbols { seq, .. } => EngineEvent::SymbolResults { seq: *seq, result: Err(msg) },
+        Request::Impact { seq, .. } => EngineEvent::Impact { seq: *seq, result: Err(msg) },
+        _ => EngineEvent::Repos(Err(msg)),
+    }
+}
+
+/// Runs any request to completion on the calling thread and returns every event it produced,
+/// in order (scenario tests drive the app with the real engine this way). Watchers are the one
+/// exception: they run until stopped, so they only run through [`Worker`].
+pub fn run_sync(engine: &Engine, req: Request) -> Vec<EngineEvent> {
+    let events = Mutex::new(Vec::new());
+    let send = |e: EngineEvent| {
+        if let Ok(mut v) = events.lock() {
+            v.push(e);
+        }
+    };
+    match req {
+        Request::LoadRepos { current } => send(load_repos(engine, &current)),
+        Request::RemoveRepo { repo } => send(remove_repo(engine, repo)),
+        Request::CheckProvider => send(EngineEvent::Provider(check_provider(engine))),
+        Request::Index { repo, rebuild } => send(index_run(engine, &repo, rebuild, &send)),
+        Request::Chat { turn, messages } => send(chat_run(engine, turn, messages, &AtomicBool::new(false), &send)),
+        Request::Watch { repo, .. } => send(EngineEvent::Watch {
+            repo,
+            activity: WatchActivity::Failed("watchers run only in the event loop".into()),
+        }),
+        Request::StopChat { .. } => {}
+        latest @ (Request::Search { .. }
+        | Request::Symbols { .. }
+        | Request::Preview { .. }
+        | Request::Impact { .. }) => send(execute(engine, latest)),
+    }
+    events.into_inner().unwrap_or_default()
+}
+
+fn load_repos(engine: &Engine, current: &Path) -> EngineEvent {
+    EngineEvent::Repos(engine.repo_overviews(Some(current)).map_err(|e| format!("{e:#}")))
+}
+
+fn remove_repo(engine: &Engine, repo: PathBuf) -> EngineEvent {
+    let result = engine.remove_repo(&repo, false).map(|_| ()).map_err(|e| format!("{e:#}"));
+    EngineEvent::RepoRemoved { repo, result }
+}
+
+/// Indexes with progress events; returns the final event.
+fn index_run(engine: &Engine, repo: &Path, rebuild: bool, send: &(dyn Fn(EngineEvent) + Sync)) -> EngineEvent {
+    send(EngineEvent::IndexStarted { repo: repo.to_path_buf() });
+    let sink = |p: &IndexProgress| send(EngineEvent::IndexProgress { repo: repo.to_path_buf(), progress: p.clone() });
+    let result =
+        engine.index(repo, &IndexOptions { rebuild, ..Default::default() }, &sink).map_err(|e| format!("{e:#}"));
+    EngineEvent::IndexFinished { repo: repo.to_path_buf(), result }
+}
+
+/// Streams an answer as token events; returns the final event.
+fn chat_run(
+    engine: &Engine,
+    turn: u64,
+    messages: Vec<ChatMessage>,
+    stop: &AtomicBool,
+    send: &dyn Fn(EngineEvent),
+) -> EngineEvent {
+    let req = ChatRequest { messages, ..Default::default() };
+    let mut on_token = |t: &str| {
+        send(EngineEvent::Chat(ChatUpdate::Token { turn, text: t.to_string() }));
+        if stop.load(Ordering::Relaxed) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    EngineEvent::Chat(match engine.stream_chat(req, &mut on_token) {
+        Ok(reply) => ChatUpdate::Done { turn, citations: Vec::new(), stopped: reply.stopped },
+        Err(e) => ChatUpdate::Failed { turn, message: format!("{e:#}") },
+    })
+}
+
+/// The impact graph's answer as the diagram's view-model: its nodes (packages shown by name), its
+/// edges, and the queried file's unresolved imports as nodes of their own, so the risk overlay
+/// can point at them.
+pub fn impact_view(resp: &ImpactResponse) -> GraphView {
+    let mut nodes: Vec<GraphNode> = resp
+        .nodes
+        .iter()
+        .map(|n| GraphNode {
+            id: if n.external { n.id.strip_prefix("ext:").unwrap_or(&n.id).to_string() } else { n.id.clone() },
+            kind: if n.external { NodeKind::External } else { NodeKind::File },
+            unresolved_imports: n.unresolved_imports as u32,
+            in_cycle: n.in_cycle,
+        })
+        .collect();
+    let index: std::collections::HashMap<&str, usize> =
+        resp.nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
+    let mut edges: Vec<GraphEdge> = resp
+        .edges
+        .iter()
+        .filter_map(|e| {
+            let (from, to) = (*index.get(e.source.as_str())?, *index.get(e.target.as_str())?);
+            Some(GraphEdge { from, to, confidence: e.confidence })
+        })
+        .collect();
+    let center = index.get(resp.file.as_str()).copied().unwrap_or(0);
+    for d in &resp.diagnostics {
+        nodes.push(GraphNode {
+            id: d.spec.clone(),
+            kind: NodeKind::Unresolved,
+            unresolved_imports: 0,
+            in_cycle: false,
+        });
+        edges.push(GraphEdge { from: center, to: nodes.len() - 1, confidence: 0.0 });
+    }
+    GraphView { nodes, edges, center, depth: resp.depth }
+}
+
+/// Whether the provider answers and has the configured chat model.
+fn check_provider(engine: &Engine) -> ProviderStatus {
+    let cfg = &engine.config().llm;
+    let state = match engine.models() {
+        Ok(models) if models.iter().any(|m| model_matches(&cfg.default_model, &m.name)) => ProviderState::Ready,
+        Ok(models) => ProviderState::Unavailable(format!(
+            "{} is not installed on {} (it has {}); run `docdex llm-setup` or `ollama pull {}`",
+            cfg.default_model,
+            cfg.base_url,
+            if models.is_empty() {
+                "no models".to_string()
+            } else {
+                models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
+            },
+            cfg.default_model
+        )),
+        Err(e) => ProviderState::Unavailable(format!("{e:#}")),
+    };
+    ProviderStatus { provider: cfg.provider.clone(), model: cfg.default_model.clone(), state }
+}
+
+/// Runs one latest-wins request.
+fn execute(engine: &Engine, req: Request) -> EngineEvent {
+    match req {
+        Request::Search { seq, repo, req, more } => {
+            let result = engine.search(&repo, &req).map_err(|e| format!("{e:#}"));
+            EngineEvent::SearchResults { seq, more, result }
+        }
+        Request::Preview { seq, repo, path, line, lang, hit, highlights } => {
+            EngineEvent::Preview { seq, result: preview(engine, &repo, &path, line, &lang, hit, &highlights) }
+        }
+        Request::Symbols { seq, repo, query, path_prefix, lang } => {
+            let req = SymbolsRequest {
+                query: Some(query),
+                path_prefix,
+                lang,
+                limit: Some(SYMBOL_LIMIT),
+                ..Default::default()
+            };
+            let result = engine
+                .symbols(&repo, &req)
+                .map(|resp| {
+                    resp.results
+                        .into_iter()
+                        .map(|h| SymbolHit {
+                            name: h.name,
+                            kind: h.kind.name().to_string(),
+                            path: h.path,
+                            line_start: h.line_start,
+                            line_end: h.line_end,
+                            signature: h.signature,
+                        })
+                        .collect()
+                })
+                .map_err(|e| format!("{e:#}"));
+            EngineEvent::SymbolResults { seq, result }
+        }
+        Request::Impact { seq, repo, file, depth } => {
+            let req = ImpactRequest { file, depth: Some(depth), direction: None };
+            let result = engine.impact(&repo, &req).map(|resp| impact_view(&resp)).map_err(|e| format!("{e:#}"));
+            EngineEvent::Impact { seq, result }
+        }
+        other => EngineEvent::Repos(Err(format!("unexpected request in a latest-wins slot: {other:?}"))),
+    }
+}
+
+/// Reads a window of a file around `line` and highlights it.
+pub fn preview(
+    engine: &Engine,
+    repo: &Path,
+    path: &str,
+    line: u32,
+    lang: &str,
+    hit: (u32, u32),
+    highlights: &[Highlight],
+) -> Result<PreviewDoc, String> {
+    let line = line.max(1);
+    let start = if line <= HIGHLIGHT_FROM_START { 1 } else { line - PREVIEW_BEFORE };
+    let file = engine.get_file(repo, path, Some((start, line + PREVIEW_AFTER))).map_err(|e| format!("{e:#}"))?;
+    let raw: Vec<&str> = file.text.split('\n').collect();
+    let raw: Vec<&str> = if file.text.is_empty() { Vec::new() } else { raw };
+    let lines = highlight(path, lang, &raw);
+    let mut matches = Vec::new();
+    for h in highlights {
+        let Some(text) = h.line.checked_sub(file.line_start).and_then(|i| raw.get(i as usize)) else { continue };
+        if h.end > text.len() || h.start > h.end || !text.is_char_boundary(h.start) || !text.is_char_boundary(h.end) {
+            continue;
+        }
+        let a = sanitize(&text[..h.start]).chars().count();
+        let b = a + sanitize(&text[h.start..h.end]).chars().count();
+        matches.push((h.line, a, b));
+    }
+    Ok(PreviewDoc {
+        path: file.path,
+        first_line: file.line_start,
+        total_lines: file.total_lines,
+        lines,
+        focus_line: line.min(file.total_lines.max(1)),
+        hit,
+        matches,
+    })
+}

@@ -1,0 +1,659 @@
+//! The waterfall chat end to end: a real index on disk, the fake Ollama (and the fake
+//! OpenAI-compatible server) over loopback, real git for diffs, and `dag.db` read back.
+//! Prompt assembly is asserted on the request the fake recorded.
+
+use crate::util::{dead_url, llm_config, write, Env};
+use docdex::engine::protocol::{
+    AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, NodeKind, Slot, StepStatus, WebPolicy,
+};
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use docdex::Engine;
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A repo indexed in a temporary home, with the fake model server configured.
+struct Chat {
+    env: Env,
+    repo: PathBuf,
+    server: FakeOllama,
+}
+
+impl Chat {
+    fn new(opts: FakeOllamaOptions, extra_config: &str) -> Chat {
+        Self::with_provider("ollama", opts, extra_config)
+    }
+
+    fn with_provider(provider: &str, opts: FakeOllamaOptions, extra_config: &str) -> Chat {
+        let server = FakeOllama::start(opts).expect("fake server");
+        let env = Env::new();
+        env.write_config(&format!("{}{extra_config}", llm_config(provider, &server.url(), "fake-chat", "fake-embed")));
+        let repo = env.repo("proj");
+        chat_repo(&repo);
+        let r = repo.to_str().unwrap().to_string();
+        env.json(&["index", "--repo", &r, "--json"]);
+        Chat { env, repo, server }
+    }
+
+    fn engine(&self) -> Engine {
+        self.env.engine()
+    }
+
+    fn ask(&self, req: &ChatTurnRequest) -> ChatTurnResponse {
+        self.engine().chat(&self.repo, req, &mut |_| ControlFlow::Continue(())).expect("chat")
+    }
+
+    /// The messages of the last chat request the fake received.
+    fn last_prompt(&self) -> Vec<Value> {
+        let reqs = self.server.requests();
+        let (_, body) =
+            reqs.iter().rev().find(|(p, _)| p == "/api/chat" || p == "/v1/chat/completions").expect("a chat request");
+        body["messages"].as_array().cloned().unwrap_or_default()
+    }
+
+    fn chat_bodies(&self) -> Vec<Value> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|(p, _)| p == "/api/chat" || p == "/v1/chat/completions")
+            .map(|(_, b)| b)
+            .collect()
+    }
+
+    fn r(&self) -> &str {
+        self.repo.to_str().unwrap()
+    }
+}
+
+fn q(query: &str) -> ChatTurnRequest {
+    ChatTurnRequest { query: query.into(), ..Default::default() }
+}
+
+/// A small repository with one clear answer about sessions and unrelated billing code.
+fn chat_repo(root: &Path) {
+    write(
+        root,
+        "src/auth/session.rs",
+        "//! Session handling.\npub struct SessionStore { ttl: u64 }\n\nimpl SessionStore {\n    /// Removes sessions older than the ttl.\n    pub fn expire_stale_sessions(&mut self) {}\n}\n",
+    );
+    write(root, "src/auth/login.rs", "use super::session::SessionStore;\n\npub fn login(store: &mut SessionStore) {\n    store.expire_stale_sessions();\n}\n");
+    write(
+        root,
+        "src/billing/invoice.rs",
+        "/// Sums the line items of an invoice.\npub fn invoice_total(items: &[u64]) -> u64 {\n    items.iter().sum()\n}\n",
+    );
+    write(root, "README.md", "# Proj\n\nSessions expire after their ttl; invoices are summed.\n");
+    write(root, "src/lib.rs", "pub mod auth;\npub mod billing;\n");
+    write(root, "src/auth/mod.rs", "pub mod login;\npub mod session;\n");
+    write(root, "src/billing/mod.rs", "pub mod invoice;\n");
+}
+
+fn git(root: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn git_repo(root: &Path) {
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "initial"]);
+}
+
+fn system_text(prompt: &[Value]) -> String {
+    prompt[0]["content"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn an_answer_streams_with_its_citations_and_sources() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let mut tokens = Vec::new();
+    let mut context_before_tokens = false;
+    let resp = c
+        .engine()
+        .chat(&c.repo, &q("how are stale sessions expired?"), &mut |ev| {
+            match ev {
+                ChatTurnEvent::Token { text } => tokens.push(text),
+                ChatTurnEvent::Context { sources, .. } => {
+                    context_before_tokens = tokens.is_empty() && !sources.is_empty()
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(resp.llm.status, AnswerStatus::Answered);
+    let answer = resp.answer.clone().unwrap();
+    assert!(tokens.len() > 3, "streamed in pieces: {tokens:?}");
+    assert_eq!(tokens.concat(), answer);
+    assert!(context_before_tokens, "the assembled context is reported before the answer");
+    // The fake cites what the prompt cites: the top hit's exact line range.
+    let top = &resp.sources[0];
+    assert_eq!(top.path.as_deref(), Some("src/auth/session.rs"));
+    assert_eq!(top.citation, "src/auth/session.rs:1-7");
+    assert!(answer.contains("src/auth/session.rs:1-7"), "{answer}");
+    assert!(top.cited);
+    assert!(resp.sources.iter().all(|s| s.slot == Slot::Repo));
+    let prompt = c.last_prompt();
+    assert!(system_text(&prompt).contains("### src/auth/session.rs:1-7\n```rust\n//! Session handling."));
+    assert_eq!(prompt.last().unwrap()["content"], "how are stale sessions expired?");
+    assert_eq!(resp.trace.model.completion_tokens, Some(tokens.len() as u32));
+    assert!(resp.trace.timings_ms.first_token.unwrap() <= resp.trace.timings_ms.total);
+}
+
+#[test]
+fn prompt_assembly_follows_the_priority_order() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    git_repo(&c.repo);
+    write(&c.repo, "src/billing/invoice.rs", "/// Sums the line items of an invoice, with tax.\npub fn invoice_total(items: &[u64]) -> u64 {\n    items.iter().sum::<u64>() * 2\n}\n");
+    let history = vec![
+        docdex::engine::llm::ChatMessage::new(docdex::engine::llm::Role::User, "what is a session store?"),
+        docdex::engine::llm::ChatMessage::new(docdex::engine::llm::Role::Assistant, "It keeps sessions."),
+    ];
+    let req = ChatTurnRequest {
+        query: "how are stale sessions expired?".into(),
+        history,
+        diff: Some(DiffRequest::default()),
+        ..Default::default()
+    };
+    let resp = c.ask(&req);
+    let prompt = c.last_prompt();
+    let roles: Vec<&str> = prompt.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"], "system, history in order, then the question");
+    assert_eq!(prompt[1]["content"], "what is a session store?");
+    assert_eq!(prompt[3]["content"], "how are stale sessions expired?");
+    let sys = system_text(&prompt);
+    let at = |needle: &str| sys.find(needle).unwrap_or_else(|| panic!("{needle:?} not in the prompt:\n{sys}"));
+    assert!(at("You are docdex") < at("## Diff under review"));
+    assert!(at("## Diff under review") < at("## Repository snippets"));
+    assert!(at("### src/billing/invoice.rs:1-4 (modified)") < at("### src/auth/session.rs:1-7"));
+    assert!(sys.contains("+    items.iter().sum::<u64>() * 2"), "the patch itself is in the prompt");
+    // Sources come back in prompt order with their slots.
+    let slots: Vec<Slot> = resp.sources.iter().map(|s| s.slot).collect();
+    let first_repo = slots.iter().position(|s| *s == Slot::Repo).unwrap();
+    assert!(slots[..first_repo].iter().all(|s| *s == Slot::Diff) && first_repo > 0, "{slots:?}");
+    let history = resp.trace.budget.slots.iter().find(|s| s.slot == Slot::History).unwrap();
+    assert_eq!(history.items, 2);
+}
+
+#[test]
+fn an_oversized_context_drops_the_lowest_priority_first_and_traces_each_drop() {
+    let c = Chat::new(FakeOllamaOptions::default(), "context_tokens = 1024\n");
+    // Many large files about sessions: far more than the 1024-token window holds.
+    for i in 0..8 {
+        let mut body = format!("//! Session expiry, part {i}.\n");
+        for j in 0..60 {
+            body.push_str(&format!("pub fn expire_stale_sessions_{i}_{j}(ttl: u64) -> bool {{ ttl > {j} }}\n"));
+        }
+        write(&c.repo, &format!("src/expiry/part{i}.rs"), body);
+    }
+    git_repo(&c.repo);
+    write(&c.repo, "src/auth/session.rs", "//! Session handling.\npub struct SessionStore { ttl: u64, max: u64 }\n");
+    c.env.json(&["index", "--repo", c.r(), "--json"]);
+    let req = ChatTurnRequest {
+        query: "expire stale sessions".into(),
+        diff: Some(DiffRequest::default()),
+        ..Default::default()
+    };
+    let resp = c.ask(&req);
+    let b = &resp.trace.budget;
+    assert_eq!(b.context_window, 1024);
+    assert!(b.window_source.starts_with("config"), "{}", b.window_source);
+    assert!(
+        b.prompt_tokens <= 1024 - 204,
+        "the prompt fits the window minus the generation share: {}",
+        b.prompt_tokens
+    );
+    assert!(!resp.trace.drops.is_empty(), "something had to go");
+    // The diff outranks the repo: it is kept while repo snippets are dropped.
+    assert!(resp.trace.drops.iter().all(|d| d.slot == Slot::Repo), "{:?}", resp.trace.drops);
+    assert!(resp.sources.iter().any(|s| s.slot == Slot::Diff));
+    let sys = system_text(&c.last_prompt());
+    for d in &resp.trace.drops {
+        assert!(d.tokens > 0 && !d.reason.is_empty(), "{d:?}");
+        if !d.reason.starts_with("trimmed") {
+            assert!(!sys.contains(&format!("### {}", d.source)), "dropped {} is not in the prompt", d.source);
+        }
+    }
+    for s in &resp.sources {
+        assert!(sys.contains(&format!("### {}", s.citation)), "kept {} is in the prompt", s.citation);
+    }
+    let repo = b.slots.iter().find(|s| s.slot == Slot::Repo).unwrap();
+    assert!(repo.used <= repo.allotted && repo.dropped > 0, "{repo:?}");
+    // The DAG's budget decision carries the same drops.
+    let dag = c.engine().dag_session(&c.repo, &resp.session_id).unwrap();
+    let budget = dag.nodes.iter().find(|n| n.kind == NodeKind::Decision && n.label.starts_with("budget")).unwrap();
+    assert_eq!(budget.payload["drops"].as_array().unwrap().len(), resp.trace.drops.len());
+}
+
+#[test]
+fn the_gate_stays_local_at_or_above_the_threshold() {
+    // Threshold 1.0 and a query fully matched (confidence 1.0): equal passes.
+    let c = Chat::new(FakeOllamaOptions::default(), "[search]\nweb_trigger_threshold = 1.0\n");
+    let resp = c.ask(&q("expire stale sessions"));
+    let g = &resp.trace.gate;
+    assert_eq!(g.confidence, 1.0);
+    assert!(g.passed && !g.web_wanted, "{g:?}");
+    assert!(g.reason.contains(">= threshold 1.00"), "{}", g.reason);
+    assert_eq!(g.top_hits[0].citation, "src/auth/session.rs:1-7");
+    let web = resp.trace.steps.iter().find(|s| s.name == "web").unwrap();
+    assert_eq!(web.status, StepStatus::Skipped);
+    assert!(resp.trace.notices.is_empty(), "{:?}", resp.trace.notices);
+}
+
+#[test]
+fn the_gate_wants_the_web_below_the_threshold_and_says_it_is_unavailable() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let mut notices = Vec::new();
+    let resp = c
+        .engine()
+        .chat(&c.repo, &q("quantum chromodynamics lattice"), &mut |ev| {
+            if let ChatTurnEvent::Notice { message } = ev {
+                notices.push(message);
+            }
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let g = &resp.trace.gate;
+    assert!(g.confidence < 0.7 && !g.passed && g.web_wanted && !g.web_available, "{g:?}");
+    assert!(g.reason.contains("< threshold 0.70: web wanted"), "{}", g.reason);
+    let web = resp.trace.steps.iter().find(|s| s.name == "web").unwrap();
+    assert_eq!(web.status, StepStatus::Unavailable);
+    assert!(notices.iter().any(|n| n.contains("web tier is not available")), "{notices:?}");
+    assert_eq!(resp.llm.status, AnswerStatus::Answered, "the model still answers from local context");
+}
+
+#[test]
+fn forcing_and_suppressing_the_web_override_the_gate() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let forced = c.ask(&ChatTurnRequest { web: WebPolicy::Force, ..q("expire stale sessions") });
+    assert!(forced.trace.gate.passed && forced.trace.gate.web_wanted);
+    assert!(forced.trace.gate.reason.starts_with("web forced"));
+    assert_eq!(forced.trace.steps.iter().find(|s| s.name == "web").unwrap().status, StepStatus::Unavailable);
+    let off = c.ask(&ChatTurnRequest { web: WebPolicy::Off, ..q("quantum chromodynamics lattice") });
+    assert!(!off.trace.gate.passed && !off.trace.gate.web_wanted);
+    assert!(off.trace.gate.reason.starts_with("web suppressed"));
+    assert_eq!(off.trace.steps.iter().find(|s| s.name == "web").unwrap().status, StepStatus::Skipped);
+    // The CLI refuses both at once.
+    let out = c.env.run(&["chat", "--repo", c.r(), "-q", "x", "--force-web", "--no-web"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_diff_adds_a_slot_right_after_memory_with_its_changed_lines() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    git_repo(&c.repo);
+    write(&c.repo, "src/auth/session.rs", "//! Session handling.\npub struct SessionStore { ttl: u64 }\n\nimpl SessionStore {\n    /// Removes sessions older than the ttl, now in batches.\n    pub fn expire_stale_sessions(&mut self) {}\n}\n");
+    git(&c.repo, &["add", "src/auth/session.rs"]);
+    write(&c.repo, "README.md", "# Proj\n\nSessions expire in batches.\n");
+    // Staged: only the session change.
+    let staged = c.ask(&ChatTurnRequest {
+        diff: Some(DiffRequest { target: "staged".into(), paths: vec![] }),
+        ..q("what changed in session expiry?")
+    });
+    let patches = |r: &ChatTurnResponse| -> Vec<String> {
+        r.sources
+            .iter()
+            .filter(|s| s.slot == Slot::Diff && !s.note.starts_with("imports") && !s.note.starts_with("imported by"))
+            .map(|s| s.citation.clone())
+            .collect()
+    };
+    assert_eq!(patches(&staged), ["src/auth/session.rs:2-7"]);
+    assert_eq!(staged.sources[0].note, "modified");
+    let step = staged.trace.steps.iter().find(|s| s.name == "diff").unwrap();
+    assert_eq!((step.status, step.items), (StepStatus::Ran, 1));
+    assert!(step.detail.contains("staged"), "{}", step.detail);
+    // Working tree, limited by --path: only the README.
+    let working = c.ask(&ChatTurnRequest {
+        diff: Some(DiffRequest { target: "working".into(), paths: vec!["README.md".into()] }),
+        ..q("what changed?")
+    });
+    assert_eq!(patches(&working), ["README.md:1-3"]);
+    // A range.
+    git(&c.repo, &["commit", "-q", "-am", "batches"]);
+    let range = c.ask(&ChatTurnRequest {
+        diff: Some(DiffRequest { target: "HEAD~1..HEAD".into(), paths: vec![] }),
+        ..q("what changed?")
+    });
+    let mut diff = patches(&range);
+    diff.sort();
+    assert_eq!(diff, ["README.md:1-3", "src/auth/session.rs:2-7"]);
+}
+
+#[test]
+fn a_diff_expands_one_hop_through_the_impact_graph() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    git_repo(&c.repo);
+    write(&c.repo, "src/auth/session.rs", "//! Session handling.\npub struct SessionStore { ttl: u64 }\n\nimpl SessionStore {\n    /// Removes sessions older than the ttl, in batches.\n    pub fn expire_stale_sessions(&mut self) {}\n}\n");
+    let resp = c.ask(&ChatTurnRequest { diff: Some(DiffRequest::default()), ..q("who calls expire_stale_sessions?") });
+    let impact = resp.trace.steps.iter().find(|s| s.name == "impact").unwrap();
+    assert_eq!((impact.status, impact.items), (StepStatus::Ran, 2), "{impact:?}");
+    let diff: Vec<(&str, &str)> =
+        resp.sources.iter().filter(|s| s.slot == Slot::Diff).map(|s| (s.citation.as_str(), s.note.as_str())).collect();
+    // The patch first, then the files importing it, each shown from its import line.
+    assert_eq!(diff[0], ("src/auth/session.rs:2-7", "modified"));
+    let mut neighbours: Vec<(&str, &str)> = diff[1..].to_vec();
+    neighbours.sort();
+    assert_eq!(
+        neighbours,
+        [
+            ("src/auth/login.rs:1-5", "imports src/auth/session.rs"),
+            ("src/auth/mod.rs:1-2", "imports src/auth/session.rs")
+        ]
+    );
+    let sys = system_text(&c.last_prompt());
+    let at = |needle: &str| sys.find(needle).unwrap_or_else(|| panic!("{needle:?} not in the prompt:\n{sys}"));
+    assert!(
+        at("### src/auth/session.rs:2-7 (modified)") < at("### src/auth/login.rs:1-5 (imports src/auth/session.rs)")
+    );
+    assert!(at("### src/auth/login.rs:1-5") < at("## Repository snippets"));
+    assert!(sys.contains("use super::session::SessionStore;"));
+    // The DAG records the expansion as a tool call with what it found.
+    let dag = c.engine().dag_session(&c.repo, &resp.session_id).unwrap();
+    let obs = dag.nodes.iter().find(|n| n.label == "2 neighbours one import away").unwrap();
+    assert_eq!(obs.kind, NodeKind::Observation);
+    assert_eq!(obs.payload["neighbours"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn diff_errors_are_clear_and_exit_2() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let out = c.env.run(&["chat", "--repo", c.r(), "-q", "what changed?", "--diff"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs a git repository"), "{err}");
+    git_repo(&c.repo);
+    let out = c.env.run(&["chat", "--repo", c.r(), "-q", "what changed?", "--diff", "no-such-branch..HEAD"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the range \"no-such-branch..HEAD\""));
+    let out = c.env.run(&["chat", "--repo", c.r(), "-q", "x", "--diff", "--output=/tmp/x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = c.env.run(&["chat", "--repo", c.r(), "-q", "x", "--path", "src"]);
+    assert_eq!(out.status.code(), Some(2), "--path needs --diff");
+    assert!(c.chat_bodies().is_empty(), "nothing reached the model");
+    assert!(c.engine().dag_sessions(&c.repo).unwrap().sessions.is_empty(), "bad input logs nothing");
+}
+
+#[test]
+fn every_request_logs_its_session_in_the_dag() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let first =
+        c.ask(&ChatTurnRequest { agent_id: Some("mcoda_frontend".into()), ..q("how are stale sessions expired?") });
+    let second = c.ask(&ChatTurnRequest { session_id: Some(first.session_id.clone()), ..q("and who calls it?") });
+    assert_eq!(second.session_id, first.session_id);
+    assert_eq!((first.turn, second.turn), (1, 2));
+    let list = c.engine().dag_sessions(&c.repo).unwrap();
+    assert_eq!(list.sessions.len(), 1);
+    let s = &list.sessions[0];
+    assert_eq!(
+        (s.turns, s.title.as_str(), s.agent_id.as_deref()),
+        (2, "how are stale sessions expired?", Some("mcoda_frontend"))
+    );
+    let dag = c.engine().dag_session(&c.repo, &first.session_id[..8]).unwrap();
+    let kinds: Vec<(NodeKind, &str)> = dag.nodes.iter().map(|n| (n.kind, n.label.as_str())).collect();
+    let turn1: Vec<NodeKind> = kinds.iter().take_while(|(_, l)| !l.starts_with("and who")).map(|(k, _)| *k).collect();
+    use NodeKind::*;
+    assert_eq!(
+        turn1,
+        [UserRequest, Thought, ToolCall, Observation, Decision, ToolCall, Observation, Decision, ToolCall, Observation],
+        "request, plan, search + hits, gate, memory recall + result, budget, model call + answer: {kinds:?}"
+    );
+    let by_id = |id: i64| dag.nodes.iter().find(|n| n.id == id).unwrap();
+    let gate = dag.nodes.iter().find(|n| n.label.starts_with("gate:")).unwrap();
+    assert_eq!(by_id(gate.parents[0]).kind, Observation);
+    assert_eq!(gate.payload["threshold"], 0.7);
+    let budget = dag.nodes.iter().find(|n| n.label.starts_with("budget:")).unwrap();
+    assert_eq!(budget.parents.len(), 2, "the budget joins the gate and the memory branch");
+    let answer = &dag.nodes[9];
+    assert_eq!(answer.payload["answer"], first.answer.clone().unwrap().as_str());
+    assert_eq!(answer.payload["cited"][0], "src/auth/session.rs:1-7");
+    // The second request follows from the first's answer; no edge leaves the session.
+    let second_root = dag.nodes.iter().find(|n| n.kind == UserRequest && n.label.starts_with("and who")).unwrap();
+    assert_eq!(second_root.parents, vec![answer.id]);
+    let ids: Vec<i64> = dag.nodes.iter().map(|n| n.id).collect();
+    assert!(dag.nodes.iter().all(|n| n.parents.iter().all(|p| ids.contains(p) && *p < n.id)));
+}
+
+#[test]
+fn dag_cli_lists_and_renders_sessions_as_text_dot_and_json() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let resp = c.ask(&q("how are stale sessions expired?"));
+    let list = c.env.json(&["dag", "list", "--repo", c.r(), "--json"]);
+    assert_eq!(list["sessions"][0]["id"], resp.session_id.as_str());
+    let text = c.env.run(&["dag", "list", "--repo", c.r()]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains(&resp.session_id[..8]));
+    let view = c.env.run(&["dag", "view", "--repo", c.r(), &resp.session_id[..8]]);
+    let view = String::from_utf8_lossy(&view.stdout);
+    assert!(view.contains("UserRequest") && view.contains("gate: confidence") && view.contains("<- #"), "{view}");
+    let json = c.env.json(&["dag", "view", "--repo", c.r(), &resp.session_id, "--format", "json"]);
+    assert_eq!(json["nodes"].as_array().unwrap().len(), 10);
+    let dot = c.env.run(&["dag", "view", "--repo", c.r(), &resp.session_id, "--format", "dot"]);
+    assert!(dot.status.success());
+    let dot = String::from_utf8(dot.stdout).unwrap();
+    check_dot(&dot, 10);
+    let missing = c.env.run(&["dag", "view", "--repo", c.r(), "ffffffff"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("docdex dag list"));
+}
+
+/// The DOT renders with graphviz when it is installed; its structure is checked either way.
+fn check_dot(dot: &str, nodes: usize) {
+    assert!(dot.starts_with("digraph \"docdex session "), "{dot}");
+    assert!(dot.trim_end().ends_with('}'));
+    assert_eq!(dot.lines().filter(|l| l.trim_start().starts_with('n') && l.contains("[shape=")).count(), nodes);
+    let edges = dot.lines().filter(|l| l.contains(" -> ")).count();
+    assert!(edges >= nodes - 1, "a connected DAG has at least n-1 edges: {edges}");
+    assert_eq!(dot.matches('{').count(), dot.matches('}').count());
+    let Ok(mut child) =
+        Command::new("dot").arg("-Tsvg").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()
+    else {
+        eprintln!("graphviz `dot` not installed: checked the DOT's structure only");
+        return;
+    };
+    child.stdin.take().unwrap().write_all(dot.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "dot -Tsvg failed: {}", String::from_utf8_lossy(&out.stderr));
+    let svg = String::from_utf8_lossy(&out.stdout);
+    assert!(svg.contains("<svg") && svg.matches("class=\"node\"").count() == nodes, "{svg}");
+}
+
+#[test]
+fn a_dead_server_still_returns_the_sources_and_says_how_to_set_up_a_model() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("proj");
+    chat_repo(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let resp =
+        env.engine().chat(&repo, &q("how are stale sessions expired?"), &mut |_| ControlFlow::Continue(())).unwrap();
+    assert_eq!(resp.llm.status, AnswerStatus::Unavailable);
+    assert_eq!(resp.llm.error_code.as_deref(), Some("upstream_unavailable"));
+    let msg = resp.llm.message.clone().unwrap();
+    assert!(
+        msg.contains("cannot reach the ollama server")
+            && msg.contains("docdex llm-setup")
+            && msg.contains("docdex check"),
+        "{msg}"
+    );
+    assert!(resp.answer.is_none());
+    assert_eq!(resp.sources[0].citation, "src/auth/session.rs:1-7", "retrieval works without a model");
+    assert_eq!(resp.trace.steps.last().unwrap().status, StepStatus::Unavailable);
+    // The CLI prints the sources, explains, and exits 1.
+    let out = env.run(&["chat", "--repo", repo.to_str().unwrap(), "-q", "how are stale sessions expired?"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("src/auth/session.rs:1-7"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("docdex llm-setup"));
+}
+
+#[test]
+fn a_missing_model_names_the_command_that_installs_it() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let resp = c.ask(&ChatTurnRequest { model: Some("llama9:400b".into()), ..q("how are stale sessions expired?") });
+    assert_eq!(resp.llm.status, AnswerStatus::Unavailable);
+    assert_eq!(resp.llm.error_code.as_deref(), Some("model_not_found"));
+    let msg = resp.llm.message.unwrap();
+    assert!(msg.contains("docdex llm-setup --model llama9:400b --yes"), "{msg}");
+    assert!(!resp.sources.is_empty());
+    assert!(c.chat_bodies().is_empty(), "the missing model was found before any chat request");
+    let dag = c.engine().dag_session(&c.repo, &resp.session_id).unwrap();
+    assert_eq!(dag.nodes.last().unwrap().payload["status"], "unavailable");
+}
+
+#[test]
+fn the_openai_compatible_provider_answers_and_reports_its_window() {
+    let c = Chat::with_provider(
+        "openai",
+        FakeOllamaOptions { openai_only: true, context_length: Some(2048), ..Default::default() },
+        "",
+    );
+    let resp = c.ask(&q("how are stale sessions expired?"));
+    assert_eq!(resp.llm.status, AnswerStatus::Answered);
+    assert_eq!(resp.llm.provider, "openai");
+    assert!(resp.answer.unwrap().contains("src/auth/session.rs:1-7"));
+    assert_eq!(resp.trace.budget.context_window, 2048);
+    assert!(resp.trace.budget.window_source.starts_with("provider"), "{}", resp.trace.budget.window_source);
+    let body = c.chat_bodies().pop().unwrap();
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["max_tokens"], 409, "the answer cap is the 20% generation share of 2048");
+    assert_eq!(body["messages"][0]["role"], "system");
+}
+
+#[test]
+fn ollama_runs_with_the_budgeted_window_and_token_counts_get_calibrated() {
+    let c = Chat::new(FakeOllamaOptions { context_length: Some(4096), ..Default::default() }, "");
+    let first = c.ask(&q("how are stale sessions expired?"));
+    assert_eq!(first.trace.budget.context_window, 4096);
+    let body = c.chat_bodies().pop().unwrap();
+    assert_eq!(body["options"]["num_ctx"], 4096, "Ollama is told the window the prompt was budgeted for");
+    let t = &first.trace.budget.tokenizer;
+    assert_eq!((t.name.as_str(), t.exact, t.ratio), ("cl100k_base", false, 1.0));
+    assert!(first.trace.model.prompt_tokens_reported.is_some());
+    // The fake counts words, fewer than BPE tokens: the next request is corrected by the ratio.
+    let second = c.ask(&q("how are stale sessions expired?"));
+    let t = &second.trace.budget.tokenizer;
+    assert!(t.ratio < 1.0 && t.note.contains("measured"), "{t:?}");
+    assert!(second.trace.budget.prompt_tokens < first.trace.budget.prompt_tokens);
+}
+
+#[test]
+fn returning_break_stops_the_answer() {
+    let c = Chat::new(FakeOllamaOptions { token_delay_ms: 20, ..Default::default() }, "");
+    let mut n = 0;
+    let resp = c
+        .engine()
+        .chat(&c.repo, &q("how are stale sessions expired?"), &mut |ev| {
+            if matches!(ev, ChatTurnEvent::Token { .. }) {
+                n += 1;
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(resp.llm.status, AnswerStatus::Stopped);
+    assert_eq!(resp.answer.unwrap().split_whitespace().count(), 1);
+}
+
+#[test]
+fn the_cli_streams_tokens_before_the_answer_is_complete() {
+    let c = Chat::new(FakeOllamaOptions { token_delay_ms: 150, ..Default::default() }, "");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["chat", "--repo", c.r(), "--query", "how are stale sessions expired?"])
+        .env("DOCDEX_HOME", c.env.home())
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 4];
+    stdout.read_exact(&mut first).unwrap();
+    let got_first = Instant::now();
+    assert_eq!(&first, b"FAKE");
+    assert!(child.try_wait().unwrap().is_none(), "the first token arrived while the answer was still being generated");
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(got_first.elapsed() >= Duration::from_millis(600), "about 10 more tokens at 150 ms each followed");
+    assert!(rest.contains("src/auth/session.rs:1-7"));
+}
+
+#[test]
+fn the_repl_keeps_history_within_a_session_until_new() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["chat", "--repo", c.r(), "--json"])
+        .env("DOCDEX_HOME", c.env.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"how are stale sessions expired?\n\nwho calls expire_stale_sessions?\n/new\nhow are invoices summed?\n/exit\nnot asked\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let turns: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(turns.len(), 3, "one JSON line per question; blank lines skipped, nothing after /exit");
+    assert_eq!(turns[0]["session_id"], turns[1]["session_id"]);
+    assert_ne!(turns[1]["session_id"], turns[2]["session_id"], "/new starts a new session");
+    assert_eq!(
+        (turns[0]["turn"].as_u64(), turns[1]["turn"].as_u64(), turns[2]["turn"].as_u64()),
+        (Some(1), Some(2), Some(1))
+    );
+    let bodies = c.chat_bodies();
+    let roles = |b: &Value| {
+        b["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(roles(&bodies[0]), ["system", "user"]);
+    assert_eq!(roles(&bodies[1]), ["system", "user", "assistant", "user"], "the first turn is history for the second");
+    assert_eq!(bodies[1]["messages"][1]["content"], "how are stale sessions expired?");
+    assert_eq!(bodies[1]["messages"][2]["content"], turns[0]["answer"]);
+    assert_eq!(roles(&bodies[2]), ["system", "user"], "history cleared by /new");
+    let sessions = c.engine().dag_sessions(&c.repo).unwrap().sessions;
+    assert_eq!(sessions.len(), 2);
+}
+
+#[test]
+fn chat_json_and_trace_follow_the_contract() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let v =
+        c.env.json(&["chat", "--repo", c.r(), "-q", "how are stale sessions expired?", "--json", "--agent", "qa_bot"]);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["llm"]["status"], "answered");
+    assert_eq!(v["trace"]["agent_id"], "qa_bot");
+    for key in ["request_id", "steps", "gate", "budget", "drops", "model", "timings_ms", "notices"] {
+        assert!(!v["trace"][key].is_null(), "trace.{key}");
+    }
+    let steps: Vec<&str> =
+        v["trace"]["steps"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["profile", "code_index", "libs_index", "gate", "web", "memory", "diff", "llm"]);
+    let slots: Vec<&str> =
+        v["trace"]["budget"]["slots"].as_array().unwrap().iter().map(|s| s["slot"].as_str().unwrap()).collect();
+    assert_eq!(slots, ["system", "profile", "memory", "diff", "repo", "history", "library", "web", "generation"]);
+    assert_eq!(
+        v["trace"]["budget"]["shares"],
+        serde_json::json!({"system": 10, "memory": 20, "context": 50, "generation": 20})
+    );
+    let human = c.env.run(&["chat", "--repo", c.r(), "-q", "how are stale sessions expired?", "--trace"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    for needle in
+        ["trace", "code_index", "gate    confidence", "budget  window 8192", "generation", "time    retrieval"]
+    {
+        assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+    }
+    let bad = c.env.run(&["chat", "--repo", c.r(), "-q", "x", "--agent", "no spaces allowed"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -1,0 +1,445 @@
+//! Embeddings and hybrid search against the fake Ollama over loopback: the embedding
+//! phase and its content-hash cache, RRF fusion order, which retrievers contributed,
+//! the BM25 fallback and its notices, model and dimension changes, `similar`.
+
+use crate::util::{dead_url, llm_config, quiet, sample_repo, write, Env};
+use docdex::config::Config;
+use docdex::engine::protocol::{EmbedState, SearchRequest, SearchResponse, SimilarRequest};
+use docdex::engine::IndexOptions;
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use docdex::Engine;
+use std::collections::HashMap;
+use std::path::Path;
+
+fn fake() -> FakeOllama {
+    FakeOllama::start(FakeOllamaOptions::default()).expect("fake")
+}
+
+/// Inputs the fake embedded, excluding docdex's probes.
+fn embedded_inputs(server: &FakeOllama) -> Vec<String> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|(p, _)| p == "/api/embed")
+        .flat_map(|(_, b)| b["input"].as_array().cloned().unwrap_or_default())
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .filter(|s| !s.contains("probe"))
+        .collect()
+}
+
+fn embed_requests(server: &FakeOllama) -> usize {
+    server.requests().iter().filter(|(p, _)| p == "/api/embed").count()
+}
+
+fn index(engine: &Engine, repo: &Path) -> docdex::engine::protocol::IndexSummary {
+    engine.index(repo, &IndexOptions::default(), &quiet()).expect("index")
+}
+
+fn search(engine: &Engine, repo: &Path, q: &str) -> SearchResponse {
+    engine.search(repo, &SearchRequest { query: q.into(), limit: Some(20), ..Default::default() }).expect("search")
+}
+
+#[test]
+fn index_embeds_every_chunk_once_and_a_second_run_embeds_nothing() {
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let s = index(&engine, &repo);
+    let e = s.embeddings.expect("embedding summary");
+    assert_eq!(e.state, EmbedState::Ready, "{e:?}");
+    assert_eq!(e.model, "fake-embed");
+    assert_eq!(e.dim, Some(64));
+    assert_eq!(e.chunks, s.chunks, "every chunk has a vector");
+    assert_eq!(e.chunks_embedded as usize, embedded_inputs(&server).len());
+    assert_eq!(e.files_embedded, s.files);
+    assert!(std::fs::metadata(engine.resolve_repo(&repo).unwrap().state_dir.join("vectors.db")).is_ok());
+
+    // Nothing changed: the embedder is not even asked.
+    let before = embed_requests(&server);
+    let e = index(&engine, &repo).embeddings.unwrap();
+    assert_eq!((e.state, e.chunks_embedded, e.files_embedded), (EmbedState::Ready, 0, 0));
+    assert_eq!(embed_requests(&server), before);
+
+    // One file changed: only its chunks go to the embedder.
+    write(&repo, "src/parser.py", "def parse_toml(path):\n    \"\"\"Read TOML.\"\"\"\n    return open(path).read()\n");
+    let seen = embedded_inputs(&server).len();
+    let e = index(&engine, &repo).embeddings.unwrap();
+    assert_eq!(e.files_embedded, 1);
+    assert_eq!(e.chunks_embedded, 1);
+    let new_inputs = &embedded_inputs(&server)[seen..];
+    assert_eq!(new_inputs.len(), 1);
+    assert!(new_inputs[0].contains("parse_toml"), "{new_inputs:?}");
+}
+
+#[test]
+fn renames_and_reverts_reuse_cached_vectors() {
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    index(&engine, &repo);
+    let seen = embedded_inputs(&server).len();
+
+    std::fs::rename(repo.join("web/app.ts"), repo.join("web/dashboard.ts")).unwrap();
+    let s = index(&engine, &repo);
+    assert_eq!(s.renamed, 1);
+    let e = s.embeddings.unwrap();
+    assert_eq!((e.chunks_embedded, e.chunks_cached, e.files_embedded, e.files_removed), (0, 1, 1, 1), "{e:?}");
+    assert_eq!(embedded_inputs(&server).len(), seen, "a rename embeds nothing");
+    assert_eq!(search(&engine, &repo, "renderDashboard").results[0].path, "web/dashboard.ts");
+
+    // Edit, then revert: the reverted text's vectors are still cached.
+    let original = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    write(&repo, "README.md", "# Changed\n\nSomething else entirely.\n");
+    assert_eq!(index(&engine, &repo).embeddings.unwrap().chunks_embedded, 1);
+    write(&repo, "README.md", &original);
+    let s = index(&engine, &repo);
+    let readme_chunks = s.chunks - 4; // the four other files are one chunk each
+    let e = s.embeddings.unwrap();
+    assert_eq!((e.chunks_embedded, e.chunks_cached), (0, readme_chunks));
+}
+
+/// Files of one chunk each, with words shared with the query in different amounts.
+fn fusion_repo(root: &Path) {
+    write(root, "a.rs", "// ledger ledger ledger balance\nfn a() {}\n");
+    write(root, "b.rs", "// ledger balance audit trail reconcile\nfn b() {}\n");
+    write(root, "c.rs", "// audit trail reconcile monthly totals\nfn c() {}\n");
+    write(root, "d.rs", "// monthly totals and unrelated words here\nfn d() {}\n");
+    write(root, "e.rs", "// nothing in common at all zebra\nfn e() {}\n");
+    write(root, "f.rs", "// ledger\nfn f() {}\n");
+}
+
+fn engine_with(env: &Env, url: &str, f: impl FnOnce(&mut Config)) -> Engine {
+    let mut c = Config::default();
+    c.llm.base_url = url.into();
+    c.llm.embedding_model = "fake-embed".into();
+    f(&mut c);
+    Engine::with_config(&env.home(), c, env.home().join("config.toml"), Vec::new()).expect("engine")
+}
+
+#[test]
+fn hybrid_search_orders_by_weighted_reciprocal_rank_fusion() {
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("r");
+    fusion_repo(&repo);
+    let hybrid = engine_with(&env, &server.url(), |_| {});
+    index(&hybrid, &repo);
+    let q = "ledger balance audit trail reconcile monthly totals";
+
+    let keyword = engine_with(&env, &server.url(), |c| c.search.hybrid = false);
+    let kw = search(&keyword, &repo, q);
+    assert_eq!(kw.retrieval.mode, "bm25");
+    let semantic_only = engine_with(&env, &server.url(), |c| c.search.keyword_weight = 0.0);
+    let vec_only = search(&semantic_only, &repo, q);
+    let kw_rank: HashMap<String, usize> = kw.results.iter().enumerate().map(|(i, h)| (h.path.clone(), i + 1)).collect();
+    let vec_paths: Vec<String> = vec_only
+        .results
+        .iter()
+        .filter(|h| h.retrievers.contains(&"vector".to_string()))
+        .map(|h| h.path.clone())
+        .collect();
+    let vec_rank: HashMap<String, usize> = vec_paths.iter().enumerate().map(|(i, p)| (p.clone(), i + 1)).collect();
+    assert!(vec_rank.len() >= 5, "the vector retriever ranks every file: {vec_paths:?}");
+
+    // Expected: 0.25 / (60 + bm25 rank) + 0.75 / (60 + vector rank), as configured by default.
+    let mut expected: Vec<(f64, String)> = vec_rank
+        .keys()
+        .chain(kw_rank.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|p| {
+            let r = |m: &HashMap<String, usize>, w: f64| m.get(p).map(|r| w / (60.0 + *r as f64)).unwrap_or(0.0);
+            (r(&kw_rank, 0.25) + r(&vec_rank, 0.75), p.clone())
+        })
+        .collect();
+    expected.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let fused = search(&hybrid, &repo, q);
+    assert_eq!(fused.retrieval.mode, "hybrid");
+    assert_eq!(fused.retrieval.embedding_model.as_deref(), Some("fake-embed"));
+    assert_eq!(fused.retrieval.retrievers, ["bm25", "vector"]);
+    assert!(fused.retrieval.notice.is_none());
+    let got: Vec<&str> = fused.results.iter().map(|h| h.path.as_str()).collect();
+    let want: Vec<&str> = expected.iter().map(|(_, p)| p.as_str()).collect();
+    assert_eq!(got, want);
+    for h in &fused.results {
+        assert_eq!(h.retrievers.contains(&"bm25".to_string()), kw_rank.contains_key(&h.path), "{}", h.path);
+        assert_eq!(h.retrievers.contains(&"vector".to_string()), vec_rank.contains_key(&h.path), "{}", h.path);
+    }
+    // The top hit was found by both and its score is normalised to the best possible.
+    assert!(fused.results[0].score > 0.9 && fused.results[0].score <= 1.0);
+    assert!((0.0..=1.0).contains(&fused.confidence) && fused.confidence >= kw.confidence);
+
+    // Filters apply to vector hits too.
+    let req = SearchRequest { query: q.into(), lang: Some("markdown".into()), ..Default::default() };
+    assert!(hybrid.search(&repo, &req).unwrap().results.is_empty());
+}
+
+#[test]
+fn search_falls_back_to_bm25_with_a_notice_and_remembers_a_failing_embedder() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    {
+        let server = fake();
+        let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+        index(&engine, &repo);
+        assert_eq!(search(&engine, &repo, "session store").retrieval.mode, "hybrid");
+    }
+    // The server is gone: BM25 answers, and says why.
+    let engine = env.engine();
+    let r = search(&engine, &repo, "session store");
+    assert_eq!(r.retrieval.mode, "bm25");
+    assert_eq!(r.results[0].path, "src/auth/session.rs");
+    assert_eq!(r.results[0].retrievers, ["bm25"]);
+    let notice = r.retrieval.notice.unwrap();
+    assert!(
+        notice.contains("vector search unavailable") && notice.contains("cannot reach") && notice.contains("BM25 only"),
+        "{notice}"
+    );
+
+    // An embedder that fails is asked once, then left alone for a while.
+    let failing = FakeOllama::start(FakeOllamaOptions { fail_first: 1000, ..Default::default() }).unwrap();
+    let engine = env.engine_for("ollama", &failing.url(), "fake-chat", "fake-embed");
+    assert_eq!(search(&engine, &repo, "session").retrieval.mode, "bm25");
+    let asked = embed_requests(&failing);
+    assert_eq!(asked, 3, "one query, three attempts on a 500");
+    assert_eq!(search(&engine, &repo, "dashboard").retrieval.mode, "bm25");
+    assert_eq!(embed_requests(&failing), asked, "the failure was remembered");
+}
+
+#[test]
+fn a_repo_without_embeddings_says_so_and_never_calls_the_embedder() {
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    // Indexed while no embedder ran: the index succeeds, BM25 only.
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let s = index(&engine, &repo);
+    assert!(s.files > 0);
+    let e = s.embeddings.unwrap();
+    assert_eq!(e.state, EmbedState::Unavailable);
+    let notice = e.notice.unwrap();
+    assert!(
+        notice.contains("embeddings skipped: cannot reach the ollama server") && notice.contains("BM25 only"),
+        "{notice}"
+    );
+    assert!(!engine.resolve_repo(&repo).unwrap().state_dir.join("vectors.db").exists());
+
+    // Searching with a live embedder configured: the repo has no vectors, so no call.
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let r = search(&engine, &repo, "session store");
+    assert_eq!(r.retrieval.mode, "bm25");
+    assert!(r.retrieval.notice.unwrap().contains("no embeddings yet"));
+    assert_eq!(embed_requests(&server), 0);
+
+    // A missing embedding model: the notice names the command that installs it.
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "nomic-embed-text");
+    let e = index(&engine, &repo).embeddings.unwrap();
+    assert_eq!(e.state, EmbedState::Unavailable);
+    assert!(e.notice.unwrap().contains("docdex llm-setup --model nomic-embed-text --yes"));
+}
+
+#[test]
+fn a_model_change_asks_for_a_reembed_and_reembed_switches_models() {
+    let server = FakeOllama::start(FakeOllamaOptions {
+        models: vec!["fake-embed".into(), "other-embed".into()],
+        ..Default::default()
+    })
+    .unwrap();
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let chunks = index(&engine, &repo).embeddings.unwrap().chunks;
+
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "other-embed");
+    let e = index(&engine, &repo).embeddings.unwrap();
+    assert_eq!(e.state, EmbedState::Stale);
+    let notice = e.notice.unwrap();
+    assert!(
+        notice.contains("made with fake-embed (64 dimensions)")
+            && notice.contains("embedding_model is now other-embed")
+            && notice.contains("--reembed"),
+        "{notice}"
+    );
+    let r = search(&engine, &repo, "session");
+    assert_eq!(r.retrieval.mode, "bm25");
+    assert!(r.retrieval.notice.unwrap().contains("--reembed"));
+
+    let e = engine
+        .index(&repo, &IndexOptions { reembed: true, ..Default::default() }, &quiet())
+        .unwrap()
+        .embeddings
+        .unwrap();
+    assert_eq!((e.state, e.chunks, e.chunks_embedded), (EmbedState::Ready, chunks, chunks));
+    assert_eq!(e.model, "other-embed");
+    let r = search(&engine, &repo, "session");
+    assert_eq!(r.retrieval.mode, "hybrid");
+    assert_eq!(r.retrieval.embedding_model.as_deref(), Some("other-embed"));
+}
+
+#[test]
+fn a_dimension_change_under_the_same_model_name_is_caught() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    {
+        let server = fake();
+        let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+        index(&engine, &repo);
+    }
+    let server = FakeOllama::start(FakeOllamaOptions { embed_dim: 32, ..Default::default() }).unwrap();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let r = search(&engine, &repo, "session");
+    assert_eq!(r.retrieval.mode, "bm25");
+    let notice = r.retrieval.notice.unwrap();
+    assert!(notice.contains("32 dimensions") && notice.contains("have 64") && notice.contains("--reembed"), "{notice}");
+    write(&repo, "new.rs", "fn fresh() {}\n");
+    let e = index(&engine, &repo).embeddings.unwrap();
+    assert_eq!(e.state, EmbedState::Stale);
+    assert!(e.notice.unwrap().contains("--reembed"));
+}
+
+#[test]
+fn similar_finds_files_by_vectors_and_by_terms_without_them() {
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "billing/invoice.rs",
+        "fn invoice_total(lines: &[Line]) -> Money { sum(lines) }\nfn invoice_tax() {}\n",
+    );
+    write(
+        &repo,
+        "billing/receipt.rs",
+        "fn receipt_total(lines: &[Line]) -> Money { sum(lines) }\nfn receipt_tax() {}\n",
+    );
+    write(&repo, "ui/theme.rs", "fn palette() -> Colors { dark() }\nfn contrast() {}\n");
+    write(&repo, "ui/layout.rs", "fn split(area: Rect) -> Vec<Rect> { columns(area) }\n");
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    index(&engine, &repo);
+    let req = SimilarRequest { file: "billing/invoice.rs".into(), limit: Some(2) };
+    let r = engine.similar(&repo, &req).unwrap();
+    assert_eq!(r.mode, "vector");
+    assert!(r.notice.is_none());
+    assert_eq!(r.results.len(), 2);
+    assert_eq!(r.results[0].path, "billing/receipt.rs");
+    assert!(r.results.iter().all(|f| f.path != "billing/invoice.rs"));
+    assert!(r.results[0].score > r.results[1].score);
+
+    // Without vectors: the file's distinctive terms as a BM25 query, with a notice.
+    let keyword = engine_with(&env, &server.url(), |c| c.search.hybrid = false);
+    let r = keyword.similar(&repo, &req).unwrap();
+    assert_eq!(r.mode, "bm25");
+    assert!(r.notice.unwrap().contains("hybrid search is off"));
+    assert_eq!(r.results[0].path, "billing/receipt.rs");
+
+    let err = engine.similar(&repo, &SimilarRequest { file: "nope.rs".into(), limit: None }).unwrap_err();
+    assert!(err.to_string().contains("no such file"), "{err}");
+}
+
+#[test]
+fn cli_index_and_search_json_carry_embeddings_and_retrievers() {
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    env.write_config(&llm_config("ollama", &server.url(), "fake-chat", "fake-embed"));
+    let r = repo.to_str().unwrap();
+    let v = env.json(&["index", "--repo", r, "--json"]);
+    assert_eq!(v["embeddings"]["state"], "ready");
+    assert_eq!(v["embeddings"]["chunks"], v["chunks"]);
+    let v = env.json(&["search", "--repo", r, "--json", "session", "store"]);
+    assert_eq!(v["retrieval"]["mode"], "hybrid");
+    assert_eq!(v["retrieval"]["embedding_model"], "fake-embed");
+    assert!(v["retrieval"]["embed_ms"].is_number());
+    assert!(v["results"][0]["retrievers"].as_array().unwrap().iter().any(|x| x == "vector"));
+    let out = env.run(&["search", "--repo", r, "session", "store"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("hybrid (fake-embed)") && text.contains("[bm25+vector]"), "{text}");
+    let v = env.json(&["similar", "--repo", r, "--json", "src/auth/session.rs", "-n", "2"]);
+    assert_eq!(v["mode"], "vector");
+    assert_eq!(v["results"].as_array().unwrap().len(), 2);
+    drop(server);
+    let out = env.run(&["search", "--repo", r, "session", "store"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("note: vector search unavailable"), "{stderr}");
+}
+
+#[test]
+fn the_watcher_embeds_what_it_indexes() {
+    use docdex::engine::watch::WatchReport;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("w");
+    write(&repo, "start.rs", "fn armadillo() {}\n");
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let stop = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(AtomicBool::new(false));
+    let handle = {
+        let (engine, repo, stop, ready) = (engine.clone(), repo.clone(), stop.clone(), ready.clone());
+        std::thread::spawn(move || {
+            let report = move |r: WatchReport| {
+                if let WatchReport::Ready(s) = r {
+                    assert_eq!(s.embeddings.map(|e| e.chunks), Some(1));
+                    ready.store(true, Ordering::SeqCst);
+                }
+            };
+            engine.watch(&repo, &stop, &report)
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !ready.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "watcher never became ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    write(&repo, "pangolin.rs", "fn pangolin_scales() {}\n");
+    let found = |engine: &Engine| {
+        search(engine, &repo, "pangolin_scales")
+            .results
+            .iter()
+            .any(|h| h.path == "pangolin.rs" && h.retrievers.contains(&"vector".to_string()))
+    };
+    while !found(&engine) {
+        assert!(Instant::now() < deadline + Duration::from_secs(15), "the new file never got a vector");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop.store(true, Ordering::SeqCst);
+    handle.join().unwrap().unwrap();
+    let status = engine.status(&repo).unwrap();
+    assert!(status.progress.is_none(), "embedding progress is cleared: {:?}", status.progress);
+}
+
+#[test]
+fn a_definition_the_query_names_stays_first_in_hybrid_search() {
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/store.rs", "pub struct SessionStore {\n    ttl: u64,\n}\n\nimpl SessionStore {\n    pub fn new() -> Self { SessionStore { ttl: 0 } }\n}\n");
+    // Closer to the query by the fake's bag of words than the definition itself.
+    write(&repo, "src/notes.rs", "// session store session store session store\n");
+    write(&repo, "src/other.rs", "fn unrelated() {}\n");
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    index(&engine, &repo);
+    let r = search(&engine, &repo, "SessionStore");
+    assert_eq!(r.retrieval.mode, "hybrid");
+    assert_eq!(r.results[0].path, "src/store.rs", "{:?}", r.results.iter().map(|h| &h.path).collect::<Vec<_>>());
+    // Without the pin the notes would win: they are the vector retriever's first.
+    let notes = r.results.iter().find(|h| h.path == "src/notes.rs").expect("notes listed");
+    assert!(notes.retrievers.contains(&"vector".to_string()));
+    let semantic_only = engine_with(&env, &server.url(), |c| {
+        c.search.keyword_weight = 0.0;
+        c.search.symbol_ranking_enabled = false;
+    });
+    assert_eq!(search(&semantic_only, &repo, "SessionStore").results[0].path, "src/notes.rs");
+}

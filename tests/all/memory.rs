@@ -1,0 +1,206 @@
+//! Repo memory: store, recall by meaning (fake embedder) and by words (none), list,
+//! delete, strict isolation between repositories, the spec's schema, catching up
+//! when an embedder appears, re-embedding after a model change, and the CLI.
+
+use crate::util::{llm_config, Env};
+use docdex::engine::protocol::{MemoryRecallRequest, MemoryStoreRequest};
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use docdex::{Engine, Error};
+use serde_json::json;
+use std::path::Path;
+
+fn store(engine: &Engine, repo: &Path, text: &str) -> String {
+    let req = MemoryStoreRequest { content: text.into(), metadata: Some(json!({"source": "test"})) };
+    engine.memory_store(repo, &req).expect("store").memory.id
+}
+
+fn recall(engine: &Engine, repo: &Path, q: &str) -> docdex::engine::protocol::MemoryRecallResponse {
+    engine.memory_recall(repo, &MemoryRecallRequest { query: q.into(), limit: Some(3) }).expect("recall")
+}
+
+/// A free port, then released (a fake started on it later becomes "the embedder appearing").
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+#[test]
+fn store_recall_list_and_delete_by_meaning() {
+    let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let repo = env.repo("r");
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let deploy = store(&engine, &repo, "Deploys go through the staging cluster before production");
+    let style = store(&engine, &repo, "Prefer explicit error types over anyhow in the engine");
+    let tests = store(&engine, &repo, "Integration tests use a temporary DOCDEX_HOME");
+
+    let r = recall(&engine, &repo, "how do deploys reach production");
+    assert_eq!(r.mode, "vector");
+    assert!(r.notice.is_none());
+    assert_eq!(r.results[0].memory.id, deploy);
+    assert!(r.results[0].memory.embedded);
+    assert_eq!(r.results[0].memory.metadata, json!({"source": "test"}));
+    assert!(r.results[0].score > r.results[1].score);
+    assert_eq!(recall(&engine, &repo, "error types in the engine").results[0].memory.id, style);
+
+    let list = engine.memory_list(&repo, None).unwrap();
+    assert_eq!(list.total, 3);
+    let ids: Vec<&str> = list.memories.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, [tests.as_str(), style.as_str(), deploy.as_str()], "newest first");
+
+    engine.memory_delete(&repo, &style).unwrap();
+    assert_eq!(engine.memory_list(&repo, None).unwrap().total, 2);
+    assert!(recall(&engine, &repo, "error types in the engine").results.iter().all(|h| h.memory.id != style));
+    let err = engine.memory_delete(&repo, &style).unwrap_err();
+    assert!(matches!(err, Error::NotFound(_)), "{err:?}");
+}
+
+#[test]
+fn memories_are_strictly_isolated_between_repositories() {
+    let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let (a, b) = (env.repo("a"), env.repo("b"));
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let secret = store(&engine, &a, "The release key lives in the vault under ops/release");
+    store(&engine, &b, "Repository b uses tabs");
+
+    let rb = recall(&engine, &b, "where does the release key live");
+    assert!(rb.results.iter().all(|h| h.memory.id != secret && !h.memory.content.contains("vault")), "{rb:?}");
+    assert_eq!(engine.memory_list(&b, None).unwrap().total, 1);
+    let err = engine.memory_delete(&b, &secret).unwrap_err().to_string();
+    assert!(err.contains("no memory") && err.contains("/b"), "{err}");
+    assert_eq!(recall(&engine, &a, "where does the release key live").results[0].memory.id, secret);
+
+    let sa = engine.resolve_repo(&a).unwrap().state_dir;
+    let sb = engine.resolve_repo(&b).unwrap().state_dir;
+    assert_ne!(sa, sb);
+    assert!(sa.join("memory.db").exists() && sb.join("memory.db").exists());
+}
+
+#[test]
+fn without_an_embedder_memories_are_kept_and_recalled_by_words_then_caught_up() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let env = Env::new();
+    let repo = env.repo("r");
+    let engine = env.engine_for("ollama", &url, "fake-chat", "fake-embed");
+    let resp = engine
+        .memory_store(&repo, &MemoryStoreRequest { content: "Cache keys include the tenant id".into(), metadata: None })
+        .unwrap();
+    assert!(!resp.memory.embedded);
+    assert!(resp.notice.unwrap().contains("stored without an embedding"));
+    store(&engine, &repo, "Logs rotate daily");
+
+    let r = recall(&engine, &repo, "tenant cache");
+    assert_eq!(r.mode, "text");
+    assert!(r.notice.unwrap().contains("matching words, not meaning"));
+    assert_eq!(r.results.len(), 1);
+    assert_eq!(r.results[0].memory.content, "Cache keys include the tenant id");
+    assert_eq!(r.results[0].score, 1.0);
+
+    // The embedder appears: the next recall embeds what was stored meanwhile (a fresh engine,
+    // since the old one remembers the failure for a while).
+    let _server = FakeOllama::start(FakeOllamaOptions { port, ..Default::default() }).unwrap();
+    let engine = env.engine();
+    let r = recall(&engine, &repo, "tenant cache");
+    assert_eq!(r.mode, "vector");
+    assert!(engine.memory_list(&repo, None).unwrap().memories.iter().all(|m| m.embedded));
+}
+
+#[test]
+fn memory_db_has_the_specs_tables_and_reembeds_after_a_model_change() {
+    let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let repo = env.repo("r");
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    store(&engine, &repo, "Feature flags are read once at startup");
+    let db = engine.resolve_repo(&repo).unwrap().state_dir.join("memory.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let cols: Vec<(String, String)> = conn
+        .prepare("SELECT name, type FROM pragma_table_info('memories')")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let expected =
+        [("id", "UUID"), ("content", "TEXT"), ("embedding", "BLOB"), ("created_at", "INT"), ("metadata", "JSON")];
+    assert_eq!(cols, expected.map(|(a, b)| (a.to_string(), b.to_string())));
+    let vec_sql: String =
+        conn.query_row("SELECT sql FROM sqlite_master WHERE name = 'memory_vec'", [], |r| r.get(0)).unwrap();
+    assert!(vec_sql.contains("USING vec0") && vec_sql.contains("float[64]"), "{vec_sql}");
+    let meta = |k: &str| -> String {
+        conn.query_row("SELECT value FROM memory_meta WHERE key = ?1", [k], |r| r.get(0)).unwrap()
+    };
+    assert_eq!(meta("embedding_dim"), "64");
+    assert_eq!(meta("schema_version"), "1");
+    let (id, created): (String, i64) =
+        conn.query_row("SELECT id, created_at FROM memories", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    assert_eq!(uuid::Uuid::parse_str(&id).unwrap().get_version_num(), 4);
+    assert!(created > 1_700_000_000_000);
+
+    // Another embedding model with another dimension: memories are re-embedded from their text.
+    let other = FakeOllama::start(FakeOllamaOptions { embed_dim: 32, ..Default::default() }).unwrap();
+    let engine = env.engine_for("ollama", &other.url(), "fake-chat", "fake-embed");
+    let r = recall(&engine, &repo, "when are feature flags read");
+    assert_eq!(r.mode, "vector");
+    assert_eq!(r.results.len(), 1);
+    assert_eq!(meta("embedding_dim"), "32");
+}
+
+#[test]
+fn bad_memory_input_is_refused_clearly() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let engine = env.engine();
+    let err = engine.memory_store(&repo, &MemoryStoreRequest { content: "  ".into(), metadata: None }).unwrap_err();
+    assert!(err.to_string().contains("content is empty"));
+    let err = engine
+        .memory_store(&repo, &MemoryStoreRequest { content: "x".into(), metadata: Some(json!([1, 2])) })
+        .unwrap_err();
+    assert!(err.to_string().contains("must be a JSON object"));
+    let err = engine.memory_recall(&repo, &MemoryRecallRequest { query: " ".into(), limit: None }).unwrap_err();
+    assert!(err.to_string().contains("empty query"));
+    env.write_config("[memory]\nenabled = false\n");
+    let err = env.engine().memory_list(&repo, None).unwrap_err();
+    assert!(err.to_string().contains("[memory] enabled = false"));
+}
+
+#[test]
+fn memory_cli_round_trip() {
+    let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let repo = env.repo("r");
+    env.write_config(&llm_config("ollama", &server.url(), "fake-chat", "fake-embed"));
+    let r = repo.to_str().unwrap();
+    let v = env.json(&[
+        "memory",
+        "store",
+        "--repo",
+        r,
+        "--json",
+        "--metadata",
+        r#"{"tag":"arch"}"#,
+        "The",
+        "parser",
+        "is",
+        "hand",
+        "written",
+    ]);
+    let id = v["memory"]["id"].as_str().unwrap().to_string();
+    assert_eq!(v["memory"]["content"], "The parser is hand written");
+    assert_eq!(v["memory"]["metadata"]["tag"], "arch");
+    let v = env.json(&["memory", "recall", "--repo", r, "--json", "who", "wrote", "the", "parser"]);
+    assert_eq!(v["mode"], "vector");
+    assert_eq!(v["results"][0]["id"], id.as_str());
+    assert!(v["results"][0]["score"].is_number());
+    let out = env.run(&["memory", "list", "--repo", r]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("The parser is hand written"));
+    let out = env.run(&["memory", "store", "--repo", r, "--metadata", "not json", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--metadata is not JSON"));
+    env.json(&["memory", "delete", "--repo", r, "--json", &id]);
+    let out = env.run(&["memory", "delete", "--repo", r, &id]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no memory"));
+}

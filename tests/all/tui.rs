@@ -1,0 +1,932 @@
+//! The TUI: snapshots of every pane at 80x24 and 120x40, and scenarios that drive the app with
+//! keys, clicks and engine events and check the requests it sent. Engine work runs for real
+//! (`worker::run_sync` on a fixture repository in a temporary DOCDEX_HOME); view-models the
+//! engine cannot produce yet (impact graph, trace, DAG) come from `docdex::testing::tui_samples`.
+
+use crate::tui_support::{shows, snap, Harness, ALL_CAPS, NOW_MS};
+use crossterm::event::{KeyCode, KeyModifiers};
+use docdex::engine::protocol::SearchRequest;
+use docdex::testing::tui_samples;
+use docdex::tui::app::Effect;
+use docdex::tui::event::{ChatUpdate, Citation, EngineEvent, ProviderState, Request};
+use docdex::tui::panes::PaneId;
+use docdex::tui::theme::Slot;
+use ratatui::style::{Color, Modifier};
+
+fn searches(reqs: &[Request]) -> Vec<(u64, SearchRequest, bool)> {
+    reqs.iter()
+        .filter_map(|r| match r {
+            Request::Search { seq, req, more, .. } => Some((*seq, req.clone(), *more)),
+            _ => None,
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Start-up
+
+#[test]
+fn startup_loads_repos_checks_the_provider_and_indexes_the_unindexed_repo() {
+    let mut h = Harness::new();
+    let first = h.requests();
+    assert_eq!(first, vec![Request::LoadRepos { current: h.repo.clone() }, Request::CheckProvider]);
+    for r in first {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    // The fixture is not indexed: the app asks for an index run, once.
+    let next = h.requests();
+    assert_eq!(next, vec![Request::Index { repo: h.repo.clone(), rebuild: false }]);
+    for r in next {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    h.pump();
+    assert!(!h.sent.iter().skip(3).any(|r| matches!(r, Request::Index { .. })), "indexed once: {:?}", h.sent);
+    let screen = h.screen(120, 40);
+    assert!(shows(&screen, "● ready 5 files"), "{screen}");
+    // The model check ran against a closed port and says so.
+    assert!(shows(&h.screen(120, 40), "llm ✗ ollama"), "{}", h.screen(120, 40));
+}
+
+#[test]
+fn startup_snapshots() {
+    let h = Harness::new().started();
+    h.snap_both("tui_search_empty");
+}
+
+#[test]
+fn too_small_terminal_says_so() {
+    let h = Harness::new().started();
+    let s = h.screen(30, 8);
+    assert!(s.starts_with("docdex needs at least 40x10\n(this is 30x8); enlarge the\nwindow"), "{s}");
+    // And growing again works.
+    assert!(shows(&h.screen(80, 24), "Search"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Search
+
+#[test]
+fn typing_is_debounced_and_only_the_settled_query_is_sent() {
+    let mut h = Harness::new().started();
+    h.typ("ses");
+    h.wait(50);
+    h.typ("sion");
+    h.wait(50);
+    assert!(searches(&h.requests()).is_empty(), "nothing sent while typing");
+    h.wait(100);
+    let sent = searches(&h.requests());
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let (seq, req, more) = &sent[0];
+    assert_eq!((req.query.as_str(), req.limit, *more), ("session", Some(100), false));
+    assert_eq!(*seq, 1);
+    // The screen echoed every keystroke before any result came back.
+    assert!(shows(&h.screen(80, 24), "› session"));
+}
+
+#[test]
+fn query_editing_keys_and_clearing() {
+    let mut h = Harness::new().started();
+    h.typ("session store");
+    h.ctrl('w');
+    assert_eq!(h.app.search().query(), "session ");
+    h.ctrl('u');
+    assert_eq!(h.app.search().query(), "");
+    h.wait(300);
+    assert!(searches(&h.requests()).is_empty(), "an emptied box sends nothing");
+    // Pasted text (bracketed paste) lands in the box as one line.
+    h.app.handle(docdex::tui::event::AppEvent::Input(crossterm::event::Event::Paste("expire\nstale".into())));
+    assert_eq!(h.app.search().query(), "expire stale");
+}
+
+#[test]
+fn resizing_redraws_at_the_new_size() {
+    let mut h = Harness::new().started();
+    h.search("session");
+    h.app.mark_drawn();
+    h.app.handle(docdex::tui::event::AppEvent::Input(crossterm::event::Event::Resize(80, 24)));
+    assert!(h.app.is_dirty(), "a resize asks for a frame");
+    for (w, hh) in [(120, 40), (80, 24), (40, 10), (200, 60), (81, 25)] {
+        let s = h.screen(w, hh);
+        assert!(shows(&s, "session"), "{w}x{hh}: {s}");
+    }
+}
+
+#[test]
+fn stale_results_never_replace_newer_ones() {
+    let mut h = Harness::new().started();
+    h.typ("session");
+    h.wait(200);
+    let first = h.requests();
+    h.typ(" store");
+    h.wait(200);
+    let second = h.requests();
+    // The newer query's results arrive first, then the older one's.
+    for r in second.into_iter().chain(first) {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    assert_eq!(h.app.search().query(), "session store");
+    let shown: Vec<&str> = h.app.search().results().iter().map(|r| r.path.as_str()).collect();
+    assert!(!shown.is_empty());
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "src/auth/session.rs"), "{s}");
+}
+
+#[test]
+fn results_preview_and_editor() {
+    let mut h = Harness::new().started();
+    h.search("session");
+    let hits = h.app.search().results().to_vec();
+    assert_eq!(hits[0].path, "src/auth/session.rs");
+    let s = h.screen(120, 40);
+    // The preview shows the file with line numbers and the hit marked.
+    assert!(shows(&s, "src/auth/session.rs:"), "{s}");
+    assert!(s.contains("  2▌pub struct SessionStore"), "{s}");
+    // Enter opens the hit in the editor at its line, as an absolute path.
+    h.key(KeyCode::Enter);
+    let line = docdex::tui::panes::search::best_line(&hits[0]);
+    assert_eq!(h.app.take_effects(), vec![Effect::OpenEditor { path: h.repo.join("src/auth/session.rs"), line }]);
+    h.app.editor_finished(Err("vi exited with 1".into()));
+    assert_eq!(h.app.notice(), Some("vi exited with 1"));
+}
+
+#[test]
+fn moving_the_selection_previews_the_next_hit() {
+    let mut h = Harness::new().started();
+    h.search("dashboard");
+    assert!(h.app.search().results().len() >= 2, "{:?}", h.app.search().results());
+    h.key(KeyCode::Down);
+    let reqs = h.requests();
+    let second = &h.app.search().results()[1];
+    assert!(reqs.iter().any(|r| matches!(r, Request::Preview { path, .. } if *path == second.path)), "{reqs:?}");
+    assert_eq!(h.app.search().selected(), 1);
+}
+
+#[test]
+fn search_snapshots() {
+    let mut h = Harness::new().started();
+    h.search("session");
+    h.snap_both("tui_search_results");
+    h.key(KeyCode::Down);
+    h.pump();
+    h.key(KeyCode::Esc);
+    snap("tui_search_list_focus_80x24", &h.screen(80, 24));
+}
+
+#[test]
+fn path_and_language_filters_go_into_the_request() {
+    let mut h = Harness::new().started();
+    h.search("session");
+    h.ctrl('f');
+    assert!(h.app.prompt_open());
+    snap("tui_prompt_path_filter_80x24", &h.screen(80, 24));
+    h.typ("src/");
+    h.key(KeyCode::Enter);
+    let sent = searches(&h.requests());
+    assert_eq!(sent.last().map(|s| s.1.path_prefix.clone()), Some(Some("src/".into())));
+    h.ctrl('l');
+    h.typ("Rust");
+    h.key(KeyCode::Enter);
+    let sent = searches(&h.requests());
+    let last = &sent.last().expect("search").1;
+    assert_eq!((last.path_prefix.as_deref(), last.lang.as_deref()), (Some("src/"), Some("rust")));
+    h.pump();
+    assert!(shows(&h.screen(120, 40), "path:src/"));
+    h.ctrl('x');
+    let cleared = searches(&h.requests()).pop().expect("search").1;
+    assert_eq!((cleared.path_prefix, cleared.lang), (None, None));
+}
+
+#[test]
+fn no_results_and_engine_errors_show_in_the_pane() {
+    let mut h = Harness::new().started();
+    h.search("zzzqqqxxyy");
+    assert!(shows(&h.screen(80, 24), "No results for \"zzzqqqxxyy\""), "{}", h.screen(80, 24));
+    h.typ("w");
+    h.wait(200);
+    let seq = searches(&h.requests()).last().expect("search").0;
+    h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Err("index error in /x: boom".into()) });
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "index error in /x: boom"), "{s}");
+    // The app goes on: switching panes and searching again works.
+    h.key(KeyCode::Tab);
+    assert_eq!(h.app.focus(), PaneId::Chat);
+}
+
+#[test]
+fn symbol_search_runs_on_the_real_symbol_index() {
+    let mut h = Harness::new().started();
+    h.ctrl('t');
+    h.search("SessionStore");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "struct SessionStore  src/auth/session.rs:2"), "{s}");
+    assert!(
+        h.sent.iter().any(|r| matches!(r, Request::Symbols { query, .. } if query == "SessionStore")),
+        "{:?}",
+        h.sent
+    );
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.take_effects(), vec![Effect::OpenEditor { path: h.repo.join("src/auth/session.rs"), line: 2 }]);
+}
+
+#[test]
+fn symbol_mode_says_what_it_needs_and_sends_nothing() {
+    let no_symbols = docdex::tui::event::Capabilities { symbols: false, ..docdex::tui::event::Capabilities::CURRENT };
+    let mut h = Harness::with(no_symbols, "").started();
+    h.search("session");
+    h.ctrl('t');
+    h.typ("x");
+    h.wait(300);
+    assert!(searches(&h.requests()).is_empty());
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Symbol search needs the symbol index"), "{s}");
+    h.snap_both("tui_search_symbols_needs");
+    h.ctrl('t');
+    h.wait(300);
+    assert_eq!(searches(&h.requests()).len(), 1, "back in text mode the query runs again");
+}
+
+#[test]
+fn symbol_mode_asks_for_symbols_when_the_engine_has_them() {
+    use docdex::tui::event::SymbolHit;
+    let mut h = Harness::with(ALL_CAPS, "").started();
+    h.ctrl('t');
+    h.typ("SessionStore");
+    h.wait(200);
+    let reqs: Vec<Request> =
+        h.requests().into_iter().filter(|r| matches!(r, Request::Symbols { .. } | Request::Search { .. })).collect();
+    let seq = match reqs.as_slice() {
+        [Request::Symbols { seq, query, .. }] if query == "SessionStore" => *seq,
+        other => panic!("{other:?}"),
+    };
+    let hit = |name: &str, kind: &str, line: u32, sig: &str| SymbolHit {
+        name: name.into(),
+        kind: kind.into(),
+        path: "src/auth/session.rs".into(),
+        line_start: line,
+        line_end: line + 1,
+        signature: sig.into(),
+    };
+    h.engine_event(EngineEvent::SymbolResults {
+        seq,
+        result: Ok(vec![
+            hit("SessionStore", "struct", 2, "pub struct SessionStore { ttl: u64 }"),
+            hit("expire_stale_sessions", "method", 5, "pub fn expire_stale_sessions(&mut self)"),
+        ]),
+    });
+    h.pump();
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "struct SessionStore  src/auth/session.rs:2"), "{s}");
+    h.snap_both("tui_search_symbols");
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.take_effects(), vec![Effect::OpenEditor { path: h.repo.join("src/auth/session.rs"), line: 5 }]);
+}
+
+#[test]
+fn ten_thousand_results_page_and_scroll() {
+    let mut h = Harness::new().started();
+    h.typ("session");
+    h.wait(200);
+    let seq = searches(&h.requests()).last().expect("search").0;
+    h.engine_event(EngineEvent::SearchResults {
+        seq,
+        more: false,
+        result: Ok(tui_samples::search_response("session", 10_000)),
+    });
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::End);
+    assert_eq!(h.app.search().selected(), 9_999);
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "file_09999.rs"), "{s}");
+    assert!(shows(&s, "10,000 hits"), "{s}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Panes, tabs, mouse, help
+
+#[test]
+fn tabs_switch_by_key_and_mouse() {
+    let mut h = Harness::new().started();
+    h.key(KeyCode::Tab);
+    assert_eq!(h.app.focus(), PaneId::Chat);
+    h.key_mod(KeyCode::BackTab, KeyModifiers::SHIFT);
+    assert_eq!(h.app.focus(), PaneId::Search);
+    h.alt('1');
+    assert_eq!(h.app.focus(), PaneId::Repos);
+    h.key(KeyCode::Char('6'));
+    assert_eq!(h.app.focus(), PaneId::Impact);
+    // Draw once so the layout is known, then click the "Trace" tab.
+    let s = h.screen(80, 24);
+    let col = s.lines().next().and_then(|l| l.find("Trace")).expect("tab") as u16;
+    h.click(col, 0);
+    assert_eq!(h.app.focus(), PaneId::Trace);
+}
+
+#[test]
+fn clicking_a_result_selects_it() {
+    let mut h = Harness::new().started();
+    h.search("dashboard");
+    let s = h.screen(120, 40);
+    let second = &h.app.search().results()[1].path.clone();
+    let row = s.lines().position(|l| l.contains(second.as_str())).expect("second hit on screen") as u16;
+    h.click(5, row);
+    assert_eq!(h.app.search().selected(), 1);
+}
+
+#[test]
+fn help_is_generated_from_the_keymap_in_effect() {
+    let mut h = Harness::with_files(
+        docdex::tui::event::Capabilities::CURRENT,
+        "[tui]\nkeymap = \"mine\"\n",
+        &[("keymaps/mine.toml", "[global]\nquit = [\"ctrl+q\"]\n")],
+    )
+    .started();
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('?'));
+    assert!(h.app.help_open());
+    let s = h.screen(120, 40);
+    assert!(s.lines().any(|l| l.contains("ctrl+q") && l.contains("Quit docdex")), "{s}");
+    assert!(!s.lines().any(|l| l.contains("ctrl+c, q")), "{s}");
+    assert!(shows(&s, "keymap mine"), "{s}");
+    h.key(KeyCode::Esc);
+    assert!(!h.app.help_open());
+    // q no longer quits; ctrl+q does.
+    h.key(KeyCode::Char('q'));
+    assert!(!h.app.should_quit());
+    h.ctrl('q');
+    assert!(h.app.should_quit());
+}
+
+#[test]
+fn vim_keymap_moves_with_j_and_k() {
+    let mut h = Harness::with(docdex::tui::event::Capabilities::CURRENT, "[tui]\nkeymap = \"vim\"\n").started();
+    h.search("dashboard");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('j'));
+    assert_eq!(h.app.search().selected(), 1);
+    h.key(KeyCode::Char('k'));
+    assert_eq!(h.app.search().selected(), 0);
+}
+
+#[test]
+fn help_snapshots() {
+    let mut h = Harness::new().started();
+    h.key(KeyCode::F(1));
+    h.snap_both("tui_help_search");
+}
+
+#[test]
+fn a_bad_theme_file_is_reported_and_the_app_goes_on() {
+    let h = Harness::with_files(
+        docdex::tui::event::Capabilities::CURRENT,
+        "",
+        &[("themes/dark.toml", "[ui]\nborder = { fg = \"purplish\" }\n")],
+    )
+    .started();
+    let notice = h.app.notice().unwrap_or_default().to_string();
+    assert!(notice.contains("themes/dark.toml:2: unknown colour \"purplish\""), "{notice}");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Search"), "{s}");
+}
+
+#[test]
+fn a_bad_keymap_file_is_reported_in_help() {
+    let mut h = Harness::with_files(
+        docdex::tui::event::Capabilities::CURRENT,
+        "",
+        &[("keymaps/default.toml", "[search]\nteleport = [\"t\"]\n")],
+    )
+    .started();
+    h.key(KeyCode::F(1));
+    let s = h.screen(120, 40);
+    assert!(s.contains("keymaps/default.toml:2: unknown action `teleport` in [search]"), "{s}");
+    // The shipped bindings are in effect.
+    assert!(s.lines().any(|l| l.contains("ctrl+c, q") && l.contains("Quit docdex")), "{s}");
+}
+
+#[test]
+fn no_color_strips_colours_but_keeps_the_selection_visible() {
+    let theme = docdex::tui::theme::Theme::embedded("dark", true).expect("dark").expect("parses");
+    let mut h = Harness::new().with_theme(theme).started();
+    h.search("session");
+    let buf = h.buffer(120, 40);
+    let mut selected_reversed = false;
+    for cell in buf.content.iter() {
+        assert!(cell.fg == Color::Reset && cell.bg == Color::Reset, "a colour leaked: {cell:?}");
+        selected_reversed |= cell.modifier.contains(Modifier::REVERSED);
+    }
+    assert!(selected_reversed, "the selection uses reverse video");
+}
+
+#[test]
+fn light_and_high_contrast_themes_render() {
+    for name in ["light", "high-contrast"] {
+        let theme = docdex::tui::theme::Theme::embedded(name, false).expect(name).expect("parses");
+        let border = theme.style(Slot::BorderFocused);
+        let mut h = Harness::new().with_theme(theme).started();
+        h.search("session");
+        let buf = h.buffer(80, 24);
+        let focused_border = buf.content.iter().any(|c| c.symbol() == "╭" && c.fg == border.fg.unwrap_or(Color::Reset));
+        assert!(focused_border, "{name}: the focused frame uses the theme's border_focused");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Repositories
+
+#[test]
+fn repos_add_reindex_remove_and_watch() {
+    let mut h = Harness::new().started();
+    let other = h.env.repo("other");
+    crate::util::write(&other, "lib.rs", "pub fn other_thing() {}\n");
+    h.alt('1');
+    h.key(KeyCode::Char('a'));
+    assert!(h.app.prompt_open());
+    h.typ("/definitely/not/here");
+    h.key(KeyCode::Enter);
+    assert!(h.app.prompt_open(), "a bad path keeps the prompt open");
+    assert!(shows(&h.screen(80, 24), "is not a directory"));
+    h.ctrl('u');
+    h.typ(other.to_str().expect("utf8"));
+    h.key(KeyCode::Enter);
+    let other = std::fs::canonicalize(&other).expect("canonical");
+    assert!(h.requests().contains(&Request::Index { repo: other.clone(), rebuild: false }));
+    h.app.handle(docdex::tui::event::AppEvent::Tick);
+    // Run it for real, then the list shows both repositories.
+    let mut h = h;
+    h.sent.clear();
+    for e in docdex::tui::worker::run_sync(&h.engine, Request::Index { repo: other.clone(), rebuild: false }) {
+        h.engine_event(e);
+    }
+    h.pump();
+    assert_eq!(h.app.repos().rows().len(), 2);
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "other") && shows(&s, "fixture"), "{s}");
+    // Select "other" (sorted after "fixture") and re-index, watch, remove.
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Char('r'));
+    h.key(KeyCode::Char('w'));
+    h.key(KeyCode::Char('d'));
+    assert!(h.app.prompt_open());
+    assert!(shows(&h.screen(120, 40), "Its index stays on disk. y removes, n or esc keeps it."));
+    h.key(KeyCode::Char('y'));
+    let reqs = h.requests();
+    assert_eq!(
+        reqs,
+        vec![
+            Request::Index { repo: other.clone(), rebuild: false },
+            Request::Watch { repo: other.clone(), on: true },
+            Request::RemoveRepo { repo: other.clone() },
+        ]
+    );
+    for r in reqs.into_iter().filter(|r| matches!(r, Request::RemoveRepo { .. })) {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    h.pump();
+    assert_eq!(h.app.repos().rows().len(), 1);
+    assert!(h.engine.list_repos().expect("list").iter().all(|r| r.path != other));
+}
+
+#[test]
+fn enter_on_a_repo_switches_and_searches_it() {
+    let mut h = Harness::new().started();
+    let other = h.env.repo("other");
+    crate::util::write(&other, "lib.rs", "pub fn wombat_counter() {}\n");
+    let other = std::fs::canonicalize(&other).expect("canonical");
+    for e in docdex::tui::worker::run_sync(&h.engine, Request::Index { repo: other.clone(), rebuild: false }) {
+        h.engine_event(e);
+    }
+    h.search("wombat");
+    assert!(h.app.search().results().is_empty(), "not in the fixture");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('1'));
+    h.pump();
+    h.key(KeyCode::Down);
+    h.key(KeyCode::Enter);
+    assert_eq!(h.app.repo(), other.as_path());
+    assert_eq!(h.app.focus(), PaneId::Search);
+    h.pump();
+    assert_eq!(h.app.search().results()[0].path, "lib.rs");
+}
+
+#[test]
+fn repos_snapshots() {
+    let mut h = Harness::new().started();
+    h.alt('1');
+    h.engine_event(EngineEvent::Repos(Ok(tui_samples::overviews(NOW_MS))));
+    h.key(KeyCode::Down);
+    h.snap_both("tui_repos");
+    h.key(KeyCode::Char('a'));
+    h.typ("~/code/new-project");
+    h.snap_both("tui_prompt_add_repo");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('d'));
+    h.snap_both("tui_prompt_remove");
+    h.key(KeyCode::Char('n'));
+    assert!(!h.app.prompt_open());
+    assert!(!h.requests().iter().any(|r| matches!(r, Request::RemoveRepo { .. })), "n keeps it");
+}
+
+#[test]
+fn index_progress_shows_while_indexing() {
+    let mut h = Harness::new();
+    h.requests();
+    let repo = h.repo.clone();
+    h.engine_event(EngineEvent::IndexStarted { repo: repo.clone() });
+    h.engine_event(EngineEvent::IndexProgress {
+        repo: repo.clone(),
+        progress: docdex::engine::protocol::IndexProgress {
+            phase: "indexing".into(),
+            files_done: 3,
+            files_total: 5,
+            bytes_done: 600,
+            bytes_total: 1000,
+        },
+    });
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "indexing 60%"), "{s}");
+    assert!(shows(&s, "Indexing is running; results fill in as it finishes."), "{s}");
+    h.snap_both("tui_search_while_indexing");
+}
+
+#[test]
+fn typing_while_indexing_fills_in_when_the_index_lands() {
+    let mut h = Harness::new();
+    // Start-up, but hold the index run back.
+    h.pump_except(|r| matches!(r, Request::Index { .. }));
+    let index_req = h.sent.iter().find(|r| matches!(r, Request::Index { .. })).cloned().expect("index requested");
+    h.engine_event(EngineEvent::IndexStarted { repo: h.repo.clone() });
+    h.search("session");
+    assert!(h.app.search().results().is_empty(), "nothing is indexed yet");
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "not indexed yet") || shows(&s, "Indexing is running"), "{s}");
+    // The index finishes: the query runs again on its own and the hit appears.
+    for e in docdex::tui::worker::run_sync(&h.engine, index_req) {
+        h.engine_event(e);
+    }
+    h.pump();
+    assert_eq!(h.app.search().results()[0].path, "src/auth/session.rs");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Impact
+
+#[test]
+fn impact_on_the_real_import_graph() {
+    let mut h = Harness::on_fixture("python").started();
+    h.search("pricing");
+    let idx =
+        h.app.search().results().iter().position(|r| r.path == "src/inventory/pricing.py").expect("pricing.py hit");
+    for _ in 0..idx {
+        h.key(KeyCode::Down);
+    }
+    h.pump();
+    h.ctrl('g');
+    h.pump();
+    let model = h.app.impact().model().expect("a graph from Engine::impact");
+    let centre = &model.view.nodes[model.view.center];
+    assert_eq!(centre.id, "src/inventory/pricing.py");
+    let store = model.view.find("src/inventory/store.py").expect("store.py is a neighbour");
+    assert!(model.on_cycle(store) && model.on_cycle(model.view.center), "store.py <-> pricing.py is a cycle");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "src/inventory/store.py"), "{s}");
+    h.snap_both("tui_impact_python_fixture");
+    // Re-centre on store.py: the graph is asked for again, around it.
+    let col = model.column_of(store).expect("shown");
+    let dir = if col > model.center_col { KeyCode::Right } else { KeyCode::Left };
+    h.key(dir);
+    h.key(KeyCode::Enter);
+    h.pump();
+    let model = h.app.impact().model().expect("graph");
+    assert_eq!(model.view.nodes[model.view.center].id, "src/inventory/store.py");
+    assert!(
+        model
+            .view
+            .nodes
+            .iter()
+            .any(|n| n.id == "requests" && n.kind == docdex::tui::widgets::graph::NodeKind::External),
+        "{:?}",
+        model.view.nodes
+    );
+}
+
+#[test]
+fn impact_needs_the_engine_call_when_missing() {
+    let no_impact = docdex::tui::event::Capabilities { impact: false, ..docdex::tui::event::Capabilities::CURRENT };
+    let mut h = Harness::with(no_impact, "").started();
+    h.search("session");
+    h.ctrl('g');
+    assert_eq!(h.app.focus(), PaneId::Impact);
+    assert!(!h.requests().iter().any(|r| matches!(r, Request::Impact { .. })), "no call that cannot succeed");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "The impact graph needs the import graph"), "{s}");
+    h.snap_both("tui_impact_needs");
+}
+
+#[test]
+fn impact_follows_the_search_selection_and_navigates() {
+    let mut h = Harness::with(ALL_CAPS, "").started();
+    h.search("session");
+    h.ctrl('g');
+    let reqs = h.requests();
+    let (seq, file, depth) = reqs
+        .iter()
+        .find_map(|r| match r {
+            Request::Impact { seq, file, depth, .. } => Some((*seq, file.clone(), *depth)),
+            _ => None,
+        })
+        .expect("impact asked for");
+    assert_eq!((file.as_str(), depth), ("src/auth/session.rs", 1));
+    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::small_graph()) });
+    let model = h.app.impact().model().expect("graph");
+    assert_eq!(model.view.nodes[h.app.impact().cursor().node(model).expect("sel")].id, "src/auth/session.rs");
+    // Depth up asks again with depth 2.
+    h.key(KeyCode::Char('+'));
+    let again = h.requests();
+    assert!(matches!(again.as_slice(), [Request::Impact { depth: 2, .. }]), "{again:?}");
+    let seq = match &again[0] {
+        Request::Impact { seq, .. } => *seq,
+        _ => 0,
+    };
+    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::small_graph()) });
+    // Move right to the imports and re-centre on the first one.
+    h.key(KeyCode::Right);
+    let model = h.app.impact().model().expect("graph");
+    let target = model.view.nodes[h.app.impact().cursor().node(model).expect("sel")].id.clone();
+    h.key(KeyCode::Enter);
+    let recentre = h.requests();
+    assert!(matches!(recentre.as_slice(), [Request::Impact { file, .. }] if *file == target), "{recentre:?}");
+    // Back returns to the previous centre.
+    h.key(KeyCode::Backspace);
+    assert!(
+        matches!(h.requests().as_slice(), [Request::Impact { file, .. }] if file == "src/auth/session.rs"),
+        "history back"
+    );
+}
+
+#[test]
+fn impact_graph_snapshots_and_cycle_colour() {
+    let mut h = Harness::with(ALL_CAPS, "").started();
+    h.search("session");
+    h.ctrl('g');
+    let seq = h
+        .requests()
+        .iter()
+        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
+        .expect("impact");
+    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::small_graph()) });
+    h.snap_both("tui_impact_graph");
+    // The cycle partner (store.rs) is drawn in the theme's danger colour.
+    let danger = docdex::tui::theme::Theme::embedded("dark", false).expect("dark").expect("ok").style(Slot::GraphCycle);
+    let buf = h.buffer(120, 40);
+    let s = crate::tui_support::text(&buf);
+    let (row, line) = s.lines().enumerate().find(|(_, l)| l.contains("store.rs")).expect("store.rs drawn");
+    let col = line.find("store.rs").expect("col");
+    let col = line[..col].chars().count() as u16;
+    assert_eq!(buf[(col, row as u16)].fg, danger.fg.expect("danger fg"));
+    // Risk overlay off hides the marks.
+    h.key(KeyCode::Char('r'));
+    assert!(shows(&h.screen(120, 40), "risk overlay off"));
+}
+
+#[test]
+fn impact_with_200_nodes() {
+    let mut h = Harness::with(ALL_CAPS, "").started();
+    h.search("session");
+    h.ctrl('g');
+    h.key(KeyCode::Char('+'));
+    h.key(KeyCode::Char('+'));
+    let seq = h
+        .requests()
+        .iter()
+        .filter_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
+        .next_back()
+        .expect("impact");
+    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::large_graph(200)) });
+    assert_eq!(h.app.impact().model().expect("graph").shown(), 200);
+    h.snap_both("tui_impact_200");
+}
+
+#[test]
+fn impact_columns_scroll_with_the_selection() {
+    use docdex::tui::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind};
+    let mut h = Harness::with(ALL_CAPS, "").started();
+    h.search("session");
+    h.ctrl('g');
+    let seq = h
+        .requests()
+        .iter()
+        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
+        .expect("impact");
+    // Sixty files import the centre.
+    let node = |id: String| GraphNode { id, kind: NodeKind::File, unresolved_imports: 0, in_cycle: false };
+    let mut nodes = vec![node("src/auth/session.rs".into())];
+    nodes.extend((1..=60).map(|i| node(format!("src/users/u{i:02}.rs"))));
+    let edges = (1..=60).map(|i| GraphEdge { from: i, to: 0, confidence: 1.0 }).collect();
+    h.engine_event(EngineEvent::Impact { seq, result: Ok(GraphView { nodes, edges, center: 0, depth: 1 }) });
+    let top = h.screen(80, 24);
+    assert!(shows(&top, "↓") && !shows(&top, "↑"), "{top}");
+    h.key(KeyCode::Left);
+    for _ in 0..30 {
+        h.key(KeyCode::Down);
+        let _ = h.screen(80, 24);
+    }
+    let s = h.screen(80, 24);
+    assert!(s.contains('↑') && s.contains('↓'), "scroll markers: {s}");
+    assert!(shows(&s, "u31.rs"), "the selection stays in view: {s}");
+    snap("tui_impact_scrolled_80x24", &s);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chat, trace, DAG, profile
+
+#[test]
+fn chat_without_a_model_explains_setup_and_search_still_works() {
+    let mut h = Harness::new().started();
+    h.alt('3');
+    assert_eq!(h.requests(), vec![Request::CheckProvider], "opening chat checks the model again");
+    h.pump();
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "The model is not available"), "{s}");
+    assert!(shows(&s, "ollama pull phi3.5:3.8b"), "{s}");
+    h.snap_both("tui_chat_no_model");
+    h.typ("how are sessions expired?");
+    h.key(KeyCode::Enter);
+    let reqs = h.requests();
+    assert!(
+        matches!(reqs.as_slice(), [Request::Chat { turn: 1, messages }] if messages.len() == 1 && messages[0].content == "how are sessions expired?"),
+        "{reqs:?}"
+    );
+    for r in reqs {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "The model could not answer"), "{s}");
+    // Search still works.
+    h.alt('2');
+    h.search("session");
+    assert_eq!(h.app.search().results()[0].path, "src/auth/session.rs");
+}
+
+#[test]
+fn chat_streams_markdown_line_by_line_and_jumps_to_citations() {
+    let mut h = Harness::with(ALL_CAPS, "").started();
+    h.engine_event(EngineEvent::Provider(docdex::tui::event::ProviderStatus {
+        provider: "ollama".into(),
+        model: "phi3.5:3.8b".into(),
+        state: ProviderState::Ready,
+    }));
+    h.alt('3');
+    h.typ("where are sessions expired?");
+    h.key(KeyCode::Enter);
+    let turn = match h.requests().as_slice() {
+        [Request::Chat { turn, .. }] => *turn,
+        other => panic!("{other:?}"),
+    };
+    let token =
+        |h: &mut Harness, t: &str| h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: t.into() }));
+    token(&mut h, "## Session expiry\nSessions expire in ");
+    token(&mut h, "`SessionStore` [1].\n```rust\nfn expire_stale_");
+    let mid = h.screen(120, 40);
+    assert!(shows(&mid, "Session expiry"), "{mid}");
+    assert!(!mid.contains("## "), "markup never shows raw: {mid}");
+    assert!(shows(&mid, "│ fn expire_stale_"), "the line being written shows, as code: {mid}");
+    assert!(!mid.contains("```"), "fences never show: {mid}");
+    h.snap_both("tui_chat_streaming");
+    token(&mut h, "sessions(&mut self) {}\n```\n- one\n- two\n");
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Done {
+        turn,
+        citations: vec![Citation { path: "src/auth/session.rs".into(), line_start: 4, line_end: 6 }],
+        stopped: false,
+    }));
+    let done = h.screen(120, 40);
+    assert!(shows(&done, "│ fn expire_stale_sessions(&mut self) {}"), "{done}");
+    assert!(shows(&done, "• one"), "{done}");
+    h.snap_both("tui_chat_done");
+    // Select the citation and open it: the search preview shows that file at that line.
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('n'));
+    h.key(KeyCode::Char('o'));
+    assert_eq!(h.app.focus(), PaneId::Search);
+    let reqs = h.requests();
+    assert!(
+        reqs.iter().any(|r| matches!(r, Request::Preview { path, line: 4, .. } if path == "src/auth/session.rs")),
+        "{reqs:?}"
+    );
+    for r in reqs {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "src/auth/session.rs:4"), "{s}");
+}
+
+#[test]
+fn chat_sessions_of_this_run_can_be_revisited() {
+    let mut h = Harness::new().started();
+    h.alt('3');
+    h.pump();
+    h.typ("first question");
+    h.key(KeyCode::Enter);
+    let turn = match h.requests().as_slice() {
+        [Request::Chat { turn, .. }] => *turn,
+        other => panic!("{other:?}"),
+    };
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: "first answer\n".into() }));
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Done { turn, citations: vec![], stopped: false }));
+    h.ctrl('e');
+    assert_eq!(h.app.chat().session(), (1, 2));
+    assert!(shows(&h.screen(80, 24), "session 2 of 2 · 0 turns"));
+    h.typ("second question");
+    h.key(KeyCode::Enter);
+    let reqs = h.requests();
+    // The new session's history starts empty: only the new question goes to the model.
+    assert!(matches!(reqs.as_slice(), [Request::Chat { messages, .. }] if messages.len() == 1), "{reqs:?}");
+    h.key_mod(KeyCode::Left, KeyModifiers::ALT);
+    assert_eq!(h.app.chat().session(), (0, 2));
+    // Pieces of the answer that was cut off when switching do not leak into this session.
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn: turn + 1, text: "late piece\n".into() }));
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "first answer") && shows(&s, "session 1 of 2 · 1 turn"), "{s}");
+    assert!(!shows(&s, "late piece"), "{s}");
+}
+
+#[test]
+fn stop_generation_sends_a_stop() {
+    let mut h = Harness::new().started();
+    h.alt('3');
+    h.pump();
+    h.typ("hi");
+    h.key(KeyCode::Enter);
+    let turn = match h.requests().as_slice() {
+        [Request::Chat { turn, .. }] => *turn,
+        other => panic!("{other:?}"),
+    };
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: "partial ".into() }));
+    h.ctrl('s');
+    assert_eq!(h.requests(), vec![Request::StopChat { turn }]);
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Done { turn, citations: vec![], stopped: true }));
+    assert!(shows(&h.screen(80, 24), "Stopped turn 1"), "{}", h.screen(80, 24));
+}
+
+#[test]
+fn trace_snapshots() {
+    let mut h = Harness::new().started();
+    h.alt('4');
+    assert!(shows(&h.screen(80, 24), "The waterfall trace needs the waterfall chat"));
+    h.snap_both("tui_trace_needs");
+    h.engine_event(EngineEvent::Trace(tui_samples::trace()));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "0.62 < 0.70"), "{s}");
+    assert!(shows(&s, "1,310 / 1,024"), "{s}");
+    h.snap_both("tui_trace");
+}
+
+#[test]
+fn dag_snapshots() {
+    let mut h = Harness::new().started();
+    h.alt('5');
+    assert!(shows(&h.screen(80, 24), "The DAG viewer needs the reasoning DAG store"));
+    h.snap_both("tui_dag_needs");
+    h.engine_event(EngineEvent::Dag(tui_samples::dag()));
+    h.key(KeyCode::Down);
+    h.snap_both("tui_dag_tree");
+    h.key(KeyCode::Char('t'));
+    h.snap_both("tui_dag_layers");
+}
+
+#[test]
+fn profile_snapshots() {
+    let mut h = Harness::new().started();
+    h.alt('7');
+    assert!(shows(&h.screen(80, 24), "Profile memory is not built yet"));
+    h.snap_both("tui_profile");
+}
+
+#[test]
+fn quit_from_any_pane() {
+    for pane in ['1', '3', '4', '5', '6', '7'] {
+        let mut h = Harness::new().started();
+        h.alt(pane);
+        h.key(KeyCode::Esc);
+        h.ctrl('c');
+        assert!(h.app.should_quit(), "pane {pane}");
+    }
+    let mut h = Harness::new().started();
+    h.typ("q");
+    assert!(!h.app.should_quit(), "q types into the query box");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('q'));
+    assert!(h.app.should_quit());
+}

@@ -1,0 +1,371 @@
+//! The TUI end to end: the real event loop with the real worker and engine (keys in, frames
+//! out), and the real binary in a real terminal (tmux): type a query, see the hit, open the
+//! impact pane, quit, and check that the terminal was given back in its normal state.
+
+use crate::tui_support::{hermetic_config, shows, text};
+use crate::util::{sample_repo, Env};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use docdex::tui::app::App;
+use docdex::tui::clock::SystemClock;
+use docdex::tui::event::AppEvent;
+use docdex::tui::runtime::{run_loop, Exit, FrameObserver, Host};
+use docdex::tui::worker::Worker;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::Terminal;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Keeps the latest frame as text.
+struct Screen(Arc<Mutex<String>>);
+
+impl FrameObserver for Screen {
+    fn frame(&mut self, buffer: &Buffer, _took: Duration) {
+        if let Ok(mut s) = self.0.lock() {
+            *s = text(buffer);
+        }
+    }
+}
+
+/// Records editor requests instead of running an editor.
+#[derive(Default)]
+struct RecordingHost {
+    opened: Arc<Mutex<Vec<(PathBuf, u32)>>>,
+}
+
+impl Host<TestBackend> for RecordingHost {
+    async fn open_editor(&mut self, _t: &mut Terminal<TestBackend>, path: &Path, line: u32) -> Result<String, String> {
+        self.opened.lock().map_err(|e| e.to_string())?.push((path.to_path_buf(), line));
+        Ok(format!("edited {}:{line}", path.display()))
+    }
+}
+
+async fn wait_for(screen: &Arc<Mutex<String>>, what: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = screen.lock().map(|s| s.clone()).unwrap_or_default();
+        if shows(&s, what) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what:?}; screen:\n{s}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn key(code: KeyCode, mods: KeyModifiers) -> AppEvent {
+    AppEvent::Input(Event::Key(KeyEvent::new(code, mods)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_loop_indexes_searches_and_opens_the_editor() {
+    let env = Env::new();
+    hermetic_config(&env, "");
+    let repo = env.repo("fixture");
+    sample_repo(&repo);
+    let repo = std::fs::canonicalize(&repo).expect("canonical");
+    let engine = env.engine();
+    let opts = docdex::tui::app_options(&engine, repo.clone());
+    let mut app = App::new(opts, Arc::new(SystemClock));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut worker = Worker::new(engine, tx.clone());
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let shared = Arc::new(Mutex::new(String::new()));
+    let mut observer = Screen(shared.clone());
+    let mut host = RecordingHost::default();
+    let opened = host.opened.clone();
+
+    let driver = tokio::spawn(async move {
+        // Not indexed at start: the app indexes in the background and says when it is ready.
+        wait_for(&shared, "● ready 5 files").await;
+        for c in "session".chars() {
+            let _ = tx.send(key(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+        wait_for(&shared, "src/auth/session.rs:1-6").await;
+        wait_for(&shared, "  2▌pub struct SessionStore").await;
+        let _ = tx.send(key(KeyCode::Enter, KeyModifiers::NONE));
+        wait_for(&shared, "edited").await;
+        let _ = tx.send(key(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    });
+    let mut driver = driver;
+    let exit = {
+        let run =
+            run_loop(&mut terminal, &mut app, &mut rx, &mut worker, &mut host, &mut observer, std::future::pending());
+        tokio::pin!(run);
+        let mut driver_done = false;
+        let deadline = tokio::time::sleep(Duration::from_secs(60));
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                r = &mut run => break r.expect("drawing works"),
+                d = &mut driver, if !driver_done => {
+                    driver_done = true;
+                    if let Err(e) = d {
+                        std::panic::resume_unwind(e.into_panic());
+                    }
+                }
+                _ = &mut deadline => panic!("the loop did not finish in time"),
+            }
+        }
+    };
+    assert_eq!(exit, Exit::Quit);
+    let opened = opened.lock().expect("lock").clone();
+    assert_eq!(opened.len(), 1);
+    assert_eq!(opened[0].0, repo.join("src/auth/session.rs"));
+    worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_streams_from_a_model_server_and_stops_on_request() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let fake = FakeOllama::start(FakeOllamaOptions {
+        models: vec!["phi3.5:3.8b".into()],
+        token_delay_ms: 150,
+        ..Default::default()
+    })
+    .expect("fake model server");
+    let env = Env::new();
+    std::fs::create_dir_all(env.home()).expect("home");
+    std::fs::write(env.home().join("config.toml"), format!("[llm]\nbase_url = \"{}\"\n", fake.url())).expect("config");
+    let repo = env.repo("fixture");
+    sample_repo(&repo);
+    let engine = env.engine();
+    let opts = docdex::tui::app_options(&engine, std::fs::canonicalize(&repo).expect("canonical"));
+    let mut app = App::new(opts, Arc::new(SystemClock));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut worker = Worker::new(engine, tx.clone());
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("terminal");
+    let shared = Arc::new(Mutex::new(String::new()));
+    let mut observer = Screen(shared.clone());
+    let driver = tokio::spawn(async move {
+        wait_for(&shared, "llm ✓ phi3.5:3.8b").await;
+        let _ = tx.send(key(KeyCode::Char('3'), KeyModifiers::ALT));
+        wait_for(&shared, "phi3.5:3.8b on ollama is ready").await;
+        let question = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen";
+        for c in question.chars() {
+            let _ = tx.send(key(KeyCode::Char(c), KeyModifiers::NONE));
+        }
+        let _ = tx.send(key(KeyCode::Enter, KeyModifiers::NONE));
+        // The answer grows a piece at a time; stop it after the first pieces.
+        wait_for(&shared, "FAKE ANSWER").await;
+        let _ = tx.send(key(KeyCode::Char('s'), KeyModifiers::CONTROL));
+        let s = wait_for(&shared, "Stopped turn 1").await;
+        assert!(!s.contains("fifteen\"."), "the answer was cut short: {s}");
+        let _ = tx.send(key(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    });
+    let exit = tokio::time::timeout(
+        Duration::from_secs(60),
+        run_loop(
+            &mut terminal,
+            &mut app,
+            &mut rx,
+            &mut worker,
+            &mut RecordingHost::default(),
+            &mut observer,
+            std::future::pending(),
+        ),
+    )
+    .await
+    .expect("in time")
+    .expect("draws");
+    driver.await.expect("driver");
+    assert_eq!(exit, Exit::Quit);
+    assert_eq!(app.chat().cells().len(), 3, "question, partial answer, stop notice");
+    worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_ends_the_loop() {
+    let env = Env::new();
+    hermetic_config(&env, "");
+    let repo = env.repo("fixture");
+    sample_repo(&repo);
+    let engine = env.engine();
+    let opts = docdex::tui::app_options(&engine, std::fs::canonicalize(&repo).expect("canonical"));
+    let mut app = App::new(opts, Arc::new(SystemClock));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut worker = Worker::new(engine, tx);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).expect("terminal");
+    let stop = tokio::time::sleep(Duration::from_millis(300));
+    let exit = run_loop(&mut terminal, &mut app, &mut rx, &mut worker, &mut RecordingHost::default(), &mut (), stop)
+        .await
+        .expect("ok");
+    assert_eq!(exit, Exit::Signal);
+    worker.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real binary in tmux.
+
+/// A private tmux server, killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new() -> Tmux {
+        let ok = Command::new("tmux").arg("-V").output().map(|o| o.status.success()).unwrap_or(false);
+        assert!(ok, "tmux is required for the end-to-end TUI test (.ci/run installs it: apt-get install tmux)");
+        Tmux { socket: format!("docdex-e2e-{}-{}", std::process::id(), rand_suffix()) }
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("-f")
+            .arg("/dev/null")
+            .args(args)
+            .output()
+            .expect("tmux");
+        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn capture(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "e2e"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    fn literal(&self, text: &str) {
+        self.run(&["send-keys", "-t", "e2e", "-l", text]);
+    }
+
+    fn wait_for(&self, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(40);
+        loop {
+            let s = self.capture();
+            if s.contains(what) {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what:?}; screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn format(&self, f: &str) -> String {
+        self.run(&["display-message", "-p", "-t", "e2e", f]).trim().to_string()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").arg("-L").arg(&self.socket).arg("kill-server").output();
+    }
+}
+
+fn rand_suffix() -> u32 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0)
+}
+
+#[test]
+fn the_real_binary_in_a_terminal() {
+    let env = Env::new();
+    hermetic_config(&env, "");
+    let repo = env.repo("e2e");
+    sample_repo(&repo);
+    let bin = env!("CARGO_BIN_EXE_docdex");
+    let home = env.home();
+    // A stand-in editor that shows it owns the terminal: it reads a line typed into it.
+    let out = env.dir.path().join("editor-out.txt");
+    // Named `vi` so docdex passes the line the vi way (`+N file`).
+    let editor = env.dir.path().join("fake-bin").join("vi");
+    std::fs::create_dir_all(editor.parent().expect("dir")).expect("mkdir");
+    std::fs::write(
+        &editor,
+        format!(
+            "#!/bin/sh\nprintf 'EDITOR-READY %s\\n' \"$*\"\nread answer\nprintf '%s|%s\\n' \"$*\" \"$answer\" > '{}'\n",
+            out.display()
+        ),
+    )
+    .expect("editor script");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let script = format!(
+        "printf 'BEFORE-TUI\\n'; \
+         env -u VISUAL EDITOR='{editor}' DOCDEX_HOME='{home}' '{bin}' tui --repo '{repo}'; echo \"EXIT1=$?\"; stty -a | tr '\\n' ' '; echo; \
+         printf 'PRESS-ENTER\\n'; read _; \
+         cd '{repo}' && DOCDEX_HOME='{home}' '{bin}'; echo \"EXIT2=$?\"; sleep 120",
+        home = home.display(),
+        repo = repo.display(),
+        editor = editor.display(),
+    );
+    let t = Tmux::new();
+    t.run(&["new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", "sh", "-c", &script]);
+
+    // The workbench comes up, indexes the repository, and answers a typed query.
+    t.wait_for("● ready 5 files");
+    assert_eq!(t.format("#{alternate_on}"), "1", "the TUI runs on the alternate screen");
+    t.literal("session");
+    t.wait_for("src/auth/session.rs:1-6");
+    t.wait_for("  2▌pub struct SessionStore");
+    // Enter hands the terminal to $EDITOR at the hit's line, then takes it back.
+    t.keys(&["Enter"]);
+    let s = t.wait_for("EDITOR-READY");
+    assert_eq!(t.format("#{alternate_on}"), "0", "suspended while the editor runs: {s}");
+    t.literal("typed-in-editor");
+    t.keys(&["Enter"]);
+    t.wait_for("1 Repos   2 Search");
+    t.wait_for("edited ");
+    let got = std::fs::read_to_string(&out).expect("the editor ran");
+    let canonical = std::fs::canonicalize(&repo).expect("canonical");
+    let want_file = canonical.join("src/auth/session.rs");
+    assert!(got.starts_with('+'), "vi-style line argument: {got}");
+    assert!(got.contains(&format!(" {}|typed-in-editor", want_file.display())), "{got}");
+    assert_eq!(t.format("#{alternate_on}"), "1", "back on the alternate screen");
+    // Leave the query box and open the impact pane.
+    t.keys(&["Escape"]);
+    t.keys(&["6"]);
+    let s = t.wait_for("Impact · src/auth/session.rs");
+    assert!(s.contains("needs the import graph") || s.contains("centre"), "{s}");
+    // Quit: the terminal is back to normal.
+    t.keys(&["q"]);
+    let s = t.wait_for("PRESS-ENTER");
+    assert!(s.contains("BEFORE-TUI"), "the main screen is shown again: {s}");
+    assert!(s.contains("EXIT1=0"), "{s}");
+    assert!(!s.contains("1 Repos   2 Search"), "no TUI left on screen: {s}");
+    let stty = s.lines().find(|l| l.contains("speed")).unwrap_or_default().to_string();
+    let stty =
+        format!("{stty} {}", s.lines().skip_while(|l| !l.contains("speed")).take(6).collect::<Vec<_>>().join(" "));
+    assert!(stty.contains(" icanon") && !stty.contains("-icanon"), "canonical mode restored: {stty}");
+    assert!(stty.contains(" echo ") && !stty.contains("-echo "), "echo restored: {stty}");
+    assert_eq!(t.format("#{alternate_on}"), "0", "alternate screen left");
+    assert_eq!(t.format("#{cursor_flag}"), "1", "cursor visible");
+    assert_eq!(t.format("#{mouse_any_flag}"), "0", "mouse capture off");
+    // Logs went to a file, never to the screen.
+    let log = std::fs::read_to_string(home.join("state/logs/tui.log")).expect("tui.log");
+    assert!(log.contains("docdex tui starting"), "{log}");
+    assert!(!s.contains("INFO"), "{s}");
+
+    // `docdex` with no arguments on a terminal opens the workbench on the current repository.
+    t.keys(&["Enter"]);
+    t.wait_for("● ready 5 files");
+    let s = t.capture();
+    assert!(s.contains(" e2e │"), "the status bar names the repository: {s}");
+    t.keys(&["C-c"]);
+    let s = t.wait_for("EXIT2=");
+    assert!(s.contains("EXIT2=0"), "{s}");
+}
+
+#[test]
+fn without_a_terminal_docdex_prints_help_and_tui_refuses() {
+    let env = Env::new();
+    let out = env.run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Usage: docdex"), "{err}");
+    assert!(err.contains("tui"), "the help lists the tui command: {err}");
+    let out = env.run(&["tui"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("docdex tui needs a terminal"), "{err}");
+}
