@@ -155,7 +155,7 @@ fn read_code_files(engine: &Engine, corpus: &Path) -> anyhow::Result<Vec<(Lang, 
 
 /// One rebuild, plain or with the code pass.
 fn index_run(engine: &Engine, corpus: &Path, plain: bool) -> anyhow::Result<(Run, IndexSummary)> {
-    let opts = IndexOptions { rebuild: true, skip_code: plain };
+    let opts = IndexOptions { rebuild: true, skip_code: plain, ..Default::default() };
     let mut summary = None;
     let run = measure(|| summary = Some(engine.index(corpus, &opts, &|_: &IndexProgress| {})));
     let summary = summary.context("index run did not happen")??;

@@ -14,6 +14,9 @@ pub use super::code::api::{
 pub use super::code::impact::{
     CyclesResponse, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse, NeighborsResponse,
 };
+pub use super::dag::{DagNode, DagSession, DagSessionList, DagSessionSummary, NodeKind};
+pub use super::overview::{RepoOverview, RepoState};
+pub use super::waterfall::types::*;
 pub use crate::engine::{
     check::{CheckItem, CheckOptions, CheckReport, CheckStatus},
     embed::{EmbedState, EmbedSummary, SimilarFile, SimilarRequest, SimilarResponse},
@@ -25,9 +28,6 @@ pub use crate::engine::{
     },
     search::hybrid::RetrievalInfo,
 };
-pub use super::dag::{DagNode, DagSession, DagSessionList, DagSessionSummary, NodeKind};
-pub use super::waterfall::types::*;
-pub use super::overview::{RepoOverview, RepoState};
 
 /// Version of the JSON shapes below.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -232,6 +232,7 @@ pub fn search_response(query: &str, n: usize) -> SearchResponse {
                 generation: 1,
                 stale: false,
                 context: Vec::new(),
+                retrievers: vec!["bm25".into()],
             }
         })
         .collect();
@@ -248,5 +249,6 @@ pub fn search_response(query: &str, n: usize) -> SearchResponse {
         next_cursor: String::new(),
         pii_redacted: false,
         timing_ms: SearchTiming { search: 1.0, rank: 0.5, snippets: 0.5, total: 2.0 },
+        retrieval: Default::default(),
     }
 }

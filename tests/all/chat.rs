@@ -4,7 +4,8 @@
 
 use crate::util::{dead_url, llm_config, write, Env};
 use docdex::engine::protocol::{
-    AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, NodeKind, Slot, StepStatus, WebPolicy,
+    AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, MemoryStoreRequest, NodeKind, Slot,
+    StepStatus, WebPolicy,
 };
 use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use docdex::Engine;
@@ -379,6 +380,37 @@ fn diff_errors_are_clear_and_exit_2() {
     assert_eq!(out.status.code(), Some(2), "--path needs --diff");
     assert!(c.chat_bodies().is_empty(), "nothing reached the model");
     assert!(c.engine().dag_sessions(&c.repo).unwrap().sessions.is_empty(), "bad input logs nothing");
+}
+
+#[test]
+fn repo_memory_comes_first_in_the_prompt_and_stays_in_its_repo() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let engine = c.engine();
+    let store = |repo: &Path, content: &str| {
+        let req = MemoryStoreRequest { content: content.into(), metadata: None };
+        engine.memory_store(repo, &req).expect("store").memory.id
+    };
+    let kept = store(&c.repo, "stale sessions are expired by the nightly sweeper, never on login");
+    store(&c.repo, "invoice totals are rounded to cents before tax");
+    let other = c.env.repo("other");
+    write(&other, "README.md", "# other\n");
+    store(&other, "stale sessions in the other project are kept forever");
+
+    let resp = c.ask(&q("how are stale sessions expired?"));
+    let sys = system_text(&c.last_prompt());
+    let at = |needle: &str| sys.find(needle).unwrap_or_else(|| panic!("{needle:?} not in the prompt:\n{sys}"));
+    assert!(at("## Repo memory") < at("## Repository snippets"), "memory before repo code:\n{sys}");
+    assert!(at("nightly sweeper") < at("## Repository snippets"));
+    assert!(!sys.contains("kept forever"), "another repo's memory leaked into the prompt:\n{sys}");
+    let step = resp.trace.steps.iter().find(|s| s.name == "memory").expect("memory step");
+    assert_eq!(step.status, StepStatus::Ran, "{step:?}");
+    assert!(step.items >= 1 && step.detail.contains("memories recalled"), "{step:?}");
+    let cite = format!("memory:{}", &kept[..8]);
+    assert!(
+        resp.sources.iter().any(|s| s.slot == Slot::Memory && s.citation == cite),
+        "memory sources ({cite}) in {:?}",
+        resp.sources
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! a missing capability reads as "unavailable" in the trace rather than as an error.
 
 use crate::engine::code::impact::Relation;
+use crate::engine::memory::MemoryRecallRequest;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::Result;
@@ -43,19 +44,30 @@ pub enum Availability<T> {
     Unavailable(String),
 }
 
-/// Repo memories closest to `query`, best first.
-///
-/// Repo memory (`memory.db`, `Engine::memory_recall`) is being built in another part of the
-/// engine; until it lands this reports it as unavailable.
+/// Repo memories closest to `query`, best first (`Engine::memory_recall`), with the recall's
+/// notice when it fell back to matching words. Memories recalled by meaning that are barely
+/// related (similarity under [`MIN_MEMORY_SIMILARITY`]) are left out: the memory slot has the
+/// highest priority in the budget, so an unrelated note would push out repo code.
 pub fn recall_memory(
     engine: &Engine,
     repo: &RepoRef,
     query: &str,
     limit: usize,
-) -> Result<Availability<Vec<RecalledMemory>>> {
-    let _ = (engine, repo, query, limit);
-    Ok(Availability::Unavailable("repo memory is not part of this build yet".into()))
+) -> Result<Availability<(Vec<RecalledMemory>, Option<String>)>> {
+    let req = MemoryRecallRequest { query: query.to_string(), limit: Some(limit) };
+    let resp = engine.memory_recall(&repo.root, &req)?;
+    let by_meaning = resp.mode == "vector";
+    let hits = resp
+        .results
+        .into_iter()
+        .filter(|h| !by_meaning || h.score >= MIN_MEMORY_SIMILARITY)
+        .map(|h| RecalledMemory { id: h.memory.id, content: h.memory.content, score: h.score })
+        .collect();
+    Ok(Availability::Ready((hits, resp.notice)))
 }
+
+/// The least cosine similarity for a memory recalled by meaning to enter the prompt.
+pub const MIN_MEMORY_SIMILARITY: f32 = 0.2;
 
 /// At most `limit` files one import away from `changed` (both directions), dependents first,
 /// through the impact graph (`Engine::impact_neighbors`). Unavailable when the repository has

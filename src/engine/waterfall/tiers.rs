@@ -178,8 +178,11 @@ impl Turn<'_> {
         );
         let (status, detail, payload) =
             match sources::recall_memory(self.engine, self.repo, &self.req.query, MEMORY_LIMIT) {
-                Ok(Availability::Ready(m)) => {
-                    let detail = format!("{} memories recalled", m.len());
+                Ok(Availability::Ready((m, notice))) => {
+                    let mut detail = format!("{} memories recalled", m.len());
+                    if let Some(notice) = notice {
+                        detail.push_str(&format!(" ({notice})"));
+                    }
                     let ids: Vec<&str> = m.iter().map(|x| x.id.as_str()).collect();
                     let payload = json!({"memories": ids});
                     found.memories = m;
