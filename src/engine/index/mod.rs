@@ -30,6 +30,7 @@ use status::StatusFile;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Mutex;
 use std::time::Instant;
 use tantivy::{Index, IndexWriter, TantivyDocument, Term};
@@ -270,19 +271,21 @@ impl IndexSession {
         }
 
         let mut renames_left = deleted_hashes;
-        let ticker_stop = AtomicU64::new(0);
         let status = self.status.clone();
+        let (stop_ticker, ticker_stopped) = std::sync::mpsc::channel::<()>();
         let result: Result<()> = std::thread::scope(|s| {
-            s.spawn(|| {
-                while ticker_stop.load(Ordering::Relaxed) == 0 {
-                    let snap = progress.snapshot("indexing");
-                    status.progress(&snap);
-                    sink.progress(&snap);
-                    std::thread::sleep(std::time::Duration::from_millis(100));
+            let progress = &progress;
+            s.spawn(move || loop {
+                let snap = progress.snapshot("indexing");
+                status.progress(&snap);
+                sink.progress(&snap);
+                // Wakes at once when the sender goes, so the scope's join never waits out a tick.
+                if ticker_stopped.recv_timeout(std::time::Duration::from_millis(100)) != Err(RecvTimeoutError::Timeout) {
+                    break;
                 }
             });
-            // Stops the ticker however this closure ends, panics included, so the scope can join it.
-            let _stop_ticker = SetOnDrop(&ticker_stop);
+            // Dropped however this closure ends, panics included, which stops the ticker.
+            let _stop_ticker = stop_ticker;
             for batch in batches(&todo, COMMIT_EVERY_BYTES) {
                 let outcomes: Vec<(String, Outcome)> = batch
                     .par_iter()
@@ -598,15 +601,6 @@ impl IndexSession {
     /// The Tantivy index (for tests and the bench).
     pub fn index(&self) -> &Index {
         &self.index
-    }
-}
-
-/// Sets the flag when dropped.
-struct SetOnDrop<'a>(&'a AtomicU64);
-
-impl Drop for SetOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(1, Ordering::Relaxed);
     }
 }
 
