@@ -5,8 +5,8 @@
 mod bench;
 mod bench_index;
 mod bench_serve;
-mod check;
 mod chat;
+mod check;
 mod code;
 mod dag;
 mod impact;

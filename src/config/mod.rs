@@ -33,6 +33,8 @@ pub struct Config {
     pub server: ServerConfig,
     /// `[tui]`: the terminal workbench.
     pub tui: TuiConfig,
+    /// `[code_intelligence]`: import-graph inputs beyond the source itself.
+    pub code_intelligence: CodeIntelligenceConfig,
 }
 
 /// `[core]`.
@@ -315,6 +317,24 @@ impl Default for TuiConfig {
     }
 }
 
+/// `[code_intelligence]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CodeIntelligenceConfig {
+    /// Add the edges of runtime import traces (`docdex.import_traces.jsonl` at the repo root,
+    /// `import_traces.jsonl` in the repo's state directory) to the impact graph.
+    pub import_traces_enabled: bool,
+    /// The most candidate values of one dynamic import (`require(base + name)` with several
+    /// possible bindings) that are resolved into edges.
+    pub dynamic_import_scan_limit: u32,
+}
+
+impl Default for CodeIntelligenceConfig {
+    fn default() -> Self {
+        Self { import_traces_enabled: true, dynamic_import_scan_limit: 8 }
+    }
+}
+
 /// The `[llm] provider` values docdex knows.
 pub const KNOWN_PROVIDERS: &[&str] = &["ollama", "openai"];
 const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
@@ -399,6 +419,16 @@ impl Config {
         if let Some(v) = var("DOCDEX_LOG_LEVEL") {
             self.core.log_level = v;
         }
+        if let Some(v) = var("DOCDEX_ENABLE_IMPORT_TRACES") {
+            self.code_intelligence.import_traces_enabled = truthy(&v);
+        }
+        if let Some(v) = var("DOCDEX_DYNAMIC_IMPORT_SCAN_LIMIT") {
+            match v.trim().parse::<u32>() {
+                Ok(n) if n >= 1 => self.code_intelligence.dynamic_import_scan_limit = n,
+                _ => warnings
+                    .push(format!("DOCDEX_DYNAMIC_IMPORT_SCAN_LIMIT={v:?} is not a number of at least 1; ignored")),
+            }
+        }
         for (name, slot) in [
             ("DOCDEX_SYMBOL_RANKING_ENABLED", &mut self.search.symbol_ranking_enabled),
             ("DOCDEX_AST_RANKING_ENABLED", &mut self.search.ast_ranking_enabled),
@@ -462,6 +492,9 @@ impl Config {
         if self.llm.embed_batch_size == 0 || self.llm.embed_concurrency == 0 {
             return Err(bad("llm.embed_batch_size", "and llm.embed_concurrency must be greater than 0".into()));
         }
+        if self.code_intelligence.dynamic_import_scan_limit == 0 {
+            return Err(bad("code_intelligence.dynamic_import_scan_limit", "must be at least 1".into()));
+        }
         if self.web.min_spacing_ms < 2000 {
             warnings.push("web.min_spacing_ms is below 2000; using 2000".into());
             self.web.min_spacing_ms = 2000;
@@ -482,7 +515,8 @@ impl Config {
              # DOCDEX_WEB_MIN_SPACING_MS, DOCDEX_WEB_REQUEST_DELAY_MS, DOCDEX_DDG_BASE_URL,\n\
              # DOCDEX_DDG_PROXY_BASE_URL, DOCDEX_ENABLE_MCP, DOCDEX_LOG_LEVEL,\n\
              # DOCDEX_SYMBOL_RANKING_ENABLED, DOCDEX_AST_RANKING_ENABLED,\n\
-             # DOCDEX_CHAT_SYMBOL_RANKING_ENABLED, DOCDEX_CHAT_AST_RANKING_ENABLED.\n\n{body}"
+             # DOCDEX_CHAT_SYMBOL_RANKING_ENABLED, DOCDEX_CHAT_AST_RANKING_ENABLED,\n\
+             # DOCDEX_ENABLE_IMPORT_TRACES, DOCDEX_DYNAMIC_IMPORT_SCAN_LIMIT.\n\n{body}"
         )
     }
 }

@@ -170,7 +170,10 @@ impl Engine {
     /// [`Self::open_index_session`], choosing whether the code pass runs.
     pub fn open_index_session_with(&self, repo: &RepoRef, rebuild: bool, code: bool) -> Result<IndexSession> {
         self.inner.registry.ensure(repo)?;
-        IndexSession::open_with(repo, &self.inner.paths.locks(), &self.inner.config.index, rebuild, code)
+        let mut session =
+            IndexSession::open_with(repo, &self.inner.paths.locks(), &self.inner.config.index, rebuild, code)?;
+        session.set_graph_options(code::graph::GraphOptions::from_config(&self.inner.config.code_intelligence));
+        Ok(session)
     }
 
     /// Indexes (or incrementally re-indexes) a repository.

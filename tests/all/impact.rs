@@ -92,7 +92,7 @@ fn file_imports(dir: &Path) -> Vec<FileImports> {
 
 fn build_dir(dir: &Path) -> ImpactGraph {
     let known: BTreeSet<String> = all_files(dir).into_iter().collect();
-    graph::build(dir, &file_imports(dir), &known)
+    graph::build(dir, &file_imports(dir), &known, &Default::default())
 }
 
 fn build_fixture(name: &str) -> ImpactGraph {
@@ -584,6 +584,80 @@ fn missing_files_are_diagnosed_with_what_was_tried() {
     assert!(g.edges.iter().any(|e| e.target == "ext:stdio.h"));
 }
 
+#[test]
+fn runtime_import_traces_add_edges_and_resolve_dynamic_imports() {
+    let env = Env::new();
+    let repo = env.repo("traced");
+    copy_fixture("dynamic", &repo);
+    write(&repo, "py/plugins/omega.py", "def run():\n    return 'omega'\n");
+    write(
+        &repo,
+        "docdex.import_traces.jsonl",
+        "# seen in staging\n{\"source\": \"py/app.py\", \"target\": \"py/plugins/omega.py\", \"line\": 28}\n{\"source\": \"py/app.py\", \"target\": \"py/plugins/missing.py\"}\n",
+    );
+    let engine = env.engine();
+    let r = engine.resolve_repo(&repo).expect("repo");
+    std::fs::create_dir_all(&r.state_dir).expect("state dir");
+    let local = serde_json::json!({"source": "js/loader.js", "target": "py/plugins/omega.py", "kind": "spawn", "confidence": 0.4});
+    std::fs::write(r.state_dir.join("import_traces.jsonl"), format!("{local}\n")).expect("state traces");
+    // The indexing pipeline builds the graph with the traces.
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let g = graph::load(&graph::graph_path(&r)).expect("load").expect("graph");
+    let traced = edge(&g, "py/app.py", "py/plugins/omega.py");
+    assert_eq!(
+        (traced.method, traced.confidence, traced.line, traced.kind.as_str()),
+        (graph::Method::Trace, 0.9, 28, "runtime")
+    );
+    assert_eq!(traced.spec, "plugins.*", "the trace names the import it resolves");
+    let spawned = edge(&g, "js/loader.js", "py/plugins/omega.py");
+    assert_eq!((spawned.method, spawned.confidence, spawned.kind.as_str()), (graph::Method::Trace, 0.4, "spawn"));
+    assert_eq!(
+        diag_lines(&g),
+        vec!["js/loader.js:18 ./plugins/* dynamic", "js/loader.js:22 * dynamic", "py/app.py:33 * dynamic"],
+        "the traced line is resolved, the others stay"
+    );
+    assert_eq!(g.stats.by_method.get("trace"), Some(&2));
+    assert!(
+        g.warnings.iter().any(|w| w.contains("docdex.import_traces.jsonl:3") && w.contains("py/plugins/missing.py")),
+        "{:?}",
+        g.warnings
+    );
+    // Editing the checked-in traces rebuilds the graph on the next run.
+    write(
+        &repo,
+        "docdex.import_traces.jsonl",
+        "{\"source\": \"py/app.py\", \"target\": \"py/plugins/omega.py\", \"line\": 33}\n",
+    );
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("re-index");
+    let g = graph::load(&graph::graph_path(&r)).expect("load").expect("graph");
+    assert_eq!(edge(&g, "py/app.py", "py/plugins/omega.py").line, 33, "the edited trace is used");
+    assert!(diag_lines(&g).contains(&"py/app.py:28 plugins.* dynamic".to_string()));
+    // `[code_intelligence] import_traces_enabled = false` leaves them out.
+    env.write_config("[code_intelligence]\nimport_traces_enabled = false\n");
+    let engine = env.engine();
+    engine.rebuild_impact_graph(&repo, &quiet()).expect("rebuild");
+    let g = graph::load(&graph::graph_path(&r)).expect("load").expect("graph");
+    assert!(!g.edges.iter().any(|e| e.method == graph::Method::Trace), "traces disabled");
+    assert!(diag_lines(&g).contains(&"py/app.py:28 plugins.* dynamic".to_string()));
+}
+
+#[test]
+fn the_dynamic_import_scan_limit_caps_candidates() {
+    let env = Env::new();
+    let repo = env.repo("dyn");
+    copy_fixture("dynamic", &repo);
+    let files = file_imports(&repo);
+    let known: BTreeSet<String> = all_files(&repo).into_iter().collect();
+    let opts = graph::GraphOptions { dynamic_import_scan_limit: 1, ..Default::default() };
+    let g = graph::build(&repo, &files, &known, &opts);
+    let full = build_dir(&repo);
+    let fast_or_safe = |g: &ImpactGraph| {
+        g.edges.iter().filter(|e| e.target == "js/plugins/fast.js" || e.target == "js/plugins/safe.js").count()
+    };
+    assert_eq!(fast_or_safe(&full), 2, "both candidates by default");
+    assert_eq!(fast_or_safe(&g), 1, "one candidate with a limit of 1");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Storage, migration and the engine's queries.
 
@@ -605,7 +679,7 @@ fn rebuild_writes_a_schema_tagged_graph_atomically() {
     engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
     let r = engine.resolve_repo(&repo).expect("repo");
     // What the indexing pipeline does after a run that changed code files.
-    graph::rebuild(&r, &file_imports(&repo)).expect("rebuild");
+    graph::rebuild(&r, &file_imports(&repo), &Default::default()).expect("rebuild");
     let path = graph::graph_path(&r);
     assert_eq!(path, r.state_dir.join("impact_graph.json"));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");

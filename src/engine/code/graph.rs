@@ -76,15 +76,18 @@ pub enum Method {
     Heuristic,
     /// An entry of `docdex.import_map.json`.
     ImportMap,
+    /// A runtime import trace (`docdex.import_traces.jsonl`, see [`super::import_traces`]).
+    Trace,
 }
 
 impl Method {
-    /// The serialized name (`static`, `heuristic`, `import_map`).
+    /// The serialized name (`static`, `heuristic`, `import_map`, `trace`).
     pub fn name(self) -> &'static str {
         match self {
             Method::Static => "static",
             Method::Heuristic => "heuristic",
             Method::ImportMap => "import_map",
+            Method::Trace => "trace",
         }
     }
 }
@@ -205,6 +208,34 @@ pub struct ImpactGraph {
     pub stats: GraphStats,
 }
 
+/// What goes into a graph beyond the source itself (`[code_intelligence]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphOptions {
+    /// Read runtime import traces (see [`super::import_traces`]).
+    pub import_traces: bool,
+    /// The most candidate values of one dynamic import that are resolved.
+    pub dynamic_import_scan_limit: usize,
+    /// The repo's state directory (for its `import_traces.jsonl`); set by [`rebuild`].
+    pub state_dir: Option<PathBuf>,
+}
+
+impl Default for GraphOptions {
+    fn default() -> Self {
+        GraphOptions { import_traces: true, dynamic_import_scan_limit: 8, state_dir: None }
+    }
+}
+
+impl GraphOptions {
+    /// The options `[code_intelligence]` asks for.
+    pub fn from_config(cfg: &crate::config::CodeIntelligenceConfig) -> GraphOptions {
+        GraphOptions {
+            import_traces: cfg.import_traces_enabled,
+            dynamic_import_scan_limit: (cfg.dynamic_import_scan_limit as usize).max(1),
+            state_dir: None,
+        }
+    }
+}
+
 /// Where a repo's graph is stored.
 pub fn graph_path(repo: &RepoRef) -> PathBuf {
     repo.state_dir.join(FILE_NAME)
@@ -214,12 +245,13 @@ pub fn graph_path(repo: &RepoRef) -> PathBuf {
 /// that changed code files; `files` lists all of them, not only the changed ones. Call it after
 /// the run's manifest is saved: non-code targets (`include_str!` data, JSON imports) are looked
 /// up in the manifest.
-pub fn rebuild(repo: &RepoRef, files: &[FileImports]) -> Result<()> {
+pub fn rebuild(repo: &RepoRef, files: &[FileImports], opts: &GraphOptions) -> Result<()> {
     let manifest = crate::engine::index::manifest::Manifest::load(&repo.manifest_path());
     let mut known: BTreeSet<String> =
         manifest.files.iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p.clone()).collect();
     known.extend(files.iter().map(|f| f.path.clone()));
-    let graph = build(&repo.root, files, &known);
+    let opts = GraphOptions { state_dir: Some(repo.state_dir.clone()), ..opts.clone() };
+    let graph = build(&repo.root, files, &known, &opts);
     tracing::debug!(
         files = graph.stats.files,
         edges = graph.stats.edges,
@@ -259,13 +291,13 @@ pub fn save(path: &Path, graph: &ImpactGraph) -> Result<()> {
 
 /// Builds the graph of `files` (every code file's imports) in the repository at `root`, whose
 /// files (code or not, repo-relative) are `known`.
-pub fn build(root: &Path, files: &[FileImports], known: &BTreeSet<String>) -> ImpactGraph {
+pub fn build(root: &Path, files: &[FileImports], known: &BTreeSet<String>, opts: &GraphOptions) -> ImpactGraph {
     let started = std::time::Instant::now();
     let (map, mut warnings) = ImportMap::load(root);
     let resolver = Resolver::new(root, files, known);
     warnings.extend(resolver.warnings().iter().cloned());
     let per_file: Vec<(Vec<Edge>, Vec<Diagnostic>, usize)> =
-        files.par_iter().map(|f| resolve_file(f, &resolver, map.as_ref())).collect();
+        files.par_iter().map(|f| resolve_file(f, &resolver, map.as_ref(), opts.dynamic_import_scan_limit)).collect();
     let mut edges = Vec::new();
     let mut diagnostics = Vec::new();
     let mut imports = 0;
@@ -273,6 +305,11 @@ pub fn build(root: &Path, files: &[FileImports], known: &BTreeSet<String>) -> Im
         edges.extend(e);
         diagnostics.extend(d);
         imports += n;
+    }
+    if opts.import_traces && !files.is_empty() {
+        let (traced, trace_warnings) = super::import_traces::load(root, opts.state_dir.as_deref(), known);
+        warnings.extend(trace_warnings);
+        add_traces(traced, &mut edges, &mut diagnostics);
     }
     let edges = dedupe(edges);
     diagnostics.sort_by(|a, b| (&a.source, a.line, &a.spec).cmp(&(&b.source, b.line, &b.spec)));
@@ -302,6 +339,29 @@ pub fn build(root: &Path, files: &[FileImports], known: &BTreeSet<String>) -> Im
     }
 }
 
+/// Adds traced edges; a trace that names the line of an unresolved import of its source
+/// resolves that diagnostic.
+fn add_traces(traced: Vec<super::import_traces::TraceEdge>, edges: &mut Vec<Edge>, diagnostics: &mut Vec<Diagnostic>) {
+    for t in traced {
+        let mut spec = t.target.clone();
+        if let Some(line) = t.line {
+            if let Some(i) = diagnostics.iter().position(|d| d.source == t.source && d.line == line) {
+                spec = diagnostics.remove(i).spec;
+            }
+        }
+        edges.push(Edge {
+            source: t.source,
+            target: t.target,
+            external: false,
+            kind: t.kind,
+            method: Method::Trace,
+            confidence: t.confidence,
+            line: t.line.unwrap_or(0),
+            spec,
+        });
+    }
+}
+
 /// Confidence of an edge found through a folded dynamic expression.
 const DYNAMIC_CONFIDENCE: f32 = 0.8;
 /// Confidence of each edge when a dynamic expression has several candidate values.
@@ -312,6 +372,7 @@ fn resolve_file(
     file: &FileImports,
     resolver: &Resolver,
     map: Option<&ImportMap>,
+    scan_limit: usize,
 ) -> (Vec<Edge>, Vec<Diagnostic>, usize) {
     let mut edges = Vec::new();
     let mut diags = Vec::new();
@@ -343,7 +404,7 @@ fn resolve_file(
             diags.push(diag(DiagnosticCode::Dynamic, reason));
             continue;
         }
-        let specs: Vec<&str> = imp.specs().collect();
+        let specs: Vec<&str> = imp.specs().take(scan_limit.max(1)).collect();
         if specs.len() == 1 {
             let res = adjust(resolver.resolve(file, imp, &imp.spec), imp.dynamic, DYNAMIC_CONFIDENCE);
             push_resolution(file, imp, &imp.spec, res, &mut edges, &mut diags);

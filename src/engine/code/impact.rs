@@ -560,7 +560,7 @@ impl Engine {
         match self.inner.impact_graphs.get(&repo)? {
             Some(g) => Ok((repo, g)),
             None if repo.manifest_path().exists() => {
-                let empty = graph::build(&repo.root, &[], &Default::default());
+                let empty = graph::build(&repo.root, &[], &Default::default(), &Default::default());
                 let mut g = LoadedGraph::new(empty);
                 g.graph.warnings.push(format!(
                     "no impact graph yet for {}: no code files were indexed, or the index predates the graph; `docdex graph rebuild --repo {}` builds it",
@@ -715,7 +715,7 @@ impl Engine {
         let parse_ms = started.elapsed().as_secs_f64() * 1000.0;
         let finished = IndexProgress { files_done: total.files_total, bytes_done: total.bytes_total, ..total.clone() };
         sink.progress(&IndexProgress { phase: "resolving".into(), ..finished.clone() });
-        graph::rebuild(&repo, &files)?;
+        graph::rebuild(&repo, &files, &graph::GraphOptions::from_config(&self.config().code_intelligence))?;
         sink.progress(&IndexProgress { phase: "done".into(), ..finished });
         let path = graph::graph_path(&repo);
         let g =

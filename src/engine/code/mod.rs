@@ -10,6 +10,7 @@ pub mod ast;
 pub mod graph;
 pub mod impact;
 pub mod import_map;
+pub mod import_traces;
 pub mod imports;
 pub mod lang;
 pub mod query;

@@ -89,6 +89,7 @@ const GRAPH_INPUTS: &[&str] = &[
     "build.gradle.kts",
     "settings.gradle",
     "settings.gradle.kts",
+    "package.swift",
     "docdex.import_map.json",
     "docdex.import_traces.jsonl",
 ];
@@ -109,6 +110,8 @@ pub(crate) struct CodePass {
     drifted: Vec<Lang>,
     /// Imports or the set of code files changed since the graph was last rebuilt.
     graph_dirty: bool,
+    /// How the impact graph is built (`[code_intelligence]`).
+    graph_options: graph::GraphOptions,
     summary: CodeIndexSummary,
 }
 
@@ -128,7 +131,15 @@ impl CodePass {
                 "symbol store out of step with the index; re-extracting what differs"
             );
         }
-        Ok(CodePass { store, repo: repo.clone(), repair, drifted, graph_dirty: false, summary: Default::default() })
+        Ok(CodePass {
+            store,
+            repo: repo.clone(),
+            repair,
+            drifted,
+            graph_dirty: false,
+            graph_options: Default::default(),
+            summary: Default::default(),
+        })
     }
 
     /// Files to re-extract although the text index has them (missing from the store, stored
@@ -234,7 +245,8 @@ impl CodePass {
         self.summary.store_seconds += t.elapsed().as_secs_f64();
         if self.graph_dirty {
             let t = Instant::now();
-            let result = self.store.all_imports().and_then(|files| graph::rebuild(&self.repo, &files));
+            let result =
+                self.store.all_imports().and_then(|files| graph::rebuild(&self.repo, &files, &self.graph_options));
             self.summary.graph_seconds = Some(t.elapsed().as_secs_f64());
             match result {
                 Ok(()) => self.graph_dirty = false,
@@ -245,5 +257,16 @@ impl CodePass {
             }
         }
         Ok(std::mem::take(&mut self.summary))
+    }
+}
+
+impl super::IndexSession {
+    /// Sets how the impact graph is built after this session's runs (`[code_intelligence]`).
+    pub fn set_graph_options(&mut self, options: graph::GraphOptions) {
+        if let Some(code) = self.code.as_mut() {
+            if let Ok(pass) = code.get_mut() {
+                pass.graph_options = options;
+            }
+        }
     }
 }

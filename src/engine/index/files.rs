@@ -129,7 +129,7 @@ pub fn language(path: &Path) -> &'static str {
         "rst" => "rst",
         "adoc" | "asciidoc" => "asciidoc",
         "txt" | "text" => "text",
-        "json" | "jsonc" | "json5" => "json",
+        "json" | "jsonc" | "json5" | "jsonl" | "ndjson" => "json",
         "yaml" | "yml" => "yaml",
         "toml" => "toml",
         "ini" | "cfg" | "conf" | "properties" | "env" => "ini",

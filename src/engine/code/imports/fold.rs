@@ -14,8 +14,9 @@
 use super::RawImport;
 use std::collections::HashMap;
 
-/// Most candidates kept for one expression (the first ones in source order).
-pub const MAX_CANDIDATES: usize = 8;
+/// Most candidates kept for one expression (the first ones in source order); the graph
+/// resolves at most `[code_intelligence] dynamic_import_scan_limit` of them.
+pub const MAX_CANDIDATES: usize = 32;
 
 /// The importing file itself, as a path value (its directory is `"."`).
 pub const THIS_FILE: &str = "\u{0}file";
