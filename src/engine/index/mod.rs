@@ -280,7 +280,8 @@ impl IndexSession {
                 status.progress(&snap);
                 sink.progress(&snap);
                 // Wakes at once when the sender goes, so the scope's join never waits out a tick.
-                if ticker_stopped.recv_timeout(std::time::Duration::from_millis(100)) != Err(RecvTimeoutError::Timeout) {
+                if ticker_stopped.recv_timeout(std::time::Duration::from_millis(100)) != Err(RecvTimeoutError::Timeout)
+                {
                     break;
                 }
             });
@@ -305,12 +306,12 @@ impl IndexSession {
                 }
                 tracing::debug!(ms = started.elapsed().as_millis() as u64, "batch applied");
                 if changed {
-                    self.commit(sink, &progress)?;
+                    self.commit(sink, progress)?;
                     changed = false;
                 }
             }
             if changed {
-                self.commit(sink, &progress)?;
+                self.commit(sink, progress)?;
             }
             // Symbols only: the text index already has these files.
             let repaired: Vec<(String, Option<(u64, CodeResult)>)> = repair
