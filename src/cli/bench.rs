@@ -488,6 +488,9 @@ struct SearchFigures {
     engine_mean_search_ms: f64,
     engine_mean_rank_ms: f64,
     engine_mean_snippets_ms: f64,
+    /// The slowest queries by their median over the rounds (ms), slowest first: where the
+    /// p95 comes from.
+    slowest: Vec<(String, f64)>,
 }
 
 /// Whole-process latency of `docdex search --json`.
@@ -947,6 +950,9 @@ fn dir_size(dir: &Path) -> u64 {
 
 // ---------------------------------------------------------------- search
 
+/// How many of the slowest warm queries the report names.
+const SLOWEST_SHOWN: usize = 5;
+
 /// Warm in-process latency; also returns each query's median (ms) for the rg ratio.
 fn measure_search(engine: &Engine, corpus: &Path, rounds: usize) -> anyhow::Result<(SearchFigures, Vec<f64>)> {
     let req = |q: &str| SearchRequest { query: q.to_string(), ..Default::default() };
@@ -970,7 +976,10 @@ fn measure_search(engine: &Engine, corpus: &Path, rounds: usize) -> anyhow::Resu
     }
     let all: Vec<f64> = per_query.iter().flatten().copied().collect();
     let n = all.len().max(1) as f64;
-    let medians = per_query.iter().map(|v| latency(v).p50_ms).collect();
+    let medians: Vec<f64> = per_query.iter().map(|v| latency(v).p50_ms).collect();
+    let mut slowest: Vec<(String, f64)> = QUERIES.iter().map(|q| q.to_string()).zip(medians.iter().copied()).collect();
+    slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
+    slowest.truncate(SLOWEST_SHOWN);
     let figures = SearchFigures {
         queries: QUERIES.len(),
         rounds,
@@ -979,6 +988,7 @@ fn measure_search(engine: &Engine, corpus: &Path, rounds: usize) -> anyhow::Resu
         engine_mean_search_ms: parts[0] / n,
         engine_mean_rank_ms: parts[1] / n,
         engine_mean_snippets_ms: parts[2] / n,
+        slowest,
     };
     Ok((figures, medians))
 }
@@ -1398,6 +1408,10 @@ fn rows(r: &Report) -> Vec<(String, String)> {
                 r.search.queries_with_hits,
                 r.search.queries
             ),
+        ),
+        (
+            "  slowest queries (median)".into(),
+            r.search.slowest.iter().map(|(q, ms)| format!("\"{q}\" {ms:.2} ms")).collect::<Vec<_>>().join(", "),
         ),
     ];
     if let Some(p) = &r.process {
