@@ -104,11 +104,11 @@ pub fn trace() -> TraceView {
             tier("llm", true, None, None, "answered with 4 citations", 2310.0),
         ],
         budget: vec![
-            SlotBudget { slot: "system".into(), used: 180, limit: 256 },
-            SlotBudget { slot: "memory".into(), used: 96, limit: 512 },
-            SlotBudget { slot: "repo".into(), used: 2048, limit: 2048 },
-            SlotBudget { slot: "web".into(), used: 1310, limit: 1024 },
-            SlotBudget { slot: "answer".into(), used: 412, limit: 1024 },
+            SlotBudget { slot: "system".into(), used: 180, limit: 256, items: 0, dropped: 0 },
+            SlotBudget { slot: "memory".into(), used: 96, limit: 512, items: 0, dropped: 0 },
+            SlotBudget { slot: "repo".into(), used: 2048, limit: 2048, items: 0, dropped: 0 },
+            SlotBudget { slot: "web".into(), used: 1310, limit: 1024, items: 0, dropped: 0 },
+            SlotBudget { slot: "answer".into(), used: 412, limit: 1024, items: 0, dropped: 0 },
         ],
         dropped: vec![
             DroppedSnippet {
@@ -123,6 +123,9 @@ pub fn trace() -> TraceView {
             },
         ],
         timings: vec![("memory".into(), 4.0), ("search".into(), 18.0), ("web".into(), 1840.0), ("llm".into(), 2310.0)],
+        total_ms: 4172.0,
+        context: Vec::new(),
+        notices: Vec::new(),
     }
 }
 

@@ -8,7 +8,7 @@
 
 use super::action::{Action, Level, PromptKind};
 use super::clock::Clock;
-use super::event::{AppEvent, Capabilities, EngineEvent, ProviderState, ProviderStatus, Request};
+use super::event::{AppEvent, Capabilities, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request};
 use super::keymap::{Command, KeyChord, Keymap};
 use super::layout::{self, AppLayout};
 use super::panes::chat::ChatPane;
@@ -201,6 +201,16 @@ impl App {
     /// The chat pane (read-only).
     pub fn chat(&self) -> &ChatPane {
         &self.chat
+    }
+
+    /// The waterfall trace pane (read-only).
+    pub fn trace(&self) -> &TracePane {
+        &self.trace
+    }
+
+    /// The reasoning DAG pane (read-only).
+    pub fn dag(&self) -> &DagPane {
+        &self.dag
     }
 
     /// The latest notice text.
@@ -396,6 +406,7 @@ impl App {
         self.overview = None;
         self.started_index = false;
         self.impact.reset();
+        self.dag.reset();
         self.impact_followed = None;
         self.with_search(|s, cx| s.reset_for_repo(cx));
         self.requests.push(Request::LoadRepos { current: self.repo.clone() });
@@ -597,6 +608,10 @@ impl App {
 
     fn on_engine(&mut self, e: EngineEvent) {
         self.dirty = true;
+        if let EngineEvent::Chat(ChatUpdate::Done { unavailable: Some(_), .. }) = &e {
+            // No model could answer: check the provider, so the status bar says why.
+            self.requests.push(Request::CheckProvider);
+        }
         match &e {
             EngineEvent::Repos(Ok(rows)) => {
                 self.overview = rows.iter().find(|r| r.path == self.repo).cloned();
@@ -631,7 +646,16 @@ impl App {
                 );
             }
             EngineEvent::Provider(p) => self.provider = p.clone(),
-            EngineEvent::Trace(_) | EngineEvent::Dag(_) => {}
+            EngineEvent::Conversation(Ok(_)) => self.focus_pane(PaneId::Chat),
+            EngineEvent::Conversation(Err(e)) => {
+                self.set_notice(Level::Error, format!("cannot open that session: {e}"))
+            }
+            EngineEvent::Chat(
+                ChatUpdate::Done { session_id: Some(id), .. } | ChatUpdate::Failed { session_id: Some(id), .. },
+            ) if self.caps.dag => {
+                // The turn was logged: show its session in the DAG pane.
+                self.requests.push(Request::LoadDag { repo: self.repo.clone(), session: Some(id.clone()) });
+            }
             _ => {}
         }
         for p in PaneId::ALL {

@@ -97,17 +97,37 @@ pub enum Request {
     },
     /// Ask the model provider which models it has (reachability for the status bar).
     CheckProvider,
-    /// Stream a chat answer from the configured model.
+    /// Answer a question with the waterfall chat (`Engine::chat`), streaming the answer.
     Chat {
-        /// The turn number; streamed events carry it back.
+        /// The turn number (of this run); streamed events carry it back.
         turn: u64,
-        /// The conversation so far, the new question last.
-        messages: Vec<ChatMessage>,
+        /// The repository asked about.
+        repo: PathBuf,
+        /// The question.
+        query: String,
+        /// The session's earlier messages, oldest first.
+        history: Vec<ChatMessage>,
+        /// The reasoning-DAG session to continue (`None` starts one).
+        session_id: Option<String>,
     },
     /// Stop generating the answer of a turn.
     StopChat {
         /// The turn.
         turn: u64,
+    },
+    /// The reasoning-DAG sessions of a repository and the nodes of one of them.
+    LoadDag {
+        /// The repository.
+        repo: PathBuf,
+        /// The session to show (`None`: the newest).
+        session: Option<String>,
+    },
+    /// A logged reasoning-DAG session as a conversation, to continue it in the Chat pane.
+    LoadConversation {
+        /// The repository.
+        repo: PathBuf,
+        /// The session id.
+        session: String,
     },
     /// The impact graph around a file (latest wins).
     Impact {
@@ -130,9 +150,6 @@ pub struct Capabilities {
     pub symbols: bool,
     /// `Engine::impact` (import graph).
     pub impact: bool,
-    /// The waterfall chat (retrieval, gates, token budgets) with its trace. Without it, chat
-    /// goes straight to the model with no repository context.
-    pub waterfall: bool,
     /// The reasoning DAG store.
     pub dag: bool,
     /// Profile (preference) memory.
@@ -141,8 +158,7 @@ pub struct Capabilities {
 
 impl Capabilities {
     /// What this build's engine offers.
-    pub const CURRENT: Capabilities =
-        Capabilities { symbols: true, impact: true, waterfall: false, dag: false, profiles: false };
+    pub const CURRENT: Capabilities = Capabilities { symbols: true, impact: true, dag: true, profiles: false };
 }
 
 /// A progress or result message from engine work.
@@ -219,8 +235,10 @@ pub enum EngineEvent {
     Chat(ChatUpdate),
     /// The waterfall trace of a chat turn.
     Trace(TraceView),
-    /// Reasoning DAG sessions and nodes.
-    Dag(DagView),
+    /// Reasoning DAG sessions and nodes (or why they could not be read).
+    Dag(Result<DagView, String>),
+    /// A logged session as a conversation (or why it could not be read).
+    Conversation(Result<Conversation, String>),
 }
 
 /// What a watcher did.
@@ -278,7 +296,7 @@ pub enum ProviderState {
     Unavailable(String),
 }
 
-/// A source the chat answer cites.
+/// A source of a chat answer: one the answer cites, or (when it cites none) one it was given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Citation {
     /// Repo-relative path.
@@ -287,6 +305,24 @@ pub struct Citation {
     pub line_start: u32,
     /// Last line.
     pub line_end: u32,
+    /// The answer cites it (false: it was in the context, the answer does not name it).
+    pub cited: bool,
+}
+
+impl Citation {
+    /// `path:line_start-line_end`, as the waterfall cites sources.
+    pub fn label(&self) -> String {
+        format!("{}:{}-{}", self.path, self.line_start, self.line_end)
+    }
+}
+
+/// A reasoning-DAG session's questions and answers, to continue it in the Chat pane.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conversation {
+    /// The session id (the next turn continues it).
+    pub session_id: String,
+    /// Each turn's question and answer (`None` when no model answered), oldest first.
+    pub turns: Vec<(String, Option<String>)>,
 }
 
 /// Streaming progress of a chat turn.
@@ -299,19 +335,35 @@ pub enum ChatUpdate {
         /// The text.
         text: String,
     },
-    /// The answer is complete (or was stopped).
+    /// A step of the waterfall finished (`code_index ran · 12 hits`), or the engine noted
+    /// something while the turn ran.
+    Progress {
+        /// The turn.
+        turn: u64,
+        /// One line for humans.
+        text: String,
+    },
+    /// The turn is complete (answered, stopped, or without a model).
     Done {
         /// The turn.
         turn: u64,
-        /// Sources cited, in citation-number order.
+        /// The reasoning-DAG session the turn was logged in.
+        session_id: Option<String>,
+        /// Sources, in citation-number order.
         citations: Vec<Citation>,
         /// True when the user stopped generation.
         stopped: bool,
+        /// Set when no model could answer: the engine's explanation with the commands that
+        /// fix it (the sources were still retrieved).
+        unavailable: Option<String>,
     },
-    /// Generation failed or was stopped.
+    /// The turn failed before or while answering (bad input, an unindexed repository, the
+    /// model failing part-way).
     Failed {
         /// The turn.
         turn: u64,
+        /// The reasoning-DAG session, when the turn got as far as being logged.
+        session_id: Option<String>,
         /// Why.
         message: String,
     },

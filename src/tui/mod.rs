@@ -8,6 +8,7 @@
 //! - [`panes`]: one module per pane behind the [`panes::Pane`] trait;
 //! - [`widgets`]: drawing pieces over view-models (graph, trace, DAG, markdown, preview);
 //! - [`worker`]: engine calls on blocking threads, results back as events;
+//! - [`views`]: engine answers (chat trace, DAG, sources) as the panes' view-models;
 //! - [`theme`] and [`keymap`]: colours and bindings as TOML data with user overrides;
 //! - [`terminal`]: raw mode and its restoration on every way out.
 
@@ -25,6 +26,7 @@ pub mod panes;
 pub mod runtime;
 pub mod terminal;
 pub mod theme;
+pub mod views;
 pub mod widgets;
 pub mod worker;
 

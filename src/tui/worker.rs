@@ -1,18 +1,22 @@
 //! The engine worker: turns the UI's [`Request`]s into engine calls on
 //! blocking threads (the Engine API is synchronous) and sends the outcomes
 //! back as [`EngineEvent`]s on the app's channel. Search, preview and impact
-//! run in latest-wins slots; index runs report progress as they go; watchers
-//! run until stopped. Nothing here ever blocks the event loop.
+//! run in latest-wins slots; index runs report progress as they go; chat turns
+//! run the waterfall (`Engine::chat`) and stream their answer until done or
+//! stopped; watchers run until stopped. Nothing here ever blocks the event loop.
 
 use super::event::{
     AppEvent, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request, SymbolHit, WatchActivity,
 };
 use super::highlight::{highlight, sanitize};
 use super::jobs::LatestWins;
+use super::views;
 use super::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind};
 use super::widgets::preview::PreviewDoc;
-use crate::engine::llm::{model_matches, ChatMessage, ChatRequest};
-use crate::engine::protocol::{Highlight, IndexProgress};
+use crate::engine::llm::{model_matches, ChatMessage};
+use crate::engine::protocol::{
+    AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, Highlight, IndexProgress,
+};
 use crate::engine::protocol::{ImpactRequest, ImpactResponse, SymbolsRequest};
 use crate::engine::watch::WatchReport;
 use crate::engine::{Engine, IndexOptions};
@@ -86,7 +90,17 @@ impl Worker {
                 let engine = self.engine.clone();
                 self.blocking(move || EngineEvent::Provider(check_provider(&engine)));
             }
-            Request::Chat { turn, messages } => self.chat(turn, messages),
+            Request::Chat { turn, repo, query, history, session_id } => {
+                self.chat(turn, ChatJob { repo, query, history, session_id })
+            }
+            Request::LoadDag { repo, session } => {
+                let engine = self.engine.clone();
+                self.blocking(move || load_dag(&engine, &repo, session.as_deref()));
+            }
+            Request::LoadConversation { repo, session } => {
+                let engine = self.engine.clone();
+                self.blocking(move || load_conversation(&engine, &repo, &session));
+            }
             Request::StopChat { turn } => {
                 if let Some(flag) = self.chats.lock().ok().and_then(|c| c.get(&turn).cloned()) {
                     flag.store(true, Ordering::Relaxed);
@@ -159,7 +173,7 @@ impl Worker {
         });
     }
 
-    fn chat(&self, turn: u64, messages: Vec<ChatMessage>) {
+    fn chat(&self, turn: u64, job: ChatJob) {
         let stop = Arc::new(AtomicBool::new(false));
         if let Ok(mut c) = self.chats.lock() {
             c.insert(turn, stop.clone());
@@ -171,13 +185,13 @@ impl Worker {
             let send = |e: EngineEvent| {
                 let _ = tx.send(AppEvent::Engine(e));
             };
-            let done =
-                guarded("a chat answer", || chat_run(&engine, turn, messages, &stop, &send)).unwrap_or_else(|| {
-                    EngineEvent::Chat(ChatUpdate::Failed {
-                        turn,
-                        message: "internal error (details in state/logs/tui.log)".into(),
-                    })
-                });
+            let done = guarded("a chat answer", || chat_run(&engine, turn, job, &stop, &send)).unwrap_or_else(|| {
+                EngineEvent::Chat(ChatUpdate::Failed {
+                    turn,
+                    session_id: None,
+                    message: "internal error (details in state/logs/tui.log)".into(),
+                })
+            });
             if let Ok(mut c) = chats.lock() {
                 c.remove(&turn);
             }
@@ -255,7 +269,12 @@ pub fn run_sync(engine: &Engine, req: Request) -> Vec<EngineEvent> {
         Request::RemoveRepo { repo } => send(remove_repo(engine, repo)),
         Request::CheckProvider => send(EngineEvent::Provider(check_provider(engine))),
         Request::Index { repo, rebuild } => send(index_run(engine, &repo, rebuild, &send)),
-        Request::Chat { turn, messages } => send(chat_run(engine, turn, messages, &AtomicBool::new(false), &send)),
+        Request::Chat { turn, repo, query, history, session_id } => {
+            let job = ChatJob { repo, query, history, session_id };
+            send(chat_run(engine, turn, job, &AtomicBool::new(false), &send))
+        }
+        Request::LoadDag { repo, session } => send(load_dag(engine, &repo, session.as_deref())),
+        Request::LoadConversation { repo, session } => send(load_conversation(engine, &repo, &session)),
         Request::Watch { repo, .. } => send(EngineEvent::Watch {
             repo,
             activity: WatchActivity::Failed("watchers run only in the event loop".into()),
@@ -287,27 +306,106 @@ fn index_run(engine: &Engine, repo: &Path, rebuild: bool, send: &(dyn Fn(EngineE
     EngineEvent::IndexFinished { repo: repo.to_path_buf(), result }
 }
 
-/// Streams an answer as token events; returns the final event.
-fn chat_run(
-    engine: &Engine,
-    turn: u64,
-    messages: Vec<ChatMessage>,
-    stop: &AtomicBool,
-    send: &dyn Fn(EngineEvent),
-) -> EngineEvent {
-    let req = ChatRequest { messages, ..Default::default() };
-    let mut on_token = |t: &str| {
-        send(EngineEvent::Chat(ChatUpdate::Token { turn, text: t.to_string() }));
+/// A chat turn to run.
+struct ChatJob {
+    repo: PathBuf,
+    query: String,
+    history: Vec<ChatMessage>,
+    session_id: Option<String>,
+}
+
+/// Runs one waterfall turn, streaming steps and answer tokens as events until it ends or
+/// `stop` is set; sends the trace and the provider state the turn met, and returns the final
+/// event.
+fn chat_run(engine: &Engine, turn: u64, job: ChatJob, stop: &AtomicBool, send: &dyn Fn(EngineEvent)) -> EngineEvent {
+    let req = ChatTurnRequest {
+        query: job.query.clone(),
+        history: job.history,
+        session_id: job.session_id,
+        ..Default::default()
+    };
+    let mut on_event = |e: ChatTurnEvent| {
+        let update = match e {
+            ChatTurnEvent::Token { text } => ChatUpdate::Token { turn, text },
+            ChatTurnEvent::Step(step) => ChatUpdate::Progress { turn, text: views::step_text(&step) },
+            ChatTurnEvent::Notice { message } => ChatUpdate::Progress { turn, text: message },
+            ChatTurnEvent::Context { sources, budget } => ChatUpdate::Progress {
+                turn,
+                text: format!(
+                    "context: {} sources, {} prompt tokens; asking the model",
+                    sources.len(),
+                    budget.prompt_tokens
+                ),
+            },
+        };
+        send(EngineEvent::Chat(update));
         if stop.load(Ordering::Relaxed) {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
         }
     };
-    EngineEvent::Chat(match engine.stream_chat(req, &mut on_token) {
-        Ok(reply) => ChatUpdate::Done { turn, citations: Vec::new(), stopped: reply.stopped },
-        Err(e) => ChatUpdate::Failed { turn, message: format!("{e:#}") },
+    match engine.chat(&job.repo, &req, &mut on_event) {
+        Ok(resp) => {
+            send(EngineEvent::Trace(views::trace_view(turn, &job.query, &resp.trace)));
+            if let Some(p) = provider_seen(&resp) {
+                send(EngineEvent::Provider(p));
+            }
+            EngineEvent::Chat(chat_done(turn, &resp))
+        }
+        Err(e) => EngineEvent::Chat(ChatUpdate::Failed { turn, session_id: None, message: format!("{e:#}") }),
+    }
+}
+
+/// The final chat event for a response.
+fn chat_done(turn: u64, resp: &ChatTurnResponse) -> ChatUpdate {
+    let llm = &resp.llm;
+    match llm.status {
+        AnswerStatus::Failed => ChatUpdate::Failed {
+            turn,
+            session_id: Some(resp.session_id.clone()),
+            message: llm.message.clone().unwrap_or_else(|| "the model failed part-way".into()),
+        },
+        status => ChatUpdate::Done {
+            turn,
+            session_id: Some(resp.session_id.clone()),
+            citations: views::citations(&resp.sources),
+            stopped: status == AnswerStatus::Stopped,
+            unavailable: (status == AnswerStatus::Unavailable)
+                .then(|| llm.message.clone().unwrap_or_else(|| "no model could answer".into())),
+        },
+    }
+}
+
+/// What a turn learnt about the provider: ready when the model answered. (When no model could
+/// answer, the app asks for a provider check, whose reason is worded for the status bar.)
+fn provider_seen(resp: &ChatTurnResponse) -> Option<ProviderStatus> {
+    let llm = &resp.llm;
+    matches!(llm.status, AnswerStatus::Answered | AnswerStatus::Stopped).then(|| ProviderStatus {
+        provider: llm.provider.clone(),
+        model: llm.model.clone(),
+        state: ProviderState::Ready,
     })
+}
+
+/// A logged session's questions and answers.
+fn load_conversation(engine: &Engine, repo: &Path, session: &str) -> EngineEvent {
+    EngineEvent::Conversation(
+        engine.dag_session(repo, session).map(|s| views::conversation(&s)).map_err(|e| format!("{e:#}")),
+    )
+}
+
+/// The DAG sessions of a repository with the nodes of `session` (the newest when `None`).
+fn load_dag(engine: &Engine, repo: &Path, session: Option<&str>) -> EngineEvent {
+    let view = engine.dag_sessions(repo).and_then(|list| {
+        let id = session.map(str::to_string).or_else(|| list.sessions.first().map(|s| s.id.clone()));
+        let shown = match id {
+            Some(id) => Some(engine.dag_session(repo, &id)?),
+            None => None,
+        };
+        Ok(views::dag_view(&list.sessions, shown.as_ref()))
+    });
+    EngineEvent::Dag(view.map_err(|e| format!("{e:#}")))
 }
 
 /// The impact graph's answer as the diagram's view-model: its nodes (packages shown by name), its

@@ -17,6 +17,7 @@ mod server_util;
 mod setup;
 mod symbols;
 mod tui;
+mod tui_chat;
 mod tui_e2e;
 mod tui_support;
 mod util;

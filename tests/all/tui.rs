@@ -1,7 +1,9 @@
 //! The TUI: snapshots of every pane at 80x24 and 120x40, and scenarios that drive the app with
 //! keys, clicks and engine events and check the requests it sent. Engine work runs for real
-//! (`worker::run_sync` on a fixture repository in a temporary DOCDEX_HOME); view-models the
-//! engine cannot produce yet (impact graph, trace, DAG) come from `docdex::testing::tui_samples`.
+//! (`worker::run_sync` on a fixture repository in a temporary DOCDEX_HOME); view-models whose
+//! shape a fixture cannot produce on demand (a 200-node graph, an over-budget trace, a
+//! branching DAG) come from `docdex::testing::tui_samples`. Chat turns against a model server
+//! over loopback are in `tui_chat`.
 
 use crate::tui_support::{shows, snap, Harness, ALL_CAPS, NOW_MS};
 use crossterm::event::{KeyCode, KeyModifiers};
@@ -762,7 +764,8 @@ fn chat_without_a_model_explains_setup_and_search_still_works() {
     h.key(KeyCode::Enter);
     let reqs = h.requests();
     assert!(
-        matches!(reqs.as_slice(), [Request::Chat { turn: 1, messages }] if messages.len() == 1 && messages[0].content == "how are sessions expired?"),
+        matches!(reqs.as_slice(), [Request::Chat { turn: 1, query, history, session_id: None, repo }]
+            if history.is_empty() && query == "how are sessions expired?" && *repo == h.repo),
         "{reqs:?}"
     );
     for r in reqs {
@@ -770,8 +773,14 @@ fn chat_without_a_model_explains_setup_and_search_still_works() {
             h.engine_event(e);
         }
     }
+    // The turn still ran the waterfall: the engine's explanation, and the sources it found.
     let s = h.screen(120, 40);
-    assert!(shows(&s, "The model could not answer"), "{s}");
+    assert!(shows(&s, "No answer: cannot reach the ollama server"), "{s}");
+    let notice = &h.app.chat().cells().last().expect("notice").text;
+    assert!(notice.contains("`docdex llm-setup`") && notice.contains("`docdex check`"), "{notice}");
+    assert!(shows(&s, "src/auth/session.rs:1-6 (in context)"), "{s}");
+    assert!(h.app.chat().session_id().is_some(), "the turn was logged in a DAG session");
+    h.snap_both("tui_chat_no_model_turn");
     // Search still works.
     h.alt('2');
     h.search("session");
@@ -806,8 +815,10 @@ fn chat_streams_markdown_line_by_line_and_jumps_to_citations() {
     token(&mut h, "sessions(&mut self) {}\n```\n- one\n- two\n");
     h.engine_event(EngineEvent::Chat(ChatUpdate::Done {
         turn,
-        citations: vec![Citation { path: "src/auth/session.rs".into(), line_start: 4, line_end: 6 }],
+        session_id: Some("s-1".into()),
+        citations: vec![Citation { path: "src/auth/session.rs".into(), line_start: 4, line_end: 6, cited: false }],
         stopped: false,
+        unavailable: None,
     }));
     let done = h.screen(120, 40);
     assert!(shows(&done, "│ fn expire_stale_sessions(&mut self) {}"), "{done}");
@@ -844,15 +855,26 @@ fn chat_sessions_of_this_run_can_be_revisited() {
         other => panic!("{other:?}"),
     };
     h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: "first answer\n".into() }));
-    h.engine_event(EngineEvent::Chat(ChatUpdate::Done { turn, citations: vec![], stopped: false }));
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Done {
+        turn,
+        session_id: Some("first".into()),
+        citations: vec![],
+        stopped: false,
+        unavailable: None,
+    }));
     h.ctrl('e');
     assert_eq!(h.app.chat().session(), (1, 2));
     assert!(shows(&h.screen(80, 24), "session 2 of 2 · 0 turns"));
     h.typ("second question");
     h.key(KeyCode::Enter);
     let reqs = h.requests();
-    // The new session's history starts empty: only the new question goes to the model.
-    assert!(matches!(reqs.as_slice(), [Request::Chat { messages, .. }] if messages.len() == 1), "{reqs:?}");
+    // The new conversation starts empty, in a new DAG session (the first turn's session was
+    // loaded into the DAG pane when it ended).
+    assert!(
+        matches!(reqs.as_slice(), [Request::LoadDag { session: Some(first), .. }, Request::Chat { history, session_id: None, .. }]
+            if history.is_empty() && first == "first"),
+        "{reqs:?}"
+    );
     h.key_mod(KeyCode::Left, KeyModifiers::ALT);
     assert_eq!(h.app.chat().session(), (0, 2));
     // Pieces of the answer that was cut off when switching do not leak into this session.
@@ -876,16 +898,54 @@ fn stop_generation_sends_a_stop() {
     h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: "partial ".into() }));
     h.ctrl('s');
     assert_eq!(h.requests(), vec![Request::StopChat { turn }]);
-    h.engine_event(EngineEvent::Chat(ChatUpdate::Done { turn, citations: vec![], stopped: true }));
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Done {
+        turn,
+        session_id: None,
+        citations: vec![],
+        stopped: true,
+        unavailable: None,
+    }));
     assert!(shows(&h.screen(80, 24), "Stopped turn 1"), "{}", h.screen(80, 24));
+}
+
+#[test]
+fn a_model_failing_part_way_keeps_the_partial_answer_and_the_session() {
+    let mut h = Harness::new().started();
+    h.alt('3');
+    h.pump();
+    h.typ("first");
+    h.key(KeyCode::Enter);
+    let turn = match h.requests().as_slice() {
+        [Request::Chat { turn, .. }] => *turn,
+        other => panic!("{other:?}"),
+    };
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: "half an ans".into() }));
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Failed {
+        turn,
+        session_id: Some("s-9".into()),
+        message: "the stream broke".into(),
+    }));
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "half an ans") && shows(&s, "This turn failed: the stream broke"), "{s}");
+    assert!(!h.app.chat().streaming());
+    // The failed turn was logged: its session shows in the DAG pane and the next turn continues it.
+    assert_eq!(h.requests(), vec![Request::LoadDag { repo: h.repo.clone(), session: Some("s-9".into()) }]);
+    h.typ("again");
+    h.key(KeyCode::Enter);
+    let reqs = h.requests();
+    assert!(
+        matches!(reqs.as_slice(), [Request::Chat { session_id: Some(id), history, .. }]
+            if id == "s-9" && history.len() == 2 && history[1].content == "half an ans"),
+        "{reqs:?}"
+    );
 }
 
 #[test]
 fn trace_snapshots() {
     let mut h = Harness::new().started();
     h.alt('4');
-    assert!(shows(&h.screen(80, 24), "The waterfall trace needs the waterfall chat"));
-    h.snap_both("tui_trace_needs");
+    assert!(shows(&h.screen(80, 24), "No chat turns yet"));
+    h.snap_both("tui_trace_empty");
     h.engine_event(EngineEvent::Trace(tui_samples::trace()));
     let s = h.screen(120, 40);
     assert!(shows(&s, "0.62 < 0.70"), "{s}");
@@ -897,9 +957,16 @@ fn trace_snapshots() {
 fn dag_snapshots() {
     let mut h = Harness::new().started();
     h.alt('5');
-    assert!(shows(&h.screen(80, 24), "The DAG viewer needs the reasoning DAG store"));
-    h.snap_both("tui_dag_needs");
-    h.engine_event(EngineEvent::Dag(tui_samples::dag()));
+    let reqs = h.requests();
+    assert_eq!(reqs, vec![Request::LoadDag { repo: h.repo.clone(), session: None }], "focus loads the sessions");
+    for r in reqs {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    assert!(shows(&h.screen(80, 24), "No reasoning sessions yet"), "{}", h.screen(80, 24));
+    h.snap_both("tui_dag_empty");
+    h.engine_event(EngineEvent::Dag(Ok(tui_samples::dag())));
     h.key(KeyCode::Down);
     h.snap_both("tui_dag_tree");
     h.key(KeyCode::Char('t'));

@@ -140,6 +140,8 @@ async fn chat_streams_from_a_model_server_and_stops_on_request() {
     let mut observer = Screen(shared.clone());
     let driver = tokio::spawn(async move {
         wait_for(&shared, "llm ✓ phi3.5:3.8b").await;
+        // The waterfall answers from the index: wait for the start-up run to land.
+        wait_for(&shared, "● ready 5 files").await;
         let _ = tx.send(key(KeyCode::Char('3'), KeyModifiers::ALT));
         wait_for(&shared, "phi3.5:3.8b on ollama is ready").await;
         let question = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen";
@@ -266,8 +268,15 @@ fn rand_suffix() -> u32 {
 
 #[test]
 fn the_real_binary_in_a_terminal() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    // The model is the fake Ollama in this process, over loopback; BM25 only, so the hits
+    // checked below do not depend on vectors.
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
     let env = Env::new();
-    hermetic_config(&env, "");
+    env.write_config(&format!(
+        "[llm]\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\nembedding_model = \"fake-embed\"\n[search]\nhybrid = false\n",
+        fake.url()
+    ));
     let repo = env.repo("e2e");
     sample_repo(&repo);
     let bin = env!("CARGO_BIN_EXE_docdex");
@@ -327,6 +336,21 @@ fn the_real_binary_in_a_terminal() {
     t.keys(&["6"]);
     let s = t.wait_for("Impact · src/auth/session.rs");
     assert!(s.contains("needs the import graph") || s.contains("centre"), "{s}");
+    // A chat turn: the answer streams from the model, citing the repository's code; its trace
+    // and its reasoning-DAG session show in their panes.
+    t.wait_for("llm ✓ fake-chat");
+    t.keys(&["3"]);
+    t.literal("where are stale sessions expired?");
+    t.keys(&["Enter"]);
+    t.wait_for("FAKE ANSWER to \"where are stale sessions expired?\"");
+    t.wait_for("[1] src/auth/session.rs:1-6");
+    t.keys(&["Escape"]);
+    t.keys(&["4"]);
+    let s = t.wait_for("Waterfall trace · turn 1 of 1");
+    assert!(s.contains("code_index") && s.contains("Token budget"), "{s}");
+    t.keys(&["5"]);
+    let s = t.wait_for("Sessions (1)");
+    assert!(s.contains("[UserRequest] where are stale sessions expired?"), "{s}");
     // Quit: the terminal is back to normal.
     t.keys(&["q"]);
     let s = t.wait_for("PRESS-ENTER");

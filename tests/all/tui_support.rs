@@ -21,8 +21,7 @@ use std::time::Duration;
 pub const NOW_MS: u64 = 1_700_000_000_000;
 
 /// Every capability on, as when the engine work other panes wait for has landed.
-pub const ALL_CAPS: Capabilities =
-    Capabilities { symbols: true, impact: true, waterfall: true, dag: true, profiles: true };
+pub const ALL_CAPS: Capabilities = Capabilities { symbols: true, impact: true, dag: true, profiles: true };
 
 pub struct Harness {
     pub env: Env,
@@ -37,9 +36,17 @@ pub struct Harness {
 /// A config whose model provider is a closed port, so the provider check fails the same way
 /// everywhere (no test depends on a model server being absent or present).
 pub fn hermetic_config(env: &Env, extra: &str) {
+    write_config(env, &hermetic(extra));
+}
+
+fn write_config(env: &Env, text: &str) {
     std::fs::create_dir_all(env.home()).expect("home");
-    std::fs::write(env.home().join("config.toml"), format!("[llm]\nbase_url = \"http://127.0.0.1:9\"\n{extra}"))
-        .expect("config");
+    std::fs::write(env.home().join("config.toml"), text).expect("config");
+}
+
+/// The text of [`hermetic_config`].
+fn hermetic(extra: &str) -> String {
+    format!("[llm]\nbase_url = \"http://127.0.0.1:9\"\n{extra}")
 }
 
 impl Harness {
@@ -55,23 +62,28 @@ impl Harness {
 
     /// Like [`Harness::with`], with files written under DOCDEX_HOME first (user themes, keymaps).
     pub fn with_files(caps: Capabilities, extra_config: &str, files: &[(&str, &str)]) -> Harness {
-        Self::build(caps, extra_config, files, sample_repo)
+        Self::build(caps, &hermetic(extra_config), files, sample_repo)
+    }
+
+    /// An app on the sample repository with this whole `config.toml` (a model server, ...).
+    pub fn with_config(config: &str) -> Harness {
+        Self::build(Capabilities::CURRENT, config, &[], sample_repo)
     }
 
     /// An app on a copy of a code fixture (`tests/fixtures/code/<name>`).
     pub fn on_fixture(name: &str) -> Harness {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code").join(name);
-        Self::build(Capabilities::CURRENT, "", &[], move |dst| copy_dir(&src, dst))
+        Self::build(Capabilities::CURRENT, &hermetic(""), &[], move |dst| copy_dir(&src, dst))
     }
 
     fn build(
         caps: Capabilities,
-        extra_config: &str,
+        config: &str,
         files: &[(&str, &str)],
         setup: impl FnOnce(&std::path::Path),
     ) -> Harness {
         let env = Env::new();
-        hermetic_config(&env, extra_config);
+        write_config(&env, config);
         for (rel, text) in files {
             let p = env.home().join(rel);
             std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
@@ -87,6 +99,15 @@ impl Harness {
         opts.debounce = Duration::from_millis(120);
         let app = App::new(opts, Arc::new(clock.clone()));
         Harness { env, repo, engine, app, clock, sent: Vec::new() }
+    }
+
+    /// A new run of the app on the same home and repository (nothing kept in memory).
+    pub fn restart(mut self) -> Harness {
+        let mut opts = docdex::tui::app_options(&self.engine, self.repo.clone());
+        opts.debounce = Duration::from_millis(120);
+        self.app = App::new(opts, Arc::new(self.clock.clone()));
+        self.pump();
+        self
     }
 
     /// Rebuilds the app (before start-up) with changed options, e.g. another theme.

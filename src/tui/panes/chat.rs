@@ -1,16 +1,19 @@
 //! The chat pane: a message box (ratatui-textarea) and the conversation as
 //! cells. Finished cells never change; the one active cell grows as the
-//! answer streams, committing markdown line by line. Citations (`[n]`) are
-//! selectable and jump to the search preview. Until the waterfall chat exists
-//! in the engine, sending explains what is missing and how to set up a model,
-//! and search keeps working.
+//! answer streams, committing markdown line by line. Each turn runs the
+//! waterfall chat (`Engine::chat`, through the worker) in the session's
+//! reasoning-DAG session, so follow-up turns continue it. The sources the answer
+//! cites are numbered (`[n]`), selectable, and jump to the search preview.
+//! Without a reachable model the turn still lists what retrieval found, with
+//! the engine's explanation of how to set a model up; search keeps working.
 
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::llm::{ChatMessage, Role as LlmRole};
 use crate::tui::action::Action;
-use crate::tui::event::{ChatUpdate, Citation, EngineEvent, ProviderState, ProviderStatus, Request};
+use crate::tui::event::{ChatUpdate, Citation, Conversation, EngineEvent, ProviderState, ProviderStatus, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
+use crate::tui::views::mark_citations;
 use crate::tui::widgets::markdown::{to_line, wrap_runs, MarkdownStream, MdClass, MdLine};
 use crate::tui::widgets::{frame, spinner};
 use crossterm::event::{KeyEvent, MouseEvent, MouseEventKind};
@@ -49,8 +52,19 @@ pub struct ChatCell {
 #[derive(Debug)]
 struct ActiveCell {
     turn: u64,
+    /// The session (index in this run) the turn belongs to.
+    session: usize,
     stream: MarkdownStream,
     text: String,
+    /// The latest step the waterfall reported.
+    progress: Option<String>,
+}
+
+/// A conversation: its reasoning-DAG session id (known after its first answer) and cells.
+#[derive(Debug, Clone, Default)]
+struct Session {
+    id: Option<String>,
+    cells: Vec<ChatCell>,
 }
 
 /// The chat pane's state.
@@ -63,10 +77,12 @@ pub struct ChatPane {
     citation: Option<(usize, usize)>,
     scroll_from_bottom: usize,
     provider: ProviderStatus,
-    /// The conversations of this run, oldest first (the DAG store will list earlier runs').
-    sessions: Vec<Vec<ChatCell>>,
+    /// The conversations of this run, oldest first (earlier runs' are in the DAG pane).
+    sessions: Vec<Session>,
     /// The one shown and added to.
     current: usize,
+    /// Which session each turn of this run was asked in.
+    turn_sessions: Vec<(u64, usize)>,
     height: Cell<u16>,
 }
 
@@ -94,15 +110,25 @@ impl ChatPane {
             citation: None,
             scroll_from_bottom: 0,
             provider,
-            sessions: vec![Vec::new()],
+            sessions: vec![Session::default()],
             current: 0,
+            turn_sessions: Vec::new(),
             height: Cell::new(0),
         }
     }
 
     /// Finished cells of the session shown.
     pub fn cells(&self) -> &[ChatCell] {
-        &self.sessions[self.current]
+        &self.sessions[self.current].cells
+    }
+
+    /// The reasoning-DAG session id of the conversation shown, once its first turn answered.
+    pub fn session_id(&self) -> Option<&str> {
+        self.sessions[self.current].id.as_deref()
+    }
+
+    fn cells_mut(&mut self) -> &mut Vec<ChatCell> {
+        &mut self.sessions[self.current].cells
     }
 
     /// Sessions in this run and the index of the one shown.
@@ -122,29 +148,35 @@ impl ChatPane {
 
     /// Starts the streamed answer of a turn.
     fn begin_answer(&mut self, turn: u64) {
-        self.finish_active(None);
-        self.active = Some(ActiveCell { turn, stream: MarkdownStream::new(), text: String::new() });
+        self.finish_active(Vec::new());
+        self.active = Some(ActiveCell {
+            turn,
+            session: self.current,
+            stream: MarkdownStream::new(),
+            text: String::new(),
+            progress: None,
+        });
         self.scroll_from_bottom = 0;
     }
 
-    fn finish_active(&mut self, citations: Option<Vec<Citation>>) {
-        if let Some(a) = self.active.take() {
-            self.sessions[self.current].push(ChatCell {
-                role: Role::Assistant,
-                lines: a.stream.finish(),
-                citations: citations.unwrap_or_default(),
-                text: a.text,
-            });
+    /// Commits the answer being streamed (nothing when it is empty) with its citations, which
+    /// become selectable `[n]` marks where the answer names them.
+    fn finish_active(&mut self, citations: Vec<Citation>) {
+        let Some(a) = self.active.take() else { return };
+        if a.text.trim().is_empty() {
+            return;
         }
+        let lines = if citations.is_empty() {
+            a.stream.finish()
+        } else {
+            MarkdownStream::parse(&mark_citations(&a.text, &citations))
+        };
+        let session = a.session.min(self.sessions.len() - 1);
+        self.sessions[session].cells.push(ChatCell { role: Role::Assistant, lines, citations, text: a.text });
     }
 
-    fn notice(&mut self, text: String) {
-        self.sessions[self.current].push(ChatCell {
-            role: Role::Notice,
-            lines: MarkdownStream::parse(&text),
-            citations: vec![],
-            text,
-        });
+    fn notice(&mut self, text: String, citations: Vec<Citation>) {
+        self.cells_mut().push(ChatCell { role: Role::Notice, lines: MarkdownStream::parse(&text), citations, text });
         self.scroll_from_bottom = 0;
     }
 
@@ -152,19 +184,21 @@ impl ChatPane {
     fn setup_help(&self) -> String {
         format!(
             "## Setting up a model\n\
-             - Ollama (the default): install it, run `ollama serve`, then `ollama pull {model}` (or `docdex llm-setup`).\n\
-             - Or any OpenAI-compatible server (llama.cpp, LM Studio, vLLM): set `[llm] provider = \"openai\"` and `base_url` in config.toml (`docdex config` shows where it is).\n\
-             - Configured now: provider `{provider}`, model `{model}`.\n\
-             Search works without a model: press `2`.",
+             - `docdex llm-setup` installs and configures one (by hand: `ollama serve`, then `ollama pull {model}`).\n\
+             - Or an OpenAI-compatible server: `[llm] provider = \"openai\"` and `base_url` in config.toml.\n\
+             - `docdex check` diagnoses the setup. Configured: `{provider}`, model `{model}`.\n\
+             Questions still list the sources docdex finds; search works without a model (press `2`).",
             model = self.provider.model,
             provider = self.provider.provider,
         )
     }
 
-    /// The conversation as model messages (notices left out).
+    /// The conversation as model messages (notices and empty answers left out).
     fn messages(&self) -> Vec<ChatMessage> {
         self.sessions[self.current]
+            .cells
             .iter()
+            .filter(|c| !c.text.trim().is_empty())
             .filter_map(|c| {
                 let role = match c.role {
                     Role::User => LlmRole::User,
@@ -183,19 +217,105 @@ impl ChatPane {
         }
         self.input = new_input();
         self.turn += 1;
-        self.sessions[self.current].push(ChatCell {
+        let history = self.messages();
+        self.cells_mut().push(ChatCell {
             role: Role::User,
             lines: MarkdownStream::parse(&text),
             citations: Vec::new(),
-            text,
+            text: text.clone(),
         });
-        cx.request(Request::Chat { turn: self.turn, messages: self.messages() });
+        self.turn_sessions.push((self.turn, self.current));
+        cx.request(Request::Chat {
+            turn: self.turn,
+            repo: cx.repo.to_path_buf(),
+            query: text,
+            history,
+            session_id: self.sessions[self.current].id.clone(),
+        });
         self.begin_answer(self.turn);
+    }
+
+    /// The turn ended: commit the answer, remember the DAG session, and say what the user
+    /// must know (stopped, no model).
+    fn done(
+        &mut self,
+        turn: u64,
+        session_id: &Option<String>,
+        citations: &[Citation],
+        stopped: bool,
+        unavailable: &Option<String>,
+    ) {
+        self.remember_session(turn, session_id);
+        match unavailable {
+            Some(why) => {
+                self.finish_active(Vec::new());
+                // The engine's message already says that the sources below stand without a model.
+                let found = if citations.is_empty() { "Retrieval found nothing to list. " } else { "" };
+                let why = why.strip_prefix("no answer: ").unwrap_or(why);
+                let text = format!(
+                    "**No answer**: {why}\n\n{found}Configured: provider `{}`, model `{}`.",
+                    self.provider.provider, self.provider.model
+                );
+                self.notice(text, citations.to_vec());
+            }
+            None => {
+                self.finish_active(citations.to_vec());
+                if stopped {
+                    self.notice(format!("Stopped turn {turn}; the answer above is partial."), Vec::new());
+                }
+            }
+        }
+        self.scroll_from_bottom = 0;
+    }
+
+    /// Records the DAG session a turn was logged in, so the next turn of its conversation
+    /// continues it (also when the user moved to another conversation meanwhile).
+    fn remember_session(&mut self, turn: u64, session_id: &Option<String>) {
+        let Some(id) = session_id else { return };
+        if let Some(&(_, i)) = self.turn_sessions.iter().find(|(t, _)| *t == turn) {
+            if let Some(s) = self.sessions.get_mut(i) {
+                s.id.get_or_insert_with(|| id.clone());
+            }
+        }
+    }
+
+    /// Shows a logged conversation (a DAG session) and makes it the one the next question
+    /// continues: the one of this run with that id, or a new one rebuilt from the log.
+    fn resume(&mut self, c: &Conversation) {
+        // An answer still streaming keeps going into its own conversation (`ActiveCell::session`).
+        self.citation = None;
+        self.scroll_from_bottom = 0;
+        if let Some(i) = self.sessions.iter().position(|s| s.id.as_deref() == Some(c.session_id.as_str())) {
+            self.current = i;
+            return;
+        }
+        let mut cells = Vec::new();
+        for (q, a) in &c.turns {
+            let cell = |role: Role, text: &str| ChatCell {
+                role,
+                lines: MarkdownStream::parse(text),
+                citations: Vec::new(),
+                text: text.to_string(),
+            };
+            cells.push(cell(Role::User, q));
+            match a {
+                Some(a) => cells.push(cell(Role::Assistant, a)),
+                None => cells.push(cell(Role::Notice, "(no answer was recorded for this question)")),
+            }
+        }
+        let session = Session { id: Some(c.session_id.clone()), cells };
+        if self.sessions[self.current].cells.is_empty() && self.sessions[self.current].id.is_none() {
+            self.sessions[self.current] = session;
+        } else {
+            self.sessions.push(session);
+            self.current = self.sessions.len() - 1;
+        }
     }
 
     /// All citations in order: (cell, number).
     fn citation_stops(&self) -> Vec<(usize, usize)> {
         self.sessions[self.current]
+            .cells
             .iter()
             .enumerate()
             .flat_map(|(i, c)| (1..=c.citations.len()).map(move |n| (i, n)))
@@ -239,23 +359,28 @@ impl ChatPane {
                     let n = k + 1;
                     let style =
                         if sel == Some(n) { t.style(Slot::MdCitationSelected) } else { t.style(Slot::MdCitation) };
-                    out.push(Line::from(vec![
-                        Span::raw("  "),
-                        Span::styled(format!("[{n}] {}:{}-{}", c.path, c.line_start, c.line_end), style),
-                    ]));
+                    let mut spans = vec![Span::raw("  "), Span::styled(format!("[{n}] {}", c.label()), style)];
+                    if !c.cited {
+                        spans.push(Span::styled(" (in context)", t.style(Slot::Muted)));
+                    }
+                    out.push(Line::from(spans));
                 }
                 out.push(Line::default());
             };
-        for (i, c) in self.sessions[self.current].iter().enumerate() {
+        for (i, c) in self.sessions[self.current].cells.iter().enumerate() {
             let sel = self.citation.filter(|(ci, _)| *ci == i).map(|(_, n)| n);
             push_cell(c.role, &c.lines, sel, &c.citations, &mut out);
         }
-        if let Some(a) = &self.active {
+        if let Some(a) = self.active.as_ref().filter(|a| a.session == self.current) {
             let mut lines: Vec<MdLine> = a.stream.lines().to_vec();
             lines.extend(a.stream.pending_preview());
             push_cell(Role::Assistant, &lines, None, &[], &mut out);
             out.pop();
-            out.push(Line::styled(format!("  {} …", spinner(cx.step)), t.style(Slot::Muted)));
+            let doing = a.progress.as_deref().filter(|_| a.text.is_empty()).unwrap_or("");
+            out.push(Line::styled(
+                crate::tui::widgets::truncate(&format!("  {} {doing}…", spinner(cx.step)), w),
+                t.style(Slot::Muted),
+            ));
         }
         out
     }
@@ -263,16 +388,10 @@ impl ChatPane {
     fn intro(&self, w: usize, cx: &RenderCtx<'_>) -> Vec<Line<'static>> {
         let t = cx.theme;
         let repo = cx.repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let about = if cx.caps.waterfall {
-            format!(
-                "Ask in plain language about **{repo}**; answers cite the files they use, and `{}` jumps to a citation in the search preview.",
-                cx.key(Command::OpenCitation)
-            )
-        } else {
-            format!(
-                "Messages go straight to the model: answers do **not** see {repo} yet. Grounded answers with citations need the waterfall chat (local search, then web, then the model), which the engine does not have yet."
-            )
-        };
+        let about = format!(
+            "Ask in plain language about **{repo}**; answers cite the files they use, and `{}` jumps to a citation in the search preview.",
+            cx.key(Command::OpenCitation)
+        );
         let state = match &self.provider.state {
             ProviderState::Ready => format!("Model: `{}` on {} is ready.", self.provider.model, self.provider.provider),
             ProviderState::Unchecked => {
@@ -310,17 +429,20 @@ impl Pane for ChatPane {
             Command::PrevCitation => self.move_citation(-1),
             Command::OpenCitation | Command::Select => {
                 if let Some((ci, n)) = self.citation {
-                    if let Some(c) = self.sessions[self.current].get(ci).and_then(|c| c.citations.get(n - 1)) {
+                    if let Some(c) = self.cells().get(ci).and_then(|c| c.citations.get(n - 1)) {
                         cx.emit(Action::ShowInPreview { path: c.path.clone(), line: c.line_start });
                         cx.emit(Action::Focus(PaneId::Search));
                     }
                 }
             }
             Command::NewSession => {
-                self.finish_active(None);
+                if let Some(a) = &self.active {
+                    cx.request(Request::StopChat { turn: a.turn });
+                }
+                self.finish_active(Vec::new());
                 self.citation = None;
-                if !self.sessions[self.current].is_empty() {
-                    self.sessions.push(Vec::new());
+                if !self.sessions[self.current].cells.is_empty() {
+                    self.sessions.push(Session::default());
                     self.current = self.sessions.len() - 1;
                 }
             }
@@ -329,7 +451,7 @@ impl Pane for ChatPane {
                 if let Some(a) = &self.active {
                     cx.request(Request::StopChat { turn: a.turn });
                 }
-                self.finish_active(None);
+                self.finish_active(Vec::new());
                 self.citation = None;
                 let n = self.sessions.len();
                 self.current =
@@ -371,19 +493,26 @@ impl Pane for ChatPane {
                     a.text.push_str(text);
                 }
             }
-            EngineEvent::Chat(ChatUpdate::Done { turn, citations, stopped })
-                if self.active.as_ref().is_some_and(|a| a.turn == *turn) =>
-            {
-                self.finish_active(Some(citations.clone()));
-                if *stopped {
-                    self.notice(format!("Stopped turn {turn}; the answer above is partial."));
+            EngineEvent::Conversation(Ok(c)) => self.resume(c),
+            EngineEvent::Chat(ChatUpdate::Progress { turn, text }) => {
+                if let Some(a) = self.active.as_mut().filter(|a| a.turn == *turn) {
+                    a.progress = Some(text.clone());
                 }
             }
-            EngineEvent::Chat(ChatUpdate::Failed { turn, message }) => {
+            EngineEvent::Chat(ChatUpdate::Done { turn, session_id, citations, stopped, unavailable }) => {
                 if self.active.as_ref().is_some_and(|a| a.turn == *turn) {
-                    self.active = None;
+                    self.done(*turn, session_id, citations, *stopped, unavailable);
+                } else {
+                    self.remember_session(*turn, session_id);
                 }
-                self.notice(format!("The model could not answer: {message}\n\n{}", self.setup_help()));
+            }
+            EngineEvent::Chat(ChatUpdate::Failed { turn, session_id, message }) => {
+                self.remember_session(*turn, session_id);
+                if self.active.as_ref().is_some_and(|a| a.turn == *turn) {
+                    // What arrived before the failure stays, marked as partial.
+                    self.finish_active(Vec::new());
+                    self.notice(format!("This turn failed: {message}"), Vec::new());
+                }
             }
             _ => {}
         }
@@ -411,10 +540,9 @@ impl Pane for ChatPane {
         let input_h = (self.input.lines().len() as u16 + 2).clamp(3, 8).min(area.height / 2);
         let convo = Rect { height: area.height - input_h, ..area };
         let input_area = Rect { y: area.y + convo.height, height: input_h, ..area };
-        let mode = if cx.caps.waterfall { "" } else { " · model only, no repository context yet" };
-        let turns = self.sessions[self.current].iter().filter(|c| c.role == Role::User).count();
+        let turns = self.cells().iter().filter(|c| c.role == Role::User).count();
         let title = format!(
-            " Chat · session {} of {} · {turns} turn{}{mode} ",
+            " Chat · session {} of {} · {turns} turn{} ",
             self.current + 1,
             self.sessions.len(),
             if turns == 1 { "" } else { "s" }
@@ -423,7 +551,7 @@ impl Pane for ChatPane {
         let inner = block.inner(convo);
         block.render(convo, buf);
         self.height.set(inner.height);
-        let rows = if self.sessions[self.current].is_empty() && self.active.is_none() {
+        let rows = if self.cells().is_empty() && self.active.is_none() {
             self.intro(inner.width as usize, cx)
         } else {
             self.rows(inner.width as usize, cx)
@@ -431,7 +559,7 @@ impl Pane for ChatPane {
         let h = inner.height as usize;
         let max_scroll = rows.len().saturating_sub(h);
         let from_bottom = self.scroll_from_bottom.min(max_scroll);
-        let start = if self.sessions[self.current].is_empty() && self.active.is_none() {
+        let start = if self.cells().is_empty() && self.active.is_none() {
             0
         } else {
             rows.len().saturating_sub(h + from_bottom)

@@ -1,11 +1,13 @@
 //! The reasoning DAG viewer: recorded sessions on the left, the selected
 //! session's steps as a tree or in layers on the right, with the selected
-//! step's details (drawn by `widgets::dag`). Sessions arrive as engine events
-//! once the DAG store exists; until then the pane says so.
+//! step's details (drawn by `widgets::dag`). The sessions come from
+//! `Engine::dag_sessions` and the selected one from `Engine::dag_session`
+//! (through `Request::LoadDag`), reloaded when the pane gets focus, when
+//! another session is selected, and after every chat turn.
 
 use super::{needs, Cx, Pane, PaneId, RenderCtx};
 use crate::tui::clock::ago;
-use crate::tui::event::EngineEvent;
+use crate::tui::event::{EngineEvent, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::dag::DagView;
@@ -19,6 +21,8 @@ use std::cell::Cell;
 #[derive(Debug, Default)]
 pub struct DagPane {
     view: Option<DagView>,
+    /// Why the DAG could not be read, when it could not.
+    error: Option<String>,
     layered: bool,
     selected: usize,
     scroll: Cell<usize>,
@@ -33,6 +37,23 @@ impl DagPane {
     fn node_count(&self) -> usize {
         self.view.as_ref().map_or(0, |v| v.nodes.len())
     }
+
+    /// The id of the session shown.
+    pub fn session_id(&self) -> Option<&str> {
+        self.view.as_ref().and_then(|v| v.sessions.get(v.selected_session)).map(|s| s.id.as_str())
+    }
+
+    /// Forgets what was shown (another repository became current).
+    pub fn reset(&mut self) {
+        *self = DagPane::default();
+    }
+
+    /// Asks for the sessions and the nodes of `session` (the newest when `None`).
+    fn load(&self, session: Option<String>, cx: &mut Cx<'_>) {
+        if cx.caps.dag {
+            cx.request(Request::LoadDag { repo: cx.repo.to_path_buf(), session });
+        }
+    }
 }
 
 impl Pane for DagPane {
@@ -40,21 +61,28 @@ impl Pane for DagPane {
         PaneId::Dag
     }
 
-    fn command(&mut self, cmd: Command, _cx: &mut Cx<'_>) -> bool {
+    fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool {
         let n = self.node_count();
         match cmd {
             Command::ToggleLayout => self.layered = !self.layered,
+            Command::Select => {
+                // Continue the session shown in the Chat pane.
+                if let Some(id) = self.session_id() {
+                    cx.request(Request::LoadConversation { repo: cx.repo.to_path_buf(), session: id.to_string() });
+                }
+            }
             Command::Down => self.selected = (self.selected + 1).min(n.saturating_sub(1)),
             Command::Up => self.selected = self.selected.saturating_sub(1),
             Command::Top => self.selected = 0,
             Command::Bottom => self.selected = n.saturating_sub(1),
             Command::NextSession | Command::PrevSession => {
-                // Selecting another session asks the DAG store for its nodes; the store does not exist yet.
                 if let Some(v) = self.view.as_mut() {
                     let len = v.sessions.len();
                     if len > 0 {
                         let d: isize = if cmd == Command::NextSession { 1 } else { -1 };
                         v.selected_session = (v.selected_session as isize + d).rem_euclid(len as isize) as usize;
+                        let id = v.sessions[v.selected_session].id.clone();
+                        self.load(Some(id), cx);
                     }
                 }
             }
@@ -64,33 +92,75 @@ impl Pane for DagPane {
     }
 
     fn engine(&mut self, event: &EngineEvent, _cx: &mut Cx<'_>) {
-        if let EngineEvent::Dag(v) = event {
-            self.view = Some(v.clone());
-            self.selected = 0;
+        match event {
+            EngineEvent::Dag(Ok(v)) => {
+                let same = self.session_id().is_some()
+                    && self.session_id() == v.sessions.get(v.selected_session).map(|s| s.id.as_str());
+                self.view = Some(v.clone());
+                self.error = None;
+                if !same {
+                    self.selected = 0;
+                }
+                self.selected = self.selected.min(v.nodes.len().saturating_sub(1));
+            }
+            EngineEvent::Dag(Err(e)) => self.error = Some(e.clone()),
+            _ => {}
         }
     }
 
+    fn focused(&mut self, cx: &mut Cx<'_>) {
+        // Another process (the CLI, the server) may have logged sessions since the last look.
+        self.load(self.session_id().map(str::to_string), cx);
+    }
+
     fn hints(&self) -> Vec<(Command, &'static str)> {
-        vec![(Command::ToggleLayout, "tree/layers"), (Command::NextSession, "session")]
+        vec![
+            (Command::ToggleLayout, "tree/layers"),
+            (Command::NextSession, "session"),
+            (Command::Select, "continue in chat"),
+        ]
     }
 
     fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
         let t = cx.theme;
-        let Some(view) = &self.view else {
+        let empty = |title: &str, lines: &[&str], buf: &mut Buffer| {
             let block = frame(" Reasoning DAG ", cx.focused, t);
             let inner = block.inner(area);
             block.render(area, buf);
-            needs(
-                inner,
-                buf,
-                t,
-                "The DAG viewer needs the reasoning DAG store",
-                &[
-                    "Each chat session records its steps (question, local search, web fetches, memory recalls, the answer) as a directed graph in dag.db; this pane lists the sessions and draws the selected one as a tree or in layers, with each step's details.",
-                    "The engine does not record sessions yet, so there is nothing to show.",
-                ],
-            );
+            needs(inner, buf, t, title, lines);
+        };
+        if let Some(e) = &self.error {
+            empty("The reasoning log could not be read", &[e.as_str()], buf);
             return None;
+        }
+        let view = match &self.view {
+            None if !cx.caps.dag => {
+                empty(
+                    "The DAG viewer needs the reasoning DAG store",
+                    &[
+                        "Each chat session records its steps (question, local search, web fetches, memory recalls, the answer) as a directed graph in dag.db; this pane lists the sessions and draws the selected one as a tree or in layers, with each step's details.",
+                        "The engine does not record sessions yet, so there is nothing to show.",
+                    ],
+                    buf,
+                );
+                return None;
+            }
+            None => {
+                empty("Loading the reasoning sessions…", &[], buf);
+                return None;
+            }
+            Some(v) if v.sessions.is_empty() => {
+                empty(
+                    "No reasoning sessions yet",
+                    &[
+                        "Every chat turn (here in the Chat pane, docdex chat, the HTTP and MCP servers) is logged as a small graph: the question, the plan, each retrieval and what it found, the gate and budget decisions, the model call and its answer.",
+                        "Ask something in the Chat pane and its session appears here.",
+                    ],
+                    buf,
+                );
+                return None;
+            }
+            Some(v) => v,
         };
         let list_w = (area.width / 3).clamp(20, 40);
         let left = Rect { width: list_w, ..area };
@@ -100,7 +170,7 @@ impl Pane for DagPane {
         lblock.render(left, buf);
         for (k, s) in view.sessions.iter().take(linner.height as usize).enumerate() {
             let y = linner.y + k as u16;
-            let text = format!("{} · {} steps · {}", s.title, s.nodes, ago(cx.epoch_ms, s.started_ms));
+            let text = format!("{} · {} nodes · {}", s.title, s.nodes, ago(cx.epoch_ms, s.started_ms));
             let style = if k == view.selected_session { t.style(Slot::Selection) } else { t.style(Slot::Text) };
             buf.set_stringn(linner.x, y, fit(&text, linner.width as usize), linner.width as usize, style);
         }

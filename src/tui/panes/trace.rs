@@ -1,7 +1,9 @@
 //! The waterfall trace pane: for the selected chat turn, the tiers that ran,
 //! gate scores against the threshold, token budget bars per slot, dropped
-//! snippets and timings (drawn by `widgets::trace`). Turns arrive as engine
-//! events once the waterfall chat exists; until then the pane says so.
+//! snippets and timings (drawn by `widgets::trace`). Each chat turn's trace
+//! arrives as an engine event when the turn ends (the worker converts the
+//! engine's `ChatTrace` with `tui::views::trace_view`); the newest is shown,
+//! and earlier turns are a key away.
 
 use super::{needs, Cx, Pane, PaneId, RenderCtx};
 use crate::tui::event::EngineEvent;
@@ -83,17 +85,13 @@ impl Pane for TracePane {
         block.render(area, buf);
         match self.traces.get(self.selected) {
             Some(trace) => trace.render(inner, buf, t, self.scroll),
-            None if !cx.caps.waterfall => needs(
+            None => needs(
                 inner,
                 buf,
                 t,
-                "The waterfall trace needs the waterfall chat",
-                &[
-                    "For each chat turn this pane shows the tiers that ran (local search, web, model), each gate's score against the threshold, the token budget per context slot as bars, the snippets that were dropped and why, and timings.",
-                    "The engine does not run the waterfall chat yet, so there are no turns to show.",
-                ],
+                "No chat turns yet",
+                &["Ask something in the Chat pane; its trace appears here: the tiers that ran, the gate's confidence against its threshold, the token budget per slot, what was dropped, and where the time went."],
             ),
-            None => needs(inner, buf, t, "No chat turns yet", &["Ask something in the Chat pane; its trace appears here."]),
         }
         None
     }

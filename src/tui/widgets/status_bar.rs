@@ -92,6 +92,8 @@ impl StatusInfo<'_> {
         let (index, index_slot) = index_text(self.overview, self.progress, self.step, false);
         let (short_index, _) = index_text(self.overview, self.progress, self.step, true);
         let (provider, provider_slot) = provider_text(self.provider);
+        // `llm ✓ phi3.5:3.8b` → `llm ✓` when the model name does not fit.
+        let short_provider: String = provider.split(' ').take(2).collect::<Vec<_>>().join(" ");
         let hints: Vec<Span<'static>> = self
             .hints
             .iter()
@@ -125,6 +127,8 @@ impl StatusInfo<'_> {
                 piece
             } else if k == 0 && width(&short_index) < room {
                 short_index.clone()
+            } else if k == 1 && width(&format!("{sep}{short_provider}")) < room {
+                format!("{sep}{short_provider}")
             } else if k == last && self.notice.is_some() && room >= 12 {
                 truncate(&piece, room.saturating_sub(1))
             } else {

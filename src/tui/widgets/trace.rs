@@ -3,7 +3,7 @@
 //! context slot as bars, the snippets that were dropped and why, and timings.
 //! A view-model the waterfall chat fills; the widget only draws it.
 
-use super::{bar_spans, fit, thousands, truncate};
+use super::{bar_spans, fit, thousands, truncate, wrap};
 use crate::tui::theme::{Slot, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -35,6 +35,10 @@ pub struct SlotBudget {
     pub used: u32,
     /// Tokens allowed.
     pub limit: u32,
+    /// Snippets kept.
+    pub items: u32,
+    /// Snippets dropped.
+    pub dropped: u32,
 }
 
 /// A snippet that did not make it into the context.
@@ -63,6 +67,12 @@ pub struct TraceView {
     pub dropped: Vec<DroppedSnippet>,
     /// Named timings in milliseconds, in order.
     pub timings: Vec<(String, f64)>,
+    /// The whole turn, in milliseconds.
+    pub total_ms: f64,
+    /// The context window, tokenizer and model call, one line each.
+    pub context: Vec<String>,
+    /// Degraded tiers and other things worth knowing.
+    pub notices: Vec<String>,
 }
 
 /// Formats milliseconds: `850 ms`, `1.2 s`.
@@ -79,7 +89,7 @@ impl TraceView {
     pub fn lines(&self, w: usize, theme: &Theme) -> Vec<Line<'static>> {
         let t = theme;
         let mut out: Vec<Line<'static>> = Vec::new();
-        let total: f64 = self.timings.iter().map(|(_, ms)| ms).sum();
+        let total = self.total_ms;
         out.push(Line::from(vec![
             Span::styled(format!("Turn {}", self.turn), t.style(Slot::Accent)),
             Span::styled(
@@ -91,12 +101,13 @@ impl TraceView {
         out.push(Line::default());
         out.push(Line::styled("Tiers", t.style(Slot::HelpSection)));
         let bar_w = (w / 5).clamp(6, 20);
+        let tier_w = self.tiers.iter().map(|t| t.name.chars().count()).max().unwrap_or(8).clamp(5, 12);
         for tier in &self.tiers {
             let mut spans = vec![Span::styled(
                 format!("  {} ", if tier.ran { "✓" } else { "·" }),
                 t.style(if tier.ran { Slot::Ok } else { Slot::Muted }),
             )];
-            spans.push(Span::styled(fit(&tier.name, 8), t.style(Slot::TraceTier)));
+            spans.push(Span::styled(format!("{} ", fit(&tier.name, tier_w)), t.style(Slot::TraceTier)));
             match (tier.score, tier.threshold) {
                 (Some(score), threshold) => {
                     let mut bar = bar_spans(score, bar_w, t, Slot::TraceBarFilled, Slot::TraceBarEmpty);
@@ -136,7 +147,16 @@ impl TraceView {
                 format!(" {} / {}", thousands(b.used as u64), thousands(b.limit as u64)),
                 t.style(Slot::Text),
             ));
+            if b.items + b.dropped > 0 {
+                let dropped = if b.dropped > 0 { format!(", {} dropped", b.dropped) } else { String::new() };
+                spans.push(Span::styled(format!("  {} kept{dropped}", b.items), t.style(Slot::Muted)));
+            }
             out.push(Line::from(spans));
+        }
+        for c in &self.context {
+            for l in wrap(c, w.saturating_sub(4).max(10)) {
+                out.push(Line::styled(format!("  {l}"), t.style(Slot::Muted)));
+            }
         }
         out.push(Line::default());
         out.push(Line::styled(format!("Dropped ({})", self.dropped.len()), t.style(Slot::HelpSection)));
@@ -155,6 +175,13 @@ impl TraceView {
         out.push(Line::styled("Timings", t.style(Slot::HelpSection)));
         let parts: Vec<String> = self.timings.iter().map(|(n, ms)| format!("{n} {}", fmt_ms(*ms))).collect();
         out.push(Line::styled(format!("  {}", parts.join(" · ")), t.style(Slot::Text)));
+        if !self.notices.is_empty() {
+            out.push(Line::default());
+            out.push(Line::styled("Notices", t.style(Slot::HelpSection)));
+            for n in &self.notices {
+                out.push(Line::styled(format!("  {n}"), t.style(Slot::Warning)));
+            }
+        }
         out
     }
 

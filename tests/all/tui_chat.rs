@@ -1,0 +1,228 @@
+//! The TUI's chat, waterfall-trace and DAG panes on the real waterfall: the app is driven with
+//! keys, its requests run on the real engine (`worker::run_sync`) over an indexed fixture, and
+//! the model is the fake Ollama over loopback HTTP, so the answer, the citations, the trace and
+//! the logged DAG session are all the engine's own.
+
+use crate::tui_support::{shows, snap, Harness};
+use crate::util::llm_config;
+use crossterm::event::KeyCode;
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use docdex::tui::event::{AppEvent, ChatUpdate, EngineEvent, ProviderState, Request};
+use docdex::tui::panes::PaneId;
+use docdex::tui::worker::run_sync;
+
+/// An app on the indexed sample repository whose model server is `fake`.
+fn harness(fake: &FakeOllama) -> Harness {
+    Harness::with_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed")).started()
+}
+
+/// Sends the typed question and returns the chat request the app made.
+fn ask(h: &mut Harness, question: &str) -> Request {
+    h.typ(question);
+    h.key(KeyCode::Enter);
+    let reqs = h.requests();
+    match reqs.as_slice() {
+        [r @ Request::Chat { .. }] => r.clone(),
+        other => panic!("expected one chat request: {other:?}"),
+    }
+}
+
+/// Runs a request on the engine and feeds its events to the app; returns them.
+fn run(h: &mut Harness, req: Request) -> Vec<EngineEvent> {
+    let events = run_sync(&h.engine, req);
+    for e in &events {
+        h.app.handle(AppEvent::Engine(e.clone()));
+    }
+    events
+}
+
+/// Replaces what varies between runs of a real turn (timings, ids, clock times).
+fn stable(screen: &str) -> String {
+    let ms = regex::Regex::new(r"\b\d+(\.\d+)? (ms|s)\b").expect("regex");
+    let uuid = regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").expect("regex");
+    let when = regex::Regex::new(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?( UTC)?").expect("regex");
+    let epoch = regex::Regex::new(r"\b1\d{12}\b").expect("regex");
+    let port = regex::Regex::new(r"127\.0\.0\.1:\d+").expect("regex");
+    // A timing's (or port's) digits shift the padding up to the right border: on those lines
+    // keep one space there.
+    let padding = regex::Regex::new(r"[ ]+│$").expect("regex");
+    let mut out = String::new();
+    for line in screen.lines() {
+        let timed = ms.replace_all(line, "N ms");
+        let timed = port.replace_all(&timed, "127.0.0.1:PORT");
+        let line = if timed != line { padding.replace(&timed, " │").into_owned() } else { line.to_string() };
+        let line = uuid.replace_all(&line, "[UUID]");
+        let line = when.replace_all(&line, "[TIME]");
+        out.push_str(&epoch.replace_all(&line, "[EPOCH]"));
+        out.push('\n');
+    }
+    out
+}
+
+fn snap_stable(h: &Harness, name: &str) {
+    snap(&format!("{name}_80x24"), &stable(&h.screen(80, 24)));
+    snap(&format!("{name}_120x40"), &stable(&h.screen(120, 40)));
+}
+
+#[test]
+fn a_chat_turn_streams_cites_traces_and_logs_a_dag_session() {
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
+    let mut h = harness(&fake);
+    assert!(shows(&h.screen(120, 40), "llm ✓ fake-chat"), "the status bar shows the provider check");
+    h.alt('3');
+    h.pump();
+    let req = ask(&mut h, "where are stale sessions expired?");
+    let Request::Chat { turn, repo, query, history, session_id } = &req else { unreachable!() };
+    assert_eq!((*turn, repo, query.as_str()), (1, &h.repo, "where are stale sessions expired?"));
+    assert!(history.is_empty() && session_id.is_none(), "{req:?}");
+
+    let events = run(&mut h, req);
+    // Steps and tokens stream before the end; the trace and the provider state come with it.
+    let tokens = events.iter().filter(|e| matches!(e, EngineEvent::Chat(ChatUpdate::Token { .. }))).count();
+    let first_token = events.iter().position(|e| matches!(e, EngineEvent::Chat(ChatUpdate::Token { .. })));
+    let first_step = events.iter().position(|e| matches!(e, EngineEvent::Chat(ChatUpdate::Progress { .. })));
+    assert!(tokens > 3, "the answer streams word by word: {events:?}");
+    assert!(first_step < first_token, "retrieval steps are reported before the answer");
+    assert!(matches!(events.last(), Some(EngineEvent::Chat(ChatUpdate::Done { turn: 1, unavailable: None, .. }))));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, EngineEvent::Provider(p) if p.state == ProviderState::Ready && p.model == "fake-chat")));
+
+    // The answer is the model's, and it cites the repository's code the waterfall retrieved.
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "FAKE ANSWER to \"where are stale sessions expired?\""), "{s}");
+    assert!(shows(&s, "[1] src/auth/session.rs:1-6"), "{s}");
+    assert!(shows(&s, "src/auth/session.rs:1-6 [1]"), "the citation is marked where the answer names it: {s}");
+    let prompt = fake.requests().into_iter().rfind(|(p, _)| p == "/api/chat").expect("a chat request").1;
+    assert!(prompt["messages"][0]["content"].as_str().unwrap_or("").contains("SessionStore"), "{prompt}");
+    let cell = h.app.chat().cells().last().expect("answer").clone();
+    // The fake cites every source of its prompt, so every source is listed as cited.
+    assert!(cell.citations.len() > 1 && cell.citations.iter().all(|c| c.cited), "{:?}", cell.citations);
+    let session = h.app.chat().session_id().expect("the turn's DAG session").to_string();
+    snap_stable(&h, "tui_chat_real_turn");
+
+    // The app asked for the turn's DAG session; the DAG pane shows it.
+    let reqs = h.requests();
+    assert_eq!(reqs, vec![Request::LoadDag { repo: h.repo.clone(), session: Some(session.clone()) }]);
+    for r in reqs {
+        run(&mut h, r);
+    }
+    let dag = h.app.dag().view().expect("sessions").clone();
+    assert_eq!(dag.sessions.len(), 1);
+    assert_eq!(dag.sessions[0].id, session);
+    assert!(dag.nodes.iter().any(|n| n.kind == "UserRequest" && n.label.contains("stale sessions")), "{dag:?}");
+    assert!(dag.nodes.iter().any(|n| n.kind == "ToolCall"), "{dag:?}");
+    assert!(dag.nodes.iter().skip(1).all(|n| !n.parents.is_empty()), "every node after the first follows another");
+
+    // The trace pane shows this turn's real trace.
+    h.alt('4');
+    let traces = h.app.trace().traces();
+    assert_eq!(traces.len(), 1);
+    let names: Vec<&str> = traces[0].tiers.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"code_index") && names.contains(&"gate") && names.contains(&"llm"), "{names:?}");
+    assert!(traces[0].budget.iter().any(|b| b.slot == "repo" && b.used > 0 && b.items > 0), "{traces:?}");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Token budget") && shows(&s, "code_index") && shows(&s, "gate"), "{s}");
+    assert!(shows(&s, "0.70 "), "the gate's threshold is drawn: {s}");
+    assert!(shows(&s, "model fake-chat on ollama"), "{s}");
+    snap_stable(&h, "tui_trace_real_turn");
+    h.alt('5');
+    h.pump();
+    snap_stable(&h, "tui_dag_real_turn");
+    h.key(KeyCode::Char('t'));
+    assert!(shows(&h.screen(120, 40), "L1"), "layers: {}", h.screen(120, 40));
+
+    // A follow-up continues the session, with the conversation as history.
+    h.alt('3');
+    let req = ask(&mut h, "and who calls it?");
+    let Request::Chat { turn, history, session_id, .. } = &req else { unreachable!() };
+    assert_eq!((*turn, session_id.as_deref()), (2, Some(session.as_str())));
+    assert_eq!(history.len(), 2, "question and answer of turn 1: {history:?}");
+    run(&mut h, req);
+    h.pump();
+    let dag = h.app.dag().view().expect("sessions");
+    assert_eq!(dag.sessions.len(), 1, "still one session");
+    assert_eq!(h.engine.dag_sessions(&h.repo).expect("sessions").sessions[0].turns, 2);
+    assert_eq!(h.app.trace().traces().len(), 2);
+
+    // Selecting the citation shows the cited lines in the search preview.
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('n'));
+    h.key(KeyCode::Char('o'));
+    assert_eq!(h.app.focus(), PaneId::Search);
+    let reqs = h.requests();
+    assert!(
+        reqs.iter().any(|r| matches!(r, Request::Preview { path, line: 1, .. } if path == "src/auth/session.rs")),
+        "{reqs:?}"
+    );
+
+    // In a later run, the logged session can be continued from the DAG pane.
+    let mut h = h.restart();
+    h.alt('5');
+    h.pump();
+    assert_eq!(h.app.dag().session_id(), Some(session.as_str()));
+    h.key(KeyCode::Enter);
+    let reqs = h.requests();
+    assert_eq!(reqs, vec![Request::LoadConversation { repo: h.repo.clone(), session: session.clone() }]);
+    for r in reqs {
+        run(&mut h, r);
+    }
+    assert_eq!(h.app.focus(), PaneId::Chat);
+    assert_eq!(h.app.chat().session_id(), Some(session.as_str()));
+    let texts: Vec<&str> = h.app.chat().cells().iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(texts.len(), 4, "{texts:?}");
+    assert_eq!(texts[2], "and who calls it?");
+    assert!(texts[3].starts_with("FAKE ANSWER to \"and who calls it?\""), "{texts:?}");
+    h.pump();
+    let req = ask(&mut h, "third question");
+    let Request::Chat { session_id, history, .. } = &req else { unreachable!() };
+    assert_eq!((session_id.as_deref(), history.len()), (Some(session.as_str()), 4));
+}
+
+#[test]
+fn a_missing_model_still_lists_the_sources_and_updates_the_status_bar() {
+    let fake = FakeOllama::start(FakeOllamaOptions { models: vec!["other:latest".into()], ..Default::default() })
+        .expect("fake model server");
+    let mut h = harness(&fake);
+    assert!(shows(&h.screen(120, 40), "llm ✗ ollama"), "{}", h.screen(120, 40));
+    h.alt('3');
+    h.pump();
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "fake-chat is not installed"), "{s}");
+    let req = ask(&mut h, "where are stale sessions expired?");
+    let events = run(&mut h, req);
+    let Some(EngineEvent::Chat(ChatUpdate::Done { unavailable: Some(why), citations, .. })) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert!(why.contains("docdex llm-setup"), "the engine's own fix: {why}");
+    assert!(!citations.is_empty() && citations.iter().all(|c| !c.cited));
+    // The status bar is checked again, with the engine's reason.
+    assert!(h.requests().contains(&Request::CheckProvider));
+    h.pump();
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "llm ✗ ollama"), "{s}");
+    assert!(shows(&s, "No answer"), "{s}");
+    assert!(shows(&s, "(in context)"), "{s}");
+    // The trace of a turn without a model still explains retrieval.
+    assert_eq!(h.app.trace().traces().len(), 1);
+    assert!(h.app.trace().traces()[0].tiers.iter().any(|t| t.name == "llm" && !t.ran));
+}
+
+#[test]
+fn an_unindexed_repository_fails_the_turn_in_the_pane() {
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
+    // Not started: the index run is never answered.
+    let mut h = Harness::with_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    h.pump_except(|r| matches!(r, Request::Index { .. }));
+    h.alt('3');
+    h.pump();
+    let req = ask(&mut h, "anything?");
+    run(&mut h, req);
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "This turn failed"), "{s}");
+    assert!(!h.app.chat().streaming());
+    // The app goes on: the next question can be asked.
+    h.typ("again");
+    h.key(KeyCode::Enter);
+    assert!(matches!(h.requests().as_slice(), [Request::Chat { turn: 2, .. }]));
+}
