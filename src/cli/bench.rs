@@ -488,6 +488,9 @@ struct SearchFigures {
     engine_mean_search_ms: f64,
     engine_mean_rank_ms: f64,
     engine_mean_snippets_ms: f64,
+    /// The slowest queries by their median over the rounds (ms), slowest first: where the
+    /// p95 comes from.
+    slowest: Vec<(String, f64)>,
 }
 
 /// Whole-process latency of `docdex search --json`.
@@ -625,13 +628,14 @@ fn assemble(
 // ---------------------------------------------------------------- scratch space
 
 /// A temporary directory (std only), removed on drop unless kept.
-struct Scratch {
-    root: PathBuf,
+pub(super) struct Scratch {
+    /// The temporary directory.
+    pub(super) root: PathBuf,
     keep: bool,
 }
 
 impl Scratch {
-    fn create(keep: bool) -> anyhow::Result<Scratch> {
+    pub(super) fn create(keep: bool) -> anyhow::Result<Scratch> {
         let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         let root = std::env::temp_dir().join(format!("docdex-bench-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
@@ -816,7 +820,7 @@ fn measure_plain_index(engine: &Engine, corpus: &Path) -> anyhow::Result<(f64, f
 }
 
 /// CPU time (user + system) of this process, all threads, in seconds.
-fn process_cpu_seconds() -> f64 {
+pub(super) fn process_cpu_seconds() -> f64 {
     // SAFETY: getrusage fills the struct we own.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
@@ -946,6 +950,9 @@ fn dir_size(dir: &Path) -> u64 {
 
 // ---------------------------------------------------------------- search
 
+/// How many of the slowest warm queries the report names.
+const SLOWEST_SHOWN: usize = 5;
+
 /// Warm in-process latency; also returns each query's median (ms) for the rg ratio.
 fn measure_search(engine: &Engine, corpus: &Path, rounds: usize) -> anyhow::Result<(SearchFigures, Vec<f64>)> {
     let req = |q: &str| SearchRequest { query: q.to_string(), ..Default::default() };
@@ -969,7 +976,10 @@ fn measure_search(engine: &Engine, corpus: &Path, rounds: usize) -> anyhow::Resu
     }
     let all: Vec<f64> = per_query.iter().flatten().copied().collect();
     let n = all.len().max(1) as f64;
-    let medians = per_query.iter().map(|v| latency(v).p50_ms).collect();
+    let medians: Vec<f64> = per_query.iter().map(|v| latency(v).p50_ms).collect();
+    let mut slowest: Vec<(String, f64)> = QUERIES.iter().map(|q| q.to_string()).zip(medians.iter().copied()).collect();
+    slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
+    slowest.truncate(SLOWEST_SHOWN);
     let figures = SearchFigures {
         queries: QUERIES.len(),
         rounds,
@@ -978,6 +988,7 @@ fn measure_search(engine: &Engine, corpus: &Path, rounds: usize) -> anyhow::Resu
         engine_mean_search_ms: parts[0] / n,
         engine_mean_rank_ms: parts[1] / n,
         engine_mean_snippets_ms: parts[2] / n,
+        slowest,
     };
     Ok((figures, medians))
 }
@@ -1178,14 +1189,14 @@ fn reset_peak_rss() -> bool {
 }
 
 /// Machine-wide and own CPU ticks, to tell how busy other processes kept the machine.
-struct CpuSnapshot {
+pub(super) struct CpuSnapshot {
     busy: u64,
     total: u64,
     own: u64,
 }
 
 impl CpuSnapshot {
-    fn take() -> Option<CpuSnapshot> {
+    pub(super) fn take() -> Option<CpuSnapshot> {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
         let nums: Vec<u64> =
             stat.lines().next()?.split_whitespace().skip(1).take(8).filter_map(|v| v.parse().ok()).collect();
@@ -1199,7 +1210,7 @@ impl CpuSnapshot {
     }
 
     /// Other processes' share of the machine's CPU between `self` and `later`, in percent.
-    fn others_pct(&self, later: &CpuSnapshot) -> f64 {
+    pub(super) fn others_pct(&self, later: &CpuSnapshot) -> f64 {
         let busy = later.busy.saturating_sub(self.busy);
         let own = later.own.saturating_sub(self.own);
         let total = later.total.saturating_sub(self.total).max(1);
@@ -1397,6 +1408,10 @@ fn rows(r: &Report) -> Vec<(String, String)> {
                 r.search.queries_with_hits,
                 r.search.queries
             ),
+        ),
+        (
+            "  slowest queries (median)".into(),
+            r.search.slowest.iter().map(|(q, ms)| format!("\"{q}\" {ms:.2} ms")).collect::<Vec<_>>().join(", "),
         ),
     ];
     if let Some(p) = &r.process {

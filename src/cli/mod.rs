@@ -3,6 +3,7 @@
 //! No engine logic lives here.
 
 mod bench;
+mod bench_index;
 mod bench_serve;
 mod chat;
 mod check;
@@ -179,6 +180,8 @@ enum Command {
     },
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
+    /// Measure the code pass's indexing cost against a plain index and the bare Tree-sitter parse.
+    BenchIndex(bench_index::BenchIndexArgs),
     /// Is this machine ready? Config, state, registry, model server and models, hardware, bind address.
     Check(check::CheckArgs),
     /// Measure indexing with embeddings and hybrid query latency (figures for docs/PERFORMANCE.md).
@@ -462,6 +465,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Daemon { http } => serve::daemon(engine, http)?,
         Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
+        Command::BenchIndex(args) => bench_index::run(&out, args)?,
         Command::BenchHybrid(args) => bench::hybrid::run(&out, args)?,
         Command::Check(args) => return check::run(&engine, &out, args),
         Command::LlmList { json } => return llm::list(&engine, &out, json),

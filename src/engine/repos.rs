@@ -4,7 +4,7 @@
 //! two fingerprints, which is what keeps repositories isolated.
 
 use crate::config::Paths;
-use crate::engine::fsutil::{now_ms, read_json, write_json_atomic, FileLock};
+use crate::engine::fsutil::{now_ms, read_json, replace_json, write_json_atomic, FileLock};
 use crate::error::{Error, IoContext, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -132,20 +132,23 @@ impl Registry {
         std::fs::create_dir_all(&repo.state_dir)
             .map_err(|e| Error::StateNotWritable { path: repo.state_dir.clone(), reason: e.to_string() })?;
         let now = now_ms();
-        let meta = match read_json::<RepoMeta>(&repo.meta_path()).ok().flatten() {
+        match read_json::<RepoMeta>(&repo.meta_path()).ok().flatten() {
+            // Only the last-seen time changes: no need to wait for the disk.
             Some(mut m) => {
                 m.last_seen_at_epoch_ms = now;
-                m
+                replace_json(&repo.meta_path(), &m)?;
             }
-            None => RepoMeta {
-                fingerprint_sha256: repo.fingerprint.clone(),
-                fingerprint_version: FINGERPRINT_VERSION,
-                canonical_path: repo.root.clone(),
-                created_at_epoch_ms: now,
-                last_seen_at_epoch_ms: now,
-            },
-        };
-        write_json_atomic(&repo.meta_path(), &meta)?;
+            None => {
+                let meta = RepoMeta {
+                    fingerprint_sha256: repo.fingerprint.clone(),
+                    fingerprint_version: FINGERPRINT_VERSION,
+                    canonical_path: repo.root.clone(),
+                    created_at_epoch_ms: now,
+                    last_seen_at_epoch_ms: now,
+                };
+                write_json_atomic(&repo.meta_path(), &meta)?;
+            }
+        }
         self.update(|records| {
             if !records.iter().any(|r| r.fingerprint == repo.fingerprint) {
                 records.push(RepoRecord {
@@ -206,8 +209,13 @@ impl Registry {
         let _lock = FileLock::acquire(&self.paths.locks().join("registry.lock"))?;
         let path = self.paths.registry();
         let mut file = read_json::<RegistryFile>(&path)?.unwrap_or_default();
+        let (version, before) = (file.schema_version, file.repos.clone());
         file.schema_version = 1;
         f(&mut file.repos);
+        if version == 1 && file.repos == before && path.exists() {
+            // Nothing changed (re-registering a known repo): skip the write and its fsync.
+            return Ok(());
+        }
         write_json_atomic(&path, &file)
     }
 }

@@ -75,6 +75,12 @@ pub fn analyze(lang: Lang, src: &str, path: &str) -> CodeOutcome {
     CodeOutcome::Parsed(Box::new(ParsedFile { analysis, imports }))
 }
 
+/// Parses `src` with this thread's parser for the language, as indexing does, and returns the
+/// tree: benchmarks time the parse alone with it (the floor of the code pass's cost).
+pub fn parse_tree(lang: Lang, src: &str) -> Result<tree_sitter::Tree, String> {
+    parse(lang, src)
+}
+
 /// Parses with this thread's parser for the language, giving up after [`PARSE_BUDGET`].
 fn parse(lang: Lang, src: &str) -> Result<tree_sitter::Tree, String> {
     let slot = Lang::ALL.iter().position(|l| *l == lang).unwrap_or(0);

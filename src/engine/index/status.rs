@@ -2,7 +2,7 @@
 //! so any other process (`docdex status`, a second CLI) can report
 //! ready / updating / error, progress and queue length without asking it.
 
-use crate::engine::fsutil::{now_ms, pid_alive, read_json, write_json_atomic};
+use crate::engine::fsutil::{now_ms, pid_alive, read_json, replace_json};
 use crate::engine::protocol::{IndexProgress, IndexState, IndexSummary, LastEvent};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -82,7 +82,8 @@ impl StatusFile {
         data.updated_ms = now;
         if force || now.saturating_sub(*last_write) >= 500 {
             *last_write = now;
-            if let Err(e) = write_json_atomic(&self.path, data) {
+            // Advisory (a dead pid already reads as interrupted): no fsync needed.
+            if let Err(e) = replace_json(&self.path, data) {
                 tracing::warn!("could not write {}: {e}", self.path.display());
             }
         }

@@ -103,6 +103,11 @@ impl RepoSearcher {
     /// Where the symbols the query names are defined (empty when none, when the store is
     /// missing or stale, or when symbol ranking is off).
     fn definition_boosts(&self, repo: &RepoRef, generation: u64, query: &str) -> DefinitionBoosts {
+        // Most plain-language queries name no symbol: then the store is not even opened.
+        let names = symbol_rank::candidate_names(query);
+        if names.is_empty() {
+            return DefinitionBoosts::default();
+        }
         let Ok(mut cache) = self.symbols.lock() else { return DefinitionBoosts::default() };
         let key = (generation, file_identity(&crate::engine::code::store::db_path(repo)));
         if cache.as_ref().is_none_or(|(k, _)| *k != key) {
@@ -113,7 +118,7 @@ impl RepoSearcher {
             *cache = Some((key, reader));
         }
         match cache.as_ref().and_then(|(_, r)| r.as_ref()) {
-            Some(reader) => DefinitionBoosts::lookup(reader, query),
+            Some(reader) => DefinitionBoosts::lookup(reader, &names),
             None => DefinitionBoosts::default(),
         }
     }

@@ -100,11 +100,12 @@ pub struct DefinitionBoosts {
 }
 
 impl DefinitionBoosts {
-    /// Looks up the query's candidate names in the symbol store.
-    pub fn lookup(reader: &SymbolReader, query: &str) -> DefinitionBoosts {
+    /// Looks up candidate names (from [`candidate_names`]) in the symbol store.
+    pub fn lookup(reader: &SymbolReader, names: &[(String, bool)]) -> DefinitionBoosts {
         let mut boosts = DefinitionBoosts::default();
-        for (name, whole) in candidate_names(query) {
-            let defs = match query::definitions(reader, &name, MAX_DEFINITIONS + 1) {
+        for (name, whole) in names {
+            let (name, whole) = (name.as_str(), *whole);
+            let defs = match query::definitions(reader, name, MAX_DEFINITIONS + 1) {
                 Ok(d) => d,
                 Err(e) => {
                     tracing::debug!("symbol lookup failed: {e}");
