@@ -18,6 +18,22 @@ pub const CODE_TOKENIZER: &str = "docdex_code";
 /// Words longer than this (hashes, base64, minified blobs) are not indexed.
 const MAX_WORD_BYTES: usize = 48;
 
+/// Longest word whose parts are still indexed when the word itself is too long.
+const MAX_LONG_IDENTIFIER_BYTES: usize = 192;
+
+/// A word over [`MAX_WORD_BYTES`] that is a snake_case identifier made of word-like segments
+/// (`test_merge_sorted_index_u64_asc_nulls_only_in_first_segment`), not a hash or a blob.
+fn long_identifier(word: &str) -> bool {
+    if word.len() > MAX_LONG_IDENTIFIER_BYTES || !word.contains('_') {
+        return false;
+    }
+    word.split('_').filter(|seg| !seg.is_empty()).all(|seg| {
+        let letters = seg.chars().filter(|c| c.is_alphabetic()).count();
+        let chars = seg.chars().count();
+        seg.len() <= 24 && (letters * 2 >= chars || chars <= 4)
+    })
+}
+
 /// The Tantivy tokenizer wrapper.
 #[derive(Clone, Default)]
 pub struct CodeTokenizer;
@@ -84,6 +100,13 @@ impl<'a> Terms<'a> {
             }
             let (s, e) = self.next_word()?;
             if e - s > MAX_WORD_BYTES {
+                // Too long to be a useful whole term; a long snake_case name (a test named
+                // after what it checks) still contributes its parts.
+                if long_identifier(&self.text[s..e]) {
+                    self.word = (s, e);
+                    split_parts(self.text, s, e, &mut self.parts);
+                    self.next_part = 0;
+                }
                 continue;
             }
             self.word = (s, e);
@@ -387,6 +410,20 @@ mod tests {
         assert_eq!(terms("auth/session.rs"), ["auth", "session", "rs"]);
         assert_eq!(terms("kebab-case"), ["kebab", "case"]);
         assert_eq!(identifier_parts("HTTPServer_v2"), ["http", "server", "v", "2"]);
+    }
+
+    #[test]
+    fn long_snake_case_names_keep_their_parts_and_blobs_stay_out() {
+        let name = "test_merge_sorted_index_u64_asc_nulls_only_in_first_segment";
+        assert!(name.len() > MAX_WORD_BYTES);
+        let got = terms(name);
+        assert!(!got.contains(&name.replace('_', "")), "the whole word is still too long: {got:?}");
+        for part in ["test", "merg", "sort", "index", "64", "asc", "null", "first", "segment"] {
+            assert!(got.contains(&part.to_string()), "{part} missing from {got:?}");
+        }
+        assert!(terms("d41d8cd98f00b204e9800998ecf8427ed41d8cd98f00b204e9800998ecf8427e").is_empty());
+        assert!(terms("aGVsbG8gd29ybGQgdGhpcyBpcyBhIGxvbmcgYmFzZTY0IGJsb2I_x9f8e7d6c5b4a3f2e1d0c9b8a7").is_empty());
+        assert!(terms(&"ab_".repeat(70)).is_empty(), "over the long-identifier bound");
     }
 
     #[test]

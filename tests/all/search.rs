@@ -25,6 +25,25 @@ fn identifiers_match_whole_and_by_parts_case_insensitively() {
 }
 
 #[test]
+fn a_test_named_longer_than_a_word_is_still_found_by_its_name() {
+    let env = Env::new();
+    let name = "test_merge_sorted_index_u64_asc_nulls_only_in_first_segment";
+    let repo = indexed(&env, "r", |r| {
+        sample_repo(r);
+        write(r, "tests/merge.rs", &format!("#[test]\nfn {name}() {{\n    check();\n}}\n"));
+        write(r, "src/merge.rs", "/// Merges segments.\npub fn merge(a: &[u64]) -> Vec<u64> { a.to_vec() }\n");
+        write(
+            r,
+            "src/blob.rs",
+            "const KEY: &str = \"d41d8cd98f00b204e9800998ecf8427ed41d8cd98f00b204e9800998ecf8427e\";\n",
+        );
+    });
+    let e = env.engine();
+    assert_eq!(hit_paths(&e, &repo, name)[0], "tests/merge.rs", "the long name's parts find it");
+    assert!(hit_paths(&e, &repo, "d41d8cd98f00b204e9800998ecf8427ed41d8cd98f00b204e9800998ecf8427e").is_empty());
+}
+
+#[test]
 fn path_words_find_the_file() {
     let env = Env::new();
     let repo = indexed(&env, "r", |r| {
