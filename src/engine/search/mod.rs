@@ -340,15 +340,9 @@ fn context_lines(text: &str, lines: &[u32]) -> Vec<ContextLine> {
     want.sort_unstable();
     want.dedup();
     let mut out = Vec::with_capacity(want.len());
-    let mut it = want.iter().peekable();
-    for (i, l) in text.lines().enumerate() {
-        let n = i as u32 + 1;
-        if it.peek() == Some(&&n) {
-            it.next();
+    for n in want.into_iter().filter(|n| *n >= 1) {
+        if let Some(l) = from_line(text, n).lines().next() {
             out.push(ContextLine { line: n, text: l.trim().chars().take(200).collect() });
-        }
-        if it.peek().is_none() {
-            break;
         }
     }
     out
@@ -511,7 +505,21 @@ fn read_file(root: &Path, rel: &str, commit_time: Option<SystemTime>) -> Option<
         (Some(m), Some(c)) => m > c,
         _ => false,
     };
-    Some((String::from_utf8_lossy(&bytes).into_owned(), stale))
+    // Valid UTF-8 (nearly every source file) is validated in place, without a copy.
+    let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    Some((text, stale))
+}
+
+/// The text from the start of 1-based line `line` to the end (empty past the last line),
+/// found with a vectorized newline scan instead of walking the lines before it.
+pub(crate) fn from_line(text: &str, line: u32) -> &str {
+    if line <= 1 {
+        return text;
+    }
+    match memchr::memchr_iter(b'\n', text.as_bytes()).nth(line as usize - 2) {
+        Some(i) => &text[i + 1..],
+        None => "",
+    }
 }
 
 /// The inode of a file (0 when missing), to notice a file replaced under the same name.
@@ -607,6 +615,21 @@ fn round3(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn from_line_agrees_with_lines() {
+        for text in ["", "a", "a\n", "a\nb", "a\r\nb\r\n\nd", "\n\n\n", "é\nü\nx"] {
+            let total = text.lines().count() as u32;
+            for n in 0..=total + 2 {
+                let want: Vec<&str> = text.lines().skip(n.saturating_sub(1) as usize).collect();
+                let got: Vec<&str> = from_line(text, n).lines().collect();
+                assert_eq!(got, want, "line {n} of {text:?}");
+            }
+        }
+        let ctx = context_lines("fn a() {\n  x\n}\nfn b() {\n", &[4, 1, 4, 9]);
+        let got: Vec<(u32, &str)> = ctx.iter().map(|c| (c.line, c.text.as_str())).collect();
+        assert_eq!(got, [(1, "fn a() {"), (4, "fn b() {")]);
+    }
 
     #[test]
     fn cursor_round_trip_and_mismatch() {

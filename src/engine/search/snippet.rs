@@ -33,8 +33,7 @@ pub fn snippet(file_text: &str, path: &str, ls: u32, le: u32, query: &HashSet<St
             out.matched.insert(t);
         }
     }
-    let lines: Vec<&str> =
-        file_text.lines().skip(ls.saturating_sub(1) as usize).take((le + 1 - ls.min(le + 1)) as usize).collect();
+    let lines: Vec<&str> = super::from_line(file_text, ls).lines().take((le + 1 - ls.min(le + 1)) as usize).collect();
     if lines.is_empty() {
         return out;
     }
