@@ -30,7 +30,7 @@ fn a_test_named_longer_than_a_word_is_still_found_by_its_name() {
     let name = "test_merge_sorted_index_u64_asc_nulls_only_in_first_segment";
     let repo = indexed(&env, "r", |r| {
         sample_repo(r);
-        write(r, "tests/merge.rs", &format!("#[test]\nfn {name}() {{\n    check();\n}}\n"));
+        write(r, "tests/merge.rs", format!("#[test]\nfn {name}() {{\n    check();\n}}\n"));
         write(r, "src/merge.rs", "/// Merges segments.\npub fn merge(a: &[u64]) -> Vec<u64> { a.to_vec() }\n");
         write(
             r,
