@@ -16,7 +16,7 @@ use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 pub const CODE_TOKENIZER: &str = "docdex_code";
 
 /// Words longer than this (hashes, base64, minified blobs) are not indexed.
-const MAX_WORD_BYTES: usize = 48;
+pub const MAX_WORD_BYTES: usize = 48;
 
 /// Longest word whose parts are still indexed when the word itself is too long.
 const MAX_LONG_IDENTIFIER_BYTES: usize = 192;

@@ -105,6 +105,10 @@ impl RepoSearcher {
     fn definition_boosts(&self, repo: &RepoRef, generation: u64, query: &str) -> DefinitionBoosts {
         // Most plain-language queries name no symbol: then the store is not even opened.
         let names = symbol_rank::candidate_names(query);
+        // A name no indexed text contains is not defined anywhere: skip the store (opening
+        // SQLite costs a cold process about a millisecond).
+        let searcher = self.reader.searcher();
+        let names: Vec<(String, bool)> = names.into_iter().filter(|(n, _)| self.may_be_defined(&searcher, n)).collect();
         if names.is_empty() {
             return DefinitionBoosts::default();
         }
@@ -121,6 +125,18 @@ impl RepoSearcher {
             Some(reader) => DefinitionBoosts::lookup(reader, &names),
             None => DefinitionBoosts::default(),
         }
+    }
+
+    /// Whether some chunk holds `name` (a normalized symbol name) as a term: whole, as the
+    /// analyzer writes multi-part identifiers, or analyzed, as it writes one-part names. Names
+    /// too long to be a term are always looked up.
+    fn may_be_defined(&self, searcher: &tantivy::Searcher, name: &str) -> bool {
+        if name.len() > analysis::MAX_WORD_BYTES {
+            return true;
+        }
+        let present =
+            |t: &str| searcher.doc_freq(&Term::from_field_text(self.fields.body, t)).map(|n| n > 0).unwrap_or(true);
+        present(name) || analysis::terms(name).iter().any(|t| present(t))
     }
 
     /// Runs a search.
