@@ -128,10 +128,11 @@ impl RepoSearcher {
     }
 
     /// Whether some chunk holds `name` (a normalized symbol name) as a term: whole, as the
-    /// analyzer writes multi-part identifiers, or analyzed, as it writes one-part names. Names
-    /// too long to be a term are always looked up.
+    /// analyzer writes multi-part identifiers, or analyzed, as it writes one-part names. Long
+    /// names are always looked up: their written form (separators included) may have been too
+    /// long to be a term at all.
     fn may_be_defined(&self, searcher: &tantivy::Searcher, name: &str) -> bool {
-        if name.len() > analysis::MAX_WORD_BYTES {
+        if name.len() > analysis::MAX_WORD_BYTES / 2 {
             return true;
         }
         let present =
