@@ -15,14 +15,14 @@
 //! embeddings never calls the embedder.
 
 use super::symbol_rank::{DefinitionBoosts, RankingFlags};
-use super::{decode_cursor, encode_cursor, hash_request, ms};
 use super::{diversify, normalize_prefix, with_priors, Priors, RepoSearcher, Stored, CANDIDATE_POOL};
+use super::{encode_cursor, ms, PageWindow};
 use crate::config::SearchConfig;
 use crate::engine::analysis;
 use crate::engine::embed::store::VectorHit;
 use crate::engine::embed::Vectors;
 use crate::engine::index::files;
-use crate::engine::protocol::{IndexState, SearchRequest, SearchResponse, SearchTiming, SCHEMA_VERSION};
+use crate::engine::protocol::{IndexState, SearchRequest, SearchResponse, SearchTiming};
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -157,12 +157,7 @@ impl RepoSearcher {
         nearest: &dyn Fn(usize) -> Result<Vec<VectorHit>>,
     ) -> Result<SearchResponse> {
         let t0 = Instant::now();
-        let limit = req.limit.unwrap_or(cfg.default_limit as usize).clamp(1, 200);
-        let query_hash = hash_request(req);
-        let offset = match req.cursor.as_deref().filter(|c| !c.is_empty()) {
-            Some(c) => decode_cursor(c, query_hash)?,
-            None => 0,
-        };
+        let PageWindow { limit, offset, query_hash } = PageWindow::of(req, cfg)?;
         let (searcher, generation) = self.searcher();
         let terms = analysis::query_terms(&req.query);
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
@@ -176,12 +171,8 @@ impl RepoSearcher {
             DefinitionBoosts::default()
         };
         if !terms.is_empty() {
-            let query = self.build_query(&terms, req, flags.ast)?;
-            let top = searcher
-                .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
-                .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
-            bm25_total = top.len();
-            let pool = with_priors(&searcher, top, &priors, &boosts);
+            let (pool, total) = self.bm25_pool(&searcher, &terms, req, flags, &priors, &boosts)?;
+            bm25_total = total;
             let ranked = diversify(pool, cfg.max_chunks_per_file.max(1) as usize);
             for c in ranked.into_iter().take(FUSION_POOL) {
                 if let Ok(d) = searcher.doc::<TantivyDocument>(c.addr) {
@@ -259,18 +250,9 @@ impl RepoSearcher {
         let confidence = combined_confidence(lexical, best_sim, cfg);
 
         let mut resp = SearchResponse {
-            schema_version: SCHEMA_VERSION,
-            project_id: repo.fingerprint.clone(),
-            repo: repo.root.clone(),
-            query: req.query.clone(),
-            index_state: state,
-            generation,
             confidence,
             results: hits,
             total_hits: ranked.len(),
-            next_cursor: String::new(),
-            pii_redacted: false,
-            timing_ms: SearchTiming::default(),
             retrieval: RetrievalInfo {
                 mode: "hybrid".into(),
                 retrievers: contributed,
@@ -280,6 +262,7 @@ impl RepoSearcher {
                 embed_ms: None,
                 notice: None,
             },
+            ..super::empty_response(repo, req, state, generation)
         };
         if offset + page.len() < ranked.len() {
             resp.next_cursor = encode_cursor(offset + page.len(), query_hash);

@@ -161,51 +161,27 @@ impl RepoSearcher {
         flags: RankingFlags,
     ) -> Result<SearchResponse> {
         let t0 = Instant::now();
-        let limit = req.limit.unwrap_or(cfg.default_limit as usize).clamp(1, 200);
-        let query_hash = hash_request(req);
-        let offset = match req.cursor.as_deref().filter(|c| !c.is_empty()) {
-            Some(c) => decode_cursor(c, query_hash)?,
-            None => 0,
-        };
+        let window = PageWindow::of(req, cfg)?;
         let (searcher, generation) = self.searcher();
         let terms = analysis::query_terms(&req.query);
-        let mut resp = SearchResponse {
-            schema_version: SCHEMA_VERSION,
-            project_id: repo.fingerprint.clone(),
-            repo: repo.root.clone(),
-            query: req.query.clone(),
-            index_state: state,
-            generation,
-            confidence: 0.0,
-            results: Vec::new(),
-            total_hits: 0,
-            next_cursor: String::new(),
-            pii_redacted: false,
-            timing_ms: SearchTiming::default(),
-            retrieval: RetrievalInfo::keyword_only(0),
-        };
+        let mut resp = empty_response(repo, req, state, generation);
         if terms.is_empty() {
             return Ok(resp);
         }
-        let query = self.build_query(&terms, req, flags.ast)?;
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
         let boosts = if flags.symbols {
             self.definition_boosts(repo, generation, &req.query)
         } else {
             DefinitionBoosts::default()
         };
-        // Plain top-k lets Tantivy prune with block-max WAND; priors apply to the pool after.
-        let top = searcher
-            .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
-            .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
-        let total = top.len();
-        let top = with_priors(&searcher, top, &priors, &boosts);
+        let (top, total) = self.bm25_pool(&searcher, &terms, req, flags, &priors, &boosts)?;
         let t_search = t0.elapsed();
 
         let ranked = diversify(top, cfg.max_chunks_per_file.max(1) as usize);
         resp.total_hits = total;
         let t_rank = t0.elapsed();
 
+        let (offset, limit, query_hash) = (window.offset, window.limit, window.query_hash);
         let page: Vec<(f32, Stored)> = ranked
             .iter()
             .skip(offset)
@@ -230,6 +206,26 @@ impl RepoSearcher {
             total: ms(total_t),
         };
         Ok(resp)
+    }
+
+    /// The BM25 candidate pool for `terms` (filters applied), with file-class priors and
+    /// definition boosts, before diversification; also the number of raw candidates.
+    /// Plain top-k lets Tantivy prune with block-max WAND; priors apply to the pool after.
+    fn bm25_pool(
+        &self,
+        searcher: &Searcher,
+        terms: &[String],
+        req: &SearchRequest,
+        flags: RankingFlags,
+        priors: &Priors,
+        boosts: &DefinitionBoosts,
+    ) -> Result<(Vec<PooledHit>, usize)> {
+        let query = self.build_query(terms, req, flags.ast)?;
+        let top = searcher
+            .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
+            .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
+        let total = top.len();
+        Ok((with_priors(searcher, top, priors, boosts), total))
     }
 
     /// Search hits for a page of chunks (snippets cut from the files on disk), with the query
@@ -451,6 +447,54 @@ fn with_priors(
     }
     scored.into_iter().map(|(score, file, addr, _)| ((score, file), addr)).collect()
 }
+
+/// Which slice of the ranking a request asks for: page size, offset from its cursor, and the
+/// request hash cursors are tied to.
+pub(crate) struct PageWindow {
+    pub limit: usize,
+    pub offset: usize,
+    pub query_hash: u64,
+}
+
+impl PageWindow {
+    /// The window of `req`; a cursor from another query is refused.
+    pub(crate) fn of(req: &SearchRequest, cfg: &SearchConfig) -> Result<PageWindow> {
+        let limit = req.limit.unwrap_or(cfg.default_limit as usize).clamp(1, 200);
+        let query_hash = hash_request(req);
+        let offset = match req.cursor.as_deref().filter(|c| !c.is_empty()) {
+            Some(c) => decode_cursor(c, query_hash)?,
+            None => 0,
+        };
+        Ok(PageWindow { limit, offset, query_hash })
+    }
+}
+
+/// A response with no hits yet, for `req` against `generation` of `repo`'s index.
+pub(crate) fn empty_response(
+    repo: &RepoRef,
+    req: &SearchRequest,
+    state: IndexState,
+    generation: u64,
+) -> SearchResponse {
+    SearchResponse {
+        schema_version: SCHEMA_VERSION,
+        project_id: repo.fingerprint.clone(),
+        repo: repo.root.clone(),
+        query: req.query.clone(),
+        index_state: state,
+        generation,
+        confidence: 0.0,
+        results: Vec::new(),
+        total_hits: 0,
+        next_cursor: String::new(),
+        pii_redacted: false,
+        timing_ms: SearchTiming::default(),
+        retrieval: RetrievalInfo::keyword_only(0),
+    }
+}
+
+/// A pooled hit: (score with priors and boosts, file id) and its address.
+type PooledHit = ((f32, u64), DocAddress);
 
 /// A candidate chunk during ranking.
 #[derive(Debug, Clone, Copy)]
