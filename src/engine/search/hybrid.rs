@@ -166,7 +166,7 @@ impl RepoSearcher {
         let mut keyword: Vec<(f32, Stored, u64)> = Vec::new();
         let mut bm25_total = 0;
         let boosts = if flags.symbols && !terms.is_empty() {
-            self.definition_boosts(repo, generation, &req.query)
+            self.definition_boosts(&searcher, repo, generation, &req.query)
         } else {
             DefinitionBoosts::default()
         };

@@ -102,13 +102,12 @@ impl RepoSearcher {
 
     /// Where the symbols the query names are defined (empty when none, when the store is
     /// missing or stale, or when symbol ranking is off).
-    fn definition_boosts(&self, repo: &RepoRef, generation: u64, query: &str) -> DefinitionBoosts {
+    fn definition_boosts(&self, searcher: &Searcher, repo: &RepoRef, generation: u64, query: &str) -> DefinitionBoosts {
         // Most plain-language queries name no symbol: then the store is not even opened.
         let names = symbol_rank::candidate_names(query);
         // A name no indexed text contains is not defined anywhere: skip the store (opening
         // SQLite costs a cold process about a millisecond).
-        let searcher = self.reader.searcher();
-        let names: Vec<(String, bool)> = names.into_iter().filter(|(n, _)| self.may_be_defined(&searcher, n)).collect();
+        let names: Vec<(String, bool)> = names.into_iter().filter(|(n, _)| self.may_be_defined(searcher, n)).collect();
         if names.is_empty() {
             return DefinitionBoosts::default();
         }
@@ -170,7 +169,7 @@ impl RepoSearcher {
         }
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
         let boosts = if flags.symbols {
-            self.definition_boosts(repo, generation, &req.query)
+            self.definition_boosts(&searcher, repo, generation, &req.query)
         } else {
             DefinitionBoosts::default()
         };
