@@ -57,6 +57,11 @@ impl Paths {
 
     /// Creates the shared layout and proves it writable with a probe file.
     pub fn ensure_layout(&self) -> Result<()> {
+        // Every command opens the engine: when the layout is there (`logs/` is made last), one
+        // stat and an access check replace five mkdirs and a probe file.
+        if self.logs().is_dir() && crate::engine::fsutil::dir_writable(&self.state) {
+            return Ok(());
+        }
         for dir in
             [self.repos(), self.state.join("cache/web"), self.state.join("cache/libs"), self.locks(), self.logs()]
         {

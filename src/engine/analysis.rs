@@ -292,7 +292,9 @@ impl StemCache {
     fn new() -> Self {
         StemCache {
             stemmer: rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English),
-            cache: FastMap::with_capacity_and_hasher(4096, Default::default()),
+            // Starts empty: a short command (one search) stems a few hundred words, and a table
+            // sized for indexing up front costs it ~40 page faults; indexing grows it quickly.
+            cache: FastMap::default(),
         }
     }
 }

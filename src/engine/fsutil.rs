@@ -117,6 +117,23 @@ fn open_lock_file(path: &Path) -> Result<File> {
     OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).at("opening lock", path)
 }
 
+/// True if this process may create files in `dir` (`access(W_OK)`: permission bits and
+/// read-only mounts). Elsewhere than Unix: false, so callers fall back to a probe file.
+pub fn dir_writable(dir: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return false };
+        // SAFETY: `c` is a valid NUL-terminated path that outlives the call; access only reads it.
+        unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        false
+    }
+}
+
 /// True if a process with this pid is alive (Linux/Unix; conservative elsewhere).
 pub fn pid_alive(pid: u32) -> bool {
     if pid == 0 {

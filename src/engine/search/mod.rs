@@ -20,7 +20,9 @@ use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
 use hybrid::RetrievalInfo;
 use std::collections::{HashMap, HashSet};
+use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Instant, SystemTime};
 use symbol_rank::{DefinitionBoosts, RankingFlags};
@@ -48,6 +50,8 @@ pub struct RepoSearcher {
     fields: Fields,
     /// Hash of the `meta.json` last loaded, and the generation it carried.
     seen: Mutex<(u64, u64)>,
+    /// Set until the first search: a searcher that was just opened needs no reload check.
+    just_opened: AtomicBool,
     index_dir: std::path::PathBuf,
     /// The symbol store, opened on first need and reopened when the index generation or the
     /// store file (a rebuilt store is a new file) changes.
@@ -58,23 +62,22 @@ impl RepoSearcher {
     /// Opens the repo's index; [`Error::NotIndexed`] if there is none yet.
     pub fn open(repo: &RepoRef) -> Result<Self> {
         let dir = repo.index_dir();
-        if !dir.join("meta.json").exists() {
+        // Read before the reader opens, so a commit landing in between is seen as new later.
+        let (hash, generation) = meta_state(&dir);
+        if generation == 0 {
             return Err(Error::NotIndexed { path: repo.root.clone() });
         }
         let (index, fields) = schema::open(&dir)?;
-        if meta_state(&dir).1 == 0 {
-            return Err(Error::NotIndexed { path: repo.root.clone() });
-        }
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(|e: tantivy::TantivyError| Error::Index { path: dir.clone(), message: e.to_string() })?;
-        let (hash, generation) = meta_state(&dir);
         Ok(RepoSearcher {
             reader,
             fields,
             seen: Mutex::new((hash, generation)),
+            just_opened: AtomicBool::new(true),
             index_dir: dir,
             symbols: Mutex::new(None),
         })
@@ -82,8 +85,13 @@ impl RepoSearcher {
 
     /// Picks up new commits; returns the searcher and its generation. Cheap when nothing
     /// changed: one small read and hash of `meta.json` (mtimes are too coarse: two commits can
-    /// share one).
+    /// share one). The first call after opening skips even that: the reader is microseconds old.
     fn searcher(&self) -> (Searcher, u64) {
+        if self.just_opened.swap(false, Ordering::AcqRel) {
+            if let Ok(seen) = self.seen.lock() {
+                return (self.reader.searcher(), seen.1);
+            }
+        }
         let (hash, generation) = meta_state(&self.index_dir);
         if let Ok(mut seen) = self.seen.lock() {
             if seen.0 != hash {
@@ -241,9 +249,18 @@ impl RepoSearcher {
         let qset: HashSet<String> = terms.iter().cloned().collect();
         let mut matched_sets = Vec::with_capacity(page.len());
         let mut results = Vec::with_capacity(page.len());
+        // Each file is read only as far as the last line a hit on this page shows.
+        let mut last_line: HashMap<&str, u32> = HashMap::new();
+        for (_, s) in page {
+            let needed = s.context.iter().copied().fold(s.line_end, u32::max);
+            let e = last_line.entry(s.path.as_str()).or_insert(0);
+            *e = (*e).max(needed);
+        }
         let mut files: HashMap<&str, Option<(String, bool)>> = HashMap::new();
         for (score, s) in page {
-            let entry = files.entry(s.path.as_str()).or_insert_with(|| read_file(&repo.root, &s.path, commit_time));
+            let up_to = last_line.get(s.path.as_str()).copied().unwrap_or(s.line_end);
+            let entry =
+                files.entry(s.path.as_str()).or_insert_with(|| read_file(&repo.root, &s.path, up_to, commit_time));
             let (snip, stale) = match entry {
                 Some((text, stale)) => (snippet::snippet(text, &s.path, s.line_start, s.line_end, &qset), *stale),
                 None => (snippet::SnippetOut { line_start: s.line_start, ..Default::default() }, true),
@@ -558,16 +575,39 @@ fn confidence(searcher: &Searcher, body: tantivy::schema::Field, terms: &[String
     ((0.7 * best + 0.3 * any) * 1000.0).round() / 1000.0
 }
 
-fn read_file(root: &Path, rel: &str, commit_time: Option<SystemTime>) -> Option<(String, bool)> {
-    let path = root.join(rel);
-    let bytes = std::fs::read(&path).ok()?;
-    let stale = match (std::fs::metadata(&path).and_then(|m| m.modified()).ok(), commit_time) {
+/// The first `up_to` lines of a repo file (the whole file when shorter), and whether it changed
+/// after the index commit. Hits near the top of a large file do not pay for reading all of it.
+fn read_file(root: &Path, rel: &str, up_to: u32, commit_time: Option<SystemTime>) -> Option<(String, bool)> {
+    let mut file = std::fs::File::open(root.join(rel)).ok()?;
+    let meta = file.metadata().ok()?;
+    let stale = match (meta.modified().ok(), commit_time) {
         (Some(m), Some(c)) => m > c,
         _ => false,
     };
+    let bytes = read_lines(&mut file, meta.len(), up_to).ok()?;
     // Valid UTF-8 (nearly every source file) is validated in place, without a copy.
     let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     Some((text, stale))
+}
+
+/// Reads `reader` up to and including the `lines`-th newline, in 64 KiB steps.
+fn read_lines(reader: &mut impl std::io::Read, size_hint: u64, lines: u32) -> std::io::Result<Vec<u8>> {
+    const STEP: u64 = 64 * 1024;
+    let mut buf = Vec::with_capacity(size_hint.min(STEP) as usize + 1);
+    let mut newlines = 0u32;
+    loop {
+        let start = buf.len();
+        if reader.by_ref().take(STEP).read_to_end(&mut buf)? == 0 {
+            return Ok(buf);
+        }
+        for at in memchr::memchr_iter(b'\n', &buf[start..]) {
+            newlines += 1;
+            if newlines >= lines {
+                buf.truncate(start + at + 1);
+                return Ok(buf);
+            }
+        }
+    }
 }
 
 /// The text from the start of 1-based line `line` to the end (empty past the last line),
@@ -675,6 +715,21 @@ fn round3(x: f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_lines_stops_after_the_last_line_asked_for() {
+        // Long enough to need several 64 KiB steps.
+        let text: String = (1..=20_000).map(|i| format!("line {i}\n")).collect();
+        for want in [1u32, 2, 9_000, 19_999, 20_000, 25_000] {
+            let got = read_lines(&mut text.as_bytes(), text.len() as u64, want).unwrap();
+            let got = String::from_utf8(got).unwrap();
+            let expect: String = text.lines().take(want as usize).map(|l| format!("{l}\n")).collect();
+            assert_eq!(got, expect, "up to line {want}");
+        }
+        // No newline at the end: the last line still comes back whole.
+        let got = read_lines(&mut "a\nb".as_bytes(), 3, 5).unwrap();
+        assert_eq!(got, b"a\nb");
+    }
 
     #[test]
     fn from_line_agrees_with_lines() {
