@@ -37,6 +37,11 @@ impl Out {
         let _ = writeln!(o, "{s}");
     }
 
+    /// Prints a block of lines in one write.
+    pub fn block(&self, s: &str) {
+        let _ = std::io::stdout().lock().write_all(s.as_bytes());
+    }
+
     /// Prints a dim informational line to stderr.
     pub fn note(&self, s: &str) {
         let c = color_enabled(std::io::stderr().is_terminal());
@@ -168,7 +173,17 @@ fn print_embeddings(out: &Out, e: &EmbedSummary) {
 
 /// Ranked hits with highlighted snippets.
 pub fn print_search(out: &Out, r: &SearchResponse) {
-    out.line(&out.paint(
+    if let Some(n) = &r.retrieval.notice {
+        out.note(&format!("note: {n}"));
+    }
+    // Built whole and written once: a page of hits is ~70 lines, each a write on a line-
+    // buffered stdout otherwise.
+    let mut page = String::new();
+    let mut line = |s: &str| {
+        page.push_str(s);
+        page.push('\n');
+    };
+    line(&out.paint(
         "2",
         &format!(
             "repo {} · generation {} · {} · {} · {} hits · confidence {:.2} · {:.1} ms",
@@ -184,17 +199,13 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
             r.timing_ms.total + r.retrieval.embed_ms.unwrap_or(0.0)
         ),
     ));
-    if let Some(n) = &r.retrieval.notice {
-        out.note(&format!("note: {n}"));
-    }
     if r.results.is_empty() {
-        out.line("no results");
-        return;
+        line("no results");
     }
     let hybrid = r.retrieval.mode == "hybrid";
     for h in &r.results {
-        out.line("");
-        out.line(&format!(
+        line("");
+        line(&format!(
             "{}:{}-{}  {}{}{}",
             out.paint("1;35", &h.path),
             h.line_start,
@@ -204,36 +215,37 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
             if h.stale { out.paint("33", "  (changed since indexed)") } else { String::new() }
         ));
         for c in &h.context {
-            out.line(&format!("{} {}", out.paint("2", &format!("{:>5}:", c.line)), out.paint("2", &c.text)));
+            line(&format!("{} {}", out.paint("2", &format!("{:>5}:", c.line)), out.paint("2", &c.text)));
         }
         if !h.context.is_empty() {
-            out.line(&out.paint("2", "     ⋮"));
+            line(&out.paint("2", "     ⋮"));
         }
-        for (i, line) in h.snippet.lines().enumerate() {
+        for (i, text_line) in h.snippet.lines().enumerate() {
             let n = h.snippet_line_start + i as u32;
             let mut text = String::new();
             let mut pos = 0;
             for hl in h.highlights.iter().filter(|x| x.line == n) {
                 if hl.start < pos
-                    || hl.end > line.len()
-                    || !line.is_char_boundary(hl.start)
-                    || !line.is_char_boundary(hl.end)
+                    || hl.end > text_line.len()
+                    || !text_line.is_char_boundary(hl.start)
+                    || !text_line.is_char_boundary(hl.end)
                 {
                     continue;
                 }
-                text.push_str(&line[pos..hl.start]);
-                let word = &line[hl.start..hl.end];
+                text.push_str(&text_line[pos..hl.start]);
+                let word = &text_line[hl.start..hl.end];
                 text.push_str(&if out.color { out.paint("1;33", word) } else { format!("[{word}]") });
                 pos = hl.end;
             }
-            text.push_str(&line[pos.min(line.len())..]);
-            out.line(&format!("{} {}", out.paint("32", &format!("{n:>5}:")), text));
+            text.push_str(&text_line[pos.min(text_line.len())..]);
+            line(&format!("{} {}", out.paint("32", &format!("{n:>5}:")), text));
         }
     }
     if !r.next_cursor.is_empty() {
-        out.line("");
-        out.line(&out.paint("2", &format!("more: --cursor {}", r.next_cursor)));
+        line("");
+        line(&out.paint("2", &format!("more: --cursor {}", r.next_cursor)));
     }
+    out.block(&page);
 }
 
 /// File lines with numbers.

@@ -20,7 +20,6 @@ use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
 use hybrid::RetrievalInfo;
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -590,15 +589,25 @@ fn read_file(root: &Path, rel: &str, up_to: u32, commit_time: Option<SystemTime>
     Some((text, stale))
 }
 
-/// Reads `reader` up to and including the `lines`-th newline, in 64 KiB steps.
-fn read_lines(reader: &mut impl std::io::Read, size_hint: u64, lines: u32) -> std::io::Result<Vec<u8>> {
-    const STEP: u64 = 64 * 1024;
-    let mut buf = Vec::with_capacity(size_hint.min(STEP) as usize + 1);
+/// Reads `reader` up to and including the `lines`-th newline, at most 64 KiB per read, and no
+/// further than `size` bytes (the file's length when opened: no extra read to find the end).
+fn read_lines(reader: &mut impl std::io::Read, size: u64, lines: u32) -> std::io::Result<Vec<u8>> {
+    const STEP: usize = 64 * 1024;
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    let mut buf = Vec::new();
     let mut newlines = 0u32;
-    loop {
+    while buf.len() < size {
         let start = buf.len();
-        if reader.by_ref().take(STEP).read_to_end(&mut buf)? == 0 {
-            return Ok(buf);
+        buf.resize(start + (size - start).min(STEP), 0);
+        let n = loop {
+            match reader.read(&mut buf[start..]) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        buf.truncate(start + n);
+        if n == 0 {
+            break; // the file shrank since it was opened
         }
         for at in memchr::memchr_iter(b'\n', &buf[start..]) {
             newlines += 1;
@@ -608,6 +617,7 @@ fn read_lines(reader: &mut impl std::io::Read, size_hint: u64, lines: u32) -> st
             }
         }
     }
+    Ok(buf)
 }
 
 /// The text from the start of 1-based line `line` to the end (empty past the last line),
