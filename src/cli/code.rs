@@ -103,6 +103,10 @@ pub struct AstQueryArgs {
     /// Only declarations of this name (ignoring case and underscores).
     #[arg(long)]
     name: Option<String>,
+    /// Only nodes that fill this field of their parent node (a Tree-sitter field name such as
+    /// name, body, parameters or return_type); parses the candidate files again.
+    #[arg(long)]
+    field: Option<String>,
     /// Only files under this path prefix.
     #[arg(long = "path-prefix", alias = "path")]
     path_prefix: Option<String>,
@@ -167,6 +171,7 @@ pub fn ast(engine: &Engine, out: &Out, cmd: AstCommand) -> anyhow::Result<()> {
                 kinds: a.kinds,
                 mode: a.mode.parse::<AstMode>()?,
                 name: a.name,
+                field: a.field,
                 path_prefix: a.path_prefix,
                 limit: a.limit,
                 sample_limit: a.sample_limit,
@@ -266,11 +271,12 @@ fn print_ast_search(out: &Out, r: &AstSearchResponse) {
 
 fn print_ast_query(out: &Out, r: &AstQueryResponse) {
     out.note(&format!(
-        "{} matches in {} files ({} shown) for {}{}",
+        "{} matches in {} files ({} shown) for {}{}{}",
         r.total_matches,
         r.total_files,
         r.results.len(),
         r.kinds.join(", "),
+        r.field.as_deref().map(|f| format!(" in field {f:?}")).unwrap_or_default(),
         r.name.as_deref().map(|n| format!(" named {n:?}")).unwrap_or_default()
     ));
     for f in &r.results {

@@ -457,6 +457,51 @@ fn ast_search_and_query_count_node_kinds_with_samples() {
 }
 
 #[test]
+fn ast_query_field_filter_finds_nodes_by_the_field_they_fill() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.py", "def one(a, b):\n    return a\n\nclass K:\n    def three(self):\n        pass\n");
+    write(&repo, "c.rs", "fn four(x: i32) -> i32 {\n    x\n}\n");
+    write(&repo, "d.py", "value = 1\n");
+    let engine = env.engine();
+    index(&engine, &repo);
+    let query = |kinds: &[&str], field: &str, name: Option<&str>| {
+        let req = AstQueryRequest {
+            kinds: kinds.iter().map(|k| k.to_string()).collect(),
+            field: Some(field.into()),
+            name: name.map(String::from),
+            ..Default::default()
+        };
+        engine.ast_query(&repo, &req)
+    };
+    // Identifiers that name a declaration, not parameters or uses.
+    let r = query(&["identifier"], "name", None).unwrap();
+    assert_eq!(r.field.as_deref(), Some("name"));
+    let got: Vec<(&str, Vec<(u32, Option<&str>)>)> = r
+        .results
+        .iter()
+        .map(|f| (f.path.as_str(), f.samples.iter().map(|s| (s.line_start, s.name.as_deref())).collect()))
+        .collect();
+    assert_eq!(
+        got,
+        [("a.py", vec![(1, Some("one")), (4, Some("K")), (5, Some("three"))]), ("c.rs", vec![(1, Some("four"))])]
+    );
+    assert_eq!(r.results[0].samples[2].text, "def three(self):");
+    // With a name, only that node.
+    let r = query(&["identifier"], "name", Some("THREE")).unwrap();
+    assert_eq!((r.total_files, r.total_matches), (1, 1));
+    // Bodies: three Python blocks and one Rust block; the assignment file has none.
+    let r = query(&["block"], "body", None).unwrap();
+    let counts: Vec<(&str, u32)> = r.results.iter().map(|f| (f.path.as_str(), f.total)).collect();
+    assert_eq!(counts, [("a.py", 3), ("c.rs", 1)]);
+    // A field no grammar has is refused with suggestions.
+    let bad = query(&["identifier"], "nmae", None);
+    assert!(matches!(&bad, Err(Error::BadRequest(m)) if m.contains("unknown field")), "{bad:?}");
+    let close = query(&["identifier"], "return", None);
+    assert!(matches!(&close, Err(Error::BadRequest(m)) if m.contains("return_type")), "{close:?}");
+}
+
+#[test]
 fn code_chunks_follow_symbol_boundaries_and_pieces_carry_their_signature() {
     let env = Env::new();
     let repo = env.repo("r");

@@ -254,6 +254,12 @@ pub struct AstQueryRequest {
     /// symbol carry a name.
     #[serde(default)]
     pub name: Option<String>,
+    /// Only nodes that fill this field of their parent (a Tree-sitter field name: `name`,
+    /// `body`, `parameters`, `return_type`, ...). The candidate files are parsed again to
+    /// answer, so narrow big repos with `path_prefix`. With `name`, the node's `name` child
+    /// (or, for a leaf node, its text) must equal it.
+    #[serde(default)]
+    pub field: Option<String>,
     /// Only files under this prefix.
     #[serde(default, alias = "pathPrefix")]
     pub path_prefix: Option<String>,
@@ -309,6 +315,9 @@ pub struct AstQueryResponse {
     pub mode: AstMode,
     /// The name filter.
     pub name: Option<String>,
+    /// The parent-field filter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
     /// Matching files, most matches first.
     pub results: Vec<AstQueryFile>,
     /// Matching files before the limit.
@@ -578,9 +587,16 @@ impl Engine {
         let limit = clamp_limit(req.limit, DEFAULT_LIMIT);
         let sample_limit = req.sample_limit.unwrap_or(5).min(MAX_LIMIT);
         let name = req.name.as_deref().map(str::trim).filter(|n| !n.is_empty()).map(String::from);
-        let mut files: Vec<AstQueryFile> = match &name {
-            Some(n) => named_query(&reader, &kinds, req.mode, n, req.path_prefix.as_deref())?,
-            None => query::ast_files(&reader, &kinds, req.mode, req.path_prefix.as_deref())?
+        let field = req.field.as_deref().map(str::trim).filter(|f| !f.is_empty()).map(String::from);
+        if let Some(f) = &field {
+            super::ast::validate_field(f)?;
+        }
+        let mut files: Vec<AstQueryFile> = match (&field, &name) {
+            (Some(f), _) => {
+                field_query(&repo, &reader, &kinds, req.mode, f, name.as_deref(), req.path_prefix.as_deref())?
+            }
+            (None, Some(n)) => named_query(&reader, &kinds, req.mode, n, req.path_prefix.as_deref())?,
+            (None, None) => query::ast_files(&reader, &kinds, req.mode, req.path_prefix.as_deref())?
                 .into_iter()
                 .map(|f| {
                     let samples = super::ast::decode_samples(&f.samples, &kinds)
@@ -612,6 +628,7 @@ impl Engine {
             kinds,
             mode: req.mode,
             name,
+            field,
             truncated: total_files > files.len(),
             total_files,
             total_matches,
@@ -628,6 +645,51 @@ impl Engine {
 
 fn total(counts: &BTreeMap<String, u32>) -> u32 {
     counts.values().sum()
+}
+
+/// Field-filtered AST query: the stored counts pick the files that hold any of the kinds, and
+/// each of those is parsed again (both cores) to find the nodes sitting in `field`.
+fn field_query(
+    repo: &RepoRef,
+    reader: &SymbolReader,
+    kinds: &[String],
+    mode: AstMode,
+    field: &str,
+    name: Option<&str>,
+    prefix: Option<&str>,
+) -> Result<Vec<AstQueryFile>> {
+    use rayon::prelude::*;
+    let candidates = query::ast_files(reader, kinds, AstMode::Any, prefix)?;
+    let files = candidates
+        .into_par_iter()
+        .filter_map(|f| {
+            let lang = super::Lang::from_index_lang(&f.lang)?;
+            let bytes = std::fs::read(repo.root.join(&f.path)).ok()?;
+            let src = String::from_utf8_lossy(&bytes);
+            let tree = super::parse_tree(lang, &src).ok()?;
+            let found = super::ast::field_matches(&tree, &src, kinds, field, name);
+            if found.is_empty() {
+                return None;
+            }
+            let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+            for m in &found {
+                *counts.entry(m.kind.clone()).or_default() += 1;
+            }
+            let samples = found
+                .into_iter()
+                .map(|m| AstNode {
+                    kind: m.kind,
+                    line_start: m.line_start,
+                    line_end: m.line_end,
+                    name: m.label,
+                    text: String::new(),
+                })
+                .collect();
+            Some(AstQueryFile { total: total(&counts), path: f.path, lang: f.lang, counts, samples })
+        })
+        .filter(|f| mode == AstMode::Any || kinds.iter().all(|k| f.counts.contains_key(k)))
+        .collect();
+    Ok(files)
 }
 
 /// Name-filtered AST query: declarations of the kinds with that name, grouped per file.

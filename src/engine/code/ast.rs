@@ -109,6 +109,94 @@ pub fn validate_kinds(kinds: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Checks that `field` is a field name in at least one grammar (`name`, `body`, `parameters`,
+/// `return_type`, ...); the error lists close names.
+pub fn validate_field(field: &str) -> Result<()> {
+    if Lang::ALL.iter().any(|l| l.grammar().field_id_for_name(field).is_some()) {
+        return Ok(());
+    }
+    let lower = field.to_ascii_lowercase();
+    let mut close: Vec<String> = Vec::new();
+    for l in Lang::ALL {
+        let g = l.grammar();
+        for id in 1..=g.field_count() as u16 {
+            if let Some(name) = g.field_name_for_id(id) {
+                if name.contains(lower.as_str()) || (name.len() > 3 && lower.contains(name)) {
+                    close.push(name.to_string());
+                }
+            }
+        }
+    }
+    close.sort_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
+    close.dedup();
+    close.truncate(8);
+    let hint = if close.is_empty() {
+        "fields are Tree-sitter field names such as name, body, parameters or return_type".to_string()
+    } else {
+        format!("did you mean {}?", close.join(", "))
+    };
+    Err(Error::BadRequest(format!("unknown field {field:?} in every grammar; {hint}")))
+}
+
+/// A node found by [`field_matches`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldMatch {
+    /// Node kind.
+    pub kind: String,
+    /// 1-based first line.
+    pub line_start: u32,
+    /// 1-based last line.
+    pub line_end: u32,
+    /// The node's `name` child, or its own text when it is a leaf.
+    pub label: Option<String>,
+}
+
+/// Nodes of `kinds` in `tree` that fill the `field` of their parent (`identifier` nodes that are
+/// a declaration's `name`, `block` nodes that are a loop's `body`, ...). With `name`, only
+/// nodes whose label (see [`FieldMatch::label`]) equals it, ignoring case and underscores.
+pub fn field_matches(
+    tree: &tree_sitter::Tree,
+    src: &str,
+    kinds: &[String],
+    field: &str,
+    name: Option<&str>,
+) -> Vec<FieldMatch> {
+    let want_name = name.map(super::store::norm);
+    let mut out = Vec::new();
+    let mut cursor = tree.walk();
+    loop {
+        let node = cursor.node();
+        if cursor.field_name() == Some(field) && node.is_named() && kinds.iter().any(|k| k == node.kind()) {
+            let label = node
+                .child_by_field_name("name")
+                .or_else(|| (node.child_count() == 0).then_some(node))
+                .and_then(|n| src.get(n.byte_range()))
+                .map(|t| t.chars().take(200).collect::<String>());
+            let keep = match (&want_name, &label) {
+                (None, _) => true,
+                (Some(w), Some(l)) => super::store::norm(l) == *w,
+                (Some(_), None) => false,
+            };
+            if keep {
+                out.push(FieldMatch {
+                    kind: node.kind().to_string(),
+                    line_start: node.start_position().row as u32 + 1,
+                    line_end: node.end_position().row as u32 + 1,
+                    label,
+                });
+            }
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return out;
+            }
+        }
+    }
+}
+
 /// Named node kinds of any grammar that contain `kind` (or that it contains), shortest first.
 fn similar_kinds(kind: &str, n: usize) -> Vec<String> {
     let lower = kind.to_ascii_lowercase();
