@@ -477,7 +477,8 @@ fn ast_query_field_filter_finds_nodes_by_the_field_they_fill() {
     // Identifiers that name a declaration, not parameters or uses.
     let r = query(&["identifier"], "name", None).unwrap();
     assert_eq!(r.field.as_deref(), Some("name"));
-    let got: Vec<(&str, Vec<(u32, Option<&str>)>)> = r
+    type Labels<'a> = Vec<(u32, Option<&'a str>)>;
+    let got: Vec<(&str, Labels)> = r
         .results
         .iter()
         .map(|f| (f.path.as_str(), f.samples.iter().map(|s| (s.line_start, s.name.as_deref())).collect()))

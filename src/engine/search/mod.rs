@@ -246,28 +246,42 @@ impl RepoSearcher {
     ) -> (Vec<SearchHit>, Vec<HashSet<String>>) {
         let commit_time = meta_mtime(&self.index_dir);
         let qset: HashSet<String> = terms.iter().cloned().collect();
+        // Hits grouped by file (first appearance order), each file read once into one reused
+        // buffer and only as far as the last line a hit on this page shows.
+        let mut groups: Vec<(&str, u32, Vec<usize>)> = Vec::new();
+        for (i, (_, s)) in page.iter().enumerate() {
+            let needed = s.context.iter().copied().fold(s.line_end, u32::max);
+            match groups.iter_mut().find(|g| g.0 == s.path) {
+                Some(g) => {
+                    g.1 = g.1.max(needed);
+                    g.2.push(i);
+                }
+                None => groups.push((s.path.as_str(), needed, vec![i])),
+            }
+        }
+        let mut cut: Vec<Option<(snippet::SnippetOut, Vec<ContextLine>, bool)>> = page.iter().map(|_| None).collect();
+        let mut buf = Vec::new();
+        for (path, up_to, members) in groups {
+            let stale = read_file(&repo.root, path, up_to, commit_time, &mut buf);
+            let text = std::str::from_utf8(&buf)
+                .map(std::borrow::Cow::Borrowed)
+                .unwrap_or_else(|_| String::from_utf8_lossy(&buf));
+            for i in members {
+                let s = &page[i].1;
+                cut[i] = Some(match stale {
+                    Some(stale) => {
+                        let snip = snippet::snippet(&text, &s.path, s.line_start, s.line_end, &qset);
+                        let context = if s.context.is_empty() { Vec::new() } else { context_lines(&text, &s.context) };
+                        (snip, context, stale)
+                    }
+                    None => (snippet::SnippetOut { line_start: s.line_start, ..Default::default() }, Vec::new(), true),
+                });
+            }
+        }
         let mut matched_sets = Vec::with_capacity(page.len());
         let mut results = Vec::with_capacity(page.len());
-        // Each file is read only as far as the last line a hit on this page shows.
-        let mut last_line: HashMap<&str, u32> = HashMap::new();
-        for (_, s) in page {
-            let needed = s.context.iter().copied().fold(s.line_end, u32::max);
-            let e = last_line.entry(s.path.as_str()).or_insert(0);
-            *e = (*e).max(needed);
-        }
-        let mut files: HashMap<&str, Option<(String, bool)>> = HashMap::new();
-        for (score, s) in page {
-            let up_to = last_line.get(s.path.as_str()).copied().unwrap_or(s.line_end);
-            let entry =
-                files.entry(s.path.as_str()).or_insert_with(|| read_file(&repo.root, &s.path, up_to, commit_time));
-            let (snip, stale) = match entry {
-                Some((text, stale)) => (snippet::snippet(text, &s.path, s.line_start, s.line_end, &qset), *stale),
-                None => (snippet::SnippetOut { line_start: s.line_start, ..Default::default() }, true),
-            };
-            let context = match entry {
-                Some((text, _)) if !s.context.is_empty() => context_lines(text, &s.context),
-                _ => Vec::new(),
-            };
+        for ((score, s), cut) in page.iter().zip(cut) {
+            let (snip, context, stale) = cut.unwrap_or_default();
             matched_sets.push(snip.matched);
             results.push(SearchHit {
                 chunk_id: format!("{}:{}-{}", s.path, s.line_start, s.line_end),
@@ -574,27 +588,31 @@ fn confidence(searcher: &Searcher, body: tantivy::schema::Field, terms: &[String
     ((0.7 * best + 0.3 * any) * 1000.0).round() / 1000.0
 }
 
-/// The first `up_to` lines of a repo file (the whole file when shorter), and whether it changed
-/// after the index commit. Hits near the top of a large file do not pay for reading all of it.
-fn read_file(root: &Path, rel: &str, up_to: u32, commit_time: Option<SystemTime>) -> Option<(String, bool)> {
+/// Reads the first `up_to` lines of a repo file (the whole file when shorter) into `buf`, and
+/// says whether the file changed after the index commit; `None` (and `buf` empty) when it cannot
+/// be read. Hits near the top of a large file do not pay for reading all of it.
+fn read_file(root: &Path, rel: &str, up_to: u32, commit_time: Option<SystemTime>, buf: &mut Vec<u8>) -> Option<bool> {
+    buf.clear();
     let mut file = std::fs::File::open(root.join(rel)).ok()?;
     let meta = file.metadata().ok()?;
     let stale = match (meta.modified().ok(), commit_time) {
         (Some(m), Some(c)) => m > c,
         _ => false,
     };
-    let bytes = read_lines(&mut file, meta.len(), up_to).ok()?;
-    // Valid UTF-8 (nearly every source file) is validated in place, without a copy.
-    let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    Some((text, stale))
+    if read_lines(&mut file, meta.len(), up_to, buf).is_err() {
+        buf.clear();
+        return None;
+    }
+    Some(stale)
 }
 
-/// Reads `reader` up to and including the `lines`-th newline, at most 64 KiB per read, and no
-/// further than `size` bytes (the file's length when opened: no extra read to find the end).
-fn read_lines(reader: &mut impl std::io::Read, size: u64, lines: u32) -> std::io::Result<Vec<u8>> {
+/// Reads `reader` into `buf` up to and including the `lines`-th newline, at most 64 KiB per
+/// read, and no further than `size` bytes (the file's length when opened: no extra read to find
+/// the end).
+fn read_lines(reader: &mut impl std::io::Read, size: u64, lines: u32, buf: &mut Vec<u8>) -> std::io::Result<()> {
     const STEP: usize = 64 * 1024;
     let size = usize::try_from(size).unwrap_or(usize::MAX);
-    let mut buf = Vec::new();
+    buf.clear();
     let mut newlines = 0u32;
     while buf.len() < size {
         let start = buf.len();
@@ -613,11 +631,11 @@ fn read_lines(reader: &mut impl std::io::Read, size: u64, lines: u32) -> std::io
             newlines += 1;
             if newlines >= lines {
                 buf.truncate(start + at + 1);
-                return Ok(buf);
+                return Ok(());
             }
         }
     }
-    Ok(buf)
+    Ok(())
 }
 
 /// The text from the start of 1-based line `line` to the end (empty past the last line),
@@ -731,13 +749,15 @@ mod tests {
         // Long enough to need several 64 KiB steps.
         let text: String = (1..=20_000).map(|i| format!("line {i}\n")).collect();
         for want in [1u32, 2, 9_000, 19_999, 20_000, 25_000] {
-            let got = read_lines(&mut text.as_bytes(), text.len() as u64, want).unwrap();
+            let mut got = Vec::new();
+            read_lines(&mut text.as_bytes(), text.len() as u64, want, &mut got).unwrap();
             let got = String::from_utf8(got).unwrap();
             let expect: String = text.lines().take(want as usize).map(|l| format!("{l}\n")).collect();
             assert_eq!(got, expect, "up to line {want}");
         }
         // No newline at the end: the last line still comes back whole.
-        let got = read_lines(&mut "a\nb".as_bytes(), 3, 5).unwrap();
+        let mut got = b"left over".to_vec();
+        read_lines(&mut "a\nb".as_bytes(), 3, 5, &mut got).unwrap();
         assert_eq!(got, b"a\nb");
     }
 
