@@ -660,11 +660,23 @@ fn field_query(
 ) -> Result<Vec<AstQueryFile>> {
     use rayon::prelude::*;
     let candidates = query::ast_files(reader, kinds, AstMode::Any, prefix)?;
+    // With a name, a file whose text (letters and digits, lowercased) lacks it is not parsed.
+    let wanted = name.map(store::norm).filter(|n| !n.is_empty());
     let files = candidates
         .into_par_iter()
         .filter_map(|f| {
             let lang = super::Lang::from_index_lang(&f.lang)?;
             let bytes = std::fs::read(repo.root.join(&f.path)).ok()?;
+            if let Some(w) = &wanted {
+                let folded: Vec<u8> = bytes
+                    .iter()
+                    .filter(|b| b.is_ascii_alphanumeric() || **b >= 0x80)
+                    .map(u8::to_ascii_lowercase)
+                    .collect();
+                if memchr::memmem::find(&folded, w.as_bytes()).is_none() && w.is_ascii() {
+                    return None;
+                }
+            }
             let src = String::from_utf8_lossy(&bytes);
             let tree = super::parse_tree(lang, &src).ok()?;
             let found = super::ast::field_matches(&tree, &src, kinds, field, name);
