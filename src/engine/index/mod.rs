@@ -385,7 +385,7 @@ impl IndexSession {
         }
         let text = String::from_utf8_lossy(&bytes);
         let style = files::chunk_style(lang);
-        let class = files::classify(&c.rel, lang) as u64;
+        let class = files::classify_text(&c.rel, lang, &text) as u64;
         let code = match Lang::from_index_lang(lang) {
             Some(l) if self.code.is_some() => Some(code_pass::analyze(l, &text, &c.rel)),
             _ => None,

@@ -186,12 +186,14 @@ impl RepoSearcher {
         let filtered = req.lang.as_deref().is_some_and(|l| !l.is_empty())
             || req.path_prefix.as_deref().is_some_and(|p| !p.trim().is_empty());
         let k = if filtered { (FUSION_POOL * 5).min(CANDIDATE_POOL) } else { FUSION_POOL };
+        let mut classes: HashMap<String, files::FileClass> = HashMap::new();
         let mut vector: Vec<(f32, VectorHit)> = nearest(k)?
             .into_iter()
             .filter(|h| passes_filters(h, req))
             .map(|h| {
-                let prior = priors.factor(files::classify(&h.path, &h.lang));
-                (h.similarity * prior, h)
+                let class =
+                    *classes.entry(h.path.clone()).or_insert_with(|| self.indexed_class(&searcher, &h.path, &h.lang));
+                (h.similarity * priors.factor(class), h)
             })
             .collect();
         vector.sort_by(|a, b| {
@@ -278,6 +280,35 @@ impl RepoSearcher {
     }
 
     /// The stored fields of the indexed chunk at `s.path`, lines `s.line_start..=s.line_end`.
+    /// The class the index recorded for a file (content markers included, see
+    /// [`files::classify_text`]), for vector candidates, which come without a document: path
+    /// rules decide when they say anything but source, or when the file is not in this snapshot.
+    fn indexed_class(&self, searcher: &tantivy::Searcher, path: &str, lang: &str) -> files::FileClass {
+        use tantivy::DocSet;
+        let by_path = files::classify(path, lang);
+        if by_path != files::FileClass::Source {
+            return by_path;
+        }
+        let term = Term::from_field_text(self.fields.path, path);
+        for segment in searcher.segment_readers() {
+            let Ok(inverted) = segment.inverted_index(self.fields.path) else { continue };
+            let Ok(Some(mut postings)) = inverted.read_postings(&term, tantivy::schema::IndexRecordOption::Basic)
+            else {
+                continue;
+            };
+            let mut doc = postings.doc();
+            while doc != tantivy::TERMINATED && segment.is_deleted(doc) {
+                doc = postings.advance();
+            }
+            if doc == tantivy::TERMINATED {
+                continue;
+            }
+            let class = segment.fast_fields().u64("class").ok().and_then(|c| c.first(doc));
+            return class.map(files::FileClass::from_u64).unwrap_or(by_path);
+        }
+        by_path
+    }
+
     fn stored_chunk(&self, searcher: &tantivy::Searcher, s: &Stored) -> Option<Stored> {
         let q = tantivy::query::TermQuery::new(
             Term::from_field_text(self.fields.path, &s.path),
