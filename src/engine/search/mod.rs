@@ -246,42 +246,10 @@ impl RepoSearcher {
     ) -> (Vec<SearchHit>, Vec<HashSet<String>>) {
         let commit_time = meta_mtime(&self.index_dir);
         let qset: HashSet<String> = terms.iter().cloned().collect();
-        // Hits grouped by file (first appearance order), each file read once into one reused
-        // buffer and only as far as the last line a hit on this page shows.
-        let mut groups: Vec<(&str, u32, Vec<usize>)> = Vec::new();
-        for (i, (_, s)) in page.iter().enumerate() {
-            let needed = s.context.iter().copied().fold(s.line_end, u32::max);
-            match groups.iter_mut().find(|g| g.0 == s.path) {
-                Some(g) => {
-                    g.1 = g.1.max(needed);
-                    g.2.push(i);
-                }
-                None => groups.push((s.path.as_str(), needed, vec![i])),
-            }
-        }
-        let mut cut: Vec<Option<(snippet::SnippetOut, Vec<ContextLine>, bool)>> = page.iter().map(|_| None).collect();
-        let mut buf = Vec::new();
-        for (path, up_to, members) in groups {
-            let stale = read_file(&repo.root, path, up_to, commit_time, &mut buf);
-            let text = std::str::from_utf8(&buf)
-                .map(std::borrow::Cow::Borrowed)
-                .unwrap_or_else(|_| String::from_utf8_lossy(&buf));
-            for i in members {
-                let s = &page[i].1;
-                cut[i] = Some(match stale {
-                    Some(stale) => {
-                        let snip = snippet::snippet(&text, &s.path, s.line_start, s.line_end, &qset);
-                        let context = if s.context.is_empty() { Vec::new() } else { context_lines(&text, &s.context) };
-                        (snip, context, stale)
-                    }
-                    None => (snippet::SnippetOut { line_start: s.line_start, ..Default::default() }, Vec::new(), true),
-                });
-            }
-        }
+        let cut = cut_snippets(&repo.root, commit_time, &qset, page);
         let mut matched_sets = Vec::with_capacity(page.len());
         let mut results = Vec::with_capacity(page.len());
-        for ((score, s), cut) in page.iter().zip(cut) {
-            let (snip, context, stale) = cut.unwrap_or_default();
+        for ((score, s), (snip, context, stale)) in page.iter().zip(cut) {
             matched_sets.push(snip.matched);
             results.push(SearchHit {
                 chunk_id: format!("{}:{}-{}", s.path, s.line_start, s.line_end),
@@ -590,6 +558,47 @@ fn confidence(searcher: &Searcher, body: tantivy::schema::Field, terms: &[String
     let top = &matched[..matched.len().min(5)];
     let any = share(&|t| top.iter().any(|m| m.contains(t)));
     ((0.7 * best + 0.3 * any) * 1000.0).round() / 1000.0
+}
+
+/// A page's snippets, context lines and staleness, in page order. Hits are grouped by file
+/// (first appearance order) and each file is read once, into one reused buffer, only as far as
+/// the last line a hit on this page shows.
+fn cut_snippets(
+    root: &Path,
+    commit_time: Option<SystemTime>,
+    qset: &HashSet<String>,
+    page: &[(f32, Stored)],
+) -> Vec<(snippet::SnippetOut, Vec<ContextLine>, bool)> {
+    let mut groups: Vec<(&str, u32, Vec<usize>)> = Vec::new();
+    for (i, (_, s)) in page.iter().enumerate() {
+        let needed = s.context.iter().copied().fold(s.line_end, u32::max);
+        match groups.iter_mut().find(|g| g.0 == s.path) {
+            Some(g) => {
+                g.1 = g.1.max(needed);
+                g.2.push(i);
+            }
+            None => groups.push((s.path.as_str(), needed, vec![i])),
+        }
+    }
+    let mut cut: Vec<Option<(snippet::SnippetOut, Vec<ContextLine>, bool)>> = page.iter().map(|_| None).collect();
+    let mut buf = Vec::new();
+    for (path, up_to, members) in groups {
+        let stale = read_file(root, path, up_to, commit_time, &mut buf);
+        let text =
+            std::str::from_utf8(&buf).map(std::borrow::Cow::Borrowed).unwrap_or_else(|_| String::from_utf8_lossy(&buf));
+        for i in members {
+            let s = &page[i].1;
+            cut[i] = Some(match stale {
+                Some(stale) => {
+                    let snip = snippet::snippet(&text, &s.path, s.line_start, s.line_end, qset);
+                    let context = if s.context.is_empty() { Vec::new() } else { context_lines(&text, &s.context) };
+                    (snip, context, stale)
+                }
+                None => (snippet::SnippetOut { line_start: s.line_start, ..Default::default() }, Vec::new(), true),
+            });
+        }
+    }
+    cut.into_iter().map(Option::unwrap_or_default).collect()
 }
 
 /// Reads the first `up_to` lines of a repo file (the whole file when shorter) into `buf`, and
