@@ -22,7 +22,7 @@ use crate::engine::analysis;
 use crate::engine::embed::store::VectorHit;
 use crate::engine::embed::Vectors;
 use crate::engine::index::files;
-use crate::engine::protocol::{IndexState, SearchRequest, SearchResponse, SearchTiming};
+use crate::engine::protocol::{IndexState, SearchRequest, SearchResponse};
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -269,13 +269,7 @@ impl RepoSearcher {
         if offset + page.len() < ranked.len() {
             resp.next_cursor = encode_cursor(offset + page.len(), query_hash);
         }
-        let total = t0.elapsed();
-        resp.timing_ms = SearchTiming {
-            search: ms(t_vector),
-            rank: ms(t_fuse - t_vector),
-            snippets: ms(total - t_fuse),
-            total: ms(total),
-        };
+        resp.timing_ms = super::phase_timing(t_vector, t_fuse, t0.elapsed());
         Ok(resp)
     }
 

@@ -204,13 +204,7 @@ impl RepoSearcher {
         resp.results = hits;
         resp.retrieval = RetrievalInfo::keyword_only(resp.results.len());
         resp.confidence = confidence(&searcher, self.fields.body, &terms, &matched_sets);
-        let total_t = t0.elapsed();
-        resp.timing_ms = SearchTiming {
-            search: ms(t_search),
-            rank: ms(t_rank - t_search),
-            snippets: ms(total_t - t_rank),
-            total: ms(total_t),
-        };
+        resp.timing_ms = phase_timing(t_search, t_rank, t0.elapsed());
         Ok(resp)
     }
 
@@ -743,6 +737,16 @@ fn decode_cursor(c: &str, query_hash: u64) -> Result<usize> {
         return Err(Error::BadRequest("this cursor belongs to a different query or filters".into()));
     }
     Ok(offset)
+}
+
+/// Timings of a search whose retrieval ended at `searched`, ranking at `ranked` and everything,
+/// snippets last, at `total` (all measured from the start).
+pub(crate) fn phase_timing(
+    searched: std::time::Duration,
+    ranked: std::time::Duration,
+    total: std::time::Duration,
+) -> SearchTiming {
+    SearchTiming { search: ms(searched), rank: ms(ranked - searched), snippets: ms(total - ranked), total: ms(total) }
 }
 
 fn ms(d: std::time::Duration) -> f64 {
