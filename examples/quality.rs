@@ -2,7 +2,13 @@
 //! against the files a fix would touch. Prints recall@5, recall@10 and MRR@10 over distinct
 //! files, overall and per repo, plus the misses, so ranking changes can be judged.
 //!
-//! `cargo run --release --example quality -- bench/quality/python-stdlib.json [--verbose] [--compare]`
+//! `cargo run --release --example quality -- bench/quality/python-stdlib.json [--verbose] [--compare]
+//! [--home DIR] [--embedder URL[,MODEL]] [--fusion rrf|weighted] [--weights KEYWORD,SEMANTIC]`
+//!
+//! `--embedder` points `[llm]` at an Ollama-API server (e.g. `ollama-shim` serving all-minilm)
+//! so the index is embedded and search is hybrid; `--home` keeps the index and its embeddings
+//! between runs (embedding is the slow part); `--fusion` and `--weights` set how the two
+//! rankings are fused.
 //!
 //! `--compare` also scores the same index with the symbol and AST ranking signals off, each
 //! alone, and both on (the `[search]` flags), one line per setting.
@@ -64,16 +70,40 @@ impl Score {
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let verbose = args.iter().any(|a| a == "--verbose");
-    let home = std::env::temp_dir().join(format!("docdex-quality-{}", std::process::id()));
+    let keep = option(&args, "--home").map(PathBuf::from);
+    let home =
+        keep.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("docdex-quality-{}", std::process::id())));
     let mut config = Config::default();
     config.index.exclude = vec!["site-packages/".into()];
+    // `--embedder URL[,MODEL]`: an Ollama-API server for hybrid search (the model defaults to
+    // all-minilm, what ollama-shim serves); without it nothing answers and search is BM25 only.
+    if let Some(e) = option(&args, "--embedder") {
+        let mut it = e.splitn(2, ',');
+        config.llm.base_url = it.next().unwrap_or_default().to_string();
+        config.llm.embedding_model = it.next().unwrap_or("all-minilm").to_string();
+    }
+    // `--fusion rrf|weighted`: how hybrid search fuses the two rankings.
+    if let Some(f) = option(&args, "--fusion") {
+        config.search.fusion = match f.as_str() {
+            "rrf" => docdex::config::Fusion::Rrf,
+            "weighted" => docdex::config::Fusion::Weighted,
+            other => anyhow::bail!("--fusion takes rrf or weighted, not {other}"),
+        };
+    }
+    // `--weights KEYWORD,SEMANTIC`: the hybrid fusion weights.
+    if let Some(w) = option(&args, "--weights") {
+        let v: Vec<f64> = w.split(',').filter_map(|x| x.parse().ok()).collect();
+        anyhow::ensure!(v.len() == 2, "--weights takes KEYWORD,SEMANTIC");
+        config.search.keyword_weight = v[0];
+        config.search.semantic_weight = v[1];
+    }
     // Ranking flags from the environment (DOCDEX_SYMBOL_RANKING_ENABLED=0, ...), for comparisons.
     for w in config.apply_env(|k| std::env::var(k).ok()) {
         eprintln!("{w}");
     }
     let engine = Engine::with_config(&home, config, home.join("config.toml"), vec![])?;
     let mut total = Score::default();
-    for file in args.iter().filter(|a| !a.starts_with("--")) {
+    for file in datasets(&args) {
         let data: Dataset = serde_json::from_slice(&std::fs::read(file)?)?;
         let mut per_repo: BTreeMap<String, Score> = BTreeMap::new();
         let mut indexed: Vec<PathBuf> = Vec::new();
@@ -119,8 +149,42 @@ fn main() -> anyhow::Result<()> {
     if args.iter().any(|a| a == "--compare") {
         compare(&home, &args)?;
     }
-    let _ = std::fs::remove_dir_all(&home);
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&home);
+    }
     Ok(())
+}
+
+/// The dataset files: the arguments that are neither options nor an option's value.
+fn datasets(args: &[String]) -> Vec<&String> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if VALUE_OPTIONS.contains(&a.as_str()) {
+            skip = true;
+        } else if !a.starts_with("--") {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// Options that take a value as the next argument.
+const VALUE_OPTIONS: &[&str] = &["--home", "--embedder", "--weights", "--fusion"];
+
+/// The value after `--name` (or in `--name=value`).
+fn option(args: &[String], name: &str) -> Option<String> {
+    let prefix = format!("{name}=");
+    args.iter().enumerate().find_map(|(i, a)| {
+        if a == name {
+            args.get(i + 1).cloned()
+        } else {
+            a.strip_prefix(&prefix).map(str::to_string)
+        }
+    })
 }
 
 /// Scores every query under each ranking-signal setting, over the index built above.
@@ -137,7 +201,7 @@ fn compare(home: &Path, args: &[String]) -> anyhow::Result<()> {
         config.search.ast_ranking_enabled = ast;
         let engine = Engine::with_config(home, config, home.join("config.toml"), vec![])?;
         let mut total = Score::default();
-        for file in args.iter().filter(|a| !a.starts_with("--")) {
+        for file in datasets(args) {
             let data: Dataset = serde_json::from_slice(&std::fs::read(file)?)?;
             for q in &data.queries {
                 let root = PathBuf::from(q.repo_root_hint.clone().or(data.repo_root_hint.clone()).unwrap_or_default());
