@@ -154,9 +154,12 @@ pub struct SearchConfig {
     pub chat_ast_ranking_enabled: bool,
     /// Fuse vector results with BM25 when the repo has embeddings and the embedder answers.
     pub hybrid: bool,
-    /// Weight of the vector (semantic) ranking in reciprocal rank fusion (spec 002 §6.1).
+    /// How the two rankings are fused: reciprocal rank fusion (the default) or a weighted merge
+    /// of normalized scores (spec 002 §10.2).
+    pub fusion: Fusion,
+    /// Weight of the vector (semantic) ranking in the fusion (spec 002 §6.1).
     pub semantic_weight: f64,
-    /// Weight of the BM25 (keyword) ranking in reciprocal rank fusion.
+    /// Weight of the BM25 (keyword) ranking in the fusion.
     pub keyword_weight: f64,
     /// The RRF constant `k` in `weight / (k + rank)`.
     pub rrf_k: u32,
@@ -176,11 +179,26 @@ impl Default for SearchConfig {
             chat_symbol_ranking_enabled: true,
             chat_ast_ranking_enabled: true,
             hybrid: true,
+            fusion: Fusion::Rrf,
             semantic_weight: 0.75,
             keyword_weight: 0.25,
             rrf_k: 60,
         }
     }
+}
+
+/// `[search] fusion`: how hybrid search combines the BM25 and vector rankings of files.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Fusion {
+    /// Weighted reciprocal rank fusion: `weight / (rrf_k + rank)` per retriever. Uses ranks
+    /// only, so it needs no calibration between BM25 scores and cosine similarities.
+    #[default]
+    Rrf,
+    /// Weighted merge of each retriever's best score per file, normalized to 0..1 within the
+    /// query's candidates. Keeps margins: a strong keyword match is not outvoted by a weakly
+    /// closer vector, which suits small general-purpose embedding models.
+    Weighted,
 }
 
 /// `[web]`.

@@ -176,6 +176,25 @@ fn hybrid_search_orders_by_weighted_reciprocal_rank_fusion() {
     // Filters apply to vector hits too.
     let req = SearchRequest { query: q.into(), lang: Some("markdown".into()), ..Default::default() };
     assert!(hybrid.search(&repo, &req).unwrap().results.is_empty());
+
+    // `fusion = "weighted"` merges normalized scores: with the keyword side alone weighted it
+    // keeps BM25's order, vector-only files after it at score 0; the scores order the page.
+    let weighted = engine_with(&env, &server.url(), |c| {
+        c.search.fusion = docdex::config::Fusion::Weighted;
+        c.search.semantic_weight = 0.0;
+        c.search.keyword_weight = 1.0;
+    });
+    let merged = search(&weighted, &repo, q);
+    assert_eq!(merged.retrieval.mode, "hybrid");
+    let kw_order: Vec<&str> = kw.results.iter().map(|h| h.path.as_str()).collect();
+    let merged_order: Vec<&str> = merged.results.iter().map(|h| h.path.as_str()).collect();
+    assert_eq!(&merged_order[..kw_order.len()], &kw_order[..], "{merged_order:?}");
+    assert!((merged.results[0].score - 1.0).abs() < 1e-6);
+    assert!(merged.results[kw_order.len()..].iter().all(|h| h.score == 0.0 && !h.retrievers.contains(&"bm25".into())));
+    let weighted_both = engine_with(&env, &server.url(), |c| c.search.fusion = docdex::config::Fusion::Weighted);
+    let both = search(&weighted_both, &repo, q);
+    assert!(both.results.windows(2).all(|w| w[0].score >= w[1].score), "{:?}", both.results);
+    assert!(both.results.iter().all(|h| (0.0..=1.0).contains(&h.score)));
 }
 
 #[test]

@@ -1,14 +1,18 @@
 //! Hybrid retrieval (spec 002 §10): BM25 and vector nearest neighbours, fused
-//! with weighted reciprocal rank fusion (`[search] semantic_weight` 0.75 and
-//! `keyword_weight` 0.25, `rrf_k` 60, as spec 002 §6.1 sets them):
+//! per file with weighted reciprocal rank fusion (`[search] semantic_weight` 0.75
+//! and `keyword_weight` 0.25, `rrf_k` 60, as spec 002 §6.1 sets them):
 //!
 //! ```text
-//! rrf(chunk) = keyword_weight / (k + bm25_rank) + semantic_weight / (k + vector_rank)
+//! rrf(file) = keyword_weight / (k + bm25_file_rank) + semantic_weight / (k + vector_file_rank)
 //! ```
 //!
-//! Both lists get the file-class priors first (a lockfile close in meaning still
-//! ranks after source), the fused list gets the same per-file diversity as BM25,
-//! and every hit says which retrievers found it. [`Engine`]'s search decides
+//! or, with `fusion = "weighted"`, a weighted merge of each file's normalized best
+//! BM25 score and cosine similarity. Files, not chunks, are fused: the two retrievers
+//! often find the same file through different chunks, and that agreement is the
+//! strongest evidence there is (measured in `docs/SEARCH.md`). Both lists get the
+//! file-class priors first (a lockfile close in meaning still ranks after source),
+//! a file's chunks follow in their chunk-level RRF order with the same per-file
+//! diversity as BM25, and every hit says which retrievers found it. [`Engine`]'s search decides
 //! whether vectors can take part at all ([`Engine::retrieve`]): when the repo has
 //! none, the model changed, or the embedder does not answer, the answer is BM25's
 //! with a notice saying why. Plain BM25 pays nothing for this: a repo without
@@ -17,7 +21,7 @@
 use super::symbol_rank::{DefinitionBoosts, RankingFlags};
 use super::{diversify, normalize_prefix, with_priors, Priors, RepoSearcher, Stored, CANDIDATE_POOL};
 use super::{encode_cursor, ms, PageWindow};
-use crate::config::SearchConfig;
+use crate::config::{Fusion, SearchConfig};
 use crate::engine::analysis;
 use crate::engine::embed::store::VectorHit;
 use crate::engine::embed::Vectors;
@@ -136,7 +140,10 @@ impl Engine {
 #[derive(Debug, Clone)]
 struct Fused {
     stored: Stored,
-    rrf: f32,
+    /// The file's fused score, decayed for the file's later chunks: the ranking.
+    score: f32,
+    /// The chunk's own weighted RRF over the two lists: the order within its file.
+    chunk_rrf: f32,
     file: u64,
     keyword: bool,
     vector: Option<f32>,
@@ -215,7 +222,7 @@ impl RepoSearcher {
             fuse_ms = ms(t_fuse - t_vector),
             "hybrid retrieval"
         );
-        let best_rrf = (cfg.keyword_weight + cfg.semantic_weight) as f32 / (cfg.rrf_k as f32 + 1.0);
+        let best = best_score(cfg);
         let page: Vec<&Fused> = ranked.iter().skip(offset).take(limit).collect();
         let rows: Vec<(f32, Stored)> = page
             .iter()
@@ -226,7 +233,7 @@ impl RepoSearcher {
                 } else {
                     self.stored_chunk(&searcher, &f.stored).unwrap_or_else(|| f.stored.clone())
                 };
-                ((f.rrf / best_rrf).min(1.0), stored)
+                ((f.score / best).min(1.0), stored)
             })
             .collect();
         let (mut hits, matched) = self.hits(repo, generation, &terms, &rows);
@@ -385,9 +392,13 @@ fn passes_filters(h: &VectorHit, req: &SearchRequest) -> bool {
     true
 }
 
-/// Weighted RRF over the two ranked lists, then per-file diversity (a file's second chunk
-/// ×0.7, later ones decaying faster), ties broken by path and line for a stable order.
-/// Chunks `pinned` says hold a definition the whole query names come first.
+/// Fuses the two ranked lists by file, the unit a reader (and the judging of search) cares
+/// about: each file gets one fused score from where each retriever ranks it (`[search] fusion`:
+/// weighted RRF over file ranks, or a weighted merge of normalized best scores), so a file both
+/// retrievers find through different chunks is reinforced instead of split. A file's chunks
+/// follow in their chunk-level RRF order, the second at ×0.7 and later ones decaying faster (the
+/// per-file diversity of BM25 search); ties break by path and line for a stable order. Chunks
+/// `pinned` says hold a definition the whole query names come first.
 fn fuse(
     keyword: Vec<(f32, Stored, u64)>,
     vector: Vec<(f32, VectorHit)>,
@@ -396,23 +407,28 @@ fn fuse(
 ) -> Vec<Fused> {
     let k = cfg.rrf_k as f32;
     let (kw, sem) = (cfg.keyword_weight as f32, cfg.semantic_weight as f32);
+    let keyword_files: Vec<(f32, u64)> = keyword.iter().map(|(score, _, file)| (*score, *file)).collect();
+    let vector_files: Vec<(f32, u64)> =
+        vector.iter().map(|(score, h)| (*score, xxhash_rust::xxh3::xxh3_64(h.path.as_bytes()))).collect();
+    let by_file = file_scores(&keyword_files, &vector_files, cfg);
+
     let mut by_chunk: HashMap<(String, u32, u32), Fused> = HashMap::new();
     for (rank, (_, stored, file)) in keyword.into_iter().enumerate() {
         let key = (stored.path.clone(), stored.line_start, stored.line_end);
         let e = by_chunk.entry(key).or_insert(Fused {
             stored,
-            rrf: 0.0,
+            score: 0.0,
+            chunk_rrf: 0.0,
             file,
             keyword: false,
             vector: None,
             pinned: false,
         });
-        e.rrf += kw / (k + rank as f32 + 1.0);
+        e.chunk_rrf += kw / (k + rank as f32 + 1.0);
         e.keyword = true;
     }
-    for (rank, (_, h)) in vector.into_iter().enumerate() {
+    for (rank, ((_, h), (_, file))) in vector.into_iter().zip(&vector_files).enumerate() {
         let key = (h.path.clone(), h.line_start, h.line_end);
-        let file = xxhash_rust::xxh3::xxh3_64(h.path.as_bytes());
         let e = by_chunk.entry(key).or_insert_with(|| Fused {
             stored: Stored {
                 path: h.path.clone(),
@@ -421,38 +437,87 @@ fn fuse(
                 line_end: h.line_end,
                 context: Vec::new(),
             },
-            rrf: 0.0,
-            file,
+            score: 0.0,
+            chunk_rrf: 0.0,
+            file: *file,
             keyword: false,
             vector: None,
             pinned: false,
         });
-        e.rrf += sem / (k + rank as f32 + 1.0);
+        e.chunk_rrf += sem / (k + rank as f32 + 1.0);
         e.vector = Some(h.similarity);
     }
-    let order = |a: &Fused, b: &Fused| {
-        b.pinned
-            .cmp(&a.pinned)
-            .then(b.rrf.total_cmp(&a.rrf))
-            .then_with(|| a.stored.path.cmp(&b.stored.path))
-            .then(a.stored.line_start.cmp(&b.stored.line_start))
-    };
     let mut all: Vec<Fused> = by_chunk.into_values().collect();
     for f in all.iter_mut() {
         f.pinned = pinned(&f.stored.path, f.stored.line_start, f.stored.line_end);
     }
-    all.sort_by(order);
+    // Within a file, chunks in their own fused order; across files, the file's score.
+    all.sort_by(|a, b| {
+        b.pinned
+            .cmp(&a.pinned)
+            .then(b.chunk_rrf.total_cmp(&a.chunk_rrf))
+            .then_with(|| a.stored.path.cmp(&b.stored.path))
+            .then(a.stored.line_start.cmp(&b.stored.line_start))
+    });
     let max_per_file = cfg.max_chunks_per_file.max(1) as usize;
     let mut seen: HashMap<u64, usize> = HashMap::new();
     for f in all.iter_mut() {
         let n = seen.entry(f.file).or_default();
-        if *n > 0 {
-            f.rrf *= if *n < max_per_file { 0.7 } else { 0.7 * 0.35f32.powi((*n + 1 - max_per_file) as i32) };
-        }
+        let decay = match *n {
+            0 => 1.0,
+            n if n < max_per_file => 0.7,
+            n => 0.7 * 0.35f32.powi((n + 1 - max_per_file) as i32),
+        };
+        f.score = by_file.get(&f.file).copied().unwrap_or(0.0) * decay;
         *n += 1;
     }
-    all.sort_by(order);
+    all.sort_by(|a, b| {
+        b.pinned
+            .cmp(&a.pinned)
+            .then(b.score.total_cmp(&a.score))
+            .then(b.chunk_rrf.total_cmp(&a.chunk_rrf))
+            .then_with(|| a.stored.path.cmp(&b.stored.path))
+            .then(a.stored.line_start.cmp(&b.stored.line_start))
+    });
     all
+}
+
+/// Each file's fused score from the two candidate lists, each `(score, file)` best first with
+/// the class priors applied. RRF: `weight / (rrf_k + rank)` with the file's rank among the
+/// distinct files of the list. Weighted: `weight × normalized best score`, BM25 divided by the
+/// list's best, cosine scaled from the list's lowest (0) to its highest (1). A file missing
+/// from a list gets nothing from it.
+fn file_scores(keyword: &[(f32, u64)], vector: &[(f32, u64)], cfg: &SearchConfig) -> HashMap<u64, f32> {
+    let weights = [cfg.keyword_weight as f32, cfg.semantic_weight as f32];
+    let mut out: HashMap<u64, f32> = HashMap::new();
+    for (i, list) in [keyword, vector].into_iter().enumerate() {
+        let mut best: Vec<(u64, f32)> = Vec::new();
+        for (score, file) in list {
+            if !best.iter().any(|(f, _)| f == file) {
+                best.push((*file, *score));
+            }
+        }
+        let top = best.iter().map(|b| b.1).fold(f32::MIN, f32::max);
+        let low = if i == 0 { 0.0 } else { best.iter().map(|b| b.1).fold(f32::MAX, f32::min) };
+        for (rank, (file, score)) in best.into_iter().enumerate() {
+            let part = match cfg.fusion {
+                Fusion::Rrf => weights[i] / (cfg.rrf_k as f32 + rank as f32 + 1.0),
+                Fusion::Weighted if top - low > 1e-6 => weights[i] * (score - low) / (top - low),
+                Fusion::Weighted => weights[i],
+            };
+            *out.entry(file).or_default() += part;
+        }
+    }
+    out
+}
+
+/// The score of a file at the top of both lists, against which hits' scores are scaled.
+fn best_score(cfg: &SearchConfig) -> f32 {
+    let total = (cfg.keyword_weight + cfg.semantic_weight) as f32;
+    match cfg.fusion {
+        Fusion::Rrf => total / (cfg.rrf_k as f32 + 1.0),
+        Fusion::Weighted => total,
+    }
 }
 
 /// Confidence with vectors: the lexical share (as in BM25 search) or, when higher, the
@@ -497,7 +562,7 @@ mod tests {
         assert!(fused[0].keyword && fused[0].vector.is_some());
         assert!(!fused[1].keyword && fused[1].vector == Some(0.9));
         let expected_b = 0.25 / 62.0 + 0.75 / 62.0;
-        assert!((fused[0].rrf - expected_b).abs() < 1e-6);
+        assert!((fused[0].score - expected_b).abs() < 1e-6);
 
         // Keyword-heavy weights flip the two single-retriever hits.
         let cfg = SearchConfig { semantic_weight: 0.2, keyword_weight: 0.8, ..SearchConfig::default() };
@@ -514,6 +579,45 @@ mod tests {
         let order: Vec<(&str, u32)> = fused.iter().map(|f| (f.stored.path.as_str(), f.stored.line_start)).collect();
         assert_eq!(order[0], ("a.rs", 1));
         assert_eq!(order[1], ("b.rs", 1), "{order:?}");
+    }
+
+    #[test]
+    fn a_file_both_retrievers_find_through_different_chunks_ranks_first() {
+        let cfg = SearchConfig::default();
+        let keyword = vec![(9.0, stored("a.rs", 1), file("a.rs")), (8.0, stored("b.rs", 1), file("b.rs"))];
+        let vector = vec![vhit("c.rs", 1, 0.9), vhit("b.rs", 30, 0.8)];
+        let fused = fuse(keyword, vector, &cfg, &|_, _, _| false);
+        let order: Vec<(&str, u32)> = fused.iter().map(|f| (f.stored.path.as_str(), f.stored.line_start)).collect();
+        // b is second in both lists, by different chunks: as a file it beats c (first by
+        // vectors only) and a (first by BM25 only); its vector chunk leads (weight 0.75) and
+        // its keyword chunk follows c at the second-chunk discount.
+        assert_eq!(order, [("b.rs", 30), ("c.rs", 1), ("b.rs", 1), ("a.rs", 1)]);
+        assert!((fused[0].score - (0.25 / 62.0 + 0.75 / 62.0)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_weighted_merge_keeps_a_keyword_margin_that_rank_fusion_drops() {
+        // a is by far the best keyword match and a close second by vectors; b barely matches
+        // the words but is (just) the nearest vector.
+        let lists = || {
+            (
+                vec![(10.0, stored("a.rs", 1), file("a.rs")), (1.0, stored("b.rs", 1), file("b.rs"))],
+                vec![vhit("b.rs", 1, 0.50), vhit("a.rs", 1, 0.49), vhit("z.rs", 1, 0.20)],
+            )
+        };
+        let (keyword, vector) = lists();
+        let rrf = fuse(keyword, vector, &SearchConfig::default(), &|_, _, _| false);
+        assert_eq!(rrf[0].stored.path, "b.rs", "ranks alone favour the semantic side's first");
+
+        let cfg = SearchConfig { fusion: Fusion::Weighted, ..SearchConfig::default() };
+        let (keyword, vector) = lists();
+        let merged = fuse(keyword, vector, &cfg, &|_, _, _| false);
+        let order: Vec<&str> = merged.iter().map(|f| f.stored.path.as_str()).collect();
+        assert_eq!(order, ["a.rs", "b.rs", "z.rs"]);
+        // a: 0.25 × 10/10 + 0.75 × (0.49 − 0.20)/(0.50 − 0.20); scaled by the best possible (1).
+        assert!((merged[0].score - (0.25 + 0.75 * 0.29 / 0.30)).abs() < 1e-4);
+        assert!((best_score(&cfg) - 1.0).abs() < 1e-6);
+        assert_eq!(merged[2].score, 0.0, "the farthest vector with no keyword match adds nothing");
     }
 
     #[test]
