@@ -5,7 +5,7 @@
 
 use crate::engine::fsutil::pid_alive;
 use crate::engine::index::status::StatusData;
-use crate::engine::protocol::{IndexProgress, IndexState, LastEvent};
+use crate::engine::index::types::{IndexProgress, IndexState, LastEvent};
 use crate::engine::repos::{RepoRecord, RepoRef};
 use crate::engine::Engine;
 use crate::error::Result;

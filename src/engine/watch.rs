@@ -3,9 +3,9 @@
 //! while one update runs, new events queue up and are applied together
 //! (throttling), and search keeps answering from the last commit throughout.
 
+use crate::engine::index::types::{IndexProgress, IndexSummary};
 use crate::engine::index::walk::DOCDEX_IGNORE;
 use crate::engine::index::{IndexSession, Scope};
-use crate::engine::protocol::IndexSummary;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -45,7 +45,7 @@ impl Engine {
         let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
         let mut debouncer = new_debouncer(debounce, None, tx).map_err(|e| Error::Watch(e.to_string()))?;
         debouncer.watch(&repo.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
-        let quiet = |_: &crate::engine::protocol::IndexProgress| {};
+        let quiet = |_: &IndexProgress| {};
         let mut summary = session.update(&Scope::Full, &quiet)?;
         summary.embeddings = Some(self.embed_index(&repo, &session, false, &quiet));
         self.record_indexed(&repo, &summary)?;
@@ -90,7 +90,7 @@ impl Engine {
         });
         let scope = if ignore_changed { Scope::Full } else { Scope::Paths(paths.iter().cloned().collect()) };
         let rel: Vec<String> = paths.iter().map(|p| crate::engine::index::walk::rel_path(&repo.root, p)).collect();
-        let quiet = |_: &crate::engine::protocol::IndexProgress| {};
+        let quiet = |_: &IndexProgress| {};
         match session.update(&scope, &quiet) {
             Ok(mut summary) => {
                 summary.embeddings = Some(self.embed_index(repo, session, false, &quiet));

@@ -161,7 +161,7 @@ pub fn field_matches(
     field: &str,
     name: Option<&str>,
 ) -> Vec<FieldMatch> {
-    let want_name = name.map(super::store::norm);
+    let want_name = name.map(super::symbols::norm);
     let mut out = Vec::new();
     let mut cursor = tree.walk();
     loop {
@@ -174,7 +174,7 @@ pub fn field_matches(
                 .map(|t| t.chars().take(200).collect::<String>());
             let keep = match (&want_name, &label) {
                 (None, _) => true,
-                (Some(w), Some(l)) => super::store::norm(l) == *w,
+                (Some(w), Some(l)) => super::symbols::norm(l) == *w,
                 (Some(_), None) => false,
             };
             if keep {

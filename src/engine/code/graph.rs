@@ -18,6 +18,7 @@
 use super::import_map::ImportMap;
 use super::imports::RawImport;
 use super::resolve::{Resolution, Resolver};
+pub use super::types::{FileImports, Method};
 use super::Lang;
 use crate::engine::fsutil;
 use crate::engine::repos::RepoRef;
@@ -37,17 +38,6 @@ pub const EXTERNAL_PREFIX: &str = "ext:";
 /// The stored graph's file name inside the repo state directory.
 pub const FILE_NAME: &str = "impact_graph.json";
 
-/// The imports of one file, as the per-file pass stored them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FileImports {
-    /// Repo-relative path with `/` separators.
-    pub path: String,
-    /// The file's language.
-    pub lang: Lang,
-    /// Its imports in source order.
-    pub imports: Vec<RawImport>,
-}
-
 /// `{"name": "docdex.impact_graph", "version": 2}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SchemaTag {
@@ -61,34 +51,6 @@ impl SchemaTag {
     /// The current tag.
     pub fn current() -> SchemaTag {
         SchemaTag { name: SCHEMA_NAME.to_string(), version: SCHEMA_VERSION }
-    }
-}
-
-/// How an edge was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Method {
-    /// The language's own resolution rules with a literal specifier (or manifest: go.mod,
-    /// tsconfig `paths`, composer PSR-4, pubspec, Cargo).
-    Static,
-    /// A convention or a folded dynamic expression: include directories found in the tree,
-    /// C# namespaces, Swift modules, `path.join`, f-strings, several candidates.
-    Heuristic,
-    /// An entry of `docdex.import_map.json`.
-    ImportMap,
-    /// A runtime import trace (`docdex.import_traces.jsonl`, see [`super::import_traces`]).
-    Trace,
-}
-
-impl Method {
-    /// The serialized name (`static`, `heuristic`, `import_map`, `trace`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Static => "static",
-            Method::Heuristic => "heuristic",
-            Method::ImportMap => "import_map",
-            Method::Trace => "trace",
-        }
     }
 }
 

@@ -13,8 +13,8 @@
 use super::graph::{self, Cycle, Diagnostic, Edge, FileImports, GraphStats, ImpactGraph, SchemaTag, EXTERNAL_PREFIX};
 use super::Lang;
 use crate::engine::index::manifest::Manifest;
+use crate::engine::index::types::IndexProgress;
 use crate::engine::index::ProgressSink;
-use crate::engine::protocol::IndexProgress;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};

@@ -31,9 +31,9 @@
 //! A mapping whose targets are not repository files becomes a diagnostic; an unreadable file
 //! becomes a graph warning and is ignored.
 
-use super::graph::{FileImports, Method};
 use super::imports::RawImport;
 use super::resolve::{Resolution, Resolver, Target};
+use super::types::{FileImports, Method};
 use serde::Deserialize;
 use std::path::Path;
 

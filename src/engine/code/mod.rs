@@ -18,9 +18,11 @@ pub mod resolve;
 pub(crate) mod rules;
 pub mod store;
 pub mod symbols;
+pub mod types;
 
 pub use lang::Lang;
-pub use symbols::{FileAnalysis, Symbol, SymbolKind};
+pub use symbols::{FileAnalysis, Symbol};
+pub use types::SymbolKind;
 
 use std::cell::RefCell;
 use std::ops::ControlFlow;

@@ -2,10 +2,10 @@
 //! fuzzy), a file's outline, definitions for search ranking, and AST search over the stored
 //! node-kind counts.
 
-use super::api::{AstMode, MatchKind, SymbolHit};
 use super::ast;
 use super::store::{norm, StoredSymbol, SymbolReader, SYMBOL_COLUMNS};
-use super::symbols::SymbolKind;
+use super::types::SymbolKind;
+use super::types::{AstMode, MatchKind, SymbolHit};
 use crate::engine::index::files::{self, FileClass};
 use crate::error::Result;
 use rusqlite::types::Value;

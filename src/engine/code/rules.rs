@@ -7,7 +7,7 @@
 //! module-level constants and variables, fields of types, enum members. Locals (anything bound
 //! inside a function body, except nested functions and types) are not symbols.
 
-use super::symbols::SymbolKind;
+use super::types::SymbolKind;
 use super::Lang;
 use tree_sitter::Node;
 

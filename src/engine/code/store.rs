@@ -10,8 +10,8 @@
 //! (see `IndexSession`). Readers (queries, search ranking) open it separately; WAL mode lets
 //! them read the last committed state while a run writes.
 
-use super::graph::FileImports;
-use super::symbols::SymbolKind;
+use super::types::FileImports;
+use super::types::SymbolKind;
 use super::{CodeOutcome, Lang};
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
@@ -63,11 +63,7 @@ pub fn db_path(repo: &RepoRef) -> PathBuf {
     repo.state_dir.join("symbols.db")
 }
 
-/// A symbol name folded for matching: lowercase letters and digits only (so `get_user`,
-/// `getUser`, `GetUser` and the query `get user` meet, as they do in search).
-pub fn norm(name: &str) -> String {
-    name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
-}
+pub use super::symbols::norm;
 
 /// A name's parts for word matching, space-separated with spaces at both ends
 /// (` get user name `), so `instr(parts, ' user')` finds a part starting with `user`.

@@ -12,9 +12,9 @@
 use super::store::{text_hash, ChunkEntry, FileEntry, TextHash, VectorStore};
 use super::{EmbedState, EmbedSummary};
 use crate::engine::index::schema::{build_schema, Fields};
+use crate::engine::index::types::IndexProgress;
 use crate::engine::index::{IndexSession, ProgressSink};
 use crate::engine::llm::model_matches;
-use crate::engine::protocol::IndexProgress;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};

@@ -10,8 +10,8 @@
 
 use super::manifest::Manifest;
 use super::walk::Candidate;
-use crate::engine::code::api::CodeIndexSummary;
 use crate::engine::code::store::{self, SymbolStore};
+use crate::engine::code::types::CodeIndexSummary;
 use crate::engine::code::{graph, CodeOutcome, Lang, Symbol, SymbolKind};
 use crate::engine::repos::RepoRef;
 use crate::error::Result;

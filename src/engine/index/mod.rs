@@ -14,12 +14,12 @@ pub mod files;
 pub mod manifest;
 pub mod schema;
 pub mod status;
+pub mod types;
 pub mod walk;
 
 use crate::config::IndexConfig;
 use crate::engine::code::{CodeOutcome, Lang};
 use crate::engine::fsutil::FileLock;
-use crate::engine::protocol::{IndexProgress, IndexSummary, LastEvent, SkippedFile};
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
 use code_pass::{CodePass, CodeResult};
@@ -34,6 +34,8 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Mutex;
 use std::time::Instant;
 use tantivy::{Index, IndexWriter, TantivyDocument, Term};
+pub use types::ProgressSink;
+use types::{IndexProgress, IndexSummary, LastEvent, SkippedFile};
 
 /// Commit (and save the manifest) after this many bytes, so a huge first index
 /// keeps its progress if it is interrupted.
@@ -51,18 +53,6 @@ pub enum Scope {
     Full,
     /// Only these absolute paths (files or directories; deleted ones included).
     Paths(Vec<PathBuf>),
-}
-
-/// Receives progress while a run is in flight.
-pub trait ProgressSink: Sync {
-    /// Called from a ticker about ten times a second, and once at the end.
-    fn progress(&self, p: &IndexProgress);
-}
-
-impl<F: Fn(&IndexProgress) + Sync> ProgressSink for F {
-    fn progress(&self, p: &IndexProgress) {
-        self(p)
-    }
 }
 
 /// An open writer on one repo's index.

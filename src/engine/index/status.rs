@@ -2,8 +2,8 @@
 //! so any other process (`docdex status`, a second CLI) can report
 //! ready / updating / error, progress and queue length without asking it.
 
+use super::types::{IndexProgress, IndexState, IndexSummary, LastEvent};
 use crate::engine::fsutil::{now_ms, pid_alive, read_json, replace_json};
-use crate::engine::protocol::{IndexProgress, IndexState, IndexSummary, LastEvent};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

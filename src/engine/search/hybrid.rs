@@ -19,6 +19,7 @@
 //! embeddings never calls the embedder.
 
 use super::symbol_rank::{DefinitionBoosts, RankingFlags};
+use super::types::{RetrievalInfo, SearchRequest, SearchResponse, BM25, VECTOR};
 use super::{diversify, normalize_prefix, with_priors, Priors, RepoSearcher, Stored, CANDIDATE_POOL};
 use super::{encode_cursor, ms, PageWindow};
 use crate::config::{Fusion, SearchConfig};
@@ -26,68 +27,20 @@ use crate::engine::analysis;
 use crate::engine::embed::store::VectorHit;
 use crate::engine::embed::Vectors;
 use crate::engine::index::files;
-use crate::engine::protocol::{IndexState, SearchRequest, SearchResponse};
+use crate::engine::index::types::IndexState;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::time::Instant;
 use tantivy::collector::TopDocs;
 use tantivy::{TantivyDocument, Term};
 
-/// Name of the keyword retriever in responses.
-pub const BM25: &str = "bm25";
-/// Name of the vector retriever in responses.
-pub const VECTOR: &str = "vector";
 /// Candidates each retriever brings to the fusion.
 pub const FUSION_POOL: usize = 200;
 /// Cosine similarity at which semantic confidence starts, and where it is full.
 const SIM_FLOOR: f32 = 0.2;
 const SIM_FULL: f32 = 0.7;
-
-/// How a search's results were retrieved.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
-pub struct RetrievalInfo {
-    /// `bm25` or `hybrid`.
-    pub mode: String,
-    /// Retrievers that contributed hits to this page.
-    pub retrievers: Vec<String>,
-    /// BM25 candidates that entered ranking.
-    pub bm25_candidates: usize,
-    /// Vector candidates that entered the fusion (0 in `bm25` mode).
-    pub vector_candidates: usize,
-    /// The embedding model (hybrid mode).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub embedding_model: Option<String>,
-    /// Time the embedder took for the query, in milliseconds (hybrid mode; not in `timing_ms`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub embed_ms: Option<f64>,
-    /// Why vectors did not take part, when they did not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notice: Option<String>,
-}
-
-impl Default for RetrievalInfo {
-    fn default() -> Self {
-        RetrievalInfo::keyword_only(0)
-    }
-}
-
-impl RetrievalInfo {
-    /// BM25 alone, with `candidates` hits.
-    pub fn keyword_only(candidates: usize) -> RetrievalInfo {
-        RetrievalInfo {
-            mode: BM25.into(),
-            retrievers: if candidates > 0 { vec![BM25.into()] } else { Vec::new() },
-            bm25_candidates: candidates,
-            vector_candidates: 0,
-            embedding_model: None,
-            embed_ms: None,
-            notice: None,
-        }
-    }
-}
 
 impl Engine {
     /// Search with vectors when they can take part, else BM25 with a notice saying why.

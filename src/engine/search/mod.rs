@@ -8,17 +8,15 @@
 pub mod hybrid;
 pub mod snippet;
 pub mod symbol_rank;
+pub mod types;
 
 use crate::config::SearchConfig;
 use crate::engine::analysis;
 use crate::engine::index::files::FileClass;
 use crate::engine::index::schema::{self, Fields};
-use crate::engine::protocol::{
-    ContextLine, IndexState, SearchHit, SearchRequest, SearchResponse, SearchTiming, SCHEMA_VERSION,
-};
+use crate::engine::index::types::{IndexState, SCHEMA_VERSION};
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
-use hybrid::RetrievalInfo;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +27,7 @@ use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, RegexQuery, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::{DocAddress, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
+use types::{ContextLine, RetrievalInfo, SearchHit, SearchRequest, SearchResponse, SearchTiming, BM25};
 
 /// Chunks considered for ranking; pages beyond this many hits are not served.
 pub const CANDIDATE_POOL: usize = 1000;
@@ -260,7 +259,7 @@ impl RepoSearcher {
                 generation,
                 stale,
                 context,
-                retrievers: vec![hybrid::BM25.to_string()],
+                retrievers: vec![BM25.to_string()],
             });
         }
         (results, matched_sets)

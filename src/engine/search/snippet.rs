@@ -2,8 +2,8 @@
 //! store text): the best line of the chunk by query-term matches, with a
 //! little context, and the byte ranges of the matched terms.
 
+use super::types::Highlight;
 use crate::engine::analysis::{terms, terms_with_offsets};
-use crate::engine::protocol::Highlight;
 use std::collections::HashSet;
 
 /// Longest snippet returned, in bytes (spec 002: about 900 characters).

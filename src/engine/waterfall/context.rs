@@ -10,7 +10,7 @@ use super::sources::{Neighbour, RecalledMemory};
 use super::types::{ChatSource, Slot};
 use crate::engine::index::files::language;
 use crate::engine::llm::{ChatMessage, Role};
-use crate::engine::protocol::SearchHit;
+use crate::engine::search::types::SearchHit;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

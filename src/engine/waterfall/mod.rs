@@ -22,8 +22,8 @@ pub mod types;
 pub use answer::no_model_message;
 pub use tiers::decide_gate;
 
-use crate::engine::protocol::SearchResponse;
 use crate::engine::repos::RepoRef;
+use crate::engine::search::types::SearchResponse;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use budget::RatioBook;

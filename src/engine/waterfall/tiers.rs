@@ -7,7 +7,7 @@ use super::sources::{self, Availability};
 use super::types::*;
 use super::{ms, Found, Turn};
 use crate::engine::dag::NodeKind;
-use crate::engine::protocol::{SearchRequest, SearchResponse};
+use crate::engine::search::types::{SearchRequest, SearchResponse};
 use crate::error::Result;
 use serde_json::{json, Value};
 use std::time::Instant;

@@ -5,8 +5,8 @@
 //! the repository does not declare are external.
 
 use super::{stem, Query, Resolution, Target};
-use crate::engine::code::graph::FileImports;
 use crate::engine::code::imports::kind;
+use crate::engine::code::types::FileImports;
 use crate::engine::code::Lang;
 use std::collections::HashMap;
 

@@ -20,8 +20,8 @@ mod ruby;
 mod rust;
 mod swift;
 
-use super::graph::{FileImports, Method};
 use super::imports::RawImport;
+use super::types::{FileImports, Method};
 use super::Lang;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};

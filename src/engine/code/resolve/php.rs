@@ -5,8 +5,8 @@
 //! repository neither maps nor declares are external.
 
 use super::{join, parent, stem, Manifests, Query, Resolution, Target};
-use crate::engine::code::graph::FileImports;
 use crate::engine::code::imports::kind;
+use crate::engine::code::types::FileImports;
 use crate::engine::code::Lang;
 use std::collections::HashMap;
 

@@ -7,8 +7,8 @@
 //! are external.
 
 use super::{file_name, join, parent, stem, Manifests, Query, Resolution, Target};
-use crate::engine::code::graph::FileImports;
 use crate::engine::code::imports::kind;
+use crate::engine::code::types::FileImports;
 use std::collections::{HashMap, VecDeque};
 
 #[derive(Debug)]

@@ -1,0 +1,154 @@
+//! Keeping a repository fresh for a long-running process (a server's mount,
+//! the workbench's watch toggle): watch it as its single index writer, or,
+//! when another process already writes it (a `docdex watch`, another server, a
+//! long `docdex index`), only read and take over once that writer is gone.
+//! Failures are retried with backoff. Surfaces call [`Engine::keep_fresh`] on a
+//! thread of their own and show the [`FreshState`] it reports; none of them
+//! touches the writer lock or the status file itself.
+
+use crate::engine::fsutil::FileLock;
+use crate::engine::index::status::StatusData;
+use crate::engine::index::types::{IndexProgress, IndexState};
+use crate::engine::repos::RepoRef;
+use crate::engine::watch::WatchReport;
+use crate::engine::Engine;
+use crate::error::Error;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Where a repository's keeper stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum FreshState {
+    /// The watcher's catch-up run is bringing the index up to date (or building it).
+    CatchingUp,
+    /// Caught up; the watcher applies changes as files are saved.
+    Watching,
+    /// Another process holds the writer; this one reads and retries taking over.
+    Deferred {
+        /// The writer's pid (0 when unknown).
+        writer_pid: u32,
+    },
+    /// The watcher failed; the last good index (if any) still answers. Retried with backoff.
+    Failed {
+        /// Why.
+        message: String,
+    },
+    /// Stopped (the process is shutting down or the user turned watching off).
+    Stopped,
+}
+
+/// What [`Engine::keep_fresh`] reports as it goes.
+// One event per state change or batch, handed to a callback by reference: boxing the large
+// variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum FreshEvent {
+    /// The keeper's state changed.
+    State(FreshState),
+    /// The watcher's own report: the catch-up run's summary, an applied batch, a failed batch.
+    Watch(WatchReport),
+}
+
+/// A kept-fresh repository as a client sees it (`POST /v1/initialize`, `/v1/status`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Freshness {
+    /// `ready` (searchable and current), `indexing` (no usable index yet; a first index
+    /// runs in the background) or `stale` (searchable, and a catch-up run or another
+    /// process is bringing it up to date).
+    pub status: String,
+    /// The repo id (SHA-256 fingerprint of the canonical path); accepted wherever a repo is named.
+    pub repo_id: String,
+    /// Canonical root.
+    pub repo: PathBuf,
+    /// The keeper's state.
+    pub watcher: FreshState,
+    /// Progress of a run in flight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<IndexProgress>,
+}
+
+impl Engine {
+    /// Keeps `repo_path`'s index current until `stop` is set: watches it as the single
+    /// writer (catch-up run, then debounced updates); defers to another process that holds
+    /// the writer, taking over when it lets go; retries failures with backoff (1 s doubling
+    /// to 60 s). Reports every state change and the watcher's batches through `report`.
+    pub fn keep_fresh(&self, repo_path: &Path, stop: &AtomicBool, report: &dyn Fn(FreshEvent)) {
+        let span = tracing::info_span!("keep_fresh", repo = %repo_path.display());
+        let _entered = span.enter();
+        let mut backoff = Duration::from_secs(1);
+        while !stop.load(Ordering::SeqCst) {
+            report(FreshEvent::State(FreshState::CatchingUp));
+            let watch_report = |r: WatchReport| {
+                let ready = matches!(r, WatchReport::Ready(_));
+                report(FreshEvent::Watch(r));
+                if ready {
+                    report(FreshEvent::State(FreshState::Watching));
+                }
+            };
+            match self.watch(repo_path, stop, &watch_report) {
+                Ok(()) => break,
+                Err(Error::IndexBusy { pid, .. }) => {
+                    report(FreshEvent::State(FreshState::Deferred { writer_pid: pid }));
+                    tracing::info!(pid, "another process writes this index; reading only");
+                    self.wait_for_writer(repo_path, stop);
+                }
+                Err(e) => {
+                    tracing::warn!("watcher failed: {e}; retrying in {backoff:?}");
+                    report(FreshEvent::State(FreshState::Failed { message: e.to_string() }));
+                    sleep_unless_stopped(stop, backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(60));
+                }
+            }
+        }
+        report(FreshEvent::State(FreshState::Stopped));
+    }
+
+    /// Waits until no process holds the repo's writer (a cheap lock probe every half second,
+    /// no state-file churn meanwhile) or `stop` is set.
+    fn wait_for_writer(&self, repo_path: &Path, stop: &AtomicBool) {
+        let Ok(repo) = self.resolve_repo(repo_path) else { return };
+        let lock = self.paths().locks().join(format!("{}.writer.lock", repo.fingerprint));
+        while !stop.load(Ordering::SeqCst) && !matches!(FileLock::try_acquire(&lock), Ok(Some(_))) {
+            sleep_unless_stopped(stop, Duration::from_millis(500));
+        }
+    }
+
+    /// True when the repo has a committed index on disk.
+    pub fn has_index(&self, repo: &RepoRef) -> bool {
+        repo.index_dir().join("meta.json").exists() && repo.manifest_path().exists()
+    }
+
+    /// The `ready` / `indexing` / `stale` view of a kept-fresh repo whose keeper is in `watcher`.
+    pub fn freshness(&self, repo: &RepoRef, watcher: FreshState) -> Freshness {
+        let indexed = self.has_index(repo);
+        let live = StatusData::read(&repo.status_path()).filter(|(_, interrupted)| !interrupted).map(|(d, _)| d);
+        let updating = live.as_ref().is_some_and(|d| d.state == IndexState::Updating || d.queued > 0);
+        let status = match (&watcher, indexed) {
+            (_, false) => "indexing",
+            (FreshState::CatchingUp, true) => "stale",
+            (FreshState::Deferred { .. }, true) if updating => "stale",
+            (FreshState::Watching, true) if updating => "stale",
+            _ => "ready",
+        };
+        Freshness {
+            status: status.into(),
+            repo_id: repo.fingerprint.clone(),
+            repo: repo.root.clone(),
+            watcher,
+            progress: live.and_then(|d| d.progress),
+        }
+    }
+}
+
+fn sleep_unless_stopped(stop: &AtomicBool, total: Duration) {
+    let step = Duration::from_millis(100);
+    let mut slept = Duration::ZERO;
+    while slept < total && !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(step);
+        slept += step;
+    }
+}

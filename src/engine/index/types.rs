@@ -1,0 +1,161 @@
+//! The index's shapes as every surface sees them: the outcome of a run, its live
+//! progress, the state of a repository's index, and lines of an indexed file.
+//! They sit a floor below the indexer so the search, code and server modules can
+//! name them without importing the indexer.
+
+use crate::engine::code::types::CodeIndexSummary;
+use crate::engine::embed::types::EmbedSummary;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Version of the JSON shapes docdex answers with (status, search, symbols, ...).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Index state as the spec names it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexState {
+    /// Searchable and not being written.
+    Ready,
+    /// A writer is applying changes; search still answers from the last commit.
+    Updating,
+    /// The last run failed or there is no usable index.
+    Error,
+}
+
+/// A file that is not in the index, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct SkippedFile {
+    /// Repo-relative path.
+    pub path: String,
+    /// Reason: binary, too large, unreadable, symlink, ...
+    pub reason: String,
+}
+
+/// Outcome of one index run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct IndexSummary {
+    /// Repo root.
+    pub repo: PathBuf,
+    /// Files now in the index.
+    pub files: u64,
+    /// Chunks now in the index.
+    pub chunks: u64,
+    /// Files added this run.
+    pub added: u64,
+    /// Files whose content changed.
+    pub updated: u64,
+    /// Files removed.
+    pub deleted: u64,
+    /// Of added/deleted, pairs that were renames (same content, new path).
+    pub renamed: u64,
+    /// Files found unchanged (not re-read or not re-indexed).
+    pub unchanged: u64,
+    /// Bytes read this run.
+    pub bytes_read: u64,
+    /// Files passed over deliberately (binary, too large, symlinks).
+    pub skipped: Vec<SkippedFile>,
+    /// Files that could not be read (retried on the next run).
+    pub errors: Vec<SkippedFile>,
+    /// Index generation after the run.
+    pub generation: u64,
+    /// Wall time.
+    pub seconds: f64,
+    /// True when the index was rebuilt from scratch.
+    pub rebuilt: bool,
+    /// Set when nothing ran because another process already keeps the index current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// What the code pass (symbols, AST, imports) did, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<CodeIndexSummary>,
+    /// The embedding phase (absent when it did not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<EmbedSummary>,
+}
+
+/// Live progress of an index run (for bars, `/v1/status`, the TUI).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct IndexProgress {
+    /// Phase: `walking`, `indexing`, `committing`, `done`.
+    pub phase: String,
+    /// Files processed so far.
+    pub files_done: u64,
+    /// Files to process.
+    pub files_total: u64,
+    /// Bytes processed so far.
+    pub bytes_done: u64,
+    /// Bytes to process.
+    pub bytes_total: u64,
+}
+
+/// The last change a watcher or indexer applied.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct LastEvent {
+    /// `create`, `modify`, `delete`, `rename` or `index`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Repo-relative path.
+    pub path: String,
+    /// When, epoch ms.
+    pub at: u64,
+}
+
+/// Spec 002 §12.2.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct StatusResponse {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Repo fingerprint.
+    pub project_id: String,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// ready / updating / error.
+    pub index_state: IndexState,
+    /// Generation of the last commit.
+    pub generation: u64,
+    /// Files waiting for the watcher or a running index.
+    pub queued_files: u64,
+    /// Files in the index.
+    pub documents: u64,
+    /// Chunks in the index.
+    pub chunks: u64,
+    /// Last completed index run, epoch ms.
+    pub last_indexed_ms: Option<u64>,
+    /// Progress of a run in flight.
+    pub progress: Option<IndexProgress>,
+    /// Last change applied.
+    pub last_event: Option<LastEvent>,
+    /// Skipped files, errors and other things worth knowing.
+    pub warnings: Vec<String>,
+    /// Per-repo state directory.
+    pub state_dir: PathBuf,
+}
+
+/// Lines of a file, for `docdex get`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct FileContent {
+    /// Repo-relative path.
+    pub path: String,
+    /// First line returned.
+    pub line_start: u32,
+    /// Last line returned.
+    pub line_end: u32,
+    /// Lines in the file.
+    pub total_lines: u32,
+    /// The text of those lines.
+    pub text: String,
+}
+
+/// Receives progress while a run is in flight.
+pub trait ProgressSink: Sync {
+    /// Called from a ticker about ten times a second, and once at the end.
+    fn progress(&self, p: &IndexProgress);
+}
+
+impl<F: Fn(&IndexProgress) + Sync> ProgressSink for F {
+    fn progress(&self, p: &IndexProgress) {
+        self(p)
+    }
+}

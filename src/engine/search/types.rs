@@ -1,0 +1,180 @@
+//! Search's shapes: the request every surface sends (CLI flags, HTTP body, MCP
+//! tool parameters) and the ranked answer with its snippets, timings and how it
+//! was retrieved. A floor below the searcher, so the chat waterfall and the
+//! surfaces can name them without importing it.
+
+use crate::engine::index::types::IndexState;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Name of the keyword retriever in responses.
+pub const BM25: &str = "bm25";
+/// Name of the vector retriever in responses.
+pub const VECTOR: &str = "vector";
+
+/// A search request (CLI flags, HTTP body, MCP tool parameters).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SearchRequest {
+    /// The query text: words, identifiers, paths, or a plain-language description.
+    pub query: String,
+    /// Results per page (defaults to `[search] default_limit`).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Opaque cursor from a previous response's `next_cursor`.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Only paths starting with this prefix (repo-relative).
+    #[serde(default)]
+    pub path_prefix: Option<String>,
+    /// Only this language (as shown in results, e.g. `rust`, `python`, `markdown`).
+    #[serde(default)]
+    pub lang: Option<String>,
+}
+
+/// A highlighted term inside a snippet: line number and byte range within that line.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct Highlight {
+    /// 1-based line number in the file.
+    pub line: u32,
+    /// Byte offset of the match within the line.
+    pub start: usize,
+    /// Byte offset just past the match.
+    pub end: usize,
+}
+
+/// One ranked hit.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SearchHit {
+    /// Stable id: `path:line_start-line_end`.
+    pub chunk_id: String,
+    /// Repo-relative path.
+    pub path: String,
+    /// Language.
+    pub lang: String,
+    /// First line of the matching chunk.
+    pub line_start: u32,
+    /// Last line of the matching chunk.
+    pub line_end: u32,
+    /// Page range (documents only; null for text).
+    pub page_start: Option<u32>,
+    /// Page range end.
+    pub page_end: Option<u32>,
+    /// Final ranking score (BM25 with priors and diversity applied).
+    pub score: f32,
+    /// First line of the snippet.
+    pub snippet_line_start: u32,
+    /// The matching lines with a little context (at most ~900 characters).
+    pub snippet: String,
+    /// Query terms found in the snippet.
+    pub highlights: Vec<Highlight>,
+    /// Index generation the hit came from.
+    pub generation: u64,
+    /// True when the file changed on disk after this generation indexed it.
+    pub stale: bool,
+    /// When the chunk is a piece of a larger definition (a method of a long class, the middle
+    /// of a long function): the signature lines of what it is inside, outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<ContextLine>,
+    /// Which retrievers found this chunk: `bm25`, `vector`, or both.
+    #[serde(default)]
+    pub retrievers: Vec<String>,
+}
+
+/// A line shown above a snippet as context.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct ContextLine {
+    /// 1-based line number.
+    pub line: u32,
+    /// The line as it is on disk (trimmed, at most 200 characters).
+    pub text: String,
+}
+
+/// Search timings in milliseconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct SearchTiming {
+    /// Query parsing and BM25 retrieval.
+    pub search: f64,
+    /// Priors, diversity and paging.
+    pub rank: f64,
+    /// Snippet extraction from files on disk.
+    pub snippets: f64,
+    /// Total.
+    pub total: f64,
+}
+
+/// Spec 002 §12.1.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SearchResponse {
+    /// [`SCHEMA_VERSION`](crate::engine::index::types::SCHEMA_VERSION).
+    pub schema_version: u32,
+    /// Repo fingerprint.
+    pub project_id: String,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// The query as given.
+    pub query: String,
+    /// State of the index when the search ran.
+    pub index_state: IndexState,
+    /// Generation searched.
+    pub generation: u64,
+    /// How sure the results answer the query, 0..1 (see docs/SEARCH.md).
+    pub confidence: f64,
+    /// Ranked hits for this page.
+    pub results: Vec<SearchHit>,
+    /// Matching chunks considered for ranking (before paging); capped at the 1,000-chunk
+    /// ranking pool, so it is a lower bound when it equals 1,000.
+    pub total_hits: usize,
+    /// Cursor for the next page; empty when there is none.
+    pub next_cursor: String,
+    /// Reserved for PII redaction (always false for now).
+    pub pii_redacted: bool,
+    /// Timings.
+    pub timing_ms: SearchTiming,
+    /// How the results were retrieved (BM25 alone or fused with vectors) and why.
+    #[serde(default)]
+    pub retrieval: RetrievalInfo,
+}
+
+/// How a search's results were retrieved.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct RetrievalInfo {
+    /// `bm25` or `hybrid`.
+    pub mode: String,
+    /// Retrievers that contributed hits to this page.
+    pub retrievers: Vec<String>,
+    /// BM25 candidates that entered ranking.
+    pub bm25_candidates: usize,
+    /// Vector candidates that entered the fusion (0 in `bm25` mode).
+    pub vector_candidates: usize,
+    /// The embedding model (hybrid mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_model: Option<String>,
+    /// Time the embedder took for the query, in milliseconds (hybrid mode; not in `timing_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_ms: Option<f64>,
+    /// Why vectors did not take part, when they did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+impl Default for RetrievalInfo {
+    fn default() -> Self {
+        RetrievalInfo::keyword_only(0)
+    }
+}
+
+impl RetrievalInfo {
+    /// BM25 alone, with `candidates` hits.
+    pub fn keyword_only(candidates: usize) -> RetrievalInfo {
+        RetrievalInfo {
+            mode: BM25.into(),
+            retrievers: if candidates > 0 { vec![BM25.into()] } else { Vec::new() },
+            bm25_candidates: candidates,
+            vector_candidates: 0,
+            embedding_model: None,
+            embed_ms: None,
+            notice: None,
+        }
+    }
+}
