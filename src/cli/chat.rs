@@ -5,11 +5,11 @@
 
 use super::output::Out;
 use super::RepoArg;
-use crate::engine::llm::{ChatMessage, Role};
 use crate::engine::protocol::{
     AnswerStatus, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, StepStatus,
     WebPolicy,
 };
+use crate::engine::protocol::{ChatMessage, Role};
 use crate::engine::Engine;
 use std::io::{BufRead, IsTerminal, Write};
 use std::ops::ControlFlow;

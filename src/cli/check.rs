@@ -2,7 +2,7 @@
 //! code 1 when a prerequisite failed.
 
 use super::output::Out;
-use crate::engine::check::{CheckOptions, CheckReport, CheckStatus};
+use crate::engine::protocol::{CheckOptions, CheckReport, CheckStatus};
 use crate::engine::Engine;
 use std::path::PathBuf;
 use std::process::ExitCode;

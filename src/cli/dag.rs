@@ -3,7 +3,7 @@
 
 use super::output::Out;
 use super::RepoArg;
-use crate::engine::dag::{to_dot, to_text, utc};
+use crate::engine::protocol::{to_dot, to_text, utc};
 use crate::engine::Engine;
 
 /// `docdex dag` subcommands.

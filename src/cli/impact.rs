@@ -4,10 +4,10 @@
 
 use super::output::Out;
 use super::RepoArg;
-use crate::engine::code::graph::{Diagnostic, Edge};
-use crate::engine::code::impact::{
+use crate::engine::protocol::{
     CyclesResponse, Dependency, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse, RebuildSummary,
 };
+use crate::engine::protocol::{Diagnostic, Edge};
 use crate::engine::Engine;
 use crate::error::Error;
 
@@ -23,7 +23,7 @@ pub struct ImpactArgs {
     #[arg(long, short)]
     file: Option<String>,
     /// Import hops to follow.
-    #[arg(long, short, default_value_t = crate::engine::code::impact::DEFAULT_DEPTH)]
+    #[arg(long, short, default_value_t = crate::engine::protocol::DEFAULT_DEPTH)]
     depth: u32,
     /// in: files importing it; out: what it imports; both.
     #[arg(long, value_enum, default_value_t = DirectionArg::Both)]
@@ -166,7 +166,7 @@ fn edge_label(e: &Edge) -> String {
 }
 
 fn display_id(id: &str) -> String {
-    match id.strip_prefix(crate::engine::code::graph::EXTERNAL_PREFIX) {
+    match id.strip_prefix(crate::engine::protocol::EXTERNAL_PREFIX) {
         Some(pkg) => format!("{pkg} (external)"),
         None => id.to_string(),
     }

@@ -2,9 +2,9 @@
 //! machine and guided setup of the model server, printed for humans or as JSON.
 
 use super::output::Out;
-use crate::engine::llm::models::LlmListResponse;
-use crate::engine::llm::setup::{LlmSetupReport, LlmSetupRequest};
-use crate::engine::llm::PullProgress;
+use crate::engine::protocol::LlmListResponse;
+use crate::engine::protocol::PullProgress;
+use crate::engine::protocol::{LlmSetupReport, LlmSetupRequest};
 use crate::engine::Engine;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;

@@ -1,10 +1,10 @@
 //! Human output: colored on a terminal (unless NO_COLOR), plain otherwise.
 
+use crate::engine::protocol::RepoRecord;
+use crate::engine::protocol::WatchReport;
 use crate::engine::protocol::{
     EmbedState, EmbedSummary, FileContent, IndexSummary, SearchResponse, SimilarResponse, StatusResponse,
 };
-use crate::engine::repos::RepoRecord;
-use crate::engine::watch::WatchReport;
 use std::io::{IsTerminal, Write};
 
 /// A stdout writer that knows whether to color.
@@ -265,7 +265,7 @@ pub fn print_status(out: &Out, s: &StatusResponse) {
     out.line(&format!("generation  {}", s.generation));
     out.line(&format!("queued      {}", s.queued_files));
     if let Some(ms) = s.last_indexed_ms {
-        let ago = crate::engine::fsutil::now_ms().saturating_sub(ms) / 1000;
+        let ago = crate::engine::protocol::now_ms().saturating_sub(ms) / 1000;
         out.line(&format!("indexed     {ago}s ago"));
     }
     if let Some(p) = &s.progress {
@@ -320,7 +320,7 @@ pub fn print_repos(out: &Out, repos: &[RepoRecord]) {
     for r in repos {
         let when = r
             .last_indexed_ms
-            .map(|ms| format!("indexed {}s ago", crate::engine::fsutil::now_ms().saturating_sub(ms) / 1000))
+            .map(|ms| format!("indexed {}s ago", crate::engine::protocol::now_ms().saturating_sub(ms) / 1000))
             .unwrap_or_else(|| "never indexed".into());
         out.line(&format!(
             "{}  {} files, {} chunks, {}  {}",

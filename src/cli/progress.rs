@@ -1,7 +1,7 @@
 //! The indexing progress bar (files, MB, ETA) on a terminal's stderr.
 
-use crate::engine::index::ProgressSink;
 use crate::engine::protocol::IndexProgress;
+use crate::engine::protocol::ProgressSink;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 

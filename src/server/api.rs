@@ -1,37 +1,26 @@
-//! The HTTP API: one handler per endpoint, each a few lines over one `Engine`
-//! call run on the blocking pool (engine calls are synchronous and touch
-//! disk). The router is built through [`Routes`], so the OpenAPI document at
-//! `/v1/openapi.json` lists exactly what is served.
+//! The repository API: health, status, mounting (`initialize`), search, reading
+//! a file, the registered repositories and the provider's models. One handler
+//! per endpoint, each a few lines over one `Engine` call run on the blocking
+//! pool (engine calls are synchronous and touch disk), registered through
+//! [`Routes`] so the OpenAPI document lists exactly what is served.
 //!
 //! A request names its repository with the `x-docdex-repo` header, a `repo`
 //! body field or a `?repo=` query (in that order of precedence); `docdex serve`
 //! defaults to its repo.
 
-use super::error::{ApiError, ApiJson, ApiQuery, BodyLimit, ErrorDetail};
-use super::mounts::MountInfo;
-use super::openapi::{self, Operation, Routes};
-use super::{auth, mcp, AppState, Mode};
-use crate::engine::protocol::{FileContent, SearchRequest, SearchResponse, StatusResponse, SCHEMA_VERSION};
-use crate::engine::repos::{RepoRecord, RepoRef};
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use super::error::{ApiError, ErrorDetail};
+use super::extract::{blocking, parse_lines, selector, ApiJson, ApiQuery, RepoQuery};
+use super::openapi::{Operation, Routes};
+use super::state::{AppState, Mode};
+use crate::engine::protocol::{
+    FileContent, Freshness, RepoRecord, RepoRef, SearchRequest, SearchResponse, StatusResponse, SCHEMA_VERSION,
+};
+use axum::extract::State;
+use axum::http::{HeaderMap, Method};
 use axum::routing::{get, post};
-use axum::{middleware, Extension, Json, Router};
+use axum::Json;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use std::sync::{Arc, OnceLock};
-
-/// Header naming the repository of a request.
-pub const REPO_HEADER: &str = "x-docdex-repo";
-
-/// `?repo=`: the repository, when not given by header.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct RepoQuery {
-    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
-    #[serde(default)]
-    pub repo: Option<String>,
-}
 
 /// `POST /v1/search` body: a [`SearchRequest`] plus the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -84,7 +73,7 @@ pub struct Health {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct RepoStatus {
     /// Mount state (ready / indexing / stale, the watcher).
-    pub mount: MountInfo,
+    pub mount: Freshness,
     /// Index state, counts, progress and warnings (absent while a first index runs).
     pub index: Option<StatusResponse>,
     /// Why `index` is absent.
@@ -138,22 +127,6 @@ pub struct ModelEntry {
     /// Size on disk in bytes, when the provider says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,
-}
-
-/// The selector a request carries: header first, then body, then query.
-pub fn selector(headers: &HeaderMap, body: Option<&str>, query: Option<&str>) -> Option<String> {
-    headers.get(REPO_HEADER).and_then(|v| v.to_str().ok()).or(body).or(query).map(str::to_string)
-}
-
-/// Runs an engine call on the blocking pool.
-pub async fn blocking<T, F>(f: F) -> Result<T, ApiError>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
-{
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("request worker failed: {e}"))
-    })?
 }
 
 fn resolve(state: &AppState, sel: Option<String>) -> Result<RepoRef, ApiError> {
@@ -210,7 +183,7 @@ async fn status(
 async fn initialize(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<InitializeBody>,
-) -> Result<Json<MountInfo>, ApiError> {
+) -> Result<Json<Freshness>, ApiError> {
     let mount = {
         let state = state.clone();
         blocking(move || state.initialize(&body.root_uri)).await?
@@ -280,69 +253,9 @@ async fn models(State(state): State<AppState>) -> Result<Json<ModelList>, ApiErr
     .await
 }
 
-/// Parses `A-B` or `A` into an inclusive line range.
-pub fn parse_lines(s: &str) -> Result<(u32, u32), ApiError> {
-    let bad = || ApiError::bad_request(format!("bad lines {s:?}: use A-B, e.g. 10-40, or a single line"));
-    match s.split_once('-') {
-        Some((a, b)) => Ok((a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?)),
-        None => {
-            let a = s.trim().parse().map_err(|_| bad())?;
-            Ok((a, a))
-        }
-    }
-}
-
-/// True for `Host` values naming this machine's loopback (`localhost`, `127.x.y.z`, `[::1]`),
-/// with or without a port.
-pub fn is_loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => host
-            .rsplit_once(':')
-            .map_or(host, |(h, port)| if port.chars().all(|c| c.is_ascii_digit()) { h } else { host }),
-    };
-    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
-}
-
-/// Refuses requests whose `Host` is not loopback when the server is not exposed: a web page
-/// cannot reach a local docdex through DNS rebinding.
-async fn loopback_host_only(
-    State(exposed): State<bool>,
-    req: axum::extract::Request,
-    next: middleware::Next,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let host = req.headers().get(axum::http::header::HOST).and_then(|h| h.to_str().ok());
-    match host {
-        Some(h) if !exposed && !is_loopback_host(h) => ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden_host",
-            format!("Host {h:?} is not this machine's loopback; docdex serves local clients only (use --expose with a token for others)"),
-        )
-        .into_response(),
-        _ => next.run(req).await,
-    }
-}
-
-async fn no_route(method: Method, uri: axum::http::Uri) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not_found",
-        format!("no endpoint {method} {}; GET /v1/openapi.json lists them", uri.path()),
-    )
-}
-
-async fn wrong_method(method: Method, uri: axum::http::Uri) -> ApiError {
-    ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
-        format!("{} does not answer {method}; GET /v1/openapi.json lists the methods", uri.path()),
-    )
-}
-
-/// The HTTP endpoints (without MCP), documented as they are registered.
-pub fn api_routes(doc: Arc<OnceLock<Value>>) -> Routes<AppState> {
-    Routes::default()
+/// Adds the repository endpoints to `routes`, documented as they are registered.
+pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
+    routes
         .route(
             Method::GET,
             "/healthz",
@@ -365,7 +278,7 @@ pub fn api_routes(doc: Arc<OnceLock<Value>>) -> Routes<AppState> {
             Operation::new("Mount a repository and keep it fresh")
                 .describe("Answers `ready`, `indexing` (no index yet; the first index runs in the background) or `stale` (searchable; a catch-up run is applying changes). `docdex serve` accepts only its own repository.")
                 .body::<InitializeBody>()
-                .response::<MountInfo>(),
+                .response::<Freshness>(),
         )
         .route(
             Method::POST,
@@ -398,59 +311,4 @@ pub fn api_routes(doc: Arc<OnceLock<Value>>) -> Routes<AppState> {
                 .describe("503 `upstream_unavailable` when the provider cannot be reached.")
                 .response::<ModelList>(),
         )
-        .route(
-            Method::GET,
-            "/v1/openapi.json",
-            get(move || {
-                let doc = doc.clone();
-                async move { Json(doc.get().cloned().unwrap_or(Value::Null)) }
-            }),
-            Operation::new("This document"),
-        )
-}
-
-/// The whole application: HTTP endpoints, MCP transports (when enabled), the error
-/// contract for unknown routes and methods, body limits and the token check.
-pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
-    let doc = Arc::new(OnceLock::new());
-    let mut routes = super::chat::routes(super::intel::routes(api_routes(doc.clone())));
-    if with_mcp {
-        routes = mcp::routes(routes, &state);
-    }
-    let (router, ops) = routes.finish();
-    let _ = doc.set(openapi::document(&ops));
-    let limit = state.body_limit();
-    let router = router
-        .fallback(no_route)
-        .method_not_allowed_fallback(wrong_method)
-        .layer(Extension(BodyLimit(limit)))
-        .layer(DefaultBodyLimit::max(limit))
-        .layer(middleware::from_fn_with_state(state.auth().clone(), auth::require_token))
-        .layer(middleware::from_fn_with_state(state.exposed(), loopback_host_only))
-        .with_state(state);
-    (router, ops)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_hosts() {
-        for h in ["localhost", "localhost:3210", "127.0.0.1", "127.0.0.1:80", "[::1]:3210", "[::1]", "LOCALHOST:1"] {
-            assert!(is_loopback_host(h), "{h}");
-        }
-        for h in
-            ["evil.example", "evil.example:3210", "10.0.0.1:3210", "localhost.evil.example", "[::2]:1", "0.0.0.0:3210"]
-        {
-            assert!(!is_loopback_host(h), "{h}");
-        }
-    }
-
-    #[test]
-    fn line_ranges_parse() {
-        assert_eq!(parse_lines("3-9").unwrap(), (3, 9));
-        assert_eq!(parse_lines(" 4 ").unwrap(), (4, 4));
-        assert_eq!(parse_lines("a-b").unwrap_err().code, "bad_request");
-    }
 }

@@ -12,16 +12,15 @@
 //! with the error contract; a failure after that arrives as an OpenAI-style `{"error": ...}`
 //! chunk. A client that disconnects stops the model (the event callback returns `Break`).
 
-use super::error::{ApiError, ApiJson, ApiQuery};
-use super::http::{selector, RepoQuery};
-use super::intel::confine;
+use super::error::ApiError;
+use super::extract::{confine, selector, ApiJson, ApiQuery, RepoQuery};
 use super::openapi::{Operation, Routes};
-use super::AppState;
-use crate::engine::llm::{ChatMessage, Role};
+use super::state::AppState;
 use crate::engine::protocol::{
     AnswerStatus, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, LlmOutcome,
     WebPolicy,
 };
+use crate::engine::protocol::{ChatMessage, Role};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};

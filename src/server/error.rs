@@ -3,15 +3,13 @@
 //! Engine errors map through [`Error::code`], so the CLI's `--json` errors, the
 //! HTTP bodies and MCP tool errors all use the same codes. Axum's own plain-text
 //! rejections (bad JSON, oversized bodies, unknown routes) are replaced by this
-//! contract too: a client never has to parse two error shapes.
+//! contract too (by the extractors in [`super::extract`]): a client never has to
+//! parse two error shapes.
 
 use crate::error::Error;
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 /// The body of every error response.
@@ -109,59 +107,5 @@ impl IntoResponse for ApiError {
             tracing::warn!(code = self.code, "{}", self.message);
         }
         (self.status, axum::Json(self.body())).into_response()
-    }
-}
-
-/// A JSON request body whose every failure (unreadable, too large, not JSON, wrong shape)
-/// answers with the error contract instead of axum's plain-text rejection.
-#[derive(Debug, Clone)]
-pub struct ApiJson<T>(pub T);
-
-impl<S, T> FromRequest<S> for ApiJson<T>
-where
-    T: DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let limit = req.extensions().get::<BodyLimit>().map(|l| l.0).unwrap_or(0);
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::payload_too_large(limit)
-            } else {
-                ApiError::bad_request(format!("could not read the request body: {}", rejection.body_text()))
-            }
-        })?;
-        if bytes.is_empty() {
-            return Err(ApiError::bad_request("empty request body: send a JSON object"));
-        }
-        serde_json::from_slice(&bytes)
-            .map(ApiJson)
-            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
-    }
-}
-
-/// The configured body limit, put in request extensions so rejections can name it.
-#[derive(Debug, Clone, Copy)]
-pub struct BodyLimit(pub usize);
-
-/// A query string whose failures (a missing or malformed parameter) answer with the error
-/// contract instead of axum's plain-text rejection.
-#[derive(Debug, Clone)]
-pub struct ApiQuery<T>(pub T);
-
-impl<S, T> axum::extract::FromRequestParts<S> for ApiQuery<T>
-where
-    T: DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Query::<T>::from_request_parts(parts, state)
-            .await
-            .map(|q| ApiQuery(q.0))
-            .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
     }
 }

@@ -1,23 +1,23 @@
 //! The code-intelligence, memory and reasoning-DAG endpoints: symbols, the symbol
 //! store's status, AST search and query, the impact graph, repo memory and the
 //! logged chat sessions. Each handler resolves the repository the request names
-//! (header, body, query; see [`super::http`]), checks that any path it carries
+//! (header, body, query; see [`super::extract::selector`]), checks that any path it carries
 //! stays inside that repository, and runs one `Engine` call on the blocking pool.
 //!
 //! Query strings are parsed into small structs with plain fields (not the engine
 //! request types flattened) because URL-encoded values are strings and serde's
 //! `flatten` cannot turn them into numbers.
 
-use super::error::{ApiError, ApiJson, ApiQuery};
-use super::http::{blocking, selector, RepoQuery};
+use super::error::ApiError;
+use super::extract::{blocking, confine, selector, ApiJson, ApiQuery, RepoQuery};
 use super::openapi::{Operation, Routes};
-use super::AppState;
+use super::state::AppState;
+use crate::engine::protocol::RepoRef;
 use crate::engine::protocol::{
     AstMode, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, DagSession, DagSessionList,
     Direction, ImpactRequest, ImpactResponse, MemoryRecallRequest, MemoryRecallResponse, MemoryStoreRequest,
     MemoryStoreResponse, SymbolsRequest, SymbolsResponse, SymbolsStatus,
 };
-use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -25,7 +25,6 @@ use axum::routing::{get, post};
 use axum::Json;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use std::path::{Component, Path};
 
 /// `GET /v1/symbols` query.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -120,36 +119,6 @@ pub struct MemoryRecallBody {
     /// What to recall.
     #[serde(flatten)]
     pub recall: MemoryRecallRequest,
-}
-
-/// Refuses a user-given path that leaves the repository: an absolute path outside its root,
-/// or a relative one whose `..` climbs above it. Symlinks are not followed here: the engine
-/// only answers from what it indexed, which never includes files outside the root.
-pub fn confine(repo: &RepoRef, path: &str) -> Result<(), ApiError> {
-    let outside = || ApiError::from(crate::Error::OutsideRepo { path: path.to_string(), repo: repo.root.clone() });
-    let p = Path::new(path.trim());
-    let relative = if p.is_absolute() {
-        if let Ok(real) = std::fs::canonicalize(p) {
-            return if real.starts_with(&repo.root) { Ok(()) } else { Err(outside()) };
-        }
-        // Not on disk: judge it by its text, `..` included.
-        p.strip_prefix(&repo.root).map_err(|_| outside())?
-    } else {
-        p
-    };
-    let mut depth: i64 = 0;
-    for c in relative.components() {
-        match c {
-            Component::ParentDir => depth -= 1,
-            Component::Normal(_) => depth += 1,
-            Component::CurDir => {}
-            Component::RootDir | Component::Prefix(_) => return Err(outside()),
-        }
-        if depth < 0 {
-            return Err(outside());
-        }
-    }
-    Ok(())
 }
 
 /// Resolves the repository, confines `paths` to it, and runs `call` on the blocking pool;
@@ -368,25 +337,4 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
                 .query::<RepoQuery>()
                 .response::<DagSession>(),
         )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn repo() -> RepoRef {
-        RepoRef { root: "/srv/repo".into(), fingerprint: "f".repeat(64), state_dir: "/tmp/state".into() }
-    }
-
-    #[test]
-    fn paths_stay_inside_the_repository() {
-        let r = repo();
-        for ok in ["src/a.rs", "src/../b.rs", "./c", "/srv/repo/src/a.rs", "a/b/../../c"] {
-            assert!(confine(&r, ok).is_ok(), "{ok}");
-        }
-        for bad in ["../x", "src/../../x", "/etc/passwd", "/srv/repository/a", "a/../../b", "/srv/repo/../../etc/x"] {
-            let e = confine(&r, bad).unwrap_err();
-            assert_eq!((e.code, e.status), ("path_outside_repo", StatusCode::FORBIDDEN), "{bad}");
-        }
-    }
 }

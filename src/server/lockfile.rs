@@ -2,7 +2,7 @@
 //! holds an OS lock (released even on `kill -9`) and says who holds it (pid and
 //! address), so a second daemon refuses with a message naming the first.
 
-use crate::engine::fsutil::now_ms;
+use crate::engine::protocol::now_ms;
 use crate::error::{Error, IoContext, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};

@@ -6,7 +6,10 @@
 
 use super::auth::Auth;
 use super::lockfile::DaemonLock;
-use super::{http, mcp, AppState, Mode};
+use super::mcp;
+use super::router;
+use super::shutdown::shutdown_signal;
+use super::state::{AppState, Mode};
 use crate::engine::protocol::{CheckOptions, CheckStatus};
 use crate::engine::Engine;
 use anyhow::{bail, Context};
@@ -136,7 +139,7 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
         AppState::new(engine.clone(), opts.mode, repo.as_deref(), auth, opts.watch, opts.max_body_bytes, opts.expose)
             .context("mounting the repository")?;
     let with_mcp = opts.enable_mcp.unwrap_or(engine.config().server.enable_mcp);
-    let (app, _) = http::app(state.clone(), with_mcp);
+    let (app, _) = router::app(state.clone(), with_mcp);
     let mode = match opts.mode {
         Mode::Daemon => "daemon",
         _ => "serve",
@@ -217,27 +220,5 @@ async fn trim_memory_periodically(period: Duration) {
     loop {
         tick.tick().await;
         let _ = tokio::task::spawn_blocking(super::mounts::release_free_memory).await;
-    }
-}
-
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
     }
 }

@@ -3,7 +3,7 @@
 //! prompt), so panes never call each other or the engine (gitui's queue).
 
 use super::event::Request;
-use super::panes::PaneId;
+use super::pane_id::PaneId;
 use std::path::PathBuf;
 
 /// Something a pane wants done.

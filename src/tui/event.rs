@@ -8,7 +8,7 @@ use super::widgets::dag::DagView;
 use super::widgets::graph::GraphView;
 use super::widgets::preview::PreviewDoc;
 use super::widgets::trace::TraceView;
-use crate::engine::llm::ChatMessage;
+use crate::engine::protocol::ChatMessage;
 use crate::engine::protocol::{Highlight, IndexProgress, IndexSummary, RepoOverview, SearchRequest, SearchResponse};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -251,7 +251,12 @@ pub enum WatchActivity {
         /// Repo-relative paths.
         paths: Vec<String>,
     },
-    /// A batch or the watcher failed.
+    /// Another process writes this index; watching takes over when it stops.
+    Deferred {
+        /// That process.
+        writer_pid: u32,
+    },
+    /// A batch or the watcher failed (a failed watcher is retried with backoff).
     Failed(String),
     /// The watcher ended.
     Stopped,

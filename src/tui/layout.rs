@@ -4,7 +4,7 @@
 //! `panes::search::layout`), so every arrangement is testable without a
 //! terminal.
 
-use super::panes::PaneId;
+use super::pane_id::PaneId;
 use ratatui::layout::Rect;
 
 /// Smallest size the workbench draws itself at.

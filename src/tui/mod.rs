@@ -22,6 +22,7 @@ pub mod highlight;
 pub mod jobs;
 pub mod keymap;
 pub mod layout;
+pub mod pane_id;
 pub mod panes;
 pub mod runtime;
 pub mod terminal;

@@ -8,8 +8,8 @@ use super::event::{Citation, Conversation};
 use super::widgets::dag::{DagNode, DagSession, DagView};
 use super::widgets::thousands;
 use super::widgets::trace::{DroppedSnippet, SlotBudget, TierRun, TraceView};
-use crate::engine::dag::{DagSession as EngineDagSession, DagSessionSummary};
-use crate::engine::waterfall::types::{ChatSource, ChatTrace, StepStatus, StepTrace};
+use crate::engine::protocol::{ChatSource, ChatTrace, StepStatus, StepTrace};
+use crate::engine::protocol::{DagSession as EngineDagSession, DagSessionSummary};
 use serde_json::Value;
 
 /// The name of a step's status, as the trace prints it.
@@ -217,7 +217,7 @@ fn payload_text(v: &Value) -> String {
 /// A logged session's questions (the `UserRequest` nodes) with their answers (the answer
 /// observation each request leads to), oldest first.
 pub fn conversation(session: &EngineDagSession) -> Conversation {
-    use crate::engine::dag::NodeKind;
+    use crate::engine::protocol::NodeKind;
     let mut turns: Vec<(String, Option<String>)> = Vec::new();
     for n in &session.nodes {
         match n.kind {
@@ -260,7 +260,7 @@ pub fn dag_view(sessions: &[DagSessionSummary], shown: Option<&EngineDagSession>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::waterfall::types::Slot;
+    use crate::engine::protocol::Slot;
 
     fn source(path: &str, a: u32, b: u32, cited: bool) -> ChatSource {
         ChatSource {

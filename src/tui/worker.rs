@@ -3,7 +3,8 @@
 //! back as [`EngineEvent`]s on the app's channel. Search, preview and impact
 //! run in latest-wins slots; index runs report progress as they go; chat turns
 //! run the waterfall (`Engine::chat`) and stream their answer until done or
-//! stopped; watchers run until stopped. Nothing here ever blocks the event loop.
+//! stopped; watchers are the engine's keepers (`Engine::keep_fresh`) and run until
+//! stopped. Nothing here ever blocks the event loop.
 
 use super::event::{
     AppEvent, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request, SymbolHit, WatchActivity,
@@ -13,12 +14,12 @@ use super::jobs::LatestWins;
 use super::views;
 use super::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind};
 use super::widgets::preview::PreviewDoc;
-use crate::engine::llm::{model_matches, ChatMessage};
+use crate::engine::protocol::{model_matches, ChatMessage};
 use crate::engine::protocol::{
     AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, Highlight, IndexProgress,
 };
 use crate::engine::protocol::{CancelToken, ImpactRequest, ImpactResponse, SymbolsRequest};
-use crate::engine::watch::WatchReport;
+use crate::engine::protocol::{FreshEvent, FreshState, WatchReport};
 use crate::engine::{Engine, IndexOptions};
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
@@ -212,19 +213,20 @@ impl Worker {
             let send = |activity: WatchActivity| {
                 let _ = tx.send(AppEvent::Engine(EngineEvent::Watch { repo: path.clone(), activity }));
             };
-            let report = |r: WatchReport| {
-                send(match r {
-                    WatchReport::Ready(_) => WatchActivity::Ready,
-                    WatchReport::Applied { paths, .. } => WatchActivity::Applied { paths },
-                    WatchReport::Failed(e) => WatchActivity::Failed(e),
-                })
+            let report = |e: FreshEvent| {
+                let activity = match e {
+                    FreshEvent::Watch(WatchReport::Ready(_)) => WatchActivity::Ready,
+                    FreshEvent::Watch(WatchReport::Applied { paths, .. }) => WatchActivity::Applied { paths },
+                    FreshEvent::Watch(WatchReport::Failed(e)) => WatchActivity::Failed(e),
+                    FreshEvent::State(FreshState::Deferred { writer_pid }) => WatchActivity::Deferred { writer_pid },
+                    FreshEvent::State(FreshState::Failed { message }) => WatchActivity::Failed(message),
+                    FreshEvent::State(FreshState::Stopped) => WatchActivity::Stopped,
+                    FreshEvent::State(FreshState::CatchingUp | FreshState::Watching) => return,
+                };
+                send(activity)
             };
-            match guarded("a watcher", || engine.watch(&path, &flag, &report)) {
-                Some(Ok(())) => send(WatchActivity::Stopped),
-                Some(Err(e)) => send(WatchActivity::Failed(format!("{e:#}"))),
-                None => send(WatchActivity::Failed(
-                    "the watcher stopped on an internal error (see state/logs/tui.log)".into(),
-                )),
+            if guarded("a watcher", || engine.keep_fresh(&path, &flag, &report)).is_none() {
+                send(WatchActivity::Failed("the watcher stopped on an internal error (see state/logs/tui.log)".into()));
             }
         });
         self.watchers.insert(repo, (stop, handle));

@@ -428,7 +428,7 @@ async fn openapi_documents_exactly_the_routes_served() {
         false,
     )
     .unwrap();
-    let (_router, ops) = docdex::server::http::app(state, true);
+    let (_router, ops) = docdex::server::app(state, true);
     let mut expected: Vec<String> = ops.iter().map(|o| format!("{} {}", o.method, o.path)).collect();
     expected.sort();
     assert_eq!(documented, expected, "the document lists exactly the router's routes");

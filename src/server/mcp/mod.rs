@@ -15,10 +15,10 @@ pub mod stdio;
 mod tools;
 
 use super::error::ApiError;
-use super::http::blocking;
+use super::extract::blocking;
 use super::openapi::{Operation, Routes};
-use super::AppState;
-use crate::engine::repos::RepoRef;
+use super::state::AppState;
+use crate::engine::protocol::RepoRef;
 use axum::http::Method;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams,
@@ -190,6 +190,7 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
         config,
     );
     let service = tower_service_with_init_extras(service, state.body_limit());
+    let sessions = Arc::new(sse::SseSessions::default());
     routes
         .route_many(
             &[Method::POST, Method::GET, Method::DELETE],
@@ -201,7 +202,7 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
         .route(
             Method::GET,
             "/sse",
-            axum::routing::get(sse::connect),
+            axum::routing::get(sse::connect).layer(axum::Extension(sessions.clone())),
             Operation::new("Legacy MCP SSE stream (protocol 2024-11-05)")
                 .describe("The first event (`endpoint`) names the URL to POST messages to; responses arrive as `message` events.")
                 .event_stream::<Value>(),
@@ -209,7 +210,7 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
         .route(
             Method::POST,
             "/v1/mcp/message",
-            axum::routing::post(sse::message),
+            axum::routing::post(sse::message).layer(axum::Extension(sessions)),
             Operation::new("Legacy MCP: a client message for an SSE session")
                 .query::<sse::SessionQuery>()
                 .body::<Value>()

@@ -7,11 +7,13 @@
 //! session; server shutdown closes every stream.
 
 use super::{DocdexMcp, InitExtras, InitSlot};
-use crate::server::error::{ApiError, ApiJson, ApiQuery};
-use crate::server::AppState;
+use crate::server::error::ApiError;
+use crate::server::extract::{ApiJson, ApiQuery};
+use crate::server::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::Extension;
 use futures::channel::mpsc::{unbounded, UnboundedSender};
 use futures::{Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -20,7 +22,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Open SSE sessions by id.
 #[derive(Default)]
@@ -71,24 +73,27 @@ pub struct SessionQuery {
 
 /// Removes the session when its event stream is dropped (client gone or shutdown).
 struct SessionGuard {
-    state: AppState,
+    sessions: Arc<SseSessions>,
     id: String,
 }
 
 impl Drop for SessionGuard {
     fn drop(&mut self) {
-        self.state.sse().remove(&self.id);
+        self.sessions.remove(&self.id);
         tracing::debug!(session = %self.id, "SSE session closed");
     }
 }
 
 /// `GET /sse`: opens a session and streams its messages.
-pub async fn connect(State(state): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+pub async fn connect(
+    State(state): State<AppState>,
+    Extension(sessions): Extension<Arc<SseSessions>>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let id = uuid::Uuid::new_v4().simple().to_string();
     let (to_server, from_client) = unbounded::<ClientJsonRpcMessage>();
     let (to_client, from_server) = unbounded::<ServerJsonRpcMessage>();
     let init = InitSlot::default();
-    state.sse().insert(id.clone(), Session { to_server, init: init.clone() });
+    sessions.insert(id.clone(), Session { to_server, init: init.clone() });
     let handler = DocdexMcp::new(state.clone(), init, false);
     let shutdown = state.shutdown_token().clone();
     {
@@ -106,7 +111,7 @@ pub async fn connect(State(state): State<AppState>) -> Sse<impl Stream<Item = Re
             }
         });
     }
-    let guard = SessionGuard { state, id: id.clone() };
+    let guard = SessionGuard { sessions, id: id.clone() };
     let endpoint = Event::default().event("endpoint").data(format!("/v1/mcp/message?sessionId={id}"));
     let messages = from_server.map(|m| {
         let data = serde_json::to_string(&m).unwrap_or_default();
@@ -124,11 +129,11 @@ pub async fn connect(State(state): State<AppState>) -> Sse<impl Stream<Item = Re
 
 /// `POST /v1/mcp/message?sessionId=`: hands one client message to its session.
 pub async fn message(
-    State(state): State<AppState>,
+    Extension(sessions): Extension<Arc<SseSessions>>,
     ApiQuery(q): ApiQuery<SessionQuery>,
     ApiJson(body): ApiJson<Value>,
 ) -> Result<StatusCode, ApiError> {
-    let (tx, init) = state.sse().get(&q.session_id).ok_or_else(|| {
+    let (tx, init) = sessions.get(&q.session_id).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "unknown_session",

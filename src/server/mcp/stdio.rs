@@ -4,7 +4,7 @@
 //! docdex extras rmcp's typed params drop (`rootUri`, `auth_token`).
 
 use super::{DocdexMcp, InitExtras, InitSlot};
-use crate::server::AppState;
+use crate::server::state::AppState;
 use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -42,7 +42,7 @@ pub async fn serve(app: AppState) -> anyhow::Result<()> {
     let ct = running.cancellation_token();
     tokio::select! {
         r = running.waiting() => { if let Err(e) = r { tracing::warn!("MCP session ended: {e}"); } }
-        _ = super::super::run::shutdown_signal() => ct.cancel(),
+        _ = crate::server::shutdown::shutdown_signal() => ct.cancel(),
     }
     pump.abort();
     Ok(())

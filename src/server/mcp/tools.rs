@@ -8,8 +8,7 @@ use crate::engine::protocol::{
     Direction, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, SearchRequest, SymbolsRequest,
 };
 use crate::server::error::ApiError;
-use crate::server::http::blocking;
-use crate::server::intel::confine;
+use crate::server::extract::{blocking, confine};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use rmcp::ErrorData as McpError;
 use schemars::generate::SchemaSettings;

@@ -8,7 +8,7 @@
 //! the engine's explanation of how to set a model up; search keeps working.
 
 use super::{Cx, Pane, PaneId, RenderCtx};
-use crate::engine::llm::{ChatMessage, Role as LlmRole};
+use crate::engine::protocol::{ChatMessage, Role as LlmRole};
 use crate::tui::action::Action;
 use crate::tui::event::{ChatUpdate, Citation, Conversation, EngineEvent, ProviderState, ProviderStatus, Request};
 use crate::tui::keymap::Command;

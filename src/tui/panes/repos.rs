@@ -218,6 +218,10 @@ impl Pane for ReposPane {
                     WatchActivity::Applied { paths } => {
                         (Level::Info, format!("watcher applied {} changed path(s)", paths.len()))
                     }
+                    WatchActivity::Deferred { writer_pid } => (
+                        Level::Info,
+                        format!("another process (pid {writer_pid}) keeps this index fresh; watching takes over when it stops"),
+                    ),
                     WatchActivity::Failed(e) => (Level::Error, format!("watcher: {e}")),
                     WatchActivity::Stopped => (Level::Info, "watcher stopped".into()),
                 };

@@ -1,0 +1,167 @@
+//! What handlers share below the router: extractors that answer every failure
+//! with the error contract ([`ApiJson`], [`ApiQuery`]), where a request names its
+//! repository ([`selector`]: the `x-docdex-repo` header, then the body, then
+//! `?repo=`), path confinement ([`confine`]), line ranges, and running an engine
+//! call on the blocking pool ([`blocking`]). Every endpoint file and the MCP
+//! handler import these; this file imports none of them.
+
+use super::error::ApiError;
+use crate::engine::protocol::RepoRef;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderMap, StatusCode};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::path::{Component, Path};
+
+/// Header naming the repository of a request.
+pub const REPO_HEADER: &str = "x-docdex-repo";
+
+/// `?repo=`: the repository, when not given by header.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct RepoQuery {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+}
+
+/// The selector a request carries: header first, then body, then query.
+pub fn selector(headers: &HeaderMap, body: Option<&str>, query: Option<&str>) -> Option<String> {
+    headers.get(REPO_HEADER).and_then(|v| v.to_str().ok()).or(body).or(query).map(str::to_string)
+}
+
+/// Runs an engine call on the blocking pool.
+pub async fn blocking<T, F>(f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("request worker failed: {e}"))
+    })?
+}
+
+/// Parses `A-B` or `A` into an inclusive line range.
+pub fn parse_lines(s: &str) -> Result<(u32, u32), ApiError> {
+    let bad = || ApiError::bad_request(format!("bad lines {s:?}: use A-B, e.g. 10-40, or a single line"));
+    match s.split_once('-') {
+        Some((a, b)) => Ok((a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?)),
+        None => {
+            let a = s.trim().parse().map_err(|_| bad())?;
+            Ok((a, a))
+        }
+    }
+}
+
+/// Refuses a user-given path that leaves the repository: an absolute path outside its root,
+/// or a relative one whose `..` climbs above it. Symlinks are not followed here: the engine
+/// only answers from what it indexed, which never includes files outside the root.
+pub fn confine(repo: &RepoRef, path: &str) -> Result<(), ApiError> {
+    let outside = || ApiError::from(crate::Error::OutsideRepo { path: path.to_string(), repo: repo.root.clone() });
+    let p = Path::new(path.trim());
+    let relative = if p.is_absolute() {
+        if let Ok(real) = std::fs::canonicalize(p) {
+            return if real.starts_with(&repo.root) { Ok(()) } else { Err(outside()) };
+        }
+        // Not on disk: judge it by its text, `..` included.
+        p.strip_prefix(&repo.root).map_err(|_| outside())?
+    } else {
+        p
+    };
+    let mut depth: i64 = 0;
+    for c in relative.components() {
+        match c {
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return Err(outside()),
+        }
+        if depth < 0 {
+            return Err(outside());
+        }
+    }
+    Ok(())
+}
+
+/// A JSON request body whose every failure (unreadable, too large, not JSON, wrong shape)
+/// answers with the error contract instead of axum's plain-text rejection.
+#[derive(Debug, Clone)]
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let limit = req.extensions().get::<BodyLimit>().map(|l| l.0).unwrap_or(0);
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::payload_too_large(limit)
+            } else {
+                ApiError::bad_request(format!("could not read the request body: {}", rejection.body_text()))
+            }
+        })?;
+        if bytes.is_empty() {
+            return Err(ApiError::bad_request("empty request body: send a JSON object"));
+        }
+        serde_json::from_slice(&bytes)
+            .map(ApiJson)
+            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+    }
+}
+
+/// The configured body limit, put in request extensions so rejections can name it.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+/// A query string whose failures (a missing or malformed parameter) answer with the error
+/// contract instead of axum's plain-text rejection.
+#[derive(Debug, Clone)]
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> axum::extract::FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| ApiQuery(q.0))
+            .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_ranges_parse() {
+        assert_eq!(parse_lines("3-9").unwrap(), (3, 9));
+        assert_eq!(parse_lines(" 4 ").unwrap(), (4, 4));
+        assert_eq!(parse_lines("a-b").unwrap_err().code, "bad_request");
+    }
+
+    fn repo() -> RepoRef {
+        RepoRef { root: "/srv/repo".into(), fingerprint: "f".repeat(64), state_dir: "/tmp/state".into() }
+    }
+
+    #[test]
+    fn paths_stay_inside_the_repository() {
+        let r = repo();
+        for ok in ["src/a.rs", "src/../b.rs", "./c", "/srv/repo/src/a.rs", "a/b/../../c"] {
+            assert!(confine(&r, ok).is_ok(), "{ok}");
+        }
+        for bad in ["../x", "src/../../x", "/etc/passwd", "/srv/repository/a", "a/../../b", "/srv/repo/../../etc/x"] {
+            let e = confine(&r, bad).unwrap_err();
+            assert_eq!((e.code, e.status), ("path_outside_repo", StatusCode::FORBIDDEN), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! The whole application, assembled: every endpoint file's routes (`api`,
+//! `intel`, `chat`, and `mcp` when enabled) registered through [`Routes`], the
+//! OpenAPI document built from that same table (`/v1/openapi.json`), the error
+//! contract for unknown routes and methods, body limits, and the request guards
+//! (the token, `auth`; the `Host` check, `origin`). Nothing imports this file
+//! but `run` and the tests.
+
+use super::error::ApiError;
+use super::extract::BodyLimit;
+use super::openapi::{self, Operation, Routes};
+use super::state::AppState;
+use super::{api, auth, chat, intel, mcp, origin};
+use axum::extract::DefaultBodyLimit;
+use axum::http::{Method, StatusCode};
+use axum::routing::get;
+use axum::{middleware, Extension, Json, Router};
+use serde_json::Value;
+use std::sync::{Arc, OnceLock};
+
+/// The whole application: HTTP endpoints, MCP transports (when enabled), the error
+/// contract for unknown routes and methods, body limits and the token check. Returns the
+/// router and the operations it serves (what the OpenAPI document lists).
+pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
+    let doc: Arc<OnceLock<Value>> = Arc::new(OnceLock::new());
+    let mut routes = chat::routes(intel::routes(api::routes(Routes::default())));
+    if with_mcp {
+        routes = mcp::routes(routes, &state);
+    }
+    let served = doc.clone();
+    routes = routes.route(
+        Method::GET,
+        "/v1/openapi.json",
+        get(move || {
+            let doc = served.clone();
+            async move { Json(doc.get().cloned().unwrap_or(Value::Null)) }
+        }),
+        Operation::new("This document"),
+    );
+    let (router, ops) = routes.finish();
+    let _ = doc.set(openapi::document(&ops));
+    let limit = state.body_limit();
+    let router = router
+        .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(Extension(BodyLimit(limit)))
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn_with_state(state.auth().clone(), auth::require_token))
+        .layer(middleware::from_fn_with_state(state.exposed(), origin::loopback_host_only))
+        .with_state(state);
+    (router, ops)
+}
+
+async fn no_route(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no endpoint {method} {}; GET /v1/openapi.json lists them", uri.path()),
+    )
+}
+
+async fn wrong_method(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} does not answer {method}; GET /v1/openapi.json lists the methods", uri.path()),
+    )
+}

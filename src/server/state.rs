@@ -1,0 +1,224 @@
+//! What every request handler shares: the engine, the mounted repositories, the
+//! process mode and its default repo, the token check and the shutdown signal,
+//! and how a request's repository selector becomes a mounted repo.
+
+use super::auth::Auth;
+use super::error::ApiError;
+use super::mounts::{Mount, Mounts};
+use super::repo_select::{parse_repo_selector, Selector};
+use crate::engine::protocol::RepoRef;
+use crate::engine::Engine;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Which process this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// `docdex serve`: exactly one repository.
+    Serve,
+    /// `docdex daemon`: many repositories, mounted on initialize or first use.
+    Daemon,
+    /// `docdex mcp`: MCP over stdio, one repository when `--repo` is given, else any indexed one.
+    Stdio,
+}
+
+/// Everything a request handler needs; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<StateInner>,
+}
+
+struct StateInner {
+    engine: Engine,
+    mounts: Mounts,
+    mode: Mode,
+    default_repo: Option<RepoRef>,
+    auth: Auth,
+    started: Instant,
+    shutdown: CancellationToken,
+    body_limit: usize,
+    exposed: bool,
+}
+
+impl AppState {
+    /// A state over `engine`; `default_repo` is mounted right away.
+    pub fn new(
+        engine: Engine,
+        mode: Mode,
+        default_repo: Option<&Path>,
+        auth: Auth,
+        watch: bool,
+        body_limit: usize,
+        exposed: bool,
+    ) -> crate::Result<AppState> {
+        let mounts = Mounts::new(engine.clone(), watch);
+        let default_repo = match default_repo {
+            Some(p) => Some(mounts.mount(p)?.repo.clone()),
+            None => None,
+        };
+        Ok(AppState {
+            inner: Arc::new(StateInner {
+                engine,
+                mounts,
+                mode,
+                default_repo,
+                auth,
+                started: Instant::now(),
+                shutdown: CancellationToken::new(),
+                body_limit,
+                exposed,
+            }),
+        })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// Mounted repositories.
+    pub fn mounts(&self) -> &Mounts {
+        &self.inner.mounts
+    }
+
+    /// serve, daemon or stdio.
+    pub fn mode(&self) -> Mode {
+        self.inner.mode
+    }
+
+    /// The repo a single-repo process serves.
+    pub fn default_repo(&self) -> Option<&RepoRef> {
+        self.inner.default_repo.as_ref()
+    }
+
+    /// The token check.
+    pub fn auth(&self) -> &Auth {
+        &self.inner.auth
+    }
+
+    /// Cancelled when the server starts shutting down (ends SSE streams and MCP sessions).
+    pub fn shutdown_token(&self) -> &CancellationToken {
+        &self.inner.shutdown
+    }
+
+    /// Milliseconds since start.
+    pub fn uptime_ms(&self) -> u64 {
+        self.inner.started.elapsed().as_millis() as u64
+    }
+
+    /// The request body limit in bytes.
+    pub fn body_limit(&self) -> usize {
+        self.inner.body_limit
+    }
+
+    /// True when bound beyond loopback (`--expose`).
+    pub fn exposed(&self) -> bool {
+        self.inner.exposed
+    }
+
+    /// Resolves the repository a request names (or the default) to a mounted repo.
+    ///
+    /// `selector` is an absolute path, a `file://` URI or a repo id. A single-repo process
+    /// refuses any other repo; the daemon mounts indexed repos on first use and refuses
+    /// unindexed ones with the call that would index them.
+    pub fn repo(&self, selector: Option<&str>) -> Result<RepoRef, ApiError> {
+        let selector = selector.map(str::trim).filter(|s| !s.is_empty());
+        let repo = match (selector, self.default_repo()) {
+            (None, Some(default)) => return Ok(default.clone()),
+            (None, None) => {
+                return Err(ApiError::bad_request(
+                    "name the repository: header `x-docdex-repo`, body `repo` (or `docdex.repo`), or query `?repo=` with an absolute path, a file:// URI or a repo id",
+                ))
+            }
+            (Some(s), _) => self.lookup(s)?,
+        };
+        if let Some(default) = self.default_repo() {
+            if default.fingerprint != repo.fingerprint {
+                return Err(ApiError::unknown_repo(format!(
+                    "this server serves only {}; {} is another repository (start `docdex daemon` to serve many, or `docdex serve --repo {}`)",
+                    default.root.display(),
+                    repo.root.display(),
+                    repo.root.display()
+                )));
+            }
+            return Ok(repo);
+        }
+        if self.mounts().get(&repo.fingerprint).is_some() {
+            return Ok(repo);
+        }
+        if self.engine().has_index(&repo) {
+            self.mounts().mount(&repo.root)?;
+            return Ok(repo);
+        }
+        Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "not_indexed",
+            format!(
+                "repository {root} is not indexed; POST /v1/initialize {{\"rootUri\": \"file://{root}\"}} indexes it in the background (or run `docdex index --repo {root}`)",
+                root = repo.root.display()
+            ),
+        ))
+    }
+
+    /// Mounts the repo at `selector` (initialize): the daemon mounts any existing directory;
+    /// a single-repo process only its own.
+    pub fn initialize(&self, selector: &str) -> Result<Arc<Mount>, ApiError> {
+        let repo = self.lookup(selector)?;
+        if let Some(default) = self.default_repo() {
+            if default.fingerprint != repo.fingerprint {
+                return Err(ApiError::unknown_repo(format!(
+                    "this server serves only {}; start `docdex daemon` to mount other repositories",
+                    default.root.display()
+                )));
+            }
+        }
+        Ok(self.mounts().mount(&repo.root)?)
+    }
+
+    /// An engine error about `repo` as the client should read it: "not indexed" while this
+    /// process is building the first index says so (and when to retry) instead of telling
+    /// the client to run an index.
+    pub fn explain(&self, repo: &RepoRef, e: crate::Error) -> ApiError {
+        if let crate::Error::NotIndexed { .. } = e {
+            if let Some(m) = self.mounts().get(&repo.fingerprint) {
+                let info = m.info();
+                if info.status == "indexing" {
+                    let progress = info
+                        .progress
+                        .map(|p| format!(" ({} of {} files)", p.files_done, p.files_total))
+                        .unwrap_or_default();
+                    return ApiError::new(
+                        axum::http::StatusCode::CONFLICT,
+                        "not_indexed",
+                        format!(
+                            "repository {} is being indexed for the first time{progress}; retry when GET /v1/status (or docdex_status) says ready",
+                            repo.root.display()
+                        ),
+                    );
+                }
+            }
+        }
+        e.into()
+    }
+
+    fn lookup(&self, selector: &str) -> Result<RepoRef, ApiError> {
+        match parse_repo_selector(selector)? {
+            Selector::Id(id) => {
+                if let Some(m) = self.mounts().get(&id) {
+                    return Ok(m.repo.clone());
+                }
+                let record = self.engine().list_repos()?.into_iter().find(|r| r.fingerprint == id);
+                match record {
+                    Some(r) => Ok(self.engine().resolve_repo(&r.path)?),
+                    None => Err(ApiError::unknown_repo(format!(
+                        "no repository with id {id} is mounted or registered; `docdex repo list` shows the known ones"
+                    ))),
+                }
+            }
+            Selector::Path(p) => Ok(self.engine().resolve_repo(&p)?),
+        }
+    }
+}
