@@ -3,8 +3,6 @@
 //! No engine logic lives here.
 
 mod bench;
-mod bench_index;
-mod bench_serve;
 mod chat;
 mod check;
 mod code;
@@ -17,10 +15,9 @@ mod progress;
 mod serve;
 mod similar;
 mod tui;
-mod watch_latency;
 
 use crate::engine::protocol::SearchRequest;
-use crate::engine::watch::WatchReport;
+use crate::engine::protocol::WatchReport;
 use crate::engine::{Engine, IndexOptions};
 use crate::error::Error;
 use anyhow::Context;
@@ -181,7 +178,7 @@ enum Command {
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
     /// Measure the code pass's indexing cost against a plain index and the bare Tree-sitter parse.
-    BenchIndex(bench_index::BenchIndexArgs),
+    BenchIndex(bench::index::BenchIndexArgs),
     /// Is this machine ready? Config, state, registry, model server and models, hardware, bind address.
     Check(check::CheckArgs),
     /// Measure indexing with embeddings and hybrid query latency (figures for docs/PERFORMANCE.md).
@@ -195,7 +192,7 @@ enum Command {
     /// Check the model server, pull the chosen models (only with --yes) and point [llm] at them.
     LlmSetup(llm::SetupArgs),
     /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
-    BenchServe(bench_serve::BenchServeArgs),
+    BenchServe(bench::serve::BenchServeArgs),
     /// Developer tools for tests and demos.
     #[command(hide = true, subcommand)]
     Dev(DevCommand),
@@ -257,7 +254,7 @@ impl RepoArg {
             Some(p) => Ok(p.clone()),
             None => {
                 let cwd = std::env::current_dir().context("reading the current directory")?;
-                Ok(crate::engine::repos::discover_root(&cwd))
+                Ok(crate::engine::protocol::discover_root(&cwd))
             }
         }
     }
@@ -465,13 +462,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Daemon { http } => serve::daemon(engine, http)?,
         Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
-        Command::BenchIndex(args) => bench_index::run(&out, args)?,
+        Command::BenchIndex(args) => bench::index::run(&out, args)?,
         Command::BenchHybrid(args) => bench::hybrid::run(&out, args)?,
         Command::Check(args) => return check::run(&engine, &out, args),
         Command::LlmList { json } => return llm::list(&engine, &out, json),
         Command::LlmSetup(args) => return llm::setup(&engine, &out, args),
         Command::Tui(_) => {}
-        Command::BenchServe(args) => bench_serve::run(&out, args)?,
+        Command::BenchServe(args) => bench::serve::run(&out, args)?,
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {
                 port,

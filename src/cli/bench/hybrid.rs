@@ -11,14 +11,15 @@
 //! the time the embedder took for the query (`retrieval.embed_ms`); the same
 //! queries through BM25 alone are measured for comparison.
 
-use super::{
-    latency, machine_info, prepare_corpus, today_utc, BenchArgs, CorpusInfo, CpuSnapshot, Latency, Machine, Scratch,
-    QUERIES,
-};
+use super::corpus::{prepare_corpus, CorpusInfo, Scratch};
+use super::machine::{machine_info, today_utc, CpuSnapshot, Machine};
+use super::measure::latency;
+use super::queries::QUERIES;
+use super::report::Latency;
+use super::BenchArgs;
 use crate::cli::output::Out;
 use crate::config::Config;
-use crate::engine::index::ProgressSink;
-use crate::engine::protocol::{IndexProgress, SearchRequest};
+use crate::engine::protocol::{IndexProgress, ProgressSink, SearchRequest};
 use crate::engine::{Engine, IndexOptions};
 use crate::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use anyhow::Context;

@@ -12,11 +12,10 @@
 //! Each measure reports wall time and the CPU time of the whole process (`getrusage`, all
 //! threads), the figure a shared machine distorts least, with the load average around it.
 
-use super::bench::{process_cpu_seconds, CpuSnapshot, Scratch};
-use super::output::Out;
-use crate::engine::code::{self, Lang};
-use crate::engine::index::{self, walk};
-use crate::engine::protocol::{IndexProgress, IndexSummary};
+use super::corpus::Scratch;
+use super::machine::{process_cpu_seconds, CpuSnapshot};
+use crate::cli::output::Out;
+use crate::engine::protocol::{CodeSource, IndexProgress, IndexSummary};
 use crate::engine::{Engine, IndexOptions};
 use anyhow::Context;
 use rayon::prelude::*;
@@ -101,12 +100,12 @@ pub fn run(out: &Out, args: BenchIndexArgs) -> anyhow::Result<()> {
     }
     let scratch = Scratch::create(false)?;
     let engine = Engine::open_at(&scratch.root.join("home")).context("opening the bench home")?;
-    let threads = index::thread_count(&engine.config().index);
-    let sources = if args.no_floor { Vec::new() } else { read_code_files(&engine, &corpus)? };
+    let threads = engine.index_threads();
+    let sources = if args.no_floor { Vec::new() } else { engine.code_sources(&corpus)? };
     let mut r = Report {
         corpus: corpus.clone(),
         code_files: sources.len(),
-        code_mib: sources.iter().map(|(_, s)| s.len()).sum::<usize>() as f64 / 1048576.0,
+        code_mib: sources.iter().map(|s| s.text.len()).sum::<usize>() as f64 / 1048576.0,
         threads,
         rounds: args.rounds.max(1),
         ..Default::default()
@@ -122,35 +121,16 @@ pub fn run(out: &Out, args: BenchIndexArgs) -> anyhow::Result<()> {
         r.full_code.push(code_run(&s));
         if !sources.is_empty() {
             r.parse_only.push(measure(|| {
-                sources.par_iter().for_each(|(lang, src)| drop(code::parse_tree(*lang, src)));
+                sources.par_iter().for_each(CodeSource::parse);
             }));
             r.parse_extract.push(measure(|| {
-                sources.par_iter().for_each(|(lang, src)| drop(code::analyze(*lang, src, "x")));
+                sources.par_iter().for_each(CodeSource::analyze);
             }));
         }
     }
     r.other_cpu_pct = cpu_start.zip(CpuSnapshot::take()).map(|(a, b)| a.others_pct(&b));
     r.best = best(&r);
     print(out, &r, args.json)
-}
-
-/// Every file of a grammar's language in the corpus, read into memory (untimed).
-fn read_code_files(engine: &Engine, corpus: &Path) -> anyhow::Result<Vec<(Lang, String)>> {
-    let cfg = &engine.config().index;
-    let walked = walk::walk(corpus, &[corpus.to_path_buf()], cfg, index::thread_count(cfg));
-    let mut out = Vec::new();
-    for c in walked.files {
-        let Some(lang) = Lang::from_path(Path::new(&c.rel)) else { continue };
-        if c.size > cfg.max_file_size_bytes {
-            continue;
-        }
-        let bytes = std::fs::read(&c.abs).with_context(|| format!("reading {}", c.abs.display()))?;
-        if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
-            continue;
-        }
-        out.push((lang, String::from_utf8_lossy(&bytes).into_owned()));
-    }
-    Ok(out)
 }
 
 /// One rebuild, plain or with the code pass.

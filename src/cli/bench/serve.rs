@@ -10,8 +10,10 @@
 //!
 //! Every loop is bounded in count and time and talks only to 127.0.0.1.
 
-use super::bench::{copy_file, is_binary, list_files, machine_info, today_utc, QUERIES};
-use super::output::Out;
+use super::corpus::{copy_file, is_binary, list_files};
+use super::machine::{machine_info, today_utc};
+use super::queries::QUERIES;
+use crate::cli::output::Out;
 use crate::engine::protocol::IndexProgress;
 use crate::engine::{Engine, IndexOptions};
 use anyhow::{bail, Context};

@@ -2,7 +2,7 @@
 //! with a search, while `Engine::watch` runs (target: under one second).
 
 use crate::engine::protocol::SearchRequest;
-use crate::engine::watch::WatchReport;
+use crate::engine::protocol::WatchReport;
 use crate::engine::Engine;
 use serde::Serialize;
 use std::path::Path;
@@ -112,7 +112,7 @@ fn time_edit(
     edit: impl FnOnce() -> std::io::Result<()>,
 ) -> anyhow::Result<Option<f64>> {
     let req = SearchRequest { query: token.to_string(), limit: Some(1), ..Default::default() };
-    let rel = crate::engine::index::walk::rel_path(repo, file);
+    let rel = super::corpus::rel_path(repo, file);
     let t0 = Instant::now();
     edit()?;
     while t0.elapsed() < GIVE_UP {
