@@ -1,6 +1,7 @@
 //! One integration-test binary (faster to link), a module per area. Every test
 //! uses real files on disk and its own temporary DOCDEX_HOME.
 
+mod architecture;
 mod chat;
 mod cli;
 mod config;
