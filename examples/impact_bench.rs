@@ -39,7 +39,7 @@ fn main() {
 fn bench(root: &Path) {
     println!("\n## {}\n", root.display());
     let t = Instant::now();
-    let walked = docdex::engine::index::walk::walk(root, &[root.to_path_buf()], &IndexConfig::default(), 0);
+    let walked = docdex::engine::index::walk::walk(root, &IndexConfig::default(), 0);
     let all: Vec<String> = walked.files.iter().map(|c| c.rel.clone()).collect();
     let walk_s = t.elapsed().as_secs_f64();
 

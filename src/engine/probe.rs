@@ -42,7 +42,7 @@ impl Engine {
     /// reading none of them.
     pub fn probe_walk(&self, repo: &RepoRef) -> usize {
         let cfg = &self.config().index;
-        walk::walk(&repo.root, std::slice::from_ref(&repo.root), cfg, self.index_threads()).files.len()
+        walk::walk(&repo.root, cfg, self.index_threads()).files.len()
     }
 
     /// Bytes of the files the last run indexed (skipped files left out), from the manifest.
@@ -65,7 +65,7 @@ impl Engine {
     /// parse (within `[index] max_file_size_bytes`, not binary), read into memory.
     pub fn code_sources(&self, root: &Path) -> Result<Vec<CodeSource>> {
         let cfg = &self.config().index;
-        let walked = walk::walk(root, &[root.to_path_buf()], cfg, self.index_threads());
+        let walked = walk::walk(root, cfg, self.index_threads());
         let mut out = Vec::new();
         for c in walked.files {
             let Some(lang) = Lang::from_path(Path::new(&c.rel)) else { continue };

@@ -9,8 +9,8 @@ use crate::engine::index::{IndexSession, Scope};
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use notify::RecursiveMode;
-use notify_debouncer_full::{new_debouncer, DebounceEventResult};
+use notify::{RecommendedWatcher, RecursiveMode};
+use notify_debouncer_full::{new_debouncer_opt, DebounceEventResult, RecommendedCache};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,7 +43,17 @@ impl Engine {
         // queued by the watcher instead of falling between the two.
         let (tx, rx) = mpsc::channel::<DebounceEventResult>();
         let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
-        let mut debouncer = new_debouncer(debounce, None, tx).map_err(|e| Error::Watch(e.to_string()))?;
+        // Symlinks are never followed: a link to a directory outside the repo must not even be
+        // watched (its events would name paths inside the repo).
+        let config = notify::Config::default().with_follow_symlinks(false);
+        let mut debouncer = new_debouncer_opt::<_, RecommendedWatcher, RecommendedCache>(
+            debounce,
+            None,
+            tx,
+            RecommendedCache::new(),
+            config,
+        )
+        .map_err(|e| Error::Watch(e.to_string()))?;
         debouncer.watch(&repo.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
         let quiet = |_: &IndexProgress| {};
         let mut summary = session.update(&Scope::Full, &quiet)?;

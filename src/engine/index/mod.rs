@@ -172,7 +172,10 @@ impl IndexSession {
             Scope::Full => (vec![root.clone()], Vec::new()),
             Scope::Paths(paths) => split_scope(&root, paths),
         };
-        let walked = walk::walk(&root, &starts, &self.cfg, threads);
+        let walked = match scope {
+            Scope::Full => walk::walk(&root, &self.cfg, threads),
+            Scope::Paths(_) => walk::walk_paths(&root, &starts, &self.cfg, threads),
+        };
         tracing::debug!(files = walked.files.len(), ms = started.elapsed().as_millis() as u64, "walk done");
 
         // What the walk covered: every manifest path under a walked start, or under a vanished path.
@@ -362,9 +365,13 @@ impl IndexSession {
                 mtime_ns: c.mtime_ns,
             };
         }
-        let bytes = match read_text(&c.abs, c.size) {
-            Ok(Some(b)) => b,
-            Ok(None) => return Outcome::Skipped { reason: "binary".into(), size: c.size, mtime_ns: c.mtime_ns },
+        let max = self.cfg.max_file_size_bytes;
+        let skipped = |reason: String| Outcome::Skipped { reason, size: c.size, mtime_ns: c.mtime_ns };
+        let bytes = match read_text(&c.abs, c.size, max) {
+            Ok(Read::Text(b)) => b,
+            Ok(Read::Binary) => return skipped("binary".into()),
+            Ok(Read::TooLarge) => return skipped(format!("too large (> {:.1} MB limit)", mb(max))),
+            Ok(Read::NotRegular(why)) => return skipped(why.into()),
             Err(e) => return Outcome::Error(format!("unreadable: {e}")),
         };
         let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
@@ -442,9 +449,9 @@ impl IndexSession {
     /// The code pass alone, for a file the text index already has (symbol store repair).
     fn extract_only(&self, c: &walk::Candidate) -> Option<(u64, CodeResult)> {
         let lang = Lang::from_path(Path::new(&c.rel))?;
-        let bytes = match read_text(&c.abs, c.size) {
-            Ok(Some(b)) => b,
-            _ => return None, // gone or unreadable now: the next full update sees it
+        let bytes = match read_text(&c.abs, c.size, self.cfg.max_file_size_bytes) {
+            Ok(Read::Text(b)) => b,
+            _ => return None, // gone, unreadable or no longer text now: the next full update sees it
         };
         let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
         let text = String::from_utf8_lossy(&bytes);
@@ -595,18 +602,53 @@ impl IndexSession {
     }
 }
 
-/// Reads a file unless its first bytes hold a NUL (binary): `Ok(None)` then, having read only
-/// [`BINARY_SNIFF`] bytes of it.
-fn read_text(path: &Path, size_hint: u64) -> std::io::Result<Option<Vec<u8>>> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
-    let mut bytes = Vec::with_capacity(size_hint as usize + 1);
+/// What reading a candidate found.
+enum Read {
+    Text(Vec<u8>),
+    /// A NUL in the first [`BINARY_SNIFF`] bytes (only those were read).
+    Binary,
+    /// It grew past the size limit since the walk (only the limit and a byte were read).
+    TooLarge,
+    /// It is no longer a regular file (swapped for a symlink, FIFO, device... since the walk).
+    NotRegular(&'static str),
+}
+
+/// Reads a file under the walk's policy, whatever happened to it since the walk: a symlink is
+/// never followed (`O_NOFOLLOW`), a FIFO or device is never waited on (`O_NONBLOCK`, then a
+/// regular-file check on the open descriptor), and no more than `max` bytes are read.
+fn read_text(path: &Path, size_hint: u64, max: u64) -> std::io::Result<Read> {
+    use std::io::Read as _;
+    let mut f = match open_no_follow(path) {
+        Ok(f) => f,
+        #[cfg(unix)]
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Read::NotRegular("symlink (not followed)")),
+        Err(e) => return Err(e),
+    };
+    if !f.metadata()?.is_file() {
+        return Ok(Read::NotRegular("not a regular file"));
+    }
+    let mut bytes = Vec::with_capacity(size_hint.min(max) as usize + 1);
     (&mut f).take(BINARY_SNIFF as u64).read_to_end(&mut bytes)?;
     if memchr::memchr(0, &bytes).is_some() {
-        return Ok(None);
+        return Ok(Read::Binary);
     }
-    f.read_to_end(&mut bytes)?;
-    Ok(Some(bytes))
+    let left = (max + 1).saturating_sub(bytes.len() as u64);
+    f.take(left).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Ok(Read::TooLarge);
+    }
+    Ok(Read::Text(bytes))
+}
+
+fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    o.open(path)
 }
 
 enum Outcome {

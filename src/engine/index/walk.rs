@@ -2,6 +2,11 @@
 //! `.ignore`, `.docdexignore` and configured excludes, never follows symlinks
 //! (so loops and escapes out of the repo cannot happen), and records what it
 //! could not read instead of stopping.
+//!
+//! This is the one policy for every way a path reaches the index: the full walk
+//! ([`walk`]) and the watcher's changed paths ([`walk_paths`]), which walks from the
+//! repository root too, descending only towards the changed paths, so a path is admitted
+//! only if every directory above it would have been entered by a full walk.
 
 use crate::config::IndexConfig;
 use std::path::{Path, PathBuf};
@@ -72,19 +77,79 @@ fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize) -> igno
     b
 }
 
-/// Walks `starts` (the repo root, or changed paths inside it) in parallel.
-pub fn walk(root: &Path, starts: &[PathBuf], cfg: &IndexConfig, threads: usize) -> WalkOutput {
-    let out = Mutex::new(WalkOutput::default());
-    for start in starts {
-        let walker = builder(root, start, cfg, threads).build_parallel();
-        walker.run(|| {
-            let out = &out;
-            Box::new(move |entry| {
-                visit(root, entry, out);
-                ignore::WalkState::Continue
-            })
-        });
+/// Walks the whole repository in parallel.
+pub fn walk(root: &Path, cfg: &IndexConfig, threads: usize) -> WalkOutput {
+    run(builder(root, root, cfg, threads), root)
+}
+
+/// Walks only towards `wanted` (absolute paths inside `root`, files or directories), from the
+/// root and under the same rules as [`walk`]: a path under an ignored, hidden or symlinked
+/// directory, or itself ignored, hidden or a symlink, is not admitted (a symlink is reported as
+/// an issue, as the full walk reports it). A wanted directory is walked whole.
+///
+/// Walking from each changed path instead would skip every rule: a walk's starting point is
+/// always yielded, and followed when it is a symlink.
+pub fn walk_paths(root: &Path, wanted: &[PathBuf], cfg: &IndexConfig, threads: usize) -> WalkOutput {
+    let targets = Targets::new(root, wanted);
+    if targets.wanted.is_empty() {
+        return WalkOutput::default();
     }
+    if targets.wanted.contains("") {
+        return walk(root, cfg, threads);
+    }
+    let mut b = builder(root, root, cfg, threads);
+    let root_owned = root.to_path_buf();
+    let targets = std::sync::Arc::new(targets);
+    b.filter_entry(move |e| targets.admits(&rel_path(&root_owned, e.path())));
+    run(b, root)
+}
+
+/// The changed paths of a [`walk_paths`] run, repo-relative, and every directory above them.
+struct Targets {
+    wanted: std::collections::HashSet<String>,
+    ancestors: std::collections::HashSet<String>,
+}
+
+impl Targets {
+    fn new(root: &Path, wanted: &[PathBuf]) -> Targets {
+        let mut t = Targets { wanted: Default::default(), ancestors: Default::default() };
+        for p in wanted.iter().filter(|p| p.starts_with(root)) {
+            let rel = rel_path(root, p);
+            let mut cur = rel.as_str();
+            while let Some((parent, _)) = cur.rsplit_once('/') {
+                t.ancestors.insert(parent.to_string());
+                cur = parent;
+            }
+            t.wanted.insert(rel);
+        }
+        t
+    }
+
+    /// On the way to a wanted path, a wanted path, or inside a wanted directory.
+    fn admits(&self, rel: &str) -> bool {
+        if self.wanted.contains(rel) || self.ancestors.contains(rel) {
+            return true;
+        }
+        let mut cur = rel;
+        while let Some((parent, _)) = cur.rsplit_once('/') {
+            if self.wanted.contains(parent) {
+                return true;
+            }
+            cur = parent;
+        }
+        false
+    }
+}
+
+fn run(b: ignore::WalkBuilder, root: &Path) -> WalkOutput {
+    let out = Mutex::new(WalkOutput::default());
+    b.build_parallel().run(|| {
+        let out = &out;
+        Box::new(move |entry| {
+            visit(root, entry, out);
+            ignore::WalkState::Continue
+        })
+    });
     let mut out = out.into_inner().unwrap_or_else(|p| p.into_inner());
     out.files.sort_by(|a, b| a.rel.cmp(&b.rel));
     out.files.dedup_by(|a, b| a.rel == b.rel);

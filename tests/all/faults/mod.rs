@@ -1,0 +1,5 @@
+//! The fault suite (issue 14, docs/RELIABILITY.md): hostile files under a live watcher,
+//! hostile requests over real HTTP and stdio, kill -9 mid-rebuild, corrupt and full disks,
+//! oversized input. Every case here is a guarantee later changes must keep.
+
+mod watcher;

@@ -1,0 +1,110 @@
+//! One walker policy for the full index and every watcher event: symlinks (to files and to
+//! directories, made before or while the watcher runs), hidden files, `.env`, gitignored and
+//! excluded files never become searchable, however they arrive.
+
+use crate::util::{hit_paths, write, Env};
+use docdex::engine::watch::WatchReport;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A running `Engine::watch` on its own thread.
+struct Watcher {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<docdex::Result<()>>>,
+}
+
+impl Watcher {
+    fn start(engine: &docdex::Engine, repo: &Path) -> Watcher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let ready = Arc::new(AtomicBool::new(false));
+        let handle = {
+            let (engine, repo, stop, ready) = (engine.clone(), repo.to_path_buf(), stop.clone(), ready.clone());
+            std::thread::spawn(move || {
+                let report = move |r: WatchReport| {
+                    if matches!(r, WatchReport::Ready(_)) {
+                        ready.store(true, Ordering::SeqCst);
+                    }
+                };
+                engine.watch(&repo, &stop, &report)
+            })
+        };
+        eventually("the watcher's catch-up run", || ready.load(Ordering::SeqCst));
+        Watcher { stop, handle: Some(handle) }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let r = h.join().expect("watcher thread");
+            if !std::thread::panicking() {
+                r.expect("watcher");
+            }
+        }
+    }
+}
+
+/// Every indexed path (manifest entries that are in the index).
+fn indexed_paths(engine: &docdex::Engine, repo: &Path) -> Vec<String> {
+    let r = engine.resolve_repo(repo).unwrap();
+    let m = docdex::engine::index::manifest::Manifest::load(&r.manifest_path());
+    m.files.into_iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p).collect()
+}
+
+#[test]
+fn nothing_outside_the_repo_or_ignored_becomes_searchable_under_a_live_watcher() {
+    let env = Env::new();
+    let outside = env.repo("outside");
+    write(&outside, "shadow", "root:quetzalsecret:19000:0:99999:7:::\ndaemon bin sys\n");
+    for i in 0..30 {
+        write(&outside, &format!("tree/f{i}.py"), format!("def outside_{i}(): return 'capybaraleak'\n"));
+    }
+    let repo = env.repo("r");
+    write(&repo, ".gitignore", "vendor/\n*.log\n");
+    write(&repo, "main.rs", "fn main() { okapi(); }\n");
+    // A directory link that exists before the watcher starts: its target must not be watched.
+    std::os::unix::fs::symlink(outside.join("tree"), repo.join("prelinked")).unwrap();
+    let engine = env.engine();
+    let _w = Watcher::start(&engine, &repo);
+    assert_eq!(hit_paths(&engine, &repo, "okapi"), ["main.rs"]);
+
+    // Made while the watcher runs.
+    std::os::unix::fs::symlink(outside.join("shadow"), repo.join("x.py")).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.join("linkdir")).unwrap();
+    write(&repo, ".env", "SECRET=tokquetzal\n");
+    write(&repo, "vendor/x.go", "package vendor // capybaraleak vendored\n");
+    write(&repo, "debug.log", "capybaraleak in a log\n");
+    write(&repo, ".hidden/x.py", "capybaraleak = 'hidden'\n");
+    write(&repo, "src/.secret.rs", "// capybaraleak hidden file in a visible dir\n");
+    // A change inside the pre-existing linked directory's target.
+    write(&outside, "tree/f0.py", "def outside_0(): return 'capybaraleak changed'\n");
+    std::thread::sleep(Duration::from_millis(600));
+    // A real change after all of them: once it is searchable, every earlier event was applied.
+    write(&repo, "later.rs", "fn pangolin() {}\n");
+    eventually("a real file", || hit_paths(&engine, &repo, "pangolin") == ["later.rs"]);
+    std::thread::sleep(Duration::from_millis(600));
+
+    for q in ["quetzalsecret", "daemon bin sys", "tokquetzal", "capybaraleak", "outside"] {
+        let hits = hit_paths(&engine, &repo, q);
+        assert!(hits.is_empty(), "{q:?} must not be searchable: {hits:?}");
+    }
+    let indexed = indexed_paths(&engine, &repo);
+    assert_eq!(indexed, ["later.rs", "main.rs"], "only the real files are indexed");
+
+    // A symlinked file swapped in for an indexed one leaves the index too.
+    std::fs::remove_file(repo.join("main.rs")).unwrap();
+    std::os::unix::fs::symlink(outside.join("shadow"), repo.join("main.rs")).unwrap();
+    eventually("the swapped file leaves the index", || hit_paths(&engine, &repo, "okapi").is_empty());
+    assert!(hit_paths(&engine, &repo, "quetzalsecret").is_empty());
+}
