@@ -2,4 +2,5 @@
 //! hostile requests over real HTTP and stdio, kill -9 mid-rebuild, corrupt and full disks,
 //! oversized input. Every case here is a guarantee later changes must keep.
 
+mod hardening;
 mod watcher;
