@@ -81,6 +81,28 @@ pub enum Error {
         /// Tantivy's message.
         message: String,
     },
+    /// The live index is damaged (a checksum mismatch, a file that does not open, a read that
+    /// failed). Nothing is repaired in place: `--repair` builds a new generation beside it.
+    #[error("the index of {repo} is damaged ({detail}); run `docdex index --repo {repo} --repair` to rebuild it")]
+    IndexDamaged {
+        /// The repository root.
+        repo: PathBuf,
+        /// What was found.
+        detail: String,
+    },
+    /// The disk filled up while indexing. The run was abandoned; `kept` names the generation
+    /// that stays live and searchable.
+    #[error("{}", disk_full_message(repo, state_dir, detail, *kept))]
+    DiskFull {
+        /// The repository root.
+        repo: PathBuf,
+        /// Where the index lives (the filesystem that is full).
+        state_dir: PathBuf,
+        /// The underlying error.
+        detail: String,
+        /// The generation that stays searchable, if there was one.
+        kept: Option<u64>,
+    },
     /// Watching the filesystem failed.
     #[error("file watcher: {0}")]
     Watch(String),
@@ -130,7 +152,44 @@ pub enum Error {
     },
 }
 
+fn disk_full_message(repo: &std::path::Path, state_dir: &std::path::Path, detail: &str, kept: Option<u64>) -> String {
+    let kept = match kept {
+        Some(g) => format!("nothing was lost: generation {g} stays live and searchable"),
+        None => "the partial first index is kept and the next run continues it".to_string(),
+    };
+    format!(
+        "disk full while indexing {} ({detail}); {kept}. Free space on the filesystem of {} and run `docdex index --repo {}` again",
+        repo.display(),
+        state_dir.display(),
+        repo.display()
+    )
+}
+
 impl Error {
+    /// True when the failure is a full disk or an exhausted quota, wherever it surfaced (an OS
+    /// error, Tantivy's or SQLite's message).
+    pub fn is_disk_full(&self) -> bool {
+        fn io_full(e: &std::io::Error) -> bool {
+            matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+                || matches!(e.raw_os_error(), Some(28) | Some(122))
+        }
+        let text = |m: &str| {
+            m.contains("No space left on device")
+                || m.contains("os error 28")
+                || m.contains("Disk quota exceeded")
+                || m.contains("database or disk is full")
+        };
+        match self {
+            Error::DiskFull { .. } => true,
+            Error::Io { source, .. } => io_full(source) || text(&source.to_string()),
+            Error::Index { message, .. } | Error::Database { message, .. } | Error::CorruptState { message, .. } => {
+                text(message)
+            }
+            Error::StateNotWritable { reason, .. } => text(reason),
+            _ => false,
+        }
+    }
+
     /// Builds an [`Error::Io`] for `path`.
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { action, path: path.into(), source }
@@ -148,6 +207,8 @@ impl Error {
             Error::BadRequest(_) => "bad_request",
             Error::IndexBusy { .. } => "index_busy",
             Error::Index { .. } => "index_error",
+            Error::IndexDamaged { .. } => "index_damaged",
+            Error::DiskFull { .. } => "disk_full",
             Error::Watch(_) => "watch_error",
             Error::CorruptState { .. } => "corrupt_state",
             Error::Database { .. } => "database_error",

@@ -44,9 +44,13 @@ enum Command {
     Index {
         #[command(flatten)]
         repo: RepoArg,
-        /// Throw the index away and build it from scratch.
+        /// Build the index again from scratch, beside the current one (which answers searches
+        /// until the new one is complete).
         #[arg(long)]
         rebuild: bool,
+        /// Check every index file against its checksum and rebuild the index if it is damaged.
+        #[arg(long)]
+        repair: bool,
         /// Throw the embeddings away and embed every chunk again (after changing [llm] embedding_model).
         #[arg(long)]
         reembed: bool,
@@ -261,11 +265,15 @@ impl RepoArg {
 }
 
 /// Process exit codes: 0 ok, 1 error, 2 usage (bad input, or it names something that does not
-/// exist), 3 unknown repo, not indexed or stale index (re-index), 4 index busy.
+/// exist), 3 unknown repo, not indexed, stale or damaged index (re-index), 4 index busy.
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<Error>() {
         Some(
-            Error::RepoNotFound { .. } | Error::UnknownRepo { .. } | Error::NotIndexed { .. } | Error::StaleIndex(_),
+            Error::RepoNotFound { .. }
+            | Error::UnknownRepo { .. }
+            | Error::NotIndexed { .. }
+            | Error::StaleIndex(_)
+            | Error::IndexDamaged { .. },
         ) => 3,
         Some(Error::IndexBusy { .. }) => 4,
         Some(Error::BadRequest(_) | Error::OutsideRepo { .. } | Error::NotFound(_)) => 2,
@@ -367,13 +375,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         eprintln!("{} {w}", output::warn_prefix());
     }
     match command {
-        Command::Index { repo, rebuild, reembed, json, quiet } => {
+        Command::Index { repo, rebuild, repair, reembed, json, quiet } => {
             let path = repo.resolve()?;
             if !json {
                 out.note(&format!("indexing {}", display_repo(&path)));
             }
             let bar = progress::Bar::new(!json && !quiet);
-            let summary = engine.index(&path, &IndexOptions { rebuild, reembed, ..Default::default() }, &bar)?;
+            let summary =
+                engine.index(&path, &IndexOptions { rebuild, reembed, repair, ..Default::default() }, &bar)?;
             bar.finish();
             if json {
                 out.json(&summary)?;
@@ -444,11 +453,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Config { json } => {
             if json {
-                out.json(&serde_json::json!({ "path": engine.config_path(), "state_dir": engine.paths().state, "config": engine.config() }))?;
+                out.json(&serde_json::json!({ "path": engine.config_path(), "state_dir": engine.paths().state, "config": engine.config().redacted() }))?;
             } else {
                 out.line(&format!("# {}", engine.config_path().display()));
                 out.line(&format!("# state: {}", engine.paths().state.display()));
-                out.line(&toml::to_string_pretty(engine.config()).unwrap_or_default());
+                out.line(&toml::to_string_pretty(&engine.config().redacted()).unwrap_or_default());
             }
         }
         Command::Chat(args) => return chat::run(&engine, &out, args),

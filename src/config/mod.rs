@@ -289,7 +289,7 @@ impl Default for MemoryConfig {
 }
 
 /// `[server]`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ServerConfig {
     /// HTTP bind address.
@@ -298,6 +298,17 @@ pub struct ServerConfig {
     pub enable_mcp: bool,
     /// Bearer token required when exposed; empty means none (env `DOCDEX_AUTH_TOKEN` wins).
     pub auth_token: String,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    /// Never prints the token (logs and panics included).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("http_bind_addr", &self.http_bind_addr)
+            .field("enable_mcp", &self.enable_mcp)
+            .field("auth_token", &if self.auth_token.is_empty() { "" } else { MASKED_TOKEN })
+            .finish()
+    }
 }
 
 impl Default for ServerConfig {
@@ -353,6 +364,10 @@ impl Default for CodeIntelligenceConfig {
     }
 }
 
+/// The most indexing threads `[index] threads` may ask for (Tantivy's writer also needs
+/// 48 MiB of arena per thread: 64 threads is 3 GiB).
+pub const MAX_INDEX_THREADS: u32 = 64;
+
 /// The `[llm] provider` values docdex knows.
 pub const KNOWN_PROVIDERS: &[&str] = &["ollama", "openai"];
 const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "trace"];
@@ -378,6 +393,9 @@ impl Config {
         let created = create_default_file(home, &path)?;
         let text = std::fs::read_to_string(&path).at("reading", &path)?;
         let (mut config, mut warnings) = Self::parse(&text, &path)?;
+        if !config.server.auth_token.trim().is_empty() {
+            warnings.extend(make_owner_only(&path));
+        }
         warnings.extend(config.apply_env(|k| std::env::var(k).ok()));
         config.validate(&path, &mut warnings)?;
         Ok(LoadedConfig { config, path, warnings, created })
@@ -477,12 +495,7 @@ impl Config {
         if !LOG_LEVELS.contains(&self.core.log_level.as_str()) {
             return Err(bad("core.log_level", format!("must be one of {LOG_LEVELS:?}, got {:?}", self.core.log_level)));
         }
-        if self.index.max_file_size_bytes == 0 {
-            return Err(bad("index.max_file_size_bytes", "must be greater than 0".into()));
-        }
-        if self.search.default_limit == 0 {
-            return Err(bad("search.default_limit", "must be greater than 0".into()));
-        }
+        self.check_ranges(path)?;
         if !(200..=500).contains(&self.index.watch_debounce_ms) {
             warnings.push(format!(
                 "index.watch_debounce_ms={} is outside 200..=500; clamped",
@@ -498,20 +511,14 @@ impl Config {
                 KNOWN_PROVIDERS.join(", ")
             ));
         }
+        if !self.search.semantic_weight.is_finite() || !self.search.keyword_weight.is_finite() {
+            return Err(bad("search.semantic_weight", "and search.keyword_weight must be finite numbers".into()));
+        }
         if self.search.semantic_weight < 0.0 || self.search.keyword_weight < 0.0 {
             return Err(bad("search.semantic_weight", "and search.keyword_weight must not be negative".into()));
         }
         if self.search.semantic_weight + self.search.keyword_weight <= 0.0 {
             return Err(bad("search.semantic_weight", "plus search.keyword_weight must be greater than 0".into()));
-        }
-        if self.llm.context_tokens < 1024 {
-            return Err(bad("llm.context_tokens", format!("must be at least 1024, got {}", self.llm.context_tokens)));
-        }
-        if self.llm.embed_batch_size == 0 || self.llm.embed_concurrency == 0 {
-            return Err(bad("llm.embed_batch_size", "and llm.embed_concurrency must be greater than 0".into()));
-        }
-        if self.code_intelligence.dynamic_import_scan_limit == 0 {
-            return Err(bad("code_intelligence.dynamic_import_scan_limit", "must be at least 1".into()));
         }
         if self.web.min_spacing_ms < 2000 {
             warnings.push("web.min_spacing_ms is below 2000; using 2000".into());
@@ -520,6 +527,48 @@ impl Config {
         if self.web.scraper.request_delay_ms < 1000 {
             warnings.push("web.scraper.request_delay_ms is below 1000; using 1000".into());
             self.web.scraper.request_delay_ms = 1000;
+        }
+        Ok(())
+    }
+
+    /// Every numeric setting against the range docdex can work with: a value outside it is an
+    /// error naming the key, the range and the file, never a run that spawns 100,000 threads or
+    /// waits a year. (Settings that were always clamped with a warning stay clamped.)
+    fn check_ranges(&self, path: &Path) -> Result<()> {
+        const MIB: u64 = 1024 * 1024;
+        let checks: [(&str, u64, u64, u64); 19] = [
+            ("index.threads", self.index.threads.into(), 0, MAX_INDEX_THREADS.into()),
+            ("index.max_file_size_bytes", self.index.max_file_size_bytes, 1, 1024 * MIB),
+            ("core.max_concurrent_fetches", self.core.max_concurrent_fetches.into(), 1, 64),
+            ("llm.max_answer_tokens", self.llm.max_answer_tokens.into(), 1, 1 << 20),
+            ("llm.context_tokens", self.llm.context_tokens.into(), 1024, 1 << 24),
+            ("llm.connect_timeout_ms", self.llm.connect_timeout_ms, 1, 600_000),
+            ("llm.request_timeout_secs", self.llm.request_timeout_secs, 1, 3600),
+            ("llm.embed_batch_size", self.llm.embed_batch_size.into(), 1, 4096),
+            ("llm.embed_concurrency", self.llm.embed_concurrency.into(), 1, 64),
+            ("search.max_repo_hits", self.search.max_repo_hits.into(), 1, 1000),
+            ("search.max_web_hits", self.search.max_web_hits.into(), 0, 100),
+            ("search.default_limit", self.search.default_limit.into(), 1, 1000),
+            ("search.max_chunks_per_file", self.search.max_chunks_per_file.into(), 1, 1000),
+            ("search.rrf_k", self.search.rrf_k.into(), 0, 100_000),
+            ("web.min_spacing_ms", self.web.min_spacing_ms, 0, 3_600_000),
+            ("web.scraper.request_delay_ms", self.web.scraper.request_delay_ms, 0, 3_600_000),
+            ("web.scraper.page_load_timeout_secs", self.web.scraper.page_load_timeout_secs, 1, 600),
+            ("tui.search_debounce_ms", self.tui.search_debounce_ms, 0, 10_000),
+            (
+                "code_intelligence.dynamic_import_scan_limit",
+                self.code_intelligence.dynamic_import_scan_limit.into(),
+                1,
+                1024,
+            ),
+        ];
+        for (key, value, lo, hi) in checks {
+            if value < lo || value > hi {
+                return Err(Error::Config {
+                    path: path.into(),
+                    message: format!("`{key}` must be between {lo} and {hi}, got {value}"),
+                });
+            }
         }
         Ok(())
     }
@@ -539,6 +588,47 @@ impl Config {
     }
 }
 
+/// Restricts a config file that holds a token to its owner; returns a warning when it had to.
+fn make_owner_only(path: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            let fixed = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o700)).is_ok();
+            return Some(if fixed {
+                format!(
+                    "{} holds auth_token and was readable by others (mode {mode:o}); made it owner-only (600)",
+                    path.display()
+                )
+            } else {
+                format!(
+                    "{} holds auth_token and is readable by others (mode {mode:o}); run `chmod 600 {}`",
+                    path.display(),
+                    path.display()
+                )
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    None
+}
+
+/// What `docdex config` prints for a token: that one is set, never the token.
+pub const MASKED_TOKEN: &str = "<set; hidden>";
+
+impl Config {
+    /// This configuration with secrets masked, for printing.
+    pub fn redacted(&self) -> Config {
+        let mut c = self.clone();
+        if !c.server.auth_token.is_empty() {
+            c.server.auth_token = MASKED_TOKEN.into();
+        }
+        c
+    }
+}
+
 fn truthy(v: &str) -> bool {
     matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on")
 }
@@ -548,9 +638,12 @@ fn create_default_file(home: &Path, path: &Path) -> Result<bool> {
     if path.exists() {
         return Ok(false);
     }
-    std::fs::create_dir_all(home).map_err(|e| Error::StateNotWritable { path: home.into(), reason: e.to_string() })?;
+    crate::engine::fsutil::create_private_dir(home)
+        .map_err(|e| Error::StateNotWritable { path: home.into(), reason: e.to_string() })?;
     let tmp = home.join(format!(".config.toml.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, Config::default_file_text())
+    // Owner-only: the file is where a token goes.
+    crate::engine::fsutil::create_private(&tmp)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, Config::default_file_text().as_bytes()))
         .map_err(|e| Error::StateNotWritable { path: home.into(), reason: e.to_string() })?;
     // hard_link fails if the target exists, so a racing process never clobbers a user's file.
     let created = std::fs::hard_link(&tmp, path).is_ok();

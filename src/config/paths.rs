@@ -65,7 +65,7 @@ impl Paths {
         for dir in
             [self.repos(), self.state.join("cache/web"), self.state.join("cache/libs"), self.locks(), self.logs()]
         {
-            std::fs::create_dir_all(&dir)
+            crate::engine::fsutil::create_private_dir(&dir)
                 .map_err(|e| Error::StateNotWritable { path: dir.clone(), reason: e.to_string() })?;
         }
         let probe = self.state.join(format!(".write-probe-{}", std::process::id()));

@@ -192,6 +192,7 @@ impl DagStore {
     }
 
     fn open_path(path: &Path) -> Result<DagStore> {
+        crate::engine::fsutil::ensure_private_file(path)?;
         let conn = Connection::open(path).map_err(|e| db_err(path, e))?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| db_err(path, e))?;
         // WAL with NORMAL sync: a crash may lose the last few nodes, never corrupt the file,

@@ -35,7 +35,7 @@ fn replace(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), unique()));
     {
-        let mut f = File::create(&tmp).at("creating", &tmp)?;
+        let mut f = create_private(&tmp).at("creating", &tmp)?;
         f.write_all(bytes).at("writing", &tmp)?;
         if durable {
             f.sync_data().at("syncing", &tmp)?;
@@ -44,10 +44,64 @@ fn replace(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
     std::fs::rename(&tmp, path).at("renaming into", path)
 }
 
+/// Rewrites an existing small file in place (no new file, no rename): the fallback for advisory
+/// state when the disk is full, since a file under one block (4 KiB) can be rewritten up to
+/// that size without allocating. Readers may see a torn write; only advisory files use it.
+pub fn overwrite_in_place(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut f = OpenOptions::new().write(true).open(path).at("opening", path)?;
+    f.write_all(bytes).at("writing", path)?;
+    f.set_len(bytes.len() as u64).at("truncating", path)
+}
+
 fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Creates (truncating) a file only its owner may read or write (0600 on Unix). Every file
+/// docdex writes goes through here or [`ensure_private_file`]: configuration (which can hold
+/// the token), memories, chat logs, locks.
+pub fn create_private(path: &Path) -> std::io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.write(true).create(true).truncate(true);
+    private_mode(&mut o);
+    o.open(path)
+}
+
+/// Creates an empty owner-only file at `path` unless something is there already (SQLite then
+/// opens it, and gives its WAL and shared-memory files the same mode).
+pub fn ensure_private_file(path: &Path) -> Result<()> {
+    let mut o = OpenOptions::new();
+    o.write(true).create_new(true);
+    private_mode(&mut o);
+    match o.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::io("creating", path, e)),
+    }
+}
+
+/// Creates a directory and its missing parents, owner-only (0700 on Unix) for the ones it makes.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir)
+}
+
+fn private_mode(o: &mut OpenOptions) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    #[cfg(not(unix))]
+    let _ = o;
 }
 
 /// Reads JSON from `path`; `Ok(None)` when the file does not exist.
@@ -59,6 +113,14 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io("reading", path, e)),
     }
+}
+
+/// Opens (creating owner-only) a lock file for reading and writing.
+pub fn open_private_rw(path: &Path) -> std::io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.create(true).truncate(false).read(true).write(true);
+    private_mode(&mut o);
+    o.open(path)
 }
 
 /// An exclusive advisory lock on a file; released on drop or process death.
@@ -114,7 +176,10 @@ fn open_lock_file(path: &Path) -> Result<File> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).at("creating directory", dir)?;
     }
-    OpenOptions::new().create(true).truncate(false).read(true).write(true).open(path).at("opening lock", path)
+    let mut o = OpenOptions::new();
+    o.create(true).truncate(false).read(true).write(true);
+    private_mode(&mut o);
+    o.open(path).at("opening lock", path)
 }
 
 /// True if this process may create files in `dir` (`access(W_OK)`: permission bits and
@@ -131,6 +196,31 @@ pub fn dir_writable(dir: &Path) -> bool {
     {
         let _ = dir;
         false
+    }
+}
+
+/// Bytes an unprivileged process can still write on the filesystem holding `dir`
+/// (`statvfs`); `None` when unknown.
+pub fn available_bytes(dir: &Path) -> Option<u64> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+        let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+        // SAFETY: `c` is a valid NUL-terminated path; statvfs fills the struct we own.
+        let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+        if rc != 0 {
+            return None;
+        }
+        // SAFETY: statvfs returned 0, so it initialized the struct.
+        let st = unsafe { st.assume_init() };
+        #[allow(clippy::unnecessary_cast)] // c_ulong is not u64 everywhere
+        Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        None
     }
 }
 

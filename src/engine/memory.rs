@@ -408,6 +408,7 @@ impl Engine {
         if req.query.trim().is_empty() {
             return Err(Error::BadRequest("empty query: say what to recall".into()));
         }
+        crate::engine::limits::check_query(&req.query)?;
         let (repo, mut db) = self.memory_db(repo_path)?;
         let mut resp = MemoryRecallResponse {
             repo: repo.root.clone(),

@@ -10,9 +10,11 @@ pub mod check;
 pub mod code;
 pub mod dag;
 pub mod embed;
+pub mod fault;
 pub mod fresh;
 pub mod fsutil;
 pub mod index;
+pub mod limits;
 pub mod llm;
 pub mod memory;
 pub mod overview;
@@ -47,7 +49,14 @@ pub struct IndexOptions {
     /// Index text only, without the code pass (symbols, AST, imports, impact graph): the
     /// plain index benchmarks compare against. The next normal run catches the symbols up.
     pub skip_code: bool,
+    /// The run was asked to repair: every run checks the index's files against their checksums
+    /// and rebuilds a damaged index beside the live one; this only makes the summary say what
+    /// the check found even when nothing was damaged.
+    pub repair: bool,
 }
+
+/// An open searcher and the identity of the generation directory it reads.
+type CachedSearcher = (Option<(u64, u64)>, Arc<RepoSearcher>);
 
 /// The engine handle. Clones share state.
 #[derive(Clone)]
@@ -61,7 +70,8 @@ struct Inner {
     warnings: Vec<String>,
     paths: Paths,
     registry: Registry,
-    searchers: Mutex<HashMap<String, Arc<RepoSearcher>>>,
+    /// Open searchers per repo, with the identity of the generation directory they read.
+    searchers: Mutex<HashMap<String, CachedSearcher>>,
     /// Loaded impact graphs per repo (reloaded when `impact_graph.json` changes).
     impact_graphs: code::impact::GraphCache,
     /// Runtime for the engine's own network I/O (LLM and embedding calls), created on first use.
@@ -190,9 +200,22 @@ impl Engine {
             }
             Err(e) => return Err(e),
         };
+        // Every explicit run checks the live index against its checksums (about 20 ms for a
+        // 37 MB index): a damaged index is never reported as indexed and ready.
+        let damaged = session.verify(true)?;
+        let replaced = session.rebuilding().filter(|_| !opts.rebuild).map(str::to_string);
         let mut summary = session.update(&Scope::Full, sink)?;
+        // The session's repo: its live generation (moved or switched by the run).
+        let repo = session.repo().clone();
         summary.embeddings = Some(self.embed_index(&repo, &session, opts.reembed, sink));
         session.finish()?;
+        if let Some(why) = damaged {
+            summary.note = Some(format!("the index was damaged ({why}); a new generation replaced it"));
+        } else if let Some(why) = replaced {
+            summary.note = Some(format!("rebuilt because {why}; the new generation replaced it"));
+        } else if opts.repair {
+            summary.note = Some("every index file matches its checksum; nothing to repair".into());
+        }
         self.inner.registry.record_indexed(&repo, summary.files, summary.chunks)?;
         Ok(summary)
     }
@@ -225,37 +248,73 @@ impl Engine {
         self.inner.registry.record_indexed(repo, summary.files, summary.chunks)
     }
 
+    /// The cached searcher of the repo's live generation (reopened when a rebuild switched
+    /// generations: another directory now sits at the generation's path).
     fn searcher(&self, repo: &RepoRef) -> Result<Arc<RepoSearcher>> {
         let mut cache = self.inner.searchers.lock().map_err(|_| Error::BadRequest("searcher cache poisoned".into()))?;
-        if let Some(s) = cache.get(&repo.fingerprint) {
-            return Ok(s.clone());
+        let id = index::generation::identity(&repo.data_dir);
+        if let Some((seen, s)) = cache.get(&repo.fingerprint) {
+            if *seen == id && id.is_some() {
+                return Ok(s.clone());
+            }
         }
-        let s = Arc::new(RepoSearcher::open(repo)?);
-        cache.insert(repo.fingerprint.clone(), s.clone());
+        let s = Arc::new(RepoSearcher::open(repo).map_err(|e| damaged(repo, e))?);
+        cache.insert(repo.fingerprint.clone(), (id, s.clone()));
         Ok(s)
+    }
+
+    /// Runs a search against the live index, turning what a damaged index does (an error from
+    /// Tantivy, a panic inside it) into [`Error::IndexDamaged`], recorded for status and the
+    /// next index run.
+    fn guarded_search(&self, repo: &RepoRef, run: impl FnOnce() -> Result<SearchResponse>) -> Result<SearchResponse> {
+        match quiet_panics(run) {
+            Ok(r) => r.map_err(|e| damaged(repo, e)),
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "a panic while reading it".into());
+                if let Ok(mut cache) = self.inner.searchers.lock() {
+                    cache.remove(&repo.fingerprint);
+                }
+                Err(damaged(repo, Error::Index { path: repo.index_dir(), message: what }))
+            }
+        }
     }
 
     /// Searches a repository's index.
     pub fn search(&self, repo_path: &Path, req: &SearchRequest) -> Result<SearchResponse> {
+        limits::check_query(&req.query)?;
         let repo = self.resolve_repo(repo_path)?;
         let searcher = self.searcher(&repo)?;
         let state = StatusData::read(&repo.status_path())
             .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
             .unwrap_or(IndexState::Ready);
         let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, false);
-        self.retrieve(&repo, &searcher, req, state, flags)
+        self.guarded_search(&repo, || self.retrieve(&repo, &searcher, req, state, flags))
     }
 
     /// [`Self::search`] for the chat waterfall: the same search, ranked with the
     /// `[search] chat_symbol_ranking_enabled` and `chat_ast_ranking_enabled` flags.
+    /// A question longer than a search may be is searched by the part of it that fits
+    /// ([`limits::fit_query`]).
     pub fn search_for_chat(&self, repo_path: &Path, req: &SearchRequest) -> Result<SearchResponse> {
+        let fitted;
+        let req = match limits::fit_query(&req.query) {
+            std::borrow::Cow::Borrowed(_) => req,
+            std::borrow::Cow::Owned(q) => {
+                fitted = SearchRequest { query: q, ..req.clone() };
+                &fitted
+            }
+        };
         let repo = self.resolve_repo(repo_path)?;
         let searcher = self.searcher(&repo)?;
         let state = StatusData::read(&repo.status_path())
             .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
             .unwrap_or(IndexState::Ready);
         let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, true);
-        self.retrieve(&repo, &searcher, req, state, flags)
+        self.guarded_search(&repo, || self.retrieve(&repo, &searcher, req, state, flags))
     }
 
     /// Index state, counts, progress and warnings for a repository.
@@ -272,30 +331,53 @@ impl Engine {
         let mut warnings: Vec<String> = self.inner.warnings.clone();
         let mut state = IndexState::Ready;
         let (mut queued, mut progress, mut last_event) = (0, None, None);
+        let generation = if indexed {
+            index::schema::open(&repo.index_dir()).map(|(i, _)| index::schema::read_payload(&i).generation).unwrap_or(0)
+        } else {
+            0
+        };
         if let Some((d, interrupted)) = live {
             state = if interrupted { IndexState::Ready } else { d.state };
-            if interrupted {
-                warnings.push(format!(
-                    "the last index run (pid {}) was interrupted; the previous generation is searchable. Run `docdex index --repo {}` to finish",
-                    d.pid,
-                    repo.root.display()
-                ));
-            } else {
-                queued = d.queued;
-                progress = d.progress;
+            let root = repo.root.display();
+            match (interrupted, d.rebuilding_from) {
+                (true, Some(_)) => warnings.push(format!(
+                    "a rebuild (pid {}) was interrupted before it finished; generation {generation} stays live and searchable, and the next `docdex index --repo {root} --rebuild` starts over",
+                    d.pid
+                )),
+                (true, None) if indexed => warnings.push(format!(
+                    "the last index run (pid {}) was interrupted; generation {generation} is searchable. Run `docdex index --repo {root}` to finish",
+                    d.pid
+                )),
+                (true, None) => warnings.push(format!(
+                    "the first index run (pid {}) was interrupted before its first commit; run `docdex index --repo {root}` to finish",
+                    d.pid
+                )),
+                (false, Some(_)) => {
+                    warnings.push(format!(
+                        "building a new generation beside generation {generation}, which answers searches until the switch"
+                    ));
+                    queued = d.queued;
+                    progress = d.progress;
+                }
+                (false, None) => {
+                    queued = d.queued;
+                    progress = d.progress;
+                }
             }
             if let Some(e) = d.last_error {
                 warnings.push(format!("last index run failed: {e}"));
             }
             last_event = d.last_event;
         }
+        if let Some(detail) = index::damage::read_marker(&repo.state_dir) {
+            state = IndexState::Error;
+            warnings.push(format!(
+                "the index is damaged ({detail}); run `docdex index --repo {} --repair` to rebuild it",
+                repo.root.display()
+            ));
+        }
         warnings.extend(skip_warnings(&manifest));
         let record = self.inner.registry.get(&repo.fingerprint)?;
-        let generation = if indexed {
-            index::schema::open(&repo.index_dir()).map(|(i, _)| index::schema::read_payload(&i).generation).unwrap_or(0)
-        } else {
-            0
-        };
         Ok(StatusResponse {
             schema_version: SCHEMA_VERSION,
             project_id: repo.fingerprint.clone(),
@@ -360,6 +442,43 @@ impl Engine {
         }
         self.inner.resident.forget(&record.fingerprint);
         Ok(record)
+    }
+}
+
+thread_local! {
+    static QUIET_PANICS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, catching a panic: it is logged (not printed as a crash) and returned as `Err`.
+/// Tantivy may panic on bytes a damaged index file holds; that is a damaged index, not a bug
+/// docdex should crash on.
+fn quiet_panics<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if QUIET_PANICS.with(|q| q.get()) {
+                tracing::debug!("caught a panic while reading an index: {info}");
+            } else {
+                previous(info);
+            }
+        }));
+    });
+    let was = QUIET_PANICS.with(|q| q.replace(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET_PANICS.with(|q| q.set(was));
+    r
+}
+
+/// An index error met while reading the live index means it is damaged: say so, and record
+/// it so status reports it and the next index run replaces the generation.
+fn damaged(repo: &RepoRef, e: Error) -> Error {
+    match e {
+        Error::Index { message, .. } => {
+            index::damage::write_marker(&repo.state_dir, &message);
+            Error::IndexDamaged { repo: repo.root.clone(), detail: message }
+        }
+        other => other,
     }
 }
 

@@ -82,11 +82,8 @@ impl Engine {
     }
 
     fn overview_of_record(&self, record: &RepoRecord) -> RepoOverview {
-        let repo = RepoRef {
-            root: record.path.clone(),
-            fingerprint: record.fingerprint.clone(),
-            state_dir: self.paths().repo_state(&record.fingerprint),
-        };
+        let repo =
+            RepoRef::new(record.path.clone(), record.fingerprint.clone(), self.paths().repo_state(&record.fingerprint));
         overview(&repo, Some(record), record.path.is_dir())
     }
 }

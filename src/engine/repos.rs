@@ -22,16 +22,30 @@ pub struct RepoRef {
     pub fingerprint: String,
     /// `state/repos/<fingerprint>/`.
     pub state_dir: PathBuf,
+    /// The generation directory the index, manifest, symbol store and impact graph are read
+    /// from (and written to): `state_dir/gen/` (see [`crate::engine::index::generation`]).
+    pub data_dir: PathBuf,
 }
 
 impl RepoRef {
+    /// A repo whose derived data is read from its live generation.
+    pub fn new(root: PathBuf, fingerprint: String, state_dir: PathBuf) -> RepoRef {
+        let data_dir = crate::engine::index::generation::live_dir(&state_dir);
+        RepoRef { root, fingerprint, state_dir, data_dir }
+    }
+
+    /// The same repo, reading and writing the generation in `data_dir` (a rebuild's).
+    pub fn with_data_dir(&self, data_dir: PathBuf) -> RepoRef {
+        RepoRef { data_dir, ..self.clone() }
+    }
+
     /// The Tantivy index directory.
     pub fn index_dir(&self) -> PathBuf {
-        self.state_dir.join("index")
+        self.data_dir.join("index")
     }
     /// The file manifest (content hashes, sizes, mtimes).
     pub fn manifest_path(&self) -> PathBuf {
-        self.state_dir.join("manifest.json")
+        self.data_dir.join("manifest.json")
     }
     /// The live indexing status written by whichever process is indexing.
     pub fn status_path(&self) -> PathBuf {
@@ -123,7 +137,7 @@ impl Registry {
         let root = normalize(path)?;
         let fingerprint = fingerprint(&root);
         let state_dir = self.paths.repo_state(&fingerprint);
-        Ok(RepoRef { root, fingerprint, state_dir })
+        Ok(RepoRef::new(root, fingerprint, state_dir))
     }
 
     /// Creates the repo's state directory and `repo_meta.json` if needed, and registers it.
@@ -134,9 +148,12 @@ impl Registry {
         let now = now_ms();
         match read_json::<RepoMeta>(&repo.meta_path()).ok().flatten() {
             // Only the last-seen time changes: no need to wait for the disk.
+            // Advisory: a full disk must not stop a run from saying what it can.
             Some(mut m) => {
                 m.last_seen_at_epoch_ms = now;
-                replace_json(&repo.meta_path(), &m)?;
+                if let Err(e) = replace_json(&repo.meta_path(), &m) {
+                    tracing::warn!("could not record the last-seen time: {e}");
+                }
             }
             None => {
                 let meta = RepoMeta {

@@ -39,6 +39,7 @@ pub fn open(path: &Path) -> Result<Connection> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
     }
+    crate::engine::fsutil::ensure_private_file(path)?;
     let conn = Connection::open(path).map_err(db_err(path))?;
     conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS)).map_err(db_err(path))?;
     conn.pragma_update(None, "journal_mode", "WAL").map_err(db_err(path))?;

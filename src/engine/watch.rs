@@ -39,6 +39,9 @@ impl Engine {
     pub fn watch(&self, repo_path: &std::path::Path, stop: &AtomicBool, report: &dyn Fn(WatchReport)) -> Result<()> {
         let repo = self.resolve_repo(repo_path)?;
         let mut session = self.open_index_session(&repo, false)?;
+        if let Some(why) = session.verify(true)? {
+            report(WatchReport::Failed(format!("the index was damaged ({why}); rebuilding it beside the damaged one")));
+        }
         // Watch first, then catch up: an edit made during or right after the catch-up run is
         // queued by the watcher instead of falling between the two.
         let (tx, rx) = mpsc::channel::<DebounceEventResult>();
@@ -57,6 +60,8 @@ impl Engine {
         debouncer.watch(&repo.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
         let quiet = |_: &IndexProgress| {};
         let mut summary = session.update(&Scope::Full, &quiet)?;
+        // Its live generation (the catch-up run may have moved or replaced it).
+        let repo = session.repo().clone();
         summary.embeddings = Some(self.embed_index(&repo, &session, false, &quiet));
         self.record_indexed(&repo, &summary)?;
         session.status().queued(0, true);

@@ -89,7 +89,8 @@ pub fn status_for(code: &str) -> StatusCode {
         "path_outside_repo" => StatusCode::FORBIDDEN,
         "unauthorized" => StatusCode::UNAUTHORIZED,
         "payload_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
-        "upstream_unavailable" | "model_not_found" | "unavailable" => StatusCode::SERVICE_UNAVAILABLE,
+        "upstream_unavailable" | "model_not_found" | "unavailable" | "index_damaged" => StatusCode::SERVICE_UNAVAILABLE,
+        "disk_full" => StatusCode::INSUFFICIENT_STORAGE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

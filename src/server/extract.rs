@@ -150,7 +150,7 @@ mod tests {
     }
 
     fn repo() -> RepoRef {
-        RepoRef { root: "/srv/repo".into(), fingerprint: "f".repeat(64), state_dir: "/tmp/state".into() }
+        RepoRef::new("/srv/repo".into(), "f".repeat(64), "/tmp/state".into())
     }
 
     #[test]

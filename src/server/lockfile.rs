@@ -5,7 +5,7 @@
 use crate::engine::protocol::now_ms;
 use crate::error::{Error, IoContext, Result};
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
@@ -31,13 +31,7 @@ impl DaemonLock {
     /// Takes the lock at `path` or explains who holds it.
     pub fn acquire(path: &Path, addr: &str) -> Result<DaemonLock> {
         for _ in 0..5 {
-            let mut file = OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .read(true)
-                .write(true)
-                .open(path)
-                .at("opening", path)?;
+            let mut file = crate::engine::fsutil::open_private_rw(path).at("opening", path)?;
             match file.try_lock() {
                 Ok(()) => {}
                 Err(std::fs::TryLockError::WouldBlock) => {

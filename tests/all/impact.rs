@@ -681,13 +681,13 @@ fn rebuild_writes_a_schema_tagged_graph_atomically() {
     // What the indexing pipeline does after a run that changed code files.
     graph::rebuild(&r, &file_imports(&repo), &Default::default()).expect("rebuild");
     let path = graph::graph_path(&r);
-    assert_eq!(path, r.state_dir.join("impact_graph.json"));
+    assert_eq!(path, r.state_dir.join("gen/impact_graph.json"), "in the live generation");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
     assert_eq!(v["schema"], serde_json::json!({"name": "docdex.impact_graph", "version": 2}));
     assert_eq!(v["stats"]["files"], 7);
     assert_eq!(v["stats"]["edges"], 11);
     assert_eq!(v["edges"][0]["source"], "src/components/UserCard.tsx");
-    let leftovers: Vec<String> = std::fs::read_dir(&r.state_dir)
+    let leftovers: Vec<String> = std::fs::read_dir(&r.data_dir)
         .expect("ls")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".tmp"))

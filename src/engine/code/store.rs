@@ -60,7 +60,7 @@ CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);
 
 /// Where a repo's store lives.
 pub fn db_path(repo: &RepoRef) -> PathBuf {
-    repo.state_dir.join("symbols.db")
+    repo.data_dir.join("symbols.db")
 }
 
 pub use super::symbols::norm;
@@ -87,6 +87,11 @@ pub struct StoreMeta {
     pub generation: u64,
     /// Grammar version per language, as recorded when its files were extracted.
     pub grammars: BTreeMap<String, String>,
+    /// Imports (or the files import resolution reads) changed in a committed run whose impact
+    /// graph was not written yet: the next writer rebuilds it.
+    pub graph_pending: bool,
+    /// The generation the impact graph was last built from (0 when unknown).
+    pub graph_generation: u64,
 }
 
 impl StoreMeta {
@@ -108,6 +113,8 @@ fn read_meta(conn: &Connection) -> rusqlite::Result<StoreMeta> {
         match k.as_str() {
             "schema" => meta.schema = v.parse().unwrap_or(0),
             "generation" => meta.generation = v.parse().unwrap_or(0),
+            "graph_pending" => meta.graph_pending = v == "1",
+            "graph_generation" => meta.graph_generation = v.parse().unwrap_or(0),
             _ => {
                 if let Some(lang) = k.strip_prefix("grammar:") {
                     meta.grammars.insert(lang.to_string(), v);
@@ -128,6 +135,24 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(())
+}
+
+/// Whether an error opening a store means its file is damaged (not a database, corrupt,
+/// another schema's leftovers), as opposed to the disk or the OS failing.
+fn is_damage(e: &rusqlite::Error) -> bool {
+    use rusqlite::ffi::ErrorCode;
+    !matches!(
+        e.sqlite_error_code(),
+        Some(
+            ErrorCode::DiskFull
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::CannotOpen
+                | ErrorCode::PermissionDenied
+                | ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::OutOfMemory
+        )
+    )
 }
 
 /// Removes a store and its WAL files.
@@ -181,6 +206,8 @@ impl SymbolStore {
                 remove_db(path)?;
                 Self::try_open(path).map_err(sql_err(path))
             }
+            // A full disk or an I/O error says nothing about the file: keep it, fail the run.
+            Err(e) if !is_damage(&e) => Err(sql_err(path)(e)),
             Err(e) => {
                 tracing::warn!(path = %path.display(), "symbol store unreadable ({e}); rebuilding it");
                 remove_db(path)?;
@@ -191,6 +218,10 @@ impl SymbolStore {
 
     fn try_open(path: &Path) -> rusqlite::Result<SymbolStore> {
         let existed = path.exists();
+        if !existed {
+            // Owner-only, like every docdex file (SQLite gives the WAL the same mode).
+            let _ = crate::engine::fsutil::ensure_private_file(path);
+        }
         let conn = Connection::open(path)?;
         configure(&conn)?;
         conn.execute_batch(SCHEMA_SQL)?;
@@ -381,6 +412,35 @@ impl SymbolStore {
         self.conn.execute_batch("COMMIT").map_err(&err)?;
         self.in_tx = false;
         self.meta.generation = generation;
+        Ok(())
+    }
+
+    /// Records, in the transaction of the symbols that caused it, that the impact graph must
+    /// be rebuilt: a kill before the graph is written leaves the mark for the next run.
+    pub fn mark_graph_pending(&mut self) -> Result<()> {
+        if self.meta.graph_pending && self.in_tx {
+            return Ok(());
+        }
+        self.begin()?;
+        self.conn
+            .execute("INSERT OR REPLACE INTO meta VALUES('graph_pending', '1')", [])
+            .map_err(sql_err(&self.path))?;
+        self.meta.graph_pending = true;
+        Ok(())
+    }
+
+    /// Records that the impact graph was written from `generation` (clears the pending mark).
+    pub fn graph_written(&mut self, generation: u64) -> Result<()> {
+        self.begin()?;
+        let err = sql_err(&self.path);
+        self.conn.execute("DELETE FROM meta WHERE key = 'graph_pending'", []).map_err(&err)?;
+        self.conn
+            .execute("INSERT OR REPLACE INTO meta VALUES('graph_generation', ?1)", [generation.to_string()])
+            .map_err(&err)?;
+        self.conn.execute_batch("COMMIT").map_err(&err)?;
+        self.in_tx = false;
+        self.meta.graph_pending = false;
+        self.meta.graph_generation = generation;
         Ok(())
     }
 

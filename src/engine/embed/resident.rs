@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn the_resident_copy_ranks_like_sqlite_vec_and_follows_writes() {
         let dir = tempfile::tempdir().unwrap();
-        let repo = RepoRef { root: dir.path().into(), fingerprint: "fp".into(), state_dir: dir.path().join("s") };
+        let repo = RepoRef::new(dir.path().into(), "fp".into(), dir.path().join("s"));
         let mut store = VectorStore::open(&repo).unwrap();
         let dim = 24;
         store.init_model("m", dim).unwrap();

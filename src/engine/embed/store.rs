@@ -446,7 +446,7 @@ mod tests {
     #[test]
     fn nearest_neighbours_are_exact_cosine_on_any_vector_length() {
         let dir = tempfile::tempdir().unwrap();
-        let repo = RepoRef { root: dir.path().into(), fingerprint: "x".into(), state_dir: dir.path().join("state") };
+        let repo = RepoRef::new(dir.path().into(), "x".into(), dir.path().join("state"));
         let mut store = VectorStore::open(&repo).unwrap();
         store.init_model("m", 3).unwrap();
         // Not unit length on purpose: providers do not all normalize.

@@ -131,12 +131,23 @@ impl CodePass {
                 "symbol store out of step with the index; re-extracting what differs"
             );
         }
+        // A run killed after its symbols committed but before the graph was written left the
+        // mark; a store with files but no graph file lost it some other way.
+        let graph_missing = !index_created && !graph::graph_path(repo).exists() && !store.created();
+        let graph_dirty = store.meta().graph_pending || graph_missing;
+        if graph_dirty {
+            tracing::info!(
+                built_from = store.meta().graph_generation,
+                generation,
+                "the impact graph is behind the symbol store; rebuilding it"
+            );
+        }
         Ok(CodePass {
             store,
             repo: repo.clone(),
             repair,
             drifted,
-            graph_dirty: false,
+            graph_dirty,
             graph_options: Default::default(),
             summary: Default::default(),
         })
@@ -228,6 +239,9 @@ impl CodePass {
     /// Commits the store as `generation` (between the Tantivy commit and the manifest write).
     pub fn commit(&mut self, generation: u64) -> Result<()> {
         let t = Instant::now();
+        if self.graph_dirty {
+            self.store.mark_graph_pending()?;
+        }
         self.store.commit(generation, false)?;
         self.summary.store_seconds += t.elapsed().as_secs_f64();
         Ok(())
@@ -239,7 +253,11 @@ impl CodePass {
     pub fn finish(&mut self, generation: u64) -> Result<CodeIndexSummary> {
         let t = Instant::now();
         let grammars = self.repair || self.store.created() || self.store.meta().grammars.len() < Lang::ALL.len();
+        if self.graph_dirty {
+            self.store.mark_graph_pending()?;
+        }
         self.store.commit(generation, grammars)?;
+        crate::engine::fault::pause_point("before-graph-write");
         self.repair = false;
         self.drifted.clear();
         self.summary.store_seconds += t.elapsed().as_secs_f64();
@@ -248,7 +266,7 @@ impl CodePass {
             let result =
                 self.store.all_imports().and_then(|files| graph::rebuild(&self.repo, &files, &self.graph_options));
             self.summary.graph_seconds = Some(t.elapsed().as_secs_f64());
-            match result {
+            match result.and_then(|()| self.store.graph_written(generation)) {
                 Ok(()) => self.graph_dirty = false,
                 Err(e) => {
                     tracing::warn!("impact graph rebuild failed: {e}");
@@ -263,6 +281,7 @@ impl CodePass {
 impl super::IndexSession {
     /// Sets how the impact graph is built after this session's runs (`[code_intelligence]`).
     pub fn set_graph_options(&mut self, options: graph::GraphOptions) {
+        self.graph_options = Some(options.clone());
         if let Some(code) = self.code.as_mut() {
             if let Ok(pass) = code.get_mut() {
                 pass.graph_options = options;

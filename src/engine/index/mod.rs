@@ -10,7 +10,9 @@
 
 pub mod chunk;
 mod code_pass;
+pub mod damage;
 pub mod files;
+pub mod generation;
 pub mod manifest;
 pub mod schema;
 pub mod status;
@@ -57,6 +59,8 @@ pub enum Scope {
 
 /// An open writer on one repo's index.
 pub struct IndexSession {
+    /// The repo, with `data_dir` the generation this session writes (`gen.next/` while a new
+    /// generation is built beside the live one).
     repo: RepoRef,
     cfg: IndexConfig,
     index: Index,
@@ -66,6 +70,10 @@ pub struct IndexSession {
     manifest: Manifest,
     generation: u64,
     rebuilt: bool,
+    /// Building a new generation beside the live one; the next update switches to it when done.
+    staging: Option<Staging>,
+    /// A failed build of a new generation; the session can do nothing more.
+    broken: Option<String>,
     /// A merge of the fresh index's segments is under way (see [`Self::start_compaction`]).
     compacting: bool,
     /// The manifest lags the index (a run died between commit and manifest write), so
@@ -76,7 +84,18 @@ pub struct IndexSession {
     /// Behind a mutex only because `process` runs on rayon threads through `&self`; it is
     /// touched from the session's own thread.
     code: Option<Mutex<CodePass>>,
+    with_code: bool,
+    graph_options: Option<crate::engine::code::graph::GraphOptions>,
     _lock: FileLock,
+}
+
+/// Why and from which generation a new one is being built.
+#[derive(Debug, Clone)]
+struct Staging {
+    reason: String,
+    /// The live generation's number (0 when it could not be read): the searchable one until
+    /// the switch.
+    live_generation: u64,
 }
 
 impl IndexSession {
@@ -88,21 +107,83 @@ impl IndexSession {
 
     /// [`Self::open`], choosing whether the code pass (Tree-sitter symbols, AST, imports) runs.
     /// Without it the index is plain text, as benchmarks compare.
+    ///
+    /// The live generation is opened for incremental updates; with `rebuild`, or when it was
+    /// built under another schema, cannot be opened, or was found damaged, a new generation is
+    /// started beside it and the live one stays searchable until the new one is complete.
     pub fn open_with(repo: &RepoRef, locks_dir: &Path, cfg: &IndexConfig, rebuild: bool, code: bool) -> Result<Self> {
         let lock_path = locks_dir.join(format!("{}.writer.lock", repo.fingerprint));
         let lock = FileLock::try_acquire(&lock_path)?
             .ok_or_else(|| Error::IndexBusy { repo: repo.root.clone(), pid: FileLock::holder_pid(&lock_path) })?;
-        let (index, fields, created) = schema::open_or_create(&repo.index_dir(), rebuild)?;
-        let manifest =
-            if created { Manifest::load(Path::new("/nonexistent")) } else { Manifest::load(&repo.manifest_path()) };
-        let generation = schema::read_payload(&index).generation;
+        // Whatever fails from here on is this run's failure: status must say so.
+        Self::open_locked(repo, cfg, rebuild, code, lock).inspect_err(|e| {
+            StatusFile::new(repo.status_path()).finish_err(&e.to_string());
+        })
+    }
+
+    fn open_locked(repo: &RepoRef, cfg: &IndexConfig, rebuild: bool, code: bool, lock: FileLock) -> Result<Self> {
+        generation::migrate_legacy(&repo.state_dir)?;
+        generation::recover(&repo.state_dir)?;
+        let live = repo.with_data_dir(repo.state_dir.join(generation::LIVE));
+        let damaged = damage::read_marker(&repo.state_dir);
+        let opened = match schema::open_live(&live.index_dir()) {
+            schema::Live::Missing => None,
+            schema::Live::Usable(index, fields) if !rebuild && damaged.is_none() => Some(Ok((index, fields))),
+            schema::Live::Usable(index, _) => {
+                let why = match &damaged {
+                    Some(d) => format!("the index was found damaged ({d})"),
+                    None => "--rebuild".to_string(),
+                };
+                Some(Err((why, schema::read_payload(&index).generation)))
+            }
+            schema::Live::Unusable(why) => Some(Err((why, Manifest::load(&live.manifest_path()).generation))),
+        };
+        let status = StatusFile::new(repo.status_path());
+        let (index, fields, created, write_repo, staging) = match opened {
+            Some(Ok((index, fields))) => {
+                // A first index that never committed is still being built from scratch.
+                let fresh = index.load_metas().map(|m| m.payload.is_none()).unwrap_or(true);
+                (index, fields, fresh, live.clone(), None)
+            }
+            // The first index is built in place: there is nothing to keep searchable, and a huge
+            // first run keeps its progress across interruptions.
+            None => {
+                let (index, fields) = schema::create(&live.index_dir()).map_err(|e| disk_full_or(e, repo, None))?;
+                (index, fields, true, live.clone(), None)
+            }
+            Some(Err((reason, live_generation))) => {
+                tracing::info!(%reason, live_generation, "building a new generation beside the live one");
+                let (next, index, fields) = start_next(repo, live_generation)?;
+                (index, fields, true, next, Some(Staging { reason, live_generation }))
+            }
+        };
+        let manifest = if created {
+            Manifest::load(Path::new("/nonexistent"))
+        } else {
+            Manifest::load(&write_repo.manifest_path())
+        };
+        let generation = match &staging {
+            // Generations keep counting across rebuilds, so a number names one generation.
+            Some(s) => s.live_generation,
+            None => schema::read_payload(&index).generation,
+        };
         let manifest_behind = !created && manifest.generation != generation;
         if manifest_behind {
             tracing::info!(index = generation, manifest = manifest.generation, "manifest lags the index; repairing");
         }
-        let code = if code { Some(Mutex::new(CodePass::open(repo, created, generation)?)) } else { None };
+        let code_pass = match code {
+            true => match CodePass::open(&write_repo, created, generation) {
+                Ok(c) => Some(Mutex::new(c)),
+                Err(e) if staging.is_some() => {
+                    generation::discard_next(&repo.state_dir);
+                    return Err(disk_full_or(e, repo, Some(generation)));
+                }
+                Err(e) => return Err(disk_full_or(e, repo, Some(generation))),
+            },
+            false => None,
+        };
         Ok(IndexSession {
-            repo: repo.clone(),
+            repo: write_repo,
             cfg: cfg.clone(),
             index,
             writer: None,
@@ -110,12 +191,124 @@ impl IndexSession {
             manifest,
             generation,
             rebuilt: created,
+            staging,
+            broken: None,
             compacting: false,
             manifest_behind,
-            status: StatusFile::new(repo.status_path()),
-            code,
+            status,
+            code: code_pass,
+            with_code: code,
+            graph_options: None,
             _lock: lock,
         })
+    }
+
+    /// The repo as this session writes it; after an update, its live generation.
+    pub fn repo(&self) -> &RepoRef {
+        &self.repo
+    }
+
+    /// Whether this session is building a new generation beside the live one, and why.
+    pub fn rebuilding(&self) -> Option<&str> {
+        self.staging.as_ref().map(|s| s.reason.as_str())
+    }
+
+    /// Checks that every segment of the live index opens and, with `checksums`, every file
+    /// against the checksum Tantivy keeps in its footer. A damaged index is not repaired in
+    /// place: a new generation is started beside it (the next update builds and switches to
+    /// it). Returns what was found damaged.
+    pub fn verify(&mut self, checksums: bool) -> Result<Option<String>> {
+        if self.staging.is_some() || self.rebuilt {
+            return Ok(None);
+        }
+        let t = Instant::now();
+        let found = damage::check(&self.index, checksums);
+        tracing::debug!(checksums, ms = t.elapsed().as_secs_f64() * 1e3, "index verified");
+        let Some(why) = found else { return Ok(None) };
+        tracing::warn!(repo = %self.repo.root.display(), "index damaged: {why}");
+        self.restart_as_new_generation(format!("the index was found damaged ({why})"))?;
+        Ok(Some(why))
+    }
+
+    /// Drops what this session has open on the live generation and starts a new one beside it.
+    fn restart_as_new_generation(&mut self, reason: String) -> Result<()> {
+        self.writer = None;
+        self.code = None;
+        let live_generation = self.generation;
+        let (next, index, fields) = start_next(&self.repo, live_generation)?;
+        self.code = match self.with_code {
+            true => match CodePass::open(&next, true, live_generation) {
+                Ok(c) => Some(Mutex::new(c)),
+                Err(e) => {
+                    generation::discard_next(&self.repo.state_dir);
+                    self.broken = Some(format!("starting a new generation failed: {e}"));
+                    return Err(disk_full_or(e, &self.repo, Some(live_generation)));
+                }
+            },
+            false => None,
+        };
+        self.index = index;
+        self.fields = fields;
+        self.repo = next;
+        self.manifest = Manifest::load(Path::new("/nonexistent"));
+        self.manifest_behind = false;
+        self.rebuilt = true;
+        self.staging = Some(Staging { reason, live_generation });
+        if let Some(o) = self.graph_options.clone() {
+            self.set_graph_options(o);
+        }
+        Ok(())
+    }
+
+    /// Forgets what a failed run changed in memory (uncommitted documents, symbol rows, manifest
+    /// entries) and takes the last committed state from disk again, so the next run redoes it.
+    fn reload_committed(&mut self) -> Result<()> {
+        self.writer = None;
+        self.code = None;
+        self.compacting = false;
+        self.generation = schema::read_payload(&self.index).generation;
+        self.manifest = Manifest::load(&self.repo.manifest_path());
+        self.manifest_behind = self.manifest.generation != self.generation;
+        if self.with_code {
+            self.code = Some(Mutex::new(CodePass::open(&self.repo, false, self.generation)?));
+            if let Some(o) = self.graph_options.clone() {
+                self.set_graph_options(o);
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the finished new generation live: waits for its merges, closes it, switches the
+    /// directories atomically, then reopens the session on the live generation.
+    fn switch_generation(&mut self) -> Result<()> {
+        let Some(staging) = self.staging.take() else { return Ok(()) };
+        let dir = self.repo.index_dir();
+        if let Some(w) = self.writer.take() {
+            w.wait_merging_threads().map_err(|e| Error::Index { path: dir.clone(), message: e.to_string() })?;
+        }
+        self.compacting = false;
+        self.code = None; // closes symbols.db, checkpointing its WAL into the file
+        crate::engine::fault::pause_point("before-generation-switch");
+        generation::switch(&self.repo.state_dir)?;
+        damage::clear_marker(&self.repo.state_dir);
+        let live = self.repo.with_data_dir(self.repo.state_dir.join(generation::LIVE));
+        let (index, fields) = schema::open(&live.index_dir())?;
+        self.code =
+            if self.with_code { Some(Mutex::new(CodePass::open(&live, false, self.generation)?)) } else { None };
+        if let Some(o) = self.graph_options.clone() {
+            self.set_graph_options(o);
+        }
+        self.index = index;
+        self.fields = fields;
+        self.repo = live;
+        tracing::info!(
+            repo = %self.repo.root.display(),
+            generation = self.generation,
+            replaced = staging.live_generation,
+            reason = %staging.reason,
+            "new generation live"
+        );
+        Ok(())
     }
 
     /// The code pass, from the session's own thread.
@@ -153,16 +346,46 @@ impl IndexSession {
         &self.status
     }
 
-    /// Brings the index up to date for `scope`.
+    /// Brings the index up to date for `scope`. While a new generation is being built, the
+    /// scope is the whole repository and the run ends by switching to it.
     pub fn update(&mut self, scope: &Scope, sink: &dyn ProgressSink) -> Result<IndexSummary> {
+        if let Some(why) = &self.broken {
+            return Err(Error::Index { path: self.repo.state_dir.clone(), message: why.clone() });
+        }
         let started = Instant::now();
+        let scope = if self.staging.is_some() { &Scope::Full } else { scope };
         self.status.begin(&IndexProgress { phase: "walking".into(), ..Default::default() });
-        let result = self.update_inner(scope, sink, started);
+        self.status.rebuilding(self.staging.as_ref().map(|s| s.live_generation));
+        let result = self.update_inner(scope, sink, started).and_then(|summary| {
+            self.switch_generation()?;
+            Ok(summary)
+        });
+        let result = result.map_err(|e| self.failed(e));
         match &result {
             Ok(s) => self.status.finish_ok(s),
             Err(e) => self.status.finish_err(&e.to_string()),
         }
         result
+    }
+
+    /// What a failed run leaves: a half-built new generation is deleted (it may be what filled
+    /// the disk) and the live one is untouched; a full disk becomes [`Error::DiskFull`], saying
+    /// which generation stays searchable.
+    fn failed(&mut self, e: Error) -> Error {
+        let staging = self.staging.clone();
+        if staging.is_some() {
+            self.writer = None;
+            self.code = None;
+            generation::discard_next(&self.repo.state_dir);
+            self.broken = Some(format!("building a new generation failed: {e}"));
+        } else if let Err(again) = self.reload_committed() {
+            self.broken = Some(format!("after a failed run ({e}), reopening the index failed: {again}"));
+        }
+        let live = match &staging {
+            Some(s) => s.live_generation,
+            None => self.generation,
+        };
+        disk_full_or(e, &self.repo, Some(live))
     }
 
     fn update_inner(&mut self, scope: &Scope, sink: &dyn ProgressSink, started: Instant) -> Result<IndexSummary> {
@@ -602,6 +825,44 @@ impl IndexSession {
     }
 }
 
+/// An empty new generation beside the live one (`gen.next/`), or, when that fails, nothing
+/// left behind and a full disk said as such.
+fn start_next(repo: &RepoRef, live_generation: u64) -> Result<(RepoRef, Index, Fields)> {
+    let made = generation::prepare_next(&repo.state_dir).and_then(|dir| {
+        let next = repo.with_data_dir(dir);
+        schema::create(&next.index_dir()).map(|(index, fields)| (next, index, fields))
+    });
+    made.map_err(|e| {
+        generation::discard_next(&repo.state_dir);
+        disk_full_or(e, repo, Some(live_generation))
+    })
+}
+
+/// `e`, or [`Error::DiskFull`] naming the generation that stays live when `e` is a full disk.
+fn disk_full_or(e: Error, repo: &RepoRef, live_generation: Option<u64>) -> Error {
+    if matches!(e, Error::DiskFull { .. }) || !(e.is_disk_full() || io_failure_on_a_full_disk(&e, &repo.state_dir)) {
+        return e;
+    }
+    Error::DiskFull {
+        repo: repo.root.clone(),
+        state_dir: repo.state_dir.clone(),
+        detail: e.to_string(),
+        kept: live_generation.filter(|g| *g > 0),
+    }
+}
+
+/// SQLite reports some writes that fail for want of space as a plain "disk I/O error" (the
+/// shared-memory file of a WAL database, for one): when the filesystem is indeed (nearly) full,
+/// that is what it was.
+fn io_failure_on_a_full_disk(e: &Error, state_dir: &Path) -> bool {
+    let io = match e {
+        Error::Io { .. } => true,
+        Error::Index { message, .. } | Error::Database { message, .. } => message.contains("disk I/O error"),
+        _ => false,
+    };
+    io && crate::engine::fsutil::available_bytes(state_dir).is_some_and(|b| b < 1024 * 1024)
+}
+
 /// What reading a candidate found.
 enum Read {
     Text(Vec<u8>),
@@ -675,10 +936,11 @@ fn mb(b: u64) -> f64 {
     b as f64 / (1024.0 * 1024.0)
 }
 
-/// Threads for reading and for the writer: config, else one per core.
+/// Threads for reading and for the writer: config (at most [`crate::config::MAX_INDEX_THREADS`],
+/// which config validation enforces for files), else one per core.
 pub fn thread_count(cfg: &IndexConfig) -> usize {
     if cfg.threads > 0 {
-        cfg.threads as usize
+        cfg.threads.min(crate::config::MAX_INDEX_THREADS) as usize
     } else {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
     }

@@ -88,25 +88,49 @@ pub fn open(dir: &Path) -> Result<(Index, Fields)> {
     Ok((index, fields))
 }
 
-/// Opens the index, creating it (or recreating it, when the schema changed or `rebuild`).
-/// Returns whether it was (re)created, which invalidates the manifest.
-pub fn open_or_create(dir: &Path, rebuild: bool) -> Result<(Index, Fields, bool)> {
-    let err = |e: tantivy::TantivyError| Error::Index { path: dir.into(), message: e.to_string() };
-    if !rebuild && dir.join("meta.json").exists() {
-        if let Ok((index, fields)) = open(dir) {
+/// What is in a generation's index directory.
+pub enum Live {
+    /// No index yet.
+    Missing,
+    /// An index of the current schema that opens.
+    Usable(Index, Fields),
+    /// An index that cannot be used as it is (why): another schema, or it does not open.
+    Unusable(String),
+}
+
+/// Opens a generation's index if it is there and usable. Never deletes anything: an unusable
+/// index stays searchable (as far as it is) until a new generation replaces it.
+pub fn open_live(dir: &Path) -> Live {
+    if !dir.join("meta.json").exists() {
+        return Live::Missing;
+    }
+    match open(dir) {
+        Ok((index, fields)) => {
+            let metas = match index.load_metas() {
+                Ok(m) => m,
+                Err(e) => return Live::Unusable(format!("its metadata does not load: {e}")),
+            };
             let payload = read_payload(&index);
-            let fresh = index.load_metas().map(|m| m.payload.is_none()).unwrap_or(true);
-            if payload.schema == SCHEMA_VERSION || fresh {
-                return Ok((index, fields, fresh));
+            // A payload-less index is a first index that never committed: keep filling it.
+            if metas.payload.is_none() || payload.schema == SCHEMA_VERSION {
+                Live::Usable(index, fields)
+            } else {
+                Live::Unusable(format!(
+                    "it was built with index schema {} (this build writes {SCHEMA_VERSION})",
+                    payload.schema
+                ))
             }
         }
+        Err(e) => Live::Unusable(format!("it does not open: {e}")),
     }
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(|e| Error::io("removing old index", dir, e))?;
-    }
+}
+
+/// Creates an empty index in `dir` (created if missing; it must hold no index).
+pub fn create(dir: &Path) -> Result<(Index, Fields)> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
     let (schema, fields) = build_schema();
-    let index = Index::create_in_dir(dir, schema).map_err(err)?;
+    let index =
+        Index::create_in_dir(dir, schema).map_err(|e| Error::Index { path: dir.into(), message: e.to_string() })?;
     register(&index);
-    Ok((index, fields, true))
+    Ok((index, fields))
 }

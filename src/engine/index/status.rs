@@ -30,6 +30,10 @@ pub struct StatusData {
     /// True while a watcher owns the writer.
     #[serde(default)]
     pub watching: bool,
+    /// While a new generation is built beside the live one: the live generation's number,
+    /// which stays searchable until the switch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuilding_from: Option<u64>,
 }
 
 impl Default for StatusData {
@@ -44,6 +48,7 @@ impl Default for StatusData {
             last_event: None,
             last_error: None,
             watching: false,
+            rebuilding_from: None,
         }
     }
 }
@@ -84,7 +89,15 @@ impl StatusFile {
             *last_write = now;
             // Advisory (a dead pid already reads as interrupted): no fsync needed.
             if let Err(e) = replace_json(&self.path, data) {
-                tracing::warn!("could not write {}: {e}", self.path.display());
+                // A full disk cannot take a new file, but the status file's block can be
+                // rewritten: status must still tell that the run failed and why.
+                let rescued = e.is_disk_full()
+                    && serde_json::to_vec(data)
+                        .ok()
+                        .is_some_and(|b| crate::engine::fsutil::overwrite_in_place(&self.path, &b).is_ok());
+                if !rescued {
+                    tracing::warn!("could not write {}: {e}", self.path.display());
+                }
             }
         }
     }
@@ -98,6 +111,11 @@ impl StatusFile {
             d.progress = Some(p.clone());
             d.last_error = None;
         });
+    }
+
+    /// Whether this run builds a new generation beside live generation `from`.
+    pub fn rebuilding(&self, from: Option<u64>) {
+        self.with(true, |d| d.rebuilding_from = from);
     }
 
     /// Progress of the current run (throttled).
@@ -123,6 +141,7 @@ impl StatusFile {
         self.with(true, |d| {
             d.state = IndexState::Ready;
             d.progress = None;
+            d.rebuilding_from = None;
         });
     }
 
@@ -131,6 +150,7 @@ impl StatusFile {
         self.with(true, |d| {
             d.state = IndexState::Error;
             d.progress = None;
+            d.rebuilding_from = None;
             d.last_error = Some(message.to_string());
         });
     }

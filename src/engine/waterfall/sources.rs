@@ -54,7 +54,8 @@ pub fn recall_memory(
     query: &str,
     limit: usize,
 ) -> Result<Availability<(Vec<RecalledMemory>, Option<String>)>> {
-    let req = MemoryRecallRequest { query: query.to_string(), limit: Some(limit) };
+    let query = crate::engine::limits::fit_query(query);
+    let req = MemoryRecallRequest { query: query.into_owned(), limit: Some(limit) };
     let resp = engine.memory_recall(&repo.root, &req)?;
     let by_meaning = resp.mode == "vector";
     let hits = resp

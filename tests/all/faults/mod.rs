@@ -2,5 +2,10 @@
 //! hostile requests over real HTTP and stdio, kill -9 mid-rebuild, corrupt and full disks,
 //! oversized input. Every case here is a guarantee later changes must keep.
 
+mod config;
+mod corrupt;
+mod crash;
+mod disk_full;
 mod hardening;
+mod limits;
 mod watcher;

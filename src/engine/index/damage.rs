@@ -1,0 +1,67 @@
+//! A damaged index: detected, reported, repaired, never a panic. Tantivy keeps a CRC32 in the
+//! footer of every file it writes; a writer checks them when it opens the live generation for
+//! an explicit `docdex index` (or `--repair`), and a search that meets a damaged index (an open
+//! error, a read error, a panic inside Tantivy) says so and leaves a marker in the state
+//! directory. Status reports the marker; the next index run builds a new generation beside the
+//! damaged one and switches to it.
+
+use crate::engine::fsutil::{now_ms, read_json, replace_json};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use tantivy::Index;
+
+const MARKER: &str = "index_damaged.json";
+
+/// What the marker says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Marker {
+    detail: String,
+    at_ms: u64,
+}
+
+fn marker_path(state_dir: &Path) -> PathBuf {
+    state_dir.join(MARKER)
+}
+
+/// What was found damaged, if a reader or writer recorded it.
+pub fn read_marker(state_dir: &Path) -> Option<String> {
+    read_json::<Marker>(&marker_path(state_dir)).ok().flatten().map(|m| m.detail)
+}
+
+/// Records that the live generation was found damaged (by any process; advisory).
+pub fn write_marker(state_dir: &Path, detail: &str) {
+    let m = Marker { detail: detail.to_string(), at_ms: now_ms() };
+    if let Err(e) = replace_json(&marker_path(state_dir), &m) {
+        tracing::warn!("could not record the damaged index: {e}");
+    }
+}
+
+/// Forgets the marker (a new generation replaced the damaged one).
+pub fn clear_marker(state_dir: &Path) {
+    let _ = std::fs::remove_file(marker_path(state_dir));
+}
+
+/// Opens every segment of the index (which checks each file's footer) and, with
+/// `checksums`, checks every file of the live segments against its CRC32; `Some(what)` when
+/// something is damaged.
+pub fn check(index: &Index, checksums: bool) -> Option<String> {
+    if checksums {
+        match index.validate_checksum() {
+            Ok(bad) if bad.is_empty() => {}
+            Ok(bad) => {
+                let mut names: Vec<String> = bad.iter().map(|p| p.display().to_string()).collect();
+                names.sort();
+                return Some(format!("checksum mismatch in {}", names.join(", ")));
+            }
+            Err(e) => return Some(e.to_string()),
+        }
+    }
+    let opened = index.reader_builder().reload_policy(tantivy::ReloadPolicy::Manual).try_into();
+    match opened {
+        Ok(reader) => {
+            let _: tantivy::IndexReader = reader;
+            None
+        }
+        Err(e) => Some(e.to_string()),
+    }
+}

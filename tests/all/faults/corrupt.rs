@@ -1,0 +1,108 @@
+//! Damaged index files: a search says "index damaged; run `docdex index --repair`" (exit 3,
+//! never a panic), status stops saying ready, and `docdex index` (checking every file against
+//! Tantivy's checksums) replaces the damaged generation with a new one.
+
+use crate::util::{write, Env};
+use std::path::{Path, PathBuf};
+
+fn repo_with_files(env: &Env) -> PathBuf {
+    let repo = env.repo("r");
+    for i in 0..300 {
+        write(&repo, &format!("f{i}.py"), format!("def func_{i}():\n    return 'word{i} zebra{i}'\n"));
+    }
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    repo
+}
+
+/// The live index's files with this extension, largest first.
+fn index_files(env: &Env, repo: &Path, ext: &str) -> Vec<PathBuf> {
+    let dir = env.engine().resolve_repo(repo).unwrap().data_dir.join("index");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    files.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).unwrap().len()));
+    assert!(!files.is_empty(), "no .{ext} file");
+    files
+}
+
+fn overwrite_middle(p: &Path) {
+    let mut b = std::fs::read(p).unwrap();
+    let n = b.len();
+    for x in &mut b[n / 4..n * 3 / 4] {
+        *x = 0xAB;
+    }
+    std::fs::write(p, b).unwrap();
+}
+
+fn truncate_half(p: &Path) {
+    let n = std::fs::metadata(p).unwrap().len();
+    std::fs::OpenOptions::new().write(true).open(p).unwrap().set_len(n / 2).unwrap();
+}
+
+fn search(env: &Env, repo: &Path, q: &str) -> std::process::Output {
+    env.run(&["search", "--repo", repo.to_str().unwrap(), q, "--json"])
+}
+
+fn assert_damaged(out: &std::process::Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "exit code; stderr: {stderr}");
+    assert!(stderr.contains("damaged") && stderr.contains("docdex index") && stderr.contains("--repair"), "{stderr}");
+    assert!(
+        !stderr.contains("panicked at") && !stderr.contains("RUST_BACKTRACE"),
+        "no panic reaches the user: {stderr}"
+    );
+}
+
+fn assert_searchable(env: &Env, repo: &Path) {
+    let out = search(env, repo, "zebra150");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("f150.py"));
+    let st = env.json(&["status", "--repo", repo.to_str().unwrap(), "--json"]);
+    assert_eq!(st["index_state"], "ready", "{st}");
+    assert!(!st["warnings"].to_string().contains("damaged"), "{st}");
+}
+
+#[test]
+fn overwritten_term_bytes_are_caught_by_index_and_by_search_and_repaired() {
+    let env = Env::new();
+    let repo = repo_with_files(&env);
+    let r = repo.to_str().unwrap();
+
+    // Straight to `docdex index`: the checksum check finds it; it never reports a damaged index
+    // as indexed.
+    overwrite_middle(&index_files(&env, &repo, "term")[0]);
+    let summary = env.json(&["index", "--repo", r, "--json"]);
+    assert!(summary["note"].as_str().is_some_and(|n| n.contains("damaged")), "{summary}");
+    assert_eq!(summary["rebuilt"], true, "{summary}");
+    assert_searchable(&env, &repo);
+
+    // A search meets it first: a clear error, and status says so.
+    overwrite_middle(&index_files(&env, &repo, "term")[0]);
+    assert_damaged(&search(&env, &repo, "zebra5"));
+    let st = env.json(&["status", "--repo", r, "--json"]);
+    assert_eq!(st["index_state"], "error", "{st}");
+    assert!(st["warnings"].to_string().contains("--repair"), "{st}");
+    let summary = env.json(&["index", "--repo", r, "--repair", "--json"]);
+    assert!(summary["note"].as_str().is_some_and(|n| n.contains("damaged")), "{summary}");
+    assert_searchable(&env, &repo);
+
+    // A healthy index: --repair checks and changes nothing.
+    let summary = env.json(&["index", "--repo", r, "--repair", "--json"]);
+    assert_eq!(summary["rebuilt"], false, "{summary}");
+    assert!(summary["note"].as_str().is_some_and(|n| n.contains("nothing to repair")), "{summary}");
+}
+
+#[test]
+fn truncated_idx_and_fast_files_are_reported_and_repaired() {
+    for ext in ["idx", "fast"] {
+        let env = Env::new();
+        let repo = repo_with_files(&env);
+        truncate_half(&index_files(&env, &repo, ext)[0]);
+        assert_damaged(&search(&env, &repo, "zebra5"));
+        let summary = env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+        assert!(summary["note"].as_str().is_some_and(|n| n.contains("damaged")), "{ext}: {summary}");
+        assert_searchable(&env, &repo);
+    }
+}

@@ -1,0 +1,226 @@
+//! Crash windows, with the real binary and a real `kill -9`: a rebuild killed at any moment
+//! leaves the previous generation live and searchable (and searches running meanwhile never
+//! fail), status says what happened, and a kill between the symbol-store commit and the
+//! impact-graph write is repaired by the next run.
+
+use crate::util::{write, Env};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A repository big enough that a rebuild takes a while (each file has a unique word).
+pub fn many_files(root: &Path, n: usize) {
+    for i in 0..n {
+        let body: String = (0..40)
+            .map(|l| format!("def handler_{i}_{l}(request):\n    return render_page_{l}(request, 'tapir{i}x')\n"))
+            .collect();
+        write(root, &format!("pkg{}/mod{i}.py", i % 20), body);
+    }
+}
+
+/// `docdex <args>` started in the background with this env's home.
+fn spawn(env: &Env, args: &[&str], vars: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_docdex"));
+    cmd.args(args)
+        .env("DOCDEX_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .env_remove("DOCDEX_AUTH_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.spawn().expect("spawn docdex")
+}
+
+/// Waits until the child prints `docdex: paused at <point>` on stderr.
+fn wait_for_pause(child: &mut Child, point: &str) {
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let want = format!("paused at {point}");
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains(&want) {
+                let _ = tx.send(Ok(()));
+                return;
+            }
+        }
+        let _ = tx.send(Err(seen));
+    });
+    match rx.recv_timeout(Duration::from_secs(120)) {
+        Ok(Ok(())) => {}
+        Ok(Err(stderr)) => panic!("exited before pausing at {point}: {stderr}"),
+        Err(_) => panic!("never paused at {point}"),
+    }
+}
+
+fn kill_9(child: &mut Child) {
+    // SAFETY: kill(2) with SIGKILL on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGKILL);
+    }
+    let status = child.wait().expect("wait");
+    assert!(!status.success(), "the process was killed");
+}
+
+/// Runs real `docdex search` processes back to back until stopped; records every failure.
+struct Searches {
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicUsize>,
+    failures: Arc<Mutex<Vec<String>>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Searches {
+    fn start(env: &Env, repo: &Path, query: &str, expect: &str) -> Searches {
+        let stop = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicUsize::new(0));
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let (home, repo, query, expect) = (env.home(), repo.to_path_buf(), query.to_string(), expect.to_string());
+        let handle = {
+            let (stop, done, failures) = (stop.clone(), done.clone(), failures.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+                        .args(["search", "--repo", repo.to_str().unwrap(), &query, "--json"])
+                        .env("DOCDEX_HOME", &home)
+                        .env_remove("DOCDEX_AUTH_TOKEN")
+                        .output()
+                        .expect("run search");
+                    let stdout = String::from_utf8_lossy(&out.stdout);
+                    if !out.status.success() || !stdout.contains(&expect) {
+                        failures.lock().unwrap().push(format!(
+                            "exit {:?}: {} {}",
+                            out.status.code(),
+                            String::from_utf8_lossy(&out.stderr),
+                            stdout.chars().take(300).collect::<String>()
+                        ));
+                    }
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        Searches { stop, done, failures, handle: Some(handle) }
+    }
+
+    /// Stops and returns (searches run, failures).
+    fn finish(mut self) -> (usize, Vec<String>) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            h.join().unwrap();
+        }
+        (self.done.load(Ordering::SeqCst), self.failures.lock().unwrap().clone())
+    }
+}
+
+fn status_json(env: &Env, repo: &Path) -> serde_json::Value {
+    env.json(&["status", "--repo", repo.to_str().unwrap(), "--json"])
+}
+
+fn state_dir(env: &Env, repo: &Path) -> PathBuf {
+    env.engine().resolve_repo(repo).unwrap().state_dir
+}
+
+#[test]
+fn kill_9_during_a_rebuild_keeps_the_previous_generation_live_and_searches_never_fail() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    many_files(&repo, 600);
+    write(&repo, "notes.md", "the marker word is oldokapi\n");
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let generation = status_json(&env, &repo)["generation"].as_u64().unwrap();
+    // What only the new generation would know.
+    write(&repo, "notes.md", "the marker word is newokapi\n");
+    let r = repo.to_str().unwrap();
+
+    // 1. Killed while building (as soon as it has made progress), searches running throughout.
+    let searches = Searches::start(&env, &repo, "oldokapi", "notes.md");
+    let mut rebuild = spawn(&env, &["index", "--repo", r, "--rebuild", "--quiet"], &[]);
+    let status_path = state_dir(&env, &repo).join("index_status.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let s: serde_json::Value =
+            std::fs::read(&status_path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+        if s["rebuilding_from"].is_u64() && s["progress"]["files_done"].as_u64().unwrap_or(0) > 0 {
+            break;
+        }
+        assert!(rebuild.try_wait().unwrap().is_none(), "the rebuild finished before it could be killed");
+        assert!(Instant::now() < deadline, "the rebuild never made progress");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    kill_9(&mut rebuild);
+    std::thread::sleep(Duration::from_millis(300));
+    let (ran, failures) = searches.finish();
+    assert!(ran >= 2, "searches ran during the rebuild: {ran}");
+    assert!(failures.is_empty(), "{} of {ran} searches failed during the rebuild: {:?}", failures.len(), failures);
+    let st = status_json(&env, &repo);
+    assert_eq!(st["index_state"], "ready", "{st}");
+    assert_eq!(st["generation"].as_u64(), Some(generation), "{st}");
+    let warnings = st["warnings"].to_string();
+    assert!(
+        warnings.contains("interrupted") && warnings.contains(&format!("generation {generation} stays live")),
+        "{st}"
+    );
+
+    // 2. Killed at the last moment before the switch.
+    let mut rebuild = spawn(
+        &env,
+        &["index", "--repo", r, "--rebuild", "--quiet"],
+        &[("DOCDEX_TEST_PAUSE_AT", "before-generation-switch")],
+    );
+    wait_for_pause(&mut rebuild, "before-generation-switch");
+    let out = env.run(&["search", "--repo", r, "oldokapi", "--json"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("notes.md"), "the old generation answers until the switch");
+    kill_9(&mut rebuild);
+    let out = env.run(&["search", "--repo", r, "oldokapi", "--json"]);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("notes.md"));
+    assert!(state_dir(&env, &repo).join("gen.next").exists(), "the unfinished generation is left for the next run");
+
+    // 3. A rebuild that completes, with searches running through the switch.
+    let searches = Searches::start(&env, &repo, "marker word", "notes.md");
+    let summary = env.json(&["index", "--repo", r, "--rebuild", "--json"]);
+    let (ran, failures) = searches.finish();
+    assert!(failures.is_empty(), "{} of {ran} searches failed across the switch: {:?}", failures.len(), failures);
+    assert!(summary["generation"].as_u64().unwrap() > generation, "generations keep counting: {summary}");
+    assert!(!state_dir(&env, &repo).join("gen.next").exists(), "the leftover and the old generation are gone");
+    let out = env.run(&["search", "--repo", r, "newokapi", "--json"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("notes.md"), "the new generation is live");
+    let st = status_json(&env, &repo);
+    assert_eq!(st["index_state"], "ready");
+    assert!(!st["warnings"].to_string().contains("interrupted"), "{st}");
+}
+
+#[test]
+fn a_kill_between_the_symbol_commit_and_the_graph_write_is_repaired_by_the_next_run() {
+    let env = Env::new();
+    let repo = env.repo("g");
+    write(&repo, "app.py", "import util\n\ndef main():\n    return util.helper()\n");
+    write(&repo, "util.py", "def helper():\n    return 1\n");
+    write(&repo, "extra.py", "def other():\n    return 2\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let importers = |env: &Env| {
+        let v = env.json(&["impact", "--repo", r, "--file", "extra.py", "--direction", "in", "--json"]);
+        v.to_string()
+    };
+    assert!(!importers(&env).contains("app.py"), "nothing imports extra.py yet");
+
+    // app.py now imports extra: the symbols commit, then the process dies before the graph.
+    write(&repo, "app.py", "import util\nimport extra\n\ndef main():\n    return util.helper() + extra.other()\n");
+    let mut run = spawn(&env, &["index", "--repo", r, "--quiet"], &[("DOCDEX_TEST_PAUSE_AT", "before-graph-write")]);
+    wait_for_pause(&mut run, "before-graph-write");
+    kill_9(&mut run);
+    assert!(!importers(&env).contains("app.py"), "the graph is stale after the kill");
+
+    // The next run finds no changed file, yet rebuilds the graph.
+    let summary = env.json(&["index", "--repo", r, "--json"]);
+    assert_eq!(summary["updated"], 0, "{summary}");
+    assert!(importers(&env).contains("app.py"), "the graph was repaired: {}", importers(&env));
+}

@@ -1,0 +1,99 @@
+//! A full disk: the run fails with an error that says the disk is full and which generation
+//! stays live; search keeps answering from it; status says the same; nothing half-built is
+//! left taking space; with space again, the next run finishes the job.
+//!
+//! The docdex home is a small tmpfs mounted in a private mount namespace (`unshare -rm`, no
+//! root needed where unprivileged user namespaces are allowed, as on this project's CI).
+
+use crate::util::{write, Env};
+use std::process::Command;
+
+/// Runs `script` (sh) with `$HOME_DIR` on a fresh `size_kib` tmpfs; `None` when this machine
+/// cannot make a private mount.
+fn with_small_disk(env: &Env, size_kib: u64, script: &str) -> Option<String> {
+    let home = env.home();
+    std::fs::create_dir_all(&home).unwrap();
+    let full = format!("set -u\nmount -t tmpfs -o size={size_kib}k tmpfs \"$HOME_DIR\" || exit 97\n{script}");
+    let out = Command::new("unshare")
+        .args(["-rm", "sh", "-c", &full])
+        .env("HOME_DIR", &home)
+        .env("DOCDEX_HOME", &home)
+        .env("DOCDEX", env!("CARGO_BIN_EXE_docdex"))
+        .env("NO_COLOR", "1")
+        .env_remove("DOCDEX_AUTH_TOKEN")
+        .output()
+        .ok()?;
+    if out.status.code() == Some(97) || (!out.status.success() && out.stdout.is_empty()) {
+        eprintln!("skipping: no private tmpfs here: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    Some(String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+}
+
+/// The text between `=== name` and the next `===` in the script's output.
+fn section<'a>(out: &'a str, name: &str) -> &'a str {
+    let start = out.find(&format!("=== {name}\n")).unwrap_or_else(|| panic!("no section {name} in:\n{out}"));
+    let rest = &out[start + name.len() + 5..];
+    &rest[..rest.find("=== ").unwrap_or(rest.len())]
+}
+
+#[test]
+fn disk_full_keeps_the_previous_generation_and_says_so() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    for i in 0..400 {
+        write(&repo, &format!("m{i}.py"), format!("def fn_{i}():\n    return 'yak{i} '\n").repeat(20));
+    }
+    write(&repo, "notes.md", "the first generation knows oldmarmot\n");
+    let script = format!(
+        r#"R={repo}
+echo "=== first"; "$DOCDEX" index --repo "$R" --quiet 2>&1; echo "exit=$?"
+echo "new content knows newmarmot" > "$R/notes.md"
+# Fill the disk, leaving room for about half a generation: a rebuild fails partway.
+gen=$(du -sk "$HOME_DIR"/state/repos/*/gen | cut -f1)
+avail=$(df -k --output=avail "$HOME_DIR" | tail -1)
+dd if=/dev/zero of="$HOME_DIR/filler" bs=1k count=$((avail - gen / 2)) 2>/dev/null
+echo "=== rebuild"; "$DOCDEX" index --repo "$R" --rebuild --quiet 2>&1; echo "exit=$?"
+echo "=== leftover"; ls "$HOME_DIR"/state/repos/*/ | grep -c 'gen.next' || true
+echo "=== search"; "$DOCDEX" search --repo "$R" oldmarmot --json 2>&1; echo "exit=$?"
+echo "=== status"; "$DOCDEX" status --repo "$R" --json 2>&1; echo "exit=$?"
+# Completely full: an incremental run fails the same way.
+dd if=/dev/zero of="$HOME_DIR/filler2" bs=1k count=100000 2>/dev/null
+echo "=== incremental"; "$DOCDEX" index --repo "$R" --quiet 2>&1; echo "exit=$?"
+echo "=== search2"; "$DOCDEX" search --repo "$R" knows --json 2>&1; echo "exit=$?"
+echo "=== status2"; "$DOCDEX" status --repo "$R" --json 2>&1; echo "exit=$?"
+rm -f "$HOME_DIR/filler" "$HOME_DIR/filler2"
+echo "=== again"; "$DOCDEX" index --repo "$R" --quiet 2>&1; echo "exit=$?"
+echo "=== search3"; "$DOCDEX" search --repo "$R" newmarmot --json 2>&1; echo "exit=$?"
+echo "=== status3"; "$DOCDEX" status --repo "$R" --json 2>&1; echo "exit=$?"
+echo "=== end"
+"#,
+        repo = repo.display()
+    );
+    let Some(out) = with_small_disk(&env, 3 * 1024, &script) else { return };
+    assert!(section(&out, "first").contains("exit=0"), "{out}");
+
+    let rebuild = section(&out, "rebuild");
+    assert!(rebuild.contains("exit=1"), "{rebuild}");
+    assert!(rebuild.contains("disk full") && rebuild.contains("generation 1 stays live and searchable"), "{rebuild}");
+    assert_eq!(section(&out, "leftover").trim(), "0", "the half-built generation was removed: {out}");
+    let search = section(&out, "search");
+    assert!(
+        search.contains("exit=0") && search.contains("notes.md"),
+        "search answers from the kept generation: {search}"
+    );
+    let status = section(&out, "status");
+    assert!(status.contains("exit=0") && status.contains("disk full"), "status tells the truth: {status}");
+    assert!(!status.contains("not indexed"), "{status}");
+
+    let incremental = section(&out, "incremental");
+    assert!(incremental.contains("exit=1") && incremental.contains("disk full"), "{incremental}");
+    assert!(incremental.contains("stays live and searchable"), "{incremental}");
+    assert!(section(&out, "search2").contains("notes.md"), "search still answers: {out}");
+    assert!(section(&out, "status2").contains("disk full"), "{out}");
+
+    assert!(section(&out, "again").contains("exit=0"), "{out}");
+    assert!(section(&out, "search3").contains("notes.md"), "the change made it in once there was space: {out}");
+    let status3 = section(&out, "status3");
+    assert!(status3.contains("\"ready\"") && !status3.contains("disk full"), "{status3}");
+}
