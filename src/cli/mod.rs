@@ -33,6 +33,10 @@ pub struct Cli {
     /// More logging on stderr (-v debug, -vv trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// The docdex home (config and state); wins over DOCDEX_HOME, default ~/.docdex. For MCP
+    /// client configurations, which pass arguments but usually not environment variables.
+    #[arg(long, global = true, value_name = "DIR")]
+    home: Option<PathBuf>,
     /// With no command, `docdex` opens the workbench on a terminal (and prints this help otherwise).
     #[command(subcommand)]
     command: Option<Command>,
@@ -362,7 +366,11 @@ fn init_logging(verbose: u8) {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let engine = Engine::open().context("opening docdex state")?;
+    let engine = match &cli.home {
+        Some(home) => Engine::open_at(home),
+        None => Engine::open(),
+    }
+    .context("opening docdex state")?;
     let out = Out::stdout();
     let Some(command) = cli.command else { return Ok(ExitCode::SUCCESS) };
     if let Command::Tui(args) = &command {

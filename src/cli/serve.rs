@@ -74,5 +74,8 @@ pub fn mcp(
 ) -> anyhow::Result<()> {
     let mut o = options(Mode::Stdio, repo, None, &common);
     o.auth_token = auth_token;
+    // Stderr is the client's log: which home this process uses is the first thing to check
+    // when it does not see what a `docdex serve` sees.
+    eprintln!("docdex mcp: docdex home {}", engine.paths().home.display());
     run(engine, o)
 }

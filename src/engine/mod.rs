@@ -252,7 +252,7 @@ impl Engine {
     /// generations: another directory now sits at the generation's path).
     fn searcher(&self, repo: &RepoRef) -> Result<Arc<RepoSearcher>> {
         let mut cache = self.inner.searchers.lock().map_err(|_| Error::BadRequest("searcher cache poisoned".into()))?;
-        let id = index::generation::identity(&repo.data_dir);
+        let id = index::generation::identity(&repo.data_dir());
         if let Some((seen, s)) = cache.get(&repo.fingerprint) {
             if *seen == id && id.is_some() {
                 return Ok(s.clone());

@@ -22,30 +22,40 @@ pub struct RepoRef {
     pub fingerprint: String,
     /// `state/repos/<fingerprint>/`.
     pub state_dir: PathBuf,
-    /// The generation directory the index, manifest, symbol store and impact graph are read
-    /// from (and written to): `state_dir/gen/` (see [`crate::engine::index::generation`]).
-    pub data_dir: PathBuf,
+    /// The generation directory this handle is pinned to (a rebuild's `gen.next/`); `None`
+    /// reads the live generation, resolved at each use (see [`Self::data_dir`]).
+    pinned: Option<PathBuf>,
 }
 
 impl RepoRef {
     /// A repo whose derived data is read from its live generation.
     pub fn new(root: PathBuf, fingerprint: String, state_dir: PathBuf) -> RepoRef {
-        let data_dir = crate::engine::index::generation::live_dir(&state_dir);
-        RepoRef { root, fingerprint, state_dir, data_dir }
+        RepoRef { root, fingerprint, state_dir, pinned: None }
     }
 
     /// The same repo, reading and writing the generation in `data_dir` (a rebuild's).
     pub fn with_data_dir(&self, data_dir: PathBuf) -> RepoRef {
-        RepoRef { data_dir, ..self.clone() }
+        RepoRef { pinned: Some(data_dir), ..self.clone() }
+    }
+
+    /// The generation directory the index, manifest, symbol store and impact graph are read
+    /// from (and written to): the live `state_dir/gen/` (see
+    /// [`crate::engine::index::generation`]), looked up at each call so a long-lived handle (a
+    /// server's mount) follows a migration; or the directory the handle is pinned to.
+    pub fn data_dir(&self) -> PathBuf {
+        match &self.pinned {
+            Some(d) => d.clone(),
+            None => crate::engine::index::generation::live_dir(&self.state_dir),
+        }
     }
 
     /// The Tantivy index directory.
     pub fn index_dir(&self) -> PathBuf {
-        self.data_dir.join("index")
+        self.data_dir().join("index")
     }
     /// The file manifest (content hashes, sizes, mtimes).
     pub fn manifest_path(&self) -> PathBuf {
-        self.data_dir.join("manifest.json")
+        self.data_dir().join("manifest.json")
     }
     /// The live indexing status written by whichever process is indexing.
     pub fn status_path(&self) -> PathBuf {

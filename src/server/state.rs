@@ -190,12 +190,16 @@ impl AppState {
                         .progress
                         .map(|p| format!(" ({} of {} files)", p.files_done, p.files_total))
                         .unwrap_or_default();
+                    // A docdex process on another home (an MCP client that passes no
+                    // DOCDEX_HOME, for one) may already keep this repo indexed: say which home
+                    // this one uses, so two homes are seen instead of silently indexing twice.
                     return ApiError::new(
                         axum::http::StatusCode::CONFLICT,
                         "not_indexed",
                         format!(
-                            "repository {} is being indexed for the first time{progress}; retry when GET /v1/status (or docdex_status) says ready",
-                            repo.root.display()
+                            "repository {} is being indexed for the first time in docdex home {} by this process{progress}; retry when GET /v1/status (or docdex_status) says ready. If a `docdex serve` or `daemon` already indexes this repository, it uses another home: start this process with the same DOCDEX_HOME, or `--home DIR` (MCP clients pass few environment variables)",
+                            repo.root.display(),
+                            self.engine().paths().home.display()
                         ),
                     );
                 }

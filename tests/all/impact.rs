@@ -687,7 +687,7 @@ fn rebuild_writes_a_schema_tagged_graph_atomically() {
     assert_eq!(v["stats"]["files"], 7);
     assert_eq!(v["stats"]["edges"], 11);
     assert_eq!(v["edges"][0]["source"], "src/components/UserCard.tsx");
-    let leftovers: Vec<String> = std::fs::read_dir(&r.data_dir)
+    let leftovers: Vec<String> = std::fs::read_dir(r.data_dir())
         .expect("ls")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".tmp"))

@@ -200,7 +200,7 @@ impl GraphOptions {
 
 /// Where a repo's graph is stored.
 pub fn graph_path(repo: &RepoRef) -> PathBuf {
-    repo.data_dir.join(FILE_NAME)
+    repo.data_dir().join(FILE_NAME)
 }
 
 /// Rebuilds `impact_graph.json` from every code file's imports. Called after each index run

@@ -60,7 +60,7 @@ CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);
 
 /// Where a repo's store lives.
 pub fn db_path(repo: &RepoRef) -> PathBuf {
-    repo.data_dir.join("symbols.db")
+    repo.data_dir().join("symbols.db")
 }
 
 pub use super::symbols::norm;

@@ -16,7 +16,7 @@ fn repo_with_files(env: &Env) -> PathBuf {
 
 /// The live index's files with this extension, largest first.
 fn index_files(env: &Env, repo: &Path, ext: &str) -> Vec<PathBuf> {
-    let dir = env.engine().resolve_repo(repo).unwrap().data_dir.join("index");
+    let dir = env.engine().resolve_repo(repo).unwrap().data_dir().join("index");
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())

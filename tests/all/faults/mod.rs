@@ -8,4 +8,5 @@ mod crash;
 mod disk_full;
 mod hardening;
 mod limits;
+mod mcp;
 mod watcher;
