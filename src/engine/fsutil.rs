@@ -115,14 +115,6 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     }
 }
 
-/// Opens (creating owner-only) a lock file for reading and writing.
-pub fn open_private_rw(path: &Path) -> std::io::Result<File> {
-    let mut o = OpenOptions::new();
-    o.create(true).truncate(false).read(true).write(true);
-    private_mode(&mut o);
-    o.open(path)
-}
-
 /// An exclusive advisory lock on a file; released on drop or process death.
 #[derive(Debug)]
 pub struct FileLock {

@@ -31,7 +31,7 @@ impl DaemonLock {
     /// Takes the lock at `path` or explains who holds it.
     pub fn acquire(path: &Path, addr: &str) -> Result<DaemonLock> {
         for _ in 0..5 {
-            let mut file = crate::engine::fsutil::open_private_rw(path).at("opening", path)?;
+            let mut file = open_owner_only(path).at("opening", path)?;
             match file.try_lock() {
                 Ok(()) => {}
                 Err(std::fs::TryLockError::WouldBlock) => {
@@ -87,6 +87,18 @@ impl Drop for DaemonLock {
         let _ = std::fs::remove_file(&self.path);
         let _ = self.file.unlock();
     }
+}
+
+/// Opens (creating owner-only, 0600) the lock file: it names this process and its address.
+fn open_owner_only(path: &Path) -> std::io::Result<File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.create(true).truncate(false).read(true).write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    o.open(path)
 }
 
 #[cfg(unix)]
