@@ -65,6 +65,15 @@ pub enum Error {
     /// A file inside the repository could not be served.
     #[error("{0}")]
     BadRequest(String),
+    /// A directory that must not be served as a repository (`/`, the home directory itself, a
+    /// system directory).
+    #[error("refusing to serve {path} as a repository: {reason}; name the repository's own directory")]
+    UnsafeRoot {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// Another process holds the index writer lock for this repo.
     #[error("another docdex process (pid {pid}) is writing the index of {repo}; it keeps the index up to date, so search it directly or stop that process first")]
     IndexBusy {
@@ -205,6 +214,7 @@ impl Error {
             Error::NotIndexed { .. } => "not_indexed",
             Error::OutsideRepo { .. } => "path_outside_repo",
             Error::BadRequest(_) => "bad_request",
+            Error::UnsafeRoot { .. } => "forbidden_repo",
             Error::IndexBusy { .. } => "index_busy",
             Error::Index { .. } => "index_error",
             Error::IndexDamaged { .. } => "index_damaged",

@@ -176,6 +176,14 @@ impl Engine {
         self.inner.registry.resolve(path)
     }
 
+    /// Refuses a repository no server should serve: `/`, the home directory itself (or a
+    /// directory above it), docdex's own home, a system directory
+    /// ([`repos::check_servable_root`]).
+    pub fn check_servable(&self, repo: &RepoRef) -> Result<()> {
+        let user_home = std::env::var_os("HOME").map(PathBuf::from);
+        repos::check_servable_root(&repo.root, user_home.as_deref(), &self.inner.paths.home)
+    }
+
     /// Opens a writer session on a repo (registering it), for one run or a watcher.
     pub fn open_index_session(&self, repo: &RepoRef, rebuild: bool) -> Result<IndexSession> {
         self.open_index_session_with(repo, rebuild, true)

@@ -94,6 +94,81 @@ pub fn discover_root(dir: &Path) -> PathBuf {
     dir.to_path_buf()
 }
 
+/// Directories that are never a repository, at any depth below them: the system's own state.
+const SYSTEM_TREES: &[&str] = &[
+    "/proc",
+    "/sys",
+    "/dev",
+    "/etc",
+    "/boot",
+    "/run",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/var/run",
+    "/var/log",
+    "/var/cache",
+    "/var/spool",
+    "/private/etc",
+    "/System",
+    "/Library",
+    "/Applications",
+];
+/// Directories that hold repositories but are not one themselves.
+const CONTAINER_DIRS: &[&str] = &[
+    "/",
+    "/usr",
+    "/usr/local",
+    "/usr/src",
+    "/var",
+    "/var/lib",
+    "/var/tmp",
+    "/opt",
+    "/tmp",
+    "/home",
+    "/root",
+    "/srv",
+    "/mnt",
+    "/media",
+    "/Users",
+    "/Volumes",
+    "/private",
+    "/private/tmp",
+    "/private/var",
+    "/nix",
+    "/snap",
+];
+
+/// Refuses a root no server should serve as a repository: the filesystem root, the home
+/// directory itself (and its parents), the docdex home or anything in it, a system directory
+/// or anything under one. A server is reachable by any local client (and by web pages as far
+/// as the origin checks let them): mounting `/` would let one request index the machine.
+pub fn check_servable_root(root: &Path, user_home: Option<&Path>, docdex_home: &Path) -> Result<()> {
+    let refuse = |why: String| Err(Error::UnsafeRoot { path: root.to_path_buf(), reason: why });
+    let docdex_home = std::fs::canonicalize(docdex_home).unwrap_or_else(|_| docdex_home.to_path_buf());
+    if root.starts_with(&docdex_home) {
+        return refuse(format!("it is docdex's own home ({}) or inside it", docdex_home.display()));
+    }
+    if CONTAINER_DIRS.iter().any(|d| root == Path::new(d)) {
+        return refuse(
+            "it holds other directories (the filesystem root or a system-wide parent directory), not a repository"
+                .into(),
+        );
+    }
+    if let Some(t) = SYSTEM_TREES.iter().find(|d| root.starts_with(d)) {
+        return refuse(format!("it is a system directory (under {t})"));
+    }
+    if let Some(home) = user_home.map(|h| std::fs::canonicalize(h).unwrap_or_else(|_| h.to_path_buf())) {
+        if home.starts_with(root) {
+            return refuse(format!("it is your home directory ({}) or a directory above it", home.display()));
+        }
+    }
+    Ok(())
+}
+
 /// `repo_meta.json`, as the spec lays it out.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RepoMeta {
@@ -244,5 +319,43 @@ impl Registry {
             return Ok(());
         }
         write_json_atomic(&path, &file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_repository_of_its_own_is_servable() {
+        let home = Path::new("/home/ada");
+        let docdex = Path::new("/home/ada/.docdex");
+        let ok = |p: &str| check_servable_root(Path::new(p), Some(home), docdex);
+        for bad in [
+            "/",
+            "/etc",
+            "/etc/nginx",
+            "/proc/1",
+            "/usr",
+            "/var",
+            "/tmp",
+            "/home",
+            "/home/ada",
+            "/home/ada/.docdex/state",
+        ] {
+            let e = ok(bad).unwrap_err();
+            assert_eq!(e.code(), "forbidden_repo", "{bad}");
+            assert!(e.to_string().contains(bad), "{e}");
+        }
+        for good in [
+            "/home/ada/src/docdex",
+            "/srv/repo",
+            "/tmp/work/repo",
+            "/usr/src/linux",
+            "/var/lib/jenkins/workspace/app",
+            "/opt/project",
+        ] {
+            assert!(ok(good).is_ok(), "{good}");
+        }
     }
 }

@@ -97,6 +97,17 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let content_type = req.headers().get(axum::http::header::CONTENT_TYPE).map(|v| v.to_str().unwrap_or(""));
+        if !content_type.is_some_and(is_json_media_type) {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                format!(
+                    "send the body as JSON with `Content-Type: application/json` (got {})",
+                    content_type.map_or("no Content-Type".to_string(), |c| format!("{c:?}"))
+                ),
+            ));
+        }
         let limit = req.extensions().get::<BodyLimit>().map(|l| l.0).unwrap_or(0);
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -112,6 +123,12 @@ where
             .map(ApiJson)
             .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
     }
+}
+
+/// `application/json` or `application/<something>+json`, parameters (`; charset=utf-8`) allowed.
+pub fn is_json_media_type(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// The configured body limit, put in request extensions so rejections can name it.

@@ -14,7 +14,8 @@
 //! contract), `extract` (request extractors and handler helpers), `state`
 //! (what handlers share), the endpoint files (`api`, `intel`, `chat`, `mcp/`),
 //! `router` (assembles them with the OpenAPI document, `openapi`, and the
-//! request guards, `auth` and `origin`), and `run` (the process).
+//! request guards, `auth` and `origin`), `listen` (connections: the cap, timeouts, eviction
+//! of idle ones), and `run` (the process).
 
 pub mod api;
 pub mod auth;
@@ -22,6 +23,7 @@ pub mod chat;
 pub mod error;
 pub mod extract;
 pub mod intel;
+pub mod listen;
 pub mod lockfile;
 pub mod mcp;
 pub mod mounts;

@@ -81,6 +81,7 @@ impl Mounts {
     /// Mounts `path` (idempotent): registers it and starts its watcher.
     pub fn mount(&self, path: &Path) -> Result<Arc<Mount>> {
         let repo = self.engine.resolve_repo(path)?;
+        self.engine.check_servable(&repo)?;
         let mut mounts = self.mounts.lock().map_err(|_| Error::BadRequest("mount table poisoned".into()))?;
         if let Some(m) = mounts.get(&repo.fingerprint) {
             return Ok(m.clone());

@@ -1,6 +1,11 @@
-//! Who may call: requests whose `Host` is not this machine's loopback are refused
-//! unless the server was started with `--expose` (so a web page cannot reach a
-//! local docdex through DNS rebinding). The token check is in [`super::auth`].
+//! Who may call. Any web page the user opens can send requests to 127.0.0.1, so:
+//! a browser request from another origin (an `Origin` header that is not this
+//! machine's loopback, or `Sec-Fetch-Site: cross-site` where a browser sends no
+//! `Origin`) is refused; requests whose `Host` is not loopback are refused unless
+//! the server was started with `--expose` (so DNS rebinding cannot reach a local
+//! docdex either); and JSON endpoints take `application/json` only
+//! ([`super::extract::ApiJson`]), which a page cannot send cross-origin without a
+//! preflight this server never grants. The token check is in [`super::auth`].
 
 use super::error::ApiError;
 use axum::extract::State;
@@ -17,6 +22,41 @@ pub fn is_loopback_host(host: &str) -> bool {
             .map_or(host, |(h, port)| if port.chars().all(|c| c.is_ascii_digit()) { h } else { host }),
     };
     name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// True for an `Origin` naming this machine's loopback over http(s) (`http://localhost:3000`,
+/// `https://127.0.0.1`, `http://[::1]:8080`). `null` (sandboxed frames, files) is not.
+pub fn is_loopback_origin(origin: &str) -> bool {
+    let rest = match origin.split_once("://") {
+        Some(("http" | "https", rest)) => rest,
+        _ => return false,
+    };
+    !rest.contains('/') && !rest.contains('@') && is_loopback_host(rest)
+}
+
+/// Refuses browser requests made from a page of another origin: cross-site request forgery
+/// against a tokenless local server (store a memory that then feeds chat, mount `/`).
+pub async fn same_machine_pages_only(req: axum::extract::Request, next: middleware::Next) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let headers = req.headers();
+    let origin = headers.get(axum::http::header::ORIGIN).map(|o| o.to_str().unwrap_or("<not text>"));
+    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    let refused = match origin {
+        Some(o) => (!is_loopback_origin(o)).then(|| format!("a page of origin {o:?}")),
+        None if fetch_site == Some("cross-site") => {
+            Some("a page of another site (Sec-Fetch-Site: cross-site)".to_string())
+        }
+        None => None,
+    };
+    match refused {
+        Some(who) => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden_origin",
+            format!("{who} may not call docdex: only clients on this machine (and pages served from its loopback) can; any web page can reach 127.0.0.1, so cross-origin requests are refused"),
+        )
+        .into_response(),
+        None => next.run(req).await,
+    }
 }
 
 /// Refuses requests whose `Host` is not loopback when the server is not exposed: a web page
@@ -42,6 +82,26 @@ pub async fn loopback_host_only(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_origins() {
+        for o in ["http://localhost:3000", "https://127.0.0.1", "http://[::1]:8080", "http://127.0.0.5:1"] {
+            assert!(is_loopback_origin(o), "{o}");
+        }
+        for o in [
+            "http://evil.example",
+            "null",
+            "file://",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.evil.example",
+            "ws://localhost",
+            "http://evil.example@localhost",
+            "http://localhost/x",
+            "",
+        ] {
+            assert!(!is_loopback_origin(o), "{o}");
+        }
+    }
 
     #[test]
     fn loopback_hosts() {

@@ -2,7 +2,7 @@
 //! `intel`, `chat`, and `mcp` when enabled) registered through [`Routes`], the
 //! OpenAPI document built from that same table (`/v1/openapi.json`), the error
 //! contract for unknown routes and methods, body limits, and the request guards
-//! (the token, `auth`; the `Host` check, `origin`). Nothing imports this file
+//! (the token, `auth`; the `Origin` and `Host` checks, `origin`). Nothing imports this file
 //! but `run` and the tests.
 
 use super::error::ApiError;
@@ -46,6 +46,7 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn_with_state(state.auth().clone(), auth::require_token))
         .layer(middleware::from_fn_with_state(state.exposed(), origin::loopback_host_only))
+        .layer(middleware::from_fn(origin::same_machine_pages_only))
         .with_state(state);
     (router, ops)
 }

@@ -151,7 +151,7 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     let trimmer = tokio::spawn(trim_memory_periodically(Duration::from_secs(30)));
     let cancel = state.shutdown_token().clone();
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
-    let serve = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let serve = super::listen::serve(listener, app, super::listen::Limits::for_process(), async move {
         shutdown_signal().await;
         eprintln!("docdex: shutting down (finishing in-flight requests)");
         cancel.cancel();

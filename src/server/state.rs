@@ -149,6 +149,7 @@ impl AppState {
         if self.mounts().get(&repo.fingerprint).is_some() {
             return Ok(repo);
         }
+        self.engine().check_servable(&repo)?;
         if self.engine().has_index(&repo) {
             self.mounts().mount(&repo.root)?;
             return Ok(repo);

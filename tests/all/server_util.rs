@@ -16,9 +16,14 @@ impl Server {
     /// Starts `docdex <args> --bind 127.0.0.1:0` with `envs`, waiting for its listening line.
     pub fn start(env: &Env, args: &[&str], envs: &[(&str, &str)]) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_docdex"));
-        cmd.args(args)
-            .args(["--bind", "127.0.0.1:0"])
-            .env("DOCDEX_HOME", env.home())
+        cmd.args(args).args(["--bind", "127.0.0.1:0"]);
+        Self::spawn(env, cmd, envs)
+    }
+
+    /// Starts `cmd` (a docdex server command line, possibly behind a wrapper such as
+    /// `sh -c 'ulimit ...; exec ...'`) with this env's home, waiting for its listening line.
+    pub fn spawn(env: &Env, mut cmd: Command, envs: &[(&str, &str)]) -> Server {
+        cmd.env("DOCDEX_HOME", env.home())
             .env_remove("DOCDEX_AUTH_TOKEN")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -66,3 +66,104 @@ fn an_sdk_started_stdio_server_beside_serve_uses_its_home_and_says_which_home() 
         assert!(text.contains("--home"), "{text}");
     }
 }
+
+/// `docdex mcp` on pipes, for raw JSON-RPC lines.
+struct Stdio {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Stdio {
+    fn start(env: &Env, repo: &Path) -> Stdio {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(["mcp", "--repo", repo.to_str().unwrap()])
+            .env("DOCDEX_HOME", env.home())
+            .env_remove("DOCDEX_AUTH_TOKEN")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn docdex mcp");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Stdio { child, stdin, lines }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next reply, within 10 s (a missing reply is the hang this guards against).
+    fn reply(&self) -> Value {
+        let line = self.lines.recv_timeout(std::time::Duration::from_secs(10)).expect("a reply within 10 s");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+}
+
+impl Drop for Stdio {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn stdio_answers_every_line_that_is_not_a_message_and_bounds_line_length() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.py", "def zebra():\n    return 1\n");
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let mut mcp = Stdio::start(&env, &repo);
+
+    let cases: [(&[u8], i64); 6] = [
+        (b"hello", -32700),
+        (b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\":", -32700),
+        (b"\xff\xfe not text", -32700),
+        (b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", -32600),
+        (b"{\"jsonrpc\":\"2.0\",\"id\":9}", -32600),
+        (b"{\"id\":3,\"method\":\"ping\"}", -32600),
+    ];
+    for (line, code) in cases {
+        mcp.send(line);
+        let r = mcp.reply();
+        assert_eq!(r["jsonrpc"], "2.0", "{r}");
+        assert_eq!(r["error"]["code"], code, "{}: {r}", String::from_utf8_lossy(line));
+    }
+    // A 30 MB line: refused when it ends, without holding it in memory (measured once the
+    // process has settled: its catch-up run is done).
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let baseline = crate::faults::limits::peak_rss_kib(mcp.child.id());
+    let huge = vec![b'a'; 30 * 1024 * 1024];
+    mcp.send(&huge);
+    let r = mcp.reply();
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("too long"), "{r}");
+    let grown = crate::faults::limits::peak_rss_kib(mcp.child.id()) - baseline;
+    assert!(grown < 16 * 1024, "a 30 MB line grew the process by {grown} KiB");
+
+    // The session is intact: a real client can still start and search.
+    mcp.send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+    let r = mcp.reply();
+    assert_eq!(r["id"], 1, "{r}");
+    assert!(r["result"]["serverInfo"]["name"].is_string(), "{r}");
+    mcp.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    mcp.send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"docdex_search","arguments":{"query":"zebra"}}}"#);
+    let r = mcp.reply();
+    assert_eq!(r["id"], 2, "{r}");
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("a.py"), "{r}");
+    mcp.send(b"still not json");
+    assert_eq!(mcp.reply()["error"]["code"], -32700);
+}

@@ -7,6 +7,7 @@ mod corrupt;
 mod crash;
 mod disk_full;
 mod hardening;
-mod limits;
+pub mod limits;
 mod mcp;
+mod server;
 mod watcher;

@@ -1,0 +1,255 @@
+//! Accepting connections with bounds: at most [`Limits::max_connections`] open at once (from
+//! the process's descriptor limit, which is first raised to its hard limit), a connection that
+//! sends no complete request head for [`Limits::header_read_timeout`] (idle keep-alive, or a
+//! slow client dribbling headers) is closed, and when the cap is reached the connection idle
+//! the longest is closed to make room, so a flood of idle connections can neither exhaust the
+//! descriptors nor keep `/healthz` from answering. Connections serving a request (a streamed
+//! chat answer included) are never the ones closed. Graceful shutdown as `axum::serve` does
+//! it: stop accepting, let connections finish their requests.
+
+use axum::body::Body;
+use axum::Router;
+use futures::StreamExt;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify, Semaphore};
+use tower_service::Service;
+
+/// Descriptors kept for everything but connections (index files, databases, watchers, logs).
+const RESERVED_DESCRIPTORS: u64 = 192;
+/// The most connections whatever the descriptor limit.
+const MAX_CONNECTIONS: usize = 4096;
+
+/// How many connections, and how long one may wait before sending a request.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// Time to receive a request head, counted from the connection's start or the end of its
+    /// previous request (so it is also the keep-alive idle timeout).
+    pub header_read_timeout: Duration,
+}
+
+impl Limits {
+    /// Limits for this process: raises the soft descriptor limit to the hard one, then leaves
+    /// [`RESERVED_DESCRIPTORS`] of it for the engine.
+    pub fn for_process() -> Limits {
+        let nofile = raise_descriptor_limit();
+        let max_connections = (nofile.saturating_sub(RESERVED_DESCRIPTORS) as usize).clamp(32, MAX_CONNECTIONS);
+        tracing::debug!(nofile, max_connections, "connection limits");
+        Limits { max_connections, header_read_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// Raises `RLIMIT_NOFILE`'s soft limit to its hard limit; returns the soft limit in force.
+fn raise_descriptor_limit() -> u64 {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit/setrlimit read and write the struct we own.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+                return 1024;
+            }
+            if lim.rlim_cur < lim.rlim_max {
+                let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    lim.rlim_cur = lim.rlim_max;
+                }
+            }
+        }
+        #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 everywhere
+        let cur = lim.rlim_cur as u64;
+        cur
+    }
+    #[cfg(not(unix))]
+    {
+        1024
+    }
+}
+
+/// One open connection, as the accept loop sees it.
+struct Conn {
+    /// Requests being served (until their response body is done).
+    in_flight: AtomicUsize,
+    /// When a request last started or ended (ms since the server started).
+    last_active: AtomicU64,
+    /// Asks the connection to close once idle.
+    close: Notify,
+}
+
+/// The open connections.
+#[derive(Default)]
+struct Registry {
+    conns: Mutex<HashMap<u64, Arc<Conn>>>,
+}
+
+impl Registry {
+    /// Asks the connection idle the longest (no request in flight) to close; false if every
+    /// connection is busy.
+    fn evict_idle(&self) -> bool {
+        let Ok(conns) = self.conns.lock() else { return false };
+        let oldest = conns
+            .values()
+            .filter(|c| c.in_flight.load(Ordering::SeqCst) == 0)
+            .min_by_key(|c| c.last_active.load(Ordering::SeqCst));
+        match oldest {
+            Some(c) => {
+                c.close.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then lets open connections finish.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let started = Instant::now();
+    let now_ms = move || started.elapsed().as_millis() as u64;
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let registry = Arc::new(Registry::default());
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // Every connection task holds a clone; `closed()` resolves when all have ended.
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::channel::<()>(1);
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut next_id = 0u64;
+    loop {
+        let (stream, _addr) = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(s) => s,
+                Err(e) => {
+                    // Out of descriptors (or another transient error): make room, back off.
+                    tracing::warn!("accept failed: {e}");
+                    registry.evict_idle();
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                // At the cap: close the connection idle the longest, then take its place.
+                let evicted = registry.evict_idle();
+                let wait = if evicted { Duration::from_secs(2) } else { Duration::from_millis(500) };
+                match tokio::time::timeout(wait, permits.clone().acquire_owned()).await {
+                    Ok(Ok(p)) => p,
+                    _ => {
+                        tracing::warn!(max = limits.max_connections, "too many connections, all busy; refusing one");
+                        drop(stream);
+                        continue;
+                    }
+                }
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        next_id += 1;
+        let id = next_id;
+        let conn = Arc::new(Conn {
+            in_flight: AtomicUsize::new(0),
+            last_active: AtomicU64::new(now_ms()),
+            close: Notify::new(),
+        });
+        if let Ok(mut conns) = registry.conns.lock() {
+            conns.insert(id, conn.clone());
+        }
+        let (registry, app, mut stop_rx, done_tx) = (registry.clone(), app.clone(), stop_rx.clone(), done_tx.clone());
+        tokio::spawn(async move {
+            let service = {
+                let conn = conn.clone();
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let mut app = app.clone();
+                    let guard = InFlight::start(conn.clone(), now_ms);
+                    async move {
+                        let resp = app.call(req.map(Body::new)).await;
+                        // The request stays in flight until its body has been sent (or dropped).
+                        Ok::<_, std::convert::Infallible>(
+                            resp.map(|r| {
+                                r.map(|body| {
+                                    Body::from_stream(body.into_data_stream().map(move |chunk| {
+                                        let _ = &guard;
+                                        chunk
+                                    }))
+                                })
+                            })
+                            .unwrap_or_else(|never| match never {}),
+                        )
+                    }
+                })
+            };
+            let mut builder = Builder::new(TokioExecutor::new());
+            builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+            builder
+                .http2()
+                .timer(TokioTimer::new())
+                .keep_alive_interval(Some(Duration::from_secs(20)))
+                .keep_alive_timeout(Duration::from_secs(10));
+            let served = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            let mut served = std::pin::pin!(served);
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    r = served.as_mut() => {
+                        if let Err(e) = r {
+                            tracing::trace!("connection ended: {e}");
+                        }
+                        break;
+                    }
+                    _ = conn.close.notified(), if !closing => {
+                        closing = true;
+                        served.as_mut().graceful_shutdown();
+                    }
+                    _ = stop_rx.changed(), if !closing => {
+                        closing = true;
+                        served.as_mut().graceful_shutdown();
+                    }
+                }
+            }
+            if let Ok(mut conns) = registry.conns.lock() {
+                conns.remove(&id);
+            }
+            drop(permit);
+            drop(done_tx);
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    drop(done_tx);
+    // Every connection task dropped its sender: all finished.
+    let _ = done_rx.recv().await;
+    Ok(())
+}
+
+/// Marks a request in flight on its connection until dropped.
+struct InFlight {
+    conn: Arc<Conn>,
+    now_ms: Box<dyn Fn() -> u64 + Send + Sync>,
+}
+
+impl InFlight {
+    fn start(conn: Arc<Conn>, now_ms: impl Fn() -> u64 + Send + Sync + 'static) -> InFlight {
+        conn.in_flight.fetch_add(1, Ordering::SeqCst);
+        conn.last_active.store(now_ms(), Ordering::SeqCst);
+        InFlight { conn, now_ms: Box::new(now_ms) }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.conn.last_active.store((self.now_ms)(), Ordering::SeqCst);
+        self.conn.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
