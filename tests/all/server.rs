@@ -109,7 +109,8 @@ async fn errors_follow_one_contract() {
     }
     // Oversized body: 413 payload_too_large.
     let big = json!({"query": "x".repeat(10_000)}).to_string();
-    let (s, v) = json_of(c.post(&search).body(big).send().await.unwrap()).await;
+    let r = c.post(&search).header("content-type", "application/json").body(big).send().await.unwrap();
+    let (s, v) = json_of(r).await;
     assert_eq!(s, 413, "{v}");
     assert_error(&v, "payload_too_large");
 
