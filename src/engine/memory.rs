@@ -34,9 +34,9 @@ const BACKFILL_BATCH: usize = 32;
 /// `memory store`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryStoreRequest {
-    /// What to remember.
+    /// The fact to remember, self-contained (e.g. "integration tests need REDIS_URL set").
     pub content: String,
-    /// Any JSON object (source, tags, author...).
+    /// Optional JSON object stored with it (source, tags, author, ...).
     #[serde(default)]
     pub metadata: Option<Value>,
 }
@@ -71,9 +71,10 @@ pub struct MemoryStoreResponse {
 /// `memory recall`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemoryRecallRequest {
-    /// What to recall memories about.
+    /// What you want to know; memories are matched by meaning (or shared words when no
+    /// embedding model answers).
     pub query: String,
-    /// How many (default 5).
+    /// Memories to return (default 5, at most 100).
     #[serde(default)]
     pub limit: Option<usize>,
 }

@@ -26,8 +26,8 @@ pub use super::embed::types::{EmbedState, EmbedSummary, SimilarFile, SimilarRequ
 pub use super::fresh::{FreshEvent, FreshState, Freshness};
 pub use super::fsutil::now_ms;
 pub use super::index::types::{
-    FileContent, IndexProgress, IndexState, IndexSummary, LastEvent, ProgressSink, SkippedFile, StatusResponse,
-    SCHEMA_VERSION,
+    FileContent, FileRequest, IndexProgress, IndexState, IndexSummary, LastEvent, ProgressSink, SkippedFile,
+    StatusResponse, SCHEMA_VERSION,
 };
 pub use super::llm::models::{CatalogModel, ListedModel, LlmListResponse};
 pub use super::llm::setup::{LlmSetupReport, LlmSetupRequest, SetupModel};

@@ -13,7 +13,8 @@ use super::extract::{blocking, parse_lines, selector, ApiJson, ApiQuery, RepoQue
 use super::openapi::{Operation, Routes};
 use super::state::{AppState, Mode};
 use crate::engine::protocol::{
-    FileContent, Freshness, RepoRecord, RepoRef, SearchRequest, SearchResponse, StatusResponse, SCHEMA_VERSION,
+    FileContent, FileRequest, Freshness, RepoRecord, RepoRef, SearchRequest, SearchResponse, StatusResponse,
+    SCHEMA_VERSION,
 };
 use axum::extract::State;
 use axum::http::{HeaderMap, Method};
@@ -33,12 +34,11 @@ pub struct SearchBody {
     pub search: SearchRequest,
 }
 
-/// `GET /v1/open` query.
+/// `GET /v1/open`: the query string's own fields, beside a [`FileRequest`]'s.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct OpenQuery {
-    /// Repo-relative path of the file.
-    pub path: String,
-    /// Line range `A-B` (or one line `A`); the whole file when absent.
+    /// Line range `A-B` (or one line `A`): the query string's short form of
+    /// `start_line`/`end_line`; the whole file when neither is given.
     #[serde(default)]
     pub lines: Option<String>,
     /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
@@ -215,13 +215,16 @@ async fn open(
     State(state): State<AppState>,
     headers: HeaderMap,
     ApiQuery(q): ApiQuery<OpenQuery>,
+    ApiQuery(mut req): ApiQuery<FileRequest>,
 ) -> Result<Json<FileContent>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    let lines = q.lines.as_deref().map(parse_lines).transpose()?;
+    if let Some((a, b)) = q.lines.as_deref().map(parse_lines).transpose()? {
+        (req.start_line, req.end_line) = (Some(a), Some(b));
+    }
     let engine = state.engine().clone();
     blocking(move || {
         let repo = resolve(&state, sel)?;
-        engine.get_file(&repo.root, &q.path, lines).map(Json).map_err(|e| state.explain(&repo, e))
+        engine.get_file(&repo.root, &req).map(Json).map_err(|e| state.explain(&repo, e))
     })
     .await
 }
@@ -294,6 +297,7 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             "/v1/open",
             get(open),
             Operation::new("Lines of a file inside the repository (paths outside it are refused)")
+                .query::<FileRequest>()
                 .query::<OpenQuery>()
                 .response::<FileContent>(),
         )

@@ -4,9 +4,10 @@
 //! (header, body, query; see [`super::extract::selector`]), checks that any path it carries
 //! stays inside that repository, and runs one `Engine` call on the blocking pool.
 //!
-//! Query strings are parsed into small structs with plain fields (not the engine
-//! request types flattened) because URL-encoded values are strings and serde's
-//! `flatten` cannot turn them into numbers.
+//! Requests are the engine's own types: a JSON body flattens the engine request
+//! beside the transport's `repo`; a query string is read twice, once as the
+//! engine request and once as [`RepoQuery`] (serde's `flatten` cannot turn a query
+//! string's text into numbers, two plain reads can).
 
 use super::error::ApiError;
 use super::extract::{blocking, confine, selector, ApiJson, ApiQuery, RepoQuery};
@@ -14,9 +15,9 @@ use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::RepoRef;
 use crate::engine::protocol::{
-    AstMode, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, DagSession, DagSessionList,
-    Direction, ImpactRequest, ImpactResponse, MemoryRecallRequest, MemoryRecallResponse, MemoryStoreRequest,
-    MemoryStoreResponse, SymbolsRequest, SymbolsResponse, SymbolsStatus,
+    AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, DagSession, DagSessionList, ImpactRequest,
+    ImpactResponse, MemoryRecallRequest, MemoryRecallResponse, MemoryStoreRequest, MemoryStoreResponse, SymbolsRequest,
+    SymbolsResponse, SymbolsStatus,
 };
 use crate::engine::Engine;
 use axum::extract::{Path as UrlPath, State};
@@ -25,52 +26,6 @@ use axum::routing::{get, post};
 use axum::Json;
 use schemars::JsonSchema;
 use serde::Deserialize;
-
-/// `GET /v1/symbols` query.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct SymbolsQuery {
-    /// Name to look for (exact, prefix, word parts, fuzzy). Without it, `file` is required and
-    /// the file's outline is returned.
-    #[serde(default, alias = "q")]
-    pub query: Option<String>,
-    /// Only this kind (`function`, `method`, `class`, `struct`, `enum`, `trait`, ...).
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// Only this repo-relative file (its outline when `query` is absent).
-    #[serde(default)]
-    pub file: Option<String>,
-    /// Only files under this repo-relative prefix.
-    #[serde(default)]
-    pub path_prefix: Option<String>,
-    /// Only this language (`rust`, `python`, `tsx`, ...).
-    #[serde(default)]
-    pub lang: Option<String>,
-    /// Results per page (default 20).
-    #[serde(default)]
-    pub limit: Option<usize>,
-    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
-    #[serde(default)]
-    pub repo: Option<String>,
-}
-
-/// `GET /v1/ast/search` query.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct AstSearchQuery {
-    /// Tree-sitter node kinds, comma-separated (`function_item,struct_item`).
-    pub kinds: String,
-    /// `any` (default): files with at least one of the kinds; `all`: files with every kind.
-    #[serde(default)]
-    pub mode: Option<AstMode>,
-    /// Files per page (default 20).
-    #[serde(default)]
-    pub limit: Option<usize>,
-    /// Only files under this repo-relative prefix.
-    #[serde(default)]
-    pub path_prefix: Option<String>,
-    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
-    #[serde(default)]
-    pub repo: Option<String>,
-}
 
 /// `POST /v1/ast/query` body: an [`AstQueryRequest`] plus the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -81,22 +36,6 @@ pub struct AstQueryBody {
     /// The query.
     #[serde(flatten)]
     pub query: AstQueryRequest,
-}
-
-/// `GET /v1/graph/impact` query.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct ImpactQuery {
-    /// Repo-relative path of the file (or `ext:<package>`).
-    pub file: String,
-    /// Import hops to follow (default 1, at most 64).
-    #[serde(default)]
-    pub depth: Option<u32>,
-    /// `in` (files importing it), `out` (what it imports) or `both` (default).
-    #[serde(default)]
-    pub direction: Option<Direction>,
-    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
-    #[serde(default)]
-    pub repo: Option<String>,
 }
 
 /// `POST /v1/memory/store` body.
@@ -141,18 +80,11 @@ where
 async fn symbols(
     State(state): State<AppState>,
     headers: HeaderMap,
-    ApiQuery(q): ApiQuery<SymbolsQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiQuery(req): ApiQuery<SymbolsRequest>,
 ) -> Result<Json<SymbolsResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    let paths = q.file.iter().chain(q.path_prefix.iter()).cloned().collect();
-    let req = SymbolsRequest {
-        query: q.query,
-        kind: q.kind,
-        file: q.file,
-        path_prefix: q.path_prefix,
-        lang: q.lang,
-        limit: q.limit,
-    };
+    let paths = req.file.iter().chain(req.path_prefix.iter()).cloned().collect();
     run(state, sel, paths, move |engine, repo| engine.symbols(&repo.root, &req)).await
 }
 
@@ -168,17 +100,16 @@ async fn symbols_status(
 async fn ast_search(
     State(state): State<AppState>,
     headers: HeaderMap,
-    ApiQuery(q): ApiQuery<AstSearchQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiQuery(req): ApiQuery<AstSearchRequest>,
 ) -> Result<Json<AstSearchResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    let kinds: Vec<String> = q.kinds.split(',').map(str::trim).filter(|k| !k.is_empty()).map(String::from).collect();
-    if kinds.is_empty() {
+    if req.kinds.is_empty() {
         return Err(ApiError::bad_request(
             "no node kinds: pass `kinds`, comma-separated Tree-sitter node kinds such as function_item,struct_item",
         ));
     }
-    let paths = q.path_prefix.iter().cloned().collect();
-    let req = AstSearchRequest { kinds, mode: q.mode.unwrap_or_default(), limit: q.limit, path_prefix: q.path_prefix };
+    let paths = req.path_prefix.iter().cloned().collect();
     run(state, sel, paths, move |engine, repo| engine.ast_search(&repo.root, &req)).await
 }
 
@@ -200,11 +131,11 @@ async fn ast_query(
 async fn impact(
     State(state): State<AppState>,
     headers: HeaderMap,
-    ApiQuery(q): ApiQuery<ImpactQuery>,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiQuery(req): ApiQuery<ImpactRequest>,
 ) -> Result<Json<ImpactResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    let paths = if q.file.starts_with("ext:") { Vec::new() } else { vec![q.file.clone()] };
-    let req = ImpactRequest { file: q.file, depth: q.depth, direction: q.direction };
+    let paths = if req.file.starts_with("ext:") { Vec::new() } else { vec![req.file.clone()] };
     run(state, sel, paths, move |engine, repo| engine.impact(&repo.root, &req)).await
 }
 
@@ -261,7 +192,8 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             get(symbols),
             Operation::new("Symbols by name, or a file's outline")
                 .describe("`query` searches declarations by name (exact, prefix, word parts, fuzzy), filtered by `kind`, `file`, `path_prefix`, `lang`; `file` alone returns the file's outline. 409 `stale_index` when the symbol store must be rebuilt (parser drift: run `docdex index`); 403 `path_outside_repo` for a file outside the repository.")
-                .query::<SymbolsQuery>()
+                .query::<SymbolsRequest>()
+                .query::<RepoQuery>()
                 .response::<SymbolsResponse>(),
         )
         .route(
@@ -279,7 +211,8 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             get(ast_search),
             Operation::new("Files containing Tree-sitter node kinds")
                 .describe("`kinds` is comma-separated (`function_item,struct_item`); `mode=all` needs every kind in a file.")
-                .query::<AstSearchQuery>()
+                .query::<AstSearchRequest>()
+                .query::<RepoQuery>()
                 .response::<AstSearchResponse>(),
         )
         .route(
@@ -297,7 +230,8 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             get(impact),
             Operation::new("What a file imports and what imports it, to a depth")
                 .describe("`affected` lists every file whose behaviour may change if `file` changes. 403 `path_outside_repo` for paths leaving the repository; 404 `not_found` for a file the graph does not know.")
-                .query::<ImpactQuery>()
+                .query::<ImpactRequest>()
+                .query::<RepoQuery>()
                 .response::<ImpactResponse>(),
         )
         .route(

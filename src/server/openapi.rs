@@ -64,7 +64,7 @@ pub struct Operation {
     pub summary: &'static str,
     /// Longer text.
     pub description: &'static str,
-    query: Option<fn() -> Vec<Value>>,
+    query: Vec<fn() -> Vec<Value>>,
     body: Option<SchemaFn>,
     response: Option<SchemaFn>,
     responds: Responds,
@@ -78,7 +78,7 @@ impl Operation {
             path: "",
             summary,
             description: "",
-            query: None,
+            query: Vec::new(),
             body: None,
             response: None,
             responds: Responds::Json,
@@ -91,9 +91,10 @@ impl Operation {
         self
     }
 
-    /// Query parameters are the fields of `T`.
+    /// Query parameters are the fields of `T` (call again to add another type's fields: a
+    /// transport's own fields beside an engine request's).
     pub fn query<T: JsonSchema>(mut self) -> Self {
-        self.query = Some(params_of::<T>);
+        self.query.push(params_of::<T>);
         self
     }
 
@@ -198,7 +199,7 @@ pub fn document(ops: &[Operation]) -> Value {
             .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
             .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
             .collect();
-        if let Some(q) = op.query {
+        for q in &op.query {
             params.extend(q());
         }
         params.push(json!({

@@ -18,7 +18,7 @@ use crate::engine::protocol::{model_matches, ChatMessage};
 use crate::engine::protocol::{
     AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, Highlight, IndexProgress,
 };
-use crate::engine::protocol::{CancelToken, ImpactRequest, ImpactResponse, SymbolsRequest};
+use crate::engine::protocol::{CancelToken, FileRequest, ImpactRequest, ImpactResponse, SymbolsRequest};
 use crate::engine::protocol::{FreshEvent, FreshState, WatchReport};
 use crate::engine::{Engine, IndexOptions};
 use std::collections::{HashMap, HashSet};
@@ -522,7 +522,9 @@ pub fn preview(
 ) -> Result<PreviewDoc, String> {
     let line = line.max(1);
     let start = if line <= HIGHLIGHT_FROM_START { 1 } else { line - PREVIEW_BEFORE };
-    let file = engine.get_file(repo, path, Some((start, line + PREVIEW_AFTER))).map_err(|e| format!("{e:#}"))?;
+    let file = engine
+        .get_file(repo, &FileRequest::new(path, Some((start, line + PREVIEW_AFTER))))
+        .map_err(|e| format!("{e:#}"))?;
     let raw: Vec<&str> = file.text.split('\n').collect();
     let raw: Vec<&str> = if file.text.is_empty() { Vec::new() } else { raw };
     let lines = highlight(path, lang, &raw);

@@ -51,12 +51,14 @@ pub enum Direction {
 /// `docdex impact` / `GET /v1/graph/impact` / MCP `docdex_impact` parameters.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ImpactRequest {
-    /// Repo-relative path (absolute paths inside the repo are accepted), or `ext:<package>`.
+    /// Repo-relative path of the file you plan to change (e.g. `src/auth/session.rs`;
+    /// absolute paths inside the repo are accepted), or `ext:<package>`.
     pub file: String,
-    /// How many import hops to follow (default 1, at most 64).
+    /// Import hops to follow (default 1, at most 64). `affected` always lists every
+    /// transitive dependent, whatever the depth.
     #[serde(default)]
     pub depth: Option<u32>,
-    /// `in`, `out` or `both` (default).
+    /// `in`: files that import it (what may break); `out`: what it imports; `both` (default).
     #[serde(default)]
     pub direction: Option<Direction>,
 }

@@ -186,21 +186,23 @@ pub enum MatchKind {
 /// `docdex symbols`, `GET /v1/symbols`, the MCP tool `docdex_symbols`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct SymbolsRequest {
-    /// Name to look for. Without it, `file` is required and the file's outline is returned.
-    #[serde(default)]
+    /// Name of the function, type, method, ... to find (exact, prefix, word parts such as
+    /// `user name` for `getUserName`, or close misspellings); `Type.method` narrows to a
+    /// container. Omit it and pass `file` to get that file's outline instead.
+    #[serde(default, alias = "q")]
     pub query: Option<String>,
-    /// Only this kind (`function`, `method`, `class`, `struct`, `enum`, `variant`, `interface`,
-    /// `trait`, `impl`, `module`, `constant`, `variable`, `field`, `type`, `macro`; aliases
-    /// such as `fn`, `protocol`, `namespace` are accepted).
+    /// Only this kind: `function`, `method`, `class`, `struct`, `enum`, `variant`,
+    /// `interface`, `trait`, `impl`, `module`, `constant`, `variable`, `field`, `type`,
+    /// `macro` (aliases such as `fn`, `protocol`, `namespace` are accepted).
     #[serde(default)]
     pub kind: Option<String>,
-    /// Only this file (repo-relative).
+    /// Repo-relative file: restricts a search to it, or (without `query`) lists its outline.
     #[serde(default)]
     pub file: Option<String>,
-    /// Only files under this path prefix.
+    /// Only files under this repo-relative prefix (e.g. `src/auth/`).
     #[serde(default)]
     pub path_prefix: Option<String>,
-    /// Only this language (`rust`, `python`, `tsx`, ...).
+    /// Only this language (`rust`, `python`, `typescript`, `tsx`, `go`, ...).
     #[serde(default)]
     pub lang: Option<String>,
     /// Results per page (default 20; an outline defaults to every symbol of the file).
@@ -344,7 +346,9 @@ impl std::str::FromStr for AstMode {
 /// `docdex ast search`, `GET /v1/ast/search`: files containing Tree-sitter node kinds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct AstSearchRequest {
-    /// Node kinds (`function_item`, `class_definition`, `ERROR`, ...).
+    /// Tree-sitter node kinds (`function_item`, `class_definition`, `ERROR`, ...): a list, or
+    /// one comma-separated string (`function_item,struct_item`, as a query string carries it).
+    #[serde(deserialize_with = "list_or_commas")]
     pub kinds: Vec<String>,
     /// Any (default) or all of them.
     #[serde(default)]
@@ -554,4 +558,18 @@ impl Method {
             Method::Trace => "trace",
         }
     }
+}
+
+/// A list of strings, or one string of comma-separated items (a query string's form).
+fn list_or_commas<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        List(Vec<String>),
+        Commas(String),
+    }
+    Ok(match Form::deserialize(d)? {
+        Form::List(v) => v,
+        Form::Commas(s) => s.split(',').map(str::trim).filter(|k| !k.is_empty()).map(String::from).collect(),
+    })
 }

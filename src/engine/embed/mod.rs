@@ -11,6 +11,7 @@ pub mod resident;
 pub mod store;
 pub mod types;
 
+use crate::engine::index::types::FileRequest;
 use crate::engine::llm::model_matches;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
@@ -79,7 +80,7 @@ impl Engine {
     pub fn similar(&self, repo_path: &std::path::Path, req: &SimilarRequest) -> Result<SimilarResponse> {
         let repo = self.resolve_repo(repo_path)?;
         let limit = req.limit.unwrap_or(10).clamp(1, 200);
-        let content = self.get_file(&repo.root, &req.file, None)?;
+        let content = self.get_file(&repo.root, &FileRequest::new(req.file.as_str(), None))?;
         let file = content.path.clone();
         let mut resp = SimilarResponse {
             repo: repo.root.clone(),

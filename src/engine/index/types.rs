@@ -133,7 +133,35 @@ pub struct StatusResponse {
     pub state_dir: PathBuf,
 }
 
-/// Lines of a file, for `docdex get`.
+/// Lines of a file inside the repository: `docdex get`, `GET /v1/open`, `docdex_open`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FileRequest {
+    /// Repo-relative path of the file (as search results give it).
+    pub path: String,
+    /// First line to return (1-based; default 1).
+    #[serde(default)]
+    pub start_line: Option<u32>,
+    /// Last line to return (inclusive; default the end of the file).
+    #[serde(default)]
+    pub end_line: Option<u32>,
+}
+
+impl FileRequest {
+    /// The whole file, or lines `a..=b` of it.
+    pub fn new(path: impl Into<String>, lines: Option<(u32, u32)>) -> FileRequest {
+        FileRequest { path: path.into(), start_line: lines.map(|l| l.0), end_line: lines.map(|l| l.1) }
+    }
+
+    /// The inclusive line range asked for, if any.
+    pub fn lines(&self) -> Option<(u32, u32)> {
+        match (self.start_line, self.end_line) {
+            (None, None) => None,
+            (s, e) => Some((s.unwrap_or(1), e.unwrap_or(u32::MAX))),
+        }
+    }
+}
+
+/// Lines of a file: the answer to a [`FileRequest`].
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct FileContent {
     /// Repo-relative path.

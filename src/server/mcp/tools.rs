@@ -1,11 +1,13 @@
-//! The MCP tools: argument types (their JSON schemas are what agents see),
-//! descriptions, and the dispatch from a tool name to one engine call. Adding a
-//! tool is an argument struct, one entry in [`definitions`] and one arm in
-//! [`call`].
+//! The MCP tools: argument types, descriptions, and the dispatch from a tool
+//! name to one engine call. Each tool's arguments are the engine's request type
+//! flattened beside [`RepoArgs`], so the parameter descriptions agents read are
+//! the engine types' doc comments, and a new field is added once, in the engine.
+//! Adding a tool is an argument struct, one entry in [`definitions`] and one arm
+//! in [`call`].
 
 use super::{tool_error, DocdexMcp};
 use crate::engine::protocol::{
-    Direction, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, SearchRequest, SymbolsRequest,
+    FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, SearchRequest, SymbolsRequest,
 };
 use crate::server::error::ApiError;
 use crate::server::extract::{blocking, confine};
@@ -36,40 +38,23 @@ impl RepoArgs {
     }
 }
 
-/// `docdex_search` arguments.
+/// `docdex_search` arguments: a [`SearchRequest`] and the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchArgs {
-    /// What to look for: identifiers (`getUserName`), paths (`auth session`), or a
-    /// plain-language description of the code ("where are expired sessions removed").
-    pub query: String,
-    /// Results to return (default 10).
-    #[serde(default)]
-    pub limit: Option<usize>,
-    /// `next_cursor` from a previous result, for the next page.
-    #[serde(default)]
-    pub cursor: Option<String>,
-    /// Only files whose repo-relative path starts with this prefix (e.g. `src/auth/`).
-    #[serde(default)]
-    pub path_prefix: Option<String>,
-    /// Only this language (`rust`, `python`, `typescript`, `markdown`, ...).
-    #[serde(default)]
-    pub lang: Option<String>,
+    /// The search.
+    #[serde(flatten)]
+    pub search: SearchRequest,
     /// The repository.
     #[serde(flatten)]
     pub repo: RepoArgs,
 }
 
-/// `docdex_open` arguments.
+/// `docdex_open` arguments: a [`FileRequest`] and the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct OpenArgs {
-    /// Repo-relative path of the file (as search results give it).
-    pub path: String,
-    /// First line to return (1-based; default 1).
-    #[serde(default)]
-    pub start_line: Option<u32>,
-    /// Last line to return (inclusive; default the end of the file).
-    #[serde(default)]
-    pub end_line: Option<u32>,
+    /// The lines to read.
+    #[serde(flatten)]
+    pub file: FileRequest,
     /// The repository.
     #[serde(flatten)]
     pub repo: RepoArgs,
@@ -83,7 +68,8 @@ pub struct StatusArgs {
     pub repo: RepoArgs,
 }
 
-/// `docdex_web_research` arguments.
+/// `docdex_web_research` arguments. There is no engine request for it yet: the web tier
+/// (`engine/web`) is not built, and this tool says so.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WebResearchArgs {
     /// The question to research on the web.
@@ -96,74 +82,45 @@ pub struct WebResearchArgs {
     pub repo: RepoArgs,
 }
 
-/// `docdex_symbols` arguments.
+/// `docdex_symbols` arguments: a [`SymbolsRequest`] and the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SymbolsArgs {
-    /// Name of the function, type, method, ... to find (exact, prefix, word parts such as
-    /// `user name` for `getUserName`, or close misspellings); `Type.method` narrows to a
-    /// container. Omit it and pass `file` to get that file's outline instead.
-    #[serde(default)]
-    pub query: Option<String>,
-    /// Only this kind: `function`, `method`, `class`, `struct`, `enum`, `interface`, `trait`,
-    /// `impl`, `module`, `constant`, `variable`, `field`, `type`, `macro`.
-    #[serde(default)]
-    pub kind: Option<String>,
-    /// Repo-relative file: restricts a search to it, or (without `query`) lists its outline.
-    #[serde(default)]
-    pub file: Option<String>,
-    /// Only files under this repo-relative prefix (e.g. `src/auth/`).
-    #[serde(default)]
-    pub path_prefix: Option<String>,
-    /// Only this language (`rust`, `python`, `typescript`, `go`, ...).
-    #[serde(default)]
-    pub lang: Option<String>,
-    /// Results to return (default 20).
-    #[serde(default)]
-    pub limit: Option<usize>,
+    /// The symbol query.
+    #[serde(flatten)]
+    pub symbols: SymbolsRequest,
     /// The repository.
     #[serde(flatten)]
     pub repo: RepoArgs,
 }
 
-/// `docdex_impact` arguments.
+/// `docdex_impact` arguments: an [`ImpactRequest`] and the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ImpactArgs {
-    /// Repo-relative path of the file you plan to change (e.g. `src/auth/session.rs`).
-    pub file: String,
-    /// Import hops to follow (default 1, at most 64). `affected` always lists every
-    /// transitive dependent, whatever the depth.
-    #[serde(default)]
-    pub depth: Option<u32>,
-    /// `in`: files that import it (what may break); `out`: what it imports; `both` (default).
-    #[serde(default)]
-    pub direction: Option<Direction>,
+    /// The impact query.
+    #[serde(flatten)]
+    pub impact: ImpactRequest,
     /// The repository.
     #[serde(flatten)]
     pub repo: RepoArgs,
 }
 
-/// `docdex_memory_save` arguments.
+/// `docdex_memory_save` arguments: a [`MemoryStoreRequest`] and the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemorySaveArgs {
-    /// The fact to remember, self-contained (e.g. "integration tests need REDIS_URL set").
-    pub content: String,
-    /// Optional JSON object stored with it (source, tags, author, ...).
-    #[serde(default)]
-    pub metadata: Option<Value>,
+    /// What to remember.
+    #[serde(flatten)]
+    pub memory: MemoryStoreRequest,
     /// The repository.
     #[serde(flatten)]
     pub repo: RepoArgs,
 }
 
-/// `docdex_memory_recall` arguments.
+/// `docdex_memory_recall` arguments: a [`MemoryRecallRequest`] and the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemoryRecallArgs {
-    /// What you want to know; memories are matched by meaning (or shared words when no
-    /// embedding model answers).
-    pub query: String,
-    /// Memories to return (default 5, at most 100).
-    #[serde(default)]
-    pub limit: Option<usize>,
+    /// What to recall.
+    #[serde(flatten)]
+    pub recall: MemoryRecallRequest,
     /// The repository.
     #[serde(flatten)]
     pub repo: RepoArgs,
@@ -290,20 +247,13 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
 
 async fn search(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
     let a: SearchArgs = parse("docdex_search", args)?;
-    if a.query.trim().is_empty() {
+    if a.search.query.trim().is_empty() {
         return Err(ApiError::bad_request("empty query: pass words to search for"));
     }
     let server = server.clone();
     blocking(move || {
         let repo = server.repo_for(a.repo.named())?;
-        let req = SearchRequest {
-            query: a.query,
-            limit: a.limit,
-            cursor: a.cursor,
-            path_prefix: a.path_prefix,
-            lang: a.lang,
-        };
-        server.app.engine().search(&repo.root, &req).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
+        server.app.engine().search(&repo.root, &a.search).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
     })
     .await
 }
@@ -313,16 +263,7 @@ async fn open(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiErro
     let server = server.clone();
     blocking(move || {
         let repo = server.repo_for(a.repo.named())?;
-        let lines = match (a.start_line, a.end_line) {
-            (None, None) => None,
-            (s, e) => Some((s.unwrap_or(1), e.unwrap_or(u32::MAX))),
-        };
-        server
-            .app
-            .engine()
-            .get_file(&repo.root, &a.path, lines)
-            .map(|r| ok_json(&r))
-            .map_err(|e| server.app.explain(&repo, e))
+        server.app.engine().get_file(&repo.root, &a.file).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
     })
     .await
 }
@@ -344,18 +285,15 @@ async fn symbols(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiE
     let server = server.clone();
     blocking(move || {
         let repo = server.repo_for(a.repo.named())?;
-        for p in a.file.iter().chain(a.path_prefix.iter()) {
+        for p in a.symbols.file.iter().chain(a.symbols.path_prefix.iter()) {
             confine(&repo, p)?;
         }
-        let req = SymbolsRequest {
-            query: a.query,
-            kind: a.kind,
-            file: a.file,
-            path_prefix: a.path_prefix,
-            lang: a.lang,
-            limit: a.limit,
-        };
-        server.app.engine().symbols(&repo.root, &req).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
+        server
+            .app
+            .engine()
+            .symbols(&repo.root, &a.symbols)
+            .map(|r| ok_json(&r))
+            .map_err(|e| server.app.explain(&repo, e))
     })
     .await
 }
@@ -365,11 +303,10 @@ async fn impact(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiEr
     let server = server.clone();
     blocking(move || {
         let repo = server.repo_for(a.repo.named())?;
-        if !a.file.starts_with("ext:") {
-            confine(&repo, &a.file)?;
+        if !a.impact.file.starts_with("ext:") {
+            confine(&repo, &a.impact.file)?;
         }
-        let req = ImpactRequest { file: a.file, depth: a.depth, direction: a.direction };
-        server.app.engine().impact(&repo.root, &req).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
+        server.app.engine().impact(&repo.root, &a.impact).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
     })
     .await
 }
@@ -379,11 +316,10 @@ async fn memory_save(server: &DocdexMcp, args: Value) -> Result<CallToolResult, 
     let server = server.clone();
     blocking(move || {
         let repo = server.repo_for(a.repo.named())?;
-        let req = MemoryStoreRequest { content: a.content, metadata: a.metadata };
         server
             .app
             .engine()
-            .memory_store(&repo.root, &req)
+            .memory_store(&repo.root, &a.memory)
             .map(|r| ok_json(&r))
             .map_err(|e| server.app.explain(&repo, e))
     })
@@ -395,11 +331,10 @@ async fn memory_recall(server: &DocdexMcp, args: Value) -> Result<CallToolResult
     let server = server.clone();
     blocking(move || {
         let repo = server.repo_for(a.repo.named())?;
-        let req = MemoryRecallRequest { query: a.query, limit: a.limit };
         server
             .app
             .engine()
-            .memory_recall(&repo.root, &req)
+            .memory_recall(&repo.root, &a.recall)
             .map(|r| ok_json(&r))
             .map_err(|e| server.app.explain(&repo, e))
     })
@@ -424,4 +359,39 @@ async fn web_research(server: &DocdexMcp, args: Value) -> Result<CallToolResult,
         ))
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The properties of `T`'s tool schema, by name.
+    fn properties<T: JsonSchema>() -> serde_json::Map<String, Value> {
+        schema::<T>().get("properties").and_then(Value::as_object).cloned().unwrap_or_default()
+    }
+
+    fn described_alike<Args: JsonSchema, Engine: JsonSchema>() {
+        let tool = properties::<Args>();
+        let engine = properties::<Engine>();
+        assert!(!engine.is_empty());
+        for (name, prop) in &engine {
+            assert_eq!(tool.get(name), Some(prop), "{name}: the tool's parameter is the engine's field");
+        }
+        assert!(tool.contains_key("project_root"), "{tool:?}");
+        assert_eq!(tool.len(), engine.len() + 2, "only the repository is added: {:?}", tool.keys());
+    }
+
+    #[test]
+    fn tool_parameters_are_the_engine_requests_plus_the_repository() {
+        described_alike::<SearchArgs, SearchRequest>();
+        described_alike::<OpenArgs, FileRequest>();
+        described_alike::<SymbolsArgs, SymbolsRequest>();
+        described_alike::<ImpactArgs, ImpactRequest>();
+        described_alike::<MemorySaveArgs, MemoryStoreRequest>();
+        described_alike::<MemoryRecallArgs, MemoryRecallRequest>();
+        let kind = &properties::<SymbolsArgs>()["kind"]["description"];
+        assert!(kind.as_str().is_some_and(|d| d.contains("`variant`")), "{kind}");
+        let search = schema::<SearchArgs>();
+        assert_eq!(search["required"], serde_json::json!(["query"]), "{search:?}");
+    }
 }
