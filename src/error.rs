@@ -1,5 +1,7 @@
-//! The engine's typed errors. Surfaces wrap them with `anyhow` context; every
-//! variant's message says what went wrong and, where it can, what to run next.
+//! The engine's typed errors. Every variant's message says what went wrong and,
+//! where it can, what to run next; [`Error::code`] gives the stable code the
+//! CLI's `--json` errors, the HTTP error contract and MCP tool errors share.
+//! Surfaces add context with `anyhow` (printed with `{:#}` so the chain shows).
 
 use std::path::PathBuf;
 
@@ -62,7 +64,8 @@ pub enum Error {
         /// The repository root.
         repo: PathBuf,
     },
-    /// A file inside the repository could not be served.
+    /// The request itself is wrong (a bad range, an empty query, a binary file asked for as
+    /// text); the message says how to fix it.
     #[error("{0}")]
     BadRequest(String),
     /// A directory that must not be served as a repository (`/`, the home directory itself, a
@@ -74,6 +77,10 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// Something inside docdex broke (a lock poisoned by a panic elsewhere, a runtime that
+    /// did not start): not the caller's fault, and worth reporting.
+    #[error("internal error: {0} (a bug in docdex; the log has the details)")]
+    Internal(String),
     /// Another process holds the index writer lock for this repo.
     #[error("another docdex process (pid {pid}) is writing the index of {repo}; it keeps the index up to date, so search it directly or stop that process first")]
     IndexBusy {
@@ -204,7 +211,13 @@ impl Error {
         Error::Io { action, path: path.into(), source }
     }
 
-    /// A short machine-readable code, shared by the CLI's JSON errors and later the HTTP contract.
+    /// A lock another thread poisoned by panicking while holding it.
+    pub fn poisoned(what: &str) -> Self {
+        Error::Internal(format!("{what} is unusable after a panic in another thread"))
+    }
+
+    /// A short machine-readable code, shared by the CLI's JSON errors, the HTTP error
+    /// contract and MCP tool errors.
     pub fn code(&self) -> &'static str {
         match self {
             Error::Io { .. } => "io_error",
@@ -215,6 +228,7 @@ impl Error {
             Error::OutsideRepo { .. } => "path_outside_repo",
             Error::BadRequest(_) => "bad_request",
             Error::UnsafeRoot { .. } => "forbidden_repo",
+            Error::Internal(_) => "internal",
             Error::IndexBusy { .. } => "index_busy",
             Error::Index { .. } => "index_error",
             Error::IndexDamaged { .. } => "index_damaged",
@@ -239,5 +253,20 @@ pub trait IoContext<T> {
 impl<T> IoContext<T> for std::io::Result<T> {
     fn at(self, action: &'static str, path: &std::path::Path) -> Result<T> {
         self.map_err(|e| Error::io(action, path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_poisoned_lock_is_an_internal_error_not_the_callers() {
+        let e = Error::poisoned("the searcher cache");
+        assert_eq!(e.code(), "internal");
+        assert_eq!(
+            e.to_string(),
+            "internal error: the searcher cache is unusable after a panic in another thread (a bug in docdex; the log has the details)"
+        );
     }
 }

@@ -30,7 +30,7 @@ use crate::config::{home_dir, Config, Paths};
 use crate::error::{Error, IoContext, Result};
 use index::manifest::Manifest;
 use index::status::StatusData;
-use index::types::{FileContent, IndexState, IndexSummary, StatusResponse, SCHEMA_VERSION};
+use index::types::{FileContent, FileRequest, IndexState, IndexSummary, StatusResponse, SCHEMA_VERSION};
 use index::{IndexSession, ProgressSink, Scope};
 use repos::{Registry, RepoRecord, RepoRef};
 use search::types::{SearchRequest, SearchResponse};
@@ -168,7 +168,7 @@ impl Engine {
             .build()
             .map_err(|e| Error::io("starting", PathBuf::from("the engine's I/O runtime"), e))?;
         let _ = self.inner.runtime.set(rt);
-        self.inner.runtime.get().ok_or_else(|| Error::BadRequest("engine runtime unavailable".into()))
+        self.inner.runtime.get().ok_or_else(|| Error::Internal("the engine's I/O runtime did not start".into()))
     }
 
     /// Resolves a repository path (it must exist) to its identity and state locations.
@@ -259,7 +259,7 @@ impl Engine {
     /// The cached searcher of the repo's live generation (reopened when a rebuild switched
     /// generations: another directory now sits at the generation's path).
     fn searcher(&self, repo: &RepoRef) -> Result<Arc<RepoSearcher>> {
-        let mut cache = self.inner.searchers.lock().map_err(|_| Error::BadRequest("searcher cache poisoned".into()))?;
+        let mut cache = self.inner.searchers.lock().map_err(|_| Error::poisoned("the searcher cache"))?;
         let id = index::generation::identity(&repo.data_dir());
         if let Some((seen, s)) = cache.get(&repo.fingerprint) {
             if *seen == id && id.is_some() {
@@ -291,37 +291,29 @@ impl Engine {
         }
     }
 
-    /// Searches a repository's index.
+    /// Searches a repository's index. A user's query longer than a search may be is refused;
+    /// the chat waterfall's (`req.for_chat`, ranked with the chat flags) is searched by the part
+    /// of it that fits ([`limits::fit_query`]).
     pub fn search(&self, repo_path: &Path, req: &SearchRequest) -> Result<SearchResponse> {
-        limits::check_query(&req.query)?;
-        let repo = self.resolve_repo(repo_path)?;
-        let searcher = self.searcher(&repo)?;
-        let state = StatusData::read(&repo.status_path())
-            .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
-            .unwrap_or(IndexState::Ready);
-        let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, false);
-        self.guarded_search(&repo, || self.retrieve(&repo, &searcher, req, state, flags))
-    }
-
-    /// [`Self::search`] for the chat waterfall: the same search, ranked with the
-    /// `[search] chat_symbol_ranking_enabled` and `chat_ast_ranking_enabled` flags.
-    /// A question longer than a search may be is searched by the part of it that fits
-    /// ([`limits::fit_query`]).
-    pub fn search_for_chat(&self, repo_path: &Path, req: &SearchRequest) -> Result<SearchResponse> {
         let fitted;
-        let req = match limits::fit_query(&req.query) {
-            std::borrow::Cow::Borrowed(_) => req,
-            std::borrow::Cow::Owned(q) => {
-                fitted = SearchRequest { query: q, ..req.clone() };
-                &fitted
+        let req = if req.for_chat {
+            match limits::fit_query(&req.query) {
+                std::borrow::Cow::Borrowed(_) => req,
+                std::borrow::Cow::Owned(q) => {
+                    fitted = SearchRequest { query: q, ..req.clone() };
+                    &fitted
+                }
             }
+        } else {
+            limits::check_query(&req.query)?;
+            req
         };
         let repo = self.resolve_repo(repo_path)?;
         let searcher = self.searcher(&repo)?;
         let state = StatusData::read(&repo.status_path())
             .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
             .unwrap_or(IndexState::Ready);
-        let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, true);
+        let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, req.for_chat);
         self.guarded_search(&repo, || self.retrieve(&repo, &searcher, req, state, flags))
     }
 
@@ -404,7 +396,8 @@ impl Engine {
     }
 
     /// Lines of a file inside the repository; paths resolving outside it are refused.
-    pub fn get_file(&self, repo_path: &Path, file: &str, lines: Option<(u32, u32)>) -> Result<FileContent> {
+    pub fn get_file(&self, repo_path: &Path, req: &FileRequest) -> Result<FileContent> {
+        let (file, lines) = (req.path.as_str(), req.lines());
         let repo = self.resolve_repo(repo_path)?;
         let candidate = if Path::new(file).is_absolute() { PathBuf::from(file) } else { repo.root.join(file) };
         let real = std::fs::canonicalize(&candidate)

@@ -112,3 +112,16 @@ impl IntoResponse for ApiError {
         (self.status, axum::Json(self.body())).into_response()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_errors_keep_their_code_and_get_a_fitting_status() {
+        let internal = ApiError::from(Error::poisoned("the mount table"));
+        assert_eq!((internal.status, internal.code), (StatusCode::INTERNAL_SERVER_ERROR, "internal"));
+        let bad = ApiError::from(Error::BadRequest("empty query".into()));
+        assert_eq!((bad.status, bad.code), (StatusCode::BAD_REQUEST, "bad_request"));
+    }
+}

@@ -82,7 +82,7 @@ impl Mounts {
     pub fn mount(&self, path: &Path) -> Result<Arc<Mount>> {
         let repo = self.engine.resolve_repo(path)?;
         self.engine.check_servable(&repo)?;
-        let mut mounts = self.mounts.lock().map_err(|_| Error::BadRequest("mount table poisoned".into()))?;
+        let mut mounts = self.mounts.lock().map_err(|_| Error::poisoned("the mount table"))?;
         if let Some(m) = mounts.get(&repo.fingerprint) {
             return Ok(m.clone());
         }

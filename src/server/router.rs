@@ -16,6 +16,8 @@ use axum::routing::get;
 use axum::{middleware, Extension, Json, Router};
 use serde_json::Value;
 use std::sync::{Arc, OnceLock};
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
 
 /// The whole application: HTTP endpoints, MCP transports (when enabled), the error
 /// contract for unknown routes and methods, body limits and the token check. Returns the
@@ -47,6 +49,13 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
         .layer(middleware::from_fn_with_state(state.auth().clone(), auth::require_token))
         .layer(middleware::from_fn_with_state(state.exposed(), origin::loopback_host_only))
         .layer(middleware::from_fn(origin::same_machine_pages_only))
+        // One span per request (method, path, version; status and latency at its end), so
+        // everything an endpoint logs says which request it belongs to.
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+                .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
+        )
         .with_state(state);
     (router, ops)
 }

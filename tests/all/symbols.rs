@@ -601,7 +601,7 @@ fn symbol_ranking_can_be_turned_off() {
     let top = &engine.search(&repo, &req).unwrap().results[0];
     assert_ne!(top.path, "src/accounts.py", "without the signal, the many uses outrank the definition");
     // The chat flags are separate and still on.
-    let chat = engine.search_for_chat(&repo, &req).unwrap();
+    let chat = engine.search(&repo, &SearchRequest { for_chat: true, ..req }).unwrap();
     assert_eq!(chat.results[0].path, "src/accounts.py");
 }
 

@@ -349,6 +349,11 @@ impl IndexSession {
     /// Brings the index up to date for `scope`. While a new generation is being built, the
     /// scope is the whole repository and the run ends by switching to it.
     pub fn update(&mut self, scope: &Scope, sink: &dyn ProgressSink) -> Result<IndexSummary> {
+        let paths = match scope {
+            Scope::Full => None,
+            Scope::Paths(p) => Some(p.len()),
+        };
+        let _span = tracing::info_span!("index_run", repo = %self.repo.root.display(), paths).entered();
         if let Some(why) = &self.broken {
             return Err(Error::Index { path: self.repo.state_dir.clone(), message: why.clone() });
         }
@@ -362,8 +367,21 @@ impl IndexSession {
         });
         let result = result.map_err(|e| self.failed(e));
         match &result {
-            Ok(s) => self.status.finish_ok(s),
-            Err(e) => self.status.finish_err(&e.to_string()),
+            Ok(s) => {
+                tracing::info!(
+                    files = s.files,
+                    added = s.added,
+                    updated = s.updated,
+                    deleted = s.deleted,
+                    seconds = s.seconds,
+                    "index run done"
+                );
+                self.status.finish_ok(s)
+            }
+            Err(e) => {
+                tracing::warn!("index run failed: {e}");
+                self.status.finish_err(&e.to_string())
+            }
         }
         result
     }

@@ -13,23 +13,32 @@ pub const BM25: &str = "bm25";
 /// Name of the vector retriever in responses.
 pub const VECTOR: &str = "vector";
 
-/// A search request (CLI flags, HTTP body, MCP tool parameters).
+/// A search request: the CLI's flags, the `POST /v1/search` body and the `docdex_search`
+/// tool's parameters are this type (each transport adds only how it names the repository).
+/// Its doc comments are what agents read as the tool's parameter descriptions.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchRequest {
-    /// The query text: words, identifiers, paths, or a plain-language description.
+    /// What to look for: identifiers (`getUserName`), paths (`auth session`), or a
+    /// plain-language description of the code ("where are expired sessions removed").
     pub query: String,
-    /// Results per page (defaults to `[search] default_limit`).
+    /// Results per page (default `[search] default_limit`, 10).
     #[serde(default)]
     pub limit: Option<usize>,
-    /// Opaque cursor from a previous response's `next_cursor`.
+    /// `next_cursor` from a previous result, for the next page.
     #[serde(default)]
     pub cursor: Option<String>,
-    /// Only paths starting with this prefix (repo-relative).
+    /// Only files whose repo-relative path starts with this prefix (e.g. `src/auth/`).
     #[serde(default)]
     pub path_prefix: Option<String>,
-    /// Only this language (as shown in results, e.g. `rust`, `python`, `markdown`).
+    /// Only this language (as results show it: `rust`, `python`, `typescript`, `markdown`, ...).
     #[serde(default)]
     pub lang: Option<String>,
+    /// Rank with the chat waterfall's flags (`[search] chat_symbol_ranking_enabled` and
+    /// `chat_ast_ranking_enabled`) instead of the search flags. Set by the chat's repo tier;
+    /// not part of any transport's contract.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub for_chat: bool,
 }
 
 /// A highlighted term inside a snippet: line number and byte range within that line.

@@ -58,6 +58,8 @@ impl Engine {
     /// repository) is an error; an unreachable server or a missing model is not: the response
     /// then has no answer, status `unavailable`, and the retrieved sources.
     pub fn chat(&self, repo_path: &Path, req: &ChatTurnRequest, on_event: OnChatEvent<'_>) -> Result<ChatTurnResponse> {
+        let _span = tracing::info_span!("chat_turn", repo = %repo_path.display(), session = req.session_id.as_deref())
+            .entered();
         validate(req)?;
         budget::warm_up();
         let repo = self.resolve_repo(repo_path)?;

@@ -67,14 +67,15 @@ impl Turn<'_> {
         }
         let started = Instant::now();
         let limit = self.engine.config().search.max_repo_hits.max(1) as usize;
-        let sreq = SearchRequest { query: self.req.query.clone(), limit: Some(limit), ..Default::default() };
+        let sreq =
+            SearchRequest { query: self.req.query.clone(), limit: Some(limit), for_chat: true, ..Default::default() };
         let call = self.dag.node(
             NodeKind::ToolCall,
             "search the code index",
             json!({"tool": "search", "index": "code", "query": self.req.query, "limit": limit}),
             &[plan],
         );
-        let resp = match self.engine.search_for_chat(&self.repo.root, &sreq) {
+        let resp = match self.engine.search(&self.repo.root, &sreq) {
             Ok(r) => r,
             Err(e) => {
                 self.dag.node(NodeKind::Observation, "search failed", json!({"error": e.to_string()}), &[call]);
