@@ -17,7 +17,7 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use docdex::testing::tui_samples;
 use docdex::tui::app::{App, AppOptions};
 use docdex::tui::clock::SystemClock;
-use docdex::tui::event::{AppEvent, Capabilities, EngineEvent, ProviderState, ProviderStatus, Request};
+use docdex::tui::event::{AppEvent, EngineEvent, ProviderState, ProviderStatus, Request};
 use docdex::tui::keymap::Keymap;
 use docdex::tui::runtime::{run_loop, FrameObserver, Host};
 use docdex::tui::theme::Theme;
@@ -77,13 +77,12 @@ fn stats(mut v: Vec<Duration>) -> String {
     )
 }
 
-fn options(repo: PathBuf, caps: Capabilities) -> AppOptions {
+fn options(repo: PathBuf) -> AppOptions {
     AppOptions {
         repo,
         theme: Theme::embedded("dark", false).and_then(Result::ok).unwrap_or_else(Theme::plain),
         keymap: Keymap::embedded("default").and_then(Result::ok).unwrap_or_default(),
         problems: Vec::new(),
-        caps,
         debounce: Duration::from_millis(120),
         provider: ProviderStatus {
             provider: "ollama".into(),
@@ -151,7 +150,7 @@ fn preview_doc() -> PreviewDoc {
 }
 
 fn search_frames(w: u16, h: u16, n: usize) -> (Vec<Duration>, Vec<Duration>) {
-    let mut app = App::new(options(PathBuf::from("/bench/shop"), Capabilities::CURRENT), Arc::new(SystemClock));
+    let mut app = App::new(options(PathBuf::from("/bench/shop")), Arc::new(SystemClock));
     for c in "session".chars() {
         app.handle(key(KeyCode::Char(c), KeyModifiers::NONE));
     }
@@ -183,8 +182,7 @@ fn search_frames(w: u16, h: u16, n: usize) -> (Vec<Duration>, Vec<Duration>) {
 }
 
 fn impact_frames(w: u16, h: u16, n: usize) -> ((Vec<Duration>, Vec<Duration>), usize) {
-    let caps = Capabilities { impact: true, ..Capabilities::CURRENT };
-    let mut app = App::new(options(PathBuf::from("/bench/shop"), caps), Arc::new(SystemClock));
+    let mut app = App::new(options(PathBuf::from("/bench/shop")), Arc::new(SystemClock));
     app.handle(AppEvent::Engine(EngineEvent::SearchResults {
         seq: 0,
         more: false,
@@ -289,7 +287,7 @@ async fn keystroke_latency(files: usize, keys: usize) -> anyhow::Result<Latency>
     // Change every file so the workbench's catch-up run re-indexes all of them.
     let bytes = write_corpus(&repo, files, "v2")?;
     let repo = std::fs::canonicalize(&repo)?;
-    let mut app = App::new(options(repo, Capabilities::CURRENT), Arc::new(SystemClock));
+    let mut app = App::new(options(repo), Arc::new(SystemClock));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut worker = Worker::new(engine, tx.clone());
     let mut term = sink_terminal(120, 40);

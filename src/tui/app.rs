@@ -8,7 +8,7 @@
 
 use super::action::{Action, Level, PromptKind};
 use super::clock::Clock;
-use super::event::{AppEvent, Capabilities, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request};
+use super::event::{AppEvent, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request};
 use super::keymap::{Command, KeyChord, Keymap};
 use super::layout::{self, AppLayout};
 use super::panes::chat::ChatPane;
@@ -48,8 +48,6 @@ pub struct AppOptions {
     pub keymap: Keymap,
     /// Problems found loading theme, keymap or config (shown at start and in help).
     pub problems: Vec<String>,
-    /// What the engine can do.
-    pub caps: Capabilities,
     /// Search-as-you-type quiet time.
     pub debounce: Duration,
     /// The configured model provider.
@@ -91,7 +89,6 @@ pub struct App {
     theme: Theme,
     problems: Vec<String>,
     clock: Arc<dyn Clock>,
-    caps: Capabilities,
     debounce: Duration,
     requests: Vec<Request>,
     effects: Vec<Effect>,
@@ -128,7 +125,6 @@ impl App {
             theme: opts.theme,
             problems: opts.problems,
             clock,
-            caps: opts.caps,
             debounce: opts.debounce,
             requests: Vec::new(),
             effects: Vec::new(),
@@ -303,7 +299,6 @@ impl App {
                 now: self.clock.now(),
                 epoch_ms: self.clock.epoch_ms(),
                 repo: &self.repo,
-                caps: self.caps,
                 debounce: self.debounce,
                 out: &mut out,
             };
@@ -369,7 +364,6 @@ impl App {
                 now: self.clock.now(),
                 epoch_ms: self.clock.epoch_ms(),
                 repo: &self.repo,
-                caps: self.caps,
                 debounce: self.debounce,
                 out: &mut out,
             };
@@ -385,7 +379,6 @@ impl App {
                 now: self.clock.now(),
                 epoch_ms: self.clock.epoch_ms(),
                 repo: &self.repo,
-                caps: self.caps,
                 debounce: self.debounce,
                 out: &mut out,
             };
@@ -667,7 +660,7 @@ impl App {
             }
             EngineEvent::Chat(
                 ChatUpdate::Done { session_id: Some(id), .. } | ChatUpdate::Failed { session_id: Some(id), .. },
-            ) if self.caps.dag => {
+            ) => {
                 // The turn was logged: show its session in the DAG pane.
                 self.requests.push(Request::LoadDag { repo: self.repo.clone(), session: Some(id.clone()) });
             }
@@ -756,7 +749,6 @@ impl App {
             focused: self.overlay.is_none(),
             epoch_ms: self.clock.epoch_ms(),
             step: self.step,
-            caps: self.caps,
             repo: &self.repo,
         };
         let mut cursor = self.pane(self.focus).render(l.main, buf, &rc);

@@ -142,25 +142,6 @@ pub enum Request {
     },
 }
 
-/// Capabilities of the engine build the TUI runs against. Panes whose engine call
-/// does not exist yet say plainly what they need instead of sending requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capabilities {
-    /// `Engine::symbols` (symbol search).
-    pub symbols: bool,
-    /// `Engine::impact` (import graph).
-    pub impact: bool,
-    /// The reasoning DAG store.
-    pub dag: bool,
-    /// Profile (preference) memory.
-    pub profiles: bool,
-}
-
-impl Capabilities {
-    /// What this build's engine offers.
-    pub const CURRENT: Capabilities = Capabilities { symbols: true, impact: true, dag: true, profiles: false };
-}
-
 /// A progress or result message from engine work.
 #[derive(Debug, Clone)]
 pub enum EngineEvent {

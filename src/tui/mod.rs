@@ -35,7 +35,7 @@ use crate::engine::Engine;
 use anyhow::Context;
 use app::{App, AppOptions};
 use clock::SystemClock;
-use event::{AppEvent, Capabilities};
+use event::AppEvent;
 use keymap::Keymap;
 use ratatui::backend::CrosstermBackend;
 use runtime::{Exit, Host, InputControl};
@@ -73,7 +73,6 @@ pub fn app_options(engine: &Engine, repo: PathBuf) -> AppOptions {
         theme,
         keymap,
         problems,
-        caps: Capabilities::CURRENT,
         debounce: Duration::from_millis(engine.config().tui.search_debounce_ms),
         provider: app::configured_provider(&engine.config().llm),
     }

@@ -5,7 +5,7 @@
 //! branching DAG) come from `docdex::testing::tui_samples`. Chat turns against a model server
 //! over loopback are in `tui_chat`.
 
-use crate::tui_support::{shows, snap, Harness, ALL_CAPS, NOW_MS};
+use crate::tui_support::{shows, snap, Harness, NOW_MS};
 use crossterm::event::{KeyCode, KeyModifiers};
 use docdex::engine::protocol::SearchRequest;
 use docdex::testing::tui_samples;
@@ -237,26 +237,9 @@ fn symbol_search_runs_on_the_real_symbol_index() {
 }
 
 #[test]
-fn symbol_mode_says_what_it_needs_and_sends_nothing() {
-    let no_symbols = docdex::tui::event::Capabilities { symbols: false, ..docdex::tui::event::Capabilities::CURRENT };
-    let mut h = Harness::with(no_symbols, "").started();
-    h.search("session");
-    h.ctrl('t');
-    h.typ("x");
-    h.wait(300);
-    assert!(searches(&h.requests()).is_empty());
-    let s = h.screen(120, 40);
-    assert!(shows(&s, "Symbol search needs the symbol index"), "{s}");
-    h.snap_both("tui_search_symbols_needs");
-    h.ctrl('t');
-    h.wait(300);
-    assert_eq!(searches(&h.requests()).len(), 1, "back in text mode the query runs again");
-}
-
-#[test]
 fn symbol_mode_asks_for_symbols_when_the_engine_has_them() {
     use docdex::tui::event::SymbolHit;
-    let mut h = Harness::with(ALL_CAPS, "").started();
+    let mut h = Harness::with("").started();
     h.ctrl('t');
     h.typ("SessionStore");
     h.wait(200);
@@ -343,12 +326,9 @@ fn clicking_a_result_selects_it() {
 
 #[test]
 fn help_is_generated_from_the_keymap_in_effect() {
-    let mut h = Harness::with_files(
-        docdex::tui::event::Capabilities::CURRENT,
-        "[tui]\nkeymap = \"mine\"\n",
-        &[("keymaps/mine.toml", "[global]\nquit = [\"ctrl+q\"]\n")],
-    )
-    .started();
+    let mut h =
+        Harness::with_files("[tui]\nkeymap = \"mine\"\n", &[("keymaps/mine.toml", "[global]\nquit = [\"ctrl+q\"]\n")])
+            .started();
     h.key(KeyCode::Esc);
     h.key(KeyCode::Char('?'));
     assert!(h.app.help_open());
@@ -367,7 +347,7 @@ fn help_is_generated_from_the_keymap_in_effect() {
 
 #[test]
 fn vim_keymap_moves_with_j_and_k() {
-    let mut h = Harness::with(docdex::tui::event::Capabilities::CURRENT, "[tui]\nkeymap = \"vim\"\n").started();
+    let mut h = Harness::with("[tui]\nkeymap = \"vim\"\n").started();
     h.search("dashboard");
     h.key(KeyCode::Esc);
     h.key(KeyCode::Char('j'));
@@ -385,12 +365,7 @@ fn help_snapshots() {
 
 #[test]
 fn a_bad_theme_file_is_reported_and_the_app_goes_on() {
-    let h = Harness::with_files(
-        docdex::tui::event::Capabilities::CURRENT,
-        "",
-        &[("themes/dark.toml", "[ui]\nborder = { fg = \"purplish\" }\n")],
-    )
-    .started();
+    let h = Harness::with_files("", &[("themes/dark.toml", "[ui]\nborder = { fg = \"purplish\" }\n")]).started();
     let notice = h.app.notice().unwrap_or_default().to_string();
     assert!(notice.contains("themes/dark.toml:2: unknown colour \"purplish\""), "{notice}");
     let s = h.screen(120, 40);
@@ -399,12 +374,7 @@ fn a_bad_theme_file_is_reported_and_the_app_goes_on() {
 
 #[test]
 fn a_bad_keymap_file_is_reported_in_help() {
-    let mut h = Harness::with_files(
-        docdex::tui::event::Capabilities::CURRENT,
-        "",
-        &[("keymaps/default.toml", "[search]\nteleport = [\"t\"]\n")],
-    )
-    .started();
+    let mut h = Harness::with_files("", &[("keymaps/default.toml", "[search]\nteleport = [\"t\"]\n")]).started();
     h.key(KeyCode::F(1));
     let s = h.screen(120, 40);
     assert!(s.contains("keymaps/default.toml:2: unknown action `teleport` in [search]"), "{s}");
@@ -621,21 +591,8 @@ fn impact_on_the_real_import_graph() {
 }
 
 #[test]
-fn impact_needs_the_engine_call_when_missing() {
-    let no_impact = docdex::tui::event::Capabilities { impact: false, ..docdex::tui::event::Capabilities::CURRENT };
-    let mut h = Harness::with(no_impact, "").started();
-    h.search("session");
-    h.ctrl('g');
-    assert_eq!(h.app.focus(), PaneId::Impact);
-    assert!(!h.requests().iter().any(|r| matches!(r, Request::Impact { .. })), "no call that cannot succeed");
-    let s = h.screen(120, 40);
-    assert!(shows(&s, "The impact graph needs the import graph"), "{s}");
-    h.snap_both("tui_impact_needs");
-}
-
-#[test]
 fn impact_follows_the_search_selection_and_navigates() {
-    let mut h = Harness::with(ALL_CAPS, "").started();
+    let mut h = Harness::with("").started();
     h.search("session");
     h.ctrl('g');
     let reqs = h.requests();
@@ -676,7 +633,7 @@ fn impact_follows_the_search_selection_and_navigates() {
 
 #[test]
 fn impact_graph_snapshots_and_cycle_colour() {
-    let mut h = Harness::with(ALL_CAPS, "").started();
+    let mut h = Harness::with("").started();
     h.search("session");
     h.ctrl('g');
     let seq = h
@@ -701,7 +658,7 @@ fn impact_graph_snapshots_and_cycle_colour() {
 
 #[test]
 fn impact_with_200_nodes() {
-    let mut h = Harness::with(ALL_CAPS, "").started();
+    let mut h = Harness::with("").started();
     h.search("session");
     h.ctrl('g');
     h.key(KeyCode::Char('+'));
@@ -720,7 +677,7 @@ fn impact_with_200_nodes() {
 #[test]
 fn impact_columns_scroll_with_the_selection() {
     use docdex::tui::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind};
-    let mut h = Harness::with(ALL_CAPS, "").started();
+    let mut h = Harness::with("").started();
     h.search("session");
     h.ctrl('g');
     let seq = h
@@ -789,7 +746,7 @@ fn chat_without_a_model_explains_setup_and_search_still_works() {
 
 #[test]
 fn chat_streams_markdown_line_by_line_and_jumps_to_citations() {
-    let mut h = Harness::with(ALL_CAPS, "").started();
+    let mut h = Harness::with("").started();
     h.engine_event(EngineEvent::Provider(docdex::tui::event::ProviderStatus {
         provider: "ollama".into(),
         model: "phi3.5:3.8b".into(),

@@ -7,7 +7,7 @@ use crate::util::{sample_repo, Env};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use docdex::tui::app::App;
 use docdex::tui::clock::ManualClock;
-use docdex::tui::event::{AppEvent, Capabilities, EngineEvent, Request};
+use docdex::tui::event::{AppEvent, EngineEvent, Request};
 use docdex::tui::worker::run_sync;
 use docdex::Engine;
 use ratatui::backend::TestBackend;
@@ -19,9 +19,6 @@ use std::time::Duration;
 
 /// The fixed wall-clock time of every snapshot.
 pub const NOW_MS: u64 = 1_700_000_000_000;
-
-/// Every capability on, as when the engine work other panes wait for has landed.
-pub const ALL_CAPS: Capabilities = Capabilities { symbols: true, impact: true, dag: true, profiles: true };
 
 pub struct Harness {
     pub env: Env,
@@ -50,38 +47,33 @@ fn hermetic(extra: &str) -> String {
 }
 
 impl Harness {
-    /// An app on the sample repository (not indexed yet) with this build's capabilities.
+    /// An app on the sample repository (not indexed yet).
     pub fn new() -> Harness {
-        Self::with(Capabilities::CURRENT, "")
+        Self::with("")
     }
 
-    /// An app with the given capabilities and extra config lines.
-    pub fn with(caps: Capabilities, extra_config: &str) -> Harness {
-        Self::with_files(caps, extra_config, &[])
+    /// An app with extra config lines.
+    pub fn with(extra_config: &str) -> Harness {
+        Self::with_files(extra_config, &[])
     }
 
     /// Like [`Harness::with`], with files written under DOCDEX_HOME first (user themes, keymaps).
-    pub fn with_files(caps: Capabilities, extra_config: &str, files: &[(&str, &str)]) -> Harness {
-        Self::build(caps, &hermetic(extra_config), files, sample_repo)
+    pub fn with_files(extra_config: &str, files: &[(&str, &str)]) -> Harness {
+        Self::build(&hermetic(extra_config), files, sample_repo)
     }
 
     /// An app on the sample repository with this whole `config.toml` (a model server, ...).
     pub fn with_config(config: &str) -> Harness {
-        Self::build(Capabilities::CURRENT, config, &[], sample_repo)
+        Self::build(config, &[], sample_repo)
     }
 
     /// An app on a copy of a code fixture (`tests/fixtures/code/<name>`).
     pub fn on_fixture(name: &str) -> Harness {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code").join(name);
-        Self::build(Capabilities::CURRENT, &hermetic(""), &[], move |dst| copy_dir(&src, dst))
+        Self::build(&hermetic(""), &[], move |dst| copy_dir(&src, dst))
     }
 
-    fn build(
-        caps: Capabilities,
-        config: &str,
-        files: &[(&str, &str)],
-        setup: impl FnOnce(&std::path::Path),
-    ) -> Harness {
+    fn build(config: &str, files: &[(&str, &str)], setup: impl FnOnce(&std::path::Path)) -> Harness {
         let env = Env::new();
         write_config(&env, config);
         for (rel, text) in files {
@@ -95,7 +87,6 @@ impl Harness {
         let engine = env.engine();
         let clock = ManualClock::new(NOW_MS);
         let mut opts = docdex::tui::app_options(&engine, repo.clone());
-        opts.caps = caps;
         opts.debounce = Duration::from_millis(120);
         let app = App::new(opts, Arc::new(clock.clone()));
         Harness { env, repo, engine, app, clock, sent: Vec::new() }

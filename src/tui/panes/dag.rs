@@ -50,9 +50,7 @@ impl DagPane {
 
     /// Asks for the sessions and the nodes of `session` (the newest when `None`).
     fn load(&self, session: Option<String>, cx: &mut Cx<'_>) {
-        if cx.caps.dag {
-            cx.request(Request::LoadDag { repo: cx.repo.to_path_buf(), session });
-        }
+        cx.request(Request::LoadDag { repo: cx.repo.to_path_buf(), session });
     }
 }
 
@@ -134,17 +132,6 @@ impl Pane for DagPane {
             return None;
         }
         let view = match &self.view {
-            None if !cx.caps.dag => {
-                empty(
-                    "The DAG viewer needs the reasoning DAG store",
-                    &[
-                        "Each chat session records its steps (question, local search, web fetches, memory recalls, the answer) as a directed graph in dag.db; this pane lists the sessions and draws the selected one as a tree or in layers, with each step's details.",
-                        "The engine does not record sessions yet, so there is nothing to show.",
-                    ],
-                    buf,
-                );
-                return None;
-            }
             None => {
                 empty("Loading the reasoning sessions…", &[], buf);
                 return None;

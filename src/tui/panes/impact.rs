@@ -3,7 +3,7 @@
 //! cycles in the danger colour and a risk overlay (see `widgets::graph`).
 //! It follows the file selected in search when opened.
 
-use super::{needs, Cx, Pane, PaneId, RenderCtx};
+use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::tui::action::{Action, Level};
 use crate::tui::event::{EngineEvent, Request};
 use crate::tui::keymap::Command;
@@ -86,9 +86,6 @@ impl ImpactPane {
 
     fn fetch(&mut self, cx: &mut Cx<'_>) {
         let Some(file) = self.center.clone() else { return };
-        if !cx.caps.impact {
-            return;
-        }
         self.seq += 1;
         self.loading = true;
         self.error = None;
@@ -217,25 +214,6 @@ impl Pane for ImpactPane {
         let block = frame(title, cx.focused, t);
         let inner = block.inner(area);
         block.render(area, buf);
-        if !cx.caps.impact {
-            let centre = self.center.as_deref().unwrap_or("the file selected in search");
-            needs(
-                inner,
-                buf,
-                t,
-                "The impact graph needs the import graph",
-                &[
-                    "This pane asks Engine::impact (imports resolved into impact_graph.json by the code-intelligence work), which this build does not have yet.",
-                    &format!(
-                        "When it lands, {centre} is drawn in the middle, the files that import it on the left, the files it imports on the right; {} / {} change the depth, {} toggles the risk overlay (cycles, unresolved imports).",
-                        cx.key(Command::DepthMore),
-                        cx.key(Command::DepthLess),
-                        cx.key(Command::ToggleRisk)
-                    ),
-                ],
-            );
-            return None;
-        }
         let muted = t.style(Slot::Muted);
         let w = inner.width as usize;
         match (&self.center, &self.model, &self.error) {

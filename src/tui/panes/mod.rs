@@ -12,7 +12,7 @@ pub mod search;
 pub mod trace;
 
 use super::action::{Action, Level};
-use super::event::{Capabilities, EngineEvent, Request};
+use super::event::{EngineEvent, Request};
 use super::keymap::{Command, Keymap};
 pub use super::pane_id::PaneId;
 use super::theme::Theme;
@@ -30,8 +30,6 @@ pub struct Cx<'a> {
     pub epoch_ms: u64,
     /// The current repository.
     pub repo: &'a Path,
-    /// What the engine can do.
-    pub caps: Capabilities,
     /// Quiet time before search-as-you-type fires.
     pub debounce: Duration,
     /// Actions emitted, routed by the app afterwards.
@@ -67,8 +65,6 @@ pub struct RenderCtx<'a> {
     pub epoch_ms: u64,
     /// Animation step (advances with ticks).
     pub step: u64,
-    /// What the engine can do.
-    pub caps: Capabilities,
     /// The current repository.
     pub repo: &'a Path,
 }

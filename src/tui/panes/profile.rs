@@ -26,11 +26,7 @@ impl Pane for ProfilePane {
         let block = frame(" Profile ", cx.focused, cx.theme);
         let inner = block.inner(area);
         block.render(area, buf);
-        let status = if cx.caps.profiles {
-            "Profile memory is available; editing arrives with its API."
-        } else {
-            "Profile memory is not built yet, so there is nothing to edit here."
-        };
+        let status = "Profile memory is not built yet, so there is nothing to edit here.";
         needs(
             inner,
             buf,

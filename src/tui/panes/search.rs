@@ -6,7 +6,7 @@
 //! as ten), a highlighted preview of the selected hit, `$EDITOR` at its line,
 //! path and language filters, and a symbol-search mode.
 
-use super::{needs, Cx, Pane, PaneId, RenderCtx};
+use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol::{SearchHit, SearchRequest};
 use crate::tui::action::{Action, PromptKind};
 use crate::tui::event::{EngineEvent, Request, SymbolHit};
@@ -217,17 +217,15 @@ impl SearchPane {
             return;
         }
         if self.mode == Mode::Symbols {
-            if cx.caps.symbols {
-                self.seq += 1;
-                self.in_flight = true;
-                cx.request(Request::Symbols {
-                    seq: self.seq,
-                    repo: cx.repo.to_path_buf(),
-                    query: self.query.text().trim().to_string(),
-                    path_prefix: self.path_filter.clone(),
-                    lang: self.lang_filter.clone(),
-                });
-            }
+            self.seq += 1;
+            self.in_flight = true;
+            cx.request(Request::Symbols {
+                seq: self.seq,
+                repo: cx.repo.to_path_buf(),
+                query: self.query.text().trim().to_string(),
+                path_prefix: self.path_filter.clone(),
+                lang: self.lang_filter.clone(),
+            });
             return;
         }
         self.seq += 1;
@@ -238,6 +236,7 @@ impl SearchPane {
             cursor: None,
             path_prefix: self.path_filter.clone(),
             lang: self.lang_filter.clone(),
+            ..Default::default()
         };
         cx.request(Request::Search { seq: self.seq, repo: cx.repo.to_path_buf(), req, more: false });
     }
@@ -253,6 +252,7 @@ impl SearchPane {
             cursor: Some(self.next_cursor.clone()),
             path_prefix: self.path_filter.clone(),
             lang: self.lang_filter.clone(),
+            ..Default::default()
         };
         cx.request(Request::Search { seq: self.shown_seq, repo: cx.repo.to_path_buf(), req, more: true });
     }
@@ -416,19 +416,6 @@ impl SearchPane {
                 }
             }
         };
-        if self.mode == Mode::Symbols && !cx.caps.symbols {
-            needs(
-                inner,
-                buf,
-                t,
-                "Symbol search needs the symbol index",
-                &[
-                    "Symbol search asks Engine::symbols (Tree-sitter symbols in symbols.db), which this build does not have yet.",
-                    &format!("Text search works: press {} to switch back.", cx.key(Command::ToggleSymbols)),
-                ],
-            );
-            return;
-        }
         let mut y = inner.y;
         if self.indexing {
             note(buf, y, "Indexing is running; results fill in as it finishes.", t.style(Slot::Warning));
