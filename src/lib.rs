@@ -12,6 +12,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod server;
+#[cfg(any(debug_assertions, feature = "test-support"))]
 #[doc(hidden)]
 pub mod testing;
 pub mod tui;

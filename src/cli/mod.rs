@@ -16,8 +16,8 @@ mod serve;
 mod similar;
 mod tui;
 
-use crate::engine::protocol::SearchRequest;
 use crate::engine::protocol::WatchReport;
+use crate::engine::protocol::{FileRequest, SearchRequest};
 use crate::engine::{Engine, IndexOptions};
 use crate::error::Error;
 use anyhow::Context;
@@ -201,11 +201,13 @@ enum Command {
     LlmSetup(llm::SetupArgs),
     /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
     BenchServe(bench::serve::BenchServeArgs),
-    /// Developer tools for tests and demos.
+    /// Developer tools for tests and demos (debug builds, or `--features test-support`).
+    #[cfg(any(debug_assertions, feature = "test-support"))]
     #[command(hide = true, subcommand)]
     Dev(DevCommand),
 }
 
+#[cfg(any(debug_assertions, feature = "test-support"))]
 #[derive(Debug, Subcommand)]
 enum DevCommand {
     /// Serve the deterministic fake Ollama API on 127.0.0.1 until killed (for end-to-end tests).
@@ -404,7 +406,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if query.trim().is_empty() {
                 return Err(Error::BadRequest("empty query: pass words to search for".into()).into());
             }
-            let req = SearchRequest { query, limit, cursor, path_prefix, lang };
+            let req = SearchRequest { query, limit, cursor, path_prefix, lang, ..Default::default() };
             let resp = engine.search(&path, &req)?;
             if json {
                 out.json(&resp)?;
@@ -417,7 +419,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Get { repo, file, lines, json } => {
             let path = repo.resolve()?;
             let range = lines.as_deref().map(parse_range).transpose()?;
-            let content = engine.get_file(&path, &file, range)?;
+            let content = engine.get_file(&path, &FileRequest::new(file, range))?;
             if json {
                 out.json(&content)?;
             } else {
@@ -486,6 +488,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::LlmSetup(args) => return llm::setup(&engine, &out, args),
         Command::Tui(_) => {}
         Command::BenchServe(args) => bench::serve::run(&out, args)?,
+        #[cfg(any(debug_assertions, feature = "test-support"))]
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {
                 port,

@@ -21,11 +21,43 @@ use crate::cli::output::Out;
 use crate::config::Config;
 use crate::engine::protocol::{IndexProgress, ProgressSink, SearchRequest};
 use crate::engine::{Engine, IndexOptions};
-use crate::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use anyhow::Context;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// The in-process fake embedder (a test double: not in release builds without `test-support`).
+#[cfg(any(debug_assertions, feature = "test-support"))]
+type Fake = crate::testing::fake_ollama::FakeOllama;
+
+/// Stands in for the fake embedder where it is not compiled in; never constructed.
+#[cfg(not(any(debug_assertions, feature = "test-support")))]
+enum Fake {}
+
+#[cfg(not(any(debug_assertions, feature = "test-support")))]
+impl Fake {
+    fn url(&self) -> String {
+        match *self {}
+    }
+}
+
+/// Starts the fake embedder when `--embedder fake` asks for it.
+fn start_fake(args: &HybridBenchArgs) -> anyhow::Result<Option<Fake>> {
+    if args.embedder != "fake" {
+        return Ok(None);
+    }
+    #[cfg(any(debug_assertions, feature = "test-support"))]
+    {
+        use crate::testing::fake_ollama::FakeOllamaOptions;
+        Ok(Some(Fake::start(FakeOllamaOptions { embed_dim: args.fake_dim, ..Default::default() })?))
+    }
+    #[cfg(not(any(debug_assertions, feature = "test-support")))]
+    {
+        anyhow::bail!(
+            "the fake embedder is a test double left out of release builds: build with `--features test-support`, or pass `--embedder URL` of a running embedding server (e.g. the ollama-shim serving MiniLM)"
+        )
+    }
+}
 
 /// Arguments of `docdex bench-hybrid`.
 #[derive(Debug, clap::Args)]
@@ -39,7 +71,8 @@ pub struct HybridBenchArgs {
     /// When copying, only files with these extensions (comma-separated or repeated).
     #[arg(long, value_delimiter = ',')]
     ext: Vec<String>,
-    /// `fake` (in-process fake Ollama) or the base URL of a running embedding server.
+    /// `fake` (the in-process fake Ollama: debug builds, or release builds with `--features
+    /// test-support`) or the base URL of a running embedding server.
     #[arg(long, default_value = "fake")]
     embedder: String,
     /// `ollama` or `openai` (for `--embedder URL`).
@@ -135,11 +168,7 @@ pub fn run(out: &Out, args: HybridBenchArgs) -> anyhow::Result<()> {
     let scratch = Scratch::create(args.keep)?;
     let corpus = prepare_corpus(out, &source, &scratch, &subset)?;
     let home = scratch.root.join("home");
-    let fake = if args.embedder == "fake" {
-        Some(FakeOllama::start(FakeOllamaOptions { embed_dim: args.fake_dim, ..Default::default() })?)
-    } else {
-        None
-    };
+    let fake = start_fake(&args)?;
     let (url, model, provider) = match &fake {
         Some(f) => (f.url(), "fake-embed".to_string(), "ollama".to_string()),
         None => (args.embedder.clone(), args.model.clone(), args.provider.clone()),
