@@ -64,10 +64,9 @@ async fn serve_answers_search_open_status_and_health() {
     assert_eq!((v["line_start"].as_u64(), v["line_end"].as_u64()), (Some(2), Some(3)));
     assert!(v["text"].as_str().unwrap().starts_with("pub struct SessionStore"));
     // The engine request's own fields work in the query string too (what MCP's docdex_open takes).
-    let (s, w) = json_of(
-        c.get(server.url("/v1/open?path=src/auth/session.rs&start_line=2&end_line=3")).send().await.unwrap(),
-    )
-    .await;
+    let (s, w) =
+        json_of(c.get(server.url("/v1/open?path=src/auth/session.rs&start_line=2&end_line=3")).send().await.unwrap())
+            .await;
     assert_eq!((s, &w), (200, &v));
 
     // Right after start the catch-up run may still be checking the repo (`stale`); then `ready`.

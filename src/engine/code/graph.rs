@@ -23,10 +23,12 @@ use super::Lang;
 use crate::engine::fsutil;
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
+use petgraph::algo::kosaraju_scc;
+use petgraph::graph::{DiGraph, NodeIndex};
 use rayon::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 /// The schema name written in `impact_graph.json` and in impact responses.
@@ -478,31 +480,27 @@ fn dedupe(mut edges: Vec<Edge>) -> Vec<Edge> {
     edges
 }
 
-/// Import cycles: the strongly connected components (Tarjan) of the file edges with more
-/// than one file, largest first, each with one concrete loop.
+/// Import cycles: the strongly connected components of the file edges with more than one
+/// file, largest first, each with one concrete loop.
+///
+/// petgraph's Kosaraju, not its Tarjan: that one recurses once per node of a path, and a long
+/// import chain must not overflow the stack (`long_chains_do_not_overflow_the_stack`).
 pub fn find_cycles(edges: &[Edge]) -> Vec<Cycle> {
-    let mut ids: HashMap<&str, usize> = HashMap::new();
-    let mut names: Vec<&str> = Vec::new();
-    let mut adj: Vec<Vec<usize>> = Vec::new();
+    let mut g: DiGraph<&str, ()> = DiGraph::new();
+    let mut ids: HashMap<&str, NodeIndex> = HashMap::new();
     for e in edges.iter().filter(|e| !e.external) {
-        for n in [e.source.as_str(), e.target.as_str()] {
-            if !ids.contains_key(n) {
-                ids.insert(n, names.len());
-                names.push(n);
-                adj.push(Vec::new());
-            }
-        }
-        let (s, t) = (ids[e.source.as_str()], ids[e.target.as_str()]);
-        adj[s].push(t);
+        let s = *ids.entry(e.source.as_str()).or_insert_with(|| g.add_node(e.source.as_str()));
+        let t = *ids.entry(e.target.as_str()).or_insert_with(|| g.add_node(e.target.as_str()));
+        g.add_edge(s, t, ());
     }
-    let mut cycles: Vec<Cycle> = tarjan(&adj)
+    let mut cycles: Vec<Cycle> = kosaraju_scc(&g)
         .into_iter()
         .filter(|c| c.len() > 1)
         .map(|comp| {
-            let mut files: Vec<String> = comp.iter().map(|&i| names[i].to_string()).collect();
+            let mut files: Vec<String> = comp.iter().map(|&i| g[i].to_string()).collect();
             files.sort();
             let start = ids[files[0].as_str()];
-            let path = loop_through(start, &comp, &adj).into_iter().map(|i| names[i].to_string()).collect();
+            let path = loop_through(&g, start, &comp).into_iter().map(|i| g[i].to_string()).collect();
             Cycle { files, path }
         })
         .collect();
@@ -510,68 +508,22 @@ pub fn find_cycles(edges: &[Edge]) -> Vec<Cycle> {
     cycles
 }
 
-/// Tarjan's strongly connected components, iterative (deep graphs must not overflow the stack).
-fn tarjan(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
-    let n = adj.len();
-    let mut index = vec![usize::MAX; n];
-    let mut low = vec![0; n];
-    let mut on_stack = vec![false; n];
-    let mut stack = Vec::new();
-    let mut comps = Vec::new();
-    let mut next = 0;
-    for root in 0..n {
-        if index[root] != usize::MAX {
-            continue;
-        }
-        // (node, next child position)
-        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
-        index[root] = next;
-        low[root] = next;
-        next += 1;
-        stack.push(root);
-        on_stack[root] = true;
-        while let Some(&mut (v, ref mut pos)) = work.last_mut() {
-            if *pos < adj[v].len() {
-                let w = adj[v][*pos];
-                *pos += 1;
-                if index[w] == usize::MAX {
-                    index[w] = next;
-                    low[w] = next;
-                    next += 1;
-                    stack.push(w);
-                    on_stack[w] = true;
-                    work.push((w, 0));
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-            } else {
-                work.pop();
-                if let Some(&(parent, _)) = work.last() {
-                    low[parent] = low[parent].min(low[v]);
-                }
-                if low[v] == index[v] {
-                    let mut comp = Vec::new();
-                    while let Some(w) = stack.pop() {
-                        on_stack[w] = false;
-                        comp.push(w);
-                        if w == v {
-                            break;
-                        }
-                    }
-                    comps.push(comp);
-                }
-            }
-        }
-    }
-    comps
-}
-
-/// A shortest loop from `start` back to itself inside one component (breadth-first).
-fn loop_through(start: usize, comp: &[usize], adj: &[Vec<usize>]) -> Vec<usize> {
-    let members: std::collections::HashSet<usize> = comp.iter().copied().collect();
-    let mut prev: HashMap<usize, usize> = HashMap::new();
-    let mut queue = std::collections::VecDeque::new();
-    for &w in &adj[start] {
+/// A shortest loop from `start` back to itself inside one component: breadth-first over the
+/// component from `start`'s successors until `start` comes round again. petgraph's walkers
+/// do not keep predecessors, and its shortest-path searches treat the start as already
+/// reached, so this stays a small walk of our own over petgraph's adjacency.
+fn loop_through(g: &DiGraph<&str, ()>, start: NodeIndex, comp: &[NodeIndex]) -> Vec<NodeIndex> {
+    // petgraph lists a node's newest edge first; walk them in the order they were stored, so the
+    // loop chosen among equally short ones does not depend on that.
+    let successors = |v: NodeIndex| {
+        let mut n: Vec<NodeIndex> = g.neighbors(v).collect();
+        n.reverse();
+        n
+    };
+    let members: HashSet<NodeIndex> = comp.iter().copied().collect();
+    let mut prev: HashMap<NodeIndex, NodeIndex> = HashMap::new();
+    let mut queue = VecDeque::new();
+    for w in successors(start) {
         if members.contains(&w) && !prev.contains_key(&w) {
             prev.insert(w, start);
             queue.push_back(w);
@@ -581,7 +533,7 @@ fn loop_through(start: usize, comp: &[usize], adj: &[Vec<usize>]) -> Vec<usize> 
         if v == start {
             break;
         }
-        for &w in &adj[v] {
+        for w in successors(v) {
             if members.contains(&w) && !prev.contains_key(&w) {
                 prev.insert(w, v);
                 queue.push_back(w);
@@ -731,12 +683,14 @@ mod tests {
     }
 
     #[test]
-    fn tarjan_handles_long_chains_without_recursion() {
+    fn long_chains_do_not_overflow_the_stack() {
         let n = 200_000;
-        let adj: Vec<Vec<usize>> = (0..n).map(|i| vec![(i + 1) % n]).collect();
-        let comps = tarjan(&adj);
-        assert_eq!(comps.len(), 1);
-        assert_eq!(comps[0].len(), n);
+        let names: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
+        let edges: Vec<Edge> = (0..n).map(|i| edge(&names[i], &names[(i + 1) % n])).collect();
+        let cycles = find_cycles(&edges);
+        assert_eq!(cycles.len(), 1);
+        assert_eq!(cycles[0].files.len(), n);
+        assert_eq!(cycles[0].path.len(), n + 1, "the one loop goes round every file");
     }
 
     #[test]

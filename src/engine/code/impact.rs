@@ -18,6 +18,9 @@ use crate::engine::index::ProgressSink;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::EdgeRef;
+use petgraph::Direction::{Incoming, Outgoing};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -257,55 +260,49 @@ pub struct RebuildSummary {
     pub warnings: Vec<String>,
 }
 
-/// A graph with adjacency, ready for queries: nodes are numbered, edges indexed both ways.
+/// A graph ready for queries: files and packages are petgraph nodes (weighted by their id),
+/// each petgraph edge carries the index of its stored [`Edge`].
 #[derive(Debug)]
 pub struct LoadedGraph {
     /// The stored graph.
     pub graph: ImpactGraph,
-    ids: HashMap<String, u32>,
-    names: Vec<String>,
-    /// Per node: indices of the edges leaving it.
-    out: Vec<Vec<u32>>,
-    /// Per node: indices of the edges reaching it.
-    inc: Vec<Vec<u32>>,
-    /// Per edge: (source node, target node).
-    ends: Vec<(u32, u32)>,
+    ids: HashMap<String, NodeIndex>,
+    g: DiGraph<String, u32>,
     in_cycle: Vec<bool>,
     unresolved: Vec<usize>,
 }
 
 impl LoadedGraph {
-    /// Numbers the nodes and indexes the edges both ways.
+    /// Builds the petgraph over the stored files and edges.
     pub fn new(graph: ImpactGraph) -> LoadedGraph {
-        let mut ids: HashMap<String, u32> = HashMap::new();
-        let mut names: Vec<String> = Vec::new();
+        let mut ids: HashMap<String, NodeIndex> = HashMap::new();
+        let mut g: DiGraph<String, u32> = DiGraph::with_capacity(graph.files.len(), graph.edges.len());
+        let mut node = |name: &str, g: &mut DiGraph<String, u32>| -> NodeIndex {
+            *ids.entry(name.to_string()).or_insert_with(|| g.add_node(name.to_string()))
+        };
         for f in graph.files.keys() {
-            intern(f, &mut ids, &mut names);
+            node(f, &mut g);
         }
-        let ends: Vec<(u32, u32)> = graph
-            .edges
-            .iter()
-            .map(|e| (intern(&e.source, &mut ids, &mut names), intern(&e.target, &mut ids, &mut names)))
-            .collect();
-        let mut out = vec![Vec::new(); names.len()];
-        let mut inc = vec![Vec::new(); names.len()];
-        for (i, &(s, t)) in ends.iter().enumerate() {
-            out[s as usize].push(i as u32);
-            inc[t as usize].push(i as u32);
+        let ends: Vec<(NodeIndex, NodeIndex)> =
+            graph.edges.iter().map(|e| (node(&e.source, &mut g), node(&e.target, &mut g))).collect();
+        // petgraph lists a node's newest edge first: added last to first, every walk sees a
+        // node's edges in stored order (which ties between equally good paths depend on).
+        for (i, &(s, t)) in ends.iter().enumerate().rev() {
+            g.add_edge(s, t, i as u32);
         }
-        let mut in_cycle = vec![false; names.len()];
+        let mut in_cycle = vec![false; g.node_count()];
         for f in graph.cycles.iter().flat_map(|c| c.files.iter()) {
             if let Some(&i) = ids.get(f) {
-                in_cycle[i as usize] = true;
+                in_cycle[i.index()] = true;
             }
         }
-        let mut unresolved = vec![0; names.len()];
+        let mut unresolved = vec![0; g.node_count()];
         for d in &graph.diagnostics {
             if let Some(&i) = ids.get(&d.source) {
-                unresolved[i as usize] += 1;
+                unresolved[i.index()] += 1;
             }
         }
-        LoadedGraph { graph, ids, names, out, inc, ends, in_cycle, unresolved }
+        LoadedGraph { graph, ids, g, in_cycle, unresolved }
     }
 
     /// True if the id is a file of the graph, an edge endpoint, or a package it imports.
@@ -321,35 +318,37 @@ impl LoadedGraph {
         }
     }
 
-    fn node(&self, id: u32, depth: u32, side: Side) -> ImpactNode {
-        let name = &self.names[id as usize];
+    fn node(&self, id: NodeIndex, depth: u32, side: Side) -> ImpactNode {
+        let name = &self.g[id];
         ImpactNode {
             id: name.clone(),
             external: name.starts_with(EXTERNAL_PREFIX),
             lang: self.graph.files.get(name).map(|l| l.name().to_string()),
             depth,
             side,
-            in_cycle: self.in_cycle[id as usize],
-            unresolved_imports: self.unresolved[id as usize],
+            in_cycle: self.in_cycle[id.index()],
+            unresolved_imports: self.unresolved[id.index()],
         }
     }
 
     /// Breadth-first from `root` along (`forward`) or against the edges, to `depth` hops;
     /// `limit` caps the nodes returned (the bool says whether it was hit). Each node keeps its
-    /// shallowest depth and, at that depth, its most confident path.
-    fn traverse(&self, root: u32, forward: bool, depth: u32, limit: usize) -> (Vec<Dependency>, bool) {
-        let adj = if forward { &self.out } else { &self.inc };
+    /// shallowest depth and, at that depth, its most confident path. (A walk of our own over
+    /// petgraph's adjacency: its `Bfs` yields nodes without the depth, the path confidence or
+    /// a node budget, which are the answer here.)
+    fn traverse(&self, root: NodeIndex, forward: bool, depth: u32, limit: usize) -> (Vec<Dependency>, bool) {
+        let dir = if forward { Outgoing } else { Incoming };
         // node -> (depth, path confidence, edge)
-        let mut best: HashMap<u32, (u32, f32, u32)> = HashMap::new();
-        let mut order: Vec<u32> = Vec::new();
-        let mut frontier: Vec<(u32, f32)> = vec![(root, 1.0)];
+        let mut best: HashMap<NodeIndex, (u32, f32, u32)> = HashMap::new();
+        let mut order: Vec<NodeIndex> = Vec::new();
+        let mut frontier: Vec<(NodeIndex, f32)> = vec![(root, 1.0)];
         let mut truncated = false;
         for d in 1..=depth {
-            let mut next: Vec<u32> = Vec::new();
+            let mut next: Vec<NodeIndex> = Vec::new();
             for &(node, conf) in &frontier {
-                for &ei in &adj[node as usize] {
-                    let (s, t) = self.ends[ei as usize];
-                    let other = if forward { t } else { s };
+                for e in self.g.edges_directed(node, dir) {
+                    let ei = *e.weight();
+                    let other = if forward { e.target() } else { e.source() };
                     if other == root {
                         continue;
                     }
@@ -379,7 +378,7 @@ impl LoadedGraph {
             .into_iter()
             .map(|id| {
                 let (depth, confidence, ei) = best[&id];
-                let name = &self.names[id as usize];
+                let name = &self.g[id];
                 Dependency {
                     path: name.clone(),
                     external: name.starts_with(EXTERNAL_PREFIX),
@@ -393,17 +392,16 @@ impl LoadedGraph {
     }
 
     /// All transitive dependents of `root`, nearest first, then by path.
-    fn dependents(&self, root: u32) -> Vec<String> {
-        let mut seen = vec![false; self.names.len()];
-        seen[root as usize] = true;
+    fn dependents(&self, root: NodeIndex) -> Vec<String> {
+        let mut seen = vec![false; self.g.node_count()];
+        seen[root.index()] = true;
         let mut queue = VecDeque::from([(root, 0u32)]);
         let mut found: Vec<(u32, &str)> = Vec::new();
         while let Some((node, d)) = queue.pop_front() {
-            for &ei in &self.inc[node as usize] {
-                let s = self.ends[ei as usize].0;
-                if !seen[s as usize] {
-                    seen[s as usize] = true;
-                    found.push((d + 1, &self.names[s as usize]));
+            for s in self.g.neighbors_directed(node, Incoming) {
+                if !seen[s.index()] {
+                    seen[s.index()] = true;
+                    found.push((d + 1, &self.g[s]));
                     queue.push_back((s, d + 1));
                 }
             }
@@ -438,7 +436,7 @@ impl LoadedGraph {
     fn subgraph(&self, file: &str, inbound: &[Dependency], outbound: &[Dependency]) -> (Vec<ImpactNode>, Vec<Edge>) {
         let Some(&root) = self.ids.get(file) else { return (Vec::new(), Vec::new()) };
         let mut nodes: Vec<ImpactNode> = vec![self.node(root, 0, Side::Root)];
-        let mut index: HashMap<u32, usize> = HashMap::from([(root, 0)]);
+        let mut index: HashMap<NodeIndex, usize> = HashMap::from([(root, 0)]);
         for (deps, side) in [(inbound, Side::In), (outbound, Side::Out)] {
             for d in deps {
                 let Some(&id) = self.ids.get(&d.path) else { continue };
@@ -456,8 +454,9 @@ impl LoadedGraph {
         }
         let mut edge_ids: Vec<u32> = index
             .keys()
-            .flat_map(|&n| self.out[n as usize].iter().copied())
-            .filter(|&ei| index.contains_key(&self.ends[ei as usize].1))
+            .flat_map(|&n| self.g.edges_directed(n, Outgoing))
+            .filter(|e| index.contains_key(&e.target()))
+            .map(|e| *e.weight())
             .collect();
         edge_ids.sort_unstable();
         (nodes, edge_ids.into_iter().map(|i| self.graph.edges[i as usize].clone()).collect())
@@ -499,17 +498,6 @@ impl LoadedGraph {
         });
         out
     }
-}
-
-/// The number of a node, numbering it if it is new.
-fn intern(name: &str, ids: &mut HashMap<String, u32>, names: &mut Vec<String>) -> u32 {
-    if let Some(&i) = ids.get(name) {
-        return i;
-    }
-    let i = names.len() as u32;
-    ids.insert(name.to_string(), i);
-    names.push(name.to_string());
-    i
 }
 
 /// Loaded graphs per repository, reloaded when the file's size or mtime changes.
