@@ -1,7 +1,9 @@
-//! The engine: one cheap-to-clone handle over configuration, the repo
-//! registry, indexing, search and watching. Every surface (CLI today; TUI,
-//! HTTP and MCP next) calls these methods and nothing below them, so a
-//! capability is written once. This module never imports terminal or server
+//! The engine: [`Engine`], one cheap-to-clone handle over configuration, the
+//! repo registry and every capability (indexing, search, code intelligence,
+//! chat, memory, ...; each in its own module, adding its methods to `Engine`).
+//! Every surface (the CLI, the TUI, the HTTP and MCP servers) calls these
+//! methods with the types [`protocol`] gathers, and nothing below them, so a
+//! capability is written once. The engine never imports terminal or server
 //! crates.
 
 pub mod analysis;
