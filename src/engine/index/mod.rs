@@ -57,6 +57,20 @@ pub enum Scope {
     Paths(Vec<PathBuf>),
 }
 
+/// What one run must do, decided before anything is written.
+struct Plan {
+    /// New and changed files to read and index.
+    todo: Vec<walk::Candidate>,
+    /// Manifest paths the walk no longer found.
+    deleted: Vec<String>,
+    /// Files the text index has whose symbols must be re-extracted.
+    repair: Vec<walk::Candidate>,
+    /// Files found unchanged (size and mtime match the manifest).
+    unchanged: u64,
+    /// Entries the walk passed over (binary, too large, symlinks, unreadable).
+    issues: Vec<walk::WalkIssue>,
+}
+
 /// An open writer on one repo's index.
 pub struct IndexSession {
     /// The repo, with `data_dir` the generation this session writes (`gen.next/` while a new
@@ -406,7 +420,46 @@ impl IndexSession {
         disk_full_or(e, &self.repo, Some(live))
     }
 
+    /// One run: plan it from the walk and the manifest, write the deletions and the walk's
+    /// issues, index the changed files in committed batches, then sum it up.
     fn update_inner(&mut self, scope: &Scope, sink: &dyn ProgressSink, started: Instant) -> Result<IndexSummary> {
+        let plan = self.plan(scope, started)?;
+        let bytes_total: u64 =
+            plan.todo.iter().chain(&plan.repair).map(|c| c.size.min(self.cfg.max_file_size_bytes)).sum();
+        let progress = Progress::new((plan.todo.len() + plan.repair.len()) as u64, bytes_total);
+        let mut summary =
+            IndexSummary { repo: self.repo.root.clone(), unchanged: plan.unchanged, ..Default::default() };
+
+        let issue_deletes =
+            plan.issues.iter().any(|i| self.manifest.files.get(&i.rel).is_some_and(|e| e.skipped.is_none()));
+        if !plan.todo.is_empty() || !plan.deleted.is_empty() || issue_deletes {
+            self.ensure_writer()?;
+        }
+        // Hashes of vanished files, read before their entries go: a new file with one is a rename.
+        let mut renames_left = self.hashes_of(&plan.deleted);
+        let mut changed = self.remove_deleted(&plan.deleted)?;
+        summary.deleted = plan.deleted.len() as u64;
+        changed |= self.record_walk_issues(&plan.issues)?;
+
+        self.index_files(&plan, &progress, sink, &mut summary, &mut renames_left, changed, started)?;
+        self.start_compaction();
+        let generation = self.generation;
+        summary.code = match self.code_mut() {
+            Some(code) => Some(code.finish(generation)?),
+            None => None,
+        };
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "committed");
+        if matches!(scope, Scope::Full) {
+            self.manifest_behind = false;
+        }
+        self.sum_up(&mut summary, &progress, started);
+        sink.progress(&IndexProgress { phase: "done".into(), ..progress.snapshot("done") });
+        Ok(summary)
+    }
+
+    /// What a run must do, from the walk and the manifest, before anything is written: the files
+    /// to (re)index, the ones gone, the ones whose symbols alone must be re-extracted.
+    fn plan(&mut self, scope: &Scope, started: Instant) -> Result<Plan> {
         let threads = thread_count(&self.cfg);
         let root = self.repo.root.clone();
         let (starts, gone): (Vec<PathBuf>, Vec<String>) = match scope {
@@ -450,28 +503,24 @@ impl IndexSession {
             None => Vec::new(),
         };
         drop(busy);
+        drop(seen);
+        Ok(Plan { todo, deleted, repair, unchanged, issues: walked.issues })
+    }
 
-        let bytes_total: u64 = todo.iter().chain(&repair).map(|c| c.size.min(self.cfg.max_file_size_bytes)).sum();
-        let progress = Progress::new((todo.len() + repair.len()) as u64, bytes_total);
-        let mut summary = IndexSummary { repo: root.clone(), unchanged, ..Default::default() };
-        let mut changed = false;
-
-        let issue_deletes =
-            walked.issues.iter().any(|i| self.manifest.files.get(&i.rel).is_some_and(|e| e.skipped.is_none()));
-        if !todo.is_empty() || !deleted.is_empty() || issue_deletes {
-            self.ensure_writer()?;
-        }
-
-        // Deletions first: chunks of vanished paths go.
-        let deleted_hashes: HashMap<u64, usize> = deleted
-            .iter()
-            .filter_map(|p| self.manifest.files.get(p))
-            .filter(|e| e.hash != 0)
-            .fold(HashMap::new(), |mut m, e| {
+    /// How many vanished files had each content hash (for counting renames).
+    fn hashes_of(&self, deleted: &[String]) -> HashMap<u64, usize> {
+        deleted.iter().filter_map(|p| self.manifest.files.get(p)).filter(|e| e.hash != 0).fold(
+            HashMap::new(),
+            |mut m, e| {
                 *m.entry(e.hash).or_default() += 1;
                 m
-            });
-        for p in &deleted {
+            },
+        )
+    }
+
+    /// Deletes the chunks, symbols and manifest entries of vanished paths; true when any went.
+    fn remove_deleted(&mut self, deleted: &[String]) -> Result<bool> {
+        for p in deleted {
             self.writer()?.delete_term(Term::from_field_text(self.fields.path, p));
             if let Some(code) = self.code_mut() {
                 code.forget(p)?;
@@ -483,12 +532,15 @@ impl IndexSession {
                 path: p.clone(),
                 at: crate::engine::fsutil::now_ms(),
             });
-            changed = true;
         }
-        summary.deleted = deleted.len() as u64;
+        Ok(!deleted.is_empty())
+    }
 
-        // Walk issues become manifest entries, and whatever was indexed under those paths goes.
-        for issue in &walked.issues {
+    /// Walk issues become manifest entries, and whatever was indexed under those paths goes;
+    /// true when something indexed went.
+    fn record_walk_issues(&mut self, issues: &[walk::WalkIssue]) -> Result<bool> {
+        let mut changed = false;
+        for issue in issues {
             if issue.rel.is_empty() {
                 continue;
             }
@@ -503,12 +555,26 @@ impl IndexSession {
                 .files
                 .insert(issue.rel.clone(), FileEntry::not_indexed(issue.reason.clone(), issue.error, 0, 0));
         }
+        Ok(changed)
+    }
 
-        let mut renames_left = deleted_hashes;
+    /// Reads, parses and indexes the planned files in parallel, committing every
+    /// [`COMMIT_EVERY_BYTES`], then re-extracts the symbols of the files to repair; a ticker
+    /// thread reports progress meanwhile. `changed` says an earlier step already wrote.
+    #[allow(clippy::too_many_arguments)]
+    fn index_files(
+        &mut self,
+        plan: &Plan,
+        progress: &Progress,
+        sink: &dyn ProgressSink,
+        summary: &mut IndexSummary,
+        renames_left: &mut HashMap<u64, usize>,
+        mut changed: bool,
+        started: Instant,
+    ) -> Result<()> {
         let status = self.status.clone();
         let (stop_ticker, ticker_stopped) = std::sync::mpsc::channel::<()>();
-        let result: Result<()> = std::thread::scope(|s| {
-            let progress = &progress;
+        std::thread::scope(|s| {
             s.spawn(move || loop {
                 let snap = progress.snapshot("indexing");
                 status.progress(&snap);
@@ -521,7 +587,7 @@ impl IndexSession {
             });
             // Dropped however this closure ends, panics included, which stops the ticker.
             let _stop_ticker = stop_ticker;
-            for batch in batches(&todo, COMMIT_EVERY_BYTES) {
+            for batch in batches(&plan.todo, COMMIT_EVERY_BYTES) {
                 let outcomes: Vec<(String, Outcome)> = batch
                     .par_iter()
                     .map(|c| {
@@ -536,7 +602,7 @@ impl IndexSession {
                     "batch read and queued"
                 );
                 for (rel, outcome) in outcomes {
-                    changed |= self.apply(rel, outcome, &mut summary, &mut renames_left);
+                    changed |= self.apply(rel, outcome, summary, renames_left);
                 }
                 tracing::debug!(ms = started.elapsed().as_millis() as u64, "batch applied");
                 if changed {
@@ -548,7 +614,8 @@ impl IndexSession {
                 self.commit(sink, progress)?;
             }
             // Symbols only: the text index already has these files.
-            let repaired: Vec<(String, Option<(u64, CodeResult)>)> = repair
+            let repaired: Vec<(String, Option<(u64, CodeResult)>)> = plan
+                .repair
                 .par_iter()
                 .map(|c| {
                     let r = self.extract_only(c);
@@ -562,19 +629,11 @@ impl IndexSession {
                 }
             }
             Ok(())
-        });
-        result?;
-        self.start_compaction();
-        let generation = self.generation;
-        summary.code = match self.code_mut() {
-            Some(code) => Some(code.finish(generation)?),
-            None => None,
-        };
-        tracing::debug!(ms = started.elapsed().as_millis() as u64, "committed");
-        if matches!(scope, Scope::Full) {
-            self.manifest_behind = false;
-        }
+        })
+    }
 
+    /// Fills in the totals of a finished run: counts, bytes read, generation, skipped files.
+    fn sum_up(&self, summary: &mut IndexSummary, progress: &Progress, started: Instant) {
         let (files, chunks) = self.manifest.counts();
         summary.files = files;
         summary.chunks = chunks;
@@ -592,8 +651,6 @@ impl IndexSession {
             }
         }
         summary.seconds = started.elapsed().as_secs_f64();
-        sink.progress(&IndexProgress { phase: "done".into(), ..progress.snapshot("done") });
-        Ok(summary)
     }
 
     /// Reads, sniffs, hashes and chunks one file, sending its chunks to the writer.
