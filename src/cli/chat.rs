@@ -52,6 +52,22 @@ pub struct ChatArgs {
 }
 
 impl ChatArgs {
+    /// One question with the web tier forced (`docdex web-rag`).
+    pub fn web_forced(repo: RepoArg, query: String, trace: bool, model: Option<String>, json: bool) -> ChatArgs {
+        ChatArgs {
+            repo,
+            query: Some(query),
+            agent: None,
+            force_web: true,
+            no_web: false,
+            trace,
+            diff: None,
+            paths: Vec::new(),
+            model,
+            json,
+        }
+    }
+
     /// True when `--json` was given.
     pub fn json(&self) -> bool {
         self.json

@@ -15,6 +15,7 @@ mod progress;
 mod serve;
 mod similar;
 mod tui;
+mod web;
 
 use crate::engine::protocol::WatchReport;
 use crate::engine::protocol::{FileRequest, SearchRequest};
@@ -201,6 +202,17 @@ enum Command {
     LlmSetup(llm::SetupArgs),
     /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
     BenchServe(bench::serve::BenchServeArgs),
+    /// Search the web (DuckDuckGo HTML): titles, URLs and snippets, rate-limited and cached.
+    WebSearch(web::WebSearchArgs),
+    /// Fetch a page (headless Chromium, else plain HTTP) and print its readable text as Markdown.
+    WebFetch(web::WebFetchArgs),
+    /// Ask about a repository with the web tier forced: local context plus web passages.
+    WebRag(web::WebRagArgs),
+    /// The browser the web tier drives: list, setup (save one in the config), install (how to).
+    Browser {
+        #[command(subcommand)]
+        action: web::BrowserCommand,
+    },
     /// Developer tools for tests and demos (debug builds, or `--features test-support`).
     #[cfg(any(debug_assertions, feature = "test-support"))]
     #[command(hide = true, subcommand)]
@@ -336,6 +348,10 @@ impl Cli {
             ) => *json,
             Some(Command::LlmSetup(a)) => a.json,
             Some(Command::Check(a)) => a.json,
+            Some(Command::WebSearch(a)) => a.json,
+            Some(Command::WebFetch(a)) => a.json,
+            Some(Command::WebRag(a)) => a.json,
+            Some(Command::Browser { action }) => action.json(),
             Some(Command::Similar(a)) => a.json,
             Some(Command::Memory { action }) => action.json(),
             Some(Command::Repo { action: RepoAction::List { json } }) => *json,
@@ -484,6 +500,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::BenchIndex(args) => bench::index::run(&out, args)?,
         Command::BenchHybrid(args) => bench::hybrid::run(&out, args)?,
         Command::Check(args) => return check::run(&engine, &out, args),
+        Command::WebSearch(args) => return web::search(&engine, &out, args),
+        Command::WebFetch(args) => return web::fetch(&engine, &out, args),
+        Command::WebRag(args) => return web::rag(&engine, &out, args),
+        Command::Browser { action } => return web::browser(&engine, &out, action),
         Command::LlmList { json } => return llm::list(&engine, &out, json),
         Command::LlmSetup(args) => return llm::setup(&engine, &out, args),
         Command::Tui(_) => {}

@@ -219,6 +219,14 @@ pub struct WebConfig {
     pub cache_ttl_secs: u64,
     /// Domain suffixes never fetched.
     pub blocklist: Vec<String>,
+    /// The web tier on or off. Off, chat stays local and the web commands refuse.
+    pub enabled: bool,
+    /// Hosts (or domain suffixes, or IP addresses) that discovered URLs may point at even when
+    /// they are loopback or private-network addresses. URLs given on the command line and the
+    /// configured endpoints are allowed anyway; everything else private is refused.
+    pub allow_hosts: Vec<String>,
+    /// Largest page (or discovery answer) read, in bytes; bigger responses are refused.
+    pub max_page_bytes: u64,
     /// `[web.scraper]`.
     pub scraper: ScraperConfig,
 }
@@ -233,6 +241,9 @@ impl Default for WebConfig {
             min_spacing_ms: 2000,
             cache_ttl_secs: 7 * 24 * 3600,
             blocklist: Vec::new(),
+            enabled: true,
+            allow_hosts: Vec::new(),
+            max_page_bytes: 5 * 1024 * 1024,
             scraper: ScraperConfig::default(),
         }
     }
@@ -256,6 +267,8 @@ pub struct ScraperConfig {
     pub request_delay_ms: u64,
     /// Page load timeout.
     pub page_load_timeout_secs: u64,
+    /// A long-running process (server, workbench) closes its idle browser after this long.
+    pub idle_shutdown_secs: u64,
 }
 
 impl Default for ScraperConfig {
@@ -268,6 +281,7 @@ impl Default for ScraperConfig {
             browser_kind: "chromium".into(),
             request_delay_ms: 1000,
             page_load_timeout_secs: 15,
+            idle_shutdown_secs: 120,
         }
     }
 }
@@ -443,6 +457,12 @@ impl Config {
         if let Some(v) = var("DOCDEX_DDG_PROXY_BASE_URL") {
             self.web.ddg_proxy_base_url = v;
         }
+        if let Some(v) = var("DOCDEX_WEB_ALLOW_HOSTS") {
+            self.web.allow_hosts = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        }
+        if let Some(v) = var("DOCDEX_WEB_ENABLED") {
+            self.web.enabled = truthy(&v);
+        }
         if let Some(v) = var("DOCDEX_ENABLE_MCP") {
             self.server.enable_mcp = truthy(&v);
         }
@@ -524,6 +544,12 @@ impl Config {
             warnings.push("web.min_spacing_ms is below 2000; using 2000".into());
             self.web.min_spacing_ms = 2000;
         }
+        if self.web.scraper.page_load_timeout_secs == 0 {
+            return Err(bad("web.scraper.page_load_timeout_secs", "must be at least 1".into()));
+        }
+        if self.web.max_page_bytes < 1024 {
+            return Err(bad("web.max_page_bytes", format!("must be at least 1024, got {}", self.web.max_page_bytes)));
+        }
         if self.web.scraper.request_delay_ms < 1000 {
             warnings.push("web.scraper.request_delay_ms is below 1000; using 1000".into());
             self.web.scraper.request_delay_ms = 1000;
@@ -580,7 +606,8 @@ impl Config {
             "# docdex configuration. Every key is shown with its default.\n\
              # Environment overrides: DOCDEX_HOME, DOCDEX_AUTH_TOKEN, DOCDEX_WEB_BLOCKLIST,\n\
              # DOCDEX_WEB_MIN_SPACING_MS, DOCDEX_WEB_REQUEST_DELAY_MS, DOCDEX_DDG_BASE_URL,\n\
-             # DOCDEX_DDG_PROXY_BASE_URL, DOCDEX_ENABLE_MCP, DOCDEX_LOG_LEVEL,\n\
+             # DOCDEX_DDG_PROXY_BASE_URL, DOCDEX_WEB_ALLOW_HOSTS, DOCDEX_WEB_ENABLED,\n\
+             # DOCDEX_ENABLE_MCP, DOCDEX_LOG_LEVEL,\n\
              # DOCDEX_SYMBOL_RANKING_ENABLED, DOCDEX_AST_RANKING_ENABLED,\n\
              # DOCDEX_CHAT_SYMBOL_RANKING_ENABLED, DOCDEX_CHAT_AST_RANKING_ENABLED,\n\
              # DOCDEX_ENABLE_IMPORT_TRACES, DOCDEX_DYNAMIC_IMPORT_SCAN_LIMIT.\n\n{body}"

@@ -293,22 +293,44 @@ impl Engine {
         r.push("symbols", CheckStatus::Skipped, "symbol extraction status is not available in this build", None);
     }
 
+    /// The web tier's browser: found, then launched once headless to read its version (and
+    /// closed). Leftovers of killed docdex processes are stopped first. Only the web tier needs
+    /// a browser (without one it fetches over plain HTTP), so a problem is a warning.
     fn check_browser(&self, r: &mut CheckReport) {
-        let configured = &self.config().web.scraper.chrome_binary_path;
-        let found = if configured.is_empty() {
-            ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"]
-                .iter()
-                .find_map(|n| which(n))
-        } else {
-            Some(PathBuf::from(configured)).filter(|p| p.is_file())
-        };
-        match found {
-            Some(p) => r.push("browser", CheckStatus::Info, format!("{} (for the web tier)", p.display()), None),
-            None => r.push(
-                "browser",
+        let list = self.browser_list();
+        for reaped in &list.reaped {
+            r.push(
+                "browser_leftovers",
                 CheckStatus::Info,
-                "no Chromium or Chrome found (only the web tier needs one)",
-                Some("`apt-get install chromium`, or set [web.scraper] chrome_binary_path".into()),
+                format!("stopped {} browser processes left by docdex pid {}", reaped.killed, reaped.owner_pid),
+                None,
+            );
+        }
+        if !self.config().web.enabled {
+            r.push("browser", CheckStatus::Skipped, "the web tier is off ([web] enabled = false)", None);
+            return;
+        }
+        if list.browsers.is_empty() {
+            r.push(
+                "browser",
+                CheckStatus::Warn,
+                "no Chromium or Chrome found: the web tier fetches pages over plain HTTP",
+                Some("`docdex browser install` says how to get one; `apt-get install chromium` on Debian".into()),
+            );
+            return;
+        }
+        match self.browser_probe(None) {
+            Ok(p) => r.push(
+                "browser",
+                CheckStatus::Ok,
+                format!("{} ({}) starts headless in {:.0} ms", p.path, p.version, p.start_ms),
+                None,
+            ),
+            Err(e) => r.push(
+                "browser",
+                CheckStatus::Warn,
+                format!("the browser cannot be launched: {e}"),
+                Some("`docdex browser setup --path /path/to/chrome` picks another; without one pages are fetched over plain HTTP".into()),
             ),
         }
     }

@@ -27,6 +27,7 @@ pub mod search;
 pub mod sqlite;
 pub mod watch;
 pub mod waterfall;
+pub mod web;
 
 use crate::config::{home_dir, Config, Paths};
 use crate::error::{Error, IoContext, Result};
@@ -84,10 +85,16 @@ struct Inner {
     resident: embed::resident::ResidentVectors,
     /// Chat: context windows reported by the provider, measured token ratios.
     waterfall: waterfall::WaterfallState,
+    /// The web tier: the shared browser, fetch permits, the HTTP client.
+    web: web::WebState,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        // The browser goes first, while the runtime its connection may use still exists.
+        if let Ok(mut slot) = self.web.browser_slot() {
+            slot.take();
+        }
         // A runtime dropped inside an async context panics; the last engine handle may go there.
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
@@ -125,6 +132,7 @@ impl Engine {
                 llm: Default::default(),
                 resident: Default::default(),
                 waterfall: Default::default(),
+                web: Default::default(),
             }),
         })
     }

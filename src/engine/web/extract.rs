@@ -1,0 +1,138 @@
+//! Readable text from a page: the article as Markdown (dom_smoothie's Readability port), with
+//! the page's own text as the fallback when no article stands out.
+
+use dom_smoothie::{Config, Readability, TextMode};
+
+/// What extraction found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extracted {
+    /// The page or article title.
+    pub title: String,
+    /// The article (or the page text) as Markdown.
+    pub markdown: String,
+    /// Readability found an article.
+    pub readable: bool,
+}
+
+/// Elements of at most this many are parsed (a pathological page stays bounded).
+const MAX_ELEMENTS: usize = 200_000;
+
+/// Extracts the readable article of `html` fetched from `url`.
+pub fn extract(html: &str, url: &str) -> Extracted {
+    let cfg = Config { text_mode: TextMode::Markdown, max_elements_to_parse: MAX_ELEMENTS, ..Default::default() };
+    let parsed = Readability::new(html, Some(url), Some(cfg)).or_else(|_| {
+        let cfg = Config { text_mode: TextMode::Markdown, max_elements_to_parse: MAX_ELEMENTS, ..Default::default() };
+        Readability::new(html, None, Some(cfg))
+    });
+    if let Ok(mut r) = parsed {
+        if let Ok(article) = r.parse() {
+            let markdown = tidy(&article.text_content);
+            if !markdown.trim().is_empty() {
+                return Extracted { title: article.title.trim().to_string(), markdown, readable: true };
+            }
+        }
+    }
+    fallback(html)
+}
+
+/// The page's title and the text of its body without scripts, styles and navigation.
+fn fallback(html: &str) -> Extracted {
+    let doc = scraper::Html::parse_document(html);
+    let title = scraper::Selector::parse("title")
+        .ok()
+        .and_then(|s| doc.select(&s).next().map(|t| t.text().collect::<String>().trim().to_string()))
+        .unwrap_or_default();
+    let mut text = String::new();
+    if let Ok(body) = scraper::Selector::parse("body") {
+        if let Some(b) = doc.select(&body).next() {
+            collect_text(b, &mut text);
+        }
+    }
+    if text.trim().is_empty() {
+        // Plain text or a fragment: keep it as it is.
+        text = html.to_string();
+    }
+    Extracted { title, markdown: tidy(&text), readable: false }
+}
+
+fn collect_text(el: scraper::ElementRef<'_>, out: &mut String) {
+    for child in el.children() {
+        if let Some(e) = scraper::ElementRef::wrap(child) {
+            let name = e.value().name();
+            if matches!(name, "script" | "style" | "noscript" | "nav" | "header" | "footer" | "aside" | "template") {
+                continue;
+            }
+            let block = matches!(
+                name,
+                "p" | "div" | "section" | "article" | "li" | "tr" | "br" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "pre"
+            );
+            if block {
+                out.push('\n');
+            }
+            collect_text(e, out);
+            if block {
+                out.push('\n');
+            }
+        } else if let Some(t) = child.value().as_text() {
+            out.push_str(t);
+        }
+    }
+}
+
+/// Trims trailing spaces and collapses runs of blank lines.
+fn tidy(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut blank = 0;
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.trim().is_empty() {
+            blank += 1;
+            if blank > 1 {
+                continue;
+            }
+        } else {
+            blank = 0;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: &str = r#"<!doctype html><html><head><title>Tokio tutorial: channels</title></head><body>
+<nav><a href="/">Home</a> | <a href="/blog">Blog</a> | <a href="/login">Sign in to continue</a></nav>
+<div class="sidebar ad">Buy our premium plan today! Limited offer, subscribe now.</div>
+<article><h1>Channels</h1>
+<p>Tokio offers several channel flavours. The mpsc channel supports sending many values from many producers to a single consumer, and it is the one to reach for when tasks report work to a coordinator.</p>
+<p>A oneshot channel sends a single value from a single producer to a single consumer. It is often used to send the result of a computation back to the task that asked for it, for example a response to a request.</p>
+<pre><code>let (tx, mut rx) = mpsc::channel(32);</code></pre>
+<p>The broadcast channel lets many producers send to many consumers, and every consumer sees every value. Watch channels keep only the most recent value.</p>
+</article>
+<footer>Copyright 2024 Example Corp. All rights reserved. Cookie settings.</footer>
+</body></html>"#;
+
+    #[test]
+    fn the_article_is_kept_and_the_clutter_dropped() {
+        let e = extract(PAGE, "https://example.org/tokio/channels");
+        assert!(e.readable);
+        assert!(e.title.contains("Channels") || e.title.contains("Tokio"), "{}", e.title);
+        assert!(e.markdown.contains("oneshot channel sends a single value"), "{}", e.markdown);
+        assert!(e.markdown.contains("mpsc::channel(32)"), "{}", e.markdown);
+        for clutter in ["premium plan", "Sign in to continue", "All rights reserved"] {
+            assert!(!e.markdown.contains(clutter), "{clutter} kept: {}", e.markdown);
+        }
+    }
+
+    #[test]
+    fn a_page_without_an_article_keeps_its_text() {
+        let e = extract("<html><head><title>T</title><script>var x=1</script></head><body><p>short note</p></body></html>", "https://e.org/");
+        assert!(e.markdown.contains("short note"), "{e:?}");
+        assert!(!e.markdown.contains("var x"), "{e:?}");
+        let plain = extract("just text, no markup", "https://e.org/a.txt");
+        assert!(plain.markdown.contains("just text"), "{plain:?}");
+    }
+}

@@ -1,0 +1,614 @@
+//! The web tier (Tier 2 of the waterfall): discovery through DuckDuckGo's HTML endpoint, pages
+//! fetched by headless Chromium (or plain HTTP without a browser), readable Markdown out of
+//! them, and the best passages for a question. Everything is guarded: URL rules (`policy`),
+//! rate limits that hold across processes (`spacing`), a bounded number of pages at once, a
+//! page timeout, a size cap, a cache under `state/cache/web` (`cache`), and a browser that never
+//! outlives docdex (`browser`). Surfaces call the `Engine` methods here and nothing below them.
+
+pub mod browser;
+pub mod cache;
+pub mod discovery;
+pub mod extract;
+pub mod fetch;
+pub mod passages;
+pub mod policy;
+pub mod spacing;
+pub mod types;
+
+use crate::engine::fsutil::now_ms;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use browser::{BrowserDirs, Chromium};
+use cache::{sha256_hex, CachedSearch, WebCache};
+use discovery::Parsed;
+use policy::{Origin, UrlPolicy};
+use spacing::Spacer;
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use types::*;
+use url::Url;
+
+/// A discovery answer of 429 or 5xx is retried once when the pause it asks for is at most this.
+const MAX_INLINE_BACKOFF: Duration = Duration::from_secs(10);
+/// Longest pause a 429 can impose.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// After a browser failed to start, plain HTTP is used for this long before trying again.
+const LAUNCH_RETRY: Duration = Duration::from_secs(60);
+/// Passages per page in research, by default.
+const PASSAGES_PER_PAGE: usize = 3;
+
+/// The web tier's per-engine state: the shared browser, the fetch permits, the HTTP client.
+#[derive(Default)]
+pub(crate) struct WebState {
+    browser: Mutex<BrowserSlot>,
+    permits: Mutex<usize>,
+    freed: Condvar,
+    client: OnceLock<reqwest::Client>,
+}
+
+#[derive(Default)]
+pub(crate) enum BrowserSlot {
+    #[default]
+    Untried,
+    Running(Arc<Chromium>),
+    Unavailable(String, Instant),
+}
+
+impl WebState {
+    /// The browser slot, for closing it when the engine goes away.
+    pub(crate) fn browser_slot(&self) -> std::result::Result<BrowserSlotGuard<'_>, ()> {
+        self.browser.lock().map(BrowserSlotGuard).map_err(|_| ())
+    }
+}
+
+/// The locked browser slot.
+pub(crate) struct BrowserSlotGuard<'a>(std::sync::MutexGuard<'a, BrowserSlot>);
+
+impl BrowserSlotGuard<'_> {
+    /// Closes the browser held, if any.
+    pub(crate) fn take(&mut self) {
+        *self.0 = BrowserSlot::Untried;
+    }
+}
+
+/// One of `[core] max_concurrent_fetches` permits; freed on drop.
+struct Permit<'a>(&'a WebState);
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut n) = self.0.permits.lock() {
+            *n = n.saturating_sub(1);
+        }
+        self.0.freed.notify_one();
+    }
+}
+
+impl Engine {
+    fn web(&self) -> &WebState {
+        &self.inner.web
+    }
+
+    fn url_policy(&self) -> UrlPolicy {
+        UrlPolicy::new(&self.config().web.blocklist, &self.config().web.allow_hosts)
+    }
+
+    fn web_cache(&self) -> WebCache {
+        WebCache::new(&self.inner.paths.state, self.config().web.cache_ttl_secs)
+    }
+
+    fn spacer(&self) -> Spacer {
+        Spacer::new(&self.inner.paths.locks())
+    }
+
+    fn browser_dirs(&self) -> BrowserDirs {
+        BrowserDirs::new(&self.inner.paths.state)
+    }
+
+    fn http_client(&self) -> Result<&reqwest::Client> {
+        if let Some(c) = self.web().client.get() {
+            return Ok(c);
+        }
+        let c = fetch::client(&self.config().web.user_agent)?;
+        let _ = self.web().client.set(c);
+        self.web().client.get().ok_or_else(|| Error::Upstream("HTTP client unavailable".into()))
+    }
+
+    fn page_timeout(&self) -> Duration {
+        Duration::from_secs(self.config().web.scraper.page_load_timeout_secs.max(1))
+    }
+
+    fn ensure_web_enabled(&self) -> Result<()> {
+        if self.config().web.enabled {
+            Ok(())
+        } else {
+            Err(Error::BadRequest(
+                "the web tier is off ([web] enabled = false / DOCDEX_WEB_ENABLED=0); turn it on to search or fetch".into(),
+            ))
+        }
+    }
+
+    fn acquire_permit(&self) -> Result<Permit<'_>> {
+        let max = self.config().core.max_concurrent_fetches.max(1) as usize;
+        let st = self.web();
+        let mut n = st.permits.lock().map_err(|_| Error::Upstream("fetch permits poisoned".into()))?;
+        while *n >= max {
+            n = st.freed.wait(n).map_err(|_| Error::Upstream("fetch permits poisoned".into()))?;
+        }
+        *n += 1;
+        Ok(Permit(st))
+    }
+
+    /// Searches the web (`docdex web-search`). A blocked or unreachable endpoint is not an
+    /// error: the response's `status` says so, with notes, and has no results.
+    pub fn web_search(&self, req: &WebSearchRequest) -> Result<WebSearchResponse> {
+        self.ensure_web_enabled()?;
+        if req.query.trim().is_empty() {
+            return Err(Error::BadRequest("empty query: pass words to search the web for".into()));
+        }
+        let limit = req.limit.unwrap_or(self.config().search.max_web_hits as usize).clamp(1, 30);
+        Ok(self.discover(req.query.trim(), limit))
+    }
+
+    fn discover(&self, query: &str, limit: usize) -> WebSearchResponse {
+        let started = Instant::now();
+        let cache = self.web_cache();
+        let mut resp = WebSearchResponse {
+            schema_version: WEB_SCHEMA_VERSION,
+            query: query.to_string(),
+            status: DiscoveryStatus::Failed,
+            results: Vec::new(),
+            source: String::new(),
+            cached: false,
+            waited_ms: 0,
+            ms: 0.0,
+            filtered: 0,
+            notes: Vec::new(),
+        };
+        if let Some(hit) = cache.search("duckduckgo_html", query) {
+            resp.status = DiscoveryStatus::Ok;
+            resp.source = "cache".into();
+            resp.cached = true;
+            self.keep_results(&mut resp, hit.results, limit);
+            resp.ms = ms(started);
+            return resp;
+        }
+        let web = &self.config().web;
+        let mut endpoints = vec![("primary", web.ddg_base_url.clone())];
+        if !web.ddg_proxy_base_url.trim().is_empty() {
+            endpoints.push(("proxy", web.ddg_proxy_base_url.trim().to_string()));
+        }
+        let mut blocked = false;
+        for (name, base) in endpoints {
+            if name == "proxy" {
+                resp.notes.push("trying the proxy endpoint ([web] ddg_proxy_base_url)".into());
+            }
+            match self.query_endpoint(&base, query, &mut resp) {
+                Ok(results) => {
+                    let entry = CachedSearch {
+                        query: query.to_string(),
+                        fetched_at: now_ms(),
+                        source: name.into(),
+                        results: results.clone(),
+                    };
+                    if let Err(e) = cache.put_search("duckduckgo_html", &entry) {
+                        resp.notes.push(format!("could not cache the results: {e}"));
+                    }
+                    resp.status = DiscoveryStatus::Ok;
+                    resp.source = name.into();
+                    self.keep_results(&mut resp, results, limit);
+                    resp.ms = ms(started);
+                    return resp;
+                }
+                Err(EndpointFailure::Blocked(why)) => {
+                    blocked = true;
+                    resp.notes.push(format!("{name} endpoint blocked: {why}"));
+                }
+                Err(EndpointFailure::Failed(why)) => resp.notes.push(format!("{name} endpoint failed: {why}")),
+            }
+        }
+        resp.status = if blocked { DiscoveryStatus::Blocked } else { DiscoveryStatus::Failed };
+        resp.ms = ms(started);
+        tracing::warn!(query, status = ?resp.status, notes = ?resp.notes, "web discovery found nothing usable");
+        resp
+    }
+
+    /// Drops results whose URL the rules refuse and keeps `limit`, renumbered.
+    fn keep_results(&self, resp: &mut WebSearchResponse, results: Vec<WebResult>, limit: usize) {
+        let policy = self.url_policy();
+        for r in results {
+            if policy.check_str(&r.url, Origin::Discovered).is_err() {
+                resp.filtered += 1;
+                continue;
+            }
+            if resp.results.len() < limit {
+                let mut r = r;
+                r.rank = resp.results.len() as u32 + 1;
+                resp.results.push(r);
+            }
+        }
+    }
+
+    /// One discovery endpoint: spaced, retried once after a short backoff on 429/5xx.
+    fn query_endpoint(
+        &self,
+        base: &str,
+        query: &str,
+        resp: &mut WebSearchResponse,
+    ) -> std::result::Result<Vec<WebResult>, EndpointFailure> {
+        let policy = self.url_policy();
+        let mut url =
+            Url::parse(base.trim()).map_err(|e| EndpointFailure::Failed(format!("bad endpoint URL {base:?}: {e}")))?;
+        url.query_pairs_mut().append_pair("q", query);
+        policy.check(&url, Origin::Configured).map_err(|r| EndpointFailure::Failed(r.0))?;
+        let key = format!("discovery:{}", url.host_str().unwrap_or_default());
+        let gap = Duration::from_millis(self.config().web.min_spacing_ms.max(2000));
+        let client = self.http_client().map_err(|e| EndpointFailure::Failed(e.to_string()))?;
+        let spacer = self.spacer();
+        for attempt in 0..2 {
+            let wait = spacer.reserve(&key, gap).map_err(|e| EndpointFailure::Failed(e.to_string()))?;
+            if !wait.is_zero() {
+                tracing::info!(ms = wait.as_millis() as u64, "waiting for the discovery rate limit");
+                std::thread::sleep(wait);
+                resp.waited_ms += wait.as_millis() as u64;
+            }
+            let answer = self
+                .block_on(fetch::get(
+                    client,
+                    &policy,
+                    &url,
+                    Origin::Configured,
+                    self.config().web.max_page_bytes,
+                    self.page_timeout(),
+                ))
+                .map_err(|e| EndpointFailure::Failed(e.to_string()))?
+                .map_err(|e| EndpointFailure::Failed(e.to_string()))?;
+            let s = answer.status;
+            if s == 429 || s >= 500 {
+                let asked = Duration::from_secs(answer.retry_after.unwrap_or(0));
+                let pause = asked.max(gap * 2).min(MAX_BACKOFF);
+                let _ = spacer.back_off(&key, pause);
+                resp.notes.push(format!("the endpoint answered HTTP {s}; backing off {:.0} s", pause.as_secs_f64()));
+                tracing::warn!(status = s, pause_ms = pause.as_millis() as u64, "discovery backoff");
+                if attempt == 0 && pause <= MAX_INLINE_BACKOFF {
+                    continue;
+                }
+                return Err(if s == 429 {
+                    EndpointFailure::Blocked(format!("rate limited (HTTP 429) after {} tries", attempt + 1))
+                } else {
+                    EndpointFailure::Failed(format!("HTTP {s}"))
+                });
+            }
+            if s == 403 {
+                return Err(EndpointFailure::Blocked("HTTP 403 (forbidden)".into()));
+            }
+            if !(200..300).contains(&s) {
+                return Err(EndpointFailure::Failed(format!("HTTP {s}")));
+            }
+            return match discovery::parse(&answer.body) {
+                Parsed::Results(r) => Ok(r),
+                Parsed::Blocked(why) => Err(EndpointFailure::Blocked(why)),
+            };
+        }
+        Err(EndpointFailure::Failed("no answer".into()))
+    }
+
+    /// Fetches one page (`docdex web-fetch`): from the cache within its TTL, else through the
+    /// browser (plain HTTP without one), cleaned to Markdown and cached.
+    pub fn web_fetch(&self, req: &WebFetchRequest) -> Result<WebFetchResponse> {
+        self.ensure_web_enabled()?;
+        let origin = if req.explicit { Origin::Explicit } else { Origin::Discovered };
+        let url = self.url_policy().check_str(&req.url, origin).map_err(|r| Error::BadRequest(r.0))?;
+        self.fetch_page(&url, origin, req.refresh)
+    }
+
+    fn fetch_page(&self, url: &Url, origin: Origin, refresh: bool) -> Result<WebFetchResponse> {
+        let started = Instant::now();
+        let cache = self.web_cache();
+        let key = WebCache::page_key(url.as_str());
+        let cache_key = cache.page_json(&key).display().to_string();
+        if !refresh {
+            if let Some(page) = cache.page(url.as_str()) {
+                return Ok(WebFetchResponse {
+                    schema_version: WEB_SCHEMA_VERSION,
+                    page,
+                    cached: true,
+                    waited_ms: 0,
+                    ms: ms(started),
+                    cache_key,
+                    notes: Vec::new(),
+                });
+            }
+        }
+        let mut notes = Vec::new();
+        let spacer = self.spacer();
+        let spacing_key = format!("fetch:{}", url.host_str().unwrap_or_default());
+        let delay = Duration::from_millis(self.config().web.scraper.request_delay_ms.max(1000));
+        let wait = spacer.reserve(&spacing_key, delay)?;
+        if !wait.is_zero() {
+            tracing::info!(url = %url, ms = wait.as_millis() as u64, "waiting for the per-domain delay");
+            std::thread::sleep(wait);
+        }
+        let _permit = self.acquire_permit()?;
+        let (html, final_url, status, via) = match self.chromium() {
+            Ok(ch) => {
+                let r = fetch::render(&ch, &self.url_policy(), url, origin, &self.config().web.user_agent, self.page_timeout());
+                if !ch.alive() {
+                    self.forget_browser(&ch);
+                }
+                let r = r?;
+                (r.html, r.final_url, r.status, FetchVia::Chromium)
+            }
+            Err(why) => {
+                notes.push(format!("fetched over plain HTTP: {why}"));
+                let client = self.http_client()?;
+                let a = self
+                    .block_on(fetch::get(
+                        client,
+                        &self.url_policy(),
+                        url,
+                        origin,
+                        self.config().web.max_page_bytes,
+                        self.page_timeout(),
+                    ))?
+                    .map_err(|e| match e {
+                        fetch::HttpFailure::Refused(s) => Error::BadRequest(s),
+                        fetch::HttpFailure::Failed(s) => Error::Upstream(s),
+                    })?;
+                let textual = a.content_type.is_empty()
+                    || a.content_type.contains("html")
+                    || a.content_type.starts_with("text/")
+                    || a.content_type.contains("xml");
+                if !textual {
+                    return Err(Error::Upstream(format!("{url}: not a text page ({})", a.content_type)));
+                }
+                (a.body, a.final_url.to_string(), Some(a.status), FetchVia::Http)
+            }
+        };
+        if let Some(s) = status.filter(|s| *s >= 400) {
+            if s == 429 || s >= 500 {
+                let _ = spacer.back_off(&spacing_key, delay * 4);
+            }
+            return Err(Error::Upstream(format!("{url}: HTTP {s}")));
+        }
+        if html.len() as u64 > self.config().web.max_page_bytes {
+            return Err(Error::Upstream(format!(
+                "{url}: the page is {} bytes, more than [web] max_page_bytes ({})",
+                html.len(),
+                self.config().web.max_page_bytes
+            )));
+        }
+        let ex = extract::extract(&html, &final_url);
+        let page = WebPage {
+            url: url.to_string(),
+            final_url,
+            title: ex.title,
+            content_hash: sha256_hex(ex.markdown.as_bytes()),
+            markdown: ex.markdown,
+            fetched_at: now_ms(),
+            via,
+            status,
+            html_bytes: html.len() as u64,
+            readable: ex.readable,
+        };
+        if let Err(e) = cache.put_page(&page, &html) {
+            notes.push(format!("could not cache the page: {e}"));
+        }
+        Ok(WebFetchResponse {
+            schema_version: WEB_SCHEMA_VERSION,
+            page,
+            cached: false,
+            waited_ms: wait.as_millis() as u64,
+            ms: ms(started),
+            cache_key,
+            notes,
+        })
+    }
+
+    /// The shared browser, launched on first use; `Err` says why plain HTTP is used instead.
+    fn chromium(&self) -> std::result::Result<Arc<Chromium>, String> {
+        let scraper = &self.config().web.scraper;
+        if scraper.engine.eq_ignore_ascii_case("http") {
+            return Err("[web.scraper] engine = \"http\"".into());
+        }
+        let mut slot = self.web().browser.lock().map_err(|_| "browser state poisoned".to_string())?;
+        match &*slot {
+            BrowserSlot::Running(ch) if ch.alive() => return Ok(ch.clone()),
+            BrowserSlot::Unavailable(why, at) if at.elapsed() < LAUNCH_RETRY => return Err(why.clone()),
+            _ => {}
+        }
+        let Some(found) = browser::discover(scraper).into_iter().next() else {
+            let why = "no Chromium or Chrome found (`docdex browser install` explains how to get one)".to_string();
+            *slot = BrowserSlot::Unavailable(why.clone(), Instant::now());
+            return Err(why);
+        };
+        let idle = Duration::from_secs(scraper.idle_shutdown_secs);
+        match Chromium::launch(Path::new(&found.path), scraper, &self.browser_dirs(), idle) {
+            Ok(ch) => {
+                let ch = Arc::new(ch);
+                *slot = BrowserSlot::Running(ch.clone());
+                Ok(ch)
+            }
+            Err(e) => {
+                let why = e.to_string();
+                tracing::warn!(%why, "browser launch failed; using plain HTTP");
+                *slot = BrowserSlot::Unavailable(why.clone(), Instant::now());
+                Err(why)
+            }
+        }
+    }
+
+    fn forget_browser(&self, ch: &Arc<Chromium>) {
+        if let Ok(mut slot) = self.web().browser.lock() {
+            if matches!(&*slot, BrowserSlot::Running(c) if Arc::ptr_eq(c, ch)) {
+                *slot = BrowserSlot::Untried;
+            }
+        }
+    }
+
+    /// Closes the shared browser now (it is also closed when the engine is dropped).
+    pub fn close_browser(&self) {
+        if let Ok(mut slot) = self.web().browser.lock() {
+            *slot = BrowserSlot::Untried;
+        }
+    }
+
+    /// Researches a question: discovery, then the top `max_pages` results fetched at once (at
+    /// most `[core] max_concurrent_fetches` in flight), then each page's best passages. Failures
+    /// are recorded in the trace, never raised: the caller decides what an empty answer means.
+    pub fn web_research(&self, req: &WebResearchRequest) -> Result<WebResearchResponse> {
+        self.ensure_web_enabled()?;
+        if req.query.trim().is_empty() {
+            return Err(Error::BadRequest("empty question: pass words to research".into()));
+        }
+        let started = Instant::now();
+        let max_pages = req.max_pages.unwrap_or(self.config().search.max_web_hits as usize).clamp(1, 10);
+        let per_page = req.passages_per_page.unwrap_or(PASSAGES_PER_PAGE).clamp(1, 10);
+        let found = self.discover(req.query.trim(), (max_pages * 2).max(8));
+        let mut trace = WebTrace {
+            query: req.query.trim().to_string(),
+            discovery: Some(found.status),
+            discovery_source: found.source.clone(),
+            results: found.results.len() as u32,
+            discovery_waited_ms: found.waited_ms,
+            discovery_ms: found.ms,
+            notes: found.notes.clone(),
+            ..Default::default()
+        };
+        let picked: Vec<&WebResult> = found.results.iter().take(max_pages).collect();
+        let fetched: Vec<(Result<WebFetchResponse>, f64)> = std::thread::scope(|s| {
+            let handles: Vec<_> = picked
+                .iter()
+                .map(|r| {
+                    let url = r.url.clone();
+                    s.spawn(move || {
+                        let t = Instant::now();
+                        let res = self
+                            .url_policy()
+                            .check_str(&url, Origin::Discovered)
+                            .map_err(|r| Error::BadRequest(r.0))
+                            .and_then(|u| self.fetch_page(&u, Origin::Discovered, false));
+                        (res, ms(t))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| (Err(Error::Upstream("page fetch panicked".into())), 0.0)))
+                .collect()
+        });
+        let mut passages = Vec::new();
+        for (r, (res, took)) in picked.iter().zip(fetched) {
+            match res {
+                Ok(f) => {
+                    let best = passages::best(&f.page.markdown, &req.query, per_page);
+                    trace.pages.push(PageTrace {
+                        url: r.url.clone(),
+                        status: if f.cached { PageStatus::Cached } else { PageStatus::Fetched },
+                        via: Some(f.page.via),
+                        ms: took,
+                        waited_ms: f.waited_ms,
+                        passages: best.len() as u32,
+                        error: None,
+                    });
+                    trace.notes.extend(f.notes.iter().filter(|n| !trace.notes.contains(n)).cloned().collect::<Vec<_>>());
+                    for p in best {
+                        passages.push(WebPassage {
+                            url: f.page.final_url.clone(),
+                            title: f.page.title.clone(),
+                            text: p.text,
+                            score: p.score,
+                        });
+                    }
+                }
+                Err(e) => trace.pages.push(PageTrace {
+                    url: r.url.clone(),
+                    status: if matches!(e, Error::BadRequest(_)) { PageStatus::Refused } else { PageStatus::Failed },
+                    via: None,
+                    ms: took,
+                    waited_ms: 0,
+                    passages: 0,
+                    error: Some(e.to_string()),
+                }),
+            }
+        }
+        trace.ms = ms(started);
+        Ok(WebResearchResponse {
+            schema_version: WEB_SCHEMA_VERSION,
+            query: req.query.trim().to_string(),
+            results: found.results,
+            passages,
+            trace,
+        })
+    }
+
+    /// Every browser found, the running ones, and leftovers of killed processes (stopped now).
+    pub fn browser_list(&self) -> BrowserList {
+        let dirs = self.browser_dirs();
+        let reaped = browser::reap(&dirs);
+        let browsers = browser::discover(&self.config().web.scraper);
+        let hint = browsers.is_empty().then(browser::install_help);
+        BrowserList { schema_version: WEB_SCHEMA_VERSION, browsers, running: browser::running(&dirs), reaped, hint }
+    }
+
+    /// Launches the browser the web tier would use (or `path`) once, reads its version and
+    /// closes it: proves it works (`docdex check`, `browser setup`).
+    pub fn browser_probe(&self, path: Option<&Path>) -> Result<BrowserProbe> {
+        let scraper = &self.config().web.scraper;
+        let binary = match path {
+            Some(p) => p.to_path_buf(),
+            None => browser::discover(scraper)
+                .into_iter()
+                .next()
+                .map(|c| c.path.into())
+                .ok_or_else(|| Error::NotFound(format!("no Chromium or Chrome found. {}", browser::install_help())))?,
+        };
+        let ch = Chromium::launch(&binary, scraper, &self.browser_dirs(), Duration::ZERO)?;
+        Ok(BrowserProbe { path: binary.display().to_string(), version: ch.version().to_string(), start_ms: ch.start_ms() })
+    }
+
+    /// Saves the browser to use in the config (`[web.scraper] chrome_binary_path` and
+    /// `browser_kind`) after launching it once: `path`, or the first one found.
+    pub fn browser_setup(&self, path: Option<&Path>) -> Result<BrowserSetupReport> {
+        let binary = match path {
+            Some(p) => {
+                let real = std::fs::canonicalize(p)
+                    .map_err(|e| Error::BadRequest(format!("{}: {e}; give the browser's executable", p.display())))?;
+                if !real.is_file() {
+                    return Err(Error::BadRequest(format!("{} is not a file; give the browser's executable", p.display())));
+                }
+                real
+            }
+            None => browser::discover(&self.config().web.scraper)
+                .into_iter()
+                .next()
+                .map(|c| c.path.into())
+                .ok_or_else(|| Error::NotFound(format!("no Chromium or Chrome found. {}", browser::install_help())))?,
+        };
+        let probe = self.browser_probe(Some(&binary))?;
+        let kind = browser::kind_of(&binary);
+        let path_s = binary.display().to_string();
+        let changed = crate::config::edit::set_string_keys(
+            self.config_path(),
+            "web.scraper",
+            &[("chrome_binary_path", path_s.as_str()), ("browser_kind", kind.as_str())],
+        )?;
+        Ok(BrowserSetupReport {
+            path: path_s,
+            kind,
+            version: probe.version,
+            config_path: self.config_path().display().to_string(),
+            changed,
+        })
+    }
+}
+
+/// Why an endpoint gave no results.
+enum EndpointFailure {
+    Blocked(String),
+    Failed(String),
+}
+
+fn ms(since: Instant) -> f64 {
+    (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
+}
