@@ -282,10 +282,38 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
         g.confidence,
         g.threshold,
         if g.passed { "passed" } else { "below" },
-        if g.web_wanted { "wanted (unavailable)" } else { "not wanted" }
+        if g.web_wanted { "wanted" } else { "not wanted" }
     ));
     if !top.is_empty() {
         out.line(&format!("        top: {}", top.join(", ")));
+    }
+    if let Some(w) = &t.web {
+        let discovery = w.discovery.and_then(|d| serde_json::to_value(d).ok()).and_then(|v| v.as_str().map(String::from));
+        out.line(&format!(
+            "web     {:?}: discovery {} via {} ({} results, waited {} ms, {:.0} ms); total {:.0} ms",
+            w.query,
+            discovery.unwrap_or_else(|| "-".into()),
+            if w.discovery_source.is_empty() { "-" } else { &w.discovery_source },
+            w.results,
+            w.discovery_waited_ms,
+            w.discovery_ms,
+            w.ms
+        ));
+        for p in &w.pages {
+            let name = |v: serde_json::Value| v.as_str().map(String::from).unwrap_or_default();
+            let status = serde_json::to_value(p.status).map(name).unwrap_or_default();
+            let via = p.via.and_then(|v| serde_json::to_value(v).ok()).map(name).unwrap_or_default();
+            out.line(&format!(
+                "        {:<8} {:<8} {:>7.0} ms  waited {:>5} ms  {} passages  {}{}",
+                status,
+                via,
+                p.ms,
+                p.waited_ms,
+                p.passages,
+                p.url,
+                p.error.as_deref().map(|e| format!("  ({e})")).unwrap_or_default()
+            ));
+        }
     }
     let b = &t.budget;
     out.line(&format!(
@@ -321,8 +349,9 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
     let tm = &t.timings_ms;
     let opt = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into());
     out.line(&format!(
-        "time    retrieval {:.1} ms, memory {:.1}, diff {:.1}, assembly {:.1}, first token {}, generation {}, total {:.1}",
+        "time    retrieval {:.1} ms, web {:.1}, memory {:.1}, diff {:.1}, assembly {:.1}, first token {}, generation {}, total {:.1}",
         tm.retrieval,
+        tm.web,
         tm.memory,
         tm.diff,
         tm.assembly,

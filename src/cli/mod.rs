@@ -368,9 +368,10 @@ impl Cli {
 }
 
 fn init_logging(verbose: u8) {
+    // headless_chrome logs its own connection teardown as warnings: noise for users.
     let default = match verbose {
-        0 => "warn",
-        1 => "debug",
+        0 => "warn,headless_chrome=error",
+        1 => "debug,headless_chrome=info,tungstenite=info",
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("DOCDEX_LOG")

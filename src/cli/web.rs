@@ -126,7 +126,7 @@ pub fn fetch(engine: &Engine, out: &Out, args: WebFetchArgs) -> anyhow::Result<E
         out.line(&format!("# {}", p.title));
         out.line(&out.paint("2", &format!("<{}>", p.final_url)));
         out.line("");
-        out.block(&p.markdown);
+        out.line(&p.markdown);
         let how = if resp.cached {
             "from the cache".to_string()
         } else {

@@ -163,7 +163,11 @@ fn verify(text: &str, path: &Path, section: &str, keys: &[(&str, &str)]) -> Resu
     let table: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| Error::Config { path: path.into(), message: format!("{e}; {}", manual()) })?;
-    let ok = keys.iter().all(|(k, v)| table.get(section).and_then(|s| s.get(*k)).and_then(|x| x.as_str()) == Some(*v));
+    // A dotted section (`web.scraper`) is a table inside a table.
+    let mut parts = section.split('.');
+    let first = parts.next().and_then(|p| table.get(p));
+    let sect = parts.fold(first, |t, p| t.and_then(|t| t.get(p)));
+    let ok = keys.iter().all(|(k, v)| sect.and_then(|s| s.get(*k)).and_then(|x| x.as_str()) == Some(*v));
     if ok {
         Ok(())
     } else {
@@ -210,6 +214,14 @@ mod tests {
         assert_eq!(out, "[core]\nlog_level = \"info\"\n\n[llm]\ndefault_model = \"m\"\n");
         let (out, _) = edit("", "llm", &[("default_model", "m")]);
         assert_eq!(out, "[llm]\ndefault_model = \"m\"\n");
+    }
+
+    #[test]
+    fn a_dotted_section_is_edited_in_place() {
+        let text = "[web]\nenabled = true\n\n[web.scraper]\nheadless = true\n";
+        let (out, changed) = edit(text, "web.scraper", &[("chrome_binary_path", "/usr/bin/chromium")]);
+        assert_eq!(changed, ["chrome_binary_path"]);
+        verify(&out, Path::new("c.toml"), "web.scraper", &[("chrome_binary_path", "/usr/bin/chromium")]).unwrap();
     }
 
     #[test]

@@ -272,6 +272,8 @@ mod tests {
             score: 1.0,
             note: String::new(),
             cited,
+            url: None,
+            package: None,
         }
     }
 

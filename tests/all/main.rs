@@ -25,3 +25,5 @@ mod tui_e2e;
 mod tui_support;
 mod util;
 mod watch;
+mod web;
+mod web_support;

@@ -31,6 +31,8 @@ fn client_script() -> PathBuf {
 }
 
 fn setup(env: &Env) -> (PathBuf, PathBuf) {
+    // docdex_web_research goes to a discovery endpoint where nothing listens: offline, always.
+    env.write_config(&format!("[web]\nddg_base_url = \"{}/html/\"\n", crate::util::dead_url()));
     let repo = env.repo("r");
     sample_repo(&repo);
     // An import for docdex_impact: src/cli.py imports src/parser.py.

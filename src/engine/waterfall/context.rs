@@ -22,8 +22,9 @@ const NEIGHBOUR_LINES: u32 = 40;
 pub fn instructions(repo_name: &str) -> String {
     format!(
         "You are docdex, a local assistant answering questions about the code repository `{repo_name}`.\n\
-         Answer from the context below. Each snippet starts with a header naming its source as \
-         path:line_start-line_end; cite the sources you rely on in exactly that form. \
+         Answer from the context below. Each snippet starts with a header naming its source: \
+         path:line_start-line_end for repository files, the package and version for library \
+         documentation, the URL for web pages; cite the sources you rely on in exactly that form. \
          If the context does not contain the answer, say so instead of guessing."
     )
 }
@@ -107,6 +108,8 @@ fn source(slot: Slot, path: &str, a: u32, b: u32, score: f32, note: &str) -> Cha
         score,
         note: note.to_string(),
         cited: false,
+        url: None,
+        package: None,
     }
 }
 
@@ -211,6 +214,38 @@ pub fn memory_pieces(memories: &[RecalledMemory]) -> Vec<Piece> {
                     score: m.score,
                     note: String::new(),
                     cited: false,
+                    url: None,
+                    package: None,
+                }),
+                fallback: None,
+                order,
+            }
+        })
+        .collect()
+}
+
+/// Web passages as Web pieces, in the order research ranked them, cited by URL.
+pub fn web_pieces(passages: &[crate::engine::web::types::WebPassage]) -> Vec<Piece> {
+    passages
+        .iter()
+        .enumerate()
+        .map(|(order, p)| {
+            let title = if p.title.is_empty() { String::new() } else { format!(" ({})", p.title.trim()) };
+            Piece {
+                slot: Slot::Web,
+                citation: p.url.clone(),
+                block: format!("### {}{title}\n{}\n", p.url, p.text.trim()),
+                source: Some(ChatSource {
+                    citation: p.url.clone(),
+                    slot: Slot::Web,
+                    path: None,
+                    line_start: None,
+                    line_end: None,
+                    score: p.score,
+                    note: p.title.trim().to_string(),
+                    cited: false,
+                    url: Some(p.url.clone()),
+                    package: None,
                 }),
                 fallback: None,
                 order,

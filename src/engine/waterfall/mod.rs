@@ -4,8 +4,8 @@
 //! A turn runs the tiers in order and records each in the trace and the reasoning DAG:
 //! Tier 0 (profile rules: reserved until profiles exist), Tier 1 (the code index, and the libs
 //! index when a repo has one), the confidence gate against `[search] web_trigger_threshold`,
-//! Tier 2 (the web: wanted on low confidence or when forced, not built yet, so recorded as
-//! unavailable), then Tier 3 (repo memory, the git diff with its one-hop neighbours, and the
+//! Tier 2 (the web: wanted on low confidence or when forced; discovery, the top pages fetched
+//! and their best passages, or a note when offline or blocked), then Tier 3 (repo memory, the git diff with its one-hop neighbours, and the
 //! model). Context is assembled Memory > Diff > Repo > History > Library/Web within the token
 //! budget (`budget`), the answer streams as it is generated, and without a reachable model
 //! the turn still returns everything it retrieved, with the commands that set a model up.
@@ -114,6 +114,7 @@ struct Found {
     diff: Vec<FileDiff>,
     diff_label: String,
     neighbours: Vec<sources::Neighbour>,
+    web: Vec<crate::engine::web::types::WebPassage>,
 }
 
 impl<'a> Turn<'a> {
@@ -183,7 +184,7 @@ impl<'a> Turn<'a> {
         let search_obs = self.code_index(plan_node, &mut found)?;
         self.libs_step();
         let gate_node = self.gate(search_obs, found.search.as_ref());
-        let web_obs = self.web_step(gate_node);
+        let web_obs = self.web_step(gate_node, &mut found);
         let memory_obs = self.memory_step(plan_node, &mut found);
         let diff_obs = self.diff_step(plan_node, diff, diff_ms, &mut found);
         let assembled = self.assemble(&found, &[gate_node, web_obs, memory_obs, diff_obs])?;

@@ -1,5 +1,5 @@
 //! Tiers 0 to 3 up to the model: profile rules (reserved), the code and libs indexes, the
-//! confidence gate, the web tier (wanted or not, not built yet), repo memory, and the git diff
+//! confidence gate, the web tier (wanted or not), repo memory, and the git diff
 //! with its one-hop neighbours. Each step lands in the trace, as an event, and in the DAG.
 
 use super::diff::{self, DiffTarget, FileDiff};
@@ -8,6 +8,7 @@ use super::types::*;
 use super::{ms, Found, Turn};
 use crate::engine::dag::NodeKind;
 use crate::engine::search::types::{SearchRequest, SearchResponse};
+use crate::engine::web::types::{DiscoveryStatus, FetchVia, PageStatus, WebResearchRequest};
 use crate::error::Result;
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -18,6 +19,8 @@ const GATE_TOP_HITS: usize = 5;
 const MEMORY_LIMIT: usize = 8;
 /// Neighbours added for a diff at most.
 const MAX_NEIGHBOURS: usize = 12;
+/// Passages taken from each web page.
+const WEB_PASSAGES_PER_PAGE: usize = 2;
 
 impl Turn<'_> {
     pub(super) fn collect_diff(&self) -> Result<Option<(DiffTarget, Vec<FileDiff>)>> {
@@ -127,14 +130,15 @@ impl Turn<'_> {
                     .collect()
             })
             .unwrap_or_default();
-        let gate = decide_gate(confidence, threshold, self.req.web, top_hits);
+        let mut gate = decide_gate(confidence, threshold, self.req.web, top_hits);
+        gate.web_available = self.engine.config().web.enabled;
         tracing::info!(confidence, threshold, web_wanted = gate.web_wanted, reason = %gate.reason, "waterfall gate");
         let label = format!("gate: {}", gate.reason);
         let node = self.dag.node(
             NodeKind::Decision,
             &label,
             json!({"decision": "gate", "confidence": confidence, "threshold": threshold, "passed": gate.passed,
-                   "web_policy": gate.web_policy, "web_wanted": gate.web_wanted, "web_available": false}),
+                   "web_policy": gate.web_policy, "web_wanted": gate.web_wanted, "web_available": gate.web_available}),
             &[obs],
         );
         let detail = gate.reason.clone();
@@ -143,8 +147,10 @@ impl Turn<'_> {
         node
     }
 
-    /// Tier 2. Returns the DAG observation node when the web was wanted.
-    pub(super) fn web_step(&mut self, gate: Option<i64>) -> Option<i64> {
+    /// Tier 2: discovery, the top `[search] max_web_hits` pages fetched, their best passages
+    /// into the Web slot. Offline, blocked or failing, the step says why in a notice and the
+    /// answer goes on from local context. Returns the DAG observation node when the web was wanted.
+    pub(super) fn web_step(&mut self, gate: Option<i64>, found: &mut Found) -> Option<i64> {
         if self.skipped_for_stop(2, "web") {
             return None;
         }
@@ -154,22 +160,90 @@ impl Turn<'_> {
             self.step(2, "web", StepStatus::Skipped, Instant::now(), 0, why.into());
             return None;
         }
-        let call =
-            self.dag.node(NodeKind::ToolCall, "web search", json!({"tool": "web", "query": self.req.query}), &[gate]);
-        let detail = "the web tier is not built yet (a later issue): answering from local context".to_string();
-        let obs = self.dag.node(
-            NodeKind::Observation,
-            "web unavailable",
-            json!({"available": false, "detail": detail}),
-            &[call],
-        );
-        self.step(2, "web", StepStatus::Unavailable, Instant::now(), 0, detail);
-        let why = if self.req.web == WebPolicy::Force {
+        let started = Instant::now();
+        let why_wanted = if self.req.web == WebPolicy::Force {
             "web search was asked for".to_string()
         } else {
             format!("local confidence is low ({})", self.trace.gate.reason)
         };
-        self.notice(format!("{why}, but the web tier is not available yet; the answer uses local context only"));
+        let max_pages = self.engine.config().search.max_web_hits.max(1) as usize;
+        let call = self.dag.node(
+            NodeKind::ToolCall,
+            "web research",
+            json!({"tool": "web", "query": self.req.query, "max_pages": max_pages}),
+            &[gate],
+        );
+        if !self.engine.config().web.enabled {
+            let detail = "the web tier is off ([web] enabled = false)".to_string();
+            let obs = self.dag.node(NodeKind::Observation, "web off", json!({"available": false}), &[call]);
+            self.step(2, "web", StepStatus::Unavailable, started, 0, detail.clone());
+            self.notice(format!("{why_wanted}, but {detail}; the answer uses local context only"));
+            return obs;
+        }
+        let req = WebResearchRequest {
+            query: self.req.query.clone(),
+            max_pages: Some(max_pages),
+            passages_per_page: Some(WEB_PASSAGES_PER_PAGE),
+        };
+        let (status, detail, payload) = match self.engine.web_research(&req) {
+            Ok(r) => {
+                let t = &r.trace;
+                let fetched = t.pages.iter().filter(|p| p.status == PageStatus::Fetched).count();
+                let cached = t.pages.iter().filter(|p| p.status == PageStatus::Cached).count();
+                let failed = t.pages.len() - fetched - cached;
+                let vias: Vec<String> = t
+                    .pages
+                    .iter()
+                    .filter_map(|p| p.via)
+                    .map(|v| if v == FetchVia::Chromium { "chromium".to_string() } else { "http".to_string() })
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                let discovery = match t.discovery {
+                    Some(DiscoveryStatus::Ok) => format!("{} results ({})", t.results, t.discovery_source),
+                    Some(DiscoveryStatus::Blocked) => "discovery blocked".into(),
+                    Some(DiscoveryStatus::Failed) | None => "discovery failed".into(),
+                };
+                let mut detail = format!(
+                    "{discovery}; {} pages: {fetched} fetched, {cached} cached, {failed} failed{}; {} passages",
+                    t.pages.len(),
+                    if vias.is_empty() { String::new() } else { format!(" (via {})", vias.join(", ")) },
+                    r.passages.len()
+                );
+                let waited = t.discovery_waited_ms + t.pages.iter().map(|p| p.waited_ms).sum::<u64>();
+                if waited > 0 {
+                    detail.push_str(&format!("; waited {waited} ms for rate limits"));
+                }
+                let payload = json!({"discovery": t.discovery, "results": t.results,
+                    "pages": t.pages.iter().map(|p| json!({"url": p.url, "status": p.status, "via": p.via, "error": p.error})).collect::<Vec<_>>(),
+                    "passages": r.passages.len()});
+                let status = if r.passages.is_empty() { StepStatus::Unavailable } else { StepStatus::Ran };
+                if r.passages.is_empty() {
+                    let reason = match t.discovery {
+                        Some(DiscoveryStatus::Blocked) => "the search endpoint is blocking queries (bot challenge or rate limit)".to_string(),
+                        Some(DiscoveryStatus::Failed) | None => format!(
+                            "the web could not be reached ({})",
+                            t.notes.first().cloned().unwrap_or_else(|| "offline?".into())
+                        ),
+                        Some(DiscoveryStatus::Ok) if t.results == 0 => "the web search found nothing".into(),
+                        Some(DiscoveryStatus::Ok) => "no fetched page had a passage matching the question".into(),
+                    };
+                    self.notice(format!("{why_wanted}, but {reason}; the answer uses local context only"));
+                }
+                self.trace.web = Some(r.trace.clone());
+                found.web = r.passages;
+                (status, detail, payload)
+            }
+            Err(e) => {
+                self.notice(format!("{why_wanted}, but the web tier failed ({e}); the answer uses local context only"));
+                (StepStatus::Failed, format!("web research failed: {e}"), json!({"error": e.to_string()}))
+            }
+        };
+        tracing::info!(%detail, "waterfall web tier");
+        self.trace.timings_ms.web = ms(started);
+        let obs = self.dag.node(NodeKind::Observation, &detail, payload, &[call]);
+        let items = found.web.len() as u32;
+        self.step(2, "web", status, started, items, detail);
         obs
     }
 

@@ -165,6 +165,12 @@ pub struct ChatSource {
     pub note: String,
     /// The answer cites it.
     pub cited: bool,
+    /// The page, for web sources (the citation is the URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `name@version` (with the ecosystem: `crates:serde@1.0.228`), for library docs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
 }
 
 /// How the model part of a turn ended.
@@ -271,6 +277,10 @@ pub struct ChatTrace {
     pub timings_ms: TimingTrace,
     /// Things worth knowing (degraded tiers, DAG logging problems).
     pub notices: Vec<String>,
+    /// The web tier when it ran: the query, discovery, each page (URL, cache hit, fetcher,
+    /// waits for rate limits, failures) and timings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web: Option<crate::engine::web::types::WebTrace>,
 }
 
 /// How a step went.
@@ -284,7 +294,7 @@ pub enum StepStatus {
     Skipped,
     /// Its data does not exist for this repo (no libs index).
     Absent,
-    /// Wanted but not available (web tier not built, no model reachable).
+    /// Wanted but not available (web tier off, offline or blocked, no model reachable).
     Unavailable,
     /// It failed; `detail` says why.
     Failed,
@@ -333,7 +343,7 @@ pub struct GateTrace {
     pub web_wanted: bool,
     /// Why (`confidence 0.42 < threshold 0.70`, `--force-web`, `--no-web`, ...).
     pub reason: String,
-    /// Whether a web tier exists to run (not yet: a later issue).
+    /// Whether the web tier can run (`[web] enabled`).
     pub web_available: bool,
 }
 
@@ -439,6 +449,9 @@ pub struct ModelTrace {
 pub struct TimingTrace {
     /// Tier 1: the local indexes.
     pub retrieval: f64,
+    /// Tier 2: the web (discovery, fetches, passages); 0 when it did not run.
+    #[serde(default)]
+    pub web: f64,
     /// Memory recall.
     pub memory: f64,
     /// Git diff and its one-hop expansion.

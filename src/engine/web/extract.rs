@@ -16,14 +16,19 @@ pub struct Extracted {
 
 /// Elements of at most this many are parsed (a pathological page stays bounded).
 const MAX_ELEMENTS: usize = 200_000;
+/// Characters an article needs before Readability stops relaxing its rules (its default, 500,
+/// lets sidebars back in around a short documentation section).
+const CHAR_THRESHOLD: usize = 200;
 
 /// Extracts the readable article of `html` fetched from `url`.
 pub fn extract(html: &str, url: &str) -> Extracted {
-    let cfg = Config { text_mode: TextMode::Markdown, max_elements_to_parse: MAX_ELEMENTS, ..Default::default() };
-    let parsed = Readability::new(html, Some(url), Some(cfg)).or_else(|_| {
-        let cfg = Config { text_mode: TextMode::Markdown, max_elements_to_parse: MAX_ELEMENTS, ..Default::default() };
-        Readability::new(html, None, Some(cfg))
-    });
+    let cfg = || Config {
+        text_mode: TextMode::Markdown,
+        max_elements_to_parse: MAX_ELEMENTS,
+        char_threshold: CHAR_THRESHOLD,
+        ..Default::default()
+    };
+    let parsed = Readability::new(html, Some(url), Some(cfg())).or_else(|_| Readability::new(html, None, Some(cfg())));
     if let Ok(mut r) = parsed {
         if let Ok(article) = r.parse() {
             let markdown = tidy(&article.text_content);
@@ -125,6 +130,17 @@ mod tests {
         for clutter in ["premium plan", "Sign in to continue", "All rights reserved"] {
             assert!(!e.markdown.contains(clutter), "{clutter} kept: {}", e.markdown);
         }
+    }
+
+    #[test]
+    fn a_short_documentation_section_loses_its_sidebar_too() {
+        let html = r#"<html><head><title>Widgets</title></head><body><nav><a href="/">Home</a></nav>
+<div class="sidebar ad">Buy our premium plan today! Limited offer, subscribe now and save.</div>
+<article><h1>Widgets</h1><p>Widgets are configured through the frobnicate option, which takes a list of knob names. Each knob name maps to a handler.</p>
+<p>To reset a widget, call reset_widget with its identifier. The reset clears every knob and restores the defaults.</p></article>
+<footer>Copyright Example Corp.</footer></body></html>"#;
+        let e = extract(html, "https://e.org/widgets");
+        assert!(e.markdown.contains("frobnicate option") && !e.markdown.contains("premium plan"), "{}", e.markdown);
     }
 
     #[test]

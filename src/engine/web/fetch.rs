@@ -239,19 +239,40 @@ pub fn render(
         }),
     )
     .map_err(|e| upstream("watching responses", e))?;
-    tab.navigate_to(url.as_str()).map_err(|e| upstream("navigating", e))?;
-    if let Err(e) = tab.wait_until_navigated() {
-        let refused = blocked.lock().map(|v| v.iter().any(|b| b.as_str() == url.as_str())).unwrap_or(false);
-        let _ = tab.stop_loading();
-        if refused {
-            return Err(Error::BadRequest(format!("{url}: refused by the URL rules")));
+    // Page.navigate itself only returns once the server starts answering, so the whole load
+    // runs on a helper thread and the deadline is kept here; on timeout the tab is stopped and
+    // closed, which also ends the helper's wait.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (nav_tab, target) = (tab.clone(), url.to_string());
+    std::thread::Builder::new()
+        .name("docdex-navigate".into())
+        .spawn(move || {
+            let r = nav_tab.navigate_to(&target).and_then(|t| t.wait_until_navigated()).map(|_| ());
+            let _ = tx.send(r.map_err(|e| e.to_string()));
+        })
+        .map_err(|e| Error::Upstream(format!("{url}: cannot start the page load: {e}")))?;
+    let loaded = rx.recv_timeout(timeout);
+    let refused = || blocked.lock().map(|v| v.iter().any(|b| b.as_str() == url.as_str())).unwrap_or(false);
+    match loaded {
+        Ok(Ok(())) => {}
+        Ok(Err(msg)) => {
+            let _ = tab.stop_loading();
+            if refused() {
+                return Err(Error::BadRequest(format!("{url}: refused by the URL rules")));
+            }
+            return Err(if msg.to_ascii_lowercase().contains("timeout") || msg.contains("timed out") {
+                Error::Upstream(format!("{url}: the page did not load within {} s (page_load_timeout_secs)", timeout.as_secs()))
+            } else {
+                Error::Upstream(format!("{url}: {msg}"))
+            });
         }
-        let msg = e.to_string();
-        return Err(if msg.to_ascii_lowercase().contains("timeout") || msg.contains("timed out") {
-            Error::Upstream(format!("{url}: the page did not load within {} s (page_load_timeout_secs)", timeout.as_secs()))
-        } else {
-            Error::Upstream(format!("{url}: {msg}"))
-        });
+        Err(_) => {
+            let _ = tab.stop_loading();
+            return Err(Error::Upstream(format!(
+                "{url}: the page did not load within {} s (page_load_timeout_secs)",
+                timeout.as_secs()
+            )));
+        }
     }
     let final_url = tab.get_url();
     if let Some(b) = blocked.lock().ok().and_then(|v| v.iter().find(|b| **b == final_url || b.as_str() == url.as_str()).cloned()) {

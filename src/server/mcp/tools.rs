@@ -9,6 +9,7 @@ use super::{tool_error, DocdexMcp};
 use crate::engine::protocol::{
     FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, SearchRequest, SymbolsRequest,
 };
+use crate::engine::web::types::{DiscoveryStatus, WebResearchRequest};
 use crate::server::error::ApiError;
 use crate::server::extract::{blocking, confine};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
@@ -74,9 +75,13 @@ pub struct StatusArgs {
 pub struct WebResearchArgs {
     /// The question to research on the web.
     pub query: String,
-    /// Go to the web even when local results are confident.
+    /// Accepted for compatibility: this tool always goes to the web.
     #[serde(default)]
+    #[allow(dead_code)]
     pub force_web: Option<bool>,
+    /// Pages to fetch at most (default `[search] max_web_hits`).
+    #[serde(default)]
+    pub max_pages: Option<usize>,
     /// The repository whose context the research is for.
     #[serde(flatten)]
     pub repo: RepoArgs,
@@ -204,8 +209,10 @@ pub fn definitions() -> Vec<Tool> {
         .annotate(read_only()),
         Tool::new(
             "docdex_web_research",
-            "Research a question on the web (discovery, fetch, readable text) for the repository's context. \
-             This build has no web tier: the tool answers that the web tier is unavailable; rely on docdex_search.",
+            "Research a question on the web: DuckDuckGo discovery (rate-limited, cached), the top pages fetched by \
+             headless Chromium (plain HTTP without one) and cleaned to Markdown, and their best passages with their \
+             URLs to cite. The trace says what was cached, waited for or failed. Fails when discovery is blocked or \
+             the network is unreachable; use docdex_search for local results.",
             schema::<WebResearchArgs>(),
         )
         .annotate(ToolAnnotations::new().read_only(true).open_world(true)),
@@ -343,20 +350,29 @@ async fn memory_recall(server: &DocdexMcp, args: Value) -> Result<CallToolResult
 
 async fn web_research(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
     let a: WebResearchArgs = parse("docdex_web_research", args)?;
+    if a.query.trim().is_empty() {
+        return Err(ApiError::bad_request("empty query: pass the question to research"));
+    }
     let server = server.clone();
     blocking(move || {
-        // The repository is still validated, so a wrong one is reported as such.
+        // The repository is validated, so a wrong one is reported as such.
         let repo = server.repo_for(a.repo.named())?;
-        Err(ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            format!(
-                "web tier unavailable: this docdex build has no web discovery or fetching yet, so nothing was looked up for {:?}{}. Use docdex_search on {} for local results.",
-                a.query,
-                if a.force_web == Some(true) { " (force_web cannot change that)" } else { "" },
-                repo.root.display()
-            ),
-        ))
+        let req = WebResearchRequest { query: a.query, max_pages: a.max_pages, passages_per_page: None };
+        let r = server.app.engine().web_research(&req).map_err(|e| server.app.explain(&repo, e))?;
+        match r.trace.discovery {
+            Some(DiscoveryStatus::Ok) | None => Ok(ok_json(&r)),
+            Some(status) => Err(ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "upstream_unavailable",
+                format!(
+                    "web research found nothing for {:?}: discovery {} ({}). Use docdex_search on {} for local results.",
+                    r.query,
+                    if status == DiscoveryStatus::Blocked { "is blocked" } else { "failed" },
+                    r.trace.notes.join("; "),
+                    repo.root.display()
+                ),
+            )),
+        }
     })
     .await
 }

@@ -1,0 +1,382 @@
+//! The web tier against loopback fixture sites and Debian's real Chromium: discovery (results,
+//! challenge, 429 backoff, proxy fallback, cache, spacing), fetching (extraction, redirects,
+//! timeouts, per-domain delay, cache hits, the blocklist and the private-address rule), the
+//! browser guard (no process left after `kill -9` or Ctrl-C), `check`, and Tier 2 of the chat
+//! waterfall. No test touches the internet.
+
+use crate::util::{dead_url, llm_config, write, Env};
+use crate::web_support::*;
+use docdex::engine::protocol::{ChatTurnRequest, Slot, StepStatus, WebPolicy};
+use docdex::engine::web::types::{DiscoveryStatus, FetchVia, PageStatus, WebFetchRequest, WebSearchRequest};
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use std::ops::ControlFlow;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn fetch(engine: &docdex::Engine, url: &str) -> docdex::error::Result<docdex::engine::web::types::WebFetchResponse> {
+    engine.web_fetch(&WebFetchRequest { url: url.into(), refresh: false, explicit: false })
+}
+
+/// One browser for the whole group: extraction, cache, redirect, spacing, timeout, blocklist
+/// and the private-address rule, in one engine.
+#[test]
+fn chromium_fetches_clean_cache_and_guard_pages() {
+    if !have_browser() {
+        return;
+    }
+    let secret = secret_server();
+    let site = Fixture::start("127.0.0.1", site(secret.url("/secret")));
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", ""));
+    let engine = env.engine();
+
+    // Extraction: the article as Markdown, without navigation, ads or footer.
+    let first = fetch(&engine, &site.url("/doc/widgets")).expect("fetch");
+    let p = &first.page;
+    assert_eq!(p.via, FetchVia::Chromium, "{first:?}");
+    assert!(!first.cached);
+    assert_eq!(p.status, Some(200));
+    assert!(p.readable);
+    assert!(p.title.contains("Configuring widgets"), "{}", p.title);
+    assert!(p.markdown.contains("frobnicate option"), "{}", p.markdown);
+    assert!(p.markdown.contains("eight levels deep"), "{}", p.markdown);
+    for clutter in ["premium plan", "Sign in to continue", "All rights reserved"] {
+        assert!(!p.markdown.contains(clutter), "{clutter} kept: {}", p.markdown);
+    }
+    assert_eq!(p.content_hash.len(), 64);
+    assert!(std::path::Path::new(&first.cache_key).is_file());
+    assert!(std::path::Path::new(&first.cache_key.replace(".json", ".html")).is_file());
+    // Images and stylesheets are never requested.
+    assert!(site.hits("/pixel.png").is_empty() && site.hits("/style.css").is_empty());
+
+    // A cache hit within the TTL never touches the network.
+    let again = fetch(&engine, &site.url("/doc/widgets")).expect("fetch again");
+    assert!(again.cached && again.page == first.page, "{again:?}");
+    assert_eq!(site.hits("/doc/widgets").len(), 1, "the second fetch was served from the cache");
+    assert!(again.ms < 50.0, "cache hit took {} ms", again.ms);
+
+    // A redirect ends on its target.
+    let moved = fetch(&engine, &site.url("/redirect")).expect("redirect");
+    assert_eq!(moved.page.final_url, site.url("/doc/widgets"));
+    assert!(moved.page.markdown.contains("frobnicate"));
+
+    // Per-domain delay: every fetch from this host started at least 1 s after the previous one.
+    let refreshed = engine
+        .web_fetch(&WebFetchRequest { url: site.url("/doc/gadgets"), refresh: true, explicit: false })
+        .expect("gadgets");
+    assert!(refreshed.page.markdown.contains("quux bus"));
+    // (The first request of each fetch: the redirect's own hop to /doc/widgets is the same fetch.)
+    let mut starts: Vec<Instant> = ["/doc/widgets", "/redirect", "/doc/gadgets"]
+        .iter()
+        .map(|p| site.hits(p)[0].at)
+        .collect();
+    starts.sort();
+    for w in starts.windows(2) {
+        let gap = w[1] - w[0];
+        assert!(gap >= Duration::from_millis(990), "fetches {gap:?} apart");
+    }
+
+    // A page that tries to reach another loopback address gets nothing from it.
+    let leaky = fetch(&engine, &site.url("/leaky")).expect("leaky page");
+    assert!(leaky.page.markdown.contains("quux bus"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(secret.hits("/").is_empty(), "the page reached 127.0.0.2: {:?}", secret.hits("/"));
+
+    // Discovered URLs to private addresses or blocklisted hosts are refused; explicit ones
+    // (the command line) may reach this machine, but never a blocklisted host or file://.
+    let refused = fetch(&engine, &secret.url("/secret")).unwrap_err().to_string();
+    assert!(refused.contains("allow_hosts"), "{refused}");
+    let blocked = engine
+        .web_fetch(&WebFetchRequest { url: "https://www.pinterest.com/x".into(), refresh: false, explicit: true })
+        .unwrap_err()
+        .to_string();
+    assert!(blocked.contains("blocklist"), "{blocked}");
+    let file = engine
+        .web_fetch(&WebFetchRequest { url: "file:///etc/passwd".into(), refresh: false, explicit: true })
+        .unwrap_err()
+        .to_string();
+    assert!(file.contains("only http and https"), "{file}");
+    assert!(secret.hits("/").is_empty());
+
+    // A page slower than page_load_timeout_secs fails with a clear error, in time.
+    let t = Instant::now();
+    let slow = fetch(&engine, &site.url("/slow")).unwrap_err().to_string();
+    assert!(slow.contains("did not load within 8 s"), "{slow}");
+    assert!(t.elapsed() < Duration::from_secs(20), "took {:?}", t.elapsed());
+    // The browser is still usable afterwards.
+    let after = engine
+        .web_fetch(&WebFetchRequest { url: site.url("/doc/gadgets"), refresh: true, explicit: false })
+        .expect("after a timeout");
+    assert_eq!(after.page.via, FetchVia::Chromium);
+
+    // Dropping the engine stops the browser and removes its lock files and profile.
+    let home = env.home().display().to_string();
+    assert!(!browser_processes(&home).is_empty(), "a browser runs while the engine lives");
+    drop(engine);
+    assert!(browser_processes(&home).is_empty(), "browser left after drop: {:?}", browser_processes(&home));
+    let locks: Vec<_> = std::fs::read_dir(env.home().join("state/locks"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("browser-"))
+        .collect();
+    assert!(locks.is_empty(), "{locks:?}");
+}
+
+#[test]
+fn discovery_parses_caches_spaces_and_reports_blocks() {
+    let secret = secret_server();
+    let site = Fixture::start("127.0.0.1", site(secret.url("/secret")));
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", ""));
+    let engine = env.engine();
+    let r = engine.web_search(&WebSearchRequest { query: "configure widgets".into(), limit: Some(10) }).unwrap();
+    assert_eq!(r.status, DiscoveryStatus::Ok, "{r:?}");
+    let urls: Vec<&str> = r.results.iter().map(|x| x.url.as_str()).collect();
+    assert_eq!(urls, [site.url("/doc/widgets"), site.url("/doc/gadgets")], "ad, blocklisted and private results dropped");
+    assert_eq!(r.filtered, 2);
+    assert_eq!(r.results[0].title, "Configuring widgets");
+    assert_eq!(r.source, "primary");
+    // The same query again: the cache, no request.
+    let again = engine.web_search(&WebSearchRequest { query: "Configure widgets".into(), limit: Some(10) }).unwrap();
+    assert!(again.cached && again.results == r.results);
+    assert_eq!(site.hits("/html/").len(), 1);
+    // Another query waits for the 2 s spacing, even from another process (the CLI).
+    let out = env.run(&["web-search", "nothing at all", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let none: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(none["status"], "ok", "a no-results page is no results: {none}");
+    assert_eq!(none["results"].as_array().unwrap().len(), 0);
+    let hits = site.hits("/html/");
+    assert_eq!(hits.len(), 2);
+    assert!(hits[1].at - hits[0].at >= Duration::from_millis(1990), "{:?}", hits[1].at - hits[0].at);
+    assert!(none["waited_ms"].as_u64().unwrap() > 1000, "{none}");
+}
+
+#[test]
+fn a_challenge_is_blocked_and_the_proxy_takes_over() {
+    let site = Fixture::start("127.0.0.1", site("http://127.0.0.2:9/secret".into()));
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/challenge/html/"), "", "", ""));
+    let r = env.engine().web_search(&WebSearchRequest { query: "widgets".into(), limit: None }).unwrap();
+    assert_eq!(r.status, DiscoveryStatus::Blocked, "a challenge is never 'no results': {r:?}");
+    assert!(r.results.is_empty() && r.notes.iter().any(|n| n.contains("anomaly")), "{r:?}");
+    let out = env.run(&["web-search", "widgets"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("blocked"));
+
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/challenge/html/"), &site.url("/html/"), "", ""));
+    let r = env.engine().web_search(&WebSearchRequest { query: "widgets".into(), limit: None }).unwrap();
+    assert_eq!(r.status, DiscoveryStatus::Ok, "{r:?}");
+    assert_eq!(r.source, "proxy");
+    assert!(!r.results.is_empty());
+}
+
+#[test]
+fn a_429_backs_off_then_retries() {
+    let site = Fixture::start("127.0.0.1", site("http://127.0.0.2:9/secret".into()));
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/busy/html/"), "", "", ""));
+    let t = Instant::now();
+    let r = env.engine().web_search(&WebSearchRequest { query: "gadgets".into(), limit: None }).unwrap();
+    assert_eq!(r.status, DiscoveryStatus::Ok, "{r:?}");
+    assert!(r.notes.iter().any(|n| n.contains("HTTP 429") && n.contains("backing off 4 s")), "{r:?}");
+    let hits = site.hits("/busy/html/");
+    assert_eq!(hits.len(), 2);
+    assert!(hits[1].at - hits[0].at >= Duration::from_millis(3990), "{:?}", hits[1].at - hits[0].at);
+    assert!(t.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn without_a_browser_pages_come_over_plain_http_with_the_same_extraction() {
+    let site = Fixture::start("127.0.0.1", site("http://127.0.0.2:9/secret".into()));
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", "engine = \"http\"\n"));
+    let r = fetch(&env.engine(), &site.url("/redirect")).expect("fetch");
+    assert_eq!(r.page.via, FetchVia::Http);
+    assert_eq!(r.page.final_url, site.url("/doc/widgets"));
+    assert!(r.page.markdown.contains("frobnicate option") && !r.page.markdown.contains("premium plan"), "{r:?}");
+    assert!(r.notes.iter().any(|n| n.contains("plain HTTP")), "{r:?}");
+    // The CLI allows an explicit loopback URL and prints the Markdown.
+    let out = env.run(&["web-fetch", &site.url("/doc/gadgets")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("quux bus"));
+}
+
+/// Starts `docdex web-fetch <slow page>`, waits until the browser is loading it, then sends
+/// `signal` to docdex and returns the home's browser processes `after` later.
+fn interrupt_mid_fetch(signal: i32, next_run: bool) -> (Env, Vec<u32>) {
+    let site = Fixture::start("127.0.0.1", site("http://127.0.0.2:9/secret".into()));
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", ""));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["web-fetch", &site.url("/slow")])
+        .env("DOCDEX_HOME", env.home())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn docdex");
+    assert!(site.wait_for("/slow", Duration::from_secs(60)), "the browser never asked for the page");
+    let home = env.home().display().to_string();
+    assert!(browser_processes(&home).len() >= 2, "a browser with its helpers is running");
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, signal);
+    }
+    let _ = child.wait();
+    if next_run {
+        let out = env.run(&["browser", "list", "--json"]);
+        let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let _ = list;
+        return (env, browser_processes(&home));
+    }
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(3) && !browser_processes(&home).is_empty() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = browser_processes(&home);
+    (env, left)
+}
+
+#[test]
+fn kill_9_mid_fetch_leaves_no_browser_after_the_next_run() {
+    if !have_browser() {
+        return;
+    }
+    let (env, left) = interrupt_mid_fetch(libc::SIGKILL, true);
+    assert!(left.is_empty(), "browser processes left: {left:?}");
+    let locks: Vec<String> = std::fs::read_dir(env.home().join("state/locks"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("browser-"))
+        .collect();
+    assert!(locks.is_empty(), "the next run removed the dead browser's lock files: {locks:?}");
+    let profiles = std::fs::read_dir(env.home().join("state/browser/profiles")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(profiles, 0, "and its profile");
+}
+
+#[test]
+fn ctrl_c_mid_fetch_takes_the_browser_down_with_docdex() {
+    if !have_browser() {
+        return;
+    }
+    let (_env, left) = interrupt_mid_fetch(libc::SIGINT, false);
+    assert!(left.is_empty(), "browser processes left 3 s after Ctrl-C: {left:?}");
+}
+
+#[test]
+fn check_launches_the_browser_and_reports_its_version() {
+    if !have_browser() {
+        return;
+    }
+    let env = Env::new();
+    let out = env.run(&["check", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let item = report["items"].as_array().unwrap().iter().find(|i| i["name"] == "browser").expect("browser item").clone();
+    assert_eq!(item["status"], "ok", "{item}");
+    assert!(item["message"].as_str().unwrap().contains("Chrome/"), "{item}");
+    assert!(browser_processes(&env.home().display().to_string()).is_empty());
+    // A browser path that cannot start is a warning with a hint.
+    let env = Env::new();
+    write(&env.home(), "fake-chrome", "#!/bin/sh\nexit 3\n");
+    let fake = env.home().join("fake-chrome");
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.write_config(&format!("[web.scraper]\nchrome_binary_path = \"{}\"\n", fake.display()));
+    let out = env.run(&["check", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let item = report["items"].as_array().unwrap().iter().find(|i| i["name"] == "browser").unwrap().clone();
+    assert_eq!(item["status"], "warn", "{item}");
+    assert!(item["message"].as_str().unwrap().contains("exited during start-up"), "{item}");
+}
+
+#[test]
+fn browser_list_setup_and_install() {
+    if !have_browser() {
+        return;
+    }
+    let env = Env::new();
+    let list = env.json(&["browser", "list", "--json"]);
+    let first = &list["browsers"][0];
+    assert_eq!(first["selected"], true);
+    assert_eq!(first["source"], "path");
+    let setup = env.json(&["browser", "setup", "--json"]);
+    assert!(setup["version"].as_str().unwrap().contains("Chrome/"), "{setup}");
+    let text = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
+    assert!(text.contains(&format!("chrome_binary_path = \"{}\"", setup["path"].as_str().unwrap())), "{text}");
+    let list = env.json(&["browser", "list", "--json"]);
+    assert_eq!(list["browsers"][0]["source"], "config");
+    let out = env.run(&["browser", "install"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("never downloads") && said.contains("apt-get install chromium"), "{said}");
+    let out = env.run(&["browser", "setup", "--path", "/nonexistent/chrome"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_waterfall_cites_web_passages_below_the_threshold_and_goes_on_offline() {
+    let site = Fixture::start("127.0.0.1", site("http://127.0.0.2:9/secret".into()));
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake ollama");
+    let env = Env::new();
+    env.write_config(&format!(
+        "{}{}",
+        llm_config("ollama", &server.url(), "fake-chat", "fake-embed"),
+        web_config(&site.url("/html/"), "", "", "engine = \"http\"\n")
+    ));
+    let repo = env.repo("proj");
+    write(&repo, "src/lib.rs", "pub fn add(a: u32, b: u32) -> u32 { a + b }\n");
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let engine = env.engine();
+    let ask = |q: &str, web: WebPolicy| {
+        engine
+            .chat(&repo, &ChatTurnRequest { query: q.into(), web, ..Default::default() }, &mut |_| {
+                ControlFlow::Continue(())
+            })
+            .expect("chat")
+    };
+    let resp = ask("how do I reset a widget knob", WebPolicy::Auto);
+    let step = resp.trace.steps.iter().find(|s| s.name == "web").unwrap();
+    assert_eq!(step.status, StepStatus::Ran, "{step:?} {:?}", resp.trace.notices);
+    let web = resp.trace.web.as_ref().expect("web trace");
+    assert_eq!(web.query, "how do I reset a widget knob");
+    assert_eq!(web.discovery, Some(DiscoveryStatus::Ok));
+    assert_eq!(web.pages.len(), 2, "{web:?}");
+    assert!(web.pages.iter().all(|p| p.status == PageStatus::Fetched && p.via == Some(FetchVia::Http)), "{web:?}");
+    let sources: Vec<_> = resp.sources.iter().filter(|s| s.slot == Slot::Web).collect();
+    assert!(!sources.is_empty(), "{:?}", resp.sources);
+    assert_eq!(sources[0].url.as_deref(), Some(site.url("/doc/widgets").as_str()));
+    assert_eq!(sources[0].citation, site.url("/doc/widgets"));
+    // The prompt carries the passage under its URL.
+    let (_, body) = server.requests().into_iter().rev().find(|(p, _)| p == "/api/chat").unwrap();
+    let system = body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("## Web pages") && system.contains(&format!("### {}", site.url("/doc/widgets"))), "{system}");
+    assert!(system.contains("reset_widget") || system.contains("reset\\_widget"), "{system}");
+    assert!(resp.trace.timings_ms.web > 0.0);
+
+    // Asked again: the pages come from the cache (discovery too).
+    let again = ask("how do I reset a widget knob", WebPolicy::Force);
+    let w = again.trace.web.as_ref().unwrap();
+    assert_eq!(w.discovery_source, "cache");
+    assert!(w.pages.iter().all(|p| p.status == PageStatus::Cached), "{w:?}");
+
+    // Offline: a clear notice, and the answer goes on from local context.
+    let env2 = Env::new();
+    env2.write_config(&format!(
+        "{}{}",
+        llm_config("ollama", &server.url(), "fake-chat", "fake-embed"),
+        web_config(&format!("{}/html/", dead_url()), "", "", "")
+    ));
+    let repo2 = env2.repo("proj");
+    write(&repo2, "src/lib.rs", "pub fn add(a: u32, b: u32) -> u32 { a + b }\n");
+    env2.json(&["index", "--repo", repo2.to_str().unwrap(), "--json"]);
+    let resp = env2
+        .engine()
+        .chat(&repo2, &ChatTurnRequest { query: "widget knobs".into(), web: WebPolicy::Force, ..Default::default() }, &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let step = resp.trace.steps.iter().find(|s| s.name == "web").unwrap();
+    assert_eq!(step.status, StepStatus::Unavailable, "{step:?}");
+    assert!(resp.trace.notices.iter().any(|n| n.contains("could not be reached")), "{:?}", resp.trace.notices);
+    assert!(resp.answer.is_some(), "the model still answered");
+}
