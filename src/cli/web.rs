@@ -3,7 +3,7 @@
 
 use super::output::Out;
 use super::RepoArg;
-use crate::engine::web::types::{DiscoveryStatus, WebFetchRequest, WebSearchRequest};
+use crate::engine::protocol::{browser_install_help, DiscoveryStatus, WebFetchRequest, WebSearchRequest};
 use crate::engine::Engine;
 use clap::Subcommand;
 use std::path::PathBuf;
@@ -194,7 +194,7 @@ pub fn browser(engine: &Engine, out: &Out, cmd: BrowserCommand) -> anyhow::Resul
             Ok(ExitCode::SUCCESS)
         }
         BrowserCommand::Install => {
-            out.line(&crate::engine::web::browser::install_help());
+            out.line(&browser_install_help());
             let list = engine.browser_list();
             if let Some(b) = list.browsers.iter().find(|b| b.selected) {
                 out.note(&format!("already found: {} ({})", b.path, b.kind));

@@ -44,3 +44,5 @@ pub use super::search::types::{
 };
 pub use super::watch::WatchReport;
 pub use super::waterfall::types::*;
+pub use super::web::browser::install_help as browser_install_help;
+pub use super::web::types::*;

@@ -9,7 +9,7 @@ use super::{tool_error, DocdexMcp};
 use crate::engine::protocol::{
     FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, SearchRequest, SymbolsRequest,
 };
-use crate::engine::web::types::{DiscoveryStatus, WebResearchRequest};
+use crate::engine::protocol::{DiscoveryStatus, WebResearchRequest};
 use crate::server::error::ApiError;
 use crate::server::extract::{blocking, confine};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
