@@ -15,10 +15,11 @@ mod progress;
 mod serve;
 mod similar;
 mod tui;
+mod libs;
 mod web;
 
 use crate::engine::protocol::WatchReport;
-use crate::engine::protocol::{FileRequest, SearchRequest};
+use crate::engine::protocol::{FileRequest, LibsSearchRequest, SearchRequest};
 use crate::engine::{Engine, IndexOptions};
 use crate::error::Error;
 use anyhow::Context;
@@ -84,7 +85,13 @@ enum Command {
         /// Only this language (rust, python, markdown, ...).
         #[arg(long)]
         lang: Option<String>,
-        /// Print the spec 002 §12.1 JSON.
+        /// Also search the library docs `docdex libs fetch` ingested (hits labelled package@version).
+        #[arg(long, conflicts_with = "no_libs")]
+        libs: bool,
+        /// Only the repository's own files (the default).
+        #[arg(long)]
+        no_libs: bool,
+        /// Print the spec 002 §12.1 JSON (with `libs` hits when --libs).
         #[arg(long)]
         json: bool,
     },
@@ -212,6 +219,11 @@ enum Command {
     Browser {
         #[command(subcommand)]
         action: web::BrowserCommand,
+    },
+    /// Library docs of the repository's dependencies: fetch (detect, read, fetch, ingest), list.
+    Libs {
+        #[command(subcommand)]
+        action: libs::LibsCommand,
     },
     /// Developer tools for tests and demos (debug builds, or `--features test-support`).
     #[cfg(any(debug_assertions, feature = "test-support"))]
@@ -352,6 +364,7 @@ impl Cli {
             Some(Command::WebFetch(a)) => a.json,
             Some(Command::WebRag(a)) => a.json,
             Some(Command::Browser { action }) => action.json(),
+            Some(Command::Libs { action }) => action.json(),
             Some(Command::Similar(a)) => a.json,
             Some(Command::Memory { action }) => action.json(),
             Some(Command::Repo { action: RepoAction::List { json } }) => *json,
@@ -417,20 +430,33 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 output::print_index_summary(&out, &summary);
             }
         }
-        Command::Search { repo, query, limit, cursor, path_prefix, lang, json } => {
+        Command::Search { repo, query, limit, cursor, path_prefix, lang, libs, no_libs: _, json } => {
             let path = repo.resolve()?;
             let query = query.join(" ");
             if query.trim().is_empty() {
                 return Err(Error::BadRequest("empty query: pass words to search for".into()).into());
             }
-            let req = SearchRequest { query, limit, cursor, path_prefix, lang, ..Default::default() };
+            let req = SearchRequest { query: query.clone(), limit, cursor, path_prefix, lang, ..Default::default() };
             let resp = engine.search(&path, &req)?;
+            let lib_hits = if libs {
+                Some(engine.libs_search(&path, &LibsSearchRequest { query, limit })?.hits)
+            } else {
+                None
+            };
             if json {
-                out.json(&resp)?;
+                let mut v = serde_json::to_value(&resp)?;
+                if let (Some(o), Some(h)) = (v.as_object_mut(), &lib_hits) {
+                    o.insert("libs".into(), serde_json::to_value(h)?);
+                }
+                out.json(&v)?;
             } else {
                 output::print_search(&out, &resp);
+                if let Some(h) = &lib_hits {
+                    libs::print_hits(&out, h);
+                }
             }
         }
+        Command::Libs { action } => return libs::run(&engine, &out, action),
         Command::Similar(args) => similar::run(&engine, &out, args)?,
         Command::Memory { action } => memory::run(&engine, &out, action)?,
         Command::Get { repo, file, lines, json } => {

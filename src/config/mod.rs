@@ -27,6 +27,8 @@ pub struct Config {
     pub search: SearchConfig,
     /// `[web]` (with `[web.scraper]`): the web tier.
     pub web: WebConfig,
+    /// `[libs]`: library documentation (Tier 1).
+    pub libs: LibsConfig,
     /// `[memory]`: repo memory.
     pub memory: MemoryConfig,
     /// `[server]`: HTTP and MCP binding.
@@ -282,6 +284,43 @@ impl Default for ScraperConfig {
             request_delay_ms: 1000,
             page_load_timeout_secs: 15,
             idle_shutdown_secs: 120,
+        }
+    }
+}
+
+/// `[libs]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct LibsConfig {
+    /// Chat searches the repo's libs index (Tier 1) when it has one.
+    pub enabled: bool,
+    /// `libs fetch` also fetches published docs (docs.rs, npm, PyPI) through the web tier.
+    pub fetch_published: bool,
+    /// Where the cargo registry's sources are; empty means `$CARGO_HOME`, else `~/.cargo`.
+    pub cargo_home: String,
+    /// docs.rs (or a mirror).
+    pub docs_rs_url: String,
+    /// The npm registry.
+    pub npm_registry_url: String,
+    /// PyPI (its JSON API is under `/pypi/<name>/<version>/json`).
+    pub pypi_url: String,
+    /// Dependencies documented at most per repository.
+    pub max_packages: u32,
+    /// Library passages given to chat per question.
+    pub max_chat_hits: u32,
+}
+
+impl Default for LibsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            fetch_published: true,
+            cargo_home: String::new(),
+            docs_rs_url: "https://docs.rs".into(),
+            npm_registry_url: "https://registry.npmjs.org".into(),
+            pypi_url: "https://pypi.org".into(),
+            max_packages: 200,
+            max_chat_hits: 6,
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod fault;
 pub mod fresh;
 pub mod fsutil;
 pub mod index;
+pub mod libs;
 pub mod limits;
 pub mod llm;
 pub mod memory;

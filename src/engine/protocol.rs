@@ -46,3 +46,4 @@ pub use super::watch::WatchReport;
 pub use super::waterfall::types::*;
 pub use super::web::browser::install_help as browser_install_help;
 pub use super::web::types::*;
+pub use super::libs::types::*;

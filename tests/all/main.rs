@@ -9,6 +9,7 @@ mod faults;
 mod hybrid;
 mod impact;
 mod indexing;
+mod libs;
 mod llm;
 mod mcp_clients;
 mod memory;

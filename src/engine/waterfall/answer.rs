@@ -99,6 +99,7 @@ impl Turn<'_> {
             pieces.extend(context::repo_pieces(&mut files, &s.results));
         }
         pieces.extend(context::history_pieces(&self.req.history));
+        pieces.extend(context::library_pieces(&found.libs));
         pieces.extend(context::web_pieces(&found.web));
         // The same lines offered twice (a diff neighbour that is also a search hit) keep only
         // their highest-priority place.

@@ -224,6 +224,32 @@ pub fn memory_pieces(memories: &[RecalledMemory]) -> Vec<Piece> {
         .collect()
 }
 
+/// Library passages as Library pieces, best first, cited as `package@version/source`.
+pub fn library_pieces(hits: &[crate::engine::libs::types::LibHit]) -> Vec<Piece> {
+    hits.iter()
+        .enumerate()
+        .map(|(order, h)| Piece {
+            slot: Slot::Library,
+            citation: h.citation.clone(),
+            block: format!("### {} ({})\n{}\n", h.citation, h.title.trim(), h.text.trim()),
+            source: Some(ChatSource {
+                citation: h.citation.clone(),
+                slot: Slot::Library,
+                path: None,
+                line_start: None,
+                line_end: None,
+                score: h.score,
+                note: h.title.trim().to_string(),
+                cited: false,
+                url: h.source.starts_with("http").then(|| h.source.clone()),
+                package: Some(format!("{}:{}@{}", h.ecosystem.name(), h.package, h.version)),
+            }),
+            fallback: None,
+            order,
+        })
+        .collect()
+}
+
 /// Web passages as Web pieces, in the order research ranked them, cited by URL.
 pub fn web_pieces(passages: &[crate::engine::web::types::WebPassage]) -> Vec<Piece> {
     passages

@@ -115,6 +115,7 @@ struct Found {
     diff_label: String,
     neighbours: Vec<sources::Neighbour>,
     web: Vec<crate::engine::web::types::WebPassage>,
+    libs: Vec<crate::engine::libs::types::LibHit>,
 }
 
 impl<'a> Turn<'a> {
@@ -182,7 +183,7 @@ impl<'a> Turn<'a> {
         self.profile_step();
         let mut found = Found::default();
         let search_obs = self.code_index(plan_node, &mut found)?;
-        self.libs_step();
+        self.libs_step(plan_node, &mut found);
         let gate_node = self.gate(search_obs, found.search.as_ref());
         let web_obs = self.web_step(gate_node, &mut found);
         let memory_obs = self.memory_step(plan_node, &mut found);

@@ -8,6 +8,7 @@ use super::types::*;
 use super::{ms, Found, Turn};
 use crate::engine::dag::NodeKind;
 use crate::engine::search::types::{SearchRequest, SearchResponse};
+use crate::engine::libs::types::LibsSearchRequest;
 use crate::engine::web::types::{DiscoveryStatus, FetchVia, PageStatus, WebResearchRequest};
 use crate::error::Result;
 use serde_json::{json, Value};
@@ -104,14 +105,56 @@ impl Turn<'_> {
         Ok(obs)
     }
 
-    pub(super) fn libs_step(&mut self) {
-        let exists = self.repo.state_dir.join("libs_index").join("meta.json").exists();
-        let (status, detail) = if exists {
-            (StepStatus::Skipped, "a libs index exists but this build does not search it yet".to_string())
-        } else {
-            (StepStatus::Absent, "no libs index for this repository (library docs ingestion is not built yet)".into())
-        };
-        self.step(1, "libs_index", status, Instant::now(), 0, detail);
+    /// Tier 1: library docs from this repository's own libs index (`docdex libs fetch`).
+    pub(super) fn libs_step(&mut self, plan: Option<i64>, found: &mut Found) {
+        if self.skipped_for_stop(1, "libs_index") {
+            return;
+        }
+        let started = Instant::now();
+        if !self.engine.config().libs.enabled {
+            self.step(1, "libs_index", StepStatus::Skipped, started, 0, "[libs] enabled = false".into());
+            return;
+        }
+        if !crate::engine::libs::has_index(self.repo) {
+            let detail = format!(
+                "no libs index for this repository (`docdex libs fetch --repo {}` builds it)",
+                self.repo.root.display()
+            );
+            self.step(1, "libs_index", StepStatus::Absent, started, 0, detail);
+            return;
+        }
+        let limit = self.engine.config().libs.max_chat_hits.max(1) as usize;
+        let call = self.dag.node(
+            NodeKind::ToolCall,
+            "search the libs index",
+            json!({"tool": "search", "index": "libs", "query": self.req.query, "limit": limit}),
+            &[plan],
+        );
+        let req = LibsSearchRequest { query: self.req.query.clone(), limit: Some(limit) };
+        match self.engine.libs_search(&self.repo.root, &req) {
+            Ok(r) => {
+                let packages: std::collections::BTreeSet<String> =
+                    r.hits.iter().map(|h| format!("{}@{}", h.package, h.version)).collect();
+                let detail = format!(
+                    "{} library passages{}",
+                    r.hits.len(),
+                    if packages.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" from {}", packages.into_iter().collect::<Vec<_>>().join(", "))
+                    }
+                );
+                let cites: Vec<&str> = r.hits.iter().map(|h| h.citation.as_str()).collect();
+                self.dag.node(NodeKind::Observation, &detail, json!({"hits": cites}), &[call]);
+                let items = r.hits.len() as u32;
+                found.libs = r.hits;
+                self.step(1, "libs_index", StepStatus::Ran, started, items, detail);
+            }
+            Err(e) => {
+                self.dag.node(NodeKind::Observation, "libs search failed", json!({"error": e.to_string()}), &[call]);
+                self.step(1, "libs_index", StepStatus::Failed, started, 0, format!("libs index search failed: {e}"));
+            }
+        }
     }
 
     /// The confidence gate. Returns the DAG decision node.

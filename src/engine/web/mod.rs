@@ -405,6 +405,43 @@ impl Engine {
         })
     }
 
+    /// A page through the guarded fetcher (cache, rules, delays), for other engine parts
+    /// (library docs).
+    pub(crate) fn fetch_url(&self, raw: &str, origin: Origin) -> Result<WebPage> {
+        self.ensure_web_enabled()?;
+        let url = self.url_policy().check_str(raw, origin).map_err(|r| Error::BadRequest(r.0))?;
+        Ok(self.fetch_page(&url, origin, false)?.page)
+    }
+
+    /// A JSON document from a configured registry (npm, PyPI), with the same per-domain delay,
+    /// permits, timeout and size cap as pages.
+    pub(crate) fn registry_json(&self, raw: &str) -> Result<serde_json::Value> {
+        self.ensure_web_enabled()?;
+        let policy = self.url_policy();
+        let url = policy.check_str(raw, Origin::Configured).map_err(|r| Error::BadRequest(r.0))?;
+        let delay = Duration::from_millis(self.config().web.scraper.request_delay_ms.max(1000));
+        let wait = self.spacer().reserve(&format!("fetch:{}", url.host_str().unwrap_or_default()), delay)?;
+        std::thread::sleep(wait);
+        let _permit = self.acquire_permit()?;
+        let a = self
+            .block_on(fetch::get(
+                self.http_client()?,
+                &policy,
+                &url,
+                Origin::Configured,
+                self.config().web.max_page_bytes,
+                self.page_timeout(),
+            ))?
+            .map_err(|e| Error::Upstream(e.to_string()))?;
+        if a.status == 404 {
+            return Err(Error::NotFound(format!("{url}: not found (HTTP 404)")));
+        }
+        if !(200..300).contains(&a.status) {
+            return Err(Error::Upstream(format!("{url}: HTTP {}", a.status)));
+        }
+        serde_json::from_str(&a.body).map_err(|e| Error::Upstream(format!("{url}: not JSON ({e})")))
+    }
+
     /// The shared browser, launched on first use; `Err` says why plain HTTP is used instead.
     fn chromium(&self) -> std::result::Result<Arc<Chromium>, String> {
         let scraper = &self.config().web.scraper;

@@ -1,0 +1,109 @@
+//! `docdex libs fetch|list`: library docs of a repository's dependencies.
+
+use super::output::Out;
+use super::RepoArg;
+use crate::engine::protocol::{LibHit, LibPackage, LibsFetchRequest, LibsReport};
+use crate::engine::Engine;
+use clap::Subcommand;
+use std::process::ExitCode;
+
+/// `docdex libs`.
+#[derive(Debug, Subcommand)]
+pub enum LibsCommand {
+    /// Detect dependencies (Cargo, npm, Python lockfiles), read their installed sources, fetch
+    /// their published docs when online, and ingest them into this repository's libs index.
+    Fetch {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// Read and fetch again even when `cache/libs` has a package.
+        #[arg(long)]
+        refresh: bool,
+        /// Only installed sources; no network.
+        #[arg(long)]
+        offline: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The packages the last fetch ingested for this repository.
+    List {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl LibsCommand {
+    /// True when `--json` was given.
+    pub fn json(&self) -> bool {
+        matches!(self, LibsCommand::Fetch { json: true, .. } | LibsCommand::List { json: true, .. })
+    }
+}
+
+fn package_line(out: &Out, p: &LibPackage) -> String {
+    let from = if p.cached { " (cached)".to_string() } else { String::new() };
+    let notes = if p.notes.is_empty() { String::new() } else { format!("  {}", out.paint("2", &p.notes.join("; "))) };
+    format!(
+        "{:<7} {}@{}  {} local, {} published docs, {} passages{from}{notes}",
+        p.ecosystem.name(),
+        out.paint("1", &p.name),
+        p.version,
+        p.local_docs,
+        p.published_docs,
+        p.chunks
+    )
+}
+
+/// Runs `docdex libs ...`.
+pub fn run(engine: &Engine, out: &Out, cmd: LibsCommand) -> anyhow::Result<ExitCode> {
+    let report: LibsReport = match cmd {
+        LibsCommand::Fetch { repo, refresh, offline, json } => {
+            let path = repo.resolve()?;
+            let req = LibsFetchRequest { refresh, offline };
+            let mut progress = |p: &LibPackage| {
+                if !json {
+                    out.note(&format!("{}@{}: {} local, {} published", p.name, p.version, p.local_docs, p.published_docs));
+                }
+            };
+            let r = engine.libs_fetch(&path, &req, &mut progress)?;
+            if json {
+                out.json(&r)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            r
+        }
+        LibsCommand::List { repo, json } => {
+            let r = engine.libs_list(&repo.resolve()?)?;
+            if json {
+                out.json(&r)?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            r
+        }
+    };
+    for p in &report.packages {
+        out.line(&package_line(out, p));
+    }
+    out.note(&format!("{} packages, {} passages in the libs index of {}", report.packages.len(), report.chunks, report.repo));
+    for n in &report.notes {
+        out.note(n);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Library hits after the code hits of `docdex search --libs`.
+pub fn print_hits(out: &Out, hits: &[LibHit]) {
+    if hits.is_empty() {
+        out.line(&out.paint("2", "no library docs matched (docdex libs fetch ingests them)"));
+        return;
+    }
+    out.line("");
+    out.line(&out.paint("1", "library docs"));
+    for h in hits {
+        out.line(&format!("{}  {}  {:.2}", out.paint("1;35", &h.citation), out.paint("2", &h.title), h.score));
+        let first: String = h.text.lines().take(3).collect::<Vec<_>>().join("\n    ");
+        out.line(&format!("    {first}"));
+    }
+}

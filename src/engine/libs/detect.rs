@@ -1,0 +1,266 @@
+//! Direct dependencies of a repository, pinned to the versions its lockfiles (or installed
+//! packages) say: Cargo.toml + Cargo.lock; package.json + package-lock.json (else the version
+//! installed in node_modules); requirements*.txt (`name==version`), pyproject.toml
+//! (`[project] dependencies`, `[tool.poetry.dependencies]`) + poetry.lock / uv.lock. Only the
+//! repository root's manifests are read; a dependency whose version cannot be pinned is
+//! reported in the notes and left out.
+
+use super::types::{Dependency, Ecosystem};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// What was found, with notes about what could not be pinned.
+#[derive(Debug, Default)]
+pub struct Detected {
+    /// Pinned direct dependencies, sorted.
+    pub deps: Vec<Dependency>,
+    /// Manifests read, dependencies left out and why.
+    pub notes: Vec<String>,
+}
+
+/// Reads the manifests at the root of `repo`.
+pub fn detect(repo: &Path) -> Detected {
+    let mut d = Detected::default();
+    rust(repo, &mut d);
+    node(repo, &mut d);
+    python(repo, &mut d);
+    d.deps.sort();
+    d.deps.dedup_by(|a, b| a.ecosystem == b.ecosystem && a.name == b.name);
+    d
+}
+
+fn read_toml(path: &Path) -> Option<toml::Table> {
+    std::fs::read_to_string(path).ok()?.parse().ok()
+}
+
+fn rust(repo: &Path, d: &mut Detected) {
+    let Some(manifest) = read_toml(&repo.join("Cargo.toml")) else { return };
+    let mut names = BTreeSet::new();
+    let mut add_table = |t: Option<&toml::Value>| {
+        if let Some(t) = t.and_then(|v| v.as_table()) {
+            for (k, v) in t {
+                // `foo = { package = "real-name" }` renames.
+                let real = v.get("package").and_then(|p| p.as_str()).unwrap_or(k);
+                if v.get("path").is_none() {
+                    names.insert(real.to_string());
+                }
+            }
+        }
+    };
+    for section in ["dependencies", "dev-dependencies", "build-dependencies"] {
+        add_table(manifest.get(section));
+    }
+    add_table(manifest.get("workspace").and_then(|w| w.get("dependencies")));
+    let locked = lock_packages(&repo.join("Cargo.lock"));
+    d.notes.push(format!("Cargo.toml: {} dependencies", names.len()));
+    for n in names {
+        match locked.get(&n).and_then(|v| v.iter().next_back()) {
+            Some(v) => d.deps.push(Dependency {
+                ecosystem: Ecosystem::Crates,
+                name: n,
+                version: v.clone(),
+                locked_by: "Cargo.lock".into(),
+            }),
+            None => d.notes.push(format!("crate {n}: not in Cargo.lock (run `cargo generate-lockfile`); left out")),
+        }
+    }
+}
+
+/// `[[package]] name/version` pairs of a Cargo.lock, poetry.lock or uv.lock.
+fn lock_packages(path: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let Some(lock) = read_toml(path) else { return out };
+    for p in lock.get("package").and_then(|p| p.as_array()).into_iter().flatten() {
+        if let (Some(n), Some(v)) = (p.get("name").and_then(|x| x.as_str()), p.get("version").and_then(|x| x.as_str())) {
+            out.entry(n.to_string()).or_default().insert(v.to_string());
+        }
+    }
+    out
+}
+
+fn node(repo: &Path, d: &mut Detected) {
+    let Some(pkg) = std::fs::read_to_string(repo.join("package.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    else {
+        return;
+    };
+    let mut names = BTreeSet::new();
+    for section in ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"] {
+        if let Some(o) = pkg.get(section).and_then(|v| v.as_object()) {
+            names.extend(o.keys().cloned());
+        }
+    }
+    d.notes.push(format!("package.json: {} dependencies", names.len()));
+    let lock = std::fs::read_to_string(repo.join("package-lock.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    for n in names {
+        let from_lock = lock.as_ref().and_then(|l| {
+            l.get("packages")
+                .and_then(|p| p.get(format!("node_modules/{n}")))
+                .and_then(|e| e.get("version"))
+                .or_else(|| l.get("dependencies").and_then(|p| p.get(&n)).and_then(|e| e.get("version")))
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        });
+        let installed = || {
+            std::fs::read_to_string(repo.join("node_modules").join(&n).join("package.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v.get("version").and_then(|x| x.as_str()).map(str::to_string))
+        };
+        let (version, by) = match from_lock {
+            Some(v) => (Some(v), "package-lock.json"),
+            None => (installed(), "node_modules"),
+        };
+        match version {
+            Some(v) => d.deps.push(Dependency { ecosystem: Ecosystem::Npm, name: n, version: v, locked_by: by.into() }),
+            None => d.notes.push(format!("npm package {n}: no lockfile entry and not installed; left out")),
+        }
+    }
+}
+
+/// PEP 503 name normalization: lowercase, runs of `-`, `_`, `.` become `-`.
+pub fn normalize_py(name: &str) -> String {
+    let mut out = String::new();
+    let mut sep = false;
+    for c in name.trim().chars() {
+        if matches!(c, '-' | '_' | '.') {
+            sep = true;
+        } else {
+            if sep && !out.is_empty() {
+                out.push('-');
+            }
+            sep = false;
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+/// The name at the start of a requirement (`requests[socks]>=2; python_version>"3"`).
+fn requirement_name(req: &str) -> Option<String> {
+    let name: String =
+        req.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).collect();
+    (!name.is_empty()).then(|| normalize_py(&name))
+}
+
+fn python(repo: &Path, d: &mut Detected) {
+    let mut pinned: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut names = BTreeSet::new();
+    let mut found_manifest = false;
+    if let Ok(rd) = std::fs::read_dir(repo) {
+        let mut files: Vec<_> = rd
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("requirements") && n.ends_with(".txt"))
+            .collect();
+        files.sort();
+        for f in files {
+            found_manifest = true;
+            let text = std::fs::read_to_string(repo.join(&f)).unwrap_or_default();
+            for line in text.lines() {
+                let line = line.split('#').next().unwrap_or("").trim();
+                if line.is_empty() || line.starts_with('-') {
+                    continue;
+                }
+                let Some(name) = requirement_name(line) else { continue };
+                names.insert(name.clone());
+                if let Some((_, v)) = line.split_once("==") {
+                    let v = v.split([';', ',', ' ']).next().unwrap_or("").trim();
+                    if !v.is_empty() && !v.contains('*') {
+                        pinned.insert(name, (v.to_string(), f.clone()));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(py) = read_toml(&repo.join("pyproject.toml")) {
+        found_manifest = true;
+        let project = py.get("project");
+        for r in project.and_then(|p| p.get("dependencies")).and_then(|v| v.as_array()).into_iter().flatten() {
+            if let Some(n) = r.as_str().and_then(requirement_name) {
+                names.insert(n);
+            }
+        }
+        if let Some(groups) = project.and_then(|p| p.get("optional-dependencies")).and_then(|v| v.as_table()) {
+            for r in groups.values().filter_map(|g| g.as_array()).flatten() {
+                if let Some(n) = r.as_str().and_then(requirement_name) {
+                    names.insert(n);
+                }
+            }
+        }
+        let poetry = py.get("tool").and_then(|t| t.get("poetry"));
+        for section in ["dependencies", "dev-dependencies"] {
+            if let Some(t) = poetry.and_then(|p| p.get(section)).and_then(|v| v.as_table()) {
+                names.extend(t.keys().filter(|k| k.as_str() != "python").map(|k| normalize_py(k)));
+            }
+        }
+    }
+    if !found_manifest {
+        return;
+    }
+    let mut locks: Vec<(&str, BTreeMap<String, BTreeSet<String>>)> = Vec::new();
+    for lock in ["poetry.lock", "uv.lock"] {
+        let entries: BTreeMap<String, BTreeSet<String>> =
+            lock_packages(&repo.join(lock)).into_iter().map(|(k, v)| (normalize_py(&k), v)).collect();
+        if !entries.is_empty() {
+            locks.push((lock, entries));
+        }
+    }
+    d.notes.push(format!("Python manifests: {} dependencies", names.len()));
+    for n in names {
+        let from_lock = locks
+            .iter()
+            .find_map(|(file, l)| l.get(&n).and_then(|v| v.iter().next_back()).map(|v| (v.clone(), file.to_string())));
+        match from_lock.or_else(|| pinned.get(&n).cloned()) {
+            Some((v, by)) => {
+                d.deps.push(Dependency { ecosystem: Ecosystem::Pypi, name: n, version: v, locked_by: by })
+            }
+            None => d.notes.push(format!("Python package {n}: not pinned (no lock entry, no ==version); left out")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn every_ecosystem_is_pinned_to_its_lockfile() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        w(r, "Cargo.toml", "[package]\nname = \"app\"\n[dependencies]\nserde = \"1\"\nlocal = { path = \"../local\" }\nrenamed = { package = \"tokio\", version = \"1\" }\n[dev-dependencies]\nunlocked = \"0.1\"\n");
+        w(r, "Cargo.lock", "version = 3\n[[package]]\nname = \"serde\"\nversion = \"1.0.200\"\n[[package]]\nname = \"tokio\"\nversion = \"1.40.0\"\n");
+        w(r, "package.json", r#"{"dependencies": {"left-pad": "^1.3.0", "lodash": "^4"}, "devDependencies": {"missing": "1"}}"#);
+        w(r, "package-lock.json", r#"{"lockfileVersion": 3, "packages": {"node_modules/left-pad": {"version": "1.3.0"}}}"#);
+        w(r, "node_modules/lodash/package.json", r#"{"name": "lodash", "version": "4.17.21"}"#);
+        w(r, "requirements.txt", "Requests[socks]==2.31.0  # http\nflask>=2\n-r other.txt\n");
+        w(r, "pyproject.toml", "[project]\ndependencies = [\"Typing_Extensions>=4\"]\n");
+        w(r, "uv.lock", "version = 1\n[[package]]\nname = \"typing-extensions\"\nversion = \"4.12.2\"\n");
+        let d = detect(r);
+        let got: Vec<String> =
+            d.deps.iter().map(|x| format!("{}:{}@{} ({})", x.ecosystem.name(), x.name, x.version, x.locked_by)).collect();
+        assert_eq!(
+            got,
+            [
+                "crates:serde@1.0.200 (Cargo.lock)",
+                "crates:tokio@1.40.0 (Cargo.lock)",
+                "npm:left-pad@1.3.0 (package-lock.json)",
+                "npm:lodash@4.17.21 (node_modules)",
+                "pypi:requests@2.31.0 (requirements.txt)",
+                "pypi:typing-extensions@4.12.2 (uv.lock)",
+            ]
+        );
+        for left_out in ["crate unlocked", "npm package missing", "Python package flask"] {
+            assert!(d.notes.iter().any(|n| n.starts_with(left_out)), "{left_out}: {:?}", d.notes);
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! Documentation from the installed sources of a dependency, offline: the cargo registry's
+//! unpacked crates (README, `//!` crate docs and `///` docs of public items in `src/`), the
+//! project's `node_modules` (README, description), and its virtualenv's `site-packages`
+//! (the distribution's METADATA long description, module and function/class docstrings).
+
+use super::detect::normalize_py;
+use super::types::{Dependency, Ecosystem};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Text kept per package from its installed sources, at most.
+const MAX_LOCAL_BYTES: usize = 400_000;
+/// Source files read per package, at most.
+const MAX_FILES: usize = 200;
+
+/// One document of a package.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LibDoc {
+    /// README, an item's signature, a module.
+    pub title: String,
+    /// The file (relative to the package) or URL it came from.
+    pub source: String,
+    /// The text (Markdown or plain).
+    pub text: String,
+}
+
+/// Where installed packages live.
+#[derive(Debug, Clone)]
+pub struct Roots {
+    /// `$CARGO_HOME` (`[libs] cargo_home`, else the environment, else `~/.cargo`).
+    pub cargo_home: PathBuf,
+    /// The repository.
+    pub repo: PathBuf,
+}
+
+/// The docs of `dep` from its installed sources; empty when it is not installed.
+pub fn docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
+    let mut out = match dep.ecosystem {
+        Ecosystem::Crates => crate_docs(dep, roots),
+        Ecosystem::Npm => npm_docs(dep, roots),
+        Ecosystem::Pypi => py_docs(dep, roots),
+    };
+    let mut total = 0;
+    out.retain(|d| {
+        total += d.text.len();
+        total <= MAX_LOCAL_BYTES && !d.text.trim().is_empty()
+    });
+    out
+}
+
+/// The unpacked crate directory in the cargo registry.
+pub fn crate_dir(name: &str, version: &str, cargo_home: &Path) -> Option<PathBuf> {
+    let src = cargo_home.join("registry").join("src");
+    std::fs::read_dir(src).ok()?.flatten().map(|e| e.path().join(format!("{name}-{version}"))).find(|p| p.is_dir())
+}
+
+fn readme(dir: &Path) -> Option<(String, String)> {
+    let rd = std::fs::read_dir(dir).ok()?;
+    let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    let name = names.into_iter().find(|n| n.to_ascii_lowercase().starts_with("readme"))?;
+    let text = std::fs::read_to_string(dir.join(&name)).ok()?;
+    Some((name, text))
+}
+
+fn crate_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
+    let Some(dir) = crate_dir(&dep.name, &dep.version, &roots.cargo_home) else { return Vec::new() };
+    let mut out = Vec::new();
+    if let Some((name, text)) = readme(&dir) {
+        out.push(LibDoc { title: "README".into(), source: name, text });
+    }
+    let mut files = Vec::new();
+    collect_files(&dir.join("src"), "rs", &mut files);
+    for f in files.into_iter().take(MAX_FILES) {
+        let Ok(text) = std::fs::read_to_string(&f) else { continue };
+        let rel = f.strip_prefix(&dir).unwrap_or(&f).display().to_string();
+        out.extend(rust_doc_comments(&text, &rel));
+    }
+    out
+}
+
+fn collect_files(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if out.len() >= MAX_FILES {
+            return;
+        }
+        // Never follow symlinks out of the package.
+        let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
+        if meta.is_dir() {
+            collect_files(&p, ext, out);
+        } else if meta.is_file() && p.extension().is_some_and(|e| e == ext) {
+            out.push(p);
+        }
+    }
+}
+
+/// `//!` module docs and `///` docs of `pub` items, each as a document titled by its item.
+pub fn rust_doc_comments(text: &str, rel: &str) -> Vec<LibDoc> {
+    let mut out = Vec::new();
+    let mut module = String::new();
+    let mut pending: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix("//!") {
+            module.push_str(rest.strip_prefix(' ').unwrap_or(rest));
+            module.push('\n');
+        } else if let Some(rest) = t.strip_prefix("///") {
+            pending.push(rest.strip_prefix(' ').unwrap_or(rest));
+        } else if t.starts_with("#[") {
+            continue;
+        } else {
+            if !pending.is_empty() && t.starts_with("pub") {
+                let sig = t.trim_end_matches('{').trim().to_string();
+                out.push(LibDoc { title: sig.clone(), source: rel.to_string(), text: format!("`{sig}`\n\n{}", pending.join("\n")) });
+            }
+            pending.clear();
+        }
+    }
+    if !module.trim().is_empty() {
+        out.insert(0, LibDoc { title: format!("module {rel}"), source: rel.to_string(), text: module });
+    }
+    out
+}
+
+fn npm_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
+    let dir = roots.repo.join("node_modules").join(&dep.name);
+    let mut out = Vec::new();
+    let manifest = std::fs::read_to_string(dir.join("package.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let installed = manifest.as_ref().and_then(|m| m.get("version")).and_then(|v| v.as_str());
+    if installed.is_some_and(|v| v != dep.version) {
+        // Another version is installed: its docs would describe the wrong release.
+        return out;
+    }
+    if let Some(desc) = manifest.as_ref().and_then(|m| m.get("description")).and_then(|v| v.as_str()) {
+        out.push(LibDoc { title: "description".into(), source: "package.json".into(), text: desc.to_string() });
+    }
+    if let Some((name, text)) = readme(&dir) {
+        out.push(LibDoc { title: "README".into(), source: name, text });
+    }
+    out
+}
+
+/// The project's site-packages directories (`.venv`, `venv`, `env`, `$VIRTUAL_ENV`).
+fn site_packages(repo: &Path) -> Vec<PathBuf> {
+    let mut venvs: Vec<PathBuf> = [".venv", "venv", "env"].iter().map(|v| repo.join(v)).collect();
+    if let Some(v) = std::env::var_os("VIRTUAL_ENV") {
+        venvs.push(PathBuf::from(v));
+    }
+    let mut out = Vec::new();
+    for v in venvs {
+        for lib in ["lib", "lib64"] {
+            let Ok(rd) = std::fs::read_dir(v.join(lib)) else { continue };
+            for e in rd.flatten() {
+                let sp = e.path().join("site-packages");
+                if e.file_name().to_string_lossy().starts_with("python") && sp.is_dir() && !out.contains(&sp) {
+                    out.push(sp);
+                }
+            }
+        }
+        let win = v.join("Lib").join("site-packages");
+        if win.is_dir() && !out.contains(&win) {
+            out.push(win);
+        }
+    }
+    out
+}
+
+fn py_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
+    for sp in site_packages(&roots.repo) {
+        let Ok(rd) = std::fs::read_dir(&sp) else { continue };
+        let wanted = format!("{}-{}", normalize_py(&dep.name).replace('-', "_"), dep.version);
+        let dist = rd.flatten().map(|e| e.path()).find(|p| {
+            let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            n.strip_suffix(".dist-info").is_some_and(|stem| {
+                let (name, version) = stem.rsplit_once('-').unwrap_or((stem, ""));
+                format!("{}-{version}", normalize_py(name).replace('-', "_")) == wanted
+            })
+        });
+        let Some(dist) = dist else { continue };
+        let mut out = Vec::new();
+        if let Ok(meta) = std::fs::read_to_string(dist.join("METADATA")) {
+            let body = meta.split_once("\n\n").map(|(_, b)| b).unwrap_or("");
+            let summary = meta.lines().find_map(|l| l.strip_prefix("Summary: ")).unwrap_or("");
+            let text = format!("{summary}\n\n{body}");
+            out.push(LibDoc { title: "project description".into(), source: "METADATA".into(), text });
+        }
+        let modules: Vec<String> = std::fs::read_to_string(dist.join("top_level.txt"))
+            .map(|t| t.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect())
+            .unwrap_or_else(|_| vec![normalize_py(&dep.name).replace('-', "_")]);
+        for m in modules {
+            let mut files = Vec::new();
+            let dir = sp.join(&m);
+            if dir.is_dir() {
+                collect_files(&dir, "py", &mut files);
+            } else if sp.join(format!("{m}.py")).is_file() {
+                files.push(sp.join(format!("{m}.py")));
+            }
+            for f in files {
+                let Ok(text) = std::fs::read_to_string(&f) else { continue };
+                let rel = f.strip_prefix(&sp).unwrap_or(&f).display().to_string();
+                out.extend(python_docstrings(&text, &rel));
+            }
+        }
+        return out;
+    }
+    Vec::new()
+}
+
+/// The module docstring and the docstrings of `def`/`class` definitions, each a document.
+pub fn python_docstrings(text: &str, rel: &str) -> Vec<LibDoc> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let first_code = lines.iter().position(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+    if let Some(i) = first_code {
+        if let Some(doc) = docstring_at(&lines, i) {
+            out.push(LibDoc { title: format!("module {rel}"), source: rel.to_string(), text: doc });
+        }
+    }
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        let is_def = t.starts_with("def ") || t.starts_with("async def ") || t.starts_with("class ");
+        if !is_def || t.trim_start_matches("async ").split_whitespace().nth(1).is_some_and(|n| n.starts_with('_')) {
+            continue;
+        }
+        // The signature may span lines: the body starts after the line ending with ':'.
+        let Some(end) = (i..lines.len().min(i + 20)).find(|&j| lines[j].trim_end().ends_with(':')) else { continue };
+        let Some(body) = (end + 1..lines.len()).find(|&j| !lines[j].trim().is_empty()) else { continue };
+        if let Some(doc) = docstring_at(&lines, body) {
+            let sig = lines[i..=end].iter().map(|s| s.trim()).collect::<Vec<_>>().join(" ");
+            out.push(LibDoc { title: sig.trim_end_matches(':').to_string(), source: rel.to_string(), text: format!("`{}`\n\n{doc}", sig.trim_end_matches(':')) });
+        }
+    }
+    out
+}
+
+/// The triple-quoted string starting on line `i`, if one does.
+fn docstring_at(lines: &[&str], i: usize) -> Option<String> {
+    let t = lines.get(i)?.trim_start();
+    let t = t.trim_start_matches(['r', 'u', 'R', 'U']);
+    let quote = if t.starts_with("\"\"\"") {
+        "\"\"\""
+    } else if t.starts_with("'''") {
+        "'''"
+    } else {
+        return None;
+    };
+    let rest = &t[3..];
+    if let Some(end) = rest.find(quote) {
+        return Some(rest[..end].trim().to_string());
+    }
+    let mut doc = vec![rest.to_string()];
+    for l in lines.iter().skip(i + 1).take(400) {
+        if let Some(end) = l.find(quote) {
+            doc.push(l[..end].to_string());
+            return Some(dedent(&doc));
+        }
+        doc.push(l.to_string());
+    }
+    None
+}
+
+fn dedent(lines: &[String]) -> String {
+    let indent = lines
+        .iter()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let mut out: Vec<String> = vec![lines[0].trim().to_string()];
+    out.extend(lines.iter().skip(1).map(|l| l.get(indent..).unwrap_or(l.trim()).to_string()));
+    out.join("\n").trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rust_docs_come_from_module_and_public_item_comments() {
+        let src = "//! Widgets for everyone.\n//! Second line.\n\n/// Resets every knob.\n#[inline]\npub fn reset_widget(id: u32) {\n}\n\n/// private\nfn hidden() {}\n";
+        let docs = rust_doc_comments(src, "src/lib.rs");
+        assert_eq!(docs.len(), 2, "{docs:?}");
+        assert!(docs[0].text.contains("Widgets for everyone.\nSecond line."));
+        assert_eq!(docs[1].title, "pub fn reset_widget(id: u32)");
+        assert!(docs[1].text.contains("Resets every knob."));
+    }
+
+    #[test]
+    fn python_docstrings_of_module_functions_and_classes() {
+        let src = "\"\"\"Gadget helpers.\"\"\"\n\nimport os\n\ndef subscribe(topic,\n              handler):\n    \"\"\"Subscribe to a topic.\n\n    Messages arrive in order.\n    \"\"\"\n    pass\n\nclass Bus:\n    '''The quux bus.'''\n\ndef _private():\n    \"\"\"no\"\"\"\n";
+        let docs = python_docstrings(src, "gadgets/__init__.py");
+        let titles: Vec<&str> = docs.iter().map(|d| d.title.as_str()).collect();
+        assert_eq!(titles, ["module gadgets/__init__.py", "def subscribe(topic, handler)", "class Bus"], "{docs:?}");
+        assert!(docs[1].text.contains("Subscribe to a topic.\n\nMessages arrive in order."), "{}", docs[1].text);
+    }
+}

@@ -1,0 +1,262 @@
+//! Library documentation as Tier 1: a repository's direct dependencies (`detect`), their docs
+//! from the installed sources first (`local`: offline), then, when online, the published docs
+//! (docs.rs for crates, the npm registry's README, PyPI's description and documentation link)
+//! through the web tier's guarded fetcher; cached per package and version under
+//! `state/cache/libs/<ecosystem>/<package>/<version>/` (shared by every repository) and ingested
+//! into the repository's own `libs_index/` (`index`), which only that repository searches.
+
+pub mod detect;
+pub mod index;
+pub mod local;
+pub mod types;
+
+use crate::engine::fsutil::{now_ms, read_json, replace_json};
+use crate::engine::repos::RepoRef;
+use crate::engine::web::policy::Origin;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use local::{LibDoc, Roots};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use types::*;
+
+/// What `cache/libs/<ecosystem>/<package>/<version>/docs.json` holds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct CachedDocs {
+    fetched_at: u64,
+    local: Vec<LibDoc>,
+    published: Vec<LibDoc>,
+    /// Published docs were asked for (online) when this was written.
+    published_tried: bool,
+    notes: Vec<String>,
+}
+
+/// What `state/repos/<fp>/libs.json` records about the last `libs fetch`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct IngestRecord {
+    packages: Vec<LibPackage>,
+    chunks: u32,
+    notes: Vec<String>,
+}
+
+fn libs_dir(repo: &RepoRef) -> PathBuf {
+    repo.state_dir.join("libs_index")
+}
+
+fn ingest_record(repo: &RepoRef) -> PathBuf {
+    repo.state_dir.join("libs.json")
+}
+
+/// True when the repository has a libs index to search.
+pub fn has_index(repo: &RepoRef) -> bool {
+    libs_dir(repo).join("meta.json").is_file()
+}
+
+impl Engine {
+    fn lib_cache_path(&self, dep: &Dependency) -> PathBuf {
+        let safe = |s: &str| s.replace(['/', '\\'], "__").replace("..", "_");
+        self.inner
+            .paths
+            .state
+            .join("cache/libs")
+            .join(dep.ecosystem.name())
+            .join(safe(&dep.name))
+            .join(safe(&dep.version))
+            .join("docs.json")
+    }
+
+    fn lib_roots(&self, repo: &Path) -> Roots {
+        let configured = self.config().libs.cargo_home.trim();
+        let cargo_home = if !configured.is_empty() {
+            PathBuf::from(configured)
+        } else if let Some(h) = std::env::var_os("CARGO_HOME") {
+            PathBuf::from(h)
+        } else {
+            std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(".cargo")
+        };
+        Roots { cargo_home, repo: repo.to_path_buf() }
+    }
+
+    /// Detects the repository's dependencies, gathers their docs (cache, installed sources,
+    /// then published docs unless `offline`) and rebuilds its libs index. `on_package` sees each
+    /// package as it is done (progress).
+    pub fn libs_fetch(
+        &self,
+        repo_path: &Path,
+        req: &LibsFetchRequest,
+        on_package: &mut dyn FnMut(&LibPackage),
+    ) -> Result<LibsReport> {
+        let started = Instant::now();
+        let repo = self.resolve_repo(repo_path)?;
+        let detected = detect::detect(&repo.root);
+        let mut notes = detected.notes;
+        let max = self.config().libs.max_packages.max(1) as usize;
+        if detected.deps.len() > max {
+            notes.push(format!("{} dependencies; only the first {max} ([libs] max_packages)", detected.deps.len()));
+        }
+        let online = !req.offline && self.config().libs.fetch_published && self.config().web.enabled;
+        if !online {
+            notes.push("published docs not fetched (offline, [libs] fetch_published = false or the web tier is off)".into());
+        }
+        let roots = self.lib_roots(&repo.root);
+        let mut ingest: Vec<(Dependency, Vec<LibDoc>)> = Vec::new();
+        let mut packages = Vec::new();
+        for dep in detected.deps.into_iter().take(max) {
+            let (docs, pkg) = self.package_docs(&dep, &roots, req.refresh, online);
+            on_package(&pkg);
+            packages.push(pkg);
+            ingest.push((dep, docs));
+        }
+        std::fs::create_dir_all(&repo.state_dir).map_err(|e| Error::io("creating", &repo.state_dir, e))?;
+        let counts = index::rebuild(&libs_dir(&repo), &ingest)?;
+        for (p, n) in packages.iter_mut().zip(&counts) {
+            p.chunks = *n;
+        }
+        let chunks = counts.iter().sum();
+        let record = IngestRecord { packages: packages.clone(), chunks, notes: notes.clone() };
+        replace_json(&ingest_record(&repo), &record)?;
+        Ok(LibsReport {
+            schema_version: LIBS_SCHEMA_VERSION,
+            repo: repo.root.display().to_string(),
+            packages,
+            chunks,
+            ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+            notes,
+        })
+    }
+
+    fn package_docs(&self, dep: &Dependency, roots: &Roots, refresh: bool, online: bool) -> (Vec<LibDoc>, LibPackage) {
+        let cache_path = self.lib_cache_path(dep);
+        let cached: Option<CachedDocs> = read_json(&cache_path).ok().flatten();
+        let mut pkg = LibPackage {
+            ecosystem: dep.ecosystem,
+            name: dep.name.clone(),
+            version: dep.version.clone(),
+            local_docs: 0,
+            published_docs: 0,
+            chunks: 0,
+            cached: false,
+            notes: Vec::new(),
+        };
+        let usable = cached.filter(|c| !refresh && (c.published_tried || !online) && !(c.local.is_empty() && c.published.is_empty() && online));
+        let entry = match usable {
+            Some(c) => {
+                pkg.cached = true;
+                c
+            }
+            None => {
+                let local = local::docs(dep, roots);
+                let mut entry = CachedDocs { fetched_at: now_ms(), local, published_tried: online, ..Default::default() };
+                if entry.local.is_empty() {
+                    entry.notes.push("not installed here (no local sources)".into());
+                }
+                if online {
+                    match self.published_docs(dep) {
+                        Ok(docs) => entry.published = docs,
+                        Err(e) => entry.notes.push(format!("published docs: {e}")),
+                    }
+                }
+                if !entry.local.is_empty() || !entry.published.is_empty() {
+                    if let Some(dir) = cache_path.parent() {
+                        let _ = std::fs::create_dir_all(dir);
+                    }
+                    if let Err(e) = replace_json(&cache_path, &entry) {
+                        entry.notes.push(format!("could not cache: {e}"));
+                    }
+                }
+                entry
+            }
+        };
+        pkg.local_docs = entry.local.len() as u32;
+        pkg.published_docs = entry.published.len() as u32;
+        pkg.notes = entry.notes.clone();
+        let mut docs = entry.local;
+        docs.extend(entry.published);
+        (docs, pkg)
+    }
+
+    /// The published docs of one package, through the guarded fetcher.
+    fn published_docs(&self, dep: &Dependency) -> Result<Vec<LibDoc>> {
+        let libs = &self.config().libs;
+        let base = |s: &str| s.trim().trim_end_matches('/').to_string();
+        match dep.ecosystem {
+            Ecosystem::Crates => {
+                let url = format!("{}/{}/{}/{}/", base(&libs.docs_rs_url), dep.name, dep.version, dep.name.replace('-', "_"));
+                let page = self.fetch_url(&url, Origin::Configured)?;
+                Ok(vec![LibDoc { title: page.title.clone(), source: page.final_url.clone(), text: page.markdown }])
+            }
+            Ecosystem::Npm => {
+                let url = format!("{}/{}", base(&libs.npm_registry_url), dep.name.replace('/', "%2F"));
+                let v = self.registry_json(&url)?;
+                let readme = v
+                    .get("versions")
+                    .and_then(|vs| vs.get(&dep.version))
+                    .and_then(|x| x.get("readme"))
+                    .or_else(|| v.get("readme"))
+                    .and_then(|r| r.as_str())
+                    .unwrap_or("");
+                if readme.trim().is_empty() {
+                    return Err(Error::NotFound(format!("the npm registry has no README for {}", dep.name)));
+                }
+                Ok(vec![LibDoc { title: "README (npm registry)".into(), source: url, text: readme.to_string() }])
+            }
+            Ecosystem::Pypi => {
+                let url = format!("{}/pypi/{}/{}/json", base(&libs.pypi_url), dep.name, dep.version);
+                let v = self.registry_json(&url)?;
+                let info = v.get("info").cloned().unwrap_or_default();
+                let mut out = Vec::new();
+                let desc = info.get("description").and_then(|d| d.as_str()).unwrap_or("");
+                if !desc.trim().is_empty() {
+                    out.push(LibDoc { title: "project description (PyPI)".into(), source: url.clone(), text: desc.to_string() });
+                }
+                let docs_link = info
+                    .get("project_urls")
+                    .and_then(|u| u.as_object())
+                    .and_then(|o| o.iter().find(|(k, _)| k.to_ascii_lowercase().contains("doc")).map(|(_, v)| v.clone()))
+                    .or_else(|| info.get("docs_url").cloned())
+                    .and_then(|v| v.as_str().map(str::to_string));
+                if let Some(link) = docs_link {
+                    match self.fetch_url(&link, Origin::Discovered) {
+                        Ok(page) => out.push(LibDoc { title: page.title.clone(), source: page.final_url.clone(), text: page.markdown }),
+                        Err(e) => tracing::info!(%link, error = %e, "documentation link not fetched"),
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// `Engine` calls for listing and searching what was ingested.
+impl Engine {
+    /// What the last `libs fetch` ingested for this repository.
+    pub fn libs_list(&self, repo_path: &Path) -> Result<LibsReport> {
+        let repo = self.resolve_repo(repo_path)?;
+        let record: IngestRecord = read_json(&ingest_record(&repo))?.ok_or_else(|| {
+            Error::NotFound(format!(
+                "no library docs for {} yet; run `docdex libs fetch --repo {}`",
+                repo.root.display(),
+                repo.root.display()
+            ))
+        })?;
+        Ok(LibsReport {
+            schema_version: LIBS_SCHEMA_VERSION,
+            repo: repo.root.display().to_string(),
+            packages: record.packages,
+            chunks: record.chunks,
+            ms: 0.0,
+            notes: record.notes,
+        })
+    }
+
+    /// Library passages for a query, from this repository's libs index only (empty when it has none).
+    pub fn libs_search(&self, repo_path: &Path, req: &LibsSearchRequest) -> Result<LibsSearchResponse> {
+        let repo = self.resolve_repo(repo_path)?;
+        if !has_index(&repo) {
+            return Ok(LibsSearchResponse { hits: Vec::new() });
+        }
+        let hits = index::search(&libs_dir(&repo), &req.query, req.limit.unwrap_or(5).clamp(1, 50))?;
+        Ok(LibsSearchResponse { hits })
+    }
+}

@@ -1,0 +1,176 @@
+//! Library docs: dependencies detected from lockfiles, docs from a fixture cargo registry,
+//! node_modules and a virtualenv's site-packages (offline), published docs from loopback
+//! registries playing docs.rs, npm and PyPI, the per-repo libs index, `search --libs`, and
+//! library passages in the chat waterfall's Tier 1.
+
+use crate::util::{llm_config, write, Env};
+use crate::web_support::{doc_page, Fixture, Reply};
+use docdex::engine::protocol::{ChatTurnRequest, LibsFetchRequest, LibsSearchRequest, Slot, StepStatus, WebPolicy};
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use std::ops::ControlFlow;
+use std::path::Path;
+
+/// A project using one crate, one npm package and one Python package, each installed locally.
+fn project(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
+    let repo = env.repo("app");
+    write(&repo, "Cargo.toml", "[package]\nname = \"app\"\nversion = \"0.1.0\"\n[dependencies]\nwidgetlib = \"1\"\n");
+    write(&repo, "Cargo.lock", "version = 3\n[[package]]\nname = \"widgetlib\"\nversion = \"1.2.3\"\n[[package]]\nname = \"app\"\nversion = \"0.1.0\"\n");
+    write(&repo, "src/main.rs", "fn main() { widgetlib::reset_widget(1); }\n");
+    write(&repo, "package.json", r#"{"name": "app", "dependencies": {"gizmo-kit": "^2.0.0"}}"#);
+    write(&repo, "package-lock.json", r#"{"lockfileVersion": 3, "packages": {"node_modules/gizmo-kit": {"version": "2.0.1"}}}"#);
+    write(&repo, "node_modules/gizmo-kit/package.json", r#"{"name": "gizmo-kit", "version": "2.0.1", "description": "Gizmos that blink in sequence"}"#);
+    write(&repo, "node_modules/gizmo-kit/README.md", "# gizmo-kit\n\nCall `blinkAll(gizmos, intervalMs)` to make every gizmo blink in sequence.\n");
+    write(&repo, "requirements.txt", "quuxbus==3.1.0\n");
+    let sp = ".venv/lib/python3.11/site-packages";
+    write(&repo, &format!("{sp}/quuxbus-3.1.0.dist-info/METADATA"), "Metadata-Version: 2.1\nName: quuxbus\nVersion: 3.1.0\nSummary: A message bus for gadgets\n\nThe quux bus keeps the last hundred messages per topic for late subscribers.\n");
+    write(&repo, &format!("{sp}/quuxbus-3.1.0.dist-info/top_level.txt"), "quuxbus\n");
+    write(&repo, &format!("{sp}/quuxbus/__init__.py"), "\"\"\"Quux bus client.\"\"\"\n\ndef subscribe(topic, handler):\n    \"\"\"Subscribe handler to every message published under topic, replaying missed ones.\"\"\"\n    pass\n");
+    let cargo = env.dir.path().join("cargo-home");
+    let krate = cargo.join("registry/src/index.crates.io-1949cf8c6b5b557f/widgetlib-1.2.3");
+    write(&krate, "README.md", "# widgetlib\n\nWidgets with knobs. See `reset_widget`.\n");
+    write(
+        &krate,
+        "src/lib.rs",
+        "//! Widgets with frobnicated knobs.\n\n/// Resets every knob of the widget to the defaults loaded at start-up.\npub fn reset_widget(id: u32) {}\n",
+    );
+    // Another version in the registry must not be read.
+    write(&cargo.join("registry/src/index.crates.io-1949cf8c6b5b557f/widgetlib-0.9.0"), "README.md", "zyzzogeton\n");
+    (repo, cargo)
+}
+
+fn registries() -> Fixture {
+    Fixture::start("127.0.0.1", |target, base, _| {
+        let path = target.split('?').next().unwrap_or("");
+        match path {
+            "/docsrs/widgetlib/1.2.3/widgetlib/" => Reply::html(doc_page(
+                "widgetlib - Rust",
+                "<p>The widgetlib crate documents reset_widget, which restores the knob defaults, and the Knob type, which holds one frobnicated setting per widget.</p><p>Widgets nest eight deep at most.</p>",
+            )),
+            "/npm/gizmo-kit" => {
+                let mut r = Reply::html(r##"{"name":"gizmo-kit","readme":"# gizmo-kit\n\nblinkAll returns a promise that resolves when the last gizmo blinked."}"##);
+                r.content_type = "application/json";
+                r
+            }
+            "/pypi/pypi/quuxbus/3.1.0/json" => {
+                let body = format!(
+                    r#"{{"info":{{"description":"quuxbus: replay buffers for gadget topics","project_urls":{{"Documentation":"{base}/quux-docs"}}}}}}"#
+                );
+                let mut r = Reply::html(body);
+                r.content_type = "application/json";
+                r
+            }
+            "/quux-docs" => Reply::html(doc_page(
+                "quuxbus documentation",
+                "<p>Late subscribers replay the retained messages of a topic before they receive live ones, so no gadget misses a message.</p>",
+            )),
+            _ => Reply::html("not found").status(404),
+        }
+    })
+}
+
+fn libs_config(cargo: &Path, reg: &Fixture) -> String {
+    format!(
+        "[libs]\ncargo_home = \"{}\"\ndocs_rs_url = \"{}\"\nnpm_registry_url = \"{}\"\npypi_url = \"{}\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n",
+        cargo.display(),
+        reg.url("/docsrs"),
+        reg.url("/npm"),
+        reg.url("/pypi")
+    )
+}
+
+#[test]
+fn local_sources_then_published_docs_are_cached_and_ingested_per_repo() {
+    let env = Env::new();
+    let reg = registries();
+    let (repo, cargo) = project(&env);
+    env.write_config(&libs_config(&cargo, &reg));
+    let engine = env.engine();
+
+    // Offline: installed sources only.
+    let mut seen = Vec::new();
+    let r = engine
+        .libs_fetch(&repo, &LibsFetchRequest { refresh: false, offline: true }, &mut |p| seen.push(p.name.clone()))
+        .expect("libs fetch");
+    let names: Vec<String> = r.packages.iter().map(|p| format!("{}:{}@{}", p.ecosystem.name(), p.name, p.version)).collect();
+    assert_eq!(names, ["crates:widgetlib@1.2.3", "npm:gizmo-kit@2.0.1", "pypi:quuxbus@3.1.0"], "{r:?}");
+    assert_eq!(seen.len(), 3, "progress per package");
+    assert!(r.packages.iter().all(|p| p.local_docs >= 2 && p.published_docs == 0 && p.chunks > 0), "{r:?}");
+    assert!(reg.hits("/").is_empty(), "offline touched nothing");
+    let hits = |q: &str| engine.libs_search(&repo, &LibsSearchRequest { query: q.into(), limit: Some(3) }).unwrap().hits;
+    let h = hits("reset widget knobs defaults");
+    assert_eq!(h[0].package, "widgetlib");
+    assert_eq!(h[0].version, "1.2.3");
+    assert!(h[0].citation.starts_with("widgetlib@1.2.3/"), "{:?}", h[0]);
+    assert!(hits("blink gizmos in sequence")[0].package == "gizmo-kit");
+    let q = hits("subscribe topic replay missed messages");
+    assert_eq!(q[0].package, "quuxbus", "{q:?}");
+    assert!(hits("zyzzogeton").is_empty(), "another version's sources were read");
+
+    // Online: the published docs join, through the guarded fetcher, and land in cache/libs.
+    let r = engine.libs_fetch(&repo, &LibsFetchRequest { refresh: true, offline: false }, &mut |_| {}).unwrap();
+    assert!(r.packages.iter().all(|p| p.published_docs >= 1), "{r:?}");
+    assert!(env.home().join("state/cache/libs/crates/widgetlib/1.2.3/docs.json").is_file());
+    assert!(env.home().join("state/cache/libs/pypi/quuxbus/3.1.0/docs.json").is_file());
+    let late = hits("late subscribers retained messages live");
+    assert!(late.iter().any(|h| h.source.ends_with("/quux-docs")), "the PyPI documentation link was fetched: {late:?}");
+    let requests = reg.hits("/").len();
+
+    // Again without --refresh: everything from the cache, no request.
+    let again = engine.libs_fetch(&repo, &LibsFetchRequest::default(), &mut |_| {}).unwrap();
+    assert!(again.packages.iter().all(|p| p.cached), "{again:?}");
+    assert_eq!(reg.hits("/").len(), requests);
+
+    // `libs list` and `search --libs` on the command line.
+    let list = env.json(&["libs", "list", "--repo", repo.to_str().unwrap(), "--json"]);
+    assert_eq!(list["packages"].as_array().unwrap().len(), 3);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let s = env.json(&["search", "--repo", repo.to_str().unwrap(), "reset widget knobs", "--libs", "--json"]);
+    assert_eq!(s["libs"][0]["package"], "widgetlib", "{s}");
+    let plain = env.json(&["search", "--repo", repo.to_str().unwrap(), "reset widget knobs", "--json"]);
+    assert!(plain.get("libs").is_none());
+
+    // Another repository never sees this one's libs index, though the cache is shared.
+    let other = env.repo("other");
+    write(&other, "a.txt", "nothing\n");
+    assert!(engine.libs_search(&other, &LibsSearchRequest { query: "reset widget".into(), limit: None }).unwrap().hits.is_empty());
+}
+
+#[test]
+fn chat_uses_library_passages_as_tier_one_with_package_citations() {
+    let env = Env::new();
+    let reg = registries();
+    let (repo, cargo) = project(&env);
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake");
+    env.write_config(&format!(
+        "{}{}",
+        llm_config("ollama", &server.url(), "fake-chat", "fake-embed"),
+        libs_config(&cargo, &reg)
+    ));
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let engine = env.engine();
+    let ask = || {
+        engine
+            .chat(&repo, &ChatTurnRequest { query: "how do I reset widget knobs".into(), web: WebPolicy::Off, ..Default::default() }, &mut |_| {
+                ControlFlow::Continue(())
+            })
+            .unwrap()
+    };
+    let before = ask();
+    let step = before.trace.steps.iter().find(|s| s.name == "libs_index").unwrap();
+    assert_eq!(step.status, StepStatus::Absent, "{step:?}");
+    assert!(step.detail.contains("docdex libs fetch"), "{step:?}");
+
+    let out = env.run(&["libs", "fetch", "--repo", r, "--offline"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = ask();
+    let step = after.trace.steps.iter().find(|s| s.name == "libs_index").unwrap();
+    assert_eq!(step.status, StepStatus::Ran, "{step:?}");
+    assert!(step.detail.contains("widgetlib@1.2.3"), "{step:?}");
+    let lib: Vec<_> = after.sources.iter().filter(|s| s.slot == Slot::Library).collect();
+    assert!(!lib.is_empty(), "{:?}", after.sources);
+    assert_eq!(lib[0].package.as_deref(), Some("crates:widgetlib@1.2.3"));
+    let (_, body) = server.requests().into_iter().rev().find(|(p, _)| p == "/api/chat").unwrap();
+    let system = body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("## Library documentation") && system.contains("### widgetlib@1.2.3/"), "{system}");
+}
