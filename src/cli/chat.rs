@@ -288,7 +288,8 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
         out.line(&format!("        top: {}", top.join(", ")));
     }
     if let Some(w) = &t.web {
-        let discovery = w.discovery.and_then(|d| serde_json::to_value(d).ok()).and_then(|v| v.as_str().map(String::from));
+        let discovery =
+            w.discovery.and_then(|d| serde_json::to_value(d).ok()).and_then(|v| v.as_str().map(String::from));
         out.line(&format!(
             "web     {:?}: discovery {} via {} ({} results, waited {} ms, {:.0} ms); total {:.0} ms",
             w.query,

@@ -64,7 +64,10 @@ pub fn run(engine: &Engine, out: &Out, cmd: LibsCommand) -> anyhow::Result<ExitC
             let req = LibsFetchRequest { refresh, offline };
             let mut progress = |p: &LibPackage| {
                 if !json {
-                    out.note(&format!("{}@{}: {} local, {} published", p.name, p.version, p.local_docs, p.published_docs));
+                    out.note(&format!(
+                        "{}@{}: {} local, {} published",
+                        p.name, p.version, p.local_docs, p.published_docs
+                    ));
                 }
             };
             let r = engine.libs_fetch(&path, &req, &mut progress)?;
@@ -86,7 +89,12 @@ pub fn run(engine: &Engine, out: &Out, cmd: LibsCommand) -> anyhow::Result<ExitC
     for p in &report.packages {
         out.line(&package_line(out, p));
     }
-    out.note(&format!("{} packages, {} passages in the libs index of {}", report.packages.len(), report.chunks, report.repo));
+    out.note(&format!(
+        "{} packages, {} passages in the libs index of {}",
+        report.packages.len(),
+        report.chunks,
+        report.repo
+    ));
     for n in &report.notes {
         out.note(n);
     }

@@ -8,6 +8,7 @@ mod check;
 mod code;
 mod dag;
 mod impact;
+mod libs;
 mod llm;
 mod memory;
 mod output;
@@ -15,7 +16,6 @@ mod progress;
 mod serve;
 mod similar;
 mod tui;
-mod libs;
 mod web;
 
 use crate::engine::protocol::WatchReport;
@@ -438,11 +438,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             let req = SearchRequest { query: query.clone(), limit, cursor, path_prefix, lang, ..Default::default() };
             let resp = engine.search(&path, &req)?;
-            let lib_hits = if libs {
-                Some(engine.libs_search(&path, &LibsSearchRequest { query, limit })?.hits)
-            } else {
-                None
-            };
+            let lib_hits =
+                if libs { Some(engine.libs_search(&path, &LibsSearchRequest { query, limit })?.hits) } else { None };
             if json {
                 let mut v = serde_json::to_value(&resp)?;
                 if let (Some(o), Some(h)) = (v.as_object_mut(), &lib_hits) {

@@ -98,7 +98,11 @@ pub fn search(engine: &Engine, out: &Out, args: WebSearchArgs) -> anyhow::Result
             }
         }
         let how = if resp.cached { "from the cache".to_string() } else { format!("via the {} endpoint", resp.source) };
-        let waited = if resp.waited_ms > 0 { format!(", waited {} ms for the rate limit", resp.waited_ms) } else { String::new() };
+        let waited = if resp.waited_ms > 0 {
+            format!(", waited {} ms for the rate limit", resp.waited_ms)
+        } else {
+            String::new()
+        };
         let status = match resp.status {
             DiscoveryStatus::Ok => format!("{} results {how} in {:.0} ms{waited}", resp.results.len(), resp.ms),
             DiscoveryStatus::Blocked => "blocked: the search endpoint refused the query (no results are known)".into(),
@@ -130,14 +134,21 @@ pub fn fetch(engine: &Engine, out: &Out, args: WebFetchArgs) -> anyhow::Result<E
         let how = if resp.cached {
             "from the cache".to_string()
         } else {
-            format!("via {}", serde_json::to_value(p.via).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())
+            format!(
+                "via {}",
+                serde_json::to_value(p.via).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
+            )
         };
         out.note(&format!(
             "{} bytes of HTML, {} of Markdown, {how} in {:.0} ms{}",
             p.html_bytes,
             p.markdown.len(),
             resp.ms,
-            if resp.waited_ms > 0 { format!(" (waited {} ms for the per-domain delay)", resp.waited_ms) } else { String::new() }
+            if resp.waited_ms > 0 {
+                format!(" (waited {} ms for the per-domain delay)", resp.waited_ms)
+            } else {
+                String::new()
+            }
         ));
         for n in &resp.notes {
             out.note(n);
@@ -165,7 +176,12 @@ pub fn browser(engine: &Engine, out: &Out, cmd: BrowserCommand) -> anyhow::Resul
                 }
                 for b in &list.browsers {
                     let mark = if b.selected { out.paint("1;32", "*") } else { " ".into() };
-                    out.line(&format!("{mark} {:<9} {}  {}", b.kind, b.path, out.paint("2", &format!("({})", b.source))));
+                    out.line(&format!(
+                        "{mark} {:<9} {}  {}",
+                        b.kind,
+                        b.path,
+                        out.paint("2", &format!("({})", b.source))
+                    ));
                 }
                 for r in &list.running {
                     out.note(&format!("running: pid {} for docdex pid {} ({})", r.pid, r.owner_pid, r.binary));
@@ -188,7 +204,11 @@ pub fn browser(engine: &Engine, out: &Out, cmd: BrowserCommand) -> anyhow::Resul
                 out.json(&r)?;
             } else {
                 out.line(&format!("{} ({}, {})", r.path, r.kind, r.version));
-                let what = if r.changed.is_empty() { "already set in".to_string() } else { format!("saved {} in", r.changed.join(", ")) };
+                let what = if r.changed.is_empty() {
+                    "already set in".to_string()
+                } else {
+                    format!("saved {} in", r.changed.join(", "))
+                };
                 out.note(&format!("{what} {}", r.config_path));
             }
             Ok(ExitCode::SUCCESS)

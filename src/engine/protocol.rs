@@ -29,6 +29,7 @@ pub use super::index::types::{
     FileContent, FileRequest, IndexProgress, IndexState, IndexSummary, LastEvent, ProgressSink, SkippedFile,
     StatusResponse, SCHEMA_VERSION,
 };
+pub use super::libs::types::*;
 pub use super::llm::models::{CatalogModel, ListedModel, LlmListResponse};
 pub use super::llm::setup::{LlmSetupReport, LlmSetupRequest, SetupModel};
 pub use super::llm::{model_matches, ChatMessage, PullProgress, Role};
@@ -46,4 +47,3 @@ pub use super::watch::WatchReport;
 pub use super::waterfall::types::*;
 pub use super::web::browser::install_help as browser_install_help;
 pub use super::web::types::*;
-pub use super::libs::types::*;

@@ -32,8 +32,9 @@ impl Chat {
         let server = FakeOllama::start(opts).expect("fake server");
         let env = Env::new();
         // The web tier's discovery points at a closed port: offline, deterministically.
+        // (After `extra_config`, which may continue the [llm] section.)
         env.write_config(&format!(
-            "{}[web]\nddg_base_url = \"{}/html/\"\n{extra_config}",
+            "{}{extra_config}\n[web]\nddg_base_url = \"{}/html/\"\n",
             llm_config(provider, &server.url(), "fake-chat", "fake-embed"),
             dead_url()
         ));
@@ -273,7 +274,10 @@ fn the_gate_wants_the_web_below_the_threshold_and_goes_on_locally_when_offline()
     let web = resp.trace.steps.iter().find(|s| s.name == "web").unwrap();
     assert_eq!(web.status, StepStatus::Unavailable);
     assert!(notices.iter().any(|n| n.contains("the web could not be reached")), "{notices:?}");
-    assert_eq!(resp.trace.web.as_ref().and_then(|w| w.discovery), Some(docdex::engine::web::types::DiscoveryStatus::Failed));
+    assert_eq!(
+        resp.trace.web.as_ref().and_then(|w| w.discovery),
+        Some(docdex::engine::web::types::DiscoveryStatus::Failed)
+    );
     assert_eq!(resp.llm.status, AnswerStatus::Answered, "the model still answers from local context");
 }
 

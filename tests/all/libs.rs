@@ -17,9 +17,21 @@ fn project(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
     write(&repo, "Cargo.lock", "version = 3\n[[package]]\nname = \"widgetlib\"\nversion = \"1.2.3\"\n[[package]]\nname = \"app\"\nversion = \"0.1.0\"\n");
     write(&repo, "src/main.rs", "fn main() { widgetlib::reset_widget(1); }\n");
     write(&repo, "package.json", r#"{"name": "app", "dependencies": {"gizmo-kit": "^2.0.0"}}"#);
-    write(&repo, "package-lock.json", r#"{"lockfileVersion": 3, "packages": {"node_modules/gizmo-kit": {"version": "2.0.1"}}}"#);
-    write(&repo, "node_modules/gizmo-kit/package.json", r#"{"name": "gizmo-kit", "version": "2.0.1", "description": "Gizmos that blink in sequence"}"#);
-    write(&repo, "node_modules/gizmo-kit/README.md", "# gizmo-kit\n\nCall `blinkAll(gizmos, intervalMs)` to make every gizmo blink in sequence.\n");
+    write(
+        &repo,
+        "package-lock.json",
+        r#"{"lockfileVersion": 3, "packages": {"node_modules/gizmo-kit": {"version": "2.0.1"}}}"#,
+    );
+    write(
+        &repo,
+        "node_modules/gizmo-kit/package.json",
+        r#"{"name": "gizmo-kit", "version": "2.0.1", "description": "Gizmos that blink in sequence"}"#,
+    );
+    write(
+        &repo,
+        "node_modules/gizmo-kit/README.md",
+        "# gizmo-kit\n\nCall `blinkAll(gizmos, intervalMs)` to make every gizmo blink in sequence.\n",
+    );
     write(&repo, "requirements.txt", "quuxbus==3.1.0\n");
     let sp = ".venv/lib/python3.11/site-packages";
     write(&repo, &format!("{sp}/quuxbus-3.1.0.dist-info/METADATA"), "Metadata-Version: 2.1\nName: quuxbus\nVersion: 3.1.0\nSummary: A message bus for gadgets\n\nThe quux bus keeps the last hundred messages per topic for late subscribers.\n");
@@ -91,12 +103,14 @@ fn local_sources_then_published_docs_are_cached_and_ingested_per_repo() {
     let r = engine
         .libs_fetch(&repo, &LibsFetchRequest { refresh: false, offline: true }, &mut |p| seen.push(p.name.clone()))
         .expect("libs fetch");
-    let names: Vec<String> = r.packages.iter().map(|p| format!("{}:{}@{}", p.ecosystem.name(), p.name, p.version)).collect();
+    let names: Vec<String> =
+        r.packages.iter().map(|p| format!("{}:{}@{}", p.ecosystem.name(), p.name, p.version)).collect();
     assert_eq!(names, ["crates:widgetlib@1.2.3", "npm:gizmo-kit@2.0.1", "pypi:quuxbus@3.1.0"], "{r:?}");
     assert_eq!(seen.len(), 3, "progress per package");
     assert!(r.packages.iter().all(|p| p.local_docs >= 2 && p.published_docs == 0 && p.chunks > 0), "{r:?}");
     assert!(reg.hits("/").is_empty(), "offline touched nothing");
-    let hits = |q: &str| engine.libs_search(&repo, &LibsSearchRequest { query: q.into(), limit: Some(3) }).unwrap().hits;
+    let hits =
+        |q: &str| engine.libs_search(&repo, &LibsSearchRequest { query: q.into(), limit: Some(3) }).unwrap().hits;
     let h = hits("reset widget knobs defaults");
     assert_eq!(h[0].package, "widgetlib");
     assert_eq!(h[0].version, "1.2.3");
@@ -132,7 +146,11 @@ fn local_sources_then_published_docs_are_cached_and_ingested_per_repo() {
     // Another repository never sees this one's libs index, though the cache is shared.
     let other = env.repo("other");
     write(&other, "a.txt", "nothing\n");
-    assert!(engine.libs_search(&other, &LibsSearchRequest { query: "reset widget".into(), limit: None }).unwrap().hits.is_empty());
+    assert!(engine
+        .libs_search(&other, &LibsSearchRequest { query: "reset widget".into(), limit: None })
+        .unwrap()
+        .hits
+        .is_empty());
 }
 
 #[test]
@@ -151,9 +169,15 @@ fn chat_uses_library_passages_as_tier_one_with_package_citations() {
     let engine = env.engine();
     let ask = || {
         engine
-            .chat(&repo, &ChatTurnRequest { query: "how do I reset widget knobs".into(), web: WebPolicy::Off, ..Default::default() }, &mut |_| {
-                ControlFlow::Continue(())
-            })
+            .chat(
+                &repo,
+                &ChatTurnRequest {
+                    query: "how do I reset widget knobs".into(),
+                    web: WebPolicy::Off,
+                    ..Default::default()
+                },
+                &mut |_| ControlFlow::Continue(()),
+            )
             .unwrap()
     };
     let before = ask();

@@ -164,8 +164,10 @@ fn check_json_reports_each_prerequisite() {
     assert!(embed["hint"].as_str().unwrap().contains("docdex llm-setup --model nomic-embed-text --yes"));
     assert_eq!(item(&v, "http_bind")["status"], "warn");
     assert_eq!(item(&v, "symbols")["status"], "skipped");
-    assert!(["info"].contains(&item(&v, "browser")["status"].as_str().unwrap()));
-    assert_eq!(v["warnings"].as_u64().unwrap() as usize, 2);
+    // The browser is launched once: ok where Chromium is installed (CI), a warning where not.
+    let browser = item(&v, "browser")["status"].as_str().unwrap().to_string();
+    assert!(["ok", "warn"].contains(&browser.as_str()), "{v}");
+    assert_eq!(v["warnings"].as_u64().unwrap() as usize, 2 + usize::from(browser == "warn"));
 
     // Required: the missing model and the busy port fail, and the exit code says so.
     let out = env.run_env(&["check", "--json", "--require-llm", "--require-bind"], &[("DOCDEX_HARDWARE", "ram_gb=16")]);

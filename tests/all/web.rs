@@ -66,10 +66,8 @@ fn chromium_fetches_clean_cache_and_guard_pages() {
         .expect("gadgets");
     assert!(refreshed.page.markdown.contains("quux bus"));
     // (The first request of each fetch: the redirect's own hop to /doc/widgets is the same fetch.)
-    let mut starts: Vec<Instant> = ["/doc/widgets", "/redirect", "/doc/gadgets"]
-        .iter()
-        .map(|p| site.hits(p)[0].at)
-        .collect();
+    let mut starts: Vec<Instant> =
+        ["/doc/widgets", "/redirect", "/doc/gadgets"].iter().map(|p| site.hits(p)[0].at).collect();
     starts.sort();
     for w in starts.windows(2) {
         let gap = w[1] - w[0];
@@ -132,7 +130,11 @@ fn discovery_parses_caches_spaces_and_reports_blocks() {
     let r = engine.web_search(&WebSearchRequest { query: "configure widgets".into(), limit: Some(10) }).unwrap();
     assert_eq!(r.status, DiscoveryStatus::Ok, "{r:?}");
     let urls: Vec<&str> = r.results.iter().map(|x| x.url.as_str()).collect();
-    assert_eq!(urls, [site.url("/doc/widgets"), site.url("/doc/gadgets")], "ad, blocklisted and private results dropped");
+    assert_eq!(
+        urls,
+        [site.url("/doc/widgets"), site.url("/doc/gadgets")],
+        "ad, blocklisted and private results dropped"
+    );
     assert_eq!(r.filtered, 2);
     assert_eq!(r.results[0].title, "Configuring widgets");
     assert_eq!(r.source, "primary");
@@ -273,7 +275,8 @@ fn check_launches_the_browser_and_reports_its_version() {
     let env = Env::new();
     let out = env.run(&["check", "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let item = report["items"].as_array().unwrap().iter().find(|i| i["name"] == "browser").expect("browser item").clone();
+    let item =
+        report["items"].as_array().unwrap().iter().find(|i| i["name"] == "browser").expect("browser item").clone();
     assert_eq!(item["status"], "ok", "{item}");
     assert!(item["message"].as_str().unwrap().contains("Chrome/"), "{item}");
     assert!(browser_processes(&env.home().display().to_string()).is_empty());
@@ -349,7 +352,10 @@ fn the_waterfall_cites_web_passages_below_the_threshold_and_goes_on_offline() {
     // The prompt carries the passage under its URL.
     let (_, body) = server.requests().into_iter().rev().find(|(p, _)| p == "/api/chat").unwrap();
     let system = body["messages"][0]["content"].as_str().unwrap().to_string();
-    assert!(system.contains("## Web pages") && system.contains(&format!("### {}", site.url("/doc/widgets"))), "{system}");
+    assert!(
+        system.contains("## Web pages") && system.contains(&format!("### {}", site.url("/doc/widgets"))),
+        "{system}"
+    );
     assert!(system.contains("reset_widget") || system.contains("reset\\_widget"), "{system}");
     assert!(resp.trace.timings_ms.web > 0.0);
 
@@ -371,9 +377,11 @@ fn the_waterfall_cites_web_passages_below_the_threshold_and_goes_on_offline() {
     env2.json(&["index", "--repo", repo2.to_str().unwrap(), "--json"]);
     let resp = env2
         .engine()
-        .chat(&repo2, &ChatTurnRequest { query: "widget knobs".into(), web: WebPolicy::Force, ..Default::default() }, &mut |_| {
-            ControlFlow::Continue(())
-        })
+        .chat(
+            &repo2,
+            &ChatTurnRequest { query: "widget knobs".into(), web: WebPolicy::Force, ..Default::default() },
+            &mut |_| ControlFlow::Continue(()),
+        )
         .unwrap();
     let step = resp.trace.steps.iter().find(|s| s.name == "web").unwrap();
     assert_eq!(step.status, StepStatus::Unavailable, "{step:?}");

@@ -27,7 +27,13 @@ pub struct Reply {
 
 impl Reply {
     pub fn html(body: impl Into<String>) -> Reply {
-        Reply { status: 200, content_type: "text/html; charset=utf-8", headers: vec![], body: body.into(), delay: Duration::ZERO }
+        Reply {
+            status: 200,
+            content_type: "text/html; charset=utf-8",
+            headers: vec![],
+            body: body.into(),
+            delay: Duration::ZERO,
+        }
     }
     pub fn status(mut self, s: u16) -> Reply {
         self.status = s;
@@ -206,11 +212,15 @@ pub fn site(secret: String) -> impl Fn(&str, &str, usize) -> Reply + Send + Sync
                 "{}<script>fetch('{secret}').catch(()=>{{}}); var i = new Image(); i.src = '{secret}?img';</script>",
                 doc_page("Leaky page", GADGETS)
             )),
-            "/html/" if query.starts_with("nothing") => {
-                Reply::html(r#"<html><body><div class="results"><div class="no-results">No results.</div></div></body></html>"#)
-            }
+            "/html/" if query.starts_with("nothing") => Reply::html(
+                r#"<html><body><div class="results"><div class="no-results">No results.</div></div></body></html>"#,
+            ),
             "/html/" => Reply::html(results_page(&[
-                (format!("{base}/doc/widgets"), "Configuring <b>widgets</b>", "Widgets are configured through frobnicate."),
+                (
+                    format!("{base}/doc/widgets"),
+                    "Configuring <b>widgets</b>",
+                    "Widgets are configured through frobnicate.",
+                ),
                 (format!("{base}/doc/gadgets"), "Gadgets and the quux bus", "Gadgets subscribe to topics."),
                 ("https://www.pinterest.com/pin/1".to_string(), "Pinned widgets", "blocked host"),
                 (secret.clone(), "Secret", "a private address"),
@@ -253,9 +263,7 @@ pub fn browser_processes(needle: &str) -> Vec<u32> {
 /// without one skips the browser tests with a note, and CI fails them through DOCDEX_REQUIRE_BROWSER).
 pub fn have_browser() -> bool {
     let found = ["chromium", "chromium-browser", "google-chrome"].iter().any(|n| {
-        std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(n).is_file()))
-            .unwrap_or(false)
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(n).is_file())).unwrap_or(false)
     });
     if !found && std::env::var_os("DOCDEX_REQUIRE_BROWSER").is_some() {
         panic!("DOCDEX_REQUIRE_BROWSER is set but no chromium is installed");

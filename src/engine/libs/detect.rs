@@ -71,7 +71,8 @@ fn lock_packages(path: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let Some(lock) = read_toml(path) else { return out };
     for p in lock.get("package").and_then(|p| p.as_array()).into_iter().flatten() {
-        if let (Some(n), Some(v)) = (p.get("name").and_then(|x| x.as_str()), p.get("version").and_then(|x| x.as_str())) {
+        if let (Some(n), Some(v)) = (p.get("name").and_then(|x| x.as_str()), p.get("version").and_then(|x| x.as_str()))
+        {
             out.entry(n.to_string()).or_default().insert(v.to_string());
         }
     }
@@ -215,9 +216,7 @@ fn python(repo: &Path, d: &mut Detected) {
             .iter()
             .find_map(|(file, l)| l.get(&n).and_then(|v| v.iter().next_back()).map(|v| (v.clone(), file.to_string())));
         match from_lock.or_else(|| pinned.get(&n).cloned()) {
-            Some((v, by)) => {
-                d.deps.push(Dependency { ecosystem: Ecosystem::Pypi, name: n, version: v, locked_by: by })
-            }
+            Some((v, by)) => d.deps.push(Dependency { ecosystem: Ecosystem::Pypi, name: n, version: v, locked_by: by }),
             None => d.notes.push(format!("Python package {n}: not pinned (no lock entry, no ==version); left out")),
         }
     }
@@ -239,15 +238,26 @@ mod tests {
         let r = dir.path();
         w(r, "Cargo.toml", "[package]\nname = \"app\"\n[dependencies]\nserde = \"1\"\nlocal = { path = \"../local\" }\nrenamed = { package = \"tokio\", version = \"1\" }\n[dev-dependencies]\nunlocked = \"0.1\"\n");
         w(r, "Cargo.lock", "version = 3\n[[package]]\nname = \"serde\"\nversion = \"1.0.200\"\n[[package]]\nname = \"tokio\"\nversion = \"1.40.0\"\n");
-        w(r, "package.json", r#"{"dependencies": {"left-pad": "^1.3.0", "lodash": "^4"}, "devDependencies": {"missing": "1"}}"#);
-        w(r, "package-lock.json", r#"{"lockfileVersion": 3, "packages": {"node_modules/left-pad": {"version": "1.3.0"}}}"#);
+        w(
+            r,
+            "package.json",
+            r#"{"dependencies": {"left-pad": "^1.3.0", "lodash": "^4"}, "devDependencies": {"missing": "1"}}"#,
+        );
+        w(
+            r,
+            "package-lock.json",
+            r#"{"lockfileVersion": 3, "packages": {"node_modules/left-pad": {"version": "1.3.0"}}}"#,
+        );
         w(r, "node_modules/lodash/package.json", r#"{"name": "lodash", "version": "4.17.21"}"#);
         w(r, "requirements.txt", "Requests[socks]==2.31.0  # http\nflask>=2\n-r other.txt\n");
         w(r, "pyproject.toml", "[project]\ndependencies = [\"Typing_Extensions>=4\"]\n");
         w(r, "uv.lock", "version = 1\n[[package]]\nname = \"typing-extensions\"\nversion = \"4.12.2\"\n");
         let d = detect(r);
-        let got: Vec<String> =
-            d.deps.iter().map(|x| format!("{}:{}@{} ({})", x.ecosystem.name(), x.name, x.version, x.locked_by)).collect();
+        let got: Vec<String> = d
+            .deps
+            .iter()
+            .map(|x| format!("{}:{}@{} ({})", x.ecosystem.name(), x.name, x.version, x.locked_by))
+            .collect();
         assert_eq!(
             got,
             [

@@ -27,7 +27,8 @@ struct Fields {
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
     let analyzed = || {
-        let idx = TextFieldIndexing::default().set_tokenizer(CODE_TOKENIZER).set_index_option(IndexRecordOption::WithFreqs);
+        let idx =
+            TextFieldIndexing::default().set_tokenizer(CODE_TOKENIZER).set_index_option(IndexRecordOption::WithFreqs);
         TextOptions::default().set_indexing_options(idx).set_stored()
     };
     let f = Fields {

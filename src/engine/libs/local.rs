@@ -114,7 +114,11 @@ pub fn rust_doc_comments(text: &str, rel: &str) -> Vec<LibDoc> {
         } else {
             if !pending.is_empty() && t.starts_with("pub") {
                 let sig = t.trim_end_matches('{').trim().to_string();
-                out.push(LibDoc { title: sig.clone(), source: rel.to_string(), text: format!("`{sig}`\n\n{}", pending.join("\n")) });
+                out.push(LibDoc {
+                    title: sig.clone(),
+                    source: rel.to_string(),
+                    text: format!("`{sig}`\n\n{}", pending.join("\n")),
+                });
             }
             pending.clear();
         }
@@ -232,7 +236,11 @@ pub fn python_docstrings(text: &str, rel: &str) -> Vec<LibDoc> {
         let Some(body) = (end + 1..lines.len()).find(|&j| !lines[j].trim().is_empty()) else { continue };
         if let Some(doc) = docstring_at(&lines, body) {
             let sig = lines[i..=end].iter().map(|s| s.trim()).collect::<Vec<_>>().join(" ");
-            out.push(LibDoc { title: sig.trim_end_matches(':').to_string(), source: rel.to_string(), text: format!("`{}`\n\n{doc}", sig.trim_end_matches(':')) });
+            out.push(LibDoc {
+                title: sig.trim_end_matches(':').to_string(),
+                source: rel.to_string(),
+                text: format!("`{}`\n\n{doc}", sig.trim_end_matches(':')),
+            });
         }
     }
     out

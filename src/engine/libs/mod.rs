@@ -97,7 +97,9 @@ impl Engine {
         }
         let online = !req.offline && self.config().libs.fetch_published && self.config().web.enabled;
         if !online {
-            notes.push("published docs not fetched (offline, [libs] fetch_published = false or the web tier is off)".into());
+            notes.push(
+                "published docs not fetched (offline, [libs] fetch_published = false or the web tier is off)".into(),
+            );
         }
         let roots = self.lib_roots(&repo.root);
         let mut ingest: Vec<(Dependency, Vec<LibDoc>)> = Vec::new();
@@ -139,7 +141,9 @@ impl Engine {
             cached: false,
             notes: Vec::new(),
         };
-        let usable = cached.filter(|c| !refresh && (c.published_tried || !online) && !(c.local.is_empty() && c.published.is_empty() && online));
+        let usable = cached.filter(|c| {
+            !refresh && (c.published_tried || !online) && !(c.local.is_empty() && c.published.is_empty() && online)
+        });
         let entry = match usable {
             Some(c) => {
                 pkg.cached = true;
@@ -147,7 +151,8 @@ impl Engine {
             }
             None => {
                 let local = local::docs(dep, roots);
-                let mut entry = CachedDocs { fetched_at: now_ms(), local, published_tried: online, ..Default::default() };
+                let mut entry =
+                    CachedDocs { fetched_at: now_ms(), local, published_tried: online, ..Default::default() };
                 if entry.local.is_empty() {
                     entry.notes.push("not installed here (no local sources)".into());
                 }
@@ -182,7 +187,8 @@ impl Engine {
         let base = |s: &str| s.trim().trim_end_matches('/').to_string();
         match dep.ecosystem {
             Ecosystem::Crates => {
-                let url = format!("{}/{}/{}/{}/", base(&libs.docs_rs_url), dep.name, dep.version, dep.name.replace('-', "_"));
+                let url =
+                    format!("{}/{}/{}/{}/", base(&libs.docs_rs_url), dep.name, dep.version, dep.name.replace('-', "_"));
                 let page = self.fetch_url(&url, Origin::Configured)?;
                 Ok(vec![LibDoc { title: page.title.clone(), source: page.final_url.clone(), text: page.markdown }])
             }
@@ -208,17 +214,27 @@ impl Engine {
                 let mut out = Vec::new();
                 let desc = info.get("description").and_then(|d| d.as_str()).unwrap_or("");
                 if !desc.trim().is_empty() {
-                    out.push(LibDoc { title: "project description (PyPI)".into(), source: url.clone(), text: desc.to_string() });
+                    out.push(LibDoc {
+                        title: "project description (PyPI)".into(),
+                        source: url.clone(),
+                        text: desc.to_string(),
+                    });
                 }
                 let docs_link = info
                     .get("project_urls")
                     .and_then(|u| u.as_object())
-                    .and_then(|o| o.iter().find(|(k, _)| k.to_ascii_lowercase().contains("doc")).map(|(_, v)| v.clone()))
+                    .and_then(|o| {
+                        o.iter().find(|(k, _)| k.to_ascii_lowercase().contains("doc")).map(|(_, v)| v.clone())
+                    })
                     .or_else(|| info.get("docs_url").cloned())
                     .and_then(|v| v.as_str().map(str::to_string));
                 if let Some(link) = docs_link {
                     match self.fetch_url(&link, Origin::Discovered) {
-                        Ok(page) => out.push(LibDoc { title: page.title.clone(), source: page.final_url.clone(), text: page.markdown }),
+                        Ok(page) => out.push(LibDoc {
+                            title: page.title.clone(),
+                            source: page.final_url.clone(),
+                            text: page.markdown,
+                        }),
                         Err(e) => tracing::info!(%link, error = %e, "documentation link not fetched"),
                     }
                 }

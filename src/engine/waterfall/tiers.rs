@@ -7,8 +7,8 @@ use super::sources::{self, Availability};
 use super::types::*;
 use super::{ms, Found, Turn};
 use crate::engine::dag::NodeKind;
-use crate::engine::search::types::{SearchRequest, SearchResponse};
 use crate::engine::libs::types::LibsSearchRequest;
+use crate::engine::search::types::{SearchRequest, SearchResponse};
 use crate::engine::web::types::{DiscoveryStatus, FetchVia, PageStatus, WebResearchRequest};
 use crate::error::Result;
 use serde_json::{json, Value};
@@ -263,7 +263,9 @@ impl Turn<'_> {
                 let status = if r.passages.is_empty() { StepStatus::Unavailable } else { StepStatus::Ran };
                 if r.passages.is_empty() {
                     let reason = match t.discovery {
-                        Some(DiscoveryStatus::Blocked) => "the search endpoint is blocking queries (bot challenge or rate limit)".to_string(),
+                        Some(DiscoveryStatus::Blocked) => {
+                            "the search endpoint is blocking queries (bot challenge or rate limit)".to_string()
+                        }
                         Some(DiscoveryStatus::Failed) | None => format!(
                             "the web could not be reached ({})",
                             t.notes.first().cloned().unwrap_or_else(|| "offline?".into())

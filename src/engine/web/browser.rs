@@ -94,7 +94,9 @@ pub fn discover(cfg: &ScraperConfig) -> Vec<BrowserCandidate> {
 /// The browser kind a binary's name suggests.
 pub fn kind_of(path: &Path) -> String {
     let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
-    for (needle, kind) in [("edge", "edge"), ("msedge", "edge"), ("brave", "brave"), ("vivaldi", "vivaldi"), ("chromium", "chromium")] {
+    for (needle, kind) in
+        [("edge", "edge"), ("msedge", "edge"), ("brave", "brave"), ("vivaldi", "vivaldi"), ("chromium", "chromium")]
+    {
         if name.contains(needle) {
             return kind.into();
         }
@@ -106,9 +108,13 @@ pub fn kind_of(path: &Path) -> String {
 pub fn install_help() -> String {
     let os = std::env::consts::OS;
     let how = match os {
-        "linux" => "install your distribution's package: `sudo apt-get install chromium` (Debian, Ubuntu), \
-                    `sudo dnf install chromium` (Fedora), `sudo pacman -S chromium` (Arch), or Google Chrome",
-        "macos" => "install Google Chrome or Chromium (`brew install --cask chromium` or `brew install --cask google-chrome`)",
+        "linux" => {
+            "install your distribution's package: `sudo apt-get install chromium` (Debian, Ubuntu), \
+                    `sudo dnf install chromium` (Fedora), `sudo pacman -S chromium` (Arch), or Google Chrome"
+        }
+        "macos" => {
+            "install Google Chrome or Chromium (`brew install --cask chromium` or `brew install --cask google-chrome`)"
+        }
         "windows" => "install Google Chrome or Microsoft Edge (Edge is usually already there)",
         _ => "install Chromium or Google Chrome with your system's package manager",
     };
@@ -152,7 +158,12 @@ pub fn running(dirs: &BrowserDirs) -> Vec<RunningBrowser> {
     lock_infos(dirs)
         .into_iter()
         .filter(|(lock, _, _)| matches!(FileLock::try_acquire(lock), Ok(None)))
-        .map(|(_, _, i)| RunningBrowser { owner_pid: i.owner_pid, pid: i.pid, binary: i.binary, started_at: i.started_at })
+        .map(|(_, _, i)| RunningBrowser {
+            owner_pid: i.owner_pid,
+            pid: i.pid,
+            binary: i.binary,
+            started_at: i.started_at,
+        })
         .collect()
 }
 
@@ -198,7 +209,8 @@ pub fn reap(dirs: &BrowserDirs) -> Vec<ReapedBrowser> {
             if claimed.contains(&p) {
                 continue;
             }
-            let owner: u32 = e.file_name().to_string_lossy().split('-').next().and_then(|s| s.parse().ok()).unwrap_or(0);
+            let owner: u32 =
+                e.file_name().to_string_lossy().split('-').next().and_then(|s| s.parse().ok()).unwrap_or(0);
             if owner == std::process::id() {
                 continue;
             }
@@ -413,7 +425,10 @@ impl Chromium {
 
     /// The connected browser.
     pub fn browser(&self) -> Result<&headless_chrome::Browser> {
-        self.browser.as_ref().filter(|_| self.alive()).ok_or_else(|| Error::Upstream("the browser is not running".into()))
+        self.browser
+            .as_ref()
+            .filter(|_| self.alive())
+            .ok_or_else(|| Error::Upstream("the browser is not running".into()))
     }
 
     /// The product string (`Chrome/126.0.6478.126`).

@@ -129,7 +129,12 @@ mod tests {
         assert!(dir.path().join(format!("cache/web/pages/{key}.html")).is_file());
         c.put_page(&page("https://a.org/", now_ms() - 61_000), "x").unwrap();
         assert!(c.page("https://a.org/").is_none(), "expired");
-        let s = CachedSearch { query: "Tokio Channels".into(), fetched_at: now_ms(), source: "primary".into(), results: vec![] };
+        let s = CachedSearch {
+            query: "Tokio Channels".into(),
+            fetched_at: now_ms(),
+            source: "primary".into(),
+            results: vec![],
+        };
         c.put_search("ddg", &s).unwrap();
         assert!(c.search("ddg", " tokio channels").is_some(), "queries are keyed case-insensitively");
         assert!(c.search("ddg", "other").is_none());

@@ -69,7 +69,19 @@ fn collect_text(el: scraper::ElementRef<'_>, out: &mut String) {
             }
             let block = matches!(
                 name,
-                "p" | "div" | "section" | "article" | "li" | "tr" | "br" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "pre"
+                "p" | "div"
+                    | "section"
+                    | "article"
+                    | "li"
+                    | "tr"
+                    | "br"
+                    | "h1"
+                    | "h2"
+                    | "h3"
+                    | "h4"
+                    | "h5"
+                    | "h6"
+                    | "pre"
             );
             if block {
                 out.push('\n');
@@ -145,7 +157,10 @@ mod tests {
 
     #[test]
     fn a_page_without_an_article_keeps_its_text() {
-        let e = extract("<html><head><title>T</title><script>var x=1</script></head><body><p>short note</p></body></html>", "https://e.org/");
+        let e = extract(
+            "<html><head><title>T</title><script>var x=1</script></head><body><p>short note</p></body></html>",
+            "https://e.org/",
+        );
         assert!(e.markdown.contains("short note"), "{e:?}");
         assert!(!e.markdown.contains("var x"), "{e:?}");
         let plain = extract("just text, no markup", "https://e.org/a.txt");

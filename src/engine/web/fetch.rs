@@ -94,7 +94,10 @@ async fn get_inner(
         policy.check(&current, hop_origin).map_err(|r| HttpFailure::Refused(r.0))?;
         let resp = client
             .get(current.clone())
-            .header(reqwest::header::ACCEPT, "text/html,application/xhtml+xml,application/json,text/plain;q=0.9,*/*;q=0.5")
+            .header(
+                reqwest::header::ACCEPT,
+                "text/html,application/xhtml+xml,application/json,text/plain;q=0.9,*/*;q=0.5",
+            )
             .send()
             .await
             .map_err(|e| HttpFailure::Failed(format!("{current}: {}", describe(&e))))?;
@@ -115,8 +118,11 @@ async fn get_inner(
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
-        let retry_after =
-            resp.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok());
         if let Some(len) = resp.content_length() {
             if len > max_bytes {
                 return Err(HttpFailure::Failed(format!(
@@ -190,8 +196,11 @@ pub fn render(
     let page_host = url.host_str().unwrap_or_default().to_string();
     let blocked: Arc<Mutex<Vec<String>>> = Arc::default();
     let (rules, first, seen) = (policy.clone(), url.clone(), blocked.clone());
-    let patterns =
-        [RequestPattern { url_pattern: Some("*".into()), resource_Type: None, request_stage: Some(RequestStage::Request) }];
+    let patterns = [RequestPattern {
+        url_pattern: Some("*".into()),
+        resource_Type: None,
+        request_stage: Some(RequestStage::Request),
+    }];
     tab.enable_fetch(Some(&patterns), None).map_err(|e| upstream("enabling request checks", e))?;
     tab.enable_request_interception(Arc::new(move |_t, _s, ev: RequestPausedEvent| {
         let p = &ev.params;
@@ -261,7 +270,10 @@ pub fn render(
                 return Err(Error::BadRequest(format!("{url}: refused by the URL rules")));
             }
             return Err(if msg.to_ascii_lowercase().contains("timeout") || msg.contains("timed out") {
-                Error::Upstream(format!("{url}: the page did not load within {} s (page_load_timeout_secs)", timeout.as_secs()))
+                Error::Upstream(format!(
+                    "{url}: the page did not load within {} s (page_load_timeout_secs)",
+                    timeout.as_secs()
+                ))
             } else {
                 Error::Upstream(format!("{url}: {msg}"))
             });
@@ -275,7 +287,9 @@ pub fn render(
         }
     }
     let final_url = tab.get_url();
-    if let Some(b) = blocked.lock().ok().and_then(|v| v.iter().find(|b| **b == final_url || b.as_str() == url.as_str()).cloned()) {
+    if let Some(b) =
+        blocked.lock().ok().and_then(|v| v.iter().find(|b| **b == final_url || b.as_str() == url.as_str()).cloned())
+    {
         return Err(Error::BadRequest(format!("{b}: refused by the URL rules (loopback or private target)")));
     }
     let html = tab.get_content().map_err(|e| upstream("reading the page", e))?;

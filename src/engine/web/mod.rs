@@ -123,7 +123,8 @@ impl Engine {
             Ok(())
         } else {
             Err(Error::BadRequest(
-                "the web tier is off ([web] enabled = false / DOCDEX_WEB_ENABLED=0); turn it on to search or fetch".into(),
+                "the web tier is off ([web] enabled = false / DOCDEX_WEB_ENABLED=0); turn it on to search or fetch"
+                    .into(),
             ))
         }
     }
@@ -262,7 +263,9 @@ impl Engine {
                     self.page_timeout(),
                 ))
                 .map_err(|e| EndpointFailure::Failed(e.to_string()))?
-                .map_err(|e| EndpointFailure::Failed(e.to_string()))?;
+                .map_err(|e| EndpointFailure::Failed(e.to_string()));
+            let _ = spacer.finished(&key, gap);
+            let answer = answer?;
             let s = answer.status;
             if s == 429 || s >= 500 {
                 let asked = Duration::from_secs(answer.retry_after.unwrap_or(0));
@@ -330,41 +333,9 @@ impl Engine {
             std::thread::sleep(wait);
         }
         let _permit = self.acquire_permit()?;
-        let (html, final_url, status, via) = match self.chromium() {
-            Ok(ch) => {
-                let r = fetch::render(&ch, &self.url_policy(), url, origin, &self.config().web.user_agent, self.page_timeout());
-                if !ch.alive() {
-                    self.forget_browser(&ch);
-                }
-                let r = r?;
-                (r.html, r.final_url, r.status, FetchVia::Chromium)
-            }
-            Err(why) => {
-                notes.push(format!("fetched over plain HTTP: {why}"));
-                let client = self.http_client()?;
-                let a = self
-                    .block_on(fetch::get(
-                        client,
-                        &self.url_policy(),
-                        url,
-                        origin,
-                        self.config().web.max_page_bytes,
-                        self.page_timeout(),
-                    ))?
-                    .map_err(|e| match e {
-                        fetch::HttpFailure::Refused(s) => Error::BadRequest(s),
-                        fetch::HttpFailure::Failed(s) => Error::Upstream(s),
-                    })?;
-                let textual = a.content_type.is_empty()
-                    || a.content_type.contains("html")
-                    || a.content_type.starts_with("text/")
-                    || a.content_type.contains("xml");
-                if !textual {
-                    return Err(Error::Upstream(format!("{url}: not a text page ({})", a.content_type)));
-                }
-                (a.body, a.final_url.to_string(), Some(a.status), FetchVia::Http)
-            }
-        };
+        let fetched = self.fetch_raw(url, origin, &mut notes);
+        let _ = spacer.finished(&spacing_key, delay);
+        let (html, final_url, status, via) = fetched?;
         if let Some(s) = status.filter(|s| *s >= 400) {
             if s == 429 || s >= 500 {
                 let _ = spacer.back_off(&spacing_key, delay * 4);
@@ -421,18 +392,20 @@ impl Engine {
         let url = policy.check_str(raw, Origin::Configured).map_err(|r| Error::BadRequest(r.0))?;
         let delay = Duration::from_millis(self.config().web.scraper.request_delay_ms.max(1000));
         let wait = self.spacer().reserve(&format!("fetch:{}", url.host_str().unwrap_or_default()), delay)?;
+        // (The key again after the request, below.)
         std::thread::sleep(wait);
         let _permit = self.acquire_permit()?;
-        let a = self
-            .block_on(fetch::get(
-                self.http_client()?,
-                &policy,
-                &url,
-                Origin::Configured,
-                self.config().web.max_page_bytes,
-                self.page_timeout(),
-            ))?
-            .map_err(|e| Error::Upstream(e.to_string()))?;
+        let key = format!("fetch:{}", url.host_str().unwrap_or_default());
+        let a = self.block_on(fetch::get(
+            self.http_client()?,
+            &policy,
+            &url,
+            Origin::Configured,
+            self.config().web.max_page_bytes,
+            self.page_timeout(),
+        ));
+        let _ = self.spacer().finished(&key, delay);
+        let a = a?.map_err(|e| Error::Upstream(e.to_string()))?;
         if a.status == 404 {
             return Err(Error::NotFound(format!("{url}: not found (HTTP 404)")));
         }
@@ -440,6 +413,57 @@ impl Engine {
             return Err(Error::Upstream(format!("{url}: HTTP {}", a.status)));
         }
         serde_json::from_str(&a.body).map_err(|e| Error::Upstream(format!("{url}: not JSON ({e})")))
+    }
+
+    /// The page's raw HTML, final URL, status and fetcher: the shared browser, else plain HTTP.
+    fn fetch_raw(
+        &self,
+        url: &Url,
+        origin: Origin,
+        notes: &mut Vec<String>,
+    ) -> Result<(String, String, Option<u16>, FetchVia)> {
+        Ok(match self.chromium() {
+            Ok(ch) => {
+                let r = fetch::render(
+                    &ch,
+                    &self.url_policy(),
+                    url,
+                    origin,
+                    &self.config().web.user_agent,
+                    self.page_timeout(),
+                );
+                if !ch.alive() {
+                    self.forget_browser(&ch);
+                }
+                let r = r?;
+                (r.html, r.final_url, r.status, FetchVia::Chromium)
+            }
+            Err(why) => {
+                notes.push(format!("fetched over plain HTTP: {why}"));
+                let client = self.http_client()?;
+                let a = self
+                    .block_on(fetch::get(
+                        client,
+                        &self.url_policy(),
+                        url,
+                        origin,
+                        self.config().web.max_page_bytes,
+                        self.page_timeout(),
+                    ))?
+                    .map_err(|e| match e {
+                        fetch::HttpFailure::Refused(s) => Error::BadRequest(s),
+                        fetch::HttpFailure::Failed(s) => Error::Upstream(s),
+                    })?;
+                let textual = a.content_type.is_empty()
+                    || a.content_type.contains("html")
+                    || a.content_type.starts_with("text/")
+                    || a.content_type.contains("xml");
+                if !textual {
+                    return Err(Error::Upstream(format!("{url}: not a text page ({})", a.content_type)));
+                }
+                (a.body, a.final_url.to_string(), Some(a.status), FetchVia::Http)
+            }
+        })
     }
 
     /// The shared browser, launched on first use; `Err` says why plain HTTP is used instead.
@@ -548,7 +572,9 @@ impl Engine {
                         passages: best.len() as u32,
                         error: None,
                     });
-                    trace.notes.extend(f.notes.iter().filter(|n| !trace.notes.contains(n)).cloned().collect::<Vec<_>>());
+                    trace
+                        .notes
+                        .extend(f.notes.iter().filter(|n| !trace.notes.contains(n)).cloned().collect::<Vec<_>>());
                     for p in best {
                         passages.push(WebPassage {
                             url: f.page.final_url.clone(),
@@ -592,16 +618,19 @@ impl Engine {
     /// closes it: proves it works (`docdex check`, `browser setup`).
     pub fn browser_probe(&self, path: Option<&Path>) -> Result<BrowserProbe> {
         let scraper = &self.config().web.scraper;
-        let binary = match path {
-            Some(p) => p.to_path_buf(),
-            None => browser::discover(scraper)
-                .into_iter()
-                .next()
-                .map(|c| c.path.into())
-                .ok_or_else(|| Error::NotFound(format!("no Chromium or Chrome found. {}", browser::install_help())))?,
-        };
+        let binary =
+            match path {
+                Some(p) => p.to_path_buf(),
+                None => browser::discover(scraper).into_iter().next().map(|c| c.path.into()).ok_or_else(|| {
+                    Error::NotFound(format!("no Chromium or Chrome found. {}", browser::install_help()))
+                })?,
+            };
         let ch = Chromium::launch(&binary, scraper, &self.browser_dirs(), Duration::ZERO)?;
-        Ok(BrowserProbe { path: binary.display().to_string(), version: ch.version().to_string(), start_ms: ch.start_ms() })
+        Ok(BrowserProbe {
+            path: binary.display().to_string(),
+            version: ch.version().to_string(),
+            start_ms: ch.start_ms(),
+        })
     }
 
     /// Saves the browser to use in the config (`[web.scraper] chrome_binary_path` and
@@ -612,15 +641,18 @@ impl Engine {
                 let real = std::fs::canonicalize(p)
                     .map_err(|e| Error::BadRequest(format!("{}: {e}; give the browser's executable", p.display())))?;
                 if !real.is_file() {
-                    return Err(Error::BadRequest(format!("{} is not a file; give the browser's executable", p.display())));
+                    return Err(Error::BadRequest(format!(
+                        "{} is not a file; give the browser's executable",
+                        p.display()
+                    )));
                 }
                 real
             }
-            None => browser::discover(&self.config().web.scraper)
-                .into_iter()
-                .next()
-                .map(|c| c.path.into())
-                .ok_or_else(|| Error::NotFound(format!("no Chromium or Chrome found. {}", browser::install_help())))?,
+            None => {
+                browser::discover(&self.config().web.scraper).into_iter().next().map(|c| c.path.into()).ok_or_else(
+                    || Error::NotFound(format!("no Chromium or Chrome found. {}", browser::install_help())),
+                )?
+            }
         };
         let probe = self.browser_probe(Some(&binary))?;
         let kind = browser::kind_of(&binary);

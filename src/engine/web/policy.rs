@@ -60,8 +60,8 @@ impl UrlPolicy {
 
     /// Parses `raw` and applies the rules; the parsed URL (fragment removed) when allowed.
     pub fn check_str(&self, raw: &str, origin: Origin) -> Result<Url, Refusal> {
-        let mut url =
-            Url::parse(raw.trim()).map_err(|e| Refusal(format!("{raw:?} is not a URL ({e}); give a full http(s) URL")))?;
+        let mut url = Url::parse(raw.trim())
+            .map_err(|e| Refusal(format!("{raw:?} is not a URL ({e}); give a full http(s) URL")))?;
         url.set_fragment(None);
         self.check(&url, origin)?;
         Ok(url)

@@ -43,6 +43,12 @@ impl Spacer {
         Ok(Duration::from_millis(free_at - now))
     }
 
+    /// Marks a request to `key` as just finished: the next one starts at least `gap` from now,
+    /// so requests are spaced from the end of the previous one, however long it took.
+    pub fn finished(&self, key: &str, gap: Duration) -> Result<()> {
+        self.back_off(key, gap)
+    }
+
     /// Pushes `key`'s next slot to at least `pause` from now (after a 429 or 5xx answer).
     pub fn back_off(&self, key: &str, pause: Duration) -> Result<()> {
         let _held = FileLock::acquire(&self.lock)?;
