@@ -141,9 +141,11 @@ impl Engine {
             cached: false,
             notes: Vec::new(),
         };
-        let usable = cached.filter(|c| {
-            !refresh && (c.published_tried || !online) && !(c.local.is_empty() && c.published.is_empty() && online)
-        });
+        // A cached entry serves unless refreshing, or unless this run is online and the entry
+        // lacks what being online adds (published docs never tried, or nothing found at all).
+        let stale_online =
+            |c: &CachedDocs| online && (!c.published_tried || (c.local.is_empty() && c.published.is_empty()));
+        let usable = cached.filter(|c| !refresh && !stale_online(c));
         let entry = match usable {
             Some(c) => {
                 pkg.cached = true;
