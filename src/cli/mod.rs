@@ -209,6 +209,8 @@ enum Command {
     LlmSetup(llm::SetupArgs),
     /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
     BenchServe(bench::serve::BenchServeArgs),
+    /// Measure the web tier on a loopback site: browser start, fetches through Chromium and HTTP, Tier 2 latency.
+    BenchWeb(bench::web::BenchWebArgs),
     /// Search the web (DuckDuckGo HTML): titles, URLs and snippets, rate-limited and cached.
     WebSearch(web::WebSearchArgs),
     /// Fetch a page (headless Chromium, else plain HTTP) and print its readable text as Markdown.
@@ -532,6 +534,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::LlmSetup(args) => return llm::setup(&engine, &out, args),
         Command::Tui(_) => {}
         Command::BenchServe(args) => bench::serve::run(&out, args)?,
+        Command::BenchWeb(args) => bench::web::run(&out, args)?,
         #[cfg(any(debug_assertions, feature = "test-support"))]
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {

@@ -27,6 +27,7 @@ mod queries;
 mod report;
 pub mod serve;
 mod watch_latency;
+pub mod web;
 
 use super::output::Out;
 use crate::engine::Engine;
