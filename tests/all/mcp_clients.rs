@@ -32,7 +32,9 @@ fn client_script() -> PathBuf {
 
 fn setup(env: &Env) -> (PathBuf, PathBuf) {
     // docdex_web_research goes to a discovery endpoint where nothing listens: offline, always.
-    env.write_config(&format!("[web]\nddg_base_url = \"{}/html/\"\n", crate::util::dead_url()));
+    // (Appended: a test may have configured the model server before.)
+    let existing = std::fs::read_to_string(env.home().join("config.toml")).unwrap_or_default();
+    env.write_config(&format!("{existing}\n[web]\nddg_base_url = \"{}/html/\"\n", crate::util::dead_url()));
     let repo = env.repo("r");
     sample_repo(&repo);
     // An import for docdex_impact: src/cli.py imports src/parser.py.

@@ -44,8 +44,11 @@ fn fixture(ip: &str, peer: String) -> anyhow::Result<String> {
                 let body = if target.starts_with("/html/") {
                     let q = target.split_once("q=").map(|(_, q)| q).unwrap_or("x");
                     let link = |b: &str, p: &str| {
-                        let u: String = url::form_urlencoded::byte_serialize(format!("{b}/page/{q}-{p}").as_bytes()).collect();
-                        format!(r#"<div class="result"><a class="result__a" href="//duckduckgo.com/l/?uddg={u}">Widgets {p}</a><a class="result__snippet">knobs</a></div>"#)
+                        let u: String =
+                            url::form_urlencoded::byte_serialize(format!("{b}/page/{q}-{p}").as_bytes()).collect();
+                        format!(
+                            r#"<div class="result"><a class="result__a" href="//duckduckgo.com/l/?uddg={u}">Widgets {p}</a><a class="result__snippet">knobs</a></div>"#
+                        )
                     };
                     format!("<html><body>{}{}</body></html>", link(&me, "a"), link(&peer, "b"))
                 } else {
@@ -106,7 +109,10 @@ pub fn run(out: &Out, args: BenchWebArgs) -> anyhow::Result<()> {
                 starts.push(engine.browser_probe(None).context("launching the browser")?.start_ms);
             }
             let (p50, p95, min) = stats(&mut starts);
-            rows.push(("browser start (spawn to DevTools connected)".into(), format!("p50 {p50:.0} ms, p95 {p95:.0}, min {min:.0}")));
+            rows.push((
+                "browser start (spawn to DevTools connected)".into(),
+                format!("p50 {p50:.0} ms, p95 {p95:.0}, min {min:.0}"),
+            ));
             json.insert("browser_start_ms".into(), serde_json::json!({"p50": p50, "p95": p95, "min": min}));
         }
         let mut cold = Vec::new();
@@ -132,12 +138,18 @@ pub fn run(out: &Out, args: BenchWebArgs) -> anyhow::Result<()> {
         rows.push((format!("{kind}: first fetch (incl. browser start)"), format!("{:.0} ms", first.unwrap_or(0.0))));
         rows.push((format!("{kind}: cold fetch, 20 KB page"), format!("p50 {c50:.1} ms, p95 {c95:.1}, min {cmin:.1}")));
         rows.push((format!("{kind}: warm fetch (cache hit)"), format!("p50 {w50:.3} ms, p95 {w95:.3}")));
-        json.insert(format!("{kind}_fetch"), serde_json::json!({"first": first, "cold_p50": c50, "cold_p95": c95, "warm_p50": w50, "warm_p95": w95}));
+        json.insert(
+            format!("{kind}_fetch"),
+            serde_json::json!({"first": first, "cold_p50": c50, "cold_p95": c95, "warm_p50": w50, "warm_p95": w95}),
+        );
         // Tier 2 on a miss: a new question each run (discovery and both pages uncached).
         let mut miss = Vec::new();
         let mut waited = Vec::new();
         for i in 0..runs {
-            let r = engine.web_research(&WebResearchRequest { query: format!("{kind} widget knobs {i}"), ..Default::default() })?;
+            let r = engine.web_research(&WebResearchRequest {
+                query: format!("{kind} widget knobs {i}"),
+                ..Default::default()
+            })?;
             let w = r.trace.discovery_waited_ms + r.trace.pages.iter().map(|p| p.waited_ms).sum::<u64>();
             waited.push(w as f64);
             miss.push(r.trace.ms - w as f64);
@@ -159,7 +171,10 @@ pub fn run(out: &Out, args: BenchWebArgs) -> anyhow::Result<()> {
         }
         let (h50, h95, _) = stats(&mut hit);
         rows.push((format!("{kind}: Tier 2 on a cache hit (target < 5 ms)"), format!("p50 {h50:.2} ms, p95 {h95:.2}")));
-        json.insert(format!("{kind}_tier2"), serde_json::json!({"miss_p50": m50, "miss_p95": m95, "hit_p50": h50, "hit_p95": h95}));
+        json.insert(
+            format!("{kind}_tier2"),
+            serde_json::json!({"miss_p50": m50, "miss_p95": m95, "hit_p50": h50, "hit_p95": h95}),
+        );
         drop(engine);
     }
     let _ = std::fs::remove_dir_all(&scratch);
