@@ -143,10 +143,11 @@ pub struct WebFetchResponse {
     pub notes: Vec<String>,
 }
 
-/// Research a question: search, fetch the best pages, keep their best passages.
+/// Research a question: search, fetch the best pages, keep their best passages. The
+/// `docdex_web_research` tool's parameters are this type; its doc comments are what agents read.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct WebResearchRequest {
-    /// The question.
+    /// The question to research on the web, in plain words (e.g. "tokio select cancellation safety").
     pub query: String,
     /// Pages to fetch at most (default `[search] max_web_hits`).
     #[serde(default)]

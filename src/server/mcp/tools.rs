@@ -6,10 +6,10 @@
 //! in [`call`].
 
 use super::{tool_error, DocdexMcp};
+use crate::engine::protocol::{DiscoveryStatus, WebResearchRequest};
 use crate::engine::protocol::{
     FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, SearchRequest, SymbolsRequest,
 };
-use crate::engine::protocol::{DiscoveryStatus, WebResearchRequest};
 use crate::server::error::ApiError;
 use crate::server::extract::{blocking, confine};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
@@ -69,19 +69,13 @@ pub struct StatusArgs {
     pub repo: RepoArgs,
 }
 
-/// `docdex_web_research` arguments. There is no engine request for it yet: the web tier
-/// (`engine/web`) is not built, and this tool says so.
+/// `docdex_web_research` arguments: a [`WebResearchRequest`] and the repository. Older clients'
+/// `force_web` is ignored (this tool always goes to the web).
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WebResearchArgs {
-    /// The question to research on the web.
-    pub query: String,
-    /// Accepted for compatibility: this tool always goes to the web.
-    #[serde(default)]
-    #[allow(dead_code)]
-    pub force_web: Option<bool>,
-    /// Pages to fetch at most (default `[search] max_web_hits`).
-    #[serde(default)]
-    pub max_pages: Option<usize>,
+    /// The research.
+    #[serde(flatten)]
+    pub research: WebResearchRequest,
     /// The repository whose context the research is for.
     #[serde(flatten)]
     pub repo: RepoArgs,
@@ -350,15 +344,14 @@ async fn memory_recall(server: &DocdexMcp, args: Value) -> Result<CallToolResult
 
 async fn web_research(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
     let a: WebResearchArgs = parse("docdex_web_research", args)?;
-    if a.query.trim().is_empty() {
+    if a.research.query.trim().is_empty() {
         return Err(ApiError::bad_request("empty query: pass the question to research"));
     }
     let server = server.clone();
     blocking(move || {
         // The repository is validated, so a wrong one is reported as such.
         let repo = server.repo_for(a.repo.named())?;
-        let req = WebResearchRequest { query: a.query, max_pages: a.max_pages, passages_per_page: None };
-        let r = server.app.engine().web_research(&req).map_err(|e| server.app.explain(&repo, e))?;
+        let r = server.app.engine().web_research(&a.research).map_err(|e| server.app.explain(&repo, e))?;
         match r.trace.discovery {
             Some(DiscoveryStatus::Ok) | None => Ok(ok_json(&r)),
             Some(status) => Err(ApiError::new(
@@ -405,6 +398,7 @@ mod tests {
         described_alike::<ImpactArgs, ImpactRequest>();
         described_alike::<MemorySaveArgs, MemoryStoreRequest>();
         described_alike::<MemoryRecallArgs, MemoryRecallRequest>();
+        described_alike::<WebResearchArgs, WebResearchRequest>();
         let kind = &properties::<SymbolsArgs>()["kind"]["description"];
         assert!(kind.as_str().is_some_and(|d| d.contains("`variant`")), "{kind}");
         let search = schema::<SearchArgs>();
