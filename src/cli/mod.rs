@@ -7,6 +7,7 @@ mod chat;
 mod check;
 mod code;
 mod dag;
+mod eval;
 mod impact;
 mod libs;
 mod llm;
@@ -102,6 +103,9 @@ enum Command {
     },
     /// The files most like a given file (by embeddings; by its distinctive terms without them).
     Similar(similar::SimilarArgs),
+    /// How well search finds the files a change touched here: queries from the git history (or
+    /// a file) scored as R@1/5/10 and MRR, with the worst misses; --compare a second config.
+    Eval(eval::EvalArgs),
     /// Print a file of the repository with line numbers.
     Get {
         #[command(flatten)]
@@ -368,6 +372,7 @@ impl Cli {
             Some(Command::Browser { action }) => action.json(),
             Some(Command::Libs { action }) => action.json(),
             Some(Command::Similar(a)) => a.json,
+            Some(Command::Eval(a)) => a.json,
             Some(Command::Memory { action }) => action.json(),
             Some(Command::Repo { action: RepoAction::List { json } }) => *json,
             Some(Command::Chat(args)) => args.json(),
@@ -457,6 +462,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Libs { action } => return libs::run(&engine, &out, action),
         Command::Similar(args) => similar::run(&engine, &out, args)?,
+        Command::Eval(args) => eval::run(&engine, &out, args)?,
         Command::Memory { action } => memory::run(&engine, &out, action)?,
         Command::Get { repo, file, lines, json } => {
             let path = repo.resolve()?;

@@ -470,6 +470,14 @@ impl Config {
         Ok((config, warnings))
     }
 
+    /// Parses and validates the text of a configuration file other than `<home>/config.toml`
+    /// (`docdex eval --compare FILE`); the environment is not applied.
+    pub fn parse_validated(text: &str, path: &Path) -> Result<(Config, Vec<String>)> {
+        let (mut config, mut warnings) = Self::parse(text, path)?;
+        config.validate(path, &mut warnings)?;
+        Ok((config, warnings))
+    }
+
     /// Applies the spec's environment overrides; returns warnings for values it had to clamp.
     pub fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) -> Vec<String> {
         let mut warnings = Vec::new();

@@ -12,6 +12,7 @@ pub mod check;
 pub mod code;
 pub mod dag;
 pub mod embed;
+pub mod eval;
 pub mod fault;
 pub mod fresh;
 pub mod fsutil;

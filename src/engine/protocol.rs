@@ -23,6 +23,8 @@ pub use super::code::types::{
 };
 pub use super::dag::{to_dot, to_text, utc, DagNode, DagSession, DagSessionList, DagSessionSummary, NodeKind};
 pub use super::embed::types::{EmbedState, EmbedSummary, SimilarFile, SimilarRequest, SimilarResponse};
+pub use super::eval::gitset::GitSetOptions;
+pub use super::eval::{CompareWith, EvalReport, EvalRequest, EvalRun, QueryOutcome, QuerySource};
 pub use super::fresh::{FreshEvent, FreshState, Freshness};
 pub use super::fsutil::now_ms;
 pub use super::index::types::{

@@ -5,6 +5,7 @@ mod architecture;
 mod chat;
 mod cli;
 mod config;
+mod eval;
 mod faults;
 mod hybrid;
 mod impact;

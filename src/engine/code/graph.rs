@@ -223,7 +223,8 @@ pub fn rebuild(repo: &RepoRef, files: &[FileImports], opts: &GraphOptions) -> Re
         ms = graph.stats.build_ms,
         "impact graph rebuilt"
     );
-    save(&graph_path(repo), &graph)
+    save(&graph_path(repo), &graph)?;
+    crate::engine::search::import_prior::write(&repo.state_dir, &graph.edges)
 }
 
 /// Reads, parses and extracts the imports of every code file among `paths` (repo-relative,

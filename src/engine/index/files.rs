@@ -216,8 +216,9 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
         || stem.ends_with("_spec")
         || name.contains(".test.")
         || name.contains(".spec.")
-        || (stem.ends_with("test") && stem.len() > 4 && lang != "text")
-        || stem.ends_with("tests")
+        || stem.ends_with("_tests")
+        || stem == "tests"
+        || camel_case_test(rel.rsplit('/').next().unwrap_or(rel).split('.').next().unwrap_or(""))
     {
         return if chunk_style(lang) == ChunkStyle::Code { FileClass::Test } else { FileClass::TestData };
     }
@@ -236,6 +237,14 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
         ChunkStyle::Window => FileClass::Config,
         ChunkStyle::Code => FileClass::Source,
     }
+}
+
+/// `UserTest`, `ParserTests`: the test-class naming of Java, Kotlin, C# and PHP (a lowercase
+/// letter or digit, then `Test` or `Tests` at the end). Plain words that end in "test"
+/// (`unittest`, `doctest`, `latest`, `contest`) are not tests.
+fn camel_case_test(stem: &str) -> bool {
+    let base = stem.strip_suffix("Tests").or_else(|| stem.strip_suffix("Test"));
+    base.and_then(|b| b.chars().last()).is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
 /// [`classify`], plus the content check tools agree on: source whose opening lines say it was
@@ -305,5 +314,13 @@ mod tests {
         let wide = "é".repeat(400);
         assert_eq!(classify_text("wide.rs", "rust", &wide), FileClass::Source);
         assert_eq!(language(Path::new("x.tsx")), "tsx");
+        // Modules named after a testing tool or ending in "test" as a word are source.
+        assert_eq!(classify("src/_pytest/unittest.py", "python"), FileClass::Source);
+        assert_eq!(classify("lib/doctest.py", "python"), FileClass::Source);
+        assert_eq!(classify("src/latest.rs", "rust"), FileClass::Source);
+        assert_eq!(classify("src/UserTest.java", "java"), FileClass::Test);
+        assert_eq!(classify("src/ParserTests.cs", "csharp"), FileClass::Test);
+        assert_eq!(classify("pkg/parse_tests.rs", "rust"), FileClass::Test);
+        assert_eq!(classify("src/tests.rs", "rust"), FileClass::Test);
     }
 }

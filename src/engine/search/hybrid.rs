@@ -18,10 +18,11 @@
 //! with a notice saying why. Plain BM25 pays nothing for this: a repo without
 //! embeddings never calls the embedder.
 
+use super::query::QueryPlan;
 use super::symbol_rank::{DefinitionBoosts, RankingFlags};
 use super::types::{RetrievalInfo, SearchRequest, SearchResponse, BM25, VECTOR};
-use super::{diversify, normalize_prefix, with_priors, Priors, RepoSearcher, Stored, CANDIDATE_POOL};
 use super::{encode_cursor, ms, PageWindow};
+use super::{normalize_prefix, with_priors, Priors, RepoSearcher, Stored, CANDIDATE_POOL};
 use crate::config::{Fusion, SearchConfig};
 use crate::engine::analysis;
 use crate::engine::embed::store::VectorHit;
@@ -119,7 +120,8 @@ impl RepoSearcher {
         let t0 = Instant::now();
         let PageWindow { limit, offset, query_hash } = PageWindow::of(req, cfg)?;
         let (searcher, generation) = self.searcher();
-        let terms = analysis::query_terms(&req.query);
+        let plan = QueryPlan::of(&req.query);
+        let terms = plan.term_list();
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
 
         // Keyword candidates: the BM25 ranking as plain search has it, top of the pool.
@@ -131,9 +133,9 @@ impl RepoSearcher {
             DefinitionBoosts::default()
         };
         if !terms.is_empty() {
-            let (pool, total) = self.bm25_pool(&searcher, &terms, req, flags, &priors, &boosts)?;
+            let (pool, total) = self.bm25_pool(&searcher, &plan, req, flags, &priors, &boosts)?;
             bm25_total = total;
-            let ranked = diversify(pool, cfg.max_chunks_per_file.max(1) as usize);
+            let ranked = self.rank_files(&searcher, &plan, pool, cfg);
             for c in ranked.into_iter().take(FUSION_POOL) {
                 if let Ok(d) = searcher.doc::<TantivyDocument>(c.addr) {
                     keyword.push((c.score, Stored::from_doc(&d, &self.fields), c.file));
@@ -302,13 +304,15 @@ impl RepoSearcher {
     pub(crate) fn keyword_files(&self, terms: &[String], cfg: &SearchConfig) -> Result<Vec<(String, String, f32)>> {
         let (searcher, _) = self.searcher();
         let req = SearchRequest { query: terms.join(" "), ..Default::default() };
-        let query = self.build_query(terms, &req, false)?;
+        let plan = QueryPlan { terms: terms.iter().map(|t| (t.clone(), 1.0)).collect(), joined: Vec::new() };
+        let query = self.build_query(&plan, &req, false)?;
         let top = searcher
             .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
             .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
         let priors = Priors::for_query("", cfg.demote_noise_files);
         let mut by_file: HashMap<u64, (f32, f32, Option<tantivy::DocAddress>)> = HashMap::new();
-        for ((score, file), addr) in with_priors(&searcher, top, &priors, &DefinitionBoosts::default()) {
+        for c in with_priors(&searcher, top, &priors, &DefinitionBoosts::default()) {
+            let (score, file, addr) = (c.score, c.file, c.addr);
             let e = by_file.entry(file).or_insert((0.0, 0.0, None));
             if score > e.0 {
                 e.1 += e.0 * 0.2;

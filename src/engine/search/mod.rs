@@ -5,7 +5,10 @@
 //!
 //! How confidence is computed is documented in `docs/SEARCH.md`.
 
+pub mod file_rank;
 pub mod hybrid;
+pub mod import_prior;
+pub mod query;
 pub mod snippet;
 pub mod symbol_rank;
 pub mod types;
@@ -17,10 +20,13 @@ use crate::engine::index::schema::{self, Fields};
 use crate::engine::index::types::{IndexState, SCHEMA_VERSION};
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
+use file_rank::{FileSignals, PooledChunk, RankedChunk};
+use import_prior::ImportPrior;
+use query::QueryPlan;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 use symbol_rank::{DefinitionBoosts, RankingFlags};
 use tantivy::collector::TopDocs;
@@ -35,12 +41,13 @@ pub const CANDIDATE_POOL: usize = 1000;
 const PATH_BOOST: f32 = 1.0;
 /// Queries up to this many terms get the all-words-in-the-path clause.
 const MAX_PATH_CONJUNCTION_TERMS: usize = 4;
-/// Share of a file's second-best chunk added to its best (files with several matches rank higher).
-const SECOND_CHUNK_WEIGHT: f32 = 0.2;
 
 /// The symbol store as last opened: keyed by (index generation, store file inode); `None` when
 /// there is no usable store.
 type CachedSymbols = ((u64, u64), Option<crate::engine::code::store::SymbolReader>);
+
+/// The import prior table as last read, keyed by the file's identity (inode, size, mtime).
+type CachedImports = ((u64, u64, u64), Arc<ImportPrior>);
 
 /// An open, reloadable reader over one repo's index.
 pub struct RepoSearcher {
@@ -54,6 +61,8 @@ pub struct RepoSearcher {
     /// The symbol store, opened on first need and reopened when the index generation or the
     /// store file (a rebuilt store is a new file) changes.
     symbols: Mutex<Option<CachedSymbols>>,
+    /// Importers per file ([`import_prior`]), reread when the table file changes.
+    imports: Mutex<Option<CachedImports>>,
 }
 
 impl RepoSearcher {
@@ -78,6 +87,7 @@ impl RepoSearcher {
             just_opened: AtomicBool::new(true),
             index_dir: dir,
             symbols: Mutex::new(None),
+            imports: Mutex::new(None),
         })
     }
 
@@ -145,6 +155,23 @@ impl RepoSearcher {
         present(name) || analysis::terms(name).iter().any(|t| present(t))
     }
 
+    /// The repo's import prior table (empty when there is none), reread only when the file
+    /// changed: one `stat` per search.
+    fn import_prior(&self) -> Arc<ImportPrior> {
+        let Some(state) = self.index_dir.parent() else { return Arc::default() };
+        let path = import_prior::path(state);
+        let key = file_stamp(&path);
+        let Ok(mut cache) = self.imports.lock() else { return Arc::default() };
+        if let Some((k, table)) = cache.as_ref() {
+            if *k == key {
+                return table.clone();
+            }
+        }
+        let table = Arc::new(ImportPrior::load(&path));
+        *cache = Some((key, table.clone()));
+        table
+    }
+
     /// Runs a search.
     pub fn search(
         &self,
@@ -168,9 +195,10 @@ impl RepoSearcher {
         let t0 = Instant::now();
         let window = PageWindow::of(req, cfg)?;
         let (searcher, generation) = self.searcher();
-        let terms = analysis::query_terms(&req.query);
+        let plan = QueryPlan::of(&req.query);
+        let terms = plan.term_list();
         let mut resp = empty_response(repo, req, state, generation);
-        if terms.is_empty() {
+        if plan.is_empty() {
             return Ok(resp);
         }
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
@@ -179,10 +207,10 @@ impl RepoSearcher {
         } else {
             DefinitionBoosts::default()
         };
-        let (top, total) = self.bm25_pool(&searcher, &terms, req, flags, &priors, &boosts)?;
+        let (pool, total) = self.bm25_pool(&searcher, &plan, req, flags, &priors, &boosts)?;
         let t_search = t0.elapsed();
 
-        let ranked = diversify(top, cfg.max_chunks_per_file.max(1) as usize);
+        let ranked = self.rank_files(&searcher, &plan, pool, cfg);
         resp.total_hits = total;
         let t_rank = t0.elapsed();
 
@@ -207,19 +235,38 @@ impl RepoSearcher {
         Ok(resp)
     }
 
+    /// The pool ranked by file ([`file_rank`]).
+    fn rank_files(
+        &self,
+        searcher: &Searcher,
+        plan: &QueryPlan,
+        pool: Vec<PooledChunk>,
+        cfg: &SearchConfig,
+    ) -> Vec<RankedChunk> {
+        let imports = self.import_prior();
+        let signals = FileSignals {
+            searcher,
+            body: self.fields.body,
+            terms: &plan.terms,
+            imports: &imports,
+            max_chunks_per_file: cfg.max_chunks_per_file.max(1) as usize,
+        };
+        file_rank::rank(pool, &signals)
+    }
+
     /// The BM25 candidate pool for `terms` (filters applied), with file-class priors and
     /// definition boosts, before diversification; also the number of raw candidates.
     /// Plain top-k lets Tantivy prune with block-max WAND; priors apply to the pool after.
     fn bm25_pool(
         &self,
         searcher: &Searcher,
-        terms: &[String],
+        plan: &QueryPlan,
         req: &SearchRequest,
         flags: RankingFlags,
         priors: &Priors,
         boosts: &DefinitionBoosts,
-    ) -> Result<(Vec<PooledHit>, usize)> {
-        let query = self.build_query(terms, req, flags.ast)?;
+    ) -> Result<(Vec<PooledChunk>, usize)> {
+        let query = self.build_query(plan, req, flags.ast)?;
         let top = searcher
             .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
             .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
@@ -265,31 +312,40 @@ impl RepoSearcher {
         (results, matched_sets)
     }
 
-    fn build_query(&self, terms: &[String], req: &SearchRequest, defs: bool) -> Result<Box<dyn Query>> {
+    fn build_query(&self, plan: &QueryPlan, req: &SearchRequest, defs: bool) -> Result<Box<dyn Query>> {
         let f = &self.fields;
-        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(terms.len() * 3);
-        for t in terms {
-            if defs {
-                let q = TermQuery::new(Term::from_field_text(f.defs, t), IndexRecordOption::WithFreqs);
-                should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), symbol_rank::DEFS_BOOST))));
+        let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(plan.terms.len() * 3 + plan.joined.len() * 2);
+        let term = |field, t: &str, record| -> Box<dyn Query> {
+            Box::new(TermQuery::new(Term::from_field_text(field, t), record))
+        };
+        let boosted = |q: Box<dyn Query>, w: f32| -> Box<dyn Query> {
+            if (w - 1.0).abs() < f32::EPSILON {
+                q
+            } else {
+                Box::new(BoostQuery::new(q, w))
             }
-            should.push((
-                Occur::Should,
-                Box::new(TermQuery::new(Term::from_field_text(f.body, t), IndexRecordOption::WithFreqs)),
-            ));
-            let path_q = TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::Basic);
-            should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(path_q), PATH_BOOST))));
+        };
+        for (t, w) in &plan.terms {
+            if defs {
+                let q = term(f.defs, t, IndexRecordOption::WithFreqs);
+                should.push((Occur::Should, boosted(q, w * symbol_rank::DEFS_BOOST)));
+            }
+            should.push((Occur::Should, boosted(term(f.body, t, IndexRecordOption::WithFreqs), *w)));
+            should.push((Occur::Should, boosted(term(f.path_text, t, IndexRecordOption::Basic), w * PATH_BOOST)));
+        }
+        // Adjacent words joined, as one identifier would be indexed whole.
+        for j in &plan.joined {
+            should.push((Occur::Should, boosted(term(f.body, j, IndexRecordOption::WithFreqs), query::JOINED_WEIGHT)));
+            if defs {
+                let q = term(f.defs, j, IndexRecordOption::WithFreqs);
+                should.push((Occur::Should, boosted(q, query::JOINED_WEIGHT * symbol_rank::DEFS_BOOST)));
+            }
         }
         // A short query whose every word is in a file's path names that file: score it again.
+        let terms = &plan.terms;
         if (2..=MAX_PATH_CONJUNCTION_TERMS).contains(&terms.len()) {
-            let all: Vec<(Occur, Box<dyn Query>)> = terms
-                .iter()
-                .map(|t| {
-                    let q: Box<dyn Query> =
-                        Box::new(TermQuery::new(Term::from_field_text(f.path_text, t), IndexRecordOption::Basic));
-                    (Occur::Must, q)
-                })
-                .collect();
+            let all: Vec<(Occur, Box<dyn Query>)> =
+                terms.iter().map(|(t, _)| (Occur::Must, term(f.path_text, t, IndexRecordOption::Basic))).collect();
             should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(BooleanQuery::new(all)), PATH_BOOST))));
         }
         let text_query: Box<dyn Query> = Box::new(BooleanQuery::new(should));
@@ -362,11 +418,11 @@ impl Priors {
         }
         let q = query.to_ascii_lowercase();
         let asks = |words: &[&str]| words.iter().any(|w| q.split(|c: char| !c.is_alphanumeric()).any(|t| t == *w));
-        // Prose docs answer plain-language descriptions with the same words a fix's code
-        // lacks, so they are held well below source (0.75 -> 0.4 lifted recall@10 on the Rust
-        // and npm quality sets, 0.871 -> 0.890 and 0.786 -> 0.833, and left the stdlib set as
-        // it was); a query that asks for docs lifts them back to 1.
-        let mut p = [1.0, 0.75, 0.4, 0.8, 0.3, 0.1, 0.35, 0.4, 0.8];
+        // Order: source, test, docs, config, changelog, lockfile, generated, test data,
+        // examples. A described change lands in source: tests, docs and examples share its
+        // words (a test of the fix, a guide to the feature) but are not where it is made, so
+        // they are held well below (docs/SEARCH.md); a query that asks for them lifts them.
+        let mut p = [1.0, 0.3, 0.2, 0.5, 0.2, 0.1, 0.3, 0.2, 0.4];
         if asks(&["test", "tests", "testing", "spec", "specs", "fixture", "fixtures"]) {
             p[FileClass::Test as usize] = 1.0;
             p[FileClass::TestData as usize] = 1.0;
@@ -405,7 +461,7 @@ fn with_priors(
     top: Vec<(f32, DocAddress)>,
     priors: &Priors,
     boosts: &DefinitionBoosts,
-) -> Vec<((f32, u64), DocAddress)> {
+) -> Vec<PooledChunk> {
     type Col = Option<tantivy::columnar::Column<u64>>;
     let mut columns: HashMap<u32, (Col, Col)> = HashMap::new();
     let mut lines: HashMap<u32, (Col, Col)> = HashMap::new();
@@ -439,7 +495,7 @@ fn with_priors(
             c.0 += lift;
         }
     }
-    scored.into_iter().map(|(score, file, addr, _)| ((score, file), addr)).collect()
+    scored.into_iter().map(|(score, file, addr, pinned)| PooledChunk { score, file, addr, pinned }).collect()
 }
 
 /// Which slice of the ranking a request asks for: page size, offset from its cursor, and the
@@ -485,48 +541,6 @@ pub(crate) fn empty_response(
         timing_ms: SearchTiming::default(),
         retrieval: RetrievalInfo::keyword_only(0),
     }
-}
-
-/// A pooled hit: (score with priors and boosts, file id) and its address.
-type PooledHit = ((f32, u64), DocAddress);
-
-/// A candidate chunk during ranking.
-#[derive(Debug, Clone, Copy)]
-struct Candidate {
-    score: f32,
-    file: u64,
-    addr: DocAddress,
-}
-
-fn rank_order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
-    b.score.total_cmp(&a.score).then(a.file.cmp(&b.file)).then(a.addr.cmp(&b.addr))
-}
-
-/// Re-ranks the pool so one file cannot fill the page: a file's later chunks decay, its best
-/// chunk gains a share of its second best. Ties break on file and address, so order is
-/// deterministic for a given index generation.
-fn diversify(top: Vec<((f32, u64), DocAddress)>, max_per_file: usize) -> Vec<Candidate> {
-    let mut docs: Vec<Candidate> =
-        top.into_iter().map(|((score, file), addr)| Candidate { score, file, addr }).collect();
-    docs.sort_by(rank_order);
-    let mut seen: HashMap<u64, (usize, usize)> = HashMap::new(); // file -> (chunks so far, index of best)
-    let mut out: Vec<Candidate> = Vec::with_capacity(docs.len());
-    for mut c in docs {
-        let entry = seen.entry(c.file).or_insert((0, usize::MAX));
-        let k = entry.0;
-        entry.0 += 1;
-        if k == 0 {
-            entry.1 = out.len();
-        } else {
-            if k == 1 {
-                out[entry.1].score += SECOND_CHUNK_WEIGHT * c.score;
-            }
-            c.score *= if k < max_per_file { 0.7 } else { 0.7 * 0.35f32.powi((k + 1 - max_per_file) as i32) };
-        }
-        out.push(c);
-    }
-    out.sort_by(rank_order);
-    out
 }
 
 /// Share of the query's information (IDF-weighted terms) the results account for:
@@ -654,6 +668,26 @@ pub(crate) fn from_line(text: &str, line: u32) -> &str {
         Some(i) => &text[i + 1..],
         None => "",
     }
+}
+
+/// A file's identity and version (inode, size, mtime in ns; zeros when missing): a file
+/// rewritten in place or replaced by rename reads as changed.
+fn file_stamp(path: &Path) -> (u64, u64, u64) {
+    let Ok(m) = std::fs::metadata(path) else { return (0, 0, 0) };
+    let mtime = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    #[cfg(unix)]
+    let inode = {
+        use std::os::unix::fs::MetadataExt;
+        m.ino()
+    };
+    #[cfg(not(unix))]
+    let inode = 0;
+    (inode, m.len(), mtime)
 }
 
 /// The inode of a file (0 when missing), to notice a file replaced under the same name.

@@ -1,0 +1,154 @@
+//! `docdex eval`: how well search finds the files a change touched, on this repository
+//! (`Engine::eval`), printed as a table with the worst misses, or as JSON.
+
+use super::output::Out;
+use super::progress;
+use super::RepoArg;
+use crate::engine::protocol::{
+    CompareWith, EvalReport, EvalRequest, EvalRun, GitSetOptions, QueryOutcome, QuerySource,
+};
+use crate::engine::Engine;
+use crate::error::Error;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// `docdex eval` flags.
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    repo: RepoArg,
+    /// Build the queries from the repository's git history (the default without --queries).
+    #[arg(long, conflicts_with = "queries")]
+    from_git: bool,
+    /// With --from-git: how many queries.
+    #[arg(long, short = 'n', default_value_t = 50)]
+    n: usize,
+    /// With --from-git: only commits after this date (anything `git log --since` takes).
+    #[arg(long)]
+    since: Option<String>,
+    /// With --from-git: the shuffle seed (the same seed and history give the same queries).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Read the queries from a file: JSON lines of {"id", "query", "gold": [paths]}.
+    #[arg(long)]
+    queries: Option<PathBuf>,
+    /// Also score a second configuration: a config file, or section.key=value settings on top of
+    /// the current one (repeat for several, e.g. --compare search.hybrid=false).
+    #[arg(long, value_name = "CONFIG")]
+    compare: Vec<String>,
+    /// How many of the worst-ranked queries to show.
+    #[arg(long, default_value_t = 5)]
+    worst: usize,
+    /// Print the whole report (every query's ranking) as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `eval`.
+pub fn run(engine: &Engine, out: &Out, args: EvalArgs) -> anyhow::Result<()> {
+    let path = args.repo.resolve()?;
+    let source = match args.queries {
+        Some(file) => QuerySource::File(file),
+        None => QuerySource::Git(GitSetOptions { n: args.n, since: args.since, seed: args.seed }),
+    };
+    let compare = match args.compare.as_slice() {
+        [] => None,
+        [one] if std::path::Path::new(one).is_file() => Some(CompareWith::File(PathBuf::from(one))),
+        settings => {
+            if let Some(s) = settings.iter().find(|s| !s.contains('=')) {
+                return Err(Error::BadRequest(format!(
+                    "--compare {s:?} is neither a config file that exists nor a section.key=value setting"
+                ))
+                .into());
+            }
+            Some(CompareWith::Overrides(settings.to_vec()))
+        }
+    };
+    if !args.json {
+        out.note(&format!("evaluating search on {}", path.display()));
+    }
+    let bar = progress::Bar::new(!args.json);
+    let report = engine.eval(&path, &EvalRequest { source, compare, worst: args.worst }, &bar);
+    bar.finish();
+    let report = report?;
+    if args.json {
+        out.json(&report)?;
+    } else {
+        out.block(&render(&report));
+    }
+    Ok(())
+}
+
+/// The human report: where the queries came from, one row per configuration, the worst misses.
+pub fn render(r: &EvalReport) -> String {
+    let mut s = String::new();
+    let _ = match &r.git {
+        Some(g) => writeln!(
+            s,
+            "{} queries from git history ({} commits read, {} qualified, {} tried)",
+            r.queries.len(),
+            g.scanned,
+            g.candidates,
+            g.tried
+        ),
+        None => writeln!(s, "{} queries from {}", r.queries.len(), r.source),
+    };
+    let _ = writeln!(
+        s,
+        "{:<28} {:>4} {:>6} {:>6} {:>6} {:>7} {:>10}",
+        "", "n", "R@1", "R@5", "R@10", "MRR@10", "median ms"
+    );
+    for run in &r.runs {
+        let m = &run.metrics;
+        let label: String = format!("{} ({})", run.label, run.mode).chars().take(28).collect();
+        let _ = writeln!(
+            s,
+            "{label:<28} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>10.2}",
+            m.n, m.recall_at_1, m.recall_at_5, m.recall_at_10, m.mrr_at_10, run.median_ms
+        );
+        if let Some(n) = &run.notice {
+            let _ = writeln!(s, "  note: {n}");
+        }
+    }
+    for run in &r.runs {
+        worst(&mut s, run);
+    }
+    s
+}
+
+fn worst(s: &mut String, run: &EvalRun) {
+    if run.worst.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\nworst misses ({}):", run.label);
+    for id in &run.worst {
+        let Some(o) = run.outcomes.iter().find(|o| &o.id == id) else { continue };
+        let _ =
+            writeln!(s, "  {}  R@10 {:.2}  MRR {:.2}  {}", o.id, o.recall(10), o.reciprocal_rank, clip(&o.query, 100));
+        let _ = writeln!(s, "      answer: {}", answers(o));
+        let top: Vec<&str> = o.ranking.iter().take(3).map(String::as_str).collect();
+        let _ = writeln!(s, "      found:  {}", if top.is_empty() { "nothing".to_string() } else { top.join(", ") });
+    }
+}
+
+fn answers(o: &QueryOutcome) -> String {
+    o.gold
+        .iter()
+        .zip(&o.gold_ranks)
+        .map(|(g, r)| match r {
+            Some(r) => format!("{g} (rank {r})"),
+            None if o.ranking.is_empty() => format!("{g} (not found)"),
+            None => format!("{g} (not in the top {})", o.ranking.len()),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut t: String = text.chars().take(max - 1).collect();
+    t.push('…');
+    t
+}

@@ -1,0 +1,586 @@
+//! A query set from a repository's own history, made the way `../shared/eval-dev/` was made:
+//! each qualifying commit's subject and first paragraph, redacted so it does not hand over the
+//! answer, against the non-test source files the commit changed that still exist.
+//!
+//! A commit qualifies when it is not a merge; its conventional-commit type (if any) is not
+//! docs, test, ci, chore, build, style or release; its subject is not release, version, merge,
+//! revert, typo, dependency, lint, format or CI noise and keeps at least five words once its
+//! `type(scope):` prefix and issue numbers are gone; and it touched one to four non-test source
+//! files and at most fifteen files in all. A changed source file is kept as an answer when it
+//! still exists and still holds at least one line the commit added; the commit is dropped when
+//! fewer than half of its source files survive. Candidates are shuffled with a seeded generator
+//! (the same seed and history give the same set), then redacted in that order until `n` queries
+//! have at least four distinct content words.
+//!
+//! Redaction removes: `type(scope):` prefixes, issue and PR references, URLs, commit hashes and
+//! trailer lines; path-like tokens and anything ending in a file extension; words equal to the
+//! name or stem of a file the commit changed; code-shaped tokens (`snake_case`, `camelCase`,
+//! `a.b`, `a::b`, `f()`, `--flag`, backticked spans) that appear in the diff or in an answer
+//! file; and plain words that name functions, types or methods the diff declares.
+//!
+//! Not followed: renames after the commit (a file renamed since is missing, so it is not an
+//! answer).
+
+use super::EvalQuery;
+use crate::engine::analysis;
+use crate::engine::index::files::{self, ChunkStyle, FileClass};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::path::Path;
+use std::process::Command;
+
+/// Newest commits considered.
+pub const MAX_SCANNED: usize = 6000;
+/// Most files a qualifying commit may touch in all.
+const MAX_FILES: usize = 15;
+/// Most answer (non-test source) files a qualifying commit may touch.
+const MAX_ANSWER_FILES: usize = 4;
+/// Fewest words a subject keeps after its prefix and issue numbers go.
+const MIN_SUBJECT_WORDS: usize = 5;
+/// Fewest distinct content words a redacted query keeps.
+const MIN_CONTENT_WORDS: usize = 4;
+
+/// How to build the set.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct GitSetOptions {
+    /// Queries wanted (fewer when the history has fewer qualifying commits).
+    pub n: usize,
+    /// Only commits after this date (anything `git log --since` accepts).
+    #[serde(default)]
+    pub since: Option<String>,
+    /// Shuffle seed: the same seed and history give the same set.
+    pub seed: u64,
+}
+
+impl Default for GitSetOptions {
+    fn default() -> Self {
+        GitSetOptions { n: 50, since: None, seed: 1 }
+    }
+}
+
+/// What building the set found.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct GitSetStats {
+    /// Non-merge commits read.
+    pub scanned: usize,
+    /// Commits that passed the message and file rules.
+    pub candidates: usize,
+    /// Candidates redacted (in shuffled order) to fill the set.
+    pub tried: usize,
+    /// Queries made.
+    pub queries: usize,
+}
+
+/// A commit as `git log` describes it.
+#[derive(Debug, Clone, PartialEq)]
+struct Commit {
+    sha: String,
+    subject: String,
+    body: String,
+    /// (status letter, repo-relative path after the change).
+    files: Vec<(char, String)>,
+}
+
+/// Builds the set for the repository at `root` (the indexed directory; it may be a
+/// subdirectory of the git work tree, whose other files are then ignored).
+pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSetStats)> {
+    let log = git(root, &log_args(opts))?;
+    let commits = parse_log(&log);
+    let mut stats = GitSetStats { scanned: commits.len(), ..Default::default() };
+    let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "repo".into());
+    let mut candidates: Vec<(Commit, Vec<String>)> = commits
+        .into_iter()
+        .filter(|c| message_qualifies(&c.subject))
+        .filter_map(|c| {
+            let answers = answer_files(root, &c)?;
+            Some((c, answers))
+        })
+        .collect();
+    stats.candidates = candidates.len();
+    shuffle(&mut candidates, opts.seed);
+    let mut out = Vec::new();
+    for (commit, answers) in candidates {
+        if out.len() >= opts.n {
+            break;
+        }
+        stats.tried += 1;
+        let diff = git(root, &["show", "--no-color", "--no-ext-diff", "--format=", "-U0", "--relative", &commit.sha])?;
+        let added = added_lines(&diff);
+        let gold: Vec<String> =
+            answers.iter().filter(|p| still_holds_an_added_line(root, p, &added)).cloned().collect();
+        if gold.is_empty() || gold.len() * 2 < answers.len() {
+            continue;
+        }
+        let gold_text: String =
+            gold.iter().filter_map(|p| std::fs::read_to_string(root.join(p)).ok()).collect::<Vec<_>>().join("\n");
+        let changed: Vec<&str> = commit.files.iter().map(|(_, p)| p.as_str()).collect();
+        let query = redact(&commit.subject, &commit.body, &changed, &diff, &gold_text);
+        if analysis::query_terms(&query).len() < MIN_CONTENT_WORDS {
+            continue;
+        }
+        let short = &commit.sha[..commit.sha.len().min(10)];
+        out.push(EvalQuery { id: format!("{name}-{short}"), query, gold });
+    }
+    stats.queries = out.len();
+    Ok((out, stats))
+}
+
+fn log_args(opts: &GitSetOptions) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "log",
+        "--no-merges",
+        "--no-color",
+        "--relative",
+        "--name-status",
+        "--no-renames",
+        "--format=%x1e%H%x1f%s%x1f%b%x1f",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(format!("--max-count={MAX_SCANNED}"));
+    if let Some(since) = opts.since.as_deref().filter(|s| !s.trim().is_empty()) {
+        args.push(format!("--since={since}"));
+    }
+    args.push("HEAD".into());
+    args
+}
+
+/// Runs git in `root` and returns its output; errors say what to do.
+fn git<S: AsRef<std::ffi::OsStr>>(root: &Path, args: &[S]) -> Result<String> {
+    let out = Command::new("git")
+        .current_dir(root)
+        .args(["-c", "core.quotepath=off"])
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::BadRequest("--from-git runs git, which is not installed or not on PATH".into())
+            } else {
+                Error::io("running git in", root, e)
+            }
+        })?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("git failed").trim().to_string();
+        let lower = stderr.to_ascii_lowercase();
+        return Err(Error::BadRequest(if lower.contains("not a git repository") {
+            format!(
+                "--from-git needs the repository's git history, and {} is not inside a git work tree; pass --queries FILE instead",
+                root.display()
+            )
+        } else if lower.contains("does not have any commits") || lower.contains("bad default revision") {
+            format!("{} has no commits yet: there is no history to build queries from", root.display())
+        } else {
+            format!("git failed in {}: {first}", root.display())
+        }));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Parses `git log` output in [`log_args`]'s format.
+fn parse_log(text: &str) -> Vec<Commit> {
+    text.split('\u{1e}')
+        .filter_map(|rec| {
+            let mut fields = rec.splitn(4, '\u{1f}');
+            let sha = fields.next()?.trim().to_string();
+            let subject = fields.next()?.trim().to_string();
+            let body = fields.next()?.trim().to_string();
+            let rest = fields.next().unwrap_or("");
+            if sha.len() < 7 {
+                return None;
+            }
+            let files = rest
+                .lines()
+                .filter_map(|l| {
+                    let mut parts = l.split('\t');
+                    let status = parts.next()?.chars().next()?;
+                    let path = parts.next_back()?.trim();
+                    (!path.is_empty()).then(|| (status, path.to_string()))
+                })
+                .collect();
+            Some(Commit { sha, subject, body, files })
+        })
+        .collect()
+}
+
+/// A conventional-commit type (`fix(parser)!:` -> `fix`), lowercased.
+fn commit_type(subject: &str) -> Option<String> {
+    let head = subject.split(':').next()?;
+    if head.len() == subject.len() || head.contains(' ') {
+        return None;
+    }
+    let t = head.split('(').next()?.trim_end_matches('!');
+    (!t.is_empty() && t.chars().all(|c| c.is_ascii_alphabetic())).then(|| t.to_ascii_lowercase())
+}
+
+/// The subject without its `type(scope):` prefix and issue numbers.
+fn bare_subject(subject: &str) -> String {
+    let s = if commit_type(subject).is_some() { subject.split_once(':').map_or(subject, |x| x.1) } else { subject };
+    s.split_whitespace().filter(|w| !is_issue_ref(w)).collect::<Vec<_>>().join(" ")
+}
+
+/// Whether a commit's message makes it a candidate.
+fn message_qualifies(subject: &str) -> bool {
+    const SKIP_TYPES: &[&str] =
+        &["docs", "doc", "test", "tests", "ci", "chore", "build", "style", "release", "revert", "deps", "bump"];
+    if commit_type(subject).is_some_and(|t| SKIP_TYPES.contains(&t.as_str())) {
+        return false;
+    }
+    let bare = bare_subject(subject);
+    if bare.split_whitespace().count() < MIN_SUBJECT_WORDS {
+        return false;
+    }
+    let lower = bare.to_ascii_lowercase();
+    const NOISE: &[&str] = &[
+        "release",
+        "version",
+        "bump",
+        "merge",
+        "revert",
+        "typo",
+        "dependency",
+        "dependencies",
+        "dependabot",
+        "deps",
+        "lint",
+        "linter",
+        "format",
+        "formatting",
+        "fmt",
+        "rustfmt",
+        "prettier",
+        "clippy",
+        "changelog",
+        "ci",
+    ];
+    let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let starts_with_version =
+        words.first().is_some_and(|w| w.starts_with('v') && w[1..].chars().all(|c| c.is_ascii_digit()) && w.len() > 1);
+    !starts_with_version && !words.iter().any(|w| NOISE.contains(w))
+}
+
+/// Whether a repo-relative path is source code a fix would change: code by language, source by
+/// class, not scripts or CI.
+fn is_answer_file(rel: &str) -> bool {
+    let lang = files::language(Path::new(rel));
+    if files::chunk_style(lang) != ChunkStyle::Code || matches!(lang, "css" | "text" | "make" | "dockerfile") {
+        return false;
+    }
+    if files::classify(rel, lang) != FileClass::Source {
+        return false;
+    }
+    let lower = rel.to_ascii_lowercase();
+    !lower.split('/').rev().skip(1).any(|seg| {
+        matches!(seg, "scripts" | "script" | "ci" | ".github" | "docs" | "doc" | "tools" | "test-utils" | "testutils")
+    })
+}
+
+/// The commit's answer files (changed, non-test source, existing now), or `None` when it does
+/// not qualify by its files.
+fn answer_files(root: &Path, c: &Commit) -> Option<Vec<String>> {
+    if c.files.is_empty() || c.files.len() > MAX_FILES {
+        return None;
+    }
+    let source: Vec<&String> = c.files.iter().filter(|(s, p)| *s != 'D' && is_answer_file(p)).map(|(_, p)| p).collect();
+    if source.is_empty() || source.len() > MAX_ANSWER_FILES {
+        return None;
+    }
+    let existing: Vec<String> = source.iter().filter(|p| root.join(p).is_file()).map(|p| p.to_string()).collect();
+    (!existing.is_empty() && existing.len() * 2 >= source.len()).then_some(existing)
+}
+
+/// Lines the diff adds, per file (trimmed, at least 8 characters: braces and `else` say
+/// nothing about where the change still is).
+fn added_lines(diff: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for line in diff.lines() {
+        if let Some(path) = line.strip_prefix("+++ b/") {
+            out.push((path.to_string(), Vec::new()));
+        } else if let Some(added) = line.strip_prefix('+') {
+            if line.starts_with("+++") {
+                continue;
+            }
+            let t = added.trim();
+            if t.len() >= 8 {
+                if let Some(last) = out.last_mut() {
+                    last.1.push(t.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn still_holds_an_added_line(root: &Path, rel: &str, added: &[(String, Vec<String>)]) -> bool {
+    let Some((_, lines)) = added.iter().find(|(p, _)| p == rel) else { return false };
+    let Ok(text) = std::fs::read_to_string(root.join(rel)) else { return false };
+    let now: HashSet<&str> = text.lines().map(str::trim).collect();
+    lines.iter().any(|l| now.contains(l.as_str()))
+}
+
+/// Fisher-Yates with splitmix64: deterministic for a seed on every platform.
+fn shuffle<T>(items: &mut [T], seed: u64) {
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    for i in (1..items.len()).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+}
+
+fn is_issue_ref(w: &str) -> bool {
+    let w = w.trim_matches(|c: char| matches!(c, '(' | ')' | '[' | ']' | ',' | '.' | ';' | ':'));
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    w.strip_prefix('#').is_some_and(digits)
+        || w.to_ascii_lowercase().strip_prefix("gh-").is_some_and(digits)
+        || w.split_once('#').is_some_and(|(repo, n)| repo.contains('/') && digits(n))
+}
+
+fn is_hash(w: &str) -> bool {
+    (7..=40).contains(&w.len())
+        && w.chars().all(|c| c.is_ascii_hexdigit())
+        && w.chars().any(|c| c.is_ascii_digit())
+        && w.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+/// Code-shaped: `snake_case`, `camelCase`, `a.b`, `a::b`, `f()`, `--flag`.
+fn is_code_shaped(w: &str) -> bool {
+    let core = w.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '.' | '!' | '?' | '"' | '\'' | '(' | ')'));
+    if w.contains("()") || w.starts_with("--") || core.contains("::") {
+        return true;
+    }
+    let b = core.as_bytes();
+    let letters = b.iter().any(|c| c.is_ascii_alphabetic());
+    let snake = letters && core.trim_matches('_').contains('_');
+    let camel = b.windows(2).any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase());
+    let dotted = core.split('.').count() > 1
+        && core.split('.').all(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        && core.split('.').any(|s| s.chars().any(|c| c.is_ascii_alphabetic()));
+    snake || camel || dotted
+}
+
+/// Path-like, or ending in a file extension (`conn.rs`, `src/x`, `setup.cfg`).
+fn is_path_like(w: &str) -> bool {
+    let core = w.trim_matches(|c: char| matches!(c, ',' | ';' | ':' | '.' | '!' | '?' | '"' | '\'' | '(' | ')'));
+    if core.contains('/') || core.contains('\\') {
+        return true;
+    }
+    match core.rsplit_once('.') {
+        Some((stem, ext)) => !stem.is_empty() && files::language(Path::new(core)) != "text" && ext.len() <= 5,
+        None => false,
+    }
+}
+
+/// Names the diff declares (functions, types, methods, constants), lowercased.
+fn declared_names(diff: &str) -> HashSet<String> {
+    const KEYWORDS: &[&str] = &[
+        "fn",
+        "def",
+        "class",
+        "struct",
+        "enum",
+        "trait",
+        "type",
+        "interface",
+        "function",
+        "func",
+        "const",
+        "static",
+        "impl",
+        "mod",
+        "module",
+        "macro_rules!",
+        "union",
+        "let",
+        "var",
+        "val",
+        "object",
+        "record",
+        "protocol",
+    ];
+    let mut out = HashSet::new();
+    for line in diff.lines().filter(|l| (l.starts_with('+') || l.starts_with('-')) && !l.starts_with("+++")) {
+        let words: Vec<&str> = line[1..].split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '!')).collect();
+        for pair in words.windows(2) {
+            if KEYWORDS.contains(&pair[0]) && !pair[1].is_empty() {
+                out.insert(pair[1].trim_end_matches('!').to_lowercase());
+            }
+        }
+        // `name(args) {` and `name: function`: JavaScript methods and object members.
+        let t = line[1..].trim_start();
+        if let Some(open) = t.find('(') {
+            let head = t[..open].trim().trim_start_matches("async ").trim_start_matches("static ").trim();
+            if !head.is_empty()
+                && head.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+                && t.trim_end().ends_with('{')
+            {
+                out.insert(head.to_lowercase());
+            }
+        }
+    }
+    out
+}
+
+/// The query text for a commit (see the module docs).
+pub fn redact(subject: &str, body: &str, changed: &[&str], diff: &str, gold_text: &str) -> String {
+    let first_paragraph: String =
+        body.split("\n\n").next().unwrap_or("").lines().filter(|l| !is_trailer(l)).collect::<Vec<_>>().join(" ");
+    let text = format!("{}. {}", bare_subject(subject).trim_end_matches('.'), first_paragraph);
+    let text = strip_backticks(&text);
+    let mut names: HashSet<String> = HashSet::new();
+    for p in changed {
+        let file = p.rsplit('/').next().unwrap_or(p).to_lowercase();
+        names.insert(file.split('.').next().unwrap_or(&file).to_string());
+        names.insert(file);
+    }
+    let declared = declared_names(diff);
+    let in_code = |w: &str| {
+        let core = w.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_'));
+        !core.is_empty() && (diff.contains(core) || gold_text.contains(core))
+    };
+    let kept: Vec<&str> = text
+        .split_whitespace()
+        .filter(|w| {
+            let lower = w.to_lowercase();
+            let core = lower.trim_matches(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'));
+            !(w.contains("://")
+                || is_issue_ref(w)
+                || is_hash(core)
+                || is_path_like(w)
+                || names.contains(core)
+                || declared.contains(core)
+                || (is_code_shaped(w) && in_code(w)))
+        })
+        .collect();
+    kept.join(" ").replace(" .", ".").trim().to_string()
+}
+
+/// `Signed-off-by: ...`, `Co-authored-by: ...`, `Closes #1`, `Fixes: ...`.
+fn is_trailer(line: &str) -> bool {
+    let t = line.trim();
+    match t.split_once(':') {
+        Some((key, _)) => {
+            !key.is_empty()
+                && !key.contains(' ')
+                && key.contains('-')
+                && key.chars().all(|c| c.is_ascii_alphabetic() || c == '-')
+        }
+        None => {
+            let lower = t.to_ascii_lowercase();
+            ["closes #", "fixes #", "resolves #", "refs #", "see #"].iter().any(|p| lower.starts_with(p))
+        }
+    }
+}
+
+/// Text with backticked spans removed.
+fn strip_backticks(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut inside = false;
+    for c in text.chars() {
+        if c == '`' {
+            inside = !inside;
+            out.push(' ');
+        } else if !inside {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_that_describe_no_code_change_do_not_qualify() {
+        assert!(message_qualifies("fix(parser): keep trailing comments when the input ends early (#123)"));
+        assert!(!message_qualifies("docs: explain how the parser keeps trailing comments"));
+        assert!(!message_qualifies("chore(deps): bump serde from 1.0.1 to 1.0.2 in the tree"));
+        assert!(!message_qualifies("Release 1.2.3 with the parser changes and more"));
+        assert!(!message_qualifies("Fix typo in the comment of the tokenizer module"));
+        assert!(!message_qualifies("fix: short subject"));
+        assert!(!message_qualifies("Merge branch 'main' into feature parser work"));
+        assert!(!message_qualifies("v2.0.1 keeps the parser from eating comments"));
+        assert_eq!(bare_subject("feat(cli)!: add a thing to the list #12"), "add a thing to the list");
+    }
+
+    #[test]
+    fn redaction_removes_what_hands_over_the_answer() {
+        let diff = "+++ b/src/session_store.rs\n+fn expire_stale(now: Instant) -> usize {\n+    let ttl_secs = 30;\n";
+        let q = redact(
+            "fix(session): expire_stale drops sessions in session_store.rs too early (#42)",
+            "The `SessionStore::expire` path used ttl_secs wrongly; see https://example.com/x and a1b2c3d4e5.\n\nSecond paragraph stays out.\nSigned-off-by: A <a@b>",
+            &["src/session_store.rs", "tests/session.rs"],
+            diff,
+            "pub struct SessionStore; fn expire_stale() {} let ttl_secs = 30;",
+        );
+        for gone in [
+            "expire_stale",
+            "session_store.rs",
+            "#42",
+            "SessionStore",
+            "ttl_secs",
+            "https",
+            "a1b2c3d4e5",
+            "Second",
+            "Signed",
+        ] {
+            assert!(!q.contains(gone), "{gone:?} left in {q:?}");
+        }
+        assert!(q.starts_with("drops sessions"), "{q}");
+        assert!(q.contains("wrongly"));
+        // `session` is the stem of a changed file (tests/session.rs): gone as a word.
+        assert!(!q.split_whitespace().any(|w| w.trim_matches('.') == "session"), "{q}");
+    }
+
+    #[test]
+    fn declared_names_and_code_shapes() {
+        let diff =
+            "+def load_plugins(path):\n-class PluginManager:\n+    async fetchAll(opts) {\n+const MAX_SIZE = 3\n";
+        let names = declared_names(diff);
+        for n in ["load_plugins", "pluginmanager", "fetchall", "max_size"] {
+            assert!(names.contains(n), "{n} in {names:?}");
+        }
+        for w in ["snake_case", "camelCase", "a.b", "a::b", "f()", "--flag"] {
+            assert!(is_code_shaped(w), "{w}");
+        }
+        for w in ["plain", "Sentence.", "well-known", "(note)"] {
+            assert!(!is_code_shaped(w), "{w}");
+        }
+        assert!(is_path_like("conn.rs") && is_path_like("src/x") && !is_path_like("end."));
+    }
+
+    #[test]
+    fn shuffling_is_deterministic_per_seed() {
+        let mut a: Vec<u32> = (0..50).collect();
+        let mut b = a.clone();
+        shuffle(&mut a, 7);
+        shuffle(&mut b, 7);
+        assert_eq!(a, b);
+        let mut c: Vec<u32> = (0..50).collect();
+        shuffle(&mut c, 8);
+        assert_ne!(a, c);
+        assert_ne!(a, (0..50).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn log_records_parse() {
+        let log = "\u{1e}abcdef1234567\u{1f}fix: a thing\u{1f}body line\u{1f}\n\nM\tsrc/a.rs\nA\tsrc/b.rs\n\u{1e}0123456789ab\u{1f}other\u{1f}\u{1f}\n\nD\told.py\n";
+        let c = parse_log(log);
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].files, [('M', "src/a.rs".to_string()), ('A', "src/b.rs".to_string())]);
+        assert_eq!(c[0].body, "body line");
+        assert_eq!(c[1].files, [('D', "old.py".to_string())]);
+    }
+}

@@ -1,0 +1,409 @@
+//! Search evaluation (`docdex eval`): how well search finds the files a change touched, on the
+//! user's own repository. A query set (read from a file, or built from the repository's git
+//! history by [`gitset`]) is run through [`Engine::search`] and scored per file, the way
+//! `../shared/eval-dev/score.py` scores a search command: several hits in one file count once,
+//! at the rank of the first. A second configuration can be scored on the same queries and
+//! index (`--compare`), to see what a setting changes before adopting it.
+
+pub mod gitset;
+
+use crate::config::Config;
+use crate::engine::index::ProgressSink;
+use crate::engine::search::types::SearchRequest;
+use crate::engine::{Engine, IndexOptions};
+use crate::error::{Error, Result};
+use gitset::{GitSetOptions, GitSetStats};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Hits asked of search per query (their distinct files form the ranking).
+const EVAL_HITS: usize = 50;
+/// Files of each ranking kept in the report.
+const KEPT_RANKING: usize = 20;
+
+/// Where the queries come from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QuerySource {
+    /// Built from the repository's git history.
+    Git(GitSetOptions),
+    /// Read from a JSON-lines (or JSON array) file of `{"id", "query", "gold"}`.
+    File(PathBuf),
+    /// Given inline.
+    Inline(Vec<EvalQuery>),
+}
+
+/// The second configuration `--compare` scores.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CompareWith {
+    /// A configuration file (a whole `config.toml`; keys it leaves out take their defaults).
+    File(PathBuf),
+    /// `section.key=value` settings applied on top of the current configuration.
+    Overrides(Vec<String>),
+}
+
+/// An evaluation to run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct EvalRequest {
+    /// The queries.
+    pub source: QuerySource,
+    /// Also score this configuration.
+    #[serde(default)]
+    pub compare: Option<CompareWith>,
+    /// How many of the worst-ranked queries to list.
+    #[serde(default = "default_worst")]
+    pub worst: usize,
+}
+
+fn default_worst() -> usize {
+    5
+}
+
+/// One configuration's scores.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct EvalRun {
+    /// `current` or what was compared (a file path or the settings).
+    pub label: String,
+    /// How search retrieved (`bm25` or `hybrid`, from the first query's answer).
+    pub mode: String,
+    /// Why vectors did not take part, when search said so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+    /// The averages.
+    pub metrics: Metrics,
+    /// Median search time per query, in milliseconds (in process).
+    pub median_ms: f64,
+    /// The worst-ranked queries' ids, worst first.
+    pub worst: Vec<String>,
+    /// Every query's outcome, in set order.
+    pub outcomes: Vec<QueryOutcome>,
+}
+
+/// The report of `docdex eval`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct EvalReport {
+    /// The repository evaluated.
+    pub repo: PathBuf,
+    /// Where the queries came from (`git`, or the file).
+    pub source: String,
+    /// How the git history was used, for a set built from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitSetStats>,
+    /// The queries.
+    pub queries: Vec<EvalQuery>,
+    /// The current configuration's run, then the compared one.
+    pub runs: Vec<EvalRun>,
+}
+
+impl Engine {
+    /// Brings the repo's index up to date (`sink` sees the progress), builds or reads the query
+    /// set, and scores search on it, with the current configuration and, when asked, a second.
+    pub fn eval(&self, repo_path: &Path, req: &EvalRequest, sink: &dyn ProgressSink) -> Result<EvalReport> {
+        let repo = self.resolve_repo(repo_path)?;
+        let (queries, source, git) = match &req.source {
+            QuerySource::Git(opts) => {
+                if opts.n == 0 {
+                    return Err(Error::BadRequest("--n must be at least 1".into()));
+                }
+                let (q, stats) = gitset::build(&repo.root, opts)?;
+                (q, "git".to_string(), Some(stats))
+            }
+            QuerySource::File(path) => (read_queries(path)?, path.display().to_string(), None),
+            QuerySource::Inline(q) => (q.clone(), "inline".to_string(), None),
+        };
+        if queries.is_empty() {
+            return Err(Error::BadRequest(match &git {
+                Some(s) => format!(
+                    "no commit in the history qualified as a query ({} read, {} with 1 to 4 source files and a descriptive subject): evaluate with --queries FILE",
+                    s.scanned, s.candidates
+                ),
+                None => "the query set is empty".into(),
+            }));
+        }
+        self.index(&repo.root, &IndexOptions::default(), sink)?;
+        let mut runs = vec![run(self, &repo.root, &queries, "current", req.worst)?];
+        if let Some(compare) = &req.compare {
+            let (engine, label) = self.compare_engine(compare)?;
+            runs.push(run(&engine, &repo.root, &queries, &label, req.worst)?);
+        }
+        Ok(EvalReport { repo: repo.root.clone(), source, git, queries, runs })
+    }
+
+    /// An engine over the same state with the compared configuration.
+    fn compare_engine(&self, with: &CompareWith) -> Result<(Engine, String)> {
+        let (mut config, path, warnings, label) = match with {
+            CompareWith::File(path) => {
+                let text =
+                    std::fs::read_to_string(path).map_err(|e| Error::io("reading the --compare config", path, e))?;
+                let (config, warnings) = Config::parse_validated(&text, path)?;
+                (config, path.clone(), warnings, path.display().to_string())
+            }
+            CompareWith::Overrides(settings) => {
+                let (config, warnings) = with_overrides(self.config(), settings, self.config_path())?;
+                (config, self.config_path().to_path_buf(), warnings, settings.join(" "))
+            }
+        };
+        // Same index and state whatever the file says: only search settings can differ.
+        config.core.global_state_dir = self.config().core.global_state_dir.clone();
+        let engine = Engine::with_config(&self.paths().home, config, path, warnings)?;
+        Ok((engine, label))
+    }
+}
+
+/// `config` with `section.key=value` settings applied (values read as TOML, else as strings).
+pub fn with_overrides(config: &Config, settings: &[String], origin: &Path) -> Result<(Config, Vec<String>)> {
+    let bad = |m: String| Error::BadRequest(m);
+    let mut table = toml::Table::try_from(config).map_err(|e| bad(format!("cannot restate the configuration: {e}")))?;
+    for s in settings {
+        let (key, value) = s.split_once('=').ok_or_else(|| {
+            bad(format!("--compare setting {s:?} is not section.key=value (or a config file that exists)"))
+        })?;
+        let (section, name) = key
+            .trim()
+            .split_once('.')
+            .ok_or_else(|| bad(format!("--compare setting {s:?}: name the section, as in search.hybrid=false")))?;
+        let value: toml::Value = format!("v = {}", value.trim())
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.trim().to_string()));
+        let Some(toml::Value::Table(sec)) = table.get_mut(section) else {
+            return Err(bad(format!("--compare setting {s:?}: there is no [{section}] section")));
+        };
+        if !sec.contains_key(name) {
+            return Err(bad(format!("--compare setting {s:?}: [{section}] has no key {name:?}")));
+        }
+        sec.insert(name.to_string(), value);
+    }
+    let text = toml::to_string(&table).map_err(|e| bad(format!("cannot restate the configuration: {e}")))?;
+    Config::parse_validated(&text, origin)
+}
+
+/// Scores `queries` with `engine`'s configuration.
+fn run(engine: &Engine, root: &Path, queries: &[EvalQuery], label: &str, worst: usize) -> Result<EvalRun> {
+    let mut metrics = Metrics::default();
+    let mut outcomes = Vec::with_capacity(queries.len());
+    let mut times = Vec::with_capacity(queries.len());
+    let (mut mode, mut notice) = (String::new(), None);
+    for q in queries {
+        let t = Instant::now();
+        let resp = engine
+            .search(root, &SearchRequest { query: q.query.clone(), limit: Some(EVAL_HITS), ..Default::default() })?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        if mode.is_empty() {
+            mode = resp.retrieval.mode.clone();
+            notice = resp.retrieval.notice.clone();
+        }
+        let mut files = file_ranking(resp.results.iter().map(|h| h.path.as_str()));
+        files.truncate(KEPT_RANKING);
+        let outcome = score_query(q, files);
+        metrics.add(&outcome);
+        outcomes.push(outcome);
+    }
+    times.sort_by(f64::total_cmp);
+    let median_ms = times.get(times.len() / 2).copied().unwrap_or(0.0);
+    let mut order: Vec<&QueryOutcome> = outcomes.iter().collect();
+    order.sort_by(|a, b| {
+        a.reciprocal_rank
+            .total_cmp(&b.reciprocal_rank)
+            .then(a.recall(10).total_cmp(&b.recall(10)))
+            .then(a.id.cmp(&b.id))
+    });
+    let worst = order.into_iter().take(worst).filter(|o| o.recall(10) < 1.0).map(|o| o.id.clone()).collect();
+    Ok(EvalRun {
+        label: label.to_string(),
+        mode,
+        notice,
+        metrics,
+        median_ms: (median_ms * 100.0).round() / 100.0,
+        worst,
+        outcomes,
+    })
+}
+
+/// One evaluation query: a plain-language description and the files a real change touched.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct EvalQuery {
+    /// Stable id (for git-built sets, `<repo name>-<first 10 hex digits of the commit>`).
+    pub id: String,
+    /// The description search is given.
+    pub query: String,
+    /// Repo-relative paths of the files the change touched (the answer).
+    pub gold: Vec<String>,
+}
+
+/// Reads a query set: JSON lines of `{"id", "query", "gold"}` (other fields, such as the dev
+/// set's `repo`, are ignored), or one JSON array of such objects.
+pub fn read_queries(path: &Path) -> Result<Vec<EvalQuery>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading the query set", path, e))?;
+    parse_queries(&text).map_err(|m| Error::BadRequest(format!("{}: {m}", path.display())))
+}
+
+/// [`read_queries`] over text; the error names the offending line.
+pub fn parse_queries(text: &str) -> std::result::Result<Vec<EvalQuery>, String> {
+    let trimmed = text.trim_start();
+    let set: Vec<EvalQuery> = if trimmed.starts_with('[') {
+        serde_json::from_str(trimmed).map_err(|e| format!("not a JSON array of queries: {e}"))?
+    } else {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let q: EvalQuery = serde_json::from_str(line)
+                .map_err(|e| format!("line {}: expected {{\"id\", \"query\", \"gold\": [paths]}}: {e}", i + 1))?;
+            out.push(q);
+        }
+        out
+    };
+    if let Some(q) = set.iter().find(|q| q.gold.is_empty() || q.query.trim().is_empty()) {
+        return Err(format!("query {:?} has an empty query text or no gold files", q.id));
+    }
+    Ok(set)
+}
+
+/// Distinct files in the order their first hit appears.
+pub fn file_ranking<'a>(paths: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in paths {
+        if !out.iter().any(|f| f == p) {
+            out.push(p.to_string());
+        }
+    }
+    out
+}
+
+/// What one query scored.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct QueryOutcome {
+    /// The query's id.
+    pub id: String,
+    /// The query text.
+    pub query: String,
+    /// The answer files.
+    pub gold: Vec<String>,
+    /// 1-based rank of each gold file in the file ranking, `None` when absent.
+    pub gold_ranks: Vec<Option<usize>>,
+    /// 1 / rank of the first gold file within the top 10, 0 when none is there.
+    pub reciprocal_rank: f64,
+    /// The file ranking search returned (distinct files, first hit first).
+    pub ranking: Vec<String>,
+}
+
+impl QueryOutcome {
+    /// Share of the gold files within the top `k`.
+    pub fn recall(&self, k: usize) -> f64 {
+        if self.gold.is_empty() {
+            return 0.0;
+        }
+        self.gold_ranks.iter().filter(|r| r.is_some_and(|r| r <= k)).count() as f64 / self.gold.len() as f64
+    }
+}
+
+/// Scores a file ranking against a query's gold files.
+pub fn score_query(q: &EvalQuery, ranking: Vec<String>) -> QueryOutcome {
+    let norm = |p: &str| p.trim_start_matches("./").to_string();
+    let gold: Vec<String> = q.gold.iter().map(|g| norm(g)).collect();
+    let gold_ranks: Vec<Option<usize>> =
+        gold.iter().map(|g| ranking.iter().position(|f| norm(f) == *g).map(|i| i + 1)).collect();
+    let first = gold_ranks.iter().flatten().min().copied();
+    let reciprocal_rank = match first {
+        Some(r) if r <= 10 => 1.0 / r as f64,
+        _ => 0.0,
+    };
+    QueryOutcome { id: q.id.clone(), query: q.query.clone(), gold, gold_ranks, reciprocal_rank, ranking }
+}
+
+/// R@1, R@5, R@10 and MRR@10 averaged over queries.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+pub struct Metrics {
+    /// Queries scored.
+    pub n: usize,
+    /// Mean share of gold files ranked first.
+    pub recall_at_1: f64,
+    /// Mean share of gold files in the top 5.
+    pub recall_at_5: f64,
+    /// Mean share of gold files in the top 10.
+    pub recall_at_10: f64,
+    /// Mean reciprocal rank of the first gold file within the top 10.
+    pub mrr_at_10: f64,
+}
+
+impl Metrics {
+    /// Adds one query's outcome to the running means.
+    pub fn add(&mut self, o: &QueryOutcome) {
+        let n = self.n as f64;
+        let mean = |old: f64, x: f64| (old * n + x) / (n + 1.0);
+        self.recall_at_1 = mean(self.recall_at_1, o.recall(1));
+        self.recall_at_5 = mean(self.recall_at_5, o.recall(5));
+        self.recall_at_10 = mean(self.recall_at_10, o.recall(10));
+        self.mrr_at_10 = mean(self.mrr_at_10, o.reciprocal_rank);
+        self.n += 1;
+    }
+
+    /// Pools another set's means into this one (weighted by query count).
+    pub fn merge(&mut self, other: &Metrics) {
+        let (a, b) = (self.n as f64, other.n as f64);
+        if a + b == 0.0 {
+            return;
+        }
+        let mix = |x: f64, y: f64| (x * a + y * b) / (a + b);
+        self.recall_at_1 = mix(self.recall_at_1, other.recall_at_1);
+        self.recall_at_5 = mix(self.recall_at_5, other.recall_at_5);
+        self.recall_at_10 = mix(self.recall_at_10, other.recall_at_10);
+        self.mrr_at_10 = mix(self.mrr_at_10, other.mrr_at_10);
+        self.n += other.n;
+    }
+
+    /// Column names matching [`Self::row`].
+    pub fn header() -> String {
+        format!("{:<12} {:>4} {:>6} {:>6} {:>6} {:>7}", "", "n", "R@1", "R@5", "R@10", "MRR@10")
+    }
+
+    /// One aligned table row.
+    pub fn row(&self, name: &str) -> String {
+        format!(
+            "{name:<12} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>7.3}",
+            self.n, self.recall_at_1, self.recall_at_5, self.recall_at_10, self.mrr_at_10
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(gold: &[&str]) -> EvalQuery {
+        EvalQuery { id: "q".into(), query: "x".into(), gold: gold.iter().map(|g| g.to_string()).collect() }
+    }
+
+    #[test]
+    fn scores_like_the_dev_set_scorer() {
+        let ranking = file_ranking(["a.rs", "b.rs", "a.rs", "c.rs", "d.rs", "e.rs", "f.rs"]);
+        assert_eq!(ranking, ["a.rs", "b.rs", "c.rs", "d.rs", "e.rs", "f.rs"]);
+        let o = score_query(&q(&["c.rs", "./f.rs", "zz.rs"]), ranking);
+        assert_eq!(o.gold_ranks, [Some(3), Some(6), None]);
+        assert!((o.recall(5) - 1.0 / 3.0).abs() < 1e-9);
+        assert!((o.recall(10) - 2.0 / 3.0).abs() < 1e-9);
+        assert!((o.reciprocal_rank - 1.0 / 3.0).abs() < 1e-9);
+        let mut m = Metrics::default();
+        m.add(&o);
+        m.add(&score_query(&q(&["a.rs"]), vec!["a.rs".into()]));
+        assert_eq!(m.n, 2);
+        assert!((m.mrr_at_10 - (1.0 / 3.0 + 1.0) / 2.0).abs() < 1e-9);
+        assert!((m.recall_at_1 - 0.5).abs() < 1e-9);
+        // Beyond the top 10 a gold file counts for nothing in MRR@10.
+        let far: Vec<String> = (0..12).map(|i| format!("{i}.rs")).collect();
+        assert_eq!(score_query(&q(&["11.rs"]), far).reciprocal_rank, 0.0);
+    }
+
+    #[test]
+    fn reads_json_lines_and_arrays_and_names_bad_lines() {
+        let lines = "{\"id\":\"a\",\"repo\":\"r\",\"query\":\"fix it\",\"gold\":[\"x.py\"]}\n\n";
+        assert_eq!(parse_queries(lines).unwrap()[0].gold, ["x.py"]);
+        let array = "[{\"id\":\"a\",\"query\":\"fix it\",\"gold\":[\"x.py\"]}]";
+        assert_eq!(parse_queries(array).unwrap().len(), 1);
+        let err = parse_queries("{\"id\":\"a\",\"query\":\"q\",\"gold\":[\"x\"]}\nnot json\n").unwrap_err();
+        assert!(err.starts_with("line 2:"), "{err}");
+        assert!(parse_queries("{\"id\":\"a\",\"query\":\"q\",\"gold\":[]}").is_err());
+    }
+}

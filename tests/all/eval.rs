@@ -1,0 +1,313 @@
+//! `docdex eval`: query sets built from a real git history (a fixture repository made here
+//! with real git), scored through the engine and the real binary, compared across configs.
+
+use crate::util::{quiet, write, Env};
+use docdex::engine::eval::gitset::GitSetOptions;
+use docdex::engine::eval::{CompareWith, EvalQuery, EvalRequest, QuerySource};
+use std::path::Path;
+use std::process::Command;
+
+fn git(root: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(root)
+        .env("GIT_AUTHOR_DATE", "2024-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2024-01-01T00:00:00Z")
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn commit(root: &Path, message: &str) {
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", message]);
+}
+
+fn commit_dated(root: &Path, message: &str, date: &str) {
+    git(root, &["add", "-A"]);
+    let out = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+        .args(["commit", "-q", "-m", message])
+        .current_dir(root)
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A small Python project whose history holds three commits that qualify as queries and many
+/// that must not: docs, a version bump, a merge, tests only, a since-deleted file, a sweeping
+/// refactor, a subject too short.
+fn history_repo(env: &Env) -> std::path::PathBuf {
+    let root = env.repo("shop");
+    git(&root, &["init", "-q", "-b", "main"]);
+    write(
+        &root,
+        "src/session.py",
+        "class SessionStore:\n    def __init__(self, ttl):\n        self.ttl = ttl\n        self.items = {}\n",
+    );
+    write(
+        &root,
+        "src/billing/invoice.py",
+        "def render_invoice(order):\n    lines = [item.name for item in order.items]\n    return lines\n",
+    );
+    write(
+        &root,
+        "src/config_loader.py",
+        "def load_configuration(path):\n    with open(path) as handle:\n        return handle.read()\n",
+    );
+    write(&root, "src/legacy.py", "def old_helper():\n    return 'legacy helper output'\n");
+    write(
+        &root,
+        "tests/test_session.py",
+        "from src.session import SessionStore\n\ndef test_store():\n    assert SessionStore(1).ttl == 1\n",
+    );
+    write(&root, "README.md", "# Shop\n\nA small shop.\n");
+    for i in 0..12 {
+        write(&root, &format!("docs/page_{i}.md"), format!("# Page {i}\n"));
+    }
+    commit_dated(&root, "Initial import of the shop with sessions and invoices", "2023-01-01T00:00:00Z");
+
+    write(
+        &root,
+        "src/session.py",
+        "class SessionStore:\n    def __init__(self, ttl):\n        self.ttl = ttl\n        self.items = {}\n\n    def expire_idle(self, now):\n        stale = [key for key, seen in self.items.items() if now - seen > self.ttl]\n        for key in stale:\n            del self.items[key]\n",
+    );
+    write(&root, "tests/test_session.py", "from src.session import SessionStore\n\ndef test_expiry():\n    store = SessionStore(1)\n    store.expire_idle(10)\n");
+    commit(
+        &root,
+        "fix(store): forget idle visitors once the configured timeout has passed (#12)\n\nThe SessionStore kept every visitor forever; expire_idle now drops entries older than the timeout.\n\nSigned-off-by: Someone <s@example.com>",
+    );
+
+    write(&root, "README.md", "# Shop\n\nA small shop. Sessions expire after the timeout.\n");
+    commit(&root, "docs: explain how long visitors stay remembered in the readme");
+
+    write(
+        &root,
+        "src/billing/invoice.py",
+        "def render_invoice(order):\n    lines = [item.name for item in order.items]\n    lines.append('billing address: ' + order.customer.address)\n    lines.append('tax total: ' + str(order.tax))\n    return lines\n",
+    );
+    commit(&root, "Print the customer's billing address and the tax total on every bill");
+
+    write(&root, "src/version.py", "VERSION = '1.2.0'\n");
+    commit(&root, "Bump version to 1.2.0 for the next release");
+
+    write(
+        &root,
+        "tests/test_session.py",
+        "from src.session import SessionStore\n\ndef test_expiry():\n    assert SessionStore(2).ttl == 2\n",
+    );
+    commit(&root, "Make the expiry test use a longer timeout value");
+
+    write(&root, "src/legacy.py", "def old_helper():\n    return 'legacy helper output, now with more words'\n");
+    commit(&root, "Extend what the old helper returns to callers of it");
+    std::fs::remove_file(root.join("src/legacy.py")).unwrap();
+    commit(&root, "Remove the legacy module that nothing imports anymore");
+
+    for i in 0..18 {
+        write(&root, &format!("src/generated_{i}.py"), format!("VALUE_{i} = {i}\n"));
+    }
+    commit(&root, "Regenerate the value tables for every supported region at once");
+
+    git(&root, &["checkout", "-q", "-b", "feature"]);
+    write(
+        &root,
+        "src/config_loader.py",
+        "def load_configuration(path):\n    with open(path) as handle:\n        text = handle.read()\n    return resolve_includes(text, seen=set())\n\ndef resolve_includes(text, seen):\n    return text\n",
+    );
+    commit(&root, "Follow nested include directives when reading settings files");
+    git(&root, &["checkout", "-q", "main"]);
+    git(
+        &root,
+        &[
+            "-c",
+            "user.email=t@example.com",
+            "-c",
+            "user.name=t",
+            "merge",
+            "-q",
+            "--no-ff",
+            "-m",
+            "Merge branch feature into main for the include work",
+            "feature",
+        ],
+    );
+
+    write(&root, "src/util.py", "def clamp_value(value, low, high):\n    return max(low, min(value, high))\n");
+    commit(&root, "fix: tidy up");
+    root
+}
+
+fn git_request(n: usize, seed: u64) -> EvalRequest {
+    EvalRequest { source: QuerySource::Git(GitSetOptions { n, since: None, seed }), compare: None, worst: 5 }
+}
+
+#[test]
+fn a_query_set_from_git_history_keeps_only_commits_that_describe_a_source_change() {
+    let env = Env::new();
+    let root = history_repo(&env);
+    let engine = env.engine();
+    let report = engine.eval(&root, &git_request(50, 1), &quiet()).expect("eval");
+    let by_gold = |g: &str| report.queries.iter().find(|q| q.gold == [g.to_string()]);
+
+    // The fix: answer is the source file only (the test and README changes are not answers),
+    // and the query names neither the file, its stem, the method, the class nor the issue.
+    let fix = by_gold("src/session.py").expect("the session fix qualifies");
+    assert!(fix.id.starts_with("shop-") && fix.id.len() == "shop-".len() + 10, "{}", fix.id);
+    for gone in ["#12", "expire_idle", "SessionStore", "Signed-off-by", "fix(store)", "session.py"] {
+        assert!(!fix.query.contains(gone), "{gone:?} left in {:?}", fix.query);
+    }
+    assert!(fix.query.starts_with("forget idle visitors"), "{}", fix.query);
+    assert!(fix.query.contains("timeout"));
+
+    let invoice = by_gold("src/billing/invoice.py").expect("the invoice change qualifies");
+    assert!(invoice.query.contains("billing address"), "{}", invoice.query);
+    // Merged in from a branch: the commit itself counts, the merge commit does not.
+    let include = by_gold("src/config_loader.py").expect("the include commit qualifies");
+    assert!(!include.query.contains("resolve_includes"));
+
+    // The initial import (18 files), docs, version bumps, merges, tests only, a deleted file,
+    // 18 files at once and a 2-word subject all stay out.
+    assert_eq!(report.queries.len(), 3, "{:#?}", report.queries);
+    let git = report.git.as_ref().expect("git stats");
+    assert!(git.scanned >= 11 && git.candidates >= 3, "{git:?}");
+    for q in &report.queries {
+        assert!(!q.query.to_lowercase().contains("merge") && !q.query.contains("Bump"), "{}", q.query);
+    }
+
+    // Search is scored on the set: these descriptions share words with their answers.
+    let run = &report.runs[0];
+    assert_eq!(run.label, "current");
+    assert_eq!(run.metrics.n, 3);
+    assert!(run.metrics.recall_at_10 > 0.6, "{:?}", run.metrics);
+    let o = run.outcomes.iter().find(|o| o.id == invoice.id).unwrap();
+    assert_eq!(o.gold_ranks[0], Some(1), "{o:?}");
+}
+
+#[test]
+fn the_set_is_deterministic_for_a_seed_and_honours_n_and_since() {
+    let env = Env::new();
+    let root = history_repo(&env);
+    let engine = env.engine();
+    let a = engine.eval(&root, &git_request(50, 7), &quiet()).unwrap();
+    let b = engine.eval(&root, &git_request(50, 7), &quiet()).unwrap();
+    assert_eq!(a.queries, b.queries);
+    assert_eq!(a.runs[0].metrics, b.runs[0].metrics);
+    let ids = |r: &docdex::engine::eval::EvalReport| r.queries.iter().map(|q| q.id.clone()).collect::<Vec<_>>();
+    // Some seed orders the three differently (the order is the shuffled candidate order).
+    let orders: std::collections::HashSet<Vec<String>> =
+        (1..8).map(|s| ids(&engine.eval(&root, &git_request(50, s), &quiet()).unwrap())).collect();
+    assert!(orders.len() > 1, "every seed gave the same order");
+
+    let one = engine.eval(&root, &git_request(1, 7), &quiet()).unwrap();
+    assert_eq!(one.queries.len(), 1);
+    assert_eq!(one.queries[0], a.queries[0], "n takes the first of the same shuffled order");
+
+    // Everything after the initial import is dated 2024: since 2023-06 keeps those commits,
+    // since 2030 keeps none (a clear error, not an empty report).
+    let since = |d: &str| EvalRequest {
+        source: QuerySource::Git(GitSetOptions { n: 50, since: Some(d.into()), seed: 1 }),
+        compare: None,
+        worst: 3,
+    };
+    assert_eq!(engine.eval(&root, &since("2023-06-01"), &quiet()).unwrap().queries.len(), 3);
+    let err = engine.eval(&root, &since("2030-01-01"), &quiet()).unwrap_err().to_string();
+    assert!(err.contains("no commit") && err.contains("--queries"), "{err}");
+}
+
+#[test]
+fn compare_scores_a_second_configuration_on_the_same_queries() {
+    let env = Env::new();
+    let root = history_repo(&env);
+    let engine = env.engine();
+    // A changelog that repeats the description would win without the class priors.
+    write(
+        &root,
+        "CHANGELOG.md",
+        "# Changes\n\n- Print the customer's billing address and the tax total on every bill\n",
+    );
+    let queries = vec![EvalQuery {
+        id: "bill".into(),
+        query: "Print the customer billing address and the tax total on every bill".into(),
+        gold: vec!["src/billing/invoice.py".into()],
+    }];
+    let req = EvalRequest {
+        source: QuerySource::Inline(queries.clone()),
+        compare: Some(CompareWith::Overrides(vec!["search.demote_noise_files=false".into()])),
+        worst: 5,
+    };
+    let report = engine.eval(&root, &req, &quiet()).unwrap();
+    assert_eq!(report.runs.len(), 2);
+    assert_eq!(report.runs[1].label, "search.demote_noise_files=false");
+    assert_eq!(report.runs[0].outcomes[0].gold_ranks[0], Some(1));
+    assert_eq!(report.runs[1].outcomes[0].ranking[0], "CHANGELOG.md", "{:?}", report.runs[1].outcomes[0]);
+    assert!(report.runs[1].metrics.mrr_at_10 < report.runs[0].metrics.mrr_at_10);
+
+    // A whole config file works the same way; keys it leaves out take their defaults.
+    let file = env.dir.path().join("other.toml");
+    std::fs::write(&file, "[search]\ndemote_noise_files = false\n").unwrap();
+    let req = EvalRequest { compare: Some(CompareWith::File(file.clone())), ..req };
+    let report = engine.eval(&root, &req, &quiet()).unwrap();
+    assert_eq!(report.runs[1].label, file.display().to_string());
+    assert_eq!(report.runs[1].outcomes[0].ranking[0], "CHANGELOG.md");
+
+    // Settings that do not exist are refused with the reason.
+    let bad = EvalRequest {
+        source: QuerySource::Inline(queries),
+        compare: Some(CompareWith::Overrides(vec!["search.no_such_key=1".into()])),
+        worst: 5,
+    };
+    let err = engine.eval(&root, &bad, &quiet()).unwrap_err().to_string();
+    assert!(err.contains("no_such_key"), "{err}");
+}
+
+#[test]
+fn the_command_prints_the_table_and_worst_misses_or_json() {
+    let env = Env::new();
+    let root = history_repo(&env);
+    let repo = root.to_str().unwrap();
+    let out = env.run(&["eval", "--repo", repo, "--from-git", "--n", "10", "--compare", "search.hybrid=false"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("3 queries from git history"), "{text}");
+    assert!(text.contains("R@10") && text.contains("MRR@10"), "{text}");
+    assert!(text.contains("current (bm25)") && text.contains("search.hybrid=false (bm25)"), "{text}");
+
+    let v = env.json(&["eval", "--repo", repo, "--json", "--seed", "3"]);
+    assert_eq!(v["source"], "git");
+    assert_eq!(v["queries"].as_array().unwrap().len(), 3);
+    assert!(v["runs"][0]["metrics"]["recall_at_10"].as_f64().unwrap() > 0.0);
+    assert!(v["runs"][0]["outcomes"][0]["ranking"].is_array());
+
+    // A query file: the dev set's format (extra fields ignored), with a miss listed as such.
+    let file = env.dir.path().join("q.jsonl");
+    std::fs::write(
+        &file,
+        "{\"id\":\"a\",\"repo\":\"shop\",\"query\":\"billing address and tax total on the bill\",\"gold\":[\"src/billing/invoice.py\"]}\n\
+         {\"id\":\"b\",\"query\":\"quantum flux capacitor calibration\",\"gold\":[\"src/config_loader.py\"]}\n",
+    )
+    .unwrap();
+    let out = env.run(&["eval", "--repo", repo, "--queries", file.to_str().unwrap(), "--worst", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("2 queries from"), "{text}");
+    assert!(text.contains("worst misses (current):") && text.contains("  b  "), "{text}");
+    assert!(text.contains("src/config_loader.py (not found)"), "{text}");
+
+    // Bad input: not a git repository, a malformed query file, an unusable --compare.
+    let plain = env.repo("plain");
+    write(&plain, "a.py", "x = 1\n");
+    let out = env.run(&["eval", "--repo", plain.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not inside a git work tree") && err.contains("--queries"), "{err}");
+    std::fs::write(&file, "{\"id\": 1}\n").unwrap();
+    let out = env.run(&["eval", "--repo", repo, "--queries", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = env.run(&["eval", "--repo", repo, "--compare", "missing.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("neither a config file"));
+}
