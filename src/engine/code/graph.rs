@@ -224,7 +224,8 @@ pub fn rebuild(repo: &RepoRef, files: &[FileImports], opts: &GraphOptions) -> Re
         "impact graph rebuilt"
     );
     save(&graph_path(repo), &graph)?;
-    crate::engine::search::import_prior::write(&repo.state_dir, &graph.edges)
+    let internal = graph.edges.iter().filter(|e| !e.external).map(|e| (e.source.as_str(), e.target.as_str()));
+    crate::engine::search::import_prior::write(&repo.state_dir, internal)
 }
 
 /// Reads, parses and extracts the imports of every code file among `paths` (repo-relative,

@@ -5,7 +5,6 @@
 //! path as the index's `file_id` field has it, then `u32` importers), so that a one-shot search
 //! reads a few kilobytes instead of parsing the graph.
 
-use crate::engine::code::graph::Edge;
 use crate::engine::fsutil;
 use crate::error::Result;
 use std::collections::{HashMap, HashSet};
@@ -21,12 +20,13 @@ pub fn path(state_dir: &Path) -> PathBuf {
     state_dir.join(FILE_NAME)
 }
 
-/// Writes the table for a graph's `edges` (importers counted once per importing file;
-/// self-imports and external packages do not count).
-pub fn write(state_dir: &Path, edges: &[Edge]) -> Result<()> {
+/// Writes the table for a graph's in-repository edges, `(importer, imported)` (importers
+/// counted once per importing file; self-imports do not count). Takes plain pairs so the
+/// graph, which calls this, is not imported back.
+pub fn write<'a>(state_dir: &Path, edges: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<()> {
     let mut importers: HashMap<&str, HashSet<&str>> = HashMap::new();
-    for e in edges.iter().filter(|e| !e.external && e.source != e.target) {
-        importers.entry(e.target.as_str()).or_default().insert(e.source.as_str());
+    for (source, target) in edges.into_iter().filter(|(s, t)| s != t) {
+        importers.entry(target).or_default().insert(source);
     }
     let mut rows: Vec<(u64, u32)> = importers
         .into_iter()
@@ -91,33 +91,18 @@ impl ImportPrior {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::code::graph::Method;
-
-    fn edge(source: &str, target: &str, external: bool) -> Edge {
-        Edge {
-            source: source.into(),
-            target: target.into(),
-            external,
-            kind: "import".into(),
-            method: Method::Static,
-            confidence: 1.0,
-            line: 1,
-            spec: target.into(),
-        }
-    }
 
     #[test]
     fn counts_distinct_importers_and_round_trips() {
         let dir = tempfile::tempdir().unwrap();
-        let edges = vec![
-            edge("a.py", "core.py", false),
-            edge("b.py", "core.py", false),
-            edge("b.py", "core.py", false),
-            edge("core.py", "core.py", false),
-            edge("a.py", "ext:requests", true),
-            edge("core.py", "util.py", false),
+        let edges = [
+            ("a.py", "core.py"),
+            ("b.py", "core.py"),
+            ("b.py", "core.py"),
+            ("core.py", "core.py"),
+            ("core.py", "util.py"),
         ];
-        write(dir.path(), &edges).unwrap();
+        write(dir.path(), edges).unwrap();
         let prior = ImportPrior::load(&path(dir.path()));
         let id = |p: &str| xxhash_rust::xxh3::xxh3_64(p.as_bytes());
         assert_eq!(prior.importers(id("core.py")), 2);
