@@ -14,6 +14,21 @@ pub const MAX_QUERY_BYTES: usize = 4096;
 /// The most distinct terms a query may have after analysis (identifier parts and stems count).
 pub const MAX_QUERY_TERMS: usize = 128;
 
+/// The longest symbol name a symbol or AST query may look for (qualified names included):
+/// fuzzy matching compares it with every stored name.
+pub const MAX_SYMBOL_QUERY_BYTES: usize = 256;
+
+/// Refuses a symbol name over [`MAX_SYMBOL_QUERY_BYTES`].
+pub fn check_symbol_query(name: &str) -> Result<()> {
+    if name.len() > MAX_SYMBOL_QUERY_BYTES {
+        return Err(Error::BadRequest(format!(
+            "symbol name too long: {} bytes; the limit is {MAX_SYMBOL_QUERY_BYTES} bytes",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses a query over [`MAX_QUERY_BYTES`] or [`MAX_QUERY_TERMS`]. The length is checked
 /// first, so an oversized query costs nothing to refuse.
 pub fn check_query(query: &str) -> Result<()> {

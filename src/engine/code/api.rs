@@ -101,6 +101,9 @@ impl Engine {
         let kind = parse_kind(req.kind.as_deref())?;
         let file = req.file.as_deref().map(|f| repo_relative(&repo, f)).filter(|f| !f.is_empty());
         let query = req.query.as_deref().map(str::trim).filter(|q| !q.is_empty()).map(String::from);
+        if let Some(q) = &query {
+            crate::engine::limits::check_symbol_query(q)?;
+        }
         if query.is_none() && file.is_none() {
             return Err(Error::BadRequest("pass a name to search for, or --file F for a file's outline".into()));
         }
@@ -281,6 +284,9 @@ impl Engine {
         let limit = clamp_limit(req.limit, DEFAULT_LIMIT);
         let sample_limit = req.sample_limit.unwrap_or(5).min(MAX_LIMIT);
         let name = req.name.as_deref().map(str::trim).filter(|n| !n.is_empty()).map(String::from);
+        if let Some(n) = &name {
+            crate::engine::limits::check_symbol_query(n)?;
+        }
         let field = req.field.as_deref().map(str::trim).filter(|f| !f.is_empty()).map(String::from);
         if let Some(f) = &field {
             super::ast::validate_field(f)?;

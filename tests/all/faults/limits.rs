@@ -87,4 +87,8 @@ fn the_command_line_refuses_an_oversized_query_with_exit_2() {
     let out = env.run(&["search", "--repo", repo.to_str().unwrap(), &wordy_query(3000)]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("limit is 128"));
+    // A symbol name is compared with every stored name: it gets a tighter limit.
+    let out = env.run(&["symbols", "--repo", repo.to_str().unwrap(), &"SessionStore".repeat(40)]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("256 bytes"));
 }
