@@ -191,6 +191,94 @@ pub fn dir_writable(dir: &Path) -> bool {
     }
 }
 
+/// Opens the repository file `rel` (repo-relative) for reading the way docdex reads every
+/// repository file, whatever happened to it since it was indexed: no symlink is followed at
+/// any component, nothing outside `root` is reached, a FIFO or device never blocks the read
+/// (`O_NONBLOCK`), and only a regular file is returned. On Linux one `openat2` with
+/// `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` does it; elsewhere (or on kernels before 5.6) the
+/// last component is opened with `O_NOFOLLOW` and its directory must canonicalize inside `root`.
+/// A symlink anywhere is `ELOOP` (or `EXDEV` for a path leading out).
+pub fn open_repo_file(root: &Path, rel: &str) -> std::io::Result<File> {
+    let file = open_beneath(root, rel)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    Ok(file)
+}
+
+#[cfg(target_os = "linux")]
+fn open_beneath(root: &Path, rel: &str) -> std::io::Result<File> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::{AsRawFd, FromRawFd};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
+    if !NO_OPENAT2.load(Ordering::Relaxed) {
+        let dir = File::open(root)?;
+        let path = std::ffi::CString::new(Path::new(rel).as_os_str().as_bytes())?;
+        // SAFETY: open_how is plain data; zeroed is a valid value (no flags, no resolve bits).
+        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+        how.flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY) as u64;
+        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+        // SAFETY: the dirfd is open for the call, `path` is NUL-terminated, `how` outlives the call
+        // and its size is passed; the returned fd (if any) is owned by the File made from it.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir.as_raw_fd(),
+                path.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: a new descriptor this process owns and nothing else refers to.
+            return Ok(unsafe { File::from_raw_fd(fd as i32) });
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::ENOSYS) | Some(libc::EPERM) => NO_OPENAT2.store(true, Ordering::Relaxed),
+            _ => return Err(err),
+        }
+    }
+    open_no_follow_inside(root, rel)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_beneath(root: &Path, rel: &str) -> std::io::Result<File> {
+    open_no_follow_inside(root, rel)
+}
+
+fn open_no_follow_inside(root: &Path, rel: &str) -> std::io::Result<File> {
+    let root = std::fs::canonicalize(root)?;
+    let path = root.join(rel);
+    let parent = path.parent().unwrap_or(&root);
+    if !std::fs::canonicalize(parent)?.starts_with(&root) {
+        return Err(std::io::Error::from_raw_os_error(libc::EXDEV));
+    }
+    let mut o = OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    o.open(path)
+}
+
+/// Reads a whole repository file through [`open_repo_file`].
+pub fn read_repo_file(root: &Path, rel: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = open_repo_file(root, rel)?;
+    let mut bytes = Vec::with_capacity(f.metadata().map(|m| m.len() as usize + 1).unwrap_or(0));
+    f.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Whether an error from [`open_repo_file`] means a symlink (or a path leading out of the repo).
+pub fn is_symlink_refusal(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::EXDEV))
+}
+
 /// Bytes an unprivileged process can still write on the filesystem holding `dir`
 /// (`statvfs`); `None` when unknown.
 pub fn available_bytes(dir: &Path) -> Option<u64> {

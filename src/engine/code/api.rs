@@ -83,7 +83,7 @@ fn split_kinds(kinds: &[String]) -> Vec<String> {
 
 /// The first line of each sample, read from the file on disk.
 fn sample_texts(root: &Path, path: &str, nodes: &mut [AstNode]) {
-    let Ok(bytes) = std::fs::read(root.join(path)) else { return };
+    let Ok(bytes) = crate::engine::fsutil::read_repo_file(root, path) else { return };
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();
     for n in nodes {
@@ -366,7 +366,7 @@ fn field_query(
         .into_par_iter()
         .filter_map(|f| {
             let lang = super::Lang::from_index_lang(&f.lang)?;
-            let bytes = std::fs::read(repo.root.join(&f.path)).ok()?;
+            let bytes = crate::engine::fsutil::read_repo_file(&repo.root, &f.path).ok()?;
             if let Some(w) = &wanted {
                 let folded: Vec<u8> = bytes
                     .iter()

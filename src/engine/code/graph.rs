@@ -237,7 +237,7 @@ pub fn extract_from_disk(root: &Path, paths: &[String], on_file: &(dyn Fn(u64) +
         .par_iter()
         .filter_map(|rel| {
             let lang = Lang::from_path(Path::new(rel))?;
-            let bytes = std::fs::read(root.join(rel)).ok()?;
+            let bytes = crate::engine::fsutil::read_repo_file(root, rel).ok()?;
             on_file(bytes.len() as u64);
             let text = String::from_utf8_lossy(&bytes);
             let tree = super::lang::parse(lang, &text)?;

@@ -321,7 +321,7 @@ fn file_chunks(
     path: &str,
     w: &Wanted,
 ) -> Option<(FileEntry, Vec<String>)> {
-    let bytes = std::fs::read(root.join(path)).ok()?;
+    let bytes = crate::engine::fsutil::read_repo_file(root, path).ok()?;
     if xxhash_rust::xxh3::xxh3_64(&bytes) != w.hash {
         return None;
     }

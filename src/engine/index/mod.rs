@@ -665,7 +665,7 @@ impl IndexSession {
         }
         let max = self.cfg.max_file_size_bytes;
         let skipped = |reason: String| Outcome::Skipped { reason, size: c.size, mtime_ns: c.mtime_ns };
-        let bytes = match read_text(&c.abs, c.size, max) {
+        let bytes = match read_text(&self.repo.root, &c.rel, c.size, max) {
             Ok(Read::Text(b)) => b,
             Ok(Read::Binary) => return skipped("binary".into()),
             Ok(Read::TooLarge) => return skipped(format!("too large (> {:.1} MB limit)", mb(max))),
@@ -747,7 +747,7 @@ impl IndexSession {
     /// The code pass alone, for a file the text index already has (symbol store repair).
     fn extract_only(&self, c: &walk::Candidate) -> Option<(u64, CodeResult)> {
         let lang = Lang::from_path(Path::new(&c.rel))?;
-        let bytes = match read_text(&c.abs, c.size, self.cfg.max_file_size_bytes) {
+        let bytes = match read_text(&self.repo.root, &c.rel, c.size, self.cfg.max_file_size_bytes) {
             Ok(Read::Text(b)) => b,
             _ => return None, // gone, unreadable or no longer text now: the next full update sees it
         };
@@ -949,20 +949,18 @@ enum Read {
     NotRegular(&'static str),
 }
 
-/// Reads a file under the walk's policy, whatever happened to it since the walk: a symlink is
-/// never followed (`O_NOFOLLOW`), a FIFO or device is never waited on (`O_NONBLOCK`, then a
-/// regular-file check on the open descriptor), and no more than `max` bytes are read.
-fn read_text(path: &Path, size_hint: u64, max: u64) -> std::io::Result<Read> {
+/// Reads a file under the walk's policy, whatever happened to it since the walk: no symlink
+/// is followed at any component and nothing outside the repo is reached
+/// ([`crate::engine::fsutil::open_repo_file`]), a FIFO or device is never waited on, and no
+/// more than `max` bytes are read.
+fn read_text(root: &Path, rel: &str, size_hint: u64, max: u64) -> std::io::Result<Read> {
     use std::io::Read as _;
-    let mut f = match open_no_follow(path) {
+    let mut f = match crate::engine::fsutil::open_repo_file(root, rel) {
         Ok(f) => f,
-        #[cfg(unix)]
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Read::NotRegular("symlink (not followed)")),
+        Err(e) if crate::engine::fsutil::is_symlink_refusal(&e) => return Ok(Read::NotRegular("symlink (not followed)")),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Ok(Read::NotRegular("not a regular file")),
         Err(e) => return Err(e),
     };
-    if !f.metadata()?.is_file() {
-        return Ok(Read::NotRegular("not a regular file"));
-    }
     let mut bytes = Vec::with_capacity(size_hint.min(max) as usize + 1);
     (&mut f).take(BINARY_SNIFF as u64).read_to_end(&mut bytes)?;
     if memchr::memchr(0, &bytes).is_some() {
@@ -974,17 +972,6 @@ fn read_text(path: &Path, size_hint: u64, max: u64) -> std::io::Result<Read> {
         return Ok(Read::TooLarge);
     }
     Ok(Read::Text(bytes))
-}
-
-fn open_no_follow(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut o = std::fs::OpenOptions::new();
-    o.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    o.open(path)
 }
 
 enum Outcome {

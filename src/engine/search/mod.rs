@@ -613,7 +613,7 @@ fn cut_snippets(
 /// be read. Hits near the top of a large file do not pay for reading all of it.
 fn read_file(root: &Path, rel: &str, up_to: u32, commit_time: Option<SystemTime>, buf: &mut Vec<u8>) -> Option<bool> {
     buf.clear();
-    let mut file = std::fs::File::open(root.join(rel)).ok()?;
+    let mut file = crate::engine::fsutil::open_repo_file(root, rel).ok()?;
     let meta = file.metadata().ok()?;
     let stale = match (meta.modified().ok(), commit_time) {
         (Some(m), Some(c)) => m > c,

@@ -108,3 +108,38 @@ fn nothing_outside_the_repo_or_ignored_becomes_searchable_under_a_live_watcher()
     eventually("the swapped file leaves the index", || hit_paths(&engine, &repo, "okapi").is_empty());
     assert!(hit_paths(&engine, &repo, "quetzalsecret").is_empty());
 }
+
+#[test]
+fn a_file_swapped_for_a_symlink_is_never_read_through_it_even_before_a_reindex() {
+    let env = Env::new();
+    let outside = env.repo("outside");
+    write(&outside, "shadow", "root:quetzalsecret:19000:0:99999:7:::\n");
+    let repo = env.repo("r");
+    write(&repo, "handler.py", "def okapi_handler():\n    return 1\n");
+    write(&repo, "sub/deep.py", "def okapi_deep():\n    return 2\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    // No watcher: the index still has these files when they become links out of the repo.
+    std::fs::remove_file(repo.join("handler.py")).unwrap();
+    std::os::unix::fs::symlink(outside.join("shadow"), repo.join("handler.py")).unwrap();
+    std::fs::remove_dir_all(repo.join("sub")).unwrap();
+    std::fs::create_dir_all(outside.join("sub")).unwrap();
+    write(&outside, "sub/deep.py", "quetzalsecret in a linked directory\n");
+    std::os::unix::fs::symlink(outside.join("sub"), repo.join("sub")).unwrap();
+
+    for q in ["okapi handler", "okapi deep"] {
+        let out = env.run(&["search", "--repo", r, q, "--json"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("quetzalsecret"), "a snippet was read through a symlink: {text}");
+    }
+    for args in [&["symbols", "--repo", r, "okapi_handler"][..], &["ast", "query", "--repo", r, "--kinds", "function_definition"][..]] {
+        let out = env.run(args);
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("quetzalsecret"), "{args:?}");
+    }
+    let out = env.run(&["get", "--repo", r, "handler.py"]);
+    assert!(!out.status.success() && !String::from_utf8_lossy(&out.stdout).contains("quetzalsecret"));
+    // The next run takes them out of the index and lists them as skipped symlinks.
+    let summary = env.json(&["index", "--repo", r, "--json"]);
+    assert_eq!(summary["files"], 0, "{summary}");
+    assert!(summary.to_string().contains("symlink"), "{summary}");
+}

@@ -358,7 +358,7 @@ impl Manifests<'_> {
 
     /// A manifest's text; a read failure becomes a warning.
     pub fn read(&self, rel: &str, warnings: &mut Vec<String>) -> Option<String> {
-        match std::fs::read_to_string(self.root.join(rel)) {
+        match crate::engine::fsutil::read_repo_file(self.root, rel).map(|b| String::from_utf8_lossy(&b).into_owned()) {
             Ok(t) => Some(t),
             Err(e) => {
                 warnings.push(format!("cannot read {rel}: {e}"));
