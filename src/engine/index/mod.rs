@@ -957,7 +957,9 @@ fn read_text(root: &Path, rel: &str, size_hint: u64, max: u64) -> std::io::Resul
     use std::io::Read as _;
     let mut f = match crate::engine::fsutil::open_repo_file(root, rel) {
         Ok(f) => f,
-        Err(e) if crate::engine::fsutil::is_symlink_refusal(&e) => return Ok(Read::NotRegular("symlink (not followed)")),
+        Err(e) if crate::engine::fsutil::is_symlink_refusal(&e) => {
+            return Ok(Read::NotRegular("symlink (not followed)"))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Ok(Read::NotRegular("not a regular file")),
         Err(e) => return Err(e),
     };

@@ -132,7 +132,10 @@ fn a_file_swapped_for_a_symlink_is_never_read_through_it_even_before_a_reindex()
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(!text.contains("quetzalsecret"), "a snippet was read through a symlink: {text}");
     }
-    for args in [&["symbols", "--repo", r, "okapi_handler"][..], &["ast", "query", "--repo", r, "--kinds", "function_definition"][..]] {
+    for args in [
+        &["symbols", "--repo", r, "okapi_handler"][..],
+        &["ast", "query", "--repo", r, "--kinds", "function_definition"][..],
+    ] {
         let out = env.run(args);
         assert!(!String::from_utf8_lossy(&out.stdout).contains("quetzalsecret"), "{args:?}");
     }
