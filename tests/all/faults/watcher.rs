@@ -1,6 +1,6 @@
 //! One walker policy for the full index and every watcher event: symlinks (to files and to
-//! directories, made before or while the watcher runs), hidden files, `.env`, gitignored and
-//! excluded files never become searchable, however they arrive.
+//! directories, made before or while the watcher runs), hidden files, `.env`, gitignored,
+//! excluded, oversized and binary files never become searchable, however they arrive.
 
 use crate::util::{hit_paths, write, Env};
 use docdex::engine::watch::WatchReport;
@@ -75,6 +75,7 @@ fn nothing_outside_the_repo_or_ignored_becomes_searchable_under_a_live_watcher()
     write(&repo, "main.rs", "fn main() { okapi(); }\n");
     // A directory link that exists before the watcher starts: its target must not be watched.
     std::os::unix::fs::symlink(outside.join("tree"), repo.join("prelinked")).unwrap();
+    env.write_config("[index]\nmax_file_size_bytes = 4096\n");
     let engine = env.engine();
     let _w = Watcher::start(&engine, &repo);
     assert_eq!(hit_paths(&engine, &repo, "okapi"), ["main.rs"]);
@@ -87,6 +88,9 @@ fn nothing_outside_the_repo_or_ignored_becomes_searchable_under_a_live_watcher()
     write(&repo, "debug.log", "capybaraleak in a log\n");
     write(&repo, ".hidden/x.py", "capybaraleak = 'hidden'\n");
     write(&repo, "src/.secret.rs", "// capybaraleak hidden file in a visible dir\n");
+    // Over the size limit, and binary: skipped under the watcher as by the full index.
+    write(&repo, "big.py", format!("x = 'capybaraleak'\n{}", "# padding\n".repeat(1000)));
+    write(&repo, "blob.py", b"capybaraleak = 1\n\0\x01\x02 binary\n");
     // A change inside the pre-existing linked directory's target.
     write(&outside, "tree/f0.py", "def outside_0(): return 'capybaraleak changed'\n");
     std::thread::sleep(Duration::from_millis(600));
