@@ -17,8 +17,7 @@ use crate::engine::protocol::{
     SCHEMA_VERSION,
 };
 use axum::extract::State;
-use axum::http::{HeaderMap, Method};
-use axum::routing::{get, post};
+use axum::http::HeaderMap;
 use axum::Json;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -259,60 +258,42 @@ async fn models(State(state): State<AppState>) -> Result<Json<ModelList>, ApiErr
 /// Adds the repository endpoints to `routes`, documented as they are registered.
 pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
     routes
-        .route(
-            Method::GET,
+        .get(
             "/healthz",
-            get(healthz),
-            Operation::new("Liveness: the process answers").response::<Health>(),
+            healthz,
+            Operation::new("Liveness: the process answers"),
         )
-        .route(
-            Method::GET,
+        .get(
             "/v1/status",
-            get(status),
+            status,
             Operation::new("Index state and progress per mounted repository")
-                .describe("All mounted repositories, or only the one named by `x-docdex-repo` / `?repo=`.")
-                .query::<RepoQuery>()
-                .response::<ServerStatus>(),
+                .describe("All mounted repositories, or only the one named by `x-docdex-repo` / `?repo=`."),
         )
-        .route(
-            Method::POST,
+        .post(
             "/v1/initialize",
-            post(initialize),
+            initialize,
             Operation::new("Mount a repository and keep it fresh")
-                .describe("Answers `ready`, `indexing` (no index yet; the first index runs in the background) or `stale` (searchable; a catch-up run is applying changes). `docdex serve` accepts only its own repository.")
-                .body::<InitializeBody>()
-                .response::<Freshness>(),
+                .describe("Answers `ready`, `indexing` (no index yet; the first index runs in the background) or `stale` (searchable; a catch-up run is applying changes). `docdex serve` accepts only its own repository."),
         )
-        .route(
-            Method::POST,
+        .post(
             "/v1/search",
-            post(search),
-            Operation::new("Ranked search over a repository's index")
-                .query::<RepoQuery>()
-                .body::<SearchBody>()
-                .response::<SearchResponse>(),
+            search,
+            Operation::new("Ranked search over a repository's index"),
         )
-        .route(
-            Method::GET,
+        .get(
             "/v1/open",
-            get(open),
-            Operation::new("Lines of a file inside the repository (paths outside it are refused)")
-                .query::<FileRequest>()
-                .query::<OpenQuery>()
-                .response::<FileContent>(),
+            open,
+            Operation::new("Lines of a file inside the repository (paths outside it are refused)"),
         )
-        .route(
-            Method::GET,
+        .get(
             "/v1/repos",
-            get(repos),
-            Operation::new("Registered repositories and which are mounted").response::<ReposResponse>(),
+            repos,
+            Operation::new("Registered repositories and which are mounted"),
         )
-        .route(
-            Method::GET,
+        .get(
             "/v1/models",
-            get(models),
+            models,
             Operation::new("Models of the configured LLM provider (OpenAI list shape)")
-                .describe("503 `upstream_unavailable` when the provider cannot be reached.")
-                .response::<ModelList>(),
+                .describe("503 `upstream_unavailable` when the provider cannot be reached."),
         )
 }

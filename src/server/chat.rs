@@ -22,10 +22,9 @@ use crate::engine::protocol::{
 };
 use crate::engine::protocol::{ChatMessage, Role};
 use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use axum::Json;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -532,14 +531,12 @@ impl Chunks {
 
 /// Adds `POST /v1/chat/completions` to `routes`.
 pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
-    routes.route(
-        Method::POST,
+    routes.post(
         "/v1/chat/completions",
-        post(completions),
+        completions,
         Operation::new("OpenAI-compatible chat about the repository (the waterfall chat)")
             .describe("The OpenAI request and response; `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`. The repository comes from `x-docdex-repo`, `docdex.repo` or `?repo=`; the agent from `x-docdex-agent-id` or `docdex.agent_id`. `docdex.force_web`, `docdex.no_web`, `docdex.diff` and `docdex.session_id` steer the waterfall. The `docdex` field of the response (or of the final chunk) carries the session, sources, model outcome and waterfall trace. No reachable model: 503 `upstream_unavailable` / `model_not_found`, with the retrieved sources in `docdex`.")
-            .query::<RepoQuery>()
-            .body::<ChatCompletionRequest>()
+            // The handler answers a bare `Response` (JSON or an event stream): name the JSON.
             .response::<ChatCompletion>(),
     )
 }

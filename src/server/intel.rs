@@ -21,8 +21,7 @@ use crate::engine::protocol::{
 };
 use crate::engine::Engine;
 use axum::extract::{Path as UrlPath, State};
-use axum::http::{HeaderMap, Method, StatusCode};
-use axum::routing::{get, post};
+use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -186,89 +185,56 @@ async fn dag_session(
 /// Adds the symbols, AST, impact, memory and DAG endpoints to `routes`.
 pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
     routes
-        .route(
-            Method::GET,
+        .get(
             "/v1/symbols",
-            get(symbols),
+            symbols,
             Operation::new("Symbols by name, or a file's outline")
-                .describe("`query` searches declarations by name (exact, prefix, word parts, fuzzy), filtered by `kind`, `file`, `path_prefix`, `lang`; `file` alone returns the file's outline. 409 `stale_index` when the symbol store must be rebuilt (parser drift: run `docdex index`); 403 `path_outside_repo` for a file outside the repository.")
-                .query::<SymbolsRequest>()
-                .query::<RepoQuery>()
-                .response::<SymbolsResponse>(),
+                .describe("`query` searches declarations by name (exact, prefix, word parts, fuzzy), filtered by `kind`, `file`, `path_prefix`, `lang`; `file` alone returns the file's outline. 409 `stale_index` when the symbol store must be rebuilt (parser drift: run `docdex index`); 403 `path_outside_repo` for a file outside the repository."),
         )
-        .route(
-            Method::GET,
+        .get(
             "/v1/symbols/status",
-            get(symbols_status),
+            symbols_status,
             Operation::new("The symbol store's state: counts per language, parser drift")
-                .describe("`symbols_reindex_required: true` means symbol and AST queries answer 409 `stale_index` until `docdex index` runs.")
-                .query::<RepoQuery>()
-                .response::<SymbolsStatus>(),
+                .describe("`symbols_reindex_required: true` means symbol and AST queries answer 409 `stale_index` until `docdex index` runs."),
         )
-        .route(
-            Method::GET,
+        .get(
             "/v1/ast/search",
-            get(ast_search),
+            ast_search,
             Operation::new("Files containing Tree-sitter node kinds")
-                .describe("`kinds` is comma-separated (`function_item,struct_item`); `mode=all` needs every kind in a file.")
-                .query::<AstSearchRequest>()
-                .query::<RepoQuery>()
-                .response::<AstSearchResponse>(),
+                .describe("`kinds` is comma-separated (`function_item,struct_item`); `mode=all` needs every kind in a file."),
         )
-        .route(
-            Method::POST,
+        .post(
             "/v1/ast/query",
-            post(ast_query),
-            Operation::new("Node kinds per file with sample nodes, optionally by declared name")
-                .query::<RepoQuery>()
-                .body::<AstQueryBody>()
-                .response::<AstQueryResponse>(),
+            ast_query,
+            Operation::new("Node kinds per file with sample nodes, optionally by declared name"),
         )
-        .route(
-            Method::GET,
+        .get(
             "/v1/graph/impact",
-            get(impact),
+            impact,
             Operation::new("What a file imports and what imports it, to a depth")
-                .describe("`affected` lists every file whose behaviour may change if `file` changes. 403 `path_outside_repo` for paths leaving the repository; 404 `not_found` for a file the graph does not know.")
-                .query::<ImpactRequest>()
-                .query::<RepoQuery>()
-                .response::<ImpactResponse>(),
+                .describe("`affected` lists every file whose behaviour may change if `file` changes. 403 `path_outside_repo` for paths leaving the repository; 404 `not_found` for a file the graph does not know."),
         )
-        .route(
-            Method::POST,
+        .post(
             "/v1/memory/store",
-            post(memory_store),
+            memory_store,
             Operation::new("Remember a fact about the repository")
-                .describe("Stored in the repository's memory.db with an embedding when an embedder answers (a `notice` says when not); chat recalls memories into its context.")
-                .query::<RepoQuery>()
-                .body::<MemoryStoreBody>()
-                .response::<MemoryStoreResponse>(),
+                .describe("Stored in the repository's memory.db with an embedding when an embedder answers (a `notice` says when not); chat recalls memories into its context."),
         )
-        .route(
-            Method::POST,
+        .post(
             "/v1/memory/recall",
-            post(memory_recall),
+            memory_recall,
             Operation::new("Memories most related to a query")
-                .describe("By meaning (`mode: vector`), or by shared words (`mode: text`, with a `notice`) when no embedder answers.")
-                .query::<RepoQuery>()
-                .body::<MemoryRecallBody>()
-                .response::<MemoryRecallResponse>(),
+                .describe("By meaning (`mode: vector`), or by shared words (`mode: text`, with a `notice`) when no embedder answers."),
         )
-        .route(
-            Method::GET,
+        .get(
             "/v1/dag/sessions",
-            get(dag_sessions),
-            Operation::new("Reasoning sessions logged by chat, newest first")
-                .query::<RepoQuery>()
-                .response::<DagSessionList>(),
+            dag_sessions,
+            Operation::new("Reasoning sessions logged by chat, newest first"),
         )
-        .route(
-            Method::GET,
+        .get(
             "/v1/dag/{session}",
-            get(dag_session),
+            dag_session,
             Operation::new("One reasoning session with its nodes and edges")
-                .describe("`session` is the id or a unique prefix; 404 `not_found` when no session matches.")
-                .query::<RepoQuery>()
-                .response::<DagSession>(),
+                .describe("`session` is the id or a unique prefix; 404 `not_found` when no session matches."),
         )
 }

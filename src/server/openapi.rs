@@ -1,15 +1,33 @@
 //! The OpenAPI document (`GET /v1/openapi.json`) is generated from the same
-//! table the router is built from: every route is registered through
-//! [`Routes`], which records its method, path, summary and the schemars types
-//! of its query, body and response. So the document cannot drift from the
-//! router, and a test checks that each documented operation is served.
+//! table the router is built from, and from the handlers' own types: every
+//! route is registered through [`Routes`], and [`Routes::get`] / [`Routes::post`]
+//! read a handler's query, body and response types off its signature
+//! ([`ApiQuery<T>`], [`ApiJson<T>`], `Json<T>`), so the document cannot drift from
+//! the code. The schemas are the schemars ones the MCP tools use too: one schema
+//! per type for both surfaces. A test checks that each documented operation is served.
+//!
+//! **Adding a route**: write the handler with the extractors of `extract`
+//! (`ApiQuery<T>`, `ApiJson<T>`; `State`, `HeaderMap`, `Path` and `Extension` add
+//! nothing) returning `Json<T>` or `Result<Json<T>, ApiError>`, then register it:
+//! `routes.get("/v1/thing", thing, Operation::new("One line").describe("More."))`.
+//! A handler whose types the document cannot read (it returns a bare `Response`,
+//! or is a tower service) goes through [`Routes::route`] with its types named on the
+//! [`Operation`] (`.query::<T>()`, `.body::<T>()`, `.response::<T>()`). Either way it
+//! is listed; nothing else needs editing.
 
-use axum::http::Method;
+use super::error::ApiError;
+use super::extract::{ApiJson, ApiQuery};
+use axum::extract::{Extension, Path, State};
+use axum::handler::Handler;
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::sse::Sse;
+use axum::response::Response;
 use axum::routing::MethodRouter;
-use axum::Router;
+use axum::{Json, Router};
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
+use std::future::Future;
 
 type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
 
@@ -85,6 +103,13 @@ impl Operation {
         }
     }
 
+    /// The query, body and response read off `handler`'s signature, for a handler
+    /// registered through [`Routes::route`] (wrapped in a layer, say).
+    pub fn reads<H: DocumentedHandler<A>, A>(mut self, _handler: &H) -> Self {
+        H::document(&mut self);
+        self
+    }
+
     /// Longer description.
     pub fn describe(mut self, text: &'static str) -> Self {
         self.description = text;
@@ -124,6 +149,93 @@ impl Operation {
     }
 }
 
+/// What a handler argument adds to its operation: query parameters, a body, or nothing.
+pub trait DocumentedInput {
+    /// Records this argument's part of the request on `op`.
+    fn document(_op: &mut Operation) {}
+}
+
+impl<S> DocumentedInput for State<S> {}
+impl DocumentedInput for HeaderMap {}
+impl DocumentedInput for Method {}
+/// Path parameters are read off the route's `{segments}`.
+impl<T> DocumentedInput for Path<T> {}
+impl<T> DocumentedInput for Extension<T> {}
+
+impl<T: JsonSchema> DocumentedInput for ApiQuery<T> {
+    fn document(op: &mut Operation) {
+        op.query.push(params_of::<T>);
+    }
+}
+
+impl<T: JsonSchema> DocumentedInput for ApiJson<T> {
+    fn document(op: &mut Operation) {
+        op.body = Some(schema_of::<T>);
+    }
+}
+
+/// What a handler's return type says of its success response.
+pub trait DocumentedOutput {
+    /// Records the response on `op`, unless the operation named one itself.
+    fn document(_op: &mut Operation) {}
+}
+
+impl<T: JsonSchema> DocumentedOutput for Json<T> {
+    fn document(op: &mut Operation) {
+        op.response.get_or_insert(schema_of::<T>);
+    }
+}
+
+impl<T: DocumentedOutput> DocumentedOutput for Result<T, ApiError> {
+    fn document(op: &mut Operation) {
+        T::document(op);
+    }
+}
+
+impl<S> DocumentedOutput for Sse<S> {
+    fn document(op: &mut Operation) {
+        op.responds = Responds::EventStream;
+    }
+}
+
+/// A bare status or response: the operation names what it answers (`.accepted()`,
+/// `.response::<T>()`).
+impl DocumentedOutput for StatusCode {}
+impl DocumentedOutput for Response {}
+
+/// A handler function whose arguments and result document themselves; implemented for
+/// `async fn`s of up to six arguments, each [`DocumentedInput`], returning a
+/// [`DocumentedOutput`].
+pub trait DocumentedHandler<Args> {
+    /// Records the handler's query, body and response on `op`.
+    fn document(op: &mut Operation);
+}
+
+macro_rules! documented_handler {
+    ($($arg:ident),*) => {
+        impl<F, Fut, $($arg,)*> DocumentedHandler<($($arg,)*)> for F
+        where
+            F: FnOnce($($arg),*) -> Fut,
+            Fut: Future,
+            Fut::Output: DocumentedOutput,
+            $($arg: DocumentedInput,)*
+        {
+            fn document(op: &mut Operation) {
+                $(<$arg as DocumentedInput>::document(op);)*
+                <Fut::Output as DocumentedOutput>::document(op);
+            }
+        }
+    };
+}
+
+documented_handler!();
+documented_handler!(A1);
+documented_handler!(A1, A2);
+documented_handler!(A1, A2, A3);
+documented_handler!(A1, A2, A3, A4);
+documented_handler!(A1, A2, A3, A4, A5);
+documented_handler!(A1, A2, A3, A4, A5, A6);
+
 /// A router under construction that documents every route it registers.
 pub struct Routes<S> {
     router: Router<S>,
@@ -137,7 +249,39 @@ impl<S: Clone + Send + Sync + 'static> Default for Routes<S> {
 }
 
 impl<S: Clone + Send + Sync + 'static> Routes<S> {
-    /// Registers `handler` for `method` at `path`.
+    /// Registers `handler` for `GET path`, its query and response read off its signature.
+    pub fn get<H, T, A>(self, path: &'static str, handler: H, op: Operation) -> Self
+    where
+        H: Handler<T, S> + DocumentedHandler<A>,
+        T: 'static,
+    {
+        self.typed(Method::GET, path, axum::routing::get(handler), op, H::document)
+    }
+
+    /// Registers `handler` for `POST path`, its query, body and response read off its signature.
+    pub fn post<H, T, A>(self, path: &'static str, handler: H, op: Operation) -> Self
+    where
+        H: Handler<T, S> + DocumentedHandler<A>,
+        T: 'static,
+    {
+        self.typed(Method::POST, path, axum::routing::post(handler), op, H::document)
+    }
+
+    /// Like [`Routes::route`], with the types `document` reads off the handler.
+    fn typed(
+        self,
+        method: Method,
+        path: &'static str,
+        handler: MethodRouter<S>,
+        mut op: Operation,
+        document: fn(&mut Operation),
+    ) -> Self {
+        document(&mut op);
+        self.route(method, path, handler, op)
+    }
+
+    /// Registers `handler` for `method` at `path`, documented by `op` alone: for handlers
+    /// [`Routes::get`] / [`Routes::post`] cannot read (a tower service, a bare `Response`).
     pub fn route(mut self, method: Method, path: &'static str, handler: MethodRouter<S>, op: Operation) -> Self {
         self.router = self.router.route(path, handler);
         self.ops.push(Operation { method, path, ..op });
@@ -249,4 +393,63 @@ pub fn document(ops: &[Operation]) -> Value {
         "security": [{"bearer": []}, {}],
         "paths": paths,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Filter {
+        /// Only these.
+        only: Option<String>,
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Ask {
+        text: String,
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    struct Answer {
+        words: Vec<String>,
+    }
+
+    async fn ask(
+        State(()): State<()>,
+        _h: HeaderMap,
+        ApiQuery(_f): ApiQuery<Filter>,
+        ApiJson(_a): ApiJson<Ask>,
+    ) -> Result<Json<Answer>, ApiError> {
+        Ok(Json(Answer { words: Vec::new() }))
+    }
+
+    async fn plain() -> StatusCode {
+        StatusCode::ACCEPTED
+    }
+
+    #[test]
+    fn a_handlers_signature_documents_its_query_body_and_response() {
+        let routes = Routes::<()>::default().post("/v1/ask", ask, Operation::new("Ask")).get(
+            "/v1/plain",
+            plain,
+            Operation::new("Plain").accepted(),
+        );
+        let doc = document(routes.operations());
+        let op = &doc["paths"]["/v1/ask"]["post"];
+        assert_eq!(op["requestBody"]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/Ask");
+        assert_eq!(
+            op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/Answer"
+        );
+        let names: Vec<&str> = op["parameters"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+        assert_eq!(names, ["only", "x-docdex-repo"]);
+        assert!(doc["components"]["schemas"]["Answer"]["properties"]["words"].is_object());
+        let plain = &doc["paths"]["/v1/plain"]["get"];
+        assert!(plain.get("requestBody").is_none());
+        assert_eq!(plain["responses"]["202"]["description"], "Accepted");
+    }
 }

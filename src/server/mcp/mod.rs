@@ -204,6 +204,7 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
             "/sse",
             axum::routing::get(sse::connect).layer(axum::Extension(sessions.clone())),
             Operation::new("Legacy MCP SSE stream (protocol 2024-11-05)")
+                .reads(&sse::connect)
                 .describe("The first event (`endpoint`) names the URL to POST messages to; responses arrive as `message` events.")
                 .event_stream::<Value>(),
         )
@@ -211,10 +212,7 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
             Method::POST,
             "/v1/mcp/message",
             axum::routing::post(sse::message).layer(axum::Extension(sessions)),
-            Operation::new("Legacy MCP: a client message for an SSE session")
-                .query::<sse::SessionQuery>()
-                .body::<Value>()
-                .accepted(),
+            Operation::new("Legacy MCP: a client message for an SSE session").reads(&sse::message).accepted(),
         )
 }
 
