@@ -32,7 +32,7 @@ pub mod waterfall;
 pub mod web;
 
 use crate::config::{home_dir, Config, Paths};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use index::manifest::Manifest;
 use index::status::StatusData;
 use index::types::{FileContent, FileRequest, IndexState, IndexSummary, StatusResponse, SCHEMA_VERSION};
@@ -420,7 +420,19 @@ impl Engine {
         if !real.is_file() {
             return Err(Error::BadRequest(format!("{file} is not a file")));
         }
-        let bytes = std::fs::read(&real).at("reading", &real)?;
+        // The check above gives clear errors; the read itself goes through the one opener, so a
+        // link anywhere on the path (or one swapped in since the check) is never followed.
+        let rel = match candidate.strip_prefix(&repo.root) {
+            Ok(lexical) => lexical.to_string_lossy().into_owned(),
+            Err(_) => repos_rel(&repo.root, &real),
+        };
+        let bytes = fsutil::read_repo_file(&repo.root, &rel).map_err(|e| {
+            if fsutil::is_symlink_refusal(&e) {
+                Error::BadRequest(format!("{file} is reached through a symbolic link; docdex does not follow links"))
+            } else {
+                Error::BadRequest(format!("cannot read {file}: {e}"))
+            }
+        })?;
         if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
             return Err(Error::BadRequest(format!("{file} is a binary file")));
         }

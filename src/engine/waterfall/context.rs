@@ -131,11 +131,8 @@ impl Files {
             return hit.clone();
         }
         let read = || -> Option<Arc<Vec<String>>> {
-            let real = std::fs::canonicalize(self.root.join(rel)).ok()?;
-            if !real.starts_with(&self.root) {
-                return None;
-            }
-            let bytes = std::fs::read(&real).ok()?;
+            // One opener for every repository read: never through a link, never outside the root.
+            let bytes = crate::engine::fsutil::read_repo_file(&self.root, rel).ok()?;
             if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
                 return None;
             }

@@ -145,8 +145,16 @@ fn a_file_swapped_for_a_symlink_is_never_read_through_it_even_before_a_reindex()
     }
     let out = env.run(&["get", "--repo", r, "handler.py"]);
     assert!(!out.status.success() && !String::from_utf8_lossy(&out.stdout).contains("quetzalsecret"));
+    // A link that stays inside the repository is not followed by `get` either (one opener).
+    write(&repo, "real.py", "def okapi_real():\n    return 3\n");
+    std::os::unix::fs::symlink(repo.join("real.py"), repo.join("alias.py")).unwrap();
+    let out = env.run(&["get", "--repo", r, "alias.py"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("symbolic link"), "{err}");
+    let out = env.run(&["get", "--repo", r, "real.py"]);
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("okapi_real"));
     // The next run takes them out of the index and lists them as skipped symlinks.
     let summary = env.json(&["index", "--repo", r, "--json"]);
-    assert_eq!(summary["files"], 0, "{summary}");
+    assert_eq!(summary["files"], 1, "only real.py remains: {summary}");
     assert!(summary.to_string().contains("symlink"), "{summary}");
 }
