@@ -20,7 +20,7 @@ mod tui;
 mod web;
 
 use crate::engine::protocol::WatchReport;
-use crate::engine::protocol::{FileRequest, LibsSearchRequest, SearchRequest};
+use crate::engine::protocol::{FileRequest, SearchRequest};
 use crate::engine::{Engine, IndexOptions};
 use crate::error::Error;
 use anyhow::Context;
@@ -443,20 +443,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if query.trim().is_empty() {
                 return Err(Error::BadRequest("empty query: pass words to search for".into()).into());
             }
-            let req = SearchRequest { query: query.clone(), limit, cursor, path_prefix, lang, ..Default::default() };
+            let req = SearchRequest { query, limit, cursor, path_prefix, lang, libs, ..Default::default() };
             let resp = engine.search(&path, &req)?;
-            let lib_hits =
-                if libs { Some(engine.libs_search(&path, &LibsSearchRequest { query, limit })?.hits) } else { None };
             if json {
-                let mut v = serde_json::to_value(&resp)?;
-                if let (Some(o), Some(h)) = (v.as_object_mut(), &lib_hits) {
-                    o.insert("libs".into(), serde_json::to_value(h)?);
-                }
-                out.json(&v)?;
+                out.json(&resp)?;
             } else {
                 output::print_search(&out, &resp);
-                if let Some(h) = &lib_hits {
-                    libs::print_hits(&out, h);
+                if libs {
+                    libs::print_hits(&out, &resp.libs);
                 }
             }
         }

@@ -326,7 +326,12 @@ impl Engine {
             .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
             .unwrap_or(IndexState::Ready);
         let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, req.for_chat);
-        self.guarded_search(&repo, || self.retrieve(&repo, &searcher, req, state, flags))
+        let mut resp = self.guarded_search(&repo, || self.retrieve(&repo, &searcher, req, state, flags))?;
+        if req.libs && req.cursor.is_none() {
+            let libs_req = libs::types::LibsSearchRequest { query: req.query.clone(), limit: req.limit };
+            resp.libs = self.libs_search(repo_path, &libs_req)?.hits;
+        }
+        Ok(resp)
     }
 
     /// Index state, counts, progress and warnings for a repository.

@@ -253,5 +253,6 @@ pub fn search_response(query: &str, n: usize) -> SearchResponse {
         pii_redacted: false,
         timing_ms: SearchTiming { search: 1.0, rank: 0.5, snippets: 0.5, total: 2.0 },
         retrieval: Default::default(),
+        libs: Vec::new(),
     }
 }

@@ -3,6 +3,7 @@
 //! registries playing docs.rs, npm and PyPI, the per-repo libs index, `search --libs`, and
 //! library passages in the chat waterfall's Tier 1.
 
+use crate::server_util::{client, Server};
 use crate::util::{llm_config, write, Env};
 use crate::web_support::{doc_page, Fixture, Reply};
 use docdex::engine::protocol::{ChatTurnRequest, LibsFetchRequest, LibsSearchRequest, Slot, StepStatus, WebPolicy};
@@ -142,6 +143,20 @@ fn local_sources_then_published_docs_are_cached_and_ingested_per_repo() {
     assert_eq!(s["libs"][0]["package"], "widgetlib", "{s}");
     let plain = env.json(&["search", "--repo", repo.to_str().unwrap(), "reset widget knobs", "--json"]);
     assert!(plain.get("libs").is_none());
+
+    // Over HTTP the search body is the same request: `libs: true` adds the library hits.
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let post = |body: serde_json::Value| -> serde_json::Value {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            client().post(server.url("/v1/search")).json(&body).send().await.unwrap().json().await.unwrap()
+        })
+    };
+    let v = post(serde_json::json!({"query": "reset widget knobs", "libs": true}));
+    assert_eq!(v["libs"][0]["package"], "widgetlib", "{v}");
+    assert_eq!(v["libs"][0]["version"], "1.2.3", "{v}");
+    assert!(post(serde_json::json!({"query": "reset widget knobs"})).get("libs").is_none());
+    server.terminate();
 
     // Another repository never sees this one's libs index, though the cache is shared.
     let other = env.repo("other");

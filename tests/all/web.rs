@@ -7,7 +7,9 @@
 use crate::util::{dead_url, llm_config, write, Env};
 use crate::web_support::*;
 use docdex::engine::protocol::{ChatTurnRequest, Slot, StepStatus, WebPolicy};
-use docdex::engine::web::types::{DiscoveryStatus, FetchVia, PageStatus, WebFetchRequest, WebSearchRequest};
+use docdex::engine::web::types::{
+    DiscoveryStatus, FetchVia, PageStatus, WebFetchRequest, WebResearchRequest, WebSearchRequest,
+};
 use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use std::ops::ControlFlow;
 use std::process::{Command, Stdio};
@@ -387,4 +389,41 @@ fn the_waterfall_cites_web_passages_below_the_threshold_and_goes_on_offline() {
     assert_eq!(step.status, StepStatus::Unavailable, "{step:?}");
     assert!(resp.trace.notices.iter().any(|n| n.contains("could not be reached")), "{:?}", resp.trace.notices);
     assert!(resp.answer.is_some(), "the model still answered");
+}
+
+#[test]
+fn web_research_with_force_web_false_lets_the_gate_decide() {
+    let site = Fixture::start("127.0.0.1", site("http://127.0.0.2:9/secret".into()));
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", "engine = \"http\"\n"));
+    let repo = env.repo("proj");
+    write(
+        &repo,
+        "src/tally.rs",
+        "/// Sums the tally of every ledger entry, skipping voided entries.\n\
+         pub fn ledger_tally(entries: &[Entry]) -> u64 { entries.iter().filter(|e| !e.voided).map(|e| e.amount).sum() }\n",
+    );
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let engine = env.engine();
+    let research = |q: &str, force_web| {
+        engine
+            .web_research_for(&repo, &WebResearchRequest { query: q.into(), force_web, ..Default::default() })
+            .expect("research")
+    };
+    // The repository answers this one: the web stays untouched.
+    let local = research("ledger tally voided entries", Some(false));
+    let gate = local.gate.clone().expect("gate");
+    assert!(!gate.researched && gate.local_confidence >= gate.threshold, "{gate:?}");
+    assert!(local.passages.is_empty() && local.trace.discovery.is_none(), "{local:?}");
+    assert!(local.trace.notes[0].contains("web_trigger_threshold"), "{:?}", local.trace.notes);
+    assert!(site.hits("/html/").is_empty(), "no discovery request");
+    // It does not answer this one: researched, with passages cited by URL.
+    let web = research("how do I reset a widget knob", Some(false));
+    let gate = web.gate.clone().expect("gate");
+    assert!(gate.researched && gate.local_confidence < gate.threshold, "{gate:?}");
+    assert_eq!(web.trace.discovery, Some(DiscoveryStatus::Ok), "{web:?}");
+    assert!(web.passages.iter().any(|p| p.url == site.url("/doc/widgets")), "{:?}", web.passages);
+    // Omitted (the tool's default): always researched, no gate.
+    let forced = research("ledger tally voided entries", None);
+    assert!(forced.gate.is_none() && forced.trace.discovery.is_some(), "{forced:?}");
 }

@@ -540,6 +540,7 @@ pub(crate) fn empty_response(
         pii_redacted: false,
         timing_ms: SearchTiming::default(),
         retrieval: RetrievalInfo::keyword_only(0),
+        libs: Vec::new(),
     }
 }
 

@@ -4,6 +4,7 @@
 //! surfaces can name them without importing it.
 
 use crate::engine::index::types::IndexState;
+use crate::engine::libs::types::LibHit;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -33,6 +34,11 @@ pub struct SearchRequest {
     /// Only this language (as results show it: `rust`, `python`, `typescript`, `markdown`, ...).
     #[serde(default)]
     pub lang: Option<String>,
+    /// Also search the documentation of the repository's dependencies (`docdex libs fetch`
+    /// ingests it): passages labelled with package and version come back in `libs`, on the
+    /// first page only.
+    #[serde(default)]
+    pub libs: bool,
     /// Rank with the chat waterfall's flags (`[search] chat_symbol_ranking_enabled` and
     /// `chat_ast_ranking_enabled`) instead of the search flags. Set by the chat's repo tier;
     /// not part of any transport's contract.
@@ -143,6 +149,9 @@ pub struct SearchResponse {
     /// How the results were retrieved (BM25 alone or fused with vectors) and why.
     #[serde(default)]
     pub retrieval: RetrievalInfo,
+    /// Library documentation passages when the request asked for `libs` (best first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub libs: Vec<LibHit>,
 }
 
 /// How a search's results were retrieved.

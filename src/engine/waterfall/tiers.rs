@@ -227,6 +227,7 @@ impl Turn<'_> {
             query: self.req.query.clone(),
             max_pages: Some(max_pages),
             passages_per_page: Some(WEB_PASSAGES_PER_PAGE),
+            force_web: Some(true),
         };
         let (status, detail, payload) = match self.engine.web_research(&req) {
             Ok(r) => {

@@ -16,6 +16,7 @@ pub mod spacing;
 pub mod types;
 
 use crate::engine::fsutil::now_ms;
+use crate::engine::search::types::SearchRequest;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use browser::{BrowserDirs, Chromium};
@@ -602,6 +603,36 @@ impl Engine {
             results: found.results,
             passages,
             trace,
+            gate: None,
+        })
+    }
+
+    /// [`Engine::web_research`] for a question about `repo_path`: with `force_web: false` the
+    /// waterfall's gate decides first (the repository's search confidence against `[search]
+    /// web_trigger_threshold`), and a confident local answer keeps the web untouched.
+    pub fn web_research_for(&self, repo_path: &Path, req: &WebResearchRequest) -> Result<WebResearchResponse> {
+        if req.force_web != Some(false) {
+            return self.web_research(req);
+        }
+        let local = SearchRequest { query: req.query.clone(), for_chat: true, ..Default::default() };
+        let local_confidence = self.search(repo_path, &local)?.confidence;
+        let threshold = self.config().search.web_trigger_threshold;
+        let researched = local_confidence < threshold;
+        let gate = Some(WebGate { local_confidence, threshold, researched });
+        if researched {
+            return Ok(WebResearchResponse { gate, ..self.web_research(req)? });
+        }
+        let note = format!(
+            "local confidence {local_confidence:.2} is at or above web_trigger_threshold {threshold:.2}: the web was \
+             not searched (docdex_search has the local results; force_web: true researches anyway)"
+        );
+        Ok(WebResearchResponse {
+            schema_version: WEB_SCHEMA_VERSION,
+            query: req.query.trim().to_string(),
+            results: Vec::new(),
+            passages: Vec::new(),
+            trace: WebTrace { query: req.query.trim().to_string(), notes: vec![note], ..Default::default() },
+            gate,
         })
     }
 

@@ -155,6 +155,22 @@ pub struct WebResearchRequest {
     /// Passages kept per page at most (default 3).
     #[serde(default)]
     pub passages_per_page: Option<usize>,
+    /// `false` lets the waterfall's gate decide: the web is researched only when the
+    /// repository's own search answers the question with a confidence below `[search]
+    /// web_trigger_threshold`. Omitted or `true`: always research (asking is the explicit request).
+    #[serde(default)]
+    pub force_web: Option<bool>,
+}
+
+/// Why a research request with `force_web: false` went to the web or stayed local.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WebGate {
+    /// The repository search's confidence for the question (0..1).
+    pub local_confidence: f64,
+    /// `[search] web_trigger_threshold`.
+    pub threshold: f64,
+    /// The web was researched (local confidence below the threshold).
+    pub researched: bool,
 }
 
 /// A passage of a fetched page that answers the query best.
@@ -244,6 +260,9 @@ pub struct WebResearchResponse {
     pub passages: Vec<WebPassage>,
     /// What happened, step by step.
     pub trace: WebTrace,
+    /// The gate's decision, when the request let it decide (`force_web: false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<WebGate>,
 }
 
 /// A browser docdex found.

@@ -69,8 +69,7 @@ pub struct StatusArgs {
     pub repo: RepoArgs,
 }
 
-/// `docdex_web_research` arguments: a [`WebResearchRequest`] and the repository. Older clients'
-/// `force_web` is ignored (this tool always goes to the web).
+/// `docdex_web_research` arguments: a [`WebResearchRequest`] and the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WebResearchArgs {
     /// The research.
@@ -351,7 +350,7 @@ async fn web_research(server: &DocdexMcp, args: Value) -> Result<CallToolResult,
     blocking(move || {
         // The repository is validated, so a wrong one is reported as such.
         let repo = server.repo_for(a.repo.named())?;
-        let r = server.app.engine().web_research(&a.research).map_err(|e| server.app.explain(&repo, e))?;
+        let r = server.app.engine().web_research_for(&repo.root, &a.research).map_err(|e| server.app.explain(&repo, e))?;
         match r.trace.discovery {
             Some(DiscoveryStatus::Ok) | None => Ok(ok_json(&r)),
             Some(status) => Err(ApiError::new(
