@@ -427,3 +427,42 @@ fn web_research_with_force_web_false_lets_the_gate_decide() {
     let forced = research("ledger tally voided entries", None);
     assert!(forced.gate.is_none() && forced.trace.discovery.is_some(), "{forced:?}");
 }
+
+#[test]
+fn pages_are_capped_at_max_page_bytes_and_fetched_max_concurrent_fetches_at_once() {
+    let slow_doc = || {
+        let mut r = Reply::html(doc_page("Widgets", WIDGETS));
+        r.delay = Duration::from_millis(700);
+        r
+    };
+    let peer = Fixture::start("127.0.0.2", move |_, _, _| slow_doc());
+    let peer_url = peer.url("/doc/b");
+    let site = Fixture::start("127.0.0.1", move |target, base, _| {
+        if target.starts_with("/html/") {
+            let links = [(format!("{base}/doc/a"), "A", "widgets"), (peer_url.clone(), "B", "widgets")];
+            Reply::html(results_page(&links))
+        } else if target.starts_with("/big") {
+            Reply::html(doc_page("Big", &WIDGETS.repeat(40)))
+        } else {
+            slow_doc()
+        }
+    });
+    let env = Env::new();
+    env.write_config(&format!(
+        "[core]\nmax_concurrent_fetches = 1\n[web]\nddg_base_url = \"{}\"\nallow_hosts = [\"127.0.0.1\", \"127.0.0.2\"]\n\
+         max_page_bytes = 4096\n[web.scraper]\nengine = \"http\"\n",
+        site.url("/html/")
+    ));
+    let engine = env.engine();
+    // A page over the cap is refused with the key to raise, and nothing is cached.
+    let big = fetch(&engine, &site.url("/big")).unwrap_err().to_string();
+    assert!(big.contains("max_page_bytes"), "{big}");
+    assert!(fetch(&engine, &site.url("/big")).is_err(), "an oversized page is not cached");
+    // Two pages on two hosts (no per-domain wait), one fetch permit: one after the other.
+    let r = engine.web_research(&WebResearchRequest { query: "widgets".into(), ..Default::default() }).unwrap();
+    assert_eq!(r.trace.pages.len(), 2, "{:?}", r.trace);
+    let (a, b) = (site.hits("/doc/a"), peer.hits("/doc/b"));
+    assert_eq!((a.len(), b.len()), (1, 1));
+    let gap = if a[0].at < b[0].at { b[0].at - a[0].at } else { a[0].at - b[0].at };
+    assert!(gap >= Duration::from_millis(650), "the second page started {gap:?} after the first");
+}
