@@ -89,6 +89,7 @@ fn options(repo: PathBuf) -> AppOptions {
             model: "phi3.5:3.8b".into(),
             state: ProviderState::Unchecked,
         },
+        home: docdex::config::home_dir(),
     }
 }
 

@@ -63,3 +63,22 @@ pub enum Level {
     /// Something failed.
     Error,
 }
+
+/// The input mode, shown as a tag in the status bar (like helix's NOR / INS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Keys are commands; a printable key that is none goes to the pane's text field.
+    Normal,
+    /// A text field has focus: printable and editing keys edit it.
+    Insert,
+}
+
+impl Mode {
+    /// The tag in the status bar.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Mode::Normal => "NOR",
+            Mode::Insert => "INS",
+        }
+    }
+}

@@ -20,8 +20,8 @@ use super::panes::search::SearchPane;
 use super::panes::trace::TracePane;
 use super::panes::{Cx, Pane, PaneId, RenderCtx};
 use super::theme::{Slot, Theme};
-use super::widgets::input::LineInput;
 use super::widgets::status_bar::StatusInfo;
+use super::widgets::text_field::{self, TextField};
 use super::widgets::{self, centered, frame, help};
 use crate::engine::protocol::{RepoOverview, RepoState};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
@@ -52,6 +52,8 @@ pub struct AppOptions {
     pub debounce: Duration,
     /// The configured model provider.
     pub provider: ProviderStatus,
+    /// `DOCDEX_HOME`, shown in help (user keymaps and themes live there).
+    pub home: PathBuf,
 }
 
 /// Something the event loop must do outside the app (it owns the terminal).
@@ -64,18 +66,31 @@ pub enum Effect {
         /// 1-based line.
         line: u32,
     },
+    /// Give the terminal back and stop the process (`ctrl+z`); `fg` resumes.
+    Suspend,
 }
+
+pub use super::action::Mode;
 
 /// A modal layer over the panes.
 #[derive(Debug)]
 enum Overlay {
-    Help { scroll: usize },
-    Prompt { kind: PromptKind, input: LineInput, error: Option<String> },
+    Help {
+        scroll: usize,
+    },
+    /// `q` (a letter) asks before quitting.
+    ConfirmQuit,
+    Prompt {
+        kind: PromptKind,
+        input: Box<TextField>,
+        error: Option<String>,
+    },
 }
 
 /// The workbench.
 pub struct App {
     repo: PathBuf,
+    home: PathBuf,
     focus: PaneId,
     repos: ReposPane,
     search: SearchPane,
@@ -112,6 +127,7 @@ impl App {
     pub fn new(opts: AppOptions, clock: Arc<dyn Clock>) -> App {
         let mut app = App {
             repo: opts.repo,
+            home: opts.home,
             focus: PaneId::Search,
             repos: ReposPane::default(),
             search: SearchPane::default(),
@@ -143,7 +159,7 @@ impl App {
         app.requests.push(Request::CheckProvider);
         if let Some(first) = app.problems.first().cloned() {
             let more = if app.problems.len() > 1 {
-                format!(" (+{} more; ? shows all)", app.problems.len() - 1)
+                format!(" (+{} more; f1 shows all)", app.problems.len() - 1)
             } else {
                 String::new()
             };
@@ -291,6 +307,14 @@ impl App {
         }
     }
 
+    /// The process was resumed after `ctrl+z`.
+    pub fn resumed(&mut self, result: Result<(), String>) {
+        self.dirty = true;
+        if let Err(e) = result {
+            self.set_notice(Level::Error, e);
+        }
+    }
+
     /// Runs `f` on a pane with a fresh context, then routes what it emitted.
     fn with_pane<R>(&mut self, id: PaneId, f: impl FnOnce(&mut dyn Pane, &mut Cx<'_>) -> R) -> R {
         let mut out = Vec::new();
@@ -350,7 +374,8 @@ impl App {
                         PromptKind::PathFilter(v) | PromptKind::LangFilter(v) => v.clone(),
                         _ => String::new(),
                     };
-                    self.overlay = Some(Overlay::Prompt { kind, input: LineInput::with_text(&text), error: None });
+                    self.overlay =
+                        Some(Overlay::Prompt { kind, input: Box::new(TextField::single_line(&text)), error: None });
                 }
                 Action::Notify(level, text) => self.set_notice(level, text),
             }
@@ -429,6 +454,22 @@ impl App {
             .unwrap_or_else(|| self.repo.display().to_string())
     }
 
+    /// The input mode: insert while a text field (of the pane or a prompt) has focus.
+    pub fn mode(&self) -> Mode {
+        match &self.overlay {
+            Some(Overlay::Prompt { kind: PromptKind::ConfirmRemove(_), .. }) | Some(Overlay::ConfirmQuit) => {
+                Mode::Normal
+            }
+            Some(Overlay::Prompt { .. }) => Mode::Insert,
+            Some(_) => Mode::Normal,
+            None if self.pane(self.focus).typing() => Mode::Insert,
+            None => Mode::Normal,
+        }
+    }
+
+    /// Keys: overlays first; then, in a text field, its editing keys before any binding;
+    /// then the keymap (pane, navigate, global). In normal mode a printable key that is no
+    /// command of the pane goes to the pane's text field, so typing never runs away.
     fn on_key(&mut self, key: KeyEvent) {
         if key.kind == KeyEventKind::Release {
             return;
@@ -440,42 +481,64 @@ impl App {
             return;
         }
         let ctx = self.focus.context();
-        let typing = self.pane(self.focus).typing();
-        let plain_text = matches!(key.code, KeyCode::Char(_))
-            && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-            || matches!(
-                key.code,
-                KeyCode::Backspace | KeyCode::Delete | KeyCode::Left | KeyCode::Right | KeyCode::Home | KeyCode::End
-            );
-        if typing && plain_text && self.with_pane(self.focus, |p, cx| p.text(&key, cx)) {
+        let pane = self.pane(self.focus);
+        let typing = pane.typing();
+        let field = pane.text_field();
+        if typing
+            && text_field::claims(&key, field.unwrap_or(false))
+            && self.with_pane(self.focus, |p, cx| p.text(&key, cx))
+        {
             return;
         }
+        let printable = matches!(key.code, KeyCode::Char(_))
+            && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
         match self.keymap.resolve(ctx, chord) {
-            Some(cmd) => self.command(cmd),
-            None if typing => {
-                // Editing keys the keymap does not claim (ctrl+w, ctrl+a, ...).
-                self.with_pane(self.focus, |p, cx| p.text(&key, cx));
+            Some(Command::Quit) if printable => {
+                // A letter never quits on its own: typing in normal mode must be harmless.
+                self.overlay = Some(Overlay::ConfirmQuit);
+            }
+            Some(cmd) => {
+                let used = self.command(cmd);
+                if !used && printable && !typing {
+                    self.type_into_field(&key);
+                }
             }
             None if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) => self.quit = true,
+            None if printable && !typing => self.type_into_field(&key),
             None => {}
         }
     }
 
-    fn command(&mut self, cmd: Command) {
+    /// A printable key in normal mode that is no command: back to the pane's text field with
+    /// it, or a hint where the pane has none.
+    fn type_into_field(&mut self, key: &KeyEvent) {
+        if self.with_pane(self.focus, |p, _| p.focus_text()) {
+            self.with_pane(self.focus, |p, cx| p.text(key, cx));
+            return;
+        }
+        let help = self.keymap.hint(Command::Help).unwrap_or_else(|| "f1".into());
+        let k = KeyChord::from_event(key);
+        self.set_notice(Level::Info, format!("`{k}` is not a key in {}; {help} lists them", self.focus.title()));
+    }
+
+    /// Runs a command; false when nothing had a use for it.
+    fn command(&mut self, cmd: Command) -> bool {
         let n = PaneId::ALL.len();
         match cmd {
             Command::Quit => self.quit = true,
             Command::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
+            Command::Suspend => self.effects.push(Effect::Suspend),
             Command::NextPane => self.focus_pane(PaneId::ALL[(self.focus.index() + 1) % n]),
             Command::PrevPane => self.focus_pane(PaneId::ALL[(self.focus.index() + n - 1) % n]),
             c => {
                 if let Some(p) = PaneId::ALL.iter().find(|p| p.goto() == c) {
                     self.focus_pane(*p);
                 } else {
-                    self.with_pane(self.focus, |p, cx| p.command(c, cx));
+                    return self.with_pane(self.focus, |p, cx| p.command(c, cx));
                 }
             }
         }
+        true
     }
 
     fn overlay_key(&mut self, key: &KeyEvent, chord: KeyChord) {
@@ -486,6 +549,8 @@ impl App {
                 KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
                 KeyCode::PageDown | KeyCode::Char(' ') => *scroll += 10,
                 KeyCode::PageUp => *scroll = scroll.saturating_sub(10),
+                KeyCode::Home => *scroll = 0,
+                KeyCode::End => *scroll = usize::MAX / 2,
                 _ => {
                     let cmd = self.keymap.lookup(super::keymap::Context::Global, chord);
                     if cmd == Some(Command::Quit) && key.code != KeyCode::Char('q') {
@@ -494,6 +559,19 @@ impl App {
                     self.overlay = None;
                 }
             },
+            Overlay::ConfirmQuit => {
+                self.overlay = None;
+                if matches!(key.code, KeyCode::Char('y' | 'Y') | KeyCode::Enter)
+                    || self.keymap.lookup(super::keymap::Context::Global, chord) == Some(Command::Quit)
+                        && key.code != KeyCode::Char('q')
+                {
+                    self.quit = true;
+                } else if key.code != KeyCode::Esc && key.code != KeyCode::Char('q') {
+                    // Not an answer: the key does what it would have done (`qu...` typed in
+                    // normal mode keeps the `u`).
+                    self.on_key(*key);
+                }
+            }
             Overlay::Prompt { kind, input, error } => {
                 if let PromptKind::ConfirmRemove(path) = kind {
                     let path = path.clone();
@@ -525,7 +603,7 @@ impl App {
                         self.overlay = None
                     }
                     _ => {
-                        input.handle_key(key);
+                        input.edit(key);
                         *error = None;
                     }
                 }
@@ -687,22 +765,73 @@ impl App {
             .collect()
     }
 
+    /// `Some(multi_line)` while the focused pane's text field has focus.
+    fn field_in_focus(&self) -> Option<bool> {
+        let p = self.pane(self.focus);
+        if p.typing() {
+            p.text_field()
+        } else {
+            None
+        }
+    }
+
+    /// Key hints for the status bar, for the mode: only keys that work in it.
     fn hints(&self, budget: usize) -> Vec<(String, &'static str)> {
-        let mut cmds: Vec<(Command, &'static str)> = vec![(Command::Help, "help")];
-        cmds.extend(self.pane(self.focus).hints());
-        cmds.push((Command::NextPane, "pane"));
-        cmds.push((Command::Quit, "quit"));
+        let close = match &self.overlay {
+            Some(Overlay::Help { .. }) => Some("close"),
+            Some(Overlay::ConfirmQuit) => Some("stay"),
+            Some(Overlay::Prompt { .. }) => Some("cancel"),
+            None => None,
+        };
+        if let Some(what) = close {
+            let mut out = vec![("esc".to_string(), what)];
+            if let Some(k) = self.keymap.hint_for(Command::Quit, Some(false)) {
+                out.push((k, "quit"));
+            }
+            return out;
+        }
+        let field = self.field_in_focus();
         let mut out: Vec<(String, &'static str)> = Vec::new();
         let mut used = 0;
-        for (c, label) in cmds {
-            if let Some(k) = self.keymap.hint(c) {
-                let w = k.len() + label.len() + 2;
-                if used + w > budget && c != Command::Quit && c != Command::Help {
-                    continue;
-                }
-                used += w;
-                out.push((k, label));
+        let mut push = |out: &mut Vec<(String, &'static str)>, k: String, label: &'static str, must: bool| {
+            let w = k.len() + label.len() + 2;
+            if used + w > budget && !must {
+                return;
             }
+            used += w;
+            out.push((k, label));
+        };
+        if let Some(k) = self.keymap.hint_for(Command::Help, field) {
+            push(&mut out, k, "help", true);
+        }
+        match field {
+            Some(_) => push(&mut out, "esc".into(), "normal", true),
+            None if self.pane(self.focus).text_field().is_some() => {
+                let cmd = if self.focus == PaneId::Chat { Command::FocusInput } else { Command::FocusQuery };
+                if let Some(k) = self.keymap.hint_for(cmd, None) {
+                    push(&mut out, k, "type", false);
+                }
+            }
+            None => {}
+        }
+        if field.is_some() {
+            // Digits are text here: say how to switch panes without leaving the field.
+            let first = self.keymap.hint_for(Command::GotoRepos, field);
+            let last = self.keymap.hint_for(Command::GotoProfile, field);
+            if let (Some(a), Some(b)) = (first, last) {
+                let b = b.rsplit('+').next().unwrap_or_default().to_string();
+                push(&mut out, format!("{a}…{b}"), "pane", false);
+            }
+        } else if let Some(k) = self.keymap.hint_for(Command::NextPane, None) {
+            push(&mut out, k, "pane", false);
+        }
+        for (c, label) in self.pane(self.focus).hints() {
+            if let Some(k) = self.keymap.hint_for(c, field) {
+                push(&mut out, k, label, false);
+            }
+        }
+        if let Some(k) = self.keymap.hint_for(Command::Quit, field) {
+            push(&mut out, k, "quit", true);
         }
         out
     }
@@ -750,6 +879,7 @@ impl App {
             epoch_ms: self.clock.epoch_ms(),
             step: self.step,
             repo: &self.repo,
+            field: self.field_in_focus(),
         };
         let mut cursor = self.pane(self.focus).render(l.main, buf, &rc);
         let name = self.repo_name();
@@ -761,13 +891,42 @@ impl App {
             provider: &self.provider,
             notice: self.notice.as_ref().map(|(l, t, _)| (*l, t.as_str())),
             hints: &hints,
+            mode: self.mode(),
             step: self.step,
         }
         .render(l.status, buf, t);
         match &self.overlay {
             Some(Overlay::Help { scroll }) => {
-                let lines = help::help_lines(&self.keymap, self.focus.context(), t, &self.problems);
+                let home = self.home.display().to_string();
+                let hc = help::HelpCtx {
+                    pane: self.focus.context(),
+                    field: self.pane(self.focus).text_field(),
+                    home: &home,
+                    problems: &self.problems,
+                };
+                let lines = help::help_lines(&self.keymap, t, &hc);
                 help::render(l.main, buf, &lines, t, *scroll);
+                cursor = None;
+            }
+            Some(Overlay::ConfirmQuit) => {
+                let r = centered(l.main, l.main.width.saturating_sub(8).min(52), 4);
+                Clear.render(r, buf);
+                let block = frame(" Quit docdex? ", true, t);
+                let inner = block.inner(r);
+                block.render(r, buf);
+                let chord = self.keymap.hint_for(Command::Quit, Some(false)).unwrap_or_else(|| "ctrl+c".into());
+                let text = format!("y or enter quits; any other key stays. {chord} quits at once.");
+                for (k, piece) in
+                    widgets::wrap(&text, inner.width.saturating_sub(2) as usize).iter().take(2).enumerate()
+                {
+                    buf.set_stringn(
+                        inner.x + 1,
+                        inner.y + k as u16,
+                        piece,
+                        inner.width as usize - 1,
+                        t.style(Slot::Text),
+                    );
+                }
                 cursor = None;
             }
             Some(Overlay::Prompt { kind, input, error }) => {
@@ -783,7 +942,7 @@ impl App {
         area: Rect,
         buf: &mut Buffer,
         kind: &PromptKind,
-        input: &LineInput,
+        input: &TextField,
         error: Option<&str>,
     ) -> Option<(u16, u16)> {
         let t = &self.theme;
@@ -823,7 +982,7 @@ impl App {
         }
         buf.set_string(inner.x, inner.y, "›", t.style(Slot::Accent));
         let field = Rect { x: inner.x + 2, width: inner.width.saturating_sub(3), height: 1, y: inner.y };
-        let cursor = input.render(field, buf, t.style(Slot::Input), None);
+        let cursor = input.render_line(field, buf, t.style(Slot::Input), None);
         let (msg, style) = match error {
             Some(e) => (e, t.style(Slot::Error)),
             None => (hint, t.style(Slot::Muted)),

@@ -3,7 +3,7 @@
 //! keymap is the base; a named keymap (`vim`, or a user file in
 //! `<DOCDEX_HOME>/keymaps/`) is laid over it, action by action, and `[]`
 //! unbinds. Unknown actions and two actions on one key in one context are load
-//! errors; the app reports them and goes on with the shipped keymap. The `?`
+//! errors; the app reports them and goes on with the shipped keymap. The help
 //! help overlay is generated from the resolved bindings, so it cannot go stale.
 
 use super::datafile::{load_layered, DataError, DataKind, Source};
@@ -110,8 +110,9 @@ macro_rules! commands {
 }
 
 commands! {
-    Quit => Global, "quit", "Quit docdex";
-    Help => Global, "help", "Show or hide this help";
+    Quit => Global, "quit", "Quit docdex (a letter asks first; a chord quits at once)";
+    Help => Global, "help", "Show or hide this help (f1 works everywhere, also in a text field)";
+    Suspend => Global, "suspend", "Suspend docdex like any terminal program (fg resumes)";
     NextPane => Global, "next_pane", "Next pane";
     PrevPane => Global, "prev_pane", "Previous pane";
     GotoRepos => Global, "goto_repos", "Repositories pane";
@@ -130,7 +131,7 @@ commands! {
     Top => Navigate, "top", "First item";
     Bottom => Navigate, "bottom", "Last item";
     Select => Navigate, "select", "Choose the selected item";
-    Back => Navigate, "back", "Back / close";
+    Back => Navigate, "back", "Leave the text field (overlays: close); nothing else";
     AddRepo => Repos, "add_repo", "Add a repository (asks for its path) and index it";
     Reindex => Repos, "reindex", "Re-index the selected repository";
     RemoveRepo => Repos, "remove_repo", "Remove the selected repository from the registry";
@@ -209,6 +210,11 @@ impl KeyChord {
             other => other,
         };
         KeyChord { code, mods }
+    }
+
+    /// True when a focused text field takes this key (a printable key or an editing key).
+    pub fn is_text_key(&self, multi_line: bool) -> bool {
+        super::widgets::text_field::claims(&KeyEvent::new(self.code, self.mods), multi_line)
     }
 
     /// The chord of a terminal key event.
@@ -358,6 +364,26 @@ impl Keymap {
     /// The first key of `cmd` for hints ("?" for help), or `None` when unbound.
     pub fn hint(&self, cmd: Command) -> Option<String> {
         self.keys(cmd).first().map(|k| k.to_string())
+    }
+
+    /// The first key of `cmd` that works in the mode: with `field` (a text field has focus; its
+    /// multi-line flag) the keys the field takes for editing, and printable keys, are skipped.
+    pub fn hint_for(&self, cmd: Command, field: Option<bool>) -> Option<String> {
+        self.keys(cmd).iter().find(|k| field.is_none_or(|multi| !k.is_text_key(multi))).map(|k| k.to_string())
+    }
+
+    /// Keys of the contexts that a focused text field takes for editing before the keymap:
+    /// (key, command) pairs, for the help overlay's list of clashes.
+    pub fn clashes(&self, contexts: &[Context], multi_line: bool) -> Vec<(KeyChord, Command)> {
+        let mut out: Vec<(KeyChord, Command)> = Vec::new();
+        for c in Command::ALL.iter().filter(|c| contexts.contains(&c.context())) {
+            for k in self.keys(*c) {
+                if k.is_text_key(multi_line) && !out.iter().any(|(o, _)| o == k) {
+                    out.push((*k, *c));
+                }
+            }
+        }
+        out
     }
 
     /// The help overlay's content: for each context, (keys, description) rows for bound commands.
@@ -589,6 +615,6 @@ mod tests {
         let km = Keymap::embedded("default").and_then(Result::ok).unwrap_or_default();
         let help = km.help(&[Context::Global]);
         let rows = &help[0].1;
-        assert!(rows.iter().any(|(k, d)| k.contains("ctrl+c") && *d == "Quit docdex"), "{rows:?}");
+        assert!(rows.iter().any(|(k, d)| k.contains("ctrl+c") && d.starts_with("Quit docdex")), "{rows:?}");
     }
 }

@@ -75,6 +75,7 @@ pub fn app_options(engine: &Engine, repo: PathBuf) -> AppOptions {
         problems,
         debounce: Duration::from_millis(engine.config().tui.search_debounce_ms),
         provider: app::configured_provider(&engine.config().llm),
+        home: engine.paths().home.clone(),
     }
 }
 
@@ -153,6 +154,22 @@ struct TerminalHost {
 }
 
 impl Host<CrosstermBackend<Stdout>> for TerminalHost {
+    async fn suspend(&mut self, term: &mut terminal::Tty) -> Result<(), String> {
+        let (ack_tx, ack_rx) = tokio::sync::oneshot::channel();
+        let _ = self.input.send(InputControl::Pause(ack_tx));
+        let _ = ack_rx.await;
+        terminal::suspend();
+        #[cfg(unix)]
+        // SAFETY: raise only sends a signal to this process; SIGTSTP's default action stops it
+        // until the shell sends SIGCONT (`fg`), then raise returns.
+        unsafe {
+            libc::raise(libc::SIGTSTP);
+        }
+        let resumed = terminal::resume(term);
+        let _ = self.input.send(InputControl::Resume);
+        resumed.map_err(|e| format!("could not restore the screen after ctrl+z: {e}"))
+    }
+
     async fn open_editor(&mut self, term: &mut terminal::Tty, path: &Path, line: u32) -> Result<String, String> {
         let visual = std::env::var("VISUAL").ok();
         let editor_env = std::env::var("EDITOR").ok();

@@ -32,6 +32,12 @@ pub const TICK: Duration = Duration::from_millis(250);
 pub trait Host<B: Backend> {
     /// Runs the editor on `path` at `line` with the terminal handed over; returns a notice.
     async fn open_editor(&mut self, terminal: &mut Terminal<B>, path: &Path, line: u32) -> Result<String, String>;
+
+    /// Gives the terminal back and stops the process until the shell resumes it (`ctrl+z`).
+    /// Hosts without a real terminal do nothing.
+    async fn suspend(&mut self, _terminal: &mut Terminal<B>) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Sees every frame drawn (benchmarks, end-to-end checks).
@@ -77,6 +83,10 @@ pub async fn run_loop<B: Backend, H: Host<B>>(
                 Effect::OpenEditor { path, line } => {
                     let result = host.open_editor(terminal, &path, line).await;
                     app.editor_finished(result);
+                }
+                Effect::Suspend => {
+                    let result = host.suspend(terminal).await;
+                    app.resumed(result);
                 }
             }
         }

@@ -55,6 +55,8 @@ slots! {
     SelectionUnfocused => "ui"."selection_unfocused";
     StatusBar => "ui"."status_bar";
     StatusKey => "ui"."status_key";
+    ModeNormal => "ui"."mode_normal";
+    ModeInsert => "ui"."mode_insert";
     Ok => "ui"."ok";
     Warning => "ui"."warning";
     Error => "ui"."error";

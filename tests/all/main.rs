@@ -24,6 +24,7 @@ mod symbols;
 mod tui;
 mod tui_chat;
 mod tui_e2e;
+mod tui_keys;
 mod tui_support;
 mod util;
 mod watch;

@@ -184,7 +184,8 @@ fn search_snapshots() {
 fn path_and_language_filters_go_into_the_request() {
     let mut h = Harness::new().started();
     h.search("session");
-    h.ctrl('f');
+    // ctrl+f moves the cursor in the query box (readline); alt+p opens the path filter there.
+    h.alt('p');
     assert!(h.app.prompt_open());
     snap("tui_prompt_path_filter_80x24", &h.screen(80, 24));
     h.typ("src/");
@@ -338,8 +339,9 @@ fn help_is_generated_from_the_keymap_in_effect() {
     assert!(shows(&s, "keymap mine"), "{s}");
     h.key(KeyCode::Esc);
     assert!(!h.app.help_open());
-    // q no longer quits; ctrl+q does.
+    // q no longer quits (nor asks); ctrl+q does.
     h.key(KeyCode::Char('q'));
+    h.key(KeyCode::Char('y'));
     assert!(!h.app.should_quit());
     h.ctrl('q');
     assert!(h.app.should_quit());
@@ -819,7 +821,8 @@ fn chat_sessions_of_this_run_can_be_revisited() {
         stopped: false,
         unavailable: None,
     }));
-    h.ctrl('e');
+    // In the message box ctrl+e is end of line (readline); alt+n starts a new conversation.
+    h.alt('n');
     assert_eq!(h.app.chat().session(), (1, 2));
     assert!(shows(&h.screen(80, 24), "session 2 of 2 · 0 turns"));
     h.typ("second question");
@@ -952,5 +955,7 @@ fn quit_from_any_pane() {
     assert!(!h.app.should_quit(), "q types into the query box");
     h.key(KeyCode::Esc);
     h.key(KeyCode::Char('q'));
+    assert!(!h.app.should_quit(), "a letter asks first");
+    h.key(KeyCode::Char('y'));
     assert!(h.app.should_quit());
 }

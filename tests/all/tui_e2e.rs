@@ -412,8 +412,24 @@ fn the_real_binary_in_a_terminal() {
     t.keys(&["5"]);
     let s = t.wait_for("Sessions (1)");
     assert!(s.contains("[UserRequest] where are stale sessions expired?"), "{s}");
-    // Quit: the terminal is back to normal.
+    // Typing in normal mode is harmless: a sentence with every command letter of the DAG pane
+    // and the search pane (q, t, n, p, j, k, g, G, h, l, i, /, ?) leaves the app running; on
+    // Search it goes on in the query box (the `q` only asked; the `u` that answered went on).
+    t.literal("quickly, the lazy dog jumps; now gnaw bones? pfft. Good!");
+    t.keys(&["M-2"]);
+    // The query box was left with esc before: Search is in normal mode.
+    t.wait_for(" NOR  e2e");
+    t.literal("quickly, the lazy dog jumps; now gnaw bones? pfft. Good!");
+    let s = t.wait_for("› sessionuickly, the lazy dog jumps; now gnaw bones? pfft. Good!");
+    assert!(s.contains(" INS "), "{s}");
+    // Quit (a letter asks first): the terminal is back to normal.
+    // Separate writes: `esc` and the next key in one read would be alt+key.
+    t.keys(&["Escape"]);
+    t.wait_for(" NOR  e2e");
+    std::thread::sleep(Duration::from_millis(300));
     t.keys(&["q"]);
+    t.wait_for("Quit docdex?");
+    t.keys(&["y"]);
     let s = t.wait_for("PRESS-ENTER");
     assert!(s.contains("BEFORE-TUI"), "the main screen is shown again: {s}");
     assert!(s.contains("EXIT1=0"), "{s}");

@@ -1,4 +1,4 @@
-//! The chat pane: a message box (ratatui-textarea) and the conversation as
+//! The chat pane: a message box (the shared multi-line `TextField`) and the conversation as
 //! cells. Finished cells never change; the one active cell grows as the
 //! answer streams, committing markdown line by line. Each turn runs the
 //! waterfall chat (`Engine::chat`, through the worker) in the session's
@@ -15,13 +15,13 @@ use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
 use crate::tui::views::mark_citations;
 use crate::tui::widgets::markdown::{to_line, wrap_runs, MarkdownStream, MdClass, MdLine};
+use crate::tui::widgets::text_field::TextField;
 use crate::tui::widgets::{frame, spinner};
 use crossterm::event::{KeyEvent, MouseEvent, MouseEventKind};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
-use ratatui_textarea::TextArea;
 use std::cell::Cell;
 
 /// Who a cell is from.
@@ -71,7 +71,7 @@ struct Session {
 
 /// The chat pane's state.
 pub struct ChatPane {
-    input: TextArea<'static>,
+    input: TextField,
     typing: bool,
     active: Option<ActiveCell>,
     turn: u64,
@@ -96,11 +96,8 @@ impl std::fmt::Debug for ChatPane {
     }
 }
 
-fn new_input() -> TextArea<'static> {
-    let mut t = TextArea::default();
-    t.set_placeholder_text("Ask about this repository…");
-    t.set_cursor_line_style(ratatui::style::Style::default());
-    t
+fn new_input() -> TextField {
+    TextField::multi_line("Ask about this repository…")
 }
 
 impl ChatPane {
@@ -184,7 +181,7 @@ impl ChatPane {
 
     /// The text in the message box.
     pub fn input_text(&self) -> String {
-        self.input.lines().join("\n")
+        self.input.joined()
     }
 
     /// True while an answer streams.
@@ -469,6 +466,15 @@ impl Pane for ChatPane {
         self.typing
     }
 
+    fn text_field(&self) -> Option<bool> {
+        Some(self.input.is_multi_line())
+    }
+
+    fn focus_text(&mut self) -> bool {
+        self.typing = true;
+        true
+    }
+
     fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool {
         let page = self.height.get().max(2) as usize / 2;
         match cmd {
@@ -514,12 +520,6 @@ impl Pane for ChatPane {
                     if cmd == Command::ChatNextSession { (self.current + 1) % n } else { (self.current + n - 1) % n };
                 self.scroll_from_bottom = 0;
             }
-            Command::Up if self.typing => {
-                self.input.move_cursor(ratatui_textarea::CursorMove::Up);
-            }
-            Command::Down if self.typing => {
-                self.input.move_cursor(ratatui_textarea::CursorMove::Down);
-            }
             Command::Up => self.scroll_from_bottom += 1,
             Command::Down => self.scroll_from_bottom = self.scroll_from_bottom.saturating_sub(1),
             Command::PageUp => self.scroll_from_bottom += page,
@@ -532,7 +532,7 @@ impl Pane for ChatPane {
     }
 
     fn text(&mut self, key: &KeyEvent, _cx: &mut Cx<'_>) -> bool {
-        self.input.input(*key)
+        self.input.edit(key)
     }
 
     fn paste(&mut self, text: &str, _cx: &mut Cx<'_>) {
@@ -633,7 +633,7 @@ impl Pane for ChatPane {
         let iinner = iblock.inner(input_area);
         iblock.render(input_area, buf);
         // The text area draws its own cursor (reverse video) while it has focus.
-        (&self.input).render(iinner, buf);
+        self.input.widget().render(iinner, buf);
         None
     }
 }

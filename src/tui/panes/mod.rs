@@ -67,12 +67,16 @@ pub struct RenderCtx<'a> {
     pub step: u64,
     /// The current repository.
     pub repo: &'a Path,
+    /// `Some(multi_line)` while a text field has focus (insert mode): hints then name keys
+    /// the field does not take.
+    pub field: Option<bool>,
 }
 
 impl RenderCtx<'_> {
-    /// The first key bound to a command, for hints ("ctrl+t"), or "unbound".
+    /// The first key bound to a command that works in the current mode, for hints ("ctrl+t"),
+    /// or "unbound".
     pub fn key(&self, cmd: Command) -> String {
-        self.keymap.hint(cmd).unwrap_or_else(|| "unbound".into())
+        self.keymap.hint_for(cmd, self.field).unwrap_or_else(|| "unbound".into())
     }
 }
 
@@ -83,6 +87,16 @@ pub trait Pane {
 
     /// True while a text field has focus: printable keys are typed instead of resolved as commands.
     fn typing(&self) -> bool {
+        false
+    }
+
+    /// `Some(multi_line)` when the pane has a text field (the search query, the chat message).
+    fn text_field(&self) -> Option<bool> {
+        None
+    }
+
+    /// Gives the pane's text field focus (normal mode -> insert mode); false without one.
+    fn focus_text(&mut self) -> bool {
         false
     }
 

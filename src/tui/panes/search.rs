@@ -12,8 +12,8 @@ use crate::tui::action::{Action, PromptKind};
 use crate::tui::event::{EngineEvent, Request, SymbolHit};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
-use crate::tui::widgets::input::LineInput;
 use crate::tui::widgets::preview::PreviewDoc;
+use crate::tui::widgets::text_field::TextField;
 use crate::tui::widgets::{self, fit, frame, scroll_to, thousands, truncate, truncate_left, width};
 use crossterm::event::{KeyEvent, MouseEvent, MouseEventKind};
 use ratatui::buffer::Buffer;
@@ -71,7 +71,7 @@ pub fn layout(area: Rect) -> SearchLayout {
 /// The search pane's state.
 #[derive(Debug)]
 pub struct SearchPane {
-    query: LineInput,
+    query: TextField,
     typing: bool,
     mode: Mode,
     path_filter: Option<String>,
@@ -105,7 +105,7 @@ pub struct SearchPane {
 impl Default for SearchPane {
     fn default() -> Self {
         SearchPane {
-            query: LineInput::default(),
+            query: TextField::default(),
             typing: true,
             mode: Mode::Text,
             path_filter: None,
@@ -396,7 +396,7 @@ impl SearchPane {
             cx.key(Command::ToggleSymbols)
         );
         let cursor =
-            self.query.render(field, buf, t.style(Slot::Input), Some((&placeholder, t.style(Slot::Placeholder))));
+            self.query.render_line(field, buf, t.style(Slot::Input), Some((&placeholder, t.style(Slot::Placeholder))));
         (cx.focused && self.typing).then_some(cursor)
     }
 
@@ -576,6 +576,15 @@ impl Pane for SearchPane {
         self.typing
     }
 
+    fn text_field(&self) -> Option<bool> {
+        Some(self.query.is_multi_line())
+    }
+
+    fn focus_text(&mut self) -> bool {
+        self.typing = true;
+        true
+    }
+
     fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool {
         let page = (self.areas.get().results.height / 2).max(1) as isize;
         let sel = self.selected as isize;
@@ -618,7 +627,7 @@ impl Pane for SearchPane {
 
     fn text(&mut self, key: &KeyEvent, cx: &mut Cx<'_>) -> bool {
         let before = self.query.text().to_string();
-        if !self.query.handle_key(key) {
+        if !self.query.edit(key) {
             return false;
         }
         if self.query.text() != before {

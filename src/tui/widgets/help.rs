@@ -1,7 +1,8 @@
-//! The `?` overlay, generated from the keymap in effect (so it is never out of
+//! The help overlay (f1 anywhere, `?` in normal mode), generated from the keymap in effect (so it is never out of
 //! date): the focused pane's keys first, then navigation, then global keys,
 //! plus the theme and keymap in use and any problems loading them.
 
+use super::text_field;
 use super::{centered, frame, truncate};
 use crate::tui::keymap::{Context, Keymap};
 use crate::tui::theme::{Slot, Theme};
@@ -10,17 +11,30 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Widget};
 
+/// What the help overlay describes besides the bindings.
+pub struct HelpCtx<'a> {
+    /// The focused pane's context.
+    pub pane: Context,
+    /// `Some(multi_line)` when the focused pane has a text field.
+    pub field: Option<bool>,
+    /// `DOCDEX_HOME` (where user keymaps, themes and logs live).
+    pub home: &'a str,
+    /// Problems found loading the theme or keymap.
+    pub problems: &'a [String],
+}
+
 /// The help lines for a pane context.
-pub fn help_lines(keymap: &Keymap, pane: Context, theme: &Theme, problems: &[String]) -> Vec<Line<'static>> {
+pub fn help_lines(keymap: &Keymap, theme: &Theme, hc: &HelpCtx<'_>) -> Vec<Line<'static>> {
+    let pane = hc.pane;
+    let home = hc.home.trim_end_matches('/');
     let mut lines: Vec<Line<'static>> = Vec::new();
     lines.push(Line::from(vec![
         Span::styled("keymap ", theme.style(Slot::Muted)),
         Span::styled(keymap.name.clone(), theme.style(Slot::Accent)),
         Span::styled("  theme ", theme.style(Slot::Muted)),
         Span::styled(theme.name.clone(), theme.style(Slot::Accent)),
-        Span::styled("  (~/.docdex/keymaps/, ~/.docdex/themes/; docs/TUI.md)", theme.style(Slot::Muted)),
     ]));
-    for p in problems {
+    for p in hc.problems {
         lines.push(Line::styled(format!("⚠ {p}"), theme.style(Slot::Warning)));
     }
     for (ctx, rows) in keymap.help(&[pane, Context::Navigate, Context::Global]) {
@@ -34,6 +48,47 @@ pub fn help_lines(keymap: &Keymap, pane: Context, theme: &Theme, problems: &[Str
             ]));
         }
     }
+    lines.push(Line::default());
+    lines.push(Line::styled("[modes]", theme.style(Slot::HelpSection)));
+    for text in [
+        "NOR: keys are commands; a letter that is none goes back to the text field.",
+        "INS: a text field has focus; letters and the editing keys below edit it.",
+        "esc leaves the text field or closes an overlay, nothing more.",
+    ] {
+        lines.push(Line::styled(format!("  {text}"), theme.style(Slot::Text)));
+    }
+    if let Some(multi) = hc.field {
+        lines.push(Line::default());
+        lines.push(Line::styled("[text field (INS)]", theme.style(Slot::HelpSection)));
+        let key_w = text_field::EDITING_KEYS.iter().map(|(k, _)| super::width(k)).max().unwrap_or(0).min(36);
+        for (keys, what) in text_field::EDITING_KEYS {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {}", super::fit(keys, key_w)), theme.style(Slot::HelpKey)),
+                Span::styled(format!("  {what}"), theme.style(Slot::Text)),
+            ]));
+        }
+        let clashes = keymap.clashes(&[pane, Context::Navigate, Context::Global], multi);
+        let chords: Vec<String> = clashes
+            .iter()
+            .filter(|(k, _)| !matches!(k.code, crossterm::event::KeyCode::Char(_)) || !k.mods.is_empty())
+            .map(|(k, c)| format!("{k} ({})", c.name()))
+            .collect();
+        if !chords.is_empty() {
+            let text = format!("  In INS these edit text; in NOR they are: {}", chords.join(", "));
+            for piece in super::wrap(&text, 92) {
+                lines.push(Line::styled(piece, theme.style(Slot::Warning)));
+            }
+        }
+        lines.push(Line::styled(
+            "  Letters, digits and ? are text in INS: use f1 for help, alt+1..7 for panes.",
+            theme.style(Slot::Muted),
+        ));
+    }
+    lines.push(Line::default());
+    lines.push(Line::styled(
+        format!("overrides in {home}/keymaps/ and {home}/themes/; docs/TUI.md"),
+        theme.style(Slot::Muted),
+    ));
     lines
 }
 
@@ -43,6 +98,8 @@ pub fn render(area: Rect, buf: &mut Buffer, lines: &[Line<'static>], theme: &The
     let h = area.height.saturating_sub(2).min(lines.len() as u16 + 2);
     let r = centered(area, w, h);
     Clear.render(r, buf);
+    // Scrolling stops at the last page.
+    let scroll = scroll.min(lines.len().saturating_sub(h.saturating_sub(2) as usize));
     let more = lines.len().saturating_sub(scroll + h.saturating_sub(2) as usize);
     let title =
         if more > 0 { format!(" Keys · ↓ {more} more · esc closes ") } else { " Keys · esc closes ".to_string() };

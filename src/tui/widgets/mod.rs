@@ -5,10 +5,10 @@
 pub mod dag;
 pub mod graph;
 pub mod help;
-pub mod input;
 pub mod markdown;
 pub mod preview;
 pub mod status_bar;
+pub mod text_field;
 pub mod trace;
 
 use super::theme::{Slot, Theme};

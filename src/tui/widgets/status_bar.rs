@@ -5,6 +5,7 @@
 use super::{bar, fit, spinner, thousands, truncate, width};
 use crate::engine::protocol::{IndexProgress, RepoOverview, RepoState};
 use crate::tui::action::Level;
+use crate::tui::action::Mode;
 use crate::tui::event::{ProviderState, ProviderStatus};
 use crate::tui::theme::{Slot, Theme};
 use ratatui::buffer::Buffer;
@@ -26,6 +27,8 @@ pub struct StatusInfo<'a> {
     pub notice: Option<(Level, &'a str)>,
     /// (keys, what) hints.
     pub hints: &'a [(String, &'static str)],
+    /// The input mode (its tag leads the bar).
+    pub mode: Mode,
     /// Animation step.
     pub step: u64,
 }
@@ -104,8 +107,17 @@ impl StatusInfo<'_> {
         let hints_w: usize = hints.iter().map(|s| width(&s.content)).sum::<usize>() + 1;
         let repo = format!(" {} ", truncate(self.repo, 24));
         let left_w = w.saturating_sub(hints_w);
-        let mut spans = vec![Span::styled(repo.clone(), theme.style(Slot::StatusKey)), Span::styled("│ ", base)];
-        let mut used = width(&repo) + 2;
+        let tag = format!(" {} ", self.mode.tag());
+        let tag_slot = match self.mode {
+            Mode::Normal => Slot::ModeNormal,
+            Mode::Insert => Slot::ModeInsert,
+        };
+        let mut spans = vec![
+            Span::styled(tag.clone(), theme.style(tag_slot)),
+            Span::styled(repo.clone(), theme.style(Slot::StatusKey)),
+            Span::styled("│ ", base),
+        ];
+        let mut used = width(&tag) + width(&repo) + 2;
         let mut middle: Vec<(String, Slot)> = vec![(index, index_slot), (provider, provider_slot)];
         if let Some((level, text)) = self.notice {
             let slot = match level {

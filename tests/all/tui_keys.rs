@@ -1,0 +1,235 @@
+//! The keyboard model (issue 20): a visible mode (NOR / INS) with hints that change with it,
+//! help from anywhere on a key that is never text, typing in normal mode that never runs away
+//! (a letter that is no command goes back to the text field; a letter never quits on its own),
+//! `esc` meaning one thing, readline editing keys before any binding in a text field, pane
+//! switching from a text field, ctrl+z. Each test replays a reproduction from the issue.
+
+use crate::tui_support::{shows, Harness};
+use crossterm::event::{KeyCode, KeyModifiers};
+use docdex::tui::app::{Effect, Mode};
+use docdex::tui::panes::PaneId;
+
+/// The status bar (last row) at a size.
+fn status(h: &Harness, w: u16, hh: u16) -> String {
+    h.screen(w, hh).lines().last().unwrap_or_default().to_string()
+}
+
+#[test]
+fn the_mode_shows_in_the_status_bar_and_the_hints_change_with_it() {
+    let mut h = Harness::new().started();
+    assert_eq!(h.app.mode(), Mode::Insert, "the query box has focus at start");
+    let ins = status(&h, 120, 40);
+    assert!(ins.starts_with(" INS "), "{ins}");
+    // In a text field `?` is text: the footer names the help key that works there.
+    assert!(ins.contains("f1 help") && !ins.contains("? help"), "{ins}");
+    assert!(ins.contains("esc normal"), "{ins}");
+    assert!(ins.contains("alt+1…7 pane"), "digits are text here, alt+digits switch: {ins}");
+    assert!(ins.contains("ctrl+c quit") && !ins.contains("q quit"), "{ins}");
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.mode(), Mode::Normal);
+    let nor = status(&h, 120, 40);
+    assert!(nor.starts_with(" NOR "), "{nor}");
+    assert!(nor.contains("/ type") && nor.contains("ctrl+c quit") && nor.contains("tab pane"), "{nor}");
+    // At 80 columns the tag and the help key stay.
+    let narrow = status(&h, 80, 24);
+    assert!(narrow.starts_with(" NOR ") && narrow.contains("f1 help"), "{narrow}");
+    h.snap_both("tui_mode_line_normal");
+    h.key(KeyCode::Char('/'));
+    h.snap_both("tui_mode_line_insert");
+}
+
+#[test]
+fn help_opens_from_a_text_field_on_f1_and_the_documented_chord() {
+    let mut h = Harness::new().started();
+    h.typ("why?");
+    assert_eq!(h.app.search().query(), "why?", "? is text in the query box");
+    assert!(!h.app.help_open());
+    h.key(KeyCode::F(1));
+    assert!(h.app.help_open(), "f1 opens help from the query box");
+    h.key(KeyCode::Esc);
+    assert!(!h.app.help_open());
+    h.alt('h');
+    assert!(h.app.help_open(), "alt+h opens help from the query box");
+    h.key(KeyCode::Esc);
+    // The chat box too.
+    h.alt('3');
+    assert_eq!(h.app.mode(), Mode::Insert);
+    h.typ("?");
+    assert_eq!(h.app.chat().input_text(), "?");
+    h.key(KeyCode::F(1));
+    assert!(h.app.help_open());
+}
+
+#[test]
+fn typing_request_after_esc_does_not_quit_and_lands_in_the_query() {
+    // Search, Esc, then type `request`: the app used to exit at `q`.
+    let mut h = Harness::new().started();
+    h.key(KeyCode::Esc);
+    h.typ("request");
+    assert!(!h.app.should_quit());
+    assert_eq!(h.app.search().query(), "request", "r is no command here: it goes back to the query");
+    assert_eq!(h.app.mode(), Mode::Insert);
+}
+
+#[test]
+fn a_sentence_typed_in_normal_mode_after_help_keeps_every_letter() {
+    // F1, G, Esc, `how are blueprints registered`: the query used to become `nts registered`.
+    let mut h = Harness::new().started();
+    h.key(KeyCode::F(1));
+    h.typ("G");
+    assert!(!h.app.help_open());
+    h.key(KeyCode::Esc);
+    h.typ("how are blueprints registered");
+    assert_eq!(h.app.search().query(), "how are blueprints registered");
+    assert!(!h.app.should_quit());
+}
+
+#[test]
+fn a_letter_never_quits_on_its_own() {
+    let mut h = Harness::new().started();
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('q'));
+    assert!(!h.app.should_quit(), "q asks first");
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "Quit docdex?"), "{s}");
+    h.key(KeyCode::Char('u'));
+    assert!(!h.app.should_quit(), "any other key stays");
+    assert!(!shows(&h.screen(80, 24), "Quit docdex?"));
+    assert_eq!(h.app.search().query(), "u", "and does what it would have done");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('q'));
+    h.key(KeyCode::Char('y'));
+    assert!(h.app.should_quit(), "y confirms");
+    // A chord quits at once, from a text field too.
+    let mut h = Harness::new().started();
+    h.typ("session");
+    h.ctrl('c');
+    assert!(h.app.should_quit());
+}
+
+#[test]
+fn every_letter_in_normal_mode_on_every_pane_leaves_the_app_running() {
+    for pane in ['1', '2', '3', '4', '5', '6', '7'] {
+        let mut h = Harness::new().started();
+        h.alt(pane);
+        h.key(KeyCode::Esc);
+        h.typ("the quick brown fox jumps over the lazy dog? ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+        assert!(!h.app.should_quit(), "pane {pane}");
+        // Nothing was removed or re-indexed without asking.
+        assert!(
+            !h.sent.iter().any(|r| matches!(r, docdex::tui::event::Request::RemoveRepo { .. })),
+            "pane {pane}: {:?}",
+            h.sent
+        );
+    }
+}
+
+#[test]
+fn a_letter_that_is_no_command_goes_back_to_the_chat_box() {
+    let mut h = Harness::new().started();
+    h.alt('3');
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.mode(), Mode::Normal);
+    h.typ("why");
+    assert_eq!(h.app.chat().input_text(), "why");
+    assert_eq!(h.app.mode(), Mode::Insert);
+}
+
+#[test]
+fn a_letter_that_is_no_command_in_a_pane_without_text_says_so() {
+    let mut h = Harness::new().started();
+    h.alt('6');
+    h.typ("x");
+    let notice = h.app.notice().unwrap_or_default().to_string();
+    assert!(notice.contains("`x` is not a key in Impact") && notice.contains("f1"), "{notice}");
+    assert_eq!(h.app.focus(), PaneId::Impact);
+}
+
+#[test]
+fn esc_leaves_the_text_field_and_does_nothing_more() {
+    let mut h = Harness::new().started();
+    h.search("session");
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.mode(), Mode::Normal);
+    h.key(KeyCode::Esc);
+    assert_eq!((h.app.focus(), h.app.search().query()), (PaneId::Search, "session"));
+    h.key(KeyCode::F(1));
+    h.key(KeyCode::End);
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "esc leaves the text field or closes an overlay, nothing more"), "{s}");
+    assert!(!shows(&s, "Back / close"), "{s}");
+    h.key(KeyCode::Esc);
+    // Impact: esc has nothing to close, and says nothing false about it.
+    h.alt('6');
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.focus(), PaneId::Impact);
+}
+
+#[test]
+fn the_vim_keymap_leaves_editing_keys_to_the_query_box() {
+    let mut h = Harness::with("[tui]\nkeymap = \"vim\"\n").started();
+    h.typ("session store");
+    h.ctrl('w');
+    assert_eq!(h.app.search().query(), "session ", "ctrl+w deletes a word, not next pane");
+    assert_eq!(h.app.focus(), PaneId::Search);
+    h.ctrl('u');
+    assert_eq!(h.app.search().query(), "", "ctrl+u clears, not preview scroll");
+    h.typ("abc");
+    h.ctrl('7');
+    assert_eq!(h.app.search().query(), "ab", "ctrl+_ undoes");
+    // Outside the box the same keys are commands again.
+    h.key(KeyCode::Esc);
+    h.ctrl('w');
+    assert_eq!(h.app.focus(), PaneId::Chat, "ctrl+w is next pane in normal mode");
+    // Help lists the clashes.
+    h.alt('2');
+    h.key(KeyCode::F(1));
+    h.key(KeyCode::End);
+    let s = h.screen(200, 60);
+    assert!(shows(&s, "In INS these edit text; in NOR they are:"), "{s}");
+    assert!(s.contains("ctrl+w (next_pane)") && s.contains("ctrl+u (preview_up)"), "{s}");
+}
+
+#[test]
+fn the_default_keymap_has_a_key_for_every_hint_in_a_text_field() {
+    let h = Harness::new().started();
+    let s = status(&h, 200, 40);
+    // ctrl+t and ctrl+g are no editing keys: they stay commands in the query box.
+    assert!(s.contains("ctrl+t symbols") && s.contains("ctrl+g impact"), "{s}");
+    let screen = h.screen(120, 40);
+    assert!(shows(&screen, "alt+p filters"), "the placeholder names a key that works while typing: {screen}");
+}
+
+#[test]
+fn panes_switch_from_a_text_field_with_alt_digits_and_digits_are_text() {
+    let mut h = Harness::new().started();
+    h.typ("v2");
+    assert_eq!(h.app.search().query(), "v2");
+    assert_eq!(h.app.focus(), PaneId::Search);
+    h.alt('3');
+    assert_eq!(h.app.focus(), PaneId::Chat);
+    h.typ("3");
+    assert_eq!(h.app.chat().input_text(), "3");
+    h.key_mod(KeyCode::Char('2'), KeyModifiers::ALT);
+    assert_eq!(h.app.focus(), PaneId::Search);
+}
+
+#[test]
+fn ctrl_z_suspends() {
+    let mut h = Harness::new().started();
+    h.typ("abc");
+    h.ctrl('z');
+    assert_eq!(h.app.take_effects(), vec![Effect::Suspend]);
+    assert_eq!(h.app.search().query(), "abc", "ctrl+z is not undo here");
+}
+
+#[test]
+fn help_shows_the_real_docdex_home() {
+    let mut h = Harness::new().started();
+    h.key(KeyCode::F(1));
+    h.key(KeyCode::End);
+    let s = h.screen(200, 60);
+    let home = h.env.home().display().to_string();
+    assert!(s.contains(&format!("overrides in {home}/keymaps/ and {home}/themes/")), "{s}");
+    assert!(!s.contains("~/.docdex/"), "{s}");
+}
