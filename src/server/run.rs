@@ -144,6 +144,8 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
         Mode::Daemon => "daemon",
         _ => "serve",
     };
+    // Before announcing the address: a client may signal as soon as it can connect.
+    let signal = shutdown_signal();
     println!("docdex {mode} listening on http://{local}");
     let _ = std::io::stdout().flush();
     tracing::info!(%local, "listening");
@@ -152,7 +154,7 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     let cancel = state.shutdown_token().clone();
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let serve = super::listen::serve(listener, app, super::listen::Limits::for_process(), async move {
-        shutdown_signal().await;
+        signal.await;
         eprintln!("docdex: shutting down (finishing in-flight requests)");
         cancel.cancel();
         let _ = signalled_tx.send(());

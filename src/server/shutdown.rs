@@ -1,23 +1,38 @@
 //! The signal every server process stops on.
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+use std::future::Future;
+
+/// Installs the SIGINT and SIGTERM handlers now and returns a future that resolves on either.
+///
+/// Installing eagerly matters: a handler installed only when the future is first polled leaves
+/// a window (the server already listening, its accept loop not yet having polled the future)
+/// in which a SIGTERM still has its default action and kills the process without a clean stop.
+/// Must be called inside the runtime.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let term = signal(SignalKind::terminate()).ok();
+        let int = signal(SignalKind::interrupt()).ok();
+        async move {
+            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = wait(term) => {}
+                _ = wait(int) => {}
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+    {
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

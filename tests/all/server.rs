@@ -517,8 +517,24 @@ async fn shutdown_closes_open_mcp_streams_promptly() {
     let ended =
         tokio::time::timeout(Duration::from_secs(8), async { while let Ok(Some(_)) = sse.chunk().await {} }).await;
     assert!(ended.is_ok(), "SSE stream still open after SIGTERM");
-    assert!(daemon.wait_exit(Duration::from_secs(8)).success());
+    let status = daemon.wait_exit(Duration::from_secs(8));
+    assert!(status.success(), "daemon exited with {status:?}; stderr: {}", daemon.stderr.lock().unwrap());
     assert!(started.elapsed() < Duration::from_secs(8));
+}
+
+#[test]
+fn sigterm_as_soon_as_the_address_is_printed_stops_cleanly() {
+    // The handlers are installed before the listening line: a signal sent the moment a client
+    // can know the address never meets the default action (death without releasing the lock).
+    let env = Env::new();
+    for _ in 0..5 {
+        let mut daemon = Server::start(&env, &["daemon"], &[]);
+        daemon.terminate();
+        let status = daemon.wait_exit(Duration::from_secs(8));
+        assert!(status.success(), "daemon exited with {status:?}; stderr: {}", daemon.stderr.lock().unwrap());
+        // A clean stop removes the lock file; death by the signal's default action leaves it.
+        assert!(!env.home().join("daemon.lock").exists(), "daemon.lock left behind");
+    }
 }
 
 #[test]
