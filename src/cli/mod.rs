@@ -113,8 +113,11 @@ enum Command {
         /// Repo-relative path.
         file: String,
         /// Line range A-B (or a single line A).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "page")]
         lines: Option<String>,
+        /// One page of a PDF (1-based), as lines of its extracted text.
+        #[arg(long)]
+        page: Option<u32>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -458,10 +461,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Similar(args) => similar::run(&engine, &out, args)?,
         Command::Eval(args) => eval::run(&engine, &out, args)?,
         Command::Memory { action } => memory::run(&engine, &out, action)?,
-        Command::Get { repo, file, lines, json } => {
+        Command::Get { repo, file, lines, page, json } => {
             let path = repo.resolve()?;
             let range = lines.as_deref().map(parse_range).transpose()?;
-            let content = engine.get_file(&path, &FileRequest::new(file, range))?;
+            let content = engine.get_file(&path, &FileRequest { page, ..FileRequest::new(file, range) })?;
             if json {
                 out.json(&content)?;
             } else {

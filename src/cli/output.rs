@@ -206,10 +206,15 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
     for h in &r.results {
         line("");
         line(&format!(
-            "{}:{}-{}  {}{}{}",
+            "{}:{}-{}{}  {}{}{}",
             out.paint("1;35", &h.path),
             h.line_start,
             h.line_end,
+            match (h.page_start, h.page_end) {
+                (Some(a), Some(b)) if a != b => format!(" (pages {a}-{b})"),
+                (Some(a), _) => format!(" (page {a})"),
+                _ => String::new(),
+            },
             out.paint("2", &format!("{:.2}", h.score)),
             if hybrid { out.paint("2", &format!("  [{}]", h.retrievers.join("+"))) } else { String::new() },
             if h.stale { out.paint("33", "  (changed since indexed)") } else { String::new() }
@@ -250,6 +255,12 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
 
 /// File lines with numbers.
 pub fn print_file(out: &Out, f: &FileContent) {
+    if let (Some(fmt), Some(a), Some(b), Some(n)) = (&f.format, f.page_start, f.page_end, f.total_pages) {
+        let pages = if a == b { format!("page {a}") } else { format!("pages {a}-{b}") };
+        out.note(&format!("{} · text extracted from {fmt} · {pages} of {n}", f.path));
+    } else if let Some(fmt) = &f.format {
+        out.note(&format!("{} · text extracted from {fmt}", f.path));
+    }
     for (i, line) in f.text.lines().enumerate() {
         out.line(&format!("{} {line}", out.paint("32", &format!("{:>5}:", f.line_start + i as u32))));
     }

@@ -438,13 +438,28 @@ impl Engine {
                 Error::BadRequest(format!("cannot read {file}: {e}"))
             }
         })?;
-        if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
-            return Err(Error::BadRequest(format!("{file} is a binary file")));
-        }
-        let text = String::from_utf8_lossy(&bytes);
+        let format = index::extract::Format::of(&rel);
+        let doc = match format {
+            Some(fmt) => Some(extracted_document(fmt, &bytes, file)?),
+            None if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() => {
+                return Err(Error::BadRequest(format!("{file} is a binary file")));
+            }
+            None => None,
+        };
+        let text = match &doc {
+            Some(d) => std::borrow::Cow::Borrowed(d.text.as_str()),
+            None => String::from_utf8_lossy(&bytes),
+        };
         let all: Vec<&str> = text.lines().collect();
         let total = all.len() as u32;
-        let (a, b) = lines.unwrap_or((1, total.max(1)));
+        let page_lines = match (req.page, &doc) {
+            (None, _) => None,
+            (Some(n), Some(d)) if !d.pages.is_empty() => Some(d.page_lines(n).ok_or_else(|| {
+                Error::BadRequest(format!("{file} has {} pages; page {n} does not exist", d.pages.len()))
+            })?),
+            (Some(_), _) => return Err(Error::BadRequest(format!("{file} has no pages: --page is for PDF files"))),
+        };
+        let (a, b) = page_lines.or(lines).unwrap_or((1, total.max(1)));
         if a == 0 || b < a {
             return Err(Error::BadRequest(format!("bad line range {a}-{b}: use A-B with 1 <= A <= B")));
         }
@@ -456,6 +471,10 @@ impl Engine {
             line_end: b.max(a.min(total)),
             total_lines: total,
             text: slice.join("\n"),
+            format: format.map(|f| f.lang().to_string()),
+            page_start: doc.as_ref().and_then(|d| d.page_of(a)),
+            page_end: doc.as_ref().and_then(|d| d.page_of(b.max(a.min(total)))),
+            total_pages: doc.as_ref().filter(|d| !d.pages.is_empty()).map(|d| d.pages.len() as u32),
         })
     }
 
@@ -475,6 +494,13 @@ impl Engine {
     }
 }
 
+/// A document's text, extracted from the file's bytes by the same deterministic step indexing
+/// runs, so its lines are the lines search hits cite; a document docdex cannot read is an
+/// error carrying its note.
+fn extracted_document(fmt: index::extract::Format, bytes: &[u8], shown: &str) -> Result<index::extract::Extracted> {
+    index::extract::extract(fmt, bytes).map_err(|r| Error::BadRequest(format!("{shown}: {}", r.note(fmt))))
+}
+
 thread_local! {
     static QUIET_PANICS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -482,7 +508,7 @@ thread_local! {
 /// Runs `f`, catching a panic: it is logged (not printed as a crash) and returned as `Err`.
 /// Tantivy may panic on bytes a damaged index file holds; that is a damaged index, not a bug
 /// docdex should crash on.
-fn quiet_panics<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
+pub(crate) fn quiet_panics<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();

@@ -183,7 +183,7 @@ impl Engine {
             let files: Vec<(FileEntry, Vec<String>)> = group
                 .iter()
                 .filter_map(|p| wanted.get(*p).map(|w| (*p, w)))
-                .filter_map(|(p, w)| file_chunks(&repo.root, &searcher, &fields, p, w))
+                .filter_map(|(p, w)| file_chunks(repo, &searcher, &fields, p, w))
                 .collect();
             let hashes: Vec<TextHash> = files.iter().flat_map(|(f, _)| f.chunks.iter().map(|c| c.hash)).collect();
             let mut vectors = store.cached(&hashes)?;
@@ -315,13 +315,14 @@ fn groups<'a>(todo: &'a [String], wanted: &BTreeMap<String, Wanted>) -> Vec<Vec<
 /// A file's chunks as the index holds them, with the text to embed for each. `None` when the
 /// file changed since it was indexed (the next run embeds it) or cannot be read.
 fn file_chunks(
-    root: &std::path::Path,
+    repo: &RepoRef,
     searcher: &Searcher,
     fields: &Fields,
     path: &str,
     w: &Wanted,
 ) -> Option<(FileEntry, Vec<String>)> {
-    let bytes = crate::engine::fsutil::read_repo_file(root, path).ok()?;
+    // A document's chunks are lines of its extracted text, which its manifest hash is of.
+    let bytes = crate::engine::index::extract::indexed_text(repo, path).ok()?;
     if xxhash_rust::xxh3::xxh3_64(&bytes) != w.hash {
         return None;
     }

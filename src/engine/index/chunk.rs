@@ -50,6 +50,28 @@ fn line_starts(text: &str) -> Vec<usize> {
     starts
 }
 
+/// Chunks each page of a paged document on its own (`pages`: the 1-based first line of each
+/// page), so no chunk spans two pages; line numbers and offsets are those of the whole text.
+pub fn chunk_pages(text: &str, style: ChunkStyle, pages: &[u32]) -> Vec<Chunk> {
+    let starts: Vec<usize> =
+        std::iter::once(0).chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1)).collect();
+    let offset = |line: u32| starts.get(line.saturating_sub(1) as usize).copied().unwrap_or(text.len());
+    let mut out = Vec::new();
+    for (i, &first) in pages.iter().enumerate() {
+        let begin = offset(first);
+        let end = pages.get(i + 1).map_or(text.len(), |&next| offset(next)).max(begin);
+        for mut c in chunk(&text[begin..end], style) {
+            c.line_start += first - 1;
+            c.line_end += first - 1;
+            c.byte_start += begin;
+            c.byte_end += begin;
+            c.context.iter_mut().for_each(|l| *l += first - 1);
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Chunks `text` in the given style.
 pub fn chunk(text: &str, style: ChunkStyle) -> Vec<Chunk> {
     if text.is_empty() {
@@ -385,6 +407,20 @@ fn window_chunks(text: &str, starts: &[usize]) -> Vec<Chunk> {
         begin = next;
     }
     chunks
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_chunked_apart() {
+        let text = "one\ntwo\n\nthree\nfour\n\nfive\n";
+        let chunks = chunk_pages(text, ChunkStyle::Window, &[1, 4, 7]);
+        let ranges: Vec<(u32, u32)> = chunks.iter().map(|c| (c.line_start, c.line_end)).collect();
+        assert_eq!(ranges, [(1, 3), (4, 6), (7, 7)]);
+        assert_eq!(&text[chunks[1].byte_start..chunks[1].byte_end], "three\nfour\n\n");
+    }
 }
 
 #[cfg(test)]

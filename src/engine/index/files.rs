@@ -124,6 +124,8 @@ pub fn language(path: &Path) -> &'static str {
         "svelte" => "svelte",
         "css" | "scss" | "sass" | "less" => "css",
         "html" | "htm" | "xhtml" => "html",
+        "pdf" => "pdf",
+        "docx" => "docx",
         "xml" | "xsd" | "xsl" | "svg" | "plist" => "xml",
         "md" | "markdown" | "mdx" => "markdown",
         "rst" => "rst",
@@ -151,8 +153,9 @@ pub fn language(path: &Path) -> &'static str {
 /// How a language is chunked.
 pub fn chunk_style(lang: &str) -> ChunkStyle {
     match lang {
-        "markdown" | "rst" | "asciidoc" => ChunkStyle::Markdown,
-        "text" | "json" | "yaml" | "toml" | "ini" | "xml" | "html" | "csv" | "lockfile" | "go-mod" | "latex" => {
+        // HTML and DOCX are indexed as the Markdown their extraction makes (`index::extract`).
+        "markdown" | "rst" | "asciidoc" | "html" | "docx" => ChunkStyle::Markdown,
+        "text" | "json" | "yaml" | "toml" | "ini" | "xml" | "pdf" | "csv" | "lockfile" | "go-mod" | "latex" => {
             ChunkStyle::Window
         }
         _ => ChunkStyle::Code,
@@ -233,7 +236,7 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
     }
     match chunk_style(lang) {
         ChunkStyle::Markdown => FileClass::Docs,
-        ChunkStyle::Window if matches!(lang, "text" | "html" | "latex") => FileClass::Docs,
+        ChunkStyle::Window if matches!(lang, "text" | "pdf" | "latex") => FileClass::Docs,
         ChunkStyle::Window => FileClass::Config,
         ChunkStyle::Code => FileClass::Source,
     }

@@ -11,6 +11,7 @@
 pub mod chunk;
 mod code_pass;
 pub mod damage;
+pub mod extract;
 pub mod files;
 pub mod generation;
 pub mod manifest;
@@ -527,6 +528,7 @@ impl IndexSession {
                 code.touched(p);
             }
             self.manifest.files.remove(p);
+            self.forget_extracted(p);
             self.status.event(LastEvent {
                 kind: "delete".into(),
                 path: p.clone(),
@@ -545,6 +547,7 @@ impl IndexSession {
                 continue;
             }
             if self.manifest.files.get(&issue.rel).is_some_and(|e| e.skipped.is_none()) {
+                self.forget_extracted(&issue.rel);
                 self.writer()?.delete_term(Term::from_field_text(self.fields.path, &issue.rel));
                 if let Some(code) = self.code_mut() {
                     code.forget(&issue.rel)?;
@@ -665,20 +668,36 @@ impl IndexSession {
         }
         let max = self.cfg.max_file_size_bytes;
         let skipped = |reason: String| Outcome::Skipped { reason, size: c.size, mtime_ns: c.mtime_ns };
-        let bytes = match read_text(&self.repo.root, &c.rel, c.size, max) {
+        // Documents are binary by nature: only plain text is sniffed for NUL bytes.
+        let format = extract::Format::of(&c.rel);
+        let bytes = match read_text(&self.repo.root, &c.rel, c.size, max, format.is_none()) {
             Ok(Read::Text(b)) => b,
             Ok(Read::Binary) => return skipped("binary".into()),
             Ok(Read::TooLarge) => return skipped(format!("too large (> {:.1} MB limit)", mb(max))),
             Ok(Read::NotRegular(why)) => return skipped(why.into()),
             Err(e) => return Outcome::Error(format!("unreadable: {e}")),
         };
-        let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
-        if let Some(e) = self.manifest.files.get(&c.rel) {
-            if e.hash == hash && e.skipped.is_none() {
-                return Outcome::Touched { size: c.size, mtime_ns: c.mtime_ns };
-            }
+        // The extract step: a document's text (hashed, chunked and kept for snippets), or the
+        // file's own bytes.
+        let (text, lang, pages) = match format {
+            None => (String::from_utf8_lossy(&bytes), lang, Vec::new()),
+            Some(fmt) => match extract::extract(fmt, &bytes) {
+                Ok(doc) => {
+                    if self.unchanged(&c.rel, xxhash_rust::xxh3::xxh3_64(doc.text.as_bytes())) {
+                        return Outcome::Touched { size: c.size, mtime_ns: c.mtime_ns };
+                    }
+                    if let Err(e) = extract::store(&self.repo.data_dir(), &c.rel, &doc) {
+                        return Outcome::Error(format!("keeping the extracted text: {e}"));
+                    }
+                    (std::borrow::Cow::Owned(doc.text), fmt.lang(), doc.pages)
+                }
+                Err(refusal) => return skipped(refusal.note(fmt)),
+            },
+        };
+        let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+        if format.is_none() && self.unchanged(&c.rel, hash) {
+            return Outcome::Touched { size: c.size, mtime_ns: c.mtime_ns };
         }
-        let text = String::from_utf8_lossy(&bytes);
         let style = files::chunk_style(lang);
         let class = files::classify_text(&c.rel, lang, &text) as u64;
         let code = match Lang::from_index_lang(lang) {
@@ -691,6 +710,8 @@ impl IndexSession {
         };
         let chunks = match symbols {
             Some(symbols) => chunk::chunk_code(&text, symbols),
+            // A chunk never spans pages, so a hit's page range is the page it is on.
+            None if !pages.is_empty() => chunk::chunk_pages(&text, style, &pages),
             None => chunk::chunk(&text, style),
         };
         let line_starts = if chunks.iter().any(|c| !c.context.is_empty()) { line_offsets(&text) } else { Vec::new() };
@@ -744,10 +765,22 @@ impl IndexSession {
         }
     }
 
+    /// True when the manifest has `rel` indexed with this content hash.
+    fn unchanged(&self, rel: &str, hash: u64) -> bool {
+        self.manifest.files.get(rel).is_some_and(|e| e.hash == hash && e.skipped.is_none())
+    }
+
+    /// Drops a document's kept extracted text (it left the index).
+    fn forget_extracted(&self, rel: &str) {
+        if extract::Format::of(rel).is_some() {
+            extract::forget(&self.repo.data_dir(), rel);
+        }
+    }
+
     /// The code pass alone, for a file the text index already has (symbol store repair).
     fn extract_only(&self, c: &walk::Candidate) -> Option<(u64, CodeResult)> {
         let lang = Lang::from_path(Path::new(&c.rel))?;
-        let bytes = match read_text(&self.repo.root, &c.rel, c.size, self.cfg.max_file_size_bytes) {
+        let bytes = match read_text(&self.repo.root, &c.rel, c.size, self.cfg.max_file_size_bytes, true) {
             Ok(Read::Text(b)) => b,
             _ => return None, // gone, unreadable or no longer text now: the next full update sees it
         };
@@ -799,6 +832,7 @@ impl IndexSession {
                 false
             }
             Outcome::Skipped { reason, size, mtime_ns } => {
+                self.forget_extracted(&rel);
                 if was_indexed {
                     if let Ok(w) = self.writer() {
                         w.delete_term(Term::from_field_text(self.fields.path, &rel));
@@ -809,6 +843,7 @@ impl IndexSession {
                 was_indexed
             }
             Outcome::Error(reason) => {
+                self.forget_extracted(&rel);
                 if was_indexed {
                     if let Ok(w) = self.writer() {
                         w.delete_term(Term::from_field_text(self.fields.path, &rel));
@@ -953,7 +988,7 @@ enum Read {
 /// is followed at any component and nothing outside the repo is reached
 /// ([`crate::engine::fsutil::open_repo_file`]), a FIFO or device is never waited on, and no
 /// more than `max` bytes are read.
-fn read_text(root: &Path, rel: &str, size_hint: u64, max: u64) -> std::io::Result<Read> {
+fn read_text(root: &Path, rel: &str, size_hint: u64, max: u64, sniff: bool) -> std::io::Result<Read> {
     use std::io::Read as _;
     let mut f = match crate::engine::fsutil::open_repo_file(root, rel) {
         Ok(f) => f,
@@ -965,7 +1000,7 @@ fn read_text(root: &Path, rel: &str, size_hint: u64, max: u64) -> std::io::Resul
     };
     let mut bytes = Vec::with_capacity(size_hint.min(max) as usize + 1);
     (&mut f).take(BINARY_SNIFF as u64).read_to_end(&mut bytes)?;
-    if memchr::memchr(0, &bytes).is_some() {
+    if sniff && memchr::memchr(0, &bytes).is_some() {
         return Ok(Read::Binary);
     }
     let left = (max + 1).saturating_sub(bytes.len() as u64);

@@ -144,12 +144,15 @@ pub struct FileRequest {
     /// Last line to return (inclusive; default the end of the file).
     #[serde(default)]
     pub end_line: Option<u32>,
+    /// For a paged document (PDF): return this page's lines (1-based) instead of a line range.
+    #[serde(default)]
+    pub page: Option<u32>,
 }
 
 impl FileRequest {
     /// The whole file, or lines `a..=b` of it.
     pub fn new(path: impl Into<String>, lines: Option<(u32, u32)>) -> FileRequest {
-        FileRequest { path: path.into(), start_line: lines.map(|l| l.0), end_line: lines.map(|l| l.1) }
+        FileRequest { path: path.into(), start_line: lines.map(|l| l.0), end_line: lines.map(|l| l.1), page: None }
     }
 
     /// The inclusive line range asked for, if any.
@@ -172,8 +175,21 @@ pub struct FileContent {
     pub line_end: u32,
     /// Lines in the file.
     pub total_lines: u32,
-    /// The text of those lines.
+    /// The text of those lines. For a document (PDF, DOCX, HTML) these are lines of the text
+    /// extracted from it, the lines search hits cite.
     pub text: String,
+    /// For a document: its format (`pdf`, `docx`, `html`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// For a paged document: the pages the returned lines span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_start: Option<u32>,
+    /// Last page the returned lines span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_end: Option<u32>,
+    /// For a paged document: how many pages it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_pages: Option<u32>,
 }
 
 /// Receives progress while a run is in flight.

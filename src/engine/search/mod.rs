@@ -15,6 +15,7 @@ pub mod types;
 
 use crate::config::SearchConfig;
 use crate::engine::analysis;
+use crate::engine::index::extract;
 use crate::engine::index::files::FileClass;
 use crate::engine::index::schema::{self, Fields};
 use crate::engine::index::types::{IndexState, SCHEMA_VERSION};
@@ -286,10 +287,10 @@ impl RepoSearcher {
     ) -> (Vec<SearchHit>, Vec<HashSet<String>>) {
         let commit_time = meta_mtime(&self.index_dir);
         let qset: HashSet<String> = terms.iter().cloned().collect();
-        let cut = cut_snippets(&repo.root, commit_time, &qset, page);
+        let cut = cut_snippets(repo, commit_time, &qset, page);
         let mut matched_sets = Vec::with_capacity(page.len());
         let mut results = Vec::with_capacity(page.len());
-        for ((score, s), (snip, context, stale)) in page.iter().zip(cut) {
+        for ((score, s), (snip, context, stale, pages)) in page.iter().zip(cut) {
             matched_sets.push(snip.matched);
             results.push(SearchHit {
                 chunk_id: format!("{}:{}-{}", s.path, s.line_start, s.line_end),
@@ -297,8 +298,8 @@ impl RepoSearcher {
                 lang: s.lang.clone(),
                 line_start: s.line_start,
                 line_end: s.line_end,
-                page_start: None,
-                page_end: None,
+                page_start: pages.map(|p| p.0),
+                page_end: pages.map(|p| p.1),
                 score: round3(*score),
                 snippet_line_start: snip.line_start,
                 snippet: snip.text,
@@ -568,15 +569,20 @@ fn confidence(searcher: &Searcher, body: tantivy::schema::Field, terms: &[String
     ((0.7 * best + 0.3 * any) * 1000.0).round() / 1000.0
 }
 
+/// One hit's snippet, context lines, staleness and page range (documents only).
+type Cut = (snippet::SnippetOut, Vec<ContextLine>, bool, Option<(u32, u32)>);
+
 /// A page's snippets, context lines and staleness, in page order. Hits are grouped by file
 /// (first appearance order) and each file is read once, into one reused buffer, only as far as
-/// the last line a hit on this page shows.
+/// the last line a hit on this page shows. A document's snippet is cut from the text extracted
+/// when it was indexed (`index::extract`), and its hits carry their page range.
 fn cut_snippets(
-    root: &Path,
+    repo: &RepoRef,
     commit_time: Option<SystemTime>,
     qset: &HashSet<String>,
     page: &[(f32, Stored)],
-) -> Vec<(snippet::SnippetOut, Vec<ContextLine>, bool)> {
+) -> Vec<Cut> {
+    let root = repo.root.as_path();
     let mut groups: Vec<(&str, u32, Vec<usize>)> = Vec::new();
     for (i, (_, s)) in page.iter().enumerate() {
         let needed = s.context.iter().copied().fold(s.line_end, u32::max);
@@ -588,25 +594,54 @@ fn cut_snippets(
             None => groups.push((s.path.as_str(), needed, vec![i])),
         }
     }
-    let mut cut: Vec<Option<(snippet::SnippetOut, Vec<ContextLine>, bool)>> = page.iter().map(|_| None).collect();
+    let mut cut: Vec<Option<Cut>> = page.iter().map(|_| None).collect();
     let mut buf = Vec::new();
     for (path, up_to, members) in groups {
-        let stale = read_file(root, path, up_to, commit_time, &mut buf);
+        let mut pages = Vec::new();
+        let stale = match extract::Format::of(path) {
+            None => read_file(root, path, up_to, commit_time, &mut buf),
+            Some(_) => read_extracted(repo, path, commit_time, &mut buf, &mut pages),
+        };
         let text =
             std::str::from_utf8(&buf).map(std::borrow::Cow::Borrowed).unwrap_or_else(|_| String::from_utf8_lossy(&buf));
         for i in members {
             let s = &page[i].1;
+            let range = extract::page_of(&pages, s.line_start).zip(extract::page_of(&pages, s.line_end));
             cut[i] = Some(match stale {
                 Some(stale) => {
                     let snip = snippet::snippet(&text, &s.path, s.line_start, s.line_end, qset);
                     let context = if s.context.is_empty() { Vec::new() } else { context_lines(&text, &s.context) };
-                    (snip, context, stale)
+                    (snip, context, stale, range)
                 }
-                None => (snippet::SnippetOut { line_start: s.line_start, ..Default::default() }, Vec::new(), true),
+                None => {
+                    (snippet::SnippetOut { line_start: s.line_start, ..Default::default() }, Vec::new(), true, range)
+                }
             });
         }
     }
     cut.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// A document's extracted text into `buf` and its page starts into `pages`, with whether the
+/// source file changed after the index commit; `None` when there is no extracted text.
+fn read_extracted(
+    repo: &RepoRef,
+    rel: &str,
+    commit_time: Option<SystemTime>,
+    buf: &mut Vec<u8>,
+    pages: &mut Vec<u32>,
+) -> Option<bool> {
+    buf.clear();
+    let doc = extract::load(&repo.data_dir(), rel)?;
+    let modified = std::fs::symlink_metadata(repo.root.join(rel)).and_then(|m| m.modified()).ok();
+    let stale = match (modified, commit_time) {
+        (Some(m), Some(c)) => m > c,
+        (None, _) => true, // gone since it was indexed
+        _ => false,
+    };
+    buf.extend_from_slice(doc.text.as_bytes());
+    *pages = doc.pages;
+    Some(stale)
 }
 
 /// Reads the first `up_to` lines of a repo file (the whole file when shorter) into `buf`, and

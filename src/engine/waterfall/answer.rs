@@ -89,7 +89,7 @@ impl Turn<'_> {
     }
 
     pub(super) fn pieces(&self, found: &Found) -> Vec<Piece> {
-        let mut files = Files::new(&self.repo.root);
+        let mut files = Files::new(self.repo);
         let mut pieces = context::memory_pieces(&found.memories);
         let diff = context::diff_pieces(&found.diff);
         let next = diff.len();

@@ -10,9 +10,10 @@ use super::sources::{Neighbour, RecalledMemory};
 use super::types::{ChatSource, Slot};
 use crate::engine::index::files::language;
 use crate::engine::llm::{ChatMessage, Role};
+use crate::engine::repos::RepoRef;
 use crate::engine::search::types::SearchHit;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Lines of a neighbour file shown around its import of (or by) a changed file.
@@ -115,14 +116,14 @@ fn source(slot: Slot, path: &str, a: u32, b: u32, score: f32, note: &str) -> Cha
 
 /// Reads repository files once each, refusing anything that resolves outside the root.
 pub struct Files {
-    root: PathBuf,
+    repo: RepoRef,
     cache: HashMap<String, Option<Arc<Vec<String>>>>,
 }
 
 impl Files {
-    /// A reader for files under `root` (canonical).
-    pub fn new(root: &Path) -> Files {
-        Files { root: root.to_path_buf(), cache: HashMap::new() }
+    /// A reader for the files of `repo` as the index holds them (a document's extracted text).
+    pub fn new(repo: &RepoRef) -> Files {
+        Files { repo: repo.clone(), cache: HashMap::new() }
     }
 
     /// The file's lines, or `None` when it is missing, binary or outside the repository.
@@ -132,7 +133,7 @@ impl Files {
         }
         let read = || -> Option<Arc<Vec<String>>> {
             // One opener for every repository read: never through a link, never outside the root.
-            let bytes = crate::engine::fsutil::read_repo_file(&self.root, rel).ok()?;
+            let bytes = crate::engine::index::extract::indexed_text(&self.repo, rel).ok()?;
             if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
                 return None;
             }

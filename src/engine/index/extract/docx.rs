@@ -1,0 +1,132 @@
+//! DOCX: the document body as Markdown. Heading styles become `#` headings (the Markdown
+//! chunker then cuts by section), list paragraphs become `-` items, tables become pipe tables.
+
+use super::{tidy_lines, Extracted, Refusal};
+use docx_rs::{DocumentChild, Paragraph, ParagraphChild, RunChild, Table, TableCellContent};
+
+/// Extracts a DOCX file's text as Markdown.
+pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
+    if !bytes.starts_with(b"PK") {
+        return Err(Refusal::Corrupt("not a ZIP archive".into()));
+    }
+    let docx = docx_rs::read_docx(bytes).map_err(|e| match e.to_string() {
+        s if s.to_ascii_lowercase().contains("encrypt") => Refusal::Encrypted,
+        s => Refusal::Corrupt(s),
+    })?;
+    let mut md = String::new();
+    for child in &docx.document.children {
+        match child {
+            DocumentChild::Paragraph(p) => paragraph(p, &mut md),
+            DocumentChild::Table(t) => table(t, &mut md),
+            _ => {}
+        }
+    }
+    let mut out = Extracted::default();
+    tidy_lines(md.lines(), &mut out.text);
+    Ok(out)
+}
+
+/// One paragraph as a Markdown block followed by a blank line.
+fn paragraph(p: &Paragraph, md: &mut String) {
+    let text = paragraph_text(p);
+    let text = text.trim();
+    if text.is_empty() {
+        return;
+    }
+    let style = p.property.style.as_ref().map(|s| s.val.to_ascii_lowercase()).unwrap_or_default();
+    if let Some(level) = heading_level(&style) {
+        md.push_str(&"#".repeat(level));
+        md.push(' ');
+    } else if p.property.numbering_property.is_some() || style.contains("list") {
+        md.push_str("- ");
+    }
+    md.push_str(text);
+    md.push_str("\n\n");
+}
+
+/// `Heading1`..`Heading9` (and `heading 2`, `Title`) as a Markdown heading level.
+fn heading_level(style: &str) -> Option<usize> {
+    if style == "title" {
+        return Some(1);
+    }
+    let rest = style.strip_prefix("heading")?.trim();
+    match rest.parse::<usize>() {
+        Ok(n) if (1..=6).contains(&n) => Some(n),
+        Ok(_) => Some(6),
+        Err(_) => None,
+    }
+}
+
+/// The visible text of a paragraph's runs (insertions and links included, deletions not).
+fn paragraph_text(p: &Paragraph) -> String {
+    let mut s = String::new();
+    for child in &p.children {
+        child_text(child, &mut s);
+    }
+    s
+}
+
+fn child_text(child: &ParagraphChild, s: &mut String) {
+    match child {
+        ParagraphChild::Run(r) => run_text(&r.children, s),
+        ParagraphChild::Hyperlink(h) => {
+            for c in &h.children {
+                child_text(c, s);
+            }
+        }
+        ParagraphChild::Insert(ins) => {
+            for c in &ins.children {
+                if let docx_rs::InsertChild::Run(r) = c {
+                    run_text(&r.children, s);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn run_text(children: &[RunChild], s: &mut String) {
+    for c in children {
+        match c {
+            RunChild::Text(t) => s.push_str(&t.text),
+            RunChild::Tab(_) | RunChild::PTab(_) => s.push('\t'),
+            // A line break inside a paragraph stays inside the Markdown block.
+            RunChild::Break(_) | RunChild::CarriageReturn(_) => s.push(' '),
+            _ => {}
+        }
+    }
+}
+
+/// A table as a Markdown pipe table (the first row is the header).
+fn table(t: &Table, md: &mut String) {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for docx_rs::TableChild::TableRow(row) in &t.rows {
+        let mut cells = Vec::new();
+        for docx_rs::TableRowChild::TableCell(cell) in &row.cells {
+            let mut text = Vec::new();
+            for content in &cell.children {
+                if let TableCellContent::Paragraph(p) = content {
+                    let t = paragraph_text(p);
+                    if !t.trim().is_empty() {
+                        text.push(t.trim().replace('|', "\\|"));
+                    }
+                }
+            }
+            cells.push(text.join(" "));
+        }
+        rows.push(cells);
+    }
+    let width = rows.iter().map(Vec::len).max().unwrap_or(0);
+    if width == 0 {
+        return;
+    }
+    for (i, row) in rows.iter().enumerate() {
+        let mut cells = row.clone();
+        cells.resize(width, String::new());
+        md.push_str(&format!("| {} |\n", cells.join(" | ")));
+        if i == 0 {
+            md.push_str(&format!("|{}\n", " --- |".repeat(width)));
+        }
+    }
+    md.push('\n');
+}

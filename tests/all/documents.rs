@@ -1,0 +1,228 @@
+//! Documents beyond text: PDF (pages), DOCX (Markdown) and HTML (readable text) made by the
+//! tests themselves, indexed, searched with page ranges, shown by `docdex get` (and `--page`),
+//! and scanned, encrypted or corrupt files as per-file notes, never a failed run.
+
+use crate::util::{hit_paths, quiet, write, Env};
+use docdex::engine::protocol::{FileRequest, SearchRequest};
+use docdex::engine::IndexOptions;
+use std::path::Path;
+
+/// A valid PDF with one page per entry, each line of a page drawn as a line of Helvetica
+/// text; a page with no lines gets a filled rectangle only (no text layer, as a scan). With
+/// `encrypt`, the trailer names a Standard security handler whose user password is not empty.
+pub fn pdf(pages: &[&[&str]], encrypt: bool) -> Vec<u8> {
+    let mut objects: Vec<String> = Vec::new(); // object n is objects[n - 1]
+    let n = pages.len();
+    let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 4 + 2 * i)).collect();
+    objects.push("<< /Type /Catalog /Pages 2 0 R >>".into());
+    objects.push(format!("<< /Type /Pages /Kids [{}] /Count {n} >>", kids.join(" ")));
+    objects.push("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".into());
+    for (i, lines) in pages.iter().enumerate() {
+        let content_id = 5 + 2 * i;
+        objects.push(format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents {content_id} 0 R >>"
+        ));
+        let mut stream = String::new();
+        if lines.is_empty() {
+            stream.push_str("0.5 g 72 72 468 648 re f\n");
+        }
+        for (j, line) in lines.iter().enumerate() {
+            let y = 720 - 16 * j as i32;
+            stream.push_str(&format!("BT /F1 12 Tf 72 {y} Td ({line}) Tj ET\n"));
+        }
+        objects.push(format!("<< /Length {} >>\nstream\n{stream}endstream", stream.len()));
+    }
+    let encrypt_id = objects.len() + 1;
+    if encrypt {
+        let o = "<".to_string() + &"4f".repeat(32) + ">";
+        let u = "<".to_string() + &"55".repeat(32) + ">";
+        objects.push(format!("<< /Filter /Standard /V 1 /R 2 /Length 40 /P -44 /O {o} /U {u} >>"));
+    }
+    let mut out = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
+    }
+    let xref = out.len();
+    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    for off in offsets {
+        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
+    }
+    let extra = if encrypt {
+        format!(" /Encrypt {encrypt_id} 0 R /ID [<{}> <{}>]", "ab".repeat(16), "ab".repeat(16))
+    } else {
+        String::new()
+    };
+    out.extend_from_slice(
+        format!("trailer\n<< /Size {} /Root 1 0 R{extra} >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
+    );
+    out
+}
+
+/// A DOCX made with docx-rs's writer: a title, two headed sections, a list item and a table.
+pub fn docx() -> Vec<u8> {
+    use docx_rs::{Docx, Paragraph, Run, Table, TableCell, TableRow};
+    let p = |text: &str| Paragraph::new().add_run(Run::new().add_text(text));
+    let cell = |text: &str| TableCell::new().add_paragraph(p(text));
+    let mut buf = std::io::Cursor::new(Vec::new());
+    Docx::new()
+        .add_paragraph(p("Operations handbook").style("Title"))
+        .add_paragraph(p("Deployment").style("Heading1"))
+        .add_paragraph(p("Deploy from the release branch after the flamingo checklist passes."))
+        .add_paragraph(p("Rollback procedure").style("Heading2"))
+        .add_paragraph(p("Revert the tag, then page the on-call owner."))
+        .add_table(Table::new(vec![
+            TableRow::new(vec![cell("Setting"), cell("Default")]),
+            TableRow::new(vec![cell("retries"), cell("7")]),
+        ]))
+        .build()
+        .pack(&mut buf)
+        .expect("pack docx");
+    buf.into_inner()
+}
+
+const PAGE: &str = r#"<!doctype html><html><head><title>Pangolin care</title>
+<script>var zzscriptword = "tracking";</script><style>.x { color: red }</style></head>
+<body><nav><a href="/">Home</a> <a href="/about">About</a></nav>
+<article><h1>Pangolin care</h1>
+<p>Pangolins eat ants and termites. Keep the enclosure warm and humid, and weigh the animal weekly.</p>
+<p>A healthy pangolin rolls into a ball when it is alarmed; this is normal behaviour and needs no treatment.</p>
+<p>Feed the insect mix at dusk, when the animals wake, and remove what is left by the morning.</p>
+</article></body></html>"#;
+
+fn documents_repo(env: &Env) -> std::path::PathBuf {
+    let repo = env.repo("docs");
+    write(&repo, "README.md", "# Docs\n\nManuals live in `manuals/`.\n");
+    let guide = pdf(
+        &[
+            &["Installation guide", "Unpack the archive and run the installer."],
+            &["Configuration", "The quokka setting controls the cache size.", "Restart after changing it."],
+            &["Troubleshooting", "Logs are written to the state directory."],
+        ],
+        false,
+    );
+    write(&repo, "manuals/guide.pdf", guide);
+    write(&repo, "manuals/handbook.docx", docx());
+    write(&repo, "site/pangolin.html", PAGE);
+    write(&repo, "manuals/scanned.pdf", pdf(&[&[], &[]], false));
+    write(&repo, "manuals/locked.pdf", pdf(&[&["Secret wombat plans"]], true));
+    write(&repo, "manuals/broken.pdf", b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\ngarbage garbage\n");
+    write(&repo, "manuals/broken.docx", b"PK\x03\x04 this is not really a zip archive");
+    repo
+}
+
+fn search(env: &Env, repo: &Path, q: &str) -> docdex::engine::protocol::SearchResponse {
+    let req = SearchRequest { query: q.into(), limit: Some(10), ..Default::default() };
+    env.engine().search(repo, &req).expect("search")
+}
+
+#[test]
+fn pdf_docx_and_html_are_indexed_as_text_with_page_ranges() {
+    let env = Env::new();
+    let repo = documents_repo(&env);
+    let summary =
+        env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("a run with bad documents succeeds");
+    let note = |name: &str| {
+        summary.skipped.iter().find(|s| s.path.ends_with(name)).map(|s| s.reason.clone()).unwrap_or_default()
+    };
+    assert!(note("scanned.pdf").starts_with("scanned PDF (no text layer"), "{:?}", summary.skipped);
+    assert!(note("locked.pdf").starts_with("encrypted PDF"), "{:?}", summary.skipped);
+    assert!(note("broken.pdf").starts_with("corrupt PDF"), "{:?}", summary.skipped);
+    assert!(note("broken.docx").starts_with("corrupt DOCX"), "{:?}", summary.skipped);
+    assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+    assert_eq!(summary.files, 4, "README, guide.pdf, handbook.docx, pangolin.html");
+
+    // PDF: the hit is on page 2, its snippet is extracted text, not PDF syntax.
+    let r = search(&env, &repo, "quokka cache size");
+    let hit = r.results.iter().find(|h| h.path == "manuals/guide.pdf").expect("guide.pdf hit");
+    assert_eq!((hit.page_start, hit.page_end), (Some(2), Some(2)), "{hit:?}");
+    assert_eq!(hit.lang, "pdf");
+    assert!(hit.snippet.contains("quokka setting controls"), "{}", hit.snippet);
+    assert!(!hit.snippet.contains("Tj"), "{}", hit.snippet);
+    // DOCX: Markdown with headings; HTML: the article, not its script.
+    let r = search(&env, &repo, "flamingo checklist");
+    let hit = r.results.iter().find(|h| h.path == "manuals/handbook.docx").expect("handbook hit");
+    assert!(hit.snippet.contains("flamingo checklist"), "{}", hit.snippet);
+    assert_eq!((hit.page_start, hit.page_end), (None, None));
+    assert_eq!(hit_paths(&env.engine(), &repo, "pangolin enclosure humid")[0], "site/pangolin.html");
+    assert!(hit_paths(&env.engine(), &repo, "zzscriptword").is_empty(), "script text is not readable text");
+    assert!(hit_paths(&env.engine(), &repo, "wombat").is_empty(), "an encrypted PDF is not read");
+
+    // `get` shows the extracted text with the lines hits cite.
+    let engine = env.engine();
+    let md = engine.get_file(&repo, &FileRequest::new("manuals/handbook.docx", None)).expect("get docx");
+    assert_eq!(md.format.as_deref(), Some("docx"));
+    assert!(md.text.contains("# Operations handbook"), "{}", md.text);
+    assert!(md.text.contains("\n# Deployment\n"), "{}", md.text);
+    assert!(md.text.contains("\n## Rollback procedure\n"), "{}", md.text);
+    assert!(md.text.contains("| retries | 7 |"), "{}", md.text);
+    let page2 = engine
+        .get_file(&repo, &FileRequest { page: Some(2), ..FileRequest::new("manuals/guide.pdf", None) })
+        .expect("get --page 2");
+    assert_eq!((page2.page_start, page2.page_end, page2.total_pages), (Some(2), Some(2), Some(3)));
+    assert!(page2.text.starts_with("Configuration"), "{}", page2.text);
+    assert!(page2.text.contains("quokka") && !page2.text.contains("Installation") && !page2.text.contains("Logs"));
+    let hit = &search(&env, &repo, "quokka").results[0];
+    let cited = engine
+        .get_file(&repo, &FileRequest::new("manuals/guide.pdf", Some((hit.line_start, hit.line_end))))
+        .expect("get the cited lines");
+    assert!(cited.text.contains("quokka"), "the hit's lines are lines of the extracted text: {}", cited.text);
+    let err = engine
+        .get_file(&repo, &FileRequest { page: Some(9), ..FileRequest::new("manuals/guide.pdf", None) })
+        .expect_err("no page 9");
+    assert!(err.to_string().contains("has 3 pages"), "{err}");
+    let err = engine.get_file(&repo, &FileRequest::new("manuals/locked.pdf", None)).expect_err("locked");
+    assert!(err.to_string().contains("encrypted PDF"), "{err}");
+
+    // A second run finds nothing changed; the notes stay notes.
+    let again = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("reindex");
+    assert_eq!((again.added, again.updated), (0, 0), "{again:?}");
+    let status = env.engine().status(&repo).expect("status");
+    assert!(status.warnings.iter().any(|w| w.contains("scanned PDF")), "{:?}", status.warnings);
+}
+
+#[test]
+fn search_json_and_get_page_on_the_command_line() {
+    let env = Env::new();
+    let repo = documents_repo(&env);
+    let repo_s = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", repo_s]).status.success());
+    let json = env.json(&["search", "--repo", repo_s, "--json", "troubleshooting logs state directory"]);
+    let hit = json["results"].as_array().unwrap().iter().find(|h| h["path"] == "manuals/guide.pdf").expect("hit");
+    assert_eq!(hit["page_start"], 3);
+    assert_eq!(hit["page_end"], 3);
+    let out = env.run(&["get", "--repo", repo_s, "manuals/guide.pdf", "--page", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("    1: Installation guide"), "{text}");
+    assert!(!text.contains("quokka"), "{text}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("page 1 of 3"));
+    let json = env.json(&["get", "--repo", repo_s, "manuals/guide.pdf", "--page", "2", "--json"]);
+    assert_eq!(json["page_start"], 2);
+    assert_eq!(json["total_pages"], 3);
+    let out = env.run(&["get", "--repo", repo_s, "README.md", "--page", "1"]);
+    assert!(!out.status.success(), "--page on a text file is an error");
+}
+
+#[test]
+fn a_document_edited_in_place_is_reextracted_and_a_deleted_one_leaves_the_index() {
+    let env = Env::new();
+    let repo = env.repo("d");
+    write(&repo, "a.pdf", pdf(&[&["The heron migrates in spring."]], false));
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert_eq!(hit_paths(&engine, &repo, "heron"), ["a.pdf"]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&repo, "a.pdf", pdf(&[&["Nothing here."], &["The egret nests in reeds."]], false));
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert!(hit_paths(&engine, &repo, "heron").is_empty());
+    let r = search(&env, &repo, "egret");
+    assert_eq!(r.results[0].page_start, Some(2));
+    std::fs::remove_file(repo.join("a.pdf")).unwrap();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert!(hit_paths(&engine, &repo, "egret").is_empty());
+    let state = engine.resolve_repo(&repo).unwrap().data_dir();
+    let kept = std::fs::read_dir(state.join("extracted")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(kept, 0, "the extracted text of a deleted document goes too");
+}
