@@ -158,6 +158,9 @@ pub enum Error {
         /// SQLite's message.
         message: String,
     },
+    /// Stored vectors and the configured embedder disagree (model or dimension).
+    #[error("{0}")]
+    EmbeddingMismatch(String),
     /// JSON (de)serialization of a state file failed.
     #[error("corrupt state file {path}: {message}")]
     CorruptState {
@@ -240,6 +243,7 @@ impl Error {
             Error::LlmUnreachable { .. } | Error::Upstream(_) => "upstream_unavailable",
             Error::ModelNotFound { .. } => "model_not_found",
             Error::NotFound(_) => "not_found",
+            Error::EmbeddingMismatch(_) => "embedding_mismatch",
         }
     }
 }

@@ -13,6 +13,7 @@ mod libs;
 mod llm;
 mod memory;
 mod output;
+mod profile;
 mod progress;
 mod serve;
 mod similar;
@@ -198,6 +199,9 @@ enum Command {
         #[command(flatten)]
         common: serve::CommonArgs,
     },
+    /// Profile memory: agents and how each wants code written (list, add, search, edit, remove,
+    /// export, import).
+    Profile(profile::ProfileArgs),
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
     /// Measure the code pass's indexing cost against a plain index and the bare Tree-sitter parse.
@@ -377,6 +381,7 @@ impl Cli {
             Some(Command::Similar(a)) => a.json,
             Some(Command::Eval(a)) => a.json,
             Some(Command::Memory { action }) => action.json(),
+            Some(Command::Profile(a)) => a.json(),
             Some(Command::Repo { action: RepoAction::List { json } }) => *json,
             Some(Command::Chat(args)) => args.json(),
             Some(Command::Dag { action }) => action.json(),
@@ -461,6 +466,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Similar(args) => similar::run(&engine, &out, args)?,
         Command::Eval(args) => eval::run(&engine, &out, args)?,
         Command::Memory { action } => memory::run(&engine, &out, action)?,
+        Command::Profile(args) => profile::run(&engine, &out, args)?,
         Command::Get { repo, file, lines, page, json } => {
             let path = repo.resolve()?;
             let range = lines.as_deref().map(parse_range).transpose()?;

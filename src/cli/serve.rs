@@ -36,6 +36,9 @@ pub struct CommonArgs {
     /// Run the preflight check first and refuse to start if it fails.
     #[arg(long, env = "DOCDEX_PREFLIGHT_CHECK", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false)]
     preflight_check: bool,
+    /// The agent (profile memory persona) used when a request names none, e.g. mcoda_frontend.
+    #[arg(long)]
+    agent_id: Option<String>,
 }
 
 fn options(mode: Mode, repo: Option<PathBuf>, http: Option<HttpArgs>, common: &CommonArgs) -> ServerOptions {
@@ -43,6 +46,7 @@ fn options(mode: Mode, repo: Option<PathBuf>, http: Option<HttpArgs>, common: &C
     o.repo = repo;
     o.watch = !common.no_watch;
     o.preflight_check = common.preflight_check;
+    o.agent_id = common.agent_id.clone();
     if let Some(h) = http {
         o.bind = h.bind;
         o.expose = h.expose;
@@ -55,13 +59,21 @@ fn options(mode: Mode, repo: Option<PathBuf>, http: Option<HttpArgs>, common: &C
 
 /// `docdex serve`.
 pub fn serve(engine: Engine, repo: PathBuf, args: HttpArgs) -> anyhow::Result<()> {
-    let common = CommonArgs { no_watch: args.common.no_watch, preflight_check: args.common.preflight_check };
+    let common = CommonArgs {
+        no_watch: args.common.no_watch,
+        preflight_check: args.common.preflight_check,
+        agent_id: args.common.agent_id.clone(),
+    };
     run(engine, options(Mode::Serve, Some(repo), Some(args), &common))
 }
 
 /// `docdex daemon`.
 pub fn daemon(engine: Engine, args: HttpArgs) -> anyhow::Result<()> {
-    let common = CommonArgs { no_watch: args.common.no_watch, preflight_check: args.common.preflight_check };
+    let common = CommonArgs {
+        no_watch: args.common.no_watch,
+        preflight_check: args.common.preflight_check,
+        agent_id: args.common.agent_id.clone(),
+    };
     run(engine, options(Mode::Daemon, None, Some(args), &common))
 }
 

@@ -333,12 +333,30 @@ pub struct MemoryConfig {
     pub enabled: bool,
     /// Only `sqlite`.
     pub backend: String,
+    /// `[memory.profile]`: global profile (preference) memory.
+    pub profile: ProfileConfig,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        Self { enabled: true, backend: "sqlite".into() }
+        Self { enabled: true, backend: "sqlite".into(), profile: ProfileConfig::default() }
     }
+}
+
+/// `[memory.profile]` (spec 001 §4.3): the embedder of profile memory and the agent used when
+/// a request names none.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default)]
+pub struct ProfileConfig {
+    /// The embedding model for preferences; empty means `[llm] embedding_model`. Never the
+    /// chat model.
+    pub embedding_model: String,
+    /// The vector size that model returns; 0 takes whatever it returns on first use (then
+    /// pinned in `profile_meta`). A model answering with another size is a clear error.
+    pub embedding_dim: u32,
+    /// The agent chat, the pre-commit hook and the TUI use when none is named (empty: none,
+    /// only the shared `team` preferences apply).
+    pub default_agent: String,
 }
 
 /// `[server]`.

@@ -23,6 +23,7 @@ pub mod llm;
 pub mod memory;
 pub mod overview;
 pub mod probe;
+pub mod profiles;
 pub mod protocol;
 pub mod repos;
 pub mod search;
@@ -89,6 +90,8 @@ struct Inner {
     waterfall: waterfall::WaterfallState,
     /// The web tier: the shared browser, fetch permits, the HTTP client.
     web: web::WebState,
+    /// Profile memory: the writer, idle readers, recall and hook caches, background evolutions.
+    profiles: profiles::ProfileState,
 }
 
 impl Drop for Inner {
@@ -135,6 +138,7 @@ impl Engine {
                 resident: Default::default(),
                 waterfall: Default::default(),
                 web: Default::default(),
+                profiles: Default::default(),
             }),
         })
     }

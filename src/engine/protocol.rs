@@ -41,6 +41,10 @@ pub use super::memory::{
 };
 pub use super::overview::{RepoOverview, RepoState};
 pub use super::probe::CodeSource;
+pub use super::profiles::rules::{recognise as recognise_rule, Rule, GRAMMAR as RULE_GRAMMAR};
+pub use super::profiles::store::default_agents;
+pub use super::profiles::types::*;
+pub use super::profiles::{behaviour as category_behaviour, settle_rule, valid_agent, MAX_CONTENT_BYTES};
 pub use super::repos::{discover_root, RepoRecord, RepoRef};
 pub use super::search::types::{
     ContextLine, Highlight, RetrievalInfo, SearchHit, SearchRequest, SearchResponse, SearchTiming,

@@ -378,7 +378,8 @@ async fn completions(
     ApiQuery(q): ApiQuery<RepoQuery>,
     ApiJson(body): ApiJson<ChatCompletionRequest>,
 ) -> Result<Response, ApiError> {
-    let req = turn_request(&body, &headers)?;
+    let mut req = turn_request(&body, &headers)?;
+    req.agent_id = state.agent(req.agent_id.as_deref());
     let sel = selector(&headers, body.docdex.as_ref().and_then(|d| d.repo.as_deref()), q.repo.as_deref());
     let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
     let model = match &req.model {

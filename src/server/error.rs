@@ -84,7 +84,7 @@ impl ApiError {
 pub fn status_for(code: &str) -> StatusCode {
     match code {
         "unknown_repo" | "not_found" => StatusCode::NOT_FOUND,
-        "not_indexed" | "stale_index" | "index_busy" => StatusCode::CONFLICT,
+        "not_indexed" | "stale_index" | "index_busy" | "embedding_mismatch" => StatusCode::CONFLICT,
         "bad_request" => StatusCode::BAD_REQUEST,
         "path_outside_repo" => StatusCode::FORBIDDEN,
         "unauthorized" => StatusCode::UNAUTHORIZED,

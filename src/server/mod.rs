@@ -12,7 +12,7 @@
 //!
 //! Floors, bottom up (no file imports one above it): `error` (the error
 //! contract), `extract` (request extractors and handler helpers), `state`
-//! (what handlers share), the endpoint files (`api`, `intel`, `chat`, `mcp/`),
+//! (what handlers share), the endpoint files (`api`, `intel`, `profile`, `chat`, `mcp/`),
 //! `router` (assembles them with the OpenAPI document, `openapi`, and the
 //! request guards, `auth` and `origin`), `listen` (connections: the cap, timeouts, eviction
 //! of idle ones), and `run` (the process).
@@ -29,6 +29,7 @@ pub mod mcp;
 pub mod mounts;
 pub mod openapi;
 pub mod origin;
+pub mod profile;
 mod repo_select;
 pub mod router;
 pub mod run;

@@ -45,6 +45,8 @@ pub struct ServerOptions {
     pub max_body_bytes: usize,
     /// Run the preflight check before serving and refuse to start when it fails.
     pub preflight_check: bool,
+    /// The agent chat, profile and hook requests get when they name none (`--agent-id`).
+    pub agent_id: Option<String>,
 }
 
 impl ServerOptions {
@@ -60,6 +62,7 @@ impl ServerOptions {
             enable_mcp: None,
             max_body_bytes: DEFAULT_BODY_LIMIT,
             preflight_check: false,
+            agent_id: None,
         }
     }
 }
@@ -113,6 +116,7 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
         let state =
             AppState::new(engine, Mode::Stdio, opts.repo.as_deref(), auth, opts.watch, opts.max_body_bytes, false)
                 .context("starting the MCP server")?;
+        state.set_default_agent(opts.agent_id.as_deref().unwrap_or(""));
         let result = mcp::stdio::serve(state.clone()).await;
         stop_watchers(&state).await;
         return result;
@@ -138,6 +142,7 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     let state =
         AppState::new(engine.clone(), opts.mode, repo.as_deref(), auth, opts.watch, opts.max_body_bytes, opts.expose)
             .context("mounting the repository")?;
+    state.set_default_agent(opts.agent_id.as_deref().unwrap_or(""));
     let with_mcp = opts.enable_mcp.unwrap_or(engine.config().server.enable_mcp);
     let (app, _) = router::app(state.clone(), with_mcp);
     let mode = match opts.mode {

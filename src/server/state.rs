@@ -41,6 +41,7 @@ struct StateInner {
     shutdown: CancellationToken,
     body_limit: usize,
     exposed: bool,
+    default_agent: std::sync::OnceLock<String>,
 }
 
 impl AppState {
@@ -70,6 +71,7 @@ impl AppState {
                 shutdown: CancellationToken::new(),
                 body_limit,
                 exposed,
+                default_agent: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -112,6 +114,24 @@ impl AppState {
     /// The request body limit in bytes.
     pub fn body_limit(&self) -> usize {
         self.inner.body_limit
+    }
+
+    /// Sets the agent requests get when they name none (`--agent-id`); once, at start.
+    pub fn set_default_agent(&self, agent: &str) {
+        let agent = agent.trim();
+        if !agent.is_empty() {
+            let _ = self.inner.default_agent.set(agent.to_string());
+        }
+    }
+
+    /// The agent a request means: the one it names, else the server's `--agent-id`, else the
+    /// engine's `[memory.profile] default_agent`.
+    pub fn agent(&self, named: Option<&str>) -> Option<String> {
+        let named = named.map(str::trim).filter(|a| !a.is_empty());
+        match named.map(str::to_string).or_else(|| self.inner.default_agent.get().cloned()) {
+            Some(a) => Some(a),
+            None => self.engine().resolve_agent(None),
+        }
     }
 
     /// True when bound beyond loopback (`--expose`).

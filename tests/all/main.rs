@@ -15,6 +15,7 @@ mod libs;
 mod llm;
 mod mcp_clients;
 mod memory;
+mod profiles;
 mod search;
 mod semantic;
 mod server;

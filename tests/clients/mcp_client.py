@@ -37,6 +37,7 @@ EXPECTED_TOOLS = {
     "docdex_impact",
     "docdex_memory_save",
     "docdex_memory_recall",
+    "docdex_get_profile",
     "docdex_web_research",
 }
 
@@ -151,6 +152,15 @@ async def exercise(session, repo, report):
     check(report["memory_recalled"], f"recall: {recalled}")
     r = await session.call_tool("docdex_memory_save", {"content": "  ", "project_root": repo})
     check(is_error(r) and "bad_request" in text_of(r), f"empty memory: {text_of(r)}")
+
+    # docdex_get_profile: the factory frontend persona's rules about types.
+    r = await session.call_tool("docdex_get_profile", {"agent_id": "mcoda_frontend", "query": "any types in TypeScript"})
+    check(not is_error(r), f"get_profile failed: {text_of(r)}")
+    prefs = json.loads(text_of(r))
+    check(any(p.get("rule") == "forbid-node typescript predefined_type any" for p in prefs["results"]), f"profile: {prefs}")
+    report["profile_results"] = len(prefs["results"])
+    r = await session.call_tool("docdex_get_profile", {"agent_id": "no such agent", "query": "x"})
+    check(is_error(r) and "bad_request" in text_of(r), f"bad agent: {text_of(r)}")
 
     # docdex_web_research: real, but this machine is offline: a clear error naming discovery.
     r = await session.call_tool("docdex_web_research", {"query": "tokio graceful shutdown", "project_root": repo})

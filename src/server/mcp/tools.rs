@@ -8,7 +8,8 @@
 use super::{tool_error, DocdexMcp};
 use crate::engine::protocol::{DiscoveryStatus, WebResearchRequest};
 use crate::engine::protocol::{
-    FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, SearchRequest, SymbolsRequest,
+    FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest, SearchRequest,
+    SymbolsRequest,
 };
 use crate::server::error::ApiError;
 use crate::server::extract::{blocking, confine};
@@ -124,6 +125,14 @@ pub struct MemoryRecallArgs {
     pub repo: RepoArgs,
 }
 
+/// `docdex_get_profile` arguments: the engine's profile search.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct GetProfileArgs {
+    /// The agent and the topic.
+    #[serde(flatten)]
+    pub search: ProfileSearchRequest,
+}
+
 fn schema<T: JsonSchema>() -> Arc<JsonObject> {
     let mut value = SchemaSettings::draft2020_12()
         .with(|s| {
@@ -201,6 +210,15 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(read_only()),
         Tool::new(
+            "docdex_get_profile",
+            "Before writing code, retrieve how this agent (and the team) wants it written: the preferences \
+             closest to your task (style, tooling, constraints, workflow), each with a similarity score. \
+             Constraints with a `rule` are enforced at commit time by docdex's pre-commit gatekeeper. \
+             `agent_id` defaults to the server's agent.",
+            schema::<GetProfileArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
             "docdex_web_research",
             "Research a question on the web: DuckDuckGo discovery (rate-limited, cached), the top pages fetched by \
              headless Chromium (plain HTTP without one) and cleaned to Markdown, and their best passages with their \
@@ -235,6 +253,7 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_impact" => impact(server, args).await,
         "docdex_memory_save" => memory_save(server, args).await,
         "docdex_memory_recall" => memory_recall(server, args).await,
+        "docdex_get_profile" => get_profile(server, args).await,
         other => {
             return Err(McpError::invalid_params(
                 format!("unknown tool {other:?}; tools/list names the available ones"),
@@ -339,6 +358,15 @@ async fn memory_recall(server: &DocdexMcp, args: Value) -> Result<CallToolResult
             .map_err(|e| server.app.explain(&repo, e))
     })
     .await
+}
+
+async fn get_profile(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let mut a: GetProfileArgs = parse("docdex_get_profile", args)?;
+    if a.search.agent_id.trim().is_empty() {
+        a.search.agent_id = server.app.agent(None).unwrap_or_default();
+    }
+    let server = server.clone();
+    blocking(move || Ok(ok_json(&server.app.engine().profile_search(&a.search)?))).await
 }
 
 async fn web_research(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {

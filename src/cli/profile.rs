@@ -1,0 +1,377 @@
+//! `docdex profile list | add | search | edit | remove | export | import | reembed`:
+//! profile (preference) memory, one engine call per command.
+
+use super::output::Out;
+use crate::engine::protocol::{
+    now_ms, Category, Preference, ProfileAddRequest, ProfileEditRequest, ProfileListRequest, ProfileRemoveRequest,
+    ProfileSearchRequest, ProfileWriteResponse,
+};
+use crate::engine::Engine;
+use crate::error::Error;
+use clap::Subcommand;
+use std::path::PathBuf;
+
+/// `docdex profile`.
+#[derive(Debug, clap::Args)]
+pub struct ProfileArgs {
+    /// Embed every preference again with the configured model first (after changing
+    /// `[memory.profile] embedding_model`); alone, it only re-embeds.
+    #[arg(long)]
+    reembed: bool,
+    #[command(subcommand)]
+    command: Option<ProfileCommand>,
+}
+
+impl ProfileArgs {
+    /// Whether `--json` was given.
+    pub fn json(&self) -> bool {
+        match &self.command {
+            Some(
+                ProfileCommand::List { json, .. }
+                | ProfileCommand::Add { json, .. }
+                | ProfileCommand::Search { json, .. }
+                | ProfileCommand::Edit { json, .. }
+                | ProfileCommand::Remove { json, .. }
+                | ProfileCommand::Export { json, .. }
+                | ProfileCommand::Import { json, .. }
+                | ProfileCommand::Reembed { json },
+            ) => *json,
+            None => false,
+        }
+    }
+}
+
+fn category(s: &str) -> Result<Category, String> {
+    Category::parse(s)
+}
+
+/// The profile subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// The agents with their preference counts; with --agent, that agent's preferences.
+    List {
+        /// Also list this agent's preferences.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Teach an agent a preference directly (no model involved); creates the agent when new.
+    Add {
+        /// The agent (default `[memory.profile] default_agent`).
+        #[arg(long)]
+        agent: Option<String>,
+        /// style, tooling, constraint or workflow.
+        #[arg(long, short = 'c', value_parser = category)]
+        category: Category,
+        /// A machine-checkable rule for a constraint (e.g. "forbid-import moment"); common
+        /// phrasings are recognised without it.
+        #[arg(long)]
+        rule: Option<String>,
+        /// The role of a new agent ("Frontend developer").
+        #[arg(long)]
+        role: Option<String>,
+        /// The preference.
+        text: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What an agent remembers about a topic (with the team's preferences), closest first.
+    Search {
+        /// The agent (default `[memory.profile] default_agent`).
+        #[arg(long)]
+        agent: Option<String>,
+        /// The topic.
+        query: Vec<String>,
+        /// How many.
+        #[arg(long, short = 'n')]
+        limit: Option<usize>,
+        /// Leave out the shared `team` preferences.
+        #[arg(long)]
+        without_team: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a preference's text, category or rule (without flags: opens $EDITOR on the text).
+    Edit {
+        /// The preference's id.
+        id: String,
+        /// New text.
+        #[arg(long)]
+        content: Option<String>,
+        /// New category.
+        #[arg(long, value_parser = category)]
+        category: Option<Category>,
+        /// New rule.
+        #[arg(long, conflicts_with = "no_rule")]
+        rule: Option<String>,
+        /// Remove the rule (the constraint becomes advice only).
+        #[arg(long)]
+        no_rule: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a preference (or, with --agent, an agent and all its preferences).
+    Remove {
+        /// The preference's id (or the agent's, with --agent).
+        id: String,
+        /// ID names an agent: remove it with all its preferences.
+        #[arg(long)]
+        agent: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write every agent, preference and removal to a sync manifest (JSON).
+    Export {
+        /// The file (default state/profiles/sync/profile_sync.json).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Merge a sync manifest: per preference, the newer one wins; removals travel too.
+    Import {
+        /// The manifest (from `docdex profile export`).
+        file: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Embed every preference again with the configured embedding model.
+    Reembed {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn agent_or_default(engine: &Engine, agent: Option<String>) -> anyhow::Result<String> {
+    engine.resolve_agent(agent.as_deref()).ok_or_else(|| {
+        Error::BadRequest(
+            "no agent: pass --agent ID (or set [memory.profile] default_agent); `docdex profile list` shows them"
+                .into(),
+        )
+        .into()
+    })
+}
+
+/// Runs a profile command.
+pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> {
+    if args.reembed {
+        let r = engine.profile_reembed()?;
+        if args.command.is_none() && args.json() {
+            return out.json(&r);
+        }
+        out.note(&format!("re-embedded {} preferences with {} ({} dimensions)", r.embedded, r.model, r.dim));
+    }
+    let Some(command) = args.command else {
+        if !args.reembed {
+            out.line("docdex profile: list | add | search | edit | remove | export | import | reembed (see --help)");
+        }
+        return Ok(());
+    };
+    match command {
+        ProfileCommand::List { agent, json } => {
+            let resp = engine.profile_list(&ProfileListRequest { agent_id: agent.clone() })?;
+            if json {
+                return out.json(&resp);
+            }
+            if agent.is_none() {
+                out.line(&out.paint("2", &format!("{} agents in {}", resp.agents.len(), resp.db.display())));
+                for a in &resp.agents {
+                    let counts: Vec<String> =
+                        Category::ALL.iter().filter_map(|c| a.by_category.get(c).map(|n| format!("{n} {c}"))).collect();
+                    out.line(&format!(
+                        "{:<24} {:>3}  {}",
+                        out.paint("1", &a.id),
+                        a.preference_count,
+                        out.paint("2", &counts.join(", "))
+                    ));
+                    if !a.role.is_empty() {
+                        out.line(&format!("    {}", a.role));
+                    }
+                }
+            } else {
+                print_preferences(out, &resp.preferences);
+            }
+        }
+        ProfileCommand::Add { agent, category, rule, role, text, json } => {
+            let req = ProfileAddRequest {
+                agent_id: agent_or_default(engine, agent)?,
+                category,
+                content: text.join(" "),
+                rule,
+                role,
+            };
+            let resp = engine.profile_add(&req)?;
+            if json {
+                return out.json(&resp);
+            }
+            print_written(out, "added", &resp);
+        }
+        ProfileCommand::Search { agent, query, limit, without_team, json } => {
+            let req = ProfileSearchRequest {
+                agent_id: agent_or_default(engine, agent)?,
+                query: query.join(" "),
+                limit,
+                without_team,
+            };
+            let resp = engine.profile_search(&req)?;
+            if json {
+                return out.json(&resp);
+            }
+            if let Some(n) = &resp.notice {
+                out.note(&format!("note: {n}"));
+            }
+            if resp.results.is_empty() {
+                out.line("no preferences match");
+            }
+            for h in &resp.results {
+                let p = &h.preference;
+                out.line(&format!(
+                    "{:.3}  {}  {}",
+                    h.similarity_score,
+                    out.paint("2", &format!("[{}] {}", p.category, p.agent_id)),
+                    p.content
+                ));
+                out.line(&out.paint("2", &format!("       {} · {} · {}", p.id, p.source.name(), age(p.last_updated))));
+            }
+        }
+        ProfileCommand::Edit { id, content, category, rule, no_rule, json } => {
+            let mut req = ProfileEditRequest {
+                id: id.clone(),
+                content,
+                category,
+                rule: if no_rule { Some(String::new()) } else { rule },
+            };
+            if req.content.is_none() && req.category.is_none() && req.rule.is_none() {
+                req.content = Some(edit_in_editor(engine, &id)?);
+            }
+            let resp = engine.profile_edit(&req)?;
+            if json {
+                return out.json(&resp);
+            }
+            print_written(out, "updated", &resp);
+        }
+        ProfileCommand::Remove { id, agent, json } => {
+            let resp = engine.profile_remove(&ProfileRemoveRequest { id, agent })?;
+            if json {
+                return out.json(&resp);
+            }
+            if agent {
+                out.line(&format!("removed agent {} and its {} preferences", resp.agent_id, resp.removed));
+            } else {
+                out.line(&format!("removed {} from {}", resp.id, resp.agent_id));
+            }
+        }
+        ProfileCommand::Export { out: path, json } => {
+            let resp = engine.profile_export_to(path.as_deref())?;
+            if json {
+                return out.json(&resp);
+            }
+            out.line(&format!(
+                "exported {} agents, {} preferences and {} removals to {}",
+                resp.agents,
+                resp.preferences,
+                resp.tombstones,
+                resp.path.display()
+            ));
+        }
+        ProfileCommand::Import { file, json } => {
+            let resp = engine.profile_import(&file)?;
+            if json {
+                return out.json(&resp);
+            }
+            out.line(&format!(
+                "merged {}: {} added, {} updated, {} kept (local as new or newer), {} removed, {} new agents",
+                resp.source.display(),
+                resp.added,
+                resp.updated,
+                resp.kept_local,
+                resp.deleted,
+                resp.agents_added
+            ));
+            for r in &resp.rejected {
+                out.line(&format!("  rejected {}: {}", r.id, r.reason));
+            }
+        }
+        ProfileCommand::Reembed { json } => {
+            let r = engine.profile_reembed()?;
+            if json {
+                return out.json(&r);
+            }
+            out.line(&format!("re-embedded {} preferences with {} ({} dimensions)", r.embedded, r.model, r.dim));
+        }
+    }
+    Ok(())
+}
+
+fn print_written(out: &Out, verb: &str, r: &ProfileWriteResponse) {
+    if let Some(n) = &r.notice {
+        out.note(&format!("note: {n}"));
+    }
+    let p = &r.preference;
+    let new = if r.created_agent { " (new agent)" } else { "" };
+    out.line(&format!("{verb} {} to {}{new} as {}: {}", p.id, p.agent_id, p.category, r.rule_note));
+}
+
+fn print_preferences(out: &Out, prefs: &[Preference]) {
+    let mut last: Option<Category> = None;
+    for p in prefs {
+        if last != Some(p.category) {
+            out.line(&out.paint("1", p.category.name()));
+            last = Some(p.category);
+        }
+        out.line(&format!("  {}", p.content));
+        let rule = match (&p.rule, p.category) {
+            (Some(r), _) => format!(" · rule {r}"),
+            (None, Category::Constraint) => " · advice only".to_string(),
+            _ => String::new(),
+        };
+        out.line(&out.paint("2", &format!("    {} · {} · {}{rule}", p.id, p.source.name(), age(p.last_updated))));
+    }
+}
+
+/// "3d ago", "just now".
+fn age(ms: i64) -> String {
+    let secs = ((now_ms() as i64 - ms) / 1000).max(0);
+    match secs {
+        0..=59 => "just now".into(),
+        60..=3599 => format!("{}m ago", secs / 60),
+        3600..=86_399 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86_400),
+    }
+}
+
+/// Opens `$VISUAL`/`$EDITOR` on a preference's text; returns the edited text.
+fn edit_in_editor(engine: &Engine, id: &str) -> anyhow::Result<String> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        return Err(
+            Error::BadRequest("nothing to change: pass --content, --category, --rule or --no-rule".into()).into()
+        );
+    }
+    let all = engine.profile_export()?;
+    let p = all
+        .preferences
+        .iter()
+        .find(|p| p.id == id.trim())
+        .ok_or_else(|| Error::NotFound(format!("no preference {id} in profile memory")))?;
+    let file = engine.profile_dir().join(format!("edit-{}.txt", std::process::id()));
+    std::fs::write(&file, format!("{}\n", p.content))?;
+    let editor = std::env::var("VISUAL").or_else(|_| std::env::var("EDITOR")).unwrap_or_else(|_| "vi".into());
+    let status =
+        std::process::Command::new("sh").arg("-c").arg(format!("{editor} \"$1\"")).arg("sh").arg(&file).status();
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let _ = std::fs::remove_file(&file);
+    match status {
+        Ok(s) if s.success() => Ok(text.trim().to_string()),
+        _ => Err(Error::BadRequest(format!("the editor ({editor}) failed; nothing changed")).into()),
+    }
+}

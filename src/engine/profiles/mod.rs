@@ -1,0 +1,526 @@
+//! Profile memory (spec 001): how each agent, and the team, wants code written, remembered
+//! across repositories in `state/profiles/main.db`.
+//!
+//! One writer at a time: every write holds the process's writer mutex and the cross-process
+//! lock `profiles/main.db.lock`, inside one `BEGIN IMMEDIATE` transaction; readers use their
+//! own WAL connections and never wait for a writer. The first use seeds an empty database with
+//! the factory personas (`defaults.json`). Preferences are recalled by meaning with the
+//! `[memory.profile]` embedder (sqlite-vec), or by shared words when none answers, saying so.
+//!
+//! Beside the store: `rules` (the constraint grammar), `evolution` (statement → recall → model
+//! decision → write), `gatekeeper` (constraint rules over staged files), `map` (the project
+//! map), `recall` (embeddings and recall).
+
+pub mod recall;
+pub mod rules;
+pub mod store;
+pub mod types;
+
+use crate::engine::fsutil::{self, now_ms, FileLock};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use store::Write;
+use types::*;
+
+/// Longest preference accepted, in bytes.
+pub const MAX_CONTENT_BYTES: usize = 4096;
+/// Largest sync manifest read, in bytes.
+const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
+/// The manifest format name.
+pub const MANIFEST_FORMAT: &str = "docdex.profile_sync";
+
+/// Profile memory's per-engine state: the writer connection (its mutex is the in-process
+/// writer lock), idle reader connections, and the caches of recall, evolution and the hook.
+#[derive(Default)]
+pub(crate) struct ProfileState {
+    writer: Mutex<Option<Connection>>,
+    readers: Mutex<Vec<Connection>>,
+    ready: Mutex<bool>,
+    pub(crate) recall: recall::RecallCache,
+}
+
+/// Readers kept open between calls.
+const IDLE_READERS: usize = 4;
+
+impl Engine {
+    pub(crate) fn profiles(&self) -> &ProfileState {
+        &self.inner.profiles
+    }
+
+    /// `state/profiles/`.
+    pub fn profile_dir(&self) -> PathBuf {
+        self.paths().state.join("profiles")
+    }
+
+    /// `state/profiles/main.db`.
+    pub fn profile_db_path(&self) -> PathBuf {
+        self.profile_dir().join("main.db")
+    }
+
+    /// Runs `f` on a reader connection (WAL: never waits for a writer).
+    pub(crate) fn profile_read<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.profile_ready()?;
+        let pooled = self.profiles().readers.lock().ok().and_then(|mut r| r.pop());
+        let conn = match pooled {
+            Some(c) => c,
+            None => store::open(&self.profile_db_path())?,
+        };
+        let out = f(&conn);
+        if let Ok(mut r) = self.profiles().readers.lock() {
+            if r.len() < IDLE_READERS {
+                r.push(conn);
+            }
+        }
+        out
+    }
+
+    /// Runs `f` in one write transaction under the writer lock (in-process mutex, then the
+    /// cross-process `main.db.lock`), committing when it returns `Ok`.
+    pub(crate) fn profile_write<T>(&self, f: impl FnOnce(&Write<'_>) -> Result<T>) -> Result<T> {
+        self.profile_ready()?;
+        self.profile_write_tx(f)
+    }
+
+    fn profile_write_tx<T>(&self, f: impl FnOnce(&Write<'_>) -> Result<T>) -> Result<T> {
+        let mut guard = self
+            .profiles()
+            .writer
+            .lock()
+            .map_err(|_| Error::BadRequest("the profile writer lock is poisoned".into()))?;
+        let _lock = FileLock::acquire(&self.profile_dir().join("main.db.lock"))?;
+        if guard.is_none() {
+            *guard = Some(store::open(&self.profile_db_path())?);
+        }
+        let Some(conn) = guard.as_mut() else { return Err(Error::BadRequest("no profile writer".into())) };
+        let w = Write::begin(conn)?;
+        let out = f(&w)?;
+        w.commit()?;
+        Ok(out)
+    }
+
+    /// Creates the schema and seeds an empty database, once per process.
+    fn profile_ready(&self) -> Result<()> {
+        let mut ready =
+            self.profiles().ready.lock().map_err(|_| Error::BadRequest("the profile state is poisoned".into()))?;
+        if *ready {
+            return Ok(());
+        }
+        // Usually the file is there and seeded: find out without taking the writer, so a
+        // process starting while another writes never waits for it.
+        let path = self.profile_db_path();
+        if path.exists() {
+            let conn = store::open(&path)?;
+            if store::meta(&conn, "seeded")?.is_some() {
+                if let Ok(mut r) = self.profiles().readers.lock() {
+                    r.push(conn);
+                }
+                *ready = true;
+                return Ok(());
+            }
+        }
+        let seeded = self.profile_write_tx(|w| w.seed_if_empty())?;
+        if seeded > 0 {
+            tracing::info!(preferences = seeded, "profile memory seeded with the factory personas");
+        }
+        *ready = true;
+        Ok(())
+    }
+
+    /// The agent a request means, or a clear error when it names none and no default is set.
+    pub(crate) fn require_agent(&self, named: &str) -> Result<String> {
+        let agent = self.resolve_agent(Some(named)).ok_or_else(|| {
+            Error::BadRequest(
+                "no agent: name one (agent_id, --agent) or set [memory.profile] default_agent; `docdex profile list` shows the agents".into(),
+            )
+        })?;
+        valid_agent(&agent)?;
+        Ok(agent)
+    }
+
+    /// The agent a request means: the one it names, else `[memory.profile] default_agent`.
+    pub fn resolve_agent(&self, named: Option<&str>) -> Option<String> {
+        named
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .or_else(|| Some(self.config().memory.profile.default_agent.trim().to_string()).filter(|a| !a.is_empty()))
+    }
+
+    /// Every agent, and one agent's preferences when named.
+    pub fn profile_list(&self, req: &ProfileListRequest) -> Result<ProfileListResponse> {
+        let agent = req.agent_id.as_deref().map(str::trim).filter(|a| !a.is_empty());
+        if let Some(a) = agent {
+            self.profile_agent_exists(a)?;
+        }
+        let (agents, preferences) = self.profile_read(|c| {
+            let prefs = match agent {
+                Some(a) => store::preferences_of(c, &[a])?,
+                None => Vec::new(),
+            };
+            Ok((store::agents(c)?, prefs))
+        })?;
+        Ok(ProfileListResponse {
+            schema_version: PROFILE_SCHEMA_VERSION,
+            agents,
+            preferences,
+            db: self.profile_db_path(),
+        })
+    }
+
+    /// Fails with the known agents when `agent` does not exist.
+    pub(crate) fn profile_agent_exists(&self, agent: &str) -> Result<()> {
+        valid_agent(agent)?;
+        let known = self.profile_read(|c| Ok(store::agent(c, agent)?.is_some()))?;
+        if known {
+            return Ok(());
+        }
+        let all: Vec<String> = self.profile_read(store::agents)?.into_iter().map(|a| a.id).collect();
+        Err(Error::NotFound(format!(
+            "no agent {agent:?} in profile memory (agents: {}); `docdex profile add --agent {agent} --category style \"...\"` creates it",
+            if all.is_empty() { "none".to_string() } else { all.join(", ") }
+        )))
+    }
+
+    /// Teaches an agent a preference directly (spec 001 §6.1: bypasses the evolution pipeline).
+    pub fn profile_add(&self, req: &ProfileAddRequest) -> Result<ProfileWriteResponse> {
+        let agent_id = self.require_agent(&req.agent_id)?;
+        let content = valid_content(&req.content)?;
+        let (rule, rule_note) = settle_rule(req.category, req.rule.as_deref(), &content)?;
+        let now = now_ms() as i64;
+        let preference = Preference {
+            id: uuid::Uuid::new_v4().to_string(),
+            agent_id,
+            content,
+            category: req.category,
+            rule,
+            last_updated: now,
+            source: PreferenceSource::Manual,
+            embedded: false,
+        };
+        let created_agent = self.profile_write(|w| {
+            let created = w.ensure_agent(&preference.agent_id, req.role.as_deref().unwrap_or("").trim(), now)?;
+            w.insert(&preference)?;
+            Ok(created)
+        })?;
+        tracing::info!(agent = %preference.agent_id, id = %preference.id, category = %preference.category, "preference added");
+        self.profile_written(preference, created_agent, rule_note)
+    }
+
+    /// Embeds what was just written and reads it back.
+    pub(crate) fn profile_written(
+        &self,
+        p: Preference,
+        created_agent: bool,
+        rule_note: String,
+    ) -> Result<ProfileWriteResponse> {
+        let notice = self
+            .profile_vectors_ready(None)
+            .err()
+            .map(|t| format!("stored without an embedding ({t}); recall matches its words until an embedder answers"));
+        let preference = self.profile_read(|c| store::preference(c, &p.id))?.unwrap_or(p);
+        Ok(ProfileWriteResponse { preference, created_agent, rule_note, notice })
+    }
+
+    /// Changes a preference's text, category or rule.
+    pub fn profile_edit(&self, req: &ProfileEditRequest) -> Result<ProfileWriteResponse> {
+        let id = req.id.trim();
+        let old = self.profile_read(|c| store::preference(c, id))?.ok_or_else(|| not_found(id))?;
+        let content = match &req.content {
+            Some(c) => valid_content(c)?,
+            None => old.content.clone(),
+        };
+        let category = req.category.unwrap_or(old.category);
+        let (rule, rule_note) = match req.rule.as_deref().map(str::trim) {
+            Some("") => (None, "rule removed: advice only".to_string()),
+            Some(r) => settle_rule(category, Some(r), &content)?,
+            // Moving into or out of constraints, or rewording one, settles the rule again.
+            None if category != Category::Constraint && old.rule.is_some() => {
+                (None, format!("rule {} removed: only constraints carry rules", old.rule.clone().unwrap_or_default()))
+            }
+            None if category == Category::Constraint && old.rule.is_some() => {
+                (old.rule.clone(), format!("rule kept: {}", old.rule.clone().unwrap_or_default()))
+            }
+            None => settle_rule(category, None, &content)?,
+        };
+        let text_changed = content != old.content;
+        let updated = Preference {
+            content,
+            category,
+            rule,
+            // Strictly newer, so the edit wins every later sync.
+            last_updated: (now_ms() as i64).max(old.last_updated + 1),
+            source: PreferenceSource::Manual,
+            ..old
+        };
+        self.profile_write(|w| w.update(&updated, text_changed))?;
+        self.profile_written(updated, false, rule_note)
+    }
+
+    /// Removes a preference (or, with `agent`, an agent and all its preferences); the removal
+    /// is kept as a tombstone so sync carries it.
+    pub fn profile_remove(&self, req: &ProfileRemoveRequest) -> Result<ProfileRemoveResponse> {
+        let id = req.id.trim();
+        let now = now_ms() as i64;
+        if req.agent {
+            self.profile_agent_exists(id)?;
+            let removed = self.profile_write(|w| w.delete_agent(id, now))?;
+            return Ok(ProfileRemoveResponse { id: id.to_string(), agent_id: id.to_string(), removed });
+        }
+        let gone = self.profile_write(|w| w.delete(id, now))?.ok_or_else(|| not_found(id))?;
+        tracing::info!(agent = %gone.agent_id, id, "preference removed");
+        Ok(ProfileRemoveResponse { id: id.to_string(), agent_id: gone.agent_id, removed: 1 })
+    }
+
+    /// The whole profile as a sync manifest.
+    pub fn profile_export(&self) -> Result<ProfileManifest> {
+        self.profile_read(|c| {
+            Ok(ProfileManifest {
+                format: MANIFEST_FORMAT.into(),
+                version: PROFILE_SCHEMA_VERSION,
+                agents: store::sync_agents(c)?,
+                preferences: store::all_preferences(c)?
+                    .into_iter()
+                    .map(|p| SyncPreference {
+                        id: p.id,
+                        agent_id: p.agent_id,
+                        content: p.content,
+                        category: p.category,
+                        rule: p.rule,
+                        last_updated: p.last_updated,
+                        source: Some(p.source),
+                    })
+                    .collect(),
+                tombstones: store::tombstones(c)?,
+            })
+        })
+    }
+
+    /// Writes the sync manifest to `out` (default `profiles/sync/profile_sync.json`) atomically.
+    pub fn profile_export_to(&self, out: Option<&Path>) -> Result<ProfileExportResponse> {
+        let manifest = self.profile_export()?;
+        let path = out.map(Path::to_path_buf).unwrap_or_else(|| self.profile_dir().join("sync/profile_sync.json"));
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+        }
+        fsutil::write_json_atomic(&path, &manifest)?;
+        Ok(ProfileExportResponse {
+            path,
+            agents: manifest.agents.len(),
+            preferences: manifest.preferences.len(),
+            tombstones: manifest.tombstones.len(),
+        })
+    }
+
+    /// Merges a sync manifest (spec 001 §4.5): per preference id, the newer `last_updated` wins
+    /// (ties go to the greater text, so every machine converges), removals travel as
+    /// tombstones, and bad rows are refused with their reason. The manifest is read and checked
+    /// whole, copied to `profiles/sync/`, then merged in one transaction under the writer lock.
+    pub fn profile_import(&self, path: &Path) -> Result<ProfileImportResponse> {
+        let size = std::fs::metadata(path).map_err(|e| Error::io("reading", path, e))?.len();
+        if size > MAX_MANIFEST_BYTES {
+            return Err(Error::BadRequest(format!(
+                "{} is {} MB; a profile manifest is at most {} MB",
+                path.display(),
+                size / 1_048_576,
+                MAX_MANIFEST_BYTES / 1_048_576
+            )));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading", path, e))?;
+        let manifest: ProfileManifest = serde_json::from_str(&text).map_err(|e| {
+            Error::BadRequest(format!(
+                "{} is not a profile manifest ({e}); `docdex profile export` writes one",
+                path.display()
+            ))
+        })?;
+        if manifest.format != MANIFEST_FORMAT || manifest.version > PROFILE_SCHEMA_VERSION {
+            return Err(Error::BadRequest(format!(
+                "{} is a {:?} version {} file; this docdex reads {MANIFEST_FORMAT} up to version {PROFILE_SCHEMA_VERSION}",
+                path.display(),
+                manifest.format,
+                manifest.version
+            )));
+        }
+        let staged = self.profile_dir().join("sync").join(format!(
+            "incoming-{}-{}",
+            now_ms(),
+            path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "manifest.json".into())
+        ));
+        if let Some(dir) = staged.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+        }
+        fsutil::write_atomic(&staged, text.as_bytes())?;
+        let mut report = ProfileImportResponse { source: path.to_path_buf(), staged, ..Default::default() };
+        let (agents, prefs) = checked_rows(&manifest, &mut report.rejected);
+        self.profile_write(|w| merge(w, &agents, &prefs, &manifest.tombstones, &mut report))?;
+        tracing::info!(added = report.added, updated = report.updated, deleted = report.deleted, "profile imported");
+        let _ = self.profile_vectors_ready(None);
+        Ok(report)
+    }
+}
+
+/// The rows of a manifest worth merging; the others are reported.
+fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<SyncAgent>, Vec<SyncPreference>) {
+    let mut agents = Vec::new();
+    for a in &m.agents {
+        match valid_agent(&a.id) {
+            Ok(()) => agents.push(a.clone()),
+            Err(e) => rejected.push(RejectedRow { id: a.id.clone(), reason: e.to_string() }),
+        }
+    }
+    let mut prefs = Vec::new();
+    for p in &m.preferences {
+        let checked = (|| -> Result<SyncPreference> {
+            if uuid::Uuid::parse_str(&p.id).is_err() {
+                return Err(Error::BadRequest(format!("id {:?} is not a UUID", p.id)));
+            }
+            valid_agent(&p.agent_id)?;
+            let content = valid_content(&p.content)?;
+            let rule = match p.rule.as_deref() {
+                None => None,
+                Some(_) if p.category != Category::Constraint => {
+                    return Err(Error::BadRequest("only constraints carry rules".into()))
+                }
+                Some(r) => Some(rules::Rule::parse(r).map_err(Error::BadRequest)?.canonical()),
+            };
+            if p.last_updated <= 0 {
+                return Err(Error::BadRequest("last_updated must be a positive epoch-milliseconds time".into()));
+            }
+            Ok(SyncPreference { content, rule, ..p.clone() })
+        })();
+        match checked {
+            Ok(p) => prefs.push(p),
+            Err(e) => rejected.push(RejectedRow { id: p.id.clone(), reason: e.to_string() }),
+        }
+    }
+    (agents, prefs)
+}
+
+fn merge(
+    w: &Write<'_>,
+    agents: &[SyncAgent],
+    prefs: &[SyncPreference],
+    tombstones: &[SyncTombstone],
+    report: &mut ProfileImportResponse,
+) -> Result<()> {
+    for a in agents {
+        if w.ensure_agent(&a.id, &a.role, a.created_at.max(1))? {
+            report.agents_added += 1;
+        }
+    }
+    for p in prefs {
+        if w.ensure_agent(&p.agent_id, "", p.last_updated)? {
+            report.agents_added += 1;
+        }
+        let incoming = Preference {
+            id: p.id.clone(),
+            agent_id: p.agent_id.clone(),
+            content: p.content.clone(),
+            category: p.category,
+            rule: p.rule.clone(),
+            last_updated: p.last_updated,
+            source: p.source.unwrap_or(PreferenceSource::Import),
+            embedded: false,
+        };
+        match store::preference(w.conn(), &p.id)? {
+            None => match w.tombstone_of(&p.id)? {
+                Some(deleted_at) if deleted_at >= p.last_updated => report.kept_local += 1,
+                _ => {
+                    w.insert(&incoming)?;
+                    report.added += 1;
+                }
+            },
+            Some(local) => {
+                let newer = (p.last_updated, p.content.as_str()) > (local.last_updated, local.content.as_str());
+                let differs = local.content != incoming.content
+                    || local.category != incoming.category
+                    || local.rule != incoming.rule
+                    || local.agent_id != incoming.agent_id
+                    || local.source != incoming.source;
+                if newer && differs {
+                    w.update(&incoming, local.content != incoming.content)?;
+                    report.updated += 1;
+                } else if newer {
+                    // Same row, newer stamp: take the stamp so both sides agree.
+                    w.update(&incoming, false)?;
+                    report.kept_local += 1;
+                } else {
+                    report.kept_local += 1;
+                }
+            }
+        }
+    }
+    for t in tombstones {
+        if valid_agent(&t.agent_id).is_ok() && w.apply_tombstone(t)? {
+            report.deleted += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Agent ids: 1 to 64 letters, digits, `-` or `_`.
+pub fn valid_agent(id: &str) -> Result<()> {
+    if crate::engine::dag::valid_session_id(id.trim()) {
+        Ok(())
+    } else {
+        Err(Error::BadRequest(format!(
+            "bad agent id {id:?}: use 1 to 64 letters, digits, '-' or '_' (e.g. mcoda_frontend)"
+        )))
+    }
+}
+
+/// A preference's text, trimmed, non-empty and at most [`MAX_CONTENT_BYTES`].
+pub fn valid_content(text: &str) -> Result<String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(Error::BadRequest("empty preference: say what the agent should do".into()));
+    }
+    if t.len() > MAX_CONTENT_BYTES {
+        return Err(Error::BadRequest(format!(
+            "a preference holds at most {MAX_CONTENT_BYTES} bytes; this one has {} (split it into several)",
+            t.len()
+        )));
+    }
+    Ok(t.to_string())
+}
+
+/// The rule a preference gets and a note saying why: a given rule is checked (and only
+/// constraints may carry one); a constraint without one gets the rule its text states when
+/// docdex recognises the phrasing, else stays advice only.
+pub fn settle_rule(category: Category, given: Option<&str>, content: &str) -> Result<(Option<String>, String)> {
+    match (category, given.map(str::trim).filter(|r| !r.is_empty())) {
+        (Category::Constraint, Some(r)) => {
+            let rule = rules::Rule::parse(r).map_err(Error::BadRequest)?;
+            Ok((Some(rule.canonical()), format!("rule {}", rule.canonical())))
+        }
+        (other, Some(_)) => Err(Error::BadRequest(format!(
+            "only constraints carry rules; this preference is {other} (use --category constraint)"
+        ))),
+        (Category::Constraint, None) => Ok(match rules::recognise(content) {
+            Some(rule) => (Some(rule.canonical()), format!("rule {} recognised from the text", rule.canonical())),
+            None => (
+                None,
+                "advice only: no machine-checkable rule (give one with --rule; see docs/PROFILES.md)".to_string(),
+            ),
+        }),
+        (other, None) => Ok((None, format!("{other}: {}", behaviour(other)))),
+    }
+}
+
+/// How a category is used, in words.
+pub fn behaviour(c: Category) -> &'static str {
+    match c {
+        Category::Style => "advice in the system prompt",
+        Category::Tooling => "advice in the system prompt; steers the project map",
+        Category::Constraint => "checked by the pre-commit gatekeeper when it has a rule",
+        Category::Workflow => "guides the planning of an answer",
+    }
+}
+
+fn not_found(id: &str) -> Error {
+    Error::NotFound(format!(
+        "no preference {id} in profile memory; `docdex profile list --agent <id>` shows an agent's"
+    ))
+}

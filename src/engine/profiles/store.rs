@@ -1,0 +1,619 @@
+//! `state/profiles/main.db`: the agents, their preferences, the vectors that recall them by
+//! meaning (`preference_vec`, sqlite-vec, one partition per agent), removals kept for sync
+//! (`tombstones`) and `profile_meta` (schema version, embedding model and dimension).
+//!
+//! Reads are plain functions over a [`Connection`] (WAL: a reader sees the last commit and is
+//! never blocked by a writer); writes go through [`Write`], one `BEGIN IMMEDIATE` transaction
+//! that the caller runs under the profile writer lock. The schema's CHECK constraints refuse a
+//! row with an unknown category or source or an empty text, so nothing corrupt is ever stored.
+
+use super::rules::Rule;
+use super::types::*;
+use crate::engine::sqlite::{blob_vec, db_err, vec_blob};
+use crate::error::{Error, Result};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// `profile_meta.schema_version`.
+pub const SCHEMA_VERSION: u32 = 1;
+/// The factory defaults, embedded in the binary.
+const DEFAULTS: &str = include_str!("defaults.json");
+/// `last_updated` and `created_at` of seed rows: fixed, so two installations agree on them.
+pub const SEED_EPOCH_MS: i64 = 1_767_225_600_000;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS agents (
+    id TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 64),
+    role TEXT NOT NULL DEFAULT '',
+    created_at INT NOT NULL);
+CREATE TABLE IF NOT EXISTS preferences (
+    id UUID PRIMARY KEY NOT NULL,
+    agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+    content TEXT NOT NULL CHECK (length(trim(content)) > 0),
+    category TEXT NOT NULL CHECK (category IN ('style', 'tooling', 'constraint', 'workflow')),
+    rule TEXT CHECK (rule IS NULL OR category = 'constraint'),
+    embedding BLOB,
+    last_updated INT NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('manual', 'evolution', 'import', 'seed')));
+CREATE INDEX IF NOT EXISTS preferences_by_agent ON preferences(agent_id, category, last_updated);
+CREATE TABLE IF NOT EXISTS tombstones (
+    id TEXT PRIMARY KEY NOT NULL,
+    agent_id TEXT NOT NULL,
+    deleted_at INT NOT NULL);
+CREATE TABLE IF NOT EXISTS profile_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+";
+
+const PREF_COLUMNS: &str = "id, agent_id, content, category, rule, embedding IS NOT NULL, last_updated, source";
+
+/// Opens a connection to `main.db` (created when missing) with foreign keys on.
+pub fn open(path: &Path) -> Result<Connection> {
+    let conn = crate::engine::sqlite::open(path)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(db_err(path))?;
+    Ok(conn)
+}
+
+/// The path a connection was opened on (for errors).
+fn path_of(conn: &Connection) -> PathBuf {
+    conn.path().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("profiles/main.db"))
+}
+
+fn err(conn: &Connection) -> impl Fn(rusqlite::Error) -> Error {
+    let path = path_of(conn);
+    move |e| Error::Database { path: path.clone(), message: e.to_string() }
+}
+
+/// True when the schema exists (a fresh file has none until the first write).
+pub fn has_schema(conn: &Connection) -> Result<bool> {
+    conn.query_row("SELECT 1 FROM sqlite_master WHERE name = 'profile_meta'", [], |_| Ok(()))
+        .optional()
+        .map(|o| o.is_some())
+        .map_err(err(conn))
+}
+
+/// A `profile_meta` value.
+pub fn meta(conn: &Connection, key: &str) -> Result<Option<String>> {
+    if !has_schema(conn)? {
+        return Ok(None);
+    }
+    conn.query_row("SELECT value FROM profile_meta WHERE key = ?1", [key], |r| r.get(0)).optional().map_err(err(conn))
+}
+
+fn row_to_pref(r: &rusqlite::Row<'_>) -> rusqlite::Result<Preference> {
+    let category: String = r.get(3)?;
+    let source: String = r.get(7)?;
+    Ok(Preference {
+        id: r.get(0)?,
+        agent_id: r.get(1)?,
+        content: r.get(2)?,
+        // The schema's CHECK constraints keep these valid.
+        category: Category::parse(&category).unwrap_or(Category::Style),
+        rule: r.get(4)?,
+        embedded: r.get(5)?,
+        last_updated: r.get(6)?,
+        source: PreferenceSource::parse(&source).unwrap_or(PreferenceSource::Import),
+    })
+}
+
+fn prefs(conn: &Connection, sql: &str, args: &[&dyn rusqlite::ToSql]) -> Result<Vec<Preference>> {
+    let mut st = conn.prepare_cached(sql).map_err(err(conn))?;
+    let rows = st.query_map(args, row_to_pref).map_err(err(conn))?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err(conn))
+}
+
+/// One preference.
+pub fn preference(conn: &Connection, id: &str) -> Result<Option<Preference>> {
+    Ok(prefs(conn, &format!("SELECT {PREF_COLUMNS} FROM preferences WHERE id = ?1"), &[&id])?.pop())
+}
+
+/// The preferences of these agents, by agent, category, then newest first.
+pub fn preferences_of(conn: &Connection, agents: &[&str]) -> Result<Vec<Preference>> {
+    let mut out = Vec::new();
+    for a in agents {
+        out.extend(prefs(
+            conn,
+            &format!(
+                "SELECT {PREF_COLUMNS} FROM preferences WHERE agent_id = ?1 ORDER BY
+                 CASE category WHEN 'style' THEN 0 WHEN 'tooling' THEN 1 WHEN 'constraint' THEN 2 ELSE 3 END,
+                 last_updated DESC, id"
+            ),
+            &[a],
+        )?);
+    }
+    Ok(out)
+}
+
+/// Every preference, by id.
+pub fn all_preferences(conn: &Connection) -> Result<Vec<Preference>> {
+    prefs(conn, &format!("SELECT {PREF_COLUMNS} FROM preferences ORDER BY id"), &[])
+}
+
+/// One agent's role and creation time.
+pub fn agent(conn: &Connection, id: &str) -> Result<Option<SyncAgent>> {
+    conn.query_row("SELECT id, role, created_at FROM agents WHERE id = ?1", [id], |r| {
+        Ok(SyncAgent { id: r.get(0)?, role: r.get(1)?, created_at: r.get(2)? })
+    })
+    .optional()
+    .map_err(err(conn))
+}
+
+/// Every agent with its counts, by id.
+pub fn agents(conn: &Connection) -> Result<Vec<AgentSummary>> {
+    let mut st = conn.prepare_cached("SELECT id, role, created_at FROM agents ORDER BY id").map_err(err(conn))?;
+    let rows: Vec<SyncAgent> = st
+        .query_map([], |r| Ok(SyncAgent { id: r.get(0)?, role: r.get(1)?, created_at: r.get(2)? }))
+        .map_err(err(conn))?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(err(conn))?;
+    let mut counts: BTreeMap<String, BTreeMap<Category, u64>> = BTreeMap::new();
+    let mut st = conn
+        .prepare_cached("SELECT agent_id, category, COUNT(*) FROM preferences GROUP BY agent_id, category")
+        .map_err(err(conn))?;
+    let tallies = st
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))
+        .map_err(err(conn))?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(err(conn))?;
+    for (a, c, n) in tallies {
+        if let Ok(c) = Category::parse(&c) {
+            counts.entry(a).or_default().insert(c, n as u64);
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .map(|a| {
+            let by_category = counts.remove(&a.id).unwrap_or_default();
+            AgentSummary {
+                preference_count: by_category.values().sum(),
+                by_category,
+                id: a.id,
+                role: a.role,
+                created_at: a.created_at,
+            }
+        })
+        .collect())
+}
+
+/// Every agent as a sync row, by id.
+pub fn sync_agents(conn: &Connection) -> Result<Vec<SyncAgent>> {
+    let mut st = conn.prepare_cached("SELECT id, role, created_at FROM agents ORDER BY id").map_err(err(conn))?;
+    let rows = st
+        .query_map([], |r| Ok(SyncAgent { id: r.get(0)?, role: r.get(1)?, created_at: r.get(2)? }))
+        .map_err(err(conn))?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err(conn))
+}
+
+/// Every removal kept for sync, by id.
+pub fn tombstones(conn: &Connection) -> Result<Vec<SyncTombstone>> {
+    let mut st =
+        conn.prepare_cached("SELECT id, agent_id, deleted_at FROM tombstones ORDER BY id").map_err(err(conn))?;
+    let rows = st
+        .query_map([], |r| Ok(SyncTombstone { id: r.get(0)?, agent_id: r.get(1)?, deleted_at: r.get(2)? }))
+        .map_err(err(conn))?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err(conn))
+}
+
+fn tombstone(conn: &Connection, id: &str) -> Result<Option<i64>> {
+    conn.query_row("SELECT deleted_at FROM tombstones WHERE id = ?1", [id], |r| r.get(0)).optional().map_err(err(conn))
+}
+
+/// Preferences stored without a vector (oldest first).
+pub fn unembedded(conn: &Connection, limit: usize) -> Result<Vec<(String, String, String)>> {
+    let mut st = conn
+        .prepare_cached(
+            "SELECT id, agent_id, content FROM preferences WHERE embedding IS NULL ORDER BY last_updated, id LIMIT ?1",
+        )
+        .map_err(err(conn))?;
+    let rows = st.query_map([limit as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).map_err(err(conn))?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err(conn))
+}
+
+/// True when `preference_vec` exists.
+pub fn has_vectors(conn: &Connection) -> Result<bool> {
+    conn.query_row("SELECT 1 FROM sqlite_master WHERE name = 'preference_vec'", [], |_| Ok(()))
+        .optional()
+        .map(|o| o.is_some())
+        .map_err(err(conn))
+}
+
+/// The `k` preferences of `agent` nearest to `q` by cosine similarity (sqlite-vec, the agent's
+/// partition only), closest first.
+pub fn knn(conn: &Connection, agent: &str, q: &[f32], k: usize) -> Result<Vec<(String, f32)>> {
+    if !has_vectors(conn)? {
+        return Ok(Vec::new());
+    }
+    let mut st = conn
+        .prepare_cached(
+            "SELECT pref_id, distance FROM preference_vec WHERE embedding MATCH ?1 AND k = ?2 AND agent_id = ?3",
+        )
+        .map_err(err(conn))?;
+    let rows = st
+        .query_map(params![vec_blob(q), k as i64, agent], |r| {
+            Ok((r.get::<_, String>(0)?, 1.0 - r.get::<_, f64>(1)? as f32))
+        })
+        .map_err(err(conn))?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err(conn))
+}
+
+/// A preference's stored vector.
+pub fn vector(conn: &Connection, id: &str) -> Result<Option<Vec<f32>>> {
+    let blob: Option<Option<Vec<u8>>> = conn
+        .query_row("SELECT embedding FROM preferences WHERE id = ?1", [id], |r| r.get(0))
+        .optional()
+        .map_err(err(conn))?;
+    Ok(blob.flatten().map(|b| blob_vec(&b)))
+}
+
+/// One write transaction (`BEGIN IMMEDIATE`); run it under the profile writer lock.
+pub struct Write<'c> {
+    tx: Transaction<'c>,
+    path: PathBuf,
+}
+
+impl<'c> Write<'c> {
+    /// Starts a write on `conn`, creating the schema when the file is new.
+    pub fn begin(conn: &'c mut Connection) -> Result<Write<'c>> {
+        let path = path_of(conn);
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_err(&path))?;
+        tx.execute_batch(SCHEMA).map_err(db_err(&path))?;
+        let w = Write { tx, path };
+        if w.get_meta("schema_version")?.is_none() {
+            w.set_meta("schema_version", &SCHEMA_VERSION.to_string())?;
+        }
+        Ok(w)
+    }
+
+    /// Reads inside the transaction.
+    pub fn conn(&self) -> &Connection {
+        &self.tx
+    }
+
+    fn e(&self) -> impl Fn(rusqlite::Error) -> Error + '_ {
+        db_err(&self.path)
+    }
+
+    /// Commits.
+    pub fn commit(self) -> Result<()> {
+        let path = self.path.clone();
+        self.tx.commit().map_err(db_err(&path))
+    }
+
+    fn get_meta(&self, key: &str) -> Result<Option<String>> {
+        self.tx
+            .query_row("SELECT value FROM profile_meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(self.e())
+    }
+
+    /// Sets a `profile_meta` value.
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.tx
+            .execute("INSERT OR REPLACE INTO profile_meta(key, value) VALUES (?1, ?2)", [key, value])
+            .map(|_| ())
+            .map_err(self.e())
+    }
+
+    /// Loads the factory defaults when the database has never been seeded and has no agents.
+    /// Returns the number of preferences seeded.
+    pub fn seed_if_empty(&self) -> Result<usize> {
+        if self.get_meta("seeded")?.is_some() {
+            return Ok(0);
+        }
+        let agents: i64 = self.tx.query_row("SELECT COUNT(*) FROM agents", [], |r| r.get(0)).map_err(self.e())?;
+        let mut n = 0;
+        if agents == 0 {
+            for a in defaults()? {
+                self.ensure_agent(&a.id, &a.role, SEED_EPOCH_MS)?;
+                for p in a.preferences {
+                    let rule = p.rule.as_deref().map(Rule::parse).transpose().map_err(|e| Error::CorruptState {
+                        path: PathBuf::from("defaults.json"),
+                        message: format!("seed rule for {}: {e}", a.id),
+                    })?;
+                    self.insert(&Preference {
+                        id: seed_id(&a.id, &p.content),
+                        agent_id: a.id.clone(),
+                        content: p.content,
+                        category: p.category,
+                        rule: rule.map(|r| r.canonical()),
+                        last_updated: SEED_EPOCH_MS,
+                        source: PreferenceSource::Seed,
+                        embedded: false,
+                    })?;
+                    n += 1;
+                }
+            }
+        }
+        self.set_meta("seeded", &crate::engine::fsutil::now_ms().to_string())?;
+        Ok(n)
+    }
+
+    /// Creates the agent when missing (an empty role is filled in when one is given); returns
+    /// true when it was created.
+    pub fn ensure_agent(&self, id: &str, role: &str, created_at: i64) -> Result<bool> {
+        let n = self
+            .tx
+            .execute(
+                "INSERT OR IGNORE INTO agents(id, role, created_at) VALUES (?1, ?2, ?3)",
+                params![id, role, created_at],
+            )
+            .map_err(self.e())?;
+        if n == 0 && !role.trim().is_empty() {
+            self.tx
+                .execute("UPDATE agents SET role = ?2 WHERE id = ?1 AND role = ''", params![id, role])
+                .map_err(self.e())?;
+        }
+        Ok(n > 0)
+    }
+
+    /// Sets an agent's role.
+    pub fn set_role(&self, id: &str, role: &str) -> Result<()> {
+        self.tx.execute("UPDATE agents SET role = ?2 WHERE id = ?1", params![id, role]).map(|_| ()).map_err(self.e())
+    }
+
+    /// Inserts a new preference (no vector; the id must be new). A tombstone of the same id
+    /// is cleared: the row is alive again.
+    pub fn insert(&self, p: &Preference) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO preferences(id, agent_id, content, category, rule, embedding, last_updated, source)
+                 VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7)",
+                params![p.id, p.agent_id, p.content, p.category.name(), p.rule, p.last_updated, p.source.name()],
+            )
+            .map_err(self.e())?;
+        self.tx.execute("DELETE FROM tombstones WHERE id = ?1", [&p.id]).map_err(self.e())?;
+        Ok(())
+    }
+
+    /// Replaces a preference's fields (its vector is dropped when the text or the agent
+    /// changed: vectors live in their agent's partition).
+    pub fn update(&self, p: &Preference, text_changed: bool) -> Result<()> {
+        let moved = preference(&self.tx, &p.id)?.is_some_and(|old| old.agent_id != p.agent_id);
+        self.tx
+            .execute(
+                "UPDATE preferences SET agent_id = ?2, content = ?3, category = ?4, rule = ?5, last_updated = ?6, source = ?7
+                 WHERE id = ?1",
+                params![p.id, p.agent_id, p.content, p.category.name(), p.rule, p.last_updated, p.source.name()],
+            )
+            .map_err(self.e())?;
+        if text_changed || moved {
+            self.clear_vector(&p.id)?;
+        }
+        Ok(())
+    }
+
+    fn clear_vector(&self, id: &str) -> Result<()> {
+        self.tx.execute("UPDATE preferences SET embedding = NULL WHERE id = ?1", [id]).map_err(self.e())?;
+        if has_vectors(&self.tx)? {
+            self.tx.execute("DELETE FROM preference_vec WHERE pref_id = ?1", [id]).map_err(self.e())?;
+        }
+        Ok(())
+    }
+
+    /// Removes a preference, leaving a tombstone so sync carries the removal. Returns the
+    /// removed row.
+    pub fn delete(&self, id: &str, deleted_at: i64) -> Result<Option<Preference>> {
+        let Some(p) = preference(&self.tx, id)? else { return Ok(None) };
+        self.clear_vector(id)?;
+        self.tx.execute("DELETE FROM preferences WHERE id = ?1", [id]).map_err(self.e())?;
+        self.tx
+            .execute(
+                "INSERT OR REPLACE INTO tombstones(id, agent_id, deleted_at) VALUES (?1, ?2, ?3)",
+                params![id, p.agent_id, deleted_at],
+            )
+            .map_err(self.e())?;
+        Ok(Some(p))
+    }
+
+    /// Removes an agent and all its preferences (each leaving a tombstone). Returns how many.
+    pub fn delete_agent(&self, id: &str, deleted_at: i64) -> Result<u64> {
+        let ids: Vec<String> = preferences_of(&self.tx, &[id])?.into_iter().map(|p| p.id).collect();
+        for p in &ids {
+            self.delete(p, deleted_at)?;
+        }
+        self.tx.execute("DELETE FROM agents WHERE id = ?1", [id]).map_err(self.e())?;
+        Ok(ids.len() as u64)
+    }
+
+    /// A removal from a sync manifest, applied when it is newer than the local row (and kept
+    /// either way, so it travels on). Returns true when it removed a row.
+    pub fn apply_tombstone(&self, t: &SyncTombstone) -> Result<bool> {
+        let newer_than_stored = tombstone(&self.tx, &t.id)?.is_none_or(|at| t.deleted_at > at);
+        let removed = match preference(&self.tx, &t.id)? {
+            Some(local) if t.deleted_at > local.last_updated => self.delete(&t.id, t.deleted_at)?.is_some(),
+            Some(_) => false,
+            None => {
+                if newer_than_stored {
+                    self.tx
+                        .execute(
+                            "INSERT OR REPLACE INTO tombstones(id, agent_id, deleted_at) VALUES (?1, ?2, ?3)",
+                            params![t.id, t.agent_id, t.deleted_at],
+                        )
+                        .map_err(self.e())?;
+                }
+                false
+            }
+        };
+        Ok(removed)
+    }
+
+    /// The time a preference was removed here, if it was.
+    pub fn tombstone_of(&self, id: &str) -> Result<Option<i64>> {
+        tombstone(&self.tx, id)
+    }
+
+    /// Makes `preference_vec` hold `dim`-dimensional vectors of `model`: creates it, or (on a
+    /// re-embed) drops every vector so all are embedded again.
+    pub fn reset_vectors(&self, model: &str, dim: usize) -> Result<()> {
+        self.tx
+            .execute_batch(&format!(
+                "DROP TABLE IF EXISTS preference_vec;
+                 UPDATE preferences SET embedding = NULL;
+                 CREATE VIRTUAL TABLE preference_vec USING vec0(
+                     pref_id TEXT PRIMARY KEY, agent_id TEXT PARTITION KEY,
+                     embedding float[{dim}] distance_metric=cosine);"
+            ))
+            .map_err(self.e())?;
+        self.set_meta("embedding_model", model)?;
+        self.set_meta("embedding_dim", &dim.to_string())
+    }
+
+    /// Stores a preference's vector.
+    pub fn set_vector(&self, id: &str, agent: &str, v: &[f32]) -> Result<()> {
+        let n = self
+            .tx
+            .execute("UPDATE preferences SET embedding = ?2 WHERE id = ?1", params![id, vec_blob(v)])
+            .map_err(self.e())?;
+        if n == 0 {
+            // Removed meanwhile.
+            return Ok(());
+        }
+        self.tx.execute("DELETE FROM preference_vec WHERE pref_id = ?1", [id]).map_err(self.e())?;
+        self.tx
+            .execute(
+                "INSERT INTO preference_vec(pref_id, agent_id, embedding) VALUES (?1, ?2, ?3)",
+                params![id, agent, vec_blob(v)],
+            )
+            .map(|_| ())
+            .map_err(self.e())
+    }
+}
+
+#[derive(Deserialize)]
+struct SeedFile {
+    agents: Vec<SeedAgent>,
+}
+
+#[derive(Deserialize)]
+struct SeedAgent {
+    id: String,
+    role: String,
+    preferences: Vec<SeedPreference>,
+}
+
+#[derive(Deserialize)]
+struct SeedPreference {
+    category: Category,
+    content: String,
+    #[serde(default)]
+    rule: Option<String>,
+}
+
+fn defaults() -> Result<Vec<SeedAgent>> {
+    serde_json::from_str::<SeedFile>(DEFAULTS)
+        .map(|f| f.agents)
+        .map_err(|e| Error::CorruptState { path: PathBuf::from("defaults.json"), message: e.to_string() })
+}
+
+/// The factory personas' ids and roles (for help texts and the TUI).
+pub fn default_agents() -> Vec<(String, String)> {
+    defaults().map(|a| a.into_iter().map(|a| (a.id, a.role)).collect()).unwrap_or_default()
+}
+
+/// A seed preference's id: UUID-shaped, derived from its agent and text, so it is the same on
+/// every installation.
+pub fn seed_id(agent: &str, content: &str) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(format!("docdex-seed\0{agent}\0{content}").as_bytes());
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    b[6] = (b[6] & 0x0f) | 0x50;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pref(id: &str, agent: &str, content: &str) -> Preference {
+        Preference {
+            id: id.into(),
+            agent_id: agent.into(),
+            content: content.into(),
+            category: Category::Style,
+            rule: None,
+            last_updated: 1,
+            source: PreferenceSource::Manual,
+            embedded: false,
+        }
+    }
+
+    #[test]
+    fn seeds_once_with_stable_ids_and_valid_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = open(&dir.path().join("main.db")).unwrap();
+        let w = Write::begin(&mut conn).unwrap();
+        let n = w.seed_if_empty().unwrap();
+        w.commit().unwrap();
+        assert!(n >= 20, "{n}");
+        let agents = agents(&conn).unwrap();
+        let ids: Vec<&str> = agents.iter().map(|a| a.id.as_str()).collect();
+        assert!(ids.contains(&"team") && ids.contains(&"mcoda_frontend") && ids.contains(&"mcoda_security"), "{ids:?}");
+        let front = preferences_of(&conn, &["mcoda_frontend"]).unwrap();
+        assert!(front.iter().any(|p| p.rule.as_deref() == Some("forbid-node typescript predefined_type any")));
+        assert_eq!(seed_id("a", "b"), seed_id("a", "b"));
+        assert_ne!(seed_id("a", "b"), seed_id("a", "c"));
+        assert!(uuid::Uuid::parse_str(&seed_id("a", "b")).is_ok());
+        // Removing every agent does not bring the seeds back.
+        let w = Write::begin(&mut conn).unwrap();
+        for a in &ids {
+            w.delete_agent(a, 5).unwrap();
+        }
+        assert_eq!(w.seed_if_empty().unwrap(), 0);
+        w.commit().unwrap();
+        assert!(agents_empty(&conn));
+    }
+
+    fn agents_empty(conn: &Connection) -> bool {
+        agents(conn).unwrap().is_empty()
+    }
+
+    #[test]
+    fn the_schema_refuses_corrupt_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = open(&dir.path().join("main.db")).unwrap();
+        let w = Write::begin(&mut conn).unwrap();
+        w.ensure_agent("a", "", 1).unwrap();
+        assert!(w.insert(&pref("1", "a", "   ")).is_err(), "empty text");
+        assert!(w.insert(&pref("2", "nobody", "x")).is_err(), "unknown agent");
+        let mut ruled = pref("3", "a", "x");
+        ruled.rule = Some("no-import-cycles".into());
+        assert!(w.insert(&ruled).is_err(), "a rule on a style preference");
+        w.tx.execute(
+            "INSERT INTO preferences(id, agent_id, content, category, last_updated, source) VALUES ('4', 'a', 'x', 'mood', 1, 'manual')",
+            [],
+        )
+        .unwrap_err();
+    }
+
+    const U1: &str = "0b7f6a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+    const U2: &str = "1c8a7b5f-2d3e-4f60-9bac-1d2e3f4a5b6c";
+    const U3: &str = "2d9b8c60-3e4f-4071-acbd-2e3f4a5b6c7d";
+
+    #[test]
+    fn vectors_are_partitioned_by_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = open(&dir.path().join("main.db")).unwrap();
+        let w = Write::begin(&mut conn).unwrap();
+        w.ensure_agent("a", "", 1).unwrap();
+        w.ensure_agent("b", "", 1).unwrap();
+        w.reset_vectors("m", 3).unwrap();
+        for (id, agent, v) in [(U1, "a", [1.0, 0.0, 0.0]), (U2, "a", [0.0, 1.0, 0.0]), (U3, "b", [1.0, 0.0, 0.0])] {
+            w.insert(&pref(id, agent, "x")).unwrap();
+            w.set_vector(id, agent, &v).unwrap();
+        }
+        w.commit().unwrap();
+        let hits = knn(&conn, "a", &[0.9, 0.1, 0.0], 5).unwrap();
+        assert_eq!(hits.iter().map(|h| h.0.as_str()).collect::<Vec<_>>(), [U1, U2]);
+        assert!(hits[0].1 > 0.9);
+        assert_eq!(knn(&conn, "b", &[1.0, 0.0, 0.0], 5).unwrap().len(), 1);
+        // Deleting removes the vector and leaves a tombstone.
+        let w = Write::begin(&mut conn).unwrap();
+        assert!(w.delete(U1, 9).unwrap().is_some());
+        w.commit().unwrap();
+        assert_eq!(knn(&conn, "a", &[1.0, 0.0, 0.0], 5).unwrap().len(), 1);
+        assert_eq!(tombstones(&conn).unwrap()[0].id, U1);
+    }
+}

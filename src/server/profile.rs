@@ -1,0 +1,127 @@
+//! The profile-memory endpoints (`/v1/profile/*`). Profile memory is global, not per
+//! repository, so these name no repository; a request without `agent_id` gets the server's
+//! `--agent-id` (then `[memory.profile] default_agent`). Each handler is one `Engine` call on
+//! the blocking pool; the bodies are the engine's request types as they are.
+
+use super::error::ApiError;
+use super::extract::{blocking, ApiJson, ApiQuery};
+use super::openapi::{Operation, Routes};
+use super::state::AppState;
+use crate::engine::protocol::{
+    ProfileAddRequest, ProfileEditRequest, ProfileListRequest, ProfileListResponse, ProfileManifest,
+    ProfileRemoveRequest, ProfileRemoveResponse, ProfileSearchRequest, ProfileSearchResponse, ProfileWriteResponse,
+};
+use axum::extract::State;
+use axum::http::Method;
+use axum::routing::{get, post};
+use axum::Json;
+
+/// Fills an empty agent id with the server's default.
+fn with_agent(state: &AppState, agent: &mut String) {
+    if agent.trim().is_empty() {
+        if let Some(a) = state.agent(None) {
+            *agent = a;
+        }
+    }
+}
+
+async fn list(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ProfileListRequest>,
+) -> Result<Json<ProfileListResponse>, ApiError> {
+    let engine = state.engine().clone();
+    blocking(move || Ok(Json(engine.profile_list(&q)?))).await
+}
+
+async fn add(
+    State(state): State<AppState>,
+    ApiJson(mut req): ApiJson<ProfileAddRequest>,
+) -> Result<Json<ProfileWriteResponse>, ApiError> {
+    with_agent(&state, &mut req.agent_id);
+    let engine = state.engine().clone();
+    blocking(move || Ok(Json(engine.profile_add(&req)?))).await
+}
+
+async fn edit(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<ProfileEditRequest>,
+) -> Result<Json<ProfileWriteResponse>, ApiError> {
+    let engine = state.engine().clone();
+    blocking(move || Ok(Json(engine.profile_edit(&req)?))).await
+}
+
+async fn search(
+    State(state): State<AppState>,
+    ApiJson(mut req): ApiJson<ProfileSearchRequest>,
+) -> Result<Json<ProfileSearchResponse>, ApiError> {
+    with_agent(&state, &mut req.agent_id);
+    let engine = state.engine().clone();
+    blocking(move || Ok(Json(engine.profile_search(&req)?))).await
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<ProfileRemoveRequest>,
+) -> Result<Json<ProfileRemoveResponse>, ApiError> {
+    let engine = state.engine().clone();
+    blocking(move || Ok(Json(engine.profile_remove(&req)?))).await
+}
+
+async fn export(State(state): State<AppState>) -> Result<Json<ProfileManifest>, ApiError> {
+    let engine = state.engine().clone();
+    blocking(move || Ok(Json(engine.profile_export()?))).await
+}
+
+/// Adds the profile endpoints to `routes`.
+pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
+    routes
+        .route(
+            Method::GET,
+            "/v1/profile/list",
+            get(list),
+            Operation::new("Agents with their preference counts; one agent's preferences with `agent_id`")
+                .query::<ProfileListRequest>()
+                .response::<ProfileListResponse>(),
+        )
+        .route(
+            Method::POST,
+            "/v1/profile/add",
+            post(add),
+            Operation::new("Teach an agent a preference directly (no model involved)")
+                .describe("Creates the agent when new. A constraint's `rule` is checked against the grammar (400 with the reason when bad); without one, common phrasings are recognised (\"avoid circular dependencies\" -> no-import-cycles). See docs/PROFILES.md.")
+                .body::<ProfileAddRequest>()
+                .response::<ProfileWriteResponse>(),
+        )
+        .route(
+            Method::POST,
+            "/v1/profile/edit",
+            post(edit),
+            Operation::new("Change a preference's text, category or rule")
+                .body::<ProfileEditRequest>()
+                .response::<ProfileWriteResponse>(),
+        )
+        .route(
+            Method::POST,
+            "/v1/profile/search",
+            post(search),
+            Operation::new("An agent's preferences (and the team's) closest to a query")
+                .describe("By meaning (`mode: vector`) or, when no embedder answers, by shared words (`mode: text` with a `notice`). 409 `embedding_mismatch` when the stored vectors came from another model or size: run `docdex profile reembed`.")
+                .body::<ProfileSearchRequest>()
+                .response::<ProfileSearchResponse>(),
+        )
+        .route(
+            Method::POST,
+            "/v1/profile/remove",
+            post(remove),
+            Operation::new("Forget a preference (or, with `agent: true`, an agent and all its preferences)")
+                .body::<ProfileRemoveRequest>()
+                .response::<ProfileRemoveResponse>(),
+        )
+        .route(
+            Method::GET,
+            "/v1/profile/export",
+            get(export),
+            Operation::new("The whole profile as a sync manifest (what `docdex profile import` merges)")
+                .response::<ProfileManifest>(),
+        )
+}

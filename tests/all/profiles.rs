@@ -1,0 +1,481 @@
+//! Profile memory's store: the factory seed, round trips through a real `main.db`, isolation
+//! between agents, last-write-wins sync between two DOCDEX_HOMEs (older and newer rows,
+//! removals), the dimension check and its way out, recall without an embedder, one writer at
+//! a time with readers never blocked, and the CLI and HTTP surfaces over the same calls.
+
+use crate::server_util::{client, Server};
+use crate::util::{dead_url, llm_config, Env};
+use docdex::engine::protocol::{
+    Category, PreferenceSource, ProfileAddRequest, ProfileEditRequest, ProfileListRequest, ProfileRemoveRequest,
+    ProfileSearchRequest, RecallMode, TEAM_AGENT,
+};
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use docdex::{Engine, Error};
+use serde_json::{json, Value};
+
+pub fn add(engine: &Engine, agent: &str, category: Category, text: &str) -> String {
+    let req = ProfileAddRequest {
+        agent_id: agent.into(),
+        category,
+        content: text.into(),
+        rule: None,
+        role: Some(format!("{agent} role")),
+    };
+    engine.profile_add(&req).expect("add").preference.id
+}
+
+pub fn search(engine: &Engine, agent: &str, q: &str) -> docdex::engine::protocol::ProfileSearchResponse {
+    let req = ProfileSearchRequest { agent_id: agent.into(), query: q.into(), limit: Some(10), without_team: false };
+    engine.profile_search(&req).expect("search")
+}
+
+fn fake() -> FakeOllama {
+    FakeOllama::start(FakeOllamaOptions::default()).unwrap()
+}
+
+#[test]
+fn an_empty_database_is_seeded_with_the_factory_personas_once() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let list = engine.profile_list(&ProfileListRequest::default()).unwrap();
+    let ids: Vec<&str> = list.agents.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, ["mcoda_backend", "mcoda_frontend", "mcoda_qa", "mcoda_security", "team"]);
+    assert!(list.db.ends_with("state/profiles/main.db") && list.db.is_file(), "{}", list.db.display());
+    let front = engine.profile_list(&ProfileListRequest { agent_id: Some("mcoda_frontend".into()) }).unwrap();
+    assert!(front.preferences.iter().all(|p| p.source == PreferenceSource::Seed));
+    assert!(front.preferences.iter().any(|p| p.rule.as_deref() == Some("forbid-node typescript predefined_type any")));
+    // The schema the issue names, in the real file.
+    let conn = rusqlite::Connection::open(&list.db).unwrap();
+    let cols = |t: &str| -> Vec<String> {
+        let mut st = conn.prepare(&format!("PRAGMA table_info({t})")).unwrap();
+        st.query_map([], |r| r.get::<_, String>(1)).unwrap().map(|c| c.unwrap()).collect()
+    };
+    assert_eq!(cols("agents"), ["id", "role", "created_at"]);
+    assert_eq!(
+        cols("preferences"),
+        ["id", "agent_id", "content", "category", "rule", "embedding", "last_updated", "source"]
+    );
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    // Removing every agent does not bring the factory defaults back on the next start.
+    for a in &ids {
+        engine.profile_remove(&ProfileRemoveRequest { id: a.to_string(), agent: true }).unwrap();
+    }
+    let again = env.engine();
+    assert!(again.profile_list(&ProfileListRequest::default()).unwrap().agents.is_empty());
+}
+
+#[test]
+fn preferences_round_trip_through_the_file_and_agents_stay_apart() {
+    let server = fake();
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let vitest = add(&engine, "alice", Category::Tooling, "Use vitest for unit tests");
+    let tabs = add(&engine, "alice", Category::Style, "Indent with tabs in Go code");
+    let bob_tests = add(&engine, "bob", Category::Tooling, "Use jest for unit tests");
+
+    // A new engine reads the same file.
+    let reopened = env.engine();
+    let alice = reopened.profile_list(&ProfileListRequest { agent_id: Some("alice".into()) }).unwrap();
+    let ids: Vec<&str> = alice.preferences.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, [tabs.as_str(), vitest.as_str()], "style before tooling");
+    assert!(alice.preferences.iter().all(|p| p.embedded && p.source == PreferenceSource::Manual));
+    let summary = alice.agents.iter().find(|a| a.id == "alice").unwrap();
+    assert_eq!((summary.preference_count, summary.role.as_str()), (2, "alice role"));
+
+    // Recall by meaning: alice's own and the team's, never bob's.
+    let r = search(&reopened, "alice", "unit tests framework");
+    assert_eq!(r.mode, RecallMode::Vector);
+    assert_eq!(r.results[0].preference.id, vitest);
+    assert!(r.results.iter().all(|h| h.preference.agent_id == "alice" || h.preference.agent_id == TEAM_AGENT));
+    assert!(!r.results.iter().any(|h| h.preference.id == bob_tests));
+    let b = search(&reopened, "bob", "unit tests framework");
+    assert_eq!(b.results[0].preference.id, bob_tests);
+    assert!(!b.results.iter().any(|h| h.preference.agent_id == "alice"));
+    let only = reopened
+        .profile_search(&ProfileSearchRequest {
+            agent_id: "bob".into(),
+            query: "tests".into(),
+            limit: None,
+            without_team: true,
+        })
+        .unwrap();
+    assert!(only.results.iter().all(|h| h.preference.agent_id == "bob"));
+
+    // Edit: text, then category; the rule follows the category.
+    let e = reopened
+        .profile_edit(&ProfileEditRequest {
+            id: tabs.clone(),
+            content: Some("Avoid circular dependencies".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(e.preference.content, "Avoid circular dependencies");
+    let moved = reopened
+        .profile_edit(&ProfileEditRequest {
+            id: tabs.clone(),
+            category: Some(Category::Constraint),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(moved.preference.rule.as_deref(), Some("no-import-cycles"), "{}", moved.rule_note);
+    assert!(moved.preference.last_updated > e.preference.last_updated);
+    let back = reopened
+        .profile_edit(&ProfileEditRequest { id: tabs.clone(), category: Some(Category::Style), ..Default::default() })
+        .unwrap();
+    assert_eq!(back.preference.rule, None, "{}", back.rule_note);
+
+    // Remove.
+    let gone = reopened.profile_remove(&ProfileRemoveRequest { id: vitest.clone(), agent: false }).unwrap();
+    assert_eq!(gone.agent_id, "alice");
+    assert!(!search(&reopened, "alice", "vitest").results.iter().any(|h| h.preference.id == vitest));
+    let err = reopened.profile_remove(&ProfileRemoveRequest { id: vitest, agent: false }).unwrap_err();
+    assert!(matches!(err, Error::NotFound(_)), "{err:?}");
+    let err = reopened
+        .profile_search(&ProfileSearchRequest {
+            agent_id: "nobody".into(),
+            query: "x".into(),
+            limit: None,
+            without_team: false,
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound(_)) && err.to_string().contains("alice"), "{err}");
+}
+
+#[test]
+fn bad_input_is_refused_with_the_reason() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let bad = |agent: &str, category: Category, text: &str, rule: Option<&str>| {
+        engine
+            .profile_add(&ProfileAddRequest {
+                agent_id: agent.into(),
+                category,
+                content: text.into(),
+                rule: rule.map(String::from),
+                role: None,
+            })
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(bad("a b", Category::Style, "x", None).contains("bad agent id"));
+    assert!(bad("a", Category::Style, "   ", None).contains("empty preference"));
+    assert!(bad("a", Category::Style, "x", Some("no-import-cycles")).contains("only constraints"));
+    assert!(bad("a", Category::Constraint, "x", Some("forbid-imports y")).contains("unknown rule"));
+    assert!(bad("a", Category::Constraint, &"x".repeat(5000), None).contains("at most"));
+    assert!(bad("", Category::Style, "x", None).contains("no agent"));
+}
+
+#[test]
+fn without_an_embedder_recall_matches_words_and_says_so() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let r = engine
+        .profile_add(&ProfileAddRequest {
+            agent_id: "carol".into(),
+            category: Category::Constraint,
+            content: "Deprecate usage of moment.js".into(),
+            rule: None,
+            role: None,
+        })
+        .unwrap();
+    assert!(!r.preference.embedded);
+    assert!(r.notice.as_deref().is_some_and(|n| n.contains("without an embedding")), "{r:?}");
+    assert_eq!(r.preference.rule.as_deref(), Some("forbid-import moment"), "{}", r.rule_note);
+    let s = search(&engine, "carol", "moment dates");
+    assert_eq!(s.mode, RecallMode::Text);
+    assert!(s.notice.as_deref().is_some_and(|n| n.contains("matching words")), "{s:?}");
+    assert_eq!(s.results[0].preference.id, r.preference.id);
+
+    // The embedder appears: the stored row is embedded on the next recall.
+    let server = fake();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let s = search(&engine, "carol", "moment dates");
+    assert_eq!(s.mode, RecallMode::Vector, "{s:?}");
+    assert!(s.results.iter().all(|h| h.preference.embedded));
+}
+
+#[test]
+fn a_dimension_mismatch_is_a_clear_error_and_reembed_is_the_way_out() {
+    let env = Env::new();
+    let wide = fake();
+    let engine = env.engine_for("ollama", &wide.url(), "fake-chat", "fake-embed");
+    let id = add(&engine, "dave", Category::Style, "Prefer early returns over nested ifs");
+    assert!(search(&engine, "dave", "early returns").results.iter().any(|h| h.preference.id == id));
+
+    // The same model name now answers with 32-dimensional vectors.
+    let narrow = FakeOllama::start(FakeOllamaOptions { embed_dim: 32, ..Default::default() }).unwrap();
+    let engine = env.engine_for("ollama", &narrow.url(), "fake-chat", "fake-embed");
+    let err = engine
+        .profile_search(&ProfileSearchRequest {
+            agent_id: "dave".into(),
+            query: "early returns".into(),
+            limit: None,
+            without_team: false,
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "embedding_mismatch");
+    let msg = err.to_string();
+    assert!(msg.contains("64 dimensions") && msg.contains("32") && msg.contains("docdex profile reembed"), "{msg}");
+    // A write still stores the row (nothing is lost) and says why it has no vector.
+    let r = engine
+        .profile_add(&ProfileAddRequest {
+            agent_id: "dave".into(),
+            category: Category::Style,
+            content: "Name booleans as questions".into(),
+            rule: None,
+            role: None,
+        })
+        .unwrap();
+    assert!(r.notice.as_deref().is_some_and(|n| n.contains("reembed")), "{r:?}");
+
+    let out = env.run_env(&["profile", "reembed", "--json"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["dim"], 32);
+    assert!(v["embedded"].as_u64().unwrap() >= 2, "{v}");
+    let s = search(&env.engine(), "dave", "early returns");
+    assert_eq!((s.mode, s.results[0].preference.id.as_str()), (RecallMode::Vector, id.as_str()));
+
+    // A configured dimension the model does not give is named in the error.
+    env.write_config(&format!(
+        "{}\n[memory.profile]\nembedding_dim = 768\n",
+        llm_config("ollama", &narrow.url(), "fake-chat", "fake-embed")
+    ));
+    let err = env
+        .engine()
+        .profile_search(&ProfileSearchRequest {
+            agent_id: "dave".into(),
+            query: "x".into(),
+            limit: None,
+            without_team: false,
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("embedding_dim is 768"), "{err}");
+}
+
+fn manifest(engine: &Engine) -> Value {
+    serde_json::to_value(engine.profile_export().unwrap()).unwrap()
+}
+
+#[test]
+fn export_then_import_round_trips_exactly_and_merges_last_write_wins() {
+    let server = fake();
+    let a = Env::new();
+    let b = Env::new();
+    let ea = a.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let eb = b.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let x = add(&ea, "erin", Category::Tooling, "Use pnpm for packages");
+    let y = add(&ea, "erin", Category::Style, "Prefer named exports");
+    let z = add(&ea, "erin", Category::Workflow, "Open a draft PR early");
+    ea.profile_add(&ProfileAddRequest {
+        agent_id: "erin".into(),
+        category: Category::Constraint,
+        content: "No import cycles".into(),
+        rule: Some("no-import-cycles".into()),
+        role: None,
+    })
+    .unwrap();
+
+    // A -> B on a fresh home: B's export is A's export, byte for byte.
+    let file = a.dir.path().join("sync.json");
+    let out = a.run(&["profile", "export", "--out", file.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = b.json(&["profile", "import", file.to_str().unwrap(), "--json"]);
+    assert_eq!((report["added"].as_u64(), report["updated"].as_u64()), (Some(4), Some(0)), "{report}");
+    assert!(std::path::Path::new(report["staged"].as_str().unwrap()).starts_with(b.home().join("state/profiles/sync")));
+    assert_eq!(manifest(&ea), manifest(&eb));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        {
+            let f2 = b.dir.path().join("back.json");
+            b.run(&["profile", "export", "--out", f2.to_str().unwrap()]);
+            std::fs::read_to_string(f2).unwrap()
+        },
+        "the files are identical"
+    );
+    // Imported rows are recalled by meaning on B.
+    assert_eq!(search(&eb, "erin", "package manager pnpm").results[0].preference.id, x);
+
+    // Both sides change: A edits x later than B's copy; B edits y after A's copy; A removes z.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    eb.profile_edit(&ProfileEditRequest {
+        id: y.clone(),
+        content: Some("Prefer named exports, B's words".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    ea.profile_edit(&ProfileEditRequest {
+        id: x.clone(),
+        content: Some("Use pnpm 9 for packages".into()),
+        ..Default::default()
+    })
+    .unwrap();
+    ea.profile_remove(&ProfileRemoveRequest { id: z.clone(), agent: false }).unwrap();
+    // An older copy of y on A (A's y is older than B's edit).
+    let file2 = a.dir.path().join("sync2.json");
+    ea.profile_export_to(Some(&file2)).unwrap();
+    let r = eb.profile_import(&file2).unwrap();
+    assert_eq!((r.updated, r.deleted), (1, 1), "{r:?}");
+    assert!(r.kept_local >= 1, "{r:?}");
+    let erin = eb.profile_list(&ProfileListRequest { agent_id: Some("erin".into()) }).unwrap();
+    let text = |id: &str| erin.preferences.iter().find(|p| p.id == id).map(|p| p.content.clone());
+    assert_eq!(text(&x).as_deref(), Some("Use pnpm 9 for packages"), "newer incoming wins");
+    assert_eq!(text(&y).as_deref(), Some("Prefer named exports, B's words"), "newer local is kept");
+    assert_eq!(text(&z), None, "the removal travelled");
+    // Importing the same file again changes nothing.
+    let again = eb.profile_import(&file2).unwrap();
+    assert_eq!((again.added, again.updated, again.deleted), (0, 0, 0), "{again:?}");
+    // B -> A: A takes B's newer y and keeps z removed.
+    let back = b.dir.path().join("b.json");
+    eb.profile_export_to(Some(&back)).unwrap();
+    ea.profile_import(&back).unwrap();
+    assert_eq!(manifest(&ea), manifest(&eb), "the two homes converged");
+}
+
+#[test]
+fn a_bad_manifest_is_refused_whole_or_row_by_row() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let f = env.dir.path().join("m.json");
+    std::fs::write(&f, "{not json").unwrap();
+    let err = engine.profile_import(&f).unwrap_err();
+    assert!(err.to_string().contains("not a profile manifest"), "{err}");
+    std::fs::write(&f, json!({"format": "other", "version": 1, "agents": [], "preferences": []}).to_string()).unwrap();
+    assert!(engine.profile_import(&f).unwrap_err().to_string().contains("docdex.profile_sync"));
+    let good = "5c9d8e7f-1a2b-4c3d-8e9f-0a1b2c3d4e5f";
+    std::fs::write(
+        &f,
+        json!({"format": "docdex.profile_sync", "version": 1, "agents": [{"id": "bad agent"}],
+               "preferences": [
+                   {"id": good, "agent_id": "frank", "content": "Use tabs", "category": "style", "last_updated": 10},
+                   {"id": "not-a-uuid", "agent_id": "frank", "content": "x", "category": "style", "last_updated": 10},
+                   {"id": "6d0e9f80-2b3c-4d4e-9f00-1b2c3d4e5f60", "agent_id": "frank", "content": "x", "category": "style", "rule": "no-import-cycles", "last_updated": 10},
+                   {"id": "7e1f0091-3c4d-4e5f-a011-2c3d4e5f6071", "agent_id": "frank", "content": "x", "category": "constraint", "rule": "forbid-node cobol x", "last_updated": 10}
+               ]})
+        .to_string(),
+    )
+    .unwrap();
+    let r = engine.profile_import(&f).unwrap();
+    assert_eq!(r.added, 1);
+    assert_eq!(r.rejected.len(), 4, "{r:?}");
+    let frank = engine.profile_list(&ProfileListRequest { agent_id: Some("frank".into()) }).unwrap();
+    assert_eq!(frank.preferences[0].source, PreferenceSource::Import, "no source in the manifest");
+}
+
+#[test]
+fn one_writer_at_a_time_and_readers_are_never_blocked() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let before = engine.profile_list(&ProfileListRequest::default()).unwrap();
+    let db = before.db.clone();
+    // Another process's long write holds the database's write lock.
+    let mut holder = rusqlite::Connection::open(&db).unwrap();
+    let tx = holder.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).unwrap();
+    tx.execute("UPDATE agents SET role = 'changing' WHERE id = 'team'", []).unwrap();
+    let started = std::time::Instant::now();
+    let read = env.engine().profile_list(&ProfileListRequest { agent_id: Some("team".into()) }).unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "a reader waited for the writer");
+    assert_ne!(read.agents.iter().find(|a| a.id == "team").unwrap().role, "changing", "it reads the last commit");
+    drop(tx);
+
+    // Four processes add at once: every row lands.
+    let children: Vec<_> = (0..4)
+        .map(|i| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+                .args(["profile", "add", "--agent", "gina", "--category", "style", &format!("rule number {i}")])
+                .env("DOCDEX_HOME", env.home())
+                .env("NO_COLOR", "1")
+                .output()
+        })
+        .collect();
+    for c in children {
+        let c = c.unwrap();
+        assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    }
+    let gina = engine.profile_list(&ProfileListRequest { agent_id: Some("gina".into()) }).unwrap();
+    assert_eq!(gina.preferences.len(), 4);
+}
+
+#[test]
+fn the_cli_speaks_json_and_fails_with_exit_codes() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let v = env.json(&[
+        "profile",
+        "add",
+        "--agent",
+        "hank",
+        "--category",
+        "constraint",
+        "--json",
+        "Deprecate",
+        "moment.js",
+    ]);
+    assert_eq!(v["preference"]["rule"], "forbid-import moment", "{v}");
+    assert_eq!(v["created_agent"], true);
+    let id = v["preference"]["id"].as_str().unwrap().to_string();
+    let list = env.json(&["profile", "list", "--json"]);
+    let hank = list["agents"].as_array().unwrap().iter().find(|a| a["id"] == "hank").unwrap();
+    assert_eq!(hank["preference_count"], 1);
+    let s = env.json(&["profile", "search", "--agent", "hank", "moment", "--json"]);
+    assert_eq!(s["results"][0]["id"], id.as_str());
+    assert!(s["results"][0]["similarity_score"].as_f64().unwrap() > 0.0);
+    let e = env.json(&["profile", "edit", &id, "--rule", "forbid-import dayjs", "--json"]);
+    assert_eq!(e["preference"]["rule"], "forbid-import dayjs");
+    let human = env.run(&["profile", "list", "--agent", "hank"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("constraint") && text.contains("rule forbid-import dayjs"), "{text}");
+
+    let bad = env.run(&["profile", "add", "--agent", "hank", "--category", "mood", "x"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("style, tooling, constraint or workflow"));
+    let bad = env.run(&["profile", "add", "--agent", "hank", "--category", "constraint", "--rule", "max-lines 0", "x"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("every file"));
+    let missing = env.run(&["profile", "search", "--agent", "nobody", "x"]);
+    assert_eq!(missing.status.code(), Some(2));
+    let r = env.json(&["profile", "remove", &id, "--json"]);
+    assert_eq!(r["agent_id"], "hank");
+}
+
+#[tokio::test]
+async fn the_http_api_lists_adds_searches_and_removes() {
+    let env = Env::new();
+    let fake = fake();
+    env.write_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let daemon = Server::start(&env, &["daemon", "--no-watch", "--agent-id", "ivy"], &[]);
+    let post = |path: &str, body: Value| {
+        let url = daemon.url(path);
+        async move {
+            let resp = client().post(url).json(&body).send().await.unwrap();
+            let status = resp.status().as_u16();
+            (status, resp.json::<Value>().await.unwrap())
+        }
+    };
+    // No agent_id: the server's --agent-id.
+    let (s, v) = post("/v1/profile/add", json!({"category": "tooling", "content": "Use vitest for tests"})).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["preference"]["agent_id"], "ivy");
+    assert_eq!(v["preference"]["embedded"], true);
+    let id = v["preference"]["id"].as_str().unwrap().to_string();
+    let (s, v) = post("/v1/profile/search", json!({"query": "vitest for tests"})).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["results"][0]["id"], id.as_str(), "{v}");
+    assert_eq!(v["mode"], "vector");
+    let list: Value =
+        client().get(daemon.url("/v1/profile/list?agent_id=ivy")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(list["preferences"][0]["content"], "Use vitest for tests", "{list}");
+    let (s, v) =
+        post("/v1/profile/add", json!({"agent_id": "ivy", "category": "constraint", "content": "x", "rule": "nope"}))
+            .await;
+    assert_eq!((s, v["error"]["code"].as_str()), (400, Some("bad_request")), "{v}");
+    let (s, v) = post("/v1/profile/search", json!({"agent_id": "nobody", "query": "x"})).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (404, Some("not_found")), "{v}");
+    let (s, v) = post("/v1/profile/remove", json!({"id": id})).await;
+    assert_eq!((s, v["agent_id"].as_str()), (200, Some("ivy")), "{v}");
+    let manifest: Value = client().get(daemon.url("/v1/profile/export")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(manifest["format"], "docdex.profile_sync");
+    assert!(manifest["tombstones"].as_array().unwrap().iter().any(|t| t["id"] == id.as_str()));
+}
