@@ -97,7 +97,7 @@ impl ChatArgs {
 /// Runs `docdex chat`.
 pub fn run(engine: &Engine, out: &Out, args: ChatArgs) -> anyhow::Result<ExitCode> {
     let repo = args.repo.resolve()?;
-    match args.query.clone() {
+    let code = match args.query.clone() {
         Some(q) => {
             let resp = turn(engine, out, &args, &repo, args.request(q, Vec::new(), None), args.trace)?;
             Ok(match resp.llm.status {
@@ -106,7 +106,13 @@ pub fn run(engine: &Engine, out: &Out, args: ChatArgs) -> anyhow::Result<ExitCod
             })
         }
         None => repl(engine, out, &args, &repo),
+    };
+    // A message that stated a preference is being learnt in the background: the answer is
+    // already printed, so finish learning before the process exits.
+    if !engine.profile_settle(std::time::Duration::from_secs(60)) {
+        out.note("note: a profile update is still running and was left unfinished");
     }
+    code
 }
 
 /// The interactive session: one question per line; `/new`, `/trace`, `/help`, `/exit`.

@@ -202,6 +202,9 @@ enum Command {
     /// Profile memory: agents and how each wants code written (list, add, search, edit, remove,
     /// export, import).
     Profile(profile::ProfileArgs),
+    /// The project map: the files that matter to an agent (its role and tooling), the rest
+    /// collapsed, within 500 tokens (what chat puts in its map slot).
+    Map(profile::MapArgs),
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
     /// Measure the code pass's indexing cost against a plain index and the bare Tree-sitter parse.
@@ -382,6 +385,7 @@ impl Cli {
             Some(Command::Eval(a)) => a.json,
             Some(Command::Memory { action }) => action.json(),
             Some(Command::Profile(a)) => a.json(),
+            Some(Command::Map(a)) => a.json,
             Some(Command::Repo { action: RepoAction::List { json } }) => *json,
             Some(Command::Chat(args)) => args.json(),
             Some(Command::Dag { action }) => action.json(),
@@ -467,6 +471,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Eval(args) => eval::run(&engine, &out, args)?,
         Command::Memory { action } => memory::run(&engine, &out, action)?,
         Command::Profile(args) => profile::run(&engine, &out, args)?,
+        Command::Map(args) => profile::run_map(&engine, &out, args)?,
         Command::Get { repo, file, lines, page, json } => {
             let path = repo.resolve()?;
             let range = lines.as_deref().map(parse_range).transpose()?;

@@ -1,10 +1,10 @@
-//! `docdex profile list | add | search | edit | remove | export | import | reembed`:
+//! `docdex profile list | add | search | edit | remove | export | import | reembed | learn`:
 //! profile (preference) memory, one engine call per command.
 
 use super::output::Out;
 use crate::engine::protocol::{
-    now_ms, Category, Preference, ProfileAddRequest, ProfileEditRequest, ProfileListRequest, ProfileRemoveRequest,
-    ProfileSearchRequest, ProfileWriteResponse,
+    now_ms, Category, DagTarget, EvolutionAction, EvolutionOutcome, Preference, ProfileAddRequest, ProfileEditRequest,
+    ProfileListRequest, ProfileRemoveRequest, ProfileSearchRequest, ProfileWriteResponse, SavePreferenceRequest,
 };
 use crate::engine::Engine;
 use crate::error::Error;
@@ -34,7 +34,8 @@ impl ProfileArgs {
                 | ProfileCommand::Remove { json, .. }
                 | ProfileCommand::Export { json, .. }
                 | ProfileCommand::Import { json, .. }
-                | ProfileCommand::Reembed { json },
+                | ProfileCommand::Reembed { json }
+                | ProfileCommand::Learn { json, .. },
             ) => *json,
             None => false,
         }
@@ -149,6 +150,64 @@ pub enum ProfileCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Run a statement through the evolution pipeline: recall, the model's decision (ADD,
+    /// UPDATE or IGNORE; harmful or contradicting preferences are refused), the write.
+    Learn {
+        /// The agent (default `[memory.profile] default_agent`).
+        #[arg(long)]
+        agent: Option<String>,
+        /// The category, when you know it (the model decides otherwise).
+        #[arg(long, value_parser = category)]
+        category: Option<Category>,
+        /// A rule for a constraint.
+        #[arg(long)]
+        rule: Option<String>,
+        /// Log the decision in this repository's reasoning DAG.
+        #[arg(long, short = 'r')]
+        repo: Option<PathBuf>,
+        /// What was said ("we are switching to vitest").
+        text: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `docdex map`.
+#[derive(Debug, clap::Args)]
+pub struct MapArgs {
+    #[command(flatten)]
+    repo: super::RepoArg,
+    /// The agent whose role and tooling steer the map (default `[memory.profile] default_agent`).
+    #[arg(long)]
+    agent: Option<String>,
+    /// Build it again even when a cached map exists.
+    #[arg(long)]
+    refresh: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints the project map.
+pub fn run_map(engine: &Engine, out: &Out, args: MapArgs) -> anyhow::Result<()> {
+    let req = crate::engine::protocol::ProjectMapRequest { agent_id: args.agent, refresh: args.refresh };
+    let map = engine.project_map(&args.repo.resolve()?, &req)?;
+    if args.json {
+        return out.json(&map);
+    }
+    out.block(&map.tree);
+    let who = map.agent_id.as_deref().unwrap_or("no agent");
+    out.note(&format!(
+        "{who}: {} paths shown, {} hidden, depth {}, {} tokens{}{}",
+        map.paths.len(),
+        map.hidden_files,
+        map.depth,
+        map.tokens,
+        if map.cached { " (cached)" } else { "" },
+        if map.keywords.is_empty() { String::new() } else { format!("; spotlight on {}", map.keywords.join(", ")) }
+    ));
+    Ok(())
 }
 
 fn agent_or_default(engine: &Engine, agent: Option<String>) -> anyhow::Result<String> {
@@ -172,7 +231,9 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
     }
     let Some(command) = args.command else {
         if !args.reembed {
-            out.line("docdex profile: list | add | search | edit | remove | export | import | reembed (see --help)");
+            out.line(
+                "docdex profile: list | add | search | edit | remove | export | import | reembed | learn (see --help)",
+            );
         }
         return Ok(());
     };
@@ -308,6 +369,23 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
             }
             out.line(&format!("re-embedded {} preferences with {} ({} dimensions)", r.embedded, r.model, r.dim));
         }
+        ProfileCommand::Learn { agent, category, rule, repo, text, json } => {
+            let req = SavePreferenceRequest {
+                agent_id: agent_or_default(engine, agent)?,
+                preference: text.join(" "),
+                category,
+                rule,
+            };
+            let dag = match repo {
+                Some(p) => Some(DagTarget { repo: engine.resolve_repo(&p)?, session: None, parent: None }),
+                None => None,
+            };
+            let outcome = engine.profile_learn(&req, dag)?;
+            if json {
+                return out.json(&outcome);
+            }
+            print_outcome(out, &outcome);
+        }
     }
     Ok(())
 }
@@ -319,6 +397,25 @@ fn print_written(out: &Out, verb: &str, r: &ProfileWriteResponse) {
     let p = &r.preference;
     let new = if r.created_agent { " (new agent)" } else { "" };
     out.line(&format!("{verb} {} to {}{new} as {}: {}", p.id, p.agent_id, p.category, r.rule_note));
+}
+
+/// Prints an evolution outcome.
+fn print_outcome(out: &Out, o: &EvolutionOutcome) {
+    for n in &o.notices {
+        out.note(&format!("note: {n}"));
+    }
+    let what = match (o.action, &o.preference) {
+        (EvolutionAction::Add, Some(p)) => format!("ADD {} [{}] {}", p.id, p.category, p.content),
+        (EvolutionAction::Update, Some(p)) => {
+            format!("UPDATE {}: {:?} -> {:?}", p.id, o.previous_content.clone().unwrap_or_default(), p.content)
+        }
+        (EvolutionAction::Refuse, _) => "REFUSE: nothing written".to_string(),
+        _ => "IGNORE: nothing written".to_string(),
+    };
+    out.line(&what);
+    out.line(
+        &out.paint("2", &format!("  {} (decided by {:?}, {} model calls)", o.reasoning, o.decided_by, o.attempts)),
+    );
 }
 
 fn print_preferences(out: &Out, prefs: &[Preference]) {

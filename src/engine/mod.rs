@@ -240,6 +240,10 @@ impl Engine {
         } else if opts.repair {
             summary.note = Some("every index file matches its checksum; nothing to repair".into());
         }
+        if summary.added > 0 || summary.deleted > 0 || summary.renamed > 0 {
+            // New or vanished files may mean new or vanished directories.
+            self.invalidate_maps(&repo);
+        }
         self.inner.registry.record_indexed(&repo, summary.files, summary.chunks)?;
         Ok(summary)
     }

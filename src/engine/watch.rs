@@ -74,10 +74,15 @@ impl Engine {
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             };
             let mut paths = BTreeSet::new();
-            collect(&repo, first, &mut paths, report);
+            let mut dirs_changed = false;
+            collect(&repo, first, &mut paths, &mut dirs_changed, report);
             // Anything that arrived meanwhile joins this batch.
             while let Ok(more) = rx.try_recv() {
-                collect(&repo, more, &mut paths, report);
+                collect(&repo, more, &mut paths, &mut dirs_changed, report);
+            }
+            if dirs_changed {
+                // The directory structure changed: cached project maps are stale.
+                self.invalidate_maps(&repo);
             }
             if paths.is_empty() {
                 continue;
@@ -117,8 +122,15 @@ impl Engine {
     }
 }
 
-/// Adds the relevant paths of a debounced batch (skipping `.git/` and docdex's own state).
-fn collect(repo: &RepoRef, batch: DebounceEventResult, out: &mut BTreeSet<PathBuf>, report: &dyn Fn(WatchReport)) {
+/// Adds the relevant paths of a debounced batch (skipping `.git/` and docdex's own state), and
+/// notes whether a directory was created, removed or renamed.
+fn collect(
+    repo: &RepoRef,
+    batch: DebounceEventResult,
+    out: &mut BTreeSet<PathBuf>,
+    dirs_changed: &mut bool,
+    report: &dyn Fn(WatchReport),
+) {
     match batch {
         Ok(events) => {
             for ev in events {
@@ -133,6 +145,7 @@ fn collect(repo: &RepoRef, batch: DebounceEventResult, out: &mut BTreeSet<PathBu
                     if rel.components().next().is_some_and(|c| c.as_os_str() == ".git") {
                         continue;
                     }
+                    *dirs_changed |= is_dir_event(&ev.kind, p);
                     out.insert(p.clone());
                 }
             }
@@ -142,5 +155,18 @@ fn collect(repo: &RepoRef, batch: DebounceEventResult, out: &mut BTreeSet<PathBu
                 report(WatchReport::Failed(format!("watch error: {e}")));
             }
         }
+    }
+}
+
+/// A directory created, removed or renamed (a rename's old name no longer exists, so a path
+/// gone without a file extension counts too).
+fn is_dir_event(kind: &notify::EventKind, p: &std::path::Path) -> bool {
+    use notify::event::{CreateKind, ModifyKind, RemoveKind};
+    use notify::EventKind;
+    match kind {
+        EventKind::Create(CreateKind::Folder) | EventKind::Remove(RemoveKind::Folder) => true,
+        EventKind::Create(_) => p.is_dir(),
+        EventKind::Modify(ModifyKind::Name(_)) => p.is_dir() || (!p.exists() && p.extension().is_none()),
+        _ => false,
     }
 }

@@ -4,17 +4,31 @@
 //! the blocking pool; the bodies are the engine's request types as they are.
 
 use super::error::ApiError;
-use super::extract::{blocking, ApiJson, ApiQuery};
+use super::extract::{blocking, selector, ApiJson, ApiQuery, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
+use crate::engine::protocol::{DagTarget, EvolutionOutcome, ProjectMap, ProjectMapRequest, SavePreferenceRequest};
 use crate::engine::protocol::{
     ProfileAddRequest, ProfileEditRequest, ProfileListRequest, ProfileListResponse, ProfileManifest,
     ProfileRemoveRequest, ProfileRemoveResponse, ProfileSearchRequest, ProfileSearchResponse, ProfileWriteResponse,
 };
 use axum::extract::State;
-use axum::http::Method;
+use axum::http::{HeaderMap, Method};
 use axum::routing::{get, post};
 use axum::Json;
+
+/// `POST /v1/profile/learn` body: a [`SavePreferenceRequest`], and the repository whose
+/// reasoning DAG records the decision (the served one when absent).
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct LearnBody {
+    /// The repository: absolute path, file:// URI or repo id (default: the served repo; none
+    /// on a daemon, then the decision is not logged in a DAG).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// The statement.
+    #[serde(flatten)]
+    pub learn: SavePreferenceRequest,
+}
 
 /// Fills an empty agent id with the server's default.
 fn with_agent(state: &AppState, agent: &mut String) {
@@ -67,6 +81,53 @@ async fn remove(
     blocking(move || Ok(Json(engine.profile_remove(&req)?))).await
 }
 
+async fn learn(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiJson(mut body): ApiJson<LearnBody>,
+) -> Result<Json<EvolutionOutcome>, ApiError> {
+    with_agent(&state, &mut body.learn.agent_id);
+    let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
+    blocking(move || {
+        let dag = match (&sel, state.default_repo()) {
+            (None, None) => None,
+            _ => Some(DagTarget { repo: state.repo(sel.as_deref())?, session: None, parent: None }),
+        };
+        Ok(Json(state.engine().profile_learn(&body.learn, dag)?))
+    })
+    .await
+}
+
+/// `GET /v1/map` query.
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
+pub struct MapQuery {
+    /// The agent (default: the server's `--agent-id`, then `[memory.profile] default_agent`).
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    /// Build it again even when cached.
+    #[serde(default)]
+    pub refresh: Option<bool>,
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+}
+
+async fn map(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<MapQuery>,
+) -> Result<Json<ProjectMap>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    blocking(move || {
+        let repo = state.repo(sel.as_deref())?;
+        let req =
+            ProjectMapRequest { agent_id: state.agent(q.agent_id.as_deref()), refresh: q.refresh.unwrap_or(false) };
+        state.engine().project_map(&repo.root, &req).map(Json).map_err(|e| state.explain(&repo, e))
+    })
+    .await
+}
+
 async fn export(State(state): State<AppState>) -> Result<Json<ProfileManifest>, ApiError> {
     let engine = state.engine().clone();
     blocking(move || Ok(Json(engine.profile_export()?))).await
@@ -116,6 +177,25 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             Operation::new("Forget a preference (or, with `agent: true`, an agent and all its preferences)")
                 .body::<ProfileRemoveRequest>()
                 .response::<ProfileRemoveResponse>(),
+        )
+        .route(
+            Method::POST,
+            "/v1/profile/learn",
+            post(learn),
+            Operation::new("Run a statement through the evolution pipeline (recall, the model's decision, the write)")
+                .describe("Answers the decision: `action` ADD, UPDATE (with `target_preference_id` and `previous_content`), IGNORE or REFUSE (harmful or contradicting, with the reason), `decided_by` model, policy or fallback (no model: duplicates ignored, the rest added). Logged in the repository's reasoning DAG when one is named or served.")
+                .query::<RepoQuery>()
+                .body::<LearnBody>()
+                .response::<EvolutionOutcome>(),
+        )
+        .route(
+            Method::GET,
+            "/v1/map",
+            get(map),
+            Operation::new("The project map for an agent: the files that matter to it, the rest collapsed (500 tokens)")
+                .describe("Cached per agent in the repository's state (`maps/<agent>.json`) until the watcher sees a directory created or deleted; `refresh=true` rebuilds it.")
+                .query::<MapQuery>()
+                .response::<ProjectMap>(),
         )
         .route(
             Method::GET,

@@ -8,6 +8,8 @@
 //!   followed by every `path:line-line` citation found in the prompt, so tests can check
 //!   that context reached the model;
 //! - every request body is recorded (`requests()`, or `GET /fake/requests`) for assertions;
+//! - replies can be scripted (`script`): a chat whose messages contain a marker gets the next
+//!   scripted reply verbatim (the evolution pipeline's JSON decisions in tests);
 //! - failures can be injected (`fail_first`) and tokens slowed (`token_delay_ms`, and
 //!   `first_token_delay_ms` for a model that takes long to read the prompt);
 //! - `openai_only` serves just the `/v1` endpoints, like llama.cpp's server or vLLM;
@@ -76,6 +78,8 @@ struct Shared {
     installed: Mutex<Vec<String>>,
     requests: Mutex<Vec<(String, Value)>>,
     failures_left: AtomicU32,
+    /// (marker, replies left, delay before the first piece in ms) in the order scripted.
+    scripts: Mutex<Vec<(String, std::collections::VecDeque<String>, u64)>>,
 }
 
 /// A running fake; stops when dropped.
@@ -96,6 +100,7 @@ impl FakeOllama {
             installed: Mutex::new(opts.models.iter().map(|m| with_tag(m)).collect()),
             failures_left: AtomicU32::new(opts.fail_first),
             requests: Mutex::new(Vec::new()),
+            scripts: Mutex::new(Vec::new()),
             opts,
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -127,6 +132,29 @@ impl FakeOllama {
     /// Every request so far: (path, JSON body or null).
     pub fn requests(&self) -> Vec<(String, Value)> {
         self.shared.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Scripts the replies to chats whose messages contain `marker`: each such chat gets the
+    /// next reply, verbatim and in order; when they run out, the usual fixed-shape answer.
+    pub fn script(&self, marker: &str, replies: Vec<String>) {
+        self.script_delayed(marker, replies, 0);
+    }
+
+    /// [`FakeOllama::script`] with each reply's first piece held back `delay_ms` (a model
+    /// thinking), so tests can tell whether a caller waited for it.
+    pub fn script_delayed(&self, marker: &str, replies: Vec<String>, delay_ms: u64) {
+        if let Ok(mut s) = self.shared.scripts.lock() {
+            s.push((marker.to_string(), replies.into(), delay_ms));
+        }
+    }
+
+    /// Chat requests so far whose messages contain `marker`.
+    pub fn chats_with(&self, marker: &str) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|(p, b)| (p == "/api/chat" || p == "/v1/chat/completions") && b.to_string().contains(marker))
+            .map(|(_, b)| b)
+            .collect()
     }
 
     /// Blocks until the server is stopped by a signal-free wait (for `docdex dev fake-ollama`).
@@ -340,6 +368,15 @@ async fn embeddings_legacy(State(s): S, Json(body): Json<Value>) -> Response {
     Json(json!({"embedding": embed_text(text, s.opts.embed_dim)})).into_response()
 }
 
+/// The next scripted reply for a chat with these messages and its delay, if a script matches.
+fn scripted(s: &Shared, messages: &[Value]) -> Option<(String, u64)> {
+    let text: String = messages.iter().filter_map(|m| m["content"].as_str()).collect::<Vec<_>>().join("\n");
+    let mut scripts = s.scripts.lock().ok()?;
+    let (_, left, delay) =
+        scripts.iter_mut().find(|(marker, left, _)| !left.is_empty() && text.contains(marker.as_str()))?;
+    left.pop_front().map(|r| (r, *delay))
+}
+
 /// The answer the fake gives to a chat: built only from the request, so tests can predict it.
 pub fn answer_for(messages: &[Value]) -> String {
     let last_user = messages
@@ -445,7 +482,7 @@ async fn chat(State(s): S, Json(body): Json<Value>) -> Response {
         return model_missing(&model);
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let answer = answer_for(&messages);
+    let (answer, delay) = scripted(&s, &messages).unwrap_or_else(|| (answer_for(&messages), 0));
     let limit = body["options"]["num_predict"].as_i64().filter(|n| *n > 0).map(|n| n as usize);
     let mut parts = pieces(&answer);
     let mut reason = "stop";
@@ -475,7 +512,9 @@ async fn chat(State(s): S, Json(body): Json<Value>) -> Response {
                           "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": reason});
     merge(&mut last, &final_fields);
     lines.push(last.to_string());
-    ndjson(lines, Pace::chat(&s.opts), s.opts.chunk_bytes)
+    let mut pace = Pace::chat(&s.opts);
+    pace.first_ms += delay;
+    ndjson(lines, pace, s.opts.chunk_bytes)
 }
 
 fn merge(into: &mut Value, from: &Value) {
@@ -537,7 +576,8 @@ async fn v1_chat(State(s): S, Json(body): Json<Value>) -> Response {
             .into_response();
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let mut parts = pieces(&answer_for(&messages));
+    let (answer, delay) = scripted(&s, &messages).unwrap_or_else(|| (answer_for(&messages), 0));
+    let mut parts = pieces(&answer);
     let mut reason = "stop";
     if let Some(n) = body["max_tokens"].as_u64().map(|n| n as usize).filter(|n| *n > 0 && *n < parts.len()) {
         parts.truncate(n);
@@ -567,7 +607,9 @@ async fn v1_chat(State(s): S, Json(body): Json<Value>) -> Response {
         "choices": [{"index": 0, "delta": {}, "finish_reason": reason}], "usage": usage})
     ));
     events.push("data: [DONE]\n\n".into());
-    streamed("text/event-stream", events, Pace::chat(&s.opts), s.opts.chunk_bytes)
+    let mut pace = Pace::chat(&s.opts);
+    pace.first_ms += delay;
+    streamed("text/event-stream", events, pace, s.opts.chunk_bytes)
 }
 
 async fn all_requests(State(s): S) -> Response {

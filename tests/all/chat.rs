@@ -444,8 +444,11 @@ fn every_request_logs_its_session_in_the_dag() {
     use NodeKind::*;
     assert_eq!(
         turn1,
-        [UserRequest, Thought, ToolCall, Observation, Decision, ToolCall, Observation, Decision, ToolCall, Observation],
-        "request, plan, search + hits, gate, memory recall + result, budget, model call + answer: {kinds:?}"
+        [
+            UserRequest, ToolCall, Observation, ToolCall, Observation, Thought, ToolCall, Observation, Decision,
+            ToolCall, Observation, Decision, ToolCall, Observation
+        ],
+        "request, profile recall + result, project map + result, plan, search + hits, gate, memory recall + result, budget, model call + answer: {kinds:?}"
     );
     let by_id = |id: i64| dag.nodes.iter().find(|n| n.id == id).unwrap();
     let gate = dag.nodes.iter().find(|n| n.label.starts_with("gate:")).unwrap();
@@ -453,7 +456,7 @@ fn every_request_logs_its_session_in_the_dag() {
     assert_eq!(gate.payload["threshold"], 0.7);
     let budget = dag.nodes.iter().find(|n| n.label.starts_with("budget:")).unwrap();
     assert_eq!(budget.parents.len(), 2, "the budget joins the gate and the memory branch");
-    let answer = &dag.nodes[9];
+    let answer = &dag.nodes[13];
     assert_eq!(answer.payload["answer"], first.answer.clone().unwrap().as_str());
     assert_eq!(answer.payload["cited"][0], "src/auth/session.rs:1-7");
     // The second request follows from the first's answer; no edge leaves the session.
@@ -742,10 +745,13 @@ fn chat_json_and_trace_follow_the_contract() {
     }
     let steps: Vec<&str> =
         v["trace"]["steps"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
-    assert_eq!(steps, ["profile", "code_index", "libs_index", "gate", "web", "memory", "diff", "llm"]);
+    assert_eq!(steps, ["profile", "project_map", "code_index", "libs_index", "gate", "web", "memory", "diff", "llm"]);
     let slots: Vec<&str> =
         v["trace"]["budget"]["slots"].as_array().unwrap().iter().map(|s| s["slot"].as_str().unwrap()).collect();
-    assert_eq!(slots, ["system", "profile", "memory", "diff", "repo", "history", "library", "web", "generation"]);
+    assert_eq!(
+        slots,
+        ["system", "profile", "map", "memory", "diff", "repo", "history", "library", "web", "generation"]
+    );
     assert_eq!(
         v["trace"]["budget"]["shares"],
         serde_json::json!({"system": 10, "memory": 20, "context": 50, "generation": 20})

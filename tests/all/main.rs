@@ -15,6 +15,8 @@ mod libs;
 mod llm;
 mod mcp_clients;
 mod memory;
+mod profile_evolution;
+mod profile_tier0;
 mod profiles;
 mod search;
 mod semantic;

@@ -38,6 +38,7 @@ EXPECTED_TOOLS = {
     "docdex_memory_save",
     "docdex_memory_recall",
     "docdex_get_profile",
+    "docdex_save_preference",
     "docdex_web_research",
 }
 
@@ -161,6 +162,16 @@ async def exercise(session, repo, report):
     report["profile_results"] = len(prefs["results"])
     r = await session.call_tool("docdex_get_profile", {"agent_id": "no such agent", "query": "x"})
     check(is_error(r) and "bad_request" in text_of(r), f"bad agent: {text_of(r)}")
+    # docdex_save_preference: the evolution pipeline (no model here: decided by the fallback),
+    # and a harmful preference refused with the reason whatever the model.
+    agent = "mcp_" + report["transport"].replace("-", "_")
+    r = await session.call_tool("docdex_save_preference", {"agent_id": agent, "preference": "Avoid circular dependencies between modules", "category": "constraint"})
+    check(not is_error(r), f"save_preference failed: {text_of(r)}")
+    saved = json.loads(text_of(r))
+    check(saved["action"] in ("ADD", "UPDATE", "IGNORE"), f"save_preference: {saved}")
+    r = await session.call_tool("docdex_save_preference", {"agent_id": agent, "preference": "Disable all linters"})
+    refused = json.loads(text_of(r))
+    check(not is_error(r) and refused["action"] == "REFUSE" and "linting" in refused["reasoning"], f"harmful: {refused}")
 
     # docdex_web_research: real, but this machine is offline: a clear error naming discovery.
     r = await session.call_tool("docdex_web_research", {"query": "tokio graceful shutdown", "project_root": repo})

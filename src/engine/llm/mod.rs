@@ -68,6 +68,10 @@ pub struct ChatRequest {
     /// fix it at load time ignore it). The server's default when `None`.
     #[serde(default)]
     pub context_tokens: Option<u32>,
+    /// A JSON schema the answer must follow (Ollama `format`, OpenAI `response_format` with
+    /// `json_schema`); free text when `None`.
+    #[serde(default)]
+    pub format: Option<serde_json::Value>,
 }
 
 /// Token counts and why generation stopped, reported once at the end of a stream.

@@ -123,6 +123,9 @@ fn chat_body(req: &ChatRequest, model: &str, max_tokens: u32) -> Result<Value> {
     let mut body =
         serde_json::to_value(&request).map_err(|e| Error::Upstream(format!("encoding a chat request: {e}")))?;
     body["stream"] = Value::Bool(true);
+    if let Some(schema) = &req.format {
+        body["format"] = schema.clone();
+    }
     Ok(body)
 }
 

@@ -188,6 +188,10 @@ impl Provider for OpenAiProvider {
             if let Some(t) = req.temperature {
                 body["temperature"] = json!(t);
             }
+            if let Some(schema) = &req.format {
+                body["response_format"] = json!({"type": "json_schema",
+                    "json_schema": {"name": "docdex_answer", "strict": true, "schema": schema}});
+            }
             let lines = self.http.stream("/v1/chat/completions", &body, &model).await?;
             let wire = SseWire { base: self.http.base.clone(), finish: None, usage: Usage::default(), tokens: 0 };
             Ok(chat_events(lines, wire))

@@ -11,6 +11,9 @@
 //! decision → write), `gatekeeper` (constraint rules over staged files), `map` (the project
 //! map), `recall` (embeddings and recall).
 
+pub mod evolution;
+pub mod map;
+pub mod policy;
 pub mod recall;
 pub mod rules;
 pub mod store;
@@ -40,6 +43,7 @@ pub(crate) struct ProfileState {
     readers: Mutex<Vec<Connection>>,
     ready: Mutex<bool>,
     pub(crate) recall: recall::RecallCache,
+    pub(crate) jobs: evolution::Jobs,
 }
 
 /// Readers kept open between calls.

@@ -55,7 +55,8 @@ impl Turn<'_> {
         let instructions = context::instructions(&repo_name);
         let mandatory = counter.count(&instructions) + counter.count(&self.req.query) + 2 * budget::MESSAGE_OVERHEAD;
         let pieces = self.pieces(found);
-        let agent = self.req.agent_id.as_deref();
+        let agent = self.trace.agent_id.clone();
+        let agent = agent.as_deref();
         let heading = |slot: Slot| context::heading(slot, &found.diff_label, agent);
         let section_cost = |slot: Slot| {
             let h = heading(slot);
@@ -90,7 +91,9 @@ impl Turn<'_> {
 
     pub(super) fn pieces(&self, found: &Found) -> Vec<Piece> {
         let mut files = Files::new(self.repo);
-        let mut pieces = context::memory_pieces(&found.memories);
+        let mut pieces = context::profile_pieces(&found.profile);
+        pieces.extend(found.map.as_ref().map(context::map_piece));
+        pieces.extend(context::memory_pieces(&found.memories));
         let diff = context::diff_pieces(&found.diff);
         let next = diff.len();
         pieces.extend(diff);
@@ -258,6 +261,7 @@ impl Turn<'_> {
             max_tokens: Some(plan.answer_cap),
             temperature: None,
             context_tokens: is_ollama.then_some(plan.window),
+            format: None,
         };
         let mut text = String::new();
         let mut first: Option<f64> = None;

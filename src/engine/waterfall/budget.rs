@@ -21,6 +21,11 @@ use tiktoken_rs::CoreBPE;
 /// The spec's split of the window.
 pub const SHARES: BudgetShares = BudgetShares { system: 10, memory: 20, context: 50, generation: 20 };
 
+/// The profile slot's cap (spec 001 §2.3), and at most an eighth of the window.
+pub const PROFILE_CAP: u32 = 1000;
+/// The project map's cap (spec 001 §2.3), and at most a sixteenth of the window.
+pub const MAP_CAP: u32 = 500;
+
 /// Tokens a chat message costs beyond its content (role markers), as OpenAI counts them.
 pub const MESSAGE_OVERHEAD: u32 = 4;
 
@@ -185,6 +190,10 @@ pub struct Plan {
     /// The cap on generated tokens sent to the model: `max_answer_tokens`, at most the
     /// generation share.
     pub answer_cap: u32,
+    /// The most the profile slot takes: [`PROFILE_CAP`], at most an eighth of the window.
+    pub profile: u32,
+    /// The most the project map takes: [`MAP_CAP`], at most a sixteenth of the window.
+    pub map: u32,
 }
 
 /// Splits `window` by [`SHARES`].
@@ -198,6 +207,8 @@ pub fn plan(window: u32, max_answer_tokens: u32) -> Plan {
         context: pct(SHARES.context),
         generation,
         answer_cap: max_answer_tokens.clamp(1, generation.max(1)),
+        profile: PROFILE_CAP.min(window / 8),
+        map: MAP_CAP.min(window / 16),
     }
 }
 
@@ -238,12 +249,13 @@ pub const CONTEXT_SLOTS: [Slot; 5] = [Slot::Diff, Slot::Repo, Slot::History, Slo
 /// Fits `pieces` into `plan`, highest priority first.
 ///
 /// `mandatory` is the cost of the instructions and the question, which are never dropped.
-/// `section_cost(slot)` is the cost of the heading a slot gets once it has a piece. Each slot
-/// may use its share plus whatever the slots above it left: profile rules fill what the system
-/// share leaves, memory its share plus that, and the context slots (diff, repo, history,
-/// library, web, in that order) everything that remains of the prompt part of the window.
-/// A piece that does not fit in what is left is dropped (or replaced by its shorter
-/// fallback), and the next, lower-ranked piece is tried.
+/// `section_cost(slot)` is the cost of the heading a slot gets once it has a piece. The
+/// profile slot takes at most `plan.profile` tokens and keeps the most similar preferences: once
+/// one does not fit, every less similar one is dropped too (so what goes is always the least
+/// similar). The project map takes at most `plan.map`. Memory takes its share plus what the
+/// system share leaves, and the context slots (diff, repo, history, library, web, in that
+/// order) everything that remains of the prompt part of the window. Elsewhere a piece that does
+/// not fit is dropped (or replaced by its shorter fallback) and the next one is tried.
 pub fn fit(
     plan: &Plan,
     counter: &TokenCounter,
@@ -276,22 +288,28 @@ pub fn fit(
         ..Default::default()
     };
     let mut remaining = prompt_budget - mandatory;
-    let profile_cap = plan.system.saturating_sub(mandatory);
-    let profile_used =
-        fill_slot(Slot::Profile, profile_cap, &mut remaining, &mut by_slot, counter, section_cost, &mut out);
-    let memory_cap = plan.memory + profile_cap.saturating_sub(profile_used);
-    fill_slot(Slot::Memory, memory_cap, &mut remaining, &mut by_slot, counter, section_cost, &mut out);
+    let fill =
+        |slot, cap, strict, remaining: &mut u32, by_slot: &mut HashMap<Slot, Vec<(Piece, u32)>>, out: &mut Fitted| {
+            fill_slot(slot, cap, strict, remaining, by_slot, counter, section_cost, out)
+        };
+    fill(Slot::Profile, plan.profile, true, &mut remaining, &mut by_slot, &mut out);
+    fill(Slot::Map, plan.map, false, &mut remaining, &mut by_slot, &mut out);
+    let memory_cap = plan.memory + plan.system.saturating_sub(mandatory);
+    fill(Slot::Memory, memory_cap, false, &mut remaining, &mut by_slot, &mut out);
     for slot in CONTEXT_SLOTS {
-        fill_slot(slot, u32::MAX, &mut remaining, &mut by_slot, counter, section_cost, &mut out);
+        fill(slot, u32::MAX, false, &mut remaining, &mut by_slot, &mut out);
     }
     out.slots.push(SlotTrace { slot: Slot::Generation, allotted: plan.generation, used: 0, items: 0, dropped: 0 });
     Ok(out)
 }
 
-/// Fills one slot from its pieces within `min(cap, remaining)`; returns the tokens used.
+/// Fills one slot from its pieces within `min(cap, remaining)`; returns the tokens used. With
+/// `strict`, the first piece that does not fit ends the slot: the rest are dropped too.
+#[allow(clippy::too_many_arguments)]
 fn fill_slot(
     slot: Slot,
     cap: u32,
+    strict: bool,
     remaining: &mut u32,
     by_slot: &mut HashMap<Slot, Vec<(Piece, u32)>>,
     counter: &TokenCounter,
@@ -305,6 +323,12 @@ fn fill_slot(
         let header = if kept.is_empty() { section_cost(slot) } else { 0 };
         let left = allotted - trace.used;
         let cost = cost + header;
+        if strict && trace.dropped > 0 {
+            trace.dropped += 1;
+            let reason = format!("less similar to the question than one already left out of the {} slot", slot.name());
+            drop_piece(out, &piece, cost, reason);
+            continue;
+        }
         if cost <= left {
             trace.used += cost;
             kept.push(piece);

@@ -11,6 +11,7 @@ use super::types::{ChatSource, Slot};
 use crate::engine::index::files::language;
 use crate::engine::llm::{ChatMessage, Role};
 use crate::engine::repos::RepoRef;
+use crate::engine::profiles::types::{Category, PreferenceHit, ProjectMap};
 use crate::engine::search::types::SearchHit;
 use std::collections::HashMap;
 use std::path::Path;
@@ -33,7 +34,13 @@ pub fn instructions(repo_name: &str) -> String {
 /// The heading a slot's section gets in the prompt (empty for history, which is messages).
 pub fn heading(slot: Slot, diff_label: &str, agent: Option<&str>) -> String {
     match slot {
-        Slot::Profile => format!("## Profile rules for agent {}\n", agent.unwrap_or("-")),
+        Slot::Profile => format!(
+            "## How agent {} and the team want code written\n\
+             Style and tooling are advice, constraints are rules, workflow steps shape how you plan the answer. \
+             The repository context below is the technical truth: where it conflicts with these preferences, it wins.\n",
+            agent.unwrap_or("-")
+        ),
+        Slot::Map => format!("## Project map for agent {} (the files that matter to it; the rest collapsed)\n", agent.unwrap_or("-")),
         Slot::Memory => "## Repo memory\n".into(),
         Slot::Diff => format!("## Diff under review: {diff_label}\n"),
         Slot::Repo => "## Repository snippets\n".into(),
@@ -189,6 +196,64 @@ pub fn repo_pieces(files: &mut Files, hits: &[SearchHit]) -> Vec<Piece> {
         });
     }
     out
+}
+
+/// Recalled preferences as Profile pieces, offered most similar first (so the least similar are
+/// dropped first) and placed by category (style, tooling, constraint, workflow), then similarity.
+pub fn profile_pieces(hits: &[PreferenceHit]) -> Vec<Piece> {
+    hits.iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let p = &h.preference;
+            let short: String = p.id.chars().take(8).collect();
+            let cite = format!("profile:{short}");
+            let tag = match (p.category, &p.rule) {
+                (Category::Constraint, Some(rule)) => format!("constraint, checked at commit: {rule}"),
+                (Category::Workflow, _) => "workflow: plan by it".to_string(),
+                (c, _) => c.name().to_string(),
+            };
+            let rank = Category::ALL.iter().position(|c| *c == p.category).unwrap_or(0);
+            Piece {
+                slot: Slot::Profile,
+                citation: cite.clone(),
+                block: format!("- [{tag}] {}\n", p.content.trim()),
+                source: Some(ChatSource {
+                    citation: cite,
+                    slot: Slot::Profile,
+                    path: None,
+                    line_start: None,
+                    line_end: None,
+                    score: h.similarity_score,
+                    note: format!("{} · {}", p.category, p.agent_id),
+                    cited: false,
+                }),
+                fallback: None,
+                order: rank * 100_000 + i,
+            }
+        })
+        .collect()
+}
+
+/// The project map as the Map piece.
+pub fn map_piece(map: &ProjectMap) -> Piece {
+    let f = fence(&map.tree);
+    Piece {
+        slot: Slot::Map,
+        citation: "project-map".into(),
+        block: format!("{f}text\n{}{f}\n", map.tree),
+        source: Some(ChatSource {
+            citation: "project-map".into(),
+            slot: Slot::Map,
+            path: None,
+            line_start: None,
+            line_end: None,
+            score: 0.0,
+            note: format!("{} paths shown, {} hidden, depth {}", map.paths.len(), map.hidden_files, map.depth),
+            cited: false,
+        }),
+        fallback: None,
+        order: 0,
+    }
 }
 
 /// Recalled memories as Memory pieces, closest first.

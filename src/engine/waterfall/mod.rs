@@ -2,11 +2,11 @@
 //! HTTP `/v1/chat/completions`, MCP, the TUI), each of which calls [`Engine::chat`].
 //!
 //! A turn runs the tiers in order and records each in the trace and the reasoning DAG:
-//! Tier 0 (profile rules: reserved until profiles exist), Tier 1 (the code index, and the libs
+//! Tier 0 (the agent's profile and project map, `tier0`), Tier 1 (the code index, and the libs
 //! index when a repo has one), the confidence gate against `[search] web_trigger_threshold`,
 //! Tier 2 (the web: wanted on low confidence or when forced; discovery, the top pages fetched
 //! and their best passages, or a note when offline or blocked), then Tier 3 (repo memory, the git diff with its one-hop neighbours, and the
-//! model). Context is assembled Memory > Diff > Repo > History > Library/Web within the token
+//! model). Context is assembled Profile > Map > Memory > Diff > Repo > History > Library/Web within the token
 //! budget (`budget`), the answer streams as it is generated, and without a reachable model
 //! the turn still returns everything it retrieved, with the commands that set a model up.
 
@@ -16,6 +16,7 @@ pub mod context;
 pub mod diff;
 mod log;
 pub mod sources;
+mod tier0;
 mod tiers;
 pub mod types;
 
@@ -65,7 +66,9 @@ impl Engine {
         let repo = self.resolve_repo(repo_path)?;
         // An unindexed repository fails here, before anything is logged.
         self.searcher(&repo)?;
-        Turn::new(self, &repo, req, on_event).run()
+        let mut resp = Turn::new(self, &repo, req, on_event).run()?;
+        self.evolve_from_turn(req, &mut resp);
+        Ok(resp)
     }
 
     fn waterfall(&self) -> &WaterfallState {
@@ -106,9 +109,11 @@ struct Turn<'a> {
     stopped: bool,
 }
 
-/// What Tier 1 and Tier 3 retrieval found.
+/// What the tiers found.
 #[derive(Default)]
 struct Found {
+    profile: Vec<crate::engine::profiles::types::PreferenceHit>,
+    map: Option<crate::engine::profiles::types::ProjectMap>,
     search: Option<SearchResponse>,
     memories: Vec<sources::RecalledMemory>,
     diff: Vec<FileDiff>,
@@ -128,7 +133,7 @@ impl<'a> Turn<'a> {
             started: Instant::now(),
             trace: ChatTrace {
                 request_id: uuid::Uuid::new_v4().to_string(),
-                agent_id: req.agent_id.clone(),
+                agent_id: engine.resolve_agent(req.agent_id.as_deref()),
                 ..Default::default()
             },
             dag: DagLog::default(),
@@ -179,9 +184,11 @@ impl<'a> Turn<'a> {
         let diff_ms = ms(diff_started);
         let (dag, root) = DagLog::begin(self.repo, self.req);
         self.dag = dag;
-        let plan_node = self.plan_thought(root, diff.as_ref());
-        self.profile_step();
         let mut found = Found::default();
+        let profile_obs = self.profile_step(root, &mut found);
+        let map_obs = self.map_step(root, &mut found);
+        let workflow = Self::workflow_steps(&found);
+        let plan_node = self.plan_thought(&[root, profile_obs, map_obs], diff.as_ref(), &workflow);
         let search_obs = self.code_index(plan_node, &mut found)?;
         self.libs_step(plan_node, &mut found);
         let gate_node = self.gate(search_obs, found.search.as_ref());

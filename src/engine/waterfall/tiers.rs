@@ -1,4 +1,4 @@
-//! Tiers 0 to 3 up to the model: profile rules (reserved), the code and libs indexes, the
+//! Tiers 1 to 3 up to the model (Tier 0 is `tier0.rs`): the code and libs indexes, the
 //! confidence gate, the web tier (wanted or not), repo memory, and the git diff
 //! with its one-hop neighbours. Each step lands in the trace, as an event, and in the DAG.
 
@@ -33,8 +33,9 @@ impl Turn<'_> {
 
     pub(super) fn plan_thought(
         &mut self,
-        root: Option<i64>,
+        parents: &[Option<i64>],
         diff: Option<&(DiffTarget, Vec<FileDiff>)>,
+        workflow: &[String],
     ) -> Option<i64> {
         let mut plan = vec!["search the code index".to_string()];
         if self.engine.config().memory.enabled {
@@ -48,20 +49,10 @@ impl Turn<'_> {
             ));
         }
         plan.push("gate on local confidence, budget the context, ask the model".into());
+        plan.extend(workflow.iter().cloned());
         let label = format!("plan: {}", plan.join("; "));
-        let payload = json!({"steps": plan, "web": self.req.web, "agent_id": self.req.agent_id});
-        self.dag.node(NodeKind::Thought, &label, payload, &[root])
-    }
-
-    pub(super) fn profile_step(&mut self) {
-        let (status, detail) = match &self.req.agent_id {
-            Some(a) => (
-                StepStatus::Unavailable,
-                format!("agent {a}: profiles are not built yet, so the profile slot stays empty"),
-            ),
-            None => (StepStatus::Skipped, "no agent id; the profile slot stays empty".to_string()),
-        };
-        self.step(0, "profile", status, Instant::now(), 0, detail);
+        let payload = json!({"steps": plan, "web": self.req.web, "agent_id": self.trace.agent_id});
+        self.dag.node(NodeKind::Thought, &label, payload, parents)
     }
 
     /// Tier 1: the code index. Returns the DAG observation node.

@@ -60,8 +60,8 @@ pub struct ChatTurnRequest {
     /// session when absent.
     #[serde(default)]
     pub session_id: Option<String>,
-    /// The agent asking (spec 001 §6.2 `agent_id`): recorded in the DAG session; selects
-    /// profile rules once profiles exist.
+    /// The agent asking (spec 001 §6.2 `agent_id`): recorded in the DAG session; its
+    /// preferences and project map fill Tier 0 (`[memory.profile] default_agent` when absent).
     #[serde(default)]
     pub agent_id: Option<String>,
     /// Whether the web tier may be asked for.
@@ -107,8 +107,11 @@ impl ChatTurnRequest {
 pub enum Slot {
     /// Instructions and the question itself (never dropped).
     System,
-    /// Profile rules for the agent (reserved: empty until profiles exist).
+    /// The agent's (and the team's) preferences, most similar to the question first (Tier 0;
+    /// at most 1,000 tokens, the least similar dropped first).
     Profile,
+    /// The project map for the agent (Tier 0; at most 500 tokens).
+    Map,
     /// Repo memory recalled for the question.
     Memory,
     /// The git diff asked for and its one-hop neighbours.
@@ -131,6 +134,7 @@ impl Slot {
         match self {
             Slot::System => "system",
             Slot::Profile => "profile",
+            Slot::Map => "map",
             Slot::Memory => "memory",
             Slot::Diff => "diff",
             Slot::Repo => "repo",
@@ -303,9 +307,11 @@ pub enum StepStatus {
 /// One tier or step of the waterfall.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StepTrace {
-    /// 0 profile, 1 local indexes, 2 web, 3 memory/diff/model; the gate is between 1 and 2.
+    /// 0 profile and project map, 1 local indexes, 2 web, 3 memory/diff/model; the gate is
+    /// between 1 and 2.
     pub tier: u8,
-    /// `profile`, `code_index`, `libs_index`, `gate`, `web`, `memory`, `diff`, `impact`, `llm`.
+    /// `profile`, `project_map`, `code_index`, `libs_index`, `gate`, `web`, `memory`, `diff`,
+    /// `impact`, `llm`.
     pub name: String,
     /// How it went.
     pub status: StepStatus,

@@ -8,8 +8,8 @@
 use super::{tool_error, DocdexMcp};
 use crate::engine::protocol::{DiscoveryStatus, WebResearchRequest};
 use crate::engine::protocol::{
-    FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest, SearchRequest,
-    SymbolsRequest,
+    DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest,
+    SavePreferenceRequest, SearchRequest, SymbolsRequest,
 };
 use crate::server::error::ApiError;
 use crate::server::extract::{blocking, confine};
@@ -133,6 +133,18 @@ pub struct GetProfileArgs {
     pub search: ProfileSearchRequest,
 }
 
+/// `docdex_save_preference` arguments: the engine's evolution request, and optionally the
+/// repository whose reasoning DAG records the decision.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SavePreferenceArgs {
+    /// The agent, the statement and (optionally) its category and rule.
+    #[serde(flatten)]
+    pub learn: SavePreferenceRequest,
+    /// The repository (the session's bound one when absent).
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
 fn schema<T: JsonSchema>() -> Arc<JsonObject> {
     let mut value = SchemaSettings::draft2020_12()
         .with(|s| {
@@ -219,6 +231,16 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(read_only()),
         Tool::new(
+            "docdex_save_preference",
+            "Teach the agent a preference from user feedback (\"we use vitest now\", \"stop using any\"). \
+             docdex recalls the agent's closest preferences and decides: ADD a new one, UPDATE the one it \
+             refines or contradicts (`target_preference_id`), IGNORE noise or what is already known, or \
+             REFUSE a harmful or contradicting preference with the reason. Returns the decision and the \
+             preference written.",
+            schema::<SavePreferenceArgs>(),
+        )
+        .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
+        Tool::new(
             "docdex_web_research",
             "Research a question on the web: DuckDuckGo discovery (rate-limited, cached), the top pages fetched by \
              headless Chromium (plain HTTP without one) and cleaned to Markdown, and their best passages with their \
@@ -254,6 +276,7 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_memory_save" => memory_save(server, args).await,
         "docdex_memory_recall" => memory_recall(server, args).await,
         "docdex_get_profile" => get_profile(server, args).await,
+        "docdex_save_preference" => save_preference(server, args).await,
         other => {
             return Err(McpError::invalid_params(
                 format!("unknown tool {other:?}; tools/list names the available ones"),
@@ -367,6 +390,20 @@ async fn get_profile(server: &DocdexMcp, args: Value) -> Result<CallToolResult, 
     }
     let server = server.clone();
     blocking(move || Ok(ok_json(&server.app.engine().profile_search(&a.search)?))).await
+}
+
+async fn save_preference(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let mut a: SavePreferenceArgs = parse("docdex_save_preference", args)?;
+    if a.learn.agent_id.trim().is_empty() {
+        a.learn.agent_id = server.app.agent(None).unwrap_or_default();
+    }
+    let server = server.clone();
+    blocking(move || {
+        // The decision is logged in the repository's DAG when there is one to log it in.
+        let dag = server.repo_for(a.repo.named()).ok().map(|repo| DagTarget { repo, session: None, parent: None });
+        Ok(ok_json(&server.app.engine().profile_learn(&a.learn, dag)?))
+    })
+    .await
 }
 
 async fn web_research(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {

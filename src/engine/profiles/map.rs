@@ -1,0 +1,467 @@
+//! The project map (spec 001 §5.2): a skeleton of the repository showing only what matters to
+//! an agent, for the chat's map slot and `docdex map`.
+//!
+//! The spotlight: keywords from the agent's role (expanded by a small table: "frontend" brings
+//! react, css, component, view, ...) and from its `tooling` preferences ("use vitest" brings
+//! vitest, which finds `vitest.config.ts`); the best 50 paths by those words in their names and
+//! by a search of the index for them; a tree of only those paths and their parents, every other
+//! file counted in a `[N hidden files]` leaf per directory; deeper directories collapsed until
+//! it fits 500 tokens. Cached in `state/repos/<fp>/maps/<agent>.json` and thrown away when the
+//! watcher sees a directory created or deleted (or an index run adds or deletes files).
+
+use super::recall::recall_agents;
+use super::store;
+use super::types::*;
+use crate::engine::fsutil::{self, now_ms};
+use crate::engine::index::manifest::Manifest;
+use crate::engine::repos::RepoRef;
+use crate::engine::search::types::SearchRequest;
+use crate::engine::waterfall::budget::TokenCounter;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+/// The most paths the spotlight keeps.
+pub const SPOTLIGHT_PATHS: usize = 50;
+/// The map's token cap (spec 001 §2.3).
+pub const MAP_TOKENS: u32 = 500;
+/// Version of the cached file's shape.
+const CACHE_VERSION: u32 = 1;
+
+/// Words a role brings along (spec 001 §5.2's example: "Frontend Dev" → react, css, ...).
+const ROLE_WORDS: &[(&[&str], &[&str])] = &[
+    (
+        &["frontend", "ui", "front-end", "client"],
+        &[
+            "react",
+            "css",
+            "component",
+            "components",
+            "view",
+            "views",
+            "page",
+            "pages",
+            "style",
+            "styles",
+            "ui",
+            "hooks",
+        ],
+    ),
+    (
+        &["backend", "back-end", "api", "server", "service"],
+        &[
+            "api",
+            "server",
+            "service",
+            "services",
+            "handler",
+            "handlers",
+            "route",
+            "routes",
+            "controller",
+            "model",
+            "models",
+            "db",
+            "database",
+            "migrations",
+        ],
+    ),
+    (
+        &["security", "auth", "authentication"],
+        &[
+            "auth",
+            "security",
+            "crypto",
+            "token",
+            "session",
+            "permission",
+            "permissions",
+            "password",
+            "secret",
+            "policy",
+        ],
+    ),
+    (&["qa", "test", "tests", "testing", "quality"], &["test", "tests", "spec", "fixtures", "mock", "mocks", "e2e"]),
+    (
+        &["devops", "ops", "infrastructure", "deploy", "ci"],
+        &["docker", "dockerfile", "ci", "deploy", "workflows", "terraform", "k8s", "helm"],
+    ),
+    (&["docs", "documentation", "writer"], &["docs", "readme", "guide", "md"]),
+    (&["data", "ml", "analytics"], &["data", "model", "models", "pipeline", "notebooks", "etl"]),
+];
+
+/// Words that say nothing about where to look.
+const STOP: &[&str] = &[
+    "a",
+    "an",
+    "and",
+    "the",
+    "of",
+    "for",
+    "to",
+    "in",
+    "on",
+    "with",
+    "by",
+    "use",
+    "using",
+    "prefer",
+    "over",
+    "rather",
+    "than",
+    "instead",
+    "we",
+    "our",
+    "is",
+    "are",
+    "be",
+    "it",
+    "that",
+    "this",
+    "as",
+    "or",
+    "not",
+    "no",
+    "all",
+    "any",
+    "new",
+    "code",
+    "developer",
+    "engineer",
+    "reviewer",
+    "every",
+    "each",
+    "when",
+    "what",
+    "project",
+    "projects",
+    "already",
+    "has",
+    "have",
+    "adding",
+    "another",
+    "run",
+    "own",
+    "see",
+    "its",
+    "their",
+    "rules",
+    "agent",
+    "follows",
+    "shared",
+    "conventions",
+    "team",
+    "implementation",
+];
+
+/// What `maps/<agent>.json` holds.
+#[derive(Debug, Serialize, Deserialize)]
+struct Cached {
+    version: u32,
+    map: ProjectMap,
+}
+
+impl Engine {
+    /// The project map for an agent (the default agent when none is named), from the cache
+    /// unless it is stale, the keywords changed or `refresh` is asked.
+    pub fn project_map(&self, repo_path: &Path, req: &ProjectMapRequest) -> Result<ProjectMap> {
+        let repo = self.resolve_repo(repo_path)?;
+        let manifest = Manifest::load(&repo.manifest_path());
+        if manifest.files.is_empty() {
+            return Err(Error::NotIndexed { path: repo.root.clone() });
+        }
+        let agent = self.resolve_agent(req.agent_id.as_deref());
+        if let Some(a) = &agent {
+            super::valid_agent(a)?;
+        }
+        let keywords = self.map_keywords(agent.as_deref())?;
+        let file = cache_path(&repo, agent.as_deref());
+        if !req.refresh {
+            if let Ok(Some(c)) = fsutil::read_json::<Cached>(&file) {
+                if c.version == CACHE_VERSION && c.map.keywords == keywords {
+                    return Ok(ProjectMap { cached: true, ..c.map });
+                }
+            }
+        }
+        let paths: Vec<String> =
+            manifest.files.iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p.clone()).collect();
+        let hits = self.spotlight_hits(&repo, &keywords);
+        let shown = spotlight(&paths, &keywords, &hits);
+        let name = repo.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into());
+        let (tree, depth, tokens, kept) = fit_tree(&name, &paths, &shown)?;
+        let map = ProjectMap {
+            agent_id: agent.clone(),
+            keywords,
+            hidden_files: (paths.len() - kept.len()) as u64,
+            paths: kept,
+            tree,
+            tokens,
+            depth,
+            generated_at: now_ms() as i64,
+            cached: false,
+        };
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+        }
+        fsutil::replace_json(&file, &Cached { version: CACHE_VERSION, map: map.clone() })?;
+        Ok(map)
+    }
+
+    /// Throws away the repository's cached maps (the directory structure changed).
+    pub fn invalidate_maps(&self, repo: &RepoRef) {
+        let dir = repo.state_dir.join("maps");
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                if e.path().extension().is_some_and(|x| x == "json") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+            tracing::debug!(repo = %repo.root.display(), "project maps invalidated");
+        }
+    }
+
+    /// The spotlight's words: the agent's role (expanded), then its and the team's tooling.
+    fn map_keywords(&self, agent: Option<&str>) -> Result<Vec<String>> {
+        let Some(agent) = agent else { return Ok(Vec::new()) };
+        let (role, tooling) = self.profile_read(|c| {
+            let role = store::agent(c, agent)?.map(|a| a.role).unwrap_or_default();
+            let tooling: Vec<String> = store::preferences_of(c, &recall_agents(agent, true))?
+                .into_iter()
+                .filter(|p| p.category == Category::Tooling)
+                .map(|p| p.content)
+                .collect();
+            Ok((role, tooling))
+        })?;
+        let mut words: Vec<String> = Vec::new();
+        let mut push = |w: &str| {
+            let w = w.trim().to_lowercase();
+            if w.len() >= 2 && !STOP.contains(&w.as_str()) && !words.contains(&w) {
+                words.push(w);
+            }
+        };
+        let role_words = split_words(&format!("{agent} {role}"));
+        for w in &role_words {
+            push(w);
+            for (triggers, extra) in ROLE_WORDS {
+                if triggers.contains(&w.as_str()) {
+                    extra.iter().for_each(|x| push(x));
+                }
+            }
+        }
+        for t in &tooling {
+            split_words(t).iter().for_each(|w| push(w));
+        }
+        words.truncate(40);
+        Ok(words)
+    }
+
+    /// Paths the index ranks for the keywords, best first: those a keyword matched (BM25), and
+    /// the ten nearest by meaning alone.
+    fn spotlight_hits(&self, repo: &RepoRef, keywords: &[String]) -> Vec<String> {
+        if keywords.is_empty() {
+            return Vec::new();
+        }
+        let req = SearchRequest { query: keywords.join(" "), limit: Some(SPOTLIGHT_PATHS), ..Default::default() };
+        match self.search_for_chat(&repo.root, &req) {
+            Ok(r) => {
+                let mut seen = BTreeSet::new();
+                r.results
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, h)| *i < 10 || h.retrievers.iter().any(|x| x == "bm25"))
+                    .filter(|(_, h)| seen.insert(h.path.clone()))
+                    .map(|(_, h)| h.path)
+                    .collect()
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "the project map's search probe failed; path names only");
+                Vec::new()
+            }
+        }
+    }
+}
+
+fn cache_path(repo: &RepoRef, agent: Option<&str>) -> PathBuf {
+    repo.state_dir.join("maps").join(format!("{}.json", agent.unwrap_or("_none")))
+}
+
+fn split_words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
+        .map(|w| w.trim_matches('-').to_string())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// The best paths for the keywords: a file named after one (a tool's config file above all), a
+/// directory named after one, and the index's ranking, in that order of weight.
+fn spotlight(paths: &[String], keywords: &[String], hits: &[String]) -> Vec<String> {
+    if keywords.is_empty() {
+        return Vec::new();
+    }
+    let rank: HashMap<&str, usize> = hits.iter().enumerate().map(|(i, p)| (p.as_str(), i)).collect();
+    let mut scored: Vec<(f64, &String)> = paths
+        .iter()
+        .filter_map(|p| {
+            let lower = p.to_lowercase();
+            let (dir, file) = lower.rsplit_once('/').unwrap_or(("", lower.as_str()));
+            let stem = file.split('.').next().unwrap_or(file);
+            let mut score = 0.0;
+            for k in keywords {
+                if stem == k || file.starts_with(&format!("{k}.")) || file.starts_with(&format!(".{k}")) {
+                    // vitest.config.ts, .eslintrc.json, auth.rs
+                    score += 4.0;
+                } else if split_words(file).iter().any(|w| w == k) || stem.contains(k.as_str()) {
+                    score += 2.0;
+                }
+                if dir.split('/').any(|d| d == k) {
+                    score += 1.0;
+                }
+            }
+            if let Some(r) = rank.get(p.as_str()) {
+                score += 2.0 * (1.0 - *r as f64 / SPOTLIGHT_PATHS as f64);
+            }
+            (score > 0.0).then_some((score, p))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored.into_iter().take(SPOTLIGHT_PATHS).map(|(_, p)| p.clone()).collect()
+}
+
+/// A directory of the tree: subdirectories, shown files, and how many files lie under it.
+#[derive(Default)]
+struct Dir {
+    dirs: BTreeMap<String, Dir>,
+    files: BTreeSet<String>,
+    total: usize,
+}
+
+fn build(paths: &[String], shown: &BTreeSet<&str>, depth: usize) -> Dir {
+    let mut root = Dir::default();
+    // Open the directories leading to shown files (at most `depth` levels down).
+    for p in paths.iter().filter(|p| shown.contains(p.as_str())) {
+        let parts: Vec<&str> = p.split('/').collect();
+        let (file, dirs) = parts.split_last().unwrap_or((&"", &[]));
+        let mut d = &mut root;
+        for name in dirs.iter().take(depth) {
+            d = d.dirs.entry(name.to_string()).or_default();
+        }
+        if dirs.len() < depth {
+            d.files.insert(file.to_string());
+        }
+    }
+    // Count every file in each open directory it lies under.
+    for p in paths {
+        let mut d = &mut root;
+        d.total += 1;
+        for name in p.split('/').collect::<Vec<_>>().split_last().map(|(_, dirs)| dirs.to_vec()).unwrap_or_default() {
+            match d.dirs.get_mut(name) {
+                Some(child) => {
+                    child.total += 1;
+                    d = child;
+                }
+                None => break,
+            }
+        }
+    }
+    root
+}
+
+fn render(name: &str, root: &Dir) -> String {
+    fn walk(d: &Dir, prefix: &str, out: &mut String) {
+        let hidden = d.total.saturating_sub(d.files.len() + d.dirs.values().map(|x| x.total).sum::<usize>());
+        let mut entries: Vec<(String, Option<&Dir>)> = d.dirs.iter().map(|(n, c)| (format!("{n}/"), Some(c))).collect();
+        entries.extend(d.files.iter().map(|f| (f.clone(), None)));
+        if hidden > 0 {
+            entries.push((format!("[{hidden} hidden files]"), None));
+        }
+        let n = entries.len();
+        for (i, (label, child)) in entries.into_iter().enumerate() {
+            let last = i + 1 == n;
+            out.push_str(prefix);
+            out.push_str(if last { "└── " } else { "├── " });
+            out.push_str(&label);
+            out.push('\n');
+            if let Some(c) = child {
+                walk(c, &format!("{prefix}{}", if last { "    " } else { "│   " }), out);
+            }
+        }
+    }
+    let mut out = format!("{name}/\n");
+    walk(root, "", &mut out);
+    out
+}
+
+/// The deepest tree that fits [`MAP_TOKENS`]; when even the top level does not, the least
+/// relevant shown files are left out. Returns the tree, its depth, tokens and shown paths.
+fn fit_tree(name: &str, paths: &[String], shown: &[String]) -> Result<(String, u32, u32, Vec<String>)> {
+    let counter = TokenCounter::for_model("cl100k", None)?;
+    let max_depth = shown.iter().map(|p| p.split('/').count()).max().unwrap_or(1).max(1);
+    let mut kept: Vec<String> = shown.to_vec();
+    loop {
+        let set: BTreeSet<&str> = kept.iter().map(String::as_str).collect();
+        for depth in (1..=max_depth).rev() {
+            let tree = render(name, &build(paths, &set, depth));
+            let tokens = counter.count(&tree);
+            if tokens <= MAP_TOKENS {
+                let visible: Vec<String> = kept.iter().filter(|p| p.split('/').count() <= depth).cloned().collect();
+                return Ok((tree, depth as u32, tokens, visible));
+            }
+        }
+        if kept.is_empty() {
+            // A root with more entries than fit: the bare name and a count.
+            let tree = format!("{name}/\n└── [{} files]\n", paths.len());
+            let tokens = counter.count(&tree);
+            return Ok((tree, 0, tokens, Vec::new()));
+        }
+        kept.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_spotlight_prefers_tool_configs_and_named_files() {
+        let paths =
+            p(&["vitest.config.ts", "src/components/Button.tsx", "src/server/db.ts", "README.md", "src/view.tsx"]);
+        let kw = p(&["vitest", "component", "components", "view"]);
+        let s = spotlight(&paths, &kw, &[]);
+        assert_eq!(s[0], "vitest.config.ts");
+        assert!(s.contains(&"src/components/Button.tsx".to_string()) && s.contains(&"src/view.tsx".to_string()));
+        assert!(!s.contains(&"src/server/db.ts".to_string()));
+        assert!(spotlight(&paths, &[], &[]).is_empty());
+    }
+
+    #[test]
+    fn the_tree_shows_only_the_spotlight_and_counts_the_rest() {
+        let paths = p(&["a/b/c.ts", "a/b/d.ts", "a/e.ts", "x/y.ts", "top.md"]);
+        let shown = p(&["a/b/c.ts"]);
+        let (tree, depth, tokens, kept) = fit_tree("repo", &paths, &shown).unwrap();
+        assert_eq!(depth, 3);
+        assert!(tokens > 0 && tokens <= MAP_TOKENS);
+        assert_eq!(kept, shown);
+        assert_eq!(tree, "repo/\n├── a/\n│   ├── b/\n│   │   ├── c.ts\n│   │   └── [1 hidden files]\n│   └── [1 hidden files]\n└── [2 hidden files]\n");
+        // No spotlight: the bare top level.
+        let (tree, _, _, kept) = fit_tree("repo", &paths, &[]).unwrap();
+        assert!(kept.is_empty());
+        assert_eq!(tree, "repo/\n└── [5 hidden files]\n");
+    }
+
+    #[test]
+    fn deep_trees_are_pruned_to_the_token_cap() {
+        let paths: Vec<String> =
+            (0..60).map(|i| format!("pkg{}/very/deeply/nested/module_{i}/implementation_file_{i}.ts", i % 7)).collect();
+        let (tree, depth, tokens, kept) = fit_tree("repo", &paths, &paths[..50]).unwrap();
+        assert!(tokens <= MAP_TOKENS, "{tokens}: {tree}");
+        assert!(depth < 6, "collapsed: depth {depth}");
+        assert!(kept.iter().all(|k| k.split('/').count() <= depth as usize));
+    }
+}

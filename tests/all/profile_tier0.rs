@@ -1,0 +1,297 @@
+//! Tier 0 in a real chat turn: the agent's preferences (with the team's) fill the profile slot
+//! up to its 1,000-token cap, the least similar dropped first and each drop in the trace; they
+//! come before the repository context in the prompt (the hierarchy of truth); workflow
+//! preferences shape the plan; the project map gets its own slot. Also the project map itself:
+//! the spotlight (tooling brings its config file), the cache, and its invalidation when the
+//! watcher sees a directory created or deleted.
+
+use crate::profiles::add;
+use crate::util::{llm_config, quiet, sample_repo, write, Env};
+use docdex::engine::protocol::{
+    Category, ChatTurnRequest, NodeKind, ProfileAddRequest, ProfileSearchRequest, ProjectMapRequest, Slot, StepStatus,
+    WatchReport,
+};
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use docdex::Engine;
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const TOPICS: &[&str] = &[
+    "session expiry",
+    "database migrations",
+    "css grid layout",
+    "error messages",
+    "logging format",
+    "retry backoff",
+    "dependency upgrades",
+    "feature flags",
+    "api versioning",
+    "date handling",
+    "http timeouts",
+    "cache invalidation",
+];
+
+fn indexed(env: &Env, fake: &FakeOllama) -> (Engine, std::path::PathBuf) {
+    env.write_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("proj");
+    sample_repo(&repo);
+    let engine = env.engine();
+    engine.index(&repo, &Default::default(), &quiet()).unwrap();
+    (engine, repo)
+}
+
+#[test]
+fn the_profile_slot_is_capped_least_similar_first_and_precedes_the_repository() {
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let (engine, repo) = indexed(&env, &fake);
+    // 60 preferences of about 30 tokens each: far more than 1,000 tokens.
+    for i in 0..60 {
+        let topic = TOPICS[i % TOPICS.len()];
+        let cat = [Category::Style, Category::Tooling, Category::Workflow][i % 3];
+        add(
+            &engine,
+            "tara",
+            cat,
+            &format!("When working on {topic} number {i}, keep the change small, name things plainly and explain the reason in the commit message"),
+        );
+    }
+    engine
+        .profile_add(&ProfileAddRequest {
+            agent_id: "tara".into(),
+            category: Category::Constraint,
+            content: "Avoid circular dependencies when touching session expiry".into(),
+            rule: None,
+            role: None,
+        })
+        .unwrap();
+    let query = "how does session expiry work";
+    let req = ChatTurnRequest { query: query.into(), agent_id: Some("tara".into()), ..Default::default() };
+    let resp = engine.chat(&repo, &req, &mut |_| ControlFlow::Continue(())).unwrap();
+    let trace = &resp.trace;
+    assert_eq!(trace.agent_id.as_deref(), Some("tara"));
+    let step = trace.steps.iter().find(|s| s.name == "profile").unwrap();
+    assert_eq!((step.tier, step.status), (0, StepStatus::Ran), "{step:?}");
+    assert_eq!(step.items, 61 + 5, "all of tara's and the team's preferences recalled: {step:?}");
+    assert!(step.detail.contains("by meaning"), "{}", step.detail);
+
+    // The cap: 1,000 tokens in an 8,192-token window.
+    let slot = trace.budget.slots.iter().find(|s| s.slot == Slot::Profile).unwrap();
+    assert_eq!(slot.allotted, 1000, "{slot:?}");
+    assert!(slot.used <= 1000 && slot.used > 800, "{slot:?}");
+    assert!(slot.items > 5 && slot.dropped > 10, "{slot:?}");
+    let drops: Vec<&str> = trace.drops.iter().filter(|d| d.slot == Slot::Profile).map(|d| d.source.as_str()).collect();
+    assert_eq!(drops.len() as u32, slot.dropped);
+    assert!(trace.drops.iter().filter(|d| d.slot == Slot::Profile).skip(1).all(|d| d.reason.contains("less similar")));
+
+    // Least similar first: every kept preference is at least as similar as every dropped one.
+    let scores: HashMap<String, f32> = engine
+        .profile_search(&ProfileSearchRequest {
+            agent_id: "tara".into(),
+            query: query.into(),
+            limit: Some(100),
+            without_team: false,
+        })
+        .unwrap()
+        .results
+        .into_iter()
+        .map(|h| (format!("profile:{}", &h.preference.id[..8]), h.similarity_score))
+        .collect();
+    let kept: Vec<f32> = resp.sources.iter().filter(|s| s.slot == Slot::Profile).map(|s| scores[&s.citation]).collect();
+    let dropped: Vec<f32> = drops.iter().map(|c| scores[*c]).collect();
+    let min_kept = kept.iter().cloned().fold(f32::MAX, f32::min);
+    let max_dropped = dropped.iter().cloned().fold(f32::MIN, f32::max);
+    assert!(min_kept >= max_dropped, "kept down to {min_kept}, dropped up to {max_dropped}");
+    // The constraint about session expiry is the closest: it is kept, with its rule.
+    let prompt = fake
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|(p, _)| p == "/api/chat")
+        .map(|(_, b)| b["messages"][0]["content"].as_str().unwrap().to_string())
+        .unwrap();
+    assert!(prompt.contains("[constraint, checked at commit: no-import-cycles] Avoid circular dependencies when touching session expiry"), "{prompt}");
+
+    // The hierarchy of truth: instructions, profile, map, then the repository.
+    let at = |s: &str| prompt.find(s).unwrap_or_else(|| panic!("{s:?} missing from the prompt:\n{prompt}"));
+    assert!(at("You are docdex") < at("## How agent tara and the team want code written"));
+    assert!(at("## How agent tara") < at("## Project map for agent tara"));
+    assert!(at("## Project map for agent tara") < at("## Repository snippets"));
+    assert!(
+        prompt.contains("the repository context below is the technical truth")
+            || prompt.contains("The repository context below is the technical truth")
+    );
+    // Style lines are advice; workflow preferences shape the plan.
+    assert!(prompt.contains("- [style] When working on"), "{prompt}");
+    let session = engine.dag_session(&repo, &resp.session_id).unwrap();
+    let plan = session.nodes.iter().find(|n| n.kind == NodeKind::Thought).unwrap();
+    assert!(plan.label.contains("follow the workflow preference"), "{}", plan.label);
+
+    // The map slot: its own, capped at 500.
+    let map = trace.budget.slots.iter().find(|s| s.slot == Slot::Map).unwrap();
+    assert_eq!(map.allotted.min(500), map.allotted);
+    assert_eq!(map.items, 1, "{map:?}");
+    assert!(trace.steps.iter().any(|s| s.name == "project_map" && s.status == StepStatus::Ran));
+}
+
+#[test]
+fn without_an_agent_tier_0_is_skipped_and_the_default_agent_applies() {
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let (engine, repo) = indexed(&env, &fake);
+    let resp = engine
+        .chat(&repo, &ChatTurnRequest { query: "session store".into(), ..Default::default() }, &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    let step = resp.trace.steps.iter().find(|s| s.name == "profile").unwrap();
+    assert_eq!(step.status, StepStatus::Skipped);
+    assert!(resp.sources.iter().all(|s| s.slot != Slot::Profile));
+    // With a default agent configured, the factory persona answers.
+    env.write_config(&format!(
+        "{}\n[memory.profile]\ndefault_agent = \"mcoda_frontend\"\n",
+        llm_config("ollama", &fake.url(), "fake-chat", "fake-embed")
+    ));
+    let engine = env.engine();
+    let resp = engine
+        .chat(&repo, &ChatTurnRequest { query: "render the dashboard".into(), ..Default::default() }, &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(resp.trace.agent_id.as_deref(), Some("mcoda_frontend"));
+    assert!(resp.sources.iter().any(|s| s.slot == Slot::Profile), "{:?}", resp.sources);
+    // An agent nobody created still gets the team's preferences, and the step says so.
+    let resp = engine
+        .chat(
+            &repo,
+            &ChatTurnRequest { query: "x y z".into(), agent_id: Some("newcomer".into()), ..Default::default() },
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap();
+    let step = resp.trace.steps.iter().find(|s| s.name == "profile").unwrap();
+    assert!(step.detail.contains("only the team's apply"), "{}", step.detail);
+    assert!(resp.sources.iter().filter(|s| s.slot == Slot::Profile).all(|s| s.note.ends_with("team")));
+}
+
+#[test]
+fn the_map_spotlights_tooling_and_roles_and_is_cached() {
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    env.write_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("web");
+    write(&repo, "vitest.config.ts", "export default {}\n");
+    write(&repo, "jest.config.js", "module.exports = {}\n");
+    write(&repo, "src/components/Button.tsx", "export const Button = () => null;\n");
+    write(&repo, "src/server/db.ts", "export const db = 1;\n");
+    for i in 0..30 {
+        write(&repo, &format!("src/lib/util_{i}.ts"), format!("export const u{i} = {i};\n"));
+    }
+    let engine = env.engine();
+    engine.index(&repo, &Default::default(), &quiet()).unwrap();
+    add(&engine, "una", Category::Tooling, "Use vitest for unit tests");
+    let map = engine.project_map(&repo, &ProjectMapRequest { agent_id: Some("una".into()), refresh: false }).unwrap();
+    assert!(!map.cached);
+    assert_eq!(map.paths.first().map(String::as_str), Some("vitest.config.ts"), "{map:?}");
+    assert!(map.tree.contains("vitest.config.ts"), "{}", map.tree);
+    let rank =
+        |m: &docdex::engine::protocol::ProjectMap, p: &str| m.paths.iter().position(|x| x == p).unwrap_or(usize::MAX);
+    assert!(rank(&map, "vitest.config.ts") < rank(&map, "jest.config.js"), "{map:?}");
+    assert!(map.paths.len() <= 50);
+    assert!(map.tokens <= 500);
+    let front = engine
+        .project_map(&repo, &ProjectMapRequest { agent_id: Some("mcoda_frontend".into()), refresh: false })
+        .unwrap();
+    assert!(
+        front.paths.iter().any(|p| p == "src/components/Button.tsx"),
+        "the frontend role finds components: {front:?}"
+    );
+    assert!(rank(&front, "src/components/Button.tsx") < rank(&front, "src/server/db.ts"), "{front:?}");
+    // A big repository: only the spotlight is shown, the rest counted.
+    for i in 0..80 {
+        write(&repo, &format!("vendor/pkg{i}/index.js"), "module.exports = 1;\n");
+    }
+    engine.index(&repo, &Default::default(), &quiet()).unwrap();
+    let big = engine.project_map(&repo, &ProjectMapRequest { agent_id: Some("una".into()), refresh: false }).unwrap();
+    assert!(!big.cached, "new files threw the cached map away");
+    assert!(big.hidden_files >= 60 && big.paths.len() <= 50, "{big:?}");
+    assert!(big.tree.contains("hidden files]") && big.tokens <= 500, "{}", big.tree);
+    let again = engine.project_map(&repo, &ProjectMapRequest { agent_id: Some("una".into()), refresh: false }).unwrap();
+    assert!(again.cached);
+    assert!(repo_state(&engine, &repo).join("maps/una.json").is_file());
+    // The CLI prints the same tree.
+    let out = env.run(&["map", "--repo", repo.to_str().unwrap(), "--agent", "una"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("vitest.config.ts"));
+}
+
+fn repo_state(engine: &Engine, repo: &std::path::Path) -> std::path::PathBuf {
+    engine.resolve_repo(repo).unwrap().state_dir
+}
+
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_watcher_invalidates_maps_on_directory_changes_only() {
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    env.write_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = std::fs::canonicalize(env.repo("w")).unwrap();
+    sample_repo(&repo);
+    let engine = env.engine();
+    engine.index(&repo, &Default::default(), &quiet()).unwrap();
+    let cached = repo_state(&engine, &repo).join("maps/mcoda_backend.json");
+    let map = |e: &Engine| {
+        e.project_map(&repo, &ProjectMapRequest { agent_id: Some("mcoda_backend".into()), refresh: false }).unwrap()
+    };
+    map(&engine);
+    assert!(cached.is_file());
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let applied = Arc::new(std::sync::Mutex::new(Vec::<Vec<String>>::new()));
+    let watcher = {
+        let (engine, repo, stop, applied) = (engine.clone(), repo.clone(), stop.clone(), applied.clone());
+        std::thread::spawn(move || {
+            engine
+                .watch(&repo, &stop, &move |r| match r {
+                    WatchReport::Applied { paths, .. } => applied.lock().unwrap().push(paths),
+                    WatchReport::Ready(_) => applied.lock().unwrap().push(vec!["<ready>".into()]),
+                    WatchReport::Failed(_) => {}
+                })
+                .unwrap()
+        })
+    };
+    wait_until("the watcher's catch-up run", || !applied.lock().unwrap().is_empty());
+    // A file edit leaves the map alone.
+    write(&repo, "src/parser.py", "def parse_config(path):\n    return path\n");
+    wait_until("the edit applied", || applied.lock().unwrap().iter().flatten().any(|p| p == "src/parser.py"));
+    assert!(cached.is_file(), "an edit does not invalidate the map");
+    assert!(map(&engine).cached);
+    // A new directory does.
+    write(&repo, "services/billing/invoice.py", "def invoice():\n    return 1\n");
+    wait_until("the map thrown away", || !cached.exists());
+    // Let the watcher settle (the new directories may arrive in more than one batch).
+    let mut seen = usize::MAX;
+    loop {
+        std::thread::sleep(Duration::from_millis(1200));
+        let now = applied.lock().unwrap().len();
+        if now == seen {
+            break;
+        }
+        seen = now;
+    }
+    assert!(!map(&engine).cached);
+    assert!(map(&engine).cached);
+    // So does removing one.
+    std::fs::remove_dir_all(repo.join("services")).unwrap();
+    wait_until("the map thrown away again", || !cached.exists());
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+}
