@@ -263,8 +263,13 @@ impl Engine {
         if keywords.is_empty() {
             return Vec::new();
         }
-        let req = SearchRequest { query: keywords.join(" "), limit: Some(SPOTLIGHT_PATHS), ..Default::default() };
-        match self.search_for_chat(&repo.root, &req) {
+        let req = SearchRequest {
+            query: keywords.join(" "),
+            limit: Some(SPOTLIGHT_PATHS),
+            for_chat: true,
+            ..Default::default()
+        };
+        match self.search(&repo.root, &req) {
             Ok(r) => {
                 let mut seen = BTreeSet::new();
                 r.results
