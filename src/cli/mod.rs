@@ -8,6 +8,7 @@ mod check;
 mod code;
 mod dag;
 mod eval;
+mod hook;
 mod impact;
 mod libs;
 mod llm;
@@ -205,6 +206,9 @@ enum Command {
     /// The project map: the files that matter to an agent (its role and tooling), the rest
     /// collapsed, within 500 tokens (what chat puts in its map slot).
     Map(profile::MapArgs),
+    /// The semantic gatekeeper's git hook: `pre-commit` checks the staged files against the
+    /// constraints' rules on the running server (fails open when none answers); `install`, `uninstall`.
+    Hook(hook::HookArgs),
     /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
     Bench(bench::BenchArgs),
     /// Measure the code pass's indexing cost against a plain index and the bare Tree-sitter parse.
@@ -241,6 +245,8 @@ enum Command {
         #[command(subcommand)]
         action: libs::LibsCommand,
     },
+    /// Measure profile memory: the pre-commit gatekeeper's endpoint and Tier 0 recall (docs/PERFORMANCE.md).
+    BenchProfile(bench::profile::BenchProfileArgs),
     /// Developer tools for tests and demos (debug builds, or `--features test-support`).
     #[cfg(any(debug_assertions, feature = "test-support"))]
     #[command(hide = true, subcommand)]
@@ -386,6 +392,7 @@ impl Cli {
             Some(Command::Memory { action }) => action.json(),
             Some(Command::Profile(a)) => a.json(),
             Some(Command::Map(a)) => a.json,
+            Some(Command::Hook(a)) => a.json(),
             Some(Command::Repo { action: RepoAction::List { json } }) => *json,
             Some(Command::Chat(args)) => args.json(),
             Some(Command::Dag { action }) => action.json(),
@@ -420,8 +427,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let engine = match &cli.home {
         Some(home) => Engine::open_at(home),
         None => Engine::open(),
-    }
-    .context("opening docdex state")?;
+    };
+    let engine = match (engine, &cli.command) {
+        (Ok(e), _) => e,
+        // The git hook fails open: a broken docdex never blocks a commit.
+        (Err(e), Some(Command::Hook(h))) if h.fails_open() => return Ok(hook::skip(&format!("{e}"))),
+        (Err(e), _) => return Err(anyhow::Error::new(e).context("opening docdex state")),
+    };
     let out = Out::stdout();
     let Some(command) = cli.command else { return Ok(ExitCode::SUCCESS) };
     if let Command::Tui(args) = &command {
@@ -472,6 +484,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Memory { action } => memory::run(&engine, &out, action)?,
         Command::Profile(args) => profile::run(&engine, &out, args)?,
         Command::Map(args) => profile::run_map(&engine, &out, args)?,
+        Command::Hook(args) => return hook::run(&engine, &out, cli.home.as_deref(), args),
         Command::Get { repo, file, lines, page, json } => {
             let path = repo.resolve()?;
             let range = lines.as_deref().map(parse_range).transpose()?;
@@ -549,6 +562,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tui(_) => {}
         Command::BenchServe(args) => bench::serve::run(&out, args)?,
         Command::BenchWeb(args) => bench::web::run(&out, args)?,
+        Command::BenchProfile(args) => bench::profile::run(&out, args)?,
         #[cfg(any(debug_assertions, feature = "test-support"))]
         Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
             let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {

@@ -354,8 +354,8 @@ pub struct ProfileConfig {
     /// The vector size that model returns; 0 takes whatever it returns on first use (then
     /// pinned in `profile_meta`). A model answering with another size is a clear error.
     pub embedding_dim: u32,
-    /// The agent chat, the pre-commit hook and the TUI use when none is named (empty: none,
-    /// only the shared `team` preferences apply).
+    /// The agent chat, the pre-commit hook and the TUI use when none is named (empty: none;
+    /// chat then uses only the shared `team` preferences, the hook every agent's constraints).
     pub default_agent: String,
 }
 

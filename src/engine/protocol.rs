@@ -42,6 +42,7 @@ pub use super::memory::{
 pub use super::overview::{RepoOverview, RepoState};
 pub use super::probe::CodeSource;
 pub use super::profiles::evolution::DagTarget;
+pub use super::profiles::gate::{MAX_STAGED_BYTES, MAX_STAGED_FILES};
 pub use super::profiles::policy::carries_preference;
 pub use super::profiles::rules::{recognise as recognise_rule, Rule, GRAMMAR as RULE_GRAMMAR};
 pub use super::profiles::store::default_agents;

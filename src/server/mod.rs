@@ -12,7 +12,7 @@
 //!
 //! Floors, bottom up (no file imports one above it): `error` (the error
 //! contract), `extract` (request extractors and handler helpers), `state`
-//! (what handlers share), the endpoint files (`api`, `intel`, `profile`, `chat`, `mcp/`),
+//! (what handlers share), the endpoint files (`api`, `intel`, `profile`, `hooks`, `chat`, `mcp/`),
 //! `router` (assembles them with the OpenAPI document, `openapi`, and the
 //! request guards, `auth` and `origin`), `listen` (connections: the cap, timeouts, eviction
 //! of idle ones), and `run` (the process).
@@ -22,6 +22,7 @@ pub mod auth;
 pub mod chat;
 pub mod error;
 pub mod extract;
+pub mod hooks;
 pub mod intel;
 pub mod listen;
 pub mod lockfile;

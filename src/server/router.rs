@@ -9,7 +9,7 @@ use super::error::ApiError;
 use super::extract::BodyLimit;
 use super::openapi::{self, Operation, Routes};
 use super::state::AppState;
-use super::{api, auth, chat, intel, mcp, origin, profile};
+use super::{api, auth, chat, hooks, intel, mcp, origin, profile};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Method, StatusCode};
 use axum::routing::get;
@@ -24,7 +24,7 @@ use tracing::Level;
 /// router and the operations it serves (what the OpenAPI document lists).
 pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
     let doc: Arc<OnceLock<Value>> = Arc::new(OnceLock::new());
-    let mut routes = chat::routes(profile::routes(intel::routes(api::routes(Routes::default()))));
+    let mut routes = chat::routes(hooks::routes(profile::routes(intel::routes(api::routes(Routes::default())))));
     if with_mcp {
         routes = mcp::routes(routes, &state);
     }

@@ -8,6 +8,7 @@ mod config;
 mod documents;
 mod eval;
 mod faults;
+mod hooks;
 mod hybrid;
 mod impact;
 mod indexing;

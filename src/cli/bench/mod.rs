@@ -23,6 +23,7 @@ pub mod hybrid;
 pub mod index;
 mod machine;
 mod measure;
+pub mod profile;
 mod queries;
 mod report;
 pub mod serve;

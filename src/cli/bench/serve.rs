@@ -55,13 +55,13 @@ pub struct BenchServeArgs {
     keep: bool,
 }
 
-struct Proc {
+pub(super) struct Proc {
     child: Child,
     addr: String,
 }
 
 impl Proc {
-    fn spawn(home: &Path, args: &[&str]) -> anyhow::Result<Proc> {
+    pub(super) fn spawn(home: &Path, args: &[&str]) -> anyhow::Result<Proc> {
         let exe = std::env::current_exe().context("locating the docdex binary")?;
         let mut child = Command::new(exe)
             .args(args)
@@ -98,7 +98,7 @@ impl Proc {
         std::fs::read_dir(format!("/proc/{}/task", self.child.id())).map(|d| d.count()).unwrap_or(0)
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(super) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 }
@@ -139,7 +139,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.min(sorted.len()) - 1]
 }
 
-fn lat_line(samples: &mut [f64]) -> String {
+pub(super) fn lat_line(samples: &mut [f64]) -> String {
     samples.sort_by(|a, b| a.total_cmp(b));
     format!(
         "p50 {:.2} / p95 {:.2} / p99 {:.2} ms (max {:.2}, n={})",
@@ -151,7 +151,7 @@ fn lat_line(samples: &mut [f64]) -> String {
     )
 }
 
-async fn wait_ready(client: &reqwest::Client, proc: &Proc, max: Duration) -> anyhow::Result<()> {
+pub(super) async fn wait_ready(client: &reqwest::Client, proc: &Proc, max: Duration) -> anyhow::Result<()> {
     let deadline = Instant::now() + max;
     loop {
         let v: Value = client.get(proc.url("/v1/status")).send().await?.json().await?;
@@ -377,7 +377,7 @@ pub fn run(out: &Out, args: BenchServeArgs) -> anyhow::Result<()> {
 }
 
 /// The 1-minute load average (other work on the machine skews every figure).
-fn loadavg() -> String {
+pub(super) fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|s| s.split_whitespace().next().map(str::to_string))

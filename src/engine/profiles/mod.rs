@@ -12,6 +12,7 @@
 //! map), `recall` (embeddings and recall).
 
 pub mod evolution;
+pub mod gate;
 pub mod map;
 pub mod policy;
 pub mod recall;

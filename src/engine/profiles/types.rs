@@ -472,8 +472,9 @@ pub struct EvolutionOutcome {
 pub struct StagedFile {
     /// Repo-relative path.
     pub path: String,
-    /// The staged content (absent for deletions, binary or oversized files).
-    #[serde(default)]
+    /// The staged content (absent for deletions; a file sent without it is read from the
+    /// working tree).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// The file is deleted in the commit.
     #[serde(default)]
@@ -484,10 +485,12 @@ pub struct StagedFile {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct HookValidateRequest {
     /// The agent whose constraints apply (with the shared `team` ones); the server's
-    /// `--agent-id`, then `[memory.profile] default_agent`, when absent.
+    /// `--agent-id`, then `[memory.profile] default_agent`, when absent; with none of them,
+    /// every agent's constraints (spec 001 §5.1).
     #[serde(default)]
     pub agent_id: Option<String>,
-    /// The staged files.
+    /// The staged files (at most 5,000; contents over 2 MiB are not checked). A file sent
+    /// without content is read from the working tree.
     pub files: Vec<StagedFile>,
 }
 
@@ -514,6 +517,10 @@ pub struct Violation {
     pub message: String,
     /// The preference carrying the rule.
     pub preference_id: String,
+    /// Whose preference it is.
+    pub agent_id: String,
+    /// The preference's text ("Deprecate usage of moment.js").
+    pub preference: String,
 }
 
 /// A checkable constraint in force.
@@ -536,10 +543,10 @@ pub struct HookValidateResponse {
     pub status: HookStatus,
     /// Every violation, by file and line.
     pub violations: Vec<Violation>,
-    /// The agent whose rules applied (absent: only the team's).
+    /// The agent whose rules applied with the team's (absent: every agent's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
-    /// Files checked.
+    /// Files checked (deleted and skipped ones not counted).
     pub checked_files: usize,
     /// The rules checked.
     pub rules: Vec<ActiveRule>,
@@ -586,4 +593,24 @@ pub struct ProjectMap {
     /// True when it came from `maps/<agent>.json`.
     #[serde(default)]
     pub cached: bool,
+}
+
+/// A constraint rule a file of the impact graph breaks as the repository stands: what the
+/// TUI's risk overlay draws.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RuleMark {
+    /// The file (repo-relative).
+    pub file: String,
+    /// The rule broken (`no-import-cycles`, `forbid-import moment`).
+    pub rule: String,
+    /// True for a cycle the rules forbid (drawn in the danger colour), false for a warning.
+    pub danger: bool,
+    /// What is wrong, in words.
+    pub message: String,
+    /// The constraint carrying the rule.
+    pub preference_id: String,
+    /// Whose constraint it is.
+    pub agent_id: String,
+    /// The constraint's text.
+    pub preference: String,
 }

@@ -1,0 +1,451 @@
+//! `docdex hook pre-commit | install | uninstall`: the semantic gatekeeper's git side.
+//!
+//! `pre-commit` is a thin client (spec 001 §5.1): it reads the staged paths and their staged
+//! content from git, sends them to `POST /v1/hooks/validate` on the running daemon or serve,
+//! prints the violations and exits 1 on `fail`. Whenever no verdict can be had (no server
+//! listening, a timeout, an error answer) it says so and exits 0: the hook fails open, so
+//! docdex being down never blocks a commit.
+
+use super::output::{warn_prefix, Out};
+use crate::engine::protocol::{HookStatus, HookValidateRequest, HookValidateResponse, StagedFile, MAX_STAGED_BYTES};
+use crate::engine::Engine;
+use anyhow::{bail, Context};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Duration;
+
+/// The hook's marker line: a pre-commit hook carrying it is docdex's to replace or remove.
+const MARKER: &str = "# docdex-managed-hook";
+/// Where an existing hook is kept while docdex's is installed (and run first by it).
+const KEPT: &str = "pre-commit.before-docdex";
+/// Staged content sent in one request, at most (the endpoint takes 32 MiB).
+const MAX_REQUEST_CONTENT: usize = 24 * 1024 * 1024;
+/// How long the hook waits for a verdict before failing open.
+const VERDICT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `docdex hook`.
+#[derive(Debug, clap::Args)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    action: HookAction,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum HookAction {
+    /// Check the staged files against the constraints' rules on the running docdex server
+    /// (what the installed git hook runs). Exit 1 on violations; exit 0 when no server answers.
+    PreCommit(PreCommitArgs),
+    /// Install the git pre-commit hook in a repository (an existing hook is kept and run first).
+    Install(InstallArgs),
+    /// Remove docdex's pre-commit hook (putting back the one it replaced, if any).
+    Uninstall(UninstallArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct PreCommitArgs {
+    /// The server to ask (default: DOCDEX_URL, then the running daemon's address from
+    /// daemon.lock, then `[server] http_bind_addr`).
+    #[arg(long)]
+    url: Option<String>,
+    /// Check this agent's constraints and the team's (default: the server's agent, else every
+    /// agent's).
+    #[arg(long)]
+    agent: Option<String>,
+    /// Print the server's answer as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct InstallArgs {
+    /// The repository (default: the current directory's).
+    #[arg(long)]
+    repo: Option<PathBuf>,
+    /// The agent whose constraints the hook checks (with the team's).
+    #[arg(long)]
+    agent: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+struct UninstallArgs {
+    /// The repository (default: the current directory's).
+    #[arg(long)]
+    repo: Option<PathBuf>,
+}
+
+impl HookArgs {
+    /// True for `pre-commit --json`.
+    pub fn json(&self) -> bool {
+        matches!(&self.action, HookAction::PreCommit(a) if a.json)
+    }
+
+    /// True for `pre-commit`, which must fail open even when docdex's state cannot be opened.
+    pub fn fails_open(&self) -> bool {
+        matches!(self.action, HookAction::PreCommit(_))
+    }
+}
+
+/// Runs `docdex hook ...`.
+pub fn run(engine: &Engine, out: &Out, home: Option<&Path>, args: HookArgs) -> anyhow::Result<ExitCode> {
+    match args.action {
+        HookAction::PreCommit(a) => Ok(pre_commit(engine, out, a)),
+        HookAction::Install(a) => install(out, home, a).map(|_| ExitCode::SUCCESS),
+        HookAction::Uninstall(a) => uninstall(out, a).map(|_| ExitCode::SUCCESS),
+    }
+}
+
+/// What the hook prints when it cannot get a verdict; always exit 0.
+pub fn skip(why: &str) -> ExitCode {
+    eprintln!("{} docdex daemon not found; skipping semantic checks ({why})", warn_prefix());
+    ExitCode::SUCCESS
+}
+
+fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
+    let staged = match staged_files() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{} could not read the staged files ({e:#}); skipping semantic checks", warn_prefix());
+            return ExitCode::SUCCESS;
+        }
+    };
+    if staged.files.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    let candidates = server_urls(engine, args.url.as_deref());
+    let token = engine.config().server.auth_token.trim().to_string();
+    let req = HookValidateRequest { files: staged.files, agent_id: args.agent };
+    let body = serde_json::json!({
+        "repo": staged.root.to_string_lossy(),
+        "files": req.files,
+        "agent_id": req.agent_id,
+    });
+    let answer = match ask(&candidates, &token, &body) {
+        Ok(a) => a,
+        Err(why) => return skip(&why),
+    };
+    for n in staged.not_sent.iter().chain(&answer.notices) {
+        eprintln!("{} {n}", warn_prefix());
+    }
+    if args.json {
+        let _ = out.json(&answer);
+    } else {
+        report(out, &answer);
+    }
+    match answer.status {
+        HookStatus::Pass => ExitCode::SUCCESS,
+        HookStatus::Fail => ExitCode::from(1),
+    }
+}
+
+/// The verdict in words, on stderr (what git shows for a hook).
+fn report(out: &Out, a: &HookValidateResponse) {
+    if a.status == HookStatus::Pass {
+        eprintln!(
+            "docdex: {} staged file{} pass {} rule{} ({:.1} ms)",
+            a.checked_files,
+            if a.checked_files == 1 { "" } else { "s" },
+            a.rules.len(),
+            if a.rules.len() == 1 { "" } else { "s" },
+            a.elapsed_ms
+        );
+        return;
+    }
+    let n = a.violations.len();
+    eprintln!(
+        "{} commit refused: {n} violation{} of the team's constraints",
+        out.paint("1;31", "docdex:"),
+        if n == 1 { "" } else { "s" }
+    );
+    for v in &a.violations {
+        eprintln!("  {}:{}  {}", v.file, v.line, v.message);
+        eprintln!("      rule `{}` from {}'s \"{}\" (id {})", v.rule, v.agent_id, v.preference, v.preference_id);
+    }
+    eprintln!(
+        "Fix them and commit again, or change the constraint: `docdex profile edit ID` / `docdex profile remove ID`."
+    );
+}
+
+/// Where the server may be, in order: the flag, DOCDEX_URL, the daemon's lock file, the config.
+fn server_urls(engine: &Engine, flag: Option<&str>) -> Vec<String> {
+    let mut urls = Vec::new();
+    if let Some(u) = flag.map(str::to_string).or_else(|| std::env::var("DOCDEX_URL").ok()) {
+        urls.push(u.trim().trim_end_matches('/').to_string());
+        return urls;
+    }
+    let lock = engine.paths().home.join("daemon.lock");
+    if let Ok(text) = std::fs::read_to_string(&lock) {
+        if let Some(addr) = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("addr").and_then(|a| a.as_str()).map(str::to_string))
+        {
+            urls.push(format!("http://{}", loopback(&addr)));
+        }
+    }
+    let configured = format!("http://{}", loopback(&engine.config().server.http_bind_addr));
+    if !urls.contains(&configured) {
+        urls.push(configured);
+    }
+    urls
+}
+
+/// A wildcard bind address is reached on loopback.
+fn loopback(addr: &str) -> String {
+    match addr.parse::<std::net::SocketAddr>() {
+        Ok(a) if a.ip().is_unspecified() => format!("127.0.0.1:{}", a.port()),
+        _ => addr.to_string(),
+    }
+}
+
+/// Posts the request to the first server that accepts a connection; `Err` says why there is
+/// no verdict.
+fn ask(urls: &[String], token: &str, body: &serde_json::Value) -> Result<HookValidateResponse, String> {
+    let rt =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("no runtime: {e}"))?;
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(1))
+        .timeout(VERDICT_TIMEOUT)
+        .build()
+        .map_err(|e| format!("no HTTP client: {e}"))?;
+    let mut why = Vec::new();
+    for url in urls {
+        let mut req = client.post(format!("{url}/v1/hooks/validate")).json(body);
+        if !token.is_empty() {
+            req = req.bearer_auth(token);
+        }
+        let sent = rt.block_on(async {
+            let resp = req.send().await?;
+            let status = resp.status();
+            let text = resp.text().await?;
+            Ok::<_, reqwest::Error>((status, text))
+        });
+        match sent {
+            Err(e) if e.is_connect() => why.push(format!("nothing answers at {url}")),
+            Err(e) if e.is_timeout() => {
+                return Err(format!("{url} gave no verdict within {} s", VERDICT_TIMEOUT.as_secs()))
+            }
+            Err(e) => return Err(format!("{url}: {e}")),
+            Ok((status, text)) if !status.is_success() => {
+                let msg = serde_json::from_str::<serde_json::Value>(&text)
+                    .ok()
+                    .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_string))
+                    .unwrap_or(text);
+                return Err(format!("{url} answered {status}: {msg}"));
+            }
+            Ok((_, text)) => {
+                return serde_json::from_str(&text).map_err(|e| format!("{url} answered something else: {e}"))
+            }
+        }
+    }
+    Err(why.join("; "))
+}
+
+/// The staged files of the repository git is committing in.
+struct Staged {
+    root: PathBuf,
+    files: Vec<StagedFile>,
+    not_sent: Vec<String>,
+}
+
+fn git(dir: Option<&Path>, args: &[&str]) -> anyhow::Result<Vec<u8>> {
+    let mut cmd = Command::new("git");
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out = cmd.args(args).output().context("running git")?;
+    if !out.status.success() {
+        bail!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(out.stdout)
+}
+
+fn top_level(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let top = git(dir, &["rev-parse", "--show-toplevel"])?;
+    Ok(PathBuf::from(String::from_utf8_lossy(&top).trim()))
+}
+
+/// Staged paths (added, changed, deleted) with their staged content, read in one
+/// `git cat-file --batch`. Binary, non-UTF-8 and oversized files are left out.
+fn staged_files() -> anyhow::Result<Staged> {
+    let root = top_level(None)?;
+    let listing = git(Some(&root), &["diff", "--cached", "--name-status", "--no-renames", "-z"])?;
+    let fields: Vec<String> =
+        listing.split(|b| *b == 0).filter(|f| !f.is_empty()).map(|f| String::from_utf8_lossy(f).into_owned()).collect();
+    let mut files = Vec::new();
+    let mut wanted = Vec::new();
+    for pair in fields.chunks(2) {
+        let [status, path] = pair else { continue };
+        if path.contains('\n') {
+            continue;
+        }
+        if status.starts_with('D') {
+            files.push(StagedFile { path: path.clone(), content: None, deleted: true });
+        } else {
+            wanted.push(path.clone());
+        }
+    }
+    let mut not_sent = Vec::new();
+    let contents = cat_files(&root, &wanted)?;
+    let mut total = 0usize;
+    for (path, blob) in wanted.into_iter().zip(contents) {
+        let Some(bytes) = blob else { continue };
+        if bytes.len() > MAX_STAGED_BYTES || bytes.iter().take(8192).any(|b| *b == 0) {
+            continue;
+        }
+        let Ok(text) = String::from_utf8(bytes) else { continue };
+        total += text.len();
+        if total > MAX_REQUEST_CONTENT {
+            not_sent.push(format!("{path}: not checked (the staged files exceed {} MiB)", MAX_REQUEST_CONTENT >> 20));
+            continue;
+        }
+        files.push(StagedFile { path, content: Some(text), deleted: false });
+    }
+    Ok(Staged { root, files, not_sent })
+}
+
+/// The staged blob of each path (`None` when git has none).
+fn cat_files(root: &Path, paths: &[String]) -> anyhow::Result<Vec<Option<Vec<u8>>>> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut child = Command::new("git")
+        .current_dir(root)
+        .args(["cat-file", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("running git cat-file")?;
+    let mut stdin = child.stdin.take().context("git cat-file stdin")?;
+    let input: String = paths.iter().map(|p| format!(":{p}\n")).collect();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let mut reader = BufReader::new(child.stdout.take().context("git cat-file stdout")?);
+    let mut out = Vec::with_capacity(paths.len());
+    for _ in paths {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 {
+            break;
+        }
+        let parts: Vec<&str> = header.split_whitespace().collect();
+        match parts.as_slice() {
+            [_, "blob", size] => {
+                let size: usize = size.parse().context("git cat-file size")?;
+                let mut buf = vec![0u8; size];
+                reader.read_exact(&mut buf)?;
+                let mut nl = [0u8; 1];
+                reader.read_exact(&mut nl)?;
+                out.push(Some(buf));
+            }
+            [_, _, size] => {
+                // Not a blob (a submodule): skip its bytes.
+                let size: u64 = size.parse().context("git cat-file size")?;
+                std::io::copy(&mut (&mut reader).take(size + 1), &mut std::io::sink())?;
+                out.push(None);
+            }
+            _ => out.push(None),
+        }
+    }
+    let _ = writer.join();
+    let _ = child.wait();
+    Ok(out)
+}
+
+/// The repository's hooks directory (honours `core.hooksPath`).
+fn hooks_dir(repo: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let root = top_level(repo)?;
+    let rel = git(Some(&root), &["rev-parse", "--git-path", "hooks"])?;
+    let rel = PathBuf::from(String::from_utf8_lossy(&rel).trim());
+    Ok(if rel.is_absolute() { rel } else { root.join(rel) })
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The hook script: run the kept hook first, then `docdex hook pre-commit`; a missing
+/// docdex binary fails open too.
+fn script(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
+    let mut args = String::new();
+    if let Some(h) = home {
+        args.push_str(&format!(" --home {}", quote(&h.to_string_lossy())));
+    }
+    args.push_str(" hook pre-commit");
+    if let Some(a) = agent {
+        args.push_str(&format!(" --agent {}", quote(a)));
+    }
+    format!(
+        "#!/bin/sh\n\
+         {MARKER}\n\
+         # The docdex semantic gatekeeper (docs/PROFILES.md), installed by `docdex hook install`;\n\
+         # `docdex hook uninstall` removes it and puts back the hook that was here before, if any.\n\
+         hooks=$(dirname \"$0\")\n\
+         if [ -x \"$hooks/{KEPT}\" ]; then\n\
+         \x20 \"$hooks/{KEPT}\" \"$@\" || exit $?\n\
+         fi\n\
+         docdex={exe}\n\
+         if [ ! -x \"$docdex\" ]; then docdex=$(command -v docdex || true); fi\n\
+         if [ -z \"$docdex\" ]; then\n\
+         \x20 echo \"docdex not found; skipping semantic checks\" >&2\n\
+         \x20 exit 0\n\
+         fi\n\
+         exec \"$docdex\"{args}\n",
+        exe = quote(&exe.to_string_lossy()),
+    )
+}
+
+fn is_ours(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|t| t.contains(MARKER))
+}
+
+fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<()> {
+    let dir = hooks_dir(args.repo.as_deref())?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let hook = dir.join("pre-commit");
+    let kept = dir.join(KEPT);
+    if hook.exists() && !is_ours(&hook) {
+        if kept.exists() {
+            bail!("{} exists and so does {}: move one of them away first", hook.display(), kept.display());
+        }
+        std::fs::rename(&hook, &kept).with_context(|| format!("keeping {}", hook.display()))?;
+        out.line(&format!("kept the existing hook as {} (it runs first)", kept.display()));
+    }
+    let exe = std::env::current_exe().context("finding the docdex binary")?;
+    let home = home.map(|h| std::path::absolute(h).unwrap_or_else(|_| h.to_path_buf()));
+    std::fs::write(&hook, script(&exe, home.as_deref(), args.agent.as_deref()))
+        .with_context(|| format!("writing {}", hook.display()))?;
+    make_executable(&hook)?;
+    out.line(&format!("installed {}", hook.display()));
+    Ok(())
+}
+
+fn uninstall(out: &Out, args: UninstallArgs) -> anyhow::Result<()> {
+    let dir = hooks_dir(args.repo.as_deref())?;
+    let hook = dir.join("pre-commit");
+    let kept = dir.join(KEPT);
+    if !hook.exists() || !is_ours(&hook) {
+        out.line(&format!("no docdex hook in {}; nothing to remove", dir.display()));
+        return Ok(());
+    }
+    std::fs::remove_file(&hook).with_context(|| format!("removing {}", hook.display()))?;
+    if kept.exists() {
+        std::fs::rename(&kept, &hook).with_context(|| format!("restoring {}", kept.display()))?;
+        out.line(&format!("removed docdex's hook; restored the previous {}", hook.display()));
+    } else {
+        out.line(&format!("removed {}", hook.display()));
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn make_executable(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("making {} executable", path.display()))
+}
+
+#[cfg(not(unix))]
+fn make_executable(_path: &Path) -> anyhow::Result<()> {
+    Ok(())
+}

@@ -1,0 +1,321 @@
+//! The semantic gatekeeper: `Engine::hook_validate` on a real indexed fixture, and the whole
+//! path through a real `git commit` with the installed hook against a real running server
+//! (pass, fail, no server -> fail-open).
+
+use crate::server_util::Server;
+use crate::util::{dead_url, quiet, write, Env};
+use docdex::engine::protocol::{HookStatus, HookValidateRequest, StagedFile};
+use docdex::engine::IndexOptions;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A TypeScript repository: `a -> b`, `c -> a`; no cycle, no `any`, no moment.
+fn fixture(root: &Path) {
+    write(root, "package.json", r#"{"name": "fixture", "dependencies": {"moment": "2.30.0"}}"#);
+    write(root, "src/a.ts", "import { b } from './b';\n\nexport const a = (): number => b() + 1;\n");
+    write(root, "src/b.ts", "export const b = (): number => 41;\n");
+    write(root, "src/c.ts", "import { a } from './a';\n\nexport const c = (): number => a();\n");
+}
+
+/// A config whose model server and default server address are dead ports.
+fn config(env: &Env) {
+    let server = dead_url().trim_start_matches("http://").to_string();
+    env.write_config(&format!(
+        "[llm]\nbase_url = \"{}\"\nrequest_timeout_secs = 2\n\n[server]\nhttp_bind_addr = \"{server}\"\n",
+        dead_url()
+    ));
+}
+
+fn staged(path: &str, content: &str) -> StagedFile {
+    StagedFile { path: path.into(), content: Some(content.into()), deleted: false }
+}
+
+const CYCLE_B: &str = "import { c } from './c';\n\nexport const b = (): number => c() + 41;\n";
+const MOMENT_D: &str = "import moment from 'moment';\n\nexport const now = (): string => moment().format();\n";
+const ANY_E: &str =
+    "export function parse(input: string): number {\n  const raw: any = JSON.parse(input);\n  return raw.n;\n}\n";
+
+#[test]
+fn gatekeeper_checks_staged_content_against_the_cached_graph_and_every_rule() {
+    let env = Env::new();
+    config(&env);
+    let repo = env.repo("fixture");
+    fixture(&repo);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    // "Deprecate usage of moment.js" is recognised as `forbid-import moment` without a model.
+    let added = env.json(&[
+        "profile",
+        "add",
+        "--agent",
+        "team",
+        "--category",
+        "constraint",
+        "--json",
+        "Deprecate usage of moment.js",
+    ]);
+    assert_eq!(added["preference"]["rule"], "forbid-import moment", "{added}");
+
+    // Clean staged content passes; the factory rules (cycles, TypeScript any) and the new one are checked.
+    let clean = engine
+        .hook_validate(
+            &repo,
+            &HookValidateRequest {
+                agent_id: None,
+                files: vec![staged("src/b.ts", "export const b = (): number => 42;\n")],
+            },
+        )
+        .unwrap();
+    assert_eq!(clean.status, HookStatus::Pass, "{clean:?}");
+    assert_eq!(clean.checked_files, 1);
+    let rules: Vec<&str> = clean.rules.iter().map(|r| r.rule.as_str()).collect();
+    for r in ["no-import-cycles", "forbid-import moment", "forbid-node typescript predefined_type any"] {
+        assert!(rules.contains(&r), "{r} not checked: {rules:?}");
+    }
+    assert!(!clean.advice_only.is_empty(), "constraints without a rule are listed as advice");
+
+    // The staged b.ts closes a cycle with the committed a.ts and c.ts (from the cached graph);
+    // d.ts imports moment; e.ts uses `any`.
+    let req = HookValidateRequest {
+        agent_id: None,
+        files: vec![staged("src/b.ts", CYCLE_B), staged("src/d.ts", MOMENT_D), staged("src/e.ts", ANY_E)],
+    };
+    let bad = engine.hook_validate(&repo, &req).unwrap();
+    assert_eq!(bad.status, HookStatus::Fail);
+    let found: Vec<(&str, &str, u32)> =
+        bad.violations.iter().map(|v| (v.rule.as_str(), v.file.as_str(), v.line)).collect();
+    assert!(found.contains(&("no-import-cycles", "src/b.ts", 1)), "{found:?}");
+    assert!(found.contains(&("forbid-import moment", "src/d.ts", 1)), "{found:?}");
+    assert!(found.contains(&("forbid-node typescript predefined_type any", "src/e.ts", 2)), "{found:?}");
+    assert_eq!(found.len(), 3, "exactly the three violations: {found:?}");
+    let cycle = bad.violations.iter().find(|v| v.rule == "no-import-cycles").unwrap();
+    assert!(cycle.message.contains("src/a.ts") && cycle.message.contains("src/c.ts"), "{}", cycle.message);
+    let moment = bad.violations.iter().find(|v| v.rule == "forbid-import moment").unwrap();
+    assert_eq!(moment.agent_id, "team");
+    assert_eq!(moment.preference, "Deprecate usage of moment.js");
+
+    // Deleting c.ts in the same commit breaks the cycle.
+    let mut req = req;
+    req.files = vec![staged("src/b.ts", CYCLE_B), StagedFile { path: "src/c.ts".into(), content: None, deleted: true }];
+    let broken = engine.hook_validate(&repo, &req).unwrap();
+    assert_eq!(broken.status, HookStatus::Pass, "{:?}", broken.violations);
+
+    // Naming an agent narrows the rules to its own and the team's.
+    let frontend = engine
+        .hook_validate(
+            &repo,
+            &HookValidateRequest { agent_id: Some("mcoda_frontend".into()), files: vec![staged("src/b.ts", CYCLE_B)] },
+        )
+        .unwrap();
+    assert!(frontend.rules.iter().all(|r| r.agent_id == "mcoda_frontend" || r.agent_id == "team"));
+    assert!(frontend.violations.iter().all(|v| v.rule != "no-import-cycles"), "{:?}", frontend.violations);
+
+    // Paths that leave the repository are refused; an unknown agent is named.
+    let outside = engine.hook_validate(
+        &repo,
+        &HookValidateRequest { agent_id: None, files: vec![staged("../escape.ts", "let x: any = 1;\n")] },
+    );
+    assert!(outside.unwrap_err().to_string().contains("inside the repository"));
+    let nobody = engine.hook_validate(
+        &repo,
+        &HookValidateRequest { agent_id: Some("nobody".into()), files: vec![staged("src/b.ts", CYCLE_B)] },
+    );
+    assert!(nobody.unwrap_err().to_string().contains("nobody"));
+}
+
+#[test]
+fn rule_marks_flag_cycles_and_forbidden_imports_for_the_risk_overlay() {
+    let env = Env::new();
+    config(&env);
+    let repo = env.repo("fixture");
+    fixture(&repo);
+    write(&repo, "src/b.ts", CYCLE_B);
+    write(&repo, "src/d.ts", MOMENT_D);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    let out =
+        env.run(&["profile", "add", "--agent", "team", "--category", "constraint", "Deprecate usage of moment.js"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let files: Vec<String> = ["src/a.ts", "src/b.ts", "src/c.ts", "src/d.ts"].iter().map(|s| s.to_string()).collect();
+    let marks = engine.rule_marks(&repo, None, &files).unwrap();
+    let got: Vec<(&str, &str, bool)> = marks.iter().map(|m| (m.file.as_str(), m.rule.as_str(), m.danger)).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("src/a.ts", "no-import-cycles", true),
+            ("src/b.ts", "no-import-cycles", true),
+            ("src/c.ts", "no-import-cycles", true),
+            ("src/d.ts", "forbid-import moment", false),
+        ]
+    );
+    assert_eq!(marks[3].preference, "Deprecate usage of moment.js");
+    // The frontend persona has no cycle rule: only the team's ban on moment applies.
+    let front = engine.rule_marks(&repo, Some("mcoda_frontend"), &files).unwrap();
+    assert_eq!(front.iter().map(|m| m.rule.as_str()).collect::<Vec<_>>(), vec!["forbid-import moment"]);
+}
+
+#[test]
+fn max_lines_and_require_test_for_rules_are_checked() {
+    let env = Env::new();
+    config(&env);
+    let repo = env.repo("fixture");
+    fixture(&repo);
+    write(&repo, "src/api/users.ts", "export const users = [];\n");
+    write(&repo, "src/api/users.test.ts", "import { users } from './users';\n");
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    for rule in ["max-lines 3 src/**", "require-test-for src/api/**"] {
+        let out =
+            env.run(&["profile", "add", "--agent", "team", "--category", "constraint", "--rule", rule, "Keep it tidy"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let req = HookValidateRequest {
+        agent_id: Some("team".into()),
+        files: vec![
+            staged("src/api/users.ts", "export const users = [];\n"),
+            staged("src/api/orders.ts", "export const orders = [];\n"),
+            staged("src/long.ts", "1;\n2;\n3;\n4;\n"),
+        ],
+    };
+    let r = engine.hook_validate(&repo, &req).unwrap();
+    let found: Vec<(&str, &str, u32)> =
+        r.violations.iter().map(|v| (v.rule.as_str(), v.file.as_str(), v.line)).collect();
+    assert_eq!(
+        found,
+        vec![("require-test-for src/api/**", "src/api/orders.ts", 1), ("max-lines 3 src/**", "src/long.ts", 4)],
+        "users.ts has its test; orders.ts has none; long.ts has 4 lines"
+    );
+}
+
+fn git(repo: &Path, args: &[&str], env: &Env, extra: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(repo)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("DOCDEX_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .env_remove("DOCDEX_URL")
+        .env_remove("DOCDEX_AUTH_TOKEN");
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run git")
+}
+
+fn commits(repo: &Path, env: &Env) -> usize {
+    let out = git(repo, &["rev-list", "--count", "HEAD"], env, &[]);
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn installed_hook_gates_a_real_git_commit_and_fails_open_when_no_server_answers() {
+    let env = Env::new();
+    config(&env);
+    let repo = env.repo("fixture");
+    fixture(&repo);
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    assert!(git(&repo, &["add", "-A"], &env, &[]).status.success());
+    assert!(git(&repo, &["commit", "-q", "-m", "start"], &env, &[]).status.success());
+    let out = env.run(&["index", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out =
+        env.run(&["profile", "add", "--agent", "team", "--category", "constraint", "Deprecate usage of moment.js"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // An existing hook is kept and still runs first.
+    let hooks = repo.join(".git/hooks");
+    write(&hooks, "pre-commit", "#!/bin/sh\necho ran >> \"$(git rev-parse --git-dir)/kept.log\"\n");
+    set_exec(&hooks.join("pre-commit"));
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(hooks.join("pre-commit.before-docdex").exists());
+    assert!(std::fs::read_to_string(hooks.join("pre-commit")).unwrap().contains("hook pre-commit"));
+
+    // A real serve on its own port; DOCDEX_URL tells the hook where.
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let url = format!("http://{}", server.addr);
+    let with_server = [("DOCDEX_URL", url.as_str())];
+
+    // Pass: a clean change is committed.
+    write(&repo, "src/b.ts", "export const b = (): number => 42;\n");
+    git(&repo, &["add", "-A"], &env, &[]);
+    let out = git(&repo, &["commit", "-m", "clean"], &env, &with_server);
+    assert!(out.status.success(), "clean commit refused: {}", text(&out));
+    assert!(text(&out).contains("pass"), "{}", text(&out));
+    assert_eq!(commits(&repo, &env), 2);
+
+    // Fail: a cycle, a forbidden import and an `any`; the commit is refused with each named.
+    write(&repo, "src/b.ts", CYCLE_B);
+    write(&repo, "src/d.ts", MOMENT_D);
+    write(&repo, "src/e.ts", ANY_E);
+    git(&repo, &["add", "-A"], &env, &[]);
+    let out = git(&repo, &["commit", "-m", "bad"], &env, &with_server);
+    let said = text(&out);
+    assert!(!out.status.success(), "bad commit accepted: {said}");
+    assert_eq!(commits(&repo, &env), 2, "nothing was committed");
+    for needle in [
+        "commit refused: 3 violations",
+        "src/b.ts:1  import cycle",
+        "src/d.ts:1  imports the package moment",
+        "src/e.ts:2  `any` (predefined_type)",
+        "Deprecate usage of moment.js",
+    ] {
+        assert!(said.contains(needle), "missing {needle:?} in: {said}");
+    }
+
+    // The server goes away: the same commit goes through, with the warning.
+    drop(server);
+    let out = git(&repo, &["commit", "-m", "while docdex is down"], &env, &with_server);
+    let said = text(&out);
+    assert!(out.status.success(), "fail-open did not let the commit through: {said}");
+    assert!(said.contains("docdex daemon not found; skipping semantic checks"), "{said}");
+    assert_eq!(commits(&repo, &env), 3);
+    // Without DOCDEX_URL the hook tries daemon.lock and the configured (dead) address.
+    write(&repo, "src/f.ts", "export const f: any = 1;\n");
+    git(&repo, &["add", "-A"], &env, &[]);
+    let out = git(&repo, &["commit", "-m", "no server configured"], &env, &[]);
+    assert!(out.status.success() && text(&out).contains("skipping semantic checks"), "{}", text(&out));
+
+    // The kept hook ran before each commit; uninstall puts it back.
+    let ran = std::fs::read_to_string(repo.join(".git/kept.log")).unwrap();
+    assert_eq!(ran.lines().count(), 4, "{ran}");
+    let out = env.run(&["hook", "uninstall", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!hooks.join("pre-commit.before-docdex").exists());
+    assert!(std::fs::read_to_string(hooks.join("pre-commit")).unwrap().contains("kept.log"));
+}
+
+#[test]
+fn the_daemon_is_found_through_its_lock_file() {
+    let env = Env::new();
+    config(&env);
+    let repo = env.repo("fixture");
+    fixture(&repo);
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    let out = env.run(&["index", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let _daemon = Server::start(&env, &["daemon"], &[]);
+    write(&repo, "src/e.ts", ANY_E);
+    git(&repo, &["add", "-A"], &env, &[]);
+    let out = git(&repo, &["commit", "-m", "any"], &env, &[]);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("src/e.ts:2"), "{said}");
+}
+
+#[cfg(unix)]
+fn set_exec(p: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
