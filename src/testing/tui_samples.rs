@@ -7,12 +7,12 @@ use crate::engine::protocol::{
     Highlight, IndexProgress, IndexState, LastEvent, RepoOverview, RepoState, SearchHit, SearchResponse, SearchTiming,
 };
 use crate::tui::widgets::dag::{DagNode, DagSession, DagView};
-use crate::tui::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind};
+use crate::tui::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind, RuleFlag};
 use crate::tui::widgets::trace::{DroppedSnippet, SlotBudget, TierRun, TraceView};
 use std::path::PathBuf;
 
 fn file(id: &str) -> GraphNode {
-    GraphNode { id: id.into(), kind: NodeKind::File, unresolved_imports: 0, in_cycle: false }
+    GraphNode { id: id.into(), kind: NodeKind::File, unresolved_imports: 0, in_cycle: false, rules: Vec::new() }
 }
 
 /// A small graph around `src/auth/session.rs`: two importers, three imports (one guessed, one a
@@ -24,7 +24,13 @@ pub fn small_graph() -> GraphView {
         file("src/api/handlers.rs"),
         file("src/auth/store.rs"),
         file("src/util/time.rs"),
-        GraphNode { id: "serde".into(), kind: NodeKind::External, unresolved_imports: 0, in_cycle: false },
+        GraphNode {
+            id: "serde".into(),
+            kind: NodeKind::External,
+            unresolved_imports: 0,
+            in_cycle: false,
+            rules: Vec::new(),
+        },
         file("src/auth/tokens.rs"),
     ];
     nodes[2].unresolved_imports = 2;
@@ -44,6 +50,28 @@ pub fn small_graph() -> GraphView {
         center: 0,
         depth: 2,
     }
+}
+
+/// [`small_graph`] with the constraint rules the engine would flag: the cycle forbidden by
+/// `no-import-cycles`, and `src/api/handlers.rs` importing the forbidden `moment`.
+pub fn ruled_graph() -> GraphView {
+    let mut g = small_graph();
+    let cycle = |file: &str| {
+        RuleFlag {
+        rule: "no-import-cycles".into(),
+        danger: true,
+        reason: format!("{file} is on the import cycle src/auth/session.rs -> src/auth/store.rs -> src/auth/session.rs (mcoda_backend: \"Avoid circular dependencies\")"),
+    }
+    };
+    g.nodes[0].rules.push(cycle("session.rs"));
+    g.nodes[3].rules.push(cycle("store.rs"));
+    g.nodes[2].rules.push(RuleFlag {
+        rule: "forbid-import moment".into(),
+        danger: false,
+        reason: "imports the package moment (`moment`), which is forbidden (team: \"Deprecate usage of moment.js\")"
+            .into(),
+    });
+    g
 }
 
 /// A graph of `n` files around node 0: a fan of importers and imports over several levels,

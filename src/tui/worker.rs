@@ -12,13 +12,13 @@ use super::event::{
 use super::highlight::{highlight, sanitize};
 use super::jobs::LatestWins;
 use super::views;
-use super::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind};
+use super::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind, RuleFlag};
 use super::widgets::preview::PreviewDoc;
 use crate::engine::protocol::{model_matches, ChatMessage};
 use crate::engine::protocol::{
     AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, Highlight, IndexProgress,
 };
-use crate::engine::protocol::{CancelToken, FileRequest, ImpactRequest, ImpactResponse, SymbolsRequest};
+use crate::engine::protocol::{CancelToken, FileRequest, ImpactRequest, ImpactResponse, RuleMark, SymbolsRequest};
 use crate::engine::protocol::{FreshEvent, FreshState, WatchReport};
 use crate::engine::{Engine, IndexOptions};
 use std::collections::{HashMap, HashSet};
@@ -419,6 +419,7 @@ pub fn impact_view(resp: &ImpactResponse) -> GraphView {
             kind: if n.external { NodeKind::External } else { NodeKind::File },
             unresolved_imports: n.unresolved_imports as u32,
             in_cycle: n.in_cycle,
+            rules: Vec::new(),
         })
         .collect();
     let index: std::collections::HashMap<&str, usize> =
@@ -438,10 +439,24 @@ pub fn impact_view(resp: &ImpactResponse) -> GraphView {
             kind: NodeKind::Unresolved,
             unresolved_imports: 0,
             in_cycle: false,
+            rules: Vec::new(),
         });
         edges.push(GraphEdge { from: center, to: nodes.len() - 1, confidence: 0.0 });
     }
     GraphView { nodes, edges, center, depth: resp.depth }
+}
+
+/// Puts the constraint rules the engine found broken on the nodes they concern.
+pub fn attach_rule_marks(view: &mut GraphView, marks: &[RuleMark]) {
+    for m in marks {
+        if let Some(i) = view.find(&m.file) {
+            view.nodes[i].rules.push(RuleFlag {
+                rule: m.rule.clone(),
+                danger: m.danger,
+                reason: format!("{} ({}: \"{}\")", m.message, m.agent_id, m.preference),
+            });
+        }
+    }
 }
 
 /// Whether the provider answers and has the configured chat model.
@@ -503,7 +518,19 @@ fn execute(engine: &Engine, req: Request) -> EngineEvent {
         }
         Request::Impact { seq, repo, file, depth } => {
             let req = ImpactRequest { file, depth: Some(depth), direction: None };
-            let result = engine.impact(&repo, &req).map(|resp| impact_view(&resp)).map_err(|e| format!("{e:#}"));
+            let result = engine
+                .impact(&repo, &req)
+                .map(|resp| {
+                    let mut view = impact_view(&resp);
+                    let files: Vec<String> = resp.nodes.iter().filter(|n| !n.external).map(|n| n.id.clone()).collect();
+                    // The overlay is a bonus: a profile that cannot be read leaves the graph as it is.
+                    match engine.rule_marks(&repo, engine.resolve_agent(None).as_deref(), &files) {
+                        Ok(marks) => attach_rule_marks(&mut view, &marks),
+                        Err(e) => tracing::debug!(error = %e, "no constraint rules for the risk overlay"),
+                    }
+                    view
+                })
+                .map_err(|e| format!("{e:#}"));
             EngineEvent::Impact { seq, result }
         }
         other => EngineEvent::Repos(Err(format!("unexpected request in a latest-wins slot: {other:?}"))),

@@ -570,6 +570,12 @@ fn impact_on_the_real_import_graph() {
     assert_eq!(centre.id, "src/inventory/pricing.py");
     let store = model.view.find("src/inventory/store.py").expect("store.py is a neighbour");
     assert!(model.on_cycle(store) && model.on_cycle(model.view.center), "store.py <-> pricing.py is a cycle");
+    // The factory `no-import-cycles` constraint (Engine::rule_marks) flags both, by name.
+    for node in [store, model.view.center] {
+        let rules: Vec<&str> = model.view.nodes[node].rules.iter().map(|f| f.rule.as_str()).collect();
+        assert_eq!(rules, vec!["no-import-cycles"], "{:?}", model.view.nodes[node]);
+    }
+    assert!(shows(&h.screen(120, 40), "breaks `no-import-cycles`"));
     let s = h.screen(120, 40);
     assert!(shows(&s, "src/inventory/store.py"), "{s}");
     h.snap_both("tui_impact_python_fixture");
@@ -659,6 +665,36 @@ fn impact_graph_snapshots_and_cycle_colour() {
 }
 
 #[test]
+fn impact_risk_overlay_names_the_constraint_rules_broken() {
+    let mut h = Harness::with("").started();
+    h.search("session");
+    h.ctrl('g');
+    let seq = h
+        .requests()
+        .iter()
+        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
+        .expect("impact");
+    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::ruled_graph()) });
+    h.snap_both("tui_impact_rules");
+    let s = h.screen(120, 40);
+    // The centre is selected: its details line names the rule it breaks.
+    assert!(shows(&s, "breaks `no-import-cycles`"), "{s}");
+    assert!(shows(&s, "⊘"), "{s}");
+    // The file importing moment carries the rule's mark in the warning colour.
+    let risk = docdex::tui::theme::Theme::embedded("dark", false).expect("dark").expect("ok").style(Slot::GraphRisk);
+    let buf = h.buffer(120, 40);
+    let text = crate::tui_support::text(&buf);
+    let (row, line) = text.lines().enumerate().find(|(_, l)| l.contains("handlers.rs")).expect("handlers.rs drawn");
+    let col = line.find("✖").expect("the forbidden-import mark on handlers.rs");
+    let col = line[..col].chars().count() as u16;
+    assert_eq!(buf[(col, row as u16)].fg, risk.fg.expect("risk fg"));
+    // Off: no marks, no rule names.
+    h.key(KeyCode::Char('r'));
+    let s = h.screen(120, 40);
+    assert!(!shows(&s, "✖") && !shows(&s, "breaks `"), "{s}");
+}
+
+#[test]
 fn impact_with_200_nodes() {
     let mut h = Harness::with("").started();
     h.search("session");
@@ -688,7 +724,8 @@ fn impact_columns_scroll_with_the_selection() {
         .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
         .expect("impact");
     // Sixty files import the centre.
-    let node = |id: String| GraphNode { id, kind: NodeKind::File, unresolved_imports: 0, in_cycle: false };
+    let node =
+        |id: String| GraphNode { id, kind: NodeKind::File, unresolved_imports: 0, in_cycle: false, rules: Vec::new() };
     let mut nodes = vec![node("src/auth/session.rs".into())];
     nodes.extend((1..=60).map(|i| node(format!("src/users/u{i:02}.rs"))));
     let edges = (1..=60).map(|i| GraphEdge { from: i, to: 0, confidence: 1.0 }).collect();

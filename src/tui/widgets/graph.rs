@@ -7,8 +7,9 @@
 //! Edges are rasterised into a grid of connection bits and drawn with the
 //! matching box glyphs; edges the resolver only guessed (confidence < 0.8) are
 //! dashed. Nodes and edges on import cycles take the theme's danger colour.
-//! The risk overlay adds marks from [`RiskRule`]s (cycles and unresolved imports
-//! today; the team rules profile memory will bring plug in as more rules).
+//! The risk overlay adds marks from [`RiskRule`]s: cycles, unresolved imports, and the
+//! constraint rules of profile memory a node breaks ([`ConstraintRule`]: the engine decides
+//! which, `Engine::rule_marks`; the widget only marks, colours and names them).
 //!
 //! The layout is computed once per graph ([`GraphModel`]); a frame only draws.
 
@@ -27,6 +28,10 @@ pub const MAX_DEPTH: u32 = 4;
 pub const CYCLE_ICON: &str = "↻";
 /// Unresolved-import mark.
 pub const WARN_ICON: &str = "⚠";
+/// A broken constraint rule (a forbidden import, ...).
+pub const RULE_ICON: &str = "✖";
+/// A broken rule against cycles (drawn in the danger colour).
+pub const RULE_DANGER_ICON: &str = "⊘";
 
 /// What a node stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +55,19 @@ pub struct GraphNode {
     pub unresolved_imports: u32,
     /// On an import cycle in the whole repository (the cycle may run outside this view).
     pub in_cycle: bool,
+    /// Constraint rules of profile memory this node breaks (from the engine).
+    pub rules: Vec<RuleFlag>,
+}
+
+/// A constraint rule a node breaks, as the engine found it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleFlag {
+    /// The rule (`no-import-cycles`, `forbid-import moment`).
+    pub rule: String,
+    /// A cycle the rules forbid: drawn in the danger colour.
+    pub danger: bool,
+    /// Whose rule and what is wrong, for the details line.
+    pub reason: String,
 }
 
 /// A directed edge: `from` imports `to`.
@@ -95,8 +113,7 @@ pub struct RiskMark {
     pub reason: String,
 }
 
-/// A rule of the risk overlay. Profile memory's team rules ("avoid circular
-/// dependencies", "deprecate moment.js") will be more implementations.
+/// A rule of the risk overlay.
 pub trait RiskRule: Send + Sync {
     /// The mark for `node`, if the rule flags it.
     fn assess(&self, model: &GraphModel, node: usize) -> Option<RiskMark>;
@@ -130,9 +147,25 @@ impl RiskRule for UnresolvedRule {
     }
 }
 
-/// The rules the overlay applies until profile memory brings team rules.
+/// Flags nodes that break constraint rules of profile memory ("avoid circular dependencies",
+/// "deprecate moment.js"), naming each rule broken.
+pub struct ConstraintRule;
+
+impl RiskRule for ConstraintRule {
+    fn assess(&self, model: &GraphModel, node: usize) -> Option<RiskMark> {
+        let flags = &model.view.nodes[node].rules;
+        if flags.is_empty() {
+            return None;
+        }
+        let icon = if flags.iter().any(|f| f.danger) { RULE_DANGER_ICON } else { RULE_ICON };
+        let reason = flags.iter().map(|f| format!("breaks `{}`: {}", f.rule, f.reason)).collect::<Vec<_>>().join("; ");
+        Some(RiskMark { icon, reason })
+    }
+}
+
+/// The rules the overlay applies.
 pub fn default_rules() -> Vec<Box<dyn RiskRule>> {
-    vec![Box::new(CycleRule), Box::new(UnresolvedRule)]
+    vec![Box::new(CycleRule), Box::new(UnresolvedRule), Box::new(ConstraintRule)]
 }
 
 /// A graph laid out in columns, with cycles found and risk marks applied.
@@ -165,7 +198,7 @@ impl GraphModel {
         }
         let (mut cycle_nodes, comp) = cycles(&model.view);
         for (i, n) in model.view.nodes.iter().enumerate() {
-            cycle_nodes[i] |= n.in_cycle;
+            cycle_nodes[i] |= n.in_cycle || n.rules.iter().any(|f| f.danger);
         }
         model.cycle_edges =
             model.view.edges.iter().map(|e| comp[e.from] == comp[e.to] && cycle_nodes[e.from]).collect();
@@ -814,7 +847,8 @@ impl GraphWidget<'_> {
             // Colour the marks themselves.
             let mx = if boxed { x + 2 } else { x + 1 };
             for (k, m) in model.marks(node).iter().enumerate() {
-                let slot = if m.icon == CYCLE_ICON { Slot::GraphCycle } else { Slot::GraphRisk };
+                let slot =
+                    if m.icon == CYCLE_ICON || m.icon == RULE_DANGER_ICON { Slot::GraphCycle } else { Slot::GraphRisk };
                 buf.set_string(mx + k as u16, y, m.icon, t.style(slot));
             }
         }
@@ -868,7 +902,7 @@ mod tests {
     use super::*;
 
     fn node(id: &str) -> GraphNode {
-        GraphNode { id: id.into(), kind: NodeKind::File, unresolved_imports: 0, in_cycle: false }
+        GraphNode { id: id.into(), kind: NodeKind::File, unresolved_imports: 0, in_cycle: false, rules: Vec::new() }
     }
 
     fn edge(from: usize, to: usize) -> GraphEdge {
@@ -923,6 +957,7 @@ mod tests {
             kind: NodeKind::Unresolved,
             unresolved_imports: 0,
             in_cycle: false,
+            rules: Vec::new(),
         });
         v.edges.push(GraphEdge { from: 1, to: 5, confidence: 0.3 });
         let m = GraphModel::new(v, 1, &default_rules());
