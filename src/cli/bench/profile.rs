@@ -49,7 +49,7 @@ pub fn run(out: &Out, args: BenchProfileArgs) -> anyhow::Result<()> {
     // No model server and no embedder: nothing outside docdex is timed.
     std::fs::write(
         home.join("config.toml"),
-        "[llm]\nbase_url = \"http://127.0.0.1:9\"\nembedding_model = \"\"\nrequest_timeout_secs = 1\n",
+        "[llm]\nbase_url = \"http://127.0.0.1:9\"\nrequest_timeout_secs = 1\n",
     )?;
     let engine = Engine::open_at(&home).context("opening the bench home")?;
     let summary = engine.index(&corpus, &IndexOptions::default(), &|_: &IndexProgress| {})?;
