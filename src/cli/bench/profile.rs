@@ -47,10 +47,7 @@ pub fn run(out: &Out, args: BenchProfileArgs) -> anyhow::Result<()> {
     let home = scratch.join("home");
     std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
     // No model server and no embedder: nothing outside docdex is timed.
-    std::fs::write(
-        home.join("config.toml"),
-        "[llm]\nbase_url = \"http://127.0.0.1:9\"\nrequest_timeout_secs = 1\n",
-    )?;
+    std::fs::write(home.join("config.toml"), "[llm]\nbase_url = \"http://127.0.0.1:9\"\nrequest_timeout_secs = 1\n")?;
     let engine = Engine::open_at(&home).context("opening the bench home")?;
     let summary = engine.index(&corpus, &IndexOptions::default(), &|_: &IndexProgress| {})?;
     out.note(&format!("indexed {} files of {}", summary.files, corpus.display()));
