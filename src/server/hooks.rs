@@ -53,8 +53,6 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             .layer::<_, std::convert::Infallible>(Extension(BodyLimit(HOOK_BODY_LIMIT))),
         Operation::new("Check staged files against the constraints' rules (the pre-commit gatekeeper)")
             .describe("Answers `status` pass or fail and `violations` [{rule, file, line, message, preference_id, agent_id, preference}]. The staged files' content is parsed; the rest of the repository comes from the cached import graph. Constraints checked: `agent_id`'s and the team's, else the server's `--agent-id`, else every agent's. See docs/PROFILES.md.")
-            .query::<RepoQuery>()
-            .body::<ValidateBody>()
-            .response::<HookValidateResponse>(),
+            .reads(&validate),
     )
 }

@@ -13,8 +13,7 @@ use crate::engine::protocol::{
     ProfileRemoveRequest, ProfileRemoveResponse, ProfileSearchRequest, ProfileSearchResponse, ProfileWriteResponse,
 };
 use axum::extract::State;
-use axum::http::{HeaderMap, Method};
-use axum::routing::{get, post};
+use axum::http::HeaderMap;
 use axum::Json;
 
 /// `POST /v1/profile/learn` body: a [`SavePreferenceRequest`], and the repository whose
@@ -136,72 +135,48 @@ async fn export(State(state): State<AppState>) -> Result<Json<ProfileManifest>, 
 /// Adds the profile endpoints to `routes`.
 pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
     routes
-        .route(
-            Method::GET,
+        .get(
             "/v1/profile/list",
-            get(list),
-            Operation::new("Agents with their preference counts; one agent's preferences with `agent_id`")
-                .query::<ProfileListRequest>()
-                .response::<ProfileListResponse>(),
+            list,
+            Operation::new("Agents with their preference counts; one agent's preferences with `agent_id`"),
         )
-        .route(
-            Method::POST,
+        .post(
             "/v1/profile/add",
-            post(add),
+            add,
             Operation::new("Teach an agent a preference directly (no model involved)")
-                .describe("Creates the agent when new. A constraint's `rule` is checked against the grammar (400 with the reason when bad); without one, common phrasings are recognised (\"avoid circular dependencies\" -> no-import-cycles). See docs/PROFILES.md.")
-                .body::<ProfileAddRequest>()
-                .response::<ProfileWriteResponse>(),
+                .describe("Creates the agent when new. A constraint's `rule` is checked against the grammar (400 with the reason when bad); without one, common phrasings are recognised (\"avoid circular dependencies\" -> no-import-cycles). See docs/PROFILES.md."),
         )
-        .route(
-            Method::POST,
+        .post(
             "/v1/profile/edit",
-            post(edit),
-            Operation::new("Change a preference's text, category or rule")
-                .body::<ProfileEditRequest>()
-                .response::<ProfileWriteResponse>(),
+            edit,
+            Operation::new("Change a preference's text, category or rule"),
         )
-        .route(
-            Method::POST,
+        .post(
             "/v1/profile/search",
-            post(search),
+            search,
             Operation::new("An agent's preferences (and the team's) closest to a query")
-                .describe("By meaning (`mode: vector`) or, when no embedder answers, by shared words (`mode: text` with a `notice`). 409 `embedding_mismatch` when the stored vectors came from another model or size: run `docdex profile reembed`.")
-                .body::<ProfileSearchRequest>()
-                .response::<ProfileSearchResponse>(),
+                .describe("By meaning (`mode: vector`) or, when no embedder answers, by shared words (`mode: text` with a `notice`). 409 `embedding_mismatch` when the stored vectors came from another model or size: run `docdex profile reembed`."),
         )
-        .route(
-            Method::POST,
+        .post(
             "/v1/profile/remove",
-            post(remove),
-            Operation::new("Forget a preference (or, with `agent: true`, an agent and all its preferences)")
-                .body::<ProfileRemoveRequest>()
-                .response::<ProfileRemoveResponse>(),
+            remove,
+            Operation::new("Forget a preference (or, with `agent: true`, an agent and all its preferences)"),
         )
-        .route(
-            Method::POST,
+        .post(
             "/v1/profile/learn",
-            post(learn),
+            learn,
             Operation::new("Run a statement through the evolution pipeline (recall, the model's decision, the write)")
-                .describe("Answers the decision: `action` ADD, UPDATE (with `target_preference_id` and `previous_content`), IGNORE or REFUSE (harmful or contradicting, with the reason), `decided_by` model, policy or fallback (no model: duplicates ignored, the rest added). Logged in the repository's reasoning DAG when one is named or served.")
-                .query::<RepoQuery>()
-                .body::<LearnBody>()
-                .response::<EvolutionOutcome>(),
+                .describe("Answers the decision: `action` ADD, UPDATE (with `target_preference_id` and `previous_content`), IGNORE or REFUSE (harmful or contradicting, with the reason), `decided_by` model, policy or fallback (no model: duplicates ignored, the rest added). Logged in the repository's reasoning DAG when one is named or served."),
         )
-        .route(
-            Method::GET,
+        .get(
             "/v1/map",
-            get(map),
+            map,
             Operation::new("The project map for an agent: the files that matter to it, the rest collapsed (500 tokens)")
-                .describe("Cached per agent in the repository's state (`maps/<agent>.json`) until the watcher sees a directory created or deleted; `refresh=true` rebuilds it.")
-                .query::<MapQuery>()
-                .response::<ProjectMap>(),
+                .describe("Cached per agent in the repository's state (`maps/<agent>.json`) until the watcher sees a directory created or deleted; `refresh=true` rebuilds it."),
         )
-        .route(
-            Method::GET,
+        .get(
             "/v1/profile/export",
-            get(export),
-            Operation::new("The whole profile as a sync manifest (what `docdex profile import` merges)")
-                .response::<ProfileManifest>(),
+            export,
+            Operation::new("The whole profile as a sync manifest (what `docdex profile import` merges)"),
         )
 }

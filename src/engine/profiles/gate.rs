@@ -14,6 +14,7 @@ use super::types::{
 use crate::engine::code::graph::{self, Edge, GraphOptions, EXTERNAL_PREFIX};
 use crate::engine::code::lang::{self, Lang};
 use crate::engine::code::types::FileImports;
+use crate::engine::fsutil;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use rayon::prelude::*;
@@ -343,18 +344,17 @@ fn read_staged(root: &Path, files: &[StagedFile], checks: &[Check], notices: &mu
         .collect()
 }
 
-/// A working-tree file for a staged path sent without its content: a regular file (never a
-/// symlink) of text within the size limit.
+/// A working-tree file for a staged path sent without its content, through the one opener: a
+/// regular file inside the repository (no symlink anywhere on the way) of text within the size limit.
 fn read_worktree(root: &Path, rel: &str) -> std::result::Result<String, String> {
-    let path = root.join(rel);
-    let meta = std::fs::symlink_metadata(&path).map_err(|e| format!("{rel}: {e}; not checked"))?;
-    if !meta.is_file() {
-        return Err(format!("{rel} is not a regular file; not checked"));
-    }
-    if meta.len() > MAX_STAGED_BYTES as u64 {
+    use std::io::Read;
+    let file = fsutil::open_repo_file(root, rel).map_err(|e| format!("{rel}: {e}; not checked"))?;
+    let len = file.metadata().map_err(|e| format!("{rel}: {e}; not checked"))?.len();
+    if len > MAX_STAGED_BYTES as u64 {
         return Err(format!("{rel} is larger than {} MiB; not checked", MAX_STAGED_BYTES >> 20));
     }
-    let bytes = std::fs::read(&path).map_err(|e| format!("{rel}: {e}; not checked"))?;
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(MAX_STAGED_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|e| format!("{rel}: {e}; not checked"))?;
     String::from_utf8(bytes).map_err(|_| format!("{rel} is not UTF-8 text; not checked"))
 }
 
