@@ -315,8 +315,13 @@ fn spotlight(paths: &[String], keywords: &[String], hits: &[String]) -> Vec<Stri
             let stem = file.split('.').next().unwrap_or(file);
             let mut score = 0.0;
             for k in keywords {
-                if stem == k || file.starts_with(&format!("{k}.")) || file.starts_with(&format!(".{k}")) {
-                    // vitest.config.ts, .eslintrc.json, auth.rs
+                let config = (file.starts_with(&format!("{k}.")) && file.matches('.').count() > 1)
+                    || file.starts_with(&format!(".{k}"));
+                if config {
+                    // vitest.config.ts, .eslintrc.json: the tool's own file comes first
+                    score += 5.0;
+                } else if stem == k || file.starts_with(&format!("{k}.")) {
+                    // auth.rs
                     score += 4.0;
                 } else if split_words(file).iter().any(|w| w == k) || stem.contains(k.as_str()) {
                     score += 2.0;

@@ -131,6 +131,10 @@ pub struct GetProfileArgs {
     /// The agent and the topic.
     #[serde(flatten)]
     pub search: ProfileSearchRequest,
+    /// Accepted like every tool's (agents pass it everywhere); profile memory is global, so
+    /// the answer does not depend on it.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
 }
 
 /// `docdex_save_preference` arguments: the engine's evolution request, and optionally the
