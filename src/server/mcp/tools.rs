@@ -134,6 +134,7 @@ pub struct GetProfileArgs {
     /// Accepted like every tool's (agents pass it everywhere); profile memory is global, so
     /// the answer does not depend on it.
     #[serde(flatten)]
+    #[allow(dead_code)]
     pub repo: RepoArgs,
 }
 
