@@ -82,3 +82,14 @@ impl Mode {
         }
     }
 }
+
+/// One status message, kept for the message log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// When (wall clock, epoch ms).
+    pub epoch_ms: u64,
+    /// How serious.
+    pub level: Level,
+    /// The whole text.
+    pub text: String,
+}

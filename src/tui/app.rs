@@ -37,6 +37,8 @@ use std::time::{Duration, Instant};
 
 /// How long a notice stays in the status bar.
 const NOTICE_FOR: Duration = Duration::from_secs(6);
+/// Messages kept for the message log (older ones stay in `logs/tui.log`).
+const LOG_KEEP: usize = 500;
 
 /// Everything the app needs to start.
 pub struct AppOptions {
@@ -70,7 +72,7 @@ pub enum Effect {
     Suspend,
 }
 
-pub use super::action::Mode;
+pub use super::action::{Message, Mode};
 
 /// A modal layer over the panes.
 #[derive(Debug)]
@@ -80,6 +82,10 @@ enum Overlay {
     },
     /// `q` (a letter) asks before quitting.
     ConfirmQuit,
+    /// The message log, scrolled up by `scroll` lines from the newest.
+    Messages {
+        scroll: usize,
+    },
     Prompt {
         kind: PromptKind,
         input: Box<TextField>,
@@ -113,6 +119,7 @@ pub struct App {
     overview: Option<RepoOverview>,
     provider: ProviderStatus,
     notice: Option<(Level, String, Instant)>,
+    messages: Vec<Message>,
     /// Whether the start-up index of the current repo was requested.
     started_index: bool,
     /// The search selection the impact pane last followed.
@@ -150,6 +157,7 @@ impl App {
             overview: None,
             provider: opts.provider,
             notice: None,
+            messages: Vec::new(),
             started_index: false,
             impact_followed: None,
             trace_followed: None,
@@ -260,7 +268,26 @@ impl App {
         self.dirty = false;
     }
 
+    /// Every message of this run, oldest first (the message log).
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Whether the message log is open.
+    pub fn messages_open(&self) -> bool {
+        matches!(self.overlay, Some(Overlay::Messages { .. }))
+    }
+
     fn set_notice(&mut self, level: Level, text: String) {
+        match level {
+            Level::Info => tracing::info!(target: "docdex::tui::message", "{text}"),
+            Level::Warn => tracing::warn!(target: "docdex::tui::message", "{text}"),
+            Level::Error => tracing::error!(target: "docdex::tui::message", "{text}"),
+        }
+        if self.messages.len() >= LOG_KEEP {
+            self.messages.remove(0);
+        }
+        self.messages.push(Message { epoch_ms: self.clock.epoch_ms(), level, text: text.clone() });
         let now = self.clock.now();
         // Good news does not hide a problem the user has not had time to read.
         if let Some((current, _, at)) = &self.notice {
@@ -528,6 +555,7 @@ impl App {
             Command::Quit => self.quit = true,
             Command::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
             Command::Suspend => self.effects.push(Effect::Suspend),
+            Command::Messages => self.overlay = Some(Overlay::Messages { scroll: 0 }),
             Command::NextPane => self.focus_pane(PaneId::ALL[(self.focus.index() + 1) % n]),
             Command::PrevPane => self.focus_pane(PaneId::ALL[(self.focus.index() + n - 1) % n]),
             c => {
@@ -558,6 +586,15 @@ impl App {
                     }
                     self.overlay = None;
                 }
+            },
+            Overlay::Messages { scroll } => match key.code {
+                KeyCode::Up | KeyCode::Char('k') => *scroll += 1,
+                KeyCode::Down | KeyCode::Char('j') => *scroll = scroll.saturating_sub(1),
+                KeyCode::PageUp => *scroll += 10,
+                KeyCode::PageDown | KeyCode::Char(' ') => *scroll = scroll.saturating_sub(10),
+                KeyCode::Home => *scroll = usize::MAX / 2,
+                KeyCode::End => *scroll = 0,
+                _ => self.overlay = None,
             },
             Overlay::ConfirmQuit => {
                 self.overlay = None;
@@ -725,6 +762,19 @@ impl App {
                     format!("indexed {} files ({changed} changed)", widgets::thousands(s.files)),
                 );
             }
+            EngineEvent::IndexFinished { repo, result: Ok(s) } if *repo != self.repo => {
+                // `indexing <repo>` (an added repository) ends with its run.
+                self.set_notice(
+                    Level::Info,
+                    format!("{} is ready: {} files indexed", repo.display(), widgets::thousands(s.files)),
+                );
+            }
+            EngineEvent::IndexFinished { repo, result: Ok(_) } => {
+                let started = format!("indexing {}", repo.display());
+                if self.notice.as_ref().is_some_and(|(_, t, _)| *t == started) {
+                    self.notice = None;
+                }
+            }
             EngineEvent::RepoRemoved { repo, result: Ok(()) } => {
                 self.set_notice(
                     Level::Info,
@@ -765,6 +815,14 @@ impl App {
             .collect()
     }
 
+    /// "alt+m: all messages", for lines that cut a message.
+    fn messages_hint(&self) -> String {
+        match self.keymap.hint_for(Command::Messages, Some(false)) {
+            Some(k) => format!("{k}: all messages"),
+            None => String::new(),
+        }
+    }
+
     /// `Some(multi_line)` while the focused pane's text field has focus.
     fn field_in_focus(&self) -> Option<bool> {
         let p = self.pane(self.focus);
@@ -778,7 +836,7 @@ impl App {
     /// Key hints for the status bar, for the mode: only keys that work in it.
     fn hints(&self, budget: usize) -> Vec<(String, &'static str)> {
         let close = match &self.overlay {
-            Some(Overlay::Help { .. }) => Some("close"),
+            Some(Overlay::Help { .. } | Overlay::Messages { .. }) => Some("close"),
             Some(Overlay::ConfirmQuit) => Some("stay"),
             Some(Overlay::Prompt { .. }) => Some("cancel"),
             None => None,
@@ -884,7 +942,7 @@ impl App {
         let mut cursor = self.pane(self.focus).render(l.main, buf, &rc);
         let name = self.repo_name();
         let hints = self.hints(l.status.width as usize * 2 / 5);
-        StatusInfo {
+        let notice_shown = StatusInfo {
             repo: &name,
             overview: self.overview.as_ref(),
             progress: self.repos.progress(&self.repo),
@@ -895,6 +953,13 @@ impl App {
             step: self.step,
         }
         .render(l.status, buf, t);
+        if !notice_shown && self.overlay.is_none() {
+            if let Some((level, text, _)) = &self.notice {
+                // A notice that does not fit the bar gets its own line(s) above it.
+                let hint = self.messages_hint();
+                widgets::messages::own_lines(l.main, l.status.y, buf, *level, text, &hint, t);
+            }
+        }
         match &self.overlay {
             Some(Overlay::Help { scroll }) => {
                 let home = self.home.display().to_string();
@@ -906,6 +971,10 @@ impl App {
                 };
                 let lines = help::help_lines(&self.keymap, t, &hc);
                 help::render(l.main, buf, &lines, t, *scroll);
+                cursor = None;
+            }
+            Some(Overlay::Messages { scroll }) => {
+                widgets::messages::render(l.main, buf, &self.messages, t, *scroll, self.messages_hint());
                 cursor = None;
             }
             Some(Overlay::ConfirmQuit) => {

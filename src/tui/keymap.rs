@@ -113,6 +113,7 @@ commands! {
     Quit => Global, "quit", "Quit docdex (a letter asks first; a chord quits at once)";
     Help => Global, "help", "Show or hide this help (f1 works everywhere, also in a text field)";
     Suspend => Global, "suspend", "Suspend docdex like any terminal program (fg resumes)";
+    Messages => Global, "messages", "Show the message log (also written to logs/tui.log)";
     NextPane => Global, "next_pane", "Next pane";
     PrevPane => Global, "prev_pane", "Previous pane";
     GotoRepos => Global, "goto_repos", "Repositories pane";

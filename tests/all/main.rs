@@ -30,6 +30,7 @@ mod tui;
 mod tui_chat;
 mod tui_e2e;
 mod tui_keys;
+mod tui_messages;
 mod tui_support;
 mod util;
 mod watch;

@@ -422,6 +422,12 @@ fn the_real_binary_in_a_terminal() {
     t.literal("quickly, the lazy dog jumps; now gnaw bones? pfft. Good!");
     let s = t.wait_for("› sessionuickly, the lazy dog jumps; now gnaw bones? pfft. Good!");
     assert!(s.contains(" INS "), "{s}");
+    // The message log opens from the query box (f2) with the run's messages, and esc closes it.
+    t.keys(&["F2"]);
+    let s = t.wait_for("Messages (");
+    assert!(s.contains("indexed 5 files"), "{s}");
+    t.keys(&["Escape"]);
+    t.wait_for(" INS  e2e");
     // Quit (a letter asks first): the terminal is back to normal.
     // Separate writes: `esc` and the next key in one read would be alt+key.
     t.keys(&["Escape"]);
@@ -445,6 +451,7 @@ fn the_real_binary_in_a_terminal() {
     // Logs went to a file, never to the screen.
     let log = std::fs::read_to_string(home.join("state/logs/tui.log")).expect("tui.log");
     assert!(log.contains("docdex tui starting"), "{log}");
+    assert!(log.contains("indexed 5 files"), "status messages are logged too: {log}");
     assert!(!s.contains("INFO"), "{s}");
 
     // `docdex` with no arguments on a terminal opens the workbench on the current repository.

@@ -421,8 +421,13 @@ impl SearchPane {
             note(buf, y, "Indexing is running; results fill in as it finishes.", t.style(Slot::Warning));
             y += 1;
         }
-        if let Some(e) = &self.error {
+        // While the first index run is going, "not indexed yet" is not news: the line above says it.
+        let error = self.error.as_ref().filter(|e| !(self.indexing && e.contains("is not indexed yet")));
+        if let Some(e) = error {
             note(buf, y, e, t.style(Slot::Error));
+            return;
+        }
+        if self.error.is_some() {
             return;
         }
         if self.query.text().trim().is_empty() && self.results.is_empty() {

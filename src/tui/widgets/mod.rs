@@ -6,6 +6,7 @@ pub mod dag;
 pub mod graph;
 pub mod help;
 pub mod markdown;
+pub mod messages;
 pub mod preview;
 pub mod status_bar;
 pub mod text_field;

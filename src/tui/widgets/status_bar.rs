@@ -84,10 +84,11 @@ pub fn provider_text(p: &ProviderStatus) -> (String, Slot) {
 }
 
 impl StatusInfo<'_> {
-    /// Draws the bar into one row.
-    pub fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+    /// Draws the bar into one row; returns false when the notice did not fit (the caller
+    /// gives it a line of its own).
+    pub fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) -> bool {
         if area.height == 0 {
-            return;
+            return self.notice.is_none();
         }
         let base = theme.style(Slot::StatusBar);
         buf.set_style(area, base);
@@ -129,6 +130,7 @@ impl StatusInfo<'_> {
         }
         let last = middle.len() - 1;
         let mut shown = 0;
+        let mut notice_shown = self.notice.is_none();
         for (k, (text, slot)) in middle.into_iter().enumerate() {
             let room = left_w.saturating_sub(used);
             let sep = if shown == 0 { "" } else { "│ " };
@@ -141,11 +143,12 @@ impl StatusInfo<'_> {
                 short_index.clone()
             } else if k == 1 && width(&format!("{sep}{short_provider}")) < room {
                 format!("{sep}{short_provider}")
-            } else if k == last && self.notice.is_some() && room >= 12 {
-                truncate(&piece, room.saturating_sub(1))
             } else {
                 continue;
             };
+            if k == last && self.notice.is_some() {
+                notice_shown = true;
+            }
             shown += 1;
             used += width(&piece) + 1;
             spans.push(Span::styled(format!("{piece} "), theme.style(slot).patch(bg_only(base))));
@@ -156,6 +159,7 @@ impl StatusInfo<'_> {
             spans.extend(hints);
         }
         buf.set_line(area.x, area.y, &Line::from(spans), area.width);
+        notice_shown
     }
 }
 
