@@ -92,4 +92,6 @@ pub struct Message {
     pub level: Level,
     /// The whole text.
     pub text: String,
+    /// How many times in a row it came (the time is the last one's).
+    pub repeats: u32,
 }

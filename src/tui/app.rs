@@ -279,15 +279,33 @@ impl App {
     }
 
     fn set_notice(&mut self, level: Level, text: String) {
+        self.log_message(level, &text);
+        self.show_notice(level, text);
+    }
+
+    /// Keeps a message for the log overlay and `logs/tui.log`; a repeat of the last one is
+    /// counted on it rather than kept again.
+    fn log_message(&mut self, level: Level, text: &str) {
         match level {
             Level::Info => tracing::info!(target: "docdex::tui::message", "{text}"),
             Level::Warn => tracing::warn!(target: "docdex::tui::message", "{text}"),
             Level::Error => tracing::error!(target: "docdex::tui::message", "{text}"),
         }
+        let epoch_ms = self.clock.epoch_ms();
+        if let Some(last) = self.messages.last_mut().filter(|m| m.level == level && m.text == text) {
+            last.repeats += 1;
+            last.epoch_ms = epoch_ms;
+            return;
+        }
         if self.messages.len() >= LOG_KEEP {
             self.messages.remove(0);
         }
-        self.messages.push(Message { epoch_ms: self.clock.epoch_ms(), level, text: text.clone() });
+        self.messages.push(Message { epoch_ms, level, text: text.to_string(), repeats: 1 });
+    }
+
+    /// Shows a notice in the status bar (or on its own line) without logging it: for hints
+    /// about a key, which would flood the log while someone types.
+    fn show_notice(&mut self, level: Level, text: String) {
         let now = self.clock.now();
         // Good news does not hide a problem the user has not had time to read.
         if let Some((current, _, at)) = &self.notice {
@@ -545,7 +563,7 @@ impl App {
         }
         let help = self.keymap.hint(Command::Help).unwrap_or_else(|| "f1".into());
         let k = KeyChord::from_event(key);
-        self.set_notice(Level::Info, format!("`{k}` is not a key in {}; {help} lists them", self.focus.title()));
+        self.show_notice(Level::Info, format!("`{k}` is not a key in {}; {help} lists them", self.focus.title()));
     }
 
     /// Runs a command; false when nothing had a use for it.

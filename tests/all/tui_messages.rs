@@ -72,3 +72,20 @@ fn the_indexing_notice_of_an_added_repository_ends_with_the_run() {
     assert!(!notice.starts_with("indexing "), "{notice}");
     assert!(notice.contains("other") && notice.contains("ready"), "{notice}");
 }
+
+#[test]
+fn typing_letters_that_are_no_keys_does_not_flood_the_log_and_repeats_are_counted() {
+    let mut h = Harness::new().started();
+    let before = h.app.messages().len();
+    h.alt('5');
+    h.key(KeyCode::Esc);
+    for c in "hazy".chars() {
+        h.key(KeyCode::Char(c));
+    }
+    assert!(h.app.notice().unwrap_or_default().contains("is not a key in DAG"), "{:?}", h.app.notice());
+    assert_eq!(h.app.messages().len(), before, "key hints show but are not logged");
+    h.app.editor_finished(Err(EDITOR_ERROR.into()));
+    h.app.editor_finished(Err(EDITOR_ERROR.into()));
+    let last = h.app.messages().last().expect("a message");
+    assert_eq!((last.text.as_str(), last.repeats), (EDITOR_ERROR, 2));
+}

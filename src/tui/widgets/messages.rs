@@ -67,7 +67,8 @@ pub fn render(area: Rect, buf: &mut Buffer, messages: &[Message], theme: &Theme,
     let text_w = (w as usize).saturating_sub(2 + 11 + 2);
     for m in messages {
         let (g, slot) = glyph(m.level);
-        for (k, piece) in wrap(&m.text, text_w.max(10)).into_iter().enumerate() {
+        let text = if m.repeats > 1 { format!("{} (×{})", m.text, m.repeats) } else { m.text.clone() };
+        for (k, piece) in wrap(&text, text_w.max(10)).into_iter().enumerate() {
             let lead = if k == 0 { format!("{} {g} ", clock(m.epoch_ms)) } else { " ".repeat(11) };
             lines.push(Line::from(vec![
                 Span::styled(lead, theme.style(Slot::Muted)),
