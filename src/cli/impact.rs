@@ -6,6 +6,7 @@ use super::output::Out;
 use super::RepoArg;
 use crate::engine::protocol::{
     CyclesResponse, Dependency, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse, RebuildSummary,
+    TestsResponse,
 };
 use crate::engine::protocol::{Diagnostic, Edge};
 use crate::engine::Engine;
@@ -28,6 +29,9 @@ pub struct ImpactArgs {
     /// in: files importing it; out: what it imports; both.
     #[arg(long, value_enum, default_value_t = DirectionArg::Both)]
     direction: DirectionArg,
+    /// List the test files that exercise the file instead (by import, at any depth, or by name).
+    #[arg(long)]
+    tests: bool,
     /// Print the docdex.impact_graph JSON.
     #[arg(long)]
     json: bool,
@@ -121,6 +125,15 @@ pub fn run_impact(engine: &Engine, out: &Out, args: ImpactArgs) -> anyhow::Resul
                 )
                 .into());
             };
+            if args.tests {
+                let resp = engine.impact_tests(&args.repo.resolve()?, &file)?;
+                if args.json {
+                    out.json(&resp)?;
+                } else {
+                    print_tests(out, &resp);
+                }
+                return Ok(());
+            }
             let req = ImpactRequest { file, depth: Some(args.depth), direction: Some(args.direction.into()) };
             let resp = engine.impact(&args.repo.resolve()?, &req)?;
             if args.json {
@@ -131,6 +144,17 @@ pub fn run_impact(engine: &Engine, out: &Out, args: ImpactArgs) -> anyhow::Resul
         }
     }
     Ok(())
+}
+
+fn print_tests(out: &Out, resp: &TestsResponse) {
+    if resp.tests.is_empty() {
+        out.line(&format!("no test file reaches {} through the import graph or by name", resp.file));
+        return;
+    }
+    out.line(&format!("{} test files exercise {}:", resp.tests.len(), resp.file));
+    for t in &resp.tests {
+        out.line(&format!("  {}  ({})", t.path, t.reason));
+    }
 }
 
 /// Runs `docdex graph ...`.

@@ -6,6 +6,7 @@ mod bench;
 mod chat;
 mod check;
 mod code;
+mod context;
 mod dag;
 mod eval;
 mod hook;
@@ -161,6 +162,8 @@ enum Command {
     },
     /// A file's import dependencies and dependents, and what may change if it changes.
     Impact(impact::ImpactArgs),
+    /// A bounded, cited context pack for a task: changed lines, hits, definitions, tests, importers.
+    Context(context::ContextArgs),
     /// The import graph: cycles, rebuild.
     Graph {
         #[command(subcommand)]
@@ -213,6 +216,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Measure the code pass's indexing cost against a plain index and the bare Tree-sitter parse.
     BenchIndex(bench::index::BenchIndexArgs),
+    /// Measure context packs on a copied corpus with branch changes (figures for docs/PERFORMANCE.md).
+    BenchContext(bench::context::BenchContextArgs),
     /// Is this machine ready? Config, state, registry, model server and models, hardware, bind address.
     Check(check::CheckArgs),
     /// Measure indexing with embeddings and hybrid query latency (figures for docs/PERFORMANCE.md).
@@ -397,6 +402,7 @@ impl Cli {
             Some(Command::Chat(args)) => args.json(),
             Some(Command::Dag { action }) => action.json(),
             Some(Command::Impact(args)) => args.json(),
+            Some(Command::Context(args)) => args.json(),
             Some(Command::Graph { action }) => action.json(),
             Some(Command::Symbols(a)) => a.json,
             Some(Command::SymbolsStatus(a)) => a.json,
@@ -542,6 +548,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat(args) => return chat::run(&engine, &out, args),
         Command::Dag { action } => dag::run(&engine, &out, action)?,
         Command::Impact(args) => impact::run_impact(&engine, &out, args)?,
+        Command::Context(args) => context::run(&engine, &out, args)?,
         Command::Graph { action } => impact::run_graph(&engine, &out, action)?,
         Command::Symbols(args) => code::symbols(&engine, &out, args)?,
         Command::SymbolsStatus(args) => code::status(&engine, &out, args)?,
@@ -551,6 +558,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
         Command::Bench(args) => bench::run(&engine, &out, args)?,
         Command::BenchIndex(args) => bench::index::run(&out, args)?,
+        Command::BenchContext(args) => bench::context::run(&out, args)?,
         Command::BenchHybrid(args) => bench::hybrid::run(&out, args)?,
         Command::Check(args) => return check::run(&engine, &out, args),
         Command::WebSearch(args) => return web::search(&engine, &out, args),

@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod cancel;
 pub mod check;
 pub mod code;
+pub mod context;
 pub mod dag;
 pub mod embed;
 pub mod eval;

@@ -21,6 +21,9 @@ pub use super::code::types::{
     CodeIndexSummary, LanguageStatus, LanguageTiming, MatchKind, SymbolHit, SymbolKind, SymbolsRequest,
     SymbolsResponse, SymbolsStatus,
 };
+pub use super::code::test_files::{is_test_path, TestFile, TestsResponse};
+pub use super::context::types::*;
+pub use super::context::render_markdown as render_context_markdown;
 pub use super::dag::{to_dot, to_text, utc, DagNode, DagSession, DagSessionList, DagSessionSummary, NodeKind};
 pub use super::embed::types::{EmbedState, EmbedSummary, SimilarFile, SimilarRequest, SimilarResponse};
 pub use super::eval::gitset::GitSetOptions;

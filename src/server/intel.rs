@@ -15,7 +15,7 @@ use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::RepoRef;
 use crate::engine::protocol::{
-    AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, DagSession, DagSessionList, ImpactRequest,
+    AstQueryRequest, AstQueryResponse, AstSearchRequest, ContextPack, ContextRequest, AstSearchResponse, DagSession, DagSessionList, ImpactRequest,
     ImpactResponse, MemoryRecallRequest, MemoryRecallResponse, MemoryStoreRequest, MemoryStoreResponse, SymbolsRequest,
     SymbolsResponse, SymbolsStatus,
 };
@@ -57,6 +57,17 @@ pub struct MemoryRecallBody {
     /// What to recall.
     #[serde(flatten)]
     pub recall: MemoryRecallRequest,
+}
+
+/// `POST /v1/context` body: a [`ContextRequest`] plus the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ContextBody {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// The task and budget.
+    #[serde(flatten)]
+    pub context: ContextRequest,
 }
 
 /// Resolves the repository, confines `paths` to it, and runs `call` on the blocking pool;
@@ -138,6 +149,20 @@ async fn impact(
     run(state, sel, paths, move |engine, repo| engine.impact(&repo.root, &req)).await
 }
 
+async fn context(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiJson(body): ApiJson<ContextBody>,
+) -> Result<Json<ContextPack>, ApiError> {
+    let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
+    if body.context.task.trim().is_empty() {
+        return Err(ApiError::bad_request("empty task: describe what you are about to do in `task`"));
+    }
+    let req = body.context;
+    run(state, sel, Vec::new(), move |engine, repo| engine.context(&repo.root, &req)).await
+}
+
 async fn memory_store(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -213,6 +238,12 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             impact,
             Operation::new("What a file imports and what imports it, to a depth")
                 .describe("`affected` lists every file whose behaviour may change if `file` changes. 403 `path_outside_repo` for paths leaving the repository; 404 `not_found` for a file the graph does not know."),
+        )
+        .post(
+            "/v1/context",
+            context,
+            Operation::new("A bounded, cited context pack for a task (no model needed)")
+                .describe("Changed lines (since `since`, staged, dirty, untracked), search hits, the definitions they name, the tests that exercise them and their importers, each with path, lines, role, reason and tokens, fitted into `budget` tokens (cl100k_base, default 8000). `format: md` (default) adds the pack as Markdown in `markdown`."),
         )
         .post(
             "/v1/memory/store",

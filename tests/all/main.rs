@@ -5,6 +5,7 @@ mod architecture;
 mod chat;
 mod cli;
 mod config;
+mod context;
 mod documents;
 mod eval;
 mod faults;

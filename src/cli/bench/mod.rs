@@ -18,6 +18,7 @@
 //! 4. whole-process latency of `docdex search --json` for a sample of them;
 //! 5. `rg -i -c --no-messages -F -e WORD ...` over the corpus for the same sample.
 
+pub mod context;
 mod corpus;
 pub mod hybrid;
 pub mod index;

@@ -310,6 +310,11 @@ impl LoadedGraph {
         self.ids.contains_key(id)
     }
 
+    /// The node of a file or package id.
+    pub(crate) fn node_of(&self, id: &str) -> Option<NodeIndex> {
+        self.ids.get(id).copied()
+    }
+
     fn info(&self) -> GraphInfo {
         GraphInfo {
             generated_at_ms: self.graph.generated_at_ms,
@@ -336,7 +341,7 @@ impl LoadedGraph {
     /// shallowest depth and, at that depth, its most confident path. (A walk of our own over
     /// petgraph's adjacency: its `Bfs` yields nodes without the depth, the path confidence or
     /// a node budget, which are the answer here.)
-    fn traverse(&self, root: NodeIndex, forward: bool, depth: u32, limit: usize) -> (Vec<Dependency>, bool) {
+    pub(crate) fn traverse(&self, root: NodeIndex, forward: bool, depth: u32, limit: usize) -> (Vec<Dependency>, bool) {
         let dir = if forward { Outgoing } else { Incoming };
         // node -> (depth, path confidence, edge)
         let mut best: HashMap<NodeIndex, (u32, f32, u32)> = HashMap::new();
@@ -715,7 +720,7 @@ impl Engine {
 }
 
 /// A user-given path as a graph node id: repo-relative with `/`, no `./`; `ext:` ids pass.
-fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
+pub(crate) fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
     let file = file.trim();
     if file.is_empty() {
         return Err(Error::BadRequest("no file given: pass a repo-relative path".into()));
@@ -735,7 +740,7 @@ fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
     super::resolve::join("", &rel).filter(|r| !r.is_empty()).ok_or_else(outside)
 }
 
-fn unknown_file(repo: &RepoRef, file: &str, g: &LoadedGraph) -> Error {
+pub(crate) fn unknown_file(repo: &RepoRef, file: &str, g: &LoadedGraph) -> Error {
     let on_disk = repo.root.join(file).is_file();
     let hint = if on_disk {
         "it exists but is not a code file docdex parses, or it changed since the last `docdex index`"

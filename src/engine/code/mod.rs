@@ -18,6 +18,7 @@ pub mod resolve;
 pub(crate) mod rules;
 pub mod store;
 pub mod symbols;
+pub mod test_files;
 pub mod types;
 
 pub use lang::Lang;

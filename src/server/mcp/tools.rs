@@ -10,7 +10,7 @@ use crate::engine::protocol::{
     DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest,
     SavePreferenceRequest, SearchRequest, SymbolsRequest,
 };
-use crate::engine::protocol::{DiscoveryStatus, WebResearchRequest};
+use crate::engine::protocol::{ContextFormat, ContextRequest, DiscoveryStatus, WebResearchRequest};
 use crate::server::error::ApiError;
 use crate::server::extract::{blocking, confine};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
@@ -98,6 +98,17 @@ pub struct ImpactArgs {
     /// The impact query.
     #[serde(flatten)]
     pub impact: ImpactRequest,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_context` arguments: a [`ContextRequest`] and the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ContextArgs {
+    /// The task and budget.
+    #[serde(flatten)]
+    pub context: ContextRequest,
     /// The repository.
     #[serde(flatten)]
     pub repo: RepoArgs,
@@ -212,6 +223,17 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(read_only()),
         Tool::new(
+            "docdex_context",
+            "Before working on a task, get what to read first in one bounded pack: the lines changed on this branch \
+             (since `since`, plus staged, dirty and untracked files), the best search hits for the task, the \
+             definitions they name, the tests that exercise them and the files importing them. Every snippet has \
+             path, lines, role (changed, hit, definition, importer, import, test, doc), why it was chosen and its \
+             tokens; the pack fits `budget` tokens (default 8000). Markdown by default; `format: json` for the \
+             structured pack.",
+            schema::<ContextArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
             "docdex_memory_save",
             "Remember a fact about this repository for later sessions and agents (a convention, a gotcha, \
              a decision). Stored locally per repository; docdex_memory_recall and docdex's chat find it again. \
@@ -278,6 +300,7 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_web_research" => web_research(server, args).await,
         "docdex_symbols" => symbols(server, args).await,
         "docdex_impact" => impact(server, args).await,
+        "docdex_context" => context(server, args).await,
         "docdex_memory_save" => memory_save(server, args).await,
         "docdex_memory_recall" => memory_recall(server, args).await,
         "docdex_get_profile" => get_profile(server, args).await,
@@ -354,6 +377,23 @@ async fn impact(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiEr
             confine(&repo, &a.impact.file)?;
         }
         server.app.engine().impact(&repo.root, &a.impact).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
+    })
+    .await
+}
+
+async fn context(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: ContextArgs = parse("docdex_context", args)?;
+    if a.context.task.trim().is_empty() {
+        return Err(ApiError::bad_request("empty task: describe what you are about to do in `task`"));
+    }
+    let server = server.clone();
+    blocking(move || {
+        let repo = server.repo_for(a.repo.named())?;
+        let pack = server.app.engine().context(&repo.root, &a.context).map_err(|e| server.app.explain(&repo, e))?;
+        match (a.context.format.unwrap_or_default(), pack.markdown) {
+            (ContextFormat::Md, Some(md)) => Ok(CallToolResult::success(vec![ContentBlock::text(md)])),
+            (_, markdown) => Ok(ok_json(&crate::engine::protocol::ContextPack { markdown, ..pack })),
+        }
     })
     .await
 }
@@ -465,6 +505,7 @@ mod tests {
         described_alike::<OpenArgs, FileRequest>();
         described_alike::<SymbolsArgs, SymbolsRequest>();
         described_alike::<ImpactArgs, ImpactRequest>();
+        described_alike::<ContextArgs, ContextRequest>();
         described_alike::<MemorySaveArgs, MemoryStoreRequest>();
         described_alike::<MemoryRecallArgs, MemoryRecallRequest>();
         described_alike::<WebResearchArgs, WebResearchRequest>();

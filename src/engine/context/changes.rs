@@ -1,0 +1,149 @@
+//! The files a branch changed: committed since the merge base with a ref, staged, dirty and
+//! untracked, with the hunks of each against the base (so line numbers are the working
+//! tree's). Git runs through the waterfall's diff reader (`waterfall::diff`), which already
+//! parses unified diffs; this file only decides what to diff against what.
+
+use super::types::{ChangeState, ChangedFile};
+use crate::engine::waterfall::diff::{self, Change, DiffTarget, FileDiff};
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+/// What git said changed.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// The commit the changes are measured from.
+    pub base: Option<String>,
+    /// Every changed file, in path order.
+    pub files: Vec<ChangedFile>,
+    /// Per tracked changed file, its diff from the base to the working tree.
+    pub diffs: BTreeMap<String, FileDiff>,
+    /// Why nothing could be read, when git is missing or this is not a repository.
+    pub note: Option<String>,
+}
+
+fn git(root: &Path, args: &[&str]) -> Result<std::process::Output> {
+    Command::new("git")
+        .current_dir(root)
+        .args(["-c", "core.quotepath=off"])
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .output()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::BadRequest("changed files come from git, which is not installed or not on PATH".into())
+            } else {
+                Error::io("running git in", root, e)
+            }
+        })
+}
+
+fn stdout_line(out: &std::process::Output) -> Option<String> {
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// Reads the changes of the repository at `root`; `since` adds the branch's commits since its
+/// merge base with that ref. Not a git repository: no changes and a note, unless `since` was
+/// asked for (then an error).
+pub fn collect(root: &Path, since: Option<&str>) -> Result<Changes> {
+    if let Some(r) = since {
+        if r.trim().is_empty() || r.starts_with('-') || r.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(Error::BadRequest(format!(
+                "bad --since {r:?}: give a git ref such as main, origin/main or a commit"
+            )));
+        }
+    }
+    let inside = git(root, &["rev-parse", "--is-inside-work-tree"]);
+    if !matches!(&inside, Ok(o) if stdout_line(o).as_deref() == Some("true")) {
+        let why = format!("{} is not inside a git work tree: no changed files", root.display());
+        if let Some(r) = since {
+            return Err(Error::BadRequest(format!("--since {r} needs a git repository; {why}")));
+        }
+        if let Err(e) = inside {
+            return Ok(Changes { note: Some(e.to_string()), ..Default::default() });
+        }
+        return Ok(Changes { note: Some(why), ..Default::default() });
+    }
+    let head = stdout_line(&git(root, &["rev-parse", "--verify", "-q", "HEAD^{commit}"])?);
+    let base = match (since, &head) {
+        (Some(r), Some(_)) => {
+            let out = git(root, &["merge-base", r, "HEAD"])?;
+            Some(stdout_line(&out).ok_or_else(|| {
+                let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                Error::BadRequest(format!(
+                    "git cannot find a merge base of {r:?} and HEAD ({}); give an existing branch or commit",
+                    if err.is_empty() { "no common history" } else { err.as_str() }
+                ))
+            })?)
+        }
+        (Some(r), None) => {
+            return Err(Error::BadRequest(format!("--since {r}: the repository has no commits yet")));
+        }
+        (None, h) => h.clone(),
+    };
+    let mut states: BTreeMap<String, Vec<ChangeState>> = BTreeMap::new();
+    let mut add = |files: &[FileDiff], state: ChangeState| {
+        for f in files {
+            let s = states.entry(f.path.clone()).or_default();
+            if !s.contains(&state) {
+                s.push(state);
+            }
+        }
+    };
+    if let (Some(_), Some(b)) = (since, &base) {
+        add(&diff::collect(root, &DiffTarget::Range(format!("{b}..HEAD")), &[])?, ChangeState::Committed);
+    }
+    add(&diff::collect(root, &DiffTarget::Staged, &[])?, ChangeState::Staged);
+    add(&diff::collect(root, &DiffTarget::Working, &[])?, ChangeState::Dirty);
+    // The hunks against the base, in working-tree lines (staged only when there is no commit).
+    let against_base = match &base {
+        Some(b) => diff::collect(root, &DiffTarget::Range(b.clone()), &[])?,
+        None => diff::collect(root, &DiffTarget::Staged, &[])?,
+    };
+    let mut kinds: BTreeMap<String, Change> = BTreeMap::new();
+    let mut diffs = BTreeMap::new();
+    for f in against_base {
+        kinds.insert(f.path.clone(), f.change);
+        diffs.insert(f.path.clone(), f);
+    }
+    let untracked = git(root, &["ls-files", "--others", "--exclude-standard", "-z"])?;
+    if untracked.status.success() {
+        for p in untracked.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            let p = String::from_utf8_lossy(p).into_owned();
+            kinds.insert(p.clone(), Change::Added);
+            states.entry(p).or_default().push(ChangeState::Untracked);
+        }
+    }
+    let files = states
+        .into_iter()
+        .map(|(path, states)| ChangedFile {
+            change: kinds.get(&path).copied().unwrap_or(Change::Modified).name().to_string(),
+            path,
+            states,
+        })
+        .collect();
+    Ok(Changes { base, files, diffs, note: None })
+}
+
+/// `committed on the branch since main, staged and dirty`.
+pub fn describe(file: &ChangedFile, since: Option<&str>) -> String {
+    let parts: Vec<String> = file
+        .states
+        .iter()
+        .map(|s| match s {
+            ChangeState::Committed => format!("committed on the branch since {}", since.unwrap_or("the base")),
+            ChangeState::Staged => "staged".into(),
+            ChangeState::Dirty => "dirty (unstaged)".into(),
+            ChangeState::Untracked => "untracked".into(),
+        })
+        .collect();
+    let joined = match parts.len() {
+        0 => String::new(),
+        1 => parts[0].clone(),
+        n => format!("{} and {}", parts[..n - 1].join(", "), parts[n - 1]),
+    };
+    format!("{} file, {joined}", file.change)
+}

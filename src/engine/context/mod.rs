@@ -1,0 +1,702 @@
+//! Context packs (CoDRAG context assembly, no model needed): [`Engine::context`] gathers, for a
+//! task, what a coding agent should read first, and fits it into a token budget.
+//!
+//! Candidates, in priority order (what the budget keeps first):
+//! 1. `changed`: the regions the branch changed (committed since the merge base with `since`,
+//!    staged, dirty) and untracked files, read from git (`changes`);
+//! 2. the best search hits for the task (`hit`, or `doc` for documentation);
+//! 3. `definition`: declarations of the symbols those changes and hits name, from the symbol
+//!    store (names defined more than a few times are not distinctive and are skipped);
+//! 4. `test`: test files that exercise the changed files and the hits (`code::test_files`);
+//! 5. `importer`: files importing them, around the import line (one hop of the impact graph);
+//! 6. the remaining hits; 7. `import`: the files they import (one hop).
+//!
+//! Overlapping candidates are folded into the snippet already kept (its reason lists both);
+//! each kept snippet is counted with the real cl100k_base tokenizer as rendered in the Markdown
+//! pack, a candidate that does not fit is cut to the lines that do or left out with the
+//! reason, and the pack as rendered is counted once more at the end, so `tokens <= budget`
+//! holds for the text an agent receives.
+
+mod changes;
+mod render;
+pub mod types;
+
+pub use render::render_markdown;
+
+use crate::engine::code::query;
+use crate::engine::code::store::SymbolReader;
+use crate::engine::code::symbols::norm;
+use crate::engine::code::test_files::is_test_path;
+use crate::engine::code::types::SymbolKind;
+use crate::engine::index::files::language;
+use crate::engine::search::types::{SearchHit, SearchRequest};
+use crate::engine::waterfall::budget::{self, TokenCounter};
+use crate::engine::waterfall::context::Files;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use changes::Changes;
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+use types::*;
+
+/// Hits asked of search.
+const SEARCH_HITS: usize = 12;
+/// Hits ranked with the changed lines (the rest come after the graph's neighbours).
+const TOP_HITS: usize = 3;
+/// Hits whose named symbols are looked up, and whose files are expanded through the graph.
+const SEED_HITS: usize = 5;
+/// Longest snippet, lines.
+const MAX_SNIPPET_LINES: u32 = 80;
+/// Lines of context around a changed hunk.
+const HUNK_MARGIN: u32 = 3;
+/// Hunks closer than this many lines share one snippet.
+const HUNK_JOIN: u32 = 8;
+/// Changed regions offered at most (the rest are listed as omitted).
+const MAX_CHANGED_REGIONS: usize = 40;
+/// Lines shown around an import of (or by) a file.
+const NEIGHBOUR_LINES: u32 = 30;
+/// Longest definition snippet, lines.
+const MAX_DEFINITION_LINES: u32 = 60;
+/// Per-role caps on candidates.
+const MAX_DEFINITIONS: usize = 8;
+const MAX_TESTS: usize = 6;
+const MAX_IMPORTERS: usize = 6;
+const MAX_IMPORTS: usize = 4;
+/// Names looked up in the symbol store at most.
+const MAX_NAME_LOOKUPS: usize = 48;
+/// A name defined more often than this is not distinctive (`new`, `get`, `__init__`).
+const MAX_DEFINITIONS_PER_NAME: usize = 3;
+/// Untracked files larger than this are listed but not read.
+const MAX_UNTRACKED_BYTES: u64 = 1 << 20;
+/// A candidate is cut to fit only when at least this many tokens are left.
+const MIN_TRIM_TOKENS: u32 = 48;
+
+/// A snippet under consideration: where, why, and how early the budget should take it.
+#[derive(Debug, Clone)]
+struct Candidate {
+    path: String,
+    a: u32,
+    b: u32,
+    role: ContextRole,
+    reason: String,
+    priority: u8,
+}
+
+impl Engine {
+    /// A bounded, cited context pack for `req.task`: changed lines, search hits, the
+    /// definitions they name, the tests that exercise them and their importers and imports,
+    /// deduplicated and fitted into `req.budget` tokens. No model is asked.
+    pub fn context(&self, repo_path: &Path, req: &ContextRequest) -> Result<ContextPack> {
+        let started = Instant::now();
+        let task = req.task.trim();
+        if task.is_empty() {
+            return Err(Error::BadRequest("empty task: describe what you are about to do, in plain words".into()));
+        }
+        let budget = req.budget.unwrap_or(DEFAULT_CONTEXT_BUDGET);
+        if !(MIN_CONTEXT_BUDGET..=MAX_CONTEXT_BUDGET).contains(&budget) {
+            return Err(Error::BadRequest(format!(
+                "budget {budget} is out of range: give {MIN_CONTEXT_BUDGET} to {MAX_CONTEXT_BUDGET} tokens"
+            )));
+        }
+        budget::warm_up();
+        let repo = self.resolve_repo(repo_path)?;
+        let mut timing = ContextTiming::default();
+
+        let t = Instant::now();
+        let search_req =
+            SearchRequest { query: task.to_string(), limit: Some(SEARCH_HITS), for_chat: true, ..Default::default() };
+        let hits = self.search(&repo.root, &search_req)?.results;
+        timing.search_ms = ms(t);
+
+        let t = Instant::now();
+        let changes = changes::collect(&repo.root, req.since.as_deref())?;
+        timing.git_ms = ms(t);
+
+        let t = Instant::now();
+        let mut pack = ContextPack {
+            schema_version: 1,
+            repo: repo.root.clone(),
+            task: task.to_string(),
+            since: req.since.clone(),
+            base: changes.base.clone(),
+            budget,
+            tokens: 0,
+            tokenizer: "cl100k_base".into(),
+            snippets: Vec::new(),
+            changed: changes.files.clone(),
+            omitted: Vec::new(),
+            notes: changes.note.iter().cloned().collect(),
+            timing: ContextTiming::default(),
+            markdown: None,
+        };
+        let mut files = Files::new(&repo.root);
+        let mut cands = changed_candidates(&repo.root, &changes, req.since.as_deref(), &mut files, &mut pack);
+        let changed_cands = cands.len();
+        for (i, h) in hits.iter().enumerate() {
+            cands.push(hit_candidate(h, i));
+        }
+        if hits.is_empty() {
+            pack.notes.push(format!("search found nothing for {task:?}"));
+        }
+        let seeds: Vec<(String, u32, u32)> = cands[..changed_cands]
+            .iter()
+            .map(|c| (c.path.clone(), c.a, c.b))
+            .chain(hits.iter().take(SEED_HITS).map(|h| (h.path.clone(), h.line_start, h.line_end)))
+            .collect();
+        cands.extend(self.definition_candidates(&repo, &seeds, &mut files, &mut pack.notes));
+        cands.extend(self.graph_candidates(&repo.root, &changes, &hits, &mut files, &mut pack.notes));
+        // Stable: within a priority, the order each source ranked them in.
+        cands.sort_by_key(|c| c.priority);
+        timing.expand_ms = ms(t);
+
+        let t = Instant::now();
+        let counter = TokenCounter::for_model("gpt-4", None)?;
+        fit(&mut pack, cands, &mut files, &counter);
+        if req.format.unwrap_or_default() == ContextFormat::Md {
+            pack.markdown = Some(render_markdown(&pack));
+        }
+        timing.fit_ms = ms(t);
+        timing.total_ms = ms(started);
+        pack.timing = timing;
+        Ok(pack)
+    }
+
+    /// Declarations of the symbols the seeds (changed regions, top hits) name.
+    fn definition_candidates(
+        &self,
+        repo: &crate::engine::repos::RepoRef,
+        seeds: &[(String, u32, u32)],
+        files: &mut Files,
+        notes: &mut Vec<String>,
+    ) -> Vec<Candidate> {
+        let reader = match SymbolReader::open(repo) {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                notes.push("no symbol store yet: definitions left out (`docdex index` extracts symbols)".into());
+                return Vec::new();
+            }
+            Err(e) => {
+                notes.push(format!("symbol store unreadable, definitions left out: {e}"));
+                return Vec::new();
+            }
+        };
+        // Names in seed order, each with the first seed that names it.
+        let mut names: Vec<(String, usize)> = Vec::new();
+        for (i, (path, a, b)) in seeds.iter().enumerate() {
+            let Some((_, _, text)) = files.slice(path, *a, *b) else { continue };
+            for name in identifiers(&text) {
+                if !names.iter().any(|(n, _)| *n == name) {
+                    names.push((name, i));
+                }
+            }
+        }
+        let mut out: Vec<Candidate> = Vec::new();
+        for (name, seed) in names.into_iter().take(MAX_NAME_LOOKUPS) {
+            if out.len() >= MAX_DEFINITIONS {
+                break;
+            }
+            let defs = match query::definitions(&reader, &norm(&name), MAX_DEFINITIONS_PER_NAME + 1) {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::debug!("definition lookup failed: {e}");
+                    continue;
+                }
+            };
+            if defs.len() > MAX_DEFINITIONS_PER_NAME {
+                continue;
+            }
+            let (spath, sa, sb) = &seeds[seed];
+            for d in defs {
+                if matches!(d.kind, SymbolKind::Variable | SymbolKind::Field | SymbolKind::Variant | SymbolKind::Module)
+                {
+                    continue;
+                }
+                // Defined inside the very seed that names it: already there.
+                if d.path == *spath && d.line_start <= *sb && d.line_end >= *sa {
+                    continue;
+                }
+                let b = d.line_end.min(d.line_start + MAX_DEFINITION_LINES - 1);
+                out.push(Candidate {
+                    path: d.path.clone(),
+                    a: d.line_start,
+                    b,
+                    role: ContextRole::Definition,
+                    reason: format!("defines `{name}` ({}), named by {spath}:{sa}-{sb}", d.kind.name()),
+                    priority: 2,
+                });
+            }
+        }
+        out.truncate(MAX_DEFINITIONS);
+        out
+    }
+
+    /// Tests, importers and imports of the changed files and the top hits' files.
+    fn graph_candidates(
+        &self,
+        root: &Path,
+        changes: &Changes,
+        hits: &[SearchHit],
+        files: &mut Files,
+        notes: &mut Vec<String>,
+    ) -> Vec<Candidate> {
+        let graph = match self.impact_graph(root) {
+            Ok((_, g)) => g,
+            Err(e) => {
+                notes.push(format!("impact graph unavailable, importers and tests left out: {e}"));
+                return Vec::new();
+            }
+        };
+        if graph.graph.files.is_empty() {
+            notes.push(graph.graph.warnings.first().cloned().unwrap_or_else(|| {
+                "the impact graph has no code files: importers and tests left out".into()
+            }));
+            return Vec::new();
+        }
+        let mut seeds: Vec<&str> = Vec::new();
+        let changed = changes.files.iter().filter(|f| f.change != "deleted").map(|f| f.path.as_str());
+        for p in changed.chain(hits.iter().take(TOP_HITS).map(|h| h.path.as_str())) {
+            if graph.contains(p) && !seeds.contains(&p) {
+                seeds.push(p);
+            }
+        }
+        let mut imported_by: HashMap<&str, Vec<(&str, u32)>> = HashMap::new();
+        let mut imports: HashMap<&str, Vec<(&str, u32)>> = HashMap::new();
+        for e in graph.graph.edges.iter().filter(|e| !e.external) {
+            imported_by.entry(e.target.as_str()).or_default().push((e.source.as_str(), e.line));
+            imports.entry(e.source.as_str()).or_default().push((e.target.as_str(), e.line));
+        }
+        let mut out = Vec::new();
+        let (mut tests, mut importers, mut deps) = (0, 0, 0);
+        for seed in &seeds {
+            for t in graph.tests_reaching(root, seed) {
+                if tests >= MAX_TESTS || t.path == *seed {
+                    continue;
+                }
+                // Centre on the test's own import along the chain, else on the seed's name.
+                let first_hop = t.via.first().map(String::as_str);
+                let line = imports
+                    .get(t.path.as_str())
+                    .and_then(|v| v.iter().find(|(target, _)| Some(*target) == first_hop))
+                    .map(|(_, l)| *l)
+                    .or_else(|| mention_line(files, &t.path, seed))
+                    .unwrap_or(1);
+                let (a, b) = window(line);
+                out.push(Candidate {
+                    path: t.path.clone(),
+                    a,
+                    b,
+                    role: ContextRole::Test,
+                    reason: format!("exercises {seed}: {}", t.reason),
+                    priority: 3,
+                });
+                tests += 1;
+            }
+            for &(source, line) in imported_by.get(seed).into_iter().flatten() {
+                if importers >= MAX_IMPORTERS || is_test_path(source) || seeds.contains(&source) {
+                    continue;
+                }
+                let (a, b) = window(line);
+                out.push(Candidate {
+                    path: source.to_string(),
+                    a,
+                    b,
+                    role: ContextRole::Importer,
+                    reason: format!("imports {seed} (line {line}): its use may change with it"),
+                    priority: 4,
+                });
+                importers += 1;
+            }
+            for &(target, line) in imports.get(seed).into_iter().flatten() {
+                if deps >= MAX_IMPORTS || seeds.contains(&target) {
+                    continue;
+                }
+                out.push(Candidate {
+                    path: target.to_string(),
+                    a: 1,
+                    b: NEIGHBOUR_LINES,
+                    role: ContextRole::Import,
+                    reason: format!("imported by {seed} (line {line})"),
+                    priority: 6,
+                });
+                deps += 1;
+            }
+        }
+        out
+    }
+}
+
+/// The changed regions: each tracked file's hunks (joined when close, with a margin), and
+/// the top of each untracked file.
+fn changed_candidates(
+    root: &Path,
+    changes: &Changes,
+    since: Option<&str>,
+    files: &mut Files,
+    pack: &mut ContextPack,
+) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for f in &changes.files {
+        let what = changes::describe(f, since);
+        if f.change == "deleted" {
+            continue;
+        }
+        if f.states == [ChangeState::Untracked] {
+            let size = std::fs::symlink_metadata(root.join(&f.path)).map(|m| m.len()).unwrap_or(0);
+            if size > MAX_UNTRACKED_BYTES {
+                pack.notes.push(format!("{} is untracked and larger than 1 MiB: not read", f.path));
+                continue;
+            }
+            let Some(lines) = files.lines(&f.path) else {
+                pack.notes.push(format!("{} is untracked but not a readable text file", f.path));
+                continue;
+            };
+            let total = lines.len() as u32;
+            if total == 0 {
+                continue;
+            }
+            let b = total.min(MAX_SNIPPET_LINES);
+            let more = if b < total { format!(" (first {b} of {total} lines)") } else { String::new() };
+            out.push(Candidate {
+                path: f.path.clone(),
+                a: 1,
+                b,
+                role: ContextRole::Changed,
+                reason: format!("{what}{more}"),
+                priority: 0,
+            });
+            continue;
+        }
+        let Some(d) = changes.diffs.get(&f.path) else { continue };
+        if d.binary {
+            pack.notes.push(format!("{} changed but is binary: not shown", f.path));
+            continue;
+        }
+        for (a, b, changed) in regions(d) {
+            out.push(Candidate {
+                path: f.path.clone(),
+                a,
+                b,
+                role: ContextRole::Changed,
+                reason: format!("{what}; {changed}"),
+                priority: 0,
+            });
+        }
+    }
+    if out.len() > MAX_CHANGED_REGIONS {
+        for c in out.drain(MAX_CHANGED_REGIONS..) {
+            pack.omitted.push(OmittedSnippet {
+                citation: format!("{}:{}-{}", c.path, c.a, c.b),
+                role: c.role,
+                tokens: 0,
+                reason: format!("more than {MAX_CHANGED_REGIONS} changed regions; this one was not read"),
+            });
+        }
+    }
+    out
+}
+
+/// A file's changed regions (new side): hunks with margins, joined when close, capped in
+/// length, each with a note of the lines the hunks touch (`lines 5-6 changed`,
+/// `lines removed after line 200`).
+fn regions(d: &crate::engine::waterfall::diff::FileDiff) -> Vec<(u32, u32, String)> {
+    let mut spans: Vec<(u32, u32, Vec<String>)> = Vec::new();
+    let mut hunks: Vec<_> = d.hunks.clone();
+    hunks.sort_unstable_by_key(|h| h.new_start);
+    for h in hunks {
+        let start = h.new_start.max(1);
+        let end = start + h.new_lines.saturating_sub(1);
+        let what = if h.new_lines == 0 {
+            format!("lines removed after line {}", h.new_start)
+        } else if start == end {
+            format!("line {start}")
+        } else {
+            format!("lines {start}-{end}")
+        };
+        let (a, b) = (start.saturating_sub(HUNK_MARGIN).max(1), end + HUNK_MARGIN);
+        match spans.last_mut() {
+            Some(last) if a <= last.1 + HUNK_JOIN => {
+                last.1 = last.1.max(b);
+                last.2.push(what);
+            }
+            _ => spans.push((a, b, vec![what])),
+        }
+    }
+    spans
+        .into_iter()
+        .map(|(a, b, what)| (a, b.min(a + MAX_SNIPPET_LINES - 1), format!("changed: {}", what.join(", "))))
+        .collect()
+}
+
+fn hit_candidate(h: &SearchHit, rank: usize) -> Candidate {
+    let role = if is_doc(&h.lang) {
+        ContextRole::Doc
+    } else if is_test_path(&h.path) {
+        ContextRole::Test
+    } else {
+        ContextRole::Hit
+    };
+    let b = h.line_end.min(h.line_start + MAX_SNIPPET_LINES - 1);
+    Candidate {
+        path: h.path.clone(),
+        a: h.line_start,
+        b,
+        role,
+        reason: format!("search hit #{} for the task (score {:.2})", rank + 1, h.score),
+        priority: if rank < TOP_HITS { 1 } else { 5 },
+    }
+}
+
+fn is_doc(lang: &str) -> bool {
+    matches!(lang, "markdown" | "text" | "rst" | "asciidoc" | "org" | "html")
+}
+
+/// Lines around `line`, a quarter above.
+fn window(line: u32) -> (u32, u32) {
+    let a = line.saturating_sub(NEIGHBOUR_LINES / 4).max(1);
+    (a, a + NEIGHBOUR_LINES - 1)
+}
+
+/// The first line of `path` that mentions the stem of `subject` (a test paired by name).
+fn mention_line(files: &mut Files, path: &str, subject: &str) -> Option<u32> {
+    let name = subject.rsplit('/').next().unwrap_or(subject);
+    let stem = name.split('.').next().unwrap_or(name);
+    let lines = files.lines(path)?;
+    lines.iter().position(|l| l.contains(stem)).map(|i| i as u32 + 1)
+}
+
+/// Identifier-shaped words of `text` that could name a declaration elsewhere: calls
+/// (`name(`), paths (`Type::`), and CamelCase or snake_case words, in order of appearance.
+fn identifiers(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !(bytes[i].is_ascii_alphabetic() || bytes[i] == b'_') || (i > 0 && is_word(bytes[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && is_word(bytes[i]) {
+            i += 1;
+        }
+        let word = &text[start..i];
+        let next = bytes.get(i).copied();
+        let called = next == Some(b'(') || (next == Some(b':') && bytes.get(i + 1) == Some(&b':'));
+        let shaped = word.len() >= 4
+            && (word.contains('_')
+                || word.as_bytes().windows(2).any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())
+                || (word.as_bytes()[0].is_ascii_uppercase() && word.bytes().any(|c| c.is_ascii_lowercase())));
+        if (shaped || (called && word.len() >= 3)) && !out.iter().any(|w| w == word) {
+            out.push(word.to_string());
+        }
+    }
+    out
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Fits the candidates into the budget, in order: folds overlaps, counts each rendered
+/// snippet, cuts or leaves out what does not fit, and checks the whole rendered pack.
+fn fit(pack: &mut ContextPack, cands: Vec<Candidate>, files: &mut Files, counter: &TokenCounter) {
+    let header_tokens = counter.count(&render::header(pack));
+    let mut left = pack.budget.saturating_sub(header_tokens);
+    for c in cands {
+        let citation = format!("{}:{}-{}", c.path, c.a, c.b);
+        let Some((a, b)) = uncovered(&pack.snippets, &c) else {
+            fold(pack, &c, &citation, counter, &mut left);
+            continue;
+        };
+        let Some((a, b, text)) = files.slice(&c.path, a, b) else {
+            pack.omitted.push(OmittedSnippet {
+                citation,
+                role: c.role,
+                tokens: 0,
+                reason: "not a readable text file of the repository".into(),
+            });
+            continue;
+        };
+        let mut snip = ContextSnippet {
+            lang: language(Path::new(&c.path)).to_string(),
+            path: c.path.clone(),
+            line_start: a,
+            line_end: b,
+            role: c.role,
+            reason: c.reason.clone(),
+            tokens: 0,
+            trimmed: false,
+            text,
+        };
+        let cost = counter.count(&render::block(&snip));
+        if cost <= left {
+            snip.tokens = cost;
+            left -= cost;
+            pack.snippets.push(snip);
+            continue;
+        }
+        if left >= MIN_TRIM_TOKENS {
+            if let Some(cut) = trim_to(&snip, left, files, counter) {
+                left -= cut.tokens;
+                pack.omitted.push(OmittedSnippet {
+                    citation: format!("{}:{}-{}", c.path, cut.line_end + 1, b),
+                    role: c.role,
+                    tokens: cost - cut.tokens,
+                    reason: format!("cut: the whole needs {cost} tokens, {left_before} were left", left_before = left + cut.tokens),
+                });
+                pack.snippets.push(cut);
+                continue;
+            }
+        }
+        pack.omitted.push(OmittedSnippet {
+            citation,
+            role: c.role,
+            tokens: cost,
+            reason: format!("needs {cost} tokens, {left} of the budget left"),
+        });
+    }
+    // The pack as the agent receives it, counted whole (token merges across snippet borders).
+    loop {
+        pack.tokens = counter.count(&render_markdown(pack));
+        if pack.tokens <= pack.budget || pack.snippets.is_empty() {
+            break;
+        }
+        if let Some(last) = pack.snippets.pop() {
+            pack.omitted.push(OmittedSnippet {
+                citation: format!("{}:{}-{}", last.path, last.line_start, last.line_end),
+                role: last.role,
+                tokens: last.tokens,
+                reason: format!("the rendered pack counted {} tokens, over the budget", pack.tokens),
+            });
+        }
+    }
+}
+
+/// The part of the candidate's range no kept snippet of the same file covers (the longest
+/// uncovered run), or `None` when it is all covered.
+fn uncovered(kept: &[ContextSnippet], c: &Candidate) -> Option<(u32, u32)> {
+    let mut covered: Vec<(u32, u32)> =
+        kept.iter().filter(|s| s.path == c.path).map(|s| (s.line_start, s.line_end)).collect();
+    covered.sort_unstable();
+    let mut best: Option<(u32, u32)> = None;
+    let mut at = c.a;
+    let consider = |a: u32, b: u32, best: &mut Option<(u32, u32)>| {
+        if a <= b && best.is_none_or(|(x, y)| b - a > y - x) {
+            *best = Some((a, b));
+        }
+    };
+    for (a, b) in covered {
+        if b < at || a > c.b {
+            continue;
+        }
+        if a > at {
+            consider(at, a - 1, &mut best);
+        }
+        at = at.max(b.saturating_add(1));
+    }
+    if at <= c.b {
+        consider(at, c.b, &mut best);
+    }
+    best
+}
+
+/// Adds a covered candidate's reason to the snippet that covers it, when the longer heading
+/// still fits; otherwise records it as omitted.
+fn fold(pack: &mut ContextPack, c: &Candidate, citation: &str, counter: &TokenCounter, left: &mut u32) {
+    let host = pack.snippets.iter_mut().find(|s| s.path == c.path && s.line_start <= c.b && s.line_end >= c.a);
+    let Some(host) = host else { return };
+    let host_cite = format!("{}:{}-{}", host.path, host.line_start, host.line_end);
+    let mut widened = host.clone();
+    widened.reason = format!("{}; also {}: {}", host.reason, c.role.name(), c.reason);
+    let cost = counter.count(&render::block(&widened));
+    let extra = cost.saturating_sub(host.tokens);
+    if extra <= *left {
+        *left -= extra;
+        widened.tokens = cost;
+        *host = widened;
+        return;
+    }
+    pack.omitted.push(OmittedSnippet {
+        citation: citation.to_string(),
+        role: c.role,
+        tokens: 0,
+        reason: format!("already in the pack as {host_cite}"),
+    });
+}
+
+/// The snippet cut to its first lines so that it costs at most `left` tokens (at least 3
+/// lines), or `None`.
+fn trim_to(snip: &ContextSnippet, left: u32, files: &mut Files, counter: &TokenCounter) -> Option<ContextSnippet> {
+    let lines = snip.line_end - snip.line_start + 1;
+    let whole = counter.count(&render::block(snip)).max(1);
+    let mut n = ((u64::from(lines) * u64::from(left) * 9 / 10) / u64::from(whole)) as u32;
+    for _ in 0..8 {
+        if n < 3 {
+            return None;
+        }
+        let (a, b, text) = files.slice(&snip.path, snip.line_start, snip.line_start + n - 1)?;
+        let mut cut = ContextSnippet { line_start: a, line_end: b, text, trimmed: true, ..snip.clone() };
+        let cost = counter.count(&render::block(&cut));
+        if cost <= left {
+            cut.tokens = cost;
+            return Some(cut);
+        }
+        n = n * 4 / 5;
+    }
+    None
+}
+
+fn ms(since: Instant) -> f64 {
+    (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snip(path: &str, a: u32, b: u32) -> ContextSnippet {
+        ContextSnippet {
+            path: path.into(),
+            line_start: a,
+            line_end: b,
+            lang: "rust".into(),
+            role: ContextRole::Hit,
+            reason: String::new(),
+            tokens: 0,
+            trimmed: false,
+            text: String::new(),
+        }
+    }
+
+    fn cand(path: &str, a: u32, b: u32) -> Candidate {
+        Candidate { path: path.into(), a, b, role: ContextRole::Hit, reason: String::new(), priority: 0 }
+    }
+
+    #[test]
+    fn overlaps_keep_only_the_longest_uncovered_run() {
+        let kept = vec![snip("a.rs", 10, 20), snip("a.rs", 30, 40), snip("b.rs", 1, 100)];
+        assert_eq!(uncovered(&kept, &cand("a.rs", 12, 18)), None);
+        assert_eq!(uncovered(&kept, &cand("a.rs", 15, 50)), Some((41, 50)));
+        assert_eq!(uncovered(&kept, &cand("a.rs", 1, 35)), Some((1, 9)));
+        assert_eq!(uncovered(&kept, &cand("c.rs", 1, 5)), Some((1, 5)));
+    }
+
+    #[test]
+    fn identifiers_are_code_shaped_words_and_calls() {
+        let ids = identifiers("let s = SessionStore::new(ttl);\nexpire_stale_sessions(&mut s); // the cache\nfoo(x)");
+        assert_eq!(ids, ["SessionStore", "new", "expire_stale_sessions", "foo"]);
+    }
+
+    #[test]
+    fn hunks_get_margins_and_close_ones_join() {
+        let mut d = crate::engine::waterfall::diff::parse(
+            "diff --git a/x.rs b/x.rs\n--- a/x.rs\n+++ b/x.rs\n@@ -10,2 +10,3 @@\n+a\n@@ -20 +21 @@\n+b\n@@ -200 +201,0 @@\n-c\n",
+        );
+        let f = d.remove(0);
+        let r = regions(&f);
+        assert_eq!(r.iter().map(|(a, b, _)| (*a, *b)).collect::<Vec<_>>(), [(7, 24), (198, 204)]);
+        assert_eq!(r[0].2, "changed: lines 10-12, line 21");
+        assert_eq!(r[1].2, "changed: lines removed after line 201");
+    }
+}

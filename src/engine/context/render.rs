@@ -1,0 +1,78 @@
+//! The Markdown form of a pack: what `docdex context` prints, what `docdex_context` returns by
+//! default, and exactly the text whose tokens the budget counts.
+
+use super::types::{ChangeState, ContextPack, ContextSnippet};
+
+/// Changed files listed in the heading at most.
+const MAX_LISTED_CHANGES: usize = 50;
+
+/// The pack's heading: the task, the repository, the base and the changed files.
+pub fn header(pack: &ContextPack) -> String {
+    let mut s = format!("# Context for: {}\n\nRepository `{}`", pack.task, pack.repo.display());
+    match (&pack.since, &pack.base) {
+        (Some(since), Some(base)) => s.push_str(&format!("; changes since {since} (merge base {})", short(base))),
+        (None, Some(base)) => s.push_str(&format!("; uncommitted changes on {}", short(base))),
+        _ => {}
+    }
+    s.push_str(&format!("; budget {} tokens ({}).\n", pack.budget, pack.tokenizer));
+    if !pack.changed.is_empty() {
+        s.push_str("\nChanged files:\n");
+        for f in pack.changed.iter().take(MAX_LISTED_CHANGES) {
+            let states: Vec<&str> = f.states.iter().map(|st| state_name(*st)).collect();
+            s.push_str(&format!("- {} ({}: {})\n", f.path, f.change, states.join(", ")));
+        }
+        if pack.changed.len() > MAX_LISTED_CHANGES {
+            s.push_str(&format!("- ... {} more\n", pack.changed.len() - MAX_LISTED_CHANGES));
+        }
+    }
+    s
+}
+
+fn state_name(s: ChangeState) -> &'static str {
+    match s {
+        ChangeState::Committed => "committed",
+        ChangeState::Staged => "staged",
+        ChangeState::Dirty => "dirty",
+        ChangeState::Untracked => "untracked",
+    }
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+/// One snippet: `## path:a-b (role)`, the reason, the lines fenced with their language.
+pub fn block(s: &ContextSnippet) -> String {
+    let f = fence(&s.text);
+    let lang = if s.lang == "text" { "" } else { s.lang.as_str() };
+    let cut = if s.trimmed { ", cut to fit" } else { "" };
+    format!(
+        "\n## {}:{}-{} ({}{cut})\n{}\n{f}{lang}\n{}\n{f}\n",
+        s.path,
+        s.line_start,
+        s.line_end,
+        s.role.name(),
+        s.reason,
+        s.text.trim_end_matches('\n')
+    )
+}
+
+/// A fence longer than any backtick run inside `text`.
+fn fence(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat(longest.max(2) + 1)
+}
+
+/// The whole pack as Markdown.
+pub fn render_markdown(pack: &ContextPack) -> String {
+    let mut s = header(pack);
+    for snip in &pack.snippets {
+        s.push_str(&block(snip));
+    }
+    s
+}

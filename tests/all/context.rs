@@ -1,0 +1,215 @@
+//! Context packs (`docdex context`, `POST /v1/context`'s engine call) and `impact --tests` on a
+//! fixture git repository whose branch has committed, staged, dirty and untracked changes,
+//! indexed for real; budgets checked with the real tokenizer.
+
+use crate::util::{quiet, write, Env};
+use docdex::engine::protocol::{ChangeState, ContextFormat, ContextPack, ContextRequest, ContextRole};
+use docdex::engine::waterfall::budget::TokenCounter;
+use docdex::engine::IndexOptions;
+use docdex::Engine;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn git(root: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+        .args(["-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+const SESSION: &str = "\"\"\"Session storage.\"\"\"\n\n\nclass SessionStore:\n    def __init__(self, ttl):\n        self.ttl = ttl\n        self.sessions = {}\n\n    def expire_stale_sessions(self, now):\n        for key, started in list(self.sessions.items()):\n            if now - started > self.ttl:\n                del self.sessions[key]\n";
+
+/// A Python project on branch `feature` forked from `main`: billing committed on the branch,
+/// session staged, login dirty, audit untracked; tests import login (and through it session).
+fn fixture(env: &Env) -> (PathBuf, Engine) {
+    let repo = env.repo("proj");
+    write(&repo, "app/__init__.py", "");
+    write(&repo, "app/session.py", SESSION);
+    write(&repo, "app/crypto.py", "def hash_password(raw):\n    \"\"\"Hash a password with a salt.\"\"\"\n    return 'h' + raw[::-1]\n");
+    write(
+        &repo,
+        "app/login.py",
+        "from app.session import SessionStore\nfrom app.crypto import hash_password\n\n\ndef login(user, raw):\n    store = SessionStore(60)\n    return hash_password(raw)\n",
+    );
+    write(&repo, "app/api.py", "from app.login import login\n\n\ndef handle(req):\n    return login(req.user, req.password)\n");
+    write(&repo, "app/billing.py", "def total_invoice(lines):\n    return sum(lines)\n");
+    write(&repo, "tests/test_login.py", "from app.login import login\n\n\ndef test_login():\n    assert login('u', 'pw')\n");
+    write(&repo, "tests/test_billing.py", "from app.billing import total_invoice\n\n\ndef test_total():\n    assert total_invoice([1, 2]) == 3\n");
+    write(&repo, "docs/sessions.md", "# Sessions\n\nStale sessions expire after the ttl configured for the store.\n");
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "initial"]);
+    git(&repo, &["checkout", "-q", "-b", "feature"]);
+    write(&repo, "app/billing.py", "def total_invoice(lines):\n    return sum(lines)\n\n\ndef invoice_tax(lines, rate):\n    return total_invoice(lines) * rate\n");
+    git(&repo, &["commit", "-q", "-am", "tax"]);
+    write(&repo, "app/session.py", &SESSION.replace("now - started > self.ttl", "now - started >= self.ttl"));
+    git(&repo, &["add", "app/session.py"]);
+    write(
+        &repo,
+        "app/login.py",
+        "from app.session import SessionStore\nfrom app.crypto import hash_password\n\n\ndef login(user, raw):\n    store = SessionStore(60)\n    store.expire_stale_sessions(0)\n    return hash_password(raw)\n",
+    );
+    write(&repo, "app/audit.py", "def audit_session_expiry(store):\n    return len(store.sessions)\n");
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    (repo, engine)
+}
+
+fn pack(engine: &Engine, repo: &Path, task: &str, since: Option<&str>, budget: u32) -> ContextPack {
+    let req = ContextRequest {
+        task: task.into(),
+        since: since.map(str::to_string),
+        budget: Some(budget),
+        format: Some(ContextFormat::Md),
+    };
+    engine.context(repo, &req).expect("context")
+}
+
+fn of_role(p: &ContextPack, role: ContextRole) -> Vec<String> {
+    p.snippets.iter().filter(|s| s.role == role).map(|s| s.path.clone()).collect()
+}
+
+#[test]
+fn a_pack_holds_every_kind_of_change_with_roles_reasons_and_real_token_counts() {
+    let env = Env::new();
+    let (repo, engine) = fixture(&env);
+    let p = pack(&engine, &repo, "make stale sessions expire after the ttl", Some("main"), 8000);
+
+    let states = |path: &str| p.changed.iter().find(|f| f.path == path).map(|f| f.states.clone());
+    assert_eq!(states("app/billing.py"), Some(vec![ChangeState::Committed]), "{:?}", p.changed);
+    assert_eq!(states("app/session.py"), Some(vec![ChangeState::Staged]));
+    assert_eq!(states("app/login.py"), Some(vec![ChangeState::Dirty]));
+    assert_eq!(states("app/audit.py"), Some(vec![ChangeState::Untracked]));
+    assert!(p.base.is_some());
+
+    // Changed regions come first, each saying where the change is.
+    let changed: Vec<(&str, &str)> =
+        p.snippets.iter().filter(|s| s.role == ContextRole::Changed).map(|s| (s.path.as_str(), s.reason.as_str())).collect();
+    assert_eq!(changed.len(), 4, "{changed:?}");
+    assert!(p.snippets[..4].iter().all(|s| s.role == ContextRole::Changed));
+    let reason = |path: &str| changed.iter().find(|(p, _)| *p == path).map(|(_, r)| *r).unwrap_or("");
+    assert!(reason("app/billing.py").contains("committed on the branch since main"), "{}", reason("app/billing.py"));
+    assert!(reason("app/session.py").contains("staged"));
+    assert!(reason("app/login.py").contains("dirty"));
+    assert!(reason("app/audit.py").contains("untracked"));
+    let session = p.snippets.iter().find(|s| s.path == "app/session.py").unwrap();
+    assert!(session.text.contains(">= self.ttl"), "the working tree's lines: {}", session.text);
+    let billing = p.snippets.iter().find(|s| s.path == "app/billing.py").unwrap();
+    assert!(billing.line_start <= 5 && billing.line_end >= 6, "the committed hunk: {billing:?}");
+
+    // The definition a changed region names, tests that reach the changed files, importers.
+    let defs: Vec<&str> = p
+        .snippets
+        .iter()
+        .filter(|s| s.role == ContextRole::Definition)
+        .map(|s| s.reason.as_str())
+        .collect();
+    assert!(
+        p.snippets.iter().any(|s| s.role == ContextRole::Definition
+            && s.path == "app/crypto.py"
+            && s.reason.contains("`hash_password`")
+            && s.reason.contains("app/login.py")),
+        "{defs:?}"
+    );
+    let tests = of_role(&p, ContextRole::Test);
+    assert!(tests.contains(&"tests/test_login.py".to_string()), "{tests:?}");
+    assert!(tests.contains(&"tests/test_billing.py".to_string()), "{tests:?}");
+    let login_test = p.snippets.iter().find(|s| s.path == "tests/test_login.py").unwrap();
+    assert!(login_test.reason.contains("exercises app/login.py"), "{}", login_test.reason);
+    println!("{}", p.markdown.as_deref().unwrap_or_default());
+    assert!(of_role(&p, ContextRole::Importer).contains(&"app/api.py".to_string()), "{:?}", p.snippets);
+    assert!(
+        p.snippets.iter().any(|s| s.path == "docs/sessions.md" && s.role == ContextRole::Doc),
+        "the doc hit for the task: {:?}",
+        p.snippets.iter().map(|s| (&s.path, s.role)).collect::<Vec<_>>()
+    );
+
+    // No two snippets overlap; tokens are real cl100k counts of the Markdown.
+    for (i, a) in p.snippets.iter().enumerate() {
+        for b in &p.snippets[i + 1..] {
+            assert!(a.path != b.path || a.line_end < b.line_start || b.line_end < a.line_start, "{a:?} / {b:?}");
+        }
+    }
+    let counter = TokenCounter::for_model("gpt-4", None).unwrap();
+    let md = p.markdown.clone().expect("markdown");
+    assert_eq!(p.tokens, counter.count(&md));
+    assert!(p.tokens <= p.budget);
+    let sum: u32 = p.snippets.iter().map(|s| s.tokens).sum();
+    assert!(sum <= p.tokens && sum > 0);
+    assert!(md.contains("## app/login.py:") && md.contains("(changed)"), "{md}");
+}
+
+#[test]
+fn a_small_budget_keeps_changes_first_and_says_what_it_left_out() {
+    let env = Env::new();
+    let (repo, engine) = fixture(&env);
+    let counter = TokenCounter::for_model("gpt-4", None).unwrap();
+    let big = pack(&engine, &repo, "make stale sessions expire after the ttl", Some("main"), 8000);
+    for budget in [250, 400, 600] {
+        let p = pack(&engine, &repo, "make stale sessions expire after the ttl", Some("main"), budget);
+        assert!(p.tokens <= budget, "{} > {budget}", p.tokens);
+        assert_eq!(p.tokens, counter.count(p.markdown.as_deref().unwrap()));
+        assert!(p.snippets.len() < big.snippets.len(), "budget {budget}");
+        assert!(!p.omitted.is_empty());
+        assert!(p.omitted.iter().all(|o| !o.reason.is_empty()));
+        // Whatever is kept, changed regions come before anything else.
+        let first_other = p.snippets.iter().position(|s| s.role != ContextRole::Changed).unwrap_or(p.snippets.len());
+        assert!(p.snippets[first_other..].iter().all(|s| s.role != ContextRole::Changed), "budget {budget}");
+    }
+    let err = engine
+        .context(&repo, &ContextRequest { task: "x".into(), budget: Some(10), ..Default::default() })
+        .expect_err("tiny budget");
+    assert!(err.to_string().contains("budget"), "{err}");
+}
+
+#[test]
+fn without_since_only_uncommitted_work_counts_and_bad_refs_are_clear() {
+    let env = Env::new();
+    let (repo, engine) = fixture(&env);
+    let p = pack(&engine, &repo, "invoice tax", None, 4000);
+    let paths: Vec<&str> = p.changed.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["app/audit.py", "app/login.py", "app/session.py"]);
+    assert!(p.snippets.iter().any(|s| s.path == "app/billing.py" && s.role != ContextRole::Changed), "a hit");
+    let err = engine
+        .context(&repo, &ContextRequest { task: "x".into(), since: Some("no-such-branch".into()), ..Default::default() })
+        .expect_err("bad ref");
+    assert!(err.to_string().contains("no-such-branch"), "{err}");
+    let err = engine
+        .context(&repo, &ContextRequest { task: "x".into(), since: Some("--output=/tmp/x".into()), ..Default::default() })
+        .expect_err("option");
+    assert!(err.to_string().contains("bad --since"), "{err}");
+}
+
+#[test]
+fn the_cli_prints_markdown_or_json_and_impact_lists_the_tests() {
+    let env = Env::new();
+    let (repo, _engine) = fixture(&env);
+    let r = repo.to_str().unwrap();
+    let out = env.run(&["context", "--repo", r, "--since", "main", "--budget", "3000", "expire", "stale", "sessions"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.starts_with("# Context for: expire stale sessions"), "{md}");
+    assert!(md.contains("- app/billing.py (modified: committed)"), "{md}");
+    let json = env.json(&["context", "--repo", r, "--format", "json", "--budget", "3000", "expire stale sessions"]);
+    assert!(json["tokens"].as_u64().unwrap() <= 3000);
+    assert!(json["snippets"].as_array().unwrap().iter().all(|s| s["role"].is_string() && s["reason"].is_string()));
+
+    let tests = env.json(&["impact", "--repo", r, "--file", "app/session.py", "--tests", "--json"]);
+    let found: Vec<(&str, u64)> = tests["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["path"].as_str().unwrap(), t["depth"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(found, [("tests/test_login.py", 2)], "through app/login.py");
+    assert_eq!(tests["tests"][0]["via"], serde_json::json!(["app/login.py", "app/session.py"]));
+    let billing = env.json(&["impact", "--repo", r, "--file", "app/billing.py", "--tests", "--json"]);
+    assert_eq!(billing["tests"][0]["path"], "tests/test_billing.py");
+    assert_eq!(billing["tests"][0]["depth"], 0, "paired by name and by import: the name wins");
+    let human = env.run(&["impact", "--repo", r, "--file", "app/crypto.py", "--tests"]);
+    assert!(String::from_utf8_lossy(&human.stdout).contains("tests/test_login.py"));
+}
