@@ -42,7 +42,8 @@ impl ContextArgs {
 /// Runs `docdex context`.
 pub fn run(engine: &Engine, out: &Out, args: ContextArgs) -> anyhow::Result<()> {
     let format = if args.json() { ContextFormat::Json } else { ContextFormat::Md };
-    let req = ContextRequest { task: args.task.join(" "), since: args.since, budget: args.budget, format: Some(format) };
+    let req =
+        ContextRequest { task: args.task.join(" "), since: args.since, budget: args.budget, format: Some(format) };
     let pack = engine.context(&args.repo.resolve()?, &req)?;
     if format == ContextFormat::Json {
         out.json(&pack)?;

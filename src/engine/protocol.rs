@@ -16,14 +16,14 @@ pub use super::code::impact::{
     CyclesResponse, Dependency, DiagnosticsResponse, Direction, FileDiagnostics, GraphInfo, ImpactNode, ImpactRequest,
     ImpactResponse, Neighbor, NeighborsResponse, RebuildSummary, Relation, Side, DEFAULT_DEPTH, MAX_DEPTH,
 };
+pub use super::code::test_files::{is_test_path, TestFile, TestsResponse};
 pub use super::code::types::{
     AstFileHit, AstMode, AstNode, AstQueryFile, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse,
     CodeIndexSummary, LanguageStatus, LanguageTiming, MatchKind, SymbolHit, SymbolKind, SymbolsRequest,
     SymbolsResponse, SymbolsStatus,
 };
-pub use super::code::test_files::{is_test_path, TestFile, TestsResponse};
-pub use super::context::types::*;
 pub use super::context::render_markdown as render_context_markdown;
+pub use super::context::types::*;
 pub use super::dag::{to_dot, to_text, utc, DagNode, DagSession, DagSessionList, DagSessionSummary, NodeKind};
 pub use super::embed::types::{EmbedState, EmbedSummary, SimilarFile, SimilarRequest, SimilarResponse};
 pub use super::eval::gitset::GitSetOptions;

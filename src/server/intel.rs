@@ -15,9 +15,9 @@ use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::RepoRef;
 use crate::engine::protocol::{
-    AstQueryRequest, AstQueryResponse, AstSearchRequest, ContextPack, ContextRequest, AstSearchResponse, DagSession, DagSessionList, ImpactRequest,
-    ImpactResponse, MemoryRecallRequest, MemoryRecallResponse, MemoryStoreRequest, MemoryStoreResponse, SymbolsRequest,
-    SymbolsResponse, SymbolsStatus,
+    AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, ContextPack, ContextRequest, DagSession,
+    DagSessionList, ImpactRequest, ImpactResponse, MemoryRecallRequest, MemoryRecallResponse, MemoryStoreRequest,
+    MemoryStoreResponse, SymbolsRequest, SymbolsResponse, SymbolsStatus,
 };
 use crate::engine::Engine;
 use axum::extract::{Path as UrlPath, State};

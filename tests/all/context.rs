@@ -29,16 +29,32 @@ fn fixture(env: &Env) -> (PathBuf, Engine) {
     let repo = env.repo("proj");
     write(&repo, "app/__init__.py", "");
     write(&repo, "app/session.py", SESSION);
-    write(&repo, "app/crypto.py", "def hash_password(raw):\n    \"\"\"Hash a password with a salt.\"\"\"\n    return 'h' + raw[::-1]\n");
+    write(
+        &repo,
+        "app/crypto.py",
+        "def hash_password(raw):\n    \"\"\"Hash a password with a salt.\"\"\"\n    return 'h' + raw[::-1]\n",
+    );
     write(
         &repo,
         "app/login.py",
         "from app.session import SessionStore\nfrom app.crypto import hash_password\n\n\ndef login(user, raw):\n    store = SessionStore(60)\n    return hash_password(raw)\n",
     );
-    write(&repo, "app/api.py", "from app.login import login\n\n\ndef handle(req):\n    return login(req.user, req.password)\n");
+    write(
+        &repo,
+        "app/api.py",
+        "from app.login import login\n\n\ndef handle(req):\n    return login(req.user, req.password)\n",
+    );
     write(&repo, "app/billing.py", "def total_invoice(lines):\n    return sum(lines)\n");
-    write(&repo, "tests/test_login.py", "from app.login import login\n\n\ndef test_login():\n    assert login('u', 'pw')\n");
-    write(&repo, "tests/test_billing.py", "from app.billing import total_invoice\n\n\ndef test_total():\n    assert total_invoice([1, 2]) == 3\n");
+    write(
+        &repo,
+        "tests/test_login.py",
+        "from app.login import login\n\n\ndef test_login():\n    assert login('u', 'pw')\n",
+    );
+    write(
+        &repo,
+        "tests/test_billing.py",
+        "from app.billing import total_invoice\n\n\ndef test_total():\n    assert total_invoice([1, 2]) == 3\n",
+    );
     write(&repo, "docs/sessions.md", "# Sessions\n\nStale sessions expire after the ttl configured for the store.\n");
     git(&repo, &["init", "-q"]);
     git(&repo, &["add", "-A"]);
@@ -46,7 +62,7 @@ fn fixture(env: &Env) -> (PathBuf, Engine) {
     git(&repo, &["checkout", "-q", "-b", "feature"]);
     write(&repo, "app/billing.py", "def total_invoice(lines):\n    return sum(lines)\n\n\ndef invoice_tax(lines, rate):\n    return total_invoice(lines) * rate\n");
     git(&repo, &["commit", "-q", "-am", "tax"]);
-    write(&repo, "app/session.py", &SESSION.replace("now - started > self.ttl", "now - started >= self.ttl"));
+    write(&repo, "app/session.py", SESSION.replace("now - started > self.ttl", "now - started >= self.ttl"));
     git(&repo, &["add", "app/session.py"]);
     write(
         &repo,
@@ -87,8 +103,12 @@ fn a_pack_holds_every_kind_of_change_with_roles_reasons_and_real_token_counts() 
     assert!(p.base.is_some());
 
     // Changed regions come first, each saying where the change is.
-    let changed: Vec<(&str, &str)> =
-        p.snippets.iter().filter(|s| s.role == ContextRole::Changed).map(|s| (s.path.as_str(), s.reason.as_str())).collect();
+    let changed: Vec<(&str, &str)> = p
+        .snippets
+        .iter()
+        .filter(|s| s.role == ContextRole::Changed)
+        .map(|s| (s.path.as_str(), s.reason.as_str()))
+        .collect();
     assert_eq!(changed.len(), 4, "{changed:?}");
     assert!(p.snippets[..4].iter().all(|s| s.role == ContextRole::Changed));
     let reason = |path: &str| changed.iter().find(|(p, _)| *p == path).map(|(_, r)| *r).unwrap_or("");
@@ -102,12 +122,8 @@ fn a_pack_holds_every_kind_of_change_with_roles_reasons_and_real_token_counts() 
     assert!(billing.line_start <= 5 && billing.line_end >= 6, "the committed hunk: {billing:?}");
 
     // The definition a changed region names, tests that reach the changed files, importers.
-    let defs: Vec<&str> = p
-        .snippets
-        .iter()
-        .filter(|s| s.role == ContextRole::Definition)
-        .map(|s| s.reason.as_str())
-        .collect();
+    let defs: Vec<&str> =
+        p.snippets.iter().filter(|s| s.role == ContextRole::Definition).map(|s| s.reason.as_str()).collect();
     assert!(
         p.snippets.iter().any(|s| s.role == ContextRole::Definition
             && s.path == "app/crypto.py"
@@ -175,11 +191,17 @@ fn without_since_only_uncommitted_work_counts_and_bad_refs_are_clear() {
     assert_eq!(paths, ["app/audit.py", "app/login.py", "app/session.py"]);
     assert!(p.snippets.iter().any(|s| s.path == "app/billing.py" && s.role != ContextRole::Changed), "a hit");
     let err = engine
-        .context(&repo, &ContextRequest { task: "x".into(), since: Some("no-such-branch".into()), ..Default::default() })
+        .context(
+            &repo,
+            &ContextRequest { task: "x".into(), since: Some("no-such-branch".into()), ..Default::default() },
+        )
         .expect_err("bad ref");
     assert!(err.to_string().contains("no-such-branch"), "{err}");
     let err = engine
-        .context(&repo, &ContextRequest { task: "x".into(), since: Some("--output=/tmp/x".into()), ..Default::default() })
+        .context(
+            &repo,
+            &ContextRequest { task: "x".into(), since: Some("--output=/tmp/x".into()), ..Default::default() },
+        )
         .expect_err("option");
     assert!(err.to_string().contains("bad --since"), "{err}");
 }
@@ -212,4 +234,30 @@ fn the_cli_prints_markdown_or_json_and_impact_lists_the_tests() {
     assert_eq!(billing["tests"][0]["depth"], 0, "paired by name and by import: the name wins");
     let human = env.run(&["impact", "--repo", r, "--file", "app/crypto.py", "--tests"]);
     assert!(String::from_utf8_lossy(&human.stdout).contains("tests/test_login.py"));
+}
+
+#[tokio::test]
+async fn post_v1_context_is_the_same_pack_over_http() {
+    use crate::server_util::{client, Server};
+    let env = Env::new();
+    // The engine owns a runtime: build (and drop) it off the test's async context.
+    let repo = std::thread::scope(|s| s.spawn(|| fixture(&env).0).join().unwrap());
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let body = serde_json::json!({"task": "expire stale sessions", "since": "main", "budget": 2500});
+    let resp = client().post(server.url("/v1/context")).json(&body).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let v: serde_json::Value = resp.json().await.unwrap();
+    assert!(v["tokens"].as_u64().unwrap() <= 2500, "{v}");
+    assert!(v["markdown"].as_str().unwrap().starts_with("# Context for: expire stale sessions"));
+    let roles: Vec<&str> = v["snippets"].as_array().unwrap().iter().filter_map(|s| s["role"].as_str()).collect();
+    assert!(roles.contains(&"changed"), "{roles:?}");
+    let bad = client().post(server.url("/v1/context")).json(&serde_json::json!({"task": ""})).send().await.unwrap();
+    assert_eq!(bad.status().as_u16(), 400);
+    let bad = client()
+        .post(server.url("/v1/context"))
+        .json(&serde_json::json!({"task": "x", "since": "nope-ref"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status().as_u16(), 400);
 }

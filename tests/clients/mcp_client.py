@@ -35,6 +35,7 @@ EXPECTED_TOOLS = {
     "docdex_status",
     "docdex_symbols",
     "docdex_impact",
+    "docdex_context",
     "docdex_memory_save",
     "docdex_memory_recall",
     "docdex_get_profile",
@@ -139,6 +140,20 @@ async def exercise(session, repo, report):
     check(is_error(r) and "not_found" in text_of(r), f"impact unknown file: {text_of(r)}")
     r = await session.call_tool("docdex_impact", {"file": "src/parser.py", "direction": "up", "project_root": repo})
     check(is_error(r) and "bad_request" in text_of(r), f"impact bad direction: {text_of(r)}")
+
+    # docdex_context: Markdown by default, the structured pack with format json, within budget.
+    r = await session.call_tool("docdex_context", {"task": "parse the config file", "budget": 1500, "project_root": repo})
+    check(not is_error(r) and text_of(r).startswith("# Context for: parse the config file"), f"context md: {text_of(r)}")
+    r = await session.call_tool(
+        "docdex_context", {"task": "parse the config file", "budget": 1500, "format": "json", "project_root": repo}
+    )
+    check(not is_error(r), f"context json failed: {text_of(r)}")
+    pack = json.loads(text_of(r))
+    check(pack["tokens"] <= 1500, f"context over budget: {pack['tokens']}")
+    check(any(s["path"] == "src/parser.py" and s["reason"] for s in pack["snippets"]), f"context: {pack['snippets']}")
+    report["context_roles"] = sorted({s["role"] for s in pack["snippets"]})
+    r = await session.call_tool("docdex_context", {"task": " ", "project_root": repo})
+    check(is_error(r) and "bad_request" in text_of(r), f"empty task: {text_of(r)}")
 
     # docdex_memory_save then docdex_memory_recall finds it.
     fact = f"the {report['transport']} transport saved this: deploys need the STAGING_KEY secret"

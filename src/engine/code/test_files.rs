@@ -71,10 +71,9 @@ fn subject_stem(name: &str) -> Option<&str> {
         "py" => stem.strip_prefix("test_").or_else(|| stem.strip_suffix("_test")),
         "go" | "rs" => stem.strip_suffix("_test"),
         "rb" => stem.strip_suffix("_spec").or_else(|| stem.strip_suffix("_test")),
-        "java" | "kt" | "cs" | "swift" | "php" | "scala" | "dart" => stem
-            .strip_suffix("Tests")
-            .or_else(|| stem.strip_suffix("Test"))
-            .or_else(|| stem.strip_suffix("_test")),
+        "java" | "kt" | "cs" | "swift" | "php" | "scala" | "dart" => {
+            stem.strip_suffix("Tests").or_else(|| stem.strip_suffix("Test")).or_else(|| stem.strip_suffix("_test"))
+        }
         e if SCRIPT_EXTS.contains(&e) => stem.strip_suffix(".test").or_else(|| stem.strip_suffix(".spec")),
         _ => None,
     }?;

@@ -248,9 +248,14 @@ impl Engine {
             }
         };
         if graph.graph.files.is_empty() {
-            notes.push(graph.graph.warnings.first().cloned().unwrap_or_else(|| {
-                "the impact graph has no code files: importers and tests left out".into()
-            }));
+            notes.push(
+                graph
+                    .graph
+                    .warnings
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "the impact graph has no code files: importers and tests left out".into()),
+            );
             return Vec::new();
         }
         let mut seeds: Vec<&str> = Vec::new();
@@ -543,7 +548,10 @@ fn fit(pack: &mut ContextPack, cands: Vec<Candidate>, files: &mut Files, counter
                     citation: format!("{}:{}-{}", c.path, cut.line_end + 1, b),
                     role: c.role,
                     tokens: cost - cut.tokens,
-                    reason: format!("cut: the whole needs {cost} tokens, {left_before} were left", left_before = left + cut.tokens),
+                    reason: format!(
+                        "cut: the whole needs {cost} tokens, {left_before} were left",
+                        left_before = left + cut.tokens
+                    ),
                 });
                 pack.snippets.push(cut);
                 continue;
