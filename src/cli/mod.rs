@@ -17,6 +17,7 @@ mod memory;
 mod output;
 mod profile;
 mod progress;
+mod run_tests;
 mod serve;
 mod similar;
 mod tui;
@@ -164,6 +165,8 @@ enum Command {
     Impact(impact::ImpactArgs),
     /// A bounded, cited context pack for a task: changed lines, hits, definitions, tests, importers.
     Context(context::ContextArgs),
+    /// Run the repository's tests (all, --target, or --affected by the change) with its own runner; structured JSON.
+    RunTests(run_tests::RunTestsArgs),
     /// The import graph: cycles, rebuild.
     Graph {
         #[command(subcommand)]
@@ -403,6 +406,7 @@ impl Cli {
             Some(Command::Dag { action }) => action.json(),
             Some(Command::Impact(args)) => args.json(),
             Some(Command::Context(args)) => args.json(),
+            Some(Command::RunTests(args)) => args.json,
             Some(Command::Graph { action }) => action.json(),
             Some(Command::Symbols(a)) => a.json,
             Some(Command::SymbolsStatus(a)) => a.json,
@@ -549,6 +553,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dag { action } => dag::run(&engine, &out, action)?,
         Command::Impact(args) => impact::run_impact(&engine, &out, args)?,
         Command::Context(args) => context::run(&engine, &out, args)?,
+        Command::RunTests(args) => return run_tests::run(&engine, &out, args),
         Command::Graph { action } => impact::run_graph(&engine, &out, action)?,
         Command::Symbols(args) => code::symbols(&engine, &out, args)?,
         Command::SymbolsStatus(args) => code::status(&engine, &out, args)?,

@@ -37,6 +37,8 @@ pub struct Config {
     pub tui: TuiConfig,
     /// `[code_intelligence]`: import-graph inputs beyond the source itself.
     pub code_intelligence: CodeIntelligenceConfig,
+    /// `[tests]`: how `docdex run-tests` runs a repository's tests.
+    pub tests: TestsConfig,
 }
 
 /// `[core]`.
@@ -432,6 +434,23 @@ pub struct CodeIntelligenceConfig {
 impl Default for CodeIntelligenceConfig {
     fn default() -> Self {
         Self { import_traces_enabled: true, dynamic_import_scan_limit: 8 }
+    }
+}
+
+/// `[tests]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct TestsConfig {
+    /// The test command, run by `sh -c` in the repository with the selected test files
+    /// appended; empty means detect the runner (cargo, go, node/npm/jest/vitest, pytest).
+    pub command: String,
+    /// Seconds before a run is killed (its whole process group).
+    pub timeout_secs: u64,
+}
+
+impl Default for TestsConfig {
+    fn default() -> Self {
+        Self { command: String::new(), timeout_secs: 600 }
     }
 }
 

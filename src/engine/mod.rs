@@ -29,6 +29,7 @@ pub mod protocol;
 pub mod repos;
 pub mod search;
 pub mod sqlite;
+pub mod testrun;
 pub mod watch;
 pub mod waterfall;
 pub mod web;

@@ -55,6 +55,7 @@ pub use super::repos::{discover_root, RepoRecord, RepoRef};
 pub use super::search::types::{
     ContextLine, Highlight, RetrievalInfo, SearchHit, SearchRequest, SearchResponse, SearchTiming,
 };
+pub use super::testrun::types::*;
 pub use super::watch::WatchReport;
 pub use super::waterfall::types::*;
 pub use super::web::browser::install_help as browser_install_help;

@@ -20,6 +20,7 @@ mod memory;
 mod profile_evolution;
 mod profile_tier0;
 mod profiles;
+mod run_tests;
 mod search;
 mod semantic;
 mod server;

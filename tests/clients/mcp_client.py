@@ -36,6 +36,7 @@ EXPECTED_TOOLS = {
     "docdex_symbols",
     "docdex_impact",
     "docdex_context",
+    "docdex_run_tests",
     "docdex_memory_save",
     "docdex_memory_recall",
     "docdex_get_profile",
@@ -154,6 +155,10 @@ async def exercise(session, repo, report):
     report["context_roles"] = sorted({s["role"] for s in pack["snippets"]})
     r = await session.call_tool("docdex_context", {"task": " ", "project_root": repo})
     check(is_error(r) and "bad_request" in text_of(r), f"empty task: {text_of(r)}")
+
+    # docdex_run_tests: this repository has no test runner: a tool error saying how to set one.
+    r = await session.call_tool("docdex_run_tests", {"project_root": repo})
+    check(is_error(r) and "no test runner" in text_of(r), f"run tests without a runner: {text_of(r)}")
 
     # docdex_memory_save then docdex_memory_recall finds it.
     fact = f"the {report['transport']} transport saved this: deploys need the STAGING_KEY secret"

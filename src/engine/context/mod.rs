@@ -17,7 +17,7 @@
 //! reason, and the pack as rendered is counted once more at the end, so `tokens <= budget`
 //! holds for the text an agent receives.
 
-mod changes;
+pub(crate) mod changes;
 mod render;
 pub mod types;
 
@@ -130,7 +130,7 @@ impl Engine {
             timing: ContextTiming::default(),
             markdown: None,
         };
-        let mut files = Files::new(&repo.root);
+        let mut files = Files::new(&repo);
         let mut cands = changed_candidates(&repo.root, &changes, req.since.as_deref(), &mut files, &mut pack);
         let changed_cands = cands.len();
         for (i, h) in hits.iter().enumerate() {

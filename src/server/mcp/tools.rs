@@ -10,7 +10,7 @@ use crate::engine::protocol::{
     DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest,
     SavePreferenceRequest, SearchRequest, SymbolsRequest,
 };
-use crate::engine::protocol::{ContextFormat, ContextRequest, DiscoveryStatus, WebResearchRequest};
+use crate::engine::protocol::{ContextFormat, ContextRequest, DiscoveryStatus, RunTestsRequest, WebResearchRequest};
 use crate::server::error::ApiError;
 use crate::server::extract::{blocking, confine};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
@@ -109,6 +109,17 @@ pub struct ContextArgs {
     /// The task and budget.
     #[serde(flatten)]
     pub context: ContextRequest,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_run_tests` arguments: a [`RunTestsRequest`] and the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RunTestsArgs {
+    /// What to run.
+    #[serde(flatten)]
+    pub run: RunTestsRequest,
     /// The repository.
     #[serde(flatten)]
     pub repo: RepoArgs,
@@ -234,6 +245,16 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(read_only()),
         Tool::new(
+            "docdex_run_tests",
+            "Run the repository's tests with its own runner (cargo test, pytest, go test, node's runner, npm test, \
+             jest, vitest, or `[tests] command`): all of them, a `target` file or directory, or with `affected` only \
+             the test files the uncommitted change (and with `since`, the branch's commits) reaches through the \
+             import graph. Returns command, status, exit code, duration, passed/failed/skipped, the failing tests \
+             with file and line where the runner gives them, and the output tail. Killed at `timeout_secs`.",
+            schema::<RunTestsArgs>(),
+        )
+        .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false)),
+        Tool::new(
             "docdex_memory_save",
             "Remember a fact about this repository for later sessions and agents (a convention, a gotcha, \
              a decision). Stored locally per repository; docdex_memory_recall and docdex's chat find it again. \
@@ -301,6 +322,7 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_symbols" => symbols(server, args).await,
         "docdex_impact" => impact(server, args).await,
         "docdex_context" => context(server, args).await,
+        "docdex_run_tests" => run_tests(server, args).await,
         "docdex_memory_save" => memory_save(server, args).await,
         "docdex_memory_recall" => memory_recall(server, args).await,
         "docdex_get_profile" => get_profile(server, args).await,
@@ -394,6 +416,19 @@ async fn context(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiE
             (ContextFormat::Md, Some(md)) => Ok(CallToolResult::success(vec![ContentBlock::text(md)])),
             (_, markdown) => Ok(ok_json(&crate::engine::protocol::ContextPack { markdown, ..pack })),
         }
+    })
+    .await
+}
+
+async fn run_tests(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: RunTestsArgs = parse("docdex_run_tests", args)?;
+    let server = server.clone();
+    blocking(move || {
+        let repo = server.repo_for(a.repo.named())?;
+        if let Some(t) = &a.run.target {
+            confine(&repo, t)?;
+        }
+        server.app.engine().run_tests(&repo.root, &a.run).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
     })
     .await
 }
@@ -506,6 +541,7 @@ mod tests {
         described_alike::<SymbolsArgs, SymbolsRequest>();
         described_alike::<ImpactArgs, ImpactRequest>();
         described_alike::<ContextArgs, ContextRequest>();
+        described_alike::<RunTestsArgs, RunTestsRequest>();
         described_alike::<MemorySaveArgs, MemoryStoreRequest>();
         described_alike::<MemoryRecallArgs, MemoryRecallRequest>();
         described_alike::<WebResearchArgs, WebResearchRequest>();

@@ -1,0 +1,511 @@
+//! `docdex run-tests` ([`Engine::run_tests`]): detects the repository's test runner, runs it
+//! (the whole suite, a target, or only the tests a change reaches) in its own process group
+//! with a timeout, and reads its output into a structured result (`parse`).
+//!
+//! Runner detection, first match wins: `[tests] command` in the config; `Cargo.toml` (cargo
+//! test); `go.mod` (go test); `package.json` (its `test` script names vitest or jest: those,
+//! with the files; `node --test`: node's runner with the TAP reporter; any other script: npm
+//! test; no script: node's runner); Python markers (`pyproject.toml`, `setup.py`, `setup.cfg`,
+//! `pytest.ini`, `tox.ini`, `conftest.py`, `requirements.txt`) or a `tests` directory (pytest,
+//! run by the repository's `.venv` or `venv` Python, else `$VIRTUAL_ENV`'s, else `python3`).
+
+mod parse;
+pub mod types;
+
+use crate::engine::code::test_files::is_test_path;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use types::*;
+
+/// Lines of output kept for parsing (the oldest are dropped beyond this).
+const MAX_KEPT_LINES: usize = 50_000;
+/// Lines in `output_tail`.
+const TAIL_LINES: usize = 60;
+/// Bytes in `output_tail` at most.
+const TAIL_BYTES: usize = 8 * 1024;
+
+/// A detected runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runner {
+    Config,
+    Cargo,
+    Go,
+    Node,
+    Npm,
+    Jest,
+    Vitest,
+    Pytest,
+}
+
+impl Runner {
+    fn name(self) -> &'static str {
+        match self {
+            Runner::Config => "config",
+            Runner::Cargo => "cargo",
+            Runner::Go => "go",
+            Runner::Node => "node",
+            Runner::Npm => "npm",
+            Runner::Jest => "jest",
+            Runner::Vitest => "vitest",
+            Runner::Pytest => "pytest",
+        }
+    }
+
+    /// Whether a test file is one this runner runs.
+    fn runs(self, path: &str) -> bool {
+        let ext = path.rsplit('.').next().unwrap_or("");
+        match self {
+            Runner::Config => true,
+            Runner::Cargo => ext == "rs",
+            Runner::Go => ext == "go",
+            Runner::Pytest => ext == "py",
+            Runner::Node | Runner::Npm | Runner::Jest | Runner::Vitest => {
+                matches!(ext, "js" | "mjs" | "cjs" | "jsx" | "ts" | "mts" | "cts" | "tsx")
+            }
+        }
+    }
+}
+
+/// Which runner, and why.
+fn detect(root: &Path, configured: &str) -> Result<(Runner, String)> {
+    if !configured.trim().is_empty() {
+        return Ok((Runner::Config, "[tests] command in the config".into()));
+    }
+    let has = |f: &str| root.join(f).is_file();
+    if has("Cargo.toml") {
+        return Ok((Runner::Cargo, "Cargo.toml at the root".into()));
+    }
+    if has("go.mod") {
+        return Ok((Runner::Go, "go.mod at the root".into()));
+    }
+    if has("package.json") {
+        let script = crate::engine::fsutil::read_repo_file(root, "package.json")
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["scripts"]["test"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        let runner = if script.contains("vitest") {
+            Runner::Vitest
+        } else if script.contains("jest") {
+            Runner::Jest
+        } else if script.contains("node --test") || script.is_empty() || script.contains("no test specified") {
+            Runner::Node
+        } else {
+            Runner::Npm
+        };
+        let why = if script.is_empty() {
+            "package.json without a test script: node's built-in runner".to_string()
+        } else {
+            format!("package.json's test script `{script}`")
+        };
+        return Ok((runner, why));
+    }
+    let markers =
+        ["pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py", "requirements.txt"];
+    if let Some(m) = markers.iter().find(|m| has(m)) {
+        return Ok((Runner::Pytest, format!("{m} at the root")));
+    }
+    if root.join("tests").is_dir() {
+        return Ok((Runner::Pytest, "a tests directory (pytest's default layout)".into()));
+    }
+    Err(Error::BadRequest(format!(
+        "no test runner found in {}: none of Cargo.toml, go.mod, package.json, pyproject.toml, setup.py, pytest.ini, conftest.py or tests/; set `[tests] command` in the config",
+        root.display()
+    )))
+}
+
+/// The Python that runs pytest: the repository's virtualenv first.
+fn python(root: &Path) -> String {
+    for venv in [".venv", "venv"] {
+        let p = root.join(venv).join("bin/python");
+        if p.exists() {
+            return p.to_string_lossy().into_owned();
+        }
+    }
+    if let Some(v) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(v).join("bin/python");
+        if p.exists() {
+            return p.to_string_lossy().into_owned();
+        }
+    }
+    "python3".into()
+}
+
+/// Node's default test file patterns, for a directory target (node 20 takes files only).
+fn node_test_files(root: &Path, dir: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.join(dir)];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == "node_modules" || name.starts_with('.') {
+                continue;
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p);
+            } else if let Ok(rel) = p.strip_prefix(root) {
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                let stem = name.split('.').next().unwrap_or("");
+                let named =
+                    name.contains(".test.") || name.contains("_test.") || stem == "test" || stem.starts_with("test-");
+                if Runner::Node.runs(&rel) && (named || is_test_path(&rel)) {
+                    out.push(rel);
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The command line for `runner` over `targets` (repo-relative files or directories; empty
+/// for the whole suite), with notes about what could not be narrowed.
+fn command(root: &Path, runner: Runner, configured: &str, targets: &[String], notes: &mut Vec<String>) -> Vec<String> {
+    let s = |x: &str| x.to_string();
+    match runner {
+        Runner::Config => {
+            let mut cmd = vec![s("sh"), s("-c"), format!("{configured} \"$@\""), s("docdex-run-tests")];
+            cmd.extend(targets.iter().cloned());
+            cmd
+        }
+        Runner::Cargo => {
+            let mut cmd = vec![s("cargo"), s("test")];
+            let mut lib = false;
+            let mut filter: Option<String> = None;
+            for t in targets {
+                let parts: Vec<&str> = t.trim_end_matches('/').split('/').collect();
+                match parts.as_slice() {
+                    ["tests", file] if file.ends_with(".rs") => {
+                        cmd.extend([s("--test"), file.trim_end_matches(".rs").to_string()]);
+                    }
+                    ["tests", name, "main.rs"] => cmd.extend([s("--test"), name.to_string()]),
+                    ["tests"] => cmd.push(s("--tests")),
+                    ["src", rest @ ..] if t.ends_with(".rs") => {
+                        lib = true;
+                        let module: Vec<&str> = rest
+                            .iter()
+                            .map(|p| p.trim_end_matches(".rs"))
+                            .filter(|p| !matches!(*p, "lib" | "main" | "mod"))
+                            .collect();
+                        if !module.is_empty() && targets.len() == 1 {
+                            filter = Some(format!("{}::", module.join("::")));
+                        }
+                    }
+                    _ => notes.push(format!("cargo cannot run {t} alone: running the whole suite")),
+                }
+            }
+            if lib {
+                cmd.push(s("--lib"));
+            }
+            if let Some(f) = filter {
+                cmd.push(f);
+            }
+            cmd
+        }
+        Runner::Go => {
+            let mut cmd = vec![s("go"), s("test")];
+            if targets.is_empty() {
+                cmd.push(s("./..."));
+            }
+            let mut pkgs: Vec<String> = Vec::new();
+            for t in targets {
+                let dir = if root.join(t).is_dir() {
+                    t.trim_end_matches('/')
+                } else {
+                    t.rsplit_once('/').map(|(d, _)| d).unwrap_or(".")
+                };
+                let pkg = if dir == "." || dir.is_empty() { s(".") } else { format!("./{dir}") };
+                if !pkgs.contains(&pkg) {
+                    pkgs.push(pkg);
+                }
+            }
+            cmd.extend(pkgs);
+            cmd
+        }
+        Runner::Node => {
+            let mut cmd = vec![s("node"), s("--test"), s("--test-reporter=tap")];
+            for t in targets {
+                if root.join(t).is_dir() {
+                    cmd.extend(node_test_files(root, t));
+                } else {
+                    cmd.push(t.clone());
+                }
+            }
+            cmd
+        }
+        Runner::Npm => {
+            let mut cmd = vec![s("npm"), s("test")];
+            if !targets.is_empty() {
+                cmd.push(s("--"));
+                cmd.extend(targets.iter().cloned());
+            }
+            cmd
+        }
+        Runner::Jest => {
+            let mut cmd = vec![s("npx"), s("--no-install"), s("jest"), s("--ci")];
+            cmd.extend(targets.iter().cloned());
+            cmd
+        }
+        Runner::Vitest => {
+            let mut cmd = vec![s("npx"), s("--no-install"), s("vitest"), s("run")];
+            cmd.extend(targets.iter().cloned());
+            cmd
+        }
+        Runner::Pytest => {
+            let mut cmd =
+                vec![python(root), s("-m"), s("pytest"), s("-rfE"), s("--tb=line"), s("-p"), s("no:cacheprovider")];
+            cmd.extend(targets.iter().cloned());
+            cmd
+        }
+    }
+}
+
+/// What a finished (or killed) process left.
+struct Finished {
+    exit_code: Option<i32>,
+    timed_out: bool,
+    lines: Vec<String>,
+    duration_ms: f64,
+}
+
+/// Runs `argv` in `root` in a new process group, interleaving stdout and stderr lines, and
+/// kills the whole group at `timeout`.
+fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(Error::BadRequest("empty test command".into()));
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("NO_COLOR", "1")
+        .env("FORCE_COLOR", "0")
+        .env("CARGO_TERM_COLOR", "never")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::BadRequest(format!("the test runner `{program}` is not installed or not on PATH"))
+        } else {
+            Error::io("starting the test runner in", root, e)
+        }
+    })?;
+    let lines: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let mut readers = Vec::new();
+    let pipes: [Option<Box<dyn Read + Send>>; 2] = [
+        child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+        child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+    ];
+    for pipe in pipes.into_iter().flatten() {
+        let lines = lines.clone();
+        readers.push(std::thread::spawn(move || {
+            let mut r = BufReader::new(pipe);
+            let mut buf = Vec::new();
+            while r.read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
+                let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
+                buf.clear();
+                if let Ok(mut l) = lines.lock() {
+                    if l.len() >= MAX_KEPT_LINES {
+                        l.drain(..MAX_KEPT_LINES / 10);
+                    }
+                    l.push(line);
+                }
+            }
+        }));
+    }
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if started.elapsed() >= timeout => {
+                timed_out = true;
+                #[cfg(unix)]
+                // SAFETY: kill(2) on the child's own process group (made above): no memory is touched.
+                unsafe {
+                    libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
+                }
+                let _ = child.kill();
+                break child.wait().ok();
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(Error::io("waiting for the test runner in", root, e)),
+        }
+    };
+    for r in readers {
+        let _ = r.join();
+    }
+    let lines = lines.lock().map(|l| l.clone()).unwrap_or_default();
+    Ok(Finished {
+        exit_code: if timed_out { None } else { status.and_then(|s| s.code()) },
+        timed_out,
+        lines,
+        duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+    })
+}
+
+fn tail(lines: &[String]) -> String {
+    let from = lines.len().saturating_sub(TAIL_LINES);
+    let mut text = lines[from..].join("\n");
+    if text.len() > TAIL_BYTES {
+        let mut cut = text.len() - TAIL_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        text = text[cut..].to_string();
+    }
+    text
+}
+
+/// A repo-relative target that stays inside the repository and exists.
+fn confine_target(root: &Path, target: &str) -> Result<String> {
+    let outside = || Error::OutsideRepo { path: target.to_string(), repo: root.to_path_buf() };
+    let p = Path::new(target.trim());
+    let rel = if p.is_absolute() {
+        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        real.strip_prefix(root).map_err(|_| outside())?.to_string_lossy().replace('\\', "/")
+    } else {
+        target.trim().replace('\\', "/")
+    };
+    let rel = crate::engine::code::resolve::join("", &rel).ok_or_else(outside)?;
+    if rel.is_empty() {
+        return Ok(rel);
+    }
+    let real = std::fs::canonicalize(root.join(&rel))
+        .map_err(|_| Error::NotFound(format!("no file or directory {rel} in {}", root.display())))?;
+    if !real.starts_with(root) {
+        return Err(outside());
+    }
+    Ok(rel)
+}
+
+impl Engine {
+    /// Runs the repository's tests (all, `target`, or those the change reaches) with a
+    /// timeout, and returns the structured result. A failing suite is a result, not an error;
+    /// no runner, a runner not installed, or a target outside the repository is an error.
+    pub fn run_tests(&self, repo_path: &Path, req: &RunTestsRequest) -> Result<RunTestsResponse> {
+        let repo = self.resolve_repo(repo_path)?;
+        let root = repo.root.clone();
+        let cfg = &self.config().tests;
+        let (runner, detected_by) = detect(&root, &cfg.command)?;
+        let timeout = Duration::from_secs(req.timeout_secs.unwrap_or(cfg.timeout_secs).max(1));
+        let mut notes = Vec::new();
+        let mut resp = RunTestsResponse {
+            schema_version: 1,
+            repo: root.clone(),
+            runner: runner.name().into(),
+            detected_by,
+            command: Vec::new(),
+            status: TestStatus::NoTests,
+            exit_code: None,
+            duration_ms: 0.0,
+            passed: 0,
+            failed: 0,
+            skipped: 0,
+            failures: Vec::new(),
+            selected: Vec::new(),
+            output_tail: String::new(),
+            notes: Vec::new(),
+        };
+        let mut targets: Vec<String> = Vec::new();
+        if let Some(t) = req.target.as_deref().filter(|t| !t.trim().is_empty()) {
+            let t = confine_target(&root, t)?;
+            if !t.is_empty() {
+                targets.push(t);
+            }
+        }
+        if req.affected {
+            let selected = self.affected_tests(&root, req.since.as_deref(), runner)?;
+            let within: Vec<(String, String)> = selected
+                .into_iter()
+                .filter(|(p, _)| targets.first().is_none_or(|t| p == t || p.starts_with(&format!("{t}/"))))
+                .collect();
+            resp.selected = within.iter().map(|(p, why)| format!("{p}: {why}")).collect();
+            if within.is_empty() {
+                resp.notes.push("the change reaches no test file: nothing was run".into());
+                return Ok(resp);
+            }
+            targets = within.into_iter().map(|(p, _)| p).collect();
+        } else if req.since.is_some() {
+            return Err(Error::BadRequest("--since only applies with --affected".into()));
+        }
+        resp.command = command(&root, runner, &cfg.command, &targets, &mut notes);
+        let done = execute(&root, &resp.command, timeout)?;
+        let text = done.lines.join("\n");
+        let root_s = root.to_string_lossy();
+        let outcome = match runner {
+            Runner::Cargo => parse::cargo(&text, &root_s),
+            Runner::Pytest => parse::pytest(&text, &root_s),
+            Runner::Node => parse::tap(&text, &root_s),
+            Runner::Go => parse::go(&text, &root_s),
+            Runner::Jest | Runner::Vitest => parse::jest_like(&text, &root_s),
+            // npm test and configured commands: whatever shape the output has.
+            Runner::Npm | Runner::Config => {
+                let candidates = [
+                    parse::tap(&text, &root_s),
+                    parse::cargo(&text, &root_s),
+                    parse::pytest(&text, &root_s),
+                    parse::jest_like(&text, &root_s),
+                    parse::go(&text, &root_s),
+                ];
+                candidates.into_iter().max_by_key(|o| o.passed + o.failed + o.skipped).unwrap_or_default()
+            }
+        };
+        resp.status = if done.timed_out {
+            notes.push(format!("killed after the {} s timeout", timeout.as_secs()));
+            TestStatus::TimedOut
+        } else if done.exit_code == Some(0) {
+            TestStatus::Passed
+        } else {
+            TestStatus::Failed
+        };
+        if outcome.passed + outcome.failed + outcome.skipped == 0 && !done.timed_out {
+            notes.push("the output gave no test counts".into());
+        }
+        resp.exit_code = done.exit_code;
+        resp.duration_ms = done.duration_ms;
+        resp.passed = outcome.passed;
+        resp.failed = outcome.failed.max(outcome.failures.len() as u32);
+        resp.skipped = outcome.skipped;
+        resp.failures = outcome.failures;
+        resp.output_tail = tail(&done.lines);
+        resp.notes.extend(notes);
+        Ok(resp)
+    }
+
+    /// The test files the change reaches, for `runner`, each with why.
+    fn affected_tests(&self, root: &Path, since: Option<&str>, runner: Runner) -> Result<Vec<(String, String)>> {
+        let changes = crate::engine::context::changes::collect(root, since)?;
+        let (_, graph) = self.impact_graph(root)?;
+        let mut out: Vec<(String, String)> = Vec::new();
+        let mut add = |path: String, why: String| {
+            if runner.runs(&path) && root.join(&path).is_file() && !out.iter().any(|(p, _)| *p == path) {
+                out.push((path, why));
+            }
+        };
+        for f in changes.files.iter().filter(|f| f.change != "deleted") {
+            if is_test_path(&f.path) {
+                add(f.path.clone(), "changed test file".into());
+            }
+            if graph.contains(&f.path) {
+                for t in graph.tests_reaching(root, &f.path) {
+                    add(t.path.clone(), format!("exercises changed {}: {}", f.path, t.reason));
+                }
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,85 @@
+//! `docdex run-tests` / MCP `docdex_run_tests`: the request and the structured result.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What to run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct RunTestsRequest {
+    /// A repo-relative test file or directory to run (default: the whole suite).
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Run only the test files the change reaches (uncommitted work, plus the branch's
+    /// commits since `since`), found through the import graph and by name; needs an index.
+    #[serde(default)]
+    pub affected: bool,
+    /// With `affected`: a git ref; the branch's commits since its merge base with it count too.
+    #[serde(default)]
+    pub since: Option<String>,
+    /// Stop the run after this many seconds (default `[tests] timeout_secs`, 600).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+/// One failing test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TestFailure {
+    /// The test's name as the runner reports it (`tests::bad`, `tests/test_x.py::test_bad`).
+    pub name: String,
+    /// Repo-relative file where it failed, when the runner says.
+    pub file: Option<String>,
+    /// The line, when the runner says.
+    pub line: Option<u32>,
+    /// The first line of the failure message, when the runner gives one.
+    pub message: Option<String>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TestStatus {
+    /// Exit code 0.
+    Passed,
+    /// The runner exited non-zero.
+    Failed,
+    /// Killed at the timeout.
+    TimedOut,
+    /// `affected` found no test the change reaches: nothing was run.
+    NoTests,
+}
+
+/// The structured result of a run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RunTestsResponse {
+    /// Version of this shape.
+    pub schema_version: u32,
+    /// Repo root.
+    pub repo: PathBuf,
+    /// The runner: `cargo`, `pytest`, `node`, `npm`, `jest`, `vitest`, `go`, or `config`.
+    pub runner: String,
+    /// Why that runner (`Cargo.toml at the root`, `[tests] command in the config`).
+    pub detected_by: String,
+    /// The command line, argument by argument (empty when nothing was run).
+    pub command: Vec<String>,
+    /// Passed, failed, timed out, or no tests.
+    pub status: TestStatus,
+    /// The runner's exit code (`None` when killed or not run).
+    pub exit_code: Option<i32>,
+    /// Wall time, ms.
+    pub duration_ms: f64,
+    /// Tests passed, as the runner counted them.
+    pub passed: u32,
+    /// Tests failed.
+    pub failed: u32,
+    /// Tests skipped or ignored.
+    pub skipped: u32,
+    /// The failing tests, with file and line where the runner gives them.
+    pub failures: Vec<TestFailure>,
+    /// With `affected`: the test files chosen, each with why.
+    pub selected: Vec<String>,
+    /// The last lines of the output (stdout and stderr interleaved as they came).
+    pub output_tail: String,
+    /// What else to know (a timeout, counts the output did not give).
+    pub notes: Vec<String>,
+}

@@ -1,0 +1,260 @@
+//! `docdex run-tests` against fixture projects made here, with the real runners: cargo (a
+//! tiny crate without dependencies, built in its own target directory), pytest from a venv
+//! (`.ci/run` installs it and exports DOCDEX_TEST_PYTEST_VENV), and node's built-in test
+//! runner; passing and failing, the timeout, a target, and `--affected` on a git branch.
+
+use crate::util::{write, Env};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn git(root: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Runs `docdex run-tests --json` and returns the exit code and the result.
+fn run_tests(env: &Env, repo: &Path, extra: &[&str], vars: &[(&str, &str)]) -> (i32, Value) {
+    let mut args = vec!["run-tests", "--repo", repo.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let out = env.run_env(&args, vars);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("bad JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    });
+    (out.status.code().unwrap_or(-1), v)
+}
+
+fn failures(v: &Value) -> Vec<(String, Option<String>, Option<u64>)> {
+    v["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["name"].as_str().unwrap().to_string(), f["file"].as_str().map(str::to_string), f["line"].as_u64()))
+        .collect()
+}
+
+#[test]
+fn cargo_projects_run_with_counts_and_panic_locations() {
+    let env = Env::new();
+    let repo = env.repo("crate");
+    write(
+        &repo,
+        "Cargo.toml",
+        "[package]\nname = \"fixture\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    write(
+        &repo,
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(1, 2), 3);\n    }\n\n    #[test]\n    fn breaks() {\n        assert_eq!(super::add(1, 1), 3, \"one and one\");\n    }\n\n    #[test]\n    #[ignore]\n    fn later() {}\n}\n",
+    );
+    write(&repo, "tests/api.rs", "#[test]\nfn public_add() {\n    assert_eq!(fixture::add(2, 2), 4);\n}\n");
+    let target = env.dir.path().join("cargo-target");
+    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap())];
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["runner"], "cargo");
+    assert_eq!(v["status"], "failed");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64(), v["skipped"].as_u64()), (Some(1), Some(1), Some(1)), "{v}");
+    assert_eq!(failures(&v), [("tests::breaks".to_string(), Some("src/lib.rs".to_string()), Some(14))]);
+    assert!(v["failures"][0]["message"].as_str().unwrap().contains("one and one"), "{v}");
+    assert!(v["output_tail"].as_str().unwrap().contains("test result: FAILED"));
+
+    // A target narrows the run: the integration test file alone passes.
+    let (code, v) = run_tests(&env, &repo, &["--target", "tests/api.rs"], &vars);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["command"], serde_json::json!(["cargo", "test", "--test", "api"]));
+    assert_eq!((v["status"].as_str(), v["passed"].as_u64(), v["failed"].as_u64()), (Some("passed"), Some(1), Some(0)));
+}
+
+/// The venv with pytest, if any (under CI it must exist).
+fn pytest_venv() -> Option<PathBuf> {
+    match std::env::var_os("DOCDEX_TEST_PYTEST_VENV").filter(|p| !p.is_empty()) {
+        Some(p) => Some(PathBuf::from(p)),
+        None if std::env::var_os("CI").is_some() => {
+            panic!("CI must export DOCDEX_TEST_PYTEST_VENV; .ci/run sets it up")
+        }
+        None => {
+            eprintln!(
+                "NOTICE: DOCDEX_TEST_PYTEST_VENV is not set; skipping the pytest runs (run .ci/run to install it)"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn pytest_from_the_projects_venv_passes_and_fails_with_locations() {
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("py");
+    write(&repo, "pyproject.toml", "[project]\nname = \"fixture\"\nversion = \"0.1.0\"\n");
+    write(&repo, "calc.py", "def add(a, b):\n    return a + b\n");
+    write(
+        &repo,
+        "tests/test_calc.py",
+        "import pytest\nfrom calc import add\n\n\ndef test_adds():\n    assert add(1, 2) == 3\n\n\ndef test_breaks():\n    assert add(1, 1) == 3\n\n\n@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n",
+    );
+    write(&repo, "tests/test_ok.py", "def test_fine():\n    assert True\n");
+    write(&repo, "conftest.py", "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n");
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["runner"], "pytest");
+    assert!(v["command"][0].as_str().unwrap().ends_with(".venv/bin/python"), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64(), v["skipped"].as_u64()), (Some(2), Some(1), Some(1)), "{v}");
+    assert_eq!(
+        failures(&v),
+        [("tests/test_calc.py::test_breaks".to_string(), Some("tests/test_calc.py".to_string()), Some(10))]
+    );
+    let (code, v) = run_tests(&env, &repo, &["--target", "tests/test_ok.py"], &[]);
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("passed"), Some(1)), "{v}");
+}
+
+fn node_project(env: &Env, name: &str) -> PathBuf {
+    let repo = env.repo(name);
+    write(
+        &repo,
+        "package.json",
+        "{\"name\": \"fixture\", \"version\": \"1.0.0\", \"scripts\": {\"test\": \"node --test\"}}\n",
+    );
+    write(&repo, "lib/math.js", "function add(a, b) {\n  return a + b;\n}\nmodule.exports = { add };\n");
+    write(&repo, "lib/strings.js", "function shout(s) {\n  return s.toUpperCase();\n}\nmodule.exports = { shout };\n");
+    write(
+        &repo,
+        "test/math.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../lib/math.js');\n\ntest('adds', () => {\n  assert.strictEqual(add(1, 2), 3);\n});\n\ntest('breaks', () => {\n  assert.strictEqual(add(1, 1), 3);\n});\n",
+    );
+    write(
+        &repo,
+        "test/strings.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\nconst { shout } = require('../lib/strings.js');\n\ntest('shouts', () => {\n  assert.strictEqual(shout('a'), 'A');\n});\n",
+    );
+    repo
+}
+
+#[test]
+fn node_test_runner_fails_with_locations_and_the_timeout_kills_a_hung_run() {
+    let env = Env::new();
+    let repo = node_project(&env, "js");
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["runner"], "node");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(2), Some(1)), "{v}");
+    assert_eq!(failures(&v), [("breaks".to_string(), Some("test/math.test.js".to_string()), Some(9))]);
+    let (code, v) = run_tests(&env, &repo, &["--target", "test/strings.test.js"], &[]);
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("passed"), Some(1)), "{v}");
+
+    write(
+        &repo,
+        "test/hang.test.js",
+        "const test = require('node:test');\ntest('hangs', async () => {\n  await new Promise((r) => setTimeout(r, 120000));\n});\n",
+    );
+    let started = std::time::Instant::now();
+    let (code, v) = run_tests(&env, &repo, &["--target", "test/hang.test.js", "--timeout", "2"], &[]);
+    assert!(started.elapsed().as_secs() < 30, "killed at the timeout, not after the test's 120 s");
+    assert_eq!((code, v["status"].as_str()), (1, Some("timed_out")), "{v}");
+    assert!(v["exit_code"].is_null());
+    assert!(v["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("2 s timeout")), "{v}");
+    let err = env.run(&["run-tests", "--repo", repo.to_str().unwrap(), "--target", "../outside"]);
+    assert_eq!(err.status.code(), Some(2), "{}", String::from_utf8_lossy(&err.stderr));
+}
+
+#[test]
+fn affected_runs_only_the_tests_the_change_reaches() {
+    let env = Env::new();
+    let repo = node_project(&env, "js");
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "initial"]);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    // Nothing changed: nothing to run.
+    let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
+    assert_eq!((code, v["status"].as_str()), (0, Some("no_tests")), "{v}");
+    assert!(v["command"].as_array().unwrap().is_empty());
+    // A dirty edit to strings.js reaches only test/strings.test.js (math's failing test is not run).
+    write(
+        &repo,
+        "lib/strings.js",
+        "function shout(s) {\n  return String(s).toUpperCase();\n}\nmodule.exports = { shout };\n",
+    );
+    let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
+    assert_eq!(code, 0, "{v}");
+    let selected: Vec<&str> = v["selected"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert_eq!(selected.len(), 1, "{selected:?}");
+    assert!(selected[0].starts_with("test/strings.test.js: exercises changed lib/strings.js"), "{selected:?}");
+    assert_eq!(v["command"], serde_json::json!(["node", "--test", "--test-reporter=tap", "test/strings.test.js"]));
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(0)));
+    // Committed on a branch since main: --since brings math.js's tests in.
+    git(&repo, &["checkout", "-q", "-b", "feature"]);
+    write(&repo, "lib/math.js", "function add(a, b) {\n  return b + a;\n}\nmodule.exports = { add };\n");
+    git(&repo, &["commit", "-q", "-am", "swap"]);
+    let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
+    assert_eq!((code, v["status"].as_str()), (0, Some("no_tests")), "without --since commits do not count: {v}");
+    let main = if Command::new("git")
+        .args(["rev-parse", "--verify", "-q", "main"])
+        .current_dir(&repo)
+        .status()
+        .unwrap()
+        .success()
+    {
+        "main"
+    } else {
+        "master"
+    };
+    let (code, v) = run_tests(&env, &repo, &["--affected", "--since", main], &[]);
+    assert_eq!(v["selected"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!((code, v["failed"].as_u64()), (1, Some(1)), "math's failing test now runs: {v}");
+}
+
+#[test]
+fn docdex_run_tests_over_mcp_stdio_returns_the_same_result() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let env = Env::new();
+    let repo = node_project(&env, "js");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["mcp", "--repo", repo.to_str().unwrap()])
+        .env("DOCDEX_HOME", env.home())
+        .env_remove("DOCDEX_AUTH_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    let mut recv = || {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        serde_json::from_str::<Value>(&l).unwrap()
+    };
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    assert!(recv()["result"].is_object());
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "docdex_run_tests",
+        "arguments": {"target": "test/math.test.js", "timeout_secs": 60}}}));
+    let r = recv();
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let v: Value = serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (v["runner"].as_str(), v["status"].as_str(), v["failed"].as_u64()),
+        (Some("node"), Some("failed"), Some(1)),
+        "{v}"
+    );
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "docdex_run_tests",
+        "arguments": {"target": "../elsewhere"}}}));
+    let r = recv();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("path_outside_repo"), "{r}");
+    drop(stdin);
+    let _ = child.wait();
+}
