@@ -6,11 +6,11 @@
 //! in [`call`].
 
 use super::{tool_error, DocdexMcp};
+use crate::engine::protocol::{ContextFormat, ContextRequest, DiscoveryStatus, RunTestsRequest, WebResearchRequest};
 use crate::engine::protocol::{
     DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest,
     SavePreferenceRequest, SearchRequest, SymbolsRequest,
 };
-use crate::engine::protocol::{ContextFormat, ContextRequest, DiscoveryStatus, RunTestsRequest, WebResearchRequest};
 use crate::server::error::ApiError;
 use crate::server::extract::{blocking, confine};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
