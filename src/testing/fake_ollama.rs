@@ -392,11 +392,15 @@ pub fn answer_for(messages: &[Value]) -> String {
         .to_string();
     let mut cites: Vec<String> = Vec::new();
     for m in messages {
+        let mut prev = "";
         for tok in m["content"].as_str().unwrap_or("").split_whitespace() {
             let t = tok.trim_matches(|c: char| matches!(c, '(' | ')' | '[' | ']' | ',' | ';' | '`' | '"'));
-            if is_citation(t) && !cites.iter().any(|c| c == t) {
+            // A web page is cited by the address its passage is headed with (`### https://...`).
+            let page = prev == "###" && (t.starts_with("http://") || t.starts_with("https://"));
+            if (is_citation(t) || page) && !cites.iter().any(|c| c == t) {
                 cites.push(t.to_string());
             }
+            prev = tok;
         }
     }
     let mut out = format!("FAKE ANSWER to \"{last_user}\".");

@@ -154,6 +154,7 @@ pub fn trace() -> TraceView {
         total_ms: 4172.0,
         context: Vec::new(),
         notices: Vec::new(),
+        web: None,
     }
 }
 

@@ -293,12 +293,17 @@ pub struct Citation {
     pub line_end: u32,
     /// The answer cites it (false: it was in the context, the answer does not name it).
     pub cited: bool,
+    /// A web page's address (Tier 2); `path` is then empty and the label is the URL.
+    pub url: Option<String>,
 }
 
 impl Citation {
-    /// `path:line_start-line_end`, as the waterfall cites sources.
+    /// `path:line_start-line_end`, or a web page's URL, as the waterfall cites sources.
     pub fn label(&self) -> String {
-        format!("{}:{}-{}", self.path, self.line_start, self.line_end)
+        match &self.url {
+            Some(url) => url.clone(),
+            None => format!("{}:{}-{}", self.path, self.line_start, self.line_end),
+        }
     }
 }
 

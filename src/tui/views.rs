@@ -7,9 +7,11 @@
 use super::event::{Citation, Conversation};
 use super::widgets::dag::{DagNode, DagSession, DagView};
 use super::widgets::thousands;
-use super::widgets::trace::{DroppedSnippet, SlotBudget, TierRun, TraceView};
+use super::widgets::trace::fmt_ms;
+use super::widgets::trace::{DroppedSnippet, SlotBudget, TierRun, TraceView, WebPageRun, WebRun};
 use crate::engine::protocol::{ChatSource, ChatTrace, StepStatus, StepTrace};
 use crate::engine::protocol::{DagSession as EngineDagSession, DagSessionSummary};
+use crate::engine::web::types::{DiscoveryStatus, FetchVia, PageStatus, WebTrace};
 use serde_json::Value;
 
 /// The name of a step's status, as the trace prints it.
@@ -105,7 +107,63 @@ pub fn trace_view(turn: u64, question: &str, trace: &ChatTrace) -> TraceView {
         total_ms: t.total,
         context: context_lines(trace),
         notices: trace.notices.clone(),
+        web: trace.web.as_ref().map(web_run),
     }
+}
+
+/// The web tier's part of a trace, as the waterfall pane draws it.
+fn web_run(web: &WebTrace) -> WebRun {
+    let mut summary = format!("search \"{}\"", web.query);
+    match web.discovery {
+        Some(d) => {
+            let status = match d {
+                DiscoveryStatus::Ok => "ok",
+                DiscoveryStatus::Blocked => "blocked",
+                DiscoveryStatus::Failed => "failed",
+            };
+            summary.push_str(&format!(" · {status}"));
+            if !web.discovery_source.is_empty() {
+                summary.push_str(&format!(" ({})", web.discovery_source));
+            }
+            summary.push_str(&format!(" · {} results", web.results));
+        }
+        None => summary.push_str(" · not searched"),
+    }
+    if web.discovery_waited_ms > 0 {
+        summary.push_str(&format!(" · waited {} for the rate limit", fmt_ms(web.discovery_waited_ms as f64)));
+    }
+    summary.push_str(&format!(" · {}", fmt_ms(web.ms)));
+    let pages = web
+        .pages
+        .iter()
+        .map(|p| {
+            let (status, ok) = match p.status {
+                PageStatus::Fetched => ("fetched", true),
+                PageStatus::Cached => ("cached", true),
+                PageStatus::Refused => ("refused", false),
+                PageStatus::Failed => ("failed", false),
+            };
+            let mut outcome = status.to_string();
+            if let Some(via) = p.via {
+                outcome.push_str(match via {
+                    FetchVia::Chromium => " · chromium",
+                    FetchVia::Http => " · http",
+                });
+            }
+            if ok {
+                outcome.push_str(&format!(" · {} passage{}", p.passages, if p.passages == 1 { "" } else { "s" }));
+            }
+            if p.waited_ms > 0 {
+                outcome.push_str(&format!(" · waited {}", fmt_ms(p.waited_ms as f64)));
+            }
+            outcome.push_str(&format!(" · {}", fmt_ms(p.ms)));
+            if let Some(e) = &p.error {
+                outcome.push_str(&format!(": {e}"));
+            }
+            WebPageRun { url: p.url.clone(), ok, outcome }
+        })
+        .collect();
+    WebRun { summary, pages, notes: web.notes.clone() }
 }
 
 /// The window, tokenizer and model call in words.
@@ -141,11 +199,11 @@ fn context_lines(trace: &ChatTrace) -> Vec<String> {
     out
 }
 
-/// The answer's sources as the chat numbers them: the file sources the answer cites, in prompt
-/// order; when it cites none (no model, or a model that does not cite), every file source it
-/// was given, so the user can still open what was found.
+/// The answer's sources as the chat numbers them: the file and web-page sources the answer
+/// cites, in prompt order; when it cites none (no model, or a model that does not cite), every
+/// such source it was given, so the user can still open what was found.
 pub fn citations(sources: &[ChatSource]) -> Vec<Citation> {
-    let file = |s: &&ChatSource| s.path.is_some() && s.line_start.is_some();
+    let file = |s: &&ChatSource| (s.path.is_some() && s.line_start.is_some()) || s.url.is_some();
     let cited: Vec<&ChatSource> = sources.iter().filter(file).filter(|s| s.cited).collect();
     let chosen: Vec<&ChatSource> = if cited.is_empty() { sources.iter().filter(file).collect() } else { cited };
     let mut out: Vec<Citation> = Vec::new();
@@ -155,6 +213,7 @@ pub fn citations(sources: &[ChatSource]) -> Vec<Citation> {
             line_start: s.line_start.unwrap_or(1),
             line_end: s.line_end.or(s.line_start).unwrap_or(1),
             cited: s.cited,
+            url: s.url.clone(),
         };
         if !out.contains(&c) {
             out.push(c);
@@ -292,8 +351,8 @@ mod tests {
     #[test]
     fn citations_are_marked_where_the_answer_names_them() {
         let c = vec![
-            Citation { path: "a.rs".into(), line_start: 1, line_end: 2, cited: true },
-            Citation { path: "b.rs".into(), line_start: 3, line_end: 4, cited: true },
+            Citation { path: "a.rs".into(), line_start: 1, line_end: 2, cited: true, url: None },
+            Citation { path: "b.rs".into(), line_start: 3, line_end: 4, cited: true, url: None },
         ];
         let out = mark_citations("See a.rs:1-2 and a.rs:1-20, then b.rs:3-4.", &c);
         assert_eq!(out, "See a.rs:1-2 [1] and a.rs:1-20, then b.rs:3-4 [2].");

@@ -812,7 +812,13 @@ fn chat_streams_markdown_line_by_line_and_jumps_to_citations() {
     h.engine_event(EngineEvent::Chat(ChatUpdate::Done {
         turn,
         session_id: Some("s-1".into()),
-        citations: vec![Citation { path: "src/auth/session.rs".into(), line_start: 4, line_end: 6, cited: false }],
+        citations: vec![Citation {
+            path: "src/auth/session.rs".into(),
+            line_start: 4,
+            line_end: 6,
+            cited: false,
+            url: None,
+        }],
         stopped: false,
         unavailable: None,
     }));

@@ -43,12 +43,15 @@ fn stable(screen: &str) -> String {
     let when = regex::Regex::new(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?( UTC)?").expect("regex");
     let epoch = regex::Regex::new(r"\b1\d{12}\b").expect("regex");
     let port = regex::Regex::new(r"127\.0\.0\.1:\d+").expect("regex");
+    // Which of two pages waits for the per-domain delay depends on which is fetched first.
+    let waited = regex::Regex::new(r" · waited \d+(\.\d+)? (ms|s)").expect("regex");
     // A timing's (or port's) digits shift the padding up to the right border: on those lines
     // keep one space there.
     let padding = regex::Regex::new(r"[ ]+│$").expect("regex");
     let mut out = String::new();
     for line in screen.lines() {
-        let timed = ms.replace_all(line, "N ms");
+        let timed = waited.replace_all(line, "");
+        let timed = ms.replace_all(&timed, "N ms");
         let timed = port.replace_all(&timed, "127.0.0.1:PORT");
         let line = if timed != line { padding.replace(&timed, " │").into_owned() } else { line.to_string() };
         let line = uuid.replace_all(&line, "[UUID]");
@@ -275,4 +278,69 @@ fn the_trace_pane_follows_the_chat_turn_in_view() {
     assert_eq!(shown(&h).map(|s| s.0), Some(1), "no trace of turn 3 yet");
     run(&mut h, req);
     assert_eq!(shown(&h).map(|s| s.0), Some(3));
+}
+
+#[test]
+fn a_turn_below_the_gate_shows_the_web_tier_in_the_trace_and_cites_its_pages() {
+    use crate::web_support::{site, web_config, Fixture};
+    let web = Fixture::start("127.0.0.1", site("http://127.0.0.2:9/secret".into()));
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
+    let config = format!(
+        "{}{}",
+        llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"),
+        web_config(&web.url("/html/"), "", "", "engine = \"http\"\n")
+    );
+    let mut h = Harness::with_config(&config).started();
+    h.alt('3');
+    h.pump();
+    // Nothing in the sample repository is about widgets: the gate sends the turn to the web.
+    let req = ask(&mut h, "how do I reset a widget knob");
+    let events = run(&mut h, req);
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, EngineEvent::Chat(ChatUpdate::Progress { text, .. }) if text.starts_with("web ran"))),
+        "the web step is reported while the turn runs: {events:?}"
+    );
+    let Some(EngineEvent::Chat(ChatUpdate::Done { citations, .. })) = events.last() else { panic!("{events:?}") };
+    let page = web.url("/doc/widgets");
+    let k = citations
+        .iter()
+        .position(|c| c.url.as_deref() == Some(page.as_str()))
+        .unwrap_or_else(|| panic!("the page is a citation: {citations:?}"));
+    assert_eq!(citations[k].label(), page);
+
+    // The chat lists the page under the answer by its address.
+    let s = h.screen(120, 40);
+    assert!(shows(&s, &format!("[{}] {page}", k + 1)), "{s}");
+    // Opening it says where it is and how to read what the answer was given (it is not a file).
+    h.key(KeyCode::Esc);
+    for _ in 0..=k {
+        h.key(KeyCode::Char('n'));
+    }
+    h.key(KeyCode::Char('o'));
+    assert!(h.requests().iter().all(|r| !matches!(r, Request::Preview { .. })), "no file preview for a web page");
+    assert_eq!(h.app.focus(), PaneId::Chat);
+    let notice = h.app.notice().unwrap_or("").to_string();
+    assert!(notice.starts_with(&format!("web source {page}")), "{notice:?} {}", h.screen(120, 40));
+
+    // The waterfall pane shows the search, every page with how it came, and the timings.
+    h.alt('4');
+    let trace = h.app.trace().shown().expect("the turn's trace").clone();
+    let run_ = trace.web.as_ref().expect("the web tier ran");
+    assert!(run_.summary.starts_with("search \"how do I reset a widget knob\" · ok (primary)"), "{run_:?}");
+    assert!(run_.pages.iter().any(|p| p.url == page && p.ok && p.outcome.starts_with("fetched · http")), "{run_:?}");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Web") && shows(&s, "fetched · http · ") && shows(&s, &page), "{s}");
+    snap_stable(&h, "tui_trace_web_turn");
+
+    // Asked again, the pages come from the cache, and the pane says so.
+    h.alt('3');
+    h.key(KeyCode::Char('i'));
+    let req = ask(&mut h, "how do I reset a widget knob");
+    run(&mut h, req);
+    let trace = h.app.trace().shown().expect("the second trace").clone();
+    let run_ = trace.web.as_ref().expect("the web tier ran again");
+    assert!(run_.summary.contains("ok (cache)"), "{run_:?}");
+    assert!(run_.pages.iter().all(|p| p.outcome.starts_with("cached")), "{run_:?}");
 }

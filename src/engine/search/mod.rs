@@ -553,7 +553,9 @@ fn confidence(searcher: &Searcher, body: tantivy::schema::Field, terms: &[String
     }
     let n = searcher.num_docs().max(1) as f64;
     let idf = |t: &String| {
-        let df = searcher.doc_freq(&Term::from_field_text(body, t)).unwrap_or(0) as f64;
+        // Document frequencies still count deleted documents until segments merge: never let
+        // one exceed the live count, or its weight turns negative (a confidence of -0.00).
+        let df = (searcher.doc_freq(&Term::from_field_text(body, t)).unwrap_or(0) as f64).min(n);
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     };
     let weights: Vec<(&String, f64)> = terms.iter().map(|t| (t, idf(t))).collect();
@@ -561,8 +563,10 @@ fn confidence(searcher: &Searcher, body: tantivy::schema::Field, terms: &[String
     if total <= 0.0 {
         return 0.0;
     }
-    let share =
-        |set: &dyn Fn(&String) -> bool| weights.iter().filter(|(t, _)| set(t)).map(|(_, w)| w).sum::<f64>() / total;
+    // A fold from +0.0: an empty f64 `sum()` is -0.0, which printed as a confidence of -0.00.
+    let share = |set: &dyn Fn(&String) -> bool| {
+        weights.iter().filter(|(t, _)| set(t)).fold(0.0, |acc: f64, (_, w)| acc + w) / total
+    };
     let best = share(&|t| matched[0].contains(t));
     let top = &matched[..matched.len().min(5)];
     let any = share(&|t| top.iter().any(|m| m.contains(t)));

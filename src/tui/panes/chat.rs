@@ -9,7 +9,7 @@
 
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol::{ChatMessage, Role as LlmRole};
-use crate::tui::action::Action;
+use crate::tui::action::{Action, Level};
 use crate::tui::event::{ChatUpdate, Citation, Conversation, EngineEvent, ProviderState, ProviderStatus, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
@@ -491,9 +491,18 @@ impl Pane for ChatPane {
             Command::PrevCitation => self.move_citation(-1),
             Command::OpenCitation | Command::Select => {
                 if let Some((ci, n)) = self.citation {
-                    if let Some(c) = self.cells().get(ci).and_then(|c| c.citations.get(n - 1)) {
-                        cx.emit(Action::ShowInPreview { path: c.path.clone(), line: c.line_start });
-                        cx.emit(Action::Focus(PaneId::Search));
+                    match self.cells().get(ci).and_then(|c| c.citations.get(n - 1)) {
+                        // A web page is not a repository file: say where it is and how to read
+                        // the cached text the answer was given.
+                        Some(Citation { url: Some(url), .. }) => cx.notify(
+                            Level::Info,
+                            format!("web source {url} · `docdex web-fetch {url}` prints the text the answer used"),
+                        ),
+                        Some(c) => {
+                            cx.emit(Action::ShowInPreview { path: c.path.clone(), line: c.line_start });
+                            cx.emit(Action::Focus(PaneId::Search));
+                        }
+                        None => {}
                     }
                 }
             }

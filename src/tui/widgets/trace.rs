@@ -52,6 +52,29 @@ pub struct DroppedSnippet {
     pub reason: String,
 }
 
+/// A page the web tier tried.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebPageRun {
+    /// The page's address.
+    pub url: String,
+    /// It gave text (fetched or from the cache).
+    pub ok: bool,
+    /// `fetched`, `cached`, `refused` or `failed`, with how and how long (`fetched · chromium ·
+    /// 2 passages · 310 ms`) or why it failed.
+    pub outcome: String,
+}
+
+/// What the web tier did in a turn (Tier 2): the search, the pages, the notes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WebRun {
+    /// The discovery query, its status and source, results, rate-limit wait and time.
+    pub summary: String,
+    /// Every page tried, in order.
+    pub pages: Vec<WebPageRun>,
+    /// Problems and fallbacks, in words.
+    pub notes: Vec<String>,
+}
+
 /// The trace of one turn.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TraceView {
@@ -73,6 +96,8 @@ pub struct TraceView {
     pub context: Vec<String>,
     /// Degraded tiers and other things worth knowing.
     pub notices: Vec<String>,
+    /// The web tier's search and pages, when it ran.
+    pub web: Option<WebRun>,
 }
 
 /// Formats milliseconds: `850 ms`, `1.2 s`.
@@ -135,6 +160,10 @@ impl TraceView {
             }
             out.push(Line::from(spans));
         }
+        if let Some(web) = &self.web {
+            out.push(Line::default());
+            out.extend(web_lines(web, w, t));
+        }
         out.push(Line::default());
         out.push(Line::styled("Token budget", t.style(Slot::HelpSection)));
         let name_w = self.budget.iter().map(|b| b.slot.len()).max().unwrap_or(4).max(4);
@@ -193,6 +222,34 @@ impl TraceView {
             buf.set_line(area.x, area.y + row as u16, &line, area.width);
         }
     }
+}
+
+/// The web section: the search in one line, then each page (its outcome, then its address on
+/// the next line, wrapped so the whole URL stays readable at 80 columns), then the notes.
+fn web_lines(web: &WebRun, w: usize, t: &Theme) -> Vec<Line<'static>> {
+    let inner = w.saturating_sub(6).max(10);
+    let mut out = vec![Line::styled("Web", t.style(Slot::HelpSection))];
+    for l in wrap(&web.summary, w.saturating_sub(4).max(10)) {
+        out.push(Line::styled(format!("  {l}"), t.style(Slot::Text)));
+    }
+    for page in &web.pages {
+        out.push(Line::from(vec![
+            Span::styled(
+                format!("  {} ", if page.ok { "✓" } else { "✗" }),
+                t.style(if page.ok { Slot::Ok } else { Slot::Warning }),
+            ),
+            Span::styled(truncate(&page.outcome, w.saturating_sub(4)), t.style(Slot::Text)),
+        ]));
+        for l in wrap(&page.url, inner) {
+            out.push(Line::styled(format!("    {l}"), t.style(Slot::SearchPath)));
+        }
+    }
+    for n in &web.notes {
+        for l in wrap(n, w.saturating_sub(4).max(10)) {
+            out.push(Line::styled(format!("  {l}"), t.style(Slot::Warning)));
+        }
+    }
+    out
 }
 
 /// Replaces the cell at `pos` of a two-span bar with a threshold mark.
