@@ -11,7 +11,7 @@ use super::widgets::trace::fmt_ms;
 use super::widgets::trace::{DroppedSnippet, SlotBudget, TierRun, TraceView, WebPageRun, WebRun};
 use crate::engine::protocol::{ChatSource, ChatTrace, StepStatus, StepTrace};
 use crate::engine::protocol::{DagSession as EngineDagSession, DagSessionSummary};
-use crate::engine::web::types::{DiscoveryStatus, FetchVia, PageStatus, WebTrace};
+use crate::engine::protocol::{DiscoveryStatus, FetchVia, PageStatus, WebTrace};
 use serde_json::Value;
 
 /// The name of a step's status, as the trace prints it.
