@@ -2,6 +2,7 @@
 //! per command, printed for humans (colored on a terminal) or as `--json`.
 //! No engine logic lives here.
 
+mod batch;
 mod bench;
 mod chat;
 mod check;
@@ -20,6 +21,7 @@ mod progress;
 mod run_tests;
 mod serve;
 mod similar;
+mod sources;
 mod tui;
 mod web;
 
@@ -78,6 +80,10 @@ enum Command {
         repo: RepoArg,
         /// What to look for: identifiers, paths, or a plain-language description.
         query: Vec<String>,
+        /// Run every query of a file in one process (a JSON array, or JSON lines; each a query
+        /// string or a search request object): one JSON result per query with --json.
+        #[arg(long, value_name = "QUERIES.json|jsonl", conflicts_with_all = ["query", "cursor"])]
+        batch: Option<PathBuf>,
         /// Results per page.
         #[arg(long, short = 'n')]
         limit: Option<usize>,
@@ -105,6 +111,12 @@ enum Command {
         #[command(subcommand)]
         action: memory::MemoryCommand,
     },
+    /// Register a folder outside the repository (docs, notes) into its index, and index it.
+    Add(sources::AddArgs),
+    /// The registered source folders, with file counts, sizes and formats.
+    Sources(sources::ListArgs),
+    /// Unregister a source folder (by path or name); its files leave the index.
+    RemoveSource(sources::RemoveArgs),
     /// The files most like a given file (by embeddings; by its distinctive terms without them).
     Similar(similar::SimilarArgs),
     /// How well search finds the files a change touched here: queries from the git history (or
@@ -396,6 +408,9 @@ impl Cli {
             Some(Command::Browser { action }) => action.json(),
             Some(Command::Libs { action }) => action.json(),
             Some(Command::Similar(a)) => a.json,
+            Some(Command::Add(a)) => a.json,
+            Some(Command::Sources(a)) => a.json,
+            Some(Command::RemoveSource(a)) => a.json,
             Some(Command::Eval(a)) => a.json,
             Some(Command::Memory { action }) => action.json(),
             Some(Command::Profile(a)) => a.json(),
@@ -471,7 +486,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 output::print_index_summary(&out, &summary);
             }
         }
-        Command::Search { repo, query, limit, cursor, path_prefix, lang, libs, no_libs: _, json } => {
+        Command::Search { repo, batch: Some(file), limit, path_prefix, lang, libs, json, .. } => {
+            let defaults = SearchRequest { limit, path_prefix, lang, libs, ..Default::default() };
+            batch::run(&engine, &out, &repo.resolve()?, &file, &defaults, json)?;
+        }
+        Command::Search { repo, query, limit, cursor, path_prefix, lang, libs, no_libs: _, json, batch: None } => {
             let path = repo.resolve()?;
             let query = query.join(" ");
             if query.trim().is_empty() {
@@ -490,6 +509,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Libs { action } => return libs::run(&engine, &out, action),
         Command::Similar(args) => similar::run(&engine, &out, args)?,
+        Command::Add(args) => sources::add(&engine, &out, args)?,
+        Command::Sources(args) => sources::list(&engine, &out, args)?,
+        Command::RemoveSource(args) => sources::remove(&engine, &out, args)?,
         Command::Eval(args) => eval::run(&engine, &out, args)?,
         Command::Memory { action } => memory::run(&engine, &out, action)?,
         Command::Profile(args) => profile::run(&engine, &out, args)?,

@@ -82,6 +82,9 @@ pub fn warn_prefix() -> String {
 
 /// The end-of-index summary.
 pub fn print_index_summary(out: &Out, s: &IndexSummary) {
+    for w in &s.warnings {
+        out.note(&format!("{} {w}", warn_prefix()));
+    }
     if let Some(note) = &s.note {
         out.line(&format!(
             "{} {} files, {} chunks (generation {}): {note}",

@@ -39,6 +39,29 @@ pub struct Config {
     pub code_intelligence: CodeIntelligenceConfig,
     /// `[tests]`: how `docdex run-tests` runs a repository's tests.
     pub tests: TestsConfig,
+    /// `[privacy]`: PII and secret masking.
+    pub privacy: PrivacyConfig,
+}
+
+/// `[privacy]`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PrivacyConfig {
+    /// Mask e-mails, phone numbers, keys, tokens, JWTs, private keys, IBANs and card numbers in
+    /// search snippets (agents forward them to remote models); `pii_redacted` says when it did.
+    pub redact_snippets: bool,
+    /// Refuse a model endpoint that is not on this machine (`[llm] base_url` off loopback)
+    /// unless `allow_remote`.
+    pub local_only: bool,
+    /// Allow a non-loopback model endpoint; what is sent to it is masked first and the chat
+    /// trace carries the redaction report.
+    pub allow_remote: bool,
+}
+
+impl Default for PrivacyConfig {
+    fn default() -> Self {
+        Self { redact_snippets: true, local_only: true, allow_remote: false }
+    }
 }
 
 /// `[core]`.

@@ -23,11 +23,13 @@ pub mod limits;
 pub mod llm;
 pub mod memory;
 pub mod overview;
+pub mod privacy;
 pub mod probe;
 pub mod profiles;
 pub mod protocol;
 pub mod repos;
 pub mod search;
+pub mod sources;
 pub mod sqlite;
 pub mod testrun;
 pub mod watch;
@@ -41,7 +43,7 @@ use index::status::StatusData;
 use index::types::{FileContent, FileRequest, IndexState, IndexSummary, StatusResponse, SCHEMA_VERSION};
 use index::{IndexSession, ProgressSink, Scope};
 use repos::{Registry, RepoRecord, RepoRef};
-use search::types::{SearchRequest, SearchResponse};
+use search::types::{BatchItem, SearchRequest, SearchResponse};
 use search::RepoSearcher;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -337,11 +339,47 @@ impl Engine {
             .unwrap_or(IndexState::Ready);
         let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, req.for_chat);
         let mut resp = self.guarded_search(&repo, || self.retrieve(&repo, &searcher, req, state, flags))?;
+        if self.inner.config.privacy.redact_snippets {
+            let found = privacy::redact_hits(&mut resp.results);
+            resp.pii_redacted = !found.is_empty();
+            if resp.pii_redacted {
+                tracing::debug!(masked = %privacy::summarize(&found), "snippets redacted");
+            }
+        }
         if req.libs && req.cursor.is_none() {
             let libs_req = libs::types::LibsSearchRequest { query: req.query.clone(), limit: req.limit };
             resp.libs = self.libs_search(repo_path, &libs_req)?.hits;
         }
         Ok(resp)
+    }
+
+    /// Many searches in one call (a regression suite): the repository is resolved once and
+    /// every query shares its cached searcher; a query that fails is that item's error, never
+    /// the batch's. Each response is exactly what [`Self::search`] returns for that request.
+    pub fn search_batch(&self, repo_path: &Path, reqs: &[SearchRequest]) -> Result<Vec<BatchItem>> {
+        let repo = self.resolve_repo(repo_path)?;
+        self.searcher(&repo)?;
+        Ok(reqs
+            .iter()
+            .enumerate()
+            .map(|(index, req)| {
+                let answer = match req.query.trim().is_empty() {
+                    true => Err(Error::BadRequest("empty query: pass words to search for".into())),
+                    false => self.search(&repo.root, req),
+                };
+                let (response, error) = match answer {
+                    Ok(r) => (Some(r), None),
+                    Err(e) => (None, Some(e)),
+                };
+                BatchItem {
+                    index,
+                    query: req.query.clone(),
+                    response,
+                    error_code: error.as_ref().map(|e| e.code().to_string()),
+                    error: error.map(|e| e.to_string()),
+                }
+            })
+            .collect())
     }
 
     /// Index state, counts, progress and warnings for a repository.
@@ -426,22 +464,46 @@ impl Engine {
     pub fn get_file(&self, repo_path: &Path, req: &FileRequest) -> Result<FileContent> {
         let (file, lines) = (req.path.as_str(), req.lines());
         let repo = self.resolve_repo(repo_path)?;
-        let candidate = if Path::new(file).is_absolute() { PathBuf::from(file) } else { repo.root.join(file) };
+        // The root the file is read beneath: the repository's, or a registered source's (a
+        // `//name/...` key as hits give it, or an absolute path inside the source).
+        let srcs = index::sources::load(&repo.state_dir);
+        let source = match index::sources::split(file) {
+            Some((name, rel)) => match srcs.iter().find(|s| s.name == name) {
+                Some(s) => Some((s, rel)),
+                None => return Err(Error::BadRequest(format!("no source named {name} in {}", repo.root.display()))),
+            },
+            None => None,
+        };
+        let (root, candidate) = match source {
+            Some((s, rel)) => (s.path.clone(), s.path.join(rel)),
+            None if Path::new(file).is_absolute() => {
+                let real = std::fs::canonicalize(file).unwrap_or_else(|_| PathBuf::from(file));
+                match srcs.iter().find(|s| real.starts_with(&s.path)) {
+                    Some(s) => (s.path.clone(), PathBuf::from(file)),
+                    None => (repo.root.clone(), PathBuf::from(file)),
+                }
+            }
+            None => (repo.root.clone(), repo.root.join(file)),
+        };
         let real = std::fs::canonicalize(&candidate)
-            .map_err(|_| Error::BadRequest(format!("no such file in {}: {file}", repo.root.display())))?;
-        if !real.starts_with(&repo.root) {
-            return Err(Error::OutsideRepo { path: file.to_string(), repo: repo.root.clone() });
+            .map_err(|_| Error::BadRequest(format!("no such file in {}: {file}", root.display())))?;
+        if !real.starts_with(&root) {
+            return Err(Error::OutsideRepo { path: file.to_string(), repo: root.clone() });
         }
         if !real.is_file() {
             return Err(Error::BadRequest(format!("{file} is not a file")));
         }
         // The check above gives clear errors; the read itself goes through the one opener, so a
         // link anywhere on the path (or one swapped in since the check) is never followed.
-        let rel = match candidate.strip_prefix(&repo.root) {
+        let rel = match candidate.strip_prefix(&root) {
             Ok(lexical) => lexical.to_string_lossy().into_owned(),
-            Err(_) => repos_rel(&repo.root, &real),
+            Err(_) => repos_rel(&root, &real),
         };
-        let bytes = fsutil::read_repo_file(&repo.root, &rel).map_err(|e| {
+        let shown = match srcs.iter().find(|s| s.path == root) {
+            Some(s) => index::sources::key(&s.name, &repos_rel(&root, &real)),
+            None => repos_rel(&repo.root, &real),
+        };
+        let bytes = fsutil::read_repo_file(&root, &rel).map_err(|e| {
             if fsutil::is_symlink_refusal(&e) {
                 Error::BadRequest(format!("{file} is reached through a symbolic link; docdex does not follow links"))
             } else {
@@ -476,7 +538,7 @@ impl Engine {
         let b = b.min(total);
         let slice = if a > total { &[][..] } else { &all[(a - 1) as usize..b as usize] };
         Ok(FileContent {
-            path: repos_rel(&repo.root, &real),
+            path: shown,
             line_start: a,
             line_end: b.max(a.min(total)),
             total_lines: total,

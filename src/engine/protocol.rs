@@ -30,6 +30,7 @@ pub use super::eval::gitset::GitSetOptions;
 pub use super::eval::{CompareWith, EvalReport, EvalRequest, EvalRun, QueryOutcome, QuerySource};
 pub use super::fresh::{FreshEvent, FreshState, Freshness};
 pub use super::fsutil::now_ms;
+pub use super::index::sources::{AddSourceRequest, Source, SourceInfo};
 pub use super::index::types::{
     FileContent, FileRequest, IndexProgress, IndexState, IndexSummary, LastEvent, ProgressSink, SkippedFile,
     StatusResponse, SCHEMA_VERSION,
@@ -53,7 +54,7 @@ pub use super::profiles::types::*;
 pub use super::profiles::{behaviour as category_behaviour, settle_rule, valid_agent, MAX_CONTENT_BYTES};
 pub use super::repos::{discover_root, RepoRecord, RepoRef};
 pub use super::search::types::{
-    ContextLine, Highlight, RetrievalInfo, SearchHit, SearchRequest, SearchResponse, SearchTiming,
+    BatchItem, ContextLine, Highlight, RetrievalInfo, SearchHit, SearchRequest, SearchResponse, SearchTiming,
 };
 pub use super::testrun::types::*;
 pub use super::watch::WatchReport;

@@ -3,6 +3,7 @@
 //! while one update runs, new events queue up and are applied together
 //! (throttling), and search keeps answering from the last commit throughout.
 
+use crate::engine::index::sources::{self, Source};
 use crate::engine::index::types::{IndexProgress, IndexSummary};
 use crate::engine::index::walk::DOCDEX_IGNORE;
 use crate::engine::index::{IndexSession, Scope};
@@ -58,6 +59,15 @@ impl Engine {
         )
         .map_err(|e| Error::Watch(e.to_string()))?;
         debouncer.watch(&repo.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
+        // Registered sources with `watch` are followed too; `docdex add` / `remove-source` while
+        // this runs are picked up within a second (a full run indexes or drops the folder).
+        let mut sources = sources::load(&repo.state_dir);
+        for s in sources.iter().filter(|s| s.watch) {
+            if let Err(e) = debouncer.watch(&s.path, RecursiveMode::Recursive) {
+                report(WatchReport::Failed(format!("cannot watch source {} ({}): {e}", s.name, s.path.display())));
+            }
+        }
+        let mut sources_checked = std::time::Instant::now();
         let quiet = |_: &IndexProgress| {};
         let mut summary = session.update(&Scope::Full, &quiet)?;
         // Its live generation (the catch-up run may have moved or replaced it).
@@ -68,6 +78,24 @@ impl Engine {
         report(WatchReport::Ready(summary));
 
         while !stop.load(Ordering::Relaxed) {
+            if sources_checked.elapsed() >= Duration::from_secs(1) {
+                sources_checked = std::time::Instant::now();
+                let now = sources::load(&repo.state_dir);
+                if now != sources {
+                    for s in sources.iter().filter(|s| s.watch) {
+                        let _ = debouncer.unwatch(&s.path);
+                    }
+                    for s in now.iter().filter(|s| s.watch) {
+                        if let Err(e) = debouncer.watch(&s.path, RecursiveMode::Recursive) {
+                            report(WatchReport::Failed(format!("cannot watch source {}: {e}", s.name)));
+                        }
+                    }
+                    sources = now;
+                    session.status().queued(1, true);
+                    self.apply(&repo, &mut session, BTreeSet::from([repo.root.clone()]), report);
+                    session.status().queued(0, true);
+                }
+            }
             let first = match rx.recv_timeout(Duration::from_millis(200)) {
                 Ok(batch) => batch,
                 Err(mpsc::RecvTimeoutError::Timeout) => continue,
@@ -75,10 +103,10 @@ impl Engine {
             };
             let mut paths = BTreeSet::new();
             let mut dirs_changed = false;
-            collect(&repo, first, &mut paths, &mut dirs_changed, report);
+            collect(&repo, &sources, first, &mut paths, &mut dirs_changed, report);
             // Anything that arrived meanwhile joins this batch.
             while let Ok(more) = rx.try_recv() {
-                collect(&repo, more, &mut paths, &mut dirs_changed, report);
+                collect(&repo, &sources, more, &mut paths, &mut dirs_changed, report);
             }
             if dirs_changed {
                 // The directory structure changed: cached project maps are stale.
@@ -108,7 +136,9 @@ impl Engine {
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| matches!(n, ".gitignore" | ".ignore" | DOCDEX_IGNORE))
         });
-        let scope = if ignore_changed { Scope::Full } else { Scope::Paths(paths.iter().cloned().collect()) };
+        // The repository root itself stands for a full run (sources changed).
+        let full = ignore_changed || paths.contains(&repo.root);
+        let scope = if full { Scope::Full } else { Scope::Paths(paths.iter().cloned().collect()) };
         let rel: Vec<String> = paths.iter().map(|p| crate::engine::index::walk::rel_path(&repo.root, p)).collect();
         let quiet = |_: &IndexProgress| {};
         match session.update(&scope, &quiet) {
@@ -122,10 +152,12 @@ impl Engine {
     }
 }
 
-/// Adds the relevant paths of a debounced batch (skipping `.git/` and docdex's own state), and
-/// notes whether a directory was created, removed or renamed.
+/// Adds the relevant paths of a debounced batch (skipping `.git/` and docdex's own state; a
+/// watched source's paths included), and notes whether a directory was created, removed or
+/// renamed in the repository.
 fn collect(
     repo: &RepoRef,
+    sources: &[Source],
     batch: DebounceEventResult,
     out: &mut BTreeSet<PathBuf>,
     dirs_changed: &mut bool,
@@ -138,6 +170,10 @@ fn collect(
                     continue;
                 }
                 for p in &ev.event.paths {
+                    if sources.iter().any(|s| s.watch && p.starts_with(&s.path)) {
+                        out.insert(p.clone());
+                        continue;
+                    }
                     if !p.starts_with(&repo.root) || p.starts_with(&repo.state_dir) {
                         continue;
                     }

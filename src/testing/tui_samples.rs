@@ -257,6 +257,7 @@ pub fn search_response(query: &str, n: usize) -> SearchResponse {
                 line_end: line_start + 20,
                 page_start: None,
                 page_end: None,
+                source: None,
                 score: 10.0 / (i + 1) as f32,
                 snippet_line_start: line_start,
                 snippet: format!("fn {query}_{i}(session: &Session) -> Result<()> {{\n    todo()\n}}"),

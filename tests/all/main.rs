@@ -2,6 +2,7 @@
 //! uses real files on disk and its own temporary DOCDEX_HOME.
 
 mod architecture;
+mod batch;
 mod chat;
 mod cli;
 mod config;
@@ -17,6 +18,7 @@ mod libs;
 mod llm;
 mod mcp_clients;
 mod memory;
+mod privacy;
 mod profile_evolution;
 mod profile_tier0;
 mod profiles;
@@ -27,6 +29,7 @@ mod server;
 mod server_api;
 mod server_util;
 mod setup;
+mod sources;
 mod symbols;
 mod tui;
 mod tui_chat;

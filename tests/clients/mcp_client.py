@@ -31,6 +31,8 @@ except ImportError:  # mcp 1.x
 
 EXPECTED_TOOLS = {
     "docdex_search",
+    "docdex_similar_files",
+    "docdex_server_info",
     "docdex_open",
     "docdex_status",
     "docdex_symbols",
@@ -112,6 +114,26 @@ async def exercise(session, repo, report):
     st = json.loads(text_of(r))
     check(st["index"]["documents"] >= 4, f"status: {st}")
     report["documents"] = st["index"]["documents"]
+
+    # docdex_similar_files: files like session.rs, itself excluded; outside paths are refused.
+    r = await session.call_tool("docdex_similar_files", {"file": "src/auth/session.rs", "project_root": repo})
+    check(not is_error(r), f"similar failed: {text_of(r)}")
+    sim = json.loads(text_of(r))
+    check(all(f["path"] != "src/auth/session.rs" for f in sim["results"]), f"similar: {sim}")
+    report["similar_ok"] = True
+    r = await session.call_tool("docdex_similar_files", {"file": "../outside.txt", "project_root": repo})
+    check(is_error(r), f"similar outside not refused: {text_of(r)}")
+
+    # docdex_server_info: version, the repositories served and the tools.
+    r = await session.call_tool("docdex_server_info", {})
+    check(not is_error(r), f"server info failed: {text_of(r)}")
+    info = json.loads(text_of(r))
+    check(info["name"] == "docdex" and info["version"], f"server info: {info}")
+    check("docdex_server_info" in info["tools"] and len(info["tools"]) == len(names), f"server info tools: {info}")
+    r = await session.call_tool("docdex_server_info", {"project_root": repo})
+    info = json.loads(text_of(r))
+    check(info["repo"]["documents"] >= 4, f"server info with a repo: {info}")
+    report["server_info_version"] = info["version"]
 
     # docdex_symbols: by name, then the file's outline; a file outside the repo is refused.
     r = await session.call_tool("docdex_symbols", {"query": "expire_stale_sessions", "project_root": repo})

@@ -173,6 +173,7 @@ impl CodePass {
         for (rel, e) in &manifest.files {
             if e.skipped.is_some()
                 || busy.contains(rel.as_str())
+                || rel.starts_with(super::sources::PREFIX) // source folders are indexed as text
                 || Lang::from_path(std::path::Path::new(rel)).is_none()
             {
                 continue;

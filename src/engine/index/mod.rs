@@ -16,6 +16,7 @@ pub mod files;
 pub mod generation;
 pub mod manifest;
 pub mod schema;
+pub mod sources;
 pub mod status;
 pub mod types;
 pub mod walk;
@@ -101,6 +102,8 @@ pub struct IndexSession {
     code: Option<Mutex<CodePass>>,
     with_code: bool,
     graph_options: Option<crate::engine::code::graph::GraphOptions>,
+    /// Registered source folders (`sources.json`), reloaded at each run.
+    sources: Vec<sources::Source>,
     _lock: FileLock,
 }
 
@@ -214,6 +217,7 @@ impl IndexSession {
             code: code_pass,
             with_code: code,
             graph_options: None,
+            sources: sources::load(&repo.state_dir),
             _lock: lock,
         })
     }
@@ -430,6 +434,11 @@ impl IndexSession {
         let progress = Progress::new((plan.todo.len() + plan.repair.len()) as u64, bytes_total);
         let mut summary =
             IndexSummary { repo: self.repo.root.clone(), unchanged: plan.unchanged, ..Default::default() };
+        let free = crate::engine::fsutil::available_bytes(&self.repo.state_dir);
+        if let Some(w) = disk_warning(bytes_total, free, &self.repo.state_dir) {
+            tracing::warn!("{w}");
+            summary.warnings.push(w);
+        }
 
         let issue_deletes =
             plan.issues.iter().any(|i| self.manifest.files.get(&i.rel).is_some_and(|e| e.skipped.is_none()));
@@ -463,22 +472,62 @@ impl IndexSession {
     fn plan(&mut self, scope: &Scope, started: Instant) -> Result<Plan> {
         let threads = thread_count(&self.cfg);
         let root = self.repo.root.clone();
+        self.sources = sources::load(&self.repo.state_dir);
         let (starts, gone): (Vec<PathBuf>, Vec<String>) = match scope {
             Scope::Full => (vec![root.clone()], Vec::new()),
-            Scope::Paths(paths) => split_scope(&root, paths),
+            Scope::Paths(paths) => {
+                let in_repo: Vec<PathBuf> =
+                    paths.iter().filter(|p| !self.sources.iter().any(|s| p.starts_with(&s.path))).cloned().collect();
+                split_scope(&root, &in_repo)
+            }
         };
-        let walked = match scope {
+        let mut walked = match scope {
             Scope::Full => walk::walk(&root, &self.cfg, threads),
-            Scope::Paths(_) => walk::walk_paths(&root, &starts, &self.cfg, threads),
+            Scope::Paths(_) => walk::walk_paths(&root, &starts, &self.cfg, threads, walk::Globs::default()),
         };
+        // Covered key prefixes: every manifest key under one was looked at by this walk.
+        let mut prefixes: Vec<String> = starts.iter().map(|s| walk::rel_path(&root, s)).chain(gone).collect();
+        for src in &self.sources {
+            let globs = walk::Globs { include: &src.include, exclude: &src.exclude };
+            let (src_starts, src_gone) = match scope {
+                Scope::Full => (vec![src.path.clone()], Vec::new()),
+                Scope::Paths(paths) => split_scope(&src.path, paths),
+            };
+            if src_starts.is_empty() && src_gone.is_empty() {
+                continue;
+            }
+            let mut w = match scope {
+                Scope::Full => walk::walk_with(&src.path, &self.cfg, threads, globs),
+                Scope::Paths(_) => walk::walk_paths(&src.path, &src_starts, &self.cfg, threads, globs),
+            };
+            let prefix = |rel: &str| match rel {
+                "" => format!("{}{}", sources::PREFIX, src.name),
+                rel => sources::key(&src.name, rel),
+            };
+            prefixes.extend(src_starts.iter().map(|s| prefix(&walk::rel_path(&src.path, s))));
+            prefixes.extend(src_gone.iter().map(|g| prefix(g)));
+            walked
+                .files
+                .extend(w.files.drain(..).map(|c| walk::Candidate { rel: sources::key(&src.name, &c.rel), ..c }));
+            walked.issues.extend(
+                w.issues
+                    .drain(..)
+                    .filter(|i| !i.rel.is_empty() && !Path::new(&i.rel).is_absolute())
+                    .map(|i| walk::WalkIssue { rel: sources::key(&src.name, &i.rel), ..i }),
+            );
+        }
         tracing::debug!(files = walked.files.len(), ms = started.elapsed().as_millis() as u64, "walk done");
 
-        // What the walk covered: every manifest path under a walked start, or under a vanished path.
+        // What the walk covered: every manifest path under a walked start, or under a vanished
+        // path (for a full walk, everything: the files of a removed source go too).
         let covered = |rel: &str| match scope {
             Scope::Full => true,
             Scope::Paths(_) => {
-                let under = |p: &str| p.is_empty() || rel == p || rel.starts_with(&format!("{p}/"));
-                starts.iter().map(|s| walk::rel_path(&root, s)).any(|p| under(&p)) || gone.iter().any(|p| under(p))
+                // The repo root covers the repo's paths, not the sources' keys.
+                let under = |p: &str| {
+                    (p.is_empty() && !rel.starts_with(sources::PREFIX)) || rel == p || rel.starts_with(&format!("{p}/"))
+                };
+                prefixes.iter().any(|p| under(p))
             }
         };
         let seen: HashSet<&str> =
@@ -670,7 +719,11 @@ impl IndexSession {
         let skipped = |reason: String| Outcome::Skipped { reason, size: c.size, mtime_ns: c.mtime_ns };
         // Documents are binary by nature: only plain text is sniffed for NUL bytes.
         let format = extract::Format::of(&c.rel);
-        let bytes = match read_text(&self.repo.root, &c.rel, c.size, max, format.is_none()) {
+        // A registered source's file is read beneath that source's root, the rest beneath the repo's.
+        let Ok((root, rel)) = sources::locate(&self.repo, &self.sources, &c.rel) else {
+            return Outcome::Error("its source is no longer registered".into());
+        };
+        let bytes = match read_text(&root, &rel, c.size, max, format.is_none()) {
             Ok(Read::Text(b)) => b,
             Ok(Read::Binary) => return skipped("binary".into()),
             Ok(Read::TooLarge) => return skipped(format!("too large (> {:.1} MB limit)", mb(max))),
@@ -701,7 +754,10 @@ impl IndexSession {
         let style = files::chunk_style(lang);
         let class = files::classify_text(&c.rel, lang, &text) as u64;
         let code = match Lang::from_index_lang(lang) {
-            Some(l) if self.code.is_some() => Some(code_pass::analyze(l, &text, &c.rel)),
+            // Source folders are indexed as text: the symbol store and graph are the repo's.
+            Some(l) if self.code.is_some() && !c.rel.starts_with(sources::PREFIX) => {
+                Some(code_pass::analyze(l, &text, &c.rel))
+            }
             _ => None,
         };
         let symbols = match code.as_ref().map(|r| &r.outcome) {
@@ -973,6 +1029,33 @@ fn io_failure_on_a_full_disk(e: &Error, state_dir: &Path) -> bool {
     io && crate::engine::fsutil::available_bytes(state_dir).is_some_and(|b| b < 1024 * 1024)
 }
 
+/// Index bytes a run may write per byte of text it reads: the Tantivy index measured at about
+/// 0.2 of the text (docs/PERFORMANCE.md: 2.5 MiB for 13.6 MiB, 37 MiB for 186 MB), doubled for
+/// merges that hold old and new segments at once, plus the symbol store and vectors.
+const INDEX_BYTES_PER_TEXT_BYTE: f64 = 0.5;
+/// A run is only checked for free space past this many bytes to read.
+const DISK_CHECK_FROM: u64 = 16 * 1024 * 1024;
+
+/// The free-disk check before a large run: a warning when the estimated index growth exceeds
+/// 80 % of the free space on the state directory's filesystem (the run still goes ahead; a
+/// disk that does fill ends in [`Error::DiskFull`] with the live generation kept).
+fn disk_warning(bytes_to_read: u64, free: Option<u64>, state_dir: &Path) -> Option<String> {
+    let free = free?;
+    if bytes_to_read < DISK_CHECK_FROM {
+        return None;
+    }
+    let estimate = (bytes_to_read as f64 * INDEX_BYTES_PER_TEXT_BYTE) as u64;
+    (estimate as f64 > 0.8 * free as f64).then(|| {
+        format!(
+            "low disk space: this run may write about {:.0} MB of index, more than 80% of the {:.0} MB free on {}; \
+             free space or move the state directory ([core] global_state_dir)",
+            mb(estimate),
+            mb(free),
+            state_dir.display()
+        )
+    })
+}
+
 /// What reading a candidate found.
 enum Read {
     Text(Vec<u8>),
@@ -1104,5 +1187,20 @@ impl Progress {
             bytes_done: self.bytes_done.load(Ordering::Relaxed),
             bytes_total: self.bytes_total,
         }
+    }
+}
+
+#[cfg(test)]
+mod disk_tests {
+    use super::*;
+
+    #[test]
+    fn disk_warning_past_eighty_percent_of_free_space() {
+        let dir = Path::new("/state");
+        let gb = 1024 * 1024 * 1024;
+        assert!(disk_warning(4 * gb, Some(gb), dir).is_some_and(|w| w.contains("low disk space")));
+        assert_eq!(disk_warning(gb, Some(4 * gb), dir), None, "0.5 GB of 4 GB free");
+        assert_eq!(disk_warning(1024, Some(10), dir), None, "small runs are not checked");
+        assert_eq!(disk_warning(4 * gb, None, dir), None, "unknown free space");
     }
 }

@@ -67,6 +67,9 @@ pub struct IndexSummary {
     /// Set when nothing ran because another process already keeps the index current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Warnings about the run that did not stop it (the free-disk check).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// What the code pass (symbols, AST, imports) did, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<CodeIndexSummary>,

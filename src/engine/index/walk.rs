@@ -48,7 +48,17 @@ pub struct WalkOutput {
 /// Name of docdex's own ignore file.
 pub const DOCDEX_IGNORE: &str = ".docdexignore";
 
-fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize) -> ignore::WalkBuilder {
+/// Globs a walk adds to the configured ones: a registered source's `--include` (a file must
+/// match one, when any) and `--exclude`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Globs<'a> {
+    /// Whitelist; empty admits every file.
+    pub include: &'a [String],
+    /// Excluded on top of the configuration's excludes.
+    pub exclude: &'a [String],
+}
+
+fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize, globs: Globs) -> ignore::WalkBuilder {
     let mut b = ignore::WalkBuilder::new(start);
     b.hidden(!cfg.include_hidden)
         .git_ignore(true)
@@ -62,12 +72,15 @@ fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize) -> igno
         .threads(threads);
     // Overrides cost a glob match per entry, so they are only built when needed: `.git` is
     // hidden (skipped by default), but must still be skipped when hidden files are included.
-    if cfg.include_hidden || !cfg.exclude.is_empty() {
+    if cfg.include_hidden || !cfg.exclude.is_empty() || !globs.include.is_empty() || !globs.exclude.is_empty() {
         let mut overrides = ignore::overrides::OverrideBuilder::new(root);
         if cfg.include_hidden {
             let _ = overrides.add("!.git/");
         }
-        for pat in &cfg.exclude {
+        for pat in globs.include {
+            let _ = overrides.add(pat);
+        }
+        for pat in cfg.exclude.iter().chain(globs.exclude) {
             let _ = overrides.add(&format!("!{pat}"));
         }
         if let Ok(o) = overrides.build() {
@@ -79,7 +92,12 @@ fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize) -> igno
 
 /// Walks the whole repository in parallel.
 pub fn walk(root: &Path, cfg: &IndexConfig, threads: usize) -> WalkOutput {
-    run(builder(root, root, cfg, threads), root)
+    walk_with(root, cfg, threads, Globs::default())
+}
+
+/// [`walk`] with a source's globs.
+pub fn walk_with(root: &Path, cfg: &IndexConfig, threads: usize, globs: Globs) -> WalkOutput {
+    run(builder(root, root, cfg, threads, globs), root)
 }
 
 /// Walks only towards `wanted` (absolute paths inside `root`, files or directories), from the
@@ -89,15 +107,15 @@ pub fn walk(root: &Path, cfg: &IndexConfig, threads: usize) -> WalkOutput {
 ///
 /// Walking from each changed path instead would skip every rule: a walk's starting point is
 /// always yielded, and followed when it is a symlink.
-pub fn walk_paths(root: &Path, wanted: &[PathBuf], cfg: &IndexConfig, threads: usize) -> WalkOutput {
+pub fn walk_paths(root: &Path, wanted: &[PathBuf], cfg: &IndexConfig, threads: usize, globs: Globs) -> WalkOutput {
     let targets = Targets::new(root, wanted);
     if targets.wanted.is_empty() {
         return WalkOutput::default();
     }
     if targets.wanted.contains("") {
-        return walk(root, cfg, threads);
+        return walk_with(root, cfg, threads, globs);
     }
-    let mut b = builder(root, root, cfg, threads);
+    let mut b = builder(root, root, cfg, threads, globs);
     let root_owned = root.to_path_buf();
     let targets = std::sync::Arc::new(targets);
     b.filter_entry(move |e| targets.admits(&rel_path(&root_owned, e.path())));

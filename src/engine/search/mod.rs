@@ -15,10 +15,10 @@ pub mod types;
 
 use crate::config::SearchConfig;
 use crate::engine::analysis;
-use crate::engine::index::extract;
 use crate::engine::index::files::FileClass;
 use crate::engine::index::schema::{self, Fields};
 use crate::engine::index::types::{IndexState, SCHEMA_VERSION};
+use crate::engine::index::{extract, sources};
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
 use file_rank::{FileSignals, PooledChunk, RankedChunk};
@@ -300,6 +300,7 @@ impl RepoSearcher {
                 line_end: s.line_end,
                 page_start: pages.map(|p| p.0),
                 page_end: pages.map(|p| p.1),
+                source: sources::split(&s.path).map(|(name, _)| name.to_string()),
                 score: round3(*score),
                 snippet_line_start: snip.line_start,
                 snippet: snip.text,
@@ -586,7 +587,10 @@ fn cut_snippets(
     qset: &HashSet<String>,
     page: &[(f32, Stored)],
 ) -> Vec<Cut> {
-    let root = repo.root.as_path();
+    let srcs = match page.iter().any(|(_, s)| s.path.starts_with(sources::PREFIX)) {
+        true => sources::load(&repo.state_dir),
+        false => Vec::new(),
+    };
     let mut groups: Vec<(&str, u32, Vec<usize>)> = Vec::new();
     for (i, (_, s)) in page.iter().enumerate() {
         let needed = s.context.iter().copied().fold(s.line_end, u32::max);
@@ -602,9 +606,16 @@ fn cut_snippets(
     let mut buf = Vec::new();
     for (path, up_to, members) in groups {
         let mut pages = Vec::new();
-        let stale = match extract::Format::of(path) {
-            None => read_file(root, path, up_to, commit_time, &mut buf),
-            Some(_) => read_extracted(repo, path, commit_time, &mut buf, &mut pages),
+        // Read beneath the repo's root or the registered source's the hit came from.
+        let stale = match (extract::Format::of(path), sources::locate(repo, &srcs, path)) {
+            (_, Err(_)) => {
+                buf.clear();
+                None
+            }
+            (None, Ok((root, rel))) => read_file(&root, &rel, up_to, commit_time, &mut buf),
+            (Some(_), Ok((root, rel))) => {
+                read_extracted(repo, path, &root.join(rel), commit_time, &mut buf, &mut pages)
+            }
         };
         let text =
             std::str::from_utf8(&buf).map(std::borrow::Cow::Borrowed).unwrap_or_else(|_| String::from_utf8_lossy(&buf));
@@ -631,13 +642,14 @@ fn cut_snippets(
 fn read_extracted(
     repo: &RepoRef,
     rel: &str,
+    source_file: &Path,
     commit_time: Option<SystemTime>,
     buf: &mut Vec<u8>,
     pages: &mut Vec<u32>,
 ) -> Option<bool> {
     buf.clear();
     let doc = extract::load(&repo.data_dir(), rel)?;
-    let modified = std::fs::symlink_metadata(repo.root.join(rel)).and_then(|m| m.modified()).ok();
+    let modified = std::fs::symlink_metadata(source_file).and_then(|m| m.modified()).ok();
     let stale = match (modified, commit_time) {
         (Some(m), Some(c)) => m > c,
         (None, _) => true, // gone since it was indexed

@@ -75,6 +75,10 @@ pub struct SearchHit {
     pub page_start: Option<u32>,
     /// Page range end.
     pub page_end: Option<u32>,
+    /// The registered source folder (`docdex add`) the hit came from; null for the repository
+    /// itself. Its `path` is then `//<source>/<path inside the source>`.
+    #[serde(default)]
+    pub source: Option<String>,
     /// Final ranking score (BM25 with priors and diversity applied).
     pub score: f32,
     /// First line of the snippet.
@@ -142,7 +146,8 @@ pub struct SearchResponse {
     pub total_hits: usize,
     /// Cursor for the next page; empty when there is none.
     pub next_cursor: String,
-    /// Reserved for PII redaction (always false for now).
+    /// True when something in the snippets was masked as PII or a secret (`[privacy]
+    /// redact_snippets`, on by default; see docs/PRIVACY.md).
     pub pii_redacted: bool,
     /// Timings.
     pub timing_ms: SearchTiming,
@@ -195,4 +200,23 @@ impl RetrievalInfo {
             notice: None,
         }
     }
+}
+
+/// One query's answer in a batch (`docdex search --batch`): the response, or the error that
+/// query alone met.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct BatchItem {
+    /// Position in the batch (0-based).
+    pub index: usize,
+    /// The query as given.
+    pub query: String,
+    /// The answer, exactly what a single search returns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<SearchResponse>,
+    /// The error's stable code (as in every error contract), when the query failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    /// The error, when the query failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }

@@ -67,7 +67,20 @@ impl Turn<'_> {
             }
         };
         let fitted = budget::fit(&plan, &counter, mandatory, pieces, &section_cost)?;
-        let messages = context::render(&instructions, &self.req.query, &fitted.kept, &heading);
+        let mut messages = context::render(&instructions, &self.req.query, &fitted.kept, &heading);
+        // Context leaving the machine is masked first; the trace says what was.
+        let guard_started = Instant::now();
+        if let Some(found) = crate::engine::privacy::guard_messages(provider.base_url(), &mut messages) {
+            let detail = match found.is_empty() {
+                true => format!("non-loopback model at {}: nothing to mask", provider.base_url()),
+                false => format!(
+                    "non-loopback model at {}: masked {}",
+                    provider.base_url(),
+                    crate::engine::privacy::summarize(&found)
+                ),
+            };
+            self.step(3, "privacy", StepStatus::Ran, guard_started, found.len() as u32, detail);
+        }
         self.trace.budget = budget::trace(&plan, &window_source, counter.trace(&model), &fitted);
         tracing::info!(
             repo = %self.repo.fingerprint,

@@ -6,7 +6,9 @@
 //! in [`call`].
 
 use super::{tool_error, DocdexMcp};
-use crate::engine::protocol::{ContextFormat, ContextRequest, DiscoveryStatus, RunTestsRequest, WebResearchRequest};
+use crate::engine::protocol::{
+    ContextFormat, ContextRequest, DiscoveryStatus, RunTestsRequest, SimilarRequest, WebResearchRequest,
+};
 use crate::engine::protocol::{
     DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest,
     SavePreferenceRequest, SearchRequest, SymbolsRequest,
@@ -58,6 +60,25 @@ pub struct OpenArgs {
     #[serde(flatten)]
     pub file: FileRequest,
     /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_similar_files` arguments: a [`SimilarRequest`] and the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SimilarArgs {
+    /// The file to compare with.
+    #[serde(flatten)]
+    pub similar: SimilarRequest,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_server_info` arguments: optionally a repository to include the index status of.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct ServerInfoArgs {
+    /// The repository (optional).
     #[serde(flatten)]
     pub repo: RepoArgs,
 }
@@ -210,6 +231,21 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(read_only()),
         Tool::new(
+            "docdex_similar_files",
+            "The files most like a given file (by their embeddings when the index has them, else by the \
+             file's distinctive terms), best first with a score: related implementations, duplicates, \
+             the docs of a module.",
+            schema::<SimilarArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "docdex_server_info",
+            "What this docdex server is: version, mode, uptime, the repositories it serves with their \
+             index state, and the tools it offers. Call it first to learn which repositories exist.",
+            schema::<ServerInfoArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
             "docdex_status",
             "Index state of the repository: ready / updating, files and chunks indexed, progress of a run \
              in flight, and warnings (skipped files). Use it when search says the index is not ready.",
@@ -318,6 +354,8 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_search" => search(server, args).await,
         "docdex_open" => open(server, args).await,
         "docdex_status" => status(server, args).await,
+        "docdex_similar_files" => similar(server, args).await,
+        "docdex_server_info" => server_info(server, args).await,
         "docdex_web_research" => web_research(server, args).await,
         "docdex_symbols" => symbols(server, args).await,
         "docdex_impact" => impact(server, args).await,
@@ -368,6 +406,48 @@ async fn status(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiEr
         let mount = server.app.mounts().get(&repo.fingerprint).map(|m| m.info());
         let index = server.app.engine().status(&repo.root).map_err(|e| server.app.explain(&repo, e))?;
         Ok(ok_json(&serde_json::json!({ "mount": mount, "index": index })))
+    })
+    .await
+}
+
+async fn similar(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: SimilarArgs = parse("docdex_similar_files", args)?;
+    let server = server.clone();
+    blocking(move || {
+        let repo = server.repo_for(a.repo.named())?;
+        server
+            .app
+            .engine()
+            .similar(&repo.root, &a.similar)
+            .map(|r| ok_json(&r))
+            .map_err(|e| server.app.explain(&repo, e))
+    })
+    .await
+}
+
+async fn server_info(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: ServerInfoArgs = parse("docdex_server_info", if args.is_null() { serde_json::json!({}) } else { args })?;
+    let server = server.clone();
+    blocking(move || {
+        let app = &server.app;
+        let repo = match a.repo.named() {
+            Some(named) => {
+                let repo = server.repo_for(Some(named))?;
+                Some(app.engine().status(&repo.root).map_err(|e| app.explain(&repo, e))?)
+            }
+            None => None,
+        };
+        let repos: Vec<_> = app.mounts().all().iter().map(|m| m.info()).collect();
+        let tools: Vec<String> = definitions().iter().map(|t| t.name.to_string()).collect();
+        Ok(ok_json(&serde_json::json!({
+            "name": "docdex",
+            "version": env!("CARGO_PKG_VERSION"),
+            "mode": app.mode(),
+            "uptime_ms": app.uptime_ms(),
+            "repos": repos,
+            "repo": repo,
+            "tools": tools,
+        })))
     })
     .await
 }

@@ -207,14 +207,15 @@ pub fn load(data_dir: &Path, rel: &str) -> Option<Extracted> {
 }
 
 /// The text the index was built from for `rel`: a document's extracted text, or the file's own
-/// bytes, read through the one repository opener (no link followed, nothing outside the root).
+/// bytes, read through the one opener beneath the repo's root or its registered source's (no
+/// link followed, nothing outside the root).
 pub fn indexed_text(repo: &RepoRef, rel: &str) -> std::io::Result<Vec<u8>> {
     if Format::of(rel).is_some() {
         return load(&repo.data_dir(), rel)
             .map(|d| d.text.into_bytes())
             .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no extracted text for this document"));
     }
-    crate::engine::fsutil::read_repo_file(&repo.root, rel)
+    super::sources::read(repo, rel)
 }
 
 #[cfg(test)]

@@ -1,0 +1,100 @@
+//! `docdex search --batch FILE`: many queries in one process, one JSON result per query.
+
+use super::output::Out;
+use crate::engine::protocol::{BatchItem, SearchRequest};
+use crate::engine::Engine;
+use crate::error::Error;
+use std::path::Path;
+
+/// Reads the queries, runs them through one engine call and prints one JSON line per query
+/// (or a line per query for people).
+pub fn run(
+    engine: &Engine,
+    out: &Out,
+    repo: &Path,
+    file: &Path,
+    defaults: &SearchRequest,
+    json: bool,
+) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(file).map_err(|e| Error::io("reading the query file", file, e))?;
+    let reqs = parse(&text, defaults)?;
+    let items = engine.search_batch(repo, &reqs)?;
+    let failed = items.iter().filter(|i| i.error.is_some()).count();
+    for item in &items {
+        if json {
+            out.line(&serde_json::to_string(item)?);
+        } else {
+            out.line(&describe(item));
+        }
+    }
+    if !json {
+        out.note(&format!("{} queries, {failed} failed", items.len()));
+    }
+    Ok(())
+}
+
+fn describe(item: &BatchItem) -> String {
+    match (&item.response, &item.error) {
+        (Some(r), _) => {
+            let top = r.results.first().map(|h| format!("{}:{}-{}", h.path, h.line_start, h.line_end));
+            format!("{:>4}  {}  → {} hits; top {}", item.index, item.query, r.total_hits, top.unwrap_or("-".into()))
+        }
+        (None, Some(e)) => format!("{:>4}  {}  → error: {e}", item.index, item.query),
+        (None, None) => format!("{:>4}  {}", item.index, item.query),
+    }
+}
+
+/// A JSON array, or JSON lines; each entry a query string or a search request object (its
+/// unset fields taken from the command line's flags).
+fn parse(text: &str, defaults: &SearchRequest) -> Result<Vec<SearchRequest>, Error> {
+    let values: Vec<serde_json::Value> = match text.trim_start().starts_with('[') {
+        true => serde_json::from_str(text)
+            .map_err(|e| Error::BadRequest(format!("the query file is not a JSON array: {e}")))?,
+        false => text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(n, l)| {
+                serde_json::from_str(l).map_err(|e| Error::BadRequest(format!("query file line {}: {e}", n + 1)))
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| match v {
+            serde_json::Value::String(query) => Ok(SearchRequest { query, ..defaults.clone() }),
+            serde_json::Value::Object(mut o) => {
+                let d = serde_json::to_value(defaults).unwrap_or_default();
+                if let serde_json::Value::Object(d) = d {
+                    for (k, v) in d {
+                        if !v.is_null() {
+                            o.entry(k).or_insert(v);
+                        }
+                    }
+                }
+                serde_json::from_value(serde_json::Value::Object(o))
+                    .map_err(|e| Error::BadRequest(format!("query {}: {e}", i + 1)))
+            }
+            _ => Err(Error::BadRequest(format!("query {}: a string or a search request object", i + 1))),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrays_and_lines() {
+        let d = SearchRequest { limit: Some(3), ..Default::default() };
+        let a = parse(r#"["alpha", {"query": "beta", "limit": 5}]"#, &d).unwrap();
+        assert_eq!((a[0].query.as_str(), a[0].limit), ("alpha", Some(3)));
+        assert_eq!((a[1].query.as_str(), a[1].limit), ("beta", Some(5)));
+        let l = parse("\"one\"\n\n{\"query\": \"two\", \"lang\": \"rust\"}\n", &d).unwrap();
+        assert_eq!(l.len(), 2);
+        assert_eq!(l[1].lang.as_deref(), Some("rust"));
+        assert!(parse("not json\n", &d).is_err());
+        assert!(parse("[1]", &d).is_err());
+    }
+}

@@ -1,0 +1,212 @@
+//! Extra source folders registered into a repository's index (`docdex add`): a docs folder
+//! outside the repo, a notes directory. They are listed in `state_dir/sources.json`; their
+//! files are indexed under the key `//<name>/<path inside the source>` (a repo-relative path
+//! never starts with `//`), and every read of such a key goes through the one opener beneath
+//! that source's root, so nothing outside a registered root is ever read.
+
+use crate::engine::repos::RepoRef;
+use crate::error::{Error, Result};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// `docdex add`: a folder to register into a repository's index.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct AddSourceRequest {
+    /// The folder (absolute, or relative to the current directory).
+    pub path: PathBuf,
+    /// Its name in hits (default: the folder's name, made unique).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Only files matching one of these globs (relative to the folder).
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Files matching these globs are left out.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Not followed by the watcher.
+    #[serde(default)]
+    pub no_watch: bool,
+}
+
+/// A registered source with what the index holds from it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SourceInfo {
+    /// The source.
+    #[serde(flatten)]
+    pub source: Source,
+    /// Files indexed from it.
+    pub files: u64,
+    /// Their size on disk, in bytes.
+    pub bytes: u64,
+    /// Indexed files per format (language name: `markdown`, `pdf`, ...).
+    pub formats: std::collections::BTreeMap<String, u64>,
+    /// Files passed over (notes in `docdex status`).
+    pub skipped: u64,
+}
+
+/// What starts a source key.
+pub const PREFIX: &str = "//";
+
+/// One registered source folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Source {
+    /// Short name, unique in the repo: hits from the source are keyed `//<name>/...`.
+    pub name: String,
+    /// Canonical absolute root.
+    pub path: PathBuf,
+    /// Globs (relative to the root) a file must match to be indexed; empty means all.
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Globs excluded on top of the ignore files.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Whether the watcher follows changes under it.
+    #[serde(default = "yes")]
+    pub watch: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn file(state_dir: &Path) -> PathBuf {
+    state_dir.join("sources.json")
+}
+
+/// The repo's registered sources (none when the file is missing or unreadable).
+pub fn load(state_dir: &Path) -> Vec<Source> {
+    std::fs::read(file(state_dir)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+}
+
+/// Saves the list atomically.
+pub fn save(state_dir: &Path, sources: &[Source]) -> Result<()> {
+    let json = serde_json::to_vec_pretty(sources).unwrap_or_default();
+    crate::engine::fsutil::write_atomic(&file(state_dir), &json)
+}
+
+/// The index key of a file inside a source.
+pub fn key(name: &str, rel: &str) -> String {
+    format!("{PREFIX}{name}/{rel}")
+}
+
+/// A source key's name and path inside the source; `None` for a repo-relative path.
+pub fn split(key: &str) -> Option<(&str, &str)> {
+    key.strip_prefix(PREFIX)?.split_once('/')
+}
+
+/// The root and root-relative path a key is read from: the repository's, or a registered
+/// source's. A key naming no registered source is an error (it cannot be read).
+pub fn locate(repo: &RepoRef, sources: &[Source], key: &str) -> std::io::Result<(PathBuf, String)> {
+    match split(key) {
+        None if key.starts_with(PREFIX) => Err(std::io::Error::new(std::io::ErrorKind::NotFound, "bad source key")),
+        None => Ok((repo.root.clone(), key.to_string())),
+        Some((name, rel)) => sources
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| (s.path.clone(), rel.to_string()))
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("no source named {name}"))),
+    }
+}
+
+/// Reads a whole file by its index key, beneath its root (no link followed).
+pub fn read(repo: &RepoRef, key: &str) -> std::io::Result<Vec<u8>> {
+    let (root, rel) = locate(repo, &load(&repo.state_dir), key)?;
+    crate::engine::fsutil::read_repo_file(&root, &rel)
+}
+
+/// The key of an absolute path: repo-relative inside the repo, `//name/...` inside a source,
+/// `None` anywhere else.
+pub fn key_of(repo: &RepoRef, sources: &[Source], abs: &Path) -> Option<String> {
+    if let Some(s) = sources.iter().find(|s| abs.starts_with(&s.path)) {
+        return Some(key(&s.name, &crate::engine::index::walk::rel_path(&s.path, abs)));
+    }
+    abs.starts_with(&repo.root).then(|| crate::engine::index::walk::rel_path(&repo.root, abs))
+}
+
+/// A new source for `path`: canonical, a directory, outside the repository and docdex's home
+/// and not overlapping another source; named after its folder (made unique) unless `name`.
+pub fn make(
+    repo: &RepoRef,
+    existing: &[Source],
+    path: &Path,
+    name: Option<&str>,
+    include: Vec<String>,
+    exclude: Vec<String>,
+    watch: bool,
+    home: &Path,
+) -> Result<Source> {
+    let real =
+        std::fs::canonicalize(path).map_err(|e| Error::BadRequest(format!("cannot add {}: {e}", path.display())))?;
+    if !real.is_dir() {
+        return Err(Error::BadRequest(format!("{} is not a directory: a source is a folder", path.display())));
+    }
+    if real.starts_with(&repo.root) {
+        return Err(Error::BadRequest(format!(
+            "{} is inside the repository, which is indexed already (use .docdexignore to choose what is)",
+            real.display()
+        )));
+    }
+    if repo.root.starts_with(&real) {
+        return Err(Error::BadRequest(format!("{} contains the repository; add a folder beside it", real.display())));
+    }
+    let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf());
+    if real.starts_with(&home) || home.starts_with(&real) {
+        return Err(Error::BadRequest(format!("{} overlaps docdex's own state ({})", real.display(), home.display())));
+    }
+    if let Some(s) = existing.iter().find(|s| real.starts_with(&s.path) || s.path.starts_with(&real)) {
+        return Err(Error::BadRequest(format!(
+            "{} overlaps the source {} ({})",
+            real.display(),
+            s.name,
+            s.path.display()
+        )));
+    }
+    for glob in include.iter().chain(&exclude) {
+        globset_check(glob)?;
+    }
+    let base: String = match name {
+        Some(n) => n.to_string(),
+        None => real.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "source".into()),
+    };
+    let base: String =
+        base.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' }).collect();
+    let base = if base.trim_matches(&['.', '-'][..]).is_empty() { "source".to_string() } else { base };
+    if name.is_some() && existing.iter().any(|s| s.name == base) {
+        return Err(Error::BadRequest(format!("a source named {base} exists already")));
+    }
+    let mut unique = base.clone();
+    let mut n = 2;
+    while existing.iter().any(|s| s.name == unique) {
+        unique = format!("{base}-{n}");
+        n += 1;
+    }
+    Ok(Source { name: unique, path: real, include, exclude, watch })
+}
+
+fn globset_check(glob: &str) -> Result<()> {
+    ignore::overrides::OverrideBuilder::new("/")
+        .add(glob)
+        .map(|_| ())
+        .map_err(|e| Error::BadRequest(format!("bad glob {glob:?}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip() {
+        assert_eq!(key("notes", "a/b.md"), "//notes/a/b.md");
+        assert_eq!(split("//notes/a/b.md"), Some(("notes", "a/b.md")));
+        assert_eq!(split("src/main.rs"), None);
+        let repo = RepoRef::new("/r".into(), "f".into(), "/s".into());
+        let srcs =
+            vec![Source { name: "n".into(), path: "/docs".into(), include: vec![], exclude: vec![], watch: true }];
+        assert_eq!(locate(&repo, &srcs, "//n/x.md").unwrap(), (PathBuf::from("/docs"), "x.md".to_string()));
+        assert!(locate(&repo, &srcs, "//other/x.md").is_err());
+        assert_eq!(key_of(&repo, &srcs, Path::new("/docs/a/x.md")).as_deref(), Some("//n/a/x.md"));
+        assert_eq!(key_of(&repo, &srcs, Path::new("/r/src/x.rs")).as_deref(), Some("src/x.rs"));
+        assert_eq!(key_of(&repo, &srcs, Path::new("/etc/passwd")), None);
+    }
+}

@@ -1,0 +1,72 @@
+//! `Engine::add_source`, `list_sources`, `remove_source`: folders outside the repository
+//! registered into its index (`index::sources`), listed with what the index holds from them.
+
+use crate::engine::index::manifest::Manifest;
+use crate::engine::index::sources::{self, AddSourceRequest, Source, SourceInfo};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use std::path::Path;
+
+impl Engine {
+    /// Registers a folder into the repository's index; the next index run (or a running
+    /// watcher, within a second) indexes it.
+    pub fn add_source(&self, repo_path: &Path, req: &AddSourceRequest) -> Result<Source> {
+        let repo = self.resolve_repo(repo_path)?;
+        std::fs::create_dir_all(&repo.state_dir).map_err(|e| Error::io("creating", &repo.state_dir, e))?;
+        let mut all = sources::load(&repo.state_dir);
+        let source = sources::make(
+            &repo,
+            &all,
+            &req.path,
+            req.name.as_deref(),
+            req.include.clone(),
+            req.exclude.clone(),
+            !req.no_watch,
+            &self.paths().home,
+        )?;
+        all.push(source.clone());
+        sources::save(&repo.state_dir, &all)?;
+        Ok(source)
+    }
+
+    /// The repository's registered sources with their file counts, sizes and formats.
+    pub fn list_sources(&self, repo_path: &Path) -> Result<Vec<SourceInfo>> {
+        let repo = self.resolve_repo(repo_path)?;
+        let manifest = Manifest::load(&repo.manifest_path());
+        Ok(sources::load(&repo.state_dir)
+            .into_iter()
+            .map(|source| {
+                let prefix = sources::key(&source.name, "");
+                let mut info = SourceInfo { source, files: 0, bytes: 0, formats: Default::default(), skipped: 0 };
+                for (_, e) in manifest.files.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)) {
+                    if e.skipped.is_some() {
+                        info.skipped += 1;
+                        continue;
+                    }
+                    info.files += 1;
+                    info.bytes += e.size;
+                    *info.formats.entry(e.lang.clone()).or_default() += 1;
+                }
+                info
+            })
+            .collect())
+    }
+
+    /// Unregisters a source, by name or path; the next index run drops its files.
+    pub fn remove_source(&self, repo_path: &Path, which: &str) -> Result<Source> {
+        let repo = self.resolve_repo(repo_path)?;
+        let mut all = sources::load(&repo.state_dir);
+        let real = std::fs::canonicalize(which).ok();
+        let Some(i) = all.iter().position(|s| s.name == which || Some(&s.path) == real.as_ref()) else {
+            let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+            return Err(Error::BadRequest(format!(
+                "no source {which} in {} (sources: {})",
+                repo.root.display(),
+                if names.is_empty() { "none".to_string() } else { names.join(", ") }
+            )));
+        };
+        let gone = all.remove(i);
+        sources::save(&repo.state_dir, &all)?;
+        Ok(gone)
+    }
+}

@@ -1,0 +1,54 @@
+//! `docdex search --batch`: many queries in one process, each answer equal to the single search.
+
+use crate::util::{sample_repo, write, Env};
+use serde_json::Value;
+
+#[test]
+fn batch_results_equal_single_searches() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let queries = env.dir.path().join("queries.jsonl");
+    write(
+        env.dir.path(),
+        "queries.jsonl",
+        "\"expire stale sessions\"\n{\"query\": \"parse config\", \"limit\": 1}\n\n{\"query\": \"render dashboard\", \"lang\": \"typescript\"}\n{\"query\": \"   \"}\n",
+    );
+    let out = env.run(&["search", "--repo", r, "--batch", queries.to_str().unwrap(), "--json", "-n", "5"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let items: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON per line"))
+        .collect();
+    assert_eq!(items.len(), 4);
+    let singles = [
+        env.json(&["search", "--repo", r, "--json", "-n", "5", "expire stale sessions"]),
+        env.json(&["search", "--repo", r, "--json", "-n", "1", "parse config"]),
+        env.json(&["search", "--repo", r, "--json", "-n", "5", "--lang", "typescript", "render dashboard"]),
+    ];
+    for (i, single) in singles.iter().enumerate() {
+        let batch = &items[i]["response"];
+        assert_eq!(items[i]["index"], i);
+        assert!(!single["results"].as_array().unwrap().is_empty(), "{single}");
+        for key in ["results", "total_hits", "confidence", "next_cursor", "generation"] {
+            assert_eq!(batch[key], single[key], "query {i}: {key} differs");
+        }
+    }
+    assert_eq!(items[1]["response"]["results"].as_array().unwrap().len(), 1, "a per-query limit wins");
+    assert_eq!(items[3]["error_code"], "bad_request", "{}", items[3]);
+    assert!(items[3].get("response").is_none());
+
+    // A JSON array works too; a malformed file is a clear error.
+    write(env.dir.path(), "queries.json", r#"["session store", {"query": "parse config"}]"#);
+    let arr = env.dir.path().join("queries.json");
+    let out = env.run(&["search", "--repo", r, "--batch", arr.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("session store") && text.contains("src/auth/session.rs"), "{text}");
+    write(env.dir.path(), "bad.jsonl", "not json\n");
+    let out = env.run(&["search", "--repo", r, "--batch", env.dir.path().join("bad.jsonl").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+}

@@ -1,0 +1,84 @@
+//! PII and secret masking: precision and recall on a labelled corpus of realistic fake secrets
+//! and code that must stay untouched (tests/fixtures/pii/corpus.tsv), and `pii_redacted` in
+//! search JSON telling the truth.
+
+use crate::util::{write, Env};
+use docdex::engine::privacy;
+use docdex::engine::protocol::SearchRequest;
+use docdex::engine::IndexOptions;
+
+#[test]
+fn labelled_corpus_precision_and_recall() {
+    let corpus = include_str!("../fixtures/pii/corpus.tsv");
+    let (mut tp, mut fp, mut fneg) = (0usize, 0usize, 0usize);
+    let mut misses = Vec::new();
+    for line in corpus.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let (labels, text) = line.split_once('\t').expect("label TAB text");
+        let mut expected: Vec<&str> = if labels == "-" { Vec::new() } else { labels.split(',').collect() };
+        let found: Vec<&str> = privacy::detect(text).iter().map(|f| f.kind.label()).collect();
+        for k in &found {
+            match expected.iter().position(|e| e == k) {
+                Some(i) => {
+                    expected.remove(i);
+                    tp += 1;
+                }
+                None => {
+                    fp += 1;
+                    misses.push(format!("false positive {k}: {text}"));
+                }
+            }
+        }
+        fneg += expected.len();
+        misses.extend(expected.iter().map(|k| format!("missed {k}: {text}")));
+    }
+    let precision = tp as f64 / (tp + fp).max(1) as f64;
+    let recall = tp as f64 / (tp + fneg).max(1) as f64;
+    eprintln!("PII corpus: {tp} true positives, {fp} false positives, {fneg} missed; precision {precision:.3}, recall {recall:.3}");
+    for m in &misses {
+        eprintln!("  {m}");
+    }
+    assert!(tp >= 30, "the corpus has its positives");
+    assert!(precision >= 0.95, "precision {precision:.3}: {misses:?}");
+    assert!(recall >= 0.9, "recall {recall:.3}: {misses:?}");
+}
+
+#[test]
+fn search_json_says_when_snippets_were_masked() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "deploy.md", "# Deploy\n\nThe release bot uses GITHUB_TOKEN=ghp_4fT9kQ2mZ8xR1vB7nL3pW6yH0sJ5dC2aE9uK for tags.\nAsk olena.kovalenko@brightpath.io for access.\n");
+    write(&repo, "clean.md", "# Rollback\n\nRevert the release tag and redeploy the previous build.\n");
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &crate::util::quiet()).unwrap();
+    let search = |q: &str| engine.search(&repo, &SearchRequest { query: q.into(), ..Default::default() }).unwrap();
+    let r = search("release bot tags token");
+    assert!(r.pii_redacted);
+    let snip = &r.results[0].snippet;
+    assert!(snip.contains("GITHUB_TOKEN=[API_KEY]") && !snip.contains("ghp_"), "{snip}");
+    assert!(snip.contains("[EMAIL]@brightpath.io") && !snip.contains("olena"), "{snip}");
+    let r = search("rollback revert previous build");
+    assert_eq!(r.results[0].path, "clean.md");
+    assert!(!r.pii_redacted, "nothing masked, so false");
+
+    // Off by configuration: the snippet is the file's text and the flag is false.
+    env.write_config("[privacy]\nredact_snippets = false\n");
+    let engine = env.engine();
+    let r =
+        engine.search(&repo, &SearchRequest { query: "release bot tags token".into(), ..Default::default() }).unwrap();
+    assert!(!r.pii_redacted);
+    assert!(r.results[0].snippet.contains("ghp_4fT9"));
+}
+
+#[test]
+fn local_only_refuses_a_remote_model_endpoint_unless_allowed() {
+    let env = Env::new();
+    env.write_config("[llm]\nprovider = \"openai\"\nbase_url = \"https://models.example.net/v1\"\n");
+    let err = env.engine().provider().err().expect("refused");
+    assert!(err.to_string().contains("local_only") && err.to_string().contains("allow_remote"), "{err}");
+    env.write_config(
+        "[llm]\nprovider = \"openai\"\nbase_url = \"https://models.example.net/v1\"\n[privacy]\nallow_remote = true\n",
+    );
+    assert!(env.engine().provider().is_ok(), "allowed explicitly");
+    env.write_config("[llm]\nprovider = \"ollama\"\nbase_url = \"http://127.0.0.1:9\"\n");
+    assert!(env.engine().provider().is_ok(), "loopback is always fine");
+}

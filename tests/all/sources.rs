@@ -1,0 +1,167 @@
+//! Source folders registered into a repository's index (`docdex add`): searchable with the
+//! source named on each hit, listed with counts, removable, and confined to their roots
+//! whichever way a file arrives (full index, watcher, API).
+
+use crate::util::{hit_paths, quiet, write, Env};
+use docdex::engine::protocol::{AddSourceRequest, FileRequest, SearchRequest};
+use docdex::engine::watch::WatchReport;
+use docdex::engine::IndexOptions;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn add(path: &Path) -> AddSourceRequest {
+    AddSourceRequest { path: path.to_path_buf(), ..Default::default() }
+}
+
+/// A repo, a notes folder beside it, and a secret file outside both.
+fn setup(env: &Env) -> (PathBuf, PathBuf, PathBuf) {
+    let repo = env.repo("repo");
+    write(&repo, "src/lib.rs", "pub fn ledger_balance() {}\n");
+    let notes = env.repo("notes");
+    write(&notes, "heron.md", "# Field notes\n\nThe heron migration starts in early spring.\n");
+    write(&notes, "deep/egret.md", "# Egrets\n\nEgrets nest in the reeds by the lake.\n");
+    write(&notes, "scratch.log", "heron log noise\n");
+    let outside = env.repo("outside");
+    write(&outside, "secret.md", "The zebra password is hunter2.\n");
+    (repo, notes, outside)
+}
+
+#[test]
+fn a_source_is_searched_listed_read_and_removed() {
+    let env = Env::new();
+    let (repo, notes, outside) = setup(&env);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    // A link inside the source to a file outside every root.
+    std::os::unix::fs::symlink(outside.join("secret.md"), notes.join("linked.md")).unwrap();
+    let src =
+        engine.add_source(&repo, &AddSourceRequest { exclude: vec!["*.log".into()], ..add(&notes) }).expect("add");
+    assert_eq!(src.name, "notes");
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+
+    let req = SearchRequest { query: "heron migration".into(), limit: Some(10), ..Default::default() };
+    let r = engine.search(&repo, &req).unwrap();
+    assert_eq!(r.results[0].path, "//notes/heron.md");
+    assert_eq!(r.results[0].source.as_deref(), Some("notes"));
+    assert!(r.results[0].snippet.contains("heron migration starts"), "{}", r.results[0].snippet);
+    assert!(!hit_paths(&engine, &repo, "heron").iter().any(|p| p.ends_with(".log")), "--exclude is honoured");
+    let code = engine.search(&repo, &SearchRequest { query: "ledger balance".into(), ..Default::default() }).unwrap();
+    assert_eq!((code.results[0].path.as_str(), code.results[0].source.as_deref()), ("src/lib.rs", None));
+    assert!(hit_paths(&engine, &repo, "zebra password").is_empty(), "a link out of a source is never followed");
+
+    let listed = engine.list_sources(&repo).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].files, 2);
+    assert_eq!(listed[0].formats.get("markdown"), Some(&2));
+    assert!(listed[0].bytes > 50);
+
+    // Reading: by key, by absolute path inside the source; nothing outside the roots.
+    let f = engine.get_file(&repo, &FileRequest::new("//notes/deep/egret.md", None)).unwrap();
+    assert_eq!(f.path, "//notes/deep/egret.md");
+    assert!(f.text.contains("reeds"));
+    let f = engine.get_file(&repo, &FileRequest::new(notes.join("heron.md").to_str().unwrap(), None)).unwrap();
+    assert_eq!(f.path, "//notes/heron.md");
+    for bad in ["//notes/../outside/secret.md", "//notes/linked.md", "//other/heron.md"] {
+        assert!(engine.get_file(&repo, &FileRequest::new(bad, None)).is_err(), "{bad} must be refused");
+    }
+    let abs = outside.join("secret.md");
+    assert!(engine.get_file(&repo, &FileRequest::new(abs.to_str().unwrap(), None)).is_err());
+
+    // Refused registrations.
+    assert!(engine.add_source(&repo, &add(&repo.join("src"))).is_err(), "inside the repo");
+    assert!(engine.add_source(&repo, &add(&notes.join("deep"))).is_err(), "inside a source");
+    assert!(engine.add_source(&repo, &add(&notes.join("heron.md"))).is_err(), "a file");
+    assert!(engine.add_source(&repo, &add(&env.dir.path().join("missing"))).is_err(), "missing");
+    assert!(engine.add_source(&repo, &add(env.dir.path())).is_err(), "contains the repo");
+
+    // Removed: its files leave the index.
+    engine.remove_source(&repo, "notes").unwrap();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert!(hit_paths(&engine, &repo, "heron").is_empty());
+    assert_eq!(hit_paths(&engine, &repo, "ledger"), ["src/lib.rs"]);
+    assert!(engine.list_sources(&repo).unwrap().is_empty());
+    assert!(engine.remove_source(&repo, "notes").is_err());
+}
+
+#[test]
+fn the_watcher_follows_a_source_and_never_a_link_out_of_it() {
+    let env = Env::new();
+    let (repo, notes, outside) = setup(&env);
+    let engine = env.engine();
+    engine.add_source(&repo, &add(&notes)).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(AtomicBool::new(false));
+    let handle = {
+        let (engine, repo, stop, ready) = (engine.clone(), repo.clone(), stop.clone(), ready.clone());
+        std::thread::spawn(move || {
+            let report = move |r: WatchReport| {
+                if matches!(r, WatchReport::Ready(_)) {
+                    ready.store(true, Ordering::SeqCst);
+                }
+            };
+            engine.watch(&repo, &stop, &report)
+        })
+    };
+    eventually("initial index", || ready.load(Ordering::SeqCst));
+    assert_eq!(hit_paths(&engine, &repo, "egrets reeds")[0], "//notes/deep/egret.md");
+
+    write(&notes, "deep/crane.md", "Cranes dance before they pair.\n");
+    eventually("create in a source", || hit_paths(&engine, &repo, "cranes dance") == ["//notes/deep/crane.md"]);
+    // A symlink created in the source under the live watcher, to a file and to a directory
+    // outside: neither is read.
+    std::os::unix::fs::symlink(outside.join("secret.md"), notes.join("deep/leak.md")).unwrap();
+    std::os::unix::fs::symlink(&outside, notes.join("outside-dir")).unwrap();
+    write(&notes, "deep/after.md", "Ospreys fish at dawn.\n");
+    eventually("a later edit", || hit_paths(&engine, &repo, "ospreys") == ["//notes/deep/after.md"]);
+    write(&outside, "secret.md", "The zebra password is hunter2, rotated.\n");
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(hit_paths(&engine, &repo, "zebra password").is_empty(), "nothing outside a registered root");
+
+    // A second source added while the watcher runs is indexed; removing it drops it.
+    let more = env.repo("more");
+    write(&more, "kestrel.md", "Kestrels hover over the verge.\n");
+    engine.add_source(&repo, &add(&more)).unwrap();
+    eventually("source added live", || hit_paths(&engine, &repo, "kestrels hover") == ["//more/kestrel.md"]);
+    engine.remove_source(&repo, "more").unwrap();
+    eventually("source removed live", || hit_paths(&engine, &repo, "kestrels").is_empty());
+    std::fs::remove_file(notes.join("deep/crane.md")).unwrap();
+    eventually("delete in a source", || hit_paths(&engine, &repo, "cranes").is_empty());
+
+    stop.store(true, Ordering::SeqCst);
+    handle.join().unwrap().unwrap();
+}
+
+#[test]
+fn add_sources_and_remove_source_on_the_command_line() {
+    let env = Env::new();
+    let (repo, notes, _) = setup(&env);
+    let (r, n) = (repo.to_str().unwrap(), notes.to_str().unwrap());
+    let added = env.json(&["add", "--repo", r, n, "--include", "*.md", "--no-watch", "--json"]);
+    assert_eq!(added["source"]["name"], "notes");
+    assert_eq!(added["source"]["watch"], false);
+    let listed = env.json(&["sources", "--repo", r, "--json"]);
+    assert_eq!(listed[0]["files"], 2, "{listed}");
+    assert_eq!(listed[0]["include"][0], "*.md");
+    let text = String::from_utf8_lossy(&env.run(&["sources", "--repo", r]).stdout).into_owned();
+    assert!(text.contains("notes") && text.contains("2 files") && text.contains("2 markdown"), "{text}");
+    let hits = env.json(&["search", "--repo", r, "--json", "egrets nest reeds"]);
+    assert_eq!(hits["results"][0]["source"], "notes");
+    assert_eq!(hits["results"][0]["path"], "//notes/deep/egret.md");
+    let out = env.run(&["remove-source", "--repo", r, n]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let hits = env.json(&["search", "--repo", r, "--json", "egrets nest reeds"]);
+    assert!(hits["results"].as_array().unwrap().is_empty(), "{hits}");
+    let out = env.run(&["add", "--repo", r, repo.join("src").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("inside the repository"));
+}
