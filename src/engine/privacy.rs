@@ -316,7 +316,7 @@ fn card_ok(s: &str) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// ISO 13616 mod-97 check, and a length a country uses (15-34).

@@ -14,16 +14,7 @@ impl Engine {
         let repo = self.resolve_repo(repo_path)?;
         std::fs::create_dir_all(&repo.state_dir).map_err(|e| Error::io("creating", &repo.state_dir, e))?;
         let mut all = sources::load(&repo.state_dir);
-        let source = sources::make(
-            &repo,
-            &all,
-            &req.path,
-            req.name.as_deref(),
-            req.include.clone(),
-            req.exclude.clone(),
-            !req.no_watch,
-            &self.paths().home,
-        )?;
+        let source = sources::make(&repo, &all, req, &self.paths().home)?;
         all.push(source.clone());
         sources::save(&repo.state_dir, &all)?;
         Ok(source)

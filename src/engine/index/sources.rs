@@ -126,16 +126,9 @@ pub fn key_of(repo: &RepoRef, sources: &[Source], abs: &Path) -> Option<String> 
 
 /// A new source for `path`: canonical, a directory, outside the repository and docdex's home
 /// and not overlapping another source; named after its folder (made unique) unless `name`.
-pub fn make(
-    repo: &RepoRef,
-    existing: &[Source],
-    path: &Path,
-    name: Option<&str>,
-    include: Vec<String>,
-    exclude: Vec<String>,
-    watch: bool,
-    home: &Path,
-) -> Result<Source> {
+pub fn make(repo: &RepoRef, existing: &[Source], req: &AddSourceRequest, home: &Path) -> Result<Source> {
+    let (path, name) = (req.path.as_path(), req.name.as_deref());
+    let (include, exclude, watch) = (req.include.clone(), req.exclude.clone(), !req.no_watch);
     let real =
         std::fs::canonicalize(path).map_err(|e| Error::BadRequest(format!("cannot add {}: {e}", path.display())))?;
     if !real.is_dir() {
