@@ -228,16 +228,17 @@ pub fn check_model_endpoint(cfg: &crate::config::PrivacyConfig, base_url: &str) 
     )))
 }
 
-/// Masks what goes to a non-loopback model; returns the report (`None` for a loopback one).
-pub fn guard_messages(base_url: &str, messages: &mut [crate::engine::llm::ChatMessage]) -> Option<Vec<Finding>> {
+/// Masks what goes to a non-loopback model (the messages' texts); returns the report (`None`
+/// for a loopback model).
+pub fn guard_messages<'a>(base_url: &str, texts: impl Iterator<Item = &'a mut String>) -> Option<Vec<Finding>> {
     if is_loopback_url(base_url) {
         return None;
     }
     let mut all = Vec::new();
-    for m in messages {
-        let (masked, found) = mask(&m.content);
+    for text in texts {
+        let (masked, found) = mask(text);
         if !found.is_empty() {
-            m.content = masked;
+            *text = masked;
             all.extend(found);
         }
     }
@@ -379,13 +380,10 @@ mod tests {
         assert!(check_model_endpoint(&strict, "http://127.0.0.1:11434").is_ok());
         let open = crate::config::PrivacyConfig { allow_remote: true, ..Default::default() };
         assert!(check_model_endpoint(&open, "https://api.openai.com/v1").is_ok());
-        let mut msgs = vec![crate::engine::llm::ChatMessage {
-            role: crate::engine::llm::Role::User,
-            content: "key AKIAZ3MPLE7Q2WXYV4KD".into(),
-        }];
-        assert!(guard_messages("http://127.0.0.1:1", &mut msgs).is_none());
-        assert_eq!(guard_messages("https://api.example.net", &mut msgs).map(|f| f.len()), Some(1));
-        assert_eq!(msgs[0].content, "key [API_KEY]");
+        let mut msgs = vec!["key AKIAZ3MPLE7Q2WXYV4KD".to_string()];
+        assert!(guard_messages("http://127.0.0.1:1", msgs.iter_mut()).is_none());
+        assert_eq!(guard_messages("https://api.example.net", msgs.iter_mut()).map(|f| f.len()), Some(1));
+        assert_eq!(msgs[0], "key [API_KEY]");
     }
 
     #[test]

@@ -43,8 +43,9 @@ impl Engine {
         if let Some(p) = state.provider.get() {
             return Ok(p.clone());
         }
-        crate::engine::privacy::check_model_endpoint(&self.inner.config.privacy, &self.inner.config.llm.base_url)?;
         let p = build_provider(&self.inner.config.llm)?;
+        // After the URL itself was validated: a well-formed endpoint off this machine.
+        crate::engine::privacy::check_model_endpoint(&self.inner.config.privacy, &self.inner.config.llm.base_url)?;
         Ok(state.provider.get_or_init(|| p).clone())
     }
 

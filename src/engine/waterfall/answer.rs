@@ -70,7 +70,9 @@ impl Turn<'_> {
         let mut messages = context::render(&instructions, &self.req.query, &fitted.kept, &heading);
         // Context leaving the machine is masked first; the trace says what was.
         let guard_started = Instant::now();
-        if let Some(found) = crate::engine::privacy::guard_messages(provider.base_url(), &mut messages) {
+        if let Some(found) =
+            crate::engine::privacy::guard_messages(provider.base_url(), messages.iter_mut().map(|m| &mut m.content))
+        {
             let detail = match found.is_empty() {
                 true => format!("non-loopback model at {}: nothing to mask", provider.base_url()),
                 false => format!(
