@@ -229,7 +229,7 @@ impl AppState {
         e.into()
     }
 
-    fn lookup(&self, selector: &str) -> Result<RepoRef, ApiError> {
+    pub(crate) fn lookup(&self, selector: &str) -> Result<RepoRef, ApiError> {
         match parse_repo_selector(selector)? {
             Selector::Id(id) => {
                 if let Some(m) = self.mounts().get(&id) {

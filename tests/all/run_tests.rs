@@ -258,3 +258,52 @@ fn docdex_run_tests_over_mcp_stdio_returns_the_same_result() {
     drop(stdin);
     let _ = child.wait();
 }
+
+#[test]
+fn docdex_index_over_mcp_indexes_an_unindexed_repository() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let env = Env::new();
+    let repo = node_project(&env, "js");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["mcp"])
+        .env("DOCDEX_HOME", env.home())
+        .env_remove("DOCDEX_AUTH_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    let mut recv = || {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        serde_json::from_str::<Value>(&l).unwrap()
+    };
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    assert!(recv()["result"].is_object());
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let root = repo.to_str().unwrap();
+    let search = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "docdex_search",
+        "arguments": {"query": "shout", "project_root": root}}});
+    send(search.clone());
+    let r = recv();
+    assert_eq!(r["result"]["isError"], true, "not indexed yet: {r}");
+    send(serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "docdex_index",
+        "arguments": {"project_root": root}}}));
+    let r = recv();
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let summary: Value = serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(summary["added"], 5, "{summary}");
+    send(search);
+    let r = recv();
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("lib/strings.js"), "{r}");
+    drop(stdin);
+    let _ = child.wait();
+}

@@ -39,6 +39,7 @@ EXPECTED_TOOLS = {
     "docdex_impact",
     "docdex_context",
     "docdex_run_tests",
+    "docdex_index",
     "docdex_memory_save",
     "docdex_memory_recall",
     "docdex_get_profile",
@@ -181,6 +182,12 @@ async def exercise(session, repo, report):
     # docdex_run_tests: this repository has no test runner: a tool error saying how to set one.
     r = await session.call_tool("docdex_run_tests", {"project_root": repo})
     check(is_error(r) and "no test runner" in text_of(r), f"run tests without a runner: {text_of(r)}")
+
+    # docdex_index: an incremental run over the indexed repository touches nothing.
+    r = await session.call_tool("docdex_index", {"project_root": repo})
+    check(not is_error(r), f"index failed: {text_of(r)}")
+    summary = json.loads(text_of(r))
+    check(summary["added"] == 0 and summary["updated"] == 0 and summary["files"] > 0, f"index summary: {summary}")
 
     # docdex_memory_save then docdex_memory_recall finds it.
     fact = f"the {report['transport']} transport saved this: deploys need the STAGING_KEY secret"

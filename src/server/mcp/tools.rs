@@ -146,6 +146,18 @@ pub struct RunTestsArgs {
     pub repo: RepoArgs,
 }
 
+/// `docdex_index` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct IndexArgs {
+    /// Build the index again from scratch (beside the current one, which keeps answering
+    /// until the new one is complete). Default: incremental, only changed files are touched.
+    #[serde(default)]
+    pub rebuild: bool,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
 /// `docdex_memory_save` arguments: a [`MemoryStoreRequest`] and the repository.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemorySaveArgs {
@@ -291,6 +303,14 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false)),
         Tool::new(
+            "docdex_index",
+            "Index (or re-index) the repository: incremental by default (new, changed, deleted and renamed files \
+             only), `rebuild: true` from scratch. Returns the run's summary (files, chunks, added, updated, deleted, \
+             skipped with reasons). Fails with index_busy while another process is writing the index.",
+            schema::<IndexArgs>(),
+        )
+        .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false)),
+        Tool::new(
             "docdex_memory_save",
             "Remember a fact about this repository for later sessions and agents (a convention, a gotcha, \
              a decision). Stored locally per repository; docdex_memory_recall and docdex's chat find it again. \
@@ -361,6 +381,7 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_impact" => impact(server, args).await,
         "docdex_context" => context(server, args).await,
         "docdex_run_tests" => run_tests(server, args).await,
+        "docdex_index" => index(server, args).await,
         "docdex_memory_save" => memory_save(server, args).await,
         "docdex_memory_recall" => memory_recall(server, args).await,
         "docdex_get_profile" => get_profile(server, args).await,
@@ -509,6 +530,27 @@ async fn run_tests(server: &DocdexMcp, args: Value) -> Result<CallToolResult, Ap
             confine(&repo, t)?;
         }
         server.app.engine().run_tests(&repo.root, &a.run).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
+    })
+    .await
+}
+
+async fn index(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+    let a: IndexArgs = parse("docdex_index", args)?;
+    let server = server.clone();
+    blocking(move || {
+        // Indexing is how a repository becomes indexed: not being indexed yet is no error here.
+        let repo = match (server.repo_for(a.repo.named()), a.repo.named()) {
+            (Err(e), Some(named)) if e.code == "not_indexed" => server.app.lookup(&named)?,
+            (r, _) => r?,
+        };
+        let opts = crate::engine::IndexOptions { rebuild: a.rebuild, ..Default::default() };
+        let quiet = |_: &crate::engine::protocol::IndexProgress| {};
+        server
+            .app
+            .engine()
+            .index(&repo.root, &opts, &quiet)
+            .map(|r| ok_json(&r))
+            .map_err(|e| server.app.explain(&repo, e))
     })
     .await
 }
