@@ -142,7 +142,7 @@ impl App {
             trace: TracePane::default(),
             dag: DagPane::default(),
             impact: ImpactPane::default(),
-            profile: ProfilePane,
+            profile: ProfilePane::default(),
             overlay: None,
             keymap: opts.keymap,
             theme: opts.theme,
@@ -229,6 +229,11 @@ impl App {
     /// The waterfall trace pane (read-only).
     pub fn trace(&self) -> &TracePane {
         &self.trace
+    }
+
+    /// The profile editor.
+    pub fn profile(&self) -> &ProfilePane {
+        &self.profile
     }
 
     /// The reasoning DAG pane (read-only).

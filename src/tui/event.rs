@@ -10,6 +10,10 @@ use super::widgets::preview::PreviewDoc;
 use super::widgets::trace::TraceView;
 use crate::engine::protocol::ChatMessage;
 use crate::engine::protocol::{Highlight, IndexProgress, IndexSummary, RepoOverview, SearchRequest, SearchResponse};
+use crate::engine::protocol::{
+    ProfileAddRequest, ProfileEditRequest, ProfileExportResponse, ProfileImportResponse, ProfileListResponse,
+    ProfileRemoveRequest, ProfileRemoveResponse, ProfileSearchRequest, ProfileSearchResponse, ProfileWriteResponse,
+};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -129,6 +133,8 @@ pub enum Request {
         /// The session id.
         session: String,
     },
+    /// Profile memory: list, change, search, import or export (the Profile pane).
+    Profile(ProfileJob),
     /// The impact graph around a file (latest wins).
     Impact {
         /// Sequence number.
@@ -140,6 +146,50 @@ pub enum Request {
         /// Levels of dependencies each way.
         depth: u32,
     },
+}
+
+/// What the Profile pane asks of profile memory (each one `Engine::profile_*` call).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum ProfileJob {
+    /// Every agent, and this one's preferences.
+    List {
+        /// The agent whose preferences to list.
+        agent: Option<String>,
+    },
+    /// Add a preference.
+    Add(ProfileAddRequest),
+    /// Change a preference's text, category or rule.
+    Edit(ProfileEditRequest),
+    /// Remove a preference.
+    Remove(ProfileRemoveRequest),
+    /// An agent's preferences closest to a query (by meaning, or by words without an embedder).
+    Search(ProfileSearchRequest),
+    /// Write the whole profile to `profiles/sync/` as a manifest.
+    Export,
+    /// Merge a manifest (last write wins per preference).
+    Import(PathBuf),
+}
+
+/// What came of a [`ProfileJob`] (errors as the engine words them).
+#[derive(Debug, Clone)]
+pub enum ProfileUpdate {
+    /// Agents, and the named agent's preferences.
+    Listed {
+        /// The agent asked for.
+        agent: Option<String>,
+        /// The listing.
+        result: Result<ProfileListResponse, String>,
+    },
+    /// A preference added or edited.
+    Saved(Result<ProfileWriteResponse, String>),
+    /// A preference removed.
+    Removed(Result<ProfileRemoveResponse, String>),
+    /// Search results.
+    Searched(Result<ProfileSearchResponse, String>),
+    /// The manifest written.
+    Exported(Result<ProfileExportResponse, String>),
+    /// The merge's counts.
+    Imported(Result<ProfileImportResponse, String>),
 }
 
 /// A progress or result message from engine work.
@@ -212,6 +262,8 @@ pub enum EngineEvent {
     },
     /// Whether the language-model provider answers.
     Provider(ProviderStatus),
+    /// Profile memory answered.
+    Profile(ProfileUpdate),
     /// Chat streaming.
     Chat(ChatUpdate),
     /// The waterfall trace of a chat turn.

@@ -172,6 +172,14 @@ commands! {
     DepthLess => Impact, "depth_less", "Show one level less";
     ToggleRisk => Impact, "toggle_risk", "Show or hide the risk overlay";
     ImpactOpenInEditor => Impact, "open_in_editor", "Open the selected file in $EDITOR";
+    ProfileAdd => Profile, "add", "Add a preference to the selected agent";
+    ProfileEdit => Profile, "edit", "Edit the selected preference (text, category, rule)";
+    ProfileRemove => Profile, "remove", "Remove the selected preference (asks first)";
+    ProfileMove => Profile, "next_category", "Move the preference to the next category (in the form: change it)";
+    ProfileSearch => Profile, "search", "Search the agent's preferences by meaning";
+    ProfileImport => Profile, "import", "Import a profile manifest (last write wins)";
+    ProfileExport => Profile, "export", "Export the whole profile to profiles/sync/";
+    ProfileReload => Profile, "reload", "Reload agents and preferences";
 }
 
 impl Command {

@@ -7,13 +7,15 @@
 //! stopped. Nothing here ever blocks the event loop.
 
 use super::event::{
-    AppEvent, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request, SymbolHit, WatchActivity,
+    AppEvent, ChatUpdate, EngineEvent, ProfileJob, ProfileUpdate, ProviderState, ProviderStatus, Request, SymbolHit,
+    WatchActivity,
 };
 use super::highlight::{highlight, sanitize};
 use super::jobs::LatestWins;
 use super::views;
 use super::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind, RuleFlag};
 use super::widgets::preview::PreviewDoc;
+use crate::engine::protocol::ProfileListRequest;
 use crate::engine::protocol::{model_matches, ChatMessage};
 use crate::engine::protocol::{
     AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, Highlight, IndexProgress,
@@ -110,6 +112,10 @@ impl Worker {
             Request::RemoveRepo { repo } => {
                 let engine = self.engine.clone();
                 self.blocking(move || remove_repo(&engine, repo));
+            }
+            Request::Profile(job) => {
+                let engine = self.engine.clone();
+                self.blocking(move || EngineEvent::Profile(profile_run(&engine, job)));
             }
         }
     }
@@ -282,12 +288,30 @@ pub fn run_sync(engine: &Engine, req: Request) -> Vec<EngineEvent> {
             activity: WatchActivity::Failed("watchers run only in the event loop".into()),
         }),
         Request::StopChat { .. } => {}
+        Request::Profile(job) => send(EngineEvent::Profile(profile_run(engine, job))),
         latest @ (Request::Search { .. }
         | Request::Symbols { .. }
         | Request::Preview { .. }
         | Request::Impact { .. }) => send(execute(engine, latest)),
     }
     events.into_inner().unwrap_or_default()
+}
+
+/// One profile-memory call.
+fn profile_run(engine: &Engine, job: ProfileJob) -> ProfileUpdate {
+    let err = |e: crate::error::Error| e.to_string();
+    match job {
+        ProfileJob::List { agent } => {
+            let result = engine.profile_list(&ProfileListRequest { agent_id: agent.clone() }).map_err(err);
+            ProfileUpdate::Listed { agent, result }
+        }
+        ProfileJob::Add(req) => ProfileUpdate::Saved(engine.profile_add(&req).map_err(err)),
+        ProfileJob::Edit(req) => ProfileUpdate::Saved(engine.profile_edit(&req).map_err(err)),
+        ProfileJob::Remove(req) => ProfileUpdate::Removed(engine.profile_remove(&req).map_err(err)),
+        ProfileJob::Search(req) => ProfileUpdate::Searched(engine.profile_search(&req).map_err(err)),
+        ProfileJob::Export => ProfileUpdate::Exported(engine.profile_export_to(None).map_err(err)),
+        ProfileJob::Import(path) => ProfileUpdate::Imported(engine.profile_import(&path).map_err(err)),
+    }
 }
 
 fn load_repos(engine: &Engine, current: &Path) -> EngineEvent {

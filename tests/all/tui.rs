@@ -977,14 +977,6 @@ fn dag_snapshots() {
 }
 
 #[test]
-fn profile_snapshots() {
-    let mut h = Harness::new().started();
-    h.alt('7');
-    assert!(shows(&h.screen(80, 24), "Profile memory is not built yet"));
-    h.snap_both("tui_profile");
-}
-
-#[test]
 fn quit_from_any_pane() {
     for pane in ['1', '3', '4', '5', '6', '7'] {
         let mut h = Harness::new().started();

@@ -157,7 +157,7 @@ pub struct ProfileListResponse {
 }
 
 /// `profile add`: teach an agent a preference directly, bypassing the evolution pipeline.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProfileAddRequest {
     /// The agent (created when new); empty means the default agent.
     #[serde(default)]
@@ -190,7 +190,7 @@ pub struct ProfileWriteResponse {
 }
 
 /// `profile edit`: change a preference's text, category or rule (absent fields stay).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ProfileEditRequest {
     /// The preference's id.
     pub id: String,
@@ -206,7 +206,7 @@ pub struct ProfileEditRequest {
 }
 
 /// `profile remove`.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProfileRemoveRequest {
     /// A preference id, or (with `agent: true`) an agent id.
     pub id: String,
@@ -227,7 +227,7 @@ pub struct ProfileRemoveResponse {
 }
 
 /// `profile search` and the MCP `docdex_get_profile`: an agent's preferences closest to a query.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProfileSearchRequest {
     /// The agent; empty means the default agent.
     #[serde(default)]

@@ -1,43 +1,931 @@
-//! The profile editor. Profile (preference) memory does not exist yet; the
-//! pane says what it will hold and how it will be used, so the tab is honest
-//! rather than empty.
+//! The profile editor: agents on the left, the selected agent's preferences by category on the
+//! right (each with its rule, source and age), and a form at the bottom to add or edit one,
+//! with its rule validated as you type (the same `settle_rule` every surface uses). Search by
+//! meaning, import and export. Every engine call goes out as a [`Request::Profile`] and comes
+//! back as an [`EngineEvent::Profile`], so the pane never waits on the database or an embedder.
 
-use super::{needs, Cx, Pane, PaneId, RenderCtx};
+use super::{Cx, Pane, PaneId, RenderCtx};
+use crate::engine::protocol::{
+    category_behaviour, settle_rule, AgentSummary, Category, Preference, PreferenceHit, ProfileAddRequest,
+    ProfileEditRequest, ProfileListResponse, ProfileRemoveRequest, ProfileSearchRequest, RecallMode,
+};
+use crate::tui::action::Level;
+use crate::tui::event::{EngineEvent, ProfileJob, ProfileUpdate, Request};
 use crate::tui::keymap::Command;
-use crate::tui::widgets::frame;
+use crate::tui::theme::Slot;
+use crate::tui::widgets::text_field::TextField;
+use crate::tui::widgets::{self, frame, scroll_to, truncate};
+use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
+use std::cell::Cell;
+use std::path::PathBuf;
 
-/// The profile pane (static until profile memory exists).
-#[derive(Debug, Default)]
-pub struct ProfilePane;
+/// Width of the agents column.
+const AGENTS_WIDTH: u16 = 30;
+/// Preferences asked for by a search.
+const SEARCH_LIMIT: usize = 50;
+
+/// Which column the selection moves in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    /// The agents.
+    Agents,
+    /// The selected agent's preferences (or the search hits).
+    Preferences,
+}
+
+/// Which field of the add/edit form has the cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Text,
+    Rule,
+}
+
+/// The add/edit form.
+#[derive(Debug, Clone)]
+struct EditForm {
+    /// `None` adds a preference; `Some(id)` edits that one.
+    id: Option<String>,
+    agent: String,
+    category: Category,
+    text: TextField,
+    rule: TextField,
+    field: Field,
+    /// Sent; waiting for the engine's answer.
+    saving: bool,
+    /// The engine refused the last save (the form stays open with the reason).
+    error: Option<String>,
+}
+
+impl EditForm {
+    /// What the rule field means right now: `Ok((rule, note))` or the reason it is refused.
+    fn verdict(&self) -> Result<(Option<String>, String), String> {
+        let rule = self.rule.text().trim();
+        settle_rule(self.category, Some(rule).filter(|r| !r.is_empty()), self.text.text()).map_err(|e| e.to_string())
+    }
+}
+
+/// What the bottom of the pane is asking for.
+#[derive(Debug, Clone)]
+enum Form {
+    None,
+    Edit(Box<EditForm>),
+    Search(TextField),
+    Import(TextField),
+    ConfirmRemove { id: String, content: String },
+}
+
+/// A search by meaning and what it found.
+#[derive(Debug, Clone)]
+struct Found {
+    query: String,
+    mode: RecallMode,
+    hits: Vec<PreferenceHit>,
+    notice: Option<String>,
+}
+
+/// The profile pane's state.
+#[derive(Debug)]
+pub struct ProfilePane {
+    agents: Vec<AgentSummary>,
+    agent: usize,
+    /// The selected agent's preferences, grouped by category (the engine's order).
+    prefs: Vec<Preference>,
+    /// Whose preferences `prefs` are.
+    prefs_of: Option<String>,
+    selected: usize,
+    column: Column,
+    form: Form,
+    found: Option<Found>,
+    /// A preference to select once the next listing arrives (the one just saved).
+    pending_select: Option<String>,
+    loading: bool,
+    requested: bool,
+    error: Option<String>,
+    db: PathBuf,
+    offset: Cell<usize>,
+    rows: Cell<u16>,
+}
+
+impl Default for ProfilePane {
+    fn default() -> Self {
+        ProfilePane {
+            agents: Vec::new(),
+            agent: 0,
+            prefs: Vec::new(),
+            prefs_of: None,
+            selected: 0,
+            column: Column::Agents,
+            form: Form::None,
+            found: None,
+            pending_select: None,
+            loading: false,
+            requested: false,
+            error: None,
+            db: PathBuf::new(),
+            offset: Cell::new(0),
+            rows: Cell::new(10),
+        }
+    }
+}
+
+/// How long ago `then` was, in a few characters ("just now", "5m", "3h", "2d", "7w").
+pub fn age(now_ms: u64, then_ms: i64) -> String {
+    let secs = (now_ms as i64 - then_ms) / 1000;
+    match secs {
+        s if s < 60 => "just now".into(),
+        s if s < 3600 => format!("{}m ago", s / 60),
+        s if s < 86_400 => format!("{}h ago", s / 3600),
+        s if s < 86_400 * 14 => format!("{}d ago", s / 86_400),
+        s if s < 86_400 * 365 => format!("{}w ago", s / (86_400 * 7)),
+        s => format!("{}y ago", s / (86_400 * 365)),
+    }
+}
+
+impl ProfilePane {
+    /// The agents listed.
+    pub fn agents(&self) -> &[AgentSummary] {
+        &self.agents
+    }
+
+    /// The selected agent's id.
+    pub fn agent(&self) -> Option<&str> {
+        self.agents.get(self.agent).map(|a| a.id.as_str())
+    }
+
+    /// The preferences shown (the selected agent's, or the search hits').
+    pub fn shown(&self) -> Vec<&Preference> {
+        match &self.found {
+            Some(f) => f.hits.iter().map(|h| &h.preference).collect(),
+            None => self.prefs.iter().collect(),
+        }
+    }
+
+    /// The selected preference (only while the selection is in the preferences column).
+    pub fn selected_preference(&self) -> Option<&Preference> {
+        if self.column != Column::Preferences {
+            return None;
+        }
+        self.shown().get(self.selected).copied()
+    }
+
+    /// Which column has the selection.
+    pub fn column(&self) -> Column {
+        self.column
+    }
+
+    /// True while the add/edit form is open.
+    pub fn editing(&self) -> bool {
+        matches!(self.form, Form::Edit(_))
+    }
+
+    fn request(&mut self, job: ProfileJob, cx: &mut Cx<'_>) {
+        self.loading = true;
+        cx.request(Request::Profile(job));
+    }
+
+    fn reload(&mut self, cx: &mut Cx<'_>) {
+        self.requested = true;
+        let agent = self.agent().map(str::to_string);
+        self.request(ProfileJob::List { agent }, cx);
+    }
+
+    fn choose_agent(&mut self, i: usize, cx: &mut Cx<'_>) {
+        if self.agents.is_empty() {
+            return;
+        }
+        let i = i.min(self.agents.len() - 1);
+        if i != self.agent || self.prefs_of.as_deref() != self.agent() {
+            self.agent = i;
+            self.selected = 0;
+            self.found = None;
+            self.reload(cx);
+        }
+    }
+
+    fn move_selection(&mut self, by: isize, cx: &mut Cx<'_>) {
+        match self.column {
+            Column::Agents => {
+                let i = (self.agent as isize + by).clamp(0, self.agents.len().saturating_sub(1) as isize) as usize;
+                self.choose_agent(i, cx);
+            }
+            Column::Preferences => {
+                let n = self.shown().len();
+                if n > 0 {
+                    self.selected = (self.selected as isize + by).clamp(0, n as isize - 1) as usize;
+                }
+            }
+        }
+    }
+
+    fn open_add(&mut self, cx: &mut Cx<'_>) {
+        let Some(agent) = self.agent().map(str::to_string) else {
+            cx.notify(Level::Warn, "no agent to add to yet (profile memory is loading)");
+            return;
+        };
+        let category = self.shown().get(self.selected).map(|p| p.category).unwrap_or(Category::Style);
+        self.form = Form::Edit(Box::new(EditForm {
+            id: None,
+            agent,
+            category,
+            text: TextField::default(),
+            rule: TextField::default(),
+            field: Field::Text,
+            saving: false,
+            error: None,
+        }));
+    }
+
+    fn open_edit(&mut self, cx: &mut Cx<'_>) {
+        let Some(p) = self.selected_preference().cloned() else {
+            cx.notify(Level::Warn, "select a preference first (right column)");
+            return;
+        };
+        self.form = Form::Edit(Box::new(EditForm {
+            id: Some(p.id.clone()),
+            agent: p.agent_id.clone(),
+            category: p.category,
+            text: TextField::single_line(&p.content),
+            rule: TextField::single_line(p.rule.as_deref().unwrap_or("")),
+            field: Field::Text,
+            saving: false,
+            error: None,
+        }));
+    }
+
+    fn save(&mut self, cx: &mut Cx<'_>) {
+        let Form::Edit(form) = &mut self.form else { return };
+        if form.saving {
+            return;
+        }
+        let content = form.text.text().trim().to_string();
+        if content.is_empty() {
+            form.error = Some("type the preference first: what should the agent do?".into());
+            return;
+        }
+        if let Err(e) = form.verdict() {
+            form.error = Some(e);
+            form.field = Field::Rule;
+            return;
+        }
+        form.saving = true;
+        form.error = None;
+        let rule = form.rule.text().trim().to_string();
+        let job = match &form.id {
+            None => ProfileJob::Add(ProfileAddRequest {
+                agent_id: form.agent.clone(),
+                category: form.category,
+                content,
+                rule: Some(rule).filter(|r| !r.is_empty()),
+                role: None,
+            }),
+            Some(id) => ProfileJob::Edit(ProfileEditRequest {
+                id: id.clone(),
+                content: Some(content),
+                category: Some(form.category),
+                rule: Some(rule),
+            }),
+        };
+        self.request(job, cx);
+    }
+
+    /// Moves the selected preference to the next category (keeping its text; a rule only
+    /// constraints carry is dropped, and a constraint gets one recognised from its text).
+    fn move_category(&mut self, cx: &mut Cx<'_>) {
+        let Some(p) = self.selected_preference().cloned() else {
+            cx.notify(Level::Warn, "select a preference first (right column)");
+            return;
+        };
+        let to = p.category.next();
+        let rule = if to == Category::Constraint { p.rule.clone() } else { Some(String::new()) };
+        cx.notify(Level::Info, format!("moving to {to}"));
+        self.request(ProfileJob::Edit(ProfileEditRequest { id: p.id, category: Some(to), rule, content: None }), cx);
+    }
+
+    fn confirm_remove(&mut self, cx: &mut Cx<'_>) {
+        match self.selected_preference() {
+            Some(p) => self.form = Form::ConfirmRemove { id: p.id.clone(), content: p.content.clone() },
+            None => cx.notify(Level::Warn, "select a preference first (right column)"),
+        }
+    }
+
+    fn submit(&mut self, cx: &mut Cx<'_>) {
+        match std::mem::replace(&mut self.form, Form::None) {
+            Form::Edit(f) => {
+                self.form = Form::Edit(f);
+                self.save(cx);
+            }
+            Form::Search(q) => {
+                let query = q.text().trim().to_string();
+                if query.is_empty() {
+                    self.found = None;
+                    return;
+                }
+                let Some(agent) = self.agent().map(str::to_string) else { return };
+                self.column = Column::Preferences;
+                self.request(
+                    ProfileJob::Search(ProfileSearchRequest {
+                        agent_id: agent,
+                        query,
+                        limit: Some(SEARCH_LIMIT),
+                        without_team: false,
+                    }),
+                    cx,
+                );
+            }
+            Form::Import(path) => {
+                let text = path.text().trim().to_string();
+                if text.is_empty() {
+                    self.form = Form::Import(path);
+                    return;
+                }
+                self.request(ProfileJob::Import(expand_tilde(&text)), cx);
+            }
+            Form::ConfirmRemove { id, .. } => {
+                self.request(ProfileJob::Remove(ProfileRemoveRequest { id, agent: false }), cx)
+            }
+            Form::None => {}
+        }
+    }
+
+    fn on_update(&mut self, update: &ProfileUpdate, cx: &mut Cx<'_>) {
+        self.loading = false;
+        match update {
+            ProfileUpdate::Listed { agent, result } => match result {
+                Ok(list) => self.listed(agent.as_deref(), list, cx),
+                Err(e) => self.error = Some(e.clone()),
+            },
+            ProfileUpdate::Saved(result) => match result {
+                Ok(w) => {
+                    let created = if w.created_agent { " (new agent)" } else { "" };
+                    let mut note = format!("saved{created}: {}", w.rule_note);
+                    if let Some(n) = &w.notice {
+                        note.push_str(&format!(" · {n}"));
+                    }
+                    cx.notify(Level::Info, note);
+                    if matches!(self.form, Form::Edit(_)) {
+                        self.form = Form::None;
+                    }
+                    let id = w.preference.id.clone();
+                    self.found = None;
+                    self.reload(cx);
+                    self.pending_select = Some(id);
+                }
+                Err(e) => match &mut self.form {
+                    Form::Edit(f) => {
+                        f.saving = false;
+                        f.error = Some(e.clone());
+                    }
+                    _ => cx.notify(Level::Error, e.clone()),
+                },
+            },
+            ProfileUpdate::Removed(result) => match result {
+                Ok(r) => {
+                    cx.notify(Level::Info, format!("removed {} preference(s) of {}", r.removed, r.agent_id));
+                    if let Some(f) = &mut self.found {
+                        f.hits.retain(|h| h.preference.id != r.id);
+                    }
+                    self.reload(cx);
+                }
+                Err(e) => cx.notify(Level::Error, e.clone()),
+            },
+            ProfileUpdate::Searched(result) => match result {
+                Ok(r) => {
+                    self.selected = 0;
+                    self.found = Some(Found {
+                        query: r.query.clone(),
+                        mode: r.mode,
+                        hits: r.results.clone(),
+                        notice: r.notice.clone(),
+                    });
+                }
+                Err(e) => cx.notify(Level::Error, e.clone()),
+            },
+            ProfileUpdate::Exported(result) => match result {
+                Ok(r) => cx.notify(
+                    Level::Info,
+                    format!(
+                        "exported {} agents, {} preferences, {} removals to {}",
+                        r.agents,
+                        r.preferences,
+                        r.tombstones,
+                        r.path.display()
+                    ),
+                ),
+                Err(e) => cx.notify(Level::Error, e.clone()),
+            },
+            ProfileUpdate::Imported(result) => match result {
+                Ok(r) => {
+                    let rejected = if r.rejected.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {} refused (first: {})", r.rejected.len(), r.rejected[0].reason)
+                    };
+                    cx.notify(
+                        Level::Info,
+                        format!(
+                            "imported: {} added, {} updated, {} kept (local newer), {} removed{rejected}",
+                            r.added, r.updated, r.kept_local, r.deleted
+                        ),
+                    );
+                    self.reload(cx);
+                }
+                Err(e) => {
+                    cx.notify(Level::Error, e.clone());
+                }
+            },
+        }
+    }
+
+    fn listed(&mut self, agent: Option<&str>, list: &ProfileListResponse, cx: &mut Cx<'_>) {
+        self.error = None;
+        self.db = list.db.clone();
+        let keep = self.agent().map(str::to_string).or_else(|| agent.map(str::to_string));
+        self.agents = list.agents.clone();
+        self.agent = keep.and_then(|k| self.agents.iter().position(|a| a.id == k)).unwrap_or(0);
+        match agent {
+            Some(a) if self.agent() == Some(a) => {
+                self.prefs = list.preferences.clone();
+                self.prefs_of = Some(a.to_string());
+                if let Some(id) = self.pending_select.take() {
+                    if let Some(i) = self.prefs.iter().position(|p| p.id == id) {
+                        self.selected = i;
+                        self.column = Column::Preferences;
+                    }
+                }
+                self.selected = self.selected.min(self.prefs.len().saturating_sub(1));
+            }
+            _ => {
+                // The agents only (first load, or the agent is gone): fetch the chosen one's.
+                if self.agent().is_some() && self.prefs_of.as_deref() != self.agent() {
+                    self.prefs.clear();
+                    self.reload(cx);
+                }
+            }
+        }
+    }
+
+    fn render_agents(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) {
+        let t = cx.theme;
+        let focused = cx.focused && self.column == Column::Agents && matches!(self.form, Form::None);
+        let block = frame(format!(" Agents ({}) ", self.agents.len()), focused, t);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        let w = inner.width as usize;
+        for (k, a) in self.agents.iter().enumerate().take(inner.height as usize) {
+            let y = inner.y + k as u16;
+            let count = format!(" {}", a.preference_count);
+            let name_w = w.saturating_sub(widgets::width(&count) + 1);
+            let line = Line::from(vec![
+                Span::styled(format!(" {:<name_w$}", truncate(&a.id, name_w)), t.style(Slot::Text)),
+                Span::styled(count, t.style(Slot::Muted)),
+            ]);
+            buf.set_line(inner.x, y, &line, inner.width);
+            if k == self.agent {
+                let sel = if focused { t.style(Slot::Selection) } else { t.style(Slot::SelectionUnfocused) };
+                buf.set_style(Rect { y, height: 1, ..inner }, sel);
+            }
+        }
+        if self.agents.is_empty() && inner.height > 0 {
+            let text = if self.loading { "loading…" } else { "no agents" };
+            buf.set_stringn(inner.x + 1, inner.y, text, w, t.style(Slot::Muted));
+        }
+    }
+
+    fn title(&self) -> String {
+        let Some(a) = self.agents.get(self.agent) else { return " Preferences ".into() };
+        match &self.found {
+            Some(f) => {
+                let how = match f.mode {
+                    RecallMode::Vector => "by meaning",
+                    RecallMode::Text => "by words",
+                };
+                format!(" {} · {} for \"{}\" ({how}) ", a.id, f.hits.len(), f.query)
+            }
+            None if a.role.is_empty() => format!(" {} ", a.id),
+            None => format!(" {} · {} ", a.id, a.role),
+        }
+    }
+
+    /// The preference rows: (category header or preference index, line).
+    fn rows(&self, w: usize, cx: &RenderCtx<'_>) -> Vec<(Option<usize>, Line<'static>)> {
+        let t = cx.theme;
+        let mut out = Vec::new();
+        let mut last: Option<Category> = None;
+        let shown = self.shown();
+        for (i, p) in shown.iter().enumerate() {
+            if self.found.is_none() && last != Some(p.category) {
+                last = Some(p.category);
+                let n = shown.iter().filter(|q| q.category == p.category).count();
+                out.push((
+                    None,
+                    Line::from(vec![
+                        Span::styled(format!(" {} ({n})", p.category), t.style(Slot::HelpSection)),
+                        Span::styled(format!("  {}", category_behaviour(p.category)), t.style(Slot::Muted)),
+                    ]),
+                ));
+            }
+            let score = self.found.as_ref().and_then(|f| f.hits.get(i)).map(|h| format!("{:.2} ", h.similarity_score));
+            let rule = match (&p.rule, p.category) {
+                (Some(r), _) => format!(" [{r}]"),
+                (None, Category::Constraint) => " [advice only]".into(),
+                (None, _) => String::new(),
+            };
+            let tail = format!(" {} · {}", p.source.name(), age(cx.epoch_ms, p.last_updated));
+            let lead = match &score {
+                Some(s) => format!("  {s}{} ", p.category),
+                None => "   ".into(),
+            };
+            let text_w = w.saturating_sub(widgets::width(&lead) + widgets::width(&rule) + widgets::width(&tail)).max(8);
+            let content = truncate(&p.content, text_w);
+            let pad = text_w.saturating_sub(widgets::width(&content));
+            out.push((
+                Some(i),
+                Line::from(vec![
+                    Span::styled(lead, t.style(Slot::SearchScore)),
+                    Span::styled(content, t.style(Slot::Text)),
+                    Span::styled(" ".repeat(pad), t.style(Slot::Text)),
+                    Span::styled(rule, t.style(if p.rule.is_some() { Slot::Accent } else { Slot::Warning })),
+                    Span::styled(tail, t.style(Slot::Muted)),
+                ]),
+            ));
+        }
+        out
+    }
+
+    fn render_prefs(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) {
+        let t = cx.theme;
+        let focused = cx.focused && self.column == Column::Preferences && matches!(self.form, Form::None);
+        let block = frame(self.title(), focused, t);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        if inner.height == 0 || inner.width < 10 {
+            return;
+        }
+        let w = inner.width as usize;
+        let mut list = inner;
+        if let Some(n) = self.found.as_ref().and_then(|f| f.notice.as_deref()) {
+            buf.set_stringn(inner.x + 1, inner.y, truncate(n, w - 1), w, t.style(Slot::Warning));
+            list.y += 1;
+            list.height -= 1;
+        }
+        if let Some(e) = &self.error {
+            for (k, l) in widgets::wrap(e, w - 1).iter().enumerate().take(list.height as usize) {
+                buf.set_stringn(list.x + 1, list.y + k as u16, l, w - 1, t.style(Slot::Error));
+            }
+            return;
+        }
+        let rows = self.rows(w, cx);
+        if rows.is_empty() {
+            let text = match (&self.found, self.loading) {
+                (_, true) => "loading…".to_string(),
+                (Some(_), false) => format!(
+                    "Nothing close to that. {} clears the search, {} searches again.",
+                    cx.key(Command::Back),
+                    cx.key(Command::ProfileSearch)
+                ),
+                (None, false) => format!("No preferences yet. {} adds one.", cx.key(Command::ProfileAdd)),
+            };
+            for (k, l) in widgets::wrap(&text, w - 1).iter().enumerate().take(list.height as usize) {
+                buf.set_stringn(list.x + 1, list.y + k as u16, l, w - 1, t.style(Slot::Muted));
+            }
+            return;
+        }
+        let sel_row = rows.iter().position(|(i, _)| *i == Some(self.selected)).unwrap_or(0);
+        // Keep the category header above the first preference visible.
+        let visible = list.height as usize;
+        self.rows.set(list.height);
+        let offset = scroll_to(sel_row, self.offset.get(), visible, rows.len());
+        let offset =
+            if sel_row > 0 && offset == sel_row && rows[sel_row - 1].0.is_none() { offset - 1 } else { offset };
+        self.offset.set(offset);
+        for (k, (i, line)) in rows.iter().enumerate().skip(offset).take(visible) {
+            let y = list.y + (k - offset) as u16;
+            buf.set_line(list.x, y, line, list.width);
+            if *i == Some(self.selected) && self.column == Column::Preferences {
+                let sel = if focused { t.style(Slot::Selection) } else { t.style(Slot::SelectionUnfocused) };
+                buf.set_style(Rect { y, height: 1, ..list }, sel);
+            }
+        }
+    }
+
+    /// The form's height for `form`.
+    fn form_height(&self) -> u16 {
+        match &self.form {
+            Form::None => 0,
+            Form::Edit(_) => 8,
+            Form::Search(_) | Form::Import(_) | Form::ConfirmRemove { .. } => 3,
+        }
+    }
+
+    fn render_form(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
+        let t = cx.theme;
+        let line_field = |buf: &mut Buffer, title: String, field: &TextField, placeholder: &str| {
+            let block = frame(title, cx.focused, t);
+            let inner = block.inner(area);
+            block.render(area, buf);
+            buf.set_string(inner.x, inner.y, "›", t.style(Slot::Accent));
+            let r = Rect { x: inner.x + 2, width: inner.width.saturating_sub(2), height: 1, ..inner };
+            field.render_line(r, buf, t.style(Slot::Input), Some((placeholder, t.style(Slot::Placeholder))))
+        };
+        match &self.form {
+            Form::None => None,
+            Form::Search(q) => Some(line_field(
+                buf,
+                format!(
+                    " Search {}'s preferences by meaning ({} search, {} cancel) ",
+                    self.agent().unwrap_or("?"),
+                    cx.key(Command::Select),
+                    cx.key(Command::Back)
+                ),
+                q,
+                "what is the code about? (\"testing\", \"how to name components\")",
+            )),
+            Form::Import(p) => Some(line_field(
+                buf,
+                format!(
+                    " Import a profile manifest ({} import, {} cancel) ",
+                    cx.key(Command::Select),
+                    cx.key(Command::Back)
+                ),
+                p,
+                "path of a profile_sync.json (docdex profile export writes one)",
+            )),
+            Form::ConfirmRemove { content, .. } => {
+                let block = frame(" Remove preference ", cx.focused, t);
+                let inner = block.inner(area);
+                block.render(area, buf);
+                let text = format!("Remove \"{}\"? y removes, n or {} keeps it", content, cx.key(Command::Back));
+                buf.set_stringn(
+                    inner.x + 1,
+                    inner.y,
+                    truncate(&text, inner.width.saturating_sub(1) as usize),
+                    inner.width as usize,
+                    t.style(Slot::Warning),
+                );
+                None
+            }
+            Form::Edit(f) => {
+                let title = match &f.id {
+                    None => format!(" Add a preference for {} ", f.agent),
+                    Some(_) => format!(" Edit a preference of {} ", f.agent),
+                };
+                let block = frame(title, cx.focused, t);
+                let inner = block.inner(area);
+                block.render(area, buf);
+                if inner.height < 6 {
+                    return None;
+                }
+                let w = inner.width as usize;
+                let label = |buf: &mut Buffer, y: u16, text: &str, active: bool| {
+                    let style = if active { t.style(Slot::Accent) } else { t.style(Slot::Muted) };
+                    buf.set_stringn(inner.x + 1, y, text, 10, style);
+                };
+                let field_rect = |y: u16| Rect { x: inner.x + 11, y, width: inner.width.saturating_sub(12), height: 1 };
+                label(buf, inner.y, "category", false);
+                buf.set_line(
+                    inner.x + 11,
+                    inner.y,
+                    &Line::from(vec![
+                        Span::styled(f.category.name().to_string(), t.style(Slot::Accent)),
+                        Span::styled(
+                            format!(
+                                "  {} · {} changes it",
+                                category_behaviour(f.category),
+                                cx.key(Command::ProfileMove)
+                            ),
+                            t.style(Slot::Muted),
+                        ),
+                    ]),
+                    inner.width.saturating_sub(12),
+                );
+                label(buf, inner.y + 1, "text", f.field == Field::Text);
+                let c1 = f.text.render_line(
+                    field_rect(inner.y + 1),
+                    buf,
+                    t.style(Slot::Input),
+                    Some(("what the agent should do (\"avoid circular dependencies\")", t.style(Slot::Placeholder))),
+                );
+                label(buf, inner.y + 2, "rule", f.field == Field::Rule);
+                let placeholder = if f.category == Category::Constraint {
+                    "optional: no-import-cycles | forbid-import P | forbid-node L K [name] | max-lines N [glob] | require-test-for G"
+                } else {
+                    "only constraints carry rules"
+                };
+                let c2 = f.rule.render_line(
+                    field_rect(inner.y + 2),
+                    buf,
+                    t.style(Slot::Input),
+                    Some((placeholder, t.style(Slot::Placeholder))),
+                );
+                let (mark, text, slot) = match (&f.error, f.verdict()) {
+                    (Some(e), _) => ("✗", e.clone(), Slot::Error),
+                    (None, Err(e)) => ("✗", e, Slot::Error),
+                    (None, Ok((_, note))) => ("✓", note, Slot::Ok),
+                };
+                let verdict = format!("{mark} {text}");
+                for (k, l) in widgets::wrap(&verdict, w.saturating_sub(2)).iter().enumerate().take(2) {
+                    buf.set_stringn(inner.x + 1, inner.y + 3 + k as u16, l, w.saturating_sub(1), t.style(slot));
+                }
+                let help = if f.saving {
+                    "saving…".to_string()
+                } else {
+                    format!(
+                        "{} save · {} cancel · {}/{} text or rule · {} category",
+                        cx.key(Command::Select),
+                        cx.key(Command::Back),
+                        cx.key(Command::Up),
+                        cx.key(Command::Down),
+                        cx.key(Command::ProfileMove)
+                    )
+                };
+                buf.set_stringn(
+                    inner.x + 1,
+                    inner.y + inner.height - 1,
+                    truncate(&help, w.saturating_sub(1)),
+                    w,
+                    t.style(Slot::Muted),
+                );
+                Some(if f.field == Field::Text { c1 } else { c2 })
+            }
+        }
+    }
+}
+
+fn expand_tilde(p: &str) -> PathBuf {
+    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(p),
+    }
+}
 
 impl Pane for ProfilePane {
     fn id(&self) -> PaneId {
         PaneId::Profile
     }
 
-    fn command(&mut self, _cmd: Command, _cx: &mut Cx<'_>) -> bool {
-        false
+    fn typing(&self) -> bool {
+        !matches!(self.form, Form::None)
+    }
+
+    fn text_field(&self) -> Option<bool> {
+        self.typing().then_some(false)
+    }
+
+    fn focus_text(&mut self) -> bool {
+        self.typing()
+    }
+
+    fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool {
+        // With a form open only its keys work (the rest would act on rows behind it).
+        if !matches!(self.form, Form::None) {
+            match cmd {
+                Command::Select => self.submit(cx),
+                Command::Back => self.form = Form::None,
+                Command::Up | Command::Down => {
+                    if let Form::Edit(f) = &mut self.form {
+                        f.field = if f.field == Field::Text { Field::Rule } else { Field::Text };
+                    }
+                }
+                Command::ProfileMove => {
+                    if let Form::Edit(f) = &mut self.form {
+                        f.category = f.category.next();
+                        f.error = None;
+                    }
+                }
+                _ => return false,
+            }
+            return true;
+        }
+        let page = (self.rows.get() / 2).max(1) as isize;
+        match cmd {
+            Command::Up => self.move_selection(-1, cx),
+            Command::Down => self.move_selection(1, cx),
+            Command::PageUp => self.move_selection(-page, cx),
+            Command::PageDown => self.move_selection(page, cx),
+            Command::Top => self.move_selection(-(1 << 20), cx),
+            Command::Bottom => self.move_selection(1 << 20, cx),
+            Command::Left => self.column = Column::Agents,
+            Command::Right => {
+                if !self.shown().is_empty() {
+                    self.column = Column::Preferences;
+                }
+            }
+            Command::Select => match self.column {
+                Column::Agents => {
+                    if !self.shown().is_empty() {
+                        self.column = Column::Preferences;
+                    }
+                }
+                Column::Preferences => self.open_edit(cx),
+            },
+            Command::Back => {
+                if self.found.take().is_some() {
+                    self.selected = 0;
+                } else {
+                    self.column = Column::Agents;
+                }
+            }
+            Command::ProfileAdd => self.open_add(cx),
+            Command::ProfileEdit => self.open_edit(cx),
+            Command::ProfileRemove => self.confirm_remove(cx),
+            Command::ProfileMove => self.move_category(cx),
+            Command::ProfileSearch => self.form = Form::Search(TextField::default()),
+            Command::ProfileImport => self.form = Form::Import(TextField::default()),
+            Command::ProfileExport => self.request(ProfileJob::Export, cx),
+            Command::ProfileReload => self.reload(cx),
+            _ => return false,
+        }
+        true
+    }
+
+    fn text(&mut self, key: &KeyEvent, cx: &mut Cx<'_>) -> bool {
+        match &mut self.form {
+            Form::Edit(f) => {
+                let field = if f.field == Field::Text { &mut f.text } else { &mut f.rule };
+                let used = field.edit(key);
+                if used {
+                    f.error = None;
+                }
+                used
+            }
+            Form::Search(q) | Form::Import(q) => q.edit(key),
+            Form::ConfirmRemove { .. } => {
+                match key.code {
+                    KeyCode::Char('y' | 'Y') => self.submit(cx),
+                    KeyCode::Char('n' | 'N') => self.form = Form::None,
+                    _ => {}
+                }
+                true
+            }
+            Form::None => false,
+        }
+    }
+
+    fn paste(&mut self, text: &str, _cx: &mut Cx<'_>) {
+        match &mut self.form {
+            Form::Edit(f) => {
+                if f.field == Field::Text { &mut f.text } else { &mut f.rule }.insert_str(text);
+                f.error = None;
+            }
+            Form::Search(q) | Form::Import(q) => q.insert_str(text),
+            _ => {}
+        }
+    }
+
+    fn engine(&mut self, event: &EngineEvent, cx: &mut Cx<'_>) {
+        if let EngineEvent::Profile(update) = event {
+            self.on_update(update, cx);
+        }
+    }
+
+    fn focused(&mut self, cx: &mut Cx<'_>) {
+        // Every time: chat turns teach preferences in the background.
+        self.reload(cx);
+    }
+
+    fn hints(&self) -> Vec<(Command, &'static str)> {
+        if !matches!(self.form, Form::None) {
+            return vec![(Command::Select, "ok"), (Command::Back, "cancel")];
+        }
+        vec![
+            (Command::ProfileAdd, "add"),
+            (Command::ProfileEdit, "edit"),
+            (Command::ProfileRemove, "delete"),
+            (Command::ProfileMove, "category"),
+            (Command::ProfileSearch, "search"),
+        ]
     }
 
     fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
-        let block = frame(" Profile ", cx.focused, cx.theme);
-        let inner = block.inner(area);
-        block.render(area, buf);
-        let status = "Profile memory is not built yet, so there is nothing to edit here.";
-        needs(
-            inner,
-            buf,
-            cx.theme,
-            "The profile editor will hold your agents' preferences",
-            &[
-                status,
-                "It will list agent personas (for example a frontend or a security reviewer) and, for each, the preferences and constraints learned or set by hand: style rules (\"use semantic versioning\"), constraints (\"avoid circular dependencies\", \"deprecate moment.js\"), and facts, each with its category, source and when it last changed.",
-                "You will be able to add, edit and remove them here. Constraint rules will also feed the impact graph's risk overlay, which today marks only cycles and unresolved imports.",
-            ],
-        );
-        None
+        let form_h = self.form_height().min(area.height.saturating_sub(4));
+        let top = Rect { height: area.height - form_h, ..area };
+        let left_w = AGENTS_WIDTH.min(top.width / 3);
+        self.render_agents(Rect { width: left_w, ..top }, buf, cx);
+        self.render_prefs(Rect { x: top.x + left_w, width: top.width - left_w, ..top }, buf, cx);
+        if form_h == 0 {
+            return None;
+        }
+        let form = Rect { y: top.y + top.height, height: form_h, ..area };
+        self.render_form(form, buf, cx).filter(|_| cx.focused)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_short() {
+        let now = 1_000_000_000_000u64;
+        assert_eq!(age(now, now as i64 + 5_000), "just now");
+        assert_eq!(age(now, now as i64 - 30_000), "just now");
+        assert_eq!(age(now, now as i64 - 5 * 60_000), "5m ago");
+        assert_eq!(age(now, now as i64 - 3 * 3_600_000), "3h ago");
+        assert_eq!(age(now, now as i64 - 2 * 86_400_000), "2d ago");
+        assert_eq!(age(now, now as i64 - 21 * 86_400_000), "3w ago");
     }
 }

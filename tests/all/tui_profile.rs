@@ -1,0 +1,189 @@
+//! The Profile pane as an editor, driven with keys over a real engine and a real profile
+//! database: every change goes out as a `Request::Profile` (nothing is written until the
+//! worker runs it) and is checked in the database afterwards.
+
+use crate::tui_support::{shows, Harness};
+use crossterm::event::KeyCode;
+use docdex::engine::protocol::{Category, Preference, ProfileListRequest};
+use docdex::tui::event::{ProfileJob, Request};
+
+fn prefs_of(h: &Harness, agent: &str) -> Vec<Preference> {
+    h.engine.profile_list(&ProfileListRequest { agent_id: Some(agent.into()) }).expect("list").preferences
+}
+
+fn profile_jobs(reqs: &[Request]) -> Vec<ProfileJob> {
+    reqs.iter().filter_map(|r| if let Request::Profile(j) = r { Some(j.clone()) } else { None }).collect()
+}
+
+/// The Profile pane, loaded, with `agent` selected (agents are listed by id).
+fn open_on(agent: &str) -> Harness {
+    let mut h = Harness::new().started();
+    h.alt('7');
+    h.pump();
+    let i = h.app.profile().agents().iter().position(|a| a.id == agent).expect("agent listed");
+    for _ in 0..i {
+        h.key(KeyCode::Down);
+        h.pump();
+    }
+    assert_eq!(h.app.profile().agent(), Some(agent));
+    h
+}
+
+#[test]
+fn profile_pane_lists_agents_and_their_preferences_by_category() {
+    let mut h = Harness::new().started();
+    h.alt('7');
+    // Focusing the pane asks the engine (off the UI thread): nothing is shown before the answer.
+    let jobs = profile_jobs(&h.requests());
+    assert_eq!(jobs, vec![ProfileJob::List { agent: None }]);
+    for r in h.sent.clone().into_iter().filter(|r| matches!(r, Request::Profile(_))) {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    // The first agent's preferences are asked for next.
+    let jobs = profile_jobs(&h.requests());
+    assert_eq!(jobs, vec![ProfileJob::List { agent: Some("mcoda_backend".into()) }]);
+    h.sent.clear();
+    h.engine_event(docdex::tui::event::EngineEvent::Profile(docdex::tui::event::ProfileUpdate::Listed {
+        agent: Some("mcoda_backend".into()),
+        result: h
+            .engine
+            .profile_list(&ProfileListRequest { agent_id: Some("mcoda_backend".into()) })
+            .map_err(|e| e.to_string()),
+    }));
+    let s = h.screen(120, 40);
+    for needle in ["mcoda_backend", "mcoda_frontend", "mcoda_security", "team", "constraint (", "seed · just now"] {
+        assert!(shows(&s, needle), "{needle}:\n{s}");
+    }
+    h.snap_both("tui_profile");
+    // Switching agent lists the new one's preferences; its rules are shown, advice-only ones say so.
+    h.key(KeyCode::Down);
+    h.pump();
+    assert_eq!(h.app.profile().agent(), Some("mcoda_frontend"));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "[forbid-node typescript predefined_type any]"), "{s}");
+    h.snap_both("tui_profile_frontend");
+}
+
+#[test]
+fn profile_editor_adds_with_the_rule_validated_as_you_type() {
+    let mut h = open_on("mcoda_frontend");
+    let before = prefs_of(&h, "mcoda_frontend").len();
+    h.key(KeyCode::Char('a'));
+    assert!(h.app.profile().editing());
+    h.typ("Deprecate usage of moment.js");
+    // A style preference carries no rule; two steps on is a constraint, whose rule is
+    // recognised from the text as it stands.
+    h.ctrl('t');
+    h.ctrl('t');
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "✓ rule forbid-import moment recognised from the text"), "{s}");
+    h.snap_both("tui_profile_form");
+    // A bad rule is refused while typing, with the grammar.
+    h.key(KeyCode::Down);
+    h.typ("forbid-node typescript");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "✗") && shows(&s, "rules: no-import-cycles"), "{s}");
+    h.snap_both("tui_profile_rule_error");
+    // Enter refuses to send it.
+    h.key(KeyCode::Enter);
+    assert!(profile_jobs(&h.requests()).is_empty());
+    h.ctrl('u');
+    h.typ("forbid-import moment");
+    h.key(KeyCode::Enter);
+    // Sent, not yet written: the engine runs it off the UI thread.
+    let jobs = profile_jobs(&h.requests());
+    assert!(
+        matches!(&jobs[..], [ProfileJob::Add(a)] if a.agent_id == "mcoda_frontend" && a.category == Category::Constraint && a.rule.as_deref() == Some("forbid-import moment")),
+        "{jobs:?}"
+    );
+    assert!(shows(&h.screen(120, 40), "saving…"));
+    assert_eq!(prefs_of(&h, "mcoda_frontend").len(), before);
+    for r in h.sent.clone().into_iter().filter(|r| matches!(r, Request::Profile(ProfileJob::Add(_)))) {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    h.pump();
+    assert!(!h.app.profile().editing());
+    let prefs = prefs_of(&h, "mcoda_frontend");
+    assert_eq!(prefs.len(), before + 1);
+    let added = prefs.iter().find(|p| p.content == "Deprecate usage of moment.js").expect("added");
+    assert_eq!(added.rule.as_deref(), Some("forbid-import moment"));
+    // The new preference is selected and listed with its rule.
+    assert_eq!(h.app.profile().selected_preference().map(|p| p.id.clone()), Some(added.id.clone()));
+    assert!(h.app.notice().is_some_and(|n| n.contains("saved")), "{:?}", h.app.notice());
+}
+
+#[test]
+fn profile_editor_edits_moves_and_removes() {
+    let mut h = open_on("mcoda_qa");
+    h.key(KeyCode::Right);
+    let target = h.app.profile().selected_preference().cloned().expect("a preference");
+    // Edit: the form opens with its text; replace it.
+    h.key(KeyCode::Char('e'));
+    assert!(h.app.profile().editing());
+    h.ctrl('u');
+    h.typ("Reproduce every bug with a failing test before fixing it.");
+    h.key(KeyCode::Enter);
+    h.pump();
+    let now = prefs_of(&h, "mcoda_qa");
+    let edited = now.iter().find(|p| p.id == target.id).expect("same id");
+    assert_eq!(edited.content, "Reproduce every bug with a failing test before fixing it.");
+    assert_eq!(edited.source, docdex::engine::protocol::PreferenceSource::Manual);
+    // Move to the next category with one key.
+    assert_eq!(h.app.profile().selected_preference().map(|p| p.id.clone()), Some(target.id.clone()));
+    h.key(KeyCode::Char('m'));
+    h.pump();
+    let moved = prefs_of(&h, "mcoda_qa").into_iter().find(|p| p.id == target.id).expect("kept");
+    assert_eq!(moved.category, edited.category.next());
+    // Remove asks first; `n` keeps it, `y` removes it.
+    let sel = h.app.profile().selected_preference().cloned().expect("selected");
+    h.key(KeyCode::Char('d'));
+    assert!(shows(&h.screen(120, 40), "y removes"));
+    h.key(KeyCode::Char('n'));
+    assert!(profile_jobs(&h.requests()).is_empty());
+    h.key(KeyCode::Char('d'));
+    h.snap_both("tui_profile_confirm_remove");
+    h.key(KeyCode::Char('y'));
+    h.pump();
+    assert!(prefs_of(&h, "mcoda_qa").iter().all(|p| p.id != sel.id));
+    assert_eq!(prefs_of(&h, "mcoda_qa").len(), now.len() - 1);
+}
+
+#[test]
+fn profile_pane_searches_exports_and_imports() {
+    let mut h = open_on("mcoda_backend");
+    h.key(KeyCode::Char('/'));
+    h.typ("circular dependencies between modules");
+    h.key(KeyCode::Enter);
+    h.pump();
+    let s = h.screen(120, 40);
+    // No embedder in this home: recall by words, and the pane says so.
+    assert!(shows(&s, "(by words)"), "{s}");
+    assert!(shows(&s, "[no-import-cycles]"), "{s}");
+    h.snap_both("tui_profile_search");
+    // Esc leaves the results for the whole list.
+    h.key(KeyCode::Esc);
+    assert!(!shows(&h.screen(120, 40), "(by words)"));
+    // Export writes a manifest under profiles/sync/; import merges it back (nothing newer).
+    h.key(KeyCode::Char('X'));
+    h.pump();
+    let notice = h.app.notice().expect("notice").to_string();
+    assert!(notice.contains("exported"), "{notice}");
+    let path = notice.rsplit(" to ").next().expect("path").to_string();
+    assert!(std::path::Path::new(&path).is_file(), "{path}");
+    h.key(KeyCode::Char('I'));
+    h.typ(&path);
+    h.key(KeyCode::Enter);
+    h.pump();
+    let notice = h.app.notice().expect("notice").to_string();
+    assert!(notice.contains("imported: 0 added, 0 updated"), "{notice}");
+    // A bad path is the engine's clear error, in the status bar.
+    h.key(KeyCode::Char('I'));
+    h.typ("/no/such/manifest.json");
+    h.key(KeyCode::Enter);
+    h.pump();
+    assert!(h.app.notice().is_some_and(|n| n.contains("/no/such/manifest.json")), "{:?}", h.app.notice());
+}
