@@ -617,7 +617,9 @@ impl ProfilePane {
         match &self.form {
             Form::None => 0,
             Form::Edit(_) => 8,
-            Form::Search(_) | Form::Import(_) | Form::ConfirmRemove { .. } => 3,
+            Form::Search(_) | Form::Import(_) => 3,
+            // A row to spare: a long status notice takes the bottom border and the row above.
+            Form::ConfirmRemove { .. } => 4,
         }
     }
 
