@@ -13,6 +13,7 @@ use docdex::tui::app::Effect;
 use docdex::tui::event::{ChatUpdate, Citation, EngineEvent, ProviderState, Request};
 use docdex::tui::panes::PaneId;
 use docdex::tui::theme::Slot;
+use docdex::tui::widgets::graph::{NodeKind, GROUP_OVER};
 use ratatui::style::{Color, Modifier};
 
 fn searches(reqs: &[Request]) -> Vec<(u64, SearchRequest, bool)> {
@@ -577,12 +578,19 @@ fn impact_on_the_real_import_graph() {
     }
     assert!(shows(&h.screen(120, 40), "breaks `no-import-cycles`"));
     let s = h.screen(120, 40);
-    assert!(shows(&s, "src/inventory/store.py"), "{s}");
+    assert!(shows(&s, "store.py"), "{s}");
     h.snap_both("tui_impact_python_fixture");
+    // store.py both imports pricing.py and is imported by it: it is shown on both sides.
+    assert_eq!(model.columns_of(store).len(), 2, "{:?}", model.columns);
     // Re-centre on store.py: the graph is asked for again, around it.
     let col = model.column_of(store).expect("shown");
+    let idx = model.columns[col].iter().position(|&e| e == store).expect("in its column");
     let dir = if col > model.center_col { KeyCode::Right } else { KeyCode::Left };
     h.key(dir);
+    h.key(KeyCode::Home);
+    for _ in 0..idx {
+        h.key(KeyCode::Down);
+    }
     h.key(KeyCode::Enter);
     h.pump();
     let model = h.app.impact().model().expect("graph");
@@ -708,8 +716,102 @@ fn impact_with_200_nodes() {
         .next_back()
         .expect("impact");
     h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::large_graph(200)) });
-    assert_eq!(h.app.impact().model().expect("graph").shown(), 200);
+    let model = h.app.impact().model().expect("graph");
+    // Every file is counted (a file on a cycle with the centre on both sides), and no column
+    // draws more than GROUP_OVER entries: the rest are folder groups.
+    let counted: usize = (0..model.columns.len()).map(|c| model.count(c)).sum();
+    assert!(counted >= 200, "{counted}");
+    assert!(model.columns.iter().all(|c| c.len() <= GROUP_OVER), "{:?}", model.columns);
+    let s = h.screen(120, 40);
+    assert!(s.contains("▸ "), "folder groups are drawn: {s}");
     h.snap_both("tui_impact_200");
+}
+
+#[test]
+fn impact_of_a_file_with_72_importers_is_grouped_by_folder() {
+    let mut h = Harness::with("").started();
+    h.search("session");
+    h.ctrl('g');
+    let seq = h
+        .requests()
+        .iter()
+        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
+        .expect("impact");
+    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::fan_in_graph()) });
+    let model = h.app.impact().model().expect("graph");
+    assert_eq!(model.count(0), 72);
+    assert!(model.columns[0].len() <= GROUP_OVER);
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "importers (72)"), "{s}");
+    assert!(shows(&s, "multi_thread/ (7)"), "{s}");
+    assert!(shows(&s, "more"), "the smallest folders fold into +N more: {s}");
+    assert!(shows(&s, "imported by 72:"), "the centre's details agree with the header: {s}");
+    // loom/std/mod.rs imports the centre and is imported by it: on both sides, in the danger
+    // colour; files on other cycles keep the normal colour (their ↻ mark says it).
+    let std_mod = model.view.find("tokio/src/loom/std/mod.rs").expect("std/mod.rs");
+    // (On the left it is inside its folder's group, which carries the colour.)
+    assert!(model.on_centre_cycle(std_mod) && model.columns_of(std_mod) == [model.center_col + 1]);
+    let group = model.columns[0].iter().copied().find(|&e| model.members(e).contains(&std_mod)).expect("its group");
+    assert!(model.on_centre_cycle(group));
+    h.snap_both("tui_impact_fan_in");
+    // Enter on a group lists its files in place; the count stays.
+    h.key(KeyCode::Left);
+    let model = h.app.impact().model().expect("graph");
+    let first_group =
+        model.columns[0].iter().position(|&e| model.view.nodes[e].kind == NodeKind::Group).expect("a group");
+    let members: Vec<String> =
+        model.members(model.columns[0][first_group]).iter().map(|&m| model.view.nodes[m].id.clone()).collect();
+    h.key(KeyCode::Home);
+    for _ in 0..first_group {
+        h.key(KeyCode::Down);
+    }
+    h.key(KeyCode::Enter);
+    let model = h.app.impact().model().expect("graph");
+    let shown: Vec<&str> = model.columns[0].iter().map(|&e| model.view.nodes[e].id.as_str()).collect();
+    assert!(members.iter().all(|m| shown.contains(&m.as_str())), "{members:?} in {shown:?}");
+    assert_eq!(model.count(0), 72);
+    let sel = h.app.impact().cursor().node(model).expect("selection");
+    assert_eq!(model.view.nodes[sel].kind, NodeKind::File, "the cursor is on the group's first file");
+    assert!(h.app.impact().center() == Some("src/auth/session.rs"), "expanding does not re-centre");
+}
+
+#[test]
+fn impact_counts_agree_with_docdex_impact_json() {
+    let mut h = Harness::on_fixture("python").started();
+    h.search("pricing");
+    let idx =
+        h.app.search().results().iter().position(|r| r.path == "src/inventory/pricing.py").expect("pricing.py hit");
+    for _ in 0..idx {
+        h.key(KeyCode::Down);
+    }
+    h.pump();
+    h.ctrl('g');
+    h.pump();
+    for depth in 1..=2u32 {
+        if depth == 2 {
+            h.key(KeyCode::Char('+'));
+            h.pump();
+        }
+        let repo = h.repo.display().to_string();
+        let d = depth.to_string();
+        let json =
+            h.env.json(&["impact", "--repo", &repo, "--file", "src/inventory/pricing.py", "--depth", &d, "--json"]);
+        let model = h.app.impact().model().expect("graph");
+        assert_eq!(h.app.impact().depth(), depth);
+        for level in 1..=depth as usize {
+            let at = |side: &str| {
+                json[side].as_array().expect(side).iter().filter(|x| x["depth"].as_u64() == Some(level as u64)).count()
+            };
+            assert_eq!(model.count(model.center_col - level), at("inbound"), "importers at depth {level}: {json}");
+            assert_eq!(model.count(model.center_col + level), at("outbound"), "imports at depth {level}: {json}");
+            let s = h.screen(120, 40);
+            if level == 1 {
+                assert!(shows(&s, &format!("importers ({})", at("inbound"))), "{s}");
+                assert!(shows(&s, &format!("imported by {}", at("inbound"))), "{s}");
+                assert!(shows(&s, &format!("imports {}", at("outbound"))), "{s}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -730,9 +832,13 @@ fn impact_columns_scroll_with_the_selection() {
     nodes.extend((1..=60).map(|i| node(format!("src/users/u{i:02}.rs"))));
     let edges = (1..=60).map(|i| GraphEdge { from: i, to: 0, confidence: 1.0 }).collect();
     h.engine_event(EngineEvent::Impact { seq, result: Ok(GraphView { nodes, edges, center: 0, depth: 1 }) });
+    // Sixty files of one folder are one group; enter lists them in the column, which scrolls.
+    let grouped = h.screen(80, 24);
+    assert!(shows(&grouped, "▸ src/users/ (60)"), "{grouped}");
+    h.key(KeyCode::Left);
+    h.key(KeyCode::Enter);
     let top = h.screen(80, 24);
     assert!(shows(&top, "↓") && !shows(&top, "↑"), "{top}");
-    h.key(KeyCode::Left);
     for _ in 0..30 {
         h.key(KeyCode::Down);
         let _ = h.screen(80, 24);

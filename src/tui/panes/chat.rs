@@ -453,7 +453,7 @@ impl ChatPane {
             ProviderState::Unavailable(why) => format!("The model is not available: {why}\n\n{}", self.setup_help()),
         };
         let lines = MarkdownStream::parse(&format!("{about}\n\n{state}"));
-        lines.iter().flat_map(|l| wrap_runs(l, w.min(100))).map(|r| to_line(&r, t, None)).collect()
+        lines.iter().flat_map(|l| wrap_runs(l, w)).map(|r| to_line(&r, t, None)).collect()
     }
 }
 

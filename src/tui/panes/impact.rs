@@ -9,13 +9,14 @@ use crate::tui::event::{EngineEvent, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::graph::{
-    default_rules, levels_that_fit, GraphCursor, GraphFrame, GraphModel, GraphWidget, NodeKind, MAX_DEPTH,
+    default_rules, levels_that_fit, GraphCursor, GraphFrame, GraphModel, GraphView, GraphWidget, NodeKind, MAX_DEPTH,
 };
 use crate::tui::widgets::{frame, truncate_left};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::widgets::Widget;
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 
 /// The impact pane's state.
 #[derive(Debug)]
@@ -27,6 +28,9 @@ pub struct ImpactPane {
     seq: u64,
     loading: bool,
     error: Option<String>,
+    /// The engine's graph as it came; `model` is it laid out with `expanded` groups open.
+    view: Option<GraphView>,
+    expanded: BTreeSet<String>,
     model: Option<GraphModel>,
     cursor: GraphCursor,
     frame: RefCell<GraphFrame>,
@@ -42,6 +46,8 @@ impl Default for ImpactPane {
             seq: 0,
             loading: false,
             error: None,
+            view: None,
+            expanded: BTreeSet::new(),
             model: None,
             cursor: GraphCursor::default(),
             frame: RefCell::new(GraphFrame::default()),
@@ -100,6 +106,15 @@ impl ImpactPane {
         }
     }
 
+    /// Lays the graph out again (after a group was expanded); the cursor goes to the centre.
+    fn relayout(&mut self) {
+        let Some(view) = &self.view else { return };
+        let model = GraphModel::with_expanded(view.clone(), self.depth, &default_rules(), &self.expanded);
+        self.cursor = GraphCursor::at_center(&model);
+        *self.frame.borrow_mut() = GraphFrame::default();
+        self.model = Some(model);
+    }
+
     /// Forgets everything (the repository changed).
     pub fn reset(&mut self) {
         *self = ImpactPane { depth: self.depth, risk: self.risk, ..Default::default() };
@@ -152,7 +167,19 @@ impl Pane for ImpactPane {
             Command::Recenter | Command::Select => {
                 if let Some(n) = self.cursor.node(model) {
                     let node = &model.view.nodes[n];
-                    if node.kind == NodeKind::File {
+                    if let Some(key) = model.expand_key(n) {
+                        // A group opens in place: its files, with the cursor on the first.
+                        let first = model.members(n).first().copied();
+                        let col = self.cursor.col;
+                        self.expanded.insert(key.to_string());
+                        self.relayout();
+                        if let (Some(first), Some(model)) = (first, &self.model) {
+                            if let Some(idx) = model.columns.get(col).and_then(|c| c.iter().position(|&e| e == first)) {
+                                self.cursor.col = col;
+                                self.cursor.idx = idx;
+                            }
+                        }
+                    } else if node.kind == NodeKind::File {
                         let id = node.id.clone();
                         self.set_center(&id, cx);
                     } else {
@@ -180,15 +207,20 @@ impl Pane for ImpactPane {
             self.loading = false;
             match result {
                 Ok(view) => {
-                    let model = GraphModel::new(view.clone(), self.depth, &default_rules());
-                    self.cursor = GraphCursor::at_center(&model);
-                    *self.frame.borrow_mut() = GraphFrame::default();
-                    self.model = Some(model);
+                    let centre = view.nodes.get(view.center).map(|n| n.id.clone());
+                    let same_centre =
+                        self.view.as_ref().and_then(|v| v.nodes.get(v.center)).map(|n| &n.id) == centre.as_ref();
+                    if !same_centre {
+                        self.expanded.clear();
+                    }
+                    self.view = Some(view.clone());
+                    self.relayout();
                     self.error = None;
                 }
                 Err(e) => {
                     self.error = Some(e.clone());
                     self.model = None;
+                    self.view = None;
                 }
             }
         }

@@ -18,7 +18,7 @@ use crate::tui::theme::{Slot, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// Below this confidence an edge is drawn dashed (the resolver guessed).
 pub const WEAK_CONFIDENCE: f32 = 0.8;
@@ -42,6 +42,9 @@ pub enum NodeKind {
     External,
     /// An import that could not be resolved to anything.
     Unresolved,
+    /// Several nodes of one column summarised by folder (`src/runtime/ 23`) or as "+N more";
+    /// `enter` expands it. Only [`GraphModel`] makes these.
+    Group,
 }
 
 /// One node.
@@ -168,112 +171,302 @@ pub fn default_rules() -> Vec<Box<dyn RiskRule>> {
     vec![Box::new(CycleRule), Box::new(UnresolvedRule), Box::new(ConstraintRule)]
 }
 
+/// A column entry while grouping: its members and, for a group, its key and label.
+type ColumnEntry = (Vec<usize>, Option<(String, String)>);
+
+/// A column with more nodes than this is summarised by folder.
+pub const GROUP_OVER: usize = 12;
+
+/// An edge between entries of two adjacent columns: `from` (in column `col`) imports `to`
+/// (in column `col + 1`). Entries may be groups; the link then stands for every edge between
+/// their members.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnLink {
+    /// Column of `from`; `to` is in the next one.
+    pub col: usize,
+    /// Importing entry (node index).
+    pub from: usize,
+    /// Imported entry (node index).
+    pub to: usize,
+    /// Best confidence among the edges it stands for.
+    pub confidence: f32,
+    /// On a cycle through the centre.
+    pub cycle: bool,
+}
+
 /// A graph laid out in columns, with cycles found and risk marks applied.
+///
+/// Columns come from one source of truth, the breadth-first levels the engine also reports
+/// (`docdex impact --json`: `inbound` / `outbound` with their `depth`): a file at import distance
+/// `d` from the centre is in column `-d` (importers) and/or `+d` (imports). A file on a cycle
+/// with the centre both imports it and is imported by it, so it is shown on both sides; every
+/// column's count is the engine's count at that level.
 #[derive(Debug, Clone, Default)]
 pub struct GraphModel {
-    /// The graph.
+    /// The graph, with one node appended per group.
     pub view: GraphView,
-    /// Columns left to right; each lists node indices top to bottom.
+    /// Columns left to right; each lists entries (node indices, maybe groups) top to bottom.
     pub columns: Vec<Vec<usize>>,
     /// Index of the centre's column.
     pub center_col: usize,
-    /// Per node: on a cycle (a strongly connected component of two or more, or a self-import).
+    /// Edges drawn between adjacent columns.
+    pub links: Vec<ColumnLink>,
+    /// Per node: on a cycle (a strongly connected component of two or more, or a self-import)
+    /// anywhere in the repository.
     cycle_nodes: Vec<bool>,
-    /// Per edge: both ends in one cycle.
+    /// Per node: on a cycle through the centre (the only cycles drawn in the danger colour).
+    centre_cycle: Vec<bool>,
+    /// Per edge of the source graph: both ends on one cycle through the centre.
     cycle_edges: Vec<bool>,
     /// Per node: risk marks.
     marks: Vec<Vec<RiskMark>>,
-    /// Per node: its column, if shown.
-    column_of: Vec<Option<usize>>,
+    /// Per node: the columns it is shown in.
+    columns_of: Vec<Vec<usize>>,
+    /// Per group node: its members, and its key for [`GraphModel::expand_key`].
+    groups: Vec<(usize, Vec<usize>, String)>,
+    /// Per node: its label, the shortest path suffix no other node shown shares.
+    labels: Vec<String>,
+    /// Files per column (group members counted), the engine's count at that level.
+    counts: Vec<usize>,
 }
 
 impl GraphModel {
-    /// Lays out `view` to `depth` levels each way and applies `rules`.
+    /// Lays out `view` to `depth` levels each way and applies `rules`; columns longer than
+    /// [`GROUP_OVER`] are summarised by folder.
     pub fn new(view: GraphView, depth: u32, rules: &[Box<dyn RiskRule>]) -> GraphModel {
+        GraphModel::with_expanded(view, depth, rules, &BTreeSet::new())
+    }
+
+    /// As [`GraphModel::new`], with the groups whose keys are in `expanded` shown file by file.
+    pub fn with_expanded(
+        view: GraphView,
+        depth: u32,
+        rules: &[Box<dyn RiskRule>],
+        expanded: &BTreeSet<String>,
+    ) -> GraphModel {
         let n = view.nodes.len();
         let depth = depth.clamp(1, MAX_DEPTH) as usize;
         let mut model = GraphModel { view, ..Default::default() };
         if n == 0 || model.view.center >= n {
             return model;
         }
-        let (mut cycle_nodes, comp) = cycles(&model.view);
-        for (i, n) in model.view.nodes.iter().enumerate() {
-            cycle_nodes[i] |= n.in_cycle || n.rules.iter().any(|f| f.danger);
-        }
-        model.cycle_edges =
-            model.view.edges.iter().map(|e| comp[e.from] == comp[e.to] && cycle_nodes[e.from]).collect();
-        model.cycle_nodes = cycle_nodes;
-        let out_dist = bfs(&model.view, model.view.center, depth, true);
-        let in_dist = bfs(&model.view, model.view.center, depth, false);
-        // Level of each node: negative = importers, positive = imports.
-        let mut levels: Vec<Option<i64>> = vec![None; n];
-        for i in 0..n {
-            levels[i] = match (in_dist[i], out_dist[i]) {
-                _ if i == model.view.center => Some(0),
-                (Some(a), Some(b)) => Some(if b <= a { b as i64 } else { -(a as i64) }),
-                (Some(a), None) => Some(-(a as i64)),
-                (None, Some(b)) => Some(b as i64),
-                (None, None) => None,
-            };
-        }
-        let d = depth as i64;
+        let centre = model.view.center;
+        let (local, comp) = cycles(&model.view);
+        let centre_on_cycle = local[centre];
+        model.centre_cycle = (0..n).map(|i| centre_on_cycle && comp[i] == comp[centre]).collect();
+        model.cycle_nodes = (0..n).map(|i| local[i] || model.view.nodes[i].in_cycle).collect();
+        let on = |i: usize| model.centre_cycle.get(i).copied().unwrap_or(false);
+        model.cycle_edges = model.view.edges.iter().map(|e| on(e.from) && on(e.to)).collect();
+        let out_dist = bfs(&model.view, centre, depth, true);
+        let in_dist = bfs(&model.view, centre, depth, false);
         let mut columns: Vec<Vec<usize>> = vec![Vec::new(); 2 * depth + 1];
-        for (i, l) in levels.iter().enumerate() {
-            if let Some(l) = l {
-                columns[(l + d) as usize].push(i);
+        columns[depth].push(centre);
+        for i in (0..n).filter(|&i| i != centre) {
+            if let Some(a) = in_dist[i] {
+                columns[depth - a].push(i);
+            }
+            if let Some(b) = out_dist[i] {
+                columns[depth + b].push(i);
             }
         }
         model.center_col = depth;
+        // Unresolved imports are drawn but not counted: the engine lists them apart (diagnostics).
+        let counted = |c: &Vec<usize>| c.iter().filter(|&&i| model.view.nodes[i].kind != NodeKind::Unresolved).count();
+        model.counts = columns.iter().map(counted).collect();
         model.columns = columns;
-        model.order_columns();
-        model.column_of = vec![None; n];
+        model.group(expanded);
+        model.columns_of = vec![Vec::new(); model.view.nodes.len()];
         for (c, col) in model.columns.iter().enumerate() {
             for &i in col {
-                model.column_of[i] = Some(c);
+                model.columns_of[i].push(c);
             }
         }
-        model.marks = (0..n).map(|i| rules.iter().filter_map(|r| r.assess(&model, i)).collect()).collect();
+        model.link();
+        model.order_columns();
+        model.labels = labels(&model.view, &model.columns);
+        let total = model.view.nodes.len();
+        model.cycle_nodes.resize(total, false);
+        model.centre_cycle.resize(total, false);
+        let group_flags: Vec<(usize, bool, bool)> = model
+            .groups
+            .iter()
+            .map(|(g, members, _)| {
+                let any = |v: &[bool]| members.iter().any(|&m| v.get(m).copied().unwrap_or(false));
+                (*g, any(&model.cycle_nodes), any(&model.centre_cycle))
+            })
+            .collect();
+        for (g, cycle, centre_cycle) in group_flags {
+            model.cycle_nodes[g] = cycle;
+            model.centre_cycle[g] = centre_cycle;
+        }
+        model.marks = (0..total).map(|i| rules.iter().filter_map(|r| r.assess(&model, i)).collect()).collect();
         model
     }
 
+    /// Summarises each long column by folder: a folder with more than one file there becomes a
+    /// group node (unless its key is in `expanded`); past [`GROUP_OVER`] entries the smallest
+    /// are folded into one "+N more" group.
+    fn group(&mut self, expanded: &BTreeSet<String>) {
+        for c in 0..self.columns.len() {
+            if c == self.center_col || self.columns[c].len() <= GROUP_OVER {
+                continue;
+            }
+            let level = c as i64 - self.center_col as i64;
+            let mut by_folder: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+            for &i in &self.columns[c] {
+                by_folder.entry(folder_of(&self.view.nodes[i])).or_default().push(i);
+            }
+            // (members, key and label of a group); singles and expanded folders stay as files.
+            let mut entries: Vec<ColumnEntry> = Vec::new();
+            let mut opened = 0;
+            for (folder, members) in by_folder {
+                let key = format!("{level}:{folder}");
+                if expanded.contains(&key) {
+                    // An opened folder's files come first and never fold into "+N more".
+                    opened += members.len();
+                    let files: Vec<_> = members.into_iter().map(|m| (vec![m], None)).collect();
+                    entries.splice(0..0, files);
+                } else if members.len() == 1 {
+                    entries.push((members, None));
+                } else {
+                    let label = format!("{folder} ({})", members.len());
+                    entries.push((members, Some((key, label))));
+                }
+            }
+            if entries.len() > GROUP_OVER {
+                let more_key = format!("{level}:+");
+                if expanded.contains(&more_key) {
+                    // Shown in full: the column scrolls.
+                } else {
+                    // The opened folders' files and the biggest groups stay; the rest go into "+N more".
+                    entries[opened..].sort_by_key(|(m, _)| std::cmp::Reverse(m.len()));
+                    let keep = (GROUP_OVER - 1).max(opened);
+                    let rest: Vec<usize> = entries.drain(keep.min(entries.len())..).flat_map(|(m, _)| m).collect();
+                    if !rest.is_empty() {
+                        let label = format!("+{} more", rest.len());
+                        entries.push((rest, Some((more_key, label))));
+                    }
+                }
+            }
+            let mut col = Vec::new();
+            for (members, group) in entries {
+                match group {
+                    None => col.push(members[0]),
+                    Some((key, label)) => {
+                        let g = self.view.nodes.len();
+                        let unresolved = members.iter().map(|&m| self.view.nodes[m].unresolved_imports).sum();
+                        let in_cycle = members.iter().any(|&m| self.view.nodes[m].in_cycle);
+                        self.view.nodes.push(GraphNode {
+                            id: label,
+                            kind: NodeKind::Group,
+                            unresolved_imports: unresolved,
+                            in_cycle,
+                            rules: Vec::new(),
+                        });
+                        self.groups.push((g, members, key));
+                        col.push(g);
+                    }
+                }
+            }
+            self.columns[c] = col;
+        }
+    }
+
+    /// The links between adjacent columns: every edge of the source graph from an entry of
+    /// column `c` (or one of its members) to an entry of column `c + 1`, once per entry pair.
+    fn link(&mut self) {
+        let n_cols = self.columns.len();
+        // (column, member node) -> entry shown for it.
+        let mut entry_of: HashMap<(usize, usize), usize> = HashMap::new();
+        for (c, col) in self.columns.iter().enumerate() {
+            for &e in col {
+                entry_of.insert((c, e), e);
+            }
+        }
+        for (g, members, _) in &self.groups {
+            for &c in &self.columns_of[*g] {
+                for &m in members {
+                    entry_of.insert((c, m), *g);
+                }
+            }
+        }
+        let mut seen: HashMap<(usize, usize, usize), usize> = HashMap::new();
+        let mut links: Vec<ColumnLink> = Vec::new();
+        for (k, e) in self.view.edges.iter().enumerate() {
+            for c in 0..n_cols.saturating_sub(1) {
+                let (Some(&from), Some(&to)) = (entry_of.get(&(c, e.from)), entry_of.get(&(c + 1, e.to))) else {
+                    continue;
+                };
+                let cycle = self.cycle_edges.get(k).copied().unwrap_or(false);
+                match seen.get(&(c, from, to)) {
+                    Some(&l) => {
+                        links[l].confidence = links[l].confidence.max(e.confidence);
+                        links[l].cycle |= cycle;
+                    }
+                    None => {
+                        seen.insert((c, from, to), links.len());
+                        links.push(ColumnLink { col: c, from, to, confidence: e.confidence, cycle });
+                    }
+                }
+            }
+        }
+        self.links = links;
+    }
+
     /// Orders each column by the mean position of its neighbours nearer the centre, then by name,
-    /// which keeps most edges from crossing.
+    /// which keeps most edges from crossing; groups and "+N more" go last.
     fn order_columns(&mut self) {
-        let view = &self.view;
         let c0 = self.center_col;
-        let name_key = |i: usize| (view.nodes[i].kind != NodeKind::File, view.nodes[i].id.clone());
         for step in 1..=c0 {
-            for (col, inner, outward) in [(c0 + step, c0 + step - 1, true), (c0 - step, c0 - step + 1, false)] {
-                let inner_pos: Vec<(usize, usize)> =
+            for (col, inner) in [(c0 + step, c0 + step - 1), (c0 - step, c0 - step + 1)] {
+                let inner_pos: HashMap<usize, usize> =
                     self.columns[inner].iter().enumerate().map(|(p, &node)| (node, p)).collect();
-                let mut keyed: Vec<(f64, (bool, String), usize)> = self.columns[col]
+                let view = &self.view;
+                let links = &self.links;
+                let mut keyed: Vec<(f64, (u8, String), usize)> = self.columns[col]
                     .iter()
                     .map(|&node| {
-                        let ps: Vec<usize> = view
-                            .edges
+                        let ps: Vec<usize> = links
                             .iter()
-                            .filter_map(|e| {
-                                let (a, b) = if outward { (e.from, e.to) } else { (e.to, e.from) };
-                                (b == node).then(|| inner_pos.iter().find(|(n, _)| *n == a).map(|(_, p)| *p)).flatten()
+                            .filter_map(|l| {
+                                let (near, far) = if col > c0 {
+                                    ((l.col == inner).then_some(l.from), l.to)
+                                } else {
+                                    ((l.col == col).then_some(l.to), l.from)
+                                };
+                                near.filter(|_| far == node).and_then(|a| inner_pos.get(&a).copied())
                             })
                             .collect();
                         let bary =
                             if ps.is_empty() { f64::MAX } else { ps.iter().sum::<usize>() as f64 / ps.len() as f64 };
-                        (bary, name_key(node), node)
+                        let kind = match view.nodes[node].kind {
+                            NodeKind::File => 0,
+                            NodeKind::External | NodeKind::Unresolved => 1,
+                            NodeKind::Group if view.nodes[node].id.starts_with('+') => 3,
+                            NodeKind::Group => 2,
+                        };
+                        (bary, (kind, view.nodes[node].id.clone()), node)
                     })
                     .collect();
-                keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+                keyed.sort_by(|a, b| a.1 .0.cmp(&b.1 .0).then(a.0.total_cmp(&b.0)).then_with(|| a.1.cmp(&b.1)));
                 self.columns[col] = keyed.into_iter().map(|k| k.2).collect();
             }
         }
     }
 
-    /// True when the node is on an import cycle.
+    /// True when the node is on an import cycle (anywhere in the repository).
     pub fn on_cycle(&self, node: usize) -> bool {
         self.cycle_nodes.get(node).copied().unwrap_or(false)
     }
 
-    /// True when the edge is part of a cycle.
+    /// True when the node is on a cycle through the centre: a change to the centre comes back
+    /// to it. Only these are drawn in the danger colour, so the colour keeps its meaning in
+    /// repositories where most files sit on some cycle.
+    pub fn on_centre_cycle(&self, node: usize) -> bool {
+        self.centre_cycle.get(node).copied().unwrap_or(false)
+    }
+
+    /// True when the edge (of the source graph) is on a cycle through the centre.
     pub fn edge_on_cycle(&self, edge: usize) -> bool {
         self.cycle_edges.get(edge).copied().unwrap_or(false)
     }
@@ -283,14 +476,40 @@ impl GraphModel {
         self.marks.get(node).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// The column a node is shown in.
+    /// The first column a node is shown in (a file on a cycle with the centre is in two).
     pub fn column_of(&self, node: usize) -> Option<usize> {
-        self.column_of.get(node).copied().flatten()
+        self.columns_of.get(node).and_then(|c| c.first()).copied()
     }
 
-    /// Nodes shown.
+    /// Every column a node is shown in.
+    pub fn columns_of(&self, node: usize) -> &[usize] {
+        self.columns_of.get(node).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Entries shown (a group counts once).
     pub fn shown(&self) -> usize {
         self.columns.iter().map(Vec::len).sum()
+    }
+
+    /// Files (and packages) in a column, group members counted: the engine's count of
+    /// dependencies at that level.
+    pub fn count(&self, col: usize) -> usize {
+        self.counts.get(col).copied().unwrap_or(0)
+    }
+
+    /// The members of a group node (empty for any other node).
+    pub fn members(&self, node: usize) -> &[usize] {
+        self.groups.iter().find(|(g, _, _)| *g == node).map_or(&[], |(_, m, _)| m.as_slice())
+    }
+
+    /// The key that expands a group node ([`GraphModel::with_expanded`]).
+    pub fn expand_key(&self, node: usize) -> Option<&str> {
+        self.groups.iter().find(|(g, _, _)| *g == node).map(|(_, _, k)| k.as_str())
+    }
+
+    /// The label of a node: its shortest path suffix that no other node shown shares.
+    pub fn label(&self, node: usize) -> &str {
+        self.labels.get(node).map_or("", String::as_str)
     }
 
     /// The level of a column (negative = importers).
@@ -298,7 +517,8 @@ impl GraphModel {
         col as i64 - self.center_col as i64
     }
 
-    /// Edges out of and into a node.
+    /// Edges out of and into a node, in the source graph (for the centre: every direct import
+    /// and importer, as `docdex impact --json` lists them at depth 1).
     pub fn neighbours(&self, node: usize) -> (Vec<Link>, Vec<Link>) {
         let mut imports = Vec::new();
         let mut importers = Vec::new();
@@ -312,6 +532,56 @@ impl GraphModel {
         }
         (imports, importers)
     }
+}
+
+/// The folder a node is grouped under: a file's parent folder (`src/runtime/`), `packages`, or
+/// `unresolved`.
+fn folder_of(node: &GraphNode) -> String {
+    match node.kind {
+        NodeKind::File => match node.id.rsplit_once('/') {
+            Some((dir, _)) => format!("{dir}/"),
+            None => "./".into(),
+        },
+        NodeKind::External => "packages".into(),
+        NodeKind::Unresolved => "unresolved".into(),
+        NodeKind::Group => node.id.clone(),
+    }
+}
+
+/// Labels for every node: for files the shortest suffix of whole path parts that no other
+/// file shown shares (`json/__init__.py` beside `flask/__init__.py`); packages, imports and
+/// groups by their id.
+fn labels(view: &GraphView, columns: &[Vec<usize>]) -> Vec<String> {
+    let shown: BTreeSet<usize> = columns.iter().flatten().copied().collect();
+    let files: Vec<usize> = shown.iter().copied().filter(|&i| view.nodes[i].kind == NodeKind::File).collect();
+    let parts: HashMap<usize, Vec<&str>> = files.iter().map(|&i| (i, view.nodes[i].id.split('/').collect())).collect();
+    let suffix = |i: usize, k: usize| -> String {
+        let p = &parts[&i];
+        p[p.len().saturating_sub(k)..].join("/")
+    };
+    let mut out: Vec<String> = view
+        .nodes
+        .iter()
+        .map(|n| match n.kind {
+            NodeKind::File => n.id.clone(),
+            NodeKind::External => format!("pkg {}", n.id),
+            NodeKind::Unresolved => format!("? {}", n.id),
+            NodeKind::Group => format!("▸ {}", n.id),
+        })
+        .collect();
+    for &i in &files {
+        let len = parts[&i].len();
+        let mut k = 1;
+        while k < len {
+            let mine = suffix(i, k);
+            if !files.iter().any(|&j| j != i && view.nodes[j].id != view.nodes[i].id && suffix(j, k) == mine) {
+                break;
+            }
+            k += 1;
+        }
+        out[i] = suffix(i, k);
+    }
+    out
 }
 
 /// Breadth-first distances from `start` along (or against) edges, up to `depth`.
@@ -452,9 +722,13 @@ impl GraphCursor {
         }
         let target = &model.columns[c as usize];
         let current = self.node(model);
+        let (from_col, to_col) = (self.col, c as usize);
         let linked = current.and_then(|cur| {
             target.iter().position(|&t| {
-                model.view.edges.iter().any(|e| (e.from == cur && e.to == t) || (e.to == cur && e.from == t))
+                model.links.iter().any(|l| {
+                    (l.col == from_col && l.from == cur && l.to == t && to_col == from_col + 1)
+                        || (l.col == to_col && l.from == t && l.to == cur && from_col == to_col + 1)
+                })
             })
         });
         self.idx = linked.unwrap_or_else(|| self.idx.min(target.len() - 1));
@@ -650,13 +924,14 @@ impl GraphWidget<'_> {
         let frame = GraphFrame { rows_per_column, shown_columns: (first, last), offsets: offsets.clone() };
 
         // Rows of visible nodes.
-        let mut anchor: Vec<Option<(u16, usize)>> = vec![None; model.view.nodes.len()];
+        // Row of each visible entry, per column (a file on a cycle with the centre is in two).
+        let mut anchor: HashMap<(usize, usize), u16> = HashMap::new();
         for (c, (col, &offset)) in model.columns.iter().zip(&offsets).enumerate().take(last + 1).skip(first) {
             let visible = col.len().saturating_sub(offset).min(rows_per_column);
             let used = visible as u16 * row_h;
             let top = canvas_area.y + (canvas_area.height - used) / 2;
             for (k, &node) in col.iter().skip(offset).take(visible).enumerate() {
-                anchor[node] = Some((top + k as u16 * row_h + row_h / 2, c));
+                anchor.insert((c, node), top + k as u16 * row_h + row_h / 2);
             }
             self.header(buf, header, col_x(c), col_w, c, offset, visible);
         }
@@ -668,33 +943,31 @@ impl GraphWidget<'_> {
             let x_start = col_x(c) + col_w;
             let x_arrow = col_x(c + 1) - 1;
             let lanes = (GAP - 3).max(1);
-            let sources: Vec<usize> = model.columns[c].iter().copied().filter(|&n| anchor[n].is_some()).collect();
+            let sources: Vec<usize> =
+                model.columns[c].iter().copied().filter(|&n| anchor.contains_key(&(c, n))).collect();
             let mut arrows: Vec<(u16, u8)> = Vec::new();
-            for (si, &s) in sources.iter().enumerate() {
+            // The selected entry's links are drawn last, over the others.
+            let mut links: Vec<&ColumnLink> = model.links.iter().filter(|l| l.col == c).collect();
+            links.sort_by_key(|l| selected == Some(l.from) || selected == Some(l.to));
+            for l in links {
+                let Some(si) = sources.iter().position(|&n| n == l.from) else { continue };
                 let lane_x =
                     if sources.len() == 1 { x_start + 1 + lanes / 2 } else { x_start + 1 + (si as u16 % lanes) };
-                let Some((sy, _)) = anchor[s] else { continue };
-                for (k, e) in model.view.edges.iter().enumerate() {
-                    if e.from != s {
-                        continue;
-                    }
-                    let Some((ty, tc)) = anchor[e.to] else { continue };
-                    if tc != c + 1 {
-                        continue;
-                    }
-                    let solid = e.confidence >= WEAK_CONFIDENCE;
-                    let rank = if selected == Some(e.from) || selected == Some(e.to) {
-                        3
-                    } else if model.edge_on_cycle(k) {
-                        2
-                    } else {
-                        1
-                    };
-                    canvas.hline(x_start, lane_x, sy, solid, rank);
-                    canvas.vline(lane_x, sy, ty, solid, rank);
-                    canvas.hline(lane_x, x_arrow - 1, ty, solid, rank);
-                    arrows.push((ty, rank));
-                }
+                let (Some(&sy), Some(&ty)) = (anchor.get(&(c, l.from)), anchor.get(&(c + 1, l.to))) else {
+                    continue;
+                };
+                let solid = l.confidence >= WEAK_CONFIDENCE;
+                let rank = if selected == Some(l.from) || selected == Some(l.to) {
+                    3
+                } else if l.cycle {
+                    2
+                } else {
+                    1
+                };
+                canvas.hline(x_start, lane_x, sy, solid, rank);
+                canvas.vline(lane_x, sy, ty, solid, rank);
+                canvas.hline(lane_x, x_arrow - 1, ty, solid, rank);
+                arrows.push((ty, rank));
             }
             for (y, rank) in arrows {
                 canvas.add(x_arrow - 1, y, RIGHT, true, rank);
@@ -709,8 +982,9 @@ impl GraphWidget<'_> {
         // Nodes over the edges.
         for c in first..=last {
             for &node in &model.columns[c] {
-                if let Some((y, _)) = anchor[node] {
-                    self.node(buf, node, col_x(c), y, col_w, boxed, selected == Some(node));
+                if let Some(&y) = anchor.get(&(c, node)) {
+                    let here = selected == Some(node) && self.cursor.col == c;
+                    self.node(buf, node, col_x(c), y, col_w, boxed, here);
                 }
             }
             let beside_centre = c + 1 == model.center_col || c == model.center_col + 1;
@@ -727,9 +1001,9 @@ impl GraphWidget<'_> {
                 });
                 let text = match (c < model.center_col, elsewhere) {
                     (true, false) => "(nothing imports it)",
-                    (true, true) => "(imported only by files on its right: a cycle ↻)",
+                    (true, true) => "(imported only by itself)",
                     (false, false) => "(imports nothing here)",
-                    (false, true) => "(imports only files on its left: a cycle ↻)",
+                    (false, true) => "(imports only itself)",
                 };
                 let y = canvas_area.y + canvas_area.height / 2;
                 for (k, line) in super::wrap(text, col_w as usize).iter().enumerate() {
@@ -755,11 +1029,12 @@ impl GraphWidget<'_> {
     fn header(&self, buf: &mut Buffer, header: Rect, x: u16, w: u16, c: usize, offset: usize, visible: usize) {
         let model = self.model;
         let len = model.columns[c].len();
+        let files = model.count(c);
         let level = model.level(c);
         let name = match level {
             0 => "centre".to_string(),
-            l if l < 0 => format!("importers{} ({len})", if l < -1 { format!(" ·{}", -l) } else { String::new() }),
-            l => format!("imports{} ({len})", if l > 1 { format!(" ·{l}") } else { String::new() }),
+            l if l < 0 => format!("importers{} ({files})", if l < -1 { format!(" ·{}", -l) } else { String::new() }),
+            l => format!("imports{} ({files})", if l > 1 { format!(" ·{l}") } else { String::new() }),
         };
         let mut markers = String::new();
         if offset > 0 {
@@ -771,7 +1046,7 @@ impl GraphWidget<'_> {
         }
         let mut text = format!("{markers}{name}");
         if width(&text) > w as usize && !markers.is_empty() {
-            text = format!("{markers}({len})");
+            text = format!("{markers}({files})");
         }
         buf.set_stringn(x, header.y, truncate(&text, w as usize), w as usize, self.theme.style(Slot::Muted));
     }
@@ -788,11 +1063,7 @@ impl GraphWidget<'_> {
                 prefix.push(' ');
             }
         }
-        let name = match n.kind {
-            NodeKind::File => n.id.clone(),
-            NodeKind::External => format!("pkg {}", n.id),
-            NodeKind::Unresolved => format!("? {}", n.id),
-        };
+        let name = model.label(node).to_string();
         // The confidence of a first-level edge, when the resolver was not sure.
         let conf = model
             .view
@@ -803,7 +1074,21 @@ impl GraphWidget<'_> {
             .map(|e| format!(" {:.2}", e.confidence))
             .unwrap_or_default();
         let room = w.saturating_sub(width(&prefix) + width(&conf));
-        let shown = if width(&name) <= room { name } else { truncate_left(&name, room) };
+        let shown = if width(&name) <= room {
+            name
+        } else if n.kind == NodeKind::Group {
+            // "▸ src/runtime/ (23)": keep the count, cut the folder from the left.
+            match name.rsplit_once(" (") {
+                Some((folder, count)) => {
+                    let tail = format!(" ({count}");
+                    let folder = folder.trim_start_matches("▸ ");
+                    format!("▸ {}{tail}", truncate_left(folder, room.saturating_sub(width(&tail) + 2)))
+                }
+                None => truncate_left(&name, room),
+            }
+        } else {
+            truncate_left(&name, room)
+        };
         format!("{prefix}{shown}{conf}")
     }
 
@@ -816,16 +1101,20 @@ impl GraphWidget<'_> {
             NodeKind::File => t.style(Slot::GraphNode),
             NodeKind::External => t.style(Slot::GraphExternal),
             NodeKind::Unresolved => t.style(Slot::GraphUnresolved),
+            NodeKind::Group => t.style(Slot::Muted),
         };
         if node == model.view.center {
             style = t.style(Slot::GraphCenter);
         }
-        if model.on_cycle(node) {
+        // Danger only for cycles through the centre and cycles a team rule forbids: elsewhere
+        // the ↻ mark says it.
+        let danger = model.on_centre_cycle(node) || n.rules.iter().any(|f| f.danger);
+        if danger {
             style = t.style(Slot::GraphCycle);
         }
         let border = if selected {
             t.style(Slot::GraphEdgeHighlight)
-        } else if model.on_cycle(node) {
+        } else if danger {
             style
         } else {
             t.style(Slot::GraphEdge)
@@ -847,8 +1136,11 @@ impl GraphWidget<'_> {
             // Colour the marks themselves.
             let mx = if boxed { x + 2 } else { x + 1 };
             for (k, m) in model.marks(node).iter().enumerate() {
-                let slot =
-                    if m.icon == CYCLE_ICON || m.icon == RULE_DANGER_ICON { Slot::GraphCycle } else { Slot::GraphRisk };
+                let slot = if (m.icon == CYCLE_ICON && model.on_centre_cycle(node)) || m.icon == RULE_DANGER_ICON {
+                    Slot::GraphCycle
+                } else {
+                    Slot::GraphRisk
+                };
                 buf.set_string(mx + k as u16, y, m.icon, t.style(slot));
             }
         }
@@ -865,27 +1157,47 @@ impl GraphWidget<'_> {
             NodeKind::File => "file",
             NodeKind::External => "package",
             NodeKind::Unresolved => "unresolved import",
+            NodeKind::Group => "group",
         };
-        let (imports, importers) = model.neighbours(node);
-        let list = |v: &[Link]| -> String {
-            v.iter()
-                .map(|(o, c, cyc)| {
-                    let name = &model.view.nodes[*o].id;
-                    let short = name.rsplit('/').next().unwrap_or(name);
-                    format!("{short} {c:.2}{}", if *cyc { CYCLE_ICON } else { "" })
-                })
-                .collect::<Vec<_>>()
-                .join(" · ")
-        };
-        let mut lines: Vec<(String, Style)> = vec![(format!("▶ {} ({kind})", n.id), t.style(Slot::Accent))];
-        lines.push((format!("imports {}: {}", imports.len(), list(&imports)), t.style(Slot::Text)));
-        lines.push((format!("imported by {}: {}", importers.len(), list(&importers)), t.style(Slot::Text)));
+        let mut lines: Vec<(String, Style)> = Vec::new();
+        if n.kind == NodeKind::Group {
+            let members = model.members(node);
+            let names: Vec<&str> = members.iter().map(|&m| model.view.nodes[m].id.as_str()).collect();
+            lines.push((format!("▶ {} files: enter lists them", members.len()), t.style(Slot::Accent)));
+            lines.push((names.join(" · "), t.style(Slot::Text)));
+        } else {
+            let (imports, importers) = model.neighbours(node);
+            let list = |what: &str, v: &[Link]| -> String {
+                let (v, unresolved): (Vec<Link>, Vec<Link>) =
+                    v.iter().partition(|(o, _, _)| model.view.nodes[*o].kind != NodeKind::Unresolved);
+                let unresolved =
+                    if unresolved.is_empty() { String::new() } else { format!(" (+{} unresolved)", unresolved.len()) };
+                if v.is_empty() {
+                    return format!("{what} nothing{unresolved}");
+                }
+                let names: Vec<String> = v
+                    .iter()
+                    .map(|(o, c, cyc)| {
+                        let name = model.label(*o);
+                        let name = if name.is_empty() { model.view.nodes[*o].id.as_str() } else { name };
+                        let conf = if *c < 0.995 { format!(" {c:.2}") } else { String::new() };
+                        format!("{name}{conf}{}", if *cyc { CYCLE_ICON } else { "" })
+                    })
+                    .collect();
+                format!("{what} {}{unresolved}: {}", v.len(), names.join(" · "))
+            };
+            // The centre's edges are all in the view; another node's may run outside it.
+            let scope = if node == model.view.center { "" } else { " (in this view)" };
+            lines.push((format!("▶ {} ({kind}){scope}", n.id), t.style(Slot::Accent)));
+            lines.push((list("imports", &imports), t.style(Slot::Text)));
+            lines.push((list("imported by", &importers), t.style(Slot::Text)));
+        }
         let reasons: Vec<String> = model.marks(node).iter().map(|m| format!("{} {}", m.icon, m.reason)).collect();
         if self.risk && !reasons.is_empty() {
             lines.push((format!("risk: {}", reasons.join(" · ")), t.style(Slot::GraphRisk)));
         } else {
             lines.push((
-                format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} cycle · {WARN_ICON} unresolved · risk overlay {}", if self.risk { "on" } else { "off" }),
+                format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} on a cycle (red: through the centre) · {WARN_ICON} unresolved · ▸ folder group · risk overlay {}", if self.risk { "on" } else { "off" }),
                 t.style(Slot::Muted),
             ));
         }
@@ -931,12 +1243,20 @@ mod tests {
         assert_eq!(m.columns.len(), 5);
         assert_eq!(m.columns[2], vec![1]);
         let left: Vec<&str> = m.columns[1].iter().map(|&i| m.view.nodes[i].id.as_str()).collect();
-        assert_eq!(left, vec!["src/main.rs", "web/app.ts"]);
-        // store is both importer and import of session: shown on the imports side.
+        // store is both importer and import of session: shown on both sides, so each side's
+        // count is the engine's (`inbound` / `outbound` at depth 1).
+        assert_eq!(left, vec!["src/main.rs", "src/store.rs", "web/app.ts"]);
         assert_eq!(m.columns[3], vec![2]);
+        assert_eq!(m.columns_of(2), &[1, 3]);
         assert_eq!(m.columns[4], vec![4]);
+        assert_eq!((m.count(1), m.count(3), m.count(4)), (3, 1, 1));
         let shallow = GraphModel::new(sample(), 1, &default_rules());
-        assert_eq!(shallow.shown(), 4, "util is two levels away");
+        assert_eq!(shallow.shown(), 5, "util is two levels away");
+        // Every drawn link joins adjacent columns and reads "imports".
+        for l in &m.links {
+            assert!(m.view.edges.iter().any(|e| e.from == l.from && e.to == l.to), "{l:?}");
+            assert!(m.columns[l.col].contains(&l.from) && m.columns[l.col + 1].contains(&l.to), "{l:?}");
+        }
     }
 
     #[test]
@@ -997,6 +1317,81 @@ mod tests {
         let m = GraphModel::new(v, 4, &default_rules());
         assert!((0..n).all(|i| m.on_cycle(i)));
         assert_eq!(m.shown(), 9);
+    }
+
+    #[test]
+    fn labels_are_the_shortest_unique_path_suffix() {
+        let v = GraphView {
+            nodes: vec![
+                node("src/flask/app.py"),
+                node("src/flask/__init__.py"),
+                node("src/flask/json/__init__.py"),
+                node("tests/__init__.py"),
+                node("src/flask/sansio/app.py"),
+                node("src/flask/cli.py"),
+            ],
+            edges: vec![edge(1, 0), edge(2, 0), edge(3, 0), edge(0, 4), edge(5, 0)],
+            center: 0,
+            depth: 1,
+        };
+        let m = GraphModel::new(v, 1, &default_rules());
+        let l: Vec<&str> = (0..6).map(|i| m.label(i)).collect();
+        assert_eq!(
+            l,
+            ["flask/app.py", "flask/__init__.py", "json/__init__.py", "tests/__init__.py", "sansio/app.py", "cli.py"]
+        );
+    }
+
+    #[test]
+    fn a_wide_column_is_summarised_by_folder_and_expands() {
+        // 40 importers in 5 folders, 3 loose files, and one lonely file per folder of 8 more.
+        let mut nodes = vec![node("src/core.rs")];
+        for k in 0..40 {
+            nodes.push(node(&format!("src/d{}/f{k}.rs", k % 5)));
+        }
+        for k in 0..8 {
+            nodes.push(node(&format!("src/lone{k}/only.rs")));
+        }
+        let n = nodes.len();
+        let v = GraphView { nodes, edges: (1..n).map(|i| edge(i, 0)).collect(), center: 0, depth: 1 };
+        let m = GraphModel::new(v.clone(), 1, &default_rules());
+        let left = &m.columns[0];
+        assert!(left.len() <= GROUP_OVER, "{} entries", left.len());
+        assert_eq!(m.count(0), 48, "the header counts files, not entries");
+        let groups: Vec<usize> = left.iter().copied().filter(|&e| m.view.nodes[e].kind == NodeKind::Group).collect();
+        let members: usize = groups.iter().map(|&g| m.members(g).len()).sum();
+        let files = left.len() - groups.len();
+        assert_eq!(members + files, 48, "every importer is in exactly one entry");
+        assert!(m.view.nodes[groups[0]].id.starts_with("src/d0/ (8)"), "{:?}", m.view.nodes[groups[0]].id);
+        let more = *groups.last().expect("a +N more group");
+        assert!(m.view.nodes[more].id.starts_with('+') && m.view.nodes[more].id.ends_with(" more"));
+        // One link per group, not one per file.
+        assert_eq!(m.links.len(), left.len());
+        // Expanding src/d0/ shows its eight files in the column.
+        let key = m.expand_key(groups[0]).expect("key").to_string();
+        let open = GraphModel::with_expanded(v, 1, &default_rules(), &BTreeSet::from([key]));
+        let shown: Vec<&str> = open.columns[0].iter().map(|&e| open.view.nodes[e].id.as_str()).collect();
+        assert_eq!(shown.iter().filter(|s| s.starts_with("src/d0/f")).count(), 8, "{shown:?}");
+        assert_eq!(open.count(0), 48);
+    }
+
+    #[test]
+    fn only_cycles_through_the_centre_take_the_danger_colour() {
+        let mut v = sample();
+        v.nodes[3].in_cycle = true; // web/app.ts is on some cycle elsewhere in the repository
+        let m = GraphModel::new(v, 2, &default_rules());
+        assert!(m.on_cycle(3) && !m.on_centre_cycle(3));
+        assert!(m.on_centre_cycle(1) && m.on_centre_cycle(2));
+        assert_eq!(m.marks(3)[0].icon, CYCLE_ICON, "the mark is there at any depth");
+        let shallow = GraphModel::new(sample_with_cycle_flag(), 1, &default_rules());
+        let deep = GraphModel::new(sample_with_cycle_flag(), 2, &default_rules());
+        assert_eq!(shallow.marks(3).len(), deep.marks(3).len(), "marks do not depend on the depth");
+    }
+
+    fn sample_with_cycle_flag() -> GraphView {
+        let mut v = sample();
+        v.nodes[3].in_cycle = true;
+        v
     }
 
     #[test]

@@ -614,8 +614,45 @@ pub fn style_of(class: MdClass, theme: &Theme, selected: Option<usize>) -> Style
     }
 }
 
+/// Wraps a styled line to `w` cells at spaces. A list item's or quote's continuation rows hang
+/// under its text: the leading marker (`• `, `1. `, `[x] `) becomes blank space and quote bars
+/// repeat, so a wrapped bullet never starts at the left edge.
+pub fn wrap_runs(runs: &[(MdClass, String)], w: usize) -> Vec<Vec<(MdClass, String)>> {
+    // A quote's text may share the bars' run: split the bars off first.
+    let mut split: Vec<(MdClass, String)> = Vec::with_capacity(runs.len() + 1);
+    for (c, t) in runs {
+        let bars = t.len() - t.trim_start_matches(['▎', ' ']).len();
+        if *c == MdClass::Quote && bars > 0 && bars < t.len() {
+            split.push((*c, t[..bars].to_string()));
+            split.push((*c, t[bars..].to_string()));
+        } else {
+            split.push((*c, t.clone()));
+        }
+    }
+    let runs = split.as_slice();
+    let is_bars = |t: &str| t.chars().all(|ch| ch == '▎' || ch == ' ');
+    let k = runs
+        .iter()
+        .take_while(|(c, t)| *c == MdClass::ListMarker || t.trim().is_empty() || (*c == MdClass::Quote && is_bars(t)))
+        .count();
+    let hang: usize = runs[..k].iter().map(|(_, t)| width(t)).sum();
+    if k == 0 || k == runs.len() || hang == 0 || hang * 2 > w {
+        return wrap_flat(runs, w);
+    }
+    let mut rows = wrap_flat(&runs[k..], w - hang);
+    let continuation: Vec<(MdClass, String)> = runs[..k]
+        .iter()
+        .map(|(c, t)| if *c == MdClass::Quote { (*c, t.clone()) } else { (MdClass::Plain, " ".repeat(width(t))) })
+        .collect();
+    for (i, row) in rows.iter_mut().enumerate() {
+        let lead = if i == 0 { runs[..k].to_vec() } else { continuation.clone() };
+        row.splice(0..0, lead);
+    }
+    rows
+}
+
 /// Wraps classed runs to `w` cells, breaking at spaces where possible.
-pub fn wrap_runs<C: Copy>(runs: &[(C, String)], w: usize) -> Vec<Vec<(C, String)>> {
+fn wrap_flat<C: Copy>(runs: &[(C, String)], w: usize) -> Vec<Vec<(C, String)>> {
     let w = w.max(1);
     let mut rows: Vec<Vec<(C, String)>> = vec![Vec::new()];
     let mut used = 0;
@@ -682,6 +719,20 @@ mod tests {
 
     fn text(line: &MdLine) -> String {
         line.iter().map(|(_, t)| t.as_str()).collect()
+    }
+
+    #[test]
+    fn wrapped_list_items_and_quotes_hang_under_their_text() {
+        let lines =
+            MarkdownStream::parse("- docdex llm-setup installs and configures one\n\n> a quoted line that wraps");
+        let rows: Vec<String> =
+            wrap_runs(&lines[0], 24).iter().map(|r| r.iter().map(|(_, t)| t.as_str()).collect()).collect();
+        assert_eq!(rows[0], "• docdex llm-setup ");
+        assert!(rows[1..].iter().all(|r| r.starts_with("  ") && !r.starts_with("   ")), "{rows:?}");
+        let quote = lines.iter().find(|l| l.iter().any(|(c, _)| *c == MdClass::Quote)).expect("quote");
+        let rows: Vec<String> =
+            wrap_runs(quote, 14).iter().map(|r| r.iter().map(|(_, t)| t.as_str()).collect()).collect();
+        assert!(rows.len() > 1 && rows.iter().all(|r| r.starts_with("▎ ")), "{rows:?}");
     }
 
     #[test]

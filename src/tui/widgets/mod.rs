@@ -178,6 +178,80 @@ pub fn wrap(text: &str, w: usize) -> Vec<String> {
     lines
 }
 
+/// Wraps a styled line to `w` cells: breaks after the last space that fits (inside a word only
+/// when a word is longer than a row), and indents continuation rows by `hang` cells so they read
+/// as part of the line above. Styles are kept.
+pub fn wrap_line(line: &Line<'static>, w: usize, hang: usize) -> Vec<Line<'static>> {
+    let w = w.max(2);
+    let hang = hang.min(w / 2);
+    let cells: Vec<(char, ratatui::style::Style)> =
+        line.spans.iter().flat_map(|s| s.content.chars().map(move |c| (c, line.style.patch(s.style)))).collect();
+    let total: usize = cells.iter().map(|(c, _)| c.width().unwrap_or(0)).sum();
+    if total <= w {
+        return vec![line.clone()];
+    }
+    let mut rows: Vec<Vec<(char, ratatui::style::Style)>> = Vec::new();
+    let mut start = 0;
+    while start < cells.len() {
+        let room = if rows.is_empty() { w } else { w - hang };
+        let mut used = 0;
+        let mut end = start;
+        let mut last_space = None;
+        while end < cells.len() {
+            let cw = cells[end].0.width().unwrap_or(0);
+            if used + cw > room {
+                break;
+            }
+            if cells[end].0 == ' ' && end > start {
+                last_space = Some(end);
+            }
+            used += cw;
+            end += 1;
+        }
+        if end < cells.len() {
+            if let Some(sp) = last_space {
+                end = sp + 1;
+            }
+        }
+        if end == start {
+            end = start + 1;
+        }
+        let mut row: Vec<(char, ratatui::style::Style)> = Vec::new();
+        if !rows.is_empty() {
+            row.extend(std::iter::repeat_n((' ', ratatui::style::Style::default()), hang));
+        }
+        // A continuation row does not start with the space it was broken at.
+        let mut from = start;
+        while !rows.is_empty() && from < end && cells[from].0 == ' ' {
+            from += 1;
+        }
+        row.extend_from_slice(&cells[from..end]);
+        while row.len() > hang && row.last().is_some_and(|(c, _)| *c == ' ') {
+            row.pop();
+        }
+        rows.push(row);
+        start = end;
+    }
+    rows.into_iter()
+        .map(|row| {
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            let mut text = String::new();
+            let mut style = None;
+            for (c, st) in row {
+                if style.is_some_and(|s| s != st) {
+                    spans.push(Span::styled(std::mem::take(&mut text), style.unwrap_or_default()));
+                }
+                style = Some(st);
+                text.push(c);
+            }
+            if !text.is_empty() {
+                spans.push(Span::styled(text, style.unwrap_or_default()));
+            }
+            Line::from(spans)
+        })
+        .collect()
+}
+
 /// The longest prefix of `s` that fits in `w` cells (no ellipsis).
 fn truncate_exact(s: &str, w: usize) -> String {
     let mut out = String::new();
@@ -200,6 +274,21 @@ fn truncate_exact(s: &str, w: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn styled_lines_wrap_at_spaces_with_a_hanging_indent() {
+        let red = ratatui::style::Style::default().fg(ratatui::style::Color::Red);
+        let line = Line::from(vec![
+            Span::raw("  src/lib.rs "),
+            Span::styled("1,200 tokens  over the library budget (libs slot)", red),
+        ]);
+        let rows = wrap_line(&line, 30, 4);
+        let text: Vec<String> = rows.iter().map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect()).collect();
+        assert_eq!(text, ["  src/lib.rs 1,200 tokens", "    over the library budget", "    (libs slot)"]);
+        assert!(text.iter().all(|t| width(t) <= 30));
+        assert_eq!(rows[1].spans.last().map(|s| s.style), Some(red), "styles survive the wrap");
+        assert_eq!(wrap_line(&Line::raw("short"), 30, 4).len(), 1);
+    }
 
     #[test]
     fn truncation_keeps_width() {

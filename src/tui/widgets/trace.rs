@@ -211,7 +211,8 @@ impl TraceView {
                 out.push(Line::styled(format!("  {n}"), t.style(Slot::Warning)));
             }
         }
-        out
+        // Nothing is cut at the pane edge: long lines wrap, continuation rows indented.
+        out.iter().flat_map(|l| super::wrap_line(l, w, 6)).collect()
     }
 
     /// Draws from line `scroll` into `area`.
