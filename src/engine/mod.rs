@@ -284,15 +284,29 @@ impl Engine {
     /// generations: another directory now sits at the generation's path).
     fn searcher(&self, repo: &RepoRef) -> Result<Arc<RepoSearcher>> {
         let mut cache = self.inner.searchers.lock().map_err(|_| Error::poisoned("the searcher cache"))?;
-        let id = index::generation::identity(&repo.data_dir());
-        if let Some((seen, s)) = cache.get(&repo.fingerprint) {
-            if *seen == id && id.is_some() {
-                return Ok(s.clone());
+        let mut attempt = 0;
+        loop {
+            let id = index::generation::identity(&repo.data_dir());
+            if let Some((seen, s)) = cache.get(&repo.fingerprint) {
+                if *seen == id && id.is_some() {
+                    return Ok(s.clone());
+                }
+            }
+            match RepoSearcher::open(repo) {
+                Ok(s) => {
+                    let s = Arc::new(s);
+                    cache.insert(repo.fingerprint.clone(), (id, s.clone()));
+                    return Ok(s);
+                }
+                // A rebuild switched generations while this open read the old one's file list
+                // (the segments it names are gone from the path): open the new one instead.
+                Err(_) if attempt < 3 && index::generation::identity(&repo.data_dir()) != id => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(damaged(repo, e)),
             }
         }
-        let s = Arc::new(RepoSearcher::open(repo).map_err(|e| damaged(repo, e))?);
-        cache.insert(repo.fingerprint.clone(), (id, s.clone()));
-        Ok(s)
     }
 
     /// Runs a search against the live index, turning what a damaged index does (an error from

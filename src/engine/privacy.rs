@@ -380,7 +380,7 @@ mod tests {
         assert!(check_model_endpoint(&strict, "http://127.0.0.1:11434").is_ok());
         let open = crate::config::PrivacyConfig { allow_remote: true, ..Default::default() };
         assert!(check_model_endpoint(&open, "https://api.openai.com/v1").is_ok());
-        let mut msgs = vec!["key AKIAZ3MPLE7Q2WXYV4KD".to_string()];
+        let mut msgs = ["key AKIAZ3MPLE7Q2WXYV4KD".to_string()];
         assert!(guard_messages("http://127.0.0.1:1", msgs.iter_mut()).is_none());
         assert_eq!(guard_messages("https://api.example.net", msgs.iter_mut()).map(|f| f.len()), Some(1));
         assert_eq!(msgs[0], "key [API_KEY]");
