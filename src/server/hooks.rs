@@ -7,7 +7,7 @@ use super::error::ApiError;
 use super::extract::{blocking, selector, ApiJson, ApiQuery, BodyLimit, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
-use crate::engine::protocol::{HookValidateRequest, HookValidateResponse};
+use crate::engine::protocol::{HookValidateRequest, HookValidateResponse, StagedFile};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, Method};
 use axum::routing::post;
@@ -16,15 +16,21 @@ use axum::{Extension, Json};
 /// The body limit of `/v1/hooks/validate`: 32 MiB of staged files.
 pub const HOOK_BODY_LIMIT: usize = 32 * 1024 * 1024;
 
-/// `POST /v1/hooks/validate` body: a [`HookValidateRequest`] and the repository.
+/// `POST /v1/hooks/validate` body: a [`HookValidateRequest`]'s fields and the repository
+/// (spelled out, not `#[serde(flatten)]`, which would buffer the staged contents once more).
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 pub struct ValidateBody {
     /// The repository: absolute path, file:// URI or repo id (default: the served repo).
     #[serde(default)]
     pub repo: Option<String>,
-    /// The staged files and whose constraints apply.
-    #[serde(flatten)]
-    pub validate: HookValidateRequest,
+    /// The agent whose constraints apply (with the shared `team` ones); the server's
+    /// `--agent-id`, then `[memory.profile] default_agent`, when absent; with none of them,
+    /// every agent's constraints (spec 001 §5.1).
+    #[serde(default)]
+    pub agent_id: Option<String>,
+    /// The staged files (at most 5,000; contents over 2 MiB are not checked). A file sent
+    /// without content is read from the working tree.
+    pub files: Vec<StagedFile>,
 }
 
 async fn validate(
@@ -36,8 +42,8 @@ async fn validate(
     let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
     blocking(move || {
         let repo = state.repo(sel.as_deref())?;
-        let mut req = body.validate;
-        req.agent_id = req.agent_id.filter(|a| !a.trim().is_empty()).or_else(|| state.agent(None));
+        let agent_id = body.agent_id.filter(|a| !a.trim().is_empty()).or_else(|| state.agent(None));
+        let req = HookValidateRequest { agent_id, files: body.files };
         Ok(Json(state.engine().hook_validate(&repo.root, &req)?))
     })
     .await

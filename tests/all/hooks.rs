@@ -187,6 +187,108 @@ fn max_lines_and_require_test_for_rules_are_checked() {
     );
 }
 
+/// Polls until `cond` holds (a behaviour bound, not a timing test).
+fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The gatekeeper keeps the repository's file set per index generation; a re-index (a full
+/// run or a watcher batch) must be seen by the next request: a new test file satisfies
+/// `require-test-for`, a new file closes a cycle through an import that did not resolve
+/// before, a deleted one is missed again, a new rule applies at once.
+#[test]
+fn gatekeeper_file_set_cache_follows_reindexing_the_watcher_and_rule_changes() {
+    let env = Env::new();
+    config(&env);
+    let repo = env.repo("fixture");
+    fixture(&repo);
+    write(&repo, "src/api/orders.ts", "export const orders = [];\n");
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    let out = env.run(&[
+        "profile",
+        "add",
+        "--agent",
+        "team",
+        "--category",
+        "constraint",
+        "--rule",
+        "require-test-for src/api/**",
+        "Test the API",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Both staged paths are indexed files: the cached file set serves the request as it is.
+    let b_imports_g = "import { g } from './g';\n\nexport const b = (): number => g() + 41;\n";
+    let req = HookValidateRequest {
+        agent_id: None,
+        files: vec![staged("src/api/orders.ts", "export const orders = [];\n"), staged("src/b.ts", b_imports_g)],
+    };
+    let rules_of = |r: &docdex::engine::protocol::HookValidateResponse| -> Vec<(String, String)> {
+        r.violations.iter().map(|v| (v.rule.clone(), v.file.clone())).collect()
+    };
+    let need_test = ("require-test-for src/api/**".to_string(), "src/api/orders.ts".to_string());
+    let cycle = ("no-import-cycles".to_string(), "src/b.ts".to_string());
+    for _ in 0..2 {
+        let r = engine.hook_validate(&repo, &req).unwrap();
+        assert_eq!(rules_of(&r), vec![need_test.clone()], "no test for orders.ts; ./g does not exist yet: {r:?}");
+    }
+
+    // A full re-index adds the test and a g.ts that imports b.ts back.
+    write(&repo, "src/api/orders.test.ts", "import { orders } from './orders';\n");
+    write(&repo, "src/g.ts", "import { b } from './b';\n\nexport const g = (): number => b();\n");
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    let r = engine.hook_validate(&repo, &req).unwrap();
+    assert_eq!(rules_of(&r), vec![cycle.clone()], "the test is seen and b -> g -> b closes: {r:?}");
+    let on_cycle = r.violations.iter().find(|v| v.rule == "no-import-cycles").unwrap();
+    assert!(on_cycle.message.contains("src/g.ts"), "{}", on_cycle.message);
+
+    // The watcher's batches rewrite the index too: deleting the test brings the violation back.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (engine, repo, stop, ready) = (engine.clone(), repo.clone(), stop.clone(), ready.clone());
+        std::thread::spawn(move || {
+            let report = move |r: docdex::engine::watch::WatchReport| {
+                if matches!(r, docdex::engine::watch::WatchReport::Ready(_)) {
+                    ready.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            };
+            engine.watch(&repo, &stop, &report)
+        })
+    };
+    eventually("the watcher's start", || ready.load(std::sync::atomic::Ordering::SeqCst));
+    std::fs::remove_file(repo.join("src/api/orders.test.ts")).unwrap();
+    eventually("the deleted test seen by the gatekeeper", || {
+        let r = engine.hook_validate(&repo, &req).unwrap();
+        rules_of(&r).contains(&need_test)
+    });
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    watcher.join().unwrap().unwrap();
+
+    // A new rule applies to the next request.
+    let out = env.run(&[
+        "profile",
+        "add",
+        "--agent",
+        "team",
+        "--category",
+        "constraint",
+        "--rule",
+        "max-lines 2 src/**",
+        "Short files",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = engine.hook_validate(&repo, &req).unwrap();
+    assert!(
+        rules_of(&r).contains(&("max-lines 2 src/**".to_string(), "src/b.ts".to_string())),
+        "b.ts has 3 lines: {r:?}"
+    );
+}
+
 fn git(repo: &Path, args: &[&str], env: &Env, extra: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new("git");
     cmd.current_dir(repo)

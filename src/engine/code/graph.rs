@@ -17,7 +17,7 @@
 
 use super::import_map::ImportMap;
 use super::imports::RawImport;
-use super::resolve::{Resolution, Resolver};
+use super::resolve::{RepoFiles, Resolution, Resolver};
 pub use super::types::{FileImports, Method};
 use super::Lang;
 use crate::engine::fsutil;
@@ -30,6 +30,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The schema name written in `impact_graph.json` and in impact responses.
 pub const SCHEMA_NAME: &str = "docdex.impact_graph";
@@ -258,9 +259,22 @@ pub fn save(path: &Path, graph: &ImpactGraph) -> Result<()> {
 /// Builds the graph of `files` (every code file's imports) in the repository at `root`, whose
 /// files (code or not, repo-relative) are `known`.
 pub fn build(root: &Path, files: &[FileImports], known: &BTreeSet<String>, opts: &GraphOptions) -> ImpactGraph {
+    let repo = RepoFiles::new(known.iter().chain(files.iter().map(|f| &f.path)));
+    build_over(root, files, known, Arc::new(repo), opts)
+}
+
+/// [`build`] over an already indexed file set: `repo` must list `known` and every path of
+/// `files` (the gatekeeper keeps one per index generation).
+pub fn build_over(
+    root: &Path,
+    files: &[FileImports],
+    known: &BTreeSet<String>,
+    repo: Arc<RepoFiles>,
+    opts: &GraphOptions,
+) -> ImpactGraph {
     let started = std::time::Instant::now();
     let (map, mut warnings) = ImportMap::load(root);
-    let resolver = Resolver::new(root, files, known);
+    let resolver = Resolver::over(root, files, repo);
     warnings.extend(resolver.warnings().iter().cloned());
     let per_file: Vec<(Vec<Edge>, Vec<Diagnostic>, usize)> =
         files.par_iter().map(|f| resolve_file(f, &resolver, map.as_ref(), opts.dynamic_import_scan_limit)).collect();

@@ -44,6 +44,8 @@ pub(crate) struct ProfileState {
     readers: Mutex<Vec<Connection>>,
     ready: Mutex<bool>,
     pub(crate) recall: recall::RecallCache,
+    /// The gatekeeper's file set per repository and index generation.
+    pub(crate) gate: gate::GateCache,
     pub(crate) jobs: evolution::Jobs,
 }
 

@@ -26,6 +26,7 @@ use super::Lang;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
+use std::sync::Arc;
 
 /// A fast non-cryptographic hasher (the multiply-rotate hash rustc uses) for the path maps that
 /// every import probes several times; repository paths are not adversarial input.
@@ -235,7 +236,7 @@ pub fn join(dir: &str, rel: &str) -> Option<String> {
 
 /// Everything resolution needs to know about the repository, built once per graph build.
 pub struct Resolver {
-    files: RepoFiles,
+    files: Arc<RepoFiles>,
     rust: Option<rust::RustIndex>,
     js: Option<js::JsIndex>,
     python: Option<python::PythonIndex>,
@@ -255,6 +256,12 @@ impl Resolver {
     /// Builds the per-language indexes for the languages present in `files`.
     pub fn new(root: &Path, files: &[FileImports], known: &BTreeSet<String>) -> Resolver {
         let repo = RepoFiles::new(known.iter().chain(files.iter().map(|f| &f.path)));
+        Self::over(root, files, Arc::new(repo))
+    }
+
+    /// [`Self::new`] over an already indexed file set (which must list every path of `files`):
+    /// the gatekeeper keeps one per index generation instead of rebuilding it per request.
+    pub fn over(root: &Path, files: &[FileImports], repo: Arc<RepoFiles>) -> Resolver {
         let langs: HashSet<Lang> = files.iter().map(|f| f.lang).collect();
         let has = |ls: &[Lang]| ls.iter().any(|l| langs.contains(l));
         let mut warnings = Vec::new();
