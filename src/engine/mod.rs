@@ -17,6 +17,7 @@ pub mod eval;
 pub mod fault;
 pub mod fresh;
 pub mod fsutil;
+pub mod git;
 pub mod index;
 pub mod libs;
 pub mod limits;

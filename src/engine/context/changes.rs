@@ -8,7 +8,6 @@ use crate::engine::waterfall::diff::{self, Change, DiffTarget, FileDiff};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 /// What git said changed.
 #[derive(Debug, Default)]
@@ -24,21 +23,7 @@ pub struct Changes {
 }
 
 fn git(root: &Path, args: &[&str]) -> Result<std::process::Output> {
-    Command::new("git")
-        .current_dir(root)
-        .args(["-c", "core.quotepath=off"])
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Error::BadRequest("changed files come from git, which is not installed or not on PATH".into())
-            } else {
-                Error::io("running git in", root, e)
-            }
-        })
+    crate::engine::git::output(root, args, "changed files")
 }
 
 fn stdout_line(out: &std::process::Output) -> Option<String> {

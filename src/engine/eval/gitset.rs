@@ -28,7 +28,6 @@ use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::Command;
 
 /// Newest commits considered.
 pub const MAX_SCANNED: usize = 6000;
@@ -149,24 +148,10 @@ fn log_args(opts: &GitSetOptions) -> Vec<String> {
 
 /// Runs git in `root` and returns its output; errors say what to do.
 fn git<S: AsRef<std::ffi::OsStr>>(root: &Path, args: &[S]) -> Result<String> {
-    let out = Command::new("git")
-        .current_dir(root)
-        .args(["-c", "core.quotepath=off"])
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .output()
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Error::BadRequest("--from-git runs git, which is not installed or not on PATH".into())
-            } else {
-                Error::io("running git in", root, e)
-            }
-        })?;
+    let out = crate::engine::git::output(root, args, "--from-git")?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("git failed").trim().to_string();
+        let first = crate::engine::git::first_line(&stderr, "git failed");
         let lower = stderr.to_ascii_lowercase();
         return Err(Error::BadRequest(if lower.contains("not a git repository") {
             format!(

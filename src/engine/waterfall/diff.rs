@@ -10,7 +10,6 @@
 
 use crate::error::{Error, Result};
 use std::path::Path;
-use std::process::Command;
 
 /// Diff lines kept per file; the rest is summarised in one line.
 const MAX_PATCH_LINES: usize = 240;
@@ -130,13 +129,9 @@ pub fn collect(root: &Path, target: &DiffTarget, paths: &[String]) -> Result<Vec
             return Err(Error::BadRequest(format!("bad --path {p:?}: give a repo-relative file or directory")));
         }
     }
-    let mut cmd = Command::new("git");
-    cmd.current_dir(root)
-        .args(["-c", "core.quotepath=off", "diff", "--no-color", "--no-ext-diff", "--no-textconv"])
-        .args(["--relative", "--find-renames", "--src-prefix=a/", "--dst-prefix=b/", "-U3"])
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE");
+    let mut cmd = crate::engine::git::command(root);
+    cmd.args(["diff", "--no-color", "--no-ext-diff", "--no-textconv"])
+        .args(["--relative", "--find-renames", "--src-prefix=a/", "--dst-prefix=b/", "-U3"]);
     match target {
         DiffTarget::Working => {}
         DiffTarget::Staged => {
@@ -148,13 +143,7 @@ pub fn collect(root: &Path, target: &DiffTarget, paths: &[String]) -> Result<Vec
     }
     cmd.arg("--");
     cmd.args(paths);
-    let out = cmd.output().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            Error::BadRequest("--diff runs git, which is not installed or not on PATH".into())
-        } else {
-            Error::io("running git diff in", root, e)
-        }
-    })?;
+    let out = crate::engine::git::run(&mut cmd, root, "--diff")?;
     if !out.status.success() {
         return Err(git_error(root, target, &String::from_utf8_lossy(&out.stderr)));
     }
@@ -163,7 +152,7 @@ pub fn collect(root: &Path, target: &DiffTarget, paths: &[String]) -> Result<Vec
 
 /// Turns git's complaint into an error that says what to do.
 fn git_error(root: &Path, target: &DiffTarget, stderr: &str) -> Error {
-    let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("git diff failed").trim();
+    let first = crate::engine::git::first_line(stderr, "git diff failed");
     let lower = stderr.to_ascii_lowercase();
     if lower.contains("not a git repository") {
         return Error::BadRequest(format!(
