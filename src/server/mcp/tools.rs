@@ -13,6 +13,7 @@ use crate::engine::protocol::{
     DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest,
     SavePreferenceRequest, SearchRequest, SymbolsRequest,
 };
+use crate::engine::Engine;
 use crate::server::error::ApiError;
 use crate::server::extract::{blocking, confine};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
@@ -22,6 +23,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::path::Path;
 use std::sync::Arc;
 
 /// The repository a tool call works on.
@@ -367,6 +369,27 @@ fn ok_json<T: Serialize>(value: &T) -> CallToolResult {
     }
 }
 
+/// The shape most tools share: resolve the repository the arguments name, check that
+/// `confined` paths stay inside it, run `run` on the blocking pool, and answer its result as
+/// JSON or its error explained for that repository.
+async fn on_repo<T, F>(server: &DocdexMcp, named: Option<String>, confined: Vec<String>, run: F) -> ToolResult
+where
+    T: Serialize,
+    F: FnOnce(&Engine, &Path) -> crate::Result<T> + Send + 'static,
+{
+    let server = server.clone();
+    blocking(move || {
+        let repo = server.repo_for(named)?;
+        for path in &confined {
+            confine(&repo, path)?;
+        }
+        run(server.app.engine(), &repo.root).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
+    })
+    .await
+}
+
+type ToolResult = Result<CallToolResult, ApiError>;
+
 /// Runs tool `name`; repository and argument problems are tool errors, an unknown tool a
 /// protocol error.
 pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToolResult, McpError> {
@@ -396,30 +419,20 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
     Ok(result.unwrap_or_else(|e| tool_error(&e)))
 }
 
-async fn search(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn search(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: SearchArgs = parse("docdex_search", args)?;
     if a.search.query.trim().is_empty() {
         return Err(ApiError::bad_request("empty query: pass words to search for"));
     }
-    let server = server.clone();
-    blocking(move || {
-        let repo = server.repo_for(a.repo.named())?;
-        server.app.engine().search(&repo.root, &a.search).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
-    })
-    .await
+    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.search(root, &a.search)).await
 }
 
-async fn open(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn open(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: OpenArgs = parse("docdex_open", args)?;
-    let server = server.clone();
-    blocking(move || {
-        let repo = server.repo_for(a.repo.named())?;
-        server.app.engine().get_file(&repo.root, &a.file).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
-    })
-    .await
+    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.get_file(root, &a.file)).await
 }
 
-async fn status(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn status(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: StatusArgs = parse("docdex_status", args)?;
     let server = server.clone();
     blocking(move || {
@@ -431,22 +444,12 @@ async fn status(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiEr
     .await
 }
 
-async fn similar(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn similar(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: SimilarArgs = parse("docdex_similar_files", args)?;
-    let server = server.clone();
-    blocking(move || {
-        let repo = server.repo_for(a.repo.named())?;
-        server
-            .app
-            .engine()
-            .similar(&repo.root, &a.similar)
-            .map(|r| ok_json(&r))
-            .map_err(|e| server.app.explain(&repo, e))
-    })
-    .await
+    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.similar(root, &a.similar)).await
 }
 
-async fn server_info(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn server_info(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: ServerInfoArgs = parse("docdex_server_info", if args.is_null() { serde_json::json!({}) } else { args })?;
     let server = server.clone();
     blocking(move || {
@@ -473,38 +476,19 @@ async fn server_info(server: &DocdexMcp, args: Value) -> Result<CallToolResult, 
     .await
 }
 
-async fn symbols(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn symbols(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: SymbolsArgs = parse("docdex_symbols", args)?;
-    let server = server.clone();
-    blocking(move || {
-        let repo = server.repo_for(a.repo.named())?;
-        for p in a.symbols.file.iter().chain(a.symbols.path_prefix.iter()) {
-            confine(&repo, p)?;
-        }
-        server
-            .app
-            .engine()
-            .symbols(&repo.root, &a.symbols)
-            .map(|r| ok_json(&r))
-            .map_err(|e| server.app.explain(&repo, e))
-    })
-    .await
+    let confined = a.symbols.file.iter().chain(a.symbols.path_prefix.iter()).cloned().collect();
+    on_repo(server, a.repo.named(), confined, move |engine, root| engine.symbols(root, &a.symbols)).await
 }
 
-async fn impact(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn impact(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: ImpactArgs = parse("docdex_impact", args)?;
-    let server = server.clone();
-    blocking(move || {
-        let repo = server.repo_for(a.repo.named())?;
-        if !a.impact.file.starts_with("ext:") {
-            confine(&repo, &a.impact.file)?;
-        }
-        server.app.engine().impact(&repo.root, &a.impact).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
-    })
-    .await
+    let confined = if a.impact.file.starts_with("ext:") { vec![] } else { vec![a.impact.file.clone()] };
+    on_repo(server, a.repo.named(), confined, move |engine, root| engine.impact(root, &a.impact)).await
 }
 
-async fn context(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn context(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: ContextArgs = parse("docdex_context", args)?;
     if a.context.task.trim().is_empty() {
         return Err(ApiError::bad_request("empty task: describe what you are about to do in `task`"));
@@ -521,20 +505,13 @@ async fn context(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiE
     .await
 }
 
-async fn run_tests(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn run_tests(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: RunTestsArgs = parse("docdex_run_tests", args)?;
-    let server = server.clone();
-    blocking(move || {
-        let repo = server.repo_for(a.repo.named())?;
-        if let Some(t) = &a.run.target {
-            confine(&repo, t)?;
-        }
-        server.app.engine().run_tests(&repo.root, &a.run).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
-    })
-    .await
+    let confined = a.run.target.iter().cloned().collect();
+    on_repo(server, a.repo.named(), confined, move |engine, root| engine.run_tests(root, &a.run)).await
 }
 
-async fn index(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn index(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: IndexArgs = parse("docdex_index", args)?;
     let server = server.clone();
     blocking(move || {
@@ -555,37 +532,17 @@ async fn index(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiErr
     .await
 }
 
-async fn memory_save(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn memory_save(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: MemorySaveArgs = parse("docdex_memory_save", args)?;
-    let server = server.clone();
-    blocking(move || {
-        let repo = server.repo_for(a.repo.named())?;
-        server
-            .app
-            .engine()
-            .memory_store(&repo.root, &a.memory)
-            .map(|r| ok_json(&r))
-            .map_err(|e| server.app.explain(&repo, e))
-    })
-    .await
+    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.memory_store(root, &a.memory)).await
 }
 
-async fn memory_recall(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn memory_recall(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: MemoryRecallArgs = parse("docdex_memory_recall", args)?;
-    let server = server.clone();
-    blocking(move || {
-        let repo = server.repo_for(a.repo.named())?;
-        server
-            .app
-            .engine()
-            .memory_recall(&repo.root, &a.recall)
-            .map(|r| ok_json(&r))
-            .map_err(|e| server.app.explain(&repo, e))
-    })
-    .await
+    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.memory_recall(root, &a.recall)).await
 }
 
-async fn get_profile(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn get_profile(server: &DocdexMcp, args: Value) -> ToolResult {
     let mut a: GetProfileArgs = parse("docdex_get_profile", args)?;
     if a.search.agent_id.trim().is_empty() {
         a.search.agent_id = server.app.agent(None).unwrap_or_default();
@@ -594,7 +551,7 @@ async fn get_profile(server: &DocdexMcp, args: Value) -> Result<CallToolResult, 
     blocking(move || Ok(ok_json(&server.app.engine().profile_search(&a.search)?))).await
 }
 
-async fn save_preference(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn save_preference(server: &DocdexMcp, args: Value) -> ToolResult {
     let mut a: SavePreferenceArgs = parse("docdex_save_preference", args)?;
     if a.learn.agent_id.trim().is_empty() {
         a.learn.agent_id = server.app.agent(None).unwrap_or_default();
@@ -608,7 +565,7 @@ async fn save_preference(server: &DocdexMcp, args: Value) -> Result<CallToolResu
     .await
 }
 
-async fn web_research(server: &DocdexMcp, args: Value) -> Result<CallToolResult, ApiError> {
+async fn web_research(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: WebResearchArgs = parse("docdex_web_research", args)?;
     if a.research.query.trim().is_empty() {
         return Err(ApiError::bad_request("empty query: pass the question to research"));
