@@ -130,8 +130,13 @@ pub fn collect(root: &Path, target: &DiffTarget, paths: &[String]) -> Result<Vec
         }
     }
     let mut cmd = crate::engine::git::command(root);
-    cmd.args(["diff", "--no-color", "--no-ext-diff", "--no-textconv"])
-        .args(["--relative", "--find-renames", "--src-prefix=a/", "--dst-prefix=b/", "-U3"]);
+    cmd.args(["diff", "--no-color", "--no-ext-diff", "--no-textconv"]).args([
+        "--relative",
+        "--find-renames",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        "-U3",
+    ]);
     match target {
         DiffTarget::Working => {}
         DiffTarget::Staged => {
