@@ -118,6 +118,45 @@ fn top_results_are_diversified_across_files() {
 }
 
 #[test]
+fn the_first_ten_hits_name_ten_files() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| {
+        // One file answers strongly in many places; eleven answer weakly, once each.
+        let strong: String = (0..40)
+            .map(|i| format!("fn shard_rebalance_{i}() {{\n    rebalance(shard, shard, shard);\n}}\n\n"))
+            .collect::<Vec<_>>()
+            .concat();
+        write(r, "src/strong.rs", strong.repeat(20));
+        for i in 0..11 {
+            let filler: String = (0..30).map(|j| format!("fn helper_{j}() {{ let x = {j}; }}\n")).collect();
+            write(r, &format!("src/weak{i}.rs"), format!("// rebalance the shard\n{filler}"));
+        }
+    });
+    let paths = hit_paths(&env.engine(), &repo, "rebalance shard");
+    assert_eq!(paths[0], "src/strong.rs", "{paths:?}");
+    assert_eq!(distinct(paths[..10].to_vec()).len(), 10, "ten hits, ten files: {paths:?}");
+    assert!(paths[10..].contains(&"src/strong.rs".to_string()), "its other chunks follow: {paths:?}");
+}
+
+#[test]
+fn a_module_many_files_import_ranks_above_an_equal_match_no_one_imports() {
+    // The same two modules in two repositories; only which one the others import differs.
+    let env = Env::new();
+    let module = "def retry_with_backoff(attempts):\n    \"\"\"Retry the request with exponential backoff.\"\"\"\n    return attempts\n";
+    for (name, imported) in [("a", "alpha"), ("b", "beta")] {
+        let repo = indexed(&env, name, |r| {
+            write(r, "alpha.py", module);
+            write(r, "beta.py", module);
+            for i in 0..8 {
+                write(r, &format!("user{i}.py"), format!("import {imported}\n\ndef main{i}():\n    pass\n"));
+            }
+        });
+        let paths = hit_paths(&env.engine(), &repo, "retry request backoff");
+        assert_eq!(paths[0], format!("{imported}.py"), "the imported module leads: {paths:?}");
+    }
+}
+
+#[test]
 fn filters_by_path_prefix_and_language() {
     let env = Env::new();
     let repo = indexed(&env, "r", |r| {

@@ -18,6 +18,7 @@
 //! The weights were tuned on four eval-dev projects and checked on four held out
 //! (docs/SEARCH.md).
 
+use super::file_bm25::{FileScores, FileTable};
 use super::import_prior::ImportPrior;
 use std::collections::HashMap;
 use tantivy::schema::{Field, IndexRecordOption};
@@ -31,6 +32,13 @@ pub const THIRD_CHUNK: f32 = 0.2;
 pub const COVERAGE_WEIGHT: f32 = 0.5;
 /// Exponent of `1 + importers`.
 pub const IMPORT_WEIGHT: f32 = 0.1;
+/// Weight of whole-file BM25 against the chunk-based file score (each relative to its best
+/// file in the pool): 0.2 ranked best among 0.1 to 1 on the tuning projects; alone (weight
+/// 100) it scored below the chunk-based score, so it refines rather than replaces it.
+pub const WHOLE_FILE_WEIGHT: f32 = 0.2;
+/// This many files show their best chunk before any file shows a second one: a first page of
+/// ten hits names ten files.
+pub const FIRST_FILES: usize = 10;
 /// A file's k-th further chunk ranks at this power k of its file's score (times its share of
 /// the best chunk).
 pub const FURTHER_CHUNK_DECAY: f32 = 0.3;
@@ -76,6 +84,8 @@ pub struct FileSignals<'a> {
     pub imports: &'a ImportPrior,
     /// `[search] max_chunks_per_file`.
     pub max_chunks_per_file: usize,
+    /// Whole-file BM25 of the query ([`super::file_bm25`]), when computed.
+    pub whole_files: Option<(&'a FileTable, &'a FileScores)>,
 }
 
 /// A file's score from its chunks' scores (best first), its coverage and its importers.
@@ -112,11 +122,23 @@ pub fn rank(pool: Vec<PooledChunk>, signals: &FileSignals) -> Vec<RankedChunk> {
             (file_score(&scores, coverage, signals.imports.importers(file)), pinned, file, idx)
         })
         .collect();
+    if let Some((table, whole)) = signals.whole_files {
+        add_whole_file_scores(&mut scored, table, whole);
+    }
     // Files holding a definition the whole query names go above every other file.
     let lift = scored.iter().map(|s| s.0).fold(0.0, f32::max);
     for s in scored.iter_mut().filter(|s| s.1) {
         s.0 += lift;
     }
+    // The first files each show their best chunk before any file shows a second one.
+    let cap = if scored.len() > FIRST_FILES {
+        let mut order: Vec<f32> = scored.iter().map(|s| s.0).collect();
+        order.select_nth_unstable_by(FIRST_FILES - 1, |a, b| b.total_cmp(a));
+        let kth = order[FIRST_FILES - 1];
+        f32::from_bits(kth.to_bits().saturating_sub(1)).max(0.0)
+    } else {
+        f32::INFINITY
+    };
     let max_per_file = signals.max_chunks_per_file.max(1);
     let mut out: Vec<RankedChunk> = Vec::with_capacity(pool.len());
     for (score, _, file, idx) in scored {
@@ -127,13 +149,27 @@ pub fn rank(pool: Vec<PooledChunk>, signals: &FileSignals) -> Vec<RankedChunk> {
                 score
             } else {
                 let overflow = OVERFLOW_DECAY.powi((k + 1).saturating_sub(max_per_file) as i32);
-                score * FURTHER_CHUNK_DECAY.powi(k as i32) * (c.score / best).min(1.0) * overflow
+                (score * FURTHER_CHUNK_DECAY.powi(k as i32) * (c.score / best).min(1.0) * overflow).min(cap)
             };
             out.push(RankedChunk { score: s, file, addr: c.addr });
         }
     }
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.file.cmp(&b.file)).then(a.addr.cmp(&b.addr)));
     out
+}
+
+/// Adds each file's whole-file BM25 ([`super::file_bm25`]), scaled so that the best whole-file
+/// score is [`WHOLE_FILE_WEIGHT`] of the best chunk-based file score.
+fn add_whole_file_scores(scored: &mut [(f32, bool, u64, Vec<usize>)], table: &FileTable, whole: &FileScores) {
+    let whole_of: Vec<f32> = scored.iter().map(|s| whole.of(table, s.2)).collect();
+    let whole_max = whole_of.iter().copied().fold(0.0, f32::max);
+    if whole_max <= 0.0 {
+        return;
+    }
+    let chunk_max = scored.iter().map(|s| s.0).fold(0.0, f32::max);
+    for (s, w) in scored.iter_mut().zip(whole_of) {
+        s.0 += WHOLE_FILE_WEIGHT * chunk_max * w / whole_max;
+    }
 }
 
 /// Each tracked term's coverage weight: its query weight times its IDF over chunk bodies.

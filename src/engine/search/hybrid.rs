@@ -135,7 +135,7 @@ impl RepoSearcher {
         if !terms.is_empty() {
             let (pool, total) = self.bm25_pool(&searcher, &plan, req, flags, &priors, &boosts)?;
             bm25_total = total;
-            let ranked = self.rank_files(&searcher, &plan, pool, cfg);
+            let ranked = self.rank_files(&searcher, &plan, pool, cfg, repo, &priors);
             for c in ranked.into_iter().take(FUSION_POOL) {
                 if let Ok(d) = searcher.doc::<TantivyDocument>(c.addr) {
                     keyword.push((c.score, Stored::from_doc(&d, &self.fields), c.file));

@@ -5,6 +5,7 @@
 //!
 //! How confidence is computed is documented in `docs/SEARCH.md`.
 
+pub mod file_bm25;
 pub mod file_rank;
 pub mod hybrid;
 pub mod import_prior;
@@ -21,6 +22,7 @@ use crate::engine::index::types::{IndexState, SCHEMA_VERSION};
 use crate::engine::index::{extract, sources};
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
+use file_bm25::{FileScores, FileTable};
 use file_rank::{FileSignals, PooledChunk, RankedChunk};
 use import_prior::ImportPrior;
 use query::QueryPlan;
@@ -64,6 +66,8 @@ pub struct RepoSearcher {
     symbols: Mutex<Option<CachedSymbols>>,
     /// Importers per file ([`import_prior`]), reread when the table file changes.
     imports: Mutex<Option<CachedImports>>,
+    /// Which file each document is ([`file_bm25`]), for the searcher's segments.
+    files: Mutex<Option<Arc<FileTable>>>,
 }
 
 impl RepoSearcher {
@@ -89,6 +93,7 @@ impl RepoSearcher {
             index_dir: dir,
             symbols: Mutex::new(None),
             imports: Mutex::new(None),
+            files: Mutex::new(None),
         })
     }
 
@@ -157,10 +162,10 @@ impl RepoSearcher {
     }
 
     /// The repo's import prior table (empty when there is none), reread only when the file
-    /// changed: one `stat` per search.
-    fn import_prior(&self) -> Arc<ImportPrior> {
-        let Some(state) = self.index_dir.parent() else { return Arc::default() };
-        let path = import_prior::path(state);
+    /// changed: one `stat` per search. It lives in the repo's state directory, beside the
+    /// index generations (the index's own parent is a generation directory).
+    fn import_prior(&self, state_dir: &Path) -> Arc<ImportPrior> {
+        let path = import_prior::path(state_dir);
         let key = file_stamp(&path);
         let Ok(mut cache) = self.imports.lock() else { return Arc::default() };
         if let Some((k, table)) = cache.as_ref() {
@@ -211,7 +216,7 @@ impl RepoSearcher {
         let (pool, total) = self.bm25_pool(&searcher, &plan, req, flags, &priors, &boosts)?;
         let t_search = t0.elapsed();
 
-        let ranked = self.rank_files(&searcher, &plan, pool, cfg);
+        let ranked = self.rank_files(&searcher, &plan, pool, cfg, repo, &priors);
         resp.total_hits = total;
         let t_rank = t0.elapsed();
 
@@ -236,23 +241,46 @@ impl RepoSearcher {
         Ok(resp)
     }
 
-    /// The pool ranked by file ([`file_rank`]).
+    /// The pool ranked by file ([`file_rank`]), with whole-file BM25 ([`file_bm25`]).
     fn rank_files(
         &self,
         searcher: &Searcher,
         plan: &QueryPlan,
         pool: Vec<PooledChunk>,
         cfg: &SearchConfig,
+        repo: &RepoRef,
+        priors: &Priors,
     ) -> Vec<RankedChunk> {
-        let imports = self.import_prior();
+        let imports = self.import_prior(&repo.state_dir);
+        let table = self.file_table(searcher);
+        // Joined words count as the chunk query counts them.
+        let mut whole_terms = plan.terms.clone();
+        whole_terms.extend(plan.joined.iter().map(|j| (j.clone(), query::JOINED_WEIGHT)));
+        let whole = table.as_ref().map(|t| {
+            FileScores::compute(t, searcher, self.fields.body, self.fields.path_text, &whole_terms, &|c| {
+                priors.factor(c)
+            })
+        });
         let signals = FileSignals {
             searcher,
             body: self.fields.body,
             terms: &plan.terms,
             imports: &imports,
             max_chunks_per_file: cfg.max_chunks_per_file.max(1) as usize,
+            whole_files: table.as_deref().zip(whole.as_ref()),
         };
         file_rank::rank(pool, &signals)
+    }
+
+    /// The file table of `searcher`'s segments, built on first need after the index changed.
+    fn file_table(&self, searcher: &Searcher) -> Option<Arc<FileTable>> {
+        let mut cache = self.files.lock().ok()?;
+        if let Some(t) = cache.as_ref().filter(|t| t.is_for(searcher)) {
+            return Some(t.clone());
+        }
+        let table = Arc::new(FileTable::build(searcher, self.fields.body));
+        *cache = Some(table.clone());
+        Some(table)
     }
 
     /// The BM25 candidate pool for `terms` (filters applied), with file-class priors and
