@@ -7,13 +7,15 @@
 //!   query's terms its chunks hold, as a factor `e^(0.5 × share)` (a file touching every
 //!   aspect of a description beats one that repeats a single word);
 //! - how many repository files import it ([`super::import_prior`]), as `(1 + importers)^0.1`
-//!   (changes land in central modules more often than in leaves).
+//!   (changes land in central modules more often than in leaves);
+//! - plus its whole-file BM25 ([`super::file_bm25`]) at [`WHOLE_FILE_WEIGHT`] of the best
+//!   file's chunk-based score (a change whose words spread over a whole module).
 //!
 //! Chunk scores already carry the file-class priors and symbol boosts, so a test or a
 //! changelog stays below source unless the query asks for it. Hits are ordered by their
 //! file's score: each file's best chunk at the file's score, its further chunks at
-//! `0.3^k × (chunk / best)` of it, so the first page lists distinct files and a file's other
-//! strong regions follow. A definition the whole query names stays first.
+//! `0.3^k × (chunk / best)` of it but never above the [`FIRST_FILES`]-th file's best chunk, so
+//! the first ten hits name ten files and a file's other strong regions follow. A definition the whole query names stays first.
 //!
 //! The weights were tuned on four eval-dev projects and checked on four held out
 //! (docs/SEARCH.md).
