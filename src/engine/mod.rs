@@ -334,6 +334,15 @@ impl Engine {
     /// the chat waterfall's (`req.for_chat`, ranked with the chat flags) is searched by the part
     /// of it that fits ([`limits::fit_query`]).
     pub fn search(&self, repo_path: &Path, req: &SearchRequest) -> Result<SearchResponse> {
+        // `py`, `.py`, `Python` filter as `python` (the index's name for it).
+        let named;
+        let req = match req.lang.as_deref().filter(|l| !l.trim().is_empty()) {
+            Some(l) if canonical_lang(l) != l => {
+                named = SearchRequest { lang: Some(canonical_lang(l)), ..req.clone() };
+                &named
+            }
+            _ => req,
+        };
         let fitted;
         let req = if req.for_chat {
             match limits::fit_query(&req.query) {
@@ -649,4 +658,10 @@ fn skip_warnings(m: &Manifest) -> Vec<String> {
         out.push(format!("skipped {p}: {r}"));
     }
     out
+}
+
+/// A language filter as the index names it: an alias or extension (`py`) becomes the name
+/// (`python`); anything unknown is kept, lowercased, and simply matches nothing.
+pub(crate) fn canonical_lang(typed: &str) -> String {
+    index::files::canonical_language(typed).map_or_else(|| typed.trim().to_ascii_lowercase(), str::to_string)
 }

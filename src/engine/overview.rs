@@ -60,6 +60,14 @@ pub struct RepoOverview {
 }
 
 impl Engine {
+    /// Folders of the repository's index that complete a typed path prefix (the TUI's `tab`
+    /// in the path filter): only folders holding indexed files, so nothing outside the
+    /// repository or left out of the index is ever offered.
+    pub fn indexed_folders(&self, repo_path: &Path, typed: &str) -> Result<Vec<String>> {
+        let repo = self.resolve_repo(repo_path)?;
+        Ok(crate::engine::index::manifest::Manifest::load(&repo.manifest_path()).folders_completing(typed, 200))
+    }
+
     /// Every registered repository, plus `current` when it is not registered yet, sorted by path.
     pub fn repo_overviews(&self, current: Option<&Path>) -> Result<Vec<RepoOverview>> {
         let records = self.list_repos()?;

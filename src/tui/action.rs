@@ -20,12 +20,14 @@ pub enum Action {
         /// 1-based line.
         line: u32,
     },
-    /// Show a file at a line in the search pane's preview (citations jump here).
+    /// Show a file's lines in the search pane (citations jump here).
     ShowInPreview {
         /// Repo-relative path.
         path: String,
-        /// 1-based line.
+        /// 1-based first line.
         line: u32,
+        /// 1-based last line.
+        line_end: u32,
     },
     /// Centre the impact graph on a file and switch to it.
     OpenImpact {

@@ -23,6 +23,7 @@ use super::theme::{Slot, Theme};
 use super::widgets::status_bar::StatusInfo;
 use super::widgets::text_field::{self, TextField};
 use super::widgets::{self, centered, frame, help};
+use crate::engine::index::files;
 use crate::engine::protocol::{RepoOverview, RepoState};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::buffer::Buffer;
@@ -90,7 +91,56 @@ enum Overlay {
         kind: PromptKind,
         input: Box<TextField>,
         error: Option<String>,
+        /// What `tab` offered last (cycled by the next `tab` while the text is one of them).
+        completion: Option<Completion>,
     },
+}
+
+/// Completions `tab` offered in a prompt.
+#[derive(Debug, Default)]
+struct Completion {
+    items: Vec<String>,
+    /// The one in the field (`None`: the field holds their common prefix).
+    pick: Option<usize>,
+}
+
+impl Completion {
+    /// Puts what `tab` should into `input`: the common prefix when it is longer than the text,
+    /// else the first (or next) candidate.
+    fn apply(items: Vec<String>, input: &mut TextField) -> Option<Completion> {
+        let first = items.first()?;
+        let common = items.iter().skip(1).fold(first.clone(), |acc, s| {
+            acc.chars().zip(s.chars()).take_while(|(a, b)| a == b).map(|(a, _)| a).collect()
+        });
+        let mut c = Completion { items, pick: None };
+        if common.chars().count() > input.text().chars().count() && c.items.len() > 1 {
+            input.set(&common);
+        } else {
+            c.pick = Some(0);
+            input.set(&c.items[0]);
+        }
+        Some(c)
+    }
+
+    /// The next `tab` on text it put there: the next candidate.
+    fn cycle(&mut self, input: &mut TextField) -> bool {
+        if self.items.len() < 2 {
+            // One folder: the next tab goes into it (asks again).
+            return false;
+        }
+        let current = match self.pick {
+            Some(i) => self.items.get(i).map(String::as_str),
+            None => None,
+        };
+        let at_prefix = self.pick.is_none() && self.items.iter().all(|s| s.starts_with(input.text()));
+        if current != Some(input.text()) && !at_prefix {
+            return false;
+        }
+        let next = self.pick.map_or(0, |i| (i + 1) % self.items.len());
+        self.pick = Some(next);
+        input.set(&self.items[next]);
+        true
+    }
 }
 
 /// The workbench.
@@ -412,7 +462,9 @@ impl App {
                 Action::OpenEditor { path, line } => {
                     self.effects.push(Effect::OpenEditor { path: self.repo.join(path), line })
                 }
-                Action::ShowInPreview { path, line } => self.with_search(|s, cx| s.show_file(&path, line, cx)),
+                Action::ShowInPreview { path, line, line_end } => {
+                    self.with_search(|s, cx| s.show_file(&path, (line, line_end), cx))
+                }
                 Action::OpenImpact { path } => {
                     self.impact_followed = Some(path.clone());
                     self.with_impact(|i, cx| i.set_center(&path, cx));
@@ -424,8 +476,12 @@ impl App {
                         PromptKind::PathFilter(v) | PromptKind::LangFilter(v) => v.clone(),
                         _ => String::new(),
                     };
+                    // The current filter is shown selected: typing replaces it, a movement key
+                    // keeps it to edit (never `lang:htmlpy`).
+                    let mut input = TextField::single_line(&text);
+                    input.select_all();
                     self.overlay =
-                        Some(Overlay::Prompt { kind, input: Box::new(TextField::single_line(&text)), error: None });
+                        Some(Overlay::Prompt { kind, input: Box::new(input), error: None, completion: None });
                 }
                 Action::Notify(level, text) => self.set_notice(level, text),
             }
@@ -632,7 +688,7 @@ impl App {
                     self.on_key(*key);
                 }
             }
-            Overlay::Prompt { kind, input, error } => {
+            Overlay::Prompt { kind, input, error, completion } => {
                 if let PromptKind::ConfirmRemove(path) = kind {
                     let path = path.clone();
                     match key.code {
@@ -662,9 +718,36 @@ impl App {
                     _ if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) => {
                         self.overlay = None
                     }
+                    KeyCode::Tab => {
+                        *error = None;
+                        if completion.as_mut().is_some_and(|c| c.cycle(input)) {
+                            return;
+                        }
+                        match kind {
+                            PromptKind::LangFilter(_) => {
+                                let items: Vec<String> =
+                                    files::complete_language(input.text()).into_iter().map(String::from).collect();
+                                *completion = Completion::apply(items, input);
+                                if completion.is_none() {
+                                    *error = Some(format!("no language starts with `{}`", input.text().trim()));
+                                }
+                            }
+                            // Folders come from the worker (the index, or the disk); the answer
+                            // fills the field if the text is still what was typed.
+                            PromptKind::PathFilter(_) => self.requests.push(Request::CompletePath {
+                                repo: Some(self.repo.clone()),
+                                typed: input.text().to_string(),
+                            }),
+                            PromptKind::AddRepo => self
+                                .requests
+                                .push(Request::CompletePath { repo: None, typed: input.text().to_string() }),
+                            PromptKind::ConfirmRemove(_) => {}
+                        }
+                    }
                     _ => {
                         input.edit(key);
                         *error = None;
+                        *completion = None;
                     }
                 }
             }
@@ -692,7 +775,12 @@ impl App {
                 Ok(())
             }
             PromptKind::LangFilter(_) => {
-                let v = text.to_string();
+                let v = text.trim().to_string();
+                if !v.is_empty() && files::canonical_language(&v).is_none() {
+                    let like = files::complete_language(&v[..v.chars().next().map_or(0, char::len_utf8)]);
+                    let like = if like.is_empty() { String::new() } else { format!(" (like {})", join_some(&like, 4)) };
+                    return Err(format!("`{v}` is no language docdex indexes{like}; tab completes"));
+                }
                 self.with_search(|s, cx| s.set_lang_filter(&v, cx));
                 Ok(())
             }
@@ -700,6 +788,26 @@ impl App {
                 self.requests.push(Request::RemoveRepo { repo: path });
                 Ok(())
             }
+        }
+    }
+
+    /// Folders the worker found for `tab` in the path filter or the add-repo prompt.
+    fn path_completions(&mut self, typed: &str, result: &Result<Vec<String>, String>) {
+        let Some(Overlay::Prompt { kind, input, error, completion }) = self.overlay.as_mut() else { return };
+        if input.text() != typed || !matches!(kind, PromptKind::PathFilter(_) | PromptKind::AddRepo) {
+            return;
+        }
+        match result {
+            Ok(items) => {
+                *completion = Completion::apply(items.clone(), input);
+                if completion.is_none() {
+                    *error = Some(match kind {
+                        PromptKind::PathFilter(_) => format!("no indexed folder starts with `{typed}`"),
+                        _ => format!("no folder starts with `{typed}`"),
+                    });
+                }
+            }
+            Err(e) => *error = Some(e.clone()),
         }
     }
 
@@ -725,7 +833,7 @@ impl App {
         self.dirty = true;
         if widgets::contains(l.tabs, m.column, m.row) {
             if let MouseEventKind::Down(_) = m.kind {
-                if let Some(p) = layout::tab_at(&layout::tabs(l.tabs, &self.tab_keys()), m.column) {
+                if let Some(p) = layout::tab_at(&layout::tabs(l.tabs, &self.tab_keys(), self.focus), m.column) {
                     self.focus_pane(p);
                 }
             }
@@ -782,14 +890,14 @@ impl App {
                 let changed = s.added + s.updated + s.deleted;
                 self.set_notice(
                     Level::Info,
-                    format!("indexed {} files ({changed} changed)", widgets::thousands(s.files)),
+                    format!("indexed {} ({changed} changed)", widgets::count(s.files, "file", "files")),
                 );
             }
             EngineEvent::IndexFinished { repo, result: Ok(s) } if *repo != self.repo => {
                 // `indexing <repo>` (an added repository) ends with its run.
                 self.set_notice(
                     Level::Info,
-                    format!("{} is ready: {} files indexed", repo.display(), widgets::thousands(s.files)),
+                    format!("{} is ready: {} indexed", repo.display(), widgets::count(s.files, "file", "files")),
                 );
             }
             EngineEvent::IndexFinished { repo, result: Ok(_) } => {
@@ -805,6 +913,7 @@ impl App {
                 );
             }
             EngineEvent::Provider(p) => self.provider = p.clone(),
+            EngineEvent::PathCompletions { typed, result } => self.path_completions(typed, result),
             EngineEvent::Conversation(Ok(_)) => self.focus_pane(PaneId::Chat),
             EngineEvent::Conversation(Err(e)) => {
                 self.set_notice(Level::Error, format!("cannot open that session: {e}"))
@@ -945,7 +1054,7 @@ impl App {
         };
         self.layout.set(Some(l));
         // Tabs.
-        for (id, label, x, _) in layout::tabs(l.tabs, &self.tab_keys()) {
+        for (id, label, x, _) in layout::tabs(l.tabs, &self.tab_keys(), self.focus) {
             let style = if id == self.focus { t.style(Slot::TabActive) } else { t.style(Slot::Tab) };
             buf.set_string(x, l.tabs.y, label, style);
         }
@@ -964,18 +1073,41 @@ impl App {
         };
         let mut cursor = self.pane(self.focus).render(l.main, buf, &rc);
         let name = self.repo_name();
-        let hints = self.hints(l.status.width as usize * 2 / 5);
-        let notice_shown = StatusInfo {
-            repo: &name,
-            overview: self.overview.as_ref(),
-            progress: self.repos.progress(&self.repo),
-            provider: &self.provider,
-            notice: self.notice.as_ref().map(|(l, t, _)| (*l, t.as_str())),
-            hints: &hints,
-            mode: self.mode(),
-            step: self.step,
+        let bar = |hints: &[(String, &'static str)], buf: &mut Buffer| {
+            StatusInfo {
+                repo: &name,
+                overview: self.overview.as_ref(),
+                progress: self.repos.progress(&self.repo),
+                provider: &self.provider,
+                notice: self.notice.as_ref().map(|(l, t, _)| (*l, t.as_str())),
+                hints,
+                mode: self.mode(),
+                step: self.step,
+            }
+            .render(l.status, buf, t)
+        };
+        let budget = l.status.width as usize * 2 / 5;
+        let mut notice_shown = bar(&self.hints(budget), buf);
+        if !notice_shown {
+            // A notice lasts seconds: while it shows, hints give way (the pane's first, down to
+            // the ones that always stay: help, the mode key, quit) if that lets it into the bar;
+            // when even that is not enough it takes a line of its own and the hints stay whole.
+            let clear = |buf: &mut Buffer| {
+                let w = l.status.width as usize;
+                buf.set_stringn(l.status.x, l.status.y, " ".repeat(w), w, t.style(Slot::StatusBar));
+            };
+            for smaller in [budget * 2 / 3, budget / 3, 0] {
+                clear(buf);
+                notice_shown = bar(&self.hints(smaller), buf);
+                if notice_shown {
+                    break;
+                }
+            }
+            if !notice_shown {
+                clear(buf);
+                bar(&self.hints(budget), buf);
+            }
         }
-        .render(l.status, buf, t);
         if !notice_shown && self.overlay.is_none() {
             if let Some((level, text, _)) = &self.notice {
                 // A notice that does not fit the bar gets its own line(s) above it.
@@ -1021,8 +1153,8 @@ impl App {
                 }
                 cursor = None;
             }
-            Some(Overlay::Prompt { kind, input, error }) => {
-                cursor = self.render_prompt(l.main, buf, kind, input, error.as_deref())
+            Some(Overlay::Prompt { kind, input, error, completion }) => {
+                cursor = self.render_prompt(l.main, buf, kind, input, error.as_deref(), completion.as_ref())
             }
             None => {}
         }
@@ -1036,21 +1168,25 @@ impl App {
         kind: &PromptKind,
         input: &TextField,
         error: Option<&str>,
+        completion: Option<&Completion>,
     ) -> Option<(u16, u16)> {
         let t = &self.theme;
         let (title, hint) = match kind {
-            PromptKind::AddRepo => {
-                (" Add a repository ", "Path of a directory to index (~ works). enter adds, esc cancels.")
-            }
-            PromptKind::PathFilter(_) => {
-                (" Path filter ", "Only files under this path prefix (empty clears). enter applies.")
-            }
-            PromptKind::LangFilter(_) => {
-                (" Language filter ", "rust, python, typescript, markdown, ... (empty clears). enter applies.")
-            }
+            PromptKind::AddRepo => (
+                " Add a repository ",
+                "Path of a directory to index (~ works). tab completes folders, enter adds, esc cancels.",
+            ),
+            PromptKind::PathFilter(_) => (
+                " Path filter ",
+                "Only files under this path prefix (empty clears). tab completes the index's folders, enter applies.",
+            ),
+            PromptKind::LangFilter(_) => (
+                " Language filter ",
+                "python, rust, typescript, markdown, ... or py, rs, ts, md (empty clears). tab completes, enter applies.",
+            ),
             PromptKind::ConfirmRemove(_) => (" Remove repository ", ""),
         };
-        let r = centered(area, area.width.saturating_sub(8).min(72), 6);
+        let r = centered(area, area.width.saturating_sub(8).min(72), 7);
         Clear.render(r, buf);
         let block = frame(title, true, t);
         let inner = block.inner(r);
@@ -1075,11 +1211,33 @@ impl App {
         buf.set_string(inner.x, inner.y, "›", t.style(Slot::Accent));
         let field = Rect { x: inner.x + 2, width: inner.width.saturating_sub(3), height: 1, y: inner.y };
         let cursor = input.render_line(field, buf, t.style(Slot::Input), None);
+        // What tab offers (the language prompt: as you type), the one in the field marked.
+        let live;
+        let offered: Option<(&[String], Option<usize>)> = match (completion, kind) {
+            (Some(c), _) => Some((&c.items, c.pick)),
+            (None, PromptKind::LangFilter(_)) if !input.text().trim().is_empty() && !input.is_selected() => {
+                live = files::complete_language(input.text()).into_iter().map(String::from).collect::<Vec<_>>();
+                Some((&live, None))
+            }
+            _ => None,
+        };
+        if let Some((items, pick)) = offered {
+            let mut spans = vec![Span::styled("tab: ", t.style(Slot::Muted))];
+            if items.is_empty() {
+                spans.push(Span::styled("nothing to complete", t.style(Slot::Muted)));
+            }
+            for (i, item) in items.iter().enumerate() {
+                let style = if pick == Some(i) { t.style(Slot::Selection) } else { t.style(Slot::Text) };
+                spans.push(Span::styled(item.clone(), style));
+                spans.push(Span::raw("  "));
+            }
+            buf.set_line(inner.x + 1, inner.y + 1, &Line::from(spans), inner.width.saturating_sub(2));
+        }
         let (msg, style) = match error {
             Some(e) => (e, t.style(Slot::Error)),
             None => (hint, t.style(Slot::Muted)),
         };
-        for (k, l) in widgets::wrap(msg, inner.width as usize - 1).iter().take(2).enumerate() {
+        for (k, l) in widgets::wrap(msg, inner.width as usize - 1).iter().take(3).enumerate() {
             buf.set_line(
                 inner.x + 1,
                 inner.y + 2 + k as u16,
@@ -1089,6 +1247,15 @@ impl App {
         }
         Some(cursor)
     }
+}
+
+/// The first `n` names, comma-separated, with `…` when there are more.
+fn join_some(names: &[&str], n: usize) -> String {
+    let mut s = names.iter().take(n).copied().collect::<Vec<_>>().join(", ");
+    if names.len() > n {
+        s.push_str(", …");
+    }
+    s
 }
 
 /// `~/x` → `$HOME/x`.

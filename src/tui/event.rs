@@ -135,6 +135,14 @@ pub enum Request {
     },
     /// Profile memory: list, change, search, import or export (the Profile pane).
     Profile(ProfileJob),
+    /// Folders that complete a typed path (`tab` in a prompt).
+    CompletePath {
+        /// `Some(repo)`: folders of that repository's index, repo-relative (the path filter);
+        /// `None`: folders on the filesystem (adding a repository is the user's own choice).
+        repo: Option<PathBuf>,
+        /// What is typed so far.
+        typed: String,
+    },
     /// The impact graph around a file (latest wins).
     Impact {
         /// Sequence number.
@@ -215,6 +223,13 @@ pub enum EngineEvent {
         repo: PathBuf,
         /// Its summary, or the error.
         result: Result<IndexSummary, String>,
+    },
+    /// Folders completing a typed path ([`Request::CompletePath`]).
+    PathCompletions {
+        /// What was typed (a completion for older text is dropped).
+        typed: String,
+        /// Each folder as it would be typed, ending in `/`, sorted.
+        result: Result<Vec<String>, String>,
     },
     /// A repository was removed from the registry.
     RepoRemoved {

@@ -33,18 +33,42 @@ pub fn layout(area: Rect) -> Option<AppLayout> {
     })
 }
 
-/// The tab labels (` 1 Repos `, ...) with their x ranges, given each pane's key label.
-pub fn tabs(area: Rect, keys: &[(PaneId, String)]) -> Vec<(PaneId, String, u16, u16)> {
-    let mut x = area.x;
-    let mut out = Vec::new();
-    for (id, key) in keys {
-        let label = format!(" {key} {} ", id.title());
-        let w = super::widgets::width(&label) as u16;
-        if x + w > area.x + area.width {
+/// The tab labels (` 1 Repos `, ...) with their x ranges, given each pane's key label. Every
+/// pane keeps a tab: where the full titles do not fit they first lose the gaps between them,
+/// then the tabs other than `focus` shrink to short titles (` 7 Prof `), then to their key
+/// alone (` 7 `); the focused tab always keeps its whole title. Only a bar narrower than
+/// [`MIN_SIZE`] (never drawn) could run out, and then the last tabs are cut with `…`.
+pub fn tabs(area: Rect, keys: &[(PaneId, String)], focus: PaneId) -> Vec<(PaneId, String, u16, u16)> {
+    let full = |id: PaneId, key: &str| format!(" {key} {} ", id.title());
+    let styles: [(&dyn Fn(PaneId, &str) -> String, u16); 4] = [
+        (&full, 1),
+        (&full, 0),
+        (&|id: PaneId, key: &str| if id == focus { full(id, key) } else { format!(" {key} {} ", id.short_title()) }, 0),
+        (&|id: PaneId, key: &str| if id == focus { full(id, key) } else { format!(" {key} ") }, 0),
+    ];
+    let mut labels: Vec<(PaneId, String)> = Vec::new();
+    let mut gap = 0;
+    for (label, g) in styles {
+        labels = keys.iter().map(|(id, key)| (*id, label(*id, key))).collect();
+        gap = g;
+        let total: u16 = labels.iter().map(|(_, l)| super::widgets::width(l) as u16 + g).sum::<u16>();
+        if total.saturating_sub(g) <= area.width {
             break;
         }
-        out.push((*id, label, x, x + w));
-        x += w + 1;
+    }
+    let mut x = area.x;
+    let mut out = Vec::new();
+    let end = area.x + area.width;
+    for (id, label) in labels {
+        let w = super::widgets::width(&label) as u16;
+        if x + w > end {
+            if x < end {
+                out.push((id, "…".to_string(), x, x + 1));
+            }
+            break;
+        }
+        out.push((id, label, x, x + w));
+        x += w + gap;
     }
     out
 }
@@ -71,9 +95,33 @@ mod tests {
     fn every_tab_fits_at_80_columns() {
         let keys: Vec<(PaneId, String)> =
             PaneId::ALL.iter().enumerate().map(|(i, p)| (*p, (i + 1).to_string())).collect();
-        let t = tabs(Rect::new(0, 0, 80, 1), &keys);
+        let t = tabs(Rect::new(0, 0, 80, 1), &keys, PaneId::Search);
         assert_eq!(t.len(), 7);
         assert_eq!(tab_at(&t, t[1].2), Some(PaneId::Search));
         assert_eq!(tab_at(&t, 79), None);
+        assert!(t.iter().all(|(id, label, _, _)| label.contains(id.title())), "full titles at 80: {t:?}");
+    }
+
+    #[test]
+    fn no_tab_is_dropped_down_to_the_smallest_width() {
+        let keys: Vec<(PaneId, String)> =
+            PaneId::ALL.iter().enumerate().map(|(i, p)| (*p, (i + 1).to_string())).collect();
+        for width in MIN_SIZE.0..=80 {
+            for focus in PaneId::ALL {
+                let t = tabs(Rect::new(0, 0, width, 1), &keys, focus);
+                let ids: Vec<PaneId> = t.iter().map(|(id, _, _, _)| *id).collect();
+                assert_eq!(ids, PaneId::ALL, "every pane has a tab at {width} columns");
+                assert!(t.iter().all(|(_, _, _, b)| *b <= width), "{width}: {t:?}");
+                let mine = t.iter().find(|(id, _, _, _)| *id == focus).map(|(_, l, _, _)| l.clone());
+                assert_eq!(mine, Some(format!(" {} {} ", focus.index() + 1, focus.title())), "{width}");
+                // Clicks land on the tab drawn there.
+                for (id, _, a, b) in &t {
+                    assert_eq!(tab_at(&t, *a), Some(*id));
+                    assert_eq!(tab_at(&t, b - 1), Some(*id));
+                }
+            }
+        }
+        let at60 = tabs(Rect::new(0, 0, 60, 1), &keys, PaneId::Search);
+        assert!(at60.iter().any(|(_, l, _, _)| l == " 7 Prof "), "{at60:?}");
     }
 }

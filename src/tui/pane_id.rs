@@ -40,6 +40,19 @@ impl PaneId {
         }
     }
 
+    /// Tab label where the full titles do not fit (never more than four characters).
+    pub fn short_title(self) -> &'static str {
+        match self {
+            PaneId::Repos => "Repo",
+            PaneId::Search => "Srch",
+            PaneId::Chat => "Chat",
+            PaneId::Trace => "Trce",
+            PaneId::Dag => "DAG",
+            PaneId::Impact => "Impt",
+            PaneId::Profile => "Prof",
+        }
+    }
+
     /// The keymap context of the pane.
     pub fn context(self) -> Context {
         match self {

@@ -125,7 +125,7 @@ fn web_run(web: &WebTrace) -> WebRun {
             if !web.discovery_source.is_empty() {
                 summary.push_str(&format!(" ({})", web.discovery_source));
             }
-            summary.push_str(&format!(" · {} results", web.results));
+            summary.push_str(&format!(" · {}", crate::tui::widgets::count(web.results as u64, "result", "results")));
         }
         None => summary.push_str(" · not searched"),
     }

@@ -113,6 +113,10 @@ impl Worker {
                 let engine = self.engine.clone();
                 self.blocking(move || remove_repo(&engine, repo));
             }
+            Request::CompletePath { repo, typed } => {
+                let engine = self.engine.clone();
+                self.blocking(move || complete_path(&engine, repo, typed));
+            }
             Request::Profile(job) => {
                 let engine = self.engine.clone();
                 self.blocking(move || EngineEvent::Profile(profile_run(&engine, job)));
@@ -275,6 +279,7 @@ pub fn run_sync(engine: &Engine, req: Request) -> Vec<EngineEvent> {
     match req {
         Request::LoadRepos { current } => send(load_repos(engine, &current)),
         Request::RemoveRepo { repo } => send(remove_repo(engine, repo)),
+        Request::CompletePath { repo, typed } => send(complete_path(engine, repo, typed)),
         Request::CheckProvider => send(EngineEvent::Provider(check_provider(engine))),
         Request::Index { repo, rebuild } => send(index_run(engine, &repo, rebuild, &send)),
         Request::Chat { turn, repo, query, history, session_id } => {
@@ -318,6 +323,45 @@ fn load_repos(engine: &Engine, current: &Path) -> EngineEvent {
     EngineEvent::Repos(engine.repo_overviews(Some(current)).map_err(|e| format!("{e:#}")))
 }
 
+/// Folders completing `typed`: inside a repository, those its index holds files under (so
+/// only what the filter can match, and nothing outside the repository); else on disk.
+fn complete_path(engine: &Engine, repo: Option<PathBuf>, typed: String) -> EngineEvent {
+    let result = match &repo {
+        Some(repo) => engine.indexed_folders(repo, &typed).map_err(|e| format!("{e:#}")),
+        None => folders_on_disk(&typed),
+    };
+    EngineEvent::PathCompletions { typed, result }
+}
+
+/// The most folders a completion lists.
+const MAX_COMPLETIONS: usize = 200;
+
+/// Folders on disk whose path starts with `typed` (`~/` is the home folder), as typed: the
+/// part up to the last `/` is kept, the rest completed from that folder's entries. Hidden
+/// folders only when the typed name starts with a dot.
+fn folders_on_disk(typed: &str) -> Result<Vec<String>, String> {
+    let (dir, partial) = match typed.rfind('/') {
+        Some(i) => (&typed[..=i], &typed[i + 1..]),
+        None => ("", typed),
+    };
+    let read_from = match dir.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(rest)).unwrap_or_else(|| dir.into()),
+        None if dir.is_empty() => PathBuf::from("."),
+        None => PathBuf::from(dir),
+    };
+    let entries = std::fs::read_dir(&read_from).map_err(|e| format!("cannot list {}: {e}", read_from.display()))?;
+    let mut out: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| name.starts_with(partial) && (partial.starts_with('.') || !name.starts_with('.')))
+        .map(|name| format!("{dir}{name}/"))
+        .collect();
+    out.sort();
+    out.truncate(MAX_COMPLETIONS);
+    Ok(out)
+}
+
 fn remove_repo(engine: &Engine, repo: PathBuf) -> EngineEvent {
     let result = engine.remove_repo(&repo, false).map(|_| ()).map_err(|e| format!("{e:#}"));
     EngineEvent::RepoRemoved { repo, result }
@@ -359,9 +403,9 @@ fn chat_run(engine: &Engine, turn: u64, job: ChatJob, cancel: CancelToken, send:
             ChatTurnEvent::Context { sources, budget } => ChatUpdate::Progress {
                 turn,
                 text: format!(
-                    "context: {} sources, {} prompt tokens; asking the model",
-                    sources.len(),
-                    budget.prompt_tokens
+                    "context: {}, {}; asking the model",
+                    crate::tui::widgets::count(sources.len() as u64, "source", "sources"),
+                    crate::tui::widgets::count(budget.prompt_tokens as u64, "prompt token", "prompt tokens")
                 ),
             },
         };

@@ -36,6 +36,7 @@ mod tui_chat;
 mod tui_e2e;
 mod tui_keys;
 mod tui_messages;
+mod tui_polish;
 mod tui_profile;
 mod tui_support;
 mod util;

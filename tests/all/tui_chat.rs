@@ -346,3 +346,48 @@ fn a_turn_below_the_gate_shows_the_web_tier_in_the_trace_and_cites_its_pages() {
     assert!(run_.summary.contains("ok (cache)"), "{run_:?}");
     assert!(run_.pages.iter().all(|p| p.outcome.starts_with("cached")), "{run_:?}");
 }
+
+#[test]
+fn a_citation_jump_shows_the_cited_file_not_the_old_querys_hits() {
+    // After `ctrl+o` on a chat citation the list still showed the old query's hits.
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
+    let mut h = harness(&fake);
+    h.search("dashboard renderer");
+    assert!(h.app.search().results().iter().any(|r| r.path == "web/app.ts"));
+    // A further search is typed but its answer is still on the way when the jump happens.
+    h.typ(" userName");
+    h.wait(200);
+    let late: Vec<Request> = h.requests();
+    h.alt('3');
+    h.pump();
+    let req = ask(&mut h, "where are stale sessions expired?");
+    run(&mut h, req);
+    h.pump();
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('n'));
+    let cited = {
+        let (ci, n) = h.app.chat().citation().expect("a citation is selected");
+        h.app.chat().cells()[ci].citations[n - 1].clone()
+    };
+    h.ctrl('o');
+    assert_eq!(h.app.focus(), PaneId::Search);
+    h.pump();
+    // The late answer of the old query arrives now: it must not replace the cited file.
+    for r in late {
+        run(&mut h, r);
+    }
+    let results = h.app.search().results();
+    assert_eq!(results.len(), 1, "the list holds the cited file alone: {results:?}");
+    assert_eq!((results[0].path.as_str(), results[0].line_start), (cited.path.as_str(), cited.line_start));
+    assert_eq!(h.app.search().query(), cited.path, "the query box names the file");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Cited file"), "{s}");
+    assert!(!shows(&s, "web/app.ts"), "no stale hit: {s}");
+    assert!(shows(&s, &format!("{}:{}", cited.path, cited.line_start)), "the preview shows the cited lines: {s}");
+    // Typing replaces the selected path and searches again.
+    h.typ("dashboard");
+    h.wait(200);
+    h.pump();
+    assert_eq!(h.app.search().query(), "dashboard");
+    assert!(h.app.search().results().iter().any(|r| r.path == "web/app.ts"));
+}

@@ -17,6 +17,8 @@ fn status(h: &Harness, w: u16, hh: u16) -> String {
 #[test]
 fn the_mode_shows_in_the_status_bar_and_the_hints_change_with_it() {
     let mut h = Harness::new().started();
+    // While a notice shows, hints give way to it; the start-up notice goes after 6 s.
+    h.wait(7_000);
     assert_eq!(h.app.mode(), Mode::Insert, "the query box has focus at start");
     let ins = status(&h, 120, 40);
     assert!(ins.starts_with(" INS "), "{ins}");

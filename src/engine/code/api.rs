@@ -12,7 +12,7 @@ use super::{Lang, LanguageSupport};
 use crate::engine::index::manifest::Manifest;
 use crate::engine::index::types::SCHEMA_VERSION;
 use crate::engine::repos::RepoRef;
-use crate::engine::Engine;
+use crate::engine::{canonical_lang, Engine};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -112,7 +112,7 @@ impl Engine {
             kind,
             file: file.clone(),
             path_prefix: req.path_prefix.clone().filter(|p| !p.is_empty()),
-            lang: req.lang.clone().filter(|l| !l.is_empty()),
+            lang: req.lang.as_deref().filter(|l| !l.trim().is_empty()).map(canonical_lang),
         };
         let (mode, results, total) = match &query {
             Some(q) => {

@@ -86,68 +86,114 @@ pub fn language(path: &Path) -> &'static str {
         _ => {}
     }
     let ext = lower.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
-    match ext {
-        "rs" => "rust",
-        "py" | "pyi" | "pyw" => "python",
-        "js" | "mjs" | "cjs" => "javascript",
-        "jsx" => "jsx",
-        "ts" | "mts" | "cts" => "typescript",
-        "tsx" => "tsx",
-        "go" => "go",
-        "java" => "java",
-        "kt" | "kts" => "kotlin",
-        "cs" => "csharp",
-        "c" | "h" => "c",
-        "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" | "ipp" | "inl" => "cpp",
-        "php" => "php",
-        "swift" => "swift",
-        "rb" | "rake" | "gemspec" => "ruby",
-        "lua" => "lua",
-        "dart" => "dart",
-        "scala" | "sc" => "scala",
-        "m" | "mm" => "objc",
-        "r" => "r",
-        "jl" => "julia",
-        "ex" | "exs" => "elixir",
-        "erl" | "hrl" => "erlang",
-        "hs" => "haskell",
-        "ml" | "mli" => "ocaml",
-        "fs" | "fsx" => "fsharp",
-        "clj" | "cljs" | "edn" => "clojure",
-        "zig" => "zig",
-        "nim" => "nim",
-        "pl" | "pm" => "perl",
-        "sh" | "bash" | "zsh" | "fish" => "shell",
-        "ps1" | "psm1" => "powershell",
-        "sql" => "sql",
-        "vue" => "vue",
-        "svelte" => "svelte",
-        "css" | "scss" | "sass" | "less" => "css",
-        "html" | "htm" | "xhtml" => "html",
-        "pdf" => "pdf",
-        "docx" => "docx",
-        "xml" | "xsd" | "xsl" | "svg" | "plist" => "xml",
-        "md" | "markdown" | "mdx" => "markdown",
-        "rst" => "rst",
-        "adoc" | "asciidoc" => "asciidoc",
-        "txt" | "text" => "text",
-        "json" | "jsonc" | "json5" | "jsonl" | "ndjson" => "json",
-        "yaml" | "yml" => "yaml",
-        "toml" => "toml",
-        "ini" | "cfg" | "conf" | "properties" | "env" => "ini",
-        "proto" => "protobuf",
-        "graphql" | "gql" => "graphql",
-        "tf" | "hcl" => "hcl",
-        "gradle" => "groovy",
-        "groovy" => "groovy",
-        "cmake" => "cmake",
-        "lock" => "lockfile",
-        "csv" | "tsv" => "csv",
-        "tex" => "latex",
-        "el" => "elisp",
-        "vim" => "vim",
-        _ => "text",
+    LANGUAGES.iter().find(|l| l.extensions.contains(&ext)).map_or("text", |l| l.name)
+}
+
+/// A language (or format) the index names, with the file extensions that make it and the
+/// other names a user may type for it (`py`, `golang`, `c++`): one table, so the indexer's
+/// naming and every filter's aliases never disagree.
+#[derive(Debug, Clone, Copy)]
+pub struct Language {
+    /// The name hits carry and filters match (`python`).
+    pub name: &'static str,
+    /// Extensions (lowercase, no dot) of files indexed under this name.
+    pub extensions: &'static [&'static str],
+    /// Other names for it besides the extensions.
+    pub aliases: &'static [&'static str],
+}
+
+/// Every language name the index gives, in the order extensions are tried.
+pub const LANGUAGES: &[Language] = &[
+    Language { name: "rust", extensions: &["rs"], aliases: &[] },
+    Language { name: "python", extensions: &["py", "pyi", "pyw"], aliases: &["python3", "py3"] },
+    Language { name: "javascript", extensions: &["js", "mjs", "cjs"], aliases: &["node", "nodejs", "ecmascript"] },
+    Language { name: "jsx", extensions: &["jsx"], aliases: &[] },
+    Language { name: "typescript", extensions: &["ts", "mts", "cts"], aliases: &[] },
+    Language { name: "tsx", extensions: &["tsx"], aliases: &[] },
+    Language { name: "go", extensions: &["go"], aliases: &["golang"] },
+    Language { name: "java", extensions: &["java"], aliases: &[] },
+    Language { name: "kotlin", extensions: &["kt", "kts"], aliases: &[] },
+    Language { name: "csharp", extensions: &["cs"], aliases: &["c#", "dotnet"] },
+    Language { name: "c", extensions: &["c", "h"], aliases: &[] },
+    Language { name: "cpp", extensions: &["cc", "cpp", "cxx", "hpp", "hh", "hxx", "ipp", "inl"], aliases: &["c++"] },
+    Language { name: "php", extensions: &["php"], aliases: &[] },
+    Language { name: "swift", extensions: &["swift"], aliases: &[] },
+    Language { name: "ruby", extensions: &["rb", "rake", "gemspec"], aliases: &[] },
+    Language { name: "lua", extensions: &["lua"], aliases: &[] },
+    Language { name: "dart", extensions: &["dart"], aliases: &[] },
+    Language { name: "scala", extensions: &["scala", "sc"], aliases: &[] },
+    Language { name: "objc", extensions: &["m", "mm"], aliases: &["objective-c", "objectivec"] },
+    Language { name: "r", extensions: &["r"], aliases: &[] },
+    Language { name: "julia", extensions: &["jl"], aliases: &[] },
+    Language { name: "elixir", extensions: &["ex", "exs"], aliases: &[] },
+    Language { name: "erlang", extensions: &["erl", "hrl"], aliases: &[] },
+    Language { name: "haskell", extensions: &["hs"], aliases: &[] },
+    Language { name: "ocaml", extensions: &["ml", "mli"], aliases: &[] },
+    Language { name: "fsharp", extensions: &["fs", "fsx"], aliases: &["f#"] },
+    Language { name: "clojure", extensions: &["clj", "cljs", "edn"], aliases: &[] },
+    Language { name: "zig", extensions: &["zig"], aliases: &[] },
+    Language { name: "nim", extensions: &["nim"], aliases: &[] },
+    Language { name: "perl", extensions: &["pl", "pm"], aliases: &[] },
+    Language { name: "shell", extensions: &["sh", "bash", "zsh", "fish"], aliases: &["shellscript"] },
+    Language { name: "powershell", extensions: &["ps1", "psm1"], aliases: &["pwsh"] },
+    Language { name: "sql", extensions: &["sql"], aliases: &[] },
+    Language { name: "vue", extensions: &["vue"], aliases: &[] },
+    Language { name: "svelte", extensions: &["svelte"], aliases: &[] },
+    Language { name: "css", extensions: &["css", "scss", "sass", "less"], aliases: &[] },
+    Language { name: "html", extensions: &["html", "htm", "xhtml"], aliases: &[] },
+    Language { name: "pdf", extensions: &["pdf"], aliases: &[] },
+    Language { name: "docx", extensions: &["docx"], aliases: &[] },
+    Language { name: "xml", extensions: &["xml", "xsd", "xsl", "svg", "plist"], aliases: &[] },
+    Language { name: "markdown", extensions: &["md", "markdown", "mdx"], aliases: &[] },
+    Language { name: "rst", extensions: &["rst"], aliases: &[] },
+    Language { name: "asciidoc", extensions: &["adoc", "asciidoc"], aliases: &[] },
+    Language { name: "text", extensions: &["txt", "text"], aliases: &[] },
+    Language { name: "json", extensions: &["json", "jsonc", "json5", "jsonl", "ndjson"], aliases: &[] },
+    Language { name: "yaml", extensions: &["yaml", "yml"], aliases: &[] },
+    Language { name: "toml", extensions: &["toml"], aliases: &[] },
+    Language { name: "ini", extensions: &["ini", "cfg", "conf", "properties", "env"], aliases: &[] },
+    Language { name: "protobuf", extensions: &["proto"], aliases: &[] },
+    Language { name: "graphql", extensions: &["graphql", "gql"], aliases: &[] },
+    Language { name: "hcl", extensions: &["tf", "hcl"], aliases: &["terraform"] },
+    Language { name: "groovy", extensions: &["gradle", "groovy"], aliases: &[] },
+    Language { name: "cmake", extensions: &["cmake"], aliases: &[] },
+    Language { name: "lockfile", extensions: &["lock"], aliases: &[] },
+    Language { name: "csv", extensions: &["csv", "tsv"], aliases: &[] },
+    Language { name: "latex", extensions: &["tex"], aliases: &[] },
+    Language { name: "elisp", extensions: &["el"], aliases: &["emacs-lisp"] },
+    Language { name: "vim", extensions: &["vim"], aliases: &[] },
+    Language { name: "make", extensions: &[], aliases: &["makefile"] },
+    Language { name: "dockerfile", extensions: &[], aliases: &["docker"] },
+    Language { name: "go-mod", extensions: &[], aliases: &["gomod"] },
+    Language { name: "just", extensions: &[], aliases: &["justfile"] },
+];
+
+/// The index's name for what a user typed as a language (`py`, `.py`, `Python`, `golang`):
+/// a name, an extension or an alias from [`LANGUAGES`]; `None` when it is none of them.
+pub fn canonical_language(typed: &str) -> Option<&'static str> {
+    let t = typed.trim().trim_start_matches('.').to_ascii_lowercase();
+    if t.is_empty() {
+        return None;
     }
+    LANGUAGES
+        .iter()
+        .find(|l| l.name == t)
+        .or_else(|| LANGUAGES.iter().find(|l| l.extensions.contains(&t.as_str()) || l.aliases.contains(&t.as_str())))
+        .map(|l| l.name)
+}
+
+/// Language names that complete what a user is typing: names starting with it first, then
+/// names one of whose extensions or aliases starts with it (`py` -> `python`), each once.
+pub fn complete_language(typed: &str) -> Vec<&'static str> {
+    let t = typed.trim().trim_start_matches('.').to_ascii_lowercase();
+    let mut out: Vec<&'static str> = LANGUAGES.iter().filter(|l| l.name.starts_with(&t)).map(|l| l.name).collect();
+    for l in LANGUAGES {
+        let other = l.extensions.iter().chain(l.aliases).any(|a| a.starts_with(&t));
+        if other && !out.contains(&l.name) {
+            out.push(l.name);
+        }
+    }
+    out
 }
 
 /// How a language is chunked.

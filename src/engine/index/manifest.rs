@@ -67,6 +67,24 @@ impl Manifest {
         write_json_atomic(path, self)
     }
 
+    /// The folders holding indexed files whose path starts with `typed` (repo-relative, `/`
+    /// separated): one level below what is typed, each ending in `/`, sorted. A path that
+    /// climbs (`..`) or is absolute names nothing here.
+    pub fn folders_completing(&self, typed: &str, limit: usize) -> Vec<String> {
+        let typed = typed.trim_start_matches("./");
+        if typed.starts_with('/') || typed.split('/').any(|part| part == "..") {
+            return Vec::new();
+        }
+        let mut out = std::collections::BTreeSet::new();
+        for path in self.files.iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p) {
+            let Some(rest) = path.strip_prefix(typed) else { continue };
+            if let Some(i) = rest.find('/') {
+                out.insert(&rest[..=i]);
+            }
+        }
+        out.into_iter().take(limit).map(|folder| format!("{typed}{folder}")).collect()
+    }
+
     /// Files and chunks currently in the index.
     pub fn counts(&self) -> (u64, u64) {
         self.files.values().filter(|e| e.skipped.is_none()).fold((0, 0), |(f, c), e| (f + 1, c + e.chunks as u64))

@@ -101,6 +101,11 @@ fn new_input() -> TextField {
 }
 
 impl ChatPane {
+    /// The selected citation: (cell index, 1-based citation number).
+    pub fn citation(&self) -> Option<(usize, usize)> {
+        self.citation
+    }
+
     /// A pane for a provider.
     pub fn new(provider: ProviderStatus) -> Self {
         ChatPane {
@@ -499,7 +504,11 @@ impl Pane for ChatPane {
                             format!("web source {url} · `docdex web-fetch {url}` prints the text the answer used"),
                         ),
                         Some(c) => {
-                            cx.emit(Action::ShowInPreview { path: c.path.clone(), line: c.line_start });
+                            cx.emit(Action::ShowInPreview {
+                                path: c.path.clone(),
+                                line: c.line_start,
+                                line_end: c.line_end,
+                            });
                             cx.emit(Action::Focus(PaneId::Search));
                         }
                         None => {}

@@ -11,7 +11,7 @@ use crate::tui::event::{EngineEvent, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::dag::DagView;
-use crate::tui::widgets::{fit, frame, scroll_to};
+use crate::tui::widgets::{fit, frame};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::widgets::Widget;
@@ -157,7 +157,12 @@ impl Pane for DagPane {
         lblock.render(left, buf);
         for (k, s) in view.sessions.iter().take(linner.height as usize).enumerate() {
             let y = linner.y + k as u16;
-            let text = format!("{} · {} nodes · {}", s.title, s.nodes, ago(cx.epoch_ms, s.started_ms));
+            let text = format!(
+                "{} · {} · {}",
+                s.title,
+                crate::tui::widgets::count(s.nodes as u64, "node", "nodes"),
+                ago(cx.epoch_ms, s.started_ms)
+            );
             let style = if k == view.selected_session { t.style(Slot::Selection) } else { t.style(Slot::Text) };
             buf.set_stringn(linner.x, y, fit(&text, linner.width as usize), linner.width as usize, style);
         }
@@ -165,18 +170,8 @@ impl Pane for DagPane {
         let rblock = frame(format!(" Steps · {mode} ({} to switch) ", cx.key(Command::ToggleLayout)), cx.focused, t);
         let rinner = rblock.inner(right);
         rblock.render(right, buf);
-        let rows = if self.layered { view.layers().len() * 2 } else { view.nodes.len() };
-        let sel_row = if self.layered {
-            let order = view.order(true);
-            let node = order.get(self.selected).copied();
-            view.layers().iter().position(|l| node.is_some_and(|n| l.contains(&n))).unwrap_or(0) * 2
-        } else {
-            self.selected
-        };
-        let list_h = rinner.height.saturating_sub((rinner.height / 3).clamp(3, 8) + 1) as usize;
-        let scroll = scroll_to(sel_row, self.scroll.get(), list_h.max(1), rows);
+        let scroll = view.render_nodes(rinner, buf, t, self.layered, self.selected, self.scroll.get());
         self.scroll.set(scroll);
-        view.render_nodes(rinner, buf, t, self.layered, self.selected, scroll);
         None
     }
 }

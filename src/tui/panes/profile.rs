@@ -408,10 +408,10 @@ impl ProfilePane {
                 Ok(r) => cx.notify(
                     Level::Info,
                     format!(
-                        "exported {} agents, {} preferences, {} removals to {}",
-                        r.agents,
-                        r.preferences,
-                        r.tombstones,
+                        "exported {}, {}, {} to {}",
+                        crate::tui::widgets::count(r.agents as u64, "agent", "agents"),
+                        crate::tui::widgets::count(r.preferences as u64, "preference", "preferences"),
+                        crate::tui::widgets::count(r.tombstones as u64, "removal", "removals"),
                         r.path.display()
                     ),
                 ),

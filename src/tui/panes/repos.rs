@@ -185,9 +185,9 @@ impl Pane for ReposPane {
                     Ok(s) => (
                         Level::Info,
                         format!(
-                            "indexed {} files, {} chunks (+{} ~{} -{}) in {:.1} s",
-                            thousands(s.files),
-                            thousands(s.chunks),
+                            "indexed {}, {} (+{} ~{} -{}) in {:.1} s",
+                            widgets::count(s.files, "file", "files"),
+                            widgets::count(s.chunks, "chunk", "chunks"),
                             s.added,
                             s.updated,
                             s.deleted,
@@ -216,7 +216,7 @@ impl Pane for ReposPane {
                         (Level::Info, "watcher started; saved edits are indexed within a second".into())
                     }
                     WatchActivity::Applied { paths } => {
-                        (Level::Info, format!("watcher applied {} changed path(s)", paths.len()))
+                        (Level::Info, format!("watcher applied {}", widgets::count(paths.len() as u64, "changed path", "changed paths")))
                     }
                     WatchActivity::Deferred { writer_pid } => (
                         Level::Info,
@@ -353,9 +353,9 @@ impl Pane for ReposPane {
                 spans.extend(bar_spans(ratio, (w / 3).max(10), t, Slot::ProgressFilled, Slot::ProgressEmpty));
                 spans.push(Span::styled(
                     format!(
-                        " {}/{} files · {:.1}/{:.1} MB",
+                        " {}/{} · {:.1}/{:.1} MB",
                         thousands(p.files_done),
-                        thousands(p.files_total),
+                        widgets::count(p.files_total, "file", "files"),
                         p.bytes_done as f64 / 1e6,
                         p.bytes_total as f64 / 1e6
                     ),

@@ -7,6 +7,7 @@
 //! path and language filters, and a symbol-search mode.
 
 use super::{Cx, Pane, PaneId, RenderCtx};
+use crate::engine::index::files;
 use crate::engine::protocol::{SearchHit, SearchRequest};
 use crate::tui::action::{Action, PromptKind};
 use crate::tui::event::{EngineEvent, Request, SymbolHit};
@@ -98,6 +99,8 @@ pub struct SearchPane {
     preview_scroll: i64,
     /// A file shown by a citation jump rather than a hit.
     pinned: Option<(String, u32)>,
+    /// The list shows a cited file (a citation jump), not the hits of a query.
+    cited: bool,
     indexing: bool,
     areas: Cell<SearchLayout>,
 }
@@ -130,6 +133,7 @@ impl Default for SearchPane {
             preview_error: None,
             preview_scroll: 0,
             pinned: None,
+            cited: false,
             indexing: false,
             areas: Cell::new(SearchLayout::default()),
         }
@@ -183,10 +187,18 @@ impl SearchPane {
         self.search_now(cx);
     }
 
-    /// Sets the language filter (empty clears) and searches again.
+    /// Sets the language filter (empty clears) and searches again. An alias or extension
+    /// (`py`) is kept as the index names the language (`python`).
     pub fn set_lang_filter(&mut self, value: &str, cx: &mut Cx<'_>) {
-        self.lang_filter = Some(value.trim().to_ascii_lowercase()).filter(|v| !v.is_empty());
+        let value = value.trim();
+        self.lang_filter = (!value.is_empty())
+            .then(|| files::canonical_language(value).map_or_else(|| value.to_ascii_lowercase(), str::to_string));
         self.search_now(cx);
+    }
+
+    /// The filters in effect: (path prefix, language).
+    pub fn filters(&self) -> (Option<&str>, Option<&str>) {
+        (self.path_filter.as_deref(), self.lang_filter.as_deref())
     }
 
     /// The current repository changed: drop results and search it again.
@@ -199,21 +211,70 @@ impl SearchPane {
         self.search_now(cx);
     }
 
-    /// Shows a file at a line in the preview (citation jumps).
-    pub fn show_file(&mut self, path: &str, line: u32, cx: &mut Cx<'_>) {
-        self.pinned = Some((path.to_string(), line));
-        self.request_preview_of(path.to_string(), line, String::new(), (line, line), Vec::new(), cx);
+    /// Shows a file's lines (a citation jump): the list holds that file alone and the query
+    /// box its path, selected, so typing starts a new search; hits of the query typed before
+    /// (and any still on their way) are dropped rather than shown beside it.
+    pub fn show_file(&mut self, path: &str, lines: (u32, u32), cx: &mut Cx<'_>) {
+        let (start, end) = (lines.0.max(1), lines.1.max(lines.0).max(1));
+        self.seq += 1;
+        self.shown_seq = self.seq;
+        self.due = None;
+        self.in_flight = false;
+        self.more_in_flight = false;
+        self.mode = Mode::Text;
+        self.error = None;
+        self.symbols.clear();
+        let lang = files::language(std::path::Path::new(path)).to_string();
+        self.results = vec![SearchHit {
+            chunk_id: format!("{path}:{start}-{end}"),
+            path: path.to_string(),
+            lang: lang.clone(),
+            line_start: start,
+            line_end: end,
+            page_start: None,
+            page_end: None,
+            source: None,
+            score: 0.0,
+            snippet_line_start: start,
+            snippet: String::new(),
+            highlights: Vec::new(),
+            generation: 0,
+            stale: false,
+            context: Vec::new(),
+            retrievers: Vec::new(),
+        }];
+        self.results_query = path.to_string();
+        self.total_hits = 1;
+        self.next_cursor.clear();
+        self.selected = 0;
+        self.offset.set(0);
+        self.cited = true;
+        self.query.set(path);
+        self.query.select_all();
+        self.typing = true;
+        self.pinned = Some((path.to_string(), start));
+        self.request_preview_of(path.to_string(), start, lang, (start, end), Vec::new(), cx);
+    }
+
+    /// Empties the preview and forgets any preview still on its way (nothing is selected).
+    fn clear_preview(&mut self) {
+        self.preview = None;
+        self.preview_error = None;
+        self.preview_seq += 1;
     }
 
     /// Sends the query now (filters changed, repo changed, index finished).
     fn search_now(&mut self, cx: &mut Cx<'_>) {
         self.due = None;
+        self.cited = false;
         if self.query.text().trim().is_empty() {
             self.results.clear();
             self.symbols.clear();
             self.results_query.clear();
             self.error = None;
             self.in_flight = false;
+            self.pinned = None;
+            self.clear_preview();
             return;
         }
         if self.mode == Mode::Symbols {
@@ -344,20 +405,23 @@ impl SearchPane {
         if self.mode == Mode::Symbols {
             return format!(" Symbols ({}) ", self.symbols.len());
         }
+        if self.cited {
+            return " Cited file · type to search ".into();
+        }
         if self.results_query.is_empty() {
             return " Results ".into();
         }
-        let more = if self.total_hits > self.results.len() {
-            format!(" of {}", thousands(self.total_hits as u64))
+        // "1 hit", "100 of 2,048 hits": the noun agrees with the last number.
+        let hits = if self.total_hits > self.results.len() {
+            format!(
+                "{} of {}",
+                thousands(self.results.len() as u64),
+                widgets::count(self.total_hits as u64, "hit", "hits")
+            )
         } else {
-            String::new()
+            widgets::count(self.results.len() as u64, "hit", "hits")
         };
-        format!(
-            " {}{more} hits · confidence {:.2} · {:>4.0} ms ",
-            thousands(self.results.len() as u64),
-            self.confidence,
-            self.took_ms
-        )
+        format!(" {hits} · confidence {:.2} · {:>4.0} ms ", self.confidence, self.took_ms)
     }
 
     fn render_query(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
@@ -495,10 +559,10 @@ impl SearchPane {
         let t = cx.theme;
         let title = match &self.preview {
             Some(d) => format!(
-                " {}:{} ({} lines) ",
+                " {}:{} ({}) ",
                 truncate_left(&d.path, area.width.saturating_sub(16) as usize),
                 d.focus_line,
-                thousands(d.total_lines as u64)
+                widgets::count(d.total_lines as u64, "line", "lines")
             ),
             None => " Preview ".into(),
         };
@@ -606,6 +670,9 @@ impl Pane for SearchPane {
             Command::ToggleSymbols => {
                 self.mode = if self.mode == Mode::Text { Mode::Symbols } else { Mode::Text };
                 self.selected = 0;
+                // The other mode's selection is not this one's: its preview goes until results come.
+                self.pinned = None;
+                self.clear_preview();
                 self.search_now(cx);
             }
             Command::FilterPath => {
@@ -682,7 +749,7 @@ impl Pane for SearchPane {
                         self.took_ms = resp.timing_ms.total;
                         self.next_cursor = resp.next_cursor.clone();
                         if self.results.is_empty() {
-                            self.preview = None;
+                            self.clear_preview();
                         } else {
                             self.request_preview(cx);
                         }
@@ -691,7 +758,7 @@ impl Pane for SearchPane {
                         self.results.clear();
                         self.results_query = self.query.text().to_string();
                         self.error = Some(e.clone());
-                        self.preview = None;
+                        self.clear_preview();
                     }
                 }
             }
@@ -712,14 +779,24 @@ impl Pane for SearchPane {
                 self.shown_seq = *seq;
                 self.in_flight = *seq < self.seq;
                 self.selected = 0;
+                self.pinned = None;
                 match result {
                     Ok(hits) => {
                         self.symbols = hits.clone();
                         self.error = None;
                         self.results_query = self.query.text().to_string();
-                        self.request_preview(cx);
+                        if self.symbols.is_empty() {
+                            // No symbol is selected: no preview of an earlier one either.
+                            self.clear_preview();
+                        } else {
+                            self.request_preview(cx);
+                        }
                     }
-                    Err(e) => self.error = Some(e.clone()),
+                    Err(e) => {
+                        self.symbols.clear();
+                        self.error = Some(e.clone());
+                        self.clear_preview();
+                    }
                 }
             }
             EngineEvent::Preview { seq, result } => {

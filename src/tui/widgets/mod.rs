@@ -139,6 +139,11 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// `n` and the noun in the form that agrees with it, digits grouped: `1 hit`, `2,048 hits`.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
 /// A spinner frame for an animation step.
 pub fn spinner(step: u64) -> &'static str {
     const FRAMES: [&str; 8] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"];

@@ -51,10 +51,10 @@ pub fn index_text(
         let (f, e) = bar(ratio, 8);
         return (
             format!(
-                "{} {phase} {pct}% {f}{e} {}/{} files",
+                "{} {phase} {pct}% {f}{e} {}/{}",
                 spinner(step),
                 thousands(p.files_done),
-                thousands(p.files_total)
+                super::count(p.files_total, "file", "files")
             ),
             Slot::Warning,
         );
@@ -68,7 +68,7 @@ pub fn index_text(
             RepoState::Ready if compact => ("● ready".into(), Slot::Ok),
             RepoState::Ready => {
                 let watch = if o.watching { " · watching" } else { "" };
-                (format!("● ready {} files{watch}", thousands(o.files)), Slot::Ok)
+                (format!("● ready {}{watch}", super::count(o.files, "file", "files")), Slot::Ok)
             }
         },
     }

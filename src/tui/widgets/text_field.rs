@@ -158,6 +158,19 @@ impl TextField {
         self.insert_str(text);
     }
 
+    /// Selects the whole text, so the next typed character replaces it (a prefilled prompt:
+    /// typing starts over, a movement key keeps the text to edit).
+    pub fn select_all(&mut self) {
+        if !self.area.is_empty() {
+            self.area.select_all();
+        }
+    }
+
+    /// True while the text is selected (typing replaces it).
+    pub fn is_selected(&self) -> bool {
+        self.area.is_selecting()
+    }
+
     /// Empties the field (one undo step).
     pub fn clear(&mut self) {
         self.set("");
@@ -194,7 +207,11 @@ impl TextField {
                     a.insert_char(c);
                 }
             }
-            Edit::Move(m) => a.move_cursor(m),
+            Edit::Move(m) => {
+                // A move ends the selection (and does not extend it).
+                a.cancel_selection();
+                a.move_cursor(m)
+            }
             Edit::DeleteBack => {
                 a.delete_char();
             }
@@ -264,6 +281,8 @@ impl TextField {
             skip_chars += 1;
         }
         let visible: String = text.chars().skip(skip_chars).collect();
+        // Selected text (prefilled, replaced by typing) shows in reverse video.
+        let style = if self.is_selected() { style.add_modifier(ratatui::style::Modifier::REVERSED) } else { style };
         buf.set_stringn(area.x, area.y, &visible, area.width as usize, style);
         (area.x + (cursor_w - skip_w) as u16, area.y)
     }

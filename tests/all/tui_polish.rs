@@ -1,0 +1,258 @@
+//! The issue's "Smaller" list (issue 20): language aliases and completion in the language
+//! filter, a reopened filter that typing replaces, Tab completion of paths (the path filter
+//! inside the repository, the add-repo prompt on the filesystem), a citation jump that does not
+//! leave the old query's hits in the list, symbol search with no hits and no stale preview,
+//! plural forms, and a tab bar that never drops a pane at 60 columns.
+
+use crate::tui_support::{shows, Harness};
+use crossterm::event::KeyCode;
+use docdex::engine::protocol::SearchRequest;
+use docdex::tui::event::Request;
+
+/// The results frame's title line (the row under the query box) at 120x40.
+fn results_title(h: &Harness) -> String {
+    h.screen(120, 40).lines().nth(4).unwrap_or_default().to_string()
+}
+
+fn last_search(h: &Harness) -> Option<SearchRequest> {
+    h.sent.iter().rev().find_map(|r| match r {
+        Request::Search { req, more: false, .. } => Some(req.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn the_language_filter_takes_py_for_python_and_says_what_it_became() {
+    // `ctrl+l` then `py` gave 0 hits with no hint that the language is `python`.
+    let mut h = Harness::new().started();
+    h.search("parse configuration");
+    assert!(h.app.search().results().iter().any(|r| r.path == "src/parser.py"));
+    h.ctrl('l');
+    h.typ("py");
+    // The prompt offers the name as you type.
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "tab: python"), "{s}");
+    h.key(KeyCode::Enter);
+    h.pump();
+    assert_eq!(h.app.search().filters().1, Some("python"), "the chip shows the real name");
+    assert_eq!(last_search(&h).and_then(|r| r.lang).as_deref(), Some("python"));
+    assert!(!h.app.search().results().is_empty(), "py finds the Python file");
+    assert!(h.app.search().results().iter().all(|r| r.lang == "python"));
+    assert!(shows(&h.screen(120, 40), "lang:python"));
+    // The engine takes the alias from any surface (the CLI's --lang py, HTTP, MCP).
+    for alias in ["py", ".py", "Python", "python3"] {
+        let req = SearchRequest { query: "parse configuration".into(), lang: Some(alias.into()), ..Default::default() };
+        let resp = h.engine.search(&h.repo, &req).expect("search");
+        assert!(resp.results.iter().any(|r| r.path == "src/parser.py"), "{alias}: {:?}", resp.results);
+    }
+}
+
+#[test]
+fn tab_completes_a_language_and_an_unknown_one_is_refused_with_a_hint() {
+    let mut h = Harness::new().started();
+    h.search("dashboard");
+    h.ctrl('l');
+    h.typ("typ");
+    h.key(KeyCode::Tab);
+    assert!(shows(&h.screen(80, 24), "› typescript"), "{}", h.screen(80, 24));
+    // `j` is the start of javascript, jsx, json, julia, just: tab first completes their common
+    // prefix, then cycles through them.
+    h.ctrl('u');
+    h.typ("ju");
+    h.key(KeyCode::Tab);
+    let first = h.screen(80, 24);
+    assert!(shows(&first, "› julia"), "{first}");
+    h.key(KeyCode::Tab);
+    assert!(shows(&h.screen(80, 24), "› just"), "{}", h.screen(80, 24));
+    h.ctrl('u');
+    h.typ("pyhton");
+    h.key(KeyCode::Enter);
+    assert!(h.app.prompt_open(), "an unknown language is not applied silently");
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "`pyhton` is no language docdex indexes"), "{s}");
+    assert!(shows(&s, "python"), "the hint names what was probably meant: {s}");
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.search().filters().1, None);
+}
+
+#[test]
+fn reopening_a_filter_shows_it_selected_and_typing_replaces_it() {
+    // Reopening the filter prefilled it with the cursor at the end: `lang:htmlpy`.
+    let mut h = Harness::new().started();
+    h.search("session");
+    h.ctrl('l');
+    h.typ("html");
+    h.key(KeyCode::Enter);
+    h.pump();
+    assert_eq!(h.app.search().filters().1, Some("html"));
+    h.ctrl('l');
+    assert!(shows(&h.screen(80, 24), "› html"), "the current filter is shown");
+    h.typ("rs");
+    h.key(KeyCode::Enter);
+    h.pump();
+    assert_eq!(h.app.search().filters().1, Some("rust"), "typing replaced it (and rs is rust)");
+    // A movement key keeps the text to edit.
+    h.key_mod(KeyCode::Char('f'), crossterm::event::KeyModifiers::ALT);
+    h.key(KeyCode::Esc);
+    h.ctrl('f');
+    h.typ("src/");
+    h.key(KeyCode::Enter);
+    h.ctrl('f');
+    h.key(KeyCode::End);
+    h.typ("auth");
+    h.key(KeyCode::Enter);
+    h.pump();
+    assert_eq!(h.app.search().filters().0, Some("src/auth"));
+}
+
+#[test]
+fn symbol_search_with_no_hits_clears_the_preview() {
+    let mut h = Harness::new().started();
+    h.ctrl('t');
+    h.search("SessionStore");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "src/auth/session.rs:"), "the symbol's file is previewed: {s}");
+    h.typ("Nowhere");
+    h.wait(200);
+    h.pump();
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Symbols (0)"), "{s}");
+    assert!(!shows(&s, "pub struct SessionStore"), "no stale preview: {s}");
+    assert!(shows(&s, " Preview "), "{s}");
+    h.snap_both("tui_symbols_no_hits");
+}
+
+#[test]
+fn one_hit_is_one_hit() {
+    let mut h = Harness::new().started();
+    h.search("configuration");
+    assert_eq!(h.app.search().results().len(), 1, "{:?}", h.app.search().results());
+    let title = results_title(&h);
+    assert!(title.contains(" 1 hit ·"), "{title}");
+    h.search("s");
+    h.key(KeyCode::Esc);
+    let title = results_title(&h);
+    assert!(!title.contains(" 1 hits"), "{title}");
+}
+
+/// The prompt's field (the text after `› `) on an 80x24 screen.
+fn prompt_field(h: &Harness) -> String {
+    let s = h.screen(80, 24);
+    // The last field on screen: the prompt is drawn over the query box.
+    let line = s.lines().rev().find(|l| l.contains("│› ")).unwrap_or_default().to_string();
+    let after = line.split("│› ").last().unwrap_or_default();
+    after.split('│').next().unwrap_or_default().trim().to_string()
+}
+
+#[test]
+fn tab_completes_the_path_filter_with_the_indexed_folders_only() {
+    let mut h = Harness::new().started();
+    // Folders the index does not hold are never offered: one made after indexing, and a link
+    // to a folder outside the repository.
+    std::fs::create_dir_all(h.repo.join("scratch")).expect("mkdir");
+    let outside = h.env.repo("outside");
+    std::fs::create_dir_all(outside.join("secret")).expect("mkdir");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&outside, h.repo.join("sneaky")).expect("symlink");
+    h.alt('p');
+    h.typ("s");
+    h.key(KeyCode::Tab);
+    h.pump();
+    assert_eq!(prompt_field(&h), "src/", "s completes to the only indexed folder starting with s");
+    h.key(KeyCode::Tab);
+    h.pump();
+    assert_eq!(prompt_field(&h), "src/auth/");
+    h.key(KeyCode::Enter);
+    h.pump();
+    assert_eq!(h.app.search().filters().0, Some("src/auth/"));
+    // From nothing: the top folders, first the common prefix (none), then each in turn.
+    h.alt('p');
+    h.key(KeyCode::Backspace);
+    h.key(KeyCode::Tab);
+    h.pump();
+    let first = prompt_field(&h);
+    assert!(shows(&h.screen(80, 24), "tab: src/  web/"), "{}", h.screen(80, 24));
+    h.key(KeyCode::Tab);
+    let second = prompt_field(&h);
+    assert_eq!((first.as_str(), second.as_str()), ("src/", "web/"));
+    for sent in &h.sent {
+        if let Request::CompletePath { repo, .. } = sent {
+            assert_eq!(repo.as_deref(), Some(h.repo.as_path()), "the filter completes inside the repository");
+        }
+    }
+    // Climbing out names nothing.
+    h.ctrl('u');
+    h.typ("../");
+    h.key(KeyCode::Tab);
+    h.pump();
+    assert_eq!(prompt_field(&h), "../");
+    assert!(shows(&h.screen(80, 24), "no indexed folder starts with `../`"), "{}", h.screen(80, 24));
+    for typed in ["sc", "sn", "/", "src/../"] {
+        let got = h.engine.indexed_folders(&h.repo, typed).expect("folders");
+        assert!(got.is_empty(), "{typed}: {got:?}");
+    }
+    assert_eq!(h.engine.indexed_folders(&h.repo, "").expect("folders"), vec!["src/", "web/"]);
+}
+
+#[test]
+fn tab_completes_folders_on_disk_in_the_add_repository_prompt() {
+    let mut h = Harness::new().started();
+    let parent = h.repo.parent().expect("parent").to_path_buf();
+    std::fs::create_dir_all(parent.join("another-project/src")).expect("mkdir");
+    std::fs::create_dir_all(parent.join(".hidden-project")).expect("mkdir");
+    std::fs::write(parent.join("an-file.txt"), "not a folder").expect("write");
+    h.alt('1');
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('a'));
+    assert!(h.app.prompt_open());
+    h.typ(&format!("{}/an", parent.display()));
+    h.key(KeyCode::Tab);
+    h.pump();
+    assert!(
+        prompt_field(&h).ends_with("/another-project/") || h.screen(200, 24).contains("another-project/"),
+        "{}",
+        h.screen(200, 24)
+    );
+    let got = match h.sent.iter().rev().find(|r| matches!(r, Request::CompletePath { .. })) {
+        Some(Request::CompletePath { repo: None, typed }) => typed.clone(),
+        other => panic!("the add-repo prompt completes on disk: {other:?}"),
+    };
+    assert!(got.ends_with("/an"), "{got}");
+    // Only folders (not the file), and hidden ones only when asked for.
+    let events = docdex::tui::worker::run_sync(
+        &h.engine,
+        Request::CompletePath { repo: None, typed: format!("{}/", parent.display()) },
+    );
+    let Some(docdex::tui::event::EngineEvent::PathCompletions { result: Ok(items), .. }) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert!(items.iter().any(|i| i.ends_with("/another-project/")), "{items:?}");
+    assert!(!items.iter().any(|i| i.contains("an-file") || i.contains(".hidden")), "{items:?}");
+    let events = docdex::tui::worker::run_sync(
+        &h.engine,
+        Request::CompletePath { repo: None, typed: format!("{}/.h", parent.display()) },
+    );
+    let Some(docdex::tui::event::EngineEvent::PathCompletions { result: Ok(items), .. }) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(items.len(), 1, "{items:?}");
+}
+
+#[test]
+fn at_60_columns_every_pane_keeps_a_tab() {
+    // At 60 columns the tab bar silently dropped `7 Profile`.
+    let mut h = Harness::new().started();
+    let top = h.screen(60, 24).lines().next().unwrap_or_default().to_string();
+    for k in 1..=7 {
+        assert!(top.contains(&format!(" {k} ")), "tab {k}: {top}");
+    }
+    assert!(top.contains("2 Search") && top.contains("7 Prof"), "the focused tab keeps its title: {top}");
+    h.alt('7');
+    let top = h.screen(60, 24).lines().next().unwrap_or_default().to_string();
+    assert!(top.contains("7 Profile"), "{top}");
+    // A click on the shortened tab switches to it.
+    let x = top.find(" 6 ").expect("tab 6") as u16 + 1;
+    h.click(x, 0);
+    assert_eq!(h.app.focus(), docdex::tui::panes::PaneId::Impact);
+    crate::tui_support::snap("tui_tabs_60x24", &h.screen(60, 24));
+}
