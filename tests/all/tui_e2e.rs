@@ -395,7 +395,14 @@ fn the_real_binary_in_a_terminal() {
     // Leave the query box and open the impact pane.
     t.keys(&["Escape"]);
     t.keys(&["6"]);
-    let s = t.wait_for("Impact · src/auth/session.rs");
+    t.wait_for("Impact · src/auth/session.rs");
+    // The graph loads in the worker: wait for it to be drawn (or for why it cannot be).
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let mut s = t.capture();
+    while !(s.contains("needs the import graph") || s.contains("centre")) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        s = t.capture();
+    }
     assert!(s.contains("needs the import graph") || s.contains("centre"), "{s}");
     // A chat turn: the answer streams from the model, citing the repository's code; its trace
     // and its reasoning-DAG session show in their panes.
@@ -412,6 +419,24 @@ fn the_real_binary_in_a_terminal() {
     t.keys(&["5"]);
     let s = t.wait_for("Sessions (1)");
     assert!(s.contains("[UserRequest] where are stale sessions expired?"), "{s}");
+    // DAG lines wrap rather than being cut; switching between the tree and the layers (whose
+    // wrapped rows differ in number) leaves no row of the other view behind, at 80 columns too.
+    t.run(&["resize-window", "-t", "e2e", "-x", "80", "-y", "24"]);
+    t.wait_for("Steps · tree");
+    for _ in 0..2 {
+        t.keys(&["t"]);
+        let s = t.wait_for("Steps · layers");
+        // The steps pane starts at column 26 (the sessions list takes a third of 80).
+        let steps: Vec<String> = s.lines().map(|l| l.chars().skip(27).collect()).collect();
+        assert!(!steps.iter().any(|l| l.contains("├─") || l.contains("└─")), "no tree row left in layers:\n{s}");
+        assert!(s.contains("L0 ┃"), "{s}");
+        t.keys(&["t"]);
+        let s = t.wait_for("Steps · tree");
+        assert!(!s.contains("L0 ┃") && !s.contains("┃   ↓"), "no layer row left in the tree:\n{s}");
+        assert!(s.contains("[UserRequest] where are stale"), "{s}");
+    }
+    t.run(&["resize-window", "-t", "e2e", "-x", "120", "-y", "40"]);
+    t.wait_for("Sessions (1)");
     // Typing in normal mode is harmless: a sentence with every command letter of the DAG pane
     // and the search pane (q, t, n, p, j, k, g, G, h, l, i, /, ?) leaves the app running; on
     // Search it goes on in the query box (the `q` only asked; the `u` that answered went on).

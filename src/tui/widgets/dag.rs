@@ -4,7 +4,7 @@
 //! path from a root), with the selected node's details. A view-model the DAG
 //! store fills; the widget only draws it.
 
-use super::{truncate, wrap};
+use super::{wrap, wrap_line};
 use crate::tui::theme::{Slot, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -157,7 +157,77 @@ impl DagView {
         }
     }
 
-    /// Draws the selected session's nodes (tree or layers) and the selected node's details.
+    /// The rows of the node list at a width: each node's line wrapped with a hanging indent
+    /// (continuation rows keep the tree's guides and start under the label), with the item each
+    /// row belongs to (a node in the tree; a layer, `usize::MAX` for the arrows between layers).
+    pub fn rows(&self, layered: bool, sel_node: Option<usize>, width: usize, t: &Theme) -> Vec<(usize, Line<'static>)> {
+        let label = |i: usize| -> Vec<Span<'static>> {
+            let n = &self.nodes[i];
+            let style = if Some(i) == sel_node { t.style(Slot::DagNodeSelected) } else { t.style(Slot::DagNode) };
+            vec![
+                Span::styled(format!("[{}]", one_line(&n.kind)), t.style(Slot::DagKind)),
+                Span::styled(format!(" {} ", one_line(&n.label)), style),
+            ]
+        };
+        let mut out: Vec<(usize, Line<'static>)> = Vec::new();
+        // `first` starts the row of an item; `cont` starts its continuation rows.
+        let push = |out: &mut Vec<(usize, Line<'static>)>,
+                    item: usize,
+                    first: Span<'static>,
+                    cont: Span<'static>,
+                    body: Vec<Span<'static>>,
+                    hang: usize| {
+            let lead = super::width(&first.content);
+            let cont_w = super::width(&cont.content);
+            let cont = Span::styled(format!("{}{}", cont.content, " ".repeat(lead.saturating_sub(cont_w))), cont.style);
+            let pieces = wrap_line(&Line::from(body), width.saturating_sub(lead).max(8), hang);
+            for (k, piece) in pieces.into_iter().enumerate() {
+                let mut spans = vec![if k == 0 { first.clone() } else { cont.clone() }];
+                spans.extend(piece.spans);
+                out.push((item, Line::from(spans)));
+            }
+        };
+        if layered {
+            let layers = self.layers();
+            for (d, layer) in layers.iter().enumerate() {
+                let mut body = Vec::new();
+                for (k, &i) in layer.iter().enumerate() {
+                    if k > 0 {
+                        body.push(Span::styled("  ", t.style(Slot::DagEdge)));
+                    }
+                    body.extend(label(i));
+                }
+                let first = Span::styled(format!("L{d:<2}┃ "), t.style(Slot::DagEdge));
+                push(&mut out, d, first, Span::styled("   ┃ ", t.style(Slot::DagEdge)), body, 0);
+                if d + 1 < layers.len() {
+                    out.push((usize::MAX, Line::styled("   ┃   ↓", t.style(Slot::DagEdge))));
+                }
+            }
+        } else {
+            for row in self.tree() {
+                let mut body = label(row.node);
+                if !row.also.is_empty() {
+                    body.push(Span::styled(format!(" ↖ also after {}", row.also.join(", ")), t.style(Slot::Muted)));
+                }
+                let hang = super::width(&self.nodes[row.node].kind) + 3;
+                // Under a node, the guides of the levels above go on (`│`), its own branch does not.
+                let cont = row.prefix.replace("├─ ", "│  ").replace("└─ ", "   ");
+                push(
+                    &mut out,
+                    row.node,
+                    Span::styled(row.prefix.clone(), t.style(Slot::DagEdge)),
+                    Span::styled(cont, t.style(Slot::DagEdge)),
+                    body,
+                    hang,
+                );
+            }
+        }
+        out
+    }
+
+    /// Draws the selected session's nodes (tree or layers) and the selected node's details;
+    /// returns the first row shown, kept so the selected node's rows are all in view and moved
+    /// as little as possible from `scroll`.
     pub fn render_nodes(
         &self,
         area: Rect,
@@ -166,69 +236,60 @@ impl DagView {
         layered: bool,
         selected: usize,
         scroll: usize,
-    ) {
+    ) -> usize {
         let t = theme;
-        let mut lines: Vec<Line<'static>> = Vec::new();
         let sel_node = self.order(layered).get(selected).copied();
-        let label = |i: usize| -> Vec<Span<'static>> {
-            let n = &self.nodes[i];
-            let style = if Some(i) == sel_node { t.style(Slot::DagNodeSelected) } else { t.style(Slot::DagNode) };
-            vec![
-                Span::styled(format!("[{}]", n.kind), t.style(Slot::DagKind)),
-                Span::styled(format!(" {} ", n.label), style),
-            ]
+        let rows = self.rows(layered, sel_node, area.width as usize, t);
+        let sel_item = match (layered, sel_node) {
+            (true, Some(n)) => self.layers().iter().position(|l| l.contains(&n)),
+            (false, n) => n,
+            (true, None) => None,
         };
-        if layered {
-            for (d, layer) in self.layers().iter().enumerate() {
-                let mut spans = vec![Span::styled(format!("L{d:<2}┃ "), t.style(Slot::DagEdge))];
-                for (k, &i) in layer.iter().enumerate() {
-                    if k > 0 {
-                        spans.push(Span::styled("  ", t.style(Slot::DagEdge)));
-                    }
-                    spans.extend(label(i));
-                }
-                lines.push(Line::from(spans));
-                lines.push(Line::styled("   ┃   ↓", t.style(Slot::DagEdge)));
+        let detail_h = (area.height / 3).clamp(3, 8);
+        let list_h = area.height.saturating_sub(detail_h + 1) as usize;
+        let mut scroll = scroll.min(rows.len().saturating_sub(list_h));
+        if let Some(item) = sel_item {
+            let first = rows.iter().position(|(i, _)| *i == item).unwrap_or(0);
+            let last = rows.iter().rposition(|(i, _)| *i == item).unwrap_or(first);
+            if last >= scroll + list_h {
+                scroll = (last + 1).saturating_sub(list_h);
             }
-            lines.pop();
-        } else {
-            for row in self.tree() {
-                let mut spans = vec![Span::styled(row.prefix.clone(), t.style(Slot::DagEdge))];
-                spans.extend(label(row.node));
-                if !row.also.is_empty() {
-                    spans.push(Span::styled(format!(" ↖ also after {}", row.also.join(", ")), t.style(Slot::Muted)));
-                }
-                lines.push(Line::from(spans));
+            if first < scroll {
+                scroll = first;
             }
         }
-        let detail_h = (area.height / 3).clamp(3, 8);
-        let list_h = area.height.saturating_sub(detail_h + 1);
-        for (row, line) in lines.iter().skip(scroll).take(list_h as usize).enumerate() {
+        for (row, (_, line)) in rows.iter().skip(scroll).take(list_h).enumerate() {
             buf.set_line(area.x, area.y + row as u16, line, area.width);
         }
-        let sep_y = area.y + list_h;
+        let sep_y = area.y + list_h as u16;
         buf.set_stringn(area.x, sep_y, "─".repeat(area.width as usize), area.width as usize, t.style(Slot::Border));
         if let Some(i) = sel_node {
             let n = &self.nodes[i];
-            let mut text = vec![format!(
+            let head = format!(
                 "{} · {} · after {}",
-                n.id,
-                n.kind,
+                one_line(&n.id),
+                one_line(&n.kind),
                 if n.parents.is_empty() { "nothing (root)".to_string() } else { n.parents.join(", ") }
-            )];
-            text.extend(wrap(&n.detail, area.width as usize));
+            );
+            let head = wrap(&head, area.width as usize);
+            let heads = head.len();
+            let detail: Vec<String> = n.detail.lines().map(crate::tui::highlight::sanitize).collect();
+            let detail = detail.join("\n");
+            let text: Vec<String> = head.into_iter().chain(wrap(&detail, area.width as usize)).collect();
             for (k, l) in text.iter().take(detail_h as usize).enumerate() {
-                let style = if k == 0 { t.style(Slot::Accent) } else { t.style(Slot::Text) };
-                buf.set_stringn(
-                    area.x,
-                    sep_y + 1 + k as u16,
-                    truncate(l, area.width as usize),
-                    area.width as usize,
-                    style,
-                );
+                let style = if k < heads { t.style(Slot::Accent) } else { t.style(Slot::Text) };
+                buf.set_stringn(area.x, sep_y + 1 + k as u16, l, area.width as usize, style);
             }
         }
+        scroll
     }
+}
+
+/// Text for one row: line breaks and tabs become spaces, other control characters go.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .filter_map(|c| if matches!(c, '\n' | '\r' | '\t') { Some(' ') } else { (!c.is_control()).then_some(c) })
+        .collect()
 }
 
 #[cfg(test)]
@@ -256,6 +317,35 @@ mod tests {
         assert_eq!(shown, vec![("".into(), "q"), ("├─ ".into(), "s"), ("│  └─ ".into(), "a"), ("└─ ".into(), "m")]);
         assert_eq!(tree[2].also, vec!["m".to_string()]);
         assert_eq!(v.layers(), vec![vec![0], vec![1, 2], vec![3]]);
+    }
+
+    #[test]
+    fn long_labels_wrap_under_themselves_and_keep_the_tree_guides() {
+        let mut v =
+            DagView { nodes: vec![n("q", &[]), n("s", &["q"]), n("a", &["s"]), n("m", &["q"])], ..Default::default() };
+        v.nodes[1].label = "searched the index for where stale sessions are expired\tand kept 3".into();
+        let t = Theme::plain();
+        let rows = v.rows(false, Some(1), 30, &t);
+        let text: Vec<String> =
+            rows.iter().map(|(_, l)| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>()).collect();
+        assert!(text.iter().all(|l| super::super::width(l) <= 30), "{text:#?}");
+        let s_rows: Vec<&String> = rows.iter().zip(&text).filter(|((i, _), _)| *i == 1).map(|(_, t)| t).collect();
+        assert!(s_rows.len() > 1, "the long label wraps: {text:#?}");
+        assert!(s_rows[0].starts_with("├─ [k] searched"), "{text:#?}");
+        // Continuation rows: the parent's guide goes on, the text starts under the label.
+        for r in &s_rows[1..] {
+            assert!(r.starts_with("│      ") && !r.starts_with("│       "), "{r:?} in {text:#?}");
+        }
+        assert!(!text.concat().contains('\t'));
+        let joined: String =
+            s_rows.iter().map(|r| r.trim_start_matches(['│', '├', '─', ' '])).collect::<Vec<_>>().join(" ");
+        assert!(joined.contains("stale sessions") && joined.contains("kept 3"), "nothing is cut: {joined}");
+        // Layers wrap too, under the layer's bar.
+        let rows = v.rows(true, None, 24, &t);
+        let text: Vec<String> =
+            rows.iter().map(|(_, l)| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>()).collect();
+        assert!(text.iter().all(|l| super::super::width(l) <= 24), "{text:#?}");
+        assert!(text.iter().any(|l| l.starts_with("   ┃ ") && !l.contains('↓')), "{text:#?}");
     }
 
     #[test]

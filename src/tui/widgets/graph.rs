@@ -581,7 +581,62 @@ fn labels(view: &GraphView, columns: &[Vec<usize>]) -> Vec<String> {
         }
         out[i] = suffix(i, k);
     }
+    // Folder groups: the shortest suffix of whole folders no other group shown shares
+    // (`io/ (4)` beside `sync/ (8)`, `runtime/io/` beside `src/io/`); drawing adds the
+    // folders above it while they fit.
+    let groups: Vec<(usize, Vec<&str>, &str)> = shown
+        .iter()
+        .copied()
+        .filter(|&i| view.nodes[i].kind == NodeKind::Group)
+        .filter_map(|i| {
+            let (folder, count) = view.nodes[i].id.rsplit_once(" (")?;
+            let folder = folder.strip_suffix('/')?;
+            Some((i, folder.split('/').collect(), count))
+        })
+        .collect();
+    let gsuffix = |p: &[&str], k: usize| p[p.len().saturating_sub(k)..].join("/");
+    for (i, parts, count) in &groups {
+        let mut k = 1;
+        while k < parts.len() {
+            let mine = gsuffix(parts, k);
+            if !groups.iter().any(|(j, p, _)| j != i && gsuffix(p, k) == mine) {
+                break;
+            }
+            k += 1;
+        }
+        out[*i] = format!("▸ {}/ ({count}", gsuffix(parts, k));
+    }
     out
+}
+
+/// A folder group's label in `room` cells. The count and the unique folder suffix of `unique`
+/// (`▸ io/ (4)`) always show whole if they can; the room left is filled with the folders
+/// above, cut from the left (`▸ …untime/io/ (4)`). Where even the suffix does not fit the
+/// `▸ ` goes, then the suffix is cut at its end, so its start still reads (`multi_th…/ (7)`).
+fn group_label(id: &str, unique: &str, room: usize) -> String {
+    let Some((folder, count)) = id.rsplit_once(" (") else { return truncate_left(unique, room) };
+    let tail = format!(" ({count}");
+    let parts: Vec<&str> = folder.trim_end_matches('/').split('/').collect();
+    let min = unique
+        .trim_start_matches("▸ ")
+        .rsplit_once(" (")
+        .map_or(1, |(f, _)| f.trim_end_matches('/').split('/').count())
+        .clamp(1, parts.len());
+    let suffix = format!("{}/", parts[parts.len() - min..].join("/"));
+    let above = parts[..parts.len() - min].iter().map(|p| format!("{p}/")).collect::<String>();
+    let whole = format!("▸ {suffix}{tail}");
+    if width(&whole) <= room {
+        let avail = room - width(&whole);
+        if above.is_empty() || avail < 2 {
+            return whole;
+        }
+        return format!("▸ {}{suffix}{tail}", truncate_left(&above, avail));
+    }
+    let bare = format!("{suffix}{tail}");
+    if width(&bare) <= room {
+        return bare;
+    }
+    format!("{}{tail}", truncate(&suffix, room.saturating_sub(width(&tail))))
 }
 
 /// Breadth-first distances from `start` along (or against) edges, up to `depth`.
@@ -1054,6 +1109,7 @@ impl GraphWidget<'_> {
     fn label(&self, node: usize, w: usize) -> String {
         let model = self.model;
         let n = &model.view.nodes[node];
+
         let mut prefix = String::new();
         if self.risk {
             for m in model.marks(node) {
@@ -1074,18 +1130,11 @@ impl GraphWidget<'_> {
             .map(|e| format!(" {:.2}", e.confidence))
             .unwrap_or_default();
         let room = w.saturating_sub(width(&prefix) + width(&conf));
-        let shown = if width(&name) <= room {
+        let shown = if n.kind == NodeKind::Group {
+            // Its unique folder suffix; with room, the folders above it join.
+            group_label(&n.id, &name, room)
+        } else if width(&name) <= room {
             name
-        } else if n.kind == NodeKind::Group {
-            // "▸ src/runtime/ (23)": keep the count, cut the folder from the left.
-            match name.rsplit_once(" (") {
-                Some((folder, count)) => {
-                    let tail = format!(" ({count}");
-                    let folder = folder.trim_start_matches("▸ ");
-                    format!("▸ {}{tail}", truncate_left(folder, room.saturating_sub(width(&tail) + 2)))
-                }
-                None => truncate_left(&name, room),
-            }
         } else {
             truncate_left(&name, room)
         };
@@ -1163,7 +1212,10 @@ impl GraphWidget<'_> {
         if n.kind == NodeKind::Group {
             let members = model.members(node);
             let names: Vec<&str> = members.iter().map(|&m| model.view.nodes[m].id.as_str()).collect();
-            lines.push((format!("▶ {} files: enter lists them", members.len()), t.style(Slot::Accent)));
+            lines.push((
+                format!("▶ {}: enter lists them", super::count(members.len() as u64, "file", "files")),
+                t.style(Slot::Accent),
+            ));
             lines.push((names.join(" · "), t.style(Slot::Text)));
         } else {
             let (imports, importers) = model.neighbours(node);
@@ -1317,6 +1369,22 @@ mod tests {
         let m = GraphModel::new(v, 4, &default_rules());
         assert!((0..n).all(|i| m.on_cycle(i)));
         assert_eq!(m.shown(), 9);
+    }
+
+    #[test]
+    fn group_labels_keep_the_folder_that_tells_them_apart() {
+        let io = "tokio/src/runtime/io/ (4)";
+        assert_eq!(group_label(io, "▸ io/ (4)", 40), "▸ tokio/src/runtime/io/ (4)");
+        assert_eq!(group_label(io, "▸ io/ (4)", 17), "▸ …untime/io/ (4)", "the room is filled from the left");
+        assert_eq!(group_label(io, "▸ runtime/io/ (4)", 17), "▸ runtime/io/ (4)", "the unique part whole");
+        let mt = "tokio/src/runtime/scheduler/multi_thread/ (7)";
+        assert_eq!(
+            group_label(mt, "▸ multi_thread/ (7)", 17),
+            "multi_thread/ (7)",
+            "the marker goes before the name is cut"
+        );
+        assert_eq!(group_label(mt, "▸ multi_thread/ (7)", 12), "multi_t… (7)", "then the name's end, never its start");
+        assert_eq!(group_label("+17 more", "▸ +17 more", 20), "▸ +17 more");
     }
 
     #[test]
