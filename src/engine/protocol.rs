@@ -61,3 +61,5 @@ pub use super::watch::WatchReport;
 pub use super::waterfall::types::*;
 pub use super::web::browser::install_help as browser_install_help;
 pub use super::web::types::*;
+/// Language names: the index's name for a path, and what a user may type for one (`py`).
+pub use super::index::files::{canonical_language, complete_language, language};

@@ -23,7 +23,7 @@ use super::theme::{Slot, Theme};
 use super::widgets::status_bar::StatusInfo;
 use super::widgets::text_field::{self, TextField};
 use super::widgets::{self, centered, frame, help};
-use crate::engine::index::files;
+use crate::engine::protocol as files;
 use crate::engine::protocol::{RepoOverview, RepoState};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent, MouseEventKind};
 use ratatui::buffer::Buffer;

@@ -40,6 +40,8 @@ pub fn layout(area: Rect) -> Option<AppLayout> {
 /// [`MIN_SIZE`] (never drawn) could run out, and then the last tabs are cut with `…`.
 pub fn tabs(area: Rect, keys: &[(PaneId, String)], focus: PaneId) -> Vec<(PaneId, String, u16, u16)> {
     let full = |id: PaneId, key: &str| format!(" {key} {} ", id.title());
+    // (label of a tab, gap after it), widest first.
+    #[allow(clippy::type_complexity)]
     let styles: [(&dyn Fn(PaneId, &str) -> String, u16); 4] = [
         (&full, 1),
         (&full, 0),

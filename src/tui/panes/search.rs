@@ -7,7 +7,7 @@
 //! path and language filters, and a symbol-search mode.
 
 use super::{Cx, Pane, PaneId, RenderCtx};
-use crate::engine::index::files;
+use crate::engine::protocol as files;
 use crate::engine::protocol::{SearchHit, SearchRequest};
 use crate::tui::action::{Action, PromptKind};
 use crate::tui::event::{EngineEvent, Request, SymbolHit};
