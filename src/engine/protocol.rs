@@ -30,6 +30,8 @@ pub use super::eval::gitset::GitSetOptions;
 pub use super::eval::{CompareWith, EvalReport, EvalRequest, EvalRun, QueryOutcome, QuerySource};
 pub use super::fresh::{FreshEvent, FreshState, Freshness};
 pub use super::fsutil::now_ms;
+/// Language names: the index's name for a path, and what a user may type for one (`py`).
+pub use super::index::files::{canonical_language, complete_language, language};
 pub use super::index::sources::{AddSourceRequest, Source, SourceInfo};
 pub use super::index::types::{
     FileContent, FileRequest, IndexProgress, IndexState, IndexSummary, LastEvent, ProgressSink, SkippedFile,
@@ -61,5 +63,3 @@ pub use super::watch::WatchReport;
 pub use super::waterfall::types::*;
 pub use super::web::browser::install_help as browser_install_help;
 pub use super::web::types::*;
-/// Language names: the index's name for a path, and what a user may type for one (`py`).
-pub use super::index::files::{canonical_language, complete_language, language};
