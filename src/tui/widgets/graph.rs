@@ -599,7 +599,8 @@ fn labels(view: &GraphView, columns: &[Vec<usize>]) -> Vec<String> {
         let mut k = 1;
         while k < parts.len() {
             let mine = gsuffix(parts, k);
-            if !groups.iter().any(|(j, p, _)| j != i && gsuffix(p, k) == mine) {
+            // The same folder grouped in two columns is one folder, not a clash.
+            if !groups.iter().any(|(j, p, _)| j != i && p != parts && gsuffix(p, k) == mine) {
                 break;
             }
             k += 1;
@@ -1385,6 +1386,25 @@ mod tests {
         );
         assert_eq!(group_label(mt, "▸ multi_thread/ (7)", 12), "multi_t… (7)", "then the name's end, never its start");
         assert_eq!(group_label("+17 more", "▸ +17 more", 20), "▸ +17 more");
+    }
+
+    #[test]
+    fn one_folder_grouped_in_two_columns_keeps_its_short_label() {
+        let group = |id: &str| GraphNode { kind: NodeKind::Group, ..node(id) };
+        let v = GraphView {
+            nodes: vec![group("src/api/ (5)"), group("src/api/ (3)"), group("lib/api/ (2)"), group("src/db/ (4)")],
+            edges: vec![],
+            center: 0,
+            depth: 2,
+        };
+        let l = labels(&v, &[vec![0, 3], vec![1], vec![2]]);
+        assert_eq!(
+            l,
+            ["▸ src/api/ (5)", "▸ src/api/ (3)", "▸ lib/api/ (2)", "▸ db/ (4)"],
+            "a real clash still lengthens"
+        );
+        let v = GraphView { nodes: v.nodes[..2].to_vec(), ..v };
+        assert_eq!(labels(&v, &[vec![0], vec![1]]), ["▸ api/ (5)", "▸ api/ (3)"]);
     }
 
     #[test]
