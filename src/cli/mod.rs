@@ -2,6 +2,7 @@
 //! per command, printed for humans (colored on a terminal) or as `--json`.
 //! No engine logic lives here.
 
+mod audit;
 mod batch;
 mod bench;
 mod chat;
@@ -119,6 +120,11 @@ enum Command {
     RemoveSource(sources::RemoveArgs),
     /// The files most like a given file (by embeddings; by its distinctive terms without them).
     Similar(similar::SimilarArgs),
+    /// Audits: duplicate chunks, conflicting passages.
+    Audit {
+        #[command(subcommand)]
+        action: audit::AuditAction,
+    },
     /// How well search finds the files a change touched here: queries from the git history (or
     /// a file) scored as R@1/5/10 and MRR, with the worst misses; --compare a second config.
     Eval(eval::EvalArgs),
@@ -408,6 +414,7 @@ impl Cli {
             Some(Command::Browser { action }) => action.json(),
             Some(Command::Libs { action }) => action.json(),
             Some(Command::Similar(a)) => a.json,
+            Some(Command::Audit { action }) => action.json(),
             Some(Command::Add(a)) => a.json,
             Some(Command::Sources(a)) => a.json,
             Some(Command::RemoveSource(a)) => a.json,
@@ -509,6 +516,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Libs { action } => return libs::run(&engine, &out, action),
         Command::Similar(args) => similar::run(&engine, &out, args)?,
+        Command::Audit { action } => audit::run(&engine, &out, action)?,
         Command::Add(args) => sources::add(&engine, &out, args)?,
         Command::Sources(args) => sources::list(&engine, &out, args)?,
         Command::RemoveSource(args) => sources::remove(&engine, &out, args)?,

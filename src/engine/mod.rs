@@ -7,6 +7,7 @@
 //! crates.
 
 pub mod analysis;
+pub mod audit;
 pub mod cancel;
 pub mod check;
 pub mod code;

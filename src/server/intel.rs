@@ -16,8 +16,8 @@ use super::state::AppState;
 use crate::engine::protocol::RepoRef;
 use crate::engine::protocol::{
     AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, ContextPack, ContextRequest, DagSession,
-    DagSessionList, ImpactRequest, ImpactResponse, MemoryRecallRequest, MemoryRecallResponse, MemoryStoreRequest,
-    MemoryStoreResponse, SymbolsRequest, SymbolsResponse, SymbolsStatus,
+    DagSessionList, DuplicatesRequest, DuplicatesResponse, ImpactRequest, ImpactResponse, MemoryRecallRequest,
+    MemoryRecallResponse, MemoryStoreRequest, MemoryStoreResponse, SymbolsRequest, SymbolsResponse, SymbolsStatus,
 };
 use crate::engine::Engine;
 use axum::extract::{Path as UrlPath, State};
@@ -68,6 +68,17 @@ pub struct ContextBody {
     /// The task and budget.
     #[serde(flatten)]
     pub context: ContextRequest,
+}
+
+/// `POST /v1/audit/duplicates` body: a [`DuplicatesRequest`] plus the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DuplicatesBody {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// Threshold and limit.
+    #[serde(flatten)]
+    pub audit: DuplicatesRequest,
 }
 
 /// Resolves the repository, confines `paths` to it, and runs `call` on the blocking pool;
@@ -163,6 +174,17 @@ async fn context(
     run(state, sel, Vec::new(), move |engine, repo| engine.context(&repo.root, &req)).await
 }
 
+async fn audit_duplicates(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiJson(body): ApiJson<DuplicatesBody>,
+) -> Result<Json<DuplicatesResponse>, ApiError> {
+    let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
+    let req = body.audit;
+    run(state, sel, Vec::new(), move |engine, repo| engine.audit_duplicates(&repo.root, &req)).await
+}
+
 async fn memory_store(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -244,6 +266,12 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             context,
             Operation::new("A bounded, cited context pack for a task (no model needed)")
                 .describe("Changed lines (since `since`, staged, dirty, untracked), search hits, the definitions they name, the tests that exercise them and their importers, each with path, lines, role, reason and tokens, fitted into `budget` tokens (cl100k_base, default 8000). `format: md` (default) adds the pack as Markdown in `markdown`."),
+        )
+        .post(
+            "/v1/audit/duplicates",
+            audit_duplicates,
+            Operation::new("Exact and near-duplicate chunk groups")
+                .describe("Exact copies by a whitespace-blind hash; near copies at `threshold` (default 0.92) by the cosine of the chunks' embeddings, or by MinHash of word 3-shingles without them (`method` says which). Bounded: `capped` and `limits` say when a bound cut the search."),
         )
         .post(
             "/v1/memory/store",

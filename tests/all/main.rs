@@ -2,6 +2,7 @@
 //! uses real files on disk and its own temporary DOCDEX_HOME.
 
 mod architecture;
+mod audit;
 mod batch;
 mod chat;
 mod cli;

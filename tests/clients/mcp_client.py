@@ -39,6 +39,7 @@ EXPECTED_TOOLS = {
     "docdex_impact",
     "docdex_context",
     "docdex_run_tests",
+    "docdex_audit_duplicates",
     "docdex_index",
     "docdex_memory_save",
     "docdex_memory_recall",

@@ -7,7 +7,8 @@
 
 use super::{tool_error, DocdexMcp};
 use crate::engine::protocol::{
-    ContextFormat, ContextRequest, DiscoveryStatus, RunTestsRequest, SimilarRequest, WebResearchRequest,
+    ContextFormat, ContextRequest, DiscoveryStatus, DuplicatesRequest, RunTestsRequest, SimilarRequest,
+    WebResearchRequest,
 };
 use crate::engine::protocol::{
     DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest,
@@ -132,6 +133,17 @@ pub struct ContextArgs {
     /// The task and budget.
     #[serde(flatten)]
     pub context: ContextRequest,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_audit_duplicates` arguments: a [`DuplicatesRequest`] and the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DuplicatesArgs {
+    /// Threshold and limit.
+    #[serde(flatten)]
+    pub audit: DuplicatesRequest,
     /// The repository.
     #[serde(flatten)]
     pub repo: RepoArgs,
@@ -295,6 +307,15 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(read_only()),
         Tool::new(
+            "docdex_audit_duplicates",
+            "Find text the repository repeats: groups of exact copies and of near copies (similarity at or above \
+             `threshold`, default 0.92, by embeddings when the repository has them, else by MinHash of word \
+             3-shingles; `method` says which), each chunk with path, lines and score. Use it before editing docs \
+             to update every copy, or to find copy-pasted code.",
+            schema::<DuplicatesArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
             "docdex_run_tests",
             "Run the repository's tests with its own runner (cargo test, pytest, go test, node's runner, npm test, \
              jest, vitest, or `[tests] command`): all of them, a `target` file or directory, or with `affected` only \
@@ -404,6 +425,7 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_impact" => impact(server, args).await,
         "docdex_context" => context(server, args).await,
         "docdex_run_tests" => run_tests(server, args).await,
+        "docdex_audit_duplicates" => audit_duplicates(server, args).await,
         "docdex_index" => index(server, args).await,
         "docdex_memory_save" => memory_save(server, args).await,
         "docdex_memory_recall" => memory_recall(server, args).await,
@@ -503,6 +525,11 @@ async fn context(server: &DocdexMcp, args: Value) -> ToolResult {
         }
     })
     .await
+}
+
+async fn audit_duplicates(server: &DocdexMcp, args: Value) -> ToolResult {
+    let a: DuplicatesArgs = parse("docdex_audit_duplicates", args)?;
+    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.audit_duplicates(root, &a.audit)).await
 }
 
 async fn run_tests(server: &DocdexMcp, args: Value) -> ToolResult {
@@ -621,6 +648,7 @@ mod tests {
         described_alike::<ImpactArgs, ImpactRequest>();
         described_alike::<ContextArgs, ContextRequest>();
         described_alike::<RunTestsArgs, RunTestsRequest>();
+        described_alike::<DuplicatesArgs, DuplicatesRequest>();
         described_alike::<MemorySaveArgs, MemoryStoreRequest>();
         described_alike::<MemoryRecallArgs, MemoryRecallRequest>();
         described_alike::<WebResearchArgs, WebResearchRequest>();

@@ -1,0 +1,152 @@
+//! Audits (`docdex audit duplicates|conflicts`) on fixture docs the tests write: planted exact
+//! copies, near copies and rewordings, planted contradictions and look-alikes that must NOT
+//! be reported. Each test says which similarity path it covers: MinHash (no embedder) or
+//! embeddings (the fake Ollama's deterministic bag-of-words vectors).
+
+use crate::util::{quiet, write, Env};
+use docdex::engine::protocol::{DuplicateKind, DuplicatesRequest, DuplicatesResponse, SimilarityMethod};
+use docdex::engine::IndexOptions;
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use docdex::Engine;
+use std::path::Path;
+
+/// About a hundred words on installing, one Markdown section (one chunk).
+const INSTALL: &str = "# Installing the command line\n\nDownload the archive for your platform from the release page and unpack it into a directory on your path. \
+The archive holds one static binary and a short manual. Run the binary once with the version flag to check that the shell \
+finds it, then run the setup command, which writes a default configuration file into your home directory and creates the \
+state folder beside it. Nothing else is written anywhere, and nothing is sent over the network. To remove the tool later, \
+delete the binary, the configuration file and the state folder; there is no uninstaller because there is nothing else to undo \
+at the end of the day.\n";
+
+fn fixture(root: &Path) {
+    write(root, "docs/install.md", INSTALL);
+    // The same text wrapped differently: an exact duplicate (whitespace aside).
+    write(root, "guide/install-copy.md", INSTALL.replace(". ", ".\n"));
+    // One word changed at the very end: a near duplicate for any method.
+    write(root, "guide/install-edited.md", INSTALL.replace("end of the day", "end of the week"));
+    // The same sentences in another order, two words swapped for synonyms: a rewording.
+    // Embeddings see the same words; 3-shingles across the new sentence joins do not match.
+    let sentences: Vec<&str> = INSTALL.lines().nth(2).unwrap().split(". ").collect();
+    let mut reordered: Vec<&str> = sentences.iter().rev().copied().collect();
+    reordered.rotate_left(1);
+    let reworded = format!("# Installing the command line\n\n{}\n", reordered.join(". ").replace("Download", "Fetch"));
+    write(root, "notes/reworded.md", reworded.replace("short manual", "brief manual"));
+    // A look-alike: same template and topic words, different content. Not a duplicate.
+    write(
+        root,
+        "docs/server.md",
+        "# Installing the server\n\nDownload the container image from the registry and start it with the compose file from the \
+         examples folder. The image listens on one port and keeps its data in a named volume. Check the health endpoint to see \
+         that the service answers, then create the first administrator account from the web page. Backups are copies of the \
+         volume; restore one by stopping the container, replacing the volume and starting it again.\n",
+    );
+    // Short chunks repeat everywhere (a closing line, a heading): never reported.
+    write(root, "docs/a.md", "# See also\n\nThe changelog.\n");
+    write(root, "docs/b.md", "# See also\n\nThe changelog.\n");
+    write(root, "src/lib.rs", "pub fn answer() -> u32 {\n    42\n}\n");
+}
+
+fn index(engine: &Engine, repo: &Path) {
+    engine.index(repo, &IndexOptions::default(), &quiet()).expect("index");
+}
+
+fn paths(r: &DuplicatesResponse, kind: DuplicateKind) -> Vec<Vec<String>> {
+    r.groups.iter().filter(|g| g.kind == kind).map(|g| g.items.iter().map(|i| i.path.clone()).collect()).collect()
+}
+
+#[test]
+fn duplicates_by_minhash_find_copies_and_edits_but_not_rewordings_or_look_alikes() {
+    // Path: MinHash (no embedder configured).
+    let env = Env::new();
+    let repo = env.repo("r");
+    fixture(&repo);
+    let engine = env.engine();
+    index(&engine, &repo);
+    let r = engine.audit_duplicates(&repo, &DuplicatesRequest::default()).expect("audit");
+    assert_eq!(r.method, SimilarityMethod::Minhash, "{r:?}");
+    assert!(r.notice.as_deref().is_some_and(|n| n.contains("MinHash")), "{:?}", r.notice);
+    assert_eq!(r.threshold, 0.92);
+    assert_eq!(paths(&r, DuplicateKind::Exact), [vec!["docs/install.md", "guide/install-copy.md"]], "{r:#?}");
+    // The near group: the exact pair (compared once) and the edited copy; not the rewording.
+    assert_eq!(
+        paths(&r, DuplicateKind::Near),
+        [vec!["docs/install.md", "guide/install-copy.md", "guide/install-edited.md"]],
+        "{r:#?}"
+    );
+    let near = r.groups.iter().find(|g| g.kind == DuplicateKind::Near).unwrap();
+    assert!(near.items.iter().all(|i| (0.92..1.0).contains(&i.score)), "{near:?}");
+    assert_eq!(r.groups_total, 2);
+    assert!(!r.capped && r.limits.is_empty());
+    assert_eq!(r.schema_version, 1);
+    assert_eq!(r.kind, "duplicates");
+
+    // Even at a low threshold the look-alike on the same topic stays apart.
+    let low = engine.audit_duplicates(&repo, &DuplicatesRequest { threshold: Some(0.5), limit: None }).unwrap();
+    assert!(!low.groups.iter().flat_map(|g| &g.items).any(|i| i.path == "docs/server.md"), "{low:#?}");
+
+    let bad = engine.audit_duplicates(&repo, &DuplicatesRequest { threshold: Some(1.5), limit: None }).unwrap_err();
+    assert!(bad.to_string().contains("out of range"), "{bad}");
+}
+
+#[test]
+fn duplicates_by_embeddings_also_find_the_rewording() {
+    // Path: embeddings (fake Ollama: bags of words, so a reordering keeps its direction).
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake");
+    let env = Env::new();
+    let repo = env.repo("r");
+    fixture(&repo);
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    index(&engine, &repo);
+    let r = engine.audit_duplicates(&repo, &DuplicatesRequest::default()).expect("audit");
+    assert_eq!(r.method, SimilarityMethod::Embeddings, "{r:?}");
+    assert_eq!(paths(&r, DuplicateKind::Exact), [vec!["docs/install.md", "guide/install-copy.md"]]);
+    assert_eq!(
+        paths(&r, DuplicateKind::Near),
+        [vec!["docs/install.md", "guide/install-copy.md", "guide/install-edited.md", "notes/reworded.md"]],
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn duplicates_over_the_cli_as_json_and_the_changed_file_is_skipped() {
+    // Path: MinHash.
+    let env = Env::new();
+    let repo = env.repo("r");
+    fixture(&repo);
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let v = env.json(&["audit", "duplicates", "--repo", r, "--json"]);
+    assert_eq!(v["type"], "duplicates");
+    assert_eq!(v["method"], "minhash");
+    assert_eq!(v["groups"][0]["kind"], "exact");
+    assert_eq!(v["groups"][0]["items"][0]["path"], "docs/install.md");
+    assert_eq!(v["groups"][0]["items"][0]["line_start"], 1);
+    // Edited after indexing: its indexed lines no longer hold, so it is left out and counted.
+    write(&repo, "guide/install-edited.md", "# Gone\n\nRewritten since.\n");
+    let v = env.json(&["audit", "duplicates", "--repo", r, "--json"]);
+    assert!(v["notice"].as_str().unwrap().contains("1 files changed since they were indexed"), "{v}");
+    let human = env.run(&["audit", "duplicates", "--repo", r]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("exact duplicates (2 chunks)") && text.contains("docs/install.md:1-"), "{text}");
+    let unindexed = env.repo("empty");
+    let out = env.run(&["audit", "duplicates", "--repo", unindexed.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("index"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn duplicates_say_when_a_bound_cut_the_search() {
+    // Path: MinHash. 300 near copies share every LSH bucket: more than a bucket may pair.
+    let env = Env::new();
+    let repo = env.repo("r");
+    for i in 0..300 {
+        write(&repo, &format!("docs/n{i}.md"), INSTALL.replace("end of the day", &format!("end of day {i}")));
+    }
+    let engine = env.engine();
+    index(&engine, &repo);
+    let r = engine.audit_duplicates(&repo, &DuplicatesRequest { threshold: None, limit: Some(5) }).unwrap();
+    assert!(r.capped, "{r:?}");
+    assert!(r.limits.iter().any(|l| l.contains("capped")), "{:?}", r.limits);
+    assert_eq!(r.groups.len(), 1, "one group of near copies");
+    assert!(r.groups[0].items.len() >= 256, "{}", r.groups[0].items.len());
+}
