@@ -11,6 +11,7 @@ use super::{
     check_unit, group_id, indexed_files, line_starts, lines, map_files, round3, MAX_CHUNKS, MAX_PAIRS, MIN_WORDS,
 };
 use crate::engine::embed::Vectors;
+use crate::engine::index::files::FileClass;
 use crate::engine::Engine;
 use crate::error::Result;
 use std::collections::HashMap;
@@ -34,7 +35,8 @@ impl Engine {
         let threshold = check_unit("threshold", req.threshold.unwrap_or(DEFAULT_DUPLICATE_THRESHOLD))?;
         let limit = req.limit.unwrap_or(DEFAULT_DUPLICATE_LIMIT).clamp(1, 10_000);
         let repo = self.resolve_repo(repo_path)?;
-        let files = indexed_files(&repo)?;
+        // Lockfiles repeat their entries by design: not worth reporting.
+        let files: Vec<_> = indexed_files(&repo)?.into_iter().filter(|f| f.class != FileClass::Lockfile).collect();
         let (per_file, stale) = map_files(&repo, &files, |file, text| {
             let starts = line_starts(text);
             let mut out = Vec::new();
@@ -175,8 +177,8 @@ impl Engine {
             }
         }
         let mut components: HashMap<usize, Vec<usize>> = HashMap::new();
-        for r in 0..reps.len() {
-            if best[r] > 0.0 {
+        for (r, b) in best.iter().enumerate() {
+            if *b > 0.0 {
                 let root = find(&mut parent, r);
                 components.entry(root).or_default().push(r);
             }
