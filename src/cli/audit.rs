@@ -3,7 +3,10 @@
 
 use super::output::Out;
 use super::RepoArg;
-use crate::engine::protocol::{DuplicateKind, DuplicatesRequest, DuplicatesResponse, DEFAULT_DUPLICATE_THRESHOLD};
+use crate::engine::protocol::{
+    ConflictsRequest, ConflictsResponse, DuplicateKind, DuplicatesRequest, DuplicatesResponse,
+    DEFAULT_CONFLICT_MIN_SIM, DEFAULT_CONFLICT_TOP, DEFAULT_DUPLICATE_THRESHOLD,
+};
 use crate::engine::Engine;
 
 /// `docdex audit` subcommands.
@@ -23,13 +26,30 @@ pub enum AuditAction {
         #[arg(long)]
         json: bool,
     },
+    /// Similar documentation passages that disagree: numbers, versions, defaults, negations.
+    Conflicts {
+        #[command(flatten)]
+        repo: RepoArg,
+        /// Least similarity of two statements (0..1, their words with values masked).
+        #[arg(long, default_value_t = DEFAULT_CONFLICT_MIN_SIM)]
+        min_sim: f32,
+        /// Most conflicts shown, most similar first.
+        #[arg(long, default_value_t = DEFAULT_CONFLICT_TOP)]
+        top: usize,
+        /// Do not ask the chat model to explain them (the heuristic's reasons only).
+        #[arg(long)]
+        no_model: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 impl AuditAction {
     /// Whether errors should be printed as JSON.
     pub fn json(&self) -> bool {
         match self {
-            AuditAction::Duplicates { json, .. } => *json,
+            AuditAction::Duplicates { json, .. } | AuditAction::Conflicts { json, .. } => *json,
         }
     }
 }
@@ -46,8 +66,43 @@ pub fn run(engine: &Engine, out: &Out, action: AuditAction) -> anyhow::Result<()
                 print_duplicates(out, &resp);
             }
         }
+        AuditAction::Conflicts { repo, min_sim, top, no_model, json } => {
+            let req = ConflictsRequest { min_sim: Some(min_sim), top: Some(top), explain: Some(!no_model) };
+            let resp = engine.audit_conflicts(&repo.resolve()?, &req)?;
+            if json {
+                out.json(&resp)?;
+            } else {
+                print_conflicts(out, &resp);
+            }
+        }
     }
     Ok(())
+}
+
+fn print_conflicts(out: &Out, r: &ConflictsResponse) {
+    for p in &r.pairs {
+        let kind = serde_json::to_value(p.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        out.line(&out.paint("1", &format!("{kind} conflict (similarity {:.2})", p.similarity)));
+        out.line(&format!("  a {}:{}-{}  {}", p.a.path, p.a.line_start, p.a.line_end, p.a.text));
+        out.line(&format!("  b {}:{}-{}  {}", p.b.path, p.b.line_start, p.b.line_end, p.b.text));
+        out.line(&format!("  {} ({})", p.explanation, p.explained_by));
+    }
+    out.note(&format!(
+        "{} conflicts ({} shown) among {} statements of {} documentation files, at similarity {:.2}; {} pairs compared; {:.0} ms",
+        r.pairs_total,
+        r.pairs.len(),
+        r.statements,
+        r.files,
+        r.min_similarity,
+        r.pairs_compared,
+        r.elapsed_ms
+    ));
+    if let Some(n) = &r.notice {
+        out.note(n);
+    }
+    for l in &r.limits {
+        out.note(&format!("capped: {l}"));
+    }
 }
 
 fn print_duplicates(out: &Out, r: &DuplicatesResponse) {

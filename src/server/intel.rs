@@ -15,9 +15,10 @@ use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::RepoRef;
 use crate::engine::protocol::{
-    AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, ContextPack, ContextRequest, DagSession,
-    DagSessionList, DuplicatesRequest, DuplicatesResponse, ImpactRequest, ImpactResponse, MemoryRecallRequest,
-    MemoryRecallResponse, MemoryStoreRequest, MemoryStoreResponse, SymbolsRequest, SymbolsResponse, SymbolsStatus,
+    AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, ConflictsRequest, ConflictsResponse,
+    ContextPack, ContextRequest, DagSession, DagSessionList, DuplicatesRequest, DuplicatesResponse, ImpactRequest,
+    ImpactResponse, MemoryRecallRequest, MemoryRecallResponse, MemoryStoreRequest, MemoryStoreResponse, SymbolsRequest,
+    SymbolsResponse, SymbolsStatus,
 };
 use crate::engine::Engine;
 use axum::extract::{Path as UrlPath, State};
@@ -79,6 +80,17 @@ pub struct DuplicatesBody {
     /// Threshold and limit.
     #[serde(flatten)]
     pub audit: DuplicatesRequest,
+}
+
+/// `POST /v1/audit/conflicts` body: a [`ConflictsRequest`] plus the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ConflictsBody {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// Least similarity, how many, whether the model explains.
+    #[serde(flatten)]
+    pub audit: ConflictsRequest,
 }
 
 /// Resolves the repository, confines `paths` to it, and runs `call` on the blocking pool;
@@ -185,6 +197,17 @@ async fn audit_duplicates(
     run(state, sel, Vec::new(), move |engine, repo| engine.audit_duplicates(&repo.root, &req)).await
 }
 
+async fn audit_conflicts(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiJson(body): ApiJson<ConflictsBody>,
+) -> Result<Json<ConflictsResponse>, ApiError> {
+    let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
+    let req = body.audit;
+    run(state, sel, Vec::new(), move |engine, repo| engine.audit_conflicts(&repo.root, &req)).await
+}
+
 async fn memory_store(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -272,6 +295,12 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             audit_duplicates,
             Operation::new("Exact and near-duplicate chunk groups")
                 .describe("Exact copies by a whitespace-blind hash; near copies at `threshold` (default 0.92) by the cosine of the chunks' embeddings, or by MinHash of word 3-shingles without them (`method` says which). Bounded: `capped` and `limits` say when a bound cut the search."),
+        )
+        .post(
+            "/v1/audit/conflicts",
+            audit_conflicts,
+            Operation::new("Similar documentation passages that disagree")
+                .describe("Statements of the documentation files (changelogs aside) at `min_sim` similarity (default 0.80, words with values masked) that give one thing different numbers (units folded), versions or defaults, or where only one is negated; each with `kind`, the heuristic's `reason` and an `explanation` (the chat model's, when one answers and `explain` is not false). `top` (default 20) most similar first. 400 `bad_request` for a similarity outside 0..1."),
         )
         .post(
             "/v1/memory/store",

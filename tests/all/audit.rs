@@ -3,8 +3,11 @@
 //! be reported. Each test says which similarity path it covers: MinHash (no embedder) or
 //! embeddings (the fake Ollama's deterministic bag-of-words vectors).
 
-use crate::util::{quiet, write, Env};
-use docdex::engine::protocol::{DuplicateKind, DuplicatesRequest, DuplicatesResponse, SimilarityMethod};
+use crate::util::{dead_url, llm_config, quiet, write, Env};
+use docdex::engine::protocol::{
+    ConflictKind, ConflictsRequest, ConflictsResponse, DuplicateKind, DuplicatesRequest, DuplicatesResponse,
+    SimilarityMethod,
+};
 use docdex::engine::IndexOptions;
 use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use docdex::Engine;
@@ -149,4 +152,167 @@ fn duplicates_say_when_a_bound_cut_the_search() {
     assert!(r.limits.iter().any(|l| l.contains("capped")), "{:?}", r.limits);
     assert_eq!(r.groups.len(), 1, "one group of near copies");
     assert!(r.groups[0].items.len() >= 256, "{}", r.groups[0].items.len());
+}
+
+/// Planted contradictions (a number, a version, a default, a negation) and look-alikes that
+/// agree, spread over docs the way they drift in real projects.
+fn conflict_fixture(root: &Path) {
+    write(
+        root,
+        "docs/auth.md",
+        "# Authentication\n\nRefresh tokens rotate every 24 hours and are stored in the session database.\n\n\
+         Sessions expire after 24 hours of inactivity.\n\n\
+         The server requires Python 3.10.2 or later.\n\n\
+         Compression defaults to lz4 for new tables.\n\n\
+         The cache directory is shared between users of one machine.\n\n\
+         A token is not required for local clients on the loopback interface.\n\n\
+         The read timeout is 30 seconds for every upstream request.\n",
+    );
+    write(
+        root,
+        "docs/security.md",
+        "# Security\n\nRefresh tokens rotate every 7 days and are stored in the session database.\n\n\
+         Sessions expire after 1 day of inactivity.\n\n\
+         The server requires Python 3.11.4 or later.\n\n\
+         Compression defaults to zstd for new tables.\n\n\
+         The cache directory is not shared between users of one machine.\n\n\
+         A token is optional for local clients on the loopback interface.\n\n\
+         The write timeout is 60 seconds for every upstream request.\n\n\
+         The default port was 8080 before version 2 of the server.\n",
+    );
+    write(root, "docs/ports.md", "# Ports\n\nThe default port is 9090 for the HTTP server of the project.\n");
+    // Code is not documentation: different constants there are no contradiction.
+    write(
+        root,
+        "src/config.py",
+        "# Refresh tokens rotate every 12 hours and are stored in the session database.\nTTL = 12\n",
+    );
+    write(
+        root,
+        "CHANGELOG.md",
+        "# Changes\n\nRefresh tokens rotate every 48 hours and are stored in the session database.\n",
+    );
+}
+
+fn kinds(r: &ConflictsResponse) -> Vec<(ConflictKind, String, String)> {
+    let mut v: Vec<_> = r.pairs.iter().map(|p| (p.kind, p.a.text.clone(), p.b.text.clone())).collect();
+    v.sort_by(|a, b| a.1.cmp(&b.1));
+    v
+}
+
+#[test]
+fn conflicts_find_each_planted_contradiction_and_no_look_alike() {
+    // Path: no model (the default endpoint is dead here): heuristic explanations.
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("r");
+    conflict_fixture(&repo);
+    let engine = env.engine();
+    index(&engine, &repo);
+    let r = engine.audit_conflicts(&repo, &ConflictsRequest::default()).expect("audit");
+    let found = kinds(&r);
+    let expected = [
+        (ConflictKind::Default, "Compression defaults to lz4 for new tables."),
+        (ConflictKind::Version, "The server requires Python 3.10.2 or later."),
+        (ConflictKind::Number, "Refresh tokens rotate every 24 hours and are stored in the session database."),
+        (ConflictKind::Negation, "The cache directory is shared between users of one machine."),
+    ];
+    assert_eq!(found.len(), expected.len(), "exactly the planted ones: {found:#?}");
+    for (kind, text) in expected {
+        assert!(found.iter().any(|(k, a, b)| *k == kind && (a == text || b == text)), "{kind:?} {text}: {found:#?}");
+    }
+    // Every pair crosses auth.md and security.md: the look-alikes (24 h = 1 day, not required =
+    // optional, read vs write timeout, the port's history, code, the changelog) are not there.
+    for p in &r.pairs {
+        assert_eq!((p.a.path.as_str(), p.b.path.as_str()), ("docs/auth.md", "docs/security.md"), "{p:?}");
+        assert_eq!(p.explained_by, "heuristic");
+        assert_eq!(p.explanation, p.reason);
+        assert!(p.similarity >= 0.8);
+    }
+    let number = r.pairs.iter().find(|p| p.kind == ConflictKind::Number).unwrap();
+    assert!(number.reason.contains("1 day") && number.reason.contains("7 day"), "{}", number.reason);
+    assert_eq!((number.a.line_start, number.b.line_start), (3, 3));
+    assert!(r.notice.as_deref().is_some_and(|n| n.contains("no model explanation")), "{:?}", r.notice);
+    assert_eq!(r.kind, "conflicts");
+    assert_eq!(r.min_similarity, 0.8);
+    assert!(!r.capped);
+
+    let top = engine
+        .audit_conflicts(&repo, &ConflictsRequest { top: Some(2), explain: Some(false), ..Default::default() })
+        .unwrap();
+    assert_eq!((top.pairs.len(), top.pairs_total), (2, 4));
+    assert!(top.notice.is_none(), "not asked, so nothing to say about the model: {:?}", top.notice);
+    assert!(engine.audit_conflicts(&repo, &ConflictsRequest { top: Some(0), ..Default::default() }).is_err());
+}
+
+#[test]
+fn conflicts_are_explained_by_the_model_when_one_answers() {
+    // Path: model explanation through the fake Ollama (scripted reply), embeddings present.
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake");
+    let env = Env::new();
+    let repo = env.repo("r");
+    conflict_fixture(&repo);
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    index(&engine, &repo);
+    let r = engine.audit_conflicts(&repo, &ConflictsRequest { top: Some(2), ..Default::default() }).expect("audit");
+    assert_eq!(r.pairs.len(), 2);
+    for p in &r.pairs {
+        assert_eq!(p.explained_by, "model", "{p:?}");
+        assert!(p.explanation.starts_with("FAKE ANSWER"), "{}", p.explanation);
+        assert!(
+            p.explanation.contains(&format!("{}:{}-{}", p.a.path, p.a.line_start, p.a.line_end)),
+            "{}",
+            p.explanation
+        );
+    }
+    let asked = server.chats_with("how do passage A and passage B disagree");
+    assert_eq!(asked.len(), 2, "one question per pair");
+    assert!(asked[0].to_string().contains(&r.pairs[0].a.text), "the passages reach the model");
+    assert!(r.notice.is_none(), "{:?}", r.notice);
+}
+
+#[test]
+fn conflicts_over_the_cli_and_http() {
+    // Path: heuristic (no model); the same engine call over the command line and HTTP.
+    use crate::server_util::{client, Server};
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("r");
+    conflict_fixture(&repo);
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let v = env.json(&["audit", "conflicts", "--repo", r, "--top", "3", "--no-model", "--json"]);
+    assert_eq!(v["type"], "conflicts");
+    assert_eq!(v["pairs"].as_array().unwrap().len(), 3);
+    assert_eq!(v["pairs_total"], 4);
+    let human = env.run(&["audit", "conflicts", "--repo", r, "--min-sim", "0.8", "--no-model"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("docs/auth.md:3") && text.contains("docs/security.md:3"), "{text}");
+    let bad = env.run(&["audit", "conflicts", "--repo", r, "--min-sim", "2"]);
+    assert!(!bad.status.success());
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = Server::start(&env, &["serve", "--repo", r, "--no-watch"], &[]);
+    rt.block_on(async {
+        let resp = client()
+            .post(server.url("/v1/audit/conflicts"))
+            .json(&serde_json::json!({"top": 2, "explain": false}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        let v: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(v["pairs"].as_array().unwrap().len(), 2, "{v}");
+        let resp = client().post(server.url("/v1/audit/duplicates")).json(&serde_json::json!({})).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        let v: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(v["type"], "duplicates");
+        let bad = client()
+            .post(server.url("/v1/audit/conflicts"))
+            .json(&serde_json::json!({"min_sim": 3.0}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bad.status().as_u16(), 400);
+    });
 }

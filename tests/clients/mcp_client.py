@@ -40,6 +40,7 @@ EXPECTED_TOOLS = {
     "docdex_context",
     "docdex_run_tests",
     "docdex_audit_duplicates",
+    "docdex_audit_conflicts",
     "docdex_index",
     "docdex_memory_save",
     "docdex_memory_recall",
@@ -179,6 +180,14 @@ async def exercise(session, repo, report):
     report["context_roles"] = sorted({s["role"] for s in pack["snippets"]})
     r = await session.call_tool("docdex_context", {"task": " ", "project_root": repo})
     check(is_error(r) and "bad_request" in text_of(r), f"empty task: {text_of(r)}")
+
+    # docdex_audit_duplicates / docdex_audit_conflicts: the engine's answers, bad bounds refused.
+    r = await session.call_tool("docdex_audit_duplicates", {"threshold": 0.9, "project_root": repo})
+    check(not is_error(r) and json.loads(text_of(r))["type"] == "duplicates", f"duplicates: {text_of(r)}")
+    r = await session.call_tool("docdex_audit_conflicts", {"top": 5, "explain": False, "project_root": repo})
+    check(not is_error(r) and json.loads(text_of(r))["type"] == "conflicts", f"conflicts: {text_of(r)}")
+    r = await session.call_tool("docdex_audit_conflicts", {"min_sim": 2, "project_root": repo})
+    check(is_error(r) and "bad_request" in text_of(r), f"conflicts bad min_sim: {text_of(r)}")
 
     # docdex_run_tests: this repository has no test runner: a tool error saying how to set one.
     r = await session.call_tool("docdex_run_tests", {"project_root": repo})

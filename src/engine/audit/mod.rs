@@ -9,6 +9,8 @@
 //! Both are bounded: at most [`MAX_CHUNKS`] chunks and [`MAX_PAIRS`] compared pairs, and an
 //! answer that hit a bound says so (`capped`, `limits`).
 
+pub mod claims;
+pub mod conflicts;
 pub mod duplicates;
 pub mod minhash;
 pub mod types;

@@ -186,7 +186,7 @@ pub struct ConflictsResponse {
     pub min_similarity: f32,
     /// Documentation files read.
     pub files: u64,
-    /// Statements (sentences, list items, table rows of three content words or more) compared.
+    /// Statements (sentences, list items, table rows of two content words or more) compared.
     pub statements: u64,
     /// Candidate pairs compared.
     pub pairs_compared: u64,

@@ -7,8 +7,8 @@
 
 use super::{tool_error, DocdexMcp};
 use crate::engine::protocol::{
-    ContextFormat, ContextRequest, DiscoveryStatus, DuplicatesRequest, RunTestsRequest, SimilarRequest,
-    WebResearchRequest,
+    ConflictsRequest, ContextFormat, ContextRequest, DiscoveryStatus, DuplicatesRequest, RunTestsRequest,
+    SimilarRequest, WebResearchRequest,
 };
 use crate::engine::protocol::{
     DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest,
@@ -144,6 +144,17 @@ pub struct DuplicatesArgs {
     /// Threshold and limit.
     #[serde(flatten)]
     pub audit: DuplicatesRequest,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_audit_conflicts` arguments: a [`ConflictsRequest`] and the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ConflictsArgs {
+    /// Least similarity, how many, whether the model explains.
+    #[serde(flatten)]
+    pub audit: ConflictsRequest,
     /// The repository.
     #[serde(flatten)]
     pub repo: RepoArgs,
@@ -316,6 +327,15 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(read_only()),
         Tool::new(
+            "docdex_audit_conflicts",
+            "Find places where the repository's documentation contradicts itself: pairs of similar statements \
+             that give one thing different numbers (units folded), versions or defaults, or where one is negated, \
+             each with path, lines, the statements, `kind`, the heuristic's `reason` and an `explanation` (the \
+             local chat model's when one answers). Use it before trusting a documented value.",
+            schema::<ConflictsArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
             "docdex_run_tests",
             "Run the repository's tests with its own runner (cargo test, pytest, go test, node's runner, npm test, \
              jest, vitest, or `[tests] command`): all of them, a `target` file or directory, or with `affected` only \
@@ -426,6 +446,7 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_context" => context(server, args).await,
         "docdex_run_tests" => run_tests(server, args).await,
         "docdex_audit_duplicates" => audit_duplicates(server, args).await,
+        "docdex_audit_conflicts" => audit_conflicts(server, args).await,
         "docdex_index" => index(server, args).await,
         "docdex_memory_save" => memory_save(server, args).await,
         "docdex_memory_recall" => memory_recall(server, args).await,
@@ -530,6 +551,11 @@ async fn context(server: &DocdexMcp, args: Value) -> ToolResult {
 async fn audit_duplicates(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: DuplicatesArgs = parse("docdex_audit_duplicates", args)?;
     on_repo(server, a.repo.named(), vec![], move |engine, root| engine.audit_duplicates(root, &a.audit)).await
+}
+
+async fn audit_conflicts(server: &DocdexMcp, args: Value) -> ToolResult {
+    let a: ConflictsArgs = parse("docdex_audit_conflicts", args)?;
+    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.audit_conflicts(root, &a.audit)).await
 }
 
 async fn run_tests(server: &DocdexMcp, args: Value) -> ToolResult {
@@ -649,6 +675,7 @@ mod tests {
         described_alike::<ContextArgs, ContextRequest>();
         described_alike::<RunTestsArgs, RunTestsRequest>();
         described_alike::<DuplicatesArgs, DuplicatesRequest>();
+        described_alike::<ConflictsArgs, ConflictsRequest>();
         described_alike::<MemorySaveArgs, MemoryStoreRequest>();
         described_alike::<MemoryRecallArgs, MemoryRecallRequest>();
         described_alike::<WebResearchArgs, WebResearchRequest>();

@@ -1,0 +1,542 @@
+//! Statements and what they claim, for `audit conflicts`: documentation text cut into
+//! statements (sentences, list items, table rows) with their lines, each reduced to a
+//! *shape* (its words with the values masked and negation taken out) and the values it states,
+//! each value keyed by the words just before it (`read timeout` in "the read timeout is 30
+//! seconds"). Two statements of the same shape that give one key different values, or where
+//! only one is negated, disagree.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What kind of value a claim states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ValueKind {
+    /// A number, with its unit folded in (durations in seconds, sizes in bytes).
+    Number,
+    /// A version (`1.2`, `v3.0.1`).
+    Version,
+    /// An on/off word (`enabled`, `true`, `required`), negation applied.
+    Flag,
+    /// The word a `default` names (`defaults to lz4`).
+    Word,
+}
+
+/// One statement.
+#[derive(Debug, Clone)]
+pub struct Statement {
+    /// First line (1-based) of the file.
+    pub line_start: u32,
+    /// Last line.
+    pub line_end: u32,
+    /// The statement's text, whitespace collapsed.
+    pub text: String,
+    /// Its words with values masked (`#num`, `#ver`, `#flag`) and negation words removed.
+    pub shape: BTreeSet<String>,
+    /// Values by key: the one or two content words before the value.
+    pub values: BTreeMap<String, (ValueKind, BTreeSet<String>)>,
+    /// Says `not`, `never`, `cannot`, ... (after antonym folding: "not required" is "optional").
+    pub negated: bool,
+    /// Mentions a default.
+    pub default: bool,
+    /// Speaks of the past or of a change ("was", "previously", "deprecated", "since"): a
+    /// different value there is history, not a contradiction.
+    pub historical: bool,
+}
+
+const STOP: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "is",
+    "are",
+    "be",
+    "to",
+    "of",
+    "in",
+    "on",
+    "at",
+    "for",
+    "by",
+    "with",
+    "and",
+    "or",
+    "it",
+    "its",
+    "this",
+    "that",
+    "these",
+    "those",
+    "as",
+    "from",
+    "into",
+    "after",
+    "every",
+    "each",
+    "per",
+    "than",
+    "then",
+    "set",
+    "value",
+    "will",
+    "can",
+    "may",
+    "should",
+    "must",
+    "you",
+    "your",
+    "we",
+    "our",
+    "has",
+    "have",
+    "which",
+    "when",
+    "if",
+    "up",
+    "all",
+    "any",
+    "also",
+    "only",
+    "default",
+    "defaults",
+    "defaulted",
+];
+const NEGATIONS: &[&str] = &[
+    "not",
+    "no",
+    "never",
+    "cannot",
+    "can't",
+    "don't",
+    "doesn't",
+    "isn't",
+    "aren't",
+    "won't",
+    "shouldn't",
+    "mustn't",
+    "didn't",
+    "wasn't",
+    "none",
+    "nothing",
+    "neither",
+    "nor",
+    "without",
+];
+const HISTORY: &[&str] = &[
+    "was",
+    "were",
+    "previously",
+    "formerly",
+    "deprecated",
+    "until",
+    "since",
+    "before",
+    "used",
+    "older",
+    "earlier",
+    "changed",
+    "now",
+    "legacy",
+];
+/// Flags and their opposites.
+const FLAGS: &[(&str, &str)] = &[
+    ("enabled", "disabled"),
+    ("enable", "disable"),
+    ("true", "false"),
+    ("on", "off"),
+    ("yes", "no"),
+    ("required", "optional"),
+    ("supported", "unsupported"),
+    ("allowed", "forbidden"),
+    ("mandatory", "optional"),
+    ("synchronous", "asynchronous"),
+    ("sync", "async"),
+];
+
+fn flag(word: &str) -> Option<(&'static str, bool)> {
+    FLAGS.iter().find_map(|(on, off)| {
+        if word == *on {
+            Some((*on, true))
+        } else if word == *off {
+            Some((*on, false))
+        } else {
+            None
+        }
+    })
+}
+
+/// A unit after (or glued to) a number, as a factor to seconds or bytes and the dimension.
+fn unit(u: &str) -> Option<(f64, &'static str)> {
+    Some(match u {
+        "ms" | "millisecond" | "milliseconds" => (0.001, "s"),
+        "s" | "sec" | "secs" | "second" | "seconds" => (1.0, "s"),
+        "m" | "min" | "mins" | "minute" | "minutes" => (60.0, "s"),
+        "h" | "hr" | "hrs" | "hour" | "hours" => (3600.0, "s"),
+        "d" | "day" | "days" => (86_400.0, "s"),
+        "w" | "week" | "weeks" => (604_800.0, "s"),
+        "b" | "byte" | "bytes" => (1.0, "B"),
+        "kb" | "kib" | "k" => (1024.0, "B"),
+        "mb" | "mib" => (1_048_576.0, "B"),
+        "gb" | "gib" => (1_073_741_824.0, "B"),
+        "%" | "percent" => (1.0, "%"),
+        _ => return None,
+    })
+}
+
+/// Number words a statement may use instead of digits.
+fn number_word(w: &str) -> Option<f64> {
+    let n = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "twelve"];
+    n.iter().position(|x| *x == w).map(|i| if i == 11 { 12.0 } else { i as f64 })
+}
+
+/// A token as a value: a version, or a number (with the unit glued to it).
+fn value_of(tok: &str) -> Option<(ValueKind, String, Option<&str>)> {
+    let t = tok.strip_prefix('v').filter(|r| r.starts_with(|c: char| c.is_ascii_digit())).unwrap_or(tok);
+    if !t.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let digits_end = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',')).unwrap_or(t.len());
+    let (num, rest) = t.split_at(digits_end);
+    let num = num.trim_end_matches(['.', ',']);
+    let dots = num.matches('.').count();
+    if dots >= 2 || (tok.starts_with('v') && dots == 1) {
+        return Some((ValueKind::Version, num.to_string(), None));
+    }
+    let rest = (!rest.is_empty()).then_some(rest);
+    if rest.is_some_and(|r| unit(r).is_none()) {
+        return None; // `2x`, `sha256`, `h2`: not a quantity
+    }
+    Some((ValueKind::Number, num.replace(',', ""), rest))
+}
+
+fn normalized(num: &str, unit_word: Option<&str>) -> String {
+    let Ok(x) = num.parse::<f64>() else { return num.to_string() };
+    match unit_word.and_then(unit) {
+        Some((factor, dim)) => format!("{}{dim}", x * factor),
+        None => format!("{x}"),
+    }
+}
+
+/// Cuts a document's text (lines `first..`) into statements: paragraphs are joined across
+/// their wrapped lines and split into sentences; list items, table rows and headings stand
+/// alone; fenced code is skipped.
+pub fn statements(text: &str, first_line: u32) -> Vec<Statement> {
+    let mut out = Vec::new();
+    let mut para: Vec<(u32, &str)> = Vec::new();
+    let mut fenced = false;
+    for (i, line) in text.lines().enumerate() {
+        let n = first_line + i as u32;
+        let t = line.trim();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fenced = !fenced;
+            flush(&mut para, &mut out);
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        if t.is_empty() {
+            flush(&mut para, &mut out);
+            continue;
+        }
+        let item = t.starts_with(['-', '*', '+', '|', '#', '>'])
+            || t.split_once(". ").is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        if item {
+            flush(&mut para, &mut out);
+            para.push((n, t));
+            flush(&mut para, &mut out);
+        } else {
+            para.push((n, t));
+        }
+    }
+    flush(&mut para, &mut out);
+    out
+}
+
+fn flush(para: &mut Vec<(u32, &str)>, out: &mut Vec<Statement>) {
+    if !para.is_empty() {
+        split_sentences(para, out);
+        para.clear();
+    }
+}
+
+fn split_sentences(para: &[(u32, &str)], out: &mut Vec<Statement>) {
+    let mut cur = String::new();
+    let mut start = para[0].0;
+    for (n, line) in para {
+        let mut rest = *line;
+        if cur.is_empty() {
+            start = *n;
+        }
+        while let Some(i) = sentence_end(rest) {
+            cur.push_str(&rest[..=i]);
+            if let Some(s) = statement(&cur, start, *n) {
+                out.push(s);
+            }
+            cur.clear();
+            start = *n;
+            rest = rest[i + 1..].trim_start();
+        }
+        if !rest.is_empty() {
+            cur.push_str(rest);
+            cur.push(' ');
+        }
+    }
+    if let Some(s) = statement(&cur, start, para[para.len() - 1].0) {
+        out.push(s);
+    }
+}
+
+/// The end of the first sentence in `s`: `.`, `!` or `?` before a space and a capital (or at
+/// the end), not inside a number (`1.5`) or an abbreviation-like token (`e.g.`).
+fn sentence_end(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    for (i, c) in b.iter().enumerate() {
+        if matches!(c, b'.' | b'!' | b'?') {
+            let at_end = i + 1 == b.len();
+            let next_cap = b.get(i + 1) == Some(&b' ') && b.get(i + 2).is_some_and(|c| c.is_ascii_uppercase());
+            let abbrev = i >= 2 && b[i - 2] == b'.';
+            if (at_end || next_cap) && !abbrev {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
+/// Words of a statement: lowercased, markup stripped, apostrophes and dots inside tokens kept.
+fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '\'' | '_' | '%' | '-')))
+        .map(|t| t.trim_matches(['.', '\'', '-']).to_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+/// Reduces one statement to its shape and claims; `None` for a statement of fewer than two
+/// content words (one when it names a default): too short to compare.
+pub fn statement(text: &str, line_start: u32, line_end: u32) -> Option<Statement> {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let toks = tokens(&text);
+    let mut shape = BTreeSet::new();
+    let mut values: BTreeMap<String, (ValueKind, BTreeSet<String>)> = BTreeMap::new();
+    let mut negations = 0usize;
+    let mut default = false;
+    let mut historical = false;
+    let mut content: Vec<String> = Vec::new(); // content words so far (the keys)
+    let mut pending_default = false;
+    let mut i = 0;
+    while i < toks.len() {
+        let t = toks[i].as_str();
+        if HISTORY.contains(&t) {
+            historical = true;
+        }
+        if t.starts_with("default") {
+            default = true;
+            pending_default = true;
+            i += 1;
+            continue;
+        }
+        if NEGATIONS.contains(&t) {
+            negations += 1;
+            i += 1;
+            continue;
+        }
+        let key = |content: &[String]| content.iter().rev().take(2).rev().cloned().collect::<Vec<_>>().join(" ");
+        if let Some((kind, v, glued)) = value_of(t) {
+            let (v, skip) = match (kind, glued) {
+                (ValueKind::Number, Some(u)) => (normalized(&v, Some(u)), 0),
+                (ValueKind::Number, None) => match toks.get(i + 1).filter(|u| unit(u).is_some()) {
+                    Some(u) => (normalized(&v, Some(u.as_str())), 1),
+                    None => (normalized(&v, None), 0),
+                },
+                _ => (v, 0),
+            };
+            shape.insert(if kind == ValueKind::Version { "#ver".into() } else { "#num".into() });
+            values.entry(key(&content)).or_insert((kind, BTreeSet::new())).1.insert(v);
+            pending_default = false;
+            i += 1 + skip;
+            continue;
+        }
+        if let Some(n) = number_word(t).filter(|_| toks.get(i + 1).is_some_and(|u| unit(u).is_some())) {
+            let v = normalized(&n.to_string(), toks.get(i + 1).map(String::as_str));
+            shape.insert("#num".into());
+            values.entry(key(&content)).or_insert((ValueKind::Number, BTreeSet::new())).1.insert(v);
+            i += 2;
+            continue;
+        }
+        if let Some((name, on)) = flag(t) {
+            shape.insert("#flag".into());
+            let on = if negations % 2 == 1 { !on } else { on };
+            negations = 0; // the negation was folded into the flag
+            values.entry(key(&content)).or_insert((ValueKind::Flag, BTreeSet::new())).1.insert(format!("{name}={on}"));
+            pending_default = false;
+            i += 1;
+            continue;
+        }
+        if STOP.contains(&t) || t.len() < 2 {
+            i += 1;
+            continue;
+        }
+        if pending_default {
+            // "defaults to lz4", "the default is `json`": the named word is the default's value.
+            shape.insert("#word".into());
+            values.entry(key(&content)).or_insert((ValueKind::Word, BTreeSet::new())).1.insert(t.to_string());
+            pending_default = false;
+            i += 1;
+            continue;
+        }
+        shape.insert(t.to_string());
+        content.push(t.to_string());
+        i += 1;
+    }
+    let negated = negations % 2 == 1;
+    let words = shape.iter().filter(|w| !w.starts_with('#')).count();
+    // "Step 1" and "Step 2" are not claims; "the default port is 8080" is one.
+    if words < 2 && !(words == 1 && default) {
+        return None;
+    }
+    Some(Statement { line_start, line_end, text, shape, values, negated, default, historical })
+}
+
+/// Jaccard similarity of two shapes.
+pub fn similarity(a: &Statement, b: &Statement) -> f32 {
+    let inter = a.shape.intersection(&b.shape).count();
+    let union = a.shape.len() + b.shape.len() - inter;
+    if union == 0 {
+        0.0
+    } else {
+        inter as f32 / union as f32
+    }
+}
+
+pub use super::types::ConflictKind;
+
+/// Whether two similar statements disagree, and how (`None` when they agree or cannot be
+/// compared): a key both give a value for, with no value in common; else one negated and the
+/// other not, with the same values.
+pub fn disagreement(a: &Statement, b: &Statement) -> Option<(ConflictKind, String)> {
+    if a.historical || b.historical {
+        return None;
+    }
+    for (key, (kind_a, va)) in &a.values {
+        let Some((kind_b, vb)) = b.values.get(key) else { continue };
+        if kind_a != kind_b || !va.is_disjoint(vb) {
+            continue;
+        }
+        let subject = if key.is_empty() { "the value".to_string() } else { format!("`{key}`") };
+        let shown = |vs: &BTreeSet<String>| vs.iter().map(|v| pretty(v)).collect::<Vec<_>>().join(", ");
+        let kind = match kind_a {
+            ValueKind::Version => ConflictKind::Version,
+            _ if a.default && b.default => ConflictKind::Default,
+            ValueKind::Flag => ConflictKind::Negation,
+            ValueKind::Word => ConflictKind::Default,
+            ValueKind::Number => ConflictKind::Number,
+        };
+        let what = match kind {
+            ConflictKind::Default => "default",
+            ConflictKind::Version => "version",
+            ConflictKind::Negation => "setting",
+            ConflictKind::Number => "number",
+        };
+        return Some((kind, format!("{what} of {subject}: {} in a, {} in b", shown(va), shown(vb))));
+    }
+    if a.negated != b.negated {
+        let same_values = a.values.len() == b.values.len()
+            && a.values.iter().all(|(k, (_, v))| b.values.get(k).is_some_and(|(_, w)| w == v));
+        if same_values {
+            let (yes, no) = if a.negated { ("b", "a") } else { ("a", "b") };
+            return Some((ConflictKind::Negation, format!("negation: {no} says not what {yes} says")));
+        }
+    }
+    None
+}
+
+/// A normalized value for people: `86400s` back to `1 d`, flags as their word.
+fn pretty(v: &str) -> String {
+    if let Some((name, on)) = v.split_once('=') {
+        return match (on, FLAGS.iter().find(|(n, _)| *n == name)) {
+            ("false", Some((_, off))) => off.to_string(),
+            _ => name.to_string(),
+        };
+    }
+    if let Some(secs) = v.strip_suffix('s').and_then(|n| n.parse::<f64>().ok()) {
+        for (f, u) in [(86_400.0, "day"), (3600.0, "h"), (60.0, "min"), (1.0, "s")] {
+            if secs >= f && (secs / f).fract() == 0.0 {
+                return format!("{} {u}", secs / f);
+            }
+        }
+        return format!("{} ms", secs * 1000.0);
+    }
+    if let Some(bytes) = v.strip_suffix('B').and_then(|n| n.parse::<f64>().ok()) {
+        for (f, u) in [(1_073_741_824.0, "GiB"), (1_048_576.0, "MiB"), (1024.0, "KiB")] {
+            if bytes >= f && (bytes / f).fract() == 0.0 {
+                return format!("{} {u}", bytes / f);
+            }
+        }
+        return format!("{bytes} bytes");
+    }
+    v.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(t: &str) -> Statement {
+        statement(t, 1, 1).unwrap_or_else(|| panic!("no claim in {t:?}"))
+    }
+
+    fn conflict(a: &str, b: &str) -> Option<(ConflictKind, String)> {
+        disagreement(&s(a), &s(b))
+    }
+
+    #[test]
+    fn numbers_with_units_are_compared_as_quantities() {
+        let (k, why) =
+            conflict("Refresh tokens rotate every 24 hours.", "Refresh tokens rotate every 7 days.").unwrap();
+        assert_eq!(k, ConflictKind::Number);
+        assert!(why.contains("`refresh tokens rotate`") || why.contains("`tokens rotate`"), "{why}");
+        assert!(why.contains("1 day") && why.contains("7 day"), "{why}");
+        assert!(conflict("Sessions expire after 24 hours.", "Sessions expire after 1 day.").is_none());
+        assert!(conflict("Uploads are limited to 10MB per file.", "Uploads are limited to 10 MB per file.").is_none());
+    }
+
+    #[test]
+    fn values_of_different_keys_do_not_conflict() {
+        assert!(conflict("The read timeout is 30 seconds.", "The write timeout is 60 seconds.").is_none());
+    }
+
+    #[test]
+    fn versions_defaults_and_negations() {
+        let (k, _) =
+            conflict("The server requires Python 3.10.2 or later.", "The server requires Python 3.11.4 or later.")
+                .unwrap();
+        assert_eq!(k, ConflictKind::Version);
+        let (k, why) =
+            conflict("Compression defaults to lz4 for new tables.", "Compression defaults to zstd for new tables.")
+                .unwrap();
+        assert_eq!(k, ConflictKind::Default, "{why}");
+        let (k, _) = conflict("Telemetry is enabled by default.", "Telemetry is disabled by default.").unwrap();
+        assert_eq!(k, ConflictKind::Default);
+        let (k, _) = conflict(
+            "The cache directory is shared between users.",
+            "The cache directory is not shared between users.",
+        )
+        .unwrap();
+        assert_eq!(k, ConflictKind::Negation);
+        // "not required" is "optional": they agree.
+        assert!(
+            conflict("A token is not required for local clients.", "A token is optional for local clients.").is_none()
+        );
+        assert!(conflict("Never run the indexer as root.", "Never run the indexer as root in production.").is_none());
+        // History is not contradiction.
+        assert!(conflict("The default port was 8080 before version 2.", "The default port is 9090.").is_none());
+    }
+
+    #[test]
+    fn statements_follow_paragraphs_items_and_lines() {
+        let text = "# Limits\n\nThe default port is 8080. Requests time out\nafter 30 seconds.\n\n- Uploads are limited to 10 MB.\n```\nport = 1\n```\n";
+        let st = statements(text, 1);
+        let lines: Vec<(u32, u32)> = st.iter().map(|s| (s.line_start, s.line_end)).collect();
+        assert_eq!(lines, [(3, 3), (3, 4), (6, 6)], "{st:#?}");
+        assert!(st[1].text.starts_with("Requests time out after 30 seconds"), "{}", st[1].text);
+    }
+}
