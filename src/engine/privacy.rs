@@ -127,6 +127,11 @@ pub fn detect(text: &str) -> Vec<Finding> {
             if !(d.check)(m.as_str()) || found.iter().any(|f| f.range.start < m.end() && m.start() < f.range.end) {
                 continue;
             }
+            // `"import pytest\n@pytest.fixture"`: the letter of an escape sequence glued to a
+            // decorator or a domain is not the start of an address.
+            if d.kind == PiiKind::Email && text[..m.start()].ends_with('\\') {
+                continue;
+            }
             found.push(Finding { kind: d.kind, range: m.range() });
         }
     }
@@ -272,9 +277,12 @@ fn has_entropy(s: &str) -> bool {
 fn email_ok(s: &str) -> bool {
     let (local, domain) = s.split_once('@').unwrap_or((s, ""));
     let tld = domain.rsplit('.').next().unwrap_or("");
-    const FILE_EXTENSIONS: &[&str] =
-        &["png", "jpg", "jpeg", "gif", "svg", "js", "ts", "py", "rs", "go", "css", "html", "json", "md", "txt", "webp"];
-    !local.is_empty() && !FILE_EXTENSIONS.contains(&tld.to_ascii_lowercase().as_str())
+    const FILE_EXTENSIONS: &[&str] = &[
+        "png", "jpg", "jpeg", "gif", "svg", "js", "ts", "py", "rs", "go", "css", "html", "json", "md", "txt", "webp",
+        "log", "pid", "sock", "lock", "yml", "yaml", "toml", "xml", "csv",
+    ];
+    // `git@github.com:org/repo.git` is an SSH remote's service account, not a person.
+    !local.is_empty() && local != "git" && !FILE_EXTENSIONS.contains(&tld.to_ascii_lowercase().as_str())
 }
 
 /// Digits of a candidate.
@@ -341,7 +349,11 @@ fn iban_ok(s: &str) -> bool {
 /// A phone number: 9-15 digits (E.164), and not a date, a version or a long run of one digit.
 fn phone_ok(s: &str) -> bool {
     let d = digits(s);
-    (9..=15).contains(&d.len()) && !d.iter().all(|&x| x == d[0]) && !s.contains("..")
+    // A number written with dots uses only dots (`415.555.0132`); `974.595 1003` is decimals
+    // side by side (SVG path data, coordinates), not a phone number.
+    let seps: std::collections::HashSet<char> = s.chars().filter(|c| matches!(c, '.' | ' ' | '-')).collect();
+    let mixed_dots = seps.contains(&'.') && seps.len() > 1;
+    (9..=15).contains(&d.len()) && !d.iter().all(|&x| x == d[0]) && !s.contains("..") && !mixed_dots
 }
 
 #[cfg(test)]
