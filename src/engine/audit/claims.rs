@@ -330,7 +330,9 @@ pub fn statement(text: &str, line_start: u32, line_end: u32) -> Option<Statement
         }
         if t.starts_with("default") {
             default = true;
-            pending_default = true;
+            // "defaults to lz4", "the default is json": the next content word is the value;
+            // in "the default port is 8080" it is the subject.
+            pending_default = toks.get(i + 1).is_some_and(|n| matches!(n.as_str(), "to" | "is" | "was" | ":"));
             i += 1;
             continue;
         }
