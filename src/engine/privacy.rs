@@ -132,6 +132,13 @@ pub fn detect(text: &str) -> Vec<Finding> {
             if d.kind == PiiKind::Email && text[..m.start()].ends_with('\\') {
                 continue;
             }
+            // `git@github.com:org/repo.git`: an SSH remote (user@host:path), not an address.
+            if d.kind == PiiKind::Email
+                && text[m.end()..].starts_with(':')
+                && !text[m.end() + 1..].starts_with([' ', '\n'])
+            {
+                continue;
+            }
             found.push(Finding { kind: d.kind, range: m.range() });
         }
     }
@@ -281,8 +288,7 @@ fn email_ok(s: &str) -> bool {
         "png", "jpg", "jpeg", "gif", "svg", "js", "ts", "py", "rs", "go", "css", "html", "json", "md", "txt", "webp",
         "log", "pid", "sock", "lock", "yml", "yaml", "toml", "xml", "csv",
     ];
-    // `git@github.com:org/repo.git` is an SSH remote's service account, not a person.
-    !local.is_empty() && local != "git" && !FILE_EXTENSIONS.contains(&tld.to_ascii_lowercase().as_str())
+    !local.is_empty() && !FILE_EXTENSIONS.contains(&tld.to_ascii_lowercase().as_str())
 }
 
 /// Digits of a candidate.
