@@ -490,6 +490,62 @@ fn the_real_binary_in_a_terminal() {
 }
 
 #[test]
+fn ctrl_z_suspends_the_real_binary_and_fg_resumes_it() {
+    // An interactive shell with job control, as a user has: ctrl+z hands the terminal back to
+    // it (main screen, cursor, no mouse capture), `fg` brings the workbench back as it was.
+    let env = Env::new();
+    env.write_config("[llm]\nbase_url = \"http://127.0.0.1:9\"\n[search]\nhybrid = false\n");
+    let repo = env.repo("e2e");
+    sample_repo(&repo);
+    let bin = env!("CARGO_BIN_EXE_docdex");
+    let t = Tmux::new();
+    t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "env PS1='PROMPT$ ' bash --norc --noprofile -i",
+    ]);
+    t.wait_for("PROMPT$");
+    t.literal(&format!("DOCDEX_HOME='{}' '{bin}' tui --repo '{}'", env.home().display(), repo.display()));
+    t.keys(&["Enter"]);
+    t.wait_for("● ready 5 files");
+    assert_eq!(t.format("#{alternate_on}"), "1");
+    t.literal("sess");
+    t.wait_for("› sess");
+    t.keys(&["C-z"]);
+    let s = t.wait_for("Stopped");
+    assert_eq!(t.format("#{alternate_on}"), "0", "the main screen is back: {s}");
+    assert_eq!(t.format("#{cursor_flag}"), "1", "cursor visible");
+    assert_eq!(t.format("#{mouse_any_flag}"), "0", "mouse capture off");
+    // The shell has the terminal (and its line editing) while docdex is stopped.
+    t.literal("echo SHELL-$((40+2))");
+    t.keys(&["Enter"]);
+    t.wait_for("SHELL-42");
+    t.literal("fg");
+    t.keys(&["Enter"]);
+    t.wait_for("› sess");
+    assert_eq!(t.format("#{alternate_on}"), "1", "back on the alternate screen");
+    // Raw mode again: keys reach the query box one by one, the query was kept.
+    t.literal("ion");
+    t.wait_for("› session");
+    t.keys(&["C-c"]);
+    // The shell's turn once the alternate screen is gone (keys sent earlier would reach docdex).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while t.format("#{alternate_on}") != "0" {
+        assert!(Instant::now() < deadline, "docdex did not exit: {}", t.capture());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    t.literal("echo EXIT-$?-END");
+    t.keys(&["Enter"]);
+    t.wait_for("EXIT-0-END");
+}
+
+#[test]
 fn without_a_terminal_docdex_prints_help_and_tui_refuses() {
     let env = Env::new();
     let out = env.run(&[]);

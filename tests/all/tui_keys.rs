@@ -235,3 +235,24 @@ fn help_shows_the_real_docdex_home() {
     assert!(s.contains(&format!("overrides in {home}/keymaps/ and {home}/themes/")), "{s}");
     assert!(!s.contains("~/.docdex/"), "{s}");
 }
+
+#[test]
+fn clicking_a_hit_keeps_the_query_box() {
+    // Clicking a hit used to leave the query box: the next letters ran commands.
+    let mut h = Harness::new().started();
+    h.search("dashboard");
+    assert_eq!(h.app.mode(), Mode::Insert);
+    let s = h.screen(120, 40);
+    let second = h.app.search().results()[1].path.clone();
+    let row = s.lines().position(|l| l.contains(second.as_str())).expect("second hit on screen") as u16;
+    h.click(5, row);
+    assert_eq!(h.app.search().selected(), 1, "the click selects the hit");
+    assert_eq!(h.app.mode(), Mode::Insert, "and the query box keeps the keys");
+    h.typ(" jkq");
+    assert_eq!(h.app.search().query(), "dashboard jkq");
+    assert!(!h.app.should_quit());
+    // In normal mode a click selects and stays in normal mode.
+    h.key(KeyCode::Esc);
+    h.click(5, row);
+    assert_eq!(h.app.mode(), Mode::Normal);
+}

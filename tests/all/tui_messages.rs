@@ -4,7 +4,8 @@
 
 use crate::tui_support::{shows, Harness};
 use crossterm::event::KeyCode;
-use docdex::tui::event::{EngineEvent, Request};
+use docdex::testing::tui_samples;
+use docdex::tui::event::{ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request};
 
 const EDITOR_ERROR: &str = "cannot run \"nonexistent-editor-xyz\": No such file or directory (os error 2). \
 Set [tui] editor in config.toml or $EDITOR";
@@ -88,4 +89,64 @@ fn typing_letters_that_are_no_keys_does_not_flood_the_log_and_repeats_are_counte
     h.app.editor_finished(Err(EDITOR_ERROR.into()));
     let last = h.app.messages().last().expect("a message");
     assert_eq!((last.text.as_str(), last.repeats), (EDITOR_ERROR, 2));
+}
+
+/// The text inside the pane's borders, row after row joined with spaces (wrapped lines read on).
+fn pane_text(screen: &str) -> String {
+    let rows: Vec<String> = screen.lines().map(|l| l.trim_matches(['│', ' ']).to_string()).collect();
+    rows.join(" ")
+}
+
+#[test]
+fn trace_lines_wrap_at_80_columns_and_keep_the_reason_whole() {
+    // At 80x24 a tier's reason used to shrink to `(libr`.
+    let mut h = Harness::new().started();
+    h.alt('4');
+    let mut trace = tui_samples::trace();
+    let reason = "absent: no libs index for this repository (`docdex libs fetch --repo /home/me/src/celery` builds it)";
+    trace.tiers[1].outcome = reason.into();
+    h.engine_event(EngineEvent::Trace(trace));
+    for (w, hh) in [(80, 24), (140, 45)] {
+        let s = h.screen(w, hh);
+        assert!(pane_text(&s).contains(reason), "{w}x{hh}: the whole reason, wrapped:\n{s}");
+        assert!(s.lines().all(|l| crate::tui_support::unicode_width(l) <= w as usize), "{s}");
+    }
+}
+
+#[test]
+fn chat_answers_use_the_whole_pane_width_at_140_columns() {
+    // The chat used to wrap at ~100 columns even at 140.
+    let mut h = Harness::with("").started();
+    h.engine_event(EngineEvent::Provider(ProviderStatus {
+        provider: "ollama".into(),
+        model: "phi3.5:3.8b".into(),
+        state: ProviderState::Ready,
+    }));
+    h.alt('3');
+    h.typ("how does a task retry?");
+    h.key(KeyCode::Enter);
+    let turn = match h.requests().as_slice() {
+        [Request::Chat { turn, .. }] => *turn,
+        other => panic!("{other:?}"),
+    };
+    let answer = "A task retries through its retry method, which raises an exception after scheduling a new \
+message with the same id and an increased retry count; the countdown comes from the default delay unless \
+the caller passes one, and the maximum number of retries ends it.";
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: format!("{answer}\n") }));
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Done {
+        turn,
+        session_id: Some("s-1".into()),
+        citations: Vec::new(),
+        stopped: false,
+        unavailable: None,
+    }));
+    let s = h.screen(140, 45);
+    assert!(pane_text(&s).contains(answer), "{s}");
+    let widest = s
+        .lines()
+        .filter(|l| l.contains("retr") || l.contains("countdown"))
+        .map(|l| crate::tui_support::unicode_width(l.trim_end_matches(['│', ' '])))
+        .max()
+        .unwrap_or(0);
+    assert!(widest > 125, "rows of the answer fill the 140-column pane ({widest}):\n{s}");
 }

@@ -257,7 +257,7 @@ pub fn text(buf: &Buffer) -> String {
     out
 }
 
-fn unicode_width(s: &str) -> usize {
+pub fn unicode_width(s: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(s)
 }
 

@@ -832,7 +832,7 @@ impl Pane for SearchPane {
         match event.kind {
             MouseEventKind::Down(_) if widgets::contains(areas.query, col, row) => self.typing = true,
             MouseEventKind::Down(_) if widgets::contains(areas.results, col, row) => {
-                self.typing = false;
+                // Selecting a hit keeps the mode: typing goes on in the query box if it was there.
                 let inner_y = areas.results.y + 1 + u16::from(self.indexing);
                 let rows_per = if areas.results.height.saturating_sub(2) >= 6 { 2 } else { 1 };
                 if row >= inner_y {
