@@ -1,6 +1,6 @@
 //! PII and secret detection and masking: e-mail addresses, phone numbers, API keys and tokens of
-//! the common providers, JWTs, private keys, IBANs (mod-97 checked) and payment card numbers
-//! (Luhn checked). Applied to search snippets (agents forward them to remote models) and to
+//! the common providers, JWTs, private keys, credentials in URLs (`scheme://user:password@host`),
+//! IBANs (mod-97 checked) and payment card numbers (Luhn checked). Applied to search snippets (agents forward them to remote models) and to
 //! whatever leaves the machine; `pii_redacted` in search JSON says whether anything was masked.
 //!
 //! Tuned for few false positives in source trees: every pattern needs a provider prefix, a
@@ -23,6 +23,8 @@ pub enum PiiKind {
     Jwt,
     /// A PEM private key block.
     PrivateKey,
+    /// The `user:password` of a URL (`redis://:s3cret@cache:6379`); scheme and host are kept.
+    UrlCredentials,
     /// An IBAN whose check digits verify.
     Iban,
     /// A payment card number that passes the Luhn check.
@@ -38,6 +40,7 @@ impl PiiKind {
             PiiKind::ApiKey => "API_KEY",
             PiiKind::Jwt => "JWT",
             PiiKind::PrivateKey => "PRIVATE_KEY",
+            PiiKind::UrlCredentials => "URL_CREDENTIALS",
             PiiKind::Iban => "IBAN",
             PiiKind::CardNumber => "CARD",
         }
@@ -76,6 +79,13 @@ fn detectors() -> &'static [Detector] {
                 always,
             ),
             d(PiiKind::Jwt, r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", always),
+            // Before API keys and e-mail: `https://bot:ghp_...@host` is one credential, and
+            // `mypass@github.com` in `redis://me:mypass@github.com:6379` is not an address.
+            d(
+                PiiKind::UrlCredentials,
+                r#"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:"'<>`\\]*:[^\s/?#"'<>`\\]+@"#,
+                url_password_ok,
+            ),
             d(
                 PiiKind::ApiKey,
                 concat!(
@@ -122,14 +132,33 @@ fn detectors() -> &'static [Detector] {
 /// wins an overlap: a key inside a private key block is the block).
 pub fn detect(text: &str) -> Vec<Finding> {
     let mut found: Vec<Finding> = Vec::new();
+    // The `user:password` of URLs whose password is a placeholder: not masked, and not an
+    // e-mail address either (`user:password@example.com`).
+    let mut placeholders: Vec<std::ops::Range<usize>> = Vec::new();
     for d in detectors() {
         for m in d.re.find_iter(text) {
-            if !(d.check)(m.as_str()) || found.iter().any(|f| f.range.start < m.end() && m.start() < f.range.end) {
+            // URL credentials: only `user:password` is masked; `scheme://` and `@host` stay.
+            let range = match d.kind {
+                PiiKind::UrlCredentials => m.start() + m.as_str().find("://").map_or(0, |i| i + 3)..m.end() - 1,
+                _ => m.range(),
+            };
+            let overlaps = |r: &std::ops::Range<usize>| r.start < range.end && range.start < r.end;
+            if found.iter().any(|f| overlaps(&f.range)) || placeholders.iter().any(overlaps) {
+                continue;
+            }
+            if !(d.check)(m.as_str()) {
+                if d.kind == PiiKind::UrlCredentials {
+                    placeholders.push(range);
+                }
                 continue;
             }
             // `"import pytest\n@pytest.fixture"`: the letter of an escape sequence glued to a
             // decorator or a domain is not the start of an address.
             if d.kind == PiiKind::Email && text[..m.start()].ends_with('\\') {
+                continue;
+            }
+            // `ssh://git@github.com/org/repo`: a URL's user name, not an address.
+            if d.kind == PiiKind::Email && text[..m.start()].ends_with("://") {
                 continue;
             }
             // `git@github.com:org/repo.git`: an SSH remote (user@host:path), not an address.
@@ -139,7 +168,7 @@ pub fn detect(text: &str) -> Vec<Finding> {
             {
                 continue;
             }
-            found.push(Finding { kind: d.kind, range: m.range() });
+            found.push(Finding { kind: d.kind, range });
         }
     }
     found.sort_by_key(|f| f.range.start);
@@ -279,6 +308,20 @@ fn has_entropy(s: &str) -> bool {
         && (body.chars().any(|c| c.is_ascii_digit()) || s.starts_with("AKIA") || body.len() >= 32)
 }
 
+/// A password in a URL that is not a documentation placeholder: `{password}`, `${PASS}`,
+/// `%(password)s`, `***` (already masked) or the bare words `password`, `pass`, `secret`.
+fn url_password_ok(s: &str) -> bool {
+    let userinfo = s.split_once("://").map_or(s, |(_, rest)| rest).trim_end_matches('@');
+    let password = userinfo.split_once(':').map_or("", |(_, p)| p);
+    let lowered = password.to_ascii_lowercase();
+    let template = (password.starts_with('{') || password.starts_with("${") || password.starts_with("%("))
+        && (password.ends_with('}') || password.ends_with(")s"));
+    !password.is_empty()
+        && !template
+        && !password.chars().all(|c| c == '*')
+        && !["%s", "password", "passwd", "pass", "pwd", "secret", "token"].contains(&lowered.as_str())
+}
+
 /// Real addresses, not package specs (`lodash@4.17.21` is kept out by the TLD rule already),
 /// nor file names or decorators that happen to contain `@`.
 fn email_ok(s: &str) -> bool {
@@ -384,6 +427,41 @@ mod tests {
         let pem = "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc\n-----END RSA PRIVATE KEY-----\nb";
         let (masked, _) = mask(pem);
         assert_eq!(masked, "a\n[PRIVATE_KEY]\n\n\n\nb", "line count kept");
+    }
+
+    #[test]
+    fn url_credentials_keep_scheme_and_host() {
+        let (masked, found) = mask("broker_url = 'redis://:Zq8Wx2Ec4Rv6@cache-01.acme.io:6379/0'");
+        assert_eq!(masked, "broker_url = 'redis://[URL_CREDENTIALS]@cache-01.acme.io:6379/0'");
+        assert_eq!(found.len(), 1);
+        // A port after the host made the password look like an SSH remote's user, unmasked.
+        let (masked, _) = mask("'sentinel://myuser:mypass@github.com:123/1;'");
+        assert_eq!(masked, "'sentinel://[URL_CREDENTIALS]@github.com:123/1;'");
+        // A token as the password is one credential, not a key plus a visible user name.
+        let remote = "https://deploy-bot:ghp_4fT9kQ2mZ8xR1vB7nL3pW6yH0sJ5dC2aE9uK@github.com/acme/app.git";
+        assert_eq!(mask(remote).0, "https://[URL_CREDENTIALS]@github.com/acme/app.git");
+        assert_eq!(kinds("db+postgresql://scott:tiger@db.acme.com/orders"), [PiiKind::UrlCredentials]);
+        assert_eq!(
+            kinds("amqp://ops:hunter2x@mq.acme.dev, owner ops-team@acme.dev"),
+            [PiiKind::UrlCredentials, PiiKind::Email]
+        );
+        // Not credentials: no password, a path or query after the host, a mail link, placeholders.
+        for (text, want) in [
+            ("https://fosstodon.org/@pytest", vec![]),
+            ("ssh://git@github.com/acme/app.git", vec![]),
+            ("git clone git@github.com:acme/app.git", vec![]),
+            ("https://lists.acme.org/unsubscribe?email=jane.doe@acme.org", vec![PiiKind::Email]),
+            ("https://acme.org:8443/u?email=jane.doe@acme.org", vec![PiiKind::Email]),
+            ("<a href=\"mailto:jane.doe@acme.org\">", vec![PiiKind::Email]),
+            ("pyamqp://{user}:{password}@{host}:5672//", vec![]),
+            ("mongodb://user:password@example.com/db", vec![]),
+            ("amqp://guest:**@localhost:5672//", vec![]),
+            ("dynamodb://a:@localhost:8000", vec![]),
+            ("'redis://localhost:6379','a.b@c.io'", vec![PiiKind::Email]),
+        ] {
+            assert_eq!(kinds(text), want, "{text}");
+        }
+        assert_eq!(summarize(&detect("redis://:Zq8Wx2Ec4Rv6@h.io and x@acme.io")), "1 EMAIL, 1 URL_CREDENTIALS");
     }
 
     #[test]

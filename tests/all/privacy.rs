@@ -2,10 +2,12 @@
 //! and code that must stay untouched (tests/fixtures/pii/corpus.tsv), and `pii_redacted` in
 //! search JSON telling the truth.
 
-use crate::util::{write, Env};
+use crate::util::{llm_config, write, Env};
 use docdex::engine::privacy;
-use docdex::engine::protocol::SearchRequest;
+use docdex::engine::protocol::{ChatTurnRequest, SearchRequest};
 use docdex::engine::IndexOptions;
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use std::ops::ControlFlow;
 
 #[test]
 fn labelled_corpus_precision_and_recall() {
@@ -81,4 +83,40 @@ fn local_only_refuses_a_remote_model_endpoint_unless_allowed() {
     assert!(env.engine().provider().is_ok(), "allowed explicitly");
     env.write_config("[llm]\nprovider = \"ollama\"\nbase_url = \"http://127.0.0.1:9\"\n");
     assert!(env.engine().provider().is_ok(), "loopback is always fine");
+}
+
+/// A broker URL with a password in a config file: the snippet keeps scheme and host, masks
+/// `user:password`, and `pii_redacted` is true; sent to a model off this machine, the same
+/// context is masked and the chat trace's `privacy` step names the kind.
+#[test]
+fn url_credentials_are_masked_in_snippets_and_before_a_remote_model() {
+    const URL: &str = "amqp://celery:Tq8vR2mK9x@rabbit.internal:5672//";
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake server");
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "settings.py", &format!("# Where the workers fetch jobs from.\nBROKER_URL = \"{URL}\"\n"));
+    write(&repo, "README.md", "# Workers\n\nThe workers fetch jobs from the broker named in settings.py.\n");
+    env.write_config(&llm_config("ollama", &server.url(), "fake-chat", "fake-embed"));
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &crate::util::quiet()).unwrap();
+    let r = engine.search(&repo, &SearchRequest { query: "broker url workers jobs".into(), ..Default::default() }).unwrap();
+    let hit = r.results.iter().find(|h| h.path == "settings.py").expect("settings.py is a hit");
+    assert!(r.pii_redacted);
+    assert!(hit.snippet.contains("amqp://[URL_CREDENTIALS]@rabbit.internal:5672//"), "{}", hit.snippet);
+    assert!(!hit.snippet.contains("Tq8vR2mK9x") && !hit.snippet.contains("[EMAIL]"), "{}", hit.snippet);
+
+    // 0.0.0.0 reaches the fake on this machine but is not a loopback address: the endpoint
+    // counts as remote, so it needs allow_remote and gets masked context.
+    let remote = server.url().replace("127.0.0.1", "0.0.0.0");
+    env.write_config(&format!(
+        "{}[privacy]\nallow_remote = true\n",
+        llm_config("ollama", &remote, "fake-chat", "fake-embed")
+    ));
+    let req = ChatTurnRequest { query: "which broker do the workers fetch jobs from?".into(), ..Default::default() };
+    let resp = env.engine().chat(&repo, &req, &mut |_| ControlFlow::Continue(())).expect("chat");
+    let step = resp.trace.steps.iter().find(|s| s.name == "privacy").expect("a privacy step");
+    assert!(step.detail.contains("URL_CREDENTIALS") && step.detail.contains("0.0.0.0"), "{}", step.detail);
+    let sent = server.requests().into_iter().rev().find(|(p, _)| p == "/api/chat").expect("a chat request").1;
+    let sent = sent["messages"].to_string();
+    assert!(sent.contains("[URL_CREDENTIALS]@rabbit.internal") && !sent.contains("Tq8vR2mK9x"), "{sent}");
 }

@@ -311,7 +311,7 @@ pub struct StepTrace {
     /// between 1 and 2.
     pub tier: u8,
     /// `profile`, `project_map`, `code_index`, `libs_index`, `gate`, `web`, `memory`, `diff`,
-    /// `impact`, `llm`.
+    /// `impact`, `privacy` (what was masked before a non-loopback model), `llm`.
     pub name: String,
     /// How it went.
     pub status: StepStatus,
