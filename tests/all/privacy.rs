@@ -94,12 +94,13 @@ fn url_credentials_are_masked_in_snippets_and_before_a_remote_model() {
     let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake server");
     let env = Env::new();
     let repo = env.repo("r");
-    write(&repo, "settings.py", &format!("# Where the workers fetch jobs from.\nBROKER_URL = \"{URL}\"\n"));
+    write(&repo, "settings.py", format!("# Where the workers fetch jobs from.\nBROKER_URL = \"{URL}\"\n"));
     write(&repo, "README.md", "# Workers\n\nThe workers fetch jobs from the broker named in settings.py.\n");
     env.write_config(&llm_config("ollama", &server.url(), "fake-chat", "fake-embed"));
     let engine = env.engine();
     engine.index(&repo, &IndexOptions::default(), &crate::util::quiet()).unwrap();
-    let r = engine.search(&repo, &SearchRequest { query: "broker url workers jobs".into(), ..Default::default() }).unwrap();
+    let r =
+        engine.search(&repo, &SearchRequest { query: "broker url workers jobs".into(), ..Default::default() }).unwrap();
     let hit = r.results.iter().find(|h| h.path == "settings.py").expect("settings.py is a hit");
     assert!(r.pii_redacted);
     assert!(hit.snippet.contains("amqp://[URL_CREDENTIALS]@rabbit.internal:5672//"), "{}", hit.snippet);
