@@ -2,24 +2,12 @@
 //! fixture git repository whose branch has committed, staged, dirty and untracked changes,
 //! indexed for real; budgets checked with the real tokenizer.
 
-use crate::util::{quiet, write, Env};
+use crate::util::{git, git_commit_all, quiet, write, Env};
 use docdex::engine::protocol::{ChangeState, ContextFormat, ContextPack, ContextRequest, ContextRole};
 use docdex::engine::waterfall::budget::TokenCounter;
 use docdex::engine::IndexOptions;
 use docdex::Engine;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn git(root: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
-        .args(["-c", "init.defaultBranch=main"])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .expect("run git");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
 
 const SESSION: &str = "\"\"\"Session storage.\"\"\"\n\n\nclass SessionStore:\n    def __init__(self, ttl):\n        self.ttl = ttl\n        self.sessions = {}\n\n    def expire_stale_sessions(self, now):\n        for key, started in list(self.sessions.items()):\n            if now - started > self.ttl:\n                del self.sessions[key]\n";
 
@@ -56,9 +44,7 @@ fn fixture(env: &Env) -> (PathBuf, Engine) {
         "from app.billing import total_invoice\n\n\ndef test_total():\n    assert total_invoice([1, 2]) == 3\n",
     );
     write(&repo, "docs/sessions.md", "# Sessions\n\nStale sessions expire after the ttl configured for the store.\n");
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "initial"]);
+    git_commit_all(&repo);
     git(&repo, &["checkout", "-q", "-b", "feature"]);
     write(&repo, "app/billing.py", "def total_invoice(lines):\n    return sum(lines)\n\n\ndef invoice_tax(lines, rate):\n    return total_invoice(lines) * rate\n");
     git(&repo, &["commit", "-q", "-am", "tax"]);
@@ -136,6 +122,9 @@ fn a_pack_holds_every_kind_of_change_with_roles_reasons_and_real_token_counts() 
     assert!(tests.contains(&"tests/test_billing.py".to_string()), "{tests:?}");
     let login_test = p.snippets.iter().find(|s| s.path == "tests/test_login.py").unwrap();
     assert!(login_test.reason.contains("exercises app/login.py"), "{}", login_test.reason);
+    // Every file here is readable: a test's 30-line window past the end of its 5 lines folds
+    // into the snippet already holding the file, never "left out as unreadable".
+    assert!(p.omitted.iter().all(|o| !o.reason.contains("readable")), "{:?}", p.omitted);
     println!("{}", p.markdown.as_deref().unwrap_or_default());
     assert!(of_role(&p, ContextRole::Importer).contains(&"app/api.py".to_string()), "{:?}", p.snippets);
     assert!(

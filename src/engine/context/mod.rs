@@ -508,7 +508,24 @@ fn is_word(b: u8) -> bool {
 fn fit(pack: &mut ContextPack, cands: Vec<Candidate>, files: &mut Files, counter: &TokenCounter) {
     let header_tokens = counter.count(&render::header(pack));
     let mut left = pack.budget.saturating_sub(header_tokens);
-    for c in cands {
+    for mut c in cands {
+        // A window past the end of a short file (a test's first 30 lines, of 5) is cut to the
+        // file first, so that a snippet already holding the whole file takes it in.
+        if let Some(total) = files.lines(&c.path).map(|l| l.len() as u32) {
+            if c.a > total {
+                pack.omitted.push(OmittedSnippet {
+                    citation: format!("{}:{}-{}", c.path, c.a, c.b),
+                    role: c.role,
+                    tokens: 0,
+                    reason: match total {
+                        0 => "the file is empty".to_string(),
+                        n => format!("past the end of the file ({n} lines)"),
+                    },
+                });
+                continue;
+            }
+            c.b = c.b.min(total);
+        }
         let citation = format!("{}:{}-{}", c.path, c.a, c.b);
         let Some((a, b)) = uncovered(&pack.snippets, &c) else {
             fold(pack, &c, &citation, counter, &mut left);
