@@ -60,23 +60,35 @@ pub fn run(engine: &Engine, out: &Out, action: AuditAction) -> anyhow::Result<()
         AuditAction::Duplicates { repo, threshold, limit, json } => {
             let req = DuplicatesRequest { threshold: Some(threshold), limit: Some(limit) };
             let resp = engine.audit_duplicates(&repo.resolve()?, &req)?;
-            if json {
-                out.json(&resp)?;
-            } else {
-                print_duplicates(out, &resp);
-            }
+            report(out, json, &resp, print_duplicates)
         }
         AuditAction::Conflicts { repo, min_sim, top, no_model, json } => {
             let req = ConflictsRequest { min_sim: Some(min_sim), top: Some(top), explain: Some(!no_model) };
             let resp = engine.audit_conflicts(&repo.resolve()?, &req)?;
-            if json {
-                out.json(&resp)?;
-            } else {
-                print_conflicts(out, &resp);
-            }
+            report(out, json, &resp, print_conflicts)
         }
     }
+}
+
+/// The response as JSON, or for people.
+fn report<T: serde::Serialize>(out: &Out, json: bool, resp: &T, print: fn(&Out, &T)) -> anyhow::Result<()> {
+    if json {
+        out.json(resp)?;
+    } else {
+        print(out, resp);
+    }
     Ok(())
+}
+
+/// What both audits end with: the counts, why the result may be partial, and what was capped.
+fn print_summary(out: &Out, summary: &str, notice: Option<&str>, limits: &[String]) {
+    out.note(summary);
+    if let Some(n) = notice {
+        out.note(n);
+    }
+    for l in limits {
+        out.note(&format!("capped: {l}"));
+    }
 }
 
 fn print_conflicts(out: &Out, r: &ConflictsResponse) {
@@ -87,7 +99,7 @@ fn print_conflicts(out: &Out, r: &ConflictsResponse) {
         out.line(&format!("  b {}:{}-{}  {}", p.b.path, p.b.line_start, p.b.line_end, p.b.text));
         out.line(&format!("  {} ({})", p.explanation, p.explained_by));
     }
-    out.note(&format!(
+    let summary = format!(
         "{} conflicts ({} shown) among {} statements of {} documentation files, at similarity {:.2}; {} pairs compared; {:.0} ms",
         r.pairs_total,
         r.pairs.len(),
@@ -96,13 +108,8 @@ fn print_conflicts(out: &Out, r: &ConflictsResponse) {
         r.min_similarity,
         r.pairs_compared,
         r.elapsed_ms
-    ));
-    if let Some(n) = &r.notice {
-        out.note(n);
-    }
-    for l in &r.limits {
-        out.note(&format!("capped: {l}"));
-    }
+    );
+    print_summary(out, &summary, r.notice.as_deref(), &r.limits);
 }
 
 fn print_duplicates(out: &Out, r: &DuplicatesResponse) {
@@ -120,7 +127,7 @@ fn print_duplicates(out: &Out, r: &DuplicatesResponse) {
         crate::engine::protocol::SimilarityMethod::Embeddings => "embeddings (cosine)",
         crate::engine::protocol::SimilarityMethod::Minhash => "MinHash (word 3-shingles)",
     };
-    out.note(&format!(
+    let summary = format!(
         "{} groups ({} shown) among {} chunks; near duplicates by {method} at {:.2}; {} pairs compared; {:.0} ms",
         r.groups_total,
         r.groups.len(),
@@ -128,11 +135,6 @@ fn print_duplicates(out: &Out, r: &DuplicatesResponse) {
         r.threshold,
         r.pairs_compared,
         r.elapsed_ms
-    ));
-    if let Some(n) = &r.notice {
-        out.note(n);
-    }
-    for l in &r.limits {
-        out.note(&format!("capped: {l}"));
-    }
+    );
+    print_summary(out, &summary, r.notice.as_deref(), &r.limits);
 }
