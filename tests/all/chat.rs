@@ -2,7 +2,7 @@
 //! OpenAI-compatible server) over loopback, real git for diffs, and `dag.db` read back.
 //! Prompt assembly is asserted on the request the fake recorded.
 
-use crate::util::{dead_url, llm_config, write, Env};
+use crate::util::{dead_url, git, git_commit_all, llm_config, write, Env};
 use docdex::engine::protocol::{
     AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, MemoryStoreRequest, NodeKind, Slot,
     StepStatus, WebPolicy,
@@ -98,22 +98,6 @@ fn chat_repo(root: &Path) {
     write(root, "src/billing/mod.rs", "pub mod invoice;\n");
 }
 
-fn git(root: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .expect("run git");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-fn git_repo(root: &Path) {
-    git(root, &["init", "-q"]);
-    git(root, &["add", "-A"]);
-    git(root, &["commit", "-q", "-m", "initial"]);
-}
-
 fn system_text(prompt: &[Value]) -> String {
     prompt[0]["content"].as_str().unwrap_or_default().to_string()
 }
@@ -158,7 +142,7 @@ fn an_answer_streams_with_its_citations_and_sources() {
 #[test]
 fn prompt_assembly_follows_the_priority_order() {
     let c = Chat::new(FakeOllamaOptions::default(), "");
-    git_repo(&c.repo);
+    git_commit_all(&c.repo);
     write(&c.repo, "src/billing/invoice.rs", "/// Sums the line items of an invoice, with tax.\npub fn invoice_total(items: &[u64]) -> u64 {\n    items.iter().sum::<u64>() * 2\n}\n");
     let history = vec![
         docdex::engine::llm::ChatMessage::new(docdex::engine::llm::Role::User, "what is a session store?"),
@@ -201,7 +185,7 @@ fn an_oversized_context_drops_the_lowest_priority_first_and_traces_each_drop() {
         }
         write(&c.repo, &format!("src/expiry/part{i}.rs"), body);
     }
-    git_repo(&c.repo);
+    git_commit_all(&c.repo);
     write(&c.repo, "src/auth/session.rs", "//! Session handling.\npub struct SessionStore { ttl: u64, max: u64 }\n");
     c.env.json(&["index", "--repo", c.r(), "--json"]);
     let req = ChatTurnRequest {
@@ -300,7 +284,7 @@ fn forcing_and_suppressing_the_web_override_the_gate() {
 #[test]
 fn a_diff_adds_a_slot_right_after_memory_with_its_changed_lines() {
     let c = Chat::new(FakeOllamaOptions::default(), "");
-    git_repo(&c.repo);
+    git_commit_all(&c.repo);
     write(&c.repo, "src/auth/session.rs", "//! Session handling.\npub struct SessionStore { ttl: u64 }\n\nimpl SessionStore {\n    /// Removes sessions older than the ttl, now in batches.\n    pub fn expire_stale_sessions(&mut self) {}\n}\n");
     git(&c.repo, &["add", "src/auth/session.rs"]);
     write(&c.repo, "README.md", "# Proj\n\nSessions expire in batches.\n");
@@ -341,7 +325,7 @@ fn a_diff_adds_a_slot_right_after_memory_with_its_changed_lines() {
 #[test]
 fn a_diff_expands_one_hop_through_the_impact_graph() {
     let c = Chat::new(FakeOllamaOptions::default(), "");
-    git_repo(&c.repo);
+    git_commit_all(&c.repo);
     write(&c.repo, "src/auth/session.rs", "//! Session handling.\npub struct SessionStore { ttl: u64 }\n\nimpl SessionStore {\n    /// Removes sessions older than the ttl, in batches.\n    pub fn expire_stale_sessions(&mut self) {}\n}\n");
     let resp = c.ask(&ChatTurnRequest { diff: Some(DiffRequest::default()), ..q("who calls expire_stale_sessions?") });
     let impact = resp.trace.steps.iter().find(|s| s.name == "impact").unwrap();
@@ -380,7 +364,7 @@ fn diff_errors_are_clear_and_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("needs a git repository"), "{err}");
-    git_repo(&c.repo);
+    git_commit_all(&c.repo);
     let out = c.env.run(&["chat", "--repo", c.r(), "-q", "what changed?", "--diff", "no-such-branch..HEAD"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the range \"no-such-branch..HEAD\""));

@@ -3,7 +3,7 @@
 //! (pass, fail, no server -> fail-open).
 
 use crate::server_util::Server;
-use crate::util::{dead_url, quiet, write, Env};
+use crate::util::{dead_url, eventually, quiet, write, Env, Watcher};
 use docdex::engine::protocol::{HookStatus, HookValidateRequest, StagedFile};
 use docdex::engine::IndexOptions;
 use std::path::Path;
@@ -187,15 +187,6 @@ fn max_lines_and_require_test_for_rules_are_checked() {
     );
 }
 
-/// Polls until `cond` holds (a behaviour bound, not a timing test).
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !cond() {
-        assert!(std::time::Instant::now() < deadline, "timed out waiting for: {what}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
 /// The gatekeeper keeps the repository's file set per index generation; a re-index (a full
 /// run or a watcher batch) must be seen by the next request: a new test file satisfies
 /// `require-test-for`, a new file closes a cycle through an import that did not resolve
@@ -247,27 +238,13 @@ fn gatekeeper_file_set_cache_follows_reindexing_the_watcher_and_rule_changes() {
     assert!(on_cycle.message.contains("src/g.ts"), "{}", on_cycle.message);
 
     // The watcher's batches rewrite the index too: deleting the test brings the violation back.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watcher = {
-        let (engine, repo, stop, ready) = (engine.clone(), repo.clone(), stop.clone(), ready.clone());
-        std::thread::spawn(move || {
-            let report = move |r: docdex::engine::watch::WatchReport| {
-                if matches!(r, docdex::engine::watch::WatchReport::Ready(_)) {
-                    ready.store(true, std::sync::atomic::Ordering::SeqCst);
-                }
-            };
-            engine.watch(&repo, &stop, &report)
-        })
-    };
-    eventually("the watcher's start", || ready.load(std::sync::atomic::Ordering::SeqCst));
+    let watcher = Watcher::start(&engine, &repo);
     std::fs::remove_file(repo.join("src/api/orders.test.ts")).unwrap();
     eventually("the deleted test seen by the gatekeeper", || {
         let r = engine.hook_validate(&repo, &req).unwrap();
         rules_of(&r).contains(&need_test)
     });
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    watcher.join().unwrap().unwrap();
+    watcher.stop();
 
     // A new rule applies to the next request.
     let out = env.run(&[

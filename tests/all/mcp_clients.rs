@@ -6,7 +6,7 @@
 //! without it, the SDK tests print a notice and pass; under CI (`CI` set) they fail.
 
 use crate::server_util::Server;
-use crate::util::{sample_repo, write, Env};
+use crate::util::{sample_repo, write, Env, McpStdio};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -177,39 +177,13 @@ fn stdio_mcp_requires_the_token_in_initialize_and_keeps_stdout_clean() {
 fn mcp_initialize_root_uri_binds_the_session() {
     let env = Env::new();
     let (repo, _) = setup(&env);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
-        .args(["mcp"])
-        .env("DOCDEX_HOME", env.home())
-        .env_remove("DOCDEX_AUTH_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
-    let mut recv = || {
-        let mut l = String::new();
-        out.read_line(&mut l).unwrap();
-        serde_json::from_str::<Value>(&l).unwrap()
-    };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}, "rootUri": format!("file://{}", repo.display())}}));
-    assert!(recv()["result"].is_object());
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut mcp = McpStdio::start(&env, &[], json!({"rootUri": format!("file://{}", repo.display())}));
     // No project_root: the bound repo answers.
-    send(
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "docdex_search", "arguments": {"query": "parse config"}}}),
-    );
-    let r = recv();
-    assert_eq!(r["result"]["isError"], false, "{r}");
-    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("src/parser.py"));
+    let r = mcp.call("docdex_search", json!({"query": "parse config"}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("src/parser.py"));
     // An unknown tool is a protocol error; a repo-less server without binding would be a tool error.
-    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}));
-    assert!(recv()["error"].is_object());
-    drop(stdin);
-    let _ = child.wait();
+    assert!(mcp.request("tools/call", json!({"name": "nope", "arguments": {}}))["error"].is_object());
 }
 
 /// The official `openai` client against `/v1/chat/completions`, streaming and not, with the

@@ -3,20 +3,9 @@
 //! (`.ci/run` installs it and exports DOCDEX_TEST_PYTEST_VENV), and node's built-in test
 //! runner; passing and failing, the timeout, a target, and `--affected` on a git branch.
 
-use crate::util::{write, Env};
+use crate::util::{git, git_commit_all, write, Env, McpStdio};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn git(root: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .expect("run git");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
 
 /// Runs `docdex run-tests --json` and returns the exit code and the result.
 fn run_tests(env: &Env, repo: &Path, extra: &[&str], vars: &[(&str, &str)]) -> (i32, Value) {
@@ -168,9 +157,7 @@ fn node_test_runner_fails_with_locations_and_the_timeout_kills_a_hung_run() {
 fn affected_runs_only_the_tests_the_change_reaches() {
     let env = Env::new();
     let repo = node_project(&env, "js");
-    git(&repo, &["init", "-q"]);
-    git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "initial"]);
+    git_commit_all(&repo);
     env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
     // Nothing changed: nothing to run.
     let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
@@ -195,115 +182,42 @@ fn affected_runs_only_the_tests_the_change_reaches() {
     git(&repo, &["commit", "-q", "-am", "swap"]);
     let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
     assert_eq!((code, v["status"].as_str()), (0, Some("no_tests")), "without --since commits do not count: {v}");
-    let main = if Command::new("git")
-        .args(["rev-parse", "--verify", "-q", "main"])
-        .current_dir(&repo)
-        .status()
-        .unwrap()
-        .success()
-    {
-        "main"
-    } else {
-        "master"
-    };
-    let (code, v) = run_tests(&env, &repo, &["--affected", "--since", main], &[]);
+    let (code, v) = run_tests(&env, &repo, &["--affected", "--since", "main"], &[]);
     assert_eq!(v["selected"].as_array().unwrap().len(), 2, "{v}");
     assert_eq!((code, v["failed"].as_u64()), (1, Some(1)), "math's failing test now runs: {v}");
 }
 
 #[test]
 fn docdex_run_tests_over_mcp_stdio_returns_the_same_result() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
     let env = Env::new();
     let repo = node_project(&env, "js");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
-        .args(["mcp", "--repo", repo.to_str().unwrap()])
-        .env("DOCDEX_HOME", env.home())
-        .env_remove("DOCDEX_AUTH_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
-    let mut recv = || {
-        let mut l = String::new();
-        out.read_line(&mut l).unwrap();
-        serde_json::from_str::<Value>(&l).unwrap()
-    };
-    send(
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-    );
-    assert!(recv()["result"].is_object());
-    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "docdex_run_tests",
-        "arguments": {"target": "test/math.test.js", "timeout_secs": 60}}}));
-    let r = recv();
-    assert_eq!(r["result"]["isError"], false, "{r}");
-    let v: Value = serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], serde_json::json!({}));
+    let r = mcp.call("docdex_run_tests", serde_json::json!({"target": "test/math.test.js", "timeout_secs": 60}));
+    assert_eq!(r["isError"], false, "{r}");
+    let v: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(
         (v["runner"].as_str(), v["status"].as_str(), v["failed"].as_u64()),
         (Some("node"), Some("failed"), Some(1)),
         "{v}"
     );
-    send(serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "docdex_run_tests",
-        "arguments": {"target": "../elsewhere"}}}));
-    let r = recv();
-    assert_eq!(r["result"]["isError"], true, "{r}");
-    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("path_outside_repo"), "{r}");
-    drop(stdin);
-    let _ = child.wait();
+    let r = mcp.call("docdex_run_tests", serde_json::json!({"target": "../elsewhere"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("path_outside_repo"), "{r}");
 }
 
 #[test]
 fn docdex_index_over_mcp_indexes_an_unindexed_repository() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
     let env = Env::new();
     let repo = node_project(&env, "js");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
-        .args(["mcp"])
-        .env("DOCDEX_HOME", env.home())
-        .env_remove("DOCDEX_AUTH_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
-    let mut recv = || {
-        let mut l = String::new();
-        out.read_line(&mut l).unwrap();
-        serde_json::from_str::<Value>(&l).unwrap()
-    };
-    send(
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-    );
-    assert!(recv()["result"].is_object());
-    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let root = repo.to_str().unwrap();
-    let search = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "docdex_search",
-        "arguments": {"query": "shout", "project_root": root}}});
-    send(search.clone());
-    let r = recv();
-    assert_eq!(r["result"]["isError"], true, "not indexed yet: {r}");
-    send(serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "docdex_index",
-        "arguments": {"project_root": root}}}));
-    let r = recv();
-    assert_eq!(r["result"]["isError"], false, "{r}");
-    let summary: Value = serde_json::from_str(r["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let mut mcp = McpStdio::start(&env, &[], serde_json::json!({}));
+    let search = serde_json::json!({"query": "shout", "project_root": repo.to_str().unwrap()});
+    let r = mcp.call("docdex_search", search.clone());
+    assert_eq!(r["isError"], true, "not indexed yet: {r}");
+    let r = mcp.call("docdex_index", serde_json::json!({"project_root": repo.to_str().unwrap()}));
+    assert_eq!(r["isError"], false, "{r}");
+    let summary: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(summary["added"], 5, "{summary}");
-    send(search);
-    let r = recv();
-    assert_eq!(r["result"]["isError"], false, "{r}");
-    assert!(r["result"]["content"][0]["text"].as_str().unwrap().contains("lib/strings.js"), "{r}");
-    drop(stdin);
-    let _ = child.wait();
+    let r = mcp.call("docdex_search", search);
+    assert_eq!(r["isError"], false, "{r}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("lib/strings.js"), "{r}");
 }

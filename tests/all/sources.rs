@@ -2,22 +2,11 @@
 //! source named on each hit, listed with counts, removable, and confined to their roots
 //! whichever way a file arrives (full index, watcher, API).
 
-use crate::util::{hit_paths, quiet, write, Env};
+use crate::util::{eventually, hit_paths, quiet, write, Env, Watcher};
 use docdex::engine::protocol::{AddSourceRequest, FileRequest, SearchRequest};
-use docdex::engine::watch::WatchReport;
 use docdex::engine::IndexOptions;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use std::time::Duration;
 
 fn add(path: &Path) -> AddSourceRequest {
     AddSourceRequest { path: path.to_path_buf(), ..Default::default() }
@@ -99,20 +88,7 @@ fn the_watcher_follows_a_source_and_never_a_link_out_of_it() {
     let (repo, notes, outside) = setup(&env);
     let engine = env.engine();
     engine.add_source(&repo, &add(&notes)).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let ready = Arc::new(AtomicBool::new(false));
-    let handle = {
-        let (engine, repo, stop, ready) = (engine.clone(), repo.clone(), stop.clone(), ready.clone());
-        std::thread::spawn(move || {
-            let report = move |r: WatchReport| {
-                if matches!(r, WatchReport::Ready(_)) {
-                    ready.store(true, Ordering::SeqCst);
-                }
-            };
-            engine.watch(&repo, &stop, &report)
-        })
-    };
-    eventually("initial index", || ready.load(Ordering::SeqCst));
+    let watcher = Watcher::start(&engine, &repo);
     assert_eq!(hit_paths(&engine, &repo, "egrets reeds")[0], "//notes/deep/egret.md");
 
     write(&notes, "deep/crane.md", "Cranes dance before they pair.\n");
@@ -137,8 +113,7 @@ fn the_watcher_follows_a_source_and_never_a_link_out_of_it() {
     std::fs::remove_file(notes.join("deep/crane.md")).unwrap();
     eventually("delete in a source", || hit_paths(&engine, &repo, "cranes").is_empty());
 
-    stop.store(true, Ordering::SeqCst);
-    handle.join().unwrap().unwrap();
+    watcher.stop();
 }
 
 #[test]

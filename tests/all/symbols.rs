@@ -1,7 +1,7 @@
 //! Symbols, AST queries, parser drift, incremental updates, crash repair, symbol-aligned
 //! chunks and symbol ranking, against real `symbols.db` files and the real binary.
 
-use crate::util::{quiet, write, Env};
+use crate::util::{eventually, quiet, write, Env, Watcher};
 use docdex::engine::code::store::db_path;
 use docdex::engine::protocol::{
     AstMode, AstQueryRequest, AstSearchRequest, IndexSummary, SearchRequest, SymbolsRequest,
@@ -692,43 +692,19 @@ fn a_repo_never_indexed_says_what_to_run() {
 
 #[test]
 fn the_watcher_keeps_symbols_in_step() {
-    use docdex::engine::watch::WatchReport;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
     let env = Env::new();
     let repo = env.repo("w");
     write(&repo, "a.py", "def aardvark():\n    pass\n");
     let engine = env.engine();
-    let stop = Arc::new(AtomicBool::new(false));
-    let ready = Arc::new(AtomicBool::new(false));
-    let handle = {
-        let (engine, repo, stop, ready) = (engine.clone(), repo.clone(), stop.clone(), ready.clone());
-        std::thread::spawn(move || {
-            let report = move |r: WatchReport| {
-                if matches!(r, WatchReport::Ready(_)) {
-                    ready.store(true, Ordering::SeqCst);
-                }
-            };
-            engine.watch(&repo, &stop, &report)
-        })
-    };
-    let eventually = |what: &str, cond: &dyn Fn() -> bool| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-        while !cond() {
-            assert!(std::time::Instant::now() < deadline, "timed out waiting for: {what}");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    };
+    let watcher = Watcher::start(&engine, &repo);
     let has = |name: &str| names(&engine, &repo, name).iter().any(|(n, _)| n == name);
-    eventually("initial index", &|| ready.load(Ordering::SeqCst));
     assert!(has("aardvark"));
     write(&repo, "b.rs", "pub struct Bandicoot;\n");
-    eventually("create", &|| has("Bandicoot"));
+    eventually("create", || has("Bandicoot"));
     write(&repo, "a.py", "def capybara():\n    pass\n");
-    eventually("modify", &|| has("capybara") && !has("aardvark"));
+    eventually("modify", || has("capybara") && !has("aardvark"));
     std::fs::remove_file(repo.join("b.rs")).unwrap();
-    eventually("delete", &|| !has("Bandicoot"));
-    stop.store(true, Ordering::SeqCst);
-    handle.join().unwrap().unwrap();
+    eventually("delete", || !has("Bandicoot"));
+    watcher.stop();
     assert_eq!(engine.symbols_status(&repo).unwrap().state, "ready");
 }

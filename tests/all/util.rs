@@ -130,3 +130,156 @@ pub fn dead_url() -> String {
     drop(l);
     format!("http://127.0.0.1:{port}")
 }
+
+/// Runs git in `root` as a test author (branch `main`, no signing, no global config's say),
+/// and fails the test when git does.
+pub fn git(root: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+        .args(["-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Makes `root` a git repository with everything in it committed on `main`.
+pub fn git_commit_all(root: &Path) {
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "initial"]);
+}
+
+/// Waits (up to 20 s) for `cond`, failing the test with `what` when it never holds.
+pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A running `Engine::watch` on its own thread, started once its catch-up run is done; stopped
+/// (and its result checked) by [`Watcher::stop`] or on drop.
+pub struct Watcher {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<docdex::Result<()>>>,
+}
+
+impl Watcher {
+    pub fn start(engine: &Engine, repo: &Path) -> Watcher {
+        use docdex::engine::watch::WatchReport;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let ready = std::sync::Arc::new(AtomicBool::new(false));
+        let handle = {
+            let (engine, repo, stop, ready) = (engine.clone(), repo.to_path_buf(), stop.clone(), ready.clone());
+            std::thread::spawn(move || {
+                let report = move |r: WatchReport| {
+                    if matches!(r, WatchReport::Ready(_)) {
+                        ready.store(true, Ordering::SeqCst);
+                    }
+                };
+                engine.watch(&repo, &stop, &report)
+            })
+        };
+        eventually("the watcher's catch-up run", || ready.load(Ordering::SeqCst));
+        Watcher { stop, handle: Some(handle) }
+    }
+
+    /// Stops the watcher; it must have run without an error.
+    pub fn stop(mut self) {
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let r = h.join().expect("watcher thread");
+            if !std::thread::panicking() {
+                r.expect("watcher");
+            }
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// `docdex mcp` over stdio, spoken to line by line as an agent would, initialized.
+pub struct McpStdio {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    next_id: u64,
+}
+
+impl McpStdio {
+    /// Starts `docdex mcp ARGS` in `env`'s home and initializes the session (`init_params` are
+    /// merged into the `initialize` params: `rootUri`, ...).
+    pub fn start(env: &Env, args: &[&str], init_params: serde_json::Value) -> McpStdio {
+        use std::process::Stdio;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .arg("mcp")
+            .args(args)
+            .env("DOCDEX_HOME", env.home())
+            .env_remove("DOCDEX_AUTH_TOKEN")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start docdex mcp");
+        let stdin = child.stdin.take();
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut mcp = McpStdio { child, stdin, stdout, next_id: 1 };
+        let mut params = serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}});
+        if let (Some(p), Some(extra)) = (params.as_object_mut(), init_params.as_object()) {
+            p.extend(extra.clone());
+        }
+        let init = mcp.request("initialize", params);
+        assert!(init["result"].is_object(), "{init}");
+        mcp.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    /// Writes one JSON-RPC message.
+    pub fn send(&mut self, v: &serde_json::Value) {
+        use std::io::Write;
+        writeln!(self.stdin.as_mut().expect("stdin open"), "{v}").expect("write to docdex mcp");
+    }
+
+    /// Reads the next JSON-RPC message.
+    pub fn recv(&mut self) -> serde_json::Value {
+        use std::io::BufRead;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read from docdex mcp");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+    }
+
+    /// Sends a request and returns its response.
+    pub fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.recv()
+    }
+
+    /// Calls a tool; the `result` object (`isError`, `content`).
+    pub fn call(&mut self, tool: &str, arguments: serde_json::Value) -> serde_json::Value {
+        let r = self.request("tools/call", serde_json::json!({"name": tool, "arguments": arguments}));
+        r["result"].clone()
+    }
+}
+
+impl Drop for McpStdio {
+    fn drop(&mut self) {
+        // Closing stdin ends the session; the server exits on its own.
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}

@@ -1,19 +1,6 @@
 //! The watcher: creates, edits, deletes and renames become searchable without a manual re-index.
 
-use crate::util::{hit_paths, write, Env};
-use docdex::engine::watch::WatchReport;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// Polls until `cond` holds (generous bound; this is a behaviour test, not a timing test).
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use crate::util::{eventually, hit_paths, write, Env, Watcher};
 
 #[test]
 fn watcher_applies_create_modify_delete_and_rename() {
@@ -21,20 +8,7 @@ fn watcher_applies_create_modify_delete_and_rename() {
     let repo = env.repo("w");
     write(&repo, "start.rs", "fn armadillo() {}\n");
     let engine = env.engine();
-    let stop = Arc::new(AtomicBool::new(false));
-    let ready = Arc::new(AtomicBool::new(false));
-    let handle = {
-        let (engine, repo, stop, ready) = (engine.clone(), repo.clone(), stop.clone(), ready.clone());
-        std::thread::spawn(move || {
-            let report = move |r: WatchReport| {
-                if matches!(r, WatchReport::Ready(_)) {
-                    ready.store(true, Ordering::SeqCst);
-                }
-            };
-            engine.watch(&repo, &stop, &report)
-        })
-    };
-    eventually("initial index", || ready.load(Ordering::SeqCst));
+    let watcher = Watcher::start(&engine, &repo);
     assert_eq!(hit_paths(&engine, &repo, "armadillo"), ["start.rs"]);
 
     write(&repo, "new.rs", "fn pangolin() {}\n");
@@ -61,8 +35,7 @@ fn watcher_applies_create_modify_delete_and_rename() {
     let status = engine.status(&repo).unwrap();
     assert!(status.last_event.is_some());
 
-    stop.store(true, Ordering::SeqCst);
-    handle.join().unwrap().unwrap();
+    watcher.stop();
     // The writer was released: a normal index run works now.
     let s = engine.index(&repo, &Default::default(), &crate::util::quiet()).unwrap();
     assert_eq!(s.files, 2, "start.rs and real.rs (.gitignore is hidden, tmp/ ignored): {s:?}");

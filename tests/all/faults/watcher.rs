@@ -2,58 +2,9 @@
 //! directories, made before or while the watcher runs), hidden files, `.env`, gitignored,
 //! excluded, oversized and binary files never become searchable, however they arrive.
 
-use crate::util::{hit_paths, write, Env};
-use docdex::engine::watch::WatchReport;
+use crate::util::{eventually, hit_paths, write, Env, Watcher};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// A running `Engine::watch` on its own thread.
-struct Watcher {
-    stop: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<docdex::Result<()>>>,
-}
-
-impl Watcher {
-    fn start(engine: &docdex::Engine, repo: &Path) -> Watcher {
-        let stop = Arc::new(AtomicBool::new(false));
-        let ready = Arc::new(AtomicBool::new(false));
-        let handle = {
-            let (engine, repo, stop, ready) = (engine.clone(), repo.to_path_buf(), stop.clone(), ready.clone());
-            std::thread::spawn(move || {
-                let report = move |r: WatchReport| {
-                    if matches!(r, WatchReport::Ready(_)) {
-                        ready.store(true, Ordering::SeqCst);
-                    }
-                };
-                engine.watch(&repo, &stop, &report)
-            })
-        };
-        eventually("the watcher's catch-up run", || ready.load(Ordering::SeqCst));
-        Watcher { stop, handle: Some(handle) }
-    }
-}
-
-impl Drop for Watcher {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(h) = self.handle.take() {
-            let r = h.join().expect("watcher thread");
-            if !std::thread::panicking() {
-                r.expect("watcher");
-            }
-        }
-    }
-}
+use std::time::Duration;
 
 /// Every indexed path (manifest entries that are in the index).
 fn indexed_paths(engine: &docdex::Engine, repo: &Path) -> Vec<String> {
