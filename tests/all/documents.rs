@@ -226,3 +226,20 @@ fn a_document_edited_in_place_is_reextracted_and_a_deleted_one_leaves_the_index(
     let kept = std::fs::read_dir(state.join("extracted")).map(|d| d.count()).unwrap_or(0);
     assert_eq!(kept, 0, "the extracted text of a deleted document goes too");
 }
+
+/// The size limit is the source file's: a PDF over `max_file_size_bytes` is a per-file note
+/// before anything is extracted, however little text it holds.
+#[test]
+fn the_size_limit_applies_to_the_source_document() {
+    let env = Env::new();
+    let repo = env.repo("docs");
+    let guide = pdf(&[&["Installation guide", "The quokka setting controls the cache size."]], false);
+    write(&repo, "guide.pdf", &guide);
+    write(&repo, "notes.md", "# Notes\n\nThe quokka setting is described in the guide.\n");
+    env.write_config(&format!("[index]\nmax_file_size_bytes = {}\n", guide.len() - 1));
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let skipped = summary.skipped.iter().find(|s| s.path == "guide.pdf").expect("guide.pdf is skipped");
+    assert!(skipped.reason.starts_with("too large"), "{}", skipped.reason);
+    let hits: Vec<String> = search(&env, &repo, "quokka setting").results.into_iter().map(|h| h.path).collect();
+    assert_eq!(hits, ["notes.md"]);
+}

@@ -6,7 +6,8 @@ use crate::server_util::Server;
 use crate::util::{dead_url, eventually, quiet, write, Env, Watcher};
 use docdex::engine::protocol::{HookStatus, HookValidateRequest, StagedFile};
 use docdex::engine::IndexOptions;
-use std::path::Path;
+use docdex::Engine;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A TypeScript repository: `a -> b`, `c -> a`; no cycle, no `any`, no moment.
@@ -26,6 +27,28 @@ fn config(env: &Env) {
     ));
 }
 
+/// The fixture (with `extra` files written over it) in `env`, configured and indexed.
+fn indexed_fixture(env: &Env, extra: &[(&str, &str)]) -> (PathBuf, Engine) {
+    config(env);
+    let repo = env.repo("fixture");
+    fixture(&repo);
+    for (path, text) in extra {
+        write(&repo, path, text);
+    }
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    (repo, engine)
+}
+
+/// `docdex profile add --agent team --category constraint ARGS`, which must succeed.
+fn add_constraint(env: &Env, args: &[&str]) -> Output {
+    let mut all = vec!["profile", "add", "--agent", "team", "--category", "constraint"];
+    all.extend_from_slice(args);
+    let out = env.run(&all);
+    assert!(out.status.success(), "{}", text(&out));
+    out
+}
+
 fn staged(path: &str, content: &str) -> StagedFile {
     StagedFile { path: path.into(), content: Some(content.into()), deleted: false }
 }
@@ -38,22 +61,10 @@ const ANY_E: &str =
 #[test]
 fn gatekeeper_checks_staged_content_against_the_cached_graph_and_every_rule() {
     let env = Env::new();
-    config(&env);
-    let repo = env.repo("fixture");
-    fixture(&repo);
-    let engine = env.engine();
-    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    let (repo, engine) = indexed_fixture(&env, &[]);
     // "Deprecate usage of moment.js" is recognised as `forbid-import moment` without a model.
-    let added = env.json(&[
-        "profile",
-        "add",
-        "--agent",
-        "team",
-        "--category",
-        "constraint",
-        "--json",
-        "Deprecate usage of moment.js",
-    ]);
+    let added = add_constraint(&env, &["--json", "Deprecate usage of moment.js"]);
+    let added: serde_json::Value = serde_json::from_slice(&added.stdout).expect("JSON");
     assert_eq!(added["preference"]["rule"], "forbid-import moment", "{added}");
 
     // Clean staged content passes; the factory rules (cycles, TypeScript any) and the new one are checked.
@@ -126,16 +137,8 @@ fn gatekeeper_checks_staged_content_against_the_cached_graph_and_every_rule() {
 #[test]
 fn rule_marks_flag_cycles_and_forbidden_imports_for_the_risk_overlay() {
     let env = Env::new();
-    config(&env);
-    let repo = env.repo("fixture");
-    fixture(&repo);
-    write(&repo, "src/b.ts", CYCLE_B);
-    write(&repo, "src/d.ts", MOMENT_D);
-    let engine = env.engine();
-    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
-    let out =
-        env.run(&["profile", "add", "--agent", "team", "--category", "constraint", "Deprecate usage of moment.js"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (repo, engine) = indexed_fixture(&env, &[("src/b.ts", CYCLE_B), ("src/d.ts", MOMENT_D)]);
+    add_constraint(&env, &["Deprecate usage of moment.js"]);
     let files: Vec<String> = ["src/a.ts", "src/b.ts", "src/c.ts", "src/d.ts"].iter().map(|s| s.to_string()).collect();
     let marks = engine.rule_marks(&repo, None, &files).unwrap();
     let got: Vec<(&str, &str, bool)> = marks.iter().map(|m| (m.file.as_str(), m.rule.as_str(), m.danger)).collect();
@@ -157,17 +160,15 @@ fn rule_marks_flag_cycles_and_forbidden_imports_for_the_risk_overlay() {
 #[test]
 fn max_lines_and_require_test_for_rules_are_checked() {
     let env = Env::new();
-    config(&env);
-    let repo = env.repo("fixture");
-    fixture(&repo);
-    write(&repo, "src/api/users.ts", "export const users = [];\n");
-    write(&repo, "src/api/users.test.ts", "import { users } from './users';\n");
-    let engine = env.engine();
-    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    let (repo, engine) = indexed_fixture(
+        &env,
+        &[
+            ("src/api/users.ts", "export const users = [];\n"),
+            ("src/api/users.test.ts", "import { users } from './users';\n"),
+        ],
+    );
     for rule in ["max-lines 3 src/**", "require-test-for src/api/**"] {
-        let out =
-            env.run(&["profile", "add", "--agent", "team", "--category", "constraint", "--rule", rule, "Keep it tidy"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        add_constraint(&env, &["--rule", rule, "Keep it tidy"]);
     }
     let req = HookValidateRequest {
         agent_id: Some("team".into()),
@@ -194,24 +195,8 @@ fn max_lines_and_require_test_for_rules_are_checked() {
 #[test]
 fn gatekeeper_file_set_cache_follows_reindexing_the_watcher_and_rule_changes() {
     let env = Env::new();
-    config(&env);
-    let repo = env.repo("fixture");
-    fixture(&repo);
-    write(&repo, "src/api/orders.ts", "export const orders = [];\n");
-    let engine = env.engine();
-    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
-    let out = env.run(&[
-        "profile",
-        "add",
-        "--agent",
-        "team",
-        "--category",
-        "constraint",
-        "--rule",
-        "require-test-for src/api/**",
-        "Test the API",
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (repo, engine) = indexed_fixture(&env, &[("src/api/orders.ts", "export const orders = [];\n")]);
+    add_constraint(&env, &["--rule", "require-test-for src/api/**", "Test the API"]);
     // Both staged paths are indexed files: the cached file set serves the request as it is.
     let b_imports_g = "import { g } from './g';\n\nexport const b = (): number => g() + 41;\n";
     let req = HookValidateRequest {
@@ -247,18 +232,7 @@ fn gatekeeper_file_set_cache_follows_reindexing_the_watcher_and_rule_changes() {
     watcher.stop();
 
     // A new rule applies to the next request.
-    let out = env.run(&[
-        "profile",
-        "add",
-        "--agent",
-        "team",
-        "--category",
-        "constraint",
-        "--rule",
-        "max-lines 2 src/**",
-        "Short files",
-    ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    add_constraint(&env, &["--rule", "max-lines 2 src/**", "Short files"]);
     let r = engine.hook_validate(&repo, &req).unwrap();
     assert!(
         rules_of(&r).contains(&("max-lines 2 src/**".to_string(), "src/b.ts".to_string())),
@@ -306,9 +280,7 @@ fn installed_hook_gates_a_real_git_commit_and_fails_open_when_no_server_answers(
     assert!(git(&repo, &["commit", "-q", "-m", "start"], &env, &[]).status.success());
     let out = env.run(&["index", "--repo", repo.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
-    let out =
-        env.run(&["profile", "add", "--agent", "team", "--category", "constraint", "Deprecate usage of moment.js"]);
-    assert!(out.status.success(), "{}", text(&out));
+    add_constraint(&env, &["Deprecate usage of moment.js"]);
 
     // An existing hook is kept and still runs first.
     let hooks = repo.join(".git/hooks");
