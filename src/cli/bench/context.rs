@@ -16,6 +16,7 @@ use crate::engine::protocol::{ContextFormat, ContextRequest};
 use crate::engine::{Engine, IndexOptions};
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Instant;
 
 /// Arguments of `docdex bench-context`.
@@ -44,13 +45,14 @@ pub struct BenchContextArgs {
     rounds: usize,
 }
 
-/// Git in the bench's corpus copy, as the engine runs it, with an identity to commit as.
 fn git(root: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let mut cmd = crate::engine::git::command(root);
-    cmd.args(["-c", "user.email=bench@docdex", "-c", "user.name=bench", "-c", "commit.gpgsign=false"])
+    let out = Command::new("git")
+        .args(["-c", "user.email=bench@docdex", "-c", "user.name=bench", "-c", "commit.gpgsign=false"])
         .args(["-c", "init.defaultBranch=main"])
-        .args(args);
-    let out = crate::engine::git::run(&mut cmd, root, "bench-context")?;
+        .args(args)
+        .current_dir(root)
+        .output()
+        .context("running git")?;
     if !out.status.success() {
         bail!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
