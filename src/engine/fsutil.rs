@@ -30,6 +30,12 @@ pub fn replace_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     replace(path, &bytes, false)
 }
 
+/// Writes bytes to `path` by rename, without fsync, owner-only: for caches that can be rebuilt
+/// (see [`replace_json`]).
+pub fn replace_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+    replace(path, bytes, false)
+}
+
 fn replace(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

@@ -272,13 +272,14 @@ impl RepoSearcher {
         file_rank::rank(pool, &signals)
     }
 
-    /// The file table of `searcher`'s segments, built on first need after the index changed.
+    /// The file table of `searcher`'s segments, loaded or built on first need after the index
+    /// changed.
     fn file_table(&self, searcher: &Searcher) -> Option<Arc<FileTable>> {
         let mut cache = self.files.lock().ok()?;
         if let Some(t) = cache.as_ref().filter(|t| t.is_for(searcher)) {
             return Some(t.clone());
         }
-        let table = Arc::new(FileTable::build(searcher, self.fields.body));
+        let table = Arc::new(FileTable::load_or_build(searcher, self.fields.body, &self.index_dir));
         *cache = Some(table.clone());
         Some(table)
     }
