@@ -1100,3 +1100,37 @@ fn quit_from_any_pane() {
     h.key(KeyCode::Char('y'));
     assert!(h.app.should_quit());
 }
+
+#[test]
+fn impact_outlines_what_the_selected_node_links_to() {
+    let mut h = Harness::with("").started();
+    h.search("session");
+    h.ctrl('g');
+    let seq = h
+        .requests()
+        .iter()
+        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
+        .expect("impact");
+    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::small_graph()) });
+    let theme = docdex::tui::theme::Theme::embedded("dark", false).expect("dark").expect("ok");
+    let highlight = theme.style(Slot::GraphEdgeHighlight).fg.expect("highlight fg");
+    // The left border of the box a label is drawn in.
+    let border_fg = |h: &Harness, label: &str| {
+        let buf = h.buffer(120, 40);
+        let s = crate::tui_support::text(&buf);
+        // (Below the tab bar and the pane's title, which names the centre.)
+        let (row, line) = s.lines().enumerate().skip(2).find(|(_, l)| l.contains(label)).expect("label drawn");
+        let at = line[..line.find(label).expect("col")].chars().count();
+        let left = line.chars().take(at).collect::<Vec<_>>().iter().rposition(|&c| c == '│').expect("box") as u16;
+        buf[(left, row as u16)].fg
+    };
+    // With the centre selected nothing is outlined.
+    assert_ne!(border_fg(&h, "time.rs"), highlight);
+    // Select an importer: the centre it imports is outlined, the others are not.
+    h.key(KeyCode::Left);
+    let model = h.app.impact().model().expect("graph");
+    let sel = h.app.impact().cursor().node(model).expect("selection");
+    assert_ne!(sel, model.view.center);
+    assert_eq!(border_fg(&h, "session.rs"), highlight, "the centre it links to is outlined");
+    assert_ne!(border_fg(&h, "time.rs"), highlight, "an entry it does not link to is not");
+}

@@ -256,3 +256,44 @@ fn clicking_a_hit_keeps_the_query_box() {
     h.click(5, row);
     assert_eq!(h.app.mode(), Mode::Normal);
 }
+
+/// The open prompt's field (the text after `› ` in the last field drawn) at 80x24.
+fn prompt_field(h: &Harness) -> String {
+    let s = h.screen(80, 24);
+    let line = s.lines().rev().find(|l| l.contains("│› ")).unwrap_or_default().to_string();
+    let after = line.split("│› ").last().unwrap_or_default();
+    after.split('│').next().unwrap_or_default().trim_end().to_string()
+}
+
+#[test]
+fn every_text_field_has_the_same_editing_keys_and_undo() {
+    // One editor for the query box, the prompts and the chat message.
+    let mut h = Harness::new().started();
+    h.typ("alpha beta");
+    h.ctrl('w');
+    assert_eq!(h.app.search().query(), "alpha ");
+    h.ctrl('7');
+    assert_eq!(h.app.search().query(), "alpha beta", "undo");
+    // A prompt: the path filter.
+    h.alt('p');
+    assert!(h.app.prompt_open());
+    h.typ("alpha beta");
+    h.ctrl('w');
+    assert_eq!(prompt_field(&h), "alpha");
+    h.ctrl('a');
+    h.ctrl('k');
+    assert_eq!(prompt_field(&h), "");
+    h.ctrl('7');
+    assert_eq!(prompt_field(&h), "alpha", "undo in a prompt");
+    h.key(KeyCode::Esc);
+    assert!(!h.app.prompt_open());
+    // The chat message.
+    h.alt('3');
+    h.typ("alpha beta");
+    h.ctrl('w');
+    assert_eq!(h.app.chat().input_text(), "alpha ");
+    h.ctrl('u');
+    assert_eq!(h.app.chat().input_text(), "");
+    h.ctrl('7');
+    assert_eq!(h.app.chat().input_text(), "alpha ", "undo in the chat box");
+}

@@ -6,7 +6,9 @@
 //! it imports on the right. Every arrow points right and reads "imports".
 //! Edges are rasterised into a grid of connection bits and drawn with the
 //! matching box glyphs; edges the resolver only guessed (confidence < 0.8) are
-//! dashed. Nodes and edges on import cycles take the theme's danger colour.
+//! dashed. Nodes and edges on a cycle through the centre that fits the depth shown take the
+//! theme's danger colour; the selected entry's edges are drawn over the others, in their own
+//! layer, and the entries they reach are outlined.
 //! The risk overlay adds marks from [`RiskRule`]s: cycles, unresolved imports, and the
 //! constraint rules of profile memory a node breaks ([`ConstraintRule`]: the engine decides
 //! which, `Engine::rule_marks`; the widget only marks, colours and names them).
@@ -17,7 +19,7 @@ use super::{scroll_to, truncate, truncate_left, width};
 use crate::tui::theme::{Slot, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
+use ratatui::style::{Modifier, Style};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 /// Below this confidence an edge is drawn dashed (the resolver guessed).
@@ -214,7 +216,8 @@ pub struct GraphModel {
     /// Per node: on a cycle (a strongly connected component of two or more, or a self-import)
     /// anywhere in the repository.
     cycle_nodes: Vec<bool>,
-    /// Per node: on a cycle through the centre (the only cycles drawn in the danger colour).
+    /// Per node: on a cycle through the centre within the depth shown (the only cycles drawn
+    /// in the danger colour).
     centre_cycle: Vec<bool>,
     /// Per edge of the source graph: both ends on one cycle through the centre.
     cycle_edges: Vec<bool>,
@@ -251,14 +254,21 @@ impl GraphModel {
             return model;
         }
         let centre = model.view.center;
-        let (local, comp) = cycles(&model.view);
-        let centre_on_cycle = local[centre];
-        model.centre_cycle = (0..n).map(|i| centre_on_cycle && comp[i] == comp[centre]).collect();
+        let (local, _) = cycles(&model.view);
         model.cycle_nodes = (0..n).map(|i| local[i] || model.view.nodes[i].in_cycle).collect();
-        let on = |i: usize| model.centre_cycle.get(i).copied().unwrap_or(false);
-        model.cycle_edges = model.view.edges.iter().map(|e| on(e.from) && on(e.to)).collect();
         let out_dist = bfs(&model.view, centre, depth, true);
         let in_dist = bfs(&model.view, centre, depth, false);
+        // The danger colour: files a change to the centre comes back to within the depth shown
+        // (the centre reaches them and they reach it, so they are drawn on both sides). In a
+        // crate where every module sits on one big cycle this is a few files at depth 1 (the
+        // mutual imports), more as the depth grows, never everything.
+        let round_trip: Vec<bool> =
+            (0..n).map(|i| i != centre && in_dist[i].is_some() && out_dist[i].is_some()).collect();
+        let centre_back =
+            round_trip.iter().any(|&b| b) || model.view.edges.iter().any(|e| e.from == centre && e.to == centre);
+        model.centre_cycle = (0..n).map(|i| round_trip[i] || (i == centre && centre_back)).collect();
+        let on = |i: usize| model.centre_cycle.get(i).copied().unwrap_or(false);
+        model.cycle_edges = model.view.edges.iter().map(|e| on(e.from) && on(e.to)).collect();
         let mut columns: Vec<Vec<usize>> = vec![Vec::new(); 2 * depth + 1];
         columns[depth].push(centre);
         for i in (0..n).filter(|&i| i != centre) {
@@ -459,9 +469,10 @@ impl GraphModel {
         self.cycle_nodes.get(node).copied().unwrap_or(false)
     }
 
-    /// True when the node is on a cycle through the centre: a change to the centre comes back
-    /// to it. Only these are drawn in the danger colour, so the colour keeps its meaning in
-    /// repositories where most files sit on some cycle.
+    /// True when the node is on a cycle through the centre that fits the depth shown: the
+    /// centre imports it and it imports the centre, each within the depth, so a change to the
+    /// centre comes back to it that soon. Only these are drawn in the danger colour, so the
+    /// colour keeps its meaning in repositories where most files sit on some cycle.
     pub fn on_centre_cycle(&self, node: usize) -> bool {
         self.centre_cycle.get(node).copied().unwrap_or(false)
     }
@@ -792,6 +803,59 @@ impl GraphCursor {
     }
 }
 
+/// A lane (0-based, `< lanes`) for each link of one gap between columns, given as (from, to,
+/// row of from, row of to). Links that share an end run on one lane, a trunk: the end with
+/// more links in the gap (the target of a fan-in, the source of a fan-out). Trunks are handed
+/// lanes in order of their rows, each the first lane free over its rows; when none is free,
+/// the one that frees soonest. The trunks of the selected entry's links go first, and no other
+/// trunk is put on their lane over their rows while another lane will do, so the selection's
+/// edges never merge with edges it does not share an end with. A single trunk takes the
+/// middle lane.
+fn assign_lanes(links: &[(usize, usize, u16, u16)], selected: Option<usize>, lanes: u16) -> Vec<u16> {
+    let lanes = lanes.max(1) as usize;
+    let mut outs: HashMap<usize, usize> = HashMap::new();
+    let mut ins: HashMap<usize, usize> = HashMap::new();
+    for &(f, t, _, _) in links {
+        *outs.entry(f).or_default() += 1;
+        *ins.entry(t).or_default() += 1;
+    }
+    // A trunk: (side, entry); side 0 = a source's fan-out, 1 = a target's fan-in. Its span:
+    // (top row, bottom row, carries a link of the selection).
+    type Trunk = (u8, usize);
+    type Span = (u16, u16, bool);
+    let keys: Vec<Trunk> = links.iter().map(|&(f, t, _, _)| if ins[&t] > outs[&f] { (1, t) } else { (0, f) }).collect();
+    let mut spans: BTreeMap<Trunk, Span> = BTreeMap::new();
+    for (k, &(f, t, sy, ty)) in keys.iter().zip(links) {
+        let focus = selected == Some(f) || selected == Some(t);
+        let span = spans.entry(*k).or_insert((sy.min(ty), sy.max(ty), focus));
+        *span = (span.0.min(sy).min(ty), span.1.max(sy).max(ty), span.2 || focus);
+    }
+    let mut order: Vec<(Trunk, Span)> = spans.into_iter().collect();
+    order.sort_by_key(|(_, (top, bottom, focus))| (!focus, *top, *bottom));
+    let mut lane_of: HashMap<Trunk, usize> = HashMap::new();
+    if order.len() == 1 {
+        lane_of.insert(order[0].0, lanes / 2);
+    } else {
+        // Per lane: the last row a trunk on it takes, and the selection's rows on it.
+        let mut ends: Vec<Option<u16>> = vec![None; lanes];
+        let mut held: Vec<Vec<(u16, u16)>> = vec![Vec::new(); lanes];
+        for (k, (top, bottom, focus)) in order {
+            let free = ends.iter().position(|e| e.is_none_or(|e| e < top));
+            let clear = |i: usize| held[i].iter().all(|&(a, b)| b < top || a > bottom);
+            let lane = free
+                .or_else(|| (0..lanes).filter(|&i| clear(i)).min_by_key(|&i| ends[i]))
+                .or_else(|| (0..lanes).min_by_key(|&i| ends[i]))
+                .unwrap_or(0);
+            ends[lane] = Some(ends[lane].map_or(bottom, |e| e.max(bottom)));
+            if focus {
+                held[lane].push((top, bottom));
+            }
+            lane_of.insert(k, lane);
+        }
+    }
+    keys.iter().map(|k| lane_of.get(k).copied().unwrap_or(0) as u16).collect()
+}
+
 /// How many of `levels` levels each side of the centre fit in `width` cells.
 pub fn levels_that_fit(levels: u16, width: u16) -> u16 {
     let mut side = levels;
@@ -992,28 +1056,35 @@ impl GraphWidget<'_> {
             self.header(buf, header, col_x(c), col_w, c, offset, visible);
         }
 
-        // Edges between adjacent columns, rasterised.
+        // Edges between adjacent columns, rasterised. The links of a gap that share an end
+        // meet on one vertical lane (a trunk: a fan-in or a fan-out reads as one bracket), and
+        // trunks whose rows overlap get different lanes where the gap has room; a trunk the
+        // selected entry's links run on is never shared with another that overlaps it. The
+        // selection's links are highlighted, drawn over the others, and the entries they reach
+        // are outlined.
         let mut canvas = Canvas::new(canvas_area);
         let selected = self.cursor.node(model);
+        let mut linked: BTreeSet<(usize, usize)> = BTreeSet::new();
+        let mut arrows: Vec<(u16, u16, u8)> = Vec::new();
         for c in first..last {
             let x_start = col_x(c) + col_w;
             let x_arrow = col_x(c + 1) - 1;
             let lanes = (GAP - 3).max(1);
-            let sources: Vec<usize> =
-                model.columns[c].iter().copied().filter(|&n| anchor.contains_key(&(c, n))).collect();
-            let mut arrows: Vec<(u16, u8)> = Vec::new();
-            // The selected entry's links are drawn last, over the others.
-            let mut links: Vec<&ColumnLink> = model.links.iter().filter(|l| l.col == c).collect();
-            links.sort_by_key(|l| selected == Some(l.from) || selected == Some(l.to));
-            for l in links {
-                let Some(si) = sources.iter().position(|&n| n == l.from) else { continue };
-                let lane_x =
-                    if sources.len() == 1 { x_start + 1 + lanes / 2 } else { x_start + 1 + (si as u16 % lanes) };
-                let (Some(&sy), Some(&ty)) = (anchor.get(&(c, l.from)), anchor.get(&(c + 1, l.to))) else {
-                    continue;
-                };
+            let drawn: Vec<(&ColumnLink, u16, u16)> = model
+                .links
+                .iter()
+                .filter(|l| l.col == c)
+                .filter_map(|l| Some((l, *anchor.get(&(c, l.from))?, *anchor.get(&(c + 1, l.to))?)))
+                .collect();
+            let ends: Vec<(usize, usize, u16, u16)> =
+                drawn.iter().map(|(l, sy, ty)| (l.from, l.to, *sy, *ty)).collect();
+            let lane_of = assign_lanes(&ends, selected, lanes);
+            for ((l, sy, ty), lane) in drawn.iter().zip(lane_of) {
+                let (sy, ty) = (*sy, *ty);
+                let lane_x = x_start + 1 + lane;
                 let solid = l.confidence >= WEAK_CONFIDENCE;
-                let rank = if selected == Some(l.from) || selected == Some(l.to) {
+                let focused = selected == Some(l.from) || selected == Some(l.to);
+                let rank = if focused {
                     3
                 } else if l.cycle {
                     2
@@ -1023,24 +1094,31 @@ impl GraphWidget<'_> {
                 canvas.hline(x_start, lane_x, sy, solid, rank);
                 canvas.vline(lane_x, sy, ty, solid, rank);
                 canvas.hline(lane_x, x_arrow - 1, ty, solid, rank);
-                arrows.push((ty, rank));
-            }
-            for (y, rank) in arrows {
-                canvas.add(x_arrow - 1, y, RIGHT, true, rank);
-                if y >= canvas_area.y && y < canvas_area.y + canvas_area.height {
-                    let style = self.edge_styles()[rank as usize];
-                    buf[(x_arrow, y)].set_symbol("▶").set_style(style);
+                canvas.add(x_arrow - 1, ty, RIGHT, true, rank);
+                arrows.push((x_arrow, ty, rank));
+                if focused {
+                    linked.insert((c, l.from));
+                    linked.insert((c + 1, l.to));
                 }
             }
         }
         canvas.draw(buf, &self.edge_styles());
+        // Arrowheads, the selection's over any other into the same entry.
+        arrows.sort_by_key(|a| a.2);
+        for (x, y, rank) in arrows {
+            if y >= canvas_area.y && y < canvas_area.y + canvas_area.height {
+                buf[(x, y)].set_symbol("▶").set_style(self.edge_styles()[rank as usize]);
+            }
+        }
 
         // Nodes over the edges.
         for c in first..=last {
             for &node in &model.columns[c] {
                 if let Some(&y) = anchor.get(&(c, node)) {
                     let here = selected == Some(node) && self.cursor.col == c;
-                    self.node(buf, node, col_x(c), y, col_w, boxed, here);
+                    // (With the centre selected every entry beside it is linked: no outlines.)
+                    let link = !here && selected != Some(model.view.center) && linked.contains(&(c, node));
+                    self.node(buf, node, col_x(c), y, col_w, boxed, here, link);
                 }
             }
             let beside_centre = c + 1 == model.center_col || c == model.center_col + 1;
@@ -1143,7 +1221,7 @@ impl GraphWidget<'_> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn node(&self, buf: &mut Buffer, node: usize, x: u16, y: u16, w: u16, boxed: bool, selected: bool) {
+    fn node(&self, buf: &mut Buffer, node: usize, x: u16, y: u16, w: u16, boxed: bool, selected: bool, linked: bool) {
         let model = self.model;
         let t = self.theme;
         let n = &model.view.nodes[node];
@@ -1156,13 +1234,15 @@ impl GraphWidget<'_> {
         if node == model.view.center {
             style = t.style(Slot::GraphCenter);
         }
-        // Danger only for cycles through the centre and cycles a team rule forbids: elsewhere
-        // the ↻ mark says it.
-        let danger = model.on_centre_cycle(node) || n.rules.iter().any(|f| f.danger);
+        // Danger only for cycles through the centre within the depth shown: elsewhere the ↻
+        // mark says it (and a rule's ⊘ mark, in the danger colour, that a rule forbids it).
+        let danger = model.on_centre_cycle(node);
         if danger {
             style = t.style(Slot::GraphCycle);
         }
-        let border = if selected {
+        // The entries the selection links to are outlined like its edges (underlined when the
+        // column has no room for boxes).
+        let border = if selected || linked {
             t.style(Slot::GraphEdgeHighlight)
         } else if danger {
             style
@@ -1181,6 +1261,12 @@ impl GraphWidget<'_> {
             buf.set_stringn(x + 1, y, super::fit(&format!(" {label}"), inner as usize), inner as usize, label_style);
         } else {
             buf.set_stringn(x, y, super::fit(&format!(" {label}"), w as usize), w as usize, label_style);
+            if linked {
+                // The label's text (not its padding) underlined.
+                let cells = (width(&label) as u16).min(w.saturating_sub(1));
+                let underline = Style::default().add_modifier(Modifier::UNDERLINED);
+                buf.set_style(Rect { x: x + 1, y, width: cells, height: 1 }, underline);
+            }
         }
         if self.risk && !model.marks(node).is_empty() && !selected {
             // Colour the marks themselves.
@@ -1250,7 +1336,7 @@ impl GraphWidget<'_> {
             lines.push((format!("risk: {}", reasons.join(" · ")), t.style(Slot::GraphRisk)));
         } else {
             lines.push((
-                format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} on a cycle (red: through the centre) · {WARN_ICON} unresolved · ▸ folder group · risk overlay {}", if self.risk { "on" } else { "off" }),
+                format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} on a cycle (red: back to the centre within this depth) · {WARN_ICON} unresolved · ▸ folder group · risk overlay {}", if self.risk { "on" } else { "off" }),
                 t.style(Slot::Muted),
             ));
         }
@@ -1474,6 +1560,46 @@ mod tests {
         let shallow = GraphModel::new(sample_with_cycle_flag(), 1, &default_rules());
         let deep = GraphModel::new(sample_with_cycle_flag(), 2, &default_rules());
         assert_eq!(shallow.marks(3).len(), deep.marks(3).len(), "marks do not depend on the depth");
+    }
+
+    #[test]
+    fn the_danger_colour_marks_the_cycles_that_fit_the_depth_shown() {
+        // c -> a -> b -> c, a cycle of three through the centre; c <-> m, a mutual import; x
+        // only imports the centre.
+        let v = GraphView {
+            nodes: vec![node("c.rs"), node("a.rs"), node("b.rs"), node("m.rs"), node("x.rs")],
+            edges: vec![edge(0, 1), edge(1, 2), edge(2, 0), edge(0, 3), edge(3, 0), edge(4, 0)],
+            center: 0,
+            depth: 2,
+        };
+        let d1 = GraphModel::new(v.clone(), 1, &default_rules());
+        assert!(d1.on_centre_cycle(3) && d1.on_centre_cycle(0), "a mutual import comes back at depth 1");
+        assert!(!d1.on_centre_cycle(1) && !d1.on_centre_cycle(2), "the longer cycle is not red at depth 1");
+        assert!(d1.on_cycle(1) && d1.marks(1)[0].icon == CYCLE_ICON, "but carries its mark");
+        assert!(!d1.on_centre_cycle(4));
+        let d2 = GraphModel::new(v, 2, &default_rules());
+        assert!(d2.on_centre_cycle(1) && d2.on_centre_cycle(2) && d2.on_centre_cycle(3));
+        assert!(!d2.on_centre_cycle(4));
+    }
+
+    #[test]
+    fn links_sharing_an_end_share_a_lane_and_overlapping_trunks_do_not() {
+        // Five sources into one target: one trunk.
+        let fan: Vec<(usize, usize, u16, u16)> = (0..5u16).map(|i| (i as usize + 1, 0, 10 + 3 * i, 16)).collect();
+        let lanes = assign_lanes(&fan, None, 3);
+        assert!(lanes.iter().all(|&l| l == lanes[0]), "{lanes:?}");
+        assert_eq!(lanes[0], 1, "a single trunk takes the middle lane");
+        // Two fan-ins whose rows overlap get two lanes; a third, below both, reuses one.
+        let two = vec![(1, 10, 0, 6), (2, 10, 3, 6), (3, 11, 2, 9), (4, 11, 5, 9), (5, 12, 20, 22), (6, 12, 21, 22)];
+        let l = assign_lanes(&two, None, 3);
+        assert!(l[0] == l[1] && l[2] == l[3] && l[4] == l[5], "{l:?}");
+        assert_ne!(l[0], l[2], "{l:?}");
+        // The selection's trunk keeps its lane over its rows: with two lanes, a trunk that
+        // finds none free shares the other one.
+        let sel = vec![(1, 10, 0, 8), (1, 11, 0, 4), (2, 20, 1, 3), (3, 21, 2, 5)];
+        let l = assign_lanes(&sel, Some(1), 2);
+        assert_eq!(l[0], l[1], "{l:?}");
+        assert!(l[2] != l[0] && l[3] != l[0], "{l:?}");
     }
 
     fn sample_with_cycle_flag() -> GraphView {
