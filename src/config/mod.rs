@@ -181,8 +181,8 @@ pub struct SearchConfig {
     pub chat_ast_ranking_enabled: bool,
     /// Fuse vector results with BM25 when the repo has embeddings and the embedder answers.
     pub hybrid: bool,
-    /// How the two rankings are fused: reciprocal rank fusion (the default) or a weighted merge
-    /// of normalized scores (spec 002 §10.2).
+    /// How the two rankings are fused: vectors boosting BM25's file scores (the default),
+    /// reciprocal rank fusion, or a weighted merge of normalized scores (spec 002 §10.2).
     pub fusion: Fusion,
     /// Weight of the vector (semantic) ranking in the fusion (spec 002 §6.1).
     pub semantic_weight: f64,
@@ -206,7 +206,7 @@ impl Default for SearchConfig {
             chat_symbol_ranking_enabled: true,
             chat_ast_ranking_enabled: true,
             hybrid: true,
-            fusion: Fusion::Rrf,
+            fusion: Fusion::Boost,
             semantic_weight: 0.75,
             keyword_weight: 0.25,
             rrf_k: 60,
@@ -218,9 +218,16 @@ impl Default for SearchConfig {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Fusion {
-    /// Weighted reciprocal rank fusion: `weight / (rrf_k + rank)` per retriever. Uses ranks
-    /// only, so it needs no calibration between BM25 scores and cosine similarities.
+    /// BM25 ranks and closeness in meaning boosts: a file scores `its BM25 file score / the
+    /// best × e^((semantic_weight / keyword_weight) × (closeness − the lowest closeness))`, its
+    /// closeness the mean cosine of its two nearest chunks. A small general-purpose embedder
+    /// (MiniLM) then reorders close keyword matches without overruling strong ones; rank
+    /// fusion let it push weak files into the top ten (measured in docs/SEARCH.md).
     #[default]
+    Boost,
+    /// Weighted reciprocal rank fusion: `weight / (rrf_k + rank)` per retriever. Uses ranks
+    /// only, so it needs no calibration between BM25 scores and cosine similarities; lets a
+    /// strong embedder outvote BM25.
     Rrf,
     /// Weighted merge of each retriever's best score per file, normalized to 0..1 within the
     /// query's candidates. Keeps margins: a strong keyword match is not outvoted by a weakly

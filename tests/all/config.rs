@@ -50,15 +50,20 @@ fn unknown_key_warns_and_bad_value_names_key_and_file() {
 }
 
 #[test]
-fn search_fusion_is_rrf_by_default_and_weighted_on_request() {
+fn search_fusion_is_boost_by_default_and_rrf_or_weighted_on_request() {
     use docdex::config::Fusion;
-    assert_eq!(Config::default().search.fusion, Fusion::Rrf);
+    assert_eq!(Config::default().search.fusion, Fusion::Boost);
+    let (c, _) = Config::parse("[search]\nfusion = \"rrf\"\n", Path::new("/h/config.toml")).expect("parses");
+    assert_eq!(c.search.fusion, Fusion::Rrf);
     let (c, warnings) =
         Config::parse("[search]\nfusion = \"weighted\"\n", Path::new("/h/config.toml")).expect("parses");
     assert_eq!(c.search.fusion, Fusion::Weighted);
     assert!(warnings.is_empty(), "{warnings:?}");
     let err = Config::parse("[search]\nfusion = \"average\"\n", Path::new("/h/config.toml")).unwrap_err().to_string();
-    assert!(err.contains("fusion") && err.contains("rrf") && err.contains("weighted"), "{err}");
+    assert!(
+        err.contains("fusion") && err.contains("boost") && err.contains("rrf") && err.contains("weighted"),
+        "{err}"
+    );
 }
 
 #[test]

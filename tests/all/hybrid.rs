@@ -126,14 +126,17 @@ fn hybrid_search_orders_by_weighted_reciprocal_rank_fusion() {
     let env = Env::new();
     let repo = env.repo("r");
     fusion_repo(&repo);
-    let hybrid = engine_with(&env, &server.url(), |_| {});
+    let hybrid = engine_with(&env, &server.url(), |c| c.search.fusion = docdex::config::Fusion::Rrf);
     index(&hybrid, &repo);
     let q = "ledger balance audit trail reconcile monthly totals";
 
     let keyword = engine_with(&env, &server.url(), |c| c.search.hybrid = false);
     let kw = search(&keyword, &repo, q);
     assert_eq!(kw.retrieval.mode, "bm25");
-    let semantic_only = engine_with(&env, &server.url(), |c| c.search.keyword_weight = 0.0);
+    let semantic_only = engine_with(&env, &server.url(), |c| {
+        c.search.fusion = docdex::config::Fusion::Rrf;
+        c.search.keyword_weight = 0.0;
+    });
     let vec_only = search(&semantic_only, &repo, q);
     let kw_rank: HashMap<String, usize> = kw.results.iter().enumerate().map(|(i, h)| (h.path.clone(), i + 1)).collect();
     let vec_paths: Vec<String> = vec_only
@@ -145,7 +148,7 @@ fn hybrid_search_orders_by_weighted_reciprocal_rank_fusion() {
     let vec_rank: HashMap<String, usize> = vec_paths.iter().enumerate().map(|(i, p)| (p.clone(), i + 1)).collect();
     assert!(vec_rank.len() >= 5, "the vector retriever ranks every file: {vec_paths:?}");
 
-    // Expected: 0.25 / (60 + bm25 rank) + 0.75 / (60 + vector rank), as configured by default.
+    // Expected: 0.25 / (60 + bm25 rank) + 0.75 / (60 + vector rank), the default weights.
     let mut expected: Vec<(f64, String)> = vec_rank
         .keys()
         .chain(kw_rank.keys())
@@ -195,6 +198,18 @@ fn hybrid_search_orders_by_weighted_reciprocal_rank_fusion() {
     let both = search(&weighted_both, &repo, q);
     assert!(both.results.windows(2).all(|w| w[0].score >= w[1].score), "{:?}", both.results);
     assert!(both.results.iter().all(|h| (0.0..=1.0).contains(&h.score)));
+
+    // The default, `fusion = "boost"`: both retrievers take part, the page is ordered by score
+    // scaled so the best file scores 1, and BM25's first file, which the vectors also reach,
+    // stays in the first three (closeness reorders close matches, it does not bury them).
+    let boost = engine_with(&env, &server.url(), |_| {});
+    let boosted = search(&boost, &repo, q);
+    assert_eq!(boosted.retrieval.mode, "hybrid");
+    assert_eq!(boosted.retrieval.retrievers, ["bm25", "vector"]);
+    assert!((boosted.results[0].score - 1.0).abs() < 1e-6, "{:?}", boosted.results[0]);
+    assert!(boosted.results.windows(2).all(|w| w[0].score >= w[1].score));
+    let top3: Vec<&str> = boosted.results.iter().take(3).map(|h| h.path.as_str()).collect();
+    assert!(top3.contains(&kw.results[0].path.as_str()), "{top3:?} against BM25's {}", kw.results[0].path);
 }
 
 #[test]

@@ -1,13 +1,20 @@
 //! Hybrid retrieval (spec 002 §10): BM25 and vector nearest neighbours, fused
-//! per file with weighted reciprocal rank fusion (`[search] semantic_weight` 0.75
-//! and `keyword_weight` 0.25, `rrf_k` 60, as spec 002 §6.1 sets them):
+//! per file. By default (`fusion = "boost"`) BM25 ranks and closeness in meaning
+//! boosts:
 //!
 //! ```text
-//! rrf(file) = keyword_weight / (k + bm25_file_rank) + semantic_weight / (k + vector_file_rank)
+//! boost(file) = bm25_file_score / best × e^(semantic_weight / keyword_weight × (closeness − lowest))
 //! ```
 //!
-//! or, with `fusion = "weighted"`, a weighted merge of each file's normalized best
-//! BM25 score and cosine similarity. Files, not chunks, are fused: the two retrievers
+//! with a file's closeness the mean cosine of its two nearest chunks among the
+//! [`VECTOR_SCAN`] nearest (3 with spec 002 §6.1's weights 0.75 and 0.25). With
+//! `fusion = "rrf"`, weighted reciprocal rank fusion
+//! (`keyword_weight / (rrf_k + bm25_file_rank) + semantic_weight / (rrf_k + vector_file_rank)`);
+//! with `fusion = "weighted"`, a weighted merge of each file's normalized best BM25
+//! score and cosine similarity. Rank fusion lets a small embedder's near-misses into
+//! the first page; the boost only reorders what the words found, and a file the
+//! words missed enters at the weakest keyword score (measured in docs/SEARCH.md).
+//! Files, not chunks, are fused: the two retrievers
 //! often find the same file through different chunks, and that agreement is the
 //! strongest evidence there is (measured in `docs/SEARCH.md`). Both lists get the
 //! file-class priors first (a lockfile close in meaning still ranks after source),
@@ -18,6 +25,7 @@
 //! with a notice saying why. Plain BM25 pays nothing for this: a repo without
 //! embeddings never calls the embedder.
 
+use super::file_rank::FIRST_FILES;
 use super::query::QueryPlan;
 use super::symbol_rank::{DefinitionBoosts, RankingFlags};
 use super::types::{RetrievalInfo, SearchRequest, SearchResponse, BM25, VECTOR};
@@ -39,6 +47,9 @@ use tantivy::{TantivyDocument, Term};
 
 /// Candidates each retriever brings to the fusion.
 pub const FUSION_POOL: usize = 200;
+/// Nearest chunks read for the boost fusion's closeness of each file (a brute-force scan
+/// ranks every chunk anyway; this bounds the sort and the per-file table).
+pub const VECTOR_SCAN: usize = 1000;
 /// Cosine similarity at which semantic confidence starts, and where it is full.
 const SIM_FLOOR: f32 = 0.2;
 const SIM_FULL: f32 = 0.7;
@@ -147,20 +158,29 @@ impl RepoSearcher {
         // Vector candidates: nearest chunks, filtered like the BM25 query, priors applied.
         let filtered = req.lang.as_deref().is_some_and(|l| !l.is_empty())
             || req.path_prefix.as_deref().is_some_and(|p| !p.trim().is_empty());
-        let k = if filtered { (FUSION_POOL * 5).min(CANDIDATE_POOL) } else { FUSION_POOL };
+        let k = match cfg.fusion {
+            Fusion::Boost => VECTOR_SCAN,
+            _ if filtered => (FUSION_POOL * 5).min(CANDIDATE_POOL),
+            _ => FUSION_POOL,
+        };
         let mut classes: HashMap<String, files::FileClass> = HashMap::new();
+        // Vectors get the class priors without the query's lifts: a query that mentions tests
+        // or docs lifts them for BM25 on the strength of that word, but every test and guide is
+        // close in meaning to a task description (measured: docs/SEARCH.md).
+        let vector_priors = Priors::for_query("", cfg.demote_noise_files);
         let mut vector: Vec<(f32, VectorHit)> = nearest(k)?
             .into_iter()
             .filter(|h| passes_filters(h, req))
             .map(|h| {
                 let class =
                     *classes.entry(h.path.clone()).or_insert_with(|| self.indexed_class(&searcher, &h.path, &h.lang));
-                (h.similarity * priors.factor(class), h)
+                (h.similarity * vector_priors.factor(class), h)
             })
             .collect();
         vector.sort_by(|a, b| {
             b.0.total_cmp(&a.0).then(a.1.path.cmp(&b.1.path)).then(a.1.line_start.cmp(&b.1.line_start))
         });
+        let closeness = closeness_by_file(&vector);
         vector.truncate(FUSION_POOL);
         let vector_total = vector.len();
         let t_vector = t0.elapsed();
@@ -169,7 +189,7 @@ impl RepoSearcher {
         let pinned = |path: &str, a: u32, b: u32| {
             !boosts.is_empty() && boosts.factor(xxhash_rust::xxh3::xxh3_64(path.as_bytes()), a, b).1
         };
-        let ranked = fuse(keyword, vector, cfg, &pinned);
+        let ranked = fuse(keyword, vector, &closeness, cfg, &pinned);
         let t_fuse = t0.elapsed();
         tracing::debug!(
             keyword_ms = ms(t_keyword),
@@ -177,7 +197,7 @@ impl RepoSearcher {
             fuse_ms = ms(t_fuse - t_vector),
             "hybrid retrieval"
         );
-        let best = best_score(cfg);
+        let best = best_score(cfg, &ranked);
         let page: Vec<&Fused> = ranked.iter().skip(offset).take(limit).collect();
         let rows: Vec<(f32, Stored)> = page
             .iter()
@@ -359,6 +379,7 @@ fn passes_filters(h: &VectorHit, req: &SearchRequest) -> bool {
 fn fuse(
     keyword: Vec<(f32, Stored, u64)>,
     vector: Vec<(f32, VectorHit)>,
+    closeness: &HashMap<u64, f32>,
     cfg: &SearchConfig,
     pinned: &dyn Fn(&str, u32, u32) -> bool,
 ) -> Vec<Fused> {
@@ -367,7 +388,10 @@ fn fuse(
     let keyword_files: Vec<(f32, u64)> = keyword.iter().map(|(score, _, file)| (*score, *file)).collect();
     let vector_files: Vec<(f32, u64)> =
         vector.iter().map(|(score, h)| (*score, xxhash_rust::xxh3::xxh3_64(h.path.as_bytes()))).collect();
-    let by_file = file_scores(&keyword_files, &vector_files, cfg);
+    let by_file = match cfg.fusion {
+        Fusion::Boost => boost_scores(&best_per_file(&keyword_files), &best_per_file(&vector_files), closeness, cfg),
+        _ => file_scores(&keyword_files, &vector_files, cfg),
+    };
 
     let mut by_chunk: HashMap<(String, u32, u32), Fused> = HashMap::new();
     for (rank, (_, stored, file)) in keyword.into_iter().enumerate() {
@@ -416,16 +440,26 @@ fn fuse(
             .then_with(|| a.stored.path.cmp(&b.stored.path))
             .then(a.stored.line_start.cmp(&b.stored.line_start))
     });
+    // As in BM25 search, the first files each show their best chunk before any file shows a
+    // second one: a file's further chunks rank below the FIRST_FILES-th file.
+    let mut file_order: Vec<f32> = by_file.values().copied().collect();
+    let cap = if file_order.len() > FIRST_FILES {
+        file_order.select_nth_unstable_by(FIRST_FILES - 1, |a, b| b.total_cmp(a));
+        let kth = file_order[FIRST_FILES - 1];
+        f32::from_bits(kth.to_bits().saturating_sub(1)).max(0.0)
+    } else {
+        f32::INFINITY
+    };
     let max_per_file = cfg.max_chunks_per_file.max(1) as usize;
     let mut seen: HashMap<u64, usize> = HashMap::new();
     for f in all.iter_mut() {
         let n = seen.entry(f.file).or_default();
-        let decay = match *n {
-            0 => 1.0,
-            n if n < max_per_file => 0.7,
-            n => 0.7 * 0.35f32.powi((n + 1 - max_per_file) as i32),
+        let file_score = by_file.get(&f.file).copied().unwrap_or(0.0);
+        f.score = match *n {
+            0 => file_score,
+            n if n < max_per_file => (file_score * 0.7).min(cap),
+            n => (file_score * 0.7 * 0.35f32.powi((n + 1 - max_per_file) as i32)).min(cap),
         };
-        f.score = by_file.get(&f.file).copied().unwrap_or(0.0) * decay;
         *n += 1;
     }
     all.sort_by(|a, b| {
@@ -448,17 +482,12 @@ fn file_scores(keyword: &[(f32, u64)], vector: &[(f32, u64)], cfg: &SearchConfig
     let weights = [cfg.keyword_weight as f32, cfg.semantic_weight as f32];
     let mut out: HashMap<u64, f32> = HashMap::new();
     for (i, list) in [keyword, vector].into_iter().enumerate() {
-        let mut best: Vec<(u64, f32)> = Vec::new();
-        for (score, file) in list {
-            if !best.iter().any(|(f, _)| f == file) {
-                best.push((*file, *score));
-            }
-        }
+        let best = best_per_file(list);
         let top = best.iter().map(|b| b.1).fold(f32::MIN, f32::max);
         let low = if i == 0 { 0.0 } else { best.iter().map(|b| b.1).fold(f32::MAX, f32::min) };
         for (rank, (file, score)) in best.into_iter().enumerate() {
             let part = match cfg.fusion {
-                Fusion::Rrf => weights[i] / (cfg.rrf_k as f32 + rank as f32 + 1.0),
+                Fusion::Rrf | Fusion::Boost => weights[i] / (cfg.rrf_k as f32 + rank as f32 + 1.0),
                 Fusion::Weighted if top - low > 1e-6 => weights[i] * (score - low) / (top - low),
                 Fusion::Weighted => weights[i],
             };
@@ -468,12 +497,62 @@ fn file_scores(keyword: &[(f32, u64)], vector: &[(f32, u64)], cfg: &SearchConfig
     out
 }
 
-/// The score of a file at the top of both lists, against which hits' scores are scaled.
-fn best_score(cfg: &SearchConfig) -> f32 {
+/// Each file once, at its first (best) score in a list sorted best first.
+fn best_per_file(list: &[(f32, u64)]) -> Vec<(u64, f32)> {
+    let mut seen: std::collections::HashSet<u64> = std::collections::HashSet::new();
+    list.iter().filter(|(_, file)| seen.insert(*file)).map(|(score, file)| (*file, *score)).collect()
+}
+
+/// Each file's closeness to the query among the scanned vector hits (best first, priors
+/// applied): the mean of its two nearest chunks, or its only one. Two chunks say more than one
+/// lucky match, as in BM25's file ranking.
+fn closeness_by_file(vector: &[(f32, VectorHit)]) -> HashMap<u64, f32> {
+    let mut top2: HashMap<u64, (f32, u32)> = HashMap::new();
+    for (score, h) in vector {
+        let e = top2.entry(xxhash_rust::xxh3::xxh3_64(h.path.as_bytes())).or_insert((0.0, 0));
+        if e.1 < 2 {
+            *e = (e.0 + score, e.1 + 1);
+        }
+    }
+    top2.into_iter().map(|(file, (sum, n))| (file, sum / n.max(1) as f32)).collect()
+}
+
+/// [`Fusion::Boost`]: `bm25 / best × e^(semantic_weight / keyword_weight × (closeness −
+/// lowest))` over the files of both lists (each `(file, score)` best first). A file the vectors
+/// did not reach gets no boost; a file only the vectors found takes the keyword list's lowest
+/// score. With no keyword candidates (no query word is in the repo), closeness alone ranks.
+fn boost_scores(
+    keyword: &[(u64, f32)],
+    vector: &[(u64, f32)],
+    closeness: &HashMap<u64, f32>,
+    cfg: &SearchConfig,
+) -> HashMap<u64, f32> {
+    let (kw, sem) = (cfg.keyword_weight as f32, cfg.semantic_weight as f32);
+    let lowest = closeness.values().copied().fold(f32::MAX, f32::min);
+    let close = |file: &u64| closeness.get(file).map_or(0.0, |c| (c - lowest).max(0.0));
+    let best = keyword.first().map_or(0.0, |k| k.1);
+    let weakest = keyword.last().map_or(0.0, |k| k.1);
+    let files = keyword.iter().chain(vector).map(|(file, _)| *file);
+    if best <= 0.0 || kw <= 0.0 {
+        return files.map(|f| (f, close(&f) + 1e-6)).collect();
+    }
+    let lexical: HashMap<u64, f32> = keyword.iter().copied().collect();
+    files
+        .map(|f| {
+            let share = lexical.get(&f).copied().unwrap_or(weakest).max(0.0) / best;
+            (f, share * (sem / kw * close(&f)).exp())
+        })
+        .collect()
+}
+
+/// The score against which hits' scores are scaled to 0..1: the best possible (a file at the
+/// top of both lists) for rank fusion and the weighted merge, the best fused file for boost.
+fn best_score(cfg: &SearchConfig, ranked: &[Fused]) -> f32 {
     let total = (cfg.keyword_weight + cfg.semantic_weight) as f32;
     match cfg.fusion {
         Fusion::Rrf => total / (cfg.rrf_k as f32 + 1.0),
         Fusion::Weighted => total,
+        Fusion::Boost => ranked.iter().filter(|f| !f.pinned).map(|f| f.score).fold(f32::MIN_POSITIVE, f32::max),
     }
 }
 
@@ -507,12 +586,22 @@ mod tests {
         xxhash_rust::xxh3::xxh3_64(p.as_bytes())
     }
 
+    fn rrf() -> SearchConfig {
+        SearchConfig { fusion: Fusion::Rrf, ..SearchConfig::default() }
+    }
+
+    /// Fusion without the boost's closeness table (rank fusion and the weighted merge).
+    fn fuse_lists(keyword: Vec<(f32, Stored, u64)>, vector: Vec<(f32, VectorHit)>, cfg: &SearchConfig) -> Vec<Fused> {
+        let closeness = closeness_by_file(&vector);
+        fuse(keyword, vector, &closeness, cfg, &|_, _, _| false)
+    }
+
     #[test]
     fn rrf_puts_chunks_both_retrievers_found_first_and_weights_semantics() {
-        let cfg = SearchConfig::default();
+        let cfg = rrf();
         let keyword = vec![(9.0, stored("a.rs", 1), file("a.rs")), (8.0, stored("b.rs", 1), file("b.rs"))];
         let vector = vec![vhit("c.rs", 1, 0.9), vhit("b.rs", 1, 0.8)];
-        let fused = fuse(keyword, vector, &cfg, &|_, _, _| false);
+        let fused = fuse_lists(keyword, vector, &cfg);
         let order: Vec<&str> = fused.iter().map(|f| f.stored.path.as_str()).collect();
         // b: both lists; c: first by vectors (weight 0.75); a: first by BM25 (weight 0.25).
         assert_eq!(order, ["b.rs", "c.rs", "a.rs"]);
@@ -522,17 +611,17 @@ mod tests {
         assert!((fused[0].score - expected_b).abs() < 1e-6);
 
         // Keyword-heavy weights flip the two single-retriever hits.
-        let cfg = SearchConfig { semantic_weight: 0.2, keyword_weight: 0.8, ..SearchConfig::default() };
+        let cfg = SearchConfig { semantic_weight: 0.2, keyword_weight: 0.8, ..rrf() };
         let keyword = vec![(9.0, stored("a.rs", 1), file("a.rs"))];
-        let fused = fuse(keyword, vec![vhit("c.rs", 1, 0.9)], &cfg, &|_, _, _| false);
+        let fused = fuse_lists(keyword, vec![vhit("c.rs", 1, 0.9)], &cfg);
         assert_eq!(fused[0].stored.path, "a.rs");
     }
 
     #[test]
     fn a_files_further_chunks_yield_to_other_files() {
-        let cfg = SearchConfig::default();
+        let cfg = rrf();
         let vector = vec![vhit("a.rs", 1, 0.9), vhit("a.rs", 20, 0.89), vhit("a.rs", 40, 0.88), vhit("b.rs", 1, 0.5)];
-        let fused = fuse(Vec::new(), vector, &cfg, &|_, _, _| false);
+        let fused = fuse_lists(Vec::new(), vector, &cfg);
         let order: Vec<(&str, u32)> = fused.iter().map(|f| (f.stored.path.as_str(), f.stored.line_start)).collect();
         assert_eq!(order[0], ("a.rs", 1));
         assert_eq!(order[1], ("b.rs", 1), "{order:?}");
@@ -540,10 +629,10 @@ mod tests {
 
     #[test]
     fn a_file_both_retrievers_find_through_different_chunks_ranks_first() {
-        let cfg = SearchConfig::default();
+        let cfg = rrf();
         let keyword = vec![(9.0, stored("a.rs", 1), file("a.rs")), (8.0, stored("b.rs", 1), file("b.rs"))];
         let vector = vec![vhit("c.rs", 1, 0.9), vhit("b.rs", 30, 0.8)];
-        let fused = fuse(keyword, vector, &cfg, &|_, _, _| false);
+        let fused = fuse_lists(keyword, vector, &cfg);
         let order: Vec<(&str, u32)> = fused.iter().map(|f| (f.stored.path.as_str(), f.stored.line_start)).collect();
         // b is second in both lists, by different chunks: as a file it beats c (first by
         // vectors only) and a (first by BM25 only); its vector chunk leads (weight 0.75) and
@@ -563,18 +652,86 @@ mod tests {
             )
         };
         let (keyword, vector) = lists();
-        let rrf = fuse(keyword, vector, &SearchConfig::default(), &|_, _, _| false);
-        assert_eq!(rrf[0].stored.path, "b.rs", "ranks alone favour the semantic side's first");
+        let by_rank = fuse_lists(keyword, vector, &rrf());
+        assert_eq!(by_rank[0].stored.path, "b.rs", "ranks alone favour the semantic side's first");
 
         let cfg = SearchConfig { fusion: Fusion::Weighted, ..SearchConfig::default() };
         let (keyword, vector) = lists();
-        let merged = fuse(keyword, vector, &cfg, &|_, _, _| false);
+        let merged = fuse_lists(keyword, vector, &cfg);
         let order: Vec<&str> = merged.iter().map(|f| f.stored.path.as_str()).collect();
         assert_eq!(order, ["a.rs", "b.rs", "z.rs"]);
         // a: 0.25 × 10/10 + 0.75 × (0.49 − 0.20)/(0.50 − 0.20); scaled by the best possible (1).
         assert!((merged[0].score - (0.25 + 0.75 * 0.29 / 0.30)).abs() < 1e-4);
-        assert!((best_score(&cfg) - 1.0).abs() < 1e-6);
+        assert!((best_score(&cfg, &merged) - 1.0).abs() < 1e-6);
         assert_eq!(merged[2].score, 0.0, "the farthest vector with no keyword match adds nothing");
+    }
+
+    #[test]
+    fn boost_lets_vectors_reorder_close_keyword_matches_but_not_overrule_strong_ones() {
+        let cfg = SearchConfig::default();
+        assert_eq!(cfg.fusion, Fusion::Boost);
+        // a and b are close by BM25 (10 vs 9); b is much nearer in meaning (two chunks): b
+        // first. z is far behind by BM25 (1) and only a little nearer than the farthest: it
+        // stays behind a. y only the vectors found, at the lowest closeness: last.
+        let keyword = vec![
+            (10.0, stored("a.rs", 1), file("a.rs")),
+            (9.0, stored("b.rs", 1), file("b.rs")),
+            (1.0, stored("z.rs", 1), file("z.rs")),
+        ];
+        let vector = vec![
+            vhit("b.rs", 1, 0.60),
+            vhit("b.rs", 40, 0.60),
+            vhit("z.rs", 1, 0.45),
+            vhit("a.rs", 1, 0.40),
+            vhit("y.rs", 1, 0.30),
+        ];
+        let fused = fuse_lists(keyword, vector, &cfg);
+        let files: Vec<&str> = fused.iter().filter(|f| f.score > 0.0).map(|f| f.stored.path.as_str()).collect();
+        let mut order: Vec<&str> = Vec::new();
+        for f in files {
+            if !order.contains(&f) {
+                order.push(f);
+            }
+        }
+        assert_eq!(order, ["b.rs", "a.rs", "z.rs", "y.rs"], "{order:?}");
+        // b: 9/10 × e^(0.75/0.25 × (0.60 − 0.30)); the page is scaled so the best file scores 1.
+        assert!((fused[0].score - 0.9 * (3.0f32 * 0.3).exp()).abs() < 1e-4, "{}", fused[0].score);
+        assert!((best_score(&cfg, &fused) - fused[0].score).abs() < 1e-6);
+        // a: 10/10 × e^(3 × 0.10); z: 1/10 × e^(3 × 0.15); y: the weakest keyword share, no boost.
+        let score_of = |p: &str| fused.iter().find(|f| f.stored.path == p).map(|f| f.score).unwrap_or(-1.0);
+        assert!((score_of("a.rs") - (3.0f32 * 0.1).exp()).abs() < 1e-4);
+        assert!((score_of("y.rs") - 0.1).abs() < 1e-4, "{}", score_of("y.rs"));
+
+        // Without keyword candidates (no query word is in the repo) closeness alone ranks.
+        let fused = fuse_lists(Vec::new(), vec![vhit("d.rs", 1, 0.7), vhit("c.rs", 1, 0.5)], &cfg);
+        assert_eq!(fused[0].stored.path, "d.rs");
+    }
+
+    #[test]
+    fn the_first_ten_hits_name_ten_files() {
+        // Twelve files, each with two chunks both retrievers find: a file's second chunk
+        // waits until ten files have shown their best.
+        let mut keyword = Vec::new();
+        let mut vector = Vec::new();
+        for i in 0..12u32 {
+            let p = format!("f{i:02}.rs");
+            let score = 20.0 - i as f32;
+            keyword.push((score, stored(&p, 1), file(&p)));
+            keyword.push((score * 0.99, stored(&p, 50), file(&p)));
+            vector.push(vhit(&p, 1, 0.5));
+        }
+        for cfg in [SearchConfig::default(), rrf(), SearchConfig { fusion: Fusion::Weighted, ..rrf() }] {
+            let fused = fuse_lists(keyword.clone(), vector.clone(), &cfg);
+            let first: std::collections::HashSet<&str> =
+                fused.iter().take(10).map(|f| f.stored.path.as_str()).collect();
+            assert_eq!(
+                first.len(),
+                10,
+                "{:?}: {:?}",
+                cfg.fusion,
+                fused.iter().take(10).map(|f| &f.stored.path).collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]
