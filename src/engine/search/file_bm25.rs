@@ -292,61 +292,22 @@ impl FileScores {
         let mut touched: Vec<u32> = Vec::new();
         for (ti, (term, weight)) in terms.iter().enumerate() {
             hit.clear();
-            let body_term = Term::from_field_text(body, term);
-            for (ord, reader) in searcher.segment_readers().iter().enumerate() {
-                let Some(of) = table.file_of.get(ord) else { continue };
-                let Ok(inverted) = reader.inverted_index(body) else { continue };
-                let Ok(Some(mut block)) = inverted.read_block_postings(&body_term, IndexRecordOption::WithFreqs) else {
-                    continue;
-                };
-                loop {
-                    let docs = block.docs();
-                    if docs.is_empty() {
-                        break;
-                    }
-                    for (&doc, &freq) in docs.iter().zip(block.freqs()) {
-                        let f = of.get(doc as usize).copied().unwrap_or(NO_FILE);
-                        if f == NO_FILE {
-                            continue;
-                        }
-                        let fi = f as usize;
-                        if tf[fi] == 0.0 {
-                            hit.push(f);
-                        }
-                        tf[fi] += freq.max(1) as f32;
-                    }
-                    block.advance();
+            let mut count = |f: u32, freq: u32| {
+                let fi = f as usize;
+                if tf[fi] == 0.0 {
+                    hit.push(f);
                 }
-            }
+                tf[fi] += freq.max(1) as f32;
+            };
+            each_posting(table, searcher, body, term, true, &mut count);
             // A term in the file's path counts once more (the path is part of what a file says).
-            let path_term = Term::from_field_text(path, term);
             let mark = ti as u32 + 1;
-            for (ord, reader) in searcher.segment_readers().iter().enumerate() {
-                let Some(of) = table.file_of.get(ord) else { continue };
-                let Ok(inverted) = reader.inverted_index(path) else { continue };
-                let Ok(Some(mut block)) = inverted.read_block_postings(&path_term, IndexRecordOption::Basic) else {
-                    continue;
-                };
-                loop {
-                    let docs = block.docs();
-                    if docs.is_empty() {
-                        break;
-                    }
-                    for &doc in docs {
-                        let f = of.get(doc as usize).copied().unwrap_or(NO_FILE);
-                        if f == NO_FILE || path_mark[f as usize] == mark {
-                            continue;
-                        }
-                        let fi = f as usize;
-                        path_mark[fi] = mark;
-                        if tf[fi] == 0.0 {
-                            hit.push(f);
-                        }
-                        tf[fi] += 1.0;
-                    }
-                    block.advance();
+            each_posting(table, searcher, path, term, false, |f, _| {
+                if path_mark[f as usize] != mark {
+                    path_mark[f as usize] = mark;
+                    count(f, 1);
                 }
-            }
+            });
             let df = hit.len() as f32;
             let idf = (1.0 + (n as f32 - df + 0.5) / (df + 0.5)).ln();
             for &f in &hit {
@@ -370,6 +331,39 @@ impl FileScores {
     /// The score of file `id` (0 when it holds no query term).
     pub fn of(&self, table: &FileTable, id: u64) -> f32 {
         table.index.get(&id).map(|&f| self.score[f as usize]).unwrap_or(0.0)
+    }
+}
+
+/// Calls `visit(file, term frequency)` for every live document holding `text` in `field`, one
+/// block of postings at a time (frequency 1 when `with_freqs` is off).
+fn each_posting(
+    table: &FileTable,
+    searcher: &Searcher,
+    field: Field,
+    text: &str,
+    with_freqs: bool,
+    mut visit: impl FnMut(u32, u32),
+) {
+    let term = Term::from_field_text(field, text);
+    let option = if with_freqs { IndexRecordOption::WithFreqs } else { IndexRecordOption::Basic };
+    for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+        let Some(of) = table.file_of.get(ord) else { continue };
+        let Ok(inverted) = reader.inverted_index(field) else { continue };
+        let Ok(Some(mut block)) = inverted.read_block_postings(&term, option) else { continue };
+        loop {
+            let docs = block.docs();
+            if docs.is_empty() {
+                break;
+            }
+            let freqs = if with_freqs { block.freqs() } else { &[] };
+            for (i, &doc) in docs.iter().enumerate() {
+                let f = of.get(doc as usize).copied().unwrap_or(NO_FILE);
+                if f != NO_FILE {
+                    visit(f, freqs.get(i).copied().unwrap_or(1));
+                }
+            }
+            block.advance();
+        }
     }
 }
 
