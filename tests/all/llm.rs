@@ -256,6 +256,8 @@ fn a_cancel_token_stops_the_stream_before_the_first_token() {
         let provider = if openai_only { "openai" } else { "ollama" };
         let engine = env.engine_for(provider, &server.url(), "fake-chat", "fake-embed");
         let cancel = CancelToken::new();
+        // Started before the tripper, so its 300 ms sleep is inside the measured wait.
+        let started = Instant::now();
         let tripper = {
             let cancel = cancel.clone();
             std::thread::spawn(move || {
@@ -263,7 +265,6 @@ fn a_cancel_token_stops_the_stream_before_the_first_token() {
                 cancel.cancel();
             })
         };
-        let started = Instant::now();
         let mut tokens = 0;
         let reply = engine
             .stream_chat_cancellable(question("hi"), &cancel, &mut |_| {
