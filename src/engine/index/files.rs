@@ -267,6 +267,7 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
         || name.contains(".spec.")
         || stem.ends_with("_tests")
         || stem == "tests"
+        || name == "conftest.py"
         || camel_case_test(rel.rsplit('/').next().unwrap_or(rel).split('.').next().unwrap_or(""))
     {
         return if chunk_style(lang) == ChunkStyle::Code { FileClass::Test } else { FileClass::TestData };
@@ -371,5 +372,8 @@ mod tests {
         assert_eq!(classify("src/ParserTests.cs", "csharp"), FileClass::Test);
         assert_eq!(classify("pkg/parse_tests.rs", "rust"), FileClass::Test);
         assert_eq!(classify("src/tests.rs", "rust"), FileClass::Test);
+        // pytest's fixture files sit beside the code they serve but are test scaffolding.
+        assert_eq!(classify("t/unit/conftest.py", "python"), FileClass::Test);
+        assert_eq!(classify("conftest.py", "python"), FileClass::Test);
     }
 }
