@@ -64,6 +64,18 @@ pub enum Error {
         /// The repository root.
         repo: PathBuf,
     },
+    /// A path under a registered source (`//name/...`, or an absolute path inside it) resolves
+    /// outside that source's folder: the same refusal as [`Error::OutsideRepo`], naming the
+    /// source, since the repository is not what the path escaped.
+    #[error("{path} is outside the registered source {source_name} ({root}); only files inside it can be read")]
+    OutsideSource {
+        /// The path as given.
+        path: String,
+        /// The source's name (`docdex sources`).
+        source_name: String,
+        /// The source's folder.
+        root: PathBuf,
+    },
     /// The request itself is wrong (a bad range, an empty query, a binary file asked for as
     /// text); the message says how to fix it.
     #[error("{0}")]
@@ -228,7 +240,7 @@ impl Error {
             Error::StateNotWritable { .. } => "state_not_writable",
             Error::RepoNotFound { .. } | Error::UnknownRepo { .. } => "unknown_repo",
             Error::NotIndexed { .. } => "not_indexed",
-            Error::OutsideRepo { .. } => "path_outside_repo",
+            Error::OutsideRepo { .. } | Error::OutsideSource { .. } => "path_outside_repo",
             Error::BadRequest(_) => "bad_request",
             Error::UnsafeRoot { .. } => "forbidden_repo",
             Error::Internal(_) => "internal",

@@ -354,7 +354,13 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             | Error::IndexDamaged { .. },
         ) => 3,
         Some(Error::IndexBusy { .. }) => 4,
-        Some(Error::BadRequest(_) | Error::OutsideRepo { .. } | Error::NotFound(_) | Error::UnsafeRoot { .. }) => 2,
+        Some(
+            Error::BadRequest(_)
+            | Error::OutsideRepo { .. }
+            | Error::OutsideSource { .. }
+            | Error::NotFound(_)
+            | Error::UnsafeRoot { .. },
+        ) => 2,
         _ => 1,
     }
 }

@@ -513,7 +513,12 @@ impl Engine {
         let real = std::fs::canonicalize(&candidate)
             .map_err(|_| Error::BadRequest(format!("no such file in {}: {file}", root.display())))?;
         if !real.starts_with(&root) {
-            return Err(Error::OutsideRepo { path: file.to_string(), repo: root.clone() });
+            return Err(match srcs.iter().find(|s| s.path == root) {
+                Some(s) => {
+                    Error::OutsideSource { path: file.to_string(), source_name: s.name.clone(), root: root.clone() }
+                }
+                None => Error::OutsideRepo { path: file.to_string(), repo: root.clone() },
+            });
         }
         if !real.is_file() {
             return Err(Error::BadRequest(format!("{file} is not a file")));

@@ -63,6 +63,11 @@ fn a_source_is_searched_listed_read_and_removed() {
     for bad in ["//notes/../outside/secret.md", "//notes/linked.md", "//other/heron.md"] {
         assert!(engine.get_file(&repo, &FileRequest::new(bad, None)).is_err(), "{bad} must be refused");
     }
+    // Escaping a source is refused as such: the message names the source, not the repository.
+    let escape = engine.get_file(&repo, &FileRequest::new("//notes/../outside/secret.md", None)).unwrap_err();
+    assert_eq!(escape.code(), "path_outside_repo");
+    let msg = escape.to_string();
+    assert!(msg.contains("outside the registered source notes") && !msg.contains("repository"), "{msg}");
     let abs = outside.join("secret.md");
     assert!(engine.get_file(&repo, &FileRequest::new(abs.to_str().unwrap(), None)).is_err());
 
