@@ -4,10 +4,21 @@
 use super::{tidy_lines, Extracted, Refusal};
 use docx_rs::{DocumentChild, Paragraph, ParagraphChild, RunChild, Table, TableCellContent};
 
+/// Parts every Word document has, with what each holds.
+const REQUIRED_PARTS: [(&str, &str); 2] =
+    [("_rels/.rels", "the package relationships"), ("word/document.xml", "the document body")];
+
 /// Extracts a DOCX file's text as Markdown.
 pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
     if !bytes.starts_with(b"PK") {
         return Err(Refusal::Corrupt("not a ZIP archive".into()));
+    }
+    // The parser names neither the part it missed nor why ("Failed to read from zip."): say
+    // which required part is absent. Part names are stored uncompressed in the ZIP headers.
+    for (name, what) in REQUIRED_PARTS {
+        if memchr::memmem::find(bytes, name.as_bytes()).is_none() {
+            return Err(Refusal::Corrupt(format!("not a Word document: the archive has no {name} ({what})")));
+        }
     }
     let docx = docx_rs::read_docx(bytes).map_err(|e| match e.to_string() {
         s if s.to_ascii_lowercase().contains("encrypt") => Refusal::Encrypted,
@@ -129,4 +140,45 @@ fn table(t: &Table, md: &mut String) {
         }
     }
     md.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packed() -> Vec<u8> {
+        let mut buf = std::io::Cursor::new(Vec::new());
+        docx_rs::Docx::new()
+            .add_paragraph(Paragraph::new().add_run(docx_rs::Run::new().add_text("Heron survey notes")))
+            .build()
+            .pack(&mut buf)
+            .expect("pack docx");
+        buf.into_inner()
+    }
+
+    /// `from` renamed to `to` (same length) in the archive's headers: a valid ZIP without that part.
+    fn renamed(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
+        assert_eq!(from.len(), to.len());
+        let mut out = bytes.to_vec();
+        let mut at = 0;
+        while let Some(i) = memchr::memmem::find(&out[at..], from.as_bytes()) {
+            out[at + i..at + i + to.len()].copy_from_slice(to.as_bytes());
+            at += i + to.len();
+        }
+        out
+    }
+
+    #[test]
+    fn a_document_is_read_and_a_missing_part_is_named() {
+        let good = packed();
+        assert!(extract(&good).expect("reads").text.contains("Heron survey notes"));
+        let no_rels = renamed(&good, "_rels/.rels", "_rels/.relz");
+        let Err(Refusal::Corrupt(why)) = extract(&no_rels) else {
+            panic!("a DOCX without _rels/.rels must be refused")
+        };
+        assert!(why.contains("_rels/.rels") && why.contains("relationships"), "{why}");
+        let no_body = renamed(&good, "word/document.xml", "word/documenX.xml");
+        let Err(Refusal::Corrupt(why)) = extract(&no_body) else { panic!("a DOCX without its body must be refused") };
+        assert!(why.contains("word/document.xml"), "{why}");
+    }
 }
