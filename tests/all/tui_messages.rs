@@ -54,6 +54,22 @@ fn first_launch_while_indexing_says_one_true_thing() {
     let s = h.screen(120, 40);
     assert!(shows(&s, "Indexing is running; results fill in as it"), "{s}");
     assert!(!shows(&s, "not indexed yet"), "no second, contradicting message: {s}");
+    assert!(!shows(&s, "0 hits") && !shows(&s, "confidence 0.00"), "no count before there is an index: {s}");
+}
+
+#[test]
+fn no_hits_while_indexing_is_not_reported_as_a_count_and_confidence() {
+    let mut h = Harness::new().started();
+    h.engine_event(EngineEvent::IndexStarted { repo: h.repo.clone() });
+    h.search("zyzzyva quokka");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Results · indexing"), "{s}");
+    assert!(!shows(&s, "0 hits") && !shows(&s, "confidence 0.00"), "{s}");
+    let summary = docdex::engine::protocol::IndexSummary::default();
+    h.engine_event(EngineEvent::IndexFinished { repo: h.repo.clone(), result: Ok(summary) });
+    h.pump();
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "0 hits"), "after the run a miss is a miss: {s}");
 }
 
 #[test]

@@ -411,6 +411,10 @@ impl SearchPane {
         if self.results_query.is_empty() {
             return " Results ".into();
         }
+        // No hits while the first index is built says nothing about the query: no count yet.
+        if self.indexing && self.results.is_empty() {
+            return " Results · indexing ".into();
+        }
         // "1 hit", "100 of 2,048 hits": the noun agrees with the last number.
         let hits = if self.total_hits > self.results.len() {
             format!(
