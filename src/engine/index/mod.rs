@@ -436,7 +436,8 @@ impl IndexSession {
             IndexSummary { repo: self.repo.root.clone(), unchanged: plan.unchanged, ..Default::default() };
         let free = crate::engine::fsutil::available_bytes(&self.repo.state_dir);
         if let Some(w) = disk_warning(bytes_total, free, &self.repo.state_dir) {
-            tracing::warn!("{w}");
+            // The summary carries it to every surface; a log line too would print it twice.
+            tracing::debug!("{w}");
             summary.warnings.push(w);
         }
 
