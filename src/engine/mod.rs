@@ -499,25 +499,22 @@ impl Engine {
             },
             None => None,
         };
-        let (root, candidate) = match source {
-            Some((s, rel)) => (s.path.clone(), s.path.join(rel)),
+        // The source the file is read from (None: the repository), and the path to open.
+        let (owner, candidate) = match source {
+            Some((s, rel)) => (Some(s), s.path.join(rel)),
             None if Path::new(file).is_absolute() => {
                 let real = std::fs::canonicalize(file).unwrap_or_else(|_| PathBuf::from(file));
-                match srcs.iter().find(|s| real.starts_with(&s.path)) {
-                    Some(s) => (s.path.clone(), PathBuf::from(file)),
-                    None => (repo.root.clone(), PathBuf::from(file)),
-                }
+                (srcs.iter().find(|s| real.starts_with(&s.path)), PathBuf::from(file))
             }
-            None => (repo.root.clone(), repo.root.join(file)),
+            None => (None, repo.root.join(file)),
         };
+        let root = owner.map_or_else(|| repo.root.clone(), |s| s.path.clone());
         let real = std::fs::canonicalize(&candidate)
             .map_err(|_| Error::BadRequest(format!("no such file in {}: {file}", root.display())))?;
         if !real.starts_with(&root) {
-            return Err(match srcs.iter().find(|s| s.path == root) {
-                Some(s) => {
-                    Error::OutsideSource { path: file.to_string(), source_name: s.name.clone(), root: root.clone() }
-                }
-                None => Error::OutsideRepo { path: file.to_string(), repo: root.clone() },
+            return Err(match owner {
+                Some(s) => Error::OutsideSource { path: file.to_string(), source_name: s.name.clone(), root },
+                None => Error::OutsideRepo { path: file.to_string(), repo: root },
             });
         }
         if !real.is_file() {
@@ -529,7 +526,7 @@ impl Engine {
             Ok(lexical) => lexical.to_string_lossy().into_owned(),
             Err(_) => repos_rel(&root, &real),
         };
-        let shown = match srcs.iter().find(|s| s.path == root) {
+        let shown = match owner {
             Some(s) => index::sources::key(&s.name, &repos_rel(&root, &real)),
             None => repos_rel(&repo.root, &real),
         };
