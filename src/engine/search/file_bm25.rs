@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{Searcher, Term};
+use tantivy::{DocAddress, Searcher, Term};
 
 /// BM25 term-frequency saturation (the usual value).
 const K1: f32 = 1.2;
@@ -60,8 +60,6 @@ pub struct FileTable {
     file_of: Vec<Vec<u32>>,
     /// Dense file index to file id (xxh3 of the path).
     ids: Vec<u64>,
-    /// File id to dense index.
-    index: IdMap,
     /// Body tokens per file (sum of its chunks' field norms).
     len: Vec<f32>,
     /// File class per file.
@@ -106,11 +104,12 @@ impl FileTable {
     /// Tabulates `searcher`'s documents (one pass over two fast fields and a field norm).
     pub fn build(searcher: &Searcher, body: Field) -> FileTable {
         let docs: u32 = searcher.segment_readers().iter().map(|r| r.num_docs()).sum();
+        // File id to dense index, while tabulating (searches address files by document).
+        let mut index = IdMap::with_capacity_and_hasher(docs as usize / 4, Default::default());
         let mut t = FileTable {
             key: searcher_key(searcher),
             file_of: Vec::new(),
             ids: Vec::new(),
-            index: IdMap::with_capacity_and_hasher(docs as usize / 4, Default::default()),
             len: Vec::new(),
             class: Vec::new(),
             avg_len: 1.0,
@@ -145,7 +144,7 @@ impl FileTable {
                     Some((last_id, f)) if last_id == id => f,
                     _ => {
                         let next = t.ids.len() as u32;
-                        let f = *t.index.entry(id).or_insert(next);
+                        let f = *index.entry(id).or_insert(next);
                         if f == next {
                             t.ids.push(id);
                             t.len.push(0.0);
@@ -226,14 +225,18 @@ impl FileTable {
         if !r.0.is_empty() {
             return None;
         }
-        let mut index = IdMap::with_capacity_and_hasher(files, Default::default());
-        index.extend(ids.iter().enumerate().map(|(i, &id)| (id, i as u32)));
-        Some(FileTable { key, file_of, ids, index, len, class, avg_len })
+        Some(FileTable { key, file_of, ids, len, class, avg_len })
     }
 
     /// Number of files.
     pub fn files(&self) -> usize {
         self.ids.len()
+    }
+
+    /// The dense index of the file document `addr` belongs to.
+    fn file_at(&self, addr: DocAddress) -> Option<usize> {
+        let f = *self.file_of.get(addr.segment_ord as usize)?.get(addr.doc_id as usize)?;
+        (f != NO_FILE).then_some(f as usize)
     }
 }
 
@@ -255,11 +258,11 @@ impl<'a> Reader<'a> {
 }
 
 fn le_u32(c: &[u8]) -> u32 {
-    c.iter().rev().fold(0, |a, &b| (a << 8) | b as u32)
+    c.first_chunk().map_or(0, |b| u32::from_le_bytes(*b))
 }
 
 fn le_u64(c: &[u8]) -> u64 {
-    c.iter().rev().fold(0, |a, &b| (a << 8) | b as u64)
+    c.first_chunk().map_or(0, |b| u64::from_le_bytes(*b))
 }
 
 /// Whole-file BM25 scores of one query: for every file holding a query term, its score (times
@@ -328,9 +331,9 @@ impl FileScores {
         out
     }
 
-    /// The score of file `id` (0 when it holds no query term).
-    pub fn of(&self, table: &FileTable, id: u64) -> f32 {
-        table.index.get(&id).map(|&f| self.score[f as usize]).unwrap_or(0.0)
+    /// The score of the file document `addr` belongs to (0 when it holds no query term).
+    pub fn at(&self, table: &FileTable, addr: DocAddress) -> f32 {
+        table.file_at(addr).and_then(|f| self.score.get(f)).copied().unwrap_or(0.0)
     }
 }
 
@@ -395,7 +398,15 @@ mod tests {
     fn scores(t: &FileTable, searcher: &Searcher, body: Field, path: Field, p: &str) -> f32 {
         let terms = [("parser".to_string(), 1.0)];
         let s = FileScores::compute(t, searcher, body, path, &terms, &|_| 1.0);
-        s.of(t, xxhash_rust::xxh3::xxh3_64(p.as_bytes()))
+        // The first live document of `p`'s file.
+        let id = xxhash_rust::xxh3::xxh3_64(p.as_bytes());
+        let Some(f) = t.ids.iter().position(|&x| x == id) else { return 0.0 };
+        let addr = (t.file_of.iter().enumerate())
+            .find_map(|(ord, of)| {
+                of.iter().position(|&x| x as usize == f).map(|d| DocAddress::new(ord as u32, d as u32))
+            })
+            .expect("a tabulated file has a document");
+        s.at(t, addr)
     }
 
     #[test]

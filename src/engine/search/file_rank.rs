@@ -125,7 +125,7 @@ pub fn rank(pool: Vec<PooledChunk>, signals: &FileSignals) -> Vec<RankedChunk> {
         })
         .collect();
     if let Some((table, whole)) = signals.whole_files {
-        add_whole_file_scores(&mut scored, table, whole);
+        add_whole_file_scores(&mut scored, &pool, table, whole);
     }
     // Files holding a definition the whole query names go above every other file.
     let lift = scored.iter().map(|s| s.0).fold(0.0, f32::max);
@@ -162,8 +162,15 @@ pub fn rank(pool: Vec<PooledChunk>, signals: &FileSignals) -> Vec<RankedChunk> {
 
 /// Adds each file's whole-file BM25 ([`super::file_bm25`]), scaled so that the best whole-file
 /// score is [`WHOLE_FILE_WEIGHT`] of the best chunk-based file score.
-fn add_whole_file_scores(scored: &mut [(f32, bool, u64, Vec<usize>)], table: &FileTable, whole: &FileScores) {
-    let whole_of: Vec<f32> = scored.iter().map(|s| whole.of(table, s.2)).collect();
+fn add_whole_file_scores(
+    scored: &mut [(f32, bool, u64, Vec<usize>)],
+    pool: &[PooledChunk],
+    table: &FileTable,
+    whole: &FileScores,
+) {
+    // A file is found in the table through any of its chunks: its best one.
+    let whole_of: Vec<f32> =
+        scored.iter().map(|s| s.3.first().map_or(0.0, |&i| whole.at(table, pool[i].addr))).collect();
     let whole_max = whole_of.iter().copied().fold(0.0, f32::max);
     if whole_max <= 0.0 {
         return;

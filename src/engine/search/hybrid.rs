@@ -144,7 +144,9 @@ impl RepoSearcher {
             DefinitionBoosts::default()
         };
         if !terms.is_empty() {
-            let (pool, total) = self.bm25_pool(&searcher, &plan, req, flags, &priors, &boosts)?;
+            let (pool, total) = self.loading_tables(&searcher, &repo.state_dir, || {
+                self.bm25_pool(&searcher, &plan, req, flags, &priors, &boosts)
+            })?;
             bm25_total = total;
             let ranked = self.rank_files(&searcher, &plan, pool, cfg, repo, &priors);
             for c in ranked.into_iter().take(FUSION_POOL) {
