@@ -85,6 +85,7 @@ pub fn run(out: &Out, args: BenchContextArgs) -> anyhow::Result<()> {
         rounds: 1,
         process_queries: 0,
         no_rg: true,
+        no_peers: true,
         keep: false,
         json: false,
     };

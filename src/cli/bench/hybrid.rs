@@ -162,6 +162,7 @@ pub fn run(out: &Out, args: HybridBenchArgs) -> anyhow::Result<()> {
         rounds: args.rounds,
         process_queries: 0,
         no_rg: true,
+        no_peers: true,
         keep: args.keep,
         json: args.json,
     };

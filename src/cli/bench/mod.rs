@@ -16,7 +16,9 @@
 //! 2. an unchanged re-index, a bare walk, and the index size on disk;
 //! 3. warm in-process search latency over [`QUERIES`];
 //! 4. whole-process latency of `docdex search --json` for a sample of them;
-//! 5. `rg -i -c --no-messages -F -e WORD ...` over the corpus for the same sample.
+//! 5. `rg -i -c --no-messages -F -e WORD ...` over the corpus for the same sample;
+//! 6. the first index of the peers a user would pick instead (universal-ctags, codesearch's
+//!    `cindex`) on the same corpus, against docdex's time to a searchable index.
 
 pub mod context;
 mod corpus;
@@ -24,6 +26,7 @@ pub mod hybrid;
 pub mod index;
 mod machine;
 mod measure;
+mod peers;
 pub mod profile;
 mod queries;
 mod report;
@@ -76,6 +79,9 @@ pub struct BenchArgs {
     /// Skip the ripgrep comparison.
     #[arg(long)]
     no_rg: bool,
+    /// Skip indexing the corpus with the peers (universal-ctags, codesearch's `cindex`).
+    #[arg(long)]
+    no_peers: bool,
     /// Keep the temporary home (and copied corpus) and print where it is.
     #[arg(long)]
     keep: bool,
@@ -127,6 +133,12 @@ pub fn run(_engine: &Engine, out: &Out, args: BenchArgs) -> anyhow::Result<()> {
     let rg_sample = if args.no_rg { &[][..] } else { &sample[..] };
     let ripgrep = measure_rg(out, &corpus.indexed_path, rg_sample, &per_query, process.as_ref());
     index.peak_rss_end_mib = kib_to_mib(proc_status_kib("VmHWM:").unwrap_or(0));
+    let peers = if args.no_peers {
+        Vec::new()
+    } else {
+        out.note("indexing the same corpus with the peers (ctags, cindex)");
+        peers::measure(&corpus.indexed_path, &scratch.root)
+    };
     let watch = if corpus.copied_subset {
         out.note("timing save-to-searchable under the watcher");
         Some(watch_latency::measure(&engine, &corpus.indexed_path)?)
@@ -138,8 +150,9 @@ pub fn run(_engine: &Engine, out: &Out, args: BenchArgs) -> anyhow::Result<()> {
     };
     let others = cpu_start.zip(CpuSnapshot::take()).map(|(a, b)| a.others_pct(&b));
     let mut report = assemble(corpus, index, code, search, process, ripgrep, others);
-    if watch.is_some() {
+    if watch.is_some() || !peers.is_empty() {
         report.watch = watch;
+        report.peers = peers;
         report.targets = targets(&report);
         report.markdown = markdown(&report);
     }
@@ -171,6 +184,7 @@ fn assemble(
         search,
         process,
         ripgrep,
+        peers: Vec::new(),
         watch: None,
         targets: Vec::new(),
         markdown: String::new(),

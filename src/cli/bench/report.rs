@@ -3,6 +3,7 @@
 
 use super::corpus::CorpusInfo;
 use super::machine::Machine;
+use super::peers::{self, PeerFigures};
 use super::watch_latency::WatchFigures;
 use crate::cli::output::Out;
 use serde::Serialize;
@@ -23,6 +24,8 @@ pub(super) struct Report {
     pub(super) search: SearchFigures,
     pub(super) process: Option<ProcessFigures>,
     pub(super) ripgrep: RgFigures,
+    /// The peers' first index of the same corpus (time to their searchable index).
+    pub(super) peers: Vec<PeerFigures>,
     /// Save-to-searchable latency under `docdex watch` (only on a copied corpus: it writes files).
     pub(super) watch: Option<WatchFigures>,
     pub(super) targets: Vec<Target>,
@@ -214,14 +217,24 @@ pub(super) fn targets(r: &Report) -> Vec<Target> {
     t.push(target("First index, plain (text only)", idx_target, format!("{plain_s:.2} s"), idx_pass));
     let c = &r.code;
     if c.plain_first_s > 0.0 {
+        // Retired as a goal: indexing is judged by time to a searchable index against the
+        // peers (below); the ratio stays as a figure of what the code pass costs.
         t.push(target(
             "Index with symbols and graph / plain index",
-            "< 2x",
+            "retired (was < 2x)",
             format!(
                 "{:.2}x ({:.2} s / {:.2} s); CPU {:.2}x ({:.2} / {:.2} CPU-s)",
                 c.ratio_to_plain, i.first_s, c.plain_first_s, c.cpu_ratio_to_plain, c.full_cpu_s, c.plain_cpu_s
             ),
-            Some(c.ratio_to_plain < 2.0),
+            None,
+        ));
+    }
+    if let Some(both) = peers::together(&r.peers) {
+        t.push(target(
+            "Time to a searchable index / ctags + cindex",
+            "reported (they build less: no ranking, no graph)",
+            format!("{:.2}x ({:.2} s / {:.2} s)", i.first_s / both.max(1e-9), i.first_s, both),
+            None,
         ));
     }
     t.push(target(
@@ -324,6 +337,9 @@ pub(super) fn rows(r: &Report) -> Vec<(String, String)> {
         rows.push(("  `docdex --version` floor".into(), format!("p50 {:.2} / p95 {:.2} ms", f.p50_ms, f.p95_ms)));
     }
     rows.push(("ripgrep".into(), rg_line(&r.ripgrep)));
+    if !r.peers.is_empty() {
+        rows.push(("Peers, time to a searchable index".into(), peers::line(&r.peers, r.index.first_s)));
+    }
     rows
 }
 
