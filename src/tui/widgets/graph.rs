@@ -20,7 +20,7 @@ use crate::tui::theme::{Slot, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 /// Below this confidence an edge is drawn dashed (the resolver guessed).
 pub const WEAK_CONFIDENCE: f32 = 0.8;
@@ -830,6 +830,15 @@ fn assign_lanes(links: &[(usize, usize, u16, u16)], selected: Option<usize>, lan
         let span = spans.entry(*k).or_insert((sy.min(ty), sy.max(ty), focus));
         *span = (span.0.min(sy).min(ty), span.1.max(sy).max(ty), span.2 || focus);
     }
+    // A dense gap (most sources link most targets, as folder groups do) drawn as separate
+    // trunks is a lattice of crossings that says no more than "all of these import all of
+    // those": its links share one lane, a bus, except the selection's, which keep theirs.
+    let sources: HashSet<usize> = links.iter().map(|l| l.0).collect();
+    let targets: HashSet<usize> = links.iter().map(|l| l.1).collect();
+    let dense = spans.len() > 2 && 2 * links.len() >= sources.len() * targets.len();
+    if dense {
+        return bus_lanes(links, selected, lanes);
+    }
     let mut order: Vec<(Trunk, Span)> = spans.into_iter().collect();
     order.sort_by_key(|(_, (top, bottom, focus))| (!focus, *top, *bottom));
     let mut lane_of: HashMap<Trunk, usize> = HashMap::new();
@@ -854,6 +863,20 @@ fn assign_lanes(links: &[(usize, usize, u16, u16)], selected: Option<usize>, lan
         }
     }
     keys.iter().map(|k| lane_of.get(k).copied().unwrap_or(0) as u16).collect()
+}
+
+/// Lanes of a dense gap ([`assign_lanes`]): every link on one bus lane, the middle one,
+/// except the selected entry's, which run together on the lane beside it.
+fn bus_lanes(links: &[(usize, usize, u16, u16)], selected: Option<usize>, lanes: usize) -> Vec<u16> {
+    let bus = (lanes / 2) as u16;
+    let own = if lanes < 2 {
+        bus
+    } else if bus > 0 {
+        bus - 1
+    } else {
+        bus + 1
+    };
+    links.iter().map(|&(f, t, _, _)| if selected == Some(f) || selected == Some(t) { own } else { bus }).collect()
 }
 
 /// How many of `levels` levels each side of the centre fit in `width` cells.
@@ -1600,6 +1623,30 @@ mod tests {
         let l = assign_lanes(&sel, Some(1), 2);
         assert_eq!(l[0], l[1], "{l:?}");
         assert!(l[2] != l[0] && l[3] != l[0], "{l:?}");
+    }
+
+    #[test]
+    fn a_dense_gap_shares_one_bus_except_the_selections_links() {
+        // Four groups each importing the same three: twelve links, which as trunks would cross.
+        let mut dense = Vec::new();
+        for s in 0..4usize {
+            for t in 0..3usize {
+                dense.push((s, 10 + t, 2 + 3 * s as u16, 3 + 4 * t as u16));
+            }
+        }
+        let l = assign_lanes(&dense, None, 4);
+        assert!(l.iter().all(|&x| x == l[0]), "one bus: {l:?}");
+        assert_eq!(l[0], 2, "the bus takes the middle lane");
+        // With a source selected, its links run on a lane of their own, apart from the bus.
+        let l = assign_lanes(&dense, Some(1), 4);
+        let (mine, rest): (Vec<_>, Vec<_>) = dense.iter().zip(&l).partition(|(d, _)| d.0 == 1);
+        assert!(mine.iter().all(|(_, &x)| x == *mine[0].1), "{l:?}");
+        assert!(rest.iter().all(|(_, &x)| x == *rest[0].1), "{l:?}");
+        assert_ne!(mine[0].1, rest[0].1, "the selection never merges with the bus: {l:?}");
+        // A sparse gap keeps its trunks (two separate fan-ins).
+        let sparse = vec![(1, 10, 0, 6), (2, 10, 3, 6), (3, 11, 2, 9), (4, 11, 5, 9), (5, 12, 20, 22), (6, 12, 21, 22)];
+        let l = assign_lanes(&sparse, None, 3);
+        assert_ne!(l[0], l[2], "{l:?}");
     }
 
     fn sample_with_cycle_flag() -> GraphView {
