@@ -445,8 +445,10 @@ fn the_real_binary_in_a_terminal() {
     // The query box was left with esc before: Search is in normal mode.
     t.wait_for(" NOR  e2e");
     t.literal("quickly, the lazy dog jumps; now gnaw bones? pfft. Good!");
-    let s = t.wait_for("› sessionuickly, the lazy dog jumps; now gnaw bones? pfft. Good!");
-    assert!(s.contains(" INS "), "{s}");
+    t.wait_for("› sessionuickly, the lazy dog jumps; now gnaw bones? pfft. Good!");
+    // The mode line is the frame's last row: a capture can fall between the query line and it.
+    let s = t.wait_for(" INS  e2e");
+    assert!(s.contains("› sessionuickly, the lazy dog jumps; now gnaw bones? pfft. Good!"), "{s}");
     // The message log opens from the query box (f2) with the run's messages, and esc closes it.
     t.keys(&["F2"]);
     let s = t.wait_for("Messages (");
