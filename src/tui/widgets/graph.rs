@@ -642,6 +642,22 @@ fn group_label(id: &str, unique: &str, room: usize) -> String {
         if above.is_empty() || avail < 2 {
             return whole;
         }
+        if width(&above) <= avail {
+            return format!("▸ {above}{suffix}{tail}");
+        }
+        // As many whole folders as fit after `…/`; only when none does, the room is filled
+        // from the left (`…untime/io/`).
+        let mut kept = String::new();
+        for p in parts[..parts.len() - min].iter().rev() {
+            let next = format!("{p}/{kept}");
+            if width(&next) + 2 > avail {
+                break;
+            }
+            kept = next;
+        }
+        if !kept.is_empty() {
+            return format!("▸ …/{kept}{suffix}{tail}");
+        }
         return format!("▸ {}{suffix}{tail}", truncate_left(&above, avail));
     }
     let bare = format!("{suffix}{tail}");
@@ -1485,7 +1501,10 @@ mod tests {
     fn group_labels_keep_the_folder_that_tells_them_apart() {
         let io = "tokio/src/runtime/io/ (4)";
         assert_eq!(group_label(io, "▸ io/ (4)", 40), "▸ tokio/src/runtime/io/ (4)");
-        assert_eq!(group_label(io, "▸ io/ (4)", 17), "▸ …untime/io/ (4)", "the room is filled from the left");
+        assert_eq!(group_label(io, "▸ io/ (4)", 17), "▸ …untime/io/ (4)", "no whole folder fits: filled from the left");
+        assert_eq!(group_label(io, "▸ io/ (4)", 20), "▸ …/runtime/io/ (4)", "whole folders, never a cut one");
+        let blocking = "tokio/src/runtime/blocking/ (3)";
+        assert_eq!(group_label(blocking, "▸ blocking/ (3)", 30), "▸ …/src/runtime/blocking/ (3)");
         assert_eq!(group_label(io, "▸ runtime/io/ (4)", 17), "▸ runtime/io/ (4)", "the unique part whole");
         let mt = "tokio/src/runtime/scheduler/multi_thread/ (7)";
         assert_eq!(
