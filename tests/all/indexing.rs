@@ -62,6 +62,9 @@ fn reindex_touches_only_changes_and_handles_delete_and_rename() {
     assert_eq!(again.unchanged, 6);
     assert_eq!(again.bytes_read, 0, "unchanged files are not re-read");
     assert_eq!(again.generation, first.generation, "no commit when nothing changed");
+    assert_eq!((first.commits, again.commits), (1, 0), "one batch, one commit; none with nothing to do");
+    assert!(first.commit_seconds > 0.0 && first.commit_seconds < first.seconds, "{first:?}");
+    assert_eq!(again.commit_seconds, 0.0);
 
     // Modify one file.
     std::thread::sleep(std::time::Duration::from_millis(20));

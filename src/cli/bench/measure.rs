@@ -41,16 +41,20 @@ impl PhaseClock {
         self.seen.lock().ok()?.iter().find(|(n, _)| n == phase).map(|(_, t)| *t)
     }
 
-    /// Splits `start..end` at the first `indexing`, `committing` and `done` reports.
-    fn phases(&self, start: Instant, end: Instant) -> Phases {
+    /// Splits `start..end` at the first `indexing` and the `done` report; of the time between,
+    /// the run's own commit time (all its batches) is the commits' share, the rest reading,
+    /// parsing and handing documents to the writer.
+    fn phases(&self, start: Instant, end: Instant, summary: &IndexSummary) -> Phases {
         let indexing = self.at("indexing").unwrap_or(start);
-        let committing = self.at("committing").unwrap_or(indexing);
         let done = self.at("done").unwrap_or(end);
         let secs = |a: Instant, b: Instant| b.saturating_duration_since(a).as_secs_f64();
+        let between = secs(indexing, done);
+        let commit_s = summary.commit_seconds.min(between);
         Phases {
             open_walk_diff_s: secs(start, indexing),
-            read_chunk_add_s: secs(indexing, committing),
-            commit_s: secs(committing, done),
+            read_chunk_add_s: between - commit_s,
+            commit_s,
+            commits: summary.commits,
             finish_merge_s: secs(done, end),
         }
     }
@@ -125,7 +129,7 @@ pub(super) fn measure_index(engine: &Engine, corpus: &Path) -> anyhow::Result<(I
     let figures = IndexFigures {
         indexed_bytes,
         mib_per_s: indexed_bytes as f64 / (1024.0 * 1024.0) / first_s.max(1e-9),
-        phases: clock.phases(t0, t1),
+        phases: clock.phases(t0, t1, &first),
         reindex_s,
         reindex_unchanged: again.unchanged,
         reindex_pct_of_first: 100.0 * reindex_s / first_s.max(1e-9),

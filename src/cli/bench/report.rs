@@ -108,6 +108,8 @@ pub(super) struct Phases {
     pub(super) open_walk_diff_s: f64,
     pub(super) read_chunk_add_s: f64,
     pub(super) commit_s: f64,
+    /// Commits of the run (one per batch of about 256 MB).
+    pub(super) commits: u32,
     pub(super) finish_merge_s: f64,
 }
 
@@ -384,8 +386,13 @@ pub(super) fn corpus_line(c: &CorpusInfo) -> String {
 
 pub(super) fn phases_line(p: &Phases) -> String {
     format!(
-        "open+walk+diff {:.3} s, read+chunk+add {:.3} s, commit {:.3} s, merge wait+finish {:.3} s",
-        p.open_walk_diff_s, p.read_chunk_add_s, p.commit_s, p.finish_merge_s
+        "open+walk+diff {:.3} s, read+parse+add {:.3} s, {} commit{} {:.3} s, merge wait+finish {:.3} s",
+        p.open_walk_diff_s,
+        p.read_chunk_add_s,
+        p.commits,
+        if p.commits == 1 { "" } else { "s" },
+        p.commit_s,
+        p.finish_merge_s
     )
 }
 

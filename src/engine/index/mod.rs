@@ -659,12 +659,12 @@ impl IndexSession {
                 }
                 tracing::debug!(ms = started.elapsed().as_millis() as u64, "batch applied");
                 if changed {
-                    self.commit(sink, progress)?;
+                    self.commit_counted(sink, progress, summary)?;
                     changed = false;
                 }
             }
             if changed {
-                self.commit(sink, progress)?;
+                self.commit_counted(sink, progress, summary)?;
             }
             // Symbols only: the text index already has these files.
             let repaired: Vec<(String, Option<(u64, CodeResult)>)> = plan
@@ -920,6 +920,20 @@ impl IndexSession {
                 tracing::warn!("symbol store: {e}");
             }
         }
+    }
+
+    /// [`Self::commit`], counted and timed in the run's summary.
+    fn commit_counted(
+        &mut self,
+        sink: &dyn ProgressSink,
+        progress: &Progress,
+        summary: &mut IndexSummary,
+    ) -> Result<()> {
+        let t = Instant::now();
+        self.commit(sink, progress)?;
+        summary.commits += 1;
+        summary.commit_seconds += t.elapsed().as_secs_f64();
+        Ok(())
     }
 
     /// Commits Tantivy with the next generation, then the symbol store, then saves the manifest.

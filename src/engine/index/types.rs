@@ -64,6 +64,14 @@ pub struct IndexSummary {
     pub seconds: f64,
     /// True when the index was rebuilt from scratch.
     pub rebuilt: bool,
+    /// Commits this run made: one per batch of about 256 MB of files read, so a large first
+    /// index is kept in steps.
+    #[serde(default)]
+    pub commits: u32,
+    /// Time inside those commits (Tantivy, the symbol store, the manifest); the rest of a run
+    /// is walking, reading, parsing and handing documents to the writer.
+    #[serde(default)]
+    pub commit_seconds: f64,
     /// Set when nothing ran because another process already keeps the index current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
