@@ -96,6 +96,9 @@ pub struct IndexConfig {
     pub include_hidden: bool,
     /// Watcher debounce window in milliseconds (200 to 500).
     pub watch_debounce_ms: u64,
+    /// A repository's first index commits once it has read this many bytes, so search answers
+    /// over the files read so far while the rest is indexed (later commits come every 256 MB).
+    pub first_commit_bytes: u64,
 }
 
 impl Default for IndexConfig {
@@ -106,6 +109,7 @@ impl Default for IndexConfig {
             exclude: Vec::new(),
             include_hidden: false,
             watch_debounce_ms: 250,
+            first_commit_bytes: 32 * 1024 * 1024,
         }
     }
 }

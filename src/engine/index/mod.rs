@@ -640,7 +640,16 @@ impl IndexSession {
             });
             // Dropped however this closure ends, panics included, which stops the ticker.
             let _stop_ticker = stop_ticker;
-            for batch in batches(&plan.todo, COMMIT_EVERY_BYTES) {
+            // A first index goes live at its first commit: make that one early, so search
+            // answers within seconds on a large tree. (A rebuild beside a live generation
+            // switches at its end; an early commit would only cost it time.)
+            let first = match self.rebuilt && self.staging.is_none() {
+                true => self.cfg.first_commit_bytes.max(1),
+                false => COMMIT_EVERY_BYTES,
+            };
+            let steps = batches(&plan.todo, first, COMMIT_EVERY_BYTES);
+            let last = steps.len().saturating_sub(1);
+            for (b, batch) in steps.into_iter().enumerate() {
                 let outcomes: Vec<(String, Outcome)> = batch
                     .par_iter()
                     .map(|c| {
@@ -659,12 +668,15 @@ impl IndexSession {
                 }
                 tracing::debug!(ms = started.elapsed().as_millis() as u64, "batch applied");
                 if changed {
-                    self.commit_counted(sink, progress, summary)?;
+                    self.commit_counted(sink, progress, summary, started)?;
                     changed = false;
+                    if b == 0 && b < last {
+                        crate::engine::fault::pause_point("after-first-commit");
+                    }
                 }
             }
             if changed {
-                self.commit_counted(sink, progress, summary)?;
+                self.commit_counted(sink, progress, summary, started)?;
             }
             // Symbols only: the text index already has these files.
             let repaired: Vec<(String, Option<(u64, CodeResult)>)> = plan
@@ -928,9 +940,13 @@ impl IndexSession {
         sink: &dyn ProgressSink,
         progress: &Progress,
         summary: &mut IndexSummary,
+        started: Instant,
     ) -> Result<()> {
         let t = Instant::now();
         self.commit(sink, progress)?;
+        if summary.commits == 0 {
+            summary.first_commit_seconds = started.elapsed().as_secs_f64();
+        }
         summary.commits += 1;
         summary.commit_seconds += t.elapsed().as_secs_f64();
         Ok(())
@@ -1160,14 +1176,15 @@ fn split_scope(root: &Path, paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
     (starts, gone)
 }
 
-/// Splits candidates into consecutive batches of about `budget` bytes.
-fn batches(todo: &[walk::Candidate], budget: u64) -> Vec<&[walk::Candidate]> {
+/// Splits candidates into consecutive batches: the first of about `first` bytes, the others
+/// of about `budget`.
+fn batches(todo: &[walk::Candidate], first: u64, budget: u64) -> Vec<&[walk::Candidate]> {
     let mut out = Vec::new();
     let mut begin = 0;
     let mut acc = 0;
     for (i, c) in todo.iter().enumerate() {
         acc += c.size;
-        if acc >= budget {
+        if acc >= if out.is_empty() { first } else { budget } {
             out.push(&todo[begin..=i]);
             begin = i + 1;
             acc = 0;
@@ -1208,6 +1225,22 @@ impl Progress {
 #[cfg(test)]
 mod disk_tests {
     use super::*;
+
+    #[test]
+    fn a_run_is_cut_into_a_small_first_batch_then_large_ones() {
+        let c = |i: usize| walk::Candidate {
+            rel: format!("f{i}"),
+            abs: PathBuf::from(format!("/r/f{i}")),
+            size: 10,
+            mtime_ns: 0,
+        };
+        let todo: Vec<walk::Candidate> = (0..25).map(c).collect();
+        let sizes: Vec<usize> = batches(&todo, 20, 100).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [2, 10, 10, 3], "the first batch ends at its own budget, the rest at theirs");
+        let sizes: Vec<usize> = batches(&todo, 1000, 1000).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [25], "a small run is one batch");
+        assert!(batches(&[], 20, 100).is_empty());
+    }
 
     #[test]
     fn disk_warning_past_eighty_percent_of_free_space() {

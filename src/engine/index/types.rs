@@ -72,6 +72,10 @@ pub struct IndexSummary {
     /// is walking, reading, parsing and handing documents to the writer.
     #[serde(default)]
     pub commit_seconds: f64,
+    /// Seconds from the start of the run to the end of its first commit (0 without one): when
+    /// a first index starts answering searches.
+    #[serde(default)]
+    pub first_commit_seconds: f64,
     /// Set when nothing ran because another process already keeps the index current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

@@ -198,6 +198,40 @@ fn kill_9_during_a_rebuild_keeps_the_previous_generation_live_and_searches_never
 }
 
 #[test]
+fn a_first_index_answers_after_its_first_commit_and_a_kill_then_loses_nothing() {
+    let env = Env::new();
+    // A first batch of about 8 KB: the first few files of 200 (each about 4 KB).
+    env.write_config("[index]\nfirst_commit_bytes = 8192\n");
+    let repo = env.repo("big");
+    many_files(&repo, 200);
+    let r = repo.to_str().unwrap();
+    let mut run = spawn(&env, &["index", "--repo", r, "--quiet"], &[("DOCDEX_TEST_PAUSE_AT", "after-first-commit")]);
+    wait_for_pause(&mut run, "after-first-commit");
+    // The first commit is live: what it holds answers, in another process, while the run goes on.
+    let answered: Vec<usize> = (0..200)
+        .filter(|i| {
+            let out = env.run(&["search", "--repo", r, &format!("tapir{i}x"), "--json"]);
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains(&format!("mod{i}.py"))
+        })
+        .take(3)
+        .collect();
+    assert!(!answered.is_empty(), "no file of the first batch answers after the first commit");
+    let partial = env.json(&["search", "--repo", r, "render page request", "--json", "--limit", "50"]);
+    let files = partial["results"].as_array().map_or(0, |a| a.len());
+    assert!(files > 0 && files < 50, "only the first batch is searchable yet: {files} hits");
+    kill_9(&mut run);
+
+    // The next run indexes the rest; nothing committed is read again or lost.
+    let summary = env.json(&["index", "--repo", r, "--json"]);
+    assert!(summary["unchanged"].as_u64().unwrap() >= answered.len() as u64, "{summary}");
+    assert_eq!(summary["files"], 200, "{summary}");
+    for i in [0usize, 99, 199] {
+        let out = env.run(&["search", "--repo", r, &format!("tapir{i}x"), "--json"]);
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("mod{i}.py")), "file {i} after the second run");
+    }
+}
+
+#[test]
 fn a_kill_between_the_symbol_commit_and_the_graph_write_is_repaired_by_the_next_run() {
     let env = Env::new();
     let repo = env.repo("g");
