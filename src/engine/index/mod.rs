@@ -544,6 +544,10 @@ impl IndexSession {
                 _ => todo.push(c.clone()),
             }
         }
+        // Files of a known language first (in path order still): a first index goes live at its
+        // first commit, which should hold code and docs rather than the binaries and data files
+        // an unknown extension mostly means (`.pyc`, `.so`, images).
+        todo.sort_by_key(|c| files::language(Path::new(&c.rel)) == "text");
 
         // Files whose symbols must be re-extracted though the text index has them.
         let busy: HashSet<&str> =

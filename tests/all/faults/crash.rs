@@ -204,6 +204,9 @@ fn a_first_index_answers_after_its_first_commit_and_a_kill_then_loses_nothing() 
     env.write_config("[index]\nfirst_commit_bytes = 8192\n");
     let repo = env.repo("big");
     many_files(&repo, 200);
+    // First in path order, but binary: files of a known language are read before it, so the
+    // first commit holds code, not this.
+    std::fs::write(repo.join("aaa_blob.dat"), vec![0u8; 64 * 1024]).unwrap();
     let r = repo.to_str().unwrap();
     let mut run = spawn(&env, &["index", "--repo", r, "--quiet"], &[("DOCDEX_TEST_PAUSE_AT", "after-first-commit")]);
     wait_for_pause(&mut run, "after-first-commit");
