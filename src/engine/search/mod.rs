@@ -282,7 +282,8 @@ impl RepoSearcher {
             return search();
         }
         std::thread::scope(|s| {
-            s.spawn(|| {
+            // Without a thread (a process at its limit) the tables load when ranking needs them.
+            let _ = std::thread::Builder::new().name("docdex-tables".into()).spawn_scoped(s, || {
                 self.file_table(searcher);
                 self.import_prior(state_dir);
             });
