@@ -110,6 +110,14 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
         s.bytes_read as f64 / 1048576.0,
         s.generation
     ));
+    if s.text_first {
+        out.line(&format!(
+            "{} first files after {:.2}s, every file (as text) after {:.2}s; symbols and graph followed",
+            out.paint("1;32", "searchable"),
+            s.first_commit_seconds,
+            s.searchable_seconds
+        ));
+    }
     if let Some(c) = s.code.as_ref().filter(|c| c.files_parsed + c.files_not_parsed + c.files_removed > 0) {
         let langs: Vec<String> = c.languages.iter().map(|(l, t)| format!("{l} {}", t.files)).collect();
         out.line(&format!(

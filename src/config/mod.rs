@@ -97,7 +97,8 @@ pub struct IndexConfig {
     /// Watcher debounce window in milliseconds (200 to 500).
     pub watch_debounce_ms: u64,
     /// A repository's first index commits once it has read this many bytes, so search answers
-    /// over the files read so far while the rest is indexed (later commits come every 256 MB).
+    /// over the files read so far while the rest is indexed (later commits come every 256 MB);
+    /// a first index larger than this indexes every file as text before parsing any.
     pub first_commit_bytes: u64,
 }
 

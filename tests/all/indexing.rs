@@ -269,3 +269,50 @@ fn racing_processes_create_state_and_registry_safely() {
     let config = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
     assert!(config.contains("[server]"), "config intact after the race");
 }
+
+/// Records each progress phase the first time it is reported.
+struct PhaseLog(std::sync::Mutex<Vec<String>>);
+
+impl docdex::engine::protocol::ProgressSink for PhaseLog {
+    fn progress(&self, p: &docdex::engine::protocol::IndexProgress) {
+        let mut seen = self.0.lock().unwrap();
+        if seen.last() != Some(&p.phase) {
+            seen.push(p.phase.clone());
+        }
+    }
+}
+
+#[test]
+fn a_large_first_index_is_searchable_as_text_then_parsed_and_a_small_one_in_one_pass() {
+    // Large: over `first_commit_bytes` in all.
+    let env = Env::new();
+    env.write_config("[index]\nfirst_commit_bytes = 4096\n");
+    let repo = env.repo("large");
+    for i in 0..30 {
+        let body: String = (0..30).map(|l| format!("def kestrel_{i}_{l}(x):\n    return x + {l}\n\n")).collect();
+        write(&repo, &format!("pkg/m{i}.py"), &body);
+    }
+    write(&repo, "README.md", "# Kestrel\n\nA bird of prey.\n");
+    let log = PhaseLog(Default::default());
+    let s = env.engine().index(&repo, &IndexOptions::default(), &log).expect("index");
+    let phases = log.0.lock().unwrap().clone();
+    let parsing = phases.iter().position(|p| p == "parsing").expect("a parsing phase after the text pass");
+    assert!(phases[..parsing].iter().any(|p| p == "indexing"), "{phases:?}");
+    assert!(s.text_first && s.searchable_seconds > 0.0 && s.searchable_seconds < s.seconds, "{s:?}");
+    assert!(s.first_commit_seconds <= s.searchable_seconds, "{s:?}");
+    assert_eq!((s.added, s.updated, s.files), (31, 0, 31), "a parse completes a file, it does not count twice");
+    let engine = env.engine();
+    assert_eq!(hit_paths(&engine, &repo, "kestrel_7_3").first().map(String::as_str), Some("pkg/m7.py"));
+    let again = index(&env, &repo);
+    assert_eq!((again.unchanged, again.added, again.updated), (31, 0, 0), "nothing is left to parse");
+
+    // Small: one pass, searchable only at its end.
+    let small = Env::new();
+    let repo = small.repo("small");
+    write(&repo, "m.py", "def osprey():\n    return 1\n");
+    let log = PhaseLog(Default::default());
+    let s = small.engine().index(&repo, &IndexOptions::default(), &log).expect("index");
+    assert!(!s.text_first && !log.0.lock().unwrap().iter().any(|p| p == "parsing"));
+    assert_eq!(s.commits, 1);
+    assert!(s.searchable_seconds >= s.first_commit_seconds && s.searchable_seconds <= s.seconds, "{s:?}");
+}

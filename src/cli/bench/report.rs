@@ -42,7 +42,12 @@ pub(super) struct IndexFigures {
     pub(super) bytes_read: u64,
     /// Bytes of the files that made it into the index (text only).
     pub(super) indexed_bytes: u64,
+    /// The whole first index: text, symbols, graph.
     pub(super) first_s: f64,
+    /// When the first index had every file searchable (after its text pass on a large tree).
+    pub(super) searchable_s: f64,
+    /// When its first commit made the first files searchable.
+    pub(super) first_answer_s: f64,
     /// Indexed (text) MiB per second of the first index.
     pub(super) mib_per_s: f64,
     pub(super) files_per_s: f64,
@@ -235,6 +240,12 @@ pub(super) fn targets(r: &Report) -> Vec<Target> {
         t.push(target(
             "Time to a searchable index / ctags + cindex",
             "reported (they build less: no ranking, no graph)",
+            format!("{:.2}x ({:.2} s / {:.2} s)", i.searchable_s / both.max(1e-9), i.searchable_s, both),
+            None,
+        ));
+        t.push(target(
+            "Whole first index (symbols, graph) / ctags + cindex",
+            "reported",
             format!("{:.2}x ({:.2} s / {:.2} s)", i.first_s / both.max(1e-9), i.first_s, both),
             None,
         ));
@@ -285,8 +296,11 @@ pub(super) fn rows(r: &Report) -> Vec<(String, String)> {
         ),
         ("Text indexed / bytes read".into(), format!("{} / {}", mib(i.indexed_bytes), mib(i.bytes_read))),
         (
-            "First index (rebuild)".into(),
-            format!("{:.3} s ({:.1} MiB/s of text, {:.0} files/s)", i.first_s, i.mib_per_s, i.files_per_s),
+            "First index".into(),
+            format!(
+                "{:.3} s ({:.1} MiB/s of text, {:.0} files/s); first answers at {:.2} s, every file searchable at {:.2} s",
+                i.first_s, i.mib_per_s, i.files_per_s, i.first_answer_s, i.searchable_s
+            ),
         ),
         ("  phases".into(), phases_line(&i.phases)),
         (
@@ -340,7 +354,7 @@ pub(super) fn rows(r: &Report) -> Vec<(String, String)> {
     }
     rows.push(("ripgrep".into(), rg_line(&r.ripgrep)));
     if !r.peers.is_empty() {
-        rows.push(("Peers, time to a searchable index".into(), peers::line(&r.peers, r.index.first_s)));
+        rows.push(("Peers, time to a searchable index".into(), peers::line(&r.peers, r.index.searchable_s)));
     }
     rows
 }

@@ -32,13 +32,26 @@ pub struct FileEntry {
     /// True when the reason is an error worth retrying on every run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub error: bool,
+    /// Indexed as text only, its parse still to come: a large first index makes every file
+    /// searchable before the code pass, and a run that finds this set parses the file again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub text_only: bool,
 }
 
 impl FileEntry {
     /// An entry for a file that is not in the index: skipped on purpose (binary, too large,
     /// symlink) or, with `error`, unreadable and retried on every run.
     pub fn not_indexed(reason: String, error: bool, size: u64, mtime_ns: i64) -> FileEntry {
-        FileEntry { size, mtime_ns, hash: 0, chunks: 0, lang: String::new(), skipped: Some(reason), error }
+        FileEntry {
+            size,
+            mtime_ns,
+            hash: 0,
+            chunks: 0,
+            lang: String::new(),
+            skipped: Some(reason),
+            error,
+            text_only: false,
+        }
     }
 }
 

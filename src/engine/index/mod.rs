@@ -59,6 +59,15 @@ pub enum Scope {
     Paths(Vec<PathBuf>),
 }
 
+/// How one pass over a list of files is cut and read.
+#[derive(Clone, Copy)]
+struct Batching {
+    /// Bytes read before the first commit.
+    first: u64,
+    /// Whether files the code pass knows are parsed now (else indexed as text, parsed later).
+    parse: bool,
+}
+
 /// What one run must do, decided before anything is written.
 struct Plan {
     /// New and changed files to read and index.
@@ -429,9 +438,20 @@ impl IndexSession {
     /// issues, index the changed files in committed batches, then sum it up.
     fn update_inner(&mut self, scope: &Scope, sink: &dyn ProgressSink, started: Instant) -> Result<IndexSummary> {
         let plan = self.plan(scope, started)?;
-        let bytes_total: u64 =
-            plan.todo.iter().chain(&plan.repair).map(|c| c.size.min(self.cfg.max_file_size_bytes)).sum();
-        let progress = Progress::new((plan.todo.len() + plan.repair.len()) as u64, bytes_total);
+        let capped = |c: &walk::Candidate| c.size.min(self.cfg.max_file_size_bytes);
+        let bytes_total: u64 = plan.todo.iter().chain(&plan.repair).map(capped).sum();
+        let text_first = self.text_first(bytes_total);
+        // A text-first run reads the files it parses twice; the bar counts both readings.
+        let (parsed_later, parsed_bytes): (u64, u64) = match text_first {
+            true => plan
+                .todo
+                .iter()
+                .filter(|c| self.parses(&c.rel, files::language(Path::new(&c.rel))))
+                .fold((0, 0), |(n, b), c| (n + 1, b + capped(c))),
+            false => (0, 0),
+        };
+        let progress =
+            Progress::new((plan.todo.len() + plan.repair.len()) as u64 + parsed_later, bytes_total + parsed_bytes);
         let mut summary =
             IndexSummary { repo: self.repo.root.clone(), unchanged: plan.unchanged, ..Default::default() };
         let free = crate::engine::fsutil::available_bytes(&self.repo.state_dir);
@@ -452,7 +472,7 @@ impl IndexSession {
         summary.deleted = plan.deleted.len() as u64;
         changed |= self.record_walk_issues(&plan.issues)?;
 
-        self.index_files(&plan, &progress, sink, &mut summary, &mut renames_left, changed, started)?;
+        self.index_files(&plan, text_first, &progress, sink, &mut summary, &mut renames_left, changed, started)?;
         self.start_compaction();
         let generation = self.generation;
         summary.code = match self.code_mut() {
@@ -540,7 +560,7 @@ impl IndexSession {
         let mut unchanged = 0u64;
         for c in &walked.files {
             match self.manifest.files.get(&c.rel) {
-                Some(e) if !e.error && e.size == c.size && e.mtime_ns == c.mtime_ns => unchanged += 1,
+                Some(e) if !e.error && !e.text_only && e.size == c.size && e.mtime_ns == c.mtime_ns => unchanged += 1,
                 _ => todo.push(c.clone()),
             }
         }
@@ -617,23 +637,27 @@ impl IndexSession {
 
     /// Reads, parses and indexes the planned files in parallel, committing every
     /// [`COMMIT_EVERY_BYTES`], then re-extracts the symbols of the files to repair; a ticker
-    /// thread reports progress meanwhile. `changed` says an earlier step already wrote.
+    /// thread reports progress meanwhile. `changed` says an earlier step already wrote. With
+    /// `text_first`, every file is indexed as text and committed first, and the files the code
+    /// pass knows are then parsed and indexed again, so the whole tree answers searches long
+    /// before its symbols are done.
     #[allow(clippy::too_many_arguments)]
     fn index_files(
         &mut self,
         plan: &Plan,
+        text_first: bool,
         progress: &Progress,
         sink: &dyn ProgressSink,
         summary: &mut IndexSummary,
         renames_left: &mut HashMap<u64, usize>,
-        mut changed: bool,
+        changed: bool,
         started: Instant,
     ) -> Result<()> {
         let status = self.status.clone();
         let (stop_ticker, ticker_stopped) = std::sync::mpsc::channel::<()>();
         std::thread::scope(|s| {
             s.spawn(move || loop {
-                let snap = progress.snapshot("indexing");
+                let snap = progress.snapshot(progress.stage());
                 status.progress(&snap);
                 sink.progress(&snap);
                 // Wakes at once when the sender goes, so the scope's join never waits out a tick.
@@ -651,36 +675,27 @@ impl IndexSession {
                 true => self.cfg.first_commit_bytes.max(1),
                 false => COMMIT_EVERY_BYTES,
             };
-            let steps = batches(&plan.todo, first, COMMIT_EVERY_BYTES);
-            let last = steps.len().saturating_sub(1);
-            for (b, batch) in steps.into_iter().enumerate() {
-                let outcomes: Vec<(String, Outcome)> = batch
-                    .par_iter()
-                    .map(|c| {
-                        let o = self.process(c);
-                        progress.done(c.size.min(self.cfg.max_file_size_bytes));
-                        (c.rel.clone(), o)
-                    })
-                    .collect();
-                tracing::debug!(
-                    files = batch.len(),
-                    ms = started.elapsed().as_millis() as u64,
-                    "batch read and queued"
-                );
-                for (rel, outcome) in outcomes {
-                    changed |= self.apply(rel, outcome, summary, renames_left);
-                }
-                tracing::debug!(ms = started.elapsed().as_millis() as u64, "batch applied");
-                if changed {
-                    self.commit_counted(sink, progress, summary, started)?;
-                    changed = false;
-                    if b == 0 && b < last {
-                        crate::engine::fault::pause_point("after-first-commit");
-                    }
-                }
+            let batch = Batching { first, parse: !text_first };
+            self.index_in_batches(&plan.todo, batch, progress, sink, summary, renames_left, changed, started)?;
+            if summary.commits > 0 {
+                summary.searchable_seconds = started.elapsed().as_secs_f64();
             }
-            if changed {
-                self.commit_counted(sink, progress, summary, started)?;
+            if text_first {
+                summary.text_first = true;
+                crate::engine::fault::pause_point("after-text-pass");
+                let pending: Vec<walk::Candidate> = plan
+                    .todo
+                    .iter()
+                    .filter(|c| self.manifest.files.get(&c.rel).is_some_and(|e| e.text_only))
+                    .cloned()
+                    .collect();
+                tracing::debug!(files = pending.len(), ms = started.elapsed().as_millis() as u64, "text pass live");
+                progress.parsing.store(true, Ordering::Relaxed);
+                let snap = progress.snapshot(progress.stage());
+                self.status.progress(&snap);
+                sink.progress(&snap);
+                let batch = Batching { first: COMMIT_EVERY_BYTES, parse: true };
+                self.index_in_batches(&pending, batch, progress, sink, summary, renames_left, false, started)?;
             }
             // Symbols only: the text index already has these files.
             let repaired: Vec<(String, Option<(u64, CodeResult)>)> = plan
@@ -699,6 +714,52 @@ impl IndexSession {
             }
             Ok(())
         })
+    }
+
+    /// Indexes `files` in parallel, one batch at a time, committing after each batch that
+    /// changed the index (the first batch ends at `batch.first` bytes, the rest at
+    /// [`COMMIT_EVERY_BYTES`]).
+    #[allow(clippy::too_many_arguments)]
+    fn index_in_batches(
+        &mut self,
+        files: &[walk::Candidate],
+        batch: Batching,
+        progress: &Progress,
+        sink: &dyn ProgressSink,
+        summary: &mut IndexSummary,
+        renames_left: &mut HashMap<u64, usize>,
+        mut changed: bool,
+        started: Instant,
+    ) -> Result<()> {
+        let steps = batches(files, batch.first, COMMIT_EVERY_BYTES);
+        let last = steps.len().saturating_sub(1);
+        for (b, step) in steps.into_iter().enumerate() {
+            let outcomes: Vec<(String, Outcome)> = step
+                .par_iter()
+                .map(|c| {
+                    let o = self.process(c, batch.parse);
+                    progress.done(c.size.min(self.cfg.max_file_size_bytes));
+                    (c.rel.clone(), o)
+                })
+                .collect();
+            tracing::debug!(files = step.len(), ms = started.elapsed().as_millis() as u64, "batch read and queued");
+            for (rel, outcome) in outcomes {
+                changed |= self.apply(rel, outcome, summary, renames_left);
+            }
+            tracing::debug!(ms = started.elapsed().as_millis() as u64, "batch applied");
+            if changed {
+                let first_of_run = summary.commits == 0;
+                self.commit_counted(sink, progress, summary, started)?;
+                changed = false;
+                if first_of_run && b < last {
+                    crate::engine::fault::pause_point("after-first-commit");
+                }
+            }
+        }
+        if changed {
+            self.commit_counted(sink, progress, summary, started)?;
+        }
+        Ok(())
     }
 
     /// Fills in the totals of a finished run: counts, bytes read, generation, skipped files.
@@ -722,8 +783,10 @@ impl IndexSession {
         summary.seconds = started.elapsed().as_secs_f64();
     }
 
-    /// Reads, sniffs, hashes and chunks one file, sending its chunks to the writer.
-    fn process(&self, c: &walk::Candidate) -> Outcome {
+    /// Reads, sniffs, hashes and chunks one file, sending its chunks to the writer; with
+    /// `parse`, a file of a language the code pass knows is parsed first (its symbols, and
+    /// chunks cut at its definitions), else it is chunked as text and marked for the parse.
+    fn process(&self, c: &walk::Candidate, parse: bool) -> Outcome {
         let lang = files::language(Path::new(&c.rel));
         if c.size > self.cfg.max_file_size_bytes {
             return Outcome::Skipped {
@@ -770,11 +833,9 @@ impl IndexSession {
         }
         let style = files::chunk_style(lang);
         let class = files::classify_text(&c.rel, lang, &text) as u64;
+        let parses = self.parses(&c.rel, lang);
         let code = match Lang::from_index_lang(lang) {
-            // Source folders are indexed as text: the symbol store and graph are the repo's.
-            Some(l) if self.code.is_some() && !c.rel.starts_with(sources::PREFIX) => {
-                Some(code_pass::analyze(l, &text, &c.rel))
-            }
+            Some(l) if parses && parse => Some(code_pass::analyze(l, &text, &c.rel)),
             _ => None,
         };
         let symbols = match code.as_ref().map(|r| &r.outcome) {
@@ -833,14 +894,29 @@ impl IndexSession {
                 lang: lang.to_string(),
                 skipped: None,
                 error: false,
+                text_only: parses && !parse,
             },
             code,
         }
     }
 
+    /// Whether the code pass parses `rel`: a language it knows, in the repository itself
+    /// (registered sources are indexed as text; the symbol store and graph are the repo's).
+    fn parses(&self, rel: &str, lang: &str) -> bool {
+        self.code.is_some() && !rel.starts_with(sources::PREFIX) && Lang::from_index_lang(lang).is_some()
+    }
+
+    /// Whether this run indexes every file as text before parsing any: a first index built in
+    /// place (it is live from its first commit), with the code pass on, of more than
+    /// `[index] first_commit_bytes`. Parsing is most of a first index's time; this way search
+    /// covers the whole tree after the text pass, and symbols and the graph follow.
+    fn text_first(&self, bytes_total: u64) -> bool {
+        self.rebuilt && self.staging.is_none() && self.code.is_some() && bytes_total > self.cfg.first_commit_bytes
+    }
+
     /// True when the manifest has `rel` indexed with this content hash.
     fn unchanged(&self, rel: &str, hash: u64) -> bool {
-        self.manifest.files.get(rel).is_some_and(|e| e.hash == hash && e.skipped.is_none())
+        self.manifest.files.get(rel).is_some_and(|e| e.hash == hash && e.skipped.is_none() && !e.text_only)
     }
 
     /// Drops a document's kept extracted text (it left the index).
@@ -866,6 +942,9 @@ impl IndexSession {
     fn apply(&mut self, rel: String, o: Outcome, s: &mut IndexSummary, renames: &mut HashMap<u64, usize>) -> bool {
         let previous = self.manifest.files.get(&rel).cloned();
         let was_indexed = previous.as_ref().is_some_and(|e| e.skipped.is_none());
+        // A file indexed as text earlier in this run (or a run cut short) now parsed: the same
+        // content, so neither a change to count nor an event to report.
+        let completes = |hash: u64| previous.as_ref().is_some_and(|e| e.text_only && e.hash == hash);
         if !matches!(o, Outcome::Touched { .. }) {
             if let Some(code) = self.code_mut() {
                 code.touched(&rel);
@@ -877,6 +956,10 @@ impl IndexSession {
                     if let Err(e) = pass.record(&rel, entry.hash, &r, false) {
                         tracing::warn!("symbol store: {e}");
                     }
+                }
+                if completes(entry.hash) {
+                    self.manifest.files.insert(rel, entry);
+                    return true;
                 }
                 let kind = if was_indexed { "modify" } else { "create" };
                 if was_indexed {
@@ -1205,11 +1288,27 @@ struct Progress {
     bytes_total: u64,
     files_done: AtomicU64,
     bytes_done: AtomicU64,
+    /// Set once a text-first run has its text pass live and is parsing.
+    parsing: std::sync::atomic::AtomicBool,
 }
 
 impl Progress {
     fn new(files_total: u64, bytes_total: u64) -> Self {
-        Progress { files_total, bytes_total, files_done: AtomicU64::new(0), bytes_done: AtomicU64::new(0) }
+        Progress {
+            files_total,
+            bytes_total,
+            files_done: AtomicU64::new(0),
+            bytes_done: AtomicU64::new(0),
+            parsing: Default::default(),
+        }
+    }
+    /// The phase the ticker reports: `indexing`, or `parsing` after a text pass went live.
+    fn stage(&self) -> &'static str {
+        if self.parsing.load(Ordering::Relaxed) {
+            "parsing"
+        } else {
+            "indexing"
+        }
     }
     fn done(&self, bytes: u64) {
         self.files_done.fetch_add(1, Ordering::Relaxed);

@@ -76,6 +76,14 @@ pub struct IndexSummary {
     /// a first index starts answering searches.
     #[serde(default)]
     pub first_commit_seconds: f64,
+    /// Seconds from the start of the run to the commit that made every file it read
+    /// searchable (0 without a commit). A large first index gets there after its text pass,
+    /// before the code pass parses; otherwise it is the run's last commit.
+    #[serde(default)]
+    pub searchable_seconds: f64,
+    /// True when the run indexed every file as text and committed it before parsing any.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub text_first: bool,
     /// Set when nothing ran because another process already keeps the index current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -93,7 +101,8 @@ pub struct IndexSummary {
 /// Live progress of an index run (for bars, `/v1/status`, the TUI).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct IndexProgress {
-    /// Phase: `walking`, `indexing`, `committing`, `done`.
+    /// Phase: `walking`, `indexing`, `committing`, `parsing` (a large first index, searchable
+    /// as text, parsing its code), `done`.
     pub phase: String,
     /// Files processed so far.
     pub files_done: u64,

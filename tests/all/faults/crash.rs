@@ -224,14 +224,69 @@ fn a_first_index_answers_after_its_first_commit_and_a_kill_then_loses_nothing() 
     assert!(files > 0 && files < 50, "only the first batch is searchable yet: {files} hits");
     kill_9(&mut run);
 
-    // The next run indexes the rest; nothing committed is read again or lost.
+    // The next run indexes the rest; nothing committed is lost or counted as new again (the
+    // committed files were indexed as text, so this run parses them).
     let summary = env.json(&["index", "--repo", r, "--json"]);
-    assert!(summary["unchanged"].as_u64().unwrap() >= answered.len() as u64, "{summary}");
+    assert!(summary["added"].as_u64().unwrap() + answered.len() as u64 <= 200, "{summary}");
     assert_eq!(summary["files"], 200, "{summary}");
+    let symbols = env.run(&["symbols", "--repo", r, &format!("handler_{}_3", answered[0]), "--json"]);
+    assert!(String::from_utf8_lossy(&symbols.stdout).contains(&format!("mod{}.py", answered[0])));
     for i in [0usize, 99, 199] {
         let out = env.run(&["search", "--repo", r, &format!("tapir{i}x"), "--json"]);
         assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("mod{i}.py")), "file {i} after the second run");
     }
+}
+
+#[test]
+fn a_large_first_index_answers_as_text_before_its_parse_and_a_kill_then_loses_nothing() {
+    let env = Env::new();
+    // Over `first_commit_bytes` in all (120 files of about 4 KB): text first, then the parse.
+    env.write_config("[index]\nfirst_commit_bytes = 8192\n");
+    let repo = env.repo("big");
+    many_files(&repo, 120);
+    write(&repo, "docs/guide.md", "# Guide\n\nThe okapi manual.\n");
+    let r = repo.to_str().unwrap();
+    let mut run = spawn(&env, &["index", "--repo", r, "--quiet"], &[("DOCDEX_TEST_PAUSE_AT", "after-text-pass")]);
+    wait_for_pause(&mut run, "after-text-pass");
+    // Every file answers already, in another process; the definitions are not parsed yet.
+    for i in [0usize, 59, 119] {
+        let out = env.run(&["search", "--repo", r, &format!("tapir{i}x"), "--json"]);
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("mod{i}.py")), "file {i} after the text pass");
+    }
+    let out = env.run(&["search", "--repo", r, "okapi manual", "--json"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("docs/guide.md"));
+    let symbols = |env: &Env| {
+        let out = env.run(&["symbols", "--repo", r, "handler_7_3", "--json"]);
+        String::from_utf8_lossy(&out.stdout).contains("mod7.py")
+    };
+    assert!(!symbols(&env), "no file is parsed before the text pass is live");
+    kill_9(&mut run);
+
+    // The next run parses what the text pass left, as a completion rather than a change.
+    let summary = env.json(&["index", "--repo", r, "--json"]);
+    assert_eq!((summary["added"].as_u64(), summary["updated"].as_u64()), (Some(0), Some(0)), "{summary}");
+    assert_eq!(summary["files"], 121, "{summary}");
+    assert!(symbols(&env), "the definitions are parsed after the second run");
+    let again = env.json(&["index", "--repo", r, "--json"]);
+    assert_eq!(again["unchanged"], 121, "nothing is left to parse: {again}");
+
+    // The chunks are those a one-pass index cuts (at definitions, not at line counts).
+    let one_pass = Env::new();
+    one_pass.write_config("[index]\nfirst_commit_bytes = 1000000000\n");
+    let whole = one_pass.json(&["index", "--repo", r, "--json"]);
+    assert_eq!(whole["commits"], 1, "{whole}");
+    assert_eq!(summary["chunks"], whole["chunks"], "text pass then parse: {summary}\none pass: {whole}");
+    // No chunk of the text pass is left in the index: the same query finds the same chunks.
+    let chunks = |env: &Env| {
+        let v = env.json(&["search", "--repo", r, "tapir7x", "--json", "--limit", "30"]);
+        let hits = v["results"].as_array().cloned().unwrap_or_default();
+        let mut ids: Vec<String> = hits.iter().map(|h| h["chunk_id"].to_string()).collect();
+        ids.sort();
+        ids
+    };
+    let (two, one) = (chunks(&env), chunks(&one_pass));
+    assert!(!one.is_empty());
+    assert_eq!(two, one, "hits after a text pass then a parse, against one pass");
 }
 
 #[test]
