@@ -4,17 +4,20 @@ use crate::engine::protocol::IndexProgress;
 use crate::engine::protocol::ProgressSink;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A bar that draws only when stderr is a terminal and it is wanted.
 pub struct Bar {
     bar: Option<ProgressBar>,
+    /// Whether the line saying a text-first index is searchable was printed.
+    said_searchable: AtomicBool,
 }
 
 impl Bar {
     /// A bar; hidden unless `wanted` and stderr is a terminal.
     pub fn new(wanted: bool) -> Bar {
         if !wanted || !std::io::stderr().is_terminal() {
-            return Bar { bar: None };
+            return Bar { bar: None, said_searchable: AtomicBool::new(false) };
         }
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(10));
         let style = ProgressStyle::with_template(
@@ -23,7 +26,7 @@ impl Bar {
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
         bar.set_style(style);
-        Bar { bar: Some(bar) }
+        Bar { bar: Some(bar), said_searchable: AtomicBool::new(false) }
     }
 
     /// Clears the bar.
@@ -52,6 +55,9 @@ impl ProgressSink for Bar {
                 b.set_position(p.files_done);
                 b.set_message("embedding");
                 return;
+            }
+            if p.phase == "parsing" && !self.said_searchable.swap(true, Ordering::Relaxed) {
+                b.println("searchable now: every file answers as text; parsing for symbols and the impact graph");
             }
             b.set_length(p.bytes_total.max(1));
             b.set_position(p.bytes_done);
