@@ -303,6 +303,12 @@ fn a_large_first_index_is_searchable_as_text_then_parsed_and_a_small_one_in_one_
     assert_eq!((s.added, s.updated, s.files), (31, 0, 31), "a parse completes a file, it does not count twice");
     let engine = env.engine();
     assert_eq!(hit_paths(&engine, &repo, "kestrel_7_3").first().map(String::as_str), Some("pkg/m7.py"));
+    // The text chunks the parse replaced are merged away: one segment, no deletes.
+    let meta = engine.resolve_repo(&repo).unwrap().index_dir().join("meta.json");
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(meta).unwrap()).unwrap();
+    let segments = meta["segments"].as_array().unwrap();
+    assert_eq!(segments.len(), 1, "{meta}");
+    assert!(segments[0]["deletes"].is_null(), "{meta}");
     let again = index(&env, &repo);
     assert_eq!((again.unchanged, again.added, again.updated), (31, 0, 0), "nothing is left to parse");
 

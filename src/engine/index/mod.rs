@@ -359,6 +359,11 @@ impl IndexSession {
                 .index
                 .writer_with_num_threads(threads, WRITER_MEMORY_PER_THREAD * threads)
                 .map_err(|e| Error::Index { path: self.repo.index_dir(), message: e.to_string() })?;
+            // A fresh index is merged into one segment at its end; a background merge of some
+            // of its segments meanwhile would make that merge fail (its segments gone).
+            if self.rebuilt && !self.compacting {
+                w.set_merge_policy(Box::new(tantivy::merge_policy::NoMergePolicy));
+            }
             self.writer = Some(w);
         }
         Ok(())
@@ -391,6 +396,8 @@ impl IndexSession {
         self.status.rebuilding(self.staging.as_ref().map(|s| s.live_generation));
         let result = self.update_inner(scope, sink, started).and_then(|summary| {
             self.switch_generation()?;
+            // The next run of this session (a watcher's) updates a live index.
+            self.rebuilt = false;
             Ok(summary)
         });
         let result = result.map_err(|e| self.failed(e));
@@ -1074,21 +1081,25 @@ impl IndexSession {
     /// merge thread while the code pass finishes; [`Self::finish`] waits for it, and Tantivy
     /// swaps the merged segment in with its own commit (the old segments stay valid until then,
     /// so an interrupted merge loses nothing). A one-commit first index is left alone: there the
-    /// merge would only add to the first-index time.
+    /// merge would only add to the first-index time; one that holds deletes (the text chunks a
+    /// text-first run replaced) is merged too. Until then the fresh index's writer merges
+    /// nothing by itself: a background merge of some segments would make this one fail.
     fn start_compaction(&mut self) {
         if !self.rebuilt || self.compacting {
             return;
         }
-        let Ok(ids) = self.index.searchable_segment_ids() else { return };
-        if ids.len() <= thread_count(&self.cfg) {
-            return;
-        }
-        if let Some(writer) = self.writer.as_mut() {
+        let Some(writer) = self.writer.as_mut() else { return };
+        let metas = self.index.searchable_segment_metas().unwrap_or_default();
+        let ids: Vec<tantivy::index::SegmentId> = metas.iter().map(|m| m.id()).collect();
+        // Many segments, or the deleted text chunks of a text-first run: merge them away.
+        if ids.len() > thread_count(&self.cfg) || metas.iter().any(|m| m.has_deletes()) {
             tracing::debug!(segments = ids.len(), "merging the fresh index into one segment");
             // Not awaited here: `finish` waits for Tantivy's merging threads.
             drop(writer.merge(&ids));
-            self.compacting = true;
         }
+        // Later runs of this session update a live index: Tantivy's own merges again.
+        writer.set_merge_policy(Box::<tantivy::merge_policy::LogMergePolicy>::default());
+        self.compacting = true;
     }
 
     /// Lets background merges finish, then releases the writer and lock.
