@@ -528,8 +528,42 @@ fn index_progress_shows_while_indexing() {
     });
     let s = h.screen(80, 24);
     assert!(shows(&s, "indexing 60%"), "{s}");
-    assert!(shows(&s, "Indexing is running; results fill in as it finishes."), "{s}");
+    assert!(shows(&s, "Indexing is running; results fill in as it goes."), "{s}");
     h.snap_both("tui_search_while_indexing");
+}
+
+#[test]
+fn a_query_typed_during_a_first_index_runs_again_when_a_commit_lands() {
+    use docdex::engine::protocol::IndexProgress;
+    let mut h = Harness::new();
+    h.pump_except(|r| matches!(r, Request::Index { .. }));
+    let repo = h.repo.clone();
+    h.engine_event(EngineEvent::IndexStarted { repo: repo.clone() });
+    h.search("session");
+    assert!(h.app.search().results().is_empty(), "nothing is indexed yet");
+    // The run commits for real; its progress reaches the workbench, its end not yet.
+    h.engine.index(&repo, &docdex::engine::IndexOptions::default(), &|_: &IndexProgress| {}).expect("index");
+    let progress = |phase: &str| EngineEvent::IndexProgress {
+        repo: repo.clone(),
+        progress: IndexProgress {
+            phase: phase.into(),
+            files_done: 3,
+            files_total: 5,
+            bytes_done: 600,
+            bytes_total: 1000,
+        },
+    };
+    h.engine_event(progress("indexing"));
+    h.pump();
+    assert!(h.app.search().results().is_empty(), "no commit landed yet, so no search ran again");
+    // A large first index's text pass lands: every file answers, the parse goes on.
+    h.engine_event(progress("committing"));
+    h.engine_event(progress("parsing"));
+    h.pump();
+    assert_eq!(h.app.search().results().first().map(|r| r.path.as_str()), Some("src/auth/session.rs"));
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "Every file is searchable; symbols and the impact graph are still being built."), "{s}");
+    h.snap_both("tui_search_searchable_while_parsing");
 }
 
 #[test]

@@ -102,6 +102,11 @@ pub struct SearchPane {
     /// The list shows a cited file (a citation jump), not the hits of a query.
     cited: bool,
     indexing: bool,
+    /// The running index's last progress phase (`committing` just before a commit lands,
+    /// `parsing` once a large first index answers over every file).
+    index_phase: String,
+    /// Rows the indexing note took above the hits at the last draw (for mouse hit-testing).
+    note_rows: Cell<u16>,
     areas: Cell<SearchLayout>,
 }
 
@@ -135,6 +140,8 @@ impl Default for SearchPane {
             pinned: None,
             cited: false,
             indexing: false,
+            index_phase: String::new(),
+            note_rows: Cell::new(0),
             areas: Cell::new(SearchLayout::default()),
         }
     }
@@ -477,18 +484,25 @@ impl SearchPane {
             return;
         }
         let w = inner.width as usize;
+        // Writes a wrapped note from row `y`; returns the rows it took.
         let note = |buf: &mut Buffer, y: u16, text: &str, style: Style| {
-            for (k, l) in widgets::wrap(text, w.saturating_sub(1)).iter().enumerate() {
+            let lines = widgets::wrap(text, w.saturating_sub(1));
+            for (k, l) in lines.iter().enumerate() {
                 if y + (k as u16) < inner.y + inner.height {
                     buf.set_stringn(inner.x + 1, y + k as u16, l, w - 1, style);
                 }
             }
+            lines.len() as u16
         };
         let mut y = inner.y;
         if self.indexing {
-            note(buf, y, "Indexing is running; results fill in as it finishes.", t.style(Slot::Warning));
-            y += 1;
+            let text = match self.index_phase.as_str() {
+                "parsing" => "Every file is searchable; symbols and the impact graph are still being built.",
+                _ => "Indexing is running; results fill in as it goes.",
+            };
+            y += note(buf, y, text, t.style(Slot::Warning));
         }
+        self.note_rows.set(y - inner.y);
         // While the first index run is going, "not indexed yet" is not news: the line above says it.
         let error = self.error.as_ref().filter(|e| !(self.indexing && e.contains("is not indexed yet")));
         if let Some(e) = error {
@@ -818,9 +832,24 @@ impl Pane for SearchPane {
                     }
                 }
             }
-            EngineEvent::IndexStarted { repo } if repo == cx.repo => self.indexing = true,
+            EngineEvent::IndexStarted { repo } if repo == cx.repo => {
+                self.indexing = true;
+                self.index_phase.clear();
+            }
+            EngineEvent::IndexProgress { repo, progress } if repo == cx.repo && self.indexing => {
+                let before = std::mem::replace(&mut self.index_phase, progress.phase.clone());
+                // A commit landed: fill in a query that found nothing yet, and once more when a
+                // large first index turns searchable over every file.
+                let landed = before == "committing" && progress.phase != "committing";
+                let whole = progress.phase == "parsing" && before != "parsing" && landed;
+                let empty = self.results.is_empty() || self.error.is_some();
+                if landed && (empty || whole) && !self.query.text().trim().is_empty() {
+                    self.search_now(cx);
+                }
+            }
             EngineEvent::IndexFinished { repo, result } if repo == cx.repo => {
                 self.indexing = false;
+                self.index_phase.clear();
                 // Fill in: run the query again over the new generation.
                 if result.is_ok() && !self.query.text().trim().is_empty() {
                     self.search_now(cx);
@@ -837,7 +866,7 @@ impl Pane for SearchPane {
             MouseEventKind::Down(_) if widgets::contains(areas.query, col, row) => self.typing = true,
             MouseEventKind::Down(_) if widgets::contains(areas.results, col, row) => {
                 // Selecting a hit keeps the mode: typing goes on in the query box if it was there.
-                let inner_y = areas.results.y + 1 + u16::from(self.indexing);
+                let inner_y = areas.results.y + 1 + self.note_rows.get();
                 let rows_per = if areas.results.height.saturating_sub(2) >= 6 { 2 } else { 1 };
                 if row >= inner_y {
                     let k = ((row - inner_y) / rows_per) as usize;
