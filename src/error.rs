@@ -101,6 +101,13 @@ pub enum Error {
         /// The holder's pid, when known (0 otherwise).
         pid: u32,
     },
+    /// An index run stopped early because its process is shutting down; what it committed
+    /// stays, and the next run goes on from there.
+    #[error("the index run of {repo} stopped for shutdown; the next run goes on from its last commit")]
+    IndexStopped {
+        /// The repository root.
+        repo: PathBuf,
+    },
     /// The on-disk index could not be opened or written.
     #[error("index error in {path}: {message}. Run `docdex index --repo <repo> --rebuild` if it persists")]
     Index {
@@ -245,6 +252,7 @@ impl Error {
             Error::UnsafeRoot { .. } => "forbidden_repo",
             Error::Internal(_) => "internal",
             Error::IndexBusy { .. } => "index_busy",
+            Error::IndexStopped { .. } => "index_stopped",
             Error::Index { .. } => "index_error",
             Error::IndexDamaged { .. } => "index_damaged",
             Error::DiskFull { .. } => "disk_full",

@@ -91,6 +91,7 @@ impl Engine {
             };
             match self.watch(repo_path, stop, &watch_report) {
                 Ok(()) => break,
+                Err(Error::IndexStopped { .. }) if stop.load(Ordering::SeqCst) => break,
                 Err(Error::IndexBusy { pid, .. }) => {
                     report(FreshEvent::State(FreshState::Deferred { writer_pid: pid }));
                     tracing::info!(pid, "another process writes this index; reading only");

@@ -69,7 +69,9 @@ impl Engine {
         }
         let mut sources_checked = std::time::Instant::now();
         let quiet = |_: &IndexProgress| {};
-        let mut summary = session.update(&Scope::Full, &quiet)?;
+        // A first index can take a while: a shutdown stops it at the next batch (what it
+        // committed stays; the next start goes on from there).
+        let mut summary = session.update_until(&Scope::Full, &quiet, stop)?;
         // Its live generation (the catch-up run may have moved or replaced it).
         let repo = session.repo().clone();
         summary.embeddings = Some(self.embed_index(&repo, &session, false, &quiet));

@@ -322,3 +322,39 @@ fn a_large_first_index_is_searchable_as_text_then_parsed_and_a_small_one_in_one_
     assert_eq!(s.commits, 1);
     assert!(s.searchable_seconds >= s.first_commit_seconds && s.searchable_seconds <= s.seconds, "{s:?}");
 }
+
+#[test]
+fn a_run_told_to_stop_ends_at_its_next_batch_and_the_next_run_goes_on() {
+    use docdex::engine::index::Scope;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let env = Env::new();
+    env.write_config("[index]\nfirst_commit_bytes = 4096\n");
+    let repo = env.repo("stopped");
+    for i in 0..30 {
+        let body: String = (0..30).map(|l| format!("def heron_{i}_{l}(x):\n    return x + {l}\n\n")).collect();
+        write(&repo, &format!("pkg/m{i:02}.py"), &body);
+    }
+    let engine = env.engine();
+    let repo_ref = engine.resolve_repo(&repo).unwrap();
+    let mut session = engine.open_index_session(&repo_ref, false).unwrap();
+    // A shutdown arrives as the first commit is made.
+    let stop = AtomicBool::new(false);
+    let sink = |p: &docdex::engine::protocol::IndexProgress| {
+        if p.phase == "committing" {
+            stop.store(true, Ordering::SeqCst);
+        }
+    };
+    let err = session.update_until(&Scope::Full, &sink, &stop).expect_err("stopped");
+    assert!(matches!(err, docdex::Error::IndexStopped { .. }), "{err}");
+    assert!(err.to_string().contains("next run goes on"), "{err}");
+    drop(session);
+    // The first commit stays searchable; nothing after it was kept.
+    let first = hit_paths(&engine, &repo, "heron_0_1");
+    assert_eq!(first.first().map(String::as_str), Some("pkg/m00.py"), "{first:?}");
+    assert!(hit_paths(&engine, &repo, "heron_29_1").iter().all(|p| p != "pkg/m29.py"), "the stopped batch is dropped");
+    // The next run finishes the rest, parsing what the first commit holds as text.
+    let s = index(&env, &repo);
+    assert_eq!(s.files, 30, "{s:?}");
+    assert!(s.added < 30, "the committed files are not new again: {s:?}");
+    assert_eq!(hit_paths(&engine, &repo, "heron_29_1").first().map(String::as_str), Some("pkg/m29.py"));
+}

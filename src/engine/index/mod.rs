@@ -33,7 +33,7 @@ use schema::{CommitPayload, Fields};
 use status::StatusFile;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -57,6 +57,15 @@ pub enum Scope {
     Full,
     /// Only these absolute paths (files or directories; deleted ones included).
     Paths(Vec<PathBuf>),
+}
+
+/// What every batch of one index run shares: its progress, where progress goes, when it
+/// started, and the flag that stops it.
+struct Run<'a> {
+    progress: &'a Progress,
+    sink: &'a dyn ProgressSink,
+    started: Instant,
+    stop: &'a AtomicBool,
 }
 
 /// How one pass over a list of files is cut and read.
@@ -382,6 +391,13 @@ impl IndexSession {
     /// Brings the index up to date for `scope`. While a new generation is being built, the
     /// scope is the whole repository and the run ends by switching to it.
     pub fn update(&mut self, scope: &Scope, sink: &dyn ProgressSink) -> Result<IndexSummary> {
+        self.update_until(scope, sink, &AtomicBool::new(false))
+    }
+
+    /// [`Self::update`], ending early with [`Error::IndexStopped`] once `stop` is set (a server
+    /// shutting down): the batch being read is dropped, what was committed stays, and the next
+    /// run goes on from there, as after a kill.
+    pub fn update_until(&mut self, scope: &Scope, sink: &dyn ProgressSink, stop: &AtomicBool) -> Result<IndexSummary> {
         let paths = match scope {
             Scope::Full => None,
             Scope::Paths(p) => Some(p.len()),
@@ -394,7 +410,7 @@ impl IndexSession {
         let scope = if self.staging.is_some() { &Scope::Full } else { scope };
         self.status.begin(&IndexProgress { phase: "walking".into(), ..Default::default() });
         self.status.rebuilding(self.staging.as_ref().map(|s| s.live_generation));
-        let result = self.update_inner(scope, sink, started).and_then(|summary| {
+        let result = self.update_inner(scope, sink, started, stop).and_then(|summary| {
             self.switch_generation()?;
             // The next run of this session (a watcher's) updates a live index.
             self.rebuilt = false;
@@ -443,7 +459,13 @@ impl IndexSession {
 
     /// One run: plan it from the walk and the manifest, write the deletions and the walk's
     /// issues, index the changed files in committed batches, then sum it up.
-    fn update_inner(&mut self, scope: &Scope, sink: &dyn ProgressSink, started: Instant) -> Result<IndexSummary> {
+    fn update_inner(
+        &mut self,
+        scope: &Scope,
+        sink: &dyn ProgressSink,
+        started: Instant,
+        stop: &AtomicBool,
+    ) -> Result<IndexSummary> {
         let plan = self.plan(scope, started)?;
         let capped = |c: &walk::Candidate| c.size.min(self.cfg.max_file_size_bytes);
         let bytes_total: u64 = plan.todo.iter().chain(&plan.repair).map(capped).sum();
@@ -479,7 +501,8 @@ impl IndexSession {
         summary.deleted = plan.deleted.len() as u64;
         changed |= self.record_walk_issues(&plan.issues)?;
 
-        self.index_files(&plan, text_first, &progress, sink, &mut summary, &mut renames_left, changed, started)?;
+        let run = Run { progress: &progress, sink, started, stop };
+        self.index_files(&plan, text_first, &run, &mut summary, &mut renames_left, changed)?;
         self.start_compaction();
         let generation = self.generation;
         summary.code = match self.code_mut() {
@@ -653,13 +676,12 @@ impl IndexSession {
         &mut self,
         plan: &Plan,
         text_first: bool,
-        progress: &Progress,
-        sink: &dyn ProgressSink,
+        run: &Run<'_>,
         summary: &mut IndexSummary,
         renames_left: &mut HashMap<u64, usize>,
         changed: bool,
-        started: Instant,
     ) -> Result<()> {
+        let (progress, sink, started) = (run.progress, run.sink, run.started);
         let status = self.status.clone();
         let (stop_ticker, ticker_stopped) = std::sync::mpsc::channel::<()>();
         std::thread::scope(|s| {
@@ -683,7 +705,7 @@ impl IndexSession {
                 false => COMMIT_EVERY_BYTES,
             };
             let batch = Batching { first, parse: !text_first };
-            self.index_in_batches(&plan.todo, batch, progress, sink, summary, renames_left, changed, started)?;
+            self.index_in_batches(&plan.todo, batch, run, summary, renames_left, changed)?;
             if summary.commits > 0 {
                 summary.searchable_seconds = started.elapsed().as_secs_f64();
             }
@@ -702,7 +724,7 @@ impl IndexSession {
                 self.status.progress(&snap);
                 sink.progress(&snap);
                 let batch = Batching { first: COMMIT_EVERY_BYTES, parse: true };
-                self.index_in_batches(&pending, batch, progress, sink, summary, renames_left, false, started)?;
+                self.index_in_batches(&pending, batch, run, summary, renames_left, false)?;
             }
             // Symbols only: the text index already has these files.
             let repaired: Vec<(String, Option<(u64, CodeResult)>)> = plan
@@ -726,29 +748,36 @@ impl IndexSession {
     /// Indexes `files` in parallel, one batch at a time, committing after each batch that
     /// changed the index (the first batch ends at `batch.first` bytes, the rest at
     /// [`COMMIT_EVERY_BYTES`]).
-    #[allow(clippy::too_many_arguments)]
     fn index_in_batches(
         &mut self,
         files: &[walk::Candidate],
         batch: Batching,
-        progress: &Progress,
-        sink: &dyn ProgressSink,
+        run: &Run<'_>,
         summary: &mut IndexSummary,
         renames_left: &mut HashMap<u64, usize>,
         mut changed: bool,
-        started: Instant,
     ) -> Result<()> {
+        let (progress, sink, started) = (run.progress, run.sink, run.started);
         let steps = batches(files, batch.first, COMMIT_EVERY_BYTES);
         let last = steps.len().saturating_sub(1);
         for (b, step) in steps.into_iter().enumerate() {
-            let outcomes: Vec<(String, Outcome)> = step
+            let outcomes: Vec<(String, Option<Outcome>)> = step
                 .par_iter()
                 .map(|c| {
+                    if run.stop.load(Ordering::Relaxed) {
+                        return (c.rel.clone(), None);
+                    }
                     let o = self.process(c, batch.parse);
                     progress.done(c.size.min(self.cfg.max_file_size_bytes));
-                    (c.rel.clone(), o)
+                    (c.rel.clone(), Some(o))
                 })
                 .collect();
+            if run.stop.load(Ordering::Relaxed) {
+                // Nothing of this batch is committed: the failure path drops the writer's
+                // pending documents and reloads the last commit.
+                return Err(Error::IndexStopped { repo: self.repo.root.clone() });
+            }
+            let outcomes = outcomes.into_iter().filter_map(|(rel, o)| Some((rel, o?)));
             tracing::debug!(files = step.len(), ms = started.elapsed().as_millis() as u64, "batch read and queued");
             for (rel, outcome) in outcomes {
                 changed |= self.apply(rel, outcome, summary, renames_left);
