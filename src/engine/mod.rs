@@ -454,6 +454,18 @@ impl Engine {
                     progress = d.progress;
                 }
             }
+            if d.stopped && !interrupted {
+                warnings.push(match indexed {
+                    true => format!(
+                        "the last index run (pid {}) stopped for shutdown before it finished; generation {generation} is searchable. Run `docdex index --repo {root}` (or start the server again) to finish",
+                        d.pid
+                    ),
+                    false => format!(
+                        "the first index run (pid {}) stopped for shutdown before its first commit; run `docdex index --repo {root}` to finish",
+                        d.pid
+                    ),
+                });
+            }
             if let Some(e) = d.last_error {
                 warnings.push(format!("last index run failed: {e}"));
             }

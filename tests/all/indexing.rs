@@ -348,6 +348,9 @@ fn a_run_told_to_stop_ends_at_its_next_batch_and_the_next_run_goes_on() {
     assert!(matches!(err, docdex::Error::IndexStopped { .. }), "{err}");
     assert!(err.to_string().contains("next run goes on"), "{err}");
     drop(session);
+    let status = engine.status(&repo).unwrap();
+    assert_eq!(status.index_state, docdex::engine::protocol::IndexState::Ready, "{status:?}");
+    assert!(status.warnings.iter().any(|w| w.contains("stopped for shutdown before it finished")), "{status:?}");
     // The first commit stays searchable; nothing after it was kept.
     let first = hit_paths(&engine, &repo, "heron_0_1");
     assert_eq!(first.first().map(String::as_str), Some("pkg/m00.py"), "{first:?}");
@@ -357,4 +360,6 @@ fn a_run_told_to_stop_ends_at_its_next_batch_and_the_next_run_goes_on() {
     assert_eq!(s.files, 30, "{s:?}");
     assert!(s.added < 30, "the committed files are not new again: {s:?}");
     assert_eq!(hit_paths(&engine, &repo, "heron_29_1").first().map(String::as_str), Some("pkg/m29.py"));
+    let status = engine.status(&repo).unwrap();
+    assert!(!status.warnings.iter().any(|w| w.contains("stopped")), "a finished run clears it: {status:?}");
 }

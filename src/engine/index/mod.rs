@@ -429,6 +429,10 @@ impl IndexSession {
                 );
                 self.status.finish_ok(s)
             }
+            Err(Error::IndexStopped { .. }) => {
+                tracing::info!("index run stopped for shutdown");
+                self.status.finish_stopped()
+            }
             Err(e) => {
                 tracing::warn!("index run failed: {e}");
                 self.status.finish_err(&e.to_string())

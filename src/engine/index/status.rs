@@ -34,6 +34,10 @@ pub struct StatusData {
     /// which stays searchable until the switch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebuilding_from: Option<u64>,
+    /// The last run was stopped by its process's shutdown before it finished: what it
+    /// committed is searchable and the next run goes on from there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
 }
 
 impl Default for StatusData {
@@ -49,6 +53,7 @@ impl Default for StatusData {
             last_error: None,
             watching: false,
             rebuilding_from: None,
+            stopped: false,
         }
     }
 }
@@ -110,6 +115,7 @@ impl StatusFile {
             d.started_ms = now_ms();
             d.progress = Some(p.clone());
             d.last_error = None;
+            d.stopped = false;
         });
     }
 
@@ -142,6 +148,16 @@ impl StatusFile {
             d.state = IndexState::Ready;
             d.progress = None;
             d.rebuilding_from = None;
+        });
+    }
+
+    /// The run was stopped for shutdown (committed work stays searchable).
+    pub fn finish_stopped(&self) {
+        self.with(true, |d| {
+            d.state = IndexState::Ready;
+            d.progress = None;
+            d.rebuilding_from = None;
+            d.stopped = true;
         });
     }
 
