@@ -558,7 +558,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.note(&format!("watching {} (Ctrl-C to stop)", display_repo(&path)));
             }
             let report = |r: WatchReport| output::print_watch(&out, &r, json);
-            engine.watch(&path, &stop, &report)?;
+            match engine.watch(&path, &stop, &report) {
+                // Ctrl-C during the catch-up run: what it committed stays.
+                Err(crate::Error::IndexStopped { .. }) if stop.load(std::sync::atomic::Ordering::SeqCst) => {
+                    out.note("stopped before the catch-up run finished; the next run goes on from its last commit")
+                }
+                r => r?,
+            }
         }
         Command::Repo { action: RepoAction::List { json } } => {
             let repos = engine.list_repos()?;
