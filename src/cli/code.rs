@@ -194,6 +194,9 @@ fn qualified(h: &SymbolHit) -> String {
 }
 
 fn print_symbols(out: &Out, r: &SymbolsResponse) {
+    if let Some(note) = &r.note {
+        out.note(&format!("note: {note}"));
+    }
     if r.mode == "outline" {
         let file = r.file.as_deref().unwrap_or("");
         out.note(&format!("{} symbols in {file} ({})", r.results.len(), r.repo.display()));

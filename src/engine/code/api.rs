@@ -94,6 +94,16 @@ fn sample_texts(root: &Path, path: &str, nodes: &mut [AstNode]) {
     }
 }
 
+/// What a first index still parsing means for symbol answers, from the writer's status file.
+fn parse_in_progress(repo: &RepoRef) -> Option<String> {
+    let (status, interrupted) = crate::engine::index::status::StatusData::read(&repo.status_path())?;
+    let p = status.progress.filter(|p| p.phase == "parsing" && !interrupted)?;
+    Some(format!(
+        "the first index is still parsing the repository ({} of {} files read): symbols of the files not parsed yet follow when it ends",
+        p.files_done, p.files_total
+    ))
+}
+
 impl Engine {
     /// Symbol search by name, or a file's outline (`file` without `query`).
     pub fn symbols(&self, repo_path: &Path, req: &SymbolsRequest) -> Result<SymbolsResponse> {
@@ -142,6 +152,7 @@ impl Engine {
             truncated: total > results.len(),
             total,
             results,
+            note: parse_in_progress(&repo),
         })
     }
 

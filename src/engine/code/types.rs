@@ -264,6 +264,10 @@ pub struct SymbolsResponse {
     pub total: usize,
     /// More matched than were returned.
     pub truncated: bool,
+    /// Set while a large first index parses the repository after its text pass: the symbols
+    /// of the files not parsed yet are missing until it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Status of one language in the symbol store.

@@ -715,6 +715,10 @@ impl IndexSession {
             }
             if text_first {
                 summary.text_first = true;
+                progress.parsing.store(true, Ordering::Relaxed);
+                let snap = progress.snapshot(progress.stage());
+                self.status.phase(&snap);
+                sink.progress(&snap);
                 crate::engine::fault::pause_point("after-text-pass");
                 let pending: Vec<walk::Candidate> = plan
                     .todo
@@ -723,10 +727,6 @@ impl IndexSession {
                     .cloned()
                     .collect();
                 tracing::debug!(files = pending.len(), ms = started.elapsed().as_millis() as u64, "text pass live");
-                progress.parsing.store(true, Ordering::Relaxed);
-                let snap = progress.snapshot(progress.stage());
-                self.status.progress(&snap);
-                sink.progress(&snap);
                 let batch = Batching { first: COMMIT_EVERY_BYTES, parse: true };
                 self.index_in_batches(&pending, batch, run, summary, renames_left, false)?;
             }

@@ -129,6 +129,11 @@ impl StatusFile {
         self.with(false, |d| d.progress = Some(p.clone()));
     }
 
+    /// The run entered a new phase (written at once: other processes act on it).
+    pub fn phase(&self, p: &IndexProgress) {
+        self.with(true, |d| d.progress = Some(p.clone()));
+    }
+
     /// A change was applied.
     pub fn event(&self, e: LastEvent) {
         self.with(false, |d| d.last_event = Some(e));

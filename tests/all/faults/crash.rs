@@ -260,6 +260,13 @@ fn a_large_first_index_answers_as_text_before_its_parse_and_a_kill_then_loses_no
         String::from_utf8_lossy(&out.stdout).contains("mod7.py")
     };
     assert!(!symbols(&env), "no file is parsed before the text pass is live");
+    let answer = env.json(&["symbols", "--repo", r, "handler", "--json"]);
+    assert!(
+        answer["note"].as_str().is_some_and(|n| n.contains("still parsing")),
+        "symbols say they are partial: {answer}"
+    );
+    let status = status_json(&env, &repo);
+    assert_eq!(status["progress"]["phase"], "parsing", "{status}");
     kill_9(&mut run);
 
     // The next run parses what the text pass left, as a completion rather than a change.
@@ -267,6 +274,8 @@ fn a_large_first_index_answers_as_text_before_its_parse_and_a_kill_then_loses_no
     assert_eq!((summary["added"].as_u64(), summary["updated"].as_u64()), (Some(0), Some(0)), "{summary}");
     assert_eq!(summary["files"], 121, "{summary}");
     assert!(symbols(&env), "the definitions are parsed after the second run");
+    let answer = env.json(&["symbols", "--repo", r, "handler", "--json"]);
+    assert!(answer.get("note").is_none(), "{answer}");
     let again = env.json(&["index", "--repo", r, "--json"]);
     assert_eq!(again["unchanged"], 121, "nothing is left to parse: {again}");
 
