@@ -291,7 +291,11 @@ pub fn print_status(out: &Out, s: &StatusResponse) {
         out.line(&format!("indexed     {ago}s ago"));
     }
     if let Some(p) = &s.progress {
-        out.line(&format!("progress    {} {}/{} files", p.phase, p.files_done, p.files_total));
+        let meaning = match p.phase.as_str() {
+            "parsing" => " (every file searchable as text; symbols and the graph follow)",
+            _ => "",
+        };
+        out.line(&format!("progress    {} {}/{} files{meaning}", p.phase, p.files_done, p.files_total));
     }
     if let Some(e) = &s.last_event {
         out.line(&format!("last event  {} {}", e.kind, e.path));

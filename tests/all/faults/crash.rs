@@ -267,6 +267,8 @@ fn a_large_first_index_answers_as_text_before_its_parse_and_a_kill_then_loses_no
     );
     let status = status_json(&env, &repo);
     assert_eq!(status["progress"]["phase"], "parsing", "{status}");
+    let human = String::from_utf8_lossy(&env.run(&["status", "--repo", r]).stdout).into_owned();
+    assert!(human.contains("every file searchable as text"), "{human}");
     kill_9(&mut run);
 
     // The next run parses what the text pass left, as a completion rather than a change.
