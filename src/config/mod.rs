@@ -98,7 +98,7 @@ pub struct IndexConfig {
     pub watch_debounce_ms: u64,
     /// A repository's first index commits once it has read this many bytes, so search answers
     /// over the files read so far while the rest is indexed (later commits come every 256 MB);
-    /// a first index larger than this indexes every file as text before parsing any.
+    /// a run with more new text than this indexes it all as text before parsing any.
     pub first_commit_bytes: u64,
 }
 

@@ -359,6 +359,7 @@ fn a_run_told_to_stop_ends_at_its_next_batch_and_the_next_run_goes_on() {
     let s = index(&env, &repo);
     assert_eq!(s.files, 30, "{s:?}");
     assert!(s.added < 30, "the committed files are not new again: {s:?}");
+    assert!(s.text_first, "the rest is still over first_commit_bytes: searchable as text first: {s:?}");
     assert_eq!(hit_paths(&engine, &repo, "heron_29_1").first().map(String::as_str), Some("pkg/m29.py"));
     let status = engine.status(&repo).unwrap();
     assert!(!status.warnings.iter().any(|w| w.contains("stopped")), "a finished run clears it: {status:?}");

@@ -473,13 +473,15 @@ impl IndexSession {
         let plan = self.plan(scope, started)?;
         let capped = |c: &walk::Candidate| c.size.min(self.cfg.max_file_size_bytes);
         let bytes_total: u64 = plan.todo.iter().chain(&plan.repair).map(capped).sum();
-        let text_first = self.text_first(bytes_total);
+        // Files a run cut short left searchable as text only need their parse, not a text pass.
+        let new_text: u64 = plan.todo.iter().filter(|c| !self.awaits_parse(&c.rel)).map(capped).sum();
+        let text_first = self.text_first(new_text);
         // A text-first run reads the files it parses twice; the bar counts both readings.
         let (parsed_later, parsed_bytes): (u64, u64) = match text_first {
             true => plan
                 .todo
                 .iter()
-                .filter(|c| self.parses(&c.rel, files::language(Path::new(&c.rel))))
+                .filter(|c| !self.awaits_parse(&c.rel) && self.parses(&c.rel, files::language(Path::new(&c.rel))))
                 .fold((0, 0), |(n, b), c| (n + 1, b + capped(c))),
             false => (0, 0),
         };
@@ -709,7 +711,14 @@ impl IndexSession {
                 false => COMMIT_EVERY_BYTES,
             };
             let batch = Batching { first, parse: !text_first };
-            self.index_in_batches(&plan.todo, batch, run, summary, renames_left, changed)?;
+            match text_first {
+                true => {
+                    let text: Vec<walk::Candidate> =
+                        plan.todo.iter().filter(|c| !self.awaits_parse(&c.rel)).cloned().collect();
+                    self.index_in_batches(&text, batch, run, summary, renames_left, changed)?
+                }
+                false => self.index_in_batches(&plan.todo, batch, run, summary, renames_left, changed)?,
+            }
             if summary.commits > 0 {
                 summary.searchable_seconds = started.elapsed().as_secs_f64();
             }
@@ -720,12 +729,8 @@ impl IndexSession {
                 self.status.phase(&snap);
                 sink.progress(&snap);
                 crate::engine::fault::pause_point("after-text-pass");
-                let pending: Vec<walk::Candidate> = plan
-                    .todo
-                    .iter()
-                    .filter(|c| self.manifest.files.get(&c.rel).is_some_and(|e| e.text_only))
-                    .cloned()
-                    .collect();
+                let pending: Vec<walk::Candidate> =
+                    plan.todo.iter().filter(|c| self.awaits_parse(&c.rel)).cloned().collect();
                 tracing::debug!(files = pending.len(), ms = started.elapsed().as_millis() as u64, "text pass live");
                 let batch = Batching { first: COMMIT_EVERY_BYTES, parse: true };
                 self.index_in_batches(&pending, batch, run, summary, renames_left, false)?;
@@ -946,12 +951,19 @@ impl IndexSession {
         self.code.is_some() && !rel.starts_with(sources::PREFIX) && Lang::from_index_lang(lang).is_some()
     }
 
-    /// Whether this run indexes every file as text before parsing any: a first index built in
-    /// place (it is live from its first commit), with the code pass on, of more than
-    /// `[index] first_commit_bytes`. Parsing is most of a first index's time; this way search
-    /// covers the whole tree after the text pass, and symbols and the graph follow.
-    fn text_first(&self, bytes_total: u64) -> bool {
-        self.rebuilt && self.staging.is_none() && self.code.is_some() && bytes_total > self.cfg.first_commit_bytes
+    /// Whether this run indexes every new or changed file as text before parsing any: the code
+    /// pass is on, the index it writes is live (not a new generation, which switches only at
+    /// its end), and more than `[index] first_commit_bytes` of text is to be read (a first
+    /// index, its resumption after a stop, a large checkout). Parsing is most of such a run's
+    /// time; this way search covers every file after the text pass, and symbols and the graph
+    /// follow.
+    fn text_first(&self, new_text_bytes: u64) -> bool {
+        self.staging.is_none() && self.code.is_some() && new_text_bytes > self.cfg.first_commit_bytes
+    }
+
+    /// Whether `rel` is indexed as text and waits for its parse (a text-first run cut short).
+    fn awaits_parse(&self, rel: &str) -> bool {
+        self.manifest.files.get(rel).is_some_and(|e| e.text_only)
     }
 
     /// True when the manifest has `rel` indexed with this content hash.

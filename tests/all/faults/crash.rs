@@ -274,6 +274,7 @@ fn a_large_first_index_answers_as_text_before_its_parse_and_a_kill_then_loses_no
     // The next run parses what the text pass left, as a completion rather than a change.
     let summary = env.json(&["index", "--repo", r, "--json"]);
     assert_eq!((summary["added"].as_u64(), summary["updated"].as_u64()), (Some(0), Some(0)), "{summary}");
+    assert!(summary.get("text_first").is_none(), "files already searchable as text get no second text pass: {summary}");
     assert_eq!(summary["files"], 121, "{summary}");
     assert!(symbols(&env), "the definitions are parsed after the second run");
     let answer = env.json(&["symbols", "--repo", r, "handler", "--json"]);
