@@ -312,6 +312,21 @@ impl Tmux {
         }
     }
 
+    /// [`Self::wait_for`], then the screen once two captures 150 ms apart agree: a capture can
+    /// fall inside a frame's write (its first rows new, the rest still the last frame's).
+    fn wait_settled(&self, what: &str) -> String {
+        let mut last = self.wait_for(what);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            std::thread::sleep(Duration::from_millis(150));
+            let now = self.capture();
+            if now == last || Instant::now() > deadline {
+                return now;
+            }
+            last = now;
+        }
+    }
+
     fn format(&self, f: &str) -> String {
         self.run(&["display-message", "-p", "-t", "e2e", f]).trim().to_string()
     }
@@ -425,13 +440,13 @@ fn the_real_binary_in_a_terminal() {
     t.wait_for("Steps · tree");
     for _ in 0..2 {
         t.keys(&["t"]);
-        let s = t.wait_for("Steps · layers");
+        let s = t.wait_settled("Steps · layers");
         // The steps pane starts at column 26 (the sessions list takes a third of 80).
         let steps: Vec<String> = s.lines().map(|l| l.chars().skip(27).collect()).collect();
         assert!(!steps.iter().any(|l| l.contains("├─") || l.contains("└─")), "no tree row left in layers:\n{s}");
         assert!(s.contains("L0 ┃"), "{s}");
         t.keys(&["t"]);
-        let s = t.wait_for("Steps · tree");
+        let s = t.wait_settled("Steps · tree");
         assert!(!s.contains("L0 ┃") && !s.contains("┃   ↓"), "no layer row left in the tree:\n{s}");
         assert!(s.contains("[UserRequest] where are stale"), "{s}");
     }
