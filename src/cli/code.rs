@@ -21,7 +21,8 @@ pub struct SymbolsArgs {
     /// module, constant, variable, field, type, macro.
     #[arg(long, short = 'k')]
     kind: Option<String>,
-    /// Only this file; without a query, its outline in order with nesting.
+    /// Only this file (repo-relative, or relative to the current directory inside the repo);
+    /// without a query, its outline in order with nesting.
     #[arg(long, short = 'f')]
     file: Option<String>,
     /// Only files under this path prefix.
@@ -125,8 +126,8 @@ pub struct AstQueryArgs {
 pub fn symbols(engine: &Engine, out: &Out, a: SymbolsArgs) -> anyhow::Result<()> {
     let path = a.repo.resolve()?;
     let query = Some(a.query.join(" ")).filter(|q| !q.trim().is_empty());
-    let req =
-        SymbolsRequest { query, kind: a.kind, file: a.file, path_prefix: a.path_prefix, lang: a.lang, limit: a.limit };
+    let file = a.file.as_deref().map(|f| a.repo.user_path(f));
+    let req = SymbolsRequest { query, kind: a.kind, file, path_prefix: a.path_prefix, lang: a.lang, limit: a.limit };
     let resp = engine.symbols(&path, &req)?;
     if a.json {
         out.json(&resp)

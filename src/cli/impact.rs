@@ -20,8 +20,12 @@ pub struct ImpactArgs {
     action: Option<ImpactAction>,
     #[command(flatten)]
     repo: RepoArg,
-    /// The file to analyse (repo-relative; `ext:<package>` for an external package).
-    #[arg(long, short)]
+    /// The file to analyse (repo-relative, or relative to the current directory inside the
+    /// repo; `ext:<package>` for an external package). Also accepted as `--file FILE`.
+    #[arg(value_name = "FILE", conflicts_with = "file")]
+    path: Option<String>,
+    /// The same as the positional FILE.
+    #[arg(long, short, value_name = "FILE")]
     file: Option<String>,
     /// Import hops to follow.
     #[arg(long, short, default_value_t = crate::engine::protocol::DEFAULT_DEPTH)]
@@ -111,6 +115,7 @@ impl GraphCommand {
 pub fn run_impact(engine: &Engine, out: &Out, args: ImpactArgs) -> anyhow::Result<()> {
     match args.action {
         Some(ImpactAction::Diagnostics { file, json }) => {
+            let file = file.as_deref().map(|f| args.repo.user_path(f));
             let resp = engine.impact_diagnostics(&args.repo.resolve()?, file.as_deref())?;
             if json || args.json {
                 out.json(&resp)?;
@@ -119,9 +124,9 @@ pub fn run_impact(engine: &Engine, out: &Out, args: ImpactArgs) -> anyhow::Resul
             }
         }
         None => {
-            let Some(file) = args.file else {
+            let Some(file) = args.path.or(args.file).map(|f| args.repo.user_path(&f)) else {
                 return Err(Error::BadRequest(
-                    "pass --file F (a repo-relative path), or use `docdex impact diagnostics`".into(),
+                    "name a file: `docdex impact src/lib.rs` (repo-relative, or relative to the current directory), or use `docdex impact diagnostics`".into(),
                 )
                 .into());
             };

@@ -132,7 +132,7 @@ enum Command {
     Get {
         #[command(flatten)]
         repo: RepoArg,
-        /// Repo-relative path.
+        /// The file (repo-relative, or relative to the current directory inside the repo).
         file: String,
         /// Line range A-B (or a single line A).
         #[arg(long, conflicts_with = "page")]
@@ -340,6 +340,36 @@ impl RepoArg {
             }
         }
     }
+
+    /// A file or directory argument as the engine takes it. Typed in a subdirectory of the
+    /// repository, a relative path that exists there means what the shell means (`docdex
+    /// impact lib.rs` in `src/` is `src/lib.rs`, as tab completion offers it), so it is passed
+    /// absolute; the engine makes it repo-relative again and refuses it outside the repository.
+    pub(crate) fn user_path(&self, given: &str) -> String {
+        let (Ok(root), Ok(cwd)) = (self.resolve(), std::env::current_dir()) else {
+            return given.to_string();
+        };
+        cwd_relative(&root, &cwd, given)
+    }
+}
+
+/// `given` resolved against `cwd` when `cwd` lies strictly inside `root` and the path exists
+/// there; otherwise unchanged (repo-relative, absolute, `ext:` packages, `//source/` keys).
+fn cwd_relative(root: &Path, cwd: &Path, given: &str) -> String {
+    let path = Path::new(given);
+    if given.is_empty() || path.is_absolute() || given.starts_with("//") || given.starts_with("ext:") {
+        return given.to_string();
+    }
+    let (Ok(root), Ok(cwd)) = (root.canonicalize(), cwd.canonicalize()) else {
+        return given.to_string();
+    };
+    if cwd == root || !cwd.starts_with(&root) {
+        return given.to_string();
+    }
+    match cwd.join(path).canonicalize() {
+        Ok(real) => real.to_string_lossy().into_owned(),
+        Err(_) => given.to_string(),
+    }
 }
 
 /// Process exit codes: 0 ok, 1 error, 2 usage (bad input, or it names something that does not
@@ -533,6 +563,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Hook(args) => return hook::run(&engine, &out, cli.home.as_deref(), args),
         Command::Get { repo, file, lines, page, json } => {
             let path = repo.resolve()?;
+            let file = repo.user_path(&file);
             let range = lines.as_deref().map(parse_range).transpose()?;
             let content = engine.get_file(&path, &FileRequest { page, ..FileRequest::new(file, range) })?;
             if json {

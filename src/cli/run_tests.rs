@@ -13,7 +13,8 @@ use std::process::ExitCode;
 pub struct RunTestsArgs {
     #[command(flatten)]
     repo: RepoArg,
-    /// A test file or directory to run (repo-relative); default the whole suite.
+    /// A test file or directory to run (repo-relative, or relative to the current directory
+    /// inside the repo); default the whole suite.
     #[arg(long, value_name = "FILE|DIR")]
     target: Option<String>,
     /// Only the tests the change reaches (uncommitted work; with --since, the branch's commits too).
@@ -33,8 +34,12 @@ pub struct RunTestsArgs {
 /// Runs `docdex run-tests`: exit 0 when the tests pass (or none is affected), 1 when they fail
 /// or time out.
 pub fn run(engine: &Engine, out: &Out, args: RunTestsArgs) -> anyhow::Result<ExitCode> {
-    let req =
-        RunTestsRequest { target: args.target, affected: args.affected, since: args.since, timeout_secs: args.timeout };
+    let req = RunTestsRequest {
+        target: args.target.as_deref().map(|t| args.repo.user_path(t)),
+        affected: args.affected,
+        since: args.since,
+        timeout_secs: args.timeout,
+    };
     let resp = engine.run_tests(&args.repo.resolve()?, &req)?;
     if args.json {
         out.json(&resp)?;

@@ -10,7 +10,8 @@ use crate::engine::Engine;
 pub struct SimilarArgs {
     #[command(flatten)]
     repo: RepoArg,
-    /// The file to compare with (repo-relative, or a path inside the repo).
+    /// The file to compare with (repo-relative, or relative to the current directory inside the
+    /// repo).
     file: String,
     /// How many files.
     #[arg(long, short = 'n', default_value_t = 10)]
@@ -23,7 +24,8 @@ pub struct SimilarArgs {
 /// Runs `similar`.
 pub fn run(engine: &Engine, out: &Out, args: SimilarArgs) -> anyhow::Result<()> {
     let path = args.repo.resolve()?;
-    let resp = engine.similar(&path, &SimilarRequest { file: args.file, limit: Some(args.limit) })?;
+    let file = args.repo.user_path(&args.file);
+    let resp = engine.similar(&path, &SimilarRequest { file, limit: Some(args.limit) })?;
     if args.json {
         out.json(&resp)?;
     } else {

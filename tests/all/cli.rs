@@ -124,6 +124,49 @@ fn repo_defaults_to_git_root_of_current_directory() {
 }
 
 #[test]
+fn file_arguments_typed_in_a_subdirectory_are_relative_to_it() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    sample_repo(&repo);
+    std::fs::write(repo.parent().unwrap().join("outside.txt"), "secret").unwrap();
+    let run_in = |dir: &std::path::Path, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(args)
+            .current_dir(dir)
+            .env("DOCDEX_HOME", env.home())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let json_in = |dir: &std::path::Path, args: &[&str]| -> serde_json::Value {
+        let out = run_in(dir, args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let auth = repo.join("src/auth");
+    assert!(run_in(&repo, &["index"]).status.success());
+    // What tab completion offers in src/auth, and the repo-relative path, name the same file.
+    for given in ["session.rs", "./session.rs", "src/auth/session.rs"] {
+        assert_eq!(json_in(&auth, &["get", given, "--json"])["path"], "src/auth/session.rs", "{given}");
+        assert_eq!(json_in(&auth, &["impact", given, "--json"])["file"], "src/auth/session.rs", "{given}");
+        assert_eq!(json_in(&auth, &["impact", "--file", given, "--json"])["file"], "src/auth/session.rs");
+        let v = json_in(&auth, &["symbols", "--file", given, "--json"]);
+        assert!(v["results"].as_array().unwrap().iter().any(|s| s["name"] == "SessionStore"), "{given}: {v}");
+    }
+    assert_eq!(json_in(&repo.join("src"), &["get", "parser.py", "--json"])["path"], "src/parser.py");
+    // A path that climbs out of the repository is still refused, wherever it is typed.
+    for (dir, bad) in [(&auth, "../../../outside.txt"), (&repo, "../outside.txt")] {
+        let out = run_in(dir, &["get", bad]);
+        assert!(!out.status.success(), "{bad} was served");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("outside the repository"));
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("secret"));
+    }
+    let out = run_in(&auth, &["impact"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("name a file"), "{out:?}");
+}
+
+#[test]
 fn repo_list_and_remove() {
     let env = Env::new();
     let repo = env.repo("r");

@@ -963,7 +963,7 @@ fn impact_cli_errors_use_the_exit_codes() {
     assert_eq!(v["error"]["code"], "not_found");
     let out = env.run(&["impact", "--repo", r]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--file"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("name a file"));
     let out = env.run(&["impact", "--repo", r, "--file", "js/loader.js", "--direction", "sideways"]);
     assert_eq!(out.status.code(), Some(2), "clap rejects a bad direction");
     let diags = env.json(&["impact", "diagnostics", "--repo", r, "--json"]);
