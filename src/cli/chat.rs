@@ -1,4 +1,4 @@
-//! `docdex chat`: one question (`--query`) or an interactive session reading questions from
+//! `docdex chat`: one question (`docdex chat "..."` or `--query`) or an interactive session reading questions from
 //! stdin, answered by [`Engine::chat`] with the answer printed as it streams, then the sources
 //! (cited ones marked) and, with `--trace`, the waterfall trace. `--json` prints each turn's
 //! whole response instead (one document for `--query`, one line per turn in a session).
@@ -21,7 +21,11 @@ use std::process::ExitCode;
 pub struct ChatArgs {
     #[command(flatten)]
     repo: RepoArg,
-    /// The question. Without it, an interactive session reads one question per line from stdin.
+    /// The question (`docdex chat "why does X fail"`). Without it, an interactive session reads
+    /// one question per line from stdin.
+    #[arg(value_name = "QUESTION", conflicts_with = "query")]
+    words: Vec<String>,
+    /// The question, as a flag (the same as the positional QUESTION).
     #[arg(long, short = 'q')]
     query: Option<String>,
     /// The agent asking (recorded in the reasoning DAG; selects profile rules once they exist).
@@ -56,6 +60,7 @@ impl ChatArgs {
     pub fn web_forced(repo: RepoArg, query: String, trace: bool, model: Option<String>, json: bool) -> ChatArgs {
         ChatArgs {
             repo,
+            words: Vec::new(),
             query: Some(query),
             agent: None,
             force_web: true,
@@ -95,7 +100,10 @@ impl ChatArgs {
 }
 
 /// Runs `docdex chat`.
-pub fn run(engine: &Engine, out: &Out, args: ChatArgs) -> anyhow::Result<ExitCode> {
+pub fn run(engine: &Engine, out: &Out, mut args: ChatArgs) -> anyhow::Result<ExitCode> {
+    if args.query.is_none() && !args.words.is_empty() {
+        args.query = Some(std::mem::take(&mut args.words).join(" "));
+    }
     let repo = args.repo.resolve()?;
     let code = match args.query.clone() {
         Some(q) => {

@@ -724,6 +724,14 @@ fn chat_json_and_trace_follow_the_contract() {
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["llm"]["status"], "answered");
     assert_eq!(v["trace"]["agent_id"], "qa_bot");
+    // The question may also be given as plain words, as for `docdex search`.
+    let w = c.env.json(&["chat", "--repo", c.r(), "how", "are stale sessions expired?", "--json"]);
+    assert_eq!(w["llm"]["status"], "answered");
+    let asked = c.chat_bodies().last().expect("a chat request").to_string();
+    assert!(asked.contains("how are stale sessions expired?"), "{asked}");
+    assert_eq!(w["sources"][0]["citation"], "src/auth/session.rs:1-7");
+    let both = c.env.run(&["chat", "--repo", c.r(), "-q", "x", "y"]);
+    assert_eq!(both.status.code(), Some(2), "a question twice is refused");
     for key in ["request_id", "steps", "gate", "budget", "drops", "model", "timings_ms", "notices"] {
         assert!(!v["trace"][key].is_null(), "trace.{key}");
     }
