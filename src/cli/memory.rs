@@ -10,7 +10,8 @@ use clap::Subcommand;
 /// `docdex memory` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum MemoryCommand {
-    /// Remember a note about this repository.
+    /// Remember a note about this repository (also `save`, as the MCP tool names it).
+    #[command(visible_alias = "save")]
     Store {
         #[command(flatten)]
         repo: RepoArg,

@@ -194,8 +194,15 @@ fn memory_cli_round_trip() {
     assert_eq!(v["mode"], "vector");
     assert_eq!(v["results"][0]["id"], id.as_str());
     assert!(v["results"][0]["score"].is_number());
+    // `save`, the MCP tool's word, stores too.
+    let saved = env.json(&["memory", "save", "--repo", r, "--json", "Releases", "are", "cut", "on", "Fridays"]);
+    assert_eq!(saved["memory"]["content"], "Releases are cut on Fridays");
     let out = env.run(&["memory", "list", "--repo", r]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("The parser is hand written"));
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.contains("The parser is hand written") && listed.contains("Releases are cut on Fridays"),
+        "{listed}"
+    );
     let out = env.run(&["memory", "store", "--repo", r, "--metadata", "not json", "x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--metadata is not JSON"));
