@@ -212,6 +212,9 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
     ));
     if r.results.is_empty() {
         line("no results");
+        if let Some(n) = &r.note {
+            line(&format!("note: {n}"));
+        }
     }
     let hybrid = r.retrieval.mode == "hybrid";
     for h in &r.results {

@@ -284,6 +284,7 @@ pub fn search_response(query: &str, n: usize) -> SearchResponse {
         timing_ms: SearchTiming { search: 1.0, rank: 0.5, snippets: 0.5, total: 2.0 },
         retrieval: Default::default(),
         libs: Vec::new(),
+        note: None,
     }
 }
 

@@ -25,6 +25,25 @@ fn identifiers_match_whole_and_by_parts_case_insensitively() {
 }
 
 #[test]
+fn a_query_with_no_searchable_word_says_why_it_found_nothing() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", sample_repo);
+    let e = env.engine();
+    let ask = |q: &str| e.search(&repo, &SearchRequest { query: q.into(), ..Default::default() }).expect("search");
+    for q in ["how does the", "f", "a b c"] {
+        let r = ask(q);
+        assert!(r.results.is_empty(), "{q}");
+        let note = r.note.unwrap_or_default();
+        assert!(note.contains("no searchable words") && note.contains("symbol search"), "{q}: {note}");
+    }
+    // A query whose words are searchable but match nothing has no such note, nor has a hit.
+    let r = ask("zzzqqqxxyy");
+    assert!(r.results.is_empty() && r.note.is_none());
+    let r = ask("session");
+    assert!(!r.results.is_empty() && r.note.is_none());
+}
+
+#[test]
 fn a_test_named_longer_than_a_word_is_still_found_by_its_name() {
     let env = Env::new();
     let name = "test_merge_sorted_index_u64_asc_nulls_only_in_first_segment";

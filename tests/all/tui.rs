@@ -209,6 +209,12 @@ fn path_and_language_filters_go_into_the_request() {
 #[test]
 fn no_results_and_engine_errors_show_in_the_pane() {
     let mut h = Harness::new().started();
+    h.search("how does the");
+    let s = h.screen(100, 24);
+    assert!(shows(&s, "No results: \"how does the\" has no") && shows(&s, "searchable words"), "{s}");
+    for _ in 0.."how does the".len() {
+        h.key(KeyCode::Backspace);
+    }
     h.search("zzzqqqxxyy");
     assert!(shows(&h.screen(80, 24), "No results for \"zzzqqqxxyy\""), "{}", h.screen(80, 24));
     h.typ("w");

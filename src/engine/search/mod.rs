@@ -205,6 +205,9 @@ impl RepoSearcher {
         let terms = plan.term_list();
         let mut resp = empty_response(repo, req, state, generation);
         if plan.is_empty() {
+            if !req.query.trim().is_empty() {
+                resp.note = Some(no_terms_note(&req.query));
+            }
             return Ok(resp);
         }
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
@@ -596,7 +599,17 @@ pub(crate) fn empty_response(
         timing_ms: SearchTiming::default(),
         retrieval: RetrievalInfo::keyword_only(0),
         libs: Vec::new(),
+        note: None,
     }
+}
+
+/// The note of a query with no searchable word: what is not indexed, and where a short name is
+/// found instead.
+fn no_terms_note(query: &str) -> String {
+    format!(
+        "\"{}\" has no searchable words: single characters and common English words (the, how, does) are not indexed; use longer words, or look a short name up with symbol search (`docdex symbols`, MCP docdex_symbols)",
+        query.trim()
+    )
 }
 
 /// Share of the query's information (IDF-weighted terms) the results account for:

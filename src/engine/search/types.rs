@@ -157,6 +157,10 @@ pub struct SearchResponse {
     /// Library documentation passages when the request asked for `libs` (best first).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub libs: Vec<LibHit>,
+    /// Why there are no results when the query itself explains it: none of its words is
+    /// searchable (single characters and common English words are not indexed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// How a search's results were retrieved.

@@ -86,6 +86,8 @@ pub struct SearchPane {
     results: Vec<SearchHit>,
     symbols: Vec<SymbolHit>,
     results_query: String,
+    /// The engine's explanation of an empty answer (a query with no searchable words).
+    results_note: Option<String>,
     total_hits: usize,
     confidence: f64,
     took_ms: f64,
@@ -126,6 +128,7 @@ impl Default for SearchPane {
             results: Vec::new(),
             symbols: Vec::new(),
             results_query: String::new(),
+            results_note: None,
             total_hits: 0,
             confidence: 0.0,
             took_ms: 0.0,
@@ -251,6 +254,7 @@ impl SearchPane {
             retrievers: Vec::new(),
         }];
         self.results_query = path.to_string();
+        self.results_note = None;
         self.total_hits = 1;
         self.next_cursor.clear();
         self.selected = 0;
@@ -278,6 +282,7 @@ impl SearchPane {
             self.results.clear();
             self.symbols.clear();
             self.results_query.clear();
+            self.results_note = None;
             self.error = None;
             self.in_flight = false;
             self.pinned = None;
@@ -537,12 +542,11 @@ impl SearchPane {
                 } else {
                     String::new()
                 };
-                note(
-                    buf,
-                    y,
-                    &format!("No results for \"{}\"{filters}. Try fewer or other words.", self.results_query),
-                    t.style(Slot::Muted),
-                );
+                let text = match &self.results_note {
+                    Some(n) => format!("No results: {n}."),
+                    None => format!("No results for \"{}\"{filters}. Try fewer or other words.", self.results_query),
+                };
+                note(buf, y, &text, t.style(Slot::Muted));
             }
             return;
         }
@@ -762,6 +766,7 @@ impl Pane for SearchPane {
                         self.error = None;
                         self.results = resp.results.clone();
                         self.results_query = resp.query.clone();
+                        self.results_note = resp.note.clone();
                         self.total_hits = resp.total_hits;
                         self.confidence = resp.confidence;
                         self.took_ms = resp.timing_ms.total;
@@ -775,6 +780,7 @@ impl Pane for SearchPane {
                     Err(e) => {
                         self.results.clear();
                         self.results_query = self.query.text().to_string();
+                        self.results_note = None;
                         self.error = Some(e.clone());
                         self.clear_preview();
                     }
@@ -803,6 +809,7 @@ impl Pane for SearchPane {
                         self.symbols = hits.clone();
                         self.error = None;
                         self.results_query = self.query.text().to_string();
+                        self.results_note = None;
                         if self.symbols.is_empty() {
                             // No symbol is selected: no preview of an earlier one either.
                             self.clear_preview();
