@@ -212,6 +212,7 @@ fn no_results_and_engine_errors_show_in_the_pane() {
     h.search("how does the");
     let s = h.screen(100, 24);
     assert!(shows(&s, "No results: \"how does the\" has no") && shows(&s, "searchable words"), "{s}");
+    assert!(shows(&s, "ctrl+t for symbol search"), "the workbench names its own key: {s}");
     for _ in 0.."how does the".len() {
         h.key(KeyCode::Backspace);
     }

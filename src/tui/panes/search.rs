@@ -543,7 +543,12 @@ impl SearchPane {
                     String::new()
                 };
                 let text = match &self.results_note {
-                    Some(n) => format!("No results: {n}."),
+                    // The workbench has its own way to symbol search: name its key.
+                    Some(_) => format!(
+                        "No results: \"{}\" has no searchable words (single characters and common English words are not indexed). Use longer words, or {} for symbol search.",
+                        self.results_query.trim(),
+                        cx.key(Command::ToggleSymbols)
+                    ),
                     None => format!("No results for \"{}\"{filters}. Try fewer or other words.", self.results_query),
                 };
                 note(buf, y, &text, t.style(Slot::Muted));
