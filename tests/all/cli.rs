@@ -3,6 +3,17 @@
 use crate::util::{sample_repo, write, Env};
 use std::process::Command;
 
+/// The real binary run in `dir` (not the repository root) with `env`'s home.
+fn run_in(env: &Env, dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(args)
+        .current_dir(dir)
+        .env("DOCDEX_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run docdex")
+}
+
 #[test]
 fn search_json_follows_the_contract() {
     let env = Env::new();
@@ -105,15 +116,7 @@ fn repo_defaults_to_git_root_of_current_directory() {
     let repo = env.repo("proj");
     std::fs::create_dir_all(repo.join(".git")).unwrap();
     sample_repo(&repo);
-    let run_in = |dir: &std::path::Path, args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_docdex"))
-            .args(args)
-            .current_dir(dir)
-            .env("DOCDEX_HOME", env.home())
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap()
-    };
+    let run_in = |dir: &std::path::Path, args: &[&str]| run_in(&env, dir, args);
     let out = run_in(&repo.join("src/auth"), &["index"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let canonical = std::fs::canonicalize(&repo).unwrap();
@@ -130,15 +133,7 @@ fn file_arguments_typed_in_a_subdirectory_are_relative_to_it() {
     std::fs::create_dir_all(repo.join(".git")).unwrap();
     sample_repo(&repo);
     std::fs::write(repo.parent().unwrap().join("outside.txt"), "secret").unwrap();
-    let run_in = |dir: &std::path::Path, args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_docdex"))
-            .args(args)
-            .current_dir(dir)
-            .env("DOCDEX_HOME", env.home())
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap()
-    };
+    let run_in = |dir: &std::path::Path, args: &[&str]| run_in(&env, dir, args);
     let json_in = |dir: &std::path::Path, args: &[&str]| -> serde_json::Value {
         let out = run_in(dir, args);
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
