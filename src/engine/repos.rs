@@ -10,6 +10,24 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
+/// A path a user or client gave, as the index keys files: repo-relative with `/`, `.` and `..`
+/// resolved ("" for the root itself). An absolute path is accepted when it lies inside `root`
+/// (a canonical root), followed through symlinks when it exists; anything that leaves the
+/// repository is [`Error::OutsideRepo`]. Every surface that takes a file goes through this, so
+/// "inside the repository" means the same everywhere.
+pub fn repo_relative(root: &Path, given: &str) -> Result<String> {
+    let given = given.trim();
+    let outside = || Error::OutsideRepo { path: given.to_string(), repo: root.to_path_buf() };
+    let p = Path::new(given);
+    let rel = if p.is_absolute() {
+        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        real.strip_prefix(root).map_err(|_| outside())?.to_string_lossy().replace('\\', "/")
+    } else {
+        given.replace('\\', "/")
+    };
+    crate::engine::code::resolve::join("", &rel).ok_or_else(outside)
+}
+
 /// Version of the path normalization behind fingerprints; bump if it changes.
 pub const FINGERPRINT_VERSION: u32 = 1;
 
@@ -325,6 +343,33 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn given_paths_become_repo_relative_or_are_refused_outside() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical").join("repo");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        std::fs::write(root.join("src/lib.rs"), "").expect("write");
+        std::fs::write(dir.path().join("secret.txt"), "").expect("write");
+        let rel = |g: &str| repo_relative(&root, g);
+        assert_eq!(rel("src/lib.rs").ok().as_deref(), Some("src/lib.rs"));
+        assert_eq!(rel(" ./src/../src/lib.rs ").ok().as_deref(), Some("src/lib.rs"));
+        assert_eq!(rel("src\\lib.rs").ok().as_deref(), Some("src/lib.rs"));
+        assert_eq!(rel(root.join("src/lib.rs").to_str().expect("utf8")).ok().as_deref(), Some("src/lib.rs"));
+        assert_eq!(rel(root.join("src/new.rs").to_str().expect("utf8")).ok().as_deref(), Some("src/new.rs"));
+        assert_eq!(rel(".").ok().as_deref(), Some(""), "the root itself");
+        let secret = dir.path().join("secret.txt");
+        for bad in ["../secret.txt", "src/../../secret.txt", secret.to_str().expect("utf8"), "/etc/passwd"] {
+            assert!(matches!(rel(bad), Err(Error::OutsideRepo { .. })), "{bad}");
+        }
+        #[cfg(unix)]
+        {
+            // A link inside the repository that points out of it is outside, by where it leads.
+            std::os::unix::fs::symlink(&secret, root.join("src/link.txt")).expect("symlink");
+            let link = root.join("src/link.txt");
+            assert!(matches!(rel(link.to_str().expect("utf8")), Err(Error::OutsideRepo { .. })));
+        }
+    }
 
     #[test]
     fn only_a_repository_of_its_own_is_servable() {

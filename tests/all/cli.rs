@@ -157,6 +157,11 @@ fn file_arguments_typed_in_a_subdirectory_are_relative_to_it() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("outside the repository"));
         assert!(!String::from_utf8_lossy(&out.stdout).contains("secret"));
     }
+    for args in [&["symbols", "--file", "../../../outside.txt"][..], &["impact", "../../../outside.txt"]] {
+        let out = run_in(&auth, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("outside the repository"), "{args:?}: {out:?}");
+    }
     let out = run_in(&auth, &["impact"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("name a file"), "{out:?}");
 }

@@ -41,22 +41,6 @@ fn missing_store(repo: &RepoRef) -> Error {
     }
 }
 
-/// A user-given path as the store keys it: repo-relative with `/`.
-fn repo_relative(repo: &RepoRef, file: &str) -> String {
-    let p = Path::new(file);
-    let rel = if p.is_absolute() {
-        std::fs::canonicalize(p)
-            .ok()
-            .and_then(|c| c.strip_prefix(&repo.root).ok().map(Path::to_path_buf))
-            .or_else(|| p.strip_prefix(&repo.root).ok().map(Path::to_path_buf))
-            .unwrap_or_else(|| p.to_path_buf())
-    } else {
-        p.to_path_buf()
-    };
-    let s = rel.to_string_lossy().replace('\\', "/");
-    s.trim_start_matches("./").trim_start_matches('/').to_string()
-}
-
 fn parse_kind(kind: Option<&str>) -> Result<Option<SymbolKind>> {
     match kind.map(str::trim).filter(|k| !k.is_empty()) {
         None => Ok(None),
@@ -109,7 +93,12 @@ impl Engine {
     pub fn symbols(&self, repo_path: &Path, req: &SymbolsRequest) -> Result<SymbolsResponse> {
         let repo = self.resolve_repo(repo_path)?;
         let kind = parse_kind(req.kind.as_deref())?;
-        let file = req.file.as_deref().map(|f| repo_relative(&repo, f)).filter(|f| !f.is_empty());
+        let file = req
+            .file
+            .as_deref()
+            .map(|f| crate::engine::repos::repo_relative(&repo.root, f))
+            .transpose()?
+            .filter(|f| !f.is_empty());
         let query = req.query.as_deref().map(str::trim).filter(|q| !q.is_empty()).map(String::from);
         if let Some(q) = &query {
             crate::engine::limits::check_symbol_query(q)?;

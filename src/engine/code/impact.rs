@@ -728,16 +728,11 @@ pub(crate) fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
     if file.starts_with(EXTERNAL_PREFIX) {
         return Ok(file.to_string());
     }
-    let outside = || Error::OutsideRepo { path: file.to_string(), repo: repo.root.clone() };
-    let p = Path::new(file);
-    let rel = if p.is_absolute() {
-        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        let rel = real.strip_prefix(&repo.root).map_err(|_| outside())?;
-        rel.to_string_lossy().replace('\\', "/")
-    } else {
-        file.replace('\\', "/")
-    };
-    super::resolve::join("", &rel).filter(|r| !r.is_empty()).ok_or_else(outside)
+    let rel = crate::engine::repos::repo_relative(&repo.root, file)?;
+    if rel.is_empty() {
+        return Err(Error::OutsideRepo { path: file.to_string(), repo: repo.root.clone() });
+    }
+    Ok(rel)
 }
 
 pub(crate) fn unknown_file(repo: &RepoRef, file: &str, g: &LoadedGraph) -> Error {

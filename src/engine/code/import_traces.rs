@@ -101,17 +101,7 @@ fn parse_line(root: &Path, raw: &str, known: &BTreeSet<String>) -> Result<Option
 
 /// `path` as a repo-relative file that the index knows.
 fn repo_file(root: &Path, path: &str, known: &BTreeSet<String>) -> Result<String, String> {
-    let p = Path::new(path);
-    let rel = if p.is_absolute() {
-        p.strip_prefix(root).map_err(|_| format!("{path} is outside the repository"))?.to_string_lossy().into_owned()
-    } else {
-        path.to_string()
-    };
-    let rel = rel.replace('\\', "/");
-    let rel = rel.trim_start_matches("./").to_string();
-    if rel.split('/').any(|c| c == "..") {
-        return Err(format!("{path} leaves the repository"));
-    }
+    let rel = crate::engine::repos::repo_relative(root, path).map_err(|_| format!("{path} leaves the repository"))?;
     if known.contains(&rel) {
         Ok(rel)
     } else {

@@ -373,14 +373,7 @@ fn tail(lines: &[String]) -> String {
 /// A repo-relative target that stays inside the repository and exists.
 fn confine_target(root: &Path, target: &str) -> Result<String> {
     let outside = || Error::OutsideRepo { path: target.to_string(), repo: root.to_path_buf() };
-    let p = Path::new(target.trim());
-    let rel = if p.is_absolute() {
-        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        real.strip_prefix(root).map_err(|_| outside())?.to_string_lossy().replace('\\', "/")
-    } else {
-        target.trim().replace('\\', "/")
-    };
-    let rel = crate::engine::code::resolve::join("", &rel).ok_or_else(outside)?;
+    let rel = crate::engine::repos::repo_relative(root, target)?;
     if rel.is_empty() {
         return Ok(rel);
     }
