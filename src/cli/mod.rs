@@ -54,6 +54,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Open the terminal workbench: search, preview, repositories, impact graph, chat.
+    Tui(tui::TuiArgs),
     /// Index a repository (incremental: only new, changed, deleted and renamed files are touched).
     Index {
         #[command(flatten)]
@@ -107,27 +109,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The repository's memory: notes recalled by meaning in chat and by agents.
-    Memory {
-        #[command(subcommand)]
-        action: memory::MemoryCommand,
-    },
-    /// Register a folder outside the repository (docs, notes) into its index, and index it.
-    Add(sources::AddArgs),
-    /// The registered source folders, with file counts, sizes and formats.
-    Sources(sources::ListArgs),
-    /// Unregister a source folder (by path or name); its files leave the index.
-    RemoveSource(sources::RemoveArgs),
-    /// The files most like a given file (by embeddings; by its distinctive terms without them).
-    Similar(similar::SimilarArgs),
-    /// Audits: duplicate chunks, conflicting passages.
-    Audit {
-        #[command(subcommand)]
-        action: audit::AuditAction,
-    },
-    /// How well search finds the files a change touched here: queries from the git history (or
-    /// a file) scored as R@1/5/10 and MRR, with the worst misses; --compare a second config.
-    Eval(eval::EvalArgs),
+    /// Ask about a repository: local retrieval, memory and diff context within a token budget,
+    /// answered by the configured model as it streams (a session on stdin without a question).
+    Chat(chat::ChatArgs),
+    /// Find symbols by name (exact, prefix, word part, fuzzy), or list a file's outline (--file).
+    Symbols(code::SymbolsArgs),
+    /// A file's import dependencies and dependents, and what may change if it changes.
+    Impact(impact::ImpactArgs),
+    /// A bounded, cited context pack for a task: changed lines, hits, definitions, tests, importers.
+    Context(context::ContextArgs),
     /// Print a file of the repository with line numbers.
     Get {
         #[command(flatten)]
@@ -160,47 +150,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Known repositories.
-    Repo {
+    /// The repository's memory: notes recalled by meaning in chat and by agents.
+    Memory {
         #[command(subcommand)]
-        action: RepoAction,
+        action: memory::MemoryCommand,
     },
-    /// Show the config file's location and the effective settings.
-    Config {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Ask about a repository: local retrieval, memory and diff context within a token budget,
-    /// answered by the configured model as it streams (a session on stdin without --query).
-    Chat(chat::ChatArgs),
-    /// The reasoning DAG chat logs per session: list sessions, view one as text, DOT or JSON.
-    Dag {
-        #[command(subcommand)]
-        action: dag::DagAction,
-    },
-    /// A file's import dependencies and dependents, and what may change if it changes.
-    Impact(impact::ImpactArgs),
-    /// A bounded, cited context pack for a task: changed lines, hits, definitions, tests, importers.
-    Context(context::ContextArgs),
+    /// Profile memory: agents and how each wants code written (list, add, search, edit, remove,
+    /// export, import).
+    Profile(profile::ProfileArgs),
+    /// The project map: the files that matter to an agent (its role and tooling), the rest
+    /// collapsed, within 500 tokens (what chat puts in its map slot).
+    Map(profile::MapArgs),
+    /// The files most like a given file (by embeddings; by its distinctive terms without them).
+    Similar(similar::SimilarArgs),
     /// Run the repository's tests (all, --target, or --affected by the change) with its own runner; structured JSON.
     RunTests(run_tests::RunTestsArgs),
-    /// The import graph: cycles, rebuild.
-    Graph {
-        #[command(subcommand)]
-        action: impact::GraphCommand,
-    },
-    /// Find symbols by name (exact, prefix, word part, fuzzy), or list a file's outline (--file).
-    Symbols(code::SymbolsArgs),
-    /// The symbol index: counts per language, grammar versions, parser drift.
-    SymbolsStatus(code::StatusArgs),
-    /// Search Tree-sitter node kinds: files containing them, or per-file counts and samples.
-    Ast {
-        #[command(subcommand)]
-        action: code::AstCommand,
-    },
-    /// Open the terminal workbench: search, preview, repositories, impact graph, chat.
-    Tui(tui::TuiArgs),
+    /// How well search finds the files a change touched here: queries from the git history (or
+    /// a file) scored as R@1/5/10 and MRR, with the worst misses; --compare a second config.
+    Eval(eval::EvalArgs),
     /// Serve one repository over HTTP and MCP, keeping its index fresh (Ctrl-C to stop).
     Serve {
         #[command(flatten)]
@@ -224,25 +191,28 @@ enum Command {
         #[command(flatten)]
         common: serve::CommonArgs,
     },
-    /// Profile memory: agents and how each wants code written (list, add, search, edit, remove,
-    /// export, import).
-    Profile(profile::ProfileArgs),
-    /// The project map: the files that matter to an agent (its role and tooling), the rest
-    /// collapsed, within 500 tokens (what chat puts in its map slot).
-    Map(profile::MapArgs),
     /// The semantic gatekeeper's git hook: `pre-commit` checks the staged files against the
     /// constraints' rules on the running server (fails open when none answers); `install`, `uninstall`.
     Hook(hook::HookArgs),
-    /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
-    Bench(bench::BenchArgs),
-    /// Measure the code pass's indexing cost against a plain index and the bare Tree-sitter parse.
-    BenchIndex(bench::index::BenchIndexArgs),
-    /// Measure context packs on a copied corpus with branch changes (figures for docs/PERFORMANCE.md).
-    BenchContext(bench::context::BenchContextArgs),
+    /// Known repositories.
+    Repo {
+        #[command(subcommand)]
+        action: RepoAction,
+    },
+    /// Register a folder outside the repository (docs, notes) into its index, and index it.
+    Add(sources::AddArgs),
+    /// The registered source folders, with file counts, sizes and formats.
+    Sources(sources::ListArgs),
+    /// Unregister a source folder (by path or name); its files leave the index.
+    RemoveSource(sources::RemoveArgs),
+    /// Show the config file's location and the effective settings.
+    Config {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Is this machine ready? Config, state, registry, model server and models, hardware, bind address.
     Check(check::CheckArgs),
-    /// Measure indexing with embeddings and hybrid query latency (figures for docs/PERFORMANCE.md).
-    BenchHybrid(bench::hybrid::HybridBenchArgs),
     /// Recommend models for this machine (RAM, GPU) and show which are installed.
     LlmList {
         /// Print JSON.
@@ -251,10 +221,28 @@ enum Command {
     },
     /// Check the model server, pull the chosen models (only with --yes) and point [llm] at them.
     LlmSetup(llm::SetupArgs),
-    /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
-    BenchServe(bench::serve::BenchServeArgs),
-    /// Measure the web tier on a loopback site: browser start, fetches through Chromium and HTTP, Tier 2 latency.
-    BenchWeb(bench::web::BenchWebArgs),
+    /// The import graph: cycles, rebuild.
+    Graph {
+        #[command(subcommand)]
+        action: impact::GraphCommand,
+    },
+    /// The symbol index: counts per language, grammar versions, parser drift.
+    SymbolsStatus(code::StatusArgs),
+    /// Search Tree-sitter node kinds: files containing them, or per-file counts and samples.
+    Ast {
+        #[command(subcommand)]
+        action: code::AstCommand,
+    },
+    /// Audits: duplicate chunks, conflicting passages.
+    Audit {
+        #[command(subcommand)]
+        action: audit::AuditAction,
+    },
+    /// The reasoning DAG chat logs per session: list sessions, view one as text, DOT or JSON.
+    Dag {
+        #[command(subcommand)]
+        action: dag::DagAction,
+    },
     /// Search the web (DuckDuckGo HTML): titles, URLs and snippets, rate-limited and cached.
     WebSearch(web::WebSearchArgs),
     /// Fetch a page (headless Chromium, else plain HTTP) and print its readable text as Markdown.
@@ -271,6 +259,18 @@ enum Command {
         #[command(subcommand)]
         action: libs::LibsCommand,
     },
+    /// Measure indexing and search on a corpus, against ripgrep (figures for docs/PERFORMANCE.md).
+    Bench(bench::BenchArgs),
+    /// Measure the code pass's indexing cost against a plain index and the bare Tree-sitter parse.
+    BenchIndex(bench::index::BenchIndexArgs),
+    /// Measure context packs on a copied corpus with branch changes (figures for docs/PERFORMANCE.md).
+    BenchContext(bench::context::BenchContextArgs),
+    /// Measure indexing with embeddings and hybrid query latency (figures for docs/PERFORMANCE.md).
+    BenchHybrid(bench::hybrid::HybridBenchArgs),
+    /// Measure the server: many repos under concurrent load, warm HTTP latency, idle RSS (docs/PERFORMANCE.md).
+    BenchServe(bench::serve::BenchServeArgs),
+    /// Measure the web tier on a loopback site: browser start, fetches through Chromium and HTTP, Tier 2 latency.
+    BenchWeb(bench::web::BenchWebArgs),
     /// Measure profile memory: the pre-commit gatekeeper's endpoint and Tier 0 recall (docs/PERFORMANCE.md).
     BenchProfile(bench::profile::BenchProfileArgs),
     /// Developer tools for tests and demos (debug builds, or `--features test-support`).
