@@ -287,10 +287,63 @@ impl Engine {
         );
     }
 
-    /// Tree-sitter grammars and `symbols.db` health. The symbols area adds `symbols_status`;
-    /// until it is merged this reports that it was not checked.
+    /// The Tree-sitter grammars this build carries, each loaded into a parser: a grammar that
+    /// does not load costs its language its symbols, impact edges and definition-aligned chunks
+    /// (its files are still searched as text), so it is a warning.
     fn check_symbols(&self, r: &mut CheckReport) {
-        r.push("symbols", CheckStatus::Skipped, "symbol extraction status is not available in this build", None);
+        let support = crate::engine::code::language_support();
+        let broken: Vec<String> = support
+            .iter()
+            .filter(|s| !s.available)
+            .map(|s| format!("{} ({})", s.lang, s.problem.as_deref().unwrap_or("unavailable")))
+            .collect();
+        if broken.is_empty() {
+            let names: Vec<&str> = support.iter().map(|s| s.lang.as_str()).collect();
+            r.push(
+                "symbols",
+                CheckStatus::Ok,
+                format!("{} Tree-sitter grammars load: {}", names.len(), names.join(", ")),
+                None,
+            );
+        } else {
+            r.push(
+                "symbols",
+                CheckStatus::Warn,
+                format!("grammars that do not load: {}; their files are searched as text only", broken.join(", ")),
+                Some(
+                    "this build is damaged or mismatched: reinstall docdex (`cargo install --locked --path .`)".into(),
+                ),
+            );
+        }
+    }
+
+    /// The repository's symbol store (`symbols.db`): built, current with the parsers, or in
+    /// need of a re-index.
+    fn check_repo_symbols(&self, r: &mut CheckReport, repo: &Path) {
+        let s = match self.symbols_status(repo) {
+            Ok(s) => s,
+            Err(e) => return r.push("repo_symbols", CheckStatus::Fail, e.to_string(), None),
+        };
+        let reindex = Some(format!("`docdex index --repo {}`", s.repo.display()));
+        match s.state.as_str() {
+            "ready" => r.push(
+                "repo_symbols",
+                CheckStatus::Ok,
+                format!(
+                    "{} symbols in {} code files ({} with syntax errors)",
+                    s.symbols, s.files, s.files_with_parse_errors
+                ),
+                None,
+            ),
+            "not_built" => r.push("repo_symbols", CheckStatus::Info, "no symbol index yet", reindex),
+            "lagging" => r.push(
+                "repo_symbols",
+                CheckStatus::Info,
+                "the last index run was interrupted; the next run catches the symbols up",
+                reindex,
+            ),
+            _ => r.push("repo_symbols", CheckStatus::Warn, s.messages.join("; "), reindex),
+        }
     }
 
     /// The web tier's browser: found, then launched once headless to read its version (and
@@ -383,6 +436,7 @@ impl Engine {
             }
             Vectors::Unusable(why) => r.push("repo_embeddings", CheckStatus::Info, why, None),
         }
+        self.check_repo_symbols(r, &repo.root);
         match self.memory_count(&repo) {
             Ok(Some(n)) => r.push("repo_memory", CheckStatus::Ok, format!("memory.db readable: {n} memories"), None),
             Ok(None) => r.push("repo_memory", CheckStatus::Info, "no memories stored yet", None),

@@ -163,7 +163,9 @@ fn check_json_reports_each_prerequisite() {
     assert_eq!(embed["status"], "warn");
     assert!(embed["hint"].as_str().unwrap().contains("docdex llm-setup --model nomic-embed-text --yes"));
     assert_eq!(item(&v, "http_bind")["status"], "warn");
-    assert_eq!(item(&v, "symbols")["status"], "skipped");
+    // Every grammar this build carries loads into a parser.
+    assert_eq!(item(&v, "symbols")["status"], "ok");
+    assert!(item(&v, "symbols")["message"].as_str().unwrap().contains("16 Tree-sitter grammars load: rust,"), "{v}");
     // The browser is launched once: ok where Chromium is installed (CI), a warning where not.
     let browser = item(&v, "browser")["status"].as_str().unwrap().to_string();
     assert!(["ok", "warn"].contains(&browser.as_str()), "{v}");
@@ -219,6 +221,7 @@ fn check_with_a_repo_reports_its_index_embeddings_and_memory() {
     let r = repo.to_str().unwrap();
     let v = json_of(&env.run(&["check", "--json", "--repo", r]));
     assert_eq!(item(&v, "repo_index")["status"], "warn", "not indexed yet: {v}");
+    assert_eq!(item(&v, "repo_symbols")["status"], "info", "no symbol index yet: {v}");
     env.json(&["index", "--repo", r, "--json"]);
     env.json(&["memory", "store", "--repo", r, "--json", "remember", "this"]);
     let v = json_of(&env.run(&["check", "--json", "--repo", r]));
@@ -228,6 +231,9 @@ fn check_with_a_repo_reports_its_index_embeddings_and_memory() {
     assert_eq!(emb["status"], "ok");
     assert!(emb["message"].as_str().unwrap().contains("from fake-embed (64 dimensions)"), "{emb}");
     assert!(item(&v, "repo_memory")["message"].as_str().unwrap().contains("1 memories"));
+    let symbols = item(&v, "repo_symbols");
+    assert_eq!(symbols["status"], "ok");
+    assert!(symbols["message"].as_str().unwrap().contains("symbols in 3 code files"), "{symbols}");
 
     // The embedding model changed: the repo's vectors are stale, and check says what to run.
     env.write_config(&llm_config("ollama", &server.url(), "fake-chat", "fake-chat"));

@@ -316,6 +316,12 @@ fn parser_drift_blocks_queries_until_reindex_then_reextracts_the_language() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("docdex index"));
     let v = env.json(&["symbols-status", "--repo", r, "--json"]);
     assert_eq!(v["symbols_reindex_required"], true);
+    // `docdex check --repo` warns, says why, and names the command that repairs it.
+    let v = env.json(&["check", "--repo", r, "--json"]);
+    let item = v["items"].as_array().unwrap().iter().find(|i| i["name"] == "repo_symbols").expect("repo_symbols");
+    assert_eq!(item["status"], "warn", "{item}");
+    assert!(item["message"].as_str().unwrap().contains("python"), "{item}");
+    assert!(item["hint"].as_str().unwrap().contains("docdex index"), "{item}");
 
     // Nothing changed on disk, yet the next index re-extracts exactly the python files.
     let s = index(&engine, &repo);
