@@ -28,7 +28,8 @@ pub struct ChatArgs {
     /// The question, as a flag (the same as the positional QUESTION).
     #[arg(long, short = 'q')]
     query: Option<String>,
-    /// The agent asking (recorded in the reasoning DAG; selects profile rules once they exist).
+    /// The agent asking: its profile's preferences go into the context (Tier 0) and the turn is
+    /// recorded under it in the reasoning DAG.
     #[arg(long)]
     agent: Option<String>,
     /// Ask for the web tier even when local results are confident.
