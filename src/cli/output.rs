@@ -101,7 +101,12 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
         s.files,
         s.chunks,
         s.seconds,
-        if s.rebuilt { "rebuilt; " } else { "" },
+        // A first index is built from scratch too; only a later one is a rebuild.
+        match (s.rebuilt, s.generation) {
+            (true, 1) => "first index; ",
+            (true, _) => "rebuilt; ",
+            _ => "",
+        },
         s.added,
         s.updated,
         s.deleted,

@@ -195,6 +195,10 @@ fn human_index_output_summarizes() {
     let out = env.run(&["index", "--repo", repo.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("indexed 5 files") && text.contains("chunks") && text.contains("img.png"), "{text}");
+    assert!(text.contains("(first index; 5 added"), "a first index is not called a rebuild: {text}");
+    let out = env.run(&["index", "--repo", repo.to_str().unwrap(), "--rebuild"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(rebuilt; 5 added") && text.contains("generation 2"), "{text}");
 }
 
 #[test]
