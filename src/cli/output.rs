@@ -295,8 +295,7 @@ pub fn print_status(out: &Out, s: &StatusResponse) {
     out.line(&format!("generation  {}", s.generation));
     out.line(&format!("queued      {}", s.queued_files));
     if let Some(ms) = s.last_indexed_ms {
-        let ago = crate::engine::protocol::now_ms().saturating_sub(ms) / 1000;
-        out.line(&format!("indexed     {ago}s ago"));
+        out.line(&format!("indexed     {}", crate::engine::protocol::ago(crate::engine::protocol::now_ms(), ms)));
     }
     if let Some(p) = &s.progress {
         let meaning = match p.phase.as_str() {
@@ -354,7 +353,7 @@ pub fn print_repos(out: &Out, repos: &[RepoRecord]) {
     for r in repos {
         let when = r
             .last_indexed_ms
-            .map(|ms| format!("indexed {}s ago", crate::engine::protocol::now_ms().saturating_sub(ms) / 1000))
+            .map(|ms| format!("indexed {}", crate::engine::protocol::ago(crate::engine::protocol::now_ms(), ms)))
             .unwrap_or_else(|| "never indexed".into());
         out.line(&format!(
             "{}  {} files, {} chunks, {}  {}",

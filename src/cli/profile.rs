@@ -435,15 +435,9 @@ fn print_preferences(out: &Out, prefs: &[Preference]) {
     }
 }
 
-/// "3d ago", "just now".
+/// "3 d ago", "just now".
 fn age(ms: i64) -> String {
-    let secs = ((now_ms() as i64 - ms) / 1000).max(0);
-    match secs {
-        0..=59 => "just now".into(),
-        60..=3599 => format!("{}m ago", secs / 60),
-        3600..=86_399 => format!("{}h ago", secs / 3600),
-        _ => format!("{}d ago", secs / 86_400),
-    }
+    crate::engine::protocol::ago(now_ms(), ms.max(0) as u64)
 }
 
 /// Opens `$VISUAL`/`$EDITOR` on a preference's text; returns the edited text.

@@ -331,3 +331,36 @@ pub fn pid_alive(pid: u32) -> bool {
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
+
+/// How long ago `then_ms` was, as people say it: "just now", "42 s ago", "5 min ago",
+/// "3 h ago", "2 d ago", "3 w ago", "2 y ago" (a time in the future reads "just now"). One
+/// wording for the CLI and the workbench.
+pub fn ago(now_ms: u64, then_ms: u64) -> String {
+    let secs = now_ms.saturating_sub(then_ms) / 1000;
+    match secs {
+        0..=4 => "just now".to_string(),
+        5..=59 => format!("{secs} s ago"),
+        60..=3599 => format!("{} min ago", secs / 60),
+        3600..=86_399 => format!("{} h ago", secs / 3600),
+        86_400..=1_209_599 => format!("{} d ago", secs / 86_400),
+        1_209_600..=31_535_999 => format!("{} w ago", secs / 604_800),
+        _ => format!("{} y ago", secs / 31_536_000),
+    }
+}
+
+#[cfg(test)]
+mod ago_tests {
+    use super::ago;
+
+    #[test]
+    fn ago_reads_naturally() {
+        assert_eq!(ago(10_000, 9_000), "just now");
+        assert_eq!(ago(100_000, 58_000), "42 s ago");
+        assert_eq!(ago(3_600_000, 3_300_000), "5 min ago");
+        assert_eq!(ago(4 * 3_600_000, 3_600_000), "3 h ago");
+        assert_eq!(ago(3 * 86_400_000, 86_400_000), "2 d ago");
+        assert_eq!(ago(22 * 86_400_000, 0), "3 w ago");
+        assert_eq!(ago(800 * 86_400_000, 0), "2 y ago");
+        assert_eq!(ago(0, 5_000), "just now");
+    }
+}

@@ -58,18 +58,6 @@ impl Clock for ManualClock {
     }
 }
 
-/// "just now", "42 s ago", "5 min ago", "3 h ago", "2 d ago".
-pub fn ago(now_ms: u64, then_ms: u64) -> String {
-    let secs = now_ms.saturating_sub(then_ms) / 1000;
-    match secs {
-        0..=4 => "just now".to_string(),
-        5..=59 => format!("{secs} s ago"),
-        60..=3599 => format!("{} min ago", secs / 60),
-        3600..=86_399 => format!("{} h ago", secs / 3600),
-        _ => format!("{} d ago", secs / 86_400),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,15 +73,5 @@ mod tests {
         let shared = c.clone();
         shared.advance(Duration::from_secs(1));
         assert_eq!(c.epoch_ms(), 1_001_250);
-    }
-
-    #[test]
-    fn ago_reads_naturally() {
-        assert_eq!(ago(10_000, 9_000), "just now");
-        assert_eq!(ago(100_000, 58_000), "42 s ago");
-        assert_eq!(ago(3_600_000, 3_300_000), "5 min ago");
-        assert_eq!(ago(4 * 3_600_000, 3_600_000), "3 h ago");
-        assert_eq!(ago(3 * 86_400_000, 86_400_000), "2 d ago");
-        assert_eq!(ago(0, 5_000), "just now");
     }
 }

@@ -6,7 +6,7 @@
 //! another session is selected, and after every chat turn.
 
 use super::{needs, Cx, Pane, PaneId, RenderCtx};
-use crate::tui::clock::ago;
+use crate::engine::protocol::ago;
 use crate::tui::event::{EngineEvent, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;

@@ -132,7 +132,8 @@ impl Default for ProfilePane {
     }
 }
 
-/// How long ago `then` was, in a few characters ("just now", "5m", "3h", "2d", "7w").
+/// How long ago `then` was, in a few characters ("just now", "5m", "3h", "2d", "7w"): the
+/// preference list's narrow column; elsewhere [`crate::engine::protocol::ago`] says it in words.
 pub fn age(now_ms: u64, then_ms: i64) -> String {
     let secs = (now_ms as i64 - then_ms) / 1000;
     match secs {

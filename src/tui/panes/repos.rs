@@ -4,9 +4,9 @@
 //! stop a watcher, and open a repository. Refreshes itself every few seconds.
 
 use super::{Cx, Pane, PaneId, RenderCtx};
+use crate::engine::protocol::ago;
 use crate::engine::protocol::{IndexProgress, RepoOverview, RepoState};
 use crate::tui::action::{Action, Level, PromptKind};
-use crate::tui::clock::ago;
 use crate::tui::event::{EngineEvent, Request, WatchActivity};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
