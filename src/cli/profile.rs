@@ -197,7 +197,13 @@ pub fn run_map(engine: &Engine, out: &Out, args: MapArgs) -> anyhow::Result<()> 
         return out.json(&map);
     }
     out.block(&map.tree);
-    let who = map.agent_id.as_deref().unwrap_or("no agent");
+    let who = match map.agent_id.as_deref() {
+        Some(a) => a.to_string(),
+        None => {
+            "no agent, so the project's own files and the modules most of it imports (--agent ID for an agent's view)"
+                .to_string()
+        }
+    };
     out.note(&format!(
         "{who}: {} paths shown, {} hidden, depth {}, {} tokens{}{}",
         map.paths.len(),

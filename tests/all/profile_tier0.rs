@@ -226,6 +226,41 @@ fn the_map_spotlights_tooling_and_roles_and_is_cached() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("vitest.config.ts"));
 }
 
+#[test]
+fn without_an_agent_the_map_shows_the_project_files_and_the_most_imported_modules() {
+    let env = Env::new();
+    let repo = env.repo("py");
+    write(&repo, "README.md", "# py\n");
+    write(&repo, "pyproject.toml", "[project]\nname = \"py\"\n");
+    write(&repo, "notes.txt", "scratch\n");
+    write(&repo, "app/core/models.py", "class Model:\n    pass\n");
+    write(&repo, "app/core/db.py", "from app.core.models import Model\n");
+    for i in 0..12 {
+        write(
+            &repo,
+            &format!("app/views/view_{i}.py"),
+            "from app.core.models import Model\nfrom app.core.db import *\n",
+        );
+    }
+    write(&repo, "tests/helpers.py", "X = 1\n");
+    for i in 0..20 {
+        write(&repo, &format!("tests/test_{i}.py"), "from tests.helpers import X\n");
+    }
+    let engine = env.engine();
+    engine.index(&repo, &Default::default(), &quiet()).unwrap();
+    let map = engine.project_map(&repo, &ProjectMapRequest { agent_id: None, refresh: false }).unwrap();
+    assert!(map.agent_id.is_none() && map.keywords.is_empty());
+    // The project's own files, then the modules by how many files import them; a test helper
+    // imported by every test is not the project's centre, and a leaf module shows nowhere.
+    assert_eq!(map.paths, ["README.md", "pyproject.toml", "app/core/models.py", "app/core/db.py"], "{map:?}");
+    assert!(map.tree.contains("models.py") && map.tree.contains("pyproject.toml"), "{}", map.tree);
+    assert!(!map.tree.contains("helpers.py") && !map.tree.contains("view_3.py"), "{}", map.tree);
+    assert!(map.tree.contains("[12 hidden files]"), "{}", map.tree);
+    let out = env.run(&["map", "--repo", repo.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("models.py"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("modules most of it imports"), "{out:?}");
+}
+
 fn repo_state(engine: &Engine, repo: &std::path::Path) -> std::path::PathBuf {
     engine.resolve_repo(repo).unwrap().state_dir
 }

@@ -13,8 +13,10 @@ use super::recall::recall_agents;
 use super::store;
 use super::types::*;
 use crate::engine::fsutil::{self, now_ms};
+use crate::engine::index::files;
 use crate::engine::index::manifest::Manifest;
 use crate::engine::repos::RepoRef;
+use crate::engine::search::import_prior::{self, ImportPrior};
 use crate::engine::search::types::SearchRequest;
 use crate::engine::waterfall::budget::TokenCounter;
 use crate::engine::Engine;
@@ -25,6 +27,9 @@ use std::path::{Path, PathBuf};
 
 /// The most paths the spotlight keeps.
 pub const SPOTLIGHT_PATHS: usize = 50;
+/// The most paths an agent-less map shows: few enough that their directories fit the cap
+/// without collapsing them.
+const CENTRAL_PATHS: usize = 12;
 /// The map's token cap (spec 001 §2.3).
 pub const MAP_TOKENS: u32 = 500;
 /// Version of the cached file's shape.
@@ -187,8 +192,12 @@ impl Engine {
         }
         let paths: Vec<String> =
             manifest.files.iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p.clone()).collect();
-        let hits = self.spotlight_hits(&repo, &keywords);
-        let shown = spotlight(&paths, &keywords, &hits);
+        let shown = if agent.is_some() {
+            let hits = self.spotlight_hits(&repo, &keywords);
+            spotlight(&paths, &keywords, &hits)
+        } else {
+            central_paths(&repo, &paths)
+        };
         let name = repo.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into());
         let (tree, depth, tokens, kept) = fit_tree(&name, &paths, &shown)?;
         let map = ProjectMap {
@@ -302,6 +311,50 @@ fn split_words(text: &str) -> Vec<String> {
 
 /// The best paths for the keywords: a file named after one (a tool's config file above all), a
 /// directory named after one, and the index's ranking, in that order of weight.
+/// Without an agent, what someone new to the repository reads first: the project's own files at
+/// its root (README, manifests, build files), then the source files most of the repository
+/// imports (the import graph's counts, as search's import prior keeps them).
+fn central_paths(repo: &RepoRef, paths: &[String]) -> Vec<String> {
+    const PROJECT_FILES: &[&str] = &[
+        "cargo.toml",
+        "package.json",
+        "pyproject.toml",
+        "setup.py",
+        "setup.cfg",
+        "go.mod",
+        "pom.xml",
+        "build.gradle",
+        "build.gradle.kts",
+        "makefile",
+        "cmakelists.txt",
+        "gemfile",
+        "composer.json",
+        "pubspec.yaml",
+        "deno.json",
+        "tsconfig.json",
+    ];
+    let mut shown: Vec<String> = paths
+        .iter()
+        .filter(|p| !p.contains('/'))
+        .filter(|p| {
+            let lower = p.to_ascii_lowercase();
+            lower.starts_with("readme") || PROJECT_FILES.contains(&lower.as_str())
+        })
+        .cloned()
+        .collect();
+    let prior = ImportPrior::load(&import_prior::path(&repo.state_dir));
+    let mut central: Vec<(u32, &String)> = paths
+        .iter()
+        .filter(|p| files::classify(p, "") == files::FileClass::Source)
+        .map(|p| (prior.importers(xxhash_rust::xxh3::xxh3_64(p.as_bytes())), p))
+        .filter(|(n, _)| *n > 0)
+        .collect();
+    central.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    let room = CENTRAL_PATHS.saturating_sub(shown.len());
+    shown.extend(central.into_iter().take(room).map(|(_, p)| p.clone()));
+    shown
+}
+
 fn spotlight(paths: &[String], keywords: &[String], hits: &[String]) -> Vec<String> {
     if keywords.is_empty() {
         return Vec::new();

@@ -573,7 +573,8 @@ pub struct ProjectMapRequest {
 /// A skeleton of the repository: the paths that matter to an agent, the rest collapsed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProjectMap {
-    /// The agent (absent: no agent, the top of the tree only).
+    /// The agent (absent: no agent; the map then shows the project's own files at the root and
+    /// the files most of the repository imports).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
     /// The words the spotlight looked for (from the role and tooling preferences).
