@@ -266,7 +266,15 @@ fn print_status(out: &Out, s: &SymbolsStatus) {
 
 fn print_ast_search(out: &Out, r: &AstSearchResponse) {
     let mode = if r.mode == AstMode::All { "all of" } else { "any of" };
-    out.note(&format!("{} of {} files with {mode} {}", r.results.len(), r.total_files, r.kinds.join(", ")));
+    let kinds = r.kinds.join(", ");
+    out.note(&match (r.total_files, r.results.len()) {
+        (0, _) => format!("no file has {mode} {kinds}"),
+        (total, shown) if shown < total => {
+            format!("{shown} of the {total} files with {mode} {kinds} (--limit shows more)")
+        }
+        (1, _) => format!("1 file with {mode} {kinds}"),
+        (total, _) => format!("{total} files with {mode} {kinds}"),
+    });
     for f in &r.results {
         let counts: Vec<String> = f.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
         out.line(&format!("{:>6}  {}  {}", f.total, out.paint("36", &f.path), out.paint("2", &counts.join(" "))));

@@ -663,6 +663,14 @@ fn cli_json_contracts_for_symbols_and_ast() {
     assert_eq!(v["results"][0]["path"], "src/store.rs");
     assert_eq!(v["results"][0]["counts"]["impl_item"], 1);
     assert_eq!(v["mode"], "all");
+    // The human summary says what was found without "0 of 0".
+    let human = |kinds: &str| {
+        let out = env.run(&["ast", "search", "--repo", r, "--kinds", kinds]);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(human("ERROR").contains("no file has any of ERROR"));
+    assert!(human("impl_item").contains("1 file with any of impl_item"));
 
     let v = env.json(&["ast", "query", "--repo", r, "--kinds", "function_item", "--name", "get", "--json"]);
     assert_eq!(v["total_matches"], 1);
