@@ -496,15 +496,29 @@ fn dedupe(mut edges: Vec<Edge>) -> Vec<Edge> {
     edges
 }
 
+/// Edge kinds that declare a module's parts rather than import them: left out of cycles.
+pub const DECLARATIONS: [&str; 4] = [
+    super::imports::kind::MOD,
+    super::imports::kind::MOD_PATH,
+    super::imports::kind::PART,
+    super::imports::kind::PART_OF,
+];
+
 /// Import cycles: the strongly connected components of the file edges with more than one
 /// file, largest first, each with one concrete loop.
+///
+/// Module declarations do not count ([`DECLARATIONS`]): a Rust parent declares `mod child;`
+/// and the child reaches back with `use super::...`, a Dart library names its `part`s and each
+/// part names its library. Those pairs are how the languages build one unit, not a dependency
+/// loop; counted, they joined nearly every Rust module into one "cycle" (104 of docdex's own
+/// files, against a largest real `use` cycle of 3). They stay in the graph for impact.
 ///
 /// petgraph's Kosaraju, not its Tarjan: that one recurses once per node of a path, and a long
 /// import chain must not overflow the stack (`long_chains_do_not_overflow_the_stack`).
 pub fn find_cycles(edges: &[Edge]) -> Vec<Cycle> {
     let mut g: DiGraph<&str, ()> = DiGraph::new();
     let mut ids: HashMap<&str, NodeIndex> = HashMap::new();
-    for e in edges.iter().filter(|e| !e.external) {
+    for e in edges.iter().filter(|e| !e.external && !DECLARATIONS.contains(&e.kind.as_str())) {
         let s = *ids.entry(e.source.as_str()).or_insert_with(|| g.add_node(e.source.as_str()));
         let t = *ids.entry(e.target.as_str()).or_insert_with(|| g.add_node(e.target.as_str()));
         g.add_edge(s, t, ());
@@ -696,6 +710,27 @@ mod tests {
         assert_eq!(cycles[0].path, vec!["a", "b", "c", "a"]);
         assert_eq!(cycles[1].files, vec!["d", "e"]);
         assert_eq!(cycles[1].path, vec!["d", "e", "d"]);
+    }
+
+    #[test]
+    fn module_declarations_make_no_cycle_but_a_real_use_loop_does() {
+        let declared = |s: &str, t: &str, kind: &str| Edge { kind: kind.into(), ..edge(s, t) };
+        // src/lib.rs declares `mod a; mod b;`, each reaches back with `use super::...` / `use crate::...`.
+        let mut edges = vec![
+            declared("src/lib.rs", "src/a.rs", "mod"),
+            declared("src/lib.rs", "src/b.rs", "mod"),
+            declared("src/a.rs", "src/lib.rs", "use"),
+            declared("src/b.rs", "src/lib.rs", "use"),
+            declared("lib/x.dart", "lib/x_part.dart", "part"),
+            declared("lib/x_part.dart", "lib/x.dart", "part_of"),
+        ];
+        assert!(find_cycles(&edges).is_empty(), "{:?}", find_cycles(&edges));
+        // a and b use each other: that is a cycle.
+        edges.push(declared("src/a.rs", "src/b.rs", "use"));
+        edges.push(declared("src/b.rs", "src/a.rs", "use"));
+        let cycles = find_cycles(&edges);
+        assert_eq!(cycles.len(), 1);
+        assert_eq!(cycles[0].files, vec!["src/a.rs", "src/b.rs"]);
     }
 
     #[test]
