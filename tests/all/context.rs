@@ -204,10 +204,17 @@ fn the_cli_prints_markdown_or_json_and_impact_lists_the_tests() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.starts_with("# Context for: expire stale sessions"), "{md}");
+    assert!(md.contains("; changes since main (merge base "), "{md}");
     assert!(md.contains("- app/billing.py (modified: committed)"), "{md}");
     let json = env.json(&["context", "--repo", r, "--format", "json", "--budget", "3000", "expire stale sessions"]);
     assert!(json["tokens"].as_u64().unwrap() <= 3000);
     assert!(json["snippets"].as_array().unwrap().iter().all(|s| s["role"].is_string() && s["reason"].is_string()));
+
+    // A clean working tree: the heading says there is nothing uncommitted, not the opposite.
+    crate::util::git(&repo, &["add", "-A"]);
+    crate::util::git(&repo, &["commit", "-q", "-m", "all"]);
+    let out = env.run(&["context", "--repo", r, "--budget", "500", "expire", "stale", "sessions"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("; no uncommitted changes on "), "{out:?}");
 
     let tests = env.json(&["impact", "--repo", r, "--file", "app/session.py", "--tests", "--json"]);
     let found: Vec<(&str, u64)> = tests["tests"]

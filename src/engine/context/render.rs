@@ -9,9 +9,10 @@ const MAX_LISTED_CHANGES: usize = 50;
 /// The pack's heading: the task, the repository, the base and the changed files.
 pub fn header(pack: &ContextPack) -> String {
     let mut s = format!("# Context for: {}\n\nRepository `{}`", pack.task, pack.repo.display());
+    let none = if pack.changed.is_empty() { "no " } else { "" };
     match (&pack.since, &pack.base) {
-        (Some(since), Some(base)) => s.push_str(&format!("; changes since {since} (merge base {})", short(base))),
-        (None, Some(base)) => s.push_str(&format!("; uncommitted changes on {}", short(base))),
+        (Some(since), Some(base)) => s.push_str(&format!("; {none}changes since {since} (merge base {})", short(base))),
+        (None, Some(base)) => s.push_str(&format!("; {none}uncommitted changes on {}", short(base))),
         _ => {}
     }
     s.push_str(&format!("; budget {} tokens ({}).\n", pack.budget, pack.tokenizer));
