@@ -78,7 +78,15 @@ pub fn run(engine: &Engine, out: &Out, cmd: LibsCommand) -> anyhow::Result<ExitC
             r
         }
         LibsCommand::List { repo, json } => {
-            let r = engine.libs_list(&repo.resolve()?)?;
+            let r = match engine.libs_list(&repo.resolve()?) {
+                // Nothing fetched yet is an empty list to a person (as `docdex sources` says
+                // "no sources"); scripts asking for JSON still get the not_found error.
+                Err(crate::error::Error::NotFound(msg)) if !json => {
+                    out.line(&msg);
+                    return Ok(ExitCode::SUCCESS);
+                }
+                r => r?,
+            };
             if json {
                 out.json(&r)?;
                 return Ok(ExitCode::SUCCESS);

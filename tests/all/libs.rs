@@ -213,3 +213,20 @@ fn chat_uses_library_passages_as_tier_one_with_package_citations() {
     let system = body["messages"][0]["content"].as_str().unwrap().to_string();
     assert!(system.contains("## Library documentation") && system.contains("### widgetlib@1.2.3/"), "{system}");
 }
+
+#[test]
+fn listing_before_any_fetch_says_so_and_json_keeps_the_error() {
+    let env = Env::new();
+    let repo = env.repo("bare");
+    write(&repo, "src/main.rs", "fn main() {}\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let out = env.run(&["libs", "list", "--repo", r]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no library docs for"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("docdex libs fetch"), "{out:?}");
+    let out = env.run(&["libs", "list", "--repo", r, "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json error");
+    assert_eq!(v["error"]["code"], "not_found");
+}
