@@ -7,6 +7,25 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+/// `eprintln!` that shrugs off a closed stderr (`docdex ... 2>&1 | head`) instead of
+/// panicking: a message nobody can read any more is not a failure of the command.
+macro_rules! eline {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` without the newline, with the same indifference to a closed stderr.
+macro_rules! eline_partial {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut err = std::io::stderr();
+        let _ = write!(err, $($arg)*);
+        let _ = err.flush();
+    }};
+}
+
 pub mod cli;
 pub mod config;
 pub mod engine;

@@ -140,7 +140,7 @@ fn repl(engine: &Engine, out: &Out, args: &ChatArgs, repo: &Path) -> anyhow::Res
     let mut lines = stdin.lock().lines();
     loop {
         if interactive {
-            eprint!("> ");
+            eline_partial!("> ");
             let _ = std::io::stderr().flush();
         }
         let Some(line) = lines.next() else { break };
@@ -170,7 +170,7 @@ fn repl(engine: &Engine, out: &Out, args: &ChatArgs, repo: &Path) -> anyhow::Res
         let resp = match turn(engine, out, args, repo, req, show_trace) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("{} {e:#}", super::output::error_prefix());
+                eline!("{} {e:#}", super::output::error_prefix());
                 continue;
             }
         };
@@ -210,7 +210,7 @@ fn turn(
                     println!();
                     streamed = false;
                 }
-                eprintln!("{} {message}", super::output::warn_prefix());
+                eline!("{} {message}", super::output::warn_prefix());
             }
             _ => {}
         }

@@ -97,7 +97,7 @@ pub fn run(engine: &Engine, out: &Out, home: Option<&Path>, args: HookArgs) -> a
 
 /// What the hook prints when it cannot get a verdict; always exit 0.
 pub fn skip(why: &str) -> ExitCode {
-    eprintln!("{} docdex daemon not found; skipping semantic checks ({why})", warn_prefix());
+    eline!("{} docdex daemon not found; skipping semantic checks ({why})", warn_prefix());
     ExitCode::SUCCESS
 }
 
@@ -105,7 +105,7 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
     let staged = match staged_files() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{} could not read the staged files ({e:#}); skipping semantic checks", warn_prefix());
+            eline!("{} could not read the staged files ({e:#}); skipping semantic checks", warn_prefix());
             return ExitCode::SUCCESS;
         }
     };
@@ -125,7 +125,7 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
         Err(why) => return skip(&why),
     };
     for n in staged.not_sent.iter().chain(&answer.notices) {
-        eprintln!("{} {n}", warn_prefix());
+        eline!("{} {n}", warn_prefix());
     }
     if args.json {
         let _ = out.json(&answer);
@@ -141,7 +141,7 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
 /// The verdict in words, on stderr (what git shows for a hook).
 fn report(out: &Out, a: &HookValidateResponse) {
     if a.status == HookStatus::Pass {
-        eprintln!(
+        eline!(
             "docdex: {} staged file{} pass {} rule{} ({:.1} ms)",
             a.checked_files,
             if a.checked_files == 1 { "" } else { "s" },
@@ -152,16 +152,16 @@ fn report(out: &Out, a: &HookValidateResponse) {
         return;
     }
     let n = a.violations.len();
-    eprintln!(
+    eline!(
         "{} commit refused: {n} violation{} of the team's constraints",
         out.paint("1;31", "docdex:"),
         if n == 1 { "" } else { "s" }
     );
     for v in &a.violations {
-        eprintln!("  {}:{}  {}", v.file, v.line, v.message);
-        eprintln!("      rule `{}` from {}'s \"{}\" (id {})", v.rule, v.agent_id, v.preference, v.preference_id);
+        eline!("  {}:{}  {}", v.file, v.line, v.message);
+        eline!("      rule `{}` from {}'s \"{}\" (id {})", v.rule, v.agent_id, v.preference, v.preference_id);
     }
-    eprintln!(
+    eline!(
         "Fix them and commit again, or change the constraint: `docdex profile edit ID` / `docdex profile remove ID`."
     );
 }

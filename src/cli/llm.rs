@@ -161,7 +161,7 @@ impl PullBar {
         };
         if let Ok(mut last) = self.last.lock() {
             if *last != line {
-                eprintln!("{line}");
+                eline!("{line}");
                 *last = line;
             }
         }

@@ -406,7 +406,7 @@ pub fn main() -> ExitCode {
     if cli.command.is_none() {
         if !tui::interactive() {
             use clap::CommandFactory;
-            eprintln!("{}", Cli::command().render_help());
+            eline!("{}", Cli::command().render_help());
             return ExitCode::from(2);
         }
         cli.command = Some(Command::Tui(tui::TuiArgs { repo: RepoArg { repo: None } }));
@@ -424,7 +424,7 @@ pub fn main() -> ExitCode {
                 let body = serde_json::json!({"error": {"code": code, "message": format!("{err:#}")}});
                 println!("{body}");
             }
-            eprintln!("{} {err:#}", output::error_prefix());
+            eline!("{} {err:#}", output::error_prefix());
             ExitCode::from(exit_code(&err))
         }
     }
@@ -511,7 +511,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     for w in engine.config_warnings() {
         tracing::warn!("{w}");
-        eprintln!("{} {w}", output::warn_prefix());
+        eline!("{} {w}", output::warn_prefix());
     }
     match command {
         Command::Index { repo, rebuild, repair, reembed, json, quiet } => {

@@ -46,9 +46,9 @@ impl Out {
     pub fn note(&self, s: &str) {
         let c = color_enabled(std::io::stderr().is_terminal());
         if c {
-            eprintln!("\x1b[2m{s}\x1b[0m");
+            eline!("\x1b[2m{s}\x1b[0m");
         } else {
-            eprintln!("{s}");
+            eline!("{s}");
         }
     }
 

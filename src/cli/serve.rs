@@ -88,6 +88,6 @@ pub fn mcp(
     o.auth_token = auth_token;
     // Stderr is the client's log: which home this process uses is the first thing to check
     // when it does not see what a `docdex serve` sees.
-    eprintln!("docdex mcp: docdex home {}", engine.paths().home.display());
+    eline!("docdex mcp: docdex home {}", engine.paths().home.display());
     run(engine, o)
 }

@@ -11,7 +11,7 @@ pub fn pause_point(name: &str) {
     static AT: OnceLock<Option<String>> = OnceLock::new();
     let at = AT.get_or_init(|| std::env::var("DOCDEX_TEST_PAUSE_AT").ok().filter(|s| !s.is_empty()));
     if at.as_deref() == Some(name) {
-        eprintln!("docdex: paused at {name}");
+        eline!("docdex: paused at {name}");
         loop {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }

@@ -160,7 +160,7 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let serve = super::listen::serve(listener, app, super::listen::Limits::for_process(), async move {
         signal.await;
-        eprintln!("docdex: shutting down (finishing in-flight requests)");
+        eline!("docdex: shutting down (finishing in-flight requests)");
         cancel.cancel();
         let _ = signalled_tx.send(());
     });
@@ -173,7 +173,7 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     trimmer.abort();
     stop_watchers(&state).await;
     drop(lock);
-    eprintln!("docdex: stopped");
+    eline!("docdex: stopped");
     Ok(())
 }
 
@@ -192,7 +192,7 @@ fn preflight(engine: &Engine, opts: &ServerOptions, has_token: bool) -> anyhow::
     for item in report.items.iter().filter(|i| matches!(i.status, CheckStatus::Fail | CheckStatus::Warn)) {
         let hint = item.hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default();
         let level = if item.status == CheckStatus::Fail { "FAIL" } else { "warn" };
-        eprintln!("docdex: preflight {level} {}: {}{hint}", item.name, item.message);
+        eline!("docdex: preflight {level} {}: {}{hint}", item.name, item.message);
     }
     if !report.ok {
         bail!(
@@ -205,7 +205,7 @@ fn preflight(engine: &Engine, opts: &ServerOptions, has_token: bool) -> anyhow::
         let addr = bind_addr(engine, opts, has_token).context("preflight")?;
         std::net::TcpListener::bind(addr).with_context(|| format!("preflight: cannot bind {addr}"))?;
     }
-    eprintln!("docdex: preflight check passed ({} checks, {} warnings)", report.items.len(), report.warnings);
+    eline!("docdex: preflight check passed ({} checks, {} warnings)", report.items.len(), report.warnings);
     Ok(())
 }
 

@@ -167,6 +167,31 @@ fn file_arguments_typed_in_a_subdirectory_are_relative_to_it() {
 }
 
 #[test]
+fn a_closed_stderr_is_no_crash() {
+    // `docdex search ... 2>&1 >/dev/null | head`: the reader of stderr is gone before the
+    // command writes its notes or its error; it must still exit with its own code, not 101.
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    for (args, code) in [
+        (&["search", "--repo", r, "session"][..], 3),
+        (&["index", "--repo", r][..], 0),
+        (&["search", "--repo", r, "session"][..], 0),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(args)
+            .env("DOCDEX_HOME", env.home())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        drop(child.stderr.take());
+        assert_eq!(child.wait().expect("wait").code(), Some(code), "{args:?}");
+    }
+}
+
+#[test]
 fn repo_list_and_remove() {
     let env = Env::new();
     let repo = env.repo("r");

@@ -233,7 +233,7 @@ mod tests {
             if fig.version.is_empty() {
                 // `.ci/run` installs both: there a missing peer is a broken setup, not a skip.
                 assert!(std::env::var_os("CI").is_none(), "{}", fig.note);
-                eprintln!("{}", fig.note);
+                eline!("{}", fig.note);
                 continue;
             }
             assert!(fig.seconds.is_some(), "{}: {}", fig.tool, fig.note);
