@@ -280,7 +280,10 @@ pub fn print_file(out: &Out, f: &FileContent) {
     } else if let Some(fmt) = &f.format {
         out.note(&format!("{} · text extracted from {fmt}", f.path));
     }
-    for (i, line) in f.text.lines().enumerate() {
+    // Every line of the range, blank ones included (`lines()` would drop a trailing blank
+    // line of the joined text, and with it the range's last line).
+    let count = (f.line_end + 1).saturating_sub(f.line_start) as usize;
+    for (i, line) in f.text.split('\n').take(count).enumerate() {
         out.line(&format!("{} {line}", out.paint("32", &format!("{:>5}:", f.line_start + i as u32))));
     }
 }

@@ -570,9 +570,15 @@ impl Engine {
             })?),
             (Some(_), _) => return Err(Error::BadRequest(format!("{file} has no pages: --page is for PDF files"))),
         };
-        let (a, b) = page_lines.or(lines).unwrap_or((1, total.max(1)));
+        let asked = page_lines.or(lines);
+        let (a, b) = asked.unwrap_or((1, total.max(1)));
         if a == 0 || b < a {
             return Err(Error::BadRequest(format!("bad line range {a}-{b}: use A-B with 1 <= A <= B")));
+        }
+        if asked.is_some() && a > total {
+            return Err(Error::BadRequest(format!(
+                "bad line range {a}-{b}: {file} has {total} lines, so line {a} is past its end"
+            )));
         }
         let b = b.min(total);
         let slice = if a > total { &[][..] } else { &all[(a - 1) as usize..b as usize] };

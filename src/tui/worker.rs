@@ -617,9 +617,14 @@ pub fn preview(
 ) -> Result<PreviewDoc, String> {
     let line = line.max(1);
     let start = if line <= HIGHLIGHT_FROM_START { 1 } else { line - PREVIEW_BEFORE };
-    let file = engine
-        .get_file(repo, &FileRequest::new(path, Some((start, line + PREVIEW_AFTER))))
-        .map_err(|e| format!("{e:#}"))?;
+    let file = match engine.get_file(repo, &FileRequest::new(path, Some((start, line + PREVIEW_AFTER)))) {
+        // A stale hit past the end of a file that shrank since it was indexed: show the file.
+        Err(crate::error::Error::BadRequest(m)) if m.contains("past its end") => {
+            engine.get_file(repo, &FileRequest::new(path, None))
+        }
+        r => r,
+    }
+    .map_err(|e| format!("{e:#}"))?;
     let raw: Vec<&str> = file.text.split('\n').collect();
     let raw: Vec<&str> = if file.text.is_empty() { Vec::new() } else { raw };
     let lines = highlight(path, lang, &raw);

@@ -98,6 +98,15 @@ fn get_prints_lines_and_refuses_paths_outside_the_repo() {
         text.contains("2:") && text.contains("Read a configuration file") && !text.contains("def parse_config"),
         "{text}"
     );
+    // A blank line at the end of a range is printed too, and a range past the end is refused.
+    // README.md: "# Sample", "", "A sample repository.", ...
+    let out = env.run(&["get", "--repo", r, "README.md", "--lines", "1-2"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2, "{out:?}");
+    let out = env.run(&["get", "--repo", r, "README.md", "--lines", "2"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), "    2:", "{out:?}");
+    let out = env.run(&["get", "--repo", r, "README.md", "--lines", "50-60"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has 7 lines, so line 50 is past its end"), "{out:?}");
     for bad in ["../outside.txt", "escape.txt", "/etc/passwd", "src/../../outside.txt"] {
         let out = env.run(&["get", "--repo", r, bad]);
         assert!(!out.status.success(), "{bad} was served");
