@@ -44,6 +44,29 @@ fn a_query_with_no_searchable_word_says_why_it_found_nothing() {
 }
 
 #[test]
+fn a_query_that_is_a_file_name_puts_that_file_first() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |root| {
+        write(root, "pkg/bar.py", "WIDTH = 1\n");
+        let busy = "def progress_bar(bar):\n    # a bar of bars: bar, bar, bar\n    return bar\n";
+        write(root, "pkg/progress_bar.py", busy);
+        write(root, "pkg/foobar.py", busy);
+        write(root, "docs/bar.md", "# bar\n");
+    });
+    let e = env.engine();
+    let first = |q: &str| hit_paths(&e, &repo, q).first().cloned().unwrap_or_default();
+    // Without the rule, the busier files win on their words.
+    assert_eq!(first("bar"), "pkg/progress_bar.py");
+    for q in ["bar.py", "pkg/bar.py", "./pkg/bar.py", "BAR.PY", "`bar.py`"] {
+        assert_eq!(first(q), "pkg/bar.py", "{q}");
+    }
+    assert_eq!(first("bar.md"), "docs/bar.md");
+    assert_eq!(first("progress_bar.py"), "pkg/progress_bar.py");
+    // A dotted name that is no file type is not a file name.
+    assert_ne!(first("bar.progress"), "");
+}
+
+#[test]
 fn a_test_named_longer_than_a_word_is_still_found_by_its_name() {
     let env = Env::new();
     let name = "test_merge_sorted_index_u64_asc_nulls_only_in_first_segment";

@@ -221,7 +221,10 @@ impl RepoSearcher {
         })?;
         let t_search = t0.elapsed();
 
-        let ranked = self.rank_files(&searcher, &plan, pool, cfg, repo, &priors);
+        let mut ranked = self.rank_files(&searcher, &plan, pool, cfg, repo, &priors);
+        if let Some(name) = named_file(&req.query) {
+            self.named_file_first(&searcher, &mut ranked, &name);
+        }
         resp.total_hits = total;
         let t_rank = t0.elapsed();
 
@@ -244,6 +247,39 @@ impl RepoSearcher {
         resp.confidence = confidence(&searcher, self.fields.body, &terms, &matched_sets);
         resp.timing_ms = phase_timing(t_search, t_rank, t0.elapsed());
         Ok(resp)
+    }
+
+    /// Puts the file a query names (`bar.py`, `src/auth/session.rs`) first: its words also fill
+    /// `progress_bar.py` and `foobar.py`, which BM25 may rank above it. Looks among the first
+    /// [`NAMED_FILE_SCAN`] files of the ranking, reading one stored path per file.
+    fn named_file_first(&self, searcher: &Searcher, ranked: &mut Vec<RankedChunk>, name: &str) {
+        let mut seen: Vec<u64> = Vec::new();
+        let mut named: Option<u64> = None;
+        for c in ranked.iter() {
+            if seen.len() >= NAMED_FILE_SCAN {
+                break;
+            }
+            if seen.contains(&c.file) {
+                continue;
+            }
+            seen.push(c.file);
+            let Ok(d) = searcher.doc::<TantivyDocument>(c.addr) else { continue };
+            let path = Stored::from_doc(&d, &self.fields).path.to_ascii_lowercase();
+            if path == name || path.ends_with(&format!("/{name}")) {
+                named = Some(c.file);
+                break;
+            }
+        }
+        let Some(file) = named else { return };
+        if ranked.first().is_some_and(|c| c.file == file) {
+            return;
+        }
+        let top = ranked.first().map_or(0.0, |c| c.score);
+        let (mut first, rest): (Vec<RankedChunk>, Vec<RankedChunk>) = ranked.drain(..).partition(|c| c.file == file);
+        // Every chunk of the file above the former first hit, in the file's own order.
+        first.iter_mut().for_each(|c| c.score += top);
+        first.extend(rest);
+        *ranked = first;
     }
 
     /// The pool ranked by file ([`file_rank`]), with whole-file BM25 ([`file_bm25`]).
@@ -554,6 +590,24 @@ fn with_priors(
         }
     }
     scored.into_iter().map(|(score, file, addr, pinned)| PooledChunk { score, file, addr, pinned }).collect()
+}
+
+/// Files of the ranking looked at for the one a query names by its file name.
+const NAMED_FILE_SCAN: usize = 50;
+
+/// The file a query names, lowercased: one word that is a path (`src/auth/session.rs`) or a
+/// file name with an extension the index knows (`bar.py`, `package.json`, `Makefile`), quotes
+/// and a leading `./` dropped. `os.path.join` is not one (`join` is no file type).
+fn named_file(query: &str) -> Option<String> {
+    let q = query.trim().trim_matches(|c| matches!(c, '"' | '\'' | '`')).trim_start_matches("./");
+    if q.is_empty() || q.chars().any(char::is_whitespace) || q.len() > 512 {
+        return None;
+    }
+    let name = q.rsplit('/').next().filter(|n| !n.is_empty())?;
+    let known =
+        crate::engine::index::files::language(Path::new(name)) != "text" || name.to_ascii_lowercase().ends_with(".txt");
+    (known && (q.contains('/') || name.contains('.') || name.chars().next().is_some_and(char::is_uppercase)))
+        .then(|| q.to_ascii_lowercase())
 }
 
 /// Which slice of the ranking a request asks for: page size, offset from its cursor, and the
