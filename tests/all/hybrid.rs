@@ -502,3 +502,21 @@ fn generated_files_are_ranked_down_among_vector_hits_too() {
     assert_eq!(paths(&vectors_only(false))[..2], ["gen.rs", "hand.rs"], "without priors the closer file leads");
     assert_eq!(paths(&vectors_only(true))[..2], ["hand.rs", "gen.rs"], "the generated file is ranked down");
 }
+
+#[test]
+fn a_file_name_query_puts_that_file_first_in_hybrid_search_too() {
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "pkg/bar.py", "WIDTH = 1\n");
+    let busy = "def progress_bar(bar):\n    # a bar of bars: bar, bar, bar\n    return bar\n";
+    write(&repo, "pkg/progress_bar.py", busy);
+    write(&repo, "pkg/foobar.py", busy);
+    let engine = engine_with(&env, &server.url(), |_| {});
+    index(&engine, &repo);
+    let r = search(&engine, &repo, "bar.py");
+    assert_eq!(r.retrieval.mode, "hybrid");
+    assert_eq!(r.results[0].path, "pkg/bar.py", "{:?}", r.results.iter().map(|h| &h.path).collect::<Vec<_>>());
+    let scores: Vec<f32> = r.results.iter().map(|h| h.score).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "scores stay in order: {scores:?}");
+}

@@ -191,7 +191,10 @@ impl RepoSearcher {
         let pinned = |path: &str, a: u32, b: u32| {
             !boosts.is_empty() && boosts.factor(xxhash_rust::xxh3::xxh3_64(path.as_bytes()), a, b).1
         };
-        let ranked = fuse(keyword, vector, &closeness, cfg, &pinned);
+        let mut ranked = fuse(keyword, vector, &closeness, cfg, &pinned);
+        if let Some(name) = super::named_file(&req.query) {
+            named_file_first(&mut ranked, &name);
+        }
         let t_fuse = t0.elapsed();
         tracing::debug!(
             keyword_ms = ms(t_keyword),
@@ -355,6 +358,25 @@ impl RepoSearcher {
         out.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
         Ok(out)
     }
+}
+
+/// The fusion's side of [`super::RepoSearcher::named_file_first`]: the named file's chunks
+/// above the former first hit when it is among the first files.
+fn named_file_first(ranked: &mut Vec<Fused>, name: &str) {
+    let mut files: Vec<u64> = Vec::new();
+    let Some(file) = ranked.iter().find_map(|f| {
+        if !files.contains(&f.file) {
+            files.push(f.file);
+        }
+        (files.len() <= super::NAMED_FILE_SCAN && super::is_named(&f.stored.path, name)).then_some(f.file)
+    }) else {
+        return;
+    };
+    let top = ranked.first().map_or(0.0, |f| f.score);
+    let (mut first, rest): (Vec<Fused>, Vec<Fused>) = ranked.drain(..).partition(|f| f.file == file);
+    first.iter_mut().for_each(|f| f.score += top);
+    first.extend(rest);
+    *ranked = first;
 }
 
 fn passes_filters(h: &VectorHit, req: &SearchRequest) -> bool {

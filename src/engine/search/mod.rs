@@ -249,7 +249,8 @@ impl RepoSearcher {
         Ok(resp)
     }
 
-    /// Puts the file a query names (`bar.py`, `src/auth/session.rs`) first: its words also fill
+    /// Puts the file a query names (`bar.py`, `src/auth/session.rs`) first (hybrid search does
+    /// the same over its fusion): its words also fill
     /// `progress_bar.py` and `foobar.py`, which BM25 may rank above it. Looks among the first
     /// [`NAMED_FILE_SCAN`] files of the ranking, reading one stored path per file.
     fn named_file_first(&self, searcher: &Searcher, ranked: &mut Vec<RankedChunk>, name: &str) {
@@ -264,8 +265,7 @@ impl RepoSearcher {
             }
             seen.push(c.file);
             let Ok(d) = searcher.doc::<TantivyDocument>(c.addr) else { continue };
-            let path = Stored::from_doc(&d, &self.fields).path.to_ascii_lowercase();
-            if path == name || path.ends_with(&format!("/{name}")) {
+            if is_named(&Stored::from_doc(&d, &self.fields).path, name) {
                 named = Some(c.file);
                 break;
             }
@@ -593,12 +593,12 @@ fn with_priors(
 }
 
 /// Files of the ranking looked at for the one a query names by its file name.
-const NAMED_FILE_SCAN: usize = 50;
+pub(super) const NAMED_FILE_SCAN: usize = 50;
 
 /// The file a query names, lowercased: one word that is a path (`src/auth/session.rs`) or a
 /// file name with an extension the index knows (`bar.py`, `package.json`, `Makefile`), quotes
 /// and a leading `./` dropped. `os.path.join` is not one (`join` is no file type).
-fn named_file(query: &str) -> Option<String> {
+pub(super) fn named_file(query: &str) -> Option<String> {
     let q = query.trim().trim_matches(|c| matches!(c, '"' | '\'' | '`')).trim_start_matches("./");
     if q.is_empty() || q.chars().any(char::is_whitespace) || q.len() > 512 {
         return None;
@@ -608,6 +608,13 @@ fn named_file(query: &str) -> Option<String> {
         crate::engine::index::files::language(Path::new(name)) != "text" || name.to_ascii_lowercase().ends_with(".txt");
     (known && (q.contains('/') || name.contains('.') || name.chars().next().is_some_and(char::is_uppercase)))
         .then(|| q.to_ascii_lowercase())
+}
+
+/// Whether `path` is the file `name` (from [`named_file`]) names: the same path, or ending
+/// in it at a directory boundary.
+pub(super) fn is_named(path: &str, name: &str) -> bool {
+    let path = path.to_ascii_lowercase();
+    path == name || path.ends_with(&format!("/{name}"))
 }
 
 /// Which slice of the ranking a request asks for: page size, offset from its cursor, and the
