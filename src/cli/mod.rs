@@ -349,7 +349,26 @@ impl RepoArg {
         let (Ok(root), Ok(cwd)) = (self.resolve(), std::env::current_dir()) else {
             return given.to_string();
         };
-        cwd_relative(&root, &cwd, given)
+        cwd_relative(&root, &cwd, &split_citation(&root, given).0)
+    }
+}
+
+/// A hit's citation (`path:A-B`, `path:A`) split into the path and its lines, when `given` is
+/// not itself the name of a file (in the repository, or relative to the current directory).
+fn split_citation(root: &Path, given: &str) -> (String, Option<(u32, u32)>) {
+    let unsplit = (given.to_string(), None);
+    let Some((path, lines)) = given.rsplit_once(':') else { return unsplit };
+    if path.is_empty() || root.join(given).exists() || Path::new(given).exists() {
+        return unsplit;
+    }
+    let num = |s: &str| s.parse::<u32>().ok().filter(|n| *n > 0);
+    let range = match lines.split_once('-') {
+        Some((a, b)) => num(a).zip(num(b)),
+        None => num(lines).map(|a| (a, a)),
+    };
+    match range {
+        Some(r) => (path.to_string(), Some(r)),
+        None => unsplit,
     }
 }
 
@@ -563,8 +582,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Hook(args) => return hook::run(&engine, &out, cli.home.as_deref(), args),
         Command::Get { repo, file, lines, page, json } => {
             let path = repo.resolve()?;
+            // A citation pasted from a hit (`src/a.rs:10-20`) reads those lines.
+            let (file, cited) = split_citation(&path, &file);
             let file = repo.user_path(&file);
-            let range = lines.as_deref().map(parse_range).transpose()?;
+            let range = lines.as_deref().map(parse_range).transpose()?.or(cited);
             let content = engine.get_file(&path, &FileRequest { page, ..FileRequest::new(file, range) })?;
             if json {
                 out.json(&content)?;

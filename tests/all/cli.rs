@@ -159,6 +159,16 @@ fn file_arguments_typed_in_a_subdirectory_are_relative_to_it() {
         assert!(v["results"].as_array().unwrap().iter().any(|s| s["name"] == "SessionStore"), "{given}: {v}");
     }
     assert_eq!(json_in(&repo.join("src"), &["get", "parser.py", "--json"])["path"], "src/parser.py");
+    // A citation pasted from a search hit reads its lines, and names the file elsewhere.
+    for (dir, cited) in [(&repo, "src/auth/session.rs:2-3"), (&auth, "session.rs:2-3")] {
+        let v = json_in(dir, &["get", cited, "--json"]);
+        assert_eq!(
+            (v["path"].as_str(), v["line_start"].as_u64(), v["line_end"].as_u64()),
+            (Some("src/auth/session.rs"), Some(2), Some(3))
+        );
+    }
+    assert_eq!(json_in(&auth, &["get", "session.rs:4", "--json"])["text"], "impl SessionStore {");
+    assert_eq!(json_in(&auth, &["impact", "session.rs:2-3", "--json"])["file"], "src/auth/session.rs");
     // A path that climbs out of the repository is still refused, wherever it is typed.
     for (dir, bad) in [(&auth, "../../../outside.txt"), (&repo, "../outside.txt")] {
         let out = run_in(dir, &["get", bad]);
