@@ -391,6 +391,22 @@ fn cwd_relative(root: &Path, cwd: &Path, given: &str) -> String {
     }
 }
 
+/// For a directory that is not indexed but lies inside a git repository (`--repo .` typed in
+/// a subdirectory): that repository is likely the one meant, and indexing the directory would
+/// build a second, nested index.
+fn nested_repo_hint(err: &anyhow::Error) -> Option<String> {
+    let Some(Error::NotIndexed { path }) = err.downcast_ref::<Error>() else { return None };
+    let root = crate::engine::protocol::discover_root(path);
+    (root != *path && path.starts_with(&root)).then(|| {
+        format!(
+            "hint: {} lies inside the git repository {}; leave out --repo (or pass --repo {}) to search that one",
+            path.display(),
+            root.display(),
+            root.display()
+        )
+    })
+}
+
 /// Process exit codes: 0 ok, 1 error, 2 usage (bad input, or it names something that does not
 /// exist), 3 unknown repo, not indexed, stale or damaged index (re-index), 4 index busy.
 fn exit_code(err: &anyhow::Error) -> u8 {
@@ -441,9 +457,12 @@ pub fn main() -> ExitCode {
             if json {
                 let code = err.downcast_ref::<Error>().map(|e| e.code()).unwrap_or("error");
                 let body = serde_json::json!({"error": {"code": code, "message": format!("{err:#}")}});
-                println!("{body}");
+                let _ = std::io::Write::write_all(&mut std::io::stdout(), format!("{body}\n").as_bytes());
             }
             eline!("{} {err:#}", output::error_prefix());
+            if let Some(hint) = nested_repo_hint(&err) {
+                eline!("{hint}");
+            }
             ExitCode::from(exit_code(&err))
         }
     }

@@ -133,6 +133,11 @@ fn repo_defaults_to_git_root_of_current_directory() {
     let out = run_in(&repo.join("src"), &["search", "SessionStore"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(canonical.to_str().unwrap()) && text.contains("src/auth/session.rs"), "{text}");
+    // `--repo .` in a subdirectory names the subdirectory; the error points at the repository.
+    let out = run_in(&repo.join("src"), &["search", "--repo", ".", "SessionStore"]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("lies inside the git repository") && err.contains("leave out --repo"), "{err}");
 }
 
 #[test]
