@@ -315,7 +315,20 @@ impl Registry {
                 removed = Some(records.remove(i));
             }
         })?;
-        let record = removed.ok_or_else(|| Error::UnknownRepo { path: path.into() })?;
+        let unknown = || Error::UnknownRepo { path: path.into() };
+        let record = match removed {
+            Some(r) => r,
+            // Forgotten earlier with its index kept ("--purge deletes it"): purge what is left.
+            None if purge => {
+                let root = wanted.ok_or_else(unknown)?;
+                let fingerprint = fingerprint(&root);
+                if !self.paths.repo_state(&fingerprint).exists() {
+                    return Err(unknown());
+                }
+                RepoRecord { path: root, fingerprint, last_indexed_ms: None, files: 0, chunks: 0 }
+            }
+            None => return Err(unknown()),
+        };
         if purge {
             let dir = self.paths.repo_state(&record.fingerprint);
             if dir.exists() {

@@ -233,6 +233,15 @@ fn repo_list_and_remove() {
     assert_eq!(env.json(&["repo", "list", "--json"])["repos"].as_array().unwrap().len(), 0);
     let out = env.run(&["repo", "remove", r]);
     assert_eq!(out.status.code(), Some(3));
+    // Removed with its index kept, then purged as the message says: the index goes too.
+    env.json(&["index", "--repo", r, "--json"]);
+    let out = env.run(&["repo", "remove", r]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--purge deletes it"), "{out:?}");
+    assert!(state_dir.exists());
+    let out = env.run(&["repo", "remove", r, "--purge"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!state_dir.exists());
+    assert_eq!(env.run(&["repo", "remove", r, "--purge"]).status.code(), Some(3), "nothing left to purge");
 }
 
 #[test]
