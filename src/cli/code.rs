@@ -127,7 +127,8 @@ pub fn symbols(engine: &Engine, out: &Out, a: SymbolsArgs) -> anyhow::Result<()>
     let path = a.repo.resolve()?;
     let query = Some(a.query.join(" ")).filter(|q| !q.trim().is_empty());
     let file = a.file.as_deref().map(|f| a.repo.user_path(f));
-    let req = SymbolsRequest { query, kind: a.kind, file, path_prefix: a.path_prefix, lang: a.lang, limit: a.limit };
+    let path_prefix = a.path_prefix.as_deref().map(|p| a.repo.user_path(p));
+    let req = SymbolsRequest { query, kind: a.kind, file, path_prefix, lang: a.lang, limit: a.limit };
     let resp = engine.symbols(&path, &req)?;
     if a.json {
         out.json(&resp)
@@ -158,7 +159,7 @@ pub fn ast(engine: &Engine, out: &Out, cmd: AstCommand) -> anyhow::Result<()> {
                 kinds: a.kinds,
                 mode: a.mode.parse::<AstMode>()?,
                 limit: a.limit,
-                path_prefix: a.path_prefix,
+                path_prefix: a.path_prefix.as_deref().map(|p| a.repo.user_path(p)),
             };
             let resp = engine.ast_search(&path, &req)?;
             if a.json {
@@ -173,7 +174,7 @@ pub fn ast(engine: &Engine, out: &Out, cmd: AstCommand) -> anyhow::Result<()> {
                 mode: a.mode.parse::<AstMode>()?,
                 name: a.name,
                 field: a.field,
-                path_prefix: a.path_prefix,
+                path_prefix: a.path_prefix.as_deref().map(|p| a.repo.user_path(p)),
                 limit: a.limit,
                 sample_limit: a.sample_limit,
             };

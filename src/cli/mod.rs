@@ -386,6 +386,9 @@ fn cwd_relative(root: &Path, cwd: &Path, given: &str) -> String {
         return given.to_string();
     }
     match cwd.join(path).canonicalize() {
+        // A directory typed with its slash (`auth/`) keeps it: as a path prefix it means the
+        // directory, not every name starting with it.
+        Ok(real) if given.ends_with('/') => format!("{}/", real.to_string_lossy()),
         Ok(real) => real.to_string_lossy().into_owned(),
         Err(_) => given.to_string(),
     }
@@ -568,6 +571,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::Search { repo, batch: Some(file), limit, path_prefix, lang, libs, json, .. } => {
+            let path_prefix = path_prefix.map(|p| repo.user_path(&p));
             let defaults = SearchRequest { limit, path_prefix, lang, libs, ..Default::default() };
             batch::run(&engine, &out, &repo.resolve()?, &file, &defaults, json)?;
         }
@@ -577,6 +581,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if query.trim().is_empty() {
                 return Err(Error::BadRequest("empty query: pass words to search for".into()).into());
             }
+            let path_prefix = path_prefix.map(|p| repo.user_path(&p));
             let req = SearchRequest { query, limit, cursor, path_prefix, lang, libs, ..Default::default() };
             let resp = engine.search(&path, &req)?;
             if json {

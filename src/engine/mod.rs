@@ -335,14 +335,24 @@ impl Engine {
     /// the chat waterfall's (`req.for_chat`, ranked with the chat flags) is searched by the part
     /// of it that fits ([`limits::fit_query`]).
     pub fn search(&self, repo_path: &Path, req: &SearchRequest) -> Result<SearchResponse> {
-        // `py`, `.py`, `Python` filter as `python` (the index's name for it).
+        // `py`, `.py`, `Python` filter as `python` (the index's name for it); a name the index
+        // never gives is refused rather than matching nothing.
+        let lang = match req.lang.as_deref().filter(|l| !l.trim().is_empty()) {
+            Some(l) => Some(index::files::canonical_language(l).ok_or_else(|| unknown_language(l))?.to_string()),
+            None => None,
+        };
+        let repo = self.resolve_repo(repo_path)?;
+        // `./src`, `src/` and an absolute directory filter alike; outside the repo is refused.
+        let prefix = match req.path_prefix.as_deref().filter(|p| !p.trim().is_empty()) {
+            Some(p) => Some(repos::repo_prefix(&repo.root, p)?).filter(|p| !p.is_empty()),
+            None => None,
+        };
         let named;
-        let req = match req.lang.as_deref().filter(|l| !l.trim().is_empty()) {
-            Some(l) if canonical_lang(l) != l => {
-                named = SearchRequest { lang: Some(canonical_lang(l)), ..req.clone() };
-                &named
-            }
-            _ => req,
+        let req = if lang != req.lang || prefix != req.path_prefix {
+            named = SearchRequest { lang, path_prefix: prefix, ..req.clone() };
+            &named
+        } else {
+            req
         };
         let fitted;
         let req = if req.for_chat {
@@ -357,7 +367,6 @@ impl Engine {
             limits::check_query(&req.query)?;
             req
         };
-        let repo = self.resolve_repo(repo_path)?;
         let searcher = self.searcher(&repo)?;
         let state = StatusData::read(&repo.status_path())
             .map(|(d, interrupted)| if interrupted { IndexState::Ready } else { d.state })
@@ -683,6 +692,15 @@ fn skip_warnings(m: &Manifest) -> Vec<String> {
 
 /// A language filter as the index names it: an alias or extension (`py`) becomes the name
 /// (`python`); anything unknown is kept, lowercased, and simply matches nothing.
+/// The error for a `--lang` the index never gives, with the names it does.
+fn unknown_language(typed: &str) -> Error {
+    let names: Vec<&str> = index::files::LANGUAGES.iter().map(|l| l.name).collect();
+    Error::BadRequest(format!(
+        "unknown language {typed:?}: use a name the index gives ({}), an extension (py, rs, ts) or an alias (golang, c++)",
+        names.join(", ")
+    ))
+}
+
 pub(crate) fn canonical_lang(typed: &str) -> String {
     index::files::canonical_language(typed).map_or_else(|| typed.trim().to_ascii_lowercase(), str::to_string)
 }

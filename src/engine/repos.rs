@@ -28,6 +28,15 @@ pub fn repo_relative(root: &Path, given: &str) -> Result<String> {
     crate::engine::code::resolve::join("", &rel).ok_or_else(outside)
 }
 
+/// A path-prefix filter a user or client gave (`src/`, `./src`, an absolute directory) as the
+/// index's paths start: [`repo_relative`], with a trailing `/` kept (`src/` is the directory,
+/// `src` also matches `src2/`); refused when it leaves the repository.
+pub fn repo_prefix(root: &Path, given: &str) -> Result<String> {
+    let rel = repo_relative(root, given)?;
+    let dir = given.trim().ends_with(['/', '\\']);
+    Ok(if dir && !rel.is_empty() { format!("{rel}/") } else { rel })
+}
+
 /// Version of the path normalization behind fingerprints; bump if it changes.
 pub const FINGERPRINT_VERSION: u32 = 1;
 

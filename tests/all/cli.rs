@@ -174,6 +174,10 @@ fn file_arguments_typed_in_a_subdirectory_are_relative_to_it() {
     }
     assert_eq!(json_in(&auth, &["get", "session.rs:4", "--json"])["text"], "impl SessionStore {");
     assert_eq!(json_in(&auth, &["impact", "session.rs:2-3", "--json"])["file"], "src/auth/session.rs");
+    // --path is a prefix relative to where it is typed too.
+    let v = json_in(&repo.join("src"), &["search", "session", "--path", "auth/", "--json"]);
+    let paths: Vec<&str> = v["results"].as_array().unwrap().iter().map(|h| h["path"].as_str().unwrap()).collect();
+    assert!(!paths.is_empty() && paths.iter().all(|p| p.starts_with("src/auth/")), "{paths:?}");
     // A path that climbs out of the repository is still refused, wherever it is typed.
     for (dir, bad) in [(&auth, "../../../outside.txt"), (&repo, "../outside.txt")] {
         let out = run_in(dir, &["get", bad]);

@@ -223,6 +223,33 @@ fn filters_by_path_prefix_and_language() {
     assert_eq!(search(Some("./lib/"), None), ["lib/b.py"]);
     assert_eq!(search(None, Some("python")), ["lib/b.py"]);
     assert_eq!(search(Some("src"), Some("python")), Vec::<String>::new());
+    // An absolute directory inside the repo filters like its relative path; `py` is python.
+    let abs = std::fs::canonicalize(&repo).unwrap().join("lib");
+    assert_eq!(search(Some(abs.to_str().unwrap()), Some("py")), ["lib/b.py"]);
+    // A prefix outside the repository and a language the index never gives are refused.
+    let ask = |prefix: Option<&str>, lang: Option<&str>| {
+        let req = SearchRequest {
+            query: "ocelot".into(),
+            path_prefix: prefix.map(String::from),
+            lang: lang.map(String::from),
+            ..Default::default()
+        };
+        e.search(&repo, &req).map(|_| ()).unwrap_err()
+    };
+    assert_eq!(ask(Some("../elsewhere"), None).code(), "path_outside_repo");
+    let err = ask(None, Some("cobol"));
+    assert!(err.code() == "bad_request" && err.to_string().contains("unknown language \"cobol\""), "{err}");
+    // Symbols and AST filters take `./` and a trailing slash the same way.
+    let sym = |prefix: &str| {
+        let req = docdex::engine::protocol::SymbolsRequest {
+            query: Some("ocelot".into()),
+            path_prefix: Some(prefix.into()),
+            ..Default::default()
+        };
+        e.symbols(&repo, &req).unwrap().results.into_iter().map(|h| h.path).collect::<Vec<_>>()
+    };
+    assert_eq!(sym("./lib/"), ["lib/b.py"]);
+    assert_eq!(sym("./src"), ["src/a.rs"]);
 }
 
 #[test]

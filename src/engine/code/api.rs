@@ -41,6 +41,15 @@ fn missing_store(repo: &RepoRef) -> Error {
     }
 }
 
+/// A path-prefix filter as the store's paths start (`./src`, `src/`, an absolute directory
+/// alike), or none; refused outside the repository.
+fn prefix_of(repo: &RepoRef, given: Option<&str>) -> Result<Option<String>> {
+    match given.filter(|p| !p.trim().is_empty()) {
+        Some(p) => Ok(Some(crate::engine::repos::repo_prefix(&repo.root, p)?).filter(|p| !p.is_empty())),
+        None => Ok(None),
+    }
+}
+
 fn parse_kind(kind: Option<&str>) -> Result<Option<SymbolKind>> {
     match kind.map(str::trim).filter(|k| !k.is_empty()) {
         None => Ok(None),
@@ -110,7 +119,7 @@ impl Engine {
         let filter = SymbolFilter {
             kind,
             file: file.clone(),
-            path_prefix: req.path_prefix.clone().filter(|p| !p.is_empty()),
+            path_prefix: prefix_of(&repo, req.path_prefix.as_deref())?,
             lang: req.lang.as_deref().filter(|l| !l.trim().is_empty()).map(canonical_lang),
         };
         let (mode, results, total) = match &query {
@@ -256,7 +265,8 @@ impl Engine {
         super::ast::validate_kinds(&kinds)?;
         let reader = open_current(&repo)?;
         let limit = clamp_limit(req.limit, DEFAULT_LIMIT);
-        let mut files = query::ast_files(&reader, &kinds, req.mode, req.path_prefix.as_deref())?;
+        let prefix = prefix_of(&repo, req.path_prefix.as_deref())?;
+        let mut files = query::ast_files(&reader, &kinds, req.mode, prefix.as_deref())?;
         files.sort_by(|a, b| total(&b.counts).cmp(&total(&a.counts)).then(a.path.cmp(&b.path)));
         let total_files = files.len();
         let results = files
@@ -291,12 +301,11 @@ impl Engine {
         if let Some(f) = &field {
             super::ast::validate_field(f)?;
         }
+        let prefix = prefix_of(&repo, req.path_prefix.as_deref())?;
         let mut files: Vec<AstQueryFile> = match (&field, &name) {
-            (Some(f), _) => {
-                field_query(&repo, &reader, &kinds, req.mode, f, name.as_deref(), req.path_prefix.as_deref())?
-            }
-            (None, Some(n)) => named_query(&reader, &kinds, req.mode, n, req.path_prefix.as_deref())?,
-            (None, None) => query::ast_files(&reader, &kinds, req.mode, req.path_prefix.as_deref())?
+            (Some(f), _) => field_query(&repo, &reader, &kinds, req.mode, f, name.as_deref(), prefix.as_deref())?,
+            (None, Some(n)) => named_query(&reader, &kinds, req.mode, n, prefix.as_deref())?,
+            (None, None) => query::ast_files(&reader, &kinds, req.mode, prefix.as_deref())?
                 .into_iter()
                 .map(|f| {
                     let samples = super::ast::decode_samples(&f.samples, &kinds)
