@@ -293,7 +293,7 @@ pub fn print_cycles(out: &Out, r: &CyclesResponse) {
     }
     for (i, c) in r.cycles.iter().enumerate() {
         out.line(&format!(
-            "{} {} files: {}",
+            "{} ({} files): {}",
             out.paint("1;31", &format!("cycle {}", i + 1)),
             c.files.len(),
             c.path.join(" -> ")

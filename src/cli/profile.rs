@@ -198,6 +198,9 @@ pub fn run_map(engine: &Engine, out: &Out, args: MapArgs) -> anyhow::Result<()> 
     }
     out.block(&map.tree);
     let who = match map.agent_id.as_deref() {
+        Some(a) if engine.profile_list(&ProfileListRequest { agent_id: Some(a.to_string()) }).is_err() => {
+            format!("{a} (not in profile memory, so only the words of its name lead the spotlight; `docdex profile list` shows the agents)")
+        }
         Some(a) => a.to_string(),
         None => {
             "no agent, so the project's own files and the modules most of it imports (--agent ID for an agent's view)"

@@ -938,8 +938,9 @@ fn impact_cli_prints_the_json_contract() {
     assert!(text.contains("src/models/user.ts -> src/config.ts"), "{text}");
     assert!(text.contains("may change if it changes: 3 files"), "{text}");
     let human = env.run(&["graph", "cycles", "--repo", r]);
-    assert!(String::from_utf8_lossy(&human.stdout)
-        .contains("src/components/UserCard.tsx -> src/services/userService.ts -> src/components/UserCard.tsx"));
+    assert!(String::from_utf8_lossy(&human.stdout).contains(
+        "cycle 1 (2 files): src/components/UserCard.tsx -> src/services/userService.ts -> src/components/UserCard.tsx"
+    ));
 }
 
 #[test]

@@ -224,6 +224,11 @@ fn the_map_spotlights_tooling_and_roles_and_is_cached() {
     // The CLI prints the same tree.
     let out = env.run(&["map", "--repo", repo.to_str().unwrap(), "--agent", "una"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("vitest.config.ts"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("not in profile memory"), "{out:?}");
+    // An agent profile memory does not know still gets a map, and is told so.
+    let out = env.run(&["map", "--repo", repo.to_str().unwrap(), "--agent", "nobody_known"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nobody_known (not in profile memory"), "{out:?}");
 }
 
 #[test]
