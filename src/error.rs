@@ -12,15 +12,15 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An I/O failure on a specific path.
-    #[error("{action} {path}: {source}")]
+    #[error("{action} {path}: {os}")]
     Io {
         /// What we were doing ("reading", "creating directory", ...).
         action: &'static str,
         /// The path involved.
         path: PathBuf,
-        /// The underlying OS error.
-        #[source]
-        source: std::io::Error,
+        /// The underlying OS error: in the message, and deliberately not a `source()`, which
+        /// `{:#}` (every CLI error) would print a second time.
+        os: std::io::Error,
     },
     /// The config file exists but a key holds a bad value or the TOML is malformed.
     #[error("invalid config {path}: {message}")]
@@ -219,7 +219,7 @@ impl Error {
         };
         match self {
             Error::DiskFull { .. } => true,
-            Error::Io { source, .. } => io_full(source) || text(&source.to_string()),
+            Error::Io { os, .. } => io_full(os) || text(&os.to_string()),
             Error::Index { message, .. } | Error::Database { message, .. } | Error::CorruptState { message, .. } => {
                 text(message)
             }
@@ -230,7 +230,7 @@ impl Error {
 
     /// Builds an [`Error::Io`] for `path`.
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { action, path: path.into(), source }
+        Error::Io { action, path: path.into(), os: source }
     }
 
     /// A lock another thread poisoned by panicking while holding it.

@@ -310,4 +310,13 @@ fn the_command_prints_the_table_and_worst_misses_or_json() {
     let out = env.run(&["eval", "--repo", repo, "--compare", "missing.toml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("neither a config file"));
+    // A query file that is not there is bad input, said once.
+    let out = env.run(&["eval", "--repo", repo, "--queries", "/no/such/queries.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the query set /no/such/queries.jsonl does not exist"), "{err}");
+    // A --since git reads as nothing says so.
+    let out = env.run(&["eval", "--repo", repo, "--from-git", "--since", "2999-01-01"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no commit is newer than --since"), "{out:?}");
 }

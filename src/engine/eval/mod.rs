@@ -115,10 +115,21 @@ impl Engine {
         };
         if queries.is_empty() {
             return Err(Error::BadRequest(match &git {
-                Some(s) => format!(
-                    "no commit in the history qualified as a query ({} read, {} with 1 to 4 source files and a descriptive subject): evaluate with --queries FILE",
-                    s.scanned, s.candidates
-                ),
+                Some(s) => {
+                    // git takes any --since text and reads nothing after a date it could not parse.
+                    let since = match &req.source {
+                        QuerySource::Git(o) if s.scanned == 0 => o.since.as_deref().map(|d| {
+                            format!("; no commit is newer than --since {d:?} (is it a date git understands, such as 2024-01-31 or \"3 months ago\"?)")
+                        }),
+                        _ => None,
+                    };
+                    format!(
+                        "no commit in the history qualified as a query ({} read, {} with 1 to 4 source files and a descriptive subject){}: evaluate with --queries FILE",
+                        s.scanned,
+                        s.candidates,
+                        since.unwrap_or_default()
+                    )
+                }
                 None => "the query set is empty".into(),
             }));
         }
@@ -135,8 +146,7 @@ impl Engine {
     fn compare_engine(&self, with: &CompareWith) -> Result<(Engine, String)> {
         let (mut config, path, warnings, label) = match with {
             CompareWith::File(path) => {
-                let text =
-                    std::fs::read_to_string(path).map_err(|e| Error::io("reading the --compare config", path, e))?;
+                let text = read_given(path, "the --compare config")?;
                 let (config, warnings) = Config::parse_validated(&text, path)?;
                 (config, path.clone(), warnings, path.display().to_string())
             }
@@ -234,10 +244,18 @@ pub struct EvalQuery {
     pub gold: Vec<String>,
 }
 
+/// A file the user named: one that is not there is bad input (exit 2), not a disk failure.
+fn read_given(path: &Path, what: &str) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::BadRequest(format!("{what} {} does not exist", path.display())),
+        _ => Error::io("reading", path, e),
+    })
+}
+
 /// Reads a query set: JSON lines of `{"id", "query", "gold"}` (other fields, such as the dev
 /// set's `repo`, are ignored), or one JSON array of such objects.
 pub fn read_queries(path: &Path) -> Result<Vec<EvalQuery>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading the query set", path, e))?;
+    let text = read_given(path, "the query set")?;
     parse_queries(&text).map_err(|m| Error::BadRequest(format!("{}: {m}", path.display())))
 }
 
