@@ -151,13 +151,31 @@ where
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|q| ApiQuery(q.0))
-            .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
+            .map_err(|rejection| ApiError::bad_request(query_problem(&rejection.body_text())))
     }
+}
+
+/// axum's rejection ("Failed to deserialize query string: missing field `file`") in the
+/// words of the API, with where to look the parameters up.
+fn query_problem(axum_text: &str) -> String {
+    let detail = axum_text.strip_prefix("Failed to deserialize query string: ").unwrap_or(axum_text);
+    format!(
+        "bad query string: {}; GET /v1/openapi.json lists each route's parameters",
+        detail.replace("missing field", "missing query parameter")
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_string_problems_read_as_the_api_speaks() {
+        assert_eq!(
+            query_problem("Failed to deserialize query string: missing field `file`"),
+            "bad query string: missing query parameter `file`; GET /v1/openapi.json lists each route's parameters"
+        );
+    }
 
     #[test]
     fn line_ranges_parse() {
