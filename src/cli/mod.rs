@@ -519,7 +519,8 @@ fn init_logging(verbose: u8) {
     // headless_chrome logs its own connection teardown as warnings: noise for users.
     let default = match verbose {
         0 => "warn,headless_chrome=error",
-        1 => "debug,headless_chrome=info,tungstenite=info",
+        // Tantivy's per-file "Open Read" lines would bury docdex's own at debug.
+        1 => "debug,headless_chrome=info,tungstenite=info,tantivy=info",
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("DOCDEX_LOG")
@@ -527,6 +528,7 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(output::color_enabled(std::io::IsTerminal::is_terminal(&std::io::stderr())))
         .with_target(false)
         .log_internal_errors(false)
         .try_init();
@@ -550,8 +552,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         tui::run(engine, args)?;
         return Ok(ExitCode::SUCCESS);
     }
+    // Said once, to the person (a log line as well printed it twice).
     for w in engine.config_warnings() {
-        tracing::warn!("{w}");
         eline!("{} {w}", output::warn_prefix());
     }
     match command {

@@ -12,7 +12,7 @@ pub struct Out {
     color: bool,
 }
 
-fn color_enabled(stream_is_tty: bool) -> bool {
+pub(crate) fn color_enabled(stream_is_tty: bool) -> bool {
     stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 

@@ -90,3 +90,14 @@ fn the_token_is_never_printed_and_secret_files_are_owner_only() {
     daemon.terminate();
     daemon.wait_exit(Duration::from_secs(15));
 }
+
+#[test]
+fn an_unknown_key_is_warned_about_once_in_plain_text() {
+    let env = Env::new();
+    env.write_config("[index]\nbogus_key = 1\n");
+    let out = env.run(&["repo", "list"]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("unknown key `index.bogus_key`").count(), 1, "{err}");
+    assert!(!err.contains('\u{1b}'), "no colour codes when stderr is not a terminal: {err:?}");
+}
