@@ -221,3 +221,20 @@ fn docdex_index_over_mcp_indexes_an_unindexed_repository() {
     assert_eq!(r["isError"], false, "{r}");
     assert!(r["content"][0]["text"].as_str().unwrap().contains("lib/strings.js"), "{r}");
 }
+
+#[test]
+fn a_python_without_pytest_is_a_missing_runner_not_a_failed_suite() {
+    let env = Env::new();
+    let repo = env.repo("nopytest");
+    write(&repo, "pyproject.toml", "[project]\nname = \"fixture\"\nversion = \"0.1.0\"\n");
+    write(&repo, "tests/test_ok.py", "def test_fine():\n    assert True\n");
+    // The project's Python, as `python -m pytest` answers without pytest installed.
+    write(&repo, ".venv/bin/python", "#!/bin/sh\necho \"$0: No module named pytest\" >&2\nexit 1\n");
+    let py = repo.join(".venv/bin/python");
+    std::fs::set_permissions(&py, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["code"], "bad_request");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("pytest is not installed for") && msg.contains("pip install pytest"), "{msg}");
+}

@@ -438,6 +438,14 @@ impl Engine {
         resp.command = command(&root, runner, &cfg.command, &targets, &mut notes);
         let done = execute(&root, &resp.command, timeout)?;
         let text = done.lines.join("\n");
+        // `python -m pytest` with no pytest in that Python: the runner is missing, not a test.
+        if runner == Runner::Pytest && done.exit_code == Some(1) && text.contains("No module named pytest") {
+            return Err(Error::BadRequest(format!(
+                "the test runner pytest is not installed for {} (install it there, e.g. `{} -m pip install pytest`, or set [tests] command)",
+                resp.command.first().map_or("python3", String::as_str),
+                resp.command.first().map_or("python3", String::as_str)
+            )));
+        }
         let root_s = root.to_string_lossy();
         let outcome = match runner {
             Runner::Cargo => parse::cargo(&text, &root_s),
