@@ -24,6 +24,9 @@ pub struct ContextArgs {
     /// md: Markdown for a prompt; json: the structured pack.
     #[arg(long, value_enum, default_value_t = FormatArg::Md)]
     format: FormatArg,
+    /// The same as `--format json`, as every other command spells it.
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -35,7 +38,7 @@ enum FormatArg {
 impl ContextArgs {
     /// Whether errors should be printed as JSON.
     pub fn json(&self) -> bool {
-        self.format == FormatArg::Json
+        self.json || self.format == FormatArg::Json
     }
 }
 

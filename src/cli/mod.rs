@@ -105,7 +105,8 @@ enum Command {
         /// Only the repository's own files (the default).
         #[arg(long)]
         no_libs: bool,
-        /// Print the spec 002 §12.1 JSON (with `libs` hits when --libs).
+        /// Print the results as JSON (hits with paths, lines, scores and snippets; `libs` hits
+        /// with --libs; the shape is in docs/SEARCH.md and GET /v1/openapi.json).
         #[arg(long)]
         json: bool,
     },
@@ -138,7 +139,7 @@ enum Command {
     Status {
         #[command(flatten)]
         repo: RepoArg,
-        /// Print the spec 002 §12.2 JSON.
+        /// Print the status as JSON.
         #[arg(long)]
         json: bool,
     },

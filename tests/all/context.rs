@@ -208,6 +208,8 @@ fn the_cli_prints_markdown_or_json_and_impact_lists_the_tests() {
     assert!(md.contains("- app/billing.py (modified: committed)"), "{md}");
     let json = env.json(&["context", "--repo", r, "--format", "json", "--budget", "3000", "expire stale sessions"]);
     assert!(json["tokens"].as_u64().unwrap() <= 3000);
+    let same = env.json(&["context", "--repo", r, "--json", "--budget", "3000", "expire stale sessions"]);
+    assert_eq!(same["snippets"], json["snippets"], "--json is --format json");
     assert!(json["snippets"].as_array().unwrap().iter().all(|s| s["role"].is_string() && s["reason"].is_string()));
 
     // A clean working tree: the heading says there is nothing uncommitted, not the opposite.
