@@ -10,7 +10,8 @@ use std::process::ExitCode;
 /// `docdex check` flags.
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
-    /// Also check this repository's index, embeddings and memory.
+    /// Also check this repository's index, embeddings, symbols and memory (default: the
+    /// repository of the current directory, when docdex has indexed it).
     #[arg(long)]
     repo: Option<PathBuf>,
     /// Treat a missing model server or model as a failure (default: a warning).
@@ -26,7 +27,8 @@ pub struct CheckArgs {
 
 /// Runs the checks and prints them.
 pub fn run(engine: &Engine, out: &Out, args: CheckArgs) -> anyhow::Result<ExitCode> {
-    let opts = CheckOptions { repo: args.repo, require_llm: args.require_llm, require_bind: args.require_bind };
+    let repo = args.repo.or_else(|| indexed_here(engine));
+    let opts = CheckOptions { repo, require_llm: args.require_llm, require_bind: args.require_bind };
     let report = engine.check(&opts);
     if args.json {
         out.json(&report)?;
@@ -54,4 +56,12 @@ fn print(out: &Out, r: &CheckReport) {
     }
     let verdict = if r.ok { "ready" } else { "not ready" };
     out.line(&format!("{verdict}: {} failed, {} warnings", r.failures, r.warnings));
+}
+
+/// The repository of the current directory, when it has an index: run inside a project,
+/// `docdex check` checks that project too.
+fn indexed_here(engine: &Engine) -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    let repo = engine.resolve_repo(&crate::engine::protocol::discover_root(&cwd)).ok()?;
+    repo.index_dir().join("meta.json").exists().then_some(repo.root)
 }

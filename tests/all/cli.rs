@@ -133,6 +133,11 @@ fn repo_defaults_to_git_root_of_current_directory() {
     let out = run_in(&repo.join("src"), &["search", "SessionStore"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(canonical.to_str().unwrap()) && text.contains("src/auth/session.rs"), "{text}");
+    // `docdex check` run inside an indexed repository checks it too.
+    let out = run_in(&repo.join("src"), &["check", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let item = v["items"].as_array().unwrap().iter().find(|i| i["name"] == "repo_index").expect("repo_index");
+    assert_eq!(item["status"], "ok", "{item}");
     // `--repo .` in a subdirectory names the subdirectory; the error points at the repository.
     let out = run_in(&repo.join("src"), &["search", "--repo", ".", "SessionStore"]);
     assert_eq!(out.status.code(), Some(3));
