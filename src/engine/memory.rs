@@ -286,6 +286,14 @@ impl MemoryDb {
         Ok(rows)
     }
 
+    /// The ids starting with `prefix` (at most 2: enough to tell unique from ambiguous).
+    fn ids_starting(&self, prefix: &str) -> Result<Vec<String>> {
+        let like = format!("{}%", prefix.replace(['%', '_', '\\'], ""));
+        let mut st = self.conn.prepare("SELECT id FROM memories WHERE id LIKE ?1 LIMIT 2").map_err(self.err())?;
+        let rows = st.query_map([like], |r| r.get::<_, String>(0)).map_err(self.err())?;
+        rows.collect::<std::result::Result<Vec<_>, _>>().map_err(self.err())
+    }
+
     fn delete(&mut self, id: &str) -> Result<bool> {
         let has_vec = self.has_vec()?;
         let path = self.path.clone();
@@ -299,11 +307,19 @@ impl MemoryDb {
     }
 }
 
+/// The shortest id prefix `memory delete` takes for a whole id.
+const MIN_ID_PREFIX: usize = 6;
+
 impl Engine {
-    fn memory_db(&self, repo_path: &Path) -> Result<(RepoRef, MemoryDb)> {
+    fn memory_enabled(&self) -> Result<()> {
         if !self.config().memory.enabled {
             return Err(Error::BadRequest("repo memory is disabled ([memory] enabled = false in config.toml)".into()));
         }
+        Ok(())
+    }
+
+    fn memory_db(&self, repo_path: &Path) -> Result<(RepoRef, MemoryDb)> {
+        self.memory_enabled()?;
         let repo = self.resolve_repo(repo_path)?;
         if !repo.meta_path().exists() {
             // First touch of this repo: give it a state directory and a registry entry.
@@ -410,6 +426,18 @@ impl Engine {
             return Err(Error::BadRequest("empty query: say what to recall".into()));
         }
         crate::engine::limits::check_query(&req.query)?;
+        self.memory_enabled()?;
+        let untouched = self.resolve_repo(repo_path)?;
+        if !untouched.meta_path().exists() {
+            // Nothing stored here yet, and recalling does not register the directory.
+            return Ok(MemoryRecallResponse {
+                repo: untouched.root,
+                query: req.query.clone(),
+                mode: "vector".into(),
+                results: Vec::new(),
+                notice: None,
+            });
+        }
         let (repo, mut db) = self.memory_db(repo_path)?;
         let mut resp = MemoryRecallResponse {
             repo: repo.root.clone(),
@@ -445,6 +473,12 @@ impl Engine {
 
     /// The repository's memories, newest first.
     pub fn memory_list(&self, repo_path: &Path, limit: Option<usize>) -> Result<MemoryListResponse> {
+        self.memory_enabled()?;
+        let repo = self.resolve_repo(repo_path)?;
+        if !repo.meta_path().exists() {
+            // Never touched: nothing to list, and listing does not register the directory.
+            return Ok(MemoryListResponse { repo: repo.root, total: 0, memories: Vec::new() });
+        }
         let (repo, db) = self.memory_db(repo_path)?;
         let limit = limit.unwrap_or(50).clamp(1, 10_000) as i64;
         let memories = db.items(
@@ -457,6 +491,22 @@ impl Engine {
     /// Forgets one memory of this repository; an id from another repository is not found.
     pub fn memory_delete(&self, repo_path: &Path, id: &str) -> Result<MemoryDeleteResponse> {
         let (repo, mut db) = self.memory_db(repo_path)?;
+        // The first characters of an id do, as with git hashes, when they name one memory.
+        let given = id.trim();
+        let id = match db.get(given)? {
+            Some(_) => given.to_string(),
+            None if given.len() >= MIN_ID_PREFIX => match db.ids_starting(given)?.as_slice() {
+                [one] => one.clone(),
+                [] => given.to_string(),
+                _ => {
+                    return Err(Error::BadRequest(format!(
+                        "{given} starts more than one memory id; give more of it (`docdex memory list` shows them)"
+                    )))
+                }
+            },
+            None => given.to_string(),
+        };
+        let id = id.as_str();
         if !db.delete(id.trim())? {
             return Err(Error::NotFound(format!(
                 "no memory {} in {}; `docdex memory list --repo {}` shows this repository's memories",

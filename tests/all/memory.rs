@@ -206,8 +206,25 @@ fn memory_cli_round_trip() {
     let out = env.run(&["memory", "store", "--repo", r, "--metadata", "not json", "x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--metadata is not JSON"));
+    // A memory goes by the first characters of its id too, as a git hash does.
+    let saved_id = saved["memory"]["id"].as_str().unwrap().to_string();
+    env.json(&["memory", "delete", "--repo", r, "--json", &saved_id[..8]]);
+    let left = env.json(&["memory", "list", "--repo", r, "--json"]);
+    assert_eq!(left["total"], 1, "{left}");
     env.json(&["memory", "delete", "--repo", r, "--json", &id]);
     let out = env.run(&["memory", "delete", "--repo", r, &id]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no memory"));
+}
+
+#[test]
+fn reading_memory_of_a_directory_never_touched_registers_nothing() {
+    let env = Env::new();
+    let dir = env.repo("untouched");
+    let d = dir.to_str().unwrap();
+    let v = env.json(&["memory", "list", "--repo", d, "--json"]);
+    assert_eq!(v["total"], 0);
+    let v = env.json(&["memory", "recall", "--repo", d, "--json", "anything", "at", "all"]);
+    assert_eq!(v["results"].as_array().unwrap().len(), 0);
+    assert_eq!(env.json(&["repo", "list", "--json"])["repos"].as_array().unwrap().len(), 0, "not registered");
 }
