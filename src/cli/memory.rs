@@ -15,7 +15,8 @@ pub enum MemoryCommand {
     Store {
         #[command(flatten)]
         repo: RepoArg,
-        /// What to remember.
+        /// What to remember (read from stdin when left out and stdin is a pipe or file:
+        /// `git log -1 --format=%B | docdex memory store`).
         content: Vec<String>,
         /// A JSON object stored with it, e.g. '{"source":"review"}'.
         #[arg(long)]
@@ -94,7 +95,8 @@ pub fn run(engine: &Engine, out: &Out, cmd: MemoryCommand) -> anyhow::Result<()>
                         .map_err(|e| Error::BadRequest(format!("--metadata is not JSON ({e}): {m}")))
                 })
                 .transpose()?;
-            let req = MemoryStoreRequest { content: content.join(" "), metadata };
+            let content = if content.is_empty() { piped_stdin()? } else { content.join(" ") };
+            let req = MemoryStoreRequest { content, metadata };
             let resp = engine.memory_store(&repo.resolve()?, &req)?;
             if json {
                 out.json(&resp)?;
@@ -143,4 +145,21 @@ pub fn run(engine: &Engine, out: &Out, cmd: MemoryCommand) -> anyhow::Result<()>
         }
     }
     Ok(())
+}
+
+/// Everything on stdin when it is not a terminal (a pipe or a file), else nothing; at most
+/// 1 MiB, which the engine's own limit then judges.
+fn piped_stdin() -> anyhow::Result<String> {
+    use std::io::{IsTerminal, Read};
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Ok(String::new());
+    }
+    let mut text = String::new();
+    stdin
+        .lock()
+        .take(1 << 20)
+        .read_to_string(&mut text)
+        .map_err(|e| Error::BadRequest(format!("reading stdin: {e}")))?;
+    Ok(text)
 }

@@ -228,3 +228,23 @@ fn reading_memory_of_a_directory_never_touched_registers_nothing() {
     assert_eq!(v["results"].as_array().unwrap().len(), 0);
     assert_eq!(env.json(&["repo", "list", "--json"])["repos"].as_array().unwrap().len(), 0, "not registered");
 }
+
+#[test]
+fn a_memory_can_be_piped_in() {
+    use std::io::Write;
+    let env = Env::new();
+    let repo = env.repo("piped");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["memory", "store", "--repo", repo.to_str().unwrap(), "--json"])
+        .env("DOCDEX_HOME", env.home())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(b"Releases are cut on Fridays\n").expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["memory"]["content"], "Releases are cut on Fridays");
+}
