@@ -27,7 +27,7 @@ mod tui;
 mod web;
 
 use crate::engine::protocol::WatchReport;
-use crate::engine::protocol::{FileRequest, SearchRequest};
+use crate::engine::protocol::{EmbedState, FileRequest, SearchRequest};
 use crate::engine::{Engine, IndexOptions};
 use crate::error::Error;
 use anyhow::Context;
@@ -571,6 +571,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.json(&summary)?;
             } else {
                 output::print_index_summary(&out, &summary);
+            }
+            // --reembed asked for vectors: a run that made none (no embedder answered) failed
+            // at what it was asked, though the text index is up to date.
+            let embedded = summary
+                .embeddings
+                .as_ref()
+                .is_some_and(|e| !matches!(e.state, EmbedState::Unavailable | EmbedState::Failed | EmbedState::Off));
+            if reembed && !embedded {
+                return Err(Error::Upstream(
+                    "--reembed made no embeddings: no embedder answered (the text index is up to date); `docdex check` says why"
+                        .into(),
+                )
+                .into());
             }
         }
         Command::Search { repo, batch: Some(file), limit, path_prefix, lang, libs, json, .. } => {

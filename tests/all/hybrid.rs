@@ -520,3 +520,17 @@ fn a_file_name_query_puts_that_file_first_in_hybrid_search_too() {
     let scores: Vec<f32> = r.results.iter().map(|h| h.score).collect();
     assert!(scores.windows(2).all(|w| w[0] >= w[1]), "scores stay in order: {scores:?}");
 }
+
+#[test]
+fn reembed_with_no_embedder_fails_after_updating_the_text_index() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "m", "fake-embed"));
+    let repo = env.repo("r");
+    fusion_repo(&repo);
+    let out = env.run(&["index", "--repo", repo.to_str().unwrap(), "--reembed"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--reembed made no embeddings"), "{out:?}");
+    // The text index itself was built.
+    let v = env.json(&["status", "--repo", repo.to_str().unwrap(), "--json"]);
+    assert_eq!(v["documents"], 6, "{v}");
+}
