@@ -7,7 +7,8 @@ use crate::error::Error;
 use std::path::Path;
 
 /// Reads the queries, runs them through one engine call and prints one JSON line per query
-/// (or a line per query for people).
+/// (or a line per query for people). Exit 1 when any query failed (every answer is printed
+/// first), so a script notices without reading every line.
 pub fn run(
     engine: &Engine,
     out: &Out,
@@ -15,8 +16,11 @@ pub fn run(
     file: &Path,
     defaults: &SearchRequest,
     json: bool,
-) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(file).map_err(|e| Error::io("reading the query file", file, e))?;
+) -> anyhow::Result<std::process::ExitCode> {
+    let text = std::fs::read_to_string(file).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::BadRequest(format!("the query file {} does not exist", file.display())),
+        _ => Error::io("reading the query file", file, e),
+    })?;
     let reqs = parse(&text, defaults)?;
     let items = engine.search_batch(repo, &reqs)?;
     let failed = items.iter().filter(|i| i.error.is_some()).count();
@@ -27,10 +31,10 @@ pub fn run(
             out.line(&describe(item));
         }
     }
-    if !json {
+    if !json || failed > 0 {
         out.note(&format!("{} queries, {failed} failed", items.len()));
     }
-    Ok(())
+    Ok(if failed > 0 { std::process::ExitCode::FAILURE } else { std::process::ExitCode::SUCCESS })
 }
 
 fn describe(item: &BatchItem) -> String {

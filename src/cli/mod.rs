@@ -589,7 +589,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Search { repo, batch: Some(file), limit, path_prefix, lang, libs, json, .. } => {
             let path_prefix = path_prefix.map(|p| repo.user_path(&p));
             let defaults = SearchRequest { limit, path_prefix, lang, libs, ..Default::default() };
-            batch::run(&engine, &out, &repo.resolve()?, &file, &defaults, json)?;
+            return batch::run(&engine, &out, &repo.resolve()?, &file, &defaults, json);
         }
         Command::Search { repo, query, limit, cursor, path_prefix, lang, libs, no_libs: _, json, batch: None } => {
             let path = repo.resolve()?;

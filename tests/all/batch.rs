@@ -17,7 +17,9 @@ fn batch_results_equal_single_searches() {
         "\"expire stale sessions\"\n{\"query\": \"parse config\", \"limit\": 1}\n\n{\"query\": \"render dashboard\", \"lang\": \"typescript\"}\n{\"query\": \"   \"}\n",
     );
     let out = env.run(&["search", "--repo", r, "--batch", queries.to_str().unwrap(), "--json", "-n", "5"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // One query (the blank one) failed: every answer is printed, and the exit code says so.
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("4 queries, 1 failed"));
     let items: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("one JSON per line"))
@@ -51,4 +53,7 @@ fn batch_results_equal_single_searches() {
     let out = env.run(&["search", "--repo", r, "--batch", env.dir.path().join("bad.jsonl").to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+    let out = env.run(&["search", "--repo", r, "--batch", "/no/such/queries.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
 }
