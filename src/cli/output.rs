@@ -374,7 +374,18 @@ pub fn print_similar(out: &Out, r: &SimilarResponse) {
     if let Some(n) = &r.notice {
         out.note(&format!("note: {n}"));
     }
-    out.line(&out.paint("2", &format!("files like {} ({})", r.file, r.mode)));
+    out.line(&out.paint(
+        "2",
+        &format!(
+            "files like {} ({})",
+            r.file,
+            if r.mode == "bm25" {
+                "by shared distinctive words; scores relative to the closest file, 1.000, not a measure of sameness"
+            } else {
+                "by embeddings; scores are cosine similarity"
+            }
+        ),
+    ));
     if r.results.is_empty() {
         out.line("no similar files");
     }
