@@ -217,6 +217,17 @@ fn the_cli_prints_markdown_or_json_and_impact_lists_the_tests() {
     crate::util::git(&repo, &["commit", "-q", "-m", "all"]);
     let out = env.run(&["context", "--repo", r, "--budget", "500", "expire", "stale", "sessions"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("; no uncommitted changes on "), "{out:?}");
+    // A one-line append is "changed: line N", not the diff's context lines before it.
+    let session = repo.join("app/session.py");
+    let before = std::fs::read_to_string(&session).unwrap();
+    std::fs::write(&session, format!("{before}# expire stale sessions hourly\n")).unwrap();
+    let out = env.run(&["context", "--repo", r, "--budget", "3000", "expire", "stale", "sessions"]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    let appended = before.lines().count() + 1;
+    assert!(
+        md.contains(&format!("changed: line {appended}\n")) || md.contains(&format!("changed: line {appended})")),
+        "{md}"
+    );
 
     let tests = env.json(&["impact", "--repo", r, "--file", "app/session.py", "--tests", "--json"]);
     let found: Vec<(&str, u64)> = tests["tests"]

@@ -406,7 +406,7 @@ fn changed_candidates(
 /// `lines removed after line 200`).
 fn regions(d: &crate::engine::waterfall::diff::FileDiff) -> Vec<(u32, u32, String)> {
     let mut spans: Vec<(u32, u32, Vec<String>)> = Vec::new();
-    let mut hunks: Vec<_> = d.hunks.clone();
+    let mut hunks: Vec<_> = d.changed.clone();
     hunks.sort_unstable_by_key(|h| h.new_start);
     for h in hunks {
         let start = h.new_start.max(1);
@@ -720,8 +720,9 @@ mod tests {
         );
         let f = d.remove(0);
         let r = regions(&f);
+        // Each hunk as narrowed to what its body changes: +a is line 10 alone.
         assert_eq!(r.iter().map(|(a, b, _)| (*a, *b)).collect::<Vec<_>>(), [(7, 24), (198, 204)]);
-        assert_eq!(r[0].2, "changed: lines 10-12, line 21");
+        assert_eq!(r[0].2, "changed: line 10, line 21");
         assert_eq!(r[1].2, "changed: lines removed after line 201");
     }
 }

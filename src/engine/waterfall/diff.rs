@@ -98,8 +98,12 @@ pub struct FileDiff {
     pub old_path: Option<String>,
     /// How it changed.
     pub change: Change,
-    /// Its hunks.
+    /// Its hunks, as their headers give them (three lines of context included): what the
+    /// patch text shows, and what a citation of it covers.
     pub hunks: Vec<Hunk>,
+    /// The same hunks narrowed to the lines they change (as `git diff -U0` would give them):
+    /// what "changed: lines ..." says.
+    pub changed: Vec<Hunk>,
     /// The patch text from the first hunk on (capped at [`MAX_PATCH_LINES`] lines).
     pub patch: String,
     /// A binary file (no hunks).
@@ -180,18 +184,32 @@ fn git_error(root: &Path, target: &DiffTarget, stderr: &str) -> Error {
 }
 
 /// Parses a unified diff (as produced by [`collect`]'s options).
+///
+/// Each hunk is also kept narrowed to the lines it changes ([`FileDiff::changed`]): the diff
+/// keeps three lines of context around each change for the patch text, but "changed: lines
+/// 443-446" for a one-line append at 446 would overstate it.
 pub fn parse(text: &str) -> Vec<FileDiff> {
     let mut files: Vec<FileDiff> = Vec::new();
     let mut patch_lines = 0usize;
     let mut cut = 0usize;
+    let mut body: Option<HunkBody> = None;
     let finish = |files: &mut Vec<FileDiff>, cut: &mut usize| {
         if let (Some(f), true) = (files.last_mut(), *cut > 0) {
             f.patch.push_str(&format!("... {cut} more diff lines not shown\n"));
         }
         *cut = 0;
     };
+    // The hunk just read, narrowed to its changes.
+    let close = |files: &mut Vec<FileDiff>, body: &mut Option<HunkBody>| {
+        if let (Some(b), Some(f)) = (body.take(), files.last_mut()) {
+            if let Some(h) = f.changed.last_mut() {
+                *h = b.narrowed(*h);
+            }
+        }
+    };
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("diff --git ") {
+            close(&mut files, &mut body);
             finish(&mut files, &mut cut);
             patch_lines = 0;
             let path = header_paths(rest).map(|(_, b)| b).unwrap_or_default();
@@ -200,6 +218,7 @@ pub fn parse(text: &str) -> Vec<FileDiff> {
                 old_path: None,
                 change: Change::Modified,
                 hunks: Vec::new(),
+                changed: Vec::new(),
                 patch: String::new(),
                 binary: false,
             });
@@ -211,7 +230,14 @@ pub fn parse(text: &str) -> Vec<FileDiff> {
             continue;
         }
         if let Some(h) = line.strip_prefix("@@ ").and_then(parse_hunk) {
+            if let (Some(b), Some(last)) = (body.take(), f.changed.last_mut()) {
+                *last = b.narrowed(*last);
+            }
             f.hunks.push(h);
+            f.changed.push(h);
+            body = Some(HunkBody::new(h));
+        } else if let Some(b) = body.as_mut() {
+            b.read(line);
         }
         if patch_lines < MAX_PATCH_LINES {
             f.patch.push_str(line);
@@ -221,9 +247,79 @@ pub fn parse(text: &str) -> Vec<FileDiff> {
             cut += 1;
         }
     }
+    close(&mut files, &mut body);
     finish(&mut files, &mut cut);
     files.retain(|f| !f.path.is_empty());
     files
+}
+
+/// Where a hunk's body really changes lines, read line by line.
+#[derive(Debug, Clone, Copy)]
+struct HunkBody {
+    old_no: u32,
+    new_no: u32,
+    /// First and last removed line (old side).
+    removed: Option<(u32, u32)>,
+    /// First and last added line (new side).
+    added: Option<(u32, u32)>,
+    /// The new-side line after which the first removal happened, and the old-side line after
+    /// which the first addition happened (for a side that changes no line).
+    removed_after: Option<u32>,
+    added_after: Option<u32>,
+}
+
+impl HunkBody {
+    fn new(h: Hunk) -> HunkBody {
+        // An empty side's start is the line before it (`+201,0`: after line 201).
+        HunkBody {
+            old_no: h.old_start + u32::from(h.old_lines == 0),
+            new_no: h.new_start + u32::from(h.new_lines == 0),
+            removed: None,
+            added: None,
+            removed_after: None,
+            added_after: None,
+        }
+    }
+
+    fn read(&mut self, line: &str) {
+        let span = |s: &mut Option<(u32, u32)>, n: u32| *s = Some(s.map_or((n, n), |(a, _)| (a, n)));
+        match line.as_bytes().first() {
+            Some(b'+') => {
+                self.added_after.get_or_insert(self.old_no.saturating_sub(1));
+                span(&mut self.added, self.new_no);
+                self.new_no += 1;
+            }
+            Some(b'-') => {
+                self.removed_after.get_or_insert(self.new_no.saturating_sub(1));
+                span(&mut self.removed, self.old_no);
+                self.old_no += 1;
+            }
+            Some(b' ') => {
+                self.old_no += 1;
+                self.new_no += 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// `h` with each side's range cut to its changed lines (a side with none: an empty range
+    /// after the line where the other side changed). Unchanged when the body held no change.
+    fn narrowed(self, h: Hunk) -> Hunk {
+        if self.added.is_none() && self.removed.is_none() {
+            return h;
+        }
+        let (new_start, new_lines) = match (self.added, self.removed_after) {
+            (Some((a, b)), _) => (a, b - a + 1),
+            (None, Some(after)) => (after, 0),
+            (None, None) => (h.new_start, h.new_lines),
+        };
+        let (old_start, old_lines) = match (self.removed, self.added_after) {
+            (Some((a, b)), _) => (a, b - a + 1),
+            (None, Some(after)) => (after, 0),
+            (None, None) => (h.old_start, h.old_lines),
+        };
+        Hunk { old_start, old_lines, new_start, new_lines }
+    }
 }
 
 /// Reads one extended header line (`new file mode`, `rename from`, `---`, `+++`, `Binary`).
@@ -369,10 +465,25 @@ Binary files a/logo.png and b/logo.png differ
         let a = &files[0];
         assert_eq!(a.hunks.len(), 2);
         assert_eq!(a.line_range(), Some((10, 42)));
+        // Narrowed to the changed lines: line 10 is context, 11-12 and 41-42 are new.
+        assert_eq!(a.changed[0], Hunk { old_start: 11, old_lines: 1, new_start: 11, new_lines: 2 });
         assert!(a.patch.starts_with("@@ -10,3 +10,4 @@") && a.patch.contains("+added\n"), "{}", a.patch);
         assert_eq!(files[1].line_range(), Some((1, 2)), "deleted files cite their old lines");
         assert_eq!(files[2].old_path.as_deref(), Some("old name.txt"));
         assert!(files[4].binary && files[4].hunks.is_empty());
+    }
+
+    #[test]
+    fn hunks_are_narrowed_to_the_lines_they_change() {
+        // A one-line append at line 446 with three lines of context before it.
+        let append = "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -443,3 +443,4 @@\n a\n b\n c\n+appended\n";
+        let f = &parse(append)[0];
+        assert_eq!(f.changed, [Hunk { old_start: 445, old_lines: 0, new_start: 446, new_lines: 1 }]);
+        assert_eq!(f.line_range(), Some((443, 446)), "a citation covers the patch shown");
+        assert!(f.patch.contains(" a\n b\n c\n+appended"), "the patch keeps its context");
+        // A removal: the new side is empty, after the line before it.
+        let removal = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -5,7 +5,6 @@\n a\n b\n c\n-gone\n d\n e\n f\n";
+        assert_eq!(parse(removal)[0].changed, [Hunk { old_start: 8, old_lines: 1, new_start: 7, new_lines: 0 }]);
     }
 
     #[test]
