@@ -30,11 +30,13 @@ fn a_query_with_no_searchable_word_says_why_it_found_nothing() {
     let repo = indexed(&env, "r", sample_repo);
     let e = env.engine();
     let ask = |q: &str| e.search(&repo, &SearchRequest { query: q.into(), ..Default::default() }).expect("search");
-    for q in ["how does the", "f", "a b c"] {
+    let blob = "a".repeat(30) + &"9f".repeat(20);
+    for q in ["how does the", "f", "a b c", blob.as_str()] {
         let r = ask(q);
         assert!(r.results.is_empty(), "{q}");
         let note = r.note.unwrap_or_default();
         assert!(note.contains("no searchable words") && note.contains("symbol search"), "{q}: {note}");
+        assert!(note.contains("over 48 characters"), "{note}");
     }
     // A query whose words are searchable but match nothing has no such note, nor has a hit.
     let r = ask("zzzqqqxxyy");

@@ -134,6 +134,10 @@ fn add_sources_and_remove_source_on_the_command_line() {
     assert_eq!(listed[0]["include"][0], "*.md");
     let text = String::from_utf8_lossy(&env.run(&["sources", "--repo", r]).stdout).into_owned();
     assert!(text.contains("notes") && text.contains("2 files") && text.contains("2 markdown"), "{text}");
+    // Adding it again says it is there already.
+    let out = env.run(&["add", "--repo", r, n, "--no-watch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is already added, as the source notes"), "{out:?}");
     let hits = env.json(&["search", "--repo", r, "--json", "egrets nest reeds"]);
     assert_eq!(hits["results"][0]["source"], "notes");
     assert_eq!(hits["results"][0]["path"], "//notes/deep/egret.md");

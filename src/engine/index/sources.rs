@@ -147,6 +147,14 @@ pub fn make(repo: &RepoRef, existing: &[Source], req: &AddSourceRequest, home: &
     if real.starts_with(&home) || home.starts_with(&real) {
         return Err(Error::BadRequest(format!("{} overlaps docdex's own state ({})", real.display(), home.display())));
     }
+    if let Some(s) = existing.iter().find(|s| s.path == real) {
+        return Err(Error::BadRequest(format!(
+            "{} is already added, as the source {}; `docdex sources` lists them, `docdex remove-source {}` takes it out",
+            real.display(),
+            s.name,
+            s.name
+        )));
+    }
     if let Some(s) = existing.iter().find(|s| real.starts_with(&s.path) || s.path.starts_with(&real)) {
         return Err(Error::BadRequest(format!(
             "{} overlaps the source {} ({})",

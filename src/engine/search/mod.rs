@@ -668,7 +668,7 @@ pub(crate) fn empty_response(
 /// found instead.
 fn no_terms_note(query: &str) -> String {
     format!(
-        "\"{}\" has no searchable words: single characters and common English words (the, how, does) are not indexed; use longer words, or look a short name up with symbol search (`docdex symbols`, MCP docdex_symbols)",
+        "\"{}\" has no searchable words: single characters, common English words (the, how, does) and words over 48 characters (hashes, encoded blobs) are not indexed; use other words, or look a short name up with symbol search (`docdex symbols`, MCP docdex_symbols)",
         query.trim()
     )
 }

@@ -545,7 +545,7 @@ impl SearchPane {
                 let text = match &self.results_note {
                     // The workbench has its own way to symbol search: name its key.
                     Some(_) => format!(
-                        "No results: \"{}\" has no searchable words (single characters and common English words are not indexed). Use longer words, or {} for symbol search.",
+                        "No results: \"{}\" has no searchable words (single characters, common English words and words over 48 characters are not indexed). Use other words, or {} for symbol search.",
                         self.results_query.trim(),
                         cx.key(Command::ToggleSymbols)
                     ),
