@@ -640,6 +640,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 out.json(&status)?;
             } else {
                 output::print_status(&out, &status);
+                // The code pass's side, one line (`docdex symbols-status` has the detail).
+                if let Ok(s) = engine.symbols_status(&path) {
+                    let state =
+                        if s.state == "ready" { String::new() } else { format!(" ({})", s.state.replace('_', " ")) };
+                    out.line(&format!("symbols     {} in {} code files{state}", s.symbols, s.files));
+                }
             }
         }
         Command::Watch { repo, json } => {

@@ -263,6 +263,8 @@ fn human_index_output_summarizes() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("indexed 5 files") && text.contains("chunks") && text.contains("img.png"), "{text}");
     assert!(text.contains("(first index; 5 added"), "a first index is not called a rebuild: {text}");
+    let status = env.run(&["status", "--repo", repo.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&status.stdout).contains("symbols     "), "{status:?}");
     let out = env.run(&["index", "--repo", repo.to_str().unwrap(), "--rebuild"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("(rebuilt; 5 added") && text.contains("generation 2"), "{text}");
