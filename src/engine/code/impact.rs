@@ -740,7 +740,7 @@ pub(crate) fn unknown_file(repo: &RepoRef, file: &str, g: &LoadedGraph) -> Error
     let hint = if on_disk {
         "it exists but is not a code file docdex parses, or it changed since the last `docdex index`"
     } else {
-        "no such file in the repository (paths are repo-relative, e.g. src/main.rs)"
+        "no such file in the repository (a path is repo-relative, e.g. src/main.rs, or on the command line relative to the current directory)"
     };
     let note = g
         .graph
