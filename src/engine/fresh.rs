@@ -94,7 +94,12 @@ impl Engine {
                 Err(Error::IndexStopped { .. }) if stop.load(Ordering::SeqCst) => break,
                 Err(Error::IndexBusy { pid, .. }) => {
                     report(FreshEvent::State(FreshState::Deferred { writer_pid: pid }));
-                    tracing::info!(pid, "another process writes this index; reading only");
+                    // Said at the default log level: a second server on the same repository
+                    // otherwise starts silently without a watcher of its own.
+                    tracing::warn!(
+                        "another docdex process (pid {pid}) keeps {} fresh; this one reads its index and takes over when it exits",
+                        repo_path.display()
+                    );
                     self.wait_for_writer(repo_path, stop);
                 }
                 Err(e) => {
