@@ -99,6 +99,15 @@ impl<'a> Terms<'a> {
                 continue;
             }
             let (s, e) = self.next_word()?;
+            if self.text[s..e].chars().next().is_some_and(is_cjk) {
+                // Chinese and Japanese write no spaces between words, and Korean words carry
+                // endings: a run is indexed as its overlapping character pairs (one character
+                // alone), so a phrase finds the text that contains it, at any length.
+                self.word = (s, e);
+                cjk_bigrams(self.text, s, e, &mut self.parts);
+                self.next_part = 0;
+                continue;
+            }
             if e - s > MAX_WORD_BYTES {
                 // Too long to be a useful whole term; a long snake_case name (a test named
                 // after what it checks) still contributes its parts.
@@ -151,16 +160,18 @@ impl<'a> Terms<'a> {
             return None;
         }
         let start = i;
+        // A run of CJK characters is a word of its own, apart from letters around it.
+        let cjk = self.text[i..].chars().next().is_some_and(is_cjk);
         while i < bytes.len() {
             let b = bytes[i];
             if b < 0x80 {
-                if !is_word_byte(b) {
+                if !is_word_byte(b) || cjk {
                     break;
                 }
                 i += 1;
             } else {
                 match self.text[i..].chars().next() {
-                    Some(c) if c.is_alphanumeric() => i += c.len_utf8(),
+                    Some(c) if c.is_alphanumeric() && is_cjk(c) == cjk => i += c.len_utf8(),
                     _ => break,
                 }
             }
@@ -168,6 +179,34 @@ impl<'a> Terms<'a> {
         self.pos = i;
         Some((start, i))
     }
+}
+
+/// Han ideographs, kana and Hangul: scripts written without spaces between words (or, for
+/// Hangul, with endings glued on), which the analyzer indexes as character pairs.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // hiragana, katakana
+        | 0x31F0..=0x31FF    // katakana phonetic extensions
+        | 0x3400..=0x4DBF    // CJK extension A
+        | 0x4E00..=0x9FFF    // CJK unified ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0x1100..=0x11FF    // Hangul jamo
+        | 0x3130..=0x318F    // Hangul compatibility jamo
+        | 0xF900..=0xFAFF    // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F    // half-width katakana
+        | 0x20000..=0x3134F) // CJK extensions B to G
+}
+
+/// The overlapping character pairs of `text[s..e]` (a CJK run), or its one character.
+fn cjk_bigrams(text: &str, s: usize, e: usize, parts: &mut Vec<(usize, usize)>) {
+    parts.clear();
+    let mut bounds: Vec<usize> = text[s..e].char_indices().map(|(i, _)| s + i).collect();
+    bounds.push(e);
+    if bounds.len() == 2 {
+        parts.push((bounds[0], bounds[1]));
+        return;
+    }
+    parts.extend(bounds.windows(3).map(|w| (w[0], w[2])));
 }
 
 #[inline]
@@ -402,6 +441,24 @@ fn is_stopword(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cjk_runs_are_indexed_as_character_pairs() {
+        // Chinese: no spaces between words; a two-character word inside a sentence matches.
+        let sentence = terms("这是对亚洲语言支持的测试");
+        assert!(sentence.contains(&"测试".to_string()) && sentence.contains(&"亚洲".to_string()), "{sentence:?}");
+        assert_eq!(terms("测试"), ["测试"]);
+        assert_eq!(terms("中"), ["中"], "a lone ideograph is a term");
+        // A run longer than the 48-byte word limit still yields its pairs.
+        assert_eq!(terms(&"语言".repeat(20)).len(), 39);
+        // Mixed with Latin letters: each side as usual, no pair across the boundary.
+        assert_eq!(terms("parse日本語"), ["pars", "日本", "本語"], "parse is stemmed as ever");
+        assert_eq!(terms("カタカナ"), ["カタ", "タカ", "カナ"]);
+        assert_eq!(terms("한국어"), ["한국", "국어"]);
+        // Offsets point at each pair, for highlights.
+        let offs = terms_with_offsets("a 测试b");
+        assert_eq!(offs.iter().map(|(t, s, e)| (t.as_str(), *s, *e)).collect::<Vec<_>>(), [("测试", 2, 8)]);
+    }
 
     #[test]
     fn splits_identifiers_into_whole_and_parts() {

@@ -69,6 +69,24 @@ fn a_query_that_is_a_file_name_puts_that_file_first() {
 }
 
 #[test]
+fn chinese_japanese_and_korean_text_is_found_by_a_phrase_inside_it() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |root| {
+        write(root, "docs/zh.md", "# 说明\n\n这是对亚洲语言支持的测试，用于检查分词是否正确。\n");
+        write(root, "docs/ja.md", "# 説明\n\nこのツールはコードを検索します。\n");
+        write(root, "docs/ko.md", "# 설명\n\n한국어 문서를 검색합니다.\n");
+        write(root, "src/main.rs", "fn main() {}\n");
+    });
+    let e = env.engine();
+    let first = |q: &str| hit_paths(&e, &repo, q).first().cloned().unwrap_or_default();
+    assert_eq!(first("测试"), "docs/zh.md");
+    assert_eq!(first("分词"), "docs/zh.md");
+    assert_eq!(first("検索"), "docs/ja.md");
+    assert_eq!(first("검색"), "docs/ko.md");
+    assert!(hit_paths(&e, &repo, "天气").is_empty(), "a pair the text does not hold finds nothing");
+}
+
+#[test]
 fn a_test_named_longer_than_a_word_is_still_found_by_its_name() {
     let env = Env::new();
     let name = "test_merge_sorted_index_u64_asc_nulls_only_in_first_segment";
