@@ -79,17 +79,34 @@ pub fn run(engine: &Engine, out: &Out, args: EvalArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why tried commits made no query, when some did not.
+fn dropped(g: &crate::engine::protocol::GitSetStats) -> String {
+    let mut why = Vec::new();
+    if g.dropped_rewritten > 0 {
+        why.push(format!("{} whose lines were rewritten since", g.dropped_rewritten));
+    }
+    if g.dropped_redacted > 0 {
+        why.push(format!("{} with too few words once identifiers were removed", g.dropped_redacted));
+    }
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!("; dropped: {}", why.join(", "))
+    }
+}
+
 /// The human report: where the queries came from, one row per configuration, the worst misses.
 pub fn render(r: &EvalReport) -> String {
     let mut s = String::new();
     let _ = match &r.git {
         Some(g) => writeln!(
             s,
-            "{} queries from git history ({} commits read, {} qualified, {} tried)",
+            "{} queries from git history ({} commits read, {} qualified, {} tried{})",
             r.queries.len(),
             g.scanned,
             g.candidates,
-            g.tried
+            g.tried,
+            dropped(g)
         ),
         None => writeln!(s, "{} queries from {}", r.queries.len(), r.source),
     };

@@ -173,6 +173,8 @@ fn a_query_set_from_git_history_keeps_only_commits_that_describe_a_source_change
     assert_eq!(report.queries.len(), 3, "{:#?}", report.queries);
     let git = report.git.as_ref().expect("git stats");
     assert!(git.scanned >= 11 && git.candidates >= 3, "{git:?}");
+    // Every tried commit is a query or dropped for a reason the report gives.
+    assert_eq!(git.tried, git.queries + git.dropped_rewritten + git.dropped_redacted, "{git:?}");
     for q in &report.queries {
         assert!(!q.query.to_lowercase().contains("merge") && !q.query.contains("Bump"), "{}", q.query);
     }

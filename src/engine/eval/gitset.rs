@@ -69,6 +69,14 @@ pub struct GitSetStats {
     pub tried: usize,
     /// Queries made.
     pub queries: usize,
+    /// Tried commits dropped because their files no longer hold (most of) the lines they added:
+    /// rewritten since, so the answer would point at code that is gone.
+    #[serde(default)]
+    pub dropped_rewritten: usize,
+    /// Tried commits dropped because too few words were left once identifiers and file names
+    /// were taken out of the message.
+    #[serde(default)]
+    pub dropped_redacted: usize,
 }
 
 /// A commit as `git log` describes it.
@@ -109,6 +117,7 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
         let gold: Vec<String> =
             answers.iter().filter(|p| still_holds_an_added_line(root, p, &added)).cloned().collect();
         if gold.is_empty() || gold.len() * 2 < answers.len() {
+            stats.dropped_rewritten += 1;
             continue;
         }
         let gold_text: String =
@@ -116,6 +125,7 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
         let changed: Vec<&str> = commit.files.iter().map(|(_, p)| p.as_str()).collect();
         let query = redact(&commit.subject, &commit.body, &changed, &diff, &gold_text);
         if analysis::query_terms(&query).len() < MIN_CONTENT_WORDS {
+            stats.dropped_redacted += 1;
             continue;
         }
         let short = &commit.sha[..commit.sha.len().min(10)];
