@@ -218,7 +218,7 @@ fn print_symbols(out: &Out, r: &SymbolsResponse) {
         return;
     }
     let q = r.query.as_deref().unwrap_or("");
-    let more = if r.results.len() < r.total as usize { " (-n shows more)" } else { "" };
+    let more = if r.results.len() < r.total { " (-n shows more)" } else { "" };
     out.note(&format!("{} of {} symbols matching {q:?} in {}{more}", r.results.len(), r.total, r.repo.display()));
     if r.results.is_empty() {
         out.line(&format!("no symbol matches {q:?}; `docdex search {q}` searches the text"));
