@@ -20,6 +20,9 @@ use crate::engine::protocol::{
     ImpactResponse, MemoryRecallRequest, MemoryRecallResponse, MemoryStoreRequest, MemoryStoreResponse, SymbolsRequest,
     SymbolsResponse, SymbolsStatus,
 };
+use crate::engine::protocol::{
+    CyclesResponse, MemoryDeleteResponse, MemoryListResponse, SimilarRequest, SimilarResponse,
+};
 use crate::engine::Engine;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -58,6 +61,38 @@ pub struct MemoryRecallBody {
     /// What to recall.
     #[serde(flatten)]
     pub recall: MemoryRecallRequest,
+}
+
+/// `GET /v1/memory` query.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryListQuery {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// How many, newest first (default 50).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// `POST /v1/memory/delete` body.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryDeleteBody {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// The memory's id, or its first 6 or more characters when they name one memory.
+    pub id: String,
+}
+
+/// `POST /v1/similar` body.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SimilarBody {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// The file and how many like it.
+    #[serde(flatten)]
+    pub similar: SimilarRequest,
 }
 
 /// `POST /v1/context` body: a [`ContextRequest`] plus the repository.
@@ -230,6 +265,47 @@ async fn memory_recall(
     run(state, sel, Vec::new(), move |engine, repo| engine.memory_recall(&repo.root, &req)).await
 }
 
+async fn memory_list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<MemoryListQuery>,
+) -> Result<Json<MemoryListResponse>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    let limit = q.limit;
+    run(state, sel, Vec::new(), move |engine, repo| engine.memory_list(&repo.root, limit)).await
+}
+
+async fn memory_delete(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiJson(body): ApiJson<MemoryDeleteBody>,
+) -> Result<Json<MemoryDeleteResponse>, ApiError> {
+    let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
+    let id = body.id;
+    run(state, sel, Vec::new(), move |engine, repo| engine.memory_delete(&repo.root, &id)).await
+}
+
+async fn similar(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiJson(body): ApiJson<SimilarBody>,
+) -> Result<Json<SimilarResponse>, ApiError> {
+    let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
+    let req = body.similar;
+    run(state, sel, Vec::new(), move |engine, repo| engine.similar(&repo.root, &req)).await
+}
+
+async fn graph_cycles(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+) -> Result<Json<CyclesResponse>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    run(state, sel, Vec::new(), |engine, repo| engine.graph_cycles(&repo.root)).await
+}
+
 async fn dag_sessions(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -313,6 +389,30 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             memory_recall,
             Operation::new("Memories most related to a query")
                 .describe("By meaning (`mode: vector`), or by shared words (`mode: text`, with a `notice`) when no embedder answers."),
+        )
+        .get(
+            "/v1/memory",
+            memory_list,
+            Operation::new("The repository's memories, newest first")
+                .describe("`limit` (default 50). A repository docdex never touched answers an empty list."),
+        )
+        .post(
+            "/v1/memory/delete",
+            memory_delete,
+            Operation::new("Forget one memory")
+                .describe("`id` is the memory's id or its first 6 or more characters when they name one memory; 404 `not_found` for an id of another repository or none."),
+        )
+        .post(
+            "/v1/similar",
+            similar,
+            Operation::new("The files most like a given file")
+                .describe("By the file's embeddings (`mode: vector`, cosine scores), or by its most distinctive words as a query without them (`mode: bm25`, scores relative to the closest file)."),
+        )
+        .get(
+            "/v1/graph/cycles",
+            graph_cycles,
+            Operation::new("Import cycles, largest first")
+                .describe("Strongly connected components of the file edges, each with one concrete loop; module declarations (Rust `mod`, Dart `part`) are not cycle edges."),
         )
         .get(
             "/v1/dag/sessions",

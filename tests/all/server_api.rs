@@ -238,6 +238,24 @@ async fn memory_is_stored_and_recalled_per_repository() {
     assert_eq!(s, 200, "{v}");
     assert!(v["results"].as_array().unwrap().is_empty(), "{v}");
 
+    // Listed newest first, and forgotten by an id prefix; another repository's id is not found.
+    let q = |p: &str| format!("{p}?repo={r}");
+    let (s, v) = get(&daemon, &q("/v1/memory")).await;
+    assert_eq!((s, v["total"].as_u64()), (200, Some(2)), "{v}");
+    let (s, v) = post(&daemon, "/v1/memory/delete", json!({"repo": other.to_str().unwrap(), "id": id})).await;
+    assert_error(s, &v, 404, "not_found");
+    let (s, v) = post(&daemon, "/v1/memory/delete", json!({"repo": r, "id": &id[..8]})).await;
+    assert_eq!((s, v["id"].as_str()), (200, Some(id.as_str())), "{v}");
+    let (s, v) = get(&daemon, &q("/v1/memory")).await;
+    assert_eq!((s, v["total"].as_u64()), (200, Some(1)), "{v}");
+    // Files like a file, and the import cycles, over HTTP as on the command line.
+    let (s, v) = post(&daemon, "/v1/similar", json!({"repo": r, "file": "src/auth/session.rs", "limit": 2})).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["file"], "src/auth/session.rs");
+    let (s, v) = get(&daemon, &q("/v1/graph/cycles")).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(v["cycles"].is_array(), "{v}");
+
     // Errors: empty content, metadata that is not an object, malformed JSON, empty body, empty query.
     let (s, v) = post(&daemon, "/v1/memory/store", json!({"repo": r, "content": "   "})).await;
     assert_error(s, &v, 400, "bad_request");
