@@ -360,23 +360,10 @@ impl RepoSearcher {
     }
 }
 
-/// The fusion's side of [`super::RepoSearcher::named_file_first`]: the named file's chunks
-/// above the former first hit when it is among the first files.
+/// The fusion's side of [`super::RepoSearcher::named_file_first`] (the same
+/// [`super::lift_named_file`], with the paths the fused chunks carry).
 fn named_file_first(ranked: &mut Vec<Fused>, name: &str) {
-    let mut files: Vec<u64> = Vec::new();
-    let Some(file) = ranked.iter().find_map(|f| {
-        if !files.contains(&f.file) {
-            files.push(f.file);
-        }
-        (files.len() <= super::NAMED_FILE_SCAN && super::is_named(&f.stored.path, name)).then_some(f.file)
-    }) else {
-        return;
-    };
-    let top = ranked.first().map_or(0.0, |f| f.score);
-    let (mut first, rest): (Vec<Fused>, Vec<Fused>) = ranked.drain(..).partition(|f| f.file == file);
-    first.iter_mut().for_each(|f| f.score += top);
-    first.extend(rest);
-    *ranked = first;
+    super::lift_named_file(ranked, |f| f.file, |f| &mut f.score, |f| super::is_named(&f.stored.path, name));
 }
 
 fn passes_filters(h: &VectorHit, req: &SearchRequest) -> bool {

@@ -254,32 +254,12 @@ impl RepoSearcher {
     /// `progress_bar.py` and `foobar.py`, which BM25 may rank above it. Looks among the first
     /// [`NAMED_FILE_SCAN`] files of the ranking, reading one stored path per file.
     fn named_file_first(&self, searcher: &Searcher, ranked: &mut Vec<RankedChunk>, name: &str) {
-        let mut seen: Vec<u64> = Vec::new();
-        let mut named: Option<u64> = None;
-        for c in ranked.iter() {
-            if seen.len() >= NAMED_FILE_SCAN {
-                break;
-            }
-            if seen.contains(&c.file) {
-                continue;
-            }
-            seen.push(c.file);
-            let Ok(d) = searcher.doc::<TantivyDocument>(c.addr) else { continue };
-            if is_named(&Stored::from_doc(&d, &self.fields).path, name) {
-                named = Some(c.file);
-                break;
-            }
-        }
-        let Some(file) = named else { return };
-        if ranked.first().is_some_and(|c| c.file == file) {
-            return;
-        }
-        let top = ranked.first().map_or(0.0, |c| c.score);
-        let (mut first, rest): (Vec<RankedChunk>, Vec<RankedChunk>) = ranked.drain(..).partition(|c| c.file == file);
-        // Every chunk of the file above the former first hit, in the file's own order.
-        first.iter_mut().for_each(|c| c.score += top);
-        first.extend(rest);
-        *ranked = first;
+        let named = |c: &RankedChunk| {
+            searcher
+                .doc::<TantivyDocument>(c.addr)
+                .is_ok_and(|d| is_named(&Stored::from_doc(&d, &self.fields).path, name))
+        };
+        lift_named_file(ranked, |c| c.file, |c| &mut c.score, named);
     }
 
     /// The pool ranked by file ([`file_rank`]), with whole-file BM25 ([`file_bm25`]).
@@ -593,7 +573,7 @@ fn with_priors(
 }
 
 /// Files of the ranking looked at for the one a query names by its file name.
-pub(super) const NAMED_FILE_SCAN: usize = 50;
+const NAMED_FILE_SCAN: usize = 50;
 
 /// The file a query names, lowercased: one word that is a path (`src/auth/session.rs`) or a
 /// file name with an extension the index knows (`bar.py`, `package.json`, `Makefile`), quotes
@@ -608,6 +588,43 @@ pub(super) fn named_file(query: &str) -> Option<String> {
         crate::engine::index::files::language(Path::new(name)) != "text" || name.to_ascii_lowercase().ends_with(".txt");
     (known && (q.contains('/') || name.contains('.') || name.chars().next().is_some_and(char::is_uppercase)))
         .then(|| q.to_ascii_lowercase())
+}
+
+/// The one reordering behind a file-name query, for BM25's ranked chunks and hybrid's fused
+/// ones alike: the first file among the first [`NAMED_FILE_SCAN`] for which `named` holds
+/// (asked once per file, of its best chunk) goes on top, every chunk of it lifted above the
+/// former first hit, in the file's own order.
+pub(super) fn lift_named_file<T>(
+    ranked: &mut Vec<T>,
+    file_of: impl Fn(&T) -> u64,
+    score: impl Fn(&mut T) -> &mut f32,
+    named: impl Fn(&T) -> bool,
+) {
+    let mut seen: Vec<u64> = Vec::new();
+    let mut found = None;
+    for c in ranked.iter() {
+        let file = file_of(c);
+        if seen.contains(&file) {
+            continue;
+        }
+        if seen.len() >= NAMED_FILE_SCAN {
+            break;
+        }
+        seen.push(file);
+        if named(c) {
+            found = Some(file);
+            break;
+        }
+    }
+    let Some(file) = found else { return };
+    if seen.len() == 1 {
+        return; // already first
+    }
+    let top = ranked.first_mut().map_or(0.0, |c| *score(c));
+    let (mut first, rest): (Vec<T>, Vec<T>) = ranked.drain(..).partition(|c| file_of(c) == file);
+    first.iter_mut().for_each(|c| *score(c) += top);
+    first.extend(rest);
+    *ranked = first;
 }
 
 /// Whether `path` is the file `name` (from [`named_file`]) names: the same path, or ending
