@@ -33,8 +33,8 @@ pub enum AuditAction {
         /// Least similarity of two statements (0..1, their words with values masked).
         #[arg(long, default_value_t = DEFAULT_CONFLICT_MIN_SIM)]
         min_sim: f32,
-        /// Most conflicts shown, most similar first.
-        #[arg(long, default_value_t = DEFAULT_CONFLICT_TOP)]
+        /// Most conflicts shown, most similar first (`--limit` / `-n` like elsewhere).
+        #[arg(long, short = 'n', visible_alias = "limit", default_value_t = DEFAULT_CONFLICT_TOP)]
         top: usize,
         /// Do not ask the chat model to explain them (the heuristic's reasons only).
         #[arg(long)]

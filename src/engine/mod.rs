@@ -384,6 +384,9 @@ impl Engine {
             let libs_req = libs::types::LibsSearchRequest { query: req.query.clone(), limit: req.limit };
             resp.libs = self.libs_search(repo_path, &libs_req)?.hits;
         }
+        if resp.note.is_none() {
+            resp.note = search::page_note(req.limit);
+        }
         Ok(resp)
     }
 

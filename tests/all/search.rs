@@ -46,6 +46,25 @@ fn a_query_with_no_searchable_word_says_why_it_found_nothing() {
 }
 
 #[test]
+fn a_limit_outside_a_page_says_what_it_was_taken_as() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", sample_repo);
+    let e = env.engine();
+    let ask = |limit: usize| {
+        e.search(&repo, &SearchRequest { query: "session".into(), limit: Some(limit), ..Default::default() })
+            .expect("search")
+    };
+    let big = ask(5000);
+    assert!(!big.results.is_empty() && big.results.len() <= docdex::engine::search::MAX_PAGE);
+    let note = big.note.unwrap_or_default();
+    assert!(note.contains("5000") && note.contains("200") && note.contains("next_cursor"), "{note}");
+    let zero = ask(0);
+    assert_eq!(zero.results.len(), 1);
+    assert!(zero.note.unwrap_or_default().contains("taken as 1"));
+    assert!(ask(10).note.is_none(), "a limit in range has no note");
+}
+
+#[test]
 fn a_query_that_is_a_file_name_puts_that_file_first() {
     let env = Env::new();
     let repo = indexed(&env, "r", |root| {

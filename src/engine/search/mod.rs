@@ -634,6 +634,20 @@ pub(super) fn is_named(path: &str, name: &str) -> bool {
     path == name || path.ends_with(&format!("/{name}"))
 }
 
+/// Most hits one page holds; a larger `limit` is cut to it (and says so, [`page_note`]).
+pub const MAX_PAGE: usize = 200;
+
+/// What a request's `limit` outside `1..=MAX_PAGE` was taken as, or `None` when it was in range.
+pub(crate) fn page_note(limit: Option<usize>) -> Option<String> {
+    match limit? {
+        0 => Some("limit 0 was taken as 1: a page holds at least one hit".into()),
+        n if n > MAX_PAGE => Some(format!(
+            "limit {n} was cut to {MAX_PAGE}, the most one page holds; follow next_cursor (`--cursor` on the command line) for the rest"
+        )),
+        _ => None,
+    }
+}
+
 /// Which slice of the ranking a request asks for: page size, offset from its cursor, and the
 /// request hash cursors are tied to.
 pub(crate) struct PageWindow {
@@ -645,7 +659,7 @@ pub(crate) struct PageWindow {
 impl PageWindow {
     /// The window of `req`; a cursor from another query is refused.
     pub(crate) fn of(req: &SearchRequest, cfg: &SearchConfig) -> Result<PageWindow> {
-        let limit = req.limit.unwrap_or(cfg.default_limit as usize).clamp(1, 200);
+        let limit = req.limit.unwrap_or(cfg.default_limit as usize).clamp(1, MAX_PAGE);
         let query_hash = hash_request(req);
         let offset = match req.cursor.as_deref().filter(|c| !c.is_empty()) {
             Some(c) => decode_cursor(c, query_hash)?,
