@@ -11,8 +11,9 @@
 //!
 //! Tabulating reads two fast fields of every document (about 5 ms for 146,000 chunks), which a
 //! one-shot `docdex search` process would pay on every run; so the table is also kept on disk
-//! beside the index ([`FILE_NAME`]), keyed by the segment set and checksummed, and loaded
-//! instead when it still describes the searcher. A stale or damaged file is rebuilt over.
+//! beside the index ([`FILE_NAME`]), keyed by the segment set and checksummed, and mapped
+//! and read in place when it still describes the searcher (no copy, no decoding: a cold
+//! process touches only the pages it needs). A stale or damaged file is rebuilt over.
 
 use crate::engine::index::files::FileClass;
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ use tantivy::{DocAddress, Searcher, Term};
 const K1: f32 = 1.2;
 /// BM25 length normalisation (the usual value).
 const B: f32 = 0.75;
-/// Marks a deleted document in [`FileTable::file_of`].
+/// Marks a deleted document in a segment's document-to-file array.
 const NO_FILE: u32 = u32::MAX;
 /// The table's file, in the index directory.
 pub const FILE_NAME: &str = "file_table.bin";
@@ -53,19 +54,57 @@ impl Hasher for IdHasher {
 type IdMap = HashMap<u64, u32, BuildHasherDefault<IdHasher>>;
 
 /// Per searcher: which file each document is, and each file's length and class.
+///
+/// Held as its encoded bytes (the format of [`FILE_NAME`]) and read in place: a kept table is
+/// memory-mapped, so a one-shot search process neither copies nor decodes it and touches only
+/// the pages its query's postings reach.
 pub struct FileTable {
     /// Identity of the segment set this table describes.
     key: u64,
-    /// Per segment ordinal: document id to dense file index (or [`NO_FILE`]).
-    file_of: Vec<Vec<u32>>,
-    /// Dense file index to file id (xxh3 of the path).
-    ids: Vec<u64>,
-    /// Body tokens per file (sum of its chunks' field norms).
-    len: Vec<f32>,
-    /// File class per file.
-    class: Vec<u8>,
-    /// Mean of `len`.
+    /// The encoded table.
+    bytes: TableBytes,
+    /// Per segment ordinal: the byte range of its document-to-file array (`u32` per document,
+    /// a dense file index or [`NO_FILE`]).
+    segments: Vec<std::ops::Range<usize>>,
+    /// Number of files.
+    files: usize,
+    /// Where the file lengths (`f32`, body tokens) and classes (`u8`) start; the file ids
+    /// (`u64`, xxh3 of the path) come just before the lengths.
+    len_at: usize,
+    class_at: usize,
+    /// Mean file length.
     avg_len: f32,
+}
+
+/// A table's bytes: mapped from the kept file, or built in this process.
+enum TableBytes {
+    /// Safe to read while mapped: docdex replaces the file by rename, never in place, so the
+    /// mapped inode stays whole (as for Tantivy's own mapped segment files).
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for TableBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            TableBytes::Mapped(m) => m,
+            TableBytes::Owned(v) => v,
+        }
+    }
+}
+
+/// A segment's document-to-file array, read in place.
+#[derive(Clone, Copy)]
+struct SegmentFiles<'a>(&'a [u8]);
+
+impl SegmentFiles<'_> {
+    /// The dense file index of document `doc`, or `None` (deleted, or past the segment).
+    fn file(self, doc: u32) -> Option<u32> {
+        let at = doc as usize * 4;
+        let f = le_u32(self.0.get(at..at + 4)?);
+        (f != NO_FILE).then_some(f)
+    }
 }
 
 /// The identity of a searcher's segment set (ids, sizes and delete counts, in order), stable
@@ -85,94 +124,19 @@ pub fn path(index_dir: &Path) -> PathBuf {
     index_dir.join(FILE_NAME)
 }
 
-impl FileTable {
-    /// The table for `searcher`: read from `index_dir` when the kept one describes it, else
-    /// tabulated and kept there for the next process (best effort: a read-only state directory
-    /// only costs the next process the tabulation).
-    pub fn load_or_build(searcher: &Searcher, body: Field, index_dir: &Path) -> FileTable {
-        let file = path(index_dir);
-        if let Some(t) = std::fs::read(&file).ok().and_then(|b| FileTable::decode(&b, searcher)) {
-            return t;
-        }
-        let t = FileTable::build(searcher, body);
-        if let Err(e) = t.save(&file) {
-            tracing::debug!(path = %file.display(), error = %e, "file table not kept");
-        }
-        t
-    }
+/// A table being tabulated, before it is encoded.
+struct Columns {
+    key: u64,
+    file_of: Vec<Vec<u32>>,
+    ids: Vec<u64>,
+    len: Vec<f32>,
+    class: Vec<u8>,
+    avg_len: f32,
+}
 
-    /// Tabulates `searcher`'s documents (one pass over two fast fields and a field norm).
-    pub fn build(searcher: &Searcher, body: Field) -> FileTable {
-        let docs: u32 = searcher.segment_readers().iter().map(|r| r.num_docs()).sum();
-        // File id to dense index, while tabulating (searches address files by document).
-        let mut index = IdMap::with_capacity_and_hasher(docs as usize / 4, Default::default());
-        let mut t = FileTable {
-            key: searcher_key(searcher),
-            file_of: Vec::new(),
-            ids: Vec::new(),
-            len: Vec::new(),
-            class: Vec::new(),
-            avg_len: 1.0,
-        };
-        let mut id_of_doc: Vec<u64> = Vec::new();
-        for reader in searcher.segment_readers() {
-            let max = reader.max_doc();
-            let mut of = vec![NO_FILE; max as usize];
-            let ff = reader.fast_fields();
-            let (Ok(ids), Ok(classes)) = (ff.u64("file_id"), ff.u64("class")) else {
-                t.file_of.push(of);
-                continue;
-            };
-            // Every chunk has a file id: read the column in one sweep, not doc by doc.
-            let dense = matches!(ids.index, tantivy::columnar::ColumnIndex::Full);
-            if dense {
-                id_of_doc.clear();
-                id_of_doc.resize(max as usize, 0);
-                ids.values.get_range(0, &mut id_of_doc);
-            }
-            let norms = reader.get_fieldnorms_reader(body).ok();
-            let alive = reader.alive_bitset();
-            let mut last: Option<(u64, u32)> = None;
-            for doc in 0..max {
-                if alive.is_some_and(|a| a.is_deleted(doc)) {
-                    continue;
-                }
-                let id = if dense { id_of_doc.get(doc as usize).copied() } else { ids.first(doc) };
-                let Some(id) = id else { continue };
-                // A file's chunks are written together: most documents repeat the last file.
-                let f = match last {
-                    Some((last_id, f)) if last_id == id => f,
-                    _ => {
-                        let next = t.ids.len() as u32;
-                        let f = *index.entry(id).or_insert(next);
-                        if f == next {
-                            t.ids.push(id);
-                            t.len.push(0.0);
-                            t.class.push(classes.first(doc).unwrap_or(0) as u8);
-                        }
-                        last = Some((id, f));
-                        f
-                    }
-                };
-                t.len[f as usize] += norms.as_ref().map(|n| n.fieldnorm(doc)).unwrap_or(1) as f32;
-                of[doc as usize] = f;
-            }
-            t.file_of.push(of);
-        }
-        if !t.len.is_empty() {
-            t.avg_len = (t.len.iter().sum::<f32>() / t.len.len() as f32).max(1.0);
-        }
-        t
-    }
-
-    /// Whether this table describes `searcher`'s segments.
-    pub fn is_for(&self, searcher: &Searcher) -> bool {
-        self.key == searcher_key(searcher)
-    }
-
-    /// Writes the table to `file` (owner-only, by rename, so a reader never sees half of it),
-    /// ending in an xxh3 of everything before.
-    fn save(&self, file: &Path) -> crate::error::Result<()> {
+impl Columns {
+    /// The encoded table, ending in an xxh3 of everything before.
+    fn encode(&self) -> Vec<u8> {
         let mut b =
             Vec::with_capacity(32 + self.file_of.iter().map(|f| f.len() * 4 + 4).sum::<usize>() + self.ids.len() * 13);
         b.extend_from_slice(MAGIC);
@@ -189,71 +153,211 @@ impl FileTable {
         b.extend_from_slice(&self.avg_len.to_le_bytes());
         let sum = xxhash_rust::xxh3::xxh3_64(&b);
         b.extend_from_slice(&sum.to_le_bytes());
-        crate::engine::fsutil::replace_bytes(file, &b)
+        b
+    }
+}
+
+impl FileTable {
+    /// The table for `searcher`: the kept one in `index_dir` when it describes it, else
+    /// tabulated and kept there for the next process (best effort: a read-only state directory
+    /// only costs the next process the tabulation).
+    pub fn load_or_build(searcher: &Searcher, body: Field, index_dir: &Path) -> FileTable {
+        let file = path(index_dir);
+        if let Some(t) = map(&file).and_then(|m| FileTable::decode(TableBytes::Mapped(m), searcher)) {
+            return t;
+        }
+        let t = FileTable::build(searcher, body);
+        if let Err(e) = crate::engine::fsutil::replace_bytes(&file, &t.bytes) {
+            tracing::debug!(path = %file.display(), error = %e, "file table not kept");
+        }
+        t
     }
 
-    /// Reads a kept table; `None` unless it is whole (checksum) and describes `searcher`
-    /// (key, segment count and sizes).
-    fn decode(b: &[u8], searcher: &Searcher) -> Option<FileTable> {
+    /// Tabulates `searcher`'s documents (one pass over two fast fields and a field norm).
+    pub fn build(searcher: &Searcher, body: Field) -> FileTable {
+        let t = tabulate(searcher, body);
+        let key = t.key;
+        let bytes = TableBytes::Owned(t.encode());
+        FileTable::decode(bytes, searcher).unwrap_or_else(|| FileTable::empty(key))
+    }
+
+    /// A table of no files (what an encoding this process just wrote could not be read as:
+    /// whole-file scores are then left out, never wrong).
+    fn empty(key: u64) -> FileTable {
+        let bytes = TableBytes::Owned(Vec::new());
+        FileTable { key, bytes, segments: Vec::new(), files: 0, len_at: 0, class_at: 0, avg_len: 1.0 }
+    }
+
+    /// Whether this table describes `searcher`'s segments.
+    pub fn is_for(&self, searcher: &Searcher) -> bool {
+        self.key == searcher_key(searcher)
+    }
+
+    /// Reads an encoded table in place; `None` unless it is whole (checksum) and describes
+    /// `searcher` (key, segment count and sizes, file indexes in range).
+    fn decode(bytes: TableBytes, searcher: &Searcher) -> Option<FileTable> {
+        let b: &[u8] = &bytes;
         let (body, sum) = b.split_at_checked(b.len().checked_sub(8)?)?;
         if !body.starts_with(MAGIC) || xxhash_rust::xxh3::xxh3_64(body).to_le_bytes() != sum {
             return None;
         }
-        let mut r = Reader(&body[MAGIC.len()..]);
+        let mut r = Reader { bytes: body, at: MAGIC.len() };
         let key = r.u64()?;
         let readers = searcher.segment_readers();
         if key != searcher_key(searcher) || r.u32()? as usize != readers.len() {
             return None;
         }
         let files = r.u32()? as usize;
-        let mut file_of = Vec::with_capacity(readers.len());
+        let mut segments = Vec::with_capacity(readers.len());
         for reader in readers {
             let max = r.u32()?;
             if max != reader.max_doc() {
                 return None;
             }
-            let of: Vec<u32> = r.take(max as usize * 4)?.chunks_exact(4).map(le_u32).collect();
-            if of.iter().any(|&f| f != NO_FILE && f as usize >= files) {
+            let range = r.skip(max as usize * 4)?;
+            let of = body.get(range.clone())?;
+            if of.chunks_exact(4).map(le_u32).any(|f| f != NO_FILE && f as usize >= files) {
                 return None;
             }
-            file_of.push(of);
+            segments.push(range);
         }
-        let ids: Vec<u64> = r.take(files * 8)?.chunks_exact(8).map(le_u64).collect();
-        let len: Vec<f32> = r.take(files * 4)?.chunks_exact(4).map(|c| f32::from_bits(le_u32(c))).collect();
-        let class = r.take(files)?.to_vec();
+        r.skip(files * 8)?;
+        let len_at = r.skip(files * 4)?.start;
+        let class_at = r.skip(files)?.start;
         let avg_len = f32::from_bits(r.u32()?);
-        if !r.0.is_empty() {
+        if r.at != body.len() {
             return None;
         }
-        Some(FileTable { key, file_of, ids, len, class, avg_len })
+        Some(FileTable { key, bytes, segments, files, len_at, class_at, avg_len })
     }
 
     /// Number of files.
     pub fn files(&self) -> usize {
-        self.ids.len()
+        self.files
+    }
+
+    /// Segment `ord`'s document-to-file array.
+    fn segment(&self, ord: usize) -> Option<SegmentFiles<'_>> {
+        self.bytes.get(self.segments.get(ord)?.clone()).map(SegmentFiles)
     }
 
     /// The dense index of the file document `addr` belongs to.
     fn file_at(&self, addr: DocAddress) -> Option<usize> {
-        let f = *self.file_of.get(addr.segment_ord as usize)?.get(addr.doc_id as usize)?;
-        (f != NO_FILE).then_some(f as usize)
+        self.segment(addr.segment_ord as usize)?.file(addr.doc_id).map(|f| f as usize)
+    }
+
+    /// File `f`'s length in body tokens (0 past the table).
+    fn len(&self, f: usize) -> f32 {
+        let at = self.len_at + f * 4;
+        self.bytes.get(at..at + 4).map_or(0.0, |c| f32::from_bits(le_u32(c)))
+    }
+
+    /// File `f`'s class.
+    fn class(&self, f: usize) -> FileClass {
+        FileClass::from_u64(self.bytes.get(self.class_at + f).copied().unwrap_or(0) as u64)
+    }
+
+    /// File `f`'s id (xxh3 of its path).
+    #[cfg(test)]
+    fn id(&self, f: usize) -> u64 {
+        let at = self.len_at - (self.files - f) * 8;
+        self.bytes.get(at..at + 8).map_or(0, le_u64)
     }
 }
 
-/// A cursor over a kept table's bytes.
-struct Reader<'a>(&'a [u8]);
+/// The kept table at `file`, mapped, when there is one.
+fn map(file: &Path) -> Option<memmap2::Mmap> {
+    let f = std::fs::File::open(file).ok()?;
+    // SAFETY: the file is only ever replaced by rename (`fsutil::replace_bytes`), never written
+    // or truncated in place, so the mapping stays valid and unchanged while it is read.
+    unsafe { memmap2::Mmap::map(&f) }.ok()
+}
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = self.0.split_at_checked(n)?;
-        self.0 = rest;
-        Some(head)
+/// One pass over `searcher`'s documents: each one's file, and each file's id, length and class.
+fn tabulate(searcher: &Searcher, body: Field) -> Columns {
+    let docs: u32 = searcher.segment_readers().iter().map(|r| r.num_docs()).sum();
+    // File id to dense index, while tabulating (searches address files by document).
+    let mut index = IdMap::with_capacity_and_hasher(docs as usize / 4, Default::default());
+    let mut t = Columns {
+        key: searcher_key(searcher),
+        file_of: Vec::new(),
+        ids: Vec::new(),
+        len: Vec::new(),
+        class: Vec::new(),
+        avg_len: 1.0,
+    };
+    let mut id_of_doc: Vec<u64> = Vec::new();
+    for reader in searcher.segment_readers() {
+        let max = reader.max_doc();
+        let mut of = vec![NO_FILE; max as usize];
+        let ff = reader.fast_fields();
+        let (Ok(ids), Ok(classes)) = (ff.u64("file_id"), ff.u64("class")) else {
+            t.file_of.push(of);
+            continue;
+        };
+        // Every chunk has a file id: read the column in one sweep, not doc by doc.
+        let dense = matches!(ids.index, tantivy::columnar::ColumnIndex::Full);
+        if dense {
+            id_of_doc.clear();
+            id_of_doc.resize(max as usize, 0);
+            ids.values.get_range(0, &mut id_of_doc);
+        }
+        let norms = reader.get_fieldnorms_reader(body).ok();
+        let alive = reader.alive_bitset();
+        let mut last: Option<(u64, u32)> = None;
+        for doc in 0..max {
+            if alive.is_some_and(|a| a.is_deleted(doc)) {
+                continue;
+            }
+            let id = if dense { id_of_doc.get(doc as usize).copied() } else { ids.first(doc) };
+            let Some(id) = id else { continue };
+            // A file's chunks are written together: most documents repeat the last file.
+            let f = match last {
+                Some((last_id, f)) if last_id == id => f,
+                _ => {
+                    let next = t.ids.len() as u32;
+                    let f = *index.entry(id).or_insert(next);
+                    if f == next {
+                        t.ids.push(id);
+                        t.len.push(0.0);
+                        t.class.push(classes.first(doc).unwrap_or(0) as u8);
+                    }
+                    last = Some((id, f));
+                    f
+                }
+            };
+            t.len[f as usize] += norms.as_ref().map(|n| n.fieldnorm(doc)).unwrap_or(1) as f32;
+            of[doc as usize] = f;
+        }
+        t.file_of.push(of);
+    }
+    if !t.len.is_empty() {
+        t.avg_len = (t.len.iter().sum::<f32>() / t.len.len() as f32).max(1.0);
+    }
+    t
+}
+
+/// A cursor over a kept table's bytes.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    /// Steps over `n` bytes, returning their range (`None` past the end).
+    fn skip(&mut self, n: usize) -> Option<std::ops::Range<usize>> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len())?;
+        let range = self.at..end;
+        self.at = end;
+        Some(range)
     }
     fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(le_u32)
+        let r = self.skip(4)?;
+        self.bytes.get(r).map(le_u32)
     }
     fn u64(&mut self) -> Option<u64> {
-        self.take(8).map(le_u64)
+        let r = self.skip(8)?;
+        self.bytes.get(r).map(le_u64)
     }
 }
 
@@ -316,7 +420,7 @@ impl FileScores {
             for &f in &hit {
                 let fi = f as usize;
                 let x = tf[fi];
-                let norm = K1 * (1.0 - B + B * table.len[fi] / table.avg_len);
+                let norm = K1 * (1.0 - B + B * table.len(fi) / table.avg_len);
                 if out.score[fi] == 0.0 {
                     touched.push(f);
                 }
@@ -326,7 +430,7 @@ impl FileScores {
         }
         for &f in &touched {
             let fi = f as usize;
-            out.score[fi] *= prior(FileClass::from_u64(table.class[fi] as u64));
+            out.score[fi] *= prior(table.class(fi));
         }
         out
     }
@@ -350,7 +454,7 @@ fn each_posting(
     let term = Term::from_field_text(field, text);
     let option = if with_freqs { IndexRecordOption::WithFreqs } else { IndexRecordOption::Basic };
     for (ord, reader) in searcher.segment_readers().iter().enumerate() {
-        let Some(of) = table.file_of.get(ord) else { continue };
+        let Some(of) = table.segment(ord) else { continue };
         let Ok(inverted) = reader.inverted_index(field) else { continue };
         let Ok(Some(mut block)) = inverted.read_block_postings(&term, option) else { continue };
         loop {
@@ -360,8 +464,7 @@ fn each_posting(
             }
             let freqs = if with_freqs { block.freqs() } else { &[] };
             for (i, &doc) in docs.iter().enumerate() {
-                let f = of.get(doc as usize).copied().unwrap_or(NO_FILE);
-                if f != NO_FILE {
+                if let Some(f) = of.file(doc) {
                     visit(f, freqs.get(i).copied().unwrap_or(1));
                 }
             }
@@ -400,10 +503,12 @@ mod tests {
         let s = FileScores::compute(t, searcher, body, path, &terms, &|_| 1.0);
         // The first live document of `p`'s file.
         let id = xxhash_rust::xxh3::xxh3_64(p.as_bytes());
-        let Some(f) = t.ids.iter().position(|&x| x == id) else { return 0.0 };
-        let addr = (t.file_of.iter().enumerate())
-            .find_map(|(ord, of)| {
-                of.iter().position(|&x| x as usize == f).map(|d| DocAddress::new(ord as u32, d as u32))
+        let Some(f) = (0..t.files()).find(|&f| t.id(f) == id) else { return 0.0 };
+        let addr = (0..t.segments.len())
+            .find_map(|ord| {
+                let seg = t.segment(ord)?;
+                let docs = (seg.0.len() / 4) as u32;
+                (0..docs).find(|&d| seg.file(d) == Some(f as u32)).map(|d| DocAddress::new(ord as u32, d))
             })
             .expect("a tabulated file has a document");
         s.at(t, addr)
@@ -421,12 +526,14 @@ mod tests {
         let searcher = index.reader().unwrap().searcher();
         let built = FileTable::load_or_build(&searcher, body, dir.path());
         let kept = std::fs::read(super::path(dir.path())).unwrap();
-        let loaded = FileTable::decode(&kept, &searcher).expect("the kept table describes the index");
-        assert_eq!((loaded.ids.clone(), loaded.file_of.clone()), (built.ids.clone(), built.file_of.clone()));
-        assert_eq!(
-            (loaded.len.clone(), loaded.class.clone(), loaded.avg_len),
-            (built.len.clone(), built.class.clone(), built.avg_len)
-        );
+        let loaded = FileTable::load_or_build(&searcher, body, dir.path());
+        assert!(matches!(loaded.bytes, TableBytes::Mapped(_)), "the kept table is read in place");
+        assert_eq!(&loaded.bytes[..], &kept[..]);
+        assert_eq!(&built.bytes[..], &kept[..], "what is kept is what was built");
+        assert_eq!((loaded.files(), loaded.avg_len), (3, built.avg_len));
+        let classes: Vec<FileClass> = (0..3).map(|f| loaded.class(f)).collect();
+        assert_eq!(classes, (0..3).map(|f| built.class(f)).collect::<Vec<_>>());
+        assert!((0..3).all(|f| loaded.len(f) > 0.0 && loaded.len(f) == built.len(f)));
         for p in ["src/parser.rs", "src/lexer.rs", "README.md"] {
             assert_eq!(scores(&loaded, &searcher, body, path, p), scores(&built, &searcher, body, path, p), "{p}");
         }
@@ -436,11 +543,11 @@ mod tests {
         );
 
         // A torn or altered file is not trusted.
-        assert!(FileTable::decode(&kept[..kept.len() - 1], &searcher).is_none());
+        assert!(FileTable::decode(TableBytes::Owned(kept[..kept.len() - 1].to_vec()), &searcher).is_none());
         let mut flipped = kept.clone();
         flipped[20] ^= 1;
-        assert!(FileTable::decode(&flipped, &searcher).is_none());
-        assert!(FileTable::decode(b"", &searcher).is_none());
+        assert!(FileTable::decode(TableBytes::Owned(flipped), &searcher).is_none());
+        assert!(FileTable::decode(TableBytes::Owned(Vec::new()), &searcher).is_none());
 
         // After a commit the kept table describes other segments: it is rebuilt and kept anew.
         let mut w: IndexWriter = index.writer(15_000_000).unwrap();
@@ -450,10 +557,10 @@ mod tests {
         let reader = index.reader().unwrap();
         reader.reload().unwrap();
         let after = reader.searcher();
-        assert!(FileTable::decode(&kept, &after).is_none(), "a table of the old segments must not be used");
+        assert!(FileTable::decode(TableBytes::Owned(kept.clone()), &after).is_none(), "a table of the old segments must not be used");
         let rebuilt = FileTable::load_or_build(&after, body, dir.path());
         assert_eq!(scores(&rebuilt, &after, body, path, "src/lexer.rs"), 0.0);
-        assert!(FileTable::decode(&std::fs::read(super::path(dir.path())).unwrap(), &after).is_some());
+        assert!(FileTable::decode(TableBytes::Owned(std::fs::read(super::path(dir.path())).unwrap()), &after).is_some());
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
