@@ -82,6 +82,15 @@ impl Engine {
         while !stop.load(Ordering::Relaxed) {
             if sources_checked.elapsed() >= Duration::from_secs(1) {
                 sources_checked = std::time::Instant::now();
+                // The index deleted under a live watcher (`rm -rf` of the state directory, a purge
+                // by hand): end this watch, releasing the writer, so the keeper's next start
+                // rebuilds it instead of writing into files no one can read.
+                if !session.repo().index_dir().join("meta.json").exists() {
+                    return Err(Error::Index {
+                        path: session.repo().index_dir(),
+                        message: "the index was deleted while it was being watched; rebuilding it".into(),
+                    });
+                }
                 let now = sources::load(&repo.state_dir);
                 if now != sources {
                     for s in sources.iter().filter(|s| s.watch) {

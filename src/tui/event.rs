@@ -306,6 +306,8 @@ pub enum WatchActivity {
     },
     /// A batch or the watcher failed (a failed watcher is retried with backoff).
     Failed(String),
+    /// Asked to start, the watcher was already running.
+    Running,
     /// The watcher ended.
     Stopped,
 }

@@ -159,29 +159,51 @@ impl Worker {
         });
     }
 
-    fn index(&self, repo: PathBuf, rebuild: bool) {
+    fn index(&mut self, repo: PathBuf, rebuild: bool) {
         let fresh = self.indexing.lock().map(|mut s| s.insert(repo.clone())).unwrap_or(false);
         if !fresh {
             return;
         }
+        // This workbench's own watcher holds the repository's writer, so a run beside it would
+        // be refused as "another process". Stop it, run, then watch again (one task, kept as the
+        // repository's watcher so toggling or quitting still stops it).
+        let watcher = self.watchers.remove(&repo).filter(|(_, h)| !h.is_finished());
+        let was_watching = watcher.is_some();
         let engine = self.engine.clone();
         let tx = self.tx.clone();
         let running = self.indexing.clone();
-        tokio::task::spawn_blocking(move || {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let path = repo.clone();
+        let handle = tokio::task::spawn_blocking(move || {
             let send = |e: EngineEvent| {
                 let _ = tx.send(AppEvent::Engine(e));
             };
-            let finished = guarded("an index run", || index_run(&engine, &repo, rebuild, &send)).unwrap_or_else(|| {
+            let rewatch = watcher.map(|(old, handle)| {
+                old.store(true, Ordering::Relaxed);
+                // It lets go at its next check (within a fraction of a second).
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while !handle.is_finished() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            });
+            let finished = guarded("an index run", || index_run(&engine, &path, rebuild, &send)).unwrap_or_else(|| {
                 EngineEvent::IndexFinished {
-                    repo: repo.clone(),
+                    repo: path.clone(),
                     result: Err("internal error while indexing (details in state/logs/tui.log)".into()),
                 }
             });
             if let Ok(mut s) = running.lock() {
-                s.remove(&repo);
+                s.remove(&path);
             }
             send(finished);
+            if rewatch.is_some() && !flag.load(Ordering::Relaxed) {
+                keep_fresh(&engine, &tx, &path, &flag);
+            }
         });
+        if was_watching {
+            self.watchers.insert(repo, (stop, handle));
+        }
     }
 
     fn chat(&self, turn: u64, job: ChatJob) {
@@ -212,6 +234,10 @@ impl Worker {
 
     fn watch(&mut self, repo: PathBuf) {
         if self.watchers.get(&repo).is_some_and(|(_, h)| !h.is_finished()) {
+            // Say so: a second `w` on a repository whose status file is gone would otherwise
+            // look like a key that does nothing.
+            let activity = WatchActivity::Running;
+            let _ = self.tx.send(AppEvent::Engine(EngineEvent::Watch { repo, activity }));
             return;
         }
         let stop = Arc::new(AtomicBool::new(false));
@@ -219,27 +245,30 @@ impl Worker {
         let tx = self.tx.clone();
         let flag = stop.clone();
         let path = repo.clone();
-        let handle = tokio::task::spawn_blocking(move || {
-            let send = |activity: WatchActivity| {
-                let _ = tx.send(AppEvent::Engine(EngineEvent::Watch { repo: path.clone(), activity }));
-            };
-            let report = |e: FreshEvent| {
-                let activity = match e {
-                    FreshEvent::Watch(WatchReport::Ready(_)) => WatchActivity::Ready,
-                    FreshEvent::Watch(WatchReport::Applied { paths, .. }) => WatchActivity::Applied { paths },
-                    FreshEvent::Watch(WatchReport::Failed(e)) => WatchActivity::Failed(e),
-                    FreshEvent::State(FreshState::Deferred { writer_pid }) => WatchActivity::Deferred { writer_pid },
-                    FreshEvent::State(FreshState::Failed { message }) => WatchActivity::Failed(message),
-                    FreshEvent::State(FreshState::Stopped) => WatchActivity::Stopped,
-                    FreshEvent::State(FreshState::CatchingUp | FreshState::Watching) => return,
-                };
-                send(activity)
-            };
-            if guarded("a watcher", || engine.keep_fresh(&path, &flag, &report)).is_none() {
-                send(WatchActivity::Failed("the watcher stopped on an internal error (see state/logs/tui.log)".into()));
-            }
-        });
+        let handle = tokio::task::spawn_blocking(move || keep_fresh(&engine, &tx, &path, &flag));
         self.watchers.insert(repo, (stop, handle));
+    }
+}
+
+/// Keeps `repo` fresh until `stop` is set (`Engine::keep_fresh`), reporting to the app.
+fn keep_fresh(engine: &Engine, tx: &UnboundedSender<AppEvent>, repo: &Path, stop: &AtomicBool) {
+    let send = |activity: WatchActivity| {
+        let _ = tx.send(AppEvent::Engine(EngineEvent::Watch { repo: repo.to_path_buf(), activity }));
+    };
+    let report = |e: FreshEvent| {
+        let activity = match e {
+            FreshEvent::Watch(WatchReport::Ready(_)) => WatchActivity::Ready,
+            FreshEvent::Watch(WatchReport::Applied { paths, .. }) => WatchActivity::Applied { paths },
+            FreshEvent::Watch(WatchReport::Failed(e)) => WatchActivity::Failed(e),
+            FreshEvent::State(FreshState::Deferred { writer_pid }) => WatchActivity::Deferred { writer_pid },
+            FreshEvent::State(FreshState::Failed { message }) => WatchActivity::Failed(message),
+            FreshEvent::State(FreshState::Stopped) => WatchActivity::Stopped,
+            FreshEvent::State(FreshState::CatchingUp | FreshState::Watching) => return,
+        };
+        send(activity)
+    };
+    if guarded("a watcher", || engine.keep_fresh(repo, stop, &report)).is_none() {
+        send(WatchActivity::Failed("the watcher stopped on an internal error (see state/logs/tui.log)".into()));
     }
 }
 

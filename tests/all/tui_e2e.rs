@@ -575,3 +575,65 @@ fn without_a_terminal_docdex_prints_help_and_tui_refuses() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("docdex tui needs a terminal"), "{err}");
 }
+
+/// The next watcher or index outcome for `repo` on `rx` (other events are skipped).
+async fn next_outcome(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<AppEvent>,
+    what: &str,
+) -> docdex::tui::event::EngineEvent {
+    use docdex::tui::event::EngineEvent;
+    let deadline = Duration::from_secs(30);
+    loop {
+        let e = tokio::time::timeout(deadline, rx.recv()).await.unwrap_or_else(|_| panic!("waiting for {what}"));
+        match e {
+            Some(AppEvent::Engine(e @ (EngineEvent::Watch { .. } | EngineEvent::IndexFinished { .. }))) => return e,
+            Some(_) => continue,
+            None => panic!("channel closed waiting for {what}"),
+        }
+    }
+}
+
+#[test]
+fn reindexing_a_repository_the_workbench_watches_pauses_its_watcher_instead_of_failing() {
+    // A runtime of its own, shut down with a timeout: a failed assertion must not leave the test
+    // waiting forever on the watcher's blocking thread.
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.block_on(reindex_beside_the_watcher())));
+    rt.shutdown_timeout(Duration::from_secs(5));
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+async fn reindex_beside_the_watcher() {
+    use docdex::tui::event::{EngineEvent, Request, WatchActivity};
+    let env = Env::new();
+    hermetic_config(&env, "");
+    let repo = env.repo("watched");
+    sample_repo(&repo);
+    let repo = std::fs::canonicalize(&repo).expect("canonical");
+    let engine = env.engine();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut worker = Worker::new(engine, tx);
+    worker.dispatch(Request::Watch { repo: repo.clone(), on: true });
+    let e = next_outcome(&mut rx, "the watcher").await;
+    assert!(matches!(e, EngineEvent::Watch { activity: WatchActivity::Ready, .. }), "{e:?}");
+
+    // Its own watcher holds the writer: the run waits for it rather than blaming "another process".
+    worker.dispatch(Request::Index { repo: repo.clone(), rebuild: true });
+    let mut e = next_outcome(&mut rx, "the paused watcher").await;
+    if matches!(e, EngineEvent::Watch { activity: WatchActivity::Stopped, .. }) {
+        e = next_outcome(&mut rx, "the index run").await;
+    }
+    let EngineEvent::IndexFinished { result, .. } = &e else { panic!("{e:?}") };
+    assert!(result.is_ok(), "{result:?}");
+    // And the watcher comes back by itself.
+    let e = next_outcome(&mut rx, "the watcher again").await;
+    assert!(matches!(e, EngineEvent::Watch { activity: WatchActivity::Ready, .. }), "{e:?}");
+
+    // Asking for a watcher that runs says so instead of doing nothing.
+    worker.dispatch(Request::Watch { repo: repo.clone(), on: true });
+    let e = next_outcome(&mut rx, "the answer to a second watch").await;
+    assert!(matches!(e, EngineEvent::Watch { activity: WatchActivity::Running, .. }), "{e:?}");
+    worker.shutdown().await;
+}

@@ -40,3 +40,44 @@ fn watcher_applies_create_modify_delete_and_rename() {
     let s = engine.index(&repo, &Default::default(), &crate::util::quiet()).unwrap();
     assert_eq!(s.files, 2, "start.rs and real.rs (.gitignore is hidden, tmp/ ignored): {s:?}");
 }
+
+#[test]
+fn an_index_deleted_under_a_live_keeper_is_rebuilt_and_watched_again() {
+    use docdex::engine::fresh::{FreshEvent, FreshState};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let env = Env::new();
+    let repo = env.repo("k");
+    write(&repo, "start.rs", "fn armadillo() {}\n");
+    let engine = env.engine();
+    let stop = Arc::new(AtomicBool::new(false));
+    let watching = Arc::new(AtomicUsize::new(0));
+    let keeper = {
+        let (engine, repo, stop, watching) = (engine.clone(), repo.clone(), stop.clone(), watching.clone());
+        std::thread::spawn(move || {
+            engine.keep_fresh(&repo, &stop, &|e: FreshEvent| {
+                if matches!(e, FreshEvent::State(FreshState::Watching)) {
+                    watching.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+    };
+    eventually("the first catch-up run", || watching.load(Ordering::SeqCst) == 1);
+    assert_eq!(hit_paths(&engine, &repo, "armadillo"), ["start.rs"]);
+
+    // Everything docdex keeps for the repository goes, under the running keeper.
+    let states = env.home().join("state").join("repos");
+    for dir in std::fs::read_dir(&states).unwrap() {
+        std::fs::remove_dir_all(dir.unwrap().path()).unwrap();
+    }
+    // The keeper lets go of the deleted index and builds it again, then watches as before.
+    eventually("a rebuilt index", || watching.load(Ordering::SeqCst) == 2);
+    assert_eq!(hit_paths(&engine, &repo, "armadillo"), ["start.rs"]);
+    write(&repo, "later.rs", "fn pangolin() {}\n");
+    eventually("an edit after the rebuild", || hit_paths(&engine, &repo, "pangolin") == ["later.rs"]);
+
+    stop.store(true, Ordering::SeqCst);
+    keeper.join().expect("keeper thread");
+    // Its writer was released: a normal index run works.
+    engine.index(&repo, &Default::default(), &crate::util::quiet()).expect("index after the keeper");
+}

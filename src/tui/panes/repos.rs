@@ -224,6 +224,7 @@ impl Pane for ReposPane {
                     ),
                     WatchActivity::Failed(e) => (Level::Error, format!("watcher: {e}")),
                     WatchActivity::Stopped => (Level::Info, "watcher stopped".into()),
+                    WatchActivity::Running => (Level::Info, "the watcher is already running".into()),
                 };
                 self.outcome.insert(repo.clone(), text);
                 cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
