@@ -156,6 +156,8 @@ pub struct App {
     impact: ImpactPane,
     profile: ProfilePane,
     overlay: Option<Overlay>,
+    /// The prompt that help or the message log was opened over; it comes back when they close.
+    under: Option<Overlay>,
     keymap: Keymap,
     theme: Theme,
     problems: Vec<String>,
@@ -194,6 +196,7 @@ impl App {
             impact: ImpactPane::default(),
             profile: ProfilePane::default(),
             overlay: None,
+            under: None,
             keymap: opts.keymap,
             theme: opts.theme,
             problems: opts.problems,
@@ -596,8 +599,7 @@ impl App {
         {
             return;
         }
-        let printable = matches!(key.code, KeyCode::Char(_))
-            && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        let printable = is_printable(&key);
         match self.keymap.resolve(ctx, chord) {
             Some(Command::Quit) if printable => {
                 // A letter never quits on its own: typing in normal mode must be harmless.
@@ -649,6 +651,32 @@ impl App {
     }
 
     fn overlay_key(&mut self, key: &KeyEvent, chord: KeyChord) {
+        // `ctrl+c` quits at once from anywhere, every pop-up included.
+        if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
+            self.quit = true;
+            return;
+        }
+        // Help and the message log open from a prompt too (`f1`, `alt+m`: keys a prompt never
+        // types), and give the prompt back, text and all, when they close.
+        if matches!(self.overlay, Some(Overlay::Prompt { .. })) {
+            let opens = match self.keymap.lookup(super::keymap::Context::Global, chord) {
+                Some(Command::Help) if !is_printable(key) => Some(Overlay::Help { scroll: 0 }),
+                Some(Command::Messages) if !is_printable(key) => Some(Overlay::Messages { scroll: 0 }),
+                _ => None,
+            };
+            if let Some(opens) = opens {
+                self.under = self.overlay.replace(opens);
+                return;
+            }
+        }
+        self.overlay_answer(key, chord);
+        if self.overlay.is_none() {
+            self.overlay = self.under.take();
+        }
+    }
+
+    /// A key for the pop-up on top.
+    fn overlay_answer(&mut self, key: &KeyEvent, chord: KeyChord) {
         let Some(overlay) = self.overlay.as_mut() else { return };
         match overlay {
             Overlay::Help { scroll } => match key.code {
@@ -714,9 +742,6 @@ impl App {
                                 }
                             }
                         }
-                    }
-                    _ if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) => {
-                        self.overlay = None
                     }
                     KeyCode::Tab => {
                         *error = None;
@@ -1256,6 +1281,11 @@ fn join_some(names: &[&str], n: usize) -> String {
         s.push_str(", …");
     }
     s
+}
+
+/// A key that types a character (no `ctrl` or `alt`).
+fn is_printable(key: &KeyEvent) -> bool {
+    matches!(key.code, KeyCode::Char(_)) && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
 }
 
 /// `~/x` → `$HOME/x`.

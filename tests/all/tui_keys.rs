@@ -297,3 +297,47 @@ fn every_text_field_has_the_same_editing_keys_and_undo() {
     h.ctrl('7');
     assert_eq!(h.app.chat().input_text(), "alpha ", "undo in the chat box");
 }
+
+#[test]
+fn help_and_the_message_log_open_over_a_prompt_and_give_it_back() {
+    let mut h = Harness::new().started();
+    h.alt('p');
+    h.typ("src/au");
+    h.key(KeyCode::F(1));
+    assert!(h.app.help_open(), "f1 opens help from a prompt, as from any text field");
+    h.key(KeyCode::Esc);
+    assert!(!h.app.help_open() && h.app.prompt_open(), "closing help gives the prompt back");
+    assert_eq!(prompt_field(&h), "src/au", "with its text");
+    h.alt('m');
+    assert!(h.app.messages_open(), "alt+m opens the message log from a prompt");
+    h.key(KeyCode::Esc);
+    assert!(h.app.prompt_open() && prompt_field(&h) == "src/au");
+    // `?` stays text in a prompt.
+    h.typ("?");
+    assert_eq!(prompt_field(&h), "src/au?");
+}
+
+#[test]
+fn ctrl_c_quits_from_every_pop_up() {
+    type Open = fn(&mut Harness);
+    let pop_ups: [(&str, Open); 5] = [
+        ("a prompt", |h| h.alt('p')),
+        ("the message log", |h| h.alt('m')),
+        ("help", |h| h.key(KeyCode::F(1))),
+        ("help over a prompt", |h| {
+            h.alt('p');
+            h.key(KeyCode::F(1));
+        }),
+        ("the quit question", |h| {
+            h.key(KeyCode::Esc);
+            h.typ("q");
+        }),
+    ];
+    for (what, open) in pop_ups {
+        let mut h = Harness::new().started();
+        open(&mut h);
+        assert!(!h.app.should_quit(), "{what}: open");
+        h.ctrl('c');
+        assert!(h.app.should_quit(), "ctrl+c quits from {what}");
+    }
+}
