@@ -237,7 +237,7 @@ impl ChatPane {
              - `docdex llm-setup` installs and configures one (by hand: `ollama serve`, then `ollama pull {model}`).\n\
              - Or an OpenAI-compatible server: `[llm] provider = \"openai\"` and `base_url` in config.toml.\n\
              - `docdex check` diagnoses the setup. Configured: `{provider}`, model `{model}`.\n\n\
-             Questions still list the sources docdex finds; search works without a model (press `2`).",
+             Questions still list the sources docdex finds; search works without a model (`alt+2`).",
             model = self.provider.model,
             provider = self.provider.provider,
         )
