@@ -260,6 +260,8 @@ pub enum EngineEvent {
         seq: u64,
         /// Matching symbols or the error.
         result: Result<Vec<SymbolHit>, String>,
+        /// How many matched in all, when more matched than were sent (0 otherwise).
+        total: usize,
     },
     /// A highlighted preview.
     Preview {

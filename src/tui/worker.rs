@@ -32,8 +32,8 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
-/// Symbols asked for per symbol search.
-const SYMBOL_LIMIT: usize = 100;
+/// Symbols asked for per symbol search (the title says when more matched).
+const SYMBOL_LIMIT: usize = 500;
 /// Lines read before the focus line for a preview (the highlighter starts there).
 const PREVIEW_BEFORE: u32 = 400;
 /// Lines read after the focus line.
@@ -289,7 +289,7 @@ fn failure_event(req: &Request) -> EngineEvent {
     match req {
         Request::Search { seq, more, .. } => EngineEvent::SearchResults { seq: *seq, more: *more, result: Err(msg) },
         Request::Preview { seq, .. } => EngineEvent::Preview { seq: *seq, result: Err(msg) },
-        Request::Symbols { seq, .. } => EngineEvent::SymbolResults { seq: *seq, result: Err(msg) },
+        Request::Symbols { seq, .. } => EngineEvent::SymbolResults { seq: *seq, result: Err(msg), total: 0 },
         Request::Impact { seq, .. } => EngineEvent::Impact { seq: *seq, result: Err(msg) },
         _ => EngineEvent::Repos(Err(msg)),
     }
@@ -595,9 +595,13 @@ fn execute(engine: &Engine, req: Request) -> EngineEvent {
                 limit: Some(SYMBOL_LIMIT),
                 ..Default::default()
             };
+            let mut total = 0;
             let result = engine
                 .symbols(&repo, &req)
                 .map(|resp| {
+                    if resp.truncated {
+                        total = resp.total.max(resp.results.len());
+                    }
                     resp.results
                         .into_iter()
                         .map(|h| SymbolHit {
@@ -611,7 +615,7 @@ fn execute(engine: &Engine, req: Request) -> EngineEvent {
                         .collect()
                 })
                 .map_err(|e| format!("{e:#}"));
-            EngineEvent::SymbolResults { seq, result }
+            EngineEvent::SymbolResults { seq, result, total }
         }
         Request::Impact { seq, repo, file, depth } => {
             let req = ImpactRequest { file, depth: Some(depth), direction: None };

@@ -272,6 +272,7 @@ fn symbol_mode_asks_for_symbols_when_the_engine_has_them() {
             hit("SessionStore", "struct", 2, "pub struct SessionStore { ttl: u64 }"),
             hit("expire_stale_sessions", "method", 5, "pub fn expire_stale_sessions(&mut self)"),
         ]),
+        total: 0,
     });
     h.pump();
     let s = h.screen(120, 40);
@@ -280,6 +281,24 @@ fn symbol_mode_asks_for_symbols_when_the_engine_has_them() {
     h.key(KeyCode::Down);
     h.key(KeyCode::Enter);
     assert_eq!(h.app.take_effects(), vec![Effect::OpenEditor { path: h.repo.join("src/auth/session.rs"), line: 5 }]);
+
+    // When more matched than were sent, the title says so rather than passing a cut for all.
+    h.typ("x");
+    h.wait(200);
+    let seq = h
+        .requests()
+        .into_iter()
+        .filter_map(|r| match r {
+            Request::Symbols { seq, .. } => Some(seq),
+            _ => None,
+        })
+        .last()
+        .expect("a second symbol search");
+    let many = (0..500).map(|i| hit(&format!("SessionStorex{i}"), "struct", 2, "")).collect();
+    h.engine_event(EngineEvent::SymbolResults { seq, result: Ok(many), total: 1_234 });
+    h.pump();
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Symbols (first 500 of 1,234: type more to narrow)"), "{s}");
 }
 
 #[test]

@@ -85,6 +85,8 @@ pub struct SearchPane {
     more_in_flight: bool,
     results: Vec<SearchHit>,
     symbols: Vec<SymbolHit>,
+    /// How many symbols matched when more did than were sent (0 otherwise).
+    symbols_total: usize,
     results_query: String,
     /// The engine's explanation of an empty answer (a query with no searchable words).
     results_note: Option<String>,
@@ -127,6 +129,7 @@ impl Default for SearchPane {
             more_in_flight: false,
             results: Vec::new(),
             symbols: Vec::new(),
+            symbols_total: 0,
             results_query: String::new(),
             results_note: None,
             total_hits: 0,
@@ -415,7 +418,11 @@ impl SearchPane {
 
     fn status_title(&self) -> String {
         if self.mode == Mode::Symbols {
-            return format!(" Symbols ({}) ", self.symbols.len());
+            let shown = widgets::thousands(self.symbols.len() as u64);
+            return match self.symbols_total {
+                n if n > self.symbols.len() => format!(" Symbols (first {shown} of {}: type more to narrow) ", widgets::thousands(n as u64)),
+                _ => format!(" Symbols ({shown}) "),
+            };
         }
         if self.cited {
             return " Cited file · type to search ".into();
@@ -801,7 +808,7 @@ impl Pane for SearchPane {
                     self.next_cursor = resp.next_cursor.clone();
                 }
             }
-            EngineEvent::SymbolResults { seq, result } => {
+            EngineEvent::SymbolResults { seq, result, total } => {
                 if *seq < self.shown_seq {
                     return;
                 }
@@ -812,6 +819,7 @@ impl Pane for SearchPane {
                 match result {
                     Ok(hits) => {
                         self.symbols = hits.clone();
+                        self.symbols_total = *total;
                         self.error = None;
                         self.results_query = self.query.text().to_string();
                         self.results_note = None;
