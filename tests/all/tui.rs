@@ -320,6 +320,30 @@ fn ten_thousand_results_page_and_scroll() {
     assert!(shows(&s, "10,000 hits"), "{s}");
 }
 
+#[test]
+fn hits_of_files_the_watcher_reindexed_are_marked_changed() {
+    use docdex::tui::event::WatchActivity;
+    let mut h = Harness::new().started();
+    h.typ("session");
+    h.wait(200);
+    let seq = searches(&h.requests()).last().expect("search").0;
+    h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Ok(tui_samples::search_response("session", 3)) });
+    h.pump();
+    assert!(!shows(&h.screen(120, 40), "changed on disk"));
+    let paths = vec!["src/api/file_00001.rs".to_string(), "src/elsewhere.rs".to_string()];
+    h.engine_event(EngineEvent::Watch { repo: h.repo.clone(), activity: WatchActivity::Applied { paths } });
+    h.pump();
+    let s = h.screen(120, 40);
+    let marked: Vec<&str> = s.lines().filter(|l| l.contains("(changed on disk)")).collect();
+    assert_eq!(marked.len(), 1, "{s}");
+    assert!(marked[0].contains("src/api/file_00001.rs"), "{s}");
+    // Another repository's watcher leaves these hits alone.
+    let other = vec!["src/core/file_00000.rs".to_string()];
+    h.engine_event(EngineEvent::Watch { repo: "/elsewhere".into(), activity: WatchActivity::Applied { paths: other } });
+    h.pump();
+    assert_eq!(h.screen(120, 40).lines().filter(|l| l.contains("(changed on disk)")).count(), 1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Panes, tabs, mouse, help
 

@@ -10,7 +10,7 @@ use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol as files;
 use crate::engine::protocol::{SearchHit, SearchRequest};
 use crate::tui::action::{Action, PromptKind};
-use crate::tui::event::{EngineEvent, Request, SymbolHit};
+use crate::tui::event::{EngineEvent, Request, SymbolHit, WatchActivity};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::preview::PreviewDoc;
@@ -865,6 +865,20 @@ impl Pane for SearchPane {
                 let empty = self.results.is_empty() || self.error.is_some();
                 if landed && (empty || whole) && !self.query.text().trim().is_empty() {
                     self.search_now(cx);
+                }
+            }
+            // The watcher re-indexed files these hits show: mark them as a search over the
+            // changed files would (their lines may have moved); `r` or a keystroke searches anew.
+            EngineEvent::Watch { repo, activity: WatchActivity::Applied { paths } } if repo == cx.repo => {
+                let mut selected_changed = false;
+                for (i, hit) in self.results.iter_mut().enumerate() {
+                    if !hit.stale && paths.iter().any(|p| *p == hit.path) {
+                        hit.stale = true;
+                        selected_changed |= i == self.selected;
+                    }
+                }
+                if selected_changed && self.mode != Mode::Symbols {
+                    self.request_preview(cx);
                 }
             }
             EngineEvent::IndexFinished { repo, result } if repo == cx.repo => {
