@@ -146,10 +146,53 @@ fn profile_editor_edits_moves_and_removes() {
     assert!(profile_jobs(&h.requests()).is_empty());
     h.key(KeyCode::Char('d'));
     h.snap_both("tui_profile_confirm_remove");
+    // `enter` is no answer to a yes/no question.
+    h.key(KeyCode::Enter);
+    h.pump();
+    assert!(profile_jobs(&h.requests()).is_empty());
+    assert!(prefs_of(&h, "mcoda_qa").iter().any(|p| p.id == sel.id));
     h.key(KeyCode::Char('y'));
     h.pump();
     assert!(prefs_of(&h, "mcoda_qa").iter().all(|p| p.id != sel.id));
     assert_eq!(prefs_of(&h, "mcoda_qa").len(), now.len() - 1);
+}
+
+#[test]
+fn moving_a_constraint_with_a_rule_asks_first_and_moving_it_back_restores_the_rule() {
+    let mut h = open_on("mcoda_frontend");
+    h.key(KeyCode::Char('a'));
+    h.typ("deprecate moment.js soon");
+    h.ctrl('t');
+    h.ctrl('t');
+    h.key(KeyCode::Down);
+    h.typ("max-lines 500");
+    h.key(KeyCode::Enter);
+    h.pump();
+    let rule_of = |h: &Harness, content: &str| {
+        let p = prefs_of(h, "mcoda_frontend").into_iter().find(|p| p.content == content).expect("listed");
+        (p.category, p.rule)
+    };
+    let text = "deprecate moment.js soon";
+    assert_eq!(rule_of(&h, text), (Category::Constraint, Some("max-lines 500".into())));
+    // The first `m` only says what moving would do.
+    h.key(KeyCode::Char('m'));
+    h.pump();
+    assert_eq!(rule_of(&h, text), (Category::Constraint, Some("max-lines 500".into())));
+    assert!(h.app.notice().is_some_and(|n| n.contains("again") && n.contains("max-lines 500")), "{:?}", h.app.notice());
+    // The second moves it; the rule goes, as only constraints carry rules.
+    h.key(KeyCode::Char('m'));
+    h.pump();
+    assert_eq!(rule_of(&h, text), (Category::Constraint.next(), None));
+    // Round the categories back to constraint: the rule the user typed comes back, not one
+    // recognised from the text.
+    let mut guard = 0;
+    while rule_of(&h, text).0 != Category::Constraint {
+        h.key(KeyCode::Char('m'));
+        h.pump();
+        guard += 1;
+        assert!(guard < 6, "never came back to constraint");
+    }
+    assert_eq!(rule_of(&h, text), (Category::Constraint, Some("max-lines 500".into())));
 }
 
 #[test]

@@ -87,6 +87,9 @@ struct Found {
     notice: Option<String>,
 }
 
+/// How long a first `m` on a constraint with a rule waits for the second.
+const MOVE_CONFIRM: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The profile pane's state.
 #[derive(Debug)]
 pub struct ProfilePane {
@@ -102,6 +105,11 @@ pub struct ProfilePane {
     found: Option<Found>,
     /// A preference to select once the next listing arrives (the one just saved).
     pending_select: Option<String>,
+    /// A constraint whose rule the next `m` (within a few seconds) drops: the first `m` asks.
+    move_armed: Option<(String, std::time::Instant)>,
+    /// Rules of constraints moved to another category in this session, by preference id: moving
+    /// one back to constraint gives its rule back.
+    set_aside: std::collections::HashMap<String, String>,
     loading: bool,
     requested: bool,
     error: Option<String>,
@@ -122,6 +130,8 @@ impl Default for ProfilePane {
             form: Form::None,
             found: None,
             pending_select: None,
+            move_armed: None,
+            set_aside: Default::default(),
             loading: false,
             requested: false,
             error: None,
@@ -293,15 +303,33 @@ impl ProfilePane {
         self.request(job, cx);
     }
 
-    /// Moves the selected preference to the next category (keeping its text; a rule only
-    /// constraints carry is dropped, and a constraint gets one recognised from its text).
+    /// Moves the selected preference to the next category, keeping its text. Only constraints
+    /// carry rules: moving one with a rule asks first (a second `m`), and its rule is set aside
+    /// for this session, so moving it back to constraint restores it (a constraint without one
+    /// gets one recognised from its text).
     fn move_category(&mut self, cx: &mut Cx<'_>) {
         let Some(p) = self.selected_preference().cloned() else {
             cx.notify(Level::Warn, "select a preference first (right column)");
             return;
         };
         let to = p.category.next();
-        let rule = if to == Category::Constraint { p.rule.clone() } else { Some(String::new()) };
+        let armed = self.move_armed.take().is_some_and(|(id, at)| id == p.id && cx.now.saturating_duration_since(at) < MOVE_CONFIRM);
+        let rule = match (&p.rule, to) {
+            (Some(rule), to) if to != Category::Constraint => {
+                if !armed {
+                    self.move_armed = Some((p.id.clone(), cx.now));
+                    cx.notify(
+                        Level::Warn,
+                        format!("{to} carries no rule: `m` again moves it and sets `{rule}` aside (moving it back to constraint restores it)"),
+                    );
+                    return;
+                }
+                self.set_aside.insert(p.id.clone(), rule.clone());
+                Some(String::new())
+            }
+            (_, Category::Constraint) => p.rule.clone().or_else(|| self.set_aside.remove(&p.id)),
+            _ => Some(String::new()),
+        };
         cx.notify(Level::Info, format!("moving to {to}"));
         self.request(ProfileJob::Edit(ProfileEditRequest { id: p.id, category: Some(to), rule, content: None }), cx);
     }
@@ -310,6 +338,13 @@ impl ProfilePane {
         match self.selected_preference() {
             Some(p) => self.form = Form::ConfirmRemove { id: p.id.clone(), content: p.content.clone() },
             None => cx.notify(Level::Warn, "select a preference first (right column)"),
+        }
+    }
+
+    /// Removes the preference the open confirmation names (its `y`).
+    fn remove_confirmed(&mut self, cx: &mut Cx<'_>) {
+        if let Form::ConfirmRemove { id, .. } = std::mem::replace(&mut self.form, Form::None) {
+            self.request(ProfileJob::Remove(ProfileRemoveRequest { id, agent: false }), cx)
         }
     }
 
@@ -345,8 +380,10 @@ impl ProfilePane {
                 }
                 self.request(ProfileJob::Import(expand_tilde(&text)), cx);
             }
-            Form::ConfirmRemove { id, .. } => {
-                self.request(ProfileJob::Remove(ProfileRemoveRequest { id, agent: false }), cx)
+            // Only `y` removes (`remove_confirmed`): `enter` is no answer to a yes/no question.
+            form @ Form::ConfirmRemove { .. } => {
+                self.form = form;
+                cx.notify(Level::Info, "y removes it, n or esc keeps it");
             }
             Form::None => {}
         }
@@ -858,7 +895,7 @@ impl Pane for ProfilePane {
             Form::Search(q) | Form::Import(q) => q.edit(key),
             Form::ConfirmRemove { .. } => {
                 match key.code {
-                    KeyCode::Char('y' | 'Y') => self.submit(cx),
+                    KeyCode::Char('y' | 'Y') => self.remove_confirmed(cx),
                     KeyCode::Char('n' | 'N') => self.form = Form::None,
                     _ => {}
                 }
@@ -891,8 +928,11 @@ impl Pane for ProfilePane {
     }
 
     fn hints(&self) -> Vec<(Command, &'static str)> {
-        if !matches!(self.form, Form::None) {
-            return vec![(Command::Select, "ok"), (Command::Back, "cancel")];
+        match self.form {
+            Form::None => {}
+            // Its own line says it all: `y` removes, `n` or `esc` keeps it (`enter` is no answer).
+            Form::ConfirmRemove { .. } => return Vec::new(),
+            _ => return vec![(Command::Select, "ok"), (Command::Back, "cancel")],
         }
         vec![
             (Command::ProfileAdd, "add"),
