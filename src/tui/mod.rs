@@ -51,6 +51,8 @@ use tokio::sync::mpsc;
 pub struct TuiOptions {
     /// The repository to open.
     pub repo: PathBuf,
+    /// Said at start (why the workbench opened on another repository than asked).
+    pub notice: Option<String>,
 }
 
 /// Theme, keymap and the problems met loading them, from config and `DOCDEX_HOME`.
@@ -91,7 +93,7 @@ pub fn run(engine: Engine, opts: TuiOptions) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the TUI runtime")?;
-    let result = rt.block_on(run_async(engine, repo));
+    let result = rt.block_on(run_async(engine, repo, opts.notice));
     rt.shutdown_timeout(Duration::from_secs(2));
     if let Err(e) = &result {
         tracing::error!("docdex tui failed: {e:#}");
@@ -102,11 +104,12 @@ pub fn run(engine: Engine, opts: TuiOptions) -> anyhow::Result<()> {
     result
 }
 
-async fn run_async(engine: Engine, repo: PathBuf) -> anyhow::Result<()> {
+async fn run_async(engine: Engine, repo: PathBuf, notice: Option<String>) -> anyhow::Result<()> {
     highlight::warm_up();
     let mouse = engine.config().tui.mouse;
     let editor = engine.config().tui.editor.clone();
-    let options = app_options(&engine, repo);
+    let mut options = app_options(&engine, repo);
+    options.problems.extend(notice);
     let (tx, mut rx) = mpsc::unbounded_channel::<AppEvent>();
     let (guard, mut terminal) = terminal::TerminalGuard::enter(mouse).context("setting up the terminal")?;
     let input = runtime::spawn_input(tx.clone());
