@@ -710,7 +710,7 @@ impl App {
                         && key.code != KeyCode::Char('q')
                 {
                     self.quit = true;
-                } else if key.code != KeyCode::Esc && key.code != KeyCode::Char('q') {
+                } else if !matches!(key.code, KeyCode::Esc | KeyCode::Char('q' | 'n' | 'N')) {
                     // Not an answer: the key does what it would have done (`qu...` typed in
                     // normal mode keeps the `u`).
                     self.on_key(*key);

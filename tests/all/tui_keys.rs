@@ -98,6 +98,12 @@ fn a_letter_never_quits_on_its_own() {
     assert!(!h.app.should_quit(), "any other key stays");
     assert!(!shows(&h.screen(80, 24), "Quit docdex?"));
     assert_eq!(h.app.search().query(), "u", "and does what it would have done");
+    // `n` is the answer "no": it stays and is not typed anywhere.
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('q'));
+    h.key(KeyCode::Char('n'));
+    assert!(!h.app.should_quit() && !shows(&h.screen(80, 24), "Quit docdex?"));
+    assert_eq!(h.app.search().query(), "u");
     h.key(KeyCode::Esc);
     h.key(KeyCode::Char('q'));
     h.key(KeyCode::Char('y'));
