@@ -10,7 +10,7 @@ use crate::tui::action::{Action, Level, PromptKind};
 use crate::tui::event::{EngineEvent, Request, WatchActivity};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
-use crate::tui::widgets::{self, bar_spans, fit, frame, scroll_to, thousands, truncate, truncate_left};
+use crate::tui::widgets::{self, bar_spans, fit, frame, scroll_to, thousands, truncate, truncate_left, width};
 use crossterm::event::{MouseEvent, MouseEventKind};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -78,7 +78,7 @@ impl ReposPane {
     }
 
     fn watch_text(r: &RepoOverview, now_ms: u64) -> String {
-        let mut s = if r.watching { "watching".to_string() } else { "—".to_string() };
+        let mut s = if r.watching { "watching".to_string() } else { "off".to_string() };
         if r.watching && r.queued > 0 {
             s.push_str(&format!(" ({} queued)", r.queued));
         }
@@ -86,9 +86,10 @@ impl ReposPane {
             if r.watching || now_ms.saturating_sub(e.at) < 3_600_000 {
                 let name = e.path.rsplit('/').next().unwrap_or(&e.path);
                 s.push_str(&format!(" · {} {} {}", e.kind, name, ago(now_ms, e.at)));
+                return s;
             }
         }
-        s
+        if r.watching { s } else { "—".into() }
     }
 }
 
@@ -282,8 +283,17 @@ impl Pane for ReposPane {
         // Columns: marker, path, state, files, chunks, indexed, watcher.
         let (state_w, num_w, when_w) = (13usize, 9usize, 11usize);
         let wide = w >= 110;
-        let watch_w = if wide { 34 } else { 0 };
-        let path_w = w.saturating_sub(2 + state_w + 2 * num_w + when_w + watch_w + 1).max(10);
+        // Paths and the watcher share what is left: half each, more for paths that need it
+        // while the watcher keeps 34 columns (its last change is cut first).
+        let fixed = 2 + state_w + 2 * num_w + when_w + 1;
+        let longest = self.rows.iter().map(|r| width(&tilde(&r.path)) + 2).max().unwrap_or(10);
+        let (path_w, watch_w) = if wide {
+            let free = w.saturating_sub(fixed);
+            let path_w = longest.max(free / 2).clamp(12, free.saturating_sub(34).max(12));
+            (path_w, w.saturating_sub(fixed + path_w))
+        } else {
+            (w.saturating_sub(fixed).max(10), 0)
+        };
         let header = format!(
             "  {}{}{:>num_w$}{:>num_w$} {}{}",
             fit("repository", path_w),
@@ -314,7 +324,10 @@ impl Pane for ReposPane {
             let current = r.path == cx.repo;
             let selected = row == self.selected;
             let (state, slot) = self.state_text(r, cx.step);
-            let when = r.last_indexed_ms.map(|ms| ago(cx.epoch_ms, ms)).unwrap_or_else(|| "never".into());
+            // A repository whose index is gone shows no counts of the index it had.
+            let gone = r.state == RepoState::NotIndexed;
+            let when = r.last_indexed_ms.filter(|_| !gone).map(|ms| ago(cx.epoch_ms, ms)).unwrap_or_else(|| "never".into());
+            let count = |n: u64| if gone { "—".to_string() } else { thousands(n) };
             let mut spans = vec![
                 Span::styled(if current { "▸ " } else { "  " }, t.style(Slot::Accent)),
                 Span::styled(
@@ -322,8 +335,8 @@ impl Pane for ReposPane {
                     t.style(if current { Slot::Accent } else { Slot::Text }),
                 ),
                 Span::styled(fit(&format!(" {state}"), state_w), t.style(slot)),
-                Span::styled(format!("{:>num_w$}", thousands(r.files)), t.style(Slot::Text)),
-                Span::styled(format!("{:>num_w$}", thousands(r.chunks)), t.style(Slot::Text)),
+                Span::styled(format!("{:>num_w$}", count(r.files)), t.style(Slot::Text)),
+                Span::styled(format!("{:>num_w$}", count(r.chunks)), t.style(Slot::Text)),
                 Span::styled(format!(" {}", fit(&when, when_w)), t.style(Slot::Muted)),
             ];
             if wide {
