@@ -392,10 +392,14 @@ impl App {
     /// Points the trace pane at the chat turn the chat pane shows, when that changed (so
     /// `[`/`]` in the trace pane keep their choice until the chat moves).
     fn follow_chat_turn(&mut self) {
-        let Some(turn) = self.chat.selected_turn() else { return };
-        if self.trace_followed != Some(turn) {
-            self.trace_followed = Some(turn);
-            self.trace.follow(turn);
+        let turn = self.chat.selected_turn();
+        if self.trace_followed != turn {
+            self.trace_followed = turn;
+            match turn {
+                Some(turn) => self.trace.follow(turn),
+                // A new conversation: no turn of it to show yet (`[`/`]` still browse).
+                None => self.trace.follow_nothing(),
+            }
             self.dirty = true;
         }
     }

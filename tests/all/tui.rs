@@ -1147,6 +1147,61 @@ fn trace_snapshots() {
 }
 
 #[test]
+fn the_trace_scrolls_no_further_than_its_last_line_and_bottom_is_a_key() {
+    let mut h = Harness::new().started();
+    h.alt('4');
+    h.engine_event(EngineEvent::Trace(tui_samples::trace()));
+    let top = h.screen(80, 24);
+    h.key(KeyCode::Char('G'));
+    let bottom = h.screen(80, 24);
+    assert_ne!(top, bottom, "G scrolls to the end");
+    assert!(!h.app.notice().unwrap_or_default().contains("not a key"), "{:?}", h.app.notice());
+    for _ in 0..20 {
+        h.key(KeyCode::PageDown);
+    }
+    assert_eq!(h.screen(80, 24), bottom, "page down stops at the last line");
+    h.key(KeyCode::Char('g'));
+    assert_eq!(h.screen(80, 24), top);
+}
+
+#[test]
+fn a_new_conversation_shows_no_trace_of_the_last_one() {
+    let mut h = Harness::new().started();
+    h.alt('3');
+    h.pump();
+    h.typ("first question");
+    h.key(KeyCode::Enter);
+    let turn = match h.requests().as_slice() {
+        [Request::Chat { turn, .. }] => *turn,
+        other => panic!("{other:?}"),
+    };
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: "first answer\n".into() }));
+    h.engine_event(EngineEvent::Chat(ChatUpdate::Done {
+        turn,
+        session_id: Some("first".into()),
+        citations: vec![],
+        stopped: false,
+        unavailable: None,
+    }));
+    let mut trace = tui_samples::trace();
+    trace.turn = turn;
+    h.engine_event(EngineEvent::Trace(trace));
+    h.pump();
+    h.alt('4');
+    assert!(shows(&h.screen(120, 40), "turn 1 of 1"));
+    h.alt('3');
+    h.alt('n');
+    h.pump();
+    h.alt('4');
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "No turn in this conversation yet") && !shows(&s, "turn 1 of 1"), "{s}");
+    // The earlier turn is a key away.
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('['));
+    assert!(shows(&h.screen(120, 40), "turn 1 of 1"));
+}
+
+#[test]
 fn dag_snapshots() {
     let mut h = Harness::new().started();
     h.alt('5');

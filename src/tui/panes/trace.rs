@@ -25,6 +25,11 @@ pub struct TracePane {
     scroll: usize,
     /// The chat turn to show, as the chat pane last said (its trace may not have arrived yet).
     followed: Option<u64>,
+    /// The chat shows a conversation with no turn yet: nothing is shown until one arrives or
+    /// `[`/`]` pick a turn.
+    idle: bool,
+    /// How far the shown trace scrolls before its last line reaches the bottom (set when drawn).
+    max_scroll: std::cell::Cell<usize>,
 }
 
 impl TracePane {
@@ -35,13 +40,25 @@ impl TracePane {
 
     /// The trace shown.
     pub fn shown(&self) -> Option<&TraceView> {
+        if self.idle {
+            return None;
+        }
         self.traces.get(self.selected)
+    }
+
+    /// The chat shows a conversation with no turn yet: show none (the earlier turns stay a
+    /// `[`/`]` away), and the next trace to arrive.
+    pub fn follow_nothing(&mut self) {
+        self.followed = None;
+        self.idle = !self.traces.is_empty();
+        self.scroll = 0;
     }
 
     /// Shows the trace of chat turn `turn` now, or as soon as it arrives (a turn still being
     /// answered has none yet: the pane keeps what it shows until then).
     pub fn follow(&mut self, turn: u64) {
         self.followed = Some(turn);
+        self.idle = false;
         if let Some(i) = self.traces.iter().position(|t| t.turn == turn) {
             self.selected = i;
             self.scroll = 0;
@@ -57,18 +74,23 @@ impl Pane for TracePane {
     fn command(&mut self, cmd: Command, _cx: &mut Cx<'_>) -> bool {
         match cmd {
             Command::NextTurn | Command::Right => {
-                self.selected = (self.selected + 1).min(self.traces.len().saturating_sub(1));
+                self.selected = if self.idle { self.traces.len() } else { self.selected + 1 };
+                self.selected = self.selected.min(self.traces.len().saturating_sub(1));
+                self.idle = false;
                 self.scroll = 0;
             }
             Command::PrevTurn | Command::Left => {
-                self.selected = self.selected.saturating_sub(1);
+                self.selected = if self.idle { self.traces.len() } else { self.selected }.saturating_sub(1);
+                self.idle = false;
                 self.scroll = 0;
             }
-            Command::Down => self.scroll += 1,
+            // Scrolling stops where the last line reaches the bottom.
+            Command::Down => self.scroll = (self.scroll + 1).min(self.max_scroll.get()),
             Command::Up => self.scroll = self.scroll.saturating_sub(1),
-            Command::PageDown => self.scroll += 10,
+            Command::PageDown => self.scroll = (self.scroll + 10).min(self.max_scroll.get()),
             Command::PageUp => self.scroll = self.scroll.saturating_sub(10),
             Command::Top => self.scroll = 0,
+            Command::Bottom => self.scroll = self.max_scroll.get(),
             _ => return false,
         }
         true
@@ -86,6 +108,7 @@ impl Pane for TracePane {
             }
             // Show the arriving trace when it is the followed turn's; otherwise keep what is shown.
             let show = if self.followed.is_none_or(|f| f == t.turn) { Some(t.turn) } else { shown };
+            self.idle = false;
             self.selected = show.and_then(|s| self.traces.iter().position(|x| x.turn == s)).unwrap_or(0);
             if show == Some(t.turn) {
                 self.scroll = 0;
@@ -99,7 +122,7 @@ impl Pane for TracePane {
 
     fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
         let t = cx.theme;
-        let title = if self.traces.is_empty() {
+        let title = if self.traces.is_empty() || self.idle {
             " Waterfall trace ".to_string()
         } else {
             format!(" Waterfall trace · turn {} of {} ", self.selected + 1, self.traces.len())
@@ -107,8 +130,18 @@ impl Pane for TracePane {
         let block = frame(title, cx.focused, t);
         let inner = block.inner(area);
         block.render(area, buf);
-        match self.traces.get(self.selected) {
-            Some(trace) => trace.render(inner, buf, t, self.scroll),
+        match self.shown() {
+            Some(trace) => {
+                let lines = trace.render(inner, buf, t, self.scroll);
+                self.max_scroll.set(lines.saturating_sub(inner.height as usize));
+            }
+            None if self.idle => needs(
+                inner,
+                buf,
+                t,
+                "No turn in this conversation yet",
+                &["Its trace appears here once you ask something; [ and ] browse the turns of earlier conversations."],
+            ),
             None => needs(
                 inner,
                 buf,

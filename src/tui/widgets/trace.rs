@@ -215,13 +215,14 @@ impl TraceView {
         out.iter().flat_map(|l| super::wrap_line(l, w, 6)).collect()
     }
 
-    /// Draws from line `scroll` into `area`.
-    pub fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme, scroll: usize) {
-        for (row, line) in
-            self.lines(area.width as usize, theme).into_iter().skip(scroll).take(area.height as usize).enumerate()
-        {
+    /// Draws the trace from line `scroll` on; returns how many lines it has at this width.
+    pub fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme, scroll: usize) -> usize {
+        let lines = self.lines(area.width as usize, theme);
+        let total = lines.len();
+        for (row, line) in lines.into_iter().skip(scroll).take(area.height as usize).enumerate() {
             buf.set_line(area.x, area.y + row as u16, &line, area.width);
         }
+        total
     }
 }
 
