@@ -202,7 +202,7 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
     line(&out.paint(
         "2",
         &format!(
-            "repo {} · generation {} · {} · {} · {} hits · confidence {:.2} · {:.1} ms",
+            "repo {} · generation {} · {} · {} · {}{} hits · confidence {:.2} · {:.1} ms",
             r.repo.display(),
             r.generation,
             serde_json::to_value(r.index_state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
@@ -211,6 +211,8 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
                 _ => r.retrieval.mode.clone(),
             },
             r.total_hits,
+            // The ranking pool's size: a count that reaches it is a lower bound.
+            if r.total_hits >= crate::engine::search::CANDIDATE_POOL { "+" } else { "" },
             r.confidence,
             r.timing_ms.total + r.retrieval.embed_ms.unwrap_or(0.0)
         ),

@@ -317,7 +317,7 @@ fn ten_thousand_results_page_and_scroll() {
     assert_eq!(h.app.search().selected(), 9_999);
     let s = h.screen(80, 24);
     assert!(shows(&s, "file_09999.rs"), "{s}");
-    assert!(shows(&s, "10,000 hits"), "{s}");
+    assert!(shows(&s, "10,000+ hits"), "a count that reaches the ranking pool is a lower bound: {s}");
 }
 
 #[test]
@@ -342,6 +342,22 @@ fn hits_of_files_the_watcher_reindexed_are_marked_changed() {
     h.engine_event(EngineEvent::Watch { repo: "/elsewhere".into(), activity: WatchActivity::Applied { paths: other } });
     h.pump();
     assert_eq!(h.screen(120, 40).lines().filter(|l| l.contains("(changed on disk)")).count(), 1);
+}
+
+#[test]
+fn a_failed_search_keeps_no_counts_of_the_last_one() {
+    let mut h = Harness::new().started();
+    h.typ("session");
+    h.wait(200);
+    let seq = searches(&h.requests()).last().expect("search").0;
+    h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Ok(tui_samples::search_response("session", 3)) });
+    assert!(shows(&h.screen(120, 40), "3 hits · confidence"));
+    h.typ("s");
+    h.wait(200);
+    let seq = searches(&h.requests()).last().expect("search").0;
+    h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Err("the index is gone".into()) });
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Results · failed") && !shows(&s, "3 hits"), "{s}");
 }
 
 // ---------------------------------------------------------------------------------------------

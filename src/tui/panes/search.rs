@@ -434,16 +434,21 @@ impl SearchPane {
         if self.indexing && self.results.is_empty() {
             return " Results · indexing ".into();
         }
-        // "1 hit", "100 of 2,048 hits": the noun agrees with the last number.
+        if self.error.is_some() {
+            return " Results · failed ".into();
+        }
+        // "1 hit", "100 of 2,048 hits": the noun agrees with the last number. The ranking pool
+        // holds 1,000 chunks, so a count that reaches it is a lower bound: "1,000+ hits".
+        let capped = self.total_hits >= crate::engine::search::CANDIDATE_POOL;
+        let total = format!("{}{}", thousands(self.total_hits as u64), if capped { "+" } else { "" });
         let hits = if self.total_hits > self.results.len() {
-            format!(
-                "{} of {}",
-                thousands(self.results.len() as u64),
-                widgets::count(self.total_hits as u64, "hit", "hits")
-            )
+            format!("{} of {total} hits", thousands(self.results.len() as u64))
+        } else if capped {
+            format!("{total} hits")
         } else {
             widgets::count(self.results.len() as u64, "hit", "hits")
         };
+        // Fixed width, so the title does not jump as timings change.
         format!(" {hits} · confidence {:.2} · {:>4.0} ms ", self.confidence, self.took_ms)
     }
 
