@@ -278,6 +278,17 @@ impl SearchPane {
     }
 
     /// Sends the query now (filters changed, repo changed, index finished).
+    /// Moves the preview's lines by `delta` (every step moves, up to the file's first and last
+    /// lines).
+    fn scroll_preview(&mut self, delta: i64) {
+        // The preview's inner height: its frame takes two rows.
+        let height = self.areas.get().preview.height.saturating_sub(2).max(1) as usize;
+        self.preview_scroll = match &self.preview {
+            Some(doc) => doc.scrolled(height, self.preview_scroll, delta),
+            None => self.preview_scroll + delta,
+        };
+    }
+
     fn search_now(&mut self, cx: &mut Cx<'_>) {
         self.due = None;
         self.cited = false;
@@ -729,8 +740,8 @@ impl Pane for SearchPane {
                 Some(path) => cx.emit(Action::OpenImpact { path }),
                 None => cx.notify(crate::tui::action::Level::Warn, "select a result first"),
             },
-            Command::PreviewDown => self.preview_scroll += (self.areas.get().preview.height / 2).max(1) as i64,
-            Command::PreviewUp => self.preview_scroll -= (self.areas.get().preview.height / 2).max(1) as i64,
+            Command::PreviewDown => self.scroll_preview((self.areas.get().preview.height / 2).max(1) as i64),
+            Command::PreviewUp => self.scroll_preview(-((self.areas.get().preview.height / 2).max(1) as i64)),
             _ => return false,
         }
         true
@@ -912,8 +923,8 @@ impl Pane for SearchPane {
                     self.select((self.offset.get() + k) as isize, cx);
                 }
             }
-            MouseEventKind::ScrollDown if widgets::contains(areas.preview, col, row) => self.preview_scroll += 3,
-            MouseEventKind::ScrollUp if widgets::contains(areas.preview, col, row) => self.preview_scroll -= 3,
+            MouseEventKind::ScrollDown if widgets::contains(areas.preview, col, row) => self.scroll_preview(3),
+            MouseEventKind::ScrollUp if widgets::contains(areas.preview, col, row) => self.scroll_preview(-3),
             MouseEventKind::ScrollDown => self.select(self.selected as isize + 1, cx),
             MouseEventKind::ScrollUp => self.select(self.selected as isize - 1, cx),
             _ => {}

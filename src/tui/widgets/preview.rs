@@ -38,6 +38,15 @@ impl PreviewDoc {
         top.max(1) as u32
     }
 
+    /// The scroll that moves the shown lines by `delta` from where `scroll` shows them (the
+    /// first and last lines stop it): near the top of a file the focus cannot sit a third of the
+    /// way down, so a plain `scroll + delta` would first use up that slack and move nothing.
+    pub fn scrolled(&self, height: usize, scroll: i64, delta: i64) -> i64 {
+        let base = self.focus_line as i64 - (height as i64 / 3);
+        let now = self.top_line(height, scroll) as i64;
+        self.top_line(height, now + delta - base) as i64 - base
+    }
+
     /// Draws the document into `area` (no frame).
     pub fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme, scroll: i64) {
         if area.height == 0 || self.lines.is_empty() {
@@ -128,6 +137,27 @@ mod tests {
         assert_eq!(d.top_line(30, -100), 1);
         assert_eq!(d.top_line(30, 100), 71);
         assert_eq!(doc(5).top_line(30, 0), 1);
+    }
+
+    #[test]
+    fn every_scroll_step_moves_the_lines_even_near_the_top_and_stops_at_the_ends() {
+        // A hit on the first lines: the focus cannot sit a third of the way down.
+        let d = PreviewDoc { focus_line: 1, hit: (1, 3), ..doc(100) };
+        let mut scroll = 0;
+        assert_eq!(d.top_line(30, scroll), 1);
+        for want in [4, 7, 10] {
+            scroll = d.scrolled(30, scroll, 3);
+            assert_eq!(d.top_line(30, scroll), want, "three lines per step from the first");
+        }
+        scroll = d.scrolled(30, scroll, -3);
+        assert_eq!(d.top_line(30, scroll), 7);
+        // The ends stop it, and a step back from an end moves at once.
+        scroll = d.scrolled(30, scroll, -100);
+        assert_eq!(d.top_line(30, scroll), 1);
+        assert_eq!(d.top_line(30, d.scrolled(30, scroll, 1)), 2);
+        scroll = d.scrolled(30, scroll, 1000);
+        assert_eq!(d.top_line(30, scroll), 71);
+        assert_eq!(d.top_line(30, d.scrolled(30, scroll, -1)), 70);
     }
 
     #[test]
