@@ -391,3 +391,17 @@ fn a_citation_jump_shows_the_cited_file_not_the_old_querys_hits() {
     assert_eq!(h.app.search().query(), "dashboard");
     assert!(h.app.search().results().iter().any(|r| r.path == "web/app.ts"));
 }
+
+#[test]
+fn a_long_message_wraps_in_the_message_box_instead_of_scrolling_sideways() {
+    let mut h = Harness::new().started();
+    h.alt('3');
+    let words: Vec<String> = (0..40).map(|i| format!("word{i:02}")).collect();
+    h.typ(&words.join(" "));
+    let s = h.screen(80, 24);
+    // The first words are still on screen while the cursor is at the end, and the box grew.
+    assert!(shows(&s, "word00 word01"), "{s}");
+    assert!(shows(&s, "word39"), "{s}");
+    let rows = s.lines().filter(|l| l.contains("word")).count();
+    assert!(rows >= 3, "the text takes several rows: {s}");
+}

@@ -611,7 +611,9 @@ impl Pane for ChatPane {
 
     fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
         let t = cx.theme;
-        let input_h = (self.input.lines().len() as u16 + 2).clamp(3, 8).min(area.height / 2);
+        // The message box grows with its wrapped text, to 8 rows (the text area scrolls past).
+        let rows = self.input.wrapped_rows(area.width.saturating_sub(2) as usize);
+        let input_h = (rows.min(6) as u16 + 2).clamp(3, 8).min(area.height / 2);
         let convo = Rect { height: area.height - input_h, ..area };
         let input_area = Rect { y: area.y + convo.height, height: input_h, ..area };
         let turns = self.cells().iter().filter(|c| c.role == Role::User).count();

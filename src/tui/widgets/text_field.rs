@@ -116,8 +116,17 @@ impl TextField {
     pub fn multi_line(placeholder: &str) -> Self {
         let mut area = TextArea::default();
         area.set_placeholder_text(placeholder);
+        // A long message wraps at words (a word wider than the box at characters) rather than
+        // scrolling sideways out of sight.
+        area.set_wrap_mode(ratatui_textarea::WrapMode::WordOrGlyph);
         area.set_cursor_line_style(Style::default());
         TextField { area, multi_line: true }
+    }
+
+    /// Rows the text takes at `columns` columns, wrapped (at least one).
+    pub fn wrapped_rows(&self, columns: usize) -> usize {
+        let w = columns.max(1);
+        self.area.lines().iter().map(|l| width(l).div_ceil(w).max(1)).sum::<usize>().max(1)
     }
 
     /// True for the multi-line kind.
