@@ -327,7 +327,11 @@ fn hits_of_files_the_watcher_reindexed_are_marked_changed() {
     h.typ("session");
     h.wait(200);
     let seq = searches(&h.requests()).last().expect("search").0;
-    h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Ok(tui_samples::search_response("session", 3)) });
+    h.engine_event(EngineEvent::SearchResults {
+        seq,
+        more: false,
+        result: Ok(tui_samples::search_response("session", 3)),
+    });
     h.pump();
     assert!(!shows(&h.screen(120, 40), "changed on disk"));
     let paths = vec!["src/api/file_00001.rs".to_string(), "src/elsewhere.rs".to_string()];
@@ -350,7 +354,11 @@ fn a_failed_search_keeps_no_counts_of_the_last_one() {
     h.typ("session");
     h.wait(200);
     let seq = searches(&h.requests()).last().expect("search").0;
-    h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Ok(tui_samples::search_response("session", 3)) });
+    h.engine_event(EngineEvent::SearchResults {
+        seq,
+        more: false,
+        result: Ok(tui_samples::search_response("session", 3)),
+    });
     assert!(shows(&h.screen(120, 40), "3 hits · confidence"));
     h.typ("s");
     h.wait(200);
@@ -358,6 +366,26 @@ fn a_failed_search_keeps_no_counts_of_the_last_one() {
     h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Err("the index is gone".into()) });
     let s = h.screen(120, 40);
     assert!(shows(&s, "Results · failed") && !shows(&s, "3 hits"), "{s}");
+}
+
+#[test]
+fn an_impact_error_wraps_so_its_advice_shows() {
+    let mut h = Harness::new().started();
+    h.search("session");
+    h.ctrl('g');
+    let seq = h
+        .requests()
+        .iter()
+        .find_map(|r| match r {
+            Request::Impact { seq, .. } => Some(*seq),
+            _ => None,
+        })
+        .expect("impact asked for");
+    let why = "pyproject.toml has no impact graph: it exists but is not a code file docdex parses, or it changed since the last `docdex index`";
+    h.engine_event(EngineEvent::Impact { seq, result: Err(why.into()) });
+    let s = h.screen(80, 24);
+    let text: String = s.lines().map(|l| l.trim_matches(['│', ' ']).to_string()).collect::<Vec<_>>().join(" ");
+    assert!(text.contains("since the last `docdex index`"), "the end of the reason shows:\n{s}");
 }
 
 // ---------------------------------------------------------------------------------------------

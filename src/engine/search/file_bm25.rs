@@ -557,7 +557,10 @@ mod tests {
         let reader = index.reader().unwrap();
         reader.reload().unwrap();
         let after = reader.searcher();
-        assert!(FileTable::decode(TableBytes::Owned(kept.clone()), &after).is_none(), "a table of the old segments must not be used");
+        assert!(
+            FileTable::decode(TableBytes::Owned(kept.clone()), &after).is_none(),
+            "a table of the old segments must not be used"
+        );
         let rebuilt = FileTable::load_or_build(&after, body, dir.path());
         assert_eq!(scores(&rebuilt, &after, body, path, "src/lexer.rs"), 0.0);
         assert!(FileTable::decode(TableBytes::Owned(std::fs::read(super::path(dir.path())).unwrap()), &after).is_some());

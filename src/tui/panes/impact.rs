@@ -11,7 +11,7 @@ use crate::tui::theme::Slot;
 use crate::tui::widgets::graph::{
     default_rules, levels_that_fit, GraphCursor, GraphFrame, GraphModel, GraphView, GraphWidget, NodeKind, MAX_DEPTH,
 };
-use crate::tui::widgets::{frame, truncate_left};
+use crate::tui::widgets::{frame, truncate_left, wrap};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::widgets::Widget;
@@ -262,7 +262,10 @@ impl Pane for ImpactPane {
                 );
             }
             (Some(_), _, Some(e)) => {
-                buf.set_stringn(inner.x + 1, inner.y, e, w.saturating_sub(1), t.style(Slot::Error));
+                // Wrapped: the reason and what to do are at its end.
+                for (row, line) in wrap(e, w.saturating_sub(1).max(1)).iter().take(inner.height as usize).enumerate() {
+                    buf.set_stringn(inner.x + 1, inner.y + row as u16, line, w.saturating_sub(1), t.style(Slot::Error));
+                }
             }
             (Some(c), None, None) => {
                 buf.set_stringn(

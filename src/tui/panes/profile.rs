@@ -313,7 +313,10 @@ impl ProfilePane {
             return;
         };
         let to = p.category.next();
-        let armed = self.move_armed.take().is_some_and(|(id, at)| id == p.id && cx.now.saturating_duration_since(at) < MOVE_CONFIRM);
+        let armed = self
+            .move_armed
+            .take()
+            .is_some_and(|(id, at)| id == p.id && cx.now.saturating_duration_since(at) < MOVE_CONFIRM);
         let rule = match (&p.rule, to) {
             (Some(rule), to) if to != Category::Constraint => {
                 if !armed {

@@ -89,7 +89,11 @@ impl ReposPane {
                 return s;
             }
         }
-        if r.watching { s } else { "—".into() }
+        if r.watching {
+            s
+        } else {
+            "—".into()
+        }
     }
 }
 
@@ -326,7 +330,8 @@ impl Pane for ReposPane {
             let (state, slot) = self.state_text(r, cx.step);
             // A repository whose index is gone shows no counts of the index it had.
             let gone = r.state == RepoState::NotIndexed;
-            let when = r.last_indexed_ms.filter(|_| !gone).map(|ms| ago(cx.epoch_ms, ms)).unwrap_or_else(|| "never".into());
+            let when =
+                r.last_indexed_ms.filter(|_| !gone).map(|ms| ago(cx.epoch_ms, ms)).unwrap_or_else(|| "never".into());
             let count = |n: u64| if gone { "—".to_string() } else { thousands(n) };
             let mut spans = vec![
                 Span::styled(if current { "▸ " } else { "  " }, t.style(Slot::Accent)),

@@ -431,7 +431,9 @@ impl SearchPane {
         if self.mode == Mode::Symbols {
             let shown = widgets::thousands(self.symbols.len() as u64);
             return match self.symbols_total {
-                n if n > self.symbols.len() => format!(" Symbols (first {shown} of {}: type more to narrow) ", widgets::thousands(n as u64)),
+                n if n > self.symbols.len() => {
+                    format!(" Symbols (first {shown} of {}: type more to narrow) ", widgets::thousands(n as u64))
+                }
                 _ => format!(" Symbols ({shown}) "),
             };
         }
