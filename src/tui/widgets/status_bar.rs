@@ -98,15 +98,22 @@ impl StatusInfo<'_> {
         let (provider, provider_slot) = provider_text(self.provider);
         // `llm ✓ phi3.5:3.8b` → `llm ✓` when the model name does not fit.
         let short_provider: String = provider.split(' ').take(2).collect::<Vec<_>>().join(" ");
-        let hints: Vec<Span<'static>> = self
-            .hints
+        let repo = format!(" {} ", truncate(self.repo, 24));
+        // The state (index and model, short forms) comes before the middle hints: those go
+        // first, from the last but one; the first (help) and the last (quit) stay.
+        let state_w = width(self.mode.tag()) + 2 + width(&repo) + 2 + width(&short_index) + 3 + width(&short_provider) + 1;
+        let hint_w = |(k, what): &(String, &str)| width(k) + width(what) + 2;
+        let mut kept: Vec<&(String, &'static str)> = self.hints.iter().collect();
+        while kept.len() > 2 && state_w + kept.iter().map(|h| hint_w(h)).sum::<usize>() + 1 > w {
+            kept.remove(kept.len() - 2);
+        }
+        let hints: Vec<Span<'static>> = kept
             .iter()
             .flat_map(|(k, what)| {
                 [Span::styled(format!(" {k}"), theme.style(Slot::StatusKey)), Span::styled(format!(" {what}"), base)]
             })
             .collect();
         let hints_w: usize = hints.iter().map(|s| width(&s.content)).sum::<usize>() + 1;
-        let repo = format!(" {} ", truncate(self.repo, 24));
         let left_w = w.saturating_sub(hints_w);
         let tag = format!(" {} ", self.mode.tag());
         let tag_slot = match self.mode {
@@ -137,7 +144,9 @@ impl StatusInfo<'_> {
             let piece = format!("{sep}{text}");
             // State parts show whole (the index part in short form if need be) or not at all;
             // the notice (last) may be cut.
-            let piece = if width(&piece) < room {
+            // The index part leaves room for the model's short form after it.
+            let reserve = if k == 0 { width(&short_provider) + 3 } else { 0 };
+            let piece = if width(&piece) + reserve < room {
                 piece
             } else if k == 0 && width(&short_index) < room {
                 short_index.clone()
