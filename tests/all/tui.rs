@@ -388,6 +388,20 @@ fn an_impact_error_wraps_so_its_advice_shows() {
     assert!(text.contains("since the last `docdex index`"), "the end of the reason shows:\n{s}");
 }
 
+#[test]
+fn a_hit_whose_snippet_starts_blank_shows_its_first_line_with_text() {
+    let mut h = Harness::new().started();
+    h.typ("session");
+    h.wait(200);
+    let seq = searches(&h.requests()).last().expect("search").0;
+    let mut resp = tui_samples::search_response("session", 1);
+    resp.results[0].snippet = "\n\nclass Text(JupyterMixin):\n    pass".into();
+    resp.results[0].highlights.clear();
+    h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Ok(resp) });
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "class Text(JupyterMixin):"), "{s}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Panes, tabs, mouse, help
 

@@ -658,8 +658,12 @@ fn hit_lines(hit: &SearchHit, w: usize, t: &crate::tui::theme::Theme) -> (Line<'
     let line_no = best_line(hit);
     let idx = line_no.saturating_sub(hit.snippet_line_start) as usize;
     let text = hit.snippet.lines().nth(idx).or_else(|| hit.snippet.lines().next()).unwrap_or("");
+    // A hit matched by its path alone starts at a line that may be blank: show the first one
+    // that says something.
+    let blank = text.trim().is_empty();
+    let text = if blank { hit.snippet.lines().find(|l| !l.trim().is_empty()).unwrap_or("") } else { text };
     let mut ranges: Vec<(usize, usize)> =
-        hit.highlights.iter().filter(|h| h.line == line_no).map(|h| (h.start, h.end)).collect();
+        hit.highlights.iter().filter(|h| h.line == line_no && !blank).map(|h| (h.start, h.end)).collect();
     ranges.sort_unstable();
     let lead = text.len() - text.trim_start().len();
     let mut spans = vec![Span::raw("   ")];
