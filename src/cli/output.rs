@@ -212,7 +212,7 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
             },
             r.total_hits,
             // The ranking pool's size: a count that reaches it is a lower bound.
-            if r.total_hits >= crate::engine::search::CANDIDATE_POOL { "+" } else { "" },
+            if r.total_hits >= crate::engine::protocol::CANDIDATE_POOL { "+" } else { "" },
             r.confidence,
             r.timing_ms.total + r.retrieval.embed_ms.unwrap_or(0.0)
         ),

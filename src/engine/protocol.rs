@@ -59,6 +59,7 @@ pub use super::repos::{discover_root, RepoRecord, RepoRef};
 pub use super::search::types::{
     BatchItem, ContextLine, Highlight, RetrievalInfo, SearchHit, SearchRequest, SearchResponse, SearchTiming,
 };
+pub use super::search::CANDIDATE_POOL;
 pub use super::testrun::types::*;
 pub use super::watch::WatchReport;
 pub use super::waterfall::types::*;

@@ -452,7 +452,7 @@ impl SearchPane {
         }
         // "1 hit", "100 of 2,048 hits": the noun agrees with the last number. The ranking pool
         // holds 1,000 chunks, so a count that reaches it is a lower bound: "1,000+ hits".
-        let capped = self.total_hits >= crate::engine::search::CANDIDATE_POOL;
+        let capped = self.total_hits >= crate::engine::protocol::CANDIDATE_POOL;
         let total = format!("{}{}", thousands(self.total_hits as u64), if capped { "+" } else { "" });
         let hits = if self.total_hits > self.results.len() {
             format!("{} of {total} hits", thousands(self.results.len() as u64))
