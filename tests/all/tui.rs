@@ -288,11 +288,11 @@ fn symbol_mode_asks_for_symbols_when_the_engine_has_them() {
     let seq = h
         .requests()
         .into_iter()
-        .filter_map(|r| match r {
+        .rev()
+        .find_map(|r| match r {
             Request::Symbols { seq, .. } => Some(seq),
             _ => None,
         })
-        .last()
         .expect("a second symbol search");
     let many = (0..500).map(|i| hit(&format!("SessionStorex{i}"), "struct", 2, "")).collect();
     h.engine_event(EngineEvent::SymbolResults { seq, result: Ok(many), total: 1_234 });

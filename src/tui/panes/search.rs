@@ -894,7 +894,7 @@ impl Pane for SearchPane {
             EngineEvent::Watch { repo, activity: WatchActivity::Applied { paths } } if repo == cx.repo => {
                 let mut selected_changed = false;
                 for (i, hit) in self.results.iter_mut().enumerate() {
-                    if !hit.stale && paths.iter().any(|p| *p == hit.path) {
+                    if !hit.stale && paths.contains(&hit.path) {
                         hit.stale = true;
                         selected_changed |= i == self.selected;
                     }
