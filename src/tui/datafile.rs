@@ -20,11 +20,30 @@ pub struct DataError {
     pub line: usize,
     /// What is wrong and, where possible, what would be right.
     pub message: String,
+    /// Further problems in the same file, (line, message): all are said at once, so one edit
+    /// fixes them all rather than one per restart.
+    pub more: Vec<(usize, String)>,
+}
+
+impl DataError {
+    /// The first of `errors` carrying the rest; `None` when there are none.
+    pub fn all(mut errors: Vec<DataError>) -> Option<DataError> {
+        if errors.is_empty() {
+            return None;
+        }
+        let mut first = errors.remove(0);
+        first.more.extend(errors.into_iter().map(|e| (e.line, e.message)));
+        Some(first)
+    }
 }
 
 impl fmt::Display for DataError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.path, self.line, self.message)
+        write!(f, "{}:{}: {}", self.path, self.line, self.message)?;
+        for (line, message) in &self.more {
+            write!(f, "; line {line}: {message}")?;
+        }
+        Ok(())
     }
 }
 
@@ -64,7 +83,7 @@ impl<'a> Source<'a> {
     }
 
     fn error_at_line(&self, line: usize, message: String) -> DataError {
-        DataError { path: self.path.clone(), line, message }
+        DataError { path: self.path.clone(), line, message, more: Vec::new() }
     }
 
     /// The sub-table under `key`, or an error saying a table was expected.

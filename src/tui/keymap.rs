@@ -436,6 +436,7 @@ impl Keymap {
                     // Blame the layer laid on top (the user's file rather than the shipped one).
                     let (src, at) = if li >= oli { (layers[*li].0, *line) } else { (layers[*oli].0, *oline) };
                     return Err(DataError {
+                        more: Vec::new(),
                         path: src.path.clone(),
                         line: at,
                         message: format!(
@@ -454,53 +455,72 @@ impl Keymap {
         Ok(km)
     }
 
-    /// Parses one keymap file into a layer.
+    /// Parses one keymap file into a layer; every problem in it is reported together.
     fn parse_layer(src: &Source<'_>) -> Result<Layer, DataError> {
         let doc = src.parse()?;
         let mut layer = Layer::new();
+        let mut errors = Vec::new();
         for (ctx_key, ctx_val) in doc.get_ref().iter() {
-            let ctx = Context::from_name(ctx_key.get_ref()).ok_or_else(|| {
+            let Some(ctx) = Context::from_name(ctx_key.get_ref()) else {
                 let known: Vec<&str> = Context::ALL.iter().map(|c| c.name()).collect();
-                src.error(
+                errors.push(src.error(
                     ctx_key.span(),
                     format!("unknown context [{}] (known: {})", ctx_key.get_ref(), known.join(", ")),
-                )
-            })?;
-            let table = src.table(ctx_key, ctx_val)?;
-            for (action, keys_val) in table.iter() {
-                let cmd = Command::lookup(ctx, action.get_ref()).ok_or_else(|| {
-                    let known: Vec<&str> =
-                        Command::ALL.iter().filter(|c| c.context() == ctx).map(|c| c.name()).collect();
-                    src.error(
-                        action.span(),
-                        format!(
-                            "unknown action `{}` in [{}] (known: {})",
-                            action.get_ref(),
-                            ctx.name(),
-                            known.join(", ")
-                        ),
-                    )
-                })?;
-                let arr = keys_val.get_ref().as_array().ok_or_else(|| {
-                    src.error(
-                        keys_val.span(),
-                        format!("`{}` must be a list of keys like [\"ctrl+c\", \"q\"]", action.get_ref()),
-                    )
-                })?;
-                let mut keys = Vec::new();
-                for k in arr.iter() {
-                    let text = k.get_ref().as_str().ok_or_else(|| {
-                        src.error(k.span(), format!("keys of `{}` must be strings", action.get_ref()))
-                    })?;
-                    let chord = KeyChord::parse(text).map_err(|e| src.error(k.span(), e))?;
-                    if !keys.contains(&chord) {
-                        keys.push(chord);
-                    }
+                ));
+                continue;
+            };
+            let table = match src.table(ctx_key, ctx_val) {
+                Ok(t) => t,
+                Err(e) => {
+                    errors.push(e);
+                    continue;
                 }
-                layer.push((cmd, keys, src.line_of(action.span().start)));
+            };
+            for (action, keys_val) in table.iter() {
+                match Self::parse_binding(src, ctx, action, keys_val) {
+                    Ok(keys) => layer.push((keys.0, keys.1, src.line_of(action.span().start))),
+                    Err(e) => errors.push(e),
+                }
             }
         }
-        Ok(layer)
+        match DataError::all(errors) {
+            Some(e) => Err(e),
+            None => Ok(layer),
+        }
+    }
+
+    /// One `action = ["key", ...]` line of context `ctx`.
+    fn parse_binding<'a>(
+        src: &Source<'a>,
+        ctx: Context,
+        action: &toml::Spanned<toml::de::DeString<'a>>,
+        keys_val: &toml::Spanned<toml::de::DeValue<'a>>,
+    ) -> Result<(Command, Vec<KeyChord>), DataError> {
+        let cmd = Command::lookup(ctx, action.get_ref()).ok_or_else(|| {
+            let known: Vec<&str> = Command::ALL.iter().filter(|c| c.context() == ctx).map(|c| c.name()).collect();
+            src.error(
+                action.span(),
+                format!("unknown action `{}` in [{}] (known: {})", action.get_ref(), ctx.name(), known.join(", ")),
+            )
+        })?;
+        let arr = keys_val.get_ref().as_array().ok_or_else(|| {
+            src.error(
+                keys_val.span(),
+                format!("`{}` must be a list of keys like [\"ctrl+c\", \"q\"]", action.get_ref()),
+            )
+        })?;
+        let mut keys = Vec::new();
+        for k in arr.iter() {
+            let text = k
+                .get_ref()
+                .as_str()
+                .ok_or_else(|| src.error(k.span(), format!("keys of `{}` must be strings", action.get_ref())))?;
+            let chord = KeyChord::parse(text).map_err(|e| src.error(k.span(), e))?;
+            if !keys.contains(&chord) {
+                keys.push(chord);
+            }
+        }
+        Ok((cmd, keys))
     }
 
     /// The shipped keymap `name` (laid over `default`), if it exists.
@@ -617,6 +637,18 @@ mod tests {
         assert_eq!(loaded.keymap.resolve(Context::Global, chord("q")), Some(Command::Quit));
         let missing = Keymap::load("emacs", dir.path());
         assert!(missing.problems[0].contains("no keymap named \"emacs\""), "{:?}", missing.problems);
+    }
+
+    #[test]
+    fn every_problem_of_a_file_is_said_at_once() {
+        let text = "[global]\nquit = [\"ctrl+q\"]\nfly = [\"f\"]\nhelp = [\"hyper+h\"]\n[nowhere]\nx = []\n";
+        let e = Keymap::from_texts("mine", &[("u.toml".into(), text)]).err().expect("refused");
+        let said = e.to_string();
+        assert!(said.starts_with("u.toml:3: unknown action `fly`"), "{said}");
+        assert!(
+            said.contains("; line 4: unknown modifier") && said.contains("; line 5: unknown context [nowhere]"),
+            "{said}"
+        );
     }
 
     #[test]
