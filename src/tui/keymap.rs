@@ -642,7 +642,7 @@ mod tests {
     #[test]
     fn every_problem_of_a_file_is_said_at_once() {
         let text = "[global]\nquit = [\"ctrl+q\"]\nfly = [\"f\"]\nhelp = [\"hyper+h\"]\n[nowhere]\nx = []\n";
-        let e = Keymap::from_texts("mine", &[("u.toml".into(), text)]).err().expect("refused");
+        let e = Keymap::from_texts("mine", &[("u.toml".into(), text)]).expect_err("refused");
         let said = e.to_string();
         assert!(said.starts_with("u.toml:3: unknown action `fly`"), "{said}");
         assert!(
