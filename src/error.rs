@@ -82,7 +82,7 @@ pub enum Error {
     BadRequest(String),
     /// A directory that must not be served as a repository (`/`, the home directory itself, a
     /// system directory).
-    #[error("refusing to serve {path} as a repository: {reason}; name the repository's own directory")]
+    #[error("refusing to index or serve {path} as a repository: {reason}; name the repository's own directory")]
     UnsafeRoot {
         /// The directory.
         path: PathBuf,

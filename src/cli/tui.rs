@@ -71,7 +71,7 @@ mod tests {
         let root = PathBuf::from("/");
         // Nothing indexed yet: refused, with what to do.
         let e = start_repo(&engine, root.clone(), false).expect_err("/ is no repository").to_string();
-        assert!(e.contains("refusing to serve /") && e.contains("inside a repository, or pass --repo"), "{e}");
+        assert!(e.contains("refusing to index or serve /") && e.contains("inside a repository, or pass --repo"), "{e}");
         // With a repository indexed, it opens that one instead and says why.
         let repo = dir.path().join("repo");
         std::fs::create_dir_all(&repo).expect("mkdir");

@@ -198,8 +198,8 @@ impl Engine {
         self.inner.registry.resolve(path)
     }
 
-    /// Refuses a repository no server should serve: `/`, the home directory itself (or a
-    /// directory above it), docdex's own home, a system directory
+    /// Refuses a repository no one should index or serve: `/`, the home directory itself (or
+    /// a directory above it), docdex's own home, a system directory
     /// ([`repos::check_servable_root`]).
     pub fn check_servable(&self, repo: &RepoRef) -> Result<()> {
         let user_home = std::env::var_os("HOME").map(PathBuf::from);
@@ -213,6 +213,10 @@ impl Engine {
 
     /// [`Self::open_index_session`], choosing whether the code pass runs.
     pub fn open_index_session_with(&self, repo: &RepoRef, rebuild: bool, code: bool) -> Result<IndexSession> {
+        // Whichever surface asks (`index`, a watcher, the workbench's add prompt, a server),
+        // `/`, the home directory, a system directory or docdex's own home is never indexed:
+        // it would read `/etc/shadow` as readily as source, and fill the disk with state.
+        self.check_servable(repo)?;
         self.inner.registry.ensure(repo)?;
         let mut session =
             IndexSession::open_with(repo, &self.inner.paths.locks(), &self.inner.config.index, rebuild, code)?;

@@ -1,6 +1,7 @@
 //! PII and secret masking: precision and recall on a labelled corpus of realistic fake secrets
 //! and code that must stay untouched (tests/fixtures/pii/corpus.tsv), and `pii_redacted` in
-//! search JSON telling the truth.
+//! search JSON telling the truth; and no surface indexing `/`, the home directory or a system
+//! directory (where `/etc/shadow` would be read like source).
 
 use crate::util::{llm_config, write, Env};
 use docdex::engine::privacy;
@@ -120,4 +121,23 @@ fn url_credentials_are_masked_in_snippets_and_before_a_remote_model() {
     let sent = server.requests().into_iter().rev().find(|(p, _)| p == "/api/chat").expect("a chat request").1;
     let sent = sent["messages"].to_string();
     assert!(sent.contains("[URL_CREDENTIALS]@rabbit.internal") && !sent.contains("Tq8vR2mK9x"), "{sent}");
+}
+
+#[test]
+fn no_surface_indexes_the_filesystem_root_the_home_or_a_system_directory() {
+    let env = crate::util::Env::new();
+    for bad in ["/", "/etc", "/usr"] {
+        let out = env.run(&["index", "--repo", bad]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{bad}: {err}");
+        assert!(err.contains(&format!("refusing to index or serve {bad} as a repository")), "{bad}: {err}");
+    }
+    // The engine refuses it whichever way it is asked (the workbench's add prompt and the
+    // watcher open the same index session), and nothing was registered or written.
+    let engine = env.engine();
+    let e = engine.index(std::path::Path::new("/etc"), &Default::default(), &crate::util::quiet()).unwrap_err();
+    assert_eq!(e.code(), "forbidden_repo");
+    assert!(engine.list_repos().expect("registry").is_empty());
+    let states = env.home().join("state").join("repos");
+    assert!(!states.exists() || std::fs::read_dir(&states).expect("read").next().is_none(), "no state was written");
 }
