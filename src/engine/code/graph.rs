@@ -538,6 +538,35 @@ pub fn find_cycles(edges: &[Edge]) -> Vec<Cycle> {
     cycles
 }
 
+/// A shortest loop through each of `files` inside `cycle` (`a -> b -> a`, starting and ending
+/// at that file), from `edges` (the same rules as [`find_cycles`]): what to show for a file
+/// on a large cycle, whose own [`Cycle::path`] may not pass through that file at all.
+pub fn loops_through(edges: &[Edge], cycle: &Cycle, files: &[&str]) -> HashMap<String, Vec<String>> {
+    let members: HashSet<&str> = cycle.files.iter().map(String::as_str).collect();
+    let mut g: DiGraph<&str, ()> = DiGraph::new();
+    let mut ids: HashMap<&str, NodeIndex> = HashMap::new();
+    let inside = |e: &&Edge| {
+        !e.external
+            && !DECLARATIONS.contains(&e.kind.as_str())
+            && members.contains(e.source.as_str())
+            && members.contains(e.target.as_str())
+    };
+    for e in edges.iter().filter(inside) {
+        let s = *ids.entry(e.source.as_str()).or_insert_with(|| g.add_node(e.source.as_str()));
+        let t = *ids.entry(e.target.as_str()).or_insert_with(|| g.add_node(e.target.as_str()));
+        g.add_edge(s, t, ());
+    }
+    let comp: Vec<NodeIndex> = g.node_indices().collect();
+    files
+        .iter()
+        .filter_map(|f| {
+            let start = *ids.get(f)?;
+            let path = loop_through(&g, start, &comp).into_iter().map(|i| g[i].to_string()).collect();
+            Some((f.to_string(), path))
+        })
+        .collect()
+}
+
 /// A shortest loop from `start` back to itself inside one component: breadth-first over the
 /// component from `start`'s successors until `start` comes round again. petgraph's walkers
 /// do not keep predecessors, and its shortest-path searches treat the start as already
@@ -710,6 +739,20 @@ mod tests {
         assert_eq!(cycles[0].path, vec!["a", "b", "c", "a"]);
         assert_eq!(cycles[1].files, vec!["d", "e"]);
         assert_eq!(cycles[1].path, vec!["d", "e", "d"]);
+    }
+
+    #[test]
+    fn each_file_of_a_cycle_gets_a_loop_through_itself() {
+        // One component: a -> b -> c -> a, and c <-> d. Its example path leaves d out.
+        let edges =
+            vec![edge("a", "b"), edge("b", "c"), edge("c", "a"), edge("c", "d"), edge("d", "c"), edge("x", "a")];
+        let cycles = find_cycles(&edges);
+        assert_eq!(cycles.len(), 1);
+        assert!(!cycles[0].path.contains(&"d".to_string()), "{:?}", cycles[0].path);
+        let loops = loops_through(&edges, &cycles[0], &["d", "b", "x"]);
+        assert_eq!(loops["d"], ["d", "c", "d"]);
+        assert_eq!(loops["b"], ["b", "c", "a", "b"]);
+        assert!(!loops.contains_key("x"), "x is not on the cycle");
     }
 
     #[test]
