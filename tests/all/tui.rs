@@ -402,6 +402,16 @@ fn a_hit_whose_snippet_starts_blank_shows_its_first_line_with_text() {
     assert!(shows(&s, "class Text(JupyterMixin):"), "{s}");
 }
 
+#[test]
+fn a_watcher_failure_reaches_the_message_log() {
+    use docdex::tui::event::WatchActivity;
+    let mut h = Harness::new().started();
+    let why = "the index was deleted while it was being watched; rebuilding it";
+    h.engine_event(EngineEvent::Watch { repo: h.repo.clone(), activity: WatchActivity::Failed(why.into()) });
+    h.pump();
+    assert!(h.app.messages().iter().any(|m| m.text.contains(why)), "{:?}", h.app.messages());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Panes, tabs, mouse, help
 

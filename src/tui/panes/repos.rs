@@ -78,14 +78,16 @@ impl ReposPane {
     }
 
     fn watch_text(r: &RepoOverview, now_ms: u64) -> String {
-        let mut s = if r.watching { "watching".to_string() } else { "off".to_string() };
+        // Without a watcher, the last change is what the last index run saw, not an event.
+        let mut s = if r.watching { "watching".to_string() } else { "no watcher; last".to_string() };
         if r.watching && r.queued > 0 {
             s.push_str(&format!(" ({} queued)", r.queued));
         }
         if let Some(e) = &r.last_event {
             if r.watching || now_ms.saturating_sub(e.at) < 3_600_000 {
                 let name = e.path.rsplit('/').next().unwrap_or(&e.path);
-                s.push_str(&format!(" · {} {} {}", e.kind, name, ago(now_ms, e.at)));
+                let sep = if r.watching { " · " } else { ": " };
+                s.push_str(&format!("{sep}{} {} {}", e.kind, name, ago(now_ms, e.at)));
                 return s;
             }
         }
@@ -227,7 +229,13 @@ impl Pane for ReposPane {
                         Level::Info,
                         format!("another process (pid {writer_pid}) keeps this index fresh; watching takes over when it stops"),
                     ),
-                    WatchActivity::Failed(e) => (Level::Error, format!("watcher: {e}")),
+                    WatchActivity::Failed(e) => {
+                        // Also in the message log: a failure (or a rebuild it starts) must not
+                        // show only in a row the user may not be looking at.
+                        let name = repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                        cx.notify(Level::Warn, format!("watcher of {name}: {e}"));
+                        (Level::Error, format!("watcher: {e}"))
+                    }
                     WatchActivity::Stopped => (Level::Info, "watcher stopped".into()),
                     WatchActivity::Running => (Level::Info, "the watcher is already running".into()),
                 };
