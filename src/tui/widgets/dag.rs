@@ -180,7 +180,9 @@ impl DagView {
             let lead = super::width(&first.content);
             let cont_w = super::width(&cont.content);
             let cont = Span::styled(format!("{}{}", cont.content, " ".repeat(lead.saturating_sub(cont_w))), cont.style);
-            let pieces = wrap_line(&Line::from(body), width.saturating_sub(lead).max(8), hang);
+            // Exactly the columns left of the guides: wrapping wider than that cut a character
+            // off every row of a deeply indented node.
+            let pieces = wrap_line(&Line::from(body), width.saturating_sub(lead).max(2), hang);
             for (k, piece) in pieces.into_iter().enumerate() {
                 let mut spans = vec![if k == 0 { first.clone() } else { cont.clone() }];
                 spans.extend(piece.spans);
@@ -317,6 +319,27 @@ mod tests {
         assert_eq!(shown, vec![("".into(), "q"), ("├─ ".into(), "s"), ("│  └─ ".into(), "a"), ("└─ ".into(), "m")]);
         assert_eq!(tree[2].also, vec!["m".to_string()]);
         assert_eq!(v.layers(), vec![vec![0], vec![1, 2], vec![3]]);
+    }
+
+    #[test]
+    fn a_deeply_indented_label_loses_no_character_in_a_narrow_column() {
+        // A chain deep enough that its guides leave fewer than 8 columns at width 20.
+        let ids = ["a", "b", "c", "d", "e", "f"];
+        let nodes: Vec<_> =
+            ids.iter().enumerate().map(|(k, id)| n(id, if k == 0 { &[] } else { &ids[k - 1..k] })).collect();
+        let mut v = DagView { nodes, ..Default::default() };
+        v.nodes[5].label = "answer: unavailable".into();
+        let rows = v.rows(false, None, 20, &Theme::plain());
+        let text: Vec<String> =
+            rows.iter().map(|(_, l)| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>()).collect();
+        assert!(text.iter().all(|l| super::super::width(l) <= 20), "{text:#?}");
+        let last: String = rows
+            .iter()
+            .zip(&text)
+            .filter(|((i, _), _)| *i == 5)
+            .map(|(_, t)| t.trim_start_matches(['│', '├', '└', '─', ' ']).to_string())
+            .collect();
+        assert_eq!(last.replace(' ', ""), "[k]answer:unavailable", "every character is drawn: {text:#?}");
     }
 
     #[test]
