@@ -1285,8 +1285,17 @@ fn dag_snapshots() {
     h.engine_event(EngineEvent::Dag(Ok(tui_samples::dag())));
     h.key(KeyCode::Down);
     h.snap_both("tui_dag_tree");
+    let picked = h.app.dag().selected_node().map(str::to_string);
     h.key(KeyCode::Char('t'));
     h.snap_both("tui_dag_layers");
+    // Switching views keeps the node selected, not the row number.
+    assert_eq!(h.app.dag().selected_node().map(str::to_string), picked);
+    for _ in 0..3 {
+        h.key(KeyCode::Down);
+    }
+    let picked = h.app.dag().selected_node().map(str::to_string);
+    h.key(KeyCode::Char('t'));
+    assert_eq!(h.app.dag().selected_node().map(str::to_string), picked);
 }
 
 #[test]

@@ -34,6 +34,13 @@ impl DagPane {
         self.view.as_ref()
     }
 
+    /// The id of the selected node, in whichever view is shown.
+    pub fn selected_node(&self) -> Option<&str> {
+        let v = self.view.as_ref()?;
+        let i = *v.order(self.layered).get(self.selected)?;
+        v.nodes.get(i).map(|n| n.id.as_str())
+    }
+
     fn node_count(&self) -> usize {
         self.view.as_ref().map_or(0, |v| v.nodes.len())
     }
@@ -62,7 +69,15 @@ impl Pane for DagPane {
     fn command(&mut self, cmd: Command, cx: &mut Cx<'_>) -> bool {
         let n = self.node_count();
         match cmd {
-            Command::ToggleLayout => self.layered = !self.layered,
+            Command::ToggleLayout => {
+                // The selected node stays selected: its position differs between the views.
+                if let Some(v) = self.view.as_ref() {
+                    let node = v.order(self.layered).get(self.selected).copied();
+                    let other = v.order(!self.layered);
+                    self.selected = node.and_then(|n| other.iter().position(|&m| m == n)).unwrap_or(0);
+                }
+                self.layered = !self.layered;
+            }
             Command::Select => {
                 // Continue the session shown in the Chat pane.
                 if let Some(id) = self.session_id() {
