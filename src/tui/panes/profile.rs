@@ -328,10 +328,12 @@ impl ProfilePane {
                     return;
                 }
                 self.set_aside.insert(p.id.clone(), rule.clone());
-                Some(String::new())
+                // No rule given: the engine drops it and says "only constraints carry rules".
+                None
             }
             (_, Category::Constraint) => p.rule.clone().or_else(|| self.set_aside.remove(&p.id)),
-            _ => Some(String::new()),
+            // Says what the new category does ("workflow: ..."), not "rule removed".
+            _ => None,
         };
         cx.notify(Level::Info, format!("moving to {to}"));
         self.request(ProfileJob::Edit(ProfileEditRequest { id: p.id, category: Some(to), rule, content: None }), cx);
