@@ -852,6 +852,22 @@ fn impact_risk_overlay_names_the_constraint_rules_broken() {
     h.key(KeyCode::Char('r'));
     let s = h.screen(120, 40);
     assert!(!shows(&s, "✖") && !shows(&s, "breaks `"), "{s}");
+    h.key(KeyCode::Char('r'));
+    // A file that breaks both kinds of rule shows both marks: one never hides the other.
+    let mut both = tui_samples::ruled_graph();
+    let forbid = both.nodes[2].rules[0].clone();
+    both.nodes[3].rules.push(forbid);
+    h.key(KeyCode::Char('+'));
+    let seq = h
+        .requests()
+        .iter()
+        .rev()
+        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
+        .expect("impact again");
+    h.engine_event(EngineEvent::Impact { seq, result: Ok(both) });
+    let s = h.screen(120, 40);
+    let store = s.lines().find(|l| l.contains("store.rs")).expect("store.rs drawn");
+    assert!(store.contains('✖') && store.contains('⊘'), "{store}");
 }
 
 #[test]

@@ -152,25 +152,42 @@ impl RiskRule for UnresolvedRule {
     }
 }
 
-/// Flags nodes that break constraint rules of profile memory ("avoid circular dependencies",
-/// "deprecate moment.js"), naming each rule broken.
+/// Flags nodes that break constraint rules of profile memory ("deprecate moment.js": a
+/// `forbid-import`), naming each rule broken, with `✖`. A file that also sits on a cycle a rule
+/// forbids gets [`ForbiddenCycleRule`]'s `⊘` beside it: one mark never hides the other.
 pub struct ConstraintRule;
 
 impl RiskRule for ConstraintRule {
     fn assess(&self, model: &GraphModel, node: usize) -> Option<RiskMark> {
-        let flags = &model.view.nodes[node].rules;
-        if flags.is_empty() {
-            return None;
-        }
-        let icon = if flags.iter().any(|f| f.danger) { RULE_DANGER_ICON } else { RULE_ICON };
-        let reason = flags.iter().map(|f| format!("breaks `{}`: {}", f.rule, f.reason)).collect::<Vec<_>>().join("; ");
-        Some(RiskMark { icon, reason })
+        rule_mark(model, node, false, RULE_ICON)
     }
+}
+
+/// Flags nodes on an import cycle a constraint rule forbids ("avoid circular dependencies":
+/// `no-import-cycles`), with `⊘` in the danger colour.
+pub struct ForbiddenCycleRule;
+
+impl RiskRule for ForbiddenCycleRule {
+    fn assess(&self, model: &GraphModel, node: usize) -> Option<RiskMark> {
+        rule_mark(model, node, true, RULE_DANGER_ICON)
+    }
+}
+
+/// The mark of `node`'s rule flags of one kind (danger or not), each rule named.
+fn rule_mark(model: &GraphModel, node: usize, danger: bool, icon: &'static str) -> Option<RiskMark> {
+    let flags: Vec<&RuleFlag> = model.view.nodes[node].rules.iter().filter(|f| f.danger == danger).collect();
+    if flags.is_empty() {
+        return None;
+    }
+    let reason = flags.iter().map(|f| format!("breaks `{}`: {}", f.rule, f.reason)).collect::<Vec<_>>().join("; ");
+    Some(RiskMark { icon, reason })
 }
 
 /// The rules the overlay applies.
 pub fn default_rules() -> Vec<Box<dyn RiskRule>> {
-    vec![Box::new(CycleRule), Box::new(UnresolvedRule), Box::new(ConstraintRule)]
+    // In this order on a node and in its details line: the short reasons first, the cycle a
+    // rule forbids (a long path) last.
+    vec![Box::new(CycleRule), Box::new(ConstraintRule), Box::new(UnresolvedRule), Box::new(ForbiddenCycleRule)]
 }
 
 /// A column entry while grouping: its members and, for a group, its key and label.
