@@ -412,6 +412,29 @@ fn a_watcher_failure_reaches_the_message_log() {
     assert!(h.app.messages().iter().any(|m| m.text.contains(why)), "{:?}", h.app.messages());
 }
 
+#[test]
+fn a_hit_opens_at_the_line_that_matches_most_not_the_context_line_above() {
+    use docdex::engine::protocol::Highlight;
+    let mut resp = tui_samples::search_response("x", 1);
+    let hit = &mut resp.results[0];
+    hit.snippet_line_start = 70_001;
+    hit.snippet = "HUGE_CONSTANT_69999 = 1\nHUGE_CONSTANT_70000 = 2\nHUGE_CONSTANT_70001 = 3".into();
+    let on = |line: u32, start: usize, end: usize| Highlight { line, start, end };
+    // The line above shares two of the three words; the match holds all three.
+    hit.highlights = vec![
+        on(70_001, 0, 4),
+        on(70_001, 5, 13),
+        on(70_002, 0, 4),
+        on(70_002, 5, 13),
+        on(70_002, 14, 19),
+        on(70_003, 0, 4),
+    ];
+    assert_eq!(docdex::tui::panes::search::best_line(hit), 70_002);
+    // Equals: the first.
+    hit.highlights = vec![on(70_001, 0, 4), on(70_002, 0, 4)];
+    assert_eq!(docdex::tui::panes::search::best_line(hit), 70_001);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Panes, tabs, mouse, help
 

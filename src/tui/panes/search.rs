@@ -153,13 +153,30 @@ impl Default for SearchPane {
     }
 }
 
-/// The line to open or preview for a hit: its first highlighted line, else the snippet's start.
+/// The line to open or preview for a hit: the highlighted line with the most distinct matched
+/// words (the first of equals), as the engine centred the snippet on; else the snippet's start.
+/// The first highlighted line may be the line of context above the match.
 pub fn best_line(hit: &SearchHit) -> u32 {
-    hit.highlights.first().map(|h| h.line).unwrap_or(if hit.snippet_line_start > 0 {
-        hit.snippet_line_start
-    } else {
-        hit.line_start
-    })
+    let fallback = if hit.snippet_line_start > 0 { hit.snippet_line_start } else { hit.line_start };
+    let lines: Vec<&str> = hit.snippet.lines().collect();
+    let distinct = |line: u32| {
+        let text = line.checked_sub(hit.snippet_line_start).and_then(|i| lines.get(i as usize)).copied().unwrap_or("");
+        let words: std::collections::HashSet<String> = hit
+            .highlights
+            .iter()
+            .filter(|h| h.line == line)
+            .filter_map(|h| text.get(h.start..h.end).map(str::to_lowercase))
+            .collect();
+        words.len()
+    };
+    let mut best: Option<(usize, u32)> = None;
+    for h in &hit.highlights {
+        let n = distinct(h.line);
+        if best.is_none_or(|(m, _)| n > m) {
+            best = Some((n, h.line));
+        }
+    }
+    best.map_or(fallback, |(_, line)| line)
 }
 
 impl SearchPane {
