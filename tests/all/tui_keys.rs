@@ -196,6 +196,12 @@ fn the_vim_keymap_leaves_editing_keys_to_the_query_box() {
     let s = h.screen(200, 60);
     assert!(shows(&s, "In INS these edit text; in NOR they are:"), "{s}");
     assert!(s.contains("ctrl+w (next_pane)") && s.contains("ctrl+u (preview_up)"), "{s}");
+    // The path filter is reachable while typing too (ctrl+o is an editing key there).
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('/'));
+    assert_eq!(h.app.mode(), Mode::Insert);
+    h.alt('p');
+    assert!(h.app.prompt_open(), "alt+p opens the path filter from the query box in the vim keymap");
 }
 
 #[test]
