@@ -386,6 +386,8 @@ fn an_impact_error_wraps_so_its_advice_shows() {
     let s = h.screen(80, 24);
     let text: String = s.lines().map(|l| l.trim_matches(['│', ' ']).to_string()).collect::<Vec<_>>().join(" ");
     assert!(text.contains("since the last `docdex index`"), "the end of the reason shows:\n{s}");
+    let status = s.lines().last().unwrap_or_default();
+    assert!(!status.contains("centre") && !status.contains("depth"), "no graph, no graph keys offered: {status}");
 }
 
 #[test]

@@ -189,8 +189,16 @@ impl Pane for ImpactPane {
             }
             Command::ImpactOpenInEditor => {
                 if let Some(n) = self.cursor.node(model) {
-                    if model.view.nodes[n].kind == NodeKind::File {
-                        cx.emit(Action::OpenEditor { path: model.view.nodes[n].id.clone(), line: 1 });
+                    let node = &model.view.nodes[n];
+                    if node.kind == NodeKind::File {
+                        cx.emit(Action::OpenEditor { path: node.id.clone(), line: 1 });
+                    } else {
+                        let what = if model.expand_key(n).is_some() {
+                            "a folder group (enter lists its files)"
+                        } else {
+                            "not a file of this repository"
+                        };
+                        cx.notify(Level::Info, format!("{} is {what}: nothing to open", node.id));
                     }
                 }
             }
@@ -227,6 +235,10 @@ impl Pane for ImpactPane {
     }
 
     fn hints(&self) -> Vec<(Command, &'static str)> {
+        // Nothing to centre or deepen while no graph is shown (an error says why).
+        if self.model.is_none() {
+            return Vec::new();
+        }
         vec![(Command::Recenter, "centre"), (Command::DepthMore, "depth"), (Command::ToggleRisk, "risk")]
     }
 

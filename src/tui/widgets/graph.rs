@@ -1382,8 +1382,8 @@ impl GraphWidget<'_> {
                 format!("{what} {}{unresolved}: {}", v.len(), names.join(" · "))
             };
             // The centre's edges are all in the view; another node's may run outside it.
-            let scope = if node == model.view.center { "" } else { " (in this view)" };
-            lines.push((format!("▶ {} ({kind}){scope}", n.id), t.style(Slot::Accent)));
+            let scope = if node == model.view.center { "" } else { ", edges in this view" };
+            lines.push((format!("▶ {} ({kind}{scope})", n.id), t.style(Slot::Accent)));
             lines.push((list("imports", &imports), t.style(Slot::Text)));
             lines.push((list("imported by", &importers), t.style(Slot::Text)));
         }
