@@ -448,6 +448,13 @@ fn every_request_logs_its_session_in_the_dag() {
     assert_eq!(second_root.parents, vec![answer.id]);
     let ids: Vec<i64> = dag.nodes.iter().map(|n| n.id).collect();
     assert!(dag.nodes.iter().all(|n| n.parents.iter().all(|p| ids.contains(p) && *p < n.id)));
+    // A long question's node label is cut and says so; its payload keeps the whole question.
+    let long = format!("how are stale sessions expired {}", "and why ".repeat(30));
+    let third = c.ask(&ChatTurnRequest { session_id: Some(first.session_id.clone()), ..q(&long) });
+    let dag = c.engine().dag_session(&c.repo, &third.session_id).unwrap();
+    let root = dag.nodes.iter().rev().find(|n| n.kind == UserRequest).unwrap();
+    assert!(root.label.ends_with('…') && root.label.chars().count() == 120, "{}", root.label);
+    assert_eq!(root.payload["query"], long.as_str());
 }
 
 #[test]

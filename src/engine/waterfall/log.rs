@@ -37,7 +37,12 @@ impl DagLog {
                 log.store = Some(store);
                 let payload = json!({"query": req.query, "agent_id": req.agent_id, "web": req.web, "diff": req.diff,
                                      "history_messages": req.history.len(), "turn": cursor.turn});
-                let label: String = req.query.chars().take(120).collect();
+                // A long question is cut, and says so (the payload keeps it whole).
+                let label = if req.query.chars().count() > 120 {
+                    format!("{}…", req.query.chars().take(119).collect::<String>())
+                } else {
+                    req.query.clone()
+                };
                 let root = log.node(NodeKind::UserRequest, &label, payload, &[cursor.last_node]);
                 (log, root)
             }
