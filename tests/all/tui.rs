@@ -918,6 +918,13 @@ fn impact_with_200_nodes() {
     let s = h.screen(120, 40);
     assert!(s.contains("▸ "), "folder groups are drawn: {s}");
     h.snap_both("tui_impact_200");
+    // Narrow columns keep each header's level and count (`◀·3 (40)`), not a cut word.
+    for w in [140, 160] {
+        let s = h.screen(w, 40);
+        let header = s.lines().find(|l| l.contains("centre")).unwrap_or_default().to_string();
+        assert!(!header.contains('…'), "{w}: {header}");
+        assert!(header.matches(" (").count() >= 4, "{w}: each side column shows its count: {header}");
+    }
 }
 
 #[test]

@@ -1235,6 +1235,13 @@ impl GraphWidget<'_> {
             markers.push_str(&format!("↓{below} "));
         }
         let mut text = format!("{markers}{name}");
+        // Narrow: the direction as an arrow, so the level and the count still show
+        // (`◀·3 (12)`, `▶·2 (5)`), then the count alone.
+        if width(&text) > w as usize && level != 0 {
+            let arrow = if level < 0 { "◀" } else { "▶" };
+            let depth = if level.abs() > 1 { format!("·{}", level.abs()) } else { String::new() };
+            text = format!("{markers}{arrow}{depth} ({files})");
+        }
         if width(&text) > w as usize && !markers.is_empty() {
             text = format!("{markers}({files})");
         }
