@@ -1151,8 +1151,9 @@ fn chat_streams_markdown_line_by_line_and_jumps_to_citations() {
     assert!(shows(&s, "src/auth/session.rs:4"), "{s}");
 }
 
-#[test]
-fn chat_sessions_of_this_run_can_be_revisited() {
+/// The Chat pane after one question ("first question"), answered ("first answer") in session
+/// "first"; with the turn's number.
+fn first_turn_answered() -> (Harness, u64) {
     let mut h = Harness::new().started();
     h.alt('3');
     h.pump();
@@ -1170,6 +1171,12 @@ fn chat_sessions_of_this_run_can_be_revisited() {
         stopped: false,
         unavailable: None,
     }));
+    (h, turn)
+}
+
+#[test]
+fn chat_sessions_of_this_run_can_be_revisited() {
+    let (mut h, turn) = first_turn_answered();
     // In the message box ctrl+e is end of line (readline); alt+n starts a new conversation.
     h.alt('n');
     assert_eq!(h.app.chat().session(), (1, 2));
@@ -1282,23 +1289,7 @@ fn the_trace_scrolls_no_further_than_its_last_line_and_bottom_is_a_key() {
 
 #[test]
 fn a_new_conversation_shows_no_trace_of_the_last_one() {
-    let mut h = Harness::new().started();
-    h.alt('3');
-    h.pump();
-    h.typ("first question");
-    h.key(KeyCode::Enter);
-    let turn = match h.requests().as_slice() {
-        [Request::Chat { turn, .. }] => *turn,
-        other => panic!("{other:?}"),
-    };
-    h.engine_event(EngineEvent::Chat(ChatUpdate::Token { turn, text: "first answer\n".into() }));
-    h.engine_event(EngineEvent::Chat(ChatUpdate::Done {
-        turn,
-        session_id: Some("first".into()),
-        citations: vec![],
-        stopped: false,
-        unavailable: None,
-    }));
+    let (mut h, turn) = first_turn_answered();
     let mut trace = tui_samples::trace();
     trace.turn = turn;
     h.engine_event(EngineEvent::Trace(trace));
