@@ -241,21 +241,35 @@ fn strip_color(style: Style) -> Style {
     }
 }
 
+/// Lays one theme file over `palette` and `specs`; every problem in it is reported together.
 fn apply_file(
     src: &Source<'_>,
     palette: &mut HashMap<String, Color>,
     specs: &mut HashMap<Slot, RawStyle>,
 ) -> Result<(), DataError> {
     let doc = src.parse()?;
+    let mut errors = Vec::new();
     // The palette first, wherever it appears in the file.
     if let Some((key, value)) = doc.get_ref().iter().find(|(k, _)| k.get_ref() == "palette") {
-        for (name, v) in src.table(key, value)?.iter() {
-            let text = v
-                .get_ref()
-                .as_str()
-                .ok_or_else(|| src.error(v.span(), format!("palette colour `{}` must be a string", name.get_ref())))?;
-            let color = parse_color(text, palette).map_err(|e| src.error(v.span(), e))?;
-            palette.insert(name.get_ref().to_string(), color);
+        match src.table(key, value) {
+            Ok(table) => {
+                for (name, v) in table.iter() {
+                    let color = v
+                        .get_ref()
+                        .as_str()
+                        .ok_or_else(|| {
+                            src.error(v.span(), format!("palette colour `{}` must be a string", name.get_ref()))
+                        })
+                        .and_then(|text| parse_color(text, palette).map_err(|e| src.error(v.span(), e)));
+                    match color {
+                        Ok(c) => {
+                            palette.insert(name.get_ref().to_string(), c);
+                        }
+                        Err(e) => errors.push(e),
+                    }
+                }
+            }
+            Err(e) => errors.push(e),
         }
     }
     for (section, value) in doc.get_ref().iter() {
@@ -265,12 +279,20 @@ fn apply_file(
         if !Slot::ALL.iter().any(|s| s.key().0 == section.get_ref()) {
             let mut known: Vec<&str> = Slot::ALL.iter().map(|s| s.key().0).collect();
             known.dedup();
-            return Err(src.error(
+            errors.push(src.error(
                 section.span(),
                 format!("unknown section [{}] (known: palette, {})", section.get_ref(), known.join(", ")),
             ));
+            continue;
         }
-        for (key, spec) in src.table(section, value)?.iter() {
+        let table = match src.table(section, value) {
+            Ok(t) => t,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        for (key, spec) in table.iter() {
             let slot =
                 Slot::ALL.iter().copied().find(|s| s.key() == (section.get_ref(), key.get_ref())).ok_or_else(|| {
                     let known: Vec<&str> =
@@ -284,12 +306,19 @@ fn apply_file(
                             known.join(", ")
                         ),
                     )
-                })?;
-            let style = parse_style(src, spec, palette)?;
-            specs.insert(slot, style);
+                });
+            match slot.and_then(|slot| parse_style(src, spec, palette).map(|style| (slot, style))) {
+                Ok((slot, style)) => {
+                    specs.insert(slot, style);
+                }
+                Err(e) => errors.push(e),
+            }
         }
     }
-    Ok(())
+    match DataError::all(errors) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// A colour reference: a palette alias known so far, or a fixed colour.
@@ -464,6 +493,15 @@ mod tests {
             assert_eq!((err.path.as_str(), err.line), ("t.toml", line), "{err}");
             assert!(err.message.contains(cause), "{err}");
         }
+        // All of a file's mistakes at once, each with its line.
+        let text = "[ui]\nborder = { fg = \"purpleish\" }\nbordr = \"red\"\n[widgets]\nx = 1\n";
+        let err = Theme::from_texts("x", &[("t.toml".into(), text)], false).err().unwrap_or_else(|| panic!("{text}"));
+        let said = err.to_string();
+        assert!(said.starts_with("t.toml:2: unknown colour"), "{said}");
+        assert!(
+            said.contains("; line 3: unknown slot `bordr`") && said.contains("; line 4: unknown section [widgets]"),
+            "{said}"
+        );
     }
 
     #[test]
