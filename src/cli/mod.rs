@@ -560,6 +560,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match command {
         Command::Index { repo, rebuild, repair, reembed, json, quiet } => {
             let path = repo.resolve()?;
+            // A root no one should index is refused before "indexing ..." is said.
+            engine.check_servable(&engine.resolve_repo(&path)?)?;
             if !json {
                 out.note(&format!("indexing {}", display_repo(&path)));
             }
