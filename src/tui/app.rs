@@ -936,9 +936,11 @@ impl App {
                 }
             }
             EngineEvent::RepoRemoved { repo, result: Ok(()) } => {
+                // The current repository stays listed (the workbench still works on it).
+                let still = if *repo == self.repo { "; it stays listed as the current repository" } else { "" };
                 self.set_notice(
                     Level::Info,
-                    format!("removed {} from the registry (its index is kept)", repo.display()),
+                    format!("removed {} from the registry (its index is kept){still}", repo.display()),
                 );
             }
             EngineEvent::Provider(p) => self.provider = p.clone(),

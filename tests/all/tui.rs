@@ -651,6 +651,15 @@ fn repos_snapshots() {
     h.key(KeyCode::Char('n'));
     assert!(!h.app.prompt_open());
     assert!(!h.requests().iter().any(|r| matches!(r, Request::RemoveRepo { .. })), "n keeps it");
+    // The current repository, removed from the registry with its index kept, stays listed
+    // and says why.
+    let mut rows = tui_samples::overviews(NOW_MS);
+    let shop = rows.iter_mut().find(|r| r.path.ends_with("shop")).expect("shop");
+    shop.registered = false;
+    h.engine_event(EngineEvent::Repos(Ok(rows)));
+    let s = h.screen(120, 40);
+    let line = s.lines().find(|l| l.contains("/work/code/shop")).expect("listed");
+    assert!(line.contains("unregistered"), "{line}");
 }
 
 #[test]

@@ -69,6 +69,11 @@ impl ReposPane {
         if !r.exists {
             return ("missing".into(), Slot::Error);
         }
+        // Listed only because it is the current repository: removed from the registry, its index
+        // kept (a repository not indexed yet is registered by its first run).
+        if !r.registered && r.state != RepoState::NotIndexed {
+            return ("unregistered".into(), Slot::Muted);
+        }
         match r.state {
             RepoState::NotIndexed => ("not indexed".into(), Slot::Warning),
             RepoState::Ready => ("ready".into(), Slot::Ok),
