@@ -353,3 +353,12 @@ fn ctrl_c_quits_from_every_pop_up() {
         assert!(h.app.should_quit(), "ctrl+c quits from {what}");
     }
 }
+
+#[test]
+fn at_40_columns_the_status_bar_keeps_the_state_and_the_help_key() {
+    let mut h = Harness::new().started();
+    h.wait(7_000);
+    h.key(KeyCode::Esc);
+    let bar = status(&h, 40, 12);
+    assert!(bar.contains("●") && bar.contains("f1 help"), "{bar}");
+}

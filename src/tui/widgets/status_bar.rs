@@ -100,13 +100,17 @@ impl StatusInfo<'_> {
         let short_provider: String = provider.split(' ').take(2).collect::<Vec<_>>().join(" ");
         let repo = format!(" {} ", truncate(self.repo, 24));
         // The state (index and model, short forms) comes before the middle hints: those go
-        // first, from the last but one; the first (help) and the last (quit) stay.
+        // first, from the last but one; the first (help) and the last (quit) stay while they fit.
         let state_w =
             width(self.mode.tag()) + 2 + width(&repo) + 2 + width(&short_index) + 3 + width(&short_provider) + 1;
         let hint_w = |(k, what): &(String, &str)| width(k) + width(what) + 2;
         let mut kept: Vec<&(String, &'static str)> = self.hints.iter().collect();
         while kept.len() > 2 && state_w + kept.iter().map(|h| hint_w(h)).sum::<usize>() + 1 > w {
             kept.remove(kept.len() - 2);
+        }
+        // Very narrow (40 columns): help alone, which lists every key, quit included.
+        if kept.len() == 2 && state_w + kept.iter().map(|h| hint_w(h)).sum::<usize>() + 1 > w {
+            kept.truncate(1);
         }
         let hints: Vec<Span<'static>> = kept
             .iter()
