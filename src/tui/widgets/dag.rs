@@ -209,7 +209,14 @@ impl DagView {
             for row in self.tree() {
                 let mut body = label(row.node);
                 if !row.also.is_empty() {
-                    body.push(Span::styled(format!(" ↖ also after {}", row.also.join(", ")), t.style(Slot::Muted)));
+                    // Ids alone name nodes only the details line shows: say what each one is.
+                    let kind = |id: &str| self.nodes.iter().find(|n| n.id == id).map(|n| one_line(&n.kind));
+                    let also: Vec<String> = row
+                        .also
+                        .iter()
+                        .map(|id| kind(id).map_or_else(|| id.clone(), |k| format!("{id} [{k}]")))
+                        .collect();
+                    body.push(Span::styled(format!(" ↖ also after {}", also.join(", ")), t.style(Slot::Muted)));
                 }
                 let hang = super::width(&self.nodes[row.node].kind) + 3;
                 // Under a node, the guides of the levels above go on (`│`), its own branch does not.
