@@ -218,10 +218,7 @@ fn no_results_and_engine_errors_show_in_the_pane() {
     }
     h.search("zzzqqqxxyy");
     assert!(shows(&h.screen(80, 24), "No results for \"zzzqqqxxyy\""), "{}", h.screen(80, 24));
-    h.typ("w");
-    h.wait(200);
-    let seq = searches(&h.requests()).last().expect("search").0;
-    h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Err("index error in /x: boom".into()) });
+    answer_search(&mut h, "w", Err("index error in /x: boom".into()));
     let s = h.screen(80, 24);
     assert!(shows(&s, "index error in /x: boom"), "{s}");
     // The app goes on: switching panes and searching again works.
@@ -301,17 +298,18 @@ fn symbol_mode_asks_for_symbols_when_the_engine_has_them() {
     assert!(shows(&s, "Symbols (first 500 of 1,234: type more to narrow)"), "{s}");
 }
 
+/// Types `query` into the query box and answers the search it starts with `result`.
+fn answer_search(h: &mut Harness, query: &str, result: Result<docdex::engine::protocol::SearchResponse, String>) {
+    h.typ(query);
+    h.wait(200);
+    let seq = searches(&h.requests()).last().expect("search").0;
+    h.engine_event(EngineEvent::SearchResults { seq, more: false, result });
+}
+
 #[test]
 fn ten_thousand_results_page_and_scroll() {
     let mut h = Harness::new().started();
-    h.typ("session");
-    h.wait(200);
-    let seq = searches(&h.requests()).last().expect("search").0;
-    h.engine_event(EngineEvent::SearchResults {
-        seq,
-        more: false,
-        result: Ok(tui_samples::search_response("session", 10_000)),
-    });
+    answer_search(&mut h, "session", Ok(tui_samples::search_response("session", 10_000)));
     h.key(KeyCode::Esc);
     h.key(KeyCode::End);
     assert_eq!(h.app.search().selected(), 9_999);
@@ -324,14 +322,7 @@ fn ten_thousand_results_page_and_scroll() {
 fn hits_of_files_the_watcher_reindexed_are_marked_changed() {
     use docdex::tui::event::WatchActivity;
     let mut h = Harness::new().started();
-    h.typ("session");
-    h.wait(200);
-    let seq = searches(&h.requests()).last().expect("search").0;
-    h.engine_event(EngineEvent::SearchResults {
-        seq,
-        more: false,
-        result: Ok(tui_samples::search_response("session", 3)),
-    });
+    answer_search(&mut h, "session", Ok(tui_samples::search_response("session", 3)));
     h.pump();
     assert!(!shows(&h.screen(120, 40), "changed on disk"));
     let paths = vec!["src/api/file_00001.rs".to_string(), "src/elsewhere.rs".to_string()];
@@ -351,19 +342,9 @@ fn hits_of_files_the_watcher_reindexed_are_marked_changed() {
 #[test]
 fn a_failed_search_keeps_no_counts_of_the_last_one() {
     let mut h = Harness::new().started();
-    h.typ("session");
-    h.wait(200);
-    let seq = searches(&h.requests()).last().expect("search").0;
-    h.engine_event(EngineEvent::SearchResults {
-        seq,
-        more: false,
-        result: Ok(tui_samples::search_response("session", 3)),
-    });
+    answer_search(&mut h, "session", Ok(tui_samples::search_response("session", 3)));
     assert!(shows(&h.screen(120, 40), "3 hits · confidence"));
-    h.typ("s");
-    h.wait(200);
-    let seq = searches(&h.requests()).last().expect("search").0;
-    h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Err("the index is gone".into()) });
+    answer_search(&mut h, "s", Err("the index is gone".into()));
     let s = h.screen(120, 40);
     assert!(shows(&s, "Results · failed") && !shows(&s, "3 hits"), "{s}");
 }
@@ -393,13 +374,10 @@ fn an_impact_error_wraps_so_its_advice_shows() {
 #[test]
 fn a_hit_whose_snippet_starts_blank_shows_its_first_line_with_text() {
     let mut h = Harness::new().started();
-    h.typ("session");
-    h.wait(200);
-    let seq = searches(&h.requests()).last().expect("search").0;
     let mut resp = tui_samples::search_response("session", 1);
     resp.results[0].snippet = "\n\nclass Text(JupyterMixin):\n    pass".into();
     resp.results[0].highlights.clear();
-    h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Ok(resp) });
+    answer_search(&mut h, "session", Ok(resp));
     let s = h.screen(120, 40);
     assert!(shows(&s, "class Text(JupyterMixin):"), "{s}");
 }
