@@ -28,7 +28,7 @@
 use super::file_rank::FIRST_FILES;
 use super::query::QueryPlan;
 use super::symbol_rank::{DefinitionBoosts, RankingFlags};
-use super::types::{RetrievalInfo, SearchRequest, SearchResponse, BM25, VECTOR};
+use super::types::{RetrievalInfo, SearchHit, SearchRequest, SearchResponse, BM25, VECTOR};
 use super::{encode_cursor, ms, PageWindow};
 use super::{normalize_prefix, with_priors, Priors, RepoSearcher, Stored, CANDIDATE_POOL};
 use crate::config::{Fusion, SearchConfig};
@@ -135,53 +135,15 @@ impl RepoSearcher {
         let terms = plan.term_list();
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
 
-        // Keyword candidates: the BM25 ranking as plain search has it, top of the pool.
-        let mut keyword: Vec<(f32, Stored, u64)> = Vec::new();
-        let mut bm25_total = 0;
         let boosts = if flags.symbols && !terms.is_empty() {
             self.definition_boosts(&searcher, repo, generation, &req.query)
         } else {
             DefinitionBoosts::default()
         };
-        if !terms.is_empty() {
-            let (pool, total) = self.loading_tables(&searcher, &repo.state_dir, || {
-                self.bm25_pool(&searcher, &plan, req, flags, &priors, &boosts)
-            })?;
-            bm25_total = total;
-            let ranked = self.rank_files(&searcher, &plan, pool, cfg, repo, &priors);
-            for c in ranked.into_iter().take(FUSION_POOL) {
-                if let Ok(d) = searcher.doc::<TantivyDocument>(c.addr) {
-                    keyword.push((c.score, Stored::from_doc(&d, &self.fields), c.file));
-                }
-            }
-        }
-
+        let (keyword, bm25_total) =
+            self.keyword_candidates(&searcher, repo, req, cfg, flags, (&plan, &priors, &boosts))?;
         let t_keyword = t0.elapsed();
-        // Vector candidates: nearest chunks, filtered like the BM25 query, priors applied.
-        let filtered = req.lang.as_deref().is_some_and(|l| !l.is_empty())
-            || req.path_prefix.as_deref().is_some_and(|p| !p.trim().is_empty());
-        let k = match cfg.fusion {
-            Fusion::Boost => VECTOR_SCAN,
-            _ if filtered => (FUSION_POOL * 5).min(CANDIDATE_POOL),
-            _ => FUSION_POOL,
-        };
-        let mut classes: HashMap<String, files::FileClass> = HashMap::new();
-        // Vectors get the class priors without the query's lifts: a query that mentions tests
-        // or docs lifts them for BM25 on the strength of that word, but every test and guide is
-        // close in meaning to a task description (measured: docs/SEARCH.md).
-        let vector_priors = Priors::for_query("", cfg.demote_noise_files);
-        let mut vector: Vec<(f32, VectorHit)> = nearest(k)?
-            .into_iter()
-            .filter(|h| passes_filters(h, req))
-            .map(|h| {
-                let class =
-                    *classes.entry(h.path.clone()).or_insert_with(|| self.indexed_class(&searcher, &h.path, &h.lang));
-                (h.similarity * vector_priors.factor(class), h)
-            })
-            .collect();
-        vector.sort_by(|a, b| {
-            b.0.total_cmp(&a.0).then(a.1.path.cmp(&b.1.path)).then(a.1.line_start.cmp(&b.1.line_start))
-        });
+        let mut vector = self.vector_candidates(&searcher, req, cfg, nearest)?;
         let closeness = closeness_by_file(&vector);
         vector.truncate(FUSION_POOL);
         let vector_total = vector.len();
@@ -217,22 +179,7 @@ impl RepoSearcher {
             })
             .collect();
         let (mut hits, matched) = self.hits(repo, generation, &terms, &rows);
-        let mut contributed: Vec<String> = Vec::new();
-        for (hit, f) in hits.iter_mut().zip(&page) {
-            hit.retrievers.clear();
-            if f.keyword {
-                hit.retrievers.push(BM25.into());
-            }
-            if f.vector.is_some() {
-                hit.retrievers.push(VECTOR.into());
-            }
-            for r in &hit.retrievers {
-                if !contributed.contains(r) {
-                    contributed.push(r.clone());
-                }
-            }
-        }
-        contributed.sort();
+        let contributed = mark_retrievers(&mut hits, &page);
         let lexical =
             if terms.is_empty() { 0.0 } else { super::confidence(&searcher, self.fields.body, &terms, &matched) };
         let best_sim = page.iter().filter_map(|f| f.vector).fold(f32::MIN, f32::max);
@@ -258,6 +205,70 @@ impl RepoSearcher {
         }
         resp.timing_ms = super::phase_timing(t_vector, t_fuse, t0.elapsed());
         Ok(resp)
+    }
+
+    /// Keyword candidates: the BM25 ranking as plain search has it, the top [`FUSION_POOL`]
+    /// hits, with how many chunks BM25 matched.
+    fn keyword_candidates(
+        &self,
+        searcher: &tantivy::Searcher,
+        repo: &RepoRef,
+        req: &SearchRequest,
+        cfg: &SearchConfig,
+        flags: RankingFlags,
+        (plan, priors, boosts): (&QueryPlan, &Priors, &DefinitionBoosts),
+    ) -> Result<(Vec<(f32, Stored, u64)>, usize)> {
+        if plan.term_list().is_empty() {
+            return Ok((Vec::new(), 0));
+        }
+        let (pool, total) = self
+            .loading_tables(searcher, &repo.state_dir, || self.bm25_pool(searcher, plan, req, flags, priors, boosts))?;
+        let ranked = self.rank_files(searcher, plan, pool, cfg, repo, priors);
+        let keyword = ranked
+            .into_iter()
+            .take(FUSION_POOL)
+            .filter_map(|c| {
+                let d = searcher.doc::<TantivyDocument>(c.addr).ok()?;
+                Some((c.score, Stored::from_doc(&d, &self.fields), c.file))
+            })
+            .collect();
+        Ok((keyword, total))
+    }
+
+    /// Vector candidates: the nearest chunks, filtered like the BM25 query, each times its
+    /// file's class prior, best first.
+    fn vector_candidates(
+        &self,
+        searcher: &tantivy::Searcher,
+        req: &SearchRequest,
+        cfg: &SearchConfig,
+        nearest: &dyn Fn(usize) -> Result<Vec<VectorHit>>,
+    ) -> Result<Vec<(f32, VectorHit)>> {
+        let filtered = req.lang.as_deref().is_some_and(|l| !l.is_empty())
+            || req.path_prefix.as_deref().is_some_and(|p| !p.trim().is_empty());
+        let k = match cfg.fusion {
+            Fusion::Boost => VECTOR_SCAN,
+            _ if filtered => (FUSION_POOL * 5).min(CANDIDATE_POOL),
+            _ => FUSION_POOL,
+        };
+        let mut classes: HashMap<String, files::FileClass> = HashMap::new();
+        // Vectors get the class priors without the query's lifts: a query that mentions tests
+        // or docs lifts them for BM25 on the strength of that word, but every test and guide is
+        // close in meaning to a task description (measured: docs/SEARCH.md).
+        let vector_priors = Priors::for_query("", cfg.demote_noise_files);
+        let mut vector: Vec<(f32, VectorHit)> = nearest(k)?
+            .into_iter()
+            .filter(|h| passes_filters(h, req))
+            .map(|h| {
+                let class =
+                    *classes.entry(h.path.clone()).or_insert_with(|| self.indexed_class(searcher, &h.path, &h.lang));
+                (h.similarity * vector_priors.factor(class), h)
+            })
+            .collect();
+        vector.sort_by(|a, b| {
+            b.0.total_cmp(&a.0).then(a.1.path.cmp(&b.1.path)).then(a.1.line_start.cmp(&b.1.line_start))
+        });
+        Ok(vector)
     }
 
     /// The stored fields of the indexed chunk at `s.path`, lines `s.line_start..=s.line_end`.
@@ -579,6 +590,28 @@ fn combined_confidence(lexical: f64, best_sim: f32, cfg: &SearchConfig) -> f64 {
     let total = (cfg.keyword_weight + cfg.semantic_weight).max(1e-9);
     let blend = (cfg.keyword_weight * lexical + cfg.semantic_weight * semantic) / total;
     (lexical.max(blend) * 1000.0).round() / 1000.0
+}
+
+/// Names on each hit the retrievers that found it, and returns every retriever that
+/// contributed to the page, sorted.
+fn mark_retrievers(hits: &mut [SearchHit], page: &[&Fused]) -> Vec<String> {
+    let mut contributed: Vec<String> = Vec::new();
+    for (hit, f) in hits.iter_mut().zip(page) {
+        hit.retrievers.clear();
+        if f.keyword {
+            hit.retrievers.push(BM25.into());
+        }
+        if f.vector.is_some() {
+            hit.retrievers.push(VECTOR.into());
+        }
+        for r in &hit.retrievers {
+            if !contributed.contains(r) {
+                contributed.push(r.clone());
+            }
+        }
+    }
+    contributed.sort();
+    contributed
 }
 
 #[cfg(test)]
