@@ -45,6 +45,9 @@ use std::time::Instant;
 use tantivy::collector::TopDocs;
 use tantivy::{TantivyDocument, Term};
 
+/// A BM25 candidate: its file-ranked score, stored fields and file id.
+type KeywordHit = (f32, Stored, u64);
+
 /// Candidates each retriever brings to the fusion.
 pub const FUSION_POOL: usize = 200;
 /// Nearest chunks read for the boost fusion's closeness of each file (a brute-force scan
@@ -217,7 +220,7 @@ impl RepoSearcher {
         cfg: &SearchConfig,
         flags: RankingFlags,
         (plan, priors, boosts): (&QueryPlan, &Priors, &DefinitionBoosts),
-    ) -> Result<(Vec<(f32, Stored, u64)>, usize)> {
+    ) -> Result<(Vec<KeywordHit>, usize)> {
         if plan.term_list().is_empty() {
             return Ok((Vec::new(), 0));
         }
@@ -399,7 +402,7 @@ fn passes_filters(h: &VectorHit, req: &SearchRequest) -> bool {
 /// per-file diversity of BM25 search); ties break by path and line for a stable order. Chunks
 /// `pinned` says hold a definition the whole query names come first.
 fn fuse(
-    keyword: Vec<(f32, Stored, u64)>,
+    keyword: Vec<KeywordHit>,
     vector: Vec<(f32, VectorHit)>,
     closeness: &HashMap<u64, f32>,
     cfg: &SearchConfig,
@@ -635,7 +638,7 @@ mod tests {
     }
 
     /// Fusion without the boost's closeness table (rank fusion and the weighted merge).
-    fn fuse_lists(keyword: Vec<(f32, Stored, u64)>, vector: Vec<(f32, VectorHit)>, cfg: &SearchConfig) -> Vec<Fused> {
+    fn fuse_lists(keyword: Vec<KeywordHit>, vector: Vec<(f32, VectorHit)>, cfg: &SearchConfig) -> Vec<Fused> {
         let closeness = closeness_by_file(&vector);
         fuse(keyword, vector, &closeness, cfg, &|_, _, _| false)
     }
