@@ -42,21 +42,36 @@ fn cargo_projects_run_with_counts_and_panic_locations() {
         "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(1, 2), 3);\n    }\n\n    #[test]\n    fn breaks() {\n        assert_eq!(super::add(1, 1), 3, \"one and one\");\n    }\n\n    #[test]\n    #[ignore]\n    fn later() {}\n}\n",
     );
     write(&repo, "tests/api.rs", "#[test]\nfn public_add() {\n    assert_eq!(fixture::add(2, 2), 4);\n}\n");
+    // Two more test binaries after the failing unit tests, one failing: cargo's fail-fast
+    // would stop at the first failure and never run the rest.
+    write(
+        &repo,
+        "tests/math_it.rs",
+        "#[test]\nfn wrong_sum() {\n    assert_eq!(fixture::add(2, 2), 5, \"math\");\n}\n",
+    );
+    write(&repo, "tests/text_it.rs", "#[test]\nfn text_one() {}\n\n#[test]\nfn text_two() {}\n");
     let target = env.dir.path().join("cargo-target");
     let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap())];
     let (code, v) = run_tests(&env, &repo, &[], &vars);
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["runner"], "cargo");
     assert_eq!(v["status"], "failed");
-    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64(), v["skipped"].as_u64()), (Some(1), Some(1), Some(1)), "{v}");
-    assert_eq!(failures(&v), [("tests::breaks".to_string(), Some("src/lib.rs".to_string()), Some(14))]);
+    // adds, public_add, text_one, text_two pass; breaks and wrong_sum fail; later is ignored.
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64(), v["skipped"].as_u64()), (Some(4), Some(2), Some(1)), "{v}");
+    assert_eq!(
+        failures(&v),
+        [
+            ("tests::breaks".to_string(), Some("src/lib.rs".to_string()), Some(14)),
+            ("wrong_sum".to_string(), Some("tests/math_it.rs".to_string()), Some(3))
+        ]
+    );
     assert!(v["failures"][0]["message"].as_str().unwrap().contains("one and one"), "{v}");
     assert!(v["output_tail"].as_str().unwrap().contains("test result: FAILED"));
 
     // A target narrows the run: the integration test file alone passes.
     let (code, v) = run_tests(&env, &repo, &["--target", "tests/api.rs"], &vars);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["command"], serde_json::json!(["cargo", "test", "--test", "api"]));
+    assert_eq!(v["command"], serde_json::json!(["cargo", "test", "--no-fail-fast", "--test", "api"]));
     assert_eq!((v["status"].as_str(), v["passed"].as_u64(), v["failed"].as_u64()), (Some("passed"), Some(1), Some(0)));
 }
 

@@ -3,9 +3,9 @@
 //! with a timeout, and reads its output into a structured result (`parse`).
 //!
 //! Runner detection, first match wins: `[tests] command` in the config; `Cargo.toml` (cargo
-//! test); `go.mod` (go test); `package.json` (its `test` script names vitest or jest: those,
-//! with the files; `node --test`: node's runner with the TAP reporter; any other script: npm
-//! test; no script: node's runner); Python markers (`pyproject.toml`, `setup.py`, `setup.cfg`,
+//! test, every test binary even after one fails); `go.mod` (go test); `package.json` (its
+//! `test` script names vitest or jest: those, with the files; `node --test`: node's runner
+//! with the TAP reporter; any other script: npm test; no script: node's runner); Python markers (`pyproject.toml`, `setup.py`, `setup.cfg`,
 //! `pytest.ini`, `tox.ini`, `conftest.py`, `requirements.txt`) or a `tests` directory (pytest,
 //! run by the repository's `.venv` or `venv` Python, else `$VIRTUAL_ENV`'s, else `python3`).
 
@@ -176,7 +176,9 @@ fn command(root: &Path, runner: Runner, configured: &str, targets: &[String], no
             cmd
         }
         Runner::Cargo => {
-            let mut cmd = vec![s("cargo"), s("test")];
+            // cargo stops at the first failing test binary by default, and the counts would
+            // then read as if the rest had run; the other runners already run everything.
+            let mut cmd = vec![s("cargo"), s("test"), s("--no-fail-fast")];
             let mut lib = false;
             let mut filter: Option<String> = None;
             for t in targets {
