@@ -41,7 +41,14 @@ fn describe(item: &BatchItem) -> String {
     match (&item.response, &item.error) {
         (Some(r), _) => {
             let top = r.results.first().map(|h| format!("{}:{}-{}", h.path, h.line_start, h.line_end));
-            format!("{:>4}  {}  → {} hits; top {}", item.index, item.query, r.total_hits, top.unwrap_or("-".into()))
+            let note = r.note.as_ref().map(|n| format!(" (note: {n})")).unwrap_or_default();
+            format!(
+                "{:>4}  {}  → {} hits; top {}{note}",
+                item.index,
+                item.query,
+                r.total_hits,
+                top.unwrap_or("-".into())
+            )
         }
         (None, Some(e)) => format!("{:>4}  {}  → error: {e}", item.index, item.query),
         (None, None) => format!("{:>4}  {}", item.index, item.query),

@@ -219,9 +219,6 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
     ));
     if r.results.is_empty() {
         line("no results");
-        if let Some(n) = &r.note {
-            line(&format!("note: {n}"));
-        }
     }
     let hybrid = r.retrieval.mode == "hybrid";
     for h in &r.results {
@@ -266,6 +263,14 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
             text.push_str(&text_line[pos.min(text_line.len())..]);
             line(&format!("{} {}", out.paint("32", &format!("{n:>5}:")), text));
         }
+    }
+    // After the hits, whatever they are: a query with no searchable word, and a limit taken
+    // as another (`--limit 0`, `--limit 500`), both say so here.
+    if let Some(n) = &r.note {
+        if !r.results.is_empty() {
+            line("");
+        }
+        line(&format!("note: {n}"));
     }
     if !r.next_cursor.is_empty() {
         line("");

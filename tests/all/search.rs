@@ -62,6 +62,25 @@ fn a_limit_outside_a_page_says_what_it_was_taken_as() {
     assert_eq!(zero.results.len(), 1);
     assert!(zero.note.unwrap_or_default().contains("taken as 1"));
     assert!(ask(10).note.is_none(), "a limit in range has no note");
+
+    // The command line prints it too: after the hits, in a batch's line, and with --libs.
+    let r = repo.to_str().unwrap();
+    let human = |args: &[&str]| {
+        let out = env.run(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let text = human(&["search", "--repo", r, "session", "--limit", "500"]);
+    assert!(text.contains("note: limit 500 was cut to 200"), "{text}");
+    let text = human(&["search", "--repo", r, "session", "--limit", "0"]);
+    assert!(text.contains("note: limit 0 was taken as 1"), "{text}");
+    let text = human(&["search", "--repo", r, "session", "--limit", "500", "--libs"]);
+    assert!(text.contains("note: limit 500 was cut to 200"), "{text}");
+    assert!(!human(&["search", "--repo", r, "session", "--limit", "5"]).contains("note: limit"));
+    let queries = env.dir.path().join("queries.jsonl");
+    std::fs::write(&queries, "\"session\"\n").unwrap();
+    let text = human(&["search", "--repo", r, "--batch", queries.to_str().unwrap(), "--limit", "500"]);
+    assert!(text.contains("note: limit 500 was cut to 200"), "{text}");
 }
 
 #[test]
