@@ -145,6 +145,17 @@ pub enum Error {
     /// version and must be rebuilt before it can answer.
     #[error("{0}")]
     StaleIndex(String),
+    /// The model server accepted the connection but did not answer in time: retrying would
+    /// only multiply the wait, so the caller gives up on it for this request.
+    #[error("the {provider} server at {url} did not answer within {secs}s (`[llm] request_timeout_secs`): it may be overloaded or stuck. Check it (for Ollama: `ollama ps`), raise the timeout for a slow machine, or point `[llm] base_url` at another server")]
+    LlmTimeout {
+        /// `ollama` or `openai`.
+        provider: String,
+        /// The base URL tried.
+        url: String,
+        /// The timeout that ran out.
+        secs: u64,
+    },
     /// The LLM or embedding server cannot be reached.
     #[error("cannot reach the {provider} server at {url}: {reason}. Start it (for Ollama: `ollama serve`), or point `[llm] base_url` at a running server; `docdex check` diagnoses the setup")]
     LlmUnreachable {
@@ -260,7 +271,7 @@ impl Error {
             Error::CorruptState { .. } => "corrupt_state",
             Error::Database { .. } => "database_error",
             Error::StaleIndex(_) => "stale_index",
-            Error::LlmUnreachable { .. } | Error::Upstream(_) => "upstream_unavailable",
+            Error::LlmUnreachable { .. } | Error::LlmTimeout { .. } | Error::Upstream(_) => "upstream_unavailable",
             Error::ModelNotFound { .. } => "model_not_found",
             Error::NotFound(_) => "not_found",
             Error::EmbeddingMismatch(_) => "embedding_mismatch",

@@ -765,3 +765,47 @@ fn chat_json_and_trace_follow_the_contract() {
     let bad = c.env.run(&["chat", "--repo", c.r(), "-q", "x", "--agent", "no spaces allowed"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn a_stuck_server_costs_one_timeout_not_one_per_request_and_retry() {
+    // A server that accepts connections and never answers (hung, or overloaded).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(s);
+        }
+    });
+    // Indexed with embeddings while the server worked, so the turn embeds its query first.
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake server");
+    let env = Env::new();
+    env.write_config(&format!(
+        "{}[web]\nenabled = false\n",
+        llm_config("ollama", &fake.url(), "fake-chat", "fake-embed")
+    ));
+    let repo = env.repo("proj");
+    chat_repo(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    env.write_config(&format!(
+        "{}[web]\nenabled = false\n",
+        llm_config("ollama", &url, "fake-chat", "fake-embed")
+            .replace("request_timeout_secs = 5", "request_timeout_secs = 1")
+    ));
+    let started = Instant::now();
+    let resp =
+        env.engine().chat(&repo, &q("how are stale sessions expired?"), &mut |_| ControlFlow::Continue(())).unwrap();
+    let took = started.elapsed();
+    assert_eq!(resp.llm.status, AnswerStatus::Unavailable, "{:?}", resp.llm);
+    let msg = resp.llm.message.clone().unwrap();
+    assert!(msg.contains("did not answer within 1s") && msg.contains("request_timeout_secs"), "{msg}");
+    assert!(!resp.sources.is_empty(), "retrieval still answers");
+    // Before: three attempts for each of the embedding, the window lookup and the chat (9 s).
+    // Now the query's embedding meets the timeout, and the rest of the turn skips the server.
+    let n = accepted.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(n, 1, "requests to a stuck server");
+    assert!(took < Duration::from_secs(3), "the turn took {took:?}");
+}

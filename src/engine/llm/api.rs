@@ -16,13 +16,26 @@ use std::time::{Duration, Instant};
 const CHAT_CHANNEL: usize = 32;
 /// How long a failed embedder is trusted to stay failed before it is tried again.
 pub(crate) const EMBEDDER_RETRY_AFTER: Duration = Duration::from_secs(30);
+/// How long a server failure met by the embedder stands for the chat model too (one turn's
+/// worth: the server is asked again on the next turn).
+const SERVER_FAILURE_TRUSTED: Duration = Duration::from_secs(10);
 
 /// The model side of the engine's state (one per engine).
 #[derive(Default)]
 pub(crate) struct LlmState {
     provider: OnceLock<Arc<dyn Provider>>,
     /// When the embedder last failed, and how.
-    embed_failure: Mutex<Option<(Instant, String)>>,
+    embed_failure: Mutex<Option<EmbedFailure>>,
+}
+
+/// A remembered embedder failure.
+struct EmbedFailure {
+    at: Instant,
+    /// The error's message.
+    why: String,
+    /// The server itself did not answer (unreachable, timed out), so a chat on it would fail
+    /// the same way: kept to hand back to the next request of the turn.
+    server: Option<Error>,
 }
 
 /// What a streamed chat produced.
@@ -158,13 +171,23 @@ impl Engine {
     /// The remembered embedder failure, if it is recent.
     pub(crate) fn recent_embed_failure(&self) -> Option<String> {
         let guard = self.inner.llm.embed_failure.lock().ok()?;
-        guard.as_ref().filter(|(at, _)| at.elapsed() < EMBEDDER_RETRY_AFTER).map(|(_, why)| why.clone())
+        guard.as_ref().filter(|f| f.at.elapsed() < EMBEDDER_RETRY_AFTER).map(|f| f.why.clone())
+    }
+
+    /// The model server's own failure (unreachable, timed out) when the embedder met it
+    /// within the last [`SERVER_FAILURE_TRUSTED`]: the rest of a chat turn skips the server
+    /// instead of waiting on it again.
+    pub(crate) fn recent_server_failure(&self) -> Option<Error> {
+        let guard = self.inner.llm.embed_failure.lock().ok()?;
+        let f = guard.as_ref().filter(|f| f.at.elapsed() < SERVER_FAILURE_TRUSTED)?;
+        server_error(f.server.as_ref()?)
     }
 
     /// Remembers that the embedder failed.
     pub(crate) fn note_embed_failure(&self, e: &Error) {
+        let server = server_error(e);
         if let Ok(mut g) = self.inner.llm.embed_failure.lock() {
-            *g = Some((Instant::now(), e.to_string()));
+            *g = Some(EmbedFailure { at: Instant::now(), why: e.to_string(), server });
         }
     }
 
@@ -173,6 +196,19 @@ impl Engine {
         if let Ok(mut g) = self.inner.llm.embed_failure.lock() {
             *g = None;
         }
+    }
+}
+
+/// A copy of `e` when it says the server itself failed (unreachable, timed out).
+fn server_error(e: &Error) -> Option<Error> {
+    match e {
+        Error::LlmUnreachable { provider, url, reason } => {
+            Some(Error::LlmUnreachable { provider: provider.clone(), url: url.clone(), reason: reason.clone() })
+        }
+        Error::LlmTimeout { provider, url, secs } => {
+            Some(Error::LlmTimeout { provider: provider.clone(), url: url.clone(), secs: *secs })
+        }
+        _ => None,
     }
 }
 

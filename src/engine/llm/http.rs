@@ -5,8 +5,10 @@
 //! NDJSON and OpenAI's server-sent events).
 //!
 //! Retry policy: a refused connection is never retried (nothing listens, and a
-//! dead server must fail fast); timeouts, dropped connections, 429 and 5xx are
-//! retried for idempotent calls only; a stream is never retried once it started.
+//! dead server must fail fast), nor is a timeout (a server that let a whole
+//! `request_timeout_secs` pass is stuck or overloaded: three attempts would triple
+//! the wait); dropped connections, 429 and 5xx are retried for idempotent calls
+//! only; a stream is never retried once it started.
 
 use super::{ChatEvent, ChatStream, ChatUsage};
 use crate::config::LlmConfig;
@@ -96,19 +98,18 @@ impl Http {
             return Failure::Fatal(self.unreachable(root_cause(e)));
         }
         if e.is_timeout() {
-            return Failure::Retry(self.timed_out());
+            return Failure::Fatal(self.timed_out());
         }
         Failure::Retry(Error::Upstream(format!("{} server at {}: {}", self.provider, self.base, root_cause(e))))
     }
 
     /// The error for a request that took longer than the request timeout.
     pub fn timed_out(&self) -> Error {
-        Error::Upstream(format!(
-            "the {} server at {} did not answer within {}s (`[llm] request_timeout_secs`)",
-            self.provider,
-            self.base,
-            self.request_timeout.as_secs()
-        ))
+        Error::LlmTimeout {
+            provider: self.provider.to_string(),
+            url: self.base.clone(),
+            secs: self.request_timeout.as_secs(),
+        }
     }
 
     /// Classifies a non-success response. `model` names the model the request used, if any.
@@ -156,7 +157,7 @@ impl Http {
     ) -> Result<reqwest::Response, Failure> {
         let send = self.request(method, path, body).send();
         let resp = match tokio::time::timeout(self.request_timeout, send).await {
-            Err(_) => return Err(Failure::Retry(self.timed_out())),
+            Err(_) => return Err(Failure::Fatal(self.timed_out())),
             Ok(Err(e)) => return Err(self.classify_send(&e)),
             Ok(Ok(r)) => r,
         };
@@ -178,7 +179,7 @@ impl Http {
         retry(|| async {
             let resp = self.attempt(method.clone(), path, body, model).await?;
             let bytes = match tokio::time::timeout(self.request_timeout, resp.bytes()).await {
-                Err(_) => return Err(Failure::Retry(self.timed_out())),
+                Err(_) => return Err(Failure::Fatal(self.timed_out())),
                 Ok(Err(e)) => return Err(self.classify_send(&e)),
                 Ok(Ok(b)) => b,
             };

@@ -223,7 +223,7 @@ impl Provider for OllamaProvider {
         async move {
             let list = retry(|| async {
                 match tokio::time::timeout(self.http.request_timeout, self.client.list_local_models()).await {
-                    Err(_) => Err(Failure::Retry(self.http.timed_out())),
+                    Err(_) => Err(Failure::Fatal(self.http.timed_out())),
                     Ok(Err(e)) => Err(self.classify(e, "")),
                     Ok(Ok(list)) => Ok(list),
                 }

@@ -142,7 +142,7 @@ impl Turn<'_> {
 
     /// The window to budget for: the provider's (when it says and it is smaller than the
     /// configured one) or `[llm] context_tokens`. Also returns an error that makes asking the
-    /// model pointless (unreachable server, missing model).
+    /// model pointless (unreachable or stuck server, missing model).
     pub(super) fn context_window(&mut self, provider: &dyn Provider, model: &str) -> (u32, String, Option<Error>) {
         let configured = self.engine.config().llm.context_tokens;
         let key = format!("{}|{}|{model}", provider.kind(), provider.base_url());
@@ -151,6 +151,9 @@ impl Turn<'_> {
             Some(w) => (w, None),
             // A stopped turn does not ask the server anything more.
             None if self.stop_requested() => (None, None),
+            // The embedder on the same server just timed out or was unreachable: asking again
+            // would only add another wait before the answer is given up on.
+            None if self.engine.recent_server_failure().is_some() => (None, self.engine.recent_server_failure()),
             None => match self.engine.block_on(provider.context_window(model)) {
                 Ok(Ok(w)) => {
                     if let Ok(mut m) = self.engine.waterfall().windows.lock() {
@@ -158,7 +161,9 @@ impl Turn<'_> {
                     }
                     (w, None)
                 }
-                Ok(Err(e @ (Error::LlmUnreachable { .. } | Error::ModelNotFound { .. }))) => (None, Some(e)),
+                Ok(Err(
+                    e @ (Error::LlmUnreachable { .. } | Error::LlmTimeout { .. } | Error::ModelNotFound { .. }),
+                )) => (None, Some(e)),
                 Ok(Err(e)) => {
                     tracing::debug!(error = %e, "the provider did not say the model's context window");
                     (None, None)
@@ -315,7 +320,9 @@ impl Turn<'_> {
                 }
                 Some(reply.text)
             }
-            Err(e @ (Error::LlmUnreachable { .. } | Error::ModelNotFound { .. })) if text.is_empty() => {
+            Err(e @ (Error::LlmUnreachable { .. } | Error::LlmTimeout { .. } | Error::ModelNotFound { .. }))
+                if text.is_empty() =>
+            {
                 self.unavailable(outcome, &e);
                 None
             }
