@@ -314,14 +314,12 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
             }
         }
         ProfileCommand::Edit { id, content, category, rule, no_rule, json } => {
-            let mut req = ProfileEditRequest {
-                id: id.clone(),
-                content,
-                category,
-                rule: if no_rule { Some(String::new()) } else { rule },
-            };
+            let mut req =
+                ProfileEditRequest { id, content, category, rule: if no_rule { Some(String::new()) } else { rule } };
             if req.content.is_none() && req.category.is_none() && req.rule.is_none() {
-                req.content = Some(edit_in_editor(engine, &id)?);
+                let p = engine.profile_preference(&req.id)?;
+                req.content = Some(edit_in_editor(engine, &p.content)?);
+                req.id = p.id;
             }
             let resp = engine.profile_edit(&req)?;
             if json {
@@ -450,21 +448,16 @@ fn age(ms: i64) -> String {
 }
 
 /// Opens `$VISUAL`/`$EDITOR` on a preference's text; returns the edited text.
-fn edit_in_editor(engine: &Engine, id: &str) -> anyhow::Result<String> {
+fn edit_in_editor(engine: &Engine, content: &str) -> anyhow::Result<String> {
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() {
-        return Err(
-            Error::BadRequest("nothing to change: pass --content, --category, --rule or --no-rule".into()).into()
-        );
+        return Err(Error::BadRequest(
+            "without flags, profile edit opens $EDITOR, which needs a terminal; pass the change instead: --content TEXT, --category CATEGORY, --rule RULE or --no-rule".into(),
+        )
+        .into());
     }
-    let all = engine.profile_export()?;
-    let p = all
-        .preferences
-        .iter()
-        .find(|p| p.id == id.trim())
-        .ok_or_else(|| Error::NotFound(format!("no preference {id} in profile memory")))?;
     let file = engine.profile_dir().join(format!("edit-{}.txt", std::process::id()));
-    std::fs::write(&file, format!("{}\n", p.content))?;
+    std::fs::write(&file, format!("{content}\n"))?;
     let editor = std::env::var("VISUAL").or_else(|_| std::env::var("EDITOR")).unwrap_or_else(|_| "vi".into());
     let status =
         std::process::Command::new("sh").arg("-c").arg(format!("{editor} \"$1\"")).arg("sh").arg(&file).status();

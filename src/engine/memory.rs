@@ -13,7 +13,7 @@ use crate::engine::analysis;
 use crate::engine::fsutil::now_ms;
 use crate::engine::llm::model_matches;
 use crate::engine::repos::RepoRef;
-use crate::engine::sqlite::{db_err, open, vec_blob};
+use crate::engine::sqlite::{db_err, id_by_prefix, open, vec_blob};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -286,14 +286,6 @@ impl MemoryDb {
         Ok(rows)
     }
 
-    /// The ids starting with `prefix` (at most 2: enough to tell unique from ambiguous).
-    fn ids_starting(&self, prefix: &str) -> Result<Vec<String>> {
-        let like = format!("{}%", prefix.replace(['%', '_', '\\'], ""));
-        let mut st = self.conn.prepare("SELECT id FROM memories WHERE id LIKE ?1 LIMIT 2").map_err(self.err())?;
-        let rows = st.query_map([like], |r| r.get::<_, String>(0)).map_err(self.err())?;
-        rows.collect::<std::result::Result<Vec<_>, _>>().map_err(self.err())
-    }
-
     fn delete(&mut self, id: &str) -> Result<bool> {
         let has_vec = self.has_vec()?;
         let path = self.path.clone();
@@ -306,9 +298,6 @@ impl MemoryDb {
         Ok(n > 0)
     }
 }
-
-/// The shortest id prefix `memory delete` takes for a whole id.
-const MIN_ID_PREFIX: usize = 6;
 
 impl Engine {
     fn memory_enabled(&self) -> Result<()> {
@@ -493,29 +482,15 @@ impl Engine {
         let (repo, mut db) = self.memory_db(repo_path)?;
         // The first characters of an id do, as with git hashes, when they name one memory.
         let given = id.trim();
-        let id = match db.get(given)? {
-            Some(_) => given.to_string(),
-            None if given.len() >= MIN_ID_PREFIX => match db.ids_starting(given)?.as_slice() {
-                [one] => one.clone(),
-                [] => given.to_string(),
-                _ => {
-                    return Err(Error::BadRequest(format!(
-                        "{given} starts more than one memory id; give more of it (`docdex memory list` shows them)"
-                    )))
-                }
-            },
-            None => given.to_string(),
-        };
-        let id = id.as_str();
-        if !db.delete(id.trim())? {
+        let list = format!("docdex memory list --repo {}", repo.root.display());
+        let id = id_by_prefix(&db.conn, "memories", given, "memory", &list)?.unwrap_or_else(|| given.to_string());
+        if !db.delete(&id)? {
             return Err(Error::NotFound(format!(
-                "no memory {} in {}; `docdex memory list --repo {}` shows this repository's memories",
-                id.trim(),
-                repo.root.display(),
+                "no memory {id} in {}; `{list}` shows this repository's memories",
                 repo.root.display()
             )));
         }
-        Ok(MemoryDeleteResponse { repo: repo.root, id: id.trim().to_string() })
+        Ok(MemoryDeleteResponse { repo: repo.root, id })
     }
 }
 

@@ -33,6 +33,63 @@ pub fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
     move |e| Error::Database { path: path.to_path_buf(), message: e.to_string() }
 }
 
+/// The fewest characters of an id that [`id_by_prefix`] takes as a prefix: UUIDs share
+/// their first few characters often enough that a shorter one would name another row as soon
+/// as a few hundred exist.
+pub const MIN_ID_PREFIX: usize = 6;
+
+/// Matches an ambiguity error lists at most.
+const MAX_LISTED_IDS: usize = 10;
+
+/// The whole id `given` names in `table` (its `id` column): itself when it is one, else the
+/// one id it starts (case aside), as git takes hashes, since nobody types a UUID whole.
+/// `Ok(None)` when none matches, so the caller says what was not found; an error when `given`
+/// is shorter than [`MIN_ID_PREFIX`] or starts several ids (listed). `what` names the rows
+/// ("memory", "preference") and `listed_by` the command that shows their ids.
+pub fn id_by_prefix(
+    conn: &Connection,
+    table: &'static str,
+    given: &str,
+    what: &str,
+    listed_by: &str,
+) -> Result<Option<String>> {
+    let path = conn.path().map(std::path::PathBuf::from).unwrap_or_default();
+    let exact = conn
+        .query_row(&format!("SELECT id FROM {table} WHERE id = ?1"), [given], |r| r.get::<_, String>(0))
+        .map(Some)
+        .or_else(|e| if e == rusqlite::Error::QueryReturnedNoRows { Ok(None) } else { Err(e) })
+        .map_err(db_err(&path))?;
+    if exact.is_some() {
+        return Ok(exact);
+    }
+    if given.chars().count() < MIN_ID_PREFIX {
+        return Err(Error::BadRequest(format!(
+            "no {what} {given}, and an id prefix must have at least {MIN_ID_PREFIX} characters: give more of the id (`{listed_by}` shows them)"
+        )));
+    }
+    let mut st = conn
+        .prepare(&format!(
+            "SELECT id FROM {table} WHERE lower(substr(id, 1, length(?1))) = lower(?1) ORDER BY id LIMIT ?2"
+        ))
+        .map_err(db_err(&path))?;
+    let ids = st
+        .query_map(rusqlite::params![given, MAX_LISTED_IDS as i64 + 1], |r| r.get::<_, String>(0))
+        .map_err(db_err(&path))?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err(&path))?;
+    match ids.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.clone())),
+        many => {
+            let more = if many.len() > MAX_LISTED_IDS { ", ..." } else { "" };
+            Err(Error::BadRequest(format!(
+                "{given} starts more than one {what} id ({}{more}): give more of it",
+                many[..many.len().min(MAX_LISTED_IDS)].join(", ")
+            )))
+        }
+    }
+}
+
 /// Opens (creating) a database with sqlite-vec available.
 pub fn open(path: &Path) -> Result<Connection> {
     register_vec();
@@ -79,5 +136,24 @@ mod tests {
         assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 3]);
         assert!(rows[0].1 < rows[1].1);
         assert_eq!(blob_vec(&vec_blob(&[0.5, -2.0])), [0.5, -2.0]);
+    }
+
+    #[test]
+    fn ids_by_unique_prefix_of_six_or_more_characters() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open(&dir.path().join("t.db")).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE t(id TEXT PRIMARY KEY); INSERT INTO t VALUES ('abcdef-1'), ('abcdef-2'), ('abcxyz-3'), ('ab');",
+        )
+        .unwrap();
+        let by = |g: &str| id_by_prefix(&conn, "t", g, "row", "list");
+        assert_eq!(by("ab").unwrap().as_deref(), Some("ab"), "a whole id, however short");
+        assert_eq!(by("ABCXYZ").unwrap().as_deref(), Some("abcxyz-3"));
+        assert_eq!(by("abcdef-2").unwrap().as_deref(), Some("abcdef-2"));
+        assert_eq!(by("zzzzzz").unwrap(), None);
+        let short = by("abcx").unwrap_err().to_string();
+        assert!(short.contains("at least 6 characters") && short.contains("`list`"), "{short}");
+        let many = by("abcdef").unwrap_err().to_string();
+        assert!(many.contains("abcdef-1, abcdef-2") && many.contains("give more"), "{many}");
     }
 }

@@ -206,8 +206,13 @@ fn memory_cli_round_trip() {
     let out = env.run(&["memory", "store", "--repo", r, "--metadata", "not json", "x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--metadata is not JSON"));
-    // A memory goes by the first characters of its id too, as a git hash does.
+    // A memory goes by the first characters of its id too, as a git hash does, but not by
+    // fewer than six: that says so rather than "no memory".
     let saved_id = saved["memory"]["id"].as_str().unwrap().to_string();
+    let out = env.run(&["memory", "delete", "--repo", r, &saved_id[..4]]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("at least 6 characters") && err.contains("docdex memory list"), "{err}");
     env.json(&["memory", "delete", "--repo", r, "--json", &saved_id[..8]]);
     let left = env.json(&["memory", "list", "--repo", r, "--json"]);
     assert_eq!(left["total"], 1, "{left}");

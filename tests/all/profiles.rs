@@ -422,8 +422,22 @@ fn the_cli_speaks_json_and_fails_with_exit_codes() {
     let s = env.json(&["profile", "search", "--agent", "hank", "moment", "--json"]);
     assert_eq!(s["results"][0]["id"], id.as_str());
     assert!(s["results"][0]["similarity_score"].as_f64().unwrap() > 0.0);
-    let e = env.json(&["profile", "edit", &id, "--rule", "forbid-import dayjs", "--json"]);
+    // By the first characters of its id too, as `memory delete` takes them.
+    let e = env.json(&["profile", "edit", &id[..8], "--rule", "forbid-import dayjs", "--json"]);
     assert_eq!(e["preference"]["rule"], "forbid-import dayjs");
+    assert_eq!(e["preference"]["id"], id.as_str());
+    let short = env.run(&["profile", "edit", &id[..4], "--no-rule"]);
+    assert_eq!(short.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&short.stderr).contains("at least 6 characters"));
+    let unknown = env.run(&["profile", "remove", "00000000-0000"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&unknown.stderr);
+    assert!(err.contains("no preference 00000000-0000") && err.contains("shows an agent's preferences"), "{err}");
+    // Without flags it needs $EDITOR and so a terminal; without one it says how to pass the change.
+    let no_tty = env.run(&["profile", "edit", &id]);
+    assert_eq!(no_tty.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&no_tty.stderr);
+    assert!(err.contains("needs a terminal") && err.contains("--content"), "{err}");
     let human = env.run(&["profile", "list", "--agent", "hank"]);
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains("constraint") && text.contains("rule forbid-import dayjs"), "{text}");
@@ -436,8 +450,9 @@ fn the_cli_speaks_json_and_fails_with_exit_codes() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("every file"));
     let missing = env.run(&["profile", "search", "--agent", "nobody", "x"]);
     assert_eq!(missing.status.code(), Some(2));
-    let r = env.json(&["profile", "remove", &id, "--json"]);
+    let r = env.json(&["profile", "remove", &id[..8], "--json"]);
     assert_eq!(r["agent_id"], "hank");
+    assert_eq!(r["id"], id.as_str());
 }
 
 #[tokio::test]

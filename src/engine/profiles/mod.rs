@@ -21,6 +21,7 @@ pub mod store;
 pub mod types;
 
 use crate::engine::fsutil::{self, now_ms, FileLock};
+use crate::engine::sqlite::id_by_prefix;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use rusqlite::Connection;
@@ -233,8 +234,7 @@ impl Engine {
 
     /// Changes a preference's text, category or rule.
     pub fn profile_edit(&self, req: &ProfileEditRequest) -> Result<ProfileWriteResponse> {
-        let id = req.id.trim();
-        let old = self.profile_read(|c| store::preference(c, id))?.ok_or_else(|| not_found(id))?;
+        let old = self.profile_preference(&req.id)?;
         let content = match &req.content {
             Some(c) => valid_content(c)?,
             None => old.content.clone(),
@@ -276,9 +276,22 @@ impl Engine {
             let removed = self.profile_write(|w| w.delete_agent(id, now))?;
             return Ok(ProfileRemoveResponse { id: id.to_string(), agent_id: id.to_string(), removed });
         }
-        let gone = self.profile_write(|w| w.delete(id, now))?.ok_or_else(|| not_found(id))?;
+        let id = self.profile_preference(id)?.id;
+        let gone = self.profile_write(|w| w.delete(&id, now))?.ok_or_else(|| not_found(&id))?;
         tracing::info!(agent = %gone.agent_id, id, "preference removed");
-        Ok(ProfileRemoveResponse { id: id.to_string(), agent_id: gone.agent_id, removed: 1 })
+        Ok(ProfileRemoveResponse { id, agent_id: gone.agent_id, removed: 1 })
+    }
+
+    /// One preference, by its id or a unique prefix of it (as `memory delete` takes one).
+    pub fn profile_preference(&self, id: &str) -> Result<Preference> {
+        let given = id.trim();
+        self.profile_read(|c| {
+            let Some(id) = id_by_prefix(c, "preferences", given, "preference", LIST_PREFERENCES)? else {
+                return Ok(None);
+            };
+            store::preference(c, &id)
+        })?
+        .ok_or_else(|| not_found(given))
     }
 
     /// The whole profile as a sync manifest.
@@ -526,8 +539,11 @@ pub fn behaviour(c: Category) -> &'static str {
     }
 }
 
+/// The command that shows preferences with their ids.
+const LIST_PREFERENCES: &str = "docdex profile list --agent <agent>";
+
 fn not_found(id: &str) -> Error {
     Error::NotFound(format!(
-        "no preference {id} in profile memory; `docdex profile list --agent <id>` shows an agent's"
+        "no preference {id} in profile memory; `{LIST_PREFERENCES}` shows an agent's preferences with their ids (`docdex profile list` lists the agents)"
     ))
 }
