@@ -32,6 +32,7 @@ use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Header naming the agent that asks (recorded in the reasoning DAG).
 pub const AGENT_HEADER: &str = "x-docdex-agent-id";
@@ -341,14 +342,18 @@ enum Update {
 }
 
 /// Runs the turn on the blocking pool, sending answer tokens (when `stream`) and the result.
+/// The `slot` (a chat-gate permit) is held until the turn ends, so a chat occupies one of
+/// [`chat_slots`](super::state::chat_slots) for exactly as long as it holds a blocking thread.
 fn spawn_turn(
     state: AppState,
     sel: Option<String>,
     req: ChatTurnRequest,
     stream: bool,
+    slot: tokio::sync::OwnedSemaphorePermit,
 ) -> tokio::sync::mpsc::Receiver<Update> {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     tokio::task::spawn_blocking(move || {
+        let _slot = slot;
         let result = (|| {
             let repo = state.repo(sel.as_deref())?;
             for p in req.diff.iter().flat_map(|d| d.paths.iter()) {
@@ -366,6 +371,36 @@ fn spawn_turn(
         let _ = tx.blocking_send(Update::Done(Box::new(result)));
     });
     rx
+}
+
+/// How long a chat waits for a free slot before it is refused with `503 busy`.
+const CHAT_SLOT_WAIT: Duration = Duration::from_secs(10);
+
+/// What a refused chat's `Retry-After` says, in seconds.
+const BUSY_RETRY_AFTER_SECS: u64 = 5;
+
+/// Takes a chat slot, waiting up to [`CHAT_SLOT_WAIT`]; else `503 busy` with `Retry-After`.
+/// The wait is async (no thread is held), so queued chats cost nothing but their socket.
+async fn chat_slot(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit, Response> {
+    let gate = state.chat_gate().clone();
+    match tokio::time::timeout(CHAT_SLOT_WAIT, gate.acquire_owned()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        _ => {
+            let slots = super::state::chat_slots();
+            let e = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                format!(
+                    "all {slots} chat slots are generating and none freed within {}s; retry after {BUSY_RETRY_AFTER_SECS}s (searches and other requests are not affected)",
+                    CHAT_SLOT_WAIT.as_secs()
+                ),
+            );
+            let mut resp = e.into_response();
+            resp.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(BUSY_RETRY_AFTER_SECS));
+            Err(resp)
+        }
+    }
 }
 
 fn lost_worker() -> ApiError {
@@ -386,7 +421,11 @@ async fn completions(
         Some(m) => m.clone(),
         None => state.engine().config().llm.default_model.clone(),
     };
-    let mut rx = spawn_turn(state.clone(), sel, req, body.stream);
+    let slot = match chat_slot(&state).await {
+        Ok(slot) => slot,
+        Err(busy) => return Ok(busy),
+    };
+    let mut rx = spawn_turn(state.clone(), sel, req, body.stream, slot);
     if !body.stream {
         let resp = match rx.recv().await {
             Some(Update::Done(r)) => (*r)?,

@@ -86,12 +86,12 @@ pub fn status_for(code: &str) -> StatusCode {
         "unknown_repo" | "not_found" => StatusCode::NOT_FOUND,
         "not_indexed" | "stale_index" | "index_busy" | "embedding_mismatch" => StatusCode::CONFLICT,
         "bad_request" => StatusCode::BAD_REQUEST,
-        "path_outside_repo" => StatusCode::FORBIDDEN,
+        "path_outside_repo" | "path_not_served" => StatusCode::FORBIDDEN,
         "unauthorized" => StatusCode::UNAUTHORIZED,
         "payload_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
         "unsupported_media_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         "forbidden_origin" | "forbidden_host" | "forbidden_repo" => StatusCode::FORBIDDEN,
-        "upstream_unavailable" | "model_not_found" | "unavailable" | "index_damaged" | "index_stopped" => {
+        "upstream_unavailable" | "model_not_found" | "unavailable" | "busy" | "index_damaged" | "index_stopped" => {
             StatusCode::SERVICE_UNAVAILABLE
         }
         "disk_full" => StatusCode::INSUFFICIENT_STORAGE,

@@ -76,11 +76,14 @@ pub fn run(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
         preflight(&engine, &opts, token(&engine, &opts).is_some())?;
     }
     // Searches are CPU-bound: more blocking threads than about two per core only add memory
-    // (stacks, allocator arenas) and contention; requests beyond them wait their turn.
+    // (stacks, allocator arenas) and contention; requests beyond them wait their turn. Chats
+    // hold a thread while the model generates; they get their own `chat_slots()` on top, and
+    // a gate (`AppState::chat_gate`) keeps them from taking more, so a burst of slow chats
+    // never makes a search, symbol lookup or status wait.
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .max_blocking_threads((2 * cores).max(4))
+        .max_blocking_threads((2 * cores).max(4) + super::state::chat_slots())
         .thread_keep_alive(Duration::from_secs(5))
         .thread_name("docdex-server")
         .enable_all()

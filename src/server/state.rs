@@ -13,6 +13,14 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+/// How many chats may generate at once: `max(2, cores)`. Each holds a blocking thread for its
+/// whole generation (seconds to minutes, mostly waiting on the model), so the server's
+/// blocking pool is sized as this plus the threads searches need (`run.rs`): chats beyond it
+/// wait for a slot (then get `503 busy`) instead of queueing every search behind them.
+pub fn chat_slots() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2)
+}
+
 /// Which process this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -42,6 +50,7 @@ struct StateInner {
     body_limit: usize,
     exposed: bool,
     default_agent: std::sync::OnceLock<String>,
+    chat_gate: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -72,6 +81,7 @@ impl AppState {
                 body_limit,
                 exposed,
                 default_agent: std::sync::OnceLock::new(),
+                chat_gate: Arc::new(tokio::sync::Semaphore::new(chat_slots())),
             }),
         })
     }
@@ -104,6 +114,12 @@ impl AppState {
     /// Cancelled when the server starts shutting down (ends SSE streams and MCP sessions).
     pub fn shutdown_token(&self) -> &CancellationToken {
         &self.inner.shutdown
+    }
+
+    /// The chat concurrency gate: a chat holds one of its [`chat_slots`] permits for as long as
+    /// it holds a blocking thread, so generation can never take the threads retrieval needs.
+    pub fn chat_gate(&self) -> &Arc<tokio::sync::Semaphore> {
+        &self.inner.chat_gate
     }
 
     /// Milliseconds since start.

@@ -13,7 +13,9 @@
 //! - failures can be injected (`fail_first`) and tokens slowed (`token_delay_ms`, and
 //!   `first_token_delay_ms` for a model that takes long to read the prompt);
 //! - `openai_only` serves just the `/v1` endpoints, like llama.cpp's server or vLLM;
-//! - `chunk_bytes` cuts streamed bodies into tiny network writes (even inside a character).
+//! - `chunk_bytes` cuts streamed bodies into tiny network writes (even inside a character);
+//! - `open_streams()` counts streamed bodies still being sent, so a test can see the caller
+//!   hang up (a huge `first_token_delay_ms` is a model that never answers).
 //!
 //! Real models behind the same API: `../shared/tools/ollama-shim`.
 
@@ -80,6 +82,8 @@ struct Shared {
     failures_left: AtomicU32,
     /// (marker, replies left, delay before the first piece in ms) in the order scripted.
     scripts: Mutex<Vec<(String, std::collections::VecDeque<String>, u64)>>,
+    /// Streamed bodies not yet finished or dropped (the caller closing the connection drops one).
+    open_streams: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// A running fake; stops when dropped.
@@ -101,6 +105,7 @@ impl FakeOllama {
             failures_left: AtomicU32::new(opts.fail_first),
             requests: Mutex::new(Vec::new()),
             scripts: Mutex::new(Vec::new()),
+            open_streams: Arc::default(),
             opts,
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -155,6 +160,12 @@ impl FakeOllama {
             .filter(|(p, b)| (p == "/api/chat" || p == "/v1/chat/completions") && b.to_string().contains(marker))
             .map(|(_, b)| b)
             .collect()
+    }
+
+    /// Streamed bodies (chat answers, pulls) being sent right now: one drops when it is sent
+    /// in full or when the caller closes its connection.
+    pub fn open_streams(&self) -> usize {
+        self.shared.open_streams.load(Ordering::SeqCst)
     }
 
     /// Blocks until the server is stopped by a signal-free wait (for `docdex dev fake-ollama`).
@@ -289,7 +300,7 @@ async fn pull(State(s): S, Json(body): Json<Value>) -> Response {
         json!({"status": "downloading", "digest": "sha256:fake", "total": 100, "completed": 100}),
         json!({"status": "success"}),
     ];
-    ndjson(lines.iter().map(|l| l.to_string()).collect(), Pace::default(), s.opts.chunk_bytes)
+    ndjson(lines.iter().map(|l| l.to_string()).collect(), Pace::default(), s.opts.chunk_bytes, &s)
 }
 
 /// The words of a text as the fake embeds and answers them.
@@ -434,9 +445,9 @@ fn prompt_tokens(messages: &[Value]) -> usize {
     messages.iter().map(|m| m["content"].as_str().unwrap_or("").split_whitespace().count()).sum()
 }
 
-fn ndjson(lines: Vec<String>, pace: Pace, chunk_bytes: usize) -> Response {
+fn ndjson(lines: Vec<String>, pace: Pace, chunk_bytes: usize, open: &Shared) -> Response {
     let pieces: Vec<String> = lines.into_iter().map(|l| format!("{l}\n")).collect();
-    streamed("application/x-ndjson", pieces, pace, chunk_bytes)
+    streamed("application/x-ndjson", pieces, pace, chunk_bytes, open)
 }
 
 /// Delays of a streamed body, in milliseconds.
@@ -455,7 +466,8 @@ impl Pace {
 }
 
 /// A streamed body: one write per piece (after its `pace` delay), each cut into `chunk_bytes` writes.
-fn streamed(content_type: &str, pieces: Vec<String>, pace: Pace, chunk_bytes: usize) -> Response {
+fn streamed(content_type: &str, pieces: Vec<String>, pace: Pace, chunk_bytes: usize, open: &Shared) -> Response {
+    let guard = OpenStream::new(open.open_streams.clone());
     let stream = futures::stream::iter(pieces.into_iter().enumerate())
         .then(move |(i, p)| async move {
             let delay_ms = if i == 0 { pace.first_ms } else { pace.each_ms };
@@ -468,7 +480,11 @@ fn streamed(content_type: &str, pieces: Vec<String>, pace: Pace, chunk_bytes: us
                 bytes.chunks(size).map(|c| Ok::<_, std::convert::Infallible>(c.to_vec())).collect::<Vec<_>>(),
             )
         })
-        .flatten();
+        .flatten()
+        .map(move |piece| {
+            let _ = &guard;
+            piece
+        });
     Response::builder()
         .header("content-type", content_type)
         .body(Body::from_stream(stream))
@@ -476,6 +492,22 @@ fn streamed(content_type: &str, pieces: Vec<String>, pace: Pace, chunk_bytes: us
 }
 
 use futures::StreamExt;
+
+/// Counts a streamed body as open until it is dropped.
+struct OpenStream(Arc<std::sync::atomic::AtomicUsize>);
+
+impl OpenStream {
+    fn new(count: Arc<std::sync::atomic::AtomicUsize>) -> OpenStream {
+        count.fetch_add(1, Ordering::SeqCst);
+        OpenStream(count)
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 async fn chat(State(s): S, Json(body): Json<Value>) -> Response {
     if let Some(r) = record(&s, "/api/chat", &body) {
@@ -518,7 +550,7 @@ async fn chat(State(s): S, Json(body): Json<Value>) -> Response {
     lines.push(last.to_string());
     let mut pace = Pace::chat(&s.opts);
     pace.first_ms += delay;
-    ndjson(lines, pace, s.opts.chunk_bytes)
+    ndjson(lines, pace, s.opts.chunk_bytes, &s)
 }
 
 fn merge(into: &mut Value, from: &Value) {
@@ -613,7 +645,7 @@ async fn v1_chat(State(s): S, Json(body): Json<Value>) -> Response {
     events.push("data: [DONE]\n\n".into());
     let mut pace = Pace::chat(&s.opts);
     pace.first_ms += delay;
-    streamed("text/event-stream", events, pace, s.opts.chunk_bytes)
+    streamed("text/event-stream", events, pace, s.opts.chunk_bytes, &s)
 }
 
 async fn all_requests(State(s): S) -> Response {

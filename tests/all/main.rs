@@ -28,6 +28,7 @@ mod search;
 mod semantic;
 mod server;
 mod server_api;
+mod server_load;
 mod server_util;
 mod setup;
 mod sources;

@@ -1,0 +1,88 @@
+//! The server under pressure and at its edges, as a client meets it: slow and abandoned chats,
+//! stalled request bodies, shutdown with a stream open, a model failing mid-answer. The real
+//! binary on loopback, the fake Ollama (slowed, or silent) behind chat.
+
+use crate::server_util::{eventually, Server};
+use crate::util::{sample_repo, Env};
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+fn indexed_repo(env: &Env) -> std::path::PathBuf {
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    repo
+}
+
+/// The fake as the model server, with a request timeout long enough that a silent model
+/// stays silent for the whole test.
+fn patient_llm_config(url: &str) -> String {
+    format!(
+        "[llm]\nprovider = \"ollama\"\nbase_url = \"{url}\"\ndefault_model = \"fake-chat\"\nembedding_model = \"fake-embed\"\nrequest_timeout_secs = 120\n"
+    )
+}
+
+/// A model that sends its headers and then nothing for ten minutes.
+fn silent_model() -> FakeOllama {
+    FakeOllama::start(FakeOllamaOptions { first_token_delay_ms: 600_000, ..Default::default() }).unwrap()
+}
+
+fn chat_body(stream: bool) -> Value {
+    json!({"stream": stream, "messages": [{"role": "user", "content": "where are stale sessions expired?"}]})
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+}
+
+#[tokio::test]
+async fn slow_chats_never_make_search_symbols_or_status_wait() {
+    let env = Env::new();
+    let fake = silent_model();
+    env.write_config(&patient_llm_config(&fake.url()));
+    let repo = indexed_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    // More chats than the server had blocking threads before the gate.
+    let slots = cores().max(2);
+    let n = (2 * cores()).max(4) + 2;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut chats = Vec::new();
+    for _ in 0..n {
+        let (c, url, tx) = (c.clone(), server.url("/v1/chat/completions"), tx.clone());
+        chats.push(tokio::spawn(async move {
+            let started = Instant::now();
+            let r = c.post(url).json(&chat_body(false)).send().await.unwrap();
+            let retry = r.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
+            let status = r.status().as_u16();
+            let v: Value = r.json().await.unwrap();
+            let _ = tx.send((status, retry, v, started.elapsed()));
+        }));
+    }
+    eventually("the model generating for every chat slot", || std::future::ready(fake.open_streams() >= slots)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    for (method, path) in [("POST", "/v1/search"), ("GET", "/v1/symbols?query=SessionStore"), ("GET", "/v1/status")] {
+        let started = Instant::now();
+        let r = match method {
+            "POST" => c.post(server.url(path)).json(&json!({"query": "session store"})).send().await.unwrap(),
+            _ => c.get(server.url(path)).send().await.unwrap(),
+        };
+        assert_eq!(r.status().as_u16(), 200, "{path}: {}", r.text().await.unwrap());
+        assert!(started.elapsed() < Duration::from_secs(3), "{path} waited {:?} behind chats", started.elapsed());
+    }
+    assert_eq!(fake.open_streams(), slots, "no more chats generate than there are slots");
+
+    // The chats beyond the slots are refused, not queued forever: 503 busy with Retry-After.
+    for _ in 0..n - slots {
+        let (status, retry, v, took) = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await.unwrap().unwrap();
+        assert_eq!((status, v["error"]["code"].as_str()), (503, Some("busy")), "{v}");
+        assert!(retry.is_some_and(|r| r.parse::<u64>().is_ok()), "Retry-After");
+        assert!(took >= Duration::from_secs(9), "a chat waits for a slot before it is refused: {took:?}");
+    }
+    for chat in chats {
+        chat.abort();
+    }
+    drop(server);
+}
