@@ -95,6 +95,7 @@ pub fn status_for(code: &str) -> StatusCode {
             StatusCode::SERVICE_UNAVAILABLE
         }
         "disk_full" => StatusCode::INSUFFICIENT_STORAGE,
+        "request_timeout" => StatusCode::REQUEST_TIMEOUT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -110,6 +111,11 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if self.status.is_server_error() {
             tracing::warn!(code = self.code, "{}", self.message);
+        }
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            // The rest of the body may never come: do not wait on it for the next request.
+            let close = [(axum::http::header::CONNECTION, "close")];
+            return (self.status, close, axum::Json(self.body())).into_response();
         }
         (self.status, axum::Json(self.body())).into_response()
     }

@@ -110,7 +110,9 @@ where
         }
         let limit = req.extensions().get::<BodyLimit>().map(|l| l.0).unwrap_or(0);
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            if let Some(stalled) = stalled_body(&rejection) {
+                ApiError::new(StatusCode::REQUEST_TIMEOUT, "request_timeout", stalled)
+            } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::payload_too_large(limit)
             } else {
                 ApiError::bad_request(format!("could not read the request body: {}", rejection.body_text()))
@@ -123,6 +125,19 @@ where
             .map(ApiJson)
             .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
     }
+}
+
+/// The message of a body that stopped arriving ([`BodyStalled`](super::listen::BodyStalled)),
+/// found anywhere in the rejection's cause chain.
+fn stalled_body(rejection: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cause = Some(rejection);
+    while let Some(e) = cause {
+        if let Some(stalled) = e.downcast_ref::<super::listen::BodyStalled>() {
+            return Some(stalled.to_string());
+        }
+        cause = e.source();
+    }
+    None
 }
 
 /// `application/json` or `application/<something>+json`, parameters (`; charset=utf-8`) allowed.

@@ -4,8 +4,12 @@
 //! slow client dribbling headers) is closed, and when the cap is reached the connection idle
 //! the longest is closed to make room, so a flood of idle connections can neither exhaust the
 //! descriptors nor keep `/healthz` from answering. Connections serving a request (a streamed
-//! chat answer included) are never the ones closed. Graceful shutdown as `axum::serve` does
-//! it: stop accepting, let connections finish their requests.
+//! chat answer included) are never the ones closed, and a connection asked to make room is
+//! closed at once (a half-sent head included) and never asked twice. A request body must keep
+//! arriving: [`Limits::body_idle_timeout`] without a byte, or [`Limits::body_total_timeout`]
+//! in all, ends it with `408 request_timeout` and the connection, so a stalled body cannot hold
+//! a slot. Graceful shutdown as `axum::serve` does it: stop accepting, let connections finish
+//! their requests.
 
 use axum::body::Body;
 use axum::Router;
@@ -14,7 +18,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -34,6 +38,11 @@ pub struct Limits {
     /// Time to receive a request head, counted from the connection's start or the end of its
     /// previous request (so it is also the keep-alive idle timeout).
     pub header_read_timeout: Duration,
+    /// Longest wait for the next bytes of a request body.
+    pub body_idle_timeout: Duration,
+    /// Longest time to receive a whole request body (the largest, a 32 MiB hook body, takes
+    /// well under a second on any link docdex is meant for).
+    pub body_total_timeout: Duration,
 }
 
 impl Limits {
@@ -43,7 +52,12 @@ impl Limits {
         let nofile = raise_descriptor_limit();
         let max_connections = (nofile.saturating_sub(RESERVED_DESCRIPTORS) as usize).clamp(32, MAX_CONNECTIONS);
         tracing::debug!(nofile, max_connections, "connection limits");
-        Limits { max_connections, header_read_timeout: Duration::from_secs(10) }
+        Limits {
+            max_connections,
+            header_read_timeout: Duration::from_secs(10),
+            body_idle_timeout: Duration::from_secs(10),
+            body_total_timeout: Duration::from_secs(60),
+        }
     }
 }
 
@@ -80,8 +94,10 @@ struct Conn {
     in_flight: AtomicUsize,
     /// When a request last started or ended (ms since the server started).
     last_active: AtomicU64,
-    /// Asks the connection to close once idle.
+    /// Asks the connection to close now if idle (gracefully if a request started meanwhile).
     close: Notify,
+    /// Set once the connection was asked to make room, so eviction never picks it twice.
+    evicted: AtomicBool,
 }
 
 /// The open connections.
@@ -91,16 +107,17 @@ struct Registry {
 }
 
 impl Registry {
-    /// Asks the connection idle the longest (no request in flight) to close; false if every
-    /// connection is busy.
+    /// Asks the connection idle the longest (no request in flight, not already asked) to
+    /// close; false if every connection is busy.
     fn evict_idle(&self) -> bool {
         let Ok(conns) = self.conns.lock() else { return false };
         let oldest = conns
             .values()
-            .filter(|c| c.in_flight.load(Ordering::SeqCst) == 0)
+            .filter(|c| c.in_flight.load(Ordering::SeqCst) == 0 && !c.evicted.load(Ordering::SeqCst))
             .min_by_key(|c| c.last_active.load(Ordering::SeqCst));
         match oldest {
             Some(c) => {
+                c.evicted.store(true, Ordering::SeqCst);
                 c.close.notify_one();
                 true
             }
@@ -162,6 +179,7 @@ pub async fn serve(
             in_flight: AtomicUsize::new(0),
             last_active: AtomicU64::new(now_ms()),
             close: Notify::new(),
+            evicted: AtomicBool::new(false),
         });
         if let Ok(mut conns) = registry.conns.lock() {
             conns.insert(id, conn.clone());
@@ -173,8 +191,9 @@ pub async fn serve(
                 hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let mut app = app.clone();
                     let guard = InFlight::start(conn.clone(), now_ms);
+                    let req = req.map(|b| Body::new(TimedBody::new(b, limits)));
                     async move {
-                        let resp = app.call(req.map(Body::new)).await;
+                        let resp = app.call(req).await;
                         // The request stays in flight until its body has been sent (or dropped).
                         Ok::<_, std::convert::Infallible>(
                             resp.map(|r| {
@@ -209,6 +228,12 @@ pub async fn serve(
                         break;
                     }
                     _ = conn.close.notified(), if !closing => {
+                        // Evicted: an idle connection (a half-sent head included, which a
+                        // graceful shutdown would wait on) is dropped now, so its slot frees
+                        // at once; one whose request started meanwhile finishes it first.
+                        if conn.in_flight.load(Ordering::SeqCst) == 0 {
+                            break;
+                        }
                         closing = true;
                         served.as_mut().graceful_shutdown();
                     }
@@ -251,5 +276,73 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.conn.last_active.store((self.now_ms)(), Ordering::SeqCst);
         self.conn.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A request body that fails with [`BodyStalled`] when its next bytes take longer than
+/// [`Limits::body_idle_timeout`] or the whole body longer than [`Limits::body_total_timeout`]:
+/// hyper has no body-read timeout, and a client that sends a head and part of a body would
+/// otherwise hold its connection (which eviction skips, a request being in flight) forever.
+struct TimedBody {
+    inner: hyper::body::Incoming,
+    idle: Duration,
+    total: Duration,
+    next_bytes: std::pin::Pin<Box<tokio::time::Sleep>>,
+    whole: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl TimedBody {
+    fn new(inner: hyper::body::Incoming, limits: Limits) -> TimedBody {
+        TimedBody {
+            inner,
+            idle: limits.body_idle_timeout,
+            total: limits.body_total_timeout,
+            next_bytes: Box::pin(tokio::time::sleep(limits.body_idle_timeout)),
+            whole: Box::pin(tokio::time::sleep(limits.body_total_timeout)),
+        }
+    }
+}
+
+/// A request body stopped arriving (see [`TimedBody`]); the extractors answer it with
+/// `408 request_timeout`.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body stopped arriving: send it whole within {total_secs} s, with no pause over {idle_secs} s")]
+pub struct BodyStalled {
+    idle_secs: u64,
+    total_secs: u64,
+}
+
+impl hyper::body::Body for TimedBody {
+    type Data = hyper::body::Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        use std::task::Poll;
+        let this = &mut *self;
+        match std::pin::Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => {
+                let deadline = tokio::time::Instant::now() + this.idle;
+                this.next_bytes.as_mut().reset(deadline);
+                Poll::Ready(frame.map(|f| f.map_err(Into::into)))
+            }
+            Poll::Pending => {
+                if this.next_bytes.as_mut().poll(cx).is_ready() || this.whole.as_mut().poll(cx).is_ready() {
+                    let stalled = BodyStalled { idle_secs: this.idle.as_secs(), total_secs: this.total.as_secs() };
+                    return Poll::Ready(Some(Err(Box::new(stalled))));
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
     }
 }

@@ -86,3 +86,55 @@ async fn slow_chats_never_make_search_symbols_or_status_wait() {
     }
     drop(server);
 }
+
+/// Sends `head_and_body` on a fresh connection and reads until the server closes it (or
+/// `timeout`): the response text and how long the server took to close.
+fn send_and_read(addr: &str, head_and_body: &str, timeout: Duration) -> (String, Duration) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(timeout)).unwrap();
+    let started = Instant::now();
+    s.write_all(head_and_body.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    (String::from_utf8_lossy(&out).into_owned(), started.elapsed())
+}
+
+#[test]
+fn a_stalled_request_body_is_answered_408_and_its_connection_closed() {
+    let env = Env::new();
+    let repo = indexed_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let head = "POST /v1/search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"query\":";
+    let (resp, took) = send_and_read(&server.addr, head, Duration::from_secs(40));
+    assert!(resp.starts_with("HTTP/1.1 408"), "{resp}");
+    assert!(resp.contains("\"code\":\"request_timeout\""), "the error contract: {resp}");
+    assert!(took >= Duration::from_secs(9) && took < Duration::from_secs(20), "closed after {took:?}");
+}
+
+#[test]
+fn half_sent_heads_at_the_connection_cap_cannot_delay_healthz() {
+    use std::io::Write;
+    let env = Env::new();
+    let repo = indexed_repo(&env);
+    // 256 descriptors: the server keeps 192 for itself, so 64 connections are the cap.
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", "ulimit -n 256 && exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_docdex")]);
+    cmd.args(["serve", "--repo", repo.to_str().unwrap(), "--no-watch", "--bind", "127.0.0.1:0"]);
+    let server = Server::spawn(&env, cmd, &[]);
+    let mut slow = Vec::new();
+    for _ in 0..100 {
+        let mut s = std::net::TcpStream::connect(&server.addr).unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+        slow.push(s);
+    }
+    let started = Instant::now();
+    let (resp, _) = send_and_read(
+        &server.addr,
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        Duration::from_secs(20),
+    );
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    assert!(started.elapsed() < Duration::from_secs(3), "/healthz took {:?}", started.elapsed());
+    drop(slow);
+}
