@@ -10,15 +10,17 @@
 //! Streaming waits for the first answer token before it sends headers, so everything that can
 //! go wrong before the model speaks (unknown repo, bad input, no model) is a proper HTTP error
 //! with the error contract; a failure after that arrives as an OpenAI-style `{"error": ...}`
-//! chunk. A client that disconnects stops the model (the event callback returns `Break`).
+//! chunk. A client that disconnects stops the model: the turn's [`CancelToken`] is tripped when
+//! the request's future or its response stream is dropped (hyper drops them when the
+//! connection closes), even while the model is still silent.
 
 use super::error::ApiError;
 use super::extract::{confine, selector, ApiJson, ApiQuery, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::{
-    AnswerStatus, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, LlmOutcome,
-    WebPolicy,
+    AnswerStatus, CancelToken, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest,
+    LlmOutcome, WebPolicy,
 };
 use crate::engine::protocol::{ChatMessage, Role};
 use axum::extract::State;
@@ -403,6 +405,17 @@ async fn chat_slot(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit
     }
 }
 
+/// Trips the turn's cancel token when dropped: the handler future and then the response
+/// stream own it, so a client hanging up stops the model instead of letting it generate (and
+/// hold a chat slot) for an answer nobody reads. Tripping it after the turn ended is harmless.
+struct CancelOnDrop(CancelToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
 fn lost_worker() -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the chat worker stopped without an answer")
 }
@@ -421,6 +434,9 @@ async fn completions(
         Some(m) => m.clone(),
         None => state.engine().config().llm.default_model.clone(),
     };
+    // Dropped with this future (the client went away while we wait) or with the response
+    // stream (it went away mid-answer): either way the turn stops within a cancel tick.
+    let cancel = CancelOnDrop(req.cancel.clone());
     let slot = match chat_slot(&state).await {
         Ok(slot) => slot,
         Err(busy) => return Ok(busy),
@@ -485,7 +501,12 @@ async fn completions(
         }
     });
     use futures::StreamExt;
-    let events = stream.flat_map(|batch| futures::stream::iter(batch.into_iter().map(Ok))).take_until(shutdown);
+    let events = stream.flat_map(|batch| futures::stream::iter(batch.into_iter().map(Ok))).take_until(shutdown).map(
+        move |event| {
+            let _ = &cancel;
+            event
+        },
+    );
     Ok(sse(events))
 }
 

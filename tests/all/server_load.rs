@@ -138,3 +138,23 @@ fn half_sent_heads_at_the_connection_cap_cannot_delay_healthz() {
     assert!(started.elapsed() < Duration::from_secs(3), "/healthz took {:?}", started.elapsed());
     drop(slow);
 }
+
+#[tokio::test]
+async fn a_client_hanging_up_while_the_model_is_silent_stops_the_model() {
+    let env = Env::new();
+    let fake = silent_model();
+    env.write_config(&patient_llm_config(&fake.url()));
+    let repo = indexed_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    for stream in [false, true] {
+        let (c, url) = (reqwest::Client::new(), server.url("/v1/chat/completions"));
+        let asking = tokio::spawn(async move { c.post(url).json(&chat_body(stream)).send().await });
+        eventually("the model asked", || std::future::ready(fake.open_streams() == 1)).await;
+        // The client gives up (curl -m, a closed tab): its connection closes.
+        asking.abort();
+        let _ = asking.await;
+        let gone = Instant::now();
+        eventually("docdex to hang up on the model", || std::future::ready(fake.open_streams() == 0)).await;
+        assert!(gone.elapsed() < Duration::from_secs(3), "stream {stream}: the model ran {:?} on", gone.elapsed());
+    }
+}
