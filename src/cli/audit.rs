@@ -1,7 +1,7 @@
 //! `docdex audit duplicates|conflicts`: what the repository repeats, and where it contradicts
 //! itself, over [`Engine::audit_duplicates`] and [`Engine::audit_conflicts`].
 
-use super::output::Out;
+use super::output::{count, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
     ConflictsRequest, ConflictsResponse, DuplicateKind, DuplicatesRequest, DuplicatesResponse,
@@ -100,13 +100,13 @@ fn print_conflicts(out: &Out, r: &ConflictsResponse) {
         out.line(&format!("  {} ({})", p.explanation, p.explained_by));
     }
     let summary = format!(
-        "{} conflicts ({} shown) among {} statements of {} documentation files, at similarity {:.2}; {} pairs compared; {:.0} ms",
-        r.pairs_total,
+        "{} ({} shown) among {} of {}, at similarity {:.2}; {} compared; {:.0} ms",
+        count(r.pairs_total, "conflict"),
         r.pairs.len(),
-        r.statements,
-        r.files,
+        count(r.statements, "statement"),
+        count(r.files, "documentation file"),
         r.min_similarity,
-        r.pairs_compared,
+        count(r.pairs_compared, "pair"),
         r.elapsed_ms
     );
     print_summary(out, &summary, r.notice.as_deref(), &r.limits);
@@ -128,10 +128,10 @@ fn print_duplicates(out: &Out, r: &DuplicatesResponse) {
         crate::engine::protocol::SimilarityMethod::Minhash => "MinHash (word 3-shingles)",
     };
     let summary = format!(
-        "{} groups ({} shown) among {} chunks; near duplicates by {method} at {:.2}; {} pairs compared; {:.0} ms",
-        r.groups_total,
+        "{} ({} shown) among {}; near duplicates by {method} at {:.2}; {} compared; {:.0} ms",
+        count(r.groups_total, "group"),
         r.groups.len(),
-        r.chunks,
+        count(r.chunks, "chunk"),
         r.threshold,
         r.pairs_compared,
         r.elapsed_ms

@@ -1,6 +1,6 @@
 //! `docdex search --batch FILE`: many queries in one process, one JSON result per query.
 
-use super::output::Out;
+use super::output::{count, Out};
 use crate::engine::protocol::{BatchItem, SearchRequest};
 use crate::engine::Engine;
 use crate::error::Error;
@@ -32,7 +32,7 @@ pub fn run(
         }
     }
     if !json || failed > 0 {
-        out.note(&format!("{} queries, {failed} failed", items.len()));
+        out.note(&format!("{}, {failed} failed", count(items.len(), "query")));
     }
     Ok(if failed > 0 { std::process::ExitCode::FAILURE } else { std::process::ExitCode::SUCCESS })
 }
@@ -43,10 +43,10 @@ fn describe(item: &BatchItem) -> String {
             let top = r.results.first().map(|h| format!("{}:{}-{}", h.path, h.line_start, h.line_end));
             let note = r.note.as_ref().map(|n| format!(" (note: {n})")).unwrap_or_default();
             format!(
-                "{:>4}  {}  → {} hits; top {}{note}",
+                "{:>4}  {}  → {}; top {}{note}",
                 item.index,
                 item.query,
-                r.total_hits,
+                count(r.total_hits, "hit"),
                 top.unwrap_or("-".into())
             )
         }

@@ -1,7 +1,7 @@
 //! `docdex check`: the readiness report, one line per check, or `--json`; exit
 //! code 1 when a prerequisite failed.
 
-use super::output::Out;
+use super::output::{count, Out};
 use crate::engine::protocol::{CheckOptions, CheckReport, CheckStatus};
 use crate::engine::Engine;
 use std::path::PathBuf;
@@ -55,7 +55,7 @@ fn print(out: &Out, r: &CheckReport) {
         }
     }
     let verdict = if r.ok { "ready" } else { "not ready" };
-    out.line(&format!("{verdict}: {} failed, {} warnings", r.failures, r.warnings));
+    out.line(&format!("{verdict}: {} failed, {}", r.failures, count(r.warnings, "warning")));
 }
 
 /// The repository of the current directory, when it has an index: run inside a project,

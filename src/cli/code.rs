@@ -1,7 +1,7 @@
 //! `docdex symbols`, `docdex symbols-status` and `docdex ast search|query`: thin adapters over
 //! the engine's code-intelligence methods, printing for humans or as `--json`.
 
-use super::output::Out;
+use super::output::{count, noun_for, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
     AstMode, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, SymbolHit, SymbolsRequest,
@@ -201,7 +201,7 @@ fn print_symbols(out: &Out, r: &SymbolsResponse) {
     }
     if r.mode == "outline" {
         let file = r.file.as_deref().unwrap_or("");
-        out.note(&format!("{} symbols in {file} ({})", r.results.len(), r.repo.display()));
+        out.note(&format!("{} in {file} ({})", count(r.results.len(), "symbol"), r.repo.display()));
         for h in &r.results {
             out.line(&format!(
                 "{:>5}  {}{} {}  {}",
@@ -219,7 +219,12 @@ fn print_symbols(out: &Out, r: &SymbolsResponse) {
     }
     let q = r.query.as_deref().unwrap_or("");
     let more = if r.results.len() < r.total { " (-n shows more)" } else { "" };
-    out.note(&format!("{} of {} symbols matching {q:?} in {}{more}", r.results.len(), r.total, r.repo.display()));
+    out.note(&format!(
+        "{} of {} matching {q:?} in {}{more}",
+        r.results.len(),
+        count(r.total, "symbol"),
+        r.repo.display()
+    ));
     if r.results.is_empty() {
         out.line(&format!("no symbol matches {q:?}; `docdex search {q}` searches the text"));
     }
@@ -245,8 +250,13 @@ fn print_status(out: &Out, s: &SymbolsStatus) {
     };
     out.line(&format!("symbols of {}: {state}", s.repo.display()));
     out.line(&format!(
-        "  {} symbols in {} files ({} with syntax errors, {} not parsed); generation {} (text index {})",
-        s.symbols, s.files, s.files_with_parse_errors, s.files_not_parsed, s.generation, s.index_generation
+        "  {} in {} ({} with syntax errors, {} not parsed); generation {} (text index {})",
+        count(s.symbols, "symbol"),
+        count(s.files, "file"),
+        s.files_with_parse_errors,
+        s.files_not_parsed,
+        s.generation,
+        s.index_generation
     ));
     out.line(&format!("  symbols_reindex_required: {}", s.symbols_reindex_required));
     for l in &s.languages {
@@ -257,8 +267,13 @@ fn print_status(out: &Out, s: &SymbolsStatus) {
         };
         let available = if l.available { "" } else { " (grammar unavailable)" };
         out.line(&format!(
-            "  {:<11} {:>6} files {:>8} symbols  {}{available}{drift}",
-            l.lang, l.files, l.symbols, l.grammar_version
+            "  {:<11} {:>6} {:<5} {:>8} {:<7}  {}{available}{drift}",
+            l.lang,
+            l.files,
+            noun_for(&l.files, "file"),
+            l.symbols,
+            noun_for(&l.symbols, "symbol"),
+            l.grammar_version
         ));
     }
     for m in &s.messages {
@@ -274,8 +289,7 @@ fn print_ast_search(out: &Out, r: &AstSearchResponse) {
         (total, shown) if shown < total => {
             format!("{shown} of the {total} files with {mode} {kinds} (--limit shows more)")
         }
-        (1, _) => format!("1 file with {mode} {kinds}"),
-        (total, _) => format!("{total} files with {mode} {kinds}"),
+        (total, _) => format!("{} with {mode} {kinds}", count(total, "file")),
     });
     for f in &r.results {
         let counts: Vec<String> = f.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
@@ -285,9 +299,9 @@ fn print_ast_search(out: &Out, r: &AstSearchResponse) {
 
 fn print_ast_query(out: &Out, r: &AstQueryResponse) {
     out.note(&format!(
-        "{} matches in {} files ({} shown) for {}{}{}",
-        r.total_matches,
-        r.total_files,
+        "{} in {} ({} shown) for {}{}{}",
+        count(r.total_matches, "match"),
+        count(r.total_files, "file"),
         r.results.len(),
         r.kinds.join(", "),
         r.field.as_deref().map(|f| format!(" in field {f:?}")).unwrap_or_default(),

@@ -1,7 +1,7 @@
 //! `docdex eval`: how well search finds the files a change touched, on this repository
 //! (`Engine::eval`), printed as a table with the worst misses, or as JSON.
 
-use super::output::Out;
+use super::output::{count, Out};
 use super::progress;
 use super::RepoArg;
 use crate::engine::protocol::{
@@ -101,14 +101,14 @@ pub fn render(r: &EvalReport) -> String {
     let _ = match &r.git {
         Some(g) => writeln!(
             s,
-            "{} queries from git history ({} commits read, {} qualified, {} tried{})",
-            r.queries.len(),
-            g.scanned,
+            "{} from git history ({} read, {} qualified, {} tried{})",
+            count(r.queries.len(), "query"),
+            count(g.scanned, "commit"),
             g.candidates,
             g.tried,
             dropped(g)
         ),
-        None => writeln!(s, "{} queries from {}", r.queries.len(), r.source),
+        None => writeln!(s, "{} from {}", count(r.queries.len(), "query"), r.source),
     };
     let _ = writeln!(
         s,

@@ -2,7 +2,7 @@
 //! `docdex graph` (`cycles`, `rebuild`): argument parsing and printing over the engine's
 //! impact methods. Every edge is printed `source -> target`: the source imports the target.
 
-use super::output::Out;
+use super::output::{count, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
     CyclesResponse, Dependency, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse, RebuildSummary,
@@ -242,7 +242,7 @@ pub fn print_impact(out: &Out, r: &ImpactResponse) {
         print_deps(out, &r.outbound);
     }
     out.line("");
-    out.line(&format!("{} {} files", out.paint("1", "may change if it changes:"), r.affected.len()));
+    out.line(&format!("{} {}", out.paint("1", "may change if it changes:"), count(r.affected.len(), "file")));
     for a in r.affected.iter().take(50) {
         out.line(&format!("  {a}"));
     }
@@ -282,20 +282,25 @@ pub fn print_diagnostics(out: &Out, r: &DiagnosticsResponse) {
     }
     let counts: Vec<String> = r.by_code.iter().map(|(c, n)| format!("{n} {c}")).collect();
     out.line("");
-    out.line(&format!("{} unresolved imports in {} files ({})", r.total, r.files.len(), counts.join(", ")));
+    out.line(&format!(
+        "{} in {} ({})",
+        count(r.total, "unresolved import"),
+        count(r.files.len(), "file"),
+        counts.join(", ")
+    ));
 }
 
 /// `docdex graph cycles`.
 pub fn print_cycles(out: &Out, r: &CyclesResponse) {
     if r.cycles.is_empty() {
-        out.line(&format!("no import cycles among {} files", r.graph.stats.files));
+        out.line(&format!("no import cycles among {}", count(r.graph.stats.files, "file")));
         return;
     }
     for (i, c) in r.cycles.iter().enumerate() {
         out.line(&format!(
-            "{} ({} files): {}",
+            "{} ({}): {}",
             out.paint("1;31", &format!("cycle {}", i + 1)),
-            c.files.len(),
+            count(c.files.len(), "file"),
             c.path.join(" -> ")
         ));
         if c.files.len() > c.path.len().saturating_sub(1) {
@@ -308,17 +313,17 @@ pub fn print_cycles(out: &Out, r: &CyclesResponse) {
         }
     }
     out.line("");
-    out.line(&format!("{} cycles, {} files in cycles", r.cycles.len(), r.files_in_cycles));
+    out.line(&format!("{}, {} in cycles", count(r.cycles.len(), "cycle"), count(r.files_in_cycles, "file")));
 }
 
 /// `docdex graph rebuild`.
 pub fn print_rebuild(out: &Out, r: &RebuildSummary) {
     out.line(&format!(
-        "{} impact graph: {} files, {} imports, {} edges, {} external, {} unresolved (parse {:.0} ms, build {:.0} ms)",
+        "{} impact graph: {}, {}, {}, {} external, {} unresolved (parse {:.0} ms, build {:.0} ms)",
         out.paint("1;32", "rebuilt"),
-        r.stats.files,
-        r.stats.imports,
-        r.stats.edges,
+        count(r.stats.files, "file"),
+        count(r.stats.imports, "import"),
+        count(r.stats.edges, "edge"),
         r.stats.external_edges,
         r.stats.unresolved,
         r.parse_ms,

@@ -1,6 +1,6 @@
 //! `docdex libs fetch|list`: library docs of a repository's dependencies.
 
-use super::output::Out;
+use super::output::{count, Out};
 use super::RepoArg;
 use crate::engine::protocol::{LibHit, LibPackage, LibsFetchRequest, LibsReport};
 use crate::engine::Engine;
@@ -46,13 +46,13 @@ fn package_line(out: &Out, p: &LibPackage) -> String {
     let from = if p.cached { " (cached)".to_string() } else { String::new() };
     let notes = if p.notes.is_empty() { String::new() } else { format!("  {}", out.paint("2", &p.notes.join("; "))) };
     format!(
-        "{:<7} {}@{}  {} local, {} published docs, {} passages{from}{notes}",
+        "{:<7} {}@{}  {} local, {} published docs, {}{from}{notes}",
         p.ecosystem.name(),
         out.paint("1", &p.name),
         p.version,
         p.local_docs,
         p.published_docs,
-        p.chunks
+        count(p.chunks, "passage")
     )
 }
 
@@ -98,9 +98,9 @@ pub fn run(engine: &Engine, out: &Out, cmd: LibsCommand) -> anyhow::Result<ExitC
         out.line(&package_line(out, p));
     }
     out.note(&format!(
-        "{} packages, {} passages in the libs index of {}",
-        report.packages.len(),
-        report.chunks,
+        "{}, {} in the libs index of {}",
+        count(report.packages.len(), "package"),
+        count(report.chunks, "passage"),
         report.repo
     ));
     for n in &report.notes {

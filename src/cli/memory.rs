@@ -1,6 +1,6 @@
 //! `docdex memory store | recall | list | delete`: the repository's memory.
 
-use super::output::Out;
+use super::output::{count, Out};
 use super::RepoArg;
 use crate::engine::protocol::{MemoryItem, MemoryRecallRequest, MemoryStoreRequest};
 use crate::engine::Engine;
@@ -129,7 +129,7 @@ pub fn run(engine: &Engine, out: &Out, cmd: MemoryCommand) -> anyhow::Result<()>
             if json {
                 out.json(&resp)?;
             } else {
-                out.line(&out.paint("2", &format!("{} memories in {}", resp.total, resp.repo.display())));
+                out.line(&out.paint("2", &format!("{} in {}", count(resp.total, "memory"), resp.repo.display())));
                 for m in &resp.memories {
                     print_item(out, m, None);
                 }

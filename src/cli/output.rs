@@ -62,6 +62,27 @@ impl Out {
     }
 }
 
+/// `n` with its noun, singular for one ("1 file", "2 files", "3 queries", "2 matches"), so a
+/// count a person reads agrees with its noun.
+pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, noun: &str) -> String {
+    format!("{n} {}", noun_for(&n, noun))
+}
+
+/// The noun alone as [`count`] writes it, for tables that align the number apart.
+pub fn noun_for<N: PartialEq + From<u8>>(n: &N, noun: &str) -> String {
+    if *n == N::from(1) {
+        return noun.to_string();
+    }
+    let consonant_y = noun.strip_suffix('y').and_then(|s| s.chars().last()).is_some_and(|c| !"aeiou".contains(c));
+    if consonant_y {
+        format!("{}ies", &noun[..noun.len() - 1])
+    } else if ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e)) {
+        format!("{noun}es")
+    } else {
+        format!("{noun}s")
+    }
+}
+
 /// "error:" in red when stderr is a terminal.
 pub fn error_prefix() -> String {
     if color_enabled(std::io::stderr().is_terminal()) {
@@ -87,19 +108,19 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
     }
     if let Some(note) = &s.note {
         out.line(&format!(
-            "{} {} files, {} chunks (generation {}): {note}",
+            "{} {}, {} (generation {}): {note}",
             out.paint("1;32", "up to date"),
-            s.files,
-            s.chunks,
+            count(s.files, "file"),
+            count(s.chunks, "chunk"),
             s.generation
         ));
         return;
     }
     out.line(&format!(
-        "{} {} files, {} chunks in {:.2}s ({}{} added, {} updated, {} deleted, {} renamed, {} unchanged; {:.1} MB read; generation {})",
+        "{} {}, {} in {:.2}s ({}{} added, {} updated, {} deleted, {} renamed, {} unchanged; {:.1} MB read; generation {})",
         out.paint("1;32", "indexed"),
-        s.files,
-        s.chunks,
+        count(s.files, "file"),
+        count(s.chunks, "chunk"),
         s.seconds,
         // A first index is built from scratch too; only a later one is a rebuild.
         match (s.rebuilt, s.generation) {
@@ -126,10 +147,10 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
     if let Some(c) = s.code.as_ref().filter(|c| c.files_parsed + c.files_not_parsed + c.files_removed > 0) {
         let langs: Vec<String> = c.languages.iter().map(|(l, t)| format!("{l} {}", t.files)).collect();
         out.line(&format!(
-            "{} {} extracted from {} files ({}){}{}",
+            "{} {} extracted from {} ({}){}{}",
             out.paint("1;32", "symbols"),
             c.symbols_extracted,
-            c.files_parsed,
+            count(c.files_parsed, "file"),
             langs.join(", "),
             if c.files_repaired > 0 { format!("; {} re-extracted", c.files_repaired) } else { String::new() },
             if c.drift_repaired.is_empty() {
@@ -143,7 +164,7 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
         }
     }
     if !s.skipped.is_empty() {
-        out.line(&format!("{} {} files skipped:", out.paint("33", "note:"), s.skipped.len()));
+        out.line(&format!("{} {} skipped:", out.paint("33", "note:"), count(s.skipped.len(), "file")));
         for f in s.skipped.iter().take(10) {
             out.line(&format!("  {} ({})", f.path, f.reason));
         }
@@ -153,9 +174,9 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
     }
     if !s.errors.is_empty() {
         out.line(&format!(
-            "{} {} files could not be read (retried next run):",
+            "{} {} could not be read (retried next run):",
             out.paint("1;31", "errors:"),
-            s.errors.len()
+            count(s.errors.len(), "file")
         ));
         for f in s.errors.iter().take(10) {
             out.line(&format!("  {} ({})", f.path, f.reason));
@@ -176,8 +197,14 @@ fn print_embeddings(out: &Out, e: &EmbedSummary) {
                 out.paint("33", "partly embedded")
             };
             out.line(&format!(
-                "{label} {} chunks with {} ({} new, {} from cache, {} files updated, {} removed) in {:.2}s",
-                e.chunks, e.model, e.chunks_embedded, e.chunks_cached, e.files_embedded, e.files_removed, e.seconds
+                "{label} {} with {} ({} new, {} from cache, {} updated, {} removed) in {:.2}s",
+                count(e.chunks, "chunk"),
+                e.model,
+                e.chunks_embedded,
+                e.chunks_cached,
+                count(e.files_embedded, "file"),
+                e.files_removed,
+                e.seconds
             ));
         }
         _ => {}
@@ -202,7 +229,7 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
     line(&out.paint(
         "2",
         &format!(
-            "repo {} · generation {} · {} · {} · {}{} hits · confidence {:.2} · {:.1} ms",
+            "repo {} · generation {} · {} · {} · {}{} {} · confidence {:.2} · {:.1} ms",
             r.repo.display(),
             r.generation,
             serde_json::to_value(r.index_state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
@@ -213,6 +240,7 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
             r.total_hits,
             // The ranking pool's size: a count that reaches it is a lower bound.
             if r.total_hits >= crate::engine::protocol::CANDIDATE_POOL { "+" } else { "" },
+            if r.total_hits == 1 { "hit" } else { "hits" },
             r.confidence,
             r.timing_ms.total + r.retrieval.embed_ms.unwrap_or(0.0)
         ),
@@ -337,12 +365,15 @@ pub fn print_watch(out: &Out, r: &WatchReport, json: bool) {
         return;
     }
     match r {
-        WatchReport::Ready(s) => {
-            out.line(&format!("ready: {} files, {} chunks (generation {})", s.files, s.chunks, s.generation))
-        }
+        WatchReport::Ready(s) => out.line(&format!(
+            "ready: {}, {} (generation {})",
+            count(s.files, "file"),
+            count(s.chunks, "chunk"),
+            s.generation
+        )),
         WatchReport::Applied { paths, summary } => out.line(&format!(
-            "updated {} path(s) in {:.0} ms: +{} ~{} -{} (generation {}) {}",
-            paths.len(),
+            "updated {} in {:.0} ms: +{} ~{} -{} (generation {}) {}",
+            count(paths.len(), "path"),
             summary.seconds * 1000.0,
             summary.added,
             summary.updated,
@@ -366,10 +397,10 @@ pub fn print_repos(out: &Out, repos: &[RepoRecord]) {
             .map(|ms| format!("indexed {}", crate::engine::protocol::ago(crate::engine::protocol::now_ms(), ms)))
             .unwrap_or_else(|| "never indexed".into());
         out.line(&format!(
-            "{}  {} files, {} chunks, {}  {}",
+            "{}  {}, {}, {}  {}",
             r.path.display(),
-            r.files,
-            r.chunks,
+            count(r.files, "file"),
+            count(r.chunks, "chunk"),
             when,
             out.paint("2", &r.fingerprint[..12])
         ));
@@ -398,5 +429,21 @@ pub fn print_similar(out: &Out, r: &SimilarResponse) {
     }
     for f in &r.results {
         out.line(&format!("{:>6.3}  {}  {}", f.score, out.paint("1;35", &f.path), out.paint("2", &f.lang)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count;
+
+    #[test]
+    fn nouns_agree_with_their_counts() {
+        assert_eq!(count(1usize, "file"), "1 file");
+        assert_eq!(count(0u64, "file"), "0 files");
+        assert_eq!(count(2u32, "query"), "2 queries");
+        assert_eq!(count(3usize, "match"), "3 matches");
+        assert_eq!(count(2usize, "day"), "2 days");
+        assert_eq!(count(1u64, "memory"), "1 memory");
+        assert_eq!(count(5u64, "unresolved import"), "5 unresolved imports");
     }
 }

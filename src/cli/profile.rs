@@ -1,7 +1,7 @@
 //! `docdex profile list | add | search | edit | remove | export | import | reembed | learn`:
 //! profile (preference) memory, one engine call per command.
 
-use super::output::Out;
+use super::output::{count, Out};
 use crate::engine::protocol::{
     now_ms, Category, DagTarget, EvolutionAction, EvolutionOutcome, Preference, ProfileAddRequest, ProfileEditRequest,
     ProfileListRequest, ProfileRemoveRequest, ProfileSearchRequest, ProfileWriteResponse, SavePreferenceRequest,
@@ -208,8 +208,8 @@ pub fn run_map(engine: &Engine, out: &Out, args: MapArgs) -> anyhow::Result<()> 
         }
     };
     out.note(&format!(
-        "{who}: {} paths shown, {} hidden, depth {}, {} tokens{}{}",
-        map.paths.len(),
+        "{who}: {} shown, {} hidden, depth {}, {} tokens{}{}",
+        count(map.paths.len(), "path"),
         map.hidden_files,
         map.depth,
         map.tokens,
@@ -236,7 +236,7 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
         if args.command.is_none() && args.json() {
             return out.json(&r);
         }
-        out.note(&format!("re-embedded {} preferences with {} ({} dimensions)", r.embedded, r.model, r.dim));
+        out.note(&format!("re-embedded {} with {} ({} dimensions)", count(r.embedded, "preference"), r.model, r.dim));
     }
     let Some(command) = args.command else {
         if !args.reembed {
@@ -253,7 +253,7 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
                 return out.json(&resp);
             }
             if agent.is_none() {
-                out.line(&out.paint("2", &format!("{} agents in {}", resp.agents.len(), resp.db.display())));
+                out.line(&out.paint("2", &format!("{} in {}", count(resp.agents.len(), "agent"), resp.db.display())));
                 for a in &resp.agents {
                     let counts: Vec<String> =
                         Category::ALL.iter().filter_map(|c| a.by_category.get(c).map(|n| format!("{n} {c}"))).collect();
@@ -333,7 +333,7 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
                 return out.json(&resp);
             }
             if agent {
-                out.line(&format!("removed agent {} and its {} preferences", resp.agent_id, resp.removed));
+                out.line(&format!("removed agent {} and its {}", resp.agent_id, count(resp.removed, "preference")));
             } else {
                 out.line(&format!("removed {} from {}", resp.id, resp.agent_id));
             }
@@ -344,10 +344,10 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
                 return out.json(&resp);
             }
             out.line(&format!(
-                "exported {} agents, {} preferences and {} removals to {}",
-                resp.agents,
-                resp.preferences,
-                resp.tombstones,
+                "exported {}, {} and {} to {}",
+                count(resp.agents, "agent"),
+                count(resp.preferences, "preference"),
+                count(resp.tombstones, "removal"),
                 resp.path.display()
             ));
         }
@@ -374,7 +374,12 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
             if json {
                 return out.json(&r);
             }
-            out.line(&format!("re-embedded {} preferences with {} ({} dimensions)", r.embedded, r.model, r.dim));
+            out.line(&format!(
+                "re-embedded {} with {} ({} dimensions)",
+                count(r.embedded, "preference"),
+                r.model,
+                r.dim
+            ));
         }
         ProfileCommand::Learn { agent, category, rule, repo, text, json } => {
             let req = SavePreferenceRequest {

@@ -100,10 +100,10 @@ pub fn list(engine: &Engine, out: &Out, args: ListArgs) -> anyhow::Result<()> {
 fn describe(s: &SourceInfo) -> String {
     let formats: Vec<String> = s.formats.iter().map(|(f, n)| format!("{n} {f}")).collect();
     let mut line = format!(
-        "{}  {}  {} files, {:.1} MB{}{}",
+        "{}  {}  {}, {:.1} MB{}{}",
         s.source.name,
         s.source.path.display(),
-        s.files,
+        output::count(s.files, "file"),
         s.bytes as f64 / (1024.0 * 1024.0),
         if formats.is_empty() { String::new() } else { format!(" ({})", formats.join(", ")) },
         if s.skipped > 0 { format!(", {} skipped", s.skipped) } else { String::new() },

@@ -1,7 +1,7 @@
 //! `docdex web-search`, `web-fetch`, `web-rag` and `browser list|setup|install`: each one
 //! engine call, printed for humans or as `--json`.
 
-use super::output::Out;
+use super::output::{count, Out};
 use super::RepoArg;
 use crate::engine::protocol::{browser_install_help, DiscoveryStatus, WebFetchRequest, WebSearchRequest};
 use crate::engine::Engine;
@@ -104,13 +104,18 @@ pub fn search(engine: &Engine, out: &Out, args: WebSearchArgs) -> anyhow::Result
             String::new()
         };
         let status = match resp.status {
-            DiscoveryStatus::Ok => format!("{} results {how} in {:.0} ms{waited}", resp.results.len(), resp.ms),
+            DiscoveryStatus::Ok => {
+                format!("{} {how} in {:.0} ms{waited}", count(resp.results.len(), "result"), resp.ms)
+            }
             DiscoveryStatus::Blocked => "blocked: the search endpoint refused the query (no results are known)".into(),
             DiscoveryStatus::Failed => "failed: the search endpoint could not be used".into(),
         };
         out.note(&status);
         if resp.filtered > 0 {
-            out.note(&format!("{} results left out by [web] blocklist / the private-address rule", resp.filtered));
+            out.note(&format!(
+                "{} left out by [web] blocklist / the private-address rule",
+                count(resp.filtered, "result")
+            ));
         }
         for n in &resp.notes {
             out.note(n);

@@ -271,6 +271,32 @@ fn human_index_output_summarizes() {
 }
 
 #[test]
+fn counts_of_one_read_in_the_singular() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/only.rs", "/// The one thing.\npub fn lonely_walrus() {}\n");
+    let r = repo.to_str().unwrap();
+    let text = |args: &[&str]| {
+        let out = env.run(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let index = text(&["index", "--repo", r]);
+    assert!(index.contains("indexed 1 file, 1 chunk in"), "{index}");
+    let search = text(&["search", "--repo", r, "lonely_walrus"]);
+    assert!(search.contains(" 1 hit · "), "{search}");
+    let outline = text(&["symbols", "--repo", r, "--file", "src/only.rs"]);
+    assert!(outline.contains("1 symbol in src/only.rs"), "{outline}");
+    let status = text(&["symbols-status", "--repo", r]);
+    assert!(status.contains("1 symbol in 1 file "), "{status}");
+    for plural in ["1 files", "1 hits", "1 symbols", "1 chunks"] {
+        for t in [&index, &search, &outline, &status] {
+            assert!(!t.contains(plural), "{plural}: {t}");
+        }
+    }
+}
+
+#[test]
 fn watch_command_streams_json_and_stops_cleanly_on_sigterm() {
     use std::io::{BufRead, BufReader};
     let env = Env::new();
