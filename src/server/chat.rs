@@ -416,6 +416,51 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// How long a chat may go on after a shutdown signal: within the server's 10 s drain, with
+/// time left to send the end of the answer.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
+
+/// Resolves [`SHUTDOWN_GRACE`] after the server starts shutting down; never before.
+fn shutdown_grace(state: &AppState) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    let shutdown = state.shutdown_token().clone();
+    Box::pin(async move {
+        shutdown.cancelled_owned().await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    })
+}
+
+fn shutting_down() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "shutting_down",
+        format!(
+            "the server is shutting down and the answer did not finish within {}s; ask again when it is back",
+            SHUTDOWN_GRACE.as_secs()
+        ),
+    )
+}
+
+/// The end of a stream cut by a shutdown: the error, then `[DONE]`.
+fn shutdown_events() -> Vec<Event> {
+    let e = shutting_down();
+    vec![
+        Event::default().data(json!({"error": {"code": e.code, "message": e.message}}).to_string()),
+        Event::default().data("[DONE]"),
+    ]
+}
+
+/// The worker's next update, or `503 shutting_down` once the shutdown grace is over.
+async fn recv_within(
+    rx: &mut tokio::sync::mpsc::Receiver<Update>,
+    grace: &mut std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+) -> Result<Option<Update>, ApiError> {
+    tokio::select! {
+        biased;
+        update = rx.recv() => Ok(update),
+        _ = grace.as_mut() => Err(shutting_down()),
+    }
+}
+
 fn lost_worker() -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the chat worker stopped without an answer")
 }
@@ -442,8 +487,9 @@ async fn completions(
         Err(busy) => return Ok(busy),
     };
     let mut rx = spawn_turn(state.clone(), sel, req, body.stream, slot);
+    let mut grace = shutdown_grace(&state);
     if !body.stream {
-        let resp = match rx.recv().await {
+        let resp = match recv_within(&mut rx, &mut grace).await? {
             Some(Update::Done(r)) => (*r)?,
             _ => return Err(lost_worker()),
         };
@@ -469,7 +515,7 @@ async fn completions(
         return Ok(Json(completion).into_response());
     }
     // Streaming: headers go out with the first token; until then, failures are HTTP errors.
-    let first = match rx.recv().await {
+    let first = match recv_within(&mut rx, &mut grace).await? {
         Some(Update::Token(t)) => Some(t),
         Some(Update::Done(r)) => {
             let resp = (*r)?;
@@ -483,7 +529,6 @@ async fn completions(
         None => return Err(lost_worker()),
     };
     let chunks = Chunks { id, model, created: now_secs(), include_usage: include_usage(&body) };
-    let shutdown = state.shutdown_token().clone().cancelled_owned();
     let stream = futures::stream::unfold((rx, chunks, first, false), |(mut rx, chunks, first, done)| async move {
         if done {
             return None;
@@ -501,12 +546,25 @@ async fn completions(
         }
     });
     use futures::StreamExt;
-    let events = stream.flat_map(|batch| futures::stream::iter(batch.into_iter().map(Ok))).take_until(shutdown).map(
-        move |event| {
+    let events = stream.flat_map(futures::stream::iter);
+    // A shutdown lets the answer go on for the grace period, then ends it with an error event
+    // and `[DONE]`, so the client can tell a cut answer from a whole one.
+    let events =
+        futures::stream::unfold((Box::pin(events), grace, false), |(mut events, mut grace, ended)| async move {
+            if ended {
+                return None;
+            }
+            tokio::select! {
+                biased;
+                event = events.next() => event.map(|e| (vec![e], (events, grace, false))),
+                _ = &mut grace => Some((shutdown_events(), (events, grace, true))),
+            }
+        })
+        .flat_map(|batch| futures::stream::iter(batch.into_iter().map(Ok::<_, Infallible>)))
+        .map(move |event| {
             let _ = &cancel;
             event
-        },
-    );
+        });
     Ok(sse(events))
 }
 

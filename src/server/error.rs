@@ -91,9 +91,13 @@ pub fn status_for(code: &str) -> StatusCode {
         "payload_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
         "unsupported_media_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         "forbidden_origin" | "forbidden_host" | "forbidden_repo" => StatusCode::FORBIDDEN,
-        "upstream_unavailable" | "model_not_found" | "unavailable" | "busy" | "index_damaged" | "index_stopped" => {
-            StatusCode::SERVICE_UNAVAILABLE
-        }
+        "upstream_unavailable"
+        | "model_not_found"
+        | "unavailable"
+        | "busy"
+        | "shutting_down"
+        | "index_damaged"
+        | "index_stopped" => StatusCode::SERVICE_UNAVAILABLE,
         "disk_full" => StatusCode::INSUFFICIENT_STORAGE,
         "request_timeout" => StatusCode::REQUEST_TIMEOUT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,

@@ -158,3 +158,33 @@ async fn a_client_hanging_up_while_the_model_is_silent_stops_the_model() {
         assert!(gone.elapsed() < Duration::from_secs(3), "stream {stream}: the model ran {:?} on", gone.elapsed());
     }
 }
+
+#[tokio::test]
+async fn sigterm_lets_a_streamed_answer_go_on_then_ends_it_with_an_error_and_done() {
+    use futures::StreamExt;
+    let env = Env::new();
+    // About a dozen pieces, one a second: longer than the shutdown grace.
+    let fake = FakeOllama::start(FakeOllamaOptions { token_delay_ms: 1000, ..Default::default() }).unwrap();
+    env.write_config(&patient_llm_config(&fake.url()));
+    let repo = indexed_repo(&env);
+    let mut server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let resp = c.post(server.url("/v1/chat/completions")).json(&chat_body(true)).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut body = resp.bytes_stream();
+    let mut text = String::from_utf8_lossy(&body.next().await.unwrap().unwrap()).into_owned();
+    server.terminate();
+    let signalled = Instant::now();
+    let mut after_signal = 0;
+    while let Some(Ok(bytes)) = body.next().await {
+        after_signal += String::from_utf8_lossy(&bytes).matches("chat.completion.chunk").count();
+        text.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    let data: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+    assert_eq!(data.last(), Some(&"[DONE]"), "{text}");
+    let error: Value = serde_json::from_str(data[data.len() - 2]).unwrap();
+    assert_eq!(error["error"]["code"], "shutting_down", "{text}");
+    assert!(after_signal >= 3, "tokens kept coming during the grace period: {text}");
+    assert!(signalled.elapsed() >= Duration::from_secs(6), "cut after {:?}", signalled.elapsed());
+    assert!(server.wait_exit(Duration::from_secs(10)).success());
+}
