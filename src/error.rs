@@ -64,6 +64,19 @@ pub enum Error {
         /// The repository root.
         repo: PathBuf,
     },
+    /// A file inside the repository that docdex does not index, and so does not serve either:
+    /// hidden (`.env`, `.git/config`), ignored (`.gitignore`, `.docdexignore`, `[index]
+    /// exclude`) or over the size limit. Agents forward what they read to remote models, and
+    /// such files are where secrets live.
+    #[error("{path} is {reason}, so docdex neither indexes nor serves it{hint}")]
+    NotServed {
+        /// The path as given.
+        path: String,
+        /// Why ("hidden or ignored by .gitignore / .docdexignore / [index] exclude", "12.3 MB, over ...").
+        reason: String,
+        /// What to do, starting with "; " (or empty).
+        hint: String,
+    },
     /// A path under a registered source (`//name/...`, or an absolute path inside it) resolves
     /// outside that source's folder: the same refusal as [`Error::OutsideRepo`], naming the
     /// source, since the repository is not what the path escaped.
@@ -259,6 +272,7 @@ impl Error {
             Error::RepoNotFound { .. } | Error::UnknownRepo { .. } => "unknown_repo",
             Error::NotIndexed { .. } => "not_indexed",
             Error::OutsideRepo { .. } | Error::OutsideSource { .. } => "path_outside_repo",
+            Error::NotServed { .. } => "path_not_served",
             Error::BadRequest(_) => "bad_request",
             Error::UnsafeRoot { .. } => "forbidden_repo",
             Error::Internal(_) => "internal",

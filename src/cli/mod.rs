@@ -427,6 +427,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             Error::BadRequest(_)
             | Error::OutsideRepo { .. }
             | Error::OutsideSource { .. }
+            | Error::NotServed { .. }
             | Error::NotFound(_)
             | Error::UnsafeRoot { .. },
         ) => 2,

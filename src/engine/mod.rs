@@ -558,6 +558,7 @@ impl Engine {
             Some(s) => index::sources::key(&s.name, &repos_rel(&root, &real)),
             None => repos_rel(&repo.root, &real),
         };
+        self.check_served(&root, &real, file)?;
         let bytes = fsutil::read_repo_file(&root, &rel).map_err(|e| {
             if fsutil::is_symlink_refusal(&e) {
                 Error::BadRequest(format!("{file} is reached through a symbolic link; docdex does not follow links"))
@@ -608,6 +609,32 @@ impl Engine {
             page_start: doc.as_ref().and_then(|d| d.page_of(a)),
             page_end: doc.as_ref().and_then(|d| d.page_of(b.max(a.min(total)))),
             total_pages: doc.as_ref().filter(|d| !d.pages.is_empty()).map(|d| d.pages.len() as u32),
+        })
+    }
+
+    /// Refuses a file the index would not take: hidden or ignored (where `.env` files and
+    /// credentials live; the same walk rules as indexing, `.gitignore`, `.docdexignore` and
+    /// `[index] exclude`), or over `[index] max_file_size_bytes` (a read is bounded in memory).
+    fn check_served(&self, root: &Path, real: &Path, given: &str) -> Result<()> {
+        let cfg = &self.config().index;
+        let size = real.metadata().map(|m| m.len()).unwrap_or(0);
+        if size > cfg.max_file_size_bytes {
+            return Err(Error::NotServed {
+                path: given.to_string(),
+                reason: format!("{}, over the {} limit", human_bytes(size), human_bytes(cfg.max_file_size_bytes)),
+                hint: "; raise `[index] max_file_size_bytes` to index and read it".into(),
+            });
+        }
+        let rel = repos_rel(root, real);
+        let admitted = index::walk::walk_paths(root, &[real.to_path_buf()], cfg, 1, index::walk::Globs::default());
+        if admitted.files.iter().any(|c| c.rel == rel) {
+            return Ok(());
+        }
+        Err(Error::NotServed {
+            path: given.to_string(),
+            reason: "hidden or ignored (a dot file or folder, `.gitignore`, `.docdexignore` or `[index] exclude`)"
+                .into(),
+            hint: "; read it with your editor, or un-ignore it (`[index] include_hidden` for dot files)".into(),
         })
     }
 
@@ -668,6 +695,15 @@ fn damaged(repo: &RepoRef, e: Error) -> Error {
             Error::IndexDamaged { repo: repo.root.clone(), detail: message }
         }
         other => other,
+    }
+}
+
+/// `532 bytes`, `4.0 KB`, `30.0 MB`.
+fn human_bytes(n: u64) -> String {
+    match n {
+        0..1_000 => format!("{n} bytes"),
+        1_000..1_000_000 => format!("{:.1} KB", n as f64 / 1e3),
+        _ => format!("{:.1} MB", n as f64 / 1e6),
     }
 }
 

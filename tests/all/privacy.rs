@@ -141,3 +141,45 @@ fn no_surface_indexes_the_filesystem_root_the_home_or_a_system_directory() {
     let states = env.home().join("state").join("repos");
     assert!(!states.exists() || std::fs::read_dir(&states).expect("read").next().is_none(), "no state was written");
 }
+
+#[tokio::test]
+async fn files_the_index_leaves_out_are_not_served_either() {
+    let env = Env::new();
+    env.write_config("[index]\nmax_file_size_bytes = 4096\n");
+    let repo = env.repo("proj");
+    write(&repo, "src/app.py", "def main():\n    return 1\n");
+    write(&repo, ".env", "OPENAI_API_KEY=sk-proj-Ab3dEf6hIj9kLmN0pQrStUvWxYz12345\n");
+    write(&repo, ".git/config", "[remote \"origin\"]\n\turl = https://user:hunter22@example.com/x.git\n");
+    write(&repo, ".gitignore", "secrets/\n");
+    write(&repo, "secrets/db.txt", "postgres://admin:hunter22@db/prod\n");
+    write(&repo, "logs/big.log", &"a line of a large log file\n".repeat(400));
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let engine = env.engine();
+    use docdex::engine::protocol::FileRequest;
+    assert!(engine.get_file(&repo, &FileRequest::new("src/app.py", None)).is_ok(), "an indexed file is served");
+    for (path, why) in [
+        (".env", "hidden or ignored"),
+        (".git/config", "hidden or ignored"),
+        ("secrets/db.txt", "hidden or ignored"),
+        ("logs/big.log", "10.8 KB, over the 4.1 KB limit"),
+    ] {
+        let e = engine.get_file(&repo, &FileRequest::new(path, Some((1, 1)))).unwrap_err();
+        assert_eq!(e.code(), "path_not_served", "{path}: {e}");
+        assert!(e.to_string().contains(why), "{path}: {e}");
+    }
+    // The command line says so and exits 2 (bad input), printing nothing of the file.
+    let out = env.run(&["get", "--repo", r, ".env"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("sk-proj"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("neither indexes nor serves it"));
+    // Over HTTP: 403 path_not_served.
+    let server = crate::server_util::Server::start(&env, &["serve", "--repo", r], &[]);
+    let c = crate::server_util::client();
+    for path in [".env", ".git%2Fconfig", "secrets%2Fdb.txt", "logs%2Fbig.log"] {
+        let resp = c.get(server.url(&format!("/v1/open?path={path}"))).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 403, "{path}");
+        let body = resp.text().await.unwrap();
+        assert!(body.contains("path_not_served") && !body.contains("hunter22") && !body.contains("sk-proj"), "{body}");
+    }
+}
