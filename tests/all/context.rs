@@ -270,3 +270,41 @@ async fn post_v1_context_is_the_same_pack_over_http() {
         .unwrap();
     assert_eq!(bad.status().as_u16(), 400);
 }
+
+#[test]
+fn untracked_secrets_and_build_output_stay_out_and_the_budget_holds() {
+    let env = Env::new();
+    let (repo, engine) = fixture(&env);
+    // A dirty tracked file holding a credential, an untracked `.env`, compiled files and many
+    // untracked scratch files: what a working tree looks like mid-task.
+    write(
+        &repo,
+        "app/crypto.py",
+        "DSN = 'postgres://admin:hunter22@db.internal/prod'\n\ndef hash_password(raw):\n    \"\"\"Hash a password with a salt.\"\"\"\n    return 'h' + raw[::-1]\n",
+    );
+    write(&repo, ".env", "OPENAI_API_KEY=sk-proj-Ab3dEf6hIj9kLmN0pQrStUvWxYz12345\n");
+    for i in 0..27 {
+        std::fs::create_dir_all(repo.join("app/__pycache__")).unwrap();
+        std::fs::write(repo.join(format!("app/__pycache__/m{i}.cpython-311.pyc")), [0u8, 13, 13, 10, 0, 1, 2]).unwrap();
+    }
+    for i in 0..30 {
+        write(&repo, &format!("scratch/note_{i:02}.py"), &format!("def note_{i}():\n    return {i}\n"));
+    }
+    let long_task = format!("hash the password before login {}", "and keep every session short ".repeat(60));
+    for (budget, task) in
+        [(200, "hash the password before login"), (800, "hash the password before login"), (200, long_task.as_str())]
+    {
+        let p = pack(&engine, &repo, task, None, budget);
+        assert!(p.tokens <= budget, "budget {budget}: {} tokens", p.tokens);
+        assert!(!p.snippets.is_empty(), "budget {budget}: the heading left no room for snippets: {:?}", p.omitted);
+        let md = p.markdown.clone().expect("markdown");
+        assert!(!md.contains("sk-proj") && !md.contains(".env"), "{md}");
+        assert!(!md.contains(".pyc"), "{md}");
+        assert!(p.changed.iter().all(|f| f.path != ".env"), "{:?}", p.changed);
+    }
+    let p = pack(&engine, &repo, "hash the password before login", None, 8000);
+    let crypto = p.snippets.iter().find(|s| s.path == "app/crypto.py").expect("the dirty file is in the pack");
+    assert!(!crypto.text.contains("hunter22"), "{}", crypto.text);
+    assert!(p.notes.iter().any(|n| n.contains("masked")), "{:?}", p.notes);
+    assert!(p.notes.iter().any(|n| n.contains("changed files left out")), "{:?}", p.notes);
+}

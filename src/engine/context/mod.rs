@@ -29,14 +29,15 @@ use crate::engine::code::symbols::norm;
 use crate::engine::code::test_files::is_test_path;
 use crate::engine::code::types::SymbolKind;
 use crate::engine::index::files::language;
+use crate::engine::index::walk;
 use crate::engine::search::types::{SearchHit, SearchRequest};
 use crate::engine::waterfall::budget::{self, TokenCounter};
 use crate::engine::waterfall::context::Files;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use changes::Changes;
-use std::collections::HashMap;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use types::*;
 
@@ -110,7 +111,8 @@ impl Engine {
         timing.search_ms = ms(t);
 
         let t = Instant::now();
-        let changes = changes::collect(&repo.root, req.since.as_deref())?;
+        let mut changes = changes::collect(&repo.root, req.since.as_deref())?;
+        let left_out = leave_out_unindexable(&repo.root, &self.config().index, &mut changes);
         timing.git_ms = ms(t);
 
         let t = Instant::now();
@@ -130,7 +132,12 @@ impl Engine {
             timing: ContextTiming::default(),
             markdown: None,
         };
-        let mut files = Files::new(&repo);
+        let mut files = if self.config().privacy.redact_snippets { Files::masked(&repo) } else { Files::new(&repo) };
+        if left_out > 0 {
+            pack.notes.push(format!(
+                "{left_out} changed files left out: hidden, ignored or excluded from the index (`.gitignore`, `.docdexignore`, `[index] exclude`)"
+            ));
+        }
         let mut cands = changed_candidates(&repo.root, &changes, req.since.as_deref(), &mut files, &mut pack);
         let changed_cands = cands.len();
         for (i, h) in hits.iter().enumerate() {
@@ -153,6 +160,12 @@ impl Engine {
         let t = Instant::now();
         let counter = TokenCounter::for_model("gpt-4", None)?;
         fit(&mut pack, cands, &mut files, &counter);
+        if files.masked > 0 {
+            pack.notes.push(format!(
+                "{} secrets or personal data masked in the snippets (`[privacy] redact_snippets`)",
+                files.masked
+            ));
+        }
         if req.format.unwrap_or_default() == ContextFormat::Md {
             pack.markdown = Some(render_markdown(&pack));
         }
@@ -328,6 +341,35 @@ impl Engine {
             }
         }
         out
+    }
+}
+
+/// Drops from the changed files those the index would not take (hidden like `.env`, ignored,
+/// excluded, untracked binaries; a deleted file stays listed): a context pack serves what search serves, and
+/// untracked secrets or build output (`__pycache__`) are neither context nor budget.
+fn leave_out_unindexable(root: &Path, cfg: &crate::config::IndexConfig, changes: &mut Changes) -> usize {
+    let present: Vec<PathBuf> =
+        changes.files.iter().filter(|f| f.change != "deleted").map(|f| root.join(&f.path)).collect();
+    if present.is_empty() {
+        return 0;
+    }
+    let admitted: HashSet<String> =
+        walk::walk_paths(root, &present, cfg, 1, walk::Globs::default()).files.into_iter().map(|c| c.rel).collect();
+    let before = changes.files.len();
+    changes.files.retain(|f| {
+        f.change == "deleted"
+            || (admitted.contains(&f.path) && !(f.states == [ChangeState::Untracked] && is_binary(&root.join(&f.path))))
+    });
+    before - changes.files.len()
+}
+
+/// Whether the file's first 8 KiB hold a NUL byte (as indexing decides; unreadable counts).
+fn is_binary(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 8192];
+    match std::fs::File::open(path).and_then(|mut f| f.read(&mut head)) {
+        Ok(n) => memchr::memchr(0, &head[..n]).is_some(),
+        Err(_) => true,
     }
 }
 

@@ -5,10 +5,20 @@ use super::types::{ChangeState, ContextPack, ContextSnippet};
 
 /// Changed files listed in the heading at most.
 const MAX_LISTED_CHANGES: usize = 50;
+/// Budget tokens per changed file listed: the list is at most about a fifth of the budget
+/// (a line costs some 15 to 20 tokens), so a long list never crowds out the snippets.
+const TOKENS_PER_LISTED_CHANGE: u32 = 100;
 
 /// The pack's heading: the task, the repository, the base and the changed files.
 pub fn header(pack: &ContextPack) -> String {
-    let mut s = format!("# Context for: {}\n\nRepository `{}`", pack.task, pack.repo.display());
+    // About a quarter of the budget at most (some four characters a token): a long task
+    // description never pushes the pack over its budget.
+    let room = pack.budget as usize;
+    let task = match pack.task.char_indices().nth(room) {
+        Some((cut, _)) => format!("{}…", &pack.task[..cut]),
+        None => pack.task.clone(),
+    };
+    let mut s = format!("# Context for: {task}\n\nRepository `{}`", pack.repo.display());
     let none = if pack.changed.is_empty() { "no " } else { "" };
     match (&pack.since, &pack.base) {
         (Some(since), Some(base)) => s.push_str(&format!("; {none}changes since {since} (merge base {})", short(base))),
@@ -18,12 +28,13 @@ pub fn header(pack: &ContextPack) -> String {
     s.push_str(&format!("; budget {} tokens ({}).\n", pack.budget, pack.tokenizer));
     if !pack.changed.is_empty() {
         s.push_str("\nChanged files:\n");
-        for f in pack.changed.iter().take(MAX_LISTED_CHANGES) {
+        let listed = ((pack.budget / TOKENS_PER_LISTED_CHANGE) as usize).clamp(2, MAX_LISTED_CHANGES);
+        for f in pack.changed.iter().take(listed) {
             let states: Vec<&str> = f.states.iter().map(|st| state_name(*st)).collect();
             s.push_str(&format!("- {} ({}: {})\n", f.path, f.change, states.join(", ")));
         }
-        if pack.changed.len() > MAX_LISTED_CHANGES {
-            s.push_str(&format!("- ... {} more\n", pack.changed.len() - MAX_LISTED_CHANGES));
+        if pack.changed.len() > listed {
+            s.push_str(&format!("- ... {} more\n", pack.changed.len() - listed));
         }
     }
     s

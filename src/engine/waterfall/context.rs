@@ -125,12 +125,22 @@ fn source(slot: Slot, path: &str, a: u32, b: u32, score: f32, note: &str) -> Cha
 pub struct Files {
     repo: RepoRef,
     cache: HashMap<String, Option<Arc<Vec<String>>>>,
+    /// Mask secrets and personal data as files are read ([`Files::masked`]).
+    mask: bool,
+    /// How many findings were masked so far.
+    pub masked: usize,
 }
 
 impl Files {
     /// A reader for the files of `repo` as the index holds them (a document's extracted text).
     pub fn new(repo: &RepoRef) -> Files {
-        Files { repo: repo.clone(), cache: HashMap::new() }
+        Files { repo: repo.clone(), cache: HashMap::new(), mask: false, masked: 0 }
+    }
+
+    /// [`Files::new`] whose text has secrets and personal data masked, as search snippets do
+    /// (`[privacy] redact_snippets`): for text handed to agents, which forward it to models.
+    pub fn masked(repo: &RepoRef) -> Files {
+        Files { mask: true, ..Files::new(repo) }
     }
 
     /// The file's lines, or `None` when it is missing, binary or outside the repository.
@@ -138,15 +148,25 @@ impl Files {
         if let Some(hit) = self.cache.get(rel) {
             return hit.clone();
         }
-        let read = || -> Option<Arc<Vec<String>>> {
+        let read = || -> Option<(Arc<Vec<String>>, usize)> {
             // One opener for every repository read: never through a link, never outside the root.
             let bytes = crate::engine::index::extract::indexed_text(&self.repo, rel).ok()?;
             if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
                 return None;
             }
-            Some(Arc::new(String::from_utf8_lossy(&bytes).lines().map(str::to_string).collect()))
+            let text = String::from_utf8_lossy(&bytes);
+            let (text, found) = if self.mask {
+                let (masked, found) = crate::engine::privacy::mask(&text);
+                (std::borrow::Cow::Owned(masked), found.len())
+            } else {
+                (text, 0)
+            };
+            Some((Arc::new(text.lines().map(str::to_string).collect()), found))
         };
-        let lines = read();
+        let lines = read().map(|(lines, found)| {
+            self.masked += found;
+            lines
+        });
         self.cache.insert(rel.to_string(), lines.clone());
         lines
     }
