@@ -330,10 +330,16 @@ fn finish_reason(resp: &ChatTurnResponse) -> String {
 /// A turn whose model part did not answer, as the error contract (503, with the engine's code
 /// and message) plus the `docdex` extension: an OpenAI client asked for an answer, but the
 /// sources retrieved are still useful.
+///
+/// A model that failed part-way leaves the text that arrived as `error.partial_answer`.
 fn no_answer(resp: ChatTurnResponse) -> Response {
     let code = resp.llm.error_code.clone().unwrap_or_else(|| "upstream_unavailable".into());
     let message = resp.llm.message.clone().unwrap_or_else(|| "the model did not answer".into());
-    let body = json!({"error": {"code": code, "message": message}, "docdex": DocdexExtension::of(resp)});
+    let mut error = json!({"code": code, "message": message});
+    if let Some(partial) = resp.answer.as_deref().filter(|a| !a.is_empty()) {
+        error["partial_answer"] = json!(partial);
+    }
+    let body = json!({"error": error, "docdex": DocdexExtension::of(resp)});
     (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
 }
 
@@ -620,9 +626,14 @@ impl Chunks {
     fn last(&self, resp: ChatTurnResponse) -> Vec<Event> {
         let mut out = Vec::with_capacity(3);
         if matches!(resp.llm.status, AnswerStatus::Failed) {
+            // The error event ends the stream: a `finish_reason: "stop"` chunk after it would
+            // make a cut answer look whole to clients that only read the chunks.
             let message = resp.llm.message.clone().unwrap_or_else(|| "the model failed part-way".into());
             let code = resp.llm.error_code.clone().unwrap_or_else(|| "upstream_unavailable".into());
-            out.push(Event::default().data(json!({"error": {"code": code, "message": message}}).to_string()));
+            let error = json!({"error": {"code": code, "message": message}, "docdex": DocdexExtension::of(resp)});
+            out.push(Event::default().data(error.to_string()));
+            out.push(Event::default().data("[DONE]"));
+            return out;
         }
         let usage = usage(&resp.trace);
         let reason = finish_reason(&resp);

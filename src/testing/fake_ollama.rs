@@ -14,6 +14,8 @@
 //!   `first_token_delay_ms` for a model that takes long to read the prompt);
 //! - `openai_only` serves just the `/v1` endpoints, like llama.cpp's server or vLLM;
 //! - `chunk_bytes` cuts streamed bodies into tiny network writes (even inside a character);
+//! - `cut_after_pieces` ends a streamed Ollama chat answer early, without its `done` line (a
+//!   model that crashed mid-answer);
 //! - `open_streams()` counts streamed bodies still being sent, so a test can see the caller
 //!   hang up (a huge `first_token_delay_ms` is a model that never answers).
 //!
@@ -56,6 +58,9 @@ pub struct FakeOllamaOptions {
     /// Context window the models report (`/api/show` `model_info`, `/v1/models`
     /// `max_model_len`); none when `None`.
     pub context_length: Option<u64>,
+    /// When non-zero, a streamed `/api/chat` answer stops after this many pieces, without the
+    /// final `done` line.
+    pub cut_after_pieces: usize,
 }
 
 impl Default for FakeOllamaOptions {
@@ -71,6 +76,7 @@ impl Default for FakeOllamaOptions {
             openai_only: false,
             chunk_bytes: 0,
             context_length: None,
+            cut_after_pieces: 0,
         }
     }
 }
@@ -548,6 +554,9 @@ async fn chat(State(s): S, Json(body): Json<Value>) -> Response {
                           "message": {"role": "assistant", "content": ""}, "done": true, "done_reason": reason});
     merge(&mut last, &final_fields);
     lines.push(last.to_string());
+    if s.opts.cut_after_pieces > 0 {
+        lines.truncate(s.opts.cut_after_pieces);
+    }
     let mut pace = Pace::chat(&s.opts);
     pace.first_ms += delay;
     ndjson(lines, pace, s.opts.chunk_bytes, &s)

@@ -188,3 +188,29 @@ async fn sigterm_lets_a_streamed_answer_go_on_then_ends_it_with_an_error_and_don
     assert!(signalled.elapsed() >= Duration::from_secs(6), "cut after {:?}", signalled.elapsed());
     assert!(server.wait_exit(Duration::from_secs(10)).success());
 }
+
+#[tokio::test]
+async fn a_model_failing_mid_answer_never_looks_finished_and_keeps_the_partial_text() {
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions { cut_after_pieces: 3, ..Default::default() }).unwrap();
+    env.write_config(&patient_llm_config(&fake.url()));
+    let repo = indexed_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+
+    let text = c.post(server.url("/v1/chat/completions")).json(&chat_body(true)).send().await.unwrap();
+    assert_eq!(text.status().as_u16(), 200);
+    let text = text.text().await.unwrap();
+    let data: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+    assert_eq!(data.last(), Some(&"[DONE]"), "{text}");
+    let error: Value = serde_json::from_str(data[data.len() - 2]).unwrap();
+    assert!(error["error"]["code"].as_str().is_some_and(|c| !c.is_empty()), "the error event comes last: {text}");
+    assert!(!text.contains("\"finish_reason\":\"stop\""), "no normal end after the error: {text}");
+    assert!(text.contains("FAKE "), "the tokens before the failure were streamed: {text}");
+
+    let r = c.post(server.url("/v1/chat/completions")).json(&chat_body(false)).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    let v: Value = r.json().await.unwrap();
+    let partial = v["error"]["partial_answer"].as_str().unwrap_or_else(|| panic!("the partial answer: {v}"));
+    assert!(partial.starts_with("FAKE ANSWER"), "{v}");
+}
