@@ -7,6 +7,9 @@ use crate::engine::protocol::{
 };
 use std::io::{IsTerminal, Write};
 
+/// Counts with their nouns ("1 file", "2 files"): one helper for the engine's messages and ours.
+pub use crate::engine::protocol::{count, noun_for};
+
 /// A stdout writer that knows whether to color.
 pub struct Out {
     color: bool,
@@ -59,27 +62,6 @@ impl Out {
         bytes.push(b'\n');
         std::io::stdout().lock().write_all(&bytes)?;
         Ok(())
-    }
-}
-
-/// `n` with its noun, singular for one ("1 file", "2 files", "3 queries", "2 matches"), so a
-/// count a person reads agrees with its noun.
-pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, noun: &str) -> String {
-    format!("{n} {}", noun_for(&n, noun))
-}
-
-/// The noun alone as [`count`] writes it, for tables that align the number apart.
-pub fn noun_for<N: PartialEq + From<u8>>(n: &N, noun: &str) -> String {
-    if *n == N::from(1) {
-        return noun.to_string();
-    }
-    let consonant_y = noun.strip_suffix('y').and_then(|s| s.chars().last()).is_some_and(|c| !"aeiou".contains(c));
-    if consonant_y {
-        format!("{}ies", &noun[..noun.len() - 1])
-    } else if ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e)) {
-        format!("{noun}es")
-    } else {
-        format!("{noun}s")
     }
 }
 
@@ -429,21 +411,5 @@ pub fn print_similar(out: &Out, r: &SimilarResponse) {
     }
     for f in &r.results {
         out.line(&format!("{:>6.3}  {}  {}", f.score, out.paint("1;35", &f.path), out.paint("2", &f.lang)));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::count;
-
-    #[test]
-    fn nouns_agree_with_their_counts() {
-        assert_eq!(count(1usize, "file"), "1 file");
-        assert_eq!(count(0u64, "file"), "0 files");
-        assert_eq!(count(2u32, "query"), "2 queries");
-        assert_eq!(count(3usize, "match"), "3 matches");
-        assert_eq!(count(2usize, "day"), "2 days");
-        assert_eq!(count(1u64, "memory"), "1 memory");
-        assert_eq!(count(5u64, "unresolved import"), "5 unresolved imports");
     }
 }

@@ -12,10 +12,12 @@
 //! warning unless `require_bind` (the server about to bind it).
 
 use crate::engine::embed::Vectors;
+use crate::engine::fsutil::count;
 use crate::engine::llm::hardware::which;
 use crate::engine::llm::model_matches;
 use crate::engine::llm::models::judge_model;
 use crate::engine::Engine;
+use crate::error::Error;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -156,12 +158,21 @@ impl Engine {
                 let gone: Vec<String> =
                     repos.iter().filter(|x| !x.path.is_dir()).map(|x| x.path.display().to_string()).collect();
                 if gone.is_empty() {
-                    r.push("registry", CheckStatus::Ok, format!("{} repositories registered", repos.len()), None);
+                    r.push(
+                        "registry",
+                        CheckStatus::Ok,
+                        format!("{} registered", count(repos.len(), "repository")),
+                        None,
+                    );
                 } else {
                     r.push(
                         "registry",
                         CheckStatus::Warn,
-                        format!("{} repositories registered; missing on disk: {}", repos.len(), gone.join(", ")),
+                        format!(
+                            "{} registered; missing on disk: {}",
+                            count(repos.len(), "repository"),
+                            gone.join(", ")
+                        ),
                         Some("`docdex repo remove PATH --purge` forgets one".into()),
                     );
                 }
@@ -194,7 +205,7 @@ impl Engine {
                 r.push(
                     "llm_server",
                     CheckStatus::Ok,
-                    format!("{} answered with {} models", cfg.base_url, list.len()),
+                    format!("{} answered with {}", cfg.base_url, count(list.len(), "model")),
                     None,
                 );
                 list.into_iter().map(|m| m.name).collect::<Vec<_>>()
@@ -208,7 +219,14 @@ impl Engine {
                 } else {
                     "run `ollama serve`, then `docdex llm-setup`".to_string()
                 };
-                r.push("llm_server", needed, format!("{e} ({uses})"), Some(hint));
+                // The error's own advice ends by pointing at `docdex check`, which is this.
+                let why = match &e {
+                    Error::LlmUnreachable { provider, url, reason } => {
+                        format!("cannot reach the {provider} server at {url}: {reason}")
+                    }
+                    e => e.to_string(),
+                };
+                r.push("llm_server", needed, format!("{why} ({uses})"), Some(hint));
                 for name in ["chat_model", "embedding_model"] {
                     r.push(name, CheckStatus::Skipped, "model server not reachable", None);
                 }
@@ -330,8 +348,10 @@ impl Engine {
                 "repo_symbols",
                 CheckStatus::Ok,
                 format!(
-                    "{} symbols in {} code files ({} with syntax errors)",
-                    s.symbols, s.files, s.files_with_parse_errors
+                    "{} in {} ({} with syntax errors)",
+                    count(s.symbols, "symbol"),
+                    count(s.files, "code file"),
+                    s.files_with_parse_errors
                 ),
                 None,
             ),
@@ -401,10 +421,10 @@ impl Engine {
                 "repo_index",
                 CheckStatus::Ok,
                 format!(
-                    "{}: {} files, {} chunks, generation {}",
+                    "{}: {}, {}, generation {}",
                     repo.root.display(),
-                    s.documents,
-                    s.chunks,
+                    count(s.documents, "file"),
+                    count(s.chunks, "chunk"),
                     s.generation
                 ),
                 None,
@@ -424,7 +444,13 @@ impl Engine {
                 Ok((files, chunks, _)) => r.push(
                     "repo_embeddings",
                     CheckStatus::Ok,
-                    format!("{chunks} chunk vectors in {files} files from {} ({} dimensions)", model.model, model.dim),
+                    format!(
+                        "{} in {} from {} ({} dimensions)",
+                        count(chunks, "chunk vector"),
+                        count(files, "file"),
+                        model.model,
+                        model.dim
+                    ),
                     None,
                 ),
                 Err(e) => {
@@ -438,7 +464,9 @@ impl Engine {
         }
         self.check_repo_symbols(r, &repo.root);
         match self.memory_count(&repo) {
-            Ok(Some(n)) => r.push("repo_memory", CheckStatus::Ok, format!("memory.db readable: {n} memories"), None),
+            Ok(Some(n)) => {
+                r.push("repo_memory", CheckStatus::Ok, format!("memory.db readable: {}", count(n, "memory")), None)
+            }
             Ok(None) => r.push("repo_memory", CheckStatus::Info, "no memories stored yet", None),
             Err(e) => r.push("repo_memory", CheckStatus::Fail, e.to_string(), None),
         }

@@ -332,6 +332,27 @@ pub fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// `n` with its noun, singular for one ("1 file", "2 files", "3 queries", "2 matches"), so a
+/// count a person reads agrees with its noun (the CLI and the engine's messages alike).
+pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, noun: &str) -> String {
+    format!("{n} {}", noun_for(&n, noun))
+}
+
+/// The noun alone as [`count`] writes it, for tables that align the number apart.
+pub fn noun_for<N: PartialEq + From<u8>>(n: &N, noun: &str) -> String {
+    if *n == N::from(1) {
+        return noun.to_string();
+    }
+    let consonant_y = noun.strip_suffix('y').and_then(|s| s.chars().last()).is_some_and(|c| !"aeiou".contains(c));
+    if consonant_y {
+        format!("{}ies", &noun[..noun.len() - 1])
+    } else if ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e)) {
+        format!("{noun}es")
+    } else {
+        format!("{noun}s")
+    }
+}
+
 /// How long ago `then_ms` was, as people say it: "just now", "42 s ago", "5 min ago",
 /// "3 h ago", "2 d ago", "3 w ago", "2 y ago" (a time in the future reads "just now"). One
 /// wording for the CLI and the workbench.
@@ -362,5 +383,16 @@ mod ago_tests {
         assert_eq!(ago(22 * 86_400_000, 0), "3 w ago");
         assert_eq!(ago(800 * 86_400_000, 0), "2 y ago");
         assert_eq!(ago(0, 5_000), "just now");
+    }
+
+    #[test]
+    fn nouns_agree_with_their_counts() {
+        assert_eq!(count(1usize, "file"), "1 file");
+        assert_eq!(count(0u64, "file"), "0 files");
+        assert_eq!(count(2u32, "query"), "2 queries");
+        assert_eq!(count(3usize, "match"), "3 matches");
+        assert_eq!(count(2usize, "day"), "2 days");
+        assert_eq!(count(1u64, "memory"), "1 memory");
+        assert_eq!(count(5u64, "unresolved import"), "5 unresolved imports");
     }
 }
