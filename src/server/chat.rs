@@ -103,9 +103,13 @@ pub struct DocdexChatOptions {
     /// `main..HEAD`, or `{"target": ..., "paths": [...]}`.
     #[serde(default)]
     pub diff: Option<DiffOption>,
-    /// Continue this reasoning-DAG session (a new one when absent).
+    /// Continue this reasoning-DAG session (a new one when absent); an id the repository has no
+    /// session for is `404 unknown_session`, unless `new_session` is set.
     #[serde(default)]
     pub session_id: Option<String>,
+    /// Start a new session under `session_id` (a caller-chosen id) instead of continuing one.
+    #[serde(default)]
+    pub new_session: bool,
 }
 
 /// `docdex.diff`: a target alone, or a target with paths.
@@ -313,6 +317,27 @@ pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result
     Ok(req)
 }
 
+/// Refuses to continue a session the repository does not have: the engine would silently
+/// start a new one under that id (turn 1, the history the client thinks it continues lost).
+/// A caller that means a new session says so with `docdex.new_session`.
+fn existing_session(state: &AppState, repo: &crate::engine::protocol::RepoRef, id: &str) -> Result<(), ApiError> {
+    if !crate::engine::dag::valid_session_id(id) {
+        return Ok(()); // the engine refuses it as a bad request, naming the rule
+    }
+    match state.engine().dag_session(&repo.root, id) {
+        Ok(s) if s.session.id == id => Ok(()),
+        Ok(_) | Err(crate::Error::NotFound(_)) => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_session",
+            format!(
+                "repository {} has no reasoning session {id:?}; omit docdex.session_id to start one (every response names its session), or set docdex.new_session to start one under this id; GET /v1/dag/sessions lists them",
+                repo.root.display()
+            ),
+        )),
+        Err(e) => Err(state.explain(repo, e)),
+    }
+}
+
 fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
@@ -357,6 +382,7 @@ fn spawn_turn(
     sel: Option<String>,
     req: ChatTurnRequest,
     stream: bool,
+    new_session: bool,
     slot: tokio::sync::OwnedSemaphorePermit,
 ) -> tokio::sync::mpsc::Receiver<Update> {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
@@ -366,6 +392,9 @@ fn spawn_turn(
             let repo = state.repo(sel.as_deref())?;
             for p in req.diff.iter().flat_map(|d| d.paths.iter()) {
                 confine(&repo, p)?;
+            }
+            if let Some(id) = req.session_id.as_deref().filter(|_| !new_session) {
+                existing_session(&state, &repo, id)?;
             }
             let mut on_event = |ev: ChatTurnEvent| match ev {
                 ChatTurnEvent::Token { text } if stream => match tx.blocking_send(Update::Token(text)) {
@@ -492,7 +521,8 @@ async fn completions(
         Ok(slot) => slot,
         Err(busy) => return Ok(busy),
     };
-    let mut rx = spawn_turn(state.clone(), sel, req, body.stream, slot);
+    let new_session = body.docdex.as_ref().is_some_and(|d| d.new_session);
+    let mut rx = spawn_turn(state.clone(), sel, req, body.stream, new_session, slot);
     let mut grace = shutdown_grace(&state);
     if !body.stream {
         let resp = match recv_within(&mut rx, &mut grace).await? {

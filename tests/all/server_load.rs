@@ -214,3 +214,31 @@ async fn a_model_failing_mid_answer_never_looks_finished_and_keeps_the_partial_t
     let partial = v["error"]["partial_answer"].as_str().unwrap_or_else(|| panic!("the partial answer: {v}"));
     assert!(partial.starts_with("FAKE ANSWER"), "{v}");
 }
+
+#[tokio::test]
+async fn an_unknown_session_is_404_unless_a_new_one_is_asked_for() {
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    env.write_config(&patient_llm_config(&fake.url()));
+    let repo = indexed_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = reqwest::Client::new();
+    let ask = |stream: bool, docdex: Value| {
+        let mut body = chat_body(stream);
+        body["docdex"] = docdex;
+        c.post(server.url("/v1/chat/completions")).json(&body).send()
+    };
+    for stream in [false, true] {
+        let r = ask(stream, json!({"session_id": "no-such-session"})).await.unwrap();
+        assert_eq!(r.status().as_u16(), 404);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "unknown_session", "{v}");
+    }
+    let r = ask(false, json!({"session_id": "mine-1", "new_session": true})).await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!((v["docdex"]["session_id"].as_str(), v["docdex"]["turn"].as_u64()), (Some("mine-1"), Some(1)), "{v}");
+    let r = ask(false, json!({"session_id": "mine-1"})).await.unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["docdex"]["turn"], 2, "{v}");
+}
