@@ -9,6 +9,7 @@
 use super::output::{warn_prefix, Out};
 use crate::engine::protocol::{HookStatus, HookValidateRequest, HookValidateResponse, StagedFile, MAX_STAGED_BYTES};
 use crate::engine::Engine;
+use crate::error::Error;
 use anyhow::{bail, Context};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -259,9 +260,30 @@ fn git(dir: Option<&Path>, args: &[&str]) -> anyhow::Result<Vec<u8>> {
     Ok(out.stdout)
 }
 
+/// The root of the git repository at `dir` (else the current directory). Not being in one is
+/// a usage error (exit 2) that says what to do, not git's own message.
 fn top_level(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
-    let top = git(dir, &["rev-parse", "--show-toplevel"])?;
-    Ok(PathBuf::from(String::from_utf8_lossy(&top).trim()))
+    let shown = || dir.map_or_else(|| "the current directory".to_string(), |d| d.display().to_string());
+    if dir.is_some_and(|d| !d.is_dir()) {
+        return Err(Error::BadRequest(format!("{} is not a directory: pass --repo a git repository", shown())).into());
+    }
+    let mut cmd = Command::new("git");
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let out = cmd.args(["rev-parse", "--show-toplevel"]).output().context("running git")?;
+    if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr).to_ascii_lowercase();
+        if said.contains("not a git repository") {
+            return Err(Error::BadRequest(format!(
+                "not a git repository ({}): run it inside one, or pass --repo",
+                shown()
+            ))
+            .into());
+        }
+        bail!("git rev-parse --show-toplevel: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
 /// Staged paths (added, changed, deleted) with their staged content, read in one

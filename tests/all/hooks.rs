@@ -346,6 +346,29 @@ fn installed_hook_gates_a_real_git_commit_and_fails_open_when_no_server_answers(
 }
 
 #[test]
+fn installing_outside_a_git_repository_is_a_usage_error_that_says_what_to_do() {
+    let env = Env::new();
+    let plain = env.repo("plain");
+    // GIT_CEILING_DIRECTORIES: a temporary directory inside some checkout is still not one.
+    let ceiling = env.dir.path().to_str().unwrap();
+    for args in [vec!["hook", "install", "--repo", plain.to_str().unwrap()], vec!["hook", "install"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(&args)
+            .current_dir(&plain)
+            .env("DOCDEX_HOME", env.home())
+            .env("GIT_CEILING_DIRECTORIES", ceiling)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let err = text(&out);
+        assert!(err.contains("not a git repository") && err.contains("pass --repo"), "{err}");
+        assert!(!err.contains("rev-parse"), "git's own words stay out: {err}");
+    }
+    let out = env.run(&["hook", "install", "--repo", env.dir.path().join("nowhere").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[test]
 fn the_daemon_is_found_through_its_lock_file() {
     let env = Env::new();
     config(&env);
