@@ -73,7 +73,7 @@ pub fn run(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     if opts.preflight_check {
         // Before the runtime: the check talks to the model server through the engine's own
         // blocking client.
-        preflight(&engine, &opts, token(&engine, &opts).is_some())?;
+        preflight(&engine, &opts, token(&engine, &opts).as_deref())?;
     }
     // Searches are CPU-bound: more blocking threads than about two per core only add memory
     // (stacks, allocator arenas) and contention; requests beyond them wait their turn. Chats
@@ -98,16 +98,29 @@ fn token(engine: &Engine, opts: &ServerOptions) -> Option<String> {
     opts.auth_token.clone().or_else(|| Some(engine.config().server.auth_token.clone())).filter(|t| !t.trim().is_empty())
 }
 
-/// Resolves and checks the bind address against the exposure rules.
-pub fn bind_addr(engine: &Engine, opts: &ServerOptions, has_token: bool) -> anyhow::Result<SocketAddr> {
+/// The shortest token `--expose` accepts: beyond this machine, a token is all that stands
+/// between the network and the repository, and a short one is guessed.
+pub const MIN_EXPOSED_TOKEN_LEN: usize = 16;
+
+/// Resolves and checks the bind address against the exposure rules. `localhost:PORT` means
+/// `127.0.0.1:PORT` (never a resolver's answer, which could be anything).
+pub fn bind_addr(engine: &Engine, opts: &ServerOptions, token: Option<&str>) -> anyhow::Result<SocketAddr> {
     let text = opts.bind.clone().unwrap_or_else(|| engine.config().server.http_bind_addr.clone());
-    let addr: SocketAddr =
-        text.parse().with_context(|| format!("bad bind address {text:?}: use HOST:PORT, e.g. 127.0.0.1:3210"))?;
+    let addr: SocketAddr = match text.strip_prefix("localhost:") {
+        Some(port) => port.parse::<u16>().ok().map(|p| SocketAddr::from(([127, 0, 0, 1], p))),
+        None => text.parse().ok(),
+    }
+    .with_context(|| format!("bad bind address {text:?}: use HOST:PORT, e.g. 127.0.0.1:3210 or localhost:3210"))?;
     if !addr.ip().is_loopback() && !opts.expose {
         bail!("binding {addr} would expose docdex beyond this machine; pass --expose (with a token) or bind 127.0.0.1");
     }
-    if opts.expose && !has_token {
-        bail!("--expose requires a token: set DOCDEX_AUTH_TOKEN (or [server] auth_token, or --auth-token); every request must then send `Authorization: Bearer <token>`");
+    if opts.expose {
+        let Some(token) = token else {
+            bail!("--expose requires a token: set DOCDEX_AUTH_TOKEN (or [server] auth_token, or --auth-token); every request must then send `Authorization: Bearer <token>`");
+        };
+        if token.trim().chars().count() < MIN_EXPOSED_TOKEN_LEN {
+            bail!("--expose requires a token of at least {MIN_EXPOSED_TOKEN_LEN} characters (this one has {}): a short token can be guessed over the network; e.g. `openssl rand -hex 24`", token.trim().chars().count());
+        }
     }
     Ok(addr)
 }
@@ -124,7 +137,7 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
         stop_watchers(&state).await;
         return result;
     }
-    let addr = bind_addr(&engine, &opts, token.is_some())?;
+    let addr = bind_addr(&engine, &opts, token.as_deref())?;
     let mut lock = match opts.mode {
         Mode::Daemon => Some(DaemonLock::acquire(&engine.paths().home.join("daemon.lock"), &addr.to_string())?),
         _ => None,
@@ -190,7 +203,7 @@ async fn stop_watchers(state: &AppState) {
 /// repository's index and state; a missing model server is only a warning, since search works
 /// without one), then the server's own rules for the address it is about to bind (loopback
 /// unless exposed with a token, and free).
-fn preflight(engine: &Engine, opts: &ServerOptions, has_token: bool) -> anyhow::Result<()> {
+fn preflight(engine: &Engine, opts: &ServerOptions, token: Option<&str>) -> anyhow::Result<()> {
     let report = engine.check(&CheckOptions { repo: opts.repo.clone(), require_llm: false, require_bind: false });
     for item in report.items.iter().filter(|i| matches!(i.status, CheckStatus::Fail | CheckStatus::Warn)) {
         let hint = item.hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default();
@@ -205,7 +218,7 @@ fn preflight(engine: &Engine, opts: &ServerOptions, has_token: bool) -> anyhow::
         );
     }
     if opts.mode != Mode::Stdio {
-        let addr = bind_addr(engine, opts, has_token).context("preflight")?;
+        let addr = bind_addr(engine, opts, token).context("preflight")?;
         std::net::TcpListener::bind(addr).with_context(|| format!("preflight: cannot bind {addr}"))?;
     }
     eline!("docdex: preflight check passed ({} checks, {} warnings)", report.items.len(), report.warnings);

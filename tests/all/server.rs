@@ -207,6 +207,23 @@ fn exposing_needs_a_token_and_non_loopback_needs_expose() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("requires a token") && err.contains("DOCDEX_AUTH_TOKEN"), "{err}");
+    // A token a network can guess is refused.
+    let out = env.run(&["serve", "--repo", r, "--bind", "0.0.0.0:0", "--expose", "--auth-token", "a"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("at least 16 characters"), "{err}");
+}
+
+#[tokio::test]
+async fn localhost_is_accepted_as_a_loopback_bind() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"));
+    cmd.args(["serve", "--repo", repo.to_str().unwrap(), "--no-watch", "--bind", "localhost:0"]);
+    let server = Server::spawn(&env, cmd, &[]);
+    assert!(server.addr.starts_with("127.0.0.1:"), "{}", server.addr);
+    let (s, v) = json_of(client().get(server.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!((s, v["status"].as_str()), (200, Some("ok")), "{v}");
 }
 
 #[tokio::test]
