@@ -450,6 +450,13 @@ fn the_cli_speaks_json_and_fails_with_exit_codes() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("every file"));
     let missing = env.run(&["profile", "search", "--agent", "nobody", "x"]);
     assert_eq!(missing.status.code(), Some(2));
+    let gone = env.dir.path().join("no-such-manifest.json");
+    let missing = env.run(&["profile", "import", gone.to_str().unwrap()]);
+    assert_eq!(missing.status.code(), Some(2), "a missing file is bad input");
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(err.contains("no-such-manifest.json") && err.contains("profile export"), "{err}");
+    let dir = env.run(&["profile", "import", env.dir.path().to_str().unwrap()]);
+    assert_eq!(dir.status.code(), Some(2), "{}", String::from_utf8_lossy(&dir.stderr));
     let r = env.json(&["profile", "remove", &id[..8], "--json"]);
     assert_eq!(r["agent_id"], "hank");
     assert_eq!(r["id"], id.as_str());

@@ -339,7 +339,21 @@ impl Engine {
     /// tombstones, and bad rows are refused with their reason. The manifest is read and checked
     /// whole, copied to `profiles/sync/`, then merged in one transaction under the writer lock.
     pub fn profile_import(&self, path: &Path) -> Result<ProfileImportResponse> {
-        let size = std::fs::metadata(path).map_err(|e| Error::io("reading", path, e))?.len();
+        // A path that names no file is the caller's mistake (exit 2), not an I/O failure.
+        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::NotFound(format!(
+                "no file {}: give the path of a profile manifest (`docdex profile export` writes one)",
+                path.display()
+            )),
+            _ => Error::io("reading", path, e),
+        })?;
+        if meta.is_dir() {
+            return Err(Error::BadRequest(format!(
+                "{} is a directory: give the path of a profile manifest (`docdex profile export` writes one)",
+                path.display()
+            )));
+        }
+        let size = meta.len();
         if size > MAX_MANIFEST_BYTES {
             return Err(Error::BadRequest(format!(
                 "{} is {} MB; a profile manifest is at most {} MB",
