@@ -297,6 +297,23 @@ fn counts_of_one_read_in_the_singular() {
 }
 
 #[test]
+fn similar_refuses_a_count_outside_one_to_two_hundred() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    for n in ["0", "201"] {
+        let out = env.run(&["similar", "--repo", r, "src/auth/session.rs", "-n", n]);
+        assert_eq!(out.status.code(), Some(2), "-n {n}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("-n takes 1 to 200"), "{err}");
+    }
+    let v = env.json(&["similar", "--repo", r, "--json", "src/auth/session.rs", "-n", "1"]);
+    assert_eq!(v["results"].as_array().unwrap().len(), 1, "{v}");
+}
+
+#[test]
 fn watch_command_streams_json_and_stops_cleanly_on_sigterm() {
     use std::io::{BufRead, BufReader};
     let env = Env::new();
