@@ -115,11 +115,23 @@ pub fn print_hits(out: &Out, hits: &[LibHit]) {
         out.line(&out.paint("2", "no library docs matched (docdex libs fetch ingests them)"));
         return;
     }
-    out.line("");
-    out.line(&out.paint("1", "library docs"));
+    // One block, each hit set apart as the code hits above are, and a cut excerpt marked as
+    // cut (a passage's third line often ends mid-sentence and read as lost output).
+    let mut block = format!("\n{}\n", out.paint("1", "library docs"));
     for h in hits {
-        out.line(&format!("{}  {}  {:.2}", out.paint("1;35", &h.citation), out.paint("2", &h.title), h.score));
-        let first: String = h.text.lines().take(3).collect::<Vec<_>>().join("\n    ");
-        out.line(&format!("    {first}"));
+        block.push_str(&format!(
+            "\n{}  {}  {:.2}\n",
+            out.paint("1;35", &h.citation),
+            out.paint("2", &h.title),
+            h.score
+        ));
+        let mut lines = h.text.lines().filter(|l| !l.trim().is_empty());
+        for l in lines.by_ref().take(3) {
+            block.push_str(&format!("    {l}\n"));
+        }
+        if lines.next().is_some() {
+            block.push_str(&format!("    {}\n", out.paint("2", "⋮")));
+        }
     }
+    out.block(&block);
 }

@@ -141,6 +141,10 @@ fn local_sources_then_published_docs_are_cached_and_ingested_per_repo() {
     env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
     let s = env.json(&["search", "--repo", repo.to_str().unwrap(), "reset widget knobs", "--libs", "--json"]);
     assert_eq!(s["libs"][0]["package"], "widgetlib", "{s}");
+    // For people: a block after the code hits, each hit set apart, ending with a newline.
+    let out = env.run(&["search", "--repo", repo.to_str().unwrap(), "reset widget knobs", "--libs"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\nlibrary docs\n\nwidgetlib@1.2.3") && text.ends_with('\n'), "{text:?}");
     let plain = env.json(&["search", "--repo", repo.to_str().unwrap(), "reset widget knobs", "--json"]);
     assert!(plain.get("libs").is_none());
 
