@@ -316,3 +316,28 @@ fn conflicts_over_the_cli_and_http() {
         assert_eq!(bad.status().as_u16(), 400);
     });
 }
+
+#[test]
+fn a_file_with_invalid_utf8_is_audited_and_embedded_not_called_changed() {
+    // Path: embeddings (fake Ollama), then MinHash: both read the file as indexed.
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake");
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &server.url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("r");
+    fixture(&repo);
+    // Latin-1 bytes in a copy of the install guide: not UTF-8, indexed with U+FFFD.
+    let mut latin1 = INSTALL.replace("Nothing else", "Caf\u{0}").into_bytes();
+    let at = latin1.iter().position(|b| *b == 0).unwrap();
+    latin1[at] = 0xe9;
+    std::fs::write(repo.join("notes/latin1.md"), &latin1).unwrap();
+    let engine = env.engine();
+    index(&engine, &repo);
+    let r = engine.audit_duplicates(&repo, &DuplicatesRequest::default()).expect("audit");
+    assert_eq!(r.method, SimilarityMethod::Embeddings, "{r:?}");
+    // Before: "1 files changed since they were indexed", and its chunks never embedded.
+    let notice = r.notice.as_deref().unwrap_or("");
+    assert!(!notice.contains("changed since") && !notice.contains("no embedding"), "{notice}");
+    assert!(r.groups.iter().flat_map(|g| &g.items).any(|i| i.path == "notes/latin1.md"), "{r:#?}");
+    let status = engine.status(&repo).expect("status");
+    assert!(status.warnings.iter().all(|w| !w.contains("latin1")), "{:?}", status.warnings);
+}

@@ -323,10 +323,11 @@ fn file_chunks(
 ) -> Option<(FileEntry, Vec<String>)> {
     // A document's chunks are lines of its extracted text, which its manifest hash is of.
     let bytes = crate::engine::index::extract::indexed_text(repo, path).ok()?;
-    if xxhash_rust::xxh3::xxh3_64(&bytes) != w.hash {
+    // The manifest hashes the text as indexed: invalid UTF-8 already replaced.
+    let text = String::from_utf8_lossy(&bytes);
+    if xxhash_rust::xxh3::xxh3_64(text.as_bytes()) != w.hash {
         return None;
     }
-    let text = String::from_utf8_lossy(&bytes);
     let ranges = chunk_ranges(searcher, fields, path);
     let starts = line_starts(&text);
     let mut entry = FileEntry { path: path.to_string(), file_hash: w.hash, lang: w.lang.clone(), chunks: Vec::new() };
