@@ -23,6 +23,13 @@ pub fn repo_relative(root: &Path, given: &str) -> Result<String> {
         let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         real.strip_prefix(root).map_err(|_| outside())?.to_string_lossy().replace('\\', "/")
     } else {
+        // A relative path that exists must stay inside once its links are followed, so a
+        // link to `/root` answers as outside, not "exists but is not a code file".
+        if let Ok(real) = std::fs::canonicalize(root.join(p)) {
+            if !real.starts_with(root) {
+                return Err(outside());
+            }
+        }
         given.replace('\\', "/")
     };
     crate::engine::code::resolve::join("", &rel).ok_or_else(outside)
@@ -169,6 +176,12 @@ const CONTAINER_DIRS: &[&str] = &[
     "/snap",
 ];
 
+/// Folders that hold credentials (keys, cloud and cluster tokens, password stores): a root
+/// at or inside one is refused wherever it is, so no server mounts `~/.ssh` and hands out
+/// `id_rsa` to whoever holds its token.
+const CREDENTIAL_DIRS: &[&str] =
+    &[".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store", ".gcloud"];
+
 /// Refuses a root no server should serve as a repository: the filesystem root, the home
 /// directory itself (and its parents), the docdex home or anything in it, a system directory
 /// or anything under one. A server is reachable by any local client (and by web pages as far
@@ -187,6 +200,14 @@ pub fn check_servable_root(root: &Path, user_home: Option<&Path>, docdex_home: &
     }
     if let Some(t) = SYSTEM_TREES.iter().find(|d| root.starts_with(d)) {
         return refuse(format!("it is a system directory (under {t})"));
+    }
+    let names: Vec<&std::ffi::OsStr> = root.iter().collect();
+    let gcloud = names.windows(2).any(|w| w[0] == ".config" && w[1] == "gcloud");
+    if let Some(dir) = names.iter().find_map(|n| CREDENTIAL_DIRS.iter().find(|d| *n == **d)) {
+        return refuse(format!("it is or lies in a {dir} folder, which holds credentials"));
+    }
+    if gcloud {
+        return refuse("it is or lies in .config/gcloud, which holds credentials".into());
     }
     if let Some(home) = user_home.map(|h| std::fs::canonicalize(h).unwrap_or_else(|_| h.to_path_buf())) {
         if home.starts_with(root) {
@@ -390,6 +411,11 @@ mod tests {
             std::os::unix::fs::symlink(&secret, root.join("src/link.txt")).expect("symlink");
             let link = root.join("src/link.txt");
             assert!(matches!(rel(link.to_str().expect("utf8")), Err(Error::OutsideRepo { .. })));
+            // Relative through a linked directory: outside too, so whether a file exists out
+            // there is not told by "exists" and "no such file" answers.
+            std::os::unix::fs::symlink(dir.path(), root.join("up")).expect("symlink");
+            assert!(matches!(rel("up/secret.txt"), Err(Error::OutsideRepo { .. })));
+            assert!(matches!(rel("src/link.txt"), Err(Error::OutsideRepo { .. })));
         }
     }
 
@@ -409,6 +435,10 @@ mod tests {
             "/home",
             "/home/ada",
             "/home/ada/.docdex/state",
+            "/home/ada/.ssh",
+            "/home/ada/.aws/sso",
+            "/srv/backup/.gnupg",
+            "/home/ada/.config/gcloud",
         ] {
             let e = ok(bad).unwrap_err();
             assert_eq!(e.code(), "forbidden_repo", "{bad}");
@@ -421,6 +451,8 @@ mod tests {
             "/usr/src/linux",
             "/var/lib/jenkins/workspace/app",
             "/opt/project",
+            "/home/ada/.config/nvim",
+            "/home/ada/src/ssh-tools",
         ] {
             assert!(ok(good).is_ok(), "{good}");
         }
