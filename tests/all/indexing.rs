@@ -122,8 +122,18 @@ fn binary_huge_invalid_utf8_and_symlink_loops_are_survived() {
     std::os::unix::fs::symlink(".", repo.join("loop")).unwrap();
     std::os::unix::fs::symlink("a", repo.join("b")).unwrap();
     std::os::unix::fs::symlink("b", repo.join("a")).unwrap();
+    // A file name that is not UTF-8 (Latin-1 bytes): skipped with the reason, not an error.
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let name = std::ffi::OsStr::from_bytes(b"bad_\xff\xfename.rs");
+        std::fs::write(repo.join(name), "fn pelican_too() {}\n").unwrap();
+    }
     let s = index(&env, &repo);
     assert_eq!(s.files, 2, "good.rs and latin1.txt: {s:?}");
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert!(s.skipped.iter().any(|f| f.reason.contains("not valid UTF-8")), "{:?}", s.skipped);
+    let again = index(&env, &repo);
+    assert!(again.errors.is_empty() && again.added + again.updated == 0, "{again:?}");
     let reasons: std::collections::HashMap<_, _> =
         s.skipped.iter().map(|f| (f.path.as_str(), f.reason.as_str())).collect();
     assert_eq!(reasons.get("blob.bin"), Some(&"binary"));

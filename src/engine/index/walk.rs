@@ -188,6 +188,13 @@ fn visit(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>, out: &Mute
         return;
     }
     let rel = rel_path(root, entry.path());
+    if entry.path().to_str().is_none() {
+        // Paths are keys (index, manifest, citations) and must be text: a lossy name would be
+        // opened as a file that does not exist, and reported unreadable on every run.
+        let reason = "file name is not valid UTF-8 (rename it to index it)".into();
+        push_issue(out, WalkIssue { rel, reason, error: false });
+        return;
+    }
     if ft.is_symlink() {
         push_issue(out, WalkIssue { rel, reason: "symlink (not followed)".into(), error: false });
         return;
