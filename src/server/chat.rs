@@ -321,7 +321,7 @@ pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result
 /// start a new one under that id (turn 1, the history the client thinks it continues lost).
 /// A caller that means a new session says so with `docdex.new_session`.
 fn existing_session(state: &AppState, repo: &crate::engine::protocol::RepoRef, id: &str) -> Result<(), ApiError> {
-    if !crate::engine::dag::valid_session_id(id) {
+    if !crate::engine::protocol::valid_session_id(id) {
         return Ok(()); // the engine refuses it as a bad request, naming the rule
     }
     match state.engine().dag_session(&repo.root, id) {
