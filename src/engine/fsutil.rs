@@ -371,7 +371,7 @@ pub fn ago(now_ms: u64, then_ms: u64) -> String {
 
 #[cfg(test)]
 mod ago_tests {
-    use super::ago;
+    use super::{ago, count};
 
     #[test]
     fn ago_reads_naturally() {
