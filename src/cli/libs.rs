@@ -1,6 +1,6 @@
 //! `docdex libs fetch|list`: library docs of a repository's dependencies.
 
-use super::output::{count, Out};
+use super::output::{count, warn_prefix, Out};
 use super::RepoArg;
 use crate::engine::protocol::{LibHit, LibPackage, LibsFetchRequest, LibsReport};
 use crate::engine::Engine;
@@ -105,6 +105,10 @@ pub fn run(engine: &Engine, out: &Out, cmd: LibsCommand) -> anyhow::Result<ExitC
     ));
     for n in &report.notes {
         out.note(n);
+    }
+    // Last, where it is seen: the fetch still succeeded on the installed sources.
+    if let Some(why) = &report.registry_unreachable {
+        out.note(&format!("{} {why}", warn_prefix()));
     }
     Ok(ExitCode::SUCCESS)
 }

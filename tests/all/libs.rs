@@ -173,6 +173,39 @@ fn local_sources_then_published_docs_are_cached_and_ingested_per_repo() {
 }
 
 #[test]
+fn unreachable_registries_are_said_plainly_and_tried_again_next_time() {
+    let env = Env::new();
+    let (repo, cargo) = project(&env);
+    let r = repo.to_str().unwrap();
+    let dead = crate::util::dead_url();
+    env.write_config(&format!(
+        "[libs]\ncargo_home = \"{}\"\ndocs_rs_url = \"{dead}/docsrs\"\nnpm_registry_url = \"{dead}/npm\"\npypi_url = \"{dead}/pypi\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n",
+        cargo.display()
+    ));
+    // The installed sources still make a libs index: exit 0, but the summary says what failed.
+    let out = env.run(&["libs", "fetch", "--repo", r]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning: could not reach docs.rs (for 1 package"), "{err}");
+    assert!(err.contains("the npm registry") && err.contains("PyPI"), "{err}");
+    assert!(err.contains("`docdex libs fetch --offline`"), "{err}");
+    let v = env.json(&["libs", "fetch", "--repo", r, "--json"]);
+    assert!(v["registry_unreachable"].as_str().unwrap().contains("could not reach docs.rs"), "{v}");
+    assert!(v["packages"].as_array().unwrap().iter().all(|p| p["local_docs"].as_u64() > Some(0)), "{v}");
+    // --offline asks for no registry, so none is reported unreachable.
+    let v = env.json(&["libs", "fetch", "--repo", r, "--offline", "--json"]);
+    assert!(v.get("registry_unreachable").is_none(), "{v}");
+
+    // The network back: the next fetch (no --refresh) gets the published docs, since a
+    // registry never reached is not remembered as tried.
+    let reg = registries();
+    env.write_config(&libs_config(&cargo, &reg));
+    let v = env.json(&["libs", "fetch", "--repo", r, "--json"]);
+    assert!(v.get("registry_unreachable").is_none(), "{v}");
+    assert!(v["packages"].as_array().unwrap().iter().all(|p| p["published_docs"].as_u64() >= Some(1)), "{v}");
+}
+
+#[test]
 fn chat_uses_library_passages_as_tier_one_with_package_citations() {
     let env = Env::new();
     let reg = registries();

@@ -6,6 +6,7 @@
 //! reported in the notes and left out.
 
 use super::types::{Dependency, Ecosystem};
+use crate::engine::fsutil::count;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -52,7 +53,7 @@ fn rust(repo: &Path, d: &mut Detected) {
     }
     add_table(manifest.get("workspace").and_then(|w| w.get("dependencies")));
     let locked = lock_packages(&repo.join("Cargo.lock"));
-    d.notes.push(format!("Cargo.toml: {} dependencies", names.len()));
+    d.notes.push(format!("Cargo.toml: {}", count(names.len(), "dependency")));
     for n in names {
         match locked.get(&n).and_then(|v| v.iter().next_back()) {
             Some(v) => d.deps.push(Dependency {
@@ -92,7 +93,7 @@ fn node(repo: &Path, d: &mut Detected) {
             names.extend(o.keys().cloned());
         }
     }
-    d.notes.push(format!("package.json: {} dependencies", names.len()));
+    d.notes.push(format!("package.json: {}", count(names.len(), "dependency")));
     let lock = std::fs::read_to_string(repo.join("package-lock.json"))
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
@@ -210,7 +211,7 @@ fn python(repo: &Path, d: &mut Detected) {
             locks.push((lock, entries));
         }
     }
-    d.notes.push(format!("Python manifests: {} dependencies", names.len()));
+    d.notes.push(format!("Python manifests: {}", count(names.len(), "dependency")));
     for n in names {
         let from_lock = locks
             .iter()

@@ -10,7 +10,7 @@ pub mod index;
 pub mod local;
 pub mod types;
 
-use crate::engine::fsutil::{now_ms, read_json, replace_json};
+use crate::engine::fsutil::{count, now_ms, read_json, replace_json};
 use crate::engine::repos::RepoRef;
 use crate::engine::web::policy::Origin;
 use crate::engine::Engine;
@@ -104,12 +104,31 @@ impl Engine {
         let roots = self.lib_roots(&repo.root);
         let mut ingest: Vec<(Dependency, Vec<LibDoc>)> = Vec::new();
         let mut packages = Vec::new();
+        // Registries that could not be reached: (registry, packages, the first error).
+        let mut unreachable: Vec<(&'static str, usize, String)> = Vec::new();
         for dep in detected.deps.into_iter().take(max) {
-            let (docs, pkg) = self.package_docs(&dep, &roots, req.refresh, online);
+            let (docs, pkg, failed) = self.package_docs(&dep, &roots, req.refresh, online);
+            if let Some(e) = failed {
+                let registry = dep.ecosystem.registry();
+                match unreachable.iter_mut().find(|(r, _, _)| *r == registry) {
+                    Some(u) => u.1 += 1,
+                    None => unreachable.push((registry, 1, e)),
+                }
+            }
             on_package(&pkg);
             packages.push(pkg);
             ingest.push((dep, docs));
         }
+        let registry_unreachable = (!unreachable.is_empty()).then(|| {
+            let each: Vec<String> = unreachable
+                .iter()
+                .map(|(r, n, e)| format!("{r} (for {}: {e})", count(*n, "package")))
+                .collect();
+            format!(
+                "could not reach {}, so no published docs were fetched for those packages (their installed sources, if any, were indexed); check the network, or run `docdex libs fetch --offline` to use only the installed sources",
+                each.join("; ")
+            )
+        });
         std::fs::create_dir_all(&repo.state_dir).map_err(|e| Error::io("creating", &repo.state_dir, e))?;
         let counts = index::rebuild(&libs_dir(&repo), &ingest)?;
         for (p, n) in packages.iter_mut().zip(&counts) {
@@ -125,10 +144,20 @@ impl Engine {
             chunks,
             ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
             notes,
+            registry_unreachable,
         })
     }
 
-    fn package_docs(&self, dep: &Dependency, roots: &Roots, refresh: bool, online: bool) -> (Vec<LibDoc>, LibPackage) {
+    /// One package's docs and its report line, and, when its registry could not be reached,
+    /// why (a failure to connect is not remembered as "published docs tried", so the next
+    /// online run tries again instead of serving the cache without them).
+    fn package_docs(
+        &self,
+        dep: &Dependency,
+        roots: &Roots,
+        refresh: bool,
+        online: bool,
+    ) -> (Vec<LibDoc>, LibPackage, Option<String>) {
         let cache_path = self.lib_cache_path(dep);
         let cached: Option<CachedDocs> = read_json(&cache_path).ok().flatten();
         let mut pkg = LibPackage {
@@ -146,6 +175,7 @@ impl Engine {
         let stale_online =
             |c: &CachedDocs| online && (!c.published_tried || (c.local.is_empty() && c.published.is_empty()));
         let usable = cached.filter(|c| !refresh && !stale_online(c));
+        let mut failed = None;
         let entry = match usable {
             Some(c) => {
                 pkg.cached = true;
@@ -161,7 +191,13 @@ impl Engine {
                 if online {
                     match self.published_docs(dep) {
                         Ok(docs) => entry.published = docs,
-                        Err(e) => entry.notes.push(format!("published docs: {e}")),
+                        Err(e) => {
+                            if unreachable(&e) {
+                                entry.published_tried = false;
+                                failed = Some(e.to_string());
+                            }
+                            entry.notes.push(format!("published docs: {e}"));
+                        }
                     }
                 }
                 if !entry.local.is_empty() || !entry.published.is_empty() {
@@ -180,7 +216,7 @@ impl Engine {
         pkg.notes = entry.notes.clone();
         let mut docs = entry.local;
         docs.extend(entry.published);
-        (docs, pkg)
+        (docs, pkg, failed)
     }
 
     /// The published docs of one package, through the guarded fetcher.
@@ -246,6 +282,18 @@ impl Engine {
     }
 }
 
+/// Whether a failed fetch never reached the registry (DNS, connect, TLS, a timeout, the
+/// browser's `net::ERR_...`) rather than being answered (an HTTP status, a page that is not
+/// what was expected) or refused by the URL rules.
+fn unreachable(e: &Error) -> bool {
+    let Error::Upstream(m) = e else { return false };
+    let answered = m.rsplit_once(": HTTP ").is_some_and(|(_, s)| s.len() == 3 && s.bytes().all(|b| b.is_ascii_digit()))
+        || m.contains("not JSON")
+        || m.contains("not a text page")
+        || m.contains("max_page_bytes");
+    !answered
+}
+
 /// `Engine` calls for listing and searching what was ingested.
 impl Engine {
     /// What the last `libs fetch` ingested for this repository.
@@ -265,6 +313,7 @@ impl Engine {
             chunks: record.chunks,
             ms: 0.0,
             notes: record.notes,
+            registry_unreachable: None,
         })
     }
 
@@ -276,5 +325,22 @@ impl Engine {
         }
         let hits = index::search(&libs_dir(&repo), &req.query, req.limit.unwrap_or(5).clamp(1, 50))?;
         Ok(LibsSearchResponse { hits })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_registry_never_reached_is_unreachable() {
+        let up = |m: &str| Error::Upstream(m.into());
+        assert!(unreachable(&up("https://docs.rs/x/: Navigate failed: net::ERR_NAME_NOT_RESOLVED")));
+        assert!(unreachable(&up("https://pypi.org/pypi/x/1/json: error sending request: tcp connect error")));
+        assert!(unreachable(&up("https://docs.rs/x/: timed out after 20 s")));
+        assert!(!unreachable(&up("https://docs.rs/x/: HTTP 500")), "an answer");
+        assert!(!unreachable(&up("https://registry.npmjs.org/x: not JSON (eof)")));
+        assert!(!unreachable(&Error::NotFound("https://docs.rs/x/: not found (HTTP 404)".into())));
+        assert!(!unreachable(&Error::BadRequest("refused by [web] blocklist".into())));
     }
 }

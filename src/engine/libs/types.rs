@@ -19,6 +19,15 @@ pub enum Ecosystem {
 }
 
 impl Ecosystem {
+    /// Where its published docs come from, for messages.
+    pub fn registry(self) -> &'static str {
+        match self {
+            Ecosystem::Crates => "docs.rs",
+            Ecosystem::Npm => "the npm registry",
+            Ecosystem::Pypi => "PyPI",
+        }
+    }
+
     /// The name used in paths and labels.
     pub fn name(self) -> &'static str {
         match self {
@@ -91,6 +100,11 @@ pub struct LibsReport {
     /// Manifests read and anything worth knowing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Set when a registry (docs.rs, npm, PyPI) could not be reached at all (no network, DNS,
+    /// TLS, a timeout): which, for how many packages, and what to do. The installed sources
+    /// were still indexed, so the fetch succeeds; this says why published docs are missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry_unreachable: Option<String>,
 }
 
 /// A search of the repo's libs index.
