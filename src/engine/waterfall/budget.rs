@@ -244,6 +244,9 @@ pub struct Fitted {
 }
 
 /// The slots that share the context share, in priority order.
+/// The share of the context part a turn's web passages may reserve ahead of the other slots.
+pub const WEB_RESERVE_PCT: u32 = 30;
+
 pub const CONTEXT_SLOTS: [Slot; 5] = [Slot::Diff, Slot::Repo, Slot::History, Slot::Library, Slot::Web];
 
 /// Fits `pieces` into `plan`, highest priority first.
@@ -296,7 +299,17 @@ pub fn fit(
     fill(Slot::Map, plan.map, false, &mut remaining, &mut by_slot, &mut out);
     let memory_cap = plan.memory + plan.system.saturating_sub(mandatory);
     fill(Slot::Memory, memory_cap, false, &mut remaining, &mut by_slot, &mut out);
+    // Web passages exist only when the local answer was weak or the web was asked for: up to
+    // [`WEB_RESERVE_PCT`] of what is left is kept for them, so the repo's hits (which come
+    // first) cannot crowd out what the web tier was run to find.
+    let web_need: u32 =
+        by_slot.get(&Slot::Web).map(|v| section_cost(Slot::Web) + v.iter().map(|(_, c)| c).sum::<u32>()).unwrap_or(0);
+    let reserve = web_need.min(remaining * WEB_RESERVE_PCT / 100);
+    remaining -= reserve;
     for slot in CONTEXT_SLOTS {
+        if slot == Slot::Web {
+            remaining += reserve;
+        }
         fill(slot, u32::MAX, false, &mut remaining, &mut by_slot, &mut out);
     }
     out.slots.push(SlotTrace { slot: Slot::Generation, allotted: plan.generation, used: 0, items: 0, dropped: 0 });
@@ -438,15 +451,31 @@ mod tests {
         ];
         let f = fit(&p, &counter(), 50, pieces, &|_| 0).unwrap();
         let kept: Vec<&str> = f.kept.iter().map(|p| p.citation.as_str()).collect();
-        // 800 - 50 mandatory - 150 memory - 100 diff - 300 repo-1 = 200: repo-2 fits, web does not.
-        assert_eq!(kept, ["mem-1", "diff-1", "repo-1", "repo-2"]);
+        // 800 - 50 mandatory - 150 memory = 600, of which web reserves its 150 (under 30 %):
+        // 450 - 100 diff - 300 repo-1 = 50, so repo-2 is dropped and web-1 kept.
+        assert_eq!(kept, ["mem-1", "diff-1", "repo-1", "web-1"]);
         assert_eq!(f.drops.len(), 1);
-        assert_eq!(f.drops[0].source, "web-1");
-        assert_eq!(f.drops[0].slot, Slot::Web);
-        assert!(f.drops[0].reason.contains("web slot"), "{}", f.drops[0].reason);
-        assert_eq!(f.prompt_tokens, 800);
+        assert_eq!(f.drops[0].source, "repo-2");
+        assert_eq!(f.drops[0].slot, Slot::Repo);
+        assert_eq!(f.prompt_tokens, 750);
         let repo = f.slots.iter().find(|s| s.slot == Slot::Repo).unwrap();
-        assert_eq!((repo.allotted, repo.used, repo.items), (500, 500, 2));
+        assert_eq!((repo.allotted, repo.used, repo.items), (350, 300, 1));
+
+        // Web beyond its reserve: it keeps 30 % of the context part, the rest goes in order.
+        let pieces = vec![
+            piece(Slot::Web, "web-1", 150, 0),
+            piece(Slot::Web, "web-2", 150, 1),
+            piece(Slot::Repo, "repo-1", 300, 0),
+            piece(Slot::Repo, "repo-2", 100, 1),
+            piece(Slot::Memory, "mem-1", 150, 0),
+        ];
+        let f = fit(&p, &counter(), 50, pieces, &|_| 0).unwrap();
+        let kept: Vec<&str> = f.kept.iter().map(|p| p.citation.as_str()).collect();
+        // 600 left: web reserves 180 of its 300; repo takes 400 of 420; web gets 200.
+        assert_eq!(kept, ["mem-1", "repo-1", "repo-2", "web-1"]);
+        let drops: Vec<&str> = f.drops.iter().map(|d| d.source.as_str()).collect();
+        assert_eq!(drops, ["web-2"]);
+        assert!(f.drops[0].reason.contains("web slot"), "{}", f.drops[0].reason);
     }
 
     #[test]
