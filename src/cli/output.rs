@@ -322,7 +322,9 @@ pub fn print_status(out: &Out, s: &StatusResponse) {
             "parsing" => " (every file searchable as text; symbols and the graph follow)",
             _ => "",
         };
-        out.line(&format!("progress    {} {}/{} files{meaning}", p.phase, p.files_done, p.files_total));
+        // The embedding phase counts chunks in the same fields.
+        let unit = if p.phase == "embedding" { "chunks" } else { "files" };
+        out.line(&format!("progress    {} {}/{} {unit}{meaning}", p.phase, p.files_done, p.files_total));
     }
     if let Some(e) = &s.last_event {
         out.line(&format!("last event  {} {}", e.kind, e.path));

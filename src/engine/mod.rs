@@ -450,6 +450,12 @@ impl Engine {
                     "a rebuild (pid {}) was interrupted before it finished; generation {generation} stays live and searchable, and the next `docdex index --repo {root} --rebuild` starts over",
                     d.pid
                 )),
+                (true, None) if indexed && d.progress.as_ref().is_some_and(|p| p.phase == "embedding") => {
+                    warnings.push(format!(
+                        "the last index run (pid {}) was interrupted while embedding; generation {generation} is searchable (hybrid search uses the chunks embedded so far). Run `docdex index --repo {root}` to finish",
+                        d.pid
+                    ))
+                }
                 (true, None) if indexed => warnings.push(format!(
                     "the last index run (pid {}) was interrupted; generation {generation} is searchable. Run `docdex index --repo {root}` to finish",
                     d.pid

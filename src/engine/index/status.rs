@@ -59,10 +59,13 @@ impl Default for StatusData {
 }
 
 impl StatusData {
-    /// Reads the status file; a file left `updating` by a dead process reads as interrupted.
+    /// Reads the status file; a file left `updating` (or with a run's progress, as the
+    /// embedding phase writes after the text index is committed) by a dead process reads as
+    /// interrupted.
     pub fn read(path: &std::path::Path) -> Option<(StatusData, bool)> {
         let data: StatusData = read_json(path).ok().flatten()?;
-        let interrupted = data.state == IndexState::Updating && !pid_alive(data.pid);
+        let running = data.state == IndexState::Updating || data.progress.is_some();
+        let interrupted = running && !pid_alive(data.pid);
         Some((data, interrupted))
     }
 }

@@ -380,19 +380,26 @@ impl Pane for ReposPane {
                 Span::styled(format!("  {}", &r.fingerprint[..r.fingerprint.len().min(12)]), t.style(Slot::Muted)),
             ]));
             if let Some(p) = self.progress.get(&r.path).or(r.progress.as_ref()) {
-                let ratio = if p.bytes_total > 0 { p.bytes_done as f64 / p.bytes_total as f64 } else { 0.0 };
+                let ratio = match (p.bytes_total, p.files_total) {
+                    (b, _) if b > 0 => p.bytes_done as f64 / b as f64,
+                    (_, f) if f > 0 => p.files_done as f64 / f as f64,
+                    _ => 0.0,
+                };
                 let mut spans = vec![Span::styled(format!("{} ", fit(&p.phase, 10)), t.style(Slot::Warning))];
                 spans.extend(bar_spans(ratio, (w / 3).max(10), t, Slot::ProgressFilled, Slot::ProgressEmpty));
-                spans.push(Span::styled(
+                // The embedding phase counts chunks in the same fields, and no bytes.
+                let text = if p.phase == "embedding" {
+                    format!(" {}/{}", thousands(p.files_done), widgets::count(p.files_total, "chunk", "chunks"))
+                } else {
                     format!(
                         " {}/{} · {:.1}/{:.1} MB",
                         thousands(p.files_done),
                         widgets::count(p.files_total, "file", "files"),
                         p.bytes_done as f64 / 1e6,
                         p.bytes_total as f64 / 1e6
-                    ),
-                    t.style(Slot::Text),
-                ));
+                    )
+                };
+                spans.push(Span::styled(text, t.style(Slot::Text)));
                 lines.push(Line::from(spans));
             } else if let Some((level, text)) = self.outcome.get(&r.path) {
                 let slot = if *level == Level::Error { Slot::Error } else { Slot::Ok };

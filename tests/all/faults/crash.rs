@@ -328,3 +328,27 @@ fn a_kill_between_the_symbol_commit_and_the_graph_write_is_repaired_by_the_next_
     assert_eq!(summary["updated"], 0, "{summary}");
     assert!(importers(&env).contains("app.py"), "the graph was repaired: {}", importers(&env));
 }
+
+#[test]
+fn a_run_killed_while_embedding_reads_as_interrupted_not_as_progress() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/lib.rs", "pub fn pelican() {}\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    // What a run killed in its embedding phase leaves: the text index committed (ready), the
+    // phase's progress (chunks) still in the status file, and a writer that is gone.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let status = serde_json::json!({
+        "state": "ready", "pid": dead, "started_ms": 0, "updated_ms": 0, "queued": 0,
+        "progress": {"phase": "embedding", "files_done": 266, "files_total": 19876, "bytes_done": 0, "bytes_total": 0},
+        "last_event": null, "last_error": null
+    });
+    std::fs::write(state_dir(&env, &repo).join("index_status.json"), status.to_string()).unwrap();
+    let st = status_json(&env, &repo);
+    assert_eq!(st["index_state"], "ready", "{st}");
+    assert!(st["progress"].is_null(), "a dead run's progress is not shown as running: {st}");
+    assert!(st["warnings"].to_string().contains("interrupted while embedding"), "{st}");
+}
