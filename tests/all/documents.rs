@@ -183,6 +183,33 @@ fn pdf_docx_and_html_are_indexed_as_text_with_page_ranges() {
 }
 
 #[test]
+fn an_unsupported_format_says_so_and_a_docx_without_its_relationships_is_read() {
+    let env = Env::new();
+    let repo = env.repo("office");
+    // An OpenDocument file is a ZIP like a DOCX: binary to a sniffer, a document to its owner.
+    write(&repo, "minutes.odt", b"PK\x03\x04\x14\x00\x00\x00mimetypeapplication/vnd.oasis.opendocument.text\x00\x00");
+    write(&repo, "budget.XLSX", b"PK\x03\x04\x00\x00\x00\x00");
+    // A DOCX whose word/_rels/document.xml.rels is missing (its name changed in the archive).
+    let mut bytes = docx();
+    let (from, to) = (b"word/_rels/document.xml.rels", b"word/_rels/documenX.xml.rels");
+    while let Some(i) = bytes.windows(from.len()).position(|w| w == from) {
+        bytes[i..i + to.len()].copy_from_slice(to);
+    }
+    write(&repo, "norels.docx", bytes);
+    let out = env.run(&["index", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("minutes.odt (unsupported document format (.odt): convert it to .docx or .pdf to index it)"),
+        "{text}"
+    );
+    assert!(text.contains("budget.XLSX (unsupported document format (.xlsx): export it to .csv"), "{text}");
+    assert!(!text.contains("binary") && !text.contains("corrupt DOCX"), "{text}");
+    let r = search(&env, &repo, "flamingo checklist");
+    assert!(r.results.iter().any(|h| h.path == "norels.docx"), "{:?}", r.results);
+}
+
+#[test]
 fn search_json_and_get_page_on_the_command_line() {
     let env = Env::new();
     let repo = documents_repo(&env);

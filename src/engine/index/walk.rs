@@ -202,6 +202,10 @@ fn visit(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>, out: &Mute
     if !ft.is_file() {
         return;
     }
+    if let Some(reason) = super::extract::unsupported(&rel) {
+        push_issue(out, WalkIssue { rel, reason, error: false });
+        return;
+    }
     match entry.metadata() {
         Ok(md) => {
             let mtime_ns = md

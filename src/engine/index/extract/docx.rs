@@ -8,6 +8,37 @@ use docx_rs::{DocumentChild, Paragraph, ParagraphChild, RunChild, Table, TableCe
 const REQUIRED_PARTS: [(&str, &str); 2] =
     [("_rels/.rels", "the package relationships"), ("word/document.xml", "the document body")];
 
+/// The main document's relationships: optional for the text.
+const DOCUMENT_RELS: &str = "word/_rels/document.xml.rels";
+
+/// The most a document body may inflate to (a ZIP bomb stops here, not in memory).
+const MAX_BODY_BYTES: u64 = 256 * 1024 * 1024;
+
+fn refusal(e: docx_rs::ReaderError) -> Refusal {
+    match e.to_string() {
+        s if s.to_ascii_lowercase().contains("encrypt") => Refusal::Encrypted,
+        s => Refusal::Corrupt(s),
+    }
+}
+
+/// `word/document.xml` parsed on its own, for a package without [`DOCUMENT_RELS`].
+fn body_alone(bytes: &[u8]) -> Result<docx_rs::Document, Refusal> {
+    use docx_rs::FromXML;
+    use std::io::Read;
+    let corrupt = |e: &dyn std::fmt::Display| Refusal::Corrupt(e.to_string());
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| corrupt(&e))?;
+    let part = zip.by_name("word/document.xml").map_err(|e| corrupt(&e))?;
+    let mut xml = Vec::new();
+    part.take(MAX_BODY_BYTES + 1).read_to_end(&mut xml).map_err(|e| corrupt(&e))?;
+    if xml.len() as u64 > MAX_BODY_BYTES {
+        return Err(Refusal::Corrupt(format!(
+            "the document body inflates to over {} MiB",
+            MAX_BODY_BYTES / (1024 * 1024)
+        )));
+    }
+    docx_rs::Document::from_xml(&xml[..]).map_err(refusal)
+}
+
 /// Extracts a DOCX file's text as Markdown.
 pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
     if !bytes.starts_with(b"PK") {
@@ -20,12 +51,15 @@ pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
             return Err(Refusal::Corrupt(format!("not a Word document: the archive has no {name} ({what})")));
         }
     }
-    let docx = docx_rs::read_docx(bytes).map_err(|e| match e.to_string() {
-        s if s.to_ascii_lowercase().contains("encrypt") => Refusal::Encrypted,
-        s => Refusal::Corrupt(s),
-    })?;
+    // The document's relationships only resolve links, images, headers and footers, none of
+    // which the text needs; docx-rs refuses a package without them, so read the body alone.
+    let document = if memchr::memmem::find(bytes, DOCUMENT_RELS.as_bytes()).is_some() {
+        docx_rs::read_docx(bytes).map_err(refusal)?.document
+    } else {
+        body_alone(bytes)?
+    };
     let mut md = String::new();
-    for child in &docx.document.children {
+    for child in &document.children {
         match child {
             DocumentChild::Paragraph(p) => paragraph(p, &mut md),
             DocumentChild::Table(t) => table(t, &mut md),
@@ -177,6 +211,9 @@ mod tests {
             panic!("a DOCX without _rels/.rels must be refused")
         };
         assert!(why.contains("_rels/.rels") && why.contains("relationships"), "{why}");
+        // The document's own relationships are optional: the text is read without them.
+        let no_doc_rels = renamed(&good, "word/_rels/document.xml.rels", "word/_rels/documenX.xml.rels");
+        assert!(extract(&no_doc_rels).expect("reads without them").text.contains("Heron survey notes"));
         let no_body = renamed(&good, "word/document.xml", "word/documenX.xml");
         let Err(Refusal::Corrupt(why)) = extract(&no_body) else { panic!("a DOCX without its body must be refused") };
         assert!(why.contains("word/document.xml"), "{why}");
