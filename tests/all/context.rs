@@ -288,7 +288,7 @@ fn untracked_secrets_and_build_output_stay_out_and_the_budget_holds() {
         std::fs::write(repo.join(format!("app/__pycache__/m{i}.cpython-311.pyc")), [0u8, 13, 13, 10, 0, 1, 2]).unwrap();
     }
     for i in 0..30 {
-        write(&repo, &format!("scratch/note_{i:02}.py"), &format!("def note_{i}():\n    return {i}\n"));
+        write(&repo, &format!("scratch/note_{i:02}.py"), format!("def note_{i}():\n    return {i}\n"));
     }
     let long_task = format!("hash the password before login {}", "and keep every session short ".repeat(60));
     for (budget, task) in

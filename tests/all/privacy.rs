@@ -152,7 +152,7 @@ async fn files_the_index_leaves_out_are_not_served_either() {
     write(&repo, ".git/config", "[remote \"origin\"]\n\turl = https://user:hunter22@example.com/x.git\n");
     write(&repo, ".gitignore", "secrets/\n");
     write(&repo, "secrets/db.txt", "postgres://admin:hunter22@db/prod\n");
-    write(&repo, "logs/big.log", &"a line of a large log file\n".repeat(400));
+    write(&repo, "logs/big.log", "a line of a large log file\n".repeat(400));
     let r = repo.to_str().unwrap();
     env.json(&["index", "--repo", r, "--json"]);
     let engine = env.engine();

@@ -243,10 +243,10 @@ pub struct Fitted {
     pub prompt_tokens: u32,
 }
 
-/// The slots that share the context share, in priority order.
 /// The share of the context part a turn's web passages may reserve ahead of the other slots.
 pub const WEB_RESERVE_PCT: u32 = 30;
 
+/// The slots that share the context share, in priority order.
 pub const CONTEXT_SLOTS: [Slot; 5] = [Slot::Diff, Slot::Repo, Slot::History, Slot::Library, Slot::Web];
 
 /// Fits `pieces` into `plan`, highest priority first.
