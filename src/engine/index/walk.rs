@@ -202,7 +202,7 @@ fn visit(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>, out: &Mute
     if !ft.is_file() {
         return;
     }
-    if let Some(reason) = super::extract::unsupported(&rel) {
+    if let Some(reason) = super::files::unsupported_document(&rel) {
         push_issue(out, WalkIssue { rel, reason, error: false });
         return;
     }

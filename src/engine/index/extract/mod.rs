@@ -53,24 +53,6 @@ impl Format {
     }
 }
 
-/// Why a document of a format docdex does not read is left out, and what to do, by extension
-/// (`None` for any other file). Said so rather than "binary": the file is a document someone
-/// meant to be found, and converting it is the way in.
-pub fn unsupported(rel: &str) -> Option<String> {
-    let (_, ext) = rel.rsplit_once('.')?;
-    let ext = ext.to_ascii_lowercase();
-    let instead = match ext.as_str() {
-        // OpenDocument text, legacy Word, Apple Pages.
-        "odt" | "ott" | "doc" | "pages" => "convert it to .docx or .pdf",
-        // Spreadsheets.
-        "ods" | "ots" | "xls" | "xlsx" | "numbers" => "export it to .csv",
-        // Presentations (not `.key`: that is more often a private key than Keynote).
-        "odp" | "otp" | "ppt" | "pptx" => "export it to .pdf",
-        _ => return None,
-    };
-    Some(format!("unsupported document format (.{ext}): {instead} to index it"))
-}
-
 /// Text extracted from a document.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Extracted {
