@@ -538,13 +538,22 @@ impl Engine {
             Some((s, rel)) => (Some(s), s.path.join(rel)),
             None if Path::new(file).is_absolute() => {
                 let real = std::fs::canonicalize(file).unwrap_or_else(|_| PathBuf::from(file));
-                (srcs.iter().find(|s| real.starts_with(&s.path)), PathBuf::from(file))
+                let owner = srcs.iter().find(|s| real.starts_with(&s.path));
+                // Outside whether or not it exists: the answer never tells which.
+                if owner.is_none() && !real.starts_with(&repo.root) {
+                    return Err(Error::OutsideRepo { path: file.to_string(), repo: repo.root.clone() });
+                }
+                (owner, PathBuf::from(file))
             }
-            None => (None, repo.root.join(file)),
+            None => {
+                // `..` that leaves the repository is outside whether or not the target exists.
+                crate::engine::repos::repo_relative(&repo.root, file)?;
+                (None, repo.root.join(file))
+            }
         };
         let root = owner.map_or_else(|| repo.root.clone(), |s| s.path.clone());
         let real = std::fs::canonicalize(&candidate)
-            .map_err(|_| Error::BadRequest(format!("no such file in {}: {file}", root.display())))?;
+            .map_err(|_| Error::NotFound(format!("no such file in {}: {file}", root.display())))?;
         if !real.starts_with(&root) {
             return Err(match owner {
                 Some(s) => Error::OutsideSource { path: file.to_string(), source_name: s.name.clone(), root },

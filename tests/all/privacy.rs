@@ -168,6 +168,13 @@ async fn files_the_index_leaves_out_are_not_served_either() {
         assert_eq!(e.code(), "path_not_served", "{path}: {e}");
         assert!(e.to_string().contains(why), "{path}: {e}");
     }
+    // A missing file is not found; a path leaving the repository is outside whether or not
+    // something exists there (no existence oracle).
+    let code = |p: &str| engine.get_file(&repo, &FileRequest::new(p, None)).unwrap_err().code();
+    assert_eq!(code("src/nope.py"), "not_found");
+    for outside in ["../nope.txt", "../proj/../../x", "/nonexistent/dir/x.py", "/etc/passwd"] {
+        assert_eq!(code(outside), "path_outside_repo", "{outside}");
+    }
     // The command line says so and exits 2 (bad input), printing nothing of the file.
     let out = env.run(&["get", "--repo", r, ".env"]);
     assert_eq!(out.status.code(), Some(2));
