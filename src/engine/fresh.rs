@@ -6,7 +6,7 @@
 //! thread of their own and show the [`FreshState`] it reports; none of them
 //! touches the writer lock or the status file itself.
 
-use crate::engine::fsutil::FileLock;
+use crate::engine::fsutil::{pid_alive, FileLock};
 use crate::engine::index::status::StatusData;
 use crate::engine::index::types::{IndexProgress, IndexState};
 use crate::engine::repos::RepoRef;
@@ -29,7 +29,7 @@ pub enum FreshState {
     Watching,
     /// Another process holds the writer; this one reads and retries taking over.
     Deferred {
-        /// The writer's pid (0 when unknown).
+        /// The writer's pid as its lock file names it (0 when unknown or no longer running).
         writer_pid: u32,
     },
     /// The watcher failed; the last good index (if any) still answers. Retried with backoff.
@@ -117,10 +117,27 @@ impl Engine {
     /// no state-file churn meanwhile) or `stop` is set.
     fn wait_for_writer(&self, repo_path: &Path, stop: &AtomicBool) {
         let Ok(repo) = self.resolve_repo(repo_path) else { return };
-        let lock = self.paths().locks().join(format!("{}.writer.lock", repo.fingerprint));
+        let lock = self.writer_lock_path(&repo);
         while !stop.load(Ordering::SeqCst) && !matches!(FileLock::try_acquire(&lock), Ok(Some(_))) {
             sleep_unless_stopped(stop, Duration::from_millis(500));
         }
+    }
+
+    fn writer_lock_path(&self, repo: &RepoRef) -> PathBuf {
+        self.paths().locks().join(format!("{}.writer.lock", repo.fingerprint))
+    }
+
+    /// The process writing `repo`'s index, as its writer lock file names it now, or 0 when
+    /// that is unknown, this process, or a process that has exited. Read each time it is
+    /// asked: a keeper that defers learns the writer's pid once, and the writer can change
+    /// while it waits (it stopped and a third process took over), so the pid it learned goes
+    /// stale; and a dead pid is never a writer.
+    pub fn writer_pid(&self, repo: &RepoRef) -> u32 {
+        let pid = FileLock::holder_pid(&self.writer_lock_path(repo));
+        if pid == std::process::id() || !pid_alive(pid) {
+            return 0;
+        }
+        pid
     }
 
     /// True when the repo has a committed index on disk.
@@ -129,7 +146,13 @@ impl Engine {
     }
 
     /// The `ready` / `indexing` / `stale` view of a kept-fresh repo whose keeper is in `watcher`.
+    /// A deferred keeper's `writer_pid` is read afresh ([`Engine::writer_pid`]), not the one it
+    /// recorded when it began to wait.
     pub fn freshness(&self, repo: &RepoRef, watcher: FreshState) -> Freshness {
+        let watcher = match watcher {
+            FreshState::Deferred { .. } => FreshState::Deferred { writer_pid: self.writer_pid(repo) },
+            other => other,
+        };
         let indexed = self.has_index(repo);
         let live = StatusData::read(&repo.status_path()).filter(|(_, interrupted)| !interrupted).map(|(d, _)| d);
         let updating = live.as_ref().is_some_and(|d| d.state == IndexState::Updating || d.queued > 0);

@@ -356,6 +356,76 @@ async fn daemon_reads_but_never_writes_an_index_another_process_writes() {
     .await;
 }
 
+/// A deferred server reports the writer the lock file names now, never one that has exited:
+/// the holder changes while it waits (a writer stops, another process takes over), and the
+/// pid it learned when it began to wait goes stale. The test holds the writer lock itself
+/// (flock, as docdex does), then hands the very same lock to a child without releasing it,
+/// so the server can never slip in between; each holder stamps its pid as `FileLock` does.
+#[tokio::test]
+async fn a_deferred_server_reports_the_live_writer_after_a_handoff() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let engine = env.engine();
+    let rref = engine.resolve_repo(&repo).unwrap();
+    let lock_path = engine.paths().locks().join(format!("{}.writer.lock", rref.fingerprint));
+    std::fs::create_dir_all(lock_path.parent().unwrap()).unwrap();
+    let lock =
+        std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock_path).unwrap();
+    lock.try_lock().expect("the writer lock is free");
+    // First the lock file names a process that has exited (a writer killed mid-run whose pid
+    // the next holder has not overwritten yet).
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = gone.id();
+    gone.wait().unwrap();
+    std::fs::write(&lock_path, dead_pid.to_string()).unwrap();
+
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let watcher = || async {
+        let v: Value = c.get(server.url("/v1/status")).send().await.unwrap().json().await.unwrap();
+        v["repos"][0]["mount"]["watcher"].clone()
+    };
+    eventually("the server defers to the lock's holder", || async { watcher().await["state"] == "deferred" }).await;
+    let w = watcher().await;
+    assert_eq!(w["writer_pid"], 0, "a dead pid is reported as the writer: {w}");
+
+    // The holder names itself.
+    std::fs::write(&lock_path, std::process::id().to_string()).unwrap();
+    eventually("the test process is the writer", || async { watcher().await["writer_pid"] == std::process::id() })
+        .await;
+
+    // Hand the lock over: a child inherits this very open file (so the lock is never free),
+    // stamps its own pid, and this process closes its descriptor.
+    let fd = lock.as_raw_fd();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", "printf %s $$ > \"$0\"; exec sleep 60"]).arg(&lock_path);
+    // SAFETY: between fork and exec only fcntl(2), async-signal-safe, on a descriptor we own.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let child_pid = child.id();
+    eventually("the child stamps the lock", || async {
+        std::fs::read_to_string(&lock_path).unwrap_or_default() == child_pid.to_string()
+    })
+    .await;
+    drop(lock);
+    eventually("status names the new writer", || async { watcher().await["writer_pid"] == child_pid }).await;
+    assert_eq!(watcher().await["state"], "deferred");
+
+    // The last holder exits: the server takes the writer and watches.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    eventually("the server takes over", || async { watcher().await["state"] == "watching" }).await;
+}
+
 #[test]
 fn sigterm_finishes_the_request_in_flight_then_releases_everything() {
     let env = Env::new();
