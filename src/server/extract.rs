@@ -129,7 +129,7 @@ where
 
 /// The message of a body that stopped arriving ([`BodyStalled`](super::listen::BodyStalled)),
 /// found anywhere in the rejection's cause chain.
-fn stalled_body(rejection: &(dyn std::error::Error + 'static)) -> Option<String> {
+pub(crate) fn stalled_body(rejection: &(dyn std::error::Error + 'static)) -> Option<String> {
     let mut cause = Some(rejection);
     while let Some(e) = cause {
         if let Some(stalled) = e.downcast_ref::<super::listen::BodyStalled>() {

@@ -186,6 +186,29 @@ fn mcp_initialize_root_uri_binds_the_session() {
     assert!(mcp.request("tools/call", json!({"name": "nope", "arguments": {}}))["error"].is_object());
 }
 
+/// A request for a known method whose params rmcp cannot read (none at all, or string
+/// `arguments`) is `-32602` invalid params naming the fault, not `-32601` method not found;
+/// the session goes on.
+#[test]
+fn stdio_tools_call_with_bad_params_is_invalid_params() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    mcp.send(&json!({"jsonrpc": "2.0", "id": "no-params", "method": "tools/call"}));
+    let r = mcp.recv();
+    assert_eq!((r["id"].as_str(), r["error"]["code"].as_i64()), (Some("no-params"), Some(-32602)), "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("needs `params`"), "{r}");
+    let r = mcp.request("tools/call", json!({"name": "docdex_search", "arguments": "x"}));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("`arguments` must be an object"), "{r}");
+    let r = mcp.request("tools/call", json!({"arguments": {"query": "parse"}}));
+    assert!(r["error"]["code"] == -32602 && r["error"]["message"].as_str().unwrap().contains("`name`"), "{r}");
+    // An unknown method is still method not found, and good calls still work.
+    assert_eq!(mcp.request("no/such/method", json!({}))["error"]["code"], -32601);
+    let r = mcp.call("docdex_search", json!({"query": "parse config"}));
+    assert_eq!(r["isError"], false, "{r}");
+}
+
 /// The official `openai` client against `/v1/chat/completions`, streaming and not, with the
 /// fake Ollama behind (`tests/clients/openai_client.py` checks the shapes, the `docdex`
 /// extension with the waterfall trace, session continuation and errors as exceptions).

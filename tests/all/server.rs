@@ -195,6 +195,82 @@ async fn token_guards_every_http_and_mcp_request() {
     assert_eq!(v["results"][0]["path"], "src/auth/session.rs");
 }
 
+/// `/v1/mcp` answers every error as a JSON-RPC error object (rmcp's own rejections are plain
+/// text): a malformed body is 400 `-32700` with id null, a missing or unknown session keeps
+/// its 400 / 404 and says to initialize; the token and Origin checks still come first.
+#[tokio::test]
+async fn streamable_http_mcp_errors_are_json_rpc() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let token = "mcp-token-0123456789";
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[("DOCDEX_AUTH_TOKEN", token)]);
+    let c = client();
+    let url = server.url("/v1/mcp");
+    let post = |body: &str| {
+        c.post(&url)
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string())
+    };
+    async fn rpc_error(r: reqwest::Response, status: u16, code: i64) -> Value {
+        assert_eq!(r.headers().get("content-type").map(|v| v.to_str().unwrap()), Some("application/json"));
+        let (s, v) = json_of(r).await;
+        assert_eq!((s, v["jsonrpc"].as_str(), v["error"]["code"].as_i64()), (status, Some("2.0"), Some(code)), "{v}");
+        assert!(v["error"]["message"].as_str().is_some_and(|m| m.len() > 10), "{v}");
+        v
+    }
+
+    // The guards run first: no token is 401, a foreign page 403, in the HTTP error contract.
+    let r = c.post(&url).header("content-type", "application/json").body("{\"jsonrpc\":").send().await.unwrap();
+    let (s, v) = json_of(r).await;
+    assert_eq!(s, 401, "{v}");
+    assert_error(&v, "unauthorized");
+    let r = post("{\"jsonrpc\":").header("origin", "http://evil.example").send().await.unwrap();
+    let (s, v) = json_of(r).await;
+    assert_eq!(s, 403, "{v}");
+    assert_error(&v, "forbidden_origin");
+
+    let v = rpc_error(post("{\"jsonrpc\":").send().await.unwrap(), 400, -32700).await;
+    assert_eq!(v["id"], Value::Null, "{v}");
+    rpc_error(post("").send().await.unwrap(), 400, -32700).await;
+    rpc_error(post("[1]").send().await.unwrap(), 400, -32600).await;
+    let v =
+        rpc_error(post(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call"}"#).send().await.unwrap(), 400, -32602).await;
+    assert_eq!(v["id"], 5, "{v}");
+    let r = c.post(&url).bearer_auth(token).header("content-type", "text/plain").body("{}").send().await.unwrap();
+    rpc_error(r, 415, -32000).await;
+
+    // No session: 400, saying to initialize first.
+    let list = r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#;
+    let v = rpc_error(post(list).send().await.unwrap(), 400, -32000).await;
+    assert!(v["id"] == 7 && v["error"]["message"].as_str().unwrap().contains("initialize"), "{v}");
+    let r = c.get(&url).bearer_auth(token).header("accept", "text/event-stream").send().await.unwrap();
+    rpc_error(r, 400, -32000).await;
+    // An unknown session: 404, saying to initialize again.
+    let v = rpc_error(post(list).header("mcp-session-id", "gone").send().await.unwrap(), 404, -32001).await;
+    assert!(v["error"]["message"].as_str().unwrap().contains("`initialize` again"), "{v}");
+
+    // A real session still works, and its end makes its id unknown.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = post(&init.to_string()).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let session = r.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_string();
+    assert!(r.text().await.unwrap().contains("docdex"));
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(post(initialized).header("mcp-session-id", &session).send().await.unwrap().status().as_u16(), 202);
+    let r = post(list).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(r.text().await.unwrap().contains("docdex_search"));
+    let bad = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"docdex_search","arguments":"x"}}"#;
+    let v = rpc_error(post(bad).header("mcp-session-id", &session).send().await.unwrap(), 400, -32602).await;
+    assert!(v["error"]["message"].as_str().unwrap().contains("`arguments` must be an object"), "{v}");
+    let r = c.delete(&url).bearer_auth(token).header("mcp-session-id", &session).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    rpc_error(post(list).header("mcp-session-id", &session).send().await.unwrap(), 404, -32001).await;
+}
+
 #[test]
 fn exposing_needs_a_token_and_non_loopback_needs_expose() {
     let env = Env::new();

@@ -10,16 +10,19 @@
 //! not indexed, outside the served repo) are tool errors (`isError: true`)
 //! whose text says what to do, so an agent can act on them.
 
+pub mod jsonrpc;
 pub mod sse;
 pub mod stdio;
 mod tools;
 
 use super::error::ApiError;
-use super::extract::blocking;
+use super::extract::{blocking, stalled_body};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::RepoRef;
-use axum::http::Method;
+use axum::http::{header, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use jsonrpc::{Checked, Rejection};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams,
     InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
@@ -190,7 +193,7 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let service = tower_service_with_init_extras(service, state.body_limit());
+    let service = streamable_http(service, state.body_limit());
     let sessions = Arc::new(sse::SseSessions::default());
     routes
         .route_many(
@@ -217,39 +220,133 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
         )
 }
 
-/// Wraps the streamable HTTP service so `initialize` POSTs have their docdex extras
-/// (`rootUri`, ...) read from the raw body and put in the request's extensions, where
-/// [`DocdexMcp::initialize`] finds them (rmcp's typed params drop unknown fields).
-fn tower_service_with_init_extras<S>(service: S, limit: usize) -> axum::routing::MethodRouter<AppState>
+/// Transport-level rejection (no session, wrong media type, body too large or stalled, wrong
+/// HTTP method), as the MCP TypeScript SDK numbers it.
+const TRANSPORT_ERROR: i64 = -32000;
+/// The `Mcp-Session-Id` names no session this server has.
+const SESSION_NOT_FOUND: i64 = -32001;
+/// rmcp failed inside (a 5xx).
+const INTERNAL_ERROR: i64 = -32603;
+
+/// Wraps rmcp's streamable HTTP service, which answers what it cannot read outside the JSON-RPC
+/// contract (a malformed body is `415` with a plain-text body; a missing or unknown session is
+/// plain text too), so MCP clients always get a JSON-RPC error object:
+///
+/// - a POST's body is read here (within the body limit) and checked
+///   ([`jsonrpc::check_message`]): not JSON is `400` with `-32700`, not one JSON-RPC message
+///   `-32600`, a known method's unreadable params `-32602`, each with the request's id or
+///   `null`; an `initialize` also has its docdex extras (`rootUri`, ...) put in the request's
+///   extensions, where [`DocdexMcp::initialize`] finds them (rmcp's typed params drop unknown
+///   fields);
+/// - rmcp's plain-text rejections keep their status (MCP clients rely on `400` for a missing
+///   session and `404` for an expired one) and get a JSON-RPC body saying what to do.
+///
+/// The token, `Origin` and `Host` checks are layers around the router, so they run first.
+fn streamable_http<S>(service: S, limit: usize) -> axum::routing::MethodRouter<AppState>
 where
     S: tower_service::Service<axum::extract::Request, Error = std::convert::Infallible> + Clone + Send + Sync + 'static,
-    S::Response: axum::response::IntoResponse,
+    S::Response: IntoResponse,
     S::Future: Send + 'static,
 {
-    use axum::response::IntoResponse;
     let handler = move |req: axum::extract::Request| {
         let mut service = service.clone();
         async move {
+            let session =
+                req.headers().get("mcp-session-id").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            let mut id = Value::Null;
             let req = if req.method() == Method::POST {
                 let (mut parts, body) = req.into_parts();
+                let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+                let essence = content_type.map(|c| c.split(';').next().unwrap_or("").trim());
+                if !essence.is_some_and(|e| e.eq_ignore_ascii_case("application/json")) {
+                    let got = content_type.map_or("no Content-Type".to_string(), |c| format!("{c:?}"));
+                    let why = format!("send the JSON-RPC message with `Content-Type: application/json` (got {got})");
+                    return rpc_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, Rejection::new(id, TRANSPORT_ERROR, why));
+                }
                 let bytes = match axum::body::to_bytes(body, limit).await {
                     Ok(b) => b,
-                    Err(_) => return ApiError::payload_too_large(limit).into_response(),
+                    Err(e) => {
+                        let (status, why) = match stalled_body(&e) {
+                            Some(stalled) => (StatusCode::REQUEST_TIMEOUT, stalled),
+                            None => (StatusCode::PAYLOAD_TOO_LARGE, ApiError::payload_too_large(limit).message),
+                        };
+                        return rpc_error(status, Rejection::new(id, TRANSPORT_ERROR, why));
+                    }
                 };
-                if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
-                    if let Some(extras) = InitExtras::from_message(&v) {
-                        parts.extensions.insert(extras);
+                match jsonrpc::check_message(&bytes) {
+                    Checked::Empty => {
+                        let why = "parse error: the body is empty; POST one JSON-RPC message";
+                        return rpc_error(StatusCode::BAD_REQUEST, Rejection::new(id, jsonrpc::PARSE_ERROR, why));
+                    }
+                    Checked::Reply(rejection) => return rpc_error(StatusCode::BAD_REQUEST, rejection),
+                    Checked::Forward(v) => {
+                        if v.get("method").is_some() {
+                            id = v.get("id").cloned().unwrap_or(Value::Null);
+                        }
+                        if let Some(extras) = InitExtras::from_message(&v) {
+                            parts.extensions.insert(extras);
+                        }
                     }
                 }
                 axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))
             } else {
                 req
             };
-            match tower_service::Service::call(&mut service, req).await {
+            let response = match tower_service::Service::call(&mut service, req).await {
                 Ok(resp) => resp.into_response(),
                 Err(never) => match never {},
-            }
+            };
+            plain_text_as_json_rpc(response, id, session).await
         }
     };
     axum::routing::any(handler)
+}
+
+/// A JSON-RPC error response with an HTTP status.
+fn rpc_error(status: StatusCode, rejection: Rejection) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], rejection.to_bytes()).into_response()
+}
+
+/// rmcp's error responses that are not JSON (nor a stream) become JSON-RPC errors with the same
+/// status and a message saying what to do; everything else passes untouched.
+async fn plain_text_as_json_rpc(response: Response, id: Value, session: Option<String>) -> Response {
+    let status = response.status();
+    let typed = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|c| {
+        let c = c.to_ascii_lowercase();
+        c.starts_with("application/json") || c.starts_with("text/event-stream")
+    });
+    if typed || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .unwrap_or_default();
+    let (code, message) = if status == StatusCode::NOT_FOUND {
+        let which = session.map_or(String::new(), |s| format!(" {s:?}"));
+        (
+            SESSION_NOT_FOUND,
+            format!(
+                "unknown MCP session{which}: it has ended or expired (or the server restarted); send `initialize` again, without the Mcp-Session-Id header, and use the session id it answers with"
+            ),
+        )
+    } else if status == StatusCode::BAD_REQUEST && text.contains("Session ID is required") {
+        (
+            TRANSPORT_ERROR,
+            "no MCP session: send an `initialize` request first (without the Mcp-Session-Id header), then send the `Mcp-Session-Id` header it answers with on every other request".to_string(),
+        )
+    } else if status == StatusCode::METHOD_NOT_ALLOWED {
+        let allow = parts.headers.get(header::ALLOW).and_then(|v| v.to_str().ok()).unwrap_or("POST");
+        (TRANSPORT_ERROR, format!("/v1/mcp does not answer this HTTP method; it answers {allow}"))
+    } else if status.is_server_error() {
+        (INTERNAL_ERROR, text)
+    } else {
+        (TRANSPORT_ERROR, text)
+    };
+    let mut out = rpc_error(status, Rejection::new(id, code, message));
+    if let Some(allow) = parts.headers.get(header::ALLOW) {
+        out.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    out
 }

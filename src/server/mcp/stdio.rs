@@ -6,15 +6,17 @@
 //! line that is not a JSON-RPC message is answered here, so a client waiting for
 //! a reply never hangs: `-32700` for text that is not JSON, `-32600` for JSON
 //! that is not a JSON-RPC 2.0 request, notification or response (a batch
-//! included), and for a line over the limit. Valid messages go on to rmcp; the
+//! included), and for a line over the limit, `-32602` for a known method's
+//! params rmcp cannot read ([`super::jsonrpc`]). Valid messages go on to rmcp; the
 //! `initialize` one is also inspected for the docdex extras rmcp's typed params
 //! drop (`rootUri`, `auth_token`). One writer task puts rmcp's messages and
 //! these replies on stdout, whole lines each.
 
+use super::jsonrpc::{check_message, Checked, Rejection, INVALID_REQUEST};
 use super::{DocdexMcp, InitExtras, InitSlot};
 use crate::server::state::AppState;
 use rmcp::ServiceExt;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
@@ -37,11 +39,12 @@ pub async fn serve(app: AppState) -> anyhow::Result<()> {
             let line = match read_bounded_line(&mut input, MAX_LINE_BYTES).await {
                 Ok(Line::Eof) | Err(_) => break,
                 Ok(Line::TooLong(n)) => {
-                    let reply = error_reply(
+                    let reply = Rejection::new(
                         Value::Null,
-                        -32600,
-                        &format!("message too long: more than {MAX_LINE_BYTES} bytes on one line ({n} read); the limit is {MAX_LINE_BYTES} bytes"),
-                    );
+                        INVALID_REQUEST,
+                        format!("message too long: more than {MAX_LINE_BYTES} bytes on one line ({n} read); the limit is {MAX_LINE_BYTES} bytes"),
+                    )
+                    .to_bytes();
                     if out_tx.send(reply).await.is_err() {
                         break;
                     }
@@ -51,8 +54,8 @@ pub async fn serve(app: AppState) -> anyhow::Result<()> {
             };
             match check_message(&line) {
                 Checked::Empty => continue,
-                Checked::Reply(reply) => {
-                    if out_tx.send(reply).await.is_err() {
+                Checked::Reply(rejection) => {
+                    if out_tx.send(rejection.to_bytes()).await.is_err() {
                         break;
                     }
                 }
@@ -146,65 +149,6 @@ pub async fn read_bounded_line<R: AsyncBufRead + Unpin>(r: &mut R, max: usize) -
     }
 }
 
-/// What to do with a line.
-pub enum Checked {
-    /// Blank: nothing.
-    Empty,
-    /// A JSON-RPC message for rmcp.
-    Forward(Value),
-    /// Not one: this error reply goes back.
-    Reply(Vec<u8>),
-}
-
-/// Sorts a line into a message for rmcp or the error the client gets instead.
-pub fn check_message(line: &[u8]) -> Checked {
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return Checked::Empty;
-    }
-    let v: Value = match serde_json::from_slice(line) {
-        Ok(v) => v,
-        Err(e) => return Checked::Reply(error_reply(Value::Null, -32700, &format!("parse error: not JSON ({e})"))),
-    };
-    let Some(obj) = v.as_object() else {
-        let why = if v.is_array() {
-            "batches are not supported; send one message per line"
-        } else {
-            "a message must be a JSON object"
-        };
-        return Checked::Reply(error_reply(Value::Null, -32600, &format!("invalid request: {why}")));
-    };
-    let id = obj.get("id").cloned();
-    let id_ok = id.as_ref().is_none_or(|i| i.is_string() || i.is_number() || i.is_null());
-    let reply_id = if id_ok { id.clone().unwrap_or(Value::Null) } else { Value::Null };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Checked::Reply(error_reply(reply_id, -32600, "invalid request: `jsonrpc` must be \"2.0\""));
-    }
-    if !id_ok {
-        return Checked::Reply(error_reply(Value::Null, -32600, "invalid request: `id` must be a string or a number"));
-    }
-    let is_request = obj.get("method").is_some_and(Value::is_string);
-    let is_response = id.is_some() && (obj.contains_key("result") || obj.contains_key("error"));
-    if !is_request && !is_response {
-        return Checked::Reply(error_reply(
-            reply_id,
-            -32600,
-            "invalid request: a message needs a string `method` (a request or notification) or an `id` with `result` or `error` (a response)",
-        ));
-    }
-    if let Some(params) = obj.get("params") {
-        if !params.is_object() && !params.is_array() {
-            return Checked::Reply(error_reply(reply_id, -32600, "invalid request: `params` must be an object"));
-        }
-    }
-    Checked::Forward(v)
-}
-
-/// A JSON-RPC error response, as one line's bytes.
-pub fn error_reply(id: Value, code: i64, message: &str) -> Vec<u8> {
-    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
-        .unwrap_or_default()
-}
-
 /// Passes rmcp's output on, line by line.
 async fn forward_lines<R: AsyncBufRead + Unpin>(mut from: R, out: mpsc::Sender<Vec<u8>>) {
     loop {
@@ -237,31 +181,6 @@ async fn write_lines(mut rx: mpsc::Receiver<Vec<u8>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn reply_of(line: &str) -> Value {
-        match check_message(line.as_bytes()) {
-            Checked::Reply(r) => serde_json::from_slice(&r).unwrap(),
-            _ => panic!("no reply for {line}"),
-        }
-    }
-
-    #[test]
-    fn non_messages_get_the_json_rpc_error_they_deserve() {
-        assert_eq!(reply_of("hello")["error"]["code"], -32700);
-        assert_eq!(reply_of("{\"jsonrpc\":\"2.0\",")["error"]["code"], -32700);
-        assert_eq!(reply_of("[1,2]")["error"]["code"], -32600);
-        assert_eq!(reply_of("42")["error"]["code"], -32600);
-        let r = reply_of(r#"{"jsonrpc":"2.0","id":7}"#);
-        assert_eq!((r["error"]["code"].as_i64(), r["id"].as_i64()), (Some(-32600), Some(7)));
-        assert_eq!(reply_of(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#)["error"]["code"], -32600);
-        assert_eq!(reply_of(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#)["id"], Value::Null);
-        assert!(matches!(check_message(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#), Checked::Forward(_)));
-        assert!(matches!(
-            check_message(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
-            Checked::Forward(_)
-        ));
-        assert!(matches!(check_message(b"  "), Checked::Empty));
-    }
 
     #[tokio::test]
     async fn lines_are_bounded_and_bytes_need_not_be_utf8() {
