@@ -100,6 +100,7 @@ pub fn status_for(code: &str) -> StatusCode {
         | "index_stopped" => StatusCode::SERVICE_UNAVAILABLE,
         "disk_full" => StatusCode::INSUFFICIENT_STORAGE,
         "request_timeout" => StatusCode::REQUEST_TIMEOUT,
+        "headers_too_large" => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

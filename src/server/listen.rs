@@ -10,8 +10,17 @@
 //! in all, ends it with `408 request_timeout` and the connection, so a stalled body cannot hold
 //! a slot. Graceful shutdown as `axum::serve` does it: stop accepting, let connections finish
 //! their requests.
+//!
+//! Request heads: hyper answers a head it will not parse (more header fields than its cap, or
+//! larger than its read buffer) with `431` and an empty body. Its field cap is set to
+//! [`HYPER_MAX_HEADERS`], well above docdex's own [`MAX_HEADERS`] and [`MAX_HEADER_BYTES`],
+//! which [`headers_within_limits`] enforces with the error contract (`431 headers_too_large`,
+//! naming the limit); only heads beyond hyper's bounds still get hyper's bare answer.
 
+use super::error::ApiError;
 use axum::body::Body;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Router;
 use futures::StreamExt;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -27,6 +36,15 @@ use tower_service::Service;
 
 /// Descriptors kept for everything but connections (index files, databases, watchers, logs).
 const RESERVED_DESCRIPTORS: u64 = 192;
+/// Header fields a request may carry (hyper's own default, which HTTP clients are used to).
+pub const MAX_HEADERS: usize = 100;
+/// Bytes of header fields a request may carry (names, values and their separators); a
+/// client of docdex's API never needs more, and a larger head is either a mistake or a probe.
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+/// hyper's cap on header fields: heads between [`MAX_HEADERS`] and this get docdex's `431`
+/// with the error contract rather than hyper's empty one. hyper allocates room for this many
+/// fields per parsed head (about 64 bytes each), so it stays modest.
+const HYPER_MAX_HEADERS: usize = 512;
 /// The most connections whatever the descriptor limit.
 const MAX_CONNECTIONS: usize = 4096;
 
@@ -210,7 +228,11 @@ pub async fn serve(
                 })
             };
             let mut builder = Builder::new(TokioExecutor::new());
-            builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_read_timeout)
+                .max_headers(HYPER_MAX_HEADERS);
             builder
                 .http2()
                 .timer(TokioTimer::new())
@@ -256,6 +278,24 @@ pub async fn serve(
     // Every connection task dropped its sender: all finished.
     let _ = done_rx.recv().await;
     Ok(())
+}
+
+/// Refuses a request with more than [`MAX_HEADERS`] header fields or [`MAX_HEADER_BYTES`] of
+/// them: `431 headers_too_large` with the error contract (hyper's own refusal, past its higher
+/// caps, has an empty body a client cannot learn from).
+pub async fn headers_within_limits(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let headers = req.headers();
+    // Each field on the wire is `name: value\r\n`.
+    let bytes: usize = headers.iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum();
+    let why = if headers.len() > MAX_HEADERS {
+        format!("the request has {} header fields; the limit is {MAX_HEADERS}", headers.len())
+    } else if bytes > MAX_HEADER_BYTES {
+        format!("the request's header fields take {bytes} bytes; the limit is {MAX_HEADER_BYTES}")
+    } else {
+        return next.run(req).await;
+    };
+    let message = format!("{why}: send fewer or smaller headers");
+    ApiError::new(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large", message).into_response()
 }
 
 /// Marks a request in flight on its connection until dropped.

@@ -2,14 +2,15 @@
 //! `intel`, `chat`, and `mcp` when enabled) registered through [`Routes`], the
 //! OpenAPI document built from that same table (`/v1/openapi.json`), the error
 //! contract for unknown routes and methods, body limits, and the request guards
-//! (the token, `auth`; the `Origin` and `Host` checks, `origin`). Nothing imports this file
+//! (the token, `auth`; the `Origin` and `Host` checks, `origin`; the header limits,
+//! `listen`). Nothing imports this file
 //! but `run` and the tests.
 
 use super::error::ApiError;
 use super::extract::BodyLimit;
 use super::openapi::{self, Operation, Routes};
 use super::state::AppState;
-use super::{api, auth, chat, hooks, intel, mcp, origin, profile};
+use super::{api, auth, chat, hooks, intel, listen, mcp, origin, profile};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Method, StatusCode};
 use axum::routing::get;
@@ -49,6 +50,8 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
         .layer(middleware::from_fn_with_state(state.auth().clone(), auth::require_token))
         .layer(middleware::from_fn_with_state(state.exposed(), origin::loopback_host_only))
         .layer(middleware::from_fn(origin::same_machine_pages_only))
+        // Before any other check: a head over the limits is refused whatever it asks.
+        .layer(middleware::from_fn(listen::headers_within_limits))
         // One span per request (method, path, version; status and latency at its end), so
         // everything an endpoint logs says which request it belongs to.
         .layer(

@@ -271,6 +271,36 @@ async fn streamable_http_mcp_errors_are_json_rpc() {
     rpc_error(post(list).header("mcp-session-id", &session).send().await.unwrap(), 404, -32001).await;
 }
 
+/// Too many header fields, or too many bytes of them, is `431 headers_too_large` with the
+/// error contract naming the limit (hyper alone answers 431 with an empty body).
+#[tokio::test]
+async fn oversized_request_heads_get_the_error_contract() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let extra = |n: usize| {
+        let mut h = reqwest::header::HeaderMap::new();
+        for i in 0..n {
+            h.insert(reqwest::header::HeaderName::try_from(format!("x-extra-{i}")).unwrap(), "1".parse().unwrap());
+        }
+        h
+    };
+    assert_eq!(c.get(server.url("/healthz")).headers(extra(90)).send().await.unwrap().status().as_u16(), 200);
+    let (s, v) = json_of(c.get(server.url("/healthz")).headers(extra(150)).send().await.unwrap()).await;
+    assert_eq!(s, 431, "{v}");
+    assert_error(&v, "headers_too_large");
+    assert!(v["error"]["message"].as_str().unwrap().contains("header fields; the limit is 100"), "{v}");
+    let big = "x".repeat(70 * 1024);
+    let (s, v) = json_of(c.get(server.url("/v1/status")).header("x-big", big).send().await.unwrap()).await;
+    assert_eq!(s, 431, "{v}");
+    assert_error(&v, "headers_too_large");
+    assert!(v["error"]["message"].as_str().unwrap().contains("the limit is 65536"), "{v}");
+    // The check comes before the others: an MCP POST gets it too.
+    let (s, v) = json_of(c.post(server.url("/v1/mcp")).headers(extra(150)).send().await.unwrap()).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (431, Some("headers_too_large")), "{v}");
+}
+
 #[test]
 fn exposing_needs_a_token_and_non_loopback_needs_expose() {
     let env = Env::new();
