@@ -127,7 +127,7 @@ fn duplicates_over_the_cli_as_json_and_the_changed_file_is_skipped() {
     // Edited after indexing: its indexed lines no longer hold, so it is left out and counted.
     write(&repo, "guide/install-edited.md", "# Gone\n\nRewritten since.\n");
     let v = env.json(&["audit", "duplicates", "--repo", r, "--json"]);
-    assert!(v["notice"].as_str().unwrap().contains("1 files changed since they were indexed"), "{v}");
+    assert!(v["notice"].as_str().unwrap().contains("1 file changed since indexed and skipped"), "{v}");
     let human = env.run(&["audit", "duplicates", "--repo", r]);
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains("exact duplicates (2 chunks)") && text.contains("docs/install.md:1-"), "{text}");

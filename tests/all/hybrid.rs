@@ -374,6 +374,13 @@ fn similar_finds_files_by_vectors_and_by_terms_without_them() {
     assert!(r.notice.unwrap().contains("hybrid search is off"));
     assert_eq!(r.results[0].path, "billing/receipt.rs");
 
+    // A count outside 1..=200 (HTTP and MCP pass it through) is answered at the bound, and said.
+    let big = engine.similar(&repo, &SimilarRequest { file: req.file.clone(), limit: Some(500) }).unwrap();
+    assert!(big.notice.as_deref().is_some_and(|n| n.contains("limit 500 was taken as 200")), "{:?}", big.notice);
+    let kw = keyword.similar(&repo, &SimilarRequest { file: req.file.clone(), limit: Some(0) }).unwrap();
+    let n = kw.notice.unwrap();
+    assert!(n.contains("hybrid search is off") && n.contains("limit 0 was taken as 1"), "{n}");
+    assert_eq!(kw.results.len(), 1);
     let err = engine.similar(&repo, &SimilarRequest { file: "nope.rs".into(), limit: None }).unwrap_err();
     assert!(err.to_string().contains("no such file"), "{err}");
 }

@@ -63,7 +63,10 @@ impl Engine {
         let mut limits = Vec::new();
         let mut notes = Vec::new();
         if stale > 0 {
-            notes.push(format!("{stale} files changed since they were indexed and were skipped (run `docdex index`)"));
+            notes.push(format!(
+                "{} changed since indexed and skipped (run `docdex index`)",
+                crate::engine::fsutil::count(stale, "file")
+            ));
         }
         let mut stmts: Vec<(String, Statement)> = per_file.into_iter().flatten().collect();
         if stmts.len() > MAX_STATEMENTS {

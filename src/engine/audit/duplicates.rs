@@ -54,7 +54,10 @@ impl Engine {
         }
         let mut notes = Vec::new();
         if stale > 0 {
-            notes.push(format!("{stale} files changed since they were indexed and were skipped (run `docdex index`)"));
+            notes.push(format!(
+                "{} changed since indexed and skipped (run `docdex index`)",
+                crate::engine::fsutil::count(stale, "file")
+            ));
         }
         let classes = exact_classes(&prints);
         let mut groups: Vec<DuplicateGroup> = classes

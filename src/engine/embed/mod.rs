@@ -86,7 +86,11 @@ impl Engine {
             repo: repo.root.clone(),
             file: file.clone(),
             mode: "vector".into(),
-            notice: None,
+            // A count outside 1..=200 is answered at the nearest bound, and said so.
+            notice: req
+                .limit
+                .filter(|n| *n != limit)
+                .map(|n| format!("limit {n} was taken as {limit}: similar lists 1 to 200 files")),
             results: Vec::new(),
         };
         let notice = match self.vectors(&repo) {
@@ -102,7 +106,10 @@ impl Engine {
             Vectors::Unusable(why) => why,
         };
         resp.mode = "bm25".into();
-        resp.notice = Some(notice);
+        resp.notice = Some(match resp.notice.take() {
+            Some(limit) => format!("{notice}; {limit}"),
+            None => notice,
+        });
         resp.results = self.similar_by_terms(&repo, &file, &content.text, limit)?;
         Ok(resp)
     }
