@@ -241,6 +241,9 @@ impl Engine {
         let mut summary = session.update(&Scope::Full, sink)?;
         // The session's repo: its live generation (moved or switched by the run).
         let repo = session.repo().clone();
+        // Recorded before embedding, which can take minutes: the text index is committed and
+        // searchable, and a run killed while embedding must not leave it listed as never indexed.
+        self.inner.registry.record_indexed(&repo, summary.files, summary.chunks)?;
         summary.embeddings = Some(self.embed_index(&repo, &session, opts.reembed, sink));
         session.finish()?;
         if let Some(why) = damaged {
@@ -254,7 +257,6 @@ impl Engine {
             // New or vanished files may mean new or vanished directories.
             self.invalidate_maps(&repo);
         }
-        self.inner.registry.record_indexed(&repo, summary.files, summary.chunks)?;
         Ok(summary)
     }
 

@@ -74,8 +74,9 @@ impl Engine {
         let mut summary = session.update_until(&Scope::Full, &quiet, stop)?;
         // Its live generation (the catch-up run may have moved or replaced it).
         let repo = session.repo().clone();
-        summary.embeddings = Some(self.embed_index(&repo, &session, false, &quiet));
+        // Recorded before embedding: the text index is committed and searchable.
         self.record_indexed(&repo, &summary)?;
+        summary.embeddings = Some(self.embed_index(&repo, &session, false, &quiet));
         session.status().queued(0, true);
         report(WatchReport::Ready(summary));
 
@@ -154,8 +155,8 @@ impl Engine {
         let quiet = |_: &IndexProgress| {};
         match session.update(&scope, &quiet) {
             Ok(mut summary) => {
-                summary.embeddings = Some(self.embed_index(repo, session, false, &quiet));
                 let _ = self.record_indexed(repo, &summary);
+                summary.embeddings = Some(self.embed_index(repo, session, false, &quiet));
                 report(WatchReport::Applied { paths: rel, summary });
             }
             Err(e) => report(WatchReport::Failed(e.to_string())),

@@ -61,6 +61,9 @@ pub struct FakeOllamaOptions {
     /// When non-zero, a streamed `/api/chat` answer stops after this many pieces, without the
     /// final `done` line.
     pub cut_after_pieces: usize,
+    /// Delay before each `/api/embed` answer of more than one text (a slow embedder, for runs
+    /// killed mid-phase; a one-text probe answers at once, as a warm server's would).
+    pub embed_delay_ms: u64,
 }
 
 impl Default for FakeOllamaOptions {
@@ -77,6 +80,7 @@ impl Default for FakeOllamaOptions {
             chunk_bytes: 0,
             context_length: None,
             cut_after_pieces: 0,
+            embed_delay_ms: 0,
         }
     }
 }
@@ -366,6 +370,9 @@ async fn embed(State(s): S, Json(body): Json<Value>) -> Response {
     let model = body["model"].as_str().unwrap_or("");
     if !is_installed(&s, model) {
         return model_missing(model);
+    }
+    if s.opts.embed_delay_ms > 0 && inputs(&body).len() > 1 {
+        tokio::time::sleep(std::time::Duration::from_millis(s.opts.embed_delay_ms)).await;
     }
     let dim = s.opts.embed_dim;
     let embeddings: Vec<Vec<f32>> = inputs(&body).iter().map(|t| embed_text(t, dim)).collect();

@@ -175,7 +175,14 @@ impl Engine {
                 bytes_done: 0,
                 bytes_total: 0,
             };
-            session.status().progress(&p);
+            // The phase's start is written at once (a throttled write right after the text
+            // index's own would be dropped, and a kill before the first group would then
+            // leave no trace of the phase); later counts are throttled.
+            if done == 0 {
+                session.status().phase(&p);
+            } else {
+                session.status().progress(&p);
+            }
             sink.progress(&p);
         };
         report(0);

@@ -330,25 +330,37 @@ fn a_kill_between_the_symbol_commit_and_the_graph_write_is_repaired_by_the_next_
 }
 
 #[test]
-fn a_run_killed_while_embedding_reads_as_interrupted_not_as_progress() {
+fn a_run_killed_while_embedding_reads_as_interrupted_and_stays_listed_as_indexed() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    // A slow embedder: the phase shows at once in the status file, and a kill inside it
+    // leaves the committed text index searchable, listed, and reported as interrupted.
+    let fake = FakeOllama::start(FakeOllamaOptions { embed_delay_ms: 5000, ..Default::default() }).expect("fake");
     let env = Env::new();
+    env.write_config(&crate::util::llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
     let repo = env.repo("r");
     write(&repo, "src/lib.rs", "pub fn pelican() {}\n");
+    write(&repo, "src/other.rs", "pub fn heron() {}\n");
     let r = repo.to_str().unwrap();
-    env.json(&["index", "--repo", r, "--json"]);
-    // What a run killed in its embedding phase leaves: the text index committed (ready), the
-    // phase's progress (chunks) still in the status file, and a writer that is gone.
-    let mut gone = Command::new("true").spawn().unwrap();
-    let dead = gone.id();
-    gone.wait().unwrap();
-    let status = serde_json::json!({
-        "state": "ready", "pid": dead, "started_ms": 0, "updated_ms": 0, "queued": 0,
-        "progress": {"phase": "embedding", "files_done": 266, "files_total": 19876, "bytes_done": 0, "bytes_total": 0},
-        "last_event": null, "last_error": null
-    });
-    std::fs::write(state_dir(&env, &repo).join("index_status.json"), status.to_string()).unwrap();
+    let mut run = spawn(&env, &["index", "--repo", r, "--quiet"], &[]);
+    let status_file = state_dir(&env, &repo).join("index_status.json");
+    // Well before the first batch's 5 s: the phase's start is written at once.
+    let deadline = Instant::now() + Duration::from_secs(4);
+    loop {
+        let text = std::fs::read_to_string(&status_file).unwrap_or_default();
+        if text.contains("\"embedding\"") {
+            break;
+        }
+        assert!(run.try_wait().unwrap().is_none(), "the run ended without its embedding phase showing: {text}");
+        assert!(Instant::now() < deadline, "the embedding phase did not show before its first batch: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill_9(&mut run);
     let st = status_json(&env, &repo);
     assert_eq!(st["index_state"], "ready", "{st}");
     assert!(st["progress"].is_null(), "a dead run's progress is not shown as running: {st}");
     assert!(st["warnings"].to_string().contains("interrupted while embedding"), "{st}");
+    let list = env.json(&["repo", "list", "--json"]);
+    assert!(list.to_string().contains("\"files\":2"), "listed with its files, not as never indexed: {list}");
+    let out = env.run(&["search", "--repo", r, "pelican"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("src/lib.rs"));
 }
