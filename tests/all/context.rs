@@ -305,6 +305,14 @@ fn untracked_secrets_and_build_output_stay_out_and_the_budget_holds() {
     let p = pack(&engine, &repo, "hash the password before login", None, 8000);
     let crypto = p.snippets.iter().find(|s| s.path == "app/crypto.py").expect("the dirty file is in the pack");
     assert!(!crypto.text.contains("hunter22"), "{}", crypto.text);
-    assert!(p.notes.iter().any(|n| n.contains("masked")), "{:?}", p.notes);
-    assert!(p.notes.iter().any(|n| n.contains("changed files left out")), "{:?}", p.notes);
+    // The notes count what the kept snippets hold, and reach the Markdown agents receive.
+    let shown: usize = p.snippets.iter().map(|s| s.text.matches("[URL_CREDENTIALS]").count()).sum();
+    let note = format!(
+        "{} masked in the snippets",
+        if shown == 1 { "1 finding".to_string() } else { format!("{shown} findings") }
+    );
+    assert!(shown > 0 && p.notes.iter().any(|n| n.starts_with(&note)), "{shown}: {:?}", p.notes);
+    assert!(p.notes.iter().any(|n| n.starts_with("28 changed files left out")), "{:?}", p.notes);
+    let md = p.markdown.clone().expect("markdown");
+    assert!(md.contains("Notes:") && md.contains(&note) && md.contains("28 changed files left out"), "{md}");
 }

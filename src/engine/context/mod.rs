@@ -135,7 +135,8 @@ impl Engine {
         let mut files = if self.config().privacy.redact_snippets { Files::masked(&repo) } else { Files::new(&repo) };
         if left_out > 0 {
             pack.notes.push(format!(
-                "{left_out} changed files left out: hidden, ignored or excluded from the index (`.gitignore`, `.docdexignore`, `[index] exclude`)"
+                "{} left out: hidden, ignored, excluded from the index (`.gitignore`, `.docdexignore`, `[index] exclude`) or untracked binaries",
+                crate::engine::fsutil::count(left_out, "changed file")
             ));
         }
         let mut cands = changed_candidates(&repo.root, &changes, req.since.as_deref(), &mut files, &mut pack);
@@ -160,12 +161,6 @@ impl Engine {
         let t = Instant::now();
         let counter = TokenCounter::for_model("gpt-4", None)?;
         fit(&mut pack, cands, &mut files, &counter);
-        if files.masked > 0 {
-            pack.notes.push(format!(
-                "{} secrets or personal data masked in the snippets (`[privacy] redact_snippets`)",
-                files.masked
-            ));
-        }
         if req.format.unwrap_or_default() == ContextFormat::Md {
             pack.markdown = Some(render_markdown(&pack));
         }
@@ -548,7 +543,7 @@ fn is_word(b: u8) -> bool {
 /// Fits the candidates into the budget, in order: folds overlaps, counts each rendered
 /// snippet, cuts or leaves out what does not fit, and checks the whole rendered pack.
 fn fit(pack: &mut ContextPack, cands: Vec<Candidate>, files: &mut Files, counter: &TokenCounter) {
-    let header_tokens = counter.count(&render::header(pack));
+    let header_tokens = counter.count(&render::preamble(pack));
     let mut left = pack.budget.saturating_sub(header_tokens);
     for mut c in cands {
         // A window past the end of a short file (a test's first 30 lines, of 5) is cut to the
@@ -623,8 +618,18 @@ fn fit(pack: &mut ContextPack, cands: Vec<Candidate>, files: &mut Files, counter
             reason: format!("needs {cost} tokens, {left} of the budget left"),
         });
     }
-    // The pack as the agent receives it, counted whole (token merges across snippet borders).
+    // The pack as the agent receives it, counted whole (token merges across snippet borders),
+    // its notes included: the one on masking counts what the kept snippets hold.
+    let notes = pack.notes.len();
     loop {
+        pack.notes.truncate(notes);
+        let masked: usize = pack.snippets.iter().map(|s| files.masked_in(&s.path, s.line_start, s.line_end)).sum();
+        if masked > 0 {
+            pack.notes.push(format!(
+                "{} masked in the snippets (secrets or personal data; `[privacy] redact_snippets`)",
+                crate::engine::fsutil::count(masked, "finding")
+            ));
+        }
         pack.tokens = counter.count(&render_markdown(pack));
         if pack.tokens <= pack.budget || pack.snippets.is_empty() {
             break;

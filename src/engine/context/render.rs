@@ -80,11 +80,29 @@ fn fence(text: &str) -> String {
     "`".repeat(longest.max(2) + 1)
 }
 
-/// The whole pack as Markdown.
+/// Notes shown in the Markdown at most (the JSON has them all).
+const MAX_SHOWN_NOTES: usize = 8;
+
+/// The whole pack as Markdown: heading, notes (what was left out or masked, and why), snippets.
 pub fn render_markdown(pack: &ContextPack) -> String {
-    let mut s = header(pack);
+    let mut s = preamble(pack);
     for snip in &pack.snippets {
         s.push_str(&block(snip));
+    }
+    s
+}
+
+/// The heading and the notes: what comes before the snippets.
+pub fn preamble(pack: &ContextPack) -> String {
+    let mut s = header(pack);
+    if !pack.notes.is_empty() {
+        s.push_str("\nNotes:\n");
+        for n in pack.notes.iter().take(MAX_SHOWN_NOTES) {
+            s.push_str(&format!("- {n}\n"));
+        }
+        if pack.notes.len() > MAX_SHOWN_NOTES {
+            s.push_str(&format!("- ... {} more\n", pack.notes.len() - MAX_SHOWN_NOTES));
+        }
     }
     s
 }

@@ -127,14 +127,14 @@ pub struct Files {
     cache: HashMap<String, Option<Arc<Vec<String>>>>,
     /// Mask secrets and personal data as files are read ([`Files::masked`]).
     mask: bool,
-    /// How many findings were masked so far.
-    pub masked: usize,
+    /// Per file, the line of each masked finding.
+    masked_lines: HashMap<String, Vec<u32>>,
 }
 
 impl Files {
     /// A reader for the files of `repo` as the index holds them (a document's extracted text).
     pub fn new(repo: &RepoRef) -> Files {
-        Files { repo: repo.clone(), cache: HashMap::new(), mask: false, masked: 0 }
+        Files { repo: repo.clone(), cache: HashMap::new(), mask: false, masked_lines: HashMap::new() }
     }
 
     /// [`Files::new`] whose text has secrets and personal data masked, as search snippets do
@@ -148,27 +148,36 @@ impl Files {
         if let Some(hit) = self.cache.get(rel) {
             return hit.clone();
         }
-        let read = || -> Option<(Arc<Vec<String>>, usize)> {
+        let read = || -> Option<(Arc<Vec<String>>, Vec<u32>)> {
             // One opener for every repository read: never through a link, never outside the root.
             let bytes = crate::engine::index::extract::indexed_text(&self.repo, rel).ok()?;
             if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
                 return None;
             }
             let text = String::from_utf8_lossy(&bytes);
-            let (text, found) = if self.mask {
+            let (masked_text, at_lines) = if self.mask {
                 let (masked, found) = crate::engine::privacy::mask(&text);
-                (std::borrow::Cow::Owned(masked), found.len())
+                let line_of = |byte: usize| 1 + memchr::memchr_iter(b'\n', &text.as_bytes()[..byte]).count() as u32;
+                let lines = found.iter().map(|f| line_of(f.range.start)).collect();
+                (std::borrow::Cow::Owned(masked), lines)
             } else {
-                (text, 0)
+                (std::borrow::Cow::Borrowed(text.as_ref()), Vec::new())
             };
-            Some((Arc::new(text.lines().map(str::to_string).collect()), found))
+            Some((Arc::new(masked_text.lines().map(str::to_string).collect()), at_lines))
         };
-        let lines = read().map(|(lines, found)| {
-            self.masked += found;
+        let lines = read().map(|(lines, at_lines)| {
+            if !at_lines.is_empty() {
+                self.masked_lines.insert(rel.to_string(), at_lines);
+            }
             lines
         });
         self.cache.insert(rel.to_string(), lines.clone());
         lines
+    }
+
+    /// How many masked findings start in lines `a..=b` of `rel` (as read so far).
+    pub fn masked_in(&self, rel: &str, a: u32, b: u32) -> usize {
+        self.masked_lines.get(rel).map_or(0, |v| v.iter().filter(|l| (a..=b).contains(*l)).count())
     }
 
     /// Lines `a..=b` (1-based, clamped), or `None` when the range is empty.
