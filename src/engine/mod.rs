@@ -539,7 +539,7 @@ impl Engine {
         let (owner, candidate) = match source {
             Some((s, rel)) => (Some(s), s.path.join(rel)),
             None if Path::new(file).is_absolute() => {
-                let real = std::fs::canonicalize(file).unwrap_or_else(|_| PathBuf::from(file));
+                let real = repos::resolve_existing(Path::new(file));
                 let owner = srcs.iter().find(|s| real.starts_with(&s.path));
                 // Outside whether or not it exists: the answer never tells which.
                 if owner.is_none() && !real.starts_with(&repo.root) {
@@ -554,13 +554,18 @@ impl Engine {
             }
         };
         let root = owner.map_or_else(|| repo.root.clone(), |s| s.path.clone());
+        let outside = || match owner {
+            Some(s) => Error::OutsideSource { path: file.to_string(), source_name: s.name.clone(), root: root.clone() },
+            None => Error::OutsideRepo { path: file.to_string(), repo: root.clone() },
+        };
+        // Outside (through `..` or a link) is said before whether the file exists.
+        if !repos::resolve_existing(&candidate).starts_with(&root) {
+            return Err(outside());
+        }
         let real = std::fs::canonicalize(&candidate)
             .map_err(|_| Error::NotFound(format!("no such file in {}: {file}", root.display())))?;
         if !real.starts_with(&root) {
-            return Err(match owner {
-                Some(s) => Error::OutsideSource { path: file.to_string(), source_name: s.name.clone(), root },
-                None => Error::OutsideRepo { path: file.to_string(), repo: root },
-            });
+            return Err(outside());
         }
         if !real.is_file() {
             return Err(Error::BadRequest(format!("{file} is not a file")));

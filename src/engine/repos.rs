@@ -19,20 +19,41 @@ pub fn repo_relative(root: &Path, given: &str) -> Result<String> {
     let given = given.trim();
     let outside = || Error::OutsideRepo { path: given.to_string(), repo: root.to_path_buf() };
     let p = Path::new(given);
+    // Where the path really leads, links followed as far as it exists: a link to `/root`
+    // makes `link/anything` outside whether or not `anything` exists there, so no answer
+    // tells what exists outside the repository.
+    let real = resolve_existing(&if p.is_absolute() { p.to_path_buf() } else { root.join(p) });
+    if !real.starts_with(root) {
+        return Err(outside());
+    }
     let rel = if p.is_absolute() {
-        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         real.strip_prefix(root).map_err(|_| outside())?.to_string_lossy().replace('\\', "/")
     } else {
-        // A relative path that exists must stay inside once its links are followed, so a
-        // link to `/root` answers as outside, not "exists but is not a code file".
-        if let Ok(real) = std::fs::canonicalize(root.join(p)) {
-            if !real.starts_with(root) {
-                return Err(outside());
-            }
-        }
         given.replace('\\', "/")
     };
     crate::engine::code::resolve::join("", &rel).ok_or_else(outside)
+}
+
+/// `path` with its longest existing prefix canonicalized (links followed, as the kernel
+/// would) and the rest appended, `.` and `..` applied; the path as given when no prefix
+/// resolves.
+pub fn resolve_existing(path: &Path) -> PathBuf {
+    let parts: Vec<std::path::Component> = path.components().collect();
+    for i in (1..=parts.len()).rev() {
+        let prefix: PathBuf = parts[..i].iter().collect();
+        let Ok(mut out) = std::fs::canonicalize(&prefix) else { continue };
+        for c in &parts[i..] {
+            match c {
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                std::path::Component::Normal(n) => out.push(n),
+                _ => {}
+            }
+        }
+        return out;
+    }
+    path.to_path_buf()
 }
 
 /// A path-prefix filter a user or client gave (`src/`, `./src`, an absolute directory) as the
@@ -415,6 +436,12 @@ mod tests {
             // there is not told by "exists" and "no such file" answers.
             std::os::unix::fs::symlink(dir.path(), root.join("up")).expect("symlink");
             assert!(matches!(rel("up/secret.txt"), Err(Error::OutsideRepo { .. })));
+            assert!(matches!(rel("up/no-such-file.txt"), Err(Error::OutsideRepo { .. })));
+            assert!(matches!(rel("up/no/such/dir/x.rs"), Err(Error::OutsideRepo { .. })));
+            let abs = root.join("up/no-such-file.txt");
+            assert!(matches!(rel(abs.to_str().expect("utf8")), Err(Error::OutsideRepo { .. })));
+            // Inside, missing: still a path inside (the caller says it is not found).
+            assert_eq!(rel("src/no-such-file.rs").ok().as_deref(), Some("src/no-such-file.rs"));
             assert!(matches!(rel("src/link.txt"), Err(Error::OutsideRepo { .. })));
         }
     }

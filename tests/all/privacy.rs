@@ -172,9 +172,26 @@ async fn files_the_index_leaves_out_are_not_served_either() {
     // something exists there (no existence oracle).
     let code = |p: &str| engine.get_file(&repo, &FileRequest::new(p, None)).unwrap_err().code();
     assert_eq!(code("src/nope.py"), "not_found");
-    for outside in ["../nope.txt", "../proj/../../x", "/nonexistent/dir/x.py", "/etc/passwd"] {
+    // Through a link in the repository to a folder outside it: outside, existing or not.
+    let away = env.repo("elsewhere");
+    write(&away, "present.txt", "x\n");
+    std::os::unix::fs::symlink(&away, repo.join("away")).unwrap();
+    for outside in [
+        "../nope.txt",
+        "../proj/../../x",
+        "/nonexistent/dir/x.py",
+        "/etc/passwd",
+        "away/present.txt",
+        "away/absent.txt",
+        "away/no/such/dir/x.py",
+    ] {
         assert_eq!(code(outside), "path_outside_repo", "{outside}");
     }
+    let impact = |f: &str| {
+        let req = docdex::engine::protocol::ImpactRequest { file: f.into(), ..Default::default() };
+        engine.impact(&repo, &req).unwrap_err().code()
+    };
+    assert_eq!(impact("away/present.txt"), impact("away/absent.txt"));
     // The command line says so and exits 2 (bad input), printing nothing of the file.
     let out = env.run(&["get", "--repo", r, ".env"]);
     assert_eq!(out.status.code(), Some(2));
