@@ -66,6 +66,9 @@ pub struct Health {
     pub uptime_ms: u64,
     /// Repositories mounted.
     pub repos_mounted: usize,
+    /// Live MCP streamable-HTTP sessions (at most 128).
+    #[serde(default)]
+    pub mcp_sessions: usize,
 }
 
 /// One repository in `GET /v1/status`.
@@ -139,6 +142,7 @@ async fn healthz(State(state): State<AppState>) -> Json<Health> {
         mode: state.mode(),
         uptime_ms: state.uptime_ms(),
         repos_mounted: state.mounts().all().len(),
+        mcp_sessions: state.mcp_sessions().load(std::sync::atomic::Ordering::Relaxed),
     })
 }
 

@@ -51,6 +51,7 @@ struct StateInner {
     exposed: bool,
     default_agent: std::sync::OnceLock<String>,
     chat_gate: Arc<tokio::sync::Semaphore>,
+    mcp_sessions: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl AppState {
@@ -82,6 +83,7 @@ impl AppState {
                 exposed,
                 default_agent: std::sync::OnceLock::new(),
                 chat_gate: Arc::new(tokio::sync::Semaphore::new(chat_slots())),
+                mcp_sessions: Arc::default(),
             }),
         })
     }
@@ -120,6 +122,11 @@ impl AppState {
     /// it holds a blocking thread, so generation can never take the threads retrieval needs.
     pub fn chat_gate(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.inner.chat_gate
+    }
+
+    /// Live MCP streamable-HTTP sessions (kept up to date by the session manager).
+    pub fn mcp_sessions(&self) -> &Arc<std::sync::atomic::AtomicUsize> {
+        &self.inner.mcp_sessions
     }
 
     /// Milliseconds since start.

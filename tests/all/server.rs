@@ -271,6 +271,88 @@ async fn streamable_http_mcp_errors_are_json_rpc() {
     rpc_error(post(list).header("mcp-session-id", &session).send().await.unwrap(), 404, -32001).await;
 }
 
+/// Live MCP sessions are capped (each `initialize` used to be kept 5 minutes, without limit): past
+/// the cap the least recently used session that never sent a request is ended (its id is then
+/// unknown, 404 -32001), sessions in use are never ended for a new one, and when every session
+/// is in use a new `initialize` is refused with 503, JSON-RPC -32000 saying why.
+#[tokio::test]
+async fn mcp_sessions_are_capped_without_ending_sessions_in_use() {
+    const CAP: usize = 128;
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let url = server.url("/v1/mcp");
+    let post = |body: &str| {
+        c.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string())
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let initialize = || async {
+        let r = post(&init).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let id = r.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_string();
+        r.text().await.unwrap();
+        id
+    };
+    let live = || async {
+        let (_, v) = json_of(c.get(server.url("/healthz")).send().await.unwrap()).await;
+        v["mcp_sessions"].as_u64().unwrap() as usize
+    };
+    let list_status = |id: String| {
+        let req = post(list).header("mcp-session-id", id);
+        async move {
+            let r = req.send().await.unwrap();
+            let s = r.status().as_u16();
+            (s, r.text().await.unwrap())
+        }
+    };
+
+    // Two sessions in use, then a flood of bare initializes.
+    let working = [initialize().await, initialize().await];
+    for id in &working {
+        assert_eq!(list_status(id.clone()).await.0, 200);
+    }
+    let mut bare = Vec::new();
+    for _ in 0..CAP + 70 {
+        bare.push(initialize().await);
+    }
+    assert_eq!(live().await, CAP);
+    for id in &working {
+        let (s, body) = list_status(id.clone()).await;
+        assert!(s == 200 && body.contains("docdex_search"), "{s} {body}");
+    }
+    let (s, body) = list_status(bare[0].clone()).await;
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!((s, v["error"]["code"].as_i64()), (404, Some(-32001)), "{body}");
+
+    // Every live session in use: a new one is refused, saying why; ending one makes room.
+    let survivors = &bare[bare.len() - (CAP - working.len())..];
+    for id in survivors {
+        assert_eq!(list_status(id.clone()).await.0, 200);
+    }
+    let r = post(&init).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    assert!(r.headers().get("retry-after").is_some());
+    let (_, v) = json_of(r).await;
+    assert_eq!(
+        (v["jsonrpc"].as_str(), v["id"].as_i64(), v["error"]["code"].as_i64()),
+        (Some("2.0"), Some(1), Some(-32000)),
+        "{v}"
+    );
+    assert!(v["error"]["message"].as_str().unwrap().starts_with("too many MCP sessions: all 128 are in use"), "{v}");
+    assert_eq!(live().await, CAP);
+    let r = c.delete(&url).header("mcp-session-id", &survivors[0]).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    initialize().await;
+    assert_eq!(live().await, CAP);
+}
+
 /// Too many header fields, or too many bytes of them, is `431 headers_too_large` with the
 /// error contract naming the limit (hyper alone answers 431 with an empty body).
 #[tokio::test]

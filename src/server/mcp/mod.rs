@@ -11,6 +11,7 @@
 //! whose text says what to do, so an agent can act on them.
 
 pub mod jsonrpc;
+pub mod sessions;
 pub mod sse;
 pub mod stdio;
 mod tools;
@@ -28,7 +29,6 @@ use rmcp::model::{
     InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
 };
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
@@ -190,7 +190,7 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
     let app = state.clone();
     let service = StreamableHttpService::new(
         move || Ok(DocdexMcp::new(app.clone(), InitSlot::default(), false)),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions::BoundedSessions::new(sessions::MAX_SESSIONS, state.mcp_sessions().clone())),
         config,
     );
     let service = streamable_http(service, state.body_limit());
@@ -339,6 +339,12 @@ async fn plain_text_as_json_rpc(response: Response, id: Value, session: Option<S
     } else if status == StatusCode::METHOD_NOT_ALLOWED {
         let allow = parts.headers.get(header::ALLOW).and_then(|v| v.to_str().ok()).unwrap_or("POST");
         (TRANSPORT_ERROR, format!("/v1/mcp does not answer this HTTP method; it answers {allow}"))
+    } else if let Some(at) = text.find(sessions::SESSIONS_FULL_MARK) {
+        // rmcp answers a refused session `500 Encounter an error when create session: ...`.
+        let mut out =
+            rpc_error(StatusCode::SERVICE_UNAVAILABLE, Rejection::new(id, TRANSPORT_ERROR, text[at..].to_string()));
+        out.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("60"));
+        return out;
     } else if status.is_server_error() {
         (INTERNAL_ERROR, text)
     } else {

@@ -1,0 +1,181 @@
+//! A bound on live MCP streamable-HTTP sessions.
+//!
+//! rmcp's [`LocalSessionManager`] keeps every session it creates until the session has been
+//! idle for its keep-alive (5 minutes), with no limit on their number: a client sending
+//! `initialize` in a loop (3,000 in a second cost 170 MB) could grow the process without bound.
+//! [`BoundedSessions`] wraps it and holds at most [`MAX_SESSIONS`] live sessions. When a new
+//! one would pass the cap, the least recently used session that has sent nothing since its
+//! `initialize` is ended for it (its client gets `404` and initializes again, as for an expired
+//! session); when every session is in use, the new one is refused ([`SessionsFull`], which the
+//! transport answers `503` with JSON-RPC `-32000`), so a flood of bare `initialize`s can never
+//! push out the sessions agents are working in.
+
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError};
+use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Live streamable-HTTP MCP sessions the server keeps at most.
+pub const MAX_SESSIONS: usize = 128;
+
+/// Marks the refusal in the text rmcp puts in its `500` body, so the transport can answer it
+/// as the `503` it is.
+pub const SESSIONS_FULL_MARK: &str = "too many MCP sessions";
+
+/// Why a session could not be created or used.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionsError {
+    /// Every slot holds a session in use.
+    #[error(
+        "{SESSIONS_FULL_MARK}: all {MAX_SESSIONS} are in use; end one you no longer need (DELETE /v1/mcp with its Mcp-Session-Id), or retry once one has been idle 5 minutes"
+    )]
+    SessionsFull,
+    /// rmcp's own error.
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+}
+
+/// Use of one session, for choosing which one to end.
+#[derive(Debug, Clone, Copy)]
+struct Usage {
+    last: Instant,
+    /// A request, a GET stream or a resume came after `initialize` (notifications do not count).
+    used: bool,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    sessions: HashMap<SessionId, Usage>,
+    /// Slots taken by sessions being created (counted so concurrent creations keep the cap).
+    creating: usize,
+}
+
+/// [`LocalSessionManager`] with a cap on live sessions (see the module docs).
+#[derive(Debug)]
+pub struct BoundedSessions {
+    inner: Arc<LocalSessionManager>,
+    table: Mutex<Table>,
+    cap: usize,
+    live: Arc<AtomicUsize>,
+}
+
+impl BoundedSessions {
+    /// A manager holding at most `cap` sessions, publishing their number in `live`.
+    pub fn new(cap: usize, live: Arc<AtomicUsize>) -> BoundedSessions {
+        BoundedSessions { inner: Arc::new(LocalSessionManager::default()), table: Mutex::default(), cap, live }
+    }
+
+    /// Runs `f` on the table (a poisoned lock still holds a consistent table: every change is
+    /// one insert or remove) and publishes the session count.
+    fn with_table<T>(&self, f: impl FnOnce(&mut Table) -> T) -> T {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        let out = f(&mut table);
+        self.live.store(table.sessions.len(), Ordering::Relaxed);
+        out
+    }
+
+    /// Records use of `id`; false when this manager no longer holds it (ended or evicted).
+    fn touch(&self, id: &SessionId, used: bool) -> bool {
+        self.with_table(|t| match t.sessions.get_mut(id) {
+            Some(u) => {
+                u.last = Instant::now();
+                u.used |= used;
+                true
+            }
+            None => false,
+        })
+    }
+
+    fn known(&self, id: &SessionId, used: bool) -> Result<(), SessionsError> {
+        if self.touch(id, used) {
+            Ok(())
+        } else {
+            Err(LocalSessionManagerError::SessionNotFound(id.clone()).into())
+        }
+    }
+}
+
+impl SessionManager for BoundedSessions {
+    type Error = SessionsError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let victim = self.with_table(|t| {
+            let mut victim = None;
+            if t.sessions.len() + t.creating >= self.cap {
+                let idle = t.sessions.iter().filter(|(_, u)| !u.used).min_by_key(|(_, u)| u.last);
+                let id = idle.map(|(id, _)| id.clone()).ok_or(SessionsError::SessionsFull)?;
+                t.sessions.remove(&id);
+                victim = Some(id);
+            }
+            t.creating += 1;
+            Ok::<_, SessionsError>(victim)
+        })?;
+        if let Some(id) = victim {
+            tracing::info!(session = %id, cap = self.cap, "MCP session cap reached: ending the least recently used unused session");
+            // Closing waits on the session's worker; the new session need not.
+            let inner = self.inner.clone();
+            tokio::spawn(async move { inner.close_session(&id).await });
+        }
+        let created = self.inner.create_session().await;
+        self.with_table(|t| {
+            t.creating -= 1;
+            if let Ok((id, _)) = &created {
+                t.sessions.insert(id.clone(), Usage { last: Instant::now(), used: false });
+            }
+        });
+        Ok(created?)
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.known(id, false)?;
+        Ok(self.inner.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.touch(id, false) && self.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.with_table(|t| t.sessions.remove(id));
+        Ok(self.inner.close_session(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl futures::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.known(id, true)?;
+        Ok(self.inner.create_stream(id, message).await?)
+    }
+
+    async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
+        self.known(id, false)?;
+        Ok(self.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl futures::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.known(id, true)?;
+        Ok(self.inner.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl futures::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.known(id, true)?;
+        Ok(self.inner.resume(id, last_event_id).await?)
+    }
+}
