@@ -496,6 +496,38 @@ async fn recv_within(
     }
 }
 
+/// How long a non-streamed chat cut by a shutdown waits for the stopped turn (the engine checks
+/// the cancel token every 20 ms), to answer with the text that arrived.
+const STOPPED_TURN_WAIT: Duration = Duration::from_secs(1);
+
+/// A non-streamed chat cut by a shutdown: the turn is stopped and answered like a model failing
+/// part-way ([`no_answer`]): `503 shutting_down` with the text that arrived as
+/// `error.partial_answer` and the `docdex` extension (sources, session, trace). A turn that does
+/// not stop within [`STOPPED_TURN_WAIT`] leaves the bare error.
+async fn cut_by_shutdown(
+    cancel: &CancelOnDrop,
+    rx: &mut tokio::sync::mpsc::Receiver<Update>,
+    cut: ApiError,
+) -> Response {
+    cancel.0.cancel();
+    let stopped = tokio::time::timeout(STOPPED_TURN_WAIT, async {
+        loop {
+            match rx.recv().await {
+                Some(Update::Done(r)) => return (*r).ok(),
+                Some(Update::Token(_)) => continue,
+                None => return None,
+            }
+        }
+    })
+    .await;
+    let Ok(Some(mut resp)) = stopped else {
+        return cut.into_response();
+    };
+    resp.llm.error_code = Some(cut.code.to_string());
+    resp.llm.message = Some(cut.message);
+    no_answer(resp)
+}
+
 fn lost_worker() -> ApiError {
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "the chat worker stopped without an answer")
 }
@@ -525,9 +557,10 @@ async fn completions(
     let mut rx = spawn_turn(state.clone(), sel, req, body.stream, new_session, slot);
     let mut grace = shutdown_grace(&state);
     if !body.stream {
-        let resp = match recv_within(&mut rx, &mut grace).await? {
-            Some(Update::Done(r)) => (*r)?,
-            _ => return Err(lost_worker()),
+        let resp = match recv_within(&mut rx, &mut grace).await {
+            Ok(Some(Update::Done(r))) => (*r)?,
+            Ok(_) => return Err(lost_worker()),
+            Err(cut) => return Ok(cut_by_shutdown(&cancel, &mut rx, cut).await),
         };
         if matches!(resp.llm.status, AnswerStatus::Unavailable | AnswerStatus::Failed) {
             return Ok(no_answer(resp));

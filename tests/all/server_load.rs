@@ -189,6 +189,32 @@ async fn sigterm_lets_a_streamed_answer_go_on_then_ends_it_with_an_error_and_don
     assert!(server.wait_exit(Duration::from_secs(10)).success());
 }
 
+/// A non-streamed chat cut by SIGTERM is answered like a model failing part-way: `503
+/// shutting_down` with the text that arrived as `error.partial_answer` and the `docdex`
+/// extension (it was the bare error, the partial answer lost).
+#[tokio::test]
+async fn sigterm_cutting_a_non_streamed_answer_keeps_the_partial_text() {
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions { token_delay_ms: 1000, ..Default::default() }).unwrap();
+    env.write_config(&patient_llm_config(&fake.url()));
+    let repo = indexed_repo(&env);
+    let mut server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let ask = tokio::spawn(c.post(server.url("/v1/chat/completions")).json(&chat_body(false)).send());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    server.terminate();
+    let r = ask.await.unwrap().unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    assert!(r.headers().get("retry-after").is_none());
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "shutting_down", "{v}");
+    let partial = v["error"]["partial_answer"].as_str().unwrap_or_else(|| panic!("the partial answer: {v}"));
+    assert!(partial.starts_with("FAKE"), "{v}");
+    assert!(v["docdex"]["session_id"].as_str().is_some_and(|s| !s.is_empty()), "{v}");
+    assert_eq!(v["docdex"]["llm"]["status"], "stopped", "{v}");
+    assert!(server.wait_exit(Duration::from_secs(10)).success());
+}
+
 #[tokio::test]
 async fn a_model_failing_mid_answer_never_looks_finished_and_keeps_the_partial_text() {
     let env = Env::new();
