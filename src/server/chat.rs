@@ -107,7 +107,8 @@ pub struct DocdexChatOptions {
     /// session for is `404 unknown_session`, unless `new_session` is set.
     #[serde(default)]
     pub session_id: Option<String>,
-    /// Start a new session under `session_id` (a caller-chosen id) instead of continuing one.
+    /// Start a new session under `session_id` (a caller-chosen id) instead of continuing one;
+    /// an id the repository already has is `409 session_exists`.
     #[serde(default)]
     pub new_session: bool,
 }
@@ -338,6 +339,27 @@ fn existing_session(state: &AppState, repo: &crate::engine::protocol::RepoRef, i
     }
 }
 
+/// Refuses `docdex.new_session` under an id the repository already has: the engine would
+/// continue that session (its next turn, its history), not start the new one the caller asked for.
+fn free_session_id(state: &AppState, repo: &crate::engine::protocol::RepoRef, id: &str) -> Result<(), ApiError> {
+    if !crate::engine::protocol::valid_session_id(id) {
+        return Ok(()); // the engine refuses it as a bad request, naming the rule
+    }
+    match state.engine().dag_session(&repo.root, id) {
+        Ok(s) if s.session.id == id => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "session_exists",
+            format!(
+                "repository {} already has reasoning session {id:?} ({} turns); omit docdex.new_session to continue it, or choose another id for a new session",
+                repo.root.display(),
+                s.session.turns
+            ),
+        )),
+        Ok(_) | Err(crate::Error::NotFound(_)) => Ok(()),
+        Err(e) => Err(state.explain(repo, e)),
+    }
+}
+
 fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
@@ -393,8 +415,10 @@ fn spawn_turn(
             for p in req.diff.iter().flat_map(|d| d.paths.iter()) {
                 confine(&repo, p)?;
             }
-            if let Some(id) = req.session_id.as_deref().filter(|_| !new_session) {
-                existing_session(&state, &repo, id)?;
+            match req.session_id.as_deref() {
+                Some(id) if new_session => free_session_id(&state, &repo, id)?,
+                Some(id) => existing_session(&state, &repo, id)?,
+                None => {}
             }
             let mut on_event = |ev: ChatTurnEvent| match ev {
                 ChatTurnEvent::Token { text } if stream => match tx.blocking_send(Update::Token(text)) {

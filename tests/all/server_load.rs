@@ -242,7 +242,7 @@ async fn a_model_failing_mid_answer_never_looks_finished_and_keeps_the_partial_t
 }
 
 #[tokio::test]
-async fn an_unknown_session_is_404_unless_a_new_one_is_asked_for() {
+async fn an_unknown_session_is_404_unless_a_new_one_is_asked_for_and_a_taken_id_is_409() {
     let env = Env::new();
     let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
     env.write_config(&patient_llm_config(&fake.url()));
@@ -267,4 +267,15 @@ async fn an_unknown_session_is_404_unless_a_new_one_is_asked_for() {
     let r = ask(false, json!({"session_id": "mine-1"})).await.unwrap();
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["docdex"]["turn"], 2, "{v}");
+    // A new session under a taken id is refused (it used to continue that session, turn 3).
+    for stream in [false, true] {
+        let r = ask(stream, json!({"session_id": "mine-1", "new_session": true})).await.unwrap();
+        assert_eq!(r.status().as_u16(), 409);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], "session_exists", "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains("omit docdex.new_session"), "{v}");
+    }
+    let r = ask(false, json!({"session_id": "mine-1"})).await.unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["docdex"]["turn"], 3, "{v}");
 }
