@@ -442,9 +442,24 @@ const BUSY_RETRY_AFTER_SECS: u64 = 5;
 
 /// Takes a chat slot, waiting up to [`CHAT_SLOT_WAIT`]; else `503 busy` with `Retry-After`.
 /// The wait is async (no thread is held), so queued chats cost nothing but their socket.
+/// A shutdown ends the wait at once with `503 shutting_down` and no `Retry-After`: this server
+/// will not have a slot again, so advice to retry it would be wrong.
 async fn chat_slot(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit, Response> {
     let gate = state.chat_gate().clone();
-    match tokio::time::timeout(CHAT_SLOT_WAIT, gate.acquire_owned()).await {
+    let shutdown = state.shutdown_token().clone();
+    let waited = tokio::select! {
+        biased;
+        _ = shutdown.cancelled() => {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the server is shutting down; this chat was waiting for a free slot and was not started; ask again when the server is back",
+            )
+            .into_response());
+        }
+        waited = tokio::time::timeout(CHAT_SLOT_WAIT, gate.acquire_owned()) => waited,
+    };
+    match waited {
         Ok(Ok(permit)) => Ok(permit),
         _ => {
             let slots = super::state::chat_slots();

@@ -87,6 +87,38 @@ async fn slow_chats_never_make_search_symbols_or_status_wait() {
     drop(server);
 }
 
+/// A chat waiting for a slot when the server is told to stop is answered at once with `503
+/// shutting_down` and no `Retry-After` (it waited on, then got `busy` with advice to retry).
+#[tokio::test]
+async fn a_chat_waiting_for_a_slot_at_sigterm_is_told_the_server_is_shutting_down() {
+    let env = Env::new();
+    let fake = silent_model();
+    env.write_config(&patient_llm_config(&fake.url()));
+    let repo = indexed_repo(&env);
+    let mut server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let slots = cores().max(2);
+    let mut generating = Vec::new();
+    for _ in 0..slots {
+        generating.push(tokio::spawn(c.post(server.url("/v1/chat/completions")).json(&chat_body(false)).send()));
+    }
+    eventually("the model generating for every chat slot", || std::future::ready(fake.open_streams() >= slots)).await;
+    let waiting = tokio::spawn(c.post(server.url("/v1/chat/completions")).json(&chat_body(false)).send());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.terminate();
+    let signalled = Instant::now();
+    let r = waiting.await.unwrap().unwrap();
+    assert!(signalled.elapsed() < Duration::from_secs(3), "answered after {:?}", signalled.elapsed());
+    assert_eq!(r.status().as_u16(), 503);
+    assert!(r.headers().get("retry-after").is_none(), "no advice to retry a server that is stopping");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "shutting_down", "{v}");
+    for chat in generating {
+        chat.abort();
+    }
+    assert!(server.wait_exit(Duration::from_secs(15)).success());
+}
+
 /// Sends `head_and_body` on a fresh connection and reads until the server closes it (or
 /// `timeout`): the response text and how long the server took to close.
 fn send_and_read(addr: &str, head_and_body: &str, timeout: Duration) -> (String, Duration) {
