@@ -73,7 +73,7 @@ pub fn run(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     if opts.preflight_check {
         // Before the runtime: the check talks to the model server through the engine's own
         // blocking client.
-        preflight(&engine, &opts, token(&engine, &opts).as_deref())?;
+        preflight(&engine, &opts, token(&engine, &opts)?.as_deref())?;
     }
     // Searches are CPU-bound: more blocking threads than about two per core only add memory
     // (stacks, allocator arenas) and contention; requests beyond them wait their turn. Chats
@@ -94,8 +94,20 @@ pub fn run(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     result
 }
 
-fn token(engine: &Engine, opts: &ServerOptions) -> Option<String> {
-    opts.auth_token.clone().or_else(|| Some(engine.config().server.auth_token.clone())).filter(|t| !t.trim().is_empty())
+/// The token requests must carry, if any. A token given but only whitespace is refused: the
+/// caller meant to guard the server, and treating it as "no token" served everyone, silently.
+fn token(engine: &Engine, opts: &ServerOptions) -> anyhow::Result<Option<String>> {
+    let (token, from) = match &opts.auth_token {
+        Some(t) => (t.clone(), "--auth-token (or DOCDEX_AUTH_TOKEN)"),
+        None => (engine.config().server.auth_token.clone(), "[server] auth_token"),
+    };
+    if token.is_empty() {
+        return Ok(None);
+    }
+    if token.trim().is_empty() {
+        bail!("{from} is only whitespace, which would leave the server open to every request; set a real token (e.g. `openssl rand -hex 24`), or leave it unset to serve without one");
+    }
+    Ok(Some(token))
 }
 
 /// The shortest token `--expose` accepts: beyond this machine, a token is all that stands
@@ -126,7 +138,7 @@ pub fn bind_addr(engine: &Engine, opts: &ServerOptions, token: Option<&str>) -> 
 }
 
 async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
-    let token = token(&engine, &opts);
+    let token = token(&engine, &opts)?;
     let auth = Auth::new(token.as_deref());
     if opts.mode == Mode::Stdio {
         let state =

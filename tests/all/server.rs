@@ -400,6 +400,41 @@ fn exposing_needs_a_token_and_non_loopback_needs_expose() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("at least 16 characters"), "{err}");
+    // A token of spaces guards nothing: refused, exposed or not (it started with no auth).
+    let spaces = "                ";
+    for args in [
+        &["serve", "--repo", r, "--bind", "127.0.0.1:0"][..],
+        &["daemon", "--bind", "127.0.0.1:0"],
+        &["mcp", "--repo", r],
+    ] {
+        let err = refused_at_start(&env, &[args, &["--auth-token", spaces][..]].concat());
+        assert!(err.contains("only whitespace"), "{args:?}: {err}");
+    }
+}
+
+/// Runs a server command line that must refuse to start: its stderr. A server that starts
+/// anyway is stopped after 10 s and fails the test.
+fn refused_at_start(env: &Env, args: &[&str]) -> String {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(args)
+        .env("DOCDEX_HOME", env.home())
+        .env_remove("DOCDEX_AUTH_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("{args:?} started instead of refusing");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success(), "{args:?} exited successfully");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[tokio::test]
