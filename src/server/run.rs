@@ -21,6 +21,10 @@ use std::time::Duration;
 /// Default request body limit (search and initialize bodies are tiny; chat bodies are not).
 pub const DEFAULT_BODY_LIMIT: usize = 2 * 1024 * 1024;
 
+/// The range `--max-body-bytes` takes: below 4 KiB every request with a body is `413` (0 and 1
+/// were accepted), above 1 GiB one request can hold that much memory while it is read.
+pub const BODY_LIMIT_RANGE: std::ops::RangeInclusive<usize> = 4 * 1024..=1024 * 1024 * 1024;
+
 /// How long in-flight requests get to finish after a shutdown signal.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -69,6 +73,14 @@ impl ServerOptions {
 
 /// Runs the process until it is told to stop.
 pub fn run(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
+    if !BODY_LIMIT_RANGE.contains(&opts.max_body_bytes) {
+        bail!(
+            "--max-body-bytes {} is out of range: it takes {} (4 KiB) to {} (1 GiB); the default is {DEFAULT_BODY_LIMIT} (2 MiB)",
+            opts.max_body_bytes,
+            BODY_LIMIT_RANGE.start(),
+            BODY_LIMIT_RANGE.end()
+        );
+    }
     limit_malloc_arenas();
     if opts.preflight_check {
         // Before the runtime: the check talks to the model server through the engine's own

@@ -412,6 +412,24 @@ fn exposing_needs_a_token_and_non_loopback_needs_expose() {
     }
 }
 
+/// `--max-body-bytes` has a range (0 and 1 were accepted, making every POST a 413, and so
+/// was 99999999999999): outside 4 KiB to 1 GiB the server refuses to start, naming the range.
+#[tokio::test]
+async fn max_body_bytes_outside_its_range_refuses_to_start() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let r = repo.to_str().unwrap();
+    for n in ["0", "1", "4095", "1073741825", "99999999999999"] {
+        let err = refused_at_start(&env, &["serve", "--repo", r, "--bind", "127.0.0.1:0", "--max-body-bytes", n]);
+        assert!(err.contains("out of range") && err.contains("4096") && err.contains("1073741824"), "{n}: {err}");
+    }
+    let server = Server::start(&env, &["serve", "--repo", r, "--max-body-bytes", "4096"], &[]);
+    let big = json!({"query": "x".repeat(5000)}).to_string();
+    let r = client().post(server.url("/v1/search")).header("content-type", "application/json").body(big);
+    let status = r.send().await.unwrap().status().as_u16();
+    assert_eq!(status, 413);
+}
+
 /// Runs a server command line that must refuse to start: its stderr. A server that starts
 /// anyway is stopped after 10 s and fails the test.
 fn refused_at_start(env: &Env, args: &[&str]) -> String {
