@@ -4,7 +4,7 @@
 //! contents travel in it), still bounded.
 
 use super::error::ApiError;
-use super::extract::{blocking, selector, ApiJson, ApiQuery, BodyLimit, RepoQuery};
+use super::extract::{blocking, confine, selector, ApiJson, ApiQuery, BodyLimit, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::{HookValidateRequest, HookValidateResponse, StagedFile};
@@ -42,6 +42,11 @@ async fn validate(
     let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
     blocking(move || {
         let repo = state.repo(sel.as_deref())?;
+        // As on every other endpoint: a staged path leaving the repository is 403
+        // path_outside_repo (the engine's own refusal is a bad request).
+        for f in &body.files {
+            confine(&repo, &f.path)?;
+        }
         let agent_id = body.agent_id.filter(|a| !a.trim().is_empty()).or_else(|| state.agent(None));
         let req = HookValidateRequest { agent_id, files: body.files };
         Ok(Json(state.engine().hook_validate(&repo.root, &req)?))

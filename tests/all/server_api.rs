@@ -89,6 +89,12 @@ async fn symbols_and_ast_answer_and_a_drifted_store_is_409_stale_index() {
     assert_error(s, &v, 403, "path_outside_repo");
     let (s, v) = get(&server, "/v1/ast/search?kinds=function_item&path_prefix=/etc").await;
     assert_error(s, &v, 403, "path_outside_repo");
+    // The gatekeeper too (it was 400 bad_request), relative or absolute.
+    for path in ["../../etc/passwd", "/etc/passwd"] {
+        let body = json!({"files": [{"path": "src/ok.rs", "content": ""}, {"path": path, "content": "x"}]});
+        let (s, v) = post(&server, "/v1/hooks/validate", body).await;
+        assert_error(s, &v, 403, "path_outside_repo");
+    }
     let (s, v) = get(&server, "/v1/symbols").await;
     assert_error(s, &v, 400, "bad_request");
     let (s, v) = get(&server, "/v1/symbols?query=x&limit=many").await;
