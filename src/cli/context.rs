@@ -54,8 +54,8 @@ pub fn run(engine: &Engine, out: &Out, args: ContextArgs) -> anyhow::Result<()> 
         let md = pack.markdown.clone().unwrap_or_else(|| render_context_markdown(&pack));
         out.line(md.trim_end());
         out.note(&format!(
-            "{} snippets, {} of {} tokens, {} left out, {:.1} ms",
-            pack.snippets.len(),
+            "{}, {} of {} tokens, {} left out, {:.1} ms",
+            crate::engine::protocol::count(pack.snippets.len(), "snippet"),
             pack.tokens,
             pack.budget,
             pack.omitted.len(),

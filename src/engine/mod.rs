@@ -652,11 +652,19 @@ impl Engine {
         if admitted.files.iter().any(|c| c.rel == rel) {
             return Ok(());
         }
+        let in_git = Path::new(&rel).components().next().is_some_and(|c| c.as_os_str() == ".git");
         Err(Error::NotServed {
             path: given.to_string(),
-            reason: "hidden or ignored (a dot file or folder, `.gitignore`, `.docdexignore` or `[index] exclude`)"
-                .into(),
-            hint: "; read it with your editor, or un-ignore it (`[index] include_hidden` for dot files)".into(),
+            reason: if in_git {
+                "inside `.git`, which is never indexed".into()
+            } else {
+                "hidden or ignored (a dot file or folder, `.gitignore`, `.docdexignore` or `[index] exclude`)".into()
+            },
+            hint: if in_git {
+                "; git's own commands read it".into()
+            } else {
+                "; read it with your editor, or un-ignore it (`[index] include_hidden` for dot files)".into()
+            },
         })
     }
 
@@ -720,12 +728,13 @@ fn damaged(repo: &RepoRef, e: Error) -> Error {
     }
 }
 
-/// `532 bytes`, `4.0 KB`, `30.0 MB`.
+/// `532 bytes`, `4.0 KB`, `30.0 MB`, in powers of 1,024 as the indexer's skip reasons count
+/// (the default limit, 10,485,760 bytes, reads "10.0 MB" everywhere).
 fn human_bytes(n: u64) -> String {
     match n {
-        0..1_000 => format!("{n} bytes"),
-        1_000..1_000_000 => format!("{:.1} KB", n as f64 / 1e3),
-        _ => format!("{:.1} MB", n as f64 / 1e6),
+        0..1_024 => format!("{n} bytes"),
+        1_024..1_048_576 => format!("{:.1} KB", n as f64 / 1024.0),
+        _ => format!("{:.1} MB", n as f64 / 1_048_576.0),
     }
 }
 

@@ -160,9 +160,9 @@ async fn files_the_index_leaves_out_are_not_served_either() {
     assert!(engine.get_file(&repo, &FileRequest::new("src/app.py", None)).is_ok(), "an indexed file is served");
     for (path, why) in [
         (".env", "hidden or ignored"),
-        (".git/config", "hidden or ignored"),
+        (".git/config", "inside `.git`, which is never indexed"),
         ("secrets/db.txt", "hidden or ignored"),
-        ("logs/big.log", "10.8 KB, over the 4.1 KB limit"),
+        ("logs/big.log", "10.5 KB, over the 4.0 KB limit"),
     ] {
         let e = engine.get_file(&repo, &FileRequest::new(path, Some((1, 1)))).unwrap_err();
         assert_eq!(e.code(), "path_not_served", "{path}: {e}");

@@ -191,7 +191,7 @@ fn visit(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>, out: &Mute
     if entry.path().to_str().is_none() {
         // Paths are keys (index, manifest, citations) and must be text: a lossy name would be
         // opened as a file that does not exist, and reported unreadable on every run.
-        let reason = "file name is not valid UTF-8 (rename it to index it)".into();
+        let reason = "file name is not valid UTF-8: rename it to index it".into();
         push_issue(out, WalkIssue { rel, reason, error: false });
         return;
     }

@@ -5,7 +5,7 @@
 //! react, css, component, view, ...) and from its `tooling` preferences ("use vitest" brings
 //! vitest, which finds `vitest.config.ts`); the best 50 paths by those words in their names and
 //! by a search of the index for them; a tree of only those paths and their parents, every other
-//! file counted in a `[N hidden files]` leaf per directory; deeper directories collapsed until
+//! file counted in a `[N hidden files]` (`[1 hidden file]`) leaf per directory; deeper directories collapsed until
 //! it fits 500 tokens. Cached in `state/repos/<fp>/maps/<agent>.json` and thrown away when the
 //! watcher sees a directory created or deleted (or an index run adds or deletes files).
 
@@ -438,7 +438,7 @@ fn render(name: &str, root: &Dir) -> String {
         let mut entries: Vec<(String, Option<&Dir>)> = d.dirs.iter().map(|(n, c)| (format!("{n}/"), Some(c))).collect();
         entries.extend(d.files.iter().map(|f| (f.clone(), None)));
         if hidden > 0 {
-            entries.push((format!("[{hidden} hidden files]"), None));
+            entries.push((format!("[{hidden} hidden {}]", crate::engine::fsutil::noun_for(&hidden, "file")), None));
         }
         let n = entries.len();
         for (i, (label, child)) in entries.into_iter().enumerate() {
@@ -511,7 +511,7 @@ mod tests {
         assert_eq!(depth, 3);
         assert!(tokens > 0 && tokens <= MAP_TOKENS);
         assert_eq!(kept, shown);
-        assert_eq!(tree, "repo/\n├── a/\n│   ├── b/\n│   │   ├── c.ts\n│   │   └── [1 hidden files]\n│   └── [1 hidden files]\n└── [2 hidden files]\n");
+        assert_eq!(tree, "repo/\n├── a/\n│   ├── b/\n│   │   ├── c.ts\n│   │   └── [1 hidden file]\n│   └── [1 hidden file]\n└── [2 hidden files]\n");
         // No spotlight: the bare top level.
         let (tree, _, _, kept) = fit_tree("repo", &paths, &[]).unwrap();
         assert!(kept.is_empty());
