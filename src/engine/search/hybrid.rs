@@ -156,10 +156,7 @@ impl RepoSearcher {
         let pinned = |path: &str, a: u32, b: u32| {
             !boosts.is_empty() && boosts.factor(xxhash_rust::xxh3::xxh3_64(path.as_bytes()), a, b).1
         };
-        // Every chunk holding a query word is among the keyword candidates: a file the words
-        // did not reach then follows every file they did (see `boost_scores`).
-        let words_complete = bm25_total <= FUSION_POOL;
-        let mut ranked = fuse(keyword, vector, &closeness, cfg, words_complete, &pinned);
+        let mut ranked = fuse(keyword, vector, &closeness, cfg, &pinned);
         if let Some(name) = super::named_file(&req.query) {
             named_file_first(&mut ranked, &name);
         }
@@ -409,7 +406,6 @@ fn fuse(
     vector: Vec<(f32, VectorHit)>,
     closeness: &HashMap<u64, f32>,
     cfg: &SearchConfig,
-    words_complete: bool,
     pinned: &dyn Fn(&str, u32, u32) -> bool,
 ) -> Vec<Fused> {
     let k = cfg.rrf_k as f32;
@@ -418,9 +414,7 @@ fn fuse(
     let vector_files: Vec<(f32, u64)> =
         vector.iter().map(|(score, h)| (*score, xxhash_rust::xxh3::xxh3_64(h.path.as_bytes()))).collect();
     let by_file = match cfg.fusion {
-        Fusion::Boost => {
-            boost_scores(&best_per_file(&keyword_files), &best_per_file(&vector_files), closeness, cfg, words_complete)
-        }
+        Fusion::Boost => boost_scores(&best_per_file(&keyword_files), &best_per_file(&vector_files), closeness, cfg),
         _ => file_scores(&keyword_files, &vector_files, cfg),
     };
 
@@ -552,17 +546,11 @@ fn closeness_by_file(vector: &[(f32, VectorHit)]) -> HashMap<u64, f32> {
 /// lowest))` over the files of both lists (each `(file, score)` best first). A file the vectors
 /// did not reach gets no boost; a file only the vectors found takes the keyword list's lowest
 /// score. With no keyword candidates (no query word is in the repo), closeness alone ranks.
-/// When `words_complete` (every chunk holding a query word is in the keyword list, as for a
-/// rare word), a file only the vectors found ranks after every file the words found, in its
-/// own order: a guide that holds the one word asked for is not passed by code that merely
-/// reads alike. With a truncated keyword list (long descriptions) the vectors' near misses
-/// may still come first, as tuned on eval-dev.
 fn boost_scores(
     keyword: &[(u64, f32)],
     vector: &[(u64, f32)],
     closeness: &HashMap<u64, f32>,
     cfg: &SearchConfig,
-    words_complete: bool,
 ) -> HashMap<u64, f32> {
     let (kw, sem) = (cfg.keyword_weight as f32, cfg.semantic_weight as f32);
     let lowest = closeness.values().copied().fold(f32::MAX, f32::min);
@@ -574,20 +562,12 @@ fn boost_scores(
         return files.map(|f| (f, close(&f) + 1e-6)).collect();
     }
     let lexical: HashMap<u64, f32> = keyword.iter().copied().collect();
-    let mut scores: HashMap<u64, f32> = files
+    files
         .map(|f| {
             let share = lexical.get(&f).copied().unwrap_or(weakest).max(0.0) / best;
             (f, share * (sem / kw * close(&f)).exp())
         })
-        .collect();
-    if words_complete {
-        let floor = lexical.keys().filter_map(|f| scores.get(f)).copied().fold(f32::MAX, f32::min);
-        // Below the lowest word-matched file, keeping their order among themselves.
-        for (_, s) in scores.iter_mut().filter(|(f, _)| !lexical.contains_key(*f)) {
-            *s = floor * *s / (*s + floor);
-        }
-    }
-    scores
+        .collect()
 }
 
 /// The score against which hits' scores are scaled to 0..1: the best possible (a file at the
@@ -660,30 +640,7 @@ mod tests {
     /// Fusion without the boost's closeness table (rank fusion and the weighted merge).
     fn fuse_lists(keyword: Vec<KeywordHit>, vector: Vec<(f32, VectorHit)>, cfg: &SearchConfig) -> Vec<Fused> {
         let closeness = closeness_by_file(&vector);
-        fuse(keyword, vector, &closeness, cfg, false, &|_, _, _| false)
-    }
-
-    #[test]
-    fn when_every_word_match_is_a_candidate_vector_only_files_follow_them() {
-        // One rare word: BM25 finds the code and a guide (a doc, so a low score); the vectors
-        // rank an unrelated file far closer than the guide.
-        let cfg = SearchConfig { fusion: Fusion::Boost, ..SearchConfig::default() };
-        let lists = || {
-            (
-                vec![(9.0, stored("proto.py", 1), file("proto.py")), (0.9, stored("guide.md", 1), file("guide.md"))],
-                vec![vhit("proto.py", 1, 0.9), vhit("argparse.py", 1, 0.8), vhit("guide.md", 1, 0.2)],
-            )
-        };
-        let order = |complete: bool| -> Vec<String> {
-            let (keyword, vector) = lists();
-            let closeness = closeness_by_file(&vector);
-            let fused = fuse(keyword, vector, &closeness, &cfg, complete, &|_, _, _| false);
-            fused.iter().map(|f| f.stored.path.clone()).collect()
-        };
-        // A truncated keyword list (long descriptions): near misses may come first.
-        assert_eq!(order(false), ["proto.py", "argparse.py", "guide.md"]);
-        // Every word match known: the guide holding the word stays above code that reads alike.
-        assert_eq!(order(true), ["proto.py", "guide.md", "argparse.py"]);
+        fuse(keyword, vector, &closeness, cfg, &|_, _, _| false)
     }
 
     #[test]
