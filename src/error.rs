@@ -57,7 +57,7 @@ pub enum Error {
         path: PathBuf,
     },
     /// A path given by the user resolves outside the repository.
-    #[error("{path} is outside the repository {repo}; only files inside it can be read")]
+    #[error("{path} is outside the repository {repo}; docdex reads, searches and serves only what is inside it")]
     OutsideRepo {
         /// The path as given.
         path: String,
@@ -80,7 +80,7 @@ pub enum Error {
     /// A path under a registered source (`//name/...`, or an absolute path inside it) resolves
     /// outside that source's folder: the same refusal as [`Error::OutsideRepo`], naming the
     /// source, since the repository is not what the path escaped.
-    #[error("{path} is outside the registered source {source_name} ({root}); only files inside it can be read")]
+    #[error("{path} is outside the registered source {source_name} ({root}); docdex reads only what is inside it")]
     OutsideSource {
         /// The path as given.
         path: String,
