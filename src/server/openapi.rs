@@ -168,6 +168,12 @@ impl<T: JsonSchema> DocumentedInput for ApiQuery<T> {
     }
 }
 
+impl DocumentedInput for super::mcp::sse::RpcBody {
+    fn document(op: &mut Operation) {
+        op.body = Some(schema_of::<serde_json::Value>);
+    }
+}
+
 impl<T: JsonSchema> DocumentedInput for ApiJson<T> {
     fn document(op: &mut Operation) {
         op.body = Some(schema_of::<T>);

@@ -353,6 +353,39 @@ async fn mcp_sessions_are_capped_without_ending_sessions_in_use() {
     assert_eq!(live().await, CAP);
 }
 
+/// The legacy SSE transport's message POST answers a malformed body as `/v1/mcp` does, with a
+/// JSON-RPC error object (it was the HTTP error contract, `400 bad_request`).
+#[tokio::test]
+async fn sse_message_errors_are_json_rpc() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let mut sse = c.get(server.url("/sse")).send().await.unwrap();
+    let first = String::from_utf8_lossy(&sse.chunk().await.unwrap().unwrap()).to_string();
+    let endpoint = first.lines().find_map(|l| l.strip_prefix("data: ")).unwrap().trim().to_string();
+    let url = server.url(&endpoint);
+    let post = |ct: &str, body: &str| c.post(&url).header("content-type", ct).body(body.to_string()).send();
+    for (ct, body, status, code) in [
+        ("application/json", "{\"jsonrpc\":", 400, -32700),
+        ("application/json", "", 400, -32700),
+        ("application/json", "[1]", 400, -32600),
+        ("application/json", r#"{"jsonrpc":"2.0","id":5,"method":"tools/call"}"#, 400, -32602),
+        ("text/plain", "{}", 415, -32000),
+    ] {
+        let (s, v) = json_of(post(ct, body).await.unwrap()).await;
+        assert_eq!(
+            (s, v["jsonrpc"].as_str(), v["error"]["code"].as_i64()),
+            (status, Some("2.0"), Some(code)),
+            "{body:?}: {v}"
+        );
+    }
+    // A good message is still accepted.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2024-11-05",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    assert_eq!(post("application/json", &init.to_string()).await.unwrap().status().as_u16(), 202);
+}
+
 /// Too many header fields, or too many bytes of them, is `431 headers_too_large` with the
 /// error contract naming the limit (hyper alone answers 431 with an empty body).
 #[tokio::test]

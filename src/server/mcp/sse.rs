@@ -8,7 +8,7 @@
 
 use super::{DocdexMcp, InitExtras, InitSlot};
 use crate::server::error::ApiError;
-use crate::server::extract::{ApiJson, ApiQuery};
+use crate::server::extract::ApiQuery;
 use crate::server::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -127,11 +127,59 @@ pub async fn connect(
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
 
+/// The body of `POST /v1/mcp/message`: one JSON-RPC message, checked as `/v1/mcp` checks it
+/// ([`super::jsonrpc::check_message`]). Every failure is a JSON-RPC error object (as on
+/// `/v1/mcp`), not the HTTP error contract: not JSON `400` `-32700`, not one message `-32600`,
+/// a known method's unreadable params `-32602`; a body of another media type, too large or
+/// stalled `415` / `413` / `408` with `-32000`.
+#[derive(Debug)]
+pub struct RpcBody(pub Value);
+
+impl<S: Send + Sync> axum::extract::FromRequest<S> for RpcBody {
+    type Rejection = axum::response::Response;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        use super::jsonrpc::{Checked, Rejection};
+        use super::{rpc_error, TRANSPORT_ERROR};
+        let transport = |status, why: String| rpc_error(status, Rejection::new(Value::Null, TRANSPORT_ERROR, why));
+        let content_type = req.headers().get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+        if !content_type.is_some_and(crate::server::extract::is_json_media_type) {
+            let got = content_type.map_or("no Content-Type".to_string(), |c| format!("{c:?}"));
+            let why = format!("send the JSON-RPC message with `Content-Type: application/json` (got {got})");
+            return Err(transport(StatusCode::UNSUPPORTED_MEDIA_TYPE, why));
+        }
+        let limit = req.extensions().get::<crate::server::extract::BodyLimit>().map(|l| l.0).unwrap_or(0);
+        let bytes = axum::body::Bytes::from_request(req, state).await.map_err(|rejection| {
+            match crate::server::extract::stalled_body(&rejection) {
+                Some(stalled) => transport(StatusCode::REQUEST_TIMEOUT, stalled),
+                None if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                    transport(StatusCode::PAYLOAD_TOO_LARGE, ApiError::payload_too_large(limit).message)
+                }
+                None => {
+                    transport(StatusCode::BAD_REQUEST, format!("could not read the body: {}", rejection.body_text()))
+                }
+            }
+        })?;
+        match super::jsonrpc::check_message(&bytes) {
+            Checked::Forward(v) => Ok(RpcBody(v)),
+            Checked::Reply(rejection) => Err(rpc_error(StatusCode::BAD_REQUEST, rejection)),
+            Checked::Empty => Err(rpc_error(
+                StatusCode::BAD_REQUEST,
+                Rejection::new(
+                    Value::Null,
+                    super::jsonrpc::PARSE_ERROR,
+                    "parse error: the body is empty; POST one JSON-RPC message",
+                ),
+            )),
+        }
+    }
+}
+
 /// `POST /v1/mcp/message?sessionId=`: hands one client message to its session.
 pub async fn message(
     Extension(sessions): Extension<Arc<SseSessions>>,
     ApiQuery(q): ApiQuery<SessionQuery>,
-    ApiJson(body): ApiJson<Value>,
+    RpcBody(body): RpcBody,
 ) -> Result<StatusCode, ApiError> {
     let (tx, init) = sessions.get(&q.session_id).ok_or_else(|| {
         ApiError::new(
