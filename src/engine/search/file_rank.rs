@@ -72,6 +72,8 @@ pub struct RankedChunk {
     pub file: u64,
     /// Where the chunk is.
     pub addr: DocAddress,
+    /// The file's pooled chunks hold every query term between them.
+    pub whole_query: bool,
 }
 
 /// What file ranking needs besides the pool.
@@ -114,6 +116,13 @@ pub fn rank(pool: Vec<PooledChunk>, signals: &FileSignals) -> Vec<RankedChunk> {
         e.1 |= masks[i];
         e.2 |= c.pinned;
     }
+    let tracked = signals.terms.len().min(MAX_COVERAGE_TERMS);
+    let every_term: u64 = if tracked >= 64 { u64::MAX } else { (1u64 << tracked) - 1 };
+    let whole_query: std::collections::HashSet<u64> = files
+        .iter()
+        .filter(|(_, (_, mask, _))| tracked > 0 && mask & every_term == every_term)
+        .map(|(file, _)| *file)
+        .collect();
     let mut scored: Vec<(f32, bool, u64, Vec<usize>)> = files
         .into_iter()
         .map(|(file, (mut idx, mask, pinned))| {
@@ -153,7 +162,7 @@ pub fn rank(pool: Vec<PooledChunk>, signals: &FileSignals) -> Vec<RankedChunk> {
                 let overflow = OVERFLOW_DECAY.powi((k + 1).saturating_sub(max_per_file) as i32);
                 (score * FURTHER_CHUNK_DECAY.powi(k as i32) * (c.score / best).min(1.0) * overflow).min(cap)
             };
-            out.push(RankedChunk { score: s, file, addr: c.addr });
+            out.push(RankedChunk { score: s, file, addr: c.addr, whole_query: whole_query.contains(&file) });
         }
     }
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.file.cmp(&b.file)).then(a.addr.cmp(&b.addr)));

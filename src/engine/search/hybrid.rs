@@ -40,7 +40,7 @@ use crate::engine::index::types::IndexState;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 use tantivy::collector::TopDocs;
 use tantivy::{TantivyDocument, Term};
@@ -143,7 +143,7 @@ impl RepoSearcher {
         } else {
             DefinitionBoosts::default()
         };
-        let (keyword, bm25_total) =
+        let (keyword, bm25_total, whole_query) =
             self.keyword_candidates(&searcher, repo, req, cfg, flags, (&plan, &priors, &boosts))?;
         let t_keyword = t0.elapsed();
         let mut vector = self.vector_candidates(&searcher, req, cfg, nearest)?;
@@ -156,7 +156,10 @@ impl RepoSearcher {
         let pinned = |path: &str, a: u32, b: u32| {
             !boosts.is_empty() && boosts.factor(xxhash_rust::xxh3::xxh3_64(path.as_bytes()), a, b).1
         };
-        let mut ranked = fuse(keyword, vector, &closeness, cfg, &pinned);
+        // When every chunk holding a query word is a keyword candidate, the files holding the
+        // whole query are known: a file the words did not reach follows them (`boost_scores`).
+        let floor_files = if bm25_total <= FUSION_POOL { whole_query } else { HashSet::new() };
+        let mut ranked = fuse(keyword, vector, &closeness, cfg, &floor_files, &pinned);
         if let Some(name) = super::named_file(&req.query) {
             named_file_first(&mut ranked, &name);
         }
@@ -220,13 +223,14 @@ impl RepoSearcher {
         cfg: &SearchConfig,
         flags: RankingFlags,
         (plan, priors, boosts): (&QueryPlan, &Priors, &DefinitionBoosts),
-    ) -> Result<(Vec<KeywordHit>, usize)> {
+    ) -> Result<(Vec<KeywordHit>, usize, HashSet<u64>)> {
         if plan.term_list().is_empty() {
-            return Ok((Vec::new(), 0));
+            return Ok((Vec::new(), 0, HashSet::new()));
         }
         let (pool, total) = self
             .loading_tables(searcher, &repo.state_dir, || self.bm25_pool(searcher, plan, req, flags, priors, boosts))?;
         let ranked = self.rank_files(searcher, plan, pool, cfg, repo, priors);
+        let whole_query: HashSet<u64> = ranked.iter().filter(|c| c.whole_query).map(|c| c.file).collect();
         let keyword = ranked
             .into_iter()
             .take(FUSION_POOL)
@@ -235,7 +239,7 @@ impl RepoSearcher {
                 Some((c.score, Stored::from_doc(&d, &self.fields), c.file))
             })
             .collect();
-        Ok((keyword, total))
+        Ok((keyword, total, whole_query))
     }
 
     /// Vector candidates: the nearest chunks, filtered like the BM25 query, each times its
@@ -406,6 +410,7 @@ fn fuse(
     vector: Vec<(f32, VectorHit)>,
     closeness: &HashMap<u64, f32>,
     cfg: &SearchConfig,
+    floor_files: &HashSet<u64>,
     pinned: &dyn Fn(&str, u32, u32) -> bool,
 ) -> Vec<Fused> {
     let k = cfg.rrf_k as f32;
@@ -414,7 +419,9 @@ fn fuse(
     let vector_files: Vec<(f32, u64)> =
         vector.iter().map(|(score, h)| (*score, xxhash_rust::xxh3::xxh3_64(h.path.as_bytes()))).collect();
     let by_file = match cfg.fusion {
-        Fusion::Boost => boost_scores(&best_per_file(&keyword_files), &best_per_file(&vector_files), closeness, cfg),
+        Fusion::Boost => {
+            boost_scores(&best_per_file(&keyword_files), &best_per_file(&vector_files), closeness, cfg, floor_files)
+        }
         _ => file_scores(&keyword_files, &vector_files, cfg),
     };
 
@@ -546,11 +553,16 @@ fn closeness_by_file(vector: &[(f32, VectorHit)]) -> HashMap<u64, f32> {
 /// lowest))` over the files of both lists (each `(file, score)` best first). A file the vectors
 /// did not reach gets no boost; a file only the vectors found takes the keyword list's lowest
 /// score. With no keyword candidates (no query word is in the repo), closeness alone ranks.
+/// `floor_files` are keyword files known to hold every query term (given only when every chunk
+/// holding a query word is a candidate, as for a rare word): a file only the vectors found
+/// ranks after all of them, in its own order, so a guide holding the one word asked for is not
+/// passed by code that merely reads alike, while a lockfile holding one stray word still is.
 fn boost_scores(
     keyword: &[(u64, f32)],
     vector: &[(u64, f32)],
     closeness: &HashMap<u64, f32>,
     cfg: &SearchConfig,
+    floor_files: &HashSet<u64>,
 ) -> HashMap<u64, f32> {
     let (kw, sem) = (cfg.keyword_weight as f32, cfg.semantic_weight as f32);
     let lowest = closeness.values().copied().fold(f32::MAX, f32::min);
@@ -562,12 +574,20 @@ fn boost_scores(
         return files.map(|f| (f, close(&f) + 1e-6)).collect();
     }
     let lexical: HashMap<u64, f32> = keyword.iter().copied().collect();
-    files
+    let mut scores: HashMap<u64, f32> = files
         .map(|f| {
             let share = lexical.get(&f).copied().unwrap_or(weakest).max(0.0) / best;
             (f, share * (sem / kw * close(&f)).exp())
         })
-        .collect()
+        .collect();
+    let floor = floor_files.iter().filter_map(|f| scores.get(f)).copied().fold(f32::MAX, f32::min);
+    if floor < f32::MAX && floor > 0.0 {
+        // Below the lowest whole-query file, keeping their order among themselves.
+        for (_, s) in scores.iter_mut().filter(|(f, _)| !lexical.contains_key(*f)) {
+            *s = floor * *s / (*s + floor);
+        }
+    }
+    scores
 }
 
 /// The score against which hits' scores are scaled to 0..1: the best possible (a file at the
@@ -640,7 +660,35 @@ mod tests {
     /// Fusion without the boost's closeness table (rank fusion and the weighted merge).
     fn fuse_lists(keyword: Vec<KeywordHit>, vector: Vec<(f32, VectorHit)>, cfg: &SearchConfig) -> Vec<Fused> {
         let closeness = closeness_by_file(&vector);
-        fuse(keyword, vector, &closeness, cfg, &|_, _, _| false)
+        fuse(keyword, vector, &closeness, cfg, &HashSet::new(), &|_, _, _| false)
+    }
+
+    #[test]
+    fn files_holding_the_whole_query_stay_above_files_only_the_vectors_found() {
+        // One rare word: BM25 finds the code and a guide (a doc, so a low score) and a lockfile
+        // holding another, stray word; the vectors rank an unrelated file far closer.
+        let cfg = SearchConfig { fusion: Fusion::Boost, ..SearchConfig::default() };
+        let order = |floor: &[&str]| -> Vec<String> {
+            let keyword = vec![
+                (9.0, stored("proto.py", 1), file("proto.py")),
+                (0.9, stored("guide.md", 1), file("guide.md")),
+                (0.5, stored("Cargo.lock", 1), file("Cargo.lock")),
+            ];
+            let vector = vec![
+                vhit("proto.py", 1, 0.9),
+                vhit("argparse.py", 1, 0.8),
+                vhit("guide.md", 1, 0.2),
+                vhit("Cargo.lock", 1, 0.1),
+            ];
+            let closeness = closeness_by_file(&vector);
+            let floor: HashSet<u64> = floor.iter().map(|p| file(p)).collect();
+            let fused = fuse(keyword, vector, &closeness, &cfg, &floor, &|_, _, _| false);
+            fused.iter().map(|f| f.stored.path.clone()).collect()
+        };
+        // No floor (long descriptions, or nothing holds the whole query): near misses may lead.
+        assert_eq!(order(&[]), ["proto.py", "argparse.py", "guide.md", "Cargo.lock"]);
+        // The guide holds the whole query; the lockfile only a stray word.
+        assert_eq!(order(&["proto.py", "guide.md"]), ["proto.py", "guide.md", "argparse.py", "Cargo.lock"]);
     }
 
     #[test]
