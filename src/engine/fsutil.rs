@@ -271,6 +271,15 @@ fn open_no_follow_inside(root: &Path, rel: &str) -> std::io::Result<File> {
     o.open(path)
 }
 
+/// Bytes a binary sniff reads: the indexer's rule looks this far into a file.
+pub const BINARY_SNIFF: usize = 8192;
+
+/// The indexer's rule for binary content, shared by every reader that must agree with it: a
+/// NUL byte in the first [`BINARY_SNIFF`] bytes.
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    memchr::memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF)]).is_some()
+}
+
 /// Reads a whole repository file through [`open_repo_file`].
 pub fn read_repo_file(root: &Path, rel: &str) -> std::io::Result<Vec<u8>> {
     use std::io::Read;

@@ -591,7 +591,7 @@ impl Engine {
         let format = index::extract::Format::of(&rel);
         let doc = match format {
             Some(fmt) => Some(extracted_document(fmt, &bytes, file)?),
-            None if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() => {
+            None if fsutil::looks_binary(&bytes) => {
                 return Err(Error::BadRequest(format!("{file} is a binary file")));
             }
             None => None,

@@ -73,7 +73,7 @@ impl Engine {
                 continue;
             }
             let bytes = std::fs::read(&c.abs).at("reading", &c.abs)?;
-            if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
+            if crate::engine::fsutil::looks_binary(&bytes) {
                 continue;
             }
             out.push(CodeSource { lang, text: String::from_utf8_lossy(&bytes).into_owned() });

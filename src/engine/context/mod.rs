@@ -353,17 +353,19 @@ fn leave_out_unindexable(root: &Path, cfg: &crate::config::IndexConfig, changes:
     let before = changes.files.len();
     changes.files.retain(|f| {
         f.change == "deleted"
-            || (admitted.contains(&f.path) && !(f.states == [ChangeState::Untracked] && is_binary(&root.join(&f.path))))
+            || (admitted.contains(&f.path) && !(f.states == [ChangeState::Untracked] && is_binary(root, &f.path)))
     });
     before - changes.files.len()
 }
 
-/// Whether the file's first 8 KiB hold a NUL byte (as indexing decides; unreadable counts).
-fn is_binary(path: &Path) -> bool {
+/// Whether the file is binary as indexing decides (read through the repository opener, which
+/// follows no link; an unreadable file counts as binary).
+fn is_binary(root: &Path, rel: &str) -> bool {
+    use crate::engine::fsutil::{looks_binary, open_repo_file, BINARY_SNIFF};
     use std::io::Read;
-    let mut head = [0u8; 8192];
-    match std::fs::File::open(path).and_then(|mut f| f.read(&mut head)) {
-        Ok(n) => memchr::memchr(0, &head[..n]).is_some(),
+    let mut head = Vec::with_capacity(BINARY_SNIFF);
+    match open_repo_file(root, rel).and_then(|f| f.take(BINARY_SNIFF as u64).read_to_end(&mut head)) {
+        Ok(_) => looks_binary(&head),
         Err(_) => true,
     }
 }

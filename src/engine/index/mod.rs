@@ -48,7 +48,7 @@ const COMMIT_EVERY_BYTES: u64 = 256 * 1024 * 1024;
 /// repo; larger ones did not measurably help a 186 MB tree (docs/PERFORMANCE.md).
 const WRITER_MEMORY_PER_THREAD: usize = 48 * 1024 * 1024;
 /// Bytes sniffed for NUL to decide a file is binary.
-const BINARY_SNIFF: usize = 8192;
+use crate::engine::fsutil::BINARY_SNIFF;
 
 /// What a run should look at.
 #[derive(Debug, Clone)]
@@ -1257,7 +1257,7 @@ fn read_text(root: &Path, rel: &str, size_hint: u64, max: u64, sniff: bool) -> s
     };
     let mut bytes = Vec::with_capacity(size_hint.min(max) as usize + 1);
     (&mut f).take(BINARY_SNIFF as u64).read_to_end(&mut bytes)?;
-    if sniff && memchr::memchr(0, &bytes).is_some() {
+    if sniff && crate::engine::fsutil::looks_binary(&bytes) {
         return Ok(Read::Binary);
     }
     let left = (max + 1).saturating_sub(bytes.len() as u64);

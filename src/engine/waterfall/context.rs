@@ -151,7 +151,7 @@ impl Files {
         let read = || -> Option<(Arc<Vec<String>>, Vec<u32>)> {
             // One opener for every repository read: never through a link, never outside the root.
             let bytes = crate::engine::index::extract::indexed_text(&self.repo, rel).ok()?;
-            if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
+            if crate::engine::fsutil::looks_binary(&bytes) {
                 return None;
             }
             let text = String::from_utf8_lossy(&bytes);
