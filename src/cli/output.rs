@@ -3,7 +3,7 @@
 use crate::engine::protocol::RepoRecord;
 use crate::engine::protocol::WatchReport;
 use crate::engine::protocol::{
-    EmbedState, EmbedSummary, FileContent, IndexSummary, SearchResponse, SimilarResponse, StatusResponse,
+    EmbedState, EmbedSummary, FileContent, IndexSummary, SearchResponse, SimilarResponse, SkippedFile, StatusResponse,
 };
 use std::io::{IsTerminal, Write};
 
@@ -145,15 +145,7 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
             out.line(&format!("{} impact graph not rebuilt: {e}", out.paint("33", "warning:")));
         }
     }
-    if !s.skipped.is_empty() {
-        out.line(&format!("{} {} skipped:", out.paint("33", "note:"), count(s.skipped.len(), "file")));
-        for f in s.skipped.iter().take(10) {
-            out.line(&format!("  {} ({})", f.path, f.reason));
-        }
-        if s.skipped.len() > 10 {
-            out.line(&format!("  ... and {} more (docdex status lists them)", s.skipped.len() - 10));
-        }
-    }
+    print_skipped(out, &s.skipped);
     if !s.errors.is_empty() {
         out.line(&format!(
             "{} {} could not be read (retried next run):",
@@ -170,6 +162,29 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
 }
 
 /// The embedding phase's line of the index summary.
+/// Names the files this run skipped; those skipped by an earlier run and untouched since are
+/// one line, so an unchanged re-index does not print the same list every time.
+fn print_skipped(out: &Out, skipped: &[SkippedFile]) {
+    let new: Vec<&SkippedFile> = skipped.iter().filter(|f| f.this_run).collect();
+    let earlier = skipped.len() - new.len();
+    if !new.is_empty() {
+        out.line(&format!("{} {} skipped:", out.paint("33", "note:"), count(new.len(), "file")));
+        for f in new.iter().take(10) {
+            out.line(&format!("  {} ({})", f.path, f.reason));
+        }
+        if new.len() > 10 {
+            out.line(&format!("  ... and {} more (docdex status lists them)", new.len() - 10));
+        }
+    }
+    if earlier > 0 {
+        out.line(&format!(
+            "{} {} skipped as before (binary, too large, ...; docdex status lists them)",
+            out.paint("33", "note:"),
+            count(earlier, if new.is_empty() { "file" } else { "more file" })
+        ));
+    }
+}
+
 fn print_embeddings(out: &Out, e: &EmbedSummary) {
     match e.state {
         EmbedState::Ready | EmbedState::Partial => {

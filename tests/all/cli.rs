@@ -365,3 +365,28 @@ fn watch_command_streams_json_and_stops_cleanly_on_sigterm() {
     // The writer lock was released.
     assert!(env.run(&["index", "--repo", repo.to_str().unwrap()]).status.success());
 }
+
+#[test]
+fn index_names_newly_skipped_files_and_sums_up_the_earlier_ones() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "keep.rs", "fn kept() {}\n");
+    std::fs::write(repo.join("a.bin"), b"\x00binary").unwrap();
+    let r = repo.to_str().unwrap();
+    let first = run_in(&env, &repo, &["index", "--repo", r]);
+    let out = String::from_utf8_lossy(&first.stdout);
+    assert!(out.contains("note: 1 file skipped:\n  a.bin (binary)"), "{out}");
+
+    std::fs::write(repo.join("b.bin"), b"\x00binary too").unwrap();
+    let second = run_in(&env, &repo, &["index", "--repo", r]);
+    let out = String::from_utf8_lossy(&second.stdout);
+    assert!(out.contains("note: 1 file skipped:\n  b.bin (binary)"), "{out}");
+    assert!(out.contains("note: 1 more file skipped as before"), "{out}");
+    assert!(!out.contains("  a.bin"), "an earlier skip is not listed again: {out}");
+
+    let third = run_in(&env, &repo, &["index", "--repo", r]);
+    let out = String::from_utf8_lossy(&third.stdout);
+    assert!(out.contains("note: 2 files skipped as before"), "{out}");
+    assert!(out.contains("1 unchanged;"), "skipped files are not counted unchanged: {out}");
+    assert!(!out.contains(".bin ("), "{out}");
+}

@@ -374,3 +374,36 @@ fn a_run_told_to_stop_ends_at_its_next_batch_and_the_next_run_goes_on() {
     let status = engine.status(&repo).unwrap();
     assert!(!status.warnings.iter().any(|w| w.contains("stopped")), "a finished run clears it: {status:?}");
 }
+
+#[test]
+fn touched_and_newly_skipped_files_are_read_once_not_every_run() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "keep.rs", "fn kept_okapi() {}\n");
+    std::fs::write(repo.join("blob.bin"), b"\x00\x01binary").unwrap();
+    let first = index(&env, &repo);
+    assert_eq!(first.files, 1);
+    let skipped: Vec<(&str, bool)> = first.skipped.iter().map(|f| (f.path.as_str(), f.this_run)).collect();
+    assert_eq!(skipped, [("blob.bin", true)]);
+
+    // A skipped file untouched since is listed as skipped by an earlier run, not counted unchanged.
+    let again = index(&env, &repo);
+    assert_eq!(again.unchanged, 1, "only indexed files are unchanged: {again:?}");
+    let skipped: Vec<(&str, bool)> = again.skipped.iter().map(|f| (f.path.as_str(), f.this_run)).collect();
+    assert_eq!(skipped, [("blob.bin", false)]);
+
+    // A file touched but not changed, and a binary changed: read by the next run (no commit,
+    // nothing in the index changes), and not again by the one after.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let keep = std::fs::File::options().append(true).open(repo.join("keep.rs")).unwrap();
+    keep.set_modified(std::time::SystemTime::now()).unwrap();
+    std::fs::write(repo.join("blob.bin"), b"\x00\x01binary, longer").unwrap();
+    let touched = index(&env, &repo);
+    assert!(touched.bytes_read > 0, "{touched:?}");
+    assert_eq!((touched.commits, touched.generation), (0, first.generation));
+    assert_eq!(touched.skipped.iter().map(|f| f.this_run).collect::<Vec<_>>(), [true]);
+    let after = index(&env, &repo);
+    assert_eq!(after.bytes_read, 0, "the touched and the re-skipped file were read again: {after:?}");
+    assert_eq!(after.skipped.iter().map(|f| f.this_run).collect::<Vec<_>>(), [false]);
+    assert_eq!(hit_paths(&env.engine(), &repo, "okapi"), ["keep.rs"]);
+}

@@ -85,7 +85,7 @@ struct Plan {
     deleted: Vec<String>,
     /// Files the text index has whose symbols must be re-extracted.
     repair: Vec<walk::Candidate>,
-    /// Files found unchanged (size and mtime match the manifest).
+    /// Indexed files found unchanged (size and mtime match the manifest).
     unchanged: u64,
     /// Entries the walk passed over (binary, too large, symlinks, unreadable).
     issues: Vec<walk::WalkIssue>,
@@ -113,6 +113,10 @@ pub struct IndexSession {
     /// The manifest lags the index (a run died between commit and manifest write), so
     /// any path may have chunks the manifest does not know about.
     manifest_behind: bool,
+    /// Manifest entries changed that need no index commit (a file touched but not changed, a
+    /// file newly skipped): saved at the end of a run that commits nothing, so the next run
+    /// does not read those files again.
+    manifest_dirty: bool,
     status: StatusFile,
     /// The symbol store's writer; `None` when the code pass is off (plain-index benchmarks).
     /// Behind a mutex only because `process` runs on rayon threads through `&self`; it is
@@ -231,6 +235,7 @@ impl IndexSession {
             broken: None,
             compacting: false,
             manifest_behind,
+            manifest_dirty: false,
             status,
             code: code_pass,
             with_code: code,
@@ -289,6 +294,7 @@ impl IndexSession {
         self.repo = next;
         self.manifest = Manifest::load(Path::new("/nonexistent"));
         self.manifest_behind = false;
+        self.manifest_dirty = false;
         self.rebuilt = true;
         self.staging = Some(Staging { reason, live_generation });
         if let Some(o) = self.graph_options.clone() {
@@ -306,6 +312,7 @@ impl IndexSession {
         self.generation = schema::read_payload(&self.index).generation;
         self.manifest = Manifest::load(&self.repo.manifest_path());
         self.manifest_behind = self.manifest.generation != self.generation;
+        self.manifest_dirty = false;
         if self.with_code {
             self.code = Some(Mutex::new(CodePass::open(&self.repo, false, self.generation)?));
             if let Some(o) = self.graph_options.clone() {
@@ -505,10 +512,11 @@ impl IndexSession {
         let mut renames_left = self.hashes_of(&plan.deleted);
         let mut changed = self.remove_deleted(&plan.deleted)?;
         summary.deleted = plan.deleted.len() as u64;
-        changed |= self.record_walk_issues(&plan.issues)?;
+        changed |= self.record_walk_issues(&plan.issues, &mut summary)?;
 
         let run = Run { progress: &progress, sink, started, stop };
         self.index_files(&plan, text_first, &run, &mut summary, &mut renames_left, changed)?;
+        self.save_manifest_if_dirty()?;
         self.start_compaction();
         let generation = self.generation;
         summary.code = match self.code_mut() {
@@ -596,7 +604,10 @@ impl IndexSession {
         let mut unchanged = 0u64;
         for c in &walked.files {
             match self.manifest.files.get(&c.rel) {
-                Some(e) if !e.error && !e.text_only && e.size == c.size && e.mtime_ns == c.mtime_ns => unchanged += 1,
+                Some(e) if !e.error && !e.text_only && e.size == c.size && e.mtime_ns == c.mtime_ns => {
+                    // A file skipped before and untouched since is listed as skipped, not counted here.
+                    unchanged += u64::from(e.skipped.is_none());
+                }
                 _ => todo.push(c.clone()),
             }
         }
@@ -649,12 +660,18 @@ impl IndexSession {
     }
 
     /// Walk issues become manifest entries, and whatever was indexed under those paths goes;
-    /// true when something indexed went.
-    fn record_walk_issues(&mut self, issues: &[walk::WalkIssue]) -> Result<bool> {
+    /// true when something indexed went. An issue the manifest did not hold yet goes into the
+    /// summary as this run's.
+    fn record_walk_issues(&mut self, issues: &[walk::WalkIssue], s: &mut IndexSummary) -> Result<bool> {
         let mut changed = false;
         for issue in issues {
             if issue.rel.is_empty() {
                 continue;
+            }
+            let known = self.manifest.files.get(&issue.rel).and_then(|e| e.skipped.as_deref());
+            if !issue.error && known != Some(issue.reason.as_str()) {
+                s.skipped.push(SkippedFile { path: issue.rel.clone(), reason: issue.reason.clone(), this_run: true });
+                self.manifest_dirty = true;
             }
             if self.manifest.files.get(&issue.rel).is_some_and(|e| e.skipped.is_none()) {
                 self.forget_extracted(&issue.rel);
@@ -815,9 +832,11 @@ impl IndexSession {
         summary.bytes_read = progress.bytes_done.load(Ordering::Relaxed);
         summary.generation = self.generation;
         summary.rebuilt = self.rebuilt;
+        // `apply` and `record_walk_issues` listed the files this run skipped anew.
+        let this_run: HashSet<String> = summary.skipped.drain(..).map(|f| f.path).collect();
         for (path, e) in &self.manifest.files {
             if let Some(reason) = &e.skipped {
-                let f = SkippedFile { path: path.clone(), reason: reason.clone() };
+                let f = SkippedFile { path: path.clone(), reason: reason.clone(), this_run: this_run.contains(path) };
                 if e.error {
                     summary.errors.push(f);
                 } else {
@@ -1033,6 +1052,7 @@ impl IndexSession {
             }
             Outcome::Touched { size, mtime_ns } => {
                 s.unchanged += 1;
+                self.manifest_dirty = true;
                 if let Some(e) = self.manifest.files.get_mut(&rel) {
                     e.size = size;
                     e.mtime_ns = mtime_ns;
@@ -1040,6 +1060,7 @@ impl IndexSession {
                 false
             }
             Outcome::Skipped { reason, size, mtime_ns } => {
+                s.skipped.push(SkippedFile { path: rel.clone(), reason: reason.clone(), this_run: true });
                 self.forget_extracted(&rel);
                 if was_indexed {
                     if let Ok(w) = self.writer() {
@@ -1048,6 +1069,7 @@ impl IndexSession {
                     self.forget_code(&rel);
                 }
                 self.manifest.files.insert(rel, FileEntry::not_indexed(reason, false, size, mtime_ns));
+                self.manifest_dirty = true;
                 was_indexed
             }
             Outcome::Error(reason) => {
@@ -1115,7 +1137,23 @@ impl IndexSession {
         }
         self.manifest.generation = next.generation;
         self.manifest.save(&self.repo.manifest_path())?;
+        self.manifest_dirty = false;
         // Only after a full scope has been applied can every path be trusted again.
+        Ok(())
+    }
+
+    /// Saves manifest entries a run changed without a commit (see `manifest_dirty`). Only
+    /// while the manifest matches the live index: a lagging one, or a generation being built
+    /// that has no commit yet, waits for the next commit.
+    fn save_manifest_if_dirty(&mut self) -> Result<()> {
+        if !self.manifest_dirty || self.manifest_behind || self.staging.is_some() {
+            return Ok(());
+        }
+        if self.manifest.generation != self.generation || self.generation == 0 {
+            return Ok(());
+        }
+        self.manifest.save(&self.repo.manifest_path())?;
+        self.manifest_dirty = false;
         Ok(())
     }
 

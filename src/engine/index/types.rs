@@ -31,6 +31,10 @@ pub struct SkippedFile {
     pub path: String,
     /// Reason: binary, too large, unreadable, symlink, ...
     pub reason: String,
+    /// Found (or found changed) by this run; false for a file skipped by an earlier run and
+    /// untouched since, so a summary can name what is new instead of the same list each run.
+    #[serde(default)]
+    pub this_run: bool,
 }
 
 /// Outcome of one index run.
@@ -50,7 +54,8 @@ pub struct IndexSummary {
     pub deleted: u64,
     /// Of added/deleted, pairs that were renames (same content, new path).
     pub renamed: u64,
-    /// Files found unchanged (not re-read or not re-indexed).
+    /// Indexed files found unchanged (not re-read or not re-indexed); files skipped before and
+    /// untouched since are in `skipped`, not here.
     pub unchanged: u64,
     /// Bytes read this run.
     pub bytes_read: u64,
