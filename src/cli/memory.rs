@@ -32,7 +32,7 @@ pub enum MemoryCommand {
         /// What to recall.
         query: Vec<String>,
         /// How many.
-        #[arg(long, short = 'n')]
+        #[arg(long, short = 'n', value_parser = super::count_up_to::<100>)]
         limit: Option<usize>,
         /// Print JSON.
         #[arg(long)]
@@ -43,7 +43,7 @@ pub enum MemoryCommand {
         #[command(flatten)]
         repo: RepoArg,
         /// How many.
-        #[arg(long, short = 'n')]
+        #[arg(long, short = 'n', value_parser = super::count_up_to::<10_000>)]
         limit: Option<usize>,
         /// Print JSON.
         #[arg(long)]

@@ -743,6 +743,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A count flag (`--limit`/`-n`) taking 1 to `MAX`: a value the engine would clamp is a usage
+/// error that says the range, not a silently different page.
+pub(crate) fn count_up_to<const MAX: usize>(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX).contains(&n) => Ok(n),
+        Ok(_) => Err(format!("takes 1 to {MAX}")),
+        Err(e) => Err(format!("not a count ({e})")),
+    }
+}
+
 fn display_repo(p: &Path) -> String {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()).display().to_string()
 }

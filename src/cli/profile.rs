@@ -87,7 +87,7 @@ pub enum ProfileCommand {
         /// The topic.
         query: Vec<String>,
         /// How many.
-        #[arg(long, short = 'n')]
+        #[arg(long, short = 'n', value_parser = super::count_up_to::<100>)]
         limit: Option<usize>,
         /// Leave out the shared `team` preferences.
         #[arg(long)]

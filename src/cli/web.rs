@@ -15,7 +15,7 @@ pub struct WebSearchArgs {
     /// What to search the web for.
     query: Vec<String>,
     /// Results at most (default `[search] max_web_hits`).
-    #[arg(long, short = 'n')]
+    #[arg(long, short = 'n', value_parser = super::count_up_to::<30>)]
     limit: Option<usize>,
     /// Print JSON.
     #[arg(long)]

@@ -390,3 +390,24 @@ fn index_names_newly_skipped_files_and_sums_up_the_earlier_ones() {
     assert!(out.contains("1 unchanged;"), "skipped files are not counted unchanged: {out}");
     assert!(!out.contains(".bin ("), "{out}");
 }
+
+#[test]
+fn a_count_flag_out_of_range_is_a_usage_error_naming_the_range() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "keep.rs", "fn kept() {}\n");
+    let r = repo.to_str().unwrap();
+    for (args, range) in [
+        (vec!["memory", "recall", "--repo", r, "--limit", "0", "deploy"], "takes 1 to 100"),
+        (vec!["memory", "list", "--repo", r, "-n", "20000"], "takes 1 to 10000"),
+        (vec!["symbols", "--repo", r, "-n", "5000", "kept"], "takes 1 to 1000"),
+        (vec!["web-search", "-n", "31", "rust"], "takes 1 to 30"),
+    ] {
+        let o = run_in(&env, &repo, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(range), "{args:?}: {err}");
+    }
+    let ok = run_in(&env, &repo, &["memory", "recall", "--repo", r, "--limit", "100", "deploy"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
+}
