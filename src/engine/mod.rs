@@ -523,72 +523,18 @@ impl Engine {
 
     /// Lines of a file inside the repository; paths resolving outside it are refused.
     pub fn get_file(&self, repo_path: &Path, req: &FileRequest) -> Result<FileContent> {
-        let (file, lines) = (req.path.as_str(), req.lines());
+        let file = req.path.as_str();
         let repo = self.resolve_repo(repo_path)?;
-        // The root the file is read beneath: the repository's, or a registered source's (a
-        // `//name/...` key as hits give it, or an absolute path inside the source).
-        let srcs = index::sources::load(&repo.state_dir);
-        let source = match index::sources::split(file) {
-            Some((name, rel)) => match srcs.iter().find(|s| s.name == name) {
-                Some(s) => Some((s, rel)),
-                None => return Err(Error::BadRequest(format!("no source named {name} in {}", repo.root.display()))),
-            },
-            None => None,
-        };
-        // The source the file is read from (None: the repository), and the path to open.
-        let (owner, candidate) = match source {
-            Some((s, rel)) => (Some(s), s.path.join(rel)),
-            None if Path::new(file).is_absolute() => {
-                let real = repos::resolve_existing(Path::new(file));
-                let owner = srcs.iter().find(|s| real.starts_with(&s.path));
-                // Outside whether or not it exists: the answer never tells which.
-                if owner.is_none() && !real.starts_with(&repo.root) {
-                    return Err(Error::OutsideRepo { path: file.to_string(), repo: repo.root.clone() });
-                }
-                (owner, PathBuf::from(file))
-            }
-            None => {
-                // `..` that leaves the repository is outside whether or not the target exists.
-                crate::engine::repos::repo_relative(&repo.root, file)?;
-                (None, repo.root.join(file))
-            }
-        };
-        let root = owner.map_or_else(|| repo.root.clone(), |s| s.path.clone());
-        let outside = || match owner {
-            Some(s) => Error::OutsideSource { path: file.to_string(), source_name: s.name.clone(), root: root.clone() },
-            None => Error::OutsideRepo { path: file.to_string(), repo: root.clone() },
-        };
-        // Outside (through `..` or a link) is said before whether the file exists.
-        if !repos::resolve_existing(&candidate).starts_with(&root) {
-            return Err(outside());
-        }
-        let real = std::fs::canonicalize(&candidate)
-            .map_err(|_| Error::NotFound(format!("no such file in {}: {file}", root.display())))?;
-        if !real.starts_with(&root) {
-            return Err(outside());
-        }
-        if !real.is_file() {
-            return Err(Error::BadRequest(format!("{file} is not a file")));
-        }
-        // The check above gives clear errors; the read itself goes through the one opener, so a
-        // link anywhere on the path (or one swapped in since the check) is never followed.
-        let rel = match candidate.strip_prefix(&root) {
-            Ok(lexical) => lexical.to_string_lossy().into_owned(),
-            Err(_) => repos_rel(&root, &real),
-        };
-        let shown = match owner {
-            Some(s) => index::sources::key(&s.name, &repos_rel(&root, &real)),
-            None => repos_rel(&repo.root, &real),
-        };
-        self.check_served(&root, &real, file)?;
-        let bytes = fsutil::read_repo_file(&root, &rel).map_err(|e| {
+        let found = locate_file(&repo, file)?;
+        self.check_served(&found.root, &found.real, file)?;
+        let bytes = fsutil::read_repo_file(&found.root, &found.rel).map_err(|e| {
             if fsutil::is_symlink_refusal(&e) {
                 Error::BadRequest(format!("{file} is reached through a symbolic link; docdex does not follow links"))
             } else {
                 Error::BadRequest(format!("cannot read {file}: {e}"))
             }
         })?;
-        let format = index::extract::Format::of(&rel);
+        let format = index::extract::Format::of(&found.rel);
         let doc = match format {
             Some(fmt) => Some(extracted_document(fmt, &bytes, file)?),
             None if fsutil::looks_binary(&bytes) => {
@@ -602,34 +548,18 @@ impl Engine {
         };
         let all: Vec<&str> = text.lines().collect();
         let total = all.len() as u32;
-        let page_lines = match (req.page, &doc) {
-            (None, _) => None,
-            (Some(n), Some(d)) if !d.pages.is_empty() => Some(d.page_lines(n).ok_or_else(|| {
-                Error::BadRequest(format!("{file} has {} pages; page {n} does not exist", d.pages.len()))
-            })?),
-            (Some(_), _) => return Err(Error::BadRequest(format!("{file} has no pages: --page is for PDF files"))),
-        };
-        let asked = page_lines.or(lines);
-        let (a, b) = asked.unwrap_or((1, total.max(1)));
-        if a == 0 || b < a {
-            return Err(Error::BadRequest(format!("bad line range {a}-{b}: use A-B with 1 <= A <= B")));
-        }
-        if asked.is_some() && a > total {
-            return Err(Error::BadRequest(format!(
-                "bad line range {a}-{b}: {file} has {total} lines, so line {a} is past its end"
-            )));
-        }
-        let b = b.min(total);
+        let (a, b) = asked_lines(req, doc.as_ref(), file, total)?;
         let slice = if a > total { &[][..] } else { &all[(a - 1) as usize..b as usize] };
+        let last = b.max(a.min(total));
         Ok(FileContent {
-            path: shown,
+            path: found.shown,
             line_start: a,
-            line_end: b.max(a.min(total)),
+            line_end: last,
             total_lines: total,
             text: slice.join("\n"),
             format: format.map(|f| f.lang().to_string()),
             page_start: doc.as_ref().and_then(|d| d.page_of(a)),
-            page_end: doc.as_ref().and_then(|d| d.page_of(b.max(a.min(total)))),
+            page_end: doc.as_ref().and_then(|d| d.page_of(last)),
             total_pages: doc.as_ref().filter(|d| !d.pages.is_empty()).map(|d| d.pages.len() as u32),
         })
     }
@@ -736,6 +666,101 @@ fn human_bytes(n: u64) -> String {
         1_024..1_048_576 => format!("{:.1} KB", n as f64 / 1024.0),
         _ => format!("{:.1} MB", n as f64 / 1_048_576.0),
     }
+}
+
+/// A file `get` was asked for, found inside the repository or one of its registered sources.
+struct LocatedFile {
+    /// The root it is read beneath: the repository's, or the source's.
+    root: PathBuf,
+    /// The resolved path (links followed), for the served-file check.
+    real: PathBuf,
+    /// The path under `root` the one opener reads (no link followed).
+    rel: String,
+    /// The path as responses name it: repo-relative, or a source's `//name/...` key.
+    shown: String,
+}
+
+/// Finds `file` (repo-relative, absolute, or a `//source/...` key) beneath the repository or a
+/// registered source. Outside (through `..` or a link) is said before whether the file exists,
+/// so the answer is no oracle for paths outside.
+fn locate_file(repo: &repos::RepoRef, file: &str) -> Result<LocatedFile> {
+    let srcs = index::sources::load(&repo.state_dir);
+    let source = match index::sources::split(file) {
+        Some((name, rel)) => match srcs.iter().find(|s| s.name == name) {
+            Some(s) => Some((s, rel)),
+            None => return Err(Error::BadRequest(format!("no source named {name} in {}", repo.root.display()))),
+        },
+        None => None,
+    };
+    // The source the file is read from (None: the repository), and the path to open.
+    let (owner, candidate) = match source {
+        Some((s, rel)) => (Some(s), s.path.join(rel)),
+        None if Path::new(file).is_absolute() => {
+            let real = repos::resolve_existing(Path::new(file));
+            let owner = srcs.iter().find(|s| real.starts_with(&s.path));
+            if owner.is_none() && !real.starts_with(&repo.root) {
+                return Err(Error::OutsideRepo { path: file.to_string(), repo: repo.root.clone() });
+            }
+            (owner, PathBuf::from(file))
+        }
+        None => {
+            repos::repo_relative(&repo.root, file)?;
+            (None, repo.root.join(file))
+        }
+    };
+    let root = owner.map_or_else(|| repo.root.clone(), |s| s.path.clone());
+    let outside = || match owner {
+        Some(s) => Error::OutsideSource { path: file.to_string(), source_name: s.name.clone(), root: root.clone() },
+        None => Error::OutsideRepo { path: file.to_string(), repo: root.clone() },
+    };
+    if !repos::resolve_existing(&candidate).starts_with(&root) {
+        return Err(outside());
+    }
+    let real = std::fs::canonicalize(&candidate)
+        .map_err(|_| Error::NotFound(format!("no such file in {}: {file}", root.display())))?;
+    if !real.starts_with(&root) {
+        return Err(outside());
+    }
+    if !real.is_file() {
+        return Err(Error::BadRequest(format!("{file} is not a file")));
+    }
+    let rel = match candidate.strip_prefix(&root) {
+        Ok(lexical) => lexical.to_string_lossy().into_owned(),
+        Err(_) => repos_rel(&root, &real),
+    };
+    let shown = match owner {
+        Some(s) => index::sources::key(&s.name, &repos_rel(&root, &real)),
+        None => repos_rel(&repo.root, &real),
+    };
+    Ok(LocatedFile { root, real, rel, shown })
+}
+
+/// The inclusive line range `get` returns: the request's page (PDF) or lines, else the whole
+/// file; the end is cut to the file's last line, a start past it is an error.
+fn asked_lines(
+    req: &FileRequest,
+    doc: Option<&index::extract::Extracted>,
+    file: &str,
+    total: u32,
+) -> Result<(u32, u32)> {
+    let page_lines = match (req.page, doc) {
+        (None, _) => None,
+        (Some(n), Some(d)) if !d.pages.is_empty() => Some(d.page_lines(n).ok_or_else(|| {
+            Error::BadRequest(format!("{file} has {} pages; page {n} does not exist", d.pages.len()))
+        })?),
+        (Some(_), _) => return Err(Error::BadRequest(format!("{file} has no pages: --page is for PDF files"))),
+    };
+    let asked = page_lines.or(req.lines());
+    let (a, b) = asked.unwrap_or((1, total.max(1)));
+    if a == 0 || b < a {
+        return Err(Error::BadRequest(format!("bad line range {a}-{b}: use A-B with 1 <= A <= B")));
+    }
+    if asked.is_some() && a > total {
+        return Err(Error::BadRequest(format!(
+            "bad line range {a}-{b}: {file} has {total} lines, so line {a} is past its end"
+        )));
+    }
+    Ok((a, b.min(total)))
 }
 
 fn repos_rel(root: &Path, p: &Path) -> String {
