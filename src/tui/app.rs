@@ -575,7 +575,7 @@ impl App {
             }
             Some(Overlay::Prompt { .. }) => Mode::Insert,
             Some(_) => Mode::Normal,
-            None if self.pane(self.focus).typing() => Mode::Insert,
+            None if self.pane(self.focus).typing() && !self.pane(self.focus).asking() => Mode::Insert,
             None => Mode::Normal,
         }
     }
@@ -1026,7 +1026,7 @@ impl App {
             push(&mut out, k, "help", true);
         }
         match field {
-            Some(_) => push(&mut out, "esc".into(), "normal", true),
+            Some(_) => push(&mut out, "esc".into(), self.pane(self.focus).esc_label(), true),
             None if self.pane(self.focus).text_field().is_some() => {
                 let cmd = if self.focus == PaneId::Chat { Command::FocusInput } else { Command::FocusQuery };
                 if let Some(k) = self.keymap.hint_for(cmd, None) {
@@ -1035,7 +1035,9 @@ impl App {
             }
             None => {}
         }
-        if field.is_some() {
+        if self.pane(self.focus).asking() {
+            // A yes/no question: its own line says the answers; the state keeps its room.
+        } else if field.is_some() {
             // Digits are text here: say how to switch panes without leaving the field.
             let first = self.keymap.hint_for(Command::GotoRepos, field);
             let last = self.keymap.hint_for(Command::GotoProfile, field);

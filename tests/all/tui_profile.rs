@@ -230,3 +230,31 @@ fn profile_pane_searches_exports_and_imports() {
     h.pump();
     assert!(h.app.notice().is_some_and(|n| n.contains("/no/such/manifest.json")), "{:?}", h.app.notice());
 }
+
+/// The status bar (last row) at a size.
+fn status_bar(h: &Harness, w: u16, hh: u16) -> String {
+    h.screen(w, hh).lines().last().unwrap_or_default().to_string()
+}
+
+#[test]
+fn removing_a_long_preference_at_80x24_shows_the_answers_and_the_footer_says_what_esc_does() {
+    // Tour: at 80x24 the question about a long preference was cut before its answers
+    // (`Remove "Validate input … t…`), tagged INS with `esc normal` in the footer.
+    let mut h = open_on("mcoda_backend");
+    h.key(KeyCode::Right);
+    h.key(KeyCode::Char('d'));
+    h.wait(7_000);
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "y removes it, n or esc keeps it"), "{s}");
+    assert_eq!(h.app.mode(), docdex::tui::app::Mode::Normal, "nothing is typed into a yes/no question");
+    let bar = status_bar(&h, 80, 24);
+    assert!(bar.starts_with(" NOR ") && bar.contains("esc keep") && !bar.contains("esc normal"), "{bar}");
+    h.key(KeyCode::Esc);
+    assert!(!shows(&h.screen(80, 24), "keeps it"), "esc keeps the preference and closes the question");
+    // The add form: esc closes it with its text, so the footer says cancel, not normal.
+    h.key(KeyCode::Char('a'));
+    h.typ("q? stays text");
+    let bar = status_bar(&h, 80, 24);
+    assert!(bar.starts_with(" INS ") && bar.contains("esc cancel") && !bar.contains("esc normal"), "{bar}");
+    assert!(!h.app.should_quit());
+}

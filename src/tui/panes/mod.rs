@@ -95,6 +95,18 @@ pub trait Pane {
         None
     }
 
+    /// True while the pane asks a yes/no question in place of its text field: keys still go
+    /// to the pane first, but nothing is typed, so the mode tag says NOR.
+    fn asking(&self) -> bool {
+        false
+    }
+
+    /// What `esc` does in the pane's text field, for the footer: `normal` (leaves the field,
+    /// the text stays) unless the field belongs to a form that `esc` closes.
+    fn esc_label(&self) -> &'static str {
+        "normal"
+    }
+
     /// Gives the pane's text field focus (normal mode -> insert mode); false without one.
     fn focus_text(&mut self) -> bool {
         false

@@ -661,8 +661,9 @@ impl ProfilePane {
             Form::None => 0,
             Form::Edit(_) => 8,
             Form::Search(_) | Form::Import(_) => 3,
-            // A row to spare: a long status notice takes the bottom border and the row above.
-            Form::ConfirmRemove { .. } => 4,
+            // The question, its answers, and a row to spare: a long status notice takes the
+            // bottom border and the row above.
+            Form::ConfirmRemove { .. } => 5,
         }
     }
 
@@ -703,14 +704,14 @@ impl ProfilePane {
                 let block = frame(" Remove preference ", cx.focused, t);
                 let inner = block.inner(area);
                 block.render(area, buf);
-                let text = format!("Remove \"{}\"? y removes, n or {} keeps it", content, cx.key(Command::Back));
-                buf.set_stringn(
-                    inner.x + 1,
-                    inner.y,
-                    truncate(&text, inner.width.saturating_sub(1) as usize),
-                    inner.width as usize,
-                    t.style(Slot::Warning),
-                );
+                // The answers get a row of their own, so a long preference never cuts them off.
+                let w = inner.width.saturating_sub(1) as usize;
+                let question = format!("Remove \"{content}\"?");
+                let answers = format!("y removes it, n or {} keeps it", cx.key(Command::Back));
+                for (k, text) in [question, answers].iter().enumerate().take(inner.height as usize) {
+                    let y = inner.y + k as u16;
+                    buf.set_stringn(inner.x + 1, y, truncate(text, w), w, t.style(Slot::Warning));
+                }
                 None
             }
             Form::Edit(f) => {
@@ -818,6 +819,19 @@ impl Pane for ProfilePane {
 
     fn text_field(&self) -> Option<bool> {
         self.typing().then_some(false)
+    }
+
+    fn asking(&self) -> bool {
+        matches!(self.form, Form::ConfirmRemove { .. })
+    }
+
+    fn esc_label(&self) -> &'static str {
+        // Every form here closes on `esc` (its text goes); the question keeps the preference.
+        if self.asking() {
+            "keep"
+        } else {
+            "cancel"
+        }
     }
 
     fn focus_text(&mut self) -> bool {
@@ -937,7 +951,8 @@ impl Pane for ProfilePane {
             Form::None => {}
             // Its own line says it all: `y` removes, `n` or `esc` keeps it (`enter` is no answer).
             Form::ConfirmRemove { .. } => return Vec::new(),
-            _ => return vec![(Command::Select, "ok"), (Command::Back, "cancel")],
+            // `esc cancel` is the mode's own hint (see `esc_label`).
+            _ => return vec![(Command::Select, "ok")],
         }
         vec![
             (Command::ProfileAdd, "add"),
