@@ -588,6 +588,7 @@ async fn completions(
     // Dropped with this future (the client went away while we wait) or with the response
     // stream (it went away mid-answer): either way the turn stops within a cancel tick.
     let cancel = CancelOnDrop(req.cancel.clone());
+    let stop_turn = req.cancel.clone();
     let slot = match chat_slot(&state).await {
         Ok(slot) => slot,
         Err(busy) => return Ok(busy),
@@ -637,43 +638,87 @@ async fn completions(
         None => return Err(lost_worker()),
     };
     let chunks = Chunks { id, model, created: now_secs(), include_usage: include_usage(&body) };
-    let stream = futures::stream::unfold((rx, chunks, first, false), |(mut rx, chunks, first, done)| async move {
+    // Set when the shutdown grace is over: the stopped turn's response then ends the stream
+    // as an error that carries the `docdex` extension.
+    let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let events = answer_events(rx, chunks, first, cut.clone());
+    use futures::StreamExt;
+    let events = cut_at_shutdown(events, grace, cut, stop_turn).map(move |event| {
+        let _ = &cancel;
+        event
+    });
+    Ok(sse(events))
+}
+
+/// The events of a streamed answer: the first piece, the deltas, then the end ([`Chunks::last`],
+/// or the shutdown error with the stopped turn's `docdex` extension once `cut` is set).
+fn answer_events(
+    rx: tokio::sync::mpsc::Receiver<Update>,
+    chunks: Chunks,
+    first: Option<String>,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> impl futures::Stream<Item = Event> + Send {
+    use futures::StreamExt;
+    let state = (rx, chunks, first, false, cut);
+    futures::stream::unfold(state, |(mut rx, chunks, first, done, cut)| async move {
         if done {
             return None;
         }
         if let Some(t) = first {
-            return Some((chunks.first(t), (rx, chunks, None, false)));
+            return Some((chunks.first(t), (rx, chunks, None, false, cut)));
         }
-        match rx.recv().await {
-            Some(Update::Token(t)) => Some((vec![chunks.delta(t)], (rx, chunks, None, false))),
+        let events = match rx.recv().await {
+            Some(Update::Token(t)) => return Some((vec![chunks.delta(t)], (rx, chunks, None, false, cut))),
             Some(Update::Done(r)) => match *r {
-                Ok(resp) => Some((chunks.last(resp), (rx, chunks, None, true))),
-                Err(e) => Some((chunks.error(&e), (rx, chunks, None, true))),
+                Ok(resp) if cut.load(std::sync::atomic::Ordering::SeqCst) => chunks.ended_by(resp, &shutting_down()),
+                Ok(resp) => chunks.last(resp),
+                Err(e) => chunks.error(&e),
             },
-            None => Some((chunks.error(&lost_worker()), (rx, chunks, None, true))),
-        }
-    });
+            None => chunks.error(&lost_worker()),
+        };
+        Some((events, (rx, chunks, None, true, cut)))
+    })
+    .flat_map(futures::stream::iter)
+}
+
+/// A shutdown lets a streamed answer go on for the grace period, then stops the turn and waits
+/// up to [`STOPPED_TURN_WAIT`] for its end (the shutdown error with the `docdex` extension,
+/// see [`answer_events`]); a turn that does not stop by then gets the bare error. Either way
+/// the stream ends with `[DONE]`, so the client can tell a cut answer from a whole one.
+fn cut_at_shutdown(
+    events: impl futures::Stream<Item = Event> + Send + 'static,
+    grace: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop_turn: CancelToken,
+) -> impl futures::Stream<Item = Result<Event, Infallible>> + Send {
     use futures::StreamExt;
-    let events = stream.flat_map(futures::stream::iter);
-    // A shutdown lets the answer go on for the grace period, then ends it with an error event
-    // and `[DONE]`, so the client can tell a cut answer from a whole one.
-    let events =
-        futures::stream::unfold((Box::pin(events), grace, false), |(mut events, mut grace, ended)| async move {
+    let state = (Box::pin(events), grace, None::<std::pin::Pin<Box<tokio::time::Sleep>>>, false);
+    futures::stream::unfold(state, move |(mut events, mut grace, mut stopping, ended)| {
+        let (cut, stop_turn) = (cut.clone(), stop_turn.clone());
+        async move {
             if ended {
                 return None;
             }
+            let Some(wait) = stopping.as_mut() else {
+                return tokio::select! {
+                    biased;
+                    event = events.next() => event.map(|e| (vec![e], (events, grace, None, false))),
+                    _ = &mut grace => {
+                        cut.store(true, std::sync::atomic::Ordering::SeqCst);
+                        stop_turn.cancel();
+                        let wait = Box::pin(tokio::time::sleep(STOPPED_TURN_WAIT));
+                        Some((Vec::new(), (events, grace, Some(wait), false)))
+                    }
+                };
+            };
             tokio::select! {
                 biased;
-                event = events.next() => event.map(|e| (vec![e], (events, grace, false))),
-                _ = &mut grace => Some((shutdown_events(), (events, grace, true))),
+                event = events.next() => event.map(|e| (vec![e], (events, grace, stopping, false))),
+                _ = wait.as_mut() => Some((shutdown_events(), (events, grace, None, true))),
             }
-        })
-        .flat_map(|batch| futures::stream::iter(batch.into_iter().map(Ok::<_, Infallible>)))
-        .map(move |event| {
-            let _ = &cancel;
-            event
-        });
-    Ok(sse(events))
+        }
+    })
+    .flat_map(|batch| futures::stream::iter(batch.into_iter().map(Ok::<_, Infallible>)))
 }
 
 fn include_usage(body: &ChatCompletionRequest) -> bool {
@@ -732,10 +777,7 @@ impl Chunks {
             // make a cut answer look whole to clients that only read the chunks.
             let message = resp.llm.message.clone().unwrap_or_else(|| "the model failed part-way".into());
             let code = resp.llm.error_code.clone().unwrap_or_else(|| "upstream_unavailable".into());
-            let error = json!({"error": {"code": code, "message": message}, "docdex": DocdexExtension::of(resp)});
-            out.push(Event::default().data(error.to_string()));
-            out.push(Event::default().data("[DONE]"));
-            return out;
+            return Self::error_with(&code, &message, resp);
         }
         let usage = usage(&resp.trace);
         let reason = finish_reason(&resp);
@@ -750,6 +792,19 @@ impl Chunks {
         }
         out.push(Event::default().data("[DONE]"));
         out
+    }
+
+    /// A turn that ended because of `e` (a shutdown): its error event with the turn's `docdex`
+    /// extension (sources, session, trace), then `[DONE]`.
+    fn ended_by(&self, mut resp: ChatTurnResponse, e: &ApiError) -> Vec<Event> {
+        resp.llm.error_code = Some(e.code.to_string());
+        resp.llm.message = Some(e.message.clone());
+        Self::error_with(e.code, &e.message, resp)
+    }
+
+    fn error_with(code: &str, message: &str, resp: ChatTurnResponse) -> Vec<Event> {
+        let error = json!({"error": {"code": code, "message": message}, "docdex": DocdexExtension::of(resp)});
+        vec![Event::default().data(error.to_string()), Event::default().data("[DONE]")]
     }
 
     /// An error after the stream started, OpenAI style, then `[DONE]`.

@@ -216,6 +216,9 @@ async fn sigterm_lets_a_streamed_answer_go_on_then_ends_it_with_an_error_and_don
     assert_eq!(data.last(), Some(&"[DONE]"), "{text}");
     let error: Value = serde_json::from_str(data[data.len() - 2]).unwrap();
     assert_eq!(error["error"]["code"], "shutting_down", "{text}");
+    // The stopped turn's extension, as the non-streamed reply and a model failing carry it.
+    assert!(error["docdex"]["session_id"].as_str().is_some_and(|s| !s.is_empty()), "{text}");
+    assert_eq!(error["docdex"]["llm"]["status"], "stopped", "{text}");
     assert!(after_signal >= 3, "tokens kept coming during the grace period: {text}");
     assert!(signalled.elapsed() >= Duration::from_secs(6), "cut after {:?}", signalled.elapsed());
     assert!(server.wait_exit(Duration::from_secs(10)).success());
