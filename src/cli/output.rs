@@ -193,12 +193,19 @@ fn print_embeddings(out: &Out, e: &EmbedSummary) {
             } else {
                 out.paint("33", "partly embedded")
             };
+            // The parts add up to what this run gave a vector; `chunks` is every vector stored.
+            let mut parts = vec![format!("{} new", e.chunks_embedded), format!("{} from cache", e.chunks_cached)];
+            if e.chunks_repeated > 0 {
+                parts.push(format!("{} repeating a text", e.chunks_repeated));
+            }
+            if e.chunks_blank > 0 {
+                parts.push(format!("{} blank (nothing to embed)", e.chunks_blank));
+            }
             out.line(&format!(
-                "{label} {} with {} ({} new, {} from cache, {} updated, {} removed) in {:.2}s",
+                "{label} {} with {} ({}; {} updated, {} removed) in {:.2}s",
                 count(e.chunks, "chunk"),
                 e.model,
-                e.chunks_embedded,
-                e.chunks_cached,
+                parts.join(", "),
                 count(e.files_embedded, "file"),
                 e.files_removed,
                 e.seconds

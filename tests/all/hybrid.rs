@@ -102,6 +102,26 @@ fn renames_and_reverts_reuse_cached_vectors() {
     assert_eq!((e.chunks_embedded, e.chunks_cached), (0, readme_chunks));
 }
 
+/// The summary's parts add up: every chunk the index holds is embedded now, served from the
+/// cache, shares the text of another chunk of the run, or is blank (no vector).
+#[test]
+fn embedding_counts_add_up_to_the_index_chunks() {
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.md", "alpha beta gamma\n");
+    write(&repo, "b.md", "alpha beta gamma\n");
+    write(&repo, "blank.md", "\n\n\n");
+    write(&repo, "c.py", "def f():\n    return 2\n");
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let s = index(&engine, &repo);
+    let e = s.embeddings.expect("embedding summary");
+    assert_eq!((e.chunks_embedded, e.chunks_cached, e.chunks_repeated, e.chunks_blank), (2, 0, 1, 1), "{e:?}");
+    assert_eq!(e.chunks_embedded + e.chunks_cached + e.chunks_repeated + e.chunks_blank, s.chunks);
+    assert_eq!(e.chunks, 3, "the blank chunk has no vector");
+    assert_eq!(embedded_inputs(&server).len(), 2, "one request per distinct text");
+}
+
 /// Files of one chunk each, with words shared with the query in different amounts.
 fn fusion_repo(root: &Path) {
     write(root, "a.rs", "// ledger ledger ledger balance\nfn a() {}\n");

@@ -191,6 +191,10 @@ impl Engine {
                 .iter()
                 .filter_map(|p| wanted.get(*p).map(|w| (*p, w)))
                 .filter_map(|(p, w)| file_chunks(repo, &searcher, &fields, p, w))
+                .map(|(f, texts, blank)| {
+                    s.chunks_blank += blank;
+                    (f, texts)
+                })
                 .collect();
             let hashes: Vec<TextHash> = files.iter().flat_map(|(f, _)| f.chunks.iter().map(|c| c.hash)).collect();
             let mut vectors = store.cached(&hashes)?;
@@ -199,8 +203,13 @@ impl Engine {
             let mut queued: HashSet<TextHash> = HashSet::new();
             for (f, texts) in &files {
                 for (c, t) in f.chunks.iter().zip(texts) {
-                    if !vectors.contains_key(&c.hash) && queued.insert(c.hash) {
+                    if vectors.contains_key(&c.hash) {
+                        continue;
+                    }
+                    if queued.insert(c.hash) {
                         missing.push((c.hash, t.clone()));
+                    } else {
+                        s.chunks_repeated += 1;
                     }
                 }
             }
@@ -327,7 +336,7 @@ fn file_chunks(
     fields: &Fields,
     path: &str,
     w: &Wanted,
-) -> Option<(FileEntry, Vec<String>)> {
+) -> Option<(FileEntry, Vec<String>, u64)> {
     // A document's chunks are lines of its extracted text, which its manifest hash is of.
     let bytes = crate::engine::index::extract::indexed_text(repo, path).ok()?;
     // The manifest hashes the text as indexed: invalid UTF-8 already replaced.
@@ -339,17 +348,19 @@ fn file_chunks(
     let starts = line_starts(&text);
     let mut entry = FileEntry { path: path.to_string(), file_hash: w.hash, lang: w.lang.clone(), chunks: Vec::new() };
     let mut texts = Vec::new();
+    let mut blank = 0;
     for (ls, le) in ranges {
         let a = starts.get(ls.saturating_sub(1) as usize).copied().unwrap_or(text.len());
         let b = starts.get(le as usize).copied().unwrap_or(text.len());
         let input = embed_input(&text[a.min(b)..b]);
         if input.is_empty() {
+            blank += 1;
             continue;
         }
         entry.chunks.push(ChunkEntry { line_start: ls, line_end: le, hash: text_hash(input) });
         texts.push(input.to_string());
     }
-    Some((entry, texts))
+    Some((entry, texts, blank))
 }
 
 /// Byte offsets where each line starts.

@@ -39,6 +39,13 @@ pub struct EmbedSummary {
     pub chunks_embedded: u64,
     /// Chunks whose vector came from the cache (same text embedded before).
     pub chunks_cached: u64,
+    /// Chunks whose text another chunk of this run has too (one vector serves both), so
+    /// `chunks_embedded + chunks_cached + chunks_repeated` is every chunk given a vector.
+    #[serde(default)]
+    pub chunks_repeated: u64,
+    /// Chunks with nothing to embed (blank lines only): the index has them, no vector does.
+    #[serde(default)]
+    pub chunks_blank: u64,
     /// Files whose vectors were removed (gone from the index).
     pub files_removed: u64,
     /// Chunk vectors stored after the run.
