@@ -9,7 +9,7 @@
 use super::action::{Action, Level, PromptKind};
 use super::clock::Clock;
 use super::event::{AppEvent, ChatUpdate, EngineEvent, ProviderState, ProviderStatus, Request};
-use super::keymap::{Command, KeyChord, Keymap};
+use super::keymap::{Command, Context, KeyChord, Keymap};
 use super::layout::{self, AppLayout};
 use super::panes::chat::ChatPane;
 use super::panes::dag::DagPane;
@@ -179,6 +179,9 @@ pub struct App {
     /// The chat turn the trace pane was last pointed at.
     trace_followed: Option<u64>,
     layout: Cell<Option<AppLayout>>,
+    /// How far the help or message log drawn last can scroll, so a key past either end is
+    /// not counted (after `end`, `up` scrolls back at once).
+    overlay_max: Cell<usize>,
 }
 
 impl App {
@@ -215,6 +218,7 @@ impl App {
             impact_followed: None,
             trace_followed: None,
             layout: Cell::new(None),
+            overlay_max: Cell::new(usize::MAX / 2),
         };
         app.requests.push(Request::LoadRepos { current: app.repo.clone() });
         app.requests.push(Request::CheckProvider);
@@ -683,29 +687,20 @@ impl App {
     fn overlay_answer(&mut self, key: &KeyEvent, chord: KeyChord) {
         let Some(overlay) = self.overlay.as_mut() else { return };
         match overlay {
-            Overlay::Help { scroll } => match key.code {
-                KeyCode::Down | KeyCode::Char('j') => *scroll += 1,
-                KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
-                KeyCode::PageDown | KeyCode::Char(' ') => *scroll += 10,
-                KeyCode::PageUp => *scroll = scroll.saturating_sub(10),
-                KeyCode::Home => *scroll = 0,
-                KeyCode::End => *scroll = usize::MAX / 2,
-                _ => {
-                    let cmd = self.keymap.lookup(super::keymap::Context::Global, chord);
+            Overlay::Help { scroll } => match scroll_step(key, self.keymap.lookup(Context::Navigate, chord)) {
+                Some(step) => *scroll = step.apply(*scroll, self.overlay_max.get()),
+                None => {
+                    let cmd = self.keymap.lookup(Context::Global, chord);
                     if cmd == Some(Command::Quit) && key.code != KeyCode::Char('q') {
                         self.quit = true;
                     }
                     self.overlay = None;
                 }
             },
-            Overlay::Messages { scroll } => match key.code {
-                KeyCode::Up | KeyCode::Char('k') => *scroll += 1,
-                KeyCode::Down | KeyCode::Char('j') => *scroll = scroll.saturating_sub(1),
-                KeyCode::PageUp => *scroll += 10,
-                KeyCode::PageDown | KeyCode::Char(' ') => *scroll = scroll.saturating_sub(10),
-                KeyCode::Home => *scroll = usize::MAX / 2,
-                KeyCode::End => *scroll = 0,
-                _ => self.overlay = None,
+            // Newest at the bottom: `scroll` counts rows up from it, so the steps turn round.
+            Overlay::Messages { scroll } => match scroll_step(key, self.keymap.lookup(Context::Navigate, chord)) {
+                Some(step) => *scroll = step.reversed().apply(*scroll, self.overlay_max.get()),
+                None => self.overlay = None,
             },
             Overlay::ConfirmQuit => {
                 self.overlay = None;
@@ -1158,11 +1153,12 @@ impl App {
                     problems: &self.problems,
                 };
                 let lines = help::help_lines(&self.keymap, t, &hc);
-                help::render(l.main, buf, &lines, t, *scroll);
+                self.overlay_max.set(help::render(l.main, buf, &lines, t, *scroll));
                 cursor = None;
             }
             Some(Overlay::Messages { scroll }) => {
-                widgets::messages::render(l.main, buf, &self.messages, t, *scroll, self.messages_hint());
+                let max = widgets::messages::render(l.main, buf, &self.messages, t, *scroll, self.messages_hint());
+                self.overlay_max.set(max);
                 cursor = None;
             }
             Some(Overlay::ConfirmQuit) => {
@@ -1292,6 +1288,53 @@ fn join_some(names: &[&str], n: usize) -> String {
 }
 
 /// A key that types a character (no `ctrl` or `alt`).
+/// A move through the help or the message log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ScrollStep {
+    Down(usize),
+    Up(usize),
+    Top,
+    Bottom,
+}
+
+impl ScrollStep {
+    /// The offset from the top after the step, kept within `0..=max`.
+    fn apply(self, scroll: usize, max: usize) -> usize {
+        let scroll = scroll.min(max);
+        match self {
+            ScrollStep::Down(n) => scroll.saturating_add(n).min(max),
+            ScrollStep::Up(n) => scroll.saturating_sub(n),
+            ScrollStep::Top => 0,
+            ScrollStep::Bottom => max,
+        }
+    }
+
+    /// The same step for a list read from the bottom up.
+    fn reversed(self) -> ScrollStep {
+        match self {
+            ScrollStep::Down(n) => ScrollStep::Up(n),
+            ScrollStep::Up(n) => ScrollStep::Down(n),
+            ScrollStep::Top => ScrollStep::Bottom,
+            ScrollStep::Bottom => ScrollStep::Top,
+        }
+    }
+}
+
+/// The scroll a key means in an overlay: the arrows, `j`/`k`, `space` and the paging keys,
+/// and whatever the keymap binds to moving in `[navigate]` (`g`/`G`, vim's `ctrl+f`/`ctrl+b`),
+/// so the keys help lists for moving also move through help. `None`: the key closes it.
+fn scroll_step(key: &KeyEvent, nav: Option<Command>) -> Option<ScrollStep> {
+    match (key.code, nav) {
+        (KeyCode::Down | KeyCode::Char('j'), _) | (_, Some(Command::Down)) => Some(ScrollStep::Down(1)),
+        (KeyCode::Up | KeyCode::Char('k'), _) | (_, Some(Command::Up)) => Some(ScrollStep::Up(1)),
+        (KeyCode::PageDown | KeyCode::Char(' '), _) | (_, Some(Command::PageDown)) => Some(ScrollStep::Down(10)),
+        (KeyCode::PageUp, _) | (_, Some(Command::PageUp)) => Some(ScrollStep::Up(10)),
+        (KeyCode::Home, _) | (_, Some(Command::Top)) => Some(ScrollStep::Top),
+        (KeyCode::End, _) | (_, Some(Command::Bottom)) => Some(ScrollStep::Bottom),
+        _ => None,
+    }
+}
+
 fn is_printable(key: &KeyEvent) -> bool {
     matches!(key.code, KeyCode::Char(_)) && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
 }

@@ -78,9 +78,11 @@ fn a_sentence_typed_in_normal_mode_after_help_keeps_every_letter() {
     // F1, G, Esc, `how are blueprints registered`: the query used to become `nts registered`.
     let mut h = Harness::new().started();
     h.key(KeyCode::F(1));
+    // `G` is `Last item` in help's own [navigate] list: it scrolls help to its end.
     h.typ("G");
-    assert!(!h.app.help_open());
+    assert!(h.app.help_open());
     h.key(KeyCode::Esc);
+    assert!(!h.app.help_open());
     h.typ("how are blueprints registered");
     assert_eq!(h.app.search().query(), "how are blueprints registered");
     assert!(!h.app.should_quit());
@@ -361,4 +363,92 @@ fn at_40_columns_the_status_bar_keeps_the_state_and_the_help_key() {
     h.key(KeyCode::Esc);
     let bar = status(&h, 40, 12);
     assert!(bar.contains("●") && bar.contains("f1 help"), "{bar}");
+}
+
+/// The help overlay's rows (inside its frame) at a size, and its title row.
+fn help_rows(h: &Harness, w: u16, hh: u16) -> (String, Vec<String>) {
+    let s = h.screen(w, hh);
+    let lines: Vec<Vec<char>> = s.lines().map(|l| l.chars().collect()).collect();
+    let top = lines.iter().position(|l| l.iter().collect::<String>().contains("Keys ·")).expect("help open");
+    let title: String = lines[top].iter().collect();
+    let left = lines[top].iter().rposition(|c| *c == '╭').expect("corner");
+    let right = lines[top].iter().position(|c| *c == '╮').filter(|r| *r > left).unwrap_or(w as usize - 3);
+    let rows = lines[top + 1..]
+        .iter()
+        .take_while(|l| l.get(left) != Some(&'╰'))
+        .map(|l| l[left + 1..right.min(l.len())].iter().collect::<String>())
+        .collect();
+    (title, rows)
+}
+
+#[test]
+fn help_wraps_long_lines_at_80x24_so_problems_with_user_files_read_whole() {
+    // Tour: a broken keymap and theme in the home dir; at 80x24 help cut both problems
+    // (`unknown section [bogus] (known: pale…`, `unclosed array, expected `]`; using …`), and
+    // the message log only pointed at help (`+1 more; f1 shows all`).
+    let files = [("keymaps/default.toml", "[global]\nquit = [\"ctrl+q\"\n"), ("themes/dark.toml", "[bogus]\nx = 1\n")];
+    let mut h = Harness::with_files("", &files).started();
+    h.key(KeyCode::F(1));
+    let mut seen = String::new();
+    for _ in 0..20 {
+        let (_, rows) = help_rows(&h, 80, 24);
+        for r in &rows {
+            assert!(!r.trim_end().trim_end_matches('│').trim_end().ends_with('…'), "a help row is cut: {r}");
+            seen.push_str(r.trim());
+            seen.push(' ');
+        }
+        h.key(KeyCode::PageDown);
+    }
+    let seen = seen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(seen.contains("using the shipped keymap"), "{seen}");
+    assert!(seen.contains("graph); using the shipped theme"), "{seen}");
+    assert!(seen.contains("Quit docdex (a letter asks first; a chord quits at once)"), "{seen}");
+}
+
+#[test]
+fn help_scrolls_with_the_keys_it_lists_and_comes_back_at_once_from_the_end() {
+    // Tour: help lists `home, g` / `end, G` as first / last item, but `g` and `G` closed it;
+    // after `end`, `up` seemed dead (it counted down from a huge offset).
+    let mut h = Harness::new().started();
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('?'));
+    let (first, _) = help_rows(&h, 80, 24);
+    assert!(first.contains("more"), "{first}");
+    h.key(KeyCode::Char('G'));
+    assert!(h.app.help_open(), "G scrolls to the end");
+    let (title, rows) = help_rows(&h, 80, 24);
+    assert!(!title.contains("more"), "at the end: {title}");
+    assert!(rows.iter().any(|r| r.contains("overrides in")), "{rows:?}");
+    h.key(KeyCode::Up);
+    let (title, _) = help_rows(&h, 80, 24);
+    assert!(title.contains("↓ 1 more"), "one up from the end: {title}");
+    h.key(KeyCode::Char('g'));
+    assert_eq!(help_rows(&h, 80, 24).0, first, "g goes back to the top");
+    h.key(KeyCode::Char('x'));
+    assert!(!h.app.help_open(), "any other key closes it");
+    // The vim keymap's paging keys page through help too.
+    let mut h = Harness::with("[tui]\nkeymap = \"vim\"\n").started();
+    h.key(KeyCode::F(1));
+    let (before, _) = help_rows(&h, 80, 24);
+    h.ctrl('f');
+    assert!(h.app.help_open(), "ctrl+f pages in the vim keymap");
+    assert_ne!(help_rows(&h, 80, 24).0, before);
+}
+
+#[test]
+fn the_message_log_scrolls_back_at_once_from_the_oldest_message() {
+    let mut h = Harness::new().started();
+    for i in 0..40 {
+        h.app.editor_finished(Err(format!("note {i}")));
+    }
+    h.alt('m');
+    assert!(shows(&h.screen(80, 24), "✗ note 39"), "newest at the bottom");
+    h.key(KeyCode::Home);
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "indexed 5 files") && shows(&s, "✗ note 0") && !shows(&s, "✗ note 39"), "{s}");
+    h.key(KeyCode::Down);
+    let s = h.screen(80, 24);
+    assert!(!shows(&s, "indexed 5 files") && shows(&s, "✗ note 0"), "one down from the top moves at once: {s}");
+    h.key(KeyCode::End);
+    assert!(shows(&h.screen(80, 24), "✗ note 39"));
 }

@@ -3,7 +3,7 @@
 //! plus the theme and keymap in use and any problems loading them.
 
 use super::text_field;
-use super::{centered, frame, truncate};
+use super::{centered, frame};
 use crate::tui::keymap::{Context, Keymap};
 use crate::tui::theme::{Slot, Theme};
 use ratatui::buffer::Buffer;
@@ -92,29 +92,52 @@ pub fn help_lines(keymap: &Keymap, theme: &Theme, hc: &HelpCtx<'_>) -> Vec<Line<
     lines
 }
 
-/// Draws the overlay centred in `area`, scrolled by `scroll` lines.
-pub fn render(area: Rect, buf: &mut Buffer, lines: &[Line<'static>], theme: &Theme, scroll: usize) {
+/// Draws the overlay centred in `area`, scrolled by `scroll` rows. A line wider than the
+/// overlay wraps (a binding's description under its column) instead of being cut, so a
+/// problem with a user file or a long description reads whole at 80x24. Returns how far it
+/// can scroll.
+pub fn render(area: Rect, buf: &mut Buffer, lines: &[Line<'static>], theme: &Theme, scroll: usize) -> usize {
     let w = (area.width.saturating_sub(4)).min(96);
-    let h = area.height.saturating_sub(2).min(lines.len() as u16 + 2);
+    let rows = wrapped(lines, w.saturating_sub(2) as usize);
+    let h = area.height.saturating_sub(2).min(rows.len() as u16 + 2);
     let r = centered(area, w, h);
     Clear.render(r, buf);
     // Scrolling stops at the last page.
-    let scroll = scroll.min(lines.len().saturating_sub(h.saturating_sub(2) as usize));
-    let more = lines.len().saturating_sub(scroll + h.saturating_sub(2) as usize);
-    let title =
-        if more > 0 { format!(" Keys · ↓ {more} more · esc closes ") } else { " Keys · esc closes ".to_string() };
+    let page = h.saturating_sub(2) as usize;
+    let max = rows.len().saturating_sub(page);
+    let scroll = scroll.min(max);
+    let more = rows.len().saturating_sub(scroll + page);
+    let title = if more > 0 {
+        format!(" Keys · ↓ {more} more · j/k, pgdn/pgup scroll · esc closes ")
+    } else {
+        " Keys · esc closes ".to_string()
+    };
     let block = frame(title, true, theme);
     let inner = block.inner(r);
     block.render(r, buf);
-    for (row, line) in lines.iter().skip(scroll).take(inner.height as usize).enumerate() {
-        let mut l = line.clone();
-        if l.width() > inner.width as usize {
-            let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
-            l = Line::styled(
-                truncate(&text, inner.width as usize),
-                l.spans.first().map(|s| s.style).unwrap_or_default(),
-            );
-        }
-        buf.set_line(inner.x, inner.y + row as u16, &l, inner.width);
+    for (row, line) in rows.iter().skip(scroll).take(inner.height as usize).enumerate() {
+        buf.set_line(inner.x, inner.y + row as u16, line, inner.width);
     }
+    max
+}
+
+/// The help lines wrapped to `w` cells: a binding's continuation rows start under its
+/// description, a text line's under its text.
+fn wrapped(lines: &[Line<'static>], w: usize) -> Vec<Line<'static>> {
+    lines
+        .iter()
+        .flat_map(|l| {
+            let hang = match l.spans.as_slice() {
+                [keys, what, ..] => {
+                    super::width(&keys.content) + super::width(&what.content) - super::width(what.content.trim_start())
+                }
+                _ => {
+                    let text: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+                    let lead = text.len() - text.trim_start().len();
+                    lead + if text.trim_start().starts_with('⚠') { 2 } else { 0 }
+                }
+            };
+            super::wrap_line(l, w, hang)
+        })
+        .collect()
 }

@@ -58,7 +58,15 @@ fn clock(epoch_ms: u64) -> String {
 }
 
 /// Draws the message log centred in `area`: newest at the bottom, `scroll` lines up from it.
-pub fn render(area: Rect, buf: &mut Buffer, messages: &[Message], theme: &Theme, scroll: usize, _hint: String) {
+/// Returns how far it can scroll.
+pub fn render(
+    area: Rect,
+    buf: &mut Buffer,
+    messages: &[Message],
+    theme: &Theme,
+    scroll: usize,
+    _hint: String,
+) -> usize {
     let w = area.width.saturating_sub(4).min(110);
     let h = area.height.saturating_sub(2);
     let r = centered(area, w, h);
@@ -90,4 +98,5 @@ pub fn render(area: Rect, buf: &mut Buffer, messages: &[Message], theme: &Theme,
     for (row, line) in lines.iter().skip(start).take(inner.height as usize).enumerate() {
         buf.set_line(inner.x + 1, inner.y + row as u16, line, inner.width.saturating_sub(1));
     }
+    max_scroll
 }
