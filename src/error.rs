@@ -121,6 +121,10 @@ pub enum Error {
         /// The repository root.
         repo: PathBuf,
     },
+    /// The caller stopped the request (its `CancelToken` tripped) while it waited on a model
+    /// server; nothing is wrong with the server.
+    #[error("stopped before the model server answered")]
+    Cancelled,
     /// The on-disk index could not be opened or written.
     #[error("index error in {path}: {message}. Run `docdex index --repo <repo> --rebuild` if it persists")]
     Index {
@@ -278,6 +282,7 @@ impl Error {
             Error::Internal(_) => "internal",
             Error::IndexBusy { .. } => "index_busy",
             Error::IndexStopped { .. } => "index_stopped",
+            Error::Cancelled => "cancelled",
             Error::Index { .. } => "index_error",
             Error::IndexDamaged { .. } => "index_damaged",
             Error::DiskFull { .. } => "disk_full",

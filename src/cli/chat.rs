@@ -216,7 +216,7 @@ fn turn(
         }
         ControlFlow::Continue(())
     };
-    let resp = engine.chat(repo, &req, &mut on_event)?;
+    let resp = interrupt::stopping(&req.cancel, || engine.chat(repo, &req, &mut on_event))?;
     if args.json {
         out.line(&if args.query.is_some() {
             serde_json::to_string_pretty(&resp)?
@@ -399,6 +399,27 @@ mod interrupt {
     /// True once Ctrl-C was pressed during the current turn.
     pub fn hit() -> bool {
         HIT.load(Ordering::Relaxed)
+    }
+
+    /// Runs `work` while a watcher trips `cancel` within 20 ms of a Ctrl-C: the turn's
+    /// callback only runs when an event arrives, and none does while the model server reads
+    /// the prompt or does not answer at all.
+    pub fn stopping<T>(cancel: &crate::engine::protocol::CancelToken, work: impl FnOnce() -> T) -> T {
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    if hit() {
+                        cancel.cancel();
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            });
+            let out = work();
+            done.store(true, Ordering::Relaxed);
+            out
+        })
     }
 
     /// Catches SIGINT until dropped.

@@ -5,8 +5,16 @@
 //! sends none for seconds. The work polls this flag instead: between waterfall tiers and,
 //! while waiting on the model, every [`CANCEL_TICK`].
 //!
+//! A turn also makes the token *ambient* on its thread ([`CancelToken::enter`]) for the calls
+//! it makes through other capabilities (the query's embedding inside search, memory and
+//! profile recall, the context-window lookup): their waits on the model server end when it
+//! trips ([`Engine::block_on_server`]), so a hung server cannot hold a stopped turn for
+//! `[llm] request_timeout_secs`.
+//!
 //! [`Engine::stream_chat_cancellable`]: crate::Engine::stream_chat_cancellable
+//! [`Engine::block_on_server`]: crate::Engine::block_on_server
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +49,34 @@ impl CancelToken {
             tokio::time::sleep(CANCEL_TICK).await;
         }
     }
+
+    /// Makes this token the current thread's ambient one until the guard drops (the previous
+    /// one, if any, comes back then).
+    pub(crate) fn enter(&self) -> AmbientGuard {
+        let prev = AMBIENT.with(|a| a.replace(Some(self.clone())));
+        AmbientGuard { prev }
+    }
+
+    /// The token the current thread's work answers to, if a caller entered one.
+    pub(crate) fn ambient() -> Option<CancelToken> {
+        AMBIENT.with(|a| a.borrow().clone())
+    }
+}
+
+thread_local! {
+    static AMBIENT: RefCell<Option<CancelToken>> = const { RefCell::new(None) };
+}
+
+/// Restores the thread's previous ambient token when dropped (see [`CancelToken::enter`]).
+pub(crate) struct AmbientGuard {
+    prev: Option<CancelToken>,
+}
+
+impl Drop for AmbientGuard {
+    fn drop(&mut self) {
+        let prev = self.prev.take();
+        AMBIENT.with(|a| *a.borrow_mut() = prev);
+    }
 }
 
 #[cfg(test)]
@@ -55,5 +91,25 @@ mod tests {
         token.cancel();
         assert!(held.is_cancelled() && token.is_cancelled());
         assert!(!CancelToken::new().is_cancelled(), "a new token is its own flag");
+    }
+
+    #[test]
+    fn an_entered_token_is_ambient_on_its_thread_until_the_guard_drops() {
+        assert!(CancelToken::ambient().is_none());
+        let outer = CancelToken::new();
+        let inner = CancelToken::new();
+        {
+            let _o = outer.enter();
+            {
+                let _i = inner.enter();
+                inner.cancel();
+                assert!(CancelToken::ambient().is_some_and(|t| t.is_cancelled()));
+                std::thread::spawn(|| assert!(CancelToken::ambient().is_none(), "other threads are untouched"))
+                    .join()
+                    .unwrap();
+            }
+            assert!(CancelToken::ambient().is_some_and(|t| !t.is_cancelled()), "the outer one is back");
+        }
+        assert!(CancelToken::ambient().is_none());
     }
 }

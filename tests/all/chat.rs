@@ -398,7 +398,11 @@ fn repo_memory_comes_first_in_the_prompt_and_stays_in_its_repo() {
     assert!(!sys.contains("kept forever"), "another repo's memory leaked into the prompt:\n{sys}");
     let step = resp.trace.steps.iter().find(|s| s.name == "memory").expect("memory step");
     assert_eq!(step.status, StepStatus::Ran, "{step:?}");
-    assert!(step.items >= 1 && step.detail.contains("memories recalled"), "{step:?}");
+    let recalled = match step.items {
+        1 => "1 memory recalled".to_string(),
+        n => format!("{n} memories recalled"),
+    };
+    assert!(step.items >= 1 && step.detail.starts_with(&recalled), "{step:?}");
     let cite = format!("memory:{}", &kept[..8]);
     assert!(
         resp.sources.iter().any(|s| s.slot == Slot::Memory && s.citation == cite),
@@ -808,4 +812,106 @@ fn a_stuck_server_costs_one_timeout_not_one_per_request_and_retry() {
     let n = accepted.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(n, 1, "requests to a stuck server");
     assert!(took < Duration::from_secs(3), "the turn took {took:?}");
+}
+
+/// A server that accepts connections and never answers; returns its URL and how many
+/// connections it took.
+fn stuck_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(s);
+        }
+    });
+    (url, accepted)
+}
+
+/// A repo in a fresh home, indexed with embeddings (`embedded`) or without, whose config then
+/// points at the stuck server with a 30-second timeout.
+fn stuck_home(embedded: bool, stuck_url: &str) -> (Env, PathBuf) {
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake server");
+    let index_url = if embedded { fake.url() } else { dead_url() };
+    let env = Env::new();
+    env.write_config(&format!(
+        "{}[web]\nenabled = false\n",
+        llm_config("ollama", &index_url, "fake-chat", "fake-embed")
+    ));
+    let repo = env.repo("proj");
+    chat_repo(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    env.write_config(&format!(
+        "{}[web]\nenabled = false\n",
+        llm_config("ollama", stuck_url, "fake-chat", "fake-embed")
+            .replace("request_timeout_secs = 5", "request_timeout_secs = 30")
+    ));
+    (env, repo)
+}
+
+#[test]
+fn a_cancel_token_stops_a_turn_waiting_on_a_stuck_server_within_a_tick() {
+    // Without embeddings the first wait is the context-window lookup; with them, the query's
+    // embedding inside search. Neither answered the token: a stop waited the whole timeout.
+    for embedded in [false, true] {
+        let (url, accepted) = stuck_server();
+        let (env, repo) = stuck_home(embedded, &url);
+        let req = q("how are stale sessions expired?");
+        let cancel = req.cancel.clone();
+        let counter = accepted.clone();
+        std::thread::spawn(move || {
+            // Stop once the turn is waiting on the server.
+            while counter.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            cancel.cancel();
+        });
+        let started = Instant::now();
+        let resp = env.engine().chat(&repo, &req, &mut |_| ControlFlow::Continue(())).unwrap();
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(5), "embedded {embedded}: the stop took {took:?}");
+        assert_eq!(resp.llm.status, AnswerStatus::Stopped, "embedded {embedded}: {:?}", resp.llm);
+        assert_eq!(
+            accepted.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "embedded {embedded}: nothing more was asked"
+        );
+        let dag = env.engine().dag_session(&repo, &resp.session_id).unwrap();
+        assert_eq!(dag.nodes.last().unwrap().label, "answer: stopped");
+        // A stop is no verdict on the server: the next turn asks it again (and meets its timeout).
+        assert!(!resp.llm.message.clone().unwrap_or_default().contains("did not answer"), "{:?}", resp.llm);
+    }
+}
+
+#[test]
+fn ctrl_c_stops_a_cli_chat_while_the_model_reads_the_prompt() {
+    let c = Chat::new(FakeOllamaOptions { first_token_delay_ms: 20_000, ..Default::default() }, "");
+    let child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["chat", "--repo", c.r(), "--query", "how are stale sessions expired?"])
+        .env("DOCDEX_HOME", c.env.home())
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while c.chat_bodies().is_empty() {
+        assert!(Instant::now() < deadline, "the model was never asked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let pressed = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let took = pressed.elapsed();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    // Before, Ctrl-C was only seen by the next event: the first token, 20 s later.
+    assert!(took < Duration::from_secs(5), "Ctrl-C took {took:?} to stop the answer");
+    assert!(stderr.contains("(answer stopped)"), "{stderr}");
+    assert!(stdout.contains("src/auth/session.rs:1-7"), "the sources are still listed: {stdout}");
 }

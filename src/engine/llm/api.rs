@@ -132,10 +132,33 @@ impl Engine {
     }
 
     /// Embeds `texts` with `[llm] embedding_model`, one vector per text, in order.
+    ///
+    /// Inside a chat turn the wait ends with [`Error::Cancelled`] as soon as the turn is
+    /// stopped (see [`Engine::block_on_server`]).
     pub fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
         let provider = self.provider()?;
         let model = self.inner.config.llm.embedding_model.clone();
-        self.block_on(async move { provider.embed(&model, texts).await })?
+        self.block_on_server(async move { provider.embed(&model, texts).await })?
+    }
+
+    /// Runs `fut`, a request to the model server, to completion, unless the thread's ambient
+    /// [`CancelToken`] (a chat turn's, see [`CancelToken::enter`]) trips first: then the wait
+    /// ends within a [`CANCEL_TICK`](crate::engine::cancel::CANCEL_TICK) with
+    /// [`Error::Cancelled`] and the request is dropped (its connection closed). Without an
+    /// ambient token this is a plain blocking wait.
+    pub(crate) fn block_on_server<F: std::future::Future>(&self, fut: F) -> Result<F::Output> {
+        let Some(token) = CancelToken::ambient() else {
+            return self.block_on(fut);
+        };
+        if token.is_cancelled() {
+            return Err(Error::Cancelled);
+        }
+        self.block_on(async move {
+            tokio::select! {
+                out = fut => Ok(out),
+                _ = token.cancelled() => Err(Error::Cancelled),
+            }
+        })?
     }
 
     /// The models the provider's server has.
@@ -161,6 +184,8 @@ impl Engine {
                 self.clear_embed_failure();
                 v.pop().ok_or_else(|| Error::Upstream("the embedder returned no vector".into()))
             }
+            // A stopped turn says nothing about the server.
+            Err(Error::Cancelled) => Err(Error::Cancelled),
             Err(e) => {
                 self.note_embed_failure(&e);
                 Err(e)

@@ -154,7 +154,9 @@ impl Turn<'_> {
             // The embedder on the same server just timed out or was unreachable: asking again
             // would only add another wait before the answer is given up on.
             None if self.engine.recent_server_failure().is_some() => (None, self.engine.recent_server_failure()),
-            None => match self.engine.block_on(provider.context_window(model)) {
+            // Stoppable: a server that accepts and never answers holds this for the timeout.
+            None => match self.engine.block_on_server(provider.context_window(model)) {
+                Err(Error::Cancelled) => (None, None),
                 Ok(Ok(w)) => {
                     if let Ok(mut m) = self.engine.waterfall().windows.lock() {
                         m.insert(key, w);

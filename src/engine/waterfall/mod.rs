@@ -66,7 +66,11 @@ impl Engine {
         let repo = self.resolve_repo(repo_path)?;
         // An unindexed repository fails here, before anything is logged.
         self.searcher(&repo)?;
+        // The tiers' own waits on the model server (the query's embedding in search and
+        // recall, the window lookup) answer to the turn's token too.
+        let ambient = req.cancel.enter();
         let mut resp = Turn::new(self, &repo, req, on_event).run()?;
+        drop(ambient);
         self.evolve_from_turn(req, &mut resp);
         Ok(resp)
     }
