@@ -647,7 +647,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 if let Ok(s) = engine.symbols_status(&path) {
                     let state =
                         if s.state == "ready" { String::new() } else { format!(" ({})", s.state.replace('_', " ")) };
-                    out.line(&format!("symbols     {} in {} code files{state}", s.symbols, s.files));
+                    out.line(&format!("symbols     {} in {}{state}", s.symbols, output::count(s.files, "code file")));
                 }
             }
         }

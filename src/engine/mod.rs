@@ -779,8 +779,8 @@ fn skip_warnings(m: &Manifest) -> Vec<String> {
         *by_reason.entry(key).or_default() += 1;
     }
     let mut out = vec![format!(
-        "{} files not indexed: {}",
-        skipped.len(),
+        "{} not indexed: {}",
+        crate::engine::fsutil::count(skipped.len(), "file"),
         by_reason.iter().map(|(r, n)| format!("{n} {r}")).collect::<Vec<_>>().join(", ")
     )];
     for (p, r) in skipped.iter().take(20) {

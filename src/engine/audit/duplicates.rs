@@ -177,8 +177,11 @@ fn near_by_embeddings(
         .collect();
     if with.len() < reps.len() {
         notes.push(format!(
-            "{} chunks have no embedding yet and were compared by exact hash only (run `docdex index`)",
-            reps.len() - with.len()
+            "{} no embedding yet and were compared by exact hash only (run `docdex index`)",
+            match reps.len() - with.len() {
+                1 => "1 chunk has".to_string(),
+                n => format!("{n} chunks have"),
+            }
         ));
     }
     let dim = with.first().map(|(_, v)| v.len()).unwrap_or(0);

@@ -475,7 +475,7 @@ fn fit_tree(name: &str, paths: &[String], shown: &[String]) -> Result<(String, u
         }
         if kept.is_empty() {
             // A root with more entries than fit: the bare name and a count.
-            let tree = format!("{name}/\n└── [{} files]\n", paths.len());
+            let tree = format!("{name}/\n└── [{}]\n", crate::engine::fsutil::count(paths.len(), "file"));
             let tokens = counter.count(&tree);
             return Ok((tree, 0, tokens, Vec::new()));
         }

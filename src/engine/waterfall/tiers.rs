@@ -43,9 +43,9 @@ impl Turn<'_> {
         }
         if let Some((target, files)) = diff {
             plan.push(format!(
-                "read the diff ({}, {} files) and its one-hop neighbours",
+                "read the diff ({}, {}) and its one-hop neighbours",
                 target.describe(),
-                files.len()
+                crate::engine::fsutil::count(files.len(), "file")
             ));
         }
         plan.push("gate on local confidence, budget the context, ask the model".into());
@@ -83,7 +83,8 @@ impl Turn<'_> {
             .take(GATE_TOP_HITS)
             .map(|h| json!({"citation": h.chunk_id, "score": h.score}))
             .collect();
-        let detail = format!("{} hits, confidence {:.2}", resp.results.len(), resp.confidence);
+        let detail =
+            format!("{}, confidence {:.2}", crate::engine::fsutil::count(resp.results.len(), "hit"), resp.confidence);
         self.trace.timings_ms.retrieval = ms(started);
         let obs = self.dag.node(
             NodeKind::Observation,
@@ -235,15 +236,17 @@ impl Turn<'_> {
                     .into_iter()
                     .collect();
                 let discovery = match t.discovery {
-                    Some(DiscoveryStatus::Ok) => format!("{} results ({})", t.results, t.discovery_source),
+                    Some(DiscoveryStatus::Ok) => {
+                        format!("{} ({})", crate::engine::fsutil::count(t.results, "result"), t.discovery_source)
+                    }
                     Some(DiscoveryStatus::Blocked) => "discovery blocked".into(),
                     Some(DiscoveryStatus::Failed) | None => "discovery failed".into(),
                 };
                 let mut detail = format!(
-                    "{discovery}; {} pages: {fetched} fetched, {cached} cached, {failed} failed{}; {} passages",
-                    t.pages.len(),
+                    "{discovery}; {}: {fetched} fetched, {cached} cached, {failed} failed{}; {}",
+                    crate::engine::fsutil::count(t.pages.len(), "page"),
                     if vias.is_empty() { String::new() } else { format!(" (via {})", vias.join(", ")) },
-                    r.passages.len()
+                    crate::engine::fsutil::count(r.passages.len(), "passage")
                 );
                 let waited = t.discovery_waited_ms + t.pages.iter().map(|p| p.waited_ms).sum::<u64>();
                 if waited > 0 {
@@ -303,7 +306,7 @@ impl Turn<'_> {
         let (status, detail, payload) =
             match sources::recall_memory(self.engine, self.repo, &self.req.query, MEMORY_LIMIT) {
                 Ok(Availability::Ready((m, notice))) => {
-                    let mut detail = format!("{} memories recalled", m.len());
+                    let mut detail = format!("{} recalled", crate::engine::fsutil::count(m.len(), "memory"));
                     if let Some(notice) = notice {
                         detail.push_str(&format!(" ({notice})"));
                     }
