@@ -165,12 +165,18 @@ pub fn load_layered<T>(
     if let Some(t) = shipped_text {
         layers.push((kind.embedded_path(name), t));
     }
-    let shipped = build(name, &layers);
+    // Without a shipped file of that name, the first shipped one stands in, under its own name:
+    // help and the status say what is in effect, not the name of a file that was left out.
+    let (base, instead) = match shipped_text {
+        Some(_) => (name, "the shipped".to_string()),
+        None => (fallback, format!("the {fallback}")),
+    };
+    let shipped = build(base, &layers);
     if let Some(user) = &user_text {
         layers.push((user_path.display().to_string(), user.as_str()));
         match build(name, &layers) {
             Ok(v) => return (v, problems),
-            Err(e) => problems.push(format!("{e}; using the shipped {noun}")),
+            Err(e) => problems.push(format!("{e}; using {instead} {noun}")),
         }
     }
     let value = match shipped {
@@ -250,8 +256,12 @@ mod tests {
         assert_eq!(p.len(), 1);
         assert!(p[0].ends_with("fancy.toml:1: `a` is bad; using the shipped widget"), "{p:?}");
         let (v, p) = load("nothing", None);
-        assert_eq!(v, "nothing:", "no layers at all");
+        assert_eq!(v, "plain:", "named after what is in effect");
         assert!(p[0].starts_with("no widget named \"nothing\" (shipped: plain, fancy; or create "), "{p:?}");
         assert!(p[0].ends_with("nothing.toml); using the plain widget"), "{p:?}");
+        // A broken file of a new name: the first shipped one is in effect, and says so.
+        let (v, p) = load("mine", Some("a = \"bad\"\n"));
+        assert_eq!(v, "plain:");
+        assert!(p[0].ends_with("mine.toml:1: `a` is bad; using the plain widget"), "{p:?}");
     }
 }

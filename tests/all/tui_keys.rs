@@ -452,3 +452,17 @@ fn the_message_log_scrolls_back_at_once_from_the_oldest_message() {
     h.key(KeyCode::End);
     assert!(shows(&h.screen(80, 24), "✗ note 39"));
 }
+
+#[test]
+fn help_names_the_keymap_and_theme_in_effect_when_the_configured_ones_are_left_out() {
+    // Tour: `[tui] keymap = "emacs"`, `theme = "solarized"` (no such files) said "using the
+    // default keymap" / "the dark theme" while help's header read `keymap emacs  theme solarized`;
+    // a broken `keymaps/mine.toml` the same.
+    let config = "[tui]\nkeymap = \"mine\"\ntheme = \"solarized\"\n";
+    let mut h = Harness::with_files(config, &[("keymaps/mine.toml", "[global]\nquit = [\"ctrl+q\"\n")]).started();
+    h.key(KeyCode::F(1));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "keymap default  theme dark"), "{s}");
+    assert!(shows(&s, "expected `]`; using the default") && shows(&s, "using the dark theme"), "{s}");
+    assert!(!shows(&s, "keymap mine"), "{s}");
+}
