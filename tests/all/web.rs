@@ -466,3 +466,132 @@ fn pages_are_capped_at_max_page_bytes_and_fetched_max_concurrent_fetches_at_once
     let gap = if a[0].at < b[0].at { b[0].at - a[0].at } else { a[0].at - b[0].at };
     assert!(gap >= Duration::from_millis(650), "the second page started {gap:?} after the first");
 }
+
+/// A raw loopback server that streams an HTML page without a Content-Length (chunked), up to
+/// `chunks` chunks of 8 KiB, stopping when the reader hangs up.
+fn streaming_server(chunks: usize) -> (std::net::SocketAddr, std::thread::JoinHandle<usize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        let Ok((mut conn, _)) = listener.accept() else { return 0 };
+        let mut buf = [0u8; 4096];
+        let _ = conn.read(&mut buf);
+        let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n");
+        let piece = format!("<p>{}</p>\n", "streamed words ".repeat(540));
+        let mut sent = 0;
+        for _ in 0..chunks {
+            if conn.write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes()).is_err() {
+                break;
+            }
+            sent += piece.len();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let _ = conn.write_all(b"0\r\n\r\n");
+        sent
+    });
+    (addr, handle)
+}
+
+/// The browser is held to what plain HTTP reads: a binary or attachment response is refused
+/// (Chromium used to save both into ~/Downloads, as it did a file a page's script offered as
+/// a `blob:` download), a page over max_page_bytes is refused by its Content-Length or stopped
+/// as it streams (it used to load until the timeout), a redirect the rules refuse says which
+/// target and why, and a browser that dies mid-load fails the fetch at once.
+#[test]
+fn the_browser_never_downloads_and_refuses_what_plain_http_refuses() {
+    if !have_browser() {
+        return;
+    }
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let (attach_name, blob_name) = (format!("docdex-test-{nonce}.bin"), format!("docdex-test-{nonce}-blob.txt"));
+    let (a2, b2) = (attach_name.clone(), blob_name.clone());
+    let site = Fixture::start("127.0.0.1", move |target, _base, _| {
+        let raw = |content_type: &'static str, headers: Vec<(String, String)>, body: String| Reply {
+            status: 200,
+            content_type,
+            headers,
+            body,
+            delay: Duration::ZERO,
+        };
+        let attachment = vec![("Content-Disposition".to_string(), format!("attachment; filename={a2}"))];
+        let redirect =
+            |to: &str| Reply { status: 302, ..raw("text/html", vec![("Location".into(), to.into())], String::new()) };
+        match target {
+            "/bin" => raw("application/octet-stream", attachment, "\u{1}\u{2}binary".repeat(100)),
+            "/attached" => raw("text/html", attachment, "<html><body>attached page</body></html>".into()),
+            "/pdf" => raw("application/pdf", vec![], "%PDF-1.4 not really".into()),
+            "/big" => Reply::html(doc_page("Big", &WIDGETS.repeat(200))),
+            "/to-link-local" => redirect("http://169.254.169.254/latest/meta-data"),
+            "/to-file" => redirect("file:///etc/passwd"),
+            "/blob" => Reply::html(format!(
+                "<html><body><p>blob page text</p><script>const a=document.createElement('a');\
+                 a.href=URL.createObjectURL(new Blob(['blob-download']));a.download='{b2}';\
+                 document.body.appendChild(a);a.click();</script></body></html>"
+            )),
+            "/slow" => {
+                let mut r = Reply::html(doc_page("Slow", WIDGETS));
+                r.delay = Duration::from_secs(7);
+                r
+            }
+            _ => Reply::html(doc_page("Widgets", WIDGETS)),
+        }
+    });
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "max_page_bytes = 65536", ""));
+    let engine = env.engine();
+    let err = |path: &str| fetch(&engine, &site.url(path)).map(|r| r.page.html_bytes).unwrap_err().to_string();
+
+    let bin = err("/bin");
+    assert!(bin.contains("not a text page (application/octet-stream)"), "{bin}");
+    assert!(err("/pdf").contains("not a text page (application/pdf)"));
+    let attached = err("/attached");
+    assert!(attached.contains("served as a download"), "{attached}");
+    let blob = fetch(&engine, &site.url("/blob")).expect("the page itself is read");
+    assert!(blob.page.markdown.contains("blob page text"), "{blob:?}");
+    let t = Instant::now();
+    let big = err("/big");
+    assert!(big.contains("bytes is more than [web] max_page_bytes (65536)"), "{big}");
+    assert!(t.elapsed() < Duration::from_secs(6), "refused by its length, not the timeout: {:?}", t.elapsed());
+    let (addr, streamed) = streaming_server(4000);
+    let t = Instant::now();
+    let stream = fetch(&engine, &format!("http://{addr}/stream")).map(|r| r.page.html_bytes).unwrap_err().to_string();
+    assert!(stream.contains("larger than [web] max_page_bytes (65536)"), "{stream}");
+    assert!(t.elapsed() < Duration::from_secs(7), "stopped as it streamed, not at the timeout: {:?}", t.elapsed());
+    assert!(streamed.join().unwrap() < 4000 * 8000, "the browser stopped reading");
+    let ll = err("/to-link-local");
+    assert!(ll.contains("169.254.169.254") && ll.contains("link-local"), "{ll}");
+    let file = err("/to-file");
+    assert!(file.contains("not http or https"), "{file}");
+
+    // Nothing was saved where the browser keeps downloads.
+    std::thread::sleep(Duration::from_millis(500));
+    let downloads = std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default()).join("Downloads");
+    let saved: Vec<_> = [&attach_name, &blob_name].iter().map(|n| downloads.join(n)).filter(|p| p.exists()).collect();
+    for p in &saved {
+        let _ = std::fs::remove_file(p);
+    }
+    assert!(saved.is_empty(), "the browser saved downloads: {saved:?}");
+
+    // A browser killed mid-load fails the fetch at once; the next fetch starts a new one.
+    let home = env.home().display().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let t = Instant::now();
+            let r = engine.web_fetch(&WebFetchRequest { url: site.url("/slow"), refresh: true, explicit: false });
+            let _ = tx.send((r.map(|_| ()).map_err(|e| e.to_string()), t.elapsed()));
+        });
+        assert!(site.wait_for("/slow", Duration::from_secs(20)), "the slow page was requested");
+        for pid in browser_processes(&home) {
+            // SAFETY: a signal to a browser process this test's engine started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    });
+    let (gone, took) = rx.recv().unwrap();
+    let gone = gone.unwrap_err();
+    assert!(gone.contains("the browser exited while loading"), "{gone}");
+    assert!(took < Duration::from_secs(6), "failed at once, not at the timeout: {took:?}");
+    let after = fetch(&engine, &site.url("/doc/widgets")).expect("a new browser");
+    assert_eq!(after.page.via, FetchVia::Chromium);
+}

@@ -53,10 +53,8 @@ fn fallback(html: &str) -> Extracted {
             collect_text(b, &mut text);
         }
     }
-    if text.trim().is_empty() {
-        // Plain text or a fragment: keep it as it is.
-        text = html.to_string();
-    }
+    // (Plain text and fragments are parsed into the body too: a body without text is a page
+    // of scripts or nothing, and its markup is never passed on as if it were text.)
     Extracted { title, markdown: tidy(&text), readable: false }
 }
 
@@ -165,5 +163,10 @@ mod tests {
         assert!(!e.markdown.contains("var x"), "{e:?}");
         let plain = extract("just text, no markup", "https://e.org/a.txt");
         assert!(plain.markdown.contains("just text"), "{plain:?}");
+        // A page with no text at all has no Markdown: its markup is never passed on as text.
+        for empty in ["<html><head></head><body></body></html>", "<html><body><script>var x=1</script></body></html>"] {
+            let e = extract(empty, "https://e.org/empty");
+            assert_eq!(e.markdown, "", "{e:?}");
+        }
     }
 }

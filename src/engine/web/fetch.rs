@@ -6,9 +6,10 @@ use super::browser::Chromium;
 use super::policy::{Origin, UrlPolicy};
 use crate::error::{Error, Result};
 use headless_chrome::browser::tab::RequestPausedDecision;
+use headless_chrome::protocol::cdp::types::Event;
 use headless_chrome::protocol::cdp::Fetch::{events::RequestPausedEvent, FailRequest, RequestPattern, RequestStage};
 use headless_chrome::protocol::cdp::Network::{ErrorReason, ResourceType};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use url::Url;
@@ -164,6 +165,39 @@ fn describe(e: &reqwest::Error) -> String {
     s
 }
 
+/// Whether a `Content-Type` is a page docdex reads (HTML, XML, any `text/`; none sent counts
+/// as text): the one rule for the browser and for plain HTTP.
+pub fn textual(content_type: &str) -> bool {
+    let ct = content_type.trim().to_ascii_lowercase();
+    ct.is_empty() || ct.contains("html") || ct.starts_with("text/") || ct.contains("xml")
+}
+
+/// Why a document response is refused before its body is read, when it is: not a text page,
+/// served as a download (which the browser would write to the user's Downloads folder), or
+/// declared larger than `max_bytes`.
+pub fn refuse_document(
+    url: &str,
+    content_type: &str,
+    disposition: Option<&str>,
+    length: Option<u64>,
+    max_bytes: u64,
+) -> Option<String> {
+    if !textual(content_type) {
+        return Some(format!("{url}: not a text page ({})", content_type.trim().to_ascii_lowercase()));
+    }
+    if disposition.is_some_and(|d| d.trim().to_ascii_lowercase().starts_with("attachment")) {
+        return Some(format!(
+            "{url}: served as a download (Content-Disposition: attachment); docdex reads pages, it never saves downloads"
+        ));
+    }
+    match length {
+        Some(len) if len > max_bytes => {
+            Some(format!("{url}: {len} bytes is more than [web] max_page_bytes ({max_bytes})"))
+        }
+        _ => None,
+    }
+}
+
 /// A page as the browser rendered it.
 #[derive(Debug, Clone)]
 pub struct Rendered {
@@ -175,8 +209,140 @@ pub struct Rendered {
     pub status: Option<u16>,
 }
 
+/// What the tab's request checks refused, for the error that explains a failed load.
+#[derive(Default)]
+struct Refused {
+    /// Every URL failed by the URL rules (documents and sub-requests).
+    urls: Vec<String>,
+    /// Why a document (the page, a redirect hop, a frame) was refused, first one first.
+    documents: Vec<DocRefusal>,
+}
+
+/// Why a document was failed in the tab.
+#[derive(Clone)]
+enum DocRefusal {
+    /// The URL rules (a bad request: the trace calls the page `refused`).
+    Rule(String),
+    /// Its response: not text, a download, too large (the page `failed`, as over plain HTTP).
+    Content(String),
+}
+
+/// The rules a tab applies to each paused request: the URL rules before it is sent, the
+/// document rule ([`refuse_document`]) when a document's response headers arrive.
+struct TabRules {
+    rules: UrlPolicy,
+    first: Url,
+    origin: Origin,
+    page_host: String,
+    max_bytes: u64,
+    refused: Arc<Mutex<Refused>>,
+}
+
+impl TabRules {
+    fn decide(&self, ev: &RequestPausedEvent) -> RequestPausedDecision {
+        let p = &ev.params;
+        let fail = || {
+            RequestPausedDecision::Fail(FailRequest {
+                request_id: p.request_id.clone(),
+                error_reason: ErrorReason::BlockedByClient,
+            })
+        };
+        let at_response = p.response_status_code.is_some() || p.response_error_reason.is_some();
+        if at_response {
+            return match self.response_refusal(ev) {
+                Some(why) => {
+                    self.note(None, Some(DocRefusal::Content(why)));
+                    fail()
+                }
+                None => RequestPausedDecision::Continue(None),
+            };
+        }
+        let skip = matches!(
+            p.resource_Type,
+            ResourceType::Image | ResourceType::Media | ResourceType::Font | ResourceType::Stylesheet
+        );
+        let verdict = match Url::parse(&p.request.url) {
+            Ok(u) if p.resource_Type == ResourceType::Document => {
+                let o = if u == self.first
+                    || (self.origin != Origin::Discovered && u.host_str() == self.first.host_str())
+                {
+                    self.origin
+                } else {
+                    Origin::Discovered
+                };
+                self.rules.check(&u, o).map_err(|r| Some(DocRefusal::Rule(r.0)))
+            }
+            Ok(u) if self.rules.allows_subrequest(&u, &self.page_host) => Ok(()),
+            _ => Err(None),
+        };
+        match verdict {
+            Ok(()) if !skip => RequestPausedDecision::Continue(None),
+            Ok(()) => fail(),
+            Err(why) => {
+                self.note(Some(p.request.url.clone()), why);
+                fail()
+            }
+        }
+    }
+
+    /// The document rule on a paused response (redirects pass: their target is checked as a
+    /// request of its own).
+    fn response_refusal(&self, ev: &RequestPausedEvent) -> Option<String> {
+        let p = &ev.params;
+        if p.resource_Type != ResourceType::Document || p.response_status_code.is_some_and(|s| (300..400).contains(&s))
+        {
+            return None;
+        }
+        let header = |name: &str| {
+            p.response_headers
+                .as_ref()
+                .and_then(|h| h.iter().find(|e| e.name.eq_ignore_ascii_case(name)))
+                .map(|e| e.value.clone())
+        };
+        let length = header("content-length").and_then(|v| v.trim().parse::<u64>().ok());
+        refuse_document(
+            &p.request.url,
+            &header("content-type").unwrap_or_default(),
+            header("content-disposition").as_deref(),
+            length,
+            self.max_bytes,
+        )
+    }
+
+    fn note(&self, url: Option<String>, why: Option<DocRefusal>) {
+        if let Ok(mut r) = self.refused.lock() {
+            r.urls.extend(url);
+            r.documents.extend(why);
+        }
+    }
+}
+
+/// Counts the bytes of the tab's documents as they arrive, so a page without a
+/// `Content-Length` that streams past `max_bytes` is stopped instead of loading until the timeout.
+fn count_document_bytes(max_bytes: u64, over: Arc<AtomicBool>) -> impl Fn(&Event) + Send + Sync {
+    let docs: Mutex<(Vec<String>, u64)> = Mutex::default();
+    move |event: &Event| {
+        let Ok(mut d) = docs.lock() else { return };
+        match event {
+            Event::NetworkResponseReceived(e) if e.params.Type == ResourceType::Document => {
+                d.0.push(e.params.request_id.clone());
+            }
+            Event::NetworkDataReceived(e) if d.0.contains(&e.params.request_id) => {
+                d.1 += e.params.data_length.max(0) as u64;
+                if d.1 > max_bytes {
+                    over.store(true, Ordering::SeqCst);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Renders `url` in a new tab of `chromium`, within `timeout`. Sub-requests the rules refuse,
-/// and images, media, fonts and stylesheets, are failed before they leave the browser.
+/// and images, media, fonts and stylesheets, are failed before they leave the browser; a
+/// document that is not a text page, is served as a download, or is larger than `max_bytes`
+/// is failed when its headers arrive (or, without a length, once that many bytes came), and
+/// downloads are denied outright, so the browser never writes a file for docdex.
 pub fn render(
     chromium: &Chromium,
     policy: &UrlPolicy,
@@ -184,6 +350,7 @@ pub fn render(
     origin: Origin,
     user_agent: &str,
     timeout: Duration,
+    max_bytes: u64,
 ) -> Result<Rendered> {
     let browser = chromium.browser()?;
     chromium.in_use.fetch_add(1, Ordering::SeqCst);
@@ -193,47 +360,31 @@ pub fn render(
     let close = CloseTab(tab.clone());
     tab.set_default_timeout(timeout);
     tab.set_user_agent(user_agent, None, None).map_err(|e| upstream("setting the user agent", e))?;
-    let page_host = url.host_str().unwrap_or_default().to_string();
-    let blocked: Arc<Mutex<Vec<String>>> = Arc::default();
-    let (rules, first, seen) = (policy.clone(), url.clone(), blocked.clone());
-    let patterns = [RequestPattern {
-        url_pattern: Some("*".into()),
-        resource_Type: None,
-        request_stage: Some(RequestStage::Request),
-    }];
+    deny_downloads(&tab).map_err(|e| upstream("turning downloads off", e))?;
+    let refused: Arc<Mutex<Refused>> = Arc::default();
+    let checks = TabRules {
+        rules: policy.clone(),
+        first: url.clone(),
+        origin,
+        page_host: url.host_str().unwrap_or_default().to_string(),
+        max_bytes,
+        refused: refused.clone(),
+    };
+    let patterns = [
+        RequestPattern {
+            url_pattern: Some("*".into()),
+            resource_Type: None,
+            request_stage: Some(RequestStage::Request),
+        },
+        RequestPattern {
+            url_pattern: Some("*".into()),
+            resource_Type: Some(ResourceType::Document),
+            request_stage: Some(RequestStage::Response),
+        },
+    ];
     tab.enable_fetch(Some(&patterns), None).map_err(|e| upstream("enabling request checks", e))?;
-    tab.enable_request_interception(Arc::new(move |_t, _s, ev: RequestPausedEvent| {
-        let p = &ev.params;
-        let skip = matches!(
-            p.resource_Type,
-            ResourceType::Image | ResourceType::Media | ResourceType::Font | ResourceType::Stylesheet
-        );
-        let allowed = match Url::parse(&p.request.url) {
-            Ok(u) if p.resource_Type == ResourceType::Document => {
-                let o = if u == first || (origin != Origin::Discovered && u.host_str() == first.host_str()) {
-                    origin
-                } else {
-                    Origin::Discovered
-                };
-                rules.check(&u, o).is_ok()
-            }
-            Ok(u) => rules.allows_subrequest(&u, &page_host),
-            Err(_) => false,
-        };
-        if allowed && !skip {
-            return RequestPausedDecision::Continue(None);
-        }
-        if !allowed {
-            if let Ok(mut v) = seen.lock() {
-                v.push(p.request.url.clone());
-            }
-        }
-        RequestPausedDecision::Fail(FailRequest {
-            request_id: p.request_id.clone(),
-            error_reason: ErrorReason::BlockedByClient,
-        })
-    }))
-    .map_err(|e| upstream("enabling request checks", e))?;
+    tab.enable_request_interception(Arc::new(move |_t, _s, ev: RequestPausedEvent| checks.decide(&ev)))
+        .map_err(|e| upstream("enabling request checks", e))?;
     let status: Arc<Mutex<Option<u16>>> = Arc::default();
     let status_w = status.clone();
     tab.register_response_handling(
@@ -248,6 +399,9 @@ pub fn render(
         }),
     )
     .map_err(|e| upstream("watching responses", e))?;
+    let over = Arc::new(AtomicBool::new(false));
+    tab.add_event_listener(Arc::new(count_document_bytes(max_bytes, over.clone())))
+        .map_err(|e| upstream("watching responses", e))?;
     // Page.navigate itself only returns once the server starts answering, so the whole load
     // runs on a helper thread and the deadline is kept here; on timeout the tab is stopped and
     // closed, which also ends the helper's wait.
@@ -260,25 +414,24 @@ pub fn render(
             let _ = tx.send(r.map_err(|e| e.to_string()));
         })
         .map_err(|e| Error::Upstream(format!("{url}: cannot start the page load: {e}")))?;
-    let loaded = rx.recv_timeout(timeout);
-    let refused = || blocked.lock().map(|v| v.iter().any(|b| b.as_str() == url.as_str())).unwrap_or(false);
+    let loaded = wait_for_load(chromium, &rx, &over, timeout);
+    let why_refused = || refused.lock().ok().and_then(|r| r.documents.first().cloned());
     match loaded {
-        Ok(Ok(())) => {}
-        Ok(Err(msg)) => {
+        Load::Done => {}
+        Load::Failed(msg) => {
             let _ = tab.stop_loading();
-            if refused() {
-                return Err(Error::BadRequest(format!("{url}: refused by the URL rules")));
-            }
-            return Err(if msg.to_ascii_lowercase().contains("timeout") || msg.contains("timed out") {
-                Error::Upstream(format!(
-                    "{url}: the page did not load within {} s (page_load_timeout_secs)",
-                    timeout.as_secs()
-                ))
-            } else {
-                Error::Upstream(format!("{url}: {msg}"))
-            });
+            return Err(load_error(url, &msg, why_refused(), timeout));
         }
-        Err(_) => {
+        Load::TooLarge => {
+            let _ = tab.stop_loading();
+            return Err(Error::Upstream(format!("{url}: the page is larger than [web] max_page_bytes ({max_bytes})")));
+        }
+        Load::BrowserGone => {
+            return Err(Error::Upstream(format!(
+                "{url}: the browser exited while loading the page (it crashed or was killed); the next fetch starts a new one"
+            )));
+        }
+        Load::TimedOut => {
             let _ = tab.stop_loading();
             return Err(Error::Upstream(format!(
                 "{url}: the page did not load within {} s (page_load_timeout_secs)",
@@ -287,15 +440,101 @@ pub fn render(
         }
     }
     let final_url = tab.get_url();
-    if let Some(b) =
-        blocked.lock().ok().and_then(|v| v.iter().find(|b| **b == final_url || b.as_str() == url.as_str()).cloned())
-    {
+    let refused_url = refused
+        .lock()
+        .ok()
+        .and_then(|r| r.urls.iter().find(|b| **b == final_url || b.as_str() == url.as_str()).cloned());
+    if let Some(b) = refused_url {
         return Err(Error::BadRequest(format!("{b}: refused by the URL rules (loopback or private target)")));
     }
     let html = tab.get_content().map_err(|e| upstream("reading the page", e))?;
     let status = status.lock().ok().and_then(|s| *s);
     drop(close);
     Ok(Rendered { html, final_url, status })
+}
+
+/// How a page load ended.
+enum Load {
+    Done,
+    Failed(String),
+    TooLarge,
+    BrowserGone,
+    TimedOut,
+}
+
+/// Waits for the navigation helper, checking every 200 ms whether the page grew past its cap or
+/// the browser died (a crashed browser would otherwise hold the caller until the timeout).
+fn wait_for_load(
+    chromium: &Chromium,
+    rx: &std::sync::mpsc::Receiver<std::result::Result<(), String>>,
+    over: &AtomicBool,
+    timeout: Duration,
+) -> Load {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Load::TimedOut;
+        }
+        match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+            Ok(Ok(())) if over.load(Ordering::SeqCst) => return Load::TooLarge,
+            Ok(Ok(())) => return Load::Done,
+            Ok(Err(msg)) if over.load(Ordering::SeqCst) => {
+                let _ = msg;
+                return Load::TooLarge;
+            }
+            Ok(Err(msg)) if msg.contains("connection is closed") || !chromium.alive() => return Load::BrowserGone,
+            Ok(Err(msg)) => return Load::Failed(msg),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Load::Failed("the page load stopped".into())
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if over.load(Ordering::SeqCst) {
+            return Load::TooLarge;
+        }
+        if !chromium.alive() {
+            return Load::BrowserGone;
+        }
+    }
+}
+
+/// The error for a navigation that failed: what the checks refused when they did, Chromium's
+/// own refusal of a non-http redirect, a timeout, or the browser's message.
+fn load_error(url: &Url, msg: &str, refused: Option<DocRefusal>, timeout: Duration) -> Error {
+    match refused {
+        Some(DocRefusal::Content(why)) => return Error::Upstream(why),
+        Some(DocRefusal::Rule(why)) if why.starts_with(url.as_str()) => return Error::BadRequest(why),
+        Some(DocRefusal::Rule(why)) => {
+            return Error::BadRequest(format!("{url}: led to a URL docdex does not fetch: {why}"))
+        }
+        None => {}
+    }
+    if msg.contains("ERR_UNSAFE_REDIRECT") {
+        return Error::BadRequest(format!(
+            "{url}: redirects to a URL that is not http or https (file:, chrome:, ...), which is never followed"
+        ));
+    }
+    if msg.to_ascii_lowercase().contains("timeout") || msg.contains("timed out") {
+        return Error::Upstream(format!(
+            "{url}: the page did not load within {} s (page_load_timeout_secs)",
+            timeout.as_secs()
+        ));
+    }
+    Error::Upstream(format!("{url}: {msg}"))
+}
+
+/// Denies downloads in the tab's browser context, so a page's script (a `blob:` link clicked)
+/// cannot make the browser write a file either.
+fn deny_downloads(tab: &headless_chrome::Tab) -> anyhow::Result<()> {
+    use headless_chrome::protocol::cdp::Browser::{SetDownloadBehavior, SetDownloadBehaviorBehaviorOption};
+    tab.call_method(SetDownloadBehavior {
+        behavior: SetDownloadBehaviorBehaviorOption::Deny,
+        browser_context_id: None,
+        download_path: None,
+        events_enabled: None,
+    })?;
+    Ok(())
 }
 
 struct InUse<'a>(&'a Chromium);
@@ -313,5 +552,27 @@ struct CloseTab(Arc<headless_chrome::Tab>);
 impl Drop for CloseTab {
     fn drop(&mut self) {
         let _ = self.0.close(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_are_read_only_when_text_not_a_download_and_within_the_cap() {
+        let u = "http://e.org/x";
+        for ok in ["text/html; charset=utf-8", "", "application/xhtml+xml", "text/plain"] {
+            assert_eq!(refuse_document(u, ok, None, Some(10), 100), None, "{ok}");
+        }
+        let bin = refuse_document(u, "application/octet-stream", None, None, 100).unwrap();
+        assert!(bin.contains("not a text page (application/octet-stream)"), "{bin}");
+        let pdf = refuse_document(u, "Application/PDF", None, None, 100).unwrap();
+        assert!(pdf.contains("application/pdf"), "{pdf}");
+        let attached = refuse_document(u, "text/html", Some("attachment; filename=x.html"), None, 100).unwrap();
+        assert!(attached.contains("download"), "{attached}");
+        assert_eq!(refuse_document(u, "text/html", Some("inline"), None, 100), None);
+        let big = refuse_document(u, "text/html", None, Some(101), 100).unwrap();
+        assert!(big.contains("101 bytes is more than [web] max_page_bytes (100)"), "{big}");
     }
 }

@@ -432,6 +432,7 @@ impl Engine {
                     origin,
                     &self.config().web.user_agent,
                     self.page_timeout(),
+                    self.config().web.max_page_bytes,
                 );
                 if !ch.alive() {
                     self.forget_browser(&ch);
@@ -455,11 +456,7 @@ impl Engine {
                         fetch::HttpFailure::Refused(s) => Error::BadRequest(s),
                         fetch::HttpFailure::Failed(s) => Error::Upstream(s),
                     })?;
-                let textual = a.content_type.is_empty()
-                    || a.content_type.contains("html")
-                    || a.content_type.starts_with("text/")
-                    || a.content_type.contains("xml");
-                if !textual {
+                if !fetch::textual(&a.content_type) {
                     return Err(Error::Upstream(format!("{url}: not a text page ({})", a.content_type)));
                 }
                 (a.body, a.final_url.to_string(), Some(a.status), FetchVia::Http)
