@@ -915,3 +915,27 @@ fn ctrl_c_stops_a_cli_chat_while_the_model_reads_the_prompt() {
     assert!(stderr.contains("(answer stopped)"), "{stderr}");
     assert!(stdout.contains("src/auth/session.rs:1-7"), "the sources are still listed: {stdout}");
 }
+
+#[test]
+fn a_model_window_under_1024_tokens_is_budgeted_as_reported() {
+    // A server run with a small context (llama-server -c 600): the prompt and the answer cap
+    // must fit in it. The window was raised to 1,024, so the request overflowed the model.
+    let c = Chat::with_provider(
+        "openai",
+        FakeOllamaOptions { openai_only: true, context_length: Some(600), ..Default::default() },
+        "",
+    );
+    let resp = c.ask(&q("how are stale sessions expired?"));
+    assert_eq!(resp.llm.status, AnswerStatus::Answered, "{:?}", resp.llm);
+    let b = &resp.trace.budget;
+    assert_eq!(b.context_window, 600, "{}", b.window_source);
+    let body = c.chat_bodies().pop().unwrap();
+    let cap = body["max_tokens"].as_u64().unwrap();
+    assert_eq!(cap, 120, "the answer cap is the 20% generation share of 600");
+    assert!(u64::from(b.prompt_tokens) + cap <= 600, "prompt {} + answer {cap} overflow 600", b.prompt_tokens);
+    // The same through Ollama: it is run with the model's own num_ctx, not above it.
+    let o = Chat::new(FakeOllamaOptions { context_length: Some(600), ..Default::default() }, "");
+    let resp = o.ask(&q("how are stale sessions expired?"));
+    assert_eq!(resp.trace.budget.context_window, 600);
+    assert_eq!(o.chat_bodies().pop().unwrap()["options"]["num_ctx"], 600);
+}

@@ -173,8 +173,11 @@ impl Turn<'_> {
                 Err(e) => (None, Some(e)),
             },
         };
-        let (window, source) = match reported {
-            Some(w) if w <= configured => (w.max(1024), format!("provider ({model} reports {w})")),
+        // The model's own limit is honoured however small (it was raised to 1,024 before, so
+        // an OpenAI-compatible server refused the prompt and Ollama was run beyond the
+        // Modelfile's `num_ctx`); a server saying 0 says nothing.
+        let (window, source) = match reported.filter(|w| *w > 0) {
+            Some(w) if w <= configured => (w, format!("provider ({model} reports {w})")),
             Some(w) => (configured, format!("config ([llm] context_tokens; {model} allows {w})")),
             None => (configured, "config ([llm] context_tokens; the provider does not report one)".into()),
         };

@@ -269,7 +269,7 @@ pub fn fit(
     let prompt_budget = plan.window.saturating_sub(plan.generation);
     if mandatory > prompt_budget {
         return Err(Error::BadRequest(format!(
-            "the question and instructions take {mandatory} tokens, more than the {prompt_budget} a {}-token context window leaves for the prompt; shorten the question or raise `[llm] context_tokens`",
+            "the question and instructions take {mandatory} tokens, more than the {prompt_budget} a {}-token context window leaves for the prompt; shorten the question, or give the model a longer context (`[llm] context_tokens`, and the model's own context length when it reports less: its Modelfile `num_ctx`, or the server's context size)",
             plan.window
         )));
     }
