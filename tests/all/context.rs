@@ -316,3 +316,26 @@ fn untracked_secrets_and_build_output_stay_out_and_the_budget_holds() {
     let md = p.markdown.clone().expect("markdown");
     assert!(md.contains("Notes:") && md.contains(&note) && md.contains("28 changed files left out"), "{md}");
 }
+
+#[test]
+fn no_citation_in_a_pack_runs_past_the_end_of_its_file() {
+    // login.py's change is its 7th of 8 lines: the 3-line margin after it ran to line 10, and
+    // the definition it names (`expire_stale_sessions`) was cited "named by app/login.py:4-10".
+    let env = Env::new();
+    let (repo, engine) = fixture(&env);
+    let p = pack(&engine, &repo, "make stale sessions expire after the ttl", Some("main"), 8000);
+    let lines = |path: &str| std::fs::read_to_string(repo.join(path)).unwrap().lines().count() as u32;
+    let cite = regex::Regex::new(r"([\w/.]+\.py):(\d+)-(\d+)").unwrap();
+    let mut seen = 0;
+    for s in &p.snippets {
+        assert!(s.line_end <= lines(&s.path), "{}:{}-{} ({} lines)", s.path, s.line_start, s.line_end, lines(&s.path));
+        for c in cite.captures_iter(&s.reason) {
+            let (path, end) = (&c[1], c[3].parse::<u32>().unwrap());
+            assert!(end <= lines(path), "{path} has {} lines, cited to {end} in {:?}", lines(path), s.reason);
+            seen += 1;
+        }
+    }
+    assert!(seen > 0, "a definition names the change that called it: {:?}", p.snippets);
+    let login = p.snippets.iter().find(|s| s.path == "app/login.py" && s.role == ContextRole::Changed).unwrap();
+    assert_eq!((login.line_start, login.line_end), (4, 8));
+}

@@ -416,7 +416,11 @@ fn changed_candidates(
             pack.notes.push(format!("{} changed but is binary: not shown", f.path));
             continue;
         }
+        // The margin after a hunk at the end of the file stops at its last line: the region's
+        // range is also cited (`named by path:a-b`), and no line past the end may be.
+        let total = files.lines(&f.path).map(|l| l.len() as u32);
         for (a, b, changed) in regions(d) {
+            let b = total.map_or(b, |t| b.min(t.max(a)));
             out.push(Candidate {
                 path: f.path.clone(),
                 a,
