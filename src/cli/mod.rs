@@ -518,9 +518,10 @@ impl Cli {
 }
 
 fn init_logging(verbose: u8) {
-    // headless_chrome logs its own connection teardown as warnings: noise for users.
+    // headless_chrome logs its own connection teardown as warnings, lopdf an encrypted PDF
+    // (which the index reports as a note): noise for users.
     let default = match verbose {
-        0 => "warn,headless_chrome=error",
+        0 => "warn,headless_chrome=error,lopdf=error",
         // Tantivy's per-file "Open Read" lines would bury docdex's own at debug.
         1 => "debug,headless_chrome=info,tungstenite=info,tantivy=info",
         _ => "trace",

@@ -270,3 +270,122 @@ fn the_size_limit_applies_to_the_source_document() {
     let hits: Vec<String> = search(&env, &repo, "quokka setting").results.into_iter().map(|h| h.path).collect();
     assert_eq!(hits, ["notes.md"]);
 }
+
+/// A one-page PDF whose content stream is `content` compressed with Flate; `encrypt_inline`
+/// writes a Standard encryption dictionary directly in the trailer (not by reference).
+fn flate_pdf(content: &[u8], encrypt_inline: bool) -> Vec<u8> {
+    use std::io::Write;
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(content).unwrap();
+    let data = z.finish().unwrap();
+    let mut objects: Vec<Vec<u8>> = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>"
+            .to_vec(),
+    ];
+    let mut stream = format!("<< /Length {} /Filter /FlateDecode >>\nstream\n", data.len()).into_bytes();
+    stream.extend_from_slice(&data);
+    stream.extend_from_slice(b"\nendstream");
+    objects.push(stream);
+    objects.push(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec());
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\nendobj\n");
+    }
+    let xref = out.len();
+    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    for off in offsets {
+        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
+    }
+    let encrypt = if encrypt_inline {
+        format!(
+            " /Encrypt << /Filter /Standard /V 1 /R 2 /Length 40 /P -44 /O <{}> /U <{}> >> /ID [<{}> <{}>]",
+            "4f".repeat(32),
+            "55".repeat(32),
+            "ab".repeat(16),
+            "ab".repeat(16)
+        )
+    } else {
+        String::new()
+    };
+    out.extend_from_slice(
+        format!("trailer\n<< /Size {} /Root 1 0 R{encrypt} >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1)
+            .as_bytes(),
+    );
+    out
+}
+
+/// A DOCX (every part a Word package has, relationships included) whose body holds `body`
+/// as one paragraph, plus an extra part `extra` of `extra_len` spaces.
+fn bomb_docx(body_len: usize, extra: &str, extra_len: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    let w = r#"xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main""#;
+    let parts: Vec<(&str, String)> = vec![
+        ("[Content_Types].xml", r#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/></Types>"#.into()),
+        ("_rels/.rels", r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#.into()),
+        ("word/_rels/document.xml.rels", r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/styles" Target="styles.xml"/></Relationships>"#.into()),
+    ];
+    for (name, text) in parts {
+        zip.start_file(name, opts).unwrap();
+        zip.write_all(text.as_bytes()).unwrap();
+    }
+    zip.start_file("word/document.xml", opts).unwrap();
+    zip.write_all(format!(r#"<?xml version="1.0"?><w:document {w}><w:body><w:p><w:r><w:t>Kestrel roosting survey</w:t></w:r></w:p><w:p><w:r><w:t>"#).as_bytes()).unwrap();
+    let spaces = vec![b' '; 1 << 20];
+    for _ in 0..body_len >> 20 {
+        zip.write_all(&spaces).unwrap();
+    }
+    zip.write_all(b"</w:t></w:r></w:p></w:body></w:document>").unwrap();
+    zip.start_file(extra, opts).unwrap();
+    zip.write_all(format!(r#"<?xml version="1.0"?><w:styles {w}>"#).as_bytes()).unwrap();
+    for _ in 0..extra_len >> 20 {
+        zip.write_all(&spaces).unwrap();
+    }
+    zip.write_all(b"</w:styles>").unwrap();
+    zip.finish().unwrap().into_inner()
+}
+
+/// Bombs stop at a bound instead of taking the machine: a 40 KB PDF whose content stream
+/// inflated to 200 MiB (a stream of repeated text operators took 10 GB and two minutes), and a
+/// DOCX whose body inflated to 200 MiB (600 MB took 3 GB, and 600 MB of extracted text was
+/// kept beside the index) are refused with a note; a DOCX with a huge part the text does not
+/// need (styles) is read without inflating it; an encryption dictionary written in the trailer
+/// is "encrypted", not "corrupt (no pages)".
+#[test]
+fn document_bombs_are_refused_at_a_bound_and_inline_encryption_is_named() {
+    let env = Env::new();
+    let repo = env.repo("bombs");
+    let mut content = b"BT /F1 12 Tf 72 712 Td (Osprey) Tj ET\n".to_vec();
+    content.resize(200 << 20, b' ');
+    write(&repo, "bomb.pdf", flate_pdf(&content, false));
+    write(&repo, "fine.pdf", flate_pdf(b"BT /F1 12 Tf 72 712 Td (Osprey nesting log) Tj ET", false));
+    write(&repo, "inline-locked.pdf", flate_pdf(b"BT /F1 12 Tf 72 712 Td (Hidden) Tj ET", true));
+    write(&repo, "bomb.docx", bomb_docx(200 << 20, "word/styles.xml", 0));
+    write(&repo, "heavy-styles.docx", bomb_docx(0, "word/styles.xml", 300 << 20));
+    let t = std::time::Instant::now();
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    assert!(t.elapsed() < std::time::Duration::from_secs(60), "took {:?}", t.elapsed());
+    let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
+    assert!(
+        note("bomb.pdf").starts_with("PDF too large to extract (a stream inflates to over 16 MiB"),
+        "{:?}",
+        summary.skipped
+    );
+    assert!(
+        note("bomb.docx").starts_with("DOCX too large to extract (the document body inflates to over 32 MiB"),
+        "{:?}",
+        summary.skipped
+    );
+    assert!(note("inline-locked.pdf").starts_with("encrypted PDF"), "{:?}", summary.skipped);
+    assert_eq!(hit_paths(&env.engine(), &repo, "osprey nesting"), ["fine.pdf"]);
+    assert_eq!(hit_paths(&env.engine(), &repo, "kestrel roosting"), ["heavy-styles.docx"]);
+    let err = env.engine().get_file(&repo, &FileRequest::new("bomb.docx", None)).expect_err("refused");
+    assert!(err.to_string().contains("too large to extract"), "{err}");
+}

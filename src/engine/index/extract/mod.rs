@@ -98,6 +98,8 @@ pub enum Refusal {
     Encrypted,
     /// Not a valid file of its format.
     Corrupt(String),
+    /// Inflates past what extraction may hold in memory (a ZIP or stream bomb, or simply huge).
+    TooLarge(String),
 }
 
 impl Refusal {
@@ -114,6 +116,7 @@ impl Refusal {
             Refusal::NoText => format!("empty {kind} (no text)"),
             Refusal::Encrypted => format!("encrypted {kind} (needs a password)"),
             Refusal::Corrupt(why) => format!("corrupt {kind} ({})", one_line(why)),
+            Refusal::TooLarge(why) => format!("{kind} too large to extract ({})", one_line(why)),
         }
     }
 }
