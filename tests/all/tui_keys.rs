@@ -466,3 +466,76 @@ fn help_names_the_keymap_and_theme_in_effect_when_the_configured_ones_are_left_o
     assert!(shows(&s, "expected `]`; using the default") && shows(&s, "using the dark theme"), "{s}");
     assert!(!shows(&s, "keymap mine"), "{s}");
 }
+
+#[test]
+fn pagedown_and_pageup_move_through_a_long_dag_session() {
+    // Tour: help lists pageup / pagedown under [navigate] in the DAG pane, where they did nothing.
+    use docdex::tui::widgets::dag::{DagNode, DagSession, DagView};
+    let nodes: Vec<DagNode> = (1..=30)
+        .map(|i| DagNode {
+            id: format!("n{i}"),
+            kind: "search".into(),
+            label: format!("step {i}"),
+            parents: if i == 1 { vec![] } else { vec![format!("n{}", i - 1)] },
+            detail: String::new(),
+        })
+        .collect();
+    let session = DagSession { id: "s".into(), title: "long".into(), nodes: 30, started_ms: 0 };
+    let view = DagView { sessions: vec![session], selected_session: 0, nodes };
+    let mut h = Harness::new().started();
+    h.alt('5');
+    h.engine_event(docdex::tui::event::EngineEvent::Dag(Ok(view)));
+    assert_eq!(h.app.dag().selected_node(), Some("n1"));
+    h.key(KeyCode::PageDown);
+    assert_eq!(h.app.dag().selected_node(), Some("n11"));
+    h.key(KeyCode::PageDown);
+    h.key(KeyCode::PageDown);
+    assert_eq!(h.app.dag().selected_node(), Some("n30"), "no further than the last step");
+    h.key(KeyCode::PageUp);
+    assert_eq!(h.app.dag().selected_node(), Some("n20"));
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "step 20"), "the selection stays in view: {s}");
+}
+
+#[test]
+fn a_session_of_several_turns_keeps_its_labels_readable_at_80x24() {
+    // Tour: a conversation's second turn hangs under the first one's answer; one tree level per
+    // step squeezed its labels into 4 columns at 80x24 (`answ`, `er: `, `unav`...) and a third
+    // turn's into none.
+    use docdex::tui::widgets::dag::{DagNode, DagSession, DagView};
+    let mut nodes: Vec<DagNode> = Vec::new();
+    let mut add = |id: String, kind: &str, label: &str, parent: Option<String>| {
+        nodes.push(DagNode {
+            id: id.clone(),
+            kind: kind.into(),
+            label: label.into(),
+            parents: parent.into_iter().collect(),
+            detail: String::new(),
+        });
+        id
+    };
+    let mut answer: Option<String> = None;
+    for t in 1..=3 {
+        let q = add(format!("u{t}"), "UserRequest", &format!("question {t}"), answer.take());
+        let plan = add(format!("t{t}"), "Thought", "plan: search, recall, gate, budget, ask", Some(q));
+        let search = add(format!("s{t}"), "ToolCall", "search the code index", Some(plan.clone()));
+        let hits = add(format!("o{t}"), "Observation", "4 hits, confidence 1.00", Some(search));
+        let gate = add(format!("g{t}"), "Decision", "gate: stay local", Some(hits));
+        let ask = add(format!("a{t}"), "ToolCall", "ask phi3.5:3.8b", Some(gate));
+        answer = Some(add(format!("n{t}"), "Observation", &format!("answer {t}: unavailable"), Some(ask)));
+        let recall = add(format!("r{t}"), "ToolCall", "recall repo memory", Some(plan));
+        add(format!("m{t}"), "Observation", "0 memories recalled", Some(recall));
+    }
+    let session = DagSession { id: "s".into(), title: "three turns".into(), nodes: 27, started_ms: 0 };
+    let view = DagView { sessions: vec![session], selected_session: 0, nodes };
+    let mut h = Harness::new().started();
+    h.alt('5');
+    h.engine_event(docdex::tui::event::EngineEvent::Dag(Ok(view)));
+    for t in 1..=3 {
+        while h.app.dag().selected_node() != Some(format!("n{t}").as_str()) {
+            h.key(KeyCode::Down);
+        }
+        let s = h.screen(80, 24);
+        assert!(shows(&s, &format!("[Observation] answer {t}: unavailable")), "turn {t}:\n{s}");
+    }
+}

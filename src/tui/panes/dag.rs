@@ -17,6 +17,9 @@ use ratatui::layout::Rect;
 use ratatui::widgets::Widget;
 use std::cell::Cell;
 
+/// Steps `pageup` / `pagedown` move the selection.
+const DAG_PAGE: usize = 10;
+
 /// The DAG pane's state.
 #[derive(Debug, Default)]
 pub struct DagPane {
@@ -86,6 +89,10 @@ impl Pane for DagPane {
             }
             Command::Down => self.selected = (self.selected + 1).min(n.saturating_sub(1)),
             Command::Up => self.selected = self.selected.saturating_sub(1),
+            // Help lists the paging keys under [navigate] for every pane: here they move by
+            // ten steps (a session of several turns has dozens).
+            Command::PageDown => self.selected = (self.selected + DAG_PAGE).min(n.saturating_sub(1)),
+            Command::PageUp => self.selected = self.selected.saturating_sub(DAG_PAGE),
             Command::Top => self.selected = 0,
             Command::Bottom => self.selected = n.saturating_sub(1),
             Command::NextSession | Command::PrevSession => {

@@ -70,22 +70,27 @@ struct TreeWalk<'a> {
 }
 
 impl TreeWalk<'_> {
-    /// Visits `i`; `last` is `None` for a root, else whether it is its parent's last child.
-    fn walk(&mut self, i: usize, lead: &str, last: Option<bool>) {
+    /// Visits `i`, drawn after `prefix`; `cont` is what rows under it start with (its wrapped
+    /// label's continuation rows, its children). An only child goes straight below its parent,
+    /// with no branch of its own: a chain of steps reads as a sequence, and the tree widens only
+    /// where it forks (a session chains each turn under the last one's answer, so one level
+    /// per step put the second turn's labels past the edge of an 80-column pane).
+    fn walk(&mut self, i: usize, prefix: &str, cont: &str) {
         if self.seen[i] {
             return;
         }
         self.seen[i] = true;
-        let (prefix, next_lead) = match last {
-            None => (String::new(), String::new()),
-            Some(true) => (format!("{lead}└─ "), format!("{lead}   ")),
-            Some(false) => (format!("{lead}├─ "), format!("{lead}│  ")),
-        };
         let also = self.view.nodes[i].parents.iter().skip(1).cloned().collect();
-        self.rows.push(TreeRow { node: i, prefix, also });
-        let kids = self.children[i].clone();
+        self.rows.push(TreeRow { node: i, prefix: prefix.to_string(), also });
+        let kids: Vec<usize> = self.children[i].iter().copied().filter(|&c| !self.seen[c]).collect();
+        if let [only] = kids[..] {
+            self.walk(only, cont, cont);
+            return;
+        }
         for (k, &c) in kids.iter().enumerate() {
-            self.walk(c, &next_lead, Some(k + 1 == kids.len()));
+            let last = k + 1 == kids.len();
+            let (branch, under) = if last { ("└─ ", "   ") } else { ("├─ ", "│  ") };
+            self.walk(c, &format!("{cont}{branch}"), &format!("{cont}{under}"));
         }
     }
 }
@@ -104,11 +109,11 @@ impl DagView {
         }
         let mut w = TreeWalk { view: self, children, seen: vec![false; self.nodes.len()], rows: Vec::new() };
         for r in roots {
-            w.walk(r, "", None);
+            w.walk(r, "", "");
         }
         // Nodes only reachable through a cycle have no root; show them as roots too.
         for i in 0..self.nodes.len() {
-            w.walk(i, "", None);
+            w.walk(i, "", "");
         }
         w.rows
     }
@@ -323,17 +328,20 @@ mod tests {
         };
         let tree = v.tree();
         let shown: Vec<(String, &str)> = tree.iter().map(|r| (r.prefix.clone(), v.nodes[r.node].id.as_str())).collect();
-        assert_eq!(shown, vec![("".into(), "q"), ("├─ ".into(), "s"), ("│  └─ ".into(), "a"), ("└─ ".into(), "m")]);
+        // `a` is `s`'s only child: straight below it, no branch of its own.
+        assert_eq!(shown, vec![("".into(), "q"), ("├─ ".into(), "s"), ("│  ".into(), "a"), ("└─ ".into(), "m")]);
         assert_eq!(tree[2].also, vec!["m".to_string()]);
         assert_eq!(v.layers(), vec![vec![0], vec![1, 2], vec![3]]);
     }
 
     #[test]
     fn a_deeply_indented_label_loses_no_character_in_a_narrow_column() {
-        // A chain deep enough that its guides leave fewer than 8 columns at width 20.
+        // A chain forking at every step (a leaf beside each next step), so its guides leave
+        // fewer than 8 columns at width 20.
         let ids = ["a", "b", "c", "d", "e", "f"];
-        let nodes: Vec<_> =
+        let mut nodes: Vec<_> =
             ids.iter().enumerate().map(|(k, id)| n(id, if k == 0 { &[] } else { &ids[k - 1..k] })).collect();
+        nodes.extend(ids[..5].iter().map(|id| n(&format!("leaf-{id}"), &[id])));
         let mut v = DagView { nodes, ..Default::default() };
         v.nodes[5].label = "answer: unavailable".into();
         let rows = v.rows(false, None, 20, &Theme::plain());
