@@ -267,3 +267,37 @@ fn listing_before_any_fetch_says_so_and_json_keeps_the_error() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json error");
     assert_eq!(v["error"]["code"], "not_found");
 }
+
+/// The root manifests are read like every repository file: a manifest that is a link to a
+/// file outside the repository is not read (its dependencies were fetched), one that is a link
+/// to a device no longer hangs `libs fetch` (it read /dev/zero until memory ran out), and a
+/// manifest that does not parse says so (package.json was silently ignored; a path in
+/// requirements.txt was a package without a name).
+#[test]
+fn odd_manifests_are_named_and_links_out_of_the_repository_are_not_read() {
+    let env = Env::new();
+    let repo = env.repo("odd");
+    let outside = env.repo("elsewhere");
+    write(&outside, "requirements.txt", "outsidepkg==9.9.9\n");
+    write(&repo, "requirements.txt", "requests==2.31.0\n../vendor/local\n");
+    write(&repo, "Cargo.toml", "[package]\nname = \"odd\"\n[dependencies]\nserde = \"1\"\n");
+    write(&repo, "Cargo.lock", "version = [[ not toml");
+    std::os::unix::fs::symlink(outside.join("requirements.txt"), repo.join("requirements-dev.txt")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", repo.join("package.json")).unwrap();
+    let r = repo.to_str().unwrap();
+    let t = std::time::Instant::now();
+    let v = env.json(&["libs", "fetch", "--repo", r, "--offline", "--json"]);
+    assert!(t.elapsed() < std::time::Duration::from_secs(30), "took {:?}", t.elapsed());
+    let names: Vec<&str> = v["packages"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+    assert_eq!(names, ["requests"], "{v}");
+    let notes = v["notes"].to_string();
+    assert!(!notes.contains("outsidepkg"), "{notes}");
+    assert!(notes.contains("requirements-dev.txt: a symbolic link"), "{notes}");
+    assert!(notes.contains("package.json: a symbolic link"), "{notes}");
+    assert!(notes.contains("Cargo.lock: not valid TOML"), "{notes}");
+    assert!(!notes.contains("Python package :"), "{notes}");
+    std::fs::remove_file(repo.join("package.json")).unwrap();
+    write(&repo, "package.json", "{\"dependencies\": {\"left-pad\": ");
+    let v = env.json(&["libs", "fetch", "--repo", r, "--offline", "--json"]);
+    assert!(v["notes"].to_string().contains("package.json: not valid JSON"), "{v}");
+}

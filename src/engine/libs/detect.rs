@@ -6,7 +6,7 @@
 //! reported in the notes and left out.
 
 use super::types::{Dependency, Ecosystem};
-use crate::engine::fsutil::count;
+use crate::engine::fsutil::{self, count};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -30,12 +30,76 @@ pub fn detect(repo: &Path) -> Detected {
     d
 }
 
-fn read_toml(path: &Path) -> Option<toml::Table> {
-    std::fs::read_to_string(path).ok()?.parse().ok()
+/// The most a manifest or lockfile may hold (a large monorepo's package-lock.json is tens of MB).
+const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The text of the root manifest `rel`, read the way docdex reads every repository file (no
+/// link followed, nothing outside the repository, a FIFO or device never blocks, bounded);
+/// `None` when it is absent, with a note saying why when it exists but cannot be used.
+fn read_manifest(repo: &Path, rel: &str, d: &mut Detected) -> Option<String> {
+    use std::io::Read;
+    let left_out = |why: String| format!("{rel}: {why}; its dependencies are left out");
+    let file = match fsutil::open_repo_file(repo, rel) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) if fsutil::is_symlink_refusal(&e) => {
+            d.notes.push(left_out("a symbolic link, and docdex reads only files inside the repository".into()));
+            return None;
+        }
+        Err(e) => {
+            d.notes.push(left_out(format!("cannot be read ({e})")));
+            return None;
+        }
+    };
+    let mut bytes = Vec::new();
+    if let Err(e) = file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes) {
+        d.notes.push(left_out(format!("cannot be read ({e})")));
+        return None;
+    }
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        d.notes.push(left_out(format!("larger than {} MiB", MAX_MANIFEST_BYTES >> 20)));
+        return None;
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Some(text),
+        Err(_) => {
+            d.notes.push(left_out("not UTF-8 text".into()));
+            None
+        }
+    }
+}
+
+/// A root TOML manifest, parsed; a parse error is a note naming the file and the error.
+fn read_toml(repo: &Path, rel: &str, d: &mut Detected) -> Option<toml::Table> {
+    let text = read_manifest(repo, rel, d)?;
+    match text.parse::<toml::Table>() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            let e = e.to_string();
+            d.notes.push(format!("{rel}: not valid TOML ({}); its dependencies are left out", first_line(&e)));
+            None
+        }
+    }
+}
+
+/// A root JSON manifest, parsed; a parse error is a note naming the file and the error.
+fn read_json(repo: &Path, rel: &str, d: &mut Detected) -> Option<serde_json::Value> {
+    let text = read_manifest(repo, rel, d)?;
+    match serde_json::from_str(&text) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            d.notes.push(format!("{rel}: not valid JSON ({e}); its dependencies are left out"));
+            None
+        }
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s).trim()
 }
 
 fn rust(repo: &Path, d: &mut Detected) {
-    let Some(manifest) = read_toml(&repo.join("Cargo.toml")) else { return };
+    let Some(manifest) = read_toml(repo, "Cargo.toml", d) else { return };
     let mut names = BTreeSet::new();
     let mut add_table = |t: Option<&toml::Value>| {
         if let Some(t) = t.and_then(|v| v.as_table()) {
@@ -52,7 +116,7 @@ fn rust(repo: &Path, d: &mut Detected) {
         add_table(manifest.get(section));
     }
     add_table(manifest.get("workspace").and_then(|w| w.get("dependencies")));
-    let locked = lock_packages(&repo.join("Cargo.lock"));
+    let locked = lock_packages(repo, "Cargo.lock", d);
     d.notes.push(format!("Cargo.toml: {}", count(names.len(), "dependency")));
     for n in names {
         match locked.get(&n).and_then(|v| v.iter().next_back()) {
@@ -67,10 +131,10 @@ fn rust(repo: &Path, d: &mut Detected) {
     }
 }
 
-/// `[[package]] name/version` pairs of a Cargo.lock, poetry.lock or uv.lock.
-fn lock_packages(path: &Path) -> BTreeMap<String, BTreeSet<String>> {
+/// `[[package]] name/version` pairs of a Cargo.lock, poetry.lock or uv.lock at the root.
+fn lock_packages(repo: &Path, rel: &str, d: &mut Detected) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let Some(lock) = read_toml(path) else { return out };
+    let Some(lock) = read_toml(repo, rel, d) else { return out };
     for p in lock.get("package").and_then(|p| p.as_array()).into_iter().flatten() {
         if let (Some(n), Some(v)) = (p.get("name").and_then(|x| x.as_str()), p.get("version").and_then(|x| x.as_str()))
         {
@@ -81,12 +145,7 @@ fn lock_packages(path: &Path) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 fn node(repo: &Path, d: &mut Detected) {
-    let Some(pkg) = std::fs::read_to_string(repo.join("package.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-    else {
-        return;
-    };
+    let Some(pkg) = read_json(repo, "package.json", d) else { return };
     let mut names = BTreeSet::new();
     for section in ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"] {
         if let Some(o) = pkg.get(section).and_then(|v| v.as_object()) {
@@ -94,9 +153,7 @@ fn node(repo: &Path, d: &mut Detected) {
         }
     }
     d.notes.push(format!("package.json: {}", count(names.len(), "dependency")));
-    let lock = std::fs::read_to_string(repo.join("package-lock.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let lock = read_json(repo, "package-lock.json", d);
     for n in names {
         let from_lock = lock.as_ref().and_then(|l| {
             l.get("packages")
@@ -145,7 +202,9 @@ pub fn normalize_py(name: &str) -> String {
 fn requirement_name(req: &str) -> Option<String> {
     let name: String =
         req.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).collect();
-    (!name.is_empty()).then(|| normalize_py(&name))
+    // A path (`../lib`, `/opt/pkg`) or a bare URL (`https://host/pkg.whl`) names no package.
+    let url = req.trim()[name.len()..].starts_with("://");
+    Some(normalize_py(&name)).filter(|n| !n.is_empty() && !url && !req.trim().starts_with(['.', '/']))
 }
 
 fn python(repo: &Path, d: &mut Detected) {
@@ -161,7 +220,7 @@ fn python(repo: &Path, d: &mut Detected) {
         files.sort();
         for f in files {
             found_manifest = true;
-            let text = std::fs::read_to_string(repo.join(&f)).unwrap_or_default();
+            let text = read_manifest(repo, &f, d).unwrap_or_default();
             for line in text.lines() {
                 let line = line.split('#').next().unwrap_or("").trim();
                 if line.is_empty() || line.starts_with('-') {
@@ -178,7 +237,7 @@ fn python(repo: &Path, d: &mut Detected) {
             }
         }
     }
-    if let Some(py) = read_toml(&repo.join("pyproject.toml")) {
+    if let Some(py) = read_toml(repo, "pyproject.toml", d) {
         found_manifest = true;
         let project = py.get("project");
         for r in project.and_then(|p| p.get("dependencies")).and_then(|v| v.as_array()).into_iter().flatten() {
@@ -206,7 +265,7 @@ fn python(repo: &Path, d: &mut Detected) {
     let mut locks: Vec<(&str, BTreeMap<String, BTreeSet<String>>)> = Vec::new();
     for lock in ["poetry.lock", "uv.lock"] {
         let entries: BTreeMap<String, BTreeSet<String>> =
-            lock_packages(&repo.join(lock)).into_iter().map(|(k, v)| (normalize_py(&k), v)).collect();
+            lock_packages(repo, lock, d).into_iter().map(|(k, v)| (normalize_py(&k), v)).collect();
         if !entries.is_empty() {
             locks.push((lock, entries));
         }
@@ -273,5 +332,36 @@ mod tests {
         for left_out in ["crate unlocked", "npm package missing", "Python package flask"] {
             assert!(d.notes.iter().any(|n| n.starts_with(left_out)), "{left_out}: {:?}", d.notes);
         }
+    }
+
+    #[test]
+    fn odd_manifests_are_notes_and_nothing_outside_the_repository_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        w(r, "Cargo.toml", "[package]\nname = \"app\"\n[dependencies]\nserde = \"1\"\n");
+        w(r, "Cargo.lock", "this is [[ not toml");
+        w(r, "package.json", r#"{"dependencies": {"left-pad": "^1.0.0""#);
+        w(r, "requirements.txt", "requests==2.31.0\n../local/pkg\n/opt/wheel\nhttps://host/x.whl\n");
+        // A requirements file that is a link to a file outside the repository is not read.
+        w(outside.path(), "req.txt", "secretpkg==1.0\n");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(outside.path().join("req.txt"), r.join("requirements-dev.txt")).unwrap();
+        // A lockfile that is a device would never end: it is refused, not read.
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("/dev/zero", r.join("poetry.lock")).unwrap();
+        let d = detect(r);
+        let got: Vec<String> = d.deps.iter().map(|x| format!("{}@{}", x.name, x.version)).collect();
+        assert_eq!(got, ["requests@2.31.0"], "{:?}", d.notes);
+        let has = |s: &str| d.notes.iter().any(|n| n.contains(s));
+        assert!(has("Cargo.lock: not valid TOML"), "{:?}", d.notes);
+        assert!(has("package.json: not valid JSON"), "{:?}", d.notes);
+        #[cfg(unix)]
+        {
+            assert!(has("requirements-dev.txt: a symbolic link"), "{:?}", d.notes);
+            assert!(has("poetry.lock: a symbolic link"), "{:?}", d.notes);
+        }
+        assert!(!has("secretpkg") && !has("Python package :"), "{:?}", d.notes);
+        assert_eq!(d.notes.iter().filter(|n| n.contains("not pinned")).count(), 0, "{:?}", d.notes);
     }
 }
