@@ -539,3 +539,15 @@ fn a_session_of_several_turns_keeps_its_labels_readable_at_80x24() {
         assert!(shows(&s, &format!("[Observation] answer {t}: unavailable")), "turn {t}:\n{s}");
     }
 }
+
+#[test]
+fn symbol_search_says_it_takes_names_not_a_description() {
+    // Tour: after ctrl+t the query box still asked for "a plain-language description".
+    let mut h = Harness::new().started();
+    assert!(shows(&h.screen(80, 24), "a plain-language description"));
+    h.ctrl('t');
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "Symbol search") && shows(&s, "a function, type or constant name"), "{s}");
+    assert!(!shows(&s, "plain-language"), "{s}");
+    assert!(shows(&s, "Type a name to search the symbols of fixture"), "{s}");
+}

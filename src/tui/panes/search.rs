@@ -512,11 +512,19 @@ impl SearchPane {
         }
         let field = Rect { x: inner.x + 2, width: inner.width.saturating_sub(chips_w + 2), height: 1, ..inner };
         buf.set_string(inner.x, inner.y, "›", t.style(Slot::Accent));
-        let placeholder = format!(
-            "identifiers, paths or a plain-language description ({} filters, {} symbols)",
-            cx.key(Command::FilterPath),
-            cx.key(Command::ToggleSymbols)
-        );
+        // Symbol search matches names only: the text search's "plain-language" would mislead.
+        let placeholder = match self.mode {
+            Mode::Text => format!(
+                "identifiers, paths or a plain-language description ({} filters, {} symbols)",
+                cx.key(Command::FilterPath),
+                cx.key(Command::ToggleSymbols)
+            ),
+            Mode::Symbols => format!(
+                "a function, type or constant name, or part of one ({} filters, {} text search)",
+                cx.key(Command::FilterPath),
+                cx.key(Command::ToggleSymbols)
+            ),
+        };
         let cursor =
             self.query.render_line(field, buf, t.style(Slot::Input), Some((&placeholder, t.style(Slot::Placeholder))));
         (cx.focused && self.typing).then_some(cursor)
@@ -560,11 +568,15 @@ impl SearchPane {
             return;
         }
         if self.query.text().trim().is_empty() && self.results.is_empty() {
+            let what = match self.mode {
+                Mode::Text => "Type to search",
+                Mode::Symbols => "Type a name to search the symbols of",
+            };
             note(
                 buf,
                 y,
                 &format!(
-                    "Type to search {}. {} / {} move, {} opens the hit in $EDITOR, {} path filter, {} language, {} impact graph of the file.",
+                    "{what} {}. {} / {} move, {} opens the hit in $EDITOR, {} path filter, {} language, {} impact graph of the file.",
                     cx.repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
                     cx.key(Command::PrevResult),
                     cx.key(Command::NextResult),
