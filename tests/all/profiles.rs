@@ -364,6 +364,45 @@ fn a_bad_manifest_is_refused_whole_or_row_by_row() {
     assert_eq!(frank.preferences[0].source, PreferenceSource::Import, "no source in the manifest");
 }
 
+/// `profile import /dev/zero` read until memory ran out (a device reports no size, so the size
+/// check passed), a file that is not UTF-8 was an I/O error (exit 1), and a preference id
+/// spelled in upper case or as `urn:uuid:` was stored as a second row of the same preference.
+#[test]
+fn import_refuses_devices_and_non_text_and_keeps_one_spelling_per_id() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let err = engine.profile_import(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(matches!(err, Error::BadRequest(_)) && err.to_string().contains("not a regular file"), "{err}");
+    let f = env.dir.path().join("m.json");
+    std::fs::write(&f, b"{\"format\": \"docdex.profile_sync\xff\"}").unwrap();
+    let err = engine.profile_import(&f).unwrap_err();
+    assert!(matches!(err, Error::BadRequest(_)) && err.to_string().contains("not UTF-8"), "{err}");
+    let id = "5c9d8e7f-1a2b-4c3d-8e9f-0a1b2c3d4e5f";
+    let row = |id: String, text: &str, at: i64| json!({"id": id, "agent_id": "frank", "content": text, "category": "style", "last_updated": at});
+    std::fs::write(
+        &f,
+        json!({"format": "docdex.profile_sync", "version": 1, "agents": [],
+               "preferences": [row(id.into(), "Use tabs", 10), row(id.to_uppercase(), "Use tabs, width 4", 20),
+                               row(format!("urn:uuid:{id}"), "Use tabs, width 8", 30)],
+               "tombstones": []})
+        .to_string(),
+    )
+    .unwrap();
+    engine.profile_import(&f).unwrap();
+    let frank = engine.profile_list(&ProfileListRequest { agent_id: Some("frank".into()) }).unwrap();
+    let rows: Vec<(&str, &str)> = frank.preferences.iter().map(|p| (p.id.as_str(), p.content.as_str())).collect();
+    assert_eq!(rows, [(id, "Use tabs, width 8")], "one row, the newest text");
+    // A removal spelled in upper case removes it too.
+    std::fs::write(
+        &f,
+        json!({"format": "docdex.profile_sync", "version": 1, "agents": [], "preferences": [],
+               "tombstones": [{"id": id.to_uppercase(), "agent_id": "frank", "deleted_at": 40}]})
+        .to_string(),
+    )
+    .unwrap();
+    assert_eq!(engine.profile_import(&f).unwrap().deleted, 1);
+}
+
 #[test]
 fn one_writer_at_a_time_and_readers_are_never_blocked() {
     let env = Env::new();

@@ -362,7 +362,14 @@ impl Engine {
                 MAX_MANIFEST_BYTES / 1_048_576
             )));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading", path, e))?;
+        if !meta.is_file() {
+            // A device or FIFO reports no size and never ends (`/dev/zero` filled memory).
+            return Err(Error::BadRequest(format!(
+                "{} is not a regular file: give the path of a profile manifest (`docdex profile export` writes one)",
+                path.display()
+            )));
+        }
+        let text = read_manifest(path)?;
         let manifest: ProfileManifest = serde_json::from_str(&text).map_err(|e| {
             Error::BadRequest(format!(
                 "{} is not a profile manifest ({e}); `docdex profile export` writes one",
@@ -395,6 +402,28 @@ impl Engine {
     }
 }
 
+/// A manifest's text, read through the size bound (a file growing while read stops there too).
+fn read_manifest(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| Error::io("reading", path, e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes).map_err(|e| Error::io("reading", path, e))?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(Error::BadRequest(format!(
+            "{} is over {} MB; a profile manifest is at most {} MB",
+            path.display(),
+            MAX_MANIFEST_BYTES / 1_048_576,
+            MAX_MANIFEST_BYTES / 1_048_576
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        Error::BadRequest(format!(
+            "{} is not a profile manifest (not UTF-8 text); `docdex profile export` writes one",
+            path.display()
+        ))
+    })
+}
+
 /// The rows of a manifest worth merging; the others are reported.
 fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<SyncAgent>, Vec<SyncPreference>) {
     let mut agents = Vec::new();
@@ -407,9 +436,11 @@ fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<Sy
     let mut prefs = Vec::new();
     for p in &m.preferences {
         let checked = (|| -> Result<SyncPreference> {
-            if uuid::Uuid::parse_str(&p.id).is_err() {
-                return Err(Error::BadRequest(format!("id {:?} is not a UUID", p.id)));
-            }
+            // One spelling per id (`{...}`, `urn:uuid:`, upper case and unhyphenated forms parse
+            // too, and were stored as a second row of the same preference).
+            let id = uuid::Uuid::parse_str(&p.id)
+                .map_err(|_| Error::BadRequest(format!("id {:?} is not a UUID", p.id)))?
+                .to_string();
             valid_agent(&p.agent_id)?;
             let content = valid_content(&p.content)?;
             let rule = match p.rule.as_deref() {
@@ -422,7 +453,7 @@ fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<Sy
             if p.last_updated <= 0 {
                 return Err(Error::BadRequest("last_updated must be a positive epoch-milliseconds time".into()));
             }
-            Ok(SyncPreference { content, rule, ..p.clone() })
+            Ok(SyncPreference { id, content, rule, ..p.clone() })
         })();
         match checked {
             Ok(p) => prefs.push(p),
@@ -487,7 +518,10 @@ fn merge(
         }
     }
     for t in tombstones {
-        if valid_agent(&t.agent_id).is_ok() && w.apply_tombstone(t)? {
+        // A removal travels under the id's one spelling, like the rows it removes.
+        let Ok(id) = uuid::Uuid::parse_str(&t.id) else { continue };
+        let t = SyncTombstone { id: id.to_string(), ..t.clone() };
+        if valid_agent(&t.agent_id).is_ok() && w.apply_tombstone(&t)? {
             report.deleted += 1;
         }
     }
