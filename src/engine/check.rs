@@ -383,6 +383,9 @@ impl Engine {
             r.push("browser", CheckStatus::Skipped, "the web tier is off ([web] enabled = false)", None);
             return;
         }
+        if let Some(missing) = crate::engine::web::browser::configured_missing(&self.config().web.scraper) {
+            r.push("browser_config", CheckStatus::Warn, missing, None);
+        }
         if list.browsers.is_empty() {
             r.push(
                 "browser",

@@ -595,3 +595,23 @@ fn the_browser_never_downloads_and_refuses_what_plain_http_refuses() {
     let after = fetch(&engine, &site.url("/doc/widgets")).expect("a new browser");
     assert_eq!(after.page.via, FetchVia::Chromium);
 }
+
+/// A `chrome_binary_path` that names no file was passed over in silence: `browser list`,
+/// `check` and every fetch used the next browser found without a word. Each now says so.
+#[test]
+fn a_configured_browser_that_is_not_there_is_named() {
+    let site = Fixture::start("127.0.0.1", site("http://127.0.0.2:9/secret".into()));
+    let env = Env::new();
+    let missing = env.dir.path().join("no-such-chrome");
+    env.write_config(&web_config(
+        &site.url("/html/"),
+        "",
+        "",
+        &format!("engine = \"http\"\nchrome_binary_path = \"{}\"\n", missing.display()),
+    ));
+    let engine = env.engine();
+    let hint = engine.browser_list().hint.unwrap_or_default();
+    assert!(hint.contains(&format!("chrome_binary_path {} is not a file", missing.display())), "{hint}");
+    let r = fetch(&engine, &site.url("/doc/widgets")).expect("fetch");
+    assert!(r.notes.iter().any(|n| n.contains("is not a file") && n.contains("browser setup")), "{:?}", r.notes);
+}

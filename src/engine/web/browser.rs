@@ -91,6 +91,15 @@ pub fn discover(cfg: &ScraperConfig) -> Vec<BrowserCandidate> {
     out
 }
 
+/// Why the configured `[web.scraper] chrome_binary_path` is not used, when one is set and is
+/// not a file: the next browser found is used instead, and every report says so.
+pub fn configured_missing(cfg: &ScraperConfig) -> Option<String> {
+    let configured = cfg.chrome_binary_path.trim();
+    (!configured.is_empty() && !Path::new(configured).is_file()).then(|| {
+        format!("[web.scraper] chrome_binary_path {configured} is not a file; `docdex browser setup` saves one that is")
+    })
+}
+
 /// The browser kind a binary's name suggests.
 pub fn kind_of(path: &Path) -> String {
     let name = path.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();

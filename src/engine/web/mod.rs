@@ -423,6 +423,9 @@ impl Engine {
         origin: Origin,
         notes: &mut Vec<String>,
     ) -> Result<(String, String, Option<u16>, FetchVia)> {
+        if let Some(missing) = browser::configured_missing(&self.config().web.scraper) {
+            notes.push(missing);
+        }
         Ok(match self.chromium() {
             Ok(ch) => {
                 let r = fetch::render(
@@ -637,8 +640,14 @@ impl Engine {
     pub fn browser_list(&self) -> BrowserList {
         let dirs = self.browser_dirs();
         let reaped = browser::reap(&dirs);
-        let browsers = browser::discover(&self.config().web.scraper);
-        let hint = browsers.is_empty().then(browser::install_help);
+        let scraper = &self.config().web.scraper;
+        let browsers = browser::discover(scraper);
+        let hint = match (browser::configured_missing(scraper), browsers.is_empty()) {
+            (Some(missing), true) => Some(format!("{missing}. {}", browser::install_help())),
+            (Some(missing), false) => Some(missing),
+            (None, true) => Some(browser::install_help()),
+            (None, false) => None,
+        };
         BrowserList { schema_version: WEB_SCHEMA_VERSION, browsers, running: browser::running(&dirs), reaped, hint }
     }
 
