@@ -134,7 +134,9 @@ fn repl(engine: &Engine, out: &Out, args: &ChatArgs, repo: &Path) -> anyhow::Res
         ));
     }
     let mut history: Vec<ChatMessage> = Vec::new();
-    let mut session: Option<String> = None;
+    // Named here, not by the first answer: a turn that fails (a question too long for the
+    // window) stays in the conversation's reasoning session instead of starting its own.
+    let mut session = Some(uuid::Uuid::new_v4().to_string());
     let mut show_trace = args.trace;
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
@@ -151,7 +153,7 @@ fn repl(engine: &Engine, out: &Out, args: &ChatArgs, repo: &Path) -> anyhow::Res
             "/exit" | "/quit" => break,
             "/new" => {
                 history.clear();
-                session = None;
+                session = Some(uuid::Uuid::new_v4().to_string());
                 out.note("new conversation");
                 continue;
             }

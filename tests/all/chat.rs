@@ -939,3 +939,44 @@ fn a_model_window_under_1024_tokens_is_budgeted_as_reported() {
     assert_eq!(resp.trace.budget.context_window, 600);
     assert_eq!(o.chat_bodies().pop().unwrap()["options"]["num_ctx"], 600);
 }
+
+#[test]
+fn a_turn_failing_after_its_request_was_logged_ends_its_dag_turn_and_stays_in_the_session() {
+    let c = Chat::new(FakeOllamaOptions::default(), "context_tokens = 1024\n");
+    let long = "why do stale sessions expire ".repeat(250);
+    let err = c.engine().chat(&c.repo, &q(&long), &mut |_| ControlFlow::Continue(())).unwrap_err();
+    assert_eq!(err.code(), "bad_request", "{err}");
+    assert!(err.to_string().contains("1024-token context window"), "{err}");
+    // The request, its plan and its searches were logged: the failure now ends the turn.
+    let sessions = c.engine().dag_sessions(&c.repo).unwrap().sessions;
+    assert_eq!(sessions.len(), 1);
+    let dag = c.engine().dag_session(&c.repo, &sessions[0].id).unwrap();
+    let last = dag.nodes.last().unwrap();
+    assert_eq!((last.kind, last.label.as_str()), (NodeKind::Observation, "answer: failed"), "{:?}", dag.nodes);
+    assert_eq!(last.payload["code"], "bad_request");
+    assert!(last.payload["error"].as_str().unwrap().contains("context window"));
+    assert!(c.chat_bodies().is_empty(), "the model was not asked");
+
+    // In a CLI session the failed question and the next one are one conversation.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["chat", "--repo", c.r(), "--json"])
+        .env("DOCDEX_HOME", c.env.home())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(format!("{long}\nhow are stale sessions expired?\n").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("context window"));
+    let turns: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(turns.len(), 1, "one answered turn");
+    assert_eq!(turns[0]["turn"], 2, "the failed question was turn 1 of the same session");
+    let sessions = c.engine().dag_sessions(&c.repo).unwrap().sessions;
+    assert_eq!(sessions.len(), 2, "the engine call's session and the CLI's one: {sessions:?}");
+    let cli = c.engine().dag_session(&c.repo, turns[0]["session_id"].as_str().unwrap()).unwrap();
+    let labels: Vec<&str> =
+        cli.nodes.iter().filter(|n| n.label.starts_with("answer: ")).map(|n| n.label.as_str()).collect();
+    assert_eq!(labels, ["answer: failed", "answer: answered"]);
+}

@@ -5,6 +5,7 @@
 use super::types::ChatTurnRequest;
 use crate::engine::dag::{DagStore, NodeKind};
 use crate::engine::repos::RepoRef;
+use crate::error::Error;
 use serde_json::{json, Value};
 
 /// The turn's reasoning-DAG writer. Logging never fails a chat: a problem with `dag.db`
@@ -18,6 +19,8 @@ pub(super) struct DagLog {
     pub(super) turn: u32,
     /// The budget decision, which the model call follows from.
     pub(super) budget_node: Option<i64>,
+    /// The newest node logged (what a failure follows from).
+    last: Option<i64>,
     /// Problems met while logging.
     pub(super) notices: Vec<String>,
 }
@@ -56,12 +59,24 @@ impl DagLog {
         }
     }
 
+    /// Ends a turn that failed after its request was logged (a search error, a question too
+    /// long for the window) with an `answer: failed` node saying why, so the session does not
+    /// hold a request that seems never to have ended.
+    pub(super) fn failed(&mut self, e: &Error) {
+        let payload = json!({"status": "failed", "answer": null, "error": e.to_string(), "code": e.code()});
+        let last = self.last;
+        self.node(NodeKind::Observation, "answer: failed", payload, &[last]);
+    }
+
     /// Appends a node; `None` when logging is off.
     pub(super) fn node(&mut self, kind: NodeKind, label: &str, payload: Value, parents: &[Option<i64>]) -> Option<i64> {
         let store = self.store.as_ref()?;
         let parents: Vec<i64> = parents.iter().flatten().copied().collect();
         match store.add_node(&self.session, kind, label, &payload, &parents) {
-            Ok(id) => Some(id),
+            Ok(id) => {
+                self.last = Some(id);
+                Some(id)
+            }
             Err(e) => {
                 self.notices.push(format!("the reasoning log stopped part-way through this turn: {e}"));
                 self.store = None;

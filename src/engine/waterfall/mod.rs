@@ -28,7 +28,7 @@ use crate::engine::search::types::SearchResponse;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use budget::RatioBook;
-use diff::FileDiff;
+use diff::{DiffTarget, FileDiff};
 use log::DagLog;
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -188,6 +188,22 @@ impl<'a> Turn<'a> {
         let diff_ms = ms(diff_started);
         let (dag, root) = DagLog::begin(self.repo, self.req);
         self.dag = dag;
+        match self.retrieve_and_assemble(root, diff, diff_ms) {
+            Ok(assembled) => self.finish(assembled),
+            Err(e) => {
+                self.dag.failed(&e);
+                Err(e)
+            }
+        }
+    }
+
+    /// The tiers and the budgeted prompt, after the request was logged as `root`.
+    fn retrieve_and_assemble(
+        &mut self,
+        root: Option<i64>,
+        diff: Option<(DiffTarget, Vec<FileDiff>)>,
+        diff_ms: f64,
+    ) -> Result<answer::Assembled> {
         let mut found = Found::default();
         let profile_obs = self.profile_step(root, &mut found);
         let map_obs = self.map_step(root, &mut found);
@@ -199,8 +215,7 @@ impl<'a> Turn<'a> {
         let web_obs = self.web_step(gate_node, &mut found);
         let memory_obs = self.memory_step(plan_node, &mut found);
         let diff_obs = self.diff_step(plan_node, diff, diff_ms, &mut found);
-        let assembled = self.assemble(&found, &[gate_node, web_obs, memory_obs, diff_obs])?;
-        self.finish(assembled)
+        self.assemble(&found, &[gate_node, web_obs, memory_obs, diff_obs])
     }
 }
 
