@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
+/// How far in the future an entry's time may be (clocks of processes sharing the cache).
+const FUTURE_SLACK_MS: u64 = 60_000;
+
 /// The cache root and its time-to-live.
 #[derive(Debug, Clone)]
 pub struct WebCache {
@@ -58,8 +61,11 @@ impl WebCache {
         self.root.join("pages").join(format!("{key}.html"))
     }
 
+    /// Within the TTL. An entry stamped in the future (a clock set back, a hand-edited file) is
+    /// stale: it would otherwise never expire.
     fn fresh(&self, fetched_at: u64) -> bool {
-        now_ms().saturating_sub(fetched_at) < self.ttl_ms
+        let now = now_ms();
+        fetched_at <= now.saturating_add(FUTURE_SLACK_MS) && now.saturating_sub(fetched_at) < self.ttl_ms
     }
 
     /// The cached page for `url` when it is within the TTL.
@@ -129,6 +135,10 @@ mod tests {
         assert!(dir.path().join(format!("cache/web/pages/{key}.html")).is_file());
         c.put_page(&page("https://a.org/", now_ms() - 61_000), "x").unwrap();
         assert!(c.page("https://a.org/").is_none(), "expired");
+        c.put_page(&page("https://a.org/", now_ms() + 3_600_000), "x").unwrap();
+        assert!(c.page("https://a.org/").is_none(), "stamped an hour ahead: never fresh, or it would never expire");
+        std::fs::write(dir.path().join(format!("cache/web/pages/{key}.json")), "{corrupt").unwrap();
+        assert!(c.page("https://a.org/").is_none(), "an unreadable entry is a miss");
         let s = CachedSearch {
             query: "Tokio Channels".into(),
             fetched_at: now_ms(),
