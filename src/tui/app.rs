@@ -435,6 +435,7 @@ impl App {
                 epoch_ms: self.clock.epoch_ms(),
                 repo: &self.repo,
                 debounce: self.debounce,
+                keymap: &self.keymap,
                 out: &mut out,
             };
             let pane: &mut dyn Pane = match id {
@@ -507,6 +508,7 @@ impl App {
                 epoch_ms: self.clock.epoch_ms(),
                 repo: &self.repo,
                 debounce: self.debounce,
+                keymap: &self.keymap,
                 out: &mut out,
             };
             f(&mut self.search, &mut cx);
@@ -522,6 +524,7 @@ impl App {
                 epoch_ms: self.clock.epoch_ms(),
                 repo: &self.repo,
                 debounce: self.debounce,
+                keymap: &self.keymap,
                 out: &mut out,
             };
             f(&mut self.impact, &mut cx);

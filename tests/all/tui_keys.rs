@@ -551,3 +551,25 @@ fn symbol_search_says_it_takes_names_not_a_description() {
     assert!(!shows(&s, "plain-language"), "{s}");
     assert!(shows(&s, "Type a name to search the symbols of fixture"), "{s}");
 }
+
+#[test]
+fn enter_while_an_answer_streams_keeps_the_message_and_says_how_to_stop() {
+    // Tour: while an answer streamed, enter did nothing at all (the message sat in the box),
+    // and at 80 columns the footer showed `enter send` but not the key that stops the answer.
+    let mut h = Harness::new().started();
+    h.alt('3');
+    h.typ("how is config parsed?");
+    h.key(KeyCode::Enter);
+    assert!(h.requests().iter().any(|r| matches!(r, docdex::tui::event::Request::Chat { .. })));
+    assert!(h.app.chat().streaming());
+    h.wait(7_000);
+    let bar = status(&h, 80, 24);
+    assert!(bar.contains("ctrl+s stop") && !bar.contains("enter send"), "{bar}");
+    assert!(shows(&h.screen(80, 24), "ctrl+s stops the answer"), "{}", h.screen(80, 24));
+    h.typ("and the q? next one");
+    h.key(KeyCode::Enter);
+    assert!(!h.requests().iter().any(|r| matches!(r, docdex::tui::event::Request::Chat { .. })), "one turn at a time");
+    assert_eq!(h.app.chat().input_text(), "and the q? next one", "the message waits in the box");
+    let notice = h.app.notice().unwrap_or_default().to_string();
+    assert!(notice.contains("still coming") && notice.contains("ctrl+s"), "{notice}");
+}

@@ -262,7 +262,18 @@ impl ChatPane {
 
     fn send(&mut self, cx: &mut Cx<'_>) {
         let text = self.input_text();
-        if text.trim().is_empty() || self.active.is_some() {
+        if text.trim().is_empty() {
+            return;
+        }
+        if self.active.is_some() {
+            // One turn at a time; the message waits in the box, and the user hears why.
+            cx.notify(
+                Level::Info,
+                format!(
+                    "an answer is still coming: {} stops it; your message stays in the box to send after",
+                    cx.key(Command::StopGeneration)
+                ),
+            );
             return;
         }
         self.input = new_input();
@@ -601,6 +612,10 @@ impl Pane for ChatPane {
     }
 
     fn hints(&self) -> Vec<(Command, &'static str)> {
+        if self.active.is_some() {
+            // While an answer streams, stopping it is the key that matters (send waits).
+            return vec![(Command::StopGeneration, "stop"), (Command::NextCitation, "cite")];
+        }
         vec![
             (Command::Send, "send"),
             (Command::NextCitation, "cite"),
@@ -644,7 +659,13 @@ impl Pane for ChatPane {
         for (k, line) in rows.iter().skip(start).take(h).enumerate() {
             buf.set_line(inner.x, inner.y + k as u16, line, inner.width);
         }
-        let label = if self.typing {
+        let label = if self.typing && self.active.is_some() {
+            format!(
+                " Message · {} stops the answer · {} sends once it ends ",
+                cx.key(Command::StopGeneration),
+                cx.key(Command::Send)
+            )
+        } else if self.typing {
             format!(" Message · {} send · {} newline ", cx.key(Command::Send), cx.key(Command::Newline))
         } else {
             " Message ".into()

@@ -32,6 +32,8 @@ pub struct Cx<'a> {
     pub repo: &'a Path,
     /// Quiet time before search-as-you-type fires.
     pub debounce: Duration,
+    /// Bindings (to name a key in a notice).
+    pub keymap: &'a Keymap,
     /// Actions emitted, routed by the app afterwards.
     pub out: &'a mut Vec<Action>,
 }
@@ -50,6 +52,12 @@ impl Cx<'_> {
     /// Emits a status-bar notice.
     pub fn notify(&mut self, level: Level, text: impl Into<String>) {
         self.out.push(Action::Notify(level, text.into()));
+    }
+
+    /// The first key bound to `cmd` that works in a text field too, else its first key, for a
+    /// notice ("ctrl+s"), or "unbound".
+    pub fn key(&self, cmd: Command) -> String {
+        self.keymap.hint_for(cmd, Some(true)).or_else(|| self.keymap.hint(cmd)).unwrap_or_else(|| "unbound".into())
     }
 }
 
