@@ -980,3 +980,14 @@ fn a_turn_failing_after_its_request_was_logged_ends_its_dag_turn_and_stays_in_th
         cli.nodes.iter().filter(|n| n.label.starts_with("answer: ")).map(|n| n.label.as_str()).collect();
     assert_eq!(labels, ["answer: failed", "answer: answered"]);
 }
+
+#[test]
+fn an_answer_cut_off_by_the_server_keeps_its_text_and_says_what_to_do() {
+    let c = Chat::new(FakeOllamaOptions { cut_after_pieces: 3, ..Default::default() }, "");
+    let resp = c.ask(&q("how are stale sessions expired?"));
+    assert_eq!(resp.llm.status, AnswerStatus::Failed, "{:?}", resp.llm);
+    assert!(resp.answer.as_deref().is_some_and(|a| a.starts_with("FAKE")), "{:?}", resp.answer);
+    let msg = resp.llm.message.unwrap();
+    assert!(msg.contains("before it was complete"), "{msg}");
+    assert!(msg.contains("check it") && msg.contains("ask again"), "the message says what to do: {msg}");
+}

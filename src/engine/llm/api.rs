@@ -111,7 +111,12 @@ impl Engine {
                     reply.stopped = true;
                     break Ok(());
                 }
-                None => break Err(Error::Upstream("the answer stream ended before it was complete".into())),
+                None => {
+                    break Err(Error::Upstream(format!(
+                        "the answer stream ended before it was complete. {}",
+                        super::http::STREAM_CUT_ADVICE
+                    )))
+                }
                 Some(Err(e)) => break Err(e),
                 Some(Ok(ChatEvent::Done(u))) => {
                     reply.usage = Some(u);

@@ -19,6 +19,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::time::Duration;
 
+/// What to do when a model server stops an answer part-way: it usually crashed (out of
+/// memory) or was restarted.
+pub(crate) const STREAM_CUT_ADVICE: &str =
+    "It may have crashed or restarted (out of memory, a model swap): check it (for Ollama: `ollama ps` and its log), then ask again";
+
 /// Attempts for an idempotent call (the first try included).
 const ATTEMPTS: u32 = 3;
 /// First backoff; doubled after each failed attempt.
@@ -205,7 +210,10 @@ impl Http {
             .bytes_stream()
             .map(move |r| {
                 r.map(|b| b.to_vec()).map_err(|e| {
-                    Error::Upstream(format!("the {provider} server at {base} broke off the stream: {}", root_cause(&e)))
+                    Error::Upstream(format!(
+                        "the {provider} server at {base} broke off the stream: {}. {STREAM_CUT_ADVICE}",
+                        root_cause(&e)
+                    ))
                 })
             })
             .boxed();

@@ -179,7 +179,11 @@ impl ChatWire for OllamaWire {
     }
 
     fn on_end(&mut self) -> Result<Step> {
-        Err(Error::Upstream(format!("the ollama server at {} ended the answer before it was complete", self.base)))
+        Err(Error::Upstream(format!(
+            "the ollama server at {} ended the answer before it was complete. {}",
+            self.base,
+            super::http::STREAM_CUT_ADVICE
+        )))
     }
 }
 

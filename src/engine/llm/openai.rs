@@ -137,7 +137,11 @@ impl ChatWire for SseWire {
         if self.finish.is_some() {
             Ok(self.done())
         } else {
-            Err(Error::Upstream(format!("the openai server at {} ended the answer before it was complete", self.base)))
+            Err(Error::Upstream(format!(
+                "the openai server at {} ended the answer before it was complete. {}",
+                self.base,
+                super::http::STREAM_CUT_ADVICE
+            )))
         }
     }
 }
