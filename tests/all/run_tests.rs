@@ -253,3 +253,18 @@ fn a_python_without_pytest_is_a_missing_runner_not_a_failed_suite() {
     let msg = v["error"]["message"].as_str().unwrap();
     assert!(msg.contains("pytest is not installed for") && msg.contains("pip install pytest"), "{msg}");
 }
+
+#[test]
+fn a_zero_timeout_is_bad_input_not_a_run_killed_at_once() {
+    let env = Env::new();
+    let repo = env.repo("zero");
+    write(&repo, "tests/test_ok.py", "def test_fine():\n    assert True\n");
+    let (code, v) = run_tests(&env, &repo, &["--timeout", "0"], &[]);
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["code"], "bad_request");
+    assert!(v["error"]["message"].as_str().unwrap().contains("give 1 or more"), "{v}");
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], serde_json::json!({}));
+    let r = mcp.call("docdex_run_tests", serde_json::json!({"timeout_secs": 0}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("give 1 or more"), "{r}");
+}

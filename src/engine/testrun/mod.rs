@@ -392,6 +392,13 @@ impl Engine {
     /// timeout, and returns the structured result. A failing suite is a result, not an error;
     /// no runner, a runner not installed, or a target outside the repository is an error.
     pub fn run_tests(&self, repo_path: &Path, req: &RunTestsRequest) -> Result<RunTestsResponse> {
+        // 0 was made 1 second silently: a run killed at once, reported as timed out.
+        if req.timeout_secs == Some(0) {
+            return Err(Error::BadRequest(
+                "a timeout of 0 seconds would kill the run at once: give 1 or more, or leave it out for `[tests] timeout_secs`"
+                    .into(),
+            ));
+        }
         let repo = self.resolve_repo(repo_path)?;
         let root = repo.root.clone();
         let cfg = &self.config().tests;
