@@ -619,25 +619,38 @@ impl App {
             Some(cmd) => {
                 let used = self.command(cmd);
                 if !used && printable && !typing {
-                    self.type_into_field(&key);
+                    self.type_into_field(&key, Some(cmd));
                 }
             }
             None if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) => self.quit = true,
-            None if printable && !typing => self.type_into_field(&key),
+            None if printable && !typing => self.type_into_field(&key, None),
             None => {}
         }
     }
 
-    /// A printable key in normal mode that is no command: back to the pane's text field with
-    /// it, or a hint where the pane has none.
-    fn type_into_field(&mut self, key: &KeyEvent) {
+    /// A printable key in normal mode that did nothing as a command (`bound`, if it is one):
+    /// back to the pane's text field with it, or a hint where the pane has none. A key help
+    /// lists for the pane is never called "not a key": it has nothing to act on yet.
+    fn type_into_field(&mut self, key: &KeyEvent, bound: Option<Command>) {
         if self.with_pane(self.focus, |p, _| p.focus_text()) {
             self.with_pane(self.focus, |p, cx| p.text(key, cx));
             return;
         }
         let help = self.keymap.hint(Command::Help).unwrap_or_else(|| "f1".into());
         let k = KeyChord::from_event(key);
-        self.show_notice(Level::Info, format!("`{k}` is not a key in {}; {help} lists them", self.focus.title()));
+        let pane = self.focus.title();
+        let text = match bound {
+            Some(cmd) => {
+                let what = cmd.description();
+                let what = what
+                    .chars()
+                    .next()
+                    .map_or_else(String::new, |c| c.to_lowercase().chain(what.chars().skip(1)).collect());
+                format!("`{k}` ({what}) has nothing to act on in {pane} now")
+            }
+            None => format!("`{k}` is not a key in {pane}; {help} lists them"),
+        };
+        self.show_notice(Level::Info, text);
     }
 
     /// Runs a command; false when nothing had a use for it.

@@ -573,3 +573,16 @@ fn enter_while_an_answer_streams_keeps_the_message_and_says_how_to_stop() {
     let notice = h.app.notice().unwrap_or_default().to_string();
     assert!(notice.contains("still coming") && notice.contains("ctrl+s"), "{notice}");
 }
+
+#[test]
+fn a_pane_key_with_nothing_to_act_on_is_not_called_no_key() {
+    // Tour: `e` in an empty Impact pane said "`e` is not a key in Impact; f1 lists them", and
+    // f1 listed `e` for Impact.
+    let mut h = Harness::new().started();
+    h.alt('6');
+    h.typ("e");
+    let notice = h.app.notice().unwrap_or_default().to_string();
+    assert!(!notice.contains("is not a key"), "{notice}");
+    assert!(notice.contains("`e` (open the selected file in $EDITOR) has nothing to act on in Impact now"), "{notice}");
+    assert!(h.app.take_effects().is_empty(), "no editor without a file");
+}
