@@ -258,3 +258,26 @@ fn removing_a_long_preference_at_80x24_shows_the_answers_and_the_footer_says_wha
     assert!(bar.starts_with(" INS ") && bar.contains("esc cancel") && !bar.contains("esc normal"), "{bar}");
     assert!(!h.app.should_quit());
 }
+
+#[test]
+fn at_60_columns_preference_rows_shorten_instead_of_running_past_the_edge() {
+    // Tour: at 60x20 the rule and age ran past the pane (`[no-import-cycles] seed · `, `47w a`)
+    // and category notes stopped mid-word.
+    let mut h = open_on("mcoda_backend");
+    h.key(KeyCode::Right);
+    let s = h.screen(60, 20);
+    let prefs: Vec<&str> = s.lines().filter(|l| l.contains("[advice only") || l.contains("[no-import")).collect();
+    assert_eq!(prefs.len(), 2, "{s}");
+    for l in &prefs {
+        let inner = l.trim_end().trim_end_matches('│');
+        assert!(
+            inner.ends_with("just now") || inner.trim_end().ends_with(']') || inner.trim_end().ends_with('…'),
+            "{l:?} in\n{s}"
+        );
+        assert!(!inner.contains("seed ·") || inner.contains("just now"), "half an age: {l:?}");
+    }
+    for l in s.lines().filter(|l| l.contains("tooling (") || l.contains("constraint (")) {
+        let inner = l.trim_end().trim_end_matches('│').trim_end();
+        assert!(inner.ends_with('…') || inner.ends_with("map") || inner.ends_with("rule"), "{l:?} in\n{s}");
+    }
+}

@@ -27,6 +27,8 @@ use std::path::PathBuf;
 const AGENTS_WIDTH: u16 = 30;
 /// Preferences asked for by a search.
 const SEARCH_LIMIT: usize = 50;
+/// Columns a preference's text keeps before its rule and age are shortened.
+const PREF_TEXT_MIN: usize = 12;
 
 /// Which column the selection moves in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -563,11 +565,16 @@ impl ProfilePane {
             if self.found.is_none() && last != Some(p.category) {
                 last = Some(p.category);
                 let n = shown.iter().filter(|q| q.category == p.category).count();
+                let head = format!(" {} ({n})", p.category);
+                let room = w.saturating_sub(widgets::width(&head));
                 out.push((
                     None,
                     Line::from(vec![
-                        Span::styled(format!(" {} ({n})", p.category), t.style(Slot::HelpSection)),
-                        Span::styled(format!("  {}", category_behaviour(p.category)), t.style(Slot::Muted)),
+                        Span::styled(head, t.style(Slot::HelpSection)),
+                        Span::styled(
+                            truncate(&format!("  {}", category_behaviour(p.category)), room),
+                            t.style(Slot::Muted),
+                        ),
                     ]),
                 ));
             }
@@ -577,11 +584,18 @@ impl ProfilePane {
                 (None, Category::Constraint) => " [advice only]".into(),
                 (None, _) => String::new(),
             };
-            let tail = format!(" {} · {}", p.source.name(), age(cx.epoch_ms, p.last_updated));
+            let mut tail = format!(" {} · {}", p.source.name(), age(cx.epoch_ms, p.last_updated));
             let lead = match &score {
                 Some(s) => format!("  {s}{} ", p.category),
                 None => "   ".into(),
             };
+            // In a narrow pane the source and age go first, then the rule shortens: the row
+            // never runs past the edge (at 60 columns `seed · 47w ago` was cut to `seed · 47w a`).
+            let fixed = widgets::width(&lead) + PREF_TEXT_MIN;
+            if fixed + widgets::width(&rule) + widgets::width(&tail) > w {
+                tail.clear();
+            }
+            let rule = truncate(&rule, w.saturating_sub(fixed));
             let text_w = w.saturating_sub(widgets::width(&lead) + widgets::width(&rule) + widgets::width(&tail)).max(8);
             let content = truncate(&p.content, text_w);
             let pad = text_w.saturating_sub(widgets::width(&content));
