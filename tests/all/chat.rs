@@ -991,3 +991,32 @@ fn an_answer_cut_off_by_the_server_keeps_its_text_and_says_what_to_do() {
     assert!(msg.contains("before it was complete"), "{msg}");
     assert!(msg.contains("check it") && msg.contains("ask again"), "the message says what to do: {msg}");
 }
+
+#[test]
+fn a_budgeted_history_sent_to_the_model_alternates_and_opens_with_a_question() {
+    use docdex::engine::llm::{ChatMessage, Role};
+    let c = Chat::new(FakeOllamaOptions::default(), "context_tokens = 1024\n");
+    // Six earlier turns, too many for a 1,024-token window; the fourth question is long.
+    let mut history = Vec::new();
+    for i in 0..6 {
+        let words = if i == 3 { 200 } else { 40 };
+        history.push(ChatMessage::new(Role::User, format!("question {i} about sessions {}", "word ".repeat(words))));
+        history.push(ChatMessage::new(Role::Assistant, format!("answer {i} {}", "text ".repeat(60))));
+    }
+    let resp =
+        c.ask(&ChatTurnRequest { query: "how are stale sessions expired?".into(), history, ..Default::default() });
+    assert_eq!(resp.llm.status, AnswerStatus::Answered);
+    let roles: Vec<String> = c.last_prompt().iter().map(|m| m["role"].as_str().unwrap().to_string()).collect();
+    assert!(roles.len() > 2, "some history was kept: {roles:?}");
+    assert_eq!(roles[0], "system");
+    // Before: every message that fitted, newest first, so older ones filled the holes the long
+    // question left (user, user, assistant, assistant, ...).
+    assert_eq!(roles[1], "user", "the kept history opens with a question: {roles:?}");
+    for pair in roles[1..].windows(2) {
+        assert_ne!(pair[0], pair[1], "roles alternate: {roles:?}");
+    }
+    assert_eq!(roles.last().map(String::as_str), Some("user"));
+    let h = resp.trace.budget.slots.iter().find(|s| s.slot == Slot::History).unwrap();
+    assert_eq!(h.items as usize, roles.len() - 2);
+    assert_eq!((h.items + h.dropped) as usize, 12, "every earlier message is kept or traced as dropped");
+}

@@ -310,7 +310,9 @@ pub fn fit(
         if slot == Slot::Web {
             remaining += reserve;
         }
-        fill(slot, u32::MAX, false, &mut remaining, &mut by_slot, &mut out);
+        // History is kept as the latest unbroken stretch of the conversation: an older message
+        // that fits after a newer one did not would leave a question without its answer.
+        fill(slot, u32::MAX, slot == Slot::History, &mut remaining, &mut by_slot, &mut out);
     }
     out.slots.push(SlotTrace { slot: Slot::Generation, allotted: plan.generation, used: 0, items: 0, dropped: 0 });
     Ok(out)
@@ -331,20 +333,23 @@ fn fill_slot(
 ) -> u32 {
     let allotted = cap.min(*remaining);
     let mut trace = SlotTrace { slot, allotted, used: 0, items: 0, dropped: 0 };
-    let mut kept: Vec<Piece> = Vec::new();
+    let mut kept: Vec<(Piece, u32)> = Vec::new();
     for (piece, cost) in by_slot.remove(&slot).unwrap_or_default() {
         let header = if kept.is_empty() { section_cost(slot) } else { 0 };
         let left = allotted - trace.used;
         let cost = cost + header;
         if strict && trace.dropped > 0 {
             trace.dropped += 1;
-            let reason = format!("less similar to the question than one already left out of the {} slot", slot.name());
+            let reason = match slot {
+                Slot::History => "older than a message already left out: the history kept is the latest unbroken stretch of the conversation".into(),
+                _ => format!("less similar to the question than one already left out of the {} slot", slot.name()),
+            };
             drop_piece(out, &piece, cost, reason);
             continue;
         }
         if cost <= left {
             trace.used += cost;
-            kept.push(piece);
+            kept.push((piece, cost));
             continue;
         }
         let fallback = piece.fallback.as_deref().map(|f| (f, piece_cost(f, counter) + header));
@@ -360,7 +365,7 @@ fn fill_slot(
                 ),
             );
             trace.used += short_cost;
-            kept.push(short.clone());
+            kept.push((short.clone(), short_cost));
             continue;
         }
         trace.dropped += 1;
@@ -371,14 +376,32 @@ fn fill_slot(
         };
         drop_piece(out, &piece, cost, reason);
     }
-    kept.sort_by_key(|p| p.order);
+    kept.sort_by_key(|(p, _)| p.order);
+    // The kept history opens with a question: an answer whose question was left out would
+    // follow the system message alone (strict chat templates refuse that order).
+    if slot == Slot::History && kept.first().is_some_and(|(p, _)| is_answer(p)) {
+        let (orphan, cost) = kept.remove(0);
+        trace.used -= cost;
+        trace.dropped += 1;
+        drop_piece(
+            out,
+            &orphan,
+            cost,
+            "an answer whose question was left out: the history starts with a question".into(),
+        );
+    }
     trace.items = kept.len() as u32;
     *remaining -= trace.used;
     out.prompt_tokens += trace.used;
-    out.kept.extend(kept);
+    out.kept.extend(kept.into_iter().map(|(p, _)| p));
     let used = trace.used;
     out.slots.push(trace);
     used
+}
+
+/// Whether a history piece is one of the model's earlier answers (`assistant message N`).
+pub fn is_answer(p: &Piece) -> bool {
+    p.slot == Slot::History && p.citation.starts_with("assistant")
 }
 
 fn piece_cost(p: &Piece, counter: &TokenCounter) -> u32 {
@@ -505,6 +528,37 @@ mod tests {
         let kept: Vec<&str> = f.kept.iter().map(|p| p.citation.as_str()).collect();
         assert_eq!(kept, ["turn-2", "turn-3"]);
         assert_eq!(f.drops[0].source, "turn-1");
+    }
+
+    #[test]
+    fn history_is_the_latest_unbroken_stretch_opening_with_a_question() {
+        let p = plan(1000, 100);
+        // Newest first: a big answer in the middle does not fit; nothing older may then be kept
+        // (it left a question without its answer), and the kept stretch may not open with an
+        // answer whose question was dropped.
+        let pieces = vec![
+            piece(Slot::History, "user message 6", 100, 5),
+            piece(Slot::History, "assistant message 5", 100, 4),
+            piece(Slot::History, "user message 4", 100, 3),
+            piece(Slot::History, "assistant message 3", 2000, 2),
+            piece(Slot::History, "user message 2", 10, 1),
+            piece(Slot::History, "assistant message 1", 10, 0),
+        ];
+        let f = fit(&p, &counter(), 50, pieces, &|_| 0).unwrap();
+        let kept: Vec<&str> = f.kept.iter().map(|p| p.citation.as_str()).collect();
+        assert_eq!(kept, ["user message 4", "assistant message 5", "user message 6"]);
+        let dropped: Vec<&str> = f.drops.iter().map(|d| d.source.as_str()).collect();
+        assert_eq!(dropped, ["assistant message 3", "user message 2", "assistant message 1"]);
+        assert!(f.drops[1].reason.contains("unbroken stretch"), "{}", f.drops[1].reason);
+        // Only room for the newest answer and not its question: the answer goes too.
+        let pieces =
+            vec![piece(Slot::History, "assistant message 2", 100, 1), piece(Slot::History, "user message 1", 2000, 0)];
+        let f = fit(&p, &counter(), 50, pieces, &|_| 0).unwrap();
+        assert!(f.kept.is_empty(), "{:?}", f.kept.iter().map(|p| &p.citation).collect::<Vec<_>>());
+        assert!(f.drops.last().unwrap().reason.contains("question was left out"));
+        let h = f.slots.iter().find(|s| s.slot == Slot::History).unwrap();
+        assert_eq!((h.used, h.items, h.dropped), (0, 0, 2));
+        assert_eq!(f.prompt_tokens, 50, "the orphan's tokens are given back");
     }
 
     #[test]
