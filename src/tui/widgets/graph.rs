@@ -1398,10 +1398,14 @@ impl GraphWidget<'_> {
         if self.risk && !reasons.is_empty() {
             lines.push((format!("risk: {}", reasons.join(" · ")), t.style(Slot::GraphRisk)));
         } else {
-            lines.push((
-                format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} on a cycle (red: back to the centre within this depth) · {WARN_ICON} unresolved · ▸ folder group · risk overlay {}", if self.risk { "on" } else { "off" }),
-                t.style(Slot::Muted),
-            ));
+            let full = format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} on a cycle (red: back to the centre within this depth) · {WARN_ICON} unresolved · ▸ folder group · risk overlay {}", if self.risk { "on" } else { "off" });
+            // At 80 columns the full legend lost its last marks to `…`: a short one keeps them all
+            // (the title says whether the risk overlay is on).
+            let short = format!(
+                "─▶ imports · ╌ guessed · {CYCLE_ICON} cycle (red: to centre) · {WARN_ICON} unresolved · ▸ folder"
+            );
+            let legend = if super::width(&full) <= w { full } else { short };
+            lines.push((legend, t.style(Slot::Muted)));
         }
         let take = area.height as usize;
         let chosen: Vec<&(String, Style)> = if take >= 4 { lines.iter().collect() } else { vec![&lines[0], &lines[1]] };
