@@ -1020,3 +1020,28 @@ fn a_budgeted_history_sent_to_the_model_alternates_and_opens_with_a_question() {
     assert_eq!(h.items as usize, roles.len() - 2);
     assert_eq!((h.items + h.dropped) as usize, 12, "every earlier message is kept or traced as dropped");
 }
+
+#[test]
+fn the_wait_for_a_stuck_server_shows_in_the_model_step_not_the_assembly() {
+    // No embeddings: the first thing asked of the server is the model's window.
+    let (url, _) = stuck_server();
+    let (env, repo) = stuck_home(false, &url);
+    env.write_config(&format!(
+        "{}[web]\nenabled = false\n",
+        llm_config("ollama", &url, "fake-chat", "fake-embed")
+            .replace("request_timeout_secs = 5", "request_timeout_secs = 1")
+    ));
+    let resp =
+        env.engine().chat(&repo, &q("how are stale sessions expired?"), &mut |_| ControlFlow::Continue(())).unwrap();
+    assert_eq!(resp.llm.status, AnswerStatus::Unavailable);
+    let t = &resp.trace;
+    let llm = t.steps.iter().find(|s| s.name == "llm").unwrap();
+    // Before: the llm step took 0.1 ms and the assembly the whole second.
+    assert!(llm.ms >= 900.0, "the model step holds the wait: {llm:?}");
+    assert!(t.timings_ms.assembly < 500.0, "the assembly is docdex's own work: {:?}", t.timings_ms);
+    let steps: f64 = t.steps.iter().map(|s| s.ms).sum();
+    assert!((t.timings_ms.total - steps).abs() < 300.0, "the steps add up to the total: {steps} vs {:?}", t.timings_ms);
+    let dag = env.engine().dag_session(&repo, &resp.session_id).unwrap();
+    let ask = dag.nodes.iter().find(|n| n.label.starts_with("ask ")).unwrap();
+    assert!(ask.payload["window_lookup_ms"].as_f64().unwrap() >= 900.0, "{}", ask.payload);
+}

@@ -38,6 +38,9 @@ pub(super) struct Assembled {
     preflight: Option<Error>,
     ratio_key: String,
     raw_prompt_tokens: u32,
+    /// How long asking the server for the model's window took: the model step's time, not
+    /// the assembly's (a stuck server spends its whole timeout here).
+    window_wait: std::time::Duration,
 }
 
 impl Turn<'_> {
@@ -46,7 +49,9 @@ impl Turn<'_> {
         let started = Instant::now();
         let provider = self.engine.provider()?;
         let model = self.req.model.clone().unwrap_or_else(|| self.engine.config().llm.default_model.clone());
+        let asked = Instant::now();
         let (window, window_source, preflight) = self.context_window(provider.as_ref(), &model);
+        let window_wait = asked.elapsed();
         let max_answer = self.req.max_answer_tokens.unwrap_or(self.engine.config().llm.max_answer_tokens);
         let plan = budget::plan(window, max_answer);
         let ratio_key = format!("{}|{}|{model}", provider.kind(), provider.base_url());
@@ -96,12 +101,12 @@ impl Turn<'_> {
         self.trace.drops = fitted.drops.clone();
         let sources: Vec<ChatSource> = fitted.kept.iter().filter_map(|p| p.source.clone()).collect();
         self.log_budget(&fitted, parents);
-        self.trace.timings_ms.assembly = ms(started);
+        self.trace.timings_ms.assembly = ms(started) - ms_of(window_wait);
         self.emit(ChatTurnEvent::Context { sources: sources.clone(), budget: self.trace.budget.clone() });
         // The unscaled count, to measure the ratio against the server's own count afterwards.
         let raw_prompt_tokens =
             if counter.exact() { 0 } else { (f64::from(fitted.prompt_tokens) / counter.ratio()).round() as u32 };
-        Ok(Assembled { provider, model, plan, messages, sources, preflight, ratio_key, raw_prompt_tokens })
+        Ok(Assembled { provider, model, plan, messages, sources, preflight, ratio_key, raw_prompt_tokens, window_wait })
     }
 
     pub(super) fn pieces(&self, found: &Found) -> Vec<Piece> {
@@ -186,7 +191,17 @@ impl Turn<'_> {
 
     /// Tier 3: the model. Streams tokens; never fails the turn for model trouble.
     pub(super) fn finish(mut self, a: Assembled) -> Result<ChatTurnResponse> {
-        let Assembled { provider, model, plan, messages, mut sources, preflight, ratio_key, raw_prompt_tokens } = a;
+        let Assembled {
+            provider,
+            model,
+            plan,
+            messages,
+            mut sources,
+            preflight,
+            ratio_key,
+            raw_prompt_tokens,
+            window_wait,
+        } = a;
         self.trace.model = ModelTrace {
             provider: provider.kind().into(),
             model: model.clone(),
@@ -198,7 +213,8 @@ impl Turn<'_> {
             NodeKind::ToolCall,
             &format!("ask {model}"),
             json!({"tool": "llm", "provider": provider.kind(), "model": model, "base_url": provider.base_url(),
-                   "prompt_tokens": self.trace.budget.prompt_tokens, "max_tokens": plan.answer_cap, "window": plan.window}),
+                   "prompt_tokens": self.trace.budget.prompt_tokens, "max_tokens": plan.answer_cap, "window": plan.window,
+                   "window_lookup_ms": ms_of(window_wait)}),
             &[self.dag.budget_node],
         );
         let started = Instant::now();
@@ -245,7 +261,9 @@ impl Turn<'_> {
             AnswerStatus::Unavailable => StepStatus::Unavailable,
             AnswerStatus::Failed => StepStatus::Failed,
         };
-        self.step(3, "llm", status, started, 0, detail);
+        // The step's time includes the window lookup, the first thing asked of the server.
+        let step_from = started.checked_sub(window_wait).unwrap_or(started);
+        self.step(3, "llm", status, step_from, 0, detail);
         self.trace.notices.append(&mut self.dag.notices);
         self.trace.timings_ms.total = ms(self.started);
         Ok(ChatTurnResponse {
@@ -349,4 +367,8 @@ fn status_name(s: AnswerStatus) -> &'static str {
         AnswerStatus::Unavailable => "unavailable",
         AnswerStatus::Failed => "failed",
     }
+}
+
+fn ms_of(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
 }
