@@ -389,3 +389,49 @@ fn document_bombs_are_refused_at_a_bound_and_inline_encryption_is_named() {
     let err = env.engine().get_file(&repo, &FileRequest::new("bomb.docx", None)).expect_err("refused");
     assert!(err.to_string().contains("too large to extract"), "{err}");
 }
+
+/// HTML nested deeper than any real page (a 2 MB file of 200,000 nested `div`s) overflowed an
+/// indexing thread's stack and aborted the whole run ("fatal runtime error: stack overflow"),
+/// and `docdex get` on it ran for minutes (the parser and Readability are quadratic in depth);
+/// mis-nested formatting tags (`<b><div></b>`) build the same depth. Such a page is read flat,
+/// at once, in the index and in `web-fetch` alike.
+#[test]
+fn deeply_nested_html_is_read_flat_instead_of_aborting_the_index() {
+    let env = Env::new();
+    let repo = env.repo("deep");
+    let deep =
+        format!("<html><body>{}deep heron text{}</body></html>", "<div>".repeat(200_000), "</div>".repeat(200_000));
+    let misnested = format!(
+        "<html><title>Mis &amp; nested</title><body>{}egret tally</body></html>",
+        "<b><div></b>".repeat(50_000)
+    );
+    write(&repo, "deep.html", &deep);
+    write(&repo, "misnested.html", &misnested);
+    write(&repo, "normal.html", PAGE);
+    let t = std::time::Instant::now();
+    let out = env.run(&["index", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(t.elapsed() < std::time::Duration::from_secs(60), "took {:?}", t.elapsed());
+    assert_eq!(hit_paths(&env.engine(), &repo, "deep heron"), ["deep.html"]);
+    assert_eq!(hit_paths(&env.engine(), &repo, "egret tally"), ["misnested.html"]);
+    let md = env.engine().get_file(&repo, &FileRequest::new("misnested.html", None)).expect("get");
+    assert!(md.text.contains("# Mis & nested") && md.text.contains("egret tally"), "{}", md.text);
+    let normal = env.engine().get_file(&repo, &FileRequest::new("normal.html", None)).expect("get");
+    assert!(normal.text.contains("Pangolins eat ants") && !normal.text.contains("zzscriptword"), "{}", normal.text);
+
+    // The web tier reads such a page the same way.
+    let site =
+        crate::web_support::Fixture::start("127.0.0.1", move |_, _, _| crate::web_support::Reply::html(deep.clone()));
+    env.write_config("[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n");
+    let t = std::time::Instant::now();
+    let page = env
+        .engine()
+        .web_fetch(&docdex::engine::web::types::WebFetchRequest {
+            url: site.url("/deep"),
+            refresh: false,
+            explicit: true,
+        })
+        .expect("fetch");
+    assert!(page.page.markdown.contains("deep heron text"), "{:?}", page.page.markdown);
+    assert!(t.elapsed() < std::time::Duration::from_secs(20), "took {:?}", t.elapsed());
+}

@@ -1,6 +1,7 @@
 //! Readable text from a page: the article as Markdown (dom_smoothie's Readability port), with
 //! the page's own text as the fallback when no article stands out.
 
+use super::shallow;
 use dom_smoothie::{Config, Readability, TextMode};
 
 /// What extraction found.
@@ -20,8 +21,15 @@ const MAX_ELEMENTS: usize = 200_000;
 /// lets sidebars back in around a short documentation section).
 const CHAR_THRESHOLD: usize = 200;
 
-/// Extracts the readable article of `html` fetched from `url`.
+/// Extracts the readable article of `html` fetched from `url`. A page nested deeper than any
+/// real one is read flat ([`shallow`]): the parser and Readability are quadratic in depth, and
+/// a deep enough tree overflowed the stack.
 pub fn extract(html: &str, url: &str) -> Extracted {
+    if shallow::too_deep(html, shallow::MAX_DEPTH) {
+        tracing::debug!(url, "nested deeper than {} elements: read flat", shallow::MAX_DEPTH);
+        let (title, text) = shallow::flat_text(html);
+        return Extracted { title, markdown: tidy(&text), readable: false };
+    }
     let cfg = || Config {
         text_mode: TextMode::Markdown,
         max_elements_to_parse: MAX_ELEMENTS,
@@ -58,38 +66,27 @@ fn fallback(html: &str) -> Extracted {
     Extracted { title, markdown: tidy(&text), readable: false }
 }
 
+/// The text under `el`, block elements on their own lines, hidden and chrome elements left
+/// out. Iterative, so no tree is deep enough to exhaust the stack.
 fn collect_text(el: scraper::ElementRef<'_>, out: &mut String) {
-    for child in el.children() {
-        if let Some(e) = scraper::ElementRef::wrap(child) {
-            let name = e.value().name();
-            if matches!(name, "script" | "style" | "noscript" | "nav" | "header" | "footer" | "aside" | "template") {
-                continue;
+    const SKIP: &[&str] = &["script", "style", "noscript", "nav", "header", "footer", "aside", "template"];
+    const BLOCK: &[&str] =
+        &["p", "div", "section", "article", "li", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6", "pre"];
+    // (node, its closing edge): children are pushed in reverse so they come out in order.
+    let mut stack: Vec<_> = el.children().rev().map(|c| (c, false)).collect();
+    while let Some((node, closing)) = stack.pop() {
+        match node.value() {
+            scraper::Node::Element(e) if !SKIP.contains(&e.name()) => {
+                if BLOCK.contains(&e.name()) {
+                    out.push('\n');
+                }
+                if !closing {
+                    stack.push((node, true));
+                    stack.extend(node.children().rev().map(|c| (c, false)));
+                }
             }
-            let block = matches!(
-                name,
-                "p" | "div"
-                    | "section"
-                    | "article"
-                    | "li"
-                    | "tr"
-                    | "br"
-                    | "h1"
-                    | "h2"
-                    | "h3"
-                    | "h4"
-                    | "h5"
-                    | "h6"
-                    | "pre"
-            );
-            if block {
-                out.push('\n');
-            }
-            collect_text(e, out);
-            if block {
-                out.push('\n');
-            }
-        } else if let Some(t) = child.value().as_text() {
-            out.push_str(t);
+            scraper::Node::Text(t) if !closing => out.push_str(t),
+            _ => {}
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod extract;
 pub mod fetch;
 pub mod passages;
 pub mod policy;
+pub mod shallow;
 pub mod spacing;
 pub mod types;
 

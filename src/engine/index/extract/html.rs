@@ -8,9 +8,8 @@ pub(super) fn extract(bytes: &[u8]) -> Extracted {
     let html = String::from_utf8_lossy(bytes);
     let page = crate::engine::web::extract::extract(&html, "file:///document.html");
     let mut text = String::new();
-    // With no body text, the web tier keeps the input as it is (a plain-text page); a file that
-    // is markup with nothing readable has no text.
-    if !page.readable && page.markdown.trim_start().starts_with('<') {
+    // A file with nothing readable has no text, whatever its title says.
+    if page.markdown.trim().is_empty() {
         return Extracted::default();
     }
     if !page.title.is_empty() && !says_title(&page.markdown, &page.title) {
