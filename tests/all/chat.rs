@@ -370,6 +370,13 @@ fn diff_errors_are_clear_and_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the range \"no-such-branch..HEAD\""));
     let out = c.env.run(&["chat", "--repo", c.r(), "-q", "x", "--diff", "--output=/tmp/x"]);
     assert_eq!(out.status.code(), Some(2));
+    // A range naming a path outside the repository: no --path was given, so none is blamed.
+    let out = c.env.run(&["chat", "--repo", c.r(), "-q", "x", "--diff", "HEAD:../../etc/passwd"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the --diff range \"HEAD:../../etc/passwd\" names a path outside"), "{err}");
+    let out = c.env.run(&["chat", "--repo", c.r(), "-q", "x", "--diff", "HEAD", "--path", "../elsewhere"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a --path is outside the repository"));
     let out = c.env.run(&["chat", "--repo", c.r(), "-q", "x", "--path", "src"]);
     assert_eq!(out.status.code(), Some(2), "--path needs --diff");
     assert!(c.chat_bodies().is_empty(), "nothing reached the model");

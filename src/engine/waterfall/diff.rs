@@ -154,13 +154,13 @@ pub fn collect(root: &Path, target: &DiffTarget, paths: &[String]) -> Result<Vec
     cmd.args(paths);
     let out = crate::engine::git::run(&mut cmd, root, "--diff")?;
     if !out.status.success() {
-        return Err(git_error(root, target, &String::from_utf8_lossy(&out.stderr)));
+        return Err(git_error(root, target, paths, &String::from_utf8_lossy(&out.stderr)));
     }
     Ok(parse(&String::from_utf8_lossy(&out.stdout)))
 }
 
 /// Turns git's complaint into an error that says what to do.
-fn git_error(root: &Path, target: &DiffTarget, stderr: &str) -> Error {
+fn git_error(root: &Path, target: &DiffTarget, paths: &[String], stderr: &str) -> Error {
     let first = crate::engine::git::first_line(stderr, "git diff failed");
     let lower = stderr.to_ascii_lowercase();
     if lower.contains("not a git repository") {
@@ -178,7 +178,13 @@ fn git_error(root: &Path, target: &DiffTarget, stderr: &str) -> Error {
         }
     }
     if lower.contains("outside repository") {
-        return Error::BadRequest(format!("a --path is outside the repository ({first})"));
+        // `HEAD:../x` names a path in the range itself: only blame --path when one was given.
+        return Error::BadRequest(match (target, paths.is_empty()) {
+            (DiffTarget::Range(r), true) => {
+                format!("the --diff range {r:?} names a path outside the repository ({first}); use a range of commits such as main..HEAD")
+            }
+            _ => format!("a --path is outside the repository ({first})"),
+        });
     }
     Error::BadRequest(format!("git diff failed in {}: {first}", root.display()))
 }
