@@ -339,3 +339,22 @@ fn no_citation_in_a_pack_runs_past_the_end_of_its_file() {
     let login = p.snippets.iter().find(|s| s.path == "app/login.py" && s.role == ContextRole::Changed).unwrap();
     assert_eq!((login.line_start, login.line_end), (4, 8));
 }
+
+#[test]
+fn a_changed_link_to_a_file_outside_is_left_out_and_the_note_says_links() {
+    let env = Env::new();
+    let (repo, engine) = fixture(&env);
+    let outside = env.home().join("outside-secret.txt");
+    std::fs::write(&outside, "TOP SECRET OUTSIDE THE REPOSITORY\n").unwrap();
+    std::os::unix::fs::symlink(&outside, repo.join("app/linked.py")).unwrap();
+    let p = pack(&engine, &repo, "make stale sessions expire after the ttl", None, 8000);
+    assert!(p.changed.iter().all(|f| f.path != "app/linked.py"), "{:?}", p.changed);
+    let md = p.markdown.clone().unwrap_or_default();
+    assert!(!md.contains("TOP SECRET") && !serde_json_text(&p).contains("TOP SECRET"), "the target was read");
+    // Before, the note named hidden, ignored and binary files only.
+    assert!(p.notes.iter().any(|n| n.contains("left out") && n.contains("symbolic links")), "{:?}", p.notes);
+}
+
+fn serde_json_text(p: &ContextPack) -> String {
+    serde_json::to_string(p).unwrap()
+}
