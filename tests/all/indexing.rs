@@ -407,3 +407,26 @@ fn touched_and_newly_skipped_files_are_read_once_not_every_run() {
     assert_eq!(after.skipped.iter().map(|f| f.this_run).collect::<Vec<_>>(), [false]);
     assert_eq!(hit_paths(&env.engine(), &repo, "okapi"), ["keep.rs"]);
 }
+
+#[test]
+fn an_empty_repository_is_indexed_and_searchable_with_no_hits() {
+    // Tour of the workbench: an empty (or all-ignored) repository was "indexed 0 files", yet every
+    // surface then said "not indexed yet; run `docdex index`", however often it was indexed.
+    let env = Env::new();
+    let repo = env.repo("empty");
+    write(&repo, ".gitignore", "*.log\n");
+    write(&repo, "build.log", "ignored\n");
+    let s = index(&env, &repo);
+    assert_eq!(s.files, 0);
+    let engine = env.engine();
+    let status = engine.status(&repo).expect("an indexed repository has a status");
+    assert_eq!(status.generation, 1, "{status:?}");
+    assert!(hit_paths(&engine, &repo, "anything").is_empty());
+    let overview = engine.repo_overview(&repo).expect("overview");
+    assert_eq!(overview.state, docdex::engine::protocol::RepoState::Ready);
+    // A second run has nothing new to commit; a file added later is found.
+    assert_eq!(index(&env, &repo).files, 0);
+    write(&repo, "notes.md", "the quokka lives here\n");
+    index(&env, &repo);
+    assert_eq!(hit_paths(&env.engine(), &repo, "quokka"), ["notes.md"]);
+}

@@ -516,6 +516,13 @@ impl IndexSession {
 
         let run = Run { progress: &progress, sink, started, stop };
         self.index_files(&plan, text_first, &run, &mut summary, &mut renames_left, changed)?;
+        if self.generation == 0 && self.staging.is_none() && matches!(scope, Scope::Full) {
+            // Nothing to index (an empty repository, or every file ignored): commit an empty
+            // first generation anyway. Without one every surface said "not indexed yet; run
+            // `docdex index`" however often it was indexed.
+            self.ensure_writer()?;
+            self.commit_counted(sink, &progress, &mut summary, started)?;
+        }
         self.save_manifest_if_dirty()?;
         self.start_compaction();
         let generation = self.generation;
