@@ -435,3 +435,34 @@ fn deeply_nested_html_is_read_flat_instead_of_aborting_the_index() {
     assert!(page.page.markdown.contains("deep heron text"), "{:?}", page.page.markdown);
     assert!(t.elapsed() < std::time::Duration::from_secs(20), "took {:?}", t.elapsed());
 }
+
+/// Pages and HTML files in another character set were read as UTF-8, so every accented letter
+/// became U+FFFD ("caf� crème"): plain HTTP ignored the `charset` of the Content-Type, and
+/// neither looked at `<meta charset>`. Both now decode by the BOM, the header, then the meta tag.
+#[test]
+fn html_in_latin_1_or_windows_1252_keeps_its_accents() {
+    let env = Env::new();
+    let repo = env.repo("latin");
+    let page = b"<html><head><meta charset=\"windows-1252\"><title>Caf\xe9</title></head><body><p>Cr\xe8me br\xfbl\xe9e \x96 recette</p></body></html>";
+    write(&repo, "recette.html", page);
+    assert!(env.run(&["index", "--repo", repo.to_str().unwrap()]).status.success());
+    let got = env.engine().get_file(&repo, &FileRequest::new("recette.html", None)).expect("get");
+    assert!(got.text.contains("Crème brûlée – recette") && got.text.contains("# Café"), "{}", got.text);
+    assert_eq!(hit_paths(&env.engine(), &repo, "crème"), ["recette.html"]);
+
+    let site = crate::web_support::Fixture::start("127.0.0.1", |_, _, _| {
+        let body = String::from_utf8_lossy(b"<html><body><p>Cr\xc3\xa8me</p></body></html>").into_owned();
+        crate::web_support::Reply {
+            content_type: "text/html; charset=iso-8859-1",
+            ..crate::web_support::Reply::html(body)
+        }
+    });
+    env.write_config("[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n");
+    let r = env
+        .engine()
+        .web_fetch(&docdex::engine::web::types::WebFetchRequest { url: site.url("/p"), refresh: false, explicit: true })
+        .expect("fetch");
+    // The fixture sends "Crème" as UTF-8 bytes but says ISO-8859-1: read by the header, they are
+    // the two Latin-1 characters Ã and ¨.
+    assert!(r.page.markdown.contains("CrÃ¨me"), "{:?}", r.page.markdown);
+}

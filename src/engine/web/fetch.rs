@@ -146,8 +146,8 @@ async fn get_inner(
         return Ok(Answer {
             status: status.as_u16(),
             final_url: current,
+            body: decode_text(&body, &content_type),
             content_type,
-            body: String::from_utf8_lossy(&body).into_owned(),
             retry_after,
         });
     }
@@ -163,6 +163,38 @@ fn describe(e: &reqwest::Error) -> String {
         src = inner.source();
     }
     s
+}
+
+/// The text of an HTML or text body in its character set: the BOM, else the `Content-Type`'s
+/// `charset`, else a `<meta charset>` (or `http-equiv` content type) in the first 1,024 bytes,
+/// else UTF-8; bytes that are not valid in it become U+FFFD. A Latin-1 page read as UTF-8 lost
+/// every accented letter.
+pub fn decode_text(bytes: &[u8], content_type: &str) -> String {
+    // Only markup declares its charset inside (JSON is UTF-8, and its text may say `charset=`).
+    let markup = content_type.is_empty() || content_type.to_ascii_lowercase().contains("html");
+    let label =
+        charset_param(content_type).or_else(|| markup.then(|| meta_charset(&bytes[..bytes.len().min(1024)])).flatten());
+    let encoding = label.and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes())).unwrap_or(encoding_rs::UTF_8);
+    // `decode` lets a BOM win over the label, as browsers do.
+    encoding.decode(bytes).0.into_owned()
+}
+
+fn charset_param(content_type: &str) -> Option<String> {
+    content_type.split(';').skip(1).find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.trim().eq_ignore_ascii_case("charset").then(|| v.trim().trim_matches(['"', '\'']).to_string())
+    })
+}
+
+fn meta_charset(head: &[u8]) -> Option<String> {
+    let lower = String::from_utf8_lossy(head).to_ascii_lowercase();
+    let at = lower.find("charset=")? + "charset=".len();
+    let label: String = lower[at..]
+        .trim_start_matches(['"', '\''])
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'))
+        .collect();
+    (!label.is_empty()).then_some(label)
 }
 
 /// Whether a `Content-Type` is a page docdex reads (HTML, XML, any `text/`; none sent counts
@@ -574,5 +606,20 @@ mod tests {
         assert_eq!(refuse_document(u, "text/html", Some("inline"), None, 100), None);
         let big = refuse_document(u, "text/html", None, Some(101), 100).unwrap();
         assert!(big.contains("101 bytes is more than [web] max_page_bytes (100)"), "{big}");
+    }
+
+    #[test]
+    fn text_is_decoded_in_its_charset() {
+        assert_eq!(decode_text(b"caf\xe9", "text/html; charset=ISO-8859-1"), "café");
+        assert_eq!(decode_text(b"caf\xe9", "text/html; charset=\"windows-1252\""), "café");
+        let meta = b"<html><head><meta charset=\"windows-1252\"><title>caf\xe9</title>";
+        assert!(decode_text(meta, "text/html").contains("<title>café</title>"));
+        let equiv = b"<meta http-equiv='Content-Type' content='text/html; charset=iso-8859-1'>\xe9";
+        assert!(decode_text(equiv, "").ends_with('é'));
+        assert_eq!(decode_text("café".as_bytes(), ""), "café", "UTF-8 by default");
+        assert_eq!(decode_text(b"\xef\xbb\xbfcaf\xc3\xa9", "text/html; charset=iso-8859-1"), "café", "a BOM wins");
+        assert_eq!(decode_text(b"caf\xff", "text/plain; charset=utf-8"), "caf\u{fffd}");
+        let json = b"{\"d\": \"charset=latin1 \xc3\xa9\"}";
+        assert!(decode_text(json, "application/json").ends_with("latin1 é\"}"), "JSON is UTF-8");
     }
 }

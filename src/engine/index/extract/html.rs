@@ -3,9 +3,10 @@
 
 use super::{tidy_lines, Extracted};
 
-/// Extracts the readable text of an HTML file (lossy UTF-8; never fails, may be empty).
+/// Extracts the readable text of an HTML file in its character set (its BOM or `<meta
+/// charset>`, else UTF-8; never fails, may be empty).
 pub(super) fn extract(bytes: &[u8]) -> Extracted {
-    let html = String::from_utf8_lossy(bytes);
+    let html = crate::engine::web::fetch::decode_text(bytes, "");
     let page = crate::engine::web::extract::extract(&html, "file:///document.html");
     let mut text = String::new();
     // A file with nothing readable has no text, whatever its title says.
