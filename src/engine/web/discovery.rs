@@ -24,6 +24,11 @@ fn sel(s: &str) -> Option<Selector> {
 
 /// Parses a DuckDuckGo HTML results page.
 pub fn parse(html: &str) -> Parsed {
+    // The parser is quadratic in nesting depth: a results page nested deeper than any real one
+    // (a broken or hostile proxy) is refused instead of parsed for minutes.
+    if super::shallow::too_deep(html, super::shallow::MAX_DEPTH) {
+        return Parsed::Blocked(format!("the results page nests deeper than {} elements", super::shallow::MAX_DEPTH));
+    }
     let doc = Html::parse_document(html);
     let (Some(result), Some(link), Some(snippet), Some(display)) =
         (sel("div.result"), sel("a.result__a"), sel(".result__snippet"), sel(".result__url"))
@@ -105,6 +110,15 @@ mod tests {
         assert_eq!(r[0].display_url, "docs.rs/tokio/latest/tokio/sync/index.html");
         assert_eq!((r[0].rank, r[1].rank), (1, 2));
         assert_eq!(r[1].url, "https://tokio.rs/tokio/tutorial/channels");
+    }
+
+    #[test]
+    fn a_results_page_nested_too_deep_is_blocked_at_once() {
+        let deep = format!("<html><body>{}{}</body></html>", "<div>".repeat(200_000), RESULTS);
+        let t = std::time::Instant::now();
+        let Parsed::Blocked(why) = parse(&deep) else { panic!("parsed") };
+        assert!(why.contains("nests deeper"), "{why}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
     }
 
     #[test]
