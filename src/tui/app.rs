@@ -223,12 +223,17 @@ impl App {
         app.requests.push(Request::LoadRepos { current: app.repo.clone() });
         app.requests.push(Request::CheckProvider);
         if let Some(first) = app.problems.first().cloned() {
+            // Each problem is a message of its own in the log (alt+m) and tui.log; the status
+            // bar shows the first (the log only ever held that one, pointing at help).
+            for p in app.problems.clone() {
+                app.log_message(Level::Warn, &p);
+            }
             let more = if app.problems.len() > 1 {
-                format!(" (+{} more; f1 shows all)", app.problems.len() - 1)
+                format!(" (+{} more; f1 or alt+m shows all)", app.problems.len() - 1)
             } else {
                 String::new()
             };
-            app.set_notice(Level::Warn, format!("{first}{more}"));
+            app.show_notice(Level::Warn, format!("{first}{more}"));
         }
         app
     }

@@ -399,6 +399,16 @@ fn help_wraps_long_lines_at_80x24_so_problems_with_user_files_read_whole() {
         }
         h.key(KeyCode::PageDown);
     }
+    // The message log holds each problem on its own, not only the first.
+    let logged: Vec<&str> = h.app.messages().iter().map(|m| m.text.as_str()).collect();
+    assert!(
+        logged.iter().any(|m| m.contains("keymaps/default.toml:2") && m.ends_with("using the shipped keymap")),
+        "{logged:?}"
+    );
+    assert!(
+        logged.iter().any(|m| m.contains("themes/dark.toml:1") && m.ends_with("using the shipped theme")),
+        "{logged:?}"
+    );
     let seen = seen.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(seen.contains("using the shipped keymap"), "{seen}");
     assert!(seen.contains("graph); using the shipped theme"), "{seen}");
