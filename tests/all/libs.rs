@@ -301,3 +301,43 @@ fn odd_manifests_are_named_and_links_out_of_the_repository_are_not_read() {
     let v = env.json(&["libs", "fetch", "--repo", r, "--offline", "--json"]);
     assert!(v["notes"].to_string().contains("package.json: not valid JSON"), "{v}");
 }
+
+/// Installed sources in the repository are read within it and within bounds: a README in
+/// node_modules that is a link to a file outside the repository was indexed into the libs
+/// index (and served by `search --libs`), and one linked to /dev/zero hung `libs fetch`.
+#[test]
+fn installed_docs_are_read_inside_the_repository_and_bounded() {
+    let env = Env::new();
+    let repo = env.repo("linked");
+    let outside = env.repo("private");
+    write(&outside, "notes.md", "# Notes\n\nThe vault combination is zanzibar.\n");
+    write(&repo, "package.json", r#"{"dependencies": {"left-pad": "^1.3.0", "streamer": "^2.0.0"}}"#);
+    write(
+        &repo,
+        "package-lock.json",
+        r#"{"lockfileVersion": 3, "packages": {"node_modules/left-pad": {"version": "1.3.0"}, "node_modules/streamer": {"version": "2.0.0"}}}"#,
+    );
+    write(
+        &repo,
+        "node_modules/left-pad/package.json",
+        r#"{"name": "left-pad", "version": "1.3.0", "description": "Pads strings on the left."}"#,
+    );
+    std::os::unix::fs::symlink(outside.join("notes.md"), repo.join("node_modules/left-pad/README.md")).unwrap();
+    write(
+        &repo,
+        "node_modules/streamer/package.json",
+        r#"{"name": "streamer", "version": "2.0.0", "description": "Streams."}"#,
+    );
+    std::os::unix::fs::symlink("/dev/zero", repo.join("node_modules/streamer/README.md")).unwrap();
+    let t = std::time::Instant::now();
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--offline", "--json"]);
+    assert!(t.elapsed() < std::time::Duration::from_secs(30), "took {:?}", t.elapsed());
+    for p in v["packages"].as_array().unwrap() {
+        assert_eq!(p["local_docs"], 1, "only package.json's description: {p}");
+    }
+    let hits = env
+        .engine()
+        .libs_search(&repo, &LibsSearchRequest { query: "vault combination zanzibar".into(), limit: Some(5) })
+        .expect("libs search");
+    assert!(hits.hits.is_empty(), "{hits:?}");
+}

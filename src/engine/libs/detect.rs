@@ -164,8 +164,7 @@ fn node(repo: &Path, d: &mut Detected) {
                 .map(str::to_string)
         });
         let installed = || {
-            std::fs::read_to_string(repo.join("node_modules").join(&n).join("package.json"))
-                .ok()
+            super::local::read_text(&repo.join("node_modules").join(&n).join("package.json"), Some(repo))
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
                 .and_then(|v| v.get("version").and_then(|x| x.as_str()).map(str::to_string))
         };

@@ -13,6 +13,38 @@ const MAX_LOCAL_BYTES: usize = 400_000;
 /// Source files read per package, at most.
 const MAX_FILES: usize = 200;
 
+/// Bytes read from one installed file, at most (a README or module past this is cut).
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The text of an installed file, bounded: only a regular file (a FIFO or device never blocks
+/// nor streams forever), at most [`MAX_FILE_BYTES`], lossy UTF-8. With `inside`, a file whose
+/// real path (links resolved) leaves that directory is not read: `node_modules` lives in the
+/// repository, and a link in it to `/etc/passwd` is no package's README.
+pub(super) fn read_text(path: &Path, inside: Option<&Path>) -> Option<String> {
+    use std::io::Read;
+    if let Some(root) = inside {
+        let (real, root) = (std::fs::canonicalize(path).ok()?, std::fs::canonicalize(root).ok()?);
+        if !real.starts_with(&root) {
+            tracing::debug!(path = %path.display(), "installed file outside the repository: not read");
+            return None;
+        }
+    }
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        open.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = open.open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// One document of a package.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LibDoc {
@@ -54,25 +86,25 @@ pub fn crate_dir(name: &str, version: &str, cargo_home: &Path) -> Option<PathBuf
     std::fs::read_dir(src).ok()?.flatten().map(|e| e.path().join(format!("{name}-{version}"))).find(|p| p.is_dir())
 }
 
-fn readme(dir: &Path) -> Option<(String, String)> {
+fn readme(dir: &Path, inside: Option<&Path>) -> Option<(String, String)> {
     let rd = std::fs::read_dir(dir).ok()?;
     let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     let name = names.into_iter().find(|n| n.to_ascii_lowercase().starts_with("readme"))?;
-    let text = std::fs::read_to_string(dir.join(&name)).ok()?;
+    let text = read_text(&dir.join(&name), inside)?;
     Some((name, text))
 }
 
 fn crate_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
     let Some(dir) = crate_dir(&dep.name, &dep.version, &roots.cargo_home) else { return Vec::new() };
     let mut out = Vec::new();
-    if let Some((name, text)) = readme(&dir) {
+    if let Some((name, text)) = readme(&dir, None) {
         out.push(LibDoc { title: "README".into(), source: name, text });
     }
     let mut files = Vec::new();
     collect_files(&dir.join("src"), "rs", &mut files);
     for f in files.into_iter().take(MAX_FILES) {
-        let Ok(text) = std::fs::read_to_string(&f) else { continue };
+        let Some(text) = read_text(&f, None) else { continue };
         let rel = f.strip_prefix(&dir).unwrap_or(&f).display().to_string();
         out.extend(rust_doc_comments(&text, &rel));
     }
@@ -132,8 +164,7 @@ pub fn rust_doc_comments(text: &str, rel: &str) -> Vec<LibDoc> {
 fn npm_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
     let dir = roots.repo.join("node_modules").join(&dep.name);
     let mut out = Vec::new();
-    let manifest = std::fs::read_to_string(dir.join("package.json"))
-        .ok()
+    let manifest = read_text(&dir.join("package.json"), Some(&roots.repo))
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
     let installed = manifest.as_ref().and_then(|m| m.get("version")).and_then(|v| v.as_str());
     if installed.is_some_and(|v| v != dep.version) {
@@ -143,7 +174,7 @@ fn npm_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
     if let Some(desc) = manifest.as_ref().and_then(|m| m.get("description")).and_then(|v| v.as_str()) {
         out.push(LibDoc { title: "description".into(), source: "package.json".into(), text: desc.to_string() });
     }
-    if let Some((name, text)) = readme(&dir) {
+    if let Some((name, text)) = readme(&dir, Some(&roots.repo)) {
         out.push(LibDoc { title: "README".into(), source: name, text });
     }
     out
@@ -187,15 +218,15 @@ fn py_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
         });
         let Some(dist) = dist else { continue };
         let mut out = Vec::new();
-        if let Ok(meta) = std::fs::read_to_string(dist.join("METADATA")) {
+        if let Some(meta) = read_text(&dist.join("METADATA"), None) {
             let body = meta.split_once("\n\n").map(|(_, b)| b).unwrap_or("");
             let summary = meta.lines().find_map(|l| l.strip_prefix("Summary: ")).unwrap_or("");
             let text = format!("{summary}\n\n{body}");
             out.push(LibDoc { title: "project description".into(), source: "METADATA".into(), text });
         }
-        let modules: Vec<String> = std::fs::read_to_string(dist.join("top_level.txt"))
+        let modules: Vec<String> = read_text(&dist.join("top_level.txt"), None)
             .map(|t| t.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect())
-            .unwrap_or_else(|_| vec![normalize_py(&dep.name).replace('-', "_")]);
+            .unwrap_or_else(|| vec![normalize_py(&dep.name).replace('-', "_")]);
         for m in modules {
             let mut files = Vec::new();
             let dir = sp.join(&m);
@@ -205,7 +236,7 @@ fn py_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
                 files.push(sp.join(format!("{m}.py")));
             }
             for f in files {
-                let Ok(text) = std::fs::read_to_string(&f) else { continue };
+                let Some(text) = read_text(&f, None) else { continue };
                 let rel = f.strip_prefix(&sp).unwrap_or(&f).display().to_string();
                 out.extend(python_docstrings(&text, &rel));
             }
