@@ -862,8 +862,14 @@ impl App {
             input.insert_str(text);
             return;
         }
-        if self.pane(self.focus).typing() {
+        if self.overlay.is_some() {
+            return;
+        }
+        // Like a typed letter in NOR: a paste goes back to the pane's text field (it was dropped).
+        if self.pane(self.focus).typing() || self.with_pane(self.focus, |p, _| p.focus_text()) {
             self.with_pane(self.focus, |p, cx| p.paste(text, cx));
+        } else {
+            self.show_notice(Level::Info, format!("{} has no text field to paste into", self.focus.title()));
         }
     }
 

@@ -596,3 +596,18 @@ fn a_pane_key_with_nothing_to_act_on_is_not_called_no_key() {
     assert!(notice.contains("`e` (open the selected file in $EDITOR) has nothing to act on in Impact now"), "{notice}");
     assert!(h.app.take_effects().is_empty(), "no editor without a file");
 }
+
+#[test]
+fn a_paste_in_normal_mode_goes_to_the_text_field_like_a_typed_letter() {
+    // Tour: esc, then paste an identifier: the paste was dropped without a word.
+    let mut h = Harness::new().started();
+    h.key(KeyCode::Esc);
+    assert_eq!(h.app.mode(), Mode::Normal);
+    h.app.handle(docdex::tui::event::AppEvent::Input(crossterm::event::Event::Paste("SessionStore".into())));
+    assert_eq!(h.app.search().query(), "SessionStore");
+    assert_eq!(h.app.mode(), Mode::Insert);
+    // A pane without a text field says so.
+    h.alt('6');
+    h.app.handle(docdex::tui::event::AppEvent::Input(crossterm::event::Event::Paste("x".into())));
+    assert!(h.app.notice().is_some_and(|n| n.contains("Impact has no text field")), "{:?}", h.app.notice());
+}
