@@ -1052,3 +1052,36 @@ fn the_wait_for_a_stuck_server_shows_in_the_model_step_not_the_assembly() {
     let ask = dag.nodes.iter().find(|n| n.label.starts_with("ask ")).unwrap();
     assert!(ask.payload["window_lookup_ms"].as_f64().unwrap() >= 900.0, "{}", ask.payload);
 }
+
+#[test]
+fn a_change_too_big_for_a_small_window_is_trimmed_not_dropped() {
+    let c = Chat::new(FakeOllamaOptions::default(), "context_tokens = 1024\n");
+    // Every tenth of 300 functions changes: 30 hunks, a patch of about 2,000 tokens.
+    let body = |op: &str| {
+        (0..300)
+            .map(|i| format!("pub fn ttl_{i}(x: u64) -> u64 {{ x {} {i} }}\n", if i % 10 == 0 { op } else { "*" }))
+            .collect::<String>()
+    };
+    write(&c.repo, "src/auth/ttl.rs", &body("*"));
+    git_commit_all(&c.repo);
+    write(&c.repo, "src/auth/ttl.rs", &body("+"));
+    let req = ChatTurnRequest {
+        query: "what changed in the session ttl?".into(),
+        diff: Some(DiffRequest::default()),
+        ..Default::default()
+    };
+    let resp = c.ask(&req);
+    assert_eq!(resp.llm.status, AnswerStatus::Answered);
+    // Before: the whole patch did not fit and went, leaving no diff at all.
+    let diff: Vec<&str> = resp.sources.iter().filter(|s| s.slot == Slot::Diff).map(|s| s.citation.as_str()).collect();
+    let cited = diff.iter().find(|c| c.starts_with("src/auth/ttl.rs:")).expect("the change is in the prompt");
+    let drop = resp.trace.drops.iter().find(|d| d.source.starts_with("src/auth/ttl.rs")).expect("traced");
+    assert!(drop.reason.starts_with(&format!("trimmed to {cited}")), "{drop:?}");
+    // Whole hunks from the first, cited over the lines they cover.
+    assert!(cited.starts_with("src/auth/ttl.rs:1-") && *cited != "src/auth/ttl.rs:1-300", "{cited}");
+    let sys = system_text(&c.last_prompt());
+    assert!(sys.contains("more diff lines not shown (the whole change does not fit"), "{sys}");
+    assert!(sys.contains("+pub fn ttl_0(x: u64) -> u64 { x + 0 }"), "the first hunk is there:\n{sys}");
+    let b = &resp.trace.budget;
+    assert!(b.prompt_tokens + b.max_answer_tokens <= 1024, "{b:?}");
+}

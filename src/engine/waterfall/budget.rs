@@ -352,8 +352,11 @@ fn fill_slot(
             kept.push((piece, cost));
             continue;
         }
-        let fallback = piece.fallback.as_deref().map(|f| (f, piece_cost(f, counter) + header));
-        if let Some((short, short_cost)) = fallback.filter(|(_, c)| *c <= left) {
+        // The first of its shorter versions (longest first) that fits.
+        let fallback = std::iter::successors(piece.fallback.as_deref(), |f| f.fallback.as_deref())
+            .map(|f| (f, piece_cost(f, counter) + header))
+            .find(|(_, c)| *c <= left);
+        if let Some((short, short_cost)) = fallback {
             drop_piece(
                 out,
                 &piece,

@@ -397,11 +397,66 @@ pub fn diff_pieces(changes: &[FileDiff]) -> Vec<Piece> {
             citation: citation(&f.path, a, b),
             block: block(&citation(&f.path, a, b), &note, "diff", &text),
             source: Some(source(Slot::Diff, &f.path, a, b, 0.0, &note)),
-            fallback: None,
+            fallback: diff_fallbacks(f, &note, order),
             order,
         });
     }
     out
+}
+
+/// The shorter pieces of a long patch a small window is offered, longest first, when the
+/// whole does not fit.
+const DIFF_FALLBACK_LINES: [usize; 3] = [60, 30, 12];
+
+/// A long patch's shorter versions as a fallback chain (the budget takes the first that fits):
+/// without them a change too big for the window was dropped whole, and "what changed?" was
+/// answered without the diff.
+fn diff_fallbacks(f: &FileDiff, note: &str, order: usize) -> Option<Box<Piece>> {
+    DIFF_FALLBACK_LINES.iter().rev().fold(None, |shorter, &limit| match diff_head(f, note, order, limit) {
+        Some(mut p) => {
+            p.fallback = shorter;
+            Some(Box::new(p))
+        }
+        None => shorter,
+    })
+}
+
+/// The patch's first hunks within `limit` lines (the first hunk cut when it alone is longer),
+/// cited over the lines they cover; `None` when the whole patch is that short.
+fn diff_head(f: &FileDiff, note: &str, order: usize, limit: usize) -> Option<Piece> {
+    let mut lines: Vec<&str> = f.patch.lines().collect();
+    // What the patch's own cap already left out ("... N more diff lines not shown").
+    let capped = lines
+        .last()
+        .and_then(|l| l.strip_prefix("... ")?.strip_suffix(" more diff lines not shown")?.parse::<usize>().ok());
+    if capped.is_some() {
+        lines.pop();
+    }
+    if f.binary || f.hunks.is_empty() || lines.len() <= limit {
+        return None;
+    }
+    let starts: Vec<usize> = (0..lines.len()).filter(|&i| lines[i].starts_with("@@")).collect();
+    let whole = (1..=starts.len()).take_while(|&k| starts.get(k).copied().unwrap_or(lines.len()) <= limit).last();
+    let (cut, kept) = match whole {
+        Some(k) => (starts.get(k).copied().unwrap_or(lines.len()), k),
+        None => (limit, 1),
+    };
+    let part = FileDiff { hunks: f.hunks.iter().take(kept).copied().collect(), ..f.clone() };
+    let (a, b) = part.line_range()?;
+    let text = format!(
+        "{}\n... {} more diff lines not shown (the whole change does not fit the context window)",
+        lines[..cut].join("\n"),
+        lines.len() - cut + capped.unwrap_or(0)
+    );
+    let cite = citation(&f.path, a, b);
+    Some(Piece {
+        slot: Slot::Diff,
+        block: block(&cite, note, "diff", &text),
+        source: Some(source(Slot::Diff, &f.path, a, b, 0.0, note)),
+        citation: cite,
+        fallback: None,
+        order,
+    })
 }
 
 /// One-hop neighbours as Diff pieces after the patches: the lines around the import that
