@@ -651,7 +651,7 @@ impl App {
                     .chars()
                     .next()
                     .map_or_else(String::new, |c| c.to_lowercase().chain(what.chars().skip(1)).collect());
-                format!("`{k}` ({what}) has nothing to act on in {pane} now")
+                format!("`{k}` ({what}): nothing to act on in {pane} yet")
             }
             None => format!("`{k}` is not a key in {pane}; {help} lists them"),
         };

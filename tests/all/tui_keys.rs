@@ -593,7 +593,7 @@ fn a_pane_key_with_nothing_to_act_on_is_not_called_no_key() {
     h.typ("e");
     let notice = h.app.notice().unwrap_or_default().to_string();
     assert!(!notice.contains("is not a key"), "{notice}");
-    assert!(notice.contains("`e` (open the selected file in $EDITOR) has nothing to act on in Impact now"), "{notice}");
+    assert!(notice.contains("`e` (open the selected file in $EDITOR): nothing to act on in Impact yet"), "{notice}");
     assert!(h.app.take_effects().is_empty(), "no editor without a file");
 }
 
