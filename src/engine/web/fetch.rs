@@ -360,7 +360,7 @@ fn count_document_bytes(max_bytes: u64, over: Arc<AtomicBool>) -> impl Fn(&Event
                 d.0.push(e.params.request_id.clone());
             }
             Event::NetworkDataReceived(e) if d.0.contains(&e.params.request_id) => {
-                d.1 += e.params.data_length.max(0) as u64;
+                d.1 += u64::from(e.params.data_length);
                 if d.1 > max_bytes {
                     over.store(true, Ordering::SeqCst);
                 }
