@@ -615,3 +615,20 @@ fn a_configured_browser_that_is_not_there_is_named() {
     let r = fetch(&engine, &site.url("/doc/widgets")).expect("fetch");
     assert!(r.notes.iter().any(|n| n.contains("is not a file") && n.contains("browser setup")), "{:?}", r.notes);
 }
+
+/// A rate-limit slot far in the future in the shared book (a clock set back, a corrupt file)
+/// made every search sleep on it, for years; the largest number overflowed. Such a slot is
+/// ignored and the search runs now.
+#[test]
+fn a_bogus_rate_limit_slot_is_not_slept_on() {
+    let site = Fixture::start("127.0.0.1", site("http://127.0.0.2:9/secret".into()));
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", ""));
+    let locks = env.home().join("state/locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    std::fs::write(locks.join("web_spacing.json"), format!("{{\"discovery:127.0.0.1\": {}}}", u64::MAX)).unwrap();
+    let t = Instant::now();
+    let r = env.engine().web_search(&WebSearchRequest { query: "configure widgets".into(), limit: None }).unwrap();
+    assert_eq!(r.status, DiscoveryStatus::Ok, "{r:?}");
+    assert!(t.elapsed() < Duration::from_secs(10), "took {:?}", t.elapsed());
+}

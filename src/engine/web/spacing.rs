@@ -16,6 +16,11 @@ use std::time::Duration;
 
 /// Entries older than this are dropped when the file is rewritten.
 const FORGET_AFTER_MS: u64 = 3_600_000;
+/// A slot further ahead than this is not a real queue (the longest backoff is a minute): a
+/// clock set back, a corrupt or hand-edited book. It is treated as free now instead of being
+/// slept on (a slot in the year 5138 made every search wait forever; the largest number
+/// overflowed).
+const MAX_AHEAD_MS: u64 = 600_000;
 
 /// The shared slot book.
 #[derive(Debug, Clone)]
@@ -36,8 +41,14 @@ impl Spacer {
         let _held = FileLock::acquire(&self.lock)?;
         let now = now_ms();
         let mut book: BTreeMap<String, u64> = read_json(&self.book).ok().flatten().unwrap_or_default();
-        let free_at = book.get(key).copied().unwrap_or(0).max(now);
-        book.insert(key.to_string(), free_at + gap.as_millis() as u64);
+        let booked = book.get(key).copied().unwrap_or(0);
+        let free_at = if booked > now.saturating_add(MAX_AHEAD_MS) {
+            tracing::warn!(key, booked, now, "a rate-limit slot far in the future was ignored");
+            now
+        } else {
+            booked.max(now)
+        };
+        book.insert(key.to_string(), free_at.saturating_add(gap.as_millis() as u64));
         book.retain(|_, t| *t + FORGET_AFTER_MS > now);
         replace_json(&self.book, &book)?;
         Ok(Duration::from_millis(free_at - now))
@@ -54,9 +65,9 @@ impl Spacer {
         let _held = FileLock::acquire(&self.lock)?;
         let now = now_ms();
         let mut book: BTreeMap<String, u64> = read_json(&self.book).ok().flatten().unwrap_or_default();
-        let until = now + pause.as_millis() as u64;
+        let until = now.saturating_add(pause.as_millis() as u64);
         let slot = book.entry(key.to_string()).or_insert(0);
-        *slot = (*slot).max(until);
+        *slot = if *slot > now.saturating_add(MAX_AHEAD_MS) { until } else { (*slot).max(until) };
         replace_json(&self.book, &book)
     }
 }
@@ -79,5 +90,22 @@ mod tests {
         assert_eq!(Spacer::new(dir.path()).reserve("example.org", gap).unwrap(), Duration::ZERO);
         s.back_off("example.org", Duration::from_secs(30)).unwrap();
         assert!(s.reserve("example.org", gap).unwrap() > Duration::from_secs(29));
+    }
+
+    #[test]
+    fn a_slot_far_in_the_future_is_not_slept_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Spacer::new(dir.path());
+        let gap = Duration::from_millis(2000);
+        for bogus in [99_999_999_999_999u64, u64::MAX] {
+            std::fs::write(dir.path().join("web_spacing.json"), format!("{{\"ddg\": {bogus}}}")).unwrap();
+            assert_eq!(s.reserve("ddg", gap).unwrap(), Duration::ZERO, "{bogus}");
+            let next = s.reserve("ddg", gap).unwrap();
+            assert!(next <= gap, "the queue starts again from now: {next:?}");
+            std::fs::write(dir.path().join("web_spacing.json"), format!("{{\"ddg\": {bogus}}}")).unwrap();
+            s.back_off("ddg", Duration::from_secs(5)).unwrap();
+            let after = s.reserve("ddg", gap).unwrap();
+            assert!(after <= Duration::from_secs(5), "a backoff replaces a bogus slot: {after:?}");
+        }
     }
 }
