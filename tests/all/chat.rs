@@ -1084,4 +1084,7 @@ fn a_change_too_big_for_a_small_window_is_trimmed_not_dropped() {
     assert!(sys.contains("+pub fn ttl_0(x: u64) -> u64 { x + 0 }"), "the first hunk is there:\n{sys}");
     let b = &resp.trace.budget;
     assert!(b.prompt_tokens + b.max_answer_tokens <= 1024, "{b:?}");
+    // Timings are milliseconds to three places (a sum of two once printed 16.224999999999998).
+    let timings = serde_json::to_string(&resp.trace.timings_ms).unwrap();
+    assert!(!regex::Regex::new(r"\.\d{4,}").unwrap().is_match(&timings), "{timings}");
 }

@@ -101,7 +101,7 @@ impl Turn<'_> {
         self.trace.drops = fitted.drops.clone();
         let sources: Vec<ChatSource> = fitted.kept.iter().filter_map(|p| p.source.clone()).collect();
         self.log_budget(&fitted, parents);
-        self.trace.timings_ms.assembly = ms(started) - ms_of(window_wait);
+        self.trace.timings_ms.assembly = ms_of(started.elapsed().saturating_sub(window_wait));
         self.emit(ChatTurnEvent::Context { sources: sources.clone(), budget: self.trace.budget.clone() });
         // The unscaled count, to measure the ratio against the server's own count afterwards.
         let raw_prompt_tokens =

@@ -390,7 +390,8 @@ impl Turn<'_> {
             let items = found.neighbours.len() as u32;
             self.step(3, "impact", status, started, items, detail);
         }
-        self.trace.timings_ms.diff = diff_ms + ms(started);
+        // Rounded again: the sum of two rounded figures can print as 16.224999999999998.
+        self.trace.timings_ms.diff = ((diff_ms + ms(started)) * 1e3).round() / 1e3;
         found.diff_label = target.describe();
         found.diff = files;
         last
