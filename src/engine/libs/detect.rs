@@ -25,9 +25,35 @@ pub fn detect(repo: &Path) -> Detected {
     rust(repo, &mut d);
     node(repo, &mut d);
     python(repo, &mut d);
+    let (deps, odd): (Vec<Dependency>, Vec<Dependency>) = d.deps.drain(..).partition(plausible);
+    for x in odd {
+        d.notes.push(format!(
+            "{} {:?}@{:?}: not a package name and version docdex can look up; left out",
+            x.ecosystem.name(),
+            x.name,
+            x.version
+        ));
+    }
+    d.deps = deps;
     d.deps.sort();
     d.deps.dedup_by(|a, b| a.ecosystem == b.ecosystem && a.name == b.name);
     d
+}
+
+/// Whether a dependency's name and version can name a directory and a URL safely: both become
+/// path parts (the cargo registry's `<name>-<version>`, `node_modules/<name>`, the cache) and a
+/// manifest is the repository's to write, so `../` or a `/` in a version would lead elsewhere.
+fn plausible(d: &Dependency) -> bool {
+    let part = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with('.')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '+' | '!' | '~'))
+    };
+    let name_ok = match (d.ecosystem, d.name.strip_prefix('@').and_then(|n| n.split_once('/'))) {
+        (Ecosystem::Npm, Some((scope, name))) => part(scope) && part(name),
+        _ => part(&d.name),
+    };
+    name_ok && part(&d.version) && !d.name.contains("..") && !d.version.contains("..")
 }
 
 /// The most a manifest or lockfile may hold (a large monorepo's package-lock.json is tens of MB).
@@ -331,6 +357,28 @@ mod tests {
         for left_out in ["crate unlocked", "npm package missing", "Python package flask"] {
             assert!(d.notes.iter().any(|n| n.starts_with(left_out)), "{left_out}: {:?}", d.notes);
         }
+    }
+
+    #[test]
+    fn names_and_versions_that_would_lead_out_of_a_directory_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        w(r, "Cargo.toml", "[package]\nname = \"app\"\n[dependencies]\nserde = \"1\"\nevil = \"1\"\n");
+        w(
+            r,
+            "Cargo.lock",
+            "[[package]]\nname = \"serde\"\nversion = \"1.0.200\"\n[[package]]\nname = \"evil\"\nversion = \"1.0/../../../../etc\"\n",
+        );
+        w(r, "package.json", r#"{"dependencies": {"@types/node": "^20", "../../../etc": "1", "a/b/c": "1"}}"#);
+        w(
+            r,
+            "package-lock.json",
+            r#"{"packages": {"node_modules/@types/node": {"version": "20.11.5"}, "node_modules/../../../etc": {"version": "1.0.0"}, "node_modules/a/b/c": {"version": "1.0.0"}}}"#,
+        );
+        let d = detect(r);
+        let got: Vec<String> = d.deps.iter().map(|x| format!("{}@{}", x.name, x.version)).collect();
+        assert_eq!(got, ["serde@1.0.200", "@types/node@20.11.5"], "{:?}", d.notes);
+        assert_eq!(d.notes.iter().filter(|n| n.contains("can look up")).count(), 3, "{:?}", d.notes);
     }
 
     #[test]
