@@ -580,7 +580,7 @@ fn ollama_runs_with_the_budgeted_window_and_token_counts_get_calibrated() {
     let body = c.chat_bodies().pop().unwrap();
     assert_eq!(body["options"]["num_ctx"], 4096, "Ollama is told the window the prompt was budgeted for");
     let t = &first.trace.budget.tokenizer;
-    assert_eq!((t.name.as_str(), t.exact, t.ratio), ("cl100k_base", false, 1.0));
+    assert_eq!((t.name.as_str(), t.exact, t.ratio), ("cl100k_base", false, 1.25), "a margin until measured");
     assert!(first.trace.model.prompt_tokens_reported.is_some());
     // The fake counts words, fewer than BPE tokens: the next request is corrected by the ratio.
     let second = c.ask(&q("how are stale sessions expired?"));

@@ -63,6 +63,12 @@ pub struct TokenCounter {
     measured_on: Option<String>,
 }
 
+/// The correction a local model's counts get until its ratio is measured: their tokenizers
+/// count code up to a third more tokens than `cl100k_base` (Gemma 3 270M through the shim:
+/// 613 for 500; SentencePiece models such as Phi-3.5 more), and at 1.0 a first turn that
+/// filled the budget overflowed the window by more than the answer's share leaves.
+pub const UNMEASURED_RATIO: f64 = 1.25;
+
 impl TokenCounter {
     /// The counter for `model`: its own tokenizer when tiktoken knows it, else `cl100k_base`
     /// scaled by `ratio` (measured for this model earlier; `None` means not yet measured).
@@ -79,7 +85,7 @@ impl TokenCounter {
                 bpe: load(Tokenizer::Cl100kBase)?,
                 name: "cl100k_base",
                 exact: false,
-                ratio: ratio.unwrap_or(1.0),
+                ratio: ratio.unwrap_or(UNMEASURED_RATIO),
                 measured_on: ratio.map(|_| model.to_string()),
             }),
         }
@@ -115,8 +121,8 @@ impl TokenCounter {
             )
         } else {
             format!(
-                "{}: an approximation for {model} (its own tokenizer is not available here; the ratio is measured after the first answer)",
-                self.name
+                "{} x {:.2}: an approximation for {model} with a margin (its own tokenizer is not available here; the ratio is measured after the first answer)",
+                self.name, self.ratio
             )
         };
         TokenizerTrace { name: self.name.to_string(), exact: self.exact, ratio: self.ratio, note }
@@ -434,8 +440,22 @@ pub fn trace(plan: &Plan, window_source: &str, tokenizer: TokenizerTrace, fitted
 mod tests {
     use super::*;
 
+    /// A local model whose ratio was measured at 1 (raw cl100k counts, for easy arithmetic).
     fn counter() -> TokenCounter {
-        TokenCounter::for_model("local-model", None).unwrap()
+        TokenCounter::for_model("local-model", Some(1.0)).unwrap()
+    }
+
+    #[test]
+    fn a_local_model_is_counted_with_a_margin_until_its_ratio_is_measured() {
+        let text = "fn expire_stale_sessions(&mut self) { self.sessions.retain(|s| s.fresh()); }";
+        let raw = counter().count(text);
+        let first = TokenCounter::for_model("local-model", None).unwrap();
+        assert_eq!(first.count(text), (f64::from(raw) * UNMEASURED_RATIO).ceil() as u32);
+        let t = first.trace("local-model");
+        assert_eq!(t.ratio, UNMEASURED_RATIO);
+        assert!(t.note.contains("margin") && t.note.contains("measured after the first answer"), "{}", t.note);
+        // A model tiktoken knows is exact, with no margin.
+        assert_eq!(TokenCounter::for_model("gpt-4o", None).unwrap().ratio(), 1.0);
     }
 
     fn piece(slot: Slot, name: &str, words: usize, order: usize) -> Piece {
