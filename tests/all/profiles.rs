@@ -403,6 +403,32 @@ fn import_refuses_devices_and_non_text_and_keeps_one_spelling_per_id() {
     assert_eq!(engine.profile_import(&f).unwrap().deleted, 1);
 }
 
+/// `profile export --out /dev/full` (run as root) replaced the device node with a regular file,
+/// since the manifest is written by rename; a link (`/dev/stdout`) would be replaced the same
+/// way, and a directory failed late with an I/O error (exit 1). Each is refused first.
+#[test]
+fn export_never_replaces_a_device_a_link_or_a_directory() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let fifo = env.dir.path().join("pipe");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(status.success());
+    let link = env.dir.path().join("link.json");
+    std::os::unix::fs::symlink(env.dir.path().join("target.json"), &link).unwrap();
+    for (path, what) in
+        [(fifo.as_path(), "not a regular file"), (link.as_path(), "a symbolic link"), (env.dir.path(), "a directory")]
+    {
+        let err = engine.profile_export_to(Some(path)).unwrap_err();
+        assert!(matches!(err, Error::BadRequest(_)) && err.to_string().contains(what), "{err}");
+    }
+    let meta = std::fs::symlink_metadata(&fifo).unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()), "the FIFO is still a FIFO");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    let file = env.dir.path().join("ok.json");
+    engine.profile_export_to(Some(&file)).unwrap();
+    engine.profile_export_to(Some(&file)).expect("a regular file is replaced");
+}
+
 #[test]
 fn one_writer_at_a_time_and_readers_are_never_blocked() {
     let env = Env::new();

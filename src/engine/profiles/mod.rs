@@ -322,6 +322,23 @@ impl Engine {
     pub fn profile_export_to(&self, out: Option<&Path>) -> Result<ProfileExportResponse> {
         let manifest = self.profile_export()?;
         let path = out.map(Path::to_path_buf).unwrap_or_else(|| self.profile_dir().join("sync/profile_sync.json"));
+        // The manifest replaces the file by rename: over a device (`/dev/full`), a FIFO or a
+        // link (`/dev/stdout`) that would replace the node itself, and a directory fails late.
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            if !meta.is_file() {
+                let what = if meta.is_dir() {
+                    "a directory"
+                } else if meta.file_type().is_symlink() {
+                    "a symbolic link"
+                } else {
+                    "not a regular file (a device, FIFO or socket)"
+                };
+                return Err(Error::BadRequest(format!(
+                    "{} is {what}: give the path of a new or regular file for the manifest",
+                    path.display()
+                )));
+            }
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
         }
