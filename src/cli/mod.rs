@@ -518,10 +518,11 @@ impl Cli {
 }
 
 fn init_logging(verbose: u8) {
-    // headless_chrome logs its own connection teardown as warnings, lopdf an encrypted PDF
-    // (which the index reports as a note): noise for users.
+    // headless_chrome logs its own connection teardown as warnings; lopdf and pdf-extract log
+    // what they think of each PDF (encrypted, objects that do not load), which the index
+    // reports as the file's note: noise for users.
     let default = match verbose {
-        0 => "warn,headless_chrome=error,lopdf=error",
+        0 => "warn,headless_chrome=error,lopdf=off,pdf_extract=off",
         // Tantivy's per-file "Open Read" lines would bury docdex's own at debug.
         1 => "debug,headless_chrome=info,tungstenite=info,tantivy=info",
         _ => "trace",
