@@ -1062,9 +1062,9 @@ fn a_change_too_big_for_a_small_window_is_trimmed_not_dropped() {
             .map(|i| format!("pub fn ttl_{i}(x: u64) -> u64 {{ x {} {i} }}\n", if i % 10 == 0 { op } else { "*" }))
             .collect::<String>()
     };
-    write(&c.repo, "src/auth/ttl.rs", &body("*"));
+    write(&c.repo, "src/auth/ttl.rs", body("*"));
     git_commit_all(&c.repo);
-    write(&c.repo, "src/auth/ttl.rs", &body("+"));
+    write(&c.repo, "src/auth/ttl.rs", body("+"));
     let req = ChatTurnRequest {
         query: "what changed in the session ttl?".into(),
         diff: Some(DiffRequest::default()),
