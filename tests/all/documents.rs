@@ -466,3 +466,46 @@ fn html_in_latin_1_or_windows_1252_keeps_its_accents() {
     // the two Latin-1 characters Ã and ¨.
     assert!(r.page.markdown.contains("CrÃ¨me"), "{:?}", r.page.markdown);
 }
+
+/// A DOCX whose body is `inner` (inside `<w:body>`), with the parts a Word package has.
+fn docx_with_body(inner: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    let parts = [
+        ("[Content_Types].xml", r#"<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/></Types>"#.to_string()),
+        ("_rels/.rels", r#"<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>"#.to_string()),
+        ("word/document.xml", format!(r#"<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>{inner}</w:body></w:document>"#)),
+    ];
+    for (name, text) in parts {
+        zip.start_file(name, opts).unwrap();
+        zip.write_all(text.as_bytes()).unwrap();
+    }
+    zip.finish().unwrap().into_inner()
+}
+
+/// 50,000 tables nested in table cells (a 2 MB DOCX) overflowed the stack in docx-rs's
+/// recursive parser and aborted the whole index run; such a body is refused with a note,
+/// while tables nested as deep as real documents go are read.
+#[test]
+fn a_docx_nested_past_any_real_document_is_a_note_not_an_abort() {
+    let env = Env::new();
+    let repo = env.repo("tables");
+    let nested = |n: usize, word: &str| {
+        format!(
+            "<w:p><w:r><w:t>{word}</w:t></w:r></w:p><w:tbl>{}{}</w:tbl>",
+            "<w:tr><w:tc><w:tbl>".repeat(n),
+            "</w:tbl></w:tc></w:tr>".repeat(n)
+        )
+    };
+    write(&repo, "abyss.docx", docx_with_body(&nested(50_000, "abyss")));
+    write(&repo, "report.docx", docx_with_body(&nested(20, "plover census")));
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let note = summary.skipped.iter().find(|s| s.path == "abyss.docx").map(|s| s.reason.clone()).unwrap_or_default();
+    assert!(
+        note.starts_with("corrupt DOCX (the document body nests elements deeper than 200 levels"),
+        "{:?}",
+        summary.skipped
+    );
+    assert_eq!(hit_paths(&env.engine(), &repo, "plover census"), ["report.docx"]);
+}

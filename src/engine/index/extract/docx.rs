@@ -8,6 +8,34 @@ use docx_rs::{DocumentChild, Paragraph, ParagraphChild, RunChild, Table, TableCe
 const REQUIRED_PARTS: [(&str, &str); 2] =
     [("_rels/.rels", "the package relationships"), ("word/document.xml", "the document body")];
 
+/// The deepest the body's XML may nest. docx-rs parses nested elements (tables in table cells)
+/// recursively, so 50,000 nested tables (2 MB) overflowed the stack and aborted docdex; Word's
+/// own documents nest a few dozen levels.
+const MAX_XML_DEPTH: usize = 200;
+
+/// Whether `xml` nests elements deeper than `limit`, by one linear pass over its tags.
+fn xml_too_deep(xml: &[u8], limit: usize) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'<', &xml[i..]) {
+        let at = i + p;
+        let Some(end) = memchr::memchr(b'>', &xml[at..]).map(|q| at + q) else { return false };
+        match xml.get(at + 1) {
+            Some(b'/') => depth = depth.saturating_sub(1),
+            Some(b'?') | Some(b'!') => {}
+            _ if xml[end - 1] == b'/' => {}
+            _ => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+        }
+        i = end + 1;
+    }
+    false
+}
+
 /// The most a document body may inflate to (a ZIP bomb stops here, not in memory). Parsing
 /// holds about five times the XML, and a thousand-page report's body is a few MiB.
 const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
@@ -36,6 +64,9 @@ fn body_alone(bytes: &[u8]) -> Result<docx_rs::Document, Refusal> {
             "the document body inflates to over {} MiB",
             MAX_BODY_BYTES / (1024 * 1024)
         )));
+    }
+    if xml_too_deep(&xml, MAX_XML_DEPTH) {
+        return Err(Refusal::Corrupt(format!("the document body nests elements deeper than {MAX_XML_DEPTH} levels")));
     }
     docx_rs::Document::from_xml(&xml[..]).map_err(refusal)
 }
