@@ -509,3 +509,62 @@ fn a_docx_nested_past_any_real_document_is_a_note_not_an_abort() {
     );
     assert_eq!(hit_paths(&env.engine(), &repo, "plover census"), ["report.docx"]);
 }
+
+/// A PDF from raw object bodies (object n is `objects[n - 1]`; 1 is the catalog).
+fn raw_pdf(objects: &[String]) -> Vec<u8> {
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
+    }
+    let xref = out.len();
+    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    for off in offsets {
+        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
+    );
+    out
+}
+
+/// A one-page PDF whose page draws form 6 and whose forms (objects 6..) draw `edges[i]`.
+fn forms_pdf(text: &str, edges: &[Vec<usize>]) -> Vec<u8> {
+    let stream = |body: &str, dict: &str| format!("<< {dict} /Length {} >>\nstream\n{body}\nendstream", body.len());
+    let content = format!("BT /F1 12 Tf 72 712 Td ({text}) Tj ET /X6 Do");
+    let mut objects = vec![
+        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_string(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> /XObject << /X6 6 0 R >> >> >>".to_string(),
+        stream(&content, ""),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_string(),
+    ];
+    for targets in edges {
+        let names: String = targets.iter().map(|t| format!("/X{t} {t} 0 R ")).collect();
+        let draws: String = targets.iter().map(|t| format!("/X{t} Do ")).collect();
+        let dict = format!("/Type /XObject /Subtype /Form /BBox [0 0 10 10] /Resources << /XObject << {names}>> >>");
+        objects.push(stream(&draws, &dict));
+    }
+    raw_pdf(&objects)
+}
+
+/// A Form XObject that drew itself sent pdf-extract into endless recursion: a stack overflow
+/// that aborted the whole index run. Loops and chains deeper than any real document are
+/// notes; a form drawn by two others (a diamond) is fine.
+#[test]
+fn a_pdf_whose_forms_draw_themselves_is_a_note_not_an_abort() {
+    let env = Env::new();
+    let repo = env.repo("forms");
+    write(&repo, "self.pdf", forms_pdf("Self", &[vec![6]]));
+    write(&repo, "loop.pdf", forms_pdf("Loop", &[vec![7], vec![6]]));
+    let chain: Vec<Vec<usize>> = (0..40).map(|i| if i < 39 { vec![7 + i] } else { vec![] }).collect();
+    write(&repo, "chain.pdf", forms_pdf("Chain", &chain));
+    write(&repo, "diamond.pdf", forms_pdf("Sandpiper diamond", &[vec![7, 8], vec![9], vec![9], vec![]]));
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
+    assert_eq!(note("self.pdf"), "corrupt PDF (a form XObject draws itself)", "{:?}", summary.skipped);
+    assert_eq!(note("loop.pdf"), "corrupt PDF (a form XObject draws itself)");
+    assert_eq!(note("chain.pdf"), "corrupt PDF (form XObjects nest deeper than 32 levels)");
+    assert_eq!(hit_paths(&env.engine(), &repo, "sandpiper diamond"), ["diamond.pdf"]);
+}
