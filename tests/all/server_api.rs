@@ -369,6 +369,12 @@ async fn chat_completions_answer_openai_style_with_the_trace_and_log_the_dag() {
     assert_error(s, &v, 400, "bad_request");
     let (s, v) = post(&server, "/v1/chat/completions", json!({"messages": "hello"})).await;
     assert_error(s, &v, 400, "bad_request");
+    for stream in [false, true] {
+        let body = json!({"stream": stream, "max_tokens": 0, "messages": [{"role": "user", "content": "q"}]});
+        let (s, v) = post(&server, "/v1/chat/completions", body).await;
+        assert_error(s, &v, 400, "bad_request"); // it was answered with one token
+        assert!(v["error"]["message"].as_str().unwrap().contains("max_tokens 0"), "{v}");
+    }
     let (s, v) = post(
         &server,
         "/v1/chat/completions",

@@ -88,6 +88,11 @@ fn validate(req: &ChatTurnRequest) -> Result<()> {
     if req.query.trim().is_empty() {
         return Err(Error::BadRequest("empty question: pass --query TEXT (or type one at the prompt)".into()));
     }
+    if req.max_answer_tokens == Some(0) {
+        return Err(Error::BadRequest(
+            "max_tokens 0 asks for no answer: give 1 or more, or leave it out for [llm] max_answer_tokens".into(),
+        ));
+    }
     if let Some(id) = req.session_id.as_deref().filter(|id| !crate::engine::dag::valid_session_id(id)) {
         return Err(Error::BadRequest(format!("bad session id {id:?}: use 1 to 64 letters, digits, '-' or '_'")));
     }
