@@ -32,7 +32,7 @@ pub struct SymbolsArgs {
     #[arg(long)]
     lang: Option<String>,
     /// Results to show.
-    #[arg(long, short = 'n', value_parser = super::count_up_to::<{crate::engine::code::api::MAX_LIMIT}>)]
+    #[arg(long, short = 'n', value_parser = super::count_up_to::<{crate::engine::protocol::MAX_CODE_RESULTS}>)]
     limit: Option<usize>,
     /// Print JSON.
     #[arg(long)]
@@ -80,7 +80,7 @@ pub struct AstSearchArgs {
     #[arg(long, default_value = "any")]
     mode: String,
     /// Files to show.
-    #[arg(long, short = 'n', value_parser = super::count_up_to::<{crate::engine::code::api::MAX_LIMIT}>)]
+    #[arg(long, short = 'n', value_parser = super::count_up_to::<{crate::engine::protocol::MAX_CODE_RESULTS}>)]
     limit: Option<usize>,
     /// Only files under this path prefix.
     #[arg(long = "path-prefix", alias = "path")]
@@ -112,7 +112,7 @@ pub struct AstQueryArgs {
     #[arg(long = "path-prefix", alias = "path")]
     path_prefix: Option<String>,
     /// Files to show.
-    #[arg(long, short = 'n', value_parser = super::count_up_to::<{crate::engine::code::api::MAX_LIMIT}>)]
+    #[arg(long, short = 'n', value_parser = super::count_up_to::<{crate::engine::protocol::MAX_CODE_RESULTS}>)]
     limit: Option<usize>,
     /// Sample nodes per file.
     #[arg(long)]

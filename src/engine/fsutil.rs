@@ -274,6 +274,34 @@ fn open_no_follow_inside(root: &Path, rel: &str) -> std::io::Result<File> {
 /// Bytes a binary sniff reads: the indexer's rule looks this far into a file.
 pub const BINARY_SNIFF: usize = 8192;
 
+/// The text of a file read outside the repository opener, bounded: only a regular file (a FIFO
+/// or device never blocks nor streams forever), at most `max_bytes`, lossy UTF-8. With `inside`,
+/// a file whose real path (links resolved) leaves that directory is not read.
+pub fn read_regular_text(path: &Path, inside: Option<&Path>, max_bytes: u64) -> Option<String> {
+    use std::io::Read;
+    if let Some(root) = inside {
+        let (real, root) = (std::fs::canonicalize(path).ok()?, std::fs::canonicalize(root).ok()?);
+        if !real.starts_with(&root) {
+            tracing::debug!(path = %path.display(), "file outside {}: not read", root.display());
+            return None;
+        }
+    }
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        open.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = open.open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(max_bytes).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// The indexer's rule for binary content, shared by every reader that must agree with it: a
 /// NUL byte in the first [`BINARY_SNIFF`] bytes.
 pub fn looks_binary(bytes: &[u8]) -> bool {

@@ -58,6 +58,8 @@ fn plausible(d: &Dependency) -> bool {
 
 /// The most a manifest or lockfile may hold (a large monorepo's package-lock.json is tens of MB).
 const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
+/// An installed package's own `package.json` (its version): as other installed files are read.
+const INSTALLED_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The text of the root manifest `rel`, read the way docdex reads every repository file (no
 /// link followed, nothing outside the repository, a FIFO or device never blocks, bounded);
@@ -190,9 +192,13 @@ fn node(repo: &Path, d: &mut Detected) {
                 .map(str::to_string)
         });
         let installed = || {
-            super::local::read_text(&repo.join("node_modules").join(&n).join("package.json"), Some(repo))
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|v| v.get("version").and_then(|x| x.as_str()).map(str::to_string))
+            fsutil::read_regular_text(
+                &repo.join("node_modules").join(&n).join("package.json"),
+                Some(repo),
+                INSTALLED_MANIFEST_BYTES,
+            )
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v.get("version").and_then(|x| x.as_str()).map(str::to_string))
         };
         let (version, by) = match from_lock {
             Some(v) => (Some(v), "package-lock.json"),

@@ -16,33 +16,12 @@ const MAX_FILES: usize = 200;
 /// Bytes read from one installed file, at most (a README or module past this is cut).
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// The text of an installed file, bounded: only a regular file (a FIFO or device never blocks
-/// nor streams forever), at most [`MAX_FILE_BYTES`], lossy UTF-8. With `inside`, a file whose
-/// real path (links resolved) leaves that directory is not read: `node_modules` lives in the
-/// repository, and a link in it to `/etc/passwd` is no package's README.
+/// The text of an installed file, bounded (see [`fsutil::read_regular_text`]): at most
+/// [`MAX_FILE_BYTES`]; with `inside`, not when its real path leaves that directory
+/// (`node_modules` lives in the repository, and a link in it to `/etc/passwd` is no package's
+/// README).
 pub(super) fn read_text(path: &Path, inside: Option<&Path>) -> Option<String> {
-    use std::io::Read;
-    if let Some(root) = inside {
-        let (real, root) = (std::fs::canonicalize(path).ok()?, std::fs::canonicalize(root).ok()?);
-        if !real.starts_with(&root) {
-            tracing::debug!(path = %path.display(), "installed file outside the repository: not read");
-            return None;
-        }
-    }
-    let mut open = std::fs::OpenOptions::new();
-    open.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        open.custom_flags(libc::O_NONBLOCK);
-    }
-    let file = open.open(path).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES).read_to_end(&mut bytes).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    crate::engine::fsutil::read_regular_text(path, inside, MAX_FILE_BYTES)
 }
 
 /// One document of a package.
