@@ -177,7 +177,7 @@ fn repl(engine: &Engine, out: &Out, args: &ChatArgs, repo: &Path) -> anyhow::Res
             }
         };
         session = Some(resp.session_id.clone());
-        if let Some(answer) = resp.answer.filter(|a| !a.is_empty()) {
+        if let Some(answer) = resp.history_answer() {
             history.push(ChatMessage::new(Role::User, resp.query));
             history.push(ChatMessage::new(Role::Assistant, answer));
         }

@@ -405,3 +405,55 @@ fn a_long_message_wraps_in_the_message_box_instead_of_scrolling_sideways() {
     let rows = s.lines().filter(|l| l.contains("word")).count();
     assert!(rows >= 3, "the text takes several rows: {s}");
 }
+
+/// A stopped answer, and one the model broke off, go back to the model marked as cut off, so
+/// the next turn does not build on half an answer as if it were whole; a whole one unmarked.
+#[test]
+fn a_cut_off_answer_is_marked_so_in_the_next_turns_history() {
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
+    let mut h = harness(&fake);
+    h.alt('3');
+    h.pump();
+    let token =
+        |turn: u64, text: &str| AppEvent::Engine(EngineEvent::Chat(ChatUpdate::Token { turn, text: text.into() }));
+    let done = |turn: u64, stopped: bool| {
+        AppEvent::Engine(EngineEvent::Chat(ChatUpdate::Done {
+            turn,
+            session_id: Some("s1".into()),
+            citations: Vec::new(),
+            stopped,
+            unavailable: None,
+        }))
+    };
+    ask(&mut h, "first question");
+    h.app.handle(token(1, "Half of an"));
+    h.app.handle(done(1, true));
+    h.requests(); // the DAG pane's reload
+    ask(&mut h, "second question");
+    h.app.handle(token(2, "A whole answer."));
+    h.app.handle(done(2, false));
+    h.requests();
+    ask(&mut h, "third question");
+    h.app.handle(token(3, "Broken"));
+    h.app.handle(AppEvent::Engine(EngineEvent::Chat(ChatUpdate::Failed {
+        turn: 3,
+        session_id: Some("s1".into()),
+        message: "the server broke off".into(),
+    })));
+    h.requests();
+    let Request::Chat { history, .. } = ask(&mut h, "fourth question") else { unreachable!() };
+    let texts: Vec<&str> = history.iter().map(|m| m.content.as_str()).collect();
+    let cut = docdex::engine::protocol::CUT_OFF_MARK;
+    assert_eq!(
+        texts,
+        [
+            "first question",
+            format!("Half of an{cut}").as_str(),
+            "second question",
+            "A whole answer.",
+            "third question",
+            format!("Broken{cut}").as_str()
+        ],
+        "{history:?}"
+    );
+}

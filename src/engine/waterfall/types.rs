@@ -234,6 +234,27 @@ pub struct ChatTurnResponse {
     pub trace: ChatTrace,
 }
 
+/// Appended to a cut-off answer sent back to the model as history, so the next turn does not
+/// take half an answer for a whole one.
+pub const CUT_OFF_MARK: &str = "\n\n[This answer was cut off before its end.]";
+
+/// An answer as a conversation's history carries it: marked with [`CUT_OFF_MARK`] when the
+/// turn was stopped or the model failed part-way; `None` when there is no text.
+pub fn answer_for_history(answer: &str, cut_off: bool) -> Option<String> {
+    if answer.trim().is_empty() {
+        return None;
+    }
+    Some(if cut_off { format!("{answer}{CUT_OFF_MARK}") } else { answer.to_string() })
+}
+
+impl ChatTurnResponse {
+    /// The answer for the next turn's history (see [`answer_for_history`]).
+    pub fn history_answer(&self) -> Option<String> {
+        let cut_off = matches!(self.llm.status, AnswerStatus::Stopped | AnswerStatus::Failed);
+        answer_for_history(self.answer.as_deref()?, cut_off)
+    }
+}
+
 /// Something a chat turn reports while it runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -476,6 +497,13 @@ pub struct TimingTrace {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cut_off_answer_is_marked_and_an_empty_one_is_left_out() {
+        assert_eq!(answer_for_history("Whole.", false).as_deref(), Some("Whole."));
+        assert_eq!(answer_for_history("Half", true), Some(format!("Half{CUT_OFF_MARK}")));
+        assert_eq!(answer_for_history("  \n", true), None);
+    }
+
     use super::*;
     use crate::engine::llm::Role;
 

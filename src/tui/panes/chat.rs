@@ -8,7 +8,7 @@
 //! the engine's explanation of how to set a model up; search keeps working.
 
 use super::{Cx, Pane, PaneId, RenderCtx};
-use crate::engine::protocol::{ChatMessage, Role as LlmRole};
+use crate::engine::protocol::{answer_for_history, ChatMessage, Role as LlmRole};
 use crate::tui::action::{Action, Level};
 use crate::tui::event::{ChatUpdate, Citation, Conversation, EngineEvent, ProviderState, ProviderStatus, Request};
 use crate::tui::keymap::Command;
@@ -48,6 +48,8 @@ pub struct ChatCell {
     pub citations: Vec<Citation>,
     /// The turn of this run it belongs to (`None` for a conversation rebuilt from the DAG log).
     pub turn: Option<u64>,
+    /// An answer stopped or cut off by a failure: history marks it so for the model.
+    pub partial: bool,
 }
 
 /// The answer being streamed.
@@ -220,13 +222,29 @@ impl ChatPane {
             MarkdownStream::parse(&mark_citations(&a.text, &citations))
         };
         let session = a.session.min(self.sessions.len() - 1);
-        let cell = ChatCell { role: Role::Assistant, lines, citations, text: a.text, turn: Some(a.turn) };
+        let cell =
+            ChatCell { role: Role::Assistant, lines, citations, text: a.text, turn: Some(a.turn), partial: false };
         self.sessions[session].cells.push(cell);
+    }
+
+    /// Marks turn `turn`'s committed answer as cut off (stopped, or the model failed part-way).
+    fn mark_partial(&mut self, turn: u64) {
+        let answer = self.sessions.iter_mut().flat_map(|s| s.cells.iter_mut()).rev();
+        if let Some(c) = answer.filter(|c| c.role == Role::Assistant).find(|c| c.turn == Some(turn)) {
+            c.partial = true;
+        }
     }
 
     fn notice(&mut self, turn: u64, text: String, citations: Vec<Citation>) {
         let lines = MarkdownStream::parse(&text);
-        self.cells_mut().push(ChatCell { role: Role::Notice, lines, citations, text, turn: Some(turn) });
+        self.cells_mut().push(ChatCell {
+            role: Role::Notice,
+            lines,
+            citations,
+            text,
+            turn: Some(turn),
+            partial: false,
+        });
         self.scroll_from_bottom = 0;
     }
 
@@ -249,13 +267,12 @@ impl ChatPane {
             .cells
             .iter()
             .filter(|c| !c.text.trim().is_empty())
-            .filter_map(|c| {
-                let role = match c.role {
-                    Role::User => LlmRole::User,
-                    Role::Assistant => LlmRole::Assistant,
-                    Role::Notice => return None,
-                };
-                Some(ChatMessage::new(role, c.text.clone()))
+            .filter_map(|c| match c.role {
+                Role::User => Some(ChatMessage::new(LlmRole::User, c.text.clone())),
+                Role::Assistant => {
+                    answer_for_history(&c.text, c.partial).map(|t| ChatMessage::new(LlmRole::Assistant, t))
+                }
+                Role::Notice => None,
             })
             .collect()
     }
@@ -288,6 +305,7 @@ impl ChatPane {
             citations: Vec::new(),
             text: text.clone(),
             turn,
+            partial: false,
         });
         self.turn_sessions.push((self.turn, self.current));
         cx.request(Request::Chat {
@@ -327,6 +345,7 @@ impl ChatPane {
                 let answered = self.active.as_ref().is_some_and(|a| !a.text.trim().is_empty());
                 self.finish_active(citations.to_vec());
                 if stopped && answered {
+                    self.mark_partial(turn);
                     self.notice(turn, format!("Stopped turn {turn}; the answer above is partial."), Vec::new());
                 } else if stopped {
                     self.notice(turn, format!("Stopped turn {turn} before the model answered."), Vec::new());
@@ -365,6 +384,7 @@ impl ChatPane {
                 citations: Vec::new(),
                 text: text.to_string(),
                 turn: None,
+                partial: false,
             };
             cells.push(cell(Role::User, q));
             match a {
@@ -596,6 +616,7 @@ impl Pane for ChatPane {
                 if self.active.as_ref().is_some_and(|a| a.turn == *turn) {
                     // What arrived before the failure stays, marked as partial.
                     self.finish_active(Vec::new());
+                    self.mark_partial(*turn);
                     self.notice(*turn, format!("This turn failed: {message}"), Vec::new());
                 }
             }
