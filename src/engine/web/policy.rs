@@ -11,6 +11,10 @@
 //!    the endpoints the user configured (`ddg_base_url`, the proxy, the registries of
 //!    `[libs]`) are the user's own choice and are allowed.
 //!
+//! 4. A URL carrying a user name or password (`https://user:token@host/`) is refused unless it
+//!    is a configured endpoint: what is fetched is kept (the web cache, chat sources, the DAG
+//!    log), and credentials must not be.
+//!
 //! Tests run everything against loopback fixture servers by putting `127.0.0.1` on
 //! `allow_hosts` (or passing the URL explicitly), which is the same path a user takes for an
 //! intranet documentation server.
@@ -77,6 +81,15 @@ impl UrlPolicy {
         };
         if let Some(b) = self.blocked_by(&host) {
             return Err(Refusal(format!("{host} is on the blocklist ({b} in [web] blocklist / DOCDEX_WEB_BLOCKLIST)")));
+        }
+        if origin != Origin::Configured && (!url.username().is_empty() || url.password().is_some()) {
+            // Named without them: the refusal itself is printed and logged.
+            let mut bare = url.clone();
+            let _ = bare.set_username("");
+            let _ = bare.set_password(None);
+            return Err(Refusal(format!(
+                "{bare}: a URL with a user name or password is not fetched (the web cache, the chat's sources and the DAG log keep the URLs fetched, so the credentials would be stored in plain text); fetch it without them"
+            )));
         }
         if origin != Origin::Discovered || self.allowed_host(&host) {
             return Ok(());
@@ -208,6 +221,23 @@ mod tests {
 
     fn policy() -> UrlPolicy {
         UrlPolicy::new(&["Pinterest.com".into(), ".spam.example".into()], &["127.0.0.1".into()])
+    }
+
+    #[test]
+    fn credentials_in_a_url_are_refused_unless_configured_and_never_repeated() {
+        let p = policy();
+        for origin in [Origin::Explicit, Origin::Discovered] {
+            for raw in ["https://user:s3cret@docs.example.org/p", "https://tok3n@docs.example.org/p"] {
+                let why = p.check_str(raw, origin).expect_err(raw).0;
+                assert!(
+                    why.contains("user name or password") && why.starts_with("https://docs.example.org/p"),
+                    "{why}"
+                );
+                assert!(!why.contains("s3cret") && !why.contains("tok3n"), "{why}");
+            }
+        }
+        assert!(p.check_str("https://user:pw@registry.example.org/", Origin::Configured).is_ok());
+        assert!(p.check_str("https://docs.example.org/p", Origin::Explicit).is_ok());
     }
 
     #[test]
