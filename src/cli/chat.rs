@@ -110,7 +110,10 @@ pub fn run(engine: &Engine, out: &Out, mut args: ChatArgs) -> anyhow::Result<Exi
         Some(q) => {
             let resp = turn(engine, out, &args, &repo, args.request(q, Vec::new(), None), args.trace)?;
             Ok(match resp.llm.status {
-                AnswerStatus::Answered | AnswerStatus::Stopped => ExitCode::SUCCESS,
+                AnswerStatus::Answered => ExitCode::SUCCESS,
+                // Ctrl-C: as a shell reports an interrupted command, so a script can tell a cut
+                // answer from a whole one.
+                AnswerStatus::Stopped => ExitCode::from(130),
                 AnswerStatus::Unavailable | AnswerStatus::Failed => ExitCode::from(1),
             })
         }

@@ -921,6 +921,7 @@ fn ctrl_c_stops_a_cli_chat_while_the_model_reads_the_prompt() {
     assert!(took < Duration::from_secs(5), "Ctrl-C took {took:?} to stop the answer");
     assert!(stderr.contains("(answer stopped)"), "{stderr}");
     assert!(stdout.contains("src/auth/session.rs:1-7"), "the sources are still listed: {stdout}");
+    assert_eq!(out.status.code(), Some(130), "a stopped answer is not a whole one (it exited 0)");
 }
 
 #[test]
