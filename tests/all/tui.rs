@@ -564,8 +564,11 @@ fn repos_add_reindex_remove_and_watch() {
     assert_eq!(h.app.repos().rows().len(), 2);
     let s = h.screen(120, 40);
     assert!(shows(&s, "other") && shows(&s, "fixture"), "{s}");
+    // The list's ▸ marks the repository the panes work on; the details say so for it alone.
+    assert!(shows(&s, "▸ the panes work on this one"), "{s}");
     // Select "other" (sorted after "fixture") and re-index, watch, remove.
     h.key(KeyCode::Down);
+    assert!(!shows(&h.screen(120, 40), "the panes work on this one"), "{}", h.screen(120, 40));
     h.key(KeyCode::Char('r'));
     h.key(KeyCode::Char('w'));
     h.key(KeyCode::Char('d'));

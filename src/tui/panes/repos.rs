@@ -375,10 +375,15 @@ impl Pane for ReposPane {
         buf.set_stringn(inner.x, dy, "─".repeat(w), w, t.style(Slot::Border));
         if let Some(r) = self.selected_row() {
             let mut lines: Vec<Line<'static>> = Vec::new();
-            lines.push(Line::from(vec![
+            let mut head = vec![
                 Span::styled(r.path.display().to_string(), t.style(Slot::SearchPath)),
                 Span::styled(format!("  {}", &r.fingerprint[..r.fingerprint.len().min(12)]), t.style(Slot::Muted)),
-            ]));
+            ];
+            // What the list's ▸ means, said where the selection is described.
+            if r.path == cx.repo {
+                head.push(Span::styled("  ▸ the panes work on this one", t.style(Slot::Accent)));
+            }
+            lines.push(Line::from(head));
             if let Some(p) = self.progress.get(&r.path).or(r.progress.as_ref()) {
                 let ratio = match (p.bytes_total, p.files_total) {
                     (b, _) if b > 0 => p.bytes_done as f64 / b as f64,
