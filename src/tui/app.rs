@@ -174,6 +174,9 @@ pub struct App {
     messages: Vec<Message>,
     /// Whether the start-up index of the current repo was requested.
     started_index: bool,
+    /// A repository added through the prompt and what was typed: if its first index is refused
+    /// (a home or system directory), the prompt comes back with the text and the reason.
+    pending_add: Option<(PathBuf, String)>,
     /// The search selection the impact pane last followed.
     impact_followed: Option<String>,
     /// The chat turn the trace pane was last pointed at.
@@ -215,6 +218,7 @@ impl App {
             notice: None,
             messages: Vec::new(),
             started_index: false,
+            pending_add: None,
             impact_followed: None,
             trace_followed: None,
             layout: Cell::new(None),
@@ -799,6 +803,22 @@ impl App {
         }
     }
 
+    /// The add prompt again, with what was typed and why the engine refused it, when the
+    /// repository just added failed its first index and no other overlay is open.
+    fn reopen_refused_add(&mut self, repo: &Path, err: &str) {
+        let Some((path, typed)) = self.pending_add.take() else { return };
+        if path != repo || self.overlay.is_some() {
+            return;
+        }
+        let input = TextField::single_line(&typed);
+        self.overlay = Some(Overlay::Prompt {
+            kind: PromptKind::AddRepo,
+            input: Box::new(input),
+            error: Some(err.to_string()),
+            completion: None,
+        });
+    }
+
     fn submit_prompt(&mut self, kind: PromptKind, text: &str) -> Result<(), String> {
         match kind {
             PromptKind::AddRepo => {
@@ -810,6 +830,7 @@ impl App {
                     return Err(format!("{} is not a directory", path.display()));
                 }
                 let path = std::fs::canonicalize(&path).unwrap_or(path);
+                self.pending_add = Some((path.clone(), text.to_string()));
                 self.requests.push(Request::Index { repo: path.clone(), rebuild: false });
                 self.set_notice(Level::Info, format!("indexing {}", path.display()));
                 Ok(())
@@ -917,6 +938,11 @@ impl App {
             // No model could answer: check the provider, so the status bar says why.
             self.requests.push(Request::CheckProvider);
         }
+        if let EngineEvent::IndexFinished { repo, result: Ok(_) } = &e {
+            if self.pending_add.as_ref().is_some_and(|(p, _)| p == repo) {
+                self.pending_add = None;
+            }
+        }
         match &e {
             EngineEvent::Repos(Ok(rows)) => {
                 self.overview = rows.iter().find(|r| r.path == self.repo).cloned();
@@ -934,6 +960,7 @@ impl App {
             EngineEvent::IndexFinished { repo, result: Err(err) } => {
                 let name = repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 self.set_notice(Level::Error, format!("indexing {name} failed: {err}"));
+                self.reopen_refused_add(repo, err);
             }
             EngineEvent::IndexFinished { repo, result: Ok(s) }
                 if *repo == self.repo && s.note.is_none() && (s.added + s.updated + s.deleted > 0 || s.rebuilt) =>

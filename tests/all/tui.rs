@@ -594,6 +594,30 @@ fn repos_add_reindex_remove_and_watch() {
     assert!(h.engine.list_repos().expect("list").iter().all(|r| r.path != other));
 }
 
+/// A path the prompt accepts but the engine refuses to index (a credentials folder) brings
+/// the prompt back with what was typed and the reason; it closed, the text lost.
+#[test]
+fn an_added_repository_the_engine_refuses_reopens_the_prompt_with_the_text() {
+    let mut h = Harness::new().started();
+    let keys = h.env.dir.path().join("secrets/.ssh");
+    std::fs::create_dir_all(&keys).expect("dir");
+    h.alt('1');
+    h.key(KeyCode::Char('a'));
+    let typed = keys.to_str().expect("utf8").to_string();
+    h.typ(&typed);
+    h.key(KeyCode::Enter);
+    assert!(!h.app.prompt_open());
+    let reqs = h.requests();
+    let [index @ Request::Index { .. }] = reqs.as_slice() else { panic!("{reqs:?}") };
+    for e in docdex::tui::worker::run_sync(&h.engine, index.clone()) {
+        h.engine_event(e);
+    }
+    assert!(h.app.prompt_open(), "the refusal reopens the prompt");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "holds credentials"), "{s}");
+    assert!(shows(&s, &typed), "what was typed is back: {s}");
+}
+
 #[test]
 fn enter_on_a_repo_switches_and_searches_it() {
     let mut h = Harness::new().started();
