@@ -322,3 +322,31 @@ fn the_command_prints_the_table_and_worst_misses_or_json() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no commit is newer than --since"), "{out:?}");
 }
+
+/// An answer file replaced by a link since its commit (to a file outside the repository that
+/// holds the very lines the commit added) was read through the link and made an answer; a
+/// repository with no commits got git's raw "ambiguous argument 'HEAD'".
+#[test]
+fn an_answer_replaced_by_a_link_is_not_read_and_an_empty_history_says_what_to_do() {
+    let env = Env::new();
+    let root = env.repo("linked");
+    git(&root, &["init", "-q", "-b", "main"]);
+    let body = "fn parse_header(input: &str) -> usize {\n    input.split(',').count() + 41\n}\n";
+    write(&root, "src/parser.rs", body);
+    commit(&root, "Count header fields correctly when the input has trailing separators");
+    let outside = env.dir.path().join("outside");
+    write(&outside, "parser.rs", body);
+    std::fs::remove_file(root.join("src/parser.rs")).unwrap();
+    std::os::unix::fs::symlink(outside.join("parser.rs"), root.join("src/parser.rs")).unwrap();
+    let engine = env.engine();
+    let err = engine.eval(&root, &git_request(50, 1), &quiet()).expect_err("no answer survives");
+    assert!(err.to_string().contains("no commit in the history qualified"), "{err}");
+
+    let empty = env.repo("fresh");
+    git(&empty, &["init", "-q", "-b", "main"]);
+    write(&empty, "a.rs", "fn main() {}\n");
+    let out = env.run(&["eval", "--repo", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("has no commits yet") && err.contains("--queries FILE"), "{err}");
+}

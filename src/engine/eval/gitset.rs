@@ -22,8 +22,8 @@
 //! answer).
 
 use super::EvalQuery;
-use crate::engine::analysis;
 use crate::engine::index::files::{self, ChunkStyle, FileClass};
+use crate::engine::{analysis, fsutil};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -35,6 +35,8 @@ pub const MAX_SCANNED: usize = 6000;
 const MAX_FILES: usize = 15;
 /// Most answer (non-test source) files a qualifying commit may touch.
 const MAX_ANSWER_FILES: usize = 4;
+/// Bytes of an answer file read to check and redact: the indexer's default size limit.
+const MAX_ANSWER_BYTES: u64 = 10 * 1024 * 1024;
 /// Fewest words a subject keeps after its prefix and issue numbers go.
 const MIN_SUBJECT_WORDS: usize = 5;
 /// Fewest distinct content words a redacted query keeps.
@@ -120,8 +122,7 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
             stats.dropped_rewritten += 1;
             continue;
         }
-        let gold_text: String =
-            gold.iter().filter_map(|p| std::fs::read_to_string(root.join(p)).ok()).collect::<Vec<_>>().join("\n");
+        let gold_text: String = gold.iter().filter_map(|p| answer_text(root, p)).collect::<Vec<_>>().join("\n");
         let changed: Vec<&str> = commit.files.iter().map(|(_, p)| p.as_str()).collect();
         let query = redact(&commit.subject, &commit.body, &changed, &diff, &gold_text);
         if analysis::query_terms(&query).len() < MIN_CONTENT_WORDS {
@@ -168,8 +169,14 @@ fn git<S: AsRef<std::ffi::OsStr>>(root: &Path, args: &[S]) -> Result<String> {
                 "--from-git needs the repository's git history, and {} is not inside a git work tree; pass --queries FILE instead",
                 root.display()
             )
-        } else if lower.contains("does not have any commits") || lower.contains("bad default revision") {
-            format!("{} has no commits yet: there is no history to build queries from", root.display())
+        } else if lower.contains("does not have any commits")
+            || lower.contains("bad default revision")
+            || (lower.contains("unknown revision") && lower.contains("'head'"))
+        {
+            format!(
+                "{} has no commits yet: there is no history to build queries from; commit first or pass --queries FILE",
+                root.display()
+            )
         } else {
             format!("git failed in {}: {first}", root.display())
         }));
@@ -285,7 +292,8 @@ fn answer_files(root: &Path, c: &Commit) -> Option<Vec<String>> {
     if source.is_empty() || source.len() > MAX_ANSWER_FILES {
         return None;
     }
-    let existing: Vec<String> = source.iter().filter(|p| root.join(p).is_file()).map(|p| p.to_string()).collect();
+    let existing: Vec<String> =
+        source.iter().filter(|p| fsutil::open_repo_file(root, p).is_ok()).map(|p| p.to_string()).collect();
     (!existing.is_empty() && existing.len() * 2 >= source.len()).then_some(existing)
 }
 
@@ -313,9 +321,20 @@ fn added_lines(diff: &str) -> Vec<(String, Vec<String>)> {
 
 fn still_holds_an_added_line(root: &Path, rel: &str, added: &[(String, Vec<String>)]) -> bool {
     let Some((_, lines)) = added.iter().find(|(p, _)| p == rel) else { return false };
-    let Ok(text) = std::fs::read_to_string(root.join(rel)) else { return false };
+    let Some(text) = answer_text(root, rel) else { return false };
     let now: HashSet<&str> = text.lines().map(str::trim).collect();
     lines.iter().any(|l| now.contains(l.as_str()))
+}
+
+/// An answer file's text, read as docdex reads every repository file: no link followed, nothing
+/// outside the repository, a regular file only, and no more than the indexer would read. A file
+/// replaced by a link since its commit (to `/etc/passwd`, a file elsewhere) is no answer.
+fn answer_text(root: &Path, rel: &str) -> Option<String> {
+    use std::io::Read;
+    let file = fsutil::open_repo_file(root, rel).ok()?;
+    let mut bytes = Vec::new();
+    file.take(MAX_ANSWER_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Fisher-Yates with splitmix64: deterministic for a seed on every platform.
