@@ -1060,3 +1060,28 @@ fn docdex_index_builds_the_graph_and_keeps_it_current() {
         "the dangling `mod extra2;` is reported: {diags}"
     );
 }
+
+/// Inline modules or a `use` group nested tens of thousands deep (generated or hostile code)
+/// sent Rust import extraction into unbounded recursion: a stack overflow that aborted the
+/// whole index run. Nesting past 64 is now skipped with a warning; the rest of the file, and
+/// the repository, are indexed and the graph still holds the file's shallow imports.
+#[test]
+fn rust_mods_and_use_groups_nested_absurdly_deep_do_not_abort_the_index() {
+    let env = Env::new();
+    let repo = env.repo("deeprs");
+    write(&repo, "Cargo.toml", "[package]\nname = \"deeprs\"\nversion = \"0.1.0\"\n");
+    write(&repo, "src/lib.rs", "mod util;\nmod mods;\nmod uses;\n");
+    write(&repo, "src/util.rs", "pub fn helper() {}\n");
+    let n = 50_000;
+    write(&repo, "src/mods.rs", &format!("use crate::util;\n{}{}\n", "mod a {".repeat(n), "}".repeat(n)));
+    write(&repo, "src/uses.rs", &format!("use crate::util;\nuse a::{}b{};\n", "c::{".repeat(n), "}".repeat(n)));
+    write(&repo, "notes.md", "# Notes\nsentinel wombat\n");
+    let out = env.run(&["index", "--repo", repo.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("nested over 64 deep"), "{stderr}");
+    let engine = env.engine();
+    let r = engine.impact(&repo, &ImpactRequest { file: "src/util.rs".into(), ..Default::default() }).expect("impact");
+    let inbound: BTreeSet<&str> = r.inbound.iter().map(|d| d.path.as_str()).collect();
+    assert!(inbound.contains("src/mods.rs") && inbound.contains("src/uses.rs"), "{inbound:?}");
+}

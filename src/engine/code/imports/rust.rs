@@ -9,6 +9,11 @@ use super::syntax::{self, line, named_children, Src};
 use super::{kind, RawImport};
 use tree_sitter::Node;
 
+/// Inline modules (`mod a { mod b { .. } }`) and `use` groups (`a::{b::{..}}`) followed this
+/// deep; deeper ones are skipped with a warning. Real code nests a handful; generated or hostile
+/// code nested tens of thousands deep overflowed the indexing thread's stack and aborted the run.
+const MAX_NESTING: usize = 64;
+
 /// Text an item must contain to hold a nested `use`, `mod` or `include!`.
 const NESTED_NEEDLES: &[&str] = &["use ", "use\n", "use\r", "use\t", "use{", "mod ", "include"];
 
@@ -20,6 +25,10 @@ pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
 
 /// Walks the items of a module body; `inline` is the path of inline modules we are inside.
 fn items(body: Node, src: &Src, inline: &[String], out: &mut Vec<RawImport>) {
+    if inline.len() > MAX_NESTING {
+        tracing::warn!(line = line(body), "inline modules nested over {MAX_NESTING} deep; imports below skipped");
+        return;
+    }
     let mut path_attr: Option<String> = None;
     for child in named_children(body) {
         match child.kind() {
@@ -73,7 +82,7 @@ fn items(body: Node, src: &Src, inline: &[String], out: &mut Vec<RawImport>) {
 fn push_use(decl: Node, src: &Src, inline: &[String], out: &mut Vec<RawImport>) {
     if let Some(arg) = decl.child_by_field_name("argument") {
         let mut paths = Vec::new();
-        use_tree(arg, src, "", &mut paths);
+        use_tree(arg, src, "", &mut paths, 0);
         for p in paths {
             out.push(RawImport::new(kind::USE, relative_to_file(&p, inline), line(decl)));
         }
@@ -92,7 +101,11 @@ fn path_attribute(attr_item: Node, src: &Src) -> Option<String> {
 }
 
 /// Flattens a use tree into full paths (`a::{b, c::d}` gives `a::b`, `a::c::d`).
-fn use_tree(node: Node, src: &Src, prefix: &str, out: &mut Vec<String>) {
+fn use_tree(node: Node, src: &Src, prefix: &str, out: &mut Vec<String>, depth: usize) {
+    if depth > MAX_NESTING {
+        tracing::warn!(line = line(node), "use tree nested over {MAX_NESTING} deep; paths below skipped");
+        return;
+    }
     let join = |p: &str, s: &str| if p.is_empty() { s.to_string() } else { format!("{p}::{s}") };
     match node.kind() {
         "scoped_use_list" => {
@@ -101,17 +114,17 @@ fn use_tree(node: Node, src: &Src, prefix: &str, out: &mut Vec<String>) {
                 .map(|p| join(prefix, &path_text(p, src)))
                 .unwrap_or_else(|| prefix.to_string());
             if let Some(list) = node.child_by_field_name("list") {
-                use_tree(list, src, &base, out);
+                use_tree(list, src, &base, out, depth + 1);
             }
         }
         "use_list" => {
             for c in named_children(node) {
-                use_tree(c, src, prefix, out);
+                use_tree(c, src, prefix, out, depth + 1);
             }
         }
         "use_as_clause" => {
             if let Some(p) = node.child_by_field_name("path") {
-                use_tree(p, src, prefix, out);
+                use_tree(p, src, prefix, out, depth + 1);
             }
         }
         "use_wildcard" => match named_children(node).into_iter().next() {
