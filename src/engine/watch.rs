@@ -61,7 +61,7 @@ impl Engine {
         debouncer.watch(&repo.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
         // Registered sources with `watch` are followed too; `docdex add` / `remove-source` while
         // this runs are picked up within a second (a full run indexes or drops the folder).
-        let mut sources = sources::load(&repo.state_dir);
+        let mut sources = sources::load_indexable(&repo.state_dir);
         for s in sources.iter().filter(|s| s.watch) {
             if let Err(e) = debouncer.watch(&s.path, RecursiveMode::Recursive) {
                 report(WatchReport::Failed(format!("cannot watch source {} ({}): {e}", s.name, s.path.display())));
@@ -92,7 +92,7 @@ impl Engine {
                         message: "the index was deleted while it was being watched; rebuilding it".into(),
                     });
                 }
-                let now = sources::load(&repo.state_dir);
+                let now = sources::load_indexable(&repo.state_dir);
                 if now != sources {
                     for s in sources.iter().filter(|s| s.watch) {
                         let _ = debouncer.unwatch(&s.path);

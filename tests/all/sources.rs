@@ -149,3 +149,34 @@ fn add_sources_and_remove_source_on_the_command_line() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("inside the repository"));
 }
+
+/// `docdex add /etc` and `docdex add ~/.ssh` were accepted: /etc's 300 readable files (passwd
+/// among them) and the private keys were indexed and served. A source obeys the repository
+/// root rule; one registered before that check is left out of the index and can be removed.
+#[test]
+fn a_system_or_credentials_folder_is_refused_as_a_source_and_never_indexed() {
+    let env = Env::new();
+    let (repo, _notes, _outside) = setup(&env);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    let keys = env.repo("keys/.ssh");
+    write(&keys, "id_ed25519", "PRIVATE KEY kestrel material\n");
+    for bad in [Path::new("/etc"), keys.as_path()] {
+        let err = engine.add_source(&repo, &add(bad)).expect_err("refused");
+        let msg = err.to_string();
+        assert!(msg.contains("refusing to add") && msg.contains("as a source"), "{msg}");
+    }
+    assert!(engine.list_sources(&repo).unwrap().is_empty());
+    let out = env.run(&["add", "/etc", "--repo", repo.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("system directory"), "{out:?}");
+
+    // Registered before the check: the index leaves it out; remove-source still takes it off.
+    let state = engine.resolve_repo(&repo).unwrap().state_dir;
+    let old = serde_json::json!([{ "name": "keys", "path": keys }]);
+    std::fs::write(state.join("sources.json"), old.to_string()).unwrap();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert!(hit_paths(&engine, &repo, "kestrel material").is_empty(), "a credentials folder is never indexed");
+    engine.remove_source(&repo, "keys").expect("an old refused source can be removed");
+    assert!(engine.list_sources(&repo).unwrap().is_empty());
+}

@@ -240,7 +240,7 @@ impl IndexSession {
             code: code_pass,
             with_code: code,
             graph_options: None,
-            sources: sources::load(&repo.state_dir),
+            sources: sources::load_indexable(&repo.state_dir),
             _lock: lock,
         })
     }
@@ -544,7 +544,7 @@ impl IndexSession {
     fn plan(&mut self, scope: &Scope, started: Instant) -> Result<Plan> {
         let threads = thread_count(&self.cfg);
         let root = self.repo.root.clone();
-        self.sources = sources::load(&self.repo.state_dir);
+        self.sources = sources::load_indexable(&self.repo.state_dir);
         let (starts, gone): (Vec<PathBuf>, Vec<String>) = match scope {
             Scope::Full => (vec![root.clone()], Vec::new()),
             Scope::Paths(paths) => {

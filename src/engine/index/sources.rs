@@ -79,6 +79,33 @@ pub fn load(state_dir: &Path) -> Vec<Source> {
     std::fs::read(file(state_dir)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
 }
 
+/// Why a folder may not be a source, or `None`: the rule a repository root obeys (not `/`, the
+/// home directory or above it, a system directory such as `/etc`, a credentials folder such as
+/// `~/.ssh`), since a source's files are indexed and served like the repository's own.
+pub fn refusal(real: &Path, docdex_home: &Path) -> Option<String> {
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    match crate::engine::repos::check_servable_root(real, user_home.as_deref(), docdex_home) {
+        Err(Error::UnsafeRoot { reason, .. }) => Some(reason),
+        _ => None,
+    }
+}
+
+/// The sources an index run walks and a watcher watches: those registered, less any
+/// [`refusal`] names (one registered before `docdex add` checked), which is logged and left
+/// out, so its files leave the index; `remove-source` still takes it off the list.
+pub fn load_indexable(state_dir: &Path) -> Vec<Source> {
+    load(state_dir)
+        .into_iter()
+        .filter(|s| match refusal(&s.path, state_dir) {
+            Some(why) => {
+                tracing::warn!(source = %s.name, path = %s.path.display(), "source not indexed: {why}");
+                false
+            }
+            None => true,
+        })
+        .collect()
+}
+
 /// Saves the list atomically.
 pub fn save(state_dir: &Path, sources: &[Source]) -> Result<()> {
     let json = serde_json::to_vec_pretty(sources).unwrap_or_default();
@@ -133,6 +160,12 @@ pub fn make(repo: &RepoRef, existing: &[Source], req: &AddSourceRequest, home: &
         std::fs::canonicalize(path).map_err(|e| Error::BadRequest(format!("cannot add {}: {e}", path.display())))?;
     if !real.is_dir() {
         return Err(Error::BadRequest(format!("{} is not a directory: a source is a folder", path.display())));
+    }
+    if let Some(why) = refusal(&real, home) {
+        return Err(Error::BadRequest(format!(
+            "refusing to add {} as a source: {why}; add the folder that holds the documents",
+            real.display()
+        )));
     }
     if real.starts_with(&repo.root) {
         return Err(Error::BadRequest(format!(
