@@ -1085,3 +1085,36 @@ fn rust_mods_and_use_groups_nested_absurdly_deep_do_not_abort_the_index() {
     let inbound: BTreeSet<&str> = r.inbound.iter().map(|d| d.path.as_str()).collect();
     assert!(inbound.contains("src/mods.rs") && inbound.contains("src/uses.rs"), "{inbound:?}");
 }
+
+/// Each C# namespace looked up its enclosing namespaces through `Node::parent`, which walks
+/// down from the root: cubic in the nesting, so a generated file of 1,000 nested namespaces
+/// kept the index run busy for minutes (30,000 for hours). The walk now carries the open
+/// namespaces with it, and nesting past 64 is skipped with a warning.
+#[test]
+fn csharp_namespaces_nested_absurdly_deep_are_read_at_once() {
+    let deep = format!("{}using Deep.Thing;{}", "namespace N {".repeat(3_000), "}".repeat(3_000));
+    let nested = "using System;\nnamespace Outer.A { namespace Inner { class C {} } }\nnamespace Second;\n";
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let read = |src: &str| {
+            let tree = lang::parse(Lang::CSharp, src).expect("parse");
+            imports::extract(Lang::CSharp, &tree, src)
+        };
+        let _ = tx.send((read(&deep), read(nested)));
+    });
+    let (deep, nested) = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("extraction finished within 30 s");
+    let namespaces: Vec<&str> =
+        deep.iter().filter(|i| i.kind == imports::kind::NAMESPACE).map(|i| i.spec.as_str()).collect();
+    assert_eq!(namespaces.len(), 64, "{:?}", &namespaces[..3.min(namespaces.len())]);
+    assert_eq!(namespaces[2], "N.N.N");
+    let specs: Vec<(&str, &str)> = nested.iter().map(|i| (i.kind.as_str(), i.spec.as_str())).collect();
+    assert_eq!(
+        specs,
+        [
+            (imports::kind::USE, "System"),
+            (imports::kind::NAMESPACE, "Outer.A"),
+            (imports::kind::NAMESPACE, "Outer.A.Inner"),
+            (imports::kind::NAMESPACE, "Second")
+        ]
+    );
+}
