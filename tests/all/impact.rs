@@ -1118,3 +1118,47 @@ fn csharp_namespaces_nested_absurdly_deep_are_read_at_once() {
         ]
     );
 }
+
+/// The import map's glob matcher recursed once per character and backtracked without memory:
+/// a long `spec` pattern matched against a long import overflowed the stack and aborted the
+/// index run, and `*a*a*a...b` against `aaaa...` never finished. Both now finish at once, with
+/// the same answers.
+#[test]
+fn import_map_patterns_that_are_long_or_backtrack_do_not_hang_or_abort_the_index() {
+    let env = Env::new();
+    let repo = env.repo("globs");
+    let long = "a".repeat(200_000);
+    let backtrack = format!("{}b", "*a".repeat(24));
+    let map = serde_json::json!({"version": 1, "mappings": [
+        {"spec": format!("{long}*"), "targets": ["lib/x.js"]},
+        {"spec": backtrack, "targets": ["lib/x.js"]},
+    ]});
+    write(&repo, "docdex.import_map.json", map.to_string());
+    write(&repo, "lib/x.js", "export const x = 1;\n");
+    let main = format!("import a from '{long}z';\nimport b from '{}';\n", "a".repeat(60));
+    write(&repo, "main.js", main);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["index", "--repo", repo.to_str().expect("utf-8")])
+        .env("DOCDEX_HOME", env.home())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("index still running after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status:?}");
+    let r =
+        env.engine().impact(&repo, &ImpactRequest { file: "main.js".into(), ..Default::default() }).expect("impact");
+    // The long pattern still matches its import; the backtracking one (no `b`) does not.
+    let out: Vec<&str> = r.outbound.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(out, ["ext:".to_string() + &"a".repeat(60), "lib/x.js".to_string()]);
+}

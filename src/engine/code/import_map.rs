@@ -221,44 +221,85 @@ fn spec_match(pattern: &str, spec: &str) -> Option<Option<String>> {
     glob_match(pattern, spec, true).map(Some)
 }
 
+/// Most wildcards in one pattern; a pattern with more matches nothing. Matching recurses once
+/// per wildcard, so the bound also bounds the stack.
+const MAX_WILDCARDS: usize = 32;
+
 /// Glob matching. `*` matches within a path segment (anything when `star_crosses`), `**` across
 /// segments. Returns what the first wildcard matched.
+///
+/// Literal runs are compared in a loop and failed `(pattern, text)` positions are remembered:
+/// the plain backtracking matcher recursed once per character (a long pattern matching a long
+/// import overflowed the stack and aborted the index run) and was exponential in the wildcards
+/// (`*a*a*a...b` against `aaaa...` never finished). This one is at most quadratic.
 pub(crate) fn glob_match(pattern: &str, text: &str, star_crosses: bool) -> Option<String> {
-    let p: Vec<char> = pattern.chars().collect();
-    let t: Vec<char> = text.chars().collect();
-    let mut first: Option<(usize, usize)> = None;
-    if matches(&p, &t, star_crosses, &mut first, 0) {
-        Some(first.map(|(a, b)| t[a..b].iter().collect()).unwrap_or_default())
+    if pattern.matches('*').count() > MAX_WILDCARDS * 2 {
+        return None;
+    }
+    let mut m = Matcher {
+        p: pattern.chars().collect(),
+        t: text.chars().collect(),
+        star_crosses,
+        first: None,
+        failed: std::collections::HashSet::new(),
+    };
+    if m.matches(0, 0) {
+        Some(m.first.map(|(a, b)| m.t[a..b].iter().collect()).unwrap_or_default())
     } else {
         None
     }
 }
 
-fn matches(p: &[char], t: &[char], star_crosses: bool, first: &mut Option<(usize, usize)>, offset: usize) -> bool {
-    match p.first() {
-        None => t.is_empty(),
-        Some('*') => {
-            let double = p.get(1) == Some(&'*');
-            let rest = if double { &p[2..] } else { &p[1..] };
-            let crosses = double || star_crosses;
-            for i in 0..=t.len() {
-                if i > 0 && !crosses && t[i - 1] == '/' {
-                    break;
-                }
-                let is_first = first.is_none();
-                if is_first {
-                    *first = Some((offset, offset + i));
-                }
-                if matches(rest, &t[i..], star_crosses, first, offset + i) {
-                    return true;
-                }
-                if is_first {
-                    *first = None;
-                }
+/// One glob match in progress.
+struct Matcher {
+    p: Vec<char>,
+    t: Vec<char>,
+    star_crosses: bool,
+    /// What the first wildcard matched (text positions).
+    first: Option<(usize, usize)>,
+    /// `(pattern, text)` positions from which the rest cannot match. Pure, because only the
+    /// first wildcard writes `first`, and only before it recurses.
+    failed: std::collections::HashSet<(usize, usize)>,
+}
+
+impl Matcher {
+    fn matches(&mut self, mut pi: usize, mut ti: usize) -> bool {
+        while let Some(&c) = self.p.get(pi) {
+            if c == '*' {
+                break;
             }
-            false
+            if self.t.get(ti) != Some(&c) {
+                return false;
+            }
+            pi += 1;
+            ti += 1;
         }
-        Some(c) => t.first() == Some(c) && matches(&p[1..], &t[1..], star_crosses, first, offset + 1),
+        if pi == self.p.len() {
+            return ti == self.t.len();
+        }
+        if self.failed.contains(&(pi, ti)) {
+            return false;
+        }
+        let double = self.p.get(pi + 1) == Some(&'*');
+        let rest = if double { pi + 2 } else { pi + 1 };
+        let crosses = double || self.star_crosses;
+        for end in ti..=self.t.len() {
+            if end > ti && !crosses && self.t[end - 1] == '/' {
+                break;
+            }
+            let is_first = self.first.is_none();
+            if is_first {
+                self.first = Some((ti, end));
+            }
+            if self.matches(rest, end) {
+                return true;
+            }
+            if is_first {
+                self.first = None;
+            }
+        }
+        self.failed.insert((pi, ti));
+        false
     }
 }
 
@@ -277,5 +318,8 @@ mod tests {
         assert_eq!(spec_match("./themes/*", "./themes/*"), Some(None));
         assert_eq!(spec_match("legacy", "legacy"), Some(None));
         assert_eq!(spec_match("legacy", "legacy2"), None);
+        assert_eq!(glob_match("a**", "a/b/c", false), Some("/b/c".into()));
+        assert_eq!(glob_match("*", "", false), Some("".into()));
+        assert_eq!(glob_match("x*y*z", "xAyBz", false), Some("A".into()));
     }
 }
