@@ -232,8 +232,10 @@ pub(crate) fn signature(sig: Node, body: Option<Node>, src: &str) -> String {
     let end = match body {
         Some(b) if b.start_byte() > start && b.start_byte() <= sig.end_byte() => b.start_byte(),
         _ => {
-            let line_end = src.get(start..).and_then(|s| s.find('\n')).map(|i| start + i).unwrap_or(src.len());
-            line_end.min(sig.end_byte())
+            // Searched within the node only: on a minified line, scanning to the end of the line
+            // for each of its declarations was quadratic.
+            let node = src.get(start..sig.end_byte()).unwrap_or("");
+            node.find('\n').map_or(sig.end_byte(), |i| start + i)
         }
     };
     let raw = src.get(start..end.min(start + 4 * MAX)).unwrap_or("");
