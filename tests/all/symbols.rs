@@ -723,24 +723,24 @@ fn the_watcher_keeps_symbols_in_step() {
     assert_eq!(engine.symbols_status(&repo).unwrap().state, "ready");
 }
 
-/// A declaration without a body took its signature up to the end of its line, found by scanning
-/// from the declaration to the line's end: on a minified line of many declarations that scan
-/// was quadratic (a 1 MB line of 100,000 `int x;` cost 3.4 s to index, the same split into
-/// lines 2.1 s). The scan now stops at the declaration's end; one line costs what many do.
+/// A declaration without a body takes its signature from its own node, not by scanning to the
+/// end of its line: on a minified line of many declarations that scan was quadratic (a 1 MB
+/// line of 100,000 `int x;` cost 3.4 s to index, the same split into lines 2.1 s; 1.1 s since).
+/// The figure is a measurement (docs/CODE_INTEL.md), not a timed assertion: this test holds
+/// the result the bounded scan must keep.
 #[test]
-fn declarations_on_one_minified_line_cost_what_they_cost_on_many_lines() {
+fn declarations_on_one_minified_line_get_the_signatures_they_get_on_many_lines() {
     use docdex::engine::code::{lang, symbols, Lang};
-    let time = |src: &str| {
-        let t = std::time::Instant::now();
+    let symbols_of = |src: &str| {
         let tree = lang::parse(Lang::C, src).expect("parse");
-        let a = symbols::analyze_tree(Lang::C, &tree, src, "min.c");
-        (t.elapsed(), a.symbols)
+        symbols::analyze_tree(Lang::C, &tree, src, "min.c").symbols
     };
-    let decls: Vec<String> = (0..150_000).map(|i| format!("int x{i};")).collect();
-    let (many, many_syms) = time(&decls.join("\n"));
-    let (one, one_syms) = time(&decls.join(""));
-    assert_eq!(one_syms.len(), 150_000);
-    assert_eq!(one_syms[7].signature, "int x7");
-    assert_eq!(many_syms[7].signature, one_syms[7].signature);
-    assert!(one < many * 3, "one line {one:?}, many lines {many:?}");
+    let decls: Vec<String> = (0..20_000).map(|i| format!("int x{i};")).collect();
+    let many = symbols_of(&decls.join("\n"));
+    let one = symbols_of(&decls.join(""));
+    assert_eq!(one.len(), 20_000);
+    assert_eq!(one[7].signature, "int x7");
+    let one: Vec<&str> = one.iter().map(|s| s.signature.as_str()).collect();
+    let many: Vec<&str> = many.iter().map(|s| s.signature.as_str()).collect();
+    assert_eq!(one, many);
 }
