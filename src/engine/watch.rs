@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use notify::{RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{new_debouncer_opt, DebounceEventResult, RecommendedCache};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -39,6 +39,7 @@ impl Engine {
     /// Holds the repo's writer for the whole time.
     pub fn watch(&self, repo_path: &std::path::Path, stop: &AtomicBool, report: &dyn Fn(WatchReport)) -> Result<()> {
         let repo = self.resolve_repo(repo_path)?;
+        let root_id = root_id(&repo.root);
         let mut session = self.open_index_session(&repo, false)?;
         if let Some(why) = session.verify(true)? {
             report(WatchReport::Failed(format!("the index was damaged ({why}); rebuilding it beside the damaged one")));
@@ -92,6 +93,10 @@ impl Engine {
                         message: "the index was deleted while it was being watched; rebuilding it".into(),
                     });
                 }
+                if let Err(e) = check_root(&repo.root, root_id) {
+                    session.status().queued(0, false);
+                    return Err(e);
+                }
                 let now = sources::load_indexable(&repo.state_dir);
                 if now != sources {
                     for s in sources.iter().filter(|s| s.watch) {
@@ -126,6 +131,12 @@ impl Engine {
             }
             if paths.is_empty() {
                 continue;
+            }
+            // A root deleted or moved away reads as every file deleted: end the watch before
+            // that batch empties an index the root may well come back to.
+            if let Err(e) = check_root(&repo.root, root_id) {
+                session.status().queued(0, false);
+                return Err(e);
             }
             session.status().queued(paths.len() as u64, true);
             self.apply(&repo, &mut session, paths, report);
@@ -162,6 +173,37 @@ impl Engine {
             Err(e) => report(WatchReport::Failed(e.to_string())),
         }
     }
+}
+
+/// The directory at `root` as the watch knows it (device, inode): a directory made at the same
+/// path later is another one, which the OS watch does not see.
+fn root_id(root: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(root).ok().filter(|m| m.is_dir())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        Some((0, 0))
+    }
+}
+
+/// Fails when the watched root was deleted, moved away or replaced: the watcher would go on
+/// watching nothing (or the moved tree) while reporting updates. The index is left as it was.
+fn check_root(root: &Path, watched: Option<(u64, u64)>) -> Result<()> {
+    let now = root_id(root);
+    if now.is_some() && now == watched {
+        return Ok(());
+    }
+    let what = if now.is_none() { "was deleted or moved away" } else { "was replaced by another directory" };
+    Err(Error::Watch(format!(
+        "the repository root {} {what} while it was being watched; its index is kept as it was. \
+         Put it back and watch again (a server retries on its own), or index it where it is now",
+        root.display()
+    )))
 }
 
 /// Adds the relevant paths of a debounced batch (skipping `.git/` and docdex's own state; a

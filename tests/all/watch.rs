@@ -81,3 +81,68 @@ fn an_index_deleted_under_a_live_keeper_is_rebuilt_and_watched_again() {
     // Its writer was released: a normal index run works.
     engine.index(&repo, &Default::default(), &crate::util::quiet()).expect("index after the keeper");
 }
+
+/// The root moved away under a watcher: it deleted every file from the index, then went on
+/// "updating" the moved tree's paths with nothing; deleted and made again, the watcher watched
+/// nothing for ever. Now the watch ends with an error naming the root and keeps the index, and a
+/// keeper takes the root up again when it comes back.
+#[test]
+fn a_root_moved_away_keeps_its_index_and_a_keeper_watches_it_again_when_it_is_back() {
+    use docdex::engine::fresh::{FreshEvent, FreshState};
+    use docdex::engine::watch::WatchReport;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let env = Env::new();
+    let repo = env.repo("moving");
+    write(&repo, "start.rs", "fn armadillo() {}\n");
+    let away = env.dir.path().join("away");
+    let engine = env.engine();
+
+    // A plain watch: it ends with an error naming the root; the index keeps the file.
+    let stop = Arc::new(AtomicBool::new(false));
+    let ready = Arc::new(AtomicBool::new(false));
+    let h = {
+        let (engine, repo, stop, ready) = (engine.clone(), repo.clone(), stop.clone(), ready.clone());
+        std::thread::spawn(move || {
+            engine.watch(&repo, &stop, &|r: WatchReport| {
+                if matches!(r, WatchReport::Ready(_)) {
+                    ready.store(true, Ordering::SeqCst);
+                }
+            })
+        })
+    };
+    eventually("the catch-up run", || ready.load(Ordering::SeqCst));
+    assert_eq!(hit_paths(&engine, &repo, "armadillo"), ["start.rs"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::rename(&repo, &away).unwrap();
+    eventually("the watch ends", || h.is_finished());
+    stop.store(true, Ordering::SeqCst);
+    let watch = h.join().expect("watch thread");
+    let err = watch.expect_err("the watch ends").to_string();
+    assert!(err.contains("was deleted or moved away") && err.contains(repo.to_str().unwrap()), "{err}");
+    std::fs::rename(&away, &repo).unwrap();
+    assert_eq!(hit_paths(&engine, &repo, "armadillo"), ["start.rs"], "the index was kept");
+
+    // A keeper: moved away and back, it watches the root again.
+    let stop = Arc::new(AtomicBool::new(false));
+    let watching = Arc::new(AtomicUsize::new(0));
+    let keeper = {
+        let (engine, repo, stop, watching) = (engine.clone(), repo.clone(), stop.clone(), watching.clone());
+        std::thread::spawn(move || {
+            engine.keep_fresh(&repo, &stop, &|e: FreshEvent| {
+                if matches!(e, FreshEvent::State(FreshState::Watching)) {
+                    watching.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+    };
+    eventually("the keeper's first watch", || watching.load(Ordering::SeqCst) == 1);
+    std::fs::rename(&repo, &away).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    std::fs::rename(&away, &repo).unwrap();
+    eventually("watching again", || watching.load(Ordering::SeqCst) == 2);
+    write(&repo, "later.rs", "fn pangolin() {}\n");
+    eventually("an edit after the return", || hit_paths(&engine, &repo, "pangolin") == ["later.rs"]);
+    stop.store(true, Ordering::SeqCst);
+    keeper.join().expect("keeper thread");
+}
