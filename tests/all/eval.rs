@@ -350,3 +350,22 @@ fn an_answer_replaced_by_a_link_is_not_read_and_an_empty_history_says_what_to_do
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("has no commits yet") && err.contains("--queries FILE"), "{err}");
 }
+
+/// A repository whose `i18n.commitEncoding` is Latin-1: git printed its messages in Latin-1 and
+/// every accented letter of the query became U+FFFD.
+#[test]
+fn a_latin1_commit_message_reads_as_its_words() {
+    let env = Env::new();
+    let root = env.repo("latin");
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["config", "i18n.commitEncoding", "ISO-8859-1"]);
+    write(&root, "src/parser.rs", "fn parse_header(input: &str) -> usize {\n    input.split(',').count() + 41\n}\n");
+    git(&root, &["add", "-A"]);
+    let msg = env.dir.path().join("msg");
+    std::fs::write(&msg, b"Corrige le d\xe9coupage des en-t\xeates quand la saisie finit par un s\xe9parateur\n")
+        .unwrap();
+    git(&root, &["commit", "-q", "-F", msg.to_str().unwrap()]);
+    let report = env.engine().eval(&root, &git_request(50, 1), &quiet()).expect("eval");
+    let q = &report.queries[0].query;
+    assert!(q.contains("découpage") && q.contains("séparateur") && !q.contains('\u{fffd}'), "{q}");
+}

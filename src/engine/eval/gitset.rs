@@ -144,6 +144,9 @@ fn log_args(opts: &GitSetOptions) -> Vec<String> {
         "--relative",
         "--name-status",
         "--no-renames",
+        // Messages in UTF-8 whatever the repository's `i18n.commitEncoding` (git otherwise
+        // prints them in it, and a Latin-1 é became U+FFFD in the query).
+        "--encoding=UTF-8",
         "--format=%x1e%H%x1f%s%x1f%b%x1f",
     ]
     .iter()
