@@ -1073,8 +1073,8 @@ fn rust_mods_and_use_groups_nested_absurdly_deep_do_not_abort_the_index() {
     write(&repo, "src/lib.rs", "mod util;\nmod mods;\nmod uses;\n");
     write(&repo, "src/util.rs", "pub fn helper() {}\n");
     let n = 50_000;
-    write(&repo, "src/mods.rs", &format!("use crate::util;\n{}{}\n", "mod a {".repeat(n), "}".repeat(n)));
-    write(&repo, "src/uses.rs", &format!("use crate::util;\nuse a::{}b{};\n", "c::{".repeat(n), "}".repeat(n)));
+    write(&repo, "src/mods.rs", format!("use crate::util;\n{}{}\n", "mod a {".repeat(n), "}".repeat(n)));
+    write(&repo, "src/uses.rs", format!("use crate::util;\nuse a::{}b{};\n", "c::{".repeat(n), "}".repeat(n)));
     write(&repo, "notes.md", "# Notes\nsentinel wombat\n");
     let out = env.run(&["index", "--repo", repo.to_str().expect("utf-8")]);
     assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
