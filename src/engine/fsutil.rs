@@ -317,6 +317,16 @@ pub fn read_repo_file(root: &Path, rel: &str) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A repository file through [`open_repo_file`], at most `max_bytes`: `Ok(None)` when it holds
+/// more (a file growing while read stops at the bound too), so no caller reads a huge file whole.
+pub fn read_repo_file_capped(root: &Path, rel: &str, max_bytes: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = open_repo_file(root, rel)?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
+}
+
 /// Whether an error from [`open_repo_file`] means a symlink (or a path leading out of the repo).
 pub fn is_symlink_refusal(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::EXDEV))

@@ -330,13 +330,10 @@ fn still_holds_an_added_line(root: &Path, rel: &str, added: &[(String, Vec<Strin
 }
 
 /// An answer file's text, read as docdex reads every repository file: no link followed, nothing
-/// outside the repository, a regular file only, and no more than the indexer would read. A file
+/// outside the repository, a regular file only, none over 10 MB (the indexer skips such files). A file
 /// replaced by a link since its commit (to `/etc/passwd`, a file elsewhere) is no answer.
 fn answer_text(root: &Path, rel: &str) -> Option<String> {
-    use std::io::Read;
-    let file = fsutil::open_repo_file(root, rel).ok()?;
-    let mut bytes = Vec::new();
-    file.take(MAX_ANSWER_BYTES).read_to_end(&mut bytes).ok()?;
+    let bytes = fsutil::read_repo_file_capped(root, rel, MAX_ANSWER_BYTES).ok()??;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 

@@ -65,10 +65,13 @@ const INSTALLED_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
 /// link followed, nothing outside the repository, a FIFO or device never blocks, bounded);
 /// `None` when it is absent, with a note saying why when it exists but cannot be used.
 fn read_manifest(repo: &Path, rel: &str, d: &mut Detected) -> Option<String> {
-    use std::io::Read;
     let left_out = |why: String| format!("{rel}: {why}; its dependencies are left out");
-    let file = match fsutil::open_repo_file(repo, rel) {
-        Ok(f) => f,
+    let bytes = match fsutil::read_repo_file_capped(repo, rel, MAX_MANIFEST_BYTES) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            d.notes.push(left_out(format!("larger than {} MiB", MAX_MANIFEST_BYTES >> 20)));
+            return None;
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) if fsutil::is_symlink_refusal(&e) => {
             d.notes.push(left_out("a symbolic link, and docdex reads only files inside the repository".into()));
@@ -79,15 +82,6 @@ fn read_manifest(repo: &Path, rel: &str, d: &mut Detected) -> Option<String> {
             return None;
         }
     };
-    let mut bytes = Vec::new();
-    if let Err(e) = file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes) {
-        d.notes.push(left_out(format!("cannot be read ({e})")));
-        return None;
-    }
-    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
-        d.notes.push(left_out(format!("larger than {} MiB", MAX_MANIFEST_BYTES >> 20)));
-        return None;
-    }
     match String::from_utf8(bytes) {
         Ok(text) => Some(text),
         Err(_) => {

@@ -483,14 +483,9 @@ fn read_staged(root: &Path, files: &[StagedFile], checks: &[Check], notices: &mu
 /// A working-tree file for a staged path sent without its content, through the one opener: a
 /// regular file inside the repository (no symlink anywhere on the way) of text within the size limit.
 fn read_worktree(root: &Path, rel: &str) -> std::result::Result<String, String> {
-    use std::io::Read;
-    let file = fsutil::open_repo_file(root, rel).map_err(|e| format!("{rel}: {e}; not checked"))?;
-    let len = file.metadata().map_err(|e| format!("{rel}: {e}; not checked"))?.len();
-    if len > MAX_STAGED_BYTES as u64 {
-        return Err(format!("{rel} is larger than {} MiB; not checked", MAX_STAGED_BYTES >> 20));
-    }
-    let mut bytes = Vec::with_capacity(len as usize);
-    file.take(MAX_STAGED_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|e| format!("{rel}: {e}; not checked"))?;
+    let bytes = fsutil::read_repo_file_capped(root, rel, MAX_STAGED_BYTES as u64)
+        .map_err(|e| format!("{rel}: {e}; not checked"))?
+        .ok_or_else(|| format!("{rel} is larger than {} MiB; not checked", MAX_STAGED_BYTES >> 20))?;
     String::from_utf8(bytes).map_err(|_| format!("{rel} is not UTF-8 text; not checked"))
 }
 
