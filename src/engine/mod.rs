@@ -230,6 +230,7 @@ impl Engine {
         let mut session = match self.open_index_session_with(&repo, opts.rebuild, !opts.skip_code) {
             Ok(s) => s,
             Err(Error::IndexBusy { pid, .. }) if !opts.rebuild && self.watcher_pid(&repo) == Some(pid) => {
+                self.await_watcher_run(&repo, pid, sink);
                 return Ok(self.watched_summary(&repo, pid));
             }
             Err(e) => return Err(e),
@@ -265,6 +266,23 @@ impl Engine {
         match StatusData::read(&repo.status_path()) {
             Some((d, false)) if d.watching => Some(d.pid),
             _ => None,
+        }
+    }
+
+    /// Waits out a run the watcher `pid` is making (its catch-up after start, or a batch),
+    /// showing its progress: `index` then returns with the index as current as the watcher
+    /// made it, which is what a caller who searches next expects.
+    fn await_watcher_run(&self, repo: &RepoRef, pid: u32, sink: &dyn ProgressSink) {
+        loop {
+            match StatusData::read(&repo.status_path()) {
+                Some((d, false)) if d.pid == pid && d.watching && d.state == IndexState::Updating => {
+                    if let Some(p) = &d.progress {
+                        sink.progress(p);
+                    }
+                }
+                _ => return,
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
         }
     }
 

@@ -41,6 +41,24 @@ impl Engine {
         let repo = self.resolve_repo(repo_path)?;
         let root_id = root_id(&repo.root);
         let mut session = self.open_index_session(&repo, false)?;
+        // The writer is the watcher's from here, catch-up included: an `index` asked for
+        // meanwhile (another surface of this process, or another process) must learn that
+        // a watcher owns it rather than fail as busy.
+        session.status().queued(0, true);
+        let result = self.watch_session(repo, root_id, &mut session, stop, report);
+        session.status().queued(0, false);
+        result.and_then(|()| session.finish())
+    }
+
+    /// [`Self::watch`] once the writer is held: catch up, then apply batches until stopped.
+    fn watch_session(
+        &self,
+        repo: RepoRef,
+        root_id: Option<(u64, u64)>,
+        session: &mut IndexSession,
+        stop: &AtomicBool,
+        report: &dyn Fn(WatchReport),
+    ) -> Result<()> {
         if let Some(why) = session.verify(true)? {
             report(WatchReport::Failed(format!("the index was damaged ({why}); rebuilding it beside the damaged one")));
         }
@@ -93,10 +111,7 @@ impl Engine {
                         message: "the index was deleted while it was being watched; rebuilding it".into(),
                     });
                 }
-                if let Err(e) = check_root(&repo.root, root_id) {
-                    session.status().queued(0, false);
-                    return Err(e);
-                }
+                check_root(&repo.root, root_id)?;
                 let now = sources::load_indexable(&repo.state_dir);
                 if now != sources {
                     for s in sources.iter().filter(|s| s.watch) {
@@ -109,7 +124,7 @@ impl Engine {
                     }
                     sources = now;
                     session.status().queued(1, true);
-                    self.apply(&repo, &mut session, BTreeSet::from([repo.root.clone()]), report);
+                    self.apply(&repo, session, BTreeSet::from([repo.root.clone()]), report);
                     session.status().queued(0, true);
                 }
             }
@@ -134,16 +149,12 @@ impl Engine {
             }
             // A root deleted or moved away reads as every file deleted: end the watch before
             // that batch empties an index the root may well come back to.
-            if let Err(e) = check_root(&repo.root, root_id) {
-                session.status().queued(0, false);
-                return Err(e);
-            }
+            check_root(&repo.root, root_id)?;
             session.status().queued(paths.len() as u64, true);
-            self.apply(&repo, &mut session, paths, report);
+            self.apply(&repo, session, paths, report);
             session.status().queued(0, true);
         }
-        session.status().queued(0, false);
-        session.finish()
+        Ok(())
     }
 
     fn apply(

@@ -146,3 +146,44 @@ fn a_root_moved_away_keeps_its_index_and_a_keeper_watches_it_again_when_it_is_ba
     stop.store(true, Ordering::SeqCst);
     keeper.join().expect("keeper thread");
 }
+
+/// `index` asked while a watcher is still catching up (a server's first minutes on a repo:
+/// an agent's `docdex_index` tool call, or `docdex index` in a terminal) used to fail as
+/// `index_busy`, naming the very process that was keeping the index; it now waits for the
+/// catch-up and returns the index as the watcher made it.
+#[test]
+fn index_during_a_watchers_catch_up_waits_for_it_instead_of_failing_busy() {
+    use docdex::engine::index::types::IndexState;
+    use docdex::engine::watch::WatchReport;
+    use docdex::engine::IndexOptions;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let env = Env::new();
+    let repo = env.repo("big");
+    // Enough files that the catch-up (a first index here) lasts long enough to be caught.
+    for i in 0..3000 {
+        write(&repo, &format!("m{}/f{i}.rs", i % 30), &format!("fn item_{i}() -> u32 {{ {i} }}\n"));
+    }
+    let engine = env.engine();
+    let stop = Arc::new(AtomicBool::new(false));
+    let h = {
+        let (engine, repo, stop) = (engine.clone(), repo.clone(), stop.clone());
+        std::thread::spawn(move || engine.watch(&repo, &stop, &|_: WatchReport| {}))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut caught = false;
+    while std::time::Instant::now() < deadline && !h.is_finished() {
+        if engine.status(&repo).is_ok_and(|s| s.index_state == IndexState::Updating) {
+            caught = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(caught, "the watcher's catch-up run was never seen running");
+    let summary = engine.index(&repo, &IndexOptions::default(), &|_: &_| {}).expect("index while a watcher catches up");
+    assert_eq!(summary.files, 3000, "index returned after the catch-up: {summary:?}");
+    assert!(summary.note.as_deref().is_some_and(|n| n.contains("watcher")), "{summary:?}");
+    assert_eq!(hit_paths(&engine, &repo, "item_2999").first().map(String::as_str), Some("m29/f2999.rs"));
+    stop.store(true, Ordering::SeqCst);
+    h.join().expect("watch thread").expect("watch ends cleanly");
+}
