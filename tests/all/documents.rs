@@ -568,3 +568,106 @@ fn a_pdf_whose_forms_draw_themselves_is_a_note_not_an_abort() {
     assert_eq!(note("chain.pdf"), "corrupt PDF (form XObjects nest deeper than 32 levels)");
     assert_eq!(hit_paths(&env.engine(), &repo, "sandpiper diamond"), ["diamond.pdf"]);
 }
+
+/// A PDF from raw object bodies as bytes (object n is `objects[n - 1]`; 1 is the catalog).
+fn raw_pdf_bytes(objects: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\nendobj\n");
+    }
+    let xref = out.len();
+    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    for off in offsets {
+        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
+    }
+    out.extend_from_slice(
+        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
+    );
+    out
+}
+
+fn stream_object(dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut s = format!("<< {dict} /Length {} >>\nstream\n", data.len()).into_bytes();
+    s.extend_from_slice(data);
+    s.extend_from_slice(b"\nendstream");
+    s
+}
+
+/// A one-page PDF whose content stream (object 4) is `data` under `dict` (its filters), with
+/// `extra` objects from 6 on (the page names 6 as its image `/Im1`).
+fn filtered_pdf(dict: &str, data: &[u8], extra: &[Vec<u8>]) -> Vec<u8> {
+    let mut objects: Vec<Vec<u8>> = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> /XObject << /Im1 6 0 R >> >> /Contents 4 0 R >>".to_vec(),
+        stream_object(dict, data),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec(),
+    ];
+    objects.extend_from_slice(extra);
+    raw_pdf_bytes(&objects)
+}
+
+fn lzw(data: &[u8]) -> Vec<u8> {
+    weezl::encode::Encoder::with_tiff_size_switch(weezl::BitOrder::Msb, 8).encode(data).unwrap()
+}
+
+fn zlib(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(data).unwrap();
+    z.finish().unwrap()
+}
+
+/// The bomb bound counted Flate only, and only as a stream's first filter, by zlib alone: an
+/// LZW stream (LZW expands over a thousand to one), a Flate stream behind an LZW one, a Flate
+/// stream whose bad zlib header sends lopdf to raw deflate, an object stream lopdf unpacks while
+/// loading, a predictor whose `/Columns` sizes its row buffers, and an image drawn with `Do`
+/// (pdf-extract decoded it whole and read its bytes as text operators) were all decoded
+/// unbounded. Each is now counted as lopdf decodes it: a note with its reason, the others read.
+#[test]
+fn pdf_streams_are_bounded_by_what_every_filter_decodes_to() {
+    use std::io::Write;
+    let env = Env::new();
+    let repo = env.repo("lzw");
+    let mut content = b"BT /F1 12 Tf 72 712 Td (Osprey) Tj ET\n".to_vec();
+    content.resize(64 << 20, b' ');
+    let bomb = lzw(&content);
+    assert!(bomb.len() < 200_000, "{}", bomb.len());
+    write(&repo, "lzw.pdf", filtered_pdf("/Filter /LZWDecode", &bomb, &[]));
+    write(&repo, "chain.pdf", filtered_pdf("/Filter [/FlateDecode /LZWDecode]", &zlib(&bomb), &[]));
+    let mut raw = flate2::write::DeflateEncoder::new(vec![0u8, 0], flate2::Compression::best());
+    raw.write_all(&content).unwrap();
+    write(&repo, "headerless.pdf", filtered_pdf("/Filter /FlateDecode", &raw.finish().unwrap(), &[]));
+    let text = b"BT /F1 12 Tf 72 712 Td (Osprey nesting log) Tj ET";
+    let objstm = stream_object("/Type /ObjStm /N 1 /First 4 /Filter /LZWDecode", &bomb);
+    write(&repo, "objstm.pdf", filtered_pdf("", text, &[objstm]));
+    let params = "/Filter /FlateDecode /DecodeParms << /Predictor 12 /Columns 20000000 >>";
+    write(&repo, "predictor.pdf", filtered_pdf(params, &zlib(text), &[]));
+    let image = stream_object(
+        "/Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray /BitsPerComponent 8",
+        b"BT /F1 12 Tf 72 600 Td (Spurious pixels) Tj ET",
+    );
+    let drawn = b"BT /F1 12 Tf 72 712 Td (Heron census) Tj ET /Im1 Do";
+    write(&repo, "image.pdf", filtered_pdf("/Filter /LZWDecode", &lzw(drawn), &[image]));
+    let t = std::time::Instant::now();
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    assert!(t.elapsed() < std::time::Duration::from_secs(60), "took {:?}", t.elapsed());
+    let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
+    let objstm = "PDF too large to extract (an object stream inflates to over 16 MiB)";
+    assert_eq!(note("objstm.pdf"), objstm, "refused before lopdf unpacks it");
+    for bomb in ["lzw.pdf", "chain.pdf", "headerless.pdf", "predictor.pdf"] {
+        assert_eq!(
+            note(bomb),
+            "PDF too large to extract (a stream inflates to over 16 MiB)",
+            "{bomb}: {:?}",
+            summary.skipped
+        );
+    }
+    assert_eq!(note("image.pdf"), "");
+    assert_eq!(hit_paths(&env.engine(), &repo, "heron census"), ["image.pdf"]);
+    assert!(hit_paths(&env.engine(), &repo, "spurious pixels").is_empty());
+}

@@ -12,6 +12,7 @@
 mod docx;
 mod html;
 mod pdf;
+mod pdf_bound;
 
 use crate::engine::repos::RepoRef;
 use serde::{Deserialize, Serialize};

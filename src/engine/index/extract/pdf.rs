@@ -1,25 +1,16 @@
 //! PDF: the text of each page (pdf-extract over lopdf), pages in order, with the first line of
 //! each page recorded so hits carry page ranges and `docdex get --page N` finds a page.
 
+use super::pdf_bound::{check_inflation, drop_images, load_options};
 use super::{tidy_lines, Extracted, Refusal};
 use pdf_extract::{Document, PlainTextOutput};
 
 /// Pages beyond this many are not read (a 10 MB file can hold tens of thousands).
 const MAX_PAGES: u32 = 5_000;
 
-/// The most one stream may inflate to. Extraction holds a page's decoded content and its
-/// parsed operators in memory (about 30 times the content for dense text), so a stream that
-/// inflates past this (a few KB of zeros or repeated operators can become gigabytes) is
-/// refused before anything is decoded.
-const MAX_STREAM_BYTES: u64 = 16 * 1024 * 1024;
-/// The most one page's content streams may inflate to together.
-const MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
-/// The most all of a document's decoded streams may inflate to.
-const MAX_INFLATED_BYTES: u64 = 128 * 1024 * 1024;
-
 /// Extracts the text of every page.
 pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
-    let doc = match Document::load_mem(bytes) {
+    let mut doc = match Document::load_mem_with_options(bytes, load_options()) {
         Ok(d) => d,
         Err(_) if memchr::memmem::find(bytes, b"/Encrypt").is_some() => return Err(Refusal::Encrypted),
         Err(e) => return Err(Refusal::Corrupt(e.to_string())),
@@ -33,6 +24,7 @@ pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
     if pages.is_empty() {
         return Err(Refusal::Corrupt("no pages".into()));
     }
+    drop_images(&mut doc);
     check_inflation(&doc, &pages)?;
     check_forms(&doc)?;
     let mut out = Extracted::default();
@@ -122,55 +114,4 @@ fn form_children(doc: &Document, dict: &pdf_extract::Dictionary) -> Vec<pdf_extr
 
 fn deref_dict<'a>(doc: &'a Document, o: &'a pdf_extract::Object) -> Option<&'a pdf_extract::Dictionary> {
     doc.dereference(o).ok().and_then(|(_, o)| o.as_dict().ok())
-}
-
-/// Refuses a document whose streams inflate past the bounds above, measuring each compressed
-/// stream by inflating it into nothing (constant memory) before pdf-extract decodes any.
-/// Images are never decoded for text and are not counted.
-fn check_inflation(
-    doc: &Document,
-    pages: &std::collections::BTreeMap<u32, pdf_extract::ObjectId>,
-) -> Result<(), Refusal> {
-    let mb = |n: u64| n / (1024 * 1024);
-    let mut sizes = std::collections::HashMap::new();
-    let mut total = 0u64;
-    for (id, object) in &doc.objects {
-        let Ok(stream) = object.as_stream() else { continue };
-        let image = stream.dict.get(b"Subtype").and_then(|s| s.as_name()).is_ok_and(|n| n == b"Image");
-        if image {
-            continue;
-        }
-        let size = decoded_size(stream, MAX_STREAM_BYTES + 1);
-        if size > MAX_STREAM_BYTES {
-            return Err(Refusal::TooLarge(format!("a stream inflates to over {} MiB", mb(MAX_STREAM_BYTES))));
-        }
-        total += size;
-        if total > MAX_INFLATED_BYTES {
-            return Err(Refusal::TooLarge(format!("its streams inflate to over {} MiB", mb(MAX_INFLATED_BYTES))));
-        }
-        sizes.insert(*id, size);
-    }
-    for (number, page) in pages {
-        let content: u64 = doc.get_page_contents(*page).iter().filter_map(|id| sizes.get(id)).sum();
-        if content > MAX_PAGE_BYTES {
-            return Err(Refusal::TooLarge(format!(
-                "page {number}'s content inflates to over {} MiB",
-                mb(MAX_PAGE_BYTES)
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// What a stream decodes to, counted up to `limit`: Flate (the usual compression) is inflated
-/// and counted; other filters are counted at their stored size.
-fn decoded_size(stream: &pdf_extract::Stream, limit: u64) -> u64 {
-    use std::io::Read;
-    let stored = stream.content.len() as u64;
-    let flate_first = stream.filters().is_ok_and(|f| f.first().is_some_and(|n| *n == b"FlateDecode"));
-    if !flate_first {
-        return stored;
-    }
-    let mut inflater = flate2::read::ZlibDecoder::new(&stream.content[..]).take(limit);
-    std::io::copy(&mut inflater, &mut std::io::sink()).unwrap_or(stored)
 }
