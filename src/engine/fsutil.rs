@@ -180,6 +180,22 @@ fn open_lock_file(path: &Path) -> Result<File> {
     o.open(path).at("opening lock", path)
 }
 
+/// A directory's identity (device, inode): a directory made again at the same path is another
+/// one, which an open watch or a run that began on the old one must not take for it.
+pub fn dir_identity(dir: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(dir).ok().filter(|m| m.is_dir())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        Some((0, 0))
+    }
+}
+
 /// True if this process may create files in `dir` (`access(W_OK)`: permission bits and
 /// read-only mounts). Elsewhere than Unix: false, so callers fall back to a probe file.
 pub fn dir_writable(dir: &Path) -> bool {

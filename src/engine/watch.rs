@@ -39,7 +39,7 @@ impl Engine {
     /// Holds the repo's writer for the whole time.
     pub fn watch(&self, repo_path: &std::path::Path, stop: &AtomicBool, report: &dyn Fn(WatchReport)) -> Result<()> {
         let repo = self.resolve_repo(repo_path)?;
-        let root_id = root_id(&repo.root);
+        let root_id = crate::engine::fsutil::dir_identity(&repo.root);
         let mut session = self.open_index_session(&repo, false)?;
         // The writer is the watcher's from here, catch-up included: an `index` asked for
         // meanwhile (another surface of this process, or another process) must learn that
@@ -186,26 +186,10 @@ impl Engine {
     }
 }
 
-/// The directory at `root` as the watch knows it (device, inode): a directory made at the same
-/// path later is another one, which the OS watch does not see.
-fn root_id(root: &Path) -> Option<(u64, u64)> {
-    let meta = std::fs::metadata(root).ok().filter(|m| m.is_dir())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Some((meta.dev(), meta.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        Some((0, 0))
-    }
-}
-
 /// Fails when the watched root was deleted, moved away or replaced: the watcher would go on
 /// watching nothing (or the moved tree) while reporting updates. The index is left as it was.
 fn check_root(root: &Path, watched: Option<(u64, u64)>) -> Result<()> {
-    let now = root_id(root);
+    let now = crate::engine::fsutil::dir_identity(root);
     if now.is_some() && now == watched {
         return Ok(());
     }

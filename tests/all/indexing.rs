@@ -430,3 +430,30 @@ fn an_empty_repository_is_indexed_and_searchable_with_no_hits() {
     index(&env, &repo);
     assert_eq!(hit_paths(&env.engine(), &repo, "quokka"), ["notes.md"]);
 }
+
+/// A repository root deleted or moved away under an open writer (between a watcher's check and
+/// its batch's plan, or during a run) walked as an empty tree, and the run deleted every
+/// file's entry; the run now fails naming the root and the index keeps its files.
+#[test]
+fn a_root_that_vanishes_under_an_open_session_keeps_the_index() {
+    use docdex::engine::index::Scope;
+    let env = Env::new();
+    let repo = env.repo("vanishing");
+    write(&repo, "kept.rs", "fn narwhal_tusk() {}\n");
+    index(&env, &repo);
+    let engine = env.engine();
+    let repo_ref = engine.resolve_repo(&repo).unwrap();
+    let mut session = engine.open_index_session(&repo_ref, false).unwrap();
+    let away = env.dir.path().join("away");
+    std::fs::rename(&repo, &away).unwrap();
+    let err = session.update(&Scope::Full, &|_: &_| {}).expect_err("a vanished root");
+    assert!(err.to_string().contains("was deleted or moved away during the run"), "{err}");
+    // Replaced by a new, empty directory: the same refusal.
+    std::fs::create_dir(&repo).unwrap();
+    let err = session.update(&Scope::Full, &|_: &_| {}).expect_err("a replaced root");
+    assert!(err.to_string().contains("was replaced by another directory"), "{err}");
+    drop(session);
+    std::fs::remove_dir(&repo).unwrap();
+    std::fs::rename(&away, &repo).unwrap();
+    assert_eq!(hit_paths(&engine, &repo, "narwhal_tusk"), ["kept.rs"], "the index kept its file");
+}

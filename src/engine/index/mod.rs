@@ -89,6 +89,8 @@ struct Plan {
     unchanged: u64,
     /// Entries the walk passed over (binary, too large, symlinks, unreadable).
     issues: Vec<walk::WalkIssue>,
+    /// Registered sources whose folder is gone, one warning each (their files are kept).
+    missing: Vec<String>,
 }
 
 /// An open writer on one repo's index.
@@ -126,6 +128,9 @@ pub struct IndexSession {
     graph_options: Option<crate::engine::code::graph::GraphOptions>,
     /// Registered source folders (`sources.json`), reloaded at each run.
     sources: Vec<sources::Source>,
+    /// The root directory's identity when the session opened: a root deleted, moved away or
+    /// replaced under a run must not read as every file deleted.
+    root_identity: Option<(u64, u64)>,
     _lock: FileLock,
 }
 
@@ -241,6 +246,7 @@ impl IndexSession {
             with_code: code,
             graph_options: None,
             sources: sources::load_indexable(&repo.state_dir),
+            root_identity: crate::engine::fsutil::dir_identity(&repo.root),
             _lock: lock,
         })
     }
@@ -502,6 +508,7 @@ impl IndexSession {
             tracing::debug!("{w}");
             summary.warnings.push(w);
         }
+        summary.warnings.extend(plan.missing.iter().cloned());
 
         let issue_deletes =
             plan.issues.iter().any(|i| self.manifest.files.get(&i.rel).is_some_and(|e| e.skipped.is_none()));
@@ -541,6 +548,20 @@ impl IndexSession {
 
     /// What a run must do, from the walk and the manifest, before anything is written: the files
     /// to (re)index, the ones gone, the ones whose symbols alone must be re-extracted.
+    /// Fails when the root is no longer the directory the session opened on: a walk of a
+    /// vanished root finds nothing, and planning from it would delete every file's entry.
+    fn check_root(&self) -> Result<()> {
+        let now = crate::engine::fsutil::dir_identity(&self.repo.root);
+        if self.root_identity.is_none() || now == self.root_identity {
+            return Ok(());
+        }
+        let what = if now.is_none() { "was deleted or moved away" } else { "was replaced by another directory" };
+        Err(Error::Index {
+            path: self.repo.root.clone(),
+            message: format!("the repository root {what} during the run; its index is kept as it was"),
+        })
+    }
+
     fn plan(&mut self, scope: &Scope, started: Instant) -> Result<Plan> {
         let threads = thread_count(&self.cfg);
         let root = self.repo.root.clone();
@@ -559,7 +580,14 @@ impl IndexSession {
         };
         // Covered key prefixes: every manifest key under one was looked at by this walk.
         let mut prefixes: Vec<String> = starts.iter().map(|s| walk::rel_path(&root, s)).chain(gone).collect();
-        for src in &self.sources {
+        // A source whose folder is gone (deleted, moved, unmounted) is not walked, and its files
+        // stay indexed as they were: the user may mount it again, or remove the source.
+        let (kept, missing): (Vec<String>, Vec<String>) =
+            sources::missing(&self.sources, &self.manifest).into_iter().unzip();
+        for warning in &missing {
+            tracing::debug!("{warning}"); // the summary carries it to every surface
+        }
+        for src in self.sources.iter().filter(|s| !sources::is_missing(s)) {
             let globs = walk::Globs { include: &src.include, exclude: &src.exclude };
             let (src_starts, src_gone) = match scope {
                 Scope::Full => (vec![src.path.clone()], Vec::new()),
@@ -589,10 +617,12 @@ impl IndexSession {
             );
         }
         tracing::debug!(files = walked.files.len(), ms = started.elapsed().as_millis() as u64, "walk done");
+        self.check_root()?;
 
         // What the walk covered: every manifest path under a walked start, or under a vanished
         // path (for a full walk, everything: the files of a removed source go too).
         let covered = |rel: &str| match scope {
+            _ if kept.iter().any(|k| rel.starts_with(k.as_str())) => false,
             Scope::Full => true,
             Scope::Paths(_) => {
                 // The repo root covers the repo's paths, not the sources' keys.
@@ -633,7 +663,7 @@ impl IndexSession {
         };
         drop(busy);
         drop(seen);
-        Ok(Plan { todo, deleted, repair, unchanged, issues: walked.issues })
+        Ok(Plan { todo, deleted, repair, unchanged, issues: walked.issues, missing })
     }
 
     /// How many vanished files had each content hash (for counting renames).
