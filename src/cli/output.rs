@@ -267,7 +267,14 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
             },
             out.paint("2", &format!("{:.2}", h.score)),
             if hybrid { out.paint("2", &format!("  [{}]", h.retrievers.join("+"))) } else { String::new() },
-            if h.stale { out.paint("33", "  (changed since indexed)") } else { String::new() }
+            match (h.source_missing, h.stale) {
+                (true, _) => out.paint(
+                    "33",
+                    &format!("  (source {} is missing: its folder is gone)", h.source.as_deref().unwrap_or_default())
+                ),
+                (false, true) => out.paint("33", "  (changed since indexed)"),
+                (false, false) => String::new(),
+            }
         ));
         for c in &h.context {
             line(&format!("{} {}", out.paint("2", &format!("{:>5}:", c.line)), out.paint("2", &c.text)));

@@ -117,6 +117,12 @@ fn describe(s: &SourceInfo) -> String {
     if !s.source.watch {
         line.push_str("  (not watched)");
     }
+    if s.missing {
+        line.push_str(&format!(
+            "  MISSING: the folder is gone; its files stay indexed until it is back or `docdex remove-source {}`",
+            s.source.name
+        ));
+    }
     line
 }
 

@@ -521,6 +521,8 @@ impl Engine {
             ));
         }
         warnings.extend(skip_warnings(&manifest));
+        let srcs = index::sources::load(&repo.state_dir);
+        warnings.extend(index::sources::missing(&srcs, &manifest).into_iter().map(|(_, warning)| warning));
         let record = self.inner.registry.get(&repo.fingerprint)?;
         Ok(StatusResponse {
             schema_version: SCHEMA_VERSION,
@@ -727,6 +729,14 @@ fn locate_file(repo: &repos::RepoRef, file: &str) -> Result<LocatedFile> {
         }
     };
     let root = owner.map_or_else(|| repo.root.clone(), |s| s.path.clone());
+    if let Some(s) = owner.filter(|s| index::sources::is_missing(s)) {
+        return Err(Error::NotFound(format!(
+            "{file}: the source {} is missing ({} is not a folder any more); mount or restore it, or `docdex remove-source {}`",
+            s.name,
+            root.display(),
+            s.name
+        )));
+    }
     let outside = || match owner {
         Some(s) => Error::OutsideSource { path: file.to_string(), source_name: s.name.clone(), root: root.clone() },
         None => Error::OutsideRepo { path: file.to_string(), repo: root.clone() },

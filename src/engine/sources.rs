@@ -28,7 +28,9 @@ impl Engine {
             .into_iter()
             .map(|source| {
                 let prefix = sources::key(&source.name, "");
-                let mut info = SourceInfo { source, files: 0, bytes: 0, formats: Default::default(), skipped: 0 };
+                let missing = sources::is_missing(&source);
+                let mut info =
+                    SourceInfo { source, files: 0, bytes: 0, formats: Default::default(), skipped: 0, missing };
                 for (_, e) in manifest.files.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)) {
                     if e.skipped.is_some() {
                         info.skipped += 1;

@@ -264,6 +264,7 @@ pub fn search_response(query: &str, n: usize) -> SearchResponse {
                 highlights: vec![Highlight { line: line_start, start: 3, end: 3 + query.len() }],
                 generation: 1,
                 stale: false,
+                source_missing: false,
                 context: Vec::new(),
                 retrievers: vec!["bm25".into()],
             }

@@ -180,3 +180,47 @@ fn a_system_or_credentials_folder_is_refused_as_a_source_and_never_indexed() {
     engine.remove_source(&repo, "keys").expect("an old refused source can be removed");
     assert!(engine.list_sources(&repo).unwrap().is_empty());
 }
+
+/// A source folder deleted (or moved, or on a disk not mounted) was walked as empty: the next
+/// index run silently dropped every file of it, and `docdex sources` listed it as if present.
+/// Now it is listed as missing (`"missing": true`), an index run says so and keeps its files,
+/// its hits say their source is missing, `get` names it; back on disk, it is indexed again.
+#[test]
+fn a_source_folder_gone_from_disk_is_listed_as_missing_and_its_files_are_kept() {
+    let env = Env::new();
+    let (repo, notes, _) = setup(&env);
+    let (r, n) = (repo.to_str().unwrap(), notes.to_str().unwrap());
+    env.json(&["add", "--repo", r, n, "--no-watch", "--json"]);
+    let away = notes.with_file_name("notes.unmounted");
+    std::fs::rename(&notes, &away).unwrap();
+
+    let listed = env.json(&["sources", "--repo", r, "--json"]);
+    assert_eq!(listed[0]["missing"], true, "{listed}");
+    let text = String::from_utf8_lossy(&env.run(&["sources", "--repo", r]).stdout).into_owned();
+    assert!(text.contains("MISSING"), "{text}");
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert_eq!(summary.deleted, 0, "{summary:?}");
+    let warning = summary.warnings.iter().find(|w| w.starts_with("source notes is missing")).expect("a warning");
+    assert!(warning.contains("the 3 files indexed from it are kept"), "{warning}");
+    let out = env.run(&["index", "--repo", r]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("source notes is missing"), "{out:?}");
+    let status = env.engine().status(&repo).unwrap();
+    assert!(status.warnings.iter().any(|w| w.starts_with("source notes is missing")), "{:?}", status.warnings);
+
+    let req = SearchRequest { query: "heron migration".into(), limit: Some(10), ..Default::default() };
+    let hit = env.engine().search(&repo, &req).unwrap().results.remove(0);
+    assert_eq!((hit.path.as_str(), hit.source_missing), ("//notes/heron.md", true));
+    let text = String::from_utf8_lossy(&env.run(&["search", "--repo", r, "heron migration"]).stdout).into_owned();
+    assert!(text.contains("(source notes is missing"), "{text}");
+    let err = env.engine().get_file(&repo, &FileRequest::new("//notes/heron.md", None)).unwrap_err();
+    assert!(err.to_string().contains("the source notes is missing"), "{err}");
+
+    std::fs::rename(&away, &notes).unwrap();
+    write(&notes, "ibis.md", "# Ibis\n\nThe ibis feeds on the mudflats.\n");
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+    assert_eq!(hit_paths(&env.engine(), &repo, "ibis mudflats"), ["//notes/ibis.md"]);
+    let hit = env.engine().search(&repo, &req).unwrap().results.remove(0);
+    assert!(!hit.source_missing && hit.snippet.contains("heron migration"), "{hit:?}");
+    assert_eq!(env.json(&["sources", "--repo", r, "--json"])[0]["missing"], false);
+}

@@ -4,6 +4,7 @@
 //! never starts with `//`), and every read of such a key goes through the one opener beneath
 //! that source's root, so nothing outside a registered root is ever read.
 
+use crate::engine::index::manifest::Manifest;
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
 use schemars::JsonSchema;
@@ -43,6 +44,10 @@ pub struct SourceInfo {
     pub formats: std::collections::BTreeMap<String, u64>,
     /// Files passed over (notes in `docdex status`).
     pub skipped: u64,
+    /// The folder is gone (deleted, moved, unmounted): nothing is indexed from it until it is
+    /// back, and what was indexed from it is kept.
+    #[serde(default)]
+    pub missing: bool,
 }
 
 /// What starts a source key.
@@ -104,6 +109,40 @@ pub fn load_indexable(state_dir: &Path) -> Vec<Source> {
             None => true,
         })
         .collect()
+}
+
+/// Whether a registered source's folder is gone: deleted, moved away, or on a disk that is not
+/// mounted. Its registration and its indexed files are kept until the user removes it.
+pub fn is_missing(source: &Source) -> bool {
+    !source.path.is_dir()
+}
+
+/// The missing sources among `sources`: each one's key prefix and what to say of it, counting
+/// the files `manifest` holds from it.
+pub fn missing(sources: &[Source], manifest: &Manifest) -> Vec<(String, String)> {
+    let missing = sources.iter().filter(|s| is_missing(s));
+    missing
+        .map(|s| {
+            let prefix = key(&s.name, "");
+            let files = manifest.files.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)).count();
+            let warning = missing_warning(s, files);
+            (prefix, warning)
+        })
+        .collect()
+}
+
+/// What an index run and `docdex status` say of a missing source holding `files` indexed files.
+fn missing_warning(source: &Source, files: usize) -> String {
+    format!(
+        "source {} is missing: {} is not a folder any more; {} indexed from it {} kept as {} \
+         (mount or restore the folder, or `docdex remove-source {}`)",
+        source.name,
+        source.path.display(),
+        if files == 1 { "the 1 file".to_string() } else { format!("the {files} files") },
+        if files == 1 { "is" } else { "are" },
+        if files == 1 { "it was" } else { "they were" },
+        source.name
+    )
 }
 
 /// Saves the list atomically.

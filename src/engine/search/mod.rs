@@ -360,6 +360,7 @@ impl RepoSearcher {
         let commit_time = meta_mtime(&self.index_dir);
         let qset: HashSet<String> = terms.iter().cloned().collect();
         let cut = cut_snippets(repo, commit_time, &qset, page);
+        let missing = missing_sources(repo, page);
         let mut matched_sets = Vec::with_capacity(page.len());
         let mut results = Vec::with_capacity(page.len());
         for ((score, s), (snip, context, stale, pages)) in page.iter().zip(cut) {
@@ -373,6 +374,7 @@ impl RepoSearcher {
                 page_start: pages.map(|p| p.0),
                 page_end: pages.map(|p| p.1),
                 source: sources::split(&s.path).map(|(name, _)| name.to_string()),
+                source_missing: sources::split(&s.path).is_some_and(|(name, _)| missing.iter().any(|m| *m == name)),
                 score: round3(*score),
                 snippet_line_start: snip.line_start,
                 snippet: snip.text,
@@ -730,6 +732,14 @@ fn confidence(searcher: &Searcher, body: tantivy::schema::Field, terms: &[String
     let top = &matched[..matched.len().min(5)];
     let any = share(&|t| top.iter().any(|m| m.contains(t)));
     ((0.7 * best + 0.3 * any) * 1000.0).round() / 1000.0
+}
+
+/// The names of the registered sources whose folders are gone, when the page has hits from any.
+fn missing_sources(repo: &RepoRef, page: &[(f32, Stored)]) -> Vec<String> {
+    if !page.iter().any(|(_, s)| s.path.starts_with(sources::PREFIX)) {
+        return Vec::new();
+    }
+    sources::load(&repo.state_dir).into_iter().filter(sources::is_missing).map(|s| s.name).collect()
 }
 
 /// One hit's snippet, context lines, staleness and page range (documents only).

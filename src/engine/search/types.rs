@@ -91,6 +91,10 @@ pub struct SearchHit {
     pub generation: u64,
     /// True when the file changed on disk after this generation indexed it.
     pub stale: bool,
+    /// True when the hit's source folder (`source`) is gone from disk (deleted, moved,
+    /// unmounted): its files stay indexed, but cannot be read (`docdex sources` says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub source_missing: bool,
     /// When the chunk is a piece of a larger definition (a method of a long class, the middle
     /// of a long function): the signature lines of what it is inside, outermost first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

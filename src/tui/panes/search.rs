@@ -270,6 +270,7 @@ impl SearchPane {
             highlights: Vec::new(),
             generation: 0,
             stale: false,
+            source_missing: false,
             context: Vec::new(),
             retrievers: Vec::new(),
         }];
