@@ -64,28 +64,11 @@ impl Engine {
         }
         // Watch first, then catch up: an edit made during or right after the catch-up run is
         // queued by the watcher instead of falling between the two.
-        let (tx, rx) = mpsc::channel::<DebounceEventResult>();
-        let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
-        // Symlinks are never followed: a link to a directory outside the repo must not even be
-        // watched (its events would name paths inside the repo).
-        let config = notify::Config::default().with_follow_symlinks(false);
-        let mut debouncer = new_debouncer_opt::<_, RecommendedWatcher, RecommendedCache>(
-            debounce,
-            None,
-            tx,
-            RecommendedCache::new(),
-            config,
-        )
-        .map_err(|e| Error::Watch(e.to_string()))?;
-        debouncer.watch(&repo.root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
+        let (mut debouncer, rx) = self.start_debouncer(&repo.root)?;
         // Registered sources with `watch` are followed too; `docdex add` / `remove-source` while
         // this runs are picked up within a second (a full run indexes or drops the folder).
         let mut sources = sources::load_indexable(&repo.state_dir);
-        for s in sources.iter().filter(|s| s.watch) {
-            if let Err(e) = debouncer.watch(&s.path, RecursiveMode::Recursive) {
-                report(WatchReport::Failed(format!("cannot watch source {} ({}): {e}", s.name, s.path.display())));
-            }
-        }
+        follow_sources(&mut debouncer, &[], &sources, report);
         let mut sources_checked = std::time::Instant::now();
         let quiet = |_: &IndexProgress| {};
         // A first index can take a while: a shutdown stops it at the next batch (what it
@@ -95,33 +78,17 @@ impl Engine {
         let repo = session.repo().clone();
         // Recorded before embedding: the text index is committed and searchable.
         self.record_indexed(&repo, &summary)?;
-        summary.embeddings = Some(self.embed_index(&repo, &session, false, &quiet));
+        summary.embeddings = Some(self.embed_index(&repo, session, false, &quiet));
         session.status().queued(0, true);
         report(WatchReport::Ready(summary));
 
         while !stop.load(Ordering::Relaxed) {
             if sources_checked.elapsed() >= Duration::from_secs(1) {
                 sources_checked = std::time::Instant::now();
-                // The index deleted under a live watcher (`rm -rf` of the state directory, a purge
-                // by hand): end this watch, releasing the writer, so the keeper's next start
-                // rebuilds it instead of writing into files no one can read.
-                if !session.repo().index_dir().join("meta.json").exists() {
-                    return Err(Error::Index {
-                        path: session.repo().index_dir(),
-                        message: "the index was deleted while it was being watched; rebuilding it".into(),
-                    });
-                }
-                check_root(&repo.root, root_id)?;
+                check_index_and_root(session, &repo.root, root_id)?;
                 let now = sources::load_indexable(&repo.state_dir);
                 if now != sources {
-                    for s in sources.iter().filter(|s| s.watch) {
-                        let _ = debouncer.unwatch(&s.path);
-                    }
-                    for s in now.iter().filter(|s| s.watch) {
-                        if let Err(e) = debouncer.watch(&s.path, RecursiveMode::Recursive) {
-                            report(WatchReport::Failed(format!("cannot watch source {}: {e}", s.name)));
-                        }
-                    }
+                    follow_sources(&mut debouncer, &sources, &now, report);
                     sources = now;
                     session.status().queued(1, true);
                     self.apply(&repo, session, BTreeSet::from([repo.root.clone()]), report);
@@ -157,6 +124,25 @@ impl Engine {
         Ok(())
     }
 
+    /// A debounced recursive watch of `root`, its batches on the returned channel.
+    fn start_debouncer(&self, root: &Path) -> Result<(Debouncer, mpsc::Receiver<DebounceEventResult>)> {
+        let (tx, rx) = mpsc::channel::<DebounceEventResult>();
+        let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
+        // Symlinks are never followed: a link to a directory outside the repo must not even be
+        // watched (its events would name paths inside the repo).
+        let config = notify::Config::default().with_follow_symlinks(false);
+        let mut debouncer = new_debouncer_opt::<_, RecommendedWatcher, RecommendedCache>(
+            debounce,
+            None,
+            tx,
+            RecommendedCache::new(),
+            config,
+        )
+        .map_err(|e| Error::Watch(e.to_string()))?;
+        debouncer.watch(root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
+        Ok((debouncer, rx))
+    }
+
     fn apply(
         &self,
         repo: &RepoRef,
@@ -184,6 +170,34 @@ impl Engine {
             Err(e) => report(WatchReport::Failed(e.to_string())),
         }
     }
+}
+
+/// The watcher this module runs: notify's recommended backend, debounced.
+type Debouncer = notify_debouncer_full::Debouncer<RecommendedWatcher, RecommendedCache>;
+
+/// Moves the watch from the sources `before` to the sources `now` (those with `watch`).
+fn follow_sources(debouncer: &mut Debouncer, before: &[Source], now: &[Source], report: &dyn Fn(WatchReport)) {
+    for s in before.iter().filter(|s| s.watch) {
+        let _ = debouncer.unwatch(&s.path);
+    }
+    for s in now.iter().filter(|s| s.watch) {
+        if let Err(e) = debouncer.watch(&s.path, RecursiveMode::Recursive) {
+            report(WatchReport::Failed(format!("cannot watch source {} ({}): {e}", s.name, s.path.display())));
+        }
+    }
+}
+
+/// The once-a-second checks that end a watch: the index deleted under it (`rm -rf` of the
+/// state directory, a purge by hand; ending releases the writer, so the keeper's next start
+/// rebuilds it instead of writing into files no one can read), or the root gone.
+fn check_index_and_root(session: &IndexSession, root: &Path, root_id: Option<(u64, u64)>) -> Result<()> {
+    if !session.repo().index_dir().join("meta.json").exists() {
+        return Err(Error::Index {
+            path: session.repo().index_dir(),
+            message: "the index was deleted while it was being watched; rebuilding it".into(),
+        });
+    }
+    check_root(root, root_id)
 }
 
 /// Fails when the watched root was deleted, moved away or replaced: the watcher would go on
