@@ -198,6 +198,13 @@ impl<T: DocumentedOutput> DocumentedOutput for Result<T, ApiError> {
     }
 }
 
+/// Errors that need a header the contract has no field for (`Retry-After`).
+impl<T: DocumentedOutput> DocumentedOutput for Result<T, Response> {
+    fn document(op: &mut Operation) {
+        T::document(op);
+    }
+}
+
 impl<S> DocumentedOutput for Sse<S> {
     fn document(op: &mut Operation) {
         op.responds = Responds::EventStream;

@@ -386,6 +386,73 @@ async fn sse_message_errors_are_json_rpc() {
     assert_eq!(post("application/json", &init.to_string()).await.unwrap().status().as_u16(), 202);
 }
 
+/// A legacy SSE client that posts requests and never reads its event stream cannot grow the
+/// server (each `202` only queued a message: 6,000 `tools/list` took it from 90 MB to 790 MB):
+/// past what the socket holds and 64 unanswered requests, a request is `503` with JSON-RPC
+/// `-32000` and `Retry-After`, and reading the stream frees the session. At most 128 streams
+/// are open at once (each holds a connection that is never idle): the next `GET /sse` is `503
+/// busy`, and closing one makes room.
+#[tokio::test]
+async fn sse_sessions_and_their_backlogs_are_bounded() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let open = || async {
+        let mut sse = c.get(server.url("/sse")).send().await.unwrap();
+        assert_eq!(sse.status().as_u16(), 200);
+        let first = String::from_utf8_lossy(&sse.chunk().await.unwrap().unwrap()).to_string();
+        let endpoint = first.lines().find_map(|l| l.strip_prefix("data: ")).unwrap().trim().to_string();
+        (sse, server.url(&endpoint))
+    };
+    let (mut sse, url) = open().await;
+    let post = |body: Value| c.post(&url).header("content-type", "application/json").body(body.to_string()).send();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2024-11-05",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    assert_eq!(post(init).await.unwrap().status().as_u16(), 202);
+    assert_eq!(post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await.unwrap().status(), 202);
+    let mut refused = None;
+    for id in 10..5000 {
+        let r = post(json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"})).await.unwrap();
+        match r.status().as_u16() {
+            202 => {}
+            503 => {
+                refused = Some((id, r));
+                break;
+            }
+            s => panic!("request {id}: {s} {}", r.text().await.unwrap()),
+        }
+    }
+    let (id, r) = refused.expect("a session whose stream is never read took 5,000 requests");
+    assert!(r.headers().get("retry-after").is_some());
+    let (_, v) = json_of(r).await;
+    assert_eq!((v["id"].as_i64(), v["error"]["code"].as_i64()), (Some(id), Some(-32000)), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("64 requests whose answers"), "{v}");
+    // Reading the stream delivers the answers and frees the session.
+    let mut answers = 0;
+    while let Ok(Ok(Some(chunk))) = tokio::time::timeout(Duration::from_secs(1), sse.chunk()).await {
+        answers += String::from_utf8_lossy(&chunk).matches("event: message").count();
+    }
+    assert!(answers >= 64, "{answers} answers read");
+    let r = post(json!({"jsonrpc": "2.0", "id": 1_000_000, "method": "tools/list"})).await.unwrap();
+    assert_eq!(r.status().as_u16(), 202);
+
+    let mut streams = vec![sse];
+    for _ in 1..128 {
+        streams.push(open().await.0);
+    }
+    let r = c.get(server.url("/sse")).send().await.unwrap();
+    assert!(r.headers().get("retry-after").is_some());
+    let (s, v) = json_of(r).await;
+    assert_eq!(s, 503, "{v}");
+    assert_error(&v, "busy");
+    drop(streams.pop());
+    eventually("a closed SSE stream frees its place", || async {
+        c.get(server.url("/sse")).send().await.unwrap().status().as_u16() == 200
+    })
+    .await;
+}
+
 /// Too many header fields, or too many bytes of them, is `431 headers_too_large` with the
 /// error contract naming the limit (hyper alone answers 431 with an empty body).
 #[tokio::test]
