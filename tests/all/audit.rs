@@ -341,3 +341,47 @@ fn a_file_with_invalid_utf8_is_audited_and_embedded_not_called_changed() {
     let status = engine.status(&repo).expect("status");
     assert!(status.warnings.iter().all(|w| !w.contains("latin1")), "{:?}", status.warnings);
 }
+
+/// Prose without sentence punctuation (a README of one line per fact, bullets such as `•`, a
+/// line of hundreds of words) was cut only at `.`, `!` and `?`: a whole paragraph became one
+/// "statement", so the answer cited four facts for one, and unrelated facts of two such
+/// paragraphs were paired as a conflict. Lines are statements where a paragraph has no
+/// sentence punctuation, more bullet forms stand alone, and a statement is at most 60 words.
+#[test]
+fn conflicts_split_prose_without_full_stops_into_lines_and_bound_statements() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("r");
+    let facts = |poll: u32, port: u32| {
+        format!(
+            "# Operations\n\nWorkers poll the job queue every {poll} seconds\nUploads larger than 10 MB are rejected by the gateway\n\
+             Nightly backups are kept for 14 days in cold storage\n\n• The admin console listens on port {port}\n\
+             • Sessions expire after 2 hours of inactivity\n"
+        )
+    };
+    write(&repo, "docs/setup.md", facts(5, 8080));
+    write(&repo, "docs/ops.md", facts(30, 8080).replace("Uploads larger", "Files larger"));
+    let words: Vec<String> = (0..2990).map(|i| format!("term{i}")).collect();
+    write(&repo, "docs/wall.md", format!("# Wall\n\n{} retries 3\n", words.join(" ")));
+    write(&repo, "docs/wall2.md", format!("# Wall\n\n{} retries 4\n", words.join(" ")));
+    index(&env.engine(), &repo);
+    let r = env.engine().audit_conflicts(&repo, &ConflictsRequest { explain: Some(false), ..Default::default() });
+    let r = r.expect("audit");
+    let poll = r.pairs.iter().find(|p| p.a.text.starts_with("Workers poll")).expect("the poll interval conflict");
+    assert_eq!(poll.a.text, "Workers poll the job queue every 30 seconds", "{poll:?}");
+    assert_eq!(poll.b.text, "Workers poll the job queue every 5 seconds");
+    assert_eq!((poll.a.line_start, poll.a.line_end, poll.b.line_start), (3, 3, 3));
+    for p in &r.pairs {
+        for text in [&p.a.text, &p.b.text] {
+            assert!(
+                text.split_whitespace().count() <= 60,
+                "a bounded statement: {} words",
+                text.split_whitespace().count()
+            );
+        }
+        assert!(!p.a.text.contains("Nightly") && !p.a.text.contains("console"), "one fact each: {p:?}");
+    }
+    assert!(r.statements >= 10 + 2 * 2990 / 60, "{}", r.statements);
+    let wall = r.pairs.iter().find(|p| p.a.path.starts_with("docs/wall")).expect("the walls' retries conflict");
+    assert!(wall.a.text.ends_with("term2989 retries 3") || wall.a.text.ends_with("term2989 retries 4"), "{wall:?}");
+}

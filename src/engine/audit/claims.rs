@@ -215,9 +215,16 @@ fn normalized(num: &str, unit_word: Option<&str>) -> String {
     }
 }
 
+/// The most words one statement holds: a sentence rarely has more, and text without sentence
+/// punctuation (a wall of words) is cut at this many, so no statement is a whole document.
+pub const MAX_STATEMENT_WORDS: usize = 60;
+
 /// Cuts a document's text (lines `first..`) into statements: paragraphs are joined across
-/// their wrapped lines and split into sentences; list items, table rows and headings stand
-/// alone; fenced code is skipped.
+/// their wrapped lines and split into sentences, or, in a paragraph with no sentence
+/// punctuation at all (a README of one fact per line), split at each line that the next does
+/// not continue in lower case; list items (`-`, `*`, `+`, `•`, `1.`, `1)`, `a)`, ...), table
+/// rows and headings stand alone; fenced code is skipped; no statement is longer than
+/// [`MAX_STATEMENT_WORDS`].
 pub fn statements(text: &str, first_line: u32) -> Vec<Statement> {
     let mut out = Vec::new();
     let mut para: Vec<(u32, &str)> = Vec::new();
@@ -237,9 +244,7 @@ pub fn statements(text: &str, first_line: u32) -> Vec<Statement> {
             flush(&mut para, &mut out);
             continue;
         }
-        let item = t.starts_with(['-', '*', '+', '|', '#', '>'])
-            || t.split_once(". ").is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-        if item {
+        if list_item(t) {
             flush(&mut para, &mut out);
             para.push((n, t));
             flush(&mut para, &mut out);
@@ -251,11 +256,41 @@ pub fn statements(text: &str, first_line: u32) -> Vec<Statement> {
     out
 }
 
-fn flush(para: &mut Vec<(u32, &str)>, out: &mut Vec<Statement>) {
-    if !para.is_empty() {
-        split_sentences(para, out);
-        para.clear();
+/// Bullets that start a list item, besides `-`, `*` and `+`.
+const BULLETS: &[char] = &['•', '◦', '▪', '▫', '‣', '⁃', '∙', '·', '●', '○', '■', '□', '–', '—', '→', '✓', '✔', '✗'];
+
+/// A line that stands alone: a list item, a table row, a heading or a quote.
+fn list_item(t: &str) -> bool {
+    if t.starts_with(['-', '*', '+', '|', '#', '>']) || t.starts_with(BULLETS) {
+        return true;
     }
+    // `1. `, `1) `, `a) `, `(1) `, `(a) `.
+    let t = t.strip_prefix('(').unwrap_or(t);
+    let Some((marker, _)) = t.split_once([' ', '\t']) else { return false };
+    let Some(label) = marker.strip_suffix(['.', ')']) else { return false };
+    !label.is_empty()
+        && (label.chars().all(|c| c.is_ascii_digit())
+            || (label.len() == 1 && label.chars().all(|c| c.is_ascii_lowercase()) && marker.ends_with(')')))
+}
+
+fn flush(para: &mut Vec<(u32, &str)>, out: &mut Vec<Statement>) {
+    if para.is_empty() {
+        return;
+    }
+    if para.len() > 1 && !para.iter().any(|(_, l)| sentence_end(l).is_some()) {
+        // No sentence punctuation anywhere: a line is a statement unless the next continues it.
+        let mut start = 0;
+        for i in 1..=para.len() {
+            let continued = para.get(i).is_some_and(|(_, l)| l.starts_with(|c: char| c.is_lowercase()));
+            if !continued {
+                split_sentences(&para[start..i], out);
+                start = i;
+            }
+        }
+    } else {
+        split_sentences(para, out);
+    }
+    para.clear();
 }
 
 fn split_sentences(para: &[(u32, &str)], out: &mut Vec<Statement>) {
@@ -268,9 +303,7 @@ fn split_sentences(para: &[(u32, &str)], out: &mut Vec<Statement>) {
         }
         while let Some(i) = sentence_end(rest) {
             cur.push_str(&rest[..=i]);
-            if let Some(s) = statement(&cur, start, *n) {
-                out.push(s);
-            }
+            push_bounded(&cur, start, *n, out);
             cur.clear();
             start = *n;
             rest = rest[i + 1..].trim_start();
@@ -280,8 +313,16 @@ fn split_sentences(para: &[(u32, &str)], out: &mut Vec<Statement>) {
             cur.push(' ');
         }
     }
-    if let Some(s) = statement(&cur, start, para[para.len() - 1].0) {
-        out.push(s);
+    push_bounded(&cur, start, para[para.len() - 1].0, out);
+}
+
+/// Pushes the statement of `text`, cut into pieces of at most [`MAX_STATEMENT_WORDS`] words.
+fn push_bounded(text: &str, start: u32, end: u32, out: &mut Vec<Statement>) {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    for piece in words.chunks(MAX_STATEMENT_WORDS) {
+        if let Some(s) = statement(&piece.join(" "), start, end) {
+            out.push(s);
+        }
     }
 }
 
@@ -540,5 +581,49 @@ mod tests {
         let lines: Vec<(u32, u32)> = st.iter().map(|s| (s.line_start, s.line_end)).collect();
         assert_eq!(lines, [(3, 3), (3, 4), (6, 6)], "{st:#?}");
         assert!(st[1].text.starts_with("Requests time out after 30 seconds"), "{}", st[1].text);
+    }
+
+    #[test]
+    fn lines_without_sentence_punctuation_and_bullets_are_statements_of_their_own() {
+        let text = "Port 8080 serves the public API
+Read timeout is 30 seconds for
+slow clients on mobile networks
+                    Retries 3 before the job fails
+
+• Uploads are limited to 10 MB
+1) Backups run every night
+                    (a) Logs are kept for 14 days
+";
+        let st = statements(text, 1);
+        let got: Vec<(u32, u32, &str)> = st.iter().map(|s| (s.line_start, s.line_end, s.text.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (1, 1, "Port 8080 serves the public API"),
+                (2, 3, "Read timeout is 30 seconds for slow clients on mobile networks"),
+                (4, 4, "Retries 3 before the job fails"),
+                (6, 6, "• Uploads are limited to 10 MB"),
+                (7, 7, "1) Backups run every night"),
+                (8, 8, "(a) Logs are kept for 14 days"),
+            ]
+        );
+        // Wrapped prose with sentences is joined as before, even where a line starts a name.
+        let prose = statements(
+            "The port is chosen by
+Kubernetes at deploy time. It is 8080
+in tests.
+",
+            1,
+        );
+        assert_eq!(prose[0].text, "The port is chosen by Kubernetes at deploy time.");
+        assert!(!list_item("1.5 GB is the upload limit") && !list_item("e.g. this one") && list_item("12. Twelfth"));
+    }
+
+    #[test]
+    fn a_wall_of_words_is_cut_into_bounded_statements() {
+        let wall: Vec<String> = (0..1000).map(|i| format!("word{}", i % 97)).collect();
+        let st = statements(&wall.join(" "), 1);
+        assert_eq!(st.len(), 1000usize.div_ceil(MAX_STATEMENT_WORDS));
+        assert!(st.iter().all(|s| s.text.split_whitespace().count() <= MAX_STATEMENT_WORDS));
     }
 }
