@@ -374,20 +374,30 @@ fn finish_reason(resp: &ChatTurnResponse) -> String {
     resp.trace.model.finish_reason.clone().unwrap_or_else(|| "stop".into())
 }
 
-/// A turn whose model part did not answer, as the error contract (503, with the engine's code
-/// and message) plus the `docdex` extension: an OpenAI client asked for an answer, but the
-/// sources retrieved are still useful.
+/// A turn whose model part did not answer, as the error contract (with the engine's code and
+/// message) plus the `docdex` extension: an OpenAI client asked for an answer, but the sources
+/// retrieved are still useful.
 ///
-/// A model that failed part-way leaves the text that arrived as `error.partial_answer`.
+/// A model the server does not have is 404 `model_not_found` in OpenAI's shape (`type`
+/// `invalid_request_error`, `param` `model`), as OpenAI answers an unknown model: asking again
+/// cannot help, and OpenAI clients retry a 503. A server that is down or failed stays 503. A
+/// model that failed part-way leaves the text that arrived as `error.partial_answer`.
 fn no_answer(resp: ChatTurnResponse) -> Response {
     let code = resp.llm.error_code.clone().unwrap_or_else(|| "upstream_unavailable".into());
     let message = resp.llm.message.clone().unwrap_or_else(|| "the model did not answer".into());
     let mut error = json!({"code": code, "message": message});
+    let status = if code == "model_not_found" {
+        error["type"] = json!("invalid_request_error");
+        error["param"] = json!("model");
+        StatusCode::NOT_FOUND
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
     if let Some(partial) = resp.answer.as_deref().filter(|a| !a.is_empty()) {
         error["partial_answer"] = json!(partial);
     }
     let body = json!({"error": error, "docdex": DocdexExtension::of(resp)});
-    (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+    (status, Json(body)).into_response()
 }
 
 /// What the engine worker tells the response.
@@ -822,7 +832,7 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
         "/v1/chat/completions",
         completions,
         Operation::new("OpenAI-compatible chat about the repository (the waterfall chat)")
-            .describe("The OpenAI request and response; `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`. The repository comes from `x-docdex-repo`, `docdex.repo` or `?repo=`; the agent from `x-docdex-agent-id` or `docdex.agent_id`. `docdex.force_web`, `docdex.no_web`, `docdex.diff` and `docdex.session_id` steer the waterfall. The `docdex` field of the response (or of the final chunk) carries the session, sources, model outcome and waterfall trace. No reachable model: 503 `upstream_unavailable` / `model_not_found`, with the retrieved sources in `docdex`.")
+            .describe("The OpenAI request and response; `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`. The repository comes from `x-docdex-repo`, `docdex.repo` or `?repo=`; the agent from `x-docdex-agent-id` or `docdex.agent_id`. `docdex.force_web`, `docdex.no_web`, `docdex.diff` and `docdex.session_id` steer the waterfall. The `docdex` field of the response (or of the final chunk) carries the session, sources, model outcome and waterfall trace. No reachable model: 503 `upstream_unavailable`; a model the server does not have: 404 `model_not_found` (OpenAI's shape); both with the retrieved sources in `docdex`.")
             // The handler answers a bare `Response` (JSON or an event stream): name the JSON.
             .response::<ChatCompletion>(),
     )

@@ -396,7 +396,8 @@ async fn chat_completions_answer_openai_style_with_the_trace_and_log_the_dag() {
         .json(&json!({"stream": true, "messages": [{"role": "user", "content": "q"}]}));
     let (s, v) = json_of(r.send().await.unwrap()).await;
     assert_error(s, &v, 404, "unknown_repo");
-    // A model the server does not have: 503, with the sources still in `docdex`.
+    // A model the server does not have: 404 as OpenAI answers it (not a 503 clients retry),
+    // in OpenAI's error shape, with the sources still in `docdex`.
     for stream in [false, true] {
         let (s, v) = post(
             &server,
@@ -404,7 +405,13 @@ async fn chat_completions_answer_openai_style_with_the_trace_and_log_the_dag() {
             json!({"model": "missing-model", "stream": stream, "messages": [{"role": "user", "content": question}]}),
         )
         .await;
-        assert_error(s, &v, 503, "model_not_found");
+        assert_error(s, &v, 404, "model_not_found");
+        assert_eq!(
+            (v["error"]["type"].as_str(), v["error"]["param"].as_str()),
+            (Some("invalid_request_error"), Some("model")),
+            "{v}"
+        );
+        assert!(v["error"]["message"].as_str().unwrap().contains("missing-model"), "{v}");
         assert!(!v["docdex"]["sources"].as_array().unwrap().is_empty(), "{v}");
     }
 }

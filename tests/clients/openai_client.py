@@ -89,8 +89,9 @@ def main():
     try:
         client.chat.completions.create(model="no-such-model", messages=messages, stream=True)
         raise AssertionError("a missing model was accepted")
-    except openai.APIStatusError as e:
-        check(e.status_code == 503 and e.body["code"] == "model_not_found", e.body)
+    except openai.NotFoundError as e:
+        check(e.status_code == 404 and e.body["code"] == "model_not_found", e.body)
+        check(e.code == "model_not_found" and e.param == "model" and e.type == "invalid_request_error", e.body)
     print(json.dumps({"ok": True, "answer": text, "streamed": streamed, "session": session, "chunks": chunks}))
 
 
