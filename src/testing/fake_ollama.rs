@@ -17,7 +17,11 @@
 //! - `cut_after_pieces` ends a streamed Ollama chat answer early, without its `done` line (a
 //!   model that crashed mid-answer);
 //! - `open_streams()` counts streamed bodies still being sent, so a test can see the caller
-//!   hang up (a huge `first_token_delay_ms` is a model that never answers).
+//!   hang up (a huge `first_token_delay_ms` is a model that never answers);
+//! - `keep_alive_only_ms` answers a streamed chat with keep-alives only, forever (blank lines,
+//!   SSE comments and empty-content messages: a stuck server behind a chatty proxy);
+//! - `prompt_tokens_seen` caps the prompt token count a chat reports (a server that silently
+//!   cut the prompt to fit a smaller context window).
 //!
 //! Real models behind the same API: `../shared/tools/ollama-shim`.
 
@@ -64,6 +68,12 @@ pub struct FakeOllamaOptions {
     /// Delay before each `/api/embed` answer of more than one text (a slow embedder, for runs
     /// killed mid-phase; a one-text probe answers at once, as a warm server's would).
     pub embed_delay_ms: u64,
+    /// When non-zero, a streamed chat (either API) sends nothing but a keep-alive every this
+    /// many milliseconds, until the caller hangs up: never a token, never `done`.
+    pub keep_alive_only_ms: u64,
+    /// When set, a chat reports at most this many prompt tokens (`prompt_eval_count`,
+    /// `usage.prompt_tokens`): what a server that truncated the prompt to its window says.
+    pub prompt_tokens_seen: Option<usize>,
 }
 
 impl Default for FakeOllamaOptions {
@@ -81,6 +91,8 @@ impl Default for FakeOllamaOptions {
             context_length: None,
             cut_after_pieces: 0,
             embed_delay_ms: 0,
+            keep_alive_only_ms: 0,
+            prompt_tokens_seen: None,
         }
     }
 }
@@ -454,8 +466,28 @@ fn pieces(answer: &str) -> Vec<String> {
     out
 }
 
-fn prompt_tokens(messages: &[Value]) -> usize {
-    messages.iter().map(|m| m["content"].as_str().unwrap_or("").split_whitespace().count()).sum()
+/// The prompt tokens a chat reports: its words, capped by `prompt_tokens_seen`.
+fn prompt_tokens(s: &Shared, messages: &[Value]) -> usize {
+    let words = messages.iter().map(|m| m["content"].as_str().unwrap_or("").split_whitespace().count()).sum();
+    s.opts.prompt_tokens_seen.map_or(words, |cap| cap.min(words))
+}
+
+/// A streamed body of `beats` sent every `every_ms`, round and round, until the caller hangs up.
+fn keep_alives(content_type: &str, beats: Vec<String>, every_ms: u64, open: &Shared) -> Response {
+    let guard = OpenStream::new(open.open_streams.clone());
+    let stream = futures::stream::iter(beats.into_iter().cycle())
+        .then(move |beat| async move {
+            tokio::time::sleep(Duration::from_millis(every_ms)).await;
+            Ok::<_, std::convert::Infallible>(beat.into_bytes())
+        })
+        .map(move |piece| {
+            let _ = &guard;
+            piece
+        });
+    Response::builder()
+        .header("content-type", content_type)
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 fn ndjson(lines: Vec<String>, pace: Pace, chunk_bytes: usize, open: &Shared) -> Response {
@@ -540,9 +572,15 @@ async fn chat(State(s): S, Json(body): Json<Value>) -> Response {
         reason = "length";
     }
     let eval = parts.len();
-    let prompt = prompt_tokens(&messages);
+    let prompt = prompt_tokens(&s, &messages);
     let final_fields = json!({"total_duration": 1_000_000u64, "load_duration": 0, "prompt_eval_count": prompt,
                               "prompt_eval_duration": 1000, "eval_count": eval, "eval_duration": 1000});
+    if s.opts.keep_alive_only_ms > 0 && body["stream"].as_bool() != Some(false) {
+        let empty = json!({"model": model, "created_at": "2026-01-01T00:00:00Z",
+                           "message": {"role": "assistant", "content": ""}, "done": false});
+        let beats = vec!["\n".to_string(), " \n".to_string(), format!("{empty}\n")];
+        return keep_alives("application/x-ndjson", beats, s.opts.keep_alive_only_ms, &s);
+    }
     if body["stream"].as_bool() == Some(false) {
         let mut v = json!({"model": model, "created_at": "2026-01-01T00:00:00Z",
                            "message": {"role": "assistant", "content": parts.concat()}, "done": true, "done_reason": reason});
@@ -635,13 +673,27 @@ async fn v1_chat(State(s): S, Json(body): Json<Value>) -> Response {
         parts.truncate(n);
         reason = "length";
     }
-    let usage = json!({"prompt_tokens": prompt_tokens(&messages), "completion_tokens": parts.len(),
-                       "total_tokens": prompt_tokens(&messages) + parts.len()});
+    let prompt = prompt_tokens(&s, &messages);
+    let usage =
+        json!({"prompt_tokens": prompt, "completion_tokens": parts.len(), "total_tokens": prompt + parts.len()});
     if body["stream"].as_bool() != Some(true) {
         return Json(json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": parts.concat()}, "finish_reason": reason}],
             "usage": usage}))
         .into_response();
+    }
+    if s.opts.keep_alive_only_ms > 0 {
+        let empty = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+                           "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": null}]});
+        let role = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+                          "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": null}]});
+        let beats = vec![
+            ": keep-alive\n\n".to_string(),
+            "\n".to_string(),
+            format!("data: {empty}\n\n"),
+            format!("data: {role}\n\n"),
+        ];
+        return keep_alives("text/event-stream", beats, s.opts.keep_alive_only_ms, &s);
     }
     let mut events: Vec<String> = parts
         .iter()

@@ -215,6 +215,38 @@ fn a_silent_stream_times_out_with_a_clear_error() {
     assert!(got.starts_with("FAKE "), "the first piece arrived before the stall: {got:?}");
 }
 
+/// A stuck server whose stream carries only keep-alives (blank lines, SSE comments, empty
+/// deltas, role headers) times out like a silent one: before, every such byte restarted the
+/// idle timer and the turn never ended.
+#[test]
+fn keep_alives_alone_do_not_keep_a_stream_alive() {
+    for (provider, openai_only) in [("ollama", false), ("openai", true)] {
+        let server = fake(FakeOllamaOptions { keep_alive_only_ms: 100, openai_only, ..Default::default() });
+        let env = Env::new();
+        env.write_config(&format!(
+            "[llm]\nprovider = \"{provider}\"\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\nrequest_timeout_secs = 1\n",
+            server.url()
+        ));
+        let engine = env.engine();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let started = Instant::now();
+        std::thread::spawn(move || {
+            let r = engine.stream_chat(question("anyone there?"), &mut |_| ControlFlow::Continue(()));
+            let _ = tx.send(r.map_err(|e| e.to_string()));
+        });
+        let Ok(result) = rx.recv_timeout(Duration::from_secs(10)) else {
+            // Dropping the fake would wait for the endless stream to end.
+            std::mem::forget(server);
+            panic!("{provider}: a stream of keep-alives was still held open after 10 s (request_timeout_secs = 1)");
+        };
+        let took = started.elapsed();
+        let err = result.expect_err("no answer arrived");
+        assert!(err.contains("did not answer within 1s") && err.contains("only keep-alives"), "{provider}: {err}");
+        assert!(took < Duration::from_secs(3), "{provider}: gave up after {took:?}");
+        assert!(server.requests().iter().any(|(p, _)| p.ends_with("chat") || p.ends_with("completions")));
+    }
+}
+
 #[test]
 fn a_slow_reader_gets_the_whole_answer_and_can_stop_early() {
     let server = fake(FakeOllamaOptions::default());

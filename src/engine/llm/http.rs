@@ -217,13 +217,7 @@ impl Http {
                 })
             })
             .boxed();
-        Ok(Lines {
-            body: bytes,
-            buf: Vec::new(),
-            idle: self.request_timeout,
-            ended: false,
-            what: self.timed_out().to_string(),
-        })
+        Ok(Lines::new(bytes, self.request_timeout, self.timed_out().to_string()))
     }
 }
 
@@ -251,17 +245,37 @@ where
 
 /// A streamed body cut into lines without ever splitting a multi-byte character: bytes are
 /// buffered until a newline, so a character cut across two network reads is rejoined.
+///
+/// The idle timer runs from the last [`Lines::progressed`], not from the last bytes: a server
+/// (or a proxy before it) that sends keep-alives, blank lines or empty deltas forever would
+/// otherwise hold a turn, and its chat slot, for good.
 pub(crate) struct Lines {
     body: BoxStream<'static, Result<Vec<u8>>>,
     buf: Vec<u8>,
     idle: Duration,
+    /// When the stream is given up on unless it makes progress first.
+    deadline: tokio::time::Instant,
+    /// Bytes arrived since the last progress (keep-alives): said in the timeout's message.
+    chatter: bool,
     ended: bool,
     what: String,
 }
 
 impl Lines {
-    /// The next non-empty line (without `\r\n`), `None` at the end of the body. Waits at most
-    /// the request timeout for more bytes.
+    /// Lines of `body`, given up on after `idle` without progress; `what` is the timeout's message.
+    pub fn new(body: BoxStream<'static, Result<Vec<u8>>>, idle: Duration, what: String) -> Lines {
+        let deadline = tokio::time::Instant::now() + idle;
+        Lines { body, buf: Vec::new(), idle, deadline, chatter: false, ended: false, what }
+    }
+
+    /// Real progress (an answer token, reasoning, the end): the idle timer starts again.
+    pub fn progressed(&mut self) {
+        self.deadline = tokio::time::Instant::now() + self.idle;
+        self.chatter = false;
+    }
+
+    /// The next non-empty line (without `\r\n`), `None` at the end of the body. Gives up when
+    /// the request timeout passes without [`Lines::progressed`], whatever bytes arrive meanwhile.
     pub async fn next_line(&mut self) -> Option<Result<String>> {
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf) {
@@ -279,14 +293,24 @@ impl Lines {
                 let text = String::from_utf8_lossy(&std::mem::take(&mut self.buf)).trim().to_string();
                 return Some(Ok(text));
             }
-            match tokio::time::timeout(self.idle, self.body.next()).await {
+            match tokio::time::timeout_at(self.deadline, self.body.next()).await {
                 Err(_) => {
                     self.ended = true;
                     self.buf.clear();
-                    return Some(Err(Error::Upstream(self.what.clone())));
+                    let what = match self.chatter {
+                        true => format!(
+                            "{}. It sent only keep-alives or empty pieces meanwhile, which are not an answer",
+                            self.what
+                        ),
+                        false => self.what.clone(),
+                    };
+                    return Some(Err(Error::Upstream(what)));
                 }
                 Ok(None) => self.ended = true,
-                Ok(Some(Ok(bytes))) => self.buf.extend_from_slice(&bytes),
+                Ok(Some(Ok(bytes))) => {
+                    self.chatter = true;
+                    self.buf.extend_from_slice(&bytes)
+                }
                 Ok(Some(Err(e))) => {
                     self.ended = true;
                     self.buf.clear();
@@ -303,7 +327,10 @@ pub(crate) enum Step {
     Token(String),
     /// The answer is complete.
     Done(ChatUsage),
-    /// Nothing to report (keep-alives, role headers, empty deltas).
+    /// The model is working but has no answer text yet (a reasoning model's thinking): keeps
+    /// the stream alive, shows nothing.
+    Progress,
+    /// Nothing to report (keep-alives, role headers, empty deltas): does not count as progress.
     Nothing,
 }
 
@@ -336,7 +363,11 @@ pub(crate) fn chat_events<W: ChatWire>(lines: Lines, wire: W) -> ChatStream {
             };
             match step {
                 Ok(Step::Nothing) => continue,
-                Ok(Step::Token(t)) => return Some((Ok(ChatEvent::Token(t)), st)),
+                Ok(Step::Progress) => st.lines.progressed(),
+                Ok(Step::Token(t)) => {
+                    st.lines.progressed();
+                    return Some((Ok(ChatEvent::Token(t)), st));
+                }
                 Ok(Step::Done(u)) => {
                     st.finished = true;
                     return Some((Ok(ChatEvent::Done(u)), st));
@@ -391,13 +422,7 @@ mod tests {
         // Split inside the two-byte é.
         let cut = text.find('é').unwrap() + 1;
         let parts: Vec<Result<Vec<u8>>> = vec![Ok(bytes[..cut].to_vec()), Ok(bytes[cut..].to_vec())];
-        let mut lines = Lines {
-            body: futures::stream::iter(parts).boxed(),
-            buf: Vec::new(),
-            idle: Duration::from_secs(1),
-            ended: false,
-            what: String::new(),
-        };
+        let mut lines = Lines::new(futures::stream::iter(parts).boxed(), Duration::from_secs(1), String::new());
         assert_eq!(lines.next_line().await.unwrap().unwrap(), "{\"a\":\"é\"}");
         assert_eq!(lines.next_line().await.unwrap().unwrap(), "{\"b\":1}");
         assert_eq!(lines.next_line().await.unwrap().unwrap(), "last");

@@ -150,6 +150,9 @@ struct ChatLine {
 struct LineMessage {
     #[serde(default)]
     content: String,
+    /// A thinking model's reasoning (streamed before the answer): progress, not answer text.
+    #[serde(default)]
+    thinking: String,
 }
 
 /// Ollama's NDJSON chat stream.
@@ -174,6 +177,7 @@ impl ChatWire for OllamaWire {
         }
         match parsed.message {
             Some(m) if !m.content.is_empty() => Ok(Step::Token(m.content)),
+            Some(m) if !m.thinking.trim().is_empty() => Ok(Step::Progress),
             _ => Ok(Step::Nothing),
         }
     }
@@ -286,6 +290,42 @@ pub(crate) fn check_count(base: &str, wanted: usize, vectors: Vec<Vec<f32>>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::llm::ChatEvent;
+    use std::time::Duration;
+
+    /// `lines` sent one every `every`, as a streamed body.
+    fn paced(lines: Vec<String>, every: Duration) -> super::super::http::Lines {
+        let body = futures::stream::iter(lines)
+            .then(move |l| async move {
+                tokio::time::sleep(every).await;
+                Ok(format!("{l}\n").into_bytes())
+            })
+            .boxed();
+        super::super::http::Lines::new(body, Duration::from_millis(300), "silent".into())
+    }
+
+    #[tokio::test]
+    async fn thinking_keeps_a_stream_alive_and_empty_messages_do_not() {
+        let line = |content: &str, thinking: &str| {
+            serde_json::json!({"message": {"role": "assistant", "content": content, "thinking": thinking}, "done": false})
+                .to_string()
+        };
+        let done = serde_json::json!({"done": true, "done_reason": "stop", "prompt_eval_count": 9}).to_string();
+        // Ten pieces of thinking 100 ms apart: a second without a word of the answer.
+        let mut thinking: Vec<String> = (0..10).map(|_| line("", "hmm")).collect();
+        thinking.extend([line("Yes.", ""), done.clone()]);
+        let events: Vec<_> =
+            chat_events(paced(thinking, Duration::from_millis(100)), OllamaWire { base: "b".into() }).collect().await;
+        assert!(
+            matches!(events.as_slice(), [Ok(ChatEvent::Token(t)), Ok(ChatEvent::Done(_))] if t == "Yes."),
+            "{events:?}"
+        );
+        let mut empty: Vec<String> = (0..10).map(|_| line("", "")).collect();
+        empty.extend([line("Yes.", ""), done]);
+        let events: Vec<_> =
+            chat_events(paced(empty, Duration::from_millis(100)), OllamaWire { base: "b".into() }).collect().await;
+        assert!(matches!(events.as_slice(), [Err(e)] if e.to_string().contains("only keep-alives")), "{events:?}");
+    }
 
     #[test]
     fn context_window_prefers_the_modelfile_num_ctx() {

@@ -67,6 +67,19 @@ struct Choice {
 struct Delta {
     #[serde(default)]
     content: Option<String>,
+    /// A reasoning model's thinking (llama.cpp, older vLLM): progress, not answer text.
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    /// The same under the name newer servers use (some send both, so not a serde alias).
+    #[serde(default)]
+    reasoning: Option<String>,
+}
+
+impl Delta {
+    /// True when the delta carries reasoning text.
+    fn reasons(&self) -> bool {
+        [&self.reasoning_content, &self.reasoning].iter().any(|r| r.as_deref().is_some_and(|r| !r.trim().is_empty()))
+    }
 }
 
 #[derive(Debug, Deserialize, Default, Clone, Copy)]
@@ -116,16 +129,18 @@ impl ChatWire for SseWire {
             self.usage = u;
         }
         let mut text = String::new();
+        let mut reasoning = false;
         for c in chunk.choices {
-            if let Some(t) = c.delta.and_then(|d| d.content) {
-                text.push_str(&t);
+            if let Some(d) = c.delta {
+                reasoning |= d.reasons();
+                text.push_str(d.content.as_deref().unwrap_or_default());
             }
             if let Some(f) = c.finish_reason {
                 self.finish = Some(f);
             }
         }
         if text.is_empty() {
-            Ok(Step::Nothing)
+            Ok(if reasoning { Step::Progress } else { Step::Nothing })
         } else {
             self.tokens += 1;
             Ok(Step::Token(text))
@@ -253,6 +268,20 @@ fn models_context_window(list: &Value, model: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reasoning_deltas_are_progress_and_empty_ones_are_not() {
+        let mut wire = SseWire { base: "b".into(), finish: None, usage: Usage::default(), tokens: 0 };
+        let mut step = |delta: Value| {
+            let chunk = json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+            wire.on_line(&format!("data: {chunk}")).unwrap()
+        };
+        assert!(matches!(step(json!({"reasoning_content": "hmm"})), Step::Progress));
+        assert!(matches!(step(json!({"reasoning": "hmm", "reasoning_content": "hmm"})), Step::Progress));
+        assert!(matches!(step(json!({"content": "", "reasoning_content": " "})), Step::Nothing));
+        assert!(matches!(step(json!({"role": "assistant"})), Step::Nothing));
+        assert!(matches!(step(json!({"content": "Yes"})), Step::Token(t) if t == "Yes"));
+    }
 
     #[test]
     fn context_window_from_the_model_list() {
