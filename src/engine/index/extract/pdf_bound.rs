@@ -105,16 +105,13 @@ pub(super) fn decoded_size(stream: &Stream, limit: u64) -> u64 {
     for (i, filter) in filters.iter().enumerate() {
         let last = i + 1 == filters.len();
         let mut out = Capped::new(limit, !last);
-        let known = match *filter {
+        match *filter {
             b"FlateDecode" => inflate(&data, &mut out),
             b"LZWDecode" => unlzw(&data, params, &mut out),
             b"ASCII85Decode" => un_ascii85(&data, &mut out),
-            _ => false,
-        };
-        if !known {
-            return size.max(stored);
+            _ => return size.max(stored),
         }
-        size = out.count.saturating_add(predictor_rows(*filter, params));
+        size = out.count.saturating_add(predictor_rows(filter, params));
         if size > limit {
             return size;
         }
@@ -138,20 +135,19 @@ fn predictor_rows(filter: &[u8], params: Option<&Dictionary>) -> u64 {
 
 /// Flate as lopdf runs it: zlib, and when that fails before any output, raw deflate after the
 /// two header bytes.
-fn inflate(data: &[u8], out: &mut Capped) -> bool {
+fn inflate(data: &[u8], out: &mut Capped) {
     if data.is_empty() {
-        return true;
+        return;
     }
     let zlib = std::io::copy(&mut flate2::read::ZlibDecoder::new(data), out);
     if zlib.is_err() && out.count == 0 && data.len() > 2 {
         let _ = std::io::copy(&mut flate2::read::DeflateDecoder::new(&data[2..]), out);
     }
-    true
 }
 
 /// LZW as lopdf runs it (MSB first, 8-bit symbols, early change unless `/EarlyChange 0`);
 /// a decoding error keeps what was decoded, as lopdf does.
-fn unlzw(data: &[u8], params: Option<&Dictionary>, out: &mut Capped) -> bool {
+fn unlzw(data: &[u8], params: Option<&Dictionary>, out: &mut Capped) {
     use weezl::{decode::Decoder, BitOrder};
     let early = params.and_then(|p| p.get(b"EarlyChange").ok()).and_then(|o| o.as_i64().ok()) != Some(0);
     let mut decoder =
@@ -159,17 +155,15 @@ fn unlzw(data: &[u8], params: Option<&Dictionary>, out: &mut Capped) -> bool {
     let mut stream = decoder.into_stream(out);
     stream.set_buffer_size(64 * 1024); // weezl's default is 16 MiB a step
     let _ = stream.decode_all(data);
-    true
 }
 
 /// ASCII85 (at most four bytes per input byte), decoded by lopdf itself.
-fn un_ascii85(data: &[u8], out: &mut Capped) -> bool {
+fn un_ascii85(data: &[u8], out: &mut Capped) {
     let mut dict = Dictionary::new();
     dict.set("Filter", Object::Name(b"ASCII85Decode".to_vec()));
     if let Ok(decoded) = Stream::new(dict, data.to_vec()).decompressed_content() {
         let _ = out.write_all(&decoded);
     }
-    true
 }
 
 /// A writer that counts what it is given and keeps it (for the next filter) when asked,
