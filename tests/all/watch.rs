@@ -162,7 +162,7 @@ fn index_during_a_watchers_catch_up_waits_for_it_instead_of_failing_busy() {
     let repo = env.repo("big");
     // Enough files that the catch-up (a first index here) lasts long enough to be caught.
     for i in 0..3000 {
-        write(&repo, &format!("m{}/f{i}.rs", i % 30), &format!("fn item_{i}() -> u32 {{ {i} }}\n"));
+        write(&repo, &format!("m{}/f{i}.rs", i % 30), format!("fn item_{i}() -> u32 {{ {i} }}\n"));
     }
     let engine = env.engine();
     let stop = Arc::new(AtomicBool::new(false));

@@ -42,6 +42,14 @@ struct Wanted {
     chunks: u64,
 }
 
+/// What [`Engine::embed_files`] embeds: the files to do, as the manifest has them, and the
+/// embedder's dimensions.
+struct Job<'a> {
+    todo: &'a [String],
+    wanted: &'a BTreeMap<String, Wanted>,
+    dim: usize,
+}
+
 /// The text sent to the embedder for a chunk.
 pub fn embed_input(chunk_text: &str) -> &str {
     let t = chunk_text.trim();
@@ -161,6 +169,24 @@ impl Engine {
             Some(_) => {}
         }
 
+        self.embed_files(repo, session, sink, &mut store, Job { todo: &todo, wanted: &wanted, dim }, &mut s)?;
+        store.trim_cache()?;
+        s.chunks = store.counts()?.1;
+        Ok(s)
+    }
+
+    /// Embeds the chunks of the files `todo`, a group of files per store transaction (so a
+    /// kill keeps every group written), reporting chunks done; a failing embedder ends it
+    /// with a partial summary.
+    fn embed_files(
+        &self,
+        repo: &RepoRef,
+        session: &IndexSession,
+        sink: &dyn ProgressSink,
+        store: &mut VectorStore,
+        Job { todo, wanted, dim }: Job,
+        s: &mut EmbedSummary,
+    ) -> Result<()> {
         let chunks_total: u64 = todo.iter().filter_map(|p| wanted.get(p)).map(|w| w.chunks).sum();
         let reader =
             session.index().reader().map_err(|e| Error::Index { path: repo.index_dir(), message: e.to_string() })?;
@@ -186,7 +212,7 @@ impl Engine {
             sink.progress(&p);
         };
         report(0);
-        for group in groups(&todo, &wanted) {
+        for group in groups(todo, wanted) {
             let files: Vec<(FileEntry, Vec<String>)> = group
                 .iter()
                 .filter_map(|p| wanted.get(*p).map(|w| (*p, w)))
@@ -199,20 +225,7 @@ impl Engine {
             let hashes: Vec<TextHash> = files.iter().flat_map(|(f, _)| f.chunks.iter().map(|c| c.hash)).collect();
             let mut vectors = store.cached(&hashes)?;
             s.chunks_cached += hashes.iter().filter(|h| vectors.contains_key(*h)).count() as u64;
-            let mut missing: Vec<(TextHash, String)> = Vec::new();
-            let mut queued: HashSet<TextHash> = HashSet::new();
-            for (f, texts) in &files {
-                for (c, t) in f.chunks.iter().zip(texts) {
-                    if vectors.contains_key(&c.hash) {
-                        continue;
-                    }
-                    if queued.insert(c.hash) {
-                        missing.push((c.hash, t.clone()));
-                    } else {
-                        s.chunks_repeated += 1;
-                    }
-                }
-            }
+            let missing = missing_chunks(&files, &vectors, s);
             let (fresh, failure) = self.embed_many(missing, dim);
             s.chunks_embedded += fresh.len() as u64;
             vectors.extend(fresh.iter().cloned());
@@ -235,9 +248,7 @@ impl Engine {
                 break;
             }
         }
-        store.trim_cache()?;
-        s.chunks = store.counts()?.1;
-        Ok(s)
+        Ok(())
     }
 
     /// Embeds `texts` in batches of `[llm] embed_batch_size`, `[llm] embed_concurrency` in
@@ -292,6 +303,30 @@ impl Engine {
         }
         (fresh, failure)
     }
+}
+
+/// The chunks of `files` with no vector yet, each text once (a repeat is counted, and gets
+/// the one vector when it comes back).
+fn missing_chunks(
+    files: &[(FileEntry, Vec<String>)],
+    vectors: &std::collections::HashMap<TextHash, Vec<f32>>,
+    s: &mut EmbedSummary,
+) -> Vec<(TextHash, String)> {
+    let mut missing = Vec::new();
+    let mut queued: HashSet<TextHash> = HashSet::new();
+    for (f, texts) in files {
+        for (c, t) in f.chunks.iter().zip(texts) {
+            if vectors.contains_key(&c.hash) {
+                continue;
+            }
+            if queued.insert(c.hash) {
+                missing.push((c.hash, t.clone()));
+            } else {
+                s.chunks_repeated += 1;
+            }
+        }
+    }
+    missing
 }
 
 fn unavailable(mut s: EmbedSummary, why: &str) -> EmbedSummary {
