@@ -572,6 +572,50 @@ fn the_openai_compatible_provider_answers_and_reports_its_window() {
     assert_eq!(body["messages"][0]["role"], "system");
 }
 
+/// A server that silently cut the prompt to its own, smaller window (it reports reading far
+/// fewer tokens than were sent) gets a notice naming both counts and the fix; the answer
+/// still stands, and the cut count is not taken as the model's token ratio. Before, nothing
+/// said the model had not seen most of its sources.
+#[test]
+fn a_prompt_the_server_cut_short_is_flagged_with_the_fix() {
+    let history: Vec<docdex::engine::llm::ChatMessage> = (0..6)
+        .map(|i| {
+            let text = format!(
+                "Turn {i}: the session store keeps every login for its ttl and the invoice module sums line items. "
+            )
+            .repeat(12);
+            docdex::engine::llm::ChatMessage::new(
+                if i % 2 == 0 { docdex::engine::llm::Role::User } else { docdex::engine::llm::Role::Assistant },
+                text,
+            )
+        })
+        .collect();
+    let ask = ChatTurnRequest { history, ..q("how are stale sessions expired?") };
+    for (provider, openai_only) in [("ollama", false), ("openai", true)] {
+        let opts = FakeOllamaOptions { prompt_tokens_seen: Some(400), openai_only, ..Default::default() };
+        let c = Chat::with_provider(provider, opts, "");
+        let resp = c.ask(&ask);
+        assert_eq!(resp.llm.status, AnswerStatus::Answered, "{provider}: the turn does not fail");
+        assert!(resp.answer.as_deref().is_some_and(|a| a.starts_with("FAKE ANSWER")));
+        let m = &resp.trace.model;
+        assert!(m.prompt_tokens_estimated >= 2000, "{provider}: a large prompt was sent: {m:?}");
+        assert_eq!(m.prompt_tokens_reported, Some(400));
+        assert!(m.prompt_truncated, "{provider}: {m:?}");
+        let want = format!("saw only 400 of the ~{} prompt tokens", m.prompt_tokens_estimated);
+        let notice = resp.trace.notices.iter().find(|n| n.contains(&want));
+        let notice = notice.unwrap_or_else(|| panic!("{provider}: no notice {want:?} in {:?}", resp.trace.notices));
+        assert!(notice.contains("context size") && notice.contains("[llm] context_tokens"), "{notice}");
+        // The next turn is not "calibrated" to the cut count.
+        let next = c.ask(&ask);
+        assert!(next.trace.budget.tokenizer.ratio >= 1.0, "{provider}: {:?}", next.trace.budget.tokenizer);
+        // A server that read the whole prompt gets no such notice.
+        let whole = Chat::with_provider(provider, FakeOllamaOptions { openai_only, ..Default::default() }, "");
+        let resp = whole.ask(&ask);
+        assert!(!resp.trace.model.prompt_truncated, "{provider}: {:?}", resp.trace.model);
+        assert!(!resp.trace.notices.iter().any(|n| n.contains("saw only")), "{:?}", resp.trace.notices);
+    }
+}
+
 #[test]
 fn ollama_runs_with_the_budgeted_window_and_token_counts_get_calibrated() {
     let c = Chat::new(FakeOllamaOptions { context_length: Some(4096), ..Default::default() }, "");

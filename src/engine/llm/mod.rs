@@ -79,6 +79,11 @@ pub struct ChatRequest {
 pub struct ChatUsage {
     /// Tokens in the prompt as the provider counted them.
     pub prompt_tokens: u32,
+    /// Of those, or besides them (servers differ), the tokens read from the server's prompt
+    /// cache, when it says (Ollama `prompt_eval_cached_count`, OpenAI-compatible
+    /// `usage.prompt_tokens_details.cached_tokens`); 0 when it does not.
+    #[serde(default)]
+    pub cached_prompt_tokens: u32,
     /// Tokens generated.
     pub completion_tokens: u32,
     /// `stop`, `length`, or what the provider said.

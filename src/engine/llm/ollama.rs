@@ -141,6 +141,8 @@ struct ChatLine {
     #[serde(default)]
     prompt_eval_count: Option<u64>,
     #[serde(default)]
+    prompt_eval_cached_count: Option<u64>,
+    #[serde(default)]
     eval_count: Option<u64>,
     #[serde(default)]
     error: Option<String>,
@@ -171,6 +173,7 @@ impl ChatWire for OllamaWire {
         if parsed.done {
             return Ok(Step::Done(ChatUsage {
                 prompt_tokens: parsed.prompt_eval_count.unwrap_or(0) as u32,
+                cached_prompt_tokens: parsed.prompt_eval_cached_count.unwrap_or(0) as u32,
                 completion_tokens: parsed.eval_count.unwrap_or(0) as u32,
                 finish_reason: parsed.done_reason.unwrap_or_else(|| "stop".into()),
             }));

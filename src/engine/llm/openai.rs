@@ -88,6 +88,14 @@ struct Usage {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: u64,
 }
 
 /// Server-sent events of a chat completion: `data: {chunk}` lines, then `data: [DONE]`.
@@ -104,6 +112,7 @@ impl SseWire {
         let completion = if self.usage.completion_tokens > 0 { self.usage.completion_tokens } else { self.tokens };
         Step::Done(ChatUsage {
             prompt_tokens: self.usage.prompt_tokens as u32,
+            cached_prompt_tokens: self.usage.prompt_tokens_details.map_or(0, |d| d.cached_tokens) as u32,
             completion_tokens: completion as u32,
             finish_reason: self.finish.take().unwrap_or_else(|| "stop".into()),
         })
@@ -281,6 +290,11 @@ mod tests {
         assert!(matches!(step(json!({"content": "", "reasoning_content": " "})), Step::Nothing));
         assert!(matches!(step(json!({"role": "assistant"})), Step::Nothing));
         assert!(matches!(step(json!({"content": "Yes"})), Step::Token(t) if t == "Yes"));
+        let usage = json!({"choices": [], "usage": {"prompt_tokens": 90, "completion_tokens": 1,
+                           "prompt_tokens_details": {"cached_tokens": 80}}});
+        wire.on_line(&format!("data: {usage}")).unwrap();
+        let Step::Done(u) = wire.on_line("data: [DONE]").unwrap() else { panic!("not done") };
+        assert_eq!((u.prompt_tokens, u.cached_prompt_tokens), (90, 80));
     }
 
     #[test]

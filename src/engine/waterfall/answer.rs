@@ -330,7 +330,13 @@ impl Turn<'_> {
                     self.trace.model.prompt_tokens_reported = Some(u.prompt_tokens).filter(|n| *n > 0);
                     self.trace.model.completion_tokens = Some(u.completion_tokens);
                     self.trace.model.finish_reason = Some(u.finish_reason.clone());
-                    if raw_prompt_tokens > 0 {
+                    let sent = self.trace.budget.prompt_tokens;
+                    let seen = u.prompt_tokens.saturating_add(u.cached_prompt_tokens);
+                    if prompt_cut(sent, seen) {
+                        self.trace.model.prompt_truncated = true;
+                        self.notice(prompt_cut_notice(&outcome.provider, seen, sent));
+                    } else if raw_prompt_tokens > 0 {
+                        // A cut prompt's count says nothing about the tokenizer.
                         self.engine.token_ratios().record(ratio_key, raw_prompt_tokens, u.prompt_tokens);
                     }
                 }
@@ -360,6 +366,33 @@ impl Turn<'_> {
     }
 }
 
+/// Prompts smaller than this (by docdex's count) are not checked for a cut: every context
+/// window servers run with holds them, and a small prompt's count differs between tokenizers
+/// and chat templates by more than its share.
+const PROMPT_CUT_MIN_TOKENS: u32 = 1024;
+
+/// True when a server that read `seen` prompt tokens (cached ones included) was sent a prompt
+/// docdex counted as `sent`, and cut it. Honest counts come within ~30% of docdex's: its
+/// estimate is cl100k with a 1.25 margin until the model's own ratio is measured, and the
+/// local tokenizers in use count code from ~0.9x (Llama 3) to ~1.3x (SentencePiece) cl100k,
+/// so an honest server reports at least ~70% of the estimate. A count under half of it is a
+/// server that ran out of window and dropped the rest; 0 (no count, as older Ollama says
+/// for a cached prompt) is no evidence.
+fn prompt_cut(sent: u32, seen: u32) -> bool {
+    sent >= PROMPT_CUT_MIN_TOKENS && seen > 0 && u64::from(seen) * 2 < u64::from(sent)
+}
+
+/// The notice for a cut prompt: what the model saw, and the two ways to make it see it all.
+fn prompt_cut_notice(provider: &str, seen: u32, sent: u32) -> String {
+    let server = match provider {
+        "ollama" => "Ollama: `OLLAMA_CONTEXT_LENGTH`, or `num_ctx` in the model's Modelfile",
+        _ => "llama.cpp: `--ctx-size`; vLLM: `--max-model-len`; LM Studio: the model's context length; Ollama's /v1: `OLLAMA_CONTEXT_LENGTH`",
+    };
+    format!(
+        "the model saw only {seen} of the ~{sent} prompt tokens docdex sent: its server cut the prompt to fit a smaller context window, so the answer may miss the sources and question cut away. Raise the server's context size ({server}) to hold the prompt and the answer, or set `[llm] context_tokens` to the window the server really runs with so docdex budgets for it"
+    )
+}
+
 fn status_name(s: AnswerStatus) -> &'static str {
     match s {
         AnswerStatus::Answered => "answered",
@@ -371,4 +404,23 @@ fn status_name(s: AnswerStatus) -> &'static str {
 
 fn ms_of(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prompt_counts_as_cut_only_when_the_server_saw_well_under_half_of_a_large_one() {
+        assert!(prompt_cut(6000, 2048), "a 2,048-token server given ~6,000");
+        assert!(!prompt_cut(6000, 4200), "a tokenizer counting 30% fewer is honest");
+        assert!(!prompt_cut(6000, 3000), "exactly half is within the estimate's error");
+        assert!(!prompt_cut(6000, 0), "no count is no evidence");
+        assert!(!prompt_cut(900, 100), "a small prompt is not checked");
+        let n = prompt_cut_notice("openai", 2048, 6000);
+        assert!(
+            n.contains("saw only 2048 of the ~6000") && n.contains("--ctx-size") && n.contains("[llm] context_tokens"),
+            "{n}"
+        );
+    }
 }

@@ -463,6 +463,10 @@ pub struct ModelTrace {
     /// Prompt tokens by the model's count, when it reports them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_reported: Option<u32>,
+    /// True when the server reported reading far fewer prompt tokens than were sent: it cut
+    /// the prompt to fit a smaller context window (a notice says how to fix it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prompt_truncated: bool,
     /// Tokens generated, when reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u32>,
