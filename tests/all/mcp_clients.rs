@@ -239,3 +239,48 @@ fn openai_client_chat_completions() {
     let s = sessions.sessions.iter().find(|s| s.id == report["session"].as_str().unwrap()).expect("session logged");
     assert_eq!((s.turns, s.agent_id.as_deref()), (2, Some("openai-py")));
 }
+
+/// A request before `initialize` gets JSON-RPC's "server not initialized" naming the
+/// handshake (it got a complaint about missing `_meta` fields); a `ping` is answered, and
+/// the session starts normally afterwards.
+#[test]
+fn stdio_mcp_answers_a_request_before_initialize_with_the_handshake() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["mcp", "--repo", repo.to_str().unwrap()])
+        .env("DOCDEX_HOME", env.home())
+        .env_remove("DOCDEX_AUTH_TOKEN")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut next = || {
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {line:?}"))
+    };
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})).unwrap();
+    let early = next();
+    assert_eq!(early["id"], 1, "{early}");
+    assert_eq!(early["error"]["code"], -32002, "{early}");
+    assert!(early["error"]["message"].as_str().unwrap().contains("send `initialize` first"), "{early}");
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 9, "method": "ping"})).unwrap();
+    let pong = next();
+    assert_eq!((pong["id"].clone(), pong["result"].clone()), (json!(9), json!({})), "{pong}");
+    let init = json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    writeln!(stdin, "{init}").unwrap();
+    let started = next();
+    assert_eq!(started["result"]["serverInfo"]["name"], "docdex", "{started}");
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}})).unwrap();
+    let tools = next();
+    assert_eq!(tools["id"], 3, "{tools}");
+    assert!(tools["result"]["tools"].as_array().is_some_and(|t| t.len() == 17), "{tools}");
+    drop(stdin);
+    let _ = child.wait();
+}

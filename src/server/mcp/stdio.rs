@@ -35,6 +35,7 @@ pub async fn serve(app: AppState) -> anyhow::Result<()> {
     let forward = tokio::spawn(forward_lines(BufReader::new(from_rmcp), out_tx.clone()));
     let pump = tokio::spawn(async move {
         let mut input = BufReader::new(tokio::io::stdin());
+        let mut initialize_seen = false;
         loop {
             let line = match read_bounded_line(&mut input, MAX_LINE_BYTES).await {
                 Ok(Line::Eof) | Err(_) => break,
@@ -60,6 +61,12 @@ pub async fn serve(app: AppState) -> anyhow::Result<()> {
                     }
                 }
                 Checked::Forward(v) => {
+                    if let Some(rejection) = before_initialize(&v, &mut initialize_seen) {
+                        if out_tx.send(rejection.to_bytes()).await.is_err() {
+                            break;
+                        }
+                        continue;
+                    }
                     if let Some(extras) = InitExtras::from_message(&v) {
                         if let Ok(mut s) = slot.lock() {
                             *s = Some(extras);
@@ -94,6 +101,31 @@ pub async fn serve(app: AppState) -> anyhow::Result<()> {
     let _ = forward.await;
     let _ = writer.await;
     Ok(())
+}
+
+/// JSON-RPC's "server not initialized" (LSP's code, which MCP clients know).
+const SERVER_NOT_INITIALIZED: i64 = -32002;
+
+/// The reply to a request sent before `initialize`: the MCP handshake comes first. (rmcp
+/// answered such a request with a complaint about missing `_meta` protocol fields, which
+/// tells a client author nothing about the order.) Notifications and `ping` pass.
+fn before_initialize(message: &Value, initialize_seen: &mut bool) -> Option<Rejection> {
+    if *initialize_seen {
+        return None;
+    }
+    let method = message.get("method").and_then(Value::as_str)?;
+    if method == "initialize" {
+        *initialize_seen = true;
+        return None;
+    }
+    let id = message.get("id").filter(|id| !id.is_null())?;
+    (method != "ping").then(|| {
+        Rejection::new(
+            id.clone(),
+            SERVER_NOT_INITIALIZED,
+            format!("`{method}` before `initialize`: send `initialize` first, then `notifications/initialized` (the MCP handshake)"),
+        )
+    })
 }
 
 /// One line of input.
