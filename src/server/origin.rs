@@ -67,16 +67,38 @@ pub async fn loopback_host_only(
     next: middleware::Next,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let host = req.headers().get(axum::http::header::HOST).and_then(|h| h.to_str().ok());
-    match host {
-        Some(h) if !exposed && !is_loopback_host(h) => ApiError::new(
+    let why = if exposed { None } else { foreign_host(&req) };
+    match why {
+        Some(why) => ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden_host",
-            format!("Host {h:?} is not this machine's loopback; docdex serves local clients only (use --expose with a token for others)"),
+            format!("{why}; docdex serves local clients only (use --expose with a token for others)"),
         )
         .into_response(),
-        _ => next.run(req).await,
+        None => next.run(req).await,
     }
+}
+
+/// Why the request does not name this machine's loopback, if it does not. Every name it gives
+/// counts, not only the first `Host` field: the request target's authority (HTTP/2's
+/// `:authority`, which carries no `Host` field, and HTTP/1.1's absolute form, which servers
+/// take over `Host`) and each `Host` field; a `Host` that is not text, or none at all on
+/// HTTP/1.1 (which requires one), is refused too. Only checking the first `Host` as text let
+/// such requests through whatever name they were sent to.
+fn foreign_host(req: &axum::extract::Request) -> Option<String> {
+    let target = req.uri().authority().map(|a| a.as_str().to_string());
+    let fields = req.headers().get_all(axum::http::header::HOST);
+    if target.is_none() && fields.iter().next().is_none() && req.version() == axum::http::Version::HTTP_11 {
+        return Some("the request names no Host (HTTP/1.1 requires one)".to_string());
+    }
+    let mut names = target.into_iter().collect::<Vec<_>>();
+    for field in fields {
+        match field.to_str() {
+            Ok(h) => names.push(h.to_string()),
+            Err(_) => return Some(format!("Host {:?} is not text", String::from_utf8_lossy(field.as_bytes()))),
+        }
+    }
+    names.into_iter().find(|h| !is_loopback_host(h)).map(|h| format!("Host {h:?} is not this machine's loopback"))
 }
 
 #[cfg(test)]

@@ -930,6 +930,57 @@ async fn a_foreign_host_header_is_refused_unless_exposed() {
     assert_eq!(r.status().as_u16(), 200);
 }
 
+/// Every name a request gives for the server is checked, not only its first `Host` field as
+/// text: HTTP/2's `:authority` (no `Host` field at all, so a rebound name passed), an absolute
+/// request target, a second `Host` field, a `Host` that is not text, and none on HTTP/1.1.
+#[tokio::test]
+async fn every_name_a_request_gives_for_the_server_must_be_loopback() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let addr: std::net::SocketAddr = server.addr.parse().unwrap();
+    let port = addr.port();
+    // A page whose name was rebound to 127.0.0.1, over HTTP/2 (cleartext, prior knowledge).
+    let h2 = |name: &str| reqwest::Client::builder().http2_prior_knowledge().resolve(name, addr).build().unwrap();
+    let r = h2("evil.example").get(format!("http://evil.example:{port}/healthz")).send().await.unwrap();
+    assert_eq!(r.version(), reqwest::Version::HTTP_2);
+    let (s, v) = json_of(r).await;
+    assert_eq!(s, 403, "{v}");
+    assert_error(&v, "forbidden_host");
+    let r = h2("localhost").get(format!("http://localhost:{port}/healthz")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+
+    let raw = |head: &[u8]| {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        stream.write_all(head).unwrap();
+        let mut out = Vec::new();
+        stream.read_to_end(&mut out).unwrap();
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    let absolute = format!(
+        "GET http://evil.example:{port}/healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    );
+    let refused: [&[u8]; 5] = [
+        absolute.as_bytes(),
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: evil.\xff\r\nConnection: close\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n",
+        b"POST /v1/search HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 17\r\nConnection: close\r\n\r\n{\"query\":\"main\"}",
+    ];
+    for head in refused {
+        let answer = raw(head);
+        assert!(answer.starts_with("HTTP/1.1 403") && answer.contains("forbidden_host"), "{answer}");
+    }
+    let answer = raw(format!(
+        "GET http://127.0.0.1:{port}/healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .as_bytes());
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // HTTP/1.0 has no Host requirement; a client on this machine may omit it.
+    assert!(raw(b"GET /healthz HTTP/1.0\r\n\r\n").starts_with("HTTP/1.0 200"));
+}
+
 #[tokio::test]
 async fn shutdown_closes_open_mcp_streams_promptly() {
     let env = Env::new();
