@@ -28,6 +28,9 @@ pub const MEMORY_DB: &str = "memory.db";
 pub const MEMORY_SCHEMA: u32 = 1;
 /// Longest memory accepted, in bytes.
 const MAX_CONTENT_BYTES: usize = 64 * 1024;
+/// Largest metadata object accepted, as JSON text: without it the content's bound meant
+/// nothing (a 2 MB metadata string was stored, and every list and recall answered it).
+const MAX_METADATA_BYTES: usize = 16 * 1024;
 /// Memories embedded per request when catching up.
 const BACKFILL_BATCH: usize = 32;
 
@@ -387,6 +390,14 @@ impl Engine {
                 return Err(Error::BadRequest(format!("memory metadata must be a JSON object, got {other}")));
             }
         };
+        let metadata_len = metadata.to_string().len();
+        if metadata_len > MAX_METADATA_BYTES {
+            return Err(Error::BadRequest(format!(
+                "a memory's metadata holds at most {} KB of JSON; this one has {} KB (keep tags and sources there, the fact in content)",
+                MAX_METADATA_BYTES / 1024,
+                metadata_len.div_ceil(1024)
+            )));
+        }
         let (repo, mut db) = self.memory_db(repo_path)?;
         let item = MemoryItem {
             id: uuid::Uuid::new_v4().to_string(),

@@ -269,6 +269,13 @@ async fn memory_is_stored_and_recalled_per_repository() {
     assert_error(s, &v, 400, "bad_request");
     let (s, v) = post(&daemon, "/v1/memory/store", json!({"repo": r})).await;
     assert_error(s, &v, 400, "bad_request");
+    // Metadata is bounded as content is (a 1 MB string in it was stored and listed back).
+    let big = json!({"repo": r, "content": "a fact", "metadata": {"note": "x".repeat(1 << 20)}});
+    let (s, v) = post(&daemon, "/v1/memory/store", big).await;
+    assert_error(s, &v, 400, "bad_request");
+    assert!(v["error"]["message"].as_str().unwrap().contains("metadata holds at most 16 KB"), "{v}");
+    let (_, v) = get(&daemon, &q("/v1/memory")).await;
+    assert!(!v.to_string().contains("xxxxxxxx"), "{v}");
     let bad = client().post(daemon.url("/v1/memory/recall")).header("content-type", "application/json").body("{oops");
     let (s, v) = json_of(bad.send().await.unwrap()).await;
     assert_error(s, &v, 400, "bad_request");
