@@ -42,8 +42,10 @@ pub const AGENT_HEADER: &str = "x-docdex-agent-id";
 /// Model names that mean "the configured default" (`[llm] default_model`).
 const DEFAULT_MODEL_NAMES: [&str; 3] = ["", "docdex", "default"];
 
-/// `POST /v1/chat/completions` body: the OpenAI request (fields docdex does not use, such as
-/// `temperature`, are accepted and ignored) plus the `docdex` options.
+/// `POST /v1/chat/completions` body: the OpenAI request plus the `docdex` options. Fields that
+/// only tune sampling or add what docdex does not do (`stop`, `seed`, `tools`, `logprobs`,
+/// `user`) are accepted and ignored; ones the answer could not honour (`n` above 1, an unknown
+/// `response_format`) are refused rather than silently dropped.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ChatCompletionRequest {
     /// The chat model; `docdex`, `default` or absent use `[llm] default_model`.
@@ -60,6 +62,16 @@ pub struct ChatCompletionRequest {
     /// Cap on generated tokens (`max_completion_tokens` is accepted too).
     #[serde(default, alias = "max_completion_tokens")]
     pub max_tokens: Option<u32>,
+    /// Sampling temperature, 0 to 2 (the model server's default when absent).
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// How many answers: docdex gives one, so only 1 (or absent) is accepted.
+    #[serde(default)]
+    pub n: Option<u32>,
+    /// `{"type": "text"}`, `{"type": "json_object"}` (any JSON object) or `{"type":
+    /// "json_schema", "json_schema": {"schema": {...}}}` (an answer following the schema).
+    #[serde(default)]
+    pub response_format: Option<Value>,
     /// docdex's options.
     #[serde(default)]
     pub docdex: Option<DocdexChatOptions>,
@@ -83,8 +95,10 @@ pub struct StreamOptions {
     pub include_usage: bool,
 }
 
-/// The `docdex` object of a chat request.
+/// The `docdex` object of a chat request. Unknown keys are refused: a misspelt option (say
+/// `no-web`) silently ignored would answer a different question than the caller asked.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DocdexChatOptions {
     /// The repository: absolute path, file:// URI or repo id (after the `x-docdex-repo` header;
     /// defaults to the served repo).
@@ -283,6 +297,27 @@ fn messages(body: &[OpenAiMessage]) -> Result<Vec<ChatMessage>, ApiError> {
     Ok(out)
 }
 
+/// The answer format a `response_format` asks for: `None` for text, `"json"` for any JSON
+/// object, or the schema of a `json_schema` format.
+fn answer_format(rf: Option<&Value>) -> Result<Option<Value>, ApiError> {
+    let Some(rf) = rf.filter(|v| !v.is_null()) else { return Ok(None) };
+    let bad = |why: &str| {
+        ApiError::bad_request(format!(
+            "response_format {rf}: {why}; use {{\"type\": \"text\"}}, {{\"type\": \"json_object\"}} or {{\"type\": \"json_schema\", \"json_schema\": {{\"name\": ..., \"schema\": {{...}}}}}}"
+        ))
+    };
+    match rf.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(Value::String("json".into()))),
+        Some("json_schema") => match rf.pointer("/json_schema/schema") {
+            Some(schema @ Value::Object(_)) => Ok(Some(schema.clone())),
+            _ => Err(bad("json_schema.schema must be a JSON Schema object")),
+        },
+        Some(other) => Err(bad(&format!("unknown type {other:?}"))),
+        None => Err(bad("it needs a `type`")),
+    }
+}
+
 /// A chat turn from an OpenAI body and the request's headers.
 pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result<ChatTurnRequest, ApiError> {
     let msgs = messages(&body.messages)?;
@@ -294,6 +329,16 @@ pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result
     let opts = body.docdex.as_ref();
     req.model = body.model.clone().filter(|m| !DEFAULT_MODEL_NAMES.contains(&m.trim()));
     req.max_answer_tokens = body.max_tokens;
+    if let Some(n) = body.n.filter(|n| *n != 1) {
+        return Err(ApiError::bad_request(format!(
+            "n = {n}: docdex gives one answer per request; leave `n` out (or 1) and send another request for another answer"
+        )));
+    }
+    if let Some(t) = body.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+        return Err(ApiError::bad_request(format!("temperature {t} is out of range: use 0 to 2")));
+    }
+    req.temperature = body.temperature;
+    req.format = answer_format(body.response_format.as_ref())?;
     req.agent_id = headers
         .get(AGENT_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -893,9 +938,36 @@ mod tests {
             json!({"messages": [{"role": "wizard", "content": "q"}]}),
             json!({"messages": [{"role": "user", "content": 5}]}),
             json!({"messages": [{"role": "user", "content": "q"}], "docdex": {"force_web": true, "no_web": true}}),
+            // Before, these were answered as if they had not been asked.
+            json!({"messages": [{"role": "user", "content": "q"}], "n": 2}),
+            json!({"messages": [{"role": "user", "content": "q"}], "temperature": 3.5}),
+            json!({"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "xml"}}),
+            json!({"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "json_schema"}}),
         ] {
             let e = turn_request(&body(v.clone()), &h).unwrap_err();
             assert_eq!(e.code, "bad_request", "{v}");
         }
+        let typo = serde_json::from_value::<ChatCompletionRequest>(
+            json!({"messages": [{"role": "user", "content": "q"}], "docdex": {"no-web": true}}),
+        );
+        assert!(
+            typo.unwrap_err().to_string().contains("unknown field `no-web`"),
+            "a misspelt docdex option is refused"
+        );
+    }
+
+    #[test]
+    fn sampling_and_answer_formats_reach_the_turn() {
+        let h = HeaderMap::new();
+        let schema = json!({"type": "object", "properties": {"file": {"type": "string"}}, "required": ["file"]});
+        let b = body(json!({"messages": [{"role": "user", "content": "q"}], "n": 1, "temperature": 0,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "where", "schema": schema}}}));
+        let req = turn_request(&b, &h).unwrap();
+        assert_eq!((req.temperature, req.format), (Some(0.0), Some(schema)));
+        let b =
+            body(json!({"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "json_object"}}));
+        assert_eq!(turn_request(&b, &h).unwrap().format, Some(json!("json")));
+        let b = body(json!({"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "text"}}));
+        assert_eq!(turn_request(&b, &h).unwrap().format, None);
     }
 }

@@ -572,6 +572,34 @@ fn the_openai_compatible_provider_answers_and_reports_its_window() {
     assert_eq!(body["messages"][0]["role"], "system");
 }
 
+/// The temperature and answer format a caller asks for (HTTP `temperature`, `response_format`)
+/// reach the model server in its own wire format; before, the turn always sent neither.
+#[test]
+fn temperature_and_answer_format_reach_the_model_server() {
+    let schema = serde_json::json!({"type": "object", "properties": {"file": {"type": "string"}}});
+    for (provider, openai_only) in [("ollama", false), ("openai", true)] {
+        let c = Chat::with_provider(provider, FakeOllamaOptions { openai_only, ..Default::default() }, "");
+        let ask =
+            ChatTurnRequest { temperature: Some(0.0), format: Some(schema.clone()), ..q("where are sessions kept?") };
+        assert_eq!(c.ask(&ask).llm.status, AnswerStatus::Answered);
+        let json_mode = ChatTurnRequest { format: Some(serde_json::json!("json")), ..q("where are sessions kept?") };
+        assert_eq!(c.ask(&json_mode).llm.status, AnswerStatus::Answered);
+        let bodies = c.chat_bodies();
+        let (first, second) = (&bodies[bodies.len() - 2], &bodies[bodies.len() - 1]);
+        if provider == "ollama" {
+            assert_eq!(first["options"]["temperature"], 0.0, "{first}");
+            assert_eq!(first["format"], schema);
+            assert_eq!(second["format"], "json");
+            assert!(second["options"].get("temperature").is_none(), "the server's default: {second}");
+        } else {
+            assert_eq!(first["temperature"], 0.0, "{first}");
+            assert_eq!(first["response_format"]["json_schema"]["schema"], schema);
+            assert_eq!(second["response_format"], serde_json::json!({"type": "json_object"}));
+            assert!(second.get("temperature").is_none(), "the server's default: {second}");
+        }
+    }
+}
+
 /// A server that silently cut the prompt to its own, smaller window (it reports reading far
 /// fewer tokens than were sent) gets a notice naming both counts and the fix; the answer
 /// still stands, and the cut count is not taken as the model's token ratio. Before, nothing

@@ -69,7 +69,8 @@ pub struct ChatRequest {
     #[serde(default)]
     pub context_tokens: Option<u32>,
     /// A JSON schema the answer must follow (Ollama `format`, OpenAI `response_format` with
-    /// `json_schema`); free text when `None`.
+    /// `json_schema`), or the string `"json"` for any JSON object (Ollama `format: "json"`,
+    /// OpenAI `response_format` `json_object`); free text when `None`.
     #[serde(default)]
     pub format: Option<serde_json::Value>,
 }

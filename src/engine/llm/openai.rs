@@ -216,9 +216,13 @@ impl Provider for OpenAiProvider {
             if let Some(t) = req.temperature {
                 body["temperature"] = json!(t);
             }
-            if let Some(schema) = &req.format {
-                body["response_format"] = json!({"type": "json_schema",
-                    "json_schema": {"name": "docdex_answer", "strict": true, "schema": schema}});
+            match &req.format {
+                None => {}
+                Some(Value::String(s)) if s == "json" => body["response_format"] = json!({"type": "json_object"}),
+                Some(schema) => {
+                    body["response_format"] = json!({"type": "json_schema",
+                        "json_schema": {"name": "docdex_answer", "strict": true, "schema": schema}})
+                }
             }
             let lines = self.http.stream("/v1/chat/completions", &body, &model).await?;
             let wire = SseWire { base: self.http.base.clone(), finish: None, usage: Usage::default(), tokens: 0 };

@@ -302,9 +302,9 @@ impl Turn<'_> {
             model: model.to_string(),
             messages,
             max_tokens: Some(plan.answer_cap),
-            temperature: None,
+            temperature: self.req.temperature,
             context_tokens: is_ollama.then_some(plan.window),
-            format: None,
+            format: self.req.format.clone(),
         };
         let mut text = String::new();
         let mut first: Option<f64> = None;

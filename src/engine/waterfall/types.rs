@@ -76,6 +76,13 @@ pub struct ChatTurnRequest {
     /// Cap on generated tokens (`[llm] max_answer_tokens` when absent).
     #[serde(default)]
     pub max_answer_tokens: Option<u32>,
+    /// Sampling temperature for the answer (the model server's default when absent).
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// The answer's shape: a JSON schema it must follow, or the string `"json"` for any JSON
+    /// object; free text when absent (see [`ChatRequest::format`](crate::engine::llm::ChatRequest)).
+    #[serde(default)]
+    pub format: Option<serde_json::Value>,
     /// Trip it from another thread to stop the turn, even while the model still reads the
     /// prompt: the turn ends `stopped`, like a `ControlFlow::Break` from the event callback.
     /// Not part of any wire format; the default is never tripped.
