@@ -671,3 +671,55 @@ fn pdf_streams_are_bounded_by_what_every_filter_decodes_to() {
     assert_eq!(hit_paths(&env.engine(), &repo, "heron census"), ["image.pdf"]);
     assert!(hit_paths(&env.engine(), &repo, "spurious pixels").is_empty());
 }
+
+/// A one-page PDF whose cross-reference section is a stream with `dict` (W, Index, Size,
+/// filters) and `data`.
+fn xref_stream_pdf(dict: &str, data: &[u8]) -> Vec<u8> {
+    let text = b"BT /F1 12 Tf 72 712 Td (Curlew roosting tally) Tj ET";
+    let mut out = filtered_pdf("", text, &[]);
+    let end = out.windows(4).position(|w| w == b"xref").unwrap();
+    out.truncate(end);
+    let at = out.len();
+    out.extend_from_slice(b"6 0 obj\n");
+    out.extend_from_slice(&stream_object(&format!("/Type /XRef /Root 1 0 R {dict}"), data));
+    out.extend_from_slice(format!("\nendobj\nstartxref\n{at}\n%%EOF\n").as_bytes());
+    out
+}
+
+/// lopdf reads a cross-reference stream whole while loading, before any check could run: a
+/// 700-byte PDF whose stream has `/W [0 0 0]` and an `/Index` of 30 million objects took over
+/// 4.8 GB (one map entry per object, no byte read for any), huge field widths are buffers of
+/// that size, and the stream itself may be a bomb. Each is a note; a sound stream is read.
+#[test]
+fn hostile_cross_reference_streams_are_notes_before_lopdf_loads_them() {
+    let env = Env::new();
+    let repo = env.repo("xref");
+    let entries = |offsets: &[usize]| -> Vec<u8> {
+        let mut v = vec![0u8, 0, 0, 0, 0, 0xff];
+        for &o in offsets {
+            v.push(1);
+            v.extend_from_slice(&(o as u32).to_be_bytes());
+            v.push(0);
+        }
+        v
+    };
+    let sound = xref_stream_pdf("", b"");
+    let offsets: Vec<usize> =
+        (1..=5).map(|n| memchr::memmem::find(&sound, format!("\n{n} 0 obj").as_bytes()).unwrap() + 1).collect();
+    let table = entries(&offsets);
+    write(&repo, "sound.pdf", xref_stream_pdf("/Size 6 /W [1 4 1]", &table));
+    write(&repo, "zeros.pdf", xref_stream_pdf("/Size 7 /W [0 0 0] /Index [0 30000000]", b""));
+    write(&repo, "wide.pdf", xref_stream_pdf("/Size 6 /W [1 4000000000000 1]", &table));
+    let mut bomb = table.clone();
+    bomb.resize(64 << 20, 0);
+    write(&repo, "bomb.pdf", xref_stream_pdf("/Size 6 /W [1 4 1] /Filter /Fl#61teDecode", &zlib(&bomb)));
+    let t = std::time::Instant::now();
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    assert!(t.elapsed() < std::time::Duration::from_secs(60), "took {:?}", t.elapsed());
+    let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
+    assert_eq!(note("zeros.pdf"), "corrupt PDF (its cross-reference streams list over 2000000 objects)");
+    assert_eq!(note("wide.pdf"), "corrupt PDF (a cross-reference field is wider than 8 bytes)");
+    assert_eq!(note("bomb.pdf"), "PDF too large to extract (a cross-reference stream inflates to over 16 MiB)");
+    assert_eq!(note("sound.pdf"), "", "{:?}", summary.skipped);
+    assert_eq!(hit_paths(&env.engine(), &repo, "curlew roosting"), ["sound.pdf"]);
+}

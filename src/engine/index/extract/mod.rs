@@ -13,6 +13,7 @@ mod docx;
 mod html;
 mod pdf;
 mod pdf_bound;
+mod pdf_scan;
 
 use crate::engine::repos::RepoRef;
 use serde::{Deserialize, Serialize};

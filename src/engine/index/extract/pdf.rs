@@ -10,6 +10,7 @@ const MAX_PAGES: u32 = 5_000;
 
 /// Extracts the text of every page.
 pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
+    super::pdf_scan::check_xref(bytes)?;
     let mut doc = match Document::load_mem_with_options(bytes, load_options()) {
         Ok(d) => d,
         Err(_) if memchr::memmem::find(bytes, b"/Encrypt").is_some() => return Err(Refusal::Encrypted),
