@@ -302,24 +302,8 @@ impl Engine {
             None => (Cow::Owned(BTreeSet::new()), None),
         };
         // The staged files' own edges, resolved like an index run would.
-        let (edges, unresolved) = if needs_graph {
-            let imports: Vec<FileImports> = staged
-                .iter()
-                .filter_map(|s| Some(FileImports { path: s.path.clone(), lang: s.lang?, imports: s.imports.clone()? }))
-                .collect();
-            let opts = GraphOptions {
-                import_traces: false,
-                state_dir: None,
-                ..GraphOptions::from_config(&self.config().code_intelligence)
-            };
-            let g = match repo_files {
-                Some(rf) => graph::build_over(&repo.root, &imports, &known, rf, &opts),
-                None => graph::build(&repo.root, &imports, &known, &opts),
-            };
-            (g.edges, g.diagnostics)
-        } else {
-            (Vec::new(), Vec::new())
-        };
+        let (edges, unresolved) =
+            if needs_graph { self.staged_edges(repo, &staged, &known, repo_files) } else { (Vec::new(), Vec::new()) };
         for check in checks {
             match &check.rule {
                 Rule::NoImportCycles => {
@@ -331,44 +315,37 @@ impl Engine {
                 }
                 // Found during each file's walk (see `read_staged`).
                 Rule::ForbidNode { .. } => {}
-                Rule::MaxLines { max, glob } => {
-                    let matcher = glob.as_deref().and_then(|g| rules::glob(g).ok());
-                    for s in &staged {
-                        if glob.is_some() && !matcher.as_ref().is_some_and(|m| m.is_match(&s.path)) {
-                            continue;
-                        }
-                        if s.lines > *max as usize {
-                            out.push(violation(
-                                check,
-                                &s.path,
-                                max.saturating_add(1),
-                                format!("{} lines, more than the {max} allowed", s.lines),
-                            ));
-                        }
-                    }
-                }
-                Rule::RequireTestFor { glob } => {
-                    let Ok(matcher) = rules::glob(glob) else { continue };
-                    for s in staged.iter().filter(|s| matcher.is_match(&s.path) && !is_test_path(&s.path)) {
-                        if !has_test(&s.path, &known) {
-                            out.push(violation(
-                                check,
-                                &s.path,
-                                1,
-                                format!(
-                                    "no test for {} (expected a file such as {}.test.* or tests/…{}…)",
-                                    s.path,
-                                    stem(&s.path),
-                                    stem(&s.path)
-                                ),
-                            ));
-                        }
-                    }
-                }
+                Rule::MaxLines { max, glob } => out.extend(too_long(check, *max, glob.as_deref(), &staged)),
+                Rule::RequireTestFor { glob } => out.extend(untested(check, glob, &staged, &known)),
             }
         }
         out.extend(staged.into_iter().flat_map(|s| s.node_hits));
         out
+    }
+
+    /// The import edges of the staged files (and the imports that resolve to no file), over
+    /// the repository's files as the commit leaves them.
+    fn staged_edges(
+        &self,
+        repo: &RepoRef,
+        staged: &[Staged],
+        known: &BTreeSet<String>,
+        repo_files: Option<Arc<RepoFiles>>,
+    ) -> (Vec<Edge>, Vec<graph::Diagnostic>) {
+        let imports: Vec<FileImports> = staged
+            .iter()
+            .filter_map(|s| Some(FileImports { path: s.path.clone(), lang: s.lang?, imports: s.imports.clone()? }))
+            .collect();
+        let opts = GraphOptions {
+            import_traces: false,
+            state_dir: None,
+            ..GraphOptions::from_config(&self.config().code_intelligence)
+        };
+        let g = match repo_files {
+            Some(rf) => graph::build_over(&repo.root, &imports, known, rf, &opts),
+            None => graph::build(&repo.root, &imports, known, &opts),
+        };
+        (g.edges, g.diagnostics)
     }
 
     /// The repository's file set for the gatekeeper, from the cache while the index manifest and
@@ -400,6 +377,33 @@ impl Engine {
         }
         set
     }
+}
+
+/// `max-lines`: the staged files (under the rule's glob, if any) longer than `max`.
+fn too_long(check: &Check, max: u32, glob: Option<&str>, staged: &[Staged]) -> Vec<Violation> {
+    let matcher = glob.and_then(|g| rules::glob(g).ok());
+    staged
+        .iter()
+        .filter(|s| glob.is_none() || matcher.as_ref().is_some_and(|m| m.is_match(&s.path)))
+        .filter(|s| s.lines > max as usize)
+        .map(|s| {
+            violation(check, &s.path, max.saturating_add(1), format!("{} lines, more than the {max} allowed", s.lines))
+        })
+        .collect()
+}
+
+/// `require-test-for`: the staged files under the glob with no test beside them.
+fn untested(check: &Check, glob: &str, staged: &[Staged], known: &BTreeSet<String>) -> Vec<Violation> {
+    let Ok(matcher) = rules::glob(glob) else { return Vec::new() };
+    staged
+        .iter()
+        .filter(|s| matcher.is_match(&s.path) && !is_test_path(&s.path) && !has_test(&s.path, known))
+        .map(|s| {
+            let stem = stem(&s.path);
+            let why = format!("no test for {} (expected a file such as {stem}.test.* or tests/…{stem}…)", s.path);
+            violation(check, &s.path, 1, why)
+        })
+        .collect()
 }
 
 fn violation(check: &Check, file: &str, line: u32, message: String) -> Violation {
