@@ -353,6 +353,62 @@ async fn mcp_sessions_are_capped_without_ending_sessions_in_use() {
     assert_eq!(live().await, CAP);
 }
 
+/// Server streams (`GET /v1/mcp`) are bounded over all sessions: rmcp keeps up to 33 per
+/// session, each a connection never idle (so never closed for another), and 128 sessions could
+/// take every connection. Past 256 a GET is `503` `-32000` with `Retry-After`; closing a
+/// stream makes room.
+#[tokio::test]
+async fn mcp_server_streams_are_bounded_over_all_sessions() {
+    const CAP: usize = 256;
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let url = server.url("/v1/mcp");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    let mut sessions = Vec::new();
+    for _ in 0..8 {
+        let r = c
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init.clone())
+            .send()
+            .await
+            .unwrap();
+        sessions.push(r.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_string());
+        r.text().await.unwrap();
+    }
+    let get =
+        |session: &str| c.get(&url).header("accept", "text/event-stream").header("mcp-session-id", session).send();
+    let (mut open, mut refused) = (Vec::new(), Vec::new());
+    for session in &sessions {
+        for _ in 0..33 {
+            let r = get(session).await.unwrap();
+            match r.status().as_u16() {
+                200 => open.push(r),
+                503 => refused.push(r),
+                s => panic!("GET /v1/mcp: {s} {}", r.text().await.unwrap()),
+            }
+        }
+    }
+    assert_eq!((open.len(), refused.len()), (CAP, 8 * 33 - CAP));
+    let r = refused.pop().unwrap();
+    assert!(r.headers().get("retry-after").is_some());
+    let (_, v) = json_of(r).await;
+    assert_eq!((v["jsonrpc"].as_str(), v["error"]["code"].as_i64()), (Some("2.0"), Some(-32000)), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("256 MCP server streams"), "{v}");
+    let health = c.get(server.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    drop(open.pop());
+    eventually("a closed server stream frees its place", || async {
+        get(&sessions[0]).await.unwrap().status().as_u16() == 200
+    })
+    .await;
+}
+
 /// The legacy SSE transport's message POST answers a malformed body as `/v1/mcp` does, with a
 /// JSON-RPC error object (it was the HTTP error contract, `400 bad_request`).
 #[tokio::test]

@@ -248,12 +248,22 @@ where
     S::Response: IntoResponse,
     S::Future: Send + 'static,
 {
+    let get_streams = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let handler = move |req: axum::extract::Request| {
         let mut service = service.clone();
+        let get_streams = get_streams.clone();
         async move {
             let session =
                 req.headers().get("mcp-session-id").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
             let mut id = Value::Null;
+            let slot = if req.method() == Method::GET {
+                match StreamSlot::take(&get_streams) {
+                    Some(slot) => Some(slot),
+                    None => return StreamSlot::refusal(),
+                }
+            } else {
+                None
+            };
             let req = if req.method() == Method::POST {
                 let (mut parts, body) = req.into_parts();
                 let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
@@ -296,10 +306,60 @@ where
                 Ok(resp) => resp.into_response(),
                 Err(never) => match never {},
             };
-            plain_text_as_json_rpc(response, id, session).await
+            match slot {
+                Some(slot) if response.status().is_success() => slot.held_by(response),
+                _ => plain_text_as_json_rpc(response, id, session).await,
+            }
         }
     };
     axum::routing::any(handler)
+}
+
+/// Server streams (`GET /v1/mcp`) open at once, over every session. rmcp keeps up to 33 per
+/// session (a primary and 32 idle "shadows"), each a connection that is never idle and so never
+/// closed for another: 128 sessions could hold 4,224, past the connection cap, and every other
+/// request (`/healthz` included) was then refused.
+pub const MAX_GET_STREAMS: usize = 256;
+
+/// One of the [`MAX_GET_STREAMS`] places, given back when its stream ends.
+struct StreamSlot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl StreamSlot {
+    fn take(open: &Arc<std::sync::atomic::AtomicUsize>) -> Option<StreamSlot> {
+        use std::sync::atomic::Ordering;
+        if open.fetch_add(1, Ordering::SeqCst) >= MAX_GET_STREAMS {
+            open.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(StreamSlot(open.clone()))
+    }
+
+    /// `503` with `-32000` and `Retry-After`: every place is taken.
+    fn refusal() -> Response {
+        let why = format!(
+            "all {MAX_GET_STREAMS} MCP server streams (GET /v1/mcp) are open; close one you no longer read, or retry later"
+        );
+        let mut out = rpc_error(StatusCode::SERVICE_UNAVAILABLE, Rejection::new(Value::Null, TRANSPORT_ERROR, why));
+        out.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("5"));
+        out
+    }
+
+    /// The stream, holding this place until it is dropped (client gone, session ended, shutdown).
+    fn held_by(self, response: Response) -> Response {
+        use futures::StreamExt;
+        let (parts, body) = response.into_parts();
+        let body = axum::body::Body::from_stream(body.into_data_stream().map(move |chunk| {
+            let _held = &self;
+            chunk
+        }));
+        Response::from_parts(parts, body)
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// A JSON-RPC error response with an HTTP status.
