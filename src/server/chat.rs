@@ -911,6 +911,7 @@ mod tests {
         let req = turn_request(&b, &headers).unwrap();
         assert_eq!(req.query, "where are sessions expired?");
         assert_eq!(req.history.len(), 2, "system left out, tool skipped: {:?}", req.history);
+        assert_eq!(req.instructions.as_deref(), Some("be brief"), "the system message is the caller's instructions");
         assert_eq!(req.history[0].content, "first");
         assert_eq!(req.model, None, "`docdex` means the configured model");
         assert_eq!(req.max_answer_tokens, Some(99));

@@ -572,6 +572,26 @@ fn the_openai_compatible_provider_answers_and_reports_its_window() {
     assert_eq!(body["messages"][0]["role"], "system");
 }
 
+/// An OpenAI client's system message (its instructions for the answer) reaches the model in
+/// docdex's system message; before, it was dropped and "answer in French" was never seen.
+#[test]
+fn the_callers_system_message_reaches_the_model() {
+    use docdex::engine::llm::{ChatMessage, Role};
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let msgs = [
+        ChatMessage::new(Role::System, "Answer in French."),
+        ChatMessage::new(Role::System, "  "),
+        ChatMessage::new(Role::User, "how are stale sessions expired?"),
+    ];
+    let ask = ChatTurnRequest::from_messages(&msgs).unwrap();
+    assert_eq!(c.ask(&ask).llm.status, AnswerStatus::Answered);
+    let prompt = c.last_prompt();
+    let system = system_text(&prompt);
+    assert!(system.starts_with("You are docdex"), "docdex's instructions come first: {system}");
+    assert!(system.contains("## Instructions from the caller\nAnswer in French.\n\n## "), "{system}");
+    assert_eq!(prompt.iter().filter(|m| m["role"] == "system").count(), 1, "{prompt:?}");
+}
+
 /// The temperature and answer format a caller asks for (HTTP `temperature`, `response_format`)
 /// reach the model server in its own wire format; before, the turn always sent neither.
 #[test]

@@ -31,6 +31,15 @@ pub fn instructions(repo_name: &str) -> String {
     )
 }
 
+/// docdex's instructions followed by the caller's own (an OpenAI client's system messages),
+/// under a heading saying whose they are; the context sections come after both.
+pub fn with_caller(instructions: String, caller: Option<&str>) -> String {
+    match caller.map(str::trim).filter(|c| !c.is_empty()) {
+        Some(c) => format!("{instructions}\n\n## Instructions from the caller\n{c}"),
+        None => instructions,
+    }
+}
+
 /// The heading a slot's section gets in the prompt (empty for history, which is messages).
 pub fn heading(slot: Slot, diff_label: &str, agent: Option<&str>) -> String {
     match slot {

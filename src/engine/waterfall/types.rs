@@ -76,6 +76,10 @@ pub struct ChatTurnRequest {
     /// Cap on generated tokens (`[llm] max_answer_tokens` when absent).
     #[serde(default)]
     pub max_answer_tokens: Option<u32>,
+    /// The caller's own instructions (an OpenAI client's system messages: the answer's
+    /// language, format, tone), added to docdex's in the system message and never dropped.
+    #[serde(default)]
+    pub instructions: Option<String>,
     /// Sampling temperature for the answer (the model server's default when absent).
     #[serde(default)]
     pub temperature: Option<f32>,
@@ -93,15 +97,22 @@ pub struct ChatTurnRequest {
 
 impl ChatTurnRequest {
     /// A request from an OpenAI-style conversation (HTTP `/v1/chat/completions`): the last user
-    /// message is the question and the messages before it are the history (the client's own
-    /// system messages are left out: docdex writes the system message). `None` when there is
-    /// no user message.
+    /// message is the question, the messages before it are the history, and the client's own
+    /// system messages become [`ChatTurnRequest::instructions`] (docdex writes the system
+    /// message, with them in it). `None` when there is no user message.
     pub fn from_messages(messages: &[ChatMessage]) -> Option<ChatTurnRequest> {
         use crate::engine::llm::Role;
         let last = messages.iter().rposition(|m| m.role == Role::User)?;
+        let system: Vec<&str> = messages
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .map(|m| m.content.trim())
+            .filter(|c| !c.is_empty())
+            .collect();
         Some(ChatTurnRequest {
             query: messages[last].content.clone(),
             history: messages[..last].iter().filter(|m| m.role != Role::System).cloned().collect(),
+            instructions: (!system.is_empty()).then(|| system.join("\n\n")),
             ..Default::default()
         })
     }
@@ -529,6 +540,7 @@ mod tests {
         let req = ChatTurnRequest::from_messages(&msgs).unwrap();
         assert_eq!(req.query, "second");
         assert_eq!(req.history, msgs[1..3].to_vec());
+        assert_eq!(req.instructions.as_deref(), Some("be brief"), "the client's system message is kept");
         assert!(ChatTurnRequest::from_messages(&msgs[..1]).is_none());
     }
 }
