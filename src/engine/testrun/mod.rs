@@ -359,6 +359,28 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
     })
 }
 
+/// The counts and failures in a run's output, read as `runner` prints them; for `npm test`
+/// and configured commands, whichever known shape finds the most tests.
+fn parse_output(runner: Runner, text: &str, root: &str) -> parse::Outcome {
+    match runner {
+        Runner::Cargo => parse::cargo(text, root),
+        Runner::Pytest => parse::pytest(text, root),
+        Runner::Node => parse::tap(text, root),
+        Runner::Go => parse::go(text, root),
+        Runner::Jest | Runner::Vitest => parse::jest_like(text, root),
+        Runner::Npm | Runner::Config => {
+            let candidates = [
+                parse::tap(text, root),
+                parse::cargo(text, root),
+                parse::pytest(text, root),
+                parse::jest_like(text, root),
+                parse::go(text, root),
+            ];
+            candidates.into_iter().max_by_key(|o| o.passed + o.failed + o.skipped).unwrap_or_default()
+        }
+    }
+}
+
 fn tail(lines: &[String]) -> String {
     let from = lines.len().saturating_sub(TAIL_LINES);
     let mut text = lines[from..].join("\n");
@@ -455,25 +477,7 @@ impl Engine {
                 resp.command.first().map_or("python3", String::as_str)
             )));
         }
-        let root_s = root.to_string_lossy();
-        let outcome = match runner {
-            Runner::Cargo => parse::cargo(&text, &root_s),
-            Runner::Pytest => parse::pytest(&text, &root_s),
-            Runner::Node => parse::tap(&text, &root_s),
-            Runner::Go => parse::go(&text, &root_s),
-            Runner::Jest | Runner::Vitest => parse::jest_like(&text, &root_s),
-            // npm test and configured commands: whatever shape the output has.
-            Runner::Npm | Runner::Config => {
-                let candidates = [
-                    parse::tap(&text, &root_s),
-                    parse::cargo(&text, &root_s),
-                    parse::pytest(&text, &root_s),
-                    parse::jest_like(&text, &root_s),
-                    parse::go(&text, &root_s),
-                ];
-                candidates.into_iter().max_by_key(|o| o.passed + o.failed + o.skipped).unwrap_or_default()
-            }
-        };
+        let outcome = parse_output(runner, &text, &root.to_string_lossy());
         resp.status = if done.timed_out {
             notes.push(format!("killed after the {} s timeout", timeout.as_secs()));
             TestStatus::TimedOut
