@@ -119,7 +119,8 @@ fn describe(s: &SourceInfo) -> String {
     }
     if s.missing {
         line.push_str(&format!(
-            "  MISSING: the folder is gone; its files stay indexed until it is back or `docdex remove-source {}`",
+            "  MISSING: the folder {}; its files stay indexed until it is back or `docdex remove-source {}`",
+            s.missing_why.as_deref().unwrap_or("is gone"),
             s.source.name
         ));
     }

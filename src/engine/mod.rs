@@ -729,9 +729,9 @@ fn locate_file(repo: &repos::RepoRef, file: &str) -> Result<LocatedFile> {
         }
     };
     let root = owner.map_or_else(|| repo.root.clone(), |s| s.path.clone());
-    if let Some(s) = owner.filter(|s| index::sources::is_missing(s)) {
+    if let Some((s, why)) = owner.and_then(|s| Some((s, index::sources::why_missing(s)?))) {
         return Err(Error::NotFound(format!(
-            "{file}: the source {} is missing ({} is not a folder any more); mount or restore it, or `docdex remove-source {}`",
+            "{file}: the source {} is missing ({} {why}); mount or restore it, or `docdex remove-source {}`",
             s.name,
             root.display(),
             s.name

@@ -28,9 +28,10 @@ impl Engine {
             .into_iter()
             .map(|source| {
                 let prefix = sources::key(&source.name, "");
-                let missing = sources::is_missing(&source);
-                let mut info =
-                    SourceInfo { source, files: 0, bytes: 0, formats: Default::default(), skipped: 0, missing };
+                let missing_why = sources::why_missing(&source);
+                let missing = missing_why.is_some();
+                let formats = Default::default();
+                let mut info = SourceInfo { source, files: 0, bytes: 0, formats, skipped: 0, missing, missing_why };
                 for (_, e) in manifest.files.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)) {
                     if e.skipped.is_some() {
                         info.skipped += 1;

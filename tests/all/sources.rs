@@ -224,3 +224,27 @@ fn a_source_folder_gone_from_disk_is_listed_as_missing_and_its_files_are_kept() 
     assert!(!hit.source_missing && hit.snippet.contains("heron migration"), "{hit:?}");
     assert_eq!(env.json(&["sources", "--repo", r, "--json"])[0]["missing"], false);
 }
+
+/// A source folder replaced by a link (to `/etc`, say) was walked through the link: the next
+/// index run indexed everything there and search showed it. The stored path is canonical, so
+/// a path that now resolves elsewhere is a missing source: not walked, not read, said so.
+#[test]
+fn a_source_folder_replaced_by_a_link_is_missing_and_nothing_behind_the_link_is_indexed() {
+    let env = Env::new();
+    let (repo, notes, outside) = setup(&env);
+    let engine = env.engine();
+    engine.add_source(&repo, &add(&notes)).expect("add");
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    std::fs::rename(&notes, notes.with_file_name("notes.old")).unwrap();
+    std::os::unix::fs::symlink(&outside, &notes).unwrap();
+    let summary = engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert_eq!((summary.added, summary.deleted), (0, 0), "{summary:?}");
+    let why = format!("now leads to {} through a link", std::fs::canonicalize(&outside).unwrap().display());
+    assert!(summary.warnings.iter().any(|w| w.contains(&why)), "{:?}", summary.warnings);
+    assert!(hit_paths(&engine, &repo, "zebra password").is_empty(), "nothing behind the link is indexed");
+    let listed = engine.list_sources(&repo).unwrap();
+    assert_eq!((listed[0].missing, listed[0].missing_why.as_deref()), (true, Some(why.as_str())));
+    let req = SearchRequest { query: "heron migration".into(), limit: Some(10), ..Default::default() };
+    let hit = engine.search(&repo, &req).unwrap().results.remove(0);
+    assert!(hit.source_missing && hit.snippet.is_empty(), "nothing is read through the link: {hit:?}");
+}

@@ -44,10 +44,13 @@ pub struct SourceInfo {
     pub formats: std::collections::BTreeMap<String, u64>,
     /// Files passed over (notes in `docdex status`).
     pub skipped: u64,
-    /// The folder is gone (deleted, moved, unmounted): nothing is indexed from it until it is
-    /// back, and what was indexed from it is kept.
+    /// The folder is gone (deleted, moved, unmounted, or its path now leads elsewhere through
+    /// a link): nothing is indexed from it until it is back, and what was indexed is kept.
     #[serde(default)]
     pub missing: bool,
+    /// What became of it, when missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing_why: Option<String>,
 }
 
 /// What starts a source key.
@@ -111,10 +114,22 @@ pub fn load_indexable(state_dir: &Path) -> Vec<Source> {
         .collect()
 }
 
-/// Whether a registered source's folder is gone: deleted, moved away, or on a disk that is not
-/// mounted. Its registration and its indexed files are kept until the user removes it.
+/// Whether a registered source's folder is not there as registered: deleted, moved away, on a
+/// disk that is not mounted, or its path now leading elsewhere through a link (the folder, or
+/// a folder above it, replaced by a link to `/etc` had `/etc` indexed and served). Its
+/// registration and its indexed files are kept until the user removes it.
 pub fn is_missing(source: &Source) -> bool {
-    !source.path.is_dir()
+    why_missing(source).is_some()
+}
+
+/// What became of a missing source's folder (see [`is_missing`]); `None` when it is there.
+pub fn why_missing(source: &Source) -> Option<String> {
+    match std::fs::canonicalize(&source.path) {
+        Err(_) => Some("is not a folder any more".into()),
+        Ok(real) if real != source.path => Some(format!("now leads to {} through a link", real.display())),
+        Ok(real) if !real.is_dir() => Some("is not a folder any more".into()),
+        Ok(_) => None,
+    }
 }
 
 /// The missing sources among `sources`: each one's key prefix and what to say of it, counting
@@ -134,10 +149,11 @@ pub fn missing(sources: &[Source], manifest: &Manifest) -> Vec<(String, String)>
 /// What an index run and `docdex status` say of a missing source holding `files` indexed files.
 fn missing_warning(source: &Source, files: usize) -> String {
     format!(
-        "source {} is missing: {} is not a folder any more; {} indexed from it {} kept as {} \
+        "source {} is missing: {} {}; {} indexed from it {} kept as {} \
          (mount or restore the folder, or `docdex remove-source {}`)",
         source.name,
         source.path.display(),
+        why_missing(source).unwrap_or_default(),
         if files == 1 { "the 1 file".to_string() } else { format!("the {files} files") },
         if files == 1 { "is" } else { "are" },
         if files == 1 { "it was" } else { "they were" },
@@ -162,16 +178,22 @@ pub fn split(key: &str) -> Option<(&str, &str)> {
 }
 
 /// The root and root-relative path a key is read from: the repository's, or a registered
-/// source's. A key naming no registered source is an error (it cannot be read).
+/// source's. A key naming no registered source, or a missing one (its path may now lead
+/// anywhere through a link), is an error: it cannot be read.
 pub fn locate(repo: &RepoRef, sources: &[Source], key: &str) -> std::io::Result<(PathBuf, String)> {
     match split(key) {
         None if key.starts_with(PREFIX) => Err(std::io::Error::new(std::io::ErrorKind::NotFound, "bad source key")),
         None => Ok((repo.root.clone(), key.to_string())),
-        Some((name, rel)) => sources
-            .iter()
-            .find(|s| s.name == name)
-            .map(|s| (s.path.clone(), rel.to_string()))
-            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, format!("no source named {name}"))),
+        Some((name, rel)) => match sources.iter().find(|s| s.name == name) {
+            None => Err(std::io::Error::new(std::io::ErrorKind::NotFound, format!("no source named {name}"))),
+            Some(s) => match why_missing(s) {
+                Some(why) => Err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("the source {name} is missing: {} {why}", s.path.display()),
+                )),
+                None => Ok((s.path.clone(), rel.to_string())),
+            },
+        },
     }
 }
 
@@ -276,10 +298,28 @@ mod tests {
         let repo = RepoRef::new("/r".into(), "f".into(), "/s".into());
         let srcs =
             vec![Source { name: "n".into(), path: "/docs".into(), include: vec![], exclude: vec![], watch: true }];
-        assert_eq!(locate(&repo, &srcs, "//n/x.md").unwrap(), (PathBuf::from("/docs"), "x.md".to_string()));
+        let err = locate(&repo, &srcs, "//n/x.md").unwrap_err();
+        assert_eq!(err.to_string(), "the source n is missing: /docs is not a folder any more");
         assert!(locate(&repo, &srcs, "//other/x.md").is_err());
         assert_eq!(key_of(&repo, &srcs, Path::new("/docs/a/x.md")).as_deref(), Some("//n/a/x.md"));
         assert_eq!(key_of(&repo, &srcs, Path::new("/r/src/x.rs")).as_deref(), Some("src/x.rs"));
         assert_eq!(key_of(&repo, &srcs, Path::new("/etc/passwd")), None);
+    }
+
+    #[test]
+    fn a_source_is_read_only_while_its_path_is_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let notes = real.join("notes");
+        std::fs::create_dir(&notes).unwrap();
+        let repo = RepoRef::new("/r".into(), "f".into(), "/s".into());
+        let srcs =
+            vec![Source { name: "n".into(), path: notes.clone(), include: vec![], exclude: vec![], watch: true }];
+        assert_eq!(locate(&repo, &srcs, "//n/x.md").unwrap(), (notes.clone(), "x.md".to_string()));
+        assert!(!is_missing(&srcs[0]));
+        std::fs::remove_dir(&notes).unwrap();
+        std::os::unix::fs::symlink("/etc", &notes).unwrap();
+        assert_eq!(why_missing(&srcs[0]).as_deref(), Some("now leads to /etc through a link"));
+        assert!(locate(&repo, &srcs, "//n/passwd").is_err());
     }
 }
