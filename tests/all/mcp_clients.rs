@@ -111,22 +111,30 @@ fn mcp_python_sdk_over_streamable_http_and_sse_with_a_token() {
     assert!(err.contains("401") || err.contains("session.initialize()"), "refused at initialize: {err}");
 }
 
+/// `docdex mcp --repo REPO` at debug log level, with `token` as its `DOCDEX_AUTH_TOKEN`:
+/// the child, its stdin and its stdout.
+fn spawn_stdio(
+    env: &Env,
+    repo: &std::path::Path,
+    token: Option<&str>,
+) -> (std::process::Child, std::process::ChildStdin, BufReader<std::process::ChildStdout>) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_docdex"));
+    cmd.args(["mcp", "--repo", repo.to_str().unwrap()]).env("DOCDEX_HOME", env.home()).env("DOCDEX_LOG", "debug");
+    match token {
+        Some(t) => cmd.env("DOCDEX_AUTH_TOKEN", t),
+        None => cmd.env_remove("DOCDEX_AUTH_TOKEN"),
+    };
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    (child, stdin, out)
+}
+
 /// Speaks raw JSON-RPC to `docdex mcp` and returns the response to one initialize.
 fn stdio_initialize(env: &Env, repo: &std::path::Path, params: Value) -> (Value, Vec<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
-        .args(["mcp", "--repo", repo.to_str().unwrap()])
-        .env("DOCDEX_HOME", env.home())
-        .env("DOCDEX_AUTH_TOKEN", "stdio-token")
-        .env("DOCDEX_LOG", "debug")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let (mut child, mut stdin, mut out) = spawn_stdio(env, repo, Some("stdio-token"));
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params});
     writeln!(stdin, "{init}").unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
     let first: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line:?}"));
@@ -247,17 +255,7 @@ fn openai_client_chat_completions() {
 fn stdio_mcp_answers_a_request_before_initialize_with_the_handshake() {
     let env = Env::new();
     let (repo, _) = setup(&env);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
-        .args(["mcp", "--repo", repo.to_str().unwrap()])
-        .env("DOCDEX_HOME", env.home())
-        .env_remove("DOCDEX_AUTH_TOKEN")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut stdin, mut out) = spawn_stdio(&env, &repo, None);
     let mut next = || {
         let mut line = String::new();
         out.read_line(&mut line).unwrap();
