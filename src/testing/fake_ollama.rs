@@ -21,7 +21,9 @@
 //! - `keep_alive_only_ms` answers a streamed chat with keep-alives only, forever (blank lines,
 //!   SSE comments and empty-content messages: a stuck server behind a chatty proxy);
 //! - `prompt_tokens_seen` caps the prompt token count a chat reports (a server that silently
-//!   cut the prompt to fit a smaller context window).
+//!   cut the prompt to fit a smaller context window);
+//! - `v1_context_window` makes `/v1/chat/completions` refuse longer prompts with llama.cpp's
+//!   400 `exceed_context_size_error`.
 //!
 //! Real models behind the same API: `../shared/tools/ollama-shim`.
 
@@ -74,6 +76,9 @@ pub struct FakeOllamaOptions {
     /// When set, a chat reports at most this many prompt tokens (`prompt_eval_count`,
     /// `usage.prompt_tokens`): what a server that truncated the prompt to its window says.
     pub prompt_tokens_seen: Option<usize>,
+    /// When set, `/v1/chat/completions` refuses a prompt of more tokens (its words) as
+    /// llama.cpp's server does: 400 `exceed_context_size_error` with `n_ctx`.
+    pub v1_context_window: Option<usize>,
 }
 
 impl Default for FakeOllamaOptions {
@@ -93,6 +98,7 @@ impl Default for FakeOllamaOptions {
             embed_delay_ms: 0,
             keep_alive_only_ms: 0,
             prompt_tokens_seen: None,
+            v1_context_window: None,
         }
     }
 }
@@ -666,6 +672,14 @@ async fn v1_chat(State(s): S, Json(body): Json<Value>) -> Response {
             .into_response();
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    if let Some(n_ctx) = s.opts.v1_context_window.filter(|n| prompt_tokens(&s, &messages) > *n) {
+        let n = prompt_tokens(&s, &messages);
+        let message =
+            format!("request ({n} tokens) exceeds the available context size ({n_ctx} tokens), try increasing it");
+        let error = json!({"code": 400, "message": message, "type": "exceed_context_size_error",
+                           "n_prompt_tokens": n, "n_ctx": n_ctx});
+        return (StatusCode::BAD_REQUEST, Json(json!({ "error": error }))).into_response();
+    }
     let (answer, delay) = scripted(&s, &messages).unwrap_or_else(|| (answer_for(&messages), 0));
     let mut parts = pieces(&answer);
     let mut reason = "stop";

@@ -592,6 +592,21 @@ fn the_callers_system_message_reaches_the_model() {
     assert_eq!(prompt.iter().filter(|m| m["role"] == "system").count(), 1, "{prompt:?}");
 }
 
+/// A server that refuses a prompt longer than its window (llama.cpp started with a small
+/// `--ctx-size`) fails the answer with what to set; before, the server's words alone said
+/// "try increasing it" without naming `[llm] context_tokens`.
+#[test]
+fn a_prompt_over_the_servers_window_says_which_setting_fits_it() {
+    let opts = FakeOllamaOptions { openai_only: true, v1_context_window: Some(50), ..Default::default() };
+    let c = Chat::with_provider("openai", opts, "");
+    let resp = c.ask(&q("how are stale sessions expired?"));
+    assert_eq!(resp.llm.status, AnswerStatus::Failed, "{:?}", resp.llm);
+    let msg = resp.llm.message.unwrap_or_default();
+    assert!(msg.contains("exceeds the available context size") && msg.contains("(50 tokens)"), "{msg}");
+    assert!(msg.contains("set `[llm] context_tokens` to that window"), "{msg}");
+    assert!(!resp.sources.is_empty(), "the sources still come back");
+}
+
 /// The temperature and answer format a caller asks for (HTTP `temperature`, `response_format`)
 /// reach the model server in its own wire format; before, the turn always sent neither.
 #[test]

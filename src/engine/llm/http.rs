@@ -127,8 +127,9 @@ impl Http {
         if !model.is_empty() && says_missing && (status.as_u16() == 404 || lower.contains("model")) {
             return Failure::Fatal(Error::ModelNotFound { model: model.to_string(), url: self.base.clone() });
         }
+        let advice = context_overflow_advice(&body, &message);
         let err = Error::Upstream(format!(
-            "the {} server at {} answered {}: {}",
+            "the {} server at {} answered {}: {}{advice}",
             self.provider,
             self.base,
             status.as_u16(),
@@ -391,6 +392,31 @@ pub(crate) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     cur.to_string()
 }
 
+/// What to do when a server refused a prompt longer than the context window it runs with
+/// (llama.cpp's `exceed_context_size_error` with `n_ctx`, vLLM's "maximum context length is N
+/// tokens", LM Studio's "greater than the context length"); empty for other errors. Such a
+/// server was started with a smaller window than `[llm] context_tokens` budgets for, and says
+/// nothing about it in its model list.
+pub(crate) fn context_overflow_advice(body: &str, message: &str) -> String {
+    let lower = message.to_ascii_lowercase();
+    let overflow = body.contains("exceed_context_size")
+        || lower.contains("maximum context length")
+        || lower.contains("context_length_exceeded")
+        || (lower.contains("context")
+            && ["exceed", "greater than", "too long", "overflow"].iter().any(|w| lower.contains(w)));
+    if !overflow {
+        return String::new();
+    }
+    let n_ctx = serde_json::from_str::<Value>(body).ok().and_then(|v| v["error"]["n_ctx"].as_u64()).or_else(|| {
+        let rest = &lower[lower.find("maximum context length is ")? + "maximum context length is ".len()..];
+        rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    });
+    let window = n_ctx.map(|n| format!(" ({n} tokens)")).unwrap_or_default();
+    format!(
+        ". The prompt is longer than the context window the server runs with{window}: set `[llm] context_tokens` to that window so docdex budgets the prompt to fit it, or restart the server with a larger one (llama.cpp: `--ctx-size`; vLLM: `--max-model-len`; LM Studio: the model's context length)"
+    )
+}
+
 /// The human message inside an error body: Ollama's `{"error": "..."}`, OpenAI's
 /// `{"error": {"message": "..."}}`, or the text itself.
 pub(crate) fn error_message(body: &str) -> String {
@@ -413,6 +439,20 @@ mod tests {
         assert_eq!(error_message(r#"{"error":"model 'x' not found"}"#), "model 'x' not found");
         assert_eq!(error_message(r#"{"error":{"message":"nope","type":"invalid"}}"#), "nope");
         assert_eq!(error_message("plain text\n"), "plain text");
+    }
+
+    #[test]
+    fn a_prompt_over_the_servers_window_gets_advice_naming_it() {
+        let cpp = r#"{"error":{"code":400,"message":"request (4476 tokens) exceeds the available context size (4096 tokens)","type":"exceed_context_size_error","n_prompt_tokens":4476,"n_ctx":4096}}"#;
+        let a = context_overflow_advice(cpp, &error_message(cpp));
+        assert!(a.contains("(4096 tokens)") && a.contains("[llm] context_tokens"), "{a}");
+        let vllm = r#"{"object":"error","message":"This model's maximum context length is 2048 tokens. However, you requested 6000 tokens.","type":"BadRequestError"}"#;
+        assert!(context_overflow_advice(vllm, &error_message(vllm)).contains("(2048 tokens)"));
+        let lms =
+            r#"{"error":"The number of tokens to keep from the initial prompt is greater than the context length"}"#;
+        assert!(context_overflow_advice(lms, &error_message(lms)).contains("--ctx-size"));
+        let other = r#"{"error":{"message":"invalid temperature"}}"#;
+        assert_eq!(context_overflow_advice(other, &error_message(other)), "");
     }
 
     #[tokio::test]
