@@ -26,9 +26,35 @@ pub struct RepoQuery {
     pub repo: Option<String>,
 }
 
-/// The selector a request carries: header first, then body, then query.
+/// The selector a request carries: header first, then body, then query. The header is read
+/// as UTF-8 ([`repo_header_is_one_text`] has refused it otherwise): read as visible ASCII
+/// only, a path such as `/home/josé/app` was dropped and the body's or the default
+/// repository answered in its place.
 pub fn selector(headers: &HeaderMap, body: Option<&str>, query: Option<&str>) -> Option<String> {
-    headers.get(REPO_HEADER).and_then(|v| v.to_str().ok()).or(body).or(query).map(str::to_string)
+    let header = headers.get(REPO_HEADER).and_then(|v| std::str::from_utf8(v.as_bytes()).ok());
+    header.or(body).or(query).map(str::to_string)
+}
+
+/// Refuses a request whose `x-docdex-repo` is not UTF-8 or is given more than once (`400
+/// bad_request`), rather than answering from another repository than the one it names.
+pub async fn repo_header_is_one_text(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let values: Vec<_> = req.headers().get_all(REPO_HEADER).iter().collect();
+    let why = match values.as_slice() {
+        [] => None,
+        [one] if std::str::from_utf8(one.as_bytes()).is_ok() => None,
+        [_] => Some(format!(
+            "the {REPO_HEADER} header is not UTF-8: send the path as UTF-8, or as a file:// URI with percent-encoding"
+        )),
+        many => Some(format!("the {REPO_HEADER} header is given {} times: name one repository", many.len())),
+    };
+    match why {
+        Some(why) => ApiError::bad_request(why).into_response(),
+        None => next.run(req).await,
+    }
 }
 
 /// Runs an engine call on the blocking pool.

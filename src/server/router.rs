@@ -47,6 +47,7 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
         .method_not_allowed_fallback(wrong_method)
         .layer(Extension(BodyLimit(limit)))
         .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn(super::extract::repo_header_is_one_text))
         .layer(middleware::from_fn_with_state(state.auth().clone(), auth::require_token))
         .layer(middleware::from_fn_with_state(state.exposed(), origin::loopback_host_only))
         .layer(middleware::from_fn(origin::same_machine_pages_only))

@@ -986,6 +986,47 @@ async fn a_foreign_host_header_is_refused_unless_exposed() {
     assert_eq!(r.status().as_u16(), 200);
 }
 
+/// `x-docdex-repo` names the repository first, whatever its letters: a UTF-8 path such as
+/// `/…/josé` was read as no header at all (only visible ASCII was), and the body's repository
+/// (or every mounted one) answered in its place. A header that is not UTF-8, or given twice,
+/// is `400 bad_request` rather than a guess.
+#[tokio::test]
+async fn the_repo_header_is_read_as_utf8_and_never_dropped() {
+    let env = Env::new();
+    let accented = env.repo("josé");
+    write(&accented, "notes.md", "the zebra crossing schedule\n");
+    env.json(&["index", "--repo", accented.to_str().unwrap(), "--json"]);
+    let plain = indexed_repo(&env, "plain");
+    let daemon = Server::start(&env, &["daemon", "--no-watch"], &[]);
+    let c = client();
+    let search = c
+        .post(daemon.url("/v1/search"))
+        .header("x-docdex-repo", accented.to_str().unwrap())
+        .json(&json!({"query": "zebra", "repo": plain.to_str().unwrap()}));
+    let (s, v) = json_of(search.send().await.unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["repo"].as_str(), accented.to_str(), "{v}");
+    assert_eq!(v["results"][0]["path"], "notes.md", "{v}");
+    let status = c.get(daemon.url("/v1/status")).header("x-docdex-repo", accented.to_str().unwrap());
+    let (s, v) = json_of(status.send().await.unwrap()).await;
+    assert_eq!(s, 200, "{v}");
+    let repos: Vec<&str> = v["repos"].as_array().unwrap().iter().filter_map(|r| r["mount"]["repo"].as_str()).collect();
+    assert_eq!(repos, [accented.to_str().unwrap()], "{v}");
+
+    let latin1 = reqwest::header::HeaderValue::from_bytes(b"/tmp/jos\xe9").unwrap();
+    let (s, v) = json_of(c.get(daemon.url("/v1/status")).header("x-docdex-repo", latin1).send().await.unwrap()).await;
+    assert_eq!(s, 400, "{v}");
+    assert_error(&v, "bad_request");
+    assert!(v["error"]["message"].as_str().unwrap().contains("not UTF-8"), "{v}");
+    let twice = c
+        .get(daemon.url("/v1/status"))
+        .header("x-docdex-repo", plain.to_str().unwrap())
+        .header("x-docdex-repo", accented.to_str().unwrap());
+    let (s, v) = json_of(twice.send().await.unwrap()).await;
+    assert_eq!(s, 400, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("given 2 times"), "{v}");
+}
+
 /// Every name a request gives for the server is checked, not only its first `Host` field as
 /// text: HTTP/2's `:authority` (no `Host` field at all, so a rebound name passed), an absolute
 /// request target, a second `Host` field, a `Host` that is not text, and none on HTTP/1.1.
