@@ -607,6 +607,22 @@ fn a_prompt_over_the_servers_window_says_which_setting_fits_it() {
     assert!(!resp.sources.is_empty(), "the sources still come back");
 }
 
+/// A `max_tokens` above the answer's share of the window is lowered, and the turn says so;
+/// before, the caller only saw a shorter answer ending in `length`.
+#[test]
+fn a_max_tokens_above_the_answers_share_is_lowered_with_a_notice() {
+    let c = Chat::new(FakeOllamaOptions::default(), "context_tokens = 2048\n");
+    let resp = c.ask(&ChatTurnRequest { max_answer_tokens: Some(1000), ..q("how are stale sessions expired?") });
+    assert_eq!(resp.trace.budget.max_answer_tokens, 409);
+    assert!(
+        resp.trace.notices.iter().any(|n| n.contains("max_tokens 1000 was lowered to 409")),
+        "{:?}",
+        resp.trace.notices
+    );
+    let resp = c.ask(&ChatTurnRequest { max_answer_tokens: Some(300), ..q("how are stale sessions expired?") });
+    assert!(!resp.trace.notices.iter().any(|n| n.contains("max_tokens")), "{:?}", resp.trace.notices);
+}
+
 /// The temperature and answer format a caller asks for (HTTP `temperature`, `response_format`)
 /// reach the model server in its own wire format; before, the turn always sent neither.
 #[test]

@@ -54,6 +54,15 @@ impl Turn<'_> {
         let window_wait = asked.elapsed();
         let max_answer = self.req.max_answer_tokens.unwrap_or(self.engine.config().llm.max_answer_tokens);
         let plan = budget::plan(window, max_answer);
+        if let Some(asked) = self.req.max_answer_tokens.filter(|a| *a > plan.answer_cap) {
+            // Said, because a caller who asked for more would otherwise read `length` as the
+            // model running out of its own budget.
+            self.notice(format!(
+                "max_tokens {asked} was lowered to {}, the answer's {}% share of the {window}-token context window; raise `[llm] context_tokens` (and the model server's window) for longer answers",
+                plan.answer_cap,
+                budget::SHARES.generation
+            ));
+        }
         let ratio_key = format!("{}|{}|{model}", provider.kind(), provider.base_url());
         let counter = TokenCounter::for_model(&model, self.engine.token_ratios().get(&ratio_key))?;
         let repo_name = self.repo.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
