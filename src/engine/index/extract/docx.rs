@@ -36,6 +36,32 @@ fn xml_too_deep(xml: &[u8], limit: usize) -> bool {
     false
 }
 
+/// The most paragraphs and runs a body may hold together. docx-rs holds each in about 5 KB
+/// (its properties are large structs, filled in or not): 5 million empty paragraphs (30 MB
+/// of XML, 30 KB zipped) took over 5 GB. A thousand-page report has some tens of thousands.
+const MAX_PARAGRAPHS_AND_RUNS: usize = 60_000;
+
+/// Whether `xml` holds more than `limit` paragraph and run elements (`p`, `r`, whatever
+/// their namespace prefix), by one linear pass over its tags.
+fn too_many_paragraphs(xml: &[u8], limit: usize) -> bool {
+    let mut count = 0usize;
+    for at in memchr::memchr_iter(b'<', xml) {
+        let name_end = xml[at + 1..]
+            .iter()
+            .position(|c| matches!(c, b'>' | b'/' | b' ' | b'\t' | b'\r' | b'\n'))
+            .map_or(xml.len(), |n| at + 1 + n);
+        let name = &xml[at + 1..name_end];
+        let local = name.iter().rposition(|&c| c == b':').map_or(name, |i| &name[i + 1..]);
+        if local == b"p" || local == b"r" {
+            count += 1;
+            if count > limit {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// The most a document body may inflate to (a ZIP bomb stops here, not in memory). Parsing
 /// holds about five times the XML, and a thousand-page report's body is a few MiB.
 const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
@@ -67,6 +93,11 @@ fn body_alone(bytes: &[u8]) -> Result<docx_rs::Document, Refusal> {
     }
     if xml_too_deep(&xml, MAX_XML_DEPTH) {
         return Err(Refusal::Corrupt(format!("the document body nests elements deeper than {MAX_XML_DEPTH} levels")));
+    }
+    if too_many_paragraphs(&xml, MAX_PARAGRAPHS_AND_RUNS) {
+        return Err(Refusal::TooLarge(format!(
+            "the document body holds over {MAX_PARAGRAPHS_AND_RUNS} paragraphs and runs"
+        )));
     }
     docx_rs::Document::from_xml(&xml[..]).map_err(refusal)
 }
