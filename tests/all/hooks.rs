@@ -188,6 +188,30 @@ fn max_lines_and_require_test_for_rules_are_checked() {
     );
 }
 
+/// A staged path that is a symbolic link to a file outside the repository is not read (the
+/// gatekeeper never follows links); the answer passes with nothing checked, so its notice must
+/// name the file and say why (it said only "Too many levels of symbolic links (os error 40)").
+#[cfg(unix)]
+#[test]
+fn a_staged_symlink_out_of_the_repository_is_named_as_not_checked_and_why() {
+    let env = Env::new();
+    let (repo, engine) = indexed_fixture(&env, &[]);
+    let outside = env.repo("elsewhere");
+    write(&outside, "secret.ts", "const raw: any = 1;\n");
+    std::os::unix::fs::symlink(outside.join("secret.ts"), repo.join("src/link.ts")).unwrap();
+    let req = HookValidateRequest {
+        agent_id: None,
+        files: vec![StagedFile { path: "src/link.ts".into(), content: None, deleted: false }],
+    };
+    let r = engine.hook_validate(&repo, &req).unwrap();
+    assert_eq!((r.status, r.checked_files), (HookStatus::Pass, 0), "{r:?}");
+    assert!(
+        r.notices.iter().any(|n| n.starts_with("src/link.ts is a symbolic link") && n.contains("not checked")),
+        "{:?}",
+        r.notices
+    );
+}
+
 /// The gatekeeper keeps the repository's file set per index generation; a re-index (a full
 /// run or a watcher batch) must be seen by the next request: a new test file satisfies
 /// `require-test-for`, a new file closes a cycle through an import that did not resolve

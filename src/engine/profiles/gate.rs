@@ -487,8 +487,14 @@ fn read_staged(root: &Path, files: &[StagedFile], checks: &[Check], notices: &mu
 /// A working-tree file for a staged path sent without its content, through the one opener: a
 /// regular file inside the repository (no symlink anywhere on the way) of text within the size limit.
 fn read_worktree(root: &Path, rel: &str) -> std::result::Result<String, String> {
-    let bytes = fsutil::read_repo_file_capped(root, rel, MAX_STAGED_BYTES as u64)
-        .map_err(|e| format!("{rel}: {e}; not checked"))?
+    let bytes = fsutil::read_repo_file_capped(root, rel, MAX_STAGED_BYTES as u64).map_err(|e| {
+        // The opener's refusal reads "Too many levels of symbolic links": say what it means.
+        if fsutil::is_symlink_refusal(&e) {
+            format!("{rel} is a symbolic link (or under one); not checked: the gatekeeper reads only regular files inside the repository, never what a link points to (send the file's content, or stage the file itself)")
+        } else {
+            format!("{rel}: {e}; not checked")
+        }
+    })?
         .ok_or_else(|| format!("{rel} is larger than {} MiB; not checked", MAX_STAGED_BYTES >> 20))?;
     String::from_utf8(bytes).map_err(|_| format!("{rel} is not UTF-8 text; not checked"))
 }
