@@ -23,7 +23,8 @@
 //! - `prompt_tokens_seen` caps the prompt token count a chat reports (a server that silently
 //!   cut the prompt to fit a smaller context window);
 //! - `v1_context_window` makes `/v1/chat/completions` refuse longer prompts with llama.cpp's
-//!   400 `exceed_context_size_error`.
+//!   400 `exceed_context_size_error`; `props_n_ctx` serves llama.cpp's `/props` with the
+//!   window it runs with.
 //!
 //! Real models behind the same API: `../shared/tools/ollama-shim`.
 
@@ -79,6 +80,9 @@ pub struct FakeOllamaOptions {
     /// When set, `/v1/chat/completions` refuses a prompt of more tokens (its words) as
     /// llama.cpp's server does: 400 `exceed_context_size_error` with `n_ctx`.
     pub v1_context_window: Option<usize>,
+    /// When set, `/props` answers as llama.cpp's does, with this as
+    /// `default_generation_settings.n_ctx` (the window it runs with); 404 otherwise.
+    pub props_n_ctx: Option<u64>,
 }
 
 impl Default for FakeOllamaOptions {
@@ -99,6 +103,7 @@ impl Default for FakeOllamaOptions {
             keep_alive_only_ms: 0,
             prompt_tokens_seen: None,
             v1_context_window: None,
+            props_n_ctx: None,
         }
     }
 }
@@ -225,6 +230,7 @@ fn with_tag(m: &str) -> String {
 
 fn router(shared: Arc<Shared>) -> Router {
     let v1 = Router::new()
+        .route("/props", get(props))
         .route("/v1/models", get(v1_models))
         .route("/v1/chat/completions", post(v1_chat))
         .route("/v1/embeddings", post(v1_embeddings))
@@ -636,6 +642,21 @@ async fn v1_models(State(s): S) -> Response {
         })
         .collect();
     Json(json!({"object": "list", "data": data})).into_response()
+}
+
+/// llama.cpp's `/props`, when the fake plays llama.cpp (`props_n_ctx`); else 404.
+async fn props(State(s): S) -> Response {
+    if let Some(r) = record(&s, "/props", &Value::Null) {
+        return r;
+    }
+    match s.opts.props_n_ctx {
+        Some(n) => Json(json!({"default_generation_settings": {"n_ctx": n, "params": {}}, "total_slots": 1,
+                               "model_path": "model.gguf", "build_info": "fake"}))
+        .into_response(),
+        None => {
+            (StatusCode::NOT_FOUND, Json(json!({"error": {"code": 404, "message": "File Not Found"}}))).into_response()
+        }
+    }
 }
 
 async fn v1_embeddings(State(s): S, Json(body): Json<Value>) -> Response {

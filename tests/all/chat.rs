@@ -623,6 +623,21 @@ fn a_max_tokens_above_the_answers_share_is_lowered_with_a_notice() {
     assert!(!resp.trace.notices.iter().any(|n| n.contains("max_tokens")), "{:?}", resp.trace.notices);
 }
 
+/// llama.cpp lists the window a model was trained for (`n_ctx_train`), not the one it runs
+/// with (`--ctx-size`, in `/props`): docdex budgeted for the first and overflowed the second.
+#[test]
+fn llama_cpp_is_budgeted_for_the_window_it_runs_with() {
+    let opts = FakeOllamaOptions { openai_only: true, props_n_ctx: Some(2048), ..Default::default() };
+    let c = Chat::with_provider("openai", opts, "context_tokens = 8192\n");
+    let resp = c.ask(&q("how are stale sessions expired?"));
+    assert_eq!(resp.llm.status, AnswerStatus::Answered);
+    assert_eq!(resp.trace.budget.context_window, 2048, "{}", resp.trace.budget.window_source);
+    assert!(resp.trace.budget.window_source.contains("reports 2048"), "{}", resp.trace.budget.window_source);
+    // A server without `/props` (vLLM, LM Studio, Ollama's /v1) keeps the configured window.
+    let plain = Chat::with_provider("openai", FakeOllamaOptions { openai_only: true, ..Default::default() }, "");
+    assert_eq!(plain.ask(&q("how are stale sessions expired?")).trace.budget.context_window, 8192);
+}
+
 /// The temperature and answer format a caller asks for (HTTP `temperature`, `response_format`)
 /// reach the model server in its own wire format; before, the turn always sent neither.
 #[test]

@@ -259,23 +259,60 @@ impl Provider for OpenAiProvider {
         async move {
             let model = if model.is_empty() { self.default_model.as_str() } else { model };
             let list: Value = self.http.json(reqwest::Method::GET, "/v1/models", None, "").await?;
-            Ok(models_context_window(&list, model))
+            let listed = models_context_window(&list, model);
+            if matches!(listed, Some(Window::Running(_))) {
+                return Ok(listed.map(Window::tokens));
+            }
+            // llama.cpp lists the window the model was trained for; the one it runs with
+            // (`--ctx-size`, often far smaller) is in `/props`. Other servers have no `/props`.
+            match self.http.json::<Value>(reqwest::Method::GET, "/props", None, "").await {
+                Ok(props) => Ok(props_context_window(&props).or(listed.map(Window::tokens))),
+                Err(e) => {
+                    tracing::debug!(error = %e, "no /props on the openai server: its model list's window stands");
+                    Ok(listed.map(Window::tokens))
+                }
+            }
         }
         .boxed()
     }
 }
 
+/// A context window as a model list gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Window {
+    /// The window the server runs the model with (vLLM's `max_model_len`, ...).
+    Running(u32),
+    /// The window the model was trained for (llama.cpp's `n_ctx_train`): an upper bound only.
+    Trained(u32),
+}
+
+impl Window {
+    fn tokens(self) -> u32 {
+        match self {
+            Window::Running(n) | Window::Trained(n) => n,
+        }
+    }
+}
+
+/// The window llama.cpp's server runs with per request: `/props`
+/// `default_generation_settings.n_ctx`.
+fn props_context_window(props: &Value) -> Option<u32> {
+    let n = props["default_generation_settings"]["n_ctx"].as_u64().or_else(|| props["n_ctx"].as_u64())?;
+    Some(n.min(u64::from(u32::MAX)) as u32).filter(|n| *n > 0)
+}
+
 /// The context window a model list gives for `model`: vLLM's `max_model_len`, LM Studio's
 /// `max_context_length`, `context_length`/`context_window` elsewhere, llama.cpp's `meta.n_ctx_train`.
-fn models_context_window(list: &Value, model: &str) -> Option<u32> {
+fn models_context_window(list: &Value, model: &str) -> Option<Window> {
     let entry =
         list["data"].as_array()?.iter().find(|m| m["id"].as_str().is_some_and(|id| super::model_matches(model, id)))?;
-    ["max_model_len", "max_context_length", "context_length", "context_window"]
+    let clamp = |n: u64| Some(n.min(u64::from(u32::MAX)) as u32).filter(|n| *n > 0);
+    let running = ["max_model_len", "max_context_length", "context_length", "context_window"]
         .iter()
         .find_map(|k| entry[*k].as_u64())
-        .or_else(|| entry["meta"]["n_ctx_train"].as_u64())
-        .map(|n| n.min(u64::from(u32::MAX)) as u32)
-        .filter(|n| *n > 0)
+        .and_then(clamp)
+        .map(Window::Running);
+    running.or_else(|| entry["meta"]["n_ctx_train"].as_u64().and_then(clamp).map(Window::Trained))
 }
 
 #[cfg(test)]
@@ -304,9 +341,12 @@ mod tests {
     #[test]
     fn context_window_from_the_model_list() {
         let list = json!({"data": [{"id": "other", "max_model_len": 1}, {"id": "qwen", "max_model_len": 32768}]});
-        assert_eq!(models_context_window(&list, "qwen"), Some(32768));
+        assert_eq!(models_context_window(&list, "qwen"), Some(Window::Running(32768)));
         let cpp = json!({"data": [{"id": "model.gguf", "meta": {"n_ctx_train": 4096}}]});
-        assert_eq!(models_context_window(&cpp, "model.gguf"), Some(4096));
+        assert_eq!(models_context_window(&cpp, "model.gguf"), Some(Window::Trained(4096)));
         assert_eq!(models_context_window(&list, "missing"), None);
+        let props = json!({"default_generation_settings": {"n_ctx": 2048}, "total_slots": 1});
+        assert_eq!(props_context_window(&props), Some(2048));
+        assert_eq!(props_context_window(&json!({"default_generation_settings": {"n_ctx": 0}})), None);
     }
 }
