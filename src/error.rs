@@ -5,6 +5,19 @@
 
 use std::path::PathBuf;
 
+/// How much of a caller's value an error message quotes: enough to recognise it.
+pub const QUOTED_CHARS: usize = 200;
+
+/// A caller's value as an error message quotes it: `{:?}` of its first [`QUOTED_CHARS`]
+/// characters, then `… (N bytes)` when it is longer, so a 1 MB value does not come back in a
+/// 1 MB error (or fill a log line).
+pub fn quoted(value: &str) -> String {
+    match value.char_indices().nth(QUOTED_CHARS) {
+        None => format!("{value:?}"),
+        Some((cut, _)) => format!("{:?}… ({} bytes)", &value[..cut], value.len()),
+    }
+}
+
 /// Crate-wide result alias.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -43,7 +43,7 @@ pub struct ApiError {
 impl ApiError {
     /// An error with an explicit status and code.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into() }
+        ApiError { status, code, message: bounded(message.into()) }
     }
 
     /// 400 `bad_request`.
@@ -80,6 +80,36 @@ impl ApiError {
     }
 }
 
+/// The longest error message sent: messages that quote a caller's value do so through
+/// [`crate::error::quoted`], but some quote it in words docdex does not choose (serde's "invalid
+/// type: string \"...\"", an engine path); those are cut here.
+pub const MAX_MESSAGE_BYTES: usize = 2048;
+
+/// `message` within [`MAX_MESSAGE_BYTES`]: its start and its end (where the advice usually is),
+/// with what was left out counted between them.
+pub fn bounded(message: String) -> String {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message;
+    }
+    let head = floor_char_boundary(&message, MAX_MESSAGE_BYTES / 2);
+    let tail = ceil_char_boundary(&message, message.len() - MAX_MESSAGE_BYTES / 4);
+    format!("{} … ({} bytes left out) … {}", &message[..head], tail - head, &message[tail..])
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
 /// The HTTP status for an engine error code.
 pub fn status_for(code: &str) -> StatusCode {
     match code {
@@ -108,7 +138,7 @@ pub fn status_for(code: &str) -> StatusCode {
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         let code = e.code();
-        ApiError { status: status_for(code), code, message: e.to_string() }
+        ApiError { status: status_for(code), code, message: bounded(e.to_string()) }
     }
 }
 
@@ -136,5 +166,15 @@ mod tests {
         assert_eq!((internal.status, internal.code), (StatusCode::INTERNAL_SERVER_ERROR, "internal"));
         let bad = ApiError::from(Error::BadRequest("empty query".into()));
         assert_eq!((bad.status, bad.code), (StatusCode::BAD_REQUEST, "bad_request"));
+    }
+
+    #[test]
+    fn long_messages_keep_their_start_and_end_within_the_bound() {
+        let long = format!("bad thing \"{}\": do this instead", "é".repeat(100_000));
+        let cut = ApiError::bad_request(long.clone()).message;
+        assert!(cut.len() <= MAX_MESSAGE_BYTES + 64, "{}", cut.len());
+        assert!(cut.starts_with("bad thing \"é") && cut.ends_with("\": do this instead"), "{cut}");
+        assert!(cut.contains(" bytes left out) … "), "{cut}");
+        assert_eq!(ApiError::bad_request("short").message, "short");
     }
 }

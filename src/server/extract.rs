@@ -70,7 +70,9 @@ where
 
 /// Parses `A-B` or `A` into an inclusive line range.
 pub fn parse_lines(s: &str) -> Result<(u32, u32), ApiError> {
-    let bad = || ApiError::bad_request(format!("bad lines {s:?}: use A-B, e.g. 10-40, or a single line"));
+    let bad = || {
+        ApiError::bad_request(format!("bad lines {}: use A-B, e.g. 10-40, or a single line", crate::error::quoted(s)))
+    };
     match s.split_once('-') {
         Some((a, b)) => Ok((a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?)),
         None => {

@@ -3,6 +3,7 @@
 //! fingerprint the server hands out).
 
 use super::error::ApiError;
+use crate::error::quoted;
 use std::path::PathBuf;
 
 /// A parsed repository selector.
@@ -31,7 +32,8 @@ pub fn parse_repo_selector(s: &str) -> Result<Selector, ApiError> {
     };
     if !path.is_absolute() {
         return Err(ApiError::bad_request(format!(
-            "repository {s:?} must be an absolute path, a file:// URI or a repo id"
+            "repository {} must be an absolute path, a file:// URI or a repo id",
+            quoted(s)
         )));
     }
     Ok(Selector::Path(path))
@@ -51,13 +53,13 @@ fn percent_decode(s: &str) -> Result<String, ApiError> {
                     i += 3;
                     continue;
                 }
-                None => return Err(ApiError::bad_request(format!("bad percent-encoding in file URI {s:?}"))),
+                None => return Err(ApiError::bad_request(format!("bad percent-encoding in file URI {}", quoted(s)))),
             }
         }
         out.push(bytes[i]);
         i += 1;
     }
-    String::from_utf8(out).map_err(|_| ApiError::bad_request(format!("file URI {s:?} is not UTF-8")))
+    String::from_utf8(out).map_err(|_| ApiError::bad_request(format!("file URI {} is not UTF-8", quoted(s))))
 }
 
 #[cfg(test)]

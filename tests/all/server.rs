@@ -155,6 +155,33 @@ async fn errors_follow_one_contract() {
     assert_eq!(s, 400);
 }
 
+/// A caller's value quoted in an error comes back cut: a 1 MB `agent_id` came back whole in a
+/// 1 MB message, and so did a 1 MB string where serde wanted a number.
+#[tokio::test]
+async fn errors_quote_a_huge_value_cut_to_its_start_and_length() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let agent = "é".repeat(500_000);
+    let body = json!({"agent_id": agent, "category": "style", "content": "Use tabs."});
+    let (s, v) = json_of(c.post(server.url("/v1/profile/add")).json(&body).send().await.unwrap()).await;
+    assert_eq!(s, 400, "{}", &v.to_string()[..300]);
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.len() < 1_000, "{} bytes: {}", message.len(), &message[..300]);
+    assert!(message.contains(&format!("{}\"… (1000000 bytes): use 1 to 64 letters", "é".repeat(10))), "{message}");
+
+    let body = json!({"query": "x", "limit": "9".repeat(1_000_000)});
+    let (s, v) = json_of(c.post(server.url("/v1/search")).json(&body).send().await.unwrap()).await;
+    assert_eq!(s, 400);
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.len() < 2_200, "{} bytes: {}", message.len(), &message[..300]);
+    assert!(
+        message.starts_with("invalid JSON body: invalid type: string") && message.contains("bytes left out"),
+        "{message}"
+    );
+}
+
 #[tokio::test]
 async fn token_guards_every_http_and_mcp_request() {
     let env = Env::new();

@@ -551,7 +551,8 @@ pub fn valid_agent(id: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::BadRequest(format!(
-            "bad agent id {id:?}: use 1 to 64 letters, digits, '-' or '_' (e.g. mcoda_frontend)"
+            "bad agent id {}: use 1 to 64 letters, digits, '-' or '_' (e.g. mcoda_frontend)",
+            crate::error::quoted(id)
         )))
     }
 }

@@ -94,12 +94,16 @@ fn validate(req: &ChatTurnRequest) -> Result<()> {
         ));
     }
     if let Some(id) = req.session_id.as_deref().filter(|id| !crate::engine::dag::valid_session_id(id)) {
-        return Err(Error::BadRequest(format!("bad session id {id:?}: use 1 to 64 letters, digits, '-' or '_'")));
+        return Err(Error::BadRequest(format!(
+            "bad session id {}: use 1 to 64 letters, digits, '-' or '_'",
+            crate::error::quoted(id)
+        )));
     }
     if let Some(agent) = &req.agent_id {
         if !crate::engine::dag::valid_session_id(agent) {
             return Err(Error::BadRequest(format!(
-                "bad agent id {agent:?}: use 1 to 64 letters, digits, '-' or '_' (e.g. mcoda_frontend)"
+                "bad agent id {}: use 1 to 64 letters, digits, '-' or '_' (e.g. mcoda_frontend)",
+                crate::error::quoted(agent)
             )));
         }
     }
