@@ -268,3 +268,62 @@ fn a_zero_timeout_is_bad_input_not_a_run_killed_at_once() {
     assert_eq!(r["isError"], true, "{r}");
     assert!(r["content"][0]["text"].as_str().unwrap().contains("give 1 or more"), "{r}");
 }
+
+/// The run's state of process `pid` (`None` once it is gone; `Z` a zombie awaiting its reaper).
+fn proc_state(pid: &str) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next())
+}
+
+fn alive(pid: &str) -> bool {
+    proc_state(pid).is_some_and(|s| s != 'Z')
+}
+
+/// A configured test command that exits at once but leaves a `sleep` running with the run's
+/// output open (as a test starting a server does), and one more in a session of its own.
+fn leftover_project(env: &Env, name: &str, command: &str) -> PathBuf {
+    let repo = env.repo(name);
+    write(&repo, "tests/x.txt", "");
+    std::fs::create_dir_all(env.home()).unwrap();
+    write(&env.home(), "config.toml", format!("[tests]\ncommand = {command:?}\n"));
+    repo
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn processes_the_tests_leave_behind_are_killed_and_do_not_hold_the_run_open() {
+    let env = Env::new();
+    let repo = leftover_project(&env, "left", "echo '1 passed'; sleep 60 & echo $! > left.pid; exit 0");
+    let started = std::time::Instant::now();
+    let (code, v) = run_tests(&env, &repo, &["--timeout", "30"], &[]);
+    // It waited for the sleep (60 s, past the 30 s timeout) and left it running.
+    assert!(started.elapsed().as_secs() < 20, "the run ended with its runner: {:?}", started.elapsed());
+    assert_eq!((code, v["status"].as_str()), (0, Some("passed")), "{v}");
+    let pid = std::fs::read_to_string(repo.join("left.pid")).unwrap().trim().to_string();
+    crate::util::eventually("the leftover sleep is killed", || !alive(&pid));
+    assert!(v["notes"].to_string().contains("left processes running after the runner exited"), "{v}");
+
+    // One in a session of its own escapes the group: the run stops reading after a grace.
+    let env = Env::new();
+    let cmd = "echo '1 passed'; setsid sleep 60 & echo $! > away.pid; exit 0";
+    let repo = leftover_project(&env, "away", cmd);
+    let started = std::time::Instant::now();
+    let (code, v) = run_tests(&env, &repo, &["--timeout", "30"], &[]);
+    let pid = std::fs::read_to_string(repo.join("away.pid")).unwrap().trim().to_string();
+    let _ = std::process::Command::new("kill").arg(&pid).status();
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    assert_eq!(code, 0, "{v}");
+    assert!(v["notes"].to_string().contains("the output stayed open"), "{v}");
+}
+
+#[test]
+fn a_line_of_gigantic_output_is_cut_not_kept_whole() {
+    let env = Env::new();
+    // 64 MiB on one line, then the summary.
+    let cmd = "head -c 67108864 /dev/zero | tr '\\0' x; echo; echo done";
+    let repo = leftover_project(&env, "big", cmd);
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!(code, 0, "{v}");
+    let tail = v["output_tail"].as_str().unwrap();
+    assert!(tail.contains("more bytes of this line cut]\ndone"), "{}", &tail[tail.len().saturating_sub(200)..]);
+}

@@ -24,6 +24,12 @@ use types::*;
 
 /// Lines of output kept for parsing (the oldest are dropped beyond this).
 const MAX_KEPT_LINES: usize = 50_000;
+/// Bytes of output kept for parsing, at most.
+const MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
+/// Bytes of one output line kept (the rest is counted and cut).
+const MAX_LINE_BYTES: usize = 16 * 1024;
+/// How long the output may stay open after the run's process group is gone.
+const OUTPUT_GRACE: Duration = Duration::from_secs(2);
 /// Lines in `output_tail`.
 const TAIL_LINES: usize = 60;
 /// Bytes in `output_tail` at most.
@@ -275,10 +281,91 @@ struct Finished {
     timed_out: bool,
     lines: Vec<String>,
     duration_ms: f64,
+    /// What happened to processes the tests left behind, if anything.
+    notes: Vec<String>,
+}
+
+/// The output kept for parsing: the newest lines, at most `MAX_KEPT_LINES` and
+/// `MAX_KEPT_BYTES`, each cut at `MAX_LINE_BYTES`, so a runner printing gigabytes (or one
+/// line without a newline) cannot take the memory.
+#[derive(Default)]
+struct Kept {
+    lines: std::collections::VecDeque<String>,
+    bytes: usize,
+}
+
+impl Kept {
+    fn push(&mut self, line: String) {
+        self.bytes += line.len();
+        self.lines.push_back(line);
+        while self.lines.len() > MAX_KEPT_LINES || self.bytes > MAX_KEPT_BYTES {
+            let Some(old) = self.lines.pop_front() else { break };
+            self.bytes -= old.len();
+        }
+    }
+}
+
+/// Reads `pipe` line by line into `kept`; a line's bytes past `MAX_LINE_BYTES` are counted,
+/// not stored.
+fn read_lines(pipe: impl Read, kept: &Mutex<Kept>) {
+    let mut r = BufReader::new(pipe);
+    let mut line: Vec<u8> = Vec::new();
+    let mut cut = 0usize;
+    let flush = |line: &mut Vec<u8>, cut: &mut usize| {
+        let mut text = String::from_utf8_lossy(line).trim_end_matches('\r').to_string();
+        if *cut > 0 {
+            text.push_str(&format!(" [... {cut} more bytes of this line cut]"));
+        }
+        line.clear();
+        *cut = 0;
+        if let Ok(mut k) = kept.lock() {
+            k.push(text);
+        }
+    };
+    loop {
+        let (used, ended) = match r.fill_buf() {
+            Ok([]) => break,
+            Ok(buf) => {
+                let end = buf.iter().position(|b| *b == b'\n');
+                let chunk = &buf[..end.unwrap_or(buf.len())];
+                let room = MAX_LINE_BYTES.saturating_sub(line.len()).min(chunk.len());
+                line.extend_from_slice(&chunk[..room]);
+                cut += chunk.len() - room;
+                (chunk.len() + usize::from(end.is_some()), end.is_some())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        r.consume(used);
+        if ended {
+            flush(&mut line, &mut cut);
+        }
+    }
+    if !line.is_empty() || cut > 0 {
+        flush(&mut line, &mut cut);
+    }
+}
+
+/// Kills what is left of the run's process group once its leader is reaped: processes the
+/// tests started and did not stop (a server, a `sleep &`), which would otherwise outlive the
+/// run and, holding its output open, keep it from ending. True when there were any.
+fn kill_leftovers(group: u32) -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: kill(2) on the run's own process group; no memory is touched. The group id
+        // cannot name another group while this one has members (POSIX), and with none
+        // left kill fails with ESRCH.
+        unsafe { libc::kill(-(group as libc::pid_t), libc::SIGKILL) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = group;
+        false
+    }
 }
 
 /// Runs `argv` in `root` in a new process group, interleaving stdout and stderr lines, and
-/// kills the whole group at `timeout`.
+/// kills the whole group at `timeout`, or when the runner exits and left processes behind.
 fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> {
     let Some((program, args)) = argv.split_first() else {
         return Err(Error::BadRequest("empty test command".into()));
@@ -306,40 +393,29 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
             Error::io("starting the test runner in", root, e)
         }
     })?;
-    let lines: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
-    let mut readers = Vec::new();
+    let kept: Arc<Mutex<Kept>> = Arc::default();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let pipes: [Option<Box<dyn Read + Send>>; 2] = [
         child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
         child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
     ];
+    let mut readers = 0;
     for pipe in pipes.into_iter().flatten() {
-        let lines = lines.clone();
-        readers.push(std::thread::spawn(move || {
-            let mut r = BufReader::new(pipe);
-            let mut buf = Vec::new();
-            while r.read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
-                let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
-                buf.clear();
-                if let Ok(mut l) = lines.lock() {
-                    if l.len() >= MAX_KEPT_LINES {
-                        l.drain(..MAX_KEPT_LINES / 10);
-                    }
-                    l.push(line);
-                }
-            }
-        }));
+        let (kept, done) = (kept.clone(), done_tx.clone());
+        readers += 1;
+        std::thread::spawn(move || {
+            read_lines(pipe, &kept);
+            let _ = done.send(());
+        });
     }
+    drop(done_tx);
     let mut timed_out = false;
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
             Ok(None) if started.elapsed() >= timeout => {
                 timed_out = true;
-                #[cfg(unix)]
-                // SAFETY: kill(2) on the child's own process group (made above): no memory is touched.
-                unsafe {
-                    libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL);
-                }
+                kill_leftovers(child.id());
                 let _ = child.kill();
                 break child.wait().ok();
             }
@@ -347,15 +423,29 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
             Err(e) => return Err(Error::io("waiting for the test runner in", root, e)),
         }
     };
-    for r in readers {
-        let _ = r.join();
+    let mut notes = Vec::new();
+    if kill_leftovers(child.id()) && !timed_out {
+        notes.push("the tests left processes running after the runner exited: they were killed".to_string());
     }
-    let lines = lines.lock().map(|l| l.clone()).unwrap_or_default();
+    // The output ends when its last writer does; one that left the group (setsid) is not
+    // waited for beyond a short grace, nor past the timeout's own end.
+    let grace = Instant::now() + OUTPUT_GRACE;
+    for _ in 0..readers {
+        if done_rx.recv_timeout(grace.saturating_duration_since(Instant::now())).is_err() {
+            notes.push(format!(
+                "the output stayed open {} s after the run ended (a process the tests started in a session of its own holds it): stopped reading it",
+                OUTPUT_GRACE.as_secs()
+            ));
+            break;
+        }
+    }
+    let lines = kept.lock().map(|k| k.lines.iter().cloned().collect()).unwrap_or_default();
     Ok(Finished {
         exit_code: if timed_out { None } else { status.and_then(|s| s.code()) },
         timed_out,
         lines,
         duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+        notes,
     })
 }
 
@@ -497,6 +587,7 @@ impl Engine {
         resp.failures = outcome.failures;
         resp.output_tail = tail(&done.lines);
         resp.notes.extend(notes);
+        resp.notes.extend(done.notes);
         Ok(resp)
     }
 
