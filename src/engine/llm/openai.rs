@@ -119,10 +119,35 @@ impl SseWire {
     }
 }
 
+impl SseWire {
+    /// The error a server put outside `data:` framing: llama.cpp before late 2025 streams a
+    /// failure (a prompt over its window, above all) as an `error: {...}` line at HTTP 200,
+    /// some proxies forward the backend's bare JSON error body. Read as nothing, the first
+    /// ended as an empty answer that looked complete and the second lost the server's words.
+    fn framing_error(&self, line: &str) -> Option<Error> {
+        let json = match line.strip_prefix("error:") {
+            Some(rest) => rest.trim(),
+            None if line.starts_with('{') => line,
+            None => return None,
+        };
+        let v: Value = serde_json::from_str(json).ok()?;
+        let body = if v.get("error").is_some() { v } else { json!({ "error": v }) };
+        let body = body.to_string();
+        let msg = super::http::error_message(&body);
+        let advice = super::http::context_overflow_advice(&body, &msg);
+        Some(Error::Upstream(format!("the openai server at {} stopped the answer: {msg}{advice}", self.base)))
+    }
+}
+
 impl ChatWire for SseWire {
     fn on_line(&mut self, line: &str) -> Result<Step> {
         // Comments (`: ping`), `event:` and `id:` lines carry nothing for us.
-        let Some(data) = line.strip_prefix("data:") else { return Ok(Step::Nothing) };
+        let Some(data) = line.strip_prefix("data:") else {
+            return match self.framing_error(line) {
+                Some(e) => Err(e),
+                None => Ok(Step::Nothing),
+            };
+        };
         let data = data.trim();
         if data == "[DONE]" {
             return Ok(self.done());
@@ -131,8 +156,13 @@ impl ChatWire for SseWire {
             Error::Upstream(format!("the openai server at {} sent an event docdex cannot read ({e})", self.base))
         })?;
         if let Some(err) = chunk.error {
-            let msg = super::http::error_message(&json!({ "error": err }).to_string());
-            return Err(Error::Upstream(format!("the openai server at {} stopped the answer: {msg}", self.base)));
+            let body = json!({ "error": err }).to_string();
+            let msg = super::http::error_message(&body);
+            let advice = super::http::context_overflow_advice(&body, &msg);
+            return Err(Error::Upstream(format!(
+                "the openai server at {} stopped the answer: {msg}{advice}",
+                self.base
+            )));
         }
         if let Some(u) = chunk.usage {
             self.usage = u;
@@ -318,6 +348,23 @@ fn models_context_window(list: &Value, model: &str) -> Option<Window> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_outside_data_framing_fail_the_answer_with_the_servers_words() {
+        let wire = || SseWire { base: "b".into(), finish: None, usage: Usage::default(), tokens: 0 };
+        // llama.cpp through 2025, then `data: [DONE]`: before, an empty answer finished `stop`.
+        let cpp = r#"error: {"code":400,"message":"the request exceeds the available context size. try increasing the context size or enable context shift","type":"invalid_request_error"}"#;
+        let e = wire().on_line(cpp).err().expect("an error");
+        assert!(
+            e.to_string().contains("exceeds the available context size")
+                && e.to_string().contains("[llm] context_tokens"),
+            "{e}"
+        );
+        let bare = r#"{"error":{"message":"backend crashed"}}"#;
+        assert!(wire().on_line(bare).err().expect("an error").to_string().contains("backend crashed"));
+        assert!(matches!(wire().on_line("event: message"), Ok(Step::Nothing)));
+        assert!(matches!(wire().on_line(": ping"), Ok(Step::Nothing)));
+    }
 
     #[test]
     fn reasoning_deltas_are_progress_and_empty_ones_are_not() {
