@@ -417,17 +417,42 @@ fn script(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
     )
 }
 
+/// A regular file carrying the marker; a link is never ours (writing to it would write
+/// wherever it points).
 fn is_ours(path: &Path) -> bool {
-    std::fs::read_to_string(path).is_ok_and(|t| t.contains(MARKER))
+    path.symlink_metadata().is_ok_and(|m| m.is_file())
+        && std::fs::read_to_string(path).is_ok_and(|t| t.contains(MARKER))
+}
+
+/// Whether anything is at `path`, a dangling link included (`exists` follows links).
+fn present(path: &Path) -> bool {
+    path.symlink_metadata().is_ok()
+}
+
+/// A hook the repository versions (`core.hooksPath` pointing into the work tree) is the
+/// team's: renaming it would put a deletion and docdex's script in everyone's next commit.
+fn refuse_tracked(root: &Path, hook: &Path) -> anyhow::Result<()> {
+    let path = hook.to_string_lossy();
+    if present(hook) && git(Some(root), &["ls-files", "--error-unmatch", "--", &path]).is_ok() {
+        return Err(Error::BadRequest(format!(
+            "{} is tracked by git (core.hooksPath points into the repository): docdex will not replace a hook the repository shares; add `docdex hook pre-commit` to it yourself, or install where core.hooksPath is unset",
+            hook.display()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<()> {
-    let dir = hooks_dir(args.repo.as_deref())?;
+    let root = top_level(args.repo.as_deref())?;
+    let dir = hooks_dir(Some(&root))?;
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let hook = dir.join("pre-commit");
     let kept = dir.join(KEPT);
-    if hook.exists() && !is_ours(&hook) {
-        if kept.exists() {
+    refuse_tracked(&root, &hook)?;
+    // A link, even a dangling one, is someone's hook: kept, never written through.
+    if present(&hook) && !is_ours(&hook) {
+        if present(&kept) {
             bail!("{} exists and so does {}: move one of them away first", hook.display(), kept.display());
         }
         std::fs::rename(&hook, &kept).with_context(|| format!("keeping {}", hook.display()))?;
@@ -446,12 +471,12 @@ fn uninstall(out: &Out, args: UninstallArgs) -> anyhow::Result<()> {
     let dir = hooks_dir(args.repo.as_deref())?;
     let hook = dir.join("pre-commit");
     let kept = dir.join(KEPT);
-    if !hook.exists() || !is_ours(&hook) {
+    if !is_ours(&hook) {
         out.line(&format!("no docdex hook in {}; nothing to remove", dir.display()));
         return Ok(());
     }
     std::fs::remove_file(&hook).with_context(|| format!("removing {}", hook.display()))?;
-    if kept.exists() {
+    if present(&kept) {
         std::fs::rename(&kept, &hook).with_context(|| format!("restoring {}", kept.display()))?;
         out.line(&format!("removed docdex's hook; restored the previous {}", hook.display()));
     } else {

@@ -417,3 +417,40 @@ fn set_exec(p: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+#[test]
+fn install_keeps_a_linked_hook_and_refuses_to_replace_a_versioned_one() {
+    let env = Env::new();
+    let repo = env.repo("linked");
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    write(&repo, "README.md", "x\n");
+    git(&repo, &["add", "-A"], &env, &[]);
+    assert!(git(&repo, &["commit", "-q", "-m", "start"], &env, &[]).status.success());
+    // A hook linked to a script not checked out yet: install wrote docdex's script through
+    // the link, into the work tree.
+    let hooks = repo.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    std::os::unix::fs::symlink("../../scripts/pre-commit", hooks.join("pre-commit")).unwrap();
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!repo.join("scripts/pre-commit").exists(), "written through the link");
+    assert!(hooks.join("pre-commit").symlink_metadata().unwrap().is_file());
+    let kept = hooks.join("pre-commit.before-docdex");
+    assert!(kept.symlink_metadata().unwrap().file_type().is_symlink(), "the link is kept");
+    let out = env.run(&["hook", "uninstall", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(hooks.join("pre-commit").symlink_metadata().unwrap().file_type().is_symlink(), "the link is back");
+
+    // core.hooksPath into the repository, with the hook committed: not renamed, exit 2.
+    let shared = "#!/bin/sh\necho team hook\n";
+    write(&repo, ".githooks/pre-commit", shared);
+    set_exec(&repo.join(".githooks/pre-commit"));
+    git(&repo, &["add", "-A"], &env, &[]);
+    assert!(git(&repo, &["commit", "-q", "-m", "hooks"], &env, &[]).status.success());
+    git(&repo, &["config", "core.hooksPath", ".githooks"], &env, &[]);
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("is tracked by git"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(repo.join(".githooks/pre-commit")).unwrap(), shared);
+    assert!(!repo.join(".githooks/pre-commit.before-docdex").exists());
+}
