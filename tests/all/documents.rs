@@ -744,3 +744,71 @@ fn a_docx_of_millions_of_empty_paragraphs_is_a_note_not_gigabytes() {
     assert_eq!(note("runs.docx"), over);
     assert_eq!(hit_paths(&env.engine(), &repo, "dunlin roost"), ["fine.docx"]);
 }
+
+/// A PDF of `n` pages (objects 6..) that all show content stream 4 (`content`, Flate) with
+/// resources 5 (font F1, forms `forms` as `/X7`, `/X8`, ... objects 7.. are never pages).
+fn shared_pages_pdf(n: usize, content: &[u8], forms: &[Vec<u8>]) -> Vec<u8> {
+    let first_page = 7 + forms.len();
+    let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", first_page + i)).collect();
+    let names: String = (0..forms.len()).map(|i| format!("/X{} {} 0 R ", 7 + i, 7 + i)).collect();
+    let mut objects = vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        format!("<< /Type /Pages /Kids [{}] /Count {n} >>", kids.join(" ")).into_bytes(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec(),
+        stream_object("/Filter /FlateDecode", &zlib(content)),
+        format!("<< /Font << /F1 3 0 R >> /XObject << {names}>> >>").into_bytes(),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Courier >>".to_vec(),
+    ];
+    objects.extend(forms.iter().cloned());
+    for _ in 0..n {
+        objects
+            .push(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources 5 0 R /Contents 4 0 R >>".to_vec());
+    }
+    raw_pdf_bytes(&objects)
+}
+
+/// A form drawing `body` with `resources` (none: it draws with its caller's).
+fn form(body: &[u8], resources: &str) -> Vec<u8> {
+    let dict = format!("/Type /XObject /Subtype /Form /BBox [0 0 10 10] {resources} /Filter /FlateDecode");
+    stream_object(&dict, &zlib(body))
+}
+
+/// Every stream was within its bound while extraction decoded and parsed a page's content for
+/// each page showing it, and a form for each time it is drawn: 200 pages sharing a 15 MiB
+/// content stream took 5.6 s (5,000, minutes), a form drawn 10,000 times or forms drawing forms
+/// a thousand times over, longer still. What all pages would decode is now bounded (256 MiB);
+/// shared streams and forms drawn on every page of a real document are read.
+#[test]
+fn pdf_pages_and_forms_drawn_again_and_again_are_bounded() {
+    let env = Env::new();
+    let repo = env.repo("pages");
+    let mut big = b"BT /F1 12 Tf 72 712 Td (Whimbrel) Tj ET\n".to_vec();
+    big.resize(15 << 20, b' ');
+    write(&repo, "shared.pdf", shared_pages_pdf(200, &big, &[]));
+    let mut body = b"BT /F1 12 Tf 72 700 Td (Stint) Tj ET\n".to_vec();
+    body.resize(64 << 10, b' ');
+    let draws = "/X7 Do ".repeat(10_000);
+    write(&repo, "drawn.pdf", shared_pages_pdf(1, draws.as_bytes(), &[form(&body, "/Resources 5 0 R")]));
+    let own = "/Resources << /Font << /F1 3 0 R >> /XObject << /X8 8 0 R >> >>";
+    let nested = [form("/X8 Do ".repeat(1_000).as_bytes(), own), form(&body[..1024], "")];
+    write(&repo, "nested.pdf", shared_pages_pdf(1, "/X7 Do ".repeat(1_000).as_bytes(), &nested));
+    // The logo's resources (the pages') name the logo itself; it never draws itself.
+    let logo = form(b"BT /F1 8 Tf 10 10 Td (Sanderling logo) Tj ET", "/Resources 5 0 R");
+    // A form without resources draws with the page's, which name the form itself: pdf-extract
+    // recursed until the stack overflowed (the resources-only check saw no resources).
+    write(&repo, "inherited.pdf", shared_pages_pdf(1, b"/X7 Do", &[form(b"/X7 Do", "")]));
+    let page = b"BT /F1 12 Tf 72 712 Td (Knot survey page) Tj ET /X7 Do /X7 Do";
+    write(&repo, "logo.pdf", shared_pages_pdf(50, page, &[logo]));
+    let t = std::time::Instant::now();
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    assert!(t.elapsed() < std::time::Duration::from_secs(30), "took {:?}", t.elapsed());
+    let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
+    let over = "PDF too large to extract (its pages would have extraction decode over 256 MiB (the same streams drawn again and again))";
+    for file in ["shared.pdf", "drawn.pdf", "nested.pdf"] {
+        assert_eq!(note(file), over, "{file}: {:?}", summary.skipped);
+    }
+    assert_eq!(note("inherited.pdf"), "corrupt PDF (a form XObject draws itself)");
+    let mut hits = hit_paths(&env.engine(), &repo, "knot survey sanderling logo");
+    hits.dedup();
+    assert_eq!(hits, ["logo.pdf"]);
+}

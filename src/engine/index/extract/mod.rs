@@ -14,6 +14,7 @@ mod html;
 mod pdf;
 mod pdf_bound;
 mod pdf_scan;
+mod pdf_work;
 
 use crate::engine::repos::RepoRef;
 use serde::{Deserialize, Serialize};

@@ -62,8 +62,11 @@ pub(super) fn drop_images(doc: &mut Document) {
 }
 
 /// Refuses a document whose streams decode past the bounds above (images are emptied by
-/// [`drop_images`] first and cost nothing).
-pub(super) fn check_inflation(doc: &Document, pages: &BTreeMap<u32, ObjectId>) -> Result<(), Refusal> {
+/// [`drop_images`] first and cost nothing); each stream's decoded size otherwise.
+pub(super) fn check_inflation(
+    doc: &Document,
+    pages: &BTreeMap<u32, ObjectId>,
+) -> Result<HashMap<ObjectId, u64>, Refusal> {
     let mut sizes = HashMap::new();
     let mut total = 0u64;
     for (id, object) in &doc.objects {
@@ -90,7 +93,7 @@ pub(super) fn check_inflation(doc: &Document, pages: &BTreeMap<u32, ObjectId>) -
             )));
         }
     }
-    Ok(())
+    Ok(sizes)
 }
 
 /// What lopdf holds in memory to decode `stream`, counted up to a little past `limit`: every
