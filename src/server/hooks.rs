@@ -13,6 +13,9 @@ use axum::http::{HeaderMap, Method};
 use axum::routing::post;
 use axum::{Extension, Json};
 
+/// The gatekeeper's route.
+pub const HOOK_PATH: &str = "/v1/hooks/validate";
+
 /// The body limit of `/v1/hooks/validate`: 32 MiB of staged files.
 pub const HOOK_BODY_LIMIT: usize = 32 * 1024 * 1024;
 
@@ -58,7 +61,7 @@ async fn validate(
 pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
     routes.route(
         Method::POST,
-        "/v1/hooks/validate",
+        HOOK_PATH,
         post(validate)
             .layer::<_, std::convert::Infallible>(DefaultBodyLimit::max(HOOK_BODY_LIMIT))
             .layer::<_, std::convert::Infallible>(Extension(BodyLimit(HOOK_BODY_LIMIT))),

@@ -14,11 +14,12 @@
 //! contract), `extract` (request extractors and handler helpers), `state`
 //! (what handlers share), the endpoint files (`api`, `intel`, `profile`, `hooks`, `chat`, `mcp/`),
 //! `router` (assembles them with the OpenAPI document, `openapi`, and the
-//! request guards, `auth` and `origin`), `listen` (connections: the cap, timeouts, eviction
+//! request guards, `auth`, `origin` and `budget`, the memory budget of request bodies), `listen` (connections: the cap, timeouts, eviction
 //! of idle ones), and `run` (the process).
 
 pub mod api;
 pub mod auth;
+pub mod budget;
 pub mod chat;
 pub mod error;
 pub mod extract;

@@ -1,11 +1,13 @@
 //! The whole application, assembled: every endpoint file's routes (`api`,
 //! `intel`, `chat`, and `mcp` when enabled) registered through [`Routes`], the
 //! OpenAPI document built from that same table (`/v1/openapi.json`), the error
-//! contract for unknown routes and methods, body limits, and the request guards
+//! contract for unknown routes and methods, body limits and their shared budget (`budget`),
+//! and the request guards
 //! (the token, `auth`; the `Origin` and `Host` checks, `origin`; the header limits,
 //! `listen`). Nothing imports this file
 //! but `run` and the tests.
 
+use super::budget::{self, BodyBudget};
 use super::error::ApiError;
 use super::extract::BodyLimit;
 use super::openapi::{self, Operation, Routes};
@@ -42,9 +44,12 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
     let (router, ops) = routes.finish();
     let _ = doc.set(openapi::document(&ops));
     let limit = state.body_limit();
+    let budget = BodyBudget::new(limit, vec![(hooks::HOOK_PATH, hooks::HOOK_BODY_LIMIT)]);
     let router = router
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
+        // After every guard: a request refused for its token or origin takes no share.
+        .layer(middleware::from_fn_with_state(budget, budget::within_budget))
         .layer(Extension(BodyLimit(limit)))
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn(super::extract::repo_header_is_one_text))

@@ -314,3 +314,65 @@ async fn an_unknown_session_is_404_unless_a_new_one_is_asked_for_and_a_taken_id_
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["docdex"]["turn"], 3, "{v}");
 }
+
+/// A head declaring a `len`-byte hooks body, and the body's first bytes.
+fn hook_upload_head(len: usize) -> String {
+    format!("POST /v1/hooks/validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n\r\n{{\"files\": [")
+}
+
+/// Request bodies share one memory budget: slow 32 MiB uploads that hold it make the next one
+/// `503 busy` with `Retry-After`, its body unread, while a search (a small body) still answers;
+/// once they end, a large upload is accepted again. Without the budget every upload was read
+/// (4,096 connections × 32 MiB).
+#[tokio::test]
+async fn slow_large_uploads_holding_the_body_budget_refuse_the_next_one_but_never_a_search() {
+    use std::io::{Read, Write};
+    let env = Env::new();
+    let repo = indexed_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let mut held: Vec<std::net::TcpStream> = Vec::new();
+    let refused = loop {
+        assert!(held.len() < 20, "20 uploads of 32 MiB are all being read at once: no budget");
+        let mut s = std::net::TcpStream::connect(&server.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        s.write_all(hook_upload_head(32 << 20).as_bytes()).unwrap();
+        let mut buf = [0u8; 4096];
+        match s.read(&mut buf) {
+            Ok(0) => panic!("the server closed upload {} without an answer", held.len() + 1),
+            Ok(n) => {
+                let mut out = buf[..n].to_vec();
+                let _ = s.read_to_end(&mut out);
+                break String::from_utf8_lossy(&out).to_lowercase();
+            }
+            // No answer yet: the server is reading its body.
+            Err(_) => held.push(s),
+        }
+        // A byte each, so none stalls into a 408.
+        for h in &mut held {
+            h.write_all(b" ").unwrap();
+        }
+    };
+    assert!(held.len() >= 2, "only {} uploads were read before one was refused", held.len());
+    assert!(refused.starts_with("http/1.1 503"), "{refused}");
+    assert!(refused.contains("retry-after: 2") && refused.contains("\"code\":\"busy\""), "{refused}");
+
+    let c = crate::server_util::client();
+    let r = c.post(server.url("/v1/search")).json(&json!({"query": "session"})).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200, "a search while the budget is taken: {}", r.text().await.unwrap());
+
+    drop(held);
+    // A whole 20 MiB body (JSON padded with spaces) is read and answered once the uploads end.
+    let mut body = String::from("{\"files\": []}");
+    body.push_str(&" ".repeat((20 << 20) - body.len()));
+    eventually("a large upload is accepted again", || {
+        let (c, url, body) = (c.clone(), server.url("/v1/hooks/validate"), body.clone());
+        async move {
+            let r = c.post(url).header("content-type", "application/json").body(body).send().await.unwrap();
+            let status = r.status().as_u16();
+            let v: Value = r.json().await.unwrap();
+            assert!(status == 200 || v["error"]["code"] == "busy", "{status} {v}");
+            status == 200 && v["status"] == "pass"
+        }
+    })
+    .await;
+}
