@@ -253,3 +253,22 @@ fn a_memory_can_be_piped_in() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["memory"]["content"], "Releases are cut on Fridays");
 }
+
+#[test]
+fn control_characters_in_a_memory_are_shown_not_sent_to_the_terminal() {
+    let env = Env::new();
+    let repo = env.repo("esc");
+    let r = repo.to_str().unwrap();
+    // What an agent could store: a title change, a screen clear, and a carriage return that
+    // would hide the words before it.
+    let content = "deploy with \x1b]0;owned\x07care\x1b[2J, never\rrm -rf\tbuild";
+    let v = env.json(&["memory", "store", "--repo", r, "--json", content]);
+    assert_eq!(v["memory"]["content"], content, "stored as given");
+    for args in [vec!["memory", "list", "--repo", r], vec!["memory", "recall", "--repo", r, "deploy"]] {
+        let out = env.run(&args);
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains(['\x1b', '\x07', '\r']), "{args:?} printed raw controls: {text:?}");
+        assert!(text.contains("deploy with \\u{1b}]0;owned\\u{7}care\\u{1b}[2J, never\\rrm -rf\tbuild"), "{text:?}");
+    }
+}
