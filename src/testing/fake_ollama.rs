@@ -77,7 +77,7 @@ pub struct FakeOllamaOptions {
     /// When set, a chat reports at most this many prompt tokens (`prompt_eval_count`,
     /// `usage.prompt_tokens`): what a server that truncated the prompt to its window says.
     pub prompt_tokens_seen: Option<usize>,
-    /// When set, `/v1/chat/completions` refuses a prompt of more tokens (its words) as
+    /// When set, `/v1/chat/completions` refuses a prompt of more tokens (as reported) as
     /// llama.cpp's server does: 400 `exceed_context_size_error` with `n_ctx`.
     pub v1_context_window: Option<usize>,
     /// When set, `/props` answers as llama.cpp's does, with this as
@@ -478,10 +478,15 @@ fn pieces(answer: &str) -> Vec<String> {
     out
 }
 
-/// The prompt tokens a chat reports: its words, capped by `prompt_tokens_seen`.
+/// The prompt tokens a chat reports, counted as a local model's tokenizer would: 90% of
+/// `cl100k_base` (Llama 3's counts code about that much lower) plus 4 per message, capped by
+/// `prompt_tokens_seen`. Words were counted before: on code a third of a real count, which
+/// read as a server that cut the prompt.
 fn prompt_tokens(s: &Shared, messages: &[Value]) -> usize {
-    let words = messages.iter().map(|m| m["content"].as_str().unwrap_or("").split_whitespace().count()).sum();
-    s.opts.prompt_tokens_seen.map_or(words, |cap| cap.min(words))
+    let bpe = tiktoken_rs::cl100k_base_singleton();
+    let raw: usize = messages.iter().map(|m| bpe.encode_ordinary(m["content"].as_str().unwrap_or("")).len() + 4).sum();
+    let count = (raw * 9).div_ceil(10);
+    s.opts.prompt_tokens_seen.map_or(count, |cap| cap.min(count))
 }
 
 /// A streamed body of `beats` sent every `every_ms`, round and round, until the caller hangs up.
