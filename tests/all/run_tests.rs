@@ -305,7 +305,8 @@ fn processes_the_tests_leave_behind_are_killed_and_do_not_hold_the_run_open() {
 
     // One in a session of its own escapes the group: the run stops reading after a grace.
     let env = Env::new();
-    let cmd = "echo '1 passed'; setsid sleep 60 & echo $! > away.pid; exit 0";
+    // It writes its pid only once in its own session; the runner waits for that.
+    let cmd = "echo '1 passed'; setsid sh -c 'echo $$ > away.pid; exec sleep 60' & while [ ! -s away.pid ]; do sleep 0.05; done; exit 0";
     let repo = leftover_project(&env, "away", cmd);
     let started = std::time::Instant::now();
     let (code, v) = run_tests(&env, &repo, &["--timeout", "30"], &[]);
@@ -326,4 +327,27 @@ fn a_line_of_gigantic_output_is_cut_not_kept_whole() {
     assert_eq!(code, 0, "{v}");
     let tail = v["output_tail"].as_str().unwrap();
     assert!(tail.contains("more bytes of this line cut]\ndone"), "{}", &tail[tail.len().saturating_sub(200)..]);
+}
+
+#[test]
+fn a_target_named_like_an_option_is_a_file_to_the_runner() {
+    let env = Env::new();
+    let repo = node_project(&env, "dash");
+    // A file whose name is an option: node printed its version and reported a pass.
+    write(&repo, "--version", "require('node:test')('named like an option', () => {});\n");
+    let (code, v) = run_tests(&env, &repo, &["--target=--version"], &[]);
+    assert_eq!(v["command"], serde_json::json!(["node", "--test", "--test-reporter=tap", "./--version"]), "{v}");
+    assert_eq!((code, v["passed"].as_u64()), (0, Some(1)), "{v}");
+    // pytest removes its --basetemp directory: a file named `--basetemp=keep` cost `keep`.
+    let Some(venv) = pytest_venv() else { return };
+    let repo = env.repo("dashpy");
+    write(&repo, "pyproject.toml", "[project]\nname = \"fixture\"\nversion = \"0.1.0\"\n");
+    // A test using tmp_path: pytest then empties its --basetemp.
+    write(&repo, "tests/test_ok.py", "def test_fine(tmp_path):\n    assert tmp_path.is_dir()\n");
+    write(&repo, "keep/precious.txt", "do not delete\n");
+    write(&repo, "--basetemp=keep", "");
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    let (_, v) = run_tests(&env, &repo, &["--target=--basetemp=keep"], &[]);
+    assert!(repo.join("keep/precious.txt").exists(), "pytest took the target as --basetemp: {v}");
+    assert_eq!(v["command"].as_array().unwrap().last().unwrap(), "./--basetemp=keep", "{v}");
 }

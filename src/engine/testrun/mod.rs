@@ -171,10 +171,23 @@ fn node_test_files(root: &Path, dir: &str) -> Vec<String> {
     out
 }
 
+/// A repo-relative path as a runner's operand: one starting with `-` (a file named
+/// `--basetemp=..` exists and confines fine) would be read as an option, and pytest removes
+/// its `--basetemp` directory.
+fn operand(path: &str) -> String {
+    if path.starts_with('-') {
+        format!("./{path}")
+    } else {
+        path.to_string()
+    }
+}
+
 /// The command line for `runner` over `targets` (repo-relative files or directories; empty
 /// for the whole suite), with notes about what could not be narrowed.
 fn command(root: &Path, runner: Runner, configured: &str, targets: &[String], notes: &mut Vec<String>) -> Vec<String> {
     let s = |x: &str| x.to_string();
+    let targets: Vec<String> = targets.iter().map(|t| operand(t)).collect();
+    let targets = targets.as_slice();
     match runner {
         Runner::Config => {
             let mut cmd = vec![s("sh"), s("-c"), format!("{configured} \"$@\""), s("docdex-run-tests")];
