@@ -281,6 +281,13 @@ fn top_level(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
             ))
             .into());
         }
+        if said.contains("must be run in a work tree") {
+            return Err(Error::BadRequest(format!(
+                "{} is a bare repository: nothing is committed there, so a pre-commit hook would never run; install it in a clone",
+                shown()
+            ))
+            .into());
+        }
         bail!("git rev-parse --show-toplevel: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))

@@ -390,6 +390,12 @@ fn installing_outside_a_git_repository_is_a_usage_error_that_says_what_to_do() {
     }
     let out = env.run(&["hook", "install", "--repo", env.dir.path().join("nowhere").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    // A bare repository: git's "must be run in a work tree" and exit 1 before.
+    let bare = env.repo("bare.git");
+    assert!(git(&bare, &["init", "-q", "--bare"], &env, &[]).status.success());
+    let out = env.run(&["hook", "install", "--repo", bare.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("is a bare repository") && text(&out).contains("in a clone"), "{}", text(&out));
 }
 
 #[test]
