@@ -247,15 +247,17 @@ where
 /// A streamed body cut into lines without ever splitting a multi-byte character: bytes are
 /// buffered until a newline, so a character cut across two network reads is rejoined.
 ///
-/// The idle timer runs from the last [`Lines::progressed`], not from the last bytes: a server
-/// (or a proxy before it) that sends keep-alives, blank lines or empty deltas forever would
-/// otherwise hold a turn, and its chat slot, for good.
+/// The idle timer counts the time spent waiting on the server since the last
+/// [`Lines::progressed`], not since the last bytes: a server (or a proxy before it) that sends
+/// keep-alives, blank lines or empty deltas forever would otherwise hold a turn, and its chat
+/// slot, for good. Time the caller spends between reads (a slow reader, with TCP holding the
+/// server back) is not the server's silence and does not count.
 pub(crate) struct Lines {
     body: BoxStream<'static, Result<Vec<u8>>>,
     buf: Vec<u8>,
     idle: Duration,
-    /// When the stream is given up on unless it makes progress first.
-    deadline: tokio::time::Instant,
+    /// Time spent waiting on the body since the last progress.
+    waited: Duration,
     /// Bytes arrived since the last progress (keep-alives): said in the timeout's message.
     chatter: bool,
     ended: bool,
@@ -265,13 +267,12 @@ pub(crate) struct Lines {
 impl Lines {
     /// Lines of `body`, given up on after `idle` without progress; `what` is the timeout's message.
     pub fn new(body: BoxStream<'static, Result<Vec<u8>>>, idle: Duration, what: String) -> Lines {
-        let deadline = tokio::time::Instant::now() + idle;
-        Lines { body, buf: Vec::new(), idle, deadline, chatter: false, ended: false, what }
+        Lines { body, buf: Vec::new(), idle, waited: Duration::ZERO, chatter: false, ended: false, what }
     }
 
     /// Real progress (an answer token, reasoning, the end): the idle timer starts again.
     pub fn progressed(&mut self) {
-        self.deadline = tokio::time::Instant::now() + self.idle;
+        self.waited = Duration::ZERO;
         self.chatter = false;
     }
 
@@ -294,8 +295,15 @@ impl Lines {
                 let text = String::from_utf8_lossy(&std::mem::take(&mut self.buf)).trim().to_string();
                 return Some(Ok(text));
             }
-            match tokio::time::timeout_at(self.deadline, self.body.next()).await {
-                Err(_) => {
+            let left = self.idle.saturating_sub(self.waited);
+            let started = tokio::time::Instant::now();
+            let read = match left.is_zero() {
+                true => Err(()),
+                false => tokio::time::timeout(left, self.body.next()).await.map_err(|_| ()),
+            };
+            self.waited += started.elapsed();
+            match read {
+                Err(()) => {
                     self.ended = true;
                     self.buf.clear();
                     let what = match self.chatter {
@@ -453,6 +461,30 @@ mod tests {
         assert!(context_overflow_advice(lms, &error_message(lms)).contains("--ctx-size"));
         let other = r#"{"error":{"message":"invalid temperature"}}"#;
         assert_eq!(context_overflow_advice(other, &error_message(other)), "");
+    }
+
+    /// Keep-alives do not restart the idle timer; a reader that takes its time between lines
+    /// does not use it up.
+    #[tokio::test]
+    async fn only_progress_restarts_the_idle_timer_and_a_slow_reader_does_not_run_it_down() {
+        let paced = |lines: Vec<&'static str>| {
+            futures::stream::iter(lines)
+                .then(|l| async move {
+                    tokio::time::sleep(Duration::from_millis(60)).await;
+                    Ok(l.as_bytes().to_vec())
+                })
+                .boxed()
+        };
+        let mut chatty = Lines::new(paced(vec!["\n"; 20]), Duration::from_millis(300), "silent".into());
+        let started = std::time::Instant::now();
+        let err = chatty.next_line().await.unwrap().unwrap_err().to_string();
+        assert!(err.contains("only keep-alives") && started.elapsed() < Duration::from_millis(600), "{err}");
+        let mut slow = Lines::new(paced(vec!["a\n", "b\n", "c\n"]), Duration::from_millis(300), "silent".into());
+        for want in ["a", "b", "c"] {
+            assert_eq!(slow.next_line().await.unwrap().unwrap(), want);
+            slow.progressed();
+            tokio::time::sleep(Duration::from_millis(400)).await; // longer than the idle bound
+        }
     }
 
     #[tokio::test]
