@@ -7,7 +7,7 @@ use super::context::{self, Files};
 use super::types::*;
 use super::{ms, Found, Turn};
 use crate::engine::dag::NodeKind;
-use crate::engine::llm::{ChatMessage, ChatRequest, Provider};
+use crate::engine::llm::{ChatMessage, ChatRequest, ChatUsage, Provider};
 use crate::error::{Error, Result};
 use serde_json::json;
 use std::ops::ControlFlow;
@@ -288,6 +288,23 @@ impl Turn<'_> {
         })
     }
 
+    /// Puts the server's counts in the trace; flags a prompt the server cut (see
+    /// [`prompt_cut`]), else measures the model's token ratio against its count.
+    fn record_usage(&mut self, u: &ChatUsage, provider: &str, ratio_key: &str, raw_prompt_tokens: u32) {
+        self.trace.model.prompt_tokens_reported = Some(u.prompt_tokens).filter(|n| *n > 0);
+        self.trace.model.completion_tokens = Some(u.completion_tokens);
+        self.trace.model.finish_reason = Some(u.finish_reason.clone());
+        let sent = self.trace.budget.prompt_tokens;
+        let seen = u.prompt_tokens.saturating_add(u.cached_prompt_tokens);
+        if prompt_cut(sent, seen) {
+            self.trace.model.prompt_truncated = true;
+            self.notice(prompt_cut_notice(provider, seen, sent));
+        } else if raw_prompt_tokens > 0 {
+            // A cut prompt's count says nothing about the tokenizer.
+            self.engine.token_ratios().record(ratio_key, raw_prompt_tokens, u.prompt_tokens);
+        }
+    }
+
     pub(super) fn unavailable(&mut self, outcome: &mut LlmOutcome, e: &Error) {
         outcome.status = AnswerStatus::Unavailable;
         outcome.error_code = Some(e.code().into());
@@ -336,18 +353,7 @@ impl Turn<'_> {
         match result {
             Ok(reply) => {
                 if let Some(u) = &reply.usage {
-                    self.trace.model.prompt_tokens_reported = Some(u.prompt_tokens).filter(|n| *n > 0);
-                    self.trace.model.completion_tokens = Some(u.completion_tokens);
-                    self.trace.model.finish_reason = Some(u.finish_reason.clone());
-                    let sent = self.trace.budget.prompt_tokens;
-                    let seen = u.prompt_tokens.saturating_add(u.cached_prompt_tokens);
-                    if prompt_cut(sent, seen) {
-                        self.trace.model.prompt_truncated = true;
-                        self.notice(prompt_cut_notice(&outcome.provider, seen, sent));
-                    } else if raw_prompt_tokens > 0 {
-                        // A cut prompt's count says nothing about the tokenizer.
-                        self.engine.token_ratios().record(ratio_key, raw_prompt_tokens, u.prompt_tokens);
-                    }
+                    self.record_usage(u, &outcome.provider, ratio_key, raw_prompt_tokens);
                 }
                 if reply.stopped || stopped {
                     outcome.status = AnswerStatus::Stopped;
