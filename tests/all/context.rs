@@ -358,3 +358,17 @@ fn a_changed_link_to_a_file_outside_is_left_out_and_the_note_says_links() {
 fn serde_json_text(p: &ContextPack) -> String {
     serde_json::to_string(p).unwrap()
 }
+
+#[test]
+fn a_hit_whose_file_was_renamed_since_indexing_is_said_to_be_gone() {
+    let env = Env::new();
+    let (repo, engine) = fixture(&env);
+    // Renamed after the index run: the index still has crypto.py's hit.
+    git(&repo, &["mv", "app/crypto.py", "app/hashing.py"]);
+    let p = pack(&engine, &repo, "hash a password with a salt", None, 8000);
+    let gone: Vec<_> = p.omitted.iter().filter(|o| o.citation.starts_with("app/crypto.py:")).collect();
+    assert!(!gone.is_empty(), "{:?}", p.omitted);
+    for o in gone {
+        assert!(o.reason.starts_with("no longer in the working tree (deleted or renamed"), "{o:?}");
+    }
+}

@@ -546,6 +546,16 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// Why a candidate's file could not be read: a hit or neighbour from the index whose file
+/// was since deleted or renamed (`git mv`) is not "unreadable", it is gone.
+fn unreadable_why(root: &Path, rel: &str) -> &'static str {
+    if root.join(rel).symlink_metadata().is_err() {
+        "no longer in the working tree (deleted or renamed since the last index run; `docdex index` catches up)"
+    } else {
+        "not a readable text file of the repository"
+    }
+}
+
 /// Fits the candidates into the budget, in order: folds overlaps, counts each rendered
 /// snippet, cuts or leaves out what does not fit, and checks the whole rendered pack.
 fn fit(pack: &mut ContextPack, cands: Vec<Candidate>, files: &mut Files, counter: &TokenCounter) {
@@ -579,7 +589,7 @@ fn fit(pack: &mut ContextPack, cands: Vec<Candidate>, files: &mut Files, counter
                 citation,
                 role: c.role,
                 tokens: 0,
-                reason: "not a readable text file of the repository".into(),
+                reason: unreadable_why(&pack.repo, &c.path).into(),
             });
             continue;
         };
