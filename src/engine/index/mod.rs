@@ -888,52 +888,12 @@ impl IndexSession {
     /// `parse`, a file of a language the code pass knows is parsed first (its symbols, and
     /// chunks cut at its definitions), else it is chunked as text and marked for the parse.
     fn process(&self, c: &walk::Candidate, parse: bool) -> Outcome {
-        let lang = files::language(Path::new(&c.rel));
-        if c.size > self.cfg.max_file_size_bytes {
-            return Outcome::Skipped {
-                reason: format!("too large ({:.1} MB > {:.1} MB limit)", mb(c.size), mb(self.cfg.max_file_size_bytes)),
-                size: c.size,
-                mtime_ns: c.mtime_ns,
-            };
-        }
-        let max = self.cfg.max_file_size_bytes;
-        let skipped = |reason: String| Outcome::Skipped { reason, size: c.size, mtime_ns: c.mtime_ns };
-        // Documents are binary by nature: only plain text is sniffed for NUL bytes.
-        let format = extract::Format::of(&c.rel);
-        // A registered source's file is read beneath that source's root, the rest beneath the repo's.
-        let Ok((root, rel)) = sources::locate(&self.repo, &self.sources, &c.rel) else {
-            return Outcome::Error("its source is no longer registered".into());
+        let file = match self.read_extracted(c) {
+            Ok(file) => file,
+            Err(outcome) => return *outcome,
         };
-        let bytes = match read_text(&root, &rel, c.size, max, format.is_none()) {
-            Ok(Read::Text(b)) => b,
-            Ok(Read::Binary) => return skipped("binary".into()),
-            Ok(Read::TooLarge) => return skipped(format!("too large (> {:.1} MB limit)", mb(max))),
-            Ok(Read::NotRegular(why)) => return skipped(why.into()),
-            Err(e) => return Outcome::Error(format!("unreadable: {e}")),
-        };
-        // The extract step: a document's text (hashed, chunked and kept for snippets), or the
-        // file's own bytes.
-        let (text, lang, pages) = match format {
-            None => (String::from_utf8_lossy(&bytes), lang, Vec::new()),
-            Some(fmt) => match extract::extract(fmt, &bytes) {
-                Ok(doc) => {
-                    if self.unchanged(&c.rel, xxhash_rust::xxh3::xxh3_64(doc.text.as_bytes())) {
-                        return Outcome::Touched { size: c.size, mtime_ns: c.mtime_ns };
-                    }
-                    if let Err(e) = extract::store(&self.repo.data_dir(), &c.rel, &doc) {
-                        return Outcome::Error(format!("keeping the extracted text: {e}"));
-                    }
-                    (std::borrow::Cow::Owned(doc.text), fmt.lang(), doc.pages)
-                }
-                Err(refusal) => return skipped(refusal.note(fmt)),
-            },
-        };
-        let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
-        if format.is_none() && self.unchanged(&c.rel, hash) {
-            return Outcome::Touched { size: c.size, mtime_ns: c.mtime_ns };
-        }
+        let ReadFile { text, lang, pages, hash } = file;
         let style = files::chunk_style(lang);
-        let class = files::classify_text(&c.rel, lang, &text) as u64;
         let parses = self.parses(&c.rel, lang);
         let code = match Lang::from_index_lang(lang) {
             Some(l) if parses && parse => Some(code_pass::analyze(l, &text, &c.rel)),
@@ -949,40 +909,25 @@ impl IndexSession {
             None if !pages.is_empty() => chunk::chunk_pages(&text, style, &pages),
             None => chunk::chunk(&text, style),
         };
-        let line_starts = if chunks.iter().any(|c| !c.context.is_empty()) { line_offsets(&text) } else { Vec::new() };
-        let file_id = xxhash_rust::xxh3::xxh3_64(c.rel.as_bytes());
-        let f = &self.fields;
         // Deletes cost a query per segment at commit; only paths that may be indexed need one.
         if self.manifest_behind || self.manifest.files.get(&c.rel).is_some_and(|e| e.skipped.is_none() || e.error) {
             if let Ok(w) = self.writer() {
-                w.delete_term(Term::from_field_text(f.path, &c.rel));
+                w.delete_term(Term::from_field_text(self.fields.path, &c.rel));
             }
         }
         let Ok(writer) = self.writer() else { return Outcome::Error("index writer is not open".into()) };
+        let doc = FileDocs {
+            fields: &self.fields,
+            rel: &c.rel,
+            lang,
+            class: files::classify_text(&c.rel, lang, &text) as u64,
+            file_id: xxhash_rust::xxh3::xxh3_64(c.rel.as_bytes()),
+            line_starts: if chunks.iter().any(|c| !c.context.is_empty()) { line_offsets(&text) } else { Vec::new() },
+            text: &text,
+            symbols,
+        };
         for ch in &chunks {
-            let mut d = TantivyDocument::new();
-            d.add_text(f.path_text, &c.rel);
-            d.add_text(f.path, &c.rel);
-            d.add_text(f.lang, lang);
-            d.add_u64(f.class, class);
-            d.add_text(f.body, &text[ch.byte_start..ch.byte_end]);
-            d.add_u64(f.file_id, file_id);
-            d.add_u64(f.line_start, ch.line_start as u64);
-            d.add_u64(f.line_end, ch.line_end as u64);
-            // A piece of a larger definition is found by its signature too.
-            for line in &ch.context {
-                d.add_u64(f.context, *line as u64);
-                if let Some(sig) = line_text(&text, &line_starts, *line) {
-                    d.add_text(f.body, sig);
-                }
-            }
-            if let Some(symbols) = symbols {
-                let defs = code_pass::definitions_in(symbols, ch.line_start, ch.line_end);
-                if !defs.is_empty() {
-                    d.add_text(f.defs, &defs);
-                }
-            }
-            if let Err(e) = writer.add_document(d) {
+            if let Err(e) = writer.add_document(doc.chunk(ch)) {
                 return Outcome::Error(format!("index writer: {e}"));
             }
         }
@@ -999,6 +944,49 @@ impl IndexSession {
             },
             code,
         }
+    }
+
+    /// A candidate's text to index (a document's extracted text, kept for snippets), or the
+    /// outcome that ends its processing here: skipped, unreadable, or unchanged (touched).
+    fn read_extracted(&self, c: &walk::Candidate) -> std::result::Result<ReadFile, Box<Outcome>> {
+        let max = self.cfg.max_file_size_bytes;
+        let skipped = |reason: String| Box::new(Outcome::Skipped { reason, size: c.size, mtime_ns: c.mtime_ns });
+        let touched = || Box::new(Outcome::Touched { size: c.size, mtime_ns: c.mtime_ns });
+        if c.size > max {
+            return Err(skipped(format!("too large ({:.1} MB > {:.1} MB limit)", mb(c.size), mb(max))));
+        }
+        // Documents are binary by nature: only plain text is sniffed for NUL bytes.
+        let format = extract::Format::of(&c.rel);
+        // A registered source's file is read beneath that source's root, the rest beneath the repo's.
+        let Ok((root, rel)) = sources::locate(&self.repo, &self.sources, &c.rel) else {
+            return Err(Box::new(Outcome::Error("its source is no longer registered".into())));
+        };
+        let bytes = match read_text(&root, &rel, c.size, max, format.is_none()) {
+            Ok(Read::Text(b)) => b,
+            Ok(Read::Binary) => return Err(skipped("binary".into())),
+            Ok(Read::TooLarge) => return Err(skipped(format!("too large (> {:.1} MB limit)", mb(max)))),
+            Ok(Read::NotRegular(why)) => return Err(skipped(why.into())),
+            Err(e) => return Err(Box::new(Outcome::Error(format!("unreadable: {e}")))),
+        };
+        let Some(fmt) = format else {
+            // Valid UTF-8 (nearly every file) is taken as is; the rest loses its bad bytes.
+            let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+            if self.unchanged(&c.rel, hash) {
+                return Err(touched());
+            }
+            return Ok(ReadFile { text, lang: files::language(Path::new(&c.rel)), pages: Vec::new(), hash });
+        };
+        // The extract step: a document's text, hashed, chunked and kept for snippets.
+        let doc = extract::extract(fmt, &bytes).map_err(|refusal| skipped(refusal.note(fmt)))?;
+        let hash = xxhash_rust::xxh3::xxh3_64(doc.text.as_bytes());
+        if self.unchanged(&c.rel, hash) {
+            return Err(touched());
+        }
+        if let Err(e) = extract::store(&self.repo.data_dir(), &c.rel, &doc) {
+            return Err(Box::new(Outcome::Error(format!("keeping the extracted text: {e}"))));
+        }
+        Ok(ReadFile { text: doc.text, lang: fmt.lang(), pages: doc.pages, hash })
     }
 
     /// Whether the code pass parses `rel`: a language it knows, in the repository itself
@@ -1341,6 +1329,57 @@ fn read_text(root: &Path, rel: &str, size_hint: u64, max: u64, sniff: bool) -> s
         return Ok(Read::TooLarge);
     }
     Ok(Read::Text(bytes))
+}
+
+/// A file's text as the index takes it (see [`IndexSession::read_extracted`]).
+struct ReadFile {
+    text: String,
+    lang: &'static str,
+    /// Where each page starts (documents with pages), else empty.
+    pages: Vec<u32>,
+    hash: u64,
+}
+
+/// What every chunk of one file shares in the index: [`FileDocs::chunk`] makes a chunk's document.
+struct FileDocs<'a> {
+    fields: &'a Fields,
+    rel: &'a str,
+    lang: &'a str,
+    class: u64,
+    file_id: u64,
+    text: &'a str,
+    line_starts: Vec<usize>,
+    symbols: Option<&'a [crate::engine::code::Symbol]>,
+}
+
+impl FileDocs<'_> {
+    /// The Tantivy document of one chunk.
+    fn chunk(&self, ch: &chunk::Chunk) -> TantivyDocument {
+        let f = self.fields;
+        let mut d = TantivyDocument::new();
+        d.add_text(f.path_text, self.rel);
+        d.add_text(f.path, self.rel);
+        d.add_text(f.lang, self.lang);
+        d.add_u64(f.class, self.class);
+        d.add_text(f.body, &self.text[ch.byte_start..ch.byte_end]);
+        d.add_u64(f.file_id, self.file_id);
+        d.add_u64(f.line_start, ch.line_start as u64);
+        d.add_u64(f.line_end, ch.line_end as u64);
+        // A piece of a larger definition is found by its signature too.
+        for line in &ch.context {
+            d.add_u64(f.context, *line as u64);
+            if let Some(sig) = line_text(self.text, &self.line_starts, *line) {
+                d.add_text(f.body, sig);
+            }
+        }
+        if let Some(symbols) = self.symbols {
+            let defs = code_pass::definitions_in(symbols, ch.line_start, ch.line_end);
+            if !defs.is_empty() {
+                d.add_text(f.defs, &defs);
+            }
+        }
+        d
+    }
 }
 
 enum Outcome {
