@@ -351,3 +351,21 @@ fn a_target_named_like_an_option_is_a_file_to_the_runner() {
     assert!(repo.join("keep/precious.txt").exists(), "pytest took the target as --basetemp: {v}");
     assert_eq!(v["command"].as_array().unwrap().last().unwrap(), "./--basetemp=keep", "{v}");
 }
+
+#[test]
+fn a_broken_package_json_or_a_missing_script_command_is_bad_input_not_a_failed_suite() {
+    let env = Env::new();
+    let repo = node_project(&env, "broken");
+    // Read as "no test script", it ran node's runner over the test files and reported that.
+    write(&repo, "package.json", "{\"name\": \"broken\", \"scripts\": {\"test\": \"node --test\",}");
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!(code, 2, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("package.json is not valid JSON") && msg.contains("line 1"), "{msg}");
+    // The script's command is not installed: sh's exit 127 was a failed suite with no counts.
+    write(&repo, "package.json", "{\"name\": \"broken\", \"scripts\": {\"test\": \"docdex-no-such-runner\"}}");
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!(code, 2, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("the test command was not found") && msg.contains("docdex-no-such-runner"), "{msg}");
+}

@@ -90,11 +90,7 @@ fn detect(root: &Path, configured: &str) -> Result<(Runner, String)> {
         return Ok((Runner::Go, "go.mod at the root".into()));
     }
     if has("package.json") {
-        let script = crate::engine::fsutil::read_repo_file(root, "package.json")
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| v["scripts"]["test"].as_str().map(str::to_string))
-            .unwrap_or_default();
+        let script = package_test_script(root)?;
         let runner = if script.contains("vitest") {
             Runner::Vitest
         } else if script.contains("jest") {
@@ -123,6 +119,46 @@ fn detect(root: &Path, configured: &str) -> Result<(Runner, String)> {
         "no test runner found in {}: none of Cargo.toml, go.mod, package.json, pyproject.toml, setup.py, pytest.ini, conftest.py or tests/; set `[tests] command` in the config",
         root.display()
     )))
+}
+
+/// `scripts.test` of the root `package.json` (empty without one). A package.json that is not
+/// JSON is bad input: read as "no script" it ran node's runner over whatever it found.
+fn package_test_script(root: &Path) -> Result<String> {
+    let bytes = crate::engine::fsutil::read_repo_file(root, "package.json")
+        .map_err(|e| Error::BadRequest(format!("cannot read {}/package.json: {e}", root.display())))?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
+        Error::BadRequest(format!(
+            "{}/package.json is not valid JSON ({e}): fix it, or set `[tests] command` in the config",
+            root.display()
+        ))
+    })?;
+    Ok(v["scripts"]["test"].as_str().unwrap_or_default().to_string())
+}
+
+/// Why the run shows the runner itself is missing (not a failing suite), if it does: pytest
+/// not in that Python, jest or vitest not installed for npx, or the shell not finding the
+/// test script's command (exit 127).
+fn missing_runner(runner: Runner, argv: &[String], exit: Option<i32>, text: &str) -> Option<String> {
+    let program = argv.first().map_or("python3", String::as_str);
+    match runner {
+        Runner::Pytest if exit == Some(1) && text.contains("No module named pytest") => Some(format!(
+            "the test runner pytest is not installed for {program} (install it there, e.g. `{program} -m pip install pytest`, or set [tests] command)"
+        )),
+        Runner::Jest | Runner::Vitest
+            if exit != Some(0)
+                && (text.contains("npx canceled due to missing packages") || text.contains("could not determine executable to run")) =>
+        {
+            Some(format!(
+                "the test runner {0} is not installed in this project (run `npm install` or `npm install --save-dev {0}`, or set [tests] command)",
+                runner.name()
+            ))
+        }
+        Runner::Npm | Runner::Config if exit == Some(127) => {
+            let said = text.lines().rev().find(|l| l.contains("not found")).unwrap_or("exit 127");
+            Some(format!("the test command was not found ({}): install it, or set [tests] command", said.trim()))
+        }
+        _ => None,
+    }
 }
 
 /// The Python that runs pytest: the repository's virtualenv first.
@@ -572,13 +608,9 @@ impl Engine {
         resp.command = command(&root, runner, &cfg.command, &targets, &mut notes);
         let done = execute(&root, &resp.command, timeout)?;
         let text = done.lines.join("\n");
-        // `python -m pytest` with no pytest in that Python: the runner is missing, not a test.
-        if runner == Runner::Pytest && done.exit_code == Some(1) && text.contains("No module named pytest") {
-            return Err(Error::BadRequest(format!(
-                "the test runner pytest is not installed for {} (install it there, e.g. `{} -m pip install pytest`, or set [tests] command)",
-                resp.command.first().map_or("python3", String::as_str),
-                resp.command.first().map_or("python3", String::as_str)
-            )));
+        // A missing runner is bad input, not a failing suite.
+        if let Some(why) = missing_runner(runner, &resp.command, done.exit_code, &text) {
+            return Err(Error::BadRequest(why));
         }
         let outcome = parse_output(runner, &text, &root.to_string_lossy());
         resp.status = if done.timed_out {
