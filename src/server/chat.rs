@@ -80,11 +80,21 @@ pub struct ChatCompletionRequest {
 /// One OpenAI message.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct OpenAiMessage {
-    /// `system`, `developer`, `user` or `assistant` (`tool` messages are skipped).
+    /// `system`, `developer`, `user`, `assistant`, or `tool` (a tool's result, kept in the
+    /// history as what the caller's tool returned; `function` is its old name).
     pub role: String,
     /// A string, or an array of parts of which the `text` ones are used.
     #[serde(default)]
     pub content: Option<Value>,
+    /// The tool calls an assistant message made (`function.name`, `function.arguments`).
+    #[serde(default)]
+    pub tool_calls: Option<Vec<Value>>,
+    /// Which call a `tool` message answers.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+    /// The function a `function` message answers.
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// `stream_options`.
@@ -278,23 +288,54 @@ fn content_text(content: Option<&Value>) -> Result<String, ApiError> {
 }
 
 /// The conversation as the engine takes it.
+///
+/// An agent's tool calls and their results stay in the history as text (the assistant said
+/// which tool it called, a user message says what it returned): dropped, the model answered
+/// without what the agent had already found.
 fn messages(body: &[OpenAiMessage]) -> Result<Vec<ChatMessage>, ApiError> {
     let mut out = Vec::with_capacity(body.len());
+    let mut called: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for m in body {
-        let role = match m.role.as_str() {
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            "system" | "developer" => Role::System,
-            "tool" | "function" => continue,
+        let text = content_text(m.content.as_ref())?;
+        let (role, text) = match m.role.as_str() {
+            "user" => (Role::User, text),
+            "assistant" => (Role::Assistant, with_tool_calls(text, m.tool_calls.as_deref(), &mut called)),
+            "system" | "developer" => (Role::System, text),
+            "tool" | "function" => {
+                let id = m.tool_call_id.as_deref().and_then(|id| called.get(id));
+                let tool = m.name.as_deref().or(id.map(String::as_str)).unwrap_or("a tool");
+                (Role::User, format!("[{tool} returned]\n{text}"))
+            }
             other => {
                 return Err(ApiError::bad_request(format!(
-                    "unknown message role {other:?}: use system, user or assistant"
+                    "unknown message role {other:?}: use system, user, assistant or tool"
                 )))
             }
         };
-        out.push(ChatMessage::new(role, content_text(m.content.as_ref())?));
+        out.push(ChatMessage::new(role, text));
     }
     Ok(out)
+}
+
+/// An assistant message's text followed by one `[called name(arguments)]` line per tool call;
+/// remembers each call's name under its id for the `tool` message that answers it.
+fn with_tool_calls(
+    mut text: String,
+    calls: Option<&[Value]>,
+    called: &mut std::collections::HashMap<String, String>,
+) -> String {
+    for call in calls.unwrap_or_default() {
+        let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or("a tool");
+        let args = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("");
+        if let Some(id) = call.get("id").and_then(Value::as_str) {
+            called.insert(id.to_string(), name.to_string());
+        }
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!("[called {name}({args})]"));
+    }
+    text
 }
 
 /// The answer format a `response_format` asks for: `None` for text, `"json"` for any JSON
@@ -320,9 +361,14 @@ fn answer_format(rf: Option<&Value>) -> Result<Option<Value>, ApiError> {
 
 /// A chat turn from an OpenAI body and the request's headers.
 pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result<ChatTurnRequest, ApiError> {
-    let msgs = messages(&body.messages)?;
-    let mut req = ChatTurnRequest::from_messages(&msgs)
-        .ok_or_else(|| ApiError::bad_request("no user message: `messages` needs at least one with role `user`"))?;
+    let mut msgs = messages(&body.messages)?;
+    // The question is the caller's last `user` message, not a tool result after it (tool
+    // results become user messages): those move before it, into the history.
+    let no_user = || ApiError::bad_request("no user message: `messages` needs at least one with role `user`");
+    let last = body.messages.iter().rposition(|m| m.role == "user").ok_or_else(no_user)?;
+    let question = msgs.remove(last);
+    msgs.push(question);
+    let mut req = ChatTurnRequest::from_messages(&msgs).ok_or_else(no_user)?;
     if req.query.trim().is_empty() {
         return Err(ApiError::bad_request("the last user message is empty: ask a question"));
     }
@@ -903,14 +949,19 @@ mod tests {
                 {"role": "system", "content": "be brief"},
                 {"role": "user", "content": [{"type": "text", "text": "first"}]},
                 {"role": "assistant", "content": "an answer"},
-                {"role": "tool", "content": "ignored"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{\"q\":\"ttl\"}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "src/auth.rs:12 ttl"},
                 {"role": "user", "content": "where are sessions expired?"}
             ],
             "docdex": {"force_web": true, "diff": "staged", "agent_id": "body-agent", "session_id": "s1"}
         }));
         let req = turn_request(&b, &headers).unwrap();
         assert_eq!(req.query, "where are sessions expired?");
-        assert_eq!(req.history.len(), 2, "system left out, tool skipped: {:?}", req.history);
+        assert_eq!(req.history.len(), 4, "system left out: {:?}", req.history);
+        // Before, the call and its result were dropped: the model never saw what grep found.
+        assert_eq!(req.history[2].content, "[called grep({\"q\":\"ttl\"})]");
+        assert_eq!(req.history[3], ChatMessage::new(Role::User, "[grep returned]\nsrc/auth.rs:12 ttl"));
         assert_eq!(req.instructions.as_deref(), Some("be brief"), "the system message is the caller's instructions");
         assert_eq!(req.history[0].content, "first");
         assert_eq!(req.model, None, "`docdex` means the configured model");
@@ -927,6 +978,15 @@ mod tests {
         assert_eq!(req.web, WebPolicy::Off);
         assert_eq!(req.agent_id.as_deref(), Some("a"));
         assert_eq!(req.diff.unwrap().paths, ["src"]);
+        // A conversation ending in a tool result still asks the last user question.
+        let b = body(json!({"messages": [
+            {"role": "user", "content": "where is the ttl?"},
+            {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "grep", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "src/auth.rs:12"}]}));
+        let req = turn_request(&b, &HeaderMap::new()).unwrap();
+        assert_eq!(req.query, "where is the ttl?");
+        assert_eq!(req.history.len(), 2, "{:?}", req.history);
+        assert_eq!(req.history[1].content, "[grep returned]\nsrc/auth.rs:12");
     }
 
     #[test]
@@ -935,6 +995,7 @@ mod tests {
         for v in [
             json!({"messages": []}),
             json!({"messages": [{"role": "assistant", "content": "hi"}]}),
+            json!({"messages": [{"role": "tool", "tool_call_id": "x", "content": "a result is no question"}]}),
             json!({"messages": [{"role": "user", "content": "  "}]}),
             json!({"messages": [{"role": "wizard", "content": "q"}]}),
             json!({"messages": [{"role": "user", "content": 5}]}),
