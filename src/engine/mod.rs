@@ -51,6 +51,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// How long a watcher's run may report nothing before `index` stops waiting for it (a run
+/// writes its status at least every few seconds, a long commit included).
+const WATCHER_SILENCE_MS: u64 = 120_000;
+
 /// Options for an index run.
 #[derive(Debug, Clone, Default)]
 pub struct IndexOptions {
@@ -230,8 +234,8 @@ impl Engine {
         let mut session = match self.open_index_session_with(&repo, opts.rebuild, !opts.skip_code) {
             Ok(s) => s,
             Err(Error::IndexBusy { pid, .. }) if !opts.rebuild && self.watcher_pid(&repo) == Some(pid) => {
-                self.await_watcher_run(&repo, pid, sink);
-                return Ok(self.watched_summary(&repo, pid));
+                let running = self.await_watcher_run(&repo, pid, sink);
+                return Ok(self.watched_summary(&repo, pid, running));
             }
             Err(e) => return Err(e),
         };
@@ -271,32 +275,44 @@ impl Engine {
 
     /// Waits out a run the watcher `pid` is making (its catch-up after start, or a batch),
     /// showing its progress: `index` then returns with the index as current as the watcher
-    /// made it, which is what a caller who searches next expects.
-    fn await_watcher_run(&self, repo: &RepoRef, pid: u32, sink: &dyn ProgressSink) {
+    /// made it, which is what a caller who searches next expects. A run whose status has not
+    /// moved for [`WATCHER_SILENCE_MS`] is not waited for any longer (a wedged watcher must
+    /// not hold an agent's request, or its thread, for ever). Returns whether it still runs.
+    fn await_watcher_run(&self, repo: &RepoRef, pid: u32, sink: &dyn ProgressSink) -> bool {
         loop {
             match StatusData::read(&repo.status_path()) {
                 Some((d, false)) if d.pid == pid && d.watching && d.state == IndexState::Updating => {
+                    if fsutil::now_ms().saturating_sub(d.updated_ms) > WATCHER_SILENCE_MS {
+                        return true;
+                    }
                     if let Some(p) = &d.progress {
                         sink.progress(p);
                     }
                 }
-                _ => return,
+                _ => return false,
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
     }
 
-    /// What `index` reports when a watcher already keeps the index current.
-    fn watched_summary(&self, repo: &RepoRef, pid: u32) -> IndexSummary {
+    /// What `index` reports when a watcher keeps the index current (`running`: its run goes
+    /// on; search answers from its last commit meanwhile).
+    fn watched_summary(&self, repo: &RepoRef, pid: u32, running: bool) -> IndexSummary {
         let manifest = Manifest::load(&repo.manifest_path());
         let (files, chunks) = manifest.counts();
+        let note = match running {
+            true => format!(
+                "a watcher (pid {pid}) is updating this index and has reported no progress for a while; searches answer from its last commit meanwhile (`docdex status` shows its state)"
+            ),
+            false => format!("a watcher (pid {pid}) keeps this index current; nothing to do"),
+        };
         IndexSummary {
             repo: repo.root.clone(),
             files,
             chunks,
             unchanged: files,
             generation: manifest.generation,
-            note: Some(format!("a watcher (pid {pid}) keeps this index current; nothing to do")),
+            note: Some(note),
             ..Default::default()
         }
     }

@@ -187,3 +187,33 @@ fn index_during_a_watchers_catch_up_waits_for_it_instead_of_failing_busy() {
     stop.store(true, Ordering::SeqCst);
     h.join().expect("watch thread").expect("watch ends cleanly");
 }
+
+/// A watcher whose run stopped reporting (wedged) is not waited for: `index` returns at once,
+/// saying so, instead of holding the caller (an agent's request, a terminal) for ever.
+#[test]
+fn index_does_not_wait_for_a_watcher_run_that_stopped_reporting() {
+    use docdex::engine::IndexOptions;
+    let env = Env::new();
+    let repo = env.repo("wedged");
+    write(&repo, "a.rs", "fn a() {}\n");
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &|_: &_| {}).unwrap();
+    let repo_ref = engine.resolve_repo(&repo).unwrap();
+    // This process holds the writer, as a watcher would, and its status says a watched run
+    // began three minutes ago and has written nothing since.
+    let _writer = engine.open_index_session(&repo_ref, false).unwrap();
+    let path = repo_ref.status_path();
+    let mut status: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    status["state"] = "updating".into();
+    status["watching"] = true.into();
+    status["pid"] = std::process::id().into();
+    status["updated_ms"] = (now - 180_000).into();
+    std::fs::write(&path, serde_json::to_vec(&status).unwrap()).unwrap();
+    let started = std::time::Instant::now();
+    let summary = engine.index(&repo, &IndexOptions::default(), &|_: &_| {}).expect("a summary, not busy");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "index waited {:?}", started.elapsed());
+    let note = summary.note.unwrap_or_default();
+    assert!(note.contains("no progress for a while") && note.contains("docdex status"), "{note}");
+    assert_eq!(summary.files, 1);
+}
