@@ -369,3 +369,33 @@ fn a_broken_package_json_or_a_missing_script_command_is_bad_input_not_a_failed_s
     let msg = v["error"]["message"].as_str().unwrap();
     assert!(msg.contains("the test command was not found") && msg.contains("docdex-no-such-runner"), "{msg}");
 }
+
+#[test]
+fn a_cargo_run_killed_at_the_timeout_counts_the_tests_that_finished() {
+    let env = Env::new();
+    let repo = env.repo("slowcrate");
+    write(
+        &repo,
+        "Cargo.toml",
+        "[package]\nname = \"slow\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    write(
+        &repo,
+        "src/lib.rs",
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn quick() {}\n\n    #[test]\n    fn hangs() {\n        std::thread::sleep(std::time::Duration::from_secs(300));\n    }\n}\n",
+    );
+    let target = env.dir.path().join("cargo-target");
+    // Built first, so the timeout is spent running, not compiling.
+    let built = std::process::Command::new("cargo")
+        .args(["test", "--no-run", "--quiet"])
+        .current_dir(&repo)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap())];
+    let (code, v) = run_tests(&env, &repo, &["--timeout", "8"], &vars);
+    assert_eq!((code, v["status"].as_str()), (1, Some("timed_out")), "{v}");
+    // libtest printed `test tests::quick ... ok` but never its summary: 0 passed before.
+    assert_eq!(v["passed"].as_u64(), Some(1), "{v}");
+}

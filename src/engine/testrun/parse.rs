@@ -60,6 +60,9 @@ pub fn cargo(out: &str, root: &str) -> Outcome {
     let mut o = Outcome::default();
     let mut at: HashMap<String, (String, u32, String)> = HashMap::new();
     let mut lines = out.lines().peekable();
+    // The current test binary's results line by line: its summary replaces them, and a
+    // binary killed at the timeout (no summary) is counted from them.
+    let mut unsummed = (0u32, 0u32, 0u32);
     while let Some(line) = lines.next() {
         if let Some(c) = re(&RESULT, r"^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
             .and_then(|r| r.captures(line))
@@ -67,6 +70,11 @@ pub fn cargo(out: &str, root: &str) -> Outcome {
             o.passed += c[1].parse::<u32>().unwrap_or(0);
             o.failed += c[2].parse::<u32>().unwrap_or(0);
             o.skipped += c[3].parse::<u32>().unwrap_or(0);
+            unsummed = (0, 0, 0);
+        } else if line.starts_with("test ") && line.ends_with(" ... ok") {
+            unsummed.0 += 1;
+        } else if line.starts_with("test ") && line.contains(" ... ignored") {
+            unsummed.2 += 1;
         } else if let Some(c) =
             re(&PANIC, r"^thread '([^']+)' \([0-9]+\) panicked at ([^:]+):(\d+):\d+:?$|^thread '([^']+)' panicked at ([^:]+):(\d+):\d+:?$")
                 .and_then(|r| r.captures(line))
@@ -80,8 +88,12 @@ pub fn cargo(out: &str, root: &str) -> Outcome {
             at.insert(name.to_string(), (relative(file, root), l.parse().unwrap_or(0), message));
         } else if let Some(name) = line.strip_prefix("test ").and_then(|l| l.strip_suffix(" ... FAILED")) {
             o.failures.push(TestFailure { name: name.to_string(), file: None, line: None, message: None });
+            unsummed.1 += 1;
         }
     }
+    o.passed += unsummed.0;
+    o.failed += unsummed.1;
+    o.skipped += unsummed.2;
     for f in &mut o.failures {
         if let Some((file, line, message)) = at.get(&f.name) {
             f.file = Some(file.clone());
@@ -271,6 +283,13 @@ mod tests {
         assert_eq!(o.failures[0].name, "tests::bad");
         assert_eq!((o.failures[0].file.as_deref(), o.failures[0].line), (Some("src/lib.rs"), Some(9)));
         assert_eq!(o.failures[0].message.as_deref(), Some("assertion `left == right` failed"));
+    }
+
+    #[test]
+    fn a_cargo_binary_killed_before_its_summary_is_counted_from_its_lines() {
+        let out = "running 1 test\ntest a ... ok\ntest result: ok. 1 passed; 0 failed; 0 ignored; 0 measured\n\nrunning 4 tests\ntest b ... ok\ntest c ... ignored, later\ntest d ... FAILED\ntest e has been running for over 60 seconds\n";
+        let o = cargo(out, "/r");
+        assert_eq!((o.passed, o.failed, o.skipped), (2, 1, 1));
     }
 
     #[test]
