@@ -955,6 +955,31 @@ pub struct GraphFrame {
     pub offsets: Vec<usize>,
 }
 
+/// Where the diagram's columns and rows go in one frame (see [`GraphWidget::layout`]).
+struct Layout {
+    /// The diagram's area, between the header row and the details.
+    canvas: Rect,
+    /// The left edge of the widget.
+    x: u16,
+    /// The first and last columns shown.
+    first: usize,
+    last: usize,
+    col_w: u16,
+    /// Entries drawn as 3-row boxes (they fit), else one row each.
+    boxed: bool,
+    row_h: u16,
+    rows_per_column: usize,
+    /// Each column's scroll offset.
+    offsets: Vec<usize>,
+}
+
+impl Layout {
+    /// The left edge of column `c` (shown).
+    fn col_x(&self, c: usize) -> u16 {
+        self.x + (c - self.first) as u16 * (self.col_w + GAP)
+    }
+}
+
 struct Canvas {
     x: u16,
     y: u16,
@@ -1062,15 +1087,41 @@ impl GraphWidget<'_> {
     /// Draws into `area` (no frame): a header row, the diagram, and details of the selection.
     pub fn render(&self, area: Rect, buf: &mut Buffer) -> GraphFrame {
         let model = self.model;
-        let theme = self.theme;
         if model.columns.is_empty() || area.height < 4 || area.width < MIN_COL {
             return GraphFrame::default();
         }
         let details_h = if area.height >= 16 { 4 } else { 2 };
         let header = Rect { height: 1, ..area };
-        let canvas_area = Rect { y: area.y + 1, height: area.height - 1 - details_h, ..area };
         let details = Rect { y: area.y + area.height - details_h, height: details_h, ..area };
+        let layout = self.layout(area, Rect { y: area.y + 1, height: area.height - 1 - details_h, ..area });
+        let frame = GraphFrame {
+            rows_per_column: layout.rows_per_column,
+            shown_columns: (layout.first, layout.last),
+            offsets: layout.offsets.clone(),
+        };
+        // Row of each visible entry, per column (a file on a cycle with the centre is in two).
+        let mut anchor: HashMap<(usize, usize), u16> = HashMap::new();
+        for (c, (col, &offset)) in
+            model.columns.iter().zip(&layout.offsets).enumerate().take(layout.last + 1).skip(layout.first)
+        {
+            let visible = col.len().saturating_sub(offset).min(layout.rows_per_column);
+            let used = visible as u16 * layout.row_h;
+            let top = layout.canvas.y + (layout.canvas.height - used) / 2;
+            for (k, &node) in col.iter().skip(offset).take(visible).enumerate() {
+                anchor.insert((c, node), top + k as u16 * layout.row_h + layout.row_h / 2);
+            }
+            self.header(buf, header, layout.col_x(c), layout.col_w, c, offset, visible);
+        }
+        let selected = self.cursor.node(model);
+        let linked = self.draw_links(buf, &layout, &anchor, selected);
+        self.draw_nodes(buf, &layout, &anchor, selected, &linked);
+        self.details(buf, details, selected);
+        frame
+    }
 
+    /// Which columns fit `area`'s width, how wide each is, and how each scrolls.
+    fn layout(&self, area: Rect, canvas: Rect) -> Layout {
+        let model = self.model;
         // How many levels each side fit the width.
         let total = model.columns.len() as u16;
         let side = levels_that_fit((total - 1) / 2, area.width);
@@ -1078,12 +1129,9 @@ impl GraphWidget<'_> {
         let last = model.center_col + side as usize;
         let ncols = (last - first + 1) as u16;
         let col_w = ((area.width - GAP * (ncols - 1)) / ncols).max(1);
-        let col_x = |c: usize| area.x + (c - first) as u16 * (col_w + GAP);
-
-        let boxed =
-            model.columns[first..=last].iter().map(Vec::len).max().unwrap_or(1) * 3 <= canvas_area.height as usize;
+        let boxed = model.columns[first..=last].iter().map(Vec::len).max().unwrap_or(1) * 3 <= canvas.height as usize;
         let row_h: u16 = if boxed { 3 } else { 1 };
-        let rows_per_column = ((canvas_area.height / row_h) as usize).max(1);
+        let rows_per_column = ((canvas.height / row_h) as usize).max(1);
         let offsets: Vec<usize> = model
             .columns
             .iter()
@@ -1097,36 +1145,30 @@ impl GraphWidget<'_> {
                 }
             })
             .collect();
-        let frame = GraphFrame { rows_per_column, shown_columns: (first, last), offsets: offsets.clone() };
+        Layout { canvas, x: area.x, first, last, col_w, boxed, row_h, rows_per_column, offsets }
+    }
 
-        // Rows of visible nodes.
-        // Row of each visible entry, per column (a file on a cycle with the centre is in two).
-        let mut anchor: HashMap<(usize, usize), u16> = HashMap::new();
-        for (c, (col, &offset)) in model.columns.iter().zip(&offsets).enumerate().take(last + 1).skip(first) {
-            let visible = col.len().saturating_sub(offset).min(rows_per_column);
-            let used = visible as u16 * row_h;
-            let top = canvas_area.y + (canvas_area.height - used) / 2;
-            for (k, &node) in col.iter().skip(offset).take(visible).enumerate() {
-                anchor.insert((c, node), top + k as u16 * row_h + row_h / 2);
-            }
-            self.header(buf, header, col_x(c), col_w, c, offset, visible);
-        }
-
-        // Edges between adjacent columns, rasterised. The links of a gap that share an end
-        // meet on one vertical lane (a trunk: a fan-in or a fan-out reads as one bracket), and
-        // trunks whose rows overlap get different lanes where the gap has room; a trunk the
-        // selected entry's links run on is never shared with another that overlaps it. The
-        // selection's links are highlighted, drawn over the others, and the entries they reach
-        // are outlined.
-        let mut canvas = Canvas::new(canvas_area);
-        let selected = self.cursor.node(model);
+    /// Edges between adjacent columns, rasterised. The links of a gap that share an end meet
+    /// on one vertical lane (a trunk: a fan-in or a fan-out reads as one bracket), and trunks
+    /// whose rows overlap get different lanes where the gap has room; a trunk the selected
+    /// entry's links run on is never shared with another that overlaps it. The selection's
+    /// links are highlighted, drawn over the others; returns the entries they reach (outlined).
+    fn draw_links(
+        &self,
+        buf: &mut Buffer,
+        layout: &Layout,
+        anchor: &HashMap<(usize, usize), u16>,
+        selected: Option<usize>,
+    ) -> BTreeSet<(usize, usize)> {
+        let mut canvas = Canvas::new(layout.canvas);
         let mut linked: BTreeSet<(usize, usize)> = BTreeSet::new();
         let mut arrows: Vec<(u16, u16, u8)> = Vec::new();
-        for c in first..last {
-            let x_start = col_x(c) + col_w;
-            let x_arrow = col_x(c + 1) - 1;
+        for c in layout.first..layout.last {
+            let x_start = layout.col_x(c) + layout.col_w;
+            let x_arrow = layout.col_x(c + 1) - 1;
             let lanes = (GAP - 3).max(1);
-            let drawn: Vec<(&ColumnLink, u16, u16)> = model
+            let drawn: Vec<(&ColumnLink, u16, u16)> = self
+                .model
                 .links
                 .iter()
                 .filter(|l| l.col == c)
@@ -1161,48 +1203,63 @@ impl GraphWidget<'_> {
         canvas.draw(buf, &self.edge_styles());
         // Arrowheads, the selection's over any other into the same entry.
         arrows.sort_by_key(|a| a.2);
+        let rows = layout.canvas.y..layout.canvas.y + layout.canvas.height;
         for (x, y, rank) in arrows {
-            if y >= canvas_area.y && y < canvas_area.y + canvas_area.height {
+            if rows.contains(&y) {
                 buf[(x, y)].set_symbol("▶").set_style(self.edge_styles()[rank as usize]);
             }
         }
+        linked
+    }
 
-        // Nodes over the edges.
-        for c in first..=last {
+    /// The entries over the edges, and a word where a column beside the centre is empty.
+    fn draw_nodes(
+        &self,
+        buf: &mut Buffer,
+        layout: &Layout,
+        anchor: &HashMap<(usize, usize), u16>,
+        selected: Option<usize>,
+        linked: &BTreeSet<(usize, usize)>,
+    ) {
+        let model = self.model;
+        for c in layout.first..=layout.last {
             for &node in &model.columns[c] {
                 if let Some(&y) = anchor.get(&(c, node)) {
                     let here = selected == Some(node) && self.cursor.col == c;
                     // (With the centre selected every entry beside it is linked: no outlines.)
                     let link = !here && selected != Some(model.view.center) && linked.contains(&(c, node));
-                    self.node(buf, node, col_x(c), y, col_w, boxed, here, link);
+                    self.node(buf, node, layout.col_x(c), y, layout.col_w, layout.boxed, here, link);
                 }
             }
             let beside_centre = c + 1 == model.center_col || c == model.center_col + 1;
             if beside_centre && model.columns[c].is_empty() {
-                // A file on a cycle with the centre is drawn once, on the imports side; say so
-                // rather than claim nothing imports the centre.
-                let centre = model.view.center;
-                let elsewhere = model.view.edges.iter().any(|e| {
-                    if c < model.center_col {
-                        e.to == centre && e.from != centre
-                    } else {
-                        e.from == centre && e.to != centre
-                    }
-                });
-                let text = match (c < model.center_col, elsewhere) {
-                    (true, false) => "(nothing imports it)",
-                    (true, true) => "(imported only by itself)",
-                    (false, false) => "(imports nothing here)",
-                    (false, true) => "(imports only itself)",
-                };
-                let y = canvas_area.y + canvas_area.height / 2;
-                for (k, line) in super::wrap(text, col_w as usize).iter().enumerate() {
-                    buf.set_stringn(col_x(c), y + k as u16, line, col_w as usize, theme.style(Slot::Muted));
+                let y = layout.canvas.y + layout.canvas.height / 2;
+                for (k, line) in super::wrap(self.empty_side(c), layout.col_w as usize).iter().enumerate() {
+                    let style = self.theme.style(Slot::Muted);
+                    buf.set_stringn(layout.col_x(c), y + k as u16, line, layout.col_w as usize, style);
                 }
             }
         }
-        self.details(buf, details, selected);
-        frame
+    }
+
+    /// What an empty column beside the centre says. A file on a cycle with the centre is drawn
+    /// once, on the imports side; say so rather than claim nothing imports the centre.
+    fn empty_side(&self, c: usize) -> &'static str {
+        let model = self.model;
+        let centre = model.view.center;
+        let elsewhere = model.view.edges.iter().any(|e| {
+            if c < model.center_col {
+                e.to == centre && e.from != centre
+            } else {
+                e.from == centre && e.to != centre
+            }
+        });
+        match (c < model.center_col, elsewhere) {
+            (true, false) => "(nothing imports it)",
+            (true, true) => "(imported only by itself)",
+            (false, false) => "(imports nothing here)",
+            (false, true) => "(imports only itself)",
+        }
     }
 
     fn edge_styles(&self) -> [Style; 4] {
