@@ -410,8 +410,14 @@ fn script(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
          # The docdex semantic gatekeeper (docs/PROFILES.md), installed by `docdex hook install`;\n\
          # `docdex hook uninstall` removes it and puts back the hook that was here before, if any.\n\
          hooks=$(dirname \"$0\")\n\
-         if [ -x \"$hooks/{KEPT}\" ]; then\n\
-         \x20 \"$hooks/{KEPT}\" \"$@\" || exit $?\n\
+         kept=\"$hooks/{KEPT}\"\n\
+         if [ -x \"$kept\" ]; then\n\
+         \x20 # An sh hook is sourced in a subshell, so its $0 is still .../pre-commit: husky's\n\
+         \x20 # hooks find the user's script by that name and silently skip it under any other.\n\
+         \x20 case $(head -n 1 \"$kept\") in\n\
+         \x20   '#!/bin/sh' | '#!/bin/sh '* | '#!/usr/bin/env sh' | '#!/usr/bin/env sh '*) (. \"$kept\") || exit $? ;;\n\
+         \x20   *) \"$kept\" \"$@\" || exit $? ;;\n\
+         \x20 esac\n\
          fi\n\
          docdex={exe}\n\
          if [ ! -x \"$docdex\" ]; then docdex=$(command -v docdex || true); fi\n\

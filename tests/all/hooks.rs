@@ -460,3 +460,35 @@ fn install_keeps_a_linked_hook_and_refuses_to_replace_a_versioned_one() {
     assert_eq!(std::fs::read_to_string(repo.join(".githooks/pre-commit")).unwrap(), shared);
     assert!(!repo.join(".githooks/pre-commit.before-docdex").exists());
 }
+
+#[test]
+fn a_husky_hook_kept_by_install_still_runs_the_users_script_and_can_refuse() {
+    let env = Env::new();
+    let repo = env.repo("husky");
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    // husky 9's layout: core.hooksPath .husky/_ (git-ignored), each hook there sources `h`,
+    // which runs .husky/<its own file name> and exits 0 when there is no such script.
+    write(&repo, ".husky/_/.gitignore", "*\n");
+    let h = "#!/usr/bin/env sh\nn=$(basename \"$0\")\ns=$(dirname \"$(dirname \"$0\")\")/$n\n[ ! -f \"$s\" ] && exit 0\nsh -e \"$s\" \"$@\"\n";
+    write(&repo, ".husky/_/h", h);
+    write(&repo, ".husky/_/pre-commit", "#!/usr/bin/env sh\n. \"$(dirname \"$0\")/h\"\n");
+    set_exec(&repo.join(".husky/_/pre-commit"));
+    write(&repo, ".husky/pre-commit", "echo ran >> .git/husky.log\n[ ! -f block ]\n");
+    git(&repo, &["config", "core.hooksPath", ".husky/_"], &env, &[]);
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let dead = dead_url();
+    let no_server = [("DOCDEX_URL", dead.as_str())];
+    git(&repo, &["add", "-A"], &env, &[]);
+    let out = git(&repo, &["commit", "-q", "-m", "one"], &env, &no_server);
+    assert!(out.status.success(), "{}", text(&out));
+    // Run as pre-commit.before-docdex, husky looked for .husky/pre-commit.before-docdex.
+    let log = std::fs::read_to_string(repo.join(".git/husky.log")).unwrap_or_default();
+    assert_eq!(log.lines().count(), 1, "the user's husky hook did not run: {}", text(&out));
+    // Its failure still refuses the commit.
+    write(&repo, "block", "");
+    git(&repo, &["add", "-A"], &env, &[]);
+    let out = git(&repo, &["commit", "-q", "-m", "two"], &env, &no_server);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert_eq!(commits(&repo, &env), 1);
+}
