@@ -372,3 +372,16 @@ fn a_hit_whose_file_was_renamed_since_indexing_is_said_to_be_gone() {
         assert!(o.reason.starts_with("no longer in the working tree (deleted or renamed"), "{o:?}");
     }
 }
+
+#[test]
+fn impact_of_the_repository_root_says_it_is_a_directory_not_outside() {
+    let env = Env::new();
+    let (repo, _engine) = fixture(&env);
+    let r = repo.to_str().unwrap();
+    for file in [".", "./", r] {
+        let out = env.run(&["impact", "--repo", r, "--file", file]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains("is the repository root") && !err.contains("outside"), "{file}: {err}");
+    }
+}

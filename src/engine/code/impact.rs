@@ -729,8 +729,12 @@ pub(crate) fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
         return Ok(file.to_string());
     }
     let rel = crate::engine::repos::repo_relative(&repo.root, file)?;
+    // The root itself is inside the repository: not a file, not "outside".
     if rel.is_empty() {
-        return Err(Error::OutsideRepo { path: file.to_string(), repo: repo.root.clone() });
+        return Err(Error::BadRequest(format!(
+            "{file} is the repository root ({}), a directory: pass a file in it, e.g. src/main.rs",
+            repo.root.display()
+        )));
     }
     Ok(rel)
 }
