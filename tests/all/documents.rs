@@ -829,3 +829,28 @@ fn a_pdf_of_tens_of_thousands_of_pages_is_read_to_its_page_limit_in_seconds() {
     let past = env.engine().get_file(&repo, &FileRequest { page: Some(5_001), ..FileRequest::new("many.pdf", None) });
     assert!(past.is_err());
 }
+
+/// HTML the parser and Readability handle superlinearly: one tag of 600,000 attributes (7 MB)
+/// ran for minutes (each attribute compared with those before it), 9.5 MB of `&amp;` took
+/// 48 s. A page over 2 MiB, or with a tag of over 1,000 attributes, is read flat, at once.
+#[test]
+fn html_the_parser_is_quadratic_on_is_read_flat() {
+    let env = Env::new();
+    let repo = env.repo("html");
+    let attrs: Vec<String> = (0..600_000).map(|i| format!("a{i}=\"x\"")).collect();
+    write(&repo, "attrs.html", format!("<html><body><p {}>Crake census</p></body></html>", attrs.join(" ")));
+    write(
+        &repo,
+        "entities.html",
+        format!("<html><body><p>{} Moorhen tally</p></body></html>", "&amp;".repeat(1_900_000)),
+    );
+    write(&repo, "site/pangolin.html", PAGE);
+    let t = std::time::Instant::now();
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    assert!(t.elapsed() < std::time::Duration::from_secs(30), "took {:?}", t.elapsed());
+    assert!(summary.skipped.is_empty(), "{:?}", summary.skipped);
+    assert_eq!(hit_paths(&env.engine(), &repo, "crake census"), ["attrs.html"]);
+    assert_eq!(hit_paths(&env.engine(), &repo, "moorhen tally"), ["entities.html"]);
+    let text = env.engine().get_file(&repo, &FileRequest::new("site/pangolin.html", None)).unwrap().text;
+    assert!(text.contains("Pangolin care") && !text.contains("zzscriptword"), "a small page reads as before");
+}
