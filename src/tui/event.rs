@@ -397,9 +397,16 @@ pub enum ChatUpdate {
         /// The text.
         text: String,
     },
-    /// A step of the waterfall finished (`code_index ran · 12 hits`), or the engine noted
-    /// something while the turn ran.
+    /// A step of the waterfall finished (`code_index ran · 12 hits`).
     Progress {
+        /// The turn.
+        turn: u64,
+        /// One line for humans.
+        text: String,
+    },
+    /// The engine noted something about the turn (a degraded tier, a prompt the model server
+    /// cut short); one arriving after the answer began is kept under the answer.
+    Notice {
         /// The turn.
         turn: u64,
         /// One line for humans.

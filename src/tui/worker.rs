@@ -428,7 +428,7 @@ fn chat_run(engine: &Engine, turn: u64, job: ChatJob, cancel: CancelToken, send:
         let update = match e {
             ChatTurnEvent::Token { text } => ChatUpdate::Token { turn, text },
             ChatTurnEvent::Step(step) => ChatUpdate::Progress { turn, text: views::step_text(&step) },
-            ChatTurnEvent::Notice { message } => ChatUpdate::Progress { turn, text: message },
+            ChatTurnEvent::Notice { message } => ChatUpdate::Notice { turn, text: message },
             ChatTurnEvent::Context { sources, budget } => ChatUpdate::Progress {
                 turn,
                 text: format!(

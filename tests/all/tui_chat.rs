@@ -457,3 +457,27 @@ fn a_cut_off_answer_is_marked_so_in_the_next_turns_history() {
         "{history:?}"
     );
 }
+
+/// A model server that cut the prompt short: the engine's notice arrives after the answer,
+/// so it only flashed as a progress line; it now stays under the answer as a note.
+#[test]
+fn a_prompt_the_server_cut_short_stays_noted_under_the_answer() {
+    let fake = FakeOllama::start(FakeOllamaOptions { prompt_tokens_seen: Some(300), ..Default::default() })
+        .expect("fake model server");
+    let mut h = harness(&fake);
+    h.alt('3');
+    h.pump();
+    // A question long enough (over 1,024 tokens) for the cut to be checked.
+    let question =
+        format!("where are stale sessions expired? {}", "Explain the session store and its expiry. ".repeat(130));
+    let req = ask(&mut h, &question);
+    let events = run(&mut h, req);
+    let notice = events.iter().position(
+        |e| matches!(e, EngineEvent::Chat(ChatUpdate::Notice { text, .. }) if text.contains("saw only 300 of the")),
+    );
+    let token = events.iter().position(|e| matches!(e, EngineEvent::Chat(ChatUpdate::Token { .. })));
+    assert!(notice.is_some() && token < notice, "the cut is noticed after the answer began: {events:?}");
+    h.pump();
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Note: the model saw only 300 of the"), "{s}");
+}

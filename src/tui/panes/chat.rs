@@ -62,6 +62,9 @@ struct ActiveCell {
     text: String,
     /// The latest step the waterfall reported.
     progress: Option<String>,
+    /// Notices that came after the answer began (a prompt the server cut short): shown under
+    /// the answer when it is committed, not only as a passing progress line.
+    late_notices: Vec<String>,
 }
 
 /// A conversation: its reasoning-DAG session id (known after its first answer) and cells.
@@ -205,6 +208,7 @@ impl ChatPane {
             stream: MarkdownStream::new(),
             text: String::new(),
             progress: None,
+            late_notices: Vec::new(),
         });
         self.scroll_from_bottom = 0;
     }
@@ -329,6 +333,7 @@ impl ChatPane {
         unavailable: &Option<String>,
     ) {
         self.remember_session(turn, session_id);
+        let late = self.active.as_mut().map(|a| std::mem::take(&mut a.late_notices)).unwrap_or_default();
         match unavailable {
             Some(why) => {
                 self.finish_active(Vec::new());
@@ -351,6 +356,9 @@ impl ChatPane {
                     self.notice(turn, format!("Stopped turn {turn} before the model answered."), Vec::new());
                 }
             }
+        }
+        for text in late {
+            self.notice(turn, format!("**Note**: {text}"), Vec::new());
         }
         self.scroll_from_bottom = 0;
     }
@@ -602,6 +610,14 @@ impl Pane for ChatPane {
             EngineEvent::Chat(ChatUpdate::Progress { turn, text }) => {
                 if let Some(a) = self.active.as_mut().filter(|a| a.turn == *turn) {
                     a.progress = Some(text.clone());
+                }
+            }
+            EngineEvent::Chat(ChatUpdate::Notice { turn, text }) => {
+                if let Some(a) = self.active.as_mut().filter(|a| a.turn == *turn) {
+                    a.progress = Some(text.clone());
+                    if !a.text.trim().is_empty() {
+                        a.late_notices.push(text.clone());
+                    }
                 }
             }
             EngineEvent::Chat(ChatUpdate::Done { turn, session_id, citations, stopped, unavailable }) => {
