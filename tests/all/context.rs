@@ -385,3 +385,17 @@ fn impact_of_the_repository_root_says_it_is_a_directory_not_outside() {
         assert!(err.contains("is the repository root") && !err.contains("outside"), "{file}: {err}");
     }
 }
+
+#[test]
+fn a_changed_submodule_is_left_out_and_the_note_says_submodules() {
+    let env = Env::new();
+    let (repo, engine) = fixture(&env);
+    let lib = env.repo("lib");
+    write(&lib, "vendor.py", "def vendored():\n    return 1\n");
+    git_commit_all(&lib);
+    git(&repo, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", lib.to_str().unwrap(), "vendor"]);
+    let p = pack(&engine, &repo, "make stale sessions expire after the ttl", None, 8000);
+    assert!(p.changed.iter().all(|f| !f.path.starts_with("vendor")), "{:?}", p.changed);
+    // The note's reasons were hidden, ignored, large, links and binaries: none of them fits.
+    assert!(p.notes.iter().any(|n| n.contains("left out") && n.contains("submodules")), "{:?}", p.notes);
+}
