@@ -7,6 +7,12 @@ use docdex::engine::protocol::{FileRequest, SearchRequest};
 use docdex::engine::IndexOptions;
 use std::path::Path;
 
+/// A hang guard, not a speed figure (figures are in docs/PERFORMANCE.md and the bench): the
+/// hostile files below are indexed in seconds with their bounds (and each test asserts the
+/// note or text its bound gives), so a run past this, even on a loaded machine, means a bound
+/// is gone. Generous on purpose (it was 20 to 60 s, and flaked under load): a test must not flake.
+const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// A valid PDF with one page per entry, each line of a page drawn as a line of Helvetica
 /// text; a page with no lines gets a filled rectangle only (no text layer, as a scan). With
 /// `encrypt`, the trailer names a Standard security handler whose user password is not empty.
@@ -371,7 +377,7 @@ fn document_bombs_are_refused_at_a_bound_and_inline_encryption_is_named() {
     write(&repo, "heavy-styles.docx", bomb_docx(0, "word/styles.xml", 300 << 20));
     let t = std::time::Instant::now();
     let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
-    assert!(t.elapsed() < std::time::Duration::from_secs(60), "took {:?}", t.elapsed());
+    assert!(t.elapsed() < HANG_GUARD, "took {:?}: the bound no longer holds", t.elapsed());
     let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
     assert!(
         note("bomb.pdf").starts_with("PDF too large to extract (a stream inflates to over 16 MiB"),
@@ -411,7 +417,7 @@ fn deeply_nested_html_is_read_flat_instead_of_aborting_the_index() {
     let t = std::time::Instant::now();
     let out = env.run(&["index", "--repo", repo.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(t.elapsed() < std::time::Duration::from_secs(60), "took {:?}", t.elapsed());
+    assert!(t.elapsed() < HANG_GUARD, "took {:?}: the bound no longer holds", t.elapsed());
     assert_eq!(hit_paths(&env.engine(), &repo, "deep heron"), ["deep.html"]);
     assert_eq!(hit_paths(&env.engine(), &repo, "egret tally"), ["misnested.html"]);
     let md = env.engine().get_file(&repo, &FileRequest::new("misnested.html", None)).expect("get");
@@ -433,7 +439,7 @@ fn deeply_nested_html_is_read_flat_instead_of_aborting_the_index() {
         })
         .expect("fetch");
     assert!(page.page.markdown.contains("deep heron text"), "{:?}", page.page.markdown);
-    assert!(t.elapsed() < std::time::Duration::from_secs(20), "took {:?}", t.elapsed());
+    assert!(t.elapsed() < HANG_GUARD, "took {:?}: the bound no longer holds", t.elapsed());
 }
 
 /// Pages and HTML files in another character set were read as UTF-8, so every accented letter
@@ -655,7 +661,7 @@ fn pdf_streams_are_bounded_by_what_every_filter_decodes_to() {
     write(&repo, "image.pdf", filtered_pdf("/Filter /LZWDecode", &lzw(drawn), &[image]));
     let t = std::time::Instant::now();
     let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
-    assert!(t.elapsed() < std::time::Duration::from_secs(60), "took {:?}", t.elapsed());
+    assert!(t.elapsed() < HANG_GUARD, "took {:?}: the bound no longer holds", t.elapsed());
     let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
     let objstm = "PDF too large to extract (an object stream inflates to over 16 MiB)";
     assert_eq!(note("objstm.pdf"), objstm, "refused before lopdf unpacks it");
@@ -715,7 +721,7 @@ fn hostile_cross_reference_streams_are_notes_before_lopdf_loads_them() {
     write(&repo, "bomb.pdf", xref_stream_pdf("/Size 6 /W [1 4 1] /Filter /Fl#61teDecode", &zlib(&bomb)));
     let t = std::time::Instant::now();
     let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
-    assert!(t.elapsed() < std::time::Duration::from_secs(60), "took {:?}", t.elapsed());
+    assert!(t.elapsed() < HANG_GUARD, "took {:?}: the bound no longer holds", t.elapsed());
     let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
     assert_eq!(note("zeros.pdf"), "corrupt PDF (its cross-reference streams list over 2000000 objects)");
     assert_eq!(note("wide.pdf"), "corrupt PDF (a cross-reference field is wider than 8 bytes)");
@@ -801,7 +807,7 @@ fn pdf_pages_and_forms_drawn_again_and_again_are_bounded() {
     write(&repo, "logo.pdf", shared_pages_pdf(50, page, &[logo]));
     let t = std::time::Instant::now();
     let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
-    assert!(t.elapsed() < std::time::Duration::from_secs(30), "took {:?}", t.elapsed());
+    assert!(t.elapsed() < HANG_GUARD, "took {:?}: the bound no longer holds", t.elapsed());
     let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
     let over = "PDF too large to extract (its pages would have extraction decode over 256 MiB (the same streams drawn again and again))";
     for file in ["shared.pdf", "drawn.pdf", "nested.pdf"] {
@@ -847,7 +853,7 @@ fn html_the_parser_is_quadratic_on_is_read_flat() {
     write(&repo, "site/pangolin.html", PAGE);
     let t = std::time::Instant::now();
     let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
-    assert!(t.elapsed() < std::time::Duration::from_secs(30), "took {:?}", t.elapsed());
+    assert!(t.elapsed() < HANG_GUARD, "took {:?}: the bound no longer holds", t.elapsed());
     assert!(summary.skipped.is_empty(), "{:?}", summary.skipped);
     assert_eq!(hit_paths(&env.engine(), &repo, "crake census"), ["attrs.html"]);
     assert_eq!(hit_paths(&env.engine(), &repo, "moorhen tally"), ["entities.html"]);
