@@ -399,3 +399,24 @@ fn a_cargo_run_killed_at_the_timeout_counts_the_tests_that_finished() {
     // libtest printed `test tests::quick ... ok` but never its summary: 0 passed before.
     assert_eq!(v["passed"].as_u64(), Some(1), "{v}");
 }
+
+#[test]
+fn a_virtualenv_whose_python_is_gone_is_named_not_silently_passed_over() {
+    let env = Env::new();
+    let repo = env.repo("stalevenv");
+    write(&repo, "pyproject.toml", "[project]\nname = \"fixture\"\nversion = \"0.1.0\"\n");
+    write(&repo, "tests/test_ok.py", "def test_fine():\n    assert True\n");
+    // Made by a Python since removed: the link dangles.
+    std::fs::create_dir_all(repo.join(".venv/bin")).unwrap();
+    std::os::unix::fs::symlink("/nonexistent/python3.99", repo.join(".venv/bin/python")).unwrap();
+    // The Python used instead has no pytest (as `python -m pytest` says it).
+    let other = env.repo("other-venv");
+    write(&other, "bin/python", "#!/bin/sh\necho \"$0: No module named pytest\" >&2\nexit 1\n");
+    std::fs::set_permissions(other.join("bin/python"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, v) = run_tests(&env, &repo, &[], &[("VIRTUAL_ENV", other.to_str().unwrap())]);
+    assert_eq!(code, 2, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    // It said pytest is missing from the other Python, and nothing of the project's own.
+    assert!(msg.contains(".venv/bin/python links to /nonexistent/python3.99, which no longer exists"), "{msg}");
+    assert!(msg.contains("python3 -m venv --clear .venv"), "{msg}");
+}

@@ -161,6 +161,22 @@ fn missing_runner(runner: Runner, argv: &[String], exit: Option<i32>, text: &str
     }
 }
 
+/// The repository's virtualenv whose Python is a dangling link (made by a Python since
+/// removed or upgraded): passed over, its pytest went missing and python3's was asked.
+fn broken_venv(root: &Path) -> Option<String> {
+    [".venv", "venv"].iter().find_map(|venv| {
+        let p = root.join(venv).join("bin/python");
+        let link = std::fs::read_link(&p).ok()?;
+        (!p.exists()).then(|| {
+            format!(
+                "{} links to {}, which no longer exists: recreate the virtualenv (`python3 -m venv --clear {venv}`, then install the project's requirements) or remove it",
+                p.display(),
+                link.display()
+            )
+        })
+    })
+}
+
 /// The Python that runs pytest: the repository's virtualenv first.
 fn python(root: &Path) -> String {
     for venv in [".venv", "venv"] {
@@ -606,11 +622,19 @@ impl Engine {
             return Err(Error::BadRequest("--since only applies with --affected".into()));
         }
         resp.command = command(&root, runner, &cfg.command, &targets, &mut notes);
+        let broken = (runner == Runner::Pytest).then(|| broken_venv(&root)).flatten();
         let done = execute(&root, &resp.command, timeout)?;
         let text = done.lines.join("\n");
         // A missing runner is bad input, not a failing suite.
         if let Some(why) = missing_runner(runner, &resp.command, done.exit_code, &text) {
-            return Err(Error::BadRequest(why));
+            return Err(Error::BadRequest(match broken {
+                Some(b) => format!("{why}; the repository's own virtualenv was passed over: {b}"),
+                None => why,
+            }));
+        }
+        if let Some(b) = broken {
+            let python = resp.command.first().cloned().unwrap_or_default();
+            notes.push(format!("ran {python}, not the repository's virtualenv: {b}"));
         }
         let outcome = parse_output(runner, &text, &root.to_string_lossy());
         resp.status = if done.timed_out {
