@@ -69,6 +69,7 @@ impl Engine {
         // this runs are picked up within a second (a full run indexes or drops the folder).
         let mut sources = sources::load_indexable(&repo.state_dir);
         follow_sources(&mut debouncer, &[], &sources, report);
+        let mut source_dirs = source_identities(&sources);
         let mut sources_checked = std::time::Instant::now();
         let quiet = |_: &IndexProgress| {};
         // A first index can take a while: a shutdown stops it at the next batch (what it
@@ -87,9 +88,14 @@ impl Engine {
                 sources_checked = std::time::Instant::now();
                 check_index_and_root(session, &repo.root, root_id)?;
                 let now = sources::load_indexable(&repo.state_dir);
-                if now != sources {
+                // A source folder deleted and made again (a remount, a checkout) is another
+                // directory: the OS watch on the old one is gone, so it is watched again, and a
+                // full run takes what it holds now.
+                let dirs = source_identities(&now);
+                if now != sources || dirs != source_dirs {
                     follow_sources(&mut debouncer, &sources, &now, report);
                     sources = now;
+                    source_dirs = dirs;
                     session.status().queued(1, true);
                     self.apply(&repo, session, BTreeSet::from([repo.root.clone()]), report);
                     session.status().queued(0, true);
@@ -174,6 +180,11 @@ impl Engine {
 
 /// The watcher this module runs: notify's recommended backend, debounced.
 type Debouncer = notify_debouncer_full::Debouncer<RecommendedWatcher, RecommendedCache>;
+
+/// Which directory each source folder is now (none while it is missing).
+fn source_identities(sources: &[Source]) -> Vec<Option<(u64, u64)>> {
+    sources.iter().map(|s| crate::engine::fsutil::dir_identity(&s.path)).collect()
+}
 
 /// Moves the watch from the sources `before` to the sources `now` (those with `watch`).
 fn follow_sources(debouncer: &mut Debouncer, before: &[Source], now: &[Source], report: &dyn Fn(WatchReport)) {

@@ -248,3 +248,31 @@ fn a_source_folder_replaced_by_a_link_is_missing_and_nothing_behind_the_link_is_
     let hit = engine.search(&repo, &req).unwrap().results.remove(0);
     assert!(hit.source_missing && hit.snippet.is_empty(), "nothing is read through the link: {hit:?}");
 }
+
+/// A source folder deleted under a live watcher and made again (a remount, a checkout): the OS
+/// watch went with the old directory, so edits in the new one were never seen until a restart.
+/// The watcher now watches the folder again when it is back, and indexes what it holds.
+#[test]
+fn the_watcher_follows_a_source_folder_that_comes_back() {
+    let env = Env::new();
+    let (repo, notes, _) = setup(&env);
+    let engine = env.engine();
+    engine.add_source(&repo, &add(&notes)).unwrap();
+    let watcher = Watcher::start(&engine, &repo);
+    assert_eq!(hit_paths(&engine, &repo, "egrets reeds")[0], "//notes/deep/egret.md");
+    let away = env.dir.path().join("notes-away");
+    std::fs::rename(&notes, &away).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // Back as a new directory, with a file the old one did not have.
+    std::fs::create_dir_all(notes.join("deep")).unwrap();
+    std::fs::copy(away.join("deep/egret.md"), notes.join("deep/egret.md")).unwrap();
+    write(&notes, "ibis.md", "Ibises probe the mud flats.\n");
+    eventually("the returned folder is indexed", || hit_paths(&engine, &repo, "ibises probe") == ["//notes/ibis.md"]);
+    // And watched: an edit made after its return is found.
+    std::thread::sleep(Duration::from_millis(300));
+    write(&notes, "deep/stilt.md", "Stilts wade on long red legs.\n");
+    eventually("an edit in the returned folder", || {
+        hit_paths(&engine, &repo, "stilts wade") == ["//notes/deep/stilt.md"]
+    });
+    watcher.stop();
+}
