@@ -494,6 +494,9 @@ impl Engine {
         // The first characters of an id do, as with git hashes, when they name one memory.
         let given = id.trim();
         let list = format!("docdex memory list --repo {}", repo.root.display());
+        if given.is_empty() {
+            return Err(Error::BadRequest(format!("no memory id given: `{list}` shows them")));
+        }
         let id = id_by_prefix(&db.conn, "memories", given, "memory", &list)?.unwrap_or_else(|| given.to_string());
         if !db.delete(&id)? {
             return Err(Error::NotFound(format!(

@@ -161,6 +161,9 @@ fn bad_memory_input_is_refused_clearly() {
     assert!(err.to_string().contains("must be a JSON object"));
     let err = engine.memory_recall(&repo, &MemoryRecallRequest { query: " ".into(), limit: None }).unwrap_err();
     assert!(err.to_string().contains("empty query"));
+    // An empty id read "no memory , and an id prefix must have at least 6 characters".
+    let err = engine.memory_delete(&repo, "  ").unwrap_err();
+    assert!(err.to_string().starts_with("no memory id given"), "{err}");
     env.write_config("[memory]\nenabled = false\n");
     let err = env.engine().memory_list(&repo, None).unwrap_err();
     assert!(err.to_string().contains("[memory] enabled = false"));
