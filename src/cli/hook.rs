@@ -414,8 +414,9 @@ fn script(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
          if [ -x \"$kept\" ]; then\n\
          \x20 # An sh hook is sourced in a subshell, so its $0 is still .../pre-commit: husky's\n\
          \x20 # hooks find the user's script by that name and silently skip it under any other.\n\
+         \x20 # With options on its #! line (sh -e), it runs as itself: sourcing would drop them.\n\
          \x20 case $(head -n 1 \"$kept\") in\n\
-         \x20   '#!/bin/sh' | '#!/bin/sh '* | '#!/usr/bin/env sh' | '#!/usr/bin/env sh '*) (. \"$kept\") || exit $? ;;\n\
+         \x20   '#!/bin/sh' | '#!/usr/bin/env sh') (. \"$kept\") || exit $? ;;\n\
          \x20   *) \"$kept\" \"$@\" || exit $? ;;\n\
          \x20 esac\n\
          fi\n\

@@ -492,3 +492,22 @@ fn a_husky_hook_kept_by_install_still_runs_the_users_script_and_can_refuse() {
     assert!(!out.status.success(), "{}", text(&out));
     assert_eq!(commits(&repo, &env), 1);
 }
+
+#[test]
+fn a_kept_sh_hook_with_options_on_its_shebang_keeps_them() {
+    let env = Env::new();
+    let repo = env.repo("sh-e");
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    // `-e` makes the first failing command fail the hook; sourced, the option was lost.
+    let hooks = repo.join(".git/hooks");
+    write(&hooks, "pre-commit", "#!/bin/sh -e\nfalse\necho passed-anyway >> \"$(git rev-parse --git-dir)/sh-e.log\"\n");
+    set_exec(&hooks.join("pre-commit"));
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    write(&repo, "a.txt", "a\n");
+    git(&repo, &["add", "-A"], &env, &[]);
+    let dead = dead_url();
+    let out = git(&repo, &["commit", "-q", "-m", "one"], &env, &[("DOCDEX_URL", dead.as_str())]);
+    assert!(!out.status.success(), "the kept hook's `false` under -e did not refuse: {}", text(&out));
+    assert!(!repo.join(".git/sh-e.log").exists());
+}
