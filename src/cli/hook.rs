@@ -457,6 +457,22 @@ fn refuse_tracked(root: &Path, hook: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A hooks directory outside both the work tree and the repository's git directory is a
+/// `core.hooksPath` shared by other repositories (often set globally): installing "in this
+/// repository" then changes every one of them, which the user should hear.
+fn shared_hooks_note(root: &Path, dir: &Path) -> Option<String> {
+    let common = git(Some(root), &["rev-parse", "--path-format=absolute", "--git-common-dir"]).ok()?;
+    let common = PathBuf::from(String::from_utf8_lossy(&common).trim());
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let d = real(dir);
+    (!d.starts_with(real(root)) && !d.starts_with(real(&common))).then(|| {
+        format!(
+            "note: core.hooksPath points outside this repository, at {}: the hook applies to every repository that uses it",
+            dir.display()
+        )
+    })
+}
+
 fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<()> {
     let root = top_level(args.repo.as_deref())?;
     let dir = hooks_dir(Some(&root))?;
@@ -464,6 +480,9 @@ fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<
     let hook = dir.join("pre-commit");
     let kept = dir.join(KEPT);
     refuse_tracked(&root, &hook)?;
+    if let Some(note) = shared_hooks_note(&root, &dir) {
+        out.note(&note);
+    }
     // A link, even a dangling one, is someone's hook: kept, never written through.
     if present(&hook) && !is_ours(&hook) {
         if present(&kept) {

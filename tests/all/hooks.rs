@@ -511,3 +511,19 @@ fn a_kept_sh_hook_with_options_on_its_shebang_keeps_them() {
     assert!(!out.status.success(), "the kept hook's `false` under -e did not refuse: {}", text(&out));
     assert!(!repo.join(".git/sh-e.log").exists());
 }
+
+#[test]
+fn installing_into_a_hooks_path_shared_by_other_repositories_says_so() {
+    let env = Env::new();
+    let repo = env.repo("one");
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success() && !text(&out).contains("every repository"), "{}", text(&out));
+    // A core.hooksPath outside the repository (as `git config --global` sets it).
+    let shared = env.repo("shared-hooks");
+    git(&repo, &["config", "core.hooksPath", shared.to_str().unwrap()], &env, &[]);
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(shared.join("pre-commit").is_file());
+    assert!(text(&out).contains("the hook applies to every repository that uses it"), "{}", text(&out));
+}
