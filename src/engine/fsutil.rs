@@ -315,13 +315,78 @@ pub fn read_regular_text(path: &Path, inside: Option<&Path>, max_bytes: u64) -> 
     }
     let mut bytes = Vec::new();
     file.take(max_bytes).read_to_end(&mut bytes).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    Some(decode_text_owned(bytes))
 }
 
 /// The indexer's rule for binary content, shared by every reader that must agree with it: a
 /// NUL byte in the first [`BINARY_SNIFF`] bytes.
 pub fn looks_binary(bytes: &[u8]) -> bool {
-    memchr::memchr(0, &bytes[..bytes.len().min(BINARY_SNIFF)]).is_some()
+    let head = &bytes[..bytes.len().min(BINARY_SNIFF)];
+    if let Some(text) = utf16_text(head) {
+        // UTF-16 text (what Windows tools such as PowerShell's `>` write) is half NUL bytes;
+        // it is text when its start decodes cleanly to characters that are not NUL.
+        return text.contains(['\0', char::REPLACEMENT_CHARACTER]);
+    }
+    memchr::memchr(0, head).is_some()
+}
+
+/// The text of a file's bytes as every reader of indexed text takes it (the index, snippets,
+/// `get`, chat context, embeddings: one decoding, so their line numbers and hashes agree). A
+/// UTF-8 byte-order mark is dropped; UTF-16 with a byte-order mark is decoded; valid UTF-8 is
+/// taken as is; bytes that are not UTF-8 and hold no multi-byte UTF-8 character at all are
+/// Windows-1252 (a Latin-1 text keeps `héron` findable); anything else is UTF-8 with its bad
+/// bytes replaced.
+pub fn decode_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    if let Some(text) = utf16_text(bytes) {
+        return Cow::Owned(text);
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) if !holds_utf8_sequences(bytes) => encoding_rs::WINDOWS_1252.decode_without_bom_handling(bytes).0,
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+/// [`decode_text`] into an owned string, without a copy when the bytes are UTF-8 already.
+pub fn decode_text_owned(bytes: Vec<u8>) -> String {
+    if bytes.starts_with(b"\xEF\xBB\xBF") || bytes.starts_with(b"\xFF\xFE") || bytes.starts_with(b"\xFE\xFF") {
+        return decode_text(&bytes).into_owned();
+    }
+    String::from_utf8(bytes).unwrap_or_else(|e| decode_text(e.as_bytes()).into_owned())
+}
+
+/// The text of bytes that start with a UTF-16 byte-order mark (either order), else `None`.
+fn utf16_text(bytes: &[u8]) -> Option<String> {
+    let encoding = match bytes.get(..2)? {
+        [0xFF, 0xFE] => encoding_rs::UTF_16LE,
+        [0xFE, 0xFF] => encoding_rs::UTF_16BE,
+        _ => return None,
+    };
+    Some(encoding.decode_without_bom_handling(&bytes[2..]).0.into_owned())
+}
+
+/// Whether some multi-byte UTF-8 character is in `bytes`: then a bad byte is damage in a UTF-8
+/// file, not a file in a single-byte encoding.
+fn holds_utf8_sequences(bytes: &[u8]) -> bool {
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(valid) => return !valid.is_ascii(),
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                // Safe to read as text: `valid_up_to` bytes are UTF-8.
+                if std::str::from_utf8(valid).is_ok_and(|v| !v.is_ascii()) {
+                    return true;
+                }
+                match e.error_len() {
+                    Some(n) => rest = &after[n..],
+                    None => return false,
+                }
+            }
+        }
+    }
 }
 
 /// Reads a whole repository file through [`open_repo_file`].
@@ -457,5 +522,41 @@ mod ago_tests {
         assert_eq!(count(2usize, "day"), "2 days");
         assert_eq!(count(1u64, "memory"), "1 memory");
         assert_eq!(count(5u64, "unresolved import"), "5 unresolved imports");
+    }
+}
+
+#[cfg(test)]
+mod decode_tests {
+    use super::{decode_text, decode_text_owned, looks_binary};
+
+    fn utf16(text: &str, little: bool) -> Vec<u8> {
+        let mut out = if little { vec![0xFF, 0xFE] } else { vec![0xFE, 0xFF] };
+        for unit in text.encode_utf16() {
+            out.extend(if little { unit.to_le_bytes() } else { unit.to_be_bytes() });
+        }
+        out
+    }
+
+    #[test]
+    fn text_in_the_encodings_editors_write_decodes_to_the_same_characters() {
+        assert_eq!(decode_text(b"\xEF\xBB\xBFfn main() {}\n"), "fn main() {}\n", "a UTF-8 byte-order mark is dropped");
+        for little in [true, false] {
+            let bytes = utf16("Get-Process | héron\r\n", little);
+            assert!(!looks_binary(&bytes), "UTF-16 text is not binary");
+            assert_eq!(decode_text(&bytes), "Get-Process | héron\r\n");
+            assert_eq!(decode_text_owned(bytes), "Get-Process | héron\r\n");
+        }
+        assert_eq!(decode_text(b"le h\xe9ron gris\n"), "le héron gris\n", "Latin-1 without any UTF-8 character");
+        assert_eq!(decode_text(b"caf\xc3\xa9 \xff\n"), "café \u{FFFD}\n", "a bad byte in UTF-8 text is damage");
+        assert_eq!(decode_text_owned(b"plain".to_vec()), "plain");
+    }
+
+    #[test]
+    fn binary_that_starts_like_utf16_is_still_binary() {
+        // A byte-order mark then NUL characters or unpaired surrogates: not text.
+        assert!(looks_binary(&[0xFF, 0xFE, 0, 0, 0, 0, 0x41, 0]));
+        assert!(looks_binary(&[0xFF, 0xFE, 0x00, 0xD8, 0x41, 0x00]));
+        assert!(looks_binary(b"ELF\0\x01"));
+        assert!(!looks_binary(b"plain text"));
     }
 }

@@ -580,7 +580,7 @@ impl Engine {
         };
         let text = match &doc {
             Some(d) => std::borrow::Cow::Borrowed(d.text.as_str()),
-            None => String::from_utf8_lossy(&bytes),
+            None => fsutil::decode_text(&bytes),
         };
         let all: Vec<&str> = text.lines().collect();
         let total = all.len() as u32;

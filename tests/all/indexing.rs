@@ -457,3 +457,38 @@ fn a_root_that_vanishes_under_an_open_session_keeps_the_index() {
     std::fs::rename(&away, &repo).unwrap();
     assert_eq!(hit_paths(&engine, &repo, "narwhal_tusk"), ["kept.rs"], "the index kept its file");
 }
+
+/// Text in the encodings editors and Windows tools write: UTF-16 with a byte-order mark (what
+/// PowerShell's `>` writes) was skipped as binary; a Latin-1 file lost its accents (`héron`
+/// was not found); a UTF-8 byte-order mark showed in snippets and `get`. Each is now read as
+/// the same text by the index, snippets and `get`.
+#[test]
+fn utf16_latin1_and_bom_text_files_are_indexed_as_their_text() {
+    use docdex::engine::protocol::{FileRequest, SearchRequest};
+    let env = Env::new();
+    let repo = env.repo("encodings");
+    let mut ps1 = vec![0xFF, 0xFE];
+    for unit in "Get-Process | Where-Object cormorant\r\nWrite-Host \"grèbe huppé\"\r\n".encode_utf16() {
+        ps1.extend(unit.to_le_bytes());
+    }
+    write(&repo, "report.ps1", ps1);
+    write(&repo, "notes.txt", b"Le h\xe9ron cendr\xe9 niche au bord du lac.\n".to_vec());
+    write(&repo, "bom.py", b"\xEF\xBB\xBFdef avocet_count():\n    return 3\n".to_vec());
+    let s = index(&env, &repo);
+    assert!(s.skipped.is_empty(), "{:?}", s.skipped);
+    let engine = env.engine();
+    assert_eq!(hit_paths(&engine, &repo, "cormorant"), ["report.ps1"]);
+    assert_eq!(hit_paths(&engine, &repo, "héron cendré"), ["notes.txt"]);
+    assert_eq!(hit_paths(&engine, &repo, "avocet_count"), ["bom.py"]);
+    let hit = |q: &str| {
+        let req = SearchRequest { query: q.into(), limit: Some(1), ..Default::default() };
+        engine.search(&repo, &req).expect("search").results.remove(0).snippet
+    };
+    assert!(hit("grèbe").contains("grèbe huppé"), "{}", hit("grèbe"));
+    assert!(hit("héron").contains("Le héron cendré"), "{}", hit("héron"));
+    assert!(hit("avocet_count").starts_with("def avocet_count"), "{:?}", hit("avocet_count"));
+    let get = |p: &str| engine.get_file(&repo, &FileRequest::new(p, None)).expect("get").text;
+    assert!(get("report.ps1").contains("Write-Host \"grèbe huppé\""), "{}", get("report.ps1"));
+    assert!(get("notes.txt").contains("Le héron cendré"));
+    assert!(get("bom.py").starts_with("def avocet_count"), "{:?}", get("bom.py"));
+}

@@ -374,8 +374,8 @@ fn file_chunks(
 ) -> Option<(FileEntry, Vec<String>, u64)> {
     // A document's chunks are lines of its extracted text, which its manifest hash is of.
     let bytes = crate::engine::index::extract::indexed_text(repo, path).ok()?;
-    // The manifest hashes the text as indexed: invalid UTF-8 already replaced.
-    let text = String::from_utf8_lossy(&bytes);
+    // The manifest hashes the text as indexed (decoded as every reader decodes it).
+    let text = crate::engine::fsutil::decode_text(&bytes);
     if xxhash_rust::xxh3::xxh3_64(text.as_bytes()) != w.hash {
         return None;
     }

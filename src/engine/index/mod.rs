@@ -969,8 +969,8 @@ impl IndexSession {
             Err(e) => return Err(Box::new(Outcome::Error(format!("unreadable: {e}")))),
         };
         let Some(fmt) = format else {
-            // Valid UTF-8 (nearly every file) is taken as is; the rest loses its bad bytes.
-            let text = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            // Valid UTF-8 (nearly every file) is taken as is, without a copy.
+            let text = crate::engine::fsutil::decode_text_owned(bytes);
             let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
             if self.unchanged(&c.rel, hash) {
                 return Err(touched());
@@ -1029,8 +1029,8 @@ impl IndexSession {
             Ok(Read::Text(b)) => b,
             _ => return None, // gone, unreadable or no longer text now: the next full update sees it
         };
-        let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
-        let text = String::from_utf8_lossy(&bytes);
+        let text = crate::engine::fsutil::decode_text(&bytes);
+        let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
         Some((hash, code_pass::analyze(lang, &text, &c.rel)))
     }
 

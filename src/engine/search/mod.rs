@@ -785,8 +785,7 @@ fn cut_snippets(
                 read_extracted(repo, path, &root.join(rel), commit_time, &mut buf, &mut pages)
             }
         };
-        let text =
-            std::str::from_utf8(&buf).map(std::borrow::Cow::Borrowed).unwrap_or_else(|_| String::from_utf8_lossy(&buf));
+        let text = crate::engine::fsutil::decode_text(&buf);
         for i in members {
             let s = &page[i].1;
             let range = extract::page_of(&pages, s.line_start).zip(extract::page_of(&pages, s.line_end));
@@ -854,6 +853,7 @@ fn read_lines(reader: &mut impl std::io::Read, size: u64, lines: u32, buf: &mut 
     let size = usize::try_from(size).unwrap_or(usize::MAX);
     buf.clear();
     let mut newlines = 0u32;
+    let mut whole = false;
     while buf.len() < size {
         let start = buf.len();
         buf.resize(start + (size - start).min(STEP), 0);
@@ -866,6 +866,11 @@ fn read_lines(reader: &mut impl std::io::Read, size: u64, lines: u32, buf: &mut 
         buf.truncate(start + n);
         if n == 0 {
             break; // the file shrank since it was opened
+        }
+        // UTF-16: a 0x0A byte is not always a newline there; the whole file is read.
+        whole = whole || (start == 0 && (buf.starts_with(b"\xFF\xFE") || buf.starts_with(b"\xFE\xFF")));
+        if whole {
+            continue;
         }
         for at in memchr::memchr_iter(b'\n', &buf[start..]) {
             newlines += 1;

@@ -163,7 +163,7 @@ impl Files {
             if crate::engine::fsutil::looks_binary(&bytes) {
                 return None;
             }
-            let text = String::from_utf8_lossy(&bytes);
+            let text = crate::engine::fsutil::decode_text(&bytes);
             let (masked_text, at_lines) = if self.mask {
                 let (masked, found) = crate::engine::privacy::mask(&text);
                 let line_of = |byte: usize| 1 + memchr::memchr_iter(b'\n', &text.as_bytes()[..byte]).count() as u32;
