@@ -472,8 +472,8 @@ fn utf16_latin1_and_bom_text_files_are_indexed_as_their_text() {
         ps1.extend(unit.to_le_bytes());
     }
     write(&repo, "report.ps1", ps1);
-    write(&repo, "notes.txt", b"Le h\xe9ron cendr\xe9 niche au bord du lac.\n".to_vec());
-    write(&repo, "bom.py", b"\xEF\xBB\xBFdef avocet_count():\n    return 3\n".to_vec());
+    write(&repo, "notes.txt", b"Le h\xe9ron cendr\xe9 niche au bord du lac.\n");
+    write(&repo, "bom.py", b"\xEF\xBB\xBFdef avocet_count():\n    return 3\n");
     let s = index(&env, &repo);
     assert!(s.skipped.is_empty(), "{:?}", s.skipped);
     let engine = env.engine();
