@@ -290,24 +290,8 @@ fn flate_pdf(content: &[u8], encrypt_inline: bool) -> Vec<u8> {
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>"
             .to_vec(),
     ];
-    let mut stream = format!("<< /Length {} /Filter /FlateDecode >>\nstream\n", data.len()).into_bytes();
-    stream.extend_from_slice(&data);
-    stream.extend_from_slice(b"\nendstream");
-    objects.push(stream);
+    objects.push(stream_object("/Filter /FlateDecode", &data));
     objects.push(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec());
-    let mut out = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, body) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n", i + 1).as_bytes());
-        out.extend_from_slice(body);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-    for off in offsets {
-        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
-    }
     let encrypt = if encrypt_inline {
         format!(
             " /Encrypt << /Filter /Standard /V 1 /R 2 /Length 40 /P -44 /O <{}> /U <{}> >> /ID [<{}> <{}>]",
@@ -319,11 +303,7 @@ fn flate_pdf(content: &[u8], encrypt_inline: bool) -> Vec<u8> {
     } else {
         String::new()
     };
-    out.extend_from_slice(
-        format!("trailer\n<< /Size {} /Root 1 0 R{encrypt} >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1)
-            .as_bytes(),
-    );
-    out
+    pdf_with_trailer(&objects, &encrypt)
 }
 
 /// A DOCX (every part a Word package has, relationships included) whose body holds `body`
@@ -577,6 +557,11 @@ fn a_pdf_whose_forms_draw_themselves_is_a_note_not_an_abort() {
 
 /// A PDF from raw object bodies as bytes (object n is `objects[n - 1]`; 1 is the catalog).
 fn raw_pdf_bytes(objects: &[Vec<u8>]) -> Vec<u8> {
+    pdf_with_trailer(objects, "")
+}
+
+/// [`raw_pdf_bytes`] with `trailer_extra` (entries such as `/Encrypt`) in the trailer.
+fn pdf_with_trailer(objects: &[Vec<u8>], trailer_extra: &str) -> Vec<u8> {
     let mut out = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
     for (i, body) in objects.iter().enumerate() {
@@ -591,7 +576,8 @@ fn raw_pdf_bytes(objects: &[Vec<u8>]) -> Vec<u8> {
         out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
     }
     out.extend_from_slice(
-        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
+        format!("trailer\n<< /Size {} /Root 1 0 R{trailer_extra} >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1)
+            .as_bytes(),
     );
     out
 }
