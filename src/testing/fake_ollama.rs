@@ -491,20 +491,11 @@ fn prompt_tokens(s: &Shared, messages: &[Value]) -> usize {
 
 /// A streamed body of `beats` sent every `every_ms`, round and round, until the caller hangs up.
 fn keep_alives(content_type: &str, beats: Vec<String>, every_ms: u64, open: &Shared) -> Response {
-    let guard = OpenStream::new(open.open_streams.clone());
-    let stream = futures::stream::iter(beats.into_iter().cycle())
-        .then(move |beat| async move {
-            tokio::time::sleep(Duration::from_millis(every_ms)).await;
-            Ok::<_, std::convert::Infallible>(beat.into_bytes())
-        })
-        .map(move |piece| {
-            let _ = &guard;
-            piece
-        });
-    Response::builder()
-        .header("content-type", content_type)
-        .body(Body::from_stream(stream))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    let stream = futures::stream::iter(beats.into_iter().cycle()).then(move |beat| async move {
+        tokio::time::sleep(Duration::from_millis(every_ms)).await;
+        Ok::<_, std::convert::Infallible>(beat.into_bytes())
+    });
+    counted_body(content_type, stream, open)
 }
 
 fn ndjson(lines: Vec<String>, pace: Pace, chunk_bytes: usize, open: &Shared) -> Response {
@@ -529,7 +520,6 @@ impl Pace {
 
 /// A streamed body: one write per piece (after its `pace` delay), each cut into `chunk_bytes` writes.
 fn streamed(content_type: &str, pieces: Vec<String>, pace: Pace, chunk_bytes: usize, open: &Shared) -> Response {
-    let guard = OpenStream::new(open.open_streams.clone());
     let stream = futures::stream::iter(pieces.into_iter().enumerate())
         .then(move |(i, p)| async move {
             let delay_ms = if i == 0 { pace.first_ms } else { pace.each_ms };
@@ -542,11 +532,20 @@ fn streamed(content_type: &str, pieces: Vec<String>, pace: Pace, chunk_bytes: us
                 bytes.chunks(size).map(|c| Ok::<_, std::convert::Infallible>(c.to_vec())).collect::<Vec<_>>(),
             )
         })
-        .flatten()
-        .map(move |piece| {
-            let _ = &guard;
-            piece
-        });
+        .flatten();
+    counted_body(content_type, stream, open)
+}
+
+/// A streamed response whose stream counts as open (`open_streams`) until it is dropped.
+fn counted_body<S>(content_type: &str, stream: S, open: &Shared) -> Response
+where
+    S: futures::Stream<Item = Result<Vec<u8>, std::convert::Infallible>> + Send + 'static,
+{
+    let guard = OpenStream::new(open.open_streams.clone());
+    let stream = stream.map(move |piece| {
+        let _ = &guard;
+        piece
+    });
     Response::builder()
         .header("content-type", content_type)
         .body(Body::from_stream(stream))
