@@ -325,7 +325,7 @@ fn a_file_with_invalid_utf8_is_audited_and_embedded_not_called_changed() {
     env.write_config(&llm_config("ollama", &server.url(), "fake-chat", "fake-embed"));
     let repo = env.repo("r");
     fixture(&repo);
-    // Latin-1 bytes in a copy of the install guide: not UTF-8, indexed with U+FFFD.
+    // Latin-1 bytes in a copy of the install guide: not UTF-8, indexed as Windows-1252 text.
     let mut latin1 = INSTALL.replace("Nothing else", "Caf\u{0}").into_bytes();
     let at = latin1.iter().position(|b| *b == 0).unwrap();
     latin1[at] = 0xe9;

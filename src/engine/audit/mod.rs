@@ -82,8 +82,8 @@ pub(crate) fn indexed_files(repo: &RepoRef) -> Result<Vec<IndexedFile>> {
 pub(crate) fn indexed_text(repo: &RepoRef, manifest: &Manifest, path: &str) -> Option<String> {
     let bytes = crate::engine::index::extract::indexed_text(repo, path).ok()?;
     let entry = manifest.files.get(path)?;
-    // The manifest hashes the text as indexed: invalid UTF-8 already replaced.
-    let text = String::from_utf8_lossy(&bytes);
+    // The manifest hashes the text as indexed (decoded as every reader decodes it).
+    let text = crate::engine::fsutil::decode_text(&bytes);
     if xxhash_rust::xxh3::xxh3_64(text.as_bytes()) != entry.hash {
         return None;
     }

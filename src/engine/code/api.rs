@@ -77,7 +77,7 @@ fn split_kinds(kinds: &[String]) -> Vec<String> {
 /// The first line of each sample, read from the file on disk.
 fn sample_texts(root: &Path, path: &str, nodes: &mut [AstNode]) {
     let Ok(bytes) = crate::engine::fsutil::read_repo_file(root, path) else { return };
-    let text = String::from_utf8_lossy(&bytes);
+    let text = crate::engine::fsutil::decode_text(&bytes);
     let lines: Vec<&str> = text.lines().collect();
     for n in nodes {
         if let Some(l) = lines.get(n.line_start.saturating_sub(1) as usize) {
@@ -386,7 +386,7 @@ fn field_query(
                     return None;
                 }
             }
-            let src = String::from_utf8_lossy(&bytes);
+            let src = crate::engine::fsutil::decode_text(&bytes);
             let tree = super::parse_tree(lang, &src).ok()?;
             let found = super::ast::field_matches(&tree, &src, kinds, field, name);
             if found.is_empty() {

@@ -240,7 +240,7 @@ pub fn extract_from_disk(root: &Path, paths: &[String], on_file: &(dyn Fn(u64) +
             let lang = Lang::from_path(Path::new(rel))?;
             let bytes = crate::engine::fsutil::read_repo_file(root, rel).ok()?;
             on_file(bytes.len() as u64);
-            let text = String::from_utf8_lossy(&bytes);
+            let text = crate::engine::fsutil::decode_text(&bytes);
             let tree = super::lang::parse(lang, &text)?;
             Some(FileImports { path: rel.clone(), lang, imports: super::imports::extract(lang, &tree, &text) })
         })

@@ -96,7 +96,7 @@ fn has_inline_tests(root: &Path, rel: &str) -> bool {
         return false;
     }
     crate::engine::fsutil::read_repo_file(root, rel).is_ok_and(|bytes| {
-        let text = String::from_utf8_lossy(&bytes);
+        let text = crate::engine::fsutil::decode_text(&bytes);
         text.contains("#[cfg(test)]") || text.contains("#[test]")
     })
 }

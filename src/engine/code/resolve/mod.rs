@@ -365,7 +365,7 @@ impl Manifests<'_> {
 
     /// A manifest's text; a read failure becomes a warning.
     pub fn read(&self, rel: &str, warnings: &mut Vec<String>) -> Option<String> {
-        match crate::engine::fsutil::read_repo_file(self.root, rel).map(|b| String::from_utf8_lossy(&b).into_owned()) {
+        match crate::engine::fsutil::read_repo_file(self.root, rel).map(crate::engine::fsutil::decode_text_owned) {
             Ok(t) => Some(t),
             Err(e) => {
                 warnings.push(format!("cannot read {rel}: {e}"));
