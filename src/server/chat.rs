@@ -43,8 +43,8 @@ pub const AGENT_HEADER: &str = "x-docdex-agent-id";
 const DEFAULT_MODEL_NAMES: [&str; 3] = ["", "docdex", "default"];
 
 /// `POST /v1/chat/completions` body: the OpenAI request plus the `docdex` options. Fields that
-/// only tune sampling or add what docdex does not do (`stop`, `seed`, `tools`, `logprobs`,
-/// `user`) are accepted and ignored; ones the answer could not honour (`n` above 1, an unknown
+/// only tune sampling or add what docdex does not do (`seed`, `tools`, `logprobs`, `user`) are
+/// accepted and ignored; ones the answer could not honour (`n` above 1, an unknown
 /// `response_format`) are refused rather than silently dropped.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ChatCompletionRequest {
@@ -72,9 +72,29 @@ pub struct ChatCompletionRequest {
     /// "json_schema", "json_schema": {"schema": {...}}}` (an answer following the schema).
     #[serde(default)]
     pub response_format: Option<Value>,
+    /// Where the answer ends: a string or up to 4 strings the model stops at (not included).
+    #[serde(default)]
+    pub stop: Option<Value>,
     /// docdex's options.
     #[serde(default)]
     pub docdex: Option<DocdexChatOptions>,
+}
+
+/// OpenAI's `stop`: absent or null, a string, or an array of up to 4 strings.
+fn stop_sequences(stop: Option<&Value>) -> Result<Vec<String>, ApiError> {
+    let bad = || ApiError::bad_request("stop must be a string or an array of up to 4 non-empty strings");
+    let list: Vec<String> = match stop {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => {
+            items.iter().map(|v| v.as_str().map(str::to_string)).collect::<Option<Vec<_>>>().ok_or_else(bad)?
+        }
+        Some(_) => return Err(bad()),
+    };
+    if list.len() > 4 || list.iter().any(|s| s.is_empty()) {
+        return Err(bad());
+    }
+    Ok(list)
 }
 
 /// One OpenAI message.
@@ -385,6 +405,7 @@ pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result
     }
     req.temperature = body.temperature;
     req.format = answer_format(body.response_format.as_ref())?;
+    req.stop = stop_sequences(body.stop.as_ref())?;
     req.agent_id = headers
         .get(AGENT_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -1005,6 +1026,9 @@ mod tests {
             json!({"messages": [{"role": "user", "content": "q"}], "temperature": 3.5}),
             json!({"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "xml"}}),
             json!({"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "json_schema"}}),
+            json!({"messages": [{"role": "user", "content": "q"}], "stop": ["a", "b", "c", "d", "e"]}),
+            json!({"messages": [{"role": "user", "content": "q"}], "stop": [1]}),
+            json!({"messages": [{"role": "user", "content": "q"}], "stop": ""}),
         ] {
             let e = turn_request(&body(v.clone()), &h).unwrap_err();
             assert_eq!(e.code, "bad_request", "{v}");
@@ -1029,6 +1053,11 @@ mod tests {
         let b =
             body(json!({"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "json_object"}}));
         assert_eq!(turn_request(&b, &h).unwrap().format, Some(json!("json")));
+        let stop =
+            |v: Value| turn_request(&body(json!({"messages": [{"role": "user", "content": "q"}], "stop": v})), &h);
+        assert_eq!(stop(json!("END")).unwrap().stop, ["END"]);
+        assert_eq!(stop(json!(["\n\n", "Q:"])).unwrap().stop, ["\n\n", "Q:"]);
+        assert!(stop(Value::Null).unwrap().stop.is_empty());
         let b = body(json!({"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "text"}}));
         assert_eq!(turn_request(&b, &h).unwrap().format, None);
     }

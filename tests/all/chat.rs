@@ -641,12 +641,16 @@ fn llama_cpp_is_budgeted_for_the_window_it_runs_with() {
 /// The temperature and answer format a caller asks for (HTTP `temperature`, `response_format`)
 /// reach the model server in its own wire format; before, the turn always sent neither.
 #[test]
-fn temperature_and_answer_format_reach_the_model_server() {
+fn temperature_stop_and_answer_format_reach_the_model_server() {
     let schema = serde_json::json!({"type": "object", "properties": {"file": {"type": "string"}}});
     for (provider, openai_only) in [("ollama", false), ("openai", true)] {
         let c = Chat::with_provider(provider, FakeOllamaOptions { openai_only, ..Default::default() }, "");
-        let ask =
-            ChatTurnRequest { temperature: Some(0.0), format: Some(schema.clone()), ..q("where are sessions kept?") };
+        let ask = ChatTurnRequest {
+            temperature: Some(0.0),
+            format: Some(schema.clone()),
+            stop: vec!["\n\n".into(), "END".into()],
+            ..q("where are sessions kept?")
+        };
         assert_eq!(c.ask(&ask).llm.status, AnswerStatus::Answered);
         let json_mode = ChatTurnRequest { format: Some(serde_json::json!("json")), ..q("where are sessions kept?") };
         assert_eq!(c.ask(&json_mode).llm.status, AnswerStatus::Answered);
@@ -654,11 +658,15 @@ fn temperature_and_answer_format_reach_the_model_server() {
         let (first, second) = (&bodies[bodies.len() - 2], &bodies[bodies.len() - 1]);
         if provider == "ollama" {
             assert_eq!(first["options"]["temperature"], 0.0, "{first}");
+            assert_eq!(first["options"]["stop"], serde_json::json!(["\n\n", "END"]), "{first}");
+            assert!(second["options"].get("stop").is_none(), "no stop unless asked: {second}");
             assert_eq!(first["format"], schema);
             assert_eq!(second["format"], "json");
             assert!(second["options"].get("temperature").is_none(), "the server's default: {second}");
         } else {
             assert_eq!(first["temperature"], 0.0, "{first}");
+            assert_eq!(first["stop"], serde_json::json!(["\n\n", "END"]), "{first}");
+            assert!(second.get("stop").is_none(), "no stop unless asked: {second}");
             assert_eq!(first["response_format"]["json_schema"]["schema"], schema);
             assert_eq!(second["response_format"], serde_json::json!({"type": "json_object"}));
             assert!(second.get("temperature").is_none(), "the server's default: {second}");

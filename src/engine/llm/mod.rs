@@ -73,6 +73,10 @@ pub struct ChatRequest {
     /// OpenAI `response_format` `json_object`); free text when `None`.
     #[serde(default)]
     pub format: Option<serde_json::Value>,
+    /// Sequences that end the answer where the model writes them (Ollama `options.stop`,
+    /// OpenAI `stop`); none when empty.
+    #[serde(default)]
+    pub stop: Vec<String>,
 }
 
 /// Token counts and why generation stopped, reported once at the end of a stream.

@@ -118,6 +118,9 @@ fn chat_body(req: &ChatRequest, model: &str, max_tokens: u32) -> Result<Value> {
     if let Some(n) = req.context_tokens {
         options = options.num_ctx(u64::from(n));
     }
+    if !req.stop.is_empty() {
+        options = options.stop(req.stop.clone());
+    }
     let request =
         ChatMessageRequest::new(model.to_string(), req.messages.iter().map(to_ollama).collect()).options(options);
     let mut body =

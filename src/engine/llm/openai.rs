@@ -246,6 +246,9 @@ impl Provider for OpenAiProvider {
             if let Some(t) = req.temperature {
                 body["temperature"] = json!(t);
             }
+            if !req.stop.is_empty() {
+                body["stop"] = json!(req.stop);
+            }
             match &req.format {
                 None => {}
                 Some(Value::String(s)) if s == "json" => body["response_format"] = json!({"type": "json_object"}),

@@ -310,6 +310,7 @@ impl Engine {
             temperature: Some(0.0),
             context_tokens: None,
             format: Some(decision_schema()),
+            stop: Vec::new(),
         };
         let reply = self.stream_chat(req, &mut |_| ControlFlow::Continue(()))?;
         Ok(reply.text)

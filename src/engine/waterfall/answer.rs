@@ -331,6 +331,7 @@ impl Turn<'_> {
             temperature: self.req.temperature,
             context_tokens: is_ollama.then_some(plan.window),
             format: self.req.format.clone(),
+            stop: self.req.stop.clone(),
         };
         let mut text = String::new();
         let mut first: Option<f64> = None;

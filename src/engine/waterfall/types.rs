@@ -87,6 +87,9 @@ pub struct ChatTurnRequest {
     /// object; free text when absent (see [`ChatRequest::format`](crate::engine::llm::ChatRequest)).
     #[serde(default)]
     pub format: Option<serde_json::Value>,
+    /// Sequences that end the answer where the model writes them (at most 4, as OpenAI takes).
+    #[serde(default)]
+    pub stop: Vec<String>,
     /// Trip it from another thread to stop the turn, even while the model still reads the
     /// prompt: the turn ends `stopped`, like a `ControlFlow::Break` from the event callback.
     /// Not part of any wire format; the default is never tripped.
