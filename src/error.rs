@@ -207,6 +207,10 @@ pub enum Error {
     /// Another service answered with an error.
     #[error("{0}")]
     Upstream(String),
+    /// The model server refused a prompt longer than the context window it runs with: asking
+    /// again cannot help (the message says which setting fits the prompt to the window).
+    #[error("{0}")]
+    ContextOverflow(String),
     /// Something named by the request does not exist (a session, a memory, a file in the graph).
     #[error("{0}")]
     NotFound(String),
@@ -305,6 +309,7 @@ impl Error {
             Error::StaleIndex(_) => "stale_index",
             Error::LlmUnreachable { .. } | Error::LlmTimeout { .. } | Error::Upstream(_) => "upstream_unavailable",
             Error::ModelNotFound { .. } => "model_not_found",
+            Error::ContextOverflow(_) => "context_length_exceeded",
             Error::NotFound(_) => "not_found",
             Error::EmbeddingMismatch(_) => "embedding_mismatch",
         }

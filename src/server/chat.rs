@@ -498,18 +498,28 @@ fn no_answer(resp: ChatTurnResponse) -> Response {
     let code = resp.llm.error_code.clone().unwrap_or_else(|| "upstream_unavailable".into());
     let message = resp.llm.message.clone().unwrap_or_else(|| "the model did not answer".into());
     let mut error = json!({"code": code, "message": message});
-    let status = if code == "model_not_found" {
+    let (status, param) = no_answer_status(&code);
+    if let Some(param) = param {
         error["type"] = json!("invalid_request_error");
-        error["param"] = json!("model");
-        StatusCode::NOT_FOUND
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
+        error["param"] = json!(param);
+    }
     if let Some(partial) = resp.answer.as_deref().filter(|a| !a.is_empty()) {
         error["partial_answer"] = json!(partial);
     }
     let body = json!({"error": error, "docdex": DocdexExtension::of(resp)});
     (status, Json(body)).into_response()
+}
+
+/// The status of a turn the model did not answer, and the request field at fault when asking
+/// again cannot help (then it is an OpenAI `invalid_request_error`, which clients do not retry):
+/// a model the server does not have (404, `model`), a prompt over the server's window (400,
+/// `messages`, OpenAI's `context_length_exceeded`). Anything else is 503.
+fn no_answer_status(code: &str) -> (StatusCode, Option<&'static str>) {
+    match code {
+        "model_not_found" => (StatusCode::NOT_FOUND, Some("model")),
+        "context_length_exceeded" => (StatusCode::BAD_REQUEST, Some("messages")),
+        _ => (StatusCode::SERVICE_UNAVAILABLE, None),
+    }
 }
 
 /// What the engine worker tells the response.
@@ -953,6 +963,13 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_turn_asking_again_cannot_help_is_no_503() {
+        assert_eq!(no_answer_status("model_not_found"), (StatusCode::NOT_FOUND, Some("model")));
+        assert_eq!(no_answer_status("context_length_exceeded"), (StatusCode::BAD_REQUEST, Some("messages")));
+        assert_eq!(no_answer_status("upstream_unavailable"), (StatusCode::SERVICE_UNAVAILABLE, None));
+    }
 
     fn body(v: Value) -> ChatCompletionRequest {
         serde_json::from_value(v).unwrap()

@@ -604,6 +604,8 @@ fn a_prompt_over_the_servers_window_says_which_setting_fits_it() {
     let msg = resp.llm.message.unwrap_or_default();
     assert!(msg.contains("exceeds the available context size") && msg.contains("(50 tokens)"), "{msg}");
     assert!(msg.contains("set `[llm] context_tokens` to that window"), "{msg}");
+    // Not `upstream_unavailable` (a 503 that clients retry): the same prompt fails again.
+    assert_eq!(resp.llm.error_code.as_deref(), Some("context_length_exceeded"));
     assert!(!resp.sources.is_empty(), "the sources still come back");
 }
 

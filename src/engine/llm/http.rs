@@ -128,13 +128,18 @@ impl Http {
             return Failure::Fatal(Error::ModelNotFound { model: model.to_string(), url: self.base.clone() });
         }
         let advice = context_overflow_advice(&body, &message);
-        let err = Error::Upstream(format!(
+        let said = format!(
             "the {} server at {} answered {}: {}{advice}",
             self.provider,
             self.base,
             status.as_u16(),
             if message.is_empty() { status.canonical_reason().unwrap_or("error").to_string() } else { message }
-        ));
+        );
+        if !advice.is_empty() {
+            // A prompt over the server's window fails the same way every time: no retry.
+            return Failure::Fatal(Error::ContextOverflow(said));
+        }
+        let err = Error::Upstream(said);
         if status.as_u16() == 429 || status.is_server_error() {
             Failure::Retry(err)
         } else {
