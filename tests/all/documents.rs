@@ -44,26 +44,13 @@ pub fn pdf(pages: &[&[&str]], encrypt: bool) -> Vec<u8> {
         let u = "<".to_string() + &"55".repeat(32) + ">";
         objects.push(format!("<< /Filter /Standard /V 1 /R 2 /Length 40 /P -44 /O {o} /U {u} >>"));
     }
-    let mut out = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, body) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
-    }
-    let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-    for off in offsets {
-        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
-    }
     let extra = if encrypt {
         format!(" /Encrypt {encrypt_id} 0 R /ID [<{}> <{}>]", "ab".repeat(16), "ab".repeat(16))
     } else {
         String::new()
     };
-    out.extend_from_slice(
-        format!("trailer\n<< /Size {} /Root 1 0 R{extra} >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
-    );
-    out
+    let objects: Vec<Vec<u8>> = objects.into_iter().map(String::into_bytes).collect();
+    pdf_with_trailer(&objects, &extra)
 }
 
 /// A DOCX made with docx-rs's writer: a title, two headed sections, a list item and a table.
@@ -498,21 +485,7 @@ fn a_docx_nested_past_any_real_document_is_a_note_not_an_abort() {
 
 /// A PDF from raw object bodies (object n is `objects[n - 1]`; 1 is the catalog).
 fn raw_pdf(objects: &[String]) -> Vec<u8> {
-    let mut out = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, body) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
-    }
-    let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-    for off in offsets {
-        out.extend_from_slice(format!("{off:010} 00000 n \n").as_bytes());
-    }
-    out.extend_from_slice(
-        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
-    );
-    out
+    raw_pdf_bytes(&objects.iter().map(|o| o.as_bytes().to_vec()).collect::<Vec<_>>())
 }
 
 /// A one-page PDF whose page draws form 6 and whose forms (objects 6..) draw `edges[i]`.

@@ -2,6 +2,34 @@
 
 use crate::util::{eventually, hit_paths, write, Env, Watcher};
 
+/// A keeper (`Engine::keep_fresh`) on its own thread: its stop flag, how many times it has
+/// reported watching (each catch-up that ends in a watch), and its thread.
+fn start_keeper(
+    engine: &docdex::engine::Engine,
+    repo: &std::path::Path,
+) -> (
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    std::thread::JoinHandle<()>,
+) {
+    use docdex::engine::fresh::{FreshEvent, FreshState};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let watching = Arc::new(AtomicUsize::new(0));
+    let keeper = {
+        let (engine, repo, stop, watching) = (engine.clone(), repo.to_path_buf(), stop.clone(), watching.clone());
+        std::thread::spawn(move || {
+            engine.keep_fresh(&repo, &stop, &|e: FreshEvent| {
+                if matches!(e, FreshEvent::State(FreshState::Watching)) {
+                    watching.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+    };
+    (stop, watching, keeper)
+}
+
 #[test]
 fn watcher_applies_create_modify_delete_and_rename() {
     let env = Env::new();
@@ -43,25 +71,12 @@ fn watcher_applies_create_modify_delete_and_rename() {
 
 #[test]
 fn an_index_deleted_under_a_live_keeper_is_rebuilt_and_watched_again() {
-    use docdex::engine::fresh::{FreshEvent, FreshState};
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
     let env = Env::new();
     let repo = env.repo("k");
     write(&repo, "start.rs", "fn armadillo() {}\n");
     let engine = env.engine();
-    let stop = Arc::new(AtomicBool::new(false));
-    let watching = Arc::new(AtomicUsize::new(0));
-    let keeper = {
-        let (engine, repo, stop, watching) = (engine.clone(), repo.clone(), stop.clone(), watching.clone());
-        std::thread::spawn(move || {
-            engine.keep_fresh(&repo, &stop, &|e: FreshEvent| {
-                if matches!(e, FreshEvent::State(FreshState::Watching)) {
-                    watching.fetch_add(1, Ordering::SeqCst);
-                }
-            })
-        })
-    };
+    let (stop, watching, keeper) = start_keeper(&engine, &repo);
     eventually("the first catch-up run", || watching.load(Ordering::SeqCst) == 1);
     assert_eq!(hit_paths(&engine, &repo, "armadillo"), ["start.rs"]);
 
@@ -88,9 +103,8 @@ fn an_index_deleted_under_a_live_keeper_is_rebuilt_and_watched_again() {
 /// keeper takes the root up again when it comes back.
 #[test]
 fn a_root_moved_away_keeps_its_index_and_a_keeper_watches_it_again_when_it_is_back() {
-    use docdex::engine::fresh::{FreshEvent, FreshState};
     use docdex::engine::watch::WatchReport;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     let env = Env::new();
     let repo = env.repo("moving");
@@ -124,18 +138,7 @@ fn a_root_moved_away_keeps_its_index_and_a_keeper_watches_it_again_when_it_is_ba
     assert_eq!(hit_paths(&engine, &repo, "armadillo"), ["start.rs"], "the index was kept");
 
     // A keeper: moved away and back, it watches the root again.
-    let stop = Arc::new(AtomicBool::new(false));
-    let watching = Arc::new(AtomicUsize::new(0));
-    let keeper = {
-        let (engine, repo, stop, watching) = (engine.clone(), repo.clone(), stop.clone(), watching.clone());
-        std::thread::spawn(move || {
-            engine.keep_fresh(&repo, &stop, &|e: FreshEvent| {
-                if matches!(e, FreshEvent::State(FreshState::Watching)) {
-                    watching.fetch_add(1, Ordering::SeqCst);
-                }
-            })
-        })
-    };
+    let (stop, watching, keeper) = start_keeper(&engine, &repo);
     eventually("the keeper's first watch", || watching.load(Ordering::SeqCst) == 1);
     std::fs::rename(&repo, &away).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(700));
