@@ -214,14 +214,7 @@ fn run(engine: &Engine, root: &Path, queries: &[EvalQuery], label: &str, worst: 
     }
     times.sort_by(f64::total_cmp);
     let median_ms = times.get(times.len() / 2).copied().unwrap_or(0.0);
-    let mut order: Vec<&QueryOutcome> = outcomes.iter().collect();
-    order.sort_by(|a, b| {
-        a.reciprocal_rank
-            .total_cmp(&b.reciprocal_rank)
-            .then(a.recall(10).total_cmp(&b.recall(10)))
-            .then(a.id.cmp(&b.id))
-    });
-    let worst = order.into_iter().take(worst).filter(|o| o.recall(10) < 1.0).map(|o| o.id.clone()).collect();
+    let worst = worst_misses(&outcomes, worst);
     Ok(EvalRun {
         label: label.to_string(),
         mode,
@@ -231,6 +224,20 @@ fn run(engine: &Engine, root: &Path, queries: &[EvalQuery], label: &str, worst: 
         worst,
         outcomes,
     })
+}
+
+/// The ids of up to `k` queries that missed an answer in the top 10, worst first (lowest
+/// reciprocal rank, then lowest recall). Misses are chosen before the cut, so a query that
+/// found every answer late does not take a place and hide a real miss.
+fn worst_misses(outcomes: &[QueryOutcome], k: usize) -> Vec<String> {
+    let mut misses: Vec<&QueryOutcome> = outcomes.iter().filter(|o| o.recall(10) < 1.0).collect();
+    misses.sort_by(|a, b| {
+        a.reciprocal_rank
+            .total_cmp(&b.reciprocal_rank)
+            .then(a.recall(10).total_cmp(&b.recall(10)))
+            .then(a.id.cmp(&b.id))
+    });
+    misses.into_iter().take(k).map(|o| o.id.clone()).collect()
 }
 
 /// One evaluation query: a plain-language description and the files a real change touched.
@@ -412,6 +419,26 @@ mod tests {
         // Beyond the top 10 a gold file counts for nothing in MRR@10.
         let far: Vec<String> = (0..12).map(|i| format!("{i}.rs")).collect();
         assert_eq!(score_query(&q(&["11.rs"]), far).reciprocal_rank, 0.0);
+    }
+
+    #[test]
+    fn worst_misses_are_queries_that_missed_an_answer_even_behind_late_full_finds() {
+        let ranked = |id: &str, gold: &[&str], ranking: &[&str]| {
+            let q = EvalQuery { id: id.into(), ..q(gold) };
+            score_query(&q, ranking.iter().map(|f| f.to_string()).collect())
+        };
+        let far: Vec<String> = (0..9).map(|i| format!("{i}.rs")).collect();
+        let mut late: Vec<&str> = far.iter().map(String::as_str).collect();
+        late.push("a.rs");
+        let outcomes = [
+            // Every answer found, at rank 10: the lowest reciprocal rank, but no miss.
+            ranked("late", &["a.rs"], &late),
+            ranked("half", &["a.rs", "b.rs"], &["a.rs"]),
+            ranked("none", &["a.rs"], &["x.rs"]),
+            ranked("third", &["a.rs", "b.rs"], &["x.rs", "y.rs", "a.rs"]),
+        ];
+        assert_eq!(worst_misses(&outcomes, 3), ["none", "third", "half"]);
+        assert_eq!(worst_misses(&outcomes, 1), ["none"]);
     }
 
     #[test]
