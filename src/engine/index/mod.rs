@@ -587,6 +587,50 @@ impl IndexSession {
         for warning in &missing {
             tracing::debug!("{warning}"); // the summary carries it to every surface
         }
+        self.walk_sources(scope, threads, &mut walked, &mut prefixes);
+        tracing::debug!(files = walked.files.len(), ms = started.elapsed().as_millis() as u64, "walk done");
+        self.check_root()?;
+
+        // What the walk covered: every manifest path under a walked start, or under a vanished
+        // path (for a full walk, everything: the files of a removed source go too).
+        let covered = |rel: &str| match scope {
+            _ if kept.iter().any(|k| rel.starts_with(k.as_str())) => false,
+            Scope::Full => true,
+            Scope::Paths(_) => {
+                // The repo root covers the repo's paths, not the sources' keys.
+                let under = |p: &str| {
+                    (p.is_empty() && !rel.starts_with(sources::PREFIX)) || rel == p || rel.starts_with(&format!("{p}/"))
+                };
+                prefixes.iter().any(|p| under(p))
+            }
+        };
+        let seen: HashSet<&str> =
+            walked.files.iter().map(|c| c.rel.as_str()).chain(walked.issues.iter().map(|i| i.rel.as_str())).collect();
+        let deleted: Vec<String> =
+            self.manifest.files.keys().filter(|p| covered(p) && !seen.contains(p.as_str())).cloned().collect();
+
+        let (mut todo, unchanged) = self.changed(&walked.files);
+        // Files of a known language first (in path order still): a first index goes live at its
+        // first commit, which should hold code and docs rather than the binaries and data files
+        // an unknown extension mostly means (`.pyc`, `.so`, images).
+        todo.sort_by_key(|c| files::language(Path::new(&c.rel)) == "text");
+
+        // Files whose symbols must be re-extracted though the text index has them.
+        let busy: HashSet<&str> =
+            todo.iter().map(|c| c.rel.as_str()).chain(deleted.iter().map(String::as_str)).collect();
+        let manifest = &self.manifest;
+        let repair = match self.code.as_mut() {
+            Some(m) => m.get_mut().unwrap_or_else(|p| p.into_inner()).plan_repair(manifest, &root, &busy)?,
+            None => Vec::new(),
+        };
+        drop(busy);
+        drop(seen);
+        Ok(Plan { todo, deleted, repair, unchanged, issues: walked.issues, missing })
+    }
+
+    /// Walks every source folder that is present under `scope`, adding its files and issues
+    /// (under their source keys) to `walked`, and the key prefixes it looked at to `prefixes`.
+    fn walk_sources(&self, scope: &Scope, threads: usize, walked: &mut walk::WalkOutput, prefixes: &mut Vec<String>) {
         for src in self.sources.iter().filter(|s| !sources::is_missing(s)) {
             let globs = walk::Globs { include: &src.include, exclude: &src.exclude };
             let (src_starts, src_gone) = match scope {
@@ -616,30 +660,14 @@ impl IndexSession {
                     .map(|i| walk::WalkIssue { rel: sources::key(&src.name, &i.rel), ..i }),
             );
         }
-        tracing::debug!(files = walked.files.len(), ms = started.elapsed().as_millis() as u64, "walk done");
-        self.check_root()?;
+    }
 
-        // What the walk covered: every manifest path under a walked start, or under a vanished
-        // path (for a full walk, everything: the files of a removed source go too).
-        let covered = |rel: &str| match scope {
-            _ if kept.iter().any(|k| rel.starts_with(k.as_str())) => false,
-            Scope::Full => true,
-            Scope::Paths(_) => {
-                // The repo root covers the repo's paths, not the sources' keys.
-                let under = |p: &str| {
-                    (p.is_empty() && !rel.starts_with(sources::PREFIX)) || rel == p || rel.starts_with(&format!("{p}/"))
-                };
-                prefixes.iter().any(|p| under(p))
-            }
-        };
-        let seen: HashSet<&str> =
-            walked.files.iter().map(|c| c.rel.as_str()).chain(walked.issues.iter().map(|i| i.rel.as_str())).collect();
-        let deleted: Vec<String> =
-            self.manifest.files.keys().filter(|p| covered(p) && !seen.contains(p.as_str())).cloned().collect();
-
+    /// The walked files that are new or changed since the manifest (size or mtime differ, or the
+    /// last run failed on them), and how many indexed files are unchanged.
+    fn changed(&self, files: &[walk::Candidate]) -> (Vec<walk::Candidate>, u64) {
         let mut todo = Vec::new();
         let mut unchanged = 0u64;
-        for c in &walked.files {
+        for c in files {
             match self.manifest.files.get(&c.rel) {
                 Some(e) if !e.error && !e.text_only && e.size == c.size && e.mtime_ns == c.mtime_ns => {
                     // A file skipped before and untouched since is listed as skipped, not counted here.
@@ -648,22 +676,7 @@ impl IndexSession {
                 _ => todo.push(c.clone()),
             }
         }
-        // Files of a known language first (in path order still): a first index goes live at its
-        // first commit, which should hold code and docs rather than the binaries and data files
-        // an unknown extension mostly means (`.pyc`, `.so`, images).
-        todo.sort_by_key(|c| files::language(Path::new(&c.rel)) == "text");
-
-        // Files whose symbols must be re-extracted though the text index has them.
-        let busy: HashSet<&str> =
-            todo.iter().map(|c| c.rel.as_str()).chain(deleted.iter().map(String::as_str)).collect();
-        let manifest = &self.manifest;
-        let repair = match self.code.as_mut() {
-            Some(m) => m.get_mut().unwrap_or_else(|p| p.into_inner()).plan_repair(manifest, &root, &busy)?,
-            None => Vec::new(),
-        };
-        drop(busy);
-        drop(seen);
-        Ok(Plan { todo, deleted, repair, unchanged, issues: walked.issues, missing })
+        (todo, unchanged)
     }
 
     /// How many vanished files had each content hash (for counting renames).
