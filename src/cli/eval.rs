@@ -101,12 +101,17 @@ pub fn render(r: &EvalReport) -> String {
     let _ = match &r.git {
         Some(g) => writeln!(
             s,
-            "{} from git history ({} read, {} qualified, {} tried{})",
+            "{} from git history ({} read, {} qualified, {} tried{}){}",
             count(r.queries.len(), "query"),
             count(g.scanned, "commit"),
             g.candidates,
             g.tried,
-            dropped(g)
+            dropped(g),
+            if g.shallow {
+                "\nnote: a shallow clone: only its fetched history was read (`git fetch --unshallow` for all of it)"
+            } else {
+                ""
+            }
         ),
         None => writeln!(s, "{} from {}", count(r.queries.len(), "query"), r.source),
     };

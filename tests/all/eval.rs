@@ -369,3 +369,38 @@ fn a_latin1_commit_message_reads_as_its_words() {
     let q = &report.queries[0].query;
     assert!(q.contains("découpage") && q.contains("séparateur") && !q.contains('\u{fffd}'), "{q}");
 }
+
+/// A shallow clone: git shows the commit at its edge adding every file of its tree (its parent
+/// was not fetched), so that commit became a query whose answer was the whole tree.
+#[test]
+fn a_shallow_clone_leaves_out_the_commits_at_its_edge_and_says_it_is_shallow() {
+    let env = Env::new();
+    let full = env.repo("full");
+    git(&full, &["init", "-q", "-b", "main"]);
+    for f in ["parser", "lexer", "printer"] {
+        write(&full, &format!("src/{f}.py"), format!("def {f}_entry(text):\n    return text.strip()\n"));
+    }
+    commit(&full, "Initial import of the parser, lexer and printer modules");
+    write(&full, "src/lexer.py", "def lexer_entry(text):\n    return text.strip().split()\n");
+    commit(&full, "Split incoming text into separate tokens on any whitespace");
+    write(&full, "src/printer.py", "def printer_entry(text):\n    return text.strip().upper()\n");
+    commit(&full, "Make the printer shout every line it emits to the terminal");
+    let clone = env.dir.path().join("repos").join("shallow");
+    let url = format!("file://{}", full.display());
+    git(env.dir.path(), &["clone", "-q", "--depth", "2", &url, clone.to_str().unwrap()]);
+
+    let report = env.engine().eval(&clone, &git_request(50, 1), &quiet()).expect("eval");
+    let git_stats = report.git.as_ref().expect("git stats");
+    assert!(git_stats.shallow, "{git_stats:?}");
+    // The split commit (at the edge) would have had all three files as its answer.
+    assert_eq!(report.queries.len(), 1, "{:#?}", report.queries);
+    assert_eq!(report.queries[0].gold, ["src/printer.py"]);
+    let out = env.run(&["eval", "--repo", clone.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("a shallow clone"), "{text}");
+    // A clone of one commit has nothing left, and the error says why.
+    let single = env.dir.path().join("repos").join("single");
+    git(env.dir.path(), &["clone", "-q", "--depth", "1", &url, single.to_str().unwrap()]);
+    let err = env.engine().eval(&single, &git_request(50, 1), &quiet()).unwrap_err().to_string();
+    assert!(err.contains("shallow clone") && err.contains("--unshallow"), "{err}");
+}

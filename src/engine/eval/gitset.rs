@@ -19,7 +19,8 @@
 //! file; and plain words that name functions, types or methods the diff declares.
 //!
 //! Not followed: renames after the commit (a file renamed since is missing, so it is not an
-//! answer).
+//! answer). In a shallow clone the commits at the clone's edge are left out: their parents were
+//! not fetched, so git shows them adding the whole tree.
 
 use super::EvalQuery;
 use crate::engine::index::files::{self, ChunkStyle, FileClass};
@@ -79,6 +80,11 @@ pub struct GitSetStats {
     /// were taken out of the message.
     #[serde(default)]
     pub dropped_redacted: usize,
+    /// The repository is a shallow clone: only the fetched history was read, and the oldest
+    /// fetched commits (whose parents are missing, so git shows them adding the whole tree)
+    /// were left out.
+    #[serde(default)]
+    pub shallow: bool,
 }
 
 /// A commit as `git log` describes it.
@@ -96,11 +102,13 @@ struct Commit {
 pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSetStats)> {
     let log = git(root, &log_args(opts))?;
     let commits = parse_log(&log);
-    let mut stats = GitSetStats { scanned: commits.len(), ..Default::default() };
+    let grafted = shallow_commits(root)?;
+    let mut stats = GitSetStats { scanned: commits.len(), shallow: grafted.is_some(), ..Default::default() };
+    let grafted = grafted.unwrap_or_default();
     let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "repo".into());
     let mut candidates: Vec<(Commit, Vec<String>)> = commits
         .into_iter()
-        .filter(|c| message_qualifies(&c.subject))
+        .filter(|c| !grafted.contains(&c.sha) && message_qualifies(&c.subject))
         .filter_map(|c| {
             let answers = answer_files(root, &c)?;
             Some((c, answers))
@@ -158,6 +166,17 @@ fn log_args(opts: &GitSetOptions) -> Vec<String> {
     }
     args.push("HEAD".into());
     args
+}
+
+/// In a shallow clone, the commits at its edge (`.git/shallow`): git shows each as adding every
+/// file of its tree, which would make the whole tree its answer. `None` for a full clone.
+fn shallow_commits(root: &Path) -> Result<Option<HashSet<String>>> {
+    if git(root, &["rev-parse", "--is-shallow-repository"])?.trim() != "true" {
+        return Ok(None);
+    }
+    let file = root.join(git(root, &["rev-parse", "--git-path", "shallow"])?.trim());
+    let text = std::fs::read_to_string(&file).map_err(|e| Error::io("reading", &file, e))?;
+    Ok(Some(text.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect()))
 }
 
 /// Runs git in `root` and returns its output; errors say what to do.

@@ -123,8 +123,13 @@ impl Engine {
                         }),
                         _ => None,
                     };
+                    let shallow = if s.shallow {
+                        "; this is a shallow clone (`git fetch --unshallow` fetches the rest of its history)"
+                    } else {
+                        ""
+                    };
                     format!(
-                        "no commit in the history qualified as a query ({} read, {} with 1 to 4 source files and a descriptive subject){}: evaluate with --queries FILE",
+                        "no commit in the history qualified as a query ({} read, {} with 1 to 4 source files and a descriptive subject){}{shallow}: evaluate with --queries FILE",
                         s.scanned,
                         s.candidates,
                         since.unwrap_or_default()
