@@ -20,6 +20,11 @@ use std::time::Duration;
 const MARKER: &str = "# docdex-managed-hook";
 /// Where an existing hook is kept while docdex's is installed (and run first by it).
 const KEPT: &str = "pre-commit.before-docdex";
+/// The lines around docdex's check inside a husky user hook, which stays the user's file.
+const BLOCK_BEGIN: &str = "# docdex-managed-hook begin";
+const BLOCK_END: &str = "# docdex-managed-hook end";
+/// The first line of a husky user hook docdex creates (git runs husky 8's hooks directly).
+const SHEBANG: &str = "#!/usr/bin/env sh\n";
 /// Staged content sent in one request, at most (the endpoint takes 32 MiB).
 const MAX_REQUEST_CONTENT: usize = 24 * 1024 * 1024;
 /// How long the hook waits for a verdict before failing open.
@@ -393,9 +398,8 @@ fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-/// The hook script: run the kept hook first, then `docdex hook pre-commit`; a missing
-/// docdex binary fails open too.
-fn script(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
+/// `--home` and `--agent` as given at install, for the hook's `docdex hook pre-commit`.
+fn hook_args(home: Option<&Path>, agent: Option<&str>) -> String {
     let mut args = String::new();
     if let Some(h) = home {
         args.push_str(&format!(" --home {}", quote(&h.to_string_lossy())));
@@ -404,6 +408,12 @@ fn script(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
     if let Some(a) = agent {
         args.push_str(&format!(" --agent {}", quote(a)));
     }
+    args
+}
+
+/// The hook script: run the kept hook first, then `docdex hook pre-commit`; a missing
+/// docdex binary fails open too.
+fn script(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
     format!(
         "#!/bin/sh\n\
          {MARKER}\n\
@@ -428,14 +438,61 @@ fn script(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
          fi\n\
          exec \"$docdex\"{args}\n",
         exe = quote(&exe.to_string_lossy()),
+        args = hook_args(home, agent),
     )
 }
 
-/// A regular file carrying the marker; a link is never ours (writing to it would write
-/// wherever it points).
+/// docdex's check as lines appended to a husky user hook (run by `sh -e`, after the user's
+/// commands); a missing docdex binary fails open.
+fn block(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
+    format!(
+        "{BLOCK_BEGIN}\n\
+         # The docdex semantic gatekeeper (docs/PROFILES.md), added by `docdex hook install` here,\n\
+         # where husky keeps the user's hook and never rewrites it; `docdex hook uninstall` removes it.\n\
+         docdex_exe={exe}\n\
+         if [ ! -x \"$docdex_exe\" ]; then docdex_exe=$(command -v docdex || true); fi\n\
+         if [ -n \"$docdex_exe\" ]; then\n\
+         \x20 \"$docdex_exe\"{args} || exit $?\n\
+         else\n\
+         \x20 echo \"docdex not found; skipping semantic checks\" >&2\n\
+         fi\n\
+         {BLOCK_END}\n",
+        exe = quote(&exe.to_string_lossy()),
+        args = hook_args(home, agent),
+    )
+}
+
+/// `text` without docdex's block, or `None` when it has none.
+fn without_block(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let start = lines.iter().position(|l| l.trim_end() == BLOCK_BEGIN)?;
+    let end = start + lines[start..].iter().position(|l| l.trim_end() == BLOCK_END)?;
+    Some(lines[..start].concat() + &lines[end + 1..].concat())
+}
+
+/// The directory of husky's user hooks when `dir`, the hooks directory git runs, is husky's.
+/// husky 9 points `core.hooksPath` at `.husky/_` (with `h`), which every `husky` (the
+/// `prepare` script) rewrites, each hook there running `.husky/<hook>`; husky 8 points it at
+/// `.husky` itself, whose `_/husky.sh` `husky install` rewrites. The user's `.husky/pre-commit`
+/// neither touches, so docdex's check lives there.
+fn husky_dir(dir: &Path) -> Option<PathBuf> {
+    let v9 = dir.file_name().is_some_and(|n| n == "_") && (dir.join("h").is_file() || dir.join("husky.sh").is_file());
+    if v9 {
+        return dir.parent().map(Path::to_path_buf);
+    }
+    dir.join("_").join("husky.sh").is_file().then(|| dir.to_path_buf())
+}
+
+/// A regular file carrying the marker line; a link is never ours (writing to it would write
+/// wherever it points), nor a user's hook holding docdex's block.
 fn is_ours(path: &Path) -> bool {
     path.symlink_metadata().is_ok_and(|m| m.is_file())
-        && std::fs::read_to_string(path).is_ok_and(|t| t.contains(MARKER))
+        && std::fs::read_to_string(path).is_ok_and(|t| t.lines().any(|l| l == MARKER))
+}
+
+/// Whether git tracks `path` (a file the repository shares).
+fn tracked(root: &Path, path: &Path) -> bool {
+    present(path) && git(Some(root), &["ls-files", "--error-unmatch", "--", &path.to_string_lossy()]).is_ok()
 }
 
 /// Whether anything is at `path`, a dangling link included (`exists` follows links).
@@ -446,8 +503,7 @@ fn present(path: &Path) -> bool {
 /// A hook the repository versions (`core.hooksPath` pointing into the work tree) is the
 /// team's: renaming it would put a deletion and docdex's script in everyone's next commit.
 fn refuse_tracked(root: &Path, hook: &Path) -> anyhow::Result<()> {
-    let path = hook.to_string_lossy();
-    if present(hook) && git(Some(root), &["ls-files", "--error-unmatch", "--", &path]).is_ok() {
+    if tracked(root, hook) {
         return Err(Error::BadRequest(format!(
             "{} is tracked by git (core.hooksPath points into the repository): docdex will not replace a hook the repository shares; add `docdex hook pre-commit` to it yourself, or install where core.hooksPath is unset",
             hook.display()
@@ -476,6 +532,13 @@ fn shared_hooks_note(root: &Path, dir: &Path) -> Option<String> {
 fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<()> {
     let root = top_level(args.repo.as_deref())?;
     let dir = hooks_dir(Some(&root))?;
+    let exe = std::env::current_exe().context("finding the docdex binary")?;
+    let home = home.map(|h| std::path::absolute(h).unwrap_or_else(|_| h.to_path_buf()));
+    if let Some(user_dir) = husky_dir(&dir) {
+        remove_script(out, &dir)?;
+        let text = block(&exe, home.as_deref(), args.agent.as_deref());
+        return install_husky(out, &root, &dir, &user_dir.join("pre-commit"), &text);
+    }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let hook = dir.join("pre-commit");
     let kept = dir.join(KEPT);
@@ -491,8 +554,6 @@ fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<
         std::fs::rename(&hook, &kept).with_context(|| format!("keeping {}", hook.display()))?;
         out.line(&format!("kept the existing hook as {} (it runs first)", kept.display()));
     }
-    let exe = std::env::current_exe().context("finding the docdex binary")?;
-    let home = home.map(|h| std::path::absolute(h).unwrap_or_else(|_| h.to_path_buf()));
     std::fs::write(&hook, script(&exe, home.as_deref(), args.agent.as_deref()))
         .with_context(|| format!("writing {}", hook.display()))?;
     make_executable(&hook)?;
@@ -500,13 +561,67 @@ fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<
     Ok(())
 }
 
+/// Appends docdex's block to husky's user hook `hook` (created when missing), replacing the
+/// block of an earlier install. A hook in `.husky/_` would be gone at the next `husky` run.
+fn install_husky(out: &Out, root: &Path, dir: &Path, hook: &Path, block: &str) -> anyhow::Result<()> {
+    // Left in husky's generated directory by an install before this one, after husky rewrote
+    // the hook that ran it.
+    let stale = dir.join(KEPT);
+    if dir.file_name().is_some_and(|n| n == "_") && present(&stale) {
+        std::fs::remove_file(&stale).with_context(|| format!("removing {}", stale.display()))?;
+    }
+    if present(hook) && !hook.symlink_metadata().is_ok_and(|m| m.is_file()) {
+        return Err(Error::BadRequest(format!(
+            "{} is not a regular file (a link?): docdex will not write through it; add `docdex hook pre-commit` to the hook yourself",
+            hook.display()
+        ))
+        .into());
+    }
+    let existed = present(hook);
+    let before = if existed {
+        std::fs::read_to_string(hook).with_context(|| format!("reading {}", hook.display()))?
+    } else {
+        SHEBANG.to_string()
+    };
+    let mut text = without_block(&before).unwrap_or(before);
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(block);
+    std::fs::write(hook, text).with_context(|| format!("writing {}", hook.display()))?;
+    if !existed {
+        make_executable(hook)?;
+    }
+    out.line(&format!("added docdex's check to husky's {} (husky's prepare step leaves it in place)", hook.display()));
+    if tracked(root, hook) {
+        out.note(&format!(
+            "{} is tracked by git: docdex's lines show as a change to it; commit them to give everyone the check (it names this machine's docdex, else the one on PATH, and is skipped where there is none), or leave them out of your commits",
+            hook.display()
+        ));
+    }
+    Ok(())
+}
+
 fn uninstall(out: &Out, args: UninstallArgs) -> anyhow::Result<()> {
-    let dir = hooks_dir(args.repo.as_deref())?;
+    let root = top_level(args.repo.as_deref())?;
+    let dir = hooks_dir(Some(&root))?;
+    let mut removed = remove_script(out, &dir)?;
+    if let Some(user_dir) = husky_dir(&dir) {
+        removed |= remove_block(out, &root, &user_dir.join("pre-commit"))?;
+    }
+    if !removed {
+        out.line(&format!("no docdex hook in {}; nothing to remove", dir.display()));
+    }
+    Ok(())
+}
+
+/// Removes docdex's hook script from `dir`, putting back the hook it kept; false when there
+/// is none.
+fn remove_script(out: &Out, dir: &Path) -> anyhow::Result<bool> {
     let hook = dir.join("pre-commit");
     let kept = dir.join(KEPT);
     if !is_ours(&hook) {
-        out.line(&format!("no docdex hook in {}; nothing to remove", dir.display()));
-        return Ok(());
+        return Ok(false);
     }
     std::fs::remove_file(&hook).with_context(|| format!("removing {}", hook.display()))?;
     if present(&kept) {
@@ -515,7 +630,25 @@ fn uninstall(out: &Out, args: UninstallArgs) -> anyhow::Result<()> {
     } else {
         out.line(&format!("removed {}", hook.display()));
     }
-    Ok(())
+    Ok(true)
+}
+
+/// Removes docdex's block from husky's user hook; the hook itself goes only when docdex
+/// created it (nothing but the first line left) and git does not track it.
+fn remove_block(out: &Out, root: &Path, hook: &Path) -> anyhow::Result<bool> {
+    if !hook.symlink_metadata().is_ok_and(|m| m.is_file()) {
+        return Ok(false);
+    }
+    let text = std::fs::read_to_string(hook).with_context(|| format!("reading {}", hook.display()))?;
+    let Some(rest) = without_block(&text) else { return Ok(false) };
+    if (rest.trim().is_empty() || rest == SHEBANG) && !tracked(root, hook) {
+        std::fs::remove_file(hook).with_context(|| format!("removing {}", hook.display()))?;
+        out.line(&format!("removed {}", hook.display()));
+    } else {
+        std::fs::write(hook, rest).with_context(|| format!("writing {}", hook.display()))?;
+        out.line(&format!("removed docdex's check from {}", hook.display()));
+    }
+    Ok(true)
 }
 
 #[cfg(unix)]

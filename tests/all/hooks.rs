@@ -461,36 +461,210 @@ fn install_keeps_a_linked_hook_and_refuses_to_replace_a_versioned_one() {
     assert!(!repo.join(".githooks/pre-commit.before-docdex").exists());
 }
 
+/// husky 9.1.7's `husky` file (MIT, typicode), copied verbatim to `.husky/_/h`: each hook
+/// there sources it, and it runs `.husky/<the hook's name>` with `sh -e`.
+const HUSKY9_H: &str = r#"#!/usr/bin/env sh
+[ "$HUSKY" = "2" ] && set -x
+n=$(basename "$0")
+s=$(dirname "$(dirname "$0")")/$n
+
+[ ! -f "$s" ] && exit 0
+
+if [ -f "$HOME/.huskyrc" ]; then
+	echo "husky - '~/.huskyrc' is DEPRECATED, please move your code to ~/.config/husky/init.sh"
+fi
+i="${XDG_CONFIG_HOME:-$HOME/.config}/husky/init.sh"
+[ -f "$i" ] && . "$i"
+
+[ "${HUSKY-}" = "0" ] && exit 0
+
+export PATH="node_modules/.bin:$PATH"
+sh -e "$s" "$@"
+c=$?
+
+[ $c != 0 ] && echo "husky - $n script failed (code $c)"
+[ $c = 127 ] && echo "husky - command not found in PATH=$PATH"
+exit $c
+"#;
+
+/// husky 8.0.3's `husky.sh` (MIT, typicode), copied verbatim to `.husky/_/husky.sh`: a user
+/// hook sources it first, and it runs the hook again with `sh -e`.
+const HUSKY8_SH: &str = r#"#!/usr/bin/env sh
+if [ -z "$husky_skip_init" ]; then
+  debug () {
+    if [ "$HUSKY_DEBUG" = "1" ]; then
+      echo "husky (debug) - $1"
+    fi
+  }
+
+  readonly hook_name="$(basename -- "$0")"
+  debug "starting $hook_name..."
+
+  if [ "$HUSKY" = "0" ]; then
+    debug "HUSKY env variable is set to 0, skipping hook"
+    exit 0
+  fi
+
+  if [ -f ~/.huskyrc ]; then
+    debug "sourcing ~/.huskyrc"
+    . ~/.huskyrc
+  fi
+
+  readonly husky_skip_init=1
+  export husky_skip_init
+  sh -e "$0" "$@"
+  exitCode="$?"
+
+  if [ $exitCode != 0 ]; then
+    echo "husky - $hook_name hook exited with code $exitCode (error)"
+  fi
+
+  if [ $exitCode = 127 ]; then
+    echo "husky - command not found in PATH=$PATH"
+  fi
+
+  exit $exitCode
+fi
+"#;
+
+/// Writes `text` as fs.writeFileSync(path, text, {mode}) does: the mode applies to a file it
+/// creates; an existing file keeps its own.
+fn write_file_sync(path: &Path, text: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let existed = path.exists();
+    std::fs::write(path, text).unwrap();
+    if !existed {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
+/// What husky 9.1.7's `husky` (the `prepare` script) does, step by step as its index.js:
+/// core.hooksPath `.husky/_`, then `_/` rewritten: `.gitignore`, `h`, a stub per hook.
+fn husky9_prepare(repo: &Path, env: &Env) {
+    assert!(git(repo, &["config", "core.hooksPath", ".husky/_"], env, &[]).status.success());
+    let d = repo.join(".husky/_");
+    let _ = std::fs::remove_file(d.join("husky.sh"));
+    std::fs::create_dir_all(&d).unwrap();
+    write_file_sync(&d.join(".gitignore"), "*", 0o644);
+    std::fs::write(d.join("h"), HUSKY9_H).unwrap();
+    for hook in [
+        "pre-commit",
+        "pre-merge-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+        "post-commit",
+        "applypatch-msg",
+        "pre-applypatch",
+        "post-applypatch",
+        "pre-rebase",
+        "post-rewrite",
+        "post-checkout",
+        "post-merge",
+        "pre-push",
+        "pre-auto-gc",
+    ] {
+        write_file_sync(&d.join(hook), "#!/usr/bin/env sh\n. \"$(dirname \"$0\")/h\"", 0o755);
+    }
+    write_file_sync(&d.join("husky.sh"), "echo \"husky - DEPRECATED\"", 0o644);
+}
+
+/// What husky 8.0.3's `husky install` does: `_/.gitignore` and `_/husky.sh` rewritten, then
+/// core.hooksPath `.husky` (the user's hooks are the ones git runs).
+fn husky8_install(repo: &Path, env: &Env) {
+    let d = repo.join(".husky/_");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join(".gitignore"), "*").unwrap();
+    std::fs::write(d.join("husky.sh"), HUSKY8_SH).unwrap();
+    assert!(git(repo, &["config", "core.hooksPath", ".husky"], env, &[]).status.success());
+}
+
+/// A repository whose committed `.husky/pre-commit` is `user_hook`, with husky set up by
+/// `prepare`.
+fn husky_repo(env: &Env, name: &str, user_hook: &str, prepare: fn(&Path, &Env)) -> PathBuf {
+    let repo = env.repo(name);
+    assert!(git(&repo, &["init", "-q", "-b", "main"], env, &[]).status.success());
+    write(&repo, "package.json", r#"{"name": "x", "scripts": {"prepare": "husky"}}"#);
+    write(&repo, ".husky/pre-commit", user_hook);
+    set_exec(&repo.join(".husky/pre-commit"));
+    prepare(&repo, env);
+    git(&repo, &["add", "-A"], env, &[]);
+    assert!(git(&repo, &["commit", "-q", "--no-verify", "-m", "start"], env, &[]).status.success());
+    repo
+}
+
 #[test]
-fn a_husky_hook_kept_by_install_still_runs_the_users_script_and_can_refuse() {
+fn husky_9_rerunning_its_prepare_step_keeps_docdex_check_in_the_users_hook() {
     let env = Env::new();
-    let repo = env.repo("husky");
-    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
-    // husky 9's layout: core.hooksPath .husky/_ (git-ignored), each hook there sources `h`,
-    // which runs .husky/<its own file name> and exits 0 when there is no such script.
-    write(&repo, ".husky/_/.gitignore", "*\n");
-    let h = "#!/usr/bin/env sh\nn=$(basename \"$0\")\ns=$(dirname \"$(dirname \"$0\")\")/$n\n[ ! -f \"$s\" ] && exit 0\nsh -e \"$s\" \"$@\"\n";
-    write(&repo, ".husky/_/h", h);
-    write(&repo, ".husky/_/pre-commit", "#!/usr/bin/env sh\n. \"$(dirname \"$0\")/h\"\n");
-    set_exec(&repo.join(".husky/_/pre-commit"));
-    write(&repo, ".husky/pre-commit", "echo ran >> .git/husky.log\n[ ! -f block ]\n");
-    git(&repo, &["config", "core.hooksPath", ".husky/_"], &env, &[]);
+    let user_hook = "echo ran >> .git/husky.log\n[ ! -f block ]\n";
+    let repo = husky_repo(&env, "husky9", user_hook, husky9_prepare);
+    // What an install before this one left in .husky/_ once `husky` rewrote the hook there.
+    write(&repo, ".husky/_/pre-commit.before-docdex", "#!/usr/bin/env sh\n. \"$(dirname \"$0\")/h\"");
     let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains(".husky/pre-commit") && text(&out).contains("is tracked by git"), "{}", text(&out));
+    assert!(!repo.join(".husky/_/pre-commit.before-docdex").exists());
+    // `npm install` runs `prepare` again: .husky/_ is rewritten, core.hooksPath set again.
+    // docdex's hook used to be .husky/_/pre-commit, and was gone from here on.
+    husky9_prepare(&repo, &env);
     let dead = dead_url();
     let no_server = [("DOCDEX_URL", dead.as_str())];
-    git(&repo, &["add", "-A"], &env, &[]);
+    write(&repo, "a.txt", "a\n");
+    git(&repo, &["add", "a.txt"], &env, &[]);
     let out = git(&repo, &["commit", "-q", "-m", "one"], &env, &no_server);
     assert!(out.status.success(), "{}", text(&out));
-    // Run as pre-commit.before-docdex, husky looked for .husky/pre-commit.before-docdex.
+    assert!(text(&out).contains("skipping semantic checks"), "docdex's check did not run: {}", text(&out));
     let log = std::fs::read_to_string(repo.join(".git/husky.log")).unwrap_or_default();
     assert_eq!(log.lines().count(), 1, "the user's husky hook did not run: {}", text(&out));
-    // Its failure still refuses the commit.
+    // The user's commands run first, and their failure still refuses the commit.
     write(&repo, "block", "");
-    git(&repo, &["add", "-A"], &env, &[]);
+    git(&repo, &["add", "block"], &env, &[]);
     let out = git(&repo, &["commit", "-q", "-m", "two"], &env, &no_server);
     assert!(!out.status.success(), "{}", text(&out));
-    assert_eq!(commits(&repo, &env), 1);
+    assert_eq!(commits(&repo, &env), 2);
+    // Installing again replaces the block; uninstall leaves the user's hook as it was.
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let hook = std::fs::read_to_string(repo.join(".husky/pre-commit")).unwrap();
+    assert_eq!(hook.matches("# docdex-managed-hook begin").count(), 1, "{hook}");
+    let out = env.run(&["hook", "uninstall", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(repo.join(".husky/pre-commit")).unwrap(), user_hook);
+    let status = git(&repo, &["status", "--porcelain", "--", ".husky"], &env, &[]);
+    assert_eq!(text(&status), "", "uninstall left a change");
+}
+
+#[test]
+fn husky_8_rerunning_husky_install_keeps_docdex_check_and_a_created_hook_goes_with_uninstall() {
+    let env = Env::new();
+    // `husky add .husky/pre-commit CMD`'s format: git runs this file itself.
+    let user_hook = "#!/usr/bin/env sh\n. \"$(dirname -- \"$0\")/_/husky.sh\"\n\necho ran >> .git/husky.log\n";
+    let repo = husky_repo(&env, "husky8", user_hook, husky8_install);
+    // It was refused (exit 2): the tracked .husky/pre-commit is the hook git runs.
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    husky8_install(&repo, &env);
+    write(&repo, "a.txt", "a\n");
+    git(&repo, &["add", "a.txt"], &env, &[]);
+    let dead = dead_url();
+    let out = git(&repo, &["commit", "-q", "-m", "one"], &env, &[("DOCDEX_URL", dead.as_str())]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("skipping semantic checks"), "docdex's check did not run: {}", text(&out));
+    let log = std::fs::read_to_string(repo.join(".git/husky.log")).unwrap_or_default();
+    assert_eq!(log.lines().count(), 1, "the user's husky hook did not run once: {}", text(&out));
+    let out = env.run(&["hook", "uninstall", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(repo.join(".husky/pre-commit")).unwrap(), user_hook);
+
+    // No user hook yet: docdex creates one, which git can run, and uninstall removes it.
+    git(&repo, &["rm", "-q", "--cached", ".husky/pre-commit"], &env, &[]);
+    std::fs::remove_file(repo.join(".husky/pre-commit")).unwrap();
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success() && !text(&out).contains("tracked"), "{}", text(&out));
+    let out = git(&repo, &["commit", "-q", "-m", "two"], &env, &[("DOCDEX_URL", dead.as_str())]);
+    assert!(text(&out).contains("skipping semantic checks"), "{}", text(&out));
+    let out = env.run(&["hook", "uninstall", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!repo.join(".husky/pre-commit").exists());
 }
 
 #[test]
