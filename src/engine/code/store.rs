@@ -12,7 +12,7 @@
 
 use super::types::FileImports;
 use super::types::SymbolKind;
-use super::{CodeOutcome, Lang};
+use super::{CodeOutcome, Lang, Symbol};
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
@@ -271,74 +271,51 @@ impl SymbolStore {
             .prepare_cached("SELECT id, imports FROM files WHERE path = ?1")
             .and_then(|mut s| s.query_row([path], |r| Ok((r.get(0)?, r.get(1)?))).optional())
             .map_err(&err)?;
-        let (parsed, note, errors, symbols, imports, kinds, samples) = match outcome {
-            CodeOutcome::Parsed(p) => (
-                true,
-                None,
-                p.analysis.has_errors,
-                p.analysis.symbols.as_slice(),
-                serde_json::to_string(&p.imports).unwrap_or_else(|_| "[]".into()),
-                super::ast::encode_counts(&p.analysis.ast),
-                super::ast::encode_samples(&p.analysis.ast),
-            ),
-            CodeOutcome::NotParsed(reason) => {
-                (false, Some(reason.as_str()), false, &[][..], "[]".to_string(), " ".to_string(), String::new())
-            }
-        };
+        let row = FileRow::of(outcome);
         let change =
-            FileChange { added: old.is_none(), imports_changed: old.as_ref().is_none_or(|(_, i)| *i != imports) };
-        let file_id = match old {
-            Some((id, _)) => {
-                self.conn
-                    .prepare_cached("DELETE FROM symbols WHERE file_id = ?1")
-                    .and_then(|mut s| s.execute([id]))
-                    .map_err(&err)?;
-                self.conn
-                    .prepare_cached(
-                        "UPDATE files SET lang=?2, hash=?3, parsed=?4, note=?5, parse_errors=?6, symbol_count=?7,
-                         imports=?8, ast_kinds=?9, ast_samples=?10 WHERE id=?1",
-                    )
-                    .and_then(|mut s| {
-                        s.execute(params![
-                            id,
-                            lang.name(),
-                            hash as i64,
-                            parsed,
-                            note,
-                            errors,
-                            symbols.len() as i64,
-                            imports,
-                            kinds,
-                            samples
-                        ])
-                    })
-                    .map_err(&err)?;
-                id
-            }
-            None => {
-                self.conn
-                    .prepare_cached(
-                        "INSERT INTO files(path, lang, hash, parsed, note, parse_errors, symbol_count, imports,
-                         ast_kinds, ast_samples) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                    )
-                    .and_then(|mut s| {
-                        s.execute(params![
-                            path,
-                            lang.name(),
-                            hash as i64,
-                            parsed,
-                            note,
-                            errors,
-                            symbols.len() as i64,
-                            imports,
-                            kinds,
-                            samples
-                        ])
-                    })
-                    .map_err(&err)?;
-                self.conn.last_insert_rowid()
-            }
-        };
+            FileChange { added: old.is_none(), imports_changed: old.as_ref().is_none_or(|(_, i)| *i != row.imports) };
+        if let Some((id, _)) = old {
+            self.conn
+                .prepare_cached("DELETE FROM symbols WHERE file_id = ?1")
+                .and_then(|mut s| s.execute([id]))
+                .map_err(&err)?;
+        }
+        // An upsert keeps an existing row's id.
+        let file_id: i64 = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO files(path, lang, hash, parsed, note, parse_errors, symbol_count, imports,
+                 ast_kinds, ast_samples) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                 ON CONFLICT(path) DO UPDATE SET lang=excluded.lang, hash=excluded.hash, parsed=excluded.parsed,
+                 note=excluded.note, parse_errors=excluded.parse_errors, symbol_count=excluded.symbol_count,
+                 imports=excluded.imports, ast_kinds=excluded.ast_kinds, ast_samples=excluded.ast_samples
+                 RETURNING id",
+            )
+            .and_then(|mut s| {
+                s.query_row(
+                    params![
+                        path,
+                        lang.name(),
+                        hash as i64,
+                        row.parsed,
+                        row.note,
+                        row.errors,
+                        row.symbols.len() as i64,
+                        row.imports,
+                        row.kinds,
+                        row.samples
+                    ],
+                    |r| r.get(0),
+                )
+            })
+            .map_err(&err)?;
+        self.insert_symbols(file_id, row.symbols)?;
+        Ok(change)
+    }
+
+    /// Writes a file's symbols in extraction order (`ord`, which their parent indices refer to).
+    fn insert_symbols(&self, file_id: i64, symbols: &[Symbol]) -> Result<()> {
+        let err = sql_err(&self.path);
         let mut insert = self
             .conn
             .prepare_cached(
@@ -365,7 +342,7 @@ impl SymbolStore {
                 ])
                 .map_err(&err)?;
         }
-        Ok(change)
+        Ok(())
     }
 
     /// Removes a file's rows; returns whether it was there.
@@ -618,5 +595,41 @@ impl SymbolReader {
     /// Every stored file's imports.
     pub fn all_imports(&self) -> Result<Vec<FileImports>> {
         all_imports(&self.conn, &self.path)
+    }
+}
+
+/// The `files` row a code pass outcome makes (its symbols go to their own table).
+struct FileRow<'a> {
+    parsed: bool,
+    note: Option<&'a str>,
+    errors: bool,
+    symbols: &'a [Symbol],
+    imports: String,
+    kinds: String,
+    samples: String,
+}
+
+impl<'a> FileRow<'a> {
+    fn of(outcome: &'a CodeOutcome) -> Self {
+        match outcome {
+            CodeOutcome::Parsed(p) => FileRow {
+                parsed: true,
+                note: None,
+                errors: p.analysis.has_errors,
+                symbols: p.analysis.symbols.as_slice(),
+                imports: serde_json::to_string(&p.imports).unwrap_or_else(|_| "[]".into()),
+                kinds: super::ast::encode_counts(&p.analysis.ast),
+                samples: super::ast::encode_samples(&p.analysis.ast),
+            },
+            CodeOutcome::NotParsed(reason) => FileRow {
+                parsed: false,
+                note: Some(reason.as_str()),
+                errors: false,
+                symbols: &[],
+                imports: "[]".into(),
+                kinds: " ".into(),
+                samples: String::new(),
+            },
+        }
     }
 }
