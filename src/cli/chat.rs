@@ -113,6 +113,8 @@ pub fn run(engine: &Engine, out: &Out, mut args: ChatArgs) -> anyhow::Result<Exi
                 AnswerStatus::Answered => ExitCode::SUCCESS,
                 // Ctrl-C: as a shell reports an interrupted command, so a script can tell a cut
                 // answer from a whole one.
+                // No one reading on (`| head`) is no interruption: the reader had what it wanted.
+                AnswerStatus::Stopped if super::output::stdout_closed() => ExitCode::SUCCESS,
                 AnswerStatus::Stopped => ExitCode::from(130),
                 AnswerStatus::Unavailable | AnswerStatus::Failed => ExitCode::from(1),
             })
@@ -143,7 +145,8 @@ fn repl(engine: &Engine, out: &Out, args: &ChatArgs, repo: &Path) -> anyhow::Res
     let mut show_trace = args.trace;
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
-    loop {
+    // Questions piped in, answers to a reader that has gone: the rest would go to no one.
+    while !super::output::stdout_closed() {
         if interactive {
             eline_partial!("> ");
             let _ = std::io::stderr().flush();
@@ -200,19 +203,18 @@ fn turn(
     let _interrupt = interrupt::Guard::install();
     let mut streamed = false;
     let mut on_event = |ev: ChatTurnEvent| {
-        if interrupt::hit() {
+        // Ctrl-C, or no one reading the answer any more (`docdex chat q | head -3`).
+        if interrupt::hit() || super::output::stdout_closed() {
             return ControlFlow::Break(());
         }
         match ev {
             ChatTurnEvent::Token { text } if !args.json => {
-                let mut o = std::io::stdout().lock();
-                let _ = o.write_all(text.as_bytes());
-                let _ = o.flush();
+                let _ = super::output::write_stdout(text.as_bytes());
                 streamed = true;
             }
             ChatTurnEvent::Notice { message } if !args.json => {
                 if streamed {
-                    println!();
+                    let _ = super::output::write_stdout(b"\n");
                     streamed = false;
                 }
                 eline!("{} {message}", super::output::warn_prefix());
@@ -233,7 +235,7 @@ fn turn(
     if streamed {
         out.line("");
     }
-    if resp.llm.status == AnswerStatus::Stopped {
+    if resp.llm.status == AnswerStatus::Stopped && !super::output::stdout_closed() {
         out.note("(answer stopped)");
     }
     print_sources(out, &resp.sources);

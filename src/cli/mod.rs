@@ -462,7 +462,7 @@ pub fn main() -> ExitCode {
             if json {
                 let code = err.downcast_ref::<Error>().map(|e| e.code()).unwrap_or("error");
                 let body = serde_json::json!({"error": {"code": code, "message": format!("{err:#}")}});
-                let _ = std::io::Write::write_all(&mut std::io::stdout(), format!("{body}\n").as_bytes());
+                let _ = output::write_stdout(format!("{body}\n").as_bytes());
             }
             eline!("{} {err:#}", output::error_prefix());
             if let Some(hint) = nested_repo_hint(&err) {
@@ -660,7 +660,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if !json {
                 out.note(&format!("watching {} (Ctrl-C to stop)", display_repo(&path)));
             }
-            let report = |r: WatchReport| output::print_watch(&out, &r, json);
+            let report = |r: WatchReport| {
+                output::print_watch(&out, &r, json);
+                // `docdex watch --json | head -1`: no one reads on, so the watch ends.
+                if output::stdout_closed() {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            };
             match engine.watch(&path, &stop, &report) {
                 // Ctrl-C during the catch-up run: what it committed stays.
                 Err(crate::Error::IndexStopped { .. }) if stop.load(std::sync::atomic::Ordering::SeqCst) => {

@@ -6,6 +6,7 @@ use crate::engine::protocol::{
     EmbedState, EmbedSummary, FileContent, IndexSummary, SearchResponse, SimilarResponse, SkippedFile, StatusResponse,
 };
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Counts with their nouns ("1 file", "2 files"): one helper for the engine's messages and ours.
 pub use crate::engine::protocol::{count, noun_for};
@@ -36,13 +37,12 @@ impl Out {
 
     /// Prints a line.
     pub fn line(&self, s: &str) {
-        let mut o = std::io::stdout().lock();
-        let _ = writeln!(o, "{s}");
+        let _ = write_stdout(format!("{s}\n").as_bytes());
     }
 
     /// Prints a block of lines in one write.
     pub fn block(&self, s: &str) {
-        let _ = std::io::stdout().lock().write_all(s.as_bytes());
+        let _ = write_stdout(s.as_bytes());
     }
 
     /// Prints a dim informational line to stderr.
@@ -60,9 +60,35 @@ impl Out {
         // One write: stdout is line-buffered, and a search answer has hundreds of lines.
         let mut bytes = serde_json::to_vec_pretty(v)?;
         bytes.push(b'\n');
-        std::io::stdout().lock().write_all(&bytes)?;
+        write_stdout(&bytes)?;
         Ok(())
     }
+}
+
+/// Set once a write found stdout's reader gone.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes to stdout, the one way the CLI does. A reader that closed the pipe
+/// (`docdex impact f --json | head -1`) wanted no more: like `ls` or `rg`, that is no error and
+/// no message, only remembered ([`stdout_closed`]) so a command that runs on (watch, chat) can
+/// stop. Any other failure (a full disk under a redirect) is still an error.
+pub fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut o = std::io::stdout().lock();
+    match o.write_all(bytes).and_then(|()| o.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        r => r,
+    }
+}
+
+/// Whether stdout's reader has gone (see [`write_stdout`]).
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
 }
 
 /// "error:" in red when stderr is a terminal.

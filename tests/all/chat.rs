@@ -1073,6 +1073,33 @@ fn ctrl_c_stops_a_cli_chat_while_the_model_reads_the_prompt() {
 }
 
 #[test]
+fn a_cli_chat_whose_reader_has_gone_stops_the_answer_quietly() {
+    // `docdex chat --query q | head -c 20`: the answer streamed on to no one until the model
+    // finished (200 words at 50 ms here: 10 s).
+    let c = Chat::new(FakeOllamaOptions { token_delay_ms: 50, ..Default::default() }, "");
+    let long: String = (0..200).map(|i| format!("word{i} ")).collect();
+    c.server.script("stale sessions", vec![long]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["chat", "--repo", c.r(), "--query", "how are stale sessions expired?"])
+        .env("DOCDEX_HOME", c.env.home())
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 8];
+    std::io::Read::read_exact(&mut child.stdout.take().unwrap(), &mut first).unwrap();
+    assert_eq!(&first[..5], b"word0", "{:?}", String::from_utf8_lossy(&first));
+    let closed = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let took = closed.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(4), "the answer ran on for {took:?} after its reader left");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("error") && !stderr.contains("(answer stopped)"), "{stderr}");
+}
+
+#[test]
 fn a_model_window_under_1024_tokens_is_budgeted_as_reported() {
     // A server run with a small context (llama-server -c 600): the prompt and the answer cap
     // must fit in it. The window was raised to 1,024, so the request overflowed the model.

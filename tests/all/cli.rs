@@ -225,6 +225,77 @@ fn a_closed_stderr_is_no_crash() {
 }
 
 #[test]
+fn a_reader_that_closes_stdout_early_ends_the_command_quietly() {
+    // `docdex get big.rs --json | head -1`: the reader is gone long before the answer (far over a
+    // pipe's 64 KiB buffer) is written. Like `ls | head`, the command exits with its own status
+    // and says nothing: "error: Broken pipe" with status 1 was printed for --json answers.
+    use std::io::BufRead;
+    let env = Env::new();
+    let repo = env.repo("r");
+    let body: String = (0..6000).map(|i| format!("pub fn walrus_{i}() -> u32 {{ {i} }}\n")).collect();
+    write(&repo, "big.rs", &body);
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    for args in [
+        &["get", "--repo", r, "big.rs", "--json"][..],
+        &["get", "--repo", r, "big.rs"][..],
+        &["symbols", "--repo", r, "--file", "big.rs", "--json"][..],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(args)
+            .env("DOCDEX_HOME", env.home())
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("read");
+        assert!(!first.is_empty(), "{args:?}: no output");
+        // The reader is dropped here: the pipe is closed with most of the answer unwritten.
+        let out = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("error") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_watch_whose_reader_has_gone_ends_at_its_next_event() {
+    // `docdex watch --json | head -1`: the watch ran on for ever, writing to no one.
+    use std::io::BufRead;
+    let env = Env::new();
+    let repo = env.repo("w");
+    write(&repo, "a.rs", "fn kiwi() {}\n");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["watch", "--repo", repo.to_str().unwrap(), "--json"])
+        .env("DOCDEX_HOME", env.home())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut ready = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut ready).expect("read");
+    assert!(ready.contains("\"ready\""), "{ready}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    for i in 0.. {
+        if child.try_wait().expect("try_wait").is_some() {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the watch ran on after its reader closed stdout");
+        }
+        write(&repo, &format!("b{i}.rs"), "fn emu() {}\n");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+}
+
+#[test]
 fn repo_list_and_remove() {
     let env = Env::new();
     let repo = env.repo("r");
