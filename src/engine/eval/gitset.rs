@@ -415,7 +415,9 @@ fn is_path_like(w: &str) -> bool {
     }
 }
 
-/// Names the diff declares (functions, types, methods, constants), lowercased.
+/// Names the diff declares (functions, types, methods), lowercased. Variables and constants
+/// (`let`, `var`, `val`, `const`, `static`) are not among them, as in eval-dev: a plain word
+/// such as `limit` or `hook` bound in the diff is the change's vocabulary, not its answer.
 fn declared_names(diff: &str) -> HashSet<String> {
     const KEYWORDS: &[&str] = &[
         "fn",
@@ -428,19 +430,39 @@ fn declared_names(diff: &str) -> HashSet<String> {
         "interface",
         "function",
         "func",
-        "const",
-        "static",
         "impl",
         "mod",
-        "module",
         "macro_rules!",
         "union",
-        "let",
-        "var",
-        "val",
         "object",
         "record",
         "protocol",
+    ];
+    // `for (...) {` is a loop, not a method named `for`.
+    const CONTROL: &[&str] = &[
+        "if",
+        "for",
+        "foreach",
+        "while",
+        "switch",
+        "catch",
+        "match",
+        "with",
+        "function",
+        "return",
+        "do",
+        "try",
+        "loop",
+        "until",
+        "unless",
+        "await",
+        "yield",
+        "typeof",
+        "sizeof",
+        "new",
+        "lock",
+        "using",
+        "synchronized",
     ];
     let mut out = HashSet::new();
     for line in diff.lines().filter(|l| (l.starts_with('+') || l.starts_with('-')) && !l.starts_with("+++")) {
@@ -455,6 +477,7 @@ fn declared_names(diff: &str) -> HashSet<String> {
         if let Some(open) = t.find('(') {
             let head = t[..open].trim().trim_start_matches("async ").trim_start_matches("static ").trim();
             if !head.is_empty()
+                && !CONTROL.contains(&head)
                 && head.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '$')
                 && t.trim_end().ends_with('{')
             {
@@ -582,9 +605,11 @@ mod tests {
         let diff =
             "+def load_plugins(path):\n-class PluginManager:\n+    async fetchAll(opts) {\n+const MAX_SIZE = 3\n";
         let names = declared_names(diff);
-        for n in ["load_plugins", "pluginmanager", "fetchall", "max_size"] {
+        for n in ["load_plugins", "pluginmanager", "fetchall"] {
             assert!(names.contains(n), "{n} in {names:?}");
         }
+        // A constant is no declared name; shaped like code and in the diff, it goes all the same.
+        assert!(!names.contains("max_size") && is_code_shaped("MAX_SIZE"));
         for w in ["snake_case", "camelCase", "a.b", "a::b", "f()", "--flag"] {
             assert!(is_code_shaped(w), "{w}");
         }
@@ -592,6 +617,24 @@ mod tests {
             assert!(!is_code_shaped(w), "{w}");
         }
         assert!(is_path_like("conn.rs") && is_path_like("src/x") && !is_path_like("end."));
+    }
+
+    #[test]
+    fn loops_and_variables_in_the_diff_are_not_declared_names() {
+        let diff = "+++ b/lib/router.js\n+function route(req) {\n+  for (const hook of req.hooks) {\n+    if (hook.skip) {\n+    while (busy) {\n+    switch (kind) {\n+  let limit = req.limit\n+  var count = 0\n+module.exports = { route }\n+    match (a, b) {\n+static TOTAL: usize = 1;\n";
+        let names = declared_names(diff);
+        for kept in ["for", "if", "while", "switch", "match", "hook", "limit", "count", "exports", "total"] {
+            assert!(!names.contains(kept), "{kept} in {names:?}");
+        }
+        assert!(names.contains("route"), "{names:?}");
+        let q = redact(
+            "Run every hook for each request while a limit applies, and switch off skipped ones",
+            "",
+            &["lib/router.js"],
+            diff,
+            "",
+        );
+        assert_eq!(q, "Run every hook for each request while a limit applies, and switch off skipped ones.");
     }
 
     #[test]
