@@ -3,7 +3,7 @@
 //! installed models, editing just those keys so the user's file keeps its comments.
 //! Nothing is installed silently: without `--yes` the report lists the commands to run.
 
-use super::hardware::which;
+use super::hardware::{which, Hardware};
 use super::models::{self, judge_model, machine_tier, recommend};
 use super::{model_matches, PullProgress};
 use crate::config::edit::set_string_keys;
@@ -104,22 +104,7 @@ impl Engine {
         }
         let catalog = models::catalog()?;
         let installed = report.server_reachable.then_some(report.installed.as_slice());
-        let mut wanted: Vec<(&str, String)> = Vec::new();
-        if let Some(m) = &req.model {
-            let is_embedder = models::lookup(&catalog, m).is_some_and(|c| c.kind == "embedding");
-            wanted.push((if is_embedder { "embedding_model" } else { "default_model" }, m.clone()));
-        }
-        if let Some(e) = &req.embedding_model {
-            wanted.retain(|(k, _)| *k != "embedding_model");
-            wanted.push(("embedding_model", e.clone()));
-        }
-        if wanted.is_empty() {
-            for (key, kind) in [("default_model", "chat"), ("embedding_model", "embedding")] {
-                if let Some(m) = recommend(&catalog, &hw, kind, installed) {
-                    wanted.push((key, m.name.clone()));
-                }
-            }
-        }
+        let wanted = wanted_models(req, &catalog, &hw, installed);
 
         if !report.server_reachable {
             self.unreachable_steps(&mut report, is_ollama);
@@ -131,34 +116,7 @@ impl Engine {
         }
 
         for (key, model) in &wanted {
-            let present = report.installed.iter().any(|i| model_matches(model, i));
-            let mut entry =
-                SetupModel { key: key.to_string(), model: model.clone(), state: "installed".into(), error: None };
-            if !present {
-                if req.yes && is_ollama {
-                    match self.pull_model(model, &|p| progress(model, p)) {
-                        Ok(()) => {
-                            entry.state = "pulled".into();
-                            report.installed.push(model.clone());
-                        }
-                        Err(e) => {
-                            entry.state = "failed".into();
-                            entry.error = Some(e.to_string());
-                        }
-                    }
-                } else {
-                    entry.state = "missing".into();
-                    report.next_steps.push(if is_ollama {
-                        format!("download {model}: `docdex llm-setup --model {model} --yes` (or `ollama pull {model}`)")
-                    } else {
-                        format!(
-                            "{model} is not served by {}; load it in the server, or pick one of: {}",
-                            cfg.base_url,
-                            report.installed.join(", ")
-                        )
-                    });
-                }
-            }
+            let entry = self.ensure_model(key, model, req, is_ollama, &mut report, progress);
             report.models.push(entry);
         }
 
@@ -185,6 +143,48 @@ impl Engine {
         Ok(report)
     }
 
+    /// A chosen model's state: installed, pulled now (`--yes`, Ollama), failed or missing (with
+    /// the step that gets it into `report.next_steps`).
+    fn ensure_model(
+        &self,
+        key: &str,
+        model: &str,
+        req: &LlmSetupRequest,
+        is_ollama: bool,
+        report: &mut LlmSetupReport,
+        progress: &(dyn Fn(&str, &PullProgress) + Send + Sync),
+    ) -> SetupModel {
+        let mut entry =
+            SetupModel { key: key.to_string(), model: model.to_string(), state: "installed".into(), error: None };
+        if report.installed.iter().any(|i| model_matches(model, i)) {
+            return entry;
+        }
+        if req.yes && is_ollama {
+            match self.pull_model(model, &|p| progress(model, p)) {
+                Ok(()) => {
+                    entry.state = "pulled".into();
+                    report.installed.push(model.to_string());
+                }
+                Err(e) => {
+                    entry.state = "failed".into();
+                    entry.error = Some(e.to_string());
+                }
+            }
+            return entry;
+        }
+        entry.state = "missing".into();
+        report.next_steps.push(if is_ollama {
+            format!("download {model}: `docdex llm-setup --model {model} --yes` (or `ollama pull {model}`)")
+        } else {
+            format!(
+                "{model} is not served by {}; load it in the server, or pick one of: {}",
+                report.base_url,
+                report.installed.join(", ")
+            )
+        });
+        entry
+    }
+
     fn unreachable_steps(&self, report: &mut LlmSetupReport, is_ollama: bool) {
         if !is_ollama {
             report.next_steps.push(format!(
@@ -204,4 +204,31 @@ impl Engine {
             report.config_path.display()
         ));
     }
+}
+
+/// The `[llm]` keys to set and their models: what the user named (a catalog embedder named by
+/// `--model` goes to `embedding_model`), else the catalog's pick for this machine per kind.
+fn wanted_models(
+    req: &LlmSetupRequest,
+    catalog: &[models::CatalogModel],
+    hw: &Hardware,
+    installed: Option<&[String]>,
+) -> Vec<(&'static str, String)> {
+    let mut wanted: Vec<(&'static str, String)> = Vec::new();
+    if let Some(m) = &req.model {
+        let is_embedder = models::lookup(catalog, m).is_some_and(|c| c.kind == "embedding");
+        wanted.push((if is_embedder { "embedding_model" } else { "default_model" }, m.clone()));
+    }
+    if let Some(e) = &req.embedding_model {
+        wanted.retain(|(k, _)| *k != "embedding_model");
+        wanted.push(("embedding_model", e.clone()));
+    }
+    if wanted.is_empty() {
+        for (key, kind) in [("default_model", "chat"), ("embedding_model", "embedding")] {
+            if let Some(m) = recommend(catalog, hw, kind, installed) {
+                wanted.push((key, m.name.clone()));
+            }
+        }
+    }
+    wanted
 }
