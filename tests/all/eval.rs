@@ -404,3 +404,61 @@ fn a_shallow_clone_leaves_out_the_commits_at_its_edge_and_says_it_is_shallow() {
     let err = env.engine().eval(&single, &git_request(50, 1), &quiet()).unwrap_err().to_string();
     assert!(err.contains("shallow clone") && err.contains("--unshallow"), "{err}");
 }
+
+/// A query file whose answers search can never return (outside the repository, a typo, a file
+/// since removed) was scored as misses without a word, pulling every figure down; duplicate
+/// ids made the worst-miss list show one query twice; a byte-order mark (PowerShell's `>`)
+/// was "expected value at line 1 column 1"; a directory was an I/O failure (exit 1).
+#[test]
+fn a_query_file_search_cannot_answer_is_refused_naming_each_bad_answer() {
+    let env = Env::new();
+    let root = env.repo("plainrepo");
+    write(&root, "src/billing.py", "def render_invoice(order):\n    return order.total_with_tax\n");
+    let repo = root.to_str().unwrap();
+    let file = env.dir.path().join("q.jsonl");
+    let run_with = |text: &[u8]| {
+        std::fs::write(&file, text).unwrap();
+        let out = env.run(&["eval", "--repo", repo, "--queries", file.to_str().unwrap()]);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let line = |id: &str, gold: &str| {
+        format!("{{\"id\":\"{id}\",\"query\":\"render the invoice total with tax\",\"gold\":[\"{gold}\"]}}\n")
+    };
+
+    let (code, _, err) = run_with(
+        format!("{}{}{}", line("a", "../etc/passwd"), line("b", "/etc/passwd"), line("c", "src/biling.py")).as_bytes(),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(r#"query "a": answer "../etc/passwd" is outside the repository"#), "{err}");
+    assert!(err.contains(r#"query "b": answer "/etc/passwd" is outside the repository"#), "{err}");
+    assert!(err.contains(r#"query "c": answer "src/biling.py" is not a file in the repository"#), "{err}");
+
+    let (code, _, err) =
+        run_with(format!("{}{}", line("a", "src/billing.py"), line("a", "./src/billing.py")).as_bytes());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(r#"query id "a" appears more than once"#), "{err}");
+
+    let (code, _, err) = run_with(b"\n\n");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("holds no queries"), "{err}");
+
+    // A UTF-8 byte-order mark, then UTF-16 with one: both read as the queries they hold.
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend(line("a", "src/billing.py").bytes());
+    let (code, out, err) = run_with(&bom);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("1 query from") && out.contains(" 1.000"), "{out}");
+    let mut utf16 = vec![0xFF, 0xFE];
+    utf16.extend(line("a", "./src/billing.py").encode_utf16().flat_map(u16::to_le_bytes));
+    let (code, out, err) = run_with(&utf16);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(" 1.000"), "{out}");
+
+    let out = env.run(&["eval", "--repo", repo, "--queries", env.dir.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is a directory, not a file"), "{out:?}");
+}

@@ -113,6 +113,9 @@ impl Engine {
             QuerySource::File(path) => (read_queries(path)?, path.display().to_string(), None),
             QuerySource::Inline(q) => (q.clone(), "inline".to_string(), None),
         };
+        if git.is_none() {
+            check_queries(&repo.root, &queries).map_err(|m| Error::BadRequest(format!("{source}: {m}")))?;
+        }
         if queries.is_empty() {
             return Err(Error::BadRequest(match &git {
                 Some(s) => {
@@ -135,7 +138,7 @@ impl Engine {
                         since.unwrap_or_default()
                     )
                 }
-                None => "the query set is empty".into(),
+                None => format!("the query set {source} holds no queries"),
             }));
         }
         self.index(&repo.root, &IndexOptions::default(), sink)?;
@@ -257,11 +260,57 @@ pub struct EvalQuery {
 }
 
 /// A file the user named: one that is not there is bad input (exit 2), not a disk failure.
+/// Read as docdex reads any text: a byte-order mark (PowerShell's `>` writes UTF-16) is no
+/// part of the first line.
 fn read_given(path: &Path, what: &str) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| match e.kind() {
+    if path.is_dir() {
+        return Err(Error::BadRequest(format!("{what} {} is a directory, not a file", path.display())));
+    }
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::BadRequest(format!("{what} {} does not exist", path.display())),
         _ => Error::io("reading", path, e),
-    })
+    })?;
+    Ok(crate::engine::fsutil::decode_text_owned(bytes))
+}
+
+/// Checks a query set the user gave against the repository: ids are unique (the report names
+/// queries by id) and every answer is a file in it. An answer search can never return (a
+/// typo, a path outside, a file since removed) would count as a miss and pull every figure
+/// down without a word.
+fn check_queries(root: &Path, queries: &[EvalQuery]) -> std::result::Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    if let Some(q) = queries.iter().find(|q| !seen.insert(q.id.as_str())) {
+        return Err(format!("query id {:?} appears more than once; each query needs its own id", q.id));
+    }
+    let bad: Vec<String> = queries
+        .iter()
+        .flat_map(|q| q.gold.iter().map(move |g| (q, g)))
+        .filter_map(|(q, g)| answer_problem(root, g).map(|why| format!("query {:?}: answer {g:?} {why}", q.id)))
+        .collect();
+    match bad.len() {
+        0 => Ok(()),
+        n => Err(format!(
+            "{}{}; answers are paths of files relative to {}",
+            bad[..n.min(3)].join("; "),
+            if n > 3 { format!(" (and {} more)", n - 3) } else { String::new() },
+            root.display()
+        )),
+    }
+}
+
+/// Why an answer path cannot be found by search, if it cannot.
+fn answer_problem(root: &Path, gold: &str) -> Option<&'static str> {
+    let rel = normalize(gold);
+    let path = Path::new(rel);
+    if path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Some("is outside the repository");
+    }
+    crate::engine::fsutil::open_repo_file(root, rel).err().map(|_| "is not a file in the repository")
+}
+
+/// An answer path as search names files (`./a.rs` is `a.rs`).
+fn normalize(path: &str) -> &str {
+    path.trim_start_matches("./")
 }
 
 /// Reads a query set: JSON lines of `{"id", "query", "gold"}` (other fields, such as the dev
@@ -331,7 +380,7 @@ impl QueryOutcome {
 
 /// Scores a file ranking against a query's gold files.
 pub fn score_query(q: &EvalQuery, ranking: Vec<String>) -> QueryOutcome {
-    let norm = |p: &str| p.trim_start_matches("./").to_string();
+    let norm = |p: &str| normalize(p).to_string();
     let gold: Vec<String> = q.gold.iter().map(|g| norm(g)).collect();
     let gold_ranks: Vec<Option<usize>> =
         gold.iter().map(|g| ranking.iter().position(|f| norm(f) == *g).map(|i| i + 1)).collect();
