@@ -11,7 +11,7 @@ use std::path::Path;
 /// hostile files below are indexed in seconds with their bounds (and each test asserts the
 /// note or text its bound gives), so a run past this, even on a loaded machine, means a bound
 /// is gone. Generous on purpose (it was 20 to 60 s, and flaked under load): a test must not flake.
-const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(120);
+pub const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// A valid PDF with one page per entry, each line of a page drawn as a line of Helvetica
 /// text; a page with no lines gets a filled rectangle only (no text layer, as a scan). With

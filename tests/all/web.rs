@@ -4,6 +4,7 @@
 //! browser guard (no process left after `kill -9` or Ctrl-C), `check`, and Tier 2 of the chat
 //! waterfall. No test touches the internet.
 
+use crate::documents::HANG_GUARD;
 use crate::util::{dead_url, llm_config, write, Env};
 use crate::web_support::*;
 use docdex::engine::protocol::{ChatTurnRequest, Slot, StepStatus, WebPolicy};
@@ -205,6 +206,25 @@ fn without_a_browser_pages_come_over_plain_http_with_the_same_extraction() {
     let out = env.run(&["web-fetch", &site.url("/doc/gadgets")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("quux bus"));
+}
+
+/// Fetched pages went to the parser and Readability whatever their size or attributes (only
+/// indexed HTML files were read flat): one tag of 600,000 attributes (7 MB) kept a fetch busy
+/// for minutes. A fetched page goes through the index's own check and is read flat, at once.
+#[test]
+fn a_page_the_parser_is_quadratic_on_is_fetched_flat() {
+    let attrs: String = (0..600_000).map(|i| format!(" a{i}=\"x\"")).collect();
+    let page =
+        format!("<html><head><title>Rail survey</title></head><body><p{attrs}>Water rail census</p></body></html>");
+    let site = Fixture::start("127.0.0.1", move |_, _, _| Reply::html(page.clone()));
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "max_page_bytes = 16777216", "engine = \"http\"\n"));
+    let t = Instant::now();
+    let r = fetch(&env.engine(), &site.url("/wide")).expect("fetch");
+    assert!(t.elapsed() < HANG_GUARD, "took {:?}: the bound no longer holds", t.elapsed());
+    assert!(r.page.html_bytes > 7_000_000, "{}", r.page.html_bytes);
+    assert!(r.page.markdown.contains("Water rail census"), "{}", r.page.markdown);
+    assert_eq!((r.page.title.as_str(), r.page.readable), ("Rail survey", false));
 }
 
 /// Starts `docdex web-fetch <slow page>`, waits until the browser is loading it, then sends

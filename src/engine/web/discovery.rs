@@ -24,10 +24,11 @@ fn sel(s: &str) -> Option<Selector> {
 
 /// Parses a DuckDuckGo HTML results page.
 pub fn parse(html: &str) -> Parsed {
-    // The parser is quadratic in nesting depth: a results page nested deeper than any real one
-    // (a broken or hostile proxy) is refused instead of parsed for minutes.
-    if super::shallow::too_deep(html, super::shallow::MAX_DEPTH) {
-        return Parsed::Blocked(format!("the results page nests deeper than {} elements", super::shallow::MAX_DEPTH));
+    // The parser is superlinear in nesting depth, size and a tag's attributes: a results page
+    // past what any real one holds (a broken or hostile proxy) is refused instead of parsed for
+    // minutes.
+    if let Some(why) = super::shallow::too_costly(html) {
+        return Parsed::Blocked(format!("the results page cannot be parsed in time: {why}"));
     }
     let doc = Html::parse_document(html);
     let (Some(result), Some(link), Some(snippet), Some(display)) =
@@ -119,6 +120,11 @@ mod tests {
         let Parsed::Blocked(why) = parse(&deep) else { panic!("parsed") };
         assert!(why.contains("nests deeper"), "{why}");
         assert!(t.elapsed() < std::time::Duration::from_secs(5), "{:?}", t.elapsed());
+        // One tag of 150,000 attributes (under 2 MiB) kept the parser busy for minutes.
+        let attrs: Vec<String> = (0..150_000).map(|i| format!("a{i}=\"x\"")).collect();
+        let wide = format!("<html><body><p {}>x</p>{RESULTS}</body></html>", attrs.join(" "));
+        let Parsed::Blocked(why) = parse(&wide) else { panic!("parsed") };
+        assert!(why.contains("cannot be parsed in time"), "{why}");
     }
 
     #[test]

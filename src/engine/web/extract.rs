@@ -21,12 +21,13 @@ const MAX_ELEMENTS: usize = 200_000;
 /// lets sidebars back in around a short documentation section).
 const CHAR_THRESHOLD: usize = 200;
 
-/// Extracts the readable article of `html` fetched from `url`. A page nested deeper than any
-/// real one is read flat ([`shallow`]): the parser and Readability are quadratic in depth, and
-/// a deep enough tree overflowed the stack.
+/// Extracts the readable article of `html` fetched from `url` (or an indexed HTML file). A page
+/// the parser and Readability would take superlinear time on (nested deeper than any real one,
+/// over 2 MiB, or a tag of over 1,000 attributes: [`shallow::too_costly`]) is read flat, in one
+/// pass; a deep enough tree also overflowed the stack.
 pub fn extract(html: &str, url: &str) -> Extracted {
-    if shallow::too_deep(html, shallow::MAX_DEPTH) {
-        tracing::debug!(url, "nested deeper than {} elements: read flat", shallow::MAX_DEPTH);
+    if let Some(why) = shallow::too_costly(html) {
+        tracing::debug!(url, "{why}: read flat");
         let (title, text) = shallow::flat_text(html);
         return Extracted { title, markdown: tidy(&text), readable: false };
     }

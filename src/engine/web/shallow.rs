@@ -1,13 +1,58 @@
 //! A linear look at HTML before it is parsed. The HTML parser and Readability are quadratic in
 //! how deeply elements nest (20,000 nested `div`s took 2 s to parse and 105 s to read in a debug
-//! build), and a deep enough tree overflowed an indexing thread's stack, aborting docdex. Real
-//! pages nest a few dozen levels; one nested deeper than [`MAX_DEPTH`] is read by
-//! [`flat_text`], which strips tags in one pass and never builds a tree.
+//! build), and a deep enough tree overflowed an indexing thread's stack, aborting docdex; they
+//! are superlinear in size and in a tag's attributes too. Real pages nest a few dozen levels;
+//! one [`too_costly`] to parse is read by [`flat_text`], which strips tags in one pass and never
+//! builds a tree. Fetched pages and indexed HTML files share this one check.
 
 use std::collections::HashMap;
 
 /// Nesting beyond which a page is read flat.
 pub const MAX_DEPTH: usize = 256;
+/// Pages larger than this are read flat: parsing and Readability were superlinear on large
+/// files (9.5 MB of `&amp;` took 48 s, 2 MB 2.5 s).
+pub const MAX_READABLE_BYTES: usize = 2 * 1024 * 1024;
+/// A tag with more attributes than this is read flat: the parser compares each attribute with
+/// every one before it (one tag of 600,000 attributes, 7 MB, ran for minutes).
+pub const MAX_ATTRIBUTES: usize = 1_000;
+
+/// Why parsing `html` would take superlinear time (its depth, size or a tag's attributes), or
+/// `None` when the parser and Readability handle it in time. Linear.
+pub fn too_costly(html: &str) -> Option<String> {
+    if html.len() > MAX_READABLE_BYTES {
+        Some(format!("it is over {} MiB", MAX_READABLE_BYTES / (1024 * 1024)))
+    } else if attributes_over(html.as_bytes(), MAX_ATTRIBUTES) {
+        Some(format!("a tag has over {MAX_ATTRIBUTES} attributes"))
+    } else if too_deep(html, MAX_DEPTH) {
+        Some(format!("it nests deeper than {MAX_DEPTH} elements"))
+    } else {
+        None
+    }
+}
+
+/// Whether some tag of `html` has more than `limit` attributes, by one linear pass (quoted
+/// values skipped; comments and scripts may over-count, which only reads a page flat).
+fn attributes_over(html: &[u8], limit: usize) -> bool {
+    let (mut in_tag, mut quote, mut count) = (false, 0u8, 0usize);
+    let mut prev = b' ';
+    for &c in html {
+        match (in_tag, quote, c) {
+            (false, _, b'<') => (in_tag, count) = (true, 0),
+            (true, 0, b'>') => in_tag = false,
+            (true, 0, b'"' | b'\'') => quote = c,
+            (true, q, _) if q != 0 && c == q => quote = 0,
+            (true, 0, _) if prev.is_ascii_whitespace() && !c.is_ascii_whitespace() && c != b'/' => {
+                count += 1;
+                if count > limit {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+        prev = c;
+    }
+    false
+}
 
 /// Elements that never hold children.
 const VOID: &[&str] = &[
@@ -241,6 +286,13 @@ mod tests {
         assert!(!too_deep(&format!("{}{}", "<div>".repeat(200), "</div>".repeat(200)), MAX_DEPTH));
         assert!(too_deep(&"<b><div></b>".repeat(20), 8), "mis-nested formatting keeps the blocks open");
         assert!(too_deep(&"<b>".repeat(20), 8));
+    }
+
+    #[test]
+    fn attributes_are_counted_per_tag_outside_quotes() {
+        assert!(!attributes_over(br#"<p a="1 2 3 4" b='x y'>one two three four</p>"#, 2));
+        assert!(attributes_over(b"<p a b c>text</p>", 2));
+        assert!(!attributes_over(b"<p a b> c d e f g </p><q x y>", 2));
     }
 
     #[test]

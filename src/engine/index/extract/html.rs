@@ -3,25 +3,12 @@
 
 use super::{tidy_lines, Extracted};
 
-/// Pages larger than this are read flat (their text, no Readability): parsing and
-/// Readability were superlinear on large files (9.5 MB of `&amp;` took 48 s, 2 MB 2.5 s).
-const MAX_READABLE_BYTES: usize = 2 * 1024 * 1024;
-/// A tag with more attributes than this is read flat: the parser compares each attribute with
-/// every one before it (one tag of 600,000 attributes, 7 MB, ran for minutes).
-const MAX_ATTRIBUTES: usize = 1_000;
-
 /// Extracts the readable text of an HTML file in its character set (its BOM or `<meta
-/// charset>`, else UTF-8; never fails, may be empty).
+/// charset>`, else UTF-8; never fails, may be empty). A page too costly to parse is read flat
+/// by the web tier's extraction itself.
 pub(super) fn extract(bytes: &[u8]) -> Extracted {
-    use crate::engine::web::{extract::Extracted as Page, shallow};
     let html = crate::engine::web::fetch::decode_text(bytes, "");
-    let page = if html.len() > MAX_READABLE_BYTES || attributes_over(html.as_bytes(), MAX_ATTRIBUTES) {
-        tracing::debug!("large HTML or a tag of over {MAX_ATTRIBUTES} attributes: read flat");
-        let (title, markdown) = shallow::flat_text(&html);
-        Page { title, markdown, readable: false }
-    } else {
-        crate::engine::web::extract::extract(&html, "file:///document.html")
-    };
+    let page = crate::engine::web::extract::extract(&html, "file:///document.html");
     let mut text = String::new();
     // A file with nothing readable has no text, whatever its title says.
     if page.markdown.trim().is_empty() {
@@ -36,30 +23,6 @@ pub(super) fn extract(bytes: &[u8]) -> Extracted {
     let mut out = Extracted::default();
     tidy_lines(text.lines(), &mut out.text);
     out
-}
-
-/// Whether some tag of `html` has more than `limit` attributes, by one linear pass (quoted
-/// values skipped; comments and scripts may over-count, which only reads a page flat).
-fn attributes_over(html: &[u8], limit: usize) -> bool {
-    let (mut in_tag, mut quote, mut count) = (false, 0u8, 0usize);
-    let mut prev = b' ';
-    for &c in html {
-        match (in_tag, quote, c) {
-            (false, _, b'<') => (in_tag, count) = (true, 0),
-            (true, 0, b'>') => in_tag = false,
-            (true, 0, b'"' | b'\'') => quote = c,
-            (true, q, _) if q != 0 && c == q => quote = 0,
-            (true, 0, _) if prev.is_ascii_whitespace() && !c.is_ascii_whitespace() && c != b'/' => {
-                count += 1;
-                if count > limit {
-                    return true;
-                }
-            }
-            _ => {}
-        }
-        prev = c;
-    }
-    false
 }
 
 /// Whether the page's first line is a heading holding every word of its `<title>`: then the
@@ -96,12 +59,5 @@ mod tests {
         }
         let text = extract(page("Pangolin care", "Pangolin care").as_bytes()).text.to_lowercase();
         assert_eq!(text.matches("pangolin care").count(), 1, "a title the heading repeats is not doubled: {text}");
-    }
-
-    #[test]
-    fn attributes_are_counted_per_tag_outside_quotes() {
-        assert!(!attributes_over(br#"<p a="1 2 3 4" b='x y'>one two three four</p>"#, 2));
-        assert!(attributes_over(b"<p a b c>text</p>", 2));
-        assert!(!attributes_over(b"<p a b> c d e f g </p><q x y>", 2));
     }
 }
