@@ -1,7 +1,7 @@
 //! `docdex symbols`, `docdex symbols-status` and `docdex ast search|query`: thin adapters over
 //! the engine's code-intelligence methods, printing for humans or as `--json`.
 
-use super::output::{count, noun_for, Out};
+use super::output::{count, noun_for, visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
     AstMode, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, SymbolHit, SymbolsRequest,
@@ -209,7 +209,7 @@ fn print_symbols(out: &Out, r: &SymbolsResponse) {
                 "  ".repeat(h.depth as usize),
                 out.paint("2", &format!("{:<9}", h.kind.name())),
                 out.paint("1", &h.name),
-                out.paint("2", &h.signature)
+                out.paint("2", &visible(&h.signature))
             ));
         }
         if r.results.is_empty() {
@@ -237,7 +237,7 @@ fn print_symbols(out: &Out, r: &SymbolsResponse) {
             h.line_start,
         ));
         if !h.signature.is_empty() {
-            out.line(&format!("          {}", out.paint("2", &h.signature)));
+            out.line(&format!("          {}", out.paint("2", &visible(&h.signature))));
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `docdex context "<task>"`: a bounded, cited context pack for a coding agent (Markdown or
 //! JSON), over [`Engine::context`].
 
-use super::output::Out;
+use super::output::{visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{render_context_markdown, ContextFormat, ContextRequest};
 use crate::engine::Engine;
@@ -52,7 +52,9 @@ pub fn run(engine: &Engine, out: &Out, args: ContextArgs) -> anyhow::Result<()> 
         out.json(&pack)?;
     } else {
         let md = pack.markdown.clone().unwrap_or_else(|| render_context_markdown(&pack));
-        out.line(md.trim_end());
+        // The pack quotes repository files: their control characters are shown, not obeyed.
+        let shown: Vec<String> = md.trim_end().lines().map(visible).collect();
+        out.line(&shown.join("\n"));
         out.note(&format!(
             "{}, {} of {} tokens, {} left out, {:.1} ms",
             crate::engine::protocol::count(pack.snippets.len(), "snippet"),

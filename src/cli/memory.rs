@@ -1,6 +1,6 @@
 //! `docdex memory store | recall | list | delete`: the repository's memory.
 
-use super::output::{count, Out};
+use super::output::{count, visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{MemoryItem, MemoryRecallRequest, MemoryStoreRequest};
 use crate::engine::Engine;
@@ -83,15 +83,6 @@ fn print_item(out: &Out, m: &MemoryItem, score: Option<f32>) {
     for line in m.content.lines() {
         out.line(&format!("    {}", visible(line)));
     }
-}
-
-/// `line` with its control characters (tab aside) written out as `\u{1b}`: a memory is
-/// stored by any agent, and printed raw an escape sequence would act on the terminal (clear
-/// it, retitle it, set the clipboard) and a carriage return would hide what precedes it.
-fn visible(line: &str) -> String {
-    line.chars()
-        .map(|c| if c.is_control() && c != '\t' { c.escape_default().collect() } else { c.to_string() })
-        .collect()
 }
 
 /// Runs a memory subcommand.

@@ -91,6 +91,17 @@ pub fn stdout_closed() -> bool {
     STDOUT_CLOSED.load(Ordering::Relaxed)
 }
 
+/// `line` with its control characters (tab aside) written out as `\u{1b}`, for printing text
+/// docdex did not write (repository files, memories) to what may be a terminal: printed raw,
+/// an escape sequence would act on it (clear it, retitle it, set the clipboard) and a carriage
+/// return would hide what precedes it. One line: a newline in `line` is escaped too. `--json`
+/// stays exact.
+pub fn visible(line: &str) -> String {
+    line.chars()
+        .map(|c| if c.is_control() && c != '\t' { c.escape_default().collect() } else { c.to_string() })
+        .collect()
+}
+
 /// "error:" in red when stderr is a terminal.
 pub fn error_prefix() -> String {
     if color_enabled(std::io::stderr().is_terminal()) {
@@ -303,7 +314,7 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
             }
         ));
         for c in &h.context {
-            line(&format!("{} {}", out.paint("2", &format!("{:>5}:", c.line)), out.paint("2", &c.text)));
+            line(&format!("{} {}", out.paint("2", &format!("{:>5}:", c.line)), out.paint("2", &visible(&c.text))));
         }
         if !h.context.is_empty() {
             line(&out.paint("2", "     ⋮"));
@@ -320,12 +331,12 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
                 {
                     continue;
                 }
-                text.push_str(&text_line[pos..hl.start]);
-                let word = &text_line[hl.start..hl.end];
-                text.push_str(&if out.color { out.paint("1;33", word) } else { format!("[{word}]") });
+                text.push_str(&visible(&text_line[pos..hl.start]));
+                let word = visible(&text_line[hl.start..hl.end]);
+                text.push_str(&if out.color { out.paint("1;33", &word) } else { format!("[{word}]") });
                 pos = hl.end;
             }
-            text.push_str(&text_line[pos.min(text_line.len())..]);
+            text.push_str(&visible(&text_line[pos.min(text_line.len())..]));
             line(&format!("{} {}", out.paint("32", &format!("{n:>5}:")), text));
         }
     }
@@ -356,6 +367,7 @@ pub fn print_file(out: &Out, f: &FileContent) {
     // line of the joined text, and with it the range's last line).
     let count = (f.line_end + 1).saturating_sub(f.line_start) as usize;
     for (i, line) in f.text.split('\n').take(count).enumerate() {
+        let line = visible(line.strip_suffix('\r').unwrap_or(line));
         out.line(&format!("{} {line}", out.paint("32", &format!("{:>5}:", f.line_start + i as u32))));
     }
 }

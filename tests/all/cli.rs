@@ -296,6 +296,33 @@ fn a_watch_whose_reader_has_gone_ends_at_its_next_event() {
 }
 
 #[test]
+fn get_search_and_symbols_show_a_files_control_characters_instead_of_obeying_them() {
+    // A clear-screen CSI, a title OSC with its bell and a carriage return in a repository file
+    // went raw to the terminal from `get`, `search` and `symbols`; --json stays exact.
+    let env = Env::new();
+    let repo = env.repo("esc");
+    write(&repo, "kiwi.rs", "pub fn kiwi_parser(\u{1b}[2J: u8) {\n    // kiwi \u{1b}]0;pwned\u{7} x\rhid\tden\n}\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    for args in [
+        &["get", "--repo", r, "kiwi.rs"][..],
+        &["search", "--repo", r, "kiwi"][..],
+        &["symbols", "--repo", r, "kiwi_parser"][..],
+        &["symbols", "--repo", r, "--file", "kiwi.rs"][..],
+    ] {
+        let out = env.run(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{args:?}: {text:?}");
+        assert!(text.contains("\\u{1b}[2J"), "{args:?}: {text}");
+    }
+    let text = env.run(&["get", "--repo", r, "kiwi.rs"]).stdout;
+    assert!(String::from_utf8_lossy(&text).contains("\\u{1b}]0;pwned\\u{7} x\\rhid\tden"));
+    let v = env.json(&["get", "--repo", r, "kiwi.rs", "--json"]);
+    assert!(v["text"].as_str().unwrap().contains("\u{1b}]0;pwned\u{7} x\rhid\tden"), "{v}");
+}
+
+#[test]
 fn repo_list_and_remove() {
     let env = Env::new();
     let repo = env.repo("r");

@@ -272,6 +272,29 @@ async fn post_v1_context_is_the_same_pack_over_http() {
 }
 
 #[test]
+fn the_markdown_printed_shows_control_characters_and_json_keeps_them() {
+    // A repository file with a title-setting OSC, a clear-screen CSI, a bell and a carriage
+    // return: printed raw, the pack rewrote the terminal of whoever ran `docdex context`.
+    let env = Env::new();
+    let repo = env.repo("esc");
+    let line = "    // \u{1b}]0;pwned\u{7} then \u{1b}[2J clear\r\tkept";
+    write(&repo, "kiwi.rs", format!("pub fn kiwi_parser() {{\n{line}\n}}\n"));
+    crate::util::git_commit_all(&repo);
+    std::fs::write(repo.join("kiwi.rs"), format!("pub fn kiwi_parser() {{\n{line}\n    let x = 1;\n}}\n")).unwrap();
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let out = env.run(&["context", "--repo", r, "kiwi", "parser"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.contains("## kiwi.rs:"), "{md}");
+    assert!(!md.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{md:?}");
+    assert!(md.contains("// \\u{1b}]0;pwned\\u{7} then \\u{1b}[2J clear\\r\tkept"), "{md}");
+    let json = env.json(&["context", "--repo", r, "--json", "kiwi", "parser"]);
+    let text = json["snippets"][0]["text"].as_str().unwrap();
+    assert!(text.contains(line), "--json is exact: {text:?}");
+}
+
+#[test]
 fn untracked_secrets_and_build_output_stay_out_and_the_budget_holds() {
     let env = Env::new();
     let (repo, engine) = fixture(&env);
