@@ -88,39 +88,7 @@ impl Engine {
                 minhash::MAX_BUCKET
             ));
         }
-        let mut found: Vec<ConflictPair> = Vec::new();
-        for &(i, j) in &pairs {
-            let ((pa, a), (pb, b)) = (&stmts[i as usize], &stmts[j as usize]);
-            if pa == pb && a.line_start <= b.line_end && b.line_start <= a.line_end {
-                continue;
-            }
-            let sim = claims::similarity(a, b);
-            if sim < min_sim {
-                continue;
-            }
-            if let Some((kind, reason)) = claims::disagreement(a, b) {
-                let passage = |p: &String, s: &Statement| Passage {
-                    path: p.clone(),
-                    line_start: s.line_start,
-                    line_end: s.line_end,
-                    text: s.text.clone(),
-                };
-                found.push(ConflictPair {
-                    a: passage(pa, a),
-                    b: passage(pb, b),
-                    similarity: round3(sim),
-                    kind,
-                    explanation: reason.clone(),
-                    reason,
-                    explained_by: "heuristic".into(),
-                });
-            }
-        }
-        found.sort_by(|x, y| {
-            y.similarity
-                .total_cmp(&x.similarity)
-                .then_with(|| (&x.a.path, x.a.line_start, &x.b.path).cmp(&(&y.a.path, y.a.line_start, &y.b.path)))
-        });
+        let mut found = disagreeing(&stmts, &pairs, min_sim);
         let pairs_total = found.len();
         found.truncate(top);
         if req.explain.unwrap_or(true) && !found.is_empty() {
@@ -188,4 +156,43 @@ impl Engine {
         }
         Ok(text)
     }
+}
+
+/// The candidate pairs at least `min_sim` alike that disagree (a number, a version, a default,
+/// a negation), most similar first; statements whose lines overlap in one file are not compared.
+fn disagreeing(stmts: &[(String, Statement)], pairs: &[(u32, u32)], min_sim: f32) -> Vec<ConflictPair> {
+    let mut found: Vec<ConflictPair> = Vec::new();
+    for &(i, j) in pairs {
+        let ((pa, a), (pb, b)) = (&stmts[i as usize], &stmts[j as usize]);
+        if pa == pb && a.line_start <= b.line_end && b.line_start <= a.line_end {
+            continue;
+        }
+        let sim = claims::similarity(a, b);
+        if sim < min_sim {
+            continue;
+        }
+        if let Some((kind, reason)) = claims::disagreement(a, b) {
+            let passage = |p: &String, s: &Statement| Passage {
+                path: p.clone(),
+                line_start: s.line_start,
+                line_end: s.line_end,
+                text: s.text.clone(),
+            };
+            found.push(ConflictPair {
+                a: passage(pa, a),
+                b: passage(pb, b),
+                similarity: round3(sim),
+                kind,
+                explanation: reason.clone(),
+                reason,
+                explained_by: "heuristic".into(),
+            });
+        }
+    }
+    found.sort_by(|x, y| {
+        y.similarity
+            .total_cmp(&x.similarity)
+            .then_with(|| (&x.a.path, x.a.line_start, &x.b.path).cmp(&(&y.a.path, y.a.line_start, &y.b.path)))
+    });
+    found
 }
