@@ -462,3 +462,24 @@ fn a_query_file_search_cannot_answer_is_refused_naming_each_bad_answer() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is a directory, not a file"), "{out:?}");
 }
+
+/// A query file kept in the repository is indexed like any file and holds every query word for
+/// word: it was ranked among the answers (first for a query no source file matched).
+#[test]
+fn a_query_file_inside_the_repository_is_not_ranked() {
+    let env = Env::new();
+    let root = env.repo("tiny");
+    write(&root, "src/a.py", "def alpha():\n    return 'zebra giraffe'\n");
+    write(&root, "src/b.py", "def beta():\n    return 'zebra'\n");
+    write(
+        &root,
+        "eval/q.jsonl",
+        "{\"id\":\"q1\",\"query\":\"zebra giraffe\",\"gold\":[\"src/b.py\"]}\n{\"id\":\"q2\",\"query\":\"platypus\",\"gold\":[\"src/a.py\"]}\n",
+    );
+    let req = EvalRequest { source: QuerySource::File(root.join("eval/q.jsonl")), compare: None, worst: 5 };
+    let report = env.engine().eval(&root, &req, &quiet()).expect("eval");
+    let outcomes = &report.runs[0].outcomes;
+    assert_eq!(outcomes[0].ranking, ["src/a.py", "src/b.py"], "{outcomes:?}");
+    assert_eq!(outcomes[0].gold_ranks, [Some(2)]);
+    assert!(outcomes[1].ranking.is_empty(), "{outcomes:?}");
+}

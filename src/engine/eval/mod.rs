@@ -142,10 +142,15 @@ impl Engine {
             }));
         }
         self.index(&repo.root, &IndexOptions::default(), sink)?;
-        let mut runs = vec![run(self, &repo.root, &queries, "current", req.worst)?];
+        let key = match &req.source {
+            QuerySource::File(path) => inside(&repo.root, path),
+            _ => None,
+        };
+        let ctx = RunContext { root: &repo.root, queries: &queries, answer_key: key.as_deref(), worst: req.worst };
+        let mut runs = vec![run(self, &ctx, "current")?];
         if let Some(compare) = &req.compare {
             let (engine, label) = self.compare_engine(compare)?;
-            runs.push(run(&engine, &repo.root, &queries, &label, req.worst)?);
+            runs.push(run(&engine, &ctx, &label)?);
         }
         Ok(EvalReport { repo: repo.root.clone(), source, git, queries, runs })
     }
@@ -199,8 +204,28 @@ pub fn with_overrides(config: &Config, settings: &[String], origin: &Path) -> Re
     Config::parse_validated(&text, origin)
 }
 
-/// Scores `queries` with `engine`'s configuration.
-fn run(engine: &Engine, root: &Path, queries: &[EvalQuery], label: &str, worst: usize) -> Result<EvalRun> {
+/// What every run of one evaluation shares.
+struct RunContext<'a> {
+    root: &'a Path,
+    queries: &'a [EvalQuery],
+    /// The query file's repo-relative path when it lies in the repository: indexed like any
+    /// file, it holds every query word for word and its answers, so it is left out of rankings.
+    answer_key: Option<&'a str>,
+    /// How many worst misses to name.
+    worst: usize,
+}
+
+/// `path`'s repo-relative form when it is a file inside `root`.
+fn inside(root: &Path, path: &Path) -> Option<String> {
+    let file = std::fs::canonicalize(path).ok()?;
+    let root = std::fs::canonicalize(root).ok()?;
+    let rel = file.strip_prefix(&root).ok()?;
+    Some(rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"))
+}
+
+/// Scores the queries with `engine`'s configuration.
+fn run(engine: &Engine, ctx: &RunContext, label: &str) -> Result<EvalRun> {
+    let (root, queries, worst) = (ctx.root, ctx.queries, ctx.worst);
     let mut metrics = Metrics::default();
     let mut outcomes = Vec::with_capacity(queries.len());
     let mut times = Vec::with_capacity(queries.len());
@@ -214,7 +239,8 @@ fn run(engine: &Engine, root: &Path, queries: &[EvalQuery], label: &str, worst: 
             mode = resp.retrieval.mode.clone();
             notice = resp.retrieval.notice.clone();
         }
-        let mut files = file_ranking(resp.results.iter().map(|h| h.path.as_str()));
+        let hits = resp.results.iter().map(|h| h.path.as_str()).filter(|p| Some(*p) != ctx.answer_key);
+        let mut files = file_ranking(hits);
         files.truncate(KEPT_RANKING);
         let outcome = score_query(q, files);
         metrics.add(&outcome);
