@@ -301,7 +301,8 @@ fn processes_the_tests_leave_behind_are_killed_and_do_not_hold_the_run_open() {
     assert_eq!((code, v["status"].as_str()), (0, Some("passed")), "{v}");
     let pid = std::fs::read_to_string(repo.join("left.pid")).unwrap().trim().to_string();
     crate::util::eventually("the leftover sleep is killed", || !alive(&pid));
-    assert!(v["notes"].to_string().contains("left processes running after the runner exited"), "{v}");
+    assert!(v["notes"].to_string().contains("left 1 process running after the runner exited ("), "{v}");
+    assert!(v["notes"].to_string().contains(" sleep 60): killed"), "{v}");
 
     // One in a session of its own escapes the group: the run stops reading after a grace.
     let env = Env::new();
@@ -315,6 +316,96 @@ fn processes_the_tests_leave_behind_are_killed_and_do_not_hold_the_run_open() {
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
     assert_eq!(code, 0, "{v}");
     assert!(v["notes"].to_string().contains("the output stayed open"), "{v}");
+}
+
+/// A stand-in for sccache, started as a build's RUSTC_WRAPPER starts it: the client spawns
+/// itself as the server with SCCACHE_START_SERVER=1 and never waits for it (commands.rs
+/// run_server_process), and the server daemonizes as sccache's util::daemonize does (the
+/// daemonix crate: fork, the parent waits for the first child and exits, which setsid()s,
+/// forks the server and exits; stdio to /dev/null). The server writes its pid to argv[1].
+const FAKE_SCCACHE: &str = r#"import os, subprocess, sys, time
+pidfile = sys.argv[1]
+if os.environ.get("SCCACHE_START_SERVER") == "1":
+    first = os.fork()
+    if first > 0:
+        os.waitpid(first, 0)
+        os._exit(0)
+    os.setsid()
+    if os.fork() > 0:
+        os._exit(0)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    with open(pidfile + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(pidfile + ".tmp", pidfile)
+    time.sleep(60)
+    os._exit(0)
+launcher = subprocess.Popen([sys.executable, __file__, pidfile], env=dict(os.environ, SCCACHE_START_SERVER="1"))
+while not os.path.exists(pidfile):
+    time.sleep(0.02)
+os._exit(0)
+"#;
+
+/// Runs its arguments as a child subreaper that never reaps the orphans it inherits: an init
+/// that reaps late, or a container's PID 1 that never does (`docker run` without `--init`).
+const NO_REAPER: &str = r#"import ctypes, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+r = subprocess.run(sys.argv[1:], capture_output=True)
+sys.stdout.buffer.write(r.stdout)
+sys.stderr.buffer.write(r.stderr)
+sys.exit(r.returncode)
+"#;
+
+/// `docdex run-tests --json` in `repo` under NO_REAPER; the daemon's pid, once killed, and
+/// whether it was alive when the run ended.
+fn run_with_fake_sccache(env: &Env, repo: &Path) -> (Value, bool) {
+    let reaper = env.dir.path().join("no_reaper.py");
+    std::fs::write(&reaper, NO_REAPER).unwrap();
+    let out = std::process::Command::new("python3")
+        .arg(&reaper)
+        .arg(env!("CARGO_BIN_EXE_docdex"))
+        .args(["run-tests", "--repo", repo.to_str().unwrap(), "--json", "--timeout", "30"])
+        .env("DOCDEX_HOME", env.home())
+        .output()
+        .unwrap();
+    let server = std::fs::read_to_string(repo.join("server.pid")).unwrap_or_default().trim().to_string();
+    let survived = !server.is_empty() && alive(&server);
+    if !server.is_empty() {
+        let _ = std::process::Command::new("kill").arg(&server).status();
+    }
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    (v, survived)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_daemon_started_like_sccaches_server_survives_and_its_unreaped_launcher_is_no_leftover() {
+    let env = Env::new();
+    let sccache = env.dir.path().join("sccache.py");
+    std::fs::write(&sccache, FAKE_SCCACHE).unwrap();
+    let cmd = format!("python3 {} server.pid && echo '1 passed'", sccache.display());
+    let repo = leftover_project(&env, "sccache", &cmd);
+    let (v, survived) = run_with_fake_sccache(&env, &repo);
+    assert!(survived, "the server, in a session of its own, was killed: {v}");
+    assert_eq!(v["status"], "passed", "{v}");
+    // Its launcher exited and was never reaped: a zombie still in the run's group, which
+    // made kill(-group) succeed and the run report processes "left running".
+    assert!(!v["notes"].to_string().contains("running after the runner exited"), "{v}");
+
+    // A real leftover next to it is killed and named; the zombie is not counted.
+    let env = Env::new();
+    std::fs::write(env.dir.path().join("sccache.py"), FAKE_SCCACHE).unwrap();
+    let cmd = format!("python3 {} server.pid; sleep 60 & echo '1 passed'", env.dir.path().join("sccache.py").display());
+    let repo = leftover_project(&env, "sccache-and-sleep", &cmd);
+    let (v, survived) = run_with_fake_sccache(&env, &repo);
+    assert!(survived, "{v}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("the tests left 1 process running after the runner exited (") && notes.contains(" sleep 60)"),
+        "{v}"
+    );
 }
 
 #[test]

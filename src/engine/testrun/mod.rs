@@ -9,6 +9,7 @@
 //! `pytest.ini`, `tox.ini`, `conftest.py`, `requirements.txt`) or a `tests` directory (pytest,
 //! run by the repository's `.venv` or `venv` Python, else `$VIRTUAL_ENV`'s, else `python3`).
 
+mod group;
 mod parse;
 pub mod types;
 
@@ -411,24 +412,6 @@ fn read_lines(pipe: impl Read, kept: &Mutex<Kept>) {
     }
 }
 
-/// Kills what is left of the run's process group once its leader is reaped: processes the
-/// tests started and did not stop (a server, a `sleep &`), which would otherwise outlive the
-/// run and, holding its output open, keep it from ending. True when there were any.
-fn kill_leftovers(group: u32) -> bool {
-    #[cfg(unix)]
-    {
-        // SAFETY: kill(2) on the run's own process group; no memory is touched. The group id
-        // cannot name another group while this one has members (POSIX), and with none
-        // left kill fails with ESRCH.
-        unsafe { libc::kill(-(group as libc::pid_t), libc::SIGKILL) == 0 }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = group;
-        false
-    }
-}
-
 /// Runs `argv` in `root` in a new process group, interleaving stdout and stderr lines, and
 /// kills the whole group at `timeout`, or when the runner exits and left processes behind.
 fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> {
@@ -480,7 +463,7 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
             Ok(Some(s)) => break Some(s),
             Ok(None) if started.elapsed() >= timeout => {
                 timed_out = true;
-                kill_leftovers(child.id());
+                group::kill_leftovers(child.id());
                 let _ = child.kill();
                 break child.wait().ok();
             }
@@ -489,8 +472,8 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
         }
     };
     let mut notes = Vec::new();
-    if kill_leftovers(child.id()) && !timed_out {
-        notes.push("the tests left processes running after the runner exited: they were killed".to_string());
+    if let Some(killed) = group::kill_leftovers(child.id()).filter(|_| !timed_out) {
+        notes.push(group::leftovers_note(&killed));
     }
     // The output ends when its last writer does; one that left the group (setsid) is not
     // waited for beyond a short grace, nor past the timeout's own end.
