@@ -131,6 +131,9 @@ pub fn render(r: &EvalReport) -> String {
         if let Some(n) = &run.notice {
             let _ = writeln!(s, "  note: {n}");
         }
+        for w in &run.warnings {
+            let _ = writeln!(s, "  warning: {w}");
+        }
     }
     for run in &r.runs {
         worst(&mut s, run);

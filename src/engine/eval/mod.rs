@@ -71,6 +71,10 @@ pub struct EvalRun {
     /// Why vectors did not take part, when search said so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
+    /// What reading the compared configuration warned of (an unknown key is ignored, so a
+    /// misspelt setting compares nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// The averages.
     pub metrics: Metrics,
     /// Median search time per query, in milliseconds (in process).
@@ -149,14 +153,14 @@ impl Engine {
         let ctx = RunContext { root: &repo.root, queries: &queries, answer_key: key.as_deref(), worst: req.worst };
         let mut runs = vec![run(self, &ctx, "current")?];
         if let Some(compare) = &req.compare {
-            let (engine, label) = self.compare_engine(compare)?;
-            runs.push(run(&engine, &ctx, &label)?);
+            let (engine, label, warnings) = self.compare_engine(compare)?;
+            runs.push(EvalRun { warnings, ..run(&engine, &ctx, &label)? });
         }
         Ok(EvalReport { repo: repo.root.clone(), source, git, queries, runs })
     }
 
     /// An engine over the same state with the compared configuration.
-    fn compare_engine(&self, with: &CompareWith) -> Result<(Engine, String)> {
+    fn compare_engine(&self, with: &CompareWith) -> Result<(Engine, String, Vec<String>)> {
         let (mut config, path, warnings, label) = match with {
             CompareWith::File(path) => {
                 let text = read_given(path, "the --compare config")?;
@@ -170,38 +174,68 @@ impl Engine {
         };
         // Same index and state whatever the file says: only search settings can differ.
         config.core.global_state_dir = self.config().core.global_state_dir.clone();
-        let engine = Engine::with_config(&self.paths().home, config, path, warnings)?;
-        Ok((engine, label))
+        let engine = Engine::with_config(&self.paths().home, config, path, warnings.clone())?;
+        Ok((engine, label, warnings))
     }
 }
 
 /// `config` with `section.key=value` settings applied (values read as TOML, else as strings).
 pub fn with_overrides(config: &Config, settings: &[String], origin: &Path) -> Result<(Config, Vec<String>)> {
-    let bad = |m: String| Error::BadRequest(m);
-    let mut table = toml::Table::try_from(config).map_err(|e| bad(format!("cannot restate the configuration: {e}")))?;
+    let base = toml::Table::try_from(config)
+        .map_err(|e| Error::BadRequest(format!("cannot restate the configuration: {e}")))?;
+    let mut table = base.clone();
     for s in settings {
-        let (key, value) = s.split_once('=').ok_or_else(|| {
-            bad(format!("--compare setting {s:?} is not section.key=value (or a config file that exists)"))
-        })?;
-        let (section, name) = key
-            .trim()
-            .split_once('.')
-            .ok_or_else(|| bad(format!("--compare setting {s:?}: name the section, as in search.hybrid=false")))?;
-        let value: toml::Value = format!("v = {}", value.trim())
-            .parse::<toml::Table>()
-            .ok()
-            .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(value.trim().to_string()));
-        let Some(toml::Value::Table(sec)) = table.get_mut(section) else {
-            return Err(bad(format!("--compare setting {s:?}: there is no [{section}] section")));
-        };
-        if !sec.contains_key(name) {
-            return Err(bad(format!("--compare setting {s:?}: [{section}] has no key {name:?}")));
-        }
-        sec.insert(name.to_string(), value);
+        apply_setting(&mut table, s)?;
     }
-    let text = toml::to_string(&table).map_err(|e| bad(format!("cannot restate the configuration: {e}")))?;
+    parse_table(&table, origin).map_err(|e| blame(&base, settings, origin, e))
+}
+
+/// Sets one `section.key=value` in a restated configuration; the key must exist.
+fn apply_setting(table: &mut toml::Table, s: &str) -> Result<()> {
+    let bad = |m: String| Error::BadRequest(m);
+    let (key, value) = s.split_once('=').ok_or_else(|| {
+        bad(format!("--compare setting {s:?} is not section.key=value (or a config file that exists)"))
+    })?;
+    let (section, name) = key
+        .trim()
+        .split_once('.')
+        .ok_or_else(|| bad(format!("--compare setting {s:?}: name the section, as in search.hybrid=false")))?;
+    let value: toml::Value = format!("v = {}", value.trim())
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.trim().to_string()));
+    let Some(toml::Value::Table(sec)) = table.get_mut(section) else {
+        return Err(bad(format!("--compare setting {s:?}: there is no [{section}] section")));
+    };
+    if !sec.contains_key(name) {
+        return Err(bad(format!("--compare setting {s:?}: [{section}] has no key {name:?}")));
+    }
+    sec.insert(name.to_string(), value);
+    Ok(())
+}
+
+fn parse_table(table: &toml::Table, origin: &Path) -> Result<(Config, Vec<String>)> {
+    let text =
+        toml::to_string(table).map_err(|e| Error::BadRequest(format!("cannot restate the configuration: {e}")))?;
     Config::parse_validated(&text, origin)
+}
+
+/// A bad value given with `--compare` as the setting's own error. The configuration is
+/// restated to apply it, so the parser's "invalid config <your config.toml>: line 60" named a
+/// file and a line the user never wrote; the setting that fails alone is named instead.
+fn blame(base: &toml::Table, settings: &[String], origin: &Path, err: Error) -> Error {
+    let Error::Config { message, .. } = &err else { return err };
+    let reason = message.lines().map(str::trim).filter(|l| !l.is_empty()).last().unwrap_or(message);
+    let fails_alone = |s: &&String| {
+        let mut t = base.clone();
+        apply_setting(&mut t, s).is_ok() && parse_table(&t, origin).is_err()
+    };
+    let named = match settings.iter().find(fails_alone) {
+        Some(s) => format!("setting {s:?}"),
+        None => format!("settings {:?}", settings.join(" ")),
+    };
+    Error::BadRequest(format!("--compare {named}: {reason}"))
 }
 
 /// What every run of one evaluation shares.
@@ -253,6 +287,7 @@ fn run(engine: &Engine, ctx: &RunContext, label: &str) -> Result<EvalRun> {
         label: label.to_string(),
         mode,
         notice,
+        warnings: Vec::new(),
         metrics,
         median_ms: (median_ms * 100.0).round() / 100.0,
         worst,
