@@ -561,79 +561,90 @@ fn unreadable_why(root: &Path, rel: &str) -> &'static str {
 fn fit(pack: &mut ContextPack, cands: Vec<Candidate>, files: &mut Files, counter: &TokenCounter) {
     let header_tokens = counter.count(&render::preamble(pack));
     let mut left = pack.budget.saturating_sub(header_tokens);
-    for mut c in cands {
-        // A window past the end of a short file (a test's first 30 lines, of 5) is cut to the
-        // file first, so that a snippet already holding the whole file takes it in.
-        if let Some(total) = files.lines(&c.path).map(|l| l.len() as u32) {
-            if c.a > total {
-                pack.omitted.push(OmittedSnippet {
-                    citation: format!("{}:{}-{}", c.path, c.a, c.b),
-                    role: c.role,
-                    tokens: 0,
-                    reason: match total {
-                        0 => "the file is empty".to_string(),
-                        n => format!("past the end of the file ({n} lines)"),
-                    },
-                });
-                continue;
-            }
-            c.b = c.b.min(total);
-        }
-        let citation = format!("{}:{}-{}", c.path, c.a, c.b);
-        let Some((a, b)) = uncovered(&pack.snippets, &c) else {
-            fold(pack, &c, &citation, counter, &mut left);
-            continue;
-        };
-        let Some((a, b, text)) = files.slice(&c.path, a, b) else {
+    for c in cands {
+        place(pack, c, files, counter, &mut left);
+    }
+    check_whole(pack, files, counter);
+}
+
+/// Takes one candidate into the pack within `left` tokens: folded into a kept snippet it
+/// overlaps, whole, cut to what is left, or listed as omitted with the reason.
+fn place(pack: &mut ContextPack, mut c: Candidate, files: &mut Files, counter: &TokenCounter, left: &mut u32) {
+    // A window past the end of a short file (a test's first 30 lines, of 5) is cut to the
+    // file first, so that a snippet already holding the whole file takes it in.
+    if let Some(total) = files.lines(&c.path).map(|l| l.len() as u32) {
+        if c.a > total {
             pack.omitted.push(OmittedSnippet {
-                citation,
+                citation: format!("{}:{}-{}", c.path, c.a, c.b),
                 role: c.role,
                 tokens: 0,
-                reason: unreadable_why(&pack.repo, &c.path).into(),
+                reason: match total {
+                    0 => "the file is empty".to_string(),
+                    n => format!("past the end of the file ({n} lines)"),
+                },
             });
-            continue;
-        };
-        let mut snip = ContextSnippet {
-            lang: language(Path::new(&c.path)).to_string(),
-            path: c.path.clone(),
-            line_start: a,
-            line_end: b,
-            role: c.role,
-            reason: c.reason.clone(),
-            tokens: 0,
-            trimmed: false,
-            text,
-        };
-        let cost = counter.count(&render::block(&snip));
-        if cost <= left {
-            snip.tokens = cost;
-            left -= cost;
-            pack.snippets.push(snip);
-            continue;
+            return;
         }
-        if left >= MIN_TRIM_TOKENS {
-            if let Some(cut) = trim_to(&snip, left, files, counter) {
-                left -= cut.tokens;
-                pack.omitted.push(OmittedSnippet {
-                    citation: format!("{}:{}-{}", c.path, cut.line_end + 1, b),
-                    role: c.role,
-                    tokens: cost - cut.tokens,
-                    reason: format!(
-                        "cut: the whole needs {cost} tokens, {left_before} were left",
-                        left_before = left + cut.tokens
-                    ),
-                });
-                pack.snippets.push(cut);
-                continue;
-            }
-        }
+        c.b = c.b.min(total);
+    }
+    let citation = format!("{}:{}-{}", c.path, c.a, c.b);
+    let Some((a, b)) = uncovered(&pack.snippets, &c) else {
+        fold(pack, &c, &citation, counter, left);
+        return;
+    };
+    let Some((a, b, text)) = files.slice(&c.path, a, b) else {
         pack.omitted.push(OmittedSnippet {
             citation,
             role: c.role,
-            tokens: cost,
-            reason: format!("needs {cost} tokens, {left} of the budget left"),
+            tokens: 0,
+            reason: unreadable_why(&pack.repo, &c.path).into(),
         });
+        return;
+    };
+    let mut snip = ContextSnippet {
+        lang: language(Path::new(&c.path)).to_string(),
+        path: c.path.clone(),
+        line_start: a,
+        line_end: b,
+        role: c.role,
+        reason: c.reason.clone(),
+        tokens: 0,
+        trimmed: false,
+        text,
+    };
+    let cost = counter.count(&render::block(&snip));
+    if cost <= *left {
+        snip.tokens = cost;
+        *left -= cost;
+        pack.snippets.push(snip);
+        return;
     }
+    if *left >= MIN_TRIM_TOKENS {
+        if let Some(cut) = trim_to(&snip, *left, files, counter) {
+            *left -= cut.tokens;
+            pack.omitted.push(OmittedSnippet {
+                citation: format!("{}:{}-{}", c.path, cut.line_end + 1, b),
+                role: c.role,
+                tokens: cost - cut.tokens,
+                reason: format!(
+                    "cut: the whole needs {cost} tokens, {left_before} were left",
+                    left_before = *left + cut.tokens
+                ),
+            });
+            pack.snippets.push(cut);
+            return;
+        }
+    }
+    pack.omitted.push(OmittedSnippet {
+        citation,
+        role: c.role,
+        tokens: cost,
+        reason: format!("needs {cost} tokens, {left} of the budget left", left = *left),
+    });
+}
+
+/// Counts the pack as the agent receives it and drops its last snippets until it fits.
+fn check_whole(pack: &mut ContextPack, files: &mut Files, counter: &TokenCounter) {
     // The pack as the agent receives it, counted whole (token merges across snippet borders),
     // its notes included: the one on masking counts what the kept snippets hold.
     let notes = pack.notes.len();
