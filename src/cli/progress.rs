@@ -40,12 +40,17 @@ impl Bar {
 impl ProgressSink for Bar {
     fn progress(&self, p: &IndexProgress) {
         if let Some(b) = &self.bar {
-            if p.phase == "embedding" {
-                // The embedding phase counts chunks (in files_done/files_total), not bytes.
-                if b.message() != "embedding" {
-                    let style = ProgressStyle::with_template(
-                        "{spinner} {msg:>10} [{bar:30.cyan/blue}] {pos}/{len} chunks · ETA {eta}",
-                    )
+            // Embedding counts chunks and `docdex eval` queries (in files_done/files_total), not bytes.
+            let unit = match p.phase.as_str() {
+                "embedding" => Some("chunks"),
+                "evaluating" => Some("queries"),
+                _ => None,
+            };
+            if let Some(unit) = unit {
+                if b.message() != p.phase {
+                    let style = ProgressStyle::with_template(&format!(
+                        "{{spinner}} {{msg:>10}} [{{bar:30.cyan/blue}}] {{pos}}/{{len}} {unit} · ETA {{eta}}"
+                    ))
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> ");
                     b.set_style(style);
@@ -53,7 +58,7 @@ impl ProgressSink for Bar {
                 }
                 b.set_length(p.files_total.max(1));
                 b.set_position(p.files_done);
-                b.set_message("embedding");
+                b.set_message(p.phase.clone());
                 return;
             }
             if p.phase == "parsing" && !self.said_searchable.swap(true, Ordering::Relaxed) {

@@ -529,3 +529,31 @@ fn a_bad_compare_setting_is_named_and_unknown_keys_in_a_compare_file_are_shown()
     assert!(out.status.success(), "{out:?}");
     assert!(text.contains("warning: unknown key `search.hybird`"), "{text}");
 }
+
+/// After the index bar, scoring ran silent: hundreds of queries (hybrid ones wait on the
+/// embedder), twice with --compare. Each run now reports its queries as they are scored.
+#[test]
+fn each_run_reports_its_queries_as_they_are_scored() {
+    let env = Env::new();
+    let root = env.repo("progress");
+    write(&root, "src/billing.py", "def render_invoice(order):\n    return order.total_with_tax\n");
+    let query = |id: &str| EvalQuery {
+        id: id.into(),
+        query: "render the invoice total with tax".into(),
+        gold: vec!["src/billing.py".into()],
+    };
+    let req = EvalRequest {
+        source: QuerySource::Inline(vec![query("a"), query("b"), query("c")]),
+        compare: Some(CompareWith::Overrides(vec!["search.hybrid=false".into()])),
+        worst: 5,
+    };
+    let seen = std::sync::Mutex::new(Vec::new());
+    let sink = |p: &docdex::engine::protocol::IndexProgress| {
+        if p.phase == "evaluating" {
+            seen.lock().unwrap().push((p.files_done, p.files_total));
+        }
+    };
+    env.engine().eval(&root, &req, &sink).expect("eval");
+    let one_run = [(0, 3), (1, 3), (2, 3), (3, 3)];
+    assert_eq!(*seen.lock().unwrap(), [one_run, one_run].concat());
+}

@@ -8,6 +8,7 @@
 pub mod gitset;
 
 use crate::config::Config;
+use crate::engine::index::types::IndexProgress;
 use crate::engine::index::ProgressSink;
 use crate::engine::search::types::SearchRequest;
 use crate::engine::{Engine, IndexOptions};
@@ -150,7 +151,8 @@ impl Engine {
             QuerySource::File(path) => inside(&repo.root, path),
             _ => None,
         };
-        let ctx = RunContext { root: &repo.root, queries: &queries, answer_key: key.as_deref(), worst: req.worst };
+        let ctx =
+            RunContext { root: &repo.root, queries: &queries, answer_key: key.as_deref(), worst: req.worst, sink };
         let mut runs = vec![run(self, &ctx, "current")?];
         if let Some(compare) = &req.compare {
             let (engine, label, warnings) = self.compare_engine(compare)?;
@@ -247,6 +249,9 @@ struct RunContext<'a> {
     answer_key: Option<&'a str>,
     /// How many worst misses to name.
     worst: usize,
+    /// Sees each query scored (phase `evaluating`, queries in `files_done` / `files_total`):
+    /// hundreds of hybrid searches, twice with `--compare`, run for minutes after the index.
+    sink: &'a dyn ProgressSink,
 }
 
 /// `path`'s repo-relative form when it is a file inside `root`.
@@ -264,7 +269,13 @@ fn run(engine: &Engine, ctx: &RunContext, label: &str) -> Result<EvalRun> {
     let mut outcomes = Vec::with_capacity(queries.len());
     let mut times = Vec::with_capacity(queries.len());
     let (mut mode, mut notice) = (String::new(), None);
-    for q in queries {
+    for (done, q) in queries.iter().enumerate() {
+        ctx.sink.progress(&IndexProgress {
+            phase: "evaluating".into(),
+            files_done: done as u64,
+            files_total: queries.len() as u64,
+            ..Default::default()
+        });
         let t = Instant::now();
         let resp = engine
             .search(root, &SearchRequest { query: q.query.clone(), limit: Some(EVAL_HITS), ..Default::default() })?;
@@ -280,6 +291,12 @@ fn run(engine: &Engine, ctx: &RunContext, label: &str) -> Result<EvalRun> {
         metrics.add(&outcome);
         outcomes.push(outcome);
     }
+    ctx.sink.progress(&IndexProgress {
+        phase: "evaluating".into(),
+        files_done: queries.len() as u64,
+        files_total: queries.len() as u64,
+        ..Default::default()
+    });
     times.sort_by(f64::total_cmp);
     let median_ms = times.get(times.len() / 2).copied().unwrap_or(0.0);
     let worst = worst_misses(&outcomes, worst);
