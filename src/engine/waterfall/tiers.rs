@@ -7,9 +7,12 @@ use super::sources::{self, Availability};
 use super::types::*;
 use super::{ms, Found, Turn};
 use crate::engine::dag::NodeKind;
+use crate::engine::fsutil::count;
 use crate::engine::libs::types::LibsSearchRequest;
 use crate::engine::search::types::{SearchRequest, SearchResponse};
-use crate::engine::web::types::{DiscoveryStatus, FetchVia, PageStatus, WebResearchRequest};
+use crate::engine::web::types::{
+    DiscoveryStatus, FetchVia, PageStatus, WebResearchRequest, WebResearchResponse, WebTrace,
+};
 use crate::error::Result;
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -223,52 +226,13 @@ impl Turn<'_> {
         };
         let (status, detail, payload) = match self.engine.web_research(&req) {
             Ok(r) => {
-                let t = &r.trace;
-                let fetched = t.pages.iter().filter(|p| p.status == PageStatus::Fetched).count();
-                let cached = t.pages.iter().filter(|p| p.status == PageStatus::Cached).count();
-                let failed = t.pages.len() - fetched - cached;
-                let vias: Vec<String> = t
-                    .pages
-                    .iter()
-                    .filter_map(|p| p.via)
-                    .map(|v| if v == FetchVia::Chromium { "chromium".to_string() } else { "http".to_string() })
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .into_iter()
-                    .collect();
-                let discovery = match t.discovery {
-                    Some(DiscoveryStatus::Ok) => {
-                        format!("{} ({})", crate::engine::fsutil::count(t.results, "result"), t.discovery_source)
-                    }
-                    Some(DiscoveryStatus::Blocked) => "discovery blocked".into(),
-                    Some(DiscoveryStatus::Failed) | None => "discovery failed".into(),
-                };
-                let mut detail = format!(
-                    "{discovery}; {}: {fetched} fetched, {cached} cached, {failed} failed{}; {}",
-                    crate::engine::fsutil::count(t.pages.len(), "page"),
-                    if vias.is_empty() { String::new() } else { format!(" (via {})", vias.join(", ")) },
-                    crate::engine::fsutil::count(r.passages.len(), "passage")
-                );
-                let waited = t.discovery_waited_ms + t.pages.iter().map(|p| p.waited_ms).sum::<u64>();
-                if waited > 0 {
-                    detail.push_str(&format!("; waited {waited} ms for rate limits"));
-                }
-                let payload = json!({"discovery": t.discovery, "results": t.results,
-                    "pages": t.pages.iter().map(|p| json!({"url": p.url, "status": p.status, "via": p.via, "error": p.error})).collect::<Vec<_>>(),
-                    "passages": r.passages.len()});
+                let (detail, payload) = describe_research(&r);
                 let status = if r.passages.is_empty() { StepStatus::Unavailable } else { StepStatus::Ran };
                 if r.passages.is_empty() {
-                    let reason = match t.discovery {
-                        Some(DiscoveryStatus::Blocked) => {
-                            "the search endpoint is blocking queries (bot challenge or rate limit)".to_string()
-                        }
-                        Some(DiscoveryStatus::Failed) | None => format!(
-                            "the web could not be reached ({})",
-                            t.notes.first().cloned().unwrap_or_else(|| "offline?".into())
-                        ),
-                        Some(DiscoveryStatus::Ok) if t.results == 0 => "the web search found nothing".into(),
-                        Some(DiscoveryStatus::Ok) => "no fetched page had a passage matching the question".into(),
-                    };
-                    self.notice(format!("{why_wanted}, but {reason}; the answer uses local context only"));
+                    self.notice(format!(
+                        "{why_wanted}, but {}; the answer uses local context only",
+                        why_no_passages(&r.trace)
+                    ));
                 }
                 self.trace.web = Some(r.trace.clone());
                 found.web = r.passages;
@@ -416,6 +380,58 @@ pub fn decide_gate(confidence: f64, threshold: f64, policy: WebPolicy, top_hits:
         WebPolicy::Auto => (true, format!("confidence {confidence:.2} < threshold {threshold:.2}: web wanted")),
     };
     GateTrace { confidence, threshold, passed, top_hits, web_policy: policy, web_wanted, reason, web_available: false }
+}
+
+/// The web step's trace line (discovery, pages by outcome and fetcher, passages, rate-limit
+/// waits) and its DAG payload.
+fn describe_research(r: &WebResearchResponse) -> (String, Value) {
+    let t = &r.trace;
+    let fetched = t.pages.iter().filter(|p| p.status == PageStatus::Fetched).count();
+    let cached = t.pages.iter().filter(|p| p.status == PageStatus::Cached).count();
+    let failed = t.pages.len() - fetched - cached;
+    let vias: std::collections::BTreeSet<&str> = t
+        .pages
+        .iter()
+        .filter_map(|p| p.via)
+        .map(|v| if v == FetchVia::Chromium { "chromium" } else { "http" })
+        .collect();
+    let discovery = match t.discovery {
+        Some(DiscoveryStatus::Ok) => format!("{} ({})", count(t.results, "result"), t.discovery_source),
+        Some(DiscoveryStatus::Blocked) => "discovery blocked".into(),
+        Some(DiscoveryStatus::Failed) | None => "discovery failed".into(),
+    };
+    let via = if vias.is_empty() {
+        String::new()
+    } else {
+        format!(" (via {})", vias.into_iter().collect::<Vec<_>>().join(", "))
+    };
+    let mut detail = format!(
+        "{discovery}; {}: {fetched} fetched, {cached} cached, {failed} failed{via}; {}",
+        count(t.pages.len(), "page"),
+        count(r.passages.len(), "passage")
+    );
+    let waited = t.discovery_waited_ms + t.pages.iter().map(|p| p.waited_ms).sum::<u64>();
+    if waited > 0 {
+        detail.push_str(&format!("; waited {waited} ms for rate limits"));
+    }
+    let pages: Vec<Value> =
+        t.pages.iter().map(|p| json!({"url": p.url, "status": p.status, "via": p.via, "error": p.error})).collect();
+    let payload = json!({"discovery": t.discovery, "results": t.results, "pages": pages, "passages": r.passages.len()});
+    (detail, payload)
+}
+
+/// Why web research gave no passage, in the words of the notice the user sees.
+fn why_no_passages(t: &WebTrace) -> String {
+    match t.discovery {
+        Some(DiscoveryStatus::Blocked) => {
+            "the search endpoint is blocking queries (bot challenge or rate limit)".into()
+        }
+        Some(DiscoveryStatus::Failed) | None => {
+            format!("the web could not be reached ({})", t.notes.first().cloned().unwrap_or_else(|| "offline?".into()))
+        }
+        Some(DiscoveryStatus::Ok) if t.results == 0 => "the web search found nothing".into(),
+        Some(DiscoveryStatus::Ok) => "no fetched page had a passage matching the question".into(),
+    }
 }
 
 #[cfg(test)]
