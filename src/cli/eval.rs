@@ -101,9 +101,10 @@ pub fn render(r: &EvalReport) -> String {
     let _ = match &r.git {
         Some(g) => writeln!(
             s,
-            "{} from git history ({} read, {} qualified, {} tried{}){}",
+            "{} from git history ({} read{}, {} qualified, {} tried{}){}",
             count(r.queries.len(), "query"),
             count(g.scanned, "commit"),
+            g.oldest.as_deref().map(|d| format!(" back to {d}")).unwrap_or_default(),
             g.candidates,
             g.tried,
             dropped(g),

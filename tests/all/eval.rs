@@ -214,7 +214,12 @@ fn the_set_is_deterministic_for_a_seed_and_honours_n_and_since() {
         compare: None,
         worst: 3,
     };
-    assert_eq!(engine.eval(&root, &since("2023-06-01"), &quiet()).unwrap().queries.len(), 3);
+    let recent = engine.eval(&root, &since("2023-06-01"), &quiet()).unwrap();
+    assert_eq!(recent.queries.len(), 3);
+    // The report says how far back the commits read go (git reads odd --since text as some
+    // date without a word; this is where the user sees which).
+    assert_eq!(recent.git.as_ref().and_then(|g| g.oldest.as_deref()), Some("2024-01-01"));
+    assert_eq!(a.git.as_ref().and_then(|g| g.oldest.as_deref()), Some("2023-01-01"));
     let err = engine.eval(&root, &since("2030-01-01"), &quiet()).unwrap_err().to_string();
     assert!(err.contains("no commit") && err.contains("--queries"), "{err}");
 }
@@ -273,7 +278,7 @@ fn the_command_prints_the_table_and_worst_misses_or_json() {
     let out = env.run(&["eval", "--repo", repo, "--from-git", "--n", "10", "--compare", "search.hybrid=false"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("3 queries from git history"), "{text}");
+    assert!(text.contains("3 queries from git history (") && text.contains(" back to 2023-01-01, "), "{text}");
     assert!(text.contains("R@10") && text.contains("MRR@10"), "{text}");
     assert!(text.contains("current (bm25)") && text.contains("search.hybrid=false (bm25)"), "{text}");
 

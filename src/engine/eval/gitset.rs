@@ -85,12 +85,19 @@ pub struct GitSetStats {
     /// were left out.
     #[serde(default)]
     pub shallow: bool,
+    /// Commit date (YYYY-MM-DD) of the oldest commit read: the window actually evaluated, as
+    /// git read `--since` (it takes `2026-13-45` as some date in November without a word) and
+    /// as far back as the newest 6,000 commits go.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest: Option<String>,
 }
 
 /// A commit as `git log` describes it.
 #[derive(Debug, Clone, PartialEq)]
 struct Commit {
     sha: String,
+    /// Committer date, YYYY-MM-DD.
+    date: String,
     subject: String,
     body: String,
     /// (status letter, repo-relative path after the change).
@@ -103,7 +110,8 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
     let log = git(root, &log_args(opts))?;
     let commits = parse_log(&log);
     let grafted = shallow_commits(root)?;
-    let mut stats = GitSetStats { scanned: commits.len(), shallow: grafted.is_some(), ..Default::default() };
+    let oldest = commits.last().map(|c| c.date.clone()).filter(|d| !d.is_empty());
+    let mut stats = GitSetStats { scanned: commits.len(), shallow: grafted.is_some(), oldest, ..Default::default() };
     let grafted = grafted.unwrap_or_default();
     let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "repo".into());
     let mut candidates: Vec<(Commit, Vec<String>)> = commits
@@ -155,7 +163,7 @@ fn log_args(opts: &GitSetOptions) -> Vec<String> {
         // Messages in UTF-8 whatever the repository's `i18n.commitEncoding` (git otherwise
         // prints them in it, and a Latin-1 é became U+FFFD in the query).
         "--encoding=UTF-8",
-        "--format=%x1e%H%x1f%s%x1f%b%x1f",
+        "--format=%x1e%H%x1f%cs%x1f%s%x1f%b%x1f",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -210,8 +218,9 @@ fn git<S: AsRef<std::ffi::OsStr>>(root: &Path, args: &[S]) -> Result<String> {
 fn parse_log(text: &str) -> Vec<Commit> {
     text.split('\u{1e}')
         .filter_map(|rec| {
-            let mut fields = rec.splitn(4, '\u{1f}');
+            let mut fields = rec.splitn(5, '\u{1f}');
             let sha = fields.next()?.trim().to_string();
+            let date = fields.next()?.trim().to_string();
             let subject = fields.next()?.trim().to_string();
             let body = fields.next()?.trim().to_string();
             let rest = fields.next().unwrap_or("");
@@ -227,7 +236,7 @@ fn parse_log(text: &str) -> Vec<Commit> {
                     (!path.is_empty()).then(|| (status, path.to_string()))
                 })
                 .collect();
-            Some(Commit { sha, subject, body, files })
+            Some(Commit { sha, date, subject, body, files })
         })
         .collect()
 }
@@ -652,9 +661,13 @@ mod tests {
 
     #[test]
     fn log_records_parse() {
-        let log = "\u{1e}abcdef1234567\u{1f}fix: a thing\u{1f}body line\u{1f}\n\nM\tsrc/a.rs\nA\tsrc/b.rs\n\u{1e}0123456789ab\u{1f}other\u{1f}\u{1f}\n\nD\told.py\n";
+        let log = "\u{1e}abcdef1234567\u{1f}2024-05-06\u{1f}fix: a thing\u{1f}body line\u{1f}\n\nM\tsrc/a.rs\nA\tsrc/b.rs\n\u{1e}0123456789ab\u{1f}2023-01-02\u{1f}other\u{1f}\u{1f}\n\nD\told.py\n";
         let c = parse_log(log);
         assert_eq!(c.len(), 2);
+        assert_eq!(
+            (c[0].date.as_str(), c[1].date.as_str(), c[0].subject.as_str()),
+            ("2024-05-06", "2023-01-02", "fix: a thing")
+        );
         assert_eq!(c[0].files, [('M', "src/a.rs".to_string()), ('A', "src/b.rs".to_string())]);
         assert_eq!(c[0].body, "body line");
         assert_eq!(c[1].files, [('D', "old.py".to_string())]);
