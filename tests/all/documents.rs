@@ -689,6 +689,118 @@ fn hostile_cross_reference_streams_are_notes_before_lopdf_loads_them() {
     assert_eq!(hit_paths(&env.engine(), &repo, "curlew roosting"), ["sound.pdf"]);
 }
 
+/// A PDF drawing `text` in a font (object 5) kept in the first of `containers` object streams
+/// (6 on), each padded with `pad` spaces and compressed; its cross-reference section is a
+/// stream, as a file with object streams has. With `user`, it is encrypted (RC4, 40 bits, by
+/// lopdf itself) with that user password.
+fn objstm_pdf(user: Option<&str>, text: &str, containers: u32, pad: usize) -> Vec<u8> {
+    use pdf_extract::{encryption, Document, EncryptionState, EncryptionVersion, Object, Permissions, Stream};
+    let file_id = Object::String(vec![0xab; 16], pdf_extract::StringFormat::Hexadecimal);
+    let mut doc = Document::with_version("1.5");
+    doc.trailer.set("ID", Object::Array(vec![file_id.clone(), file_id]));
+    let version = EncryptionVersion::V1 {
+        document: &doc,
+        owner_password: "owner",
+        user_password: user.unwrap_or(""),
+        permissions: Permissions::default(),
+    };
+    let state = EncryptionState::try_from(version).unwrap();
+    let encrypted = |n: u32, dict: &str, data: Vec<u8>| -> Vec<u8> {
+        if user.is_none() {
+            return stream_object(dict, &data);
+        }
+        let mut stream = Object::Stream(Stream::new(pdf_extract::Dictionary::new(), data));
+        encryption::encrypt_object(&state, (n, 0), &mut stream).unwrap();
+        stream_object(dict, &stream.as_stream().unwrap().content)
+    };
+    let mut objects: Vec<(u32, Vec<u8>)> = vec![
+        (1, b"<< /Type /Catalog /Pages 2 0 R >>".to_vec()),
+        (2, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec()),
+        (3, b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>".to_vec()),
+        (4, encrypted(4, "", format!("BT /F1 12 Tf 72 712 Td ({text}) Tj ET").into_bytes())),
+    ];
+    let mut held = b"5 0 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_vec();
+    held.resize(held.len() + pad, b' ');
+    let packed = zlib(&held);
+    for n in 6..6 + containers {
+        objects.push((n, encrypted(n, "/Type /ObjStm /N 1 /First 4 /Filter /FlateDecode", packed.clone())));
+    }
+    let hex = |b: &[u8]| b.iter().map(|c| format!("{c:02x}")).collect::<String>();
+    let entries: String = state
+        .encode()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Object::Name(n) => format!("/{}", String::from_utf8_lossy(n)),
+                Object::String(s, _) => format!("<{}>", hex(s)),
+                other => format!("{}", other.as_i64().unwrap()),
+            };
+            format!("/{} {v} ", String::from_utf8_lossy(k))
+        })
+        .collect();
+    let encrypt_id = 6 + containers;
+    let encrypt = if user.is_some() { entries } else { String::new() }; // else an empty placeholder
+    objects.push((encrypt_id, format!("<< {encrypt}>>").into_bytes()));
+    let mut out = b"%PDF-1.5\n".to_vec();
+    let mut table = vec![0u8, 0, 0, 0, 0, 0xff, 0xff];
+    for (n, body) in &objects {
+        table.push(1);
+        table.extend_from_slice(&(out.len() as u32).to_be_bytes());
+        table.extend_from_slice(&[0, 0]);
+        out.extend_from_slice(format!("{n} 0 obj\n").as_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\nendobj\n");
+        if *n == 4 {
+            table.extend_from_slice(&[2, 0, 0, 0, 6, 0, 0]); // object 5: first in object stream 6
+        }
+    }
+    let xref_id = encrypt_id + 1;
+    table.push(1);
+    table.extend_from_slice(&(out.len() as u32).to_be_bytes());
+    table.extend_from_slice(&[0, 0]);
+    let at = out.len();
+    let id = "ab".repeat(16);
+    let dict = format!(
+        "/Type /XRef /Size {} /W [1 4 2] /Root 1 0 R {} /ID [<{id}> <{id}>]",
+        xref_id + 1,
+        if user.is_some() { format!("/Encrypt {encrypt_id} 0 R") } else { String::new() }
+    );
+    out.extend_from_slice(format!("{xref_id} 0 obj\n").as_bytes());
+    out.extend_from_slice(&stream_object(&dict, &table));
+    out.extend_from_slice(format!("\nendobj\nstartxref\n{at}\n%%EOF\n").as_bytes());
+    out
+}
+
+/// lopdf runs no load filter on an encrypted PDF: it decrypted and unpacked every object stream
+/// whole, before any bound, so a small encrypted file could inflate to gigabytes while loading
+/// (and an unencrypted file's object streams were bounded one by one, never together). Object
+/// streams are now unpacked by docdex, decrypted first, all measured before any is unpacked
+/// (16 MiB each, 128 MiB together); sound files are read, a locked one is a note as before.
+#[test]
+fn encrypted_pdfs_unpack_their_object_streams_within_the_bounds() {
+    let env = Env::new();
+    let repo = env.repo("encrypted");
+    write(&repo, "sound.pdf", objstm_pdf(Some(""), "Bittern boom count", 1, 0));
+    write(&repo, "bomb.pdf", objstm_pdf(Some(""), "Bittern bomb", 1, 64 << 20));
+    write(&repo, "many.pdf", objstm_pdf(Some(""), "Bittern many", 9, 15 << 20));
+    write(&repo, "locked.pdf", objstm_pdf(Some("secret"), "Bittern locked", 1, 0));
+    write(&repo, "plain.pdf", objstm_pdf(None, "Spoonbill roost tally", 1, 0));
+    write(&repo, "plain-many.pdf", objstm_pdf(None, "Spoonbill many", 9, 15 << 20));
+    let t = std::time::Instant::now();
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    assert!(t.elapsed() < HANG_GUARD, "took {:?}: the bound no longer holds", t.elapsed());
+    let note = |p: &str| summary.skipped.iter().find(|s| s.path == p).map(|s| s.reason.clone()).unwrap_or_default();
+    assert_eq!(note("sound.pdf"), "", "{:?}", summary.skipped);
+    assert_eq!(hit_paths(&env.engine(), &repo, "bittern boom"), ["sound.pdf"]);
+    assert_eq!(note("plain.pdf"), "", "{:?}", summary.skipped);
+    assert_eq!(hit_paths(&env.engine(), &repo, "spoonbill roost"), ["plain.pdf"]);
+    assert_eq!(note("bomb.pdf"), "PDF too large to extract (an object stream inflates to over 16 MiB)");
+    let many = "PDF too large to extract (its object streams inflate to over 128 MiB)";
+    assert_eq!((note("many.pdf").as_str(), note("plain-many.pdf").as_str()), (many, many));
+    assert_eq!(note("locked.pdf"), "encrypted PDF (needs a password)");
+}
+
 /// docx-rs holds each paragraph and run in about 5 KB: a DOCX of 5 million empty paragraphs
 /// (30 MB of XML under the body bound, 30 KB zipped) took over 5 GB, and 200,000 runs in one
 /// paragraph 1 GB. A body of more paragraphs and runs than any real document is a note.

@@ -13,6 +13,7 @@ mod docx;
 mod html;
 mod pdf;
 mod pdf_bound;
+mod pdf_load;
 mod pdf_scan;
 mod pdf_work;
 

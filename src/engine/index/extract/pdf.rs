@@ -1,7 +1,7 @@
 //! PDF: the text of each page (pdf-extract over lopdf), pages in order, with the first line of
 //! each page recorded so hits carry page ranges and `docdex get --page N` finds a page.
 
-use super::pdf_bound::{check_inflation, drop_images, load_options};
+use super::pdf_bound::{check_inflation, drop_images};
 use super::{tidy_lines, Extracted, Refusal};
 use pdf_extract::{Document, PlainTextOutput};
 
@@ -40,11 +40,7 @@ fn keep_first_pages(doc: &mut Document, pages: &std::collections::BTreeMap<u32, 
 /// Extracts the text of every page.
 pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
     super::pdf_scan::check_xref(bytes)?;
-    let mut doc = match Document::load_mem_with_options(bytes, load_options()) {
-        Ok(d) => d,
-        Err(_) if memchr::memmem::find(bytes, b"/Encrypt").is_some() => return Err(Refusal::Encrypted),
-        Err(e) => return Err(Refusal::Corrupt(e.to_string())),
-    };
+    let mut doc = super::pdf_load::load(bytes)?;
     // Loaded but not decrypted: the empty user password did not open it. (`is_encrypted` only
     // sees an encryption dictionary by reference; one written in the trailer itself counts too.)
     if (doc.is_encrypted() || doc.trailer.get(b"Encrypt").is_ok()) && !doc.was_encrypted() {

@@ -1,4 +1,5 @@
-//! Bounds on what a PDF's streams decode to, measured before lopdf or pdf-extract decodes any.
+//! Bounds on what a PDF's streams decode to, measured before lopdf or pdf-extract decodes any
+//! (object streams, which lopdf would unpack while loading, by `pdf_load` before it unpacks them).
 //!
 //! lopdf decodes a stream through its whole filter chain (Flate, with a raw-deflate retry when
 //! the zlib header is bad; LZW, which expands thousands to one; ASCII85; then a PNG predictor
@@ -19,34 +20,10 @@ pub(super) const MAX_STREAM_BYTES: u64 = 16 * 1024 * 1024;
 /// The most one page's content streams may inflate to together.
 const MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
 /// The most all of a document's decoded streams may inflate to.
-const MAX_INFLATED_BYTES: u64 = 128 * 1024 * 1024;
-/// The key the load-time check leaves on an object stream it emptied.
-const OVER_BOUND_KEY: &[u8] = b"DocdexInflatesPast";
+pub(super) const MAX_INFLATED_BYTES: u64 = 128 * 1024 * 1024;
 
-fn mib(n: u64) -> u64 {
+pub(super) fn mib(n: u64) -> u64 {
     n / (1024 * 1024)
-}
-
-/// Load options whose filter measures each object stream (`/Type /ObjStm`) before lopdf
-/// unpacks it during loading; one over the bound is emptied and marked, and
-/// [`check_inflation`] refuses the document for it.
-pub(super) fn load_options() -> pdf_extract::LoadOptions {
-    pdf_extract::LoadOptions::with_filter(guard_object_stream)
-}
-
-/// lopdf keeps the object it passed (edited in place) and only asks `Some` of the answer for
-/// objects in the file; for objects unpacked from an object stream (never streams themselves)
-/// it keeps the answer.
-fn guard_object_stream(id: ObjectId, object: &mut Object) -> Option<(ObjectId, Object)> {
-    let Ok(stream) = object.as_stream_mut() else { return Some((id, object.clone())) };
-    if stream.dict.has_type(b"ObjStm") {
-        let size = decoded_size(stream, MAX_STREAM_BYTES + 1);
-        if size > MAX_STREAM_BYTES {
-            stream.set_plain_content(Vec::new());
-            stream.dict.set(OVER_BOUND_KEY, Object::Integer(i64::try_from(size).unwrap_or(i64::MAX)));
-        }
-    }
-    Some((id, Object::Null))
 }
 
 /// Empties every image XObject: pdf-extract decodes whatever a page draws with `Do` and reads
@@ -71,9 +48,6 @@ pub(super) fn check_inflation(
     let mut total = 0u64;
     for (id, object) in &doc.objects {
         let Ok(stream) = object.as_stream() else { continue };
-        if stream.dict.has(OVER_BOUND_KEY) {
-            return Err(Refusal::TooLarge(format!("an object stream inflates to over {} MiB", mib(MAX_STREAM_BYTES))));
-        }
         let size = decoded_size(stream, MAX_STREAM_BYTES + 1);
         if size > MAX_STREAM_BYTES {
             return Err(Refusal::TooLarge(format!("a stream inflates to over {} MiB", mib(MAX_STREAM_BYTES))));

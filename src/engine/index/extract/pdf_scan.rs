@@ -42,6 +42,51 @@ pub(super) fn check_xref(bytes: &[u8]) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// Where the newest trailer (the one lopdf keeps: the dictionary after the table at
+/// `startxref`, or that cross-reference stream's own) names `key`, as read by lopdf (escapes
+/// decoded).
+pub(super) enum TrailerKey {
+    /// The trailer was read and has no such key.
+    Absent,
+    /// The byte range of the key's name token in `bytes`.
+    At(std::ops::Range<usize>),
+    /// The trailer could not be read here (lopdf may still read it).
+    Unreadable,
+}
+
+/// Finds `key` in the newest trailer of `bytes` (see [`TrailerKey`]).
+pub(super) fn trailer_key(bytes: &[u8], key: &[u8]) -> TrailerKey {
+    let start = memchr::memmem::find(bytes, b"%PDF-").unwrap_or(0);
+    let buf = &bytes[start..];
+    let Some(offset) = startxref(buf) else { return TrailerKey::Unreadable };
+    let Some(at) = buf.get(offset..) else { return TrailerKey::Unreadable };
+    let mut r = Reader { b: at, i: 0 };
+    r.skip_space();
+    if r.rest().starts_with(b"xref") {
+        let Some(t) = memchr::memmem::find(r.rest(), b"trailer") else { return TrailerKey::Unreadable };
+        r.i += t + b"trailer".len();
+    } else if r.int().is_none() || r.int().is_none() || !r.keyword(b"obj") {
+        return TrailerKey::Unreadable;
+    }
+    r.skip_space();
+    if !r.rest().starts_with(b"<<") {
+        return TrailerKey::Unreadable;
+    }
+    r.i += 2;
+    loop {
+        r.skip_space();
+        if r.rest().starts_with(b">>") {
+            return TrailerKey::Absent;
+        }
+        let token = r.i;
+        match r.name() {
+            Some(name) if name == key => return TrailerKey::At(start + offset + token..start + offset + r.i),
+            Some(_) if r.object(1).is_some() => {}
+            _ => return TrailerKey::Unreadable,
+        }
+    }
+}
+
 /// Where lopdf starts: the `startxref` just before the last `%%EOF` of the file's last 512 bytes.
 fn startxref(buf: &[u8]) -> Option<usize> {
     let tail = buf.len().saturating_sub(512);
@@ -302,5 +347,21 @@ mod tests {
         assert!(d.get(b"T").is_ok());
         let deep = "[".repeat(100);
         assert!(Reader { b: deep.as_bytes(), i: 0 }.object(0).is_none());
+    }
+
+    #[test]
+    fn the_newest_trailer_key_is_found_escaped_or_not() {
+        let file = |trailer: &str| {
+            let body = "%PDF-1.4\nxref\n0 1\n0000000000 65535 f \n";
+            format!("{body}trailer\n{trailer}\nstartxref\n9\n%%EOF\n")
+        };
+        let plain = file("<< /Size 1 /ID [<ab> (x)] /Encrypt 3 0 R >>");
+        let TrailerKey::At(at) = trailer_key(plain.as_bytes(), b"Encrypt") else { panic!("not found") };
+        assert_eq!(&plain[at], "/Encrypt");
+        let escaped = file("<< /Size 1 /Encr#79pt << /Filter /Standard >> >>");
+        let TrailerKey::At(at) = trailer_key(escaped.as_bytes(), b"Encrypt") else { panic!("not found") };
+        assert_eq!(&escaped[at], "/Encr#79pt");
+        assert!(matches!(trailer_key(file("<< /Size 1 >>").as_bytes(), b"Encrypt"), TrailerKey::Absent));
+        assert!(matches!(trailer_key(file("<< /Size ! >>").as_bytes(), b"Encrypt"), TrailerKey::Unreadable));
     }
 }
