@@ -21,13 +21,13 @@ pub struct EvalArgs {
     #[arg(long, conflicts_with = "queries")]
     from_git: bool,
     /// With --from-git: how many queries.
-    #[arg(long, short = 'n', default_value_t = 50)]
+    #[arg(long, short = 'n', default_value_t = 50, conflicts_with = "queries")]
     n: usize,
     /// With --from-git: only commits after this date (anything `git log --since` takes).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "queries")]
     since: Option<String>,
     /// With --from-git: the shuffle seed (the same seed and history give the same queries).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, conflicts_with = "queries")]
     seed: u64,
     /// Read the queries from a file: JSON lines of {"id", "query", "gold": [paths]}.
     #[arg(long)]

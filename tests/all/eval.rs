@@ -302,6 +302,12 @@ fn the_command_prints_the_table_and_worst_misses_or_json() {
     assert!(text.contains("2 queries from"), "{text}");
     assert!(text.contains("worst misses (current):") && text.contains("  b  "), "{text}");
     assert!(text.contains("src/config_loader.py (not found)"), "{text}");
+    // History options with a query file were ignored without a word (the whole file was scored).
+    for flag in [["--since", "2024-01-01"], ["-n", "1"], ["--seed", "4"]] {
+        let out = env.run(&["eval", "--repo", repo, "--queries", file.to_str().unwrap(), flag[0], flag[1]]);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"), "{out:?}");
+    }
 
     // Bad input: not a git repository, a malformed query file, an unusable --compare.
     let plain = env.repo("plain");
