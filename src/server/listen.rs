@@ -15,9 +15,11 @@
 //! larger than its read buffer) with `431` and an empty body. Its field cap is set to
 //! [`HYPER_MAX_HEADERS`], well above docdex's own [`MAX_HEADERS`] and [`MAX_HEADER_BYTES`],
 //! which [`headers_within_limits`] enforces with the error contract (`431 headers_too_large`,
-//! naming the limit); only heads beyond hyper's bounds still get hyper's bare answer.
+//! naming the limit); heads beyond hyper's bounds, and URIs over its 65,534 bytes (`414`), get
+//! hyper's bare answer, which [`ShapedErrors`] rewrites into the contract on the way out.
 
 use super::error::ApiError;
+use super::head_errors::ShapedErrors;
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -36,11 +38,7 @@ use tower_service::Service;
 
 /// Descriptors kept for everything but connections (index files, databases, watchers, logs).
 const RESERVED_DESCRIPTORS: u64 = 192;
-/// Header fields a request may carry (hyper's own default, which HTTP clients are used to).
-pub const MAX_HEADERS: usize = 100;
-/// Bytes of header fields a request may carry (names, values and their separators); a
-/// client of docdex's API never needs more, and a larger head is either a mistake or a probe.
-pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+pub use super::head_errors::{MAX_HEADERS, MAX_HEADER_BYTES};
 /// hyper's cap on header fields: heads between [`MAX_HEADERS`] and this get docdex's `431`
 /// with the error contract rather than hyper's empty one. hyper allocates room for this many
 /// fields per parsed head (about 64 bytes each), so it stays modest.
@@ -238,7 +236,8 @@ pub async fn serve(
                 .timer(TokioTimer::new())
                 .keep_alive_interval(Some(Duration::from_secs(20)))
                 .keep_alive_timeout(Duration::from_secs(10));
-            let served = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            let stream = TokioIo::new(ShapedErrors::new(stream));
+            let served = builder.serve_connection_with_upgrades(stream, service);
             let mut served = std::pin::pin!(served);
             let mut closing = false;
             loop {

@@ -15,7 +15,8 @@
 //! (what handlers share), the endpoint files (`api`, `intel`, `profile`, `hooks`, `chat`, `mcp/`),
 //! `router` (assembles them with the OpenAPI document, `openapi`, and the
 //! request guards, `auth`, `origin` and `budget`, the memory budget of request bodies), `listen` (connections: the cap, timeouts, eviction
-//! of idle ones), and `run` (the process).
+//! of idle ones; `head_errors`, hyper's bare answers to unparsable heads in the error
+//! contract), and `run` (the process).
 
 pub mod api;
 pub mod auth;
@@ -23,6 +24,7 @@ pub mod budget;
 pub mod chat;
 pub mod error;
 pub mod extract;
+mod head_errors;
 pub mod hooks;
 pub mod intel;
 pub mod listen;

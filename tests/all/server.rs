@@ -566,6 +566,51 @@ async fn oversized_request_heads_get_the_error_contract() {
     assert_eq!((s, v["error"]["code"].as_str()), (431, Some("headers_too_large")), "{v}");
 }
 
+/// Heads hyper refuses before any docdex code runs (a URI over its 65,534 bytes, more header
+/// fields than its cap of 512, a header line it cannot parse) were answered `414` / `431` /
+/// `400` with an empty body; they now carry the error contract too, on a fresh connection and
+/// after a pipelined request alike.
+#[test]
+fn heads_hyper_refuses_itself_get_the_error_contract() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let exchange = |request: Vec<u8>| -> String {
+        let mut stream = std::net::TcpStream::connect(&server.addr).unwrap();
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+        stream.write_all(&request).unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).expect("the server closes the connection after the refusal");
+        String::from_utf8(answer).unwrap()
+    };
+    let host = format!("host: {}\r\n", server.addr);
+    let long_uri = format!("GET /healthz?q={} HTTP/1.1\r\n{host}\r\n", "a".repeat(70_000));
+    let fields: String = (0..600).map(|i| format!("x-extra-{i}: 1\r\n")).collect();
+    let many_fields = format!("GET /healthz HTTP/1.1\r\n{host}{fields}\r\n");
+    let pipelined = format!("GET /healthz HTTP/1.1\r\n{host}\r\n{many_fields}");
+    for (request, status, code) in [
+        (long_uri, "414 URI Too Long", "uri_too_long"),
+        (many_fields, "431 Request Header Fields Too Large", "headers_too_large"),
+        (pipelined, "431 Request Header Fields Too Large", "headers_too_large"),
+        (
+            format!("GET /healthz HTTP/1.1\r\n{host}a header line without a colon\r\n\r\n"),
+            "400 Bad Request",
+            "bad_request",
+        ),
+    ] {
+        let pipelined = request.matches("GET ").count() == 2;
+        let answer = exchange(request.into_bytes());
+        // The pipelined request before the refused one is answered as usual.
+        assert_eq!(answer.starts_with("HTTP/1.1 200 OK\r\n"), pipelined, "{answer}");
+        let refusal = &answer[answer.rfind(&format!("HTTP/1.1 {status}\r\n")).unwrap_or_else(|| panic!("{answer}"))..];
+        let (head, body) = refusal.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains("content-type: application/json"), "{head}");
+        assert!(head.contains(&format!("content-length: {}\r\n", body.len())), "{head}");
+        let v: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {refusal}"));
+        assert_error(&v, code);
+    }
+}
+
 #[test]
 fn exposing_needs_a_token_and_non_loopback_needs_expose() {
     let env = Env::new();
