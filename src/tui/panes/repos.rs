@@ -297,20 +297,8 @@ impl Pane for ReposPane {
                 t.style(Slot::Error),
             );
         }
-        // Columns: marker, path, state, files, chunks, indexed, watcher.
-        let (state_w, num_w, when_w) = (13usize, 9usize, 11usize);
-        let wide = w >= 110;
-        // Paths and the watcher share what is left: half each, more for paths that need it
-        // while the watcher keeps 34 columns (its last change is cut first).
-        let fixed = 2 + state_w + 2 * num_w + when_w + 1;
-        let longest = self.rows.iter().map(|r| width(&tilde(&r.path)) + 2).max().unwrap_or(10);
-        let (path_w, watch_w) = if wide {
-            let free = w.saturating_sub(fixed);
-            let path_w = longest.max(free / 2).clamp(12, free.saturating_sub(34).max(12));
-            (path_w, w.saturating_sub(fixed + path_w))
-        } else {
-            (w.saturating_sub(fixed).max(10), 0)
-        };
+        let cols = Columns::of(w, &self.rows);
+        let Columns { path_w, state_w, num_w, when_w, watch_w, wide } = cols;
         let header = format!(
             "  {}{}{:>num_w$}{:>num_w$} {}{}",
             fit("repository", path_w),
@@ -338,34 +326,9 @@ impl Pane for ReposPane {
         }
         for (row, r) in self.rows.iter().enumerate().skip(offset).take(list.height as usize) {
             let y = list.y + (row - offset) as u16;
-            let current = r.path == cx.repo;
-            let selected = row == self.selected;
-            let (state, slot) = self.state_text(r, cx.step);
-            // A repository whose index is gone shows no counts of the index it had.
-            let gone = r.state == RepoState::NotIndexed;
-            let when =
-                r.last_indexed_ms.filter(|_| !gone).map(|ms| ago(cx.epoch_ms, ms)).unwrap_or_else(|| "never".into());
-            let count = |n: u64| if gone { "—".to_string() } else { thousands(n) };
-            let mut spans = vec![
-                Span::styled(if current { "▸ " } else { "  " }, t.style(Slot::Accent)),
-                Span::styled(
-                    fit(&truncate_left(&tilde(&r.path), path_w - 1), path_w),
-                    t.style(if current { Slot::Accent } else { Slot::Text }),
-                ),
-                Span::styled(fit(&format!(" {state}"), state_w), t.style(slot)),
-                Span::styled(format!("{:>num_w$}", count(r.files)), t.style(Slot::Text)),
-                Span::styled(format!("{:>num_w$}", count(r.chunks)), t.style(Slot::Text)),
-                Span::styled(format!(" {}", fit(&when, when_w)), t.style(Slot::Muted)),
-            ];
-            if wide {
-                spans.push(Span::styled(
-                    fit(&Self::watch_text(r, cx.epoch_ms), watch_w),
-                    t.style(if r.watching { Slot::Ok } else { Slot::Muted }),
-                ));
-            }
             let line_area = Rect { y, height: 1, ..list };
-            buf.set_line(list.x, y, &Line::from(spans), list.width);
-            if selected {
+            buf.set_line(list.x, y, &Line::from(self.row_spans(r, &cols, cx)), list.width);
+            if row == self.selected {
                 let sel = if cx.focused { t.style(Slot::Selection) } else { t.style(Slot::SelectionUnfocused) };
                 buf.set_style(line_area, sel);
             }
@@ -374,49 +337,120 @@ impl Pane for ReposPane {
         let dy = inner.y + inner.height - details_h;
         buf.set_stringn(inner.x, dy, "─".repeat(w), w, t.style(Slot::Border));
         if let Some(r) = self.selected_row() {
-            let mut lines: Vec<Line<'static>> = Vec::new();
-            let mut head = vec![
-                Span::styled(r.path.display().to_string(), t.style(Slot::SearchPath)),
-                Span::styled(format!("  {}", &r.fingerprint[..r.fingerprint.len().min(12)]), t.style(Slot::Muted)),
-            ];
-            // What the list's ▸ means, said where the selection is described.
-            if r.path == cx.repo {
-                head.push(Span::styled("  ▸ the panes work on this one", t.style(Slot::Accent)));
-            }
-            lines.push(Line::from(head));
-            if let Some(p) = self.progress.get(&r.path).or(r.progress.as_ref()) {
-                let ratio = match (p.bytes_total, p.files_total) {
-                    (b, _) if b > 0 => p.bytes_done as f64 / b as f64,
-                    (_, f) if f > 0 => p.files_done as f64 / f as f64,
-                    _ => 0.0,
-                };
-                let mut spans = vec![Span::styled(format!("{} ", fit(&p.phase, 10)), t.style(Slot::Warning))];
-                spans.extend(bar_spans(ratio, (w / 3).max(10), t, Slot::ProgressFilled, Slot::ProgressEmpty));
-                // The embedding phase counts chunks in the same fields, and no bytes.
-                let text = if p.phase == "embedding" {
-                    format!(" {}/{}", thousands(p.files_done), widgets::count(p.files_total, "chunk", "chunks"))
-                } else {
-                    format!(
-                        " {}/{} · {:.1}/{:.1} MB",
-                        thousands(p.files_done),
-                        widgets::count(p.files_total, "file", "files"),
-                        p.bytes_done as f64 / 1e6,
-                        p.bytes_total as f64 / 1e6
-                    )
-                };
-                spans.push(Span::styled(text, t.style(Slot::Text)));
-                lines.push(Line::from(spans));
-            } else if let Some((level, text)) = self.outcome.get(&r.path) {
-                let slot = if *level == Level::Error { Slot::Error } else { Slot::Ok };
-                lines.push(Line::styled(text.clone(), t.style(slot)));
-            } else if let Some(e) = &r.last_error {
-                lines.push(Line::styled(format!("last run failed: {e}"), t.style(Slot::Error)));
-            }
-            lines.push(Line::styled(format!("watcher: {}", Self::watch_text(r, cx.epoch_ms)), t.style(Slot::Muted)));
+            let lines = self.details(r, w, cx);
             for (k, l) in lines.iter().take(details_h as usize - 1).enumerate() {
                 buf.set_line(inner.x, dy + 1 + k as u16, l, inner.width);
             }
         }
         None
+    }
+}
+
+impl ReposPane {
+    /// One repository's row: current marker, path, state, counts, last index, watcher.
+    fn row_spans(&self, r: &RepoOverview, cols: &Columns, cx: &RenderCtx<'_>) -> Vec<Span<'static>> {
+        let t = cx.theme;
+        let Columns { path_w, state_w, num_w, when_w, watch_w, wide } = *cols;
+        let current = r.path == cx.repo;
+        let (state, slot) = self.state_text(r, cx.step);
+        // A repository whose index is gone shows no counts of the index it had.
+        let gone = r.state == RepoState::NotIndexed;
+        let when = r.last_indexed_ms.filter(|_| !gone).map(|ms| ago(cx.epoch_ms, ms)).unwrap_or_else(|| "never".into());
+        let count = |n: u64| if gone { "—".to_string() } else { thousands(n) };
+        let mut spans = vec![
+            Span::styled(if current { "▸ " } else { "  " }, t.style(Slot::Accent)),
+            Span::styled(
+                fit(&truncate_left(&tilde(&r.path), path_w - 1), path_w),
+                t.style(if current { Slot::Accent } else { Slot::Text }),
+            ),
+            Span::styled(fit(&format!(" {state}"), state_w), t.style(slot)),
+            Span::styled(format!("{:>num_w$}", count(r.files)), t.style(Slot::Text)),
+            Span::styled(format!("{:>num_w$}", count(r.chunks)), t.style(Slot::Text)),
+            Span::styled(format!(" {}", fit(&when, when_w)), t.style(Slot::Muted)),
+        ];
+        if wide {
+            spans.push(Span::styled(
+                fit(&Self::watch_text(r, cx.epoch_ms), watch_w),
+                t.style(if r.watching { Slot::Ok } else { Slot::Muted }),
+            ));
+        }
+        spans
+    }
+
+    /// The selection's details: path and fingerprint, then progress, the last outcome or
+    /// error, and the watcher.
+    fn details(&self, r: &RepoOverview, w: usize, cx: &RenderCtx<'_>) -> Vec<Line<'static>> {
+        let t = cx.theme;
+        let mut lines: Vec<Line<'static>> = Vec::new();
+        let mut head = vec![
+            Span::styled(r.path.display().to_string(), t.style(Slot::SearchPath)),
+            Span::styled(format!("  {}", &r.fingerprint[..r.fingerprint.len().min(12)]), t.style(Slot::Muted)),
+        ];
+        // What the list's ▸ means, said where the selection is described.
+        if r.path == cx.repo {
+            head.push(Span::styled("  ▸ the panes work on this one", t.style(Slot::Accent)));
+        }
+        lines.push(Line::from(head));
+        if let Some(p) = self.progress.get(&r.path).or(r.progress.as_ref()) {
+            let ratio = match (p.bytes_total, p.files_total) {
+                (b, _) if b > 0 => p.bytes_done as f64 / b as f64,
+                (_, f) if f > 0 => p.files_done as f64 / f as f64,
+                _ => 0.0,
+            };
+            let mut spans = vec![Span::styled(format!("{} ", fit(&p.phase, 10)), t.style(Slot::Warning))];
+            spans.extend(bar_spans(ratio, (w / 3).max(10), t, Slot::ProgressFilled, Slot::ProgressEmpty));
+            // The embedding phase counts chunks in the same fields, and no bytes.
+            let text = if p.phase == "embedding" {
+                format!(" {}/{}", thousands(p.files_done), widgets::count(p.files_total, "chunk", "chunks"))
+            } else {
+                format!(
+                    " {}/{} · {:.1}/{:.1} MB",
+                    thousands(p.files_done),
+                    widgets::count(p.files_total, "file", "files"),
+                    p.bytes_done as f64 / 1e6,
+                    p.bytes_total as f64 / 1e6
+                )
+            };
+            spans.push(Span::styled(text, t.style(Slot::Text)));
+            lines.push(Line::from(spans));
+        } else if let Some((level, text)) = self.outcome.get(&r.path) {
+            let slot = if *level == Level::Error { Slot::Error } else { Slot::Ok };
+            lines.push(Line::styled(text.clone(), t.style(slot)));
+        } else if let Some(e) = &r.last_error {
+            lines.push(Line::styled(format!("last run failed: {e}"), t.style(Slot::Error)));
+        }
+        lines.push(Line::styled(format!("watcher: {}", Self::watch_text(r, cx.epoch_ms)), t.style(Slot::Muted)));
+        lines
+    }
+}
+
+/// The list's column widths for a pane `w` wide: paths and the watcher share what is left.
+#[derive(Clone, Copy)]
+struct Columns {
+    path_w: usize,
+    state_w: usize,
+    num_w: usize,
+    when_w: usize,
+    watch_w: usize,
+    wide: bool,
+}
+
+impl Columns {
+    fn of(w: usize, rows: &[RepoOverview]) -> Self {
+        // Columns: marker, path, state, files, chunks, indexed, watcher.
+        let (state_w, num_w, when_w) = (13usize, 9usize, 11usize);
+        let wide = w >= 110;
+        // Paths and the watcher share what is left: half each, more for paths that need it
+        // while the watcher keeps 34 columns (its last change is cut first).
+        let fixed = 2 + state_w + 2 * num_w + when_w + 1;
+        let longest = rows.iter().map(|r| width(&tilde(&r.path)) + 2).max().unwrap_or(10);
+        let (path_w, watch_w) = if wide {
+            let free = w.saturating_sub(fixed);
+            let path_w = longest.max(free / 2).clamp(12, free.saturating_sub(34).max(12));
+            (path_w, w.saturating_sub(fixed + path_w))
+        } else {
+            (w.saturating_sub(fixed).max(10), 0)
+        };
+        Columns { path_w, state_w, num_w, when_w, watch_w, wide }
     }
 }
