@@ -568,3 +568,23 @@ fn each_run_reports_its_queries_as_they_are_scored() {
     let one_run = [(0, 3), (1, 3), (2, 3), (3, 3)];
     assert_eq!(*seen.lock().unwrap(), [one_run, one_run].concat());
 }
+
+/// With `diff.noprefix` set (a common personal git setting), `git show` printed `+++ src/a.py`
+/// instead of `+++ b/src/a.py`, no added line was found, and every commit was dropped as
+/// rewritten: "no commit in the history qualified".
+#[test]
+fn a_users_diff_prefix_settings_do_not_empty_the_set() {
+    let env = Env::new();
+    let root = env.repo("noprefix");
+    git(&root, &["init", "-q", "-b", "main"]);
+    write(&root, "src/lexer.py", "def lexer_entry(text):\n    return text.strip()\n");
+    commit(&root, "Initial import of the lexer module for the project");
+    write(&root, "src/lexer.py", "def lexer_entry(text):\n    return text.strip().split()\n");
+    commit(&root, "Split incoming text into separate tokens on any whitespace");
+    for setting in [["diff.noprefix", "true"], ["diff.mnemonicPrefix", "true"]] {
+        git(&root, &["config", setting[0], setting[1]]);
+        let report = env.engine().eval(&root, &git_request(50, 1), &quiet()).expect("eval");
+        assert_eq!(report.queries.len(), 2, "{setting:?}: {:?}", report.git);
+        git(&root, &["config", "--unset", setting[0]]);
+    }
+}

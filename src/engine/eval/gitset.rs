@@ -130,7 +130,7 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
             break;
         }
         stats.tried += 1;
-        let diff = git(root, &["show", "--no-color", "--no-ext-diff", "--format=", "-U0", "--relative", &commit.sha])?;
+        let diff = git(root, &show_args(&commit.sha))?;
         let added = added_lines(&diff);
         let gold: Vec<String> =
             answers.iter().filter(|p| still_holds_an_added_line(root, p, &added)).cloned().collect();
@@ -174,6 +174,13 @@ fn log_args(opts: &GitSetOptions) -> Vec<String> {
     }
     args.push("HEAD".into());
     args
+}
+
+/// `git show` of one commit as [`added_lines`] reads it: whatever the user's git config says,
+/// paths under `+++ b/` (`diff.noprefix` or `diff.mnemonicPrefix` left no `b/`, so no added line
+/// was found and every commit was dropped as rewritten), no colour, no external diff tool.
+fn show_args(sha: &str) -> [&str; 9] {
+    ["show", "--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/", "--format=", "-U0", "--relative", sha]
 }
 
 /// In a shallow clone, the commits at its edge (`.git/shallow`): git shows each as adding every
