@@ -247,62 +247,8 @@ fn command(root: &Path, runner: Runner, configured: &str, targets: &[String], no
             cmd.extend(targets.iter().cloned());
             cmd
         }
-        Runner::Cargo => {
-            // cargo stops at the first failing test binary by default, and the counts would
-            // then read as if the rest had run; the other runners already run everything.
-            let mut cmd = vec![s("cargo"), s("test"), s("--no-fail-fast")];
-            let mut lib = false;
-            let mut filter: Option<String> = None;
-            for t in targets {
-                let parts: Vec<&str> = t.trim_end_matches('/').split('/').collect();
-                match parts.as_slice() {
-                    ["tests", file] if file.ends_with(".rs") => {
-                        cmd.extend([s("--test"), file.trim_end_matches(".rs").to_string()]);
-                    }
-                    ["tests", name, "main.rs"] => cmd.extend([s("--test"), name.to_string()]),
-                    ["tests"] => cmd.push(s("--tests")),
-                    ["src", rest @ ..] if t.ends_with(".rs") => {
-                        lib = true;
-                        let module: Vec<&str> = rest
-                            .iter()
-                            .map(|p| p.trim_end_matches(".rs"))
-                            .filter(|p| !matches!(*p, "lib" | "main" | "mod"))
-                            .collect();
-                        if !module.is_empty() && targets.len() == 1 {
-                            filter = Some(format!("{}::", module.join("::")));
-                        }
-                    }
-                    _ => notes.push(format!("cargo cannot run {t} alone: running the whole suite")),
-                }
-            }
-            if lib {
-                cmd.push(s("--lib"));
-            }
-            if let Some(f) = filter {
-                cmd.push(f);
-            }
-            cmd
-        }
-        Runner::Go => {
-            let mut cmd = vec![s("go"), s("test")];
-            if targets.is_empty() {
-                cmd.push(s("./..."));
-            }
-            let mut pkgs: Vec<String> = Vec::new();
-            for t in targets {
-                let dir = if root.join(t).is_dir() {
-                    t.trim_end_matches('/')
-                } else {
-                    t.rsplit_once('/').map(|(d, _)| d).unwrap_or(".")
-                };
-                let pkg = if dir == "." || dir.is_empty() { s(".") } else { format!("./{dir}") };
-                if !pkgs.contains(&pkg) {
-                    pkgs.push(pkg);
-                }
-            }
-            cmd.extend(pkgs);
-            cmd
-        }
+        Runner::Cargo => cargo_command(targets, notes),
+        Runner::Go => go_command(root, targets),
         Runner::Node => {
             let mut cmd = vec![s("node"), s("--test"), s("--test-reporter=tap")];
             for t in targets {
@@ -339,6 +285,69 @@ fn command(root: &Path, runner: Runner, configured: &str, targets: &[String], no
             cmd
         }
     }
+}
+
+/// `cargo test --no-fail-fast`, narrowed to integration test targets (`tests/x.rs`) or the
+/// library and a module filter (`src/a/b.rs` runs `--lib a::b::`); anything else runs all.
+fn cargo_command(targets: &[String], notes: &mut Vec<String>) -> Vec<String> {
+    let s = |x: &str| x.to_string();
+    // cargo stops at the first failing test binary by default, and the counts would
+    // then read as if the rest had run; the other runners already run everything.
+    let mut cmd = vec![s("cargo"), s("test"), s("--no-fail-fast")];
+    let mut lib = false;
+    let mut filter: Option<String> = None;
+    for t in targets {
+        let parts: Vec<&str> = t.trim_end_matches('/').split('/').collect();
+        match parts.as_slice() {
+            ["tests", file] if file.ends_with(".rs") => {
+                cmd.extend([s("--test"), file.trim_end_matches(".rs").to_string()]);
+            }
+            ["tests", name, "main.rs"] => cmd.extend([s("--test"), name.to_string()]),
+            ["tests"] => cmd.push(s("--tests")),
+            ["src", rest @ ..] if t.ends_with(".rs") => {
+                lib = true;
+                let module: Vec<&str> = rest
+                    .iter()
+                    .map(|p| p.trim_end_matches(".rs"))
+                    .filter(|p| !matches!(*p, "lib" | "main" | "mod"))
+                    .collect();
+                if !module.is_empty() && targets.len() == 1 {
+                    filter = Some(format!("{}::", module.join("::")));
+                }
+            }
+            _ => notes.push(format!("cargo cannot run {t} alone: running the whole suite")),
+        }
+    }
+    if lib {
+        cmd.push(s("--lib"));
+    }
+    if let Some(f) = filter {
+        cmd.push(f);
+    }
+    cmd
+}
+
+/// `go test` over the packages (folders) that hold the targets, `./...` with none.
+fn go_command(root: &Path, targets: &[String]) -> Vec<String> {
+    let s = |x: &str| x.to_string();
+    let mut cmd = vec![s("go"), s("test")];
+    if targets.is_empty() {
+        cmd.push(s("./..."));
+    }
+    let mut pkgs: Vec<String> = Vec::new();
+    for t in targets {
+        let dir = if root.join(t).is_dir() {
+            t.trim_end_matches('/')
+        } else {
+            t.rsplit_once('/').map(|(d, _)| d).unwrap_or(".")
+        };
+        let pkg = if dir == "." || dir.is_empty() { s(".") } else { format!("./{dir}") };
+        if !pkgs.contains(&pkg) {
+            pkgs.push(pkg);
+        }
+    }
+    cmd.extend(pkgs);
+    cmd
 }
 
 /// What a finished (or killed) process left.
