@@ -138,3 +138,21 @@ fn unpack(doc: &mut Document) -> Result<(), Refusal> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreadable_trailer_naming_encrypt_is_not_handed_to_lopdf() {
+        let file = |trailer: &str| {
+            format!("%PDF-1.4\nxref\n0 1\n0000000000 65535 f \ntrailer\n{trailer}\nstartxref\n9\n%%EOF\n")
+        };
+        let Err(Refusal::Corrupt(why)) = load(file("<< /Size ! /Encrypt 3 0 R >>").as_bytes()) else {
+            panic!("loaded")
+        };
+        assert!(why.contains("may be encrypted"), "{why}");
+        let Err(Refusal::Corrupt(why)) = load(file("<< /Size ! >>").as_bytes()) else { panic!("loaded") };
+        assert!(!why.contains("encrypted"), "lopdf's own error: {why}");
+    }
+}
