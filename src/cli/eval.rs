@@ -116,17 +116,20 @@ pub fn render(r: &EvalReport) -> String {
         ),
         None => writeln!(s, "{} from {}", count(r.queries.len(), "query"), r.source),
     };
+    // The label column fits the longest label whole: cut at 28 characters, a compared file's
+    // name, the later settings and the mode were lost, and two compares could read alike.
+    let labels: Vec<String> = r.runs.iter().map(|run| format!("{} ({})", run.label, run.mode)).collect();
+    let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0).max(28);
     let _ = writeln!(
         s,
-        "{:<28} {:>4} {:>6} {:>6} {:>6} {:>7} {:>10}",
+        "{:<width$} {:>4} {:>6} {:>6} {:>6} {:>7} {:>10}",
         "", "n", "R@1", "R@5", "R@10", "MRR@10", "median ms"
     );
-    for run in &r.runs {
+    for (run, label) in r.runs.iter().zip(&labels) {
         let m = &run.metrics;
-        let label: String = format!("{} ({})", run.label, run.mode).chars().take(28).collect();
         let _ = writeln!(
             s,
-            "{label:<28} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>10.2}",
+            "{label:<width$} {:>4} {:>6.3} {:>6.3} {:>6.3} {:>7.3} {:>10.2}",
             m.n, m.recall_at_1, m.recall_at_5, m.recall_at_10, m.mrr_at_10, run.median_ms
         );
         if let Some(n) = &run.notice {
@@ -177,4 +180,42 @@ fn clip(text: &str, max: usize) -> String {
     let mut t: String = text.chars().take(max - 1).collect();
     t.push('…');
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(label: &str) -> EvalRun {
+        EvalRun {
+            label: label.into(),
+            mode: "bm25".into(),
+            notice: None,
+            warnings: Vec::new(),
+            metrics: serde_json::from_value(serde_json::json!({"n": 3, "recall_at_1": 0.5, "recall_at_5": 0.75, "recall_at_10": 1.0, "mrr_at_10": 0.625})).expect("metrics"),
+            median_ms: 2.5,
+            worst: Vec::new(),
+            outcomes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn long_compare_labels_are_printed_whole_with_their_mode_and_the_columns_line_up() {
+        let long = "search.fusion=weighted search.keyword_weight=0.5";
+        let report = EvalReport {
+            repo: "/r".into(),
+            source: "q.jsonl".into(),
+            git: None,
+            queries: Vec::new(),
+            runs: vec![run("current"), run(long)],
+        };
+        let text = render(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[2].starts_with("current (bm25) "), "{text}");
+        assert!(lines[3].starts_with(&format!("{long} (bm25) ")), "{text}");
+        // Every figure column ends where the header's does.
+        let end = |l: &str, col: &str| l.find(col).map(|i| i + col.len());
+        assert_eq!(end(lines[1], "MRR@10"), end(lines[2], "0.625"), "{text}");
+        assert_eq!(end(lines[2], "0.625"), end(lines[3], "0.625"), "{text}");
+    }
 }
