@@ -1,7 +1,7 @@
 //! `docdex audit duplicates|conflicts`: what the repository repeats, and where it contradicts
 //! itself, over [`Engine::audit_duplicates`] and [`Engine::audit_conflicts`].
 
-use super::output::{count, Out};
+use super::output::{count, visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
     ConflictsRequest, ConflictsResponse, DuplicateKind, DuplicatesRequest, DuplicatesResponse,
@@ -95,8 +95,8 @@ fn print_conflicts(out: &Out, r: &ConflictsResponse) {
     for p in &r.pairs {
         let kind = serde_json::to_value(p.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         out.line(&out.paint("1", &format!("{kind} conflict (similarity {:.2})", p.similarity)));
-        out.line(&format!("  a {}:{}-{}  {}", p.a.path, p.a.line_start, p.a.line_end, p.a.text));
-        out.line(&format!("  b {}:{}-{}  {}", p.b.path, p.b.line_start, p.b.line_end, p.b.text));
+        out.line(&format!("  a {}:{}-{}  {}", p.a.path, p.a.line_start, p.a.line_end, visible(&p.a.text)));
+        out.line(&format!("  b {}:{}-{}  {}", p.b.path, p.b.line_start, p.b.line_end, visible(&p.b.text)));
         out.line(&format!("  {} ({})", p.explanation, p.explained_by));
     }
     let summary = format!(

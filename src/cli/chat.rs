@@ -209,7 +209,8 @@ fn turn(
         }
         match ev {
             ChatTurnEvent::Token { text } if !args.json => {
-                let _ = super::output::write_stdout(text.as_bytes());
+                // A model may repeat a file's escape sequences: shown, not obeyed.
+                let _ = super::output::write_stdout(super::output::visible_text(&text).as_bytes());
                 streamed = true;
             }
             ChatTurnEvent::Notice { message } if !args.json => {

@@ -316,7 +316,7 @@ fn print_ast_query(out: &Out, r: &AstQueryResponse) {
             } else {
                 s.line_start.to_string()
             };
-            out.line(&format!("  {:>9}  {:<24} {}", range, out.paint("2", &s.kind), s.text));
+            out.line(&format!("  {:>9}  {:<24} {}", range, out.paint("2", &s.kind), visible(&s.text)));
         }
     }
 }

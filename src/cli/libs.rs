@@ -1,6 +1,6 @@
 //! `docdex libs fetch|list`: library docs of a repository's dependencies.
 
-use super::output::{count, warn_prefix, Out};
+use super::output::{count, visible, warn_prefix, Out};
 use super::RepoArg;
 use crate::engine::protocol::{LibHit, LibPackage, LibsFetchRequest, LibsReport};
 use crate::engine::Engine;
@@ -126,12 +126,12 @@ pub fn print_hits(out: &Out, hits: &[LibHit]) {
         block.push_str(&format!(
             "\n{}  {}  {:.2}\n",
             out.paint("1;35", &h.citation),
-            out.paint("2", &h.title),
+            out.paint("2", &visible(&h.title)),
             h.score
         ));
         let mut lines = h.text.lines().filter(|l| !l.trim().is_empty());
         for l in lines.by_ref().take(3) {
-            block.push_str(&format!("    {l}\n"));
+            block.push_str(&format!("    {}\n", visible(l)));
         }
         if lines.next().is_some() {
             block.push_str(&format!("    {}\n", out.paint("2", "⋮")));

@@ -102,6 +102,14 @@ pub fn visible(line: &str) -> String {
         .collect()
 }
 
+/// [`visible`] for text of many lines (a fetched page, a model's answer as it streams): its
+/// newlines are kept.
+pub fn visible_text(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() && c != '\t' && c != '\n' { c.escape_default().collect() } else { c.to_string() })
+        .collect()
+}
+
 /// "error:" in red when stderr is a terminal.
 pub fn error_prefix() -> String {
     if color_enabled(std::io::stderr().is_terminal()) {

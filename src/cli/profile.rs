@@ -1,7 +1,7 @@
 //! `docdex profile list | add | search | edit | remove | export | import | reembed | learn`:
 //! profile (preference) memory, one engine call per command.
 
-use super::output::{count, Out};
+use super::output::{count, visible_text, Out};
 use crate::engine::protocol::{
     now_ms, Category, DagTarget, EvolutionAction, EvolutionOutcome, Preference, ProfileAddRequest, ProfileEditRequest,
     ProfileListRequest, ProfileRemoveRequest, ProfileSearchRequest, ProfileWriteResponse, SavePreferenceRequest,
@@ -437,7 +437,7 @@ fn print_preferences(out: &Out, prefs: &[Preference]) {
             out.line(&out.paint("1", p.category.name()));
             last = Some(p.category);
         }
-        out.line(&format!("  {}", p.content));
+        out.line(&format!("  {}", visible_text(&p.content)));
         let rule = match (&p.rule, p.category) {
             (Some(r), _) => format!(" · rule {r}"),
             (None, Category::Constraint) => " · advice only".to_string(),

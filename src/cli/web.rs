@@ -1,7 +1,7 @@
 //! `docdex web-search`, `web-fetch`, `web-rag` and `browser list|setup|install`: each one
 //! engine call, printed for humans or as `--json`.
 
-use super::output::{count, Out};
+use super::output::{count, visible, visible_text, Out};
 use super::RepoArg;
 use crate::engine::protocol::{browser_install_help, DiscoveryStatus, WebFetchRequest, WebSearchRequest};
 use crate::engine::Engine;
@@ -91,10 +91,11 @@ pub fn search(engine: &Engine, out: &Out, args: WebSearchArgs) -> anyhow::Result
         out.json(&resp)?;
     } else {
         for r in &resp.results {
-            out.line(&format!("{:>2}. {}", r.rank, out.paint("1", &r.title)));
+            // Titles, snippets and pages are the web's text: shown, never obeyed by the terminal.
+            out.line(&format!("{:>2}. {}", r.rank, out.paint("1", &visible(&r.title))));
             out.line(&format!("    {}", out.paint("36", &r.url)));
             if !r.snippet.is_empty() {
-                out.line(&format!("    {}", r.snippet));
+                out.line(&format!("    {}", visible(&r.snippet)));
             }
         }
         let how = if resp.cached { "from the cache".to_string() } else { format!("via the {} endpoint", resp.source) };
@@ -132,10 +133,10 @@ pub fn fetch(engine: &Engine, out: &Out, args: WebFetchArgs) -> anyhow::Result<E
         out.json(&resp)?;
     } else {
         let p = &resp.page;
-        out.line(&format!("# {}", p.title));
+        out.line(&format!("# {}", visible(&p.title)));
         out.line(&out.paint("2", &format!("<{}>", p.final_url)));
         out.line("");
-        out.line(&p.markdown);
+        out.line(&visible_text(&p.markdown));
         let how = if resp.cached {
             "from the cache".to_string()
         } else {

@@ -1100,6 +1100,20 @@ fn a_cli_chat_whose_reader_has_gone_stops_the_answer_quietly() {
 }
 
 #[test]
+fn a_streamed_answer_shows_control_characters_and_json_keeps_them() {
+    // A model repeating a file's escape sequences sent them raw to the terminal as it streamed.
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let answer = "Sessions \u{1b}]0;pwned\u{7} expire\nhourly \u{1b}[2J here.";
+    c.server.script("stale sessions", vec![answer.into(), answer.into()]);
+    let out = c.env.run(&["chat", "--repo", c.r(), "--query", "how are stale sessions expired?"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Sessions \\u{1b}]0;pwned\\u{7} expire\nhourly \\u{1b}[2J here."), "{text:?}");
+    assert!(!text.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{text:?}");
+    let v = c.env.json(&["chat", "--repo", c.r(), "--query", "how are stale sessions expired?", "--json"]);
+    assert!(v["answer"].as_str().unwrap().contains(answer), "{v}");
+}
+
+#[test]
 fn a_model_window_under_1024_tokens_is_budgeted_as_reported() {
     // A server run with a small context (llama-server -c 600): the prompt and the answer cap
     // must fit in it. The window was raised to 1,024, so the request overflowed the model.

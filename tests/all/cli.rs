@@ -323,6 +323,32 @@ fn get_search_and_symbols_show_a_files_control_characters_instead_of_obeying_the
 }
 
 #[test]
+fn fetched_pages_and_ast_samples_show_control_characters_instead_of_obeying_them() {
+    // A web page is anyone's text: its escape sequences went raw to the terminal from
+    // `web-fetch`, as a repository file's did from `ast query` samples.
+    use crate::web_support::{doc_page, web_config, Fixture, Reply};
+    let not_obeyed = |text: &str| !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t');
+    let page = doc_page("Kiwi \u{1b}]0;pwned\u{7} guide", "The kiwi parser \u{1b}[2J reads frobnicate options.");
+    let site = Fixture::start("127.0.0.1", move |_, _, _| Reply::html(page.clone()));
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", "engine = \"http\"\n"));
+    let out = env.run(&["web-fetch", &site.url("/doc/kiwi")]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success() && text.contains("frobnicate"), "{text}");
+    assert!(not_obeyed(&text) && text.contains("# Kiwi \\u{1b}]0;pwned\\u{7} guide"), "{text:?}");
+    assert!(text.contains("The kiwi parser \\u{1b}"), "{text:?}");
+
+    let repo = env.repo("esc");
+    write(&repo, "kiwi.rs", "fn kiwi_parser() {\n    let s = \"\u{1b}[2J\";\n}\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let out = env.run(&["ast", "query", "--repo", r, "--kinds", "string_literal"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success() && text.contains("kiwi.rs"), "{text}");
+    assert!(not_obeyed(&text) && text.contains("\\u{1b}[2J"), "{text:?}");
+}
+
+#[test]
 fn repo_list_and_remove() {
     let env = Env::new();
     let repo = env.repo("r");
