@@ -51,19 +51,7 @@ pub fn run(engine: &Engine, out: &Out, args: EvalArgs) -> anyhow::Result<()> {
         Some(file) => QuerySource::File(file),
         None => QuerySource::Git(GitSetOptions { n: args.n, since: args.since, seed: args.seed }),
     };
-    let compare = match args.compare.as_slice() {
-        [] => None,
-        [one] if std::path::Path::new(one).is_file() => Some(CompareWith::File(PathBuf::from(one))),
-        settings => {
-            if let Some(s) = settings.iter().find(|s| !s.contains('=')) {
-                return Err(Error::BadRequest(format!(
-                    "--compare {s:?} is neither a config file that exists nor a section.key=value setting"
-                ))
-                .into());
-            }
-            Some(CompareWith::Overrides(settings.to_vec()))
-        }
-    };
+    let compare = compare_with(&args.compare)?;
     if !args.json {
         out.note(&format!("evaluating search on {}", path.display()));
     }
@@ -77,6 +65,29 @@ pub fn run(engine: &Engine, out: &Out, args: EvalArgs) -> anyhow::Result<()> {
         out.block(&render(&report));
     }
     Ok(())
+}
+
+/// What `--compare` values ask for: one config file, or `section.key=value` settings.
+fn compare_with(values: &[String]) -> Result<Option<CompareWith>, Error> {
+    match values {
+        [] => Ok(None),
+        [one] if std::path::Path::new(one).is_file() => Ok(Some(CompareWith::File(PathBuf::from(one)))),
+        settings => {
+            // A file among several values was called "neither a config file that exists nor a
+            // setting", though it exists.
+            if let Some(f) = settings.iter().find(|s| std::path::Path::new(s).is_file()) {
+                return Err(Error::BadRequest(format!(
+                    "--compare {f:?} is a config file given with other --compare values: compare one file, or settings on top of the current configuration (put these settings in the file instead)"
+                )));
+            }
+            if let Some(s) = settings.iter().find(|s| !s.contains('=')) {
+                return Err(Error::BadRequest(format!(
+                    "--compare {s:?} is neither a config file that exists nor a section.key=value setting"
+                )));
+            }
+            Ok(Some(CompareWith::Overrides(settings.to_vec())))
+        }
+    }
 }
 
 /// Why tried commits made no query, when some did not.
@@ -197,6 +208,21 @@ mod tests {
             worst: Vec::new(),
             outcomes: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_compare_file_with_other_values_is_named_as_a_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("other.toml");
+        std::fs::write(&file, "[search]\nhybrid = false\n").expect("write");
+        let file = file.to_string_lossy().into_owned();
+        let both = [file.clone(), "search.hybrid=false".to_string()];
+        let err = compare_with(&both).unwrap_err().to_string();
+        assert!(err.contains("is a config file given with other --compare values"), "{err}");
+        assert_eq!(compare_with(&both[..1]).unwrap(), Some(CompareWith::File(file.into())));
+        let missing = ["nowhere.toml".to_string()];
+        assert!(compare_with(&missing).unwrap_err().to_string().contains("neither a config file"));
+        assert_eq!(compare_with(&both[1..]).unwrap(), Some(CompareWith::Overrides(both[1..].to_vec())));
     }
 
     #[test]
