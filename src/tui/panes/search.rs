@@ -8,7 +8,7 @@
 
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol as files;
-use crate::engine::protocol::{SearchHit, SearchRequest};
+use crate::engine::protocol::{SearchHit, SearchRequest, SearchResponse};
 use crate::tui::action::{Action, PromptKind};
 use crate::tui::event::{EngineEvent, Request, SymbolHit, WatchActivity};
 use crate::tui::keymap::Command;
@@ -722,6 +722,76 @@ fn symbol_lines(s: &SymbolHit, w: usize, t: &crate::tui::theme::Theme) -> (Line<
     (head, Line::styled(format!("   {}", fit(&s.signature, w.saturating_sub(3))), t.style(Slot::SearchSnippet)))
 }
 
+impl SearchPane {
+    /// A first page of results (or the error) for request `seq`, unless a later one is shown.
+    fn show_results(&mut self, seq: u64, result: &Result<SearchResponse, String>, cx: &mut Cx<'_>) {
+        if seq < self.shown_seq {
+            return;
+        }
+        self.in_flight = seq < self.seq;
+        self.shown_seq = seq;
+        self.more_in_flight = false;
+        self.offset.set(0);
+        self.selected = 0;
+        self.pinned = None;
+        match result {
+            Ok(resp) => {
+                self.error = None;
+                self.results = resp.results.clone();
+                self.results_query = resp.query.clone();
+                self.results_note = resp.note.clone();
+                self.total_hits = resp.total_hits;
+                self.confidence = resp.confidence;
+                self.took_ms = resp.timing_ms.total;
+                self.next_cursor = resp.next_cursor.clone();
+                if self.results.is_empty() {
+                    self.clear_preview();
+                } else {
+                    self.request_preview(cx);
+                }
+            }
+            Err(e) => {
+                self.results.clear();
+                self.results_query = self.query.text().to_string();
+                self.results_note = None;
+                self.error = Some(e.clone());
+                self.clear_preview();
+            }
+        }
+    }
+
+    /// Symbol hits (or the error) for request `seq`, unless a later one is shown.
+    fn show_symbols(&mut self, seq: u64, result: &Result<Vec<SymbolHit>, String>, total: usize, cx: &mut Cx<'_>) {
+        if seq < self.shown_seq {
+            return;
+        }
+        self.shown_seq = seq;
+        self.in_flight = seq < self.seq;
+        self.selected = 0;
+        self.pinned = None;
+        match result {
+            Ok(hits) => {
+                self.symbols = hits.clone();
+                self.symbols_total = total;
+                self.error = None;
+                self.results_query = self.query.text().to_string();
+                self.results_note = None;
+                if self.symbols.is_empty() {
+                    // No symbol is selected: no preview of an earlier one either.
+                    self.clear_preview();
+                } else {
+                    self.request_preview(cx);
+                }
+            }
+            Err(e) => {
+                self.symbols.clear();
+                self.error = Some(e.clone());
+                self.clear_preview();
+            }
+        }
+    }
+}
+
 impl Pane for SearchPane {
     fn id(&self) -> PaneId {
         PaneId::Search
@@ -815,41 +885,7 @@ impl Pane for SearchPane {
 
     fn engine(&mut self, event: &EngineEvent, cx: &mut Cx<'_>) {
         match event {
-            EngineEvent::SearchResults { seq, more: false, result } => {
-                if *seq < self.shown_seq {
-                    return;
-                }
-                self.in_flight = *seq < self.seq;
-                self.shown_seq = *seq;
-                self.more_in_flight = false;
-                self.offset.set(0);
-                self.selected = 0;
-                self.pinned = None;
-                match result {
-                    Ok(resp) => {
-                        self.error = None;
-                        self.results = resp.results.clone();
-                        self.results_query = resp.query.clone();
-                        self.results_note = resp.note.clone();
-                        self.total_hits = resp.total_hits;
-                        self.confidence = resp.confidence;
-                        self.took_ms = resp.timing_ms.total;
-                        self.next_cursor = resp.next_cursor.clone();
-                        if self.results.is_empty() {
-                            self.clear_preview();
-                        } else {
-                            self.request_preview(cx);
-                        }
-                    }
-                    Err(e) => {
-                        self.results.clear();
-                        self.results_query = self.query.text().to_string();
-                        self.results_note = None;
-                        self.error = Some(e.clone());
-                        self.clear_preview();
-                    }
-                }
-            }
+            EngineEvent::SearchResults { seq, more: false, result } => self.show_results(*seq, result, cx),
             EngineEvent::SearchResults { seq, more: true, result } => {
                 self.more_in_flight = false;
                 if *seq != self.shown_seq {
@@ -860,35 +896,7 @@ impl Pane for SearchPane {
                     self.next_cursor = resp.next_cursor.clone();
                 }
             }
-            EngineEvent::SymbolResults { seq, result, total } => {
-                if *seq < self.shown_seq {
-                    return;
-                }
-                self.shown_seq = *seq;
-                self.in_flight = *seq < self.seq;
-                self.selected = 0;
-                self.pinned = None;
-                match result {
-                    Ok(hits) => {
-                        self.symbols = hits.clone();
-                        self.symbols_total = *total;
-                        self.error = None;
-                        self.results_query = self.query.text().to_string();
-                        self.results_note = None;
-                        if self.symbols.is_empty() {
-                            // No symbol is selected: no preview of an earlier one either.
-                            self.clear_preview();
-                        } else {
-                            self.request_preview(cx);
-                        }
-                    }
-                    Err(e) => {
-                        self.symbols.clear();
-                        self.error = Some(e.clone());
-                        self.clear_preview();
-                    }
-                }
-            }
+            EngineEvent::SymbolResults { seq, result, total } => self.show_symbols(*seq, result, *total, cx),
             EngineEvent::Preview { seq, result } => {
                 if *seq != self.preview_seq {
                     return;
