@@ -94,7 +94,7 @@ fn compare_with(values: &[String]) -> Result<Option<CompareWith>, Error> {
 fn dropped(g: &crate::engine::protocol::GitSetStats) -> String {
     let mut why = Vec::new();
     if g.dropped_rewritten > 0 {
-        why.push(format!("{} whose lines were rewritten since", g.dropped_rewritten));
+        why.push(format!("{} whose lines were rewritten or renamed since", g.dropped_rewritten));
     }
     if g.dropped_redacted > 0 {
         why.push(format!("{} with too few words once identifiers were removed", g.dropped_redacted));

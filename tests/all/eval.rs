@@ -588,3 +588,22 @@ fn a_users_diff_prefix_settings_do_not_empty_the_set() {
         git(&root, &["config", "--unset", setting[0]]);
     }
 }
+
+/// A history whose one qualifying commit made no query (its file renamed since, so git shows
+/// no line it added) said "1 with 1 to 4 source files and a descriptive subject" and nothing
+/// on why that one is no query.
+#[test]
+fn an_empty_set_says_why_the_qualifying_commits_made_no_query() {
+    let env = Env::new();
+    let root = env.repo("renamed");
+    git(&root, &["init", "-q", "-b", "main"]);
+    write(&root, "src/old_name.py", "def parse(text):\n    return text\n");
+    commit(&root, "init");
+    write(&root, "src/old_name.py", "def parse(text):\n    return text.strip().lower()\n");
+    commit(&root, "Strip surrounding whitespace and lowercase the parsed text input");
+    git(&root, &["mv", "src/old_name.py", "src/new_name.py"]);
+    commit(&root, "Rename the module so its name says what it holds now");
+    let err = env.engine().eval(&root, &git_request(50, 1), &quiet()).unwrap_err().to_string();
+    assert!(err.contains("1 with 1 to 4 source files"), "{err}");
+    assert!(err.contains("dropped: 1 whose lines were rewritten or renamed since"), "{err}");
+}

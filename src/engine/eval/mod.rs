@@ -123,26 +123,7 @@ impl Engine {
         }
         if queries.is_empty() {
             return Err(Error::BadRequest(match &git {
-                Some(s) => {
-                    // git takes any --since text and reads nothing after a date it could not parse.
-                    let since = match &req.source {
-                        QuerySource::Git(o) if s.scanned == 0 => o.since.as_deref().map(|d| {
-                            format!("; no commit is newer than --since {d:?} (is it a date git understands, such as 2024-01-31 or \"3 months ago\"?)")
-                        }),
-                        _ => None,
-                    };
-                    let shallow = if s.shallow {
-                        "; this is a shallow clone (`git fetch --unshallow` fetches the rest of its history)"
-                    } else {
-                        ""
-                    };
-                    format!(
-                        "no commit in the history qualified as a query ({} read, {} with 1 to 4 source files and a descriptive subject){}{shallow}: evaluate with --queries FILE",
-                        s.scanned,
-                        s.candidates,
-                        since.unwrap_or_default()
-                    )
-                }
+                Some(stats) => no_query_from_git(req, stats),
                 None => format!("the query set {source} holds no queries"),
             }));
         }
@@ -179,6 +160,38 @@ impl Engine {
         let engine = Engine::with_config(&self.paths().home, config, path, warnings.clone())?;
         Ok((engine, label, warnings))
     }
+}
+
+/// Why the history gave no query, and what to do.
+fn no_query_from_git(req: &EvalRequest, s: &GitSetStats) -> String {
+    // git takes any --since text and reads nothing after a date it could not parse.
+    let since = match &req.source {
+        QuerySource::Git(o) if s.scanned == 0 => o.since.as_deref().map(|d| {
+            format!("; no commit is newer than --since {d:?} (is it a date git understands, such as 2024-01-31 or \"3 months ago\"?)")
+        }),
+        _ => None,
+    };
+    // Commits that qualified and were tried, yet made no query, were counted as qualified
+    // with no word on why none is a query.
+    let mut dropped = Vec::new();
+    if s.dropped_rewritten > 0 {
+        dropped.push(format!("{} whose lines were rewritten or renamed since", s.dropped_rewritten));
+    }
+    if s.dropped_redacted > 0 {
+        dropped.push(format!("{} with too few words once identifiers were removed", s.dropped_redacted));
+    }
+    let dropped = if dropped.is_empty() { String::new() } else { format!(", dropped: {}", dropped.join(", ")) };
+    let shallow = if s.shallow {
+        "; this is a shallow clone (`git fetch --unshallow` fetches the rest of its history)"
+    } else {
+        ""
+    };
+    format!(
+        "no commit in the history qualified as a query ({} read, {} with 1 to 4 source files and a descriptive subject{dropped}){}{shallow}: evaluate with --queries FILE",
+        s.scanned,
+        s.candidates,
+        since.unwrap_or_default()
+    )
 }
 
 /// `config` with `section.key=value` settings applied (values read as TOML, else as strings).
