@@ -482,7 +482,13 @@ impl QueryOutcome {
 /// Scores a file ranking against a query's gold files.
 pub fn score_query(q: &EvalQuery, ranking: Vec<String>) -> QueryOutcome {
     let norm = |p: &str| normalize(p).to_string();
-    let gold: Vec<String> = q.gold.iter().map(|g| norm(g)).collect();
+    // One answer named twice (`a.rs` and `./a.rs`) counts once, as score.py's set of gold files.
+    let mut gold: Vec<String> = Vec::with_capacity(q.gold.len());
+    for g in q.gold.iter().map(|g| norm(g)) {
+        if !gold.contains(&g) {
+            gold.push(g);
+        }
+    }
     let gold_ranks: Vec<Option<usize>> =
         gold.iter().map(|g| ranking.iter().position(|f| norm(f) == *g).map(|i| i + 1)).collect();
     let first = gold_ranks.iter().flatten().min().copied();
@@ -571,6 +577,10 @@ mod tests {
         assert_eq!(m.n, 2);
         assert!((m.mrr_at_10 - (1.0 / 3.0 + 1.0) / 2.0).abs() < 1e-9);
         assert!((m.recall_at_1 - 0.5).abs() < 1e-9);
+        // An answer named twice counts once: found, it is half of {a, b}, not two thirds.
+        let twice = score_query(&q(&["a.rs", "./a.rs", "b.rs"]), vec!["a.rs".into()]);
+        assert_eq!(twice.gold, ["a.rs", "b.rs"]);
+        assert!((twice.recall(1) - 0.5).abs() < 1e-9);
         // Beyond the top 10 a gold file counts for nothing in MRR@10.
         let far: Vec<String> = (0..12).map(|i| format!("{i}.rs")).collect();
         assert_eq!(score_query(&q(&["11.rs"]), far).reciprocal_rank, 0.0);
