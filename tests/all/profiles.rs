@@ -566,3 +566,42 @@ async fn the_http_api_lists_adds_searches_and_removes() {
     assert_eq!(manifest["format"], "docdex.profile_sync");
     assert!(manifest["tombstones"].as_array().unwrap().iter().any(|t| t["id"] == id.as_str()));
 }
+
+/// A preference synced from a machine whose clock runs ahead carries a `last_updated` in this
+/// machine's future. Removing it here stamped the removal with this clock, older than the row:
+/// the other side kept its row (the removal looked older) and the next import here added it
+/// back. The removal is now stamped after the row, as an edit is.
+#[test]
+fn a_removal_beats_a_row_stamped_by_a_clock_running_ahead() {
+    let a = Env::new();
+    let b = Env::new();
+    let ea = a.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let eb = b.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let id = "aaaaaa11-1111-4111-8111-111111111111";
+    let ahead = docdex::engine::fsutil::now_ms() as i64 + 86_400_000;
+    let f = a.dir.path().join("skew.json");
+    std::fs::write(
+        &f,
+        json!({"format": "docdex.profile_sync", "version": 1, "agents": [],
+               "preferences": [{"id": id, "agent_id": "skew", "content": "Prefer early returns",
+                                "category": "style", "last_updated": ahead, "source": "manual"}],
+               "tombstones": []})
+        .to_string(),
+    )
+    .unwrap();
+    ea.profile_import(&f).unwrap();
+    eb.profile_import(&f).unwrap();
+    ea.profile_remove(&ProfileRemoveRequest { id: id.into(), agent: false }).unwrap();
+    let from_a = a.dir.path().join("a.json");
+    ea.profile_export_to(Some(&from_a)).unwrap();
+    let r = eb.profile_import(&from_a).unwrap();
+    assert_eq!(r.deleted, 1, "the removal reached B: {r:?}");
+    let from_b = b.dir.path().join("b.json");
+    eb.profile_export_to(Some(&from_b)).unwrap();
+    let back = ea.profile_import(&from_b).unwrap();
+    assert_eq!(back.added, 0, "the row did not come back to A: {back:?}");
+    for e in [&ea, &eb] {
+        let err = e.profile_preference(id).unwrap_err();
+        assert!(matches!(err, Error::NotFound(_)), "{err}");
+    }
+}

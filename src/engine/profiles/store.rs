@@ -391,9 +391,12 @@ impl<'c> Write<'c> {
     }
 
     /// Removes a preference, leaving a tombstone so sync carries the removal. Returns the
-    /// removed row.
+    /// removed row. The tombstone is stamped after the row (as an edit is): a row from a
+    /// machine whose clock runs ahead would otherwise outlive its removal, which the other
+    /// side ignores as older and the next import here undoes.
     pub fn delete(&self, id: &str, deleted_at: i64) -> Result<Option<Preference>> {
         let Some(p) = preference(&self.tx, id)? else { return Ok(None) };
+        let deleted_at = deleted_at.max(p.last_updated.saturating_add(1));
         self.clear_vector(id)?;
         self.tx.execute("DELETE FROM preferences WHERE id = ?1", [id]).map_err(self.e())?;
         self.tx
