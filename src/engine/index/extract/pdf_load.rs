@@ -69,8 +69,9 @@ fn hold_object_stream(id: ObjectId, object: &mut Object) -> Option<(ObjectId, Ob
 /// Puts the trailer's encryption entry (loaded under `held`) back and decrypts every object as
 /// lopdf's encrypted load does: with the empty password, else the file needs one.
 fn decrypt(doc: &mut Document, held: &[u8]) -> Result<(), Refusal> {
-    let Some(entry) = doc.trailer.remove(held) else { return Ok(()) };
-    doc.trailer.set("Encrypt", entry);
+    if !put_back(doc, held) {
+        return Ok(());
+    }
     // (An encryption dictionary written in the trailer itself, not by reference, is refused
     // here, as lopdf cannot decrypt with it either.)
     if doc.authenticate_password("").is_err() {
@@ -90,6 +91,21 @@ fn decrypt(doc: &mut Document, held: &[u8]) -> Result<(), Refusal> {
     doc.trailer.remove(b"Encrypt");
     doc.encryption_state = Some(state);
     Ok(())
+}
+
+/// Renames the trailer's entry `held` back to `/Encrypt`, in the trailer and in the
+/// cross-reference stream that holds it (an object too); whether the trailer had it.
+fn put_back(doc: &mut Document, held: &[u8]) -> bool {
+    let Some(entry) = doc.trailer.remove(held) else { return false };
+    doc.trailer.set("Encrypt", entry);
+    for object in doc.objects.values_mut() {
+        if let Ok(stream) = object.as_stream_mut() {
+            if let Some(entry) = stream.dict.remove(held) {
+                stream.dict.set("Encrypt", entry);
+            }
+        }
+    }
+    true
 }
 
 /// Measures every held object stream, then unpacks them as lopdf does (an object the
