@@ -241,7 +241,7 @@ fn parse_table(table: &toml::Table, origin: &Path) -> Result<(Config, Vec<String
 /// file and a line the user never wrote; the setting that fails alone is named instead.
 fn blame(base: &toml::Table, settings: &[String], origin: &Path, err: Error) -> Error {
     let Error::Config { message, .. } = &err else { return err };
-    let reason = message.lines().map(str::trim).filter(|l| !l.is_empty()).last().unwrap_or(message);
+    let reason = message.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or(message);
     let fails_alone = |s: &&String| {
         let mut t = base.clone();
         apply_setting(&mut t, s).is_ok() && parse_table(&t, origin).is_err()
