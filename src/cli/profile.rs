@@ -1,7 +1,7 @@
 //! `docdex profile list | add | search | edit | remove | export | import | reembed | learn`:
 //! profile (preference) memory, one engine call per command.
 
-use super::output::{count, visible_text, Out};
+use super::output::{count, visible, visible_text, Out};
 use crate::engine::protocol::{
     now_ms, Category, DagTarget, EvolutionAction, EvolutionOutcome, Preference, ProfileAddRequest, ProfileEditRequest,
     ProfileListRequest, ProfileRemoveRequest, ProfileSearchRequest, ProfileWriteResponse, SavePreferenceRequest,
@@ -308,7 +308,7 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
                     "{:.3}  {}  {}",
                     h.similarity_score,
                     out.paint("2", &format!("[{}] {}", p.category, p.agent_id)),
-                    p.content
+                    visible(&p.content)
                 ));
                 out.line(&out.paint("2", &format!("       {} · {} · {}", p.id, p.source.name(), age(p.last_updated))));
             }
@@ -417,7 +417,7 @@ fn print_outcome(out: &Out, o: &EvolutionOutcome) {
         out.note(&format!("note: {n}"));
     }
     let what = match (o.action, &o.preference) {
-        (EvolutionAction::Add, Some(p)) => format!("ADD {} [{}] {}", p.id, p.category, p.content),
+        (EvolutionAction::Add, Some(p)) => format!("ADD {} [{}] {}", p.id, p.category, visible(&p.content)),
         (EvolutionAction::Update, Some(p)) => {
             format!("UPDATE {}: {:?} -> {:?}", p.id, o.previous_content.clone().unwrap_or_default(), p.content)
         }

@@ -605,3 +605,51 @@ fn a_removal_beats_a_row_stamped_by_a_clock_running_ahead() {
         assert!(matches!(err, Error::NotFound(_)), "{err}");
     }
 }
+
+/// A preference holding an escape sequence was stored as given (`profile add`, HTTP, MCP, an
+/// imported manifest) and replayed on every terminal that searched it, and a line break broke
+/// the workbench's rows. Line breaks and tabs now become spaces; other control characters are
+/// refused with the reason, and rows stored before are shown escaped by `profile search`.
+#[test]
+fn control_characters_are_refused_and_line_breaks_become_spaces() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let engine = env.engine();
+    let add = |text: &str| {
+        engine.profile_add(&ProfileAddRequest {
+            agent_id: "ivy".into(),
+            category: Category::Style,
+            content: text.into(),
+            rule: None,
+            role: None,
+        })
+    };
+    let err = add("Use tabs \u{1b}[2J\u{7}").unwrap_err();
+    assert!(matches!(err, Error::BadRequest(_)) && err.to_string().contains("U+001B"), "{err}");
+    let p = add("  Prefer early returns\r\n\tover nested ifs \n").unwrap().preference;
+    assert_eq!(p.content, "Prefer early returns over nested ifs");
+    // An imported row with one is rejected alone.
+    let f = env.dir.path().join("m.json");
+    std::fs::write(
+        &f,
+        json!({"format": "docdex.profile_sync", "version": 1, "agents": [],
+               "preferences": [{"id": "5c9d8e7f-1a2b-4c3d-8e9f-0a1b2c3d4e5f", "agent_id": "ivy",
+                                "content": "x\u{1b}]52;c;aGk=\u{7}", "category": "style", "last_updated": 10}],
+               "tombstones": []})
+        .to_string(),
+    )
+    .unwrap();
+    let r = engine.profile_import(&f).unwrap();
+    assert_eq!((r.added, r.rejected.len()), (0, 1), "{r:?}");
+    // A row stored before this check is shown escaped, never obeyed.
+    let db = rusqlite::Connection::open(engine.profile_db_path()).unwrap();
+    db.execute(
+        "INSERT INTO preferences(id, agent_id, content, category, last_updated, source)
+         VALUES ('6d0e9f80-2b3c-4d4e-9f00-1b2c3d4e5f60', 'ivy', 'early \u{1b}[2J returns', 'style', 10, 'manual')",
+        [],
+    )
+    .unwrap();
+    let out = env.run(&["profile", "search", "--agent", "ivy", "early returns"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("early \\u{1b}[2J returns") && !text.contains('\u{1b}'), "{text}");
+}

@@ -557,9 +557,20 @@ pub fn valid_agent(id: &str) -> Result<()> {
     }
 }
 
-/// A preference's text, trimmed, non-empty and at most [`MAX_CONTENT_BYTES`].
+/// A preference's text: one line (its line breaks and tabs become spaces: every surface shows
+/// a preference on one line, a list row, a prompt bullet), trimmed, non-empty, at most
+/// [`MAX_CONTENT_BYTES`], and free of other control characters (an escape sequence was stored
+/// and replayed on every terminal that listed it, and broke the workbench's rows).
 pub fn valid_content(text: &str) -> Result<String> {
-    let t = text.trim();
+    let joined: Vec<&str> =
+        text.split(['\n', '\r', '\t', '\u{0b}', '\u{0c}']).map(str::trim).filter(|s| !s.is_empty()).collect();
+    let t = joined.join(" ");
+    if let Some(c) = t.chars().find(|c| c.is_control()) {
+        return Err(Error::BadRequest(format!(
+            "a preference is plain text; this one holds the control character U+{:04X} (an escape sequence or a stray byte): remove it",
+            c as u32
+        )));
+    }
     if t.is_empty() {
         return Err(Error::BadRequest("empty preference: say what the agent should do".into()));
     }
@@ -569,7 +580,7 @@ pub fn valid_content(text: &str) -> Result<String> {
             t.len()
         )));
     }
-    Ok(t.to_string())
+    Ok(t)
 }
 
 /// The rule a preference gets and a note saying why: a given rule is checked (and only
