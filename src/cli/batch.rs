@@ -26,7 +26,7 @@ pub fn run(
     let failed = items.iter().filter(|i| i.error.is_some()).count();
     for item in &items {
         if json {
-            out.line(&serde_json::to_string(item)?);
+            out.json_line(&serde_json::to_string(item)?);
         } else {
             out.line(&describe(item));
         }

@@ -226,7 +226,7 @@ fn turn(
     };
     let resp = interrupt::stopping(&req.cancel, || engine.chat(repo, &req, &mut on_event))?;
     if args.json {
-        out.line(&if args.query.is_some() {
+        out.json_line(&if args.query.is_some() {
             serde_json::to_string_pretty(&resp)?
         } else {
             serde_json::to_string(&resp)?

@@ -464,7 +464,8 @@ pub fn main() -> ExitCode {
                 let body = serde_json::json!({"error": {"code": code, "message": format!("{err:#}")}});
                 let _ = output::write_stdout(format!("{body}\n").as_bytes());
             }
-            eline!("{} {err:#}", output::error_prefix());
+            // An error may quote a path or a value with an escape sequence in it.
+            eline!("{} {}", output::error_prefix(), output::guard(&format!("{err:#}"), false));
             if let Some(hint) = nested_repo_hint(&err) {
                 eline!("{hint}");
             }

@@ -35,19 +35,26 @@ impl Out {
         }
     }
 
-    /// Prints a line.
+    /// Prints a line (through [`guard`]).
     pub fn line(&self, s: &str) {
+        let _ = write_stdout(format!("{}\n", guard(s, self.color)).as_bytes());
+    }
+
+    /// Prints a block of lines in one write (through [`guard`]).
+    pub fn block(&self, s: &str) {
+        let _ = write_stdout(guard(s, self.color).as_bytes());
+    }
+
+    /// Prints a line of JSON as it is: serde escapes what a terminal would act on, and the
+    /// text in it stays exact.
+    pub fn json_line(&self, s: &str) {
         let _ = write_stdout(format!("{s}\n").as_bytes());
     }
 
-    /// Prints a block of lines in one write.
-    pub fn block(&self, s: &str) {
-        let _ = write_stdout(s.as_bytes());
-    }
-
-    /// Prints a dim informational line to stderr.
+    /// Prints a dim informational line to stderr (through [`guard`]).
     pub fn note(&self, s: &str) {
         let c = color_enabled(std::io::stderr().is_terminal());
+        let s = guard(s, c);
         if c {
             eline!("\x1b[2m{s}\x1b[0m");
         } else {
@@ -100,6 +107,45 @@ pub fn visible(line: &str) -> String {
     line.chars()
         .map(|c| if c.is_control() && c != '\t' { c.escape_default().collect() } else { c.to_string() })
         .collect()
+}
+
+/// `s` as it may reach a terminal: docdex's own color codes (`ESC [`, digits and `;`, `m`) kept
+/// when coloring, every other control character but newline and tab written out as [`visible`]
+/// does. The last guard for text docdex did not write that a line quotes without [`visible`]
+/// (a file name with an escape sequence in it, in a search hit's heading).
+pub fn guard(s: &str, color: bool) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut rest = s;
+    while let Some(c) = rest.chars().next() {
+        let sgr = if color && c == '\x1b' { sgr_len(rest) } else { 0 };
+        if sgr > 0 {
+            out.push_str(&rest[..sgr]);
+            rest = &rest[sgr..];
+            continue;
+        }
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The length of the SGR sequence `s` starts with (`ESC [ 1;33 m`), or 0.
+fn sgr_len(s: &str) -> usize {
+    let Some(params) = s.strip_prefix("\x1b[") else { return 0 };
+    let digits = params.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count();
+    if params.as_bytes().get(digits) == Some(&b'm') {
+        2 + digits + 1
+    } else {
+        0
+    }
 }
 
 /// [`visible`] for text of many lines (a fetched page, a model's answer as it streams): its
@@ -420,7 +466,7 @@ pub fn print_watch(out: &Out, r: &WatchReport, json: bool) {
             }
             WatchReport::Failed(e) => serde_json::json!({"event": "error", "message": e}),
         };
-        out.line(&v.to_string());
+        out.json_line(&v.to_string());
         return;
     }
     match r {
@@ -488,5 +534,19 @@ pub fn print_similar(out: &Out, r: &SimilarResponse) {
     }
     for f in &r.results {
         out.line(&format!("{:>6.3}  {}  {}", f.score, out.paint("1;35", &f.path), out.paint("2", &f.lang)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guard;
+
+    #[test]
+    fn guard_keeps_docdex_s_colors_and_shows_every_other_control() {
+        let line = "\x1b[1;33mhit\x1b[0m z\x1b[2Jz.rs \x1b]0;title\x07 a\rb\tc\u{9b}d";
+        assert_eq!(guard(line, true), "\x1b[1;33mhit\x1b[0m z\\u{1b}[2Jz.rs \\u{1b}]0;title\\u{7} a\\rb\tc\\u{9b}d");
+        // Uncolored output has no escape of its own to keep.
+        assert_eq!(guard("\x1b[0mx\n", false), "\\u{1b}[0mx\n");
+        assert!(matches!(guard("plain\ttext\n", true), std::borrow::Cow::Borrowed(_)));
     }
 }

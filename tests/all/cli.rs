@@ -349,6 +349,32 @@ fn fetched_pages_and_ast_samples_show_control_characters_instead_of_obeying_them
 }
 
 #[test]
+fn a_file_name_with_an_escape_sequence_is_shown_not_obeyed() {
+    // Every human line passes one guard: a file named `z<ESC>[2Jz.rs` cleared the terminal from
+    // search headings, symbol locations, impact and errors quoting it.
+    let env = Env::new();
+    let repo = env.repo("esc");
+    write(&repo, "z\u{1b}[2Jz.rs", "fn zebra_walrus() {}\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    for (args, code) in [
+        (&["search", "--repo", r, "zebra_walrus"][..], 0),
+        (&["symbols", "--repo", r, "zebra_walrus"][..], 0),
+        (&["impact", "--repo", r, "z\u{1b}[2Jz.rs"][..], 0),
+        (&["get", "--repo", r, "q\u{1b}[2Jq.rs"][..], 2),
+    ] {
+        let out = env.run(args);
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {text}");
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{args:?}: {text:?}");
+        assert!(text.contains("\\u{1b}[2J"), "{args:?}: {text}");
+    }
+    // JSON keeps the name exact.
+    let v = env.json(&["search", "--repo", r, "zebra_walrus", "--json"]);
+    assert_eq!(v["results"][0]["path"], "z\u{1b}[2Jz.rs");
+}
+
+#[test]
 fn repo_list_and_remove() {
     let env = Env::new();
     let repo = env.repo("r");
