@@ -472,6 +472,14 @@ fn a_query_file_search_cannot_answer_is_refused_naming_each_bad_answer() {
     let out = env.run(&["eval", "--repo", repo, "--queries", env.dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is a directory, not a file"), "{out:?}");
+
+    // A file that is there but not indexed (here ignored) is no answer search can give either.
+    git(&root, &["init", "-q", "-b", "main"]);
+    write(&root, ".gitignore", "src/generated.py\n");
+    write(&root, "src/generated.py", "def render_invoice_total():\n    return 'generated'\n");
+    let (code, _, err) = run_with(line("g", "src/generated.py").as_bytes());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(r#"query "g": answer "src/generated.py" is not indexed"#), "{err}");
 }
 
 /// A query file kept in the repository is indexed like any file and holds every query word for

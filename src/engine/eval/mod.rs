@@ -128,6 +128,10 @@ impl Engine {
             }));
         }
         self.index(&repo.root, &IndexOptions::default(), sink)?;
+        if git.is_none() {
+            check_indexed(&repo.manifest_path(), &repo.root, &queries)
+                .map_err(|m| Error::BadRequest(format!("{source}: {m}")))?;
+        }
         let key = match &req.source {
             QuerySource::File(path) => inside(&repo.root, path),
             _ => None,
@@ -383,10 +387,32 @@ fn check_queries(root: &Path, queries: &[EvalQuery]) -> std::result::Result<(), 
     if let Some(q) = queries.iter().find(|q| !seen.insert(q.id.as_str())) {
         return Err(format!("query id {:?} appears more than once; each query needs its own id", q.id));
     }
+    refuse_answers(root, queries, |g| answer_problem(root, g))
+}
+
+/// Once the index is up to date: every answer is a file the index holds. One it leaves out
+/// (ignored, excluded, binary, too large) is no answer search can give either.
+fn check_indexed(manifest: &Path, root: &Path, queries: &[EvalQuery]) -> std::result::Result<(), String> {
+    let manifest = crate::engine::index::manifest::Manifest::load(manifest);
+    if manifest.files.is_empty() {
+        return Ok(()); // unreadable: search says what is wrong with the index
+    }
+    refuse_answers(root, queries, |g| {
+        (!manifest.files.contains_key(normalize(g)))
+            .then_some("is not indexed (ignored by .gitignore, excluded, binary or too large)")
+    })
+}
+
+/// An error naming up to three answers `problem` finds fault with, if any.
+fn refuse_answers(
+    root: &Path,
+    queries: &[EvalQuery],
+    problem: impl Fn(&str) -> Option<&'static str>,
+) -> std::result::Result<(), String> {
     let bad: Vec<String> = queries
         .iter()
         .flat_map(|q| q.gold.iter().map(move |g| (q, g)))
-        .filter_map(|(q, g)| answer_problem(root, g).map(|why| format!("query {:?}: answer {g:?} {why}", q.id)))
+        .filter_map(|(q, g)| problem(g).map(|why| format!("query {:?}: answer {g:?} {why}", q.id)))
         .collect();
     match bad.len() {
         0 => Ok(()),
