@@ -225,6 +225,11 @@ pub enum Error {
     /// Stored vectors and the configured embedder disagree (model or dimension).
     #[error("{0}")]
     EmbeddingMismatch(String),
+    /// The request meets something stored that it would repeat or overwrite unseen (a
+    /// preference the agent already has, one changed since the caller read it); the message
+    /// names it and what to do.
+    #[error("{0}")]
+    Conflict(String),
     /// JSON (de)serialization of a state file failed.
     #[error("corrupt state file {path}: {message}")]
     CorruptState {
@@ -312,6 +317,7 @@ impl Error {
             Error::ContextOverflow(_) => "context_length_exceeded",
             Error::NotFound(_) => "not_found",
             Error::EmbeddingMismatch(_) => "embedding_mismatch",
+            Error::Conflict(_) => "conflict",
         }
     }
 }

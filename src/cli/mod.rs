@@ -429,6 +429,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             | Error::OutsideSource { .. }
             | Error::NotServed { .. }
             | Error::NotFound(_)
+            | Error::Conflict(_)
             | Error::UnsafeRoot { .. },
         ) => 2,
         _ => 1,

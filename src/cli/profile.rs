@@ -314,11 +314,18 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
             }
         }
         ProfileCommand::Edit { id, content, category, rule, no_rule, json } => {
-            let mut req =
-                ProfileEditRequest { id, content, category, rule: if no_rule { Some(String::new()) } else { rule } };
+            let mut req = ProfileEditRequest {
+                id,
+                content,
+                category,
+                rule: if no_rule { Some(String::new()) } else { rule },
+                expected_last_updated: None,
+            };
             if req.content.is_none() && req.category.is_none() && req.rule.is_none() {
                 let p = engine.profile_preference(&req.id)?;
                 req.content = Some(edit_in_editor(engine, &p.content)?);
+                // A change made elsewhere while the editor was open is not overwritten.
+                req.expected_last_updated = Some(p.last_updated);
                 req.id = p.id;
             }
             let resp = engine.profile_edit(&req)?;

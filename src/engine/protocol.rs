@@ -58,7 +58,9 @@ pub use super::profiles::policy::carries_preference;
 pub use super::profiles::rules::{recognise as recognise_rule, Rule, GRAMMAR as RULE_GRAMMAR};
 pub use super::profiles::store::default_agents;
 pub use super::profiles::types::*;
-pub use super::profiles::{behaviour as category_behaviour, settle_rule, valid_agent, MAX_CONTENT_BYTES};
+pub use super::profiles::{
+    behaviour as category_behaviour, settle_rule, valid_agent, CHANGED_MEANWHILE, MAX_CONTENT_BYTES,
+};
 pub use super::repos::{discover_root, RepoRecord, RepoRef};
 pub use super::search::types::{
     BatchItem, ContextLine, Highlight, RetrievalInfo, SearchHit, SearchRequest, SearchResponse, SearchTiming,

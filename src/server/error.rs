@@ -114,7 +114,7 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
 pub fn status_for(code: &str) -> StatusCode {
     match code {
         "unknown_repo" | "not_found" => StatusCode::NOT_FOUND,
-        "not_indexed" | "stale_index" | "index_busy" | "embedding_mismatch" => StatusCode::CONFLICT,
+        "not_indexed" | "stale_index" | "index_busy" | "embedding_mismatch" | "conflict" => StatusCode::CONFLICT,
         "bad_request" | "context_length_exceeded" => StatusCode::BAD_REQUEST,
         "path_outside_repo" | "path_not_served" => StatusCode::FORBIDDEN,
         "unauthorized" => StatusCode::UNAUTHORIZED,

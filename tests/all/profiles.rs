@@ -653,3 +653,69 @@ fn control_characters_are_refused_and_line_breaks_become_spaces() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("early \\u{1b}[2J returns") && !text.contains('\u{1b}'), "{text}");
 }
+
+/// `profile add` stored the same preference again (same agent, same words; `learn` already
+/// ignored it), so chat's profile slot carried it twice; an edit could turn one preference
+/// into a copy of another. Both are refused as `conflict` (exit 2, HTTP 409) naming the one
+/// the agent has. An edit made against an old read (`expected_last_updated`, which the
+/// workbench and `$EDITOR` send) is refused instead of overwriting the newer row.
+#[test]
+fn repeats_and_edits_of_a_changed_preference_are_conflicts() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let engine = env.engine();
+    let first = add(&engine, "jay", Category::Style, "Use tabs for indentation");
+    let again = |text: &str| {
+        engine
+            .profile_add(&ProfileAddRequest {
+                agent_id: "jay".into(),
+                category: Category::Tooling,
+                content: text.into(),
+                rule: None,
+                role: None,
+            })
+            .unwrap_err()
+    };
+    for text in ["Use tabs for indentation", "use  TABS for indentation."] {
+        let err = again(text);
+        assert!(matches!(err, Error::Conflict(_)) && err.to_string().contains(&first), "{err}");
+    }
+    // Another agent may hold the same words.
+    add(&engine, "kim", Category::Style, "Use tabs for indentation");
+    let second = add(&engine, "jay", Category::Style, "Prefer early returns");
+    let err = engine
+        .profile_edit(&ProfileEditRequest {
+            id: second.clone(),
+            content: Some("use tabs for indentation".into()),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)) && err.to_string().contains(&first), "{err}");
+    // An edit against an old read.
+    let read = engine.profile_preference(&second).unwrap().last_updated;
+    engine
+        .profile_edit(&ProfileEditRequest {
+            id: second.clone(),
+            content: Some("Prefer early returns over nesting".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let stale = ProfileEditRequest {
+        id: second.clone(),
+        category: Some(Category::Workflow),
+        expected_last_updated: Some(read),
+        ..Default::default()
+    };
+    let err = engine.profile_edit(&stale).unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)) && err.to_string().contains("over nesting"), "{err}");
+    assert_eq!(engine.profile_preference(&second).unwrap().category, Category::Style, "nothing changed");
+    // The surfaces: exit 2, 409 `conflict`.
+    let out = env.run(&["profile", "add", "--agent", "jay", "--category", "style", "Use tabs for indentation"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let server = Server::start(&env, &["daemon", "--no-watch"], &[]);
+    let (status, body) = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let resp = client().post(server.url("/v1/profile/edit")).json(&stale).send().await.unwrap();
+        (resp.status().as_u16(), resp.json::<Value>().await.unwrap())
+    });
+    assert_eq!((status, body["error"]["code"].as_str()), (409, Some("conflict")), "{body}");
+}

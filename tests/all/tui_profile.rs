@@ -281,3 +281,47 @@ fn at_60_columns_preference_rows_shorten_instead_of_running_past_the_edge() {
         assert!(inner.ends_with('…') || inner.ends_with("map") || inner.ends_with("rule"), "{l:?} in\n{s}");
     }
 }
+
+/// An edit form opened on a preference that then changed elsewhere (the CLI, another window, a
+/// sync) saved its stale text, category and rule over that change, unseen. The save is now
+/// refused with the current version shown, the typed text kept and the list reloaded; a second
+/// `enter` is a deliberate overwrite.
+#[test]
+fn an_edit_made_elsewhere_meanwhile_is_not_overwritten_unseen() {
+    let mut h = open_on("mcoda_qa");
+    h.key(KeyCode::Right);
+    let target = h.app.profile().selected_preference().cloned().expect("a preference");
+    h.key(KeyCode::Char('e'));
+    h.ctrl('u');
+    h.typ("Mock only at the network boundary.");
+    // Meanwhile, on the CLI: a new text and another category.
+    h.engine
+        .profile_edit(&docdex::engine::protocol::ProfileEditRequest {
+            id: target.id.clone(),
+            content: Some("Keep fixtures small and named after the case.".into()),
+            category: Some(Category::Workflow),
+            ..Default::default()
+        })
+        .expect("edit elsewhere");
+    h.key(KeyCode::Enter);
+    h.pump();
+    let now = prefs_of(&h, "mcoda_qa").into_iter().find(|p| p.id == target.id).expect("kept");
+    assert_eq!(
+        (now.content.as_str(), now.category),
+        ("Keep fixtures small and named after the case.", Category::Workflow),
+        "the change made elsewhere stands"
+    );
+    assert!(h.app.profile().editing(), "the form stays open with the typed text");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "changed after you read it") && shows(&s, "enter saves yours over it"), "{s}");
+    h.snap_both("tui_profile_changed_meanwhile");
+    // A second enter saves the typed text over it, knowingly.
+    h.key(KeyCode::Enter);
+    h.pump();
+    let now = prefs_of(&h, "mcoda_qa").into_iter().find(|p| p.id == target.id).expect("kept");
+    assert_eq!(now.content, "Mock only at the network boundary.");
+    assert!(!h.app.profile().editing());
+    // The form's empty rule field on a style preference removes no rule, and says what style does.
+    let notice = h.app.notice().unwrap_or_default();
+    assert!(notice.contains("style: advice") && !notice.contains("rule removed"), "{notice}");
+}

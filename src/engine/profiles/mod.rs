@@ -209,6 +209,9 @@ impl Engine {
             embedded: false,
         };
         let created_agent = self.profile_write(|w| {
+            if let Some(same) = store::same_text(w.conn(), &preference.agent_id, &preference.content, "")? {
+                return Err(repeated(&same, "nothing added"));
+            }
             let created = w.ensure_agent(&preference.agent_id, req.role.as_deref().unwrap_or("").trim(), now)?;
             w.insert(&preference)?;
             Ok(created)
@@ -241,7 +244,9 @@ impl Engine {
         };
         let category = req.category.unwrap_or(old.category);
         let (rule, rule_note) = match req.rule.as_deref().map(str::trim) {
-            Some("") => (None, "rule removed: advice only".to_string()),
+            Some("") if old.rule.is_some() => (None, "rule removed: advice only".to_string()),
+            // No rule to remove (the workbench's form sends its empty rule field).
+            Some("") => settle_rule(category, None, &content).map(|(_, note)| (None, note))?,
             Some(r) => settle_rule(category, Some(r), &content)?,
             // Moving into or out of constraints, or rewording one, settles the rule again.
             None if category != Category::Constraint && old.rule.is_some() => {
@@ -253,6 +258,7 @@ impl Engine {
             None => settle_rule(category, None, &content)?,
         };
         let text_changed = content != old.content;
+        let old_stamp = old.last_updated;
         let updated = Preference {
             content,
             category,
@@ -262,7 +268,18 @@ impl Engine {
             source: PreferenceSource::Manual,
             ..old
         };
-        self.profile_write(|w| w.update(&updated, text_changed))?;
+        self.profile_write(|w| {
+            let now = store::preference(w.conn(), &updated.id)?.ok_or_else(|| not_found(&updated.id))?;
+            if req.expected_last_updated.is_some_and(|t| t != now.last_updated) || now.last_updated != old_stamp {
+                return Err(changed_meanwhile(&now));
+            }
+            if text_changed {
+                if let Some(same) = store::same_text(w.conn(), &updated.agent_id, &updated.content, &updated.id)? {
+                    return Err(repeated(&same, "nothing changed"));
+                }
+            }
+            w.update(&updated, text_changed)
+        })?;
         self.profile_written(updated, false, rule_note)
     }
 
@@ -614,6 +631,30 @@ pub fn behaviour(c: Category) -> &'static str {
         Category::Constraint => "checked by the pre-commit gatekeeper when it has a rule",
         Category::Workflow => "guides the planning of an answer",
     }
+}
+
+/// An add or edit that would repeat a preference the agent already has.
+fn repeated(same: &Preference, outcome: &str) -> Error {
+    Error::Conflict(format!(
+        "{} already has this preference: {} {:?} ({}); {outcome} (`docdex profile edit {}` changes it)",
+        same.agent_id,
+        same.id,
+        same.content,
+        same.category,
+        &same.id[..8.min(same.id.len())]
+    ))
+}
+
+/// Words of the error an edit gets when its preference changed after it was read (the
+/// workbench keeps its form open on them).
+pub const CHANGED_MEANWHILE: &str = "changed after you read it";
+
+/// An edit of a preference that changed after the caller read it.
+fn changed_meanwhile(now: &Preference) -> Error {
+    Error::Conflict(format!(
+        "preference {} {CHANGED_MEANWHILE} (another window, the CLI or a sync); it now reads {:?} ({}); nothing changed: read it again, then edit",
+        now.id, now.content, now.category
+    ))
 }
 
 /// The command that shows preferences with their ids.

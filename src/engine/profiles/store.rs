@@ -124,6 +124,14 @@ pub fn preferences_of(conn: &Connection, agents: &[&str]) -> Result<Vec<Preferen
     Ok(out)
 }
 
+/// The agent's preference (other than `except`) whose text is `content`'s, letter case,
+/// runs of spaces and a closing full stop aside: adding it again would only repeat it.
+pub fn same_text(conn: &Connection, agent: &str, content: &str, except: &str) -> Result<Option<Preference>> {
+    let key = |s: &str| s.trim_end_matches(['.', '!']).split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    let want = key(content);
+    Ok(preferences_of(conn, &[agent])?.into_iter().find(|p| p.id != except && key(&p.content) == want))
+}
+
 /// Every preference, by id.
 pub fn all_preferences(conn: &Connection) -> Result<Vec<Preference>> {
     prefs(conn, &format!("SELECT {PREF_COLUMNS} FROM preferences ORDER BY id"), &[])

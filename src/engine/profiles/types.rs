@@ -203,6 +203,11 @@ pub struct ProfileEditRequest {
     /// New rule; an empty string removes it.
     #[serde(default)]
     pub rule: Option<String>,
+    /// The preference's `last_updated` when the caller read it: if it has changed since (edited
+    /// in another window, on the CLI, by a sync), the edit is refused with `conflict` instead of
+    /// overwriting that change unseen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_last_updated: Option<i64>,
 }
 
 /// `profile remove`.

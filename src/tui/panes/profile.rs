@@ -7,7 +7,7 @@
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol::{
     category_behaviour, settle_rule, AgentSummary, Category, Preference, PreferenceHit, ProfileAddRequest,
-    ProfileEditRequest, ProfileListResponse, ProfileRemoveRequest, ProfileSearchRequest, RecallMode,
+    ProfileEditRequest, ProfileListResponse, ProfileRemoveRequest, ProfileSearchRequest, RecallMode, CHANGED_MEANWHILE,
 };
 use crate::tui::action::Level;
 use crate::tui::event::{EngineEvent, ProfileJob, ProfileUpdate, Request};
@@ -51,6 +51,9 @@ enum Field {
 struct EditForm {
     /// `None` adds a preference; `Some(id)` edits that one.
     id: Option<String>,
+    /// The edited preference's `last_updated` when the form opened (the engine refuses the
+    /// save if it changed meanwhile).
+    read_at: Option<i64>,
     agent: String,
     category: Category,
     text: TextField,
@@ -242,6 +245,7 @@ impl ProfilePane {
         let category = self.shown().get(self.selected).map(|p| p.category).unwrap_or(Category::Style);
         self.form = Form::Edit(Box::new(EditForm {
             id: None,
+            read_at: None,
             agent,
             category,
             text: TextField::default(),
@@ -259,6 +263,7 @@ impl ProfilePane {
         };
         self.form = Form::Edit(Box::new(EditForm {
             id: Some(p.id.clone()),
+            read_at: Some(p.last_updated),
             agent: p.agent_id.clone(),
             category: p.category,
             text: TextField::single_line(&p.content),
@@ -300,6 +305,8 @@ impl ProfilePane {
                 content: Some(content),
                 category: Some(form.category),
                 rule: Some(rule),
+                // What the form was opened on: a change made meanwhile elsewhere is not overwritten.
+                expected_last_updated: form.read_at,
             }),
         };
         self.request(job, cx);
@@ -338,7 +345,17 @@ impl ProfilePane {
             _ => None,
         };
         cx.notify(Level::Info, format!("moving to {to}"));
-        self.request(ProfileJob::Edit(ProfileEditRequest { id: p.id, category: Some(to), rule, content: None }), cx);
+        let expected_last_updated = Some(p.last_updated);
+        self.request(
+            ProfileJob::Edit(ProfileEditRequest {
+                id: p.id,
+                category: Some(to),
+                rule,
+                content: None,
+                expected_last_updated,
+            }),
+            cx,
+        );
     }
 
     fn confirm_remove(&mut self, cx: &mut Cx<'_>) {
@@ -420,11 +437,25 @@ impl ProfilePane {
                     self.pending_select = Some(id);
                 }
                 Err(e) => match &mut self.form {
+                    Form::Edit(f) if e.contains(CHANGED_MEANWHILE) => {
+                        // Changed elsewhere since the form opened: the list shows it again and
+                        // the typed text stays; a second enter saves it over that change.
+                        f.saving = false;
+                        f.error = Some(format!(
+                            "{CHANGED_MEANWHILE} (elsewhere; the list shows it now) · enter saves yours over it, esc keeps it"
+                        ));
+                        self.reload(cx);
+                    }
                     Form::Edit(f) => {
                         f.saving = false;
                         f.error = Some(e.clone());
                     }
-                    _ => cx.notify(Level::Error, e.clone()),
+                    _ => {
+                        cx.notify(Level::Error, e.clone());
+                        if e.contains(CHANGED_MEANWHILE) {
+                            self.reload(cx);
+                        }
+                    }
                 },
             },
             ProfileUpdate::Removed(result) => match result {
@@ -495,6 +526,7 @@ impl ProfilePane {
             Some(a) if self.agent() == Some(a) => {
                 self.prefs = list.preferences.clone();
                 self.prefs_of = Some(a.to_string());
+                self.reread_refused_edit();
                 if let Some(id) = self.pending_select.take() {
                     if let Some(i) = self.prefs.iter().position(|p| p.id == id) {
                         self.selected = i;
@@ -509,6 +541,17 @@ impl ProfilePane {
                     self.prefs.clear();
                     self.reload(cx);
                 }
+            }
+        }
+    }
+
+    /// An edit refused because its preference changed meanwhile now knows the current version,
+    /// so the next save is a deliberate overwrite of what the error showed.
+    fn reread_refused_edit(&mut self) {
+        let Form::Edit(f) = &mut self.form else { return };
+        if f.error.as_deref().is_some_and(|e| e.contains(CHANGED_MEANWHILE)) {
+            if let Some(p) = self.prefs.iter().find(|p| Some(&p.id) == f.id.as_ref()) {
+                f.read_at = Some(p.last_updated);
             }
         }
     }
