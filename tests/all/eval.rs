@@ -615,3 +615,52 @@ fn an_empty_set_says_why_the_qualifying_commits_made_no_query() {
     assert!(err.contains("1 with 1 to 4 source files"), "{err}");
     assert!(err.contains("dropped: 1 whose lines were rewritten or renamed since"), "{err}");
 }
+
+/// With `log.showSignature` set, git checked the signature of every signed commit eval read
+/// (one gpg or ssh-keygen run each, thousands on a long signed history) for lines eval ignores.
+#[test]
+fn reading_the_history_checks_no_signatures() {
+    let env = Env::new();
+    let key = env.dir.path().join("key");
+    let made = Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(&key).output();
+    if !made.is_ok_and(|o| o.status.success()) {
+        eprintln!("ssh-keygen is not available: nothing to sign with");
+        return;
+    }
+    let root = env.repo("signed");
+    git(&root, &["init", "-q", "-b", "main"]);
+    let allowed = env.dir.path().join("allowed");
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    std::fs::write(&allowed, format!("t@example.com {public}")).unwrap();
+    for (k, v) in [
+        ("gpg.format", "ssh"),
+        ("user.signingkey", key.with_extension("pub").to_str().unwrap()),
+        ("gpg.ssh.allowedSignersFile", allowed.to_str().unwrap()),
+    ] {
+        git(&root, &["config", k, v]);
+    }
+    write(&root, "src/lexer.py", "def lexer_entry(text):\n    return text.strip()\n");
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-S", "-m", "Initial import of the lexer module for the project"]);
+    write(&root, "src/lexer.py", "def lexer_entry(text):\n    return text.strip().split()\n");
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-S", "-m", "Split incoming text into separate tokens on any whitespace"]);
+    // From here on, every signature check git runs leaves a line in `calls`.
+    let calls = env.dir.path().join("calls");
+    let program = env.dir.path().join("count-ssh-keygen");
+    write(
+        env.dir.path(),
+        "count-ssh-keygen",
+        &format!("#!/bin/sh\necho \"$@\" >> {}\nexec ssh-keygen \"$@\"\n", calls.display()),
+    );
+    std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    git(&root, &["config", "gpg.ssh.program", program.to_str().unwrap()]);
+    git(&root, &["config", "log.showSignature", "true"]);
+    git(&root, &["log", "-1", "--format=%H"]);
+    assert!(calls.exists(), "the counting program is not called: the test proves nothing");
+    std::fs::remove_file(&calls).unwrap();
+
+    let report = env.engine().eval(&root, &git_request(50, 1), &quiet()).expect("eval");
+    assert_eq!(report.queries.len(), 2, "{:#?}", report.queries);
+    assert!(!calls.exists(), "signatures checked: {:?}", std::fs::read_to_string(&calls));
+}

@@ -160,6 +160,9 @@ fn log_args(opts: &GitSetOptions) -> Vec<String> {
         "--relative",
         "--name-status",
         "--no-renames",
+        // With `log.showSignature` set, git checks every signed commit (thousands of gpg or
+        // ssh-keygen runs) and prints a line that reads as a changed file of the commit above.
+        "--no-show-signature",
         // Messages in UTF-8 whatever the repository's `i18n.commitEncoding` (git otherwise
         // prints them in it, and a Latin-1 é became U+FFFD in the query).
         "--encoding=UTF-8",
@@ -178,9 +181,21 @@ fn log_args(opts: &GitSetOptions) -> Vec<String> {
 
 /// `git show` of one commit as [`added_lines`] reads it: whatever the user's git config says,
 /// paths under `+++ b/` (`diff.noprefix` or `diff.mnemonicPrefix` left no `b/`, so no added line
-/// was found and every commit was dropped as rewritten), no colour, no external diff tool.
-fn show_args(sha: &str) -> [&str; 9] {
-    ["show", "--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/", "--format=", "-U0", "--relative", sha]
+/// was found and every commit was dropped as rewritten), no colour, no external diff tool, no
+/// signature check.
+fn show_args(sha: &str) -> [&str; 10] {
+    [
+        "show",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-show-signature",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        "--format=",
+        "-U0",
+        "--relative",
+        sha,
+    ]
 }
 
 /// In a shallow clone, the commits at its edge (`.git/shallow`): git shows each as adding every
