@@ -719,3 +719,44 @@ fn repeats_and_edits_of_a_changed_preference_are_conflicts() {
     });
     assert_eq!((status, body["error"]["code"].as_str()), (409, Some("conflict")), "{body}");
 }
+
+/// One row a newer or hand-edited manifest spells otherwise (a category or source this
+/// docdex does not know, a time as text) refused the whole file as "not a profile manifest",
+/// though rows are checked one by one; and a newer version's file was named by its first such
+/// row instead of its version. The version is read first, then each row on its own.
+#[test]
+fn a_row_of_an_unknown_shape_is_rejected_alone_and_a_newer_file_is_named_by_its_version() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let row = |id: &str, category: &str, source: &str, at: Value| {
+        json!({"id": id, "agent_id": "lee", "content": format!("row {id}"), "category": category,
+               "source": source, "last_updated": at})
+    };
+    let f = env.dir.path().join("m.json");
+    let write = |version: u32| {
+        std::fs::write(
+            &f,
+            json!({"format": "docdex.profile_sync", "version": version, "agents": [{"id": "lee"}, {"id": 7}],
+                   "preferences": [
+                       row("5c9d8e7f-1a2b-4c3d-8e9f-0a1b2c3d4e5f", "style", "manual", json!(10)),
+                       row("6d0e9f80-2b3c-4d4e-9f00-1b2c3d4e5f60", "mood", "manual", json!(10)),
+                       row("7e1f0091-3c4d-4e5f-a011-2c3d4e5f6071", "style", "cloud", json!(10)),
+                       row("8f201102-4d5e-4f60-b122-3d4e5f607182", "style", "manual", json!("yesterday"))],
+                   "tombstones": [{"id": "9a312213-5e6f-4071-8233-4e5f60718293"}]})
+            .to_string(),
+        )
+        .unwrap();
+    };
+    write(2);
+    let err = engine.profile_import(&f).unwrap_err();
+    assert!(err.to_string().contains("version 2 file"), "{err}");
+    write(1);
+    let r = engine.profile_import(&f).unwrap();
+    assert_eq!(r.added, 1, "{r:?}");
+    let reasons: Vec<&str> = r.rejected.iter().map(|x| x.reason.as_str()).collect();
+    assert_eq!(r.rejected.len(), 5, "{reasons:?}");
+    for needle in ["`mood`", "`cloud`", "\"yesterday\"", "not an agent row", "not a removal row"] {
+        assert!(reasons.iter().any(|x| x.contains(needle)), "{needle}: {reasons:?}");
+    }
+    assert_eq!(r.rejected[1].id, "6d0e9f80-2b3c-4d4e-9f00-1b2c3d4e5f60", "{reasons:?}");
+}

@@ -404,20 +404,8 @@ impl Engine {
             )));
         }
         let text = read_manifest(path)?;
-        let manifest: ProfileManifest = serde_json::from_str(&text).map_err(|e| {
-            Error::BadRequest(format!(
-                "{} is not a profile manifest ({e}); `docdex profile export` writes one",
-                path.display()
-            ))
-        })?;
-        if manifest.format != MANIFEST_FORMAT || manifest.version > PROFILE_SCHEMA_VERSION {
-            return Err(Error::BadRequest(format!(
-                "{} is a {:?} version {} file; this docdex reads {MANIFEST_FORMAT} up to version {PROFILE_SCHEMA_VERSION}",
-                path.display(),
-                manifest.format,
-                manifest.version
-            )));
-        }
+        let mut rejected = Vec::new();
+        let manifest = parse_manifest(path, &text, &mut rejected)?;
         let staged = self.profile_dir().join("sync").join(format!(
             "incoming-{}-{}",
             now_ms(),
@@ -427,7 +415,7 @@ impl Engine {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
         }
         fsutil::write_atomic(&staged, text.as_bytes())?;
-        let mut report = ProfileImportResponse { source: path.to_path_buf(), staged, ..Default::default() };
+        let mut report = ProfileImportResponse { source: path.to_path_buf(), staged, rejected, ..Default::default() };
         let (agents, prefs) = checked_rows(&manifest, &mut report.rejected);
         self.profile_write(|w| merge(w, &agents, &prefs, &manifest.tombstones, &mut report))?;
         tracing::info!(added = report.added, updated = report.updated, deleted = report.deleted, "profile imported");
@@ -456,6 +444,66 @@ fn read_manifest(path: &Path) -> Result<String> {
             path.display()
         ))
     })
+}
+
+/// The manifest in `text`: its format and version first, so a newer file is named as such
+/// whatever its rows hold, then each row on its own, so a row a newer or hand-edited file
+/// spells otherwise (an unknown category or source, a time as text) is rejected alone, as the
+/// checks after it are, instead of refusing the whole file.
+fn parse_manifest(path: &Path, text: &str, rejected: &mut Vec<RejectedRow>) -> Result<ProfileManifest> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        format: String,
+        version: u32,
+    }
+    #[derive(serde::Deserialize)]
+    struct Rows {
+        #[serde(default)]
+        agents: Vec<serde_json::Value>,
+        preferences: Vec<serde_json::Value>,
+        #[serde(default)]
+        tombstones: Vec<serde_json::Value>,
+    }
+    let not_manifest = |e: serde_json::Error| {
+        Error::BadRequest(format!(
+            "{} is not a profile manifest ({e}); `docdex profile export` writes one",
+            path.display()
+        ))
+    };
+    let head: Head = serde_json::from_str(text).map_err(not_manifest)?;
+    if head.format != MANIFEST_FORMAT || head.version > PROFILE_SCHEMA_VERSION {
+        return Err(Error::BadRequest(format!(
+            "{} is a {:?} version {} file; this docdex reads {MANIFEST_FORMAT} up to version {PROFILE_SCHEMA_VERSION}",
+            path.display(),
+            head.format,
+            head.version
+        )));
+    }
+    let rows: Rows = serde_json::from_str(text).map_err(not_manifest)?;
+    Ok(ProfileManifest {
+        format: head.format,
+        version: head.version,
+        agents: typed_rows(rows.agents, "an agent", rejected),
+        preferences: typed_rows(rows.preferences, "a preference", rejected),
+        tombstones: typed_rows(rows.tombstones, "a removal", rejected),
+    })
+}
+
+/// The rows that have the shape of `T`; the others are reported with serde's reason.
+fn typed_rows<T: serde::de::DeserializeOwned>(
+    values: Vec<serde_json::Value>,
+    what: &str,
+    rejected: &mut Vec<RejectedRow>,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(values.len());
+    for v in values {
+        let id = v.get("id").and_then(|i| i.as_str()).unwrap_or("(no id)").to_string();
+        match serde_json::from_value(v) {
+            Ok(row) => out.push(row),
+            Err(e) => rejected.push(RejectedRow { id, reason: format!("not {what} row: {e}") }),
+        }
+    }
+    out
 }
 
 /// The rows of a manifest worth merging; the others are reported.
