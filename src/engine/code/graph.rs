@@ -484,12 +484,17 @@ fn push_targets(
     }
 }
 
-/// One edge per (source, target): the most confident, then the earliest line.
+/// One edge per (source, target): the most confident, then an import before a module
+/// declaration, then the earliest line. A Rust parent's `mod client; pub use client::Client;`
+/// must keep the `use`: keeping the `mod` (the earlier line) hid the re-export from
+/// [`find_cycles`], which leaves declarations out, and a real loop of `use`s went unreported.
 fn dedupe(mut edges: Vec<Edge>) -> Vec<Edge> {
+    let declares = |e: &Edge| DECLARATIONS.contains(&e.kind.as_str());
     edges.sort_by(|a, b| {
         (&a.source, &a.target)
             .cmp(&(&b.source, &b.target))
             .then(b.confidence.total_cmp(&a.confidence))
+            .then(declares(a).cmp(&declares(b)))
             .then(a.line.cmp(&b.line))
     });
     edges.dedup_by(|later, first| later.source == first.source && later.target == first.target);
@@ -797,5 +802,24 @@ mod tests {
         let out = dedupe(vec![weak, strong]);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].line, 9);
+    }
+
+    #[test]
+    fn a_re_export_beside_a_mod_declaration_keeps_its_cycle() {
+        let at = |s: &str, t: &str, kind: &str, line: u32| Edge { kind: kind.into(), line, ..edge(s, t) };
+        // net/mod.rs: `pub mod client;` (line 1) then `pub use self::client::Client;` (line 2);
+        // util.rs uses net::Client, client.rs uses crate::util: a loop of three `use`s.
+        let edges = dedupe(vec![
+            at("src/net/mod.rs", "src/net/client.rs", "mod", 1),
+            at("src/net/mod.rs", "src/net/client.rs", "use", 2),
+            at("src/util.rs", "src/net/mod.rs", "use", 1),
+            at("src/net/client.rs", "src/util.rs", "use", 1),
+        ]);
+        assert_eq!(edges.len(), 3);
+        let kept = edges.iter().find(|e| e.source == "src/net/mod.rs").map(|e| (e.kind.as_str(), e.line));
+        assert_eq!(kept, Some(("use", 2)));
+        let cycles = find_cycles(&edges);
+        assert_eq!(cycles.len(), 1);
+        assert_eq!(cycles[0].files, vec!["src/net/client.rs", "src/net/mod.rs", "src/util.rs"]);
     }
 }
