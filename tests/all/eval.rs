@@ -651,7 +651,7 @@ fn reading_the_history_checks_no_signatures() {
     write(
         env.dir.path(),
         "count-ssh-keygen",
-        &format!("#!/bin/sh\necho \"$@\" >> {}\nexec ssh-keygen \"$@\"\n", calls.display()),
+        format!("#!/bin/sh\necho \"$@\" >> {}\nexec ssh-keygen \"$@\"\n", calls.display()),
     );
     std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     git(&root, &["config", "gpg.ssh.program", program.to_str().unwrap()]);
