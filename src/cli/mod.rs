@@ -157,7 +157,7 @@ enum Command {
         action: memory::MemoryCommand,
     },
     /// Profile memory: agents and how each wants code written (list, add, search, edit, remove,
-    /// export, import).
+    /// export, import, reembed, learn).
     Profile(profile::ProfileArgs),
     /// The project map: the files that matter to an agent (its role and tooling), the rest
     /// collapsed, within 500 tokens (what chat puts in its map slot).

@@ -525,6 +525,10 @@ fn the_cli_speaks_json_and_fails_with_exit_codes() {
     let r = env.json(&["profile", "remove", &id[..8], "--json"]);
     assert_eq!(r["agent_id"], "hank");
     assert_eq!(r["id"], id.as_str());
+    // The command list names every subcommand (reembed and learn were missing).
+    let help = String::from_utf8_lossy(&env.run(&["--help"]).stdout).to_string();
+    let line = help.lines().find(|l| l.trim_start().starts_with("profile ")).unwrap_or_default();
+    assert!(line.contains("reembed, learn"), "{line}");
 }
 
 #[tokio::test]
