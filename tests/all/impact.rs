@@ -1162,3 +1162,29 @@ fn import_map_patterns_that_are_long_or_backtrack_do_not_hang_or_abort_the_index
     let out: Vec<&str> = r.outbound.iter().map(|d| d.path.as_str()).collect();
     assert_eq!(out, ["ext:".to_string() + &"a".repeat(60), "lib/x.js".to_string()]);
 }
+
+/// `go test` compiles a package's `_test.go` files with every file of the package, though they
+/// import none of them: `impact --tests` on a file without a test named after it found nothing.
+#[test]
+fn go_tests_exercise_every_file_of_their_package_and_its_importers() {
+    let env = Env::new();
+    let repo = env.repo("goapp");
+    write(&repo, "go.mod", "module example.com/goapp\n\ngo 1.21\n");
+    write(&repo, "internal/db/db.go", "package db\n\nfunc X() {}\n");
+    write(&repo, "internal/db/y.go", "package db\n\nfunc Y() {}\n");
+    write(&repo, "internal/db/db_test.go", "package db\n\nimport \"testing\"\n\nfunc TestX(t *testing.T) { X() }\n");
+    write(&repo, "api/api.go", "package api\n\nimport \"example.com/goapp/internal/db\"\n\nfunc A() { db.Y() }\n");
+    write(&repo, "api/handler_test.go", "package api\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) { A() }\n");
+    let r = repo.to_str().expect("utf-8");
+    env.json(&["index", "--repo", r, "--json"]);
+    let v = env.json(&["impact", "--repo", r, "--file", "internal/db/y.go", "--tests", "--json"]);
+    let found: Vec<(&str, u64)> = v["tests"]
+        .as_array()
+        .expect("tests")
+        .iter()
+        .map(|t| (t["path"].as_str().expect("path"), t["depth"].as_u64().expect("depth")))
+        .collect();
+    assert_eq!(found, [("internal/db/db_test.go", 0), ("api/handler_test.go", 1)], "{v}");
+    assert_eq!(v["tests"][1]["via"], serde_json::json!(["api/api.go", "internal/db/y.go"]));
+    assert!(v["tests"][1]["reason"].as_str().expect("reason").contains("Go package of api/api.go"), "{v}");
+}

@@ -4,7 +4,8 @@
 //! A test file exercises `F` when it reaches `F` through the import graph (it imports `F`, or
 //! imports a file that does, to any depth), when it is named after `F` in the conventions of
 //! its language (`test_session.py`, `session_test.go`, `session.test.ts`, `SessionTest.java`:
-//! Go tests in particular import nothing of their own package), or when `F` is itself a test
+//! Go tests in particular import nothing of their own package, so a Go test also exercises
+//! every file of its package and what they reach), or when `F` is itself a test
 //! file or holds its own tests (a Rust `#[cfg(test)]` module). What counts as a test file is
 //! decided by its path alone ([`is_test_path`]), the way the runners themselves find tests.
 
@@ -160,7 +161,51 @@ impl LoadedGraph {
             };
             out.push(TestFile { path: d.path.clone(), depth: d.depth, via, reason });
         }
+        self.go_package_tests(file, &dependents, &next, &mut out);
+        out.sort_by_key(|t| t.depth);
         out
+    }
+
+    /// Go's `_test.go` files import nothing of their own package, yet `go test` compiles them
+    /// with every file of it: a test beside `file`, or beside any Go file that reaches it,
+    /// exercises it. Only the test named after a file was found before (`db_test.go` for
+    /// `db.go`, not for `y.go` of the same package).
+    fn go_package_tests(
+        &self,
+        file: &str,
+        dependents: &[super::impact::Dependency],
+        next: &HashMap<&str, &str>,
+        out: &mut Vec<TestFile>,
+    ) {
+        let go_source = |p: &str| p.ends_with(".go") && !p.ends_with("_test.go");
+        let mut packages: Vec<(&str, u32)> = Vec::new();
+        if go_source(file) {
+            packages.push((file, 0));
+        }
+        packages.extend(
+            dependents.iter().filter(|d| !d.external && go_source(&d.path)).map(|d| (d.path.as_str(), d.depth)),
+        );
+        for (member, depth) in packages {
+            let dir = dir_of(member);
+            for test in self.graph.files.keys().filter(|t| t.ends_with("_test.go") && dir_of(t) == dir) {
+                if out.iter().any(|t| &t.path == test) {
+                    continue;
+                }
+                let mut via: Vec<String> = if member == file { Vec::new() } else { vec![member.to_string()] };
+                let mut at = member;
+                while at != file && via.len() <= MAX_DEPTH as usize {
+                    let Some(&n) = next.get(at) else { break };
+                    via.push(n.to_string());
+                    at = n;
+                }
+                let reason = if member == file {
+                    format!("in the Go package of {file}")
+                } else {
+                    format!("in the Go package of {member}, which reaches {file}")
+                };
+                out.push(TestFile { path: test.clone(), depth, via, reason });
+            }
+        }
     }
 }
 
