@@ -341,3 +341,156 @@ fn installed_docs_are_read_inside_the_repository_and_bounded() {
         .expect("libs search");
     assert!(hits.hits.is_empty(), "{hits:?}");
 }
+
+/// A virtualenv in a cloned repository is the repository's to write: a `.dist-info/METADATA`
+/// or a module that was a link to a file outside it was indexed (and served by `search --libs`),
+/// as was a whole `.venv` linked elsewhere. A distribution without `top_level.txt` (hatchling,
+/// flit: `attrs` installs `attr`) had only its description read; its modules come from RECORD.
+#[test]
+fn python_sources_are_read_inside_site_packages_and_modules_come_from_record() {
+    let env = Env::new();
+    let repo = env.repo("py");
+    let outside = env.repo("private");
+    write(&outside, "id.txt", "Metadata-Version: 2.1\n\nThe vault combination is zanzibar.\n");
+    write(&outside, "mod/__init__.py", "\"\"\"Vault module: the pin is zanzibar.\"\"\"\n");
+    write(
+        &outside,
+        "venv/lib/python3.12/site-packages/other-2.0.dist-info/METADATA",
+        "Name: other\n\nzanzibar vault\n",
+    );
+    write(&repo, "requirements.txt", "evil==1.0\nattrs==23.2.0\n");
+    let sp = repo.join(".venv/lib/python3.12/site-packages");
+    write(&sp, "evil-1.0.dist-info/top_level.txt", "evilmod\n");
+    std::os::unix::fs::symlink(outside.join("id.txt"), sp.join("evil-1.0.dist-info/METADATA")).unwrap();
+    std::os::unix::fs::symlink(outside.join("mod"), sp.join("evilmod")).unwrap();
+    write(&sp, "attrs-23.2.0.dist-info/METADATA", "Name: attrs\nSummary: Classes without boilerplate\n\nattrs body\n");
+    write(
+        &sp,
+        "attrs-23.2.0.dist-info/RECORD",
+        "attr/__init__.py,sha256=x,10\nattr/_make.py,sha256=x,10\nattrs/__init__.py,sha256=x,10\nattrs-23.2.0.dist-info/METADATA,,\n../../../bin/attrs-cli,,\n",
+    );
+    write(
+        &sp,
+        "attr/__init__.py",
+        "def define(maybe_cls=None):\n    \"\"\"Define an attrs class with slotted frobnication.\"\"\"\n",
+    );
+    write(&sp, "attrs/__init__.py", "from attr import define\n");
+    // A second project whose whole `venv` is a link out of it.
+    let linked = env.repo("linkedvenv");
+    write(&linked, "requirements.txt", "other==2.0\n");
+    std::os::unix::fs::symlink(outside.join("venv"), linked.join("venv")).unwrap();
+
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--offline", "--json"]);
+    let local = |name: &str| {
+        v["packages"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap()["local_docs"].clone()
+    };
+    assert_eq!(local("evil"), 0, "{v}");
+    assert_eq!(local("attrs"), 2, "METADATA and attr.define: {v}");
+    let v = env.json(&["libs", "fetch", "--repo", linked.to_str().unwrap(), "--offline", "--json"]);
+    assert_eq!(v["packages"][0]["local_docs"], 0, "{v}");
+    let engine = env.engine();
+    for r in [&repo, &linked] {
+        let hits =
+            engine.libs_search(r, &LibsSearchRequest { query: "vault zanzibar".into(), limit: Some(5) }).unwrap();
+        assert!(hits.hits.is_empty(), "{hits:?}");
+    }
+    let hits = engine.libs_search(&repo, &LibsSearchRequest { query: "slotted frobnication".into(), limit: Some(5) });
+    assert_eq!(hits.unwrap().hits[0].source, "attr/__init__.py");
+}
+
+/// A README of binary junk was indexed as a passage of replacement characters (shown by
+/// `search --libs`, put into chat's context); a README over the per-package bound made the
+/// package lose every installed doc, not only what did not fit.
+#[test]
+fn binary_readmes_are_skipped_and_huge_docs_are_cut_not_dropped() {
+    let env = Env::new();
+    let repo = env.repo("big");
+    write(&repo, "package.json", r#"{"dependencies": {"junk": "1.0.0"}}"#);
+    write(&repo, "node_modules/junk/package.json", r#"{"name": "junk", "version": "1.0.0", "description": "Junk."}"#);
+    let mut bin: Vec<u8> = (0..20_000u32).map(|i| (i * 7919 % 251) as u8).collect();
+    bin[10] = 0;
+    std::fs::write(repo.join("node_modules/junk/README.md"), &bin).unwrap();
+    write(&repo, "Cargo.toml", "[package]\nname = \"big\"\n[dependencies]\nhuge = \"1\"\n");
+    write(&repo, "Cargo.lock", "[[package]]\nname = \"huge\"\nversion = \"1.0.0\"\n");
+    let cargo = env.dir.path().join("cargo-home");
+    let krate = cargo.join("registry/src/index.crates.io-1949cf8c6b5b557f/huge-1.0.0");
+    let para = "The huge crate explains its knobs at length in this paragraph.\n\n";
+    write(&krate, "README.md", format!("# huge\n\nThe opening says quokka.\n\n{}", para.repeat(8_000)));
+    write(&krate, "src/lib.rs", "/// Turns the quokka dial.\npub fn dial() {}\n");
+    env.write_config(&format!("[libs]\ncargo_home = \"{}\"\n", cargo.display()));
+
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--offline", "--json"]);
+    let pkg = |name: &str| v["packages"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap().clone();
+    assert_eq!(pkg("junk")["local_docs"], 1, "only the description: {v}");
+    assert_eq!(pkg("huge")["local_docs"], 1, "the README, cut: {v}");
+    assert!(pkg("huge")["notes"].to_string().contains("installed docs cut at 400 KB"), "{v}");
+    let engine = env.engine();
+    let hits = engine.libs_search(&repo, &LibsSearchRequest { query: "quokka".into(), limit: Some(5) }).unwrap();
+    assert_eq!(hits.hits.len(), 1, "{hits:?}");
+    assert!(hits.hits[0].text.contains("opening says quokka"), "{hits:?}");
+    assert_eq!(pkg("junk")["chunks"], 1, "no passage of binary junk: {v}");
+}
+
+/// A registry that accepts connections and never answers cost every package the whole page
+/// timeout (200 packages: an hour); after the first time-out the run asks it nothing more.
+/// A package installed after the cache had only its published docs was served from the cache
+/// without its installed sources until --refresh.
+#[test]
+fn a_dead_registry_is_asked_once_per_run_and_later_installs_are_read() {
+    let env = Env::new();
+    let repo = env.repo("slow");
+    let names = ["aa-pkg", "bb-pkg", "cc-pkg"];
+    let deps: Vec<String> = names.iter().map(|n| format!("\"{n}\": \"1.0.0\"")).collect();
+    write(&repo, "package.json", format!("{{\"dependencies\": {{{}}}}}", deps.join(", ")));
+    let locked: Vec<String> =
+        names.iter().map(|n| format!("\"node_modules/{n}\": {{\"version\": \"1.0.0\"}}")).collect();
+    write(&repo, "package-lock.json", format!("{{\"packages\": {{{}}}}}", locked.join(", ")));
+    for n in names {
+        write(
+            &repo,
+            &format!("node_modules/{n}/package.json"),
+            format!(r#"{{"name": "{n}", "version": "1.0.0", "description": "The {n} package."}}"#),
+        );
+    }
+    let slow = Fixture::start("127.0.0.1", |_, _, _| {
+        let mut r = Reply::html("{}");
+        r.delay = std::time::Duration::from_secs(60);
+        r
+    });
+    let config = |npm: String| {
+        format!("[libs]\nnpm_registry_url = \"{npm}\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\npage_load_timeout_secs = 1\n")
+    };
+    env.write_config(&config(slow.url("/npm")));
+    let t = std::time::Instant::now();
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--json"]);
+    assert!(t.elapsed() < std::time::Duration::from_secs(15), "took {:?}", t.elapsed());
+    assert_eq!(slow.hits("/npm").len(), 1, "{v}");
+    assert!(v["registry_unreachable"].as_str().unwrap().contains("the npm registry (for 3 packages"), "{v}");
+    assert!(v["packages"][2]["notes"].to_string().contains("not asked for"), "{v}");
+    assert!(v["packages"].as_array().unwrap().iter().all(|p| p["local_docs"] == 1), "{v}");
+
+    // Published docs cached for a package not installed; installing it later adds its sources.
+    let reg = Fixture::start("127.0.0.1", |target, _, _| {
+        let mut r = Reply::html(format!(
+            r##"{{"readme":"# {t}\n\nPublished readme of {t}."}}"##,
+            t = target.trim_start_matches("/npm/")
+        ));
+        r.content_type = "application/json";
+        r
+    });
+    env.write_config(&config(reg.url("/npm")));
+    std::fs::remove_dir_all(repo.join("node_modules/aa-pkg")).unwrap();
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--json"]);
+    assert_eq!(v["packages"][0]["local_docs"], 0, "{v}");
+    assert_eq!(v["packages"][0]["published_docs"], 1, "{v}");
+    write(
+        &repo,
+        "node_modules/aa-pkg/package.json",
+        r#"{"name": "aa-pkg", "version": "1.0.0", "description": "Installed now."}"#,
+    );
+    let requests = reg.hits("/").len();
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--json"]);
+    assert_eq!(v["packages"][0]["local_docs"], 1, "{v}");
+    assert_eq!(v["packages"][0]["published_docs"], 1, "{v}");
+    assert_eq!(reg.hits("/").len(), requests, "nothing fetched again");
+}

@@ -5,11 +5,12 @@
 
 use super::detect::normalize_py;
 use super::types::{Dependency, Ecosystem};
+use crate::engine::fsutil;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Text kept per package from its installed sources, at most.
-const MAX_LOCAL_BYTES: usize = 400_000;
+pub const MAX_LOCAL_BYTES: usize = 400_000;
 /// Source files read per package, at most.
 const MAX_FILES: usize = 200;
 
@@ -17,11 +18,16 @@ const MAX_FILES: usize = 200;
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The text of an installed file, bounded (see [`fsutil::read_regular_text`]): at most
-/// [`MAX_FILE_BYTES`]; with `inside`, not when its real path leaves that directory
-/// (`node_modules` lives in the repository, and a link in it to `/etc/passwd` is no package's
-/// README).
-pub(super) fn read_text(path: &Path, inside: Option<&Path>) -> Option<String> {
-    crate::engine::fsutil::read_regular_text(path, inside, MAX_FILE_BYTES)
+/// [`MAX_FILE_BYTES`]; not when its real path leaves `inside`, the package's own location (a
+/// link in it to `/etc/passwd` or `~/.ssh` is no package's README); not when it is binary by
+/// the indexer's rule (a NUL byte early on: junk in the libs index and in chat's context).
+pub(super) fn read_text(path: &Path, inside: &Path) -> Option<String> {
+    let text = fsutil::read_regular_text(path, Some(inside), MAX_FILE_BYTES)?;
+    if fsutil::looks_binary(text.as_bytes()) {
+        tracing::debug!(path = %path.display(), "binary installed file: not read");
+        return None;
+    }
+    Some(text)
 }
 
 /// One document of a package.
@@ -44,19 +50,42 @@ pub struct Roots {
     pub repo: PathBuf,
 }
 
-/// The docs of `dep` from its installed sources; empty when it is not installed.
-pub fn docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
+/// The docs of `dep` from its installed sources (empty when it is not installed), and whether
+/// they were cut at [`MAX_LOCAL_BYTES`].
+pub fn docs(dep: &Dependency, roots: &Roots) -> (Vec<LibDoc>, bool) {
     let mut out = match dep.ecosystem {
         Ecosystem::Crates => crate_docs(dep, roots),
         Ecosystem::Npm => npm_docs(dep, roots),
         Ecosystem::Pypi => py_docs(dep, roots),
     };
-    let mut total = 0;
-    out.retain(|d| {
-        total += d.text.len();
-        total <= MAX_LOCAL_BYTES && !d.text.trim().is_empty()
-    });
-    out
+    let cut = cap(&mut out, MAX_LOCAL_BYTES);
+    (out, cut)
+}
+
+/// Keeps the first `max` bytes of `docs`' text, in order, dropping empty ones; the document
+/// that crosses the bound is cut at a paragraph (else line, else character) boundary rather
+/// than dropped with everything after it (a 500 KB README cost a package all its docs).
+/// Returns whether anything was left out.
+pub fn cap(docs: &mut Vec<LibDoc>, max: usize) -> bool {
+    docs.retain(|d| !d.text.trim().is_empty());
+    let mut room = max;
+    for (i, d) in docs.iter_mut().enumerate() {
+        if d.text.len() <= room {
+            room -= d.text.len();
+            continue;
+        }
+        let mut end = room;
+        while !d.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let head = &d.text[..end];
+        let end = head.rfind("\n\n").or_else(|| head.rfind('\n')).unwrap_or(end);
+        d.text.truncate(end);
+        let keep = if d.text.trim().is_empty() { i } else { i + 1 };
+        docs.truncate(keep);
+        return true;
+    }
+    false
 }
 
 /// The unpacked crate directory in the cargo registry.
@@ -65,7 +94,7 @@ pub fn crate_dir(name: &str, version: &str, cargo_home: &Path) -> Option<PathBuf
     std::fs::read_dir(src).ok()?.flatten().map(|e| e.path().join(format!("{name}-{version}"))).find(|p| p.is_dir())
 }
 
-fn readme(dir: &Path, inside: Option<&Path>) -> Option<(String, String)> {
+fn readme(dir: &Path, inside: &Path) -> Option<(String, String)> {
     let rd = std::fs::read_dir(dir).ok()?;
     let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     names.sort();
@@ -77,13 +106,13 @@ fn readme(dir: &Path, inside: Option<&Path>) -> Option<(String, String)> {
 fn crate_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
     let Some(dir) = crate_dir(&dep.name, &dep.version, &roots.cargo_home) else { return Vec::new() };
     let mut out = Vec::new();
-    if let Some((name, text)) = readme(&dir, None) {
+    if let Some((name, text)) = readme(&dir, &dir) {
         out.push(LibDoc { title: "README".into(), source: name, text });
     }
     let mut files = Vec::new();
     collect_files(&dir.join("src"), "rs", &mut files);
     for f in files.into_iter().take(MAX_FILES) {
-        let Some(text) = read_text(&f, None) else { continue };
+        let Some(text) = read_text(&f, &dir) else { continue };
         let rel = f.strip_prefix(&dir).unwrap_or(&f).display().to_string();
         out.extend(rust_doc_comments(&text, &rel));
     }
@@ -108,6 +137,12 @@ fn collect_files(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Whether an item is public API: `pub`, not `pub(crate)`, `pub(super)`, `pub(in ...)`,
+/// whose docs are the crate's own notes to itself, not its users' documentation.
+fn is_public(item: &str) -> bool {
+    item.strip_prefix("pub").is_some_and(|rest| rest.starts_with(char::is_whitespace))
+}
+
 /// `//!` module docs and `///` docs of `pub` items, each as a document titled by its item.
 pub fn rust_doc_comments(text: &str, rel: &str) -> Vec<LibDoc> {
     let mut out = Vec::new();
@@ -123,7 +158,7 @@ pub fn rust_doc_comments(text: &str, rel: &str) -> Vec<LibDoc> {
         } else if t.starts_with("#[") {
             continue;
         } else {
-            if !pending.is_empty() && t.starts_with("pub") {
+            if !pending.is_empty() && is_public(t) {
                 let sig = t.trim_end_matches('{').trim().to_string();
                 out.push(LibDoc {
                     title: sig.clone(),
@@ -143,7 +178,7 @@ pub fn rust_doc_comments(text: &str, rel: &str) -> Vec<LibDoc> {
 fn npm_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
     let dir = roots.repo.join("node_modules").join(&dep.name);
     let mut out = Vec::new();
-    let manifest = read_text(&dir.join("package.json"), Some(&roots.repo))
+    let manifest = read_text(&dir.join("package.json"), &roots.repo)
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
     let installed = manifest.as_ref().and_then(|m| m.get("version")).and_then(|v| v.as_str());
     if installed.is_some_and(|v| v != dep.version) {
@@ -153,15 +188,19 @@ fn npm_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
     if let Some(desc) = manifest.as_ref().and_then(|m| m.get("description")).and_then(|v| v.as_str()) {
         out.push(LibDoc { title: "description".into(), source: "package.json".into(), text: desc.to_string() });
     }
-    if let Some((name, text)) = readme(&dir, Some(&roots.repo)) {
+    if let Some((name, text)) = readme(&dir, &roots.repo) {
         out.push(LibDoc { title: "README".into(), source: name, text });
     }
     out
 }
 
-/// The project's site-packages directories (`.venv`, `venv`, `env`, `$VIRTUAL_ENV`).
+/// The project's site-packages directories: those of `.venv`, `venv` and `env` when they are
+/// inside the repository (a cloned repository's `.venv` may be a link to anywhere), and of
+/// `$VIRTUAL_ENV`, the environment the user activated.
 fn site_packages(repo: &Path) -> Vec<PathBuf> {
-    let mut venvs: Vec<PathBuf> = [".venv", "venv", "env"].iter().map(|v| repo.join(v)).collect();
+    let real_repo = std::fs::canonicalize(repo).unwrap_or_else(|_| repo.to_path_buf());
+    let inside = |v: &PathBuf| std::fs::canonicalize(v).is_ok_and(|r| r.starts_with(&real_repo));
+    let mut venvs: Vec<PathBuf> = [".venv", "venv", "env"].iter().map(|v| repo.join(v)).filter(inside).collect();
     if let Some(v) = std::env::var_os("VIRTUAL_ENV") {
         venvs.push(PathBuf::from(v));
     }
@@ -184,29 +223,55 @@ fn site_packages(repo: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The installed distribution of `dep` in `sp`: its `.dist-info` directory.
+fn dist_info(sp: &Path, dep: &Dependency) -> Option<PathBuf> {
+    let wanted = format!("{}-{}", normalize_py(&dep.name).replace('-', "_"), dep.version);
+    std::fs::read_dir(sp).ok()?.flatten().map(|e| e.path()).find(|p| {
+        let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        n.strip_suffix(".dist-info").is_some_and(|stem| {
+            let (name, version) = stem.rsplit_once('-').unwrap_or((stem, ""));
+            format!("{}-{version}", normalize_py(name).replace('-', "_")) == wanted
+        })
+    })
+}
+
+/// The top-level modules a distribution installs: `top_level.txt` (setuptools), else the
+/// first parts of the paths in `RECORD` (hatchling, flit, poetry and maturin write no
+/// top_level.txt, and `attrs` installs `attr`), else the distribution's own name.
+fn top_level_modules(dist: &Path, sp: &Path, dep: &Dependency) -> Vec<String> {
+    if let Some(t) = read_text(&dist.join("top_level.txt"), sp) {
+        return t.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for line in read_text(&dist.join("RECORD"), sp).unwrap_or_default().lines() {
+        let path = line.split(',').next().unwrap_or("").trim();
+        let first = path.split('/').next().unwrap_or("");
+        let module = if path.contains('/') { Some(first) } else { first.strip_suffix(".py") };
+        let Some(m) = module else { continue };
+        let skip = m.is_empty() || m.starts_with(['.', '_']) || m.ends_with(".dist-info") || m.ends_with(".data");
+        if !skip && !out.iter().any(|o| o == m) {
+            out.push(m.to_string());
+        }
+    }
+    if out.is_empty() {
+        out.push(normalize_py(&dep.name).replace('-', "_"));
+    }
+    out
+}
+
+/// Every file is read only when its real path stays in its site-packages directory: a
+/// `.dist-info/METADATA` or a module that is a link out of it (to `~/.ssh`, say) is skipped.
 fn py_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
     for sp in site_packages(&roots.repo) {
-        let Ok(rd) = std::fs::read_dir(&sp) else { continue };
-        let wanted = format!("{}-{}", normalize_py(&dep.name).replace('-', "_"), dep.version);
-        let dist = rd.flatten().map(|e| e.path()).find(|p| {
-            let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            n.strip_suffix(".dist-info").is_some_and(|stem| {
-                let (name, version) = stem.rsplit_once('-').unwrap_or((stem, ""));
-                format!("{}-{version}", normalize_py(name).replace('-', "_")) == wanted
-            })
-        });
-        let Some(dist) = dist else { continue };
+        let Some(dist) = dist_info(&sp, dep) else { continue };
         let mut out = Vec::new();
-        if let Some(meta) = read_text(&dist.join("METADATA"), None) {
+        if let Some(meta) = read_text(&dist.join("METADATA"), &sp) {
             let body = meta.split_once("\n\n").map(|(_, b)| b).unwrap_or("");
             let summary = meta.lines().find_map(|l| l.strip_prefix("Summary: ")).unwrap_or("");
             let text = format!("{summary}\n\n{body}");
             out.push(LibDoc { title: "project description".into(), source: "METADATA".into(), text });
         }
-        let modules: Vec<String> = read_text(&dist.join("top_level.txt"), None)
-            .map(|t| t.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect())
-            .unwrap_or_else(|| vec![normalize_py(&dep.name).replace('-', "_")]);
-        for m in modules {
+        for m in top_level_modules(&dist, &sp, dep) {
             let mut files = Vec::new();
             let dir = sp.join(&m);
             if dir.is_dir() {
@@ -215,7 +280,7 @@ fn py_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
                 files.push(sp.join(format!("{m}.py")));
             }
             for f in files {
-                let Some(text) = read_text(&f, None) else { continue };
+                let Some(text) = read_text(&f, &sp) else { continue };
                 let rel = f.strip_prefix(&sp).unwrap_or(&f).display().to_string();
                 out.extend(python_docstrings(&text, &rel));
             }
@@ -299,13 +364,32 @@ fn dedent(lines: &[String]) -> String {
 mod tests {
     use super::*;
 
+    fn doc(text: &str) -> LibDoc {
+        LibDoc { title: "t".into(), source: "s".into(), text: text.into() }
+    }
+
+    #[test]
+    fn a_doc_past_the_bound_is_cut_at_a_paragraph_not_dropped_with_the_rest() {
+        let mut docs = vec![doc("short"), doc(""), doc("first para\n\nsecond para that goes past"), doc("after")];
+        assert!(cap(&mut docs, 20));
+        let texts: Vec<&str> = docs.iter().map(|d| d.text.as_str()).collect();
+        assert_eq!(texts, ["short", "first para"]);
+        let mut small = vec![doc("a"), doc("b")];
+        assert!(!cap(&mut small, 20));
+        assert_eq!(small.len(), 2);
+        // A character is never split.
+        let mut wide = vec![doc("ééééé")];
+        assert!(cap(&mut wide, 3));
+        assert_eq!(wide[0].text, "é");
+    }
+
     #[test]
     fn rust_docs_come_from_module_and_public_item_comments() {
-        let src = "//! Widgets for everyone.\n//! Second line.\n\n/// Resets every knob.\n#[inline]\npub fn reset_widget(id: u32) {\n}\n\n/// private\nfn hidden() {}\n";
+        let src = "//! Widgets for everyone.\n//! Second line.\n\n/// Resets every knob.\n#[inline]\npub fn reset_widget(id: u32) {\n}\n\n/// private\nfn hidden() {}\n/// crate-private\npub(crate) fn helper() {}\n/// restricted\npub(super) struct Inner;\n/// published\npub struct Knob;\n";
         let docs = rust_doc_comments(src, "src/lib.rs");
-        assert_eq!(docs.len(), 2, "{docs:?}");
+        let titles: Vec<&str> = docs.iter().map(|d| d.title.as_str()).collect();
+        assert_eq!(titles, ["module src/lib.rs", "pub fn reset_widget(id: u32)", "pub struct Knob;"], "{docs:?}");
         assert!(docs[0].text.contains("Widgets for everyone.\nSecond line."));
-        assert_eq!(docs[1].title, "pub fn reset_widget(id: u32)");
         assert!(docs[1].text.contains("Resets every knob."));
     }
 

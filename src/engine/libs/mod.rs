@@ -107,13 +107,18 @@ impl Engine {
         // Registries that could not be reached: (registry, packages, the first error).
         let mut unreachable: Vec<(&'static str, usize, String)> = Vec::new();
         for dep in detected.deps.into_iter().take(max) {
-            let (docs, pkg, failed) = self.package_docs(&dep, &roots, req.refresh, online);
-            if let Some(e) = failed {
-                let registry = dep.ecosystem.registry();
-                match unreachable.iter_mut().find(|(r, _, _)| *r == registry) {
-                    Some(u) => u.1 += 1,
-                    None => unreachable.push((registry, 1, e)),
+            let registry = dep.ecosystem.registry();
+            // A registry that could not be reached is not asked again in this run: each try
+            // can wait out the whole page timeout, and a dead one cost every package that.
+            let dead = unreachable.iter_mut().find(|(r, _, _)| *r == registry);
+            let (docs, mut pkg, failed) = self.package_docs(&dep, &roots, req.refresh, online && dead.is_none());
+            if let Some(u) = dead {
+                if online && !pkg.cached {
+                    u.1 += 1;
+                    pkg.notes.push(format!("published docs: not asked for ({registry} could not be reached)"));
                 }
+            } else if let Some(e) = failed {
+                unreachable.push((registry, 1, e));
             }
             on_package(&pkg);
             packages.push(pkg);
@@ -177,20 +182,33 @@ impl Engine {
         let usable = cached.filter(|c| !refresh && !stale_online(c));
         let mut failed = None;
         let entry = match usable {
+            Some(c) if c.local.is_empty() && !local::docs(dep, roots).0.is_empty() => {
+                // Installed since the cached entry was written (published docs only): read
+                // the installed sources now instead of serving the cache without them.
+                self.read_local_again(dep, roots, c, &cache_path)
+            }
             Some(c) => {
                 pkg.cached = true;
                 c
             }
             None => {
-                let local = local::docs(dep, roots);
+                let (local, cut) = local::docs(dep, roots);
                 let mut entry =
                     CachedDocs { fetched_at: now_ms(), local, published_tried: online, ..Default::default() };
                 if entry.local.is_empty() {
                     entry.notes.push("not installed here (no local sources)".into());
                 }
+                if cut {
+                    entry.notes.push(cut_note("installed", local::MAX_LOCAL_BYTES));
+                }
                 if online {
                     match self.published_docs(dep) {
-                        Ok(docs) => entry.published = docs,
+                        Ok(mut docs) => {
+                            if local::cap(&mut docs, MAX_PUBLISHED_BYTES) {
+                                entry.notes.push(cut_note("published", MAX_PUBLISHED_BYTES));
+                            }
+                            entry.published = docs;
+                        }
                         Err(e) => {
                             if unreachable(&e) {
                                 entry.published_tried = false;
@@ -217,6 +235,21 @@ impl Engine {
         let mut docs = entry.local;
         docs.extend(entry.published);
         (docs, pkg, failed)
+    }
+
+    /// A cached entry with the installed sources read again (and cached so), its published
+    /// docs and the notes about them kept.
+    fn read_local_again(&self, dep: &Dependency, roots: &Roots, c: CachedDocs, cache_path: &Path) -> CachedDocs {
+        let (local, cut) = local::docs(dep, roots);
+        let mut notes: Vec<String> = c.notes.into_iter().filter(|n| n.starts_with("published")).collect();
+        if cut {
+            notes.insert(0, cut_note("installed", local::MAX_LOCAL_BYTES));
+        }
+        let entry = CachedDocs { fetched_at: now_ms(), local, notes, ..c };
+        if let Err(e) = replace_json(cache_path, &entry) {
+            tracing::info!(path = %cache_path.display(), error = %e, "libs cache not updated");
+        }
+        entry
     }
 
     /// The published docs of one package, through the guarded fetcher.
@@ -280,6 +313,15 @@ impl Engine {
             }
         }
     }
+}
+
+/// Text kept per package from its published docs, at most (a docs.rs page or a PyPI
+/// description can be megabytes; the installed sources have their own bound).
+const MAX_PUBLISHED_BYTES: usize = 400_000;
+
+/// The note for docs cut at their bound.
+fn cut_note(which: &str, bytes: usize) -> String {
+    format!("{which} docs cut at {} KB", bytes / 1000)
 }
 
 /// Whether a failed fetch never reached the registry (DNS, connect, TLS, a timeout, the
