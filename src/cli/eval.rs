@@ -99,6 +99,9 @@ fn dropped(g: &crate::engine::protocol::GitSetStats) -> String {
     if g.dropped_redacted > 0 {
         why.push(format!("{} with too few words once identifiers were removed", g.dropped_redacted));
     }
+    if g.dropped_unindexed > 0 {
+        why.push(format!("{} whose answers the index leaves out", g.dropped_unindexed));
+    }
     if why.is_empty() {
         String::new()
     } else {

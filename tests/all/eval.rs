@@ -174,7 +174,11 @@ fn a_query_set_from_git_history_keeps_only_commits_that_describe_a_source_change
     let git = report.git.as_ref().expect("git stats");
     assert!(git.scanned >= 11 && git.candidates >= 3, "{git:?}");
     // Every tried commit is a query or dropped for a reason the report gives.
-    assert_eq!(git.tried, git.queries + git.dropped_rewritten + git.dropped_redacted, "{git:?}");
+    assert_eq!(
+        git.tried,
+        git.queries + git.dropped_rewritten + git.dropped_redacted + git.dropped_unindexed,
+        "{git:?}"
+    );
     for q in &report.queries {
         assert!(!q.query.to_lowercase().contains("merge") && !q.query.contains("Bump"), "{}", q.query);
     }
@@ -663,4 +667,26 @@ fn reading_the_history_checks_no_signatures() {
     let report = env.engine().eval(&root, &git_request(50, 1), &quiet()).expect("eval");
     assert_eq!(report.queries.len(), 2, "{:#?}", report.queries);
     assert!(!calls.exists(), "signatures checked: {:?}", std::fs::read_to_string(&calls));
+}
+
+/// A commit whose answer the index leaves out (a hidden folder) became a query search could
+/// never answer: a silent miss in every figure.
+#[test]
+fn a_commit_whose_answer_is_not_indexed_makes_no_query() {
+    let env = Env::new();
+    let root = env.repo("hidden");
+    git(&root, &["init", "-q", "-b", "main"]);
+    write(&root, "src/lexer.py", "def lexer_entry(text):\n    return text.strip()\n");
+    write(&root, ".hidden/helper.py", "def helper_entry(text):\n    return text\n");
+    commit(&root, "init");
+    write(&root, "src/lexer.py", "def lexer_entry(text):\n    return text.strip().split()\n");
+    commit(&root, "Split incoming text into separate tokens on any whitespace");
+    write(&root, ".hidden/helper.py", "def helper_entry(text):\n    return text.strip().lower()\n");
+    commit(&root, "Make the helper lowercase every value it hands back to callers");
+    let report = env.engine().eval(&root, &git_request(50, 1), &quiet()).expect("eval");
+    let golds: Vec<&Vec<String>> = report.queries.iter().map(|q| &q.gold).collect();
+    assert_eq!(golds, [&vec!["src/lexer.py".to_string()]], "{:#?}", report.queries);
+    let git_stats = report.git.as_ref().unwrap();
+    assert_eq!((git_stats.dropped_unindexed, git_stats.queries), (1, 1), "{git_stats:?}");
+    assert_eq!(report.runs[0].metrics.n, 1);
 }

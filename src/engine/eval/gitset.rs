@@ -80,6 +80,10 @@ pub struct GitSetStats {
     /// were taken out of the message.
     #[serde(default)]
     pub dropped_redacted: usize,
+    /// Queries dropped because the index leaves out their answers (or more than half of them):
+    /// a hidden or excluded folder, a file too large.
+    #[serde(default)]
+    pub dropped_unindexed: usize,
     /// The repository is a shallow clone: only the fetched history was read, and the oldest
     /// fetched commits (whose parents are missing, so git shows them adding the whole tree)
     /// were left out.

@@ -8,6 +8,7 @@
 pub mod gitset;
 
 use crate::config::Config;
+use crate::engine::index::manifest::Manifest;
 use crate::engine::index::types::IndexProgress;
 use crate::engine::index::ProgressSink;
 use crate::engine::search::types::SearchRequest;
@@ -107,7 +108,7 @@ impl Engine {
     /// set, and scores search on it, with the current configuration and, when asked, a second.
     pub fn eval(&self, repo_path: &Path, req: &EvalRequest, sink: &dyn ProgressSink) -> Result<EvalReport> {
         let repo = self.resolve_repo(repo_path)?;
-        let (queries, source, git) = match &req.source {
+        let (mut queries, source, mut git) = match &req.source {
             QuerySource::Git(opts) => {
                 if opts.n == 0 {
                     return Err(Error::BadRequest("--n must be at least 1".into()));
@@ -128,9 +129,16 @@ impl Engine {
             }));
         }
         self.index(&repo.root, &IndexOptions::default(), sink)?;
-        if git.is_none() {
-            check_indexed(&repo.manifest_path(), &repo.root, &queries)
-                .map_err(|m| Error::BadRequest(format!("{source}: {m}")))?;
+        let manifest = Manifest::load(&repo.manifest_path());
+        match git.as_mut() {
+            None => check_indexed(&manifest, &repo.root, &queries)
+                .map_err(|m| Error::BadRequest(format!("{source}: {m}")))?,
+            Some(stats) => {
+                queries = keep_indexed_answers(queries, &manifest, stats);
+                if queries.is_empty() {
+                    return Err(Error::BadRequest(no_query_from_git(req, stats)));
+                }
+            }
         }
         let key = match &req.source {
             QuerySource::File(path) => inside(&repo.root, path),
@@ -183,6 +191,9 @@ fn no_query_from_git(req: &EvalRequest, s: &GitSetStats) -> String {
     }
     if s.dropped_redacted > 0 {
         dropped.push(format!("{} with too few words once identifiers were removed", s.dropped_redacted));
+    }
+    if s.dropped_unindexed > 0 {
+        dropped.push(format!("{} whose answers the index leaves out", s.dropped_unindexed));
     }
     let dropped = if dropped.is_empty() { String::new() } else { format!(", dropped: {}", dropped.join(", ")) };
     let shallow = if s.shallow {
@@ -392,8 +403,7 @@ fn check_queries(root: &Path, queries: &[EvalQuery]) -> std::result::Result<(), 
 
 /// Once the index is up to date: every answer is a file the index holds. One it leaves out
 /// (ignored, excluded, binary, too large) is no answer search can give either.
-fn check_indexed(manifest: &Path, root: &Path, queries: &[EvalQuery]) -> std::result::Result<(), String> {
-    let manifest = crate::engine::index::manifest::Manifest::load(manifest);
+fn check_indexed(manifest: &Manifest, root: &Path, queries: &[EvalQuery]) -> std::result::Result<(), String> {
     if manifest.files.is_empty() {
         return Ok(()); // unreadable: search says what is wrong with the index
     }
@@ -401,6 +411,27 @@ fn check_indexed(manifest: &Path, root: &Path, queries: &[EvalQuery]) -> std::re
         (!manifest.files.contains_key(normalize(g)))
             .then_some("is not indexed (ignored by .gitignore, excluded, binary or too large)")
     })
+}
+
+/// A set built from history without the answers the index leaves out (a committed `.venv/`,
+/// an excluded folder): search cannot give them, and each was a silent miss. A query keeps at
+/// least half of its answers, as when answers are missing, or is dropped.
+fn keep_indexed_answers(queries: Vec<EvalQuery>, manifest: &Manifest, stats: &mut GitSetStats) -> Vec<EvalQuery> {
+    if manifest.files.is_empty() {
+        return queries; // unreadable: search says what is wrong with the index
+    }
+    let mut out = Vec::with_capacity(queries.len());
+    for mut q in queries {
+        let all = q.gold.len();
+        q.gold.retain(|g| manifest.files.contains_key(normalize(g)));
+        if q.gold.is_empty() || q.gold.len() * 2 < all {
+            stats.dropped_unindexed += 1;
+        } else {
+            out.push(q);
+        }
+    }
+    stats.queries = out.len();
+    out
 }
 
 /// An error naming up to three answers `problem` finds fault with, if any.
