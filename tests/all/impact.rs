@@ -864,6 +864,11 @@ fn bad_queries_say_what_is_wrong() {
     assert!(err.to_string().contains("nope.go") && err.to_string().contains("no such file"), "{err}");
     let err = ask("go.mod", None).expect_err("not code");
     assert!(err.to_string().contains("not a code file"), "{err}");
+    // A folder and an external package nothing imports were "no such file in the repository".
+    let err = ask("internal", None).expect_err("a directory");
+    assert!(err.to_string().contains("is a directory") && !err.to_string().contains("no such file"), "{err}");
+    let err = ask("ext:nothing-imports-this", None).expect_err("unknown package");
+    assert!(err.to_string().contains("no file of the repository imports the external package"), "{err}");
     assert_eq!(ask("../outside.go", None).expect_err("outside").code(), "path_outside_repo");
     assert_eq!(ask("main.go", Some(0)).expect_err("depth").code(), "bad_request");
     let abs = repo.join("main.go");

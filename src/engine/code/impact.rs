@@ -740,11 +740,15 @@ pub(crate) fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
 }
 
 pub(crate) fn unknown_file(repo: &RepoRef, file: &str, g: &LoadedGraph) -> Error {
-    let on_disk = repo.root.join(file).is_file();
-    let hint = if on_disk {
-        "it exists but is not a code file docdex parses, or it changed since the last `docdex index`"
+    let on_disk = repo.root.join(file);
+    let hint = if let Some(package) = file.strip_prefix(EXTERNAL_PREFIX) {
+        format!("no file of the repository imports the external package {package}")
+    } else if on_disk.is_dir() {
+        "it is a directory: pass a file in it (the graph links files, not folders)".to_string()
+    } else if on_disk.is_file() {
+        "it exists but is not a code file docdex parses, or it changed since the last `docdex index`".to_string()
     } else {
-        "no such file in the repository (a path is repo-relative, e.g. src/main.rs, or on the command line relative to the current directory)"
+        "no such file in the repository (a path is repo-relative, e.g. src/main.rs, or on the command line relative to the current directory)".to_string()
     };
     let note = g
         .graph
