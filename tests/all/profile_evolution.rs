@@ -287,3 +287,34 @@ fn the_cli_and_http_run_the_same_pipeline() {
     let refused = env.json(&["profile", "learn", "--agent", "hal", "commit with --no-verify", "--json"]);
     assert_eq!(refused["action"], "REFUSE", "{refused}");
 }
+
+/// A model server that accepts connections and never answers (stuck, overloaded) cost `learn`
+/// three full timeouts: the recall's embedding, the decision's model call (same server), then
+/// the embedding after the write (the 30 s memo of the first failure had run out while the
+/// second waited): six minutes at the default 120 s. After the server timed out once, the
+/// other calls of the statement are not made; the fallback decides and says why.
+#[test]
+fn a_stuck_model_server_costs_learn_one_timeout_not_three() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let seen = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            held.push(c);
+        }
+    });
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &url, "fake-chat", "fake-embed").replace("= 5", "= 1"));
+    let engine = env.engine();
+    let started = std::time::Instant::now();
+    let out = learn(&engine, "team", "We use pnpm for every package");
+    assert_eq!((out.action, out.decided_by), (EvolutionAction::Add, DecidedBy::Fallback), "{out:?}");
+    assert!(out.notices.iter().any(|n| n.contains("did not answer")), "{:?}", out.notices);
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "one request to the stuck server");
+    assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
+}

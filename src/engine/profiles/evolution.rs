@@ -259,12 +259,18 @@ impl Engine {
             ChatMessage::new(Role::System, system_prompt()),
             ChatMessage::new(Role::User, user_prompt(&outcome.recalled, &req.preference)),
         ];
+        if let Some(why) = self.profile_server_down() {
+            outcome.attempts = 0;
+            outcome.notices.push(format!("the model server did not answer moments ago ({why}); decided without it"));
+            return self.evolution_fallback(req, given_rule, outcome);
+        }
         let mut last_error = String::new();
         for attempt in 1..=2 {
             outcome.attempts = attempt;
             let reply = match self.ask_evolution_model(&messages) {
                 Ok(r) => r,
                 Err(e) => {
+                    self.profile_note_server_failure(&e);
                     outcome.attempts = attempt - 1;
                     outcome.notices.push(format!("no model answered ({e}); decided without one"));
                     return self.evolution_fallback(req, given_rule, outcome);

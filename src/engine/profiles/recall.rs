@@ -26,10 +26,14 @@ pub const MAX_RECALL: usize = 256;
 /// A cached query vector: (model, text, vector).
 type CachedQuery = (String, String, Arc<Vec<f32>>);
 
+/// A failed model-server call: when, why, and whether the server itself failed (a timeout or
+/// a refused connection, as opposed to a missing model).
+type Failure = (Instant, String, bool);
+
 /// The recall side of the profile state.
 #[derive(Default)]
 pub(crate) struct RecallCache {
-    failure: Mutex<Option<(Instant, String)>>,
+    failure: Mutex<Option<Failure>>,
     queries: Mutex<VecDeque<CachedQuery>>,
 }
 
@@ -76,7 +80,7 @@ impl Engine {
     /// dead server costs one attempt, not one per call.
     fn profile_embed(&self, texts: Vec<String>) -> std::result::Result<Vec<Vec<f32>>, VectorTrouble> {
         let cache = &self.profiles().recall;
-        if let Some((at, why)) = cache.failure.lock().ok().and_then(|f| f.clone()) {
+        if let Some((at, why, _)) = cache.failure.lock().ok().and_then(|f| f.clone()) {
             if at.elapsed() < RETRY_AFTER {
                 return Err(VectorTrouble::Unavailable(why));
             }
@@ -100,10 +104,28 @@ impl Engine {
             }
             Err(e) => {
                 let why = e.to_string();
+                let down = matches!(e, Error::LlmTimeout { .. } | Error::LlmUnreachable { .. });
                 if let Ok(mut f) = cache.failure.lock() {
-                    *f = Some((Instant::now(), why.clone()));
+                    *f = Some((Instant::now(), why.clone(), down));
                 }
                 Err(VectorTrouble::Unavailable(why))
+            }
+        }
+    }
+
+    /// Why the model server itself failed moments ago (timed out or refused a call from
+    /// profile memory), if it did: the embedder and the evolution's model share it, so one
+    /// stuck server costs a statement one timeout, not one per call.
+    pub(crate) fn profile_server_down(&self) -> Option<String> {
+        let failure = self.profiles().recall.failure.lock().ok().and_then(|f| f.clone());
+        failure.filter(|(at, _, down)| *down && at.elapsed() < RETRY_AFTER).map(|(_, why, _)| why)
+    }
+
+    /// Remembers a model-server failure seen outside the embedder (the evolution's model call).
+    pub(crate) fn profile_note_server_failure(&self, e: &Error) {
+        if matches!(e, Error::LlmTimeout { .. } | Error::LlmUnreachable { .. }) {
+            if let Ok(mut f) = self.profiles().recall.failure.lock() {
+                *f = Some((Instant::now(), e.to_string(), true));
             }
         }
     }
