@@ -318,3 +318,19 @@ fn a_stuck_model_server_costs_learn_one_timeout_not_three() {
     assert_eq!(accepted.load(Ordering::SeqCst), 1, "one request to the stuck server");
     assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
 }
+
+/// Without a model, `profile learn "should we use tabs?"` (and docdex_save_preference with a
+/// question) added the question as a preference, which every later chat then carried as
+/// advice; chat never hands a question to the pipeline. The fallback now ignores a question.
+#[test]
+fn without_a_model_a_question_is_not_learnt() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let before = count(&engine, "team");
+    let out = learn(&engine, "team", "should we use tabs? ");
+    assert_eq!((out.action, out.decided_by), (EvolutionAction::Ignore, DecidedBy::Fallback), "{out:?}");
+    assert!(out.reasoning.contains("a question"), "{}", out.reasoning);
+    assert_eq!(count(&engine, "team"), before, "nothing written");
+    let out = learn(&engine, "team", "We use tabs for indentation");
+    assert_eq!(out.action, EvolutionAction::Add, "{out:?}");
+}

@@ -334,6 +334,17 @@ impl Engine {
         let same = outcome.recalled.iter().find(|h| {
             norm(&h.preference.content) == norm(&req.preference) || h.similarity_score >= DUPLICATE_SIMILARITY
         });
+        // Nobody can ask whether a question was meant as a rule: it is not written down as one.
+        if req.preference.trim_end().ends_with('?') {
+            return Decision {
+                action: EvolutionAction::Ignore,
+                target: None,
+                content: String::new(),
+                category: Category::Style,
+                rule: None,
+                reasoning: "a question, not a preference: state it (\"use tabs\") to have it remembered".into(),
+            };
+        }
         if let Some(h) = same {
             return Decision {
                 action: EvolutionAction::Ignore,
