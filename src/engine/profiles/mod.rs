@@ -209,7 +209,9 @@ impl Engine {
             embedded: false,
         };
         let created_agent = self.profile_write(|w| {
-            if let Some(same) = store::same_text(w.conn(), &preference.agent_id, &preference.content, "")? {
+            if let Some(same) =
+                store::same_text(w.conn(), &preference.agent_id, &preference.content, preference.rule.as_deref(), "")?
+            {
                 return Err(repeated(&same, "nothing added"));
             }
             let created = w.ensure_agent(&preference.agent_id, req.role.as_deref().unwrap_or("").trim(), now)?;
@@ -258,6 +260,7 @@ impl Engine {
             None => settle_rule(category, None, &content)?,
         };
         let text_changed = content != old.content;
+        let rule_changed = rule != old.rule;
         let old_stamp = old.last_updated;
         let updated = Preference {
             content,
@@ -273,8 +276,10 @@ impl Engine {
             if req.expected_last_updated.is_some_and(|t| t != now.last_updated) || now.last_updated != old_stamp {
                 return Err(changed_meanwhile(&now));
             }
-            if text_changed {
-                if let Some(same) = store::same_text(w.conn(), &updated.agent_id, &updated.content, &updated.id)? {
+            if text_changed || rule_changed {
+                let rule = updated.rule.as_deref();
+                if let Some(same) = store::same_text(w.conn(), &updated.agent_id, &updated.content, rule, &updated.id)?
+                {
                     return Err(repeated(&same, "nothing changed"));
                 }
             }

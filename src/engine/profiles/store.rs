@@ -125,11 +125,21 @@ pub fn preferences_of(conn: &Connection, agents: &[&str]) -> Result<Vec<Preferen
 }
 
 /// The agent's preference (other than `except`) whose text is `content`'s, letter case,
-/// runs of spaces and a closing full stop aside: adding it again would only repeat it.
-pub fn same_text(conn: &Connection, agent: &str, content: &str, except: &str) -> Result<Option<Preference>> {
+/// runs of spaces and a closing full stop aside, with the same rule: adding it again would
+/// only repeat it. One wording may carry several rules (a team's "keep it tidy" as a line
+/// limit and as a test requirement): those are different preferences.
+pub fn same_text(
+    conn: &Connection,
+    agent: &str,
+    content: &str,
+    rule: Option<&str>,
+    except: &str,
+) -> Result<Option<Preference>> {
     let key = |s: &str| s.trim_end_matches(['.', '!']).split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
     let want = key(content);
-    Ok(preferences_of(conn, &[agent])?.into_iter().find(|p| p.id != except && key(&p.content) == want))
+    Ok(preferences_of(conn, &[agent])?
+        .into_iter()
+        .find(|p| p.id != except && p.rule.as_deref() == rule && key(&p.content) == want))
 }
 
 /// Every preference, by id.
