@@ -494,3 +494,33 @@ fn a_dead_registry_is_asked_once_per_run_and_later_installs_are_read() {
     assert_eq!(v["packages"][0]["published_docs"], 1, "{v}");
     assert_eq!(reg.hits("/").len(), requests, "nothing fetched again");
 }
+
+/// The npm registry's document of a long-lived package holds every version's manifest
+/// (typescript's is over 10 MB, @types/node's more), and one over `[web] max_page_bytes`
+/// (5 MiB) gave the package no published README; registry documents have their own bound.
+#[test]
+fn a_registry_document_larger_than_a_page_still_gives_its_readme() {
+    let env = Env::new();
+    let repo = env.repo("bigdoc");
+    write(&repo, "package.json", r#"{"dependencies": {"typish": "5.0.0"}}"#);
+    write(&repo, "package-lock.json", r#"{"packages": {"node_modules/typish": {"version": "5.0.0"}}}"#);
+    let reg = Fixture::start("127.0.0.1", |_, _, _| {
+        let versions: Vec<String> = (0..3000)
+            .map(|i| format!(r#""1.{i}.0": {{"name": "typish", "description": "{}"}}"#, "x".repeat(2000)))
+            .collect();
+        let mut r = Reply::html(format!(
+            r##"{{"name": "typish", "readme": "# typish\n\nTypes with a wombat checker.", "versions": {{{}}}}}"##,
+            versions.join(", ")
+        ));
+        r.content_type = "application/json";
+        r
+    });
+    env.write_config(&format!(
+        "[libs]\nnpm_registry_url = \"{}\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n",
+        reg.url("/npm")
+    ));
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--json"]);
+    assert_eq!(v["packages"][0]["published_docs"], 1, "{v}");
+    let hits = env.engine().libs_search(&repo, &LibsSearchRequest { query: "wombat checker".into(), limit: Some(3) });
+    assert_eq!(hits.unwrap().hits[0].package, "typish");
+}

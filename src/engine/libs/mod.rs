@@ -32,6 +32,31 @@ struct CachedDocs {
     notes: Vec<String>,
 }
 
+/// The parts of an npm registry document read: a README per version (rare) and the
+/// package's (its latest version's). Every other field, of thousands of versions, is skipped
+/// while parsing rather than held.
+#[derive(Deserialize)]
+struct NpmDocument {
+    #[serde(default, deserialize_with = "lenient")]
+    readme: Option<String>,
+    #[serde(default)]
+    versions: std::collections::HashMap<String, NpmVersion>,
+}
+
+#[derive(Deserialize)]
+struct NpmVersion {
+    #[serde(default, deserialize_with = "lenient")]
+    readme: Option<String>,
+}
+
+/// A string, or nothing when the registry put something else there.
+fn lenient<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<String>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
 /// What `state/repos/<fp>/libs.json` records about the last `libs fetch`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct IngestRecord {
@@ -265,13 +290,12 @@ impl Engine {
             }
             Ecosystem::Npm => {
                 let url = format!("{}/{}", base(&libs.npm_registry_url), dep.name.replace('/', "%2F"));
-                let v = self.registry_json(&url)?;
+                let v: NpmDocument = self.registry_json(&url)?;
                 let readme = v
-                    .get("versions")
-                    .and_then(|vs| vs.get(&dep.version))
-                    .and_then(|x| x.get("readme"))
-                    .or_else(|| v.get("readme"))
-                    .and_then(|r| r.as_str())
+                    .versions
+                    .get(&dep.version)
+                    .and_then(|x| x.readme.as_deref())
+                    .or(v.readme.as_deref())
                     .unwrap_or("");
                 if readme.trim().is_empty() {
                     return Err(Error::NotFound(format!("the npm registry has no README for {}", dep.name)));
@@ -280,7 +304,7 @@ impl Engine {
             }
             Ecosystem::Pypi => {
                 let url = format!("{}/pypi/{}/{}/json", base(&libs.pypi_url), dep.name, dep.version);
-                let v = self.registry_json(&url)?;
+                let v: serde_json::Value = self.registry_json(&url)?;
                 let info = v.get("info").cloned().unwrap_or_default();
                 let mut out = Vec::new();
                 let desc = info.get("description").and_then(|d| d.as_str()).unwrap_or("");

@@ -86,6 +86,9 @@ impl Drop for Permit<'_> {
     }
 }
 
+/// The most a registry's JSON document may hold (see [`Engine::registry_json`]).
+pub const MAX_REGISTRY_JSON_BYTES: u64 = 64 * 1024 * 1024;
+
 impl Engine {
     fn web(&self) -> &WebState {
         &self.inner.web
@@ -387,8 +390,11 @@ impl Engine {
     }
 
     /// A JSON document from a configured registry (npm, PyPI), with the same per-domain delay,
-    /// permits, timeout and size cap as pages.
-    pub(crate) fn registry_json(&self, raw: &str) -> Result<serde_json::Value> {
+    /// permits and timeout as pages, read into `T` (which keeps only the fields it names). Its
+    /// bound is [`MAX_REGISTRY_JSON_BYTES`] when that is more than `[web] max_page_bytes`: the
+    /// npm document of a long-lived package holds every version's manifest (typescript's is
+    /// over 10 MB), and only that document carries the README.
+    pub(crate) fn registry_json<T: serde::de::DeserializeOwned>(&self, raw: &str) -> Result<T> {
         self.ensure_web_enabled()?;
         let policy = self.url_policy();
         let url = policy.check_str(raw, Origin::Configured).map_err(|r| Error::BadRequest(r.0))?;
@@ -403,7 +409,7 @@ impl Engine {
             &policy,
             &url,
             Origin::Configured,
-            self.config().web.max_page_bytes,
+            self.config().web.max_page_bytes.max(MAX_REGISTRY_JSON_BYTES),
             self.page_timeout(),
         ));
         let _ = self.spacer().finished(&key, delay);
