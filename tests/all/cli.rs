@@ -267,13 +267,7 @@ fn a_watch_whose_reader_has_gone_ends_at_its_next_event() {
     let env = Env::new();
     let repo = env.repo("w");
     write(&repo, "a.rs", "fn kiwi() {}\n");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
-        .args(["watch", "--repo", repo.to_str().unwrap(), "--json"])
-        .env("DOCDEX_HOME", env.home())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = spawn_json_watch(&env, &repo, std::process::Stdio::piped());
     let mut ready = String::new();
     std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut ready).expect("read");
     assert!(ready.contains("\"ready\""), "{ready}");
@@ -463,19 +457,24 @@ fn similar_refuses_a_count_outside_one_to_two_hundred() {
     assert_eq!(v["results"].as_array().unwrap().len(), 1, "{v}");
 }
 
+/// `docdex watch --repo REPO --json` with stdout piped.
+fn spawn_json_watch(env: &Env, repo: &std::path::Path, stderr: std::process::Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["watch", "--repo", repo.to_str().unwrap(), "--json"])
+        .env("DOCDEX_HOME", env.home())
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn docdex watch")
+}
+
 #[test]
 fn watch_command_streams_json_and_stops_cleanly_on_sigterm() {
     use std::io::{BufRead, BufReader};
     let env = Env::new();
     let repo = env.repo("w");
     write(&repo, "a.rs", "fn kiwi() {}\n");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
-        .args(["watch", "--repo", repo.to_str().unwrap(), "--json"])
-        .env("DOCDEX_HOME", env.home())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_json_watch(&env, &repo, std::process::Stdio::null());
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
