@@ -6,7 +6,7 @@ use super::output::{count, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
     CyclesResponse, Dependency, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse, RebuildSummary,
-    TestsResponse,
+    TestsResponse, MAX_NODES_PER_SIDE,
 };
 use crate::engine::protocol::{Diagnostic, Edge};
 use crate::engine::Engine;
@@ -201,11 +201,29 @@ fn display_id(id: &str) -> String {
     }
 }
 
-fn print_deps(out: &Out, deps: &[Dependency]) {
-    for d in deps {
+/// Rows printed per list; `--json` has them all. A hub imported by 5,000 files printed 2,000
+/// lines of importers (the node limit) while the list of affected files stopped at 50.
+const LISTED: usize = 50;
+/// Hops of a cycle's loop printed before the rest is elided (a 5,000-file loop was one 98 kB line).
+const LOOP_HOPS: usize = 20;
+
+/// One side's heading and its nearest `LISTED` dependencies; `cut` when the engine stopped
+/// that side at its node limit, so the count is not the whole.
+fn print_side(out: &Out, title: &str, deps: &[Dependency], cut: bool, none: &str) {
+    out.line("");
+    let n =
+        if cut { format!("{} nearest; the rest cut at the node limit", deps.len()) } else { deps.len().to_string() };
+    out.line(&format!("{} ({n})", out.paint("1", title)));
+    if deps.is_empty() {
+        out.line(&format!("  {none}"));
+    }
+    for d in deps.iter().take(LISTED) {
         let arrow = format!("{} -> {}", display_id(&d.edge.source), display_id(&d.edge.target));
         let depth = if d.depth > 1 { format!("depth {}, ", d.depth) } else { String::new() };
         out.line(&format!("  {arrow}  {}", out.paint("2", &format!("{depth}{}", edge_label(&d.edge)))));
+    }
+    if deps.len() > LISTED {
+        out.line(&format!("  ... and {} more (--json lists all)", deps.len() - LISTED));
     }
 }
 
@@ -225,29 +243,20 @@ pub fn print_impact(out: &Out, r: &ImpactResponse) {
         if flags.is_empty() { String::new() } else { format!("  ({})", flags.join(", ")) }
     ));
     out.line(&out.paint("2", &format!("{}; depth {}", r.edge_semantics, r.depth)));
+    let cut = |deps: &[Dependency]| r.truncated && deps.len() >= MAX_NODES_PER_SIDE;
     if r.direction != Direction::Out {
-        out.line("");
-        out.line(&format!("{} ({})", out.paint("1", "imported by"), r.inbound.len()));
-        if r.inbound.is_empty() {
-            out.line("  nothing imports it");
-        }
-        print_deps(out, &r.inbound);
+        print_side(out, "imported by", &r.inbound, cut(&r.inbound), "nothing imports it");
     }
     if r.direction != Direction::In {
-        out.line("");
-        out.line(&format!("{} ({})", out.paint("1", "imports"), r.outbound.len()));
-        if r.outbound.is_empty() {
-            out.line("  no imports");
-        }
-        print_deps(out, &r.outbound);
+        print_side(out, "imports", &r.outbound, cut(&r.outbound), "no imports");
     }
     out.line("");
     out.line(&format!("{} {}", out.paint("1", "may change if it changes:"), count(r.affected.len(), "file")));
-    for a in r.affected.iter().take(50) {
+    for a in r.affected.iter().take(LISTED) {
         out.line(&format!("  {a}"));
     }
-    if r.affected.len() > 50 {
-        out.line(&format!("  ... and {} more (--json lists all)", r.affected.len() - 50));
+    if r.affected.len() > LISTED {
+        out.line(&format!("  ... and {} more (--json lists all)", r.affected.len() - LISTED));
     }
     if !r.diagnostics.is_empty() {
         out.line("");
@@ -257,7 +266,14 @@ pub fn print_impact(out: &Out, r: &ImpactResponse) {
         }
     }
     if r.truncated {
-        out.line(&out.paint("33", "note: the neighbourhood was cut at the node limit; lower --depth"));
+        let hint = if r.depth > 1 { "; lower --depth for the nearest levels in full" } else { "" };
+        out.line(&out.paint(
+            "33",
+            &format!(
+                "note: each side keeps its nearest {MAX_NODES_PER_SIDE} files (the node limit); \
+                 'may change if it changes' still counts every dependent{hint}"
+            ),
+        ));
     }
     for w in &r.graph.warnings {
         out.line(&format!("{} {w}", out.paint("33", "warning:")));
@@ -301,7 +317,7 @@ pub fn print_cycles(out: &Out, r: &CyclesResponse) {
             "{} ({}): {}",
             out.paint("1;31", &format!("cycle {}", i + 1)),
             count(c.files.len(), "file"),
-            c.path.join(" -> ")
+            loop_text(&c.path)
         ));
         if c.files.len() > c.path.len().saturating_sub(1) {
             for f in c.files.iter().take(20) {
@@ -314,6 +330,16 @@ pub fn print_cycles(out: &Out, r: &CyclesResponse) {
     }
     out.line("");
     out.line(&format!("{}, {} in cycles", count(r.cycles.len(), "cycle"), count(r.files_in_cycles, "file")));
+}
+
+/// A cycle's loop, `a -> b -> a`, its middle elided past `LOOP_HOPS` hops (`--json` has it all).
+fn loop_text(path: &[String]) -> String {
+    if path.len() <= LOOP_HOPS + 1 {
+        return path.join(" -> ");
+    }
+    let head = path[..LOOP_HOPS].join(" -> ");
+    let skipped = path.len() - LOOP_HOPS - 1;
+    format!("{head} -> ... {skipped} more (--json lists them) -> {}", path[path.len() - 1])
 }
 
 /// `docdex graph rebuild`.

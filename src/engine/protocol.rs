@@ -18,6 +18,7 @@ pub use super::code::graph::{Diagnostic, DiagnosticCode, Edge, EXTERNAL_PREFIX};
 pub use super::code::impact::{
     CyclesResponse, Dependency, DiagnosticsResponse, Direction, FileDiagnostics, GraphInfo, ImpactNode, ImpactRequest,
     ImpactResponse, Neighbor, NeighborsResponse, RebuildSummary, Relation, Side, DEFAULT_DEPTH, MAX_DEPTH,
+    MAX_NODES_PER_SIDE,
 };
 pub use super::code::test_files::{is_test_path, TestFile, TestsResponse};
 pub use super::code::types::{

@@ -1193,3 +1193,36 @@ fn go_tests_exercise_every_file_of_their_package_and_its_importers() {
     assert_eq!(v["tests"][1]["via"], serde_json::json!(["api/api.go", "internal/db/y.go"]));
     assert!(v["tests"][1]["reason"].as_str().expect("reason").contains("Go package of api/api.go"), "{v}");
 }
+
+/// A hub imported by 2,100 files on one long cycle: the text output printed 2,000 importer
+/// lines under a header saying 2000 (the node limit, not the count), told to lower a depth
+/// of 1, and printed the cycle's 2,100-hop loop as one line.
+#[test]
+fn the_cli_caps_a_large_neighbourhood_and_says_what_it_cut() {
+    let env = Env::new();
+    let repo = env.repo("big");
+    let n = 2_100;
+    write(&repo, "hub.py", "import os\n");
+    for i in 0..n {
+        write(&repo, &format!("f{i}.py"), &format!("import hub\nimport f{}\n", (i + 1) % n));
+    }
+    let r = repo.to_str().expect("utf-8");
+    env.json(&["index", "--repo", r, "--json"]);
+    let out = env.run(&["impact", "--repo", r, "hub.py", "--depth", "1"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().count() < 200, "{} lines", text.lines().count());
+    assert!(text.contains("imported by (2000 nearest; the rest cut at the node limit)"), "{text}");
+    assert!(text.contains("... and 1950 more (--json lists all)"), "{text}");
+    assert!(text.contains(&format!("may change if it changes: {n} files")), "{text}");
+    assert!(text.contains("still counts every dependent") && !text.contains("lower --depth"), "{text}");
+    let json = env.json(&["impact", "--repo", r, "hub.py", "--depth", "1", "--json"]);
+    assert_eq!(json["inbound"].as_array().expect("inbound").len(), 2000);
+    let cycles = env.run(&["graph", "cycles", "--repo", r]);
+    let text = String::from_utf8_lossy(&cycles.stdout);
+    let longest = text.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 1_000, "a {longest}-character line");
+    assert!(text.contains(&format!("... {} more (--json lists them) -> f0.py", n - 20)), "{text}");
+    let json = env.json(&["graph", "cycles", "--repo", r, "--json"]);
+    assert_eq!(json["cycles"][0]["path"].as_array().expect("path").len(), n + 1);
+}
