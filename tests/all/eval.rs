@@ -690,3 +690,35 @@ fn a_commit_whose_answer_is_not_indexed_makes_no_query() {
     assert_eq!((git_stats.dropped_unindexed, git_stats.queries), (1, 1), "{git_stats:?}");
     assert_eq!(report.runs[0].metrics.n, 1);
 }
+
+/// Evaluating one package of a monorepo: git's --relative hid what a commit changed outside it,
+/// so a change across two packages was a query whose answer was this package's half (eval-dev
+/// leaves such commits out), and its files outside did not count towards the fifteen.
+#[test]
+fn in_a_subdirectory_a_commit_that_also_changed_source_outside_makes_no_query() {
+    let env = Env::new();
+    let top = env.repo("mono");
+    git(&top, &["init", "-q", "-b", "main"]);
+    write(&top, "packages/lexer/src/lexer.py", "def lexer_entry(text):\n    return text.strip()\n");
+    write(&top, "packages/cli/src/cli.py", "def cli_entry(text):\n    return text\n");
+    commit(&top, "init");
+    write(&top, "packages/lexer/src/lexer.py", "def lexer_entry(text):\n    return text.strip().lower()\n");
+    write(&top, "packages/cli/src/cli.py", "def cli_entry(text):\n    return text.lower()\n");
+    commit(&top, "Lowercase the words the command line passes to the tokenizer");
+    write(
+        &top,
+        "packages/lexer/src/lexer.py",
+        "def lexer_entry(text):\n    return text.strip().lower()\n\ndef tokens(text):\n    return lexer_entry(text).split()\n",
+    );
+    commit(&top, "Split incoming text into separate tokens on any whitespace");
+    let package = top.join("packages/lexer");
+    let report = env.engine().eval(&package, &git_request(50, 1), &quiet()).expect("eval");
+    let queries: Vec<(&str, &Vec<String>)> = report.queries.iter().map(|q| (q.query.as_str(), &q.gold)).collect();
+    assert_eq!(queries.len(), 1, "{queries:#?}");
+    assert!(queries[0].0.starts_with("Split incoming text"), "{queries:#?}");
+    assert_eq!(queries[0].1, &["src/lexer.py".to_string()]);
+    // From the top, the change across both packages is a query with both answers.
+    let report = env.engine().eval(&top, &git_request(50, 1), &quiet()).expect("eval");
+    let both = report.queries.iter().find(|q| q.query.starts_with("Lowercase")).expect("the cross-package query");
+    assert_eq!(both.gold, ["packages/cli/src/cli.py", "packages/lexer/src/lexer.py"]);
+}

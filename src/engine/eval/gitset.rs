@@ -118,10 +118,12 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
     let mut stats = GitSetStats { scanned: commits.len(), shallow: grafted.is_some(), oldest, ..Default::default() };
     let grafted = grafted.unwrap_or_default();
     let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "repo".into());
+    let prefix = git(root, &["rev-parse", "--show-prefix"])?.trim_end_matches(['\n', '\r']).to_string();
     let mut candidates: Vec<(Commit, Vec<String>)> = commits
         .into_iter()
         .filter(|c| !grafted.contains(&c.sha) && message_qualifies(&c.subject))
         .filter_map(|c| {
+            let c = within(c, &prefix)?;
             let answers = answer_files(root, &c)?;
             Some((c, answers))
         })
@@ -161,11 +163,12 @@ fn log_args(opts: &GitSetOptions) -> Vec<String> {
         "log",
         "--no-merges",
         "--no-color",
-        "--relative",
+        // Paths from the top of the work tree (not `--relative`): a commit that also changed
+        // source outside an indexed subdirectory is seen as such, see [`within`].
         "--name-status",
         "--no-renames",
         // With `log.showSignature` set, git checks every signed commit (thousands of gpg or
-        // ssh-keygen runs) and prints a line that reads as a changed file of the commit above.
+        // ssh-keygen runs) for lines eval ignores.
         "--no-show-signature",
         // Messages in UTF-8 whatever the repository's `i18n.commitEncoding` (git otherwise
         // prints them in it, and a Latin-1 é became U+FFFD in the query).
@@ -337,6 +340,27 @@ fn is_answer_file(rel: &str) -> bool {
     !lower.split('/').rev().skip(1).any(|seg| {
         matches!(seg, "scripts" | "script" | "ci" | ".github" | "docs" | "doc" | "tools" | "test-utils" | "testutils")
     })
+}
+
+/// The commit with the paths under the indexed directory (`prefix`, from the top of the work
+/// tree, `""` at the top) made relative to it, or `None` when it also changed source outside:
+/// part of its answer is out of sight, and eval-dev left such commits out too. With git's
+/// `--relative` those files vanished, and a change across two packages was a query whose
+/// answer was one package's half. Files outside keep their full paths: they still count
+/// towards the fifteen a commit may touch and name words to redact.
+fn within(mut c: Commit, prefix: &str) -> Option<Commit> {
+    if prefix.is_empty() {
+        return Some(c);
+    }
+    if c.files.iter().any(|(s, p)| *s != 'D' && !p.starts_with(prefix) && is_answer_file(p)) {
+        return None;
+    }
+    for (_, p) in &mut c.files {
+        if let Some(rel) = p.strip_prefix(prefix) {
+            *p = rel.to_string();
+        }
+    }
+    Some(c)
 }
 
 /// The commit's answer files (changed, non-test source, existing now), or `None` when it does
