@@ -109,7 +109,8 @@ struct Commit {
 }
 
 /// Builds the set for the repository at `root` (the indexed directory; it may be a
-/// subdirectory of the git work tree, whose other files are then ignored).
+/// subdirectory of the git work tree: a commit that changed source outside it is left out, see
+/// [`within`]).
 pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSetStats)> {
     let log = git(root, &log_args(opts))?;
     let commits = parse_log(&log);
