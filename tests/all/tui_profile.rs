@@ -325,3 +325,24 @@ fn an_edit_made_elsewhere_meanwhile_is_not_overwritten_unseen() {
     let notice = h.app.notice().unwrap_or_default();
     assert!(notice.contains("style: advice") && !notice.contains("rule removed"), "{notice}");
 }
+
+/// A preference stored before the engine refused control characters (an escape sequence, a
+/// line break, a bell) was drawn as given: the escape went into the screen's cells and its
+/// row's columns no longer met the border. It is drawn on one line without them.
+#[test]
+fn a_stored_preference_with_control_characters_is_drawn_on_one_clean_row() {
+    let mut h = Harness::new().started();
+    h.engine.profile_list(&ProfileListRequest::default()).expect("seeded");
+    let db = rusqlite::Connection::open(h.engine.profile_db_path()).unwrap();
+    db.execute(
+        "INSERT INTO preferences(id, agent_id, content, category, last_updated, source)
+         VALUES ('6d0e9f80-2b3c-4d4e-9f00-1b2c3d4e5f60', 'mcoda_backend', 'line1\nline2\u{1b}[31mRED\u{7}', 'style', 1767225600000, 'manual')",
+        [],
+    )
+    .unwrap();
+    h.alt('7');
+    h.pump();
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "line1 line2[31mRED") && !s.contains('\u{1b}') && !s.contains('\u{7}'), "{s}");
+    h.snap_both("tui_profile_control_characters");
+}

@@ -266,7 +266,7 @@ impl ProfilePane {
             read_at: Some(p.last_updated),
             agent: p.agent_id.clone(),
             category: p.category,
-            text: TextField::single_line(&p.content),
+            text: TextField::single_line(&one_line(&p.content)),
             rule: TextField::single_line(p.rule.as_deref().unwrap_or("")),
             field: Field::Text,
             saving: false,
@@ -360,7 +360,7 @@ impl ProfilePane {
 
     fn confirm_remove(&mut self, cx: &mut Cx<'_>) {
         match self.selected_preference() {
-            Some(p) => self.form = Form::ConfirmRemove { id: p.id.clone(), content: p.content.clone() },
+            Some(p) => self.form = Form::ConfirmRemove { id: p.id.clone(), content: one_line(&p.content) },
             None => cx.notify(Level::Warn, "select a preference first (right column)"),
         }
     }
@@ -640,7 +640,7 @@ impl ProfilePane {
             }
             let rule = truncate(&rule, w.saturating_sub(fixed));
             let text_w = w.saturating_sub(widgets::width(&lead) + widgets::width(&rule) + widgets::width(&tail)).max(8);
-            let content = truncate(&p.content, text_w);
+            let content = truncate(&one_line(&p.content), text_w);
             let pad = text_w.saturating_sub(widgets::width(&content));
             out.push((
                 Some(i),
@@ -856,6 +856,13 @@ impl ProfilePane {
             }
         }
     }
+}
+
+/// A preference as one row of the screen: line breaks become spaces and other control
+/// characters are dropped. Rows stored before the engine refused them (an escape sequence, a
+/// line break) were drawn as given, shifting the row's columns off the border.
+fn one_line(text: &str) -> String {
+    crate::tui::highlight::sanitize(&text.replace(['\n', '\r'], " "))
 }
 
 fn expand_tilde(p: &str) -> PathBuf {
