@@ -164,6 +164,11 @@ fn bad_input_is_refused_with_the_reason() {
     assert!(bad("a", Category::Constraint, "x", Some("forbid-imports y")).contains("unknown rule"));
     assert!(bad("a", Category::Constraint, &"x".repeat(5000), None).contains("at most"));
     assert!(bad("", Category::Style, "x", None).contains("no agent"));
+    // A search query has the bounds of every other query (94 KB was embedded and matched whole).
+    let long =
+        ProfileSearchRequest { agent_id: "team".into(), query: "tabs ".repeat(1000), limit: None, without_team: false };
+    let err = engine.profile_search(&long).unwrap_err();
+    assert!(matches!(err, Error::BadRequest(_)) && err.to_string().contains("query too long"), "{err}");
 }
 
 #[test]

@@ -286,6 +286,8 @@ impl Engine {
         if req.query.trim().is_empty() {
             return Err(Error::BadRequest("empty query: say what to look for (\"testing frameworks\")".into()));
         }
+        // The bounds every other query has (a 2 MB body was embedded and word-matched whole).
+        crate::engine::limits::check_query(&req.query)?;
         let agents = recall_agents(agent, !req.without_team);
         let limit = req.limit.unwrap_or(10).clamp(1, 100);
         let r = self.profile_recall(&agents, req.query.trim(), limit, true)?;
