@@ -751,7 +751,8 @@ fn a_row_of_an_unknown_shape_is_rejected_alone_and_a_newer_file_is_named_by_its_
                        row("6d0e9f80-2b3c-4d4e-9f00-1b2c3d4e5f60", "mood", "manual", json!(10)),
                        row("7e1f0091-3c4d-4e5f-a011-2c3d4e5f6071", "style", "cloud", json!(10)),
                        row("8f201102-4d5e-4f60-b122-3d4e5f607182", "style", "manual", json!("yesterday"))],
-                   "tombstones": [{"id": "9a312213-5e6f-4071-8233-4e5f60718293"}]})
+                   "tombstones": [{"id": "9a312213-5e6f-4071-8233-4e5f60718293"},
+                                  {"id": "nope", "agent_id": "lee", "deleted_at": 5}]})
             .to_string(),
         )
         .unwrap();
@@ -763,8 +764,10 @@ fn a_row_of_an_unknown_shape_is_rejected_alone_and_a_newer_file_is_named_by_its_
     let r = engine.profile_import(&f).unwrap();
     assert_eq!(r.added, 1, "{r:?}");
     let reasons: Vec<&str> = r.rejected.iter().map(|x| x.reason.as_str()).collect();
-    assert_eq!(r.rejected.len(), 5, "{reasons:?}");
-    for needle in ["`mood`", "`cloud`", "\"yesterday\"", "not an agent row", "not a removal row"] {
+    assert_eq!(r.rejected.len(), 6, "{reasons:?}");
+    for needle in
+        ["`mood`", "`cloud`", "\"yesterday\"", "not an agent row", "not a removal row", "\"nope\" is not a UUID"]
+    {
         assert!(reasons.iter().any(|x| x.contains(needle)), "{needle}: {reasons:?}");
     }
     assert_eq!(r.rejected[1].id, "6d0e9f80-2b3c-4d4e-9f00-1b2c3d4e5f60", "{reasons:?}");

@@ -606,9 +606,19 @@ fn merge(
     }
     for t in tombstones {
         // A removal travels under the id's one spelling, like the rows it removes.
-        let Ok(id) = uuid::Uuid::parse_str(&t.id) else { continue };
+        let checked = uuid::Uuid::parse_str(&t.id)
+            .map_err(|_| Error::BadRequest(format!("removal id {:?} is not a UUID", t.id)))
+            .and_then(|id| valid_agent(&t.agent_id).map(|_| id));
+        let id = match checked {
+            Ok(id) => id,
+            Err(e) => {
+                // It was skipped without a word.
+                report.rejected.push(RejectedRow { id: t.id.clone(), reason: e.to_string() });
+                continue;
+            }
+        };
         let t = SyncTombstone { id: id.to_string(), ..t.clone() };
-        if valid_agent(&t.agent_id).is_ok() && w.apply_tombstone(&t)? {
+        if w.apply_tombstone(&t)? {
             report.deleted += 1;
         }
     }
