@@ -92,16 +92,7 @@ fn compare_with(values: &[String]) -> Result<Option<CompareWith>, Error> {
 
 /// Why tried commits made no query, when some did not.
 fn dropped(g: &crate::engine::protocol::GitSetStats) -> String {
-    let mut why = Vec::new();
-    if g.dropped_rewritten > 0 {
-        why.push(format!("{} whose lines were rewritten or renamed since", g.dropped_rewritten));
-    }
-    if g.dropped_redacted > 0 {
-        why.push(format!("{} with too few words once identifiers were removed", g.dropped_redacted));
-    }
-    if g.dropped_unindexed > 0 {
-        why.push(format!("{} whose answers the index leaves out", g.dropped_unindexed));
-    }
+    let why = g.dropped_reasons();
     if why.is_empty() {
         String::new()
     } else {

@@ -96,6 +96,22 @@ pub struct GitSetStats {
     pub oldest: Option<String>,
 }
 
+impl GitSetStats {
+    /// Why tried commits made no query, in words ("3 whose lines were rewritten or renamed
+    /// since", ...), for every surface that reports the set.
+    pub fn dropped_reasons(&self) -> Vec<String> {
+        [
+            (self.dropped_rewritten, "whose lines were rewritten or renamed since"),
+            (self.dropped_redacted, "with too few words once identifiers were removed"),
+            (self.dropped_unindexed, "whose answers the index leaves out"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, why)| format!("{n} {why}"))
+        .collect()
+    }
+}
+
 /// A commit as `git log` describes it.
 #[derive(Debug, Clone, PartialEq)]
 struct Commit {

@@ -185,16 +185,7 @@ fn no_query_from_git(req: &EvalRequest, s: &GitSetStats) -> String {
     };
     // Commits that qualified and were tried, yet made no query, were counted as qualified
     // with no word on why none is a query.
-    let mut dropped = Vec::new();
-    if s.dropped_rewritten > 0 {
-        dropped.push(format!("{} whose lines were rewritten or renamed since", s.dropped_rewritten));
-    }
-    if s.dropped_redacted > 0 {
-        dropped.push(format!("{} with too few words once identifiers were removed", s.dropped_redacted));
-    }
-    if s.dropped_unindexed > 0 {
-        dropped.push(format!("{} whose answers the index leaves out", s.dropped_unindexed));
-    }
+    let dropped = s.dropped_reasons();
     let dropped = if dropped.is_empty() { String::new() } else { format!(", dropped: {}", dropped.join(", ")) };
     let shallow = if s.shallow {
         "; this is a shallow clone (`git fetch --unshallow` fetches the rest of its history)"
