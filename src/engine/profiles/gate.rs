@@ -206,7 +206,10 @@ impl Engine {
                             if on.is_empty() { HashMap::new() } else { graph::loops_through(&g.graph.edges, c, &on) };
                         on.into_iter()
                             .map(|f| {
-                                let path = loops.get(f).unwrap_or(&c.path).join(" -> ");
+                                let path = match loops.get(f) {
+                                    Some(text) => text.clone(),
+                                    None => graph::loop_text(&c.path, graph::LOOP_TEXT_HOPS),
+                                };
                                 violation(check, f, 1, format!("on the import cycle {path}"))
                             })
                             .collect::<Vec<_>>()
