@@ -524,3 +524,79 @@ fn a_registry_document_larger_than_a_page_still_gives_its_readme() {
     let hits = env.engine().libs_search(&repo, &LibsSearchRequest { query: "wombat checker".into(), limit: Some(3) });
     assert_eq!(hits.unwrap().hits[0].package, "typish");
 }
+
+/// A test certificate authority (P-256, valid until 2125) and the certificate it signed for
+/// 127.0.0.1, with that certificate's key: made once with openssl for the loopback HTTPS
+/// registry below, trusted by nothing but `SSL_CERT_FILE`.
+const TEST_CA: &str = "-----BEGIN CERTIFICATE-----\nMIIBmTCCAT+gAwIBAgIUK4KJKqsdHC3rgn28eZv35ZPAtdkwCgYIKoZIzj0EAwIw\nGTEXMBUGA1UEAwwOZG9jZGV4IHRlc3QgQ0EwIBcNMjYxMTI5MDgxNTEwWhgPMjEy\nNjExMDUwODE1MTBaMBkxFzAVBgNVBAMMDmRvY2RleCB0ZXN0IENBMFkwEwYHKoZI\nzj0CAQYIKoZIzj0DAQcDQgAE+0SGdWy+yxOMATwBjHGZHLTs7qdn3NbcsEv22qGP\nq5HeIRhRLSmc4lrcGIbZ3bRpYqmCUZnQa8fh6b36OT3UgKNjMGEwHQYDVR0OBBYE\nFI0x1sDjsD54BAhDLibhaIymwGEcMB8GA1UdIwQYMBaAFI0x1sDjsD54BAhDLibh\naIymwGEcMA8GA1UdEwEB/wQFMAMBAf8wDgYDVR0PAQH/BAQDAgEGMAoGCCqGSM49\nBAMCA0gAMEUCIGTUjqnAdbpXKBF+M9XrmH3zmBA3dQYDnjEVLusa2nxuAiEAqSf0\n+rz9SwCSWxmhCxl8pK3Dc85cCQtqYkiUrQ2CU7c=\n-----END CERTIFICATE-----\n";
+const TEST_LEAF: &str = "-----BEGIN CERTIFICATE-----\nMIIBwjCCAWegAwIBAgIUPgWROpXpKF/xwi1mzZbGhXquthIwCgYIKoZIzj0EAwIw\nGTEXMBUGA1UEAwwOZG9jZGV4IHRlc3QgQ0EwIBcNMjYxMTI5MDgxNTEwWhgPMjEy\nNjExMDUwODE1MTBaMBQxEjAQBgNVBAMMCTEyNy4wLjAuMTBZMBMGByqGSM49AgEG\nCCqGSM49AwEHA0IABC1S4ERfPF0hJFNeDUdvy532XWYW0wGz7yae9DkXVdx+YIxI\njXE+qvD4tUOHTCzMv6faWfQ9rIiL+j2cfUKjIRyjgY8wgYwwGgYDVR0RBBMwEYcE\nfwAAAYIJbG9jYWxob3N0MAkGA1UdEwQCMAAwDgYDVR0PAQH/BAQDAgeAMBMGA1Ud\nJQQMMAoGCCsGAQUFBwMBMB0GA1UdDgQWBBQ2vixsfeD/TtNiI9RHc/7pqoTDwDAf\nBgNVHSMEGDAWgBSNMdbA47A+eAQIQy4m4WiMpsBhHDAKBggqhkjOPQQDAgNJADBG\nAiEAuXURE2NPb2tpXz6iiKNgS0SsdtoQVH6bpR6IO+/2HEcCIQCJSU5Ej+43Rdtv\n30p10FsqzEDGdwEZ7FyCS+H+Lc1reQ==\n-----END CERTIFICATE-----\n";
+const TEST_LEAF_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgtBMfTgnrYvzO+vjp\n0aBzoQ/pSKhsSq+sHBKigP14SiuhRANCAAQtUuBEXzxdISRTXg1Hb8ud9l1mFtMB\ns+8mnvQ5F1XcfmCMSI1xPqrw+LVDh0wszL+n2ln0PayIi/o9nH1CoyEc\n-----END PRIVATE KEY-----\n";
+
+/// A loopback HTTPS server under [`TEST_LEAF`] answering every request with `body` (JSON).
+fn https_registry(body: &'static str) -> (String, std::thread::JoinHandle<()>) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::io::{Read, Write};
+    let certs = vec![CertificateDer::from_pem_slice(TEST_LEAF.as_bytes()).unwrap()];
+    let key = PrivateKeyDer::from_pem_slice(TEST_LEAF_KEY.as_bytes()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let config = std::sync::Arc::new(config);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let handle = std::thread::spawn(move || {
+        for conn in listener.incoming().take(4) {
+            let Ok(tcp) = conn else { continue };
+            let _ = tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+            let tls = rustls::ServerConnection::new(config.clone()).unwrap();
+            let mut stream = rustls::StreamOwned::new(tls, tcp);
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match stream.read(&mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
+            }
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(reply.as_bytes());
+            stream.conn.send_close_notify();
+            let _ = stream.flush();
+        }
+    });
+    (url, handle)
+}
+
+/// Behind a TLS-inspecting proxy the machine trusts the proxy's authority (curl, npm and pip
+/// reach the registries), but docdex trusted only its built-in web roots, so every published
+/// doc failed with `invalid peer certificate: UnknownIssuer`. It now also trusts
+/// `SSL_CERT_FILE` (else the system bundle); an authority named nowhere is still refused.
+#[test]
+fn a_registry_signed_by_the_authority_in_ssl_cert_file_is_trusted() {
+    let env = Env::new();
+    let repo = env.repo("tls");
+    write(&repo, "package.json", r#"{"dependencies": {"wombat": "1.0.0"}}"#);
+    write(&repo, "package-lock.json", r#"{"packages": {"node_modules/wombat": {"version": "1.0.0"}}}"#);
+    let (url, _server) = https_registry(r##"{"name": "wombat", "readme": "# wombat\n\nBurrows through numbats."}"##);
+    env.write_config(&format!(
+        "[libs]\nnpm_registry_url = \"{url}/npm\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n"
+    ));
+    write(env.dir.path(), "ca.pem", TEST_CA);
+    let r = repo.to_str().unwrap();
+    let untrusted = env.run_env(&["libs", "fetch", "--repo", r, "--json"], &[("SSL_CERT_FILE", "/nonexistent/ca.pem")]);
+    let v: serde_json::Value = serde_json::from_slice(&untrusted.stdout).unwrap();
+    assert_eq!(v["packages"][0]["published_docs"], 0, "{v}");
+    assert!(v["registry_unreachable"].as_str().unwrap().contains("UnknownIssuer"), "{v}");
+    let ca = env.dir.path().join("ca.pem");
+    let out = env.run_env(&["libs", "fetch", "--repo", r, "--json"], &[("SSL_CERT_FILE", ca.to_str().unwrap())]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["packages"][0]["published_docs"], 1, "{v} {}", String::from_utf8_lossy(&out.stderr));
+}

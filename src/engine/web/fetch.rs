@@ -50,14 +50,60 @@ impl std::fmt::Display for HttpFailure {
 }
 
 /// One HTTP client for the engine's web calls (redirects are followed by hand, so each hop is
-/// checked).
+/// checked). It trusts the built-in web roots and this machine's own authorities
+/// ([`system_roots`]).
 pub fn client(user_agent: &str) -> Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .user_agent(user_agent)
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| Error::Upstream(format!("cannot build the HTTP client: {e}")))
+    let builder = || {
+        reqwest::Client::builder()
+            .user_agent(user_agent)
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+    };
+    let roots = system_roots();
+    let with_roots = roots.into_iter().fold(builder(), |b, cert| b.add_root_certificate(cert));
+    match with_roots.build() {
+        Ok(c) => Ok(c),
+        Err(e) => {
+            // A certificate the TLS library cannot take fails the whole build: the built-in
+            // roots alone are still a working client.
+            tracing::warn!(error = %e, "the machine's CA bundle was not usable; built-in roots only");
+            builder().build().map_err(|e| Error::Upstream(format!("cannot build the HTTP client: {e}")))
+        }
+    }
+}
+
+/// The system's CA bundles, in the order OpenSSL-style tools look: Debian/Ubuntu, Fedora/RHEL,
+/// openSUSE, Alpine/macOS.
+const SYSTEM_BUNDLES: [&str; 4] = [
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
+
+/// The certificate authorities this machine trusts beyond the built-in web roots:
+/// `$SSL_CERT_FILE` when set (as curl, pip and OpenSSL read it), else the system's bundle.
+/// Without them a network behind a TLS-inspecting proxy, whose authority is installed on the
+/// machine (curl, npm and pip reach the registries), failed every fetch with `invalid peer
+/// certificate: UnknownIssuer`. A bundle that cannot be read or parsed is logged and skipped.
+fn system_roots() -> Vec<reqwest::Certificate> {
+    let named = std::env::var_os("SSL_CERT_FILE").filter(|v| !v.is_empty()).map(std::path::PathBuf::from);
+    let path = named.or_else(|| SYSTEM_BUNDLES.iter().map(std::path::PathBuf::from).find(|p| p.is_file()));
+    let Some(path) = path else { return Vec::new() };
+    let bytes = match crate::engine::fsutil::read_regular_text(&path, None, 16 * 1024 * 1024) {
+        Some(text) => text.into_bytes(),
+        None => {
+            tracing::warn!(path = %path.display(), "CA bundle not read (not a regular file, or unreadable)");
+            return Vec::new();
+        }
+    };
+    match reqwest::Certificate::from_pem_bundle(&bytes) {
+        Ok(certs) => certs,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "CA bundle not parsed");
+            Vec::new()
+        }
+    }
 }
 
 /// GETs `url`, following redirects that the rules allow, reading at most `max_bytes`, all
