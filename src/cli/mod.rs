@@ -564,34 +564,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     match command {
         Command::Index { repo, rebuild, repair, reembed, json, quiet } => {
-            let path = repo.resolve()?;
-            // A root no one should index is refused before "indexing ..." is said.
-            engine.check_servable(&engine.resolve_repo(&path)?)?;
-            if !json {
-                out.note(&format!("indexing {}", display_repo(&path)));
-            }
-            let bar = progress::Bar::new(!json && !quiet);
-            let summary =
-                engine.index(&path, &IndexOptions { rebuild, reembed, repair, ..Default::default() }, &bar)?;
-            bar.finish();
-            if json {
-                out.json(&summary)?;
-            } else {
-                output::print_index_summary(&out, &summary);
-            }
-            // --reembed asked for vectors: a run that made none (no embedder answered) failed
-            // at what it was asked, though the text index is up to date.
-            let embedded = summary
-                .embeddings
-                .as_ref()
-                .is_some_and(|e| !matches!(e.state, EmbedState::Unavailable | EmbedState::Failed | EmbedState::Off));
-            if reembed && !embedded {
-                return Err(Error::Upstream(
-                    "--reembed made no embeddings: no embedder answered (the text index is up to date); `docdex check` says why"
-                        .into(),
-                )
-                .into());
-            }
+            index(&engine, &out, &repo, IndexOptions { rebuild, reembed, repair, ..Default::default() }, json, quiet)?
         }
         Command::Search { repo, batch: Some(file), limit, path_prefix, lang, libs, json, .. } => {
             let path_prefix = path_prefix.map(|p| repo.user_path(&p));
@@ -599,22 +572,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             return batch::run(&engine, &out, &repo.resolve()?, &file, &defaults, json);
         }
         Command::Search { repo, query, limit, cursor, path_prefix, lang, libs, no_libs: _, json, batch: None } => {
-            let path = repo.resolve()?;
-            let query = query.join(" ");
-            if query.trim().is_empty() {
-                return Err(Error::BadRequest("empty query: pass words to search for".into()).into());
-            }
             let path_prefix = path_prefix.map(|p| repo.user_path(&p));
-            let req = SearchRequest { query, limit, cursor, path_prefix, lang, libs, ..Default::default() };
-            let resp = engine.search(&path, &req)?;
-            if json {
-                out.json(&resp)?;
-            } else {
-                output::print_search(&out, &resp);
-                if libs {
-                    libs::print_hits(&out, &resp.libs);
-                }
-            }
+            let req =
+                SearchRequest { query: query.join(" "), limit, cursor, path_prefix, lang, libs, ..Default::default() };
+            search(&engine, &out, &repo, req, json)?
         }
         Command::Libs { action } => return libs::run(&engine, &out, action),
         Command::Similar(args) => similar::run(&engine, &out, args)?,
@@ -640,43 +601,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 output::print_file(&out, &content);
             }
         }
-        Command::Status { repo, json } => {
-            let path = repo.resolve()?;
-            let status = engine.status(&path)?;
-            if json {
-                out.json(&status)?;
-            } else {
-                output::print_status(&out, &status);
-                // The code pass's side, one line (`docdex symbols-status` has the detail).
-                if let Ok(s) = engine.symbols_status(&path) {
-                    let state =
-                        if s.state == "ready" { String::new() } else { format!(" ({})", s.state.replace('_', " ")) };
-                    out.line(&format!("symbols     {} in {}{state}", s.symbols, output::count(s.files, "code file")));
-                }
-            }
-        }
-        Command::Watch { repo, json } => {
-            let path = repo.resolve()?;
-            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            install_stop_handler(stop.clone());
-            if !json {
-                out.note(&format!("watching {} (Ctrl-C to stop)", display_repo(&path)));
-            }
-            let report = |r: WatchReport| {
-                output::print_watch(&out, &r, json);
-                // `docdex watch --json | head -1`: no one reads on, so the watch ends.
-                if output::stdout_closed() {
-                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                }
-            };
-            match engine.watch(&path, &stop, &report) {
-                // Ctrl-C during the catch-up run: what it committed stays.
-                Err(crate::Error::IndexStopped { .. }) if stop.load(std::sync::atomic::Ordering::SeqCst) => {
-                    out.note("stopped before the catch-up run finished; the next run goes on from its last commit")
-                }
-                r => r?,
-            }
-        }
+        Command::Status { repo, json } => status(&engine, &out, &repo, json)?,
+        Command::Watch { repo, json } => watch(&engine, &out, &repo, json)?,
         Command::Repo { action: RepoAction::List { json } } => {
             let repos = engine.list_repos()?;
             if json {
@@ -751,6 +677,105 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `docdex index`: progress on a terminal, the summary, and a failed `--reembed` as an error.
+fn index(
+    engine: &Engine,
+    out: &Out,
+    repo: &RepoArg,
+    opts: IndexOptions,
+    json: bool,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let path = repo.resolve()?;
+    // A root no one should index is refused before "indexing ..." is said.
+    engine.check_servable(&engine.resolve_repo(&path)?)?;
+    if !json {
+        out.note(&format!("indexing {}", display_repo(&path)));
+    }
+    let bar = progress::Bar::new(!json && !quiet);
+    let summary = engine.index(&path, &opts, &bar)?;
+    bar.finish();
+    if json {
+        out.json(&summary)?;
+    } else {
+        output::print_index_summary(out, &summary);
+    }
+    // --reembed asked for vectors: a run that made none (no embedder answered) failed
+    // at what it was asked, though the text index is up to date.
+    let embedded = summary
+        .embeddings
+        .as_ref()
+        .is_some_and(|e| !matches!(e.state, EmbedState::Unavailable | EmbedState::Failed | EmbedState::Off));
+    if opts.reembed && !embedded {
+        return Err(Error::Upstream(
+            "--reembed made no embeddings: no embedder answered (the text index is up to date); `docdex check` says why"
+                .into(),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// `docdex search QUERY`: one query, printed or as JSON (library hits under `--libs`).
+fn search(engine: &Engine, out: &Out, repo: &RepoArg, req: SearchRequest, json: bool) -> anyhow::Result<()> {
+    let path = repo.resolve()?;
+    if req.query.trim().is_empty() {
+        return Err(Error::BadRequest("empty query: pass words to search for".into()).into());
+    }
+    let resp = engine.search(&path, &req)?;
+    if json {
+        out.json(&resp)?;
+    } else {
+        output::print_search(out, &resp);
+        if req.libs {
+            libs::print_hits(out, &resp.libs);
+        }
+    }
+    Ok(())
+}
+
+/// `docdex status`: the index, and one line for the code pass.
+fn status(engine: &Engine, out: &Out, repo: &RepoArg, json: bool) -> anyhow::Result<()> {
+    let path = repo.resolve()?;
+    let status = engine.status(&path)?;
+    if json {
+        out.json(&status)?;
+    } else {
+        output::print_status(out, &status);
+        // The code pass's side, one line (`docdex symbols-status` has the detail).
+        if let Ok(s) = engine.symbols_status(&path) {
+            let state = if s.state == "ready" { String::new() } else { format!(" ({})", s.state.replace('_', " ")) };
+            out.line(&format!("symbols     {} in {}{state}", s.symbols, output::count(s.files, "code file")));
+        }
+    }
+    Ok(())
+}
+
+/// `docdex watch`: reports each applied change until Ctrl-C or until stdout's reader goes.
+fn watch(engine: &Engine, out: &Out, repo: &RepoArg, json: bool) -> anyhow::Result<()> {
+    let path = repo.resolve()?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    install_stop_handler(stop.clone());
+    if !json {
+        out.note(&format!("watching {} (Ctrl-C to stop)", display_repo(&path)));
+    }
+    let report = |r: WatchReport| {
+        output::print_watch(out, &r, json);
+        // `docdex watch --json | head -1`: no one reads on, so the watch ends.
+        if output::stdout_closed() {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    };
+    match engine.watch(&path, &stop, &report) {
+        // Ctrl-C during the catch-up run: what it committed stays.
+        Err(crate::Error::IndexStopped { .. }) if stop.load(std::sync::atomic::Ordering::SeqCst) => {
+            out.note("stopped before the catch-up run finished; the next run goes on from its last commit")
+        }
+        r => r?,
+    }
+    Ok(())
 }
 
 /// A count flag (`--limit`/`-n`) taking 1 to `MAX`: a value the engine would clamp is a usage
