@@ -49,6 +49,7 @@ pub fn small_graph() -> GraphView {
         ],
         center: 0,
         depth: 2,
+        cut: [false; 2],
     }
 }
 
@@ -72,6 +73,18 @@ pub fn ruled_graph() -> GraphView {
             .into(),
     });
     g
+}
+
+/// `pkg/hub.py` as the engine returns it for a hub imported by more files than its node
+/// limit: the first 2,000 importers (20 folders of 100) and the importers side marked cut.
+pub fn cut_hub_graph() -> GraphView {
+    let mut nodes = vec![file("pkg/hub.py"), file("pkg/util.py")];
+    let mut edges = vec![GraphEdge { from: 0, to: 1, confidence: 1.0 }];
+    for i in 0..crate::engine::protocol::MAX_NODES_PER_SIDE {
+        nodes.push(file(&format!("pkg/m{}/f{i}.py", i / 100)));
+        edges.push(GraphEdge { from: nodes.len() - 1, to: 0, confidence: 1.0 });
+    }
+    GraphView { nodes, edges, center: 0, depth: 1, cut: [true, false] }
 }
 
 /// A graph of `n` files around node 0: a fan of importers and imports over several levels,
@@ -109,7 +122,7 @@ pub fn large_graph(n: usize) -> GraphView {
         edges.push(GraphEdge { from: i + 1, to: i, confidence: 0.9 });
         edges.push(GraphEdge { from: i, to: i + 1, confidence: 0.9 });
     }
-    GraphView { nodes, edges, center: 0, depth: 4 }
+    GraphView { nodes, edges, center: 0, depth: 4, cut: [false; 2] }
 }
 
 /// A trace of one chat turn that escalated to the web tier.
@@ -329,5 +342,5 @@ pub fn fan_in_graph() -> GraphView {
     nodes[0].in_cycle = true;
     let std_mod = nodes.iter().position(|n| n.id == "tokio/src/loom/std/mod.rs").unwrap_or(1);
     edges.push(GraphEdge { from: 0, to: std_mod, confidence: 1.0 });
-    GraphView { nodes, edges, center: 0, depth: 1 }
+    GraphView { nodes, edges, center: 0, depth: 1, cut: [false; 2] }
 }

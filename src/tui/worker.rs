@@ -540,7 +540,10 @@ pub fn impact_view(resp: &ImpactResponse) -> GraphView {
         });
         edges.push(GraphEdge { from: center, to: nodes.len() - 1, confidence: 0.0 });
     }
-    GraphView { nodes, edges, center, depth: resp.depth }
+    // A side the engine stopped at its node limit holds only the nearest files: say so.
+    let limit = crate::engine::protocol::MAX_NODES_PER_SIDE;
+    let cut = [resp.truncated && resp.inbound.len() >= limit, resp.truncated && resp.outbound.len() >= limit];
+    GraphView { nodes, edges, center, depth: resp.depth, cut }
 }
 
 /// Puts the constraint rules the engine found broken on the nodes they concern.

@@ -1218,6 +1218,12 @@ fn the_cli_caps_a_large_neighbourhood_and_says_what_it_cut() {
     assert!(text.contains("still counts every dependent") && !text.contains("lower --depth"), "{text}");
     let json = env.json(&["impact", "--repo", r, "hub.py", "--depth", "1", "--json"]);
     assert_eq!(json["inbound"].as_array().expect("inbound").len(), 2000);
+    // The workbench's view of the same answer marks the importers' side as cut.
+    let resp = env
+        .engine()
+        .impact(&repo, &ImpactRequest { file: "hub.py".into(), depth: Some(1), direction: None })
+        .expect("impact");
+    assert_eq!(docdex::tui::worker::impact_view(&resp).cut, [true, false]);
     let cycles = env.run(&["graph", "cycles", "--repo", r]);
     let text = String::from_utf8_lossy(&cycles.stdout);
     let longest = text.lines().map(str::len).max().unwrap_or(0);

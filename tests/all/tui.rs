@@ -1045,7 +1045,10 @@ fn impact_columns_scroll_with_the_selection() {
     let mut nodes = vec![node("src/auth/session.rs".into())];
     nodes.extend((1..=60).map(|i| node(format!("src/users/u{i:02}.rs"))));
     let edges = (1..=60).map(|i| GraphEdge { from: i, to: 0, confidence: 1.0 }).collect();
-    h.engine_event(EngineEvent::Impact { seq, result: Ok(GraphView { nodes, edges, center: 0, depth: 1 }) });
+    h.engine_event(EngineEvent::Impact {
+        seq,
+        result: Ok(GraphView { nodes, edges, center: 0, depth: 1, cut: [false; 2] }),
+    });
     // Sixty files of one folder are one group; enter lists them in the column, which scrolls.
     let grouped = h.screen(80, 24);
     assert!(shows(&grouped, "▸ src/users/ (60)"), "{grouped}");
@@ -1403,4 +1406,26 @@ fn impact_outlines_what_the_selected_node_links_to() {
     assert_ne!(sel, model.view.center);
     assert_eq!(border_fg(&h, "session.rs"), highlight, "the centre it links to is outlined");
     assert_ne!(border_fg(&h, "time.rs"), highlight, "an entry it does not link to is not");
+}
+
+/// A hub imported by more files than the engine's node limit: the importers' header read
+/// `(2000)` and the centre's details `imported by 2000`, as if that were all of them.
+#[test]
+fn impact_of_a_hub_cut_at_the_node_limit_says_the_count_is_a_lower_bound() {
+    let mut h = Harness::with("").started();
+    h.search("session");
+    h.ctrl('g');
+    let seq = h
+        .requests()
+        .iter()
+        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
+        .expect("impact");
+    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::cut_hub_graph()) });
+    let model = h.app.impact().model().expect("graph");
+    assert!(model.cut(model.center_col - 1) && !model.cut(model.center_col + 1));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "importers (2000+)"), "{s}");
+    assert!(shows(&s, "imported by 2000+:"), "{s}");
+    assert!(shows(&s, "imports (1)") && !shows(&s, "imports (1+)"), "{s}");
+    h.snap_both("tui_impact_cut");
 }

@@ -97,6 +97,9 @@ pub struct GraphView {
     pub center: usize,
     /// Levels requested each way.
     pub depth: u32,
+    /// Sides the engine cut at its node limit (`[importers, imports]`): the outermost level
+    /// shown on such a side holds only the first of its files, and its count says `2000+`.
+    pub cut: [bool; 2],
 }
 
 impl GraphView {
@@ -523,6 +526,18 @@ impl GraphModel {
     /// dependencies at that level.
     pub fn count(&self, col: usize) -> usize {
         self.counts.get(col).copied().unwrap_or(0)
+    }
+
+    /// True when `col` is the outermost level holding files on a side the engine cut at its
+    /// node limit: its count is a lower bound (a hub imported by 5,000 files read `(2000)`).
+    pub fn cut(&self, col: usize) -> bool {
+        let level = self.level(col);
+        let (side, outward) = match level {
+            0 => return false,
+            l if l < 0 => (0, col.checked_sub(1)),
+            _ => (1, Some(col + 1)),
+        };
+        self.view.cut[side] && self.count(col) > 0 && outward.is_none_or(|o| self.count(o) == 0)
     }
 
     /// The members of a group node (empty for any other node).
@@ -1276,7 +1291,7 @@ impl GraphWidget<'_> {
     fn header(&self, buf: &mut Buffer, header: Rect, x: u16, w: u16, c: usize, offset: usize, visible: usize) {
         let model = self.model;
         let len = model.columns[c].len();
-        let files = model.count(c);
+        let files = format!("{}{}", model.count(c), if model.cut(c) { "+" } else { "" });
         let level = model.level(c);
         let name = match level {
             0 => "centre".to_string(),
@@ -1426,7 +1441,12 @@ impl GraphWidget<'_> {
             lines.push((names.join(" · "), t.style(Slot::Text)));
         } else {
             let (imports, importers) = model.neighbours(node);
-            let list = |what: &str, v: &[Link]| -> String {
+            // The centre's direct neighbours on a side cut at the engine's node limit are a lower bound.
+            let centre_cut = |col: Option<usize>| node == model.view.center && col.is_some_and(|c| model.cut(c));
+            let plus = |cut: bool| if cut { "+" } else { "" };
+            let imports_cut = plus(centre_cut(Some(model.center_col + 1)));
+            let importers_cut = plus(centre_cut(model.center_col.checked_sub(1)));
+            let list = |what: &str, v: &[Link], more: &str| -> String {
                 let (v, unresolved): (Vec<Link>, Vec<Link>) =
                     v.iter().partition(|(o, _, _)| model.view.nodes[*o].kind != NodeKind::Unresolved);
                 let unresolved =
@@ -1443,13 +1463,13 @@ impl GraphWidget<'_> {
                         format!("{name}{conf}{}", if *cyc { CYCLE_ICON } else { "" })
                     })
                     .collect();
-                format!("{what} {}{unresolved}: {}", v.len(), names.join(" · "))
+                format!("{what} {}{more}{unresolved}: {}", v.len(), names.join(" · "))
             };
             // The centre's edges are all in the view; another node's may run outside it.
             let scope = if node == model.view.center { "" } else { ", edges in this view" };
             lines.push((format!("▶ {} ({kind}{scope})", n.id), t.style(Slot::Accent)));
-            lines.push((list("imports", &imports), t.style(Slot::Text)));
-            lines.push((list("imported by", &importers), t.style(Slot::Text)));
+            lines.push((list("imports", &imports, imports_cut), t.style(Slot::Text)));
+            lines.push((list("imported by", &importers, importers_cut), t.style(Slot::Text)));
         }
         let reasons: Vec<String> = model.marks(node).iter().map(|m| format!("{} {}", m.icon, m.reason)).collect();
         if self.risk && !reasons.is_empty() {
@@ -1497,6 +1517,7 @@ mod tests {
             edges: vec![edge(0, 1), edge(1, 2), edge(2, 1), edge(3, 1), edge(2, 4)],
             center: 1,
             depth: 2,
+            cut: [false; 2],
         }
     }
 
@@ -1576,6 +1597,7 @@ mod tests {
             edges: (0..n).map(|i| edge(i, (i + 1) % n)).collect(),
             center: 0,
             depth: 4,
+            cut: [false; 2],
         };
         let m = GraphModel::new(v, 4, &default_rules());
         assert!((0..n).all(|i| m.on_cycle(i)));
@@ -1609,6 +1631,7 @@ mod tests {
             edges: vec![],
             center: 0,
             depth: 2,
+            cut: [false; 2],
         };
         let l = labels(&v, &[vec![0, 3], vec![1], vec![2]]);
         assert_eq!(
@@ -1634,6 +1657,7 @@ mod tests {
             edges: vec![edge(1, 0), edge(2, 0), edge(3, 0), edge(0, 4), edge(5, 0)],
             center: 0,
             depth: 1,
+            cut: [false; 2],
         };
         let m = GraphModel::new(v, 1, &default_rules());
         let l: Vec<&str> = (0..6).map(|i| m.label(i)).collect();
@@ -1654,7 +1678,7 @@ mod tests {
             nodes.push(node(&format!("src/lone{k}/only.rs")));
         }
         let n = nodes.len();
-        let v = GraphView { nodes, edges: (1..n).map(|i| edge(i, 0)).collect(), center: 0, depth: 1 };
+        let v = GraphView { nodes, edges: (1..n).map(|i| edge(i, 0)).collect(), center: 0, depth: 1, cut: [false; 2] };
         let m = GraphModel::new(v.clone(), 1, &default_rules());
         let left = &m.columns[0];
         assert!(left.len() <= GROUP_OVER, "{} entries", left.len());
@@ -1698,6 +1722,7 @@ mod tests {
             edges: vec![edge(0, 1), edge(1, 2), edge(2, 0), edge(0, 3), edge(3, 0), edge(4, 0)],
             center: 0,
             depth: 2,
+            cut: [false; 2],
         };
         let d1 = GraphModel::new(v.clone(), 1, &default_rules());
         assert!(d1.on_centre_cycle(3) && d1.on_centre_cycle(0), "a mutual import comes back at depth 1");
