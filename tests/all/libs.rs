@@ -600,3 +600,47 @@ fn a_registry_signed_by_the_authority_in_ssl_cert_file_is_trusted() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["packages"][0]["published_docs"], 1, "{v} {}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Every documented item of a file was cited `package@version/<file>` (only a document's
+/// later passages were numbered), and chat keeps one piece per citation: of the module docs
+/// and `reset_widget`'s docs, both in widgetlib's src/lib.rs, the model saw only the first.
+#[test]
+fn items_documented_in_one_file_have_their_own_citations_and_all_reach_chat() {
+    let env = Env::new();
+    let (repo, cargo) = project(&env);
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake");
+    env.write_config(&format!(
+        "{}[libs]\ncargo_home = \"{}\"\n",
+        llm_config("ollama", &server.url(), "fake-chat", "fake-embed"),
+        cargo.display()
+    ));
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    env.json(&["libs", "fetch", "--repo", r, "--offline", "--json"]);
+    let engine = env.engine();
+    let hits = engine
+        .libs_search(&repo, &LibsSearchRequest { query: "widgets frobnicated knobs reset".into(), limit: Some(10) })
+        .unwrap()
+        .hits;
+    let lib_rs: Vec<&str> = hits.iter().filter(|h| h.source == "src/lib.rs").map(|h| h.citation.as_str()).collect();
+    assert_eq!(lib_rs.len(), 2, "{hits:?}");
+    assert_ne!(lib_rs[0], lib_rs[1], "{hits:?}");
+    let turn = engine
+        .chat(
+            &repo,
+            &ChatTurnRequest {
+                query: "widgets frobnicated knobs reset".into(),
+                web: WebPolicy::Off,
+                ..Default::default()
+            },
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .unwrap();
+    let cited: Vec<&str> = turn
+        .sources
+        .iter()
+        .filter(|s| s.slot == Slot::Library && s.citation.contains("/src/lib.rs"))
+        .map(|s| s.citation.as_str())
+        .collect();
+    assert_eq!(cited.len(), 2, "{:?}", turn.sources);
+}

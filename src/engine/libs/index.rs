@@ -59,11 +59,17 @@ pub fn rebuild(dir: &Path, packages: &[(Dependency, Vec<LibDoc>)]) -> Result<Vec
     let mut counts = Vec::new();
     for (dep, docs) in packages {
         let mut n = 0;
+        // Passages per source file: several items documented in one file (a crate's lib.rs)
+        // each get their own citation, `#2`, `#3`, ... after the first; chat keeps one piece
+        // per citation, so a shared one dropped all but the first item's docs.
+        let mut per_source: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for doc in docs {
-            for (i, text) in passages::blocks(&doc.text).into_iter().enumerate() {
+            for text in passages::blocks(&doc.text) {
+                let seen = per_source.entry(doc.source.as_str()).or_default();
+                *seen += 1;
                 let mut citation = format!("{}@{}/{}", dep.name, dep.version, doc.source);
-                if i > 0 {
-                    citation.push_str(&format!("#{}", i + 1));
+                if *seen > 1 {
+                    citation.push_str(&format!("#{seen}"));
                 }
                 let mut d = TantivyDocument::default();
                 d.add_text(f.ecosystem, dep.ecosystem.name());
