@@ -375,6 +375,16 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
             for r in &resp.rejected {
                 out.line(&format!("  rejected {}: {}", r.id, r.reason));
             }
+            let what = match resp.ahead_of_clock {
+                0 => None,
+                1 => Some("1 preference is".to_string()),
+                n => Some(format!("{n} preferences are")),
+            };
+            if let Some(what) = what {
+                out.note(&format!(
+                    "note: {what} stamped ahead of this machine's clock (does the exporting machine's clock run ahead?): until then they win every merge; `profile list` shows them as ahead"
+                ));
+            }
         }
         ProfileCommand::Reembed { json } => {
             let r = engine.profile_reembed()?;
@@ -454,9 +464,15 @@ fn print_preferences(out: &Out, prefs: &[Preference]) {
     }
 }
 
-/// "3 d ago", "just now".
+/// "3 d ago", "just now"; "1 d ahead" for a time after this clock's (a row from a machine
+/// whose clock runs ahead, which used to read "just now").
 fn age(ms: i64) -> String {
-    crate::engine::protocol::ago(now_ms(), ms.max(0) as u64)
+    let now = now_ms();
+    let then = ms.max(0) as u64;
+    if then > now + 60_000 {
+        return crate::engine::protocol::ago(then, now).replace(" ago", " ahead of this clock");
+    }
+    crate::engine::protocol::ago(now, then)
 }
 
 /// Opens `$VISUAL`/`$EDITOR` on a preference's text; returns the edited text.

@@ -772,3 +772,29 @@ fn a_row_of_an_unknown_shape_is_rejected_alone_and_a_newer_file_is_named_by_its_
     }
     assert_eq!(r.rejected[1].id, "6d0e9f80-2b3c-4d4e-9f00-1b2c3d4e5f60", "{reasons:?}");
 }
+
+/// A preference stamped by a clock running ahead read "just now" in `profile list` and the
+/// import said nothing, so why it beat every later edit elsewhere was invisible. The import
+/// counts such rows and says so; the list shows them as ahead.
+#[test]
+fn rows_stamped_ahead_of_this_clock_are_named_on_import_and_in_the_list() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let ahead = docdex::engine::fsutil::now_ms() as i64 + 2 * 86_400_000;
+    let f = env.dir.path().join("skew.json");
+    std::fs::write(
+        &f,
+        json!({"format": "docdex.profile_sync", "version": 1, "agents": [],
+               "preferences": [{"id": "aaaaaa11-1111-4111-8111-111111111111", "agent_id": "skew",
+                                "content": "Prefer early returns", "category": "style", "last_updated": ahead}],
+               "tombstones": []})
+        .to_string(),
+    )
+    .unwrap();
+    let out = env.run(&["profile", "import", f.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("1 preference is stamped ahead of this machine's clock"), "{err}");
+    let list = env.run(&["profile", "list", "--agent", "skew"]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(text.contains("d ahead of this clock") && !text.contains("just now"), "{text}");
+}

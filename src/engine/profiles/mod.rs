@@ -34,6 +34,8 @@ use types::*;
 pub const MAX_CONTENT_BYTES: usize = 4096;
 /// Largest sync manifest read, in bytes.
 const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
+/// How far ahead of this clock an imported row may be stamped before the import says so.
+pub const CLOCK_SKEW_MS: i64 = 60_000;
 /// The manifest format name.
 pub const MANIFEST_FORMAT: &str = "docdex.profile_sync";
 
@@ -422,6 +424,8 @@ impl Engine {
         fsutil::write_atomic(&staged, text.as_bytes())?;
         let mut report = ProfileImportResponse { source: path.to_path_buf(), staged, rejected, ..Default::default() };
         let (agents, prefs) = checked_rows(&manifest, &mut report.rejected);
+        let skew_limit = now_ms() as i64 + CLOCK_SKEW_MS;
+        report.ahead_of_clock = prefs.iter().filter(|p| p.last_updated > skew_limit).count();
         self.profile_write(|w| merge(w, &agents, &prefs, &manifest.tombstones, &mut report))?;
         tracing::info!(added = report.added, updated = report.updated, deleted = report.deleted, "profile imported");
         let _ = self.profile_vectors_ready(None);

@@ -385,6 +385,10 @@ pub struct ProfileImportResponse {
     pub deleted: usize,
     /// Rows refused (bad category, bad rule, unknown agent, ...).
     pub rejected: Vec<RejectedRow>,
+    /// Incoming preferences stamped more than a minute after this machine's clock (the
+    /// exporting machine's clock runs ahead): each wins every merge until then.
+    #[serde(default)]
+    pub ahead_of_clock: usize,
 }
 
 /// `profile reembed`: every preference embedded again with the configured model.

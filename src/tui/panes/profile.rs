@@ -500,10 +500,14 @@ impl ProfilePane {
                     } else {
                         format!(", {} refused (first: {})", r.rejected.len(), r.rejected[0].reason)
                     };
+                    let ahead = match r.ahead_of_clock {
+                        0 => String::new(),
+                        n => format!(", {n} stamped ahead of this clock (they win every merge until then)"),
+                    };
                     cx.notify(
                         Level::Info,
                         format!(
-                            "imported: {} added, {} updated, {} kept (local newer), {} removed{rejected}",
+                            "imported: {} added, {} updated, {} kept (local newer), {} removed{rejected}{ahead}",
                             r.added, r.updated, r.kept_local, r.deleted
                         ),
                     );
