@@ -50,6 +50,7 @@ pub fn small_graph() -> GraphView {
         center: 0,
         depth: 2,
         cut: [false; 2],
+        rules_error: None,
     }
 }
 
@@ -84,7 +85,7 @@ pub fn cut_hub_graph() -> GraphView {
         nodes.push(file(&format!("pkg/m{}/f{i}.py", i / 100)));
         edges.push(GraphEdge { from: nodes.len() - 1, to: 0, confidence: 1.0 });
     }
-    GraphView { nodes, edges, center: 0, depth: 1, cut: [true, false] }
+    GraphView { nodes, edges, center: 0, depth: 1, cut: [true, false], rules_error: None }
 }
 
 /// A graph of `n` files around node 0: a fan of importers and imports over several levels,
@@ -122,7 +123,7 @@ pub fn large_graph(n: usize) -> GraphView {
         edges.push(GraphEdge { from: i + 1, to: i, confidence: 0.9 });
         edges.push(GraphEdge { from: i, to: i + 1, confidence: 0.9 });
     }
-    GraphView { nodes, edges, center: 0, depth: 4, cut: [false; 2] }
+    GraphView { nodes, edges, center: 0, depth: 4, cut: [false; 2], rules_error: None }
 }
 
 /// A trace of one chat turn that escalated to the web tier.
@@ -342,5 +343,5 @@ pub fn fan_in_graph() -> GraphView {
     nodes[0].in_cycle = true;
     let std_mod = nodes.iter().position(|n| n.id == "tokio/src/loom/std/mod.rs").unwrap_or(1);
     edges.push(GraphEdge { from: 0, to: std_mod, confidence: 1.0 });
-    GraphView { nodes, edges, center: 0, depth: 1, cut: [false; 2] }
+    GraphView { nodes, edges, center: 0, depth: 1, cut: [false; 2], rules_error: None }
 }

@@ -543,7 +543,7 @@ pub fn impact_view(resp: &ImpactResponse) -> GraphView {
     // A side the engine stopped at its node limit holds only the nearest files: say so.
     let limit = crate::engine::protocol::MAX_NODES_PER_SIDE;
     let cut = [resp.truncated && resp.inbound.len() >= limit, resp.truncated && resp.outbound.len() >= limit];
-    GraphView { nodes, edges, center, depth: resp.depth, cut }
+    GraphView { nodes, edges, center, depth: resp.depth, cut, rules_error: None }
 }
 
 /// Puts the constraint rules the engine found broken on the nodes they concern.
@@ -630,7 +630,10 @@ fn execute(engine: &Engine, req: Request) -> EngineEvent {
                     // The overlay is a bonus: a profile that cannot be read leaves the graph as it is.
                     match engine.rule_marks(&repo, engine.resolve_agent(None).as_deref(), &files) {
                         Ok(marks) => attach_rule_marks(&mut view, &marks),
-                        Err(e) => tracing::debug!(error = %e, "no constraint rules for the risk overlay"),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "constraint rules unreadable; the risk overlay shows cycles only");
+                            view.rules_error = Some(format!("{e:#}"));
+                        }
                     }
                     view
                 })

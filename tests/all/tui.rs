@@ -1047,7 +1047,7 @@ fn impact_columns_scroll_with_the_selection() {
     let edges = (1..=60).map(|i| GraphEdge { from: i, to: 0, confidence: 1.0 }).collect();
     h.engine_event(EngineEvent::Impact {
         seq,
-        result: Ok(GraphView { nodes, edges, center: 0, depth: 1, cut: [false; 2] }),
+        result: Ok(GraphView { nodes, edges, center: 0, depth: 1, cut: [false; 2], rules_error: None }),
     });
     // Sixty files of one folder are one group; enter lists them in the column, which scrolls.
     let grouped = h.screen(80, 24);
@@ -1428,4 +1428,31 @@ fn impact_of_a_hub_cut_at_the_node_limit_says_the_count_is_a_lower_bound() {
     assert!(shows(&s, "imported by 2000+:"), "{s}");
     assert!(shows(&s, "imports (1)") && !shows(&s, "imports (1+)"), "{s}");
     h.snap_both("tui_impact_cut");
+}
+
+/// A profile database that cannot be read left the risk overlay "on" with no rule marks and
+/// no word why (the error went to a debug log): it looked as if no rule were broken.
+#[test]
+fn impact_risk_overlay_says_when_the_constraint_rules_cannot_be_read() {
+    let damaged = "this is not a database, whatever its name says; ".repeat(100);
+    let mut h = Harness::with_files("", &[("state/profiles/main.db", &damaged)]).started();
+    h.search("session");
+    h.ctrl('g');
+    h.pump();
+    let model = h.app.impact().model().expect("the graph is drawn without the rules");
+    let why = model.view.rules_error.clone().unwrap_or_default();
+    assert!(why.contains("main.db"), "the error names the file: {why:?}");
+    assert!(shows(&h.screen(120, 40), "constraint rules not checked"));
+    // The same notice on a fixed graph, for the snapshot (the real error names a temp path).
+    h.key(KeyCode::Char('+'));
+    let seq = h
+        .requests()
+        .iter()
+        .filter_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
+        .next_back()
+        .expect("impact");
+    let mut view = tui_samples::small_graph();
+    view.rules_error = Some("database ~/.docdex/state/profiles/main.db: file is not a database".into());
+    h.engine_event(EngineEvent::Impact { seq, result: Ok(view) });
+    h.snap_both("tui_impact_rules_unreadable");
 }

@@ -100,6 +100,10 @@ pub struct GraphView {
     /// Sides the engine cut at its node limit (`[importers, imports]`): the outermost level
     /// shown on such a side holds only the first of its files, and its count says `2000+`.
     pub cut: [bool; 2],
+    /// Why the constraint rules could not be read (a damaged profile database): the risk
+    /// overlay then shows cycles and unresolved imports only, and says so instead of looking
+    /// as if no rule were broken.
+    pub rules_error: Option<String>,
 }
 
 impl GraphView {
@@ -1472,7 +1476,13 @@ impl GraphWidget<'_> {
             lines.push((list("imported by", &importers, importers_cut), t.style(Slot::Text)));
         }
         let reasons: Vec<String> = model.marks(node).iter().map(|m| format!("{} {}", m.icon, m.reason)).collect();
-        if self.risk && !reasons.is_empty() {
+        let unread = model.view.rules_error.as_deref().filter(|_| self.risk);
+        if let Some(e) = unread {
+            // The notice first: at 80 columns the line is cut, and a mark's reason can be long.
+            let marks = if reasons.is_empty() { String::new() } else { format!(" · {}", reasons.join(" · ")) };
+            let text = format!("risk: constraint rules not checked ({e}){marks}");
+            lines.push((text, t.style(Slot::GraphRisk)));
+        } else if self.risk && !reasons.is_empty() {
             lines.push((format!("risk: {}", reasons.join(" · ")), t.style(Slot::GraphRisk)));
         } else {
             let full = format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} on a cycle (red: back to the centre within this depth) · {WARN_ICON} unresolved · ▸ folder group · risk overlay {}", if self.risk { "on" } else { "off" });
@@ -1518,6 +1528,7 @@ mod tests {
             center: 1,
             depth: 2,
             cut: [false; 2],
+            rules_error: None,
         }
     }
 
@@ -1598,6 +1609,7 @@ mod tests {
             center: 0,
             depth: 4,
             cut: [false; 2],
+            rules_error: None,
         };
         let m = GraphModel::new(v, 4, &default_rules());
         assert!((0..n).all(|i| m.on_cycle(i)));
@@ -1632,6 +1644,7 @@ mod tests {
             center: 0,
             depth: 2,
             cut: [false; 2],
+            rules_error: None,
         };
         let l = labels(&v, &[vec![0, 3], vec![1], vec![2]]);
         assert_eq!(
@@ -1658,6 +1671,7 @@ mod tests {
             center: 0,
             depth: 1,
             cut: [false; 2],
+            rules_error: None,
         };
         let m = GraphModel::new(v, 1, &default_rules());
         let l: Vec<&str> = (0..6).map(|i| m.label(i)).collect();
@@ -1678,7 +1692,14 @@ mod tests {
             nodes.push(node(&format!("src/lone{k}/only.rs")));
         }
         let n = nodes.len();
-        let v = GraphView { nodes, edges: (1..n).map(|i| edge(i, 0)).collect(), center: 0, depth: 1, cut: [false; 2] };
+        let v = GraphView {
+            nodes,
+            edges: (1..n).map(|i| edge(i, 0)).collect(),
+            center: 0,
+            depth: 1,
+            cut: [false; 2],
+            rules_error: None,
+        };
         let m = GraphModel::new(v.clone(), 1, &default_rules());
         let left = &m.columns[0];
         assert!(left.len() <= GROUP_OVER, "{} entries", left.len());
@@ -1723,6 +1744,7 @@ mod tests {
             center: 0,
             depth: 2,
             cut: [false; 2],
+            rules_error: None,
         };
         let d1 = GraphModel::new(v.clone(), 1, &default_rules());
         assert!(d1.on_centre_cycle(3) && d1.on_centre_cycle(0), "a mutual import comes back at depth 1");
