@@ -335,7 +335,7 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
             print_written(out, "updated", &resp);
         }
         ProfileCommand::Remove { id, agent, json } => {
-            let resp = engine.profile_remove(&ProfileRemoveRequest { id, agent })?;
+            let resp = engine.profile_remove(&ProfileRemoveRequest { id, agent, expected_last_updated: None })?;
             if json {
                 return out.json(&resp);
             }

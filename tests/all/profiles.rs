@@ -59,7 +59,9 @@ fn an_empty_database_is_seeded_with_the_factory_personas_once() {
     assert_eq!(mode, "wal");
     // Removing every agent does not bring the factory defaults back on the next start.
     for a in &ids {
-        engine.profile_remove(&ProfileRemoveRequest { id: a.to_string(), agent: true }).unwrap();
+        engine
+            .profile_remove(&ProfileRemoveRequest { id: a.to_string(), agent: true, expected_last_updated: None })
+            .unwrap();
     }
     let again = env.engine();
     assert!(again.profile_list(&ProfileListRequest::default()).unwrap().agents.is_empty());
@@ -126,10 +128,14 @@ fn preferences_round_trip_through_the_file_and_agents_stay_apart() {
     assert_eq!(back.preference.rule, None, "{}", back.rule_note);
 
     // Remove.
-    let gone = reopened.profile_remove(&ProfileRemoveRequest { id: vitest.clone(), agent: false }).unwrap();
+    let gone = reopened
+        .profile_remove(&ProfileRemoveRequest { id: vitest.clone(), agent: false, expected_last_updated: None })
+        .unwrap();
     assert_eq!(gone.agent_id, "alice");
     assert!(!search(&reopened, "alice", "vitest").results.iter().any(|h| h.preference.id == vitest));
-    let err = reopened.profile_remove(&ProfileRemoveRequest { id: vitest, agent: false }).unwrap_err();
+    let err = reopened
+        .profile_remove(&ProfileRemoveRequest { id: vitest, agent: false, expected_last_updated: None })
+        .unwrap_err();
     assert!(matches!(err, Error::NotFound(_)), "{err:?}");
     let err = reopened
         .profile_search(&ProfileSearchRequest {
@@ -317,7 +323,7 @@ fn export_then_import_round_trips_exactly_and_merges_last_write_wins() {
         ..Default::default()
     })
     .unwrap();
-    ea.profile_remove(&ProfileRemoveRequest { id: z.clone(), agent: false }).unwrap();
+    ea.profile_remove(&ProfileRemoveRequest { id: z.clone(), agent: false, expected_last_updated: None }).unwrap();
     // An older copy of y on A (A's y is older than B's edit).
     let file2 = a.dir.path().join("sync2.json");
     ea.profile_export_to(Some(&file2)).unwrap();
@@ -600,7 +606,7 @@ fn a_removal_beats_a_row_stamped_by_a_clock_running_ahead() {
     .unwrap();
     ea.profile_import(&f).unwrap();
     eb.profile_import(&f).unwrap();
-    ea.profile_remove(&ProfileRemoveRequest { id: id.into(), agent: false }).unwrap();
+    ea.profile_remove(&ProfileRemoveRequest { id: id.into(), agent: false, expected_last_updated: None }).unwrap();
     let from_a = a.dir.path().join("a.json");
     ea.profile_export_to(Some(&from_a)).unwrap();
     let r = eb.profile_import(&from_a).unwrap();

@@ -346,3 +346,29 @@ fn a_stored_preference_with_control_characters_is_drawn_on_one_clean_row() {
     assert!(shows(&s, "line1 line2[31mRED") && !s.contains('\u{1b}') && !s.contains('\u{7}'), "{s}");
     h.snap_both("tui_profile_control_characters");
 }
+
+/// The removal question names a text; if the preference was edited elsewhere before the `y`,
+/// the other text was removed unseen. It is now kept, the status line says why and the list
+/// shows the current text.
+#[test]
+fn a_removal_confirmed_after_an_edit_elsewhere_keeps_the_preference() {
+    let mut h = open_on("mcoda_qa");
+    h.key(KeyCode::Right);
+    let target = h.app.profile().selected_preference().cloned().expect("a preference");
+    h.key(KeyCode::Char('d'));
+    h.engine
+        .profile_edit(&docdex::engine::protocol::ProfileEditRequest {
+            id: target.id.clone(),
+            content: Some("Keep fixtures next to the tests that use them.".into()),
+            ..Default::default()
+        })
+        .expect("edit elsewhere");
+    h.key(KeyCode::Char('y'));
+    h.pump();
+    let now = prefs_of(&h, "mcoda_qa");
+    assert!(now.iter().any(|p| p.id == target.id), "kept");
+    let notice = h.app.notice().unwrap_or_default();
+    assert!(notice.contains("changed after you read it"), "{notice}");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Keep fixtures next to the tests"), "the list shows the current text:\n{s}");
+}

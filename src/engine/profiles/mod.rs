@@ -301,7 +301,15 @@ impl Engine {
             return Ok(ProfileRemoveResponse { id: id.to_string(), agent_id: id.to_string(), removed });
         }
         let id = self.profile_preference(id)?.id;
-        let gone = self.profile_write(|w| w.delete(&id, now))?.ok_or_else(|| not_found(&id))?;
+        let gone = self
+            .profile_write(|w| {
+                let current = store::preference(w.conn(), &id)?.ok_or_else(|| not_found(&id))?;
+                if req.expected_last_updated.is_some_and(|t| t != current.last_updated) {
+                    return Err(changed_meanwhile(&current));
+                }
+                w.delete(&id, now)
+            })?
+            .ok_or_else(|| not_found(&id))?;
         tracing::info!(agent = %gone.agent_id, id, "preference removed");
         Ok(ProfileRemoveResponse { id, agent_id: gone.agent_id, removed: 1 })
     }

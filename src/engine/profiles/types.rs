@@ -218,6 +218,10 @@ pub struct ProfileRemoveRequest {
     /// Remove the agent named by `id` with all its preferences.
     #[serde(default)]
     pub agent: bool,
+    /// The preference's `last_updated` when the caller read it: if it has changed since, the
+    /// removal is refused with `conflict` (the caller confirmed removing another text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_last_updated: Option<i64>,
 }
 
 /// What was removed.

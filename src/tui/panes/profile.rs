@@ -80,7 +80,7 @@ enum Form {
     Edit(Box<EditForm>),
     Search(TextField),
     Import(TextField),
-    ConfirmRemove { id: String, content: String },
+    ConfirmRemove { id: String, content: String, read_at: i64 },
 }
 
 /// A search by meaning and what it found.
@@ -360,15 +360,20 @@ impl ProfilePane {
 
     fn confirm_remove(&mut self, cx: &mut Cx<'_>) {
         match self.selected_preference() {
-            Some(p) => self.form = Form::ConfirmRemove { id: p.id.clone(), content: one_line(&p.content) },
+            Some(p) => {
+                self.form =
+                    Form::ConfirmRemove { id: p.id.clone(), content: one_line(&p.content), read_at: p.last_updated }
+            }
             None => cx.notify(Level::Warn, "select a preference first (right column)"),
         }
     }
 
     /// Removes the preference the open confirmation names (its `y`).
     fn remove_confirmed(&mut self, cx: &mut Cx<'_>) {
-        if let Form::ConfirmRemove { id, .. } = std::mem::replace(&mut self.form, Form::None) {
-            self.request(ProfileJob::Remove(ProfileRemoveRequest { id, agent: false }), cx)
+        if let Form::ConfirmRemove { id, read_at, .. } = std::mem::replace(&mut self.form, Form::None) {
+            // The text the question showed: changed elsewhere meanwhile, it is not removed unseen.
+            let req = ProfileRemoveRequest { id, agent: false, expected_last_updated: Some(read_at) };
+            self.request(ProfileJob::Remove(req), cx)
         }
     }
 
@@ -466,7 +471,12 @@ impl ProfilePane {
                     }
                     self.reload(cx);
                 }
-                Err(e) => cx.notify(Level::Error, e.clone()),
+                Err(e) => {
+                    cx.notify(Level::Error, e.clone());
+                    if e.contains(CHANGED_MEANWHILE) {
+                        self.reload(cx);
+                    }
+                }
             },
             ProfileUpdate::Searched(result) => match result {
                 Ok(r) => {
