@@ -644,3 +644,39 @@ fn items_documented_in_one_file_have_their_own_citations_and_all_reach_chat() {
         .collect();
     assert_eq!(cited.len(), 2, "{:?}", turn.sources);
 }
+
+/// `cache/libs` outlives a docdex upgrade: an entry written by an older reading of the
+/// installed sources (one that followed a link out of site-packages, indexed a binary README
+/// or `pub(crate)` items) kept being served by every later fetch until --refresh. Such an
+/// entry's installed docs are read again; its published docs are kept.
+#[test]
+fn cached_installed_docs_from_an_older_reading_are_read_again() {
+    let env = Env::new();
+    let repo = env.repo("upgraded");
+    write(&repo, "package.json", r#"{"dependencies": {"gizmo": "1.0.0"}}"#);
+    write(&repo, "package-lock.json", r#"{"packages": {"node_modules/gizmo": {"version": "1.0.0"}}}"#);
+    write(
+        &repo,
+        "node_modules/gizmo/package.json",
+        r#"{"name": "gizmo", "version": "1.0.0", "description": "Fresh gizmo text."}"#,
+    );
+    write(
+        &env.home().join("state/cache/libs/npm/gizmo/1.0.0"),
+        "docs.json",
+        r#"{"fetched_at": 1, "published_tried": true, "notes": [],
+            "local": [{"title": "README", "source": "README.md", "text": "The vault combination is zanzibar."}],
+            "published": [{"title": "README (npm registry)", "source": "https://registry.npmjs.org/gizmo", "text": "Gizmos burrow like wombats."}]}"#,
+    );
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--offline", "--json"]);
+    assert_eq!(v["packages"][0]["local_docs"], 1, "{v}");
+    assert_eq!(v["packages"][0]["published_docs"], 1, "{v}");
+    let engine = env.engine();
+    let search =
+        |q: &str| engine.libs_search(&repo, &LibsSearchRequest { query: q.into(), limit: Some(5) }).unwrap().hits;
+    assert!(search("vault zanzibar").is_empty());
+    assert_eq!(search("wombats").len(), 1);
+    assert_eq!(search("fresh").len(), 1);
+    // Read again once: the entry is now the current reading's, served from the cache.
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--offline", "--json"]);
+    assert_eq!(v["packages"][0]["cached"], true, "{v}");
+}

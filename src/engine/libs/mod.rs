@@ -21,9 +21,18 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use types::*;
 
+/// What reading installed sources does, versioned: a cached entry whose `local` docs an older
+/// reading wrote is read again (they may hold what is no longer read: a file linked out of
+/// site-packages, a binary README, `pub(crate)` items), its published docs kept. 2: confined
+/// to each package's location, binary skipped, bounded by cutting, modules from RECORD.
+const EXTRACTOR: u32 = 2;
+
 /// What `cache/libs/<ecosystem>/<package>/<version>/docs.json` holds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct CachedDocs {
+    /// The [`EXTRACTOR`] that read `local`; 0 in entries written before it was recorded.
+    #[serde(default)]
+    extractor: u32,
     fetched_at: u64,
     local: Vec<LibDoc>,
     published: Vec<LibDoc>,
@@ -207,9 +216,9 @@ impl Engine {
         let usable = cached.filter(|c| !refresh && !stale_online(c));
         let mut failed = None;
         let entry = match usable {
-            Some(c) if c.local.is_empty() && !local::docs(dep, roots).0.is_empty() => {
-                // Installed since the cached entry was written (published docs only): read
-                // the installed sources now instead of serving the cache without them.
+            Some(c) if c.extractor != EXTRACTOR || (c.local.is_empty() && !local::docs(dep, roots).0.is_empty()) => {
+                // Written by an older reading, or installed since the entry was written
+                // (published docs only): read the installed sources now.
                 self.read_local_again(dep, roots, c, &cache_path)
             }
             Some(c) => {
@@ -218,8 +227,13 @@ impl Engine {
             }
             None => {
                 let (local, cut) = local::docs(dep, roots);
-                let mut entry =
-                    CachedDocs { fetched_at: now_ms(), local, published_tried: online, ..Default::default() };
+                let mut entry = CachedDocs {
+                    extractor: EXTRACTOR,
+                    fetched_at: now_ms(),
+                    local,
+                    published_tried: online,
+                    ..Default::default()
+                };
                 if entry.local.is_empty() {
                     entry.notes.push("not installed here (no local sources)".into());
                 }
@@ -270,7 +284,15 @@ impl Engine {
         if cut {
             notes.insert(0, cut_note("installed", local::MAX_LOCAL_BYTES));
         }
-        let entry = CachedDocs { fetched_at: now_ms(), local, notes, ..c };
+        if local.is_empty() {
+            notes.insert(0, "not installed here (no local sources)".into());
+        }
+        let mut published = c.published;
+        if local::cap(&mut published, MAX_PUBLISHED_BYTES) && !notes.iter().any(|n| n.starts_with("published docs cut"))
+        {
+            notes.push(cut_note("published", MAX_PUBLISHED_BYTES));
+        }
+        let entry = CachedDocs { extractor: EXTRACTOR, fetched_at: now_ms(), local, published, notes, ..c };
         if let Err(e) = replace_json(cache_path, &entry) {
             tracing::info!(path = %cache_path.display(), error = %e, "libs cache not updated");
         }
