@@ -1232,3 +1232,33 @@ fn the_cli_caps_a_large_neighbourhood_and_says_what_it_cut() {
     let json = env.json(&["graph", "cycles", "--repo", r, "--json"]);
     assert_eq!(json["cycles"][0]["path"].as_array().expect("path").len(), n + 1);
 }
+
+/// A file deleted since the last index run was answered from the stored graph without a word.
+#[test]
+fn impact_of_a_file_deleted_since_indexing_warns_that_the_graph_is_stale() {
+    let env = Env::new();
+    let (repo, engine) = indexed_fixture(&env, "go");
+    let ask = |file: &str| engine.impact(&repo, &ImpactRequest { file: file.into(), ..Default::default() });
+    let file = ask("main.go")
+        .expect("indexed")
+        .outbound
+        .iter()
+        .find(|d| !d.external)
+        .map(|d| d.path.clone())
+        .expect("an import");
+    assert!(ask(&file).expect("present").graph.warnings.iter().all(|w| !w.contains("no longer exists")));
+    std::fs::remove_file(repo.join(&file)).expect("rm");
+    let stale = ask(&file).expect("still in the graph until the next index run");
+    assert!(
+        stale
+            .graph
+            .warnings
+            .iter()
+            .any(|w| w.contains(&format!("{file} no longer exists on disk")) && w.contains("docdex index")),
+        "{:?}",
+        stale.graph.warnings
+    );
+    let r = repo.to_str().expect("utf-8");
+    let out = env.run(&["impact", "--repo", r, &file]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("warning:"), "the CLI prints it");
+}

@@ -584,6 +584,8 @@ impl Engine {
         let (inbound, outbound, affected, truncated) = g.impact(&file, depth, direction);
         let (nodes, edges) = g.subgraph(&file, &inbound, &outbound);
         let diagnostics = g.graph.diagnostics.iter().filter(|d| d.source == file).cloned().collect();
+        let mut graph = g.info();
+        graph.warnings.extend(deleted_since_indexed(&repo, &file));
         Ok(ImpactResponse {
             schema: SchemaTag::current(),
             project_id: repo.fingerprint.clone(),
@@ -599,7 +601,7 @@ impl Engine {
             edges,
             diagnostics,
             truncated,
-            graph: g.info(),
+            graph,
         })
     }
 
@@ -737,6 +739,17 @@ pub(crate) fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
         )));
     }
     Ok(rel)
+}
+
+/// A warning when `file` (a repository file of the graph) is gone from disk: the graph is as
+/// of the last index run, and its answer for a deleted file was given without a word.
+fn deleted_since_indexed(repo: &RepoRef, file: &str) -> Option<String> {
+    let gone = !file.starts_with(EXTERNAL_PREFIX) && std::fs::symlink_metadata(repo.root.join(file)).is_err();
+    gone.then(|| {
+        format!(
+            "{file} no longer exists on disk: this is the graph of the last index run; `docdex index` (or a running `docdex watch`) updates it"
+        )
+    })
 }
 
 pub(crate) fn unknown_file(repo: &RepoRef, file: &str, g: &LoadedGraph) -> Error {
