@@ -680,3 +680,31 @@ fn cached_installed_docs_from_an_older_reading_are_read_again() {
     let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--offline", "--json"]);
     assert_eq!(v["packages"][0]["cached"], true, "{v}");
 }
+
+/// A repository without manifests at its root got "0 packages" and nothing on why; and the
+/// summary said "published docs not fetched (offline, [libs] fetch_published = false or the
+/// web tier is off)" whichever held. Each now names its reason.
+#[test]
+fn the_summary_says_why_nothing_or_no_published_docs_were_fetched() {
+    let env = Env::new();
+    let repo = env.repo("nomanifest");
+    write(&repo, "sub/Cargo.toml", "[package]\nname = \"sub\"\n[dependencies]\nserde = \"1\"\n");
+    let r = repo.to_str().unwrap();
+    let notes = |args: &[&str]| env.json(args)["notes"].to_string();
+    let n = notes(&["libs", "fetch", "--repo", r, "--offline", "--json"]);
+    assert!(
+        n.contains("no Cargo.toml, package.json, requirements*.txt or pyproject.toml at the repository root"),
+        "{n}"
+    );
+    assert!(n.contains("published docs not fetched (--offline)"), "{n}");
+    write(&repo, "requirements.txt", "six==1.16.0\n");
+    env.write_config("[libs]\nfetch_published = false\n");
+    let n = notes(&["libs", "fetch", "--repo", r, "--json"]);
+    assert!(
+        !n.contains("no Cargo.toml") && n.contains("published docs not fetched ([libs] fetch_published = false)"),
+        "{n}"
+    );
+    env.write_config("[web]\nenabled = false\n");
+    let n = notes(&["libs", "fetch", "--repo", r, "--json"]);
+    assert!(n.contains("published docs not fetched (the web tier is off: [web] enabled = false)"), "{n}");
+}

@@ -25,6 +25,13 @@ pub fn detect(repo: &Path) -> Detected {
     rust(repo, &mut d);
     node(repo, &mut d);
     python(repo, &mut d);
+    if d.notes.is_empty() && d.deps.is_empty() {
+        // Nothing read and nothing refused: say where docdex looked.
+        d.notes.push(
+            "no Cargo.toml, package.json, requirements*.txt or pyproject.toml at the repository root (only the root's manifests are read)"
+                .into(),
+        );
+    }
     let (deps, odd): (Vec<Dependency>, Vec<Dependency>) = d.deps.drain(..).partition(plausible);
     for x in odd {
         d.notes.push(format!(

@@ -129,11 +129,19 @@ impl Engine {
         if detected.deps.len() > max {
             notes.push(format!("{} dependencies; only the first {max} ([libs] max_packages)", detected.deps.len()));
         }
-        let online = !req.offline && self.config().libs.fetch_published && self.config().web.enabled;
-        if !online {
-            notes.push(
-                "published docs not fetched (offline, [libs] fetch_published = false or the web tier is off)".into(),
-            );
+        // Why published docs are not fetched, naming the one reason that holds.
+        let why_offline = if req.offline {
+            Some("--offline")
+        } else if !self.config().libs.fetch_published {
+            Some("[libs] fetch_published = false")
+        } else if !self.config().web.enabled {
+            Some("the web tier is off: [web] enabled = false")
+        } else {
+            None
+        };
+        let online = why_offline.is_none();
+        if let Some(why) = why_offline {
+            notes.push(format!("published docs not fetched ({why})"));
         }
         let roots = self.lib_roots(&repo.root);
         let mut ingest: Vec<(Dependency, Vec<LibDoc>)> = Vec::new();
