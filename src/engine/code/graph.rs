@@ -516,7 +516,7 @@ pub const DECLARATIONS: [&str; 4] = [
 /// and the child reaches back with `use super::...`, a Dart library names its `part`s and each
 /// part names its library. Those pairs are how the languages build one unit, not a dependency
 /// loop; counted, they joined nearly every Rust module into one "cycle" (104 of docdex's own
-/// files, against a largest real `use` cycle of 3). They stay in the graph for impact.
+/// files, against a largest real `use` cycle of 5). They stay in the graph for impact.
 ///
 /// petgraph's Kosaraju, not its Tarjan: that one recurses once per node of a path, and a long
 /// import chain must not overflow the stack (`long_chains_do_not_overflow_the_stack`).
