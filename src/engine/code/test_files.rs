@@ -14,7 +14,7 @@ use crate::engine::Engine;
 use crate::error::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Directories whose files are tests.
@@ -185,10 +185,18 @@ impl LoadedGraph {
         packages.extend(
             dependents.iter().filter(|d| !d.external && go_source(&d.path)).map(|d| (d.path.as_str(), d.depth)),
         );
+        if packages.is_empty() {
+            return;
+        }
+        // Indexed once: a core file of a large Go repository has thousands of dependents.
+        let mut tests_in: HashMap<&str, Vec<&String>> = HashMap::new();
+        for t in self.graph.files.keys().filter(|t| t.ends_with("_test.go")) {
+            tests_in.entry(dir_of(t)).or_default().push(t);
+        }
+        let mut seen: HashSet<String> = out.iter().map(|t| t.path.clone()).collect();
         for (member, depth) in packages {
-            let dir = dir_of(member);
-            for test in self.graph.files.keys().filter(|t| t.ends_with("_test.go") && dir_of(t) == dir) {
-                if out.iter().any(|t| &t.path == test) {
+            for &test in tests_in.get(dir_of(member)).map(Vec::as_slice).unwrap_or_default() {
+                if !seen.insert(test.clone()) {
                     continue;
                 }
                 let mut via: Vec<String> = if member == file { Vec::new() } else { vec![member.to_string()] };
