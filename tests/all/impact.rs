@@ -867,6 +867,10 @@ fn bad_queries_say_what_is_wrong() {
     // A folder and an external package nothing imports were "no such file in the repository".
     let err = ask("internal", None).expect_err("a directory");
     assert!(err.to_string().contains("is a directory") && !err.to_string().contains("no such file"), "{err}");
+    // A link inside the repository to a code file: the index does not follow it; name the file.
+    std::os::unix::fs::symlink("main.go", repo.join("alias.go")).expect("symlink");
+    let err = ask("alias.go", None).expect_err("a link");
+    assert!(err.to_string().contains("symbolic link") && err.to_string().contains("ask for main.go"), "{err}");
     let err = ask("ext:nothing-imports-this", None).expect_err("unknown package");
     assert!(err.to_string().contains("no file of the repository imports the external package"), "{err}");
     assert_eq!(ask("../outside.go", None).expect_err("outside").code(), "path_outside_repo");

@@ -752,10 +752,23 @@ fn deleted_since_indexed(repo: &RepoRef, file: &str) -> Option<String> {
     })
 }
 
+/// The repo-relative file `file` resolves to when a symbolic link on its way leads elsewhere in
+/// the repository (`alias.py -> pkg/core.py`); such a path was said to be "not a code file".
+fn linked_to(repo: &RepoRef, on_disk: &Path, file: &str) -> Option<String> {
+    let root = std::fs::canonicalize(&repo.root).ok()?;
+    let real = std::fs::canonicalize(on_disk).ok()?;
+    if real == root.join(file) {
+        return None;
+    }
+    Some(real.strip_prefix(&root).ok()?.to_string_lossy().replace('\\', "/"))
+}
+
 pub(crate) fn unknown_file(repo: &RepoRef, file: &str, g: &LoadedGraph) -> Error {
     let on_disk = repo.root.join(file);
     let hint = if let Some(package) = file.strip_prefix(EXTERNAL_PREFIX) {
         format!("no file of the repository imports the external package {package}")
+    } else if let Some(real) = linked_to(repo, &on_disk, file) {
+        format!("it is reached through a symbolic link, which the index does not follow: ask for {real}, the file it points to")
     } else if on_disk.is_dir() {
         "it is a directory: pass a file in it (the graph links files, not folders)".to_string()
     } else if on_disk.is_file() {
