@@ -328,7 +328,14 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
                 req.expected_last_updated = Some(p.last_updated);
                 req.id = p.id;
             }
-            let resp = engine.profile_edit(&req)?;
+            let resp = match engine.profile_edit(&req) {
+                // Text written in $EDITOR is not lost with a refusal: the message carries it.
+                Err(Error::Conflict(m)) if req.expected_last_updated.is_some() => {
+                    let text = req.content.clone().unwrap_or_default();
+                    return Err(Error::Conflict(format!("{m}; the text you wrote: {text:?}")).into());
+                }
+                r => r?,
+            };
             if json {
                 return out.json(&resp);
             }

@@ -804,3 +804,39 @@ fn rows_stamped_ahead_of_this_clock_are_named_on_import_and_in_the_list() {
     let text = String::from_utf8_lossy(&list.stdout);
     assert!(text.contains("d ahead of this clock") && !text.contains("just now"), "{text}");
 }
+
+/// `profile edit ID` opens `$EDITOR`; when the preference changed elsewhere while it was open,
+/// the edit is refused (not written over that change), and the text written in the editor,
+/// whose file is gone by then, was lost with the refusal. The message now carries it. Needs
+/// a terminal: run under script(1).
+#[test]
+fn an_editor_session_raced_by_another_edit_keeps_the_written_text_in_the_refusal() {
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        eprintln!("script(1) is not installed: skipped");
+        return;
+    }
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let id = add(&env.engine(), "ed", Category::Style, "Original text");
+    let docdex = env!("CARGO_BIN_EXE_docdex");
+    let editor = env.dir.path().join("editor.sh");
+    std::fs::write(
+        &editor,
+        format!(
+            "#!/bin/sh\n'{docdex}' profile edit {id} --content 'Changed meanwhile' >/dev/null\nprintf 'My careful words\\n' > \"$1\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new("script")
+        .args(["-qec", &format!("'{docdex}' profile edit {id}"), "/dev/null"])
+        .env("DOCDEX_HOME", env.home())
+        .env("EDITOR", &editor)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("changed after you read it") && text.contains("My careful words"), "{text}");
+    assert_eq!(env.engine().profile_preference(&id).unwrap().content, "Changed meanwhile");
+}
