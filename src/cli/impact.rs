@@ -156,9 +156,12 @@ fn print_tests(out: &Out, resp: &TestsResponse) {
         out.line(&format!("no test file reaches {} through the import graph or by name", resp.file));
         return;
     }
-    out.line(&format!("{} test files exercise {}:", resp.tests.len(), resp.file));
-    for t in &resp.tests {
+    out.line(&format!("{} exercise {}:", count(resp.tests.len(), "test file"), resp.file));
+    for t in resp.tests.iter().take(LISTED) {
         out.line(&format!("  {}  ({})", t.path, t.reason));
+    }
+    if resp.tests.len() > LISTED {
+        out.line(&format!("  ... and {} more (--json lists all)", resp.tests.len() - LISTED));
     }
 }
 

@@ -1196,6 +1196,18 @@ fn go_tests_exercise_every_file_of_their_package_and_its_importers() {
     assert_eq!(found, [("internal/db/db_test.go", 0), ("api/handler_test.go", 1)], "{v}");
     assert_eq!(v["tests"][1]["via"], serde_json::json!(["api/api.go", "internal/db/y.go"]));
     assert!(v["tests"][1]["reason"].as_str().expect("reason").contains("Go package of api/api.go"), "{v}");
+    // Sixty packages importing db, each with its test: the text lists the nearest 50.
+    for i in 0..60 {
+        let dir = format!("svc{i}");
+        let code = format!("package svc{i}\n\nimport \"example.com/goapp/internal/db\"\n\nfunc S() {{ db.Y() }}\n");
+        write(&repo, &format!("{dir}/s.go"), &code);
+        write(&repo, &format!("{dir}/s_test.go"), &format!("package svc{i}\n"));
+    }
+    env.json(&["index", "--repo", r, "--json"]);
+    let out = env.run(&["impact", "--repo", r, "--file", "internal/db/y.go", "--tests"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("62 test files exercise internal/db/y.go:"), "{text}");
+    assert!(text.contains("... and 12 more (--json lists all)") && text.lines().count() == 52, "{text}");
 }
 
 /// A hub imported by 2,100 files on one long cycle: the text output printed 2,000 importer
