@@ -1201,7 +1201,7 @@ fn go_tests_exercise_every_file_of_their_package_and_its_importers() {
         let dir = format!("svc{i}");
         let code = format!("package svc{i}\n\nimport \"example.com/goapp/internal/db\"\n\nfunc S() {{ db.Y() }}\n");
         write(&repo, &format!("{dir}/s.go"), &code);
-        write(&repo, &format!("{dir}/s_test.go"), &format!("package svc{i}\n"));
+        write(&repo, &format!("{dir}/s_test.go"), format!("package svc{i}\n"));
     }
     env.json(&["index", "--repo", r, "--json"]);
     let out = env.run(&["impact", "--repo", r, "--file", "internal/db/y.go", "--tests"]);
@@ -1220,7 +1220,7 @@ fn the_cli_caps_a_large_neighbourhood_and_says_what_it_cut() {
     let n = 2_100;
     write(&repo, "hub.py", "import os\n");
     for i in 0..n {
-        write(&repo, &format!("f{i}.py"), &format!("import hub\nimport f{}\n", (i + 1) % n));
+        write(&repo, &format!("f{i}.py"), format!("import hub\nimport f{}\n", (i + 1) % n));
     }
     let r = repo.to_str().expect("utf-8");
     env.json(&["index", "--repo", r, "--json"]);
