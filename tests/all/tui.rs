@@ -843,12 +843,7 @@ fn impact_graph_snapshots_and_cycle_colour() {
     let mut h = Harness::with("").started();
     h.search("session");
     h.ctrl('g');
-    let seq = h
-        .requests()
-        .iter()
-        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
-        .expect("impact");
-    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::small_graph()) });
+    h.answer_impact(tui_samples::small_graph());
     h.snap_both("tui_impact_graph");
     // The cycle partner (store.rs) is drawn in the theme's danger colour.
     let danger = docdex::tui::theme::Theme::embedded("dark", false).expect("dark").expect("ok").style(Slot::GraphCycle);
@@ -868,12 +863,7 @@ fn impact_risk_overlay_names_the_constraint_rules_broken() {
     let mut h = Harness::with("").started();
     h.search("session");
     h.ctrl('g');
-    let seq = h
-        .requests()
-        .iter()
-        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
-        .expect("impact");
-    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::ruled_graph()) });
+    h.answer_impact(tui_samples::ruled_graph());
     h.snap_both("tui_impact_rules");
     let s = h.screen(120, 40);
     // The centre is selected: its details line names the rule it breaks.
@@ -897,13 +887,7 @@ fn impact_risk_overlay_names_the_constraint_rules_broken() {
     let forbid = both.nodes[2].rules[0].clone();
     both.nodes[3].rules.push(forbid);
     h.key(KeyCode::Char('+'));
-    let seq = h
-        .requests()
-        .iter()
-        .rev()
-        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
-        .expect("impact again");
-    h.engine_event(EngineEvent::Impact { seq, result: Ok(both) });
+    h.answer_impact(both);
     let s = h.screen(120, 40);
     let store = s.lines().find(|l| l.contains("store.rs")).expect("store.rs drawn");
     assert!(store.contains('✖') && store.contains('⊘'), "{store}");
@@ -916,13 +900,7 @@ fn impact_with_200_nodes() {
     h.ctrl('g');
     h.key(KeyCode::Char('+'));
     h.key(KeyCode::Char('+'));
-    let seq = h
-        .requests()
-        .iter()
-        .filter_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
-        .next_back()
-        .expect("impact");
-    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::large_graph(200)) });
+    h.answer_impact(tui_samples::large_graph(200));
     let model = h.app.impact().model().expect("graph");
     // Every file is counted (a file on a cycle with the centre on both sides), and no column
     // draws more than GROUP_OVER entries: the rest are folder groups.
@@ -946,12 +924,7 @@ fn impact_of_a_file_with_72_importers_is_grouped_by_folder() {
     let mut h = Harness::with("").started();
     h.search("session");
     h.ctrl('g');
-    let seq = h
-        .requests()
-        .iter()
-        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
-        .expect("impact");
-    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::fan_in_graph()) });
+    h.answer_impact(tui_samples::fan_in_graph());
     let model = h.app.impact().model().expect("graph");
     assert_eq!(model.count(0), 72);
     assert!(model.columns[0].len() <= GROUP_OVER);
@@ -1034,21 +1007,13 @@ fn impact_columns_scroll_with_the_selection() {
     let mut h = Harness::with("").started();
     h.search("session");
     h.ctrl('g');
-    let seq = h
-        .requests()
-        .iter()
-        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
-        .expect("impact");
     // Sixty files import the centre.
     let node =
         |id: String| GraphNode { id, kind: NodeKind::File, unresolved_imports: 0, in_cycle: false, rules: Vec::new() };
     let mut nodes = vec![node("src/auth/session.rs".into())];
     nodes.extend((1..=60).map(|i| node(format!("src/users/u{i:02}.rs"))));
     let edges = (1..=60).map(|i| GraphEdge { from: i, to: 0, confidence: 1.0 }).collect();
-    h.engine_event(EngineEvent::Impact {
-        seq,
-        result: Ok(GraphView { nodes, edges, center: 0, depth: 1, cut: [false; 2], rules_error: None }),
-    });
+    h.answer_impact(GraphView { nodes, edges, center: 0, depth: 1, cut: [false; 2], rules_error: None });
     // Sixty files of one folder are one group; enter lists them in the column, which scrolls.
     let grouped = h.screen(80, 24);
     assert!(shows(&grouped, "▸ src/users/ (60)"), "{grouped}");
@@ -1379,12 +1344,7 @@ fn impact_outlines_what_the_selected_node_links_to() {
     let mut h = Harness::with("").started();
     h.search("session");
     h.ctrl('g');
-    let seq = h
-        .requests()
-        .iter()
-        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
-        .expect("impact");
-    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::small_graph()) });
+    h.answer_impact(tui_samples::small_graph());
     let theme = docdex::tui::theme::Theme::embedded("dark", false).expect("dark").expect("ok");
     let highlight = theme.style(Slot::GraphEdgeHighlight).fg.expect("highlight fg");
     // The left border of the box a label is drawn in.
@@ -1415,12 +1375,7 @@ fn impact_of_a_hub_cut_at_the_node_limit_says_the_count_is_a_lower_bound() {
     let mut h = Harness::with("").started();
     h.search("session");
     h.ctrl('g');
-    let seq = h
-        .requests()
-        .iter()
-        .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
-        .expect("impact");
-    h.engine_event(EngineEvent::Impact { seq, result: Ok(tui_samples::cut_hub_graph()) });
+    h.answer_impact(tui_samples::cut_hub_graph());
     let model = h.app.impact().model().expect("graph");
     assert!(model.cut(model.center_col - 1) && !model.cut(model.center_col + 1));
     let s = h.screen(120, 40);
@@ -1445,14 +1400,8 @@ fn impact_risk_overlay_says_when_the_constraint_rules_cannot_be_read() {
     assert!(shows(&h.screen(120, 40), "constraint rules not checked"));
     // The same notice on a fixed graph, for the snapshot (the real error names a temp path).
     h.key(KeyCode::Char('+'));
-    let seq = h
-        .requests()
-        .iter()
-        .filter_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
-        .next_back()
-        .expect("impact");
     let mut view = tui_samples::small_graph();
     view.rules_error = Some("database ~/.docdex/state/profiles/main.db: file is not a database".into());
-    h.engine_event(EngineEvent::Impact { seq, result: Ok(view) });
+    h.answer_impact(view);
     h.snap_both("tui_impact_rules_unreadable");
 }

@@ -156,6 +156,17 @@ impl Harness {
         self
     }
 
+    /// Answers the newest impact request with `view`, as the worker would.
+    pub fn answer_impact(&mut self, view: docdex::tui::widgets::graph::GraphView) {
+        let seq = self
+            .requests()
+            .iter()
+            .rev()
+            .find_map(|r| if let Request::Impact { seq, .. } = r { Some(*seq) } else { None })
+            .expect("an impact request");
+        self.engine_event(EngineEvent::Impact { seq, result: Ok(view) });
+    }
+
     pub fn engine_event(&mut self, e: EngineEvent) {
         self.app.handle(AppEvent::Engine(e));
     }
