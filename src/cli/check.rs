@@ -62,6 +62,6 @@ fn print(out: &Out, r: &CheckReport) {
 /// `docdex check` checks that project too.
 fn indexed_here(engine: &Engine) -> Option<PathBuf> {
     let cwd = std::env::current_dir().ok()?;
-    let repo = engine.resolve_repo(&crate::engine::protocol::discover_root(&cwd)).ok()?;
+    let repo = engine.resolve_repo(&engine.discover_repo(&cwd)).ok()?;
     repo.index_dir().join("meta.json").exists().then_some(repo.root)
 }

@@ -326,9 +326,45 @@ enum RepoAction {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct RepoArg {
-    /// The repository (default: the git root containing the current directory, else the directory).
+    /// The repository (default: the git root containing the current directory, else the nearest
+    /// indexed repository containing it, else the directory).
     #[arg(long, short = 'r', global = true)]
     repo: Option<PathBuf>,
+}
+
+/// The engine of the running command, so [`RepoArg::resolve`] can find registered
+/// repositories without every command threading the engine into its arguments.
+static CURRENT_ENGINE: std::sync::Mutex<Option<Engine>> = std::sync::Mutex::new(None);
+
+/// Publishes an engine in [`CURRENT_ENGINE`] for one run and takes it back when dropped, so
+/// the engine is still dropped (and its state closed) when the run ends.
+struct EngineScope;
+
+impl EngineScope {
+    fn enter(engine: &Engine) -> EngineScope {
+        if let Ok(mut slot) = CURRENT_ENGINE.lock() {
+            *slot = Some(engine.clone());
+        }
+        EngineScope
+    }
+}
+
+impl Drop for EngineScope {
+    fn drop(&mut self) {
+        if let Ok(mut slot) = CURRENT_ENGINE.lock() {
+            *slot = None;
+        }
+    }
+}
+
+/// The repository meant by a command run in `dir`: [`Engine::discover_repo`] (git root, else
+/// the nearest indexed repository above), or just the git root when no engine is open.
+fn discover_here(dir: &Path) -> PathBuf {
+    let engine = CURRENT_ENGINE.lock().ok().and_then(|slot| slot.clone());
+    match engine {
+        Some(engine) => engine.discover_repo(dir),
+        None => crate::engine::protocol::discover_root(dir),
+    }
 }
 
 impl RepoArg {
@@ -337,7 +373,7 @@ impl RepoArg {
             Some(p) => Ok(p.clone()),
             None => {
                 let cwd = std::env::current_dir().context("reading the current directory")?;
-                Ok(crate::engine::protocol::discover_root(&cwd))
+                Ok(discover_here(&cwd))
             }
         }
     }
@@ -551,6 +587,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         (Err(e), Some(Command::Hook(h))) if h.fails_open() => return Ok(hook::skip(&format!("{e}"))),
         (Err(e), _) => return Err(anyhow::Error::new(e).context("opening docdex state")),
     };
+    let _scope = EngineScope::enter(&engine);
     let out = Out::stdout();
     let Some(command) = cli.command else { return Ok(ExitCode::SUCCESS) };
     if let Command::Tui(args) = &command {

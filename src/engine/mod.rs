@@ -202,6 +202,19 @@ impl Engine {
         self.inner.registry.resolve(path)
     }
 
+    /// The repository a command run in `dir` without naming one means: the git root, else
+    /// the nearest registered repository above it, else `dir` ([`repos::discover_known_root`]).
+    pub fn discover_repo(&self, dir: &Path) -> PathBuf {
+        let registered = match self.inner.registry.list() {
+            Ok(list) => list.into_iter().map(|r| r.path).collect(),
+            Err(e) => {
+                tracing::warn!("reading the repository registry: {e}");
+                Vec::new()
+            }
+        };
+        repos::discover_known_root(dir, &registered)
+    }
+
     /// Refuses a repository no one should index or serve: `/`, the home directory itself (or
     /// a directory above it), docdex's own home, a system directory
     /// ([`repos::check_servable_root`]).

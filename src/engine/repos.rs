@@ -139,14 +139,25 @@ pub fn fingerprint(normalized: &Path) -> String {
 
 /// The repository containing `dir`: its git root, else `dir` itself.
 pub fn discover_root(dir: &Path) -> PathBuf {
-    let mut cur = Some(dir);
-    while let Some(d) = cur {
-        if d.join(".git").exists() {
-            return d.to_path_buf();
-        }
-        cur = d.parent();
+    git_root(dir).unwrap_or_else(|| dir.to_path_buf())
+}
+
+/// The nearest directory at or above `dir` holding `.git`.
+fn git_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors().find(|d| d.join(".git").exists()).map(Path::to_path_buf)
+}
+
+/// The repository a command run in `dir` without `--repo` means: its git root; else the
+/// nearest of `registered` (canonical roots already indexed) at or above `dir`, so a non-git
+/// project indexed with `--repo` is found from its subfolders; else `dir` itself. Only
+/// ancestors of `dir` are candidates, so the answer always contains `dir`.
+pub fn discover_known_root(dir: &Path, registered: &[PathBuf]) -> PathBuf {
+    if let Some(root) = git_root(dir) {
+        return root;
     }
-    dir.to_path_buf()
+    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let known = real.ancestors().find(|a| registered.iter().any(|r| r == a));
+    known.map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf())
 }
 
 /// Directories that are never a repository, at any depth below them: the system's own state.

@@ -146,6 +146,34 @@ fn repo_defaults_to_git_root_of_current_directory() {
 }
 
 #[test]
+fn repo_defaults_to_the_indexed_repository_above_a_non_git_subdirectory() {
+    let env = Env::new();
+    let repo = env.repo("plain");
+    sample_repo(&repo);
+    let other = env.repo("other");
+    let index = env.run(&["index", "--repo", repo.to_str().unwrap()]);
+    assert!(index.status.success(), "{}", String::from_utf8_lossy(&index.stderr));
+    let canonical = std::fs::canonicalize(&repo).unwrap();
+    // Inside a subfolder with no git root above, the indexed repository is the one meant.
+    let out = run_in(&env, &repo.join("src/auth"), &["search", "SessionStore"]);
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{err}");
+    assert!(text.contains(canonical.to_str().unwrap()) && text.contains("src/auth/session.rs"), "{text}");
+    let out = run_in(&env, &repo.join("src/auth"), &["impact", "session.rs", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["file"], "src/auth/session.rs", "{v}");
+    // Only an enclosing root counts: the parent and a sibling stay themselves (not indexed).
+    for dir in [env.repo(""), other] {
+        let out = run_in(&env, &dir, &["search", "SessionStore"]);
+        assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stdout));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let here = std::fs::canonicalize(&dir).unwrap();
+        assert!(err.contains(&format!("--repo {}", here.display())), "{err}");
+    }
+}
+
+#[test]
 fn file_arguments_typed_in_a_subdirectory_are_relative_to_it() {
     let env = Env::new();
     let repo = env.repo("proj");
