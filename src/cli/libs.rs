@@ -1,6 +1,7 @@
 //! `docdex libs fetch|list`: library docs of a repository's dependencies.
 
 use super::output::{count, visible, warn_prefix, Out};
+use super::progress::Ticker;
 use super::RepoArg;
 use crate::engine::protocol::{LibHit, LibPackage, LibsFetchRequest, LibsReport};
 use crate::engine::Engine;
@@ -62,15 +63,16 @@ pub fn run(engine: &Engine, out: &Out, cmd: LibsCommand) -> anyhow::Result<ExitC
         LibsCommand::Fetch { repo, refresh, offline, json } => {
             let path = repo.resolve()?;
             let req = LibsFetchRequest { refresh, offline };
+            // Progress is a live line on a terminal only: printed per package it repeated
+            // every package the summary then lists on stdout.
+            let ticker = Ticker::new(!json, "packages");
             let mut progress = |p: &LibPackage| {
-                if !json {
-                    out.note(&format!(
-                        "{}@{}: {} local, {} published",
-                        p.name, p.version, p.local_docs, p.published_docs
-                    ));
-                }
+                tracing::debug!(package = %p.name, version = %p.version, local = p.local_docs, published = p.published_docs, "libs package done");
+                ticker.tick(&format!("{}@{}", p.name, p.version));
             };
-            let r = engine.libs_fetch(&path, &req, &mut progress)?;
+            let r = engine.libs_fetch(&path, &req, &mut progress);
+            ticker.finish();
+            let r = r?;
             if json {
                 out.json(&r)?;
                 return Ok(ExitCode::SUCCESS);

@@ -71,3 +71,39 @@ impl ProgressSink for Bar {
         }
     }
 }
+
+/// A one-line counter (`⠋ 3 packages · serde@1.0.200`) on a terminal's stderr, for work whose
+/// total is not known ahead; hidden otherwise, so captured output holds only the summary.
+pub struct Ticker {
+    bar: Option<ProgressBar>,
+}
+
+impl Ticker {
+    /// A ticker counting `unit`s; hidden unless `wanted` and stderr is a terminal.
+    pub fn new(wanted: bool, unit: &str) -> Ticker {
+        if !wanted || !std::io::stderr().is_terminal() {
+            return Ticker { bar: None };
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
+        let style = ProgressStyle::with_template(&format!("{{spinner}} {{pos}} {unit} · {{msg}}"))
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        bar.set_style(style);
+        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+        Ticker { bar: Some(bar) }
+    }
+
+    /// Counts one more, naming it.
+    pub fn tick(&self, what: &str) {
+        if let Some(b) = &self.bar {
+            b.inc(1);
+            b.set_message(what.to_string());
+        }
+    }
+
+    /// Clears the line.
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}

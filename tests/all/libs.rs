@@ -708,3 +708,22 @@ fn the_summary_says_why_nothing_or_no_published_docs_were_fetched() {
     let n = notes(&["libs", "fetch", "--repo", r, "--json"]);
     assert!(n.contains("published docs not fetched (the web tier is off: [web] enabled = false)"), "{n}");
 }
+
+/// `libs fetch` printed each package as progress on stderr, then again in the summary on
+/// stdout: every package twice on a terminal. Progress is now a live line on a terminal
+/// only; captured output names each package once, in the summary.
+#[test]
+fn fetch_names_each_package_once_when_output_is_captured() {
+    let env = Env::new();
+    let (repo, cargo) = project(&env);
+    env.write_config(&format!("[libs]\ncargo_home = \"{}\"\n", cargo.display()));
+    let out = env.run(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--offline"]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for pkg in ["widgetlib@1.2.3", "gizmo-kit@2.0.1", "quuxbus@3.1.0"] {
+        assert_eq!(stdout.matches(pkg).count(), 1, "{pkg} in the summary: {stdout}");
+        assert_eq!(stderr.matches(pkg).count(), 0, "{pkg} as progress: {stderr}");
+    }
+    assert!(stderr.contains("3 packages"), "the summary line: {stderr}");
+}
