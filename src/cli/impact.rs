@@ -5,8 +5,8 @@
 use super::output::{count, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
-    CyclesResponse, Dependency, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse, RebuildSummary,
-    TestsResponse, MAX_NODES_PER_SIDE,
+    CyclesResponse, Dependency, DiagnosticsRequest, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse,
+    RebuildSummary, TestsRequest, TestsResponse, MAX_NODES_PER_SIDE,
 };
 use crate::engine::protocol::{Diagnostic, Edge};
 use crate::engine::Engine;
@@ -116,7 +116,7 @@ pub fn run_impact(engine: &Engine, out: &Out, args: ImpactArgs) -> anyhow::Resul
     match args.action {
         Some(ImpactAction::Diagnostics { file, json }) => {
             let file = file.as_deref().map(|f| args.repo.user_path(f));
-            let resp = engine.impact_diagnostics(&args.repo.resolve()?, file.as_deref())?;
+            let resp = engine.impact_diagnostics(&args.repo.resolve()?, &DiagnosticsRequest { file, limit: None })?;
             if json || args.json {
                 out.json(&resp)?;
             } else {
@@ -131,7 +131,7 @@ pub fn run_impact(engine: &Engine, out: &Out, args: ImpactArgs) -> anyhow::Resul
                 .into());
             };
             if args.tests {
-                let resp = engine.impact_tests(&args.repo.resolve()?, &file)?;
+                let resp = engine.impact_tests(&args.repo.resolve()?, &TestsRequest { file, limit: None })?;
                 if args.json {
                     out.json(&resp)?;
                 } else {

@@ -16,11 +16,11 @@ pub use super::check::{CheckItem, CheckOptions, CheckReport, CheckStatus};
 pub use super::code::api::MAX_LIMIT as MAX_CODE_RESULTS;
 pub use super::code::graph::{Diagnostic, DiagnosticCode, Edge, EXTERNAL_PREFIX};
 pub use super::code::impact::{
-    CyclesResponse, Dependency, DiagnosticsResponse, Direction, FileDiagnostics, GraphInfo, ImpactNode, ImpactRequest,
-    ImpactResponse, Neighbor, NeighborsResponse, RebuildSummary, Relation, Side, DEFAULT_DEPTH, MAX_DEPTH,
-    MAX_NODES_PER_SIDE,
+    CyclesResponse, Dependency, DiagnosticsRequest, DiagnosticsResponse, Direction, FileDiagnostics, GraphInfo,
+    ImpactNode, ImpactRequest, ImpactResponse, Neighbor, NeighborsResponse, RebuildSummary, Relation, Side,
+    DEFAULT_DEPTH, DEFAULT_LISTED, MAX_DEPTH, MAX_NODES_PER_SIDE,
 };
-pub use super::code::test_files::{is_test_path, TestFile, TestsResponse};
+pub use super::code::test_files::{is_test_path, TestFile, TestsRequest, TestsResponse};
 pub use super::code::types::{
     AstFileHit, AstMode, AstNode, AstQueryFile, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse,
     CodeIndexSummary, LanguageStatus, LanguageTiming, MatchKind, SymbolHit, SymbolKind, SymbolsRequest,

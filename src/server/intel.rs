@@ -21,7 +21,8 @@ use crate::engine::protocol::{
     SymbolsResponse, SymbolsStatus,
 };
 use crate::engine::protocol::{
-    CyclesResponse, MemoryDeleteResponse, MemoryListResponse, SimilarRequest, SimilarResponse,
+    CyclesResponse, DiagnosticsRequest, DiagnosticsResponse, MemoryDeleteResponse, MemoryListResponse, SimilarRequest,
+    SimilarResponse, TestsRequest, TestsResponse, DEFAULT_LISTED,
 };
 use crate::engine::Engine;
 use axum::extract::{Path as UrlPath, State};
@@ -207,6 +208,35 @@ async fn impact(
     run(state, sel, paths, move |engine, repo| engine.impact(&repo.root, &req)).await
 }
 
+/// The paths of a graph request to confine to the repository (`ext:<package>` names no path).
+fn graph_paths(file: Option<&String>) -> Vec<String> {
+    file.filter(|f| !f.starts_with("ext:")).cloned().into_iter().collect()
+}
+
+async fn graph_tests(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiQuery(mut req): ApiQuery<TestsRequest>,
+) -> Result<Json<TestsResponse>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    req.limit = req.limit.or(Some(DEFAULT_LISTED));
+    let paths = graph_paths(Some(&req.file));
+    run(state, sel, paths, move |engine, repo| engine.impact_tests(&repo.root, &req)).await
+}
+
+async fn graph_diagnostics(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiQuery(mut req): ApiQuery<DiagnosticsRequest>,
+) -> Result<Json<DiagnosticsResponse>, ApiError> {
+    let sel = selector(&headers, None, q.repo.as_deref());
+    req.limit = req.limit.or(Some(DEFAULT_LISTED));
+    let paths = graph_paths(req.file.as_ref());
+    run(state, sel, paths, move |engine, repo| engine.impact_diagnostics(&repo.root, &req)).await
+}
+
 async fn context(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -359,6 +389,18 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             impact,
             Operation::new("What a file imports and what imports it, to a depth")
                 .describe("`affected` lists every file whose behaviour may change if `file` changes. 403 `path_outside_repo` for paths leaving the repository; 404 `not_found` for a file the graph does not know."),
+        )
+        .get(
+            "/v1/graph/tests",
+            graph_tests,
+            Operation::new("The test files that exercise a file, nearest first")
+                .describe("By import at any depth, by name (`test_session.py`, `session_test.go`, ...), or the file itself; each with `depth`, `via` (the import chain) and `reason`. `limit` (default 200, at most 1000) with `total` and `truncated`. 403 `path_outside_repo`; 404 `not_found` for a file the graph does not know."),
+        )
+        .get(
+            "/v1/graph/diagnostics",
+            graph_diagnostics,
+            Operation::new("Imports that could not be resolved, by file")
+                .describe("Every file's, or one `file`'s: dynamic imports, specifiers no file matches, import-map entries naming no repository file, each with line, `code` and `reason`; `by_code` counts them. `limit` (default 200, at most 1000) with `total` and `truncated`. 403 `path_outside_repo`; 404 `not_found` for a file the graph does not know."),
         )
         .post(
             "/v1/context",

@@ -3,7 +3,7 @@
 
 use crate::util::{quiet, write, Env};
 use docdex::engine::code::graph::{self, FileImports, ImpactGraph};
-use docdex::engine::code::impact::{Direction, ImpactRequest, Relation, Side};
+use docdex::engine::code::impact::{DiagnosticsRequest, Direction, ImpactRequest, Relation, Side};
 use docdex::engine::code::{imports, lang, Lang};
 use docdex::engine::IndexOptions;
 use docdex::Engine;
@@ -805,12 +805,17 @@ fn external_packages_and_unresolved_imports_are_flagged_on_nodes() {
     // Who imports an external package.
     let r = engine.impact(&repo, &ImpactRequest { file: "ext:os".into(), ..Default::default() }).expect("ext");
     assert_eq!(r.inbound.iter().map(|d| d.path.as_str()).collect::<Vec<_>>(), vec!["py/app.py"]);
-    let diags = engine.impact_diagnostics(&repo, None).expect("diagnostics");
-    assert_eq!(diags.total, 4);
+    let diags = engine.impact_diagnostics(&repo, &DiagnosticsRequest::default()).expect("diagnostics");
+    assert_eq!((diags.total, diags.truncated), (4, false));
     assert_eq!(diags.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), vec!["js/loader.js", "py/app.py"]);
     assert_eq!(diags.by_code.get("dynamic"), Some(&4));
-    let one = engine.impact_diagnostics(&repo, Some("py/app.py")).expect("one file");
-    assert_eq!(one.total, 2);
+    let one = DiagnosticsRequest { file: Some("py/app.py".into()), limit: None };
+    assert_eq!(engine.impact_diagnostics(&repo, &one).expect("one file").total, 2);
+    // A limit lists the first imports in path order, a file cut short; the counts stay whole.
+    let three = engine.impact_diagnostics(&repo, &DiagnosticsRequest { file: None, limit: Some(3) }).expect("3");
+    let listed: Vec<(&str, usize)> = three.files.iter().map(|f| (f.path.as_str(), f.diagnostics.len())).collect();
+    assert_eq!(listed, vec![("js/loader.js", 2), ("py/app.py", 1)]);
+    assert_eq!((three.total, three.truncated, three.by_code.get("dynamic")), (4, true, Some(&4)));
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! real indexes in a temporary DOCDEX_HOME, the fake Ollama behind chat and memory.
 
 use crate::server_util::{client, Server};
-use crate::util::{dead_url, llm_config, sample_repo, write, Env};
+use crate::util::{dead_url, llm_config, sample_repo, write, Env, McpStdio};
 use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use serde_json::{json, Value};
 
@@ -163,6 +163,109 @@ async fn impact_follows_imports_and_refuses_paths_outside_the_repo() {
     assert_error(s, &v, 400, "bad_request");
 }
 
+/// A repository for the impact graph's tests and diagnostics routes: b.py is tested by name
+/// (tests/test_b.py) and through a.py (tests/test_a.py); d.py has three dynamic imports.
+fn tested_repo(env: &Env) -> std::path::PathBuf {
+    let repo = env.repo("tested");
+    write(&repo, "a.py", "import b\n\ndef run():\n    return b.helper()\n");
+    write(&repo, "b.py", "def helper():\n    return 1\n");
+    write(&repo, "tests/test_b.py", "import b\n\ndef test_helper():\n    assert b.helper() == 1\n");
+    write(&repo, "tests/test_a.py", "import a\n\ndef test_run():\n    assert a.run() == 1\n");
+    let d = "import importlib\n\ndef load(name):\n    x = importlib.import_module(\"plugins.\" + name)\n    y = __import__(name)\n    return importlib.import_module(name), x, y\n";
+    write(&repo, "d.py", d);
+    write(env.dir.path(), "outside.py", "import b\n");
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    repo
+}
+
+fn paths_of<'a>(v: &'a Value, list: &str) -> Vec<&'a str> {
+    v[list].as_array().unwrap().iter().filter_map(|t| t["path"].as_str()).collect()
+}
+
+#[tokio::test]
+async fn graph_tests_and_diagnostics_answer_over_http_bounded_and_confined() {
+    let env = Env::new();
+    let repo = tested_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+
+    let (s, v) = get(&server, "/v1/graph/tests?file=b.py").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(paths_of(&v, "tests"), ["tests/test_b.py", "tests/test_a.py"], "nearest first: {v}");
+    assert_eq!(v["tests"][1]["via"], json!(["a.py", "b.py"]), "{v}");
+    assert_eq!((v["total"].as_u64(), v["truncated"].as_bool()), (Some(2), Some(false)), "{v}");
+    let (s, v) = get(&server, "/v1/graph/tests?file=b.py&limit=1").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(paths_of(&v, "tests"), ["tests/test_b.py"], "{v}");
+    assert_eq!((v["total"].as_u64(), v["truncated"].as_bool()), (Some(2), Some(true)), "{v}");
+
+    let (s, v) = get(&server, "/v1/graph/diagnostics").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(paths_of(&v, "files"), ["d.py"], "{v}");
+    assert_eq!(v["files"][0]["diagnostics"].as_array().unwrap().len(), 3, "{v}");
+    assert_eq!(
+        (v["total"].as_u64(), v["truncated"].as_bool(), &v["by_code"]["dynamic"]),
+        (Some(3), Some(false), &json!(3))
+    );
+    let (s, v) = get(&server, "/v1/graph/diagnostics?limit=2").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["files"][0]["diagnostics"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!((v["total"].as_u64(), v["truncated"].as_bool()), (Some(3), Some(true)), "{v}");
+    let (s, v) = get(&server, "/v1/graph/diagnostics?file=a.py").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!((v["total"].as_u64(), paths_of(&v, "files").len()), (Some(0), 0), "a.py resolves: {v}");
+
+    // The error contract of /v1/graph/impact.
+    for route in ["tests", "diagnostics"] {
+        for escape in ["../outside.py", "/etc/passwd", "tests/../../outside.py"] {
+            let url = format!("/v1/graph/{route}?file={}", escape.replace('/', "%2F"));
+            let (s, v) = get(&server, &url).await;
+            assert_error(s, &v, 403, "path_outside_repo");
+        }
+        let (s, v) = get(&server, &format!("/v1/graph/{route}?file=nope.py")).await;
+        assert_error(s, &v, 404, "not_found");
+        let (s, v) = get(&server, &format!("/v1/graph/{route}?file=b.py&limit=many")).await;
+        assert_error(s, &v, 400, "bad_request");
+    }
+    let (s, v) = get(&server, "/v1/graph/tests").await;
+    assert_error(s, &v, 400, "bad_request");
+}
+
+/// The same two questions as MCP tools, over a real stdio session.
+#[test]
+fn mcp_impact_tests_and_diagnostics_tools_answer_and_refuse_paths_outside() {
+    let env = Env::new();
+    let repo = tested_repo(&env);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    let listed = mcp.request("tools/list", json!({}));
+    let names: Vec<&str> =
+        listed["result"]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"docdex_impact_tests") && names.contains(&"docdex_impact_diagnostics"), "{names:?}");
+
+    let body = |r: &Value| -> Value {
+        assert_eq!(r["isError"], false, "{r}");
+        serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap()
+    };
+    let v = body(&mcp.call("docdex_impact_tests", json!({"file": "b.py"})));
+    assert_eq!(paths_of(&v, "tests"), ["tests/test_b.py", "tests/test_a.py"], "{v}");
+    let v = body(&mcp.call("docdex_impact_tests", json!({"file": "b.py", "limit": 1})));
+    assert_eq!((paths_of(&v, "tests").len(), v["total"].as_u64(), v["truncated"].as_bool()), (1, Some(2), Some(true)));
+    let v = body(&mcp.call("docdex_impact_diagnostics", json!({})));
+    assert_eq!((paths_of(&v, "files"), v["total"].as_u64()), (vec!["d.py"], Some(3)), "{v}");
+    let v = body(&mcp.call("docdex_impact_diagnostics", json!({"file": "d.py", "limit": 1})));
+    assert_eq!((v["total"].as_u64(), v["truncated"].as_bool()), (Some(3), Some(true)), "{v}");
+
+    for (tool, args) in [
+        ("docdex_impact_tests", json!({"file": "../outside.py"})),
+        ("docdex_impact_diagnostics", json!({"file": "/etc/passwd"})),
+    ] {
+        let r = mcp.call(tool, args);
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(r["content"][0]["text"].as_str().unwrap().starts_with("path_outside_repo"), "{tool}: {r}");
+    }
+    let r = mcp.call("docdex_impact_tests", json!({}));
+    assert_eq!(r["isError"], true, "no file: {r}");
+}
+
 #[tokio::test]
 async fn the_daemon_says_which_repo_is_unknown_or_unindexed_on_every_new_endpoint() {
     let env = Env::new();
@@ -175,6 +278,8 @@ async fn the_daemon_says_which_repo_is_unknown_or_unindexed_on_every_new_endpoin
         format!("/v1/symbols/status?repo={u}"),
         format!("/v1/ast/search?kinds=function_definition&repo={u}"),
         format!("/v1/graph/impact?file=x.py&repo={u}"),
+        format!("/v1/graph/tests?file=x.py&repo={u}"),
+        format!("/v1/graph/diagnostics?repo={u}"),
         format!("/v1/dag/sessions?repo={u}"),
     ];
     for path in &gets {

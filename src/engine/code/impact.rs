@@ -188,6 +188,28 @@ pub struct FileDiagnostics {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// Rows an HTTP or MCP answer lists when the request names no `limit` ([`DiagnosticsRequest`],
+/// [`crate::engine::protocol::TestsRequest`]): an agent reads the nearest few, and a repository
+/// with 40,000 unresolved imports is megabytes of JSON. The command line lists all.
+pub const DEFAULT_LISTED: usize = 200;
+
+/// Clamps a request's `limit` to `1..=MAX_LIMIT`; `None` lists everything (the command line).
+pub(crate) fn list_limit(limit: Option<usize>) -> usize {
+    limit.map_or(usize::MAX, |n| n.clamp(1, super::api::MAX_LIMIT))
+}
+
+/// `docdex impact diagnostics` / `GET /v1/graph/diagnostics` / MCP `docdex_impact_diagnostics`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct DiagnosticsRequest {
+    /// Only this file's unresolved imports (repo-relative); all files' without it.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Unresolved imports listed at most (1..1000; HTTP and MCP default to 200). `total` counts
+    /// them all and `truncated` says when some were left out.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
 /// The answer to `impact diagnostics`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct DiagnosticsResponse {
@@ -197,11 +219,14 @@ pub struct DiagnosticsResponse {
     pub project_id: String,
     /// Repo root.
     pub repo: PathBuf,
-    /// Unresolved imports, grouped by importing file, files sorted by path.
+    /// Unresolved imports, grouped by importing file, files sorted by path (the first `limit`).
     pub files: Vec<FileDiagnostics>,
-    /// Total unresolved imports listed.
+    /// Unresolved imports in all, listed or not.
     pub total: usize,
-    /// Per reason code.
+    /// True when `limit` left some out of `files`.
+    #[serde(default)]
+    pub truncated: bool,
+    /// Per reason code, over all of them.
     pub by_code: BTreeMap<String, usize>,
     /// The stored graph.
     pub graph: GraphInfo,
@@ -619,10 +644,10 @@ impl Engine {
         })
     }
 
-    /// Unresolved imports by file (all files, or one).
-    pub fn impact_diagnostics(&self, repo_path: &Path, file: Option<&str>) -> Result<DiagnosticsResponse> {
+    /// Unresolved imports by file (all files, or one), the first `limit` listed.
+    pub fn impact_diagnostics(&self, repo_path: &Path, req: &DiagnosticsRequest) -> Result<DiagnosticsResponse> {
         let (repo, g) = self.impact_graph(repo_path)?;
-        let only = match file {
+        let only = match req.file.as_deref() {
             Some(f) => {
                 let f = normalize_file(&repo, f)?;
                 if !g.contains(&f) {
@@ -639,11 +664,13 @@ impl Engine {
             *by_code.entry(d.code.name().to_string()).or_default() += 1;
         }
         let total = grouped.values().map(Vec::len).sum();
+        let files = first_diagnostics(grouped, list_limit(req.limit));
         Ok(DiagnosticsResponse {
             schema: SchemaTag::current(),
             project_id: repo.fingerprint.clone(),
             repo: repo.root.clone(),
-            files: grouped.into_iter().map(|(path, diagnostics)| FileDiagnostics { path, diagnostics }).collect(),
+            truncated: files.iter().map(|f| f.diagnostics.len()).sum::<usize>() < total,
+            files,
             total,
             by_code,
             graph: g.info(),
@@ -722,6 +749,21 @@ impl Engine {
 }
 
 /// A user-given path as a graph node id: repo-relative with `/`, no `./`; `ext:` ids pass.
+/// The first `limit` diagnostics of `grouped`, files in path order (a file may be cut short).
+fn first_diagnostics(grouped: BTreeMap<String, Vec<Diagnostic>>, limit: usize) -> Vec<FileDiagnostics> {
+    let mut left = limit;
+    let mut files = Vec::new();
+    for (path, mut diagnostics) in grouped {
+        if left == 0 {
+            break;
+        }
+        diagnostics.truncate(left);
+        left -= diagnostics.len();
+        files.push(FileDiagnostics { path, diagnostics });
+    }
+    files
+}
+
 pub(crate) fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
     let file = file.trim();
     if file.is_empty() {

@@ -9,7 +9,7 @@
 //! file or holds its own tests (a Rust `#[cfg(test)]` module). What counts as a test file is
 //! decided by its path alone ([`is_test_path`]), the way the runners themselves find tests.
 
-use super::impact::{normalize_file, unknown_file, LoadedGraph, MAX_DEPTH};
+use super::impact::{list_limit, normalize_file, unknown_file, LoadedGraph, MAX_DEPTH};
 use crate::engine::Engine;
 use crate::error::Result;
 use schemars::JsonSchema;
@@ -38,7 +38,18 @@ pub struct TestFile {
     pub reason: String,
 }
 
-/// `docdex impact --file F --tests`.
+/// `docdex impact --file F --tests` / `GET /v1/graph/tests` / MCP `docdex_impact_tests`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct TestsRequest {
+    /// Repo-relative path of the file whose tests you want (e.g. `src/auth/session.rs`).
+    pub file: String,
+    /// Test files listed at most, nearest first (1..1000; HTTP and MCP default to 200). `total`
+    /// counts them all and `truncated` says when some were left out.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// The answer to `docdex impact --file F --tests`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct TestsResponse {
     /// Repo fingerprint.
@@ -47,8 +58,14 @@ pub struct TestsResponse {
     pub repo: PathBuf,
     /// The queried file, repo-relative.
     pub file: String,
-    /// The test files that exercise it, nearest first.
+    /// The test files that exercise it, nearest first (the first `limit`).
     pub tests: Vec<TestFile>,
+    /// Test files in all, listed or not.
+    #[serde(default)]
+    pub total: usize,
+    /// True when `limit` left some out of `tests`.
+    #[serde(default)]
+    pub truncated: bool,
 }
 
 /// True when the path is a test file by the usual conventions: under a `tests`, `test`,
@@ -218,17 +235,23 @@ impl LoadedGraph {
 }
 
 impl Engine {
-    /// The test files that exercise `file`: by import (any depth), by name, or itself.
-    pub fn impact_tests(&self, repo_path: &Path, file: &str) -> Result<TestsResponse> {
+    /// The test files that exercise a file: by import (any depth), by name, or itself; the
+    /// nearest `limit` listed.
+    pub fn impact_tests(&self, repo_path: &Path, req: &TestsRequest) -> Result<TestsResponse> {
         let (repo, g) = self.impact_graph(repo_path)?;
-        let file = normalize_file(&repo, file)?;
+        let file = normalize_file(&repo, &req.file)?;
         if !g.contains(&file) {
             return Err(unknown_file(&repo, &file, &g));
         }
+        let mut tests = g.tests_reaching(&repo.root, &file);
+        let total = tests.len();
+        tests.truncate(list_limit(req.limit));
         Ok(TestsResponse {
             project_id: repo.fingerprint.clone(),
             repo: repo.root.clone(),
-            tests: g.tests_reaching(&repo.root, &file),
+            truncated: tests.len() < total,
+            tests,
+            total,
             file,
         })
     }

@@ -123,7 +123,7 @@ impl ServerHandler for DocdexMcp {
             .with_instructions(
                 "docdex searches a local code repository's index. Start with docdex_search (plain language or identifiers) \
                  or docdex_symbols (declarations by name), then docdex_open to read the lines a hit points at. Before \
-                 changing a file, docdex_impact lists what depends on it. docdex_memory_save keeps a fact for later \
+                 changing a file, docdex_impact lists what depends on it and docdex_impact_tests the tests that exercise it. docdex_memory_save keeps a fact for later \
                  sessions; docdex_memory_recall finds it again. docdex_get_profile recalls how the agent and the \
                  team want code written before you write it; docdex_save_preference teaches it a preference. Pass project_root (the repository's absolute path) \
                  unless the server is bound to one.",
@@ -201,7 +201,7 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
             "/v1/mcp",
             service,
             Operation::new("MCP over streamable HTTP")
-                .describe("JSON-RPC MCP: POST messages, GET the server stream, DELETE the session. Tools: docdex_search, docdex_open, docdex_status, docdex_symbols, docdex_impact, docdex_memory_save, docdex_memory_recall, docdex_get_profile, docdex_save_preference, docdex_web_research. `rootUri`/`workspace_root` in the initialize params binds the session to a repository."),
+                .describe("JSON-RPC MCP: POST messages, GET the server stream, DELETE the session. Tools: `tools/list` names them all (docs/SERVER.md describes each). `rootUri`/`workspace_root` in the initialize params binds the session to a repository."),
         )
         .route(
             Method::GET,

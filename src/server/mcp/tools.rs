@@ -7,8 +7,8 @@
 
 use super::{tool_error, DocdexMcp};
 use crate::engine::protocol::{
-    ConflictsRequest, ContextFormat, ContextRequest, DiscoveryStatus, DuplicatesRequest, RunTestsRequest,
-    SimilarRequest, WebResearchRequest,
+    ConflictsRequest, ContextFormat, ContextRequest, DiagnosticsRequest, DiscoveryStatus, DuplicatesRequest,
+    RunTestsRequest, SimilarRequest, TestsRequest, WebResearchRequest, DEFAULT_LISTED,
 };
 use crate::engine::protocol::{
     DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest,
@@ -122,6 +122,28 @@ pub struct ImpactArgs {
     /// The impact query.
     #[serde(flatten)]
     pub impact: ImpactRequest,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_impact_tests` arguments: a [`TestsRequest`] and the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ImpactTestsArgs {
+    /// The file and how many of its tests.
+    #[serde(flatten)]
+    pub tests: TestsRequest,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
+/// `docdex_impact_diagnostics` arguments: a [`DiagnosticsRequest`] and the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ImpactDiagnosticsArgs {
+    /// Which file's unresolved imports (all without one), and how many.
+    #[serde(flatten)]
+    pub diagnostics: DiagnosticsRequest,
     /// The repository.
     #[serde(flatten)]
     pub repo: RepoArgs,
@@ -307,6 +329,24 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(read_only()),
         Tool::new(
+            "docdex_impact_tests",
+            "Which test files exercise a file, nearest first: those importing it at any depth (with the import \
+             chain `via`), those named after it (`test_session.py`, `session_test.go`, `session.test.ts`) and \
+             the file itself when it holds tests. Run these after changing the file. `limit` (default 200); \
+             `total` and `truncated` say when more exist.",
+            schema::<ImpactTestsArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "docdex_impact_diagnostics",
+            "Imports the impact graph could not resolve, by file (all files, or one `file`): dynamic imports, \
+             specifiers no file matches, import-map entries naming no repository file, each with line, code and \
+             reason. Edges from these imports are missing, so docdex_impact cannot see through them. `limit` \
+             (default 200); `total`, `by_code` and `truncated` count them all.",
+            schema::<ImpactDiagnosticsArgs>(),
+        )
+        .annotate(read_only()),
+        Tool::new(
             "docdex_context",
             "Before working on a task, get what to read first in one bounded pack: the lines changed on this branch \
              (since `since`, plus staged, dirty and untracked files), the best search hits for the task, the \
@@ -443,6 +483,8 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_web_research" => web_research(server, args).await,
         "docdex_symbols" => symbols(server, args).await,
         "docdex_impact" => impact(server, args).await,
+        "docdex_impact_tests" => impact_tests(server, args).await,
+        "docdex_impact_diagnostics" => impact_diagnostics(server, args).await,
         "docdex_context" => context(server, args).await,
         "docdex_run_tests" => run_tests(server, args).await,
         "docdex_audit_duplicates" => audit_duplicates(server, args).await,
@@ -529,6 +571,20 @@ async fn impact(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: ImpactArgs = parse("docdex_impact", args)?;
     let confined = if a.impact.file.starts_with("ext:") { vec![] } else { vec![a.impact.file.clone()] };
     on_repo(server, a.repo.named(), confined, move |engine, root| engine.impact(root, &a.impact)).await
+}
+
+async fn impact_tests(server: &DocdexMcp, args: Value) -> ToolResult {
+    let mut a: ImpactTestsArgs = parse("docdex_impact_tests", args)?;
+    a.tests.limit = a.tests.limit.or(Some(DEFAULT_LISTED));
+    let confined = if a.tests.file.starts_with("ext:") { vec![] } else { vec![a.tests.file.clone()] };
+    on_repo(server, a.repo.named(), confined, move |engine, root| engine.impact_tests(root, &a.tests)).await
+}
+
+async fn impact_diagnostics(server: &DocdexMcp, args: Value) -> ToolResult {
+    let mut a: ImpactDiagnosticsArgs = parse("docdex_impact_diagnostics", args)?;
+    a.diagnostics.limit = a.diagnostics.limit.or(Some(DEFAULT_LISTED));
+    let confined = a.diagnostics.file.iter().filter(|f| !f.starts_with("ext:")).cloned().collect();
+    on_repo(server, a.repo.named(), confined, move |engine, root| engine.impact_diagnostics(root, &a.diagnostics)).await
 }
 
 async fn context(server: &DocdexMcp, args: Value) -> ToolResult {
