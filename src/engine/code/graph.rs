@@ -591,6 +591,13 @@ pub fn loop_from<S: AsRef<str>>(path: &[S], start: usize) -> Vec<&str> {
 /// [`LOOP_TEXT_HOPS`]: what to show for a file on a large cycle, whose own [`Cycle::path`] may
 /// not pass through that file at all.
 pub fn loops_through(edges: &[Edge], cycle: &Cycle, files: &[&str]) -> HashMap<String, String> {
+    loop_paths_through(edges, cycle, files).into_iter().map(|(f, path)| (f, loop_text(&path, LOOP_TEXT_HOPS))).collect()
+}
+
+/// [`loops_through`] before it becomes text: each file's shortest loop, file by file
+/// (`[f, ..., f]`, borrowed from `edges`). The gatekeeper needs the loop's first hop for the
+/// line it names.
+pub fn loop_paths_through<'a>(edges: &'a [Edge], cycle: &Cycle, files: &[&str]) -> HashMap<String, Vec<&'a str>> {
     let members: HashSet<&str> = cycle.files.iter().map(String::as_str).collect();
     let mut g: DiGraph<&str, ()> = DiGraph::new();
     let mut ids: HashMap<&str, NodeIndex> = HashMap::new();
@@ -611,7 +618,7 @@ pub fn loops_through(edges: &[Edge], cycle: &Cycle, files: &[&str]) -> HashMap<S
         .filter_map(|f| {
             let start = *ids.get(f)?;
             let path: Vec<&str> = finder.loop_through(start, |_| true).into_iter().map(|i| g[i]).collect();
-            Some((f.to_string(), loop_text(&path, LOOP_TEXT_HOPS)))
+            Some((f.to_string(), path))
         })
         .collect()
 }
