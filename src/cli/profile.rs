@@ -199,7 +199,8 @@ pub fn run_map(engine: &Engine, out: &Out, args: MapArgs) -> anyhow::Result<()> 
     out.block(&map.tree);
     let who = match map.agent_id.as_deref() {
         Some(a) if engine.profile_list(&ProfileListRequest { agent_id: Some(a.to_string()) }).is_err() => {
-            format!("{a} (not in profile memory, so only the words of its name lead the spotlight; `docdex profile list` shows the agents)")
+            let guess = engine.profile_closest_agent(a).map(|n| format!("did you mean {n}? ")).unwrap_or_default();
+            format!("{a} (not in profile memory, so only the words of its name lead the spotlight; {guess}`docdex profile list` shows the agents)")
         }
         Some(a) => a.to_string(),
         None => {
@@ -282,6 +283,9 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
             let resp = engine.profile_add(&req)?;
             if json {
                 return out.json(&resp);
+            }
+            if resp.created_agent {
+                out.note(&format!("note: {}", engine.profile_created_agent_note(&resp.preference.agent_id)));
             }
             print_written(out, "added", &resp);
         }

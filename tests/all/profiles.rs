@@ -840,3 +840,39 @@ fn an_editor_session_raced_by_another_edit_keeps_the_written_text_in_the_refusal
     assert!(text.contains("changed after you read it") && text.contains("My careful words"), "{text}");
     assert_eq!(env.engine().profile_preference(&id).unwrap().content, "Changed meanwhile");
 }
+
+#[test]
+fn a_mistyped_agent_is_said_to_be_unknown_with_the_closest_existing_name() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("r");
+    crate::util::sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let stderr = |args: &[&str]| {
+        let out = env.run(args);
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // Reads refuse it, naming the agent it most likely means.
+    for args in [&["profile", "list", "--agent", "frontnd"][..], &["profile", "search", "--agent", "frontnd", "react"]]
+    {
+        let (code, err) = stderr(args);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("no agent \"frontnd\"") && err.contains("did you mean mcoda_frontend?"), "{err}");
+    }
+    // chat and map still answer (with the team's preferences, the name's words) but say so.
+    let (_, err) = stderr(&["chat", "--repo", r, "--no-web", "--agent", "frontnd", "where are sessions stored"]);
+    assert!(err.contains("no agent frontnd in profile memory (did you mean mcoda_frontend?)"), "{err}");
+    let (code, err) = stderr(&["map", "--repo", r, "--agent", "frontnd"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("did you mean mcoda_frontend?"), "{err}");
+    // Writes may create an agent, and say so: with the likely meant one when it is a typo.
+    let (code, err) = stderr(&["profile", "learn", "--agent", "frontnd", "we use vitest"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("created agent frontnd") && err.contains("did you mean mcoda_frontend?"), "{err}");
+    let (_, err) = stderr(&["profile", "learn", "--agent", "frontnd", "we use pnpm"]);
+    assert!(!err.contains("created agent"), "only the first write creates it: {err}");
+    let (code, err) = stderr(&["profile", "add", "--agent", "reviewer", "-c", "style", "short functions"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("created agent reviewer (no agent had that name)") && !err.contains("did you mean"), "{err}");
+}

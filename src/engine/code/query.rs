@@ -231,7 +231,7 @@ fn is_subsequence(q: &str, name: &str) -> bool {
 }
 
 /// Levenshtein distance if it is at most `max`.
-fn edit_distance(a: &str, b: &str, max: usize) -> Option<usize> {
+pub(crate) fn edit_distance(a: &str, b: &str, max: usize) -> Option<usize> {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();

@@ -429,10 +429,14 @@ impl Engine {
                     source: PreferenceSource::Evolution,
                     embedded: false,
                 };
-                self.profile_write(|w| {
-                    w.ensure_agent(&p.agent_id, "", now)?;
-                    w.insert(&p)
+                let created = self.profile_write(|w| {
+                    let created = w.ensure_agent(&p.agent_id, "", now)?;
+                    w.insert(&p)?;
+                    Ok(created)
                 })?;
+                if created {
+                    outcome.notices.push(self.profile_created_agent_note(&p.agent_id));
+                }
                 p
             }
         };

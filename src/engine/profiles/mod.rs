@@ -188,10 +188,46 @@ impl Engine {
             return Ok(());
         }
         let all: Vec<String> = self.profile_read(store::agents)?.into_iter().map(|a| a.id).collect();
+        let guess = closest_agent(agent, &all).map(|a| format!("; did you mean {a}?")).unwrap_or_default();
         Err(Error::NotFound(format!(
-            "no agent {agent:?} in profile memory (agents: {}); `docdex profile add --agent {agent} --category style \"...\"` creates it",
+            "no agent {agent:?} in profile memory{guess} (agents: {}); `docdex profile add --agent {agent} --category style \"...\"` creates it",
             if all.is_empty() { "none".to_string() } else { all.join(", ") }
         )))
+    }
+
+    /// The other existing agent `agent` most likely mistypes ([`closest_agent`]), if any
+    /// (`agent` itself left out: a write may just have created it).
+    pub fn profile_closest_agent(&self, agent: &str) -> Option<String> {
+        let all: Vec<String> = match self.profile_read(store::agents) {
+            Ok(list) => list.into_iter().map(|a| a.id).filter(|id| id != agent.trim()).collect(),
+            Err(e) => {
+                tracing::warn!("reading the profile agents: {e}");
+                return None;
+            }
+        };
+        closest_agent(agent, &all)
+    }
+
+    /// What to say when a read names `agent`, which does not exist: a typo loses the
+    /// agent's preferences without a word, so the closest existing name is offered.
+    pub fn profile_unknown_agent_note(&self, agent: &str) -> String {
+        match self.profile_closest_agent(agent) {
+            Some(near) => format!("no agent {agent} in profile memory (did you mean {near}?); only the team's apply"),
+            None => format!(
+                "agent {agent} has no preferences yet (`docdex profile add --agent {agent} ...`); only the team's apply"
+            ),
+        }
+    }
+
+    /// What to say when a write created `agent`: a new agent is legitimate, a typo of an
+    /// existing one is not, so the closest existing name is offered with the undo.
+    pub fn profile_created_agent_note(&self, agent: &str) -> String {
+        match self.profile_closest_agent(agent) {
+            Some(near) => format!(
+                "created agent {agent} (no agent had that name; did you mean {near}? `docdex profile remove --agent {agent}` undoes it)"
+            ),
+            None => format!("created agent {agent} (no agent had that name)"),
+        }
     }
 
     /// Teaches an agent a preference directly (spec 001 §6.1: bypasses the evolution pipeline).
@@ -739,4 +775,42 @@ fn not_found(id: &str) -> Error {
     Error::NotFound(format!(
         "no preference {id} in profile memory; `{LIST_PREFERENCES}` shows an agent's preferences with their ids (`docdex profile list` lists the agents)"
     ))
+}
+
+/// The name in `names` that `given` most likely mistypes: the fewest edits to the whole name
+/// or to one of its `_`/`-` separated parts (`frontnd` is one edit from the `frontend` of
+/// `mcoda_frontend`), at most a third of `given`'s length (at least one); `None` when nothing
+/// is that close or `given` is itself a name.
+pub fn closest_agent(given: &str, names: &[String]) -> Option<String> {
+    let given = given.trim().to_lowercase();
+    if given.is_empty() || names.iter().any(|n| n.to_lowercase() == given) {
+        return None;
+    }
+    let max = (given.chars().count() / 3).max(1);
+    let distance = |name: &str| {
+        let name = name.to_lowercase();
+        // A part shorter than three letters (`qa`) is a few edits from any short word.
+        let parts: Vec<&str> = name.split(['_', '-']).filter(|p| p.len() >= 3).collect();
+        std::iter::once(name.as_str())
+            .chain(parts)
+            .filter_map(|c| crate::engine::code::query::edit_distance(&given, c, max))
+            .min()
+    };
+    names.iter().filter_map(|n| distance(n).map(|d| (d, n))).min().map(|(_, n)| n.clone())
+}
+
+#[cfg(test)]
+mod closest_tests {
+    use super::closest_agent;
+
+    #[test]
+    fn a_mistyped_agent_finds_the_name_it_misspells_and_nothing_else() {
+        let names: Vec<String> =
+            ["mcoda_backend", "mcoda_frontend", "mcoda_qa", "team"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(closest_agent("frontnd", &names).as_deref(), Some("mcoda_frontend"));
+        assert_eq!(closest_agent("mcoda_backedn", &names).as_deref(), Some("mcoda_backend"));
+        assert_eq!(closest_agent("Team", &names), None, "an existing name is no typo");
+        assert_eq!(closest_agent("data_scientist", &names), None);
+        assert_eq!(closest_agent("", &names), None);
+    }
 }

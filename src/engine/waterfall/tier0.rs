@@ -43,6 +43,11 @@ impl Turn<'_> {
                 return None;
             }
         };
+        let unknown_note = (!known).then(|| self.engine.profile_unknown_agent_note(&agent));
+        if let Some(note) = &unknown_note {
+            // Said, not only traced: a mistyped --agent otherwise answers without its preferences.
+            self.notice(note.clone());
+        }
         let agents = if known { recall_agents(&agent, true) } else { vec![TEAM_AGENT] };
         let call = self.dag.node(
             NodeKind::ToolCall,
@@ -59,10 +64,8 @@ impl Turn<'_> {
                     r.hits.len(),
                     agents.join(" + ")
                 );
-                if !known {
-                    detail.push_str(&format!(
-                        "; agent {agent} has no preferences yet (`docdex profile add --agent {agent} ...`), only the team's apply"
-                    ));
+                if let Some(note) = &unknown_note {
+                    detail.push_str(&format!("; {note}"));
                 }
                 if let Some(n) = &r.notice {
                     detail.push_str(&format!(" ({n})"));
