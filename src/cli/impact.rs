@@ -13,8 +13,9 @@ use crate::engine::Engine;
 use crate::error::Error;
 
 /// `docdex impact`.
+/// `docdex impact --repo P diagnostics` reaches the subcommand too: with clap's
+/// `args_conflicts_with_subcommands`, any option before it made `diagnostics` the FILE.
 #[derive(Debug, clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct ImpactArgs {
     #[command(subcommand)]
     action: Option<ImpactAction>,

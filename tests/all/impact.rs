@@ -986,6 +986,10 @@ fn impact_cli_errors_use_the_exit_codes() {
         text.contains("line 18: require ./plugins/*") && text.contains("4 unresolved imports in 2 files"),
         "{text}"
     );
+    // `--repo` before the subcommand, as every other command takes it (it read `diagnostics`
+    // as the FILE and answered not_found).
+    let before = env.json(&["impact", "--repo", r, "diagnostics", "--json"]);
+    assert_eq!(before["total"], 4, "{before}");
 }
 
 #[test]
