@@ -208,7 +208,8 @@ fn display_id(id: &str) -> String {
 /// Rows printed per list; `--json` has them all. A hub imported by 5,000 files printed 2,000
 /// lines of importers (the node limit) while the list of affected files stopped at 50.
 const LISTED: usize = 50;
-/// Hops of a cycle's loop printed before the rest is elided (a 5,000-file loop was one 98 kB line).
+/// Hops of a cycle's loop printed before its middle is elided (a 5,000-file loop was one 98 kB
+/// line); the elision is the engine's, as in the gatekeeper's messages and the risk overlay.
 const LOOP_HOPS: usize = 20;
 
 /// One side's heading and its nearest `LISTED` dependencies; `cut` when the engine stopped
@@ -321,7 +322,7 @@ pub fn print_cycles(out: &Out, r: &CyclesResponse) {
             "{} ({}): {}",
             out.paint("1;31", &format!("cycle {}", i + 1)),
             count(c.files.len(), "file"),
-            loop_text(&c.path)
+            crate::engine::code::graph::loop_text(&c.path, LOOP_HOPS)
         ));
         if c.files.len() > c.path.len().saturating_sub(1) {
             for f in c.files.iter().take(20) {
@@ -334,16 +335,6 @@ pub fn print_cycles(out: &Out, r: &CyclesResponse) {
     }
     out.line("");
     out.line(&format!("{}, {} in cycles", count(r.cycles.len(), "cycle"), count(r.files_in_cycles, "file")));
-}
-
-/// A cycle's loop, `a -> b -> a`, its middle elided past `LOOP_HOPS` hops (`--json` has it all).
-fn loop_text(path: &[String]) -> String {
-    if path.len() <= LOOP_HOPS + 1 {
-        return path.join(" -> ");
-    }
-    let head = path[..LOOP_HOPS].join(" -> ");
-    let skipped = path.len() - LOOP_HOPS - 1;
-    format!("{head} -> ... {skipped} more (--json lists them) -> {}", path[path.len() - 1])
 }
 
 /// `docdex graph rebuild`.
