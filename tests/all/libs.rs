@@ -727,3 +727,70 @@ fn fetch_names_each_package_once_when_output_is_captured() {
     }
     assert!(stderr.contains("3 packages"), "the summary line: {stderr}");
 }
+
+/// A crate shaped like memchr: one API documented once per platform (`src/arch/aarch64/...`,
+/// `src/arch/x86_64/...`, `src/arch/all/...`) plus a copy-on-write byte string type.
+fn per_platform_crate(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
+    let repo = env.repo("bytes-app");
+    write(&repo, "Cargo.toml", "[package]\nname = \"app\"\nversion = \"0.1.0\"\n[dependencies]\nbytescan = \"2\"\n");
+    write(&repo, "Cargo.lock", "version = 3\n[[package]]\nname = \"bytescan\"\nversion = \"2.7.0\"\n");
+    write(&repo, "src/main.rs", "fn main() {}\n");
+    let cargo = env.dir.path().join("cargo-home");
+    let krate = cargo.join("registry/src/index.crates.io-1949cf8c6b5b557f/bytescan-2.7.0");
+    write(&krate, "src/lib.rs", "//! Fast searching of byte slices.\npub mod arch;\npub mod cow;\n");
+    write(
+        &krate,
+        "src/cow.rs",
+        "/// A specialized copy-on-write byte string.\n///\n/// The purpose of this type is to permit usage of a \"borrowed or owned\n/// byte string\" in a way that keeps std/no-std compatibility: a plain\n/// byte slice, or owned bytes.\npub struct CowBytes<'a>(Imp<'a>);\n",
+    );
+    write(
+        &krate,
+        "src/memchr.rs",
+        "/// Search for the first occurrence of a byte in a slice.\n///\n/// This returns the index corresponding to the first occurrence of `needle` in\n/// `haystack`, or `None` if one is not found. If an index is returned, it is\n/// guaranteed to be less than `haystack.len()`.\n///\n/// While this is semantically the same as something like\n/// `haystack.iter().position(|&b| b == needle)`, this routine will attempt to\n/// use highly optimized vector operations that can be an order of magnitude\n/// faster (or more).\npub fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {\n}\n\n/// How often the needle appears in the haystack.\npub fn count_bytes(needle: u8, haystack: &[u8]) -> usize {\n}\n\n/// Adds the count of bytes just seen to the running count of bytes.\npub fn tally(count: usize, bytes: &[u8]) -> usize {\n}\n",
+    );
+    let find = |tail: &str, unsafe_: &str| {
+        format!(
+            "/// Return the first occurrence of one of the needle bytes in the given\n/// haystack. If no such occurrence exists, then `None` is returned.\n///\n/// The occurrence is reported as an offset into `haystack`. Its maximum\n/// value{tail} is `haystack.len() - 1`.\npub {unsafe_}fn find(&self, haystack: &[u8]) -> Option<usize> {{\n}}\n"
+        )
+    };
+    write(&krate, "src/arch/aarch64/neon/memchr.rs", find("", "unsafe "));
+    write(&krate, "src/arch/x86_64/avx2/memchr.rs", find("", ""));
+    write(&krate, "src/arch/x86_64/sse2/memchr.rs", find("", ""));
+    // The generic copy says a little more: a near-duplicate, not an exact one.
+    write(&krate, "src/arch/all/memchr.rs", find(" for a non-empty haystack", ""));
+    (repo, cargo)
+}
+
+/// `search --libs` was plain BM25 over title and body: memchr's per-platform copies of one
+/// item's docs crowded the hits, and for "first occurrence of a byte" the `CowBytes` struct
+/// (one query word, many times, in a short passage) ranked above the `memchr()` function
+/// whose docs say every word. Near-duplicates now collapse to the shortest path, the item's
+/// name has its own boosted field, and a passage's score counts the share of query words it has.
+#[test]
+fn per_platform_copies_collapse_and_the_function_described_ranks_first() {
+    let env = Env::new();
+    let (repo, cargo) = per_platform_crate(&env);
+    env.write_config(&format!("[libs]\ncargo_home = \"{}\"\n", cargo.display()));
+    let engine = env.engine();
+    engine.libs_fetch(&repo, &LibsFetchRequest { refresh: false, offline: true }, &mut |_| {}).unwrap();
+    let search =
+        |q: &str| engine.libs_search(&repo, &LibsSearchRequest { query: q.into(), limit: Some(5) }).unwrap().hits;
+    let hits = search("first occurrence of a byte");
+    let titles: Vec<&str> = hits.iter().map(|h| h.title.as_str()).collect();
+    let finds: Vec<&str> = hits.iter().filter(|h| h.title.contains("fn find(")).map(|h| h.source.as_str()).collect();
+    assert_eq!(finds, ["src/arch/all/memchr.rs"], "one copy, from the shortest path: {hits:?}");
+    let mut top2 = titles[..2].to_vec();
+    top2.sort();
+    assert_eq!(
+        top2,
+        [
+            "pub fn find(&self, haystack: &[u8]) -> Option<usize>",
+            "pub fn memchr(needle: u8, haystack: &[u8]) -> Option<usize>"
+        ],
+        "both functions saying every query word first, the struct after: {titles:?}"
+    );
+    // The item's name: a query saying what a function does finds it before passages that
+    // repeat the words.
+    let hits = search("count bytes");
+    assert_eq!(hits[0].title, "pub fn count_bytes(needle: u8, haystack: &[u8]) -> usize", "{hits:?}");
+}

@@ -7,9 +7,10 @@ use super::types::{Dependency, Ecosystem, LibHit};
 use crate::engine::analysis::{self, CodeTokenizer, CODE_TOKENIZER};
 use crate::engine::web::passages;
 use crate::error::{Error, Result};
+use std::collections::HashSet;
 use std::path::Path;
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, STORED, STRING};
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Index, TantivyDocument, Term};
@@ -22,6 +23,8 @@ struct Fields {
     source: Field,
     citation: Field,
     body: Field,
+    /// The documented item's name (`memchr`, `CowBytes`), which the analyzer splits into words.
+    name: Field,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -39,6 +42,8 @@ fn schema() -> (Schema, Fields) {
         source: b.add_text_field("source", STORED),
         citation: b.add_text_field("citation", STORED),
         body: b.add_text_field("body", analyzed()),
+        // Last, so an index written before it keeps its other fields' positions.
+        name: b.add_text_field("name", analyzed()),
     };
     (b.build(), f)
 }
@@ -79,6 +84,7 @@ pub fn rebuild(dir: &Path, packages: &[(Dependency, Vec<LibDoc>)]) -> Result<Vec
                 d.add_text(f.source, &doc.source);
                 d.add_text(f.citation, &citation);
                 d.add_text(f.body, &text);
+                d.add_text(f.name, item_name(&doc.title).unwrap_or(""));
                 writer.add_document(d).map_err(err(&tmp))?;
                 n += 1;
             }
@@ -96,7 +102,16 @@ pub fn rebuild(dir: &Path, packages: &[(Dependency, Vec<LibDoc>)]) -> Result<Vec
     Ok(counts)
 }
 
-/// The best `limit` passages for `query` (BM25 over title and body).
+/// Weight of a match in the item's name over one in its signature or docs: a query that
+/// names what a function does (`reset widget`) finds `reset_widget` before passages that
+/// merely mention the words.
+const NAME_BOOST: f32 = 2.0;
+
+/// Candidates read per hit returned, before near-duplicates collapse and coverage reorders.
+const POOL_PER_HIT: usize = 8;
+
+/// The best `limit` passages for `query`: BM25 over title, body and the item's name (boosted),
+/// times the share of the query's terms the passage has, with near-duplicates collapsed.
 pub fn search(dir: &Path, query: &str, limit: usize) -> Result<Vec<LibHit>> {
     let index = Index::open_in_dir(dir).map_err(err(dir))?;
     index.tokenizers().register(CODE_TOKENIZER, TextAnalyzer::from(CodeTokenizer));
@@ -105,19 +120,22 @@ pub fn search(dir: &Path, query: &str, limit: usize) -> Result<Vec<LibHit>> {
     if terms.is_empty() {
         return Ok(Vec::new());
     }
+    // An index written before the name field has none; the next `libs fetch` adds it.
+    let has_name = index.schema().get_field("name").is_ok_and(|n| n == f.name);
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     for t in &terms {
-        for field in [f.body, f.title] {
-            clauses.push((
-                Occur::Should,
-                Box::new(TermQuery::new(Term::from_field_text(field, t), IndexRecordOption::WithFreqs)),
-            ));
+        let term = |field| Box::new(TermQuery::new(Term::from_field_text(field, t), IndexRecordOption::WithFreqs));
+        clauses.push((Occur::Should, term(f.body)));
+        clauses.push((Occur::Should, term(f.title)));
+        if has_name {
+            clauses.push((Occur::Should, Box::new(BoostQuery::new(term(f.name), NAME_BOOST))));
         }
     }
     let q = BooleanQuery::new(clauses);
     let reader = index.reader().map_err(err(dir))?;
     let searcher = reader.searcher();
-    let top = searcher.search(&q, &TopDocs::with_limit(limit.max(1)).order_by_score()).map_err(err(dir))?;
+    let pool = (limit.max(1) * POOL_PER_HIT).min(400);
+    let top = searcher.search(&q, &TopDocs::with_limit(pool).order_by_score()).map_err(err(dir))?;
     let mut out = Vec::new();
     for (score, addr) in top {
         let doc: TantivyDocument = searcher.doc(addr).map_err(err(dir))?;
@@ -127,7 +145,7 @@ pub fn search(dir: &Path, query: &str, limit: usize) -> Result<Vec<LibHit>> {
             "pypi" => Ecosystem::Pypi,
             _ => Ecosystem::Crates,
         };
-        out.push(LibHit {
+        let mut hit = LibHit {
             citation: text(f.citation),
             ecosystem,
             package: text(f.package),
@@ -136,7 +154,109 @@ pub fn search(dir: &Path, query: &str, limit: usize) -> Result<Vec<LibHit>> {
             source: text(f.source),
             text: text(f.body),
             score,
-        });
+        };
+        hit.score *= coverage(&terms, &hit);
+        out.push(hit);
     }
+    out.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let mut out = collapse(out);
+    out.truncate(limit.max(1));
     Ok(out)
+}
+
+/// The share of the query's terms found in the passage (title, name or text). BM25 adds up
+/// per-term scores, so one query word repeated in a short passage (`byte` in the docs of a
+/// `CowBytes` struct) outranked the function whose docs say every word of "first occurrence
+/// of a byte".
+fn coverage(terms: &[String], hit: &LibHit) -> f32 {
+    let have: HashSet<String> = analysis::terms(&hit.title).into_iter().chain(analysis::terms(&hit.text)).collect();
+    let share = terms.iter().filter(|t| have.contains(*t)).count() as f32 / terms.len().max(1) as f32;
+    // Squared: the name boost lifts a passage whose name holds one query word (`CowBytes`
+    // for "byte") past one that says them all, unless a partial match costs that much.
+    share * share
+}
+
+/// Share of their distinct words two passages about one item must have in common to count
+/// as copies (memchr's x86_64 and generic `find` differ by "for a non-empty haystack").
+const SAME_WORDS: f32 = 0.85;
+
+/// Passages that say (nearly) the same about the same item, kept once: a crate such as
+/// memchr documents one API per platform (`src/arch/aarch64/...`, `src/arch/x86_64/...`,
+/// `src/arch/all/...`) and the copies filled the hits. Of each group the best score stays,
+/// cited from the shortest path (the generic copy). `hits` are sorted best first.
+fn collapse(hits: Vec<LibHit>) -> Vec<LibHit> {
+    let mut out: Vec<LibHit> = Vec::new();
+    let mut keys: Vec<(String, HashSet<String>)> = Vec::new();
+    for h in hits {
+        let item = format!("{}@{} {}", h.package, h.version, item_name(&h.title).unwrap_or(""));
+        let words = doc_words(&h.text);
+        match keys.iter().position(|(i, w)| *i == item && similar(w, &words)) {
+            Some(i) => {
+                let kept = &mut out[i];
+                if (h.source.len(), &h.citation) < (kept.source.len(), &kept.citation) {
+                    let score = kept.score.max(h.score);
+                    *kept = LibHit { score, ..h };
+                }
+            }
+            None => {
+                keys.push((item, words));
+                out.push(h);
+            }
+        }
+    }
+    out
+}
+
+/// Whether two word sets share at least [`SAME_WORDS`] of their union.
+fn similar(a: &HashSet<String>, b: &HashSet<String>) -> bool {
+    let union = a.union(b).count();
+    union == 0 || a.intersection(b).count() as f32 >= SAME_WORDS * union as f32
+}
+
+/// A passage's distinct words, lowercased, without the leading signature line (the same
+/// item may be `unsafe` on one platform), for comparing passages.
+fn doc_words(text: &str) -> HashSet<String> {
+    let t = text.trim_start();
+    let t = match t.strip_prefix('`').and_then(|r| r.split_once("`\n")) {
+        Some((_, rest)) => rest,
+        None => t,
+    };
+    t.split(|c: char| !c.is_alphanumeric() && c != '_').filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+/// The name of the item a document's title is the signature of: `memchr` of
+/// `pub fn memchr(needle: u8, ...)`, `CowBytes` of `pub struct CowBytes<'a>(...)`, `subscribe`
+/// of `def subscribe(topic)`; none for a README, a module or a web page.
+fn item_name(title: &str) -> Option<&str> {
+    const KEYWORDS: &[&str] =
+        &["fn", "struct", "enum", "trait", "type", "const", "static", "mod", "union", "macro", "def", "class"];
+    let words: Vec<&str> = title.split_whitespace().collect();
+    // Qualifiers between the keyword and the name: `pub const unsafe fn find_raw(`.
+    const QUALIFIERS: &[&str] = &["unsafe", "async", "extern", "default"];
+    let at = words.iter().position(|w| KEYWORDS.contains(w))?;
+    let after =
+        words[at + 1..].iter().find(|w| !KEYWORDS.contains(w) && !QUALIFIERS.contains(w) && !w.starts_with('"'))?;
+    let end = after.find(|c: char| !c.is_alphanumeric() && c != '_').unwrap_or(after.len());
+    (end > 0).then(|| &after[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn item_names_come_from_rust_and_python_signatures() {
+        assert_eq!(item_name("pub fn memchr(needle: u8, haystack: &[u8]) -> Option<usize>"), Some("memchr"));
+        assert_eq!(item_name("pub struct CowBytes<'a>(Imp<'a>);"), Some("CowBytes"));
+        assert_eq!(item_name("pub const unsafe fn find_raw("), Some("find_raw"));
+        assert_eq!(item_name("pub unsafe extern \"C\" fn raw_len(p: *const u8) -> usize"), Some("raw_len"));
+        assert_eq!(item_name("pub const fn new(needle: u8) -> One"), Some("new"));
+        assert_eq!(item_name("pub const MAX: usize = 3;"), Some("MAX"));
+        assert_eq!(item_name("def subscribe(topic, handler)"), Some("subscribe"));
+        assert_eq!(item_name("async def fetch_all(urls)"), Some("fetch_all"));
+        assert_eq!(item_name("class Bus(Base)"), Some("Bus"));
+        assert_eq!(item_name("README"), None);
+        assert_eq!(item_name("module src/lib.rs"), None);
+        assert_eq!(item_name("widgetlib - Rust"), None);
+    }
 }
