@@ -322,7 +322,7 @@ pub fn print_cycles(out: &Out, r: &CyclesResponse) {
             "{} ({}): {}",
             out.paint("1;31", &format!("cycle {}", i + 1)),
             count(c.files.len(), "file"),
-            crate::engine::code::graph::loop_text(&c.path, LOOP_HOPS)
+            crate::engine::protocol::loop_text(&c.path, LOOP_HOPS)
         ));
         if c.files.len() > c.path.len().saturating_sub(1) {
             for f in c.files.iter().take(20) {

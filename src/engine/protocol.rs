@@ -14,7 +14,7 @@ pub use super::cancel::CancelToken;
 pub use super::check::{CheckItem, CheckOptions, CheckReport, CheckStatus};
 /// The most results one symbol, AST or impact request returns.
 pub use super::code::api::MAX_LIMIT as MAX_CODE_RESULTS;
-pub use super::code::graph::{Diagnostic, DiagnosticCode, Edge, EXTERNAL_PREFIX};
+pub use super::code::graph::{loop_text, Diagnostic, DiagnosticCode, Edge, EXTERNAL_PREFIX};
 pub use super::code::impact::{
     CyclesResponse, Dependency, DiagnosticsRequest, DiagnosticsResponse, Direction, FileDiagnostics, GraphInfo,
     ImpactNode, ImpactRequest, ImpactResponse, Neighbor, NeighborsResponse, RebuildSummary, Relation, Side,
