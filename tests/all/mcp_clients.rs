@@ -278,7 +278,7 @@ fn stdio_mcp_answers_a_request_before_initialize_with_the_handshake() {
     writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}})).unwrap();
     let tools = next();
     assert_eq!(tools["id"], 3, "{tools}");
-    assert!(tools["result"]["tools"].as_array().is_some_and(|t| t.len() == 17), "{tools}");
+    assert!(tools["result"]["tools"].as_array().is_some_and(|t| t.len() == 19), "{tools}");
     drop(stdin);
     let _ = child.wait();
 }
