@@ -774,21 +774,27 @@ fn migrate_v1(value: serde_json::Value) -> std::result::Result<ImpactGraph, Stri
     })
 }
 
+/// A static import of `t` by `s` at `line`, for tests that build graphs by hand.
+#[cfg(test)]
+pub(crate) fn test_import(s: &str, t: &str, line: u32) -> Edge {
+    Edge {
+        source: s.into(),
+        target: t.into(),
+        external: false,
+        kind: "import".into(),
+        method: Method::Static,
+        confidence: 1.0,
+        line,
+        spec: t.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn edge(s: &str, t: &str) -> Edge {
-        Edge {
-            source: s.into(),
-            target: t.into(),
-            external: false,
-            kind: "import".into(),
-            method: Method::Static,
-            confidence: 1.0,
-            line: 1,
-            spec: t.into(),
-        }
+        test_import(s, t, 1)
     }
 
     #[test]

@@ -658,20 +658,7 @@ fn has_test(path: &str, known: &BTreeSet<String>) -> bool {
 mod tests {
     use super::super::types::PreferenceSource;
     use super::*;
-    use crate::engine::code::graph::Method;
-
-    fn import(s: &str, t: &str, line: u32) -> Edge {
-        Edge {
-            source: s.into(),
-            target: t.into(),
-            external: false,
-            kind: "import".into(),
-            method: Method::Static,
-            confidence: 1.0,
-            line,
-            spec: t.into(),
-        }
-    }
+    use crate::engine::code::graph::test_import as import;
 
     fn no_cycles_check() -> Check {
         Check {
