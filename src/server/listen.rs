@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Notify, Semaphore};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tower_service::Service;
 
 /// Descriptors kept for everything but connections (index files, databases, watchers, logs).
@@ -123,6 +123,27 @@ struct Registry {
 }
 
 impl Registry {
+    /// Registers a new connection, active now.
+    fn open(&self, id: u64, clock: Clock) -> Arc<Conn> {
+        let conn = Arc::new(Conn {
+            in_flight: AtomicUsize::new(0),
+            last_active: AtomicU64::new(clock.now_ms()),
+            close: Notify::new(),
+            evicted: AtomicBool::new(false),
+        });
+        if let Ok(mut conns) = self.conns.lock() {
+            conns.insert(id, conn.clone());
+        }
+        conn
+    }
+
+    /// Forgets a connection that ended.
+    fn close(&self, id: u64) {
+        if let Ok(mut conns) = self.conns.lock() {
+            conns.remove(&id);
+        }
+    }
+
     /// Asks the connection idle the longest (no request in flight, not already asked) to
     /// close; false if every connection is busy.
     fn evict_idle(&self) -> bool {
@@ -149,12 +170,11 @@ pub async fn serve(
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let started = Instant::now();
-    let now_ms = move || started.elapsed().as_millis() as u64;
+    let clock = Clock(Instant::now());
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let registry = Arc::new(Registry::default());
     let (stop_tx, stop_rx) = watch::channel(false);
-    // Every connection task holds a clone; `closed()` resolves when all have ended.
+    // Every connection task holds a clone; `recv()` returns `None` when all have ended.
     let (done_tx, mut done_rx) = tokio::sync::mpsc::channel::<()>(1);
     let mut shutdown = std::pin::pin!(shutdown);
     let mut next_id = 0u64;
@@ -172,101 +192,18 @@ pub async fn serve(
                 }
             },
         };
-        let permit = match permits.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                // At the cap: close the connection idle the longest, then take its place.
-                let evicted = registry.evict_idle();
-                let wait = if evicted { Duration::from_secs(2) } else { Duration::from_millis(500) };
-                match tokio::time::timeout(wait, permits.clone().acquire_owned()).await {
-                    Ok(Ok(p)) => p,
-                    _ => {
-                        tracing::warn!(max = limits.max_connections, "too many connections, all busy; refusing one");
-                        drop(stream);
-                        continue;
-                    }
-                }
-            }
+        let Some(permit) = take_permit(&permits, &registry, limits.max_connections).await else {
+            drop(stream);
+            continue;
         };
         let _ = stream.set_nodelay(true);
         next_id += 1;
         let id = next_id;
-        let conn = Arc::new(Conn {
-            in_flight: AtomicUsize::new(0),
-            last_active: AtomicU64::new(now_ms()),
-            close: Notify::new(),
-            evicted: AtomicBool::new(false),
-        });
-        if let Ok(mut conns) = registry.conns.lock() {
-            conns.insert(id, conn.clone());
-        }
-        let (registry, app, mut stop_rx, done_tx) = (registry.clone(), app.clone(), stop_rx.clone(), done_tx.clone());
+        let conn = registry.open(id, clock);
+        let (registry, app, stop_rx, done_tx) = (registry.clone(), app.clone(), stop_rx.clone(), done_tx.clone());
         tokio::spawn(async move {
-            let service = {
-                let conn = conn.clone();
-                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let mut app = app.clone();
-                    let guard = InFlight::start(conn.clone(), now_ms);
-                    let req = req.map(|b| Body::new(TimedBody::new(b, limits)));
-                    async move {
-                        let resp = app.call(req).await;
-                        // The request stays in flight until its body has been sent (or dropped).
-                        Ok::<_, std::convert::Infallible>(
-                            resp.map(|r| {
-                                r.map(|body| {
-                                    Body::from_stream(body.into_data_stream().map(move |chunk| {
-                                        let _ = &guard;
-                                        chunk
-                                    }))
-                                })
-                            })
-                            .unwrap_or_else(|never| match never {}),
-                        )
-                    }
-                })
-            };
-            let mut builder = Builder::new(TokioExecutor::new());
-            builder
-                .http1()
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_read_timeout)
-                .max_headers(HYPER_MAX_HEADERS);
-            builder
-                .http2()
-                .timer(TokioTimer::new())
-                .keep_alive_interval(Some(Duration::from_secs(20)))
-                .keep_alive_timeout(Duration::from_secs(10));
-            let stream = TokioIo::new(ShapedErrors::new(stream));
-            let served = builder.serve_connection_with_upgrades(stream, service);
-            let mut served = std::pin::pin!(served);
-            let mut closing = false;
-            loop {
-                tokio::select! {
-                    r = served.as_mut() => {
-                        if let Err(e) = r {
-                            tracing::trace!("connection ended: {e}");
-                        }
-                        break;
-                    }
-                    _ = conn.close.notified(), if !closing => {
-                        // Evicted: an idle connection (a half-sent head included, which a
-                        // graceful shutdown would wait on) is dropped now, so its slot frees
-                        // at once; one whose request started meanwhile finishes it first.
-                        if conn.in_flight.load(Ordering::SeqCst) == 0 {
-                            break;
-                        }
-                        closing = true;
-                        served.as_mut().graceful_shutdown();
-                    }
-                    _ = stop_rx.changed(), if !closing => {
-                        closing = true;
-                        served.as_mut().graceful_shutdown();
-                    }
-                }
-            }
-            if let Ok(mut conns) = registry.conns.lock() {
-                conns.remove(&id);
-            }
+            serve_connection(stream, conn, app, limits, clock, stop_rx).await;
+            registry.close(id);
             drop(permit);
             drop(done_tx);
         });
@@ -277,6 +214,113 @@ pub async fn serve(
     // Every connection task dropped its sender: all finished.
     let _ = done_rx.recv().await;
     Ok(())
+}
+
+/// Milliseconds since the server started, for [`Conn::last_active`].
+#[derive(Clone, Copy)]
+struct Clock(Instant);
+
+impl Clock {
+    fn now_ms(self) -> u64 {
+        self.0.elapsed().as_millis() as u64
+    }
+}
+
+/// A slot for one more connection. At the cap, the connection idle the longest is asked to
+/// close and its slot awaited; `None` (the connection is refused) when every one is busy.
+async fn take_permit(permits: &Arc<Semaphore>, registry: &Registry, max: usize) -> Option<OwnedSemaphorePermit> {
+    if let Ok(p) = permits.clone().try_acquire_owned() {
+        return Some(p);
+    }
+    let evicted = registry.evict_idle();
+    let wait = if evicted { Duration::from_secs(2) } else { Duration::from_millis(500) };
+    match tokio::time::timeout(wait, permits.clone().acquire_owned()).await {
+        Ok(Ok(p)) => Some(p),
+        _ => {
+            tracing::warn!(max, "too many connections, all busy; refusing one");
+            None
+        }
+    }
+}
+
+/// HTTP/1 with the head timeout and field cap, HTTP/2 with keep-alive pings.
+fn connection_builder(limits: Limits) -> Builder<TokioExecutor> {
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_headers(HYPER_MAX_HEADERS);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(20)))
+        .keep_alive_timeout(Duration::from_secs(10));
+    builder
+}
+
+/// Serves one connection until it ends, is evicted (at once when idle) or the server stops
+/// (gracefully: its requests finish first).
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    conn: Arc<Conn>,
+    app: Router,
+    limits: Limits,
+    clock: Clock,
+    mut stop_rx: watch::Receiver<bool>,
+) {
+    let service = {
+        let conn = conn.clone();
+        hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            let mut app = app.clone();
+            let guard = InFlight::start(conn.clone(), clock);
+            let req = req.map(|b| Body::new(TimedBody::new(b, limits)));
+            async move {
+                let resp = app.call(req).await;
+                // The request stays in flight until its body has been sent (or dropped).
+                Ok::<_, std::convert::Infallible>(
+                    resp.map(|r| {
+                        r.map(|body| {
+                            Body::from_stream(body.into_data_stream().map(move |chunk| {
+                                let _ = &guard;
+                                chunk
+                            }))
+                        })
+                    })
+                    .unwrap_or_else(|never| match never {}),
+                )
+            }
+        })
+    };
+    let builder = connection_builder(limits);
+    let stream = TokioIo::new(ShapedErrors::new(stream));
+    let served = builder.serve_connection_with_upgrades(stream, service);
+    let mut served = std::pin::pin!(served);
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            r = served.as_mut() => {
+                if let Err(e) = r {
+                    tracing::trace!("connection ended: {e}");
+                }
+                return;
+            }
+            _ = conn.close.notified(), if !closing => {
+                // Evicted: an idle connection (a half-sent head included, which a graceful
+                // shutdown would wait on) is dropped now, so its slot frees at once; one
+                // whose request started meanwhile finishes it first.
+                if conn.in_flight.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                closing = true;
+                served.as_mut().graceful_shutdown();
+            }
+            _ = stop_rx.changed(), if !closing => {
+                closing = true;
+                served.as_mut().graceful_shutdown();
+            }
+        }
+    }
 }
 
 /// Refuses a request with more than [`MAX_HEADERS`] header fields or [`MAX_HEADER_BYTES`] of
@@ -300,20 +344,20 @@ pub async fn headers_within_limits(req: axum::extract::Request, next: axum::midd
 /// Marks a request in flight on its connection until dropped.
 struct InFlight {
     conn: Arc<Conn>,
-    now_ms: Box<dyn Fn() -> u64 + Send + Sync>,
+    clock: Clock,
 }
 
 impl InFlight {
-    fn start(conn: Arc<Conn>, now_ms: impl Fn() -> u64 + Send + Sync + 'static) -> InFlight {
+    fn start(conn: Arc<Conn>, clock: Clock) -> InFlight {
         conn.in_flight.fetch_add(1, Ordering::SeqCst);
-        conn.last_active.store(now_ms(), Ordering::SeqCst);
-        InFlight { conn, now_ms: Box::new(now_ms) }
+        conn.last_active.store(clock.now_ms(), Ordering::SeqCst);
+        InFlight { conn, clock }
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.conn.last_active.store((self.now_ms)(), Ordering::SeqCst);
+        self.conn.last_active.store(self.clock.now_ms(), Ordering::SeqCst);
         self.conn.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
