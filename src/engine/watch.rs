@@ -227,7 +227,7 @@ fn check_root(root: &Path, watched: Option<(u64, u64)>) -> Result<()> {
 }
 
 /// Adds the relevant paths of a debounced batch (skipping `.git/` and docdex's own state; a
-/// watched source's paths included), and notes whether a directory was created, removed or
+/// watched source's paths included; the root when the OS dropped events), and notes whether a directory was created, removed or
 /// renamed in the repository.
 fn collect(
     repo: &RepoRef,
@@ -240,6 +240,17 @@ fn collect(
     match batch {
         Ok(events) => {
             for ev in events {
+                if ev.event.need_rescan() {
+                    // The OS dropped events (inotify's queue overflowed: a checkout of
+                    // thousands of files while this process was busy or stopped). Which paths
+                    // changed is unknown, so the whole tree is compared with the manifest; the
+                    // root stands for a full run. (Ignored, such a checkout left hundreds of
+                    // files searchable with their old content.)
+                    tracing::info!("the OS dropped file events; comparing the whole tree");
+                    out.insert(repo.root.clone());
+                    *dirs_changed = true;
+                    continue;
+                }
                 if ev.kind.is_access() {
                     continue;
                 }

@@ -109,3 +109,78 @@ fn a_file_swapped_for_a_symlink_is_never_read_through_it_even_before_a_reindex()
     assert_eq!(summary["files"], 1, "only real.py remains: {summary}");
     assert!(summary.to_string().contains("symlink"), "{summary}");
 }
+
+/// `docdex watch` as a child process, once its catch-up run is done; killed on drop.
+struct WatchProcess(std::process::Child);
+
+impl WatchProcess {
+    fn start(env: &Env, repo: &Path) -> WatchProcess {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(["watch", "--json", "--repo", repo.to_str().unwrap()])
+            .env("DOCDEX_HOME", env.home())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn docdex watch");
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("the watcher's first report").unwrap();
+        assert!(first.contains("ready"), "{first}");
+        // Keep reading so the watcher never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        WatchProcess(child)
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(self.0.id() as i32, sig) }, 0);
+    }
+}
+
+impl Drop for WatchProcess {
+    fn drop(&mut self) {
+        self.signal(libc::SIGCONT);
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_checkout_that_overflows_the_os_event_queue_still_converges() {
+    use crate::util::git;
+    // More file events than inotify queues (each rewritten file is an unlink, a create, a
+    // write and a close): the kernel drops the rest and says so with one overflow event.
+    let queue: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(16384);
+    let files = (queue / 3 + 500).clamp(3000, 20000);
+    let env = Env::new();
+    let repo = env.repo("r");
+    let body = |word: &str, i: usize| format!("fn f{i}() {{ {word}_{i}(); }}\n");
+    for i in 0..files {
+        write(&repo, &format!("src/d{}/f{i}.rs", i % 40), body("marmoset", i));
+    }
+    crate::util::git_commit_all(&repo);
+    git(&repo, &["checkout", "-q", "-b", "next"]);
+    for i in 0..files {
+        write(&repo, &format!("src/d{}/f{i}.rs", i % 40), body("tamarin", i));
+    }
+    git(&repo, &["commit", "-q", "-am", "next"]);
+    git(&repo, &["checkout", "-q", "main"]);
+    let engine = env.engine();
+    let watcher = WatchProcess::start(&env, &repo);
+    assert!(!hit_paths(&engine, &repo, "marmoset").is_empty());
+
+    // The watcher is stopped (a busy machine, a laptop lid) while the checkout rewrites
+    // every file, so its queue overflows.
+    watcher.signal(libc::SIGSTOP);
+    git(&repo, &["checkout", "-q", "next"]);
+    watcher.signal(libc::SIGCONT);
+
+    eventually("every rewritten file searchable with its new content", || {
+        hit_paths(&engine, &repo, "marmoset").is_empty() && !hit_paths(&engine, &repo, "tamarin").is_empty()
+    });
+    let indexed = indexed_paths(&engine, &repo);
+    assert_eq!(indexed.len(), files);
+}
