@@ -2,7 +2,7 @@
 
 use super::output::{count, visible, Out};
 use super::RepoArg;
-use crate::engine::protocol::{MemoryItem, MemoryRecallRequest, MemoryStoreRequest};
+use crate::engine::protocol::{MemoryItem, MemoryListResponse, MemoryRecallRequest, MemoryStoreRequest};
 use crate::engine::Engine;
 use crate::error::Error;
 use clap::Subcommand;
@@ -129,7 +129,7 @@ pub fn run(engine: &Engine, out: &Out, cmd: MemoryCommand) -> anyhow::Result<()>
             if json {
                 out.json(&resp)?;
             } else {
-                out.line(&out.paint("2", &format!("{} in {}", count(resp.total, "memory"), resp.repo.display())));
+                out.line(&out.paint("2", &list_heading(&resp)));
                 for m in &resp.memories {
                     print_item(out, m, None);
                 }
@@ -145,6 +145,21 @@ pub fn run(engine: &Engine, out: &Out, cmd: MemoryCommand) -> anyhow::Result<()>
         }
     }
     Ok(())
+}
+
+/// `N memories in REPO`, and when `--limit` (50 by default) left some out, how many are shown
+/// and how to see more: the list used to stop at 50 with nothing saying there were more.
+fn list_heading(resp: &MemoryListResponse) -> String {
+    let all = format!("{} in {}", count(resp.total, "memory"), resp.repo.display());
+    let shown = resp.memories.len() as u64;
+    if shown >= resp.total {
+        return all;
+    }
+    let more = match resp.total {
+        n if n <= 10_000 => format!("`-n {n}` lists them all"),
+        _ => "`-n 10000` lists the newest 10000".to_string(),
+    };
+    format!("{all}; the newest {shown} shown ({more})")
 }
 
 /// Everything on stdin when it is not a terminal (a pipe or a file), else nothing; at most

@@ -275,3 +275,25 @@ fn control_characters_in_a_memory_are_shown_not_sent_to_the_terminal() {
         assert!(text.contains("deploy with \\u{1b}]0;owned\\u{7}care\\u{1b}[2J, never\\rrm -rf\tbuild"), "{text:?}");
     }
 }
+
+#[test]
+fn a_list_cut_by_its_limit_says_how_many_are_shown_and_how_to_see_all() {
+    // `memory list` shows the newest 50 by default; with more memories than that the text
+    // said "55 memories" over 50 rows, with nothing saying where the other 5 went.
+    let env = Env::new();
+    let repo = env.repo("many");
+    let r = repo.to_str().unwrap();
+    for note in ["first note", "second note", "third note"] {
+        env.json(&["memory", "store", "--repo", r, "--json", note]);
+    }
+    let out = env.run(&["memory", "list", "--repo", r, "-n", "2"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let heading = text.lines().next().unwrap_or_default();
+    assert!(heading.contains("3 memories") && heading.contains("the newest 2 shown"), "{text}");
+    assert!(heading.contains("`-n 3` lists them all"), "{text}");
+    assert!(!text.contains("first note"), "{text}");
+    let all = env.run(&["memory", "list", "--repo", r]);
+    let text = String::from_utf8_lossy(&all.stdout);
+    assert!(!text.contains("shown"), "nothing left out, nothing said: {text}");
+}
