@@ -1119,33 +1119,15 @@ impl App {
 
     /// Draws into a buffer; returns where the terminal cursor goes, if a text field has focus.
     pub fn render_buffer(&self, area: Rect, buf: &mut Buffer) -> Option<(u16, u16)> {
-        let t = &self.theme;
         let Some(l) = layout::layout(area) else {
             self.layout.set(None);
-            let msg = format!(
-                "docdex needs at least {}x{} (this is {}x{}); enlarge the window",
-                layout::MIN_SIZE.0,
-                layout::MIN_SIZE.1,
-                area.width,
-                area.height
-            );
-            for (k, line) in widgets::wrap(&msg, area.width as usize).iter().take(area.height as usize).enumerate() {
-                buf.set_stringn(area.x, area.y + k as u16, line, area.width as usize, t.style(Slot::Warning));
-            }
+            self.render_too_small(area, buf);
             return None;
         };
         self.layout.set(Some(l));
-        // Tabs.
-        for (id, label, x, _) in layout::tabs(l.tabs, &self.tab_keys(), self.focus) {
-            let style = if id == self.focus { t.style(Slot::TabActive) } else { t.style(Slot::Tab) };
-            buf.set_string(x, l.tabs.y, label, style);
-        }
-        let brand = " docdex ";
-        if l.tabs.width > 80 {
-            buf.set_string(l.tabs.x + l.tabs.width - brand.len() as u16, l.tabs.y, brand, t.style(Slot::Muted));
-        }
+        self.render_tabs(l.tabs, buf);
         let rc = RenderCtx {
-            theme: t,
+            theme: &self.theme,
             keymap: &self.keymap,
             focused: self.overlay.is_none(),
             epoch_ms: self.clock.epoch_ms(),
@@ -1153,7 +1135,39 @@ impl App {
             repo: &self.repo,
             field: self.field_in_focus(),
         };
-        let mut cursor = self.pane(self.focus).render(l.main, buf, &rc);
+        let cursor = self.pane(self.focus).render(l.main, buf, &rc);
+        self.render_status(l, buf);
+        match &self.overlay {
+            Some(overlay) => self.render_overlay(overlay, l.main, buf),
+            None => cursor,
+        }
+    }
+
+    /// The whole screen's message when the terminal is below [`layout::MIN_SIZE`].
+    fn render_too_small(&self, area: Rect, buf: &mut Buffer) {
+        let (w, h) = layout::MIN_SIZE;
+        let msg = format!("docdex needs at least {w}x{h} (this is {}x{}); enlarge the window", area.width, area.height);
+        for (k, line) in widgets::wrap(&msg, area.width as usize).iter().take(area.height as usize).enumerate() {
+            buf.set_stringn(area.x, area.y + k as u16, line, area.width as usize, self.theme.style(Slot::Warning));
+        }
+    }
+
+    /// The tab row, the focused pane's tab highlighted, and the brand when there is room.
+    fn render_tabs(&self, tabs: Rect, buf: &mut Buffer) {
+        let t = &self.theme;
+        for (id, label, x, _) in layout::tabs(tabs, &self.tab_keys(), self.focus) {
+            let style = if id == self.focus { t.style(Slot::TabActive) } else { t.style(Slot::Tab) };
+            buf.set_string(x, tabs.y, label, style);
+        }
+        let brand = " docdex ";
+        if tabs.width > 80 {
+            buf.set_string(tabs.x + tabs.width - brand.len() as u16, tabs.y, brand, t.style(Slot::Muted));
+        }
+    }
+
+    /// The status bar, and the current notice: in the bar, or on its own lines above it.
+    fn render_status(&self, l: layout::AppLayout, buf: &mut Buffer) {
+        let t = &self.theme;
         let name = self.repo_name();
         let bar = |hints: &[(String, &'static str)], buf: &mut Buffer| {
             StatusInfo {
@@ -1197,8 +1211,13 @@ impl App {
                 widgets::messages::own_lines(l.main, l.status.y, buf, *level, text, &hint, t);
             }
         }
-        match &self.overlay {
-            Some(Overlay::Help { scroll }) => {
+    }
+
+    /// Draws an overlay over the main area; returns the cursor of its text field, if any.
+    fn render_overlay(&self, overlay: &Overlay, main: Rect, buf: &mut Buffer) -> Option<(u16, u16)> {
+        let t = &self.theme;
+        match overlay {
+            Overlay::Help { scroll } => {
                 let home = self.home.display().to_string();
                 let hc = help::HelpCtx {
                     pane: self.focus.context(),
@@ -1207,41 +1226,37 @@ impl App {
                     problems: &self.problems,
                 };
                 let lines = help::help_lines(&self.keymap, t, &hc);
-                self.overlay_max.set(help::render(l.main, buf, &lines, t, *scroll));
-                cursor = None;
+                self.overlay_max.set(help::render(main, buf, &lines, t, *scroll));
+                None
             }
-            Some(Overlay::Messages { scroll }) => {
-                let max = widgets::messages::render(l.main, buf, &self.messages, t, *scroll, self.messages_hint());
+            Overlay::Messages { scroll } => {
+                let max = widgets::messages::render(main, buf, &self.messages, t, *scroll, self.messages_hint());
                 self.overlay_max.set(max);
-                cursor = None;
+                None
             }
-            Some(Overlay::ConfirmQuit) => {
-                let r = centered(l.main, l.main.width.saturating_sub(8).min(52), 4);
-                Clear.render(r, buf);
-                let block = frame(" Quit docdex? ", true, t);
-                let inner = block.inner(r);
-                block.render(r, buf);
-                let chord = self.keymap.hint_for(Command::Quit, Some(false)).unwrap_or_else(|| "ctrl+c".into());
-                let text = format!("y or enter quits; any other key stays. {chord} quits at once.");
-                for (k, piece) in
-                    widgets::wrap(&text, inner.width.saturating_sub(2) as usize).iter().take(2).enumerate()
-                {
-                    buf.set_stringn(
-                        inner.x + 1,
-                        inner.y + k as u16,
-                        piece,
-                        inner.width as usize - 1,
-                        t.style(Slot::Text),
-                    );
-                }
-                cursor = None;
+            Overlay::ConfirmQuit => {
+                self.render_confirm_quit(main, buf);
+                None
             }
-            Some(Overlay::Prompt { kind, input, error, completion }) => {
-                cursor = self.render_prompt(l.main, buf, kind, input, error.as_deref(), completion.as_ref())
+            Overlay::Prompt { kind, input, error, completion } => {
+                self.render_prompt(main, buf, kind, input, error.as_deref(), completion.as_ref())
             }
-            None => {}
         }
-        cursor
+    }
+
+    /// The quit confirmation box.
+    fn render_confirm_quit(&self, main: Rect, buf: &mut Buffer) {
+        let t = &self.theme;
+        let r = centered(main, main.width.saturating_sub(8).min(52), 4);
+        Clear.render(r, buf);
+        let block = frame(" Quit docdex? ", true, t);
+        let inner = block.inner(r);
+        block.render(r, buf);
+        let chord = self.keymap.hint_for(Command::Quit, Some(false)).unwrap_or_else(|| "ctrl+c".into());
+        let text = format!("y or enter quits; any other key stays. {chord} quits at once.");
+        for (k, piece) in widgets::wrap(&text, inner.width.saturating_sub(2) as usize).iter().take(2).enumerate() {
+            buf.set_stringn(inner.x + 1, inner.y + k as u16, piece, inner.width as usize - 1, t.style(Slot::Text));
+        }
     }
 
     fn render_prompt(
