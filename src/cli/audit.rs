@@ -84,10 +84,10 @@ fn report<T: serde::Serialize>(out: &Out, json: bool, resp: &T, print: fn(&Out, 
 fn print_summary(out: &Out, summary: &str, notice: Option<&str>, limits: &[String]) {
     out.note(summary);
     if let Some(n) = notice {
-        out.note(n);
+        out.note(&visible(n));
     }
     for l in limits {
-        out.note(&format!("capped: {l}"));
+        out.note(&format!("capped: {}", visible(l)));
     }
 }
 
@@ -95,9 +95,9 @@ fn print_conflicts(out: &Out, r: &ConflictsResponse) {
     for p in &r.pairs {
         let kind = serde_json::to_value(p.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         out.line(&out.paint("1", &format!("{kind} conflict (similarity {:.2})", p.similarity)));
-        out.line(&format!("  a {}:{}-{}  {}", p.a.path, p.a.line_start, p.a.line_end, visible(&p.a.text)));
-        out.line(&format!("  b {}:{}-{}  {}", p.b.path, p.b.line_start, p.b.line_end, visible(&p.b.text)));
-        out.line(&format!("  {} ({})", p.explanation, p.explained_by));
+        out.line(&format!("  a {}:{}-{}  {}", visible(&p.a.path), p.a.line_start, p.a.line_end, visible(&p.a.text)));
+        out.line(&format!("  b {}:{}-{}  {}", visible(&p.b.path), p.b.line_start, p.b.line_end, visible(&p.b.text)));
+        out.line(&format!("  {} ({})", visible(&p.explanation), p.explained_by));
     }
     let summary = format!(
         "{} ({} shown) among {} of {}, at similarity {:.2}; {} compared; {:.0} ms",
@@ -120,7 +120,7 @@ fn print_duplicates(out: &Out, r: &DuplicatesResponse) {
         };
         out.line(&out.paint("1", &format!("{kind} duplicates ({} chunks) {}", g.items.len(), g.group_id)));
         for i in &g.items {
-            out.line(&format!("  {}:{}-{}  {:.3}", i.path, i.line_start, i.line_end, i.score));
+            out.line(&format!("  {}:{}-{}  {:.3}", visible(&i.path), i.line_start, i.line_end, i.score));
         }
     }
     let method = match r.method {

@@ -1,6 +1,6 @@
 //! `docdex search --batch FILE`: many queries in one process, one JSON result per query.
 
-use super::output::{count, Out};
+use super::output::{count, visible, Out};
 use crate::engine::protocol::{BatchItem, SearchRequest};
 use crate::engine::Engine;
 use crate::error::Error;
@@ -28,7 +28,7 @@ pub fn run(
         if json {
             out.json_line(&serde_json::to_string(item)?);
         } else {
-            out.line(&describe(item));
+            out.line(&visible(&describe(item)));
         }
     }
     if !json || failed > 0 {

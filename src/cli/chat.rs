@@ -3,7 +3,7 @@
 //! (cited ones marked) and, with `--trace`, the waterfall trace. `--json` prints each turn's
 //! whole response instead (one document for `--query`, one line per turn in a session).
 
-use super::output::Out;
+use super::output::{visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
     AnswerStatus, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, StepStatus,
@@ -178,7 +178,7 @@ fn repl(engine: &Engine, out: &Out, args: &ChatArgs, repo: &Path) -> anyhow::Res
         let resp = match turn(engine, out, args, repo, req, show_trace) {
             Ok(r) => r,
             Err(e) => {
-                eline!("{} {e:#}", super::output::error_prefix());
+                eline!("{} {}", super::output::error_prefix(), super::output::guard(&format!("{e:#}"), false));
                 continue;
             }
         };
@@ -218,7 +218,7 @@ fn turn(
                     let _ = super::output::write_stdout(b"\n");
                     streamed = false;
                 }
-                eline!("{} {message}", super::output::warn_prefix());
+                eline!("{} {}", super::output::warn_prefix(), super::output::visible(&message));
             }
             _ => {}
         }
@@ -295,11 +295,11 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
             s.name,
             out.paint(color, &format!("{status:<11}")),
             s.ms,
-            s.detail
+            visible(&s.detail)
         ));
     }
     let g = &t.gate;
-    let top: Vec<String> = g.top_hits.iter().map(|h| format!("{} {:.2}", h.citation, h.score)).collect();
+    let top: Vec<String> = g.top_hits.iter().map(|h| format!("{} {:.2}", visible(&h.citation), h.score)).collect();
     out.line(&format!(
         "gate    confidence {:.2} vs threshold {:.2}: {}; web {}",
         g.confidence,
@@ -317,7 +317,7 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
             "web     {:?}: discovery {} via {} ({} results, waited {} ms, {:.0} ms); total {:.0} ms",
             w.query,
             discovery.unwrap_or_else(|| "-".into()),
-            if w.discovery_source.is_empty() { "-" } else { &w.discovery_source },
+            if w.discovery_source.is_empty() { "-".to_string() } else { visible(&w.discovery_source) },
             w.results,
             w.discovery_waited_ms,
             w.discovery_ms,
@@ -334,8 +334,8 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
                 p.ms,
                 p.waited_ms,
                 p.passages,
-                p.url,
-                p.error.as_deref().map(|e| format!("  ({e})")).unwrap_or_default()
+                visible(&p.url),
+                p.error.as_deref().map(|e| format!("  ({})", visible(e))).unwrap_or_default()
             ));
         }
     }
@@ -358,7 +358,13 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
         ));
     }
     for d in &t.drops {
-        out.line(&format!("drop    {} {} ({} tokens): {}", d.slot.name(), d.source, d.tokens, d.reason));
+        out.line(&format!(
+            "drop    {} {} ({} tokens): {}",
+            d.slot.name(),
+            visible(&d.source),
+            d.tokens,
+            visible(&d.reason)
+        ));
     }
     let m = &t.model;
     out.line(&format!(
@@ -384,7 +390,7 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
         tm.total
     ));
     for n in &t.notices {
-        out.line(&format!("note    {n}"));
+        out.line(&format!("note    {}", visible(n)));
     }
 }
 

@@ -1,7 +1,7 @@
 //! `docdex check`: the readiness report, one line per check, or `--json`; exit
 //! code 1 when a prerequisite failed.
 
-use super::output::{count, Out};
+use super::output::{count, visible, Out};
 use crate::engine::protocol::{CheckOptions, CheckReport, CheckStatus};
 use crate::engine::Engine;
 use std::path::PathBuf;
@@ -47,10 +47,10 @@ fn print(out: &Out, r: &CheckReport) {
             CheckStatus::Info => out.paint("2", "info"),
             CheckStatus::Skipped => out.paint("2", "skip"),
         };
-        out.line(&format!("{tag} {:<16} {}", item.name, item.message));
+        out.line(&format!("{tag} {:<16} {}", item.name, visible(&item.message)));
         if let Some(h) = &item.hint {
             if item.status != CheckStatus::Ok {
-                out.line(&format!("     {:<16} -> {h}", ""));
+                out.line(&format!("     {:<16} -> {}", "", visible(h)));
             }
         }
     }

@@ -1,7 +1,7 @@
 //! `docdex symbols`, `docdex symbols-status` and `docdex ast search|query`: thin adapters over
 //! the engine's code-intelligence methods, printing for humans or as `--json`.
 
-use super::output::{count, noun_for, visible, Out};
+use super::output::{count, noun_for, shown, visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
     AstMode, AstQueryRequest, AstQueryResponse, AstSearchRequest, AstSearchResponse, SymbolHit, SymbolsRequest,
@@ -197,11 +197,11 @@ fn qualified(h: &SymbolHit) -> String {
 
 fn print_symbols(out: &Out, r: &SymbolsResponse) {
     if let Some(note) = &r.note {
-        out.note(&format!("note: {note}"));
+        out.note(&format!("note: {}", visible(note)));
     }
     if r.mode == "outline" {
-        let file = r.file.as_deref().unwrap_or("");
-        out.note(&format!("{} in {file} ({})", count(r.results.len(), "symbol"), r.repo.display()));
+        let file = visible(r.file.as_deref().unwrap_or(""));
+        out.note(&format!("{} in {file} ({})", count(r.results.len(), "symbol"), shown(&r.repo)));
         for h in &r.results {
             out.line(&format!(
                 "{:>5}  {}{} {}  {}",
@@ -223,10 +223,10 @@ fn print_symbols(out: &Out, r: &SymbolsResponse) {
         "{} of {} matching {q:?} in {}{more}",
         r.results.len(),
         count(r.total, "symbol"),
-        r.repo.display()
+        shown(&r.repo)
     ));
     if r.results.is_empty() {
-        out.line(&format!("no symbol matches {q:?}; `docdex search {q}` searches the text"));
+        out.line(&format!("no symbol matches {q:?}; `docdex search {}` searches the text", visible(q)));
     }
     for h in &r.results {
         out.line(&format!(
@@ -248,7 +248,7 @@ fn print_status(out: &Out, s: &SymbolsStatus) {
         "lagging" => out.paint("1;33", "lagging"),
         other => out.paint("1;31", other),
     };
-    out.line(&format!("symbols of {}: {state}", s.repo.display()));
+    out.line(&format!("symbols of {}: {state}", shown(&s.repo)));
     out.line(&format!(
         "  {} in {} ({} with syntax errors, {} not parsed); generation {} (text index {})",
         count(s.symbols, "symbol"),
@@ -277,7 +277,7 @@ fn print_status(out: &Out, s: &SymbolsStatus) {
         ));
     }
     for m in &s.messages {
-        out.line(&format!("{} {m}", out.paint("33", "note:")));
+        out.line(&format!("{} {}", out.paint("33", "note:"), visible(m)));
     }
 }
 

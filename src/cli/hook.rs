@@ -6,7 +6,7 @@
 //! listening, a timeout, an error answer) it says so and exits 0: the hook fails open, so
 //! docdex being down never blocks a commit.
 
-use super::output::{warn_prefix, Out};
+use super::output::{visible, warn_prefix, Out};
 use crate::engine::protocol::{HookStatus, HookValidateRequest, HookValidateResponse, StagedFile, MAX_STAGED_BYTES};
 use crate::engine::Engine;
 use crate::error::Error;
@@ -103,7 +103,7 @@ pub fn run(engine: &Engine, out: &Out, home: Option<&Path>, args: HookArgs) -> a
 
 /// What the hook prints when it cannot get a verdict; always exit 0.
 pub fn skip(why: &str) -> ExitCode {
-    eline!("{} docdex daemon not found; skipping semantic checks ({why})", warn_prefix());
+    eline!("{} docdex daemon not found; skipping semantic checks ({})", warn_prefix(), visible(why));
     ExitCode::SUCCESS
 }
 
@@ -111,7 +111,11 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
     let staged = match staged_files() {
         Ok(s) => s,
         Err(e) => {
-            eline!("{} could not read the staged files ({e:#}); skipping semantic checks", warn_prefix());
+            eline!(
+                "{} could not read the staged files ({}); skipping semantic checks",
+                warn_prefix(),
+                visible(&format!("{e:#}"))
+            );
             return ExitCode::SUCCESS;
         }
     };
@@ -131,7 +135,7 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
         Err(why) => return skip(&why),
     };
     for n in staged.not_sent.iter().chain(&answer.notices) {
-        eline!("{} {n}", warn_prefix());
+        eline!("{} {}", warn_prefix(), visible(n));
     }
     if args.json {
         let _ = out.json(&answer);
@@ -164,8 +168,14 @@ fn report(out: &Out, a: &HookValidateResponse) {
         if n == 1 { "" } else { "s" }
     );
     for v in &a.violations {
-        eline!("  {}:{}  {}", v.file, v.line, v.message);
-        eline!("      rule `{}` from {}'s \"{}\" (id {})", v.rule, v.agent_id, v.preference, v.preference_id);
+        eline!("  {}:{}  {}", visible(&v.file), v.line, visible(&v.message));
+        eline!(
+            "      rule `{}` from {}'s \"{}\" (id {})",
+            visible(&v.rule),
+            visible(&v.agent_id),
+            visible(&v.preference),
+            v.preference_id
+        );
     }
     eline!(
         "Fix them and commit again, or change the constraint: `docdex profile edit ID` / `docdex profile remove ID`."

@@ -2,7 +2,7 @@
 //! `docdex graph` (`cycles`, `rebuild`): argument parsing and printing over the engine's
 //! impact methods. Every edge is printed `source -> target`: the source imports the target.
 
-use super::output::{count, Out};
+use super::output::{count, visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
     CyclesResponse, Dependency, DiagnosticsRequest, DiagnosticsResponse, Direction, ImpactRequest, ImpactResponse,
@@ -154,12 +154,12 @@ pub fn run_impact(engine: &Engine, out: &Out, args: ImpactArgs) -> anyhow::Resul
 
 fn print_tests(out: &Out, resp: &TestsResponse) {
     if resp.tests.is_empty() {
-        out.line(&format!("no test file reaches {} through the import graph or by name", resp.file));
+        out.line(&format!("no test file reaches {} through the import graph or by name", visible(&resp.file)));
         return;
     }
-    out.line(&format!("{} exercise {}:", count(resp.tests.len(), "test file"), resp.file));
+    out.line(&format!("{} exercise {}:", count(resp.tests.len(), "test file"), visible(&resp.file)));
     for t in resp.tests.iter().take(LISTED) {
-        out.line(&format!("  {}  ({})", t.path, t.reason));
+        out.line(&format!("  {}  ({})", visible(&t.path), visible(&t.reason)));
     }
     if resp.tests.len() > LISTED {
         out.line(&format!("  ... and {} more (--json lists all)", resp.tests.len() - LISTED));
@@ -198,10 +198,11 @@ fn edge_label(e: &Edge) -> String {
     format!("{} {}  {method} {:.2}{line}", e.kind, e.spec, e.confidence)
 }
 
+/// A graph node as a line shows it (escaped with [`visible`]: it is a file's name).
 fn display_id(id: &str) -> String {
     match id.strip_prefix(crate::engine::protocol::EXTERNAL_PREFIX) {
-        Some(pkg) => format!("{pkg} (external)"),
-        None => id.to_string(),
+        Some(pkg) => format!("{} (external)", visible(pkg)),
+        None => visible(id),
     }
 }
 
@@ -258,7 +259,7 @@ pub fn print_impact(out: &Out, r: &ImpactResponse) {
     out.line("");
     out.line(&format!("{} {}", out.paint("1", "may change if it changes:"), count(r.affected.len(), "file")));
     for a in r.affected.iter().take(LISTED) {
-        out.line(&format!("  {a}"));
+        out.line(&format!("  {}", visible(a)));
     }
     if r.affected.len() > LISTED {
         out.line(&format!("  ... and {} more (--json lists all)", r.affected.len() - LISTED));
@@ -281,12 +282,12 @@ pub fn print_impact(out: &Out, r: &ImpactResponse) {
         ));
     }
     for w in &r.graph.warnings {
-        out.line(&format!("{} {w}", out.paint("33", "warning:")));
+        out.line(&format!("{} {}", out.paint("33", "warning:"), visible(w)));
     }
 }
 
 fn print_diagnostic(out: &Out, d: &Diagnostic) {
-    out.line(&format!("  line {}: {} {}  {}", d.line, d.kind, d.spec, out.paint("2", &d.reason)));
+    out.line(&format!("  line {}: {} {}  {}", d.line, d.kind, visible(&d.spec), out.paint("2", &d.reason)));
 }
 
 /// `docdex impact diagnostics`.
@@ -322,11 +323,11 @@ pub fn print_cycles(out: &Out, r: &CyclesResponse) {
             "{} ({}): {}",
             out.paint("1;31", &format!("cycle {}", i + 1)),
             count(c.files.len(), "file"),
-            crate::engine::protocol::loop_text(&c.path, LOOP_HOPS)
+            visible(&crate::engine::protocol::loop_text(&c.path, LOOP_HOPS))
         ));
         if c.files.len() > c.path.len().saturating_sub(1) {
             for f in c.files.iter().take(20) {
-                out.line(&format!("  {f}"));
+                out.line(&format!("  {}", visible(f)));
             }
             if c.files.len() > 20 {
                 out.line(&format!("  ... and {} more", c.files.len() - 20));
@@ -351,6 +352,6 @@ pub fn print_rebuild(out: &Out, r: &RebuildSummary) {
         r.stats.build_ms
     ));
     for w in &r.warnings {
-        out.line(&format!("{} {w}", out.paint("33", "warning:")));
+        out.line(&format!("{} {}", out.paint("33", "warning:"), visible(w)));
     }
 }

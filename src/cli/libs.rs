@@ -50,7 +50,7 @@ fn package_line(out: &Out, p: &LibPackage) -> String {
         "{:<7} {}@{}  {} local, {} published docs, {}{from}{notes}",
         p.ecosystem.name(),
         out.paint("1", &p.name),
-        p.version,
+        visible(&p.version),
         p.local_docs,
         p.published_docs,
         count(p.chunks, "passage")
@@ -68,7 +68,7 @@ pub fn run(engine: &Engine, out: &Out, cmd: LibsCommand) -> anyhow::Result<ExitC
             let ticker = Ticker::new(!json, "packages");
             let mut progress = |p: &LibPackage| {
                 tracing::debug!(package = %p.name, version = %p.version, local = p.local_docs, published = p.published_docs, "libs package done");
-                ticker.tick(&format!("{}@{}", p.name, p.version));
+                ticker.tick(&visible(&format!("{}@{}", p.name, p.version)));
             };
             let r = engine.libs_fetch(&path, &req, &mut progress);
             ticker.finish();
@@ -103,14 +103,14 @@ pub fn run(engine: &Engine, out: &Out, cmd: LibsCommand) -> anyhow::Result<ExitC
         "{}, {} in the libs index of {}",
         count(report.packages.len(), "package"),
         count(report.chunks, "passage"),
-        report.repo
+        visible(&report.repo.to_string())
     ));
     for n in &report.notes {
-        out.note(n);
+        out.note(&visible(n));
     }
     // Last, where it is seen: the fetch still succeeded on the installed sources.
     if let Some(why) = &report.registry_unreachable {
-        out.note(&format!("{} {why}", warn_prefix()));
+        out.note(&format!("{} {}", warn_prefix(), visible(why)));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `docdex llm-list` and `docdex llm-setup`: model recommendations for this
 //! machine and guided setup of the model server, printed for humans or as JSON.
 
-use super::output::Out;
+use super::output::{visible, Out};
 use crate::engine::protocol::LlmListResponse;
 use crate::engine::protocol::PullProgress;
 use crate::engine::protocol::{LlmSetupReport, LlmSetupRequest};
@@ -70,13 +70,13 @@ fn print_list(out: &Out, resp: &LlmListResponse) {
         ));
     }
     if !resp.other_installed.is_empty() {
-        out.line(&format!("also installed: {}", resp.other_installed.join(", ")));
+        out.line(&format!("also installed: {}", visible(&resp.other_installed.join(", "))));
     }
     out.line("");
     out.line(&format!("recommended: chat {}, embedding {}", resp.recommended_chat, resp.recommended_embedding));
     out.line(&format!("configured:  chat {}, embedding {}", resp.configured_chat, resp.configured_embedding));
     for n in &resp.notices {
-        out.note(&format!("note: {n}"));
+        out.note(&format!("note: {}", visible(n)));
     }
 }
 
@@ -106,13 +106,13 @@ fn print_setup(out: &Out, r: &LlmSetupReport) {
             "server: {} at {} answered; installed: {}",
             r.provider,
             r.base_url,
-            if r.installed.is_empty() { "none".to_string() } else { r.installed.join(", ") }
+            if r.installed.is_empty() { "none".to_string() } else { visible(&r.installed.join(", ")) }
         )),
-        (Some(e), false) => out.line(&format!("server: {e}")),
+        (Some(e), false) => out.line(&format!("server: {}", visible(e))),
         (None, false) => out.line(&format!("server: {} at {} did not answer", r.provider, r.base_url)),
     }
     for m in &r.models {
-        let detail = m.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
+        let detail = m.error.as_deref().map(|e| format!(": {}", visible(e))).unwrap_or_default();
         out.line(&format!("{:<16} {:<24} {}{detail}", m.key, m.model, m.state));
     }
     if r.config_changed.is_empty() {
@@ -150,15 +150,16 @@ impl PullBar {
             return;
         }
         if let Some(b) = &self.bar {
-            b.set_message(format!("{model}: {}", p.status));
+            b.set_message(visible(&format!("{model}: {}", p.status)));
             b.set_length(p.total.unwrap_or(0).max(1));
             b.set_position(p.completed.unwrap_or(0));
             return;
         }
-        let line = match (p.completed, p.total) {
+        // The server's words: shown, not obeyed.
+        let line = visible(&match (p.completed, p.total) {
             (Some(c), Some(t)) if t > 0 => format!("pulling {model}: {} {}%", p.status, c * 100 / t),
             _ => format!("pulling {model}: {}", p.status),
-        };
+        });
         if let Ok(mut last) = self.last.lock() {
             if *last != line {
                 eline!("{line}");

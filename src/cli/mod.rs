@@ -597,7 +597,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     // Said once, to the person (a log line as well printed it twice).
     for w in engine.config_warnings() {
-        eline!("{} {w}", output::warn_prefix());
+        eline!("{} {}", output::warn_prefix(), output::visible(&w.to_string()));
     }
     match command {
         Command::Index { repo, rebuild, repair, reembed, json, quiet } => {
@@ -652,7 +652,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let record = engine.remove_repo(&path, purge)?;
             out.line(&format!(
                 "removed {} from the registry{}",
-                record.path.display(),
+                output::shown(&record.path),
                 if purge { " and deleted its index" } else { " (index kept; --purge deletes it)" }
             ));
         }
@@ -825,8 +825,9 @@ pub(crate) fn count_up_to<const MAX: usize>(s: &str) -> Result<usize, String> {
     }
 }
 
+/// The repository as a line names it: canonical, its control characters shown.
 fn display_repo(p: &Path) -> String {
-    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()).display().to_string()
+    output::shown(&std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()))
 }
 
 /// Parses `A-B` or `A` into an inclusive line range.

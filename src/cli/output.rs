@@ -1,4 +1,10 @@
-//! Human output: colored on a terminal (unless NO_COLOR), plain otherwise.
+//! Human output: colored on a terminal (unless NO_COLOR; CLICOLOR_FORCE colors a pipe too),
+//! plain otherwise.
+//!
+//! Text docdex did not write (file text and names, pages, model answers) is escaped with
+//! [`visible`] where a line takes it in, before docdex's own colors go around it: a line that
+//! reaches [`guard`] then holds no escape sequence but docdex's, and the guard never has to
+//! tell a file's `ESC [31m` from docdex's.
 
 use crate::engine::protocol::RepoRecord;
 use crate::engine::protocol::WatchReport;
@@ -16,8 +22,14 @@ pub struct Out {
     color: bool,
 }
 
+/// Whether to color a stream: `NO_COLOR` (set, non-empty) never, `CLICOLOR_FORCE` (set, not
+/// empty or `0`) always, else only a terminal.
 pub(crate) fn color_enabled(stream_is_tty: bool) -> bool {
-    stream_is_tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0");
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        return false;
+    }
+    stream_is_tty || set("CLICOLOR_FORCE")
 }
 
 impl Out {
@@ -26,12 +38,13 @@ impl Out {
         Out { color: color_enabled(std::io::stdout().is_terminal()) }
     }
 
-    /// `s` in the given SGR color code when coloring.
+    /// `s` in the given SGR color code when coloring, its control characters shown as
+    /// [`visible`] shows them (what is painted is often a file's name).
     pub fn paint(&self, code: &str, s: &str) -> String {
         if self.color {
-            format!("\x1b[{code}m{s}\x1b[0m")
+            format!("\x1b[{code}m{}\x1b[0m", visible(s))
         } else {
-            s.to_string()
+            visible(s)
         }
     }
 
@@ -111,8 +124,9 @@ pub fn visible(line: &str) -> String {
 
 /// `s` as it may reach a terminal: docdex's own color codes (`ESC [`, digits and `;`, `m`) kept
 /// when coloring, every other control character but newline and tab written out as [`visible`]
-/// does. The last guard for text docdex did not write that a line quotes without [`visible`]
-/// (a file name with an escape sequence in it, in a search hit's heading).
+/// does. It cannot tell a file's color code from docdex's, so text docdex did not write is
+/// escaped where a line takes it in ([`visible`], [`shown`], [`Out::paint`]); uncolored, the
+/// guard alone escapes everything.
 pub fn guard(s: &str, color: bool) -> std::borrow::Cow<'_, str> {
     let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
     if !s.chars().any(unsafe_char) {
@@ -148,6 +162,11 @@ fn sgr_len(s: &str) -> usize {
     }
 }
 
+/// A path as a line may quote it: [`visible`] (a directory's name is anyone's text too).
+pub fn shown(p: &std::path::Path) -> String {
+    visible(&p.display().to_string())
+}
+
 /// [`visible`] for text of many lines (a fetched page, a model's answer as it streams): its
 /// newlines are kept.
 pub fn visible_text(text: &str) -> String {
@@ -177,15 +196,16 @@ pub fn warn_prefix() -> String {
 /// The end-of-index summary.
 pub fn print_index_summary(out: &Out, s: &IndexSummary) {
     for w in &s.warnings {
-        out.note(&format!("{} {w}", warn_prefix()));
+        out.note(&format!("{} {}", warn_prefix(), visible(w)));
     }
     if let Some(note) = &s.note {
         out.line(&format!(
-            "{} {}, {} (generation {}): {note}",
+            "{} {}, {} (generation {}): {}",
             out.paint("1;32", "up to date"),
             count(s.files, "file"),
             count(s.chunks, "chunk"),
-            s.generation
+            s.generation,
+            visible(note)
         ));
         return;
     }
@@ -233,7 +253,7 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
             }
         ));
         if let Some(e) = &c.graph_error {
-            out.line(&format!("{} impact graph not rebuilt: {e}", out.paint("33", "warning:")));
+            out.line(&format!("{} impact graph not rebuilt: {}", out.paint("33", "warning:"), visible(e)));
         }
     }
     print_skipped(out, &s.skipped);
@@ -244,7 +264,7 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
             count(s.errors.len(), "file")
         ));
         for f in s.errors.iter().take(10) {
-            out.line(&format!("  {} ({})", f.path, f.reason));
+            out.line(&format!("  {} ({})", visible(&f.path), visible(&f.reason)));
         }
     }
     if let Some(e) = &s.embeddings {
@@ -261,7 +281,7 @@ fn print_skipped(out: &Out, skipped: &[SkippedFile]) {
     if !new.is_empty() {
         out.line(&format!("{} {} skipped:", out.paint("33", "note:"), count(new.len(), "file")));
         for f in new.iter().take(10) {
-            out.line(&format!("  {} ({})", f.path, f.reason));
+            out.line(&format!("  {} ({})", visible(&f.path), visible(&f.reason)));
         }
         if new.len() > 10 {
             out.line(&format!("  ... and {} more (docdex status lists them)", new.len() - 10));
@@ -305,14 +325,14 @@ fn print_embeddings(out: &Out, e: &EmbedSummary) {
         _ => {}
     }
     if let Some(n) = &e.notice {
-        out.note(&format!("note: {n}"));
+        out.note(&format!("note: {}", visible(n)));
     }
 }
 
 /// Ranked hits with highlighted snippets.
 pub fn print_search(out: &Out, r: &SearchResponse) {
     if let Some(n) = &r.retrieval.notice {
-        out.note(&format!("note: {n}"));
+        out.note(&format!("note: {}", visible(n)));
     }
     // Built whole and written once: a page of hits is ~70 lines, each a write on a line-
     // buffered stdout otherwise.
@@ -325,7 +345,7 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
         "2",
         &format!(
             "repo {} · generation {} · {} · {} · {}{} {} · confidence {:.2} · {:.1} ms",
-            r.repo.display(),
+            shown(&r.repo),
             r.generation,
             serde_json::to_value(r.index_state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
             match &r.retrieval.embedding_model {
@@ -400,7 +420,7 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
         if !r.results.is_empty() {
             line("");
         }
-        line(&format!("note: {n}"));
+        line(&format!("note: {}", visible(n)));
     }
     if !r.next_cursor.is_empty() {
         line("");
@@ -413,9 +433,9 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
 pub fn print_file(out: &Out, f: &FileContent) {
     if let (Some(fmt), Some(a), Some(b), Some(n)) = (&f.format, f.page_start, f.page_end, f.total_pages) {
         let pages = if a == b { format!("page {a}") } else { format!("pages {a}-{b}") };
-        out.note(&format!("{} · text extracted from {fmt} · {pages} of {n}", f.path));
+        out.note(&format!("{} · text extracted from {fmt} · {pages} of {n}", visible(&f.path)));
     } else if let Some(fmt) = &f.format {
-        out.note(&format!("{} · text extracted from {fmt}", f.path));
+        out.note(&format!("{} · text extracted from {fmt}", visible(&f.path)));
     }
     // Every line of the range, blank ones included (`lines()` would drop a trailing blank
     // line of the joined text, and with it the range's last line).
@@ -429,7 +449,7 @@ pub fn print_file(out: &Out, f: &FileContent) {
 /// `docdex status`.
 pub fn print_status(out: &Out, s: &StatusResponse) {
     let state = serde_json::to_value(s.index_state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-    out.line(&format!("repo        {}", s.repo.display()));
+    out.line(&format!("repo        {}", shown(&s.repo)));
     out.line(&format!("state       {}", out.paint(if state == "ready" { "32" } else { "33" }, &state)));
     out.line(&format!("files       {}", s.documents));
     out.line(&format!("chunks      {}", s.chunks));
@@ -448,11 +468,11 @@ pub fn print_status(out: &Out, s: &StatusResponse) {
         out.line(&format!("progress    {} {}/{} {unit}{meaning}", p.phase, p.files_done, p.files_total));
     }
     if let Some(e) = &s.last_event {
-        out.line(&format!("last event  {} {}", e.kind, e.path));
+        out.line(&format!("last event  {} {}", e.kind, visible(&e.path)));
     }
-    out.line(&format!("state dir   {}", s.state_dir.display()));
+    out.line(&format!("state dir   {}", shown(&s.state_dir)));
     for w in &s.warnings {
-        out.line(&format!("{} {w}", out.paint("33", "warning:")));
+        out.line(&format!("{} {}", out.paint("33", "warning:"), visible(w)));
     }
 }
 
@@ -484,9 +504,9 @@ pub fn print_watch(out: &Out, r: &WatchReport, json: bool) {
             summary.updated,
             summary.deleted,
             summary.generation,
-            paths.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+            visible(&paths.iter().take(3).cloned().collect::<Vec<_>>().join(", "))
         )),
-        WatchReport::Failed(e) => out.line(&format!("{} {e}", out.paint("1;31", "error:"))),
+        WatchReport::Failed(e) => out.line(&format!("{} {}", out.paint("1;31", "error:"), visible(e))),
     }
 }
 
@@ -503,7 +523,7 @@ pub fn print_repos(out: &Out, repos: &[RepoRecord]) {
             .unwrap_or_else(|| "never indexed".into());
         out.line(&format!(
             "{}  {}, {}, {}  {}",
-            r.path.display(),
+            shown(&r.path),
             count(r.files, "file"),
             count(r.chunks, "chunk"),
             when,
@@ -515,7 +535,7 @@ pub fn print_repos(out: &Out, repos: &[RepoRecord]) {
 /// Files like a file.
 pub fn print_similar(out: &Out, r: &SimilarResponse) {
     if let Some(n) = &r.notice {
-        out.note(&format!("note: {n}"));
+        out.note(&format!("note: {}", visible(n)));
     }
     out.line(&out.paint(
         "2",

@@ -196,7 +196,7 @@ pub fn run_map(engine: &Engine, out: &Out, args: MapArgs) -> anyhow::Result<()> 
     if args.json {
         return out.json(&map);
     }
-    out.block(&map.tree);
+    out.block(&visible_text(&map.tree));
     let who = match map.agent_id.as_deref() {
         Some(a) if engine.profile_list(&ProfileListRequest { agent_id: Some(a.to_string()) }).is_err() => {
             let guess = engine.profile_closest_agent(a).map(|n| format!("did you mean {n}? ")).unwrap_or_default();
@@ -215,7 +215,11 @@ pub fn run_map(engine: &Engine, out: &Out, args: MapArgs) -> anyhow::Result<()> 
         map.depth,
         map.tokens,
         if map.cached { " (cached)" } else { "" },
-        if map.keywords.is_empty() { String::new() } else { format!("; spotlight on {}", map.keywords.join(", ")) }
+        if map.keywords.is_empty() {
+            String::new()
+        } else {
+            format!("; spotlight on {}", visible(&map.keywords.join(", ")))
+        }
     ));
     Ok(())
 }
@@ -265,7 +269,7 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
                         out.paint("2", &counts.join(", "))
                     ));
                     if !a.role.is_empty() {
-                        out.line(&format!("    {}", a.role));
+                        out.line(&format!("    {}", visible(&a.role)));
                     }
                 }
             } else {
@@ -301,7 +305,7 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
                 return out.json(&resp);
             }
             if let Some(n) = &resp.notice {
-                out.note(&format!("note: {n}"));
+                out.note(&format!("note: {}", visible(n)));
             }
             if resp.results.is_empty() {
                 out.line("no preferences match");
@@ -384,7 +388,7 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
                 resp.agents_added
             ));
             for r in &resp.rejected {
-                out.line(&format!("  rejected {}: {}", r.id, r.reason));
+                out.line(&format!("  rejected {}: {}", visible(&r.id), visible(&r.reason)));
             }
             let what = match resp.ahead_of_clock {
                 0 => None,
@@ -432,17 +436,17 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
 
 fn print_written(out: &Out, verb: &str, r: &ProfileWriteResponse) {
     if let Some(n) = &r.notice {
-        out.note(&format!("note: {n}"));
+        out.note(&format!("note: {}", visible(n)));
     }
     let p = &r.preference;
     let new = if r.created_agent { " (new agent)" } else { "" };
-    out.line(&format!("{verb} {} to {}{new} as {}: {}", p.id, p.agent_id, p.category, r.rule_note));
+    out.line(&format!("{verb} {} to {}{new} as {}: {}", p.id, p.agent_id, p.category, visible(&r.rule_note)));
 }
 
 /// Prints an evolution outcome.
 fn print_outcome(out: &Out, o: &EvolutionOutcome) {
     for n in &o.notices {
-        out.note(&format!("note: {n}"));
+        out.note(&format!("note: {}", visible(n)));
     }
     let what = match (o.action, &o.preference) {
         (EvolutionAction::Add, Some(p)) => format!("ADD {} [{}] {}", p.id, p.category, visible(&p.content)),
@@ -467,7 +471,7 @@ fn print_preferences(out: &Out, prefs: &[Preference]) {
         }
         out.line(&format!("  {}", visible_text(&p.content)));
         let rule = match (&p.rule, p.category) {
-            (Some(r), _) => format!(" · rule {r}"),
+            (Some(r), _) => format!(" · rule {}", visible(&r.to_string())),
             (None, Category::Constraint) => " · advice only".to_string(),
             _ => String::new(),
         };

@@ -2,7 +2,7 @@
 //! by their own runner with a timeout, reported as structured JSON or a short summary, over
 //! [`Engine::run_tests`].
 
-use super::output::Out;
+use super::output::{visible, visible_text, Out};
 use super::RepoArg;
 use crate::engine::protocol::{RunTestsRequest, RunTestsResponse, TestStatus};
 use crate::engine::Engine;
@@ -54,12 +54,12 @@ pub fn run(engine: &Engine, out: &Out, args: RunTestsArgs) -> anyhow::Result<Exi
 
 fn print(out: &Out, r: &RunTestsResponse) {
     for s in &r.selected {
-        out.line(&format!("selected {s}"));
+        out.line(&format!("selected {}", visible(s)));
     }
     if !r.command.is_empty() {
-        out.line(&format!("$ {}   ({}: {})", r.command.join(" "), r.runner, r.detected_by));
+        out.line(&visible(&format!("$ {}   ({}: {})", r.command.join(" "), r.runner, r.detected_by)));
         if !r.output_tail.is_empty() {
-            out.block(&format!("{}\n", r.output_tail));
+            out.block(&format!("{}\n", visible_text(&r.output_tail)));
         }
     }
     for f in &r.failures {
@@ -68,7 +68,7 @@ fn print(out: &Out, r: &RunTestsResponse) {
             (Some(file), None) => format!("{file}  "),
             _ => String::new(),
         };
-        out.line(&format!("FAILED {at}{}", f.name));
+        out.line(&visible(&format!("FAILED {at}{}", f.name)));
     }
     let status = match r.status {
         TestStatus::Passed => "passed",
@@ -85,6 +85,6 @@ fn print(out: &Out, r: &RunTestsResponse) {
         r.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into())
     ));
     for n in &r.notes {
-        out.note(n);
+        out.note(&visible(n));
     }
 }

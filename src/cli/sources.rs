@@ -71,7 +71,7 @@ pub fn add(engine: &Engine, out: &Out, args: AddArgs) -> anyhow::Result<()> {
     };
     let source = engine.add_source(&repo, &req)?;
     if !args.json {
-        out.note(&format!("added source {} ({}); indexing", source.name, source.path.display()));
+        out.note(&output::visible(&format!("added source {} ({}); indexing", source.name, source.path.display())));
     }
     let index = engine.index(&repo, &IndexOptions::default(), &|_: &_| {})?;
     if args.json {
@@ -92,7 +92,7 @@ pub fn list(engine: &Engine, out: &Out, args: ListArgs) -> anyhow::Result<()> {
         out.line("no sources (add one with `docdex add PATH`)");
     }
     for s in &list {
-        out.line(&describe(s));
+        out.line(&output::visible(&describe(s)));
     }
     Ok(())
 }
@@ -135,7 +135,7 @@ pub fn remove(engine: &Engine, out: &Out, args: RemoveArgs) -> anyhow::Result<()
     if args.json {
         out.json(&Changed { source, index })?;
     } else {
-        out.note(&format!("removed source {} ({})", source.name, source.path.display()));
+        out.note(&output::visible(&format!("removed source {} ({})", source.name, source.path.display())));
         output::print_index_summary(out, &index);
     }
     Ok(())

@@ -119,7 +119,7 @@ pub fn search(engine: &Engine, out: &Out, args: WebSearchArgs) -> anyhow::Result
             ));
         }
         for n in &resp.notes {
-            out.note(n);
+            out.note(&visible(n));
         }
     }
     Ok(if resp.status == DiscoveryStatus::Ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -157,7 +157,7 @@ pub fn fetch(engine: &Engine, out: &Out, args: WebFetchArgs) -> anyhow::Result<E
             }
         ));
         for n in &resp.notes {
-            out.note(n);
+            out.note(&visible(n));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -185,7 +185,7 @@ pub fn browser(engine: &Engine, out: &Out, cmd: BrowserCommand) -> anyhow::Resul
                     out.line(&format!(
                         "{mark} {:<9} {}  {}",
                         b.kind,
-                        b.path,
+                        visible(&b.path),
                         out.paint("2", &format!("({})", b.source))
                     ));
                 }
@@ -209,7 +209,7 @@ pub fn browser(engine: &Engine, out: &Out, cmd: BrowserCommand) -> anyhow::Resul
             if json {
                 out.json(&r)?;
             } else {
-                out.line(&format!("{} ({}, {})", r.path, r.kind, r.version));
+                out.line(&visible(&format!("{} ({}, {})", r.path, r.kind, r.version)));
                 let what = if r.changed.is_empty() {
                     "already set in".to_string()
                 } else {

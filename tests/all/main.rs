@@ -33,6 +33,7 @@ mod server_util;
 mod setup;
 mod sources;
 mod symbols;
+mod terminal;
 mod tui;
 mod tui_chat;
 mod tui_e2e;

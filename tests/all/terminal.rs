@@ -1,0 +1,60 @@
+//! What the CLI's human output does to a terminal: text docdex did not write (a file's text
+//! and name) is shown, never obeyed, with colors on too; docdex's own colors stay.
+
+use crate::util::{write, Env};
+use std::process::Output;
+
+/// A file's own color code and window title, in its name and its text.
+const RED: &str = "\u{1b}[31m";
+const TITLE: &str = "\u{1b}]0;title\u{7}";
+
+/// `args` run with colors forced on (as on a terminal), stdout and stderr together.
+fn colored(env: &Env, args: &[&str]) -> (Output, String) {
+    let out = env.run_env(args, &[("NO_COLOR", ""), ("CLICOLOR_FORCE", "1")]);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out, text)
+}
+
+/// None of the file's sequences reached the terminal raw.
+fn shown_not_obeyed(args: &[&str], text: &str) {
+    assert!(!text.contains(RED), "{args:?} let the file's color through: {text:?}");
+    assert!(!text.contains("\u{1b}]") && !text.contains('\u{7}'), "{args:?} let the file's title through: {text:?}");
+    assert!(text.contains("\\u{1b}[31m"), "{args:?} does not show the file's color code: {text:?}");
+}
+
+#[test]
+fn a_files_color_codes_are_shown_with_colors_on_and_docdex_colors_stay() {
+    let env = Env::new();
+    // The repository's own name too: it heads status, search and the index summary.
+    let repo = env.repo(&format!("esc{RED}"));
+    let name = format!("k{RED}k.rs");
+    write(&repo, &name, format!("fn kiwi_walrus() {{\n    let s = \"{RED}red {TITLE}\";\n}}\n"));
+    write(&repo, "other.rs", "fn kiwi_walrus_too() { kiwi_walrus(); }\n");
+    // Skipped as binary: the summary names it.
+    write(&repo, &format!("b{RED}.bin"), b"\0\0\0binary");
+    let r = repo.to_str().unwrap();
+    let (out, text) = colored(&env, &["index", "--repo", r]);
+    assert!(out.status.success(), "{text}");
+    shown_not_obeyed(&["index"], &text);
+    for args in [
+        &["status", "--repo", r][..],
+        &["repo", "list"][..],
+        &["search", "--repo", r, "kiwi_walrus", "red"][..],
+        &["get", "--repo", r, &name][..],
+        &["symbols", "--repo", r, "kiwi_walrus"][..],
+        &["impact", "--repo", r, &name][..],
+        &["similar", "--repo", r, &name][..],
+        &["ast", "query", "--repo", r, "--kinds", "string_literal"][..],
+    ] {
+        let (out, text) = colored(&env, args);
+        assert!(out.status.success(), "{args:?}: {text}");
+        shown_not_obeyed(args, &text);
+    }
+    // docdex's own colors are still there: the path heading and the highlighted word.
+    let (_, text) = colored(&env, &["search", "--repo", r, "kiwi_walrus"]);
+    assert!(text.contains("\u{1b}[1;33mkiwi_walrus\u{1b}[0m"), "{text:?}");
+    assert!(text.contains("\u{1b}[1;35mk\\u{1b}[31mk.rs\u{1b}[0m"), "{text:?}");
+    // --json stays exact.
+    let v = env.json(&["search", "--repo", r, "kiwi_walrus", "--json"]);
+    assert!(v["results"].as_array().unwrap().iter().any(|h| h["path"] == name.as_str()), "{v}");
+}
