@@ -206,6 +206,77 @@ fn without_an_embedder_recall_matches_words_and_says_so() {
     assert!(s.results.iter().all(|h| h.preference.embedded));
 }
 
+/// A loopback "model server" that accepts connections and never answers (stuck, wedged
+/// behind a proxy); the count is of connections it accepted.
+pub fn stuck_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            held.push(c);
+        }
+    });
+    (url, accepted)
+}
+
+/// A model server that accepts the connection and never answers held `profile add` and
+/// `profile search` for a whole `[llm] request_timeout_secs` each (two minutes by default)
+/// before they stored the row without a vector or matched words. The server now gets
+/// `[llm] connect_timeout_ms` to answer anything at all; the add stores the row at once (to be
+/// embedded on a later recall) and the search matches words, both saying why.
+#[test]
+fn a_stuck_model_server_costs_add_and_search_a_moment_not_a_timeout() {
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    let (url, accepted) = stuck_server();
+    let env = Env::new();
+    let config = llm_config("ollama", &url, "fake-chat", "fake-embed").replace("= 5", "= 60");
+    env.write_config(&format!("{config}connect_timeout_ms = 400\n"));
+    let quick = |what: &str, started: Instant| {
+        assert!(started.elapsed() < Duration::from_secs(4), "{what} took {:?}", started.elapsed());
+    };
+
+    let started = Instant::now();
+    let r = env
+        .engine()
+        .profile_add(&ProfileAddRequest {
+            agent_id: "carol".into(),
+            category: Category::Style,
+            content: "Prefer early returns over nested ifs".into(),
+            rule: None,
+            role: None,
+        })
+        .unwrap();
+    quick("profile add", started);
+    assert!(!r.preference.embedded);
+    let notice = r.notice.clone().unwrap_or_default();
+    assert!(notice.contains("without an embedding") && notice.contains("did not answer within 400 ms"), "{notice}");
+
+    // A new engine (nothing remembered) searches by words and says why.
+    let started = Instant::now();
+    let s = search(&env.engine(), "carol", "early returns");
+    quick("profile search", started);
+    assert_eq!(s.mode, RecallMode::Text, "{s:?}");
+    assert!(s.notice.as_deref().is_some_and(|n| n.contains("did not answer")), "{s:?}");
+    assert_eq!(s.results[0].preference.id, r.preference.id);
+
+    // The CLI, a process of its own.
+    let started = Instant::now();
+    let out =
+        env.run_env(&["profile", "add", "--agent", "carol", "--category", "style", "Name booleans as questions"], &[]);
+    quick("docdex profile add", started);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("without an embedding"), "{said}");
+    // Each engine asked the server once (whether it answers), never to embed.
+    assert_eq!(accepted.load(Ordering::SeqCst), 3);
+}
+
 #[test]
 fn a_dimension_mismatch_is_a_clear_error_and_reembed_is_the_way_out() {
     let env = Env::new();

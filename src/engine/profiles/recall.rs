@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 const BACKFILL_BATCH: usize = 32;
 /// How long a failed embedder stays failed before it is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
+/// How long a model server that answered the liveness check is taken to be alive.
+const ALIVE_FOR: Duration = Duration::from_secs(30);
 /// Query vectors kept (a chat turn and its evolution embed the same text).
 const CACHED_QUERIES: usize = 32;
 /// The most preferences one recall considers.
@@ -34,6 +36,8 @@ type Failure = (Instant, String, bool);
 #[derive(Default)]
 pub(crate) struct RecallCache {
     failure: Mutex<Option<Failure>>,
+    /// When the model server last answered the liveness check.
+    alive: Mutex<Option<Instant>>,
     queries: Mutex<VecDeque<CachedQuery>>,
 }
 
@@ -77,7 +81,9 @@ impl Engine {
     }
 
     /// Embeds `texts` with the profile model; a failure is remembered for a short while so a
-    /// dead server costs one attempt, not one per call.
+    /// dead server costs one attempt, not one per call. A server that does not answer the
+    /// liveness check ([`Engine::profile_server_answers`]) is not asked to embed at all, and
+    /// inside a chat turn a stop ends the wait.
     fn profile_embed(&self, texts: Vec<String>) -> std::result::Result<Vec<Vec<f32>>, VectorTrouble> {
         let cache = &self.profiles().recall;
         if let Some((at, why, _)) = cache.failure.lock().ok().and_then(|f| f.clone()) {
@@ -87,14 +93,20 @@ impl Engine {
         }
         let model = self.profile_embedding_model();
         let provider = self.provider().map_err(|e| VectorTrouble::Unavailable(e.to_string()))?;
+        self.profile_server_answers(provider.as_ref())?;
         let n = texts.len();
-        let result = self.block_on(async move { provider.embed(&model, texts).await }).and_then(|r| r).and_then(|v| {
-            if v.len() == n && v.iter().all(|x| !x.is_empty()) {
-                Ok(v)
-            } else {
-                Err(Error::Upstream(format!("the embedder returned {} vectors for {n} texts", v.len())))
-            }
-        });
+        let result =
+            self.block_on_server(async move { provider.embed(&model, texts).await }).and_then(|r| r).and_then(|v| {
+                if v.len() == n && v.iter().all(|x| !x.is_empty()) {
+                    Ok(v)
+                } else {
+                    Err(Error::Upstream(format!("the embedder returned {} vectors for {n} texts", v.len())))
+                }
+            });
+        if let Err(Error::Cancelled) = result {
+            // The turn was stopped: that says nothing about the server.
+            return Err(VectorTrouble::Unavailable("the request was stopped".into()));
+        }
         match result {
             Ok(v) => {
                 if let Ok(mut f) = cache.failure.lock() {
@@ -104,12 +116,69 @@ impl Engine {
             }
             Err(e) => {
                 let why = e.to_string();
-                let down = matches!(e, Error::LlmTimeout { .. } | Error::LlmUnreachable { .. });
-                if let Ok(mut f) = cache.failure.lock() {
-                    *f = Some((Instant::now(), why.clone(), down));
-                }
+                self.profile_remember_failure(
+                    why.clone(),
+                    matches!(e, Error::LlmTimeout { .. } | Error::LlmUnreachable { .. }),
+                );
                 Err(VectorTrouble::Unavailable(why))
             }
+        }
+    }
+
+    /// Remembers a failed call for [`RETRY_AFTER`]; `down` when the server itself failed.
+    fn profile_remember_failure(&self, why: String, down: bool) {
+        if let Ok(mut f) = self.profiles().recall.failure.lock() {
+            *f = Some((Instant::now(), why, down));
+        }
+    }
+
+    /// Whether the model server answers at all: any HTTP answer to a GET of its base URL
+    /// within `[llm] connect_timeout_ms` (at most the request timeout). A server that accepts
+    /// connections and never answers (stuck, wedged behind a proxy) otherwise held `profile
+    /// add` and `profile search` for a whole `[llm] request_timeout_secs` (two minutes by
+    /// default) before they fell back; a server that answers but is slow to embed (a model
+    /// still loading) still gets the full timeout. An answer is trusted for [`ALIVE_FOR`].
+    fn profile_server_answers(
+        &self,
+        provider: &dyn crate::engine::llm::Provider,
+    ) -> std::result::Result<(), VectorTrouble> {
+        let cache = &self.profiles().recall;
+        if cache.alive.lock().ok().and_then(|a| *a).is_some_and(|at| at.elapsed() < ALIVE_FOR) {
+            return Ok(());
+        }
+        let llm = &self.config().llm;
+        let wait = Duration::from_millis(llm.connect_timeout_ms.max(1))
+            .min(Duration::from_secs(llm.request_timeout_secs.max(1)));
+        let url = provider.base_url().to_string();
+        let probe = url.clone();
+        let answered = self.block_on_server(async move {
+            let client = reqwest::Client::builder().timeout(wait).build().ok()?;
+            match client.get(&probe).send().await {
+                Ok(_) => Some(true),
+                Err(e) if e.is_timeout() => Some(false),
+                // A failure the embedding call reports better (connection refused, TLS).
+                Err(_) => None,
+            }
+        });
+        match answered {
+            Ok(Some(false)) => {
+                tracing::warn!(url, ms = wait.as_millis() as u64, "the model server did not answer the liveness check");
+                let why = format!(
+                    "the {} server at {url} did not answer within {} ms (`[llm] connect_timeout_ms`): it may be stuck or overloaded; check it (for Ollama: `ollama ps`)",
+                    provider.kind(),
+                    wait.as_millis()
+                );
+                self.profile_remember_failure(why.clone(), true);
+                Err(VectorTrouble::Unavailable(why))
+            }
+            Err(Error::Cancelled) => Err(VectorTrouble::Unavailable("the request was stopped".into())),
+            Ok(Some(true)) => {
+                if let Ok(mut a) = cache.alive.lock() {
+                    *a = Some(Instant::now());
+                }
+                Ok(())
+            }
+            _ => Ok(()),
         }
     }
 
