@@ -13,6 +13,9 @@ pub enum DagAction {
     List {
         #[command(flatten)]
         repo: RepoArg,
+        /// How many, newest first (default 50).
+        #[arg(long, short = 'n', value_parser = super::count_up_to::<10_000>)]
+        limit: Option<usize>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -53,8 +56,8 @@ impl DagAction {
 /// Runs `docdex dag ...`.
 pub fn run(engine: &Engine, out: &Out, action: DagAction) -> anyhow::Result<()> {
     match action {
-        DagAction::List { repo, json } => {
-            let list = engine.dag_sessions(&repo.resolve()?)?;
+        DagAction::List { repo, limit, json } => {
+            let list = engine.dag_sessions_up_to(&repo.resolve()?, limit)?;
             if json {
                 return out.json(&list);
             }
@@ -79,6 +82,11 @@ pub fn run(engine: &Engine, out: &Out, action: DagAction) -> anyhow::Result<()> 
                     s.agent_id.as_deref().unwrap_or("-"),
                     s.title
                 ));
+            }
+            let left = list.total.saturating_sub(list.sessions.len() as u64);
+            if left > 0 {
+                let all = list.total;
+                out.line(&out.paint("2", &format!("... {left} older ({all} in all; `-n N` shows up to 10000)")));
             }
         }
         DagAction::View { repo, session, format } => {

@@ -23,6 +23,11 @@ use std::path::{Path, PathBuf};
 pub const DAG_FILE: &str = "dag.db";
 /// Version of the `dag.db` schema.
 pub const DAG_SCHEMA_VERSION: u32 = 1;
+/// Sessions a listing answers when not told how many: every chat request without a session
+/// starts one, so a repository gathers thousands, and listing them all answered megabytes.
+pub const DAG_LIST_DEFAULT: usize = 50;
+/// Most sessions one listing answers.
+pub const DAG_LIST_MAX: usize = 10_000;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS dag_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -142,6 +147,9 @@ pub struct DagSessionList {
     pub schema_version: u32,
     /// Repo root.
     pub repo: PathBuf,
+    /// Sessions in the repository (`sessions` holds the newest `limit` of them).
+    #[serde(default)]
+    pub total: u64,
     /// Newest first.
     pub sessions: Vec<DagSessionSummary>,
 }
@@ -306,12 +314,20 @@ impl DagStore {
         })
     }
 
-    /// Sessions, newest first.
-    pub fn sessions(&self) -> Result<Vec<DagSessionSummary>> {
-        let sql = format!("{} ORDER BY s.created_at DESC, s.rowid DESC", Self::SUMMARY);
+    /// The newest `limit` sessions, newest first.
+    pub fn sessions(&self, limit: usize) -> Result<Vec<DagSessionSummary>> {
+        let sql = format!("{} ORDER BY s.created_at DESC, s.rowid DESC LIMIT ?1", Self::SUMMARY);
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt.query_map([], Self::summary).map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([limit as i64], Self::summary).map_err(|e| self.err(e))?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(|e| self.err(e))
+    }
+
+    /// How many sessions there are.
+    pub fn session_count(&self) -> Result<u64> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get::<_, i64>(0))
+            .map(|n| n.max(0) as u64)
+            .map_err(|e| self.err(e))
     }
 
     /// The session `id`, or the one session whose id starts with `id` (at least 4 characters).
@@ -383,14 +399,21 @@ impl DagStore {
 }
 
 impl Engine {
-    /// The reasoning sessions logged for a repository, newest first.
+    /// The newest [`DAG_LIST_DEFAULT`] reasoning sessions logged for a repository.
     pub fn dag_sessions(&self, repo_path: &Path) -> Result<DagSessionList> {
+        self.dag_sessions_up_to(repo_path, None)
+    }
+
+    /// The newest `limit` reasoning sessions (default [`DAG_LIST_DEFAULT`], 1 to
+    /// [`DAG_LIST_MAX`]) with how many the repository has.
+    pub fn dag_sessions_up_to(&self, repo_path: &Path, limit: Option<usize>) -> Result<DagSessionList> {
         let repo = self.resolve_repo(repo_path)?;
-        let sessions = match DagStore::open_existing(&repo)? {
-            Some(store) => store.sessions()?,
-            None => Vec::new(),
+        let limit = limit.unwrap_or(DAG_LIST_DEFAULT).clamp(1, DAG_LIST_MAX);
+        let (total, sessions) = match DagStore::open_existing(&repo)? {
+            Some(store) => (store.session_count()?, store.sessions(limit)?),
+            None => (0, Vec::new()),
         };
-        Ok(DagSessionList { schema_version: DAG_SCHEMA_VERSION, repo: repo.root, sessions })
+        Ok(DagSessionList { schema_version: DAG_SCHEMA_VERSION, repo: repo.root, total, sessions })
     }
 
     /// One reasoning session with its nodes and edges (`session` may be a unique prefix).
@@ -563,7 +586,18 @@ mod tests {
         assert_eq!((got.session.turns, got.session.nodes), (1, 3));
         assert_eq!(got.nodes[2].parents, vec![a, b]);
         assert_eq!(got.nodes[2].payload["passed"], true);
-        assert_eq!(s.sessions().unwrap().len(), 1);
+        assert_eq!(s.sessions(50).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_listing_takes_the_newest_sessions_and_counts_them_all() {
+        let (_d, s) = store();
+        for i in 0..5 {
+            s.join_session(Some(&format!("s{i}")), None, &format!("question {i}")).unwrap();
+        }
+        let newest: Vec<String> = s.sessions(2).unwrap().into_iter().map(|x| x.id).collect();
+        assert_eq!(newest, ["s4", "s3"]);
+        assert_eq!(s.session_count().unwrap(), 5);
     }
 
     #[test]

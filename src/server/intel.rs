@@ -64,6 +64,17 @@ pub struct MemoryRecallBody {
     pub recall: MemoryRecallRequest,
 }
 
+/// `GET /v1/dag/sessions` query.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DagListQuery {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// How many, newest first (default 50, at most 10000); `total` counts them all.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
 /// `GET /v1/memory` query.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemoryListQuery {
@@ -339,10 +350,11 @@ async fn graph_cycles(
 async fn dag_sessions(
     State(state): State<AppState>,
     headers: HeaderMap,
-    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiQuery(q): ApiQuery<DagListQuery>,
 ) -> Result<Json<DagSessionList>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    run(state, sel, Vec::new(), |engine, repo| engine.dag_sessions(&repo.root)).await
+    let limit = q.limit;
+    run(state, sel, Vec::new(), move |engine, repo| engine.dag_sessions_up_to(&repo.root, limit)).await
 }
 
 async fn dag_session(
@@ -459,7 +471,8 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
         .get(
             "/v1/dag/sessions",
             dag_sessions,
-            Operation::new("Reasoning sessions logged by chat, newest first"),
+            Operation::new("Reasoning sessions logged by chat, newest first")
+                .describe("The newest `limit` (default 50, at most 10000); `total` counts every session."),
         )
         .get(
             "/v1/dag/{session}",

@@ -490,6 +490,34 @@ fn dag_cli_lists_and_renders_sessions_as_text_dot_and_json() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("docdex dag list"));
 }
 
+#[tokio::test]
+async fn dag_list_answers_the_newest_sessions_and_counts_them_all() {
+    // Every chat request without a session starts one, so a repository gathers thousands;
+    // `dag list` and GET /v1/dag/sessions answered them all (20,000 sessions: 2.9 MB).
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    for question in ["how are stale sessions expired?", "how is a login checked?", "what does billing charge?"] {
+        c.env.json(&["chat", "--repo", c.r(), "--json", "--query", question]);
+    }
+    let list = c.env.json(&["dag", "list", "--repo", c.r(), "--json", "-n", "2"]);
+    assert_eq!(list["total"], 3, "{list}");
+    let titles: Vec<&str> = list["sessions"].as_array().unwrap().iter().filter_map(|s| s["title"].as_str()).collect();
+    assert_eq!(titles, ["what does billing charge?", "how is a login checked?"], "the newest two");
+    let text = c.env.run(&["dag", "list", "--repo", c.r(), "-n", "2"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("... 1 older (3 in all; `-n N`"), "{text}");
+    assert!(!text.contains("stale sessions"), "{text}");
+    let too_many = c.env.run(&["dag", "list", "--repo", c.r(), "-n", "0"]);
+    assert_eq!(too_many.status.code(), Some(2));
+
+    use crate::server_util::{client, Server};
+    let server = Server::start(&c.env, &["serve", "--repo", c.r(), "--no-watch"], &[]);
+    let resp = client().get(server.url("/v1/dag/sessions?limit=1")).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!((v["total"].as_u64(), v["sessions"].as_array().map(Vec::len)), (Some(3), Some(1)), "{v}");
+    assert_eq!(v["sessions"][0]["title"], "what does billing charge?");
+}
+
 /// The DOT renders with graphviz when it is installed; its structure is checked either way.
 fn check_dot(dot: &str, nodes: usize) {
     assert!(dot.starts_with("digraph \"docdex session "), "{dot}");
