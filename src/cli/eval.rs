@@ -23,7 +23,8 @@ pub struct EvalArgs {
     /// With --from-git: how many queries.
     #[arg(long, short = 'n', default_value_t = 50, conflicts_with = "queries")]
     n: usize,
-    /// With --from-git: only commits after this date (anything `git log --since` takes).
+    /// With --from-git: only commits after this date: YYYY-MM-DD [HH:MM], "3 weeks ago",
+    /// "last month", yesterday, @UNIX_SECONDS (anything else is refused).
     #[arg(long, conflicts_with = "queries")]
     since: Option<String>,
     /// With --from-git: the shuffle seed (the same seed and history give the same queries).

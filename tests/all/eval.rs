@@ -722,3 +722,27 @@ fn in_a_subdirectory_a_commit_that_also_changed_source_outside_makes_no_query() 
     let both = report.queries.iter().find(|q| q.query.starts_with("Lowercase")).expect("the cross-package query");
     assert_eq!(both.gold, ["packages/cli/src/cli.py", "packages/lexer/src/lexer.py"]);
 }
+
+/// git reads any `--since` text as some date without a word (`yesterdayy` as now, `2026-13-45`
+/// as a day in November), so eval read a window the user never meant. Such text is refused,
+/// before git runs, as a usage error naming the forms that are read as meant.
+#[test]
+fn an_invalid_since_date_is_refused_naming_the_accepted_forms() {
+    let env = Env::new();
+    let root = history_repo(&env);
+    let repo = root.to_str().unwrap();
+    for bad in ["yesterdayy", "2026-13-45", "2024-02-30", "2024-05"] {
+        let out = env.run(&["eval", "--repo", repo, "--from-git", "--since", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("--since {bad:?}")) && err.contains("YYYY-MM-DD"), "{err}");
+        assert!(err.contains("days ago") && err.contains("yesterday"), "{err}");
+    }
+    let json = env.run(&["eval", "--repo", repo, "--since", "banana", "--json"]);
+    assert_eq!(json.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&json.stdout).contains("bad_request"), "{json:?}");
+    for good in ["2023-06-01", "2023-06-01 12:00", "1000 weeks ago", "@1672531200"] {
+        let out = env.run(&["eval", "--repo", repo, "--since", good, "--json"]);
+        assert!(out.status.success(), "{good}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}

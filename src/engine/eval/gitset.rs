@@ -48,7 +48,9 @@ const MIN_CONTENT_WORDS: usize = 4;
 pub struct GitSetOptions {
     /// Queries wanted (fewer when the history has fewer qualifying commits).
     pub n: usize,
-    /// Only commits after this date (anything `git log --since` accepts).
+    /// Only commits after this date: YYYY-MM-DD (optionally with a time), "3 weeks ago", "last
+    /// month", yesterday, or @UNIX_SECONDS; anything else is refused, since git would read it
+    /// as some other date without a word.
     #[serde(default)]
     pub since: Option<String>,
     /// Shuffle seed: the same seed and history give the same set.
@@ -90,8 +92,7 @@ pub struct GitSetStats {
     #[serde(default)]
     pub shallow: bool,
     /// Commit date (YYYY-MM-DD) of the oldest commit read: the window actually evaluated, as
-    /// git read `--since` (it takes `2026-13-45` as some date in November without a word) and
-    /// as far back as the newest 6,000 commits go.
+    /// far back as `--since` and the newest 6,000 commits go.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oldest: Option<String>,
 }
@@ -128,6 +129,9 @@ struct Commit {
 /// subdirectory of the git work tree: a commit that changed source outside it is left out, see
 /// [`within`]).
 pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSetStats)> {
+    if let Some(since) = opts.since.as_deref().filter(|s| !s.trim().is_empty()) {
+        super::since::check(since)?;
+    }
     let log = git(root, &log_args(opts))?;
     let commits = parse_log(&log);
     let grafted = shallow_commits(root)?;

@@ -6,6 +6,7 @@
 //! index (`--compare`), to see what a setting changes before adopting it.
 
 pub mod gitset;
+pub mod since;
 
 use crate::config::Config;
 use crate::engine::index::manifest::Manifest;
@@ -176,11 +177,11 @@ impl Engine {
 
 /// Why the history gave no query, and what to do.
 fn no_query_from_git(req: &EvalRequest, s: &GitSetStats) -> String {
-    // git takes any --since text and reads nothing after a date it could not parse.
+    // --since was checked (since::check), so nothing read means nothing that new.
     let since = match &req.source {
-        QuerySource::Git(o) if s.scanned == 0 => o.since.as_deref().map(|d| {
-            format!("; no commit is newer than --since {d:?} (is it a date git understands, such as 2024-01-31 or \"3 months ago\"?)")
-        }),
+        QuerySource::Git(o) if s.scanned == 0 => {
+            o.since.as_deref().map(|d| format!("; no commit is newer than --since {d:?}"))
+        }
         _ => None,
     };
     // Commits that qualified and were tried, yet made no query, were counted as qualified

@@ -1,0 +1,154 @@
+//! `--since` for a query set from git history, checked before git sees it. git reads any text
+//! as some date without a word (`yesterdayy` and `banana` as now, `2026-13-45` as a day in
+//! November, `2024-05` as the 5th of this month), so eval would read a window the user never
+//! meant. Only forms whose meaning is unambiguous pass; each is handed to git unchanged.
+
+use crate::error::{Error, Result};
+
+/// The accepted forms, for the error that refuses anything else.
+pub const ACCEPTED: &str = "a date YYYY-MM-DD (or YYYY/MM/DD), optionally with a time HH:MM[:SS] after a space or T and a zone Z or +HH:MM; \"N days ago\" (or \"N.days.ago\"; second, minute, hour, day, week, month, year; \"ago\" optional); \"last week\" (month, year, ...); yesterday, today or now; or @UNIX_SECONDS";
+
+/// `Ok` when git will read `since` as the user meant it; a `bad_request` naming the accepted
+/// forms otherwise.
+pub fn check(since: &str) -> Result<()> {
+    let s = since.trim();
+    if is_absolute(s) || is_relative(s) || is_timestamp(s) {
+        return Ok(());
+    }
+    Err(Error::BadRequest(format!(
+        "--since {since:?} is not a date docdex can pass to git unchanged (git would read it as some other date without a word); use {ACCEPTED}"
+    )))
+}
+
+const UNITS: &[&str] = &["second", "minute", "hour", "day", "week", "month", "year"];
+
+fn is_unit(w: &str) -> bool {
+    let w = w.to_ascii_lowercase();
+    UNITS.iter().any(|u| w == *u || w.strip_suffix('s') == Some(u))
+}
+
+/// `3 days ago`, `3.days.ago`, `2 weeks`, `last month`, `yesterday`, `today`, `now`.
+fn is_relative(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    if matches!(lower.as_str(), "yesterday" | "today" | "now") {
+        return true;
+    }
+    let words: Vec<&str> = lower.split(|c: char| c.is_whitespace() || c == '.').filter(|w| !w.is_empty()).collect();
+    let words = match words.split_last() {
+        Some((&"ago", rest)) => rest,
+        _ => &words[..],
+    };
+    match words {
+        [n, unit] => (n.chars().all(|c| c.is_ascii_digit()) || *n == "last") && is_unit(unit),
+        _ => false,
+    }
+}
+
+/// `@1700000000`.
+fn is_timestamp(s: &str) -> bool {
+    s.strip_prefix('@').is_some_and(|d| !d.is_empty() && d.len() <= 12 && d.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// `2024-05-06`, `2024/05/06`, with `[ T]HH:MM[:SS]` and a zone `Z`, `+HH:MM`, `-HHMM`.
+fn is_absolute(s: &str) -> bool {
+    let (date, time) = match s.find([' ', 'T']) {
+        Some(i) => (&s[..i], Some(s[i + 1..].trim())),
+        None => (s, None),
+    };
+    valid_date(date) && time.is_none_or(valid_time)
+}
+
+fn number(s: &str, digits: usize) -> Option<u32> {
+    (s.len() == digits && s.chars().all(|c| c.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+}
+
+fn valid_date(s: &str) -> bool {
+    let sep = if s.contains('/') { '/' } else { '-' };
+    let parts: Vec<&str> = s.split(sep).collect();
+    let [y, m, d] = parts[..] else { return false };
+    let (Some(y), Some(m), Some(d)) = (number(y, 4), number(m, 2), number(d, 2)) else { return false };
+    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    y >= 1970 && (1..=days).contains(&d)
+}
+
+fn valid_time(s: &str) -> bool {
+    let (clock, zone) = match s.find(['Z', 'z', '+', '-']) {
+        Some(i) => (s[..i].trim(), Some(s[i..].trim())),
+        None => (s, None),
+    };
+    let parts: Vec<&str> = clock.split(':').collect();
+    let hms: Option<Vec<u32>> = parts.iter().map(|p| number(p, 2)).collect();
+    let clock_ok = match hms.as_deref() {
+        Some([h, m]) => *h < 24 && *m < 60,
+        Some([h, m, sec]) => *h < 24 && *m < 60 && *sec < 60,
+        _ => false,
+    };
+    clock_ok && zone.is_none_or(valid_zone)
+}
+
+fn valid_zone(z: &str) -> bool {
+    if z.eq_ignore_ascii_case("z") {
+        return true;
+    }
+    let Some(rest) = z.strip_prefix(['+', '-']) else { return false };
+    let digits = rest.replacen(':', "", 1);
+    number(&digits, 4).is_some_and(|hm| hm / 100 <= 14 && hm % 100 < 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_git_reads_as_meant_pass_and_the_rest_are_refused() {
+        for ok in [
+            "2024-05-06",
+            "2024/05/06",
+            "2024-02-29",
+            "2024-05-06 10:00",
+            "2024-05-06T10:00:00Z",
+            "2024-05-06T10:00:00+02:00",
+            "2024-05-06 10:00:00 -0500",
+            "3 days ago",
+            "3.days.ago",
+            "2 weeks",
+            "1 month ago",
+            "last week",
+            "Yesterday",
+            "today",
+            "now",
+            "@1700000000",
+            "  2024-05-06 ",
+        ] {
+            assert!(check(ok).is_ok(), "{ok:?} refused");
+        }
+        for bad in [
+            "yesterdayy",
+            "banana",
+            "2026-13-45",
+            "2023-02-29",
+            "2024-04-31",
+            "2024-05",
+            "2024-5-6",
+            "2024-05-06 25:00",
+            "2024-05-06T10:61",
+            "2024-05-06 lunch",
+            "3 dayz ago",
+            "days ago",
+            "last",
+            "@",
+            "@12ab",
+            "",
+        ] {
+            let err = check(bad).expect_err(bad).to_string();
+            assert!(err.contains("YYYY-MM-DD") && err.contains("days ago"), "{err}");
+        }
+    }
+}
