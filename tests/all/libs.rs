@@ -794,3 +794,169 @@ fn per_platform_copies_collapse_and_the_function_described_ranks_first() {
     let hits = search("count bytes");
     assert_eq!(hits[0].title, "pub fn count_bytes(needle: u8, haystack: &[u8]) -> usize", "{hits:?}");
 }
+
+/// A gzip'd ustar archive of `(path, text)` files, as an npm tarball is.
+fn tgz(files: &[(&str, &str)]) -> Vec<u8> {
+    use std::io::Write;
+    let mut tar = Vec::new();
+    for (path, body) in files {
+        let mut h = [0u8; 512];
+        h[..path.len()].copy_from_slice(path.as_bytes());
+        h[100..107].copy_from_slice(b"0000644");
+        h[124..135].copy_from_slice(format!("{:011o}", body.len()).as_bytes());
+        h[156] = b'0';
+        h[257..263].copy_from_slice(b"ustar\0");
+        h[148..156].copy_from_slice(b"        ");
+        let sum: u32 = h.iter().map(|b| *b as u32).sum();
+        h[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+        tar.extend_from_slice(&h);
+        tar.extend_from_slice(body.as_bytes());
+        tar.resize(tar.len().div_ceil(512) * 512, 0);
+    }
+    tar.extend_from_slice(&[0u8; 1024]);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&tar).unwrap();
+    gz.finish().unwrap()
+}
+
+/// A loopback registry serving bytes: `handler(path, base_url)` gives the status, content type
+/// and body. Returns its base URL and the paths asked for.
+fn byte_registry(
+    handler: impl Fn(&str, &str) -> (u16, &'static str, Vec<u8>) + Send + Sync + 'static,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let (b, s) = (base.clone(), seen.clone());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let path = String::from_utf8_lossy(&head).split_whitespace().nth(1).unwrap_or("/").to_string();
+            s.lock().unwrap().push(path.clone());
+            let (status, ct, body) = handler(&path, &b);
+            let reply = format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(reply.as_bytes());
+            let _ = conn.write_all(&body);
+        }
+    });
+    (base, seen)
+}
+
+/// npm registries (and proxies in front of them) that serve the abbreviated package document
+/// send no `readme`: every npm package had no published docs ("the npm registry has no README
+/// for left-pad"). The README now comes from the version's tarball, read in memory: only a
+/// README at the package root, never a member climbing out (`../`), a link, or a deeper one.
+#[test]
+fn npm_readmes_come_from_the_tarball_when_the_registry_document_has_none() {
+    let env = Env::new();
+    let repo = env.repo("tarballs");
+    write(&repo, "package.json", r#"{"dependencies": {"padkit": "1.3.0", "@acme/deep": "2.0.0"}}"#);
+    write(
+        &repo,
+        "package-lock.json",
+        r#"{"packages": {"node_modules/padkit": {"version": "1.3.0"}, "node_modules/@acme/deep": {"version": "2.0.0"}}}"#,
+    );
+    let (base, seen) = byte_registry(|path, base| {
+        let json = |s: String| (200, "application/json", s.into_bytes());
+        let doc = |name: &str, file: &str, version: &str| {
+            json(format!(
+                r#"{{"name": "{name}", "dist-tags": {{"latest": "{version}"}}, "versions": {{"{version}": {{"dist": {{"tarball": "{base}/npm/{name}/-/{file}-{version}.tgz"}}}}}}}}"#
+            ))
+        };
+        match path {
+            "/npm/padkit" => doc("padkit", "padkit", "1.3.0"),
+            "/npm/@acme%2Fdeep" => doc("@acme/deep", "deep", "2.0.0"),
+            "/npm/padkit/-/padkit-1.3.0.tgz" => (
+                200,
+                "application/octet-stream",
+                tgz(&[
+                    ("package/package.json", "{}"),
+                    ("package/../README.md", "Escaped the package."),
+                    ("package/README.md", "# padkit\n\nPads strings on the left with wombat spaces."),
+                ]),
+            ),
+            "/npm/@acme/deep/-/deep-2.0.0.tgz" => {
+                (200, "application/octet-stream", tgz(&[("package/docs/README.md", "Nested numbat docs.")]))
+            }
+            _ => (404, "text/plain", b"not found".to_vec()),
+        }
+    });
+    env.write_config(&format!(
+        "[libs]\nnpm_registry_url = \"{base}/npm\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n"
+    ));
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--json"]);
+    let pkg = |name: &str| v["packages"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap().clone();
+    assert_eq!(pkg("padkit")["published_docs"], 1, "{v}");
+    assert!(pkg("padkit")["notes"].to_string().contains("README read from the npm tarball"), "{v}");
+    let deep = pkg("@acme/deep");
+    assert_eq!(deep["published_docs"], 0, "{v}");
+    assert!(
+        deep["notes"]
+            .to_string()
+            .contains("no README for @acme/deep@2.0.0: not in the registry document, nor in its tarball"),
+        "{v}"
+    );
+    assert!(v.get("registry_unreachable").is_none(), "an archive without a README is an answer: {v}");
+    assert!(seen.lock().unwrap().iter().any(|p| p == "/npm/@acme/deep/-/deep-2.0.0.tgz"));
+    let search = |q: &str| env.engine().libs_search(&repo, &LibsSearchRequest { query: q.into(), limit: Some(5) });
+    let hits = search("pads strings wombat spaces").unwrap().hits;
+    assert_eq!(hits[0].package, "padkit", "{hits:?}");
+    assert!(hits[0].source.ends_with("padkit-1.3.0.tgz#package/README.md"), "{hits:?}");
+    assert!(search("escaped the package").unwrap().hits.is_empty(), "a climbing member was read");
+    assert!(search("nested numbat").unwrap().hits.is_empty(), "a README below the root was read");
+}
+
+/// PyPI (or a proxy in front of it) answering 404 for `/pypi/NAME/VERSION/json` gave Python
+/// packages no published docs. The project's page is read then: its description as it is when
+/// it is the locked version's, else titled and noted with the version it describes; a locked
+/// version PyPI never released is said to be missing, not described by another release.
+#[test]
+fn pypi_falls_back_to_the_project_page_and_says_which_version_it_describes() {
+    let env = Env::new();
+    let repo = env.repo("pyproj");
+    write(&repo, "requirements.txt", "sixish==1.16.0\nexactly==2.0.0\nghostly==9.9.9\n");
+    let (base, _seen) = byte_registry(|path, _| {
+        let project = |name: &str, latest: &str, desc: &str| {
+            let body = format!(
+                r#"{{"info": {{"name": "{name}", "version": "{latest}", "description": "{desc}"}}, "releases": {{"1.16.0": [], "{latest}": []}}}}"#
+            );
+            (200, "application/json", body.into_bytes())
+        };
+        match path {
+            "/pypi/sixish/json" => project("sixish", "1.17.0", "Sixish bridges two pythons with kangaroo shims."),
+            "/pypi/exactly/json" => project("exactly", "2.0.0", "Exactly measures platypus lengths."),
+            "/pypi/ghostly/json" => project("ghostly", "1.0.0", "Ghostly haunts."),
+            _ => (404, "application/json", br#"{"message": "Not Found"}"#.to_vec()),
+        }
+    });
+    env.write_config(&format!(
+        "[libs]\npypi_url = \"{base}\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n"
+    ));
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--json"]);
+    let pkg = |name: &str| v["packages"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap().clone();
+    assert_eq!(pkg("exactly")["published_docs"], 1, "{v}");
+    assert!(pkg("exactly").get("notes").is_none_or(|n| !n.to_string().contains("PyPI served")), "{v}");
+    assert_eq!(pkg("sixish")["published_docs"], 1, "{v}");
+    let notes = pkg("sixish")["notes"].to_string();
+    assert!(
+        notes.contains("PyPI served no page for sixish 1.16.0; its description is the latest release's (1.17.0)"),
+        "{v}"
+    );
+    assert_eq!(pkg("ghostly")["published_docs"], 0, "{v}");
+    assert!(pkg("ghostly")["notes"].to_string().contains("PyPI has no release 9.9.9 of ghostly"), "{v}");
+    let search = |q: &str| env.engine().libs_search(&repo, &LibsSearchRequest { query: q.into(), limit: Some(5) });
+    let hits = search("kangaroo shims").unwrap().hits;
+    assert_eq!(hits[0].title, "project description of sixish 1.17.0 (PyPI)", "{hits:?}");
+    assert_eq!(search("platypus lengths").unwrap().hits[0].title, "project description (PyPI)");
+    assert!(search("ghostly haunts").unwrap().hits.is_empty());
+}

@@ -1,18 +1,19 @@
 //! Library documentation as Tier 1: a repository's direct dependencies (`detect`), their docs
 //! from the installed sources first (`local`: offline), then, when online, the published docs
-//! (docs.rs for crates, the npm registry's README, PyPI's description and documentation link)
-//! through the web tier's guarded fetcher; cached per package and version under
+//! (`published`: docs.rs for crates, the npm README, PyPI's description and documentation
+//! link) through the web tier's guarded fetcher; cached per package and version under
 //! `state/cache/libs/<ecosystem>/<package>/<version>/` (shared by every repository) and ingested
 //! into the repository's own `libs_index/` (`index`), which only that repository searches.
 
+mod archive;
 pub mod detect;
 pub mod index;
 pub mod local;
+mod published;
 pub mod types;
 
 use crate::engine::fsutil::{count, now_ms, read_json, replace_json};
 use crate::engine::repos::RepoRef;
-use crate::engine::web::policy::Origin;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use local::{LibDoc, Roots};
@@ -39,31 +40,6 @@ struct CachedDocs {
     /// Published docs were asked for (online) when this was written.
     published_tried: bool,
     notes: Vec<String>,
-}
-
-/// The parts of an npm registry document read: a README per version (rare) and the
-/// package's (its latest version's). Every other field, of thousands of versions, is skipped
-/// while parsing rather than held.
-#[derive(Deserialize)]
-struct NpmDocument {
-    #[serde(default, deserialize_with = "lenient")]
-    readme: Option<String>,
-    #[serde(default)]
-    versions: std::collections::HashMap<String, NpmVersion>,
-}
-
-#[derive(Deserialize)]
-struct NpmVersion {
-    #[serde(default, deserialize_with = "lenient")]
-    readme: Option<String>,
-}
-
-/// A string, or nothing when the registry put something else there.
-fn lenient<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<String>, D::Error> {
-    Ok(match serde_json::Value::deserialize(d)? {
-        serde_json::Value::String(s) => Some(s),
-        _ => None,
-    })
 }
 
 /// What `state/repos/<fp>/libs.json` records about the last `libs fetch`.
@@ -250,11 +226,12 @@ impl Engine {
                 }
                 if online {
                     match self.published_docs(dep) {
-                        Ok(mut docs) => {
-                            if local::cap(&mut docs, MAX_PUBLISHED_BYTES) {
+                        Ok(mut p) => {
+                            entry.notes.append(&mut p.notes);
+                            if local::cap(&mut p.docs, MAX_PUBLISHED_BYTES) {
                                 entry.notes.push(cut_note("published", MAX_PUBLISHED_BYTES));
                             }
-                            entry.published = docs;
+                            entry.published = p.docs;
                         }
                         Err(e) => {
                             if unreachable(&e) {
@@ -305,67 +282,6 @@ impl Engine {
             tracing::info!(path = %cache_path.display(), error = %e, "libs cache not updated");
         }
         entry
-    }
-
-    /// The published docs of one package, through the guarded fetcher.
-    fn published_docs(&self, dep: &Dependency) -> Result<Vec<LibDoc>> {
-        let libs = &self.config().libs;
-        let base = |s: &str| s.trim().trim_end_matches('/').to_string();
-        match dep.ecosystem {
-            Ecosystem::Crates => {
-                let url =
-                    format!("{}/{}/{}/{}/", base(&libs.docs_rs_url), dep.name, dep.version, dep.name.replace('-', "_"));
-                let page = self.fetch_url(&url, Origin::Configured)?;
-                Ok(vec![LibDoc { title: page.title.clone(), source: page.final_url.clone(), text: page.markdown }])
-            }
-            Ecosystem::Npm => {
-                let url = format!("{}/{}", base(&libs.npm_registry_url), dep.name.replace('/', "%2F"));
-                let v: NpmDocument = self.registry_json(&url)?;
-                let readme = v
-                    .versions
-                    .get(&dep.version)
-                    .and_then(|x| x.readme.as_deref())
-                    .or(v.readme.as_deref())
-                    .unwrap_or("");
-                if readme.trim().is_empty() {
-                    return Err(Error::NotFound(format!("the npm registry has no README for {}", dep.name)));
-                }
-                Ok(vec![LibDoc { title: "README (npm registry)".into(), source: url, text: readme.to_string() }])
-            }
-            Ecosystem::Pypi => {
-                let url = format!("{}/pypi/{}/{}/json", base(&libs.pypi_url), dep.name, dep.version);
-                let v: serde_json::Value = self.registry_json(&url)?;
-                let info = v.get("info").cloned().unwrap_or_default();
-                let mut out = Vec::new();
-                let desc = info.get("description").and_then(|d| d.as_str()).unwrap_or("");
-                if !desc.trim().is_empty() {
-                    out.push(LibDoc {
-                        title: "project description (PyPI)".into(),
-                        source: url.clone(),
-                        text: desc.to_string(),
-                    });
-                }
-                let docs_link = info
-                    .get("project_urls")
-                    .and_then(|u| u.as_object())
-                    .and_then(|o| {
-                        o.iter().find(|(k, _)| k.to_ascii_lowercase().contains("doc")).map(|(_, v)| v.clone())
-                    })
-                    .or_else(|| info.get("docs_url").cloned())
-                    .and_then(|v| v.as_str().map(str::to_string));
-                if let Some(link) = docs_link {
-                    match self.fetch_url(&link, Origin::Discovered) {
-                        Ok(page) => out.push(LibDoc {
-                            title: page.title.clone(),
-                            source: page.final_url.clone(),
-                            text: page.markdown,
-                        }),
-                        Err(e) => tracing::info!(%link, error = %e, "documentation link not fetched"),
-                    }
-                }
-                Ok(out)
-            }
-        }
     }
 }
 

@@ -32,6 +32,21 @@ pub struct Answer {
     pub retry_after: Option<u64>,
 }
 
+/// A response read within the limits, its body as bytes (an archive, not a page).
+#[derive(Debug, Clone)]
+pub struct RawAnswer {
+    /// HTTP status.
+    pub status: u16,
+    /// Where it ended after redirects.
+    pub final_url: Url,
+    /// `Content-Type`, lowercased.
+    pub content_type: String,
+    /// The body as sent.
+    pub body: Vec<u8>,
+    /// `Retry-After` in seconds, when sent.
+    pub retry_after: Option<u64>,
+}
+
 /// Why an HTTP request produced no answer.
 #[derive(Debug, Clone)]
 pub enum HttpFailure {
@@ -117,6 +132,25 @@ pub async fn get(
     max_bytes: u64,
     timeout: Duration,
 ) -> std::result::Result<Answer, HttpFailure> {
+    let raw = get_bytes(client, policy, url, origin, max_bytes, timeout).await?;
+    Ok(Answer {
+        status: raw.status,
+        final_url: raw.final_url,
+        body: decode_text(&raw.body, &raw.content_type),
+        content_type: raw.content_type,
+        retry_after: raw.retry_after,
+    })
+}
+
+/// [`get`], with the body kept as bytes (a package archive is not text in any charset).
+pub async fn get_bytes(
+    client: &reqwest::Client,
+    policy: &UrlPolicy,
+    url: &Url,
+    origin: Origin,
+    max_bytes: u64,
+    timeout: Duration,
+) -> std::result::Result<RawAnswer, HttpFailure> {
     match tokio::time::timeout(timeout, get_inner(client, policy, url, origin, max_bytes)).await {
         Ok(r) => r,
         Err(_) => Err(HttpFailure::Failed(format!("{url}: timed out after {:.0} s", timeout.as_secs_f64()))),
@@ -129,7 +163,7 @@ async fn get_inner(
     url: &Url,
     origin: Origin,
     max_bytes: u64,
-) -> std::result::Result<Answer, HttpFailure> {
+) -> std::result::Result<RawAnswer, HttpFailure> {
     let first_host = url.host_str().unwrap_or_default().to_string();
     let mut current = url.clone();
     for hop in 0..=MAX_REDIRECTS {
@@ -189,13 +223,7 @@ async fn get_inner(
                 )));
             }
         }
-        return Ok(Answer {
-            status: status.as_u16(),
-            final_url: current,
-            body: decode_text(&body, &content_type),
-            content_type,
-            retry_after,
-        });
+        return Ok(RawAnswer { status: status.as_u16(), final_url: current, body, content_type, retry_after });
     }
     Err(HttpFailure::Failed(format!("{url}: more than {MAX_REDIRECTS} redirects")))
 }
@@ -448,74 +476,18 @@ pub fn render(
         max_bytes,
         refused: refused.clone(),
     };
-    let patterns = [
-        RequestPattern {
-            url_pattern: Some("*".into()),
-            resource_Type: None,
-            request_stage: Some(RequestStage::Request),
-        },
-        RequestPattern {
-            url_pattern: Some("*".into()),
-            resource_Type: Some(ResourceType::Document),
-            request_stage: Some(RequestStage::Response),
-        },
-    ];
-    tab.enable_fetch(Some(&patterns), None).map_err(|e| upstream("enabling request checks", e))?;
+    tab.enable_fetch(Some(&checked_requests()), None).map_err(|e| upstream("enabling request checks", e))?;
     tab.enable_request_interception(Arc::new(move |_t, _s, ev: RequestPausedEvent| checks.decide(&ev)))
         .map_err(|e| upstream("enabling request checks", e))?;
-    let status: Arc<Mutex<Option<u16>>> = Arc::default();
-    let status_w = status.clone();
-    tab.register_response_handling(
-        "docdex-status",
-        Box::new(move |ev, _body| {
-            if ev.Type == ResourceType::Document {
-                if let Ok(mut s) = status_w.lock() {
-                    // The last document response is the page after its redirects.
-                    *s = Some(ev.response.status as u16);
-                }
-            }
-        }),
-    )
-    .map_err(|e| upstream("watching responses", e))?;
+    let status = watch_document_status(&tab).map_err(|e| upstream("watching responses", e))?;
     let over = Arc::new(AtomicBool::new(false));
     tab.add_event_listener(Arc::new(count_document_bytes(max_bytes, over.clone())))
         .map_err(|e| upstream("watching responses", e))?;
-    // Page.navigate itself only returns once the server starts answering, so the whole load
-    // runs on a helper thread and the deadline is kept here; on timeout the tab is stopped and
-    // closed, which also ends the helper's wait.
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (nav_tab, target) = (tab.clone(), url.to_string());
-    std::thread::Builder::new()
-        .name("docdex-navigate".into())
-        .spawn(move || {
-            let r = nav_tab.navigate_to(&target).and_then(|t| t.wait_until_navigated()).map(|_| ());
-            let _ = tx.send(r.map_err(|e| e.to_string()));
-        })
-        .map_err(|e| Error::Upstream(format!("{url}: cannot start the page load: {e}")))?;
-    let loaded = wait_for_load(chromium, &rx, &over, timeout);
+    let rx = navigate_in_background(&tab, url)?;
     let why_refused = || refused.lock().ok().and_then(|r| r.documents.first().cloned());
-    match loaded {
-        Load::Done => {}
-        Load::Failed(msg) => {
-            let _ = tab.stop_loading();
-            return Err(load_error(url, &msg, why_refused(), timeout));
-        }
-        Load::TooLarge => {
-            let _ = tab.stop_loading();
-            return Err(Error::Upstream(format!("{url}: the page is larger than [web] max_page_bytes ({max_bytes})")));
-        }
-        Load::BrowserGone => {
-            return Err(Error::Upstream(format!(
-                "{url}: the browser exited while loading the page (it crashed or was killed); the next fetch starts a new one"
-            )));
-        }
-        Load::TimedOut => {
-            let _ = tab.stop_loading();
-            return Err(Error::Upstream(format!(
-                "{url}: the page did not load within {} s (page_load_timeout_secs)",
-                timeout.as_secs()
-            )));
-        }
+    if let Err(e) = load_outcome(wait_for_load(chromium, &rx, &over, timeout), url, why_refused, timeout, max_bytes) {
+        let _ = tab.stop_loading();
+        return Err(e);
     }
     let final_url = tab.get_url();
     let refused_url = refused
@@ -529,6 +501,83 @@ pub fn render(
     let status = status.lock().ok().and_then(|s| *s);
     drop(close);
     Ok(Rendered { html, final_url, status })
+}
+
+/// Every request is checked before it leaves the browser, and documents again when their
+/// headers arrive.
+fn checked_requests() -> [RequestPattern; 2] {
+    [
+        RequestPattern {
+            url_pattern: Some("*".into()),
+            resource_Type: None,
+            request_stage: Some(RequestStage::Request),
+        },
+        RequestPattern {
+            url_pattern: Some("*".into()),
+            resource_Type: Some(ResourceType::Document),
+            request_stage: Some(RequestStage::Response),
+        },
+    ]
+}
+
+/// The HTTP status of the tab's last document response: the page after its redirects.
+fn watch_document_status(tab: &Arc<headless_chrome::Tab>) -> anyhow::Result<Arc<Mutex<Option<u16>>>> {
+    let status: Arc<Mutex<Option<u16>>> = Arc::default();
+    let status_w = status.clone();
+    tab.register_response_handling(
+        "docdex-status",
+        Box::new(move |ev, _body| {
+            if ev.Type == ResourceType::Document {
+                if let Ok(mut s) = status_w.lock() {
+                    *s = Some(ev.response.status as u16);
+                }
+            }
+        }),
+    )?;
+    Ok(status)
+}
+
+/// Starts loading `url` on a helper thread: Page.navigate itself only returns once the server
+/// starts answering, so the deadline is kept by the caller; on timeout the tab is stopped and
+/// closed, which also ends the helper's wait.
+fn navigate_in_background(
+    tab: &Arc<headless_chrome::Tab>,
+    url: &Url,
+) -> Result<std::sync::mpsc::Receiver<std::result::Result<(), String>>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (nav_tab, target) = (tab.clone(), url.to_string());
+    std::thread::Builder::new()
+        .name("docdex-navigate".into())
+        .spawn(move || {
+            let r = nav_tab.navigate_to(&target).and_then(|t| t.wait_until_navigated()).map(|_| ());
+            let _ = tx.send(r.map_err(|e| e.to_string()));
+        })
+        .map_err(|e| Error::Upstream(format!("{url}: cannot start the page load: {e}")))?;
+    Ok(rx)
+}
+
+/// The error a page load that did not finish is answered with.
+fn load_outcome(
+    loaded: Load,
+    url: &Url,
+    why_refused: impl Fn() -> Option<DocRefusal>,
+    timeout: Duration,
+    max_bytes: u64,
+) -> Result<()> {
+    match loaded {
+        Load::Done => Ok(()),
+        Load::Failed(msg) => Err(load_error(url, &msg, why_refused(), timeout)),
+        Load::TooLarge => {
+            Err(Error::Upstream(format!("{url}: the page is larger than [web] max_page_bytes ({max_bytes})")))
+        }
+        Load::BrowserGone => Err(Error::Upstream(format!(
+            "{url}: the browser exited while loading the page (it crashed or was killed); the next fetch starts a new one"
+        ))),
+        Load::TimedOut => Err(Error::Upstream(format!(
+            "{url}: the page did not load within {} s (page_load_timeout_secs)",
+            timeout.as_secs()
+        ))),
+    }
 }
 
 /// How a page load ended.

@@ -1,0 +1,232 @@
+//! Published docs of one package, through the web tier's guarded fetcher: docs.rs for a crate,
+//! the npm registry's README (else the README inside the version's tarball), PyPI's project
+//! description (the version's own, else the project's latest, said so) and documentation link.
+
+use super::archive;
+use super::local::LibDoc;
+use super::types::{Dependency, Ecosystem};
+use crate::engine::web::policy::Origin;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use std::collections::HashMap;
+
+/// An npm tarball downloaded at most (compressed): the README is read from it in memory.
+const MAX_TARBALL_BYTES: u64 = 32 * 1024 * 1024;
+/// Bytes inflated from a tarball at most while looking for its README (a small archive can
+/// inflate to gigabytes).
+const MAX_UNPACKED_BYTES: u64 = 64 * 1024 * 1024;
+/// A README read from a tarball at most.
+const MAX_README_BYTES: u64 = 4 * 1024 * 1024;
+
+/// What the npm registry puts in `readme` when the package has none.
+const NPM_NO_README: &str = "ERROR: No README data found!";
+
+/// A package's published docs, and what is worth saying about where they came from.
+#[derive(Debug, Default)]
+pub(super) struct Published {
+    pub docs: Vec<LibDoc>,
+    pub notes: Vec<String>,
+}
+
+/// The parts of an npm registry document read: a README per version (rare) and the
+/// package's (its latest version's), and each version's tarball. Every other field, of
+/// thousands of versions, is skipped while parsing rather than held.
+#[derive(Deserialize)]
+struct NpmDocument {
+    #[serde(default, deserialize_with = "lenient")]
+    readme: Option<String>,
+    #[serde(default)]
+    versions: HashMap<String, NpmVersion>,
+}
+
+#[derive(Deserialize)]
+struct NpmVersion {
+    #[serde(default, deserialize_with = "lenient")]
+    readme: Option<String>,
+    #[serde(default)]
+    dist: Option<NpmDist>,
+}
+
+#[derive(Deserialize)]
+struct NpmDist {
+    #[serde(default, deserialize_with = "lenient")]
+    tarball: Option<String>,
+}
+
+/// A string, or nothing when the registry put something else there.
+fn lenient<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<String>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
+fn base(s: &str) -> String {
+    s.trim().trim_end_matches('/').to_string()
+}
+
+impl Engine {
+    /// The published docs of one package.
+    pub(super) fn published_docs(&self, dep: &Dependency) -> Result<Published> {
+        match dep.ecosystem {
+            Ecosystem::Crates => {
+                let docs_rs = base(&self.config().libs.docs_rs_url);
+                let url = format!("{docs_rs}/{}/{}/{}/", dep.name, dep.version, dep.name.replace('-', "_"));
+                let page = self.fetch_url(&url, Origin::Configured)?;
+                let doc = LibDoc { title: page.title.clone(), source: page.final_url.clone(), text: page.markdown };
+                Ok(Published { docs: vec![doc], notes: Vec::new() })
+            }
+            Ecosystem::Npm => self.npm_readme(dep),
+            Ecosystem::Pypi => self.pypi_docs(dep),
+        }
+    }
+
+    /// The README the registry document carries; else, as registries (and proxies in front of
+    /// them) that serve the abbreviated document carry none, the one in the version's tarball.
+    fn npm_readme(&self, dep: &Dependency) -> Result<Published> {
+        let registry = base(&self.config().libs.npm_registry_url);
+        let url = format!("{registry}/{}", dep.name.replace('/', "%2F"));
+        let doc: NpmDocument = self.registry_json(&url)?;
+        let version = doc.versions.get(&dep.version);
+        let readme = version.and_then(|v| usable(&v.readme)).or_else(|| usable(&doc.readme));
+        if let Some(text) = readme {
+            let doc = LibDoc { title: "README (npm registry)".into(), source: url, text: text.to_string() };
+            return Ok(Published { docs: vec![doc], notes: Vec::new() });
+        }
+        let tarball = version.and_then(|v| v.dist.as_ref()).and_then(|d| d.tarball.clone());
+        let Some(tarball) = tarball.filter(|t| !t.trim().is_empty()) else {
+            return Err(Error::NotFound(format!(
+                "the npm registry has no README for {} and no tarball for {}",
+                dep.name, dep.version
+            )));
+        };
+        let doc = self.tarball_readme(dep, &registry, &tarball)?;
+        Ok(Published { docs: vec![doc], notes: vec!["published docs: README read from the npm tarball".into()] })
+    }
+
+    /// The README at the root of an npm tarball, read in memory and bounded.
+    fn tarball_readme(&self, dep: &Dependency, registry: &str, tarball: &str) -> Result<LibDoc> {
+        let host = |u: &str| url::Url::parse(u).ok().and_then(|u| u.host_str().map(str::to_string));
+        // The tarball URL comes from the registry's document: on the registry's own host it
+        // is the registry's; anywhere else it is a discovered URL, under the usual rules.
+        let origin = if host(tarball).is_some() && host(tarball) == host(registry) {
+            Origin::Configured
+        } else {
+            Origin::Discovered
+        };
+        let gz = self.registry_bytes(tarball, origin, MAX_TARBALL_BYTES)?;
+        let members = archive::tar_gz(&gz, MAX_UNPACKED_BYTES, MAX_README_BYTES, root_readme)
+            .map_err(|e| Error::NotFound(format!("{tarball}: {e}")))?;
+        let Some(m) = members.found.into_iter().find(|m| !m.text.trim().is_empty()) else {
+            let read = if members.cut {
+                format!(" (read to its first {} MiB)", MAX_UNPACKED_BYTES >> 20)
+            } else {
+                String::new()
+            };
+            return Err(Error::NotFound(format!(
+                "no README for {}@{}: not in the registry document, nor in its tarball{read}",
+                dep.name, dep.version
+            )));
+        };
+        Ok(LibDoc { title: "README (npm tarball)".into(), source: format!("{tarball}#{}", m.path), text: m.text })
+    }
+
+    /// PyPI's page for the version; when PyPI (or a mirror or proxy in front of it) answers
+    /// 404 for it, the project's page, whose description is the latest release's: used as it
+    /// is when that is the version, else titled and noted with the version it describes.
+    fn pypi_docs(&self, dep: &Dependency) -> Result<Published> {
+        let pypi = base(&self.config().libs.pypi_url);
+        let versioned = format!("{pypi}/pypi/{}/{}/json", dep.name, dep.version);
+        let (url, v, notes) = match self.registry_json::<serde_json::Value>(&versioned) {
+            Ok(v) => (versioned, v, Vec::new()),
+            Err(Error::NotFound(_)) => {
+                let project = format!("{pypi}/pypi/{}/json", dep.name);
+                let v: serde_json::Value = self.registry_json(&project)?;
+                let notes = version_notes(dep, &v)?;
+                (project, v, notes)
+            }
+            Err(e) => return Err(e),
+        };
+        let info = v.get("info").cloned().unwrap_or_default();
+        let mut out = Published { docs: Vec::new(), notes };
+        let desc = info.get("description").and_then(|d| d.as_str()).unwrap_or("");
+        if !desc.trim().is_empty() {
+            let latest = info.get("version").and_then(|x| x.as_str()).unwrap_or("");
+            let title = if out.notes.is_empty() {
+                "project description (PyPI)".to_string()
+            } else {
+                format!("project description of {} {latest} (PyPI)", dep.name)
+            };
+            out.docs.push(LibDoc { title, source: url.clone(), text: desc.to_string() });
+        }
+        if let Some(doc) = self.pypi_docs_link(&info) {
+            out.docs.push(doc);
+        }
+        Ok(out)
+    }
+
+    /// The page of the project's documentation link, when it has one and it can be fetched.
+    fn pypi_docs_link(&self, info: &serde_json::Value) -> Option<LibDoc> {
+        let link = info
+            .get("project_urls")
+            .and_then(|u| u.as_object())
+            .and_then(|o| o.iter().find(|(k, _)| k.to_ascii_lowercase().contains("doc")).map(|(_, v)| v.clone()))
+            .or_else(|| info.get("docs_url").cloned())
+            .and_then(|v| v.as_str().map(str::to_string))?;
+        match self.fetch_url(&link, Origin::Discovered) {
+            Ok(page) => Some(LibDoc { title: page.title.clone(), source: page.final_url.clone(), text: page.markdown }),
+            Err(e) => {
+                tracing::info!(%link, error = %e, "documentation link not fetched");
+                None
+            }
+        }
+    }
+}
+
+/// What the project page (not the version's) means for `dep`: nothing when it is the
+/// version's; a note naming the version described when it is not; not found when PyPI has no
+/// such release at all (a locked version that was never published, or a typo).
+fn version_notes(dep: &Dependency, project: &serde_json::Value) -> Result<Vec<String>> {
+    let latest = project.pointer("/info/version").and_then(|x| x.as_str()).unwrap_or("");
+    if latest == dep.version {
+        return Ok(Vec::new());
+    }
+    let releases = project.get("releases").and_then(|r| r.as_object());
+    if releases.is_some_and(|r| !r.contains_key(&dep.version)) {
+        return Err(Error::NotFound(format!("PyPI has no release {} of {}", dep.version, dep.name)));
+    }
+    Ok(vec![format!(
+        "published docs: PyPI served no page for {} {}; its description is the latest release's ({latest})",
+        dep.name, dep.version
+    )])
+}
+
+/// A registry README that says something (npm's placeholder for none does not).
+fn usable(readme: &Option<String>) -> Option<&str> {
+    readme.as_deref().filter(|t| !t.trim().is_empty() && t.trim() != NPM_NO_README)
+}
+
+/// A README at the root of the package (`package/README.md`, `package/readme`, ...).
+fn root_readme(path: &str) -> bool {
+    let mut parts = path.split('/');
+    let (Some(_), Some(file), None) = (parts.next(), parts.next(), parts.next()) else { return false };
+    let lower = file.to_ascii_lowercase();
+    lower == "readme" || lower.strip_prefix("readme.").is_some_and(|ext| !ext.is_empty() && !ext.contains('.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_readme_at_the_package_root_is_read() {
+        assert!(root_readme("package/README.md"));
+        assert!(root_readme("node/readme"));
+        assert!(root_readme("package/Readme.markdown"));
+        assert!(!root_readme("package/docs/README.md"));
+        assert!(!root_readme("README.md"));
+        assert!(!root_readme("package/README.md.orig"));
+        assert!(!root_readme("package/readmes.txt"));
+    }
+}
