@@ -111,6 +111,47 @@ fn ignore_files_are_honoured() {
     assert_eq!(hits, ["keep.rs"], "only the non-ignored file");
 }
 
+/// The manifest's indexed paths after `docdex index` (the real binary) of `repo`.
+fn indexed_by_cli(env: &Env, repo: &std::path::Path) -> Vec<String> {
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let r = env.engine().resolve_repo(repo).unwrap();
+    let m = docdex::engine::index::manifest::Manifest::load(&r.manifest_path());
+    m.files.into_iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p).collect()
+}
+
+#[test]
+fn ignore_files_above_the_repository_never_hide_its_files() {
+    use crate::util::git;
+    let env = Env::new();
+    // A home directory kept in git with `*` in its .gitignore (the dotfiles pattern), holding
+    // a git project and a plain folder: git itself lists the project's files.
+    let home = env.repo("user");
+    git(&home, &["init", "-q"]);
+    write(&home, ".gitignore", "*\n");
+    let project = home.join("project");
+    write(&project, "src/lib.rs", "fn okapi_lib() {}\n");
+    write(&project, "notes.md", "okapi notes\n");
+    git(&project, &["init", "-q"]);
+    assert_eq!(indexed_by_cli(&env, &project), ["notes.md", "src/lib.rs"]);
+    // A folder outside git under a parent folder's .gitignore: its own project.
+    let parent = env.repo("parent");
+    write(&parent, ".gitignore", "*.md\nsecret*\n");
+    let plain = parent.join("plain");
+    write(&plain, "readme.md", "okapi readme\n");
+    write(&plain, "secret_plan.txt", "okapi plan\n");
+    write(&plain, ".gitignore", "*.log\n");
+    write(&plain, "run.log", "okapi log\n");
+    assert_eq!(indexed_by_cli(&env, &plain), ["readme.md", "secret_plan.txt"]);
+    // A subdirectory of a git repository indexed on its own keeps git's view: the
+    // repository's .gitignore above it still applies.
+    let mono = env.repo("mono");
+    write(&mono, ".gitignore", "node_modules/\n");
+    write(&mono, "packages/web/app.js", "okapi app\n");
+    write(&mono, "packages/web/node_modules/dep/index.js", "okapi dep\n");
+    git(&mono, &["init", "-q"]);
+    assert_eq!(indexed_by_cli(&env, &mono.join("packages/web")), ["app.js"]);
+}
+
 #[test]
 fn binary_huge_invalid_utf8_and_symlink_loops_are_survived() {
     let env = Env::new();

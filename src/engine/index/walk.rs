@@ -60,13 +60,16 @@ pub struct Globs<'a> {
 
 fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize, globs: Globs) -> ignore::WalkBuilder {
     let mut b = ignore::WalkBuilder::new(start);
+    let inside_git = inside_git_worktree(root);
     b.hidden(!cfg.include_hidden)
         .git_ignore(true)
         .git_global(true)
         .git_exclude(true)
-        .require_git(false)
+        // Inside a worktree, git's rules: ignore files apply up to the worktree's top and no
+        // further. Elsewhere a project's own `.gitignore` files count without a `.git`.
+        .require_git(inside_git)
         .ignore(true)
-        .parents(true)
+        .parents(inside_git)
         .follow_links(false)
         .add_custom_ignore_filename(DOCDEX_IGNORE)
         .threads(threads);
@@ -88,6 +91,14 @@ fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize, globs: 
         }
     }
     b
+}
+
+/// Whether `root` is a subdirectory of a git worktree (an ancestor holds `.git`, `root` does
+/// not): only then do ignore files above it apply, as git applies them. A repository's top, or a
+/// folder outside git, is its own project: a `.gitignore` above it (a home directory kept in git
+/// with `*` in its `.gitignore`, a parent folder's) used to apply and hid every file.
+fn inside_git_worktree(root: &Path) -> bool {
+    !root.join(".git").exists() && root.ancestors().skip(1).any(|a| a.join(".git").exists())
 }
 
 /// Walks the whole repository in parallel.
