@@ -601,20 +601,20 @@ fn a_users_diff_prefix_settings_do_not_empty_the_set() {
     }
 }
 
-/// A history whose one qualifying commit made no query (its file renamed since, so git shows
-/// no line it added) said "1 with 1 to 4 source files and a descriptive subject" and nothing
-/// on why that one is no query.
+/// A history whose one qualifying commit made no query (its line rewritten since) said "1
+/// with 1 to 4 source files and a descriptive subject" and nothing on why that one is no
+/// query.
 #[test]
 fn an_empty_set_says_why_the_qualifying_commits_made_no_query() {
     let env = Env::new();
-    let root = env.repo("renamed");
+    let root = env.repo("rewritten");
     git(&root, &["init", "-q", "-b", "main"]);
     write(&root, "src/old_name.py", "def parse(text):\n    return text\n");
     commit(&root, "init");
     write(&root, "src/old_name.py", "def parse(text):\n    return text.strip().lower()\n");
     commit(&root, "Strip surrounding whitespace and lowercase the parsed text input");
-    git(&root, &["mv", "src/old_name.py", "src/new_name.py"]);
-    commit(&root, "Rename the module so its name says what it holds now");
+    write(&root, "src/old_name.py", "def parse(text):\n    return text.casefold()\n");
+    commit(&root, "again");
     let err = env.engine().eval(&root, &git_request(50, 1), &quiet()).unwrap_err().to_string();
     assert!(err.contains("1 with 1 to 4 source files"), "{err}");
     assert!(err.contains("dropped: 1 whose lines were rewritten or renamed since"), "{err}");
@@ -721,6 +721,52 @@ fn in_a_subdirectory_a_commit_that_also_changed_source_outside_makes_no_query() 
     let report = env.engine().eval(&top, &git_request(50, 1), &quiet()).expect("eval");
     let both = report.queries.iter().find(|q| q.query.starts_with("Lowercase")).expect("the cross-package query");
     assert_eq!(both.gold, ["packages/cli/src/cli.py", "packages/lexer/src/lexer.py"]);
+}
+
+/// An answer renamed after its commit was dropped (the path the commit changed no longer
+/// exists), so a repository that moved its modules lost those commits' queries. It is now
+/// followed through every later rename, a pure move and a move with edits, to its name today.
+#[test]
+fn an_answer_renamed_since_its_commit_is_followed_to_its_current_path() {
+    let env = Env::new();
+    let root = env.repo("moved");
+    git(&root, &["init", "-q", "-b", "main"]);
+    let body = "def parse(text):\n    cleaned = text.strip()\n    return cleaned\n\ndef tokens(text):\n    return parse(text).split()\n";
+    write(&root, "src/parser.py", body);
+    write(&root, "src/report.py", "def render(rows):\n    return '\\n'.join(rows)\n");
+    commit(&root, "init");
+    write(&root, "src/parser.py", &body.replace("text.strip()", "text.strip().lower()"));
+    commit(&root, "Lowercase the parsed text input so comparisons ignore letter case");
+    write(
+        &root,
+        "src/report.py",
+        "def render(rows):\n    header = 'quarterly summary table'\n    return header + '\\n'.join(rows)\n",
+    );
+    commit(&root, "Put a heading above every quarterly summary that gets printed");
+    write(&root, "src/cache.py", "def warm(keys):\n    return {key: None for key in keys}\n");
+    commit(&root, "init cache");
+    write(&root, "src/cache.py", "def warm(keys):\n    return {key: len(key) for key in keys if key}\n");
+    commit(&root, "Skip empty keys and remember their length while warming up");
+    // Two moves of the parser (the second with an edit), one of the report; the cache becomes
+    // a test helper, no longer an answer.
+    for dir in ["src/text", "src/output", "lib", "tests"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    git(&root, &["mv", "src/parser.py", "src/text/parser.py"]);
+    git(&root, &["mv", "src/report.py", "src/output/report.py"]);
+    git(&root, &["mv", "src/cache.py", "tests/test_cache.py"]);
+    commit(&root, "move");
+    git(&root, &["mv", "src/text/parser.py", "lib/normalize.py"]);
+    let moved = std::fs::read_to_string(root.join("lib/normalize.py")).unwrap();
+    write(&root, "lib/normalize.py", &format!("{moved}\ndef words(text):\n    return tokens(text)\n"));
+    commit(&root, "move again");
+
+    let report = env.engine().eval(&root, &git_request(50, 1), &quiet()).unwrap();
+    let mut gold: Vec<Vec<String>> = report.queries.iter().map(|q| q.gold.clone()).collect();
+    gold.sort();
+    assert_eq!(gold, [vec!["lib/normalize.py".to_string()], vec!["src/output/report.py".to_string()]], "{report:#?}");
+    let g = report.git.unwrap();
+    assert_eq!((g.candidates, g.dropped_rewritten), (2, 0), "{g:?}");
 }
 
 /// git reads any `--since` text as some date without a word (`yesterdayy` as now, `2026-13-45`

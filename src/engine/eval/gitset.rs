@@ -18,8 +18,9 @@
 //! `a.b`, `a::b`, `f()`, `--flag`, backticked spans) that appear in the diff or in an answer
 //! file; and plain words that name functions, types or methods the diff declares.
 //!
-//! Not followed: renames after the commit (a file renamed since is missing, so it is not an
-//! answer). In a shallow clone the commits at the clone's edge are left out: their parents were
+//! A file renamed after the commit is followed to its current path (git's rename detection,
+//! commit by commit over the history read), so the answer is the file as it is named now. In a
+//! shallow clone the commits at the clone's edge are left out: their parents were
 //! not fetched, so git shows them adding the whole tree.
 
 use super::EvalQuery;
@@ -123,6 +124,16 @@ struct Commit {
     body: String,
     /// (status letter, repo-relative path after the change).
     files: Vec<(char, String)>,
+    /// (path after the change, path now) for each file renamed by a later commit; `None` when
+    /// it now lies outside the indexed directory.
+    moved: Vec<(String, Option<String>)>,
+}
+
+/// An answer file: its path in the commit, and now (they differ when renamed since).
+#[derive(Debug, Clone, PartialEq)]
+struct Answer {
+    then: String,
+    now: String,
 }
 
 /// Builds the set for the repository at `root` (the indexed directory; it may be a
@@ -133,14 +144,15 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
         super::since::check(since)?;
     }
     let log = git(root, &log_args(opts))?;
-    let commits = parse_log(&log);
+    let mut commits = parse_log(&log);
+    follow_renames(&mut commits, &parse_renames(&git(root, &rename_args(opts))?));
     let grafted = shallow_commits(root)?;
     let oldest = commits.last().map(|c| c.date.clone()).filter(|d| !d.is_empty());
     let mut stats = GitSetStats { scanned: commits.len(), shallow: grafted.is_some(), oldest, ..Default::default() };
     let grafted = grafted.unwrap_or_default();
     let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "repo".into());
     let prefix = git(root, &["rev-parse", "--show-prefix"])?.trim_end_matches(['\n', '\r']).to_string();
-    let mut candidates: Vec<(Commit, Vec<String>)> = commits
+    let mut candidates: Vec<(Commit, Vec<Answer>)> = commits
         .into_iter()
         .filter(|c| !grafted.contains(&c.sha) && message_qualifies(&c.subject))
         .filter_map(|c| {
@@ -160,13 +172,14 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
         let diff = git(root, &show_args(&commit.sha))?;
         let added = added_lines(&diff);
         let gold: Vec<String> =
-            answers.iter().filter(|p| still_holds_an_added_line(root, p, &added)).cloned().collect();
+            answers.iter().filter(|a| still_holds_an_added_line(root, a, &added)).map(|a| a.now.clone()).collect();
         if gold.is_empty() || gold.len() * 2 < answers.len() {
             stats.dropped_rewritten += 1;
             continue;
         }
         let gold_text: String = gold.iter().filter_map(|p| answer_text(root, p)).collect::<Vec<_>>().join("\n");
-        let changed: Vec<&str> = commit.files.iter().map(|(_, p)| p.as_str()).collect();
+        let renamed = answers.iter().filter(|a| a.now != a.then).map(|a| a.now.as_str());
+        let changed: Vec<&str> = commit.files.iter().map(|(_, p)| p.as_str()).chain(renamed).collect();
         let query = redact(&commit.subject, &commit.body, &changed, &diff, &gold_text);
         if analysis::query_terms(&query).len() < MIN_CONTENT_WORDS {
             stats.dropped_redacted += 1;
@@ -180,23 +193,40 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
 }
 
 fn log_args(opts: &GitSetOptions) -> Vec<String> {
+    history_args(
+        opts,
+        &[
+            // Paths from the top of the work tree (not `--relative`): a commit that also changed
+            // source outside an indexed subdirectory is seen as such, see [`within`].
+            "--name-status",
+            "--no-renames",
+            "--format=%x1e%H%x1f%cs%x1f%s%x1f%b%x1f",
+        ],
+    )
+}
+
+/// The same commits as [`log_args`], with only their renames: git's rename detection, the
+/// files a later commit moved, to follow an answer to its name now.
+fn rename_args(opts: &GitSetOptions) -> Vec<String> {
+    history_args(opts, &["--name-status", "--find-renames", "--diff-filter=R", "--format=%x1e%H"])
+}
+
+/// `git log` of the commits a set reads (non-merge, newest first, the newest [`MAX_SCANNED`]
+/// after `--since`), printed as `format` says.
+fn history_args(opts: &GitSetOptions, format: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = [
         "log",
         "--no-merges",
         "--no-color",
-        // Paths from the top of the work tree (not `--relative`): a commit that also changed
-        // source outside an indexed subdirectory is seen as such, see [`within`].
-        "--name-status",
-        "--no-renames",
         // With `log.showSignature` set, git checks every signed commit (thousands of gpg or
         // ssh-keygen runs) for lines eval ignores.
         "--no-show-signature",
         // Messages in UTF-8 whatever the repository's `i18n.commitEncoding` (git otherwise
         // prints them in it, and a Latin-1 é became U+FFFD in the query).
         "--encoding=UTF-8",
-        "--format=%x1e%H%x1f%cs%x1f%s%x1f%b%x1f",
     ]
     .iter()
+    .chain(format)
     .map(|s| s.to_string())
     .collect();
     args.push(format!("--max-count={MAX_SCANNED}"));
@@ -286,9 +316,55 @@ fn parse_log(text: &str) -> Vec<Commit> {
                     (!path.is_empty()).then(|| (status, path.to_string()))
                 })
                 .collect();
-            Some(Commit { sha, date, subject, body, files })
+            Some(Commit { sha, date, subject, body, files, moved: Vec::new() })
         })
         .collect()
+}
+
+/// Renames per commit (sha, then `(old, new)` paths from the top of the work tree), in
+/// [`rename_args`]'s output order (newest first).
+fn parse_renames(text: &str) -> Vec<(String, Vec<(String, String)>)> {
+    text.split('\u{1e}')
+        .filter_map(|rec| {
+            let mut lines = rec.lines();
+            let sha = lines.next()?.trim().to_string();
+            let pairs = lines
+                .filter_map(|l| {
+                    let mut parts = l.split('\t');
+                    parts.next()?.starts_with('R').then_some(())?;
+                    Some((parts.next()?.to_string(), parts.next()?.to_string()))
+                })
+                .collect::<Vec<_>>();
+            (!sha.is_empty() && !pairs.is_empty()).then_some((sha, pairs))
+        })
+        .collect()
+}
+
+/// Sets each commit's `moved`: where the renames of the commits after it (applied oldest
+/// first) took its files. Both lists are newest first, in git's log order.
+fn follow_renames(commits: &mut [Commit], renames: &[(String, Vec<(String, String)>)]) {
+    if renames.is_empty() {
+        return;
+    }
+    let position: std::collections::HashMap<&str, usize> =
+        commits.iter().enumerate().map(|(i, c)| (c.sha.as_str(), i)).collect();
+    // (position of the renaming commit, its renames), oldest first.
+    let mut later: Vec<(usize, &[(String, String)])> =
+        renames.iter().filter_map(|(sha, r)| Some((*position.get(sha.as_str())?, r.as_slice()))).collect();
+    later.sort_by(|a, b| b.0.cmp(&a.0));
+    for (i, c) in commits.iter_mut().enumerate() {
+        for (_, path) in c.files.iter().filter(|(s, _)| *s != 'D') {
+            let mut now = path.clone();
+            for (_, pairs) in later.iter().filter(|(pos, _)| *pos < i) {
+                if let Some((_, new)) = pairs.iter().find(|(old, _)| *old == now) {
+                    now = new.clone();
+                }
+            }
+            if now != *path {
+                c.moved.push((path.clone(), Some(now)));
+            }
+        }
+    }
 }
 
 /// A conventional-commit type (`fix(parser)!:` -> `fix`), lowercased.
@@ -381,12 +457,19 @@ fn within(mut c: Commit, prefix: &str) -> Option<Commit> {
             *p = rel.to_string();
         }
     }
+    for (then, now) in &mut c.moved {
+        if let Some(rel) = then.strip_prefix(prefix) {
+            *then = rel.to_string();
+        }
+        // Moved out of the indexed directory since: not an answer here.
+        *now = now.as_deref().and_then(|n| n.strip_prefix(prefix)).map(str::to_string);
+    }
     Some(c)
 }
 
-/// The commit's answer files (changed, non-test source, existing now), or `None` when it does
-/// not qualify by its files.
-fn answer_files(root: &Path, c: &Commit) -> Option<Vec<String>> {
+/// The commit's answer files (changed, non-test source, existing now under the name it has
+/// now), or `None` when it does not qualify by its files.
+fn answer_files(root: &Path, c: &Commit) -> Option<Vec<Answer>> {
     if c.files.is_empty() || c.files.len() > MAX_FILES {
         return None;
     }
@@ -394,8 +477,16 @@ fn answer_files(root: &Path, c: &Commit) -> Option<Vec<String>> {
     if source.is_empty() || source.len() > MAX_ANSWER_FILES {
         return None;
     }
-    let existing: Vec<String> =
-        source.iter().filter(|p| fsutil::open_repo_file(root, p).is_ok()).map(|p| p.to_string()).collect();
+    let now = |p: &String| match c.moved.iter().find(|(then, _)| then == p) {
+        // Renamed into a test or a script since: no longer the source a fix would change.
+        Some((_, now)) => now.clone().filter(|n| is_answer_file(n)),
+        None => Some(p.clone()),
+    };
+    let existing: Vec<Answer> = source
+        .iter()
+        .filter_map(|p| Some(Answer { then: p.to_string(), now: now(p)? }))
+        .filter(|a| fsutil::open_repo_file(root, &a.now).is_ok())
+        .collect();
     (!existing.is_empty() && existing.len() * 2 >= source.len()).then_some(existing)
 }
 
@@ -421,9 +512,10 @@ fn added_lines(diff: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
-fn still_holds_an_added_line(root: &Path, rel: &str, added: &[(String, Vec<String>)]) -> bool {
-    let Some((_, lines)) = added.iter().find(|(p, _)| p == rel) else { return false };
-    let Some(text) = answer_text(root, rel) else { return false };
+/// Whether the answer, as it is now, still holds a line the commit added to it (then).
+fn still_holds_an_added_line(root: &Path, a: &Answer, added: &[(String, Vec<String>)]) -> bool {
+    let Some((_, lines)) = added.iter().find(|(p, _)| *p == a.then) else { return false };
+    let Some(text) = answer_text(root, &a.now) else { return false };
     let now: HashSet<&str> = text.lines().map(str::trim).collect();
     lines.iter().any(|l| now.contains(l.as_str()))
 }
