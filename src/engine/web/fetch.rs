@@ -485,8 +485,13 @@ pub fn render(
         .map_err(|e| upstream("watching responses", e))?;
     let rx = navigate_in_background(&tab, url)?;
     let why_refused = || refused.lock().ok().and_then(|r| r.documents.first().cloned());
-    if let Err(e) = load_outcome(wait_for_load(chromium, &rx, &over, timeout), url, why_refused, timeout, max_bytes) {
-        let _ = tab.stop_loading();
+    let loaded = wait_for_load(chromium, &rx, &over, timeout);
+    // A dead browser answers no command: stopping its tab would wait out the timeout again.
+    let browser_alive = !matches!(loaded, Load::BrowserGone);
+    if let Err(e) = load_outcome(loaded, url, why_refused, timeout, max_bytes) {
+        if browser_alive {
+            let _ = tab.stop_loading();
+        }
         return Err(e);
     }
     let final_url = tab.get_url();
