@@ -960,3 +960,39 @@ fn pypi_falls_back_to_the_project_page_and_says_which_version_it_describes() {
     assert_eq!(search("platypus lengths").unwrap().hits[0].title, "project description (PyPI)");
     assert!(search("ghostly haunts").unwrap().hits.is_empty());
 }
+
+/// `libs fetch --refresh --offline` (to read updated installed sources) dropped every
+/// published doc from the index and, for an installed package, from the cache; so did
+/// `--refresh` while the registries could not be reached. Both now keep the cached published
+/// docs they cannot fetch anew, and say so when a registry failed.
+#[test]
+fn refreshing_without_a_registry_keeps_the_cached_published_docs() {
+    let env = Env::new();
+    let reg = registries();
+    let (repo, cargo) = project(&env);
+    let r = repo.to_str().unwrap();
+    env.write_config(&libs_config(&cargo, &reg));
+    let published = |v: &serde_json::Value| -> Vec<u64> {
+        v["packages"].as_array().unwrap().iter().map(|p| p["published_docs"].as_u64().unwrap()).collect()
+    };
+    let v = env.json(&["libs", "fetch", "--repo", r, "--json"]);
+    assert!(published(&v).iter().all(|n| *n >= 1), "{v}");
+    write(&repo, "node_modules/gizmo-kit/README.md", "# gizmo-kit\n\nNow also wiggles every gizmo.\n");
+
+    let v = env.json(&["libs", "fetch", "--repo", r, "--offline", "--refresh", "--json"]);
+    assert!(published(&v).iter().all(|n| *n >= 1), "offline refresh dropped published docs: {v}");
+    let search = |q: &str| env.engine().libs_search(&repo, &LibsSearchRequest { query: q.into(), limit: Some(3) });
+    assert_eq!(search("wiggles every gizmo").unwrap().hits[0].package, "gizmo-kit", "installed sources read again");
+    assert!(search("blinkAll returns a promise").unwrap().hits.iter().any(|h| h.source.contains("/npm/")));
+
+    let dead = crate::util::dead_url();
+    env.write_config(&format!(
+        "[libs]\ncargo_home = \"{}\"\ndocs_rs_url = \"{dead}/docsrs\"\nnpm_registry_url = \"{dead}/npm\"\npypi_url = \"{dead}/pypi\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n",
+        cargo.display()
+    ));
+    let v = env.json(&["libs", "fetch", "--repo", r, "--refresh", "--json"]);
+    assert!(v["registry_unreachable"].is_string(), "{v}");
+    assert!(published(&v).iter().all(|n| *n >= 1), "a refresh on a dead network dropped published docs: {v}");
+    assert!(v["packages"][0]["notes"].to_string().contains("published docs: the cached ones kept"), "{v}");
+    assert!(search("blinkAll returns a promise").unwrap().hits.iter().any(|h| h.source.contains("/npm/")));
+}

@@ -195,14 +195,24 @@ impl Engine {
         };
         // A cached entry serves unless refreshing, or unless this run is online and the entry
         // lacks what being online adds (published docs never tried, or nothing found at all).
+        // Refreshing without asking a registry (offline, or it could not be reached) reads the
+        // installed sources again and keeps the published docs it cannot fetch anew.
         let stale_online =
             |c: &CachedDocs| online && (!c.published_tried || (c.local.is_empty() && c.published.is_empty()));
-        let usable = cached.filter(|c| !refresh && !stale_online(c));
+        let offline_refresh = refresh && !online;
+        let (usable, previous) = match cached {
+            Some(c) if offline_refresh || (!refresh && !stale_online(&c)) => (Some(c), None),
+            other => (None, other),
+        };
         let mut failed = None;
         let entry = match usable {
-            Some(c) if c.extractor != EXTRACTOR || (c.local.is_empty() && !local::docs(dep, roots).0.is_empty()) => {
-                // Written by an older reading, or installed since the entry was written
-                // (published docs only): read the installed sources now.
+            Some(c)
+                if offline_refresh
+                    || c.extractor != EXTRACTOR
+                    || (c.local.is_empty() && !local::docs(dep, roots).0.is_empty()) =>
+            {
+                // Refreshing, written by an older reading, or installed since the entry was
+                // written (published docs only): read the installed sources now.
                 self.read_local_again(dep, roots, c, &cache_path)
             }
             Some(c) => {
@@ -210,46 +220,8 @@ impl Engine {
                 c
             }
             None => {
-                let (local, cut) = local::docs(dep, roots);
-                let mut entry = CachedDocs {
-                    extractor: EXTRACTOR,
-                    fetched_at: now_ms(),
-                    local,
-                    published_tried: online,
-                    ..Default::default()
-                };
-                if entry.local.is_empty() {
-                    entry.notes.push("not installed here (no local sources)".into());
-                }
-                if cut {
-                    entry.notes.push(cut_note("installed", local::MAX_LOCAL_BYTES));
-                }
-                if online {
-                    match self.published_docs(dep) {
-                        Ok(mut p) => {
-                            entry.notes.append(&mut p.notes);
-                            if local::cap(&mut p.docs, MAX_PUBLISHED_BYTES) {
-                                entry.notes.push(cut_note("published", MAX_PUBLISHED_BYTES));
-                            }
-                            entry.published = p.docs;
-                        }
-                        Err(e) => {
-                            if unreachable(&e) {
-                                entry.published_tried = false;
-                                failed = Some(e.to_string());
-                            }
-                            entry.notes.push(format!("published docs: {e}"));
-                        }
-                    }
-                }
-                if !entry.local.is_empty() || !entry.published.is_empty() {
-                    if let Some(dir) = cache_path.parent() {
-                        let _ = std::fs::create_dir_all(dir);
-                    }
-                    if let Err(e) = replace_json(&cache_path, &entry) {
-                        entry.notes.push(format!("could not cache: {e}"));
-                    }
-                }
+                let (entry, why) = self.fresh_entry(dep, roots, online, previous, &cache_path);
+                failed = why;
                 entry
             }
         };
@@ -259,6 +231,66 @@ impl Engine {
         let mut docs = entry.local;
         docs.extend(entry.published);
         (docs, pkg, failed)
+    }
+
+    /// A package's docs read and fetched now, and cached; with why its registry could not be
+    /// reached, if so. `previous` is the cached entry this replaces: its published docs are
+    /// kept when the registry cannot be reached (a refresh on a dead network lost them).
+    fn fresh_entry(
+        &self,
+        dep: &Dependency,
+        roots: &Roots,
+        online: bool,
+        previous: Option<CachedDocs>,
+        cache_path: &Path,
+    ) -> (CachedDocs, Option<String>) {
+        let (local, cut) = local::docs(dep, roots);
+        let mut entry = CachedDocs {
+            extractor: EXTRACTOR,
+            fetched_at: now_ms(),
+            local,
+            published_tried: online,
+            ..Default::default()
+        };
+        let mut failed = None;
+        if entry.local.is_empty() {
+            entry.notes.push("not installed here (no local sources)".into());
+        }
+        if cut {
+            entry.notes.push(cut_note("installed", local::MAX_LOCAL_BYTES));
+        }
+        if online {
+            match self.published_docs(dep) {
+                Ok(mut p) => {
+                    entry.notes.append(&mut p.notes);
+                    if local::cap(&mut p.docs, MAX_PUBLISHED_BYTES) {
+                        entry.notes.push(cut_note("published", MAX_PUBLISHED_BYTES));
+                    }
+                    entry.published = p.docs;
+                }
+                Err(e) if unreachable(&e) => {
+                    entry.published_tried = false;
+                    match previous.filter(|p| !p.published.is_empty()) {
+                        Some(p) => {
+                            entry.published = p.published;
+                            entry.notes.push(format!("published docs: the cached ones kept ({e})"));
+                        }
+                        None => entry.notes.push(format!("published docs: {e}")),
+                    }
+                    failed = Some(e.to_string());
+                }
+                Err(e) => entry.notes.push(format!("published docs: {e}")),
+            }
+        }
+        if !entry.local.is_empty() || !entry.published.is_empty() {
+            if let Some(dir) = cache_path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            if let Err(e) = replace_json(cache_path, &entry) {
+                entry.notes.push(format!("could not cache: {e}"));
+            }
+        }
+        (entry, failed)
     }
 
     /// A cached entry with the installed sources read again (and cached so), its published
