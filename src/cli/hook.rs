@@ -453,23 +453,43 @@ fn script(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
 }
 
 /// docdex's check as lines appended to a husky user hook (run by `sh -e`, after the user's
-/// commands); a missing docdex binary fails open.
-fn block(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
+/// commands). The hook is committed and shared, so it names no machine's paths: the docdex
+/// on `PATH` runs, else the one this clone's own (never committed) `git config docdex.path`
+/// names, with `docdex.home` as `--home` ([`set_clone_config`]); none: a message, exit 0.
+fn block(agent: Option<&str>) -> String {
     format!(
         "{BLOCK_BEGIN}\n\
          # The docdex semantic gatekeeper (docs/PROFILES.md), added by `docdex hook install` here,\n\
          # where husky keeps the user's hook and never rewrites it; `docdex hook uninstall` removes it.\n\
-         docdex_exe={exe}\n\
-         if [ ! -x \"$docdex_exe\" ]; then docdex_exe=$(command -v docdex || true); fi\n\
-         if [ -n \"$docdex_exe\" ]; then\n\
-         \x20 \"$docdex_exe\"{args} || exit $?\n\
+         # It runs the docdex on PATH, else the one `git config docdex.path` names in this clone.\n\
+         docdex_exe=$(command -v docdex || true)\n\
+         [ -n \"$docdex_exe\" ] || docdex_exe=$(git config --get docdex.path || true)\n\
+         if [ -n \"$docdex_exe\" ] && [ -x \"$docdex_exe\" ]; then\n\
+         \x20 docdex_home=$(git config --get docdex.home || true)\n\
+         \x20 \"$docdex_exe\" ${{docdex_home:+--home \"$docdex_home\"}}{args} || exit $?\n\
          else\n\
-         \x20 echo \"docdex not found; skipping semantic checks\" >&2\n\
+         \x20 echo \"{MISSING}\" >&2\n\
          fi\n\
          {BLOCK_END}\n",
-        exe = quote(&exe.to_string_lossy()),
-        args = hook_args(home, agent),
+        args = hook_args(None, agent),
     )
+}
+
+/// What the shared husky block says where docdex is not installed (it fails open).
+const MISSING: &str =
+    "docdex: not on PATH, so the team's semantic checks were skipped (install docdex and put it on PATH to run them)";
+
+/// This clone's own settings for the shared husky block, in `.git/config` (never committed):
+/// the installing binary as the fallback off `PATH`, and `--home` when one was given.
+fn set_clone_config(root: &Path, exe: &Path, home: Option<&Path>) -> anyhow::Result<()> {
+    git(Some(root), &["config", "docdex.path", &exe.to_string_lossy()])?;
+    if let Some(h) = home {
+        git(Some(root), &["config", "docdex.home", &h.to_string_lossy()])?;
+    } else {
+        // An earlier install's home must not linger (git exits 5 when there is none).
+        let _ = git(Some(root), &["config", "--unset", "docdex.home"]);
+    }
+    Ok(())
 }
 
 /// `text` without docdex's block, or `None` when it has none.
@@ -546,8 +566,8 @@ fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<
     let home = home.map(|h| std::path::absolute(h).unwrap_or_else(|_| h.to_path_buf()));
     if let Some(user_dir) = husky_dir(&dir) {
         remove_script(out, &dir)?;
-        let text = block(&exe, home.as_deref(), args.agent.as_deref());
-        return install_husky(out, &root, &dir, &user_dir.join("pre-commit"), &text);
+        set_clone_config(&root, &exe, home.as_deref())?;
+        return install_husky(out, &root, &dir, &user_dir.join("pre-commit"), &block(args.agent.as_deref()));
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let hook = dir.join("pre-commit");
@@ -605,7 +625,7 @@ fn install_husky(out: &Out, root: &Path, dir: &Path, hook: &Path, block: &str) -
     out.line(&format!("added docdex's check to husky's {} (husky's prepare step leaves it in place)", hook.display()));
     if tracked(root, hook) {
         out.note(&format!(
-            "{} is tracked by git: docdex's lines show as a change to it; commit them to give everyone the check (it names this machine's docdex, else the one on PATH, and is skipped where there is none), or leave them out of your commits",
+            "{} is tracked by git: docdex's lines show as a change to it; commit them to give everyone the check (they name no path of this machine: each clone runs the docdex on its PATH, and says the check was skipped where there is none), or leave them out of your commits",
             hook.display()
         ));
     }
@@ -618,6 +638,8 @@ fn uninstall(out: &Out, args: UninstallArgs) -> anyhow::Result<()> {
     let mut removed = remove_script(out, &dir)?;
     if let Some(user_dir) = husky_dir(&dir) {
         removed |= remove_block(out, &root, &user_dir.join("pre-commit"))?;
+        // The clone's settings for the block go with it (git exits 128 when there are none).
+        let _ = git(Some(&root), &["config", "--remove-section", "docdex"]);
     }
     if !removed {
         out.line(&format!("no docdex hook in {}; nothing to remove", dir.display()));

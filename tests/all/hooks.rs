@@ -701,3 +701,56 @@ fn installing_into_a_hooks_path_shared_by_other_repositories_says_so() {
     assert!(shared.join("pre-commit").is_file());
     assert!(text(&out).contains("the hook applies to every repository that uses it"), "{}", text(&out));
 }
+
+#[test]
+fn the_committed_husky_block_names_no_machine_path_and_runs_in_a_teammates_clone() {
+    let env = Env::new();
+    let repo = husky_repo(&env, "team", "echo ran >> .git/husky.log\n", husky9_prepare);
+    let home = env.home();
+    let out = env.run(&["--home", home.to_str().unwrap(), "hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    // .husky/pre-commit is committed: it named this machine's binary (and --home), which a
+    // teammate's clone does not have.
+    let hook = std::fs::read_to_string(repo.join(".husky/pre-commit")).unwrap();
+    let exe = env!("CARGO_BIN_EXE_docdex");
+    assert!(!hook.contains(exe) && !hook.contains(env.dir.path().to_str().unwrap()), "{hook}");
+    let config = |repo: &Path, key: &str| text(&git(repo, &["config", "--get", key], &env, &[])).trim().to_string();
+    assert_eq!(config(&repo, "docdex.path"), exe, "the installing clone's fallback");
+    assert_eq!(config(&repo, "docdex.home"), home.to_str().unwrap());
+    git(&repo, &["add", ".husky/pre-commit"], &env, &[]);
+    assert!(git(&repo, &["commit", "-q", "--no-verify", "-m", "docdex check"], &env, &[]).status.success());
+    let dead = dead_url();
+    let bare_path = "/usr/local/bin:/usr/bin:/bin";
+    assert!(!Path::new("/usr/local/bin/docdex").exists() && !Path::new("/usr/bin/docdex").exists());
+
+    // Here, docdex off PATH: the clone's own docdex.path runs the check.
+    write(&repo, "a.txt", "a\n");
+    git(&repo, &["add", "a.txt"], &env, &[]);
+    let out = git(&repo, &["commit", "-q", "-m", "here"], &env, &[("DOCDEX_URL", &dead), ("PATH", bare_path)]);
+    assert!(out.status.success() && text(&out).contains("skipping semantic checks"), "{}", text(&out));
+
+    // A teammate's clone: no docdex anywhere, so the commit goes through and says why.
+    let clone = env.dir.path().join("teammate");
+    let out = git(env.dir.path(), &["clone", "-q", repo.to_str().unwrap(), clone.to_str().unwrap()], &env, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    husky9_prepare(&clone, &env);
+    write(&clone, "b.txt", "b\n");
+    git(&clone, &["add", "b.txt"], &env, &[]);
+    let out = git(&clone, &["commit", "-q", "-m", "no docdex"], &env, &[("DOCDEX_URL", &dead), ("PATH", bare_path)]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("docdex: not on PATH, so the team's semantic checks were skipped"), "{}", text(&out));
+    // The teammate's docdex on PATH runs it.
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(exe, bin.join("docdex")).unwrap();
+    let with_docdex = format!("{}:{bare_path}", bin.display());
+    write(&clone, "c.txt", "c\n");
+    git(&clone, &["add", "c.txt"], &env, &[]);
+    let out = git(&clone, &["commit", "-q", "-m", "docdex"], &env, &[("DOCDEX_URL", &dead), ("PATH", &with_docdex)]);
+    assert!(out.status.success() && text(&out).contains("docdex daemon not found"), "{}", text(&out));
+    assert_eq!(commits(&clone, &env), 5);
+
+    // Uninstall takes the clone's settings with the block.
+    assert!(env.run(&["hook", "uninstall", "--repo", repo.to_str().unwrap()]).status.success());
+    assert_eq!(config(&repo, "docdex.path"), "");
+}
