@@ -1288,3 +1288,43 @@ fn impact_of_a_file_deleted_since_indexing_warns_that_the_graph_is_stale() {
     let out = env.run(&["impact", "--repo", r, &file]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("warning:"), "the CLI prints it");
 }
+
+/// `from pkg.sub import x` where `pkg/sub/x.py` exists linked only that submodule, though
+/// Python hands over the package's own `x` when `pkg/sub/__init__.py` binds the name (a
+/// function, a re-export, an alias, a name bound under `try`): a change to `__init__.py` changed
+/// the importer unseen. The package is now a target too; `from . import x` in the package (its
+/// own submodule) and names bound inside a function are not such bindings.
+#[test]
+fn a_python_name_the_package_init_binds_links_the_init_as_well_as_the_submodule() {
+    let env = Env::new();
+    let repo = env.repo("pyinit");
+    write(&repo, "pkg/__init__.py", "");
+    write(
+        &repo,
+        "pkg/sub/__init__.py",
+        "from . import plain\nfrom .impl import helper as reexported\n\ndef defined():\n    local = 1\n    return local\n\ntry:\n    from ._speed import fast\nexcept ImportError:\n    fast = None\n\nclass Klass:\n    inner = 2\n",
+    );
+    for m in ["plain", "reexported", "defined", "fast", "local", "inner", "impl", "_speed", "nothing"] {
+        write(&repo, &format!("pkg/sub/{m}.py"), "VALUE = 1\n");
+    }
+    write(&repo, "app.py", "from pkg.sub import plain, local, inner, nothing\n");
+    write(&repo, "defs.py", "from pkg.sub import defined\n");
+    write(&repo, "reexp.py", "from pkg.sub import reexported\n");
+    write(&repo, "tried.py", "from pkg.sub import fast\n");
+    write(&repo, "pkg/rel.py", "from .sub import defined\n");
+    let g = build_dir(&repo);
+    let targets = |src: &str| {
+        let mut t: Vec<&str> = g.edges.iter().filter(|e| e.source == src).map(|e| e.target.as_str()).collect();
+        t.sort();
+        t
+    };
+    assert_eq!(
+        targets("app.py"),
+        ["pkg/sub/inner.py", "pkg/sub/local.py", "pkg/sub/nothing.py", "pkg/sub/plain.py"],
+        "no name the package binds at module level"
+    );
+    assert_eq!(targets("defs.py"), ["pkg/sub/__init__.py", "pkg/sub/defined.py"]);
+    assert_eq!(targets("reexp.py"), ["pkg/sub/__init__.py", "pkg/sub/reexported.py"]);
+    assert_eq!(targets("tried.py"), ["pkg/sub/__init__.py", "pkg/sub/fast.py"]);
+    assert_eq!(targets("pkg/rel.py"), ["pkg/sub/__init__.py", "pkg/sub/defined.py"]);
+}

@@ -270,7 +270,7 @@ impl Resolver {
             rust: has(&[Lang::Rust]).then(|| rust::RustIndex::new(&manifests, files, &mut warnings)),
             js: has(&[Lang::JavaScript, Lang::TypeScript, Lang::Tsx])
                 .then(|| js::JsIndex::new(&manifests, &mut warnings)),
-            python: has(&[Lang::Python]).then(|| python::PythonIndex::new(&repo)),
+            python: has(&[Lang::Python]).then(|| python::PythonIndex::new(root, &repo)),
             go: has(&[Lang::Go]).then(|| go::GoIndex::new(&manifests)),
             jvm: has(&[Lang::Java, Lang::Kotlin]).then(|| jvm::JvmIndex::new(files)),
             csharp: has(&[Lang::CSharp]).then(|| csharp::CsIndex::new(files)),

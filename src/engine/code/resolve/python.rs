@@ -2,12 +2,17 @@
 //! every directory holding a top-level package, i.e. a directory with `__init__.py` whose
 //! parent has none: `src/` layouts included), then from a script's own directory when it is not
 //! inside a package; relative imports (`.`, `..`) from the file's package; `from x import y`
-//! binds `y` when it is a submodule; `importlib` loads by name or path. A top-level name found
+//! binds `y` when it is a submodule, and `x` when `y` is not one or when `x/__init__.py` binds
+//! the name `y` itself (Python then hands over the package's `y`, not the submodule);
+//! `importlib` loads by name or path. A top-level name found
 //! in no root is an external package (stdlib or third party).
 
 use super::{join, parent, PathMap, PathSet, Query, RepoFiles, Resolution, Target};
 use crate::engine::code::imports::kind;
+use crate::engine::code::Lang;
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Confidence of an import found from a script's own directory (sys.path[0] when run directly).
 const SCRIPT_DIR_CONFIDENCE: f32 = 0.9;
@@ -19,10 +24,14 @@ pub struct PythonIndex {
     package_roots: PathMap<String, String>,
     /// Top-level module or package name → the roots that have it, in root order.
     tops: HashMap<String, Vec<usize>>,
+    /// The repository root, to read a package's `__init__.py` when an import asks.
+    root: PathBuf,
+    /// `__init__.py` path → the names it binds at module level, read once when first asked.
+    init_names: Mutex<HashMap<String, Arc<HashSet<String>>>>,
 }
 
 impl PythonIndex {
-    pub fn new(files: &RepoFiles) -> PythonIndex {
+    pub fn new(root: &Path, files: &RepoFiles) -> PythonIndex {
         let packages: PathSet<String> = files
             .iter()
             .filter(|p| p.ends_with("__init__.py") || p.ends_with("__init__.pyi"))
@@ -66,7 +75,14 @@ impl PythonIndex {
                 (p.clone(), d.to_string())
             })
             .collect();
-        PythonIndex { roots, root_set, package_roots, tops }
+        PythonIndex {
+            roots,
+            root_set,
+            package_roots,
+            tops,
+            root: root.to_path_buf(),
+            init_names: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn resolve(&self, q: &Query) -> Resolution {
@@ -139,14 +155,22 @@ impl PythonIndex {
     }
 
     /// The file of module `base` (a path without extension), and of each name that is a
-    /// submodule; `None` if neither the module nor any named submodule exists.
+    /// submodule; `None` if neither the module nor any named submodule exists. The module's
+    /// file is a target too when a name is no submodule or when its `__init__.py` binds the
+    /// name: `from pkg import x` gives `pkg/__init__.py`'s `x` (a function, a re-export) even
+    /// where `pkg/x.py` exists, so a change to the package's `x` changes the importer.
     fn module_targets(&self, files: &RepoFiles, base: &str, names: &[String]) -> Option<Vec<String>> {
         let module = self.module_file(files, base);
         let mut out = Vec::new();
         let mut attribute_names = names.is_empty();
         for n in names {
             match join(base, n).and_then(|b| self.module_file(files, &b)) {
-                Some(sub) => out.push(sub),
+                Some(sub) => {
+                    if module.as_deref().is_some_and(|m| self.init_binds(m, n)) {
+                        attribute_names = true;
+                    }
+                    out.push(sub)
+                }
                 None => attribute_names = true,
             }
         }
@@ -167,9 +191,95 @@ impl PythonIndex {
         files.first_with_suffix(base, &[".py", "/__init__.py", ".pyi", "/__init__.pyi"])
     }
 
+    /// Whether the package file `init` (an `__init__.py` or `.pyi`) binds `name` at module
+    /// level. A plain module (`pkg/sub.py`) has no submodules to shadow, so it is never asked.
+    fn init_binds(&self, init: &str, name: &str) -> bool {
+        if !matches!(super::file_name(init), "__init__.py" | "__init__.pyi") {
+            return false;
+        }
+        let names = {
+            let Ok(mut cache) = self.init_names.lock() else { return false };
+            cache.entry(init.to_string()).or_insert_with(|| Arc::new(read_bound_names(&self.root, init))).clone()
+        };
+        names.contains(name)
+    }
+
     /// The directory absolute imports of a file in `dir` start from: above its top package.
     fn own_root<'a>(&'a self, dir: &'a str) -> &'a str {
         self.package_roots.get(dir).map(String::as_str).unwrap_or(dir)
+    }
+}
+
+/// The names a Python file binds at module level: definitions, assignments and imports,
+/// including those under `if`/`try`/`with` (no scope of their own), not inside functions or
+/// classes. An unreadable file binds nothing.
+fn read_bound_names(root: &Path, rel: &str) -> HashSet<String> {
+    let mut out = HashSet::new();
+    let Ok(bytes) = crate::engine::fsutil::read_repo_file(root, rel) else { return out };
+    let text = crate::engine::fsutil::decode_text(&bytes);
+    let Some(tree) = crate::engine::code::lang::parse(Lang::Python, &text) else { return out };
+    bound_in(tree.root_node(), text.as_bytes(), &mut out, 0);
+    out
+}
+
+/// Nesting of `if`/`try` blocks followed: enough for any real `__init__.py`.
+const MAX_BLOCK_DEPTH: usize = 16;
+
+fn bound_in(node: tree_sitter::Node, src: &[u8], out: &mut HashSet<String>, depth: usize) {
+    let text = |n: tree_sitter::Node| n.utf8_text(src).unwrap_or("").to_string();
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        match child.kind() {
+            "function_definition" | "class_definition" => out.extend(child.child_by_field_name("name").map(text)),
+            "decorated_definition" => {
+                let def = child.child_by_field_name("definition");
+                out.extend(def.and_then(|d| d.child_by_field_name("name")).map(text));
+            }
+            "expression_statement" => {
+                let mut c = child.walk();
+                for a in child.named_children(&mut c).filter(|a| a.kind() == "assignment") {
+                    if let Some(left) = a.child_by_field_name("left") {
+                        identifiers(left, src, out);
+                    }
+                }
+            }
+            "import_from_statement" | "import_statement" => {
+                // `from . import x` in a package's `__init__.py` binds its own submodule `x`:
+                // the same module an importer's `from pkg import x` reaches directly.
+                let own = child.child_by_field_name("module_name").is_some_and(|m| text(m) == ".");
+                let mut c = child.walk();
+                for n in child.children_by_field_name("name", &mut c) {
+                    let bound = match n.kind() {
+                        "aliased_import" => n.child_by_field_name("alias").map(text),
+                        _ if own => None,
+                        // `import a.b` binds `a`; `from m import a` binds `a`.
+                        _ => text(n).split('.').next().map(|s| s.trim().to_string()),
+                    };
+                    out.extend(bound);
+                }
+            }
+            "if_statement" | "elif_clause" | "else_clause" | "try_statement" | "except_clause" | "finally_clause"
+            | "with_statement" | "block" | "ERROR"
+                if depth < MAX_BLOCK_DEPTH =>
+            {
+                bound_in(child, src, out, depth + 1)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The identifiers an assignment target binds (`x`, `a, b`, `(a, b)`), not attributes or items.
+fn identifiers(node: tree_sitter::Node, src: &[u8], out: &mut HashSet<String>) {
+    match node.kind() {
+        "identifier" => out.extend(node.utf8_text(src).ok().map(str::to_string)),
+        "pattern_list" | "tuple_pattern" | "list_pattern" => {
+            let mut c = node.walk();
+            for n in node.named_children(&mut c) {
+                identifiers(n, src, out);
+            }
+        }
+        _ => {}
     }
 }
 
