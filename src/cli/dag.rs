@@ -75,7 +75,7 @@ pub fn run(engine: &Engine, out: &Out, action: DagAction) -> anyhow::Result<()> 
             for s in &list.sessions {
                 out.line(&format!(
                     "{:<10} {:<24} {:>5} {:>5}  {:<16} {}",
-                    s.id.get(..8).unwrap_or(&s.id),
+                    short_id(&s.id),
                     utc(s.created_at_ms),
                     s.turns,
                     s.nodes,
@@ -99,4 +99,14 @@ pub fn run(engine: &Engine, out: &Out, action: DagAction) -> anyhow::Result<()> 
         }
     }
     Ok(())
+}
+
+/// A UUID's first 8 characters (a prefix `dag view` takes); an id a client chose
+/// (`docdex.session_id`, up to 64 characters) in full: cut to 8, `review-10` and `review-11`
+/// were both listed as `review-1`, which `dag view` then called ambiguous.
+fn short_id(id: &str) -> &str {
+    match uuid::Uuid::try_parse(id) {
+        Ok(_) => id.get(..8).unwrap_or(id),
+        Err(_) => id,
+    }
 }

@@ -330,6 +330,12 @@ impl DagStore {
             .map_err(|e| self.err(e))
     }
 
+    /// The session whose id is exactly `id`, if there is one (never a prefix).
+    pub fn summary_of(&self, id: &str) -> Result<Option<DagSessionSummary>> {
+        let sql = format!("{} WHERE s.id = ?1", Self::SUMMARY);
+        self.conn.query_row(&sql, params![id], Self::summary).optional().map_err(|e| self.err(e))
+    }
+
     /// The session `id`, or the one session whose id starts with `id` (at least 4 characters).
     pub fn session(&self, id: &str) -> Result<DagSession> {
         let full = self.resolve(id)?;
@@ -389,7 +395,10 @@ impl DagStore {
         }
         match ids.as_slice() {
             [one] if id.len() >= 4 => Ok(one.clone()),
-            [] | [_] => Err(not_found()),
+            [] => Err(not_found()),
+            [_] => Err(Error::BadRequest(format!(
+                "session prefix {id:?} is too short: give at least 4 characters of the id (`docdex dag list` shows them)"
+            ))),
             many => Err(Error::BadRequest(format!(
                 "session prefix {id:?} is ambiguous: it matches {}; give more characters",
                 many.join(", ")
@@ -414,6 +423,17 @@ impl Engine {
             None => (0, Vec::new()),
         };
         Ok(DagSessionList { schema_version: DAG_SCHEMA_VERSION, repo: repo.root, total, sessions })
+    }
+
+    /// The session whose id is exactly `id`, without its nodes; `None` when the repository has
+    /// none by that id, even if ids start with it (a client continuing or naming a session
+    /// means that id, where `dag_session` takes a prefix for people).
+    pub fn dag_session_by_id(&self, repo_path: &Path, id: &str) -> Result<Option<DagSessionSummary>> {
+        let repo = self.resolve_repo(repo_path)?;
+        match DagStore::open_existing(&repo)? {
+            Some(store) => store.summary_of(id),
+            None => Ok(None),
+        }
     }
 
     /// One reasoning session with its nodes and edges (`session` may be a unique prefix).
@@ -619,6 +639,11 @@ mod tests {
         s.join_session(Some("abcd-2"), None, "y").unwrap();
         assert!(matches!(s.session("zzzz"), Err(Error::NotFound(_))));
         assert!(matches!(s.session("abcd"), Err(Error::BadRequest(m)) if m.contains("ambiguous")));
+        // One match, but under 4 characters: said so, not "no session" (it exists).
+        s.join_session(Some("xyz-1"), None, "z").unwrap();
+        assert!(matches!(s.session("xyz"), Err(Error::BadRequest(m)) if m.contains("at least 4 characters")));
+        assert_eq!(s.summary_of("abcd").unwrap(), None, "a prefix is not an id");
+        assert_eq!(s.summary_of("abcd-1").unwrap().map(|x| x.id), Some("abcd-1".to_string()));
         assert!(s.session("abcd-2").is_ok());
         assert!(s.join_session(Some("../etc"), None, "x").is_err());
     }

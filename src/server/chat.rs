@@ -437,9 +437,9 @@ fn existing_session(state: &AppState, repo: &crate::engine::protocol::RepoRef, i
     if !crate::engine::protocol::valid_session_id(id) {
         return Ok(()); // the engine refuses it as a bad request, naming the rule
     }
-    match state.engine().dag_session(&repo.root, id) {
-        Ok(s) if s.session.id == id => Ok(()),
-        Ok(_) | Err(crate::Error::NotFound(_)) => Err(ApiError::new(
+    match state.engine().dag_session_by_id(&repo.root, id) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "unknown_session",
             format!(
@@ -457,17 +457,17 @@ fn free_session_id(state: &AppState, repo: &crate::engine::protocol::RepoRef, id
     if !crate::engine::protocol::valid_session_id(id) {
         return Ok(()); // the engine refuses it as a bad request, naming the rule
     }
-    match state.engine().dag_session(&repo.root, id) {
-        Ok(s) if s.session.id == id => Err(ApiError::new(
+    match state.engine().dag_session_by_id(&repo.root, id) {
+        Ok(Some(s)) => Err(ApiError::new(
             StatusCode::CONFLICT,
             "session_exists",
             format!(
                 "repository {} already has reasoning session {id:?} ({} turns); omit docdex.new_session to continue it, or choose another id for a new session",
                 repo.root.display(),
-                s.session.turns
+                s.turns
             ),
         )),
-        Ok(_) | Err(crate::Error::NotFound(_)) => Ok(()),
+        Ok(None) => Ok(()),
         Err(e) => Err(state.explain(repo, e)),
     }
 }

@@ -518,6 +518,44 @@ async fn dag_list_answers_the_newest_sessions_and_counts_them_all() {
     assert_eq!(v["sessions"][0]["title"], "what does billing charge?");
 }
 
+#[tokio::test]
+async fn a_session_id_that_prefixes_others_is_an_id_not_an_ambiguous_prefix() {
+    // HTTP clients name sessions (`docdex.session_id`); with review-10 and review-11 logged,
+    // starting review-1 was refused as "session prefix is ambiguous" (400) though the id was
+    // free, continuing an unknown review-2 was the same 400 rather than 404 unknown_session,
+    // and `dag list` cut every id to 8 characters, listing both as review-1.
+    use crate::server_util::{client, Server};
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let server = Server::start(&c.env, &["serve", "--repo", c.r(), "--no-watch"], &[]);
+    let ask = |id: &str, new_session: bool| {
+        let body = serde_json::json!({"messages": [{"role": "user", "content": "how are stale sessions expired?"}],
+            "docdex": {"session_id": id, "new_session": new_session, "no_web": true}});
+        client().post(server.url("/v1/chat/completions")).json(&body).send()
+    };
+    for id in ["review-10", "review-11", "review-20", "review-21"] {
+        assert_eq!(ask(id, true).await.unwrap().status().as_u16(), 200, "{id}");
+    }
+    let started = ask("review-1", true).await.unwrap();
+    assert_eq!(started.status().as_u16(), 200, "{:?}", started.text().await);
+    assert_eq!(ask("review-1", false).await.unwrap().status().as_u16(), 200, "continued");
+    let unknown = ask("review-2", false).await.unwrap();
+    assert_eq!(unknown.status().as_u16(), 404);
+    let v: Value = unknown.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "unknown_session", "{v}");
+    let taken = ask("review-10", true).await.unwrap();
+    assert_eq!(taken.status().as_u16(), 409, "new_session under a taken id");
+
+    let text = c.env.run(&["dag", "list", "--repo", c.r()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    for id in ["review-10", "review-11", "review-1 "] {
+        assert!(text.contains(id), "{id} listed as itself: {text}");
+    }
+    let view = c.env.run(&["dag", "view", "--repo", c.r(), "review-1"]);
+    assert!(String::from_utf8_lossy(&view.stdout).contains("turns   2"), "{view:?}");
+    let short = c.env.run(&["dag", "view", "--repo", c.r(), "rev"]);
+    assert_eq!(short.status.code(), Some(2));
+}
+
 /// The DOT renders with graphviz when it is installed; its structure is checked either way.
 fn check_dot(dot: &str, nodes: usize) {
     assert!(dot.starts_with("digraph \"docdex session "), "{dot}");
