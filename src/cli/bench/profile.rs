@@ -19,7 +19,7 @@ use crate::engine::{Engine, IndexOptions};
 use anyhow::{bail, Context};
 use serde_json::json;
 use std::ops::ControlFlow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Flags of `docdex bench-profile`.
@@ -51,7 +51,29 @@ pub fn run(out: &Out, args: BenchProfileArgs) -> anyhow::Result<()> {
     let engine = Engine::open_at(&home).context("opening the bench home")?;
     let summary = engine.index(&corpus, &IndexOptions::default(), &|_: &IndexProgress| {})?;
     out.note(&format!("indexed {} files of {}", summary.files, corpus.display()));
-    let mut code: Vec<(String, PathBuf, u64)> = list_files(&corpus)
+    let code = script_files(&corpus)?;
+    engine.profile_add(&ProfileAddRequest {
+        agent_id: "team".into(),
+        content: "Deprecate usage of moment.js".into(),
+        category: Category::Constraint,
+        rule: None,
+        role: None,
+    })?;
+    let staged = staged_sample(&code)?;
+    let mut rows = time_validate(&home, &corpus, &staged, args.requests)?;
+    rows.extend(time_recall(&engine, &corpus, args.turns)?);
+    print_table(out, load_start, &corpus, code.len(), rows);
+    if !args.keep {
+        let _ = std::fs::remove_dir_all(&scratch);
+    } else {
+        out.note(&format!("kept {}", scratch.display()));
+    }
+    Ok(())
+}
+
+/// The corpus's JavaScript and TypeScript files under 200 kB, by path; at least 100.
+fn script_files(corpus: &Path) -> anyhow::Result<Vec<(String, PathBuf, u64)>> {
+    let mut code: Vec<(String, PathBuf, u64)> = list_files(corpus)
         .into_iter()
         .filter(|(rel, abs, size)| {
             [".js", ".ts", ".tsx", ".mjs", ".cjs"].iter().any(|e| rel.ends_with(e))
@@ -63,14 +85,12 @@ pub fn run(out: &Out, args: BenchProfileArgs) -> anyhow::Result<()> {
     if code.len() < 100 {
         bail!("{} has {} JavaScript/TypeScript files; need 100", corpus.display(), code.len());
     }
-    engine.profile_add(&ProfileAddRequest {
-        agent_id: "team".into(),
-        content: "Deprecate usage of moment.js".into(),
-        category: Category::Constraint,
-        rule: None,
-        role: None,
-    })?;
-    let staged: Vec<StagedFile> = code
+    Ok(code)
+}
+
+/// 100 files spread evenly over the corpus, with their content, as a hook would stage them.
+fn staged_sample(code: &[(String, PathBuf, u64)]) -> anyhow::Result<Vec<StagedFile>> {
+    let staged = code
         .iter()
         .step_by((code.len() / 100).max(1))
         .take(100)
@@ -78,20 +98,29 @@ pub fn run(out: &Out, args: BenchProfileArgs) -> anyhow::Result<()> {
             Ok(StagedFile { path: rel.clone(), content: Some(std::fs::read_to_string(abs)?), deleted: false })
         })
         .collect::<std::io::Result<_>>()?;
+    Ok(staged)
+}
 
+/// `POST /v1/hooks/validate` against a real `docdex serve`, for 1, 10 and 100 staged files.
+fn time_validate(
+    home: &Path,
+    corpus: &Path,
+    staged: &[StagedFile],
+    requests: usize,
+) -> anyhow::Result<Vec<(String, String)>> {
     let mut rows: Vec<(String, String)> = Vec::new();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?;
-        let serve = Proc::spawn(&home, &["serve", "--repo", &corpus.to_string_lossy()])?;
+        let serve = Proc::spawn(home, &["serve", "--repo", &corpus.to_string_lossy()])?;
         wait_ready(&client, &serve, Duration::from_secs(300)).await?;
         for n in [1usize, 10, 100] {
             let body = json!({ "files": &staged[..n] });
             let bytes: usize = staged[..n].iter().map(|f| f.content.as_ref().map_or(0, String::len)).sum();
-            let mut lat = Vec::with_capacity(args.requests);
-            let mut engine_ms = Vec::with_capacity(args.requests);
+            let mut lat = Vec::with_capacity(requests);
+            let mut engine_ms = Vec::with_capacity(requests);
             let mut violations = 0;
-            for i in 0..(args.requests + 20) {
+            for i in 0..(requests + 20) {
                 let t = Instant::now();
                 let r = client.post(serve.url("/v1/hooks/validate")).json(&body).send().await?;
                 if !r.status().is_success() {
@@ -116,8 +145,11 @@ pub fn run(out: &Out, args: BenchProfileArgs) -> anyhow::Result<()> {
         drop(serve);
         Ok::<_, anyhow::Error>(())
     })?;
+    Ok(rows)
+}
 
-    // Profile recall inside real chat turns.
+/// Profile recall inside real chat turns, as an agent with 200 preferences of its own.
+fn time_recall(engine: &Engine, corpus: &Path, turns: usize) -> anyhow::Result<Vec<(String, String)>> {
     for i in 0..200 {
         engine.profile_add(&ProfileAddRequest {
             agent_id: "bench_agent".into(),
@@ -132,10 +164,10 @@ pub fn run(out: &Out, args: BenchProfileArgs) -> anyhow::Result<()> {
             role: Some("backend developer".into()),
         })?;
     }
-    let mut step_ms = Vec::with_capacity(args.turns);
-    let mut turn_ms = Vec::with_capacity(args.turns);
+    let mut step_ms = Vec::with_capacity(turns);
+    let mut turn_ms = Vec::with_capacity(turns);
     let mut recalled = 0;
-    for i in 0..(args.turns + 10) {
+    for i in 0..(turns + 10) {
         let req = ChatTurnRequest {
             query: QUERIES[i % QUERIES.len()].to_string(),
             agent_id: Some("bench_agent".into()),
@@ -143,7 +175,7 @@ pub fn run(out: &Out, args: BenchProfileArgs) -> anyhow::Result<()> {
             ..Default::default()
         };
         let t = Instant::now();
-        let resp = engine.chat(&corpus, &req, &mut |_| ControlFlow::Continue(()))?;
+        let resp = engine.chat(corpus, &req, &mut |_| ControlFlow::Continue(()))?;
         let total = t.elapsed().as_secs_f64() * 1000.0;
         let Some(step) = resp.trace.steps.iter().find(|s| s.name == "profile") else {
             bail!("the chat trace has no profile step");
@@ -154,13 +186,18 @@ pub fn run(out: &Out, args: BenchProfileArgs) -> anyhow::Result<()> {
             recalled = step.items;
         }
     }
-    rows.push((
-        "Profile recall in a chat turn (Tier 0 `profile` step; 200 + factory preferences, by words, no embedder)"
-            .into(),
-        format!("{}; {recalled} recalled per turn", lat_line(&mut step_ms)),
-    ));
-    rows.push(("The whole chat turn without a model, for scale".into(), lat_line(&mut turn_ms)));
+    Ok(vec![
+        (
+            "Profile recall in a chat turn (Tier 0 `profile` step; 200 + factory preferences, by words, no embedder)"
+                .into(),
+            format!("{}; {recalled} recalled per turn", lat_line(&mut step_ms)),
+        ),
+        ("The whole chat turn without a model, for scale".into(), lat_line(&mut turn_ms)),
+    ])
+}
 
+/// The machine line and the markdown table for docs/PERFORMANCE.md.
+fn print_table(out: &Out, load_start: String, corpus: &Path, files: usize, rows: Vec<(String, String)>) {
     let m = machine_info();
     out.line(&format!(
         "docdex bench-profile, {} UTC, {} ({} cores, {:.0} GiB, Linux {}), load average {} at start, {} at end, debug={}",
@@ -173,17 +210,11 @@ pub fn run(out: &Out, args: BenchProfileArgs) -> anyhow::Result<()> {
         loadavg(),
         cfg!(debug_assertions)
     ));
-    out.line(&format!("corpus: {} ({} JS/TS files)", corpus.display(), code.len()));
+    out.line(&format!("corpus: {} ({files} JS/TS files)", corpus.display()));
     out.line("");
     out.line("| measurement | result |");
     out.line("| --- | --- |");
     for (k, v) in rows {
         out.line(&format!("| {k} | {v} |"));
     }
-    if !args.keep {
-        let _ = std::fs::remove_dir_all(&scratch);
-    } else {
-        out.note(&format!("kept {}", scratch.display()));
-    }
-    Ok(())
 }
