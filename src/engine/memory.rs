@@ -314,7 +314,10 @@ impl Engine {
         self.memory_enabled()?;
         let repo = self.resolve_repo(repo_path)?;
         if !repo.meta_path().exists() {
-            // First touch of this repo: give it a state directory and a registry entry.
+            // First touch of this repo: give it a state directory and a registry entry, unless
+            // no one should index it (`/`, the home directory, docdex's home): registered, `/`
+            // became the repository of every command run outside git, one `index` refuses.
+            self.check_servable(&repo)?;
             self.inner.registry.ensure(&repo)?;
         }
         let db = MemoryDb::open(&repo)?;

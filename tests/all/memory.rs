@@ -297,3 +297,24 @@ fn a_list_cut_by_its_limit_says_how_many_are_shown_and_how_to_see_all() {
     let text = String::from_utf8_lossy(&all.stdout);
     assert!(!text.contains("shown"), "nothing left out, nothing said: {text}");
 }
+
+#[test]
+fn a_memory_is_not_stored_for_the_filesystem_root_or_the_home_directory() {
+    // `docdex memory store` typed in `/` (or in $HOME, outside any repository) registered it as
+    // a repository: every later command run outside git then resolved to `/` and answered
+    // "run `docdex index --repo /` first", which `index` refuses.
+    let env = Env::new();
+    let user = env.repo("user");
+    let h = user.to_str().unwrap();
+    for dir in ["/", h] {
+        let out =
+            env.run_env(&["memory", "store", "--repo", dir, "a note typed in the wrong directory"], &[("HOME", h)]);
+        assert_eq!(out.status.code(), Some(2), "{dir}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("refusing") && err.contains("name the repository's own directory"), "{err}");
+    }
+    assert_eq!(env.json(&["repo", "list", "--json"])["repos"].as_array().unwrap().len(), 0, "nothing registered");
+    let project = env.repo("user/project");
+    let v = env.json(&["memory", "store", "--repo", project.to_str().unwrap(), "--json", "a repository's note"]);
+    assert_eq!(v["memory"]["content"], "a repository's note", "a directory under the home still takes notes");
+}
