@@ -220,6 +220,14 @@ const CREDENTIAL_DIRS: &[&str] =
 /// as the origin checks let them): mounting `/` would let one request index the machine.
 pub fn check_servable_root(root: &Path, user_home: Option<&Path>, docdex_home: &Path) -> Result<()> {
     let refuse = |why: String| Err(Error::UnsafeRoot { path: root.to_path_buf(), reason: why });
+    // The state records the root as text (repo_meta.json): such a root failed mid-index as a
+    // "corrupt state file", and every later command said "not indexed yet".
+    if root.to_str().is_none() {
+        return Err(Error::BadRequest(format!(
+            "the repository's path {} is not valid UTF-8: docdex records and serves a repository by its path as text; rename the directory (or the parent whose name is not UTF-8) to index it",
+            root.display()
+        )));
+    }
     let docdex_home = std::fs::canonicalize(docdex_home).unwrap_or_else(|_| docdex_home.to_path_buf());
     if root.starts_with(&docdex_home) {
         return refuse(format!("it is docdex's own home ({}) or inside it", docdex_home.display()));

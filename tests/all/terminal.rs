@@ -58,3 +58,22 @@ fn a_files_color_codes_are_shown_with_colors_on_and_docdex_colors_stay() {
     let v = env.json(&["search", "--repo", r, "kiwi_walrus", "--json"]);
     assert!(v["results"].as_array().unwrap().iter().any(|h| h["path"] == name.as_str()), "{v}");
 }
+
+#[test]
+fn indexing_a_repository_whose_path_is_not_utf8_says_why_instead_of_a_corrupt_state_file() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let repo = env.dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    write(&repo, "a.rs", "fn a_walrus() {}\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["index", "--repo"])
+        .arg(&repo)
+        .env("DOCDEX_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("is not valid UTF-8") && text.contains("rename the directory"), "{text}");
+    assert!(!text.contains("corrupt"), "{text}");
+}
