@@ -11,6 +11,7 @@ use crate::engine::protocol::{HookStatus, HookValidateRequest, HookValidateRespo
 use crate::engine::Engine;
 use crate::error::Error;
 use anyhow::{bail, Context};
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -263,16 +264,32 @@ struct Staged {
     not_sent: Vec<String>,
 }
 
-fn git(dir: Option<&Path>, args: &[&str]) -> anyhow::Result<Vec<u8>> {
+fn git<S: AsRef<OsStr>>(dir: Option<&Path>, args: &[S]) -> anyhow::Result<Vec<u8>> {
     let mut cmd = Command::new("git");
     if let Some(d) = dir {
         cmd.current_dir(d);
     }
     let out = cmd.args(args).output().context("running git")?;
     if !out.status.success() {
-        bail!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+        let shown: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
+        bail!("git {}: {}", shown.join(" "), String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(out.stdout)
+}
+
+/// A path git printed on a line of its own, its bytes kept: on unix a name need not be UTF-8,
+/// and the lossy text (`caf\u{fffd}`) named no directory ("not a directory: pass --repo").
+fn git_path(stdout: &[u8]) -> PathBuf {
+    let line = stdout.strip_suffix(b"\n").unwrap_or(stdout);
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        PathBuf::from(OsStr::from_bytes(line))
+    }
+    #[cfg(not(unix))]
+    {
+        PathBuf::from(String::from_utf8_lossy(line).trim())
+    }
 }
 
 /// The root of the git repository at `dir` (else the current directory). Not being in one is
@@ -305,7 +322,7 @@ fn top_level(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
         }
         bail!("git rev-parse --show-toplevel: {}", String::from_utf8_lossy(&out.stderr).trim());
     }
-    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    Ok(git_path(&out.stdout))
 }
 
 /// Staged paths (added, changed, deleted) with their staged content, read in one
@@ -313,22 +330,33 @@ fn top_level(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
 fn staged_files() -> anyhow::Result<Staged> {
     let root = top_level(None)?;
     let listing = git(Some(&root), &["diff", "--cached", "--name-status", "--no-renames", "-z"])?;
-    let fields: Vec<String> =
-        listing.split(|b| *b == 0).filter(|f| !f.is_empty()).map(|f| String::from_utf8_lossy(f).into_owned()).collect();
+    let fields: Vec<&[u8]> = listing.split(|b| *b == 0).filter(|f| !f.is_empty()).collect();
     let mut files = Vec::new();
     let mut wanted = Vec::new();
+    let mut not_sent = Vec::new();
     for pair in fields.chunks(2) {
         let [status, path] = pair else { continue };
-        if path.contains('\n') {
-            continue;
-        }
-        if status.starts_with('D') {
-            files.push(StagedFile { path: path.clone(), content: None, deleted: true });
+        // Named, not dropped in silence: the server knows a file by its UTF-8 path, and
+        // `git cat-file --batch` reads one name a line.
+        let path = match String::from_utf8(path.to_vec()) {
+            Ok(p) if p.contains('\n') => {
+                not_sent.push(format!("{p:?}: not checked (a line break in its name)"));
+                continue;
+            }
+            Ok(p) => p,
+            Err(_) => {
+                let shown = String::from_utf8_lossy(path);
+                not_sent
+                    .push(format!("{shown}: not checked (its name is not valid UTF-8, and docdex does not index it)"));
+                continue;
+            }
+        };
+        if status.starts_with(b"D") {
+            files.push(StagedFile { path, content: None, deleted: true });
         } else {
-            wanted.push(path.clone());
+            wanted.push(path);
         }
     }
-    let mut not_sent = Vec::new();
     let contents = cat_files(&root, &wanted)?;
     let mut total = 0usize;
     for (path, blob) in wanted.into_iter().zip(contents) {
@@ -400,7 +428,7 @@ fn cat_files(root: &Path, paths: &[String]) -> anyhow::Result<Vec<Option<Vec<u8>
 fn hooks_dir(repo: Option<&Path>) -> anyhow::Result<PathBuf> {
     let root = top_level(repo)?;
     let rel = git(Some(&root), &["rev-parse", "--git-path", "hooks"])?;
-    let rel = PathBuf::from(String::from_utf8_lossy(&rel).trim());
+    let rel = git_path(&rel);
     Ok(if rel.is_absolute() { rel } else { root.join(rel) })
 }
 
@@ -482,9 +510,9 @@ const MISSING: &str =
 /// This clone's own settings for the shared husky block, in `.git/config` (never committed):
 /// the installing binary as the fallback off `PATH`, and `--home` when one was given.
 fn set_clone_config(root: &Path, exe: &Path, home: Option<&Path>) -> anyhow::Result<()> {
-    git(Some(root), &["config", "docdex.path", &exe.to_string_lossy()])?;
+    git(Some(root), &[OsStr::new("config"), OsStr::new("docdex.path"), exe.as_os_str()])?;
     if let Some(h) = home {
-        git(Some(root), &["config", "docdex.home", &h.to_string_lossy()])?;
+        git(Some(root), &[OsStr::new("config"), OsStr::new("docdex.home"), h.as_os_str()])?;
     } else {
         // An earlier install's home must not linger (git exits 5 when there is none).
         let _ = git(Some(root), &["config", "--unset", "docdex.home"]);
@@ -522,7 +550,8 @@ fn is_ours(path: &Path) -> bool {
 
 /// Whether git tracks `path` (a file the repository shares).
 fn tracked(root: &Path, path: &Path) -> bool {
-    present(path) && git(Some(root), &["ls-files", "--error-unmatch", "--", &path.to_string_lossy()]).is_ok()
+    let args = [OsStr::new("ls-files"), OsStr::new("--error-unmatch"), OsStr::new("--"), path.as_os_str()];
+    present(path) && git(Some(root), &args).is_ok()
 }
 
 /// Whether anything is at `path`, a dangling link included (`exists` follows links).
@@ -548,7 +577,7 @@ fn refuse_tracked(root: &Path, hook: &Path) -> anyhow::Result<()> {
 /// repository" then changes every one of them, which the user should hear.
 fn shared_hooks_note(root: &Path, dir: &Path) -> Option<String> {
     let common = git(Some(root), &["rev-parse", "--path-format=absolute", "--git-common-dir"]).ok()?;
-    let common = PathBuf::from(String::from_utf8_lossy(&common).trim());
+    let common = git_path(&common);
     let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let d = real(dir);
     (!d.starts_with(real(root)) && !d.starts_with(real(&common))).then(|| {

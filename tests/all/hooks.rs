@@ -754,3 +754,41 @@ fn the_committed_husky_block_names_no_machine_path_and_runs_in_a_teammates_clone
     assert!(env.run(&["hook", "uninstall", "--repo", repo.to_str().unwrap()]).status.success());
     assert_eq!(config(&repo, "docdex.path"), "");
 }
+
+#[test]
+fn a_repository_or_staged_file_whose_name_is_not_utf8_is_handled_and_named() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    // The hook installs in a clone under a directory whose name is Latin-1: git's path came
+    // back as `caf\u{fffd}`, and install said "not a directory: pass --repo".
+    let latin = env.dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    std::fs::create_dir_all(&latin).unwrap();
+    assert!(git(&latin, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["hook", "install", "--repo"])
+        .arg(&latin)
+        .env("DOCDEX_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(latin.join(".git/hooks/pre-commit").is_file());
+
+    // A staged file named in Latin-1 was dropped from the check in silence.
+    config(&env);
+    let repo = env.repo("fixture");
+    fixture(&repo);
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    git(&repo, &["add", "-A"], &env, &[]);
+    assert!(git(&repo, &["commit", "-q", "-m", "start"], &env, &[]).status.success());
+    assert!(env.run(&["index", "--repo", repo.to_str().unwrap()]).status.success());
+    assert!(env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]).status.success());
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let url = format!("http://{}", server.addr);
+    std::fs::write(repo.join(std::ffi::OsStr::from_bytes(b"src/caf\xe9.ts")), "export const c: any = 1;\n").unwrap();
+    write(&repo, "src/b.ts", "export const b = (): number => 42;\n");
+    git(&repo, &["add", "-A"], &env, &[]);
+    let out = git(&repo, &["commit", "-m", "latin"], &env, &[("DOCDEX_URL", &url)]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("src/caf\u{fffd}.ts: not checked (its name is not valid UTF-8"), "{}", text(&out));
+}
