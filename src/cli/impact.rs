@@ -28,12 +28,14 @@ pub struct ImpactArgs {
     /// The same as the positional FILE.
     #[arg(long, short, value_name = "FILE")]
     file: Option<String>,
-    /// Import hops to follow.
-    #[arg(long, short, default_value_t = crate::engine::protocol::DEFAULT_DEPTH)]
-    depth: u32,
-    /// in: files importing it; out: what it imports; both.
-    #[arg(long, value_enum, default_value_t = DirectionArg::Both)]
-    direction: DirectionArg,
+    /// Import hops to follow (1 to 64; default 1). Not with --tests or diagnostics, which
+    /// follow no hops of their own choosing: refused there rather than ignored.
+    #[arg(long, short)]
+    depth: Option<u32>,
+    /// in: files importing it; out: what it imports; both (the default). Not with --tests or
+    /// diagnostics.
+    #[arg(long, value_enum)]
+    direction: Option<DirectionArg>,
     /// List the test files that exercise the file instead (by import, at any depth, or by name).
     #[arg(long)]
     tests: bool,
@@ -112,11 +114,48 @@ impl GraphCommand {
     }
 }
 
+/// `--depth` and `--direction` shape the neighbourhood `docdex impact F` lists; `what` (the
+/// diagnostics, `--tests`) walks none of its own, so they were silently ignored there.
+fn refuse_walk_flags(args: &ImpactArgs, what: &str, instead: &str) -> Result<(), Error> {
+    let given: Vec<&str> = [(args.depth.is_some(), "--depth"), (args.direction.is_some(), "--direction")]
+        .into_iter()
+        .filter_map(|(set, flag)| set.then_some(flag))
+        .collect();
+    if given.is_empty() {
+        return Ok(());
+    }
+    let verb = if given.len() > 1 { "mean" } else { "means" };
+    Err(Error::BadRequest(format!("{} {verb} nothing for {what}: {instead}", given.join(" and "))))
+}
+
+/// The file `impact diagnostics` reports on: its own `--file`, or the FILE / `--file` given
+/// before the subcommand (`docdex impact --file a.py diagnostics` listed the whole repository's).
+fn diagnostics_file(args: &ImpactArgs, own: Option<String>) -> Result<Option<String>, Error> {
+    let before = args.path.clone().or_else(|| args.file.clone());
+    match (own, before) {
+        (Some(a), Some(b)) if a != b => Err(Error::BadRequest(format!(
+            "impact diagnostics was given two files, {b:?} and {a:?}: name one (`docdex impact diagnostics --file F`)"
+        ))),
+        (own, before) => Ok(own.or(before)),
+    }
+}
+
 /// Runs `docdex impact ...`.
 pub fn run_impact(engine: &Engine, out: &Out, args: ImpactArgs) -> anyhow::Result<()> {
     match args.action {
-        Some(ImpactAction::Diagnostics { file, json }) => {
-            let file = file.as_deref().map(|f| args.repo.user_path(f));
+        Some(ImpactAction::Diagnostics { ref file, json }) => {
+            refuse_walk_flags(
+                &args,
+                "impact diagnostics",
+                "it lists each file's own unresolved imports (all files, or --file F's); for a file's neighbourhood run `docdex impact F --depth N`, whose --json nodes count their unresolved_imports",
+            )?;
+            if args.tests {
+                return Err(Error::BadRequest(
+                    "--tests and diagnostics are two questions: `docdex impact F --tests` or `docdex impact diagnostics`".into(),
+                )
+                .into());
+            }
+            let file = diagnostics_file(&args, file.clone())?.map(|f| args.repo.user_path(&f));
             let resp = engine.impact_diagnostics(&args.repo.resolve()?, &DiagnosticsRequest { file, limit: None })?;
             if json || args.json {
                 out.json(&resp)?;
@@ -125,13 +164,18 @@ pub fn run_impact(engine: &Engine, out: &Out, args: ImpactArgs) -> anyhow::Resul
             }
         }
         None => {
-            let Some(file) = args.path.or(args.file).map(|f| args.repo.user_path(&f)) else {
+            let Some(file) = args.path.clone().or_else(|| args.file.clone()).map(|f| args.repo.user_path(&f)) else {
                 return Err(Error::BadRequest(
                     "name a file: `docdex impact src/lib.rs` (repo-relative, or relative to the current directory), or use `docdex impact diagnostics`".into(),
                 )
                 .into());
             };
             if args.tests {
+                refuse_walk_flags(
+                    &args,
+                    "--tests",
+                    "it follows importers to any depth (tests import what they exercise); `docdex impact F --depth N --direction in` lists importers to a depth",
+                )?;
                 let resp = engine.impact_tests(&args.repo.resolve()?, &TestsRequest { file, limit: None })?;
                 if args.json {
                     out.json(&resp)?;
@@ -140,7 +184,11 @@ pub fn run_impact(engine: &Engine, out: &Out, args: ImpactArgs) -> anyhow::Resul
                 }
                 return Ok(());
             }
-            let req = ImpactRequest { file, depth: Some(args.depth), direction: Some(args.direction.into()) };
+            let req = ImpactRequest {
+                file,
+                depth: Some(args.depth.unwrap_or(crate::engine::protocol::DEFAULT_DEPTH)),
+                direction: Some(args.direction.unwrap_or(DirectionArg::Both).into()),
+            };
             let resp = engine.impact(&args.repo.resolve()?, &req)?;
             if args.json {
                 out.json(&resp)?;

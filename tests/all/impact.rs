@@ -992,6 +992,43 @@ fn impact_cli_errors_use_the_exit_codes() {
     assert_eq!(before["total"], 4, "{before}");
 }
 
+/// `docdex impact --depth 3 diagnostics` printed the same list as without it, and `--depth` or
+/// `--direction` with `--tests` were dropped too: a flag that changes nothing read as honoured.
+/// Both walk no hops of the user's choosing, so the flags are refused (exit 2) saying what to
+/// run instead. A file given before `diagnostics` (`impact --file F diagnostics`) was dropped
+/// and the whole repository listed; it is now the file reported on.
+#[test]
+fn impact_flags_that_mean_nothing_are_refused_and_a_file_before_diagnostics_is_used() {
+    let env = Env::new();
+    let repo = env.repo("dyn");
+    copy_fixture("dynamic", &repo);
+    let r = repo.to_str().expect("utf8");
+    env.json(&["index", "--repo", r, "--json"]);
+    for args in [
+        &["impact", "--repo", r, "--depth", "3", "diagnostics"][..],
+        &["impact", "--repo", r, "--direction", "in", "diagnostics", "--json"],
+        &["impact", "--repo", r, "js/loader.js", "--tests", "--depth", "2"],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(text.contains("means nothing for") && text.contains("docdex impact"), "{args:?}: {text}");
+    }
+    let all = env.json(&["impact", "--repo", r, "diagnostics", "--json"]);
+    let one = env.json(&["impact", "--repo", r, "--file", "js/loader.js", "diagnostics", "--json"]);
+    assert_eq!(all["total"], 4);
+    let files: Vec<&str> = one["files"].as_array().expect("files").iter().filter_map(|f| f["path"].as_str()).collect();
+    assert_eq!(files, ["js/loader.js"], "{one}");
+    let same = env.json(&["impact", "--repo", r, "js/loader.js", "diagnostics", "--file", "js/loader.js", "--json"]);
+    assert_eq!(same["total"], one["total"]);
+    let two = env.run(&["impact", "--repo", r, "--file", "js/loader.js", "diagnostics", "--file", "py/app.py"]);
+    assert_eq!(two.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&two.stderr).contains("two files"), "{two:?}");
+    // The flags still work where they mean something.
+    let deep = env.json(&["impact", "--repo", r, "js/loader.js", "--depth", "2", "--direction", "out", "--json"]);
+    assert!(deep["inbound"].as_array().expect("inbound").is_empty(), "{deep}");
+}
+
 #[test]
 fn graph_rebuild_reports_progress_and_counts() {
     let env = Env::new();
