@@ -64,7 +64,9 @@ impl Engine {
         }
         // Watch first, then catch up: an edit made during or right after the catch-up run is
         // queued by the watcher instead of falling between the two.
-        let (mut debouncer, rx) = self.start_debouncer(&repo.root)?;
+        let (mut debouncer, rx) = self.start_debouncer()?;
+        let mut root_watch = RootWatch::start(&mut debouncer, &repo.root)?;
+        root_watch.report_refused(&repo.root, report);
         // Registered sources with `watch` are followed too; `docdex add` / `remove-source` while
         // this runs are picked up within a second (a full run indexes or drops the folder).
         let mut sources = sources::load_indexable(&repo.state_dir);
@@ -113,6 +115,14 @@ impl Engine {
             while let Ok(more) = rx.try_recv() {
                 collect(&repo, &sources, more, &mut paths, &mut dirs_changed, report);
             }
+            if root_watch.must_rewatch(&paths) {
+                // A directory appeared, went or changed beside one that refused a watch: watch
+                // again (it may be readable now), and compare the whole tree.
+                check_root(&repo.root, root_id)?;
+                root_watch.rewatch(&mut debouncer)?;
+                root_watch.report_refused(&repo.root, report);
+                paths.insert(repo.root.clone());
+            }
             if dirs_changed {
                 // The directory structure changed: cached project maps are stale.
                 self.invalidate_maps(&repo);
@@ -130,14 +140,14 @@ impl Engine {
         Ok(())
     }
 
-    /// A debounced recursive watch of `root`, its batches on the returned channel.
-    fn start_debouncer(&self, root: &Path) -> Result<(Debouncer, mpsc::Receiver<DebounceEventResult>)> {
+    /// A debounced watcher (nothing watched yet), its batches on the returned channel.
+    fn start_debouncer(&self) -> Result<(Debouncer, mpsc::Receiver<DebounceEventResult>)> {
         let (tx, rx) = mpsc::channel::<DebounceEventResult>();
         let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
         // Symlinks are never followed: a link to a directory outside the repo must not even be
         // watched (its events would name paths inside the repo).
         let config = notify::Config::default().with_follow_symlinks(false);
-        let mut debouncer = new_debouncer_opt::<_, RecommendedWatcher, RecommendedCache>(
+        let debouncer = new_debouncer_opt::<_, RecommendedWatcher, RecommendedCache>(
             debounce,
             None,
             tx,
@@ -145,7 +155,6 @@ impl Engine {
             config,
         )
         .map_err(|e| Error::Watch(e.to_string()))?;
-        debouncer.watch(root, RecursiveMode::Recursive).map_err(|e| Error::Watch(e.to_string()))?;
         Ok((debouncer, rx))
     }
 
@@ -180,6 +189,136 @@ impl Engine {
 
 /// The watcher this module runs: notify's recommended backend, debounced.
 type Debouncer = notify_debouncer_full::Debouncer<RecommendedWatcher, RecommendedCache>;
+
+/// At most this many directories may refuse a watch before the watch fails: each costs one
+/// more registration pass over the tree.
+const MAX_REFUSED: usize = 64;
+
+/// The OS watches on the repository: one recursive watch on the root, or, when directories
+/// refuse a watch (permission denied: a container's data volume owned by another user), a
+/// non-recursive watch on each directory above them (the spine) and a recursive one on every
+/// other directory beside it. (A recursive watch fails whole at the first such directory, so
+/// one unreadable folder kept `docdex watch` and a server's live re-index from ever starting.)
+struct RootWatch {
+    root: PathBuf,
+    /// Directories that refused a watch, and why.
+    refused: Vec<(PathBuf, String)>,
+    /// Directories above a refused one, watched without their subdirectories.
+    spine: std::collections::HashSet<PathBuf>,
+    /// Every path watched, to unwatch them all.
+    watched: Vec<PathBuf>,
+    /// Refused directories already reported (each is named once, not at every rewatch).
+    reported: std::collections::HashSet<PathBuf>,
+}
+
+impl RootWatch {
+    fn start(debouncer: &mut Debouncer, root: &Path) -> Result<RootWatch> {
+        let mut w = RootWatch {
+            root: root.to_path_buf(),
+            refused: Vec::new(),
+            spine: Default::default(),
+            watched: Vec::new(),
+            reported: Default::default(),
+        };
+        w.rewatch(debouncer)?;
+        Ok(w)
+    }
+
+    /// Drops every watch and registers again, finding the refused directories anew.
+    fn rewatch(&mut self, debouncer: &mut Debouncer) -> Result<()> {
+        self.refused.clear();
+        loop {
+            self.unwatch(debouncer);
+            let root = self.root.clone();
+            let err = match self.register(debouncer, &root) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            self.unwatch(debouncer);
+            match refused_dir(&err, &self.root) {
+                Some(dir) if self.refused.len() < MAX_REFUSED && !self.refused.iter().any(|(d, _)| *d == dir) => {
+                    self.refused.push((dir, cause(&err)));
+                }
+                _ => return Err(Error::Watch(err.to_string())),
+            }
+        }
+    }
+
+    /// Watches `dir`: recursively when no refused directory is inside it.
+    fn register(&mut self, debouncer: &mut Debouncer, dir: &Path) -> notify::Result<()> {
+        if !self.refused.iter().any(|(r, _)| r.starts_with(dir)) {
+            self.watched.push(dir.to_path_buf());
+            return debouncer.watch(dir, RecursiveMode::Recursive);
+        }
+        self.watched.push(dir.to_path_buf());
+        self.spine.insert(dir.to_path_buf());
+        debouncer.watch(dir, RecursiveMode::NonRecursive)?;
+        let subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| notify::Error::io(e).add_path(dir.to_path_buf()))?
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .filter(|p| !self.refused.iter().any(|(r, _)| r == p))
+            .collect();
+        for sub in subdirs {
+            self.register(debouncer, &sub)?;
+        }
+        Ok(())
+    }
+
+    fn unwatch(&mut self, debouncer: &mut Debouncer) {
+        for p in self.watched.drain(..).rev() {
+            let _ = debouncer.unwatch(&p);
+        }
+        self.spine.clear();
+    }
+
+    /// Whether a batch touched a directory of the spine or a directory (or a name gone) right
+    /// under one: notify adds no watch for a directory made in a non-recursive one.
+    fn must_rewatch(&self, paths: &BTreeSet<PathBuf>) -> bool {
+        !self.spine.is_empty()
+            && paths.iter().any(|p| {
+                self.spine.contains(p)
+                    || p.parent().is_some_and(|d| self.spine.contains(d)) && (p.is_dir() || !p.exists())
+            })
+    }
+
+    /// Names each directory newly refused (its files stay out of the index: no run can read
+    /// them either).
+    fn report_refused(&mut self, root: &Path, report: &dyn Fn(WatchReport)) {
+        for (dir, why) in &self.refused {
+            if !self.reported.insert(dir.clone()) {
+                continue;
+            }
+            let rel = crate::engine::index::walk::rel_path(root, dir);
+            tracing::debug!(dir = %dir.display(), "not watching: {why}");
+            report(WatchReport::Failed(format!(
+                "not watching {rel}/ ({why}); the rest of the repository is watched, and {rel}/ \
+                 is watched and indexed once this user may read it"
+            )));
+        }
+        self.reported.retain(|d| self.refused.iter().any(|(r, _)| r == d));
+    }
+}
+
+/// The directory inside `root` (not `root` itself) that a failed watch names, when the OS
+/// refused it for permissions.
+fn refused_dir(err: &notify::Error, root: &Path) -> Option<PathBuf> {
+    let denied = match &err.kind {
+        notify::ErrorKind::Io(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
+        _ => false,
+    };
+    let path = err.paths.first()?;
+    (denied && path != root && path.starts_with(root)).then(|| path.clone())
+}
+
+/// A notify error's cause without the paths notify appends.
+fn cause(err: &notify::Error) -> String {
+    match &err.kind {
+        notify::ErrorKind::Io(e) => e.to_string(),
+        other => format!("{other:?}"),
+    }
+}
 
 /// Which directory each source folder is now (none while it is missing).
 fn source_identities(sources: &[Source]) -> Vec<Option<(u64, u64)>> {

@@ -115,20 +115,38 @@ struct WatchProcess(std::process::Child);
 
 impl WatchProcess {
     fn start(env: &Env, repo: &Path) -> WatchProcess {
+        let (w, reports) = WatchProcess::start_as(env, repo, docdex_as(false));
+        assert!(reports.is_empty(), "{reports:?}");
+        w
+    }
+
+    /// Starts `docdex watch` through `cmd`, returning it with the reports before `ready`.
+    fn start_as(env: &Env, repo: &Path, mut cmd: std::process::Command) -> (WatchProcess, Vec<String>) {
         use std::io::BufRead;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        let mut child = cmd
             .args(["watch", "--json", "--repo", repo.to_str().unwrap()])
             .env("DOCDEX_HOME", env.home())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("spawn docdex watch");
         let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("the watcher's first report").unwrap();
-        assert!(first.contains("ready"), "{first}");
+        let mut before = Vec::new();
+        loop {
+            let Some(Ok(line)) = lines.next() else {
+                let _ = child.wait();
+                let mut err = String::new();
+                std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+                panic!("the watcher ended before it was ready: {before:?} {err}");
+            };
+            if line.contains("\"ready\"") {
+                break;
+            }
+            before.push(line);
+        }
         // Keep reading so the watcher never blocks on a full pipe.
         std::thread::spawn(move || lines.for_each(drop));
-        WatchProcess(child)
+        (WatchProcess(child), before)
     }
 
     fn signal(&self, sig: i32) {
@@ -183,4 +201,90 @@ fn a_checkout_that_overflows_the_os_event_queue_still_converges() {
     });
     let indexed = indexed_paths(&engine, &repo);
     assert_eq!(indexed.len(), files);
+}
+
+/// The real binary, run as an unprivileged user when the tests run as root (root reads every
+/// directory, so a permission can only be refused to another user).
+fn docdex_as(unprivileged: bool) -> std::process::Command {
+    // SAFETY: geteuid has no preconditions.
+    if unprivileged && unsafe { libc::geteuid() } == 0 {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_docdex")]);
+        c
+    } else {
+        std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+    }
+}
+
+/// The paths `docdex search QUERY` finds, run as [`docdex_as`] runs the watcher.
+fn search_as(env: &Env, repo: &Path, query: &str) -> Vec<String> {
+    let out = docdex_as(true)
+        .args(["search", "--json", "--repo", repo.to_str().unwrap(), query])
+        .env("DOCDEX_HOME", env.home())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let mut paths: Vec<String> =
+        v["results"].as_array().into_iter().flatten().filter_map(|r| r["path"].as_str().map(String::from)).collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+#[test]
+fn a_directory_the_watcher_may_not_read_is_named_and_the_rest_is_watched() {
+    use std::os::unix::fs::PermissionsExt;
+    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: no setpriv to run the watcher as another user");
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/main.rs", "fn okapi_main() {}\n");
+    // A container's data volume inside the project, owned by another user.
+    write(&repo, "pgdata/base/1.txt", "okapi row\n");
+    let all = |p: &Path, mode: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // The unprivileged user owns everything but the data volume.
+        all(env.dir.path(), 0o755);
+        std::fs::create_dir_all(env.home()).unwrap();
+        for p in [env.home(), repo.clone(), repo.join("src"), repo.join("src/main.rs")] {
+            std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+        }
+    }
+    all(&repo.join("pgdata"), 0o700);
+    if unsafe { libc::geteuid() } != 0 {
+        all(&repo.join("pgdata"), 0o000);
+    }
+
+    let (watcher, reports) = WatchProcess::start_as(&env, &repo, docdex_as(true));
+    let said = reports.join("\n");
+    assert!(said.contains("not watching pgdata/") && said.contains("Permission denied"), "{said}");
+    assert_eq!(search_as(&env, &repo, "okapi"), ["src/main.rs"]);
+
+    // Edits beside it, in a directory made after the start included, are seen.
+    write(&repo, "src/new.rs", "fn okapi_new() {}\n");
+    write(&repo, "docs/guide.md", "okapi guide\n");
+    eventually("edits beside the refused directory", || {
+        search_as(&env, &repo, "okapi") == ["docs/guide.md", "src/main.rs", "src/new.rs"]
+    });
+    std::fs::create_dir_all(repo.join("docs/deeper")).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    write(&repo, "docs/deeper/more.md", "okapi deeper\n");
+    eventually("a file in a directory made later", || {
+        search_as(&env, &repo, "okapi deeper").contains(&"docs/deeper/more.md".to_string())
+    });
+
+    // Readable again: watched and indexed without a restart.
+    all(&repo.join("pgdata"), 0o755);
+    all(&repo.join("pgdata/base"), 0o755);
+    eventually("the directory once readable", || {
+        search_as(&env, &repo, "okapi row").contains(&"pgdata/base/1.txt".to_string())
+    });
+    write(&repo, "pgdata/base/2.txt", "okapi second row\n");
+    eventually("an edit inside it", || {
+        search_as(&env, &repo, "okapi second row").contains(&"pgdata/base/2.txt".to_string())
+    });
+    drop(watcher);
 }
