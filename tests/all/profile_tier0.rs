@@ -85,6 +85,13 @@ fn the_profile_slot_is_capped_least_similar_first_and_precedes_the_repository() 
     assert!(slot.items > 5 && slot.dropped > 10, "{slot:?}");
     let drops: Vec<&str> = trace.drops.iter().filter(|d| d.slot == Slot::Profile).map(|d| d.source.as_str()).collect();
     assert_eq!(drops.len() as u32, slot.dropped);
+    // The step says how many of the recalled preferences the prompt holds: it said "66
+    // preferences recalled", read as all of them in the prompt, when the cap kept a few.
+    let said = format!(
+        "{} of 66 preferences of tara + team used (recalled by meaning), 1 with a rule; {} dropped: the least similar, past the profile slot's 1000 tokens",
+        slot.items, slot.dropped
+    );
+    assert_eq!(step.detail, said);
     assert!(trace.drops.iter().filter(|d| d.slot == Slot::Profile).skip(1).all(|d| d.reason.contains("less similar")));
 
     // Least similar first: every kept preference is at least as similar as every dropped one.
@@ -163,6 +170,17 @@ fn without_an_agent_tier_0_is_skipped_and_the_default_agent_applies() {
         .unwrap();
     assert_eq!(resp.trace.agent_id.as_deref(), Some("mcoda_frontend"));
     assert!(resp.sources.iter().any(|s| s.slot == Slot::Profile), "{:?}", resp.sources);
+    // Every recalled preference fits, and the step says so.
+    let step = resp.trace.steps.iter().find(|s| s.name == "profile").unwrap();
+    let kept = resp.sources.iter().filter(|s| s.slot == Slot::Profile).count() as u32;
+    assert_eq!(step.items, kept, "{step:?}");
+    assert!(
+        step.detail.starts_with(&format!(
+            "{kept} preferences of mcoda_frontend + team recalled by meaning, all used, 1 with a rule"
+        )),
+        "{}",
+        step.detail
+    );
     // An agent nobody created still gets the team's preferences, and the step says so.
     let resp = engine
         .chat(

@@ -481,3 +481,58 @@ fn a_prompt_the_server_cut_short_stays_noted_under_the_answer() {
     let s = h.screen(120, 40);
     assert!(shows(&s, "Note: the model saw only 300 of the"), "{s}");
 }
+
+/// The waterfall pane's profile line said "17 preferences of tara + team recalled" when the
+/// slot's 1,000 tokens held a few of them (the rest listed as drops below it); it now says
+/// how many were used and how many dropped.
+#[test]
+fn the_trace_pane_says_how_many_recalled_preferences_the_prompt_used() {
+    use docdex::engine::protocol::Category;
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake model server");
+    let config = format!(
+        "{}\n[memory.profile]\ndefault_agent = \"tara\"\n",
+        llm_config("ollama", &fake.url(), "fake-chat", "fake-embed")
+    );
+    let mut h = Harness::with_config(&config).started();
+    let topics = [
+        "session expiry",
+        "database migrations",
+        "css layout",
+        "error messages",
+        "logging",
+        "retries",
+        "feature flags",
+        "caching",
+        "dates",
+        "timeouts",
+        "api versions",
+        "dependencies",
+    ];
+    for (i, topic) in topics.iter().enumerate() {
+        let text = format!(
+            "When changing {topic}, write the failing test first, keep the change to one concern, name every new function after what it does rather than how, log the decision with its reason, and leave the surrounding code as tidy as you found it, including its comments and its error messages (rule {i})"
+        );
+        crate::profiles::add(&h.engine, "tara", Category::Style, &text);
+    }
+    h.alt('3');
+    h.pump();
+    let req = ask(&mut h, "where are stale sessions expired?");
+    run(&mut h, req);
+    h.alt('4');
+    let trace = h.app.trace().shown().expect("the turn's trace").clone();
+    let profile = trace.tiers.iter().find(|t| t.name == "profile").expect("the profile step");
+    let kept = trace.budget.iter().find(|b| b.slot == "profile").expect("the profile slot");
+    assert!(kept.dropped > 0 && kept.items > 0, "{kept:?}");
+    assert!(
+        profile.outcome.starts_with(&format!(
+            "{} of {} preferences of tara + team used (recalled by meaning)",
+            kept.items,
+            kept.items + kept.dropped
+        )),
+        "{profile:?}"
+    );
+    let ids = regex::Regex::new(r"profile:[0-9a-f]{8}").expect("regex");
+    let screen = |w, rows| ids.replace_all(&stable(&h.screen(w, rows)), "profile:[ID]    ").into_owned();
+    snap("tui_trace_profile_turn_120x40", &screen(120, 40));
+    snap("tui_trace_profile_turn_80x24", &screen(80, 24));
+}

@@ -108,6 +108,7 @@ impl Turn<'_> {
             "chat context budgeted"
         );
         self.trace.drops = fitted.drops.clone();
+        self.settle_profile_step(found, &fitted);
         let sources: Vec<ChatSource> = fitted.kept.iter().filter_map(|p| p.source.clone()).collect();
         self.log_budget(&fitted, parents);
         self.trace.timings_ms.assembly = ms_of(started.elapsed().saturating_sub(window_wait));

@@ -243,8 +243,7 @@ pub fn profile_pieces(hits: &[PreferenceHit]) -> Vec<Piece> {
         .enumerate()
         .map(|(i, h)| {
             let p = &h.preference;
-            let short: String = p.id.chars().take(8).collect();
-            let cite = format!("profile:{short}");
+            let cite = profile_citation(&p.id);
             let tag = match (p.category, &p.rule) {
                 (Category::Constraint, Some(rule)) => format!("constraint, checked at commit: {rule}"),
                 (Category::Workflow, _) => "workflow: plan by it".to_string(),
@@ -272,6 +271,11 @@ pub fn profile_pieces(hits: &[PreferenceHit]) -> Vec<Piece> {
             }
         })
         .collect()
+}
+
+/// How a preference is cited (`profile:` and the first 8 characters of its id).
+pub fn profile_citation(id: &str) -> String {
+    format!("profile:{}", id.chars().take(8).collect::<String>())
 }
 
 /// The project map as the Map piece.

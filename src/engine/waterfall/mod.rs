@@ -126,6 +126,8 @@ struct Turn<'a> {
 #[derive(Default)]
 struct Found {
     profile: Vec<crate::engine::profiles::types::PreferenceHit>,
+    /// What the profile step said of them, restated once the budget has run.
+    profile_note: Option<tier0::ProfileNote>,
     map: Option<crate::engine::profiles::types::ProjectMap>,
     search: Option<SearchResponse>,
     memories: Vec<sources::RecalledMemory>,

@@ -5,16 +5,21 @@
 //! become steps of the turn's plan. A message that states a preference is handed to the
 //! evolution pipeline in the background after the answer.
 
+use super::budget::Fitted;
+use super::context::profile_citation;
 use super::types::*;
 use super::{Found, Turn};
 use crate::engine::dag::NodeKind;
 use crate::engine::profiles::evolution::DagTarget;
 use crate::engine::profiles::policy::carries_preference;
 use crate::engine::profiles::recall::{recall_agents, MAX_RECALL};
-use crate::engine::profiles::types::{Category, ProjectMapRequest, RecallMode, SavePreferenceRequest, TEAM_AGENT};
+use crate::engine::profiles::types::{
+    Category, PreferenceHit, ProjectMapRequest, RecallMode, SavePreferenceRequest, TEAM_AGENT,
+};
 use crate::engine::Engine;
 use crate::error::Error;
 use serde_json::json;
+use std::collections::HashSet;
 use std::time::Instant;
 
 impl Turn<'_> {
@@ -57,22 +62,19 @@ impl Turn<'_> {
         );
         let (status, detail, payload) = match self.engine.profile_recall(&agents, &self.req.query, MAX_RECALL, false) {
             Ok(r) => {
-                let how = if r.mode == RecallMode::Vector { "by meaning" } else { "by words" };
-                let rules = r.hits.iter().filter(|h| h.preference.rule.is_some()).count();
-                let mut detail = format!(
-                    "{} preferences of {} recalled {how}, {rules} with a rule",
-                    r.hits.len(),
-                    agents.join(" + ")
-                );
+                let mut tail = String::new();
                 if let Some(note) = &unknown_note {
-                    detail.push_str(&format!("; {note}"));
+                    tail.push_str(&format!("; {note}"));
                 }
                 if let Some(n) = &r.notice {
-                    detail.push_str(&format!(" ({n})"));
+                    tail.push_str(&format!(" ({n})"));
                 }
+                let note = ProfileNote { agents: agents.join(" + "), mode: r.mode, tail };
+                let detail = note.detail(&r.hits, None);
                 let payload = json!({"mode": r.mode, "preferences": r.hits.iter().map(|h| json!({"id": h.preference.id,
                     "agent_id": h.preference.agent_id, "category": h.preference.category, "score": h.similarity_score})).collect::<Vec<_>>()});
                 found.profile = r.hits;
+                found.profile_note = Some(note);
                 (StepStatus::Ran, detail, payload)
             }
             Err(e) => (StepStatus::Failed, format!("profile recall failed: {e}"), json!({"error": e.to_string()})),
@@ -81,6 +83,20 @@ impl Turn<'_> {
         let items = found.profile.len() as u32;
         self.step(0, "profile", status, started, items, detail);
         obs
+    }
+
+    /// Restates the profile step once the budget has run: it said how many preferences were
+    /// recalled, which read as "in the prompt" when the slot's cap had dropped most of them
+    /// ("11 preferences recalled" with one kept); it now says how many were used and dropped.
+    pub(super) fn settle_profile_step(&mut self, found: &Found, fitted: &Fitted) {
+        let Some(note) = &found.profile_note else { return };
+        let kept: HashSet<&str> =
+            fitted.kept.iter().filter(|p| p.slot == Slot::Profile).map(|p| p.citation.as_str()).collect();
+        let cap = fitted.slots.iter().find(|s| s.slot == Slot::Profile).map_or(0, |s| s.allotted);
+        let detail = note.detail(&found.profile, Some((&kept, cap)));
+        if let Some(step) = self.trace.steps.iter_mut().find(|s| s.name == "profile" && s.status == StepStatus::Ran) {
+            step.detail = detail;
+        }
     }
 
     /// Tier 0: the agent's project map (cached per agent). Returns the DAG observation node.
@@ -131,6 +147,49 @@ impl Turn<'_> {
             .take(5)
             .map(|h| format!("follow the workflow preference \"{}\"", h.preference.content))
             .collect()
+    }
+}
+
+/// What the profile step found, to say it again once the budget has decided what is used.
+pub(super) struct ProfileNote {
+    /// Whose preferences (`tara + team`).
+    agents: String,
+    /// By meaning or by words.
+    mode: RecallMode,
+    /// The unknown-agent note and the recall's notice, as said.
+    tail: String,
+}
+
+impl ProfileNote {
+    /// The step's line: what was recalled and, with `used` (the kept citations and the slot's
+    /// tokens), how many of those the prompt holds and how many were dropped.
+    fn detail(&self, hits: &[PreferenceHit], used: Option<(&HashSet<&str>, u32)>) -> String {
+        let n = hits.len();
+        let how = if self.mode == RecallMode::Vector { "by meaning" } else { "by words" };
+        let agents = &self.agents;
+        let ruled = |h: &PreferenceHit| h.preference.rule.is_some();
+        let head = match used {
+            Some((kept, cap)) if n > 0 => {
+                let in_prompt: Vec<&PreferenceHit> =
+                    hits.iter().filter(|h| kept.contains(profile_citation(&h.preference.id).as_str())).collect();
+                let (k, r) = (in_prompt.len(), in_prompt.iter().filter(|h| ruled(h)).count());
+                if k == n {
+                    format!("{n} preferences of {agents} recalled {how}, all used, {r} with a rule")
+                } else {
+                    format!(
+                        "{k} of {n} preferences of {agents} used (recalled {how}), {r} with a rule; {} dropped: the least similar, past the profile slot's {cap} tokens",
+                        n - k
+                    )
+                }
+            }
+            _ => {
+                format!(
+                    "{n} preferences of {agents} recalled {how}, {} with a rule",
+                    hits.iter().filter(|h| ruled(h)).count()
+                )
+            }
+        };
+        format!("{head}{}", self.tail)
     }
 }
 
