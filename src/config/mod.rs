@@ -337,6 +337,9 @@ pub struct LibsConfig {
     pub cargo_home: String,
     /// docs.rs (or a mirror).
     pub docs_rs_url: String,
+    /// Where crate archives are downloaded (`<url>/<name>/<name>-<version>.crate`, as on
+    /// crates.io's static host): the docs of a crate not installed here.
+    pub crates_download_url: String,
     /// The npm registry.
     pub npm_registry_url: String,
     /// PyPI (its JSON API is under `/pypi/<name>/<version>/json`).
@@ -354,6 +357,7 @@ impl Default for LibsConfig {
             fetch_published: true,
             cargo_home: String::new(),
             docs_rs_url: "https://docs.rs".into(),
+            crates_download_url: "https://static.crates.io/crates".into(),
             npm_registry_url: "https://registry.npmjs.org".into(),
             pypi_url: "https://pypi.org".into(),
             max_packages: 200,

@@ -996,3 +996,59 @@ fn refreshing_without_a_registry_keeps_the_cached_published_docs() {
     assert!(v["packages"][0]["notes"].to_string().contains("published docs: the cached ones kept"), "{v}");
     assert!(search("blinkAll returns a promise").unwrap().hits.iter().any(|h| h.source.contains("/npm/")));
 }
+
+/// A crate not installed here had only docs.rs's crate page as its published docs, and on a
+/// network that reaches crates.io (as cargo must) but not docs.rs, nothing at all. Its docs now
+/// come from its archive on crates.io, read in memory as the installed sources are read: the
+/// README and every public item's doc comments of that exact version. Installed later, the
+/// crate is read locally and the archive's copy is dropped.
+#[test]
+fn a_crate_not_installed_is_documented_from_its_archive() {
+    let env = Env::new();
+    let repo = env.repo("crateapp");
+    write(&repo, "Cargo.toml", "[package]\nname = \"app\"\nversion = \"0.1.0\"\n[dependencies]\nnumfmt = \"0.4\"\n");
+    write(&repo, "Cargo.lock", "version = 3\n[[package]]\nname = \"numfmt\"\nversion = \"0.4.0\"\n");
+    let lib = "//! Number formatting.\n\n/// Formats a number with echidna separators between thousands.\npub fn format(n: u64) -> String {\n}\n";
+    let (base, seen) = byte_registry(move |path, _| match path {
+        "/crates/numfmt/numfmt-0.4.0.crate" => (
+            200,
+            "application/gzip",
+            tgz(&[
+                ("numfmt-0.4.0/Cargo.toml", "[package]\nname = \"numfmt\"\n"),
+                ("numfmt-0.4.0/README.md", "# numfmt\n\nPretty numbers for bandicoots."),
+                ("numfmt-0.4.0/src/lib.rs", lib),
+                ("numfmt-0.4.0/benches/fmt.rs", "/// Quokka benchmark.\npub fn bench() {}\n"),
+            ]),
+        ),
+        _ => (404, "text/plain", b"not found".to_vec()),
+    });
+    let cargo = env.dir.path().join("cargo-home");
+    std::fs::create_dir_all(&cargo).unwrap();
+    env.write_config(&format!(
+        "[libs]\ncargo_home = \"{}\"\ncrates_download_url = \"{base}/crates\"\ndocs_rs_url = \"{base}/docsrs\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n",
+        cargo.display()
+    ));
+    let r = repo.to_str().unwrap();
+    let v = env.json(&["libs", "fetch", "--repo", r, "--json"]);
+    assert_eq!(v["packages"][0]["local_docs"], 0, "{v}");
+    assert_eq!(v["packages"][0]["published_docs"], 3, "README, module docs, format(): {v}");
+    assert!(v["packages"][0]["notes"].to_string().contains("read from the crate's archive on crates.io"), "{v}");
+    assert!(!seen.lock().unwrap().iter().any(|p| p.starts_with("/docsrs")), "docs.rs asked for an archive's docs");
+    let search = |q: &str| env.engine().libs_search(&repo, &LibsSearchRequest { query: q.into(), limit: Some(5) });
+    let hits = search("echidna separators").unwrap().hits;
+    assert_eq!(hits[0].title, "pub fn format(n: u64) -> String", "{hits:?}");
+    assert!(hits[0].source.ends_with("/crates/numfmt/numfmt-0.4.0.crate#numfmt-0.4.0/src/lib.rs"), "{hits:?}");
+    assert!(search("bandicoots").unwrap().hits.len() == 1);
+    assert!(search("quokka benchmark").unwrap().hits.is_empty(), "only src/ is documentation");
+
+    // Installed now: read locally, the archive's copy dropped, nothing downloaded again.
+    let krate = cargo.join("registry/src/index.crates.io-1949cf8c6b5b557f/numfmt-0.4.0");
+    write(&krate, "src/lib.rs", lib);
+    let asked = seen.lock().unwrap().len();
+    let v = env.json(&["libs", "fetch", "--repo", r, "--json"]);
+    assert_eq!(v["packages"][0]["published_docs"], 0, "{v}");
+    assert_eq!(seen.lock().unwrap().len(), asked, "{v}");
+    let hits = search("echidna separators").unwrap().hits;
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].source, "src/lib.rs", "{hits:?}");
+}

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// Text kept per package from its installed sources, at most.
 pub const MAX_LOCAL_BYTES: usize = 400_000;
 /// Source files read per package, at most.
-const MAX_FILES: usize = 200;
+pub(super) const MAX_FILES: usize = 200;
 
 /// Bytes read from one installed file, at most (a README or module past this is cut).
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;

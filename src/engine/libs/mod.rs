@@ -125,7 +125,7 @@ impl Engine {
         // Registries that could not be reached: (registry, packages, the first error).
         let mut unreachable: Vec<(&'static str, usize, String)> = Vec::new();
         for dep in detected.deps.into_iter().take(max) {
-            let registry = dep.ecosystem.registry();
+            let registry = published::source_of(&dep, crate_installed(&dep, &roots));
             // A registry that could not be reached is not asked again in this run: each try
             // can wait out the whole page timeout, and a dead one cost every package that.
             let dead = unreachable.iter_mut().find(|(r, _, _)| *r == registry);
@@ -260,7 +260,7 @@ impl Engine {
             entry.notes.push(cut_note("installed", local::MAX_LOCAL_BYTES));
         }
         if online {
-            match self.published_docs(dep) {
+            match self.published_docs(dep, crate_installed(dep, roots)) {
                 Ok(mut p) => {
                     entry.notes.append(&mut p.notes);
                     if local::cap(&mut p.docs, MAX_PUBLISHED_BYTES) {
@@ -305,6 +305,11 @@ impl Engine {
             notes.insert(0, "not installed here (no local sources)".into());
         }
         let mut published = c.published;
+        if !local.is_empty() && published.iter().any(|d| d.source.contains(".crate#")) {
+            // A crate's archive read before it was installed: the same docs, read locally now.
+            published.retain(|d| !d.source.contains(".crate#"));
+            notes.retain(|n| !n.contains("crate's archive"));
+        }
         if local::cap(&mut published, MAX_PUBLISHED_BYTES) && !notes.iter().any(|n| n.starts_with("published docs cut"))
         {
             notes.push(cut_note("published", MAX_PUBLISHED_BYTES));
@@ -315,6 +320,12 @@ impl Engine {
         }
         entry
     }
+}
+
+/// Whether `dep` is a crate whose sources are in the cargo registry here (any other package
+/// counts as installed: only a crate's published docs depend on it).
+fn crate_installed(dep: &Dependency, roots: &Roots) -> bool {
+    dep.ecosystem != Ecosystem::Crates || local::crate_dir(&dep.name, &dep.version, &roots.cargo_home).is_some()
 }
 
 /// Text kept per package from its published docs, at most (a docs.rs page or a PyPI

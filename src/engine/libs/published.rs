@@ -1,5 +1,5 @@
-//! Published docs of one package, through the web tier's guarded fetcher: docs.rs for a crate,
-//! the npm registry's README (else the README inside the version's tarball), PyPI's project
+//! Published docs of one package, through the web tier's guarded fetcher: docs.rs for a crate
+//! installed here, the crate's archive on crates.io for one that is not, the npm registry's README (else the README inside the version's tarball), PyPI's project
 //! description (the version's own, else the project's latest, said so) and documentation link.
 
 use super::archive;
@@ -66,10 +66,21 @@ fn base(s: &str) -> String {
     s.trim().trim_end_matches('/').to_string()
 }
 
+/// Where a package's published docs come from (for messages and the run's list of registries
+/// that could not be reached): a crate installed here is documented by docs.rs, one that is not
+/// by its archive on crates.io, which has every doc comment of that exact version.
+pub(super) fn source_of(dep: &Dependency, installed: bool) -> &'static str {
+    match dep.ecosystem {
+        Ecosystem::Crates if !installed => "crates.io",
+        e => e.registry(),
+    }
+}
+
 impl Engine {
-    /// The published docs of one package.
-    pub(super) fn published_docs(&self, dep: &Dependency) -> Result<Published> {
+    /// The published docs of one package; `installed` when its sources are installed here.
+    pub(super) fn published_docs(&self, dep: &Dependency, installed: bool) -> Result<Published> {
         match dep.ecosystem {
+            Ecosystem::Crates if !installed => self.crate_archive_docs(dep),
             Ecosystem::Crates => {
                 let docs_rs = base(&self.config().libs.docs_rs_url);
                 let url = format!("{docs_rs}/{}/{}/{}/", dep.name, dep.version, dep.name.replace('-', "_"));
@@ -130,6 +141,37 @@ impl Engine {
             )));
         };
         Ok(LibDoc { title: "README (npm tarball)".into(), source: format!("{tarball}#{}", m.path), text: m.text })
+    }
+
+    /// The README and the `//!` and `///` docs of public items of a crate's archive (the
+    /// `.crate` cargo downloads), read in memory as the installed sources are read. docs.rs
+    /// renders the same comments, but only its crate page was fetched, and networks that reach
+    /// crates.io (as cargo must) need not reach docs.rs.
+    fn crate_archive_docs(&self, dep: &Dependency) -> Result<Published> {
+        let download = base(&self.config().libs.crates_download_url);
+        let url = format!("{download}/{}/{}-{}.crate", dep.name, dep.name, dep.version);
+        let gz = self.registry_bytes(&url, Origin::Configured, MAX_TARBALL_BYTES)?;
+        let wanted = |p: &str| root_readme(p) || crate_source(p);
+        let members = archive::tar_gz(&gz, MAX_UNPACKED_BYTES, MAX_README_BYTES, wanted)
+            .map_err(|e| Error::NotFound(format!("{url}: {e}")))?;
+        let mut docs = Vec::new();
+        let (readmes, mut sources): (Vec<_>, Vec<_>) = members.found.into_iter().partition(|m| root_readme(&m.path));
+        if let Some(m) = readmes.into_iter().next() {
+            docs.push(LibDoc { title: "README".into(), source: format!("{url}#{}", m.path), text: m.text });
+        }
+        sources.sort_by(|a, b| a.path.cmp(&b.path));
+        for m in sources.into_iter().take(super::local::MAX_FILES) {
+            let rel = m.path.split_once('/').map_or(m.path.as_str(), |(_, r)| r);
+            for mut d in super::local::rust_doc_comments(&m.text, rel) {
+                d.source = format!("{url}#{}", m.path);
+                docs.push(d);
+            }
+        }
+        if docs.is_empty() {
+            return Err(Error::NotFound(format!("{url}: no README and no documented public items")));
+        }
+        let note = "published docs: read from the crate's archive on crates.io (not installed here)".to_string();
+        Ok(Published { docs, notes: vec![note] })
     }
 
     /// PyPI's page for the version; when PyPI (or a mirror or proxy in front of it) answers
@@ -207,6 +249,12 @@ fn usable(readme: &Option<String>) -> Option<&str> {
     readme.as_deref().filter(|t| !t.trim().is_empty() && t.trim() != NPM_NO_README)
 }
 
+/// A Rust source file under the crate's `src/` (`itoa-1.0.11/src/udiv128.rs`).
+fn crate_source(path: &str) -> bool {
+    let mut parts = path.splitn(3, '/');
+    matches!((parts.next(), parts.next(), parts.next()), (Some(_), Some("src"), Some(rest)) if rest.ends_with(".rs"))
+}
+
 /// A README at the root of the package (`package/README.md`, `package/readme`, ...).
 fn root_readme(path: &str) -> bool {
     let mut parts = path.split('/');
@@ -228,5 +276,14 @@ mod tests {
         assert!(!root_readme("README.md"));
         assert!(!root_readme("package/README.md.orig"));
         assert!(!root_readme("package/readmes.txt"));
+    }
+
+    #[test]
+    fn crate_sources_are_the_rust_files_under_src() {
+        assert!(crate_source("itoa-1.0.11/src/lib.rs"));
+        assert!(crate_source("itoa-1.0.11/src/arch/x86.rs"));
+        assert!(!crate_source("itoa-1.0.11/benches/bench.rs"));
+        assert!(!crate_source("itoa-1.0.11/src/data.bin"));
+        assert!(!crate_source("src/lib.rs"));
     }
 }
