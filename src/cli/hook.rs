@@ -103,8 +103,17 @@ pub fn run(engine: &Engine, out: &Out, home: Option<&Path>, args: HookArgs) -> a
 }
 
 /// What the hook prints when it cannot get a verdict; always exit 0.
-pub fn skip(why: &str) -> ExitCode {
+pub fn skip(why: &str, json: bool) -> ExitCode {
     eline!("{} docdex daemon not found; skipping semantic checks ({})", warn_prefix(), visible(why));
+    skipped_json(why, json)
+}
+
+/// Under `--json`, the answer when there is no verdict: `{"status": "skipped", "reason"}`.
+/// stdout used to be empty, and a script reading one object read nothing.
+fn skipped_json(why: &str, json: bool) -> ExitCode {
+    if json {
+        let _ = Out::stdout().json(&serde_json::json!({ "status": "skipped", "reason": why }));
+    }
     ExitCode::SUCCESS
 }
 
@@ -112,16 +121,17 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
     let staged = match staged_files() {
         Ok(s) => s,
         Err(e) => {
-            eline!(
-                "{} could not read the staged files ({}); skipping semantic checks",
-                warn_prefix(),
-                visible(&format!("{e:#}"))
-            );
-            return ExitCode::SUCCESS;
+            let why = format!("could not read the staged files ({e:#})");
+            eline!("{} {}; skipping semantic checks", warn_prefix(), visible(&why));
+            return skipped_json(&why, args.json);
         }
     };
     if staged.files.is_empty() {
-        return ExitCode::SUCCESS;
+        // Only files it cannot send (a name not UTF-8): said, not dropped in silence.
+        for n in &staged.not_sent {
+            eline!("{} {}", warn_prefix(), visible(n));
+        }
+        return skipped_json("no staged file to check", args.json);
     }
     let candidates = server_urls(engine, args.url.as_deref());
     let token = engine.config().server.auth_token.trim().to_string();
@@ -131,11 +141,13 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
         "files": req.files,
         "agent_id": req.agent_id,
     });
-    let answer = match ask(&candidates, &token, &body) {
+    let mut answer = match ask(&candidates, &token, &body) {
         Ok(a) => a,
-        Err(why) => return skip(&why),
+        Err(why) => return skip(&why, args.json),
     };
-    for n in staged.not_sent.iter().chain(&answer.notices) {
+    // The files not sent are part of the answer, in `--json` too.
+    answer.notices.splice(0..0, staged.not_sent);
+    for n in &answer.notices {
         eline!("{} {}", warn_prefix(), visible(n));
     }
     if args.json {

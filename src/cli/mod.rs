@@ -584,7 +584,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let engine = match (engine, &cli.command) {
         (Ok(e), _) => e,
         // The git hook fails open: a broken docdex never blocks a commit.
-        (Err(e), Some(Command::Hook(h))) if h.fails_open() => return Ok(hook::skip(&format!("{e}"))),
+        (Err(e), Some(Command::Hook(h))) if h.fails_open() => return Ok(hook::skip(&format!("{e}"), h.json())),
         (Err(e), _) => return Err(anyhow::Error::new(e).context("opening docdex state")),
     };
     let _scope = EngineScope::enter(&engine);

@@ -788,7 +788,47 @@ fn a_repository_or_staged_file_whose_name_is_not_utf8_is_handled_and_named() {
     std::fs::write(repo.join(std::ffi::OsStr::from_bytes(b"src/caf\xe9.ts")), "export const c: any = 1;\n").unwrap();
     write(&repo, "src/b.ts", "export const b = (): number => 42;\n");
     git(&repo, &["add", "-A"], &env, &[]);
+    // --json carries it among the answer's notices.
+    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["hook", "pre-commit", "--json"])
+        .current_dir(&repo)
+        .env("DOCDEX_HOME", env.home())
+        .env("DOCDEX_URL", &url)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+    assert!(v["notices"][0].as_str().unwrap().starts_with("src/caf\u{fffd}.ts: not checked"), "{v}");
     let out = git(&repo, &["commit", "-m", "latin"], &env, &[("DOCDEX_URL", &url)]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("src/caf\u{fffd}.ts: not checked (its name is not valid UTF-8"), "{}", text(&out));
+}
+
+#[test]
+fn pre_commit_json_answers_one_object_even_without_a_verdict() {
+    let env = Env::new();
+    let repo = env.repo("json");
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    let dead = dead_url();
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(["hook", "pre-commit", "--json"])
+            .current_dir(&repo)
+            .env("DOCDEX_HOME", env.home())
+            .env("DOCDEX_URL", &dead)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        // stdout was empty: `docdex hook pre-commit --json | jq .status` printed nothing.
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("not one JSON object ({e}): {:?}", String::from_utf8_lossy(&out.stdout)));
+        v
+    };
+    let v = run();
+    assert_eq!((v["status"].as_str(), v["reason"].as_str()), (Some("skipped"), Some("no staged file to check")));
+    write(&repo, "a.txt", "a\n");
+    git(&repo, &["add", "a.txt"], &env, &[]);
+    let v = run();
+    assert_eq!(v["status"], "skipped", "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("nothing answers at"), "{v}");
 }
