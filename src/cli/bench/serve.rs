@@ -254,100 +254,157 @@ pub fn run(out: &Out, args: BenchServeArgs) -> anyhow::Result<()> {
     if files.len() < needed.max(args.rss_files) {
         bail!("{} has {} text files; need {}", args.corpus.display(), files.len(), needed.max(args.rss_files));
     }
-    let quiet = |_: &IndexProgress| {};
+    let repos = index_load_repos(&engine, &scratch, &files, &args)?;
+    out.note(&format!("indexed {} repos of {} files", args.repos, args.files_per_repo));
+
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rows = rt.block_on(async {
+        let client = reqwest::Client::builder().pool_max_idle_per_host(args.clients).build()?;
+        let mut rows = daemon_rows(out, &client, &home, &repos, &args).await?;
+        if args.rss_files > 0 {
+            let root = scratch.join("rss-repo");
+            make_repo(&root, &files[..args.rss_files])?;
+            rows.push(serve_rss_row(&client, &engine, &home, &std::fs::canonicalize(&root)?).await?);
+        }
+        anyhow::Ok(rows)
+    })?;
+    print_table(out, &args.corpus, &load_start, rows);
+    if args.keep {
+        out.note(&format!("kept {}", scratch.display()));
+    } else {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    Ok(())
+}
+
+/// Disjoint, interleaved slices of the corpus as repositories (so every repo gets a mix of the
+/// tree), each indexed; with the paths each holds.
+fn index_load_repos(
+    engine: &Engine,
+    scratch: &Path,
+    files: &[(String, PathBuf, u64)],
+    args: &BenchServeArgs,
+) -> anyhow::Result<Vec<(PathBuf, HashSet<String>)>> {
     let mut repos = Vec::new();
-    // Disjoint, interleaved slices so every repo gets a mix of the tree.
     for r in 0..args.repos {
         let slice: Vec<_> = files.iter().skip(r).step_by(args.repos).take(args.files_per_repo).cloned().collect();
         let root = scratch.join(format!("repo{r}"));
         let set = make_repo(&root, &slice)?;
         let root = std::fs::canonicalize(&root)?;
-        engine.index(&root, &IndexOptions::default(), &quiet)?;
+        engine.index(&root, &IndexOptions::default(), &|_: &IndexProgress| {})?;
         repos.push((root, set));
     }
-    out.note(&format!("indexed {} repos of {} files", args.repos, args.files_per_repo));
+    Ok(repos)
+}
 
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+/// Every repository mounted in one `docdex daemon`: the load figures, then warm single-client
+/// latency against the first repository.
+async fn daemon_rows(
+    out: &Out,
+    client: &reqwest::Client,
+    home: &Path,
+    repos: &[(PathBuf, HashSet<String>)],
+    args: &BenchServeArgs,
+) -> anyhow::Result<Vec<(String, String)>> {
     let mut rows: Vec<(String, String)> = Vec::new();
-    rt.block_on(async {
-        let client = reqwest::Client::builder().pool_max_idle_per_host(args.clients).build()?;
-        let daemon = Proc::spawn(&home, &["daemon"])?;
-        for (root, _) in &repos {
-            client.post(daemon.url("/v1/initialize")).json(&json!({ "rootUri": format!("file://{}", root.display()) })).send().await?;
+    let daemon = Proc::spawn(home, &["daemon"])?;
+    for (root, _) in repos {
+        let body = json!({ "rootUri": format!("file://{}", root.display()) });
+        client.post(daemon.url("/v1/initialize")).json(&body).send().await?;
+    }
+    wait_ready(client, &daemon, Duration::from_secs(120)).await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle_rss = daemon.rss_mib();
+    out.note(&format!("load: {} clients for {} s", args.clients, args.seconds));
+    let mut f = load(client, &daemon, repos, args.clients, args.seconds).await;
+    let after_rss = daemon.rss_mib();
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    let settled_rss = daemon.rss_mib();
+    let (n, per) = (args.repos, args.files_per_repo);
+    rows.push((
+        "Load".into(),
+        format!("{n} repos x {per} files in one daemon, {} concurrent clients, {:.1} s", args.clients, f.seconds),
+    ));
+    rows.push((
+        "Throughput".into(),
+        format!("{:.0} searches/s ({} requests)", f.requests as f64 / f.seconds, f.requests),
+    ));
+    rows.push(("Latency under load".into(), lat_line(&mut f.latencies)));
+    rows.push((
+        "Errors / cross-repo hits".into(),
+        format!("{} / {} ({} queries had no hits)", f.errors, f.cross_repo, f.empty),
+    ));
+    rows.push((
+        "Daemon RSS".into(),
+        format!(
+            "{idle_rss:.1} MiB idle with {n} repos mounted, {after_rss:.1} MiB right after the load, \
+             {settled_rss:.1} MiB 35 s later; {} threads",
+            daemon.threads()
+        ),
+    ));
+    let (root, _) = &repos[0];
+    let mut lat = Vec::with_capacity(args.warm_requests);
+    for i in 0..(args.warm_requests + 100) {
+        let t = Instant::now();
+        let r = client
+            .post(daemon.url("/v1/search"))
+            .header("x-docdex-repo", root.to_string_lossy().as_ref())
+            .json(&json!({ "query": QUERIES[i % QUERIES.len()], "limit": 10 }))
+            .send()
+            .await?;
+        let ok = r.status().is_success();
+        let _ = r.bytes().await?;
+        if !ok {
+            bail!("warm search failed");
         }
-        wait_ready(&client, &daemon, Duration::from_secs(120)).await?;
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let idle_rss = daemon.rss_mib();
-        out.note(&format!("load: {} clients for {} s", args.clients, args.seconds));
-        let mut f = load(&client, &daemon, &repos, args.clients, args.seconds).await;
-        let after_rss = daemon.rss_mib();
-        tokio::time::sleep(Duration::from_secs(35)).await;
-        let settled_rss = daemon.rss_mib();
-        rows.push(("Load".into(), format!("{} repos x {} files in one daemon, {} concurrent clients, {:.1} s", args.repos, args.files_per_repo, args.clients, f.seconds)));
-        rows.push(("Throughput".into(), format!("{:.0} searches/s ({} requests)", f.requests as f64 / f.seconds, f.requests)));
-        rows.push(("Latency under load".into(), lat_line(&mut f.latencies)));
-        rows.push(("Errors / cross-repo hits".into(), format!("{} / {} ({} queries had no hits)", f.errors, f.cross_repo, f.empty)));
-        rows.push(("Daemon RSS".into(), format!("{idle_rss:.1} MiB idle with {} repos mounted, {after_rss:.1} MiB right after the load, {settled_rss:.1} MiB 35 s later; {} threads", args.repos, daemon.threads())));
-
-        // Warm single-client latency against one repo.
-        let (root, _) = &repos[0];
-        let mut lat = Vec::with_capacity(args.warm_requests);
-        for i in 0..(args.warm_requests + 100) {
-            let t = Instant::now();
-            let r = client
-                .post(daemon.url("/v1/search"))
-                .header("x-docdex-repo", root.to_string_lossy().as_ref())
-                .json(&json!({ "query": QUERIES[i % QUERIES.len()], "limit": 10 }))
-                .send()
-                .await?;
-            let ok = r.status().is_success();
-            let _ = r.bytes().await?;
-            if !ok {
-                bail!("warm search failed");
-            }
-            if i >= 100 {
-                lat.push(t.elapsed().as_secs_f64() * 1000.0);
-            }
+        if i >= 100 {
+            lat.push(t.elapsed().as_secs_f64() * 1000.0);
         }
-        rows.push(("Warm POST /v1/search, one client".into(), lat_line(&mut lat)));
-        drop(daemon);
+    }
+    rows.push(("Warm POST /v1/search, one client".into(), lat_line(&mut lat)));
+    Ok(rows)
+}
 
-        if args.rss_files > 0 {
-            let root = scratch.join("rss-repo");
-            make_repo(&root, &files[..args.rss_files])?;
-            let root = std::fs::canonicalize(&root)?;
-            // On the blocking pool: indexing may embed, and the LLM client runs its own runtime.
-            let summary = {
-                let (engine, root) = (engine.clone(), root.clone());
-                tokio::task::spawn_blocking(move || engine.index(&root, &IndexOptions::default(), &|_: &IndexProgress| {}))
-                    .await??
-            };
-            let serve = Proc::spawn(&home, &["serve", "--repo", &root.to_string_lossy()])?;
-            wait_ready(&client, &serve, Duration::from_secs(120)).await?;
-            tokio::time::sleep(Duration::from_secs(3)).await;
-            let fresh = serve.rss_mib();
-            // The server trims freed heap every 30 s: the steady idle figure comes after that.
-            tokio::time::sleep(Duration::from_secs(32)).await;
-            let idle = serve.rss_mib();
-            for q in QUERIES.iter().take(100) {
-                let r = client.post(serve.url("/v1/search")).json(&json!({ "query": q })).send().await?;
-                let _ = r.bytes().await?;
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let warm = serve.rss_mib();
-            rows.push((
-                "Idle RSS of `serve`".into(),
-                format!(
-                    "{fresh:.1} MiB 3 s after the watcher caught up, {idle:.1} MiB idle 35 s later, on {} files / {} chunks; {warm:.1} MiB after 100 searches; {} threads",
-                    summary.files,
-                    summary.chunks,
-                    serve.threads()
-                ),
-            ));
-        }
-        anyhow::Ok(())
-    })?;
+/// Idle RSS of `docdex serve` on `root` (indexed here), fresh, settled and after 100 searches.
+async fn serve_rss_row(
+    client: &reqwest::Client,
+    engine: &Engine,
+    home: &Path,
+    root: &Path,
+) -> anyhow::Result<(String, String)> {
+    // On the blocking pool: indexing may embed, and the LLM client runs its own runtime.
+    let summary = {
+        let (engine, root) = (engine.clone(), root.to_path_buf());
+        tokio::task::spawn_blocking(move || engine.index(&root, &IndexOptions::default(), &|_: &IndexProgress| {}))
+            .await??
+    };
+    let serve = Proc::spawn(home, &["serve", "--repo", &root.to_string_lossy()])?;
+    wait_ready(client, &serve, Duration::from_secs(120)).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let fresh = serve.rss_mib();
+    // The server trims freed heap every 30 s: the steady idle figure comes after that.
+    tokio::time::sleep(Duration::from_secs(32)).await;
+    let idle = serve.rss_mib();
+    for q in QUERIES.iter().take(100) {
+        let r = client.post(serve.url("/v1/search")).json(&json!({ "query": q })).send().await?;
+        let _ = r.bytes().await?;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let warm = serve.rss_mib();
+    Ok((
+        "Idle RSS of `serve`".into(),
+        format!(
+            "{fresh:.1} MiB 3 s after the watcher caught up, {idle:.1} MiB idle 35 s later, on {} files / {} \
+             chunks; {warm:.1} MiB after 100 searches; {} threads",
+            summary.files,
+            summary.chunks,
+            serve.threads()
+        ),
+    ))
+}
 
+/// The machine line and the Markdown table for docs/PERFORMANCE.md.
+fn print_table(out: &Out, corpus: &Path, load_start: &str, rows: Vec<(String, String)>) {
     let m = machine_info();
     out.line(&format!(
         "Machine: {} ({} cores), {:.1} GiB RAM, Linux {}; docdex {} ({} build); {}; corpus {}; load average {} at start, {} at end",
@@ -358,7 +415,7 @@ pub fn run(out: &Out, args: BenchServeArgs) -> anyhow::Result<()> {
         env!("CARGO_PKG_VERSION"),
         if cfg!(debug_assertions) { "debug" } else { "release" },
         today_utc(),
-        args.corpus.display(),
+        corpus.display(),
         load_start,
         loadavg()
     ));
@@ -368,12 +425,6 @@ pub fn run(out: &Out, args: BenchServeArgs) -> anyhow::Result<()> {
     for (k, v) in rows {
         out.line(&format!("| {k} | {v} |"));
     }
-    if args.keep {
-        out.note(&format!("kept {}", scratch.display()));
-    } else {
-        let _ = std::fs::remove_dir_all(&scratch);
-    }
-    Ok(())
 }
 
 /// The 1-minute load average (other work on the machine skews every figure).
