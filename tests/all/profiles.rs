@@ -416,6 +416,39 @@ fn export_then_import_round_trips_exactly_and_merges_last_write_wins() {
     assert_eq!(manifest(&ea), manifest(&eb), "the two homes converged");
 }
 
+/// Every import kept a copy of its manifest in `state/profiles/sync/` and none was ever
+/// removed, so the folder only grew (a copy per sync, up to 64 MB each). The newest 20 are
+/// kept; the export written there is not touched.
+#[test]
+fn imports_keep_only_the_newest_copies_in_the_sync_folder() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    add(&engine, "erin", Category::Style, "Prefer small pull requests");
+    let exported = engine.profile_export_to(None).unwrap().path;
+    let manifest = env.home().join("team.json");
+    std::fs::copy(&exported, &manifest).unwrap();
+    let sync = engine.profile_dir().join("sync");
+    let copies = || -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&sync)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("incoming-"))
+            .collect();
+        names.sort();
+        names
+    };
+    let mut staged = Vec::new();
+    for _ in 0..docdex::engine::profiles::KEPT_IMPORTS + 3 {
+        staged.push(engine.profile_import(&manifest).unwrap().staged);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let kept = copies();
+    assert_eq!(kept.len(), docdex::engine::profiles::KEPT_IMPORTS, "{kept:?}");
+    assert!(staged[..3].iter().all(|p| !p.exists()), "the oldest copies are removed");
+    assert!(staged[3..].iter().all(|p| p.exists()), "the newest are kept");
+    assert!(exported.is_file(), "the export is not a copy of an import");
+}
+
 #[test]
 fn a_bad_manifest_is_refused_whole_or_row_by_row() {
     let env = Env::new();

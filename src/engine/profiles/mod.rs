@@ -36,6 +36,8 @@ pub const MAX_CONTENT_BYTES: usize = 4096;
 const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
 /// How far ahead of this clock an imported row may be stamped before the import says so.
 pub const CLOCK_SKEW_MS: i64 = 60_000;
+/// Copies of imported manifests kept in `profiles/sync/` (the newest; older ones are removed).
+pub const KEPT_IMPORTS: usize = 20;
 /// The manifest format name.
 pub const MANIFEST_FORMAT: &str = "docdex.profile_sync";
 
@@ -466,6 +468,9 @@ impl Engine {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
         }
         fsutil::write_atomic(&staged, text.as_bytes())?;
+        if let Some(dir) = staged.parent() {
+            prune_staged(dir, KEPT_IMPORTS);
+        }
         let mut report = ProfileImportResponse { source: path.to_path_buf(), staged, rejected, ..Default::default() };
         let (agents, prefs) = checked_rows(&manifest, &mut report.rejected);
         let skew_limit = now_ms() as i64 + CLOCK_SKEW_MS;
@@ -474,6 +479,34 @@ impl Engine {
         tracing::info!(added = report.added, updated = report.updated, deleted = report.deleted, "profile imported");
         let _ = self.profile_vectors_ready(None);
         Ok(report)
+    }
+}
+
+/// Keeps the newest `keep` copies of imported manifests (`incoming-<ms>-<name>`) in `dir`:
+/// every import added one and none was ever removed, so the folder only grew (up to 64 MB a
+/// copy). Other files (the export's `profile_sync.json`) are left alone; a copy that cannot be
+/// removed is logged, never a reason to fail the import.
+fn prune_staged(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut copies: Vec<(u128, String)> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            let ms = name.strip_prefix("incoming-")?.split('-').next()?.parse().ok()?;
+            Some((ms, name))
+        })
+        .collect();
+    if copies.len() <= keep {
+        return;
+    }
+    copies.sort();
+    for (_, name) in &copies[..copies.len() - keep] {
+        let path = dir.join(name);
+        match std::fs::remove_file(&path) {
+            Ok(()) => tracing::debug!(path = %path.display(), "old imported manifest removed"),
+            Err(e) => tracing::warn!(path = %path.display(), "removing an old imported manifest: {e}"),
+        }
     }
 }
 
