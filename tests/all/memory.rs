@@ -318,3 +318,34 @@ fn a_memory_is_not_stored_for_the_filesystem_root_or_the_home_directory() {
     let v = env.json(&["memory", "store", "--repo", project.to_str().unwrap(), "--json", "a repository's note"]);
     assert_eq!(v["memory"]["content"], "a repository's note", "a directory under the home still takes notes");
 }
+
+#[test]
+fn an_agent_forgets_a_wrong_memory_over_mcp() {
+    // MCP could save and recall, never delete: a wrong fact an agent saved stayed, and chat
+    // fed it into every answer; the CLI and HTTP could delete it, MCP could not.
+    use crate::util::{sample_repo, McpStdio};
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let mut mcp = McpStdio::start(&env, &["--repo", r], json!({}));
+    let text = |v: &serde_json::Value| v["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    let saved = mcp.call("docdex_memory_save", json!({"content": "deploys need STAGING_KEY from the vault"}));
+    let saved: serde_json::Value = serde_json::from_str(&text(&saved)).expect("json");
+    let id = saved["memory"]["id"].as_str().unwrap().to_string();
+    let other = env.repo("other");
+    let elsewhere = env.json(&["memory", "store", "--repo", other.to_str().unwrap(), "--json", "not this repo's"]);
+    let foreign = elsewhere["memory"]["id"].as_str().unwrap();
+    let r = mcp.call("docdex_memory_delete", json!({"id": foreign}));
+    assert_eq!(r["isError"], true, "another repository's memory: {r}");
+    assert!(text(&r).starts_with("not_found"), "{r}");
+    let r = mcp.call("docdex_memory_delete", json!({"id": &id[..3]}));
+    assert!(text(&r).contains("at least 6 characters"), "{r}");
+    let r = mcp.call("docdex_memory_delete", json!({"id": &id[..8]}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert!(text(&r).contains(&id), "answers the full id: {r}");
+    let recalled = mcp.call("docdex_memory_recall", json!({"query": "STAGING_KEY vault deploys"}));
+    assert!(!text(&recalled).contains(&id), "{recalled}");
+    assert_eq!(env.json(&["memory", "list", "--repo", other.to_str().unwrap(), "--json"])["total"], 1);
+}

@@ -44,6 +44,7 @@ EXPECTED_TOOLS = {
     "docdex_index",
     "docdex_memory_save",
     "docdex_memory_recall",
+    "docdex_memory_delete",
     "docdex_get_profile",
     "docdex_save_preference",
     "docdex_web_research",

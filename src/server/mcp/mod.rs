@@ -124,7 +124,7 @@ impl ServerHandler for DocdexMcp {
                 "docdex searches a local code repository's index. Start with docdex_search (plain language or identifiers) \
                  or docdex_symbols (declarations by name), then docdex_open to read the lines a hit points at. Before \
                  changing a file, docdex_impact lists what depends on it and docdex_impact_tests the tests that exercise it. docdex_memory_save keeps a fact for later \
-                 sessions; docdex_memory_recall finds it again. docdex_get_profile recalls how the agent and the \
+                 sessions; docdex_memory_recall finds it again, docdex_memory_delete forgets a wrong one. docdex_get_profile recalls how the agent and the \
                  team want code written before you write it; docdex_save_preference teaches it a preference. Pass project_root (the repository's absolute path) \
                  unless the server is bound to one.",
             )

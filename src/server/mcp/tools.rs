@@ -227,6 +227,17 @@ pub struct MemoryRecallArgs {
     pub repo: RepoArgs,
 }
 
+/// `docdex_memory_delete` arguments: the memory's id and the repository.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct MemoryDeleteArgs {
+    /// The memory's id (from docdex_memory_save or docdex_memory_recall), or its first 6 or
+    /// more characters when they name one memory.
+    pub id: String,
+    /// The repository.
+    #[serde(flatten)]
+    pub repo: RepoArgs,
+}
+
 /// `docdex_get_profile` arguments: the engine's profile search.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct GetProfileArgs {
@@ -409,6 +420,14 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(read_only()),
         Tool::new(
+            "docdex_memory_delete",
+            "Forget a fact saved with docdex_memory_save that is wrong or outdated, by its id (from save or \
+             recall) or its first 6+ characters: recall and docdex's chat stop using it. Answers the id \
+             forgotten; not_found for an id this repository does not have.",
+            schema::<MemoryDeleteArgs>(),
+        )
+        .annotate(ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false)),
+        Tool::new(
             "docdex_get_profile",
             "Before writing code, retrieve how this agent (and the team) wants it written: the preferences \
              closest to your task (style, tooling, constraints, workflow), each with a similarity score. \
@@ -492,6 +511,7 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_index" => index(server, args).await,
         "docdex_memory_save" => memory_save(server, args).await,
         "docdex_memory_recall" => memory_recall(server, args).await,
+        "docdex_memory_delete" => memory_delete(server, args).await,
         "docdex_get_profile" => get_profile(server, args).await,
         "docdex_save_preference" => save_preference(server, args).await,
         other => {
@@ -644,6 +664,13 @@ async fn index(server: &DocdexMcp, args: Value) -> ToolResult {
 async fn memory_save(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: MemorySaveArgs = parse("docdex_memory_save", args)?;
     on_repo(server, a.repo.named(), vec![], move |engine, root| engine.memory_store(root, &a.memory)).await
+}
+
+/// An agent could save a memory but never take back a wrong one, which chat then fed to
+/// every answer: the CLI and HTTP could delete, MCP could not.
+async fn memory_delete(server: &DocdexMcp, args: Value) -> ToolResult {
+    let a: MemoryDeleteArgs = parse("docdex_memory_delete", args)?;
+    on_repo(server, a.repo.named(), vec![], move |engine, root| engine.memory_delete(root, &a.id)).await
 }
 
 async fn memory_recall(server: &DocdexMcp, args: Value) -> ToolResult {
