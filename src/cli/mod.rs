@@ -494,6 +494,13 @@ pub fn main() -> ExitCode {
         init_logging(cli.verbose);
     }
     match run(cli) {
+        // A human line that could not be written (a full disk under a redirect): the output
+        // is incomplete, which exit 0 hid.
+        Ok(_) if output::stdout_failure().is_some() => {
+            let why = output::stdout_failure().unwrap_or_default();
+            eline!("{} writing to stdout: {why}; the output is incomplete", output::error_prefix());
+            ExitCode::from(1)
+        }
         Ok(code) => code,
         Err(err) => {
             if json {

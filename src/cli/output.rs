@@ -88,10 +88,15 @@ impl Out {
 /// Set once a write found stdout's reader gone.
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
+/// The first failure writing stdout that was not a closed pipe (see [`stdout_failure`]).
+static STDOUT_FAILURE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
 /// Writes to stdout, the one way the CLI does. A reader that closed the pipe
 /// (`docdex impact f --json | head -1`) wanted no more: like `ls` or `rg`, that is no error and
 /// no message, only remembered ([`stdout_closed`]) so a command that runs on (watch, chat) can
-/// stop. Any other failure (a full disk under a redirect) is still an error.
+/// stop. Any other failure (a full disk under a redirect) is an error, and remembered too:
+/// human lines ignore what a write returns, so `docdex search q > out` on a full disk exited 0
+/// with the file cut short; the CLI's exit now reports it ([`stdout_failure`]).
 pub fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return Ok(());
@@ -102,11 +107,25 @@ pub fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
             STDOUT_CLOSED.store(true, Ordering::Relaxed);
             Ok(())
         }
-        r => r,
+        Err(e) => {
+            // Nothing more can be written: a command that runs on stops as for a closed pipe.
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            if let Ok(mut first) = STDOUT_FAILURE.lock() {
+                first.get_or_insert_with(|| e.to_string());
+            }
+            Err(e)
+        }
+        Ok(()) => Ok(()),
     }
 }
 
-/// Whether stdout's reader has gone (see [`write_stdout`]).
+/// Why stdout could not be written, when it could not (a closed pipe aside): the command's
+/// output is incomplete, which its exit status must say.
+pub fn stdout_failure() -> Option<String> {
+    STDOUT_FAILURE.lock().ok().and_then(|f| f.clone())
+}
+
+/// Whether stdout takes no more: its reader has gone, or a write failed (see [`write_stdout`]).
 pub fn stdout_closed() -> bool {
     STDOUT_CLOSED.load(Ordering::Relaxed)
 }

@@ -77,3 +77,39 @@ fn indexing_a_repository_whose_path_is_not_utf8_says_why_instead_of_a_corrupt_st
     assert!(text.contains("is not valid UTF-8") && text.contains("rename the directory"), "{text}");
     assert!(!text.contains("corrupt"), "{text}");
 }
+
+#[test]
+fn human_output_that_cannot_be_written_fails_the_command() {
+    // `docdex status > out` on a full disk exited 0 with `out` cut short: human lines ignored
+    // what the write returned (`--json` already failed).
+    let full = std::path::Path::new("/dev/full");
+    assert!(full.exists(), "the test needs Linux's /dev/full");
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.rs", "fn a_walrus() {}\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    for args in [&["status", "--repo", r][..], &["search", "--repo", r, "a_walrus"][..]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(args)
+            .env("DOCDEX_HOME", env.home())
+            .env("NO_COLOR", "1")
+            .stdout(std::fs::OpenOptions::new().write(true).open(full).unwrap())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("writing to stdout: No space left on device"), "{args:?}: {err}");
+    }
+    // A reader that closes the pipe early is still no error.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["status", "--repo", r])
+        .env("DOCDEX_HOME", env.home())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
