@@ -437,16 +437,7 @@ impl App {
 
     /// Runs `f` on a pane with a fresh context, then routes what it emitted.
     fn with_pane<R>(&mut self, id: PaneId, f: impl FnOnce(&mut dyn Pane, &mut Cx<'_>) -> R) -> R {
-        let mut out = Vec::new();
-        let r = {
-            let mut cx = Cx {
-                now: self.clock.now(),
-                epoch_ms: self.clock.epoch_ms(),
-                repo: &self.repo,
-                debounce: self.debounce,
-                keymap: &self.keymap,
-                out: &mut out,
-            };
+        let (r, out) = in_cx(&*self.clock, &self.repo, self.debounce, &self.keymap, |cx| {
             let pane: &mut dyn Pane = match id {
                 PaneId::Repos => &mut self.repos,
                 PaneId::Search => &mut self.search,
@@ -456,8 +447,8 @@ impl App {
                 PaneId::Impact => &mut self.impact,
                 PaneId::Profile => &mut self.profile,
             };
-            f(pane, &mut cx)
-        };
+            f(pane, cx)
+        });
         self.route(out);
         r
     }
@@ -510,34 +501,12 @@ impl App {
     }
 
     fn with_search(&mut self, f: impl FnOnce(&mut SearchPane, &mut Cx<'_>)) {
-        let mut out = Vec::new();
-        {
-            let mut cx = Cx {
-                now: self.clock.now(),
-                epoch_ms: self.clock.epoch_ms(),
-                repo: &self.repo,
-                debounce: self.debounce,
-                keymap: &self.keymap,
-                out: &mut out,
-            };
-            f(&mut self.search, &mut cx);
-        }
+        let ((), out) = in_cx(&*self.clock, &self.repo, self.debounce, &self.keymap, |cx| f(&mut self.search, cx));
         self.route(out);
     }
 
     fn with_impact(&mut self, f: impl FnOnce(&mut ImpactPane, &mut Cx<'_>)) {
-        let mut out = Vec::new();
-        {
-            let mut cx = Cx {
-                now: self.clock.now(),
-                epoch_ms: self.clock.epoch_ms(),
-                repo: &self.repo,
-                debounce: self.debounce,
-                keymap: &self.keymap,
-                out: &mut out,
-            };
-            f(&mut self.impact, &mut cx);
-        }
+        let ((), out) = in_cx(&*self.clock, &self.repo, self.debounce, &self.keymap, |cx| f(&mut self.impact, cx));
         self.route(out);
     }
 
@@ -1426,4 +1395,19 @@ fn expand_tilde(p: &str) -> PathBuf {
 /// The provider as configured, before any check.
 pub fn configured_provider(cfg: &crate::config::LlmConfig) -> ProviderStatus {
     ProviderStatus { provider: cfg.provider.clone(), model: cfg.default_model.clone(), state: ProviderState::Unchecked }
+}
+
+/// Runs `f` with a fresh pane context (the app's clock, repository and bindings); returns
+/// what it returned and the actions it emitted, for the app to route.
+fn in_cx<R>(
+    clock: &dyn Clock,
+    repo: &Path,
+    debounce: Duration,
+    keymap: &Keymap,
+    f: impl FnOnce(&mut Cx<'_>) -> R,
+) -> (R, Vec<Action>) {
+    let mut out = Vec::new();
+    let mut cx = Cx { now: clock.now(), epoch_ms: clock.epoch_ms(), repo, debounce, keymap, out: &mut out };
+    let r = f(&mut cx);
+    (r, out)
 }
