@@ -493,6 +493,12 @@ impl Engine {
 
     /// Forgets one memory of this repository; an id from another repository is not found.
     pub fn memory_delete(&self, repo_path: &Path, id: &str) -> Result<MemoryDeleteResponse> {
+        self.memory_enabled()?;
+        let untouched = self.resolve_repo(repo_path)?;
+        if !untouched.meta_path().exists() {
+            // Nothing stored here, and a delete that finds nothing does not register the directory.
+            return Err(Error::NotFound(format!("no memories in {} yet: nothing to forget", untouched.root.display())));
+        }
         let (repo, mut db) = self.memory_db(repo_path)?;
         // The first characters of an id do, as with git hashes, when they name one memory.
         let given = id.trim();

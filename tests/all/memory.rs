@@ -234,6 +234,10 @@ fn reading_memory_of_a_directory_never_touched_registers_nothing() {
     assert_eq!(v["total"], 0);
     let v = env.json(&["memory", "recall", "--repo", d, "--json", "anything", "at", "all"]);
     assert_eq!(v["results"].as_array().unwrap().len(), 0);
+    // Nor does a delete that finds nothing (it registered the directory, "0 files, never indexed").
+    let out = env.run(&["memory", "delete", "--repo", d, "abcdef12"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to forget"), "{out:?}");
     assert_eq!(env.json(&["repo", "list", "--json"])["repos"].as_array().unwrap().len(), 0, "not registered");
 }
 
