@@ -1052,3 +1052,29 @@ fn a_crate_not_installed_is_documented_from_its_archive() {
     assert_eq!(hits.len(), 1, "{hits:?}");
     assert_eq!(hits[0].source, "src/lib.rs", "{hits:?}");
 }
+
+/// A registry URL without its scheme (`npm_registry_url = "registry.npmjs.org"`) failed every
+/// package alike with `"registry.npmjs.org/left-pad" is not a URL ...; give a full http(s) URL`,
+/// naming neither the key nor the file. It is now said once, with both, and its packages ask
+/// nothing (their installed sources are still indexed).
+#[test]
+fn a_registry_url_that_is_no_url_is_named_once_with_its_key() {
+    let env = Env::new();
+    let (repo, cargo) = project(&env);
+    let dead = crate::util::dead_url();
+    env.write_config(&format!(
+        "[libs]\ncargo_home = \"{}\"\nnpm_registry_url = \"registry.npmjs.org\"\ndocs_rs_url = \"{dead}/docsrs\"\npypi_url = \"{dead}/pypi\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n",
+        cargo.display()
+    ));
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--json"]);
+    let config = env.home().join("config.toml");
+    let want = format!(
+        "[libs] npm_registry_url = \\\"registry.npmjs.org\\\" is not an http(s) URL, so its packages' published docs were not fetched; fix it in {}",
+        config.display()
+    );
+    assert!(v["notes"].to_string().contains(&want), "{v}");
+    let npm = v["packages"].as_array().unwrap().iter().find(|p| p["name"] == "gizmo-kit").unwrap().clone();
+    assert!(npm["notes"].to_string().contains("published docs: not asked for ([libs] npm_registry_url"), "{v}");
+    assert!(!npm["notes"].to_string().contains("is not a URL"), "{v}");
+    assert!(npm["local_docs"].as_u64() >= Some(1), "{v}");
+}

@@ -119,6 +119,9 @@ impl Engine {
         if let Some(why) = why_offline {
             notes.push(format!("published docs not fetched ({why})"));
         }
+        // A registry URL that is no URL is said once, naming the key; its packages ask nothing.
+        let misconfigured = if online { published::misconfigured(&self.config().libs) } else { Vec::new() };
+        let mut bad_used: Vec<&str> = Vec::new();
         let roots = self.lib_roots(&repo.root);
         let mut ingest: Vec<(Dependency, Vec<LibDoc>)> = Vec::new();
         let mut packages = Vec::new();
@@ -129,8 +132,17 @@ impl Engine {
             // A registry that could not be reached is not asked again in this run: each try
             // can wait out the whole page timeout, and a dead one cost every package that.
             let dead = unreachable.iter_mut().find(|(r, _, _)| *r == registry);
-            let (docs, mut pkg, failed) = self.package_docs(&dep, &roots, req.refresh, online && dead.is_none());
-            if let Some(u) = dead {
+            let bad = misconfigured.iter().find(|(r, _)| *r == registry);
+            let asks = online && dead.is_none() && bad.is_none();
+            let (docs, mut pkg, failed) = self.package_docs(&dep, &roots, req.refresh, asks);
+            if let Some((_, why)) = bad {
+                if !bad_used.contains(&why.as_str()) {
+                    bad_used.push(why);
+                }
+                if !pkg.cached {
+                    pkg.notes.push(format!("published docs: not asked for ({why})"));
+                }
+            } else if let Some(u) = dead {
                 if online && !pkg.cached {
                     u.1 += 1;
                     pkg.notes.push(format!("published docs: not asked for ({registry} could not be reached)"));
@@ -141,6 +153,10 @@ impl Engine {
             on_package(&pkg);
             packages.push(pkg);
             ingest.push((dep, docs));
+        }
+        for why in bad_used {
+            let config = self.config_path().display();
+            notes.push(format!("{why}, so its packages' published docs were not fetched; fix it in {config}"));
         }
         let registry_unreachable = (!unreachable.is_empty()).then(|| {
             let each: Vec<String> = unreachable

@@ -76,6 +76,23 @@ pub(super) fn source_of(dep: &Dependency, installed: bool) -> &'static str {
     }
 }
 
+/// The `[libs]` registry URLs that are not http(s) URLs, as (source, what is wrong): each
+/// package of that source would otherwise fail alike ("\"registry.npmjs.org/left-pad\" is not a
+/// URL"), without naming the key to fix.
+pub(super) fn misconfigured(libs: &crate::config::LibsConfig) -> Vec<(&'static str, String)> {
+    let keys = [
+        ("docs.rs", "docs_rs_url", &libs.docs_rs_url),
+        ("crates.io", "crates_download_url", &libs.crates_download_url),
+        (Ecosystem::Npm.registry(), "npm_registry_url", &libs.npm_registry_url),
+        (Ecosystem::Pypi.registry(), "pypi_url", &libs.pypi_url),
+    ];
+    let web = |v: &str| url::Url::parse(v.trim()).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+    keys.into_iter()
+        .filter(|(_, _, v)| !web(v))
+        .map(|(source, key, v)| (source, format!("[libs] {key} = {v:?} is not an http(s) URL")))
+        .collect()
+}
+
 impl Engine {
     /// The published docs of one package; `installed` when its sources are installed here.
     pub(super) fn published_docs(&self, dep: &Dependency, installed: bool) -> Result<Published> {
