@@ -1365,3 +1365,34 @@ fn a_python_name_the_package_init_binds_links_the_init_as_well_as_the_submodule(
     assert_eq!(targets("tried.py"), ["pkg/sub/__init__.py", "pkg/sub/fast.py"]);
     assert_eq!(targets("pkg/rel.py"), ["pkg/sub/__init__.py", "pkg/sub/defined.py"]);
 }
+
+/// A src layout of namespace packages (PEP 420: `src/app/core/util.py`, no `__init__.py`
+/// anywhere) read every import of the project's own code, from `src/` and from `tests/`, as an
+/// external package `app`: no edge into the repository, and nothing in diagnostics. A `src/`
+/// holding Python outside any package is now a root by convention (heuristic 0.8); only its
+/// directories that hold Python count, so `import json` stays the standard library's beside
+/// `src/json/` fixtures.
+#[test]
+fn python_namespace_packages_under_src_resolve_into_the_repository() {
+    let env = Env::new();
+    let repo = env.repo("nspy");
+    write(&repo, "src/app/main.py", "from app.core.util import helper\nfrom app.core import util\nimport json\n");
+    write(&repo, "src/app/core/util.py", "def helper():\n    return 1\n");
+    write(&repo, "src/json/sample.json", "{}\n");
+    write(&repo, "src/tool.py", "import app.main\n");
+    write(&repo, "tests/test_main.py", "from app.main import run\n");
+    let g = build_dir(&repo);
+    let lines = edge_lines(&g);
+    for want in [
+        "src/app/main.py -> src/app/core/util.py heuristic",
+        "src/app/main.py -> ext:json static",
+        "src/tool.py -> src/app/main.py heuristic",
+        "tests/test_main.py -> src/app/main.py heuristic",
+    ] {
+        assert!(lines.contains(&want.to_string()), "{want} not in {lines:#?}");
+    }
+    assert!(!lines.iter().any(|l| l.contains("ext:app")), "{lines:#?}");
+    let e = g.edges.iter().find(|e| e.source == "tests/test_main.py").expect("edge");
+    assert!((e.confidence - 0.8).abs() < 1e-6, "{e:?}");
+    assert!(g.diagnostics.is_empty(), "{:?}", g.diagnostics);
+}

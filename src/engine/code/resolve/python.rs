@@ -16,6 +16,9 @@ use std::sync::{Arc, Mutex};
 
 /// Confidence of an import found from a script's own directory (sys.path[0] when run directly).
 const SCRIPT_DIR_CONFIDENCE: f32 = 0.9;
+/// Confidence of an import found under a `src/` directory of namespace packages (no
+/// `__init__.py`): the src-layout convention, not a package Python would find by itself.
+const NAMESPACE_ROOT_CONFIDENCE: f32 = 0.8;
 
 pub struct PythonIndex {
     roots: Vec<String>,
@@ -24,6 +27,9 @@ pub struct PythonIndex {
     package_roots: PathMap<String, String>,
     /// Top-level module or package name → the roots that have it, in root order.
     tops: HashMap<String, Vec<usize>>,
+    /// `src/` directories that hold Python but no regular package (PEP 420 namespace packages
+    /// in a src layout): roots by convention, so their edges are heuristic.
+    namespace_roots: PathSet<String>,
     /// The repository root, to read a package's `__init__.py` when an import asks.
     root: PathBuf,
     /// `__init__.py` path → the names it binds at module level, read once when first asked.
@@ -49,14 +55,24 @@ impl PythonIndex {
         if !roots.iter().any(|r| r.is_empty()) {
             roots.push(String::new());
         }
+        let namespace_roots = namespace_src_roots(files, &packages, &roots);
+        roots.extend(namespace_roots.iter().cloned());
         roots.sort();
+        let with_python = dirs_with_python(files, &namespace_roots);
         let mut tops: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, root) in roots.iter().enumerate() {
             let modules = files.files_in(root).iter().filter_map(|f| {
                 let name = super::file_name(f);
                 name.strip_suffix(".py").or_else(|| name.strip_suffix(".pyi"))
             });
-            let dirs = files.subdirs(root).iter().map(|d| super::file_name(d));
+            // Under a `src/` found by convention only a directory holding Python is a
+            // namespace package: `import json` must not reach `src/json/` of JSON fixtures.
+            let namespace = namespace_roots.contains(root);
+            let dirs = files
+                .subdirs(root)
+                .iter()
+                .filter(|d| !namespace || with_python.contains(d.as_str()))
+                .map(|d| super::file_name(d));
             for name in modules.chain(dirs) {
                 let v = tops.entry(name.to_string()).or_default();
                 if v.last() != Some(&i) {
@@ -80,6 +96,7 @@ impl PythonIndex {
             root_set,
             package_roots,
             tops,
+            namespace_roots,
             root: root.to_path_buf(),
             init_names: Mutex::new(HashMap::new()),
         }
@@ -101,9 +118,15 @@ impl PythonIndex {
         let with_top: Vec<&str> =
             self.tops.get(top).map(|v| v.iter().map(|&i| self.roots[i].as_str()).collect()).unwrap_or_default();
         if own_is_root && with_top.contains(&own) {
-            order.push((own, None));
+            // A script in a namespace `src/` finds its siblings as before: by its own directory.
+            order.push((own, self.namespace_roots.contains(own).then_some(SCRIPT_DIR_CONFIDENCE)));
         }
-        order.extend(with_top.iter().filter(|r| **r != own).map(|r| (*r, None)));
+        order.extend(
+            with_top
+                .iter()
+                .filter(|r| **r != own)
+                .map(|r| (*r, self.namespace_roots.contains(*r).then_some(NAMESPACE_ROOT_CONFIDENCE))),
+        );
         if !own_is_root {
             order.push((own, Some(SCRIPT_DIR_CONFIDENCE)));
         }
@@ -208,6 +231,41 @@ impl PythonIndex {
     fn own_root<'a>(&'a self, dir: &'a str) -> &'a str {
         self.package_roots.get(dir).map(String::as_str).unwrap_or(dir)
     }
+}
+
+/// Directories named `src` that hold Python files but are not inside a package and are not
+/// already roots: a src layout of namespace packages (`src/app/core/util.py`, no
+/// `__init__.py`), whose `import app.core.util` read as an external package `app`.
+fn namespace_src_roots(files: &RepoFiles, packages: &PathSet<String>, roots: &[String]) -> PathSet<String> {
+    let mut out = PathSet::default();
+    for f in files.iter().filter(|f| f.ends_with(".py") || f.ends_with(".pyi")) {
+        let mut d = parent(f);
+        while !d.is_empty() {
+            if super::file_name(d) == "src" {
+                if !packages.contains(d) && !packages.contains(parent(d)) && !roots.iter().any(|r| r == d) {
+                    out.insert(d.to_string());
+                }
+                break;
+            }
+            d = parent(d);
+        }
+    }
+    out
+}
+
+/// Every directory below one of `under` that holds a Python file, at any depth.
+fn dirs_with_python(files: &RepoFiles, under: &PathSet<String>) -> PathSet<String> {
+    let mut out = PathSet::default();
+    if under.is_empty() {
+        return out;
+    }
+    for f in files.iter().filter(|f| f.ends_with(".py") || f.ends_with(".pyi")) {
+        let mut d = parent(f);
+        while !d.is_empty() && !under.contains(d) && out.insert(d.to_string()) {
+            d = parent(d);
+        }
+    }
+    out
 }
 
 /// The names a Python file binds at module level: definitions, assignments and imports,
