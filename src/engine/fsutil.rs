@@ -146,10 +146,21 @@ impl FileLock {
         }
     }
 
-    fn stamp(mut file: File, path: &Path) -> FileLock {
-        // Record the holder's pid so a waiting process can say who it waits for.
-        let _ = file.set_len(0);
-        let _ = write!(file, "{}", std::process::id());
+    fn stamp(file: File, path: &Path) -> FileLock {
+        // Record the holder's pid so a waiting process can say who it waits for. One write of
+        // a fixed width over the old pid: truncating first let a reader in between read
+        // nothing, and name "pid 0".
+        let pid = format!("{:<10}\n", std::process::id());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            let _ = file.write_all_at(pid.as_bytes(), 0);
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = file.set_len(0);
+            let _ = write!(&file, "{pid}");
+        }
         FileLock { file, path: path.to_path_buf() }
     }
 

@@ -244,13 +244,18 @@ impl Engine {
     /// Indexes (or incrementally re-indexes) a repository.
     pub fn index(&self, repo_path: &Path, opts: &IndexOptions, sink: &dyn ProgressSink) -> Result<IndexSummary> {
         let repo = self.resolve_repo(repo_path)?;
-        let mut session = match self.open_index_session_with(&repo, opts.rebuild, !opts.skip_code) {
-            Ok(s) => s,
-            Err(Error::IndexBusy { pid, .. }) if !opts.rebuild && self.watcher_pid(&repo) == Some(pid) => {
-                let running = self.await_watcher_run(&repo, pid, sink);
-                return Ok(self.watched_summary(&repo, pid, running));
+        let mut waiter = index::status::RunWaiter::default();
+        let mut session = loop {
+            match self.open_index_session_with(&repo, opts.rebuild, !opts.skip_code) {
+                Ok(s) => break s,
+                Err(Error::IndexBusy { pid, .. }) if !opts.rebuild && self.watcher_pid(&repo) == Some(pid) => {
+                    let running = self.await_watcher_run(&repo, pid, sink);
+                    return Ok(self.watched_summary(&repo, pid, running));
+                }
+                // Another `index` is running: wait for it, then run (incrementally) after it.
+                Err(Error::IndexBusy { .. }) if waiter.wait(&repo.status_path(), sink) => continue,
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         };
         // Every explicit run checks the live index against its checksums (about 20 ms for a
         // 37 MB index): a damaged index is never reported as indexed and ready.

@@ -250,6 +250,44 @@ fn second_writer_is_refused_clearly() {
 }
 
 #[test]
+fn a_second_index_run_at_once_waits_for_the_first_and_both_succeed() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    for i in 0..4000 {
+        write(&repo, &format!("src/m{}/f{i}.rs", i % 30), format!("fn okapi_{i}() {{}}\n"));
+    }
+    let status = env.engine().resolve_repo(&repo).unwrap().status_path();
+    let index = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(["index", "--json", "--repo", repo.to_str().unwrap()])
+            .env("DOCDEX_HOME", env.home())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let first = index();
+    crate::util::eventually("the first run under way", || {
+        std::fs::read_to_string(&status).is_ok_and(|s| s.contains("\"updating\""))
+    });
+    // Held mid-run (a slow disk, a big tree) while the second starts.
+    let signal = |sig| assert_eq!(unsafe { libc::kill(first.id() as i32, sig) }, 0);
+    signal(libc::SIGSTOP);
+    let mut second = index();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let waited = second.try_wait().unwrap().is_none();
+    signal(libc::SIGCONT);
+    let (a, b) = (first.wait_with_output().unwrap(), second.wait_with_output().unwrap());
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert!(waited && b.status.success(), "the second run must wait, then succeed: {err}");
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    for out in [&a, &b] {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["files"], 4000, "{v}");
+    }
+}
+
+#[test]
 fn rebuild_starts_from_scratch() {
     let env = Env::new();
     let repo = env.repo("r");

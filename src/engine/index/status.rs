@@ -70,6 +70,51 @@ impl StatusData {
     }
 }
 
+/// How long `index` waits for another process's writer once that process reports no run
+/// (it finished its run and is closing, or holds the writer idle) before answering busy.
+const IDLE_HOLDER_MS: u64 = 3_000;
+
+/// A run that reports no progress for this long is not waited for (a wedged process must not
+/// hold a caller for ever).
+const STALLED_RUN_MS: u64 = 120_000;
+
+/// What a second `index` does while another process holds the writer.
+#[derive(Debug, Default)]
+pub struct RunWaiter {
+    idle_since: Option<std::time::Instant>,
+}
+
+impl RunWaiter {
+    /// Whether to try the writer again after a short wait: yes while the holder (not a watcher,
+    /// which `index` defers to) runs and reports progress, shown on `sink`, and for a few
+    /// seconds after it stops reporting one (its run ended: the lock is released as it closes).
+    /// Two `docdex index` at once used to fail the second with `index_busy`.
+    pub fn wait(&mut self, status: &std::path::Path, sink: &dyn super::ProgressSink) -> bool {
+        let running = match StatusData::read(status) {
+            Some((d, false)) if !d.watching && (d.state == IndexState::Updating || d.progress.is_some()) => {
+                if now_ms().saturating_sub(d.updated_ms) > STALLED_RUN_MS {
+                    return false;
+                }
+                if let Some(p) = &d.progress {
+                    sink.progress(p);
+                }
+                true
+            }
+            _ => false,
+        };
+        if running {
+            self.idle_since = None;
+        } else {
+            let since = *self.idle_since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() > std::time::Duration::from_millis(IDLE_HOLDER_MS) {
+                return false;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        true
+    }
+}
+
 /// Writer-side handle; cheap to clone, throttles progress writes.
 #[derive(Debug, Clone)]
 pub struct StatusFile {
