@@ -70,7 +70,7 @@ pub enum ProfileCommand {
         /// phrasings are recognised without it.
         #[arg(long)]
         rule: Option<String>,
-        /// The role of a new agent ("Frontend developer").
+        /// The agent's role ("Frontend developer"): a new agent's, or a new role for an existing one.
         #[arg(long)]
         role: Option<String>,
         /// The preference.
@@ -440,7 +440,13 @@ fn print_written(out: &Out, verb: &str, r: &ProfileWriteResponse) {
     }
     let p = &r.preference;
     let new = if r.created_agent { " (new agent)" } else { "" };
-    out.line(&format!("{verb} {} to {}{new} as {}: {}", p.id, p.agent_id, p.category, visible(&r.rule_note)));
+    // The note of a non-constraint starts with its category ("style: advice in ..."), which
+    // this line already names ("as style: style: advice ...").
+    let note = r.rule_note.strip_prefix(&format!("{}: ", p.category)).unwrap_or(&r.rule_note);
+    out.line(&format!("{verb} {} to {}{new} as {}: {}", p.id, p.agent_id, p.category, visible(note)));
+    if let Some(old) = &r.previous_role {
+        out.note(&format!("note: the role of {} was \"{}\"; it is now the one given", p.agent_id, visible(old)));
+    }
 }
 
 /// Prints an evolution outcome.

@@ -144,7 +144,7 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             "/v1/profile/add",
             add,
             Operation::new("Teach an agent a preference directly (no model involved)")
-                .describe("Creates the agent when new. A constraint's `rule` is checked against the grammar (400 with the reason when bad); without one, common phrasings are recognised (\"avoid circular dependencies\" -> no-import-cycles). See docs/PROFILES.md."),
+                .describe("Creates the agent when new; a `role` (one line of plain text) replaces an existing agent's, and `previous_role` says what it was. A constraint's `rule` is checked against the grammar (400 with the reason when bad); without one, common phrasings are recognised (\"avoid circular dependencies\" -> no-import-cycles). See docs/PROFILES.md."),
         )
         .post(
             "/v1/profile/edit",

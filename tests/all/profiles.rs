@@ -449,6 +449,68 @@ fn imports_keep_only_the_newest_copies_in_the_sync_folder() {
     assert!(exported.is_file(), "the export is not a copy of an import");
 }
 
+/// An agent's role was stored as given (an escape sequence reached every terminal `profile
+/// list` and the workbench's title were drawn on), and `--role` for an existing agent was
+/// ignored without a word, with nothing else able to change a role (which steers the project
+/// map). A role is now one line of plain text, a new one replaces the old and says so, and the
+/// CLI no longer doubles the category ("as style: style: advice ...").
+#[test]
+fn a_role_is_one_line_of_text_and_add_can_change_it() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let add_role = |content: &str, role: &str| {
+        engine.profile_add(&ProfileAddRequest {
+            agent_id: "rolly".into(),
+            category: Category::Style,
+            content: content.into(),
+            rule: None,
+            role: Some(role.into()),
+        })
+    };
+    let role_of = |engine: &Engine| {
+        let list = engine.profile_list(&ProfileListRequest::default()).unwrap();
+        list.agents.into_iter().find(|a| a.id == "rolly").map(|a| a.role)
+    };
+    let err = add_role("Keep it simple", "Front\u{1b}[31mend").unwrap_err();
+    assert!(matches!(err, Error::BadRequest(_)) && err.to_string().contains("U+001B"), "{err}");
+    assert_eq!(role_of(&engine), None, "nothing was written");
+
+    let r = add_role("Keep it simple", "Frontend\ndeveloper ").unwrap();
+    assert!(r.created_agent && r.previous_role.is_none(), "{r:?}");
+    assert_eq!(role_of(&engine).as_deref(), Some("Frontend developer"));
+    let r = add_role("Keep it short", "Backend developer").unwrap();
+    assert_eq!(r.previous_role.as_deref(), Some("Frontend developer"));
+    assert_eq!(role_of(&engine).as_deref(), Some("Backend developer"));
+    let r = add_role("Keep it tidy", "Backend developer").unwrap();
+    assert_eq!(r.previous_role, None, "the same role changes nothing");
+    assert!(add_role("Keep it lean", &"x".repeat(600)).unwrap_err().to_string().contains("at most 512 bytes"));
+
+    let out = env.run_env(
+        &["profile", "add", "--agent", "rolly", "--role", "QA engineer", "--category", "style", "Name tests well"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("as style: advice in the system prompt"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the role of rolly was \"Backend developer\""), "{stderr}");
+    assert_eq!(role_of(&engine).as_deref(), Some("QA engineer"));
+
+    // A manifest's agent with such a role is rejected alone.
+    let f = env.dir.path().join("roles.json");
+    std::fs::write(
+        &f,
+        json!({"format": "docdex.profile_sync", "version": 1,
+               "agents": [{"id": "imp", "role": "\u{1b}]0;owned\u{7}", "created_at": 1}, {"id": "ok", "role": "Docs", "created_at": 1}],
+               "preferences": []})
+        .to_string(),
+    )
+    .unwrap();
+    let r = engine.profile_import(&f).unwrap();
+    assert_eq!(r.agents_added, 1, "{r:?}");
+    assert!(r.rejected.iter().any(|x| x.id == "imp" && x.reason.contains("control character")), "{r:?}");
+}
+
 #[test]
 fn a_bad_manifest_is_refused_whole_or_row_by_row() {
     let env = Env::new();

@@ -236,6 +236,7 @@ impl Engine {
     pub fn profile_add(&self, req: &ProfileAddRequest) -> Result<ProfileWriteResponse> {
         let agent_id = self.require_agent(&req.agent_id)?;
         let content = valid_content(&req.content)?;
+        let role = req.role.as_deref().map(valid_role).transpose()?.filter(|r| !r.is_empty());
         let (rule, rule_note) = settle_rule(req.category, req.rule.as_deref(), &content)?;
         let now = now_ms() as i64;
         let preference = Preference {
@@ -248,18 +249,30 @@ impl Engine {
             source: PreferenceSource::Manual,
             embedded: false,
         };
-        let created_agent = self.profile_write(|w| {
+        let (created_agent, previous_role) = self.profile_write(|w| {
             if let Some(same) =
                 store::same_text(w.conn(), &preference.agent_id, &preference.content, preference.rule.as_deref(), "")?
             {
                 return Err(repeated(&same, "nothing added"));
             }
-            let created = w.ensure_agent(&preference.agent_id, req.role.as_deref().unwrap_or("").trim(), now)?;
+            let before = store::agent(w.conn(), &preference.agent_id)?.map(|a| a.role);
+            let created = w.ensure_agent(&preference.agent_id, role.as_deref().unwrap_or(""), now)?;
+            // A role given for an existing agent replaces its role (it used to be ignored
+            // without a word, and nothing else could change it).
+            let previous = match (&role, before) {
+                (Some(new), Some(old)) if *new != old => {
+                    w.set_role(&preference.agent_id, new)?;
+                    Some(old)
+                }
+                _ => None,
+            };
             w.insert(&preference)?;
-            Ok(created)
+            Ok((created, previous))
         })?;
         tracing::info!(agent = %preference.agent_id, id = %preference.id, category = %preference.category, "preference added");
-        self.profile_written(preference, created_agent, rule_note)
+        let mut resp = self.profile_written(preference, created_agent, rule_note)?;
+        resp.previous_role = previous_role;
+        Ok(resp)
     }
 
     /// Embeds what was just written and reads it back.
@@ -274,7 +287,7 @@ impl Engine {
             .err()
             .map(|t| format!("stored without an embedding ({t}); recall matches its words until an embedder answers"));
         let preference = self.profile_read(|c| store::preference(c, &p.id))?.unwrap_or(p);
-        Ok(ProfileWriteResponse { preference, created_agent, rule_note, notice })
+        Ok(ProfileWriteResponse { preference, created_agent, rule_note, notice, previous_role: None })
     }
 
     /// Changes a preference's text, category or rule.
@@ -596,8 +609,8 @@ fn typed_rows<T: serde::de::DeserializeOwned>(
 fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<SyncAgent>, Vec<SyncPreference>) {
     let mut agents = Vec::new();
     for a in &m.agents {
-        match valid_agent(&a.id) {
-            Ok(()) => agents.push(a.clone()),
+        match valid_agent(&a.id).and_then(|()| valid_role(&a.role)) {
+            Ok(role) => agents.push(SyncAgent { role, ..a.clone() }),
             Err(e) => rejected.push(RejectedRow { id: a.id.clone(), reason: e.to_string() }),
         }
     }
@@ -716,6 +729,31 @@ pub fn valid_agent(id: &str) -> Result<()> {
             crate::error::quoted(id)
         )))
     }
+}
+
+/// Longest agent role accepted, in bytes.
+pub const MAX_ROLE_BYTES: usize = 512;
+
+/// An agent's role: one line (line breaks become spaces), trimmed, at most
+/// [`MAX_ROLE_BYTES`], without other control characters; empty means none. It was stored as
+/// given, so an escape sequence reached every terminal `profile list` and the workbench's
+/// agent title were drawn on, and a paragraph steered the project map.
+pub fn valid_role(text: &str) -> Result<String> {
+    let role: Vec<&str> = text.split(['\n', '\r', '\t']).map(str::trim).filter(|s| !s.is_empty()).collect();
+    let role = role.join(" ");
+    if let Some(c) = role.chars().find(|c| c.is_control()) {
+        return Err(Error::BadRequest(format!(
+            "an agent's role is plain text; this one holds the control character U+{:04X}: remove it",
+            c as u32
+        )));
+    }
+    if role.len() > MAX_ROLE_BYTES {
+        return Err(Error::BadRequest(format!(
+            "an agent's role holds at most {MAX_ROLE_BYTES} bytes; this one has {} (say what the agent does in a line)",
+            role.len()
+        )));
+    }
+    Ok(role)
 }
 
 /// A preference's text: one line (its line breaks and tabs become spaces: every surface shows

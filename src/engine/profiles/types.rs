@@ -169,7 +169,8 @@ pub struct ProfileAddRequest {
     /// A machine-checkable rule for a constraint; recognised from common phrasings when absent.
     #[serde(default)]
     pub rule: Option<String>,
-    /// The role of a new agent ("Frontend developer").
+    /// The agent's role ("Frontend developer"): a new agent's, or a new role for an existing
+    /// one (the answer's `previous_role` says what it replaced).
     #[serde(default)]
     pub role: Option<String>,
 }
@@ -187,6 +188,9 @@ pub struct ProfileWriteResponse {
     /// Set when it was stored without a vector, and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
+    /// Set when the request's `role` replaced the existing agent's role: the role it had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_role: Option<String>,
 }
 
 /// `profile edit`: change a preference's text, category or rule (absent fields stay).

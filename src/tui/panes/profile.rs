@@ -608,7 +608,8 @@ impl ProfilePane {
                 format!(" {} · {} for \"{}\" ({how}) ", a.id, f.hits.len(), f.query)
             }
             None if a.role.is_empty() => format!(" {} ", a.id),
-            None => format!(" {} · {} ", a.id, a.role),
+            // A role stored before the engine refused control characters is drawn as one line.
+            None => format!(" {} · {} ", a.id, one_line(&a.role)),
         }
     }
 
