@@ -556,6 +556,31 @@ async fn a_session_id_that_prefixes_others_is_an_id_not_an_ambiguous_prefix() {
     assert_eq!(short.status.code(), Some(2));
 }
 
+#[test]
+fn a_turn_the_reasoning_log_cannot_keep_says_so_without_the_trace() {
+    // A damaged dag.db never fails a chat; it became a notice kept in the trace only, so
+    // `docdex chat` said nothing unless --trace and still pointed at `docdex dag view`.
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let state = c.engine().resolve_repo(&c.repo).unwrap().state_dir;
+    std::fs::write(state.join("dag.db"), "not a database, not at all, ".repeat(40)).unwrap();
+    let out = c.env.run(&["chat", "--repo", c.r(), "--no-web", "how are stale sessions expired?"]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the reasoning log (dag.db) is unavailable, this turn is not logged"), "{err}");
+    assert!(err.contains("delete the file to start a new reasoning log"), "{err}");
+    let mut events = Vec::new();
+    let resp = c
+        .engine()
+        .chat(&c.repo, &q("how are stale sessions expired?"), &mut |e| {
+            events.push(e);
+            ControlFlow::Continue(())
+        })
+        .expect("chat");
+    let sent = events.iter().any(|e| matches!(e, ChatTurnEvent::Notice { message } if message.contains("dag.db")));
+    assert!(sent, "a notice event, as every other notice is");
+    assert_eq!(resp.trace.notices.iter().filter(|n| n.contains("dag.db")).count(), 1, "once in the trace");
+}
+
 /// The DOT renders with graphviz when it is installed; its structure is checked either way.
 fn check_dot(dot: &str, nodes: usize) {
     assert!(dot.starts_with("digraph \"docdex session "), "{dot}");

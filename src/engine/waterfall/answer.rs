@@ -274,7 +274,7 @@ impl Turn<'_> {
         // The step's time includes the window lookup, the first thing asked of the server.
         let step_from = started.checked_sub(window_wait).unwrap_or(started);
         self.step(3, "llm", status, step_from, 0, detail);
-        self.trace.notices.append(&mut self.dag.notices);
+        self.log_notices();
         self.trace.timings_ms.total = ms(self.started);
         Ok(ChatTurnResponse {
             schema_version: CHAT_SCHEMA_VERSION,

@@ -186,6 +186,15 @@ impl<'a> Turn<'a> {
         self.emit(ChatTurnEvent::Step(step));
     }
 
+    /// The reasoning log's problems as notices, sent like the others: kept for the trace
+    /// alone, `docdex chat` (without `--trace`), the workbench and streams never showed that
+    /// a turn went unlogged, and the CLI still pointed at `docdex dag view` for it.
+    fn log_notices(&mut self) {
+        for message in std::mem::take(&mut self.dag.notices) {
+            self.notice(message);
+        }
+    }
+
     fn notice(&mut self, message: String) {
         tracing::info!(%message, "chat notice");
         self.trace.notices.push(message.clone());
@@ -199,6 +208,7 @@ impl<'a> Turn<'a> {
         let diff_ms = ms(diff_started);
         let (dag, root) = DagLog::begin(self.repo, self.req);
         self.dag = dag;
+        self.log_notices();
         match self.retrieve_and_assemble(root, diff, diff_ms) {
             Ok(assembled) => self.finish(assembled),
             Err(e) => {
