@@ -3,7 +3,7 @@
 use super::output::{count, visible, warn_prefix, Out};
 use super::progress::Ticker;
 use super::RepoArg;
-use crate::engine::protocol::{LibHit, LibPackage, LibsFetchRequest, LibsReport};
+use crate::engine::protocol::{LibHit, LibPackage, LibsFetchRequest, LibsProgress, LibsReport};
 use crate::engine::Engine;
 use clap::Subcommand;
 use std::process::ExitCode;
@@ -64,11 +64,18 @@ pub fn run(engine: &Engine, out: &Out, cmd: LibsCommand) -> anyhow::Result<ExitC
             let path = repo.resolve()?;
             let req = LibsFetchRequest { refresh, offline };
             // Progress is a live line on a terminal only: printed per package it repeated
-            // every package the summary then lists on stdout.
+            // every package the summary then lists on stdout. It names the package being
+            // fetched (a slow registry can hold one for the page timeout), with the count done.
             let ticker = Ticker::new(!json, "packages");
-            let mut progress = |p: &LibPackage| {
-                tracing::debug!(package = %p.name, version = %p.version, local = p.local_docs, published = p.published_docs, "libs package done");
-                ticker.tick(&visible(&format!("{}@{}", p.name, p.version)));
+            let mut progress = |p: LibsProgress<'_>| match p {
+                LibsProgress::Started { dep, total, .. } => {
+                    ticker.total(total as u64);
+                    ticker.working_on(&visible(&format!("{}@{}", dep.name, dep.version)));
+                }
+                LibsProgress::Done(p) => {
+                    tracing::debug!(package = %p.name, version = %p.version, local = p.local_docs, published = p.published_docs, "libs package done");
+                    ticker.inc();
+                }
             };
             let r = engine.libs_fetch(&path, &req, &mut progress);
             ticker.finish();

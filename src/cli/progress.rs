@@ -72,31 +72,51 @@ impl ProgressSink for Bar {
     }
 }
 
-/// A one-line counter (`⠋ 3 packages · serde@1.0.200`) on a terminal's stderr, for work whose
-/// total is not known ahead; hidden otherwise, so captured output holds only the summary.
+/// A one-line counter (`⠋ 3/7 packages · serde@1.0.200`, the count done and what is being
+/// worked on) on a terminal's stderr; hidden otherwise, so captured output holds only the summary.
 pub struct Ticker {
     bar: Option<ProgressBar>,
+    unit: String,
 }
 
 impl Ticker {
     /// A ticker counting `unit`s; hidden unless `wanted` and stderr is a terminal.
     pub fn new(wanted: bool, unit: &str) -> Ticker {
         if !wanted || !std::io::stderr().is_terminal() {
-            return Ticker { bar: None };
+            return Ticker { bar: None, unit: unit.into() };
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
         let style = ProgressStyle::with_template(&format!("{{spinner}} {{pos}} {unit} · {{msg}}"))
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         bar.set_style(style);
         bar.enable_steady_tick(std::time::Duration::from_millis(100));
-        Ticker { bar: Some(bar) }
+        Ticker { bar: Some(bar), unit: unit.into() }
     }
 
-    /// Counts one more, naming it.
-    pub fn tick(&self, what: &str) {
+    /// Says how many there are once known: the line reads `2/7 packages · ...`.
+    pub fn total(&self, n: u64) {
+        if let Some(b) = &self.bar {
+            if b.length() != Some(n) {
+                let style =
+                    ProgressStyle::with_template(&format!("{{spinner}} {{pos}}/{{len}} {} · {{msg}}", self.unit))
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+                b.set_style(style);
+                b.set_length(n);
+            }
+        }
+    }
+
+    /// Names what is being worked on now, without counting it done.
+    pub fn working_on(&self, what: &str) {
+        if let Some(b) = &self.bar {
+            b.set_message(what.to_string());
+        }
+    }
+
+    /// Counts one more done.
+    pub fn inc(&self) {
         if let Some(b) = &self.bar {
             b.inc(1);
-            b.set_message(what.to_string());
         }
     }
 

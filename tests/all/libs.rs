@@ -6,7 +6,9 @@
 use crate::server_util::{client, Server};
 use crate::util::{llm_config, write, Env};
 use crate::web_support::{doc_page, Fixture, Reply};
-use docdex::engine::protocol::{ChatTurnRequest, LibsFetchRequest, LibsSearchRequest, Slot, StepStatus, WebPolicy};
+use docdex::engine::protocol::{
+    ChatTurnRequest, LibsFetchRequest, LibsProgress, LibsSearchRequest, Slot, StepStatus, WebPolicy,
+};
 use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -102,12 +104,28 @@ fn local_sources_then_published_docs_are_cached_and_ingested_per_repo() {
     // Offline: installed sources only.
     let mut seen = Vec::new();
     let r = engine
-        .libs_fetch(&repo, &LibsFetchRequest { refresh: false, offline: true }, &mut |p| seen.push(p.name.clone()))
+        .libs_fetch(&repo, &LibsFetchRequest { refresh: false, offline: true }, &mut |p| {
+            seen.push(match p {
+                LibsProgress::Started { dep, index, total } => format!("start {index}/{total} {}", dep.name),
+                LibsProgress::Done(p) => format!("done {}", p.name),
+            })
+        })
         .expect("libs fetch");
     let names: Vec<String> =
         r.packages.iter().map(|p| format!("{}:{}@{}", p.ecosystem.name(), p.name, p.version)).collect();
     assert_eq!(names, ["crates:widgetlib@1.2.3", "npm:gizmo-kit@2.0.1", "pypi:quuxbus@3.1.0"], "{r:?}");
-    assert_eq!(seen.len(), 3, "progress per package");
+    // Progress names each package as it starts (a slow registry can hold it), then when done.
+    assert_eq!(
+        seen,
+        [
+            "start 1/3 widgetlib",
+            "done widgetlib",
+            "start 2/3 gizmo-kit",
+            "done gizmo-kit",
+            "start 3/3 quuxbus",
+            "done quuxbus"
+        ]
+    );
     assert!(r.packages.iter().all(|p| p.local_docs >= 2 && p.published_docs == 0 && p.chunks > 0), "{r:?}");
     assert!(reg.hits("/").is_empty(), "offline touched nothing");
     let hits =

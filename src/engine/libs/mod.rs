@@ -89,13 +89,13 @@ impl Engine {
     }
 
     /// Detects the repository's dependencies, gathers their docs (cache, installed sources,
-    /// then published docs unless `offline`) and rebuilds its libs index. `on_package` sees each
-    /// package as it is done (progress).
+    /// then published docs unless `offline`) and rebuilds its libs index. `on_progress` sees
+    /// each package as it starts and as it is done.
     pub fn libs_fetch(
         &self,
         repo_path: &Path,
         req: &LibsFetchRequest,
-        on_package: &mut dyn FnMut(&LibPackage),
+        on_progress: &mut dyn FnMut(LibsProgress<'_>),
     ) -> Result<LibsReport> {
         let started = Instant::now();
         let repo = self.resolve_repo(repo_path)?;
@@ -127,7 +127,9 @@ impl Engine {
         let mut packages = Vec::new();
         // Registries that could not be reached: (registry, packages, the first error).
         let mut unreachable: Vec<(&'static str, usize, String)> = Vec::new();
-        for dep in detected.deps.into_iter().take(max) {
+        let total = detected.deps.len().min(max);
+        for (i, dep) in detected.deps.into_iter().take(max).enumerate() {
+            on_progress(LibsProgress::Started { dep: &dep, index: i + 1, total });
             let registry = published::source_of(&dep, crate_installed(&dep, &roots));
             // A registry that could not be reached is not asked again in this run: each try
             // can wait out the whole page timeout, and a dead one cost every package that.
@@ -150,7 +152,7 @@ impl Engine {
             } else if let Some(e) = failed {
                 unreachable.push((registry, 1, e));
             }
-            on_package(&pkg);
+            on_progress(LibsProgress::Done(&pkg));
             packages.push(pkg);
             ingest.push((dep, docs));
         }

@@ -84,6 +84,23 @@ pub struct LibPackage {
     pub notes: Vec<String>,
 }
 
+/// What `libs fetch` reports as it goes: each package as it starts (its registry may take
+/// the page timeout) and as it is done.
+#[derive(Debug, Clone, Copy)]
+pub enum LibsProgress<'a> {
+    /// Reading and fetching the `index`-th package (from 1) of `total`.
+    Started {
+        /// The package.
+        dep: &'a Dependency,
+        /// Its place, from 1.
+        index: usize,
+        /// Packages this fetch documents.
+        total: usize,
+    },
+    /// A package done.
+    Done(&'a LibPackage),
+}
+
 /// The answer to `docdex libs fetch`, and `docdex libs list`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct LibsReport {
