@@ -19,6 +19,7 @@
 
 pub(crate) mod changes;
 mod render;
+pub(crate) use render::fence;
 pub mod types;
 
 pub use render::render_markdown;

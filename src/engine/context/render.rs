@@ -69,8 +69,9 @@ pub fn block(s: &ContextSnippet) -> String {
     )
 }
 
-/// A fence longer than any backtick run inside `text`.
-fn fence(text: &str) -> String {
+/// A fence longer than any backtick run inside `text`, so code never closes it early (context
+/// packs and the chat prompt both quote code in Markdown).
+pub(crate) fn fence(text: &str) -> String {
     let mut longest = 0;
     let mut run = 0;
     for c in text.chars() {

@@ -8,6 +8,7 @@ use super::budget::Piece;
 use super::diff::FileDiff;
 use super::sources::{Neighbour, RecalledMemory};
 use super::types::{ChatSource, Slot};
+use crate::engine::context::fence;
 use crate::engine::index::files::language;
 use crate::engine::llm::{ChatMessage, Role};
 use crate::engine::profiles::types::{Category, PreferenceHit, ProjectMap};
@@ -90,17 +91,6 @@ pub fn render(
     }
     messages.push(ChatMessage::new(Role::User, question.to_string()));
     messages
-}
-
-/// A fence longer than any backtick run inside `text`, so code never closes it early.
-fn fence(text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    "`".repeat(longest.max(2) + 1)
 }
 
 /// `### citation (note)` then the text fenced with its language.
