@@ -1,7 +1,7 @@
 //! `docdex dag list|view`: the reasoning sessions chat logged for a repository, and one
 //! session as text, Graphviz DOT (`| dot -Tsvg > session.svg`) or JSON.
 
-use super::output::Out;
+use super::output::{shown, visible, visible_text, Out};
 use super::RepoArg;
 use crate::engine::protocol::{to_dot, to_text, utc};
 use crate::engine::Engine;
@@ -64,7 +64,7 @@ pub fn run(engine: &Engine, out: &Out, action: DagAction) -> anyhow::Result<()> 
             if list.sessions.is_empty() {
                 out.line(&format!(
                     "no reasoning sessions in {} yet; `docdex chat` logs one per conversation",
-                    list.repo.display()
+                    shown(&list.repo)
                 ));
                 return Ok(());
             }
@@ -79,8 +79,8 @@ pub fn run(engine: &Engine, out: &Out, action: DagAction) -> anyhow::Result<()> 
                     utc(s.created_at_ms),
                     s.turns,
                     s.nodes,
-                    s.agent_id.as_deref().unwrap_or("-"),
-                    s.title
+                    visible(s.agent_id.as_deref().unwrap_or("-")),
+                    visible(&s.title)
                 ));
             }
             let left = list.total.saturating_sub(list.sessions.len() as u64);
@@ -93,8 +93,9 @@ pub fn run(engine: &Engine, out: &Out, action: DagAction) -> anyhow::Result<()> 
             let s = engine.dag_session(&repo.resolve()?, &session)?;
             match format {
                 DagFormat::Json => out.json(&s)?,
-                DagFormat::Dot => out.line(to_dot(&s).trim_end()),
-                DagFormat::Text => out.line(to_text(&s).trim_end()),
+                // A session holds questions, answers and pages: shown, not obeyed.
+                DagFormat::Dot => out.line(&visible_text(to_dot(&s).trim_end())),
+                DagFormat::Text => out.line(&visible_text(to_text(&s).trim_end())),
             }
         }
     }

@@ -1,7 +1,7 @@
 //! `docdex eval`: how well search finds the files a change touched, on this repository
 //! (`Engine::eval`), printed as a table with the worst misses, or as JSON.
 
-use super::output::{count, Out};
+use super::output::{count, shown, visible_text, Out};
 use super::progress;
 use super::RepoArg;
 use crate::engine::protocol::{
@@ -54,7 +54,7 @@ pub fn run(engine: &Engine, out: &Out, args: EvalArgs) -> anyhow::Result<()> {
     };
     let compare = compare_with(&args.compare)?;
     if !args.json {
-        out.note(&format!("evaluating search on {}", path.display()));
+        out.note(&format!("evaluating search on {}", shown(&path)));
     }
     let bar = progress::Bar::new(!args.json);
     let report = engine.eval(&path, &EvalRequest { source, compare, worst: args.worst }, &bar);
@@ -63,7 +63,8 @@ pub fn run(engine: &Engine, out: &Out, args: EvalArgs) -> anyhow::Result<()> {
     if args.json {
         out.json(&report)?;
     } else {
-        out.block(&render(&report));
+        // Queries come from commit messages and paths from the repository: shown, not obeyed.
+        out.block(&visible_text(&render(&report)));
     }
     Ok(())
 }

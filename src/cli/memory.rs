@@ -1,6 +1,6 @@
 //! `docdex memory store | recall | list | delete`: the repository's memory.
 
-use super::output::{count, visible, Out};
+use super::output::{count, shown, visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{MemoryItem, MemoryListResponse, MemoryRecallRequest, MemoryStoreRequest};
 use crate::engine::Engine;
@@ -102,9 +102,9 @@ pub fn run(engine: &Engine, out: &Out, cmd: MemoryCommand) -> anyhow::Result<()>
                 out.json(&resp)?;
             } else {
                 if let Some(n) = &resp.notice {
-                    out.note(&format!("note: {n}"));
+                    out.note(&format!("note: {}", visible(n)));
                 }
-                out.line(&format!("remembered {} in {}", resp.memory.id, resp.repo.display()));
+                out.line(&format!("remembered {} in {}", resp.memory.id, shown(&resp.repo)));
             }
         }
         MemoryCommand::Recall { repo, query, limit, json } => {
@@ -114,7 +114,7 @@ pub fn run(engine: &Engine, out: &Out, cmd: MemoryCommand) -> anyhow::Result<()>
                 out.json(&resp)?;
             } else {
                 if let Some(n) = &resp.notice {
-                    out.note(&format!("note: {n}"));
+                    out.note(&format!("note: {}", visible(n)));
                 }
                 if resp.results.is_empty() {
                     out.line("no memories match");
@@ -140,7 +140,7 @@ pub fn run(engine: &Engine, out: &Out, cmd: MemoryCommand) -> anyhow::Result<()>
             if json {
                 out.json(&resp)?;
             } else {
-                out.line(&format!("forgot {} in {}", resp.id, resp.repo.display()));
+                out.line(&format!("forgot {} in {}", resp.id, shown(&resp.repo)));
             }
         }
     }

@@ -113,3 +113,27 @@ fn human_output_that_cannot_be_written_fails_the_command() {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn a_chat_sessions_question_in_dag_list_and_view_is_shown_not_obeyed() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake server");
+    let env = Env::new();
+    env.write_config(&format!(
+        "{}\n[web]\nddg_base_url = \"{}/html/\"\n",
+        crate::util::llm_config("ollama", &server.url(), "fake-chat", "fake-embed"),
+        crate::util::dead_url()
+    ));
+    let repo = env.repo("proj");
+    write(&repo, "src/session.rs", "/// Expires stale sessions.\npub fn expire_sessions() {}\n");
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    // A question pasted with a file's color code: the session's title.
+    let v = env.json(&["chat", "--repo", r, "--json", "--query", &format!("how are {RED}sessions expired?")]);
+    let id = v["session_id"].as_str().unwrap().to_string();
+    for args in [&["dag", "list", "--repo", r][..], &["dag", "view", "--repo", r, &id][..]] {
+        let (out, text) = colored(&env, args);
+        assert!(out.status.success(), "{args:?}: {text}");
+        shown_not_obeyed(args, &text);
+    }
+}
