@@ -792,3 +792,33 @@ fn an_invalid_since_date_is_refused_naming_the_accepted_forms() {
         assert!(out.status.success(), "{good}: {}", String::from_utf8_lossy(&out.stderr));
     }
 }
+
+/// git reads `--since today` as this very second, so a commit made an hour ago was "older" and
+/// eval said no commit is newer than --since "today". It now reads from midnight.
+#[test]
+fn since_today_reads_the_commits_made_today() {
+    let env = Env::new();
+    let root = env.repo("today");
+    git(&root, &["init", "-q", "-b", "main"]);
+    write(&root, "src/parser.py", "def parse(text):\n    return text\n");
+    commit_dated(&root, "init", "2023-01-01T00:00:00Z");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    if now % 86_400 < 10 {
+        std::thread::sleep(std::time::Duration::from_secs(10));
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    write(&root, "src/parser.py", "def parse(text):\n    return text.strip().lower()\n");
+    commit_dated(
+        &root,
+        "Strip surrounding whitespace and lowercase the parsed text input",
+        &format!("{} +0000", now - 3),
+    );
+    let req = EvalRequest {
+        source: QuerySource::Git(GitSetOptions { n: 5, since: Some("today".into()), seed: 1 }),
+        compare: None,
+        worst: 1,
+    };
+    let report = env.engine().eval(&root, &req, &quiet()).unwrap();
+    assert_eq!(report.queries.len(), 1, "{:?}", report.git);
+    assert_eq!(report.queries[0].gold, ["src/parser.py"]);
+}

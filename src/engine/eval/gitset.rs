@@ -140,9 +140,11 @@ struct Answer {
 /// subdirectory of the git work tree: a commit that changed source outside it is left out, see
 /// [`within`]).
 pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSetStats)> {
-    if let Some(since) = opts.since.as_deref().filter(|s| !s.trim().is_empty()) {
-        super::since::check(since)?;
-    }
+    let since = match opts.since.as_deref().filter(|s| !s.trim().is_empty()) {
+        Some(s) => Some(super::since::check(s)?),
+        None => None,
+    };
+    let opts = &GitSetOptions { since, ..opts.clone() };
     let log = git(root, &log_args(opts))?;
     let mut commits = parse_log(&log);
     follow_renames(&mut commits, &parse_renames(&git(root, &rename_args(opts))?));

@@ -1,19 +1,24 @@
 //! `--since` for a query set from git history, checked before git sees it. git reads any text
 //! as some date without a word (`yesterdayy` and `banana` as now, `2026-13-45` as a day in
 //! November, `2024-05` as the 5th of this month), so eval would read a window the user never
-//! meant. Only forms whose meaning is unambiguous pass; each is handed to git unchanged.
+//! meant. Only forms whose meaning is unambiguous pass, handed to git unchanged but for
+//! `today`, which git reads as this very second (so no commit was ever newer): it becomes
+//! `midnight`, the start of today.
 
 use crate::error::{Error, Result};
 
 /// The accepted forms, for the error that refuses anything else.
 pub const ACCEPTED: &str = "a date YYYY-MM-DD (or YYYY/MM/DD), optionally with a time HH:MM[:SS] after a space or T and a zone Z or +HH:MM; \"N days ago\" (or \"N.days.ago\"; second, minute, hour, day, week, month, year; \"ago\" optional); \"last week\" (month, year, ...); yesterday, today or now; or @UNIX_SECONDS";
 
-/// `Ok` when git will read `since` as the user meant it; a `bad_request` naming the accepted
-/// forms otherwise.
-pub fn check(since: &str) -> Result<()> {
+/// The `--since` text git reads as the user meant `since`; a `bad_request` naming the
+/// accepted forms when there is none.
+pub fn check(since: &str) -> Result<String> {
     let s = since.trim();
+    if s.eq_ignore_ascii_case("today") {
+        return Ok("midnight".into());
+    }
     if is_absolute(s) || is_relative(s) || is_timestamp(s) {
-        return Ok(());
+        return Ok(s.to_string());
     }
     Err(Error::BadRequest(format!(
         "--since {since:?} is not a date docdex can pass to git unchanged (git would read it as some other date without a word); use {ACCEPTED}"
@@ -129,6 +134,9 @@ mod tests {
         ] {
             assert!(check(ok).is_ok(), "{ok:?} refused");
         }
+        // git reads `today` as now, after every commit; the start of today is meant.
+        assert_eq!(check("Today").unwrap(), "midnight");
+        assert_eq!(check(" 3 days ago ").unwrap(), "3 days ago");
         for bad in [
             "yesterdayy",
             "banana",
