@@ -137,6 +137,10 @@ struct MemoryDb {
 impl MemoryDb {
     fn open(repo: &RepoRef) -> Result<MemoryDb> {
         let path = repo.state_dir.join(MEMORY_DB);
+        Self::open_at(path.clone()).map_err(|e| explain_damage(&path, e))
+    }
+
+    fn open_at(path: PathBuf) -> Result<MemoryDb> {
         let conn = open(&path)?;
         let db = MemoryDb { conn, path };
         db.conn
@@ -514,6 +518,25 @@ impl Engine {
             )));
         }
         Ok(MemoryDeleteResponse { repo: repo.root, id })
+    }
+}
+
+/// A `memory.db` that is not SQLite (overwritten, or another file moved over it) said only
+/// "file is not a database": it now says what that means and how to go on, and leaves the file
+/// alone (its rows may still be rescued).
+fn explain_damage(path: &Path, e: Error) -> Error {
+    use std::io::Read;
+    let mut header = [0u8; 16];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut header));
+    if read.is_err() || &header == b"SQLite format 3\0" {
+        return e;
+    }
+    Error::CorruptState {
+        path: path.to_path_buf(),
+        message: format!(
+            "{e}; it is not an SQLite database, so this repository's memories cannot be read. It was left as it is: move it aside (`sqlite3 {} .recover` may rescue its rows) and the next `docdex memory store` starts a new one",
+            path.display()
+        ),
     }
 }
 

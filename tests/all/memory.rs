@@ -353,3 +353,24 @@ fn an_agent_forgets_a_wrong_memory_over_mcp() {
     assert!(!text(&recalled).contains(&id), "{recalled}");
     assert_eq!(env.json(&["memory", "list", "--repo", other.to_str().unwrap(), "--json"])["total"], 1);
 }
+
+#[test]
+fn a_memory_db_that_is_not_sqlite_is_named_with_the_way_on_and_left_alone() {
+    // Only "database ...: file is not a database" (exit 1) was said, with nothing on what it
+    // meant for the memories or what to do.
+    let env = Env::new();
+    let repo = env.repo("r");
+    let r = repo.to_str().unwrap();
+    env.json(&["memory", "store", "--repo", r, "--json", "a note"]);
+    let db = env.engine().resolve_repo(&repo).unwrap().state_dir.join("memory.db");
+    let junk = "this is not a database, it was written over it; ".repeat(50);
+    std::fs::write(&db, &junk).unwrap();
+    for args in [vec!["memory", "list", "--repo", r], vec!["memory", "store", "--repo", r, "another"]] {
+        let out = env.run(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("memories cannot be read") && err.contains("move it aside"), "{err}");
+        assert!(err.contains(".recover"), "{err}");
+    }
+    assert_eq!(std::fs::read_to_string(&db).unwrap(), junk, "left as it was");
+}
