@@ -288,8 +288,8 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
             if json {
                 return out.json(&resp);
             }
-            if resp.created_agent {
-                out.note(&format!("note: {}", engine.profile_created_agent_note(&resp.preference.agent_id)));
+            if let Some(n) = &resp.agent_note {
+                out.note(&format!("note: {n}"));
             }
             print_written(out, "added", &resp);
         }

@@ -741,6 +741,16 @@ async fn the_http_api_lists_adds_searches_and_removes() {
     assert_eq!((s, v["error"]["code"].as_str()), (400, Some("bad_request")), "{v}");
     let (s, v) = post("/v1/profile/search", json!({"agent_id": "nobody", "query": "x"})).await;
     assert_eq!((s, v["error"]["code"].as_str()), (404, Some("not_found")), "{v}");
+    // A write that creates an agent says so with the agent the name likely mistypes (only the
+    // CLI said it; an HTTP client created "frontnd" silently).
+    let (s, v) =
+        post("/v1/profile/add", json!({"agent_id": "frontnd", "category": "style", "content": "Use tabs"})).await;
+    assert_eq!((s, v["created_agent"].as_bool()), (200, Some(true)), "{v}");
+    let note = v["agent_note"].as_str().unwrap_or("");
+    assert!(note.contains("created agent frontnd") && note.contains("did you mean mcoda_frontend?"), "{v}");
+    let (_, v) =
+        post("/v1/profile/add", json!({"agent_id": "frontnd", "category": "style", "content": "Use spaces"})).await;
+    assert!(v.get("agent_note").is_none(), "only when created: {v}");
     let (s, v) = post("/v1/profile/remove", json!({"id": id})).await;
     assert_eq!((s, v["agent_id"].as_str()), (200, Some("ivy")), "{v}");
     let manifest: Value = client().get(daemon.url("/v1/profile/export")).send().await.unwrap().json().await.unwrap();

@@ -272,6 +272,7 @@ impl Engine {
         tracing::info!(agent = %preference.agent_id, id = %preference.id, category = %preference.category, "preference added");
         let mut resp = self.profile_written(preference, created_agent, rule_note)?;
         resp.previous_role = previous_role;
+        resp.agent_note = created_agent.then(|| self.profile_created_agent_note(&resp.preference.agent_id));
         Ok(resp)
     }
 
@@ -287,7 +288,7 @@ impl Engine {
             .err()
             .map(|t| format!("stored without an embedding ({t}); recall matches its words until an embedder answers"));
         let preference = self.profile_read(|c| store::preference(c, &p.id))?.unwrap_or(p);
-        Ok(ProfileWriteResponse { preference, created_agent, rule_note, notice, previous_role: None })
+        Ok(ProfileWriteResponse { preference, created_agent, rule_note, notice, agent_note: None, previous_role: None })
     }
 
     /// Changes a preference's text, category or rule.

@@ -188,6 +188,10 @@ pub struct ProfileWriteResponse {
     /// Set when it was stored without a vector, and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
+    /// Set when the agent was created: "created agent X", with the existing agent the name
+    /// most likely mistypes and the undo (HTTP and MCP clients created a typo silently).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_note: Option<String>,
     /// Set when the request's `role` replaced the existing agent's role: the role it had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_role: Option<String>,
