@@ -1396,3 +1396,45 @@ fn python_namespace_packages_under_src_resolve_into_the_repository() {
     assert!((e.confidence - 0.8).abs() < 1e-6, "{e:?}");
     assert!(g.diagnostics.is_empty(), "{:?}", g.diagnostics);
 }
+
+/// A workspace package's `exports` map was not read: `import '@acme/util/strings'` (mapped to
+/// `./src/strings.ts`) and `'@acme/util/feature/flag'` (pattern `./feature/*`) were
+/// diagnostics, "no file matches", in every modern TypeScript monorepo. Subpaths, patterns,
+/// conditions (a source-like one first, `dist/` output absent from the tree skipped) and the
+/// string form are followed now.
+#[test]
+fn js_workspace_packages_resolve_through_their_exports_map() {
+    let env = Env::new();
+    let repo = env.repo("exports");
+    write(
+        &repo,
+        "packages/util/package.json",
+        r#"{"name": "@acme/util", "main": "./dist/index.js", "exports": {
+            ".": {"types": "./dist/index.d.ts", "import": "./dist/index.mjs", "source": "./src/main.ts"},
+            "./strings": "./src/strings.ts",
+            "./feature/*": {"default": ["./dist/feature/*.js", "./src/feature/*.ts"]},
+            "./feature/internal/*": null
+        }}"#,
+    );
+    write(&repo, "packages/util/src/main.ts", "export const a = 1;\n");
+    write(&repo, "packages/util/src/strings.ts", "export const s = 1;\n");
+    write(&repo, "packages/util/src/feature/flag.ts", "export const f = 1;\n");
+    write(&repo, "packages/one/package.json", r#"{"name": "one", "exports": "./lib/one.js"}"#);
+    write(&repo, "packages/one/lib/one.js", "module.exports = 1;\n");
+    write(
+        &repo,
+        "app/main.ts",
+        "import {a} from '@acme/util';\nimport {s} from '@acme/util/strings';\nimport {f} from '@acme/util/feature/flag';\nimport one from 'one';\n",
+    );
+    let g = build_dir(&repo);
+    assert_eq!(
+        edge_lines(&g),
+        golden(
+            "app/main.ts -> packages/one/lib/one.js static
+            app/main.ts -> packages/util/src/feature/flag.ts static
+            app/main.ts -> packages/util/src/main.ts static
+            app/main.ts -> packages/util/src/strings.ts static"
+        )
+    );
+    assert!(g.diagnostics.is_empty(), "{:?}", g.diagnostics);
+}

@@ -1,7 +1,8 @@
 //! JavaScript and TypeScript: relative paths with the extensions and index files Node and
 //! TypeScript try (and a `.js` specifier standing for its `.ts` source), `paths` and `baseUrl`
 //! from the nearest `tsconfig.json` / `jsconfig.json` (following a relative `extends`), and
-//! packages of the repository itself by their `package.json` name. Other bare specifiers are
+//! packages of the repository itself by their `package.json` name (its `exports` map first,
+//! then `source`/`module`/`main`/`types`, then an index file). Other bare specifiers are
 //! external packages (`react`, `@scope/pkg`, `node:fs`).
 
 use super::{join, parent, Manifests, Query, RepoFiles, Resolution, Target};
@@ -24,6 +25,9 @@ struct Config {
 struct Package {
     dir: String,
     entries: Vec<String>,
+    /// `exports`: subpath (`.`, `./strings`, `./feature/*`) → its targets, repo-relative, most
+    /// source-like condition first (a `*` in a pattern's targets stands for what it matched).
+    exports: Vec<(String, Vec<String>)>,
 }
 
 pub struct JsIndex {
@@ -56,7 +60,8 @@ impl JsIndex {
                 .filter_map(|k| v.get(*k).and_then(|e| e.as_str()))
                 .filter_map(|e| join(&dir, e))
                 .collect();
-            packages.entry(name.to_string()).or_insert(Package { dir, entries });
+            let exports = v.get("exports").map(|e| package_exports(&dir, e)).unwrap_or_default();
+            packages.entry(name.to_string()).or_insert(Package { dir, entries, exports });
         }
         JsIndex { root: m.root.to_path_buf(), configs, packages }
     }
@@ -108,7 +113,10 @@ impl JsIndex {
         let name = package_name(spec);
         if let Some(pkg) = self.packages.get(name) {
             let sub = spec[name.len()..].trim_start_matches('/');
-            let found = if sub.is_empty() {
+            let exported = exported_file(pkg, sub, q.files, exts);
+            let found = if exported.is_some() {
+                exported
+            } else if sub.is_empty() {
                 pkg.entries.iter().find_map(|e| try_file(q.files, e, exts)).or_else(|| {
                     try_file(q.files, &format!("{}/index", pkg.dir), exts)
                         .or_else(|| join(&pkg.dir, "src/index").and_then(|b| try_file(q.files, &b, exts)))
@@ -144,6 +152,68 @@ impl JsIndex {
 
 fn is_relative(spec: &str) -> bool {
     spec == "." || spec == ".." || spec.starts_with("./") || spec.starts_with("../")
+}
+
+/// The file a package's `exports` gives for subpath `sub` (`""` for the package itself): the
+/// exact key, else the pattern with the longest prefix before its `*`, as Node picks; its
+/// first target that is a repository file (`dist/` output is usually not one).
+fn exported_file(pkg: &Package, sub: &str, files: &RepoFiles, exts: &[&str]) -> Option<String> {
+    let key = if sub.is_empty() { ".".to_string() } else { format!("./{sub}") };
+    let (targets, capture) = match pkg.exports.iter().find(|(k, _)| *k == key) {
+        Some((_, t)) => (t, ""),
+        None => pkg
+            .exports
+            .iter()
+            .filter_map(|(k, t)| Some((k.split('*').next().map_or(0, str::len), t, match_pattern(k, &key)?)))
+            .max_by_key(|(prefix, _, _)| *prefix)
+            .map(|(_, t, c)| (t, c))?,
+    };
+    targets.iter().find_map(|t| try_file(files, &t.replace('*', capture), exts))
+}
+
+/// Conditions tried first in an `exports` entry: where a package's own source is named.
+const SOURCE_CONDITIONS: &[&str] = &["source", "development", "import", "module", "require", "node", "default"];
+
+/// A package.json `exports` value as (subpath, targets): a string or a conditions object is
+/// the `.` entry; an object of `./` keys maps each subpath (`null` blocks one: no targets).
+fn package_exports(dir: &str, exports: &serde_json::Value) -> Vec<(String, Vec<String>)> {
+    let subpaths = exports.as_object().is_some_and(|o| o.keys().any(|k| k.starts_with('.')));
+    let entries: Vec<(String, &serde_json::Value)> = if subpaths {
+        exports.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), v)).collect()
+    } else {
+        vec![(".".to_string(), exports)]
+    };
+    entries
+        .into_iter()
+        .map(|(k, v)| {
+            let mut targets = Vec::new();
+            export_targets(v, &mut targets, 0);
+            (k, targets.iter().filter_map(|t| join(dir, t)).collect())
+        })
+        .collect()
+}
+
+/// The target strings of one `exports` entry, source-like conditions first, then the rest in
+/// file order (nested conditions and fallback arrays, at most 8 levels deep).
+fn export_targets(v: &serde_json::Value, out: &mut Vec<String>, depth: u32) {
+    if depth > 8 {
+        return;
+    }
+    match v {
+        serde_json::Value::String(s) if s.starts_with("./") => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| export_targets(x, out, depth + 1)),
+        serde_json::Value::Object(o) => {
+            for c in SOURCE_CONDITIONS {
+                if let Some(x) = o.get(*c) {
+                    export_targets(x, out, depth + 1);
+                }
+            }
+            for (_, x) in o.iter().filter(|(k, _)| !SOURCE_CONDITIONS.contains(&k.as_str())) {
+                export_targets(x, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// `@scope/name` or `name` from a bare specifier.
