@@ -532,6 +532,29 @@ fn set_clone_config(root: &Path, exe: &Path, home: Option<&Path>) -> anyhow::Res
     Ok(())
 }
 
+/// The user's hook `user` with docdex's block after its commands; before a last line that
+/// ends the script (`exit 0`, `exec npx lint-staged`), where a block after it never ran and
+/// the check was silently off.
+fn with_block(user: &str, block: &str) -> String {
+    let mut lines: Vec<&str> = user.split_inclusive('\n').collect();
+    let last = lines.iter().rposition(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+    let ends_script = |l: &str| {
+        let word = l.split_whitespace().next().unwrap_or_default();
+        !l.starts_with(char::is_whitespace) && (word == "exit" || word == "exec")
+    };
+    let at = match last {
+        Some(i) if ends_script(lines[i]) => i,
+        _ => lines.len(),
+    };
+    let mut text: String = lines.drain(..at).collect();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(block);
+    text.extend(lines);
+    text
+}
+
 /// `text` without docdex's block, or `None` when it has none.
 fn without_block(text: &str) -> Option<String> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
@@ -654,11 +677,7 @@ fn install_husky(out: &Out, root: &Path, dir: &Path, hook: &Path, block: &str) -
     } else {
         SHEBANG.to_string()
     };
-    let mut text = without_block(&before).unwrap_or(before);
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(block);
+    let text = with_block(&without_block(&before).unwrap_or(before), block);
     std::fs::write(hook, text).with_context(|| format!("writing {}", hook.display()))?;
     if !existed {
         make_executable(hook)?;

@@ -832,3 +832,27 @@ fn pre_commit_json_answers_one_object_even_without_a_verdict() {
     assert_eq!(v["status"], "skipped", "{v}");
     assert!(v["reason"].as_str().unwrap().contains("nothing answers at"), "{v}");
 }
+
+#[test]
+fn a_husky_hook_ending_in_exit_or_exec_still_runs_docdex_check() {
+    // Appended after `exit 0` (or `exec npx lint-staged`), docdex's block never ran: the
+    // check was off with nothing said.
+    for (name, user_hook) in
+        [("exit", "echo ran >> .git/husky.log\nexit 0\n"), ("exec", "exec sh -c 'echo ran >> .git/husky.log'\n")]
+    {
+        let env = Env::new();
+        let repo = husky_repo(&env, name, user_hook, husky9_prepare);
+        let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out));
+        let dead = dead_url();
+        write(&repo, "a.txt", "a\n");
+        git(&repo, &["add", "a.txt"], &env, &[]);
+        let out = git(&repo, &["commit", "-q", "-m", "one"], &env, &[("DOCDEX_URL", dead.as_str())]);
+        assert!(out.status.success(), "{name}: {}", text(&out));
+        assert!(text(&out).contains("skipping semantic checks"), "{name}: docdex's check did not run: {}", text(&out));
+        let log = std::fs::read_to_string(repo.join(".git/husky.log")).unwrap_or_default();
+        assert_eq!(log.lines().count(), 1, "{name}: the user's command did not run: {}", text(&out));
+        assert!(env.run(&["hook", "uninstall", "--repo", repo.to_str().unwrap()]).status.success());
+        assert_eq!(std::fs::read_to_string(repo.join(".husky/pre-commit")).unwrap(), user_hook, "{name}");
+    }
+}
