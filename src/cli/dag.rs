@@ -29,6 +29,9 @@ pub enum DagAction {
         /// text, dot (Graphviz) or json.
         #[arg(long, value_enum, default_value_t = DagFormat::Text)]
         format: DagFormat,
+        /// The same as `--format json`, as every other command spells it (it was refused).
+        #[arg(long, conflicts_with = "format")]
+        json: bool,
     },
 }
 
@@ -48,7 +51,7 @@ impl DagAction {
     pub fn json(&self) -> bool {
         match self {
             DagAction::List { json, .. } => *json,
-            DagAction::View { format, .. } => *format == DagFormat::Json,
+            DagAction::View { format, json, .. } => *json || *format == DagFormat::Json,
         }
     }
 }
@@ -89,9 +92,9 @@ pub fn run(engine: &Engine, out: &Out, action: DagAction) -> anyhow::Result<()> 
                 out.line(&out.paint("2", &format!("... {left} older ({all} in all; `-n N` shows up to 10000)")));
             }
         }
-        DagAction::View { repo, session, format } => {
+        DagAction::View { repo, session, format, json } => {
             let s = engine.dag_session(&repo.resolve()?, &session)?;
-            match format {
+            match if json { DagFormat::Json } else { format } {
                 DagFormat::Json => out.json(&s)?,
                 // A session holds questions, answers and pages: shown, not obeyed.
                 DagFormat::Dot => out.line(&visible_text(to_dot(&s).trim_end())),

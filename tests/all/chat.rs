@@ -481,6 +481,8 @@ fn dag_cli_lists_and_renders_sessions_as_text_dot_and_json() {
     assert!(view.contains("UserRequest") && view.contains("gate: confidence") && view.contains("<- #"), "{view}");
     let json = c.env.json(&["dag", "view", "--repo", c.r(), &resp.session_id, "--format", "json"]);
     assert_eq!(json["nodes"].as_array().unwrap().len(), 10);
+    // `--json`, as every other command (and `dag list`) spells it, was an unknown argument.
+    assert_eq!(c.env.json(&["dag", "view", "--repo", c.r(), &resp.session_id, "--json"]), json);
     let dot = c.env.run(&["dag", "view", "--repo", c.r(), &resp.session_id, "--format", "dot"]);
     assert!(dot.status.success());
     let dot = String::from_utf8(dot.stdout).unwrap();
