@@ -825,6 +825,28 @@ mod tests {
     }
 
     #[test]
+    fn renames_after_a_commit_are_followed_oldest_first_and_moves_out_of_the_subdirectory_drop() {
+        let commit = |sha: &str, path: &str| Commit {
+            sha: sha.into(),
+            date: String::new(),
+            subject: String::new(),
+            body: String::new(),
+            files: vec![('M', path.into())],
+            moved: Vec::new(),
+        };
+        // Newest first: c3 moved pkg/b.py to lib/c.py, c2 moved pkg/a.py to pkg/b.py.
+        let mut commits = vec![commit("c3", "x.py"), commit("c2", "pkg/b.py"), commit("c1", "pkg/a.py")];
+        let log = "\u{1e}c3\n\nR100\tpkg/b.py\tlib/c.py\n\u{1e}c2\n\nR087\tpkg/a.py\tpkg/b.py\nM\tpkg/x.py\n";
+        follow_renames(&mut commits, &parse_renames(log));
+        assert_eq!(commits[2].moved, [("pkg/a.py".to_string(), Some("lib/c.py".to_string()))]);
+        assert_eq!(commits[1].moved, [("pkg/b.py".to_string(), Some("lib/c.py".to_string()))]);
+        assert!(commits[0].moved.is_empty(), "a commit's own renames are not applied to it");
+        // Evaluating pkg/: lib/c.py is outside, so the file is no answer there.
+        let c1 = within(commits.remove(2), "pkg/").expect("inside");
+        assert_eq!(c1.moved, [("a.py".to_string(), None)]);
+    }
+
+    #[test]
     fn log_records_parse() {
         let log = "\u{1e}abcdef1234567\u{1f}2024-05-06\u{1f}fix: a thing\u{1f}body line\u{1f}\n\nM\tsrc/a.rs\nA\tsrc/b.rs\n\u{1e}0123456789ab\u{1f}2023-01-02\u{1f}other\u{1f}\u{1f}\n\nD\told.py\n";
         let c = parse_log(log);
