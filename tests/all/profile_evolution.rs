@@ -210,6 +210,30 @@ fn without_a_model_duplicates_are_ignored_and_the_rest_added() {
     assert_eq!(o.preference.unwrap().category, Category::Tooling);
 }
 
+/// Without a model, a statement was "already known" when a recalled preference scored 0.95 or
+/// more; by words that is every preference holding all of the statement's words, so "use tabs"
+/// was ignored as a repeat of "Never use tabs for indentation" (and "use lodash" of "Do not use
+/// lodash anywhere"): the change of mind was swallowed with "nothing written". Opposite
+/// statements are now never repeats; the write is then refused as contradicting the kept one,
+/// naming it to edit.
+#[test]
+fn without_a_model_an_opposite_statement_is_not_taken_for_a_repeat() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let tabs = add(&engine, "zed", Category::Style, "Never use tabs for indentation");
+    let o = learn(&engine, "zed", "use tabs");
+    assert_eq!(o.action, EvolutionAction::Refuse, "{o:?}");
+    assert!(o.reasoning.contains("contradicts preference") && o.reasoning.contains(&tabs), "{}", o.reasoning);
+    let lodash = add(&engine, "zed", Category::Constraint, "Do not use lodash anywhere");
+    let o = learn(&engine, "zed", "use lodash");
+    assert_eq!(o.action, EvolutionAction::Refuse, "{o:?}");
+    assert!(o.reasoning.contains(&lodash), "{}", o.reasoning);
+    // A repeat is still a repeat.
+    let o = learn(&engine, "zed", "never use tabs for indentation.");
+    assert_eq!(o.action, EvolutionAction::Ignore, "{o:?}");
+    assert_eq!(count(&engine, "zed"), 2);
+}
+
 #[test]
 fn the_decision_is_recorded_in_the_reasoning_dag() {
     let s = setup();

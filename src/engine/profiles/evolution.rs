@@ -331,8 +331,13 @@ impl Engine {
     ) -> Decision {
         outcome.decided_by = DecidedBy::Fallback;
         let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+        // Close is not the same when the two say opposite things: "use tabs" recalled "Never use
+        // tabs for indentation" (by words it holds every word of the statement) and was ignored
+        // as already known; written, it is refused below as contradicting that preference.
         let same = outcome.recalled.iter().find(|h| {
-            norm(&h.preference.content) == norm(&req.preference) || h.similarity_score >= DUPLICATE_SIMILARITY
+            let p = &h.preference.content;
+            norm(p) == norm(&req.preference)
+                || (h.similarity_score >= DUPLICATE_SIMILARITY && !policy::opposed(p, &req.preference))
         });
         // Nobody can ask whether a question was meant as a rule: it is not written down as one.
         if req.preference.trim_end().ends_with('?') {

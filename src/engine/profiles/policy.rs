@@ -137,6 +137,16 @@ fn stances(text: &str) -> (Vec<String>, Vec<String>) {
     (pro, con)
 }
 
+/// Whether two statements take opposite sides: one says to use what the other avoids, or only
+/// one of them is negated ("use tabs" against "never use tabs for indentation"). Their words
+/// can match closely while they say opposite things, so closeness alone never makes them the
+/// same preference.
+pub fn opposed(a: &str, b: &str) -> bool {
+    let negated = |t: &str| words(t).iter().any(|w| NEGATIONS.contains(&w.as_str()));
+    let ((ap, ac), (bp, bc)) = (stances(a), stances(b));
+    negated(a) != negated(b) || ap.iter().any(|x| bc.contains(x)) || ac.iter().any(|x| bp.contains(x))
+}
+
 /// Why a statement contradicts itself ("use moment, but avoid moment"), if it does.
 pub fn self_contradiction(text: &str) -> Option<String> {
     let (pro, con) = stances(text);
@@ -276,6 +286,14 @@ mod tests {
         ] {
             assert_eq!(harmful(fine), None, "{fine}");
         }
+    }
+
+    #[test]
+    fn opposite_statements_are_told_apart_from_repeats() {
+        assert!(opposed("use tabs", "Never use tabs for indentation"));
+        assert!(opposed("use lodash", "Avoid lodash"));
+        assert!(!opposed("prefer early returns", "Prefer early returns over nested ifs"));
+        assert!(!opposed("don't use default exports", "never use default exports"));
     }
 
     #[test]
