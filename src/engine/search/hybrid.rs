@@ -413,8 +413,6 @@ fn fuse(
     floor_files: &HashSet<u64>,
     pinned: &dyn Fn(&str, u32, u32) -> bool,
 ) -> Vec<Fused> {
-    let k = cfg.rrf_k as f32;
-    let (kw, sem) = (cfg.keyword_weight as f32, cfg.semantic_weight as f32);
     let keyword_files: Vec<(f32, u64)> = keyword.iter().map(|(score, _, file)| (*score, *file)).collect();
     let vector_files: Vec<(f32, u64)> =
         vector.iter().map(|(score, h)| (*score, xxhash_rust::xxh3::xxh3_64(h.path.as_bytes()))).collect();
@@ -425,6 +423,39 @@ fn fuse(
         _ => file_scores(&keyword_files, &vector_files, cfg),
     };
 
+    let mut all = chunks_by_rrf(keyword, vector, &vector_files, cfg);
+    for f in all.iter_mut() {
+        f.pinned = pinned(&f.stored.path, f.stored.line_start, f.stored.line_end);
+    }
+    // Within a file, chunks in their own fused order; across files, the file's score.
+    all.sort_by(|a, b| {
+        b.pinned
+            .cmp(&a.pinned)
+            .then(b.chunk_rrf.total_cmp(&a.chunk_rrf))
+            .then_with(|| a.stored.path.cmp(&b.stored.path))
+            .then(a.stored.line_start.cmp(&b.stored.line_start))
+    });
+    score_by_file(&mut all, &by_file, cfg);
+    all.sort_by(|a, b| {
+        b.pinned
+            .cmp(&a.pinned)
+            .then(b.score.total_cmp(&a.score))
+            .then(b.chunk_rrf.total_cmp(&a.chunk_rrf))
+            .then_with(|| a.stored.path.cmp(&b.stored.path))
+            .then(a.stored.line_start.cmp(&b.stored.line_start))
+    });
+    all
+}
+
+/// Every chunk either list holds, once, with its chunk-level RRF score over both lists.
+fn chunks_by_rrf(
+    keyword: Vec<KeywordHit>,
+    vector: Vec<(f32, VectorHit)>,
+    vector_files: &[(f32, u64)],
+    cfg: &SearchConfig,
+) -> Vec<Fused> {
+    let k = cfg.rrf_k as f32;
+    let (kw, sem) = (cfg.keyword_weight as f32, cfg.semantic_weight as f32);
     let mut by_chunk: HashMap<(String, u32, u32), Fused> = HashMap::new();
     for (rank, (_, stored, file)) in keyword.into_iter().enumerate() {
         let key = (stored.path.clone(), stored.line_start, stored.line_end);
@@ -440,7 +471,7 @@ fn fuse(
         e.chunk_rrf += kw / (k + rank as f32 + 1.0);
         e.keyword = true;
     }
-    for (rank, ((_, h), (_, file))) in vector.into_iter().zip(&vector_files).enumerate() {
+    for (rank, ((_, h), (_, file))) in vector.into_iter().zip(vector_files).enumerate() {
         let key = (h.path.clone(), h.line_start, h.line_end);
         let e = by_chunk.entry(key).or_insert_with(|| Fused {
             stored: Stored {
@@ -460,20 +491,14 @@ fn fuse(
         e.chunk_rrf += sem / (k + rank as f32 + 1.0);
         e.vector = Some(h.similarity);
     }
-    let mut all: Vec<Fused> = by_chunk.into_values().collect();
-    for f in all.iter_mut() {
-        f.pinned = pinned(&f.stored.path, f.stored.line_start, f.stored.line_end);
-    }
-    // Within a file, chunks in their own fused order; across files, the file's score.
-    all.sort_by(|a, b| {
-        b.pinned
-            .cmp(&a.pinned)
-            .then(b.chunk_rrf.total_cmp(&a.chunk_rrf))
-            .then_with(|| a.stored.path.cmp(&b.stored.path))
-            .then(a.stored.line_start.cmp(&b.stored.line_start))
-    });
-    // As in BM25 search, the first files each show their best chunk before any file shows a
-    // second one: a file's further chunks rank below the FIRST_FILES-th file.
+    by_chunk.into_values().collect()
+}
+
+/// Gives each chunk (in its file's own order) its file's score: the best chunk the whole
+/// score, the next ×0.7, later ones decaying faster. As in BM25 search, the first files each
+/// show their best chunk before any file shows a second one: a file's further chunks rank
+/// below the FIRST_FILES-th file.
+fn score_by_file(all: &mut [Fused], by_file: &HashMap<u64, f32>, cfg: &SearchConfig) {
     let mut file_order: Vec<f32> = by_file.values().copied().collect();
     let cap = if file_order.len() > FIRST_FILES {
         file_order.select_nth_unstable_by(FIRST_FILES - 1, |a, b| b.total_cmp(a));
@@ -494,15 +519,6 @@ fn fuse(
         };
         *n += 1;
     }
-    all.sort_by(|a, b| {
-        b.pinned
-            .cmp(&a.pinned)
-            .then(b.score.total_cmp(&a.score))
-            .then(b.chunk_rrf.total_cmp(&a.chunk_rrf))
-            .then_with(|| a.stored.path.cmp(&b.stored.path))
-            .then(a.stored.line_start.cmp(&b.stored.line_start))
-    });
-    all
 }
 
 /// Each file's fused score from the two candidate lists, each `(score, file)` best first with
