@@ -224,6 +224,31 @@ pub fn dir_writable(dir: &Path) -> bool {
     }
 }
 
+/// The first of `paths` that exists and that this process may not write (`access(W_OK)`:
+/// permission bits and read-only mounts), with the OS's reason. Elsewhere than Unix: none.
+pub fn first_unwritable(paths: &[PathBuf]) -> Option<(PathBuf, std::io::Error)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        for p in paths {
+            let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else { continue };
+            // SAFETY: `c` is a valid NUL-terminated path that outlives the call; access only reads it.
+            if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    return Some((p.clone(), e));
+                }
+            }
+        }
+        None
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = paths;
+        None
+    }
+}
+
 /// Opens the repository file `rel` (repo-relative) for reading the way docdex reads every
 /// repository file, whatever happened to it since it was indexed: no symlink is followed at
 /// any component, nothing outside `root` is reached, a FIFO or device never blocks the read

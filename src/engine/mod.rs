@@ -704,6 +704,16 @@ pub(crate) fn quiet_panics<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
 /// it so status reports it and the next index run replaces the generation.
 fn damaged(repo: &RepoRef, e: Error) -> Error {
     match e {
+        // Opening a reader writes a lock file beside the index: a read-only state directory is
+        // not damage, and a repair (a rebuild) could not help.
+        Error::Index { message, .. }
+            if message.contains("PermissionDenied") || message.contains("ReadOnlyFilesystem") =>
+        {
+            Error::StateNotWritable {
+                path: repo.state_dir.clone(),
+                reason: format!("searching opens a lock file in {}: {message}", repo.index_dir().display()),
+            }
+        }
         Error::Index { message, .. } => {
             index::damage::write_marker(&repo.state_dir, &message);
             Error::IndexDamaged { repo: repo.root.clone(), detail: message }

@@ -143,6 +143,30 @@ struct Staging {
     live_generation: u64,
 }
 
+/// Fails before a run touches anything when the repository's state (its directory, the live
+/// generation's directories and stores) is read-only: such a run used to take the read-only
+/// symbol store for a damaged one, try to delete it and fail with `removing symbols.db:
+/// Permission denied`.
+fn check_state_writable(repo: &RepoRef) -> Result<()> {
+    let live = repo.with_data_dir(repo.state_dir.join(generation::LIVE));
+    let data = live.data_dir();
+    let mut paths = vec![repo.state_dir.clone(), repo.status_path(), data.clone(), live.index_dir()];
+    for file in ["symbols.db", "symbols.db-wal", "symbols.db-shm", "vectors.db", "manifest.json"] {
+        paths.push(data.join(file));
+    }
+    match crate::engine::fsutil::first_unwritable(&paths) {
+        None => Ok(()),
+        Some((path, e)) => {
+            let what = match path == repo.state_dir {
+                true => e.to_string(),
+                false => format!("{} cannot be written ({e})", path.display()),
+            };
+            let reason = format!("{what}, so {} cannot be indexed; nothing was changed", repo.root.display());
+            Err(Error::StateNotWritable { path: repo.state_dir.clone(), reason })
+        }
+    }
+}
+
 impl IndexSession {
     /// Takes the writer lock (failing with [`Error::IndexBusy`] if another process has it)
     /// and opens or creates the index and the symbol store.
@@ -167,6 +191,7 @@ impl IndexSession {
     }
 
     fn open_locked(repo: &RepoRef, cfg: &IndexConfig, rebuild: bool, code: bool, lock: FileLock) -> Result<Self> {
+        check_state_writable(repo)?;
         generation::migrate_legacy(&repo.state_dir)?;
         generation::recover(&repo.state_dir)?;
         let live = repo.with_data_dir(repo.state_dir.join(generation::LIVE));

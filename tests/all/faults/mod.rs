@@ -10,4 +10,5 @@ mod hardening;
 pub mod limits;
 mod mcp;
 mod server;
+mod state;
 mod watcher;

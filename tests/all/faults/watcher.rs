@@ -205,7 +205,7 @@ fn a_checkout_that_overflows_the_os_event_queue_still_converges() {
 
 /// The real binary, run as an unprivileged user when the tests run as root (root reads every
 /// directory, so a permission can only be refused to another user).
-fn docdex_as(unprivileged: bool) -> std::process::Command {
+pub(super) fn docdex_as(unprivileged: bool) -> std::process::Command {
     // SAFETY: geteuid has no preconditions.
     if unprivileged && unsafe { libc::geteuid() } == 0 {
         let mut c = std::process::Command::new("setpriv");

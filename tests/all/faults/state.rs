@@ -1,0 +1,78 @@
+//! A state directory docdex may not write (a read-only mount, another owner, `chmod -w`): the
+//! run fails before it touches anything, saying which path and what to do; nothing is deleted.
+
+use crate::util::{write, Env};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+fn chmod_tree(p: &Path, mode_for: &dyn Fn(bool) -> u32) {
+    for e in std::fs::read_dir(p).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            chmod_tree(&e.path(), mode_for);
+        }
+        let mode = mode_for(e.file_type().unwrap().is_dir());
+        std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+}
+
+fn chown_tree(p: &Path) {
+    std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    for e in std::fs::read_dir(p).unwrap().flatten() {
+        match e.file_type().unwrap().is_dir() {
+            true => chown_tree(&e.path()),
+            false => std::os::unix::fs::chown(e.path(), Some(65534), Some(65534)).unwrap(),
+        }
+    }
+}
+
+#[test]
+fn a_read_only_state_directory_fails_the_run_clearly_and_deletes_nothing() {
+    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: no setpriv to run docdex as another user");
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/lib.rs", "pub fn okapi_first() {}\n");
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir_all(env.home()).unwrap();
+        chown_tree(env.dir.path());
+    }
+    let run =
+        |args: &[&str]| super::watcher::docdex_as(true).args(args).env("DOCDEX_HOME", env.home()).output().unwrap();
+    let r = repo.to_str().unwrap();
+    assert!(run(&["index", "--repo", r]).status.success());
+    let repos = env.home().join("state/repos");
+    let state = std::fs::read_dir(&repos).unwrap().flatten().next().unwrap().path();
+    let store = state.join("gen/symbols.db");
+    let store_bytes = std::fs::read(&store).unwrap();
+
+    // The symbol store alone made read-only: it used to be taken for a damaged store.
+    write(&repo, "src/lib.rs", "pub fn okapi_second() {}\n");
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o400)).unwrap();
+    let out = run(&["index", "--repo", r]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("symbols.db cannot be written") && err.contains("fix its permissions"), "{err}");
+    assert!(!err.contains("rebuilding") && !err.contains("removing"), "{err}");
+    assert_eq!(std::fs::read(&store).unwrap(), store_bytes, "the store is kept as it was");
+
+    // The whole state read-only: the same clear refusal, and search does not call it damage.
+    chmod_tree(&repos, &|dir| if dir { 0o555 } else { 0o444 });
+    let out = run(&["index", "--repo", r]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is not writable") && err.contains("nothing was changed"), "{err}");
+    let out = run(&["search", "--repo", r, "okapi"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("damaged") && !err.contains("--repair") && err.contains("not writable"), "{err}");
+
+    // Writable again: the next run indexes the change.
+    chmod_tree(&repos, &|dir| if dir { 0o700 } else { 0o600 });
+    assert!(run(&["index", "--repo", r]).status.success());
+    let out = run(&["search", "--repo", r, "okapi_second", "--json"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("src/lib.rs"));
+}
