@@ -499,17 +499,17 @@ impl Engine {
     pub fn memory_delete(&self, repo_path: &Path, id: &str) -> Result<MemoryDeleteResponse> {
         self.memory_enabled()?;
         let untouched = self.resolve_repo(repo_path)?;
+        // The first characters of an id do, as with git hashes, when they name one memory.
+        let given = id.trim();
+        let list = format!("docdex memory list --repo {}", untouched.root.display());
+        if given.is_empty() {
+            return Err(Error::BadRequest(format!("no memory id given: `{list}` shows them")));
+        }
         if !untouched.meta_path().exists() {
             // Nothing stored here, and a delete that finds nothing does not register the directory.
             return Err(Error::NotFound(format!("no memories in {} yet: nothing to forget", untouched.root.display())));
         }
         let (repo, mut db) = self.memory_db(repo_path)?;
-        // The first characters of an id do, as with git hashes, when they name one memory.
-        let given = id.trim();
-        let list = format!("docdex memory list --repo {}", repo.root.display());
-        if given.is_empty() {
-            return Err(Error::BadRequest(format!("no memory id given: `{list}` shows them")));
-        }
         let id = id_by_prefix(&db.conn, "memories", given, "memory", &list)?.unwrap_or_else(|| given.to_string());
         if !db.delete(&id)? {
             return Err(Error::NotFound(format!(
