@@ -6,7 +6,7 @@
 //! listening, a timeout, an error answer) it says so and exits 0: the hook fails open, so
 //! docdex being down never blocks a commit.
 
-use super::output::{visible, warn_prefix, Out};
+use super::output::{shown, visible, warn_prefix, Out};
 use crate::engine::protocol::{HookStatus, HookValidateRequest, HookValidateResponse, StagedFile, MAX_STAGED_BYTES};
 use crate::engine::Engine;
 use crate::error::Error;
@@ -618,7 +618,7 @@ fn shared_hooks_note(root: &Path, dir: &Path) -> Option<String> {
     (!d.starts_with(real(root)) && !d.starts_with(real(&common))).then(|| {
         format!(
             "note: core.hooksPath points outside this repository, at {}: the hook applies to every repository that uses it",
-            dir.display()
+            shown(&dir)
         )
     })
 }
@@ -646,12 +646,12 @@ fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<
             bail!("{} exists and so does {}: move one of them away first", hook.display(), kept.display());
         }
         std::fs::rename(&hook, &kept).with_context(|| format!("keeping {}", hook.display()))?;
-        out.line(&format!("kept the existing hook as {} (it runs first)", kept.display()));
+        out.line(&format!("kept the existing hook as {} (it runs first)", shown(&kept)));
     }
     std::fs::write(&hook, script(&exe, home.as_deref(), args.agent.as_deref()))
         .with_context(|| format!("writing {}", hook.display()))?;
     make_executable(&hook)?;
-    out.line(&format!("installed {}", hook.display()));
+    out.line(&format!("installed {}", shown(&hook)));
     Ok(())
 }
 
@@ -682,11 +682,11 @@ fn install_husky(out: &Out, root: &Path, dir: &Path, hook: &Path, block: &str) -
     if !existed {
         make_executable(hook)?;
     }
-    out.line(&format!("added docdex's check to husky's {} (husky's prepare step leaves it in place)", hook.display()));
+    out.line(&format!("added docdex's check to husky's {} (husky's prepare step leaves it in place)", shown(&hook)));
     if tracked(root, hook) {
         out.note(&format!(
             "{} is tracked by git: docdex's lines show as a change to it; commit them to give everyone the check (they name no path of this machine: each clone runs the docdex on its PATH, and says the check was skipped where there is none), or leave them out of your commits",
-            hook.display()
+            shown(&hook)
         ));
     }
     Ok(())
@@ -702,7 +702,7 @@ fn uninstall(out: &Out, args: UninstallArgs) -> anyhow::Result<()> {
         let _ = git(Some(&root), &["config", "--remove-section", "docdex"]);
     }
     if !removed {
-        out.line(&format!("no docdex hook in {}; nothing to remove", dir.display()));
+        out.line(&format!("no docdex hook in {}; nothing to remove", shown(&dir)));
     }
     Ok(())
 }
@@ -718,9 +718,9 @@ fn remove_script(out: &Out, dir: &Path) -> anyhow::Result<bool> {
     std::fs::remove_file(&hook).with_context(|| format!("removing {}", hook.display()))?;
     if present(&kept) {
         std::fs::rename(&kept, &hook).with_context(|| format!("restoring {}", kept.display()))?;
-        out.line(&format!("removed docdex's hook; restored the previous {}", hook.display()));
+        out.line(&format!("removed docdex's hook; restored the previous {}", shown(&hook)));
     } else {
-        out.line(&format!("removed {}", hook.display()));
+        out.line(&format!("removed {}", shown(&hook)));
     }
     Ok(true)
 }
@@ -735,10 +735,10 @@ fn remove_block(out: &Out, root: &Path, hook: &Path) -> anyhow::Result<bool> {
     let Some(rest) = without_block(&text) else { return Ok(false) };
     if (rest.trim().is_empty() || rest == SHEBANG) && !tracked(root, hook) {
         std::fs::remove_file(hook).with_context(|| format!("removing {}", hook.display()))?;
-        out.line(&format!("removed {}", hook.display()));
+        out.line(&format!("removed {}", shown(&hook)));
     } else {
         std::fs::write(hook, rest).with_context(|| format!("writing {}", hook.display()))?;
-        out.line(&format!("removed docdex's check from {}", hook.display()));
+        out.line(&format!("removed docdex's check from {}", shown(&hook)));
     }
     Ok(true)
 }

@@ -137,3 +137,17 @@ fn a_chat_sessions_question_in_dag_list_and_view_is_shown_not_obeyed() {
         shown_not_obeyed(args, &text);
     }
 }
+
+#[test]
+fn hook_install_and_uninstall_show_a_repository_name_with_an_escape_sequence() {
+    let env = Env::new();
+    let repo = env.repo(&format!("h{RED}h"));
+    let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(&repo).output().unwrap();
+    assert!(init.status.success());
+    let r = repo.to_str().unwrap();
+    for args in [&["hook", "install", "--repo", r][..], &["hook", "uninstall", "--repo", r][..]] {
+        let (out, text) = colored(&env, args);
+        assert!(out.status.success(), "{args:?}: {text}");
+        shown_not_obeyed(args, &text);
+    }
+}
