@@ -222,14 +222,29 @@ impl MemoryDb {
         tx.commit().map_err(db_err(&path))
     }
 
-    fn insert(&self, item: &MemoryItem, embedding: Option<&[f32]>) -> Result<()> {
-        self.conn
-            .execute(
-                "INSERT INTO memories(id, content, embedding, created_at, metadata) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![item.id, item.content, embedding.map(vec_blob), item.created_at, item.metadata.to_string()],
+    /// Inserts `item` unless a memory with the same content is stored, whose id it answers
+    /// then; one write transaction, so writers storing the same fact at once keep one copy.
+    fn insert_new(&mut self, item: &MemoryItem) -> Result<Option<String>> {
+        let path = self.path.clone();
+        let tx =
+            self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_err(&path))?;
+        let same: Option<String> = tx
+            .query_row(
+                "SELECT id FROM memories WHERE content = ?1 ORDER BY created_at, id LIMIT 1",
+                [&item.content],
+                |r| r.get(0),
             )
-            .map(|_| ())
-            .map_err(self.err())
+            .optional()
+            .map_err(db_err(&path))?;
+        if same.is_none() {
+            tx.execute(
+                "INSERT INTO memories(id, content, embedding, created_at, metadata) VALUES (?1, ?2, NULL, ?3, ?4)",
+                params![item.id, item.content, item.created_at, item.metadata.to_string()],
+            )
+            .map_err(db_err(&path))?;
+        }
+        tx.commit().map_err(db_err(&path))?;
+        Ok(same)
     }
 
     fn unembedded(&self, limit: usize) -> Result<Vec<(String, String)>> {
@@ -413,7 +428,12 @@ impl Engine {
             metadata,
             embedded: false,
         };
-        db.insert(&item, None)?;
+        if let Some(id) = db.insert_new(&item)? {
+            // An agent saving the same fact every session filled chat's memory slot with copies.
+            let kept = db.get(&id)?.ok_or_else(|| Error::NotFound(format!("memory {id} vanished while storing")))?;
+            let notice = already_remembered(&kept, &item.metadata);
+            return Ok(MemoryStoreResponse { repo: repo.root, memory: kept, notice: Some(notice) });
+        }
         let notice = match self.memory_vectors_ready(&mut db, None) {
             Ok(_) => None,
             Err(why) => Some(format!(
@@ -519,6 +539,17 @@ impl Engine {
         }
         Ok(MemoryDeleteResponse { repo: repo.root, id })
     }
+}
+
+/// The notice for a store of content already remembered as `kept`.
+fn already_remembered(kept: &MemoryItem, metadata: &Value) -> String {
+    let when = crate::engine::dag::utc(kept.created_at.max(0) as u64);
+    let meta = if &kept.metadata == metadata {
+        ""
+    } else {
+        "; its metadata is the one stored then (delete it and store again to change that)"
+    };
+    format!("already remembered as {} ({when}): not stored again{meta}", kept.id)
 }
 
 /// A `memory.db` that is not SQLite (overwritten, or another file moved over it) said only

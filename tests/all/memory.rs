@@ -374,3 +374,41 @@ fn a_memory_db_that_is_not_sqlite_is_named_with_the_way_on_and_left_alone() {
     }
     assert_eq!(std::fs::read_to_string(&db).unwrap(), junk, "left as it was");
 }
+
+#[test]
+fn a_fact_stored_again_is_kept_once_even_by_writers_at_once() {
+    // An agent saving the same convention every session stored a copy each time, and chat's
+    // memory slot (the 8 closest) filled with copies of one fact.
+    let env = Env::new();
+    let repo = env.repo("r");
+    let r = repo.to_str().unwrap();
+    let first = env.json(&["memory", "store", "--repo", r, "--json", "integration tests need REDIS_URL set"]);
+    let again = env.json(&[
+        "memory",
+        "store",
+        "--repo",
+        r,
+        "--json",
+        "--metadata",
+        r#"{"by":"agent"}"#,
+        "  integration tests need REDIS_URL set ",
+    ]);
+    assert_eq!(again["memory"]["id"], first["memory"]["id"], "{again}");
+    let notice = again["notice"].as_str().unwrap_or_default();
+    assert!(notice.contains("already remembered as") && notice.contains("metadata is the one stored then"), "{again}");
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+                .args(["memory", "store", "--repo", r, "--json", "releases are cut on Fridays"])
+                .env("DOCDEX_HOME", env.home())
+                .output()
+        })
+        .collect();
+    for out in children {
+        assert!(out.expect("run").status.success());
+    }
+    let list = env.json(&["memory", "list", "--repo", r, "--json"]);
+    assert_eq!(list["total"], 2, "{list}");
+    let other = env.json(&["memory", "store", "--repo", r, "--json", "integration tests need REDIS_URL set too"]);
+    assert_ne!(other["memory"]["id"], first["memory"]["id"], "other content is another memory");
+}

@@ -408,7 +408,8 @@ pub fn definitions() -> Vec<Tool> {
             "docdex_memory_save",
             "Remember a fact about this repository for later sessions and agents (a convention, a gotcha, \
              a decision). Stored locally per repository; docdex_memory_recall and docdex's chat find it again. \
-             Returns the stored memory with its id.",
+             Returns the stored memory with its id (the one already stored, with a notice, when the same \
+             text was saved before: it is kept once).",
             schema::<MemorySaveArgs>(),
         )
         .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
