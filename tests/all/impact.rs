@@ -1438,3 +1438,36 @@ fn js_workspace_packages_resolve_through_their_exports_map() {
     );
     assert!(g.diagnostics.is_empty(), "{:?}", g.diagnostics);
 }
+
+/// Node's subpath imports (`import log from '#utils/log'`, mapped by the package.json
+/// `imports` field) were read as an external package `#utils`: no edge, no diagnostic. They
+/// are private to the nearest package.json with `imports`, and resolve through it (patterns and
+/// conditions as for `exports`); one it does not map is a diagnostic.
+#[test]
+fn js_subpath_imports_resolve_through_the_nearest_package_imports() {
+    let env = Env::new();
+    let repo = env.repo("hash");
+    write(
+        &repo,
+        "svc/package.json",
+        r##"{"name": "svc", "imports": {"#utils/*": "./src/utils/*.js", "#db": {"node": "./src/db/node.js", "default": "./src/db/browser.js"}}}"##,
+    );
+    write(&repo, "svc/src/utils/log.js", "module.exports = 1;\n");
+    write(&repo, "svc/src/db/node.js", "module.exports = 2;\n");
+    write(
+        &repo,
+        "svc/src/app/main.js",
+        "const log = require('#utils/log');\nimport db from '#db';\nimport x from '#nothing';\n",
+    );
+    let g = build_dir(&repo);
+    assert_eq!(
+        edge_lines(&g),
+        golden(
+            "svc/src/app/main.js -> svc/src/db/node.js static
+            svc/src/app/main.js -> svc/src/utils/log.js static"
+        )
+    );
+    let lines = diag_lines(&g);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("svc/src/app/main.js:3 #nothing"), "{lines:?}");
+}

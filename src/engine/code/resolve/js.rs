@@ -34,6 +34,8 @@ pub struct JsIndex {
     root: std::path::PathBuf,
     configs: HashMap<String, Config>,
     packages: HashMap<String, Package>,
+    /// Directory of a package.json → its `imports` (`#internal` specifiers), as `exports`.
+    imports: HashMap<String, Vec<(String, Vec<String>)>>,
 }
 
 impl JsIndex {
@@ -47,14 +49,18 @@ impl JsIndex {
             }
         }
         let mut packages = HashMap::new();
+        let mut imports = HashMap::new();
         for file in m.named("package.json") {
             let Some(text) = m.read(&file, warnings) else { continue };
             let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
                 warnings.push(format!("cannot parse {file} as JSON"));
                 continue;
             };
-            let Some(name) = v.get("name").and_then(|n| n.as_str()) else { continue };
             let dir = parent(&file).to_string();
+            if let Some(map) = v.get("imports").and_then(|i| i.as_object()) {
+                imports.insert(dir.clone(), subpath_map(&dir, map));
+            }
+            let Some(name) = v.get("name").and_then(|n| n.as_str()) else { continue };
             let entries = ["source", "module", "main", "types", "typings"]
                 .iter()
                 .filter_map(|k| v.get(*k).and_then(|e| e.as_str()))
@@ -63,7 +69,7 @@ impl JsIndex {
             let exports = v.get("exports").map(|e| package_exports(&dir, e)).unwrap_or_default();
             packages.entry(name.to_string()).or_insert(Package { dir, entries, exports });
         }
-        JsIndex { root: m.root.to_path_buf(), configs, packages }
+        JsIndex { root: m.root.to_path_buf(), configs, packages, imports }
     }
 
     pub fn resolve(&self, q: &Query) -> Resolution {
@@ -83,6 +89,9 @@ impl JsIndex {
                     exts.join(",")
                 )),
             };
+        }
+        if spec.starts_with('#') {
+            return self.subpath_import(q, exts);
         }
         if let Some(config) = self.nearest_config(q.dir()) {
             for (pattern, targets) in &config.paths {
@@ -135,6 +144,32 @@ impl JsIndex {
         Resolution::External(name.to_string())
     }
 
+    /// `import '#utils/log'`: the nearest package.json's `imports` (Node's subpath imports,
+    /// private to that package: never an external package).
+    fn subpath_import(&self, q: &Query, exts: &[&str]) -> Resolution {
+        let mut d = q.dir();
+        let map = loop {
+            if let Some(m) = self.imports.get(d) {
+                break m;
+            }
+            if d.is_empty() {
+                return Resolution::NotFound(format!(
+                    "{} is a package subpath import, but no package.json above {} has `imports`",
+                    q.spec, q.file.path
+                ));
+            }
+            d = parent(d);
+        };
+        match mapped_file(map, q.spec, q.files, exts) {
+            Some(p) => Resolution::Files(vec![Target::exact(p)]),
+            None => Resolution::NotFound(format!(
+                "{}: the `imports` of {} map no repository file to it",
+                q.spec,
+                if d.is_empty() { "package.json".to_string() } else { format!("{d}/package.json") }
+            )),
+        }
+    }
+
     /// The config of the nearest directory at or above `dir` that has one.
     fn nearest_config(&self, dir: &str) -> Option<&Config> {
         let mut d = dir;
@@ -159,12 +194,17 @@ fn is_relative(spec: &str) -> bool {
 /// first target that is a repository file (`dist/` output is usually not one).
 fn exported_file(pkg: &Package, sub: &str, files: &RepoFiles, exts: &[&str]) -> Option<String> {
     let key = if sub.is_empty() { ".".to_string() } else { format!("./{sub}") };
-    let (targets, capture) = match pkg.exports.iter().find(|(k, _)| *k == key) {
+    mapped_file(&pkg.exports, &key, files, exts)
+}
+
+/// The file an `exports` or `imports` map gives for `key`: the exact key, else the pattern
+/// with the longest prefix before its `*`; its first target that is a repository file.
+fn mapped_file(map: &[(String, Vec<String>)], key: &str, files: &RepoFiles, exts: &[&str]) -> Option<String> {
+    let (targets, capture) = match map.iter().find(|(k, _)| k == key) {
         Some((_, t)) => (t, ""),
-        None => pkg
-            .exports
+        None => map
             .iter()
-            .filter_map(|(k, t)| Some((k.split('*').next().map_or(0, str::len), t, match_pattern(k, &key)?)))
+            .filter_map(|(k, t)| Some((k.split('*').next().map_or(0, str::len), t, match_pattern(k, key)?)))
             .max_by_key(|(prefix, _, _)| *prefix)
             .map(|(_, t, c)| (t, c))?,
     };
@@ -177,18 +217,23 @@ const SOURCE_CONDITIONS: &[&str] = &["source", "development", "import", "module"
 /// A package.json `exports` value as (subpath, targets): a string or a conditions object is
 /// the `.` entry; an object of `./` keys maps each subpath (`null` blocks one: no targets).
 fn package_exports(dir: &str, exports: &serde_json::Value) -> Vec<(String, Vec<String>)> {
-    let subpaths = exports.as_object().is_some_and(|o| o.keys().any(|k| k.starts_with('.')));
-    let entries: Vec<(String, &serde_json::Value)> = if subpaths {
-        exports.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), v)).collect()
-    } else {
-        vec![(".".to_string(), exports)]
-    };
-    entries
-        .into_iter()
+    match exports.as_object() {
+        Some(o) if o.keys().any(|k| k.starts_with('.')) => subpath_map(dir, o),
+        _ => {
+            let mut targets = Vec::new();
+            export_targets(exports, &mut targets, 0);
+            vec![(".".to_string(), targets.iter().filter_map(|t| join(dir, t)).collect())]
+        }
+    }
+}
+
+/// An object of subpaths (`./x` of `exports`, `#x` of `imports`) → their targets, repo-relative.
+fn subpath_map(dir: &str, map: &serde_json::Map<String, serde_json::Value>) -> Vec<(String, Vec<String>)> {
+    map.iter()
         .map(|(k, v)| {
             let mut targets = Vec::new();
             export_targets(v, &mut targets, 0);
-            (k, targets.iter().filter_map(|t| join(dir, t)).collect())
+            (k.clone(), targets.iter().filter_map(|t| join(dir, t)).collect())
         })
         .collect()
 }
