@@ -144,6 +144,35 @@ fn the_profile_slot_is_capped_least_similar_first_and_precedes_the_repository() 
     assert!(trace.steps.iter().any(|s| s.name == "project_map" && s.status == StepStatus::Ran));
 }
 
+/// An agent may hold a text the team also holds (a write compares only the agent's own, and
+/// so does `learn`); the profile slot then carried that line twice, once as the agent's and
+/// once as the team's. The team's copy is left out, and the step says so.
+#[test]
+fn a_team_preference_the_agent_repeats_goes_into_the_prompt_once() {
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let (engine, repo) = indexed(&env, &fake);
+    let text = "Write or update tests with every change in behaviour.";
+    let own = add(&engine, "uma", Category::Workflow, text);
+    let req =
+        ChatTurnRequest { query: "how are tests written".into(), agent_id: Some("uma".into()), ..Default::default() };
+    let resp = engine.chat(&repo, &req, &mut |_| ControlFlow::Continue(())).unwrap();
+    let prompt = fake
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|(p, _)| p == "/api/chat")
+        .map(|(_, b)| b["messages"][0]["content"].as_str().unwrap().to_string())
+        .unwrap();
+    assert_eq!(prompt.matches(text).count(), 1, "{prompt}");
+    let cited: Vec<&str> =
+        resp.sources.iter().filter(|s| s.slot == Slot::Profile).map(|s| s.citation.as_str()).collect();
+    assert!(cited.contains(&format!("profile:{}", &own[..8]).as_str()), "the agent's own copy is kept: {cited:?}");
+    let step = resp.trace.steps.iter().find(|s| s.name == "profile").unwrap();
+    assert!(step.detail.starts_with("5 preferences of uma + team"), "{}", step.detail);
+    assert!(step.detail.contains("1 left out as repeating one of uma's own"), "{}", step.detail);
+}
+
 #[test]
 fn without_an_agent_tier_0_is_skipped_and_the_default_agent_applies() {
     let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();

@@ -135,11 +135,16 @@ pub fn same_text(
     rule: Option<&str>,
     except: &str,
 ) -> Result<Option<Preference>> {
-    let key = |s: &str| s.trim_end_matches(['.', '!']).split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
-    let want = key(content);
+    let want = text_key(content);
     Ok(preferences_of(conn, &[agent])?
         .into_iter()
-        .find(|p| p.id != except && p.rule.as_deref() == rule && key(&p.content) == want))
+        .find(|p| p.id != except && p.rule.as_deref() == rule && text_key(&p.content) == want))
+}
+
+/// A preference's words as compared for repeats: letter case, runs of spaces and a closing
+/// full stop aside.
+pub fn text_key(content: &str) -> String {
+    content.trim_end_matches(['.', '!']).split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 /// Every preference, by id.

@@ -13,6 +13,7 @@ use crate::engine::dag::NodeKind;
 use crate::engine::profiles::evolution::DagTarget;
 use crate::engine::profiles::policy::carries_preference;
 use crate::engine::profiles::recall::{recall_agents, MAX_RECALL};
+use crate::engine::profiles::store::text_key;
 use crate::engine::profiles::types::{
     Category, PreferenceHit, ProjectMapRequest, RecallMode, SavePreferenceRequest, TEAM_AGENT,
 };
@@ -62,7 +63,11 @@ impl Turn<'_> {
         );
         let (status, detail, payload) = match self.engine.profile_recall(&agents, &self.req.query, MAX_RECALL, false) {
             Ok(r) => {
+                let (hits, repeats) = without_repeats(r.hits, &agent);
                 let mut tail = String::new();
+                if repeats > 0 {
+                    tail.push_str(&format!("; {repeats} left out as repeating one of {agent}'s own"));
+                }
                 if let Some(note) = &unknown_note {
                     tail.push_str(&format!("; {note}"));
                 }
@@ -70,10 +75,10 @@ impl Turn<'_> {
                     tail.push_str(&format!(" ({n})"));
                 }
                 let note = ProfileNote { agents: agents.join(" + "), mode: r.mode, tail };
-                let detail = note.detail(&r.hits, None);
-                let payload = json!({"mode": r.mode, "preferences": r.hits.iter().map(|h| json!({"id": h.preference.id,
+                let detail = note.detail(&hits, None);
+                let payload = json!({"mode": r.mode, "preferences": hits.iter().map(|h| json!({"id": h.preference.id,
                     "agent_id": h.preference.agent_id, "category": h.preference.category, "score": h.similarity_score})).collect::<Vec<_>>()});
-                found.profile = r.hits;
+                found.profile = hits;
                 found.profile_note = Some(note);
                 (StepStatus::Ran, detail, payload)
             }
@@ -148,6 +153,25 @@ impl Turn<'_> {
             .map(|h| format!("follow the workflow preference \"{}\"", h.preference.content))
             .collect()
     }
+}
+
+/// `hits` without the team's preferences that repeat one of `agent`'s own (same words and
+/// rule; an agent may hold a team text, `learn` compares only the agent's own), and without a
+/// second copy of any text: the profile slot carried such a line twice. Returns how many went.
+fn without_repeats(hits: Vec<PreferenceHit>, agent: &str) -> (Vec<PreferenceHit>, usize) {
+    let key = |h: &PreferenceHit| (text_key(&h.preference.content), h.preference.rule.clone());
+    let own: HashSet<_> = hits.iter().filter(|h| h.preference.agent_id == agent).map(key).collect();
+    let mut seen = HashSet::new();
+    let before = hits.len();
+    let kept: Vec<PreferenceHit> = hits
+        .into_iter()
+        .filter(|h| {
+            let k = key(h);
+            (h.preference.agent_id == agent || !own.contains(&k)) && seen.insert(k)
+        })
+        .collect();
+    let gone = before - kept.len();
+    (kept, gone)
 }
 
 /// What the profile step found, to say it again once the budget has decided what is used.
