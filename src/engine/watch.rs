@@ -402,6 +402,13 @@ fn collect(
                         continue;
                     }
                     let rel = p.strip_prefix(&repo.root).unwrap_or(p);
+                    if rel == Path::new(".git/info/exclude") {
+                        // The repository's own ignore list, as `.gitignore`: a full run (the
+                        // root stands for one) drops what it now excludes and adds what it no
+                        // longer does.
+                        out.insert(repo.root.clone());
+                        continue;
+                    }
                     if rel.components().next().is_some_and(|c| c.as_os_str() == ".git") {
                         continue;
                     }

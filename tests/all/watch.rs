@@ -220,3 +220,23 @@ fn index_does_not_wait_for_a_watcher_run_that_stopped_reporting() {
     assert!(note.contains("no progress for a while") && note.contains("docdex status"), "{note}");
     assert_eq!(summary.files, 1);
 }
+
+#[test]
+fn an_edit_of_git_info_exclude_under_a_watcher_drops_and_restores_what_it_names() {
+    let env = Env::new();
+    let repo = env.repo("w");
+    crate::util::git(&repo, &["init", "-q"]);
+    write(&repo, "notes.tmp", "scratch jackalope notes\n");
+    write(&repo, "main.rs", "fn jackalope_main() {}\n");
+    let engine = env.engine();
+    let watcher = Watcher::start(&engine, &repo);
+    assert_eq!(hit_paths(&engine, &repo, "jackalope").len(), 2);
+
+    let exclude = repo.join(".git/info/exclude");
+    let before = std::fs::read_to_string(&exclude).unwrap_or_default();
+    std::fs::write(&exclude, format!("{before}*.tmp\n")).unwrap();
+    eventually("the excluded file leaves the index", || hit_paths(&engine, &repo, "jackalope") == ["main.rs"]);
+    std::fs::write(&exclude, before).unwrap();
+    eventually("it comes back once no longer excluded", || hit_paths(&engine, &repo, "jackalope").len() == 2);
+    watcher.stop();
+}
