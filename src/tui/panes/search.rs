@@ -539,78 +539,75 @@ impl SearchPane {
         if inner.height == 0 || inner.width < 4 {
             return;
         }
-        let w = inner.width as usize;
-        // Writes a wrapped note from row `y`; returns the rows it took.
-        let note = |buf: &mut Buffer, y: u16, text: &str, style: Style| {
-            let lines = widgets::wrap(text, w.saturating_sub(1));
-            for (k, l) in lines.iter().enumerate() {
-                if y + (k as u16) < inner.y + inner.height {
-                    buf.set_stringn(inner.x + 1, y + k as u16, l, w - 1, style);
-                }
-            }
-            lines.len() as u16
-        };
         let mut y = inner.y;
         if self.indexing {
             let text = match self.index_phase.as_str() {
                 "parsing" => "Every file is searchable; symbols and the impact graph are still being built.",
                 _ => "Indexing is running; results fill in as it goes.",
             };
-            y += note(buf, y, text, t.style(Slot::Warning));
+            y += note_at(buf, inner, y, text, t.style(Slot::Warning));
         }
         self.note_rows.set(y - inner.y);
         // While the first index run is going, "not indexed yet" is not news: the line above says it.
         let error = self.error.as_ref().filter(|e| !(self.indexing && e.contains("is not indexed yet")));
         if let Some(e) = error {
-            note(buf, y, e, t.style(Slot::Error));
+            note_at(buf, inner, y, e, t.style(Slot::Error));
             return;
         }
         if self.error.is_some() {
             return;
         }
+        if self.len() == 0 || (self.query.text().trim().is_empty() && self.results.is_empty()) {
+            if let Some(text) = self.empty_text(cx) {
+                note_at(buf, inner, y, &text, t.style(Slot::Muted));
+            }
+            return;
+        }
+        self.render_list(Rect { y, height: inner.y + inner.height - y, ..inner }, buf, cx);
+    }
+
+    /// What the results area says with nothing to list: how to start, or why nothing was found
+    /// (`None` while a search is on its way).
+    fn empty_text(&self, cx: &RenderCtx<'_>) -> Option<String> {
         if self.query.text().trim().is_empty() && self.results.is_empty() {
             let what = match self.mode {
                 Mode::Text => "Type to search",
                 Mode::Symbols => "Type a name to search the symbols of",
             };
-            note(
-                buf,
-                y,
-                &format!(
-                    "{what} {}. {} / {} move, {} opens the hit in $EDITOR, {} path filter, {} language, {} impact graph of the file.",
-                    cx.repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                    cx.key(Command::PrevResult),
-                    cx.key(Command::NextResult),
-                    cx.key(Command::OpenInEditor),
-                    cx.key(Command::FilterPath),
-                    cx.key(Command::FilterLang),
-                    cx.key(Command::OpenImpact),
-                ),
-                t.style(Slot::Muted),
-            );
-            return;
+            return Some(format!(
+                "{what} {}. {} / {} move, {} opens the hit in $EDITOR, {} path filter, {} language, {} impact graph of the file.",
+                cx.repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                cx.key(Command::PrevResult),
+                cx.key(Command::NextResult),
+                cx.key(Command::OpenInEditor),
+                cx.key(Command::FilterPath),
+                cx.key(Command::FilterLang),
+                cx.key(Command::OpenImpact),
+            ));
         }
-        if self.len() == 0 {
-            if !self.in_flight && !self.results_query.is_empty() {
-                let filters = if self.path_filter.is_some() || self.lang_filter.is_some() {
-                    format!(" with these filters ({} clears them)", cx.key(Command::ClearFilters))
-                } else {
-                    String::new()
-                };
-                let text = match &self.results_note {
-                    // The workbench has its own way to symbol search: name its key.
-                    Some(_) => format!(
-                        "No results: \"{}\" has no searchable words (single characters, common English words and words over 48 characters are not indexed). Use other words, or {} for symbol search.",
-                        self.results_query.trim(),
-                        cx.key(Command::ToggleSymbols)
-                    ),
-                    None => format!("No results for \"{}\"{filters}. Try fewer or other words.", self.results_query),
-                };
-                note(buf, y, &text, t.style(Slot::Muted));
-            }
-            return;
+        if self.in_flight || self.results_query.is_empty() {
+            return None;
         }
-        let list = Rect { y, height: inner.y + inner.height - y, ..inner };
+        let filters = if self.path_filter.is_some() || self.lang_filter.is_some() {
+            format!(" with these filters ({} clears them)", cx.key(Command::ClearFilters))
+        } else {
+            String::new()
+        };
+        Some(match &self.results_note {
+            // The workbench has its own way to symbol search: name its key.
+            Some(_) => format!(
+                "No results: \"{}\" has no searchable words (single characters, common English words and words over 48 characters are not indexed). Use other words, or {} for symbol search.",
+                self.results_query.trim(),
+                cx.key(Command::ToggleSymbols)
+            ),
+            None => format!("No results for \"{}\"{filters}. Try fewer or other words.", self.results_query),
+        })
+    }
+
+    /// The hits (or symbols), two rows each when there is room, scrolled to the selection.
+    fn render_list(&self, list: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) {
+        let t = cx.theme;
+        let w = list.width as usize;
         let rows_per = if list.height >= 6 { 2 } else { 1 };
         let visible = (list.height / rows_per) as usize;
         let offset = scroll_to(self.selected, self.offset.get(), visible, self.len());
@@ -621,7 +618,6 @@ impl SearchPane {
                 break;
             }
             let ry = list.y + (k as u16) * rows_per;
-            let selected = i == self.selected;
             let (head, body) = match self.mode {
                 Mode::Text => hit_lines(&self.results[i], w, t),
                 Mode::Symbols => symbol_lines(&self.symbols[i], w, t),
@@ -630,7 +626,7 @@ impl SearchPane {
             if rows_per == 2 {
                 buf.set_line(list.x, ry + 1, &body, list.width);
             }
-            if selected {
+            if i == self.selected {
                 let sel = if cx.focused { t.style(Slot::Selection) } else { t.style(Slot::SelectionUnfocused) };
                 buf.set_style(Rect { y: ry, height: rows_per, ..list }, sel);
             }
@@ -987,4 +983,16 @@ impl Pane for SearchPane {
         self.render_preview(areas.preview, buf, cx);
         cursor
     }
+}
+
+/// Writes `text` wrapped into `inner` from row `y` (cut at its bottom); returns the rows it took.
+fn note_at(buf: &mut Buffer, inner: Rect, y: u16, text: &str, style: Style) -> u16 {
+    let w = inner.width as usize;
+    let lines = widgets::wrap(text, w.saturating_sub(1));
+    for (k, l) in lines.iter().enumerate() {
+        if y + (k as u16) < inner.y + inner.height {
+            buf.set_stringn(inner.x + 1, y + k as u16, l, w - 1, style);
+        }
+    }
+    lines.len() as u16
 }
