@@ -1096,3 +1096,61 @@ fn a_registry_url_that_is_no_url_is_named_once_with_its_key() {
     assert!(!npm["notes"].to_string().contains("is not a URL"), "{v}");
     assert!(npm["local_docs"].as_u64() >= Some(1), "{v}");
 }
+
+/// A zip holding one stored file, as a wheel holds its METADATA.
+fn wheel(path: &str, text: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    z.start_file(path, opts).unwrap();
+    z.write_all(text.as_bytes()).unwrap();
+    z.finish().unwrap().into_inner()
+}
+
+/// When PyPI serves no page for the locked version, the project page's description is the
+/// latest release's, another version's docs. The locked release's own is read from its
+/// smallest sdist (PKG-INFO, old `Description:` header form too) or wheel (METADATA), whose
+/// URL may be relative to the page (as the mirror here serves some); the latest's stands in
+/// only when neither can be read.
+#[test]
+fn pypi_reads_the_locked_releases_own_description_from_its_sdist_or_wheel() {
+    let env = Env::new();
+    let repo = env.repo("pyfiles");
+    write(&repo, "requirements.txt", "oldpkg==1.0.0\nwheelpkg==3.0.0\n");
+    let (base, _seen) = byte_registry(|path, base| {
+        let json = |s: String| (200, "application/json", s.into_bytes());
+        let gz = |b: Vec<u8>| (200, "application/octet-stream", b);
+        match path {
+            "/pypi/oldpkg/json" => json(
+                r#"{"info": {"version": "2.0.0", "description": "Oldpkg 2 counts koalas."}, "releases": {"2.0.0": [], "1.0.0": [{"filename": "oldpkg-1.0.0.tar.gz", "url": "../../files/oldpkg-1.0.0.tar.gz", "size": 300}]}}"#.into(),
+            ),
+            "/pypi/wheelpkg/json" => json(format!(
+                r#"{{"info": {{"version": "3.1.0", "description": "Wheelpkg 3.1 herds cassowaries."}}, "releases": {{"3.1.0": [], "3.0.0": [{{"filename": "wheelpkg-3.0.0.tar.gz", "url": "{base}/files/huge.tar.gz", "size": 999999999}}, {{"filename": "wheelpkg-3.0.0-py3-none-any.whl", "url": "{base}/files/wheelpkg-3.0.0-py3-none-any.whl", "size": 400}}]}}}}"#
+            )),
+            "/files/oldpkg-1.0.0.tar.gz" => gz(tgz(&[(
+                "oldpkg-1.0.0/PKG-INFO",
+                "Metadata-Version: 1.1\nName: oldpkg\nVersion: 1.0.0\nSummary: Counting\nDescription: Oldpkg counts wallabies.\n        \n        One by one.\nPlatform: UNKNOWN\n",
+            )])),
+            "/files/wheelpkg-3.0.0-py3-none-any.whl" => gz(wheel(
+                "wheelpkg-3.0.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: wheelpkg\nVersion: 3.0.0\n\nWheelpkg herds emus.\n",
+            )),
+            _ => (404, "application/json", br#"{"message": "Not Found"}"#.to_vec()),
+        }
+    });
+    env.write_config(&format!(
+        "[libs]\npypi_url = \"{base}\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n"
+    ));
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--json"]);
+    let pkg = |name: &str| v["packages"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap().clone();
+    assert!(pkg("oldpkg")["notes"].to_string().contains("its description was read from oldpkg-1.0.0.tar.gz"), "{v}");
+    let wheel_notes = pkg("wheelpkg")["notes"].to_string();
+    assert!(wheel_notes.contains("its description was read from wheelpkg-3.0.0-py3-none-any.whl"), "{v}");
+    let search = |q: &str| env.engine().libs_search(&repo, &LibsSearchRequest { query: q.into(), limit: Some(5) });
+    let hits = search("counts wallabies one by one").unwrap().hits;
+    assert_eq!(hits[0].title, "project description (PyPI)", "{hits:?}");
+    assert!(hits[0].source.ends_with("/files/oldpkg-1.0.0.tar.gz#oldpkg-1.0.0/PKG-INFO"), "{hits:?}");
+    assert_eq!(search("herds emus").unwrap().hits[0].package, "wheelpkg");
+    assert!(search("koalas").unwrap().hits.is_empty(), "another release's description was indexed");
+    assert!(search("cassowaries").unwrap().hits.is_empty(), "another release's description was indexed");
+}

@@ -1,4 +1,5 @@
-//! Files read out of a package archive (an npm tarball, a `.crate`: a gzip'd tar) in memory:
+//! Files read out of a package archive (an npm tarball, a `.crate`, an sdist: a gzip'd tar;
+//! a wheel's METADATA) in memory:
 //! nothing is unpacked to disk, so no member path can lead anywhere; a member whose path is
 //! absolute or climbs (`..`) is passed over all the same, and so is every link, device and
 //! directory. Reading is bounded: at most `max_unpacked` bytes are inflated (a small archive
@@ -90,6 +91,24 @@ pub fn tar_gz(
             _ => {}
         }
     }
+}
+
+/// The `<name>.dist-info/METADATA` of a wheel (a zip), as (its path, text), at most `max`
+/// bytes of it read however large it says it is.
+pub fn wheel_metadata(zip: &[u8], max: u64) -> Result<(String, String), String> {
+    let mut z = zip::ZipArchive::new(std::io::Cursor::new(zip)).map_err(|e| format!("not a readable wheel ({e})"))?;
+    for i in 0..z.len() {
+        let f = z.by_index(i).map_err(|e| format!("not a readable wheel ({e})"))?;
+        let name = f.name().to_string();
+        let Some(dir) = name.strip_suffix("/METADATA") else { continue };
+        if !dir.ends_with(".dist-info") || dir.contains('/') || confined(&name).is_none() {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        f.take(max).read_to_end(&mut bytes).map_err(|e| format!("{name}: {e}"))?;
+        return Ok((name, String::from_utf8_lossy(&bytes).into_owned()));
+    }
+    Err("no .dist-info/METADATA in the wheel".into())
 }
 
 /// Reads one whole block: false at a clean end of the stream.

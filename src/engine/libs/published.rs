@@ -193,36 +193,101 @@ impl Engine {
 
     /// PyPI's page for the version; when PyPI (or a mirror or proxy in front of it) answers
     /// 404 for it, the project's page, whose description is the latest release's: used as it
-    /// is when that is the version, else titled and noted with the version it describes.
+    /// is when that is the version, else the version's own is read from its smallest sdist or
+    /// wheel (its PKG-INFO or METADATA), else the latest's is used, titled and noted so.
     fn pypi_docs(&self, dep: &Dependency) -> Result<Published> {
         let pypi = base(&self.config().libs.pypi_url);
         let versioned = format!("{pypi}/pypi/{}/{}/json", dep.name, dep.version);
-        let (url, v, notes) = match self.registry_json::<serde_json::Value>(&versioned) {
-            Ok(v) => (versioned, v, Vec::new()),
+        let (url, v, own_page) = match self.registry_json::<serde_json::Value>(&versioned) {
+            Ok(v) => (versioned, v, true),
             Err(Error::NotFound(_)) => {
                 let project = format!("{pypi}/pypi/{}/json", dep.name);
                 let v: serde_json::Value = self.registry_json(&project)?;
-                let notes = version_notes(dep, &v)?;
-                (project, v, notes)
+                check_release(dep, &v)?;
+                (project, v, false)
             }
             Err(e) => return Err(e),
         };
         let info = v.get("info").cloned().unwrap_or_default();
-        let mut out = Published { docs: Vec::new(), notes };
+        let latest = info.get("version").and_then(|x| x.as_str()).unwrap_or("");
         let desc = info.get("description").and_then(|d| d.as_str()).unwrap_or("");
-        if !desc.trim().is_empty() {
-            let latest = info.get("version").and_then(|x| x.as_str()).unwrap_or("");
-            let title = if out.notes.is_empty() {
-                "project description (PyPI)".to_string()
-            } else {
-                format!("project description of {} {latest} (PyPI)", dep.name)
-            };
-            out.docs.push(LibDoc { title, source: url.clone(), text: desc.to_string() });
+        let mut out = Published::default();
+        if own_page || latest == dep.version {
+            if !desc.trim().is_empty() {
+                out.docs.push(LibDoc {
+                    title: "project description (PyPI)".into(),
+                    source: url.clone(),
+                    text: desc.into(),
+                });
+            }
+        } else {
+            let served = format!("published docs: PyPI served no page for {} {}", dep.name, dep.version);
+            match self.release_description(dep, &url, &v) {
+                Ok((source, file, text)) => {
+                    out.docs.push(LibDoc { title: "project description (PyPI)".into(), source, text });
+                    out.notes.push(format!("{served}; its description was read from {file}"));
+                }
+                Err(why) => {
+                    tracing::info!(package = %dep.name, %why, "release description not read");
+                    if !desc.trim().is_empty() {
+                        let title = format!("project description of {} {latest} (PyPI)", dep.name);
+                        out.docs.push(LibDoc { title, source: url.clone(), text: desc.into() });
+                    }
+                    out.notes.push(format!("{served}; its description is the latest release's ({latest})"));
+                }
+            }
         }
         if let Some(doc) = self.pypi_docs_link(&info) {
             out.docs.push(doc);
         }
         Ok(out)
+    }
+
+    /// The description in the smallest sdist (`.tar.gz`) or wheel of the locked release, as
+    /// (source, file name, text); `Err` says why there is none. A file's URL may be relative
+    /// to the project page `page` (as some mirrors serve them).
+    fn release_description(
+        &self,
+        dep: &Dependency,
+        page: &str,
+        project: &serde_json::Value,
+    ) -> std::result::Result<(String, String, String), String> {
+        let files = project.pointer(&format!("/releases/{}", dep.version.replace('~', "~0").replace('/', "~1")));
+        let file = files
+            .and_then(|f| f.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|f| {
+                let name = f.get("filename")?.as_str()?;
+                let url = f.get("url")?.as_str()?;
+                let size = f.get("size").and_then(|s| s.as_u64()).unwrap_or(u64::MAX);
+                let kind = name.ends_with(".tar.gz") || name.ends_with(".whl");
+                (kind && size <= MAX_TARBALL_BYTES).then(|| (size, name.to_string(), url.to_string()))
+            })
+            .min();
+        let Some((_, name, link)) = file else {
+            return Err(format!("no sdist or wheel of at most {} MiB", MAX_TARBALL_BYTES >> 20));
+        };
+        let page = url::Url::parse(page).map_err(|e| e.to_string())?;
+        let url = page.join(&link).map_err(|e| format!("{link:?}: {e}"))?;
+        let origin = if url.host_str() == page.host_str() { Origin::Configured } else { Origin::Discovered };
+        let url = url.to_string();
+        let bytes = self.registry_bytes(&url, origin, MAX_TARBALL_BYTES).map_err(|e| e.to_string())?;
+        let (member, meta) = if name.ends_with(".whl") {
+            archive::wheel_metadata(&bytes, MAX_README_BYTES)?
+        } else {
+            let m = archive::tar_gz(&bytes, MAX_UNPACKED_BYTES, MAX_README_BYTES, |p| {
+                p.split('/').count() == 2 && p.ends_with("/PKG-INFO")
+            })
+            .map_err(|e| e.to_string())?;
+            let m = m.found.into_iter().next().ok_or("no PKG-INFO at the sdist's root")?;
+            (m.path, m.text)
+        };
+        let text = metadata_description(&meta);
+        if text.trim().is_empty() {
+            return Err(format!("{name}: no description in {member}"));
+        }
+        Ok((format!("{url}#{member}"), name, text))
     }
 
     /// The page of the project's documentation link, when it has one and it can be fetched.
@@ -243,22 +308,37 @@ impl Engine {
     }
 }
 
-/// What the project page (not the version's) means for `dep`: nothing when it is the
-/// version's; a note naming the version described when it is not; not found when PyPI has no
-/// such release at all (a locked version that was never published, or a typo).
-fn version_notes(dep: &Dependency, project: &serde_json::Value) -> Result<Vec<String>> {
+/// Not found when the project page lists releases and the locked version is not one of them
+/// (a version never published, or a typo): no other release's description stands in for it.
+fn check_release(dep: &Dependency, project: &serde_json::Value) -> Result<()> {
     let latest = project.pointer("/info/version").and_then(|x| x.as_str()).unwrap_or("");
-    if latest == dep.version {
-        return Ok(Vec::new());
-    }
     let releases = project.get("releases").and_then(|r| r.as_object());
-    if releases.is_some_and(|r| !r.contains_key(&dep.version)) {
+    if latest != dep.version && releases.is_some_and(|r| !r.contains_key(&dep.version)) {
         return Err(Error::NotFound(format!("PyPI has no release {} of {}", dep.version, dep.name)));
     }
-    Ok(vec![format!(
-        "published docs: PyPI served no page for {} {}; its description is the latest release's ({latest})",
-        dep.name, dep.version
-    )])
+    Ok(())
+}
+
+/// The description of a core-metadata file (PKG-INFO, METADATA): its `Summary`, then the body
+/// after the headers, else (metadata before 2.1) the `Description` header's folded lines.
+fn metadata_description(meta: &str) -> String {
+    let meta = meta.replace("\r\n", "\n");
+    let (headers, body) = meta.split_once("\n\n").unwrap_or((&meta, ""));
+    let summary = headers.lines().find_map(|l| l.strip_prefix("Summary: ")).unwrap_or("").trim();
+    let mut text = body.trim().to_string();
+    if text.is_empty() {
+        let mut lines = headers.lines().skip_while(|l| !l.starts_with("Description: "));
+        let first = lines.next().and_then(|l| l.strip_prefix("Description: ")).unwrap_or("");
+        let rest = lines.take_while(|l| l.starts_with(' ') || l.starts_with('\t'));
+        let folded: Vec<&str> =
+            rest.map(|l| l.strip_prefix("        ").unwrap_or(l.trim_start()).trim_start_matches('|')).collect();
+        text = format!("{first}\n{}", folded.join("\n")).trim().to_string();
+    }
+    match (summary.is_empty(), text.is_empty()) {
+        (_, true) => String::new(),
+        (true, false) => text,
+        (false, false) => format!("{summary}\n\n{text}"),
+    }
 }
 
 /// A registry README that says something (npm's placeholder for none does not).
@@ -293,6 +373,15 @@ mod tests {
         assert!(!root_readme("README.md"));
         assert!(!root_readme("package/README.md.orig"));
         assert!(!root_readme("package/readmes.txt"));
+    }
+
+    #[test]
+    fn descriptions_come_from_the_metadata_body_or_the_old_description_header() {
+        let new = "Metadata-Version: 2.1\nName: six\nSummary: Py2/3 shims\n\nSix bridges pythons.\n";
+        assert_eq!(metadata_description(new), "Py2/3 shims\n\nSix bridges pythons.");
+        let old = "Metadata-Version: 1.1\r\nName: six\r\nDescription: Six is a library.\r\n        \r\n        It bridges pythons.\r\nPlatform: UNKNOWN\r\n";
+        assert_eq!(metadata_description(old), "Six is a library.\n\nIt bridges pythons.");
+        assert_eq!(metadata_description("Metadata-Version: 2.1\nSummary: only\n"), "");
     }
 
     #[test]
