@@ -618,7 +618,7 @@ fn shared_hooks_note(root: &Path, dir: &Path) -> Option<String> {
     (!d.starts_with(real(root)) && !d.starts_with(real(&common))).then(|| {
         format!(
             "note: core.hooksPath points outside this repository, at {}: the hook applies to every repository that uses it",
-            shown(&dir)
+            shown(dir)
         )
     })
 }
@@ -682,11 +682,11 @@ fn install_husky(out: &Out, root: &Path, dir: &Path, hook: &Path, block: &str) -
     if !existed {
         make_executable(hook)?;
     }
-    out.line(&format!("added docdex's check to husky's {} (husky's prepare step leaves it in place)", shown(&hook)));
+    out.line(&format!("added docdex's check to husky's {} (husky's prepare step leaves it in place)", shown(hook)));
     if tracked(root, hook) {
         out.note(&format!(
             "{} is tracked by git: docdex's lines show as a change to it; commit them to give everyone the check (they name no path of this machine: each clone runs the docdex on its PATH, and says the check was skipped where there is none), or leave them out of your commits",
-            shown(&hook)
+            shown(hook)
         ));
     }
     Ok(())
@@ -735,10 +735,10 @@ fn remove_block(out: &Out, root: &Path, hook: &Path) -> anyhow::Result<bool> {
     let Some(rest) = without_block(&text) else { return Ok(false) };
     if (rest.trim().is_empty() || rest == SHEBANG) && !tracked(root, hook) {
         std::fs::remove_file(hook).with_context(|| format!("removing {}", hook.display()))?;
-        out.line(&format!("removed {}", shown(&hook)));
+        out.line(&format!("removed {}", shown(hook)));
     } else {
         std::fs::write(hook, rest).with_context(|| format!("writing {}", hook.display()))?;
-        out.line(&format!("removed docdex's check from {}", shown(&hook)));
+        out.line(&format!("removed docdex's check from {}", shown(hook)));
     }
     Ok(true)
 }
