@@ -735,7 +735,7 @@ fn an_answer_renamed_since_its_commit_is_followed_to_its_current_path() {
     write(&root, "src/parser.py", body);
     write(&root, "src/report.py", "def render(rows):\n    return '\\n'.join(rows)\n");
     commit(&root, "init");
-    write(&root, "src/parser.py", &body.replace("text.strip()", "text.strip().lower()"));
+    write(&root, "src/parser.py", body.replace("text.strip()", "text.strip().lower()"));
     commit(&root, "Lowercase the parsed text input so comparisons ignore letter case");
     write(
         &root,
@@ -758,7 +758,7 @@ fn an_answer_renamed_since_its_commit_is_followed_to_its_current_path() {
     commit(&root, "move");
     git(&root, &["mv", "src/text/parser.py", "lib/normalize.py"]);
     let moved = std::fs::read_to_string(root.join("lib/normalize.py")).unwrap();
-    write(&root, "lib/normalize.py", &format!("{moved}\ndef words(text):\n    return tokens(text)\n"));
+    write(&root, "lib/normalize.py", format!("{moved}\ndef words(text):\n    return tokens(text)\n"));
     commit(&root, "move again");
 
     let report = env.engine().eval(&root, &git_request(50, 1), &quiet()).unwrap();

@@ -353,7 +353,7 @@ fn follow_renames(commits: &mut [Commit], renames: &[(String, Vec<(String, Strin
     // (position of the renaming commit, its renames), oldest first.
     let mut later: Vec<(usize, &[(String, String)])> =
         renames.iter().filter_map(|(sha, r)| Some((*position.get(sha.as_str())?, r.as_slice()))).collect();
-    later.sort_by(|a, b| b.0.cmp(&a.0));
+    later.sort_by_key(|l| std::cmp::Reverse(l.0));
     for (i, c) in commits.iter_mut().enumerate() {
         for (_, path) in c.files.iter().filter(|(s, _)| *s != 'D') {
             let mut now = path.clone();
