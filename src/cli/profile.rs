@@ -387,6 +387,12 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
                 resp.deleted,
                 resp.agents_added
             ));
+            if resp.agents_removed > 0 {
+                out.line(&format!(
+                    "  {} agents left with no preferences by those removals, removed too",
+                    resp.agents_removed
+                ));
+            }
             for r in &resp.rejected {
                 out.line(&format!("  rejected {}: {}", visible(&r.id), visible(&r.reason)));
             }

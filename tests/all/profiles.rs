@@ -502,7 +502,8 @@ fn a_role_is_one_line_of_text_and_add_can_change_it() {
         &f,
         json!({"format": "docdex.profile_sync", "version": 1,
                "agents": [{"id": "imp", "role": "\u{1b}]0;owned\u{7}", "created_at": 1}, {"id": "ok", "role": "Docs", "created_at": 1}],
-               "preferences": []})
+               "preferences": [{"id": "5c9d8e7f-1a2b-4c3d-8e9f-0a1b2c3d4e5f", "agent_id": "ok", "content": "Write plainly",
+                                "category": "style", "last_updated": 10}]})
         .to_string(),
     )
     .unwrap();
@@ -762,6 +763,47 @@ async fn the_http_api_lists_adds_searches_and_removes() {
 /// machine's future. Removing it here stamped the removal with this clock, older than the row:
 /// the other side kept its row (the removal looked older) and the next import here added it
 /// back. The removal is now stamped after the row, as an edit is.
+/// `profile remove --agent` (the undo a mistyped agent's note offers) did not survive a sync:
+/// the other machine, whose copy the removals had emptied, kept the agent and exported it, and
+/// the next import here created it again, empty. An import now creates no agent that ends up
+/// with no preferences, and removes an agent its removals emptied.
+#[test]
+fn an_agent_removed_on_one_machine_does_not_come_back_empty_from_the_other() {
+    let a = Env::new();
+    let b = Env::new();
+    let ea = a.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let eb = b.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    add(&ea, "frontnd", Category::Style, "Prefer early returns");
+    let sync = |from: &Engine, to: &Engine, dir: &std::path::Path| {
+        let f = dir.join("m.json");
+        from.profile_export_to(Some(&f)).unwrap();
+        to.profile_import(&f).unwrap()
+    };
+    let agents = |e: &Engine| -> Vec<String> {
+        e.profile_list(&ProfileListRequest::default()).unwrap().agents.into_iter().map(|a| a.id).collect()
+    };
+    assert_eq!(sync(&ea, &eb, a.dir.path()).agents_added, 1);
+    ea.profile_remove(&ProfileRemoveRequest { id: "frontnd".into(), agent: true, expected_last_updated: None })
+        .unwrap();
+    let r = sync(&ea, &eb, a.dir.path());
+    assert_eq!((r.deleted, r.agents_removed), (1, 1), "{r:?}");
+    assert!(!agents(&eb).contains(&"frontnd".to_string()));
+    let back = sync(&eb, &ea, b.dir.path());
+    assert_eq!(back.agents_added, 0, "{back:?}");
+    assert!(!agents(&ea).contains(&"frontnd".to_string()), "{:?}", agents(&ea));
+    // Even from a machine that still lists the agent, empty, it is not created here.
+    let f = b.dir.path().join("empty.json");
+    std::fs::write(
+        &f,
+        json!({"format": "docdex.profile_sync", "version": 1,
+               "agents": [{"id": "frontnd", "role": "", "created_at": 1}], "preferences": [], "tombstones": []})
+        .to_string(),
+    )
+    .unwrap();
+    assert_eq!(ea.profile_import(&f).unwrap().agents_added, 0);
+    assert!(!agents(&ea).contains(&"frontnd".to_string()));
+}
+
 #[test]
 fn a_removal_beats_a_row_stamped_by_a_clock_running_ahead() {
     let a = Env::new();

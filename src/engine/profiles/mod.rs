@@ -652,14 +652,15 @@ fn merge(
     tombstones: &[SyncTombstone],
     report: &mut ProfileImportResponse,
 ) -> Result<()> {
+    let mut created = std::collections::BTreeSet::new();
     for a in agents {
         if w.ensure_agent(&a.id, &a.role, a.created_at.max(1))? {
-            report.agents_added += 1;
+            created.insert(a.id.clone());
         }
     }
     for p in prefs {
         if w.ensure_agent(&p.agent_id, "", p.last_updated)? {
-            report.agents_added += 1;
+            created.insert(p.agent_id.clone());
         }
         let incoming = Preference {
             id: p.id.clone(),
@@ -699,6 +700,7 @@ fn merge(
             }
         }
     }
+    let mut emptied = std::collections::BTreeSet::new();
     for t in tombstones {
         // A removal travels under the id's one spelling, like the rows it removes.
         let checked = uuid::Uuid::parse_str(&t.id)
@@ -713,8 +715,34 @@ fn merge(
             }
         };
         let t = SyncTombstone { id: id.to_string(), ..t.clone() };
+        let holder = store::preference(w.conn(), &t.id)?.map(|p| p.agent_id);
         if w.apply_tombstone(&t)? {
             report.deleted += 1;
+            emptied.extend(holder);
+        }
+    }
+    settle_agents(w, &created, &emptied, report)
+}
+
+/// Agents hold preferences: one the import created that ends up with none (every preference
+/// it names was removed, here or on the other side) is not kept, and one the import's removals
+/// emptied goes too. An agent removed on one machine (`profile remove --agent`, the undo of a
+/// mistyped name) came back, empty, with the next import from the other.
+fn settle_agents(
+    w: &Write<'_>,
+    created: &std::collections::BTreeSet<String>,
+    emptied: &std::collections::BTreeSet<String>,
+    report: &mut ProfileImportResponse,
+) -> Result<()> {
+    for id in created.union(emptied) {
+        let empty = store::preferences_of(w.conn(), &[id.as_str()])?.is_empty();
+        if empty && id != TEAM_AGENT {
+            w.delete_agent(id, 0)?;
+        }
+        match (created.contains(id), empty && id != TEAM_AGENT) {
+            (true, false) => report.agents_added += 1,
+            (false, true) => report.agents_removed += 1,
+            _ => {}
         }
     }
     Ok(())

@@ -395,6 +395,10 @@ pub struct ProfileImportResponse {
     pub kept_local: usize,
     /// Local preferences removed by newer incoming removals.
     pub deleted: usize,
+    /// Agents left with no preferences by those removals, removed as well (an agent removed on
+    /// the other machine).
+    #[serde(default)]
+    pub agents_removed: usize,
     /// Rows refused (bad category, bad rule, unknown agent, ...).
     pub rejected: Vec<RejectedRow>,
     /// Incoming preferences stamped more than a minute after this machine's clock (the
