@@ -756,11 +756,24 @@ impl IndexSession {
                 }
                 changed = true;
             }
-            self.manifest
-                .files
-                .insert(issue.rel.clone(), FileEntry::not_indexed(issue.reason.clone(), issue.error, 0, 0));
+            match issue.error {
+                true => self.note_error(issue.rel.clone(), issue.reason.clone()),
+                false => {
+                    let entry = FileEntry::not_indexed(issue.reason.clone(), false, 0, 0);
+                    self.manifest.files.insert(issue.rel.clone(), entry);
+                }
+            }
         }
         Ok(changed)
+    }
+
+    /// Records a file this run could not read. A new or changed reason is saved even when
+    /// nothing else changed: without it, a file (or folder) that became unreadable was named
+    /// by that run's summary only, never by `docdex status`.
+    fn note_error(&mut self, rel: String, reason: String) {
+        let known = self.manifest.files.get(&rel).is_some_and(|e| e.error && e.skipped.as_deref() == Some(&reason));
+        self.manifest_dirty |= !known;
+        self.manifest.files.insert(rel, FileEntry::not_indexed(reason, true, 0, 0));
     }
 
     /// Reads, parses and indexes the planned files in parallel, committing every
@@ -1143,7 +1156,7 @@ impl IndexSession {
                     }
                     self.forget_code(&rel);
                 }
-                self.manifest.files.insert(rel, FileEntry::not_indexed(reason, true, 0, 0));
+                self.note_error(rel, reason);
                 was_indexed
             }
         }

@@ -189,8 +189,9 @@ fn visit(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>, out: &Mute
     let entry = match entry {
         Ok(e) => e,
         Err(err) => {
-            let rel = error_path(&err).map(|p| rel_path(root, &p)).unwrap_or_default();
-            push_issue(out, WalkIssue { rel, reason: err.to_string(), error: true });
+            let path = error_path(&err);
+            let rel = path.as_ref().map(|p| rel_path(root, p)).unwrap_or_default();
+            push_issue(out, WalkIssue { rel, reason: error_reason(&err, path.as_deref()), error: true });
             return;
         }
     };
@@ -237,6 +238,23 @@ fn visit(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>, out: &Mute
 fn push_issue(out: &Mutex<WalkOutput>, issue: WalkIssue) {
     if let Ok(mut o) = out.lock() {
         o.issues.push(issue);
+    }
+}
+
+/// Why an entry could not be walked, without the absolute path the walker's message repeats
+/// (the issue names the entry): `unreadable directory: Permission denied (os error 13)`, so
+/// `docdex status` counts it with the unreadable files.
+fn error_reason(err: &ignore::Error, path: Option<&Path>) -> String {
+    let mut inner = err;
+    while let ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } = inner {
+        inner = err;
+    }
+    match inner {
+        ignore::Error::Io(e) => {
+            let dir = path.and_then(|p| p.symlink_metadata().ok()).is_some_and(|m| m.is_dir());
+            format!("{}: {e}", if dir { "unreadable directory" } else { "unreadable" })
+        }
+        _ => err.to_string(),
     }
 }
 

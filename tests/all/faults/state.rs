@@ -1,5 +1,6 @@
-//! A state directory docdex may not write (a read-only mount, another owner, `chmod -w`): the
-//! run fails before it touches anything, saying which path and what to do; nothing is deleted.
+//! Permissions: a state directory docdex may not write (a read-only mount, another owner,
+//! `chmod -w`) fails the run before it touches anything, saying which path and what to do,
+//! deleting nothing; repository files and folders docdex may not read are listed by status.
 
 use crate::util::{write, Env};
 use std::os::unix::fs::PermissionsExt;
@@ -75,4 +76,43 @@ fn a_read_only_state_directory_fails_the_run_clearly_and_deletes_nothing() {
     assert!(run(&["index", "--repo", r]).status.success());
     let out = run(&["search", "--repo", r, "okapi_second", "--json"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("src/lib.rs"));
+}
+
+#[test]
+fn files_and_folders_docdex_may_not_read_are_listed_by_status() {
+    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: no setpriv to run docdex as another user");
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/lib.rs", "pub fn okapi() {}\n");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir_all(env.home()).unwrap();
+        chown_tree(env.dir.path());
+    }
+    let run =
+        |args: &[&str]| super::watcher::docdex_as(true).args(args).env("DOCDEX_HOME", env.home()).output().unwrap();
+    let r = repo.to_str().unwrap();
+    assert!(run(&["index", "--repo", r]).status.success());
+
+    // Made by another user (a container, sudo), and nothing else changes in the next run.
+    write(&repo, "secret.txt", "okapi secret\n");
+    write(&repo, "pgdata/base/1", "okapi row\n");
+    std::fs::set_permissions(repo.join("secret.txt"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(repo.join("pgdata"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let out = run(&["index", "--repo", r]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("secret.txt") && said.contains("pgdata"), "{said}");
+    let out = run(&["status", "--repo", r, "--json"]);
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = status["warnings"].to_string();
+    assert!(
+        warnings.contains("secret.txt: unreadable: Permission denied")
+            && warnings.contains("pgdata: unreadable directory: Permission denied"),
+        "{warnings}"
+    );
+    std::fs::set_permissions(repo.join("pgdata"), std::fs::Permissions::from_mode(0o755)).unwrap();
 }
