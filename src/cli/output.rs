@@ -130,15 +130,20 @@ pub fn stdout_closed() -> bool {
     STDOUT_CLOSED.load(Ordering::Relaxed)
 }
 
-/// `line` with its control characters (tab aside) written out as `\u{1b}`, for printing text
-/// docdex did not write (repository files, memories) to what may be a terminal: printed raw,
-/// an escape sequence would act on it (clear it, retitle it, set the clipboard) and a carriage
-/// return would hide what precedes it. One line: a newline in `line` is escaped too. `--json`
-/// stays exact.
+/// Whether a terminal would act on `c` rather than show it: a control character, or a
+/// bidirectional override or isolate (U+202A-U+202E, U+2066-U+2069), which reorders what
+/// follows on screen ("Trojan Source": `x\u{202e}sr.exe` reads as `xexe.rs`).
+fn acts(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `line` with what a terminal would act on ([`acts`]; tab aside) written out as `\u{1b}`,
+/// for printing text docdex did not write (repository files, memories) to what may be a
+/// terminal: printed raw, an escape sequence would act on it (clear it, retitle it, set the
+/// clipboard), a carriage return would hide what precedes it and a bidi override reorder it.
+/// One line: a newline in `line` is escaped too. `--json` stays exact.
 pub fn visible(line: &str) -> String {
-    line.chars()
-        .map(|c| if c.is_control() && c != '\t' { c.escape_default().collect() } else { c.to_string() })
-        .collect()
+    line.chars().map(|c| if acts(c) && c != '\t' { c.escape_default().collect() } else { c.to_string() }).collect()
 }
 
 /// `s` as it may reach a terminal: docdex's own color codes (`ESC [`, digits and `;`, `m`) kept
@@ -147,7 +152,7 @@ pub fn visible(line: &str) -> String {
 /// escaped where a line takes it in ([`visible`], [`shown`], [`Out::paint`]); uncolored, the
 /// guard alone escapes everything.
 pub fn guard(s: &str, color: bool) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    let unsafe_char = |c: char| acts(c) && c != '\n' && c != '\t';
     if !s.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(s);
     }
@@ -190,7 +195,7 @@ pub fn shown(p: &std::path::Path) -> String {
 /// newlines are kept.
 pub fn visible_text(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_control() && c != '\t' && c != '\n' { c.escape_default().collect() } else { c.to_string() })
+        .map(|c| if acts(c) && c != '\t' && c != '\n' { c.escape_default().collect() } else { c.to_string() })
         .collect()
 }
 
@@ -587,5 +592,15 @@ mod tests {
         // Uncolored output has no escape of its own to keep.
         assert_eq!(guard("\x1b[0mx\n", false), "\\u{1b}[0mx\n");
         assert!(matches!(guard("plain\ttext\n", true), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn bidi_overrides_are_shown_and_right_to_left_text_is_not_touched() {
+        use super::{visible, visible_text};
+        // Shown raw, `x\u{202e}sr.exe` reads `xexe.rs` on screen.
+        assert_eq!(visible("x\u{202e}sr.exe"), "x\\u{202e}sr.exe");
+        assert_eq!(visible_text("a\u{2066}b\n\u{2069}"), "a\\u{2066}b\n\\u{2069}");
+        assert_eq!(guard("a\u{202d}b", true), "a\\u{202d}b");
+        assert_eq!(visible("שלום עולם مرحبا"), "שלום עולם مرحبا");
     }
 }

@@ -151,3 +151,23 @@ fn hook_install_and_uninstall_show_a_repository_name_with_an_escape_sequence() {
         shown_not_obeyed(args, &text);
     }
 }
+
+#[test]
+fn a_bidi_override_in_a_file_or_its_name_is_shown_not_obeyed() {
+    // "Trojan Source": U+202E reverses what follows on screen, so `x<RLO>sr.exe` read as
+    // `xexe.rs` in a heading, and code read otherwise than it runs in a snippet.
+    let env = Env::new();
+    let repo = env.repo("bidi");
+    write(&repo, "x\u{202e}sr.exe.rs", "fn kiwi_access() { let admin = \"user\u{202e} \u{2066}// check\u{2069}\"; }\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    for args in [&["search", "--repo", r, "kiwi_access"][..], &["symbols", "--repo", r, "kiwi_access"][..]] {
+        let out = env.run(args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{args:?}: {text}");
+        assert!(!text.contains('\u{202e}') && !text.contains('\u{2066}'), "{args:?}: {text:?}");
+        assert!(text.contains("x\\u{202e}sr.exe.rs"), "{args:?}: {text}");
+    }
+    let (_, text) = colored(&env, &["search", "--repo", r, "kiwi_access"]);
+    assert!(text.contains("user\\u{202e} \\u{2066}// check\\u{2069}"), "{text}");
+}
