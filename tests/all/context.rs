@@ -422,3 +422,16 @@ fn a_changed_submodule_is_left_out_and_the_note_says_submodules() {
     // The note's reasons were hidden, ignored, large, links and binaries: none of them fits.
     assert!(p.notes.iter().any(|n| n.contains("left out") && n.contains("submodules")), "{:?}", p.notes);
 }
+
+#[test]
+fn a_changed_file_whose_name_is_not_utf8_is_left_out_for_a_reason_the_note_names() {
+    // Its name (read lossily from git) matched no file, so it was left out under a note listing
+    // hidden, ignored, too large, links, binaries and submodules: none of which it was.
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let (repo, engine) = fixture(&env);
+    std::fs::write(repo.join(std::ffi::OsStr::from_bytes(b"bad\xffname.py")), "def kiwi():\n    pass\n").unwrap();
+    let p = pack(&engine, &repo, "kiwi", None, 2000);
+    let note = p.notes.iter().find(|n| n.contains("left out")).unwrap_or_else(|| panic!("{:?}", p.notes));
+    assert!(note.contains("names not UTF-8"), "{note}");
+}

@@ -136,7 +136,7 @@ impl Engine {
         let mut files = if self.config().privacy.redact_snippets { Files::masked(&repo) } else { Files::new(&repo) };
         if left_out > 0 {
             pack.notes.push(format!(
-                "{} left out: hidden, ignored or excluded (`.gitignore`, `.docdexignore`, `[index] exclude`), too large (`[index] max_file_size_bytes`), symbolic links (never followed), untracked binaries or submodules",
+                "{} left out: hidden, ignored or excluded (`.gitignore`, `.docdexignore`, `[index] exclude`), over `[index] max_file_size_bytes`, symbolic links, untracked binaries, submodules or names not UTF-8",
                 crate::engine::fsutil::count(left_out, "changed file")
             ));
         }
