@@ -19,7 +19,6 @@
 
 pub(crate) mod changes;
 mod render;
-pub(crate) use render::fence;
 pub mod types;
 
 pub use render::render_markdown;

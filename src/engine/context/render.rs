@@ -2,6 +2,7 @@
 //! default, and exactly the text whose tokens the budget counts.
 
 use super::types::{ChangeState, ContextPack, ContextSnippet};
+use crate::engine::waterfall::context::fence;
 
 /// Changed files listed in the heading at most.
 const MAX_LISTED_CHANGES: usize = 50;
@@ -67,18 +68,6 @@ pub fn block(s: &ContextSnippet) -> String {
         s.reason,
         s.text.trim_end_matches('\n')
     )
-}
-
-/// A fence longer than any backtick run inside `text`, so code never closes it early (context
-/// packs and the chat prompt both quote code in Markdown).
-pub(crate) fn fence(text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    "`".repeat(longest.max(2) + 1)
 }
 
 /// Notes shown in the Markdown at most (the JSON has them all).

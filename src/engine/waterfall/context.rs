@@ -8,7 +8,6 @@ use super::budget::Piece;
 use super::diff::FileDiff;
 use super::sources::{Neighbour, RecalledMemory};
 use super::types::{ChatSource, Slot};
-use crate::engine::context::fence;
 use crate::engine::index::files::language;
 use crate::engine::llm::{ChatMessage, Role};
 use crate::engine::profiles::types::{Category, PreferenceHit, ProjectMap};
@@ -510,6 +509,18 @@ pub fn mark_cited(sources: &mut [ChatSource], answer: &str) {
     for s in sources {
         s.cited = answer.contains(&s.citation) || s.path.as_deref().is_some_and(|p| answer.contains(p));
     }
+}
+
+/// A fence longer than any backtick run inside `text`, so code never closes it early (context
+/// packs and the chat prompt both quote code in Markdown).
+pub(crate) fn fence(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    "`".repeat(longest.max(2) + 1)
 }
 
 #[cfg(test)]
