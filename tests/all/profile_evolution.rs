@@ -355,6 +355,15 @@ fn without_a_model_a_question_is_not_learnt() {
     assert_eq!((out.action, out.decided_by), (EvolutionAction::Ignore, DecidedBy::Fallback), "{out:?}");
     assert!(out.reasoning.contains("a question"), "{}", out.reasoning);
     assert_eq!(count(&engine, "team"), before, "nothing written");
+    // A question that does not end the message, or a request, is a question too: only the
+    // message's end was looked at, so these were added as preferences (and a chat message
+    // such as "Show me where we use redis" was handed to the pipeline as one).
+    for asked in ["Why do we use lodash? Explain the trade-offs.", "Show me where we use redis"] {
+        let out = learn(&engine, "team", asked);
+        assert_eq!(out.action, EvolutionAction::Ignore, "{asked}: {out:?}");
+        assert!(!docdex::engine::protocol::carries_preference(asked), "{asked}");
+    }
+    assert_eq!(count(&engine, "team"), before, "nothing written");
     let out = learn(&engine, "team", "We use tabs for indentation");
     assert_eq!(out.action, EvolutionAction::Add, "{out:?}");
 }

@@ -340,7 +340,7 @@ impl Engine {
                 || (h.similarity_score >= DUPLICATE_SIMILARITY && !policy::opposed(p, &req.preference))
         });
         // Nobody can ask whether a question was meant as a rule: it is not written down as one.
-        if req.preference.trim_end().ends_with('?') {
+        if policy::asks(&req.preference) {
             return Decision {
                 action: EvolutionAction::Ignore,
                 target: None,

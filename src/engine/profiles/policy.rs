@@ -217,11 +217,78 @@ pub fn classify(text: &str) -> Category {
     Category::Style
 }
 
+/// Words that open a question, or a request to the assistant, rather than a statement.
+const ASKING: &[&str] = &[
+    "why",
+    "how",
+    "what",
+    "what's",
+    "whats",
+    "where",
+    "when",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "can",
+    "could",
+    "would",
+    "should",
+    "shall",
+    "do",
+    "does",
+    "did",
+    "is",
+    "are",
+    "was",
+    "were",
+    "will",
+    "may",
+    "might",
+    "explain",
+    "show",
+    "tell",
+    "describe",
+    "find",
+    "list",
+    "give",
+    "help",
+    "summarize",
+    "summarise",
+    "compare",
+    "walk",
+];
+
+/// True when some sentence of `text` asks something: it ends with `?`, or opens with a
+/// question word or a request ("why do we use moment? explain the trade-offs", "show me where
+/// we use redis"). Only the message's end was looked at, so such a message, which names a
+/// preference's words, was learnt as a preference whenever no model could say otherwise.
+pub fn asks(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    let mut rest = lower.as_str();
+    while !rest.trim().is_empty() {
+        let end = rest.find(['.', '!', '?', '\n', ';']).unwrap_or(rest.len());
+        let sentence = &rest[..end];
+        if rest[end..].starts_with('?') {
+            return true;
+        }
+        let w = words(sentence);
+        let first = w.first().map_or("", String::as_str);
+        // "Do not use lodash" instructs; "do we use lodash" asks.
+        let instructs = first == "do" && w.get(1).is_some_and(|x| x == "not");
+        if ASKING.contains(&first) && !instructs {
+            return true;
+        }
+        rest = rest.get(end + 1..).unwrap_or("");
+    }
+    false
+}
+
 /// True when a chat message states a preference ("we're switching to vitest", "never use any
-/// here", "I prefer tabs") rather than asking something.
+/// here", "I prefer tabs") rather than asking something (see [`asks`]).
 pub fn carries_preference(text: &str) -> bool {
     let t = text.trim().to_lowercase();
-    if t.is_empty() || t.ends_with('?') || t.len() > 2000 {
+    if t.is_empty() || t.len() > 2000 || asks(&t) {
         return false;
     }
     const MARKERS: &[&str] = &[
@@ -329,5 +396,10 @@ mod tests {
         assert!(carries_preference("From now on, never use default exports"));
         assert!(!carries_preference("Should I always use vitest?"));
         assert!(!carries_preference("How are sessions expired"));
+        assert!(!carries_preference("Why do we use moment? Explain the trade-offs."));
+        assert!(!carries_preference("Show me where we use redis"));
+        assert!(!carries_preference("We use redis. How do I invalidate the user cache"));
+        assert!(carries_preference("Use tabs. We prefer them over spaces!"));
+        assert!(carries_preference("Do not use lodash; we use the standard library"));
     }
 }
