@@ -462,8 +462,10 @@ fn hook_args(home: Option<&Path>, agent: Option<&str>) -> String {
 }
 
 /// The hook script: run the kept hook first, then `docdex hook pre-commit`; a missing
-/// docdex binary fails open too.
-fn script(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
+/// docdex binary fails open too. `exe` names this machine's binary (and `home` goes in as
+/// `--home`); `None` for a hook in the work tree, which the team commits: it then finds
+/// docdex as the husky block does ([`find_docdex`]).
+fn script(exe: Option<&Path>, home: Option<&Path>, agent: Option<&str>) -> String {
     format!(
         "#!/bin/sh\n\
          {MARKER}\n\
@@ -480,16 +482,40 @@ fn script(exe: &Path, home: Option<&Path>, agent: Option<&str>) -> String {
          \x20   *) \"$kept\" \"$@\" || exit $? ;;\n\
          \x20 esac\n\
          fi\n\
-         docdex={exe}\n\
-         if [ ! -x \"$docdex\" ]; then docdex=$(command -v docdex || true); fi\n\
-         if [ -z \"$docdex\" ]; then\n\
-         \x20 echo \"docdex not found; skipping semantic checks\" >&2\n\
-         \x20 exit 0\n\
-         fi\n\
-         exec \"$docdex\"{args}\n",
-        exe = quote(&exe.to_string_lossy()),
-        args = hook_args(home, agent),
+         {run}",
+        run = match exe {
+            Some(exe) => format!(
+                "docdex={exe}\n\
+                 if [ ! -x \"$docdex\" ]; then docdex=$(command -v docdex || true); fi\n\
+                 if [ -z \"$docdex\" ]; then\n\
+                 \x20 echo \"docdex not found; skipping semantic checks\" >&2\n\
+                 \x20 exit 0\n\
+                 fi\n\
+                 exec \"$docdex\"{args}\n",
+                exe = quote(&exe.to_string_lossy()),
+                args = hook_args(home, agent),
+            ),
+            None => format!(
+                "{find}\
+                 if [ -z \"$docdex_exe\" ] || [ ! -x \"$docdex_exe\" ]; then\n\
+                 \x20 echo \"{MISSING}\" >&2\n\
+                 \x20 exit 0\n\
+                 fi\n\
+                 docdex_home=$(git config --get docdex.home || true)\n\
+                 exec \"$docdex_exe\" ${{docdex_home:+--home \"$docdex_home\"}}{args}\n",
+                find = find_docdex(),
+                args = hook_args(None, agent),
+            ),
+        },
     )
+}
+
+/// Shell lines setting `docdex_exe` without naming this machine's paths: the docdex on
+/// `PATH`, else the one this clone's `git config docdex.path` names ([`set_clone_config`]).
+fn find_docdex() -> &'static str {
+    "# It runs the docdex on PATH, else the one `git config docdex.path` names in this clone.\n\
+     docdex_exe=$(command -v docdex || true)\n\
+     [ -n \"$docdex_exe\" ] || docdex_exe=$(git config --get docdex.path || true)\n"
 }
 
 /// docdex's check as lines appended to a husky user hook (run by `sh -e`, after the user's
@@ -501,9 +527,7 @@ fn block(agent: Option<&str>) -> String {
         "{BLOCK_BEGIN}\n\
          # The docdex semantic gatekeeper (docs/PROFILES.md), added by `docdex hook install` here,\n\
          # where husky keeps the user's hook and never rewrites it; `docdex hook uninstall` removes it.\n\
-         # It runs the docdex on PATH, else the one `git config docdex.path` names in this clone.\n\
-         docdex_exe=$(command -v docdex || true)\n\
-         [ -n \"$docdex_exe\" ] || docdex_exe=$(git config --get docdex.path || true)\n\
+         {find}\
          if [ -n \"$docdex_exe\" ] && [ -x \"$docdex_exe\" ]; then\n\
          \x20 docdex_home=$(git config --get docdex.home || true)\n\
          \x20 \"$docdex_exe\" ${{docdex_home:+--home \"$docdex_home\"}}{args} || exit $?\n\
@@ -511,6 +535,7 @@ fn block(agent: Option<&str>) -> String {
          \x20 echo \"{MISSING}\" >&2\n\
          fi\n\
          {BLOCK_END}\n",
+        find = find_docdex(),
         args = hook_args(None, agent),
     )
 }
@@ -610,6 +635,17 @@ fn refuse_tracked(root: &Path, hook: &Path) -> anyhow::Result<()> {
 /// A hooks directory outside both the work tree and the repository's git directory is a
 /// `core.hooksPath` shared by other repositories (often set globally): installing "in this
 /// repository" then changes every one of them, which the user should hear.
+/// Whether the hooks directory `dir` lies in the work tree, outside the git directory: its
+/// files are the repository's to commit.
+fn in_work_tree(root: &Path, dir: &Path) -> bool {
+    let Ok(common) = git(Some(root), &["rev-parse", "--path-format=absolute", "--git-common-dir"]) else {
+        return false;
+    };
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let d = real(dir);
+    d.starts_with(real(root)) && !d.starts_with(real(&git_path(&common)))
+}
+
 fn shared_hooks_note(root: &Path, dir: &Path) -> Option<String> {
     let common = git(Some(root), &["rev-parse", "--path-format=absolute", "--git-common-dir"]).ok()?;
     let common = git_path(&common);
@@ -640,6 +676,12 @@ fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<
     if let Some(note) = shared_hooks_note(&root, &dir) {
         out.note(&note);
     }
+    // A hooks directory in the work tree (`.githooks`) is committed with the repository: the
+    // script there named this machine's binary and home, as the husky block did.
+    let shared = in_work_tree(&root, &dir);
+    if shared {
+        set_clone_config(&root, &exe, home.as_deref())?;
+    }
     // A link, even a dangling one, is someone's hook: kept, never written through.
     if present(&hook) && !is_ours(&hook) {
         if present(&kept) {
@@ -648,10 +690,16 @@ fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<
         std::fs::rename(&hook, &kept).with_context(|| format!("keeping {}", hook.display()))?;
         out.line(&format!("kept the existing hook as {} (it runs first)", shown(&kept)));
     }
-    std::fs::write(&hook, script(&exe, home.as_deref(), args.agent.as_deref()))
+    std::fs::write(&hook, script((!shared).then_some(exe.as_path()), home.as_deref(), args.agent.as_deref()))
         .with_context(|| format!("writing {}", hook.display()))?;
     make_executable(&hook)?;
     out.line(&format!("installed {}", shown(&hook)));
+    if shared {
+        out.note(&format!(
+            "{} is in the work tree: commit it to give everyone the check (it names no path of this machine: each clone runs the docdex on its PATH, and says the check was skipped where there is none)",
+            shown(&hook)
+        ));
+    }
     Ok(())
 }
 
@@ -698,7 +746,9 @@ fn uninstall(out: &Out, args: UninstallArgs) -> anyhow::Result<()> {
     let mut removed = remove_script(out, &dir)?;
     if let Some(user_dir) = husky_dir(&dir) {
         removed |= remove_block(out, &root, &user_dir.join("pre-commit"))?;
-        // The clone's settings for the block go with it (git exits 128 when there are none).
+    }
+    if removed {
+        // The clone's settings for a shared hook go with it (git exits 128 when there are none).
         let _ = git(Some(&root), &["config", "--remove-section", "docdex"]);
     }
     if !removed {

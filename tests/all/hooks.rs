@@ -856,3 +856,35 @@ fn a_husky_hook_ending_in_exit_or_exec_still_runs_docdex_check() {
         assert_eq!(std::fs::read_to_string(repo.join(".husky/pre-commit")).unwrap(), user_hook, "{name}");
     }
 }
+
+#[test]
+fn a_hook_in_a_hooks_directory_in_the_work_tree_names_no_machine_path() {
+    // `core.hooksPath .githooks`: the hook is the team's file to commit, and named this
+    // machine's binary and home as the husky block did.
+    let env = Env::new();
+    let repo = env.repo("githooks");
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    assert!(git(&repo, &["config", "core.hooksPath", ".githooks"], &env, &[]).status.success());
+    let home = env.home();
+    let out = env.run(&["--home", home.to_str().unwrap(), "hook", "install", "--repo", repo.to_str().unwrap()]);
+    assert!(out.status.success() && text(&out).contains("is in the work tree: commit it"), "{}", text(&out));
+    let hook = std::fs::read_to_string(repo.join(".githooks/pre-commit")).unwrap();
+    assert!(!hook.contains(env!("CARGO_BIN_EXE_docdex")) && !hook.contains(env.dir.path().to_str().unwrap()), "{hook}");
+    let dead = dead_url();
+    let bare_path = "/usr/local/bin:/usr/bin:/bin";
+    // Here, off PATH: this clone's git config docdex.path runs it.
+    write(&repo, "a.txt", "a\n");
+    git(&repo, &["add", "-A"], &env, &[]);
+    let out = git(&repo, &["commit", "-q", "-m", "one"], &env, &[("DOCDEX_URL", &dead), ("PATH", bare_path)]);
+    assert!(out.status.success() && text(&out).contains("docdex daemon not found"), "{}", text(&out));
+    // A clone without docdex: the commit goes through, saying why the check was skipped.
+    let clone = env.dir.path().join("clone");
+    git(env.dir.path(), &["clone", "-q", repo.to_str().unwrap(), clone.to_str().unwrap()], &env, &[]);
+    assert!(git(&clone, &["config", "core.hooksPath", ".githooks"], &env, &[]).status.success());
+    write(&clone, "b.txt", "b\n");
+    git(&clone, &["add", "b.txt"], &env, &[]);
+    let out = git(&clone, &["commit", "-q", "-m", "two"], &env, &[("DOCDEX_URL", &dead), ("PATH", bare_path)]);
+    assert!(out.status.success() && text(&out).contains("docdex: not on PATH"), "{}", text(&out));
+    assert!(env.run(&["hook", "uninstall", "--repo", repo.to_str().unwrap()]).status.success());
+    assert_eq!(text(&git(&repo, &["config", "--get", "docdex.path"], &env, &[])), "");
+}
