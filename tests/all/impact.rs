@@ -1471,3 +1471,51 @@ fn js_subpath_imports_resolve_through_the_nearest_package_imports() {
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].starts_with("svc/src/app/main.js:3 #nothing"), "{lines:?}");
 }
+
+/// Type-only imports (TypeScript `import type` / `export type ... from`, Python imports under
+/// `if TYPE_CHECKING:`) are how those languages break an import cycle, yet they counted as
+/// cycle edges: `graph cycles`, `in_cycle` and a `no-import-cycles` rule flagged the fixed
+/// code. They stay edges (kind `type_import`: a type change still reaches the importer) but
+/// close no cycle; a pair also imported at run time keeps its run-time edge, and the `else` of
+/// `if TYPE_CHECKING:` runs, so it still counts.
+#[test]
+fn type_only_imports_are_edges_but_close_no_cycle() {
+    let env = Env::new();
+    let repo = env.repo("types");
+    write(&repo, "pkg/__init__.py", "");
+    write(
+        &repo,
+        "pkg/a.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.b import B\n\nclass A:\n    pass\n",
+    );
+    write(&repo, "pkg/b.py", "from pkg.a import A\n\nclass B(A):\n    pass\n");
+    write(
+        &repo,
+        "pkg/c.py",
+        "import typing\nif typing.TYPE_CHECKING:\n    import pkg.d\nelse:\n    from pkg import d\n",
+    );
+    write(&repo, "pkg/d.py", "from pkg import c\n");
+    write(
+        &repo,
+        "ts/x.ts",
+        "import type { Y } from './y';\nexport type { Z } from './z';\nexport interface X { y: Y }\n",
+    );
+    write(&repo, "ts/y.ts", "import { X } from './x';\nexport class Y { x?: X }\n");
+    write(&repo, "ts/z.ts", "import type { Y } from './y';\nimport { X } from './x';\nexport interface Z { x: X }\n");
+    write(&repo, "ts/w.ts", "import type { V } from './v';\nimport { v } from './v';\nexport const w = v;\n");
+    write(&repo, "ts/v.ts", "import { w } from './w';\nexport const v = 1; export type V = number;\n");
+    let g = build_dir(&repo);
+    let kind = |s: &str, t: &str| {
+        g.edges.iter().find(|e| e.source == s && e.target == t).map(|e| e.kind.clone()).unwrap_or_default()
+    };
+    assert_eq!(kind("pkg/a.py", "pkg/b.py"), "type_import");
+    assert_eq!(kind("ts/x.ts", "ts/y.ts"), "type_import");
+    assert_eq!(kind("ts/x.ts", "ts/z.ts"), "type_import");
+    assert_eq!(kind("pkg/c.py", "pkg/d.py"), "from", "the else branch is a run-time import");
+    assert_eq!(kind("ts/w.ts", "ts/v.ts"), "import", "a run-time import of the pair wins");
+    assert_eq!(
+        cycle_sets(&g),
+        vec![vec!["pkg/c.py", "pkg/d.py"], vec!["ts/v.ts", "ts/w.ts"]],
+        "only the loops imported at run time"
+    );
+}

@@ -441,7 +441,7 @@ fn push_resolution(
             source: file.path.clone(),
             target: format!("{EXTERNAL_PREFIX}{package}"),
             external: true,
-            kind: imp.kind.clone(),
+            kind: edge_kind(imp),
             method: Method::Static,
             confidence: 1.0,
             line: imp.line,
@@ -456,6 +456,15 @@ fn push_resolution(
             reason,
             expr: imp.expr.clone(),
         }),
+    }
+}
+
+/// An edge's kind: the statement's, or [`kind::TYPE_IMPORT`] for a type-only import.
+fn edge_kind(imp: &RawImport) -> String {
+    if imp.type_only {
+        super::imports::kind::TYPE_IMPORT.to_string()
+    } else {
+        imp.kind.clone()
     }
 }
 
@@ -475,7 +484,7 @@ fn push_targets(
             source: file.path.clone(),
             target: t.path,
             external: false,
-            kind: imp.kind.clone(),
+            kind: edge_kind(imp),
             method: t.method,
             confidence: t.confidence.clamp(0.0, 1.0),
             line: imp.line,
@@ -490,9 +499,13 @@ fn push_targets(
 /// [`find_cycles`], which leaves declarations out, and a real loop of `use`s went unreported.
 fn dedupe(mut edges: Vec<Edge>) -> Vec<Edge> {
     let declares = |e: &Edge| DECLARATIONS.contains(&e.kind.as_str());
+    // A pair imported at run time somewhere keeps that edge over a type-only one, however
+    // confident: the run-time import is what can close a cycle.
+    let types = |e: &Edge| e.kind == super::imports::kind::TYPE_IMPORT;
     edges.sort_by(|a, b| {
         (&a.source, &a.target)
             .cmp(&(&b.source, &b.target))
+            .then(types(a).cmp(&types(b)))
             .then(b.confidence.total_cmp(&a.confidence))
             .then(declares(a).cmp(&declares(b)))
             .then(a.line.cmp(&b.line))
@@ -509,6 +522,13 @@ pub const DECLARATIONS: [&str; 4] = [
     super::imports::kind::PART_OF,
 ];
 
+/// Whether an edge can close an import cycle: a file edge that is neither a module declaration
+/// ([`DECLARATIONS`]) nor a type-only import (TypeScript `import type`, Python's `if
+/// TYPE_CHECKING:`), the very way those languages break a cycle.
+fn counts_for_cycles(e: &Edge) -> bool {
+    !e.external && !DECLARATIONS.contains(&e.kind.as_str()) && e.kind != super::imports::kind::TYPE_IMPORT
+}
+
 /// Import cycles: the strongly connected components of the file edges with more than one
 /// file, largest first, each with one concrete loop.
 ///
@@ -523,7 +543,7 @@ pub const DECLARATIONS: [&str; 4] = [
 pub fn find_cycles(edges: &[Edge]) -> Vec<Cycle> {
     let mut g: DiGraph<&str, ()> = DiGraph::new();
     let mut ids: HashMap<&str, NodeIndex> = HashMap::new();
-    for e in edges.iter().filter(|e| !e.external && !DECLARATIONS.contains(&e.kind.as_str())) {
+    for e in edges.iter().filter(|e| counts_for_cycles(e)) {
         let s = *ids.entry(e.source.as_str()).or_insert_with(|| g.add_node(e.source.as_str()));
         let t = *ids.entry(e.target.as_str()).or_insert_with(|| g.add_node(e.target.as_str()));
         g.add_edge(s, t, ());
@@ -601,12 +621,8 @@ pub fn loop_paths_through<'a>(edges: &'a [Edge], cycle: &Cycle, files: &[&str]) 
     let members: HashSet<&str> = cycle.files.iter().map(String::as_str).collect();
     let mut g: DiGraph<&str, ()> = DiGraph::new();
     let mut ids: HashMap<&str, NodeIndex> = HashMap::new();
-    let inside = |e: &&Edge| {
-        !e.external
-            && !DECLARATIONS.contains(&e.kind.as_str())
-            && members.contains(e.source.as_str())
-            && members.contains(e.target.as_str())
-    };
+    let inside =
+        |e: &&Edge| counts_for_cycles(e) && members.contains(e.source.as_str()) && members.contains(e.target.as_str());
     for e in edges.iter().filter(inside) {
         let s = *ids.entry(e.source.as_str()).or_insert_with(|| g.add_node(e.source.as_str()));
         let t = *ids.entry(e.target.as_str()).or_insert_with(|| g.add_node(e.target.as_str()));

@@ -65,6 +65,11 @@ pub struct RawImport {
     /// For dynamic imports: the argument expression as written (for diagnostics).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub expr: String,
+    /// Read only by the type checker, gone at run time: TypeScript `import type` / `export type
+    /// ... from`, Python imports under `if TYPE_CHECKING:`. Their edges are
+    /// [`kind::TYPE_IMPORT`], which no import cycle counts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub type_only: bool,
 }
 
 impl RawImport {
@@ -107,6 +112,9 @@ pub mod kind {
     pub const INCLUDE: &str = "include";
     /// C/C++ `#include <x>`.
     pub const INCLUDE_SYSTEM: &str = "include_system";
+    /// The kind of an edge whose import is type-only ([`super::RawImport::type_only`]): that
+    /// is how TypeScript and Python break an import cycle, so cycles leave it out.
+    pub const TYPE_IMPORT: &str = "type_import";
     /// Rust `use`, PHP `use`, C# `using`.
     pub const USE: &str = "use";
     /// Java `import static`, C# `using static`, PHP `use function` / `use const`.

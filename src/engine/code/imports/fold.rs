@@ -116,6 +116,7 @@ impl Folded {
             unresolvable: !self.exact,
             candidates: if self.exact { values.collect() } else { Vec::new() },
             expr: if dynamic || !self.exact { expr.chars().take(200).collect() } else { String::new() },
+            type_only: false,
         }
     }
 }

@@ -8,6 +8,14 @@ use super::syntax::{self, line, named_children, Src, MAX_FOLD_DEPTH};
 use super::{kind, RawImport};
 use tree_sitter::Node;
 
+/// `import type {..} from` / `export type {..} from`: the statement's own `type` keyword
+/// (TypeScript erases the import; `import {type A}` per name is not followed).
+fn is_type_only(statement: Node) -> bool {
+    let mut c = statement.walk();
+    let found = statement.children(&mut c).any(|k| !k.is_named() && k.kind() == "type");
+    found
+}
+
 pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
     let mut out = Vec::new();
     // Import and re-export statements are module-level (inside error nodes when the file has
@@ -18,6 +26,7 @@ pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
             if let Some(source) = n.child_by_field_name("source") {
                 let mut imp = RawImport::new(kind::IMPORT, string_value(source, src), line(n));
                 imp.names = imported_names(n, src);
+                imp.type_only = is_type_only(n);
                 out.push(imp);
             } else if let Some(req) = named_children(n).into_iter().find(|c| c.kind() == "import_require_clause") {
                 if let Some(source) = req.child_by_field_name("source") {
@@ -28,7 +37,9 @@ pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
         }
         "export_statement" => {
             if let Some(source) = n.child_by_field_name("source") {
-                out.push(RawImport::new(kind::EXPORT, string_value(source, src), line(n)));
+                let mut imp = RawImport::new(kind::EXPORT, string_value(source, src), line(n));
+                imp.type_only = is_type_only(n);
+                out.push(imp);
             }
             false
         }

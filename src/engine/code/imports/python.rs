@@ -40,8 +40,11 @@ pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
     let mut out = Vec::new();
     syntax::walk(root, |n| match n.kind() {
         "import_statement" => {
+            let type_only = under_type_checking(n, src);
             for name in n.children_by_field_name("name", &mut n.walk()) {
-                out.push(RawImport::new(kind::IMPORT, dotted(name, src), line(n)));
+                let mut imp = RawImport::new(kind::IMPORT, dotted(name, src), line(n));
+                imp.type_only = type_only;
+                out.push(imp);
             }
             false
         }
@@ -49,6 +52,7 @@ pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
             let module = n.child_by_field_name("module_name").map(|m| module_text(m, src)).unwrap_or_default();
             let mut imp = RawImport::new(kind::FROM, module, line(n));
             imp.names = n.children_by_field_name("name", &mut n.walk()).map(|c| dotted(c, src)).collect();
+            imp.type_only = under_type_checking(n, src);
             out.push(imp);
             false
         }
@@ -73,6 +77,25 @@ pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
 }
 
 /// The module name of an import clause (`a.b`, or the name of `a.b as c`).
+/// Whether a statement sits in the body of `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`),
+/// which only a type checker runs; its `else` runs and is not such a body.
+fn under_type_checking(statement: Node, src: &Src) -> bool {
+    let mut node = statement;
+    while let Some(parent) = node.parent() {
+        if parent.kind() == "if_statement"
+            && parent.child_by_field_name("consequence").is_some_and(|b| b.id() == node.id())
+            && parent.child_by_field_name("condition").is_some_and(|c| {
+                let text = src.text(c).trim();
+                text == "TYPE_CHECKING" || text.ends_with(".TYPE_CHECKING")
+            })
+        {
+            return true;
+        }
+        node = parent;
+    }
+    false
+}
+
 fn dotted(node: Node, src: &Src) -> String {
     let target = if node.kind() == "aliased_import" { node.child_by_field_name("name").unwrap_or(node) } else { node };
     src.text(target).chars().filter(|c| !c.is_whitespace()).collect()
