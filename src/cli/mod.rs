@@ -805,14 +805,21 @@ fn watch(engine: &Engine, out: &Out, repo: &RepoArg, json: bool) -> anyhow::Resu
     if !json {
         out.note(&format!("watching {} (Ctrl-C to stop)", display_repo(&path)));
     }
+    // The catch-up run (a first index can take minutes) draws the index's bar on a terminal.
+    let bar = progress::Bar::new(!json);
     let report = |r: WatchReport| {
+        if matches!(r, WatchReport::Ready(_)) {
+            bar.finish();
+        }
         output::print_watch(out, &r, json);
         // `docdex watch --json | head -1`: no one reads on, so the watch ends.
         if output::stdout_closed() {
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
         }
     };
-    match engine.watch(&path, &stop, &report) {
+    let result = engine.watch_with_progress(&path, &stop, &report, &bar);
+    bar.finish();
+    match result {
         // Ctrl-C during the catch-up run: what it committed stays.
         Err(crate::Error::IndexStopped { .. }) if stop.load(std::sync::atomic::Ordering::SeqCst) => {
             out.note("stopped before the catch-up run finished; the next run goes on from its last commit")

@@ -4,7 +4,7 @@
 //! (throttling), and search keeps answering from the last commit throughout.
 
 use crate::engine::index::sources::{self, Source};
-use crate::engine::index::types::{IndexProgress, IndexSummary};
+use crate::engine::index::types::{IndexProgress, IndexSummary, ProgressSink};
 use crate::engine::index::walk::DOCDEX_IGNORE;
 use crate::engine::index::{IndexSession, Scope};
 use crate::engine::repos::RepoRef;
@@ -38,6 +38,18 @@ impl Engine {
     /// Watches a repository until `stop` is set, keeping its index current.
     /// Holds the repo's writer for the whole time.
     pub fn watch(&self, repo_path: &std::path::Path, stop: &AtomicBool, report: &dyn Fn(WatchReport)) -> Result<()> {
+        self.watch_with_progress(repo_path, stop, report, &|_: &IndexProgress| {})
+    }
+
+    /// [`Self::watch`], showing the catch-up run's progress on `sink` (a first index of a large
+    /// tree takes minutes, and `docdex watch` said nothing between its start and `ready`).
+    pub fn watch_with_progress(
+        &self,
+        repo_path: &std::path::Path,
+        stop: &AtomicBool,
+        report: &dyn Fn(WatchReport),
+        sink: &dyn ProgressSink,
+    ) -> Result<()> {
         let repo = self.resolve_repo(repo_path)?;
         let root_id = crate::engine::fsutil::dir_identity(&repo.root);
         let mut session = self.open_index_session(&repo, false)?;
@@ -45,7 +57,7 @@ impl Engine {
         // meanwhile (another surface of this process, or another process) must learn that
         // a watcher owns it rather than fail as busy.
         session.status().queued(0, true);
-        let result = self.watch_session(repo, root_id, &mut session, stop, report);
+        let result = self.watch_session(repo, root_id, &mut session, stop, &Watching { report, catch_up: sink });
         session.status().queued(0, false);
         result.and_then(|()| session.finish())
     }
@@ -57,8 +69,9 @@ impl Engine {
         root_id: Option<(u64, u64)>,
         session: &mut IndexSession,
         stop: &AtomicBool,
-        report: &dyn Fn(WatchReport),
+        watching: &Watching,
     ) -> Result<()> {
+        let report = watching.report;
         if let Some(why) = session.verify(true)? {
             report(WatchReport::Failed(format!("the index was damaged ({why}); rebuilding it beside the damaged one")));
         }
@@ -73,15 +86,14 @@ impl Engine {
         follow_sources(&mut debouncer, &[], &sources, report);
         let mut source_dirs = source_identities(&sources);
         let mut sources_checked = std::time::Instant::now();
-        let quiet = |_: &IndexProgress| {};
         // A first index can take a while: a shutdown stops it at the next batch (what it
         // committed stays; the next start goes on from there).
-        let mut summary = session.update_until(&Scope::Full, &quiet, stop)?;
+        let mut summary = session.update_until(&Scope::Full, watching.catch_up, stop)?;
         // Its live generation (the catch-up run may have moved or replaced it).
         let repo = session.repo().clone();
         // Recorded before embedding: the text index is committed and searchable.
         self.record_indexed(&repo, &summary)?;
-        summary.embeddings = Some(self.embed_index(&repo, session, false, &quiet));
+        summary.embeddings = Some(self.embed_index(&repo, session, false, watching.catch_up));
         session.status().queued(0, true);
         report(WatchReport::Ready(summary));
 
@@ -185,6 +197,12 @@ impl Engine {
             Err(e) => report(WatchReport::Failed(e.to_string())),
         }
     }
+}
+
+/// Where a watch reports: its batches, and the catch-up run's progress.
+struct Watching<'a> {
+    report: &'a dyn Fn(WatchReport),
+    catch_up: &'a dyn ProgressSink,
 }
 
 /// The watcher this module runs: notify's recommended backend, debounced.

@@ -240,3 +240,29 @@ fn an_edit_of_git_info_exclude_under_a_watcher_drops_and_restores_what_it_names(
     eventually("it comes back once no longer excluded", || hit_paths(&engine, &repo, "jackalope").len() == 2);
     watcher.stop();
 }
+
+#[test]
+fn docdex_watch_shows_its_catch_up_runs_progress_on_a_terminal() {
+    // `script` gives the command a terminal, as a person running it has.
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no script(1) for a pseudo-terminal");
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("w");
+    for i in 0..4000 {
+        write(&repo, &format!("src/m{}/f{i}.rs", i % 30), format!("fn numbat_{i}() {{}}\n"));
+    }
+    let log = env.dir.path().join("terminal.log");
+    let command = format!(
+        "timeout -s INT 6 {} --home {} watch --repo {}",
+        env!("CARGO_BIN_EXE_docdex"),
+        env.home().display(),
+        repo.display()
+    );
+    let out = std::process::Command::new("script").args(["-qec", &command]).arg(&log).output().unwrap();
+    let screen = String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned();
+    let ready = screen.find("ready:").unwrap_or_else(|| panic!("no ready line: {screen} {out:?}"));
+    let bar = screen.find("files · ETA");
+    assert!(bar.is_some_and(|b| b < ready), "the catch-up drew no progress before ready: {screen}");
+}
