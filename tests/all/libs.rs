@@ -1154,3 +1154,33 @@ fn pypi_reads_the_locked_releases_own_description_from_its_sdist_or_wheel() {
     assert!(search("koalas").unwrap().hits.is_empty(), "another release's description was indexed");
     assert!(search("cassowaries").unwrap().hits.is_empty(), "another release's description was indexed");
 }
+
+/// A package archive over docdex's 32 MiB bound was refused as "more than [web] max_page_bytes
+/// (33554432)", a key the user had not set to that and that does not govern archives.
+#[test]
+fn an_archive_over_its_bound_is_refused_naming_that_bound() {
+    let env = Env::new();
+    let repo = env.repo("hugetar");
+    write(&repo, "package.json", r#"{"dependencies": {"hugepkg": "1.0.0"}}"#);
+    write(&repo, "package-lock.json", r#"{"packages": {"node_modules/hugepkg": {"version": "1.0.0"}}}"#);
+    let (base, _seen) = byte_registry(|path, base| match path {
+        "/npm/hugepkg" => (
+            200,
+            "application/json",
+            format!(
+                r#"{{"versions": {{"1.0.0": {{"dist": {{"tarball": "{base}/npm/hugepkg/-/hugepkg-1.0.0.tgz"}}}}}}}}"#
+            )
+            .into_bytes(),
+        ),
+        "/npm/hugepkg/-/hugepkg-1.0.0.tgz" => (200, "application/octet-stream", vec![0u8; (32 << 20) + 1]),
+        _ => (404, "text/plain", b"not found".to_vec()),
+    });
+    env.write_config(&format!(
+        "[libs]\nnpm_registry_url = \"{base}/npm\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n"
+    ));
+    let v = env.json(&["libs", "fetch", "--repo", repo.to_str().unwrap(), "--json"]);
+    let notes = v["packages"][0]["notes"].to_string();
+    assert!(notes.contains("33554433 bytes is more than docdex's bound on package archives (33554432)"), "{v}");
+    assert!(!notes.contains("max_page_bytes"), "{v}");
+    assert!(v.get("registry_unreachable").is_none(), "a refused archive is an answer: {v}");
+}

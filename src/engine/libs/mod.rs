@@ -363,7 +363,8 @@ fn unreachable(e: &Error) -> bool {
     let answered = m.rsplit_once(": HTTP ").is_some_and(|(_, s)| s.len() == 3 && s.bytes().all(|b| b.is_ascii_digit()))
         || m.contains("not JSON")
         || m.contains("not a text page")
-        || m.contains("max_page_bytes");
+        || m.contains("max_page_bytes")
+        || m.contains("docdex's bound on");
     !answered
 }
 
@@ -413,6 +414,9 @@ mod tests {
         assert!(unreachable(&up("https://docs.rs/x/: timed out after 20 s")));
         assert!(!unreachable(&up("https://docs.rs/x/: HTTP 500")), "an answer");
         assert!(!unreachable(&up("https://registry.npmjs.org/x: not JSON (eof)")));
+        assert!(!unreachable(&up(
+            "https://registry.npmjs.org/x/-/x-1.tgz: 40000000 bytes is more than docdex's bound on package archives (33554432)"
+        )));
         assert!(!unreachable(&Error::NotFound("https://docs.rs/x/: not found (HTTP 404)".into())));
         assert!(!unreachable(&Error::BadRequest("refused by [web] blocklist".into())));
     }

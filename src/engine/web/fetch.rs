@@ -132,7 +132,7 @@ pub async fn get(
     max_bytes: u64,
     timeout: Duration,
 ) -> std::result::Result<Answer, HttpFailure> {
-    let raw = get_bytes(client, policy, url, origin, max_bytes, timeout).await?;
+    let raw = get_bytes(client, policy, url, origin, (max_bytes, "[web] max_page_bytes"), timeout).await?;
     Ok(Answer {
         status: raw.status,
         final_url: raw.final_url,
@@ -142,16 +142,17 @@ pub async fn get(
     })
 }
 
-/// [`get`], with the body kept as bytes (a package archive is not text in any charset).
+/// [`get`], with the body kept as bytes (a package archive is not text in any charset), and
+/// its bound named as messages should name it: `(bytes, "[web] max_page_bytes")`.
 pub async fn get_bytes(
     client: &reqwest::Client,
     policy: &UrlPolicy,
     url: &Url,
     origin: Origin,
-    max_bytes: u64,
+    bound: (u64, &str),
     timeout: Duration,
 ) -> std::result::Result<RawAnswer, HttpFailure> {
-    match tokio::time::timeout(timeout, get_inner(client, policy, url, origin, max_bytes)).await {
+    match tokio::time::timeout(timeout, get_inner(client, policy, url, origin, bound)).await {
         Ok(r) => r,
         Err(_) => Err(HttpFailure::Failed(format!("{url}: timed out after {:.0} s", timeout.as_secs_f64()))),
     }
@@ -162,7 +163,7 @@ async fn get_inner(
     policy: &UrlPolicy,
     url: &Url,
     origin: Origin,
-    max_bytes: u64,
+    (max_bytes, limit): (u64, &str),
 ) -> std::result::Result<RawAnswer, HttpFailure> {
     let first_host = url.host_str().unwrap_or_default().to_string();
     let mut current = url.clone();
@@ -206,9 +207,7 @@ async fn get_inner(
             .and_then(|v| v.trim().parse().ok());
         if let Some(len) = resp.content_length() {
             if len > max_bytes {
-                return Err(HttpFailure::Failed(format!(
-                    "{current}: {len} bytes is more than [web] max_page_bytes ({max_bytes})"
-                )));
+                return Err(HttpFailure::Failed(format!("{current}: {len} bytes is more than {limit} ({max_bytes})")));
             }
         }
         let mut resp = resp;
@@ -219,7 +218,7 @@ async fn get_inner(
             body.extend_from_slice(&chunk);
             if body.len() as u64 > max_bytes {
                 return Err(HttpFailure::Failed(format!(
-                    "{current}: the response is larger than [web] max_page_bytes ({max_bytes})"
+                    "{current}: the response is larger than {limit} ({max_bytes})"
                 )));
             }
         }

@@ -395,20 +395,26 @@ impl Engine {
     /// npm document of a long-lived package holds every version's manifest (typescript's is
     /// over 10 MB), and only that document carries the README.
     pub(crate) fn registry_json<T: serde::de::DeserializeOwned>(&self, raw: &str) -> Result<T> {
-        let max = self.config().web.max_page_bytes.max(MAX_REGISTRY_JSON_BYTES);
-        let (url, body) = self.registry_get(raw, Origin::Configured, max)?;
+        let page = self.config().web.max_page_bytes;
+        let bound = if page >= MAX_REGISTRY_JSON_BYTES {
+            (page, "[web] max_page_bytes")
+        } else {
+            (MAX_REGISTRY_JSON_BYTES, "docdex's bound on registry documents")
+        };
+        let (url, body) = self.registry_get(raw, Origin::Configured, bound)?;
         let text = fetch::decode_text(&body, "application/json");
         serde_json::from_str(&text).map_err(|e| Error::Upstream(format!("{url}: not JSON ({e})")))
     }
 
-    /// A file from a registry (a package archive), as bytes, at most `max_bytes`, with the
-    /// delays, permits and timeout of [`Self::registry_json`]. `origin` is how its URL arrived:
-    /// an archive URL read from a registry document is the registry's own on its host.
+    /// A file from a registry (a package archive), as bytes, at most `max_bytes` (named in
+    /// messages as docdex's bound on package archives), with the delays, permits and timeout
+    /// of [`Self::registry_json`]. `origin` is how its URL arrived: an archive URL read from a
+    /// registry document is the registry's own on its host.
     pub(crate) fn registry_bytes(&self, raw: &str, origin: Origin, max_bytes: u64) -> Result<Vec<u8>> {
-        Ok(self.registry_get(raw, origin, max_bytes)?.1)
+        Ok(self.registry_get(raw, origin, (max_bytes, "docdex's bound on package archives"))?.1)
     }
 
-    fn registry_get(&self, raw: &str, origin: Origin, max_bytes: u64) -> Result<(Url, Vec<u8>)> {
+    fn registry_get(&self, raw: &str, origin: Origin, bound: (u64, &str)) -> Result<(Url, Vec<u8>)> {
         self.ensure_web_enabled()?;
         let policy = self.url_policy();
         let url = policy.check_str(raw, origin).map_err(|r| Error::BadRequest(r.0))?;
@@ -417,8 +423,7 @@ impl Engine {
         let wait = self.spacer().reserve(&key, delay)?;
         std::thread::sleep(wait);
         let _permit = self.acquire_permit()?;
-        let a =
-            self.block_on(fetch::get_bytes(self.http_client()?, &policy, &url, origin, max_bytes, self.page_timeout()));
+        let a = self.block_on(fetch::get_bytes(self.http_client()?, &policy, &url, origin, bound, self.page_timeout()));
         let _ = self.spacer().finished(&key, delay);
         let a = a?.map_err(|e| Error::Upstream(e.to_string()))?;
         if a.status == 404 {
