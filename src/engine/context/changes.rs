@@ -20,6 +20,8 @@ pub struct Changes {
     pub diffs: BTreeMap<String, FileDiff>,
     /// Why nothing could be read, when git is missing or this is not a repository.
     pub note: Option<String>,
+    /// Changed paths that are not files, folders or links (a FIFO, socket or device), left out.
+    pub special: Vec<String>,
 }
 
 fn git(root: &Path, args: &[&str]) -> Result<std::process::Output> {
@@ -82,10 +84,12 @@ pub fn collect(root: &Path, since: Option<&str>) -> Result<Changes> {
         add(&diff::collect(root, &DiffTarget::Range(format!("{b}..HEAD")), &[])?, ChangeState::Committed);
     }
     add(&diff::collect(root, &DiffTarget::Staged, &[])?, ChangeState::Staged);
-    add(&diff::collect(root, &DiffTarget::Working, &[])?, ChangeState::Dirty);
+    let special = special_files(root)?;
+    let skip: Vec<String> = special.iter().map(|p| format!(":(exclude,literal){p}")).collect();
+    add(&diff::collect(root, &DiffTarget::Working, &skip)?, ChangeState::Dirty);
     // The hunks against the base, in working-tree lines (staged only when there is no commit).
     let against_base = match &base {
-        Some(b) => diff::collect(root, &DiffTarget::Range(b.clone()), &[])?,
+        Some(b) => diff::collect(root, &DiffTarget::Range(b.clone()), &skip)?,
         None => diff::collect(root, &DiffTarget::Staged, &[])?,
     };
     let mut kinds: BTreeMap<String, Change> = BTreeMap::new();
@@ -94,6 +98,7 @@ pub fn collect(root: &Path, since: Option<&str>) -> Result<Changes> {
         kinds.insert(f.path.clone(), f.change);
         diffs.insert(f.path.clone(), f);
     }
+    // git lists no untracked FIFO, socket or device: only tracked ones need leaving out.
     let untracked = git(root, &["ls-files", "--others", "--exclude-standard", "-z"])?;
     if untracked.status.success() {
         for p in untracked.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
@@ -104,13 +109,53 @@ pub fn collect(root: &Path, since: Option<&str>) -> Result<Changes> {
     }
     let files = states
         .into_iter()
+        .filter(|(path, _)| !special.contains(path))
         .map(|(path, states)| ChangedFile {
             change: kinds.get(&path).copied().unwrap_or(Change::Modified).name().to_string(),
             path,
             states,
         })
         .collect();
-    Ok(Changes { base, files, diffs, note: None })
+    Ok(Changes { base, files, diffs, note: None, special })
+}
+
+/// Tracked paths whose working-tree entry is a FIFO, socket or device: `git diff` of the working
+/// tree stops at the first ("unsupported file type", no diff at all), so the diffs exclude them.
+/// `--name-only` against the index compares stat data only and does not read them.
+fn special_files(root: &Path) -> Result<Vec<String>> {
+    let out = git(root, &["diff", "--name-only", "--relative", "-z"])?;
+    if !out.status.success() {
+        return Ok(Vec::new());
+    }
+    Ok(out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .filter(|p| is_special(root, p))
+        .collect())
+}
+
+/// Neither a regular file, a folder nor a link (checked without following one).
+fn is_special(root: &Path, rel: &str) -> bool {
+    std::fs::symlink_metadata(root.join(rel)).is_ok_and(|m| {
+        let t = m.file_type();
+        !(t.is_file() || t.is_dir() || t.is_symlink())
+    })
+}
+
+/// The note naming what [`Changes::special`] left out (the first few names, then a count).
+pub fn special_note(special: &[String]) -> Option<String> {
+    const SHOWN: usize = 5;
+    let (first, rest) = special.split_at(special.len().min(SHOWN));
+    let more = if rest.is_empty() { String::new() } else { format!(" and {} more", rest.len()) };
+    (!special.is_empty()).then(|| {
+        format!(
+            "{} left out: not a regular file (a FIFO, socket or device, which git cannot diff): {}{more}",
+            crate::engine::fsutil::count(special.len(), "changed path"),
+            first.join(", ")
+        )
+    })
 }
 
 /// `committed on the branch since main, staged and dirty`.
