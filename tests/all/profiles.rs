@@ -273,6 +273,7 @@ fn a_stuck_model_server_costs_add_and_search_a_moment_not_a_timeout() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(said.contains("without an embedding"), "{said}");
+    assert_eq!(said.matches("did not answer").count(), 1, "said once, not also as a warning: {said}");
     // Each engine asked the server once (whether it answers), never to embed.
     assert_eq!(accepted.load(Ordering::SeqCst), 3);
 }

@@ -162,7 +162,8 @@ impl Engine {
         });
         match answered {
             Ok(Some(false)) => {
-                tracing::warn!(url, ms = wait.as_millis() as u64, "the model server did not answer the liveness check");
+                // Said in the answer's notice; a warning here printed it twice on the command line.
+                tracing::info!(url, ms = wait.as_millis() as u64, "the model server did not answer the liveness check");
                 let why = format!(
                     "the {} server at {url} did not answer within {} ms (`[llm] connect_timeout_ms`): it may be stuck or overloaded; check it (for Ollama: `ollama ps`)",
                     provider.kind(),
