@@ -104,8 +104,15 @@ pub fn run(engine: &Engine, out: &Out, home: Option<&Path>, args: HookArgs) -> a
 
 /// What the hook prints when it cannot get a verdict; always exit 0.
 pub fn skip(why: &str, json: bool) -> ExitCode {
-    eline!("{} docdex daemon not found; skipping semantic checks ({})", warn_prefix(), visible(why));
+    eline!("{} docdex gave no verdict; skipping semantic checks ({})", warn_prefix(), visible(why));
     skipped_json(why, json)
+}
+
+/// Why no verdict came: nothing answered anywhere (`reached` false), or a server answered
+/// without one (a refused token, an error, not docdex), which "daemon not found" misnamed.
+struct NoVerdict {
+    reached: bool,
+    why: String,
 }
 
 /// Under `--json`, the answer when there is no verdict: `{"status": "skipped", "reason"}`.
@@ -143,7 +150,11 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
     });
     let mut answer = match ask(&candidates, &token, &body) {
         Ok(a) => a,
-        Err(why) => return skip(&why, args.json),
+        Err(NoVerdict { reached: true, why }) => return skip(&why, args.json),
+        Err(NoVerdict { reached: false, why }) => {
+            eline!("{} docdex daemon not found; skipping semantic checks ({})", warn_prefix(), visible(&why));
+            return skipped_json(&why, args.json);
+        }
     };
     // The files not sent are part of the answer, in `--json` too.
     answer.notices.splice(0..0, staged.not_sent);
@@ -228,14 +239,17 @@ fn loopback(addr: &str) -> String {
 
 /// Posts the request to the first server that accepts a connection; `Err` says why there is
 /// no verdict.
-fn ask(urls: &[String], token: &str, body: &serde_json::Value) -> Result<HookValidateResponse, String> {
-    let rt =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("no runtime: {e}"))?;
+fn ask(urls: &[String], token: &str, body: &serde_json::Value) -> Result<HookValidateResponse, NoVerdict> {
+    let reached = |why: String| NoVerdict { reached: true, why };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| NoVerdict { reached: false, why: format!("no runtime: {e}") })?;
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(1))
         .timeout(VERDICT_TIMEOUT)
         .build()
-        .map_err(|e| format!("no HTTP client: {e}"))?;
+        .map_err(|e| NoVerdict { reached: false, why: format!("no HTTP client: {e}") })?;
     let mut why = Vec::new();
     for url in urls {
         let mut req = client.post(format!("{url}/v1/hooks/validate")).json(body);
@@ -251,22 +265,22 @@ fn ask(urls: &[String], token: &str, body: &serde_json::Value) -> Result<HookVal
         match sent {
             Err(e) if e.is_connect() => why.push(format!("nothing answers at {url}")),
             Err(e) if e.is_timeout() => {
-                return Err(format!("{url} gave no verdict within {} s", VERDICT_TIMEOUT.as_secs()))
+                return Err(reached(format!("{url} gave no verdict within {} s", VERDICT_TIMEOUT.as_secs())))
             }
-            Err(e) => return Err(format!("{url}: {e}")),
+            Err(e) => return Err(reached(format!("{url}: {e}"))),
             Ok((status, text)) if !status.is_success() => {
                 let msg = serde_json::from_str::<serde_json::Value>(&text)
                     .ok()
                     .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_string))
                     .unwrap_or(text);
-                return Err(format!("{url} answered {status}: {msg}"));
+                return Err(reached(format!("{url} answered {status}: {msg}")));
             }
             Ok((_, text)) => {
-                return serde_json::from_str(&text).map_err(|e| format!("{url} answered something else: {e}"))
+                return serde_json::from_str(&text).map_err(|e| reached(format!("{url} answered something else: {e}")))
             }
         }
     }
-    Err(why.join("; "))
+    Err(NoVerdict { reached: false, why: why.join("; ") })
 }
 
 /// The staged files of the repository git is committing in.

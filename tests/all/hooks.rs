@@ -888,3 +888,33 @@ fn a_hook_in_a_hooks_directory_in_the_work_tree_names_no_machine_path() {
     assert!(env.run(&["hook", "uninstall", "--repo", repo.to_str().unwrap()]).status.success());
     assert_eq!(text(&git(&repo, &["config", "--get", "docdex.path"], &env, &[])), "");
 }
+
+#[test]
+fn a_server_that_answers_without_a_verdict_is_not_called_a_missing_daemon() {
+    // A running docdex refusing the token (401) was reported as "docdex daemon not found",
+    // sending the user to start a daemon that was running.
+    use crate::web_support::{Fixture, Reply};
+    let site = Fixture::start("127.0.0.1", |_, _, _| {
+        let mut r = Reply::html(r#"{"error": {"code": "unauthorized", "message": "a bearer token is required"}}"#);
+        r.content_type = "application/json";
+        r.status(401)
+    });
+    let env = Env::new();
+    let repo = env.repo("token");
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    write(&repo, "a.txt", "a\n");
+    git(&repo, &["add", "a.txt"], &env, &[]);
+    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["hook", "pre-commit"])
+        .current_dir(&repo)
+        .env("DOCDEX_HOME", env.home())
+        .env("DOCDEX_URL", site.url(""))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("daemon not found"), "{said}");
+    assert!(said.contains("docdex gave no verdict; skipping semantic checks"), "{said}");
+    assert!(said.contains("401") && said.contains("a bearer token is required"), "{said}");
+}
