@@ -1184,3 +1184,46 @@ fn an_archive_over_its_bound_is_refused_naming_that_bound() {
     assert!(!notes.contains("max_page_bytes"), "{v}");
     assert!(v.get("registry_unreachable").is_none(), "a refused archive is an answer: {v}");
 }
+
+/// The one `libs_index` directory under the home's state.
+fn libs_index_dir(home: &Path) -> std::path::PathBuf {
+    let repos = home.join("state/repos");
+    let mut found: Vec<_> = std::fs::read_dir(&repos)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("libs_index"))
+        .filter(|p| p.join("meta.json").is_file())
+        .collect();
+    assert_eq!(found.len(), 1, "one libs index under {}", repos.display());
+    found.remove(0)
+}
+
+#[test]
+fn a_rebuild_killed_mid_swap_leaves_the_previous_docs_searchable_and_no_leftovers() {
+    let env = Env::new();
+    let (repo, cargo) = per_platform_crate(&env);
+    env.write_config(&format!("[libs]\ncargo_home = \"{}\"\n", cargo.display()));
+    let engine = env.engine();
+    let fetch = LibsFetchRequest { refresh: false, offline: true };
+    engine.libs_fetch(&repo, &fetch, &mut |_| {}).unwrap();
+    let dir = libs_index_dir(&env.home());
+    // A rebuild by a process now gone, killed after moving the old index aside and before
+    // installing its own (pids above the kernel's 4,194,304 maximum are never live); and another
+    // one's half-built copy.
+    let aside = dir.with_extension("old4294967");
+    std::fs::rename(&dir, &aside).unwrap();
+    let half = dir.with_extension("tmp4294968");
+    write(&half, "meta.json", "{ half");
+    let hits =
+        engine.libs_search(&repo, &LibsSearchRequest { query: "count bytes".into(), limit: Some(5) }).unwrap().hits;
+    assert!(!hits.is_empty(), "the set-aside index is put back and searched");
+    assert!(dir.join("meta.json").is_file() && !aside.exists(), "restored in place");
+    engine.libs_fetch(&repo, &fetch, &mut |_| {}).unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("libs_index."))
+        .collect();
+    assert!(leftovers.is_empty(), "no copies left beside the index: {leftovers:?}");
+}

@@ -53,7 +53,12 @@ fn err(dir: &Path) -> impl Fn(tantivy::TantivyError) -> Error + '_ {
 }
 
 /// Replaces the index at `dir` with `packages`' docs; returns passages per package.
+///
+/// The new index is built beside the old (`<dir>.tmp<pid>`), the old moved aside
+/// (`<dir>.old<pid>`) and the new moved in; [`recover`] undoes what a kill between those
+/// steps leaves.
 pub fn rebuild(dir: &Path, packages: &[(Dependency, Vec<LibDoc>)]) -> Result<Vec<u32>> {
+    recover(dir);
     let tmp = dir.with_extension(format!("tmp{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| Error::io("creating", &tmp, e))?;
@@ -100,6 +105,43 @@ pub fn rebuild(dir: &Path, packages: &[(Dependency, Vec<LibDoc>)]) -> Result<Vec
     std::fs::rename(&tmp, dir).map_err(|e| Error::io("installing", dir, e))?;
     let _ = std::fs::remove_dir_all(&old);
     Ok(counts)
+}
+
+/// Tidies what rebuilds killed midway left beside `dir`: an index moved aside with none
+/// installed in its place is put back (so search keeps its docs), and half-built or set-aside
+/// copies are removed. Copies of a rebuild still running in another process are left alone.
+pub fn recover(dir: &Path) {
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str())) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(rest) = file_name.to_str().and_then(|f| f.strip_prefix(name)?.strip_prefix('.')) else {
+            continue;
+        };
+        let (set_aside, pid) = match (rest.strip_prefix("old"), rest.strip_prefix("tmp")) {
+            (Some(pid), _) => (true, pid),
+            (_, Some(pid)) => (false, pid),
+            _ => continue,
+        };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        if pid != std::process::id() && crate::engine::fsutil::pid_alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        if set_aside && !dir.join("meta.json").is_file() {
+            let _ = std::fs::remove_dir_all(dir);
+            match std::fs::rename(&path, dir) {
+                Ok(()) => {
+                    tracing::warn!(path = %dir.display(), "a libs rebuild was cut off mid-swap; the previous index was put back")
+                }
+                Err(e) => tracing::warn!(path = %path.display(), "cannot put back the previous libs index: {e}"),
+            }
+        } else {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 /// Weight of a match in the item's name over one in its signature or docs: a query that

@@ -58,9 +58,14 @@ fn ingest_record(repo: &RepoRef) -> PathBuf {
     repo.state_dir.join("libs.json")
 }
 
-/// True when the repository has a libs index to search.
+/// True when the repository has a libs index to search (one a killed rebuild had set aside
+/// is put back first).
 pub fn has_index(repo: &RepoRef) -> bool {
-    libs_dir(repo).join("meta.json").is_file()
+    let dir = libs_dir(repo);
+    if !dir.join("meta.json").is_file() {
+        index::recover(&dir);
+    }
+    dir.join("meta.json").is_file()
 }
 
 impl Engine {
