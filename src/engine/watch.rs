@@ -122,10 +122,11 @@ impl Engine {
             };
             let mut paths = BTreeSet::new();
             let mut dirs_changed = false;
-            collect(&repo, &sources, first, &mut paths, &mut dirs_changed, report);
+            let mut opened = BTreeSet::new();
+            collect(&repo, &sources, first, &mut paths, (&mut dirs_changed, &mut opened), report);
             // Anything that arrived meanwhile joins this batch.
             while let Ok(more) = rx.try_recv() {
-                collect(&repo, &sources, more, &mut paths, &mut dirs_changed, report);
+                collect(&repo, &sources, more, &mut paths, (&mut dirs_changed, &mut opened), report);
             }
             if root_watch.must_rewatch(&paths) {
                 // A directory appeared, went or changed beside one that refused a watch: watch
@@ -134,6 +135,15 @@ impl Engine {
                 root_watch.rewatch(&mut debouncer)?;
                 root_watch.report_refused(&repo.root, report);
                 paths.insert(repo.root.clone());
+            } else {
+                // Sorted, so a directory comes before those inside it, which its watch covers.
+                let mut done: Vec<&PathBuf> = Vec::new();
+                for dir in &opened {
+                    if !done.iter().any(|d| dir.starts_with(d)) {
+                        root_watch.watch_dir(&mut debouncer, dir, report);
+                        done.push(dir);
+                    }
+                }
             }
             if dirs_changed {
                 // The directory structure changed: cached project maps are stale.
@@ -284,6 +294,25 @@ impl RootWatch {
         Ok(())
     }
 
+    /// Watches a directory made or opened up while watching (see [`opens_dir`]); one the OS
+    /// refuses is named like those found at the start.
+    fn watch_dir(&mut self, debouncer: &mut Debouncer, dir: &Path, report: &dyn Fn(WatchReport)) {
+        match debouncer.watch(dir, RecursiveMode::Recursive) {
+            Ok(()) => {
+                self.watched.push(dir.to_path_buf());
+                self.refused.retain(|(r, _)| r != dir);
+            }
+            Err(e) => match refused_dir(&e, &self.root) {
+                Some(d) if !self.refused.iter().any(|(r, _)| *r == d) => {
+                    self.refused.push((d, cause(&e)));
+                    let root = self.root.clone();
+                    self.report_refused(&root, report);
+                }
+                _ => tracing::debug!(dir = %dir.display(), "not watching: {e}"),
+            },
+        }
+    }
+
     fn unwatch(&mut self, debouncer: &mut Debouncer) {
         for p in self.watched.drain(..).rev() {
             let _ = debouncer.unwatch(&p);
@@ -391,7 +420,7 @@ fn collect(
     sources: &[Source],
     batch: DebounceEventResult,
     out: &mut BTreeSet<PathBuf>,
-    dirs_changed: &mut bool,
+    (dirs_changed, opened): (&mut bool, &mut BTreeSet<PathBuf>),
     report: &dyn Fn(WatchReport),
 ) {
     match batch {
@@ -431,6 +460,9 @@ fn collect(
                         continue;
                     }
                     *dirs_changed |= is_dir_event(&ev.kind, p);
+                    if opens_dir(&ev.kind, p) {
+                        opened.insert(p.clone());
+                    }
                     out.insert(p.clone());
                 }
             }
@@ -441,6 +473,16 @@ fn collect(
             }
         }
     }
+}
+
+/// A directory made, or whose permissions or owner changed (never through a link): notify
+/// watches a directory made in a watched one, but passes over one it may not read then, and
+/// never watched it again once readable (a container's volume made `700` and chowned later).
+fn opens_dir(kind: &notify::EventKind, p: &Path) -> bool {
+    use notify::event::ModifyKind;
+    use notify::EventKind;
+    matches!(kind, EventKind::Create(_) | EventKind::Modify(ModifyKind::Metadata(_)))
+        && p.symlink_metadata().is_ok_and(|m| m.is_dir())
 }
 
 /// A directory created, removed or renamed (a rename's old name no longer exists, so a path

@@ -288,3 +288,43 @@ fn a_directory_the_watcher_may_not_read_is_named_and_the_rest_is_watched() {
     });
     drop(watcher);
 }
+
+#[test]
+fn a_directory_made_unreadable_while_watching_is_watched_once_it_is_opened_up() {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: no setpriv to run the watcher as another user");
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "src/main.rs", "fn numbat_main() {}\n");
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir_all(env.home()).unwrap();
+        for p in [env.home(), repo.clone(), repo.join("src"), repo.join("src/main.rs")] {
+            std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+        }
+    }
+    let (watcher, reports) = WatchProcess::start_as(&env, &repo, docdex_as(true));
+    assert!(reports.is_empty(), "{reports:?}");
+
+    // A container makes its volume, unreadable to this user from its first instant...
+    let vol = repo.join("vol");
+    std::fs::DirBuilder::new().mode(if root { 0o700 } else { 0o000 }).create(&vol).unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    // ...and it is opened up later (chown, chmod).
+    if root {
+        std::os::unix::fs::chown(&vol, Some(65534), Some(65534)).unwrap();
+    } else {
+        std::fs::set_permissions(&vol, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    write(&repo, "vol/later.md", "numbat later\n");
+    eventually("a file made in it once readable", || {
+        search_as(&env, &repo, "numbat later").contains(&"vol/later.md".to_string())
+    });
+    drop(watcher);
+}
