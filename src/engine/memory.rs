@@ -180,24 +180,22 @@ impl MemoryDb {
     }
 
     fn has_vec(&self) -> Result<bool> {
-        self.conn
-            .query_row("SELECT 1 FROM sqlite_master WHERE name = 'memory_vec'", [], |_| Ok(()))
-            .optional()
-            .map(|o| o.is_some())
-            .map_err(self.err())
+        table_exists(&self.conn, "memory_vec").map_err(self.err())
     }
 
     /// Makes the vectors match (model, dim): creates `memory_vec`, or on a model change drops
-    /// every vector so the memories are embedded again from their text.
+    /// every vector so the memories are embedded again from their text. Checked again under
+    /// the write lock: writers storing at once all saw no `memory_vec` and each dropped the
+    /// vectors the others had just set.
     fn prepare_vectors(&mut self, model: &str, dim: usize) -> Result<()> {
-        let stored_dim = self.meta("embedding_dim")?.and_then(|d| d.parse::<usize>().ok());
-        let stored_model = self.meta("embedding_model")?;
-        let same = stored_dim == Some(dim) && stored_model.as_deref().is_some_and(|m| model_matches(m, model));
-        if same && self.has_vec()? {
+        if vectors_match(&self.conn, model, dim).map_err(self.err())? {
             return Ok(());
         }
         let path = self.path.clone();
-        let tx = self.conn.transaction().map_err(db_err(&path))?;
+        let tx = write_tx(&mut self.conn, &path)?;
+        if vectors_match(&tx, model, dim).map_err(db_err(&path))? {
+            return Ok(());
+        }
         tx.execute_batch(&format!(
             "DROP TABLE IF EXISTS memory_vec;
              UPDATE memories SET embedding = NULL;
@@ -213,7 +211,7 @@ impl MemoryDb {
 
     fn set_vector(&mut self, id: &str, v: &[f32]) -> Result<()> {
         let path = self.path.clone();
-        let tx = self.conn.transaction().map_err(db_err(&path))?;
+        let tx = write_tx(&mut self.conn, &path)?;
         tx.execute("UPDATE memories SET embedding = ?2 WHERE id = ?1", params![id, vec_blob(v)])
             .map_err(db_err(&path))?;
         tx.execute("DELETE FROM memory_vec WHERE memory_id = ?1", [id]).map_err(db_err(&path))?;
@@ -226,8 +224,7 @@ impl MemoryDb {
     /// then; one write transaction, so writers storing the same fact at once keep one copy.
     fn insert_new(&mut self, item: &MemoryItem) -> Result<Option<String>> {
         let path = self.path.clone();
-        let tx =
-            self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_err(&path))?;
+        let tx = write_tx(&mut self.conn, &path)?;
         let same: Option<String> = tx
             .query_row(
                 "SELECT id FROM memories WHERE content = ?1 ORDER BY created_at, id LIMIT 1",
@@ -309,9 +306,9 @@ impl MemoryDb {
     }
 
     fn delete(&mut self, id: &str) -> Result<bool> {
-        let has_vec = self.has_vec()?;
         let path = self.path.clone();
-        let tx = self.conn.transaction().map_err(db_err(&path))?;
+        let tx = write_tx(&mut self.conn, &path)?;
+        let has_vec = table_exists(&tx, "memory_vec").map_err(db_err(&path))?;
         let n = tx.execute("DELETE FROM memories WHERE id = ?1", [id]).map_err(db_err(&path))?;
         if has_vec {
             tx.execute("DELETE FROM memory_vec WHERE memory_id = ?1", [id]).map_err(db_err(&path))?;
@@ -319,6 +316,27 @@ impl MemoryDb {
         tx.commit().map_err(db_err(&path))?;
         Ok(n > 0)
     }
+}
+
+/// A write transaction holding the write lock from its start (waiting up to the busy timeout).
+/// A deferred one that reads, then writes after another writer committed, gets "database is
+/// locked" at once: SQLite cannot wait for a read snapshot that is already stale.
+fn write_tx<'c>(conn: &'c mut Connection, path: &Path) -> Result<rusqlite::Transaction<'c>> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_err(path))
+}
+
+fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row("SELECT 1 FROM sqlite_master WHERE name = ?1", [name], |_| Ok(())).optional().map(|o| o.is_some())
+}
+
+/// Whether `memory_vec` exists and holds vectors of this model and length.
+fn vectors_match(conn: &Connection, model: &str, dim: usize) -> rusqlite::Result<bool> {
+    let meta = |key: &str| {
+        conn.query_row("SELECT value FROM memory_meta WHERE key = ?1", [key], |r| r.get::<_, String>(0)).optional()
+    };
+    let same_dim = meta("embedding_dim")?.and_then(|d| d.parse::<usize>().ok()) == Some(dim);
+    let same_model = meta("embedding_model")?.is_some_and(|m| model_matches(&m, model));
+    Ok(same_dim && same_model && table_exists(conn, "memory_vec")?)
 }
 
 impl Engine {

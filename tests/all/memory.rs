@@ -412,3 +412,39 @@ fn a_fact_stored_again_is_kept_once_even_by_writers_at_once() {
     let other = env.json(&["memory", "store", "--repo", r, "--json", "integration tests need REDIS_URL set too"]);
     assert_ne!(other["memory"]["id"], first["memory"]["id"], "other content is another memory");
 }
+
+#[test]
+fn thirty_memories_stored_at_once_are_all_embedded_without_a_lock_notice() {
+    // Writers upgrading a deferred transaction from read to write got "database is locked" at
+    // once (SQLite does not wait then), and the memory was left unembedded with that notice;
+    // each also saw no vector table yet and dropped the vectors the others had set. The race
+    // is widest on a fresh memory.db, so several fresh repositories each take 30 at once.
+    let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    for round in 0..12 {
+        let repo = env.repo(&format!("r{round}"));
+        let barrier = std::sync::Barrier::new(30);
+        let answers: Vec<_> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..30)
+                .map(|i| {
+                    let (engine, repo, barrier) = (&engine, &repo, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        let content = format!("fact number {i} about releases");
+                        engine.memory_store(repo, &MemoryStoreRequest { content, metadata: None })
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("thread")).collect()
+        });
+        for a in answers {
+            let a = a.expect("store");
+            assert_eq!(a.notice, None, "round {round}: {:?}", a.memory.content);
+            assert!(a.memory.embedded, "round {round}: {:?}", a.memory.content);
+        }
+        let list = engine.memory_list(&repo, Some(100)).expect("list");
+        assert_eq!(list.memories.len(), 30);
+        assert!(list.memories.iter().all(|m| m.embedded), "round {round}: a vector was dropped by another writer");
+    }
+}
