@@ -26,6 +26,13 @@ pub enum DagAction {
         repo: RepoArg,
         /// The session id (from `docdex dag list` or the end of a chat).
         session: String,
+        /// How many nodes, newest first (default 1000); the output says how many older ones
+        /// were left out.
+        #[arg(long, short = 'n', value_parser = super::count_up_to::<10_000>)]
+        limit: Option<usize>,
+        /// Only nodes whose id is below this (the `--before` a cut view names), to page back.
+        #[arg(long)]
+        before: Option<i64>,
         /// text, dot (Graphviz) or json.
         #[arg(long, value_enum, default_value_t = DagFormat::Text)]
         format: DagFormat,
@@ -92,12 +99,21 @@ pub fn run(engine: &Engine, out: &Out, action: DagAction) -> anyhow::Result<()> 
                 out.line(&out.paint("2", &format!("... {left} older ({all} in all; `-n N` shows up to 10000)")));
             }
         }
-        DagAction::View { repo, session, format, json } => {
-            let s = engine.dag_session(&repo.resolve()?, &session)?;
+        DagAction::View { repo, session, limit, before, format, json } => {
+            let s = engine.dag_session_page(&repo.resolve()?, &session, limit, before)?;
             match if json { DagFormat::Json } else { format } {
                 DagFormat::Json => out.json(&s)?,
                 // A session holds questions, answers and pages: shown, not obeyed.
-                DagFormat::Dot => out.line(&visible_text(to_dot(&s).trim_end())),
+                DagFormat::Dot => {
+                    out.line(&visible_text(to_dot(&s).trim_end()));
+                    if let Some(before) = s.next_before {
+                        // On stderr: stdout stays one digraph for `dot`.
+                        out.note(&format!(
+                            "{} older nodes not drawn; `--before {before}` shows the ones before, `-n N` up to 10000",
+                            s.older_nodes
+                        ));
+                    }
+                }
                 DagFormat::Text => out.line(&visible_text(to_text(&s).trim_end())),
             }
         }

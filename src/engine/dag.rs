@@ -28,6 +28,11 @@ pub const DAG_SCHEMA_VERSION: u32 = 1;
 pub const DAG_LIST_DEFAULT: usize = 50;
 /// Most sessions one listing answers.
 pub const DAG_LIST_MAX: usize = 10_000;
+/// Nodes one view of a session answers when not told how many (the newest): a session a
+/// client keeps continuing grows without end, and viewing it answered all of them at once.
+pub const DAG_VIEW_DEFAULT: usize = 1_000;
+/// Most nodes one view of a session answers.
+pub const DAG_VIEW_MAX: usize = 10_000;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS dag_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -136,8 +141,15 @@ pub struct DagSession {
     pub schema_version: u32,
     /// The session.
     pub session: DagSessionSummary,
-    /// Its nodes, oldest first.
+    /// Its nodes, oldest first: the newest [`DAG_VIEW_DEFAULT`] (or the `limit` asked) before
+    /// `before` when one was given.
     pub nodes: Vec<DagNode>,
+    /// How many older nodes of the session were not returned.
+    #[serde(default)]
+    pub older_nodes: u64,
+    /// When `older_nodes` > 0: the `before` that returns the nodes preceding these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_before: Option<i64>,
 }
 
 /// The sessions of a repo, newest first (`docdex dag list`, `/v1/dag/sessions`).
@@ -336,9 +348,11 @@ impl DagStore {
         self.conn.query_row(&sql, params![id], Self::summary).optional().map_err(|e| self.err(e))
     }
 
-    /// The session `id`, or the one session whose id starts with `id` (at least 4 characters).
-    pub fn session(&self, id: &str) -> Result<DagSession> {
+    /// The session `id`, or the one session whose id starts with `id` (at least 4 characters),
+    /// with its newest `limit` nodes whose id is below `before` (all when `None`).
+    pub fn session(&self, id: &str, limit: usize, before: Option<i64>) -> Result<DagSession> {
         let full = self.resolve(id)?;
+        let before = before.unwrap_or(i64::MAX);
         let sql = format!("{} WHERE s.id = ?1", Self::SUMMARY);
         let session = self.conn.query_row(&sql, params![full], Self::summary).map_err(|e| self.err(e))?;
         let mut stmt = self
@@ -346,11 +360,11 @@ impl DagStore {
             .prepare(
                 "SELECT n.id, n.kind, n.label, n.payload, n.created_at,
                         COALESCE((SELECT group_concat(e.parent) FROM edges e WHERE e.child = n.id), '')
-                 FROM nodes n WHERE n.session_id = ?1 ORDER BY n.id",
+                 FROM nodes n WHERE n.session_id = ?1 AND n.id < ?2 ORDER BY n.id DESC LIMIT ?3",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(params![full], |r| {
+            .query_map(params![full, before, limit as i64], |r| {
                 let kind: String = r.get(1)?;
                 let payload: String = r.get(3)?;
                 let parents: String = r.get(5)?;
@@ -371,7 +385,22 @@ impl DagStore {
                 parents,
             });
         }
-        Ok(DagSession { schema_version: DAG_SCHEMA_VERSION, session, nodes })
+        nodes.reverse();
+        let oldest = nodes.first().map_or(before, |n| n.id);
+        let older_nodes: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM nodes WHERE session_id = ?1 AND id < ?2", params![full, oldest], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.err(e))?;
+        let next_before = (older_nodes > 0).then_some(oldest);
+        Ok(DagSession {
+            schema_version: DAG_SCHEMA_VERSION,
+            session,
+            nodes,
+            older_nodes: older_nodes as u64,
+            next_before,
+        })
     }
 
     /// The full id for `id` or a unique prefix of one.
@@ -436,11 +465,26 @@ impl Engine {
         }
     }
 
-    /// One reasoning session with its nodes and edges (`session` may be a unique prefix).
+    /// One reasoning session with its newest [`DAG_VIEW_DEFAULT`] nodes and their edges
+    /// (`session` may be a unique prefix).
     pub fn dag_session(&self, repo_path: &Path, session: &str) -> Result<DagSession> {
+        self.dag_session_page(repo_path, session, None, None)
+    }
+
+    /// One reasoning session with its newest `limit` nodes (default [`DAG_VIEW_DEFAULT`], 1 to
+    /// [`DAG_VIEW_MAX`]) whose id is below `before`; `older_nodes` counts the rest and
+    /// `next_before` pages back to them.
+    pub fn dag_session_page(
+        &self,
+        repo_path: &Path,
+        session: &str,
+        limit: Option<usize>,
+        before: Option<i64>,
+    ) -> Result<DagSession> {
         let repo = self.resolve_repo(repo_path)?;
+        let limit = limit.unwrap_or(DAG_VIEW_DEFAULT).clamp(1, DAG_VIEW_MAX);
         match DagStore::open_existing(&repo)? {
-            Some(store) => store.session(session),
+            Some(store) => store.session(session, limit, before),
             None => Err(Error::NotFound(format!(
                 "no reasoning sessions in {} yet; `docdex chat` logs one per conversation",
                 repo.root.display()
@@ -477,6 +521,13 @@ pub fn to_text(s: &DagSession) -> String {
         s.session.turns,
         s.session.nodes
     );
+    if let Some(before) = s.next_before.filter(|_| s.older_nodes > 0) {
+        out.push_str(&format!(
+            "... {} older nodes not shown (the newest {} are); `--before {before}` shows the ones before, `-n N` up to {DAG_VIEW_MAX}\n\n",
+            s.older_nodes,
+            s.nodes.len()
+        ));
+    }
     let start = s.nodes.first().map(|n| n.created_at_ms).unwrap_or(0);
     for n in &s.nodes {
         if n.kind == NodeKind::UserRequest && n.id != s.nodes[0].id {
@@ -600,13 +651,35 @@ mod tests {
         let d = s.add_node(&c.id, NodeKind::Decision, "gate", &json!({"passed": true}), &[a, b]).unwrap();
         let again = s.join_session(Some(&c.id), None, "ignored").unwrap();
         assert_eq!((again.turn, again.last_node), (2, Some(d)));
-        let got = s.session(&c.id[..8]).unwrap();
+        let got = s.session(&c.id[..8], DAG_VIEW_DEFAULT, None).unwrap();
         assert_eq!(got.session.title, "how are sessions expired?");
         assert_eq!(got.session.agent_id.as_deref(), Some("mcoda_frontend"));
         assert_eq!((got.session.turns, got.session.nodes), (1, 3));
         assert_eq!(got.nodes[2].parents, vec![a, b]);
         assert_eq!(got.nodes[2].payload["passed"], true);
         assert_eq!(s.sessions(50).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_long_session_answers_its_newest_nodes_and_pages_back_to_the_rest() {
+        // A session continued without end answered every node at once (no bound).
+        let (_d, s) = store();
+        let c = s.join_session(Some("long"), None, "q").unwrap();
+        let ids: Vec<i64> =
+            (0..25).map(|i| s.add_node(&c.id, NodeKind::Thought, &format!("n{i}"), &json!({}), &[]).unwrap()).collect();
+        let page = s.session("long", 10, None).unwrap();
+        assert_eq!(page.nodes.iter().map(|n| n.id).collect::<Vec<_>>(), ids[15..]);
+        assert_eq!((page.older_nodes, page.next_before), (15, Some(ids[15])));
+        assert!(
+            to_text(&page).contains(&format!("15 older nodes not shown (the newest 10 are); `--before {}`", ids[15]))
+        );
+        let back = s.session("long", 10, page.next_before).unwrap();
+        assert_eq!(back.nodes.iter().map(|n| n.id).collect::<Vec<_>>(), ids[5..15]);
+        let last = s.session("long", 10, back.next_before).unwrap();
+        assert_eq!(last.nodes.iter().map(|n| n.id).collect::<Vec<_>>(), ids[..5]);
+        assert_eq!((last.older_nodes, last.next_before), (0, None));
+        assert!(!to_text(&last).contains("older nodes"));
+        assert_eq!(s.session("long", DAG_VIEW_DEFAULT, None).unwrap().nodes.len(), 25);
     }
 
     #[test]
@@ -637,14 +710,18 @@ mod tests {
         let (_d, s) = store();
         s.join_session(Some("abcd-1"), None, "x").unwrap();
         s.join_session(Some("abcd-2"), None, "y").unwrap();
-        assert!(matches!(s.session("zzzz"), Err(Error::NotFound(_))));
-        assert!(matches!(s.session("abcd"), Err(Error::BadRequest(m)) if m.contains("ambiguous")));
+        assert!(matches!(s.session("zzzz", DAG_VIEW_DEFAULT, None), Err(Error::NotFound(_))));
+        assert!(
+            matches!(s.session("abcd", DAG_VIEW_DEFAULT, None), Err(Error::BadRequest(m)) if m.contains("ambiguous"))
+        );
         // One match, but under 4 characters: said so, not "no session" (it exists).
         s.join_session(Some("xyz-1"), None, "z").unwrap();
-        assert!(matches!(s.session("xyz"), Err(Error::BadRequest(m)) if m.contains("at least 4 characters")));
+        assert!(
+            matches!(s.session("xyz", DAG_VIEW_DEFAULT, None), Err(Error::BadRequest(m)) if m.contains("at least 4 characters"))
+        );
         assert_eq!(s.summary_of("abcd").unwrap(), None, "a prefix is not an id");
         assert_eq!(s.summary_of("abcd-1").unwrap().map(|x| x.id), Some("abcd-1".to_string()));
-        assert!(s.session("abcd-2").is_ok());
+        assert!(s.session("abcd-2", DAG_VIEW_DEFAULT, None).is_ok());
         assert!(s.join_session(Some("../etc"), None, "x").is_err());
     }
 
@@ -654,7 +731,7 @@ mod tests {
         let c = s.join_session(None, None, "say \"hi\"").unwrap();
         let a = s.add_node(&c.id, NodeKind::UserRequest, "a \"quoted\" \\ label\nline", &json!({}), &[]).unwrap();
         let b = s.add_node(&c.id, NodeKind::Decision, "gate", &json!({}), &[a]).unwrap();
-        let dot = to_dot(&s.session(&c.id).unwrap());
+        let dot = to_dot(&s.session(&c.id, DAG_VIEW_DEFAULT, None).unwrap());
         assert!(dot.contains(r#"a \"quoted\" \\ label line"#), "{dot}");
         assert!(dot.contains(r#"label="say \"hi\"""#), "{dot}");
         assert!(dot.contains(&format!("n{a} -> n{b};")));

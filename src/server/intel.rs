@@ -64,6 +64,20 @@ pub struct MemoryRecallBody {
     pub recall: MemoryRecallRequest,
 }
 
+/// `GET /v1/dag/{session}` query.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct DagViewQuery {
+    /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// How many nodes, newest first (default 1000, at most 10000); `older_nodes` counts the rest.
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Only nodes whose id is below this: the `next_before` of the previous page.
+    #[serde(default)]
+    pub before: Option<i64>,
+}
+
 /// `GET /v1/dag/sessions` query.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct DagListQuery {
@@ -361,13 +375,14 @@ async fn dag_session(
     State(state): State<AppState>,
     headers: HeaderMap,
     UrlPath(session): UrlPath<String>,
-    ApiQuery(q): ApiQuery<RepoQuery>,
+    ApiQuery(q): ApiQuery<DagViewQuery>,
 ) -> Result<Json<DagSession>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
     if session.trim().is_empty() {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_request", "empty session id"));
     }
-    run(state, sel, Vec::new(), move |engine, repo| engine.dag_session(&repo.root, &session)).await
+    let (limit, before) = (q.limit, q.before);
+    run(state, sel, Vec::new(), move |engine, repo| engine.dag_session_page(&repo.root, &session, limit, before)).await
 }
 
 /// Adds the symbols, AST, impact, memory and DAG endpoints to `routes`.

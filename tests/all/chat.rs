@@ -521,6 +521,48 @@ async fn dag_list_answers_the_newest_sessions_and_counts_them_all() {
 }
 
 #[tokio::test]
+async fn dag_view_answers_the_newest_nodes_and_pages_back_on_every_surface() {
+    // `dag view` and GET /v1/dag/{session} answered every node of a session, which a client
+    // continuing it grows without end; the TUI's DAG pane loads through the same call.
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let first = c.env.json(&["chat", "--repo", c.r(), "--json", "--query", "how are stale sessions expired?"]);
+    let id = first["session_id"].as_str().unwrap().to_string();
+    let all = c.env.json(&["dag", "view", "--repo", c.r(), "--json", &id]);
+    let ids: Vec<i64> = all["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_i64().unwrap()).collect();
+    assert!(ids.len() > 4, "{all}");
+    assert_eq!(all["older_nodes"], 0, "{all}");
+    assert!(all.get("next_before").is_none(), "{all}");
+    let cut = ids.len() - 3;
+    let page = c.env.json(&["dag", "view", "--repo", c.r(), "--json", "-n", "3", &id]);
+    let got: Vec<i64> = page["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_i64().unwrap()).collect();
+    assert_eq!(got, ids[cut..], "the newest three, oldest first");
+    assert_eq!((page["older_nodes"].as_u64(), page["next_before"].as_i64()), (Some(cut as u64), Some(ids[cut])));
+    let before = ids[cut].to_string();
+    let back = c.env.json(&["dag", "view", "--repo", c.r(), "--json", "--before", &before, &id]);
+    let got: Vec<i64> = back["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_i64().unwrap()).collect();
+    assert_eq!(got, ids[..cut], "the rest");
+    let text = c.env.run(&["dag", "view", "--repo", c.r(), "-n", "3", &id]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!("... {cut} older nodes not shown (the newest 3 are); `--before {before}`")),
+        "{text}"
+    );
+    let dot = c.env.run(&["dag", "view", "--repo", c.r(), "--format", "dot", "-n", "3", &id]);
+    assert!(String::from_utf8_lossy(&dot.stderr).contains(&format!("{cut} older nodes not drawn")));
+    assert_eq!(c.env.run(&["dag", "view", "--repo", c.r(), "-n", "0", &id]).status.code(), Some(2));
+
+    use crate::server_util::{client, Server};
+    let server = Server::start(&c.env, &["serve", "--repo", c.r(), "--no-watch"], &[]);
+    let v: Value =
+        client().get(server.url(&format!("/v1/dag/{id}?limit=3"))).send().await.unwrap().json().await.unwrap();
+    assert_eq!(v["nodes"], page["nodes"], "{v}");
+    assert_eq!((v["older_nodes"].as_u64(), v["next_before"].as_i64()), (Some(cut as u64), Some(ids[cut])));
+    let url = server.url(&format!("/v1/dag/{id}?limit=3&before={before}"));
+    let v: Value = client().get(url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(v["nodes"].as_array().map(Vec::len), Some(3.min(cut)), "{v}");
+}
+
+#[tokio::test]
 async fn a_session_id_that_prefixes_others_is_an_id_not_an_ambiguous_prefix() {
     // HTTP clients name sessions (`docdex.session_id`); with review-10 and review-11 logged,
     // starting review-1 was refused as "session prefix is ambiguous" (400) though the id was
