@@ -177,14 +177,17 @@ pub enum Error {
     StaleIndex(String),
     /// The model server accepted the connection but did not answer in time: retrying would
     /// only multiply the wait, so the caller gives up on it for this request.
-    #[error("the {provider} server at {url} did not answer within {secs}s (`[llm] request_timeout_secs`): it may be overloaded or stuck. Check it (for Ollama: `ollama ps`), raise the timeout for a slow machine, or point `[llm] base_url` at another server")]
+    #[error("the {provider} server at {url} did not answer within {waited} (`[llm] {setting}`): it may be overloaded or stuck. Check it (for Ollama: `ollama ps`), raise the timeout for a slow machine, or point `[llm] base_url` at another server")]
     LlmTimeout {
         /// `ollama` or `openai`.
         provider: String,
         /// The base URL tried.
         url: String,
-        /// The timeout that ran out.
-        secs: u64,
+        /// How long it was given (`120s`, `2000 ms`).
+        waited: String,
+        /// The setting that bounds the wait: `request_timeout_secs` for a request, or
+        /// `connect_timeout_ms` for the liveness check before one.
+        setting: &'static str,
     },
     /// The LLM or embedding server cannot be reached.
     #[error("cannot reach the {provider} server at {url}: {reason}. Start it (for Ollama: `ollama serve`), or point `[llm] base_url` at a running server; `docdex check` diagnoses the setup")]

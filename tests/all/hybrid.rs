@@ -561,3 +561,35 @@ fn reembed_with_no_embedder_fails_after_updating_the_text_index() {
     let v = env.json(&["status", "--repo", repo.to_str().unwrap(), "--json"]);
     assert_eq!(v["documents"], 6, "{v}");
 }
+
+#[test]
+fn a_stuck_model_server_costs_a_search_a_moment_not_a_timeout() {
+    use std::time::{Duration, Instant};
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    {
+        let server = fake();
+        let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+        index(&engine, &repo);
+    }
+    // The model server now accepts connections and never answers (stuck loading a model,
+    // wedged behind a proxy): each one-shot search waited the whole request timeout.
+    let (url, accepted) = crate::profiles::stuck_server();
+    let config = llm_config("ollama", &url, "fake-chat", "fake-embed").replace("= 5", "= 60");
+    env.write_config(&format!("{config}connect_timeout_ms = 400\n"));
+    let started = Instant::now();
+    let out = env.json(&["search", "--repo", repo.to_str().unwrap(), "--json", "session store"]);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "a search took {took:?}");
+    assert_eq!(out["retrieval"]["mode"], "bm25", "{out}");
+    assert_eq!(out["results"][0]["path"], "src/auth/session.rs", "{out}");
+    let notice = out["retrieval"]["notice"].as_str().unwrap_or_default();
+    assert!(notice.contains("did not answer within 400 ms") && notice.contains("BM25 only"), "{notice}");
+    // The engine of a long-lived process remembers it: the next search does not ask again.
+    let engine = env.engine();
+    assert_eq!(search(&engine, &repo, "session store").retrieval.mode, "bm25");
+    let asked = accepted.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(search(&engine, &repo, "dashboard").retrieval.mode, "bm25");
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), asked, "asked once per engine");
+}

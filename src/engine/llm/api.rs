@@ -19,6 +19,8 @@ pub(crate) const EMBEDDER_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// How long a server failure met by the embedder stands for the chat model too (one turn's
 /// worth: the server is asked again on the next turn).
 const SERVER_FAILURE_TRUSTED: Duration = Duration::from_secs(10);
+/// How long a model server that answered the liveness check is taken to be alive.
+const ALIVE_FOR: Duration = Duration::from_secs(30);
 
 /// The model side of the engine's state (one per engine).
 #[derive(Default)]
@@ -26,6 +28,8 @@ pub(crate) struct LlmState {
     provider: OnceLock<Arc<dyn Provider>>,
     /// When the embedder last failed, and how.
     embed_failure: Mutex<Option<EmbedFailure>>,
+    /// When the model server last answered the liveness check ([`Engine::server_answers`]).
+    alive: Mutex<Option<Instant>>,
 }
 
 /// A remembered embedder failure.
@@ -184,7 +188,8 @@ impl Engine {
         if let Some(reason) = self.recent_embed_failure() {
             return Err(Error::Upstream(reason));
         }
-        match self.embed(vec![text.to_string()]) {
+        let answered = self.provider().and_then(|p| self.server_answers(p.as_ref()));
+        match answered.and_then(|()| self.embed(vec![text.to_string()])) {
             Ok(mut v) => {
                 self.clear_embed_failure();
                 v.pop().ok_or_else(|| Error::Upstream("the embedder returned no vector".into()))
@@ -195,6 +200,54 @@ impl Engine {
                 self.note_embed_failure(&e);
                 Err(e)
             }
+        }
+    }
+
+    /// Whether the model server answers at all: any HTTP answer to a GET of its base URL
+    /// within `[llm] connect_timeout_ms` (at most the request timeout), trusted for
+    /// [`ALIVE_FOR`]. A server that accepts connections and never answers (stuck, wedged
+    /// behind a proxy) otherwise held each search, profile write and chat turn for a whole
+    /// `[llm] request_timeout_secs` (two minutes by default) before it fell back to words; one
+    /// that answers but is slow to embed (a model still loading) still gets the full timeout.
+    /// Refused connections and TLS failures pass here: the real request reports them better.
+    pub(crate) fn server_answers(&self, provider: &dyn Provider) -> Result<()> {
+        let state = &self.inner.llm;
+        if state.alive.lock().ok().and_then(|a| *a).is_some_and(|at| at.elapsed() < ALIVE_FOR) {
+            return Ok(());
+        }
+        let llm = &self.inner.config.llm;
+        let (connect, request) = (
+            Duration::from_millis(llm.connect_timeout_ms.max(1)),
+            Duration::from_secs(llm.request_timeout_secs.max(1)),
+        );
+        let wait = connect.min(request);
+        let url = provider.base_url().to_string();
+        let probe = url.clone();
+        let answered = self.block_on_server(async move {
+            let client = reqwest::Client::builder().timeout(wait).build().ok()?;
+            match client.get(&probe).send().await {
+                Ok(_) => Some(true),
+                Err(e) if e.is_timeout() => Some(false),
+                Err(_) => None,
+            }
+        })?;
+        match answered {
+            Some(false) => {
+                tracing::info!(url, ms = wait.as_millis() as u64, "the model server did not answer the liveness check");
+                let (waited, setting) = if connect <= request {
+                    (format!("{} ms", connect.as_millis()), "connect_timeout_ms")
+                } else {
+                    (format!("{}s", request.as_secs()), "request_timeout_secs")
+                };
+                Err(Error::LlmTimeout { provider: provider.kind().to_string(), url, waited, setting })
+            }
+            Some(true) => {
+                if let Ok(mut a) = state.alive.lock() {
+                    *a = Some(Instant::now());
+                }
+                Ok(())
+            }
+            None => Ok(()),
         }
     }
 
@@ -235,8 +288,8 @@ fn server_error(e: &Error) -> Option<Error> {
         Error::LlmUnreachable { provider, url, reason } => {
             Some(Error::LlmUnreachable { provider: provider.clone(), url: url.clone(), reason: reason.clone() })
         }
-        Error::LlmTimeout { provider, url, secs } => {
-            Some(Error::LlmTimeout { provider: provider.clone(), url: url.clone(), secs: *secs })
+        Error::LlmTimeout { provider, url, waited, setting } => {
+            Some(Error::LlmTimeout { provider: provider.clone(), url: url.clone(), waited: waited.clone(), setting })
         }
         _ => None,
     }

@@ -113,7 +113,8 @@ impl Http {
         Error::LlmTimeout {
             provider: self.provider.to_string(),
             url: self.base.clone(),
-            secs: self.request_timeout.as_secs(),
+            waited: format!("{}s", self.request_timeout.as_secs()),
+            setting: "request_timeout_secs",
         }
     }
 

@@ -18,8 +18,6 @@ use std::time::{Duration, Instant};
 const BACKFILL_BATCH: usize = 32;
 /// How long a failed embedder stays failed before it is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
-/// How long a model server that answered the liveness check is taken to be alive.
-const ALIVE_FOR: Duration = Duration::from_secs(30);
 /// Query vectors kept (a chat turn and its evolution embed the same text).
 const CACHED_QUERIES: usize = 32;
 /// The most preferences one recall considers.
@@ -36,8 +34,6 @@ type Failure = (Instant, String, bool);
 #[derive(Default)]
 pub(crate) struct RecallCache {
     failure: Mutex<Option<Failure>>,
-    /// When the model server last answered the liveness check.
-    alive: Mutex<Option<Instant>>,
     queries: Mutex<VecDeque<CachedQuery>>,
 }
 
@@ -132,54 +128,21 @@ impl Engine {
         }
     }
 
-    /// Whether the model server answers at all: any HTTP answer to a GET of its base URL
-    /// within `[llm] connect_timeout_ms` (at most the request timeout). A server that accepts
-    /// connections and never answers (stuck, wedged behind a proxy) otherwise held `profile
-    /// add` and `profile search` for a whole `[llm] request_timeout_secs` (two minutes by
-    /// default) before they fell back; a server that answers but is slow to embed (a model
-    /// still loading) still gets the full timeout. An answer is trusted for [`ALIVE_FOR`].
+    /// The engine's liveness check of the model server ([`Engine::server_answers`]); one that
+    /// does not answer is remembered as down for [`RETRY_AFTER`], so profile memory stores and
+    /// matches by words meanwhile.
     fn profile_server_answers(
         &self,
         provider: &dyn crate::engine::llm::Provider,
     ) -> std::result::Result<(), VectorTrouble> {
-        let cache = &self.profiles().recall;
-        if cache.alive.lock().ok().and_then(|a| *a).is_some_and(|at| at.elapsed() < ALIVE_FOR) {
-            return Ok(());
-        }
-        let llm = &self.config().llm;
-        let wait = Duration::from_millis(llm.connect_timeout_ms.max(1))
-            .min(Duration::from_secs(llm.request_timeout_secs.max(1)));
-        let url = provider.base_url().to_string();
-        let probe = url.clone();
-        let answered = self.block_on_server(async move {
-            let client = reqwest::Client::builder().timeout(wait).build().ok()?;
-            match client.get(&probe).send().await {
-                Ok(_) => Some(true),
-                Err(e) if e.is_timeout() => Some(false),
-                // A failure the embedding call reports better (connection refused, TLS).
-                Err(_) => None,
-            }
-        });
-        match answered {
-            Ok(Some(false)) => {
-                // Said in the answer's notice; a warning here printed it twice on the command line.
-                tracing::info!(url, ms = wait.as_millis() as u64, "the model server did not answer the liveness check");
-                let why = format!(
-                    "the {} server at {url} did not answer within {} ms (`[llm] connect_timeout_ms`): it may be stuck or overloaded; check it (for Ollama: `ollama ps`)",
-                    provider.kind(),
-                    wait.as_millis()
-                );
+        match self.server_answers(provider) {
+            Ok(()) => Ok(()),
+            Err(Error::Cancelled) => Err(VectorTrouble::Unavailable("the request was stopped".into())),
+            Err(e) => {
+                let why = e.to_string();
                 self.profile_remember_failure(why.clone(), true);
                 Err(VectorTrouble::Unavailable(why))
             }
-            Err(Error::Cancelled) => Err(VectorTrouble::Unavailable("the request was stopped".into())),
-            Ok(Some(true)) => {
-                if let Ok(mut a) = cache.alive.lock() {
-                    *a = Some(Instant::now());
-                }
-                Ok(())
-            }
-            _ => Ok(()),
         }
     }
 
