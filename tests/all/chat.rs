@@ -2,7 +2,7 @@
 //! OpenAI-compatible server) over loopback, real git for diffs, and `dag.db` read back.
 //! Prompt assembly is asserted on the request the fake recorded.
 
-use crate::util::{dead_url, git, git_commit_all, llm_config, write, Env};
+use crate::util::{dead_url, git, git_commit_all, llm_config, stuck_server, write, Env};
 use docdex::engine::protocol::{
     AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, MemoryStoreRequest, NodeKind, Slot,
     StepStatus, WebPolicy,
@@ -1063,17 +1063,7 @@ fn chat_json_and_trace_follow_the_contract() {
 #[test]
 fn a_stuck_server_costs_one_timeout_not_one_per_request_and_retry() {
     // A server that accepts connections and never answers (hung, or overloaded).
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = accepted.clone();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for s in listener.incoming().flatten() {
-            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            held.push(s);
-        }
-    });
+    let (url, accepted) = stuck_server();
     // Indexed with embeddings while the server worked, so the turn embeds its query first.
     let fake = FakeOllama::start(FakeOllamaOptions::default()).expect("fake server");
     let env = Env::new();
@@ -1102,23 +1092,6 @@ fn a_stuck_server_costs_one_timeout_not_one_per_request_and_retry() {
     let n = accepted.load(std::sync::atomic::Ordering::SeqCst);
     assert_eq!(n, 1, "requests to a stuck server");
     assert!(took < Duration::from_secs(3), "the turn took {took:?}");
-}
-
-/// A server that accepts connections and never answers; returns its URL and how many
-/// connections it took.
-fn stuck_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = accepted.clone();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for s in listener.incoming().flatten() {
-            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            held.push(s);
-        }
-    });
-    (url, accepted)
 }
 
 /// A repo in a fresh home, indexed with embeddings (`embedded`) or without, whose config then

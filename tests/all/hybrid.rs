@@ -575,7 +575,7 @@ fn a_stuck_model_server_costs_a_search_a_moment_not_a_timeout() {
     }
     // The model server now accepts connections and never answers (stuck loading a model,
     // wedged behind a proxy): each one-shot search waited the whole request timeout.
-    let (url, accepted) = crate::profiles::stuck_server();
+    let (url, accepted) = crate::util::stuck_server();
     let config = llm_config("ollama", &url, "fake-chat", "fake-embed").replace("= 5", "= 60");
     env.write_config(&format!("{config}connect_timeout_ms = 400\n"));
     let started = Instant::now();

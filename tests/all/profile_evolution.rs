@@ -319,19 +319,8 @@ fn the_cli_and_http_run_the_same_pipeline() {
 /// other calls of the statement are not made; the fallback decides and says why.
 #[test]
 fn a_stuck_model_server_costs_learn_one_timeout_not_three() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let seen = accepted.clone();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for c in listener.incoming().flatten() {
-            seen.fetch_add(1, Ordering::SeqCst);
-            held.push(c);
-        }
-    });
+    use std::sync::atomic::Ordering;
+    let (url, accepted) = crate::util::stuck_server();
     let env = Env::new();
     env.write_config(&llm_config("ollama", &url, "fake-chat", "fake-embed").replace("= 5", "= 1"));
     let engine = env.engine();

@@ -4,7 +4,7 @@
 //! a time with readers never blocked, and the CLI and HTTP surfaces over the same calls.
 
 use crate::server_util::{client, Server};
-use crate::util::{dead_url, llm_config, Env};
+use crate::util::{dead_url, llm_config, stuck_server, Env};
 use docdex::engine::protocol::{
     Category, PreferenceSource, ProfileAddRequest, ProfileEditRequest, ProfileListRequest, ProfileRemoveRequest,
     ProfileSearchRequest, RecallMode, TEAM_AGENT,
@@ -204,24 +204,6 @@ fn without_an_embedder_recall_matches_words_and_says_so() {
     let s = search(&engine, "carol", "moment dates");
     assert_eq!(s.mode, RecallMode::Vector, "{s:?}");
     assert!(s.results.iter().all(|h| h.preference.embedded));
-}
-
-/// A loopback "model server" that accepts connections and never answers (stuck, wedged
-/// behind a proxy); the count is of connections it accepted.
-pub fn stuck_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
-    let seen = accepted.clone();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for c in listener.incoming().flatten() {
-            seen.fetch_add(1, Ordering::SeqCst);
-            held.push(c);
-        }
-    });
-    (url, accepted)
 }
 
 /// A model server that accepts the connection and never answers held `profile add` and

@@ -123,6 +123,24 @@ pub fn llm_config(provider: &str, base_url: &str, chat: &str, embed: &str) -> St
     )
 }
 
+/// A loopback "model server" that accepts connections and never answers (stuck, wedged
+/// behind a proxy); returns its URL and the count of connections it accepted.
+pub fn stuck_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = accepted.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            held.push(c);
+        }
+    });
+    (url, accepted)
+}
+
 /// A base URL where nothing listens (a port that was free a moment ago).
 pub fn dead_url() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
