@@ -99,9 +99,29 @@ pub fn open(path: &Path) -> Result<Connection> {
     crate::engine::fsutil::ensure_private_file(path)?;
     let conn = Connection::open(path).map_err(db_err(path))?;
     conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS)).map_err(db_err(path))?;
-    conn.pragma_update(None, "journal_mode", "WAL").map_err(db_err(path))?;
+    set_wal(&conn, path)?;
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(db_err(path))?;
     Ok(conn)
+}
+
+/// Switches to WAL, waiting (up to the busy timeout) for other connections doing the same: on
+/// a new database the switch upgrades a read lock to an exclusive one, and SQLite answers
+/// "database is locked" at once there instead of calling the busy handler (two upgraders
+/// would deadlock), so one of 30 processes opening a fresh `memory.db` together failed.
+fn set_wal(conn: &Connection, path: &Path) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(BUSY_TIMEOUT_MS);
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => return Err(db_err(path)(e)),
+        }
+    }
 }
 
 /// A vector as sqlite-vec's float32 blob (little-endian).

@@ -396,16 +396,21 @@ fn a_fact_stored_again_is_kept_once_even_by_writers_at_once() {
     assert_eq!(again["memory"]["id"], first["memory"]["id"], "{again}");
     let notice = again["notice"].as_str().unwrap_or_default();
     assert!(notice.contains("already remembered as") && notice.contains("metadata is the one stored then"), "{again}");
+    // Spawned, then waited for: `.output()` in the map ran the eight one after another.
     let children: Vec<_> = (0..8)
         .map(|_| {
             std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
                 .args(["memory", "store", "--repo", r, "--json", "releases are cut on Fridays"])
                 .env("DOCDEX_HOME", env.home())
-                .output()
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
         })
         .collect();
-    for out in children {
-        assert!(out.expect("run").status.success());
+    for child in children {
+        let out = child.wait_with_output().expect("run");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
     let list = env.json(&["memory", "list", "--repo", r, "--json"]);
     assert_eq!(list["total"], 2, "{list}");
@@ -447,4 +452,35 @@ fn thirty_memories_stored_at_once_are_all_embedded_without_a_lock_notice() {
         assert_eq!(list.memories.len(), 30);
         assert!(list.memories.iter().all(|m| m.embedded), "round {round}: a vector was dropped by another writer");
     }
+}
+
+#[test]
+fn thirty_memory_store_processes_at_once_are_all_embedded_without_a_lock_notice() {
+    // The report: 30 `docdex memory store` at once, one answered "database is locked".
+    let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let repo = env.repo("r");
+    env.write_config(&llm_config("ollama", &server.url(), "fake-chat", "fake-embed"));
+    let r = repo.to_str().unwrap();
+    let children: Vec<_> = (0..30)
+        .map(|i| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+                .args(["memory", "store", "--repo", r, "--json", &format!("fact number {i} about releases")])
+                .env("DOCDEX_HOME", env.home())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("run");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert!(v.get("notice").is_none_or(|n| n.is_null()), "{v}");
+        assert_eq!(v["memory"]["embedded"], true, "{v}");
+    }
+    let list = env.json(&["memory", "list", "--repo", r, "--json", "-n", "100"]);
+    assert_eq!(list["total"], 30, "{list}");
+    assert!(list["memories"].as_array().unwrap().iter().all(|m| m["embedded"] == true), "{list}");
 }
