@@ -578,9 +578,23 @@ pub fn to_dot(s: &DagSession) -> String {
             n.id,
         ));
     }
+    // In a cut view a parent may be among the older nodes: one placeholder stands for them
+    // (Graphviz drew each as a bare, unlabelled node).
+    let shown: std::collections::HashSet<i64> = s.nodes.iter().map(|n| n.id).collect();
+    if let Some(before) = s.next_before {
+        out.push_str(&format!(
+            "  older [shape=plaintext, label=\"{} older nodes (--before {before})\"];\n",
+            s.older_nodes
+        ));
+    }
+    let mut from_older = std::collections::HashSet::new();
     for n in &s.nodes {
         for p in &n.parents {
-            out.push_str(&format!("  n{p} -> n{};\n", n.id));
+            if shown.contains(p) {
+                out.push_str(&format!("  n{p} -> n{};\n", n.id));
+            } else if s.next_before.is_some() && from_older.insert(n.id) {
+                out.push_str(&format!("  older -> n{} [style=dashed];\n", n.id));
+            }
         }
     }
     out.push_str("}\n");
@@ -679,6 +693,15 @@ mod tests {
         assert_eq!(last.nodes.iter().map(|n| n.id).collect::<Vec<_>>(), ids[..5]);
         assert_eq!((last.older_nodes, last.next_before), (0, None));
         assert!(!to_text(&last).contains("older nodes"));
+        let c2 = s.join_session(Some("chain"), None, "q").unwrap();
+        let mut prev = Vec::new();
+        for i in 0..4 {
+            prev = vec![s.add_node(&c2.id, NodeKind::Thought, &format!("c{i}"), &json!({}), &prev).unwrap()];
+        }
+        let dot = to_dot(&s.session("chain", 2, None).unwrap());
+        assert!(dot.contains("older [shape=plaintext, label=\"2 older nodes (--before "), "{dot}");
+        assert_eq!(dot.matches("older -> n").count(), 1, "{dot}");
+        assert_eq!(dot.matches(" -> n").count(), 2, "one edge shown, one from the older nodes: {dot}");
         assert_eq!(s.session("long", DAG_VIEW_DEFAULT, None).unwrap().nodes.len(), 25);
     }
 
