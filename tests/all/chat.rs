@@ -1386,3 +1386,28 @@ fn a_change_too_big_for_a_small_window_is_trimmed_not_dropped() {
     let timings = serde_json::to_string(&resp.trace.timings_ms).unwrap();
     assert!(!regex::Regex::new(r"\.\d{4,}").unwrap().is_match(&timings), "{timings}");
 }
+
+#[test]
+fn a_diff_with_a_tracked_file_replaced_by_a_fifo_reviews_the_rest_and_names_it() {
+    // git diff of the working tree stops at a FIFO ("unsupported file type", exit 128), which
+    // failed the whole `chat --diff` turn.
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    write(&c.repo, "src/billing/pipe.rs", "pub fn pipe() {}\n");
+    git_commit_all(&c.repo);
+    write(&c.repo, "src/billing/invoice.rs", "/// Sums the line items of an invoice, with tax.\npub fn invoice_total(items: &[u64]) -> u64 {\n    items.iter().sum::<u64>() * 2\n}\n");
+    std::fs::remove_file(c.repo.join("src/billing/pipe.rs")).unwrap();
+    let made = Command::new("mkfifo").arg(c.repo.join("src/billing/pipe.rs")).status().expect("mkfifo");
+    assert!(made.success());
+    let req = ChatTurnRequest {
+        query: "how are stale sessions expired?".into(),
+        diff: Some(DiffRequest::default()),
+        ..Default::default()
+    };
+    let resp = c.ask(&req);
+    let sys = system_text(&c.last_prompt());
+    assert!(sys.contains("### src/billing/invoice.rs:1-4 (modified)"), "the rest of the diff is reviewed:\n{sys}");
+    assert!(!sys.contains("pipe.rs"), "{sys}");
+    let note =
+        resp.trace.notices.iter().find(|n| n.contains("FIFO")).unwrap_or_else(|| panic!("{:?}", resp.trace.notices));
+    assert!(note.ends_with(": src/billing/pipe.rs"), "{note}");
+}

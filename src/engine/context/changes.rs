@@ -84,8 +84,8 @@ pub fn collect(root: &Path, since: Option<&str>) -> Result<Changes> {
         add(&diff::collect(root, &DiffTarget::Range(format!("{b}..HEAD")), &[])?, ChangeState::Committed);
     }
     add(&diff::collect(root, &DiffTarget::Staged, &[])?, ChangeState::Staged);
-    let special = special_files(root)?;
-    let skip: Vec<String> = special.iter().map(|p| format!(":(exclude,literal){p}")).collect();
+    let special = diff::special_files(root)?;
+    let skip = diff::excluding(&special);
     add(&diff::collect(root, &DiffTarget::Working, &skip)?, ChangeState::Dirty);
     // The hunks against the base, in working-tree lines (staged only when there is no commit).
     let against_base = match &base {
@@ -117,45 +117,6 @@ pub fn collect(root: &Path, since: Option<&str>) -> Result<Changes> {
         })
         .collect();
     Ok(Changes { base, files, diffs, note: None, special })
-}
-
-/// Tracked paths whose working-tree entry is a FIFO, socket or device: `git diff` of the working
-/// tree stops at the first ("unsupported file type", no diff at all), so the diffs exclude them.
-/// `--name-only` against the index compares stat data only and does not read them.
-fn special_files(root: &Path) -> Result<Vec<String>> {
-    let out = git(root, &["diff", "--name-only", "--relative", "-z"])?;
-    if !out.status.success() {
-        return Ok(Vec::new());
-    }
-    Ok(out
-        .stdout
-        .split(|b| *b == 0)
-        .filter(|p| !p.is_empty())
-        .map(|p| String::from_utf8_lossy(p).into_owned())
-        .filter(|p| is_special(root, p))
-        .collect())
-}
-
-/// Neither a regular file, a folder nor a link (checked without following one).
-fn is_special(root: &Path, rel: &str) -> bool {
-    std::fs::symlink_metadata(root.join(rel)).is_ok_and(|m| {
-        let t = m.file_type();
-        !(t.is_file() || t.is_dir() || t.is_symlink())
-    })
-}
-
-/// The note naming what [`Changes::special`] left out (the first few names, then a count).
-pub fn special_note(special: &[String]) -> Option<String> {
-    const SHOWN: usize = 5;
-    let (first, rest) = special.split_at(special.len().min(SHOWN));
-    let more = if rest.is_empty() { String::new() } else { format!(" and {} more", rest.len()) };
-    (!special.is_empty()).then(|| {
-        format!(
-            "{} left out: not a regular file (a FIFO, socket or device, which git cannot diff): {}{more}",
-            crate::engine::fsutil::count(special.len(), "changed path"),
-            first.join(", ")
-        )
-    })
 }
 
 /// `committed on the branch since main, staged and dirty`.

@@ -128,7 +128,12 @@ impl Engine {
             snippets: Vec::new(),
             changed: changes.files.clone(),
             omitted: Vec::new(),
-            notes: changes.note.iter().cloned().chain(changes::special_note(&changes.special)).collect(),
+            notes: changes
+                .note
+                .iter()
+                .cloned()
+                .chain(crate::engine::waterfall::diff::special_note(&changes.special))
+                .collect(),
             timing: ContextTiming::default(),
             markdown: None,
         };

@@ -159,6 +159,50 @@ pub fn collect(root: &Path, target: &DiffTarget, paths: &[String]) -> Result<Vec
     Ok(parse(&String::from_utf8_lossy(&out.stdout)))
 }
 
+/// Tracked paths whose working-tree entry is a FIFO, socket or device: `git diff` of the working
+/// tree stops at the first ("unsupported file type", no diff at all), so the diffs exclude them.
+/// `--name-only` against the index compares stat data only and does not read them.
+pub fn special_files(root: &Path) -> Result<Vec<String>> {
+    let out = crate::engine::git::output(root, &["diff", "--name-only", "--relative", "-z"], "changed files")?;
+    if !out.status.success() {
+        return Ok(Vec::new());
+    }
+    Ok(out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .filter(|p| is_special(root, p))
+        .collect())
+}
+
+/// Neither a regular file, a folder nor a link (checked without following one).
+fn is_special(root: &Path, rel: &str) -> bool {
+    std::fs::symlink_metadata(root.join(rel)).is_ok_and(|m| {
+        let t = m.file_type();
+        !(t.is_file() || t.is_dir() || t.is_symlink())
+    })
+}
+
+/// The note naming what [`special_files`] found and a diff left out (the first few names, then a count).
+pub fn special_note(special: &[String]) -> Option<String> {
+    const SHOWN: usize = 5;
+    let (first, rest) = special.split_at(special.len().min(SHOWN));
+    let more = if rest.is_empty() { String::new() } else { format!(" and {} more", rest.len()) };
+    (!special.is_empty()).then(|| {
+        format!(
+            "{} left out: not a regular file (a FIFO, socket or device, which git cannot diff): {}{more}",
+            crate::engine::fsutil::count(special.len(), "changed path"),
+            first.join(", ")
+        )
+    })
+}
+
+/// Pathspecs that leave `paths` out of a diff (added after any paths the caller limits it to).
+pub fn excluding(paths: &[String]) -> Vec<String> {
+    paths.iter().map(|p| format!(":(exclude,literal){p}")).collect()
+}
+
 /// Turns git's complaint into an error that says what to do.
 fn git_error(root: &Path, target: &DiffTarget, paths: &[String], stderr: &str) -> Error {
     let first = crate::engine::git::first_line(stderr, "git diff failed");

@@ -27,10 +27,30 @@ const MAX_NEIGHBOURS: usize = 12;
 const WEB_PASSAGES_PER_PAGE: usize = 2;
 
 impl Turn<'_> {
-    pub(super) fn collect_diff(&self) -> Result<Option<(DiffTarget, Vec<FileDiff>)>> {
+    /// The diff `--diff` asks for. Tracked paths now a FIFO, socket or device are left out of
+    /// a diff against the working tree (git stops at them with "unsupported file type") and
+    /// named in a notice.
+    /// The diff `--diff` asks for. When git cannot diff the working tree because a tracked
+    /// path is now a FIFO, socket or device ("unsupported file type"), those paths are left
+    /// out and named in a notice, and the rest of the diff is read.
+    pub(super) fn collect_diff(&mut self) -> Result<Option<(DiffTarget, Vec<FileDiff>)>> {
         let Some(d) = &self.req.diff else { return Ok(None) };
-        let target = DiffTarget::parse(&d.target)?;
-        let files = diff::collect(&self.repo.root, &target, &d.paths)?;
+        let (target, paths) = (DiffTarget::parse(&d.target)?, d.paths.clone());
+        let root = self.repo.root.clone();
+        let files = match diff::collect(&root, &target, &paths) {
+            Ok(files) => files,
+            Err(e) => {
+                let special = diff::special_files(&root).unwrap_or_default();
+                if special.is_empty() {
+                    return Err(e);
+                }
+                let files = diff::collect(&root, &target, &[paths, diff::excluding(&special)].concat())?;
+                if let Some(note) = diff::special_note(&special) {
+                    self.notice(note);
+                }
+                files
+            }
+        };
         Ok(Some((target, files)))
     }
 
