@@ -35,6 +35,19 @@ fn index(engine: &Engine, repo: &Path) -> docdex::engine::protocol::IndexSummary
     engine.index(repo, &IndexOptions::default(), &quiet()).expect("index")
 }
 
+/// The sample repository, indexed with embeddings while the fake embedder ran; the embedder
+/// is gone when this returns.
+fn embedded_sample() -> (Env, std::path::PathBuf) {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let server = fake();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    index(&engine, &repo);
+    assert_eq!(search(&engine, &repo, "session store").retrieval.mode, "hybrid");
+    (env, repo)
+}
+
 fn search(engine: &Engine, repo: &Path, q: &str) -> SearchResponse {
     engine.search(repo, &SearchRequest { query: q.into(), limit: Some(20), ..Default::default() }).expect("search")
 }
@@ -234,15 +247,7 @@ fn hybrid_search_orders_by_weighted_reciprocal_rank_fusion() {
 
 #[test]
 fn search_falls_back_to_bm25_with_a_notice_and_remembers_a_failing_embedder() {
-    let env = Env::new();
-    let repo = env.repo("r");
-    sample_repo(&repo);
-    {
-        let server = fake();
-        let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
-        index(&engine, &repo);
-        assert_eq!(search(&engine, &repo, "session store").retrieval.mode, "hybrid");
-    }
+    let (env, repo) = embedded_sample();
     // The server is gone: BM25 answers, and says why.
     let engine = env.engine();
     let r = search(&engine, &repo, "session store");
@@ -339,14 +344,7 @@ fn a_model_change_asks_for_a_reembed_and_reembed_switches_models() {
 
 #[test]
 fn a_dimension_change_under_the_same_model_name_is_caught() {
-    let env = Env::new();
-    let repo = env.repo("r");
-    sample_repo(&repo);
-    {
-        let server = fake();
-        let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
-        index(&engine, &repo);
-    }
+    let (env, repo) = embedded_sample();
     let server = FakeOllama::start(FakeOllamaOptions { embed_dim: 32, ..Default::default() }).unwrap();
     let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
     let r = search(&engine, &repo, "session");
@@ -565,14 +563,7 @@ fn reembed_with_no_embedder_fails_after_updating_the_text_index() {
 #[test]
 fn a_stuck_model_server_costs_a_search_a_moment_not_a_timeout() {
     use std::time::{Duration, Instant};
-    let env = Env::new();
-    let repo = env.repo("r");
-    sample_repo(&repo);
-    {
-        let server = fake();
-        let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
-        index(&engine, &repo);
-    }
+    let (env, repo) = embedded_sample();
     // The model server now accepts connections and never answers (stuck loading a model,
     // wedged behind a proxy): each one-shot search waited the whole request timeout.
     let (url, accepted) = crate::util::stuck_server();

@@ -2,7 +2,8 @@
 //! `chmod -w`) fails the run before it touches anything, saying which path and what to do,
 //! deleting nothing; repository files and folders docdex may not read are listed by status.
 
-use crate::util::{write, Env};
+use super::watcher::unprivileged_env;
+use crate::util::write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -16,32 +17,9 @@ fn chmod_tree(p: &Path, mode_for: &dyn Fn(bool) -> u32) {
     }
 }
 
-fn chown_tree(p: &Path) {
-    std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
-    for e in std::fs::read_dir(p).unwrap().flatten() {
-        match e.file_type().unwrap().is_dir() {
-            true => chown_tree(&e.path()),
-            false => std::os::unix::fs::chown(e.path(), Some(65534), Some(65534)).unwrap(),
-        }
-    }
-}
-
 #[test]
 fn a_read_only_state_directory_fails_the_run_clearly_and_deletes_nothing() {
-    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: no setpriv to run docdex as another user");
-        return;
-    }
-    let env = Env::new();
-    let repo = env.repo("r");
-    write(&repo, "src/lib.rs", "pub fn okapi_first() {}\n");
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if root {
-        std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::create_dir_all(env.home()).unwrap();
-        chown_tree(env.dir.path());
-    }
+    let Some((env, repo)) = unprivileged_env(&[("src/lib.rs", "pub fn okapi_first() {}\n")]) else { return };
     let run =
         |args: &[&str]| super::watcher::docdex_as(true).args(args).env("DOCDEX_HOME", env.home()).output().unwrap();
     let r = repo.to_str().unwrap();
@@ -80,19 +58,7 @@ fn a_read_only_state_directory_fails_the_run_clearly_and_deletes_nothing() {
 
 #[test]
 fn files_and_folders_docdex_may_not_read_are_listed_by_status() {
-    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: no setpriv to run docdex as another user");
-        return;
-    }
-    let env = Env::new();
-    let repo = env.repo("r");
-    write(&repo, "src/lib.rs", "pub fn okapi() {}\n");
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::create_dir_all(env.home()).unwrap();
-        chown_tree(env.dir.path());
-    }
+    let Some((env, repo)) = unprivileged_env(&[("src/lib.rs", "pub fn okapi() {}\n")]) else { return };
     let run =
         |args: &[&str]| super::watcher::docdex_as(true).args(args).env("DOCDEX_HOME", env.home()).output().unwrap();
     let r = repo.to_str().unwrap();

@@ -216,6 +216,40 @@ pub(super) fn docdex_as(unprivileged: bool) -> std::process::Command {
     }
 }
 
+/// A home and repository `r` holding `files`, both owned by the unprivileged user
+/// [`docdex_as`] runs as (when the tests run as root; else the current user's); `None`, with a
+/// note, where there is no `setpriv` to switch users. Files written afterwards stay root's.
+pub(super) fn unprivileged_env(files: &[(&str, &str)]) -> Option<(Env, std::path::PathBuf)> {
+    use std::os::unix::fs::PermissionsExt;
+    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: no setpriv to run docdex as another user");
+        return None;
+    }
+    let env = Env::new();
+    let repo = env.repo("r");
+    for (rel, text) in files {
+        write(&repo, rel, text);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir_all(env.home()).unwrap();
+        chown_tree(env.dir.path());
+    }
+    Some((env, repo))
+}
+
+/// Gives `p` and everything under it to the unprivileged user (uid and gid 65534).
+pub(super) fn chown_tree(p: &Path) {
+    std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+    for e in std::fs::read_dir(p).unwrap().flatten() {
+        match e.file_type().unwrap().is_dir() {
+            true => chown_tree(&e.path()),
+            false => std::os::unix::fs::chown(e.path(), Some(65534), Some(65534)).unwrap(),
+        }
+    }
+}
+
 /// The paths `docdex search QUERY` finds, run as [`docdex_as`] runs the watcher.
 fn search_as(env: &Env, repo: &Path, query: &str) -> Vec<String> {
     let out = docdex_as(true)
@@ -234,25 +268,11 @@ fn search_as(env: &Env, repo: &Path, query: &str) -> Vec<String> {
 #[test]
 fn a_directory_the_watcher_may_not_read_is_named_and_the_rest_is_watched() {
     use std::os::unix::fs::PermissionsExt;
-    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: no setpriv to run the watcher as another user");
-        return;
-    }
-    let env = Env::new();
-    let repo = env.repo("r");
-    write(&repo, "src/main.rs", "fn okapi_main() {}\n");
+    // The unprivileged user owns everything but the data volume.
+    let Some((env, repo)) = unprivileged_env(&[("src/main.rs", "fn okapi_main() {}\n")]) else { return };
     // A container's data volume inside the project, owned by another user.
     write(&repo, "pgdata/base/1.txt", "okapi row\n");
     let all = |p: &Path, mode: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        // The unprivileged user owns everything but the data volume.
-        all(env.dir.path(), 0o755);
-        std::fs::create_dir_all(env.home()).unwrap();
-        for p in [env.home(), repo.clone(), repo.join("src"), repo.join("src/main.rs")] {
-            std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
-        }
-    }
     all(&repo.join("pgdata"), 0o700);
     if unsafe { libc::geteuid() } != 0 {
         all(&repo.join("pgdata"), 0o000);
@@ -292,22 +312,9 @@ fn a_directory_the_watcher_may_not_read_is_named_and_the_rest_is_watched() {
 #[test]
 fn a_directory_made_unreadable_while_watching_is_watched_once_it_is_opened_up() {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: no setpriv to run the watcher as another user");
-        return;
-    }
-    let env = Env::new();
-    let repo = env.repo("r");
-    write(&repo, "src/main.rs", "fn numbat_main() {}\n");
+    let Some((env, repo)) = unprivileged_env(&[("src/main.rs", "fn numbat_main() {}\n")]) else { return };
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    if root {
-        std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::create_dir_all(env.home()).unwrap();
-        for p in [env.home(), repo.clone(), repo.join("src"), repo.join("src/main.rs")] {
-            std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
-        }
-    }
     let (watcher, reports) = WatchProcess::start_as(&env, &repo, docdex_as(true));
     assert!(reports.is_empty(), "{reports:?}");
 
