@@ -6,8 +6,8 @@
 use super::output::{visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
-    AnswerStatus, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, StepStatus,
-    WebPolicy,
+    AnswerStatus, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, GateTrace,
+    StepStatus, WebPolicy, WebTrace,
 };
 use crate::engine::protocol::{ChatMessage, Role};
 use crate::engine::Engine;
@@ -277,10 +277,24 @@ fn print_sources(out: &Out, sources: &[ChatSource]) {
     }
 }
 
-/// The trace as a few aligned blocks.
+/// The trace as a few aligned blocks: steps, gate, web, budget, model and timings.
 pub fn print_trace(out: &Out, t: &ChatTrace) {
     out.line("");
     out.line(&out.paint("1", "trace"));
+    print_steps(out, t);
+    print_gate(out, &t.gate);
+    if let Some(w) = &t.web {
+        print_web(out, w);
+    }
+    print_budget(out, t);
+    print_model_and_time(out, t);
+    for n in &t.notices {
+        out.line(&format!("note    {}", visible(n)));
+    }
+}
+
+/// One line per waterfall step, coloured by how it went.
+fn print_steps(out: &Out, t: &ChatTrace) {
     for s in &t.steps {
         let status = serde_json::to_value(s.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
         let color = match s.status {
@@ -298,7 +312,10 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
             visible(&s.detail)
         ));
     }
-    let g = &t.gate;
+}
+
+/// The confidence gate: whether local hits sufficed and whether the web was wanted.
+fn print_gate(out: &Out, g: &GateTrace) {
     let top: Vec<String> = g.top_hits.iter().map(|h| format!("{} {:.2}", visible(&h.citation), h.score)).collect();
     out.line(&format!(
         "gate    confidence {:.2} vs threshold {:.2}: {}; web {}",
@@ -310,35 +327,40 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
     if !top.is_empty() {
         out.line(&format!("        top: {}", top.join(", ")));
     }
-    if let Some(w) = &t.web {
-        let discovery =
-            w.discovery.and_then(|d| serde_json::to_value(d).ok()).and_then(|v| v.as_str().map(String::from));
+}
+
+/// The web tier: discovery, then one line per fetched page.
+fn print_web(out: &Out, w: &WebTrace) {
+    let discovery = w.discovery.and_then(|d| serde_json::to_value(d).ok()).and_then(|v| v.as_str().map(String::from));
+    out.line(&format!(
+        "web     {:?}: discovery {} via {} ({} results, waited {} ms, {:.0} ms); total {:.0} ms",
+        w.query,
+        discovery.unwrap_or_else(|| "-".into()),
+        if w.discovery_source.is_empty() { "-".to_string() } else { visible(&w.discovery_source) },
+        w.results,
+        w.discovery_waited_ms,
+        w.discovery_ms,
+        w.ms
+    ));
+    for p in &w.pages {
+        let name = |v: serde_json::Value| v.as_str().map(String::from).unwrap_or_default();
+        let status = serde_json::to_value(p.status).map(name).unwrap_or_default();
+        let via = p.via.and_then(|v| serde_json::to_value(v).ok()).map(name).unwrap_or_default();
         out.line(&format!(
-            "web     {:?}: discovery {} via {} ({} results, waited {} ms, {:.0} ms); total {:.0} ms",
-            w.query,
-            discovery.unwrap_or_else(|| "-".into()),
-            if w.discovery_source.is_empty() { "-".to_string() } else { visible(&w.discovery_source) },
-            w.results,
-            w.discovery_waited_ms,
-            w.discovery_ms,
-            w.ms
+            "        {:<8} {:<8} {:>7.0} ms  waited {:>5} ms  {} passages  {}{}",
+            status,
+            via,
+            p.ms,
+            p.waited_ms,
+            p.passages,
+            visible(&p.url),
+            p.error.as_deref().map(|e| format!("  ({})", visible(e))).unwrap_or_default()
         ));
-        for p in &w.pages {
-            let name = |v: serde_json::Value| v.as_str().map(String::from).unwrap_or_default();
-            let status = serde_json::to_value(p.status).map(name).unwrap_or_default();
-            let via = p.via.and_then(|v| serde_json::to_value(v).ok()).map(name).unwrap_or_default();
-            out.line(&format!(
-                "        {:<8} {:<8} {:>7.0} ms  waited {:>5} ms  {} passages  {}{}",
-                status,
-                via,
-                p.ms,
-                p.waited_ms,
-                p.passages,
-                visible(&p.url),
-                p.error.as_deref().map(|e| format!("  ({})", visible(e))).unwrap_or_default()
-            ));
-        }
     }
+}
+
+/// The token budget: the window, then each slot's allotment, use and drops.
+fn print_budget(out: &Out, t: &ChatTrace) {
     let b = &t.budget;
     out.line(&format!(
         "budget  window {} tokens from {}; answer cap {}",
@@ -366,6 +388,10 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
             visible(&d.reason)
         ));
     }
+}
+
+/// The model that answered, its token counts, and where the time went.
+fn print_model_and_time(out: &Out, t: &ChatTrace) {
     let m = &t.model;
     out.line(&format!(
         "model   {} via {} at {}: prompt {} tokens (ours){}{}",
@@ -389,9 +415,6 @@ pub fn print_trace(out: &Out, t: &ChatTrace) {
         opt(tm.generation),
         tm.total
     ));
-    for n in &t.notices {
-        out.line(&format!("note    {}", visible(n)));
-    }
 }
 
 /// A ten-cell bar of `used` against `allotted`.
