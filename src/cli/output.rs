@@ -9,7 +9,8 @@
 use crate::engine::protocol::RepoRecord;
 use crate::engine::protocol::WatchReport;
 use crate::engine::protocol::{
-    EmbedState, EmbedSummary, FileContent, IndexSummary, SearchResponse, SimilarResponse, SkippedFile, StatusResponse,
+    EmbedState, EmbedSummary, FileContent, IndexSummary, SearchHit, SearchResponse, SimilarResponse, SkippedFile,
+    StatusResponse,
 };
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -365,52 +366,14 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
         page.push_str(s);
         page.push('\n');
     };
-    line(&out.paint(
-        "2",
-        &format!(
-            "repo {} · generation {} · {} · {} · {}{} {} · confidence {:.2} · {:.1} ms",
-            shown(&r.repo),
-            r.generation,
-            serde_json::to_value(r.index_state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
-            match &r.retrieval.embedding_model {
-                Some(m) if r.retrieval.mode == "hybrid" => format!("hybrid ({m})"),
-                _ => r.retrieval.mode.clone(),
-            },
-            r.total_hits,
-            // The ranking pool's size: a count that reaches it is a lower bound.
-            if r.total_hits >= crate::engine::protocol::CANDIDATE_POOL { "+" } else { "" },
-            if r.total_hits == 1 { "hit" } else { "hits" },
-            r.confidence,
-            r.timing_ms.total + r.retrieval.embed_ms.unwrap_or(0.0)
-        ),
-    ));
+    line(&out.paint("2", &search_header(r)));
     if r.results.is_empty() {
         line("no results");
     }
     let hybrid = r.retrieval.mode == "hybrid";
     for h in &r.results {
         line("");
-        line(&format!(
-            "{}:{}-{}{}  {}{}{}",
-            out.paint("1;35", &h.path),
-            h.line_start,
-            h.line_end,
-            match (h.page_start, h.page_end) {
-                (Some(a), Some(b)) if a != b => format!(" (pages {a}-{b})"),
-                (Some(a), _) => format!(" (page {a})"),
-                _ => String::new(),
-            },
-            out.paint("2", &format!("{:.2}", h.score)),
-            if hybrid { out.paint("2", &format!("  [{}]", h.retrievers.join("+"))) } else { String::new() },
-            match (h.source_missing, h.stale) {
-                (true, _) => out.paint(
-                    "33",
-                    &format!("  (source {} is missing: its folder is gone)", h.source.as_deref().unwrap_or_default())
-                ),
-                (false, true) => out.paint("33", "  (changed since indexed)"),
-                (false, false) => String::new(),
-            }
-        ));
+        line(&hit_heading(out, h, hybrid));
         for c in &h.context {
             line(&format!("{} {}", out.paint("2", &format!("{:>5}:", c.line)), out.paint("2", &visible(&c.text))));
         }
@@ -419,23 +382,7 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
         }
         for (i, text_line) in h.snippet.lines().enumerate() {
             let n = h.snippet_line_start + i as u32;
-            let mut text = String::new();
-            let mut pos = 0;
-            for hl in h.highlights.iter().filter(|x| x.line == n) {
-                if hl.start < pos
-                    || hl.end > text_line.len()
-                    || !text_line.is_char_boundary(hl.start)
-                    || !text_line.is_char_boundary(hl.end)
-                {
-                    continue;
-                }
-                text.push_str(&visible(&text_line[pos..hl.start]));
-                let word = visible(&text_line[hl.start..hl.end]);
-                text.push_str(&if out.color { out.paint("1;33", &word) } else { format!("[{word}]") });
-                pos = hl.end;
-            }
-            text.push_str(&visible(&text_line[pos.min(text_line.len())..]));
-            line(&format!("{} {}", out.paint("32", &format!("{n:>5}:")), text));
+            line(&format!("{} {}", out.paint("32", &format!("{n:>5}:")), highlighted(out, h, n, text_line)));
         }
     }
     // After the hits, whatever they are: a query with no searchable word, and a limit taken
@@ -451,6 +398,75 @@ pub fn print_search(out: &Out, r: &SearchResponse) {
         line(&out.paint("2", &format!("more: --cursor {}", r.next_cursor)));
     }
     out.block(&page);
+}
+
+/// The line above the hits: repo, generation, state, retrieval mode, hit count, confidence, time.
+fn search_header(r: &SearchResponse) -> String {
+    format!(
+        "repo {} · generation {} · {} · {} · {}{} {} · confidence {:.2} · {:.1} ms",
+        shown(&r.repo),
+        r.generation,
+        serde_json::to_value(r.index_state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+        match &r.retrieval.embedding_model {
+            Some(m) if r.retrieval.mode == "hybrid" => format!("hybrid ({m})"),
+            _ => r.retrieval.mode.clone(),
+        },
+        r.total_hits,
+        // The ranking pool's size: a count that reaches it is a lower bound.
+        if r.total_hits >= crate::engine::protocol::CANDIDATE_POOL { "+" } else { "" },
+        if r.total_hits == 1 { "hit" } else { "hits" },
+        r.confidence,
+        r.timing_ms.total + r.retrieval.embed_ms.unwrap_or(0.0)
+    )
+}
+
+/// A hit's citation line: `path:A-B`, pages, score, retrievers in hybrid mode, and whether its
+/// source is gone or the file changed since it was indexed.
+fn hit_heading(out: &Out, h: &SearchHit, hybrid: bool) -> String {
+    format!(
+        "{}:{}-{}{}  {}{}{}",
+        out.paint("1;35", &h.path),
+        h.line_start,
+        h.line_end,
+        match (h.page_start, h.page_end) {
+            (Some(a), Some(b)) if a != b => format!(" (pages {a}-{b})"),
+            (Some(a), _) => format!(" (page {a})"),
+            _ => String::new(),
+        },
+        out.paint("2", &format!("{:.2}", h.score)),
+        if hybrid { out.paint("2", &format!("  [{}]", h.retrievers.join("+"))) } else { String::new() },
+        match (h.source_missing, h.stale) {
+            (true, _) => out.paint(
+                "33",
+                &format!("  (source {} is missing: its folder is gone)", h.source.as_deref().unwrap_or_default())
+            ),
+            (false, true) => out.paint("33", "  (changed since indexed)"),
+            (false, false) => String::new(),
+        }
+    )
+}
+
+/// Snippet line `n` with the query's matches marked: bold yellow with colours, `[word]` without.
+/// Text from the file is escaped; a highlight that overlaps, overruns or splits a character is
+/// skipped rather than trusted.
+fn highlighted(out: &Out, h: &SearchHit, n: u32, text_line: &str) -> String {
+    let mut text = String::new();
+    let mut pos = 0;
+    for hl in h.highlights.iter().filter(|x| x.line == n) {
+        if hl.start < pos
+            || hl.end > text_line.len()
+            || !text_line.is_char_boundary(hl.start)
+            || !text_line.is_char_boundary(hl.end)
+        {
+            continue;
+        }
+        text.push_str(&visible(&text_line[pos..hl.start]));
+        let word = visible(&text_line[hl.start..hl.end]);
+        text.push_str(&if out.color { out.paint("1;33", &word) } else { format!("[{word}]") });
+        pos = hl.end;
+    }
+    text.push_str(&visible(&text_line[pos.min(text_line.len())..]));
+    text
 }
 
 /// File lines with numbers.
