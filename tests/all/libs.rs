@@ -934,6 +934,67 @@ fn npm_readmes_come_from_the_tarball_when_the_registry_document_has_none() {
     assert!(search("nested numbat").unwrap().hits.is_empty(), "a README below the root was read");
 }
 
+/// An npm package whose tarball holds no README (and is not installed here) had nothing cached,
+/// so every later `libs fetch` downloaded its registry document and its tarball (up to 32 MiB)
+/// again for the same answer: the requests doubled with each run. One fetch asks once for each
+/// document and tarball; that version's answer, README or none, is cached, so the next fetch
+/// asks nothing, and `--refresh` asks again.
+#[test]
+fn an_npm_tarball_is_downloaded_once_and_its_answer_cached() {
+    let env = Env::new();
+    let repo = env.repo("once");
+    write(&repo, "package.json", r#"{"dependencies": {"padkit": "1.3.0", "bare": "0.1.0"}}"#);
+    write(
+        &repo,
+        "package-lock.json",
+        r#"{"packages": {"node_modules/padkit": {"version": "1.3.0"}, "node_modules/bare": {"version": "0.1.0"}}}"#,
+    );
+    let (base, seen) = byte_registry(|path, base| {
+        let doc = |name: &str, version: &str| {
+            let body = format!(
+                r#"{{"name": "{name}", "versions": {{"{version}": {{"dist": {{"tarball": "{base}/npm/{name}/-/{name}-{version}.tgz"}}}}}}}}"#
+            );
+            (200, "application/json", body.into_bytes())
+        };
+        match path {
+            "/npm/padkit" => doc("padkit", "1.3.0"),
+            "/npm/bare" => doc("bare", "0.1.0"),
+            "/npm/padkit/-/padkit-1.3.0.tgz" => (
+                200,
+                "application/octet-stream",
+                tgz(&[("package/README.md", "# padkit\n\nPads strings with platypus spaces.")]),
+            ),
+            "/npm/bare/-/bare-0.1.0.tgz" => (200, "application/octet-stream", tgz(&[("package/index.js", "")])),
+            _ => (404, "text/plain", b"not found".to_vec()),
+        }
+    });
+    env.write_config(&format!(
+        "[libs]\nnpm_registry_url = \"{base}/npm\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n"
+    ));
+    let r = repo.to_str().unwrap();
+    let v = env.json(&["libs", "fetch", "--repo", r, "--json"]);
+    let pkg = |name: &str| v["packages"].as_array().unwrap().iter().find(|p| p["name"] == name).unwrap().clone();
+    assert_eq!(pkg("padkit")["published_docs"], 1, "{v}");
+    assert_eq!(pkg("bare")["published_docs"], 0, "{v}");
+    let asked = |p: &str| seen.lock().unwrap().iter().filter(|s| *s == p).count();
+    for path in ["/npm/padkit", "/npm/padkit/-/padkit-1.3.0.tgz", "/npm/bare", "/npm/bare/-/bare-0.1.0.tgz"] {
+        assert_eq!(asked(path), 1, "{path} asked for {} times: {:?}", asked(path), seen.lock().unwrap());
+    }
+    // Served from the cache: padkit's README is not fetched again.
+    let before = seen.lock().unwrap().len();
+    let cached = env.json(&["libs", "fetch", "--repo", r, "--json"]);
+    let bare = cached["packages"].as_array().unwrap().iter().find(|p| p["name"] == "bare").unwrap().clone();
+    assert_eq!(bare["cached"], true, "{cached}");
+    assert!(bare["notes"].to_string().contains("no README for bare@0.1.0"), "the cached answer says why: {cached}");
+    assert_eq!(asked("/npm/padkit/-/padkit-1.3.0.tgz"), 1, "{:?}", &seen.lock().unwrap()[before..]);
+    assert_eq!(asked("/npm/bare/-/bare-0.1.0.tgz"), 1, "{:?}", &seen.lock().unwrap()[before..]);
+    assert_eq!(seen.lock().unwrap().len(), before, "nothing asked again: {:?}", &seen.lock().unwrap()[before..]);
+    let again = env.json(&["libs", "fetch", "--repo", r, "--refresh", "--json"]);
+    let bare = again["packages"].as_array().unwrap().iter().find(|p| p["name"] == "bare").unwrap().clone();
+    assert!(bare["notes"].to_string().contains("no README for bare@0.1.0"), "{again}");
+    assert_eq!(asked("/npm/bare/-/bare-0.1.0.tgz"), 2, "--refresh asks again");
+}
+
 /// PyPI (or a proxy in front of it) answering 404 for `/pypi/NAME/VERSION/json` gave Python
 /// packages no published docs. The project's page is read then: its description as it is when
 /// it is the locked version's, else titled and noted with the version it describes; a locked

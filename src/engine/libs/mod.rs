@@ -39,6 +39,11 @@ struct CachedDocs {
     published: Vec<LibDoc>,
     /// Published docs were asked for (online) when this was written.
     published_tried: bool,
+    /// The registry answered that this version publishes no docs (an npm tarball without a
+    /// README): an answer for an immutable version, so it is not asked again (a 32 MiB
+    /// tarball downloaded on every fetch) until `--refresh`.
+    #[serde(default)]
+    published_none: bool,
     notes: Vec<String>,
 }
 
@@ -220,8 +225,9 @@ impl Engine {
         // lacks what being online adds (published docs never tried, or nothing found at all).
         // Refreshing without asking a registry (offline, or it could not be reached) reads the
         // installed sources again and keeps the published docs it cannot fetch anew.
-        let stale_online =
-            |c: &CachedDocs| online && (!c.published_tried || (c.local.is_empty() && c.published.is_empty()));
+        let stale_online = |c: &CachedDocs| {
+            online && (!c.published_tried || (c.local.is_empty() && c.published.is_empty() && !c.published_none))
+        };
         let offline_refresh = refresh && !online;
         let (usable, previous) = match cached {
             Some(c) if offline_refresh || (!refresh && !stale_online(&c)) => (Some(c), None),
@@ -285,6 +291,7 @@ impl Engine {
         if online {
             match self.published_docs(dep, crate_installed(dep, roots)) {
                 Ok(mut p) => {
+                    entry.published_none = p.docs.is_empty();
                     entry.notes.append(&mut p.notes);
                     if local::cap(&mut p.docs, MAX_PUBLISHED_BYTES) {
                         entry.notes.push(cut_note("published", MAX_PUBLISHED_BYTES));
@@ -305,7 +312,7 @@ impl Engine {
                 Err(e) => entry.notes.push(format!("published docs: {e}")),
             }
         }
-        if !entry.local.is_empty() || !entry.published.is_empty() {
+        if !entry.local.is_empty() || !entry.published.is_empty() || entry.published_none {
             if let Some(dir) = cache_path.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }

@@ -129,12 +129,24 @@ impl Engine {
                 dep.name, dep.version
             )));
         };
-        let doc = self.tarball_readme(dep, &registry, &tarball)?;
-        Ok(Published { docs: vec![doc], notes: vec!["published docs: README read from the npm tarball".into()] })
+        match self.tarball_readme(dep, &registry, &tarball)? {
+            Ok(doc) => Ok(Published {
+                docs: vec![doc],
+                notes: vec!["published docs: README read from the npm tarball".into()],
+            }),
+            // The version's own files say it has none: an answer, cached as one.
+            Err(none) => Ok(Published { docs: Vec::new(), notes: vec![format!("published docs: {none}")] }),
+        }
     }
 
-    /// The README at the root of an npm tarball, read in memory and bounded.
-    fn tarball_readme(&self, dep: &Dependency, registry: &str, tarball: &str) -> Result<LibDoc> {
+    /// The README at the root of an npm tarball, read in memory and bounded; `Ok(Err(why))`
+    /// when the tarball was read and holds none.
+    fn tarball_readme(
+        &self,
+        dep: &Dependency,
+        registry: &str,
+        tarball: &str,
+    ) -> Result<std::result::Result<LibDoc, String>> {
         let host = |u: &str| url::Url::parse(u).ok().and_then(|u| u.host_str().map(str::to_string));
         // The tarball URL comes from the registry's document: on the registry's own host it
         // is the registry's; anywhere else it is a discovered URL, under the usual rules.
@@ -152,12 +164,12 @@ impl Engine {
             } else {
                 String::new()
             };
-            return Err(Error::NotFound(format!(
+            return Ok(Err(format!(
                 "no README for {}@{}: not in the registry document, nor in its tarball{read}",
                 dep.name, dep.version
             )));
         };
-        Ok(LibDoc { title: "README (npm tarball)".into(), source: format!("{tarball}#{}", m.path), text: m.text })
+        Ok(Ok(LibDoc { title: "README (npm tarball)".into(), source: format!("{tarball}#{}", m.path), text: m.text }))
     }
 
     /// The README and the `//!` and `///` docs of public items of a crate's archive (the
