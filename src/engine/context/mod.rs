@@ -23,6 +23,7 @@ pub mod types;
 
 pub use render::render_markdown;
 
+use crate::engine::code::impact::LoadedGraph;
 use crate::engine::code::query;
 use crate::engine::code::store::SymbolReader;
 use crate::engine::code::symbols::norm;
@@ -38,6 +39,7 @@ use crate::error::{Error, Result};
 use changes::Changes;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 use types::*;
 
@@ -253,11 +255,35 @@ impl Engine {
         files: &mut Files,
         notes: &mut Vec<String>,
     ) -> Vec<Candidate> {
+        let Some(graph) = self.context_graph(root, notes) else {
+            return Vec::new();
+        };
+        let seeds = graph_seeds(&graph, changes, hits);
+        let edges = Neighbours::of(&graph);
+        let mut out = Vec::new();
+        let (mut tests, mut importers, mut deps) = (0, 0, 0);
+        for seed in &seeds {
+            let found = test_candidates(&graph, root, seed, &edges, files, MAX_TESTS - tests);
+            tests += found.len();
+            out.extend(found);
+            let found = importer_candidates(seed, &edges, &seeds, MAX_IMPORTERS - importers);
+            importers += found.len();
+            out.extend(found);
+            let found = import_candidates(seed, &edges, &seeds, MAX_IMPORTS - deps);
+            deps += found.len();
+            out.extend(found);
+        }
+        out
+    }
+
+    /// The impact graph for a pack, or `None` with a note saying why importers and tests are
+    /// left out (no graph, or one with no code files).
+    fn context_graph(&self, root: &Path, notes: &mut Vec<String>) -> Option<Arc<LoadedGraph>> {
         let graph = match self.impact_graph(root) {
             Ok((_, g)) => g,
             Err(e) => {
                 notes.push(format!("impact graph unavailable, importers and tests left out: {e}"));
-                return Vec::new();
+                return None;
             }
         };
         if graph.graph.files.is_empty() {
@@ -269,79 +295,116 @@ impl Engine {
                     .cloned()
                     .unwrap_or_else(|| "the impact graph has no code files: importers and tests left out".into()),
             );
-            return Vec::new();
+            return None;
         }
-        let mut seeds: Vec<&str> = Vec::new();
-        let changed = changes.files.iter().filter(|f| f.change != "deleted").map(|f| f.path.as_str());
-        for p in changed.chain(hits.iter().take(TOP_HITS).map(|h| h.path.as_str())) {
-            if graph.contains(p) && !seeds.contains(&p) {
-                seeds.push(p);
-            }
-        }
-        let mut imported_by: HashMap<&str, Vec<(&str, u32)>> = HashMap::new();
-        let mut imports: HashMap<&str, Vec<(&str, u32)>> = HashMap::new();
-        for e in graph.graph.edges.iter().filter(|e| !e.external) {
-            imported_by.entry(e.target.as_str()).or_default().push((e.source.as_str(), e.line));
-            imports.entry(e.source.as_str()).or_default().push((e.target.as_str(), e.line));
-        }
-        let mut out = Vec::new();
-        let (mut tests, mut importers, mut deps) = (0, 0, 0);
-        for seed in &seeds {
-            for t in graph.tests_reaching(root, seed) {
-                if tests >= MAX_TESTS || t.path == *seed {
-                    continue;
-                }
-                // Centre on the test's own import along the chain, else on the seed's name.
-                let first_hop = t.via.first().map(String::as_str);
-                let line = imports
-                    .get(t.path.as_str())
-                    .and_then(|v| v.iter().find(|(target, _)| Some(*target) == first_hop))
-                    .map(|(_, l)| *l)
-                    .or_else(|| mention_line(files, &t.path, seed))
-                    .unwrap_or(1);
-                let (a, b) = window(line);
-                out.push(Candidate {
-                    path: t.path.clone(),
-                    a,
-                    b,
-                    role: ContextRole::Test,
-                    reason: format!("exercises {seed}: {}", t.reason),
-                    priority: 3,
-                });
-                tests += 1;
-            }
-            for &(source, line) in imported_by.get(seed).into_iter().flatten() {
-                if importers >= MAX_IMPORTERS || is_test_path(source) || seeds.contains(&source) {
-                    continue;
-                }
-                let (a, b) = window(line);
-                out.push(Candidate {
-                    path: source.to_string(),
-                    a,
-                    b,
-                    role: ContextRole::Importer,
-                    reason: format!("imports {seed} (line {line}): its use may change with it"),
-                    priority: 4,
-                });
-                importers += 1;
-            }
-            for &(target, line) in imports.get(seed).into_iter().flatten() {
-                if deps >= MAX_IMPORTS || seeds.contains(&target) {
-                    continue;
-                }
-                out.push(Candidate {
-                    path: target.to_string(),
-                    a: 1,
-                    b: NEIGHBOUR_LINES,
-                    role: ContextRole::Import,
-                    reason: format!("imported by {seed} (line {line})"),
-                    priority: 6,
-                });
-                deps += 1;
-            }
-        }
-        out
+        Some(graph)
     }
+}
+
+/// The files a pack's graph neighbours are taken around: the changed files (not deleted), then
+/// the top hits' files, each once and only if the graph knows it.
+fn graph_seeds<'a>(graph: &LoadedGraph, changes: &'a Changes, hits: &'a [SearchHit]) -> Vec<&'a str> {
+    let mut seeds: Vec<&str> = Vec::new();
+    let changed = changes.files.iter().filter(|f| f.change != "deleted").map(|f| f.path.as_str());
+    for p in changed.chain(hits.iter().take(TOP_HITS).map(|h| h.path.as_str())) {
+        if graph.contains(p) && !seeds.contains(&p) {
+            seeds.push(p);
+        }
+    }
+    seeds
+}
+
+/// The graph's internal edges both ways, each with the line of its import.
+struct Neighbours<'g> {
+    imported_by: HashMap<&'g str, Vec<(&'g str, u32)>>,
+    imports: HashMap<&'g str, Vec<(&'g str, u32)>>,
+}
+
+impl<'g> Neighbours<'g> {
+    fn of(graph: &'g LoadedGraph) -> Self {
+        let mut n = Neighbours { imported_by: HashMap::new(), imports: HashMap::new() };
+        for e in graph.graph.edges.iter().filter(|e| !e.external) {
+            n.imported_by.entry(e.target.as_str()).or_default().push((e.source.as_str(), e.line));
+            n.imports.entry(e.source.as_str()).or_default().push((e.target.as_str(), e.line));
+        }
+        n
+    }
+}
+
+/// Up to `room` test files that reach `seed`, each centred on the test's own import along the
+/// chain, else on where it names the seed.
+fn test_candidates(
+    graph: &LoadedGraph,
+    root: &Path,
+    seed: &str,
+    edges: &Neighbours,
+    files: &mut Files,
+    room: usize,
+) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for t in graph.tests_reaching(root, seed) {
+        if out.len() >= room {
+            break;
+        }
+        if t.path == seed {
+            continue;
+        }
+        let first_hop = t.via.first().map(String::as_str);
+        let line = edges
+            .imports
+            .get(t.path.as_str())
+            .and_then(|v| v.iter().find(|(target, _)| Some(*target) == first_hop))
+            .map(|(_, l)| *l)
+            .or_else(|| mention_line(files, &t.path, seed))
+            .unwrap_or(1);
+        let (a, b) = window(line);
+        out.push(Candidate {
+            path: t.path.clone(),
+            a,
+            b,
+            role: ContextRole::Test,
+            reason: format!("exercises {seed}: {}", t.reason),
+            priority: 3,
+        });
+    }
+    out
+}
+
+/// Up to `room` non-test files that import `seed` (and are not seeds themselves), around the import.
+fn importer_candidates(seed: &str, edges: &Neighbours, seeds: &[&str], room: usize) -> Vec<Candidate> {
+    let importers = edges.imported_by.get(seed).into_iter().flatten();
+    let wanted = importers.filter(|(source, _)| !is_test_path(source) && !seeds.contains(source));
+    wanted
+        .take(room)
+        .map(|&(source, line)| {
+            let (a, b) = window(line);
+            Candidate {
+                path: source.to_string(),
+                a,
+                b,
+                role: ContextRole::Importer,
+                reason: format!("imports {seed} (line {line}): its use may change with it"),
+                priority: 4,
+            }
+        })
+        .collect()
+}
+
+/// Up to `room` files `seed` imports (not seeds themselves), from their first lines.
+fn import_candidates(seed: &str, edges: &Neighbours, seeds: &[&str], room: usize) -> Vec<Candidate> {
+    let imports = edges.imports.get(seed).into_iter().flatten();
+    imports
+        .filter(|(target, _)| !seeds.contains(target))
+        .take(room)
+        .map(|&(target, line)| Candidate {
+            path: target.to_string(),
+            a: 1,
+            b: NEIGHBOUR_LINES,
+            role: ContextRole::Import,
+            reason: format!("imported by {seed} (line {line})"),
+            priority: 6,
+        })
+        .collect()
 }
 
 /// Drops from the changed files those the index would not take (hidden like `.env`, ignored,
