@@ -100,6 +100,55 @@ pub struct TraceView {
     pub web: Option<WebRun>,
 }
 
+/// One tier's row: ran or not, its name, its score bar against the gate, outcome and time.
+fn tier_line(tier: &TierRun, bar_w: usize, tier_w: usize, t: &Theme) -> Line<'static> {
+    let mut spans = vec![Span::styled(
+        format!("  {} ", if tier.ran { "✓" } else { "·" }),
+        t.style(if tier.ran { Slot::Ok } else { Slot::Muted }),
+    )];
+    spans.push(Span::styled(format!("{} ", fit(&tier.name, tier_w)), t.style(Slot::TraceTier)));
+    match (tier.score, tier.threshold) {
+        (Some(score), threshold) => {
+            let mut bar = bar_spans(score, bar_w, t, Slot::TraceBarFilled, Slot::TraceBarEmpty);
+            if let Some(th) = threshold {
+                // Mark the threshold inside the bar.
+                let pos = ((th.clamp(0.0, 1.0) * bar_w as f64).round() as usize).min(bar_w.saturating_sub(1));
+                bar = mark_threshold(bar, pos, t);
+            }
+            spans.extend(bar);
+            let passed = threshold.is_none_or(|th| score >= th);
+            let cmp = match threshold {
+                Some(th) => format!(" {score:.2} {} {th:.2} ", if passed { "≥" } else { "<" }),
+                None => format!(" {score:.2} "),
+            };
+            spans.push(Span::styled(cmp, t.style(if passed { Slot::TraceGatePass } else { Slot::TraceGateFail })));
+        }
+        (None, _) => spans.push(Span::styled(format!("{} ", " ".repeat(bar_w)), t.style(Slot::Muted))),
+    }
+    spans.push(Span::styled(tier.outcome.clone(), t.style(Slot::Text)));
+    if tier.ran {
+        spans.push(Span::styled(format!("  {}", fmt_ms(tier.ms)), t.style(Slot::Muted)));
+    }
+    Line::from(spans)
+}
+
+/// One budget slot's row: a bar of used against allotted (over-budget coloured), kept and dropped.
+fn budget_line(b: &SlotBudget, name_w: usize, bar_w: usize, t: &Theme) -> Line<'static> {
+    let ratio = if b.limit == 0 { 0.0 } else { b.used as f64 / b.limit as f64 };
+    let filled = if b.used > b.limit { Slot::TraceBarOver } else { Slot::TraceBarFilled };
+    let mut spans = vec![Span::styled(format!("  {} ", fit(&b.slot, name_w)), t.style(Slot::TraceTier))];
+    spans.extend(bar_spans(ratio, bar_w, t, filled, Slot::TraceBarEmpty));
+    spans.push(Span::styled(
+        format!(" {} / {}", thousands(b.used as u64), thousands(b.limit as u64)),
+        t.style(Slot::Text),
+    ));
+    if b.items + b.dropped > 0 {
+        let dropped = if b.dropped > 0 { format!(", {} dropped", b.dropped) } else { String::new() };
+        spans.push(Span::styled(format!("  {} kept{dropped}", b.items), t.style(Slot::Muted)));
+    }
+    Line::from(spans)
+}
+
 /// Formats milliseconds: `850 ms`, `1.2 s`.
 pub fn fmt_ms(ms: f64) -> String {
     if ms >= 1000.0 {
@@ -127,39 +176,7 @@ impl TraceView {
         out.push(Line::styled("Tiers", t.style(Slot::HelpSection)));
         let bar_w = (w / 5).clamp(6, 20);
         let tier_w = self.tiers.iter().map(|t| t.name.chars().count()).max().unwrap_or(8).clamp(5, 12);
-        for tier in &self.tiers {
-            let mut spans = vec![Span::styled(
-                format!("  {} ", if tier.ran { "✓" } else { "·" }),
-                t.style(if tier.ran { Slot::Ok } else { Slot::Muted }),
-            )];
-            spans.push(Span::styled(format!("{} ", fit(&tier.name, tier_w)), t.style(Slot::TraceTier)));
-            match (tier.score, tier.threshold) {
-                (Some(score), threshold) => {
-                    let mut bar = bar_spans(score, bar_w, t, Slot::TraceBarFilled, Slot::TraceBarEmpty);
-                    if let Some(th) = threshold {
-                        // Mark the threshold inside the bar.
-                        let pos = ((th.clamp(0.0, 1.0) * bar_w as f64).round() as usize).min(bar_w.saturating_sub(1));
-                        bar = mark_threshold(bar, pos, t);
-                    }
-                    spans.extend(bar);
-                    let passed = threshold.is_none_or(|th| score >= th);
-                    let cmp = match threshold {
-                        Some(th) => format!(" {score:.2} {} {th:.2} ", if passed { "≥" } else { "<" }),
-                        None => format!(" {score:.2} "),
-                    };
-                    spans.push(Span::styled(
-                        cmp,
-                        t.style(if passed { Slot::TraceGatePass } else { Slot::TraceGateFail }),
-                    ));
-                }
-                (None, _) => spans.push(Span::styled(format!("{} ", " ".repeat(bar_w)), t.style(Slot::Muted))),
-            }
-            spans.push(Span::styled(tier.outcome.clone(), t.style(Slot::Text)));
-            if tier.ran {
-                spans.push(Span::styled(format!("  {}", fmt_ms(tier.ms)), t.style(Slot::Muted)));
-            }
-            out.push(Line::from(spans));
-        }
+        out.extend(self.tiers.iter().map(|tier| tier_line(tier, bar_w, tier_w, t)));
         if let Some(web) = &self.web {
             out.push(Line::default());
             out.extend(web_lines(web, w, t));
@@ -167,39 +184,14 @@ impl TraceView {
         out.push(Line::default());
         out.push(Line::styled("Token budget", t.style(Slot::HelpSection)));
         let name_w = self.budget.iter().map(|b| b.slot.len()).max().unwrap_or(4).max(4);
-        for b in &self.budget {
-            let ratio = if b.limit == 0 { 0.0 } else { b.used as f64 / b.limit as f64 };
-            let filled = if b.used > b.limit { Slot::TraceBarOver } else { Slot::TraceBarFilled };
-            let mut spans = vec![Span::styled(format!("  {} ", fit(&b.slot, name_w)), t.style(Slot::TraceTier))];
-            spans.extend(bar_spans(ratio, bar_w, t, filled, Slot::TraceBarEmpty));
-            spans.push(Span::styled(
-                format!(" {} / {}", thousands(b.used as u64), thousands(b.limit as u64)),
-                t.style(Slot::Text),
-            ));
-            if b.items + b.dropped > 0 {
-                let dropped = if b.dropped > 0 { format!(", {} dropped", b.dropped) } else { String::new() };
-                spans.push(Span::styled(format!("  {} kept{dropped}", b.items), t.style(Slot::Muted)));
-            }
-            out.push(Line::from(spans));
-        }
+        out.extend(self.budget.iter().map(|b| budget_line(b, name_w, bar_w, t)));
         for c in &self.context {
             for l in wrap(c, w.saturating_sub(4).max(10)) {
                 out.push(Line::styled(format!("  {l}"), t.style(Slot::Muted)));
             }
         }
         out.push(Line::default());
-        out.push(Line::styled(format!("Dropped ({})", self.dropped.len()), t.style(Slot::HelpSection)));
-        if self.dropped.is_empty() {
-            out.push(Line::styled("  nothing was dropped", t.style(Slot::Muted)));
-        }
-        for d in &self.dropped {
-            let head = format!("  {} ", d.source);
-            out.push(Line::from(vec![
-                Span::styled(truncate(&head, w / 2), t.style(Slot::SearchPath)),
-                Span::styled(format!("{} tokens  ", thousands(d.tokens as u64)), t.style(Slot::Muted)),
-                Span::styled(d.reason.clone(), t.style(Slot::TraceDropped)),
-            ]));
-        }
+        self.dropped_lines(w, t, &mut out);
         out.push(Line::default());
         out.push(Line::styled("Timings", t.style(Slot::HelpSection)));
         let parts: Vec<String> = self.timings.iter().map(|(n, ms)| format!("{n} {}", fmt_ms(*ms))).collect();
@@ -213,6 +205,22 @@ impl TraceView {
         }
         // Nothing is cut at the pane edge: long lines wrap, continuation rows indented.
         out.iter().flat_map(|l| super::wrap_line(l, w, 6)).collect()
+    }
+
+    /// The "Dropped (N)" section: each left-out snippet with its size and reason.
+    fn dropped_lines(&self, w: usize, t: &Theme, out: &mut Vec<Line<'static>>) {
+        out.push(Line::styled(format!("Dropped ({})", self.dropped.len()), t.style(Slot::HelpSection)));
+        if self.dropped.is_empty() {
+            out.push(Line::styled("  nothing was dropped", t.style(Slot::Muted)));
+        }
+        for d in &self.dropped {
+            let head = format!("  {} ", d.source);
+            out.push(Line::from(vec![
+                Span::styled(truncate(&head, w / 2), t.style(Slot::SearchPath)),
+                Span::styled(format!("{} tokens  ", thousands(d.tokens as u64)), t.style(Slot::Muted)),
+                Span::styled(d.reason.clone(), t.style(Slot::TraceDropped)),
+            ]));
+        }
     }
 
     /// Draws the trace from line `scroll` on; returns how many lines it has at this width.
