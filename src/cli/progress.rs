@@ -6,6 +6,19 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The bar's part of a template: cyan on blue, or plain when colours are off. indicatif's
+/// styling (the `console` crate) reads `NO_COLOR` but lets `CLICOLOR_FORCE` override it, and
+/// treats an empty `NO_COLOR` as set; docdex's rule ([`super::output::color_enabled`]: a
+/// non-empty `NO_COLOR` always wins) decides here, so the bar never carries a colour the rest
+/// of the output would not.
+fn bar_spec() -> &'static str {
+    if super::output::color_enabled(true) {
+        "{bar:30.cyan/blue}"
+    } else {
+        "{bar:30}"
+    }
+}
+
 /// A bar that draws only when stderr is a terminal and it is wanted.
 pub struct Bar {
     bar: Option<ProgressBar>,
@@ -20,9 +33,10 @@ impl Bar {
             return Bar { bar: None, said_searchable: AtomicBool::new(false) };
         }
         let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr_with_hz(10));
-        let style = ProgressStyle::with_template(
-            "{spinner} {msg:>10} [{bar:30.cyan/blue}] {bytes}/{total_bytes} · {prefix} · ETA {eta}",
-        )
+        let style = ProgressStyle::with_template(&format!(
+            "{{spinner}} {{msg:>10}} [{}] {{bytes}}/{{total_bytes}} · {{prefix}} · ETA {{eta}}",
+            bar_spec()
+        ))
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
         bar.set_style(style);
@@ -49,7 +63,8 @@ impl ProgressSink for Bar {
             if let Some(unit) = unit {
                 if b.message() != p.phase {
                     let style = ProgressStyle::with_template(&format!(
-                        "{{spinner}} {{msg:>10}} [{{bar:30.cyan/blue}}] {{pos}}/{{len}} {unit} · ETA {{eta}}"
+                        "{{spinner}} {{msg:>10}} [{}] {{pos}}/{{len}} {unit} · ETA {{eta}}",
+                        bar_spec()
                     ))
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> ");

@@ -171,3 +171,65 @@ fn a_bidi_override_in_a_file_or_its_name_is_shown_not_obeyed() {
     let (_, text) = colored(&env, &["search", "--repo", r, "kiwi_access"]);
     assert!(text.contains("user\\u{202e} \\u{2066}// check\\u{2069}"), "{text}");
 }
+
+/// What `docdex index --rebuild` wrote to a terminal (script(1)) with `vars` set.
+fn index_on_a_terminal(env: &Env, repo: &std::path::Path, vars: &[(&str, &str)]) -> String {
+    let log = env.dir.path().join("terminal.log");
+    let command = format!(
+        "{} --home {} index --repo {} --rebuild",
+        env!("CARGO_BIN_EXE_docdex"),
+        env.home().display(),
+        repo.display()
+    );
+    let mut script = std::process::Command::new("script");
+    script.args(["-qec", &command]).arg(&log).env("TERM", "xterm-256color");
+    for var in ["NO_COLOR", "CLICOLOR_FORCE", "CLICOLOR"] {
+        script.env_remove(var);
+    }
+    for (k, v) in vars {
+        script.env(k, v);
+    }
+    let out = script.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned()
+}
+
+/// SGR sequences (`ESC [ ... m`) in `screen`.
+fn sgr_codes(screen: &str) -> Vec<String> {
+    let mut codes = Vec::new();
+    let mut rest = screen;
+    while let Some(i) = rest.find("\u{1b}[") {
+        rest = &rest[i + 2..];
+        let end = rest.find(|c: char| !(c.is_ascii_digit() || c == ';')).unwrap_or(rest.len());
+        if rest[end..].starts_with('m') {
+            codes.push(format!("ESC[{}m", &rest[..end]));
+        }
+    }
+    codes
+}
+
+/// The indexing progress bar is coloured (cyan on blue) on a terminal, and with `NO_COLOR`
+/// set (any non-empty value, no-color.org) it carried the colour on when `CLICOLOR_FORCE` was
+/// set too, as the progress library lets it override; docdex's other output lets `NO_COLOR`
+/// win. The bar now draws without a colour code whenever `NO_COLOR` is set.
+#[test]
+fn the_progress_bar_has_no_colour_under_no_color() {
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no script(1) for a pseudo-terminal");
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("bar");
+    for i in 0..1500 {
+        write(&repo, &format!("src/m{}/f{i}.rs", i % 20), format!("fn wombat_{i}() {{ let x = {i}; }}\n"));
+    }
+    // Colours on: the bar's own colour codes are there, so their absence below means something.
+    let coloured = index_on_a_terminal(&env, &repo, &[]);
+    assert!(coloured.contains("files · ETA"), "no bar drawn: {coloured:?}");
+    assert!(!sgr_codes(&coloured).is_empty(), "no colour with colours on: {coloured:?}");
+    for vars in [&[("NO_COLOR", "1")][..], &[("NO_COLOR", "yes"), ("CLICOLOR_FORCE", "1")][..]] {
+        let screen = index_on_a_terminal(&env, &repo, vars);
+        assert!(screen.contains("files · ETA"), "{vars:?}: no bar drawn: {screen:?}");
+        assert_eq!(sgr_codes(&screen), Vec::<String>::new(), "{vars:?}: {screen:?}");
+    }
+}
