@@ -18,6 +18,23 @@ pub fn quoted(value: &str) -> String {
     }
 }
 
+/// `value` as one word of a POSIX shell command a message tells the user to run (`docdex index
+/// --repo PATH`): unchanged when it holds only characters no shell treats specially, else in
+/// single quotes (each `'` written `'\''`), so a path with a space, a quote or a `$` pastes
+/// as the path it is.
+pub fn shell_word(value: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./,:@%+=".contains(c);
+    if !value.is_empty() && value.chars().all(plain) {
+        return value.to_string();
+    }
+    format!("'{}'", value.replace('\'', "'\\''"))
+}
+
+/// A path as one word of a shell command in a message ([`shell_word`]).
+pub fn shell_path(path: &std::path::Path) -> String {
+    shell_word(&path.to_string_lossy())
+}
+
 /// Crate-wide result alias.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -58,7 +75,7 @@ pub enum Error {
         path: PathBuf,
     },
     /// The repository is known but has no index yet.
-    #[error("repository {path} is not indexed yet; run `docdex index --repo {path}` first")]
+    #[error("repository {} is not indexed yet; run `docdex index --repo {}` first", .path.display(), shell_path(.path))]
     NotIndexed {
         /// The repository root.
         path: PathBuf,
@@ -340,6 +357,16 @@ impl<T> IoContext<T> for std::io::Result<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shell_word_pastes_as_the_value_it_stands_for() {
+        assert_eq!(shell_word("/home/me/src/docdex-1.2_x"), "/home/me/src/docdex-1.2_x");
+        for value in ["/tmp/my repo", "/tmp/it's", "$HOME/x", "a\"b", "~/x", "x;rm -rf y", "`id`", "", "tab\there"] {
+            let word = shell_word(value);
+            let out = std::process::Command::new("sh").args(["-c", &format!("printf %s {word}")]).output().unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), value, "{word}");
+        }
+    }
 
     #[test]
     fn a_poisoned_lock_is_an_internal_error_not_the_callers() {

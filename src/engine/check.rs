@@ -242,7 +242,10 @@ impl Engine {
                     name,
                     needed,
                     format!("{model} is not installed on {}", cfg.base_url),
-                    Some(format!("`docdex llm-setup --model {model} --yes` (or `ollama pull {model}`)")),
+                    Some(format!(
+                        "`docdex llm-setup --model {0} --yes` (or `ollama pull {0}`)",
+                        crate::error::shell_word(model)
+                    )),
                 );
             }
         }
@@ -342,7 +345,7 @@ impl Engine {
             Ok(s) => s,
             Err(e) => return r.push("repo_symbols", CheckStatus::Fail, e.to_string(), None),
         };
-        let reindex = Some(format!("`docdex index --repo {}`", s.repo.display()));
+        let reindex = Some(format!("`docdex index --repo {}`", crate::error::shell_path(&s.repo)));
         match s.state.as_str() {
             "ready" => r.push(
                 "repo_symbols",

@@ -184,7 +184,7 @@ impl AppState {
                     "this server serves only {}; {} is another repository (start `docdex daemon` to serve many, or `docdex serve --repo {}`)",
                     default.root.display(),
                     repo.root.display(),
-                    repo.root.display()
+                    crate::error::shell_path(&repo.root)
                 )));
             }
             return Ok(repo);
@@ -201,8 +201,9 @@ impl AppState {
             axum::http::StatusCode::CONFLICT,
             "not_indexed",
             format!(
-                "repository {root} is not indexed; POST /v1/initialize {{\"rootUri\": \"file://{root}\"}} indexes it in the background (or run `docdex index --repo {root}`)",
-                root = repo.root.display()
+                "repository {root} is not indexed; POST /v1/initialize {{\"rootUri\": \"file://{root}\"}} indexes it in the background (or run `docdex index --repo {shell}`)",
+                root = repo.root.display(),
+                shell = crate::error::shell_path(&repo.root)
             ),
         ))
     }

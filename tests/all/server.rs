@@ -1198,6 +1198,37 @@ fn preflight_check_refuses_to_start_when_a_prerequisite_fails() {
     assert!(out.stdout.is_empty(), "nothing was served: {}", String::from_utf8_lossy(&out.stdout));
 }
 
+/// serve's preflight printed the command to run next with the repository's path raw
+/// (`docdex index --repo /tmp/it's my $HOME repo`), which a shell cannot run as the path it is.
+/// The path is quoted for the shell now: the hint, pasted into sh as it is printed, indexes that
+/// repository.
+#[test]
+fn preflight_hints_quote_the_repository_path_so_the_command_can_be_pasted() {
+    let env = Env::new();
+    let repo = env.repo("it's my $HOME repo");
+    write(&repo, "src/lib.rs", "pub fn quokka_pouch() {}\n");
+    let r = repo.to_str().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = env.run(&["serve", "--repo", r, "--bind", &addr, "--preflight-check"]);
+    assert!(!out.status.success(), "the port is taken");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().find(|l| l.contains("preflight warn repo_index")).unwrap_or_else(|| panic!("{err}"));
+    let command = line.split('`').find(|part| part.starts_with("docdex index")).unwrap_or_else(|| panic!("{line}"));
+    assert!(command.contains(r#"'/"#) && command.contains(r#"it'\''s my $HOME repo'"#), "{command}");
+    // Pasted into a shell, with `docdex` standing for this build.
+    let script = format!("docdex() {{ \"$DOCDEX_BIN\" \"$@\"; }}\n{command} --json");
+    let pasted = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .env("DOCDEX_BIN", env!("CARGO_BIN_EXE_docdex"))
+        .env("DOCDEX_HOME", env.home())
+        .output()
+        .unwrap();
+    assert!(pasted.status.success(), "{script}: {}", String::from_utf8_lossy(&pasted.stderr));
+    let v = env.json(&["search", "--repo", r, "quokka_pouch", "--json"]);
+    assert_eq!(v["results"][0]["path"], "src/lib.rs", "{v}");
+}
+
 #[tokio::test]
 async fn preflight_runs_the_full_check_and_refuses_a_damaged_registry() {
     let env = Env::new();

@@ -381,7 +381,7 @@ pub(super) fn measure_rg(
     medians: &[f64],
     process: Option<&ProcessFigures>,
 ) -> RgFigures {
-    let command = format!("rg -i -c --no-messages -F -e WORD1 -e WORD2 ... {}", corpus.display());
+    let command = format!("rg -i -c --no-messages -F -e WORD1 -e WORD2 ... {}", crate::error::shell_path(corpus));
     let mut f = RgFigures { command, ..Default::default() };
     if sample.is_empty() {
         f.note = "skipped (--no-rg or --process-queries 0)".into();
