@@ -1519,3 +1519,46 @@ fn type_only_imports_are_edges_but_close_no_cycle() {
         "only the loops imported at run time"
     );
 }
+
+/// TypeScript's type-only forms, `import {type A} from`, `import type {A} from`, `export {type A}
+/// from` (and `export type {A} from`, `import {type A, B} from`), are edges of `docdex impact`
+/// through the real binary: the importer of a file that only lends it types is affected when
+/// that file changes.
+#[test]
+fn typescript_type_only_imports_are_impact_edges() {
+    let env = Env::new();
+    let repo = env.repo("tstypes");
+    write(&repo, "tsconfig.json", "{\"compilerOptions\": {\"strict\": true}}\n");
+    for (name, ty) in
+        [("inline", "Inline"), ("whole", "Whole"), ("reexp", "Reexp"), ("retype", "Retype"), ("mixed", "Mixed")]
+    {
+        write(
+            &repo,
+            &format!("src/{name}.ts"),
+            format!("export interface {ty} {{ id: number }}\nexport const {name}Value = 1;\n"),
+        );
+    }
+    write(
+        &repo,
+        "src/user.ts",
+        "import {type Inline} from './inline';\n\
+         import type {Whole} from './whole';\n\
+         export {type Reexp} from './reexp';\n\
+         export type {Retype} from './retype';\n\
+         import {type Mixed, mixedValue} from './mixed';\n\
+         export const use = (a: Inline, b: Whole, c: Mixed): number => a.id + b.id + c.id + mixedValue;\n",
+    );
+    let r = repo.to_str().unwrap();
+    let out = env.run(&["index", "--repo", r]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = env.json(&["impact", "--repo", r, "src/user.ts", "--direction", "out", "--json"]);
+    let outbound: Vec<&str> = v["outbound"].as_array().unwrap().iter().filter_map(|d| d["path"].as_str()).collect();
+    for name in ["inline", "whole", "reexp", "retype", "mixed"] {
+        let target = format!("src/{name}.ts");
+        assert!(outbound.contains(&target.as_str()), "{target} missing from {outbound:?}: {v}");
+        let back = env.json(&["impact", "--repo", r, &target, "--json"]);
+        let inbound: Vec<&str> =
+            back["inbound"].as_array().unwrap().iter().filter_map(|d| d["path"].as_str()).collect();
+        assert_eq!(inbound, ["src/user.ts"], "{target}: {back}");
+    }
+}
