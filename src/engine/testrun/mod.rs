@@ -556,6 +556,37 @@ fn confine_target(root: &Path, target: &str) -> Result<String> {
     Ok(rel)
 }
 
+/// Fills in how the run went: status (timed out, passed, failed), counts, failures, the output's
+/// tail and every note, the run's own last.
+fn record_outcome(
+    resp: &mut RunTestsResponse,
+    done: Finished,
+    outcome: parse::Outcome,
+    timeout: Duration,
+    mut notes: Vec<String>,
+) {
+    resp.status = if done.timed_out {
+        notes.push(format!("killed after the {} s timeout", timeout.as_secs()));
+        TestStatus::TimedOut
+    } else if done.exit_code == Some(0) {
+        TestStatus::Passed
+    } else {
+        TestStatus::Failed
+    };
+    if outcome.passed + outcome.failed + outcome.skipped == 0 && !done.timed_out {
+        notes.push("the output gave no test counts".into());
+    }
+    resp.exit_code = done.exit_code;
+    resp.duration_ms = done.duration_ms;
+    resp.passed = outcome.passed;
+    resp.failed = outcome.failed.max(outcome.failures.len() as u32);
+    resp.skipped = outcome.skipped;
+    resp.failures = outcome.failures;
+    resp.output_tail = tail(&done.lines);
+    resp.notes.extend(notes);
+    resp.notes.extend(done.notes);
+}
+
 impl Engine {
     /// Runs the repository's tests (all, `target`, or those the change reaches) with a
     /// timeout, and returns the structured result. A failing suite is a result, not an error;
@@ -591,28 +622,9 @@ impl Engine {
             output_tail: String::new(),
             notes: Vec::new(),
         };
-        let mut targets: Vec<String> = Vec::new();
-        if let Some(t) = req.target.as_deref().filter(|t| !t.trim().is_empty()) {
-            let t = confine_target(&root, t)?;
-            if !t.is_empty() {
-                targets.push(t);
-            }
-        }
-        if req.affected {
-            let selected = self.affected_tests(&root, req.since.as_deref(), runner)?;
-            let within: Vec<(String, String)> = selected
-                .into_iter()
-                .filter(|(p, _)| targets.first().is_none_or(|t| p == t || p.starts_with(&format!("{t}/"))))
-                .collect();
-            resp.selected = within.iter().map(|(p, why)| format!("{p}: {why}")).collect();
-            if within.is_empty() {
-                resp.notes.push("the change reaches no test file: nothing was run".into());
-                return Ok(resp);
-            }
-            targets = within.into_iter().map(|(p, _)| p).collect();
-        } else if req.since.is_some() {
-            return Err(Error::BadRequest("--since only applies with --affected".into()));
-        }
+        let Some(targets) = self.select_targets(&root, req, runner, &mut resp)? else {
+            return Ok(resp);
+        };
         resp.command = command(&root, runner, &cfg.command, &targets, &mut notes);
         let broken = (runner == Runner::Pytest).then(|| broken_venv(&root)).flatten();
         let done = execute(&root, &resp.command, timeout)?;
@@ -629,27 +641,43 @@ impl Engine {
             notes.push(format!("ran {python}, not the repository's virtualenv: {b}"));
         }
         let outcome = parse_output(runner, &text, &root.to_string_lossy());
-        resp.status = if done.timed_out {
-            notes.push(format!("killed after the {} s timeout", timeout.as_secs()));
-            TestStatus::TimedOut
-        } else if done.exit_code == Some(0) {
-            TestStatus::Passed
-        } else {
-            TestStatus::Failed
-        };
-        if outcome.passed + outcome.failed + outcome.skipped == 0 && !done.timed_out {
-            notes.push("the output gave no test counts".into());
-        }
-        resp.exit_code = done.exit_code;
-        resp.duration_ms = done.duration_ms;
-        resp.passed = outcome.passed;
-        resp.failed = outcome.failed.max(outcome.failures.len() as u32);
-        resp.skipped = outcome.skipped;
-        resp.failures = outcome.failures;
-        resp.output_tail = tail(&done.lines);
-        resp.notes.extend(notes);
-        resp.notes.extend(done.notes);
+        record_outcome(&mut resp, done, outcome, timeout, notes);
         Ok(resp)
+    }
+
+    /// The files to hand the runner: the request's target (confined to the repository), narrowed
+    /// with `--affected` to the test files the change reaches. `None` when the change reaches no
+    /// test: the response then says so and nothing runs.
+    fn select_targets(
+        &self,
+        root: &Path,
+        req: &RunTestsRequest,
+        runner: Runner,
+        resp: &mut RunTestsResponse,
+    ) -> Result<Option<Vec<String>>> {
+        let mut targets: Vec<String> = Vec::new();
+        if let Some(t) = req.target.as_deref().filter(|t| !t.trim().is_empty()) {
+            let t = confine_target(root, t)?;
+            if !t.is_empty() {
+                targets.push(t);
+            }
+        }
+        if req.affected {
+            let selected = self.affected_tests(root, req.since.as_deref(), runner)?;
+            let within: Vec<(String, String)> = selected
+                .into_iter()
+                .filter(|(p, _)| targets.first().is_none_or(|t| p == t || p.starts_with(&format!("{t}/"))))
+                .collect();
+            resp.selected = within.iter().map(|(p, why)| format!("{p}: {why}")).collect();
+            if within.is_empty() {
+                resp.notes.push("the change reaches no test file: nothing was run".into());
+                return Ok(None);
+            }
+            targets = within.into_iter().map(|(p, _)| p).collect();
+        } else if req.since.is_some() {
+            return Err(Error::BadRequest("--since only applies with --affected".into()));
+        }
+        Ok(Some(targets))
     }
 
     /// The test files the change reaches, for `runner`, each with why.
