@@ -177,6 +177,19 @@ pub struct SessionCursor {
     pub last_node: Option<i64>,
 }
 
+/// The request that opens a turn ([`DagStore::begin_turn`]).
+#[derive(Debug, Clone, Copy)]
+pub struct TurnRequest<'a> {
+    /// The session to continue (`None` starts one).
+    pub session: Option<&'a str>,
+    /// The agent asking, recorded when the session is new.
+    pub agent_id: Option<&'a str>,
+    /// The session's title when it is new (the question; shortened).
+    pub title: &'a str,
+    /// The request node's label.
+    pub label: &'a str,
+}
+
 /// An open `dag.db`.
 pub struct DagStore {
     conn: Connection,
@@ -251,27 +264,56 @@ impl DagStore {
     }
 
     /// Joins session `id` (creating it, titled `title`, when it does not exist), or starts a
-    /// new session when `id` is `None`.
+    /// new session when `id` is `None`. The turn it answers is only a guess when requests
+    /// continue the session at once: a turn that logs its request uses [`DagStore::begin_turn`].
     pub fn join_session(&self, id: Option<&str>, agent_id: Option<&str>, title: &str) -> Result<SessionCursor> {
-        let id = match id {
+        let id = Self::session_id_for(id)?;
+        self.cursor(&self.conn, id, agent_id, title)
+    }
+
+    /// Joins (or starts) a session and logs the `UserRequest` node opening this turn, after the
+    /// session's newest node, in one `BEGIN IMMEDIATE` transaction. Reading the turn and logging
+    /// the request in two steps let requests continuing one session at once read the same
+    /// turn and both log it; here the second waits for the first (`busy_timeout`).
+    /// `payload` gets the turn number. Returns where the session stood and the new node.
+    pub fn begin_turn(
+        &self,
+        request: TurnRequest<'_>,
+        payload: impl FnOnce(u32) -> Value,
+    ) -> Result<(SessionCursor, i64)> {
+        let id = Self::session_id_for(request.session)?;
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        let cursor = self.cursor(&tx, id, request.agent_id, request.title)?;
+        let parents: Vec<i64> = cursor.last_node.into_iter().collect();
+        let node =
+            self.insert_node(&tx, &cursor.id, NodeKind::UserRequest, request.label, &payload(cursor.turn), &parents)?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok((cursor, node))
+    }
+
+    /// The id a request names (checked), or a new one.
+    fn session_id_for(id: Option<&str>) -> Result<String> {
+        match id {
             Some(id) if !valid_session_id(id) => {
-                return Err(Error::BadRequest(format!(
-                    "bad session id {id:?}: use 1 to 64 letters, digits, '-' or '_'"
-                )))
+                Err(Error::BadRequest(format!("bad session id {id:?}: use 1 to 64 letters, digits, '-' or '_'")))
             }
-            Some(id) => id.to_string(),
-            None => uuid::Uuid::new_v4().to_string(),
-        };
+            Some(id) => Ok(id.to_string()),
+            None => Ok(uuid::Uuid::new_v4().to_string()),
+        }
+    }
+
+    /// Creates session `id` when missing and reads its next turn and newest node, on `conn`
+    /// (the connection, or a transaction on it).
+    fn cursor(&self, conn: &Connection, id: String, agent_id: Option<&str>, title: &str) -> Result<SessionCursor> {
         let title: String = title.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(80).collect();
         let now = now_ms() as i64;
-        self.conn
-            .execute(
-                "INSERT OR IGNORE INTO sessions (id, agent_id, created_at, updated_at, title) VALUES (?1, ?2, ?3, ?3, ?4)",
-                params![id, agent_id, now, title],
-            )
-            .map_err(|e| self.err(e))?;
-        let (turns, last): (u32, Option<i64>) = self
-            .conn
+        conn.execute(
+            "INSERT OR IGNORE INTO sessions (id, agent_id, created_at, updated_at, title) VALUES (?1, ?2, ?3, ?3, ?4)",
+            params![id, agent_id, now, title],
+        )
+        .map_err(|e| self.err(e))?;
+        let (turns, last): (u32, Option<i64>) = conn
             .query_row(
                 "SELECT (SELECT COUNT(*) FROM nodes WHERE session_id = ?1 AND kind = 'UserRequest'),
                         (SELECT MAX(id) FROM nodes WHERE session_id = ?1)",
@@ -291,21 +333,36 @@ impl DagStore {
         payload: &Value,
         parents: &[i64],
     ) -> Result<i64> {
-        let now = now_ms() as i64;
         let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
-        tx.execute(
+        let id = self.insert_node(&tx, session, kind, label, payload, parents)?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(id)
+    }
+
+    /// Inserts a node, its edges and the session's new `updated_at` inside the caller's
+    /// transaction `conn`.
+    fn insert_node(
+        &self,
+        conn: &Connection,
+        session: &str,
+        kind: NodeKind,
+        label: &str,
+        payload: &Value,
+        parents: &[i64],
+    ) -> Result<i64> {
+        let now = now_ms() as i64;
+        conn.execute(
             "INSERT INTO nodes (session_id, kind, label, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![session, kind.name(), label, payload.to_string(), now],
         )
         .map_err(|e| self.err(e))?;
-        let id = tx.last_insert_rowid();
+        let id = conn.last_insert_rowid();
         for p in parents {
-            tx.execute("INSERT OR IGNORE INTO edges (parent, child) VALUES (?1, ?2)", params![p, id])
+            conn.execute("INSERT OR IGNORE INTO edges (parent, child) VALUES (?1, ?2)", params![p, id])
                 .map_err(|e| self.err(e))?;
         }
-        tx.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])
+        conn.execute("UPDATE sessions SET updated_at = ?2 WHERE id = ?1", params![session, now])
             .map_err(|e| self.err(e))?;
-        tx.commit().map_err(|e| self.err(e))?;
         Ok(id)
     }
 
@@ -703,6 +760,45 @@ mod tests {
         assert_eq!(dot.matches("older -> n").count(), 1, "{dot}");
         assert_eq!(dot.matches(" -> n").count(), 2, "one edge shown, one from the older nodes: {dot}");
         assert_eq!(s.session("long", DAG_VIEW_DEFAULT, None).unwrap().nodes.len(), 25);
+    }
+
+    #[test]
+    fn turns_begun_at_once_on_one_session_are_distinct_and_consecutive() {
+        // Each thread its own connection, as each chat request opens `dag.db` on its own.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(DAG_FILE);
+        DagStore::open_path(&path).unwrap();
+        let n = 16;
+        let barrier = std::sync::Barrier::new(n);
+        let begun: Vec<(u32, i64)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .map(|i| {
+                    let (path, barrier) = (&path, &barrier);
+                    s.spawn(move || {
+                        let store = DagStore::open_path(path).unwrap();
+                        barrier.wait();
+                        let label = format!("q{i}");
+                        let request =
+                            TurnRequest { session: Some("shared"), agent_id: None, title: "q", label: &label };
+                        let (cursor, node) = store.begin_turn(request, |turn| json!({ "turn": turn })).unwrap();
+                        (cursor.turn, node)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut turns: Vec<u32> = begun.iter().map(|b| b.0).collect();
+        turns.sort_unstable();
+        assert_eq!(turns, (1..=n as u32).collect::<Vec<_>>());
+        let s = DagStore::open_path(&path).unwrap();
+        let got = s.session("shared", DAG_VIEW_MAX, None).unwrap();
+        assert_eq!((got.session.turns, got.nodes.len()), (n as u32, n));
+        // In id order the turns count up, and each request follows the one before it.
+        for (k, node) in got.nodes.iter().enumerate() {
+            assert_eq!(node.payload["turn"], k + 1, "{:?}", got.nodes);
+            let before: Vec<i64> = got.nodes[..k].last().map(|p| p.id).into_iter().collect();
+            assert_eq!(node.parents, before);
+        }
     }
 
     #[test]

@@ -1411,3 +1411,54 @@ fn a_diff_with_a_tracked_file_replaced_by_a_fifo_reviews_the_rest_and_names_it()
         resp.trace.notices.iter().find(|n| n.contains("FIFO")).unwrap_or_else(|| panic!("{:?}", resp.trace.notices));
     assert!(note.ends_with(": src/billing/pipe.rs"), "{note}");
 }
+
+/// Continuations of one session arriving together each get their own turn: the turn was read
+/// in one statement and the request logged in another, so two chats could both read turn N and
+/// both log it (the session then counted one request too few and `turn` repeated).
+#[test]
+fn concurrent_continuations_of_one_session_get_distinct_consecutive_turns() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let first = c.ask(&q("how are stale sessions expired?"));
+    // A long session (as one continued for weeks is): reading its turn takes a scan of its
+    // nodes, long enough for the requests to read it at the same time.
+    let dag_db = c.engine().resolve_repo(&c.repo).unwrap().state_dir.join("dag.db");
+    let filled = rusqlite::Connection::open(&dag_db)
+        .unwrap()
+        .execute(
+            "WITH RECURSIVE k(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM k WHERE x < 300000)
+             INSERT INTO nodes (session_id, kind, label, payload, created_at) SELECT ?1, 'Thought', 'note', '{}', 0 FROM k",
+            [&first.session_id],
+        )
+        .unwrap();
+    assert_eq!(filled, 300_000);
+    let n = 12;
+    let barrier = std::sync::Barrier::new(n);
+    let turns: Vec<u32> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let (c, barrier, id) = (&c, &barrier, first.session_id.clone());
+                s.spawn(move || {
+                    let engine = c.engine();
+                    barrier.wait();
+                    let req = ChatTurnRequest { session_id: Some(id), ..q(&format!("and who calls it, take {i}?")) };
+                    engine.chat(&c.repo, &req, &mut |_| ControlFlow::Continue(())).expect("chat").turn
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut sorted = turns.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (2..=n as u32 + 1).collect::<Vec<_>>(), "each continuation its own turn: {turns:?}");
+    let dag = c.engine().dag_session(&c.repo, &first.session_id).unwrap();
+    assert_eq!(dag.session.turns, n as u32 + 1, "no request lost");
+    let mut logged: Vec<u64> = dag
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::UserRequest)
+        .map(|n| n.payload["turn"].as_u64().unwrap())
+        .collect();
+    logged.sort_unstable();
+    // (The first turn is older than the view's newest 1,000 nodes.)
+    assert_eq!(logged, (2..=n as u64 + 1).collect::<Vec<_>>(), "the logged turns are the answered ones");
+}

@@ -3,7 +3,7 @@
 //! notice and logging stops for the rest of the turn.
 
 use super::types::ChatTurnRequest;
-use crate::engine::dag::{DagStore, NodeKind};
+use crate::engine::dag::{DagStore, NodeKind, TurnRequest};
 use crate::engine::repos::RepoRef;
 use crate::error::Error;
 use serde_json::{json, Value};
@@ -26,28 +26,37 @@ pub(super) struct DagLog {
 }
 
 impl DagLog {
-    /// Joins (or starts) the session and logs the user's request.
+    /// Joins (or starts) the session and logs the user's request, as one step: requests
+    /// continuing one session at once get distinct, consecutive turns.
     pub(super) fn begin(repo: &RepoRef, req: &ChatTurnRequest) -> (DagLog, Option<i64>) {
         let mut log = DagLog { turn: 1, session: req.session_id.clone().unwrap_or_default(), ..Default::default() };
+        // A long question is cut, and says so (the payload keeps it whole).
+        let label = if req.query.chars().count() > 120 {
+            format!("{}…", req.query.chars().take(119).collect::<String>())
+        } else {
+            req.query.clone()
+        };
+        let request = TurnRequest {
+            session: req.session_id.as_deref(),
+            agent_id: req.agent_id.as_deref(),
+            title: &req.query,
+            label: &label,
+        };
+        let payload = |turn: u32| {
+            json!({"query": req.query, "agent_id": req.agent_id, "web": req.web, "diff": req.diff,
+                   "history_messages": req.history.len(), "turn": turn})
+        };
         let opened = DagStore::open(repo).and_then(|s| {
-            let cursor = s.join_session(req.session_id.as_deref(), req.agent_id.as_deref(), &req.query)?;
-            Ok((s, cursor))
+            let (cursor, root) = s.begin_turn(request, payload)?;
+            Ok((s, cursor, root))
         });
         match opened {
-            Ok((store, cursor)) => {
+            Ok((store, cursor, root)) => {
                 log.session = cursor.id;
                 log.turn = cursor.turn;
                 log.store = Some(store);
-                let payload = json!({"query": req.query, "agent_id": req.agent_id, "web": req.web, "diff": req.diff,
-                                     "history_messages": req.history.len(), "turn": cursor.turn});
-                // A long question is cut, and says so (the payload keeps it whole).
-                let label = if req.query.chars().count() > 120 {
-                    format!("{}…", req.query.chars().take(119).collect::<String>())
-                } else {
-                    req.query.clone()
-                };
-                let root = log.node(NodeKind::UserRequest, &label, payload, &[cursor.last_node]);
-                (log, root)
+                log.last = Some(root);
+                (log, Some(root))
             }
             Err(e) => {
                 if log.session.is_empty() {
