@@ -152,6 +152,65 @@ fn ignore_files_above_the_repository_never_hide_its_files() {
     assert_eq!(indexed_by_cli(&env, &mono.join("packages/web")), ["app.js"]);
 }
 
+/// Whether git itself ignores `rel` in the worktree at `dir` (`git check-ignore`).
+fn git_ignores(dir: &std::path::Path, rel: &str) -> bool {
+    let out = std::process::Command::new("git").args(["check-ignore", "-q", rel]).current_dir(dir).output().unwrap();
+    out.status.code() == Some(0)
+}
+
+/// A submodule's `info/exclude` (in the superproject's `.git/modules/sub/`) and a
+/// repository-local `core.excludesFile` (the superproject's `.git/config`, the submodule's own
+/// config) were not applied: the walk read neither, and indexed what git ignores. Each rule
+/// applies where git applies it, and a `.gitignore` whitelist still wins over both.
+#[test]
+fn a_submodules_exclude_and_a_repository_local_excludes_file_apply_as_in_git() {
+    use crate::util::git;
+    let env = Env::new();
+    let lib = env.repo("lib");
+    write(&lib, "lib.rs", "fn okapi_lib() {}\n");
+    crate::util::git_commit_all(&lib);
+    let top = env.repo("super");
+    write(&top, "main.rs", "fn okapi_main() {}\n");
+    crate::util::git_commit_all(&top);
+    git(&top, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", lib.to_str().unwrap(), "sub"]);
+    let sub = top.join("sub");
+    let module = top.join(".git/modules/sub");
+    assert!(module.join("info").is_dir(), "the submodule's git directory lives in the superproject");
+    std::fs::write(module.join("info/exclude"), "*.tmp\n").unwrap();
+    write(&top, ".git/top-excludes", "*.bak\n");
+    git(&top, &["config", "core.excludesFile", top.join(".git/top-excludes").to_str().unwrap()]);
+    write(&top, ".git/modules/sub/sub-excludes", "*.log\n");
+    git(&sub, &["config", "core.excludesFile", module.join("sub-excludes").to_str().unwrap()]);
+    write(&sub, ".gitignore", "!keep.tmp\n");
+    for (rel, text) in [
+        ("notes.tmp", "okapi top notes"),
+        ("x.bak", "okapi top backup"),
+        ("sub/notes.tmp", "okapi sub notes"),
+        ("sub/keep.tmp", "okapi kept by its gitignore"),
+        ("sub/y.bak", "okapi sub backup"),
+        ("sub/z.log", "okapi sub log"),
+    ] {
+        write(&top, rel, text);
+    }
+    // What git says, so the test asserts git's behaviour and not a guess at it.
+    assert!(!git_ignores(&top, "notes.tmp") && git_ignores(&top, "x.bak"));
+    assert!(git_ignores(&sub, "notes.tmp") && !git_ignores(&sub, "keep.tmp"));
+    assert!(!git_ignores(&sub, "y.bak") && git_ignores(&sub, "z.log"));
+    let expected = ["main.rs", "notes.tmp", "sub/keep.tmp", "sub/lib.rs", "sub/y.bak"];
+    assert_eq!(indexed_by_cli(&env, &top), expected);
+    // The watcher's walk of changed paths keeps the same rules.
+    write(&top, "sub/later.tmp", "okapi later");
+    write(&top, "sub/later.rs", "fn okapi_later() {}\n");
+    let engine = env.engine();
+    let scope = docdex::engine::index::Scope::Paths(vec![sub.join("later.tmp"), sub.join("later.rs")]);
+    let repo_ref = engine.resolve_repo(&top).unwrap();
+    let mut session = engine.open_index_session(&repo_ref, false).unwrap();
+    session.update(&scope, &|_: &_| {}).unwrap();
+    session.finish().unwrap();
+    let hits = hit_paths(&engine, &top, "okapi later");
+    assert!(hits.contains(&"sub/later.rs".to_string()) && !hits.contains(&"sub/later.tmp".to_string()), "{hits:?}");
+}
+
 #[test]
 fn binary_huge_invalid_utf8_and_symlink_loops_are_survived() {
     let env = Env::new();

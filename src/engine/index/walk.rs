@@ -8,6 +8,7 @@
 //! repository root too, descending only towards the changed paths, so a path is admitted
 //! only if every directory above it would have been entered by a full walk.
 
+use super::gitrules::GitRules;
 use crate::config::IndexConfig;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -46,7 +47,7 @@ pub struct WalkOutput {
 }
 
 /// Name of docdex's own ignore file.
-pub const DOCDEX_IGNORE: &str = ".docdexignore";
+pub use super::gitrules::DOCDEX_IGNORE;
 
 /// Globs a walk adds to the configured ones: a registered source's `--include` (a file must
 /// match one, when any) and `--exclude`.
@@ -59,11 +60,27 @@ pub struct Globs<'a> {
 }
 
 fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize, globs: Globs) -> ignore::WalkBuilder {
+    builder_towards(root, start, cfg, threads, globs, None)
+}
+
+/// [`builder`], admitting only the paths on the way to (or under) `targets` when given. Git's
+/// rules the crate misses ([`GitRules`]: a submodule's `info/exclude`, a repository-local
+/// `core.excludesFile`) are applied by the same entry filter.
+fn builder_towards(
+    root: &Path,
+    start: &Path,
+    cfg: &IndexConfig,
+    threads: usize,
+    globs: Globs,
+    targets: Option<Targets>,
+) -> ignore::WalkBuilder {
     let mut b = ignore::WalkBuilder::new(start);
     let inside_git = inside_git_worktree(root);
+    let rules = GitRules::load(root);
     b.hidden(!cfg.include_hidden)
         .git_ignore(true)
-        .git_global(true)
+        // A repository's own `core.excludesFile` replaces the user's, as in git.
+        .git_global(!rules.local_excludes_file())
         .git_exclude(true)
         // Inside a worktree, git's rules: ignore files apply up to the worktree's top and no
         // further. Elsewhere a project's own `.gitignore` files count without a `.git`.
@@ -75,6 +92,7 @@ fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize, globs: 
         .threads(threads);
     // Overrides cost a glob match per entry, so they are only built when needed: `.git` is
     // hidden (skipped by default), but must still be skipped when hidden files are included.
+    let mut built = None;
     if cfg.include_hidden || !cfg.exclude.is_empty() || !globs.include.is_empty() || !globs.exclude.is_empty() {
         let mut overrides = ignore::overrides::OverrideBuilder::new(root);
         if cfg.include_hidden {
@@ -87,9 +105,22 @@ fn builder(root: &Path, start: &Path, cfg: &IndexConfig, threads: usize, globs: 
             let _ = overrides.add(&format!("!{pat}"));
         }
         if let Ok(o) = overrides.build() {
-            b.overrides(o);
+            b.overrides(o.clone());
+            built = Some(o);
         }
     }
+    if targets.is_none() && rules.is_empty() {
+        return b;
+    }
+    let root_owned = root.to_path_buf();
+    let rules = (!rules.is_empty()).then_some(rules);
+    b.filter_entry(move |e| {
+        if targets.as_ref().is_some_and(|t| !t.admits(&rel_path(&root_owned, e.path()))) {
+            return false;
+        }
+        let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+        !rules.as_ref().is_some_and(|r| r.excludes(e.path(), is_dir, built.as_ref()))
+    });
     b
 }
 
@@ -126,11 +157,35 @@ pub fn walk_paths(root: &Path, wanted: &[PathBuf], cfg: &IndexConfig, threads: u
     if targets.wanted.contains("") {
         return walk_with(root, cfg, threads, globs);
     }
-    let mut b = builder(root, root, cfg, threads, globs);
-    let root_owned = root.to_path_buf();
-    let targets = std::sync::Arc::new(targets);
-    b.filter_entry(move |e| targets.admits(&rel_path(&root_owned, e.path())));
-    run(b, root)
+    run(builder_towards(root, root, cfg, threads, globs, Some(targets)), root)
+}
+
+/// Calls `visit` with every directory a full walk enters (the root included), or with `under`
+/// only those at or below it (none when the walk would not enter `under`). Each is visited as
+/// the walk reaches it and before its entries are read, so a watch placed by `visit` sees every
+/// entry made in it afterwards. This is how the watcher watches only what the index walks:
+/// ignored trees (`node_modules/`, `target/`, `.git/`) never get an OS watch.
+pub fn walk_dirs(root: &Path, under: Option<&Path>, cfg: &IndexConfig, threads: usize, visit: &(dyn Fn(&Path) + Sync)) {
+    let b = match under {
+        Some(dir) if dir != root => {
+            if !dir.starts_with(root) {
+                return;
+            }
+            builder_towards(root, root, cfg, threads, Globs::default(), Some(Targets::new(root, &[dir.to_path_buf()])))
+        }
+        _ => builder(root, root, cfg, threads, Globs::default()),
+    };
+    b.build_parallel().run(|| {
+        Box::new(move |entry| {
+            if let Ok(e) = entry {
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                if is_dir && under.is_none_or(|u| e.path().starts_with(u)) {
+                    visit(e.path());
+                }
+            }
+            ignore::WalkState::Continue
+        })
+    });
 }
 
 /// The changed paths of a [`walk_paths`] run, repo-relative, and every directory above them.
