@@ -546,6 +546,11 @@ impl Engine {
                 warnings.push(format!("last index run failed: {e}"));
             }
             last_event = d.last_event;
+            // What the running watcher could not watch, as skipped files are listed (a watcher
+            // killed outright left its list behind: its pid says whether it still runs).
+            if let (true, Some(u)) = (d.watching && crate::engine::fsutil::pid_alive(d.pid), &d.unwatched) {
+                warnings.extend(u.warnings());
+            }
         }
         if let Some(detail) = index::damage::read_marker(&repo.state_dir) {
             state = IndexState::Error;

@@ -1,21 +1,23 @@
-//! Keeping an index fresh: a debounced file watcher feeding changed paths to
-//! an open [`IndexSession`]. Events are deduplicated per path and batched;
+//! Keeping an index fresh: a debounced file watcher, watching only the directories the index
+//! walks, feeding changed paths to an open [`IndexSession`]. Events are deduplicated per path
+//! and batched;
 //! while one update runs, new events queue up and are applied together
 //! (throttling), and search keeps answering from the last commit throughout.
 
+use crate::engine::index::gitrules::GitRules;
 use crate::engine::index::sources::{self, Source};
+use crate::engine::index::status::Unwatched;
 use crate::engine::index::types::{IndexProgress, IndexSummary, ProgressSink};
-use crate::engine::index::walk::DOCDEX_IGNORE;
+use crate::engine::index::walk::{self, DOCDEX_IGNORE};
 use crate::engine::index::{IndexSession, Scope};
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_full::{new_debouncer_opt, DebounceEventResult, RecommendedCache};
-use std::collections::BTreeSet;
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, RwLock};
 use std::time::Duration;
 
 /// What the watcher reports after each applied batch.
@@ -59,6 +61,7 @@ impl Engine {
         session.status().queued(0, true);
         let result = self.watch_session(repo, root_id, &mut session, stop, &Watching { report, catch_up: sink });
         session.status().queued(0, false);
+        session.status().unwatched(None);
         result.and_then(|()| session.finish())
     }
 
@@ -77,13 +80,14 @@ impl Engine {
         }
         // Watch first, then catch up: an edit made during or right after the catch-up run is
         // queued by the watcher instead of falling between the two.
-        let (mut debouncer, rx) = self.start_debouncer()?;
-        let mut root_watch = RootWatch::start(&mut debouncer, &repo.root)?;
-        root_watch.report_refused(&repo.root, report);
+        let (watcher, rx, rule_files) = self.start_watcher(&repo.root)?;
+        let mut watches = Watches::new(watcher, &repo.root, self.config().index.clone(), rule_files);
+        watches.sync(report);
+        session.status().unwatched(watches.unwatched_summary());
         // Registered sources with `watch` are followed too; `docdex add` / `remove-source` while
         // this runs are picked up within a second (a full run indexes or drops the folder).
         let mut sources = sources::load_indexable(&repo.state_dir);
-        follow_sources(&mut debouncer, &[], &sources, report);
+        follow_sources(&mut watches.watcher, &[], &sources, report);
         let mut source_dirs = source_identities(&sources);
         let mut sources_checked = std::time::Instant::now();
         // A first index can take a while: a shutdown stops it at the next batch (what it
@@ -96,6 +100,7 @@ impl Engine {
         summary.embeddings = Some(self.embed_index(&repo, session, false, watching.catch_up));
         session.status().queued(0, true);
         report(WatchReport::Ready(summary));
+        let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
 
         while !stop.load(Ordering::Relaxed) {
             if sources_checked.elapsed() >= Duration::from_secs(1) {
@@ -107,7 +112,7 @@ impl Engine {
                 // full run takes what it holds now.
                 let dirs = source_identities(&now);
                 if now != sources || dirs != source_dirs {
-                    follow_sources(&mut debouncer, &sources, &now, report);
+                    follow_sources(&mut watches.watcher, &sources, &now, report);
                     sources = now;
                     source_dirs = dirs;
                     session.status().queued(1, true);
@@ -115,69 +120,77 @@ impl Engine {
                     session.status().queued(0, true);
                 }
             }
-            let first = match rx.recv_timeout(Duration::from_millis(200)) {
-                Ok(batch) => batch,
-                Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            let events = match next_batch(&rx, debounce) {
+                Next::Batch(events) => events,
+                Next::Idle => continue,
+                Next::Closed => break,
             };
-            let mut paths = BTreeSet::new();
-            let mut dirs_changed = false;
-            let mut opened = BTreeSet::new();
-            collect(&repo, &sources, first, &mut paths, (&mut dirs_changed, &mut opened), report);
-            // Anything that arrived meanwhile joins this batch.
-            while let Ok(more) = rx.try_recv() {
-                collect(&repo, &sources, more, &mut paths, (&mut dirs_changed, &mut opened), report);
+            let mut batch = Batch::default();
+            let rules = watches.rule_files();
+            for ev in events {
+                collect(&repo, &sources, &rules, ev, &mut batch, report);
             }
-            if root_watch.must_rewatch(&paths) {
-                // A directory appeared, went or changed beside one that refused a watch: watch
-                // again (it may be readable now), and compare the whole tree.
-                check_root(&repo.root, root_id)?;
-                root_watch.rewatch(&mut debouncer)?;
-                root_watch.report_refused(&repo.root, report);
-                paths.insert(repo.root.clone());
+            for gone in &batch.gone {
+                watches.forget(gone);
+            }
+            if batch.paths.contains(&repo.root) || touches_ignore_file(&batch.paths) {
+                // What is ignored may have changed anywhere: watch what a full walk enters now,
+                // and no longer what it leaves out (the full run follows).
+                watches.sync(report);
             } else {
-                // Sorted, so a directory comes before those inside it, which its watch covers.
+                // Sorted, so a directory comes before those inside it, which its walk covers.
                 let mut done: Vec<&PathBuf> = Vec::new();
-                for dir in &opened {
+                for dir in &batch.opened {
                     if !done.iter().any(|d| dir.starts_with(d)) {
-                        root_watch.watch_dir(&mut debouncer, dir, report);
+                        watches.watch_tree(dir, report);
                         done.push(dir);
                     }
                 }
             }
-            if dirs_changed {
+            session.status().unwatched(watches.unwatched_summary());
+            if batch.dirs_changed {
                 // The directory structure changed: cached project maps are stale.
                 self.invalidate_maps(&repo);
             }
-            if paths.is_empty() {
+            if batch.paths.is_empty() {
                 continue;
             }
             // A root deleted or moved away reads as every file deleted: end the watch before
             // that batch empties an index the root may well come back to.
             check_root(&repo.root, root_id)?;
-            session.status().queued(paths.len() as u64, true);
-            self.apply(&repo, session, paths, report);
+            session.status().queued(batch.paths.len() as u64, true);
+            self.apply(&repo, session, batch.paths, report);
             session.status().queued(0, true);
         }
         Ok(())
     }
 
-    /// A debounced watcher (nothing watched yet), its batches on the returned channel.
-    fn start_debouncer(&self) -> Result<(Debouncer, mpsc::Receiver<DebounceEventResult>)> {
-        let (tx, rx) = mpsc::channel::<DebounceEventResult>();
-        let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
+    /// The OS watcher (nothing watched yet), its events on the returned channel, and the git
+    /// rule files it passes on (see [`Watches::rule_files`]). Access events (every open and
+    /// close, git's own reads of `.git/config` included) and events of `.git/` other than those
+    /// files are dropped as they arrive, so they never wake the loop or delay a batch.
+    fn start_watcher(&self, root: &Path) -> Result<(RecommendedWatcher, mpsc::Receiver<WatchEvent>, RuleFiles)> {
+        let (tx, rx) = mpsc::channel::<WatchEvent>();
+        let rules: RuleFiles = Default::default();
+        let dot_git = root.join(".git");
+        let passed = rules.clone();
+        let handler = move |ev: WatchEvent| {
+            if let Ok(e) = &ev {
+                if e.kind.is_access() && !e.need_rescan() {
+                    return;
+                }
+                let inside_git = |p: &PathBuf| p.starts_with(&dot_git) && !passed.read().is_ok_and(|r| r.contains(p));
+                if !e.paths.is_empty() && e.paths.iter().all(inside_git) {
+                    return;
+                }
+            }
+            let _ = tx.send(ev);
+        };
         // Symlinks are never followed: a link to a directory outside the repo must not even be
         // watched (its events would name paths inside the repo).
         let config = notify::Config::default().with_follow_symlinks(false);
-        let debouncer = new_debouncer_opt::<_, RecommendedWatcher, RecommendedCache>(
-            debounce,
-            None,
-            tx,
-            RecommendedCache::new(),
-            config,
-        )
-        .map_err(|e| Error::Watch(e.to_string()))?;
-        Ok((debouncer, rx))
+        let watcher = RecommendedWatcher::new(handler, config).map_err(|e| Error::Watch(e.to_string()))?;
+        Ok((watcher, rx, rules))
     }
 
     fn apply(
@@ -187,14 +200,9 @@ impl Engine {
         paths: BTreeSet<PathBuf>,
         report: &dyn Fn(WatchReport),
     ) {
-        // A changed ignore file can change what belongs in the index anywhere below it.
-        let ignore_changed = paths.iter().any(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| matches!(n, ".gitignore" | ".ignore" | DOCDEX_IGNORE))
-        });
-        // The repository root itself stands for a full run (sources changed).
-        let full = ignore_changed || paths.contains(&repo.root);
+        // A changed ignore file can change what belongs in the index anywhere below it. The
+        // repository root itself stands for a full run (sources or git's rules changed).
+        let full = touches_ignore_file(&paths) || paths.contains(&repo.root);
         let scope = if full { Scope::Full } else { Scope::Paths(paths.iter().cloned().collect()) };
         let rel: Vec<String> = paths.iter().map(|p| crate::engine::index::walk::rel_path(&repo.root, p)).collect();
         let quiet = |_: &IndexProgress| {};
@@ -215,156 +223,282 @@ struct Watching<'a> {
     catch_up: &'a dyn ProgressSink,
 }
 
-/// The watcher this module runs: notify's recommended backend, debounced.
-type Debouncer = notify_debouncer_full::Debouncer<RecommendedWatcher, RecommendedCache>;
+/// One event (or error) as the OS watcher reports it.
+type WatchEvent = notify::Result<notify::Event>;
 
-/// At most this many directories may refuse a watch before the watch fails: each costs one
-/// more registration pass over the tree.
-const MAX_REFUSED: usize = 64;
+/// The git rule files the watcher passes on from `.git/` (shared with its event handler).
+type RuleFiles = Arc<RwLock<HashSet<PathBuf>>>;
 
-/// The OS watches on the repository: one recursive watch on the root, or, when directories
-/// refuse a watch (permission denied: a container's data volume owned by another user), a
-/// non-recursive watch on each directory above them (the spine) and a recursive one on every
-/// other directory beside it. (A recursive watch fails whole at the first such directory, so
-/// one unreadable folder kept `docdex watch` and a server's live re-index from ever starting.)
-struct RootWatch {
-    root: PathBuf,
-    /// Directories that refused a watch, and why.
-    refused: Vec<(PathBuf, String)>,
-    /// Directories above a refused one, watched without their subdirectories.
-    spine: std::collections::HashSet<PathBuf>,
-    /// Every path watched, to unwatch them all.
-    watched: Vec<PathBuf>,
-    /// Refused directories already reported (each is named once, not at every rewatch).
-    reported: std::collections::HashSet<PathBuf>,
+/// A batch waits until no event came for the debounce time (an editor's save is several
+/// events), but never longer than this after its first event: a file written without pause
+/// (a log) must not hold the batch back for ever.
+const MAX_BATCH_WAIT: Duration = Duration::from_secs(2);
+
+/// What the loop waits for next.
+enum Next {
+    /// Events, until a quiet debounce time.
+    Batch(Vec<WatchEvent>),
+    /// None within 200 ms: the loop checks its stop flag and sources.
+    Idle,
+    /// The OS watcher is gone.
+    Closed,
 }
 
-impl RootWatch {
-    fn start(debouncer: &mut Debouncer, root: &Path) -> Result<RootWatch> {
-        let mut w = RootWatch {
+/// The next batch of events: the first, then every one that follows it until none came for
+/// `debounce` (or [`MAX_BATCH_WAIT`] passed).
+fn next_batch(rx: &mpsc::Receiver<WatchEvent>, debounce: Duration) -> Next {
+    let first = match rx.recv_timeout(Duration::from_millis(200)) {
+        Ok(ev) => ev,
+        Err(mpsc::RecvTimeoutError::Timeout) => return Next::Idle,
+        Err(mpsc::RecvTimeoutError::Disconnected) => return Next::Closed,
+    };
+    let started = std::time::Instant::now();
+    let mut events = vec![first];
+    loop {
+        let left = MAX_BATCH_WAIT.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return Next::Batch(events);
+        }
+        match rx.recv_timeout(debounce.min(left)) {
+            Ok(ev) => events.push(ev),
+            Err(_) => return Next::Batch(events),
+        }
+    }
+}
+
+/// What a batch of events asks for.
+#[derive(Default)]
+struct Batch {
+    /// Changed paths to update (the root stands for a full run).
+    paths: BTreeSet<PathBuf>,
+    /// A directory was created, removed or renamed.
+    dirs_changed: bool,
+    /// Directories made, moved in, or whose permissions changed: to watch, with what is
+    /// under them.
+    opened: BTreeSet<PathBuf>,
+    /// Paths removed or renamed away: no longer watched.
+    gone: BTreeSet<PathBuf>,
+}
+
+/// The OS watches on the repository: one non-recursive watch on each directory a full index
+/// walk enters ([`walk::walk_dirs`]), and on the directories of git's rule files inside the
+/// repository (`.git/info/exclude`, `.git/config`, a submodule's). Ignored trees
+/// (`node_modules/`, `target/`, `.git/objects/`, anything `.gitignore` or `.docdexignore`
+/// names) get none: a recursive watch on the root cost one inotify watch per directory of
+/// them, which can exhaust `fs.inotify.max_user_watches` on a large JS or Rust tree, and woke
+/// the watcher for every build. A directory that refuses a watch (permissions, a path longer
+/// than the OS takes, the watch limit) is logged, reported once, and listed in the index
+/// status; the rest is watched.
+struct Watches {
+    watcher: RecommendedWatcher,
+    root: PathBuf,
+    cfg: crate::config::IndexConfig,
+    threads: usize,
+    /// Directories with a watch.
+    watched: HashSet<PathBuf>,
+    /// Directories the walk enters that refused a watch, and why.
+    unwatched: BTreeMap<PathBuf, String>,
+    /// Refused directories already reported (each is named once, not at every sync).
+    reported: HashSet<PathBuf>,
+    /// Git's rule files (shared with the event handler).
+    rules: RuleFiles,
+    /// Their directories inside `.git/`, watched.
+    rule_dirs: HashSet<PathBuf>,
+}
+
+/// At most this many refused directories are named one by one at a time; the rest are
+/// counted in one line (the watch limit can refuse thousands).
+const NAMED_REFUSALS: usize = 10;
+
+impl Watches {
+    fn new(watcher: RecommendedWatcher, root: &Path, cfg: crate::config::IndexConfig, rules: RuleFiles) -> Watches {
+        let threads = crate::engine::index::thread_count(&cfg);
+        Watches {
+            watcher,
             root: root.to_path_buf(),
-            refused: Vec::new(),
-            spine: Default::default(),
-            watched: Vec::new(),
+            cfg,
+            threads,
+            watched: Default::default(),
+            unwatched: Default::default(),
             reported: Default::default(),
-        };
-        w.rewatch(debouncer)?;
-        Ok(w)
+            rules,
+            rule_dirs: Default::default(),
+        }
     }
 
-    /// Drops every watch and registers again, finding the refused directories anew.
-    fn rewatch(&mut self, debouncer: &mut Debouncer) -> Result<()> {
-        self.refused.clear();
-        loop {
-            self.unwatch(debouncer);
-            let root = self.root.clone();
-            let err = match self.register(debouncer, &root) {
-                Ok(()) => return Ok(()),
-                Err(e) => e,
-            };
-            self.unwatch(debouncer);
-            match refused_dir(&err, &self.root) {
-                Some(dir) if self.refused.len() < MAX_REFUSED && !self.refused.iter().any(|(d, _)| *d == dir) => {
-                    self.refused.push((dir, cause(&err)));
-                }
-                _ => return Err(Error::Watch(err.to_string())),
+    /// Watches every directory a full walk enters now, and no longer those it does not (they
+    /// became ignored or went); the rule files are looked up again.
+    fn sync(&mut self, report: &dyn Fn(WatchReport)) {
+        let visited = self.watch_walk(None, true, report);
+        let stale: Vec<PathBuf> = self.watched.difference(&visited).cloned().collect();
+        for dir in stale {
+            let _ = self.watcher.unwatch(&dir);
+            self.watched.remove(&dir);
+        }
+        self.unwatched.retain(|d, _| visited.contains(d));
+        self.watch_rules();
+        self.report_refused(report);
+    }
+
+    /// Watches `dir` and every directory under it the walk enters (made, moved in, opened up:
+    /// each is watched anew, as it may be another directory than the one watched before).
+    fn watch_tree(&mut self, dir: &Path, report: &dyn Fn(WatchReport)) {
+        self.watch_walk(Some(dir), false, report);
+        self.report_refused(report);
+    }
+
+    /// Walks (all, or under `under`) and watches each directory as the walk reaches it;
+    /// returns the directories walked. With `skip_watched`, those already watched are left.
+    fn watch_walk(
+        &mut self,
+        under: Option<&Path>,
+        skip_watched: bool,
+        report: &dyn Fn(WatchReport),
+    ) -> HashSet<PathBuf> {
+        struct Pass<'a> {
+            watcher: &'a mut RecommendedWatcher,
+            visited: HashSet<PathBuf>,
+            added: Vec<PathBuf>,
+            failed: Vec<(PathBuf, notify::Error)>,
+        }
+        let watched = &self.watched;
+        let pass = std::sync::Mutex::new(Pass {
+            watcher: &mut self.watcher,
+            visited: HashSet::new(),
+            added: Vec::new(),
+            failed: Vec::new(),
+        });
+        walk::walk_dirs(&self.root, under, &self.cfg, self.threads, &|dir: &Path| {
+            let Ok(mut p) = pass.lock() else { return };
+            p.visited.insert(dir.to_path_buf());
+            if skip_watched && watched.contains(dir) {
+                return;
             }
+            match p.watcher.watch(dir, RecursiveMode::NonRecursive) {
+                Ok(()) => p.added.push(dir.to_path_buf()),
+                Err(e) => p.failed.push((dir.to_path_buf(), e)),
+            }
+        });
+        let pass = pass.into_inner().unwrap_or_else(|p| p.into_inner());
+        for dir in pass.added {
+            self.unwatched.remove(&dir);
+            self.reported.remove(&dir);
+            self.watched.insert(dir);
         }
+        let mut limit_hit = false;
+        for (dir, err) in pass.failed {
+            if matches!(err.kind, notify::ErrorKind::PathNotFound) {
+                continue; // gone meanwhile: its removal is in the next batch
+            }
+            let why = cause(&err);
+            limit_hit |= matches!(err.kind, notify::ErrorKind::MaxFilesWatch);
+            tracing::warn!(dir = %dir.display(), reason = %why, "not watching a directory the index walks");
+            self.watched.remove(&dir);
+            self.unwatched.insert(dir, why);
+        }
+        if limit_hit {
+            report(WatchReport::Failed(format!("{LIMIT_REACHED}: some directories are not watched")));
+        }
+        pass.visited
     }
 
-    /// Watches `dir`: recursively when no refused directory is inside it.
-    fn register(&mut self, debouncer: &mut Debouncer, dir: &Path) -> notify::Result<()> {
-        if !self.refused.iter().any(|(r, _)| r.starts_with(dir)) {
-            self.watched.push(dir.to_path_buf());
-            return debouncer.watch(dir, RecursiveMode::Recursive);
-        }
-        self.watched.push(dir.to_path_buf());
-        self.spine.insert(dir.to_path_buf());
-        debouncer.watch(dir, RecursiveMode::NonRecursive)?;
-        let subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map_err(|e| notify::Error::io(e).add_path(dir.to_path_buf()))?
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.path())
-            .filter(|p| !self.refused.iter().any(|(r, _)| r == p))
+    /// Watches the directories of git's rule files inside the repository (`.git/info/`,
+    /// `.git/`, a submodule's), and shares the files' list with the event handler.
+    fn watch_rules(&mut self) {
+        let files: HashSet<PathBuf> = GitRules::load(&self.root).files().iter().cloned().collect();
+        let dirs: HashSet<PathBuf> = files
+            .iter()
+            .filter_map(|f| f.parent())
+            .filter(|d| d.starts_with(&self.root) && d.is_dir())
+            .map(Path::to_path_buf)
             .collect();
-        for sub in subdirs {
-            self.register(debouncer, &sub)?;
-        }
-        Ok(())
-    }
-
-    /// Watches a directory made or opened up while watching (see [`opens_dir`]); one the OS
-    /// refuses is named like those found at the start.
-    fn watch_dir(&mut self, debouncer: &mut Debouncer, dir: &Path, report: &dyn Fn(WatchReport)) {
-        match debouncer.watch(dir, RecursiveMode::Recursive) {
-            Ok(()) => {
-                self.watched.push(dir.to_path_buf());
-                self.refused.retain(|(r, _)| r != dir);
+        for gone in self.rule_dirs.difference(&dirs) {
+            if !self.watched.contains(gone) {
+                let _ = self.watcher.unwatch(gone);
             }
-            Err(e) => match refused_dir(&e, &self.root) {
-                Some(d) if !self.refused.iter().any(|(r, _)| *r == d) => {
-                    self.refused.push((d, cause(&e)));
-                    let root = self.root.clone();
-                    self.report_refused(&root, report);
-                }
-                _ => tracing::debug!(dir = %dir.display(), "not watching: {e}"),
-            },
+        }
+        for dir in &dirs {
+            if let Err(e) = self.watcher.watch(dir, RecursiveMode::NonRecursive) {
+                tracing::debug!(dir = %dir.display(), "not watching git's rules: {e}");
+            }
+        }
+        self.rule_dirs = dirs;
+        if let Ok(mut r) = self.rules.write() {
+            *r = files;
         }
     }
 
-    fn unwatch(&mut self, debouncer: &mut Debouncer) {
-        for p in self.watched.drain(..).rev() {
-            let _ = debouncer.unwatch(&p);
-        }
-        self.spine.clear();
+    /// The rule files as last looked up.
+    fn rule_files(&self) -> HashSet<PathBuf> {
+        self.rules.read().map(|r| r.clone()).unwrap_or_default()
     }
 
-    /// Whether a batch touched a directory of the spine or a directory (or a name gone) right
-    /// under one: notify adds no watch for a directory made in a non-recursive one.
-    fn must_rewatch(&self, paths: &BTreeSet<PathBuf>) -> bool {
-        !self.spine.is_empty()
-            && paths.iter().any(|p| {
-                self.spine.contains(p)
-                    || p.parent().is_some_and(|d| self.spine.contains(d)) && (p.is_dir() || !p.exists())
-            })
+    /// A path removed or renamed away: it and what was under it have no watch any more (the
+    /// OS dropped them; notify forgot them).
+    fn forget(&mut self, gone: &Path) {
+        self.watched.retain(|d| !d.starts_with(gone));
+        self.unwatched.retain(|d, _| !d.starts_with(gone));
     }
 
-    /// Names each directory newly refused (its files stay out of the index: no run can read
-    /// them either).
-    fn report_refused(&mut self, root: &Path, report: &dyn Fn(WatchReport)) {
-        for (dir, why) in &self.refused {
-            if !self.reported.insert(dir.clone()) {
+    /// What the index status lists: the refused directories, counted by reason.
+    fn unwatched_summary(&self) -> Option<Unwatched> {
+        Unwatched::of(self.unwatched.iter().map(|(d, why)| (walk::rel_path(&self.root, d), why.as_str())))
+    }
+
+    /// Names each directory newly refused (at most [`NAMED_REFUSALS`] one by one).
+    fn report_refused(&mut self, report: &dyn Fn(WatchReport)) {
+        let fresh: Vec<(PathBuf, String)> = self
+            .unwatched
+            .iter()
+            .filter(|(d, _)| !self.reported.contains(*d))
+            .map(|(d, w)| (d.clone(), w.clone()))
+            .collect();
+        for (i, (dir, why)) in fresh.iter().enumerate() {
+            self.reported.insert(dir.clone());
+            if i == NAMED_REFUSALS {
+                report(WatchReport::Failed(format!(
+                    "{} more directories are not watched; `docdex status` counts them by reason",
+                    fresh.len() - NAMED_REFUSALS
+                )));
+            }
+            if i >= NAMED_REFUSALS {
                 continue;
             }
-            let rel = crate::engine::index::walk::rel_path(root, dir);
-            tracing::debug!(dir = %dir.display(), "not watching: {why}");
+            let rel = walk::rel_path(&self.root, dir);
+            let then = if why.contains("ermission denied") {
+                format!("{rel}/ is watched and indexed once this user may read it")
+            } else {
+                format!("changes under {rel}/ wait for the next full `docdex index`")
+            };
             report(WatchReport::Failed(format!(
-                "not watching {rel}/ ({why}); the rest of the repository is watched, and {rel}/ \
-                 is watched and indexed once this user may read it"
+                "not watching {rel}/ ({why}); the rest of the repository is watched, and {then}"
             )));
         }
-        self.reported.retain(|d| self.refused.iter().any(|(r, _)| r == d));
+        self.reported.retain(|d| self.unwatched.contains_key(d));
     }
 }
 
-/// The directory inside `root` (not `root` itself) that a failed watch names, when the OS
-/// refused it for permissions.
-fn refused_dir(err: &notify::Error, root: &Path) -> Option<PathBuf> {
-    let denied = match &err.kind {
-        notify::ErrorKind::Io(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
-        _ => false,
-    };
-    let path = err.paths.first()?;
-    (denied && path != root && path.starts_with(root)).then(|| path.clone())
-}
+/// What the watch limit is called when the OS refuses a watch for it.
+const LIMIT_REACHED: &str =
+    "the OS limit on watched directories is reached (fs.inotify.max_user_watches; raise it with `sysctl`)";
 
 /// A notify error's cause without the paths notify appends.
 fn cause(err: &notify::Error) -> String {
     match &err.kind {
         notify::ErrorKind::Io(e) => e.to_string(),
+        notify::ErrorKind::MaxFilesWatch => LIMIT_REACHED.to_string(),
         other => format!("{other:?}"),
     }
+}
+
+/// Whether a batch touched an ignore file, which can change what is ignored below it (or
+/// `.gitmodules`: a submodule added or removed brings or takes its own rules).
+fn touches_ignore_file(paths: &BTreeSet<PathBuf>) -> bool {
+    paths.iter().any(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| matches!(n, ".gitignore" | ".ignore" | ".gitmodules" | DOCDEX_IGNORE))
+    })
 }
 
 /// Which directory each source folder is now (none while it is missing).
@@ -373,12 +507,12 @@ fn source_identities(sources: &[Source]) -> Vec<Option<(u64, u64)>> {
 }
 
 /// Moves the watch from the sources `before` to the sources `now` (those with `watch`).
-fn follow_sources(debouncer: &mut Debouncer, before: &[Source], now: &[Source], report: &dyn Fn(WatchReport)) {
+fn follow_sources(watcher: &mut RecommendedWatcher, before: &[Source], now: &[Source], report: &dyn Fn(WatchReport)) {
     for s in before.iter().filter(|s| s.watch) {
-        let _ = debouncer.unwatch(&s.path);
+        let _ = watcher.unwatch(&s.path);
     }
     for s in now.iter().filter(|s| s.watch) {
-        if let Err(e) = debouncer.watch(&s.path, RecursiveMode::Recursive) {
+        if let Err(e) = watcher.watch(&s.path, RecursiveMode::Recursive) {
             report(WatchReport::Failed(format!("cannot watch source {} ({}): {e}", s.name, s.path.display())));
         }
     }
@@ -412,76 +546,81 @@ fn check_root(root: &Path, watched: Option<(u64, u64)>) -> Result<()> {
     )))
 }
 
-/// Adds the relevant paths of a debounced batch (skipping `.git/` and docdex's own state; a
-/// watched source's paths included; the root when the OS dropped events), and notes whether a directory was created, removed or
-/// renamed in the repository.
+/// Adds the relevant paths of one event to `batch` (skipping `.git/` and docdex's own state; a
+/// watched source's paths included; the root when the OS dropped events or a git rule file
+/// changed), and notes directories made, opened up or gone.
 fn collect(
     repo: &RepoRef,
     sources: &[Source],
-    batch: DebounceEventResult,
-    out: &mut BTreeSet<PathBuf>,
-    (dirs_changed, opened): (&mut bool, &mut BTreeSet<PathBuf>),
+    rules: &HashSet<PathBuf>,
+    ev: WatchEvent,
+    batch: &mut Batch,
     report: &dyn Fn(WatchReport),
 ) {
-    match batch {
-        Ok(events) => {
-            for ev in events {
-                if ev.event.need_rescan() {
-                    // The OS dropped events (inotify's queue overflowed: a checkout of
-                    // thousands of files while this process was busy or stopped). Which paths
-                    // changed is unknown, so the whole tree is compared with the manifest; the
-                    // root stands for a full run. (Ignored, such a checkout left hundreds of
-                    // files searchable with their old content.)
-                    tracing::info!("the OS dropped file events; comparing the whole tree");
-                    out.insert(repo.root.clone());
-                    *dirs_changed = true;
-                    continue;
-                }
-                if ev.kind.is_access() {
-                    continue;
-                }
-                for p in &ev.event.paths {
-                    if sources.iter().any(|s| s.watch && p.starts_with(&s.path)) {
-                        out.insert(p.clone());
-                        continue;
-                    }
-                    if !p.starts_with(&repo.root) || p.starts_with(&repo.state_dir) {
-                        continue;
-                    }
-                    let rel = p.strip_prefix(&repo.root).unwrap_or(p);
-                    if rel == Path::new(".git/info/exclude") {
-                        // The repository's own ignore list, as `.gitignore`: a full run (the
-                        // root stands for one) drops what it now excludes and adds what it no
-                        // longer does.
-                        out.insert(repo.root.clone());
-                        continue;
-                    }
-                    if rel.components().next().is_some_and(|c| c.as_os_str() == ".git") {
-                        continue;
-                    }
-                    *dirs_changed |= is_dir_event(&ev.kind, p);
-                    if opens_dir(&ev.kind, p) {
-                        opened.insert(p.clone());
-                    }
-                    out.insert(p.clone());
-                }
-            }
+    let ev = match ev {
+        Ok(ev) => ev,
+        Err(e) => {
+            report(WatchReport::Failed(format!("watch error: {e}")));
+            return;
         }
-        Err(errors) => {
-            for e in errors {
-                report(WatchReport::Failed(format!("watch error: {e}")));
-            }
+    };
+    if ev.need_rescan() {
+        // The OS dropped events (inotify's queue overflowed: a checkout of thousands of files
+        // while this process was busy or stopped). Which paths changed is unknown, so the whole
+        // tree is compared with the manifest; the root stands for a full run. (Ignored, such a
+        // checkout left hundreds of files searchable with their old content.)
+        tracing::info!("the OS dropped file events; comparing the whole tree");
+        batch.paths.insert(repo.root.clone());
+        batch.dirs_changed = true;
+        return;
+    }
+    if ev.kind.is_access() {
+        return;
+    }
+    for p in &ev.paths {
+        if sources.iter().any(|s| s.watch && p.starts_with(&s.path)) {
+            batch.paths.insert(p.clone());
+            continue;
         }
+        if !p.starts_with(&repo.root) || p.starts_with(&repo.state_dir) {
+            continue;
+        }
+        if rules.contains(p) {
+            // git's own ignore lists (`.git/info/exclude`, a submodule's, `core.excludesFile`
+            // in a config), as `.gitignore`: a full run (the root stands for one) drops what
+            // they now exclude and adds what they no longer do.
+            batch.paths.insert(repo.root.clone());
+            continue;
+        }
+        let rel = p.strip_prefix(&repo.root).unwrap_or(p);
+        if rel.components().next().is_some_and(|c| c.as_os_str() == ".git") {
+            continue;
+        }
+        batch.dirs_changed |= is_dir_event(&ev.kind, p);
+        if opens_dir(&ev.kind, p) {
+            batch.opened.insert(p.clone());
+        } else if gone(&ev.kind, p) {
+            batch.gone.insert(p.clone());
+        }
+        batch.paths.insert(p.clone());
     }
 }
 
-/// A directory made, or whose permissions or owner changed (never through a link): notify
-/// watches a directory made in a watched one, but passes over one it may not read then, and
-/// never watched it again once readable (a container's volume made `700` and chowned later).
+/// A path removed or renamed away (it no longer exists).
+fn gone(kind: &notify::EventKind, p: &Path) -> bool {
+    use notify::event::ModifyKind;
+    use notify::EventKind;
+    matches!(kind, EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))) && p.symlink_metadata().is_err()
+}
+
+/// A directory made, moved in, or whose permissions or owner changed (never through a link):
+/// each directory has its own watch, so a new one is watched by the loop (with what is under
+/// it), and one the OS refused is watched again once it may be read (a container's volume
+/// made `700` and chowned later).
 fn opens_dir(kind: &notify::EventKind, p: &Path) -> bool {
     use notify::event::ModifyKind;
     use notify::EventKind;
-    matches!(kind, EventKind::Create(_) | EventKind::Modify(ModifyKind::Metadata(_)))
+    matches!(kind, EventKind::Create(_) | EventKind::Modify(ModifyKind::Metadata(_) | ModifyKind::Name(_)))
         && p.symlink_metadata().is_ok_and(|m| m.is_dir())
 }
 

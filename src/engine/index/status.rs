@@ -38,6 +38,53 @@ pub struct StatusData {
     /// committed is searchable and the next run goes on from there.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stopped: bool,
+    /// Directories the running watcher walks but could not watch (a path too long for the
+    /// OS, the inotify watch limit, permissions): their changes wait for a full index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwatched: Option<Unwatched>,
+}
+
+/// The directories a watcher could not watch, counted by reason, with a few examples; what
+/// `docdex status` says of them mirrors what it says of skipped files.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Unwatched {
+    /// How many directories.
+    pub total: u64,
+    /// How many for each reason.
+    pub by_reason: std::collections::BTreeMap<String, u64>,
+    /// Up to [`Unwatched::EXAMPLES`] of them: repo-relative path and reason.
+    pub examples: Vec<(String, String)>,
+}
+
+impl Unwatched {
+    /// Examples kept (the status file is rewritten often; the count is exact).
+    pub const EXAMPLES: usize = 20;
+
+    /// Counts `dirs` (repo-relative path, reason); none when there are none.
+    pub fn of<'a>(dirs: impl Iterator<Item = (String, &'a str)>) -> Option<Unwatched> {
+        let mut u = Unwatched::default();
+        for (path, reason) in dirs {
+            u.total += 1;
+            *u.by_reason.entry(reason.to_string()).or_default() += 1;
+            if u.examples.len() < Self::EXAMPLES {
+                u.examples.push((path, reason.to_string()));
+            }
+        }
+        (u.total > 0).then_some(u)
+    }
+
+    /// `docdex status` lines: the count by reason, then the examples.
+    pub fn warnings(&self) -> Vec<String> {
+        let reasons: Vec<String> = self.by_reason.iter().map(|(r, n)| format!("{n} {r}")).collect();
+        let mut out = vec![format!(
+            "{} not watched: {}; changes under {} wait for the next full `docdex index`",
+            crate::engine::fsutil::count(self.total, "directory"),
+            reasons.join(", "),
+            if self.total == 1 { "it" } else { "them" }
+        )];
+        out.extend(self.examples.iter().map(|(p, r)| format!("not watched {p}/: {r}")));
+        out
+    }
 }
 
 impl Default for StatusData {
@@ -54,6 +101,7 @@ impl Default for StatusData {
             watching: false,
             rebuilding_from: None,
             stopped: false,
+            unwatched: None,
         }
     }
 }
@@ -193,6 +241,11 @@ impl StatusFile {
             d.queued = n;
             d.watching = watching;
         });
+    }
+
+    /// The directories the watcher could not watch (none once it watches them all, or stops).
+    pub fn unwatched(&self, dirs: Option<Unwatched>) {
+        self.with(true, |d| d.unwatched = dirs);
     }
 
     /// The run finished.

@@ -335,3 +335,153 @@ fn a_directory_made_unreadable_while_watching_is_watched_once_it_is_opened_up() 
     });
     drop(watcher);
 }
+
+/// The inodes of the directories a process's inotify instances watch (`/proc/PID/fdinfo`
+/// lists each watch with its inode in hex).
+fn watched_inodes(pid: u32) -> std::collections::HashSet<u64> {
+    let mut out = std::collections::HashSet::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().flatten() {
+        if !std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy().contains("inotify")) {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy()));
+        for line in info.unwrap_or_default().lines().filter(|l| l.starts_with("inotify wd:")) {
+            if let Some(ino) = line.split_whitespace().find_map(|w| w.strip_prefix("ino:")) {
+                out.insert(u64::from_str_radix(ino, 16).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn inode(p: &Path) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap())
+}
+
+/// The inodes of `dirs` (repo-relative).
+fn inodes(repo: &Path, dirs: &[&str]) -> std::collections::HashSet<u64> {
+    dirs.iter().map(|d| inode(&repo.join(d))).collect()
+}
+
+/// The watcher put a recursive watch on the root: one inotify watch per directory of
+/// `node_modules/`, `target/`, `.git/objects/` and every other ignored tree, which exhausts
+/// `fs.inotify.max_user_watches` on a large JS or Rust repository (and wakes the watcher for
+/// every build). It now watches exactly the directories the index walks (and the directories
+/// of git's rule files), follows new ones, and moves its watches when `.gitignore` changes.
+#[test]
+fn the_watcher_watches_only_the_directories_the_index_walks() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, ".gitignore", "target/\nnode_modules/\ngen/\n");
+    write(&repo, ".docdexignore", "private/\n");
+    write(&repo, "src/lib.rs", "fn okapi_lib() {}\n");
+    write(&repo, "src/a/b.rs", "fn dugong() {}\n");
+    write(&repo, "gen/out.rs", "fn tapir() {}\n");
+    write(&repo, "private/keys.rs", "fn narwhal() {}\n");
+    for i in 0..40 {
+        write(&repo, &format!("node_modules/pkg{i}/lib/index.js"), "module.exports = 1;\n");
+        write(&repo, &format!("target/debug/build/c{i}/out/gen.rs"), "fn built() {}\n");
+    }
+    crate::util::git(&repo, &["init", "-q"]);
+    let engine = env.engine();
+    let watcher = WatchProcess::start(&env, &repo);
+    let pid = watcher.0.id();
+    let rules = [".git", ".git/info"];
+
+    let walked = ["", "src", "src/a"];
+    let watched = watched_inodes(pid);
+    let allowed: std::collections::HashSet<u64> =
+        inodes(&repo, &walked).union(&inodes(&repo, &rules)).copied().collect();
+    assert!(inodes(&repo, &walked).is_subset(&watched), "every walked directory is watched");
+    assert!(
+        watched.is_subset(&allowed),
+        "{} watches, {} of them on ignored directories",
+        watched.len(),
+        watched.difference(&allowed).count()
+    );
+
+    // A directory made while watching is watched, with the one made inside it at once.
+    write(&repo, "src/new/deeper/d.rs", "fn kinkajou() {}\n");
+    eventually("the new directories watched", || {
+        inodes(&repo, &["src/new", "src/new/deeper"]).is_subset(&watched_inodes(pid))
+    });
+    write(&repo, "src/new/deeper/later.rs", "fn wallaby() {}\n");
+    eventually("a file made in it later", || hit_paths(&engine, &repo, "wallaby") == ["src/new/deeper/later.rs"]);
+    assert_eq!(hit_paths(&engine, &repo, "kinkajou"), ["src/new/deeper/d.rs"]);
+    // One made in an ignored tree is not: nothing there is watched, so nothing is even seen.
+    std::fs::create_dir_all(repo.join("node_modules/fresh/dist")).unwrap();
+
+    // `.gitignore` no longer ignores gen/ and now ignores src/a/: the watches follow at once.
+    write(&repo, ".gitignore", "target/\nnode_modules/\nsrc/a/\n");
+    let walked = ["", "src", "src/new", "src/new/deeper", "gen"];
+    eventually("gen/ watched and indexed, src/a/ no longer watched", || {
+        let w = watched_inodes(pid);
+        inodes(&repo, &walked).is_subset(&w)
+            && !w.contains(&inode(&repo.join("src/a")))
+            && hit_paths(&engine, &repo, "tapir") == ["gen/out.rs"]
+    });
+    write(&repo, "gen/more.rs", "fn axolotl() {}\n");
+    eventually("an edit in the un-ignored directory", || hit_paths(&engine, &repo, "axolotl") == ["gen/more.rs"]);
+    let allowed: std::collections::HashSet<u64> =
+        inodes(&repo, &walked).union(&inodes(&repo, &rules)).copied().collect();
+    let watched = watched_inodes(pid);
+    assert!(watched.is_subset(&allowed), "{} watches on ignored directories", watched.difference(&allowed).count());
+    assert!(hit_paths(&engine, &repo, "narwhal").is_empty());
+    assert!(hit_paths(&engine, &repo, "dugong").is_empty(), "src/a/ is ignored now");
+    drop(watcher);
+}
+
+/// Makes `depth` nested directories named `name` under `dir` and a file `leaf` in the last,
+/// through directory descriptors, so the absolute path may pass PATH_MAX (4096 bytes), which
+/// no call taking a whole path accepts.
+fn make_deep(dir: &Path, name: &str, depth: usize, leaf: &str, text: &str) {
+    use std::ffi::CString;
+    let c = |s: &str| CString::new(s).unwrap();
+    let path = CString::new(dir.to_str().unwrap()).unwrap();
+    // SAFETY: plain descriptor calls on NUL-terminated names; every descriptor is closed.
+    unsafe {
+        let mut fd = libc::open(path.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY);
+        assert!(fd >= 0);
+        for _ in 0..depth {
+            assert_eq!(libc::mkdirat(fd, c(name).as_ptr(), 0o755), 0);
+            let next = libc::openat(fd, c(name).as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY);
+            assert!(next >= 0);
+            libc::close(fd);
+            fd = next;
+        }
+        let f = libc::openat(fd, c(leaf).as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644);
+        assert!(f >= 0);
+        assert_eq!(libc::write(f, text.as_ptr().cast(), text.len()), text.len() as isize);
+        libc::close(f);
+        libc::close(fd);
+    }
+}
+
+/// A directory whose path is longer than the OS takes (PATH_MAX, 4096 bytes) could not be
+/// watched, and the watcher passed over it without a word. It is now logged, named once, and
+/// counted in `docdex status` as skipped files are; the rest of the repository is watched.
+#[test]
+fn a_directory_too_deep_to_watch_is_named_and_counted_in_the_status() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "main.rs", "fn okapi_main() {}\n");
+    std::fs::create_dir(repo.join("deep")).unwrap();
+    let name = "d".repeat(250);
+    make_deep(&repo.join("deep"), &name, 20, "deep.rs", "fn okapi_deep() {}\n");
+    let engine = env.engine();
+    let (watcher, reports) = WatchProcess::start_as(&env, &repo, docdex_as(false));
+    let said = reports.join("\n");
+    assert!(said.contains("not watching deep/") && said.contains("File name too long"), "{said}");
+    let status = engine.status(&repo).unwrap();
+    let warnings = status.warnings.join("\n");
+    assert!(warnings.contains("1 directory not watched: 1 File name too long"), "{warnings}");
+    assert!(warnings.contains("not watched deep/ddd"), "{warnings}");
+
+    write(&repo, "later.rs", "fn wallaby() {}\n");
+    eventually("the rest is watched", || hit_paths(&engine, &repo, "wallaby") == ["later.rs"]);
+    drop(watcher);
+    // Once the watcher is gone, so is what it could not watch.
+    eventually("the status after the watcher", || {
+        engine.status(&repo).is_ok_and(|s| !s.warnings.iter().any(|w| w.contains("not watched")))
+    });
+}
