@@ -24,7 +24,8 @@ pub struct EvalArgs {
     #[arg(long, short = 'n', default_value_t = 50, conflicts_with = "queries")]
     n: usize,
     /// With --from-git: only commits after this date: YYYY-MM-DD [HH:MM], "3 weeks ago",
-    /// "last month", yesterday, @UNIX_SECONDS (anything else is refused).
+    /// "last month", yesterday, @UNIX_SECONDS, or another date git reads ("last monday",
+    /// "march 1"); what git cannot read is refused.
     #[arg(long, conflicts_with = "queries")]
     since: Option<String>,
     /// With --from-git: the shuffle seed (the same seed and history give the same queries).

@@ -822,3 +822,44 @@ fn since_today_reads_the_commits_made_today() {
     assert_eq!(report.queries.len(), 1, "{:?}", report.git);
     assert_eq!(report.queries[0].gold, ["src/parser.py"]);
 }
+
+/// `--since` refused git's own date forms ("last monday", "march 1", "noon yesterday") with a
+/// bad_request, though git reads them. Forms docdex does not know are now read by git's careful
+/// date reader: they pass and window the history as git reads them, and only what git cannot
+/// read either is refused.
+#[test]
+fn since_takes_the_weekday_and_month_forms_git_reads() {
+    let env = Env::new();
+    let root = env.repo("weekdays");
+    git(&root, &["init", "-q", "-b", "main"]);
+    write(&root, "src/parser.py", "def parse(text):\n    return text\n");
+    commit_dated(&root, "Parse the incoming request text into separate tokens", "2023-01-01T00:00:00Z");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    write(&root, "src/parser.py", "def parse(text):\n    return text.strip().lower()\n");
+    commit_dated(
+        &root,
+        "Strip surrounding whitespace and lowercase the parsed text input",
+        &format!("{} +0000", now - 60),
+    );
+    let repo = root.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", repo]).status.success());
+    // "last monday" is one to seven days back: the new commit is in, the 2023 one out.
+    for since in ["last monday", "last sunday", "2 weeks ago"] {
+        let v = env.json(&["eval", "--repo", repo, "--from-git", "--since", since, "-n", "5", "--json"]);
+        let queries: Vec<&str> = v["queries"].as_array().unwrap().iter().filter_map(|q| q["query"].as_str()).collect();
+        assert_eq!(queries.len(), 1, "{since}: {v}");
+        assert!(queries[0].contains("whitespace"), "{since}: {queries:?}");
+    }
+    // A month and day git reads too: refused before, now passed to git (the set may be empty
+    // in early March, when the commit of a minute ago is the only one after it; never refused).
+    for since in ["march 1", "1 month ago", "noon yesterday"] {
+        let out = env.run(&["eval", "--repo", repo, "--from-git", "--since", since, "--json"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("bad_request"), "{since}: {text}");
+    }
+    // What git cannot read either is still refused, naming the forms that work.
+    let out = env.run(&["eval", "--repo", repo, "--from-git", "--since", "next fridya"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--since \"next fridya\"") && err.contains("last monday"), "{err}");
+}

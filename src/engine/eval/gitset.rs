@@ -50,8 +50,9 @@ pub struct GitSetOptions {
     /// Queries wanted (fewer when the history has fewer qualifying commits).
     pub n: usize,
     /// Only commits after this date: YYYY-MM-DD (optionally with a time), "3 weeks ago", "last
-    /// month", yesterday, or @UNIX_SECONDS; anything else is refused, since git would read it
-    /// as some other date without a word.
+    /// month", yesterday, @UNIX_SECONDS, or another date git reads ("last monday", "march 1");
+    /// what git cannot read is refused, since `git log` would read it as some other date
+    /// without a word.
     #[serde(default)]
     pub since: Option<String>,
     /// Shuffle seed: the same seed and history give the same set.
@@ -141,7 +142,7 @@ struct Answer {
 /// [`within`]).
 pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSetStats)> {
     let since = match opts.since.as_deref().filter(|s| !s.trim().is_empty()) {
-        Some(s) => Some(super::since::check(s)?),
+        Some(s) => Some(super::since::check(root, s)?),
         None => None,
     };
     let opts = &GitSetOptions { since, ..opts.clone() };

@@ -1,18 +1,23 @@
-//! `--since` for a query set from git history, checked before git sees it. git reads any text
-//! as some date without a word (`yesterdayy` and `banana` as now, `2026-13-45` as a day in
-//! November, `2024-05` as the 5th of this month), so eval would read a window the user never
-//! meant. Only forms whose meaning is unambiguous pass, handed to git unchanged but for
-//! `today`, which git reads as this very second (so no commit was ever newer): it becomes
-//! `midnight`, the start of today.
+//! `--since` for a query set from git history, checked before `git log` sees it. `git log`
+//! reads any text as some date without a word (`yesterdayy` and `banana` as now, `2026-13-45`
+//! as a day in November, `2024-05` as the 5th of this month), so eval would read a window the
+//! user never meant. Forms whose meaning is plain pass unchanged but for `today`, which git
+//! reads as this very second (so no commit was ever newer): it becomes `midnight`, the start of
+//! today. Any other text goes to git's own careful date reader (the one behind expiry dates,
+//! which says when it understood nothing), so git's weekday and month forms ("last monday",
+//! "march 1", "noon yesterday") work as in `git log --since`; what git cannot read, and a
+//! malformed numeric date, is refused naming the forms that work.
 
 use crate::error::{Error, Result};
+use std::path::Path;
 
 /// The accepted forms, for the error that refuses anything else.
-pub const ACCEPTED: &str = "a date YYYY-MM-DD (or YYYY/MM/DD), optionally with a time HH:MM[:SS] after a space or T and a zone Z or +HH:MM; \"N days ago\" (or \"N.days.ago\"; second, minute, hour, day, week, month, year; \"ago\" optional); \"last week\" (month, year, ...); yesterday, today or now; or @UNIX_SECONDS";
+pub const ACCEPTED: &str = "a date YYYY-MM-DD (or YYYY/MM/DD), optionally with a time HH:MM[:SS] after a space or T and a zone Z or +HH:MM; \"N days ago\" (or \"N.days.ago\"; second, minute, hour, day, week, month, year; \"ago\" optional); \"last week\" (month, year, ...); yesterday, today or now; @UNIX_SECONDS; or any other date git reads, such as \"last monday\" or \"march 1\"";
 
 /// The `--since` text git reads as the user meant `since`; a `bad_request` naming the
-/// accepted forms when there is none.
-pub fn check(since: &str) -> Result<String> {
+/// accepted forms when there is none. `root` is where git runs to read a form docdex does not
+/// know itself.
+pub fn check(root: &Path, since: &str) -> Result<String> {
     let s = since.trim();
     if s.eq_ignore_ascii_case("today") {
         return Ok("midnight".into());
@@ -20,9 +25,39 @@ pub fn check(since: &str) -> Result<String> {
     if is_absolute(s) || is_relative(s) || is_timestamp(s) {
         return Ok(s.to_string());
     }
+    // A numeric date or a timestamp that is not a valid one (`2026-13-45`, `2024-05`, `@12ab`)
+    // is a typo git would read as some other day without a word: refused here, never asked.
+    if !looks_numeric(s) && git_reads(root, s)?.is_some() {
+        return Ok(s.to_string());
+    }
     Err(Error::BadRequest(format!(
-        "--since {since:?} is not a date docdex can pass to git unchanged (git would read it as some other date without a word); use {ACCEPTED}"
+        "--since {since:?} is not a date git can read as meant (git would read it as some other date without a word); use {ACCEPTED}"
     )))
+}
+
+/// The Unix time git's careful date reader gives `s`, `None` when it could not read it. Its
+/// special words (`never`, `all`, `false`: 0 or the end of time for an expiry date) mean
+/// nothing to `git log --since` and count as unread.
+fn git_reads(root: &Path, s: &str) -> Result<Option<u64>> {
+    let setting = format!("docdex.since={s}");
+    let args = ["-c", setting.as_str(), "config", "--type=expiry-date", "docdex.since"];
+    let out = crate::engine::git::output(root, &args, "--since")?;
+    if !out.status.success() {
+        tracing::debug!(since = s, git = %String::from_utf8_lossy(&out.stderr).trim(), "git cannot read --since");
+        return Ok(None);
+    }
+    let seconds = String::from_utf8_lossy(&out.stdout).trim().parse::<u64>().ok();
+    Ok(seconds.filter(|t| *t > 0 && *t < u64::MAX))
+}
+
+/// `2024-05-06 lunch`, `2024.5.6`, `05/06`: the first word is digits with a date separator;
+/// or `@...`, a timestamp.
+fn looks_numeric(s: &str) -> bool {
+    let first = s.split([' ', 'T']).next().unwrap_or("");
+    let date = first.chars().any(|c| c.is_ascii_digit())
+        && first.chars().any(|c| matches!(c, '-' | '/' | '.'))
+        && first.chars().all(|c| c.is_ascii_digit() || matches!(c, '-' | '/' | '.' | ':'));
+    s.starts_with('@') || date
 }
 
 const UNITS: &[&str] = &["second", "minute", "hour", "day", "week", "month", "year"];
@@ -111,6 +146,10 @@ fn valid_zone(z: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn check(since: &str) -> Result<String> {
+        super::check(&std::env::temp_dir(), since)
+    }
+
     #[test]
     fn dates_git_reads_as_meant_pass_and_the_rest_are_refused() {
         for ok in [
@@ -131,15 +170,27 @@ mod tests {
             "now",
             "@1700000000",
             "  2024-05-06 ",
+            // git's own forms, read by git.
+            "last monday",
+            "march 1",
+            "noon yesterday",
+            "2 weeks ago",
+            "Last Sunday",
         ] {
-            assert!(check(ok).is_ok(), "{ok:?} refused");
+            assert!(check(ok).is_ok(), "{ok:?} refused: {:?}", check(ok));
         }
         // git reads `today` as now, after every commit; the start of today is meant.
         assert_eq!(check("Today").unwrap(), "midnight");
         assert_eq!(check(" 3 days ago ").unwrap(), "3 days ago");
+        assert_eq!(check(" last monday ").unwrap(), "last monday");
         for bad in [
             "yesterdayy",
             "banana",
+            "monday",
+            "tomorrow",
+            "next friday",
+            "never",
+            "all",
             "2026-13-45",
             "2023-02-29",
             "2024-04-31",
@@ -148,15 +199,13 @@ mod tests {
             "2024-05-06 25:00",
             "2024-05-06T10:61",
             "2024-05-06 lunch",
-            "3 dayz ago",
             "days ago",
-            "last",
             "@",
             "@12ab",
             "",
         ] {
             let err = check(bad).expect_err(bad).to_string();
-            assert!(err.contains("YYYY-MM-DD") && err.contains("days ago"), "{err}");
+            assert!(err.contains("YYYY-MM-DD") && err.contains("days ago") && err.contains("last monday"), "{err}");
         }
     }
 }
