@@ -393,6 +393,12 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
                     resp.agents_removed
                 ));
             }
+            if resp.roles_updated > 0 {
+                out.line(&format!(
+                    "  {} took the manifest's role (set there later than here)",
+                    count(resp.roles_updated, "agent")
+                ));
+            }
             for r in &resp.rejected {
                 out.line(&format!("  rejected {}: {}", visible(&r.id), visible(&r.reason)));
             }

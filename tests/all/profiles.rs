@@ -50,7 +50,7 @@ fn an_empty_database_is_seeded_with_the_factory_personas_once() {
         let mut st = conn.prepare(&format!("PRAGMA table_info({t})")).unwrap();
         st.query_map([], |r| r.get::<_, String>(1)).unwrap().map(|c| c.unwrap()).collect()
     };
-    assert_eq!(cols("agents"), ["id", "role", "created_at"]);
+    assert_eq!(cols("agents"), ["id", "role", "created_at", "role_updated"]);
     assert_eq!(
         cols("preferences"),
         ["id", "agent_id", "content", "category", "rule", "embedding", "last_updated", "source"]
@@ -493,6 +493,124 @@ fn a_role_is_one_line_of_text_and_add_can_change_it() {
     let r = engine.profile_import(&f).unwrap();
     assert_eq!(r.agents_added, 1, "{r:?}");
     assert!(r.rejected.iter().any(|x| x.id == "imp" && x.reason.contains("control character")), "{r:?}");
+}
+
+/// A role changed on one machine (`profile add --role`) never reached another: the manifest
+/// carried the role but no time, and import only filled an agent's empty role, so the old role
+/// (which steers the project map) stayed on every other machine for good. A role is now stamped
+/// when set and the newer one wins the merge, as a preference does; an older manifest, or one
+/// from a docdex that did not stamp roles, does not put an old role back.
+#[test]
+fn a_role_changed_on_one_machine_reaches_the_other_by_sync_and_an_older_one_does_not_return() {
+    let (a, b) = (Env::new(), Env::new());
+    for env in [&a, &b] {
+        env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    }
+    let role_in = |env: &Env| -> String {
+        let v = env.json(&["profile", "list", "--json"]);
+        let agents = v["agents"].as_array().unwrap().clone();
+        agents.iter().find(|x| x["id"] == "mcoda_frontend").unwrap()["role"].as_str().unwrap().to_string()
+    };
+    let factory = role_in(&b);
+    let set_role = |env: &Env, role: &str, text: &str| {
+        let out =
+            env.run(&["profile", "add", "--agent", "mcoda_frontend", "--role", role, "--category", "style", text]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    let export = |env: &Env, name: &str| {
+        let f = env.dir.path().join(name);
+        let out = env.run(&["profile", "export", "--out", f.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        f
+    };
+    let import = |env: &Env, f: &std::path::Path| {
+        let out = env.run(&["profile", "import", f.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    set_role(&a, "Frontend developer: Svelte, Tailwind", "Prefer Svelte stores for shared state");
+    let first = export(&a, "first.json");
+    let said = import(&b, &first);
+    assert_eq!(role_in(&b), "Frontend developer: Svelte, Tailwind", "the change reached B");
+    assert!(said.contains("1 agent took the manifest's role"), "{said}");
+    // B changes it later; A takes B's, and A's older manifest does not put its role back on B.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    set_role(&b, "Frontend developer: Svelte, UnoCSS", "Prefer UnoCSS utilities");
+    import(&b, &first);
+    assert_eq!(role_in(&b), "Frontend developer: Svelte, UnoCSS", "an older role does not win");
+    import(&a, &export(&b, "back.json"));
+    assert_eq!(role_in(&a), "Frontend developer: Svelte, UnoCSS", "the two homes converged");
+
+    // A manifest from a docdex that did not stamp roles only fills an empty role.
+    let old = b.dir.path().join("old.json");
+    std::fs::write(
+        &old,
+        json!({"format": "docdex.profile_sync", "version": 1,
+               "agents": [{"id": "mcoda_frontend", "role": "Old role", "created_at": 1},
+                          {"id": "team", "role": "", "created_at": 1}],
+               "preferences": [], "tombstones": []})
+        .to_string(),
+    )
+    .unwrap();
+    import(&b, &old);
+    assert_eq!(role_in(&b), "Frontend developer: Svelte, UnoCSS");
+    assert_ne!(factory, role_in(&b));
+}
+
+/// A database written before roles were stamped (no `role_updated` column) is read and
+/// written by this docdex: the column is added on first use, its roles count as never set.
+#[test]
+fn a_profile_database_from_before_role_stamps_is_migrated_on_first_use() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let db = env.home().join("state/profiles/main.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE agents (id TEXT PRIMARY KEY NOT NULL, role TEXT NOT NULL DEFAULT '', created_at INT NOT NULL);
+         CREATE TABLE preferences (id UUID PRIMARY KEY NOT NULL, agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+             content TEXT NOT NULL, category TEXT NOT NULL, rule TEXT, embedding BLOB, last_updated INT NOT NULL, source TEXT NOT NULL);
+         CREATE TABLE tombstones (id TEXT PRIMARY KEY NOT NULL, agent_id TEXT NOT NULL, deleted_at INT NOT NULL);
+         CREATE TABLE profile_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+         INSERT INTO profile_meta VALUES ('schema_version', '1'), ('seeded', '1');
+         INSERT INTO agents VALUES ('olga', 'Data engineer', 5);
+         INSERT INTO preferences VALUES ('0b7f6a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b', 'olga', 'Prefer Parquet', 'style', NULL, NULL, 9, 'manual');",
+    )
+    .unwrap();
+    drop(conn);
+    let v = env.json(&["profile", "list", "--agent", "olga", "--json"]);
+    assert_eq!(v["agents"][0]["role"], "Data engineer", "{v}");
+    assert_eq!(v["preferences"][0]["content"], "Prefer Parquet", "{v}");
+    let f = env.dir.path().join("m.json");
+    assert!(env.run(&["profile", "export", "--out", f.to_str().unwrap()]).status.success());
+    let m: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    assert_eq!(m["agents"][0]["role_updated"], 0, "{m}");
+    // A role given now is stamped, and an agent without one had none to report as replaced.
+    let r = env.engine().profile_add(&ProfileAddRequest {
+        agent_id: "olga".into(),
+        category: Category::Style,
+        content: "Partition by date".into(),
+        rule: None,
+        role: Some("Data platform engineer".into()),
+    });
+    assert_eq!(r.unwrap().previous_role.as_deref(), Some("Data engineer"));
+    let list = env.engine().profile_list(&ProfileListRequest::default()).unwrap();
+    assert_eq!(list.agents[0].role, "Data platform engineer");
+    let add_to = |agent: &str, content: &str, role: Option<&str>| {
+        env.engine()
+            .profile_add(&ProfileAddRequest {
+                agent_id: agent.into(),
+                category: Category::Style,
+                content: content.into(),
+                rule: None,
+                role: role.map(str::to_string),
+            })
+            .unwrap()
+    };
+    add_to("noro", "Keep it short", None);
+    let r = add_to("noro", "Keep it shorter", Some("Writer"));
+    assert_eq!(r.previous_role, None, "it had no role: the CLI said 'the role of noro was \"\"'");
 }
 
 #[test]

@@ -125,7 +125,8 @@ impl Engine {
         let path = self.profile_db_path();
         if path.exists() {
             let conn = store::open(&path)?;
-            if store::meta(&conn, "seeded")?.is_some() {
+            // A database of an older docdex gets its new columns from the write below first.
+            if store::meta(&conn, "seeded")?.is_some() && !store::needs_migration(&conn)? {
                 if let Ok(mut r) = self.profiles().readers.lock() {
                     r.push(conn);
                 }
@@ -255,14 +256,16 @@ impl Engine {
             {
                 return Err(repeated(&same, "nothing added"));
             }
-            let before = store::agent(w.conn(), &preference.agent_id)?.map(|a| a.role);
-            let created = w.ensure_agent(&preference.agent_id, role.as_deref().unwrap_or(""), now)?;
+            let before = store::agent(w.conn(), &preference.agent_id)?;
+            let stamp = if role.is_some() { now } else { 0 };
+            let created = w.ensure_agent(&preference.agent_id, role.as_deref().unwrap_or(""), now, stamp)?;
             // A role given for an existing agent replaces its role (it used to be ignored
-            // without a word, and nothing else could change it).
+            // without a word, and nothing else could change it), stamped after the old one so
+            // the change wins the next sync. An agent without a role had none to report.
             let previous = match (&role, before) {
-                (Some(new), Some(old)) if *new != old => {
-                    w.set_role(&preference.agent_id, new)?;
-                    Some(old)
+                (Some(new), Some(old)) if *new != old.role => {
+                    w.set_role(&preference.agent_id, new, now.max(old.role_updated.saturating_add(1)))?;
+                    Some(old.role).filter(|r| !r.is_empty())
                 }
                 _ => None,
             };
@@ -654,12 +657,12 @@ fn merge(
 ) -> Result<()> {
     let mut created = std::collections::BTreeSet::new();
     for a in agents {
-        if w.ensure_agent(&a.id, &a.role, a.created_at.max(1))? {
+        if merge_agent(w, a, report)? {
             created.insert(a.id.clone());
         }
     }
     for p in prefs {
-        if w.ensure_agent(&p.agent_id, "", p.last_updated)? {
+        if w.ensure_agent(&p.agent_id, "", p.last_updated, 0)? {
             created.insert(p.agent_id.clone());
         }
         let incoming = Preference {
@@ -722,6 +725,31 @@ fn merge(
         }
     }
     settle_agents(w, &created, &emptied, report)
+}
+
+/// Merges one manifest agent: creates it when new (true), else takes its role when that was
+/// set later than this side's (ties: the greater text, so both sides converge). A role the
+/// manifest does not stamp (an older docdex's file, a factory role) only fills an empty one,
+/// and an empty role never replaces one. A role changed on one machine used to stay there.
+fn merge_agent(w: &Write<'_>, a: &SyncAgent, report: &mut ProfileImportResponse) -> Result<bool> {
+    let Some(local) = store::agent(w.conn(), &a.id)? else {
+        return w.ensure_agent(&a.id, &a.role, a.created_at.max(1), a.role_updated.max(0));
+    };
+    let stamp = a.role_updated.max(0);
+    if a.role.is_empty() || (a.role == local.role && stamp <= local.role_updated) {
+        return Ok(false);
+    }
+    if a.role == local.role {
+        // The same role, stamped later over there: take the stamp so both sides agree.
+        w.set_role(&a.id, &a.role, stamp)?;
+        return Ok(false);
+    }
+    let newer = stamp > 0 && (stamp, a.role.as_str()) > (local.role_updated, local.role.as_str());
+    if local.role.is_empty() || newer {
+        w.set_role(&a.id, &a.role, stamp.max(local.role_updated))?;
+        report.roles_updated += 1;
+    }
+    Ok(false)
 }
 
 /// Agents hold preferences: one the import created that ends up with none (every preference

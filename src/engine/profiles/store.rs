@@ -27,7 +27,8 @@ const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS agents (
     id TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 64),
     role TEXT NOT NULL DEFAULT '',
-    created_at INT NOT NULL);
+    created_at INT NOT NULL,
+    role_updated INT NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS preferences (
     id UUID PRIMARY KEY NOT NULL,
     agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
@@ -62,6 +63,18 @@ fn path_of(conn: &Connection) -> PathBuf {
 fn err(conn: &Connection) -> impl Fn(rusqlite::Error) -> Error {
     let path = path_of(conn);
     move |e| Error::Database { path: path.clone(), message: e.to_string() }
+}
+
+/// True when `agents` lacks a column this docdex keeps (`role_updated`, added after the first
+/// release): the next write adds it ([`Write::begin`]), and readers wait for that.
+pub fn needs_migration(conn: &Connection) -> Result<bool> {
+    if !has_schema(conn)? {
+        return Ok(false);
+    }
+    let n: i64 = conn
+        .query_row("SELECT COUNT(*) FROM pragma_table_info('agents') WHERE name = 'role_updated'", [], |r| r.get(0))
+        .map_err(err(conn))?;
+    Ok(n == 0)
 }
 
 /// True when the schema exists (a fresh file has none until the first write).
@@ -152,23 +165,22 @@ pub fn all_preferences(conn: &Connection) -> Result<Vec<Preference>> {
     prefs(conn, &format!("SELECT {PREF_COLUMNS} FROM preferences ORDER BY id"), &[])
 }
 
-/// One agent's role and creation time.
+const AGENT_COLUMNS: &str = "id, role, created_at, role_updated";
+
+fn row_to_agent(r: &rusqlite::Row<'_>) -> rusqlite::Result<SyncAgent> {
+    Ok(SyncAgent { id: r.get(0)?, role: r.get(1)?, created_at: r.get(2)?, role_updated: r.get(3)? })
+}
+
+/// One agent's role, creation time and when its role was set.
 pub fn agent(conn: &Connection, id: &str) -> Result<Option<SyncAgent>> {
-    conn.query_row("SELECT id, role, created_at FROM agents WHERE id = ?1", [id], |r| {
-        Ok(SyncAgent { id: r.get(0)?, role: r.get(1)?, created_at: r.get(2)? })
-    })
-    .optional()
-    .map_err(err(conn))
+    conn.query_row(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?1"), [id], row_to_agent)
+        .optional()
+        .map_err(err(conn))
 }
 
 /// Every agent with its counts, by id.
 pub fn agents(conn: &Connection) -> Result<Vec<AgentSummary>> {
-    let mut st = conn.prepare_cached("SELECT id, role, created_at FROM agents ORDER BY id").map_err(err(conn))?;
-    let rows: Vec<SyncAgent> = st
-        .query_map([], |r| Ok(SyncAgent { id: r.get(0)?, role: r.get(1)?, created_at: r.get(2)? }))
-        .map_err(err(conn))?
-        .collect::<rusqlite::Result<_>>()
-        .map_err(err(conn))?;
+    let rows = sync_agents(conn)?;
     let mut counts: BTreeMap<String, BTreeMap<Category, u64>> = BTreeMap::new();
     let mut st = conn
         .prepare_cached("SELECT agent_id, category, COUNT(*) FROM preferences GROUP BY agent_id, category")
@@ -200,10 +212,8 @@ pub fn agents(conn: &Connection) -> Result<Vec<AgentSummary>> {
 
 /// Every agent as a sync row, by id.
 pub fn sync_agents(conn: &Connection) -> Result<Vec<SyncAgent>> {
-    let mut st = conn.prepare_cached("SELECT id, role, created_at FROM agents ORDER BY id").map_err(err(conn))?;
-    let rows = st
-        .query_map([], |r| Ok(SyncAgent { id: r.get(0)?, role: r.get(1)?, created_at: r.get(2)? }))
-        .map_err(err(conn))?;
+    let mut st = conn.prepare_cached(&format!("SELECT {AGENT_COLUMNS} FROM agents ORDER BY id")).map_err(err(conn))?;
+    let rows = st.query_map([], row_to_agent).map_err(err(conn))?;
     rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err(conn))
 }
 
@@ -280,6 +290,12 @@ impl<'c> Write<'c> {
         let path = path_of(conn);
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_err(&path))?;
         tx.execute_batch(SCHEMA).map_err(db_err(&path))?;
+        if needs_migration(&tx)? {
+            // A database from before roles were stamped: its roles count as never set (0), so
+            // a manifest's role set later replaces them and an older manifest's does not.
+            tx.execute_batch("ALTER TABLE agents ADD COLUMN role_updated INT NOT NULL DEFAULT 0")
+                .map_err(db_err(&path))?;
+        }
         let w = Write { tx, path };
         if w.get_meta("schema_version")?.is_none() {
             w.set_meta("schema_version", &SCHEMA_VERSION.to_string())?;
@@ -327,7 +343,7 @@ impl<'c> Write<'c> {
         let mut n = 0;
         if agents == 0 {
             for a in defaults()? {
-                self.ensure_agent(&a.id, &a.role, SEED_EPOCH_MS)?;
+                self.ensure_agent(&a.id, &a.role, SEED_EPOCH_MS, 0)?;
                 for p in a.preferences {
                     let rule = p.rule.as_deref().map(Rule::parse).transpose().map_err(|e| Error::CorruptState {
                         path: PathBuf::from("defaults.json"),
@@ -351,27 +367,33 @@ impl<'c> Write<'c> {
         Ok(n)
     }
 
-    /// Creates the agent when missing (an empty role is filled in when one is given); returns
-    /// true when it was created.
-    pub fn ensure_agent(&self, id: &str, role: &str, created_at: i64) -> Result<bool> {
+    /// Creates the agent when missing (an empty role is filled in when one is given), its role
+    /// stamped `role_updated` (0: a factory role, or none); returns true when it was created.
+    pub fn ensure_agent(&self, id: &str, role: &str, created_at: i64, role_updated: i64) -> Result<bool> {
         let n = self
             .tx
             .execute(
-                "INSERT OR IGNORE INTO agents(id, role, created_at) VALUES (?1, ?2, ?3)",
-                params![id, role, created_at],
+                "INSERT OR IGNORE INTO agents(id, role, created_at, role_updated) VALUES (?1, ?2, ?3, ?4)",
+                params![id, role, created_at, role_updated],
             )
             .map_err(self.e())?;
         if n == 0 && !role.trim().is_empty() {
             self.tx
-                .execute("UPDATE agents SET role = ?2 WHERE id = ?1 AND role = ''", params![id, role])
+                .execute(
+                    "UPDATE agents SET role = ?2, role_updated = ?3 WHERE id = ?1 AND role = ''",
+                    params![id, role, role_updated],
+                )
                 .map_err(self.e())?;
         }
         Ok(n > 0)
     }
 
-    /// Sets an agent's role.
-    pub fn set_role(&self, id: &str, role: &str) -> Result<()> {
-        self.tx.execute("UPDATE agents SET role = ?2 WHERE id = ?1", params![id, role]).map(|_| ()).map_err(self.e())
+    /// Sets an agent's role, stamped `at` (the newer stamp wins a sync).
+    pub fn set_role(&self, id: &str, role: &str, at: i64) -> Result<()> {
+        self.tx
+            .execute("UPDATE agents SET role = ?2, role_updated = ?3 WHERE id = ?1", params![id, role, at])
+            .map(|_| ())
+            .map_err(self.e())
     }
 
     /// Inserts a new preference (no vector; the id must be new). A tombstone of the same id
@@ -601,7 +623,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = open(&dir.path().join("main.db")).unwrap();
         let w = Write::begin(&mut conn).unwrap();
-        w.ensure_agent("a", "", 1).unwrap();
+        w.ensure_agent("a", "", 1, 0).unwrap();
         assert!(w.insert(&pref("1", "a", "   ")).is_err(), "empty text");
         assert!(w.insert(&pref("2", "nobody", "x")).is_err(), "unknown agent");
         let mut ruled = pref("3", "a", "x");
@@ -623,8 +645,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = open(&dir.path().join("main.db")).unwrap();
         let w = Write::begin(&mut conn).unwrap();
-        w.ensure_agent("a", "", 1).unwrap();
-        w.ensure_agent("b", "", 1).unwrap();
+        w.ensure_agent("a", "", 1, 0).unwrap();
+        w.ensure_agent("b", "", 1, 0).unwrap();
         w.reset_vectors("m", 3).unwrap();
         for (id, agent, v) in [(U1, "a", [1.0, 0.0, 0.0]), (U2, "a", [0.0, 1.0, 0.0]), (U3, "b", [1.0, 0.0, 0.0])] {
             w.insert(&pref(id, agent, "x")).unwrap();

@@ -306,6 +306,12 @@ pub struct SyncAgent {
     /// Epoch milliseconds.
     #[serde(default)]
     pub created_at: i64,
+    /// When the role was last set (`profile add --role`, a sync that took another machine's),
+    /// epoch milliseconds; 0 for a factory role, or one set before docdex kept this (older
+    /// manifests have none). On import the newer role wins, as the newer preference does: a
+    /// role changed on one machine reached no other, which kept the old one for good.
+    #[serde(default)]
+    pub role_updated: i64,
 }
 
 /// A preference in a sync manifest (no vector: vectors are made where it is imported).
@@ -399,6 +405,9 @@ pub struct ProfileImportResponse {
     /// the other machine).
     #[serde(default)]
     pub agents_removed: usize,
+    /// Agents whose role the manifest changed (its role was set later than this side's).
+    #[serde(default)]
+    pub roles_updated: usize,
     /// Rows refused (bad category, bad rule, unknown agent, ...).
     pub rejected: Vec<RejectedRow>,
     /// Incoming preferences stamped more than a minute after this machine's clock (the

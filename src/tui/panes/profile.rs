@@ -514,10 +514,14 @@ impl ProfilePane {
                         0 => String::new(),
                         n => format!(", {n} stamped ahead of this clock (they win every merge until then)"),
                     };
+                    let roles = match r.roles_updated {
+                        0 => String::new(),
+                        n => format!(", {n} roles changed"),
+                    };
                     cx.notify(
                         Level::Info,
                         format!(
-                            "imported: {} added, {} updated, {} kept (local newer), {} removed{rejected}{ahead}",
+                            "imported: {} added, {} updated, {} kept (local newer), {} removed{roles}{rejected}{ahead}",
                             r.added, r.updated, r.kept_local, r.deleted
                         ),
                     );
