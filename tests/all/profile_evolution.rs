@@ -356,3 +356,55 @@ fn without_a_model_a_question_is_not_learnt() {
     let out = learn(&engine, "team", "We use tabs for indentation");
     assert_eq!(out.action, EvolutionAction::Add, "{out:?}");
 }
+
+/// Every agent follows the team's preferences, yet `learn` compared a statement with the
+/// agent's own alone (recall, the model's view and the fallback's repeat check), so stating a
+/// team convention for an agent stored it again as the agent's: chat, the gatekeeper and the
+/// map then carried it twice. A repeat of a team preference (its words, or a near duplicate by
+/// the rule for the agent's own) is now ignored before any model call, naming the team's
+/// preference; so is a model's ADD worded as the team's, or as one the agent already holds.
+#[test]
+fn learn_does_not_store_a_repeat_of_a_team_preference() {
+    let s = setup();
+    let lint = add(&s.engine, "team", Category::Workflow, "Run the linter before every push");
+    let team = count(&s.engine, "team");
+    let o = learn(&s.engine, "eve", "run the linter before every  push.");
+    assert_eq!((o.action, o.decided_by, o.attempts), (EvolutionAction::Ignore, DecidedBy::Policy, 0), "{o:?}");
+    assert!(o.reasoning.contains("already covered by the team profile") && o.reasoning.contains(&lint), "{o:?}");
+    assert!(o.recalled.iter().any(|h| h.preference.id == lint), "the team's preference is named: {o:?}");
+    assert!(s.fake.chats_with(MARKER).is_empty(), "the model was not asked");
+    assert_eq!(count(&s.engine, "eve"), 1, "nothing written");
+
+    // The model words a new preference as the team's.
+    s.fake
+        .script(MARKER, vec![decision("ADD", None, Some("Run the linter before every push."), Some("workflow"), None)]);
+    let o = learn(&s.engine, "eve", "lint first, then push");
+    assert_eq!(o.action, EvolutionAction::Ignore, "{o:?}");
+    assert!(o.reasoning.contains("already covered by the team profile") && o.reasoning.contains(&lint), "{o:?}");
+    // ... or as one the agent already holds.
+    s.fake.script(MARKER, vec![decision("ADD", None, Some("prefer using Jest for unit tests"), Some("tooling"), None)]);
+    let o = learn(&s.engine, "eve", "jest it is for the unit tests");
+    assert_eq!(o.action, EvolutionAction::Ignore, "{o:?}");
+    assert!(o.reasoning.contains("already known as") && o.reasoning.contains(&s.jest), "{o:?}");
+    assert_eq!(count(&s.engine, "eve"), 1, "nothing written");
+    assert_eq!(count(&s.engine, "team"), team);
+
+    // Without a model, on the command line, for a factory persona and the factory team.
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let before = env.json(&["profile", "list", "--agent", "mcoda_frontend", "--json"])["preferences"].clone();
+    for said in [
+        "Never commit secrets, credentials or API keys to the repository",
+        "keep commits small and focused, with messages that say why the change was made",
+    ] {
+        let v = env.json(&["profile", "learn", "--agent", "mcoda_frontend", said, "--json"]);
+        assert_eq!(v["action"], "IGNORE", "{v}");
+        assert!(v["reasoning"].as_str().unwrap().contains("already covered by the team profile"), "{v}");
+    }
+    let after = env.json(&["profile", "list", "--agent", "mcoda_frontend", "--json"])["preferences"].clone();
+    assert_eq!(before, after, "nothing written");
+    // The opposite of a team preference is no repeat (and is refused as contradicting it).
+    let v = env.json(&["profile", "learn", "--agent", "mcoda_frontend", "Commit API keys to the repository", "--json"]);
+    assert_ne!(v["action"], "ADD", "{v}");
+    assert!(!v["reasoning"].as_str().unwrap().contains("already covered"), "{v}");
+}

@@ -145,6 +145,37 @@ fn recency(ms: i64) -> String {
     }
 }
 
+/// True when `statement` repeats the recalled preference: the same words (letter case, runs of
+/// spaces and a closing full stop aside) or a near duplicate ([`DUPLICATE_SIMILARITY`]). Close
+/// is not the same when the two say opposite things: "use tabs" recalled "Never use tabs for
+/// indentation" (by words it holds every word of the statement) and was ignored as already
+/// known; written, it is refused as contradicting that preference.
+fn repeats(hit: &PreferenceHit, statement: &str) -> bool {
+    let p = &hit.preference.content;
+    store::text_key(p) == store::text_key(statement)
+        || (hit.similarity_score >= DUPLICATE_SIMILARITY && !policy::opposed(p, statement))
+}
+
+/// The preference of `p`'s agent, else of the team, that holds `p`'s words and rule.
+fn kept_same_text(c: &rusqlite::Connection, p: &Preference) -> Result<Option<Preference>> {
+    let rule = p.rule.as_deref();
+    if let Some(own) = store::same_text(c, &p.agent_id, &p.content, rule, "")? {
+        return Ok(Some(own));
+    }
+    if p.agent_id == TEAM_AGENT {
+        return Ok(None);
+    }
+    store::same_text(c, TEAM_AGENT, &p.content, rule, "")
+}
+
+/// Why nothing was written for `agent`: the team's preference `team` says it already.
+fn covered_by_team(team: &Preference, agent: &str) -> String {
+    format!(
+        "already covered by the team profile: {} \"{}\" ({}) applies to every agent, so nothing was written for {agent}",
+        team.id, team.content, team.category
+    )
+}
+
 /// The first JSON object in a reply (models wrap it in fences or prose despite the schema).
 fn json_object(reply: &str) -> Option<&str> {
     let start = reply.find('{')?;
@@ -241,11 +272,36 @@ impl Engine {
             outcome.notices.extend(r.notice);
             outcome.recalled = r.hits;
         }
+        if let Some(team) = self.team_repeat(&agent, &input, &mut outcome)? {
+            outcome.reasoning = covered_by_team(&team.preference, &agent);
+            outcome.recalled.push(team);
+            self.log_decision(&outcome, dag.as_ref());
+            return Ok(outcome);
+        }
         let decision = self.decide_evolution(&req, given_rule.as_deref(), &mut outcome);
         self.apply_decision(decision, &mut outcome)?;
         tracing::info!(agent = %agent, action = ?outcome.action, by = ?outcome.decided_by, "evolution decided");
         self.log_decision(&outcome, dag.as_ref());
         Ok(outcome)
+    }
+
+    /// The team's preference `input` repeats, by the rule that makes a statement a repeat of
+    /// the agent's own ([`repeats`]), when `agent` is not the team: every agent follows the
+    /// team's preferences, so learning one again for an agent only stored a second copy (the
+    /// model was shown the agent's preferences alone, and the fallback compared with them).
+    fn team_repeat(&self, agent: &str, input: &str, outcome: &mut EvolutionOutcome) -> Result<Option<PreferenceHit>> {
+        if agent == TEAM_AGENT {
+            return Ok(None);
+        }
+        let r = self.profile_recall(&[TEAM_AGENT], input, RECALL_LIMIT, false)?;
+        let hit = r.hits.into_iter().find(|h| repeats(h, input));
+        if hit.is_some() {
+            outcome.decided_by = DecidedBy::Policy;
+            if outcome.notices.is_empty() {
+                outcome.notices.extend(r.notice);
+            }
+        }
+        Ok(hit)
     }
 
     /// The decision: the model's (retried once), or the fallback without a model.
@@ -330,15 +386,7 @@ impl Engine {
         outcome: &mut EvolutionOutcome,
     ) -> Decision {
         outcome.decided_by = DecidedBy::Fallback;
-        let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
-        // Close is not the same when the two say opposite things: "use tabs" recalled "Never use
-        // tabs for indentation" (by words it holds every word of the statement) and was ignored
-        // as already known; written, it is refused below as contradicting that preference.
-        let same = outcome.recalled.iter().find(|h| {
-            let p = &h.preference.content;
-            norm(p) == norm(&req.preference)
-                || (h.similarity_score >= DUPLICATE_SIMILARITY && !policy::opposed(p, &req.preference))
-        });
+        let same = outcome.recalled.iter().find(|h| repeats(h, &req.preference));
         // Nobody can ask whether a question was meant as a rule: it is not written down as one.
         if policy::asks(&req.preference) {
             return Decision {
@@ -434,11 +482,32 @@ impl Engine {
                     source: PreferenceSource::Evolution,
                     embedded: false,
                 };
-                let created = self.profile_write(|w| {
-                    let created = w.ensure_agent(&p.agent_id, "", now)?;
+                // The model may word a new preference as one the agent, or the team, keeps: it
+                // was stored as a second copy. Checked under the writer lock, so two statements
+                // learnt at once (a chat turn's and the CLI's) do not both add it.
+                let written = self.profile_write(|w| {
+                    if let Some(same) = kept_same_text(w.conn(), &p)? {
+                        return Ok(Err(same));
+                    }
+                    let created = w.ensure_agent(&p.agent_id, "", now, 0)?;
                     w.insert(&p)?;
-                    Ok(created)
+                    Ok(Ok(created))
                 })?;
+                let created = match written {
+                    Ok(created) => created,
+                    Err(same) => {
+                        outcome.action = EvolutionAction::Ignore;
+                        outcome.reasoning = if same.agent_id == p.agent_id {
+                            format!(
+                                "already known as {} (\"{}\"); the model had decided ADD: {}",
+                                same.id, same.content, d.reasoning
+                            )
+                        } else {
+                            covered_by_team(&same, &p.agent_id)
+                        };
+                        return Ok(());
+                    }
+                };
                 if created {
                     outcome.notices.push(self.profile_created_agent_note(&p.agent_id));
                 }
