@@ -408,3 +408,33 @@ fn learn_does_not_store_a_repeat_of_a_team_preference() {
     assert_ne!(v["action"], "ADD", "{v}");
     assert!(!v["reasoning"].as_str().unwrap().contains("already covered"), "{v}");
 }
+
+/// The model decides against the text recalled before it is asked, seconds earlier; an UPDATE
+/// was then written over whatever the preference had become meanwhile (an edit in the
+/// workbench, on the CLI, a sync), which was lost unseen. Such an UPDATE is now dropped, naming
+/// the text the preference has now, and the edit is kept.
+#[test]
+fn an_update_decided_while_the_preference_was_edited_keeps_the_edit() {
+    let s = setup();
+    s.fake.script_delayed(
+        MARKER,
+        vec![decision("UPDATE", Some(&s.jest), Some("Prefer using Vitest for unit tests"), Some("tooling"), None)],
+        1500,
+    );
+    let engine = s.engine.clone();
+    let learning = std::thread::spawn(move || learn(&engine, "eve", "We are switching to Vitest."));
+    std::thread::sleep(Duration::from_millis(600));
+    s.engine
+        .profile_edit(&docdex::engine::protocol::ProfileEditRequest {
+            id: s.jest.clone(),
+            content: Some("Prefer using Jest 30 for unit tests".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    let o = learning.join().unwrap();
+    assert_eq!(s.fake.chats_with(MARKER).len(), 1, "the model was asked while the edit was made");
+    assert_eq!(o.action, EvolutionAction::Ignore, "{o:?}");
+    assert!(o.reasoning.contains("changed while the model decided") && o.reasoning.contains("Jest 30"), "{o:?}");
+    let list = s.engine.profile_list(&ProfileListRequest { agent_id: Some("eve".into()) }).unwrap();
+    assert_eq!(list.preferences[0].content, "Prefer using Jest 30 for unit tests", "the edit is kept");
+}

@@ -455,18 +455,38 @@ impl Engine {
         let now = now_ms() as i64;
         let written = match (d.action, d.target.as_deref()) {
             (EvolutionAction::Update, Some(id)) => {
-                let old = self
-                    .profile_read(|c| store::preference(c, id))?
-                    .ok_or_else(|| Error::NotFound(format!("preference {id} was removed while the model decided")))?;
-                let updated = Preference {
-                    content: d.content.clone(),
-                    category: d.category,
-                    rule,
-                    last_updated: now.max(old.last_updated + 1),
-                    source: PreferenceSource::Evolution,
-                    ..old.clone()
+                // The model decided against the text recalled before it was asked; an edit made
+                // meanwhile (another window, the CLI, a sync) was overwritten unseen.
+                let seen = outcome.recalled.iter().find(|h| h.preference.id == id).map(|h| h.preference.last_updated);
+                let written = self.profile_write(|w| {
+                    let old = store::preference(w.conn(), id)?.ok_or_else(|| {
+                        Error::NotFound(format!("preference {id} was removed while the model decided"))
+                    })?;
+                    if Some(old.last_updated) != seen {
+                        return Ok(Err(old));
+                    }
+                    let updated = Preference {
+                        content: d.content.clone(),
+                        category: d.category,
+                        rule: rule.clone(),
+                        last_updated: now.max(old.last_updated + 1),
+                        source: PreferenceSource::Evolution,
+                        ..old.clone()
+                    };
+                    w.update(&updated, updated.content != old.content)?;
+                    Ok(Ok((updated, old)))
+                })?;
+                let (updated, old) = match written {
+                    Ok(pair) => pair,
+                    Err(now_reads) => {
+                        outcome.action = EvolutionAction::Ignore;
+                        outcome.reasoning = format!(
+                            "preference {id} changed while the model decided (it now reads \"{}\"); nothing was written over that change: state it again to weigh it against the new text (the model had decided UPDATE: {})",
+                            now_reads.content, d.reasoning
+                        );
+                        return Ok(());
+                    }
                 };
-                self.profile_write(|w| w.update(&updated, updated.content != old.content))?;
                 outcome.target_preference_id = Some(id.to_string());
                 outcome.previous_content = Some(old.content);
                 updated
