@@ -211,6 +211,8 @@ pub fn dag() -> DagView {
             node("n5", "llm", "phi3.5 · 2,310 ms", &["n2", "n3", "n4"], "Prompt of 3,634 tokens; 412 generated."),
             node("n6", "answer", "4 citations", &["n5"], "Sessions expire in SessionStore::expire_stale_sessions [1]."),
         ],
+        older_nodes: 0,
+        next_before: None,
     }
 }
 

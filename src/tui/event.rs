@@ -4,7 +4,7 @@
 //! see these values, never the engine, which is what keeps them testable and
 //! non-blocking.
 
-use super::widgets::dag::DagView;
+use super::widgets::dag::{DagPage, DagView};
 use super::widgets::graph::GraphView;
 use super::widgets::preview::PreviewDoc;
 use super::widgets::trace::TraceView;
@@ -125,6 +125,16 @@ pub enum Request {
         repo: PathBuf,
         /// The session to show (`None`: the newest).
         session: Option<String>,
+    },
+    /// The nodes of a reasoning-DAG session before `before`: the DAG pane's "load older"
+    /// for a session longer than one view.
+    LoadDagOlder {
+        /// The repository.
+        repo: PathBuf,
+        /// The session id.
+        session: String,
+        /// The view's `next_before` cursor.
+        before: i64,
     },
     /// A logged reasoning-DAG session as a conversation, to continue it in the Chat pane.
     LoadConversation {
@@ -287,6 +297,8 @@ pub enum EngineEvent {
     Trace(TraceView),
     /// Reasoning DAG sessions and nodes (or why they could not be read).
     Dag(Result<DagView, String>),
+    /// Older nodes of the session the DAG pane shows (or why they could not be read).
+    DagOlder(Result<DagPage, String>),
     /// A logged session as a conversation (or why it could not be read).
     Conversation(Result<Conversation, String>),
 }

@@ -166,6 +166,7 @@ commands! {
     ToggleLayout => Dag, "toggle_layout", "Switch between tree and layered views";
     NextSession => Dag, "next_session", "Next session";
     PrevSession => Dag, "prev_session", "Previous session";
+    LoadOlder => Dag, "load_older", "Load the session's older steps (a long session opens on its newest 1,000)";
     Recenter => Impact, "recenter", "Centre the graph on the selected file";
     HistoryBack => Impact, "history_back", "Back to the previous centre";
     DepthMore => Impact, "depth_more", "Show one more level of dependencies";

@@ -5,7 +5,7 @@
 //! thing in the TUI as in `docdex chat --trace` and `docdex dag view`.
 
 use super::event::{Citation, Conversation};
-use super::widgets::dag::{DagNode, DagSession, DagView};
+use super::widgets::dag::{DagNode, DagPage, DagSession, DagView};
 use super::widgets::thousands;
 use super::widgets::trace::fmt_ms;
 use super::widgets::trace::{DroppedSnippet, SlotBudget, TierRun, TraceView, WebPageRun, WebRun};
@@ -299,21 +299,39 @@ pub fn conversation(session: &EngineDagSession) -> Conversation {
 /// The DAG pane's view: every session (newest first) and the nodes of `shown` (when given).
 pub fn dag_view(sessions: &[DagSessionSummary], shown: Option<&EngineDagSession>) -> DagView {
     let selected_session = shown.and_then(|d| sessions.iter().position(|s| s.id == d.session.id)).unwrap_or_default();
-    let nodes = shown
-        .map(|d| {
-            d.nodes
-                .iter()
-                .map(|n| DagNode {
-                    id: n.id.to_string(),
-                    kind: n.kind.name().to_string(),
-                    label: n.label.clone(),
-                    parents: n.parents.iter().map(|p| p.to_string()).collect(),
-                    detail: payload_text(&n.payload),
-                })
-                .collect()
+    DagView {
+        sessions: sessions.iter().map(session_summary).collect(),
+        selected_session,
+        nodes: shown.map(dag_nodes).unwrap_or_default(),
+        older_nodes: shown.map_or(0, |d| d.older_nodes),
+        next_before: shown.and_then(|d| d.next_before),
+    }
+}
+
+/// The nodes of a session before `before` (the DAG pane's "load older"), as the pane adds them.
+pub fn dag_page(session: &EngineDagSession, before: i64) -> DagPage {
+    DagPage {
+        session: session.session.id.clone(),
+        before,
+        nodes: dag_nodes(session),
+        older_nodes: session.older_nodes,
+        next_before: session.next_before,
+    }
+}
+
+/// A session's nodes as the DAG pane draws them.
+fn dag_nodes(session: &EngineDagSession) -> Vec<DagNode> {
+    session
+        .nodes
+        .iter()
+        .map(|n| DagNode {
+            id: n.id.to_string(),
+            kind: n.kind.name().to_string(),
+            label: n.label.clone(),
+            parents: n.parents.iter().map(|p| p.to_string()).collect(),
+            detail: payload_text(&n.payload),
         })
-        .unwrap_or_default();
-    DagView { sessions: sessions.iter().map(session_summary).collect(), selected_session, nodes }
+        .collect()
 }
 
 #[cfg(test)]

@@ -100,6 +100,10 @@ impl Worker {
                 let engine = self.engine.clone();
                 self.blocking(move || load_dag(&engine, &repo, session.as_deref()));
             }
+            Request::LoadDagOlder { repo, session, before } => {
+                let engine = self.engine.clone();
+                self.blocking(move || load_dag_older(&engine, &repo, &session, before));
+            }
             Request::LoadConversation { repo, session } => {
                 let engine = self.engine.clone();
                 self.blocking(move || load_conversation(&engine, &repo, &session));
@@ -316,6 +320,7 @@ pub fn run_sync(engine: &Engine, req: Request) -> Vec<EngineEvent> {
             send(chat_run(engine, turn, job, CancelToken::new(), &send))
         }
         Request::LoadDag { repo, session } => send(load_dag(engine, &repo, session.as_deref())),
+        Request::LoadDagOlder { repo, session, before } => send(load_dag_older(engine, &repo, &session, before)),
         Request::LoadConversation { repo, session } => send(load_conversation(engine, &repo, &session)),
         Request::Watch { repo, .. } => send(EngineEvent::Watch {
             repo,
@@ -502,6 +507,12 @@ fn load_dag(engine: &Engine, repo: &Path, session: Option<&str>) -> EngineEvent 
         Ok(views::dag_view(&list.sessions, shown.as_ref()))
     });
     EngineEvent::Dag(view.map_err(|e| format!("{e:#}")))
+}
+
+/// The nodes of `session` before `before` (the engine's page size), for the DAG pane.
+fn load_dag_older(engine: &Engine, repo: &Path, session: &str, before: i64) -> EngineEvent {
+    let page = engine.dag_session_page(repo, session, None, Some(before)).map(|s| views::dag_page(&s, before));
+    EngineEvent::DagOlder(page.map_err(|e| format!("{e:#}")))
 }
 
 /// The impact graph's answer as the diagram's view-model: its nodes (packages shown by name), its

@@ -491,7 +491,7 @@ fn pagedown_and_pageup_move_through_a_long_dag_session() {
         })
         .collect();
     let session = DagSession { id: "s".into(), title: "long".into(), nodes: 30, started_ms: 0 };
-    let view = DagView { sessions: vec![session], selected_session: 0, nodes };
+    let view = DagView { sessions: vec![session], selected_session: 0, nodes, ..Default::default() };
     let mut h = Harness::new().started();
     h.alt('5');
     h.engine_event(docdex::tui::event::EngineEvent::Dag(Ok(view)));
@@ -537,7 +537,7 @@ fn a_session_of_several_turns_keeps_its_labels_readable_at_80x24() {
         add(format!("m{t}"), "Observation", "0 memories recalled", Some(recall));
     }
     let session = DagSession { id: "s".into(), title: "three turns".into(), nodes: 27, started_ms: 0 };
-    let view = DagView { sessions: vec![session], selected_session: 0, nodes };
+    let view = DagView { sessions: vec![session], selected_session: 0, nodes, ..Default::default() };
     let mut h = Harness::new().started();
     h.alt('5');
     h.engine_event(docdex::tui::event::EngineEvent::Dag(Ok(view)));
@@ -548,6 +548,86 @@ fn a_session_of_several_turns_keeps_its_labels_readable_at_80x24() {
         let s = h.screen(80, 24);
         assert!(shows(&s, &format!("[Observation] answer {t}: unavailable")), "turn {t}:\n{s}");
     }
+}
+
+/// A session of `n` steps, each after the one before, written to the fixture's real `dag.db`;
+/// returns the node ids, oldest first.
+fn long_dag_session(h: &Harness, id: &str, n: usize) -> Vec<i64> {
+    use docdex::engine::dag::{DagStore, NodeKind};
+    let store = DagStore::open(&h.engine.resolve_repo(&h.repo).unwrap()).unwrap();
+    let cursor = store.join_session(Some(id), None, "a session continued for days").unwrap();
+    let mut ids: Vec<i64> = Vec::new();
+    for i in 1..=n {
+        let parents: Vec<i64> = ids.last().copied().into_iter().collect();
+        let label = format!("step {i}");
+        ids.push(store.add_node(&cursor.id, NodeKind::Thought, &label, &serde_json::json!({}), &parents).unwrap());
+    }
+    ids
+}
+
+#[test]
+fn the_dag_pane_loads_a_long_sessions_older_steps_on_a_key_without_waiting_for_them() {
+    // Tour: the pane showed a long session's newest 1,000 nodes and no way past them (nor
+    // that there were more); `docdex dag view --before` was the only way to the rest.
+    use docdex::tui::event::Request;
+    let mut h = Harness::new().started();
+    let ids = long_dag_session(&h, "long", 1_205);
+    h.wait(7_000); // the start-up notice gives the footer back to the hints
+    h.alt('5');
+    h.pump();
+    let shown = |h: &Harness| h.app.dag().view().map_or(0, |v| v.nodes.len());
+    assert_eq!(shown(&h), 1_000);
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "↑ 205 older nodes not shown · o loads them"), "{s}");
+    assert!(status(&h, 120, 40).contains("o older steps"), "the footer names the key: {s}");
+    // The key only asks (the worker loads off the UI thread); a second press while the page
+    // is on its way asks nothing more.
+    h.key(KeyCode::Char('o'));
+    h.key(KeyCode::Char('o'));
+    let asked = h.requests();
+    assert_eq!(
+        asked,
+        vec![Request::LoadDagOlder { repo: h.repo.clone(), session: "long".into(), before: ids[205] }],
+        "one request for the nodes before the oldest shown"
+    );
+    assert!(h.app.dag().loading_older() && shown(&h) == 1_000);
+    assert!(shows(&h.screen(120, 40), "↑ 205 older nodes: loading them…"));
+    for r in asked {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    assert_eq!(shown(&h), 1_205, "the older nodes are added in front");
+    let view = h.app.dag().view().unwrap();
+    assert_eq!((view.older_nodes, view.next_before), (0, None));
+    assert_eq!(view.nodes.first().map(|n| n.id.clone()), Some(ids[0].to_string()));
+    assert_eq!(h.app.dag().selected_node(), Some(ids[204].to_string().as_str()), "the newest older step is selected");
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "[Thought] step 205") && !shows(&s, "older nodes"), "{s}");
+    assert!(!status(&h, 120, 40).contains("older steps"), "nothing older: no hint");
+    h.key(KeyCode::Char('o'));
+    assert!(h.requests().is_empty(), "nothing older to ask for");
+    // A new step and a reload (the pane regains focus) keep the loaded nodes and the selection.
+    long_dag_session(&h, "long", 1);
+    h.alt('4');
+    h.alt('5');
+    h.pump();
+    assert_eq!(shown(&h), 1_206);
+    assert_eq!(h.app.dag().view().unwrap().older_nodes, 0);
+    assert_eq!(h.app.dag().selected_node(), Some(ids[204].to_string().as_str()));
+}
+
+#[test]
+fn a_cut_dag_session_says_how_many_older_nodes_and_the_key_snapshot() {
+    let mut h = Harness::new().started();
+    h.alt('5');
+    h.pump();
+    let mut view = docdex::testing::tui_samples::dag();
+    view.older_nodes = 1_234;
+    view.next_before = Some(1_235);
+    h.engine_event(docdex::tui::event::EngineEvent::Dag(Ok(view)));
+    h.snap_both("tui_dag_older");
+    assert!(shows(&h.screen(80, 24), "↑ 1,234 older nodes not shown · o loads them"));
 }
 
 #[test]

@@ -3,14 +3,18 @@
 //! step's details (drawn by `widgets::dag`). The sessions come from
 //! `Engine::dag_sessions` and the selected one from `Engine::dag_session`
 //! (through `Request::LoadDag`), reloaded when the pane gets focus, when
-//! another session is selected, and after every chat turn.
+//! another session is selected, and after every chat turn. A session longer
+//! than one view (the engine answers its newest 1,000 nodes) says how many
+//! older nodes it has; `load_older` asks for the ones before the oldest shown
+//! (`Request::LoadDagOlder`, off the UI thread like every load) and puts them
+//! in front, and a reload of the same session keeps them.
 
 use super::{needs, Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol::ago;
 use crate::tui::event::{EngineEvent, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
-use crate::tui::widgets::dag::DagView;
+use crate::tui::widgets::dag::{DagPage, DagView};
 use crate::tui::widgets::{fit, frame};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -29,6 +33,10 @@ pub struct DagPane {
     layered: bool,
     selected: usize,
     scroll: Cell<usize>,
+    /// The `before` cursor of the older nodes asked for and not yet answered.
+    loading_older: Option<i64>,
+    /// Why the older nodes could not be read, when they could not.
+    older_error: Option<String>,
 }
 
 impl DagPane {
@@ -42,6 +50,11 @@ impl DagPane {
         let v = self.view.as_ref()?;
         let i = *v.order(self.layered).get(self.selected)?;
         v.nodes.get(i).map(|n| n.id.as_str())
+    }
+
+    /// True while older nodes asked for are on their way.
+    pub fn loading_older(&self) -> bool {
+        self.loading_older.is_some()
     }
 
     fn node_count(&self) -> usize {
@@ -62,6 +75,81 @@ impl DagPane {
     fn load(&self, session: Option<String>, cx: &mut Cx<'_>) {
         cx.request(Request::LoadDag { repo: cx.repo.to_path_buf(), session });
     }
+
+    /// Asks for the nodes before the oldest shown, once per cursor (a second press while
+    /// they load does nothing).
+    fn load_older(&mut self, cx: &mut Cx<'_>) {
+        let Some(before) = self.view.as_ref().and_then(|v| v.next_before.filter(|_| v.older_nodes > 0)) else {
+            return;
+        };
+        let Some(session) = self.session_id().map(str::to_string) else { return };
+        if self.loading_older == Some(before) {
+            return;
+        }
+        self.loading_older = Some(before);
+        self.older_error = None;
+        cx.request(Request::LoadDagOlder { repo: cx.repo.to_path_buf(), session, before });
+    }
+
+    /// Selects the node `id` in the view shown, if it is there.
+    fn select_node(&mut self, id: &str) -> bool {
+        let Some(v) = self.view.as_ref() else { return false };
+        let found = v.order(self.layered).iter().position(|&i| v.nodes.get(i).is_some_and(|n| n.id == id));
+        if let Some(pos) = found {
+            self.selected = pos;
+        }
+        found.is_some()
+    }
+
+    /// Adds older nodes that arrived to the view; the newest of them is selected, right above
+    /// where the view used to start.
+    fn older_arrived(&mut self, page: &DagPage) {
+        if self.loading_older == Some(page.before) {
+            self.loading_older = None;
+        }
+        let newest = page.nodes.last().map(|n| n.id.clone());
+        let added = self.view.as_mut().is_some_and(|v| v.prepend(page.clone()));
+        if let (true, Some(id)) = (added, newest) {
+            self.select_node(&id);
+        }
+    }
+
+    /// A new answer for the sessions; a reload of the session shown keeps its older nodes
+    /// and the selected node.
+    fn view_arrived(&mut self, v: &DagView) {
+        let same = self.session_id().is_some()
+            && self.session_id() == v.sessions.get(v.selected_session).map(|s| s.id.as_str());
+        let picked = self.selected_node().map(str::to_string);
+        let mut v = v.clone();
+        match self.view.take() {
+            Some(previous) if same => v.keep_older(previous),
+            _ => {
+                self.loading_older = None;
+                self.older_error = None;
+            }
+        }
+        self.view = Some(v);
+        self.error = None;
+        if !same {
+            self.selected = 0;
+        }
+        if !(same && picked.is_some_and(|id| self.select_node(&id))) {
+            self.selected = self.selected.min(self.node_count().saturating_sub(1));
+        }
+    }
+
+    /// The line above the steps of a cut session: how many older nodes there are and the
+    /// key that loads them (or that they are loading, or why they could not be read).
+    fn older_line(&self, view: &DagView, cx: &RenderCtx<'_>) -> Option<String> {
+        let older = crate::tui::widgets::count(view.older_nodes, "older node", "older nodes");
+        if self.loading_older.is_some() {
+            return Some(format!("↑ {older}: loading them…"));
+        }
+        if let Some(e) = &self.older_error {
+            return Some(format!("↑ {older}; they could not be read ({} retries): {e}", cx.key(Command::LoadOlder)));
+        }
+        (view.older_nodes > 0).then(|| format!("↑ {older} not shown · {} loads them", cx.key(Command::LoadOlder)))
+    }
 }
 
 impl Pane for DagPane {
@@ -81,6 +169,7 @@ impl Pane for DagPane {
                 }
                 self.layered = !self.layered;
             }
+            Command::LoadOlder => self.load_older(cx),
             Command::Select => {
                 // Continue the session shown in the Chat pane.
                 if let Some(id) = self.session_id() {
@@ -113,17 +202,14 @@ impl Pane for DagPane {
 
     fn engine(&mut self, event: &EngineEvent, _cx: &mut Cx<'_>) {
         match event {
-            EngineEvent::Dag(Ok(v)) => {
-                let same = self.session_id().is_some()
-                    && self.session_id() == v.sessions.get(v.selected_session).map(|s| s.id.as_str());
-                self.view = Some(v.clone());
-                self.error = None;
-                if !same {
-                    self.selected = 0;
-                }
-                self.selected = self.selected.min(v.nodes.len().saturating_sub(1));
-            }
+            EngineEvent::Dag(Ok(v)) => self.view_arrived(v),
             EngineEvent::Dag(Err(e)) => self.error = Some(e.clone()),
+            EngineEvent::DagOlder(Ok(page)) => self.older_arrived(page),
+            // Unless the pane moved on meanwhile (another session: nothing is loading).
+            EngineEvent::DagOlder(Err(e)) if self.loading_older.is_some() => {
+                self.loading_older = None;
+                self.older_error = Some(e.clone());
+            }
             _ => {}
         }
     }
@@ -134,11 +220,15 @@ impl Pane for DagPane {
     }
 
     fn hints(&self) -> Vec<(Command, &'static str)> {
-        vec![
+        // First when there is something older: the status bar cuts the hints at its width.
+        let older = self.view.as_ref().is_some_and(|v| v.older_nodes > 0);
+        let mut hints = if older { vec![(Command::LoadOlder, "older steps")] } else { Vec::new() };
+        hints.extend([
             (Command::ToggleLayout, "tree/layers"),
             (Command::NextSession, "session"),
             (Command::Select, "continue in chat"),
-        ]
+        ]);
+        hints
     }
 
     fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
@@ -190,8 +280,13 @@ impl Pane for DagPane {
         }
         let mode = if self.layered { "layers" } else { "tree" };
         let rblock = frame(format!(" Steps · {mode} ({} to switch) ", cx.key(Command::ToggleLayout)), cx.focused, t);
-        let rinner = rblock.inner(right);
+        let mut rinner = rblock.inner(right);
         rblock.render(right, buf);
+        if let Some(line) = self.older_line(view, cx).filter(|_| rinner.height > 4) {
+            let w = rinner.width as usize;
+            buf.set_stringn(rinner.x, rinner.y, fit(&line, w), w, t.style(Slot::Accent));
+            rinner = Rect { y: rinner.y + 1, height: rinner.height - 1, ..rinner };
+        }
         let scroll = view.render_nodes(rinner, buf, t, self.layered, self.selected, self.scroll.get());
         self.scroll.set(scroll);
         None

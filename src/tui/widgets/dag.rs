@@ -9,7 +9,7 @@ use crate::tui::theme::{Slot, Theme};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A recorded session.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,8 +46,28 @@ pub struct DagView {
     pub sessions: Vec<DagSession>,
     /// Index of the session whose nodes are given.
     pub selected_session: usize,
-    /// Nodes of that session.
+    /// Nodes of that session, oldest first: its newest ones (the engine answers at most
+    /// `DAG_VIEW_DEFAULT` at a time) and any older ones loaded since.
     pub nodes: Vec<DagNode>,
+    /// How many older nodes of the session are not loaded.
+    pub older_nodes: u64,
+    /// The engine's `before` cursor for the nodes preceding `nodes` (when `older_nodes` > 0).
+    pub next_before: Option<i64>,
+}
+
+/// Older nodes of a session, asked for with the `before` cursor of the view showing it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DagPage {
+    /// The session.
+    pub session: String,
+    /// The cursor asked for (the view's `next_before` then).
+    pub before: i64,
+    /// The nodes, oldest first.
+    pub nodes: Vec<DagNode>,
+    /// Nodes of the session older still.
+    pub older_nodes: u64,
+    /// The cursor for those.
+    pub next_before: Option<i64>,
 }
 
 /// One row of the tree view: the node and its drawn prefix.
@@ -75,27 +95,74 @@ impl TreeWalk<'_> {
     /// with no branch of its own: a chain of steps reads as a sequence, and the tree widens only
     /// where it forks (a session chains each turn under the last one's answer, so one level
     /// per step put the second turn's labels past the edge of an 80-column pane).
-    fn walk(&mut self, i: usize, prefix: &str, cont: &str) {
-        if self.seen[i] {
-            return;
-        }
-        self.seen[i] = true;
-        let also = self.view.nodes[i].parents.iter().skip(1).cloned().collect();
-        self.rows.push(TreeRow { node: i, prefix: prefix.to_string(), also });
-        let kids: Vec<usize> = self.children[i].iter().copied().filter(|&c| !self.seen[c]).collect();
-        if let [only] = kids[..] {
-            self.walk(only, cont, cont);
-            return;
-        }
-        for (k, &c) in kids.iter().enumerate() {
-            let last = k + 1 == kids.len();
-            let (branch, under) = if last { ("└─ ", "   ") } else { ("├─ ", "│  ") };
-            self.walk(c, &format!("{cont}{branch}"), &format!("{cont}{under}"));
+    /// With a stack of its own, not recursion: a long session is a chain thousands of steps
+    /// deep once older nodes are loaded, one stack frame per step on the UI thread.
+    fn walk(&mut self, start: usize) {
+        let mut stack = vec![(start, String::new(), String::new())];
+        while let Some((i, prefix, cont)) = stack.pop() {
+            if self.seen[i] {
+                continue;
+            }
+            self.seen[i] = true;
+            let also = self.view.nodes[i].parents.iter().skip(1).cloned().collect();
+            self.rows.push(TreeRow { node: i, prefix, also });
+            let kids: Vec<usize> = self.children[i].iter().copied().filter(|&c| !self.seen[c]).collect();
+            if let [only] = kids[..] {
+                stack.push((only, cont.clone(), cont));
+                continue;
+            }
+            // Pushed last first, so the first child's subtree is drawn before the second child.
+            for (k, &c) in kids.iter().enumerate().rev() {
+                let last = k + 1 == kids.len();
+                let (branch, under) = if last { ("└─ ", "   ") } else { ("├─ ", "│  ") };
+                stack.push((c, format!("{cont}{branch}"), format!("{cont}{under}")));
+            }
         }
     }
 }
 
 impl DagView {
+    /// The id of the session whose nodes are given.
+    fn shown_session(&self) -> Option<&str> {
+        self.sessions.get(self.selected_session).map(|s| s.id.as_str())
+    }
+
+    /// Puts `page` in front of the nodes; false (and nothing changes) when it does not
+    /// continue them: another session is shown, or the page was added already.
+    pub fn prepend(&mut self, page: DagPage) -> bool {
+        if self.shown_session() != Some(page.session.as_str()) || self.next_before != Some(page.before) {
+            return false;
+        }
+        let known: HashSet<&str> = self.nodes.iter().map(|n| n.id.as_str()).collect();
+        let mut nodes: Vec<DagNode> = page.nodes.into_iter().filter(|n| !known.contains(n.id.as_str())).collect();
+        nodes.append(&mut self.nodes);
+        self.nodes = nodes;
+        self.older_nodes = page.older_nodes;
+        self.next_before = page.next_before;
+        true
+    }
+
+    /// After a reload of the same session (which answers its newest nodes only), keeps the
+    /// older nodes `previous` had loaded, so a new chat turn or a return to the pane does not
+    /// drop the pages read with "load older".
+    pub fn keep_older(&mut self, previous: DagView) {
+        let Some(cut_at) = self.next_before else { return };
+        if self.shown_session().is_none() || self.shown_session() != previous.shown_session() {
+            return;
+        }
+        // `previous` reached further back: it had the whole session, or a lower cursor.
+        let further = previous.next_before.map_or(previous.older_nodes == 0, |b| b < cut_at);
+        if !further {
+            return;
+        }
+        let known: HashSet<&str> = self.nodes.iter().map(|n| n.id.as_str()).collect();
+        let mut nodes: Vec<DagNode> = previous.nodes.into_iter().filter(|n| !known.contains(n.id.as_str())).collect();
+        nodes.append(&mut self.nodes);
+        self.nodes = nodes;
+        self.older_nodes = previous.older_nodes;
+        self.next_before = previous.next_before;
+    }
+
     /// Tree rows in display order: roots first, children under their first parent.
     pub fn tree(&self) -> Vec<TreeRow> {
         let index: HashMap<&str, usize> = self.nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
@@ -109,11 +176,11 @@ impl DagView {
         }
         let mut w = TreeWalk { view: self, children, seen: vec![false; self.nodes.len()], rows: Vec::new() };
         for r in roots {
-            w.walk(r, "", "");
+            w.walk(r);
         }
         // Nodes only reachable through a cycle have no root; show them as roots too.
         for i in 0..self.nodes.len() {
-            w.walk(i, "", "");
+            w.walk(i);
         }
         w.rows
     }
@@ -384,6 +451,85 @@ mod tests {
             rows.iter().map(|(_, l)| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>()).collect();
         assert!(text.iter().all(|l| super::super::width(l) <= 24), "{text:#?}");
         assert!(text.iter().any(|l| l.starts_with("   ┃ ") && !l.contains('↓')), "{text:#?}");
+    }
+
+    #[test]
+    fn a_chain_thousands_of_steps_deep_draws_without_recursing() {
+        // Each only child was one recursive call: a long session with its older nodes loaded
+        // overflowed the stack (a test thread's 2 MiB at this depth).
+        let nodes = (0..200_000)
+            .map(|k| DagNode {
+                id: format!("n{k}"),
+                kind: "k".into(),
+                label: String::new(),
+                parents: if k == 0 { Vec::new() } else { vec![format!("n{}", k - 1)] },
+                detail: String::new(),
+            })
+            .collect();
+        let v = DagView { nodes, ..Default::default() };
+        let tree = v.tree();
+        assert_eq!(tree.len(), 200_000);
+        assert!(tree.iter().enumerate().all(|(k, r)| r.node == k && r.prefix.is_empty()));
+    }
+
+    fn session(id: &str) -> DagSession {
+        DagSession { id: id.into(), title: id.into(), nodes: 0, started_ms: 0 }
+    }
+
+    #[test]
+    fn an_older_page_goes_in_front_once_and_only_for_its_session() {
+        let mut v = DagView {
+            sessions: vec![session("s")],
+            nodes: vec![n("3", &["2"]), n("4", &["3"])],
+            older_nodes: 2,
+            next_before: Some(3),
+            ..Default::default()
+        };
+        let page = DagPage {
+            session: "s".into(),
+            before: 3,
+            nodes: vec![n("1", &[]), n("2", &["1"])],
+            older_nodes: 0,
+            next_before: None,
+        };
+        assert!(!v.prepend(DagPage { session: "other".into(), ..page.clone() }), "another session's page");
+        assert!(v.prepend(page.clone()));
+        assert_eq!(v.nodes.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(), ["1", "2", "3", "4"]);
+        assert_eq!((v.older_nodes, v.next_before), (0, None));
+        assert!(!v.prepend(page), "a page answered twice is added once");
+        assert_eq!(v.nodes.len(), 4);
+        // A reload answering the newest nodes only keeps the older ones loaded before.
+        let mut reload = DagView {
+            sessions: vec![session("s")],
+            nodes: vec![n("4", &["3"]), n("5", &["4"])],
+            older_nodes: 3,
+            next_before: Some(4),
+            ..Default::default()
+        };
+        reload.keep_older(v.clone());
+        assert_eq!(reload.nodes.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(), ["1", "2", "3", "4", "5"]);
+        assert_eq!((reload.older_nodes, reload.next_before), (0, None));
+        // Not for another session, nor when the earlier view reached less far back.
+        let mut other =
+            DagView { sessions: vec![session("t")], next_before: Some(9), older_nodes: 8, ..Default::default() };
+        other.keep_older(v);
+        assert!(other.nodes.is_empty());
+        let shallow = DagView {
+            sessions: vec![session("s")],
+            nodes: vec![n("5", &[])],
+            older_nodes: 4,
+            next_before: Some(5),
+            ..Default::default()
+        };
+        let mut deeper = DagView {
+            sessions: vec![session("s")],
+            nodes: vec![n("4", &[]), n("5", &["4"])],
+            older_nodes: 3,
+            next_before: Some(4),
+            ..Default::default()
+        };
+        deeper.keep_older(shallow);
+        assert_eq!((deeper.nodes.len(), deeper.older_nodes), (2, 3));
     }
 
     #[test]
