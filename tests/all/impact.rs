@@ -1529,9 +1529,14 @@ fn typescript_type_only_imports_are_impact_edges() {
     let env = Env::new();
     let repo = env.repo("tstypes");
     write(&repo, "tsconfig.json", "{\"compilerOptions\": {\"strict\": true}}\n");
-    for (name, ty) in
-        [("inline", "Inline"), ("whole", "Whole"), ("reexp", "Reexp"), ("retype", "Retype"), ("mixed", "Mixed")]
-    {
+    for (name, ty) in [
+        ("inline", "Inline"),
+        ("whole", "Whole"),
+        ("reexp", "Reexp"),
+        ("retype", "Retype"),
+        ("mixed", "Mixed"),
+        ("star", "Star"),
+    ] {
         write(
             &repo,
             &format!("src/{name}.ts"),
@@ -1546,6 +1551,7 @@ fn typescript_type_only_imports_are_impact_edges() {
          export {type Reexp} from './reexp';\n\
          export type {Retype} from './retype';\n\
          import {type Mixed, mixedValue} from './mixed';\n\
+         export type * from './star';\n\
          export const use = (a: Inline, b: Whole, c: Mixed): number => a.id + b.id + c.id + mixedValue;\n",
     );
     let r = repo.to_str().unwrap();
@@ -1553,7 +1559,15 @@ fn typescript_type_only_imports_are_impact_edges() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v = env.json(&["impact", "--repo", r, "src/user.ts", "--direction", "out", "--json"]);
     let outbound: Vec<&str> = v["outbound"].as_array().unwrap().iter().filter_map(|d| d["path"].as_str()).collect();
-    for name in ["inline", "whole", "reexp", "retype", "mixed"] {
+    let kind = |target: &str| {
+        let dep = v["outbound"].as_array().unwrap().iter().find(|d| d["path"] == target).cloned();
+        dep.map(|d| d["edge"]["kind"].as_str().unwrap_or_default().to_string()).unwrap_or_default()
+    };
+    // TypeScript 5's `export type * from` (a parse error in the grammar) is type-only too.
+    assert_eq!(kind("src/star.ts"), "type_import", "{v}");
+    assert_eq!(kind("src/whole.ts"), "type_import", "{v}");
+    assert_eq!(kind("src/inline.ts"), "import", "{v}");
+    for name in ["inline", "whole", "reexp", "retype", "mixed", "star"] {
         let target = format!("src/{name}.ts");
         assert!(outbound.contains(&target.as_str()), "{target} missing from {outbound:?}: {v}");
         let back = env.json(&["impact", "--repo", r, &target, "--json"]);

@@ -234,6 +234,17 @@ fn f() { include!(concat!(env!("OUT_DIR"), "/gen.rs")); }
         assert!(all[0].dynamic && all[0].unresolvable, "{all:?}");
     }
 
+    /// TypeScript 5's `export type * from` (a parse error in the bundled grammar) counted as a
+    /// run-time re-export, closing import cycles the type-only form is there to break.
+    #[test]
+    fn ts_export_type_star_is_type_only() {
+        let src = "export type * from './a';\nexport type * as ns from './b';\nexport * from './c';\n\
+                   export { type X } from './d';\nexport type { Y } from './e';\n";
+        let got = imports(Lang::TypeScript, src);
+        let flags: Vec<(&str, bool)> = got.iter().map(|i| (i.spec.as_str(), i.type_only)).collect();
+        assert_eq!(flags, [("./a", true), ("./b", true), ("./c", false), ("./d", false), ("./e", true)]);
+    }
+
     #[test]
     fn js_static_and_dynamic_forms() {
         let src = r#"

@@ -8,12 +8,21 @@ use super::syntax::{self, line, named_children, Src, MAX_FOLD_DEPTH};
 use super::{kind, RawImport};
 use tree_sitter::Node;
 
-/// `import type {..} from` / `export type {..} from`: the statement's own `type` keyword
-/// (TypeScript erases the import; `import {type A}` per name is not followed).
-fn is_type_only(statement: Node) -> bool {
+/// `import type {..} from` / `export type {..} from` / `export type * from`: the statement's own
+/// `type` keyword (TypeScript erases the import; `import {type A}` per name is not followed).
+/// TypeScript 5's `export type * from` is a parse error in the bundled grammar (its `type`
+/// lands in an ERROR node), so an export is also read by its leading words.
+fn is_type_only(statement: Node, src: &Src) -> bool {
     let mut c = statement.walk();
-    let found = statement.children(&mut c).any(|k| !k.is_named() && k.kind() == "type");
-    found
+    let keyword = statement.children(&mut c).any(|k| !k.is_named() && k.kind() == "type");
+    keyword || exports_type_star(src.text(statement))
+}
+
+/// `export type * from` / `export type * as ns from`.
+fn exports_type_star(statement: &str) -> bool {
+    let words = statement.strip_prefix("export").map(str::trim_start);
+    let rest = words.and_then(|w| w.strip_prefix("type")).map(str::trim_start);
+    rest.is_some_and(|r| r.starts_with('*'))
 }
 
 pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
@@ -26,7 +35,7 @@ pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
             if let Some(source) = n.child_by_field_name("source") {
                 let mut imp = RawImport::new(kind::IMPORT, string_value(source, src), line(n));
                 imp.names = imported_names(n, src);
-                imp.type_only = is_type_only(n);
+                imp.type_only = is_type_only(n, src);
                 out.push(imp);
             } else if let Some(req) = named_children(n).into_iter().find(|c| c.kind() == "import_require_clause") {
                 if let Some(source) = req.child_by_field_name("source") {
@@ -38,7 +47,7 @@ pub fn extract(root: Node, src: &Src) -> Vec<RawImport> {
         "export_statement" => {
             if let Some(source) = n.child_by_field_name("source") {
                 let mut imp = RawImport::new(kind::EXPORT, string_value(source, src), line(n));
-                imp.type_only = is_type_only(n);
+                imp.type_only = is_type_only(n, src);
                 out.push(imp);
             }
             false
