@@ -613,6 +613,35 @@ fn a_profile_database_from_before_role_stamps_is_migrated_on_first_use() {
     assert_eq!(r.previous_role, None, "it had no role: the CLI said 'the role of noro was \"\"'");
 }
 
+/// A manifest's agent ids were checked trimmed but stored as written, so a hand-edited or
+/// generated file's "team " became an agent of its own: no command could name it (every one
+/// trims), and its preferences applied to nobody instead of to every agent.
+#[test]
+fn a_manifest_agent_id_with_spaces_is_the_agent_it_names() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let f = env.dir.path().join("spaced.json");
+    std::fs::write(
+        &f,
+        json!({"format": "docdex.profile_sync", "version": 1,
+               "agents": [{"id": " team ", "role": "Spaced", "created_at": 1}],
+               "preferences": [{"id": "5c9d8e7f-1a2b-4c3d-8e9f-0a1b2c3d4e5f", "agent_id": "team ", "content": "Write plainly",
+                                "category": "style", "last_updated": 10}],
+               "tombstones": [{"id": "6d0e9f80-2b3c-4d4e-9f00-1b2c3d4e5f60", "agent_id": " team", "deleted_at": 5}]})
+        .to_string(),
+    )
+    .unwrap();
+    let r = env.json(&["profile", "import", f.to_str().unwrap(), "--json"]);
+    assert_eq!((r["added"].as_u64(), r["agents_added"].as_u64()), (Some(1), Some(0)), "{r}");
+    let list = env.json(&["profile", "list", "--agent", "team", "--json"]);
+    let ids: Vec<&str> = list["agents"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert!(ids.iter().all(|id| id.trim() == *id), "{ids:?}");
+    let prefs = list["preferences"].as_array().unwrap();
+    assert!(prefs.iter().any(|p| p["content"] == "Write plainly" && p["agent_id"] == "team"), "{list}");
+    let m = env.engine().profile_export().unwrap();
+    assert_eq!(m.tombstones[0].agent_id, "team");
+}
+
 #[test]
 fn a_bad_manifest_is_refused_whole_or_row_by_row() {
     let env = Env::new();

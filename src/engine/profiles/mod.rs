@@ -613,8 +613,10 @@ fn typed_rows<T: serde::de::DeserializeOwned>(
 fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<SyncAgent>, Vec<SyncPreference>) {
     let mut agents = Vec::new();
     for a in &m.agents {
+        // Agent ids are checked trimmed, so they are stored trimmed: " team" was merged as an
+        // agent of its own that no command could name, its preferences applying to nobody.
         match valid_agent(&a.id).and_then(|()| valid_role(&a.role)) {
-            Ok(role) => agents.push(SyncAgent { role, ..a.clone() }),
+            Ok(role) => agents.push(SyncAgent { id: a.id.trim().to_string(), role, ..a.clone() }),
             Err(e) => rejected.push(RejectedRow { id: a.id.clone(), reason: e.to_string() }),
         }
     }
@@ -638,7 +640,7 @@ fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<Sy
             if p.last_updated <= 0 {
                 return Err(Error::BadRequest("last_updated must be a positive epoch-milliseconds time".into()));
             }
-            Ok(SyncPreference { id, content, rule, ..p.clone() })
+            Ok(SyncPreference { id, agent_id: p.agent_id.trim().to_string(), content, rule, ..p.clone() })
         })();
         match checked {
             Ok(p) => prefs.push(p),
@@ -717,7 +719,7 @@ fn merge(
                 continue;
             }
         };
-        let t = SyncTombstone { id: id.to_string(), ..t.clone() };
+        let t = SyncTombstone { id: id.to_string(), agent_id: t.agent_id.trim().to_string(), ..t.clone() };
         let holder = store::preference(w.conn(), &t.id)?.map(|p| p.agent_id);
         if w.apply_tombstone(&t)? {
             report.deleted += 1;
