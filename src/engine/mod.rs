@@ -498,65 +498,18 @@ impl Engine {
         };
         if let Some((d, interrupted)) = live {
             state = if interrupted { IndexState::Ready } else { d.state };
-            let root = repo.root.display();
-            match (interrupted, d.rebuilding_from) {
-                (true, Some(_)) => warnings.push(format!(
-                    "a rebuild (pid {}) was interrupted before it finished; generation {generation} stays live and searchable, and the next `docdex index --repo {root} --rebuild` starts over",
-                    d.pid
-                )),
-                (true, None) if indexed && d.progress.as_ref().is_some_and(|p| p.phase == "embedding") => {
-                    warnings.push(format!(
-                        "the last index run (pid {}) was interrupted while embedding; generation {generation} is searchable (hybrid search uses the chunks embedded so far). Run `docdex index --repo {root}` to finish",
-                        d.pid
-                    ))
-                }
-                (true, None) if indexed => warnings.push(format!(
-                    "the last index run (pid {}) was interrupted; generation {generation} is searchable. Run `docdex index --repo {root}` to finish",
-                    d.pid
-                )),
-                (true, None) => warnings.push(format!(
-                    "the first index run (pid {}) was interrupted before its first commit; run `docdex index --repo {root}` to finish",
-                    d.pid
-                )),
-                (false, Some(_)) => {
-                    warnings.push(format!(
-                        "building a new generation beside generation {generation}, which answers searches until the switch"
-                    ));
-                    queued = d.queued;
-                    progress = d.progress;
-                }
-                (false, None) => {
-                    queued = d.queued;
-                    progress = d.progress;
-                }
-            }
-            if d.stopped && !interrupted {
-                warnings.push(match indexed {
-                    true => format!(
-                        "the last index run (pid {}) stopped for shutdown before it finished; generation {generation} is searchable. Run `docdex index --repo {root}` (or start the server again) to finish",
-                        d.pid
-                    ),
-                    false => format!(
-                        "the first index run (pid {}) stopped for shutdown before its first commit; run `docdex index --repo {root}` to finish",
-                        d.pid
-                    ),
-                });
-            }
-            if let Some(e) = d.last_error {
-                warnings.push(format!("last index run failed: {e}"));
+            warnings.extend(live_warnings(&d, interrupted, indexed, generation, &repo.root));
+            if !interrupted {
+                queued = d.queued;
+                progress = d.progress;
             }
             last_event = d.last_event;
-            // What the running watcher could not watch, as skipped files are listed (a watcher
-            // killed outright left its list behind: its pid says whether it still runs).
-            if let (true, Some(u)) = (d.watching && crate::engine::fsutil::pid_alive(d.pid), &d.unwatched) {
-                warnings.extend(u.warnings());
-            }
         }
         if let Some(detail) = index::damage::read_marker(&repo.state_dir) {
             state = IndexState::Error;
             warnings.push(format!(
                 "the index is damaged ({detail}); run `docdex index --repo {} --repair` to rebuild it",
-                repo.root.display()
+                crate::error::shell_path(&repo.root)
             ));
         }
         warnings.extend(skip_warnings(&manifest));
@@ -844,6 +797,59 @@ fn repos_rel(root: &Path, p: &Path) -> String {
     index::walk::rel_path(root, p)
 }
 
+/// The warnings a status file adds: an interrupted or stopped run (and what to run to finish
+/// it), a rebuild in progress, the last run's error, and what the running watcher could not watch.
+fn live_warnings(d: &StatusData, interrupted: bool, indexed: bool, generation: u64, root: &Path) -> Vec<String> {
+    // Quoted: the user pastes these commands into a shell.
+    let root = crate::error::shell_path(root);
+    let mut warnings = Vec::new();
+    match (interrupted, d.rebuilding_from) {
+        (true, Some(_)) => warnings.push(format!(
+            "a rebuild (pid {}) was interrupted before it finished; generation {generation} stays live and searchable, and the next `docdex index --repo {root} --rebuild` starts over",
+            d.pid
+        )),
+        (true, None) if indexed && d.progress.as_ref().is_some_and(|p| p.phase == "embedding") => {
+            warnings.push(format!(
+                "the last index run (pid {}) was interrupted while embedding; generation {generation} is searchable (hybrid search uses the chunks embedded so far). Run `docdex index --repo {root}` to finish",
+                d.pid
+            ))
+        }
+        (true, None) if indexed => warnings.push(format!(
+            "the last index run (pid {}) was interrupted; generation {generation} is searchable. Run `docdex index --repo {root}` to finish",
+            d.pid
+        )),
+        (true, None) => warnings.push(format!(
+            "the first index run (pid {}) was interrupted before its first commit; run `docdex index --repo {root}` to finish",
+            d.pid
+        )),
+        (false, Some(_)) => warnings.push(format!(
+            "building a new generation beside generation {generation}, which answers searches until the switch"
+        )),
+        (false, None) => {}
+    }
+    if d.stopped && !interrupted {
+        warnings.push(match indexed {
+            true => format!(
+                "the last index run (pid {}) stopped for shutdown before it finished; generation {generation} is searchable. Run `docdex index --repo {root}` (or start the server again) to finish",
+                d.pid
+            ),
+            false => format!(
+                "the first index run (pid {}) stopped for shutdown before its first commit; run `docdex index --repo {root}` to finish",
+                d.pid
+            ),
+        });
+    }
+    if let Some(e) = &d.last_error {
+        warnings.push(format!("last index run failed: {e}"));
+    }
+    // What the running watcher could not watch, as skipped files are listed (a watcher
+    // killed outright left its list behind: its pid says whether it still runs).
+    if let (true, Some(u)) = (d.watching && crate::engine::fsutil::pid_alive(d.pid), &d.unwatched) {
+        warnings.extend(u.warnings());
+    }
+    warnings
+}
+
 /// Human warnings about skipped and failed files (counts by reason, then a few examples).
 fn skip_warnings(m: &Manifest) -> Vec<String> {
     let skipped = m.skipped();
@@ -879,4 +885,50 @@ fn unknown_language(typed: &str) -> Error {
 
 pub(crate) fn canonical_lang(typed: &str) -> String {
     index::files::canonical_language(typed).map_or_else(|| typed.trim().to_ascii_lowercase(), str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(pid: u32) -> StatusData {
+        StatusData {
+            state: IndexState::Updating,
+            pid,
+            started_ms: 0,
+            updated_ms: 0,
+            progress: None,
+            queued: 0,
+            last_event: None,
+            last_error: None,
+            watching: false,
+            rebuilding_from: None,
+            stopped: false,
+            unwatched: None,
+        }
+    }
+
+    #[test]
+    fn an_interrupted_runs_command_quotes_a_repository_path_a_shell_would_split() {
+        let root = Path::new("/tmp/it's my repo");
+        let w = live_warnings(&run(7), true, true, 3, root);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains(r"`docdex index --repo '/tmp/it'\''s my repo'`"), "{w:?}");
+        let mut rebuild = run(7);
+        rebuild.rebuilding_from = Some(3);
+        let w = live_warnings(&rebuild, true, true, 3, root);
+        assert!(w[0].contains(r"--repo '/tmp/it'\''s my repo' --rebuild"), "{w:?}");
+        // A plain path stays as it is.
+        let w = live_warnings(&run(7), true, false, 0, Path::new("/srv/repo"));
+        assert!(w[0].contains("`docdex index --repo /srv/repo`"), "{w:?}");
+    }
+
+    #[test]
+    fn a_running_rebuild_is_named_and_a_finished_run_adds_nothing() {
+        let mut d = run(7);
+        d.rebuilding_from = Some(3);
+        let w = live_warnings(&d, false, true, 3, Path::new("/srv/repo"));
+        assert!(w[0].contains("beside generation 3"), "{w:?}");
+        assert!(live_warnings(&run(7), false, true, 3, Path::new("/srv/repo")).is_empty());
+    }
 }
