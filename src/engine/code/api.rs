@@ -34,7 +34,7 @@ fn missing_store(repo: &RepoRef) -> Error {
         Error::StaleIndex(format!(
             "no symbols have been extracted for {} yet; run `docdex index --repo {}`",
             repo.root.display(),
-            repo.root.display()
+            crate::error::shell_path(&repo.root)
         ))
     } else {
         Error::NotIndexed { path: repo.root.clone() }
@@ -167,7 +167,7 @@ impl Engine {
             Some(_) => Error::NotFound(format!(
                 "{path} is not in the symbol index (ignored, skipped or added after the last run); \
                  run `docdex index --repo {}`",
-                repo.root.display()
+                crate::error::shell_path(&repo.root)
             )),
         }
     }
@@ -221,7 +221,10 @@ impl Engine {
             ));
         }
         let Some(reader) = reader else {
-            status.messages.push(format!("no symbol index yet; run `docdex index --repo {}`", repo.root.display()));
+            status.messages.push(format!(
+                "no symbol index yet; run `docdex index --repo {}`",
+                crate::error::shell_path(&repo.root)
+            ));
             return Ok(status);
         };
         let (files, not_parsed, errors, symbols) = totals(&reader)?;
@@ -244,7 +247,7 @@ impl Engine {
                      interrupted; the next `docdex index --repo {}` catches up",
                     meta.generation,
                     index_generation,
-                    repo.root.display()
+                    crate::error::shell_path(&repo.root)
                 ));
             }
             Ok(()) => status.state = "ready".into(),

@@ -566,7 +566,7 @@ impl SymbolReader {
                 repo.display(),
                 self.meta.schema,
                 STORE_SCHEMA,
-                repo.display()
+                crate::error::shell_path(repo)
             )));
         }
         let drifted = self.meta.drifted();
@@ -586,7 +586,7 @@ impl SymbolReader {
                 "symbols_reindex_required: the Tree-sitter grammars changed for {}; symbol and AST queries are \
                  disabled until you run `docdex index --repo {}`",
                 which.join(", "),
-                repo.display()
+                crate::error::shell_path(repo)
             )));
         }
         Ok(())

@@ -340,7 +340,7 @@ pub fn stale_notice(stored: &str, dim: usize, configured: &str, root: &std::path
     format!(
         "the embeddings of this repo were made with {stored} ({dim} dimensions) but [llm] embedding_model is now {configured}; \
          run `docdex index --repo {} --reembed` to re-embed (search uses BM25 only until then)",
-        root.display()
+        crate::error::shell_path(root)
     )
 }
 
@@ -426,6 +426,12 @@ fn chunk_ranges(searcher: &Searcher, fields: &Fields, path: &str) -> Vec<(u32, u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reembed_command_in_a_stale_notice_pastes_into_a_shell() {
+        let n = stale_notice("old", 384, "new", std::path::Path::new("/home/me/my repo"));
+        assert!(n.contains("`docdex index --repo '/home/me/my repo' --reembed`"), "{n}");
+    }
 
     #[test]
     fn inputs_are_trimmed_and_capped_on_a_character_boundary() {

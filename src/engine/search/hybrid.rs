@@ -93,7 +93,7 @@ impl Engine {
                 "the embedder now returns {} dimensions but this repo's vectors have {}; run `docdex index --repo {} --reembed`",
                 query_vec.len(),
                 model.dim,
-                repo.root.display()
+                crate::error::shell_path(&repo.root)
             ));
         }
         let nearest = |k: usize| self.nearest(repo, &store, &model, &query_vec, k);
