@@ -235,10 +235,79 @@ fn check_answer(
     Ok(Decision { action, target, content, category, rule, reasoning })
 }
 
+/// Shortest run of characters two notices must share to count as one reason said twice.
+const SAME_REASON_CHARS: usize = 40;
+
+/// Says a long reason once: a dead model server is behind the recall, the decision and the
+/// write alike, and each notice quoted its whole error (three times the same 250 characters).
+/// A later notice's longest run shared with an earlier one, when long enough to be a reason
+/// rather than a phrase, becomes "the same reason as above".
+fn said_once(notices: &mut [String]) {
+    for i in 1..notices.len() {
+        let later: Vec<char> = notices[i].chars().collect();
+        let best = (0..i)
+            .map(|j| longest_shared_run(&notices[j].chars().collect::<Vec<_>>(), &later))
+            .max_by_key(|&(_, len)| len);
+        if let Some((start, len)) =
+            best.map(|(start, len)| balanced(&later, start, len)).filter(|&(_, len)| len >= SAME_REASON_CHARS)
+        {
+            let mut text: String = later[..start].iter().collect();
+            text.push_str("the same reason as above");
+            text.extend(&later[start + len..]);
+            notices[i] = text;
+        }
+    }
+}
+
+/// The run `start..start + len` of `text` without the punctuation around it: leading spaces
+/// and opening brackets, and trailing spaces and closing brackets the run does not open
+/// (so "ago (reason (os error 111))" gives "reason (os error 111)").
+fn balanced(text: &[char], mut start: usize, mut len: usize) -> (usize, usize) {
+    while len > 0 && (text[start].is_whitespace() || text[start] == '(') {
+        start += 1;
+        len -= 1;
+    }
+    loop {
+        let run = &text[start..start + len];
+        let unopened = run.iter().filter(|&&c| c == ')').count() > run.iter().filter(|&&c| c == '(').count();
+        match run.last() {
+            Some(c) if c.is_whitespace() || (*c == ')' && unopened) => len -= 1,
+            _ => return (start, len),
+        }
+    }
+}
+
+/// Where in `b` the longest run of characters shared with `a` starts, and its length.
+fn longest_shared_run(a: &[char], b: &[char]) -> (usize, usize) {
+    let mut prev = vec![0usize; b.len() + 1];
+    let (mut start, mut len) = (0, 0);
+    for &ca in a {
+        let mut row = vec![0usize; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            if ca == cb {
+                row[j + 1] = prev[j] + 1;
+                if row[j + 1] > len {
+                    len = row[j + 1];
+                    start = j + 1 - len;
+                }
+            }
+        }
+        prev = row;
+    }
+    (start, len)
+}
+
 impl Engine {
     /// Runs a statement through the evolution pipeline and returns the decision (the write is
     /// done when this returns). `dag` logs the decision in a reasoning-DAG session.
     pub fn profile_learn(&self, req: &SavePreferenceRequest, dag: Option<DagTarget>) -> Result<EvolutionOutcome> {
+        let mut outcome = self.learn_statement(req, dag)?;
+        said_once(&mut outcome.notices);
+        Ok(outcome)
+    }
+
+    /// [`Engine::profile_learn`] before its notices are tidied.
+    fn learn_statement(&self, req: &SavePreferenceRequest, dag: Option<DagTarget>) -> Result<EvolutionOutcome> {
         let agent = self.require_agent(&req.agent_id)?;
         let input = super::valid_content(&req.preference)?;
         let req = SavePreferenceRequest { agent_id: agent.clone(), preference: input.clone(), ..req.clone() };
@@ -630,6 +699,29 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reason_quoted_by_several_notices_is_said_once() {
+        let why = "cannot reach the ollama server at http://127.0.0.1:11434: Connection refused (os error 111)";
+        let mut notes = vec![
+            format!("recalled by matching words, not meaning: no embedder answered ({why})"),
+            format!("the model server did not answer moments ago ({why}); decided without it"),
+            format!("stored without an embedding ({why}); recall matches its words until an embedder answers"),
+            "the agent was created".to_string(),
+        ];
+        said_once(&mut notes);
+        assert!(notes[0].contains(why), "{notes:?}");
+        assert_eq!(
+            notes[1],
+            "the model server did not answer moments ago (the same reason as above); decided without it"
+        );
+        assert!(notes[2].starts_with("stored without an embedding (the same reason as above); recall"), "{notes:?}");
+        assert_eq!(notes[3], "the agent was created");
+        // Short shared phrases are not a reason: left as they are.
+        let mut short = vec!["no embedder answered".to_string(), "no embedder answered here".to_string()];
+        said_once(&mut short);
+        assert_eq!(short[1], "no embedder answered here");
+    }
 
     fn hit(id: &str, agent: &str) -> PreferenceHit {
         PreferenceHit {
