@@ -892,20 +892,7 @@ mod tests {
     use super::*;
 
     fn run(pid: u32) -> StatusData {
-        StatusData {
-            state: IndexState::Updating,
-            pid,
-            started_ms: 0,
-            updated_ms: 0,
-            progress: None,
-            queued: 0,
-            last_event: None,
-            last_error: None,
-            watching: false,
-            rebuilding_from: None,
-            stopped: false,
-            unwatched: None,
-        }
+        StatusData { state: IndexState::Updating, pid, ..StatusData::default() }
     }
 
     #[test]
