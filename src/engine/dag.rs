@@ -41,7 +41,9 @@ CREATE TABLE IF NOT EXISTS sessions (
     agent_id TEXT,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
-    title TEXT NOT NULL
+    title TEXT NOT NULL,
+    turns INTEGER NOT NULL DEFAULT 0,
+    node_count INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS nodes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -63,6 +65,23 @@ CREATE TRIGGER IF NOT EXISTS edges_stay_in_their_session BEFORE INSERT ON edges
 WHEN (SELECT session_id FROM nodes WHERE id = NEW.parent) IS NOT (SELECT session_id FROM nodes WHERE id = NEW.child)
 BEGIN SELECT RAISE(ABORT, 'reasoning DAG edges never cross sessions'); END;
 ";
+
+/// Keeps each session's `turns` (its `UserRequest` nodes) and `node_count` on its row, so a new
+/// turn and a listing read them instead of counting the session's nodes (a chat continued for
+/// weeks scanned thousands per turn). A trigger, not the code, counts: it lives in the file, so a
+/// node inserted by any path (or an older docdex writing to a migrated file) is counted too.
+const COUNTERS_TRIGGER: &str = "
+CREATE TRIGGER IF NOT EXISTS nodes_count_in_their_session AFTER INSERT ON nodes
+BEGIN
+    UPDATE sessions SET node_count = node_count + 1, turns = turns + (NEW.kind = 'UserRequest')
+    WHERE id = NEW.session_id;
+END;
+";
+
+/// The next turn of session `?1` and its newest node: two indexed lookups (the session's row and
+/// `MAX(id)` from `nodes_by_session`), whatever the session's length.
+const CURSOR_SQL: &str =
+    "SELECT s.turns, (SELECT MAX(n.id) FROM nodes n WHERE n.session_id = s.id) FROM sessions s WHERE s.id = ?1";
 
 /// What a node records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -203,6 +222,48 @@ fn db_err(path: &Path, e: rusqlite::Error) -> Error {
     }
 }
 
+/// Gives a `dag.db` from before the per-session counters its `turns` and `node_count` columns
+/// (counted once from its nodes) and the trigger that keeps them. Checked with a read first, so
+/// an up-to-date file costs no write lock; done in one `BEGIN IMMEDIATE` transaction that checks
+/// again, so two processes opening an old file at once migrate it once and no node is inserted
+/// between the count and the trigger.
+fn ensure_counters(conn: &Connection) -> rusqlite::Result<()> {
+    if counters_in_place(conn)? {
+        return Ok(());
+    }
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+    let has_column = |name: &str| -> rusqlite::Result<bool> {
+        tx.query_row("SELECT COUNT(*) FROM pragma_table_info('sessions') WHERE name = ?1", [name], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map(|n| n > 0)
+    };
+    if !has_column("turns")? {
+        tx.execute_batch("ALTER TABLE sessions ADD COLUMN turns INTEGER NOT NULL DEFAULT 0")?;
+        tx.execute_batch(
+            "UPDATE sessions SET turns = (SELECT COUNT(*) FROM nodes n WHERE n.session_id = sessions.id AND n.kind = 'UserRequest')",
+        )?;
+    }
+    if !has_column("node_count")? {
+        tx.execute_batch("ALTER TABLE sessions ADD COLUMN node_count INTEGER NOT NULL DEFAULT 0")?;
+        tx.execute_batch(
+            "UPDATE sessions SET node_count = (SELECT COUNT(*) FROM nodes n WHERE n.session_id = sessions.id)",
+        )?;
+    }
+    tx.execute_batch(COUNTERS_TRIGGER)?;
+    tx.commit()
+}
+
+/// True when the counters' columns and trigger are all there (read only).
+fn counters_in_place(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT (SELECT COUNT(*) FROM pragma_table_info('sessions') WHERE name IN ('turns', 'node_count')) = 2
+            AND EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'nodes_count_in_their_session')",
+        [],
+        |r| r.get(0),
+    )
+}
+
 /// True for ids a caller may choose: 1 to 64 letters, digits, `-` and `_`.
 pub fn valid_session_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
@@ -233,6 +294,7 @@ impl DagStore {
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
             .map_err(|e| db_err(path, e))?;
         conn.execute_batch(SCHEMA).map_err(|e| db_err(path, e))?;
+        ensure_counters(&conn).map_err(|e| db_err(path, e))?;
         let version: Option<String> = conn
             .query_row("SELECT value FROM dag_meta WHERE key = 'schema_version'", [], |r| r.get(0))
             .optional()
@@ -313,14 +375,8 @@ impl DagStore {
             params![id, agent_id, now, title],
         )
         .map_err(|e| self.err(e))?;
-        let (turns, last): (u32, Option<i64>) = conn
-            .query_row(
-                "SELECT (SELECT COUNT(*) FROM nodes WHERE session_id = ?1 AND kind = 'UserRequest'),
-                        (SELECT MAX(id) FROM nodes WHERE session_id = ?1)",
-                params![id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .map_err(|e| self.err(e))?;
+        let (turns, last): (u32, Option<i64>) =
+            conn.query_row(CURSOR_SQL, params![id], |r| Ok((r.get(0)?, r.get(1)?))).map_err(|e| self.err(e))?;
         Ok(SessionCursor { id, turn: turns + 1, last_node: last })
     }
 
@@ -366,10 +422,8 @@ impl DagStore {
         Ok(id)
     }
 
-    const SUMMARY: &'static str = "SELECT s.id, s.agent_id, s.created_at, s.updated_at, s.title,
-            (SELECT COUNT(*) FROM nodes n WHERE n.session_id = s.id AND n.kind = 'UserRequest'),
-            (SELECT COUNT(*) FROM nodes n WHERE n.session_id = s.id)
-         FROM sessions s";
+    const SUMMARY: &'static str =
+        "SELECT s.id, s.agent_id, s.created_at, s.updated_at, s.title, s.turns, s.node_count FROM sessions s";
 
     fn summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<DagSessionSummary> {
         Ok(DagSessionSummary {
@@ -799,6 +853,76 @@ mod tests {
             let before: Vec<i64> = got.nodes[..k].last().map(|p| p.id).into_iter().collect();
             assert_eq!(node.parents, before);
         }
+    }
+
+    /// The `sessions` table and nodes as a docdex from before the counters wrote them.
+    const OLD_SCHEMA: &str = "
+        CREATE TABLE dag_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO dag_meta VALUES ('schema_version', '1');
+        CREATE TABLE sessions (id TEXT PRIMARY KEY, agent_id TEXT, created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL, title TEXT NOT NULL);
+        CREATE TABLE nodes (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL, label TEXT NOT NULL, payload TEXT NOT NULL, created_at INTEGER NOT NULL);
+        CREATE INDEX nodes_by_session ON nodes(session_id, id);
+        INSERT INTO sessions VALUES ('old', NULL, 1, 1, 'q'), ('empty', NULL, 1, 1, 'e');";
+
+    #[test]
+    fn an_old_dag_db_gets_its_session_counters_on_first_use_and_keeps_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(DAG_FILE);
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(OLD_SCHEMA).unwrap();
+        for (i, kind) in ["UserRequest", "Thought", "Observation", "UserRequest", "ToolCall", "UserRequest", "Decision"]
+            .iter()
+            .enumerate()
+        {
+            old.execute(
+                "INSERT INTO nodes (session_id, kind, label, payload, created_at) VALUES ('old', ?1, ?2, '{}', 1)",
+                params![kind, format!("n{i}")],
+            )
+            .unwrap();
+        }
+        drop(old);
+        let s = DagStore::open_path(&path).unwrap();
+        let row: (u32, u32) = s
+            .conn
+            .query_row("SELECT turns, node_count FROM sessions WHERE id = 'old'", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap();
+        assert_eq!(row, (3, 7), "the counts are on the session row after the migration");
+        let summary = s.summary_of("empty").unwrap().unwrap();
+        assert_eq!((summary.turns, summary.nodes), (0, 0));
+        let request = TurnRequest { session: Some("old"), agent_id: None, title: "q", label: "again" };
+        let (cursor, node) = s.begin_turn(request, |t| json!({ "turn": t })).unwrap();
+        assert_eq!((cursor.turn, cursor.last_node), (4, Some(node - 1)));
+        // A node written by any path (here plain SQL, as an older docdex would) is counted.
+        s.conn
+            .execute(
+                "INSERT INTO nodes (session_id, kind, label, payload, created_at) VALUES ('old', 'UserRequest', 'x', '{}', 1)",
+                [],
+            )
+            .unwrap();
+        let got = s.summary_of("old").unwrap().unwrap();
+        assert_eq!((got.turns, got.nodes), (5, 9));
+        drop(s);
+        // Opening again migrates nothing twice.
+        let again = DagStore::open_path(&path).unwrap();
+        assert_eq!(again.summary_of("old").unwrap().map(|x| (x.turns, x.nodes)), Some((5, 9)));
+    }
+
+    #[test]
+    fn a_new_turn_reads_its_number_from_the_session_row_by_index() {
+        let (_d, s) = store();
+        let request = TurnRequest { session: Some("long"), agent_id: None, title: "q", label: "first" };
+        s.begin_turn(request, |t| json!({ "turn": t })).unwrap();
+        // The row's count is what the next turn follows (the nodes are not counted again).
+        s.conn.execute("UPDATE sessions SET turns = 41 WHERE id = 'long'", []).unwrap();
+        let (cursor, _) = s.begin_turn(TurnRequest { label: "next", ..request }, |t| json!({ "turn": t })).unwrap();
+        assert_eq!(cursor.turn, 42);
+        let mut stmt = s.conn.prepare(&format!("EXPLAIN QUERY PLAN {CURSOR_SQL}")).unwrap();
+        let plan: Vec<String> =
+            stmt.query_map(["long"], |r| r.get::<_, String>(3)).unwrap().collect::<rusqlite::Result<_>>().unwrap();
+        assert!(plan.iter().all(|step| !step.starts_with("SCAN")), "no step scans a table: {plan:?}");
+        assert!(plan.iter().any(|step| step.contains("nodes_by_session")), "{plan:?}");
     }
 
     #[test]
