@@ -119,9 +119,17 @@ struct Fused {
     pinned: bool,
 }
 
+/// The fused ranking of one hybrid query, before paging.
+struct FusedRanking {
+    ranked: Vec<Fused>,
+    bm25_total: usize,
+    vector_total: usize,
+    t_vector: std::time::Duration,
+    t_fuse: std::time::Duration,
+}
+
 impl RepoSearcher {
-    /// BM25 and vector candidates fused with weighted RRF, then paged and rendered like a
-    /// BM25 answer.
+    /// BM25 and vector candidates fused per file, then paged and rendered like a BM25 answer.
     pub(crate) fn hybrid_search(
         &self,
         repo: &RepoRef,
@@ -136,17 +144,63 @@ impl RepoSearcher {
         let (searcher, generation) = self.searcher();
         let plan = QueryPlan::of(&req.query);
         let terms = plan.term_list();
-        let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
+        let fused = self.fused_ranking((&searcher, generation), repo, req, cfg, flags, &plan, nearest, t0)?;
+        let ranked = &fused.ranked;
+        let best = best_score(cfg, ranked);
+        let page: Vec<&Fused> = ranked.iter().skip(offset).take(limit).collect();
+        let rows = self.page_rows(&searcher, &page, best);
+        let (mut hits, matched) = self.hits(repo, generation, &terms, &rows);
+        let contributed = mark_retrievers(&mut hits, &page);
+        let lexical =
+            if terms.is_empty() { 0.0 } else { super::confidence(&searcher, self.fields.body, &terms, &matched) };
+        let best_sim = page.iter().filter_map(|f| f.vector).fold(f32::MIN, f32::max);
+        let confidence = combined_confidence(lexical, best_sim, cfg);
 
-        let boosts = if flags.symbols && !terms.is_empty() {
-            self.definition_boosts(&searcher, repo, generation, &req.query)
+        let mut resp = SearchResponse {
+            confidence,
+            results: hits,
+            total_hits: ranked.len(),
+            retrieval: RetrievalInfo {
+                mode: "hybrid".into(),
+                retrievers: contributed,
+                bm25_candidates: fused.bm25_total,
+                vector_candidates: fused.vector_total,
+                embedding_model: None,
+                embed_ms: None,
+                notice: None,
+            },
+            ..super::empty_response(repo, req, state, generation)
+        };
+        if offset + page.len() < ranked.len() {
+            resp.next_cursor = encode_cursor(offset + page.len(), query_hash);
+        }
+        resp.timing_ms = super::phase_timing(fused.t_vector, fused.t_fuse, t0.elapsed());
+        Ok(resp)
+    }
+
+    /// Both retrievers' candidates and their per-file fusion, with the phase times since `t0`.
+    #[allow(clippy::too_many_arguments)]
+    fn fused_ranking(
+        &self,
+        (searcher, generation): (&tantivy::Searcher, u64),
+        repo: &RepoRef,
+        req: &SearchRequest,
+        cfg: &SearchConfig,
+        flags: RankingFlags,
+        plan: &QueryPlan,
+        nearest: &dyn Fn(usize) -> Result<Vec<VectorHit>>,
+        t0: Instant,
+    ) -> Result<FusedRanking> {
+        let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
+        let boosts = if flags.symbols && !plan.term_list().is_empty() {
+            self.definition_boosts(searcher, repo, generation, &req.query)
         } else {
             DefinitionBoosts::default()
         };
         let (keyword, bm25_total, whole_query) =
-            self.keyword_candidates(&searcher, repo, req, cfg, flags, (&plan, &priors, &boosts))?;
+            self.keyword_candidates(searcher, repo, req, cfg, flags, (plan, &priors, &boosts))?;
         let t_keyword = t0.elapsed();
-        let mut vector = self.vector_candidates(&searcher, req, cfg, nearest)?;
+        let mut vector = self.vector_candidates(searcher, req, cfg, nearest)?;
         let closeness = closeness_by_file(&vector);
         vector.truncate(FUSION_POOL);
         let vector_total = vector.len();
@@ -170,47 +224,22 @@ impl RepoSearcher {
             fuse_ms = ms(t_fuse - t_vector),
             "hybrid retrieval"
         );
-        let best = best_score(cfg, &ranked);
-        let page: Vec<&Fused> = ranked.iter().skip(offset).take(limit).collect();
-        let rows: Vec<(f32, Stored)> = page
-            .iter()
+        Ok(FusedRanking { ranked, bm25_total, vector_total, t_vector, t_fuse })
+    }
+
+    /// A page's hits as (score relative to the best, stored fields) rows for rendering.
+    fn page_rows(&self, searcher: &tantivy::Searcher, page: &[&Fused], best: f32) -> Vec<(f32, Stored)> {
+        page.iter()
             .map(|f| {
                 // Vector-only hits carry no stored fields yet: read the chunk's, for its context lines.
                 let stored = if f.keyword {
                     f.stored.clone()
                 } else {
-                    self.stored_chunk(&searcher, &f.stored).unwrap_or_else(|| f.stored.clone())
+                    self.stored_chunk(searcher, &f.stored).unwrap_or_else(|| f.stored.clone())
                 };
                 ((f.score / best).min(1.0), stored)
             })
-            .collect();
-        let (mut hits, matched) = self.hits(repo, generation, &terms, &rows);
-        let contributed = mark_retrievers(&mut hits, &page);
-        let lexical =
-            if terms.is_empty() { 0.0 } else { super::confidence(&searcher, self.fields.body, &terms, &matched) };
-        let best_sim = page.iter().filter_map(|f| f.vector).fold(f32::MIN, f32::max);
-        let confidence = combined_confidence(lexical, best_sim, cfg);
-
-        let mut resp = SearchResponse {
-            confidence,
-            results: hits,
-            total_hits: ranked.len(),
-            retrieval: RetrievalInfo {
-                mode: "hybrid".into(),
-                retrievers: contributed,
-                bm25_candidates: bm25_total,
-                vector_candidates: vector_total,
-                embedding_model: None,
-                embed_ms: None,
-                notice: None,
-            },
-            ..super::empty_response(repo, req, state, generation)
-        };
-        if offset + page.len() < ranked.len() {
-            resp.next_cursor = encode_cursor(offset + page.len(), query_hash);
-        }
-        resp.timing_ms = super::phase_timing(t_vector, t_fuse, t0.elapsed());
-        Ok(resp)
+            .collect()
     }
 
     /// Keyword candidates: the BM25 ranking as plain search has it, the top [`FUSION_POOL`]
