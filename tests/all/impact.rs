@@ -1520,8 +1520,28 @@ fn type_only_imports_are_edges_but_close_no_cycle() {
     );
 }
 
+/// `import {type A, type B} from './x'` (every name marked `type`, no default or namespace) is
+/// erased like `import type {A, B}`, yet it was a run-time `import` edge, so `graph cycles`
+/// reported a loop TypeScript never runs. A mixed `import {type A, b}` keeps `b` and its cycle.
+#[test]
+fn typescript_imports_of_only_typed_names_close_no_cycle() {
+    let env = Env::new();
+    let repo = env.repo("typednames");
+    write(&repo, "types/a.ts", "import {type B, type BId} from './b';\nexport class A { b?: B; id?: BId }\n");
+    write(&repo, "types/b.ts", "import { A } from './a';\nexport class B { a?: A }\nexport type BId = number;\n");
+    write(&repo, "mixed/c.ts", "import {type D, dValue} from './d';\nexport const c = (d: D) => dValue;\n");
+    write(&repo, "mixed/d.ts", "import { c } from './c';\nexport type D = number;\nexport const dValue = c;\n");
+    let g = build_dir(&repo);
+    let kind = |s: &str, t: &str| {
+        g.edges.iter().find(|e| e.source == s && e.target == t).map(|e| e.kind.clone()).unwrap_or_default()
+    };
+    assert_eq!(kind("types/a.ts", "types/b.ts"), "type_import");
+    assert_eq!(kind("mixed/c.ts", "mixed/d.ts"), "import");
+    assert_eq!(cycle_sets(&g), vec![vec!["mixed/c.ts", "mixed/d.ts"]], "only the loop with a run-time name");
+}
+
 /// TypeScript's type-only forms, `import {type A} from`, `import type {A} from`, `export {type A}
-/// from` (and `export type {A} from`, `import {type A, B} from`), are edges of `docdex impact`
+/// from` (and `export type {A} from`, and the run-time `import {type A, B} from`), are edges of `docdex impact`
 /// through the real binary: the importer of a file that only lends it types is affected when
 /// that file changes.
 #[test]
@@ -1566,7 +1586,8 @@ fn typescript_type_only_imports_are_impact_edges() {
     // TypeScript 5's `export type * from` (a parse error in the grammar) is type-only too.
     assert_eq!(kind("src/star.ts"), "type_import", "{v}");
     assert_eq!(kind("src/whole.ts"), "type_import", "{v}");
-    assert_eq!(kind("src/inline.ts"), "import", "{v}");
+    assert_eq!(kind("src/inline.ts"), "type_import", "{v}");
+    assert_eq!(kind("src/mixed.ts"), "import", "{v}");
     for name in ["inline", "whole", "reexp", "retype", "mixed", "star"] {
         let target = format!("src/{name}.ts");
         assert!(outbound.contains(&target.as_str()), "{target} missing from {outbound:?}: {v}");

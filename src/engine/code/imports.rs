@@ -245,6 +245,30 @@ fn f() { include!(concat!(env!("OUT_DIR"), "/gen.rs")); }
         assert_eq!(flags, [("./a", true), ("./b", true), ("./c", false), ("./d", false), ("./e", true)]);
     }
 
+    /// `import {type A, type B} from` (every name marked `type`) is erased like `import type`,
+    /// yet it counted as a run-time import and closed false import cycles. A mixed list, a
+    /// default or namespace binding beside the typed names, or a value named `type` still runs.
+    #[test]
+    fn ts_import_with_every_name_typed_is_type_only() {
+        let src = "import {type A, type B} from './a';\nimport { type C } from './b';\n\
+                   import {type D, e} from './c';\nimport F, {type G} from './d';\n\
+                   import {} from './e';\nimport {type} from './f';\nimport {type H, /* c */ type I,} from './g';\n";
+        let got = imports(Lang::TypeScript, src);
+        let flags: Vec<(&str, bool)> = got.iter().map(|i| (i.spec.as_str(), i.type_only)).collect();
+        let want = [
+            ("./a", true),
+            ("./b", true),
+            ("./c", false),
+            ("./d", false),
+            ("./e", false),
+            ("./f", false),
+            ("./g", true),
+        ];
+        assert_eq!(flags, want);
+        let tsx = imports(Lang::Tsx, "import {type P} from './p';\n");
+        assert!(tsx[0].type_only, "{tsx:?}");
+    }
+
     #[test]
     fn js_static_and_dynamic_forms() {
         let src = r#"

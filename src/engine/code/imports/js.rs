@@ -9,13 +9,34 @@ use super::{kind, RawImport};
 use tree_sitter::Node;
 
 /// `import type {..} from` / `export type {..} from` / `export type * from`: the statement's own
-/// `type` keyword (TypeScript erases the import; `import {type A}` per name is not followed).
-/// TypeScript 5's `export type * from` is a parse error in the bundled grammar (its `type`
-/// lands in an ERROR node), so an export is also read by its leading words.
+/// `type` keyword (TypeScript erases the import). TypeScript 5's `export type * from` is a
+/// parse error in the bundled grammar (its `type` lands in an ERROR node), so an export is also
+/// read by its leading words. An import whose every name is marked `type` is erased too.
 fn is_type_only(statement: Node, src: &Src) -> bool {
-    let mut c = statement.walk();
-    let keyword = statement.children(&mut c).any(|k| !k.is_named() && k.kind() == "type");
-    keyword || exports_type_star(src.text(statement))
+    has_type_keyword(statement) || exports_type_star(src.text(statement)) || imports_only_typed_names(statement)
+}
+
+/// The node's own `type` keyword among its direct children (a name `type` is an identifier).
+fn has_type_keyword(node: Node) -> bool {
+    let mut c = node.walk();
+    let found = node.children(&mut c).any(|k| !k.is_named() && k.kind() == "type");
+    found
+}
+
+/// `import {type A, type B} from './x'`: a braced list of names, each marked `type`, with no
+/// default or namespace binding. TypeScript drops the statement from its output like
+/// `import type {A, B}`, so it is no run-time import; `import {type A, B}` keeps `B` and is one.
+fn imports_only_typed_names(statement: Node) -> bool {
+    let Some(clause) = named_children(statement).into_iter().find(|c| c.kind() == "import_clause") else {
+        return false;
+    };
+    let bindings: Vec<Node> = named_children(clause).into_iter().filter(|c| c.kind() != "comment").collect();
+    let [list] = bindings.as_slice() else { return false };
+    if list.kind() != "named_imports" {
+        return false;
+    }
+    let names: Vec<Node> = named_children(*list).into_iter().filter(|c| c.kind() != "comment").collect();
+    !names.is_empty() && names.iter().all(|n| n.kind() == "import_specifier" && has_type_keyword(*n))
 }
 
 /// `export type * from` / `export type * as ns from`.
