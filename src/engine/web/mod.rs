@@ -557,53 +557,11 @@ impl Engine {
             ..Default::default()
         };
         let picked: Vec<&WebResult> = found.results.iter().take(max_pages).collect();
-        let fetched: Vec<(Result<WebFetchResponse>, f64)> = std::thread::scope(|s| {
-            let handles: Vec<_> = picked
-                .iter()
-                .map(|r| {
-                    let url = r.url.clone();
-                    s.spawn(move || {
-                        let t = Instant::now();
-                        let res = self
-                            .url_policy()
-                            .check_str(&url, Origin::Discovered)
-                            .map_err(|r| Error::BadRequest(r.0))
-                            .and_then(|u| self.fetch_page(&u, Origin::Discovered, false));
-                        (res, ms(t))
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| (Err(Error::Upstream("page fetch panicked".into())), 0.0)))
-                .collect()
-        });
+        let fetched = self.fetch_all(&picked);
         let mut passages = Vec::new();
         for (r, (res, took)) in picked.iter().zip(fetched) {
             match res {
-                Ok(f) => {
-                    let best = passages::best(&f.page.markdown, &req.query, per_page);
-                    trace.pages.push(PageTrace {
-                        url: r.url.clone(),
-                        status: if f.cached { PageStatus::Cached } else { PageStatus::Fetched },
-                        via: Some(f.page.via),
-                        ms: took,
-                        waited_ms: f.waited_ms,
-                        passages: best.len() as u32,
-                        error: None,
-                    });
-                    trace
-                        .notes
-                        .extend(f.notes.iter().filter(|n| !trace.notes.contains(n)).cloned().collect::<Vec<_>>());
-                    for p in best {
-                        passages.push(WebPassage {
-                            url: f.page.final_url.clone(),
-                            title: f.page.title.clone(),
-                            text: p.text,
-                            score: p.score,
-                        });
-                    }
-                }
+                Ok(f) => passages.extend(page_passages(&mut trace, r, &f, took, &req.query, per_page)),
                 Err(e) => trace.pages.push(PageTrace {
                     url: r.url.clone(),
                     status: if matches!(e, Error::BadRequest(_)) { PageStatus::Refused } else { PageStatus::Failed },
@@ -623,6 +581,31 @@ impl Engine {
             passages,
             trace,
             gate: None,
+        })
+    }
+
+    /// Fetches discovered pages at once (each through the URL policy), with each fetch's time.
+    fn fetch_all(&self, picked: &[&WebResult]) -> Vec<(Result<WebFetchResponse>, f64)> {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = picked
+                .iter()
+                .map(|r| {
+                    let url = r.url.clone();
+                    s.spawn(move || {
+                        let t = Instant::now();
+                        let res = self
+                            .url_policy()
+                            .check_str(&url, Origin::Discovered)
+                            .map_err(|r| Error::BadRequest(r.0))
+                            .and_then(|u| self.fetch_page(&u, Origin::Discovered, false));
+                        (res, ms(t))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| (Err(Error::Upstream("page fetch panicked".into())), 0.0)))
+                .collect()
         })
     }
 
@@ -736,4 +719,38 @@ enum EndpointFailure {
 
 fn ms(since: Instant) -> f64 {
     (since.elapsed().as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// A fetched page's best passages for the question, recorded in the trace with its notes.
+fn page_passages(
+    trace: &mut WebTrace,
+    result: &WebResult,
+    fetched: &WebFetchResponse,
+    took: f64,
+    query: &str,
+    per_page: usize,
+) -> Vec<WebPassage> {
+    let best = passages::best(&fetched.page.markdown, query, per_page);
+    trace.pages.push(PageTrace {
+        url: result.url.clone(),
+        status: if fetched.cached { PageStatus::Cached } else { PageStatus::Fetched },
+        via: Some(fetched.page.via),
+        ms: took,
+        waited_ms: fetched.waited_ms,
+        passages: best.len() as u32,
+        error: None,
+    });
+    for note in &fetched.notes {
+        if !trace.notes.contains(note) {
+            trace.notes.push(note.clone());
+        }
+    }
+    best.into_iter()
+        .map(|p| WebPassage {
+            url: fetched.page.final_url.clone(),
+            title: fetched.page.title.clone(),
+            text: p.text,
+            score: p.score,
+        })
+        .collect()
 }
