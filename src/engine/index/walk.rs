@@ -164,16 +164,25 @@ pub fn walk_paths(root: &Path, wanted: &[PathBuf], cfg: &IndexConfig, threads: u
 /// only those at or below it (none when the walk would not enter `under`). Each is visited as
 /// the walk reaches it and before its entries are read, so a watch placed by `visit` sees every
 /// entry made in it afterwards. This is how the watcher watches only what the index walks:
-/// ignored trees (`node_modules/`, `target/`, `.git/`) never get an OS watch.
-pub fn walk_dirs(root: &Path, under: Option<&Path>, cfg: &IndexConfig, threads: usize, visit: &(dyn Fn(&Path) + Sync)) {
+/// ignored trees (`node_modules/`, `target/`, `.git/`) never get an OS watch. `globs` are a
+/// registered source's, as its index walk ([`walk_with`]) applies them (an `--exclude`d
+/// directory is not entered; `--include` never keeps a directory out).
+pub fn walk_dirs(
+    root: &Path,
+    under: Option<&Path>,
+    cfg: &IndexConfig,
+    threads: usize,
+    globs: Globs,
+    visit: &(dyn Fn(&Path) + Sync),
+) {
     let b = match under {
         Some(dir) if dir != root => {
             if !dir.starts_with(root) {
                 return;
             }
-            builder_towards(root, root, cfg, threads, Globs::default(), Some(Targets::new(root, &[dir.to_path_buf()])))
+            builder_towards(root, root, cfg, threads, globs, Some(Targets::new(root, &[dir.to_path_buf()])))
         }
-        _ => builder(root, root, cfg, threads, Globs::default()),
+        _ => builder(root, root, cfg, threads, globs),
     };
     b.build_parallel().run(|| {
         Box::new(move |entry| {

@@ -115,7 +115,7 @@ struct WatchProcess(std::process::Child);
 
 impl WatchProcess {
     fn start(env: &Env, repo: &Path) -> WatchProcess {
-        let (w, reports) = WatchProcess::start_as(env, repo, docdex_as(false));
+        let (w, reports) = WatchProcess::start_as(env, repo, hermetic(env));
         assert!(reports.is_empty(), "{reports:?}");
         w
     }
@@ -214,6 +214,21 @@ pub(super) fn docdex_as(unprivileged: bool) -> std::process::Command {
     } else {
         std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
     }
+}
+
+/// The home directory [`hermetic`] gives the binary (made on first use).
+fn user_home(env: &Env) -> std::path::PathBuf {
+    let home = env.dir.path().join("user");
+    std::fs::create_dir_all(&home).unwrap();
+    home
+}
+
+/// The real binary with a home directory of its own and no git config from outside: the
+/// watcher also watches the user's git config and excludes file, which must be the test's.
+fn hermetic(env: &Env) -> std::process::Command {
+    let mut cmd = docdex_as(false);
+    cmd.env("HOME", user_home(env)).env_remove("XDG_CONFIG_HOME").env_remove("GIT_CONFIG_GLOBAL");
+    cmd
 }
 
 /// A home and repository `r` holding `files`, both owned by the unprivileged user
@@ -386,12 +401,11 @@ fn the_watcher_watches_only_the_directories_the_index_walks() {
     let engine = env.engine();
     let watcher = WatchProcess::start(&env, &repo);
     let pid = watcher.0.id();
-    let rules = [".git", ".git/info"];
+    let rules = inodes(&repo, &[".git", ".git/info"]);
 
     let walked = ["", "src", "src/a"];
     let watched = watched_inodes(pid);
-    let allowed: std::collections::HashSet<u64> =
-        inodes(&repo, &walked).union(&inodes(&repo, &rules)).copied().collect();
+    let allowed: std::collections::HashSet<u64> = inodes(&repo, &walked).union(&rules).copied().collect();
     assert!(inodes(&repo, &walked).is_subset(&watched), "every walked directory is watched");
     assert!(
         watched.is_subset(&allowed),
@@ -422,8 +436,7 @@ fn the_watcher_watches_only_the_directories_the_index_walks() {
     });
     write(&repo, "gen/more.rs", "fn axolotl() {}\n");
     eventually("an edit in the un-ignored directory", || hit_paths(&engine, &repo, "axolotl") == ["gen/more.rs"]);
-    let allowed: std::collections::HashSet<u64> =
-        inodes(&repo, &walked).union(&inodes(&repo, &rules)).copied().collect();
+    let allowed: std::collections::HashSet<u64> = inodes(&repo, &walked).union(&rules).copied().collect();
     let watched = watched_inodes(pid);
     assert!(watched.is_subset(&allowed), "{} watches on ignored directories", watched.difference(&allowed).count());
     assert!(hit_paths(&engine, &repo, "narwhal").is_empty());
@@ -484,4 +497,73 @@ fn a_directory_too_deep_to_watch_is_named_and_counted_in_the_status() {
     eventually("the status after the watcher", || {
         engine.status(&repo).is_ok_and(|s| !s.warnings.iter().any(|w| w.contains("not watched")))
     });
+}
+
+/// A registered source (`docdex add`) was watched with one recursive inotify watch: one per
+/// directory of its `node_modules/` and every other tree its ignore files leave out, which can
+/// exhaust `fs.inotify.max_user_watches` on its own. A source is now watched as the repository
+/// is: a watch on each directory its index walk enters (its ignore files and `--exclude`
+/// applied), one on each directory made in it, and none once it is removed.
+#[test]
+fn a_source_is_watched_only_where_its_index_walks_and_not_once_removed() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "main.rs", "fn okapi_main() {}\n");
+    let notes = env.repo("notes");
+    write(&notes, ".gitignore", "node_modules/\n");
+    write(&notes, "guide.md", "# Guide\n\nHerons wade.\n");
+    write(&notes, "deep/egret.md", "Egrets nest in the reeds.\n");
+    write(&notes, "drafts/wip.md", "Unfinished draft.\n");
+    for i in 0..60 {
+        write(&notes, &format!("node_modules/pkg{i}/lib/index.md"), "ignored\n");
+    }
+    let engine = env.engine();
+    let req = docdex::engine::protocol::AddSourceRequest {
+        path: notes.clone(),
+        exclude: vec!["drafts".into()],
+        ..Default::default()
+    };
+    engine.add_source(&repo, &req).unwrap();
+    let watcher = WatchProcess::start(&env, &repo);
+    let pid = watcher.0.id();
+
+    let walked = inodes(&notes, &["", "deep"]);
+    let ignored: std::collections::HashSet<u64> = (0..60)
+        .flat_map(|i| [format!("node_modules/pkg{i}"), format!("node_modules/pkg{i}/lib")])
+        .chain(["node_modules".to_string(), "drafts".to_string()])
+        .map(|d| inode(&notes.join(d)))
+        .collect();
+    let watched = watched_inodes(pid);
+    assert!(walked.is_subset(&watched), "every directory of the source the index walks is watched");
+    assert_eq!(watched.intersection(&ignored).count(), 0, "no watch on the source's ignored or excluded directories");
+    assert!(watched.len() < 10, "{} watches for 2 directories of the source and 1 of the repository", watched.len());
+
+    // A directory made in the source is watched with the one made inside it, and followed.
+    write(&notes, "deep/new/deeper/crane.md", "Cranes dance.\n");
+    eventually("the new directories watched", || {
+        inodes(&notes, &["deep/new", "deep/new/deeper"]).is_subset(&watched_inodes(pid))
+    });
+    write(&notes, "deep/new/deeper/later.md", "Ospreys fish at dawn.\n");
+    eventually("a file made in it later", || {
+        hit_paths(&engine, &repo, "ospreys") == ["//notes/deep/new/deeper/later.md"]
+    });
+    // One made in its ignored tree is not.
+    std::fs::create_dir_all(notes.join("node_modules/fresh/dist")).unwrap();
+    write(
+        &notes,
+        "later.md",
+        "Kestrels hover.
+",
+    );
+    eventually("an edit after it", || hit_paths(&engine, &repo, "kestrels") == ["//notes/later.md"]);
+    assert!(!watched_inodes(pid).contains(&inode(&notes.join("node_modules/fresh"))));
+
+    // Removed: every watch on the source goes.
+    let source_dirs = inodes(&notes, &["", "deep", "deep/new", "deep/new/deeper"]);
+    engine.remove_source(&repo, "notes").unwrap();
+    eventually("the source unwatched and dropped", || {
+        watched_inodes(pid).intersection(&source_dirs).count() == 0 && hit_paths(&engine, &repo, "herons").is_empty()
+    });
+    assert!(watched_inodes(pid).contains(&inode(&repo)), "the repository is still watched");
+    drop(watcher);
 }

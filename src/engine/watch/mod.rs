@@ -4,21 +4,22 @@
 //! while one update runs, new events queue up and are applied together
 //! (throttling), and search keeps answering from the last commit throughout.
 
-use crate::engine::index::gitrules::GitRules;
+mod watches;
+
 use crate::engine::index::sources::{self, Source};
-use crate::engine::index::status::Unwatched;
 use crate::engine::index::types::{IndexProgress, IndexSummary, ProgressSink};
-use crate::engine::index::walk::{self, DOCDEX_IGNORE};
+use crate::engine::index::walk::DOCDEX_IGNORE;
 use crate::engine::index::{IndexSession, Scope};
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use notify::{RecommendedWatcher, Watcher};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, RwLock};
+use std::sync::mpsc;
 use std::time::Duration;
+use watches::{Filter, SharedFilter, Watches};
 
 /// What the watcher reports after each applied batch.
 #[derive(Debug, Clone)]
@@ -80,14 +81,15 @@ impl Engine {
         }
         // Watch first, then catch up: an edit made during or right after the catch-up run is
         // queued by the watcher instead of falling between the two.
-        let (watcher, rx, rule_files) = self.start_watcher(&repo.root)?;
-        let mut watches = Watches::new(watcher, &repo.root, self.config().index.clone(), rule_files);
+        let (watcher, rx, filter) = self.start_watcher()?;
+        let mut watches = Watches::new(watcher, &repo.root, self.config().index.clone(), filter);
         watches.sync(report);
-        session.status().unwatched(watches.unwatched_summary());
-        // Registered sources with `watch` are followed too; `docdex add` / `remove-source` while
-        // this runs are picked up within a second (a full run indexes or drops the folder).
+        // Registered sources with `watch` are followed too, watched as the repository is;
+        // `docdex add` / `remove-source` while this runs are picked up within a second (a full
+        // run indexes or drops the folder).
         let mut sources = sources::load_indexable(&repo.state_dir);
-        follow_sources(&mut watches.watcher, &[], &sources, report);
+        watches.set_sources(&sources, report);
+        session.status().unwatched(watches.unwatched_summary());
         let mut source_dirs = source_identities(&sources);
         let mut sources_checked = std::time::Instant::now();
         // A first index can take a while: a shutdown stops it at the next batch (what it
@@ -112,7 +114,8 @@ impl Engine {
                 // full run takes what it holds now.
                 let dirs = source_identities(&now);
                 if now != sources || dirs != source_dirs {
-                    follow_sources(&mut watches.watcher, &sources, &now, report);
+                    watches.set_sources(&now, report);
+                    session.status().unwatched(watches.unwatched_summary());
                     sources = now;
                     source_dirs = dirs;
                     session.status().queued(1, true);
@@ -126,9 +129,9 @@ impl Engine {
                 Next::Closed => break,
             };
             let mut batch = Batch::default();
-            let rules = watches.rule_files();
+            let filter = watches.filter();
             for ev in events {
-                collect(&repo, &sources, &rules, ev, &mut batch, report);
+                collect(&repo, &filter, ev, &mut batch, report);
             }
             for gone in &batch.gone {
                 watches.forget(gone);
@@ -165,22 +168,23 @@ impl Engine {
         Ok(())
     }
 
-    /// The OS watcher (nothing watched yet), its events on the returned channel, and the git
-    /// rule files it passes on (see [`Watches::rule_files`]). Access events (every open and
-    /// close, git's own reads of `.git/config` included) and events of `.git/` other than those
-    /// files are dropped as they arrive, so they never wake the loop or delay a batch.
-    fn start_watcher(&self, root: &Path) -> Result<(RecommendedWatcher, mpsc::Receiver<WatchEvent>, RuleFiles)> {
+    /// The OS watcher (nothing watched yet), its events on the returned channel, and the
+    /// filter it applies ([`Filter`], kept current by [`Watches`]). Access events (every open
+    /// and close, git's own reads of `.git/config` included), events of `.git/` other than
+    /// git's rule files, and those of a directory watched for a rule file (a home directory)
+    /// other than that file are dropped as they arrive, so they never wake the loop or delay a
+    /// batch.
+    fn start_watcher(&self) -> Result<(RecommendedWatcher, mpsc::Receiver<WatchEvent>, SharedFilter)> {
         let (tx, rx) = mpsc::channel::<WatchEvent>();
-        let rules: RuleFiles = Default::default();
-        let dot_git = root.join(".git");
-        let passed = rules.clone();
+        let filter: SharedFilter = Default::default();
+        let passed = filter.clone();
         let handler = move |ev: WatchEvent| {
             if let Ok(e) = &ev {
                 if e.kind.is_access() && !e.need_rescan() {
                     return;
                 }
-                let inside_git = |p: &PathBuf| p.starts_with(&dot_git) && !passed.read().is_ok_and(|r| r.contains(p));
-                if !e.paths.is_empty() && e.paths.iter().all(inside_git) {
+                let wanted = |p: &PathBuf| passed.read().is_ok_and(|f| f.wants(p));
+                if !e.need_rescan() && !e.paths.is_empty() && !e.paths.iter().any(wanted) {
                     return;
                 }
             }
@@ -190,7 +194,7 @@ impl Engine {
         // watched (its events would name paths inside the repo).
         let config = notify::Config::default().with_follow_symlinks(false);
         let watcher = RecommendedWatcher::new(handler, config).map_err(|e| Error::Watch(e.to_string()))?;
-        Ok((watcher, rx, rules))
+        Ok((watcher, rx, filter))
     }
 
     fn apply(
@@ -225,9 +229,6 @@ struct Watching<'a> {
 
 /// One event (or error) as the OS watcher reports it.
 type WatchEvent = notify::Result<notify::Event>;
-
-/// The git rule files the watcher passes on from `.git/` (shared with its event handler).
-type RuleFiles = Arc<RwLock<HashSet<PathBuf>>>;
 
 /// A batch waits until no event came for the debounce time (an editor's save is several
 /// events), but never longer than this after its first event: a file written without pause
@@ -280,217 +281,6 @@ struct Batch {
     gone: BTreeSet<PathBuf>,
 }
 
-/// The OS watches on the repository: one non-recursive watch on each directory a full index
-/// walk enters ([`walk::walk_dirs`]), and on the directories of git's rule files inside the
-/// repository (`.git/info/exclude`, `.git/config`, a submodule's). Ignored trees
-/// (`node_modules/`, `target/`, `.git/objects/`, anything `.gitignore` or `.docdexignore`
-/// names) get none: a recursive watch on the root cost one inotify watch per directory of
-/// them, which can exhaust `fs.inotify.max_user_watches` on a large JS or Rust tree, and woke
-/// the watcher for every build. A directory that refuses a watch (permissions, a path longer
-/// than the OS takes, the watch limit) is logged, reported once, and listed in the index
-/// status; the rest is watched.
-struct Watches {
-    watcher: RecommendedWatcher,
-    root: PathBuf,
-    cfg: crate::config::IndexConfig,
-    threads: usize,
-    /// Directories with a watch.
-    watched: HashSet<PathBuf>,
-    /// Directories the walk enters that refused a watch, and why.
-    unwatched: BTreeMap<PathBuf, String>,
-    /// Refused directories already reported (each is named once, not at every sync).
-    reported: HashSet<PathBuf>,
-    /// Git's rule files (shared with the event handler).
-    rules: RuleFiles,
-    /// Their directories inside `.git/`, watched.
-    rule_dirs: HashSet<PathBuf>,
-}
-
-/// At most this many refused directories are named one by one at a time; the rest are
-/// counted in one line (the watch limit can refuse thousands).
-const NAMED_REFUSALS: usize = 10;
-
-impl Watches {
-    fn new(watcher: RecommendedWatcher, root: &Path, cfg: crate::config::IndexConfig, rules: RuleFiles) -> Watches {
-        let threads = crate::engine::index::thread_count(&cfg);
-        Watches {
-            watcher,
-            root: root.to_path_buf(),
-            cfg,
-            threads,
-            watched: Default::default(),
-            unwatched: Default::default(),
-            reported: Default::default(),
-            rules,
-            rule_dirs: Default::default(),
-        }
-    }
-
-    /// Watches every directory a full walk enters now, and no longer those it does not (they
-    /// became ignored or went); the rule files are looked up again.
-    fn sync(&mut self, report: &dyn Fn(WatchReport)) {
-        let visited = self.watch_walk(None, true, report);
-        let stale: Vec<PathBuf> = self.watched.difference(&visited).cloned().collect();
-        for dir in stale {
-            let _ = self.watcher.unwatch(&dir);
-            self.watched.remove(&dir);
-        }
-        self.unwatched.retain(|d, _| visited.contains(d));
-        self.watch_rules();
-        self.report_refused(report);
-    }
-
-    /// Watches `dir` and every directory under it the walk enters (made, moved in, opened up:
-    /// each is watched anew, as it may be another directory than the one watched before).
-    fn watch_tree(&mut self, dir: &Path, report: &dyn Fn(WatchReport)) {
-        self.watch_walk(Some(dir), false, report);
-        self.report_refused(report);
-    }
-
-    /// Walks (all, or under `under`) and watches each directory as the walk reaches it;
-    /// returns the directories walked. With `skip_watched`, those already watched are left.
-    fn watch_walk(
-        &mut self,
-        under: Option<&Path>,
-        skip_watched: bool,
-        report: &dyn Fn(WatchReport),
-    ) -> HashSet<PathBuf> {
-        struct Pass<'a> {
-            watcher: &'a mut RecommendedWatcher,
-            visited: HashSet<PathBuf>,
-            added: Vec<PathBuf>,
-            failed: Vec<(PathBuf, notify::Error)>,
-        }
-        let watched = &self.watched;
-        let pass = std::sync::Mutex::new(Pass {
-            watcher: &mut self.watcher,
-            visited: HashSet::new(),
-            added: Vec::new(),
-            failed: Vec::new(),
-        });
-        walk::walk_dirs(&self.root, under, &self.cfg, self.threads, &|dir: &Path| {
-            let Ok(mut p) = pass.lock() else { return };
-            p.visited.insert(dir.to_path_buf());
-            if skip_watched && watched.contains(dir) {
-                return;
-            }
-            match p.watcher.watch(dir, RecursiveMode::NonRecursive) {
-                Ok(()) => p.added.push(dir.to_path_buf()),
-                Err(e) => p.failed.push((dir.to_path_buf(), e)),
-            }
-        });
-        let pass = pass.into_inner().unwrap_or_else(|p| p.into_inner());
-        for dir in pass.added {
-            self.unwatched.remove(&dir);
-            self.reported.remove(&dir);
-            self.watched.insert(dir);
-        }
-        let mut limit_hit = false;
-        for (dir, err) in pass.failed {
-            if matches!(err.kind, notify::ErrorKind::PathNotFound) {
-                continue; // gone meanwhile: its removal is in the next batch
-            }
-            let why = cause(&err);
-            limit_hit |= matches!(err.kind, notify::ErrorKind::MaxFilesWatch);
-            tracing::warn!(dir = %dir.display(), reason = %why, "not watching a directory the index walks");
-            self.watched.remove(&dir);
-            self.unwatched.insert(dir, why);
-        }
-        if limit_hit {
-            report(WatchReport::Failed(format!("{LIMIT_REACHED}: some directories are not watched")));
-        }
-        pass.visited
-    }
-
-    /// Watches the directories of git's rule files inside the repository (`.git/info/`,
-    /// `.git/`, a submodule's), and shares the files' list with the event handler.
-    fn watch_rules(&mut self) {
-        let files: HashSet<PathBuf> = GitRules::load(&self.root).files().iter().cloned().collect();
-        let dirs: HashSet<PathBuf> = files
-            .iter()
-            .filter_map(|f| f.parent())
-            .filter(|d| d.starts_with(&self.root) && d.is_dir())
-            .map(Path::to_path_buf)
-            .collect();
-        for gone in self.rule_dirs.difference(&dirs) {
-            if !self.watched.contains(gone) {
-                let _ = self.watcher.unwatch(gone);
-            }
-        }
-        for dir in &dirs {
-            if let Err(e) = self.watcher.watch(dir, RecursiveMode::NonRecursive) {
-                tracing::debug!(dir = %dir.display(), "not watching git's rules: {e}");
-            }
-        }
-        self.rule_dirs = dirs;
-        if let Ok(mut r) = self.rules.write() {
-            *r = files;
-        }
-    }
-
-    /// The rule files as last looked up.
-    fn rule_files(&self) -> HashSet<PathBuf> {
-        self.rules.read().map(|r| r.clone()).unwrap_or_default()
-    }
-
-    /// A path removed or renamed away: it and what was under it have no watch any more (the
-    /// OS dropped them; notify forgot them).
-    fn forget(&mut self, gone: &Path) {
-        self.watched.retain(|d| !d.starts_with(gone));
-        self.unwatched.retain(|d, _| !d.starts_with(gone));
-    }
-
-    /// What the index status lists: the refused directories, counted by reason.
-    fn unwatched_summary(&self) -> Option<Unwatched> {
-        Unwatched::of(self.unwatched.iter().map(|(d, why)| (walk::rel_path(&self.root, d), why.as_str())))
-    }
-
-    /// Names each directory newly refused (at most [`NAMED_REFUSALS`] one by one).
-    fn report_refused(&mut self, report: &dyn Fn(WatchReport)) {
-        let fresh: Vec<(PathBuf, String)> = self
-            .unwatched
-            .iter()
-            .filter(|(d, _)| !self.reported.contains(*d))
-            .map(|(d, w)| (d.clone(), w.clone()))
-            .collect();
-        for (i, (dir, why)) in fresh.iter().enumerate() {
-            self.reported.insert(dir.clone());
-            if i == NAMED_REFUSALS {
-                report(WatchReport::Failed(format!(
-                    "{} more directories are not watched; `docdex status` counts them by reason",
-                    fresh.len() - NAMED_REFUSALS
-                )));
-            }
-            if i >= NAMED_REFUSALS {
-                continue;
-            }
-            let rel = walk::rel_path(&self.root, dir);
-            let then = if why.contains("ermission denied") {
-                format!("{rel}/ is watched and indexed once this user may read it")
-            } else {
-                format!("changes under {rel}/ wait for the next full `docdex index`")
-            };
-            report(WatchReport::Failed(format!(
-                "not watching {rel}/ ({why}); the rest of the repository is watched, and {then}"
-            )));
-        }
-        self.reported.retain(|d| self.unwatched.contains_key(d));
-    }
-}
-
-/// What the watch limit is called when the OS refuses a watch for it.
-const LIMIT_REACHED: &str =
-    "the OS limit on watched directories is reached (fs.inotify.max_user_watches; raise it with `sysctl`)";
-
-/// A notify error's cause without the paths notify appends.
-fn cause(err: &notify::Error) -> String {
-    match &err.kind {
-        notify::ErrorKind::Io(e) => e.to_string(),
-        notify::ErrorKind::MaxFilesWatch => LIMIT_REACHED.to_string(),
-        other => format!("{other:?}"),
-    }
-}
-
 /// Whether a batch touched an ignore file, which can change what is ignored below it (or
 /// `.gitmodules`: a submodule added or removed brings or takes its own rules).
 fn touches_ignore_file(paths: &BTreeSet<PathBuf>) -> bool {
@@ -504,18 +294,6 @@ fn touches_ignore_file(paths: &BTreeSet<PathBuf>) -> bool {
 /// Which directory each source folder is now (none while it is missing).
 fn source_identities(sources: &[Source]) -> Vec<Option<(u64, u64)>> {
     sources.iter().map(|s| crate::engine::fsutil::dir_identity(&s.path)).collect()
-}
-
-/// Moves the watch from the sources `before` to the sources `now` (those with `watch`).
-fn follow_sources(watcher: &mut RecommendedWatcher, before: &[Source], now: &[Source], report: &dyn Fn(WatchReport)) {
-    for s in before.iter().filter(|s| s.watch) {
-        let _ = watcher.unwatch(&s.path);
-    }
-    for s in now.iter().filter(|s| s.watch) {
-        if let Err(e) = watcher.watch(&s.path, RecursiveMode::Recursive) {
-            report(WatchReport::Failed(format!("cannot watch source {} ({}): {e}", s.name, s.path.display())));
-        }
-    }
 }
 
 /// The once-a-second checks that end a watch: the index deleted under it (`rm -rf` of the
@@ -546,17 +324,10 @@ fn check_root(root: &Path, watched: Option<(u64, u64)>) -> Result<()> {
     )))
 }
 
-/// Adds the relevant paths of one event to `batch` (skipping `.git/` and docdex's own state; a
-/// watched source's paths included; the root when the OS dropped events or a git rule file
-/// changed), and notes directories made, opened up or gone.
-fn collect(
-    repo: &RepoRef,
-    sources: &[Source],
-    rules: &HashSet<PathBuf>,
-    ev: WatchEvent,
-    batch: &mut Batch,
-    report: &dyn Fn(WatchReport),
-) {
+/// Adds the relevant paths of one event to `batch` (those of the repository and of a watched
+/// source, skipping `.git/` and docdex's own state; the root when the OS dropped events or a
+/// git rule file changed), and notes directories made, opened up or gone.
+fn collect(repo: &RepoRef, filter: &Filter, ev: WatchEvent, batch: &mut Batch, report: &dyn Fn(WatchReport)) {
     let ev = match ev {
         Ok(ev) => ev,
         Err(e) => {
@@ -578,22 +349,14 @@ fn collect(
         return;
     }
     for p in &ev.paths {
-        if sources.iter().any(|s| s.watch && p.starts_with(&s.path)) {
-            batch.paths.insert(p.clone());
-            continue;
-        }
-        if !p.starts_with(&repo.root) || p.starts_with(&repo.state_dir) {
-            continue;
-        }
-        if rules.contains(p) {
+        if filter.names_rule(p) {
             // git's own ignore lists (`.git/info/exclude`, a submodule's, `core.excludesFile`
-            // in a config), as `.gitignore`: a full run (the root stands for one) drops what
-            // they now exclude and adds what they no longer do.
+            // in a config, the user's excludes file), as `.gitignore`: a full run (the root
+            // stands for one) drops what they now exclude and adds what they no longer do.
             batch.paths.insert(repo.root.clone());
             continue;
         }
-        let rel = p.strip_prefix(&repo.root).unwrap_or(p);
-        if rel.components().next().is_some_and(|c| c.as_os_str() == ".git") {
+        if !filter.in_tree(p) || p.starts_with(&repo.state_dir) {
             continue;
         }
         batch.dirs_changed |= is_dir_event(&ev.kind, p);
