@@ -137,6 +137,31 @@ impl GitRules {
     }
 }
 
+/// The user's git files that decide what the global excludes file holds: the global configs
+/// (`$GIT_CONFIG_GLOBAL`, else `~/.gitconfig` and `$XDG_CONFIG_HOME/git/config`), whose
+/// `core.excludesFile` names it, and the excludes file the `ignore` crate reads now (the one
+/// configured, else `$XDG_CONFIG_HOME/git/ignore`). They apply wherever a repository sets no
+/// `core.excludesFile` of its own; a watcher watches them as it watches `.git/info/exclude`.
+/// The system config (`/etc/gitconfig`) is not among them: it is rarely edited, and
+/// watching `/etc` would wake the watcher for every change there.
+pub fn global_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    match std::env::var_os("GIT_CONFIG_GLOBAL").filter(|g| !g.is_empty()) {
+        Some(global) => out.push(PathBuf::from(global)),
+        None => {
+            let xdg = std::env::var_os("XDG_CONFIG_HOME")
+                .filter(|x| !x.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| home.as_ref().map(|h| h.join(".config")));
+            out.extend(home.map(|h| h.join(".gitconfig")));
+            out.extend(xdg.map(|x| x.join("git/config")));
+        }
+    }
+    out.extend(ignore::gitignore::gitconfig_excludes_path().filter(|p| p.is_absolute()));
+    out
+}
+
 /// Whether an ignore file between `path` and `top` whitelists `path` (`!name`): those come
 /// before `info/exclude` and `core.excludesFile` in git's order (and in the crate's, whose
 /// `.docdexignore` and `.ignore` come first). Only asked for an entry the extra rules exclude.

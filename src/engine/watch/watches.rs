@@ -11,7 +11,7 @@
 
 use super::WatchReport;
 use crate::config::IndexConfig;
-use crate::engine::index::gitrules::GitRules;
+use crate::engine::index::gitrules::{self, GitRules};
 use crate::engine::index::sources::{self, Source};
 use crate::engine::index::status::Unwatched;
 use crate::engine::index::walk;
@@ -271,8 +271,14 @@ impl Watches {
     /// the directory above (`~/.config/` for `~/.config/git/ignore`).
     fn watch_rules(&mut self) {
         let mut files: HashSet<PathBuf> = HashSet::new();
+        let mut global = false;
         for tree in self.trees() {
-            files.extend(GitRules::load(&tree.root).files().iter().cloned());
+            let rules = GitRules::load(&tree.root);
+            files.extend(rules.files().iter().cloned());
+            global |= !rules.local_excludes_file();
+        }
+        if global {
+            files.extend(gitrules::global_files());
         }
         let rules: HashMap<PathBuf, PathBuf> =
             files.into_iter().filter_map(|f| watch_dir(&f).map(|d| (f, d))).collect();

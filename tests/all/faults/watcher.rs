@@ -401,7 +401,9 @@ fn the_watcher_watches_only_the_directories_the_index_walks() {
     let engine = env.engine();
     let watcher = WatchProcess::start(&env, &repo);
     let pid = watcher.0.id();
-    let rules = inodes(&repo, &[".git", ".git/info"]);
+    // git's rule files: the repository's, and the user's `~/.gitconfig`.
+    let rules: std::collections::HashSet<u64> =
+        inodes(&repo, &[".git", ".git/info"]).into_iter().chain([inode(&user_home(&env))]).collect();
 
     let walked = ["", "src", "src/a"];
     let watched = watched_inodes(pid);
@@ -565,5 +567,47 @@ fn a_source_is_watched_only_where_its_index_walks_and_not_once_removed() {
         watched_inodes(pid).intersection(&source_dirs).count() == 0 && hit_paths(&engine, &repo, "herons").is_empty()
     });
     assert!(watched_inodes(pid).contains(&inode(&repo)), "the repository is still watched");
+    drop(watcher);
+}
+
+/// The user's excludes file (`core.excludesFile` in `~/.gitconfig`, else
+/// `$XDG_CONFIG_HOME/git/ignore`) lies outside the repository, and the watcher did not watch
+/// it: an edit there applied only at the next full `docdex index`, so files it newly ignored
+/// stayed searchable (and watched). The watcher now watches it, and the configs that name it,
+/// as it watches `.git/info/exclude`: an edit moves the watches and runs a full update.
+#[test]
+fn an_edit_of_the_users_excludes_file_under_a_watcher_applies_at_once() {
+    let env = Env::new();
+    let home = user_home(&env);
+    std::fs::write(home.join(".gitconfig"), "[core]\n\texcludesFile = ~/.gitignore_global\n").unwrap();
+    std::fs::write(home.join(".gitignore_global"), "*.bak\n").unwrap();
+    std::fs::create_dir_all(home.join(".config")).unwrap();
+    let repo = env.repo("r");
+    write(&repo, "main.rs", "fn okapi_main() {}\n");
+    write(&repo, "gen/out.rs", "fn tapir_gen() {}\n");
+    write(&repo, "notes.bak", "capybara backup notes\n");
+    crate::util::git(&repo, &["init", "-q"]);
+    let engine = env.engine();
+    let watcher = WatchProcess::start(&env, &repo);
+    let pid = watcher.0.id();
+    assert_eq!(hit_paths(&engine, &repo, "tapir_gen"), ["gen/out.rs"]);
+    assert!(hit_paths(&engine, &repo, "capybara").is_empty(), "the global excludes file applies from the start");
+
+    // The excludes file now ignores gen/ and no longer *.bak.
+    std::fs::write(home.join(".gitignore_global"), "gen/\n").unwrap();
+    eventually("gen/ dropped and unwatched, notes.bak indexed", || {
+        hit_paths(&engine, &repo, "tapir_gen").is_empty()
+            && hit_paths(&engine, &repo, "capybara") == ["notes.bak"]
+            && !watched_inodes(pid).contains(&inode(&repo.join("gen")))
+    });
+
+    // The config no longer names it: the default `~/.config/git/ignore` applies, made with its
+    // directory while watching.
+    std::fs::write(home.join(".gitconfig"), "[user]\n\tname = t\n").unwrap();
+    eventually("gen/ back", || hit_paths(&engine, &repo, "tapir_gen") == ["gen/out.rs"]);
+    std::fs::create_dir_all(home.join(".config/git")).unwrap();
+    std::fs::write(home.join(".config/git/ignore"), "*.bak\n").unwrap();
+    eventually("notes.bak dropped", || hit_paths(&engine, &repo, "capybara").is_empty());
+    assert_eq!(hit_paths(&engine, &repo, "okapi_main"), ["main.rs"]);
     drop(watcher);
 }
