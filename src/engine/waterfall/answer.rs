@@ -228,52 +228,18 @@ impl Turn<'_> {
             &[self.dag.budget_node],
         );
         let started = Instant::now();
-        let mut outcome = LlmOutcome {
-            status: AnswerStatus::Answered,
-            provider: provider.kind().into(),
-            model: model.clone(),
-            base_url: provider.base_url().into(),
-            error_code: None,
-            message: None,
-        };
-        let mut answer: Option<String> = None;
-        if self.stop_requested() {
-            outcome.status = AnswerStatus::Stopped;
-        } else if let Some(e) = preflight {
-            self.unavailable(&mut outcome, &e);
-        } else {
-            answer = self.generate(&model, &plan, messages, &mut outcome, &ratio_key, raw_prompt_tokens);
-        }
-        let gen_ms = ms(started);
+        let (answer, outcome) =
+            self.ask(&provider, &model, &plan, messages, preflight, (&ratio_key, raw_prompt_tokens));
         if answer.is_some() {
-            self.trace.timings_ms.generation = Some(gen_ms);
+            self.trace.timings_ms.generation = Some(ms(started));
         }
         context::mark_cited(&mut sources, answer.as_deref().unwrap_or(""));
         if let Some(g) = self.trace.budget.slots.iter_mut().find(|s| s.slot == Slot::Generation) {
             g.used = self.trace.model.completion_tokens.unwrap_or(0);
         }
-        let cited: Vec<&str> = sources.iter().filter(|s| s.cited).map(|s| s.citation.as_str()).collect();
-        self.dag.node(
-            NodeKind::Observation,
-            &format!("answer: {}", status_name(outcome.status)),
-            json!({"status": outcome.status, "answer": answer, "cited": cited, "error": outcome.message,
-                   "completion_tokens": self.trace.model.completion_tokens, "finish_reason": self.trace.model.finish_reason}),
-            &[call],
-        );
-        let detail = match outcome.status {
-            AnswerStatus::Answered => {
-                format!("{model} answered ({} tokens)", self.trace.model.completion_tokens.unwrap_or(0))
-            }
-            _ => outcome.message.clone().unwrap_or_else(|| status_name(outcome.status).into()),
-        };
-        let status = match outcome.status {
-            AnswerStatus::Answered | AnswerStatus::Stopped => StepStatus::Ran,
-            AnswerStatus::Unavailable => StepStatus::Unavailable,
-            AnswerStatus::Failed => StepStatus::Failed,
-        };
+        self.log_answer(call, answer.as_deref(), &outcome, &sources);
         // The step's time includes the window lookup, the first thing asked of the server.
-        let step_from = started.checked_sub(window_wait).unwrap_or(started);
-        self.step(3, "llm", status, step_from, 0, detail);
+        self.answer_step(&model, &outcome, started.checked_sub(window_wait).unwrap_or(started));
         self.log_notices();
         self.trace.timings_ms.total = ms(self.started);
         Ok(ChatTurnResponse {
@@ -287,6 +253,64 @@ impl Turn<'_> {
             llm: outcome,
             trace: self.trace,
         })
+    }
+
+    /// Asks the model unless the turn was stopped or the preflight already failed; the
+    /// outcome says which, and why.
+    fn ask(
+        &mut self,
+        provider: &Arc<dyn Provider>,
+        model: &str,
+        plan: &Plan,
+        messages: Vec<ChatMessage>,
+        preflight: Option<Error>,
+        (ratio_key, raw_prompt_tokens): (&str, u32),
+    ) -> (Option<String>, LlmOutcome) {
+        let mut outcome = LlmOutcome {
+            status: AnswerStatus::Answered,
+            provider: provider.kind().into(),
+            model: model.to_string(),
+            base_url: provider.base_url().into(),
+            error_code: None,
+            message: None,
+        };
+        let mut answer = None;
+        if self.stop_requested() {
+            outcome.status = AnswerStatus::Stopped;
+        } else if let Some(e) = preflight {
+            self.unavailable(&mut outcome, &e);
+        } else {
+            answer = self.generate(model, plan, messages, &mut outcome, ratio_key, raw_prompt_tokens);
+        }
+        (answer, outcome)
+    }
+
+    /// The answer's observation node in the reasoning DAG, under the model call.
+    fn log_answer(&mut self, call: Option<i64>, answer: Option<&str>, outcome: &LlmOutcome, sources: &[ChatSource]) {
+        let cited: Vec<&str> = sources.iter().filter(|s| s.cited).map(|s| s.citation.as_str()).collect();
+        self.dag.node(
+            NodeKind::Observation,
+            &format!("answer: {}", status_name(outcome.status)),
+            json!({"status": outcome.status, "answer": answer, "cited": cited, "error": outcome.message,
+                   "completion_tokens": self.trace.model.completion_tokens, "finish_reason": self.trace.model.finish_reason}),
+            &[call],
+        );
+    }
+
+    /// Tier 3's step in the trace: ran, unavailable or failed, with what happened.
+    fn answer_step(&mut self, model: &str, outcome: &LlmOutcome, from: Instant) {
+        let detail = match outcome.status {
+            AnswerStatus::Answered => {
+                format!("{model} answered ({} tokens)", self.trace.model.completion_tokens.unwrap_or(0))
+            }
+            _ => outcome.message.clone().unwrap_or_else(|| status_name(outcome.status).into()),
+        };
+        let status = match outcome.status {
+            AnswerStatus::Answered | AnswerStatus::Stopped => StepStatus::Ran,
+            AnswerStatus::Unavailable => StepStatus::Unavailable,
+            AnswerStatus::Failed => StepStatus::Failed,
+        };
+        self.step(3, "llm", status, from, 0, detail);
     }
 
     /// Puts the server's counts in the trace; flags a prompt the server cut (see
