@@ -606,121 +606,159 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     for w in engine.config_warnings() {
         eline!("{} {}", output::warn_prefix(), output::visible(&w.to_string()));
     }
+    dispatch(engine, &out, cli.home.as_deref(), command)
+}
+
+/// One call per command: a flat table, exhaustive so that a new command does not compile
+/// until it is routed. Commands that decide their own exit code return it.
+fn dispatch(engine: Engine, out: &Out, home: Option<&Path>, command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Index { repo, rebuild, repair, reembed, json, quiet } => {
-            index(&engine, &out, &repo, IndexOptions { rebuild, reembed, repair, ..Default::default() }, json, quiet)?
+            index(&engine, out, &repo, IndexOptions { rebuild, reembed, repair, ..Default::default() }, json, quiet)?
         }
         Command::Search { repo, batch: Some(file), limit, path_prefix, lang, libs, json, .. } => {
             let path_prefix = path_prefix.map(|p| repo.user_path(&p));
             let defaults = SearchRequest { limit, path_prefix, lang, libs, ..Default::default() };
-            return batch::run(&engine, &out, &repo.resolve()?, &file, &defaults, json);
+            return batch::run(&engine, out, &repo.resolve()?, &file, &defaults, json);
         }
         Command::Search { repo, query, limit, cursor, path_prefix, lang, libs, no_libs: _, json, batch: None } => {
             let path_prefix = path_prefix.map(|p| repo.user_path(&p));
             let req =
                 SearchRequest { query: query.join(" "), limit, cursor, path_prefix, lang, libs, ..Default::default() };
-            search(&engine, &out, &repo, req, json)?
+            search(&engine, out, &repo, req, json)?
         }
-        Command::Libs { action } => return libs::run(&engine, &out, action),
-        Command::Similar(args) => similar::run(&engine, &out, args)?,
-        Command::Audit { action } => audit::run(&engine, &out, action)?,
-        Command::Add(args) => sources::add(&engine, &out, args)?,
-        Command::Sources(args) => sources::list(&engine, &out, args)?,
-        Command::RemoveSource(args) => sources::remove(&engine, &out, args)?,
-        Command::Eval(args) => eval::run(&engine, &out, args)?,
-        Command::Memory { action } => memory::run(&engine, &out, action)?,
-        Command::Profile(args) => profile::run(&engine, &out, args)?,
-        Command::Map(args) => profile::run_map(&engine, &out, args)?,
-        Command::Hook(args) => return hook::run(&engine, &out, cli.home.as_deref(), args),
+        Command::Libs { action } => return libs::run(&engine, out, action),
+        Command::Similar(args) => similar::run(&engine, out, args)?,
+        Command::Audit { action } => audit::run(&engine, out, action)?,
+        Command::Add(args) => sources::add(&engine, out, args)?,
+        Command::Sources(args) => sources::list(&engine, out, args)?,
+        Command::RemoveSource(args) => sources::remove(&engine, out, args)?,
+        Command::Eval(args) => eval::run(&engine, out, args)?,
+        Command::Memory { action } => memory::run(&engine, out, action)?,
+        Command::Profile(args) => profile::run(&engine, out, args)?,
+        Command::Map(args) => profile::run_map(&engine, out, args)?,
+        Command::Hook(args) => return hook::run(&engine, out, home, args),
         Command::Get { repo, file, lines, page, json } => {
-            let path = repo.resolve()?;
-            // A citation pasted from a hit (`src/a.rs:10-20`) reads those lines.
-            let (file, cited) = split_citation(&path, &file);
-            let file = repo.user_path(&file);
-            let range = lines.as_deref().map(parse_range).transpose()?.or(cited);
-            let content = engine.get_file(&path, &FileRequest { page, ..FileRequest::new(file, range) })?;
-            if json {
-                out.json(&content)?;
-            } else {
-                output::print_file(&out, &content);
-            }
+            get(&engine, out, &repo, &file, lines.as_deref(), page, json)?
         }
-        Command::Status { repo, json } => status(&engine, &out, &repo, json)?,
-        Command::Watch { repo, json } => watch(&engine, &out, &repo, json)?,
-        Command::Repo { action: RepoAction::List { json } } => {
-            let repos = engine.list_repos()?;
-            if json {
-                out.json(&serde_json::json!({ "schema_version": 1, "repos": repos }))?;
-            } else {
-                output::print_repos(&out, &repos);
-            }
-        }
-        Command::Repo { action: RepoAction::Remove { path, purge } } => {
-            let record = engine.remove_repo(&path, purge)?;
-            out.line(&format!(
-                "removed {} from the registry{}",
-                output::shown(&record.path),
-                if purge { " and deleted its index" } else { " (index kept; --purge deletes it)" }
-            ));
-        }
-        Command::Config { json } => {
-            if json {
-                out.json(&serde_json::json!({ "path": engine.config_path(), "state_dir": engine.paths().state, "config": engine.config().redacted() }))?;
-            } else {
-                out.line(&format!("# {}", engine.config_path().display()));
-                out.line(&format!("# state: {}", engine.paths().state.display()));
-                out.line(&toml::to_string_pretty(&engine.config().redacted()).unwrap_or_default());
-            }
-        }
-        Command::Chat(args) => return chat::run(&engine, &out, args),
-        Command::Dag { action } => dag::run(&engine, &out, action)?,
-        Command::Impact(args) => impact::run_impact(&engine, &out, args)?,
-        Command::Context(args) => context::run(&engine, &out, args)?,
-        Command::RunTests(args) => return run_tests::run(&engine, &out, args),
-        Command::Graph { action } => impact::run_graph(&engine, &out, action)?,
-        Command::Symbols(args) => code::symbols(&engine, &out, args)?,
-        Command::SymbolsStatus(args) => code::status(&engine, &out, args)?,
-        Command::Ast { action } => code::ast(&engine, &out, action)?,
+        Command::Status { repo, json } => status(&engine, out, &repo, json)?,
+        Command::Watch { repo, json } => watch(&engine, out, &repo, json)?,
+        Command::Repo { action: RepoAction::List { json } } => list_repos(&engine, out, json)?,
+        Command::Repo { action: RepoAction::Remove { path, purge } } => remove_repo(&engine, out, &path, purge)?,
+        Command::Config { json } => show_config(&engine, out, json)?,
+        Command::Chat(args) => return chat::run(&engine, out, args),
+        Command::Dag { action } => dag::run(&engine, out, action)?,
+        Command::Impact(args) => impact::run_impact(&engine, out, args)?,
+        Command::Context(args) => context::run(&engine, out, args)?,
+        Command::RunTests(args) => return run_tests::run(&engine, out, args),
+        Command::Graph { action } => impact::run_graph(&engine, out, action)?,
+        Command::Symbols(args) => code::symbols(&engine, out, args)?,
+        Command::SymbolsStatus(args) => code::status(&engine, out, args)?,
+        Command::Ast { action } => code::ast(&engine, out, action)?,
         Command::Serve { repo, http } => serve::serve(engine, repo.resolve()?, http)?,
         Command::Daemon { http } => serve::daemon(engine, http)?,
         Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
-        Command::Bench(args) => bench::run(&engine, &out, args)?,
-        Command::BenchIndex(args) => bench::index::run(&out, args)?,
-        Command::BenchContext(args) => bench::context::run(&out, args)?,
-        Command::BenchHybrid(args) => bench::hybrid::run(&out, args)?,
-        Command::Check(args) => return check::run(&engine, &out, args),
-        Command::WebSearch(args) => return web::search(&engine, &out, args),
-        Command::WebFetch(args) => return web::fetch(&engine, &out, args),
-        Command::WebRag(args) => return web::rag(&engine, &out, args),
-        Command::Browser { action } => return web::browser(&engine, &out, action),
-        Command::LlmList { json } => return llm::list(&engine, &out, json),
-        Command::LlmSetup(args) => return llm::setup(&engine, &out, args),
+        Command::Bench(args) => bench::run(&engine, out, args)?,
+        Command::BenchIndex(args) => bench::index::run(out, args)?,
+        Command::BenchContext(args) => bench::context::run(out, args)?,
+        Command::BenchHybrid(args) => bench::hybrid::run(out, args)?,
+        Command::Check(args) => return check::run(&engine, out, args),
+        Command::WebSearch(args) => return web::search(&engine, out, args),
+        Command::WebFetch(args) => return web::fetch(&engine, out, args),
+        Command::WebRag(args) => return web::rag(&engine, out, args),
+        Command::Browser { action } => return web::browser(&engine, out, action),
+        Command::LlmList { json } => return llm::list(&engine, out, json),
+        Command::LlmSetup(args) => return llm::setup(&engine, out, args),
+        // Handled by `run` before the table.
         Command::Tui(_) => {}
-        Command::BenchServe(args) => bench::serve::run(&out, args)?,
-        Command::BenchWeb(args) => bench::web::run(&out, args)?,
-        Command::BenchProfile(args) => bench::profile::run(&out, args)?,
+        Command::BenchServe(args) => bench::serve::run(out, args)?,
+        Command::BenchWeb(args) => bench::web::run(out, args)?,
+        Command::BenchProfile(args) => bench::profile::run(out, args)?,
         #[cfg(any(debug_assertions, feature = "test-support"))]
-        Command::Dev(DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only }) => {
-            let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {
-                port,
-                token_delay_ms,
-                embed_dim,
-                openai_only,
-                ..Default::default()
-            };
-            if !models.is_empty() {
-                opts.models = models;
-            }
-            let server = crate::testing::fake_ollama::FakeOllama::start(opts).context("starting the fake Ollama")?;
-            if let Some(f) = port_file {
-                std::fs::write(&f, server.addr().port().to_string())
-                    .with_context(|| format!("writing {}", f.display()))?;
-            }
-            out.line(&format!("fake Ollama listening on {}", server.url()));
-            server.wait();
-        }
+        Command::Dev(dev) => run_dev(out, dev)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `docdex get`: a file, a line range or a page of it; a citation pasted from a hit
+/// (`src/a.rs:10-20`) reads those lines.
+fn get(
+    engine: &Engine,
+    out: &Out,
+    repo: &RepoArg,
+    file: &str,
+    lines: Option<&str>,
+    page: Option<u32>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let path = repo.resolve()?;
+    let (file, cited) = split_citation(&path, file);
+    let file = repo.user_path(&file);
+    let range = lines.map(parse_range).transpose()?.or(cited);
+    let content = engine.get_file(&path, &FileRequest { page, ..FileRequest::new(file, range) })?;
+    if json {
+        out.json(&content)?;
+    } else {
+        output::print_file(out, &content);
+    }
+    Ok(())
+}
+
+/// `docdex repo list`.
+fn list_repos(engine: &Engine, out: &Out, json: bool) -> anyhow::Result<()> {
+    let repos = engine.list_repos()?;
+    if json {
+        out.json(&serde_json::json!({ "schema_version": 1, "repos": repos }))?;
+    } else {
+        output::print_repos(out, &repos);
+    }
+    Ok(())
+}
+
+/// `docdex repo remove`.
+fn remove_repo(engine: &Engine, out: &Out, path: &Path, purge: bool) -> anyhow::Result<()> {
+    let record = engine.remove_repo(path, purge)?;
+    out.line(&format!(
+        "removed {} from the registry{}",
+        output::shown(&record.path),
+        if purge { " and deleted its index" } else { " (index kept; --purge deletes it)" }
+    ));
+    Ok(())
+}
+
+/// `docdex config`: the config file's path, the state directory and the config, secrets redacted.
+fn show_config(engine: &Engine, out: &Out, json: bool) -> anyhow::Result<()> {
+    if json {
+        out.json(&serde_json::json!({ "path": engine.config_path(), "state_dir": engine.paths().state, "config": engine.config().redacted() }))?;
+    } else {
+        out.line(&format!("# {}", engine.config_path().display()));
+        out.line(&format!("# state: {}", engine.paths().state.display()));
+        out.line(&toml::to_string_pretty(&engine.config().redacted()).unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// `docdex dev fake-ollama`: the deterministic fake Ollama API until killed.
+#[cfg(any(debug_assertions, feature = "test-support"))]
+fn run_dev(out: &Out, dev: DevCommand) -> anyhow::Result<()> {
+    let DevCommand::FakeOllama { port, port_file, token_delay_ms, models, embed_dim, openai_only } = dev;
+    let mut opts = crate::testing::fake_ollama::FakeOllamaOptions {
+        port,
+        token_delay_ms,
+        embed_dim,
+        openai_only,
+        ..Default::default()
+    };
+    if !models.is_empty() {
+        opts.models = models;
+    }
+    let server = crate::testing::fake_ollama::FakeOllama::start(opts).context("starting the fake Ollama")?;
+    if let Some(f) = port_file {
+        std::fs::write(&f, server.addr().port().to_string()).with_context(|| format!("writing {}", f.display()))?;
+    }
+    out.line(&format!("fake Ollama listening on {}", server.url()));
+    server.wait();
+    Ok(())
 }
 
 /// `docdex index`: progress on a terminal, the summary, and a failed `--reembed` as an error.

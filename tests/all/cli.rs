@@ -588,3 +588,59 @@ fn a_count_flag_out_of_range_is_a_usage_error_naming_the_range() {
     let ok = run_in(&env, &repo, &["memory", "recall", "--repo", r, "--limit", "100", "deploy"]);
     assert_eq!(ok.status.code(), Some(0), "{}", String::from_utf8_lossy(&ok.stderr));
 }
+
+/// Pins the human lines of `docdex config`, `repo list` and `repo remove` and the keys of
+/// `config --json`, which `cli::run` printed inline before its commands moved into functions
+/// of their own: the split must not change a byte.
+#[test]
+fn config_and_repo_commands_print_their_lines() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let home = env.home();
+    let config = String::from_utf8(env.run(&["config"]).stdout).unwrap();
+    let head = format!("# {}\n# state: {}\n[core]\n", home.join("config.toml").display(), home.join("state").display());
+    assert!(config.starts_with(&head), "{config}");
+    let body: toml::Value = toml::from_str(&config[head.len() - "[core]\n".len()..]).unwrap();
+    assert_eq!(body["core"]["log_level"].as_str(), Some("info"), "{config}");
+    let v = env.json(&["config", "--json"]);
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["path", "state_dir", "config"]);
+    assert_eq!(v["state_dir"].as_str(), home.join("state").to_str());
+
+    let listed = env.json(&["repo", "list", "--json"]);
+    let path = listed["repos"][0]["path"].as_str().unwrap().to_string();
+    let fingerprint = &listed["repos"][0]["fingerprint"].as_str().unwrap()[..12];
+    let chunks = &listed["repos"][0]["chunks"];
+    let list = String::from_utf8(env.run(&["repo", "list"]).stdout).unwrap();
+    assert_eq!(list, format!("{path}  5 files, {chunks} chunks, indexed just now  {fingerprint}\n"));
+    let removed = String::from_utf8(env.run(&["repo", "remove", r]).stdout).unwrap();
+    assert_eq!(removed, format!("removed {path} from the registry (index kept; --purge deletes it)\n"));
+    env.json(&["index", "--repo", r, "--json"]);
+    let purged = String::from_utf8(env.run(&["repo", "remove", r, "--purge"]).stdout).unwrap();
+    assert_eq!(purged, format!("removed {path} from the registry and deleted its index\n"));
+}
+
+/// Pins `docdex dev fake-ollama`: the port file and the one line it prints once listening.
+#[test]
+fn dev_fake_ollama_writes_its_port_and_says_where_it_listens() {
+    let env = Env::new();
+    let port_file = env.home().join("port");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["dev", "fake-ollama", "--port-file", port_file.to_str().unwrap()])
+        .env("DOCDEX_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run docdex");
+    let mut line = String::new();
+    let stdout = child.stdout.take().unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+    let port = std::fs::read_to_string(&port_file).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(port.parse::<u16>().is_ok_and(|p| p > 0), "{port:?}");
+    assert_eq!(line, format!("fake Ollama listening on http://127.0.0.1:{port}\n"));
+}
