@@ -679,96 +679,128 @@ impl App {
 
     /// A key for the pop-up on top.
     fn overlay_answer(&mut self, key: &KeyEvent, chord: KeyChord) {
-        let Some(overlay) = self.overlay.as_mut() else { return };
-        match overlay {
-            Overlay::Help { scroll } => match scroll_step(key, self.keymap.lookup(Context::Navigate, chord)) {
-                Some(step) => *scroll = step.apply(*scroll, self.overlay_max.get()),
-                None => {
-                    let cmd = self.keymap.lookup(Context::Global, chord);
-                    if cmd == Some(Command::Quit) && key.code != KeyCode::Char('q') {
-                        self.quit = true;
-                    }
-                    self.overlay = None;
+        match self.overlay {
+            Some(Overlay::Help { .. }) => self.help_key(key, chord),
+            Some(Overlay::Messages { .. }) => self.messages_key(key, chord),
+            Some(Overlay::ConfirmQuit) => self.confirm_quit_key(key, chord),
+            Some(Overlay::Prompt { .. }) => self.prompt_key(key),
+            None => {}
+        }
+    }
+
+    /// Help scrolls with the navigation keys; any other key closes it (the quit chord quits).
+    fn help_key(&mut self, key: &KeyEvent, chord: KeyChord) {
+        match scroll_step(key, self.keymap.lookup(Context::Navigate, chord)) {
+            Some(step) => {
+                if let Some(Overlay::Help { scroll }) = self.overlay.as_mut() {
+                    *scroll = step.apply(*scroll, self.overlay_max.get());
                 }
-            },
-            // Newest at the bottom: `scroll` counts rows up from it, so the steps turn round.
-            Overlay::Messages { scroll } => match scroll_step(key, self.keymap.lookup(Context::Navigate, chord)) {
-                Some(step) => *scroll = step.reversed().apply(*scroll, self.overlay_max.get()),
-                None => self.overlay = None,
-            },
-            Overlay::ConfirmQuit => {
-                self.overlay = None;
-                if matches!(key.code, KeyCode::Char('y' | 'Y') | KeyCode::Enter)
-                    || self.keymap.lookup(super::keymap::Context::Global, chord) == Some(Command::Quit)
-                        && key.code != KeyCode::Char('q')
-                {
+            }
+            None => {
+                let cmd = self.keymap.lookup(Context::Global, chord);
+                if cmd == Some(Command::Quit) && key.code != KeyCode::Char('q') {
                     self.quit = true;
-                } else if !matches!(key.code, KeyCode::Esc | KeyCode::Char('q' | 'n' | 'N')) {
-                    // Not an answer: the key does what it would have done (`qu...` typed in
-                    // normal mode keeps the `u`).
-                    self.on_key(*key);
+                }
+                self.overlay = None;
+            }
+        }
+    }
+
+    /// Messages scroll like help, newest at the bottom: `scroll` counts rows up from it, so
+    /// the steps turn round.
+    fn messages_key(&mut self, key: &KeyEvent, chord: KeyChord) {
+        match scroll_step(key, self.keymap.lookup(Context::Navigate, chord)) {
+            Some(step) => {
+                if let Some(Overlay::Messages { scroll }) = self.overlay.as_mut() {
+                    *scroll = step.reversed().apply(*scroll, self.overlay_max.get());
                 }
             }
-            Overlay::Prompt { kind, input, error, completion } => {
-                if let PromptKind::ConfirmRemove(path) = kind {
-                    let path = path.clone();
-                    match key.code {
-                        KeyCode::Char('y') | KeyCode::Char('Y') => {
-                            self.overlay = None;
-                            self.requests.push(Request::RemoveRepo { repo: path });
-                        }
-                        KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => self.overlay = None,
-                        _ => {}
-                    }
-                    return;
+            None => self.overlay = None,
+        }
+    }
+
+    /// "Quit?": yes, Enter or the quit chord quit; no, Esc or q stay; any other key closes the
+    /// question and does what it would have done.
+    fn confirm_quit_key(&mut self, key: &KeyEvent, chord: KeyChord) {
+        self.overlay = None;
+        if matches!(key.code, KeyCode::Char('y' | 'Y') | KeyCode::Enter)
+            || self.keymap.lookup(Context::Global, chord) == Some(Command::Quit) && key.code != KeyCode::Char('q')
+        {
+            self.quit = true;
+        } else if !matches!(key.code, KeyCode::Esc | KeyCode::Char('q' | 'n' | 'N')) {
+            // Not an answer: the key does what it would have done (`qu...` typed in
+            // normal mode keeps the `u`).
+            self.on_key(*key);
+        }
+    }
+
+    /// A text prompt: Enter submits, Esc cancels, Tab completes, other keys edit. A removal
+    /// question takes only y or n.
+    fn prompt_key(&mut self, key: &KeyEvent) {
+        if let Some(Overlay::Prompt { kind: PromptKind::ConfirmRemove(path), .. }) = &self.overlay {
+            let path = path.clone();
+            match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => {
+                    self.overlay = None;
+                    self.requests.push(Request::RemoveRepo { repo: path });
                 }
-                match key.code {
-                    KeyCode::Esc => self.overlay = None,
-                    KeyCode::Enter => {
-                        let kind = kind.clone();
-                        let text = input.text().to_string();
-                        match self.submit_prompt(kind, &text) {
-                            Ok(()) => self.overlay = None,
-                            Err(e) => {
-                                if let Some(Overlay::Prompt { error, .. }) = self.overlay.as_mut() {
-                                    *error = Some(e);
-                                }
-                            }
-                        }
-                    }
-                    KeyCode::Tab => {
-                        *error = None;
-                        if completion.as_mut().is_some_and(|c| c.cycle(input)) {
-                            return;
-                        }
-                        match kind {
-                            PromptKind::LangFilter(_) => {
-                                let items: Vec<String> =
-                                    files::complete_language(input.text()).into_iter().map(String::from).collect();
-                                *completion = Completion::apply(items, input);
-                                if completion.is_none() {
-                                    *error = Some(format!("no language starts with `{}`", input.text().trim()));
-                                }
-                            }
-                            // Folders come from the worker (the index, or the disk); the answer
-                            // fills the field if the text is still what was typed.
-                            PromptKind::PathFilter(_) => self.requests.push(Request::CompletePath {
-                                repo: Some(self.repo.clone()),
-                                typed: input.text().to_string(),
-                            }),
-                            PromptKind::AddRepo => self
-                                .requests
-                                .push(Request::CompletePath { repo: None, typed: input.text().to_string() }),
-                            PromptKind::ConfirmRemove(_) => {}
-                        }
-                    }
-                    _ => {
-                        input.edit(key);
-                        *error = None;
-                        *completion = None;
-                    }
+                KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc => self.overlay = None,
+                _ => {}
+            }
+            return;
+        }
+        match key.code {
+            KeyCode::Esc => self.overlay = None,
+            KeyCode::Enter => self.submit_open_prompt(),
+            KeyCode::Tab => self.complete_prompt(),
+            _ => {
+                if let Some(Overlay::Prompt { input, error, completion, .. }) = self.overlay.as_mut() {
+                    input.edit(key);
+                    *error = None;
+                    *completion = None;
                 }
             }
+        }
+    }
+
+    /// Submits the open prompt; closes it, or keeps it with the engine's reason.
+    fn submit_open_prompt(&mut self) {
+        let Some(Overlay::Prompt { kind, input, .. }) = self.overlay.as_ref() else { return };
+        let (kind, text) = (kind.clone(), input.text().to_string());
+        match self.submit_prompt(kind, &text) {
+            Ok(()) => self.overlay = None,
+            Err(e) => {
+                if let Some(Overlay::Prompt { error, .. }) = self.overlay.as_mut() {
+                    *error = Some(e);
+                }
+            }
+        }
+    }
+
+    /// Tab in a prompt: the next completion, else languages from the index's names, folders
+    /// from the worker (the index, or the disk; the answer fills the field if the text is
+    /// still what was typed).
+    fn complete_prompt(&mut self) {
+        let Some(Overlay::Prompt { kind, input, error, completion }) = self.overlay.as_mut() else { return };
+        *error = None;
+        if completion.as_mut().is_some_and(|c| c.cycle(input)) {
+            return;
+        }
+        match kind {
+            PromptKind::LangFilter(_) => {
+                let items: Vec<String> = files::complete_language(input.text()).into_iter().map(String::from).collect();
+                *completion = Completion::apply(items, input);
+                if completion.is_none() {
+                    *error = Some(format!("no language starts with `{}`", input.text().trim()));
+                }
+            }
+            PromptKind::PathFilter(_) => self
+                .requests
+                .push(Request::CompletePath { repo: Some(self.repo.clone()), typed: input.text().to_string() }),
+            PromptKind::AddRepo => {
+                self.requests.push(Request::CompletePath { repo: None, typed: input.text().to_string() })
+            }
+            PromptKind::ConfirmRemove(_) => {}
         }
     }
 
