@@ -631,6 +631,38 @@ fn a_cut_dag_session_says_how_many_older_nodes_and_the_key_snapshot() {
 }
 
 #[test]
+fn a_dag_session_loaded_up_to_the_panes_cap_says_so_and_loads_no_more_snapshot() {
+    // Tour: every page `o` loaded stayed in the pane and was drawn on every frame, without a cap.
+    use docdex::tui::widgets::dag::{DagNode, DAG_PANE_MAX_NODES};
+    let mut h = Harness::new().started();
+    h.wait(7_000); // the start-up notice gives the footer back to the hints
+    h.alt('5');
+    h.pump();
+    let mut view = docdex::testing::tui_samples::dag();
+    let filler = DAG_PANE_MAX_NODES - view.nodes.len();
+    view.nodes.extend((0..filler).map(|k| DagNode {
+        id: format!("{}", 10_000 + k),
+        kind: "Thought".into(),
+        label: format!("step {k}"),
+        parents: vec![if k == 0 { "n6".to_string() } else { format!("{}", 9_999 + k) }],
+        detail: String::new(),
+    }));
+    view.older_nodes = 2_000;
+    view.next_before = Some(2_001);
+    h.engine_event(docdex::tui::event::EngineEvent::Dag(Ok(view)));
+    h.snap_both("tui_dag_capped");
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "↑ 2,000 older not shown (5,000 loaded, the most)"), "{s}");
+    assert!(shows(&s, "docdex dag view s-2 --before 2001 reads them"), "{s}");
+    assert!(!status(&h, 80, 24).contains("older steps"), "no hint for a key that loads nothing");
+    h.key(KeyCode::Char('o'));
+    assert!(h.requests().is_empty(), "nothing more is loaded at the cap");
+    // The list is drawn as the selection moves to its far end.
+    h.key(KeyCode::End);
+    assert!(shows(&h.screen(80, 24), &format!("[Thought] step {}", filler - 1)));
+}
+
+#[test]
 fn symbol_search_says_it_takes_names_not_a_description() {
     // Tour: after ctrl+t the query box still asked for "a plain-language description".
     let mut h = Harness::new().started();

@@ -7,19 +7,23 @@
 //! than one view (the engine answers its newest 1,000 nodes) says how many
 //! older nodes it has; `load_older` asks for the ones before the oldest shown
 //! (`Request::LoadDagOlder`, off the UI thread like every load) and puts them
-//! in front, and a reload of the same session keeps them.
+//! in front, and a reload of the same session keeps them. The pane holds at most
+//! `DAG_PANE_MAX_NODES` (5,000) nodes: at that many it says so and names the
+//! `docdex dag view --before` that reads further back. The node list is laid out
+//! once per view, layout and width; a frame builds only the rows in view.
 
 use super::{needs, Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol::ago;
 use crate::tui::event::{EngineEvent, Request};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
-use crate::tui::widgets::dag::{DagPage, DagView};
+use crate::tui::widgets::dag::{DagPage, DagView, NodeList, DAG_PANE_MAX_NODES};
 use crate::tui::widgets::{fit, frame};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::widgets::Widget;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 /// Steps `pageup` / `pagedown` move the selection.
 const DAG_PAGE: usize = 10;
@@ -37,6 +41,10 @@ pub struct DagPane {
     loading_older: Option<i64>,
     /// Why the older nodes could not be read, when they could not.
     older_error: Option<String>,
+    /// Counts the changes of `view`, so the laid-out list knows when it is stale.
+    generation: u64,
+    /// The node list as last laid out, with the `generation` it was laid out for.
+    list: RefCell<Option<(u64, Rc<NodeList>)>>,
 }
 
 impl DagPane {
@@ -79,7 +87,9 @@ impl DagPane {
     /// Asks for the nodes before the oldest shown, once per cursor (a second press while
     /// they load does nothing).
     fn load_older(&mut self, cx: &mut Cx<'_>) {
-        let Some(before) = self.view.as_ref().and_then(|v| v.next_before.filter(|_| v.older_nodes > 0)) else {
+        let Some(before) =
+            self.view.as_ref().filter(|v| !v.at_cap()).and_then(|v| v.next_before.filter(|_| v.older_nodes > 0))
+        else {
             return;
         };
         let Some(session) = self.session_id().map(str::to_string) else { return };
@@ -109,6 +119,7 @@ impl DagPane {
         }
         let newest = page.nodes.last().map(|n| n.id.clone());
         let added = self.view.as_mut().is_some_and(|v| v.prepend(page.clone()));
+        self.generation += u64::from(added);
         if let (true, Some(id)) = (added, newest) {
             self.select_node(&id);
         }
@@ -129,6 +140,7 @@ impl DagPane {
             }
         }
         self.view = Some(v);
+        self.generation += 1;
         self.error = None;
         if !same {
             self.selected = 0;
@@ -138,8 +150,25 @@ impl DagPane {
         }
     }
 
-    /// The line above the steps of a cut session: how many older nodes there are and the
-    /// key that loads them (or that they are loading, or why they could not be read).
+    /// The lines above the steps of a cut session: how many older nodes there are and the
+    /// key that loads them (or that they are loading, or why they could not be read, or that
+    /// the pane holds all it may and the command that reads further back).
+    fn older_lines(&self, view: &DagView, cx: &RenderCtx<'_>) -> Vec<String> {
+        if view.older_nodes > 0 && view.at_cap() && self.loading_older.is_none() {
+            let session: String = self.session_id().unwrap_or("SESSION").chars().take(8).collect();
+            return vec![
+                format!(
+                    "↑ {} older not shown ({} loaded, the most)",
+                    crate::tui::widgets::thousands(view.older_nodes),
+                    crate::tui::widgets::thousands(DAG_PANE_MAX_NODES as u64)
+                ),
+                format!("docdex dag view {session} --before {} reads them", view.next_before.unwrap_or_default()),
+            ];
+        }
+        self.older_line(view, cx).into_iter().collect()
+    }
+
+    /// The one line of [`DagPane::older_lines`] below the cap.
     fn older_line(&self, view: &DagView, cx: &RenderCtx<'_>) -> Option<String> {
         let older = crate::tui::widgets::count(view.older_nodes, "older node", "older nodes");
         if self.loading_older.is_some() {
@@ -149,6 +178,20 @@ impl DagPane {
             return Some(format!("↑ {older}; they could not be read ({} retries): {e}", cx.key(Command::LoadOlder)));
         }
         (view.older_nodes > 0).then(|| format!("↑ {older} not shown · {} loads them", cx.key(Command::LoadOlder)))
+    }
+
+    /// The node list of `view` laid out at `width`, laid out again only when the view, the
+    /// layout or the width changed since the last frame.
+    fn laid_out(&self, view: &DagView, width: usize, cx: &RenderCtx<'_>) -> Rc<NodeList> {
+        let mut kept = self.list.borrow_mut();
+        match kept.as_ref() {
+            Some((g, l)) if *g == self.generation && l.layered == self.layered && l.width == width => l.clone(),
+            _ => {
+                let list = Rc::new(view.node_list(self.layered, width, cx.theme));
+                *kept = Some((self.generation, list.clone()));
+                list
+            }
+        }
     }
 }
 
@@ -221,7 +264,7 @@ impl Pane for DagPane {
 
     fn hints(&self) -> Vec<(Command, &'static str)> {
         // First when there is something older: the status bar cuts the hints at its width.
-        let older = self.view.as_ref().is_some_and(|v| v.older_nodes > 0);
+        let older = self.view.as_ref().is_some_and(|v| v.older_nodes > 0 && !v.at_cap());
         let mut hints = if older { vec![(Command::LoadOlder, "older steps")] } else { Vec::new() };
         hints.extend([
             (Command::ToggleLayout, "tree/layers"),
@@ -282,12 +325,16 @@ impl Pane for DagPane {
         let rblock = frame(format!(" Steps · {mode} ({} to switch) ", cx.key(Command::ToggleLayout)), cx.focused, t);
         let mut rinner = rblock.inner(right);
         rblock.render(right, buf);
-        if let Some(line) = self.older_line(view, cx).filter(|_| rinner.height > 4) {
+        for line in self.older_lines(view, cx) {
+            if rinner.height <= 4 {
+                break;
+            }
             let w = rinner.width as usize;
             buf.set_stringn(rinner.x, rinner.y, fit(&line, w), w, t.style(Slot::Accent));
             rinner = Rect { y: rinner.y + 1, height: rinner.height - 1, ..rinner };
         }
-        let scroll = view.render_nodes(rinner, buf, t, self.layered, self.selected, self.scroll.get());
+        let list = self.laid_out(view, rinner.width as usize, cx);
+        let scroll = view.render_nodes(rinner, buf, t, &list, self.selected, self.scroll.get());
         self.scroll.set(scroll);
         None
     }

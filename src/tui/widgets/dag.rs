@@ -11,6 +11,11 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use std::collections::{HashMap, HashSet};
 
+/// Most nodes the DAG pane holds loaded (five of the engine's 1,000-node pages). `load older`
+/// stops there: every loaded node is laid out when the view changes, and a session continued
+/// for months grew the pane without end. `docdex dag view --before` reads further back.
+pub const DAG_PANE_MAX_NODES: usize = 5_000;
+
 /// A recorded session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DagSession {
@@ -139,7 +144,25 @@ impl DagView {
         self.nodes = nodes;
         self.older_nodes = page.older_nodes;
         self.next_before = page.next_before;
+        self.cap();
         true
+    }
+
+    /// True when the pane holds as many nodes as it may ([`DAG_PANE_MAX_NODES`]).
+    pub fn at_cap(&self) -> bool {
+        self.nodes.len() >= DAG_PANE_MAX_NODES
+    }
+
+    /// Drops the oldest nodes beyond [`DAG_PANE_MAX_NODES`]; they count as older nodes again,
+    /// the cursor before the oldest node kept.
+    fn cap(&mut self) {
+        let extra = self.nodes.len().saturating_sub(DAG_PANE_MAX_NODES);
+        if extra == 0 {
+            return;
+        }
+        self.nodes.drain(..extra);
+        self.older_nodes += extra as u64;
+        self.next_before = self.nodes.first().and_then(|n| n.id.parse().ok()).or(self.next_before);
     }
 
     /// After a reload of the same session (which answers its newest nodes only), keeps the
@@ -161,6 +184,7 @@ impl DagView {
         self.nodes = nodes;
         self.older_nodes = previous.older_nodes;
         self.next_before = previous.next_before;
+        self.cap();
     }
 
     /// Tree rows in display order: roots first, children under their first parent.
@@ -229,57 +253,71 @@ impl DagView {
         }
     }
 
-    /// The rows of the node list at a width: each node's line wrapped with a hanging indent
-    /// (continuation rows keep the tree's guides and start under the label), with the item each
-    /// row belongs to (a node in the tree; a layer, `usize::MAX` for the arrows between layers).
-    pub fn rows(&self, layered: bool, sel_node: Option<usize>, width: usize, t: &Theme) -> Vec<(usize, Line<'static>)> {
-        let label = |i: usize| -> Vec<Span<'static>> {
-            let n = &self.nodes[i];
-            let style = if Some(i) == sel_node { t.style(Slot::DagNodeSelected) } else { t.style(Slot::DagNode) };
-            vec![
-                Span::styled(format!("[{}]", one_line(&n.kind)), t.style(Slot::DagKind)),
-                Span::styled(format!(" {} ", one_line(&n.label)), style),
-            ]
-        };
-        let mut out: Vec<(usize, Line<'static>)> = Vec::new();
-        // `first` starts the row of an item; `cont` starts its continuation rows.
-        let push = |out: &mut Vec<(usize, Line<'static>)>,
-                    item: usize,
-                    first: Span<'static>,
-                    cont: Span<'static>,
-                    body: Vec<Span<'static>>,
-                    hang: usize| {
-            let lead = super::width(&first.content);
-            let cont_w = super::width(&cont.content);
-            let cont = Span::styled(format!("{}{}", cont.content, " ".repeat(lead.saturating_sub(cont_w))), cont.style);
-            // Exactly the columns left of the guides: wrapping wider than that cut a character
-            // off every row of a deeply indented node.
-            let pieces = wrap_line(&Line::from(body), width.saturating_sub(lead).max(2), hang);
-            for (k, piece) in pieces.into_iter().enumerate() {
-                let mut spans = vec![if k == 0 { first.clone() } else { cont.clone() }];
-                spans.extend(piece.spans);
-                out.push((item, Line::from(spans)));
-            }
-        };
+    /// The node list laid out at `width` (tree or layers): what each item is and the rows it
+    /// takes. Every item is wrapped once here; the pane keeps the list until the view, the layout
+    /// or the width changes, so a frame draws only the rows in view.
+    pub fn node_list(&self, layered: bool, width: usize, t: &Theme) -> NodeList {
+        let mut items = Vec::new();
+        let mut order = Vec::new();
+        let mut item_of = Vec::new();
         if layered {
             let layers = self.layers();
-            for (d, layer) in layers.iter().enumerate() {
-                let mut body = Vec::new();
-                for (k, &i) in layer.iter().enumerate() {
-                    if k > 0 {
-                        body.push(Span::styled("  ", t.style(Slot::DagEdge)));
-                    }
-                    body.extend(label(i));
-                }
-                let first = Span::styled(format!("L{d:<2}┃ "), t.style(Slot::DagEdge));
-                push(&mut out, d, first, Span::styled("   ┃ ", t.style(Slot::DagEdge)), body, 0);
-                if d + 1 < layers.len() {
-                    out.push((usize::MAX, Line::styled("   ┃   ↓", t.style(Slot::DagEdge))));
+            let count = layers.len();
+            for (d, layer) in layers.into_iter().enumerate() {
+                item_of.extend(std::iter::repeat_n(items.len(), layer.len()));
+                order.extend(layer.iter().copied());
+                items.push(ListItem::Layer(d, layer));
+                if d + 1 < count {
+                    items.push(ListItem::Arrow);
                 }
             }
         } else {
             for row in self.tree() {
-                let mut body = label(row.node);
+                order.push(row.node);
+                item_of.push(items.len());
+                items.push(ListItem::Node(row));
+            }
+        }
+        let mut starts = Vec::with_capacity(items.len() + 1);
+        let mut next = 0;
+        for item in &items {
+            starts.push(next);
+            next += self.item_lines(item, None, width, t).len();
+        }
+        starts.push(next);
+        NodeList { layered, width, items, starts, order, item_of }
+    }
+
+    /// The rows of the node list at a width (all of them; a frame draws [`NodeList`]'s window),
+    /// with the item each row belongs to (a node in the tree; a layer, `usize::MAX` for the
+    /// arrows between layers).
+    pub fn rows(&self, layered: bool, sel_node: Option<usize>, width: usize, t: &Theme) -> Vec<(usize, Line<'static>)> {
+        let list = self.node_list(layered, width, t);
+        list.items
+            .iter()
+            .flat_map(|item| self.item_lines(item, sel_node, width, t).into_iter().map(|l| (item.id(), l)))
+            .collect()
+    }
+
+    /// The rows of one item: its line wrapped with a hanging indent (continuation rows keep the
+    /// tree's guides and start under the label).
+    fn item_lines(&self, item: &ListItem, sel_node: Option<usize>, width: usize, t: &Theme) -> Vec<Line<'static>> {
+        let edge = t.style(Slot::DagEdge);
+        match item {
+            ListItem::Arrow => vec![Line::styled("   ┃   ↓", edge)],
+            ListItem::Layer(d, layer) => {
+                let mut body = Vec::new();
+                for (k, &i) in layer.iter().enumerate() {
+                    if k > 0 {
+                        body.push(Span::styled("  ", edge));
+                    }
+                    body.extend(self.label(i, sel_node, t));
+                }
+                let first = Span::styled(format!("L{d:<2}┃ "), edge);
+                hanging(first, Span::styled("   ┃ ", edge), body, 0, width)
+            }
+            ListItem::Node(row) => {
+                let mut body = self.label(row.node, sel_node, t);
                 if !row.also.is_empty() {
                     // Ids alone name nodes only the details line shows: say what each one is.
                     let kind = |id: &str| self.nodes.iter().find(|n| n.id == id).map(|n| one_line(&n.kind));
@@ -293,59 +331,44 @@ impl DagView {
                 let hang = super::width(&self.nodes[row.node].kind) + 3;
                 // Under a node, the guides of the levels above go on (`│`), its own branch does not.
                 let cont = row.prefix.replace("├─ ", "│  ").replace("└─ ", "   ");
-                push(
-                    &mut out,
-                    row.node,
-                    Span::styled(row.prefix.clone(), t.style(Slot::DagEdge)),
-                    Span::styled(cont, t.style(Slot::DagEdge)),
-                    body,
-                    hang,
-                );
+                hanging(Span::styled(row.prefix.clone(), edge), Span::styled(cont, edge), body, hang, width)
             }
         }
-        out
     }
 
-    /// Draws the selected session's nodes (tree or layers) and the selected node's details;
-    /// returns the first row shown, kept so the selected node's rows are all in view and moved
-    /// as little as possible from `scroll`.
+    /// A node's kind and label, the label styled as selected when it is.
+    fn label(&self, i: usize, sel_node: Option<usize>, t: &Theme) -> Vec<Span<'static>> {
+        let n = &self.nodes[i];
+        let style = if Some(i) == sel_node { t.style(Slot::DagNodeSelected) } else { t.style(Slot::DagNode) };
+        vec![
+            Span::styled(format!("[{}]", one_line(&n.kind)), t.style(Slot::DagKind)),
+            Span::styled(format!(" {} ", one_line(&n.label)), style),
+        ]
+    }
+
+    /// Draws the selected session's nodes as `list` lays them out (only the rows in view are
+    /// built) and the selected node's details; returns the first row shown, kept so the
+    /// selected node's rows are all in view and moved as little as possible from `scroll`.
     pub fn render_nodes(
         &self,
         area: Rect,
         buf: &mut Buffer,
         theme: &Theme,
-        layered: bool,
+        list: &NodeList,
         selected: usize,
         scroll: usize,
     ) -> usize {
         let t = theme;
-        let sel_node = self.order(layered).get(selected).copied();
-        let rows = self.rows(layered, sel_node, area.width as usize, t);
-        let sel_item = match (layered, sel_node) {
-            (true, Some(n)) => self.layers().iter().position(|l| l.contains(&n)),
-            (false, n) => n,
-            (true, None) => None,
-        };
+        let sel_node = list.order.get(selected).copied();
         let detail_h = (area.height / 3).clamp(3, 8);
         let list_h = area.height.saturating_sub(detail_h + 1) as usize;
-        let mut scroll = scroll.min(rows.len().saturating_sub(list_h));
-        if let Some(item) = sel_item {
-            let first = rows.iter().position(|(i, _)| *i == item).unwrap_or(0);
-            let last = rows.iter().rposition(|(i, _)| *i == item).unwrap_or(first);
-            if last >= scroll + list_h {
-                scroll = (last + 1).saturating_sub(list_h);
-            }
-            if first < scroll {
-                scroll = first;
-            }
-        }
-        for (row, (_, line)) in rows.iter().skip(scroll).take(list_h).enumerate() {
+        let scroll = list.scroll_to(list.item_of.get(selected).copied(), scroll, list_h);
+        for (row, line) in self.window(list, sel_node, scroll, list_h, t).iter().enumerate() {
             buf.set_line(area.x, area.y + row as u16, line, area.width);
         }
         let sep_y = area.y + list_h as u16;
         buf.set_stringn(area.x, sep_y, "─".repeat(area.width as usize), area.width as usize, t.style(Slot::Border));
-        if let Some(i) = sel_node {
-            let n = &self.nodes[i];
+        if let Some(n) = sel_node.and_then(|i| self.nodes.get(i)) {
             let head = format!(
                 "{} · {} · after {}",
                 one_line(&n.id),
@@ -364,6 +387,117 @@ impl DagView {
         }
         scroll
     }
+
+    /// The `height` rows from row `scroll` of `list`: only the items they cross are built.
+    pub fn window(
+        &self,
+        list: &NodeList,
+        sel_node: Option<usize>,
+        scroll: usize,
+        height: usize,
+        t: &Theme,
+    ) -> Vec<Line<'static>> {
+        // The item holding row `scroll`: the last one starting at or before it.
+        let first = list.starts.partition_point(|&s| s <= scroll).saturating_sub(1);
+        let mut out = Vec::with_capacity(height);
+        let mut skip = scroll.saturating_sub(list.starts.get(first).copied().unwrap_or(0));
+        for item in list.items.iter().skip(first) {
+            if out.len() >= height {
+                break;
+            }
+            let lines = self.item_lines(item, sel_node, list.width, t);
+            out.extend(lines.into_iter().skip(skip).take(height - out.len()));
+            skip = 0;
+        }
+        out
+    }
+}
+
+/// What the node list shows, item by item.
+#[derive(Debug, Clone, PartialEq)]
+enum ListItem {
+    /// A node of the tree.
+    Node(TreeRow),
+    /// A layer: its depth and its nodes.
+    Layer(usize, Vec<usize>),
+    /// The arrow between two layers.
+    Arrow,
+}
+
+impl ListItem {
+    /// The item a row belongs to, as [`DagView::rows`] names it.
+    fn id(&self) -> usize {
+        match self {
+            ListItem::Node(r) => r.node,
+            ListItem::Layer(d, _) => *d,
+            ListItem::Arrow => usize::MAX,
+        }
+    }
+}
+
+/// The node list laid out at one width ([`DagView::node_list`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeList {
+    /// Layers (true) or the tree.
+    pub layered: bool,
+    /// The width it was wrapped at.
+    pub width: usize,
+    items: Vec<ListItem>,
+    /// The row each item starts at, then the row count.
+    starts: Vec<usize>,
+    /// Node indices in the order the selection walks them.
+    pub order: Vec<usize>,
+    /// The item of each position in `order`.
+    item_of: Vec<usize>,
+}
+
+impl NodeList {
+    /// Rows in the list.
+    pub fn row_count(&self) -> usize {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    /// The first row to show in `height` rows from `scroll`, moved as little as possible so
+    /// every row of `item` (the selected one) is in view.
+    fn scroll_to(&self, item: Option<usize>, scroll: usize, height: usize) -> usize {
+        let mut scroll = scroll.min(self.row_count().saturating_sub(height));
+        if let Some(item) = item.filter(|&i| i < self.items.len()) {
+            let (first, last) = (self.starts[item], self.starts[item + 1].saturating_sub(1).max(self.starts[item]));
+            if last >= scroll + height {
+                scroll = (last + 1).saturating_sub(height);
+            }
+            if first < scroll {
+                scroll = first;
+            }
+        }
+        scroll
+    }
+}
+
+/// `body` wrapped to `width` after `first` (the first row's lead) or `cont` (the continuation
+/// rows', padded to the lead's width), continuation text indented by `hang`.
+fn hanging(
+    first: Span<'static>,
+    cont: Span<'static>,
+    body: Vec<Span<'static>>,
+    hang: usize,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let lead = super::width(&first.content);
+    let cont_w = super::width(&cont.content);
+    let cont = Span::styled(format!("{}{}", cont.content, " ".repeat(lead.saturating_sub(cont_w))), cont.style);
+    // Exactly the columns left of the guides: wrapping wider than that cut a character off
+    // every row of a deeply indented node.
+    let pieces = wrap_line(&Line::from(body), width.saturating_sub(lead).max(2), hang);
+    pieces
+        .into_iter()
+        .enumerate()
+        .map(|(k, piece)| {
+            let mut spans = vec![if k == 0 { first.clone() } else { cont.clone() }];
+            spans.extend(piece.spans);
+            Line::from(spans)
+        })
+        .collect()
 }
 
 /// Text for one row: line breaks and tabs become spaces, other control characters go.
@@ -530,6 +664,87 @@ mod tests {
         };
         deeper.keep_older(shallow);
         assert_eq!((deeper.nodes.len(), deeper.older_nodes), (2, 3));
+    }
+
+    /// A chain `from..to` (ids are the numbers), each node after the one before.
+    fn chain(from: usize, to: usize) -> Vec<DagNode> {
+        (from..to)
+            .map(|k| {
+                let parents: Vec<String> = if k == from { Vec::new() } else { vec![(k - 1).to_string()] };
+                DagNode {
+                    id: k.to_string(),
+                    kind: "k".into(),
+                    label: format!("step {k}"),
+                    parents,
+                    detail: String::new(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn loading_older_pages_stops_at_the_cap_and_counts_the_rest_as_older() {
+        // Every page `o` loaded stayed, without a bound.
+        let mut v = DagView {
+            sessions: vec![session("s")],
+            nodes: chain(9_000, 10_000),
+            older_nodes: 9_000,
+            next_before: Some(9_000),
+            ..Default::default()
+        };
+        for page in 0..5 {
+            let before = v.next_before.unwrap();
+            let from = before as usize - 1_000;
+            let page = DagPage {
+                session: "s".into(),
+                before,
+                nodes: chain(from, before as usize),
+                older_nodes: from as u64,
+                next_before: Some(from as i64).filter(|_| page < 8),
+            };
+            assert!(v.prepend(page));
+        }
+        assert_eq!(v.nodes.len(), DAG_PANE_MAX_NODES);
+        assert!(v.at_cap());
+        assert_eq!(v.nodes.first().map(|n| n.id.as_str()), Some("5000"), "the oldest beyond the cap are dropped");
+        assert_eq!((v.older_nodes, v.next_before), (5_000, Some(5_000)));
+        // A reload of the newest nodes with a new one keeps the loaded ones, still capped.
+        let mut reload = DagView {
+            sessions: vec![session("s")],
+            nodes: chain(9_001, 10_001),
+            older_nodes: 9_001,
+            next_before: Some(9_001),
+            ..Default::default()
+        };
+        reload.keep_older(v);
+        assert_eq!(reload.nodes.len(), DAG_PANE_MAX_NODES);
+        assert_eq!((reload.nodes[0].id.as_str(), reload.older_nodes, reload.next_before), ("5001", 5_001, Some(5_001)));
+    }
+
+    #[test]
+    fn a_window_builds_only_its_rows_and_they_are_the_full_lists_rows() {
+        let mut nodes = chain(0, 300);
+        nodes.extend((0..40).map(|k| n(&format!("leaf{k}"), &[&(k * 7).to_string()])));
+        nodes[3].label = "a label long enough to wrap over several rows of a narrow pane, twice at least".into();
+        let v = DagView { nodes, ..Default::default() };
+        let t = Theme::plain();
+        let text = |l: &Line<'_>| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>();
+        for layered in [false, true] {
+            let list = v.node_list(layered, 30, &t);
+            let all: Vec<String> = v.rows(layered, Some(5), 30, &t).iter().map(|(_, l)| text(l)).collect();
+            assert_eq!(list.row_count(), all.len());
+            for scroll in [0, 1, 4, 5, 6, 150, all.len() - 3] {
+                let window: Vec<String> = v.window(&list, Some(5), scroll, 12, &t).iter().map(text).collect();
+                let want: Vec<String> = all.iter().skip(scroll).take(12).cloned().collect();
+                assert_eq!(window, want, "layered {layered}, scroll {scroll}");
+            }
+        }
+        // The selected node's rows are brought into view, moving as little as possible.
+        let list = v.node_list(false, 30, &t);
+        let pos = list.order.iter().position(|&i| i == 3).unwrap();
+        let at = list.scroll_to(list.item_of.get(pos).copied(), 100, 5);
+        assert_eq!(at, list.starts[list.item_of[pos]]);
+        assert!(list.starts[list.item_of[pos] + 1] - at <= 5);
     }
 
     #[test]
