@@ -1270,41 +1270,14 @@ impl App {
         completion: Option<&Completion>,
     ) -> Option<(u16, u16)> {
         let t = &self.theme;
-        let (title, hint) = match kind {
-            PromptKind::AddRepo => (
-                " Add a repository ",
-                "Path of a directory to index (~ works). tab completes folders, enter adds, esc cancels.",
-            ),
-            PromptKind::PathFilter(_) => (
-                " Path filter ",
-                "Only files under this path prefix (empty clears). tab completes the index's folders, enter applies.",
-            ),
-            PromptKind::LangFilter(_) => (
-                " Language filter ",
-                "python, rust, typescript, markdown, ... or py, rs, ts, md (empty clears). tab completes, enter applies.",
-            ),
-            PromptKind::ConfirmRemove(_) => (" Remove repository ", ""),
-        };
+        let (title, hint) = prompt_texts(kind);
         let r = centered(area, area.width.saturating_sub(8).min(72), 7);
         Clear.render(r, buf);
         let block = frame(title, true, t);
         let inner = block.inner(r);
         block.render(r, buf);
         if let PromptKind::ConfirmRemove(path) = kind {
-            buf.set_stringn(
-                inner.x + 1,
-                inner.y,
-                widgets::truncate(&format!("Forget {}?", path.display()), inner.width as usize - 2),
-                inner.width as usize,
-                t.style(Slot::Text),
-            );
-            buf.set_stringn(
-                inner.x + 1,
-                inner.y + 1,
-                "Its index stays on disk. y removes, n or esc keeps it.",
-                inner.width as usize - 1,
-                t.style(Slot::Muted),
-            );
+            self.render_remove_question(inner, buf, path);
             return None;
         }
         buf.set_string(inner.x, inner.y, "›", t.style(Slot::Accent));
@@ -1321,16 +1294,7 @@ impl App {
             _ => None,
         };
         if let Some((items, pick)) = offered {
-            let mut spans = vec![Span::styled("tab: ", t.style(Slot::Muted))];
-            if items.is_empty() {
-                spans.push(Span::styled("nothing to complete", t.style(Slot::Muted)));
-            }
-            for (i, item) in items.iter().enumerate() {
-                let style = if pick == Some(i) { t.style(Slot::Selection) } else { t.style(Slot::Text) };
-                spans.push(Span::styled(item.clone(), style));
-                spans.push(Span::raw("  "));
-            }
-            buf.set_line(inner.x + 1, inner.y + 1, &Line::from(spans), inner.width.saturating_sub(2));
+            buf.set_line(inner.x + 1, inner.y + 1, &completion_line(items, pick, t), inner.width.saturating_sub(2));
         }
         let (msg, style) = match error {
             Some(e) => (e, t.style(Slot::Error)),
@@ -1346,6 +1310,58 @@ impl App {
         }
         Some(cursor)
     }
+
+    /// The removal question in place of a text field.
+    fn render_remove_question(&self, inner: Rect, buf: &mut Buffer, path: &std::path::Path) {
+        let t = &self.theme;
+        buf.set_stringn(
+            inner.x + 1,
+            inner.y,
+            widgets::truncate(&format!("Forget {}?", path.display()), inner.width as usize - 2),
+            inner.width as usize,
+            t.style(Slot::Text),
+        );
+        buf.set_stringn(
+            inner.x + 1,
+            inner.y + 1,
+            "Its index stays on disk. y removes, n or esc keeps it.",
+            inner.width as usize - 1,
+            t.style(Slot::Muted),
+        );
+    }
+}
+
+/// A prompt's title and the hint shown under its field.
+fn prompt_texts(kind: &PromptKind) -> (&'static str, &'static str) {
+    match kind {
+        PromptKind::AddRepo => (
+            " Add a repository ",
+            "Path of a directory to index (~ works). tab completes folders, enter adds, esc cancels.",
+        ),
+        PromptKind::PathFilter(_) => (
+            " Path filter ",
+            "Only files under this path prefix (empty clears). tab completes the index's folders, enter applies.",
+        ),
+        PromptKind::LangFilter(_) => (
+            " Language filter ",
+            "python, rust, typescript, markdown, ... or py, rs, ts, md (empty clears). tab completes, enter applies.",
+        ),
+        PromptKind::ConfirmRemove(_) => (" Remove repository ", ""),
+    }
+}
+
+/// What tab offers, the pick marked.
+fn completion_line(items: &[String], pick: Option<usize>, t: &Theme) -> Line<'static> {
+    let mut spans = vec![Span::styled("tab: ", t.style(Slot::Muted))];
+    if items.is_empty() {
+        spans.push(Span::styled("nothing to complete", t.style(Slot::Muted)));
+    }
+    for (i, item) in items.iter().enumerate() {
+        let style = if pick == Some(i) { t.style(Slot::Selection) } else { t.style(Slot::Text) };
+        spans.push(Span::styled(item.clone(), style));
+        spans.push(Span::raw("  "));
+    }
+    Line::from(spans)
 }
 
 /// The first `n` names, comma-separated, with `…` when there are more.
