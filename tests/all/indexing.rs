@@ -211,6 +211,53 @@ fn a_submodules_exclude_and_a_repository_local_excludes_file_apply_as_in_git() {
     assert!(hits.contains(&"sub/later.rs".to_string()) && !hits.contains(&"sub/later.tmp".to_string()), "{hits:?}");
 }
 
+/// A nested repository that is not a submodule (a clone inside the worktree) is its own
+/// repository to git: its own `core.excludesFile` applies in it, and the top's `.gitignore`,
+/// `info/exclude` and `core.excludesFile` do not. The walk applied none of its excludes file,
+/// and applied the top's `.gitignore` and `info/exclude` inside it: files git ignores there
+/// were indexed, and files git keeps were not.
+#[test]
+fn a_nested_repository_keeps_its_own_rules_as_in_git() {
+    use crate::util::git;
+    let env = Env::new();
+    let top = env.repo("top");
+    write(&top, ".gitignore", "*.log\n");
+    write(&top, "main.rs", "fn okapi_main() {}\n");
+    git(&top, &["init", "-q"]);
+    std::fs::write(top.join(".git/info/exclude"), "*.tmp\n").unwrap();
+    write(&top, ".git/top-excludes", "*.bak\n");
+    git(&top, &["config", "core.excludesFile", top.join(".git/top-excludes").to_str().unwrap()]);
+    let nested = top.join("nested");
+    write(&nested, "lib.rs", "fn okapi_lib() {}\n");
+    git(&nested, &["init", "-q"]);
+    std::fs::write(nested.join(".git/info/exclude"), "*.dat\n").unwrap();
+    write(&nested, ".git/own-excludes", "*.out\n");
+    git(&nested, &["config", "core.excludesFile", nested.join(".git/own-excludes").to_str().unwrap()]);
+    for ext in ["log", "tmp", "bak", "out", "dat"] {
+        write(&top, &format!("x.{ext}"), format!("okapi top {ext}"));
+        write(&nested, &format!("x.{ext}"), format!("okapi nested {ext}"));
+    }
+    // What git says, so the test asserts git's behaviour and not a guess at it.
+    let ignored = |dir: &std::path::Path| -> Vec<&str> {
+        ["x.log", "x.tmp", "x.bak", "x.out", "x.dat"].into_iter().filter(|f| git_ignores(dir, f)).collect()
+    };
+    assert_eq!(ignored(&top), ["x.log", "x.tmp", "x.bak"]);
+    assert_eq!(ignored(&nested), ["x.out", "x.dat"]);
+    let expected = ["main.rs", "nested/lib.rs", "nested/x.bak", "nested/x.log", "nested/x.tmp", "x.dat", "x.out"];
+    assert_eq!(indexed_by_cli(&env, &top), expected);
+    // The watcher's walk of changed paths keeps the same rules.
+    write(&nested, "later.out", "okapi later");
+    write(&nested, "later.log", "okapi later");
+    let engine = env.engine();
+    let scope = docdex::engine::index::Scope::Paths(vec![nested.join("later.out"), nested.join("later.log")]);
+    let repo_ref = engine.resolve_repo(&top).unwrap();
+    let mut session = engine.open_index_session(&repo_ref, false).unwrap();
+    session.update(&scope, &|_: &_| {}).unwrap();
+    session.finish().unwrap();
+    let hits = hit_paths(&engine, &top, "okapi later");
+    assert!(hits.contains(&"nested/later.log".into()) && !hits.contains(&"nested/later.out".into()), "{hits:?}");
+}
+
 #[test]
 fn binary_huge_invalid_utf8_and_symlink_loops_are_survived() {
     let env = Env::new();

@@ -34,8 +34,9 @@ pub struct GitRules {
     /// The top repository sets `core.excludesFile`: the global one does not apply.
     local_excludes_file: bool,
     /// Directories found holding a repository of their own (not a known submodule) during
-    /// the walk: the rules of the worktree above stop there, as git's do.
-    nested: RwLock<Vec<PathBuf>>,
+    /// the walk, with that repository's own rules: the rules of the worktree above stop
+    /// there and its own apply, as git's do.
+    nested: RwLock<Vec<Worktree>>,
 }
 
 #[derive(Debug)]
@@ -54,11 +55,7 @@ impl GitRules {
         let Some(top) = root.ancestors().find(|a| a.join(".git").exists()) else {
             return rules;
         };
-        let Some(gitdir) = git_dir(top) else { return rules };
-        let common = common_dir(&gitdir);
-        let crate_reads_exclude = top.join(".git").is_dir() || crate_resolves(top);
-        let exclude = (!crate_reads_exclude).then(|| common.join("info/exclude"));
-        let own = excludes_file(&common.join("config"), top);
+        let Some(RepoFiles { common, exclude, own }) = repo_files(top) else { return rules };
         rules.local_excludes_file = own.is_some();
         rules.add(top, exclude, own, &common);
         let mut modules = Vec::new();
@@ -80,21 +77,11 @@ impl GitRules {
     fn add(&mut self, top: &Path, exclude: Option<PathBuf>, excludes_file: Option<PathBuf>, gitdir: &Path) {
         self.files.push(gitdir.join("info/exclude"));
         self.files.push(gitdir.join("config"));
-        let mut matchers = Vec::new();
-        for file in exclude.into_iter().chain(excludes_file) {
-            self.files.push(file.clone());
-            if let Some(m) = matcher(top, &file) {
-                matchers.push(m);
-            }
-        }
+        self.files.extend(exclude.iter().chain(&excludes_file).cloned());
+        let matchers = matchers(top, exclude.into_iter().chain(excludes_file));
         if !matchers.is_empty() {
             self.worktrees.push(Worktree { top: top.to_path_buf(), matchers });
         }
-    }
-
-    /// True when there is nothing to apply (no filter is needed).
-    pub fn is_empty(&self) -> bool {
-        self.worktrees.is_empty()
     }
 
     /// Whether the top repository sets `core.excludesFile` (so git ignores the global one).
@@ -110,22 +97,19 @@ impl GitRules {
 
     /// Whether the walk must leave `path` out: the deepest worktree above it excludes it,
     /// and no ignore file between them (nor an `--include` override) takes it back.
+    /// A directory holding a repository of its own that is not a known submodule (found as
+    /// the walk enters it, before what is in it) gets that repository's rules.
     pub fn excludes(&self, path: &Path, is_dir: bool, overrides: Option<&ignore::overrides::Override>) -> bool {
-        if is_dir && path.join(".git").exists() && !self.worktrees.iter().any(|w| w.top == path) {
-            if let Ok(mut nested) = self.nested.write() {
-                nested.push(path.to_path_buf());
-            }
+        if is_dir && !self.worktrees.iter().any(|w| w.top == path) && path.join(".git").exists() {
+            self.enter_nested(path);
         }
-        let Some(tree) = self.worktrees.iter().find(|w| path.starts_with(&w.top) && path != w.top) else {
+        let nested = self.nested.read().ok();
+        let in_nested = nested.as_deref().and_then(|n| inside(n, path));
+        let Some(tree) =
+            inside(&self.worktrees, path).into_iter().chain(in_nested).max_by_key(|w| w.top.components().count())
+        else {
             return false;
         };
-        let inside_nested = self
-            .nested
-            .read()
-            .is_ok_and(|n| n.iter().any(|d| d.starts_with(&tree.top) && path.starts_with(d) && path != d));
-        if inside_nested {
-            return false;
-        }
         let excluded = tree.matchers.iter().map(|m| m.matched(path, is_dir)).find(|m| !m.is_none());
         if !excluded.is_some_and(|m| m.is_ignore()) {
             return false;
@@ -135,6 +119,49 @@ impl GitRules {
         }
         !taken_back(path, is_dir, &tree.top)
     }
+
+    /// Records `top` as a nested repository, with the rules of its own the crate misses.
+    fn enter_nested(&self, top: &Path) {
+        if self.nested.read().is_ok_and(|n| n.iter().any(|w| w.top == top)) {
+            return;
+        }
+        let matchers = repo_files(top)
+            .map(|RepoFiles { exclude, own, .. }| matchers(top, exclude.into_iter().chain(own)))
+            .unwrap_or_default();
+        if let Ok(mut nested) = self.nested.write() {
+            if !nested.iter().any(|w| w.top == top) {
+                nested.push(Worktree { top: top.to_path_buf(), matchers });
+            }
+        }
+    }
+}
+
+/// The deepest of `trees` strictly above `path`.
+fn inside<'a>(trees: &'a [Worktree], path: &Path) -> Option<&'a Worktree> {
+    trees.iter().filter(|w| path.starts_with(&w.top) && path != w.top).max_by_key(|w| w.top.components().count())
+}
+
+/// A repository's git directory holding what its worktrees share, and its rule files the
+/// crate misses: `info/exclude` (when its `.git` is a file the crate does not resolve) and
+/// its own `core.excludesFile`.
+struct RepoFiles {
+    common: PathBuf,
+    exclude: Option<PathBuf>,
+    own: Option<PathBuf>,
+}
+
+/// The [`RepoFiles`] of the repository whose worktree's top is `top`.
+fn repo_files(top: &Path) -> Option<RepoFiles> {
+    let common = common_dir(&git_dir(top)?);
+    let crate_reads_exclude = top.join(".git").is_dir() || crate_resolves(top);
+    let exclude = (!crate_reads_exclude).then(|| common.join("info/exclude"));
+    let own = excludes_file(&common.join("config"), top);
+    Some(RepoFiles { common, exclude, own })
+}
+
+/// The matchers of `files` relative to `top`, in their order (absent or empty ones left out).
+fn matchers(top: &Path, files: impl Iterator<Item = PathBuf>) -> Vec<Gitignore> {
+    files.filter_map(|f| matcher(top, &f)).collect()
 }
 
 /// The user's git files that decide what the global excludes file holds: the global configs

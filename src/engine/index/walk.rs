@@ -83,8 +83,10 @@ fn builder_towards(
         .git_global(!rules.local_excludes_file())
         .git_exclude(true)
         // Inside a worktree, git's rules: ignore files apply up to the worktree's top and no
-        // further. Elsewhere a project's own `.gitignore` files count without a `.git`.
-        .require_git(inside_git)
+        // further. Elsewhere a project's own `.gitignore` files count without a `.git`. At a
+        // repository's top, requiring git makes the crate see each nested repository's `.git`,
+        // where the top's `.gitignore` and `info/exclude` stop, as git's do.
+        .require_git(inside_git || root.join(".git").exists())
         .ignore(true)
         .parents(inside_git)
         .follow_links(false)
@@ -109,17 +111,14 @@ fn builder_towards(
             built = Some(o);
         }
     }
-    if targets.is_none() && rules.is_empty() {
-        return b;
-    }
+    // Always filtered: a nested repository found anywhere brings rules of its own.
     let root_owned = root.to_path_buf();
-    let rules = (!rules.is_empty()).then_some(rules);
     b.filter_entry(move |e| {
         if targets.as_ref().is_some_and(|t| !t.admits(&rel_path(&root_owned, e.path()))) {
             return false;
         }
         let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-        !rules.as_ref().is_some_and(|r| r.excludes(e.path(), is_dir, built.as_ref()))
+        !rules.excludes(e.path(), is_dir, built.as_ref())
     });
     b
 }
