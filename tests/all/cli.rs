@@ -644,3 +644,128 @@ fn dev_fake_ollama_writes_its_port_and_says_where_it_listens() {
     assert!(port.parse::<u16>().is_ok_and(|p| p > 0), "{port:?}");
     assert_eq!(line, format!("fake Ollama listening on http://127.0.0.1:{port}\n"));
 }
+
+/// True when every line of `text` fits the line of `template` at the same place, where `{}`
+/// stands for any run of characters (a figure, a date, a path).
+fn fits(text: &str, template: &str) -> bool {
+    let (lines, wanted): (Vec<&str>, Vec<&str>) = (text.split('\n').collect(), template.split('\n').collect());
+    lines.len() == wanted.len() && lines.iter().zip(&wanted).all(|(l, w)| fits_line(l, w))
+}
+
+fn fits_line(line: &str, template: &str) -> bool {
+    let parts: Vec<&str> = template.split("{}").collect();
+    let Some(mut rest) = line.strip_prefix(parts[0]) else { return false };
+    for (i, part) in parts.iter().enumerate().skip(1) {
+        let at = if i == parts.len() - 1 { rest.len().checked_sub(part.len()) } else { rest.find(part) };
+        match at {
+            Some(at) if rest[at..].starts_with(part) => rest = &rest[at + part.len()..],
+            _ => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+#[test]
+fn a_template_fits_its_figures_and_no_changed_word() {
+    assert!(fits("p50 1.5 ms, p95 2\nend\n", "p50 {} ms, p95 {}\nend\n"));
+    assert!(!fits("p50 1.5 ms, p99 2\nend\n", "p50 {} ms, p95 {}\nend\n"));
+    assert!(!fits("p50 1.5 ms\n", "p50 {} s\n"));
+    assert!(!fits("p50 1.5 ms\nmore\n", "p50 {} ms\n"));
+}
+
+/// Pins what `docdex bench-context` prints, the notes on stderr and the report table on
+/// stdout, figures aside: its `run` is split into steps and must not change a byte.
+#[test]
+fn bench_context_prints_its_notes_and_report_table() {
+    let env = Env::new();
+    let corpus = env.repo("corpus");
+    for i in 1..=6 {
+        write(&corpus, &format!("pkg/m{i}.py"), format!("def parse_config_{i}(path):\n    return open(path).read()\n"));
+    }
+    let out = env.run(&["bench-context", "--corpus", corpus.to_str().unwrap(), "--rounds", "1"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let source = std::fs::canonicalize(&corpus).unwrap();
+    let report = format!(
+        "### Context packs ({{}} build, {{}})\n\n\
+         Machine: {{}} ({{}} cores, {{}} GiB RAM), kernel {{}}; load average at the end {{}}.\n\
+         Corpus: 6 files (7 indexed) copied from {}, a git branch with 2 committed, 1 staged, 1 dirty and 1 untracked file; budget 8000 tokens, `--since main`.\n\n\
+         | Figure | Value |\n| --- | --- |\n\
+         | First pack (loads tokenizer, graph, symbols) | {{}} ms, {{}} snippets, {{}} tokens |\n\
+         | Warm pack p50 / p95 / max ({{}} packs, {{}} tasks) | {{}} / {{}} / {{}} ms |\n\
+         | Median parts: search / git / expand / fit | {{}} / {{}} / {{}} / {{}} ms |\n\
+         | Mean snippets, mean tokens per pack | {{}}, {{}} (packs over budget: {{}}) |\n\
+         | Target: < 200 ms for an 8,000-token pack on 5,000 files | {{}} (p95) |\n\n",
+        source.display()
+    );
+    assert!(fits(&stdout, &report), "{stdout}");
+    let debug = if cfg!(debug_assertions) {
+        "warning: this is a debug build; figures are only meaningful from `cargo build --release`\n"
+    } else {
+        ""
+    };
+    let notes = format!(
+        "{debug}copying 6 files into {{}}/corpus\n\
+         making it a git repository with a branch: committed, staged, dirty and untracked changes\n\
+         indexing {{}}/corpus\npacking {{}} tasks x 1 rounds\n"
+    );
+    assert!(fits(&stderr, &notes), "{stderr}");
+}
+
+/// Pins what `docdex bench-web` prints, as a table and as `--json` (run side by side), figures
+/// aside: its `run` is split into steps and must not change a byte. Needs Chromium.
+#[test]
+fn bench_web_prints_a_row_per_measurement_and_the_same_figures_as_json() {
+    if !crate::web_support::have_browser() {
+        return;
+    }
+    let env = Env::new();
+    let spawn = |json: bool| {
+        let mut args = vec!["bench-web", "--runs", "2"];
+        if json {
+            args.push("--json");
+        }
+        Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(&args)
+            .env("DOCDEX_HOME", env.home())
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run docdex")
+    };
+    let (table, json) = (spawn(false), spawn(true));
+    let (table, json) = (table.wait_with_output().unwrap(), json.wait_with_output().unwrap());
+    assert!(table.status.success(), "{}", String::from_utf8_lossy(&table.stderr));
+    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    let mut rows = String::from("{} ({} cores, {} GiB), {}, load {}\n| measurement | figure |\n| --- | --- |\n");
+    rows.push_str("| browser start (spawn to DevTools connected) | p50 {} ms, p95 {}, min {} |\n");
+    for kind in ["chromium", "http"] {
+        rows.push_str(&format!(
+            "| {kind}: first fetch (incl. browser start) | {{}} ms |\n\
+             | {kind}: cold fetch, 20 KB page | p50 {{}} ms, p95 {{}}, min {{}} |\n\
+             | {kind}: warm fetch (cache hit) | p50 {{}} ms, p95 {{}} |\n\
+             | {kind}: Tier 2 on a miss (discovery + 2 pages) | p50 {{}} ms, p95 {{}} (plus {{}} ms waiting for the 2 s discovery spacing) |\n\
+             | {kind}: Tier 2 on a cache hit (target < 5 ms) | p50 {{}} ms, p95 {{}} |\n"
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&table.stdout);
+    assert!(fits(&stdout, &rows), "{stdout}");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    let want = [
+        "browser_start_ms",
+        "chromium_fetch",
+        "chromium_tier2",
+        "http_fetch",
+        "http_tier2",
+        "machine",
+        "date",
+        "loadavg",
+    ];
+    assert_eq!(keys, want, "{v}");
+    let fields = |k: &str| -> Vec<String> { v[k].as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(fields("browser_start_ms"), ["p50", "p95", "min"]);
+    assert_eq!(fields("http_fetch"), ["first", "cold_p50", "cold_p95", "warm_p50", "warm_p95"]);
+    assert_eq!(fields("chromium_tier2"), ["miss_p50", "miss_p95", "hit_p50", "hit_p95"]);
+}
