@@ -86,6 +86,45 @@ struct Candidate {
     priority: u8,
 }
 
+/// The task must say something, and the budget must be in range.
+fn checked_budget(task: &str, budget: Option<u32>) -> Result<u32> {
+    if task.is_empty() {
+        return Err(Error::BadRequest("empty task: describe what you are about to do, in plain words".into()));
+    }
+    let budget = budget.unwrap_or(DEFAULT_CONTEXT_BUDGET);
+    if !(MIN_CONTEXT_BUDGET..=MAX_CONTEXT_BUDGET).contains(&budget) {
+        return Err(Error::BadRequest(format!(
+            "budget {budget} is out of range: give {MIN_CONTEXT_BUDGET} to {MAX_CONTEXT_BUDGET} tokens"
+        )));
+    }
+    Ok(budget)
+}
+
+/// A pack with the branch's changes and their notes, before any snippet is fitted.
+fn empty_pack(root: &Path, task: &str, since: Option<String>, budget: u32, changes: &changes::Changes) -> ContextPack {
+    ContextPack {
+        schema_version: 1,
+        repo: root.to_path_buf(),
+        task: task.to_string(),
+        since,
+        base: changes.base.clone(),
+        budget,
+        tokens: 0,
+        tokenizer: "cl100k_base".into(),
+        snippets: Vec::new(),
+        changed: changes.files.clone(),
+        omitted: Vec::new(),
+        notes: changes
+            .note
+            .iter()
+            .cloned()
+            .chain(crate::engine::waterfall::diff::special_note(&changes.special))
+            .collect(),
+        timing: ContextTiming::default(),
+        markdown: None,
+    }
+}
+
 impl Engine {
     /// A bounded, cited context pack for `req.task`: changed lines, search hits, the
     /// definitions they name, the tests that exercise them and their importers and imports,
@@ -93,15 +132,7 @@ impl Engine {
     pub fn context(&self, repo_path: &Path, req: &ContextRequest) -> Result<ContextPack> {
         let started = Instant::now();
         let task = req.task.trim();
-        if task.is_empty() {
-            return Err(Error::BadRequest("empty task: describe what you are about to do, in plain words".into()));
-        }
-        let budget = req.budget.unwrap_or(DEFAULT_CONTEXT_BUDGET);
-        if !(MIN_CONTEXT_BUDGET..=MAX_CONTEXT_BUDGET).contains(&budget) {
-            return Err(Error::BadRequest(format!(
-                "budget {budget} is out of range: give {MIN_CONTEXT_BUDGET} to {MAX_CONTEXT_BUDGET} tokens"
-            )));
-        }
+        let budget = checked_budget(task, req.budget)?;
         budget::warm_up();
         let repo = self.resolve_repo(repo_path)?;
         let mut timing = ContextTiming::default();
@@ -118,27 +149,7 @@ impl Engine {
         timing.git_ms = ms(t);
 
         let t = Instant::now();
-        let mut pack = ContextPack {
-            schema_version: 1,
-            repo: repo.root.clone(),
-            task: task.to_string(),
-            since: req.since.clone(),
-            base: changes.base.clone(),
-            budget,
-            tokens: 0,
-            tokenizer: "cl100k_base".into(),
-            snippets: Vec::new(),
-            changed: changes.files.clone(),
-            omitted: Vec::new(),
-            notes: changes
-                .note
-                .iter()
-                .cloned()
-                .chain(crate::engine::waterfall::diff::special_note(&changes.special))
-                .collect(),
-            timing: ContextTiming::default(),
-            markdown: None,
-        };
+        let mut pack = empty_pack(&repo.root, task, req.since.clone(), budget, &changes);
         let mut files = if self.config().privacy.redact_snippets { Files::masked(&repo) } else { Files::new(&repo) };
         if left_out > 0 {
             pack.notes.push(format!(
