@@ -185,6 +185,37 @@ pub struct DagSessionList {
     pub sessions: Vec<DagSessionSummary>,
 }
 
+/// One question of a logged session and the answer it got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DagTurn {
+    /// The question as asked.
+    pub question: String,
+    /// The answer (the last answer observation after the question), `None` when none was given.
+    pub answer: Option<String>,
+}
+
+/// A logged session's conversation as a chat continuing it needs it
+/// ([`Engine::dag_conversation`]): its newest turns, as many as the chat's history can hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DagConversation {
+    /// The session's full id.
+    pub session_id: String,
+    /// The turns kept, oldest first.
+    pub turns: Vec<DagTurn>,
+    /// The session's older turns left out: the history would not hold them.
+    pub older_turns: u32,
+    /// The tokens the turns kept may take: the context share of the configured window, the
+    /// most history a chat turn can send.
+    pub budget_tokens: u32,
+}
+
+/// A request or answer node as a conversation reads it: id, kind, the question (a request's) and
+/// the answer (an observation's).
+type TurnNode = (i64, NodeKind, String, Option<String>);
+
+/// Request and answer nodes a conversation reads at a time, newest first.
+const CONVERSATION_PAGE: usize = 500;
+
 /// Where a session stands when a request joins it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionCursor {
@@ -514,6 +545,64 @@ impl DagStore {
         })
     }
 
+    /// The newest turns of session `id` (or a unique prefix) whose questions and answers, each
+    /// priced by `cost` (tokens with the message overhead), fit in `budget` tokens: the stretch
+    /// of the conversation a chat continuing it can send back. The newest turn is kept however
+    /// long. Reads the request and answer nodes newest first, a page at a time, and stops when
+    /// the budget is spent, so a session of any length costs what the kept turns cost.
+    pub fn conversation(&self, id: &str, budget: u32, cost: &dyn Fn(&str) -> u32) -> Result<DagConversation> {
+        let full = self.resolve(id)?;
+        let total: u32 = self
+            .conn
+            .query_row("SELECT turns FROM sessions WHERE id = ?1", params![full], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        let (mut turns, mut used, mut answer, mut before) = (Vec::new(), 0u32, None::<String>, i64::MAX);
+        'pages: loop {
+            let page = self.turn_nodes(&full, before)?;
+            let Some(last) = page.last() else { break };
+            before = last.0;
+            for (_, kind, question, said) in page {
+                if kind != NodeKind::UserRequest {
+                    // Newest first: the first answer met is the turn's last one.
+                    answer = answer.or(said.filter(|a| !a.trim().is_empty()));
+                    continue;
+                }
+                let answer = answer.take();
+                let tokens = cost(&question).saturating_add(answer.as_deref().map_or(0, cost));
+                if !turns.is_empty() && used.saturating_add(tokens) > budget {
+                    break 'pages;
+                }
+                used = used.saturating_add(tokens);
+                turns.push(DagTurn { question, answer });
+            }
+        }
+        turns.reverse();
+        let older_turns = total.saturating_sub(turns.len() as u32);
+        Ok(DagConversation { session_id: full, turns, older_turns, budget_tokens: budget })
+    }
+
+    /// The request and answer nodes of `session` below id `before`, newest first: id, kind,
+    /// the question (a request's `query`, else its label) and the `answer` an observation holds.
+    fn turn_nodes(&self, session: &str, before: i64) -> Result<Vec<TurnNode>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, kind, COALESCE(CASE json_type(payload, '$.query') WHEN 'text' THEN json_extract(payload, '$.query') END, label),
+                        CASE json_type(payload, '$.answer') WHEN 'text' THEN json_extract(payload, '$.answer') END
+                 FROM nodes WHERE session_id = ?1 AND id < ?2 AND kind IN ('UserRequest', 'Observation')
+                 ORDER BY id DESC LIMIT ?3",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![session, before, CONVERSATION_PAGE as i64], |r| {
+                let kind: String = r.get(1)?;
+                let kind = NodeKind::parse(&kind).unwrap_or(NodeKind::Observation);
+                Ok((r.get(0)?, kind, r.get(2)?, r.get(3)?))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(|e| self.err(e))
+    }
+
     /// The full id for `id` or a unique prefix of one.
     fn resolve(&self, id: &str) -> Result<String> {
         let not_found =
@@ -580,6 +669,35 @@ impl Engine {
     /// (`session` may be a unique prefix).
     pub fn dag_session(&self, repo_path: &Path, session: &str) -> Result<DagSession> {
         self.dag_session_page(repo_path, session, None, None)
+    }
+
+    /// The conversation of a logged session (`session` may be a unique prefix) as a chat
+    /// continuing it needs it: its newest turns, as many as fit in the history a chat turn can
+    /// send (the context share of `[llm] context_tokens`, counted with the chat model's
+    /// tokenizer), however far back that reaches; the rest are counted in `older_turns`. A
+    /// fixed number of nodes (the view's 1,000) cut a long session's history short, or read
+    /// nodes the chat could never send.
+    pub fn dag_conversation(&self, repo_path: &Path, session: &str) -> Result<DagConversation> {
+        let repo = self.resolve_repo(repo_path)?;
+        let llm = &self.config().llm;
+        let budget = crate::engine::waterfall::budget::plan(llm.context_tokens, llm.max_answer_tokens).context;
+        let counter = crate::engine::waterfall::budget::TokenCounter::for_model(&llm.default_model, None);
+        let overhead = crate::engine::waterfall::budget::MESSAGE_OVERHEAD;
+        let cost = |text: &str| -> u32 {
+            let tokens = match &counter {
+                Ok(c) => c.count(text),
+                // No tokenizer: about four characters a token.
+                Err(_) => (text.chars().count() as u32).div_ceil(4),
+            };
+            tokens.saturating_add(overhead)
+        };
+        match DagStore::open_existing(&repo)? {
+            Some(store) => store.conversation(session, budget, &cost),
+            None => Err(Error::NotFound(format!(
+                "no reasoning sessions in {} yet; `docdex chat` logs one per conversation",
+                repo.root.display()
+            ))),
+        }
     }
 
     /// One reasoning session with its newest `limit` nodes (default [`DAG_VIEW_DEFAULT`], 1 to
@@ -923,6 +1041,51 @@ mod tests {
             stmt.query_map(["long"], |r| r.get::<_, String>(3)).unwrap().collect::<rusqlite::Result<_>>().unwrap();
         assert!(plan.iter().all(|step| !step.starts_with("SCAN")), "no step scans a table: {plan:?}");
         assert!(plan.iter().any(|step| step.contains("nodes_by_session")), "{plan:?}");
+    }
+
+    #[test]
+    fn a_conversation_is_the_newest_turns_the_budget_holds_however_many_nodes_they_span() {
+        // "Continue in chat" rebuilt the turns among the newest 1,000 nodes: a few hundred turns
+        // of a long session, whatever the chat's history could hold.
+        let (_d, s) = store();
+        let session = "long";
+        for k in 1..=400 {
+            let request = TurnRequest { session: Some(session), agent_id: None, title: "q", label: "label" };
+            let (_, r) = s.begin_turn(request, |_| json!({ "query": format!("question {k}") })).unwrap();
+            for step in 0..5 {
+                s.add_node(session, NodeKind::Thought, &format!("step {step}"), &json!({}), &[r]).unwrap();
+            }
+            if k == 399 {
+                continue; // no answer recorded
+            }
+            let first = if k == 398 { "draft" } else { "" };
+            s.add_node(session, NodeKind::Observation, "a", &json!({ "answer": first }), &[r]).unwrap();
+            s.add_node(session, NodeKind::Observation, "answer", &json!({ "answer": format!("answer {k}") }), &[r])
+                .unwrap();
+        }
+        assert!(s.summary_of(session).unwrap().unwrap().nodes > 3_000);
+        let cost = |t: &str| t.len() as u32 + 4;
+        let all = s.conversation(session, u32::MAX, &cost).unwrap();
+        assert_eq!((all.turns.len(), all.older_turns), (400, 0), "every turn, far past 1,000 nodes");
+        assert_eq!(all.turns[0], DagTurn { question: "question 1".into(), answer: Some("answer 1".into()) });
+        assert_eq!(all.turns[397].answer.as_deref(), Some("answer 398"), "the turn's last answer");
+        assert_eq!(all.turns[398].answer, None);
+        // A budget of 250 turns' worth keeps the newest that fit, and counts the rest.
+        let price = |t: &DagTurn| cost(&t.question) + t.answer.as_deref().map_or(0, cost);
+        let budget: u32 = all.turns[150..].iter().map(price).sum();
+        let some = s.conversation(&session[..4], budget, &cost).unwrap();
+        assert_eq!(some.turns, all.turns[150..].to_vec());
+        assert_eq!((some.older_turns, some.budget_tokens, some.session_id.as_str()), (150, budget, session));
+        let less = s.conversation(session, budget - 1, &cost).unwrap();
+        assert_eq!((less.turns.len(), less.older_turns), (249, 151));
+        // The newest turn is kept even alone over the budget: the chat shows what it continues.
+        let one = s.conversation(session, 1, &cost).unwrap();
+        assert_eq!(one.turns, all.turns[399..].to_vec());
+        // A question logged without a query in its payload is its label.
+        let c = s.join_session(Some("bare"), None, "x").unwrap();
+        s.add_node(&c.id, NodeKind::UserRequest, "asked as a label", &json!({ "query": 3 }), &[]).unwrap();
+        let bare = s.conversation("bare", 100, &cost).unwrap();
+        assert_eq!(bare.turns, vec![DagTurn { question: "asked as a label".into(), answer: None }]);
     }
 
     #[test]

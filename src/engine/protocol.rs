@@ -29,7 +29,8 @@ pub use super::code::types::{
 pub use super::context::render_markdown as render_context_markdown;
 pub use super::context::types::*;
 pub use super::dag::{
-    to_dot, to_text, utc, valid_session_id, DagNode, DagSession, DagSessionList, DagSessionSummary, NodeKind,
+    to_dot, to_text, utc, valid_session_id, DagConversation, DagNode, DagSession, DagSessionList, DagSessionSummary,
+    DagTurn, NodeKind,
 };
 pub use super::embed::types::{EmbedState, EmbedSummary, SimilarFile, SimilarRequest, SimilarResponse};
 pub use super::eval::gitset::{GitSetOptions, GitSetStats};

@@ -395,8 +395,11 @@ impl Citation {
 pub struct Conversation {
     /// The session id (the next turn continues it).
     pub session_id: String,
-    /// Each turn's question and answer (`None` when no model answered), oldest first.
+    /// Each turn's question and answer (`None` when no model answered), oldest first: the
+    /// newest turns, as many as the chat's history holds.
     pub turns: Vec<(String, Option<String>)>,
+    /// The session's older turns left out (the history would not hold them).
+    pub older_turns: u32,
 }
 
 /// Streaming progress of a chat turn.

@@ -10,7 +10,7 @@ use super::widgets::thousands;
 use super::widgets::trace::fmt_ms;
 use super::widgets::trace::{DroppedSnippet, SlotBudget, TierRun, TraceView, WebPageRun, WebRun};
 use crate::engine::protocol::{ChatSource, ChatTrace, StepStatus, StepTrace};
-use crate::engine::protocol::{DagSession as EngineDagSession, DagSessionSummary};
+use crate::engine::protocol::{DagConversation, DagSession as EngineDagSession, DagSessionSummary};
 use crate::engine::protocol::{DiscoveryStatus, FetchVia, PageStatus, WebTrace};
 use serde_json::Value;
 
@@ -273,27 +273,14 @@ fn payload_text(v: &Value) -> String {
     }
 }
 
-/// A logged session's questions (the `UserRequest` nodes) with their answers (the answer
-/// observation each request leads to), oldest first.
-pub fn conversation(session: &EngineDagSession) -> Conversation {
-    use crate::engine::protocol::NodeKind;
-    let mut turns: Vec<(String, Option<String>)> = Vec::new();
-    for n in &session.nodes {
-        match n.kind {
-            NodeKind::UserRequest => {
-                let q = n.payload.get("query").and_then(Value::as_str).unwrap_or(&n.label);
-                turns.push((q.to_string(), None));
-            }
-            NodeKind::Observation => {
-                let answer = n.payload.get("answer").and_then(Value::as_str).filter(|a| !a.is_empty());
-                if let (Some(a), Some(last)) = (answer, turns.last_mut()) {
-                    last.1 = Some(a.to_string());
-                }
-            }
-            _ => {}
-        }
+/// A logged session's conversation as the engine answers it for a chat continuing it
+/// (`Engine::dag_conversation`: the newest turns the chat's history holds), oldest first.
+pub fn conversation(c: &DagConversation) -> Conversation {
+    Conversation {
+        session_id: c.session_id.clone(),
+        turns: c.turns.iter().map(|t| (t.question.clone(), t.answer.clone())).collect(),
+        older_turns: c.older_turns,
     }
-    Conversation { session_id: session.session.id.clone(), turns }
 }
 
 /// The DAG pane's view: every session (newest first) and the nodes of `shown` (when given).

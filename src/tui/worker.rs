@@ -489,10 +489,10 @@ fn provider_seen(resp: &ChatTurnResponse) -> Option<ProviderStatus> {
     })
 }
 
-/// A logged session's questions and answers.
+/// A logged session's questions and answers, as many as the chat's history holds.
 fn load_conversation(engine: &Engine, repo: &Path, session: &str) -> EngineEvent {
     EngineEvent::Conversation(
-        engine.dag_session(repo, session).map(|s| views::conversation(&s)).map_err(|e| format!("{e:#}")),
+        engine.dag_conversation(repo, session).map(|c| views::conversation(&c)).map_err(|e| format!("{e:#}")),
     )
 }
 

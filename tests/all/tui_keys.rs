@@ -663,6 +663,47 @@ fn a_dag_session_loaded_up_to_the_panes_cap_says_so_and_loads_no_more_snapshot()
 }
 
 #[test]
+fn continuing_a_long_session_in_chat_brings_the_turns_the_history_holds_not_the_newest_nodes() {
+    // Tour: `enter` in the DAG pane rebuilt the chat from the session's newest 1,000 nodes:
+    // 125 turns of 8 steps, though the chat's history could hold twice as many.
+    use docdex::engine::dag::{DagStore, NodeKind, TurnRequest};
+    use docdex::tui::event::Request;
+    let mut h = Harness::new().started();
+    let store = DagStore::open(&h.engine.resolve_repo(&h.repo).unwrap()).unwrap();
+    for k in 1..=400 {
+        let request = TurnRequest { session: Some("long"), agent_id: None, title: "a long chat", label: "q" };
+        let (_, r) = store.begin_turn(request, |_| serde_json::json!({ "query": format!("question {k}") })).unwrap();
+        for step in 0..6 {
+            store.add_node("long", NodeKind::Thought, &format!("step {step}"), &serde_json::json!({}), &[r]).unwrap();
+        }
+        let answer = serde_json::json!({ "answer": format!("answer {k}") });
+        store.add_node("long", NodeKind::Observation, "answer", &answer, &[r]).unwrap();
+    }
+    h.alt('5');
+    h.pump();
+    h.key(KeyCode::Enter);
+    let asked = h.requests();
+    assert_eq!(asked, vec![Request::LoadConversation { repo: h.repo.clone(), session: "long".into() }]);
+    for r in asked {
+        for e in docdex::tui::worker::run_sync(&h.engine, r) {
+            h.engine_event(e);
+        }
+    }
+    let want = h.engine.dag_conversation(&h.repo, "long").unwrap();
+    assert!(want.turns.len() > 125 && want.turns.len() < 400, "bounded by tokens, not nodes: {}", want.turns.len());
+    let texts: Vec<&str> = h.app.chat().cells().iter().map(|c| c.text.as_str()).collect();
+    let questions: Vec<&str> = texts.iter().copied().filter(|t| t.starts_with("question ")).collect();
+    assert_eq!(questions.len(), want.turns.len());
+    assert_eq!(questions.last(), Some(&"question 400"));
+    let older = 400 - want.turns.len();
+    assert_eq!(
+        texts[0],
+        format!("({older} earlier turns left out: more than the model's history holds; `docdex dag view long` shows them)")
+    );
+    assert_eq!(texts.last(), Some(&"answer 400"));
+}
+
+#[test]
 fn symbol_search_says_it_takes_names_not_a_description() {
     // Tour: after ctrl+t the query box still asked for "a plain-language description".
     let mut h = Harness::new().started();

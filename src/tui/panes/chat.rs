@@ -384,16 +384,23 @@ impl ChatPane {
             self.current = i;
             return;
         }
+        let cell = |role: Role, text: &str| ChatCell {
+            role,
+            lines: MarkdownStream::parse(text),
+            citations: Vec::new(),
+            text: text.to_string(),
+            turn: None,
+            partial: false,
+        };
         let mut cells = Vec::new();
+        if c.older_turns > 0 {
+            let older = crate::tui::widgets::count(u64::from(c.older_turns), "earlier turn", "earlier turns");
+            let id: String = c.session_id.chars().take(8).collect();
+            let text =
+                format!("({older} left out: more than the model's history holds; `docdex dag view {id}` shows them)");
+            cells.push(cell(Role::Notice, &text));
+        }
         for (q, a) in &c.turns {
-            let cell = |role: Role, text: &str| ChatCell {
-                role,
-                lines: MarkdownStream::parse(text),
-                citations: Vec::new(),
-                text: text.to_string(),
-                turn: None,
-                partial: false,
-            };
             cells.push(cell(Role::User, q));
             match a {
                 Some(a) => cells.push(cell(Role::Assistant, a)),
