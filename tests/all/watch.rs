@@ -241,6 +241,39 @@ fn an_edit_of_git_info_exclude_under_a_watcher_drops_and_restores_what_it_names(
     watcher.stop();
 }
 
+/// A nested repository (a clone inside the worktree, not a submodule) has rules of its own
+/// (`info/exclude`, its `core.excludesFile`) that the watcher did not watch: an edit there
+/// applied only at the next full `docdex index`, and a `git init` inside the worktree (where
+/// the top's `.gitignore` stops applying) went unnoticed. Both now run a full update at once.
+#[test]
+fn the_rules_of_a_nested_repository_under_a_watcher_apply_at_once() {
+    use crate::util::git;
+    let env = Env::new();
+    let repo = env.repo("w");
+    git(&repo, &["init", "-q"]);
+    write(&repo, ".gitignore", "*.log\n");
+    write(&repo, "main.rs", "fn jackalope_main() {}\n");
+    write(&repo, "vendor/lib/notes.tmp", "jackalope vendored notes\n");
+    git(&repo.join("vendor/lib"), &["init", "-q"]);
+    write(&repo, "extra/draft.tmp", "wombat draft\n");
+    write(&repo, "extra/run.log", "wombat log\n");
+    let engine = env.engine();
+    let watcher = Watcher::start(&engine, &repo);
+    assert_eq!(hit_paths(&engine, &repo, "jackalope").len(), 2);
+    assert_eq!(hit_paths(&engine, &repo, "wombat"), ["extra/draft.tmp"]);
+
+    std::fs::write(repo.join("vendor/lib/.git/info/exclude"), "*.tmp\n").unwrap();
+    eventually("excluded by the nested repository", || hit_paths(&engine, &repo, "jackalope") == ["main.rs"]);
+
+    // A repository made while watching: the top's `.gitignore` stops at it, and its own
+    // `info/exclude` is watched from then on.
+    git(&repo.join("extra"), &["init", "-q"]);
+    eventually("the top's *.log no longer applies in it", || hit_paths(&engine, &repo, "wombat").len() == 2);
+    std::fs::write(repo.join("extra/.git/info/exclude"), "*.tmp\n").unwrap();
+    eventually("its own exclude applies", || hit_paths(&engine, &repo, "wombat") == ["extra/run.log"]);
+    watcher.stop();
+}
+
 #[test]
 fn docdex_watch_shows_its_catch_up_runs_progress_on_a_terminal() {
     // `script` gives the command a terminal, as a person running it has.

@@ -136,6 +136,16 @@ impl GitRules {
     }
 }
 
+/// The files whose edit changes the rules of the repository whose worktree's top is `top`
+/// (a nested one the walk enters): its `info/exclude`, `config` and own excludes file. A
+/// watcher watches them as it watches the top's ([`GitRules::files`]).
+pub fn repo_rule_files(top: &Path) -> Vec<PathBuf> {
+    let Some(RepoFiles { common, own, .. }) = repo_files(top) else { return Vec::new() };
+    let mut files = vec![common.join("info/exclude"), common.join("config")];
+    files.extend(own);
+    files
+}
+
 /// The deepest of `trees` strictly above `path`.
 fn inside<'a>(trees: &'a [Worktree], path: &Path) -> Option<&'a Worktree> {
     trees.iter().filter(|w| path.starts_with(&w.top) && path != w.top).max_by_key(|w| w.top.components().count())

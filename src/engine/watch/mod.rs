@@ -349,10 +349,11 @@ fn collect(repo: &RepoRef, filter: &Filter, ev: WatchEvent, batch: &mut Batch, r
         return;
     }
     for p in &ev.paths {
-        if filter.names_rule(p) {
-            // git's own ignore lists (`.git/info/exclude`, a submodule's, `core.excludesFile`
-            // in a config, the user's excludes file), as `.gitignore`: a full run (the root
-            // stands for one) drops what they now exclude and adds what they no longer do.
+        if filter.names_rule(p) || filter.names_repo(p) {
+            // git's own ignore lists (`.git/info/exclude`, a submodule's or a nested
+            // repository's, `core.excludesFile` in a config, the user's excludes file), or a
+            // repository made inside: as `.gitignore`, a full run (the root stands for one)
+            // drops what they now exclude and adds what they no longer do.
             batch.paths.insert(repo.root.clone());
             continue;
         }

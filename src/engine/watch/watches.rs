@@ -23,7 +23,7 @@ use std::sync::{Arc, RwLock};
 /// What the event handler and the loop keep of an event: shared, as the watches change it.
 pub(super) type SharedFilter = Arc<RwLock<Filter>>;
 
-/// Which event paths matter: those in a watched tree (outside its `.git/`), and git's rule
+/// Which event paths matter: those in a watched tree (outside any `.git/`), and git's rule
 /// files. Everything else a watch reports (the rest of `.git/`, the other files of a home
 /// directory watched for `~/.gitconfig`) is dropped.
 #[derive(Debug, Clone, Default)]
@@ -42,16 +42,21 @@ impl Filter {
         self.rules.iter().any(|(file, dir)| file == p || (file.starts_with(p) && p.starts_with(dir) && p != dir))
     }
 
-    /// Whether an event on `p` matters: a rule, or a path of a watched tree outside its `.git/`.
+    /// Whether an event on `p` matters: a rule, or a path of a watched tree outside `.git/`.
     pub(super) fn wants(&self, p: &Path) -> bool {
-        self.names_rule(p) || self.in_tree(p)
+        self.names_rule(p) || self.names_repo(p) || self.in_tree(p)
     }
 
-    /// `p` is in a watched tree, outside its `.git/`.
+    /// A `.git` made or removed in a watched directory (`git init`, a clone, a repository
+    /// moved in or out): a repository's rules start or stop there.
+    pub(super) fn names_repo(&self, p: &Path) -> bool {
+        p.file_name().is_some_and(|n| n == ".git") && p.parent().is_some_and(|d| self.in_tree(d))
+    }
+
+    /// `p` is in a watched tree, outside every `.git/` in it (the top's, a nested
+    /// repository's, a submodule's `.git` file: never indexed).
     pub(super) fn in_tree(&self, p: &Path) -> bool {
-        self.trees
-            .iter()
-            .any(|t| p.strip_prefix(t).is_ok_and(|rel| rel.components().next().is_none_or(|c| c.as_os_str() != ".git")))
+        self.trees.iter().any(|t| p.strip_prefix(t).is_ok_and(|rel| !rel.components().any(|c| c.as_os_str() == ".git")))
     }
 }
 
@@ -102,6 +107,12 @@ impl Tree {
         }
         self.unwatched.retain(|d, _| visited.contains(d));
         limit_hit
+    }
+
+    /// The watched directories below the root holding a repository of their own (a clone
+    /// inside the worktree, a submodule), whose git rules apply in them.
+    fn nested_repos(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        self.watched.iter().filter(|d| **d != self.root && d.join(".git").exists()).cloned()
     }
 
     /// Drops every watch of the tree (a source removed, or its folder replaced).
@@ -253,7 +264,10 @@ impl Watches {
     pub(super) fn watch_tree(&mut self, dir: &Path, report: &dyn Fn(WatchReport)) {
         let mut w = Walker { watcher: &mut self.watcher, cfg: &self.cfg, threads: self.threads };
         let tree = std::iter::once(&mut self.repo).chain(&mut self.sources).find(|t| dir.starts_with(&t.root));
-        let limit_hit = tree.is_some_and(|t| t.watch_walk(&mut w, Some(dir), false).1);
+        let (visited, limit_hit) = tree.map(|t| t.watch_walk(&mut w, Some(dir), false)).unwrap_or_default();
+        if visited.iter().any(|d| d.join(".git").exists()) {
+            self.watch_rules(); // a repository cloned or moved in brings rules of its own
+        }
         self.after_walk(limit_hit, report);
     }
 
@@ -276,6 +290,7 @@ impl Watches {
             let rules = GitRules::load(&tree.root);
             files.extend(rules.files().iter().cloned());
             global |= !rules.local_excludes_file();
+            files.extend(tree.nested_repos().flat_map(|top| gitrules::repo_rule_files(&top)));
         }
         if global {
             files.extend(gitrules::global_files());
