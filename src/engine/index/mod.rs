@@ -195,39 +195,8 @@ impl IndexSession {
         check_state_writable(repo)?;
         generation::migrate_legacy(&repo.state_dir)?;
         generation::recover(&repo.state_dir)?;
-        let live = repo.with_data_dir(repo.state_dir.join(generation::LIVE));
-        let damaged = damage::read_marker(&repo.state_dir);
-        let opened = match schema::open_live(&live.index_dir()) {
-            schema::Live::Missing => None,
-            schema::Live::Usable(index, fields) if !rebuild && damaged.is_none() => Some(Ok((index, fields))),
-            schema::Live::Usable(index, _) => {
-                let why = match &damaged {
-                    Some(d) => format!("the index was found damaged ({d})"),
-                    None => "--rebuild".to_string(),
-                };
-                Some(Err((why, schema::read_payload(&index).generation)))
-            }
-            schema::Live::Unusable(why) => Some(Err((why, Manifest::load(&live.manifest_path()).generation))),
-        };
         let status = StatusFile::new(repo.status_path());
-        let (index, fields, created, write_repo, staging) = match opened {
-            Some(Ok((index, fields))) => {
-                // A first index that never committed is still being built from scratch.
-                let fresh = index.load_metas().map(|m| m.payload.is_none()).unwrap_or(true);
-                (index, fields, fresh, live.clone(), None)
-            }
-            // The first index is built in place: there is nothing to keep searchable, and a huge
-            // first run keeps its progress across interruptions.
-            None => {
-                let (index, fields) = schema::create(&live.index_dir()).map_err(|e| disk_full_or(e, repo, None))?;
-                (index, fields, true, live.clone(), None)
-            }
-            Some(Err((reason, live_generation))) => {
-                tracing::info!(%reason, live_generation, "building a new generation beside the live one");
-                let (next, index, fields) = start_next(repo, live_generation)?;
-                (index, fields, true, next, Some(Staging { reason, live_generation }))
-            }
-        };
+        let WriteTarget { index, fields, created, repo: write_repo, staging } = WriteTarget::open(repo, rebuild)?;
         let manifest = if created {
             Manifest::load(Path::new("/nonexistent"))
         } else {
@@ -1282,6 +1251,61 @@ impl IndexSession {
 
 /// An empty new generation beside the live one (`gen.next/`), or, when that fails, nothing
 /// left behind and a full disk said as such.
+
+/// Where an index run writes: the live generation in place, or a new one staged beside it
+/// (a rebuild, a damaged or unusable index) that keeps answering searches until the switch.
+struct WriteTarget {
+    index: Index,
+    fields: Fields,
+    /// A new index, or a first one that never committed: everything is added.
+    created: bool,
+    repo: RepoRef,
+    staging: Option<Staging>,
+}
+
+impl WriteTarget {
+    fn open(repo: &RepoRef, rebuild: bool) -> Result<WriteTarget> {
+        let live = repo.with_data_dir(repo.state_dir.join(generation::LIVE));
+        let damaged = damage::read_marker(&repo.state_dir);
+        let opened = match schema::open_live(&live.index_dir()) {
+            schema::Live::Missing => None,
+            schema::Live::Usable(index, fields) if !rebuild && damaged.is_none() => Some(Ok((index, fields))),
+            schema::Live::Usable(index, _) => {
+                let why = match &damaged {
+                    Some(d) => format!("the index was found damaged ({d})"),
+                    None => "--rebuild".to_string(),
+                };
+                Some(Err((why, schema::read_payload(&index).generation)))
+            }
+            schema::Live::Unusable(why) => Some(Err((why, Manifest::load(&live.manifest_path()).generation))),
+        };
+        Ok(match opened {
+            Some(Ok((index, fields))) => {
+                // A first index that never committed is still being built from scratch.
+                let fresh = index.load_metas().map(|m| m.payload.is_none()).unwrap_or(true);
+                WriteTarget { index, fields, created: fresh, repo: live, staging: None }
+            }
+            // The first index is built in place: there is nothing to keep searchable, and a huge
+            // first run keeps its progress across interruptions.
+            None => {
+                let (index, fields) = schema::create(&live.index_dir()).map_err(|e| disk_full_or(e, repo, None))?;
+                WriteTarget { index, fields, created: true, repo: live, staging: None }
+            }
+            Some(Err((reason, live_generation))) => {
+                tracing::info!(%reason, live_generation, "building a new generation beside the live one");
+                let (next, index, fields) = start_next(repo, live_generation)?;
+                WriteTarget {
+                    index,
+                    fields,
+                    created: true,
+                    repo: next,
+                    staging: Some(Staging { reason, live_generation }),
+                }
+            }
+        })
+    }
+}
+
 fn start_next(repo: &RepoRef, live_generation: u64) -> Result<(RepoRef, Index, Fields)> {
     let made = generation::prepare_next(&repo.state_dir).and_then(|dir| {
         let next = repo.with_data_dir(dir);
