@@ -421,12 +421,8 @@ fn read_lines(pipe: impl Read, kept: &Mutex<Kept>) {
     }
 }
 
-/// Runs `argv` in `root` in a new process group, interleaving stdout and stderr lines, and
-/// kills the whole group at `timeout`, or when the runner exits and left processes behind.
-fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> {
-    let Some((program, args)) = argv.split_first() else {
-        return Err(Error::BadRequest("empty test command".into()));
-    };
+/// Starts the runner in `root` in a process group of its own, with colour off and piped output.
+fn spawn_runner(root: &Path, program: &str, args: &[String]) -> Result<std::process::Child> {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(root)
@@ -442,14 +438,45 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
     }
-    let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| {
+    cmd.spawn().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             Error::BadRequest(format!("the test runner `{program}` is not installed or not on PATH"))
         } else {
             Error::io("starting the test runner in", root, e)
         }
-    })?;
+    })
+}
+
+/// Waits for the runner; at `timeout` kills its whole group. The exit status (none when it
+/// could not be read) and whether the timeout struck.
+fn wait_or_kill(
+    child: &mut std::process::Child,
+    root: &Path,
+    started: Instant,
+    timeout: Duration,
+) -> Result<(Option<std::process::ExitStatus>, bool)> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Ok((Some(s), false)),
+            Ok(None) if started.elapsed() >= timeout => {
+                group::kill_leftovers(child.id());
+                let _ = child.kill();
+                return Ok((child.wait().ok(), true));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(Error::io("waiting for the test runner in", root, e)),
+        }
+    }
+}
+
+/// Runs `argv` in `root` in a new process group, interleaving stdout and stderr lines, and
+/// kills the whole group at `timeout`, or when the runner exits and left processes behind.
+fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(Error::BadRequest("empty test command".into()));
+    };
+    let started = Instant::now();
+    let mut child = spawn_runner(root, program, args)?;
     let kept: Arc<Mutex<Kept>> = Arc::default();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let pipes: [Option<Box<dyn Read + Send>>; 2] = [
@@ -466,20 +493,7 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
         });
     }
     drop(done_tx);
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) if started.elapsed() >= timeout => {
-                timed_out = true;
-                group::kill_leftovers(child.id());
-                let _ = child.kill();
-                break child.wait().ok();
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(Error::io("waiting for the test runner in", root, e)),
-        }
-    };
+    let (status, timed_out) = wait_or_kill(&mut child, root, started, timeout)?;
     let mut notes = Vec::new();
     if let Some(killed) = group::kill_leftovers(child.id()).filter(|_| !timed_out) {
         notes.push(group::leftovers_note(&killed));
