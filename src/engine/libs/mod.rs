@@ -115,79 +115,28 @@ impl Engine {
         if detected.deps.len() > max {
             notes.push(format!("{} dependencies; only the first {max} ([libs] max_packages)", detected.deps.len()));
         }
-        // Why published docs are not fetched, naming the one reason that holds.
-        let why_offline = if req.offline {
-            Some("--offline")
-        } else if !self.config().libs.fetch_published {
-            Some("[libs] fetch_published = false")
-        } else if !self.config().web.enabled {
-            Some("the web tier is off: [web] enabled = false")
-        } else {
-            None
-        };
-        let online = why_offline.is_none();
+        let why_offline = self.why_published_not_fetched(req.offline);
         if let Some(why) = why_offline {
             notes.push(format!("published docs not fetched ({why})"));
         }
+        let online = why_offline.is_none();
         // A registry URL that is no URL is said once, naming the key; its packages ask nothing.
         let misconfigured = if online { published::misconfigured(&self.config().libs) } else { Vec::new() };
-        let mut bad_used: Vec<&str> = Vec::new();
+        let mut registries = Registries { online, misconfigured: &misconfigured, ..Default::default() };
         let roots = self.lib_roots(&repo.root);
         let mut ingest: Vec<(Dependency, Vec<LibDoc>)> = Vec::new();
         let mut packages = Vec::new();
-        // Registries that could not be reached: (registry, packages, the first error).
-        let mut unreachable: Vec<(&'static str, usize, String)> = Vec::new();
         let total = detected.deps.len().min(max);
         for (i, dep) in detected.deps.into_iter().take(max).enumerate() {
             on_progress(LibsProgress::Started { dep: &dep, index: i + 1, total });
-            let registry = published::source_of(&dep, crate_installed(&dep, &roots));
-            // A registry that could not be reached is not asked again in this run: each try
-            // can wait out the whole page timeout, and a dead one cost every package that.
-            let dead = unreachable.iter_mut().find(|(r, _, _)| *r == registry);
-            let bad = misconfigured.iter().find(|(r, _)| *r == registry);
-            let asks = online && dead.is_none() && bad.is_none();
-            let (docs, mut pkg, failed) = self.package_docs(&dep, &roots, req.refresh, asks);
-            if let Some((_, why)) = bad {
-                if !bad_used.contains(&why.as_str()) {
-                    bad_used.push(why);
-                }
-                if !pkg.cached {
-                    pkg.notes.push(format!("published docs: not asked for ({why})"));
-                }
-            } else if let Some(u) = dead {
-                if online && !pkg.cached {
-                    u.1 += 1;
-                    pkg.notes.push(format!("published docs: not asked for ({registry} could not be reached)"));
-                }
-            } else if let Some(e) = failed {
-                unreachable.push((registry, 1, e));
-            }
+            let (docs, pkg) = self.fetch_package(&dep, &roots, req.refresh, &mut registries);
             on_progress(LibsProgress::Done(&pkg));
             packages.push(pkg);
             ingest.push((dep, docs));
         }
-        for why in bad_used {
-            let config = self.config_path().display();
-            notes.push(format!("{why}, so its packages' published docs were not fetched; fix it in {config}"));
-        }
-        let registry_unreachable = (!unreachable.is_empty()).then(|| {
-            let each: Vec<String> = unreachable
-                .iter()
-                .map(|(r, n, e)| format!("{r} (for {}: {e})", count(*n, "package")))
-                .collect();
-            format!(
-                "could not reach {}, so no published docs were fetched for those packages (their installed sources, if any, were indexed); check the network, or run `docdex libs fetch --offline` to use only the installed sources",
-                each.join("; ")
-            )
-        });
-        std::fs::create_dir_all(&repo.state_dir).map_err(|e| Error::io("creating", &repo.state_dir, e))?;
-        let counts = index::rebuild(&libs_dir(&repo), &ingest)?;
-        for (p, n) in packages.iter_mut().zip(&counts) {
-            p.chunks = *n;
-        }
-        let chunks = counts.iter().sum();
-        let record = IngestRecord { packages: packages.clone(), chunks, notes: notes.clone() };
-        replace_json(&ingest_record(&repo), &record)?;
+        notes.extend(registries.misconfigured_notes(&self.config_path().display().to_string()));
+        let registry_unreachable = registries.unreachable_note();
+        let chunks = ingest_packages(&repo, &ingest, &mut packages, &notes)?;
         Ok(LibsReport {
             schema_version: LIBS_SCHEMA_VERSION,
             repo: repo.root.display().to_string(),
@@ -199,6 +148,35 @@ impl Engine {
         })
     }
 
+    /// Why published docs are not fetched, naming the one reason that holds; `None` online.
+    fn why_published_not_fetched(&self, offline: bool) -> Option<&'static str> {
+        if offline {
+            Some("--offline")
+        } else if !self.config().libs.fetch_published {
+            Some("[libs] fetch_published = false")
+        } else if !self.config().web.enabled {
+            Some("the web tier is off: [web] enabled = false")
+        } else {
+            None
+        }
+    }
+
+    /// One dependency's docs and report line, its registry asked only when online, configured
+    /// and not found unreachable earlier in the run; what the run learns of the registry is
+    /// kept in `registries`.
+    fn fetch_package(
+        &self,
+        dep: &Dependency,
+        roots: &Roots,
+        refresh: bool,
+        registries: &mut Registries<'_>,
+    ) -> (Vec<LibDoc>, LibPackage) {
+        let registry = published::source_of(dep, crate_installed(dep, roots));
+        let asks = registries.asks(registry);
+        let (docs, mut pkg, failed) = self.package_docs(dep, roots, refresh, asks);
+        registries.record(registry, &mut pkg, failed);
+        (docs, pkg)
+    }
     /// One package's docs and its report line, and, when its registry could not be reached,
     /// why (a failure to connect is not remembered as "published docs tried", so the next
     /// online run tries again instead of serving the cache without them).
@@ -350,6 +328,92 @@ impl Engine {
         }
         entry
     }
+}
+
+/// What one `libs fetch` run learns of the registries its packages' published docs come from.
+#[derive(Default)]
+struct Registries<'a> {
+    /// Published docs may be fetched at all in this run.
+    online: bool,
+    /// Registries whose configured URL is no URL: (registry, why).
+    misconfigured: &'a [(&'static str, String)],
+    /// Of those, the reasons a package needed, in the order first needed (said once each).
+    bad_used: Vec<&'a str>,
+    /// Registries that could not be reached: (registry, packages, the first error).
+    unreachable: Vec<(&'static str, usize, String)>,
+}
+
+impl<'a> Registries<'a> {
+    /// A registry that could not be reached is not asked again in this run: each try can wait
+    /// out the whole page timeout, and a dead one cost every package that.
+    fn asks(&self, registry: &str) -> bool {
+        let dead = self.unreachable.iter().any(|(r, _, _)| *r == registry);
+        let bad = self.misconfigured.iter().any(|(r, _)| *r == registry);
+        self.online && !dead && !bad
+    }
+
+    /// Notes on `pkg` why its registry was not asked, and remembers a registry that failed.
+    fn record(&mut self, registry: &'static str, pkg: &mut LibPackage, failed: Option<String>) {
+        let online = self.online;
+        if let Some((_, why)) = self.misconfigured.iter().find(|(r, _)| *r == registry) {
+            if !self.bad_used.contains(&why.as_str()) {
+                self.bad_used.push(why);
+            }
+            if !pkg.cached {
+                pkg.notes.push(format!("published docs: not asked for ({why})"));
+            }
+        } else if let Some(u) = self.unreachable.iter_mut().find(|(r, _, _)| *r == registry) {
+            if online && !pkg.cached {
+                u.1 += 1;
+                pkg.notes.push(format!("published docs: not asked for ({registry} could not be reached)"));
+            }
+        } else if let Some(e) = failed {
+            self.unreachable.push((registry, 1, e));
+        }
+    }
+
+    /// One note per misconfigured registry a package needed, pointing at the config file.
+    fn misconfigured_notes(&self, config: &str) -> Vec<String> {
+        self.bad_used
+            .iter()
+            .map(|why| format!("{why}, so its packages' published docs were not fetched; fix it in {config}"))
+            .collect()
+    }
+
+    /// The report's `registry_unreachable`: every registry that could not be reached, with its
+    /// package count and first error, and what to do.
+    fn unreachable_note(&self) -> Option<String> {
+        (!self.unreachable.is_empty()).then(|| {
+            let each: Vec<String> = self
+                .unreachable
+                .iter()
+                .map(|(r, n, e)| format!("{r} (for {}: {e})", count(*n, "package")))
+                .collect();
+            format!(
+                "could not reach {}, so no published docs were fetched for those packages (their installed sources, if any, were indexed); check the network, or run `docdex libs fetch --offline` to use only the installed sources",
+                each.join("; ")
+            )
+        })
+    }
+}
+
+/// Rebuilds the repository's libs index from the gathered docs, sets each package's chunk
+/// count and records the run in `libs.json`; returns the total chunks.
+fn ingest_packages(
+    repo: &RepoRef,
+    ingest: &[(Dependency, Vec<LibDoc>)],
+    packages: &mut [LibPackage],
+    notes: &[String],
+) -> Result<u32> {
+    std::fs::create_dir_all(&repo.state_dir).map_err(|e| Error::io("creating", &repo.state_dir, e))?;
+    let counts = index::rebuild(&libs_dir(repo), ingest)?;
+    for (p, n) in packages.iter_mut().zip(&counts) {
+        p.chunks = *n;
+    }
+    let chunks = counts.iter().sum();
+    let record = IngestRecord { packages: packages.to_vec(), chunks, notes: notes.to_vec() };
+    replace_json(&ingest_record(repo), &record)?;
+    Ok(chunks)
 }
 
 /// Whether `dep` is a crate whose sources are in the cargo registry here (any other package
