@@ -258,6 +258,61 @@ fn a_nested_repository_keeps_its_own_rules_as_in_git() {
     assert!(hits.contains(&"nested/later.log".into()) && !hits.contains(&"nested/later.out".into()), "{hits:?}");
 }
 
+/// The user's excludes file applies in each repository that sets no `core.excludesFile` of its
+/// own, as git applies it: the crate's global rules applied it to a whole walk, inside a nested
+/// repository with an excludes file of its own too, or (the top setting its own) nowhere, not
+/// even in a nested repository that sets none.
+#[test]
+fn the_users_excludes_file_applies_in_each_repository_without_its_own() {
+    use crate::util::git;
+    let env = Env::new();
+    let home = env.dir.path().join("user");
+    write(&home, ".gitconfig", format!("[core]\n\texcludesFile = {}/global-ignore\n", home.display()));
+    write(&home, "global-ignore", "*.glob\n");
+    let home_var = home.to_str().unwrap();
+    let ignored = |dir: &std::path::Path, rel: &str| {
+        let out = std::process::Command::new("git")
+            .args(["check-ignore", "-q", rel])
+            .current_dir(dir)
+            .env("HOME", home_var)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("GIT_CONFIG_GLOBAL")
+            .output()
+            .unwrap();
+        out.status.code() == Some(0)
+    };
+    // `plain` sets no excludes file, its clone `own/` does; `local` sets one, its clone
+    // `none/` does not.
+    let repos = [("plain", None), ("plain/own", Some("*.own")), ("local", Some("*.own")), ("local/none", None)];
+    for (rel, own) in repos {
+        let dir = env.dir.path().join(rel);
+        write(&dir, "x.glob", "okapi glob");
+        write(&dir, "x.own", "okapi own");
+        write(&dir, "main.rs", "fn okapi() {}\n");
+        git(&dir, &["init", "-q"]);
+        if let Some(pattern) = own {
+            write(&dir, ".git/own-excludes", format!("{pattern}\n"));
+            git(&dir, &["config", "core.excludesFile", dir.join(".git/own-excludes").to_str().unwrap()]);
+        }
+    }
+    let d = |rel: &str| env.dir.path().join(rel);
+    assert!(ignored(&d("plain"), "x.glob") && !ignored(&d("plain"), "x.own"));
+    assert!(!ignored(&d("plain/own"), "x.glob") && ignored(&d("plain/own"), "x.own"));
+    assert!(!ignored(&d("local"), "x.glob") && ignored(&d("local"), "x.own"));
+    assert!(ignored(&d("local/none"), "x.glob") && !ignored(&d("local/none"), "x.own"));
+    let indexed = |rel: &str| {
+        let repo = d(rel);
+        let out = env.run_env(&["index", "--repo", repo.to_str().unwrap(), "--json"], &[("HOME", home_var)]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let r = env.engine().resolve_repo(&repo).unwrap();
+        let m = docdex::engine::index::manifest::Manifest::load(&r.manifest_path());
+        m.files.into_iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p).collect::<Vec<_>>()
+    };
+    assert_eq!(indexed("plain"), ["main.rs", "own/main.rs", "own/x.glob", "x.own"]);
+    assert_eq!(indexed("local"), ["main.rs", "none/main.rs", "none/x.own", "x.glob"]);
+}
+
 #[test]
 fn binary_huge_invalid_utf8_and_symlink_loops_are_survived() {
     let env = Env::new();

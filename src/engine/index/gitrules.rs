@@ -6,7 +6,10 @@
 //!   `commondir` file (a worktree's);
 //! - a repository-local `core.excludesFile` (`.git/config`, or a submodule's own `config`):
 //!   the crate's `git_global` reads only the user's and the system's configuration. When the
-//!   repository sets one, git uses it instead of the global one, and so does the walk.
+//!   repository sets one, git uses it instead of the global one, and so does the walk;
+//! - the user's excludes file itself, per repository: the crate's `git_global` applied it to
+//!   the whole walk or (a top setting its own) nowhere, where git reads it in each repository
+//!   (top, submodule, nested clone) that sets none of its own. The walk turns the crate's off.
 //!
 //! Precedence is git's: a `.gitignore` (or `.ignore`, `.docdexignore`) pattern in the
 //! worktree wins over `info/exclude`, which wins over `core.excludesFile`. An excludes file
@@ -31,8 +34,9 @@ pub struct GitRules {
     worktrees: Vec<Worktree>,
     /// Files whose edit changes these rules (excludes files, configs).
     files: Vec<PathBuf>,
-    /// The top repository sets `core.excludesFile`: the global one does not apply.
-    local_excludes_file: bool,
+    /// The user's excludes file (`core.excludesFile` in the global config, else
+    /// `$XDG_CONFIG_HOME/git/ignore`): each repository that sets none of its own uses it.
+    global: Option<PathBuf>,
     /// Directories found holding a repository of their own (not a known submodule) during
     /// the walk, with that repository's own rules: the rules of the worktree above stop
     /// there and its own apply, as git's do.
@@ -51,12 +55,17 @@ impl GitRules {
     /// holding `.git`) and those of every submodule registered under that repository's
     /// `modules/` whose worktree is inside `root`.
     pub fn load(root: &Path) -> GitRules {
-        let mut rules = GitRules::default();
+        let mut rules = GitRules { global: ignore::gitignore::gitconfig_excludes_path(), ..Default::default() };
         let Some(top) = root.ancestors().find(|a| a.join(".git").exists()) else {
+            // Outside git the user's excludes file still applies, as a `.gitignore` does.
+            let matchers = matchers(root, rules.global_for(root).into_iter());
+            if !matchers.is_empty() {
+                rules.worktrees.push(Worktree { top: root.to_path_buf(), matchers });
+            }
             return rules;
         };
         let Some(RepoFiles { common, exclude, own }) = repo_files(top) else { return rules };
-        rules.local_excludes_file = own.is_some();
+        let own = own.or_else(|| rules.global_for(top));
         rules.add(top, exclude, own, &common);
         let mut modules = Vec::new();
         find_modules(&common.join("modules"), 0, &mut modules);
@@ -66,7 +75,7 @@ impl GitRules {
                 continue;
             };
             if tree.starts_with(root) && tree != top {
-                let own = excludes_file(&module.join("config"), &tree);
+                let own = excludes_file(&module.join("config"), &tree).or_else(|| rules.global_for(&tree));
                 rules.add(&tree, Some(module.join("info/exclude")), own, &module);
             }
         }
@@ -84,9 +93,10 @@ impl GitRules {
         }
     }
 
-    /// Whether the top repository sets `core.excludesFile` (so git ignores the global one).
-    pub fn local_excludes_file(&self) -> bool {
-        self.local_excludes_file
+    /// The user's excludes file for the repository at `top` (a relative path is taken from
+    /// there): git reads it where a repository sets no `core.excludesFile` of its own.
+    fn global_for(&self, top: &Path) -> Option<PathBuf> {
+        self.global.as_ref().map(|g| top.join(g))
     }
 
     /// The files whose edit changes what these rules exclude (each `info/exclude`, `config`
@@ -126,7 +136,9 @@ impl GitRules {
             return;
         }
         let matchers = repo_files(top)
-            .map(|RepoFiles { exclude, own, .. }| matchers(top, exclude.into_iter().chain(own)))
+            .map(|RepoFiles { exclude, own, .. }| {
+                matchers(top, exclude.into_iter().chain(own.or_else(|| self.global_for(top))))
+            })
             .unwrap_or_default();
         if let Ok(mut nested) = self.nested.write() {
             if !nested.iter().any(|w| w.top == top) {

@@ -79,8 +79,9 @@ fn builder_towards(
     let rules = GitRules::load(root);
     b.hidden(!cfg.include_hidden)
         .git_ignore(true)
-        // A repository's own `core.excludesFile` replaces the user's, as in git.
-        .git_global(!rules.local_excludes_file())
+        // The user's excludes file is applied by `GitRules`, in each repository that sets no
+        // `core.excludesFile` of its own, as git applies it.
+        .git_global(false)
         .git_exclude(true)
         // Inside a worktree, git's rules: ignore files apply up to the worktree's top and no
         // further. Elsewhere a project's own `.gitignore` files count without a `.git`. At a

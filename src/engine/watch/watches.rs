@@ -285,16 +285,11 @@ impl Watches {
     /// the directory above (`~/.config/` for `~/.config/git/ignore`).
     fn watch_rules(&mut self) {
         let mut files: HashSet<PathBuf> = HashSet::new();
-        let mut global = false;
         for tree in self.trees() {
-            let rules = GitRules::load(&tree.root);
-            files.extend(rules.files().iter().cloned());
-            global |= !rules.local_excludes_file();
+            files.extend(GitRules::load(&tree.root).files().iter().cloned());
             files.extend(tree.nested_repos().flat_map(|top| gitrules::repo_rule_files(&top)));
         }
-        if global {
-            files.extend(gitrules::global_files());
-        }
+        files.extend(gitrules::global_files());
         let rules: HashMap<PathBuf, PathBuf> =
             files.into_iter().filter_map(|f| watch_dir(&f).map(|d| (f, d))).collect();
         let dirs: HashSet<PathBuf> = rules.values().cloned().collect();
