@@ -1,10 +1,11 @@
-//! `docdex profile list | add | search | edit | remove | export | import | reembed | learn`:
+//! `docdex profile list | add | role | search | edit | remove | export | import | reembed | learn`:
 //! profile (preference) memory, one engine call per command.
 
 use super::output::{count, visible, visible_text, Out};
 use crate::engine::protocol::{
     now_ms, Category, DagTarget, EvolutionAction, EvolutionOutcome, Preference, ProfileAddRequest, ProfileEditRequest,
-    ProfileListRequest, ProfileRemoveRequest, ProfileSearchRequest, ProfileWriteResponse, SavePreferenceRequest,
+    ProfileListRequest, ProfileRemoveRequest, ProfileRoleRequest, ProfileSearchRequest, ProfileWriteResponse,
+    SavePreferenceRequest,
 };
 use crate::engine::Engine;
 use crate::error::Error;
@@ -29,6 +30,7 @@ impl ProfileArgs {
             Some(
                 ProfileCommand::List { json, .. }
                 | ProfileCommand::Add { json, .. }
+                | ProfileCommand::Role { json, .. }
                 | ProfileCommand::Search { json, .. }
                 | ProfileCommand::Edit { json, .. }
                 | ProfileCommand::Remove { json, .. }
@@ -75,6 +77,18 @@ pub enum ProfileCommand {
         role: Option<String>,
         /// The preference.
         text: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set an agent's role alone (it steers the project map); creates the agent when new.
+    /// Syncs as `add --role` does: the role set last wins on every machine.
+    Role {
+        /// The agent.
+        agent: String,
+        /// The role, one line ("Frontend developer").
+        #[arg(required = true)]
+        role: Vec<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -246,7 +260,7 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
     let Some(command) = args.command else {
         if !args.reembed {
             out.line(
-                "docdex profile: list | add | search | edit | remove | export | import | reembed | learn (see --help)",
+                "docdex profile: list | add | role | search | edit | remove | export | import | reembed | learn (see --help)",
             );
         }
         return Ok(());
@@ -292,6 +306,21 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
                 out.note(&format!("note: {n}"));
             }
             print_written(out, "added", &resp);
+        }
+        ProfileCommand::Role { agent, role, json } => {
+            let resp = engine.profile_set_role(&ProfileRoleRequest { agent_id: agent, role: role.join(" ") })?;
+            if json {
+                return out.json(&resp);
+            }
+            if let Some(n) = &resp.agent_note {
+                out.note(&format!("note: {n}"));
+            }
+            let (agent, role) = (visible(&resp.agent_id), visible(&resp.role));
+            match (&resp.previous_role, resp.changed) {
+                (_, false) => out.line(&format!("{agent} already has the role {role:?}; nothing changed")),
+                (Some(old), true) => out.line(&format!("role of {agent}: {role:?} (was {:?})", visible(old))),
+                (None, true) => out.line(&format!("role of {agent}: {role:?}")),
+            }
         }
         ProfileCommand::Search { agent, query, limit, without_team, json } => {
             let req = ProfileSearchRequest {

@@ -10,7 +10,8 @@ use super::state::AppState;
 use crate::engine::protocol::{DagTarget, EvolutionOutcome, ProjectMap, ProjectMapRequest, SavePreferenceRequest};
 use crate::engine::protocol::{
     ProfileAddRequest, ProfileEditRequest, ProfileListRequest, ProfileListResponse, ProfileManifest,
-    ProfileRemoveRequest, ProfileRemoveResponse, ProfileSearchRequest, ProfileSearchResponse, ProfileWriteResponse,
+    ProfileRemoveRequest, ProfileRemoveResponse, ProfileRoleRequest, ProfileRoleResponse, ProfileSearchRequest,
+    ProfileSearchResponse, ProfileWriteResponse,
 };
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -53,6 +54,15 @@ async fn add(
     with_agent(&state, &mut req.agent_id);
     let engine = state.engine().clone();
     blocking(move || Ok(Json(engine.profile_add(&req)?))).await
+}
+
+async fn role(
+    State(state): State<AppState>,
+    ApiJson(mut req): ApiJson<ProfileRoleRequest>,
+) -> Result<Json<ProfileRoleResponse>, ApiError> {
+    with_agent(&state, &mut req.agent_id);
+    let engine = state.engine().clone();
+    blocking(move || Ok(Json(engine.profile_set_role(&req)?))).await
 }
 
 async fn edit(
@@ -145,6 +155,12 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             add,
             Operation::new("Teach an agent a preference directly (no model involved)")
                 .describe("Creates the agent when new; a `role` (one line of plain text) replaces an existing agent's, and `previous_role` says what it was. A constraint's `rule` is checked against the grammar (400 with the reason when bad); without one, common phrasings are recognised (\"avoid circular dependencies\" -> no-import-cycles). See docs/PROFILES.md."),
+        )
+        .post(
+            "/v1/profile/role",
+            role,
+            Operation::new("Set an agent's role alone (no preference added)")
+                .describe("Creates the agent when new (with `agent_note`). The role (one line of plain text; it steers the project map) is stamped after the one it replaces, so it wins the next sync; `previous_role` says what it was, and `changed: false` means the agent had it already. See docs/PROFILES.md."),
         )
         .post(
             "/v1/profile/edit",

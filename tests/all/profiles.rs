@@ -558,6 +558,59 @@ fn a_role_changed_on_one_machine_reaches_the_other_by_sync_and_an_older_one_does
     assert_ne!(factory, role_in(&b));
 }
 
+/// A role could be changed only by `profile add --role`, which added a preference too.
+/// `profile_set_role` (CLI `profile role AGENT ROLE`, HTTP `/v1/profile/role`) sets it alone,
+/// stamped after the role it replaces, so it syncs as `add --role`'s does.
+#[test]
+fn a_role_is_set_alone_and_reaches_another_machine_by_sync() {
+    use docdex::engine::protocol::ProfileRoleRequest;
+    let (a, b) = (Env::new(), Env::new());
+    for env in [&a, &b] {
+        env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    }
+    let engine = a.engine();
+    let count = |e: &Engine| e.profile_list(&ProfileListRequest { agent_id: Some("mcoda_qa".into()) }).unwrap();
+    let before = count(&engine);
+    let stamp = |e: &Engine| {
+        let agents = e.profile_list(&ProfileListRequest::default()).unwrap().agents;
+        agents.into_iter().find(|x| x.id == "mcoda_qa").unwrap()
+    };
+    let factory = stamp(&engine).role;
+    let set = |role: &str| {
+        engine.profile_set_role(&ProfileRoleRequest { agent_id: "mcoda_qa".into(), role: role.into() }).unwrap()
+    };
+    let r = set("QA engineer:\n Playwright end to end");
+    assert_eq!((r.role.as_str(), r.changed, r.created_agent), ("QA engineer: Playwright end to end", true, false));
+    assert_eq!(r.previous_role.as_deref(), Some(factory.as_str()));
+    assert!(r.role_updated > 0);
+    assert_eq!(count(&engine).preferences, before.preferences, "no preference added");
+    assert_eq!(stamp(&engine).role, "QA engineer: Playwright end to end");
+    // The same role again writes nothing and keeps the stamp; an empty role is refused.
+    let again = set("QA engineer: Playwright end to end");
+    assert_eq!((again.changed, again.previous_role, again.role_updated), (false, None, r.role_updated));
+    let empty = engine.profile_set_role(&ProfileRoleRequest { agent_id: "mcoda_qa".into(), role: " \n ".into() });
+    assert!(matches!(empty, Err(Error::BadRequest(m)) if m.contains("give the role")));
+    drop(engine);
+
+    // The CLI: a new role, said with the old one; the other machine takes it by sync.
+    let out = a.run(&["profile", "role", "mcoda_qa", "QA", "lead"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains(r#"role of mcoda_qa: "QA lead" (was "QA engineer: Playwright end to end")"#), "{said}");
+    let v = a.json(&["profile", "role", "mcoda_qa", "QA lead", "--json"]);
+    assert_eq!((v["changed"].as_bool(), v["role"].as_str()), (Some(false), Some("QA lead")), "{v}");
+    let f = a.dir.path().join("roles.json");
+    assert!(a.run(&["profile", "export", "--out", f.to_str().unwrap()]).status.success());
+    let out = b.run(&["profile", "import", f.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 agent took the manifest's role"), "{out:?}");
+    let roles = b.json(&["profile", "list", "--json"]);
+    let qa = roles["agents"].as_array().unwrap().iter().find(|x| x["id"] == "mcoda_qa").unwrap().clone();
+    assert_eq!(qa["role"], "QA lead", "{roles}");
+    // A new agent is created, with the note naming the agent it may mistype.
+    let out = a.run(&["profile", "role", "mcoda_q", "QA"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean mcoda_qa?"), "{out:?}");
+}
+
 /// A database written before roles were stamped (no `role_updated` column) is read and
 /// written by this docdex: the column is added on first use, its roles count as never set.
 #[test]
@@ -882,6 +935,9 @@ async fn the_http_api_lists_adds_searches_and_removes() {
     let (_, v) =
         post("/v1/profile/add", json!({"agent_id": "frontnd", "category": "style", "content": "Use spaces"})).await;
     assert!(v.get("agent_note").is_none(), "only when created: {v}");
+    // A role alone, for the server's agent.
+    let (s, v) = post("/v1/profile/role", json!({"role": "Backend developer"})).await;
+    assert_eq!((s, v["agent_id"].as_str(), v["changed"].as_bool()), (200, Some("ivy"), Some(true)), "{v}");
     let (s, v) = post("/v1/profile/remove", json!({"id": id})).await;
     assert_eq!((s, v["agent_id"].as_str()), (200, Some("ivy")), "{v}");
     let manifest: Value = client().get(daemon.url("/v1/profile/export")).send().await.unwrap().json().await.unwrap();

@@ -263,10 +263,7 @@ impl Engine {
             // without a word, and nothing else could change it), stamped after the old one so
             // the change wins the next sync. An agent without a role had none to report.
             let previous = match (&role, before) {
-                (Some(new), Some(old)) if *new != old.role => {
-                    w.set_role(&preference.agent_id, new, now.max(old.role_updated.saturating_add(1)))?;
-                    Some(old.role).filter(|r| !r.is_empty())
-                }
+                (Some(new), Some(old)) => replace_role(w, &old, new, now)?.and_then(|(r, _)| r),
                 _ => None,
             };
             w.insert(&preference)?;
@@ -277,6 +274,32 @@ impl Engine {
         resp.previous_role = previous_role;
         resp.agent_note = created_agent.then(|| self.profile_created_agent_note(&resp.preference.agent_id));
         Ok(resp)
+    }
+
+    /// Sets an agent's role alone (`docdex profile role`, `POST /v1/profile/role`), creating the
+    /// agent when new: before, only `profile add --role` changed a role, and it added a
+    /// preference too. The role is stamped after the one it replaces, so it wins the next sync
+    /// as `add --role`'s does; the same role again writes nothing and keeps its stamp.
+    pub fn profile_set_role(&self, req: &ProfileRoleRequest) -> Result<ProfileRoleResponse> {
+        let agent_id = self.require_agent(&req.agent_id)?;
+        let role = valid_role(&req.role)?;
+        if role.is_empty() {
+            return Err(Error::BadRequest(
+                "give the role: one line saying what the agent does (\"Frontend developer\")".into(),
+            ));
+        }
+        let now = now_ms() as i64;
+        let (created_agent, changed, previous_role, role_updated) =
+            self.profile_write(|w| match store::agent(w.conn(), &agent_id)? {
+                None => Ok((w.ensure_agent(&agent_id, &role, now, now)?, true, None, now)),
+                Some(old) => Ok(match replace_role(w, &old, &role, now)? {
+                    Some((previous, at)) => (false, true, previous, at),
+                    None => (false, false, None, old.role_updated),
+                }),
+            })?;
+        tracing::info!(agent = %agent_id, changed, "agent role set");
+        let agent_note = created_agent.then(|| self.profile_created_agent_note(&agent_id));
+        Ok(ProfileRoleResponse { agent_id, role, changed, previous_role, role_updated, created_agent, agent_note })
     }
 
     /// Embeds what was just written and reads it back.
@@ -727,6 +750,18 @@ fn merge(
         }
     }
     settle_agents(w, &created, &emptied, report)
+}
+
+/// Gives the existing agent `old` the role `new`, stamped after its old one (`now`, or one past
+/// the old stamp if that is later) so the change wins the next sync. Returns the role it replaced
+/// (`None` when it had none) and the stamp, or `None` when `new` is its role already.
+fn replace_role(w: &Write<'_>, old: &SyncAgent, new: &str, now: i64) -> Result<Option<(Option<String>, i64)>> {
+    if old.role == new {
+        return Ok(None);
+    }
+    let at = now.max(old.role_updated.saturating_add(1));
+    w.set_role(&old.id, new, at)?;
+    Ok(Some((Some(old.role.clone()).filter(|r| !r.is_empty()), at)))
 }
 
 /// Merges one manifest agent: creates it when new (true), else takes its role when that was

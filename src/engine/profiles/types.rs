@@ -197,6 +197,39 @@ pub struct ProfileWriteResponse {
     pub previous_role: Option<String>,
 }
 
+/// `profile role`: set an agent's role alone, no preference added (`profile add --role` adds one).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ProfileRoleRequest {
+    /// The agent (created when new); empty means the default agent.
+    #[serde(default)]
+    pub agent_id: String,
+    /// The role, one line of plain text ("Frontend developer"); it steers the project map.
+    pub role: String,
+}
+
+/// What `profile role` did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProfileRoleResponse {
+    /// The agent.
+    pub agent_id: String,
+    /// Its role now.
+    pub role: String,
+    /// False when the agent had this role already (nothing written, its stamp kept).
+    pub changed: bool,
+    /// The role it replaced, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_role: Option<String>,
+    /// When the role was set, epoch ms: the stamp a sync compares (the newer role wins).
+    pub role_updated: i64,
+    /// True when the agent did not exist and was created.
+    #[serde(default)]
+    pub created_agent: bool,
+    /// Set when the agent was created: "created agent X", with the existing agent the name
+    /// most likely mistypes and the undo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_note: Option<String>,
+}
+
 /// `profile edit`: change a preference's text, category or rule (absent fields stay).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ProfileEditRequest {
