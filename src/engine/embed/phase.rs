@@ -104,75 +104,53 @@ impl Engine {
             s.notice = Some("embeddings are off ([search] hybrid = false); search uses BM25 only".into());
             return Ok(s);
         }
-        let wanted: BTreeMap<String, Wanted> = session
-            .manifest()
-            .files
-            .iter()
-            .filter(|(_, e)| e.skipped.is_none() && !e.error && e.chunks > 0)
-            .map(|(p, e)| (p.clone(), Wanted { hash: e.hash, lang: e.lang.clone(), chunks: e.chunks as u64 }))
-            .collect();
-
+        let wanted = wanted_files(session);
         let mut store = VectorStore::open_existing(repo)?;
         let mut todo: Vec<String> = wanted.keys().cloned().collect();
         if let Some(st) = store.as_mut() {
-            let have = st.file_hashes()?;
-            let gone: Vec<String> = have.keys().filter(|p| !wanted.contains_key(*p)).cloned().collect();
-            st.remove_files(&gone)?;
-            s.files_removed = gone.len() as u64;
-            if let Some(m) = st.model()? {
-                s.dim = Some(m.dim);
-                if !reembed && !model_matches(&m.model, &model) {
-                    s.state = EmbedState::Stale;
-                    s.chunks = st.counts()?.1;
-                    s.notice = Some(stale_notice(&m.model, m.dim, &model, &repo.root));
-                    return Ok(s);
-                }
-            }
-            if !reembed {
-                todo.retain(|p| have.get(p) != wanted.get(p).map(|w| w.hash).as_ref());
+            match pending_files(st, &wanted, reembed, (&model, &repo.root), &mut s)? {
+                Some(pending) => todo = pending,
+                None => return Ok(s),
             }
         }
         if todo.is_empty() {
             s.chunks = store.as_ref().map(|st| st.counts().map(|c| c.1)).transpose()?.unwrap_or(0);
             return Ok(s);
         }
-
-        // One probe decides whether the embedder is there at all.
-        if let Some(why) = self.recent_embed_failure() {
-            return Ok(unavailable(s, &why));
-        }
-        let dim = match self.embed(vec![PROBE_TEXT.into()]) {
-            Ok(v) => {
-                self.clear_embed_failure();
-                v.first().map(|x| x.len()).unwrap_or(0)
-            }
-            Err(e) => {
-                self.note_embed_failure(&e);
-                return Ok(unavailable(s, &e.to_string()));
-            }
+        let dim = match self.probe_dimensions() {
+            Ok(dim) => dim,
+            Err(why) => return Ok(unavailable(s, &why)),
         };
         s.dim = Some(dim);
-        let mut store = match store {
+        let store = match store {
             Some(st) => st,
             None => VectorStore::open(repo)?,
         };
-        if reembed {
-            store.reset()?;
-        }
-        match store.model()? {
-            None => store.init_model(&model, dim)?,
-            Some(m) if m.dim != dim => {
-                s.state = EmbedState::Stale;
-                s.notice = Some(stale_notice(&m.model, m.dim, &format!("{model} ({dim} dimensions now)"), &repo.root));
-                return Ok(s);
-            }
-            Some(_) => {}
-        }
-
+        let Some(mut store) = ready_store(store, reembed, (&model, dim), &repo.root, &mut s)? else {
+            return Ok(s);
+        };
         self.embed_files(repo, session, sink, &mut store, Job { todo: &todo, wanted: &wanted, dim }, &mut s)?;
         store.trim_cache()?;
         s.chunks = store.counts()?.1;
         Ok(s)
+    }
+
+    /// One probe decides whether the embedder is there at all: its vectors' length, or why not
+    /// (a recent failure is not retried at once).
+    fn probe_dimensions(&self) -> std::result::Result<usize, String> {
+        if let Some(why) = self.recent_embed_failure() {
+            return Err(why);
+        }
+        match self.embed(vec![PROBE_TEXT.into()]) {
+            Ok(v) => {
+                self.clear_embed_failure();
+                Ok(v.first().map(|x| x.len()).unwrap_or(0))
+            }
+            Err(e) => {
+                self.note_embed_failure(&e);
+                Err(e.to_string())
+            }
+        }
     }
 
     /// Embeds the chunks of the files `todo`, a group of files per store transaction (so a
@@ -421,6 +399,71 @@ fn chunk_ranges(searcher: &Searcher, fields: &Fields, path: &str) -> Vec<(u32, u
     ranges.sort_unstable();
     ranges.dedup();
     ranges
+}
+
+/// The indexed files that have chunks to embed, with their content hashes.
+fn wanted_files(session: &IndexSession) -> BTreeMap<String, Wanted> {
+    session
+        .manifest()
+        .files
+        .iter()
+        .filter(|(_, e)| e.skipped.is_none() && !e.error && e.chunks > 0)
+        .map(|(p, e)| (p.clone(), Wanted { hash: e.hash, lang: e.lang.clone(), chunks: e.chunks as u64 }))
+        .collect()
+}
+
+/// Drops the vectors of files no longer indexed and lists the files whose vectors are
+/// missing or out of date (all with `reembed`); none when the store holds another model's
+/// vectors (the summary then says so).
+fn pending_files(
+    st: &mut VectorStore,
+    wanted: &BTreeMap<String, Wanted>,
+    reembed: bool,
+    (model, root): (&str, &std::path::Path),
+    s: &mut EmbedSummary,
+) -> Result<Option<Vec<String>>> {
+    let have = st.file_hashes()?;
+    let gone: Vec<String> = have.keys().filter(|p| !wanted.contains_key(*p)).cloned().collect();
+    st.remove_files(&gone)?;
+    s.files_removed = gone.len() as u64;
+    if let Some(m) = st.model()? {
+        s.dim = Some(m.dim);
+        if !reembed && !model_matches(&m.model, model) {
+            s.state = EmbedState::Stale;
+            s.chunks = st.counts()?.1;
+            s.notice = Some(stale_notice(&m.model, m.dim, model, root));
+            return Ok(None);
+        }
+    }
+    let mut todo: Vec<String> = wanted.keys().cloned().collect();
+    if !reembed {
+        todo.retain(|p| have.get(p) != wanted.get(p).map(|w| w.hash).as_ref());
+    }
+    Ok(Some(todo))
+}
+
+/// The store ready for `model`'s vectors of `dim` dimensions (emptied first with
+/// `reembed`); none when it holds vectors of another length (the summary then says so).
+fn ready_store(
+    mut store: VectorStore,
+    reembed: bool,
+    (model, dim): (&str, usize),
+    root: &std::path::Path,
+    s: &mut EmbedSummary,
+) -> Result<Option<VectorStore>> {
+    if reembed {
+        store.reset()?;
+    }
+    match store.model()? {
+        None => store.init_model(model, dim)?,
+        Some(m) if m.dim != dim => {
+            s.state = EmbedState::Stale;
+            s.notice = Some(stale_notice(&m.model, m.dim, &format!("{model} ({dim} dimensions now)"), root));
+            return Ok(None);
+        }
+        Some(_) => {}
+    }
+    Ok(Some(store))
 }
 
 #[cfg(test)]
