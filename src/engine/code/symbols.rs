@@ -151,81 +151,15 @@ struct Scope {
 
 /// Walks a parsed file once and extracts symbols and the AST summary.
 pub fn analyze_tree(lang: Lang, tree: &tree_sitter::Tree, src: &str, path: &str) -> FileAnalysis {
-    let table = KindTable::get(lang);
-    let header = is_header(path);
-    let mut counts = vec![0u32; table.names.len()];
-    let mut error_count = 0u32;
-    let mut error_samples: Vec<(u32, u32)> = Vec::new();
-    let mut samples: Vec<(u16, u32, u32)> = Vec::new();
-    let mut symbols: Vec<Symbol> = Vec::new();
-    let mut scopes: Vec<Scope> = Vec::new();
-    // Node kinds of the ancestors of the current node, and the run of leading comments seen at
-    // each depth among the current node's earlier siblings.
-    let mut path_kinds: Vec<&'static str> = Vec::with_capacity(64);
-    let mut lead: Vec<Option<(u32, u32)>> = vec![None; 64];
-    let mut defs: Vec<Def> = Vec::new();
+    let mut walk = Walk::new(lang, src, is_header(path));
     let mut cursor = tree.walk();
     let mut depth = 0usize;
     loop {
         let node = cursor.node();
-        let id = node.kind_id() as usize;
-        while scopes.last().is_some_and(|s| s.depth >= depth) {
-            scopes.pop();
-        }
-        if lead.len() <= depth + 1 {
-            lead.resize(depth + 2, None);
-        }
-        if id < counts.len() && table.named[id] {
-            counts[id] += 1;
-            if counts[id] as usize <= SAMPLES_PER_KIND {
-                let (a, b) = lines_of(node);
-                samples.push((id as u16, a, b));
-            }
-            if table.leading[id] {
-                let (a, b) = lines_of(node);
-                lead[depth] = Some(match lead[depth] {
-                    Some((s, e)) if e + 1 >= a => (s, b),
-                    _ => (a, b),
-                });
-            } else {
-                if table.interesting[id] {
-                    let scope = scopes.last();
-                    let cx = Ctx {
-                        src,
-                        parent_kind: path_kinds.last().copied().unwrap_or(""),
-                        scope: scope.map(|s| s.kind),
-                        in_function: scope.is_some_and(|s| s.in_function),
-                        header,
-                    };
-                    defs.clear();
-                    rules::classify(lang, node, table.names[id], &cx, &mut defs);
-                    let lead_here = lead[depth];
-                    for (i, def) in defs.drain(..).enumerate() {
-                        let index = symbols.len() as u32;
-                        let kind = def.kind;
-                        symbols.push(make_symbol(def, table.names[id], scopes.last(), &symbols, lead_here, src));
-                        if i == 0 && kind.is_scope() {
-                            let in_function = kind.is_callable() || scopes.last().is_some_and(|s| s.in_function);
-                            scopes.push(Scope { depth, symbol: index, kind, in_function });
-                        }
-                    }
-                }
-                lead[depth] = None;
-            }
-        } else if id == ERROR_KIND_ID {
-            error_count += 1;
-            if error_samples.len() < SAMPLES_PER_KIND {
-                error_samples.push(lines_of(node));
-            }
-            lead[depth] = None;
-        }
+        walk.visit(node, depth);
         if cursor.goto_first_child() {
-            path_kinds.push(table.names.get(id).copied().unwrap_or(""));
+            walk.descend(node.kind_id() as usize, depth);
             depth += 1;
-            if lead.len() <= depth {
-                lead.resize(depth + 1, None);
-            }
-            lead[depth] = None;
             continue;
         }
         loop {
@@ -233,51 +167,161 @@ pub fn analyze_tree(lang: Lang, tree: &tree_sitter::Tree, src: &str, path: &str)
                 break;
             }
             if !cursor.goto_parent() {
-                return finish(lang, table, counts, samples, error_count, error_samples, symbols, tree);
+                return walk.finish(tree);
             }
             depth -= 1;
-            path_kinds.pop();
+            walk.path_kinds.pop();
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn finish(
+/// What [`analyze_tree`] gathers node by node in its one pass over a file.
+struct Walk<'s, 't> {
     lang: Lang,
-    table: &KindTable,
+    table: &'static KindTable,
+    src: &'s str,
+    header: bool,
     counts: Vec<u32>,
-    samples: Vec<(u16, u32, u32)>,
     error_count: u32,
     error_samples: Vec<(u32, u32)>,
+    samples: Vec<(u16, u32, u32)>,
     symbols: Vec<Symbol>,
-    tree: &tree_sitter::Tree,
-) -> FileAnalysis {
-    // Aliased node kinds share a name across several ids: merge them by name.
-    let mut by_name: std::collections::BTreeMap<&'static str, u32> = std::collections::BTreeMap::new();
-    for (id, c) in counts.iter().enumerate() {
-        if *c > 0 {
-            *by_name.entry(table.names[id]).or_default() += c;
+    scopes: Vec<Scope>,
+    /// Node kinds of the ancestors of the current node.
+    path_kinds: Vec<&'static str>,
+    /// The run of leading comments seen at each depth among the current node's earlier siblings.
+    lead: Vec<Option<(u32, u32)>>,
+    /// The rules' output for the current node (kept to reuse its allocation).
+    defs: Vec<Def<'t>>,
+}
+
+impl<'s, 't> Walk<'s, 't> {
+    fn new(lang: Lang, src: &'s str, header: bool) -> Walk<'s, 't> {
+        let table = KindTable::get(lang);
+        Walk {
+            lang,
+            table,
+            src,
+            header,
+            counts: vec![0u32; table.names.len()],
+            error_count: 0,
+            error_samples: Vec::new(),
+            samples: Vec::new(),
+            symbols: Vec::new(),
+            scopes: Vec::new(),
+            path_kinds: Vec::with_capacity(64),
+            lead: vec![None; 64],
+            defs: Vec::new(),
         }
     }
-    if error_count > 0 {
-        by_name.insert("ERROR", error_count);
-    }
-    let mut per_kind: std::collections::HashMap<&'static str, usize> = std::collections::HashMap::new();
-    let mut kept = Vec::with_capacity(samples.len() + error_samples.len());
-    for (id, a, b) in samples {
-        let name = table.names[id as usize];
-        let n = per_kind.entry(name).or_default();
-        if *n < SAMPLES_PER_KIND {
-            *n += 1;
-            kept.push((name, a, b));
+
+    /// One node at `depth`: closes the scopes it is not inside, counts and samples it, and
+    /// extends the run of leading comments, extracts its symbols or notes a syntax error.
+    fn visit(&mut self, node: tree_sitter::Node<'t>, depth: usize) {
+        let id = node.kind_id() as usize;
+        while self.scopes.last().is_some_and(|s| s.depth >= depth) {
+            self.scopes.pop();
+        }
+        if self.lead.len() <= depth + 1 {
+            self.lead.resize(depth + 2, None);
+        }
+        if id < self.counts.len() && self.table.named[id] {
+            self.count(node, id);
+            if self.table.leading[id] {
+                let (a, b) = lines_of(node);
+                self.lead[depth] = Some(match self.lead[depth] {
+                    Some((s, e)) if e + 1 >= a => (s, b),
+                    _ => (a, b),
+                });
+            } else {
+                if self.table.interesting[id] {
+                    self.extract_symbols(node, id, depth);
+                }
+                self.lead[depth] = None;
+            }
+        } else if id == ERROR_KIND_ID {
+            self.error_count += 1;
+            if self.error_samples.len() < SAMPLES_PER_KIND {
+                self.error_samples.push(lines_of(node));
+            }
+            self.lead[depth] = None;
         }
     }
-    kept.extend(error_samples.into_iter().map(|(a, b)| ("ERROR", a, b)));
-    FileAnalysis {
-        lang,
-        symbols,
-        ast: AstSummary { counts: by_name.into_iter().collect(), samples: kept },
-        has_errors: tree.root_node().has_error(),
+
+    /// Counts a named node and keeps the first [`SAMPLES_PER_KIND`] of its kind as samples.
+    fn count(&mut self, node: tree_sitter::Node<'_>, id: usize) {
+        self.counts[id] += 1;
+        if self.counts[id] as usize <= SAMPLES_PER_KIND {
+            let (a, b) = lines_of(node);
+            self.samples.push((id as u16, a, b));
+        }
+    }
+
+    /// The symbols the language's rules find at a node, with the leading comments before it;
+    /// the first one that is a scope (a class, a function) encloses the node's descendants.
+    fn extract_symbols(&mut self, node: tree_sitter::Node<'t>, id: usize, depth: usize) {
+        let scope = self.scopes.last();
+        let cx = Ctx {
+            src: self.src,
+            parent_kind: self.path_kinds.last().copied().unwrap_or(""),
+            scope: scope.map(|s| s.kind),
+            in_function: scope.is_some_and(|s| s.in_function),
+            header: self.header,
+        };
+        self.defs.clear();
+        rules::classify(self.lang, node, self.table.names[id], &cx, &mut self.defs);
+        let lead_here = self.lead[depth];
+        for (i, def) in self.defs.drain(..).enumerate() {
+            let index = self.symbols.len() as u32;
+            let kind = def.kind;
+            let symbol = make_symbol(def, self.table.names[id], self.scopes.last(), &self.symbols, lead_here, self.src);
+            self.symbols.push(symbol);
+            if i == 0 && kind.is_scope() {
+                let in_function = kind.is_callable() || self.scopes.last().is_some_and(|s| s.in_function);
+                self.scopes.push(Scope { depth, symbol: index, kind, in_function });
+            }
+        }
+    }
+
+    /// Steps into the children of the node of kind `id` at `depth`.
+    fn descend(&mut self, id: usize, depth: usize) {
+        self.path_kinds.push(self.table.names.get(id).copied().unwrap_or(""));
+        if self.lead.len() <= depth + 1 {
+            self.lead.resize(depth + 2, None);
+        }
+        self.lead[depth + 1] = None;
+    }
+
+    /// The file's analysis: its symbols, node counts by kind name and samples.
+    fn finish(self, tree: &tree_sitter::Tree) -> FileAnalysis {
+        let table = self.table;
+        // Aliased node kinds share a name across several ids: merge them by name.
+        let mut by_name: std::collections::BTreeMap<&'static str, u32> = std::collections::BTreeMap::new();
+        for (id, c) in self.counts.iter().enumerate() {
+            if *c > 0 {
+                *by_name.entry(table.names[id]).or_default() += c;
+            }
+        }
+        if self.error_count > 0 {
+            by_name.insert("ERROR", self.error_count);
+        }
+        let mut per_kind: std::collections::HashMap<&'static str, usize> = std::collections::HashMap::new();
+        let mut kept = Vec::with_capacity(self.samples.len() + self.error_samples.len());
+        for (id, a, b) in self.samples {
+            let name = table.names[id as usize];
+            let n = per_kind.entry(name).or_default();
+            if *n < SAMPLES_PER_KIND {
+                *n += 1;
+                kept.push((name, a, b));
+            }
+        }
+        kept.extend(self.error_samples.into_iter().map(|(a, b)| ("ERROR", a, b)));
+        FileAnalysis {
+            lang: self.lang,
+            symbols: self.symbols,
+            ast: AstSummary { counts: by_name.into_iter().collect(), samples: kept },
+            has_errors: tree.root_node().has_error(),
+        }
     }
 }
 
