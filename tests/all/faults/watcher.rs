@@ -611,3 +611,26 @@ fn an_edit_of_the_users_excludes_file_under_a_watcher_applies_at_once() {
     assert_eq!(hit_paths(&engine, &repo, "okapi_main"), ["main.rs"]);
     drop(watcher);
 }
+
+/// A directory of a registered source that refuses a watch is named by its key in what the
+/// watcher says and in `docdex status`, as the repository's are by their path.
+#[test]
+fn a_source_directory_too_deep_to_watch_is_named_by_its_key() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "main.rs", "fn okapi_main() {}\n");
+    let notes = env.repo("notes");
+    write(&notes, "guide.md", "Herons wade.\n");
+    std::fs::create_dir(notes.join("deep")).unwrap();
+    make_deep(&notes.join("deep"), &"d".repeat(250), 20, "deep.md", "Egrets nest.\n");
+    let engine = env.engine();
+    let req = docdex::engine::protocol::AddSourceRequest { path: notes.clone(), ..Default::default() };
+    engine.add_source(&repo, &req).unwrap();
+    let (watcher, reports) = WatchProcess::start_as(&env, &repo, hermetic(&env));
+    let said = reports.join("\n");
+    assert!(said.contains("not watching //notes/deep/ddd") && said.contains("File name too long"), "{said}");
+    let warnings = engine.status(&repo).unwrap().warnings.join("\n");
+    assert!(warnings.contains("1 directory not watched: 1 File name too long"), "{warnings}");
+    assert!(warnings.contains("not watched //notes/deep/ddd"), "{warnings}");
+    drop(watcher);
+}
