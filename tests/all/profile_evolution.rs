@@ -409,6 +409,44 @@ fn learn_does_not_store_a_repeat_of_a_team_preference() {
     assert!(!v["reasoning"].as_str().unwrap().contains("already covered"), "{v}");
 }
 
+/// A model's ADD worded as a team preference was ignored, but an UPDATE rewriting one of the
+/// agent's preferences into a team preference's words was written: the agent then kept a copy
+/// of the team's (chat, the gatekeeper and the map carried it twice). It is now IGNORE naming
+/// the team's preference, as is an UPDATE into the words of another of the agent's own.
+#[test]
+fn an_update_into_the_words_of_a_team_preference_is_not_written() {
+    let s = setup();
+    let lint = add(&s.engine, "team", Category::Workflow, "Run the linter before every push");
+    let pnpm = add(&s.engine, "eve", Category::Tooling, "Use pnpm for package management");
+    s.fake.script(
+        MARKER,
+        vec![decision("UPDATE", Some(&s.jest), Some("run the linter before every push."), Some("workflow"), None)],
+    );
+    let o = learn(&s.engine, "eve", "tests are fine, but lint before pushing");
+    assert_eq!((o.action, o.decided_by), (EvolutionAction::Ignore, DecidedBy::Model), "{o:?}");
+    assert!(o.reasoning.contains("already covered by the team profile") && o.reasoning.contains(&lint), "{o:?}");
+    assert!(o.reasoning.contains(&format!("the model had decided UPDATE of {}", s.jest)), "{o:?}");
+    assert_eq!((o.preference, o.target_preference_id), (None, None));
+    // ... or into the words of another preference the agent keeps.
+    s.fake.script(
+        MARKER,
+        vec![decision("UPDATE", Some(&s.jest), Some("use pnpm for package management"), Some("tooling"), None)],
+    );
+    let o = learn(&s.engine, "eve", "pnpm for the unit tests too");
+    assert_eq!(o.action, EvolutionAction::Ignore, "{o:?}");
+    assert!(o.reasoning.contains("already known as") && o.reasoning.contains(&pnpm), "{o:?}");
+    let list = s.engine.profile_list(&ProfileListRequest { agent_id: Some("eve".into()) }).unwrap();
+    let jest = list.preferences.iter().find(|p| p.id == s.jest).unwrap();
+    assert_eq!(jest.content, "Prefer using Jest for unit tests", "the target is kept as it was");
+    assert_eq!(list.preferences.len(), 2);
+    // An UPDATE into new words is still written.
+    s.fake.script(
+        MARKER,
+        vec![decision("UPDATE", Some(&s.jest), Some("Prefer using Vitest for unit tests"), Some("tooling"), None)],
+    );
+    assert_eq!(learn(&s.engine, "eve", "We are switching to Vitest.").action, EvolutionAction::Update);
+}
+
 /// The model decides against the text recalled before it is asked, seconds earlier; an UPDATE
 /// was then written over whatever the preference had become meanwhile (an edit in the
 /// workbench, on the CLI, a sync), which was lost unseen. Such an UPDATE is now dropped, naming

@@ -159,13 +159,44 @@ fn repeats(hit: &PreferenceHit, statement: &str) -> bool {
 /// The preference of `p`'s agent, else of the team, that holds `p`'s words and rule.
 fn kept_same_text(c: &rusqlite::Connection, p: &Preference) -> Result<Option<Preference>> {
     let rule = p.rule.as_deref();
-    if let Some(own) = store::same_text(c, &p.agent_id, &p.content, rule, "")? {
+    // Not `p` itself: an UPDATE keeping its words is no repeat.
+    if let Some(own) = store::same_text(c, &p.agent_id, &p.content, rule, &p.id)? {
         return Ok(Some(own));
     }
     if p.agent_id == TEAM_AGENT {
         return Ok(None);
     }
     store::same_text(c, TEAM_AGENT, &p.content, rule, "")
+}
+
+/// Why a write the model decided was not made, found under the writer lock.
+enum Skipped {
+    /// The UPDATE's target changed while the model decided: what it reads now.
+    ChangedMeanwhile(Preference),
+    /// The words are this kept preference's (the agent's own or the team's).
+    Repeat(Preference),
+}
+
+impl Skipped {
+    /// The outcome's reasoning for `agent`, quoting the model's decision `d`.
+    fn reason(&self, d: &Decision, agent: &str) -> String {
+        let decided = match (d.action, d.target.as_deref()) {
+            (EvolutionAction::Update, Some(id)) => format!("UPDATE of {id}"),
+            _ => "ADD".to_string(),
+        };
+        match self {
+            Skipped::ChangedMeanwhile(now) => format!(
+                "preference {} changed while the model decided (it now reads \"{}\"); nothing was written over that change: state it again to weigh it against the new text (the model had decided UPDATE: {})",
+                now.id, now.content, d.reasoning
+            ),
+            Skipped::Repeat(same) if same.agent_id == agent => {
+                format!("already known as {} (\"{}\"); the model had decided {decided}: {}", same.id, same.content, d.reasoning)
+            }
+            Skipped::Repeat(team) => {
+                format!("{} (the model had decided {decided}: {})", covered_by_team(team, agent), d.reasoning)
+            }
+        }
+    }
 }
 
 /// Why nothing was written for `agent`: the team's preference `team` says it already.
@@ -506,12 +537,7 @@ impl Engine {
             }
             return Ok(());
         }
-        let kept = self.profile_read(|c| store::preferences_of(c, &recall_agents(&outcome.agent_id, true)))?;
-        let text = format!("{} {}", d.content, d.rule.clone().unwrap_or_default());
-        let refusal = policy::harmful(&text)
-            .or_else(|| policy::self_contradiction(&d.content))
-            .or_else(|| policy::contradicts_kept(&d.content, d.rule.as_deref(), &kept, d.target.as_deref()));
-        if let Some(why) = refusal {
+        if let Some(why) = self.refusal(&d, &outcome.agent_id)? {
             outcome.action = EvolutionAction::Refuse;
             outcome.decided_by = DecidedBy::Policy;
             outcome.reasoning = format!("{why} (the model had decided {:?}: {})", d.action, d.reasoning);
@@ -521,93 +547,118 @@ impl Engine {
         let rule = d.rule.clone().or_else(|| {
             (d.category == Category::Constraint).then(|| rules::recognise(&d.content).map(|r| r.canonical())).flatten()
         });
-        let now = now_ms() as i64;
         let written = match (d.action, d.target.as_deref()) {
-            (EvolutionAction::Update, Some(id)) => {
-                // The model decided against the text recalled before it was asked; an edit made
-                // meanwhile (another window, the CLI, a sync) was overwritten unseen.
-                let seen = outcome.recalled.iter().find(|h| h.preference.id == id).map(|h| h.preference.last_updated);
-                let written = self.profile_write(|w| {
-                    let old = store::preference(w.conn(), id)?.ok_or_else(|| {
-                        Error::NotFound(format!("preference {id} was removed while the model decided"))
-                    })?;
-                    if Some(old.last_updated) != seen {
-                        return Ok(Err(old));
-                    }
-                    let updated = Preference {
-                        content: d.content.clone(),
-                        category: d.category,
-                        rule: rule.clone(),
-                        last_updated: now.max(old.last_updated + 1),
-                        source: PreferenceSource::Evolution,
-                        ..old.clone()
-                    };
-                    w.update(&updated, updated.content != old.content)?;
-                    Ok(Ok((updated, old)))
-                })?;
-                let (updated, old) = match written {
-                    Ok(pair) => pair,
-                    Err(now_reads) => {
-                        outcome.action = EvolutionAction::Ignore;
-                        outcome.reasoning = format!(
-                            "preference {id} changed while the model decided (it now reads \"{}\"); nothing was written over that change: state it again to weigh it against the new text (the model had decided UPDATE: {})",
-                            now_reads.content, d.reasoning
-                        );
-                        return Ok(());
-                    }
-                };
-                outcome.target_preference_id = Some(id.to_string());
-                outcome.previous_content = Some(old.content);
-                updated
-            }
-            _ => {
-                let p = Preference {
-                    id: uuid::Uuid::new_v4().to_string(),
-                    agent_id: outcome.agent_id.clone(),
-                    content: d.content.clone(),
-                    category: d.category,
-                    rule,
-                    last_updated: now,
-                    source: PreferenceSource::Evolution,
-                    embedded: false,
-                };
-                // The model may word a new preference as one the agent, or the team, keeps: it
-                // was stored as a second copy. Checked under the writer lock, so two statements
-                // learnt at once (a chat turn's and the CLI's) do not both add it.
-                let written = self.profile_write(|w| {
-                    if let Some(same) = kept_same_text(w.conn(), &p)? {
-                        return Ok(Err(same));
-                    }
-                    let created = w.ensure_agent(&p.agent_id, "", now, 0)?;
-                    w.insert(&p)?;
-                    Ok(Ok(created))
-                })?;
-                let created = match written {
-                    Ok(created) => created,
-                    Err(same) => {
-                        outcome.action = EvolutionAction::Ignore;
-                        outcome.reasoning = if same.agent_id == p.agent_id {
-                            format!(
-                                "already known as {} (\"{}\"); the model had decided ADD: {}",
-                                same.id, same.content, d.reasoning
-                            )
-                        } else {
-                            covered_by_team(&same, &p.agent_id)
-                        };
-                        return Ok(());
-                    }
-                };
-                if created {
-                    outcome.notices.push(self.profile_created_agent_note(&p.agent_id));
-                }
-                p
-            }
+            (EvolutionAction::Update, Some(id)) => self.apply_update(&d, id, rule, outcome)?,
+            _ => self.apply_add(&d, rule, outcome)?,
         };
+        let Some(written) = written else { return Ok(()) };
         outcome.action = d.action;
         let r = self.profile_written(written, false, String::new())?;
         outcome.notices.extend(r.notice);
         outcome.preference = Some(r.preference);
         Ok(())
+    }
+
+    /// Why the policy refuses the model's decision (harmful, contradicting itself or a kept
+    /// preference of the agent or the team), if it does.
+    fn refusal(&self, d: &Decision, agent: &str) -> Result<Option<String>> {
+        let kept = self.profile_read(|c| store::preferences_of(c, &recall_agents(agent, true)))?;
+        let text = format!("{} {}", d.content, d.rule.clone().unwrap_or_default());
+        Ok(policy::harmful(&text)
+            .or_else(|| policy::self_contradiction(&d.content))
+            .or_else(|| policy::contradicts_kept(&d.content, d.rule.as_deref(), &kept, d.target.as_deref())))
+    }
+
+    /// Writes the model's UPDATE of preference `id`; `None` (the outcome IGNORE, saying why) when
+    /// the preference changed while the model decided (an edit made meanwhile was overwritten
+    /// unseen), or when the new words are another preference's the agent or the team keeps (an
+    /// agent's preference rewritten into a team preference's words was kept as a second copy).
+    /// Both are checked under the writer lock.
+    fn apply_update(
+        &self,
+        d: &Decision,
+        id: &str,
+        rule: Option<String>,
+        outcome: &mut EvolutionOutcome,
+    ) -> Result<Option<Preference>> {
+        let seen = outcome.recalled.iter().find(|h| h.preference.id == id).map(|h| h.preference.last_updated);
+        let now = now_ms() as i64;
+        let written = self.profile_write(|w| {
+            let old = store::preference(w.conn(), id)?
+                .ok_or_else(|| Error::NotFound(format!("preference {id} was removed while the model decided")))?;
+            if Some(old.last_updated) != seen {
+                return Ok(Err(Skipped::ChangedMeanwhile(old)));
+            }
+            let updated = Preference {
+                content: d.content.clone(),
+                category: d.category,
+                rule,
+                last_updated: now.max(old.last_updated + 1),
+                source: PreferenceSource::Evolution,
+                ..old.clone()
+            };
+            if let Some(same) = kept_same_text(w.conn(), &updated)? {
+                return Ok(Err(Skipped::Repeat(same)));
+            }
+            w.update(&updated, updated.content != old.content)?;
+            Ok(Ok((updated, old)))
+        })?;
+        match written {
+            Ok((updated, old)) => {
+                outcome.target_preference_id = Some(id.to_string());
+                outcome.previous_content = Some(old.content);
+                Ok(Some(updated))
+            }
+            Err(skipped) => {
+                outcome.action = EvolutionAction::Ignore;
+                outcome.reasoning = skipped.reason(d, &outcome.agent_id);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Writes the model's ADD; `None` (the outcome IGNORE, saying why) when its words are a
+    /// preference the agent or the team keeps (it was stored as a second copy). Checked under
+    /// the writer lock, so two statements learnt at once (a chat turn's and the CLI's) do not
+    /// both add it.
+    fn apply_add(
+        &self,
+        d: &Decision,
+        rule: Option<String>,
+        outcome: &mut EvolutionOutcome,
+    ) -> Result<Option<Preference>> {
+        let now = now_ms() as i64;
+        let p = Preference {
+            id: uuid::Uuid::new_v4().to_string(),
+            agent_id: outcome.agent_id.clone(),
+            content: d.content.clone(),
+            category: d.category,
+            rule,
+            last_updated: now,
+            source: PreferenceSource::Evolution,
+            embedded: false,
+        };
+        let written = self.profile_write(|w| {
+            if let Some(same) = kept_same_text(w.conn(), &p)? {
+                return Ok(Err(Skipped::Repeat(same)));
+            }
+            let created = w.ensure_agent(&p.agent_id, "", now, 0)?;
+            w.insert(&p)?;
+            Ok(Ok(created))
+        })?;
+        match written {
+            Ok(created) => {
+                if created {
+                    outcome.notices.push(self.profile_created_agent_note(&p.agent_id));
+                }
+                Ok(Some(p))
+            }
+            Err(skipped) => {
+                outcome.action = EvolutionAction::Ignore;
+                outcome.reasoning = skipped.reason(d, &outcome.agent_id);
+                Ok(None)
+            }
+        }
     }
 
     /// Records the decision in the reasoning DAG (never fails the pipeline).
