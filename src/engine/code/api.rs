@@ -177,42 +177,14 @@ impl Engine {
         let repo = self.resolve_repo(repo_path)?;
         let support = super::language_support();
         let index_generation = Manifest::load(&repo.manifest_path()).generation;
-        let mut status = SymbolsStatus {
-            schema_version: SCHEMA_VERSION,
-            project_id: repo.fingerprint.clone(),
-            repo: repo.root.clone(),
-            state: "not_built".into(),
-            symbols_reindex_required: false,
-            generation: 0,
-            index_generation,
-            store_schema: 0,
-            files: 0,
-            files_not_parsed: 0,
-            files_with_parse_errors: 0,
-            symbols: 0,
-            languages: Vec::new(),
-            messages: Vec::new(),
-            db_path: store::db_path(&repo),
-        };
+        let mut status = not_built(&repo, index_generation);
         let reader = SymbolReader::open(&repo)?;
         let per_lang = match &reader {
             Some(r) => lang_counts(r)?,
             None => BTreeMap::new(),
         };
         let meta = reader.as_ref().map(|r| r.meta().clone()).unwrap_or_default();
-        for s in &support {
-            let stored = meta.grammars.get(&s.lang).cloned();
-            let (files, symbols) = per_lang.get(&s.lang).copied().unwrap_or((0, 0));
-            status.languages.push(LanguageStatus {
-                drifted: stored.as_ref().is_some_and(|v| *v != s.grammar_version),
-                lang: s.lang.clone(),
-                grammar_version: s.grammar_version.clone(),
-                stored_grammar_version: stored,
-                files,
-                symbols,
-                available: s.available,
-            });
-        }
+        status.languages = language_rows(&support, &meta, &per_lang);
         for s in support.iter().filter(|s| !s.available) {
             status.messages.push(format!(
                 "{}: no symbols, {}",
@@ -234,24 +206,7 @@ impl Engine {
         status.symbols = symbols;
         status.generation = meta.generation;
         status.store_schema = meta.schema;
-        match reader.ensure_current(&repo.root) {
-            Err(e) => {
-                status.state = "reindex_required".into();
-                status.symbols_reindex_required = true;
-                status.messages.push(e.to_string());
-            }
-            Ok(()) if meta.generation < index_generation => {
-                status.state = "lagging".into();
-                status.messages.push(format!(
-                    "the symbol index (generation {}) is behind the text index (generation {}): the last run was \
-                     interrupted; the next `docdex index --repo {}` catches up",
-                    meta.generation,
-                    index_generation,
-                    crate::error::shell_path(&repo.root)
-                ));
-            }
-            Ok(()) => status.state = "ready".into(),
-        }
+        set_store_state(&mut status, &reader, &repo, meta.generation);
         if not_parsed > 0 {
             status.messages.push(format!(
                 "{not_parsed} files were not parsed (over {} MB or too slow to parse); they are searchable as text",
@@ -447,6 +402,73 @@ fn named_query(
         .into_values()
         .filter(|f| mode == AstMode::Any || kinds.iter().all(|k| f.counts.contains_key(k)))
         .collect())
+}
+
+/// The status of a repository with no symbol store: nothing counted yet.
+fn not_built(repo: &RepoRef, index_generation: u64) -> SymbolsStatus {
+    SymbolsStatus {
+        schema_version: SCHEMA_VERSION,
+        project_id: repo.fingerprint.clone(),
+        repo: repo.root.clone(),
+        state: "not_built".into(),
+        symbols_reindex_required: false,
+        generation: 0,
+        index_generation,
+        store_schema: 0,
+        files: 0,
+        files_not_parsed: 0,
+        files_with_parse_errors: 0,
+        symbols: 0,
+        languages: Vec::new(),
+        messages: Vec::new(),
+        db_path: store::db_path(repo),
+    }
+}
+
+/// One row per supported language: its counts in the store and whether the grammar compiled in
+/// differs from the one its files were extracted with.
+fn language_rows(
+    support: &[LanguageSupport],
+    meta: &store::StoreMeta,
+    per_lang: &BTreeMap<String, (u64, u64)>,
+) -> Vec<LanguageStatus> {
+    let row = |s: &LanguageSupport| {
+        let stored = meta.grammars.get(&s.lang).cloned();
+        let (files, symbols) = per_lang.get(&s.lang).copied().unwrap_or((0, 0));
+        LanguageStatus {
+            drifted: stored.as_ref().is_some_and(|v| *v != s.grammar_version),
+            lang: s.lang.clone(),
+            grammar_version: s.grammar_version.clone(),
+            stored_grammar_version: stored,
+            files,
+            symbols,
+            available: s.available,
+        }
+    };
+    support.iter().map(row).collect()
+}
+
+/// `ready`, `reindex_required` (the store is from another version or grammar) or `lagging`
+/// (an interrupted run left it behind the text index), with a message for the last two.
+fn set_store_state(status: &mut SymbolsStatus, reader: &SymbolReader, repo: &RepoRef, generation: u64) {
+    match reader.ensure_current(&repo.root) {
+        Err(e) => {
+            status.state = "reindex_required".into();
+            status.symbols_reindex_required = true;
+            status.messages.push(e.to_string());
+        }
+        Ok(()) if generation < status.index_generation => {
+            status.state = "lagging".into();
+            status.messages.push(format!(
+                "the symbol index (generation {}) is behind the text index (generation {}): the last run was \
+                 interrupted; the next `docdex index --repo {}` catches up",
+                generation,
+                status.index_generation,
+                crate::error::shell_path(&repo.root)
+            ));
+        }
+        Ok(()) => status.state = "ready".into(),
+    }
 }
 
 fn lang_counts(reader: &SymbolReader) -> Result<BTreeMap<String, (u64, u64)>> {
