@@ -698,7 +698,9 @@ fn continuing_a_long_session_in_chat_brings_the_turns_the_history_holds_not_the_
     let older = 400 - want.turns.len();
     assert_eq!(
         texts[0],
-        format!("({older} earlier turns left out: more than the model's history holds; `docdex dag view long` shows them)")
+        format!(
+            "({older} earlier turns left out: more than the model's history holds; `docdex dag view long` shows them)"
+        )
     );
     assert_eq!(texts.last(), Some(&"answer 400"));
 }

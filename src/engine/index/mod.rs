@@ -1249,9 +1249,6 @@ impl IndexSession {
     }
 }
 
-/// An empty new generation beside the live one (`gen.next/`), or, when that fails, nothing
-/// left behind and a full disk said as such.
-
 /// Where an index run writes: the live generation in place, or a new one staged beside it
 /// (a rebuild, a damaged or unusable index) that keeps answering searches until the switch.
 struct WriteTarget {
@@ -1306,6 +1303,8 @@ impl WriteTarget {
     }
 }
 
+/// An empty new generation beside the live one (`gen.next/`), or, when that fails, nothing
+/// left behind and a full disk said as such.
 fn start_next(repo: &RepoRef, live_generation: u64) -> Result<(RepoRef, Index, Fields)> {
     let made = generation::prepare_next(&repo.state_dir).and_then(|dir| {
         let next = repo.with_data_dir(dir);
