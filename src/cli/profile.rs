@@ -266,212 +266,284 @@ pub fn run(engine: &Engine, out: &Out, args: ProfileArgs) -> anyhow::Result<()> 
         return Ok(());
     };
     match command {
-        ProfileCommand::List { agent, json } => {
-            let resp = engine.profile_list(&ProfileListRequest { agent_id: agent.clone() })?;
-            if json {
-                return out.json(&resp);
-            }
-            if agent.is_none() {
-                out.line(&out.paint("2", &format!("{} in {}", count(resp.agents.len(), "agent"), resp.db.display())));
-                for a in &resp.agents {
-                    let counts: Vec<String> =
-                        Category::ALL.iter().filter_map(|c| a.by_category.get(c).map(|n| format!("{n} {c}"))).collect();
-                    out.line(&format!(
-                        "{:<24} {:>3}  {}",
-                        out.paint("1", &a.id),
-                        a.preference_count,
-                        out.paint("2", &counts.join(", "))
-                    ));
-                    if !a.role.is_empty() {
-                        out.line(&format!("    {}", visible(&a.role)));
-                    }
-                }
-            } else {
-                print_preferences(out, &resp.preferences);
-            }
-        }
+        ProfileCommand::List { agent, json } => profile_list(engine, out, agent, json),
         ProfileCommand::Add { agent, category, rule, role, text, json } => {
-            let req = ProfileAddRequest {
-                agent_id: agent_or_default(engine, agent)?,
-                category,
-                content: text.join(" "),
-                rule,
-                role,
-            };
-            let resp = engine.profile_add(&req)?;
-            if json {
-                return out.json(&resp);
-            }
-            if let Some(n) = &resp.agent_note {
-                out.note(&format!("note: {n}"));
-            }
-            print_written(out, "added", &resp);
+            profile_add(engine, out, agent, category, rule, role, text, json)
         }
-        ProfileCommand::Role { agent, role, json } => {
-            let resp = engine.profile_set_role(&ProfileRoleRequest { agent_id: agent, role: role.join(" ") })?;
-            if json {
-                return out.json(&resp);
-            }
-            if let Some(n) = &resp.agent_note {
-                out.note(&format!("note: {n}"));
-            }
-            let (agent, role) = (visible(&resp.agent_id), visible(&resp.role));
-            match (&resp.previous_role, resp.changed) {
-                (_, false) => out.line(&format!("{agent} already has the role {role:?}; nothing changed")),
-                (Some(old), true) => out.line(&format!("role of {agent}: {role:?} (was {:?})", visible(old))),
-                (None, true) => out.line(&format!("role of {agent}: {role:?}")),
-            }
-        }
+        ProfileCommand::Role { agent, role, json } => profile_role(engine, out, agent, role, json),
         ProfileCommand::Search { agent, query, limit, without_team, json } => {
-            let req = ProfileSearchRequest {
-                agent_id: agent_or_default(engine, agent)?,
-                query: query.join(" "),
-                limit,
-                without_team,
-            };
-            let resp = engine.profile_search(&req)?;
-            if json {
-                return out.json(&resp);
-            }
-            if let Some(n) = &resp.notice {
-                out.note(&format!("note: {}", visible(n)));
-            }
-            if resp.results.is_empty() {
-                out.line("no preferences match");
-            }
-            for h in &resp.results {
-                let p = &h.preference;
-                out.line(&format!(
-                    "{:.3}  {}  {}",
-                    h.similarity_score,
-                    out.paint("2", &format!("[{}] {}", p.category, p.agent_id)),
-                    visible(&p.content)
-                ));
-                out.line(&out.paint("2", &format!("       {} · {} · {}", p.id, p.source.name(), age(p.last_updated))));
-            }
+            profile_search(engine, out, agent, query, limit, without_team, json)
         }
         ProfileCommand::Edit { id, content, category, rule, no_rule, json } => {
-            let mut req = ProfileEditRequest {
-                id,
-                content,
-                category,
-                rule: if no_rule { Some(String::new()) } else { rule },
-                expected_last_updated: None,
-            };
-            if req.content.is_none() && req.category.is_none() && req.rule.is_none() {
-                let p = engine.profile_preference(&req.id)?;
-                req.content = Some(edit_in_editor(engine, &p.content)?);
-                // A change made elsewhere while the editor was open is not overwritten.
-                req.expected_last_updated = Some(p.last_updated);
-                req.id = p.id;
-            }
-            let resp = match engine.profile_edit(&req) {
-                // Text written in $EDITOR is not lost with a refusal: the message carries it.
-                Err(Error::Conflict(m)) if req.expected_last_updated.is_some() => {
-                    let text = req.content.clone().unwrap_or_default();
-                    return Err(Error::Conflict(format!("{m}; the text you wrote: {text:?}")).into());
-                }
-                r => r?,
-            };
-            if json {
-                return out.json(&resp);
-            }
-            print_written(out, "updated", &resp);
+            profile_edit(engine, out, id, content, category, rule, no_rule, json)
         }
-        ProfileCommand::Remove { id, agent, json } => {
-            let resp = engine.profile_remove(&ProfileRemoveRequest { id, agent, expected_last_updated: None })?;
-            if json {
-                return out.json(&resp);
-            }
-            if agent {
-                out.line(&format!("removed agent {} and its {}", resp.agent_id, count(resp.removed, "preference")));
-            } else {
-                out.line(&format!("removed {} from {}", resp.id, resp.agent_id));
-            }
-        }
-        ProfileCommand::Export { out: path, json } => {
-            let resp = engine.profile_export_to(path.as_deref())?;
-            if json {
-                return out.json(&resp);
-            }
-            out.line(&format!(
-                "exported {}, {} and {} to {}",
-                count(resp.agents, "agent"),
-                count(resp.preferences, "preference"),
-                count(resp.tombstones, "removal"),
-                resp.path.display()
-            ));
-        }
-        ProfileCommand::Import { file, json } => {
-            let resp = engine.profile_import(&file)?;
-            if json {
-                return out.json(&resp);
-            }
-            out.line(&format!(
-                "merged {}: {} added, {} updated, {} kept (local as new or newer), {} removed, {} new agents",
-                resp.source.display(),
-                resp.added,
-                resp.updated,
-                resp.kept_local,
-                resp.deleted,
-                resp.agents_added
-            ));
-            if resp.agents_removed > 0 {
-                out.line(&format!(
-                    "  {} agents left with no preferences by those removals, removed too",
-                    resp.agents_removed
-                ));
-            }
-            if resp.roles_updated > 0 {
-                out.line(&format!(
-                    "  {} took the manifest's role (set there later than here)",
-                    count(resp.roles_updated, "agent")
-                ));
-            }
-            for r in &resp.rejected {
-                out.line(&format!("  rejected {}: {}", visible(&r.id), visible(&r.reason)));
-            }
-            let what = match resp.ahead_of_clock {
-                0 => None,
-                1 => Some("1 preference is".to_string()),
-                n => Some(format!("{n} preferences are")),
-            };
-            if let Some(what) = what {
-                out.note(&format!(
-                    "note: {what} stamped ahead of this machine's clock (does the exporting machine's clock run ahead?): until then they win every merge; `profile list` shows them as ahead"
-                ));
-            }
-        }
-        ProfileCommand::Reembed { json } => {
-            let r = engine.profile_reembed()?;
-            if json {
-                return out.json(&r);
-            }
-            out.line(&format!(
-                "re-embedded {} with {} ({} dimensions)",
-                count(r.embedded, "preference"),
-                r.model,
-                r.dim
-            ));
-        }
+        ProfileCommand::Remove { id, agent, json } => profile_remove(engine, out, id, agent, json),
+        ProfileCommand::Export { out: path, json } => profile_export(engine, out, path, json),
+        ProfileCommand::Import { file, json } => profile_import(engine, out, file, json),
+        ProfileCommand::Reembed { json } => profile_reembed(engine, out, json),
         ProfileCommand::Learn { agent, category, rule, repo, text, json } => {
-            let req = SavePreferenceRequest {
-                agent_id: agent_or_default(engine, agent)?,
-                preference: text.join(" "),
-                category,
-                rule,
-            };
-            let dag = match repo {
-                Some(p) => Some(DagTarget { repo: engine.resolve_repo(&p)?, session: None, parent: None }),
-                None => None,
-            };
-            let outcome = engine.profile_learn(&req, dag)?;
-            if json {
-                return out.json(&outcome);
-            }
-            print_outcome(out, &outcome);
+            profile_learn(engine, out, agent, category, rule, repo, text, json)
         }
     }
+}
+
+/// `profile list`: agents, or one agent's preferences.
+fn profile_list(engine: &Engine, out: &Out, agent: Option<String>, json: bool) -> anyhow::Result<()> {
+    let resp = engine.profile_list(&ProfileListRequest { agent_id: agent.clone() })?;
+    if json {
+        return out.json(&resp);
+    }
+    if agent.is_none() {
+        out.line(&out.paint("2", &format!("{} in {}", count(resp.agents.len(), "agent"), resp.db.display())));
+        for a in &resp.agents {
+            let counts: Vec<String> =
+                Category::ALL.iter().filter_map(|c| a.by_category.get(c).map(|n| format!("{n} {c}"))).collect();
+            out.line(&format!(
+                "{:<24} {:>3}  {}",
+                out.paint("1", &a.id),
+                a.preference_count,
+                out.paint("2", &counts.join(", "))
+            ));
+            if !a.role.is_empty() {
+                out.line(&format!("    {}", visible(&a.role)));
+            }
+        }
+    } else {
+        print_preferences(out, &resp.preferences);
+    }
+    Ok(())
+}
+
+/// `profile add`: adds a preference (and sets the agent's role when given).
+#[allow(clippy::too_many_arguments)]
+fn profile_add(
+    engine: &Engine,
+    out: &Out,
+    agent: Option<String>,
+    category: Category,
+    rule: Option<String>,
+    role: Option<String>,
+    text: Vec<String>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let req =
+        ProfileAddRequest { agent_id: agent_or_default(engine, agent)?, category, content: text.join(" "), rule, role };
+    let resp = engine.profile_add(&req)?;
+    if json {
+        return out.json(&resp);
+    }
+    if let Some(n) = &resp.agent_note {
+        out.note(&format!("note: {n}"));
+    }
+    print_written(out, "added", &resp);
+    Ok(())
+}
+
+/// `profile role`: sets an agent's role alone.
+fn profile_role(engine: &Engine, out: &Out, agent: String, role: Vec<String>, json: bool) -> anyhow::Result<()> {
+    let resp = engine.profile_set_role(&ProfileRoleRequest { agent_id: agent, role: role.join(" ") })?;
+    if json {
+        return out.json(&resp);
+    }
+    if let Some(n) = &resp.agent_note {
+        out.note(&format!("note: {n}"));
+    }
+    let (agent, role) = (visible(&resp.agent_id), visible(&resp.role));
+    match (&resp.previous_role, resp.changed) {
+        (_, false) => out.line(&format!("{agent} already has the role {role:?}; nothing changed")),
+        (Some(old), true) => out.line(&format!("role of {agent}: {role:?} (was {:?})", visible(old))),
+        (None, true) => out.line(&format!("role of {agent}: {role:?}")),
+    }
+    Ok(())
+}
+
+/// `profile search`: preferences by meaning (by words without an embedder).
+fn profile_search(
+    engine: &Engine,
+    out: &Out,
+    agent: Option<String>,
+    query: Vec<String>,
+    limit: Option<usize>,
+    without_team: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let req = ProfileSearchRequest {
+        agent_id: agent_or_default(engine, agent)?,
+        query: query.join(" "),
+        limit,
+        without_team,
+    };
+    let resp = engine.profile_search(&req)?;
+    if json {
+        return out.json(&resp);
+    }
+    if let Some(n) = &resp.notice {
+        out.note(&format!("note: {}", visible(n)));
+    }
+    if resp.results.is_empty() {
+        out.line("no preferences match");
+    }
+    for h in &resp.results {
+        let p = &h.preference;
+        out.line(&format!(
+            "{:.3}  {}  {}",
+            h.similarity_score,
+            out.paint("2", &format!("[{}] {}", p.category, p.agent_id)),
+            visible(&p.content)
+        ));
+        out.line(&out.paint("2", &format!("       {} · {} · {}", p.id, p.source.name(), age(p.last_updated))));
+    }
+    Ok(())
+}
+
+/// `profile edit`: edits a preference; with no change given, its text in `$EDITOR`.
+#[allow(clippy::too_many_arguments)]
+fn profile_edit(
+    engine: &Engine,
+    out: &Out,
+    id: String,
+    content: Option<String>,
+    category: Option<Category>,
+    rule: Option<String>,
+    no_rule: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let mut req = ProfileEditRequest {
+        id,
+        content,
+        category,
+        rule: if no_rule { Some(String::new()) } else { rule },
+        expected_last_updated: None,
+    };
+    if req.content.is_none() && req.category.is_none() && req.rule.is_none() {
+        let p = engine.profile_preference(&req.id)?;
+        req.content = Some(edit_in_editor(engine, &p.content)?);
+        // A change made elsewhere while the editor was open is not overwritten.
+        req.expected_last_updated = Some(p.last_updated);
+        req.id = p.id;
+    }
+    let resp = match engine.profile_edit(&req) {
+        // Text written in $EDITOR is not lost with a refusal: the message carries it.
+        Err(Error::Conflict(m)) if req.expected_last_updated.is_some() => {
+            let text = req.content.clone().unwrap_or_default();
+            return Err(Error::Conflict(format!("{m}; the text you wrote: {text:?}")).into());
+        }
+        r => r?,
+    };
+    if json {
+        return out.json(&resp);
+    }
+    print_written(out, "updated", &resp);
+    Ok(())
+}
+
+/// `profile remove`: removes a preference, or an agent with its preferences.
+fn profile_remove(engine: &Engine, out: &Out, id: String, agent: bool, json: bool) -> anyhow::Result<()> {
+    let resp = engine.profile_remove(&ProfileRemoveRequest { id, agent, expected_last_updated: None })?;
+    if json {
+        return out.json(&resp);
+    }
+    if agent {
+        out.line(&format!("removed agent {} and its {}", resp.agent_id, count(resp.removed, "preference")));
+    } else {
+        out.line(&format!("removed {} from {}", resp.id, resp.agent_id));
+    }
+    Ok(())
+}
+
+/// `profile export`: writes the profile manifest for another machine.
+fn profile_export(engine: &Engine, out: &Out, path: Option<PathBuf>, json: bool) -> anyhow::Result<()> {
+    let resp = engine.profile_export_to(path.as_deref())?;
+    if json {
+        return out.json(&resp);
+    }
+    out.line(&format!(
+        "exported {}, {} and {} to {}",
+        count(resp.agents, "agent"),
+        count(resp.preferences, "preference"),
+        count(resp.tombstones, "removal"),
+        resp.path.display()
+    ));
+    Ok(())
+}
+
+/// `profile import`: merges a manifest (last write wins) and says what changed.
+fn profile_import(engine: &Engine, out: &Out, file: PathBuf, json: bool) -> anyhow::Result<()> {
+    let resp = engine.profile_import(&file)?;
+    if json {
+        return out.json(&resp);
+    }
+    out.line(&format!(
+        "merged {}: {} added, {} updated, {} kept (local as new or newer), {} removed, {} new agents",
+        resp.source.display(),
+        resp.added,
+        resp.updated,
+        resp.kept_local,
+        resp.deleted,
+        resp.agents_added
+    ));
+    if resp.agents_removed > 0 {
+        out.line(&format!("  {} agents left with no preferences by those removals, removed too", resp.agents_removed));
+    }
+    if resp.roles_updated > 0 {
+        out.line(&format!(
+            "  {} took the manifest's role (set there later than here)",
+            count(resp.roles_updated, "agent")
+        ));
+    }
+    for r in &resp.rejected {
+        out.line(&format!("  rejected {}: {}", visible(&r.id), visible(&r.reason)));
+    }
+    let what = match resp.ahead_of_clock {
+        0 => None,
+        1 => Some("1 preference is".to_string()),
+        n => Some(format!("{n} preferences are")),
+    };
+    if let Some(what) = what {
+        out.note(&format!(
+            "note: {what} stamped ahead of this machine's clock (does the exporting machine's clock run ahead?): until then they win every merge; `profile list` shows them as ahead"
+        ));
+    }
+    Ok(())
+}
+
+/// `profile reembed`: re-embeds every preference with the configured model.
+fn profile_reembed(engine: &Engine, out: &Out, json: bool) -> anyhow::Result<()> {
+    let r = engine.profile_reembed()?;
+    if json {
+        return out.json(&r);
+    }
+    out.line(&format!("re-embedded {} with {} ({} dimensions)", count(r.embedded, "preference"), r.model, r.dim));
+    Ok(())
+}
+
+/// `profile learn`: runs the evolution pipeline on a stated preference.
+#[allow(clippy::too_many_arguments)]
+fn profile_learn(
+    engine: &Engine,
+    out: &Out,
+    agent: Option<String>,
+    category: Option<Category>,
+    rule: Option<String>,
+    repo: Option<PathBuf>,
+    text: Vec<String>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let req = SavePreferenceRequest {
+        agent_id: agent_or_default(engine, agent)?,
+        preference: text.join(" "),
+        category,
+        rule,
+    };
+    let dag = match repo {
+        Some(p) => Some(DagTarget { repo: engine.resolve_repo(&p)?, session: None, parent: None }),
+        None => None,
+    };
+    let outcome = engine.profile_learn(&req, dag)?;
+    if json {
+        return out.json(&outcome);
+    }
+    print_outcome(out, &outcome);
     Ok(())
 }
 
