@@ -303,7 +303,10 @@ fn the_users_excludes_file_applies_in_each_repository_without_its_own() {
     assert!(ignored(&d("local/none"), "x.glob") && !ignored(&d("local/none"), "x.own"));
     let indexed = |rel: &str| {
         let repo = d(rel);
-        let out = env.run_env(&["index", "--repo", repo.to_str().unwrap(), "--json"], &[("HOME", home_var)]);
+        // As git ran above: this HOME's config, whatever the machine's environment names.
+        let xdg = home.join(".config");
+        let vars = [("HOME", home_var), ("XDG_CONFIG_HOME", xdg.to_str().unwrap()), ("GIT_CONFIG_GLOBAL", "")];
+        let out = env.run_env(&["index", "--repo", repo.to_str().unwrap(), "--json"], &vars);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let r = env.engine().resolve_repo(&repo).unwrap();
         let m = docdex::engine::index::manifest::Manifest::load(&r.manifest_path());
