@@ -777,103 +777,110 @@ impl ProfilePane {
                 "path of a profile_sync.json (docdex profile export writes one)",
             )),
             Form::ConfirmRemove { content, .. } => {
-                let block = frame(" Remove preference ", cx.focused, t);
-                let inner = block.inner(area);
-                block.render(area, buf);
-                // The answers get a row of their own, so a long preference never cuts them off.
-                let w = inner.width.saturating_sub(1) as usize;
-                let question = format!("Remove \"{content}\"?");
-                let answers = format!("y removes it, n or {} keeps it", cx.key(Command::Back));
-                for (k, text) in [question, answers].iter().enumerate().take(inner.height as usize) {
-                    let y = inner.y + k as u16;
-                    buf.set_stringn(inner.x + 1, y, truncate(text, w), w, t.style(Slot::Warning));
-                }
+                self.render_confirm_remove(area, buf, cx, content);
                 None
             }
-            Form::Edit(f) => {
-                let title = match &f.id {
-                    None => format!(" Add a preference for {} ", f.agent),
-                    Some(_) => format!(" Edit a preference of {} ", f.agent),
-                };
-                let block = frame(title, cx.focused, t);
-                let inner = block.inner(area);
-                block.render(area, buf);
-                if inner.height < 6 {
-                    return None;
-                }
-                let w = inner.width as usize;
-                let label = |buf: &mut Buffer, y: u16, text: &str, active: bool| {
-                    let style = if active { t.style(Slot::Accent) } else { t.style(Slot::Muted) };
-                    buf.set_stringn(inner.x + 1, y, text, 10, style);
-                };
-                let field_rect = |y: u16| Rect { x: inner.x + 11, y, width: inner.width.saturating_sub(12), height: 1 };
-                label(buf, inner.y, "category", false);
-                buf.set_line(
-                    inner.x + 11,
-                    inner.y,
-                    &Line::from(vec![
-                        Span::styled(f.category.name().to_string(), t.style(Slot::Accent)),
-                        Span::styled(
-                            format!(
-                                "  {} · {} changes it",
-                                category_behaviour(f.category),
-                                cx.key(Command::ProfileMove)
-                            ),
-                            t.style(Slot::Muted),
-                        ),
-                    ]),
-                    inner.width.saturating_sub(12),
-                );
-                label(buf, inner.y + 1, "text", f.field == Field::Text);
-                let c1 = f.text.render_line(
-                    field_rect(inner.y + 1),
-                    buf,
-                    t.style(Slot::Input),
-                    Some(("what the agent should do (\"avoid circular dependencies\")", t.style(Slot::Placeholder))),
-                );
-                label(buf, inner.y + 2, "rule", f.field == Field::Rule);
-                let placeholder = if f.category == Category::Constraint {
-                    "optional: no-import-cycles | forbid-import P | forbid-node L K [name] | max-lines N [glob] | require-test-for G"
-                } else {
-                    "only constraints carry rules"
-                };
-                let c2 = f.rule.render_line(
-                    field_rect(inner.y + 2),
-                    buf,
-                    t.style(Slot::Input),
-                    Some((placeholder, t.style(Slot::Placeholder))),
-                );
-                let (mark, text, slot) = match (&f.error, f.verdict()) {
-                    (Some(e), _) => ("✗", e.clone(), Slot::Error),
-                    (None, Err(e)) => ("✗", e, Slot::Error),
-                    (None, Ok((_, note))) => ("✓", note, Slot::Ok),
-                };
-                let verdict = format!("{mark} {text}");
-                for (k, l) in widgets::wrap(&verdict, w.saturating_sub(2)).iter().enumerate().take(2) {
-                    buf.set_stringn(inner.x + 1, inner.y + 3 + k as u16, l, w.saturating_sub(1), t.style(slot));
-                }
-                let help = if f.saving {
-                    "saving…".to_string()
-                } else {
-                    format!(
-                        "{} save · {} cancel · {}/{} text or rule · {} category",
-                        cx.key(Command::Select),
-                        cx.key(Command::Back),
-                        cx.key(Command::Up),
-                        cx.key(Command::Down),
-                        cx.key(Command::ProfileMove)
-                    )
-                };
-                buf.set_stringn(
-                    inner.x + 1,
-                    inner.y + inner.height - 1,
-                    truncate(&help, w.saturating_sub(1)),
-                    w,
-                    t.style(Slot::Muted),
-                );
-                Some(if f.field == Field::Text { c1 } else { c2 })
-            }
+            Form::Edit(f) => self.render_edit_form(area, buf, cx, f),
         }
+    }
+
+    /// The removal question, its answers on a row of their own.
+    fn render_confirm_remove(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>, content: &str) {
+        let t = cx.theme;
+        let block = frame(" Remove preference ", cx.focused, t);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        // The answers get a row of their own, so a long preference never cuts them off.
+        let w = inner.width.saturating_sub(1) as usize;
+        let question = format!("Remove \"{content}\"?");
+        let answers = format!("y removes it, n or {} keeps it", cx.key(Command::Back));
+        for (k, text) in [question, answers].iter().enumerate().take(inner.height as usize) {
+            let y = inner.y + k as u16;
+            buf.set_stringn(inner.x + 1, y, truncate(text, w), w, t.style(Slot::Warning));
+        }
+    }
+
+    /// The add / edit form: category, text and rule fields, the verdict on what is typed, and
+    /// the keys. The cursor of the active field.
+    fn render_edit_form(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>, f: &EditForm) -> Option<(u16, u16)> {
+        let t = cx.theme;
+        let title = match &f.id {
+            None => format!(" Add a preference for {} ", f.agent),
+            Some(_) => format!(" Edit a preference of {} ", f.agent),
+        };
+        let block = frame(title, cx.focused, t);
+        let inner = block.inner(area);
+        block.render(area, buf);
+        if inner.height < 6 {
+            return None;
+        }
+        let w = inner.width as usize;
+        let label = |buf: &mut Buffer, y: u16, text: &str, active: bool| {
+            let style = if active { t.style(Slot::Accent) } else { t.style(Slot::Muted) };
+            buf.set_stringn(inner.x + 1, y, text, 10, style);
+        };
+        let field_rect = |y: u16| Rect { x: inner.x + 11, y, width: inner.width.saturating_sub(12), height: 1 };
+        label(buf, inner.y, "category", false);
+        buf.set_line(
+            inner.x + 11,
+            inner.y,
+            &Line::from(vec![
+                Span::styled(f.category.name().to_string(), t.style(Slot::Accent)),
+                Span::styled(
+                    format!("  {} · {} changes it", category_behaviour(f.category), cx.key(Command::ProfileMove)),
+                    t.style(Slot::Muted),
+                ),
+            ]),
+            inner.width.saturating_sub(12),
+        );
+        label(buf, inner.y + 1, "text", f.field == Field::Text);
+        let c1 = f.text.render_line(
+            field_rect(inner.y + 1),
+            buf,
+            t.style(Slot::Input),
+            Some(("what the agent should do (\"avoid circular dependencies\")", t.style(Slot::Placeholder))),
+        );
+        label(buf, inner.y + 2, "rule", f.field == Field::Rule);
+        let placeholder = if f.category == Category::Constraint {
+            "optional: no-import-cycles | forbid-import P | forbid-node L K [name] | max-lines N [glob] | require-test-for G"
+        } else {
+            "only constraints carry rules"
+        };
+        let c2 = f.rule.render_line(
+            field_rect(inner.y + 2),
+            buf,
+            t.style(Slot::Input),
+            Some((placeholder, t.style(Slot::Placeholder))),
+        );
+        let (mark, text, slot) = match (&f.error, f.verdict()) {
+            (Some(e), _) => ("✗", e.clone(), Slot::Error),
+            (None, Err(e)) => ("✗", e, Slot::Error),
+            (None, Ok((_, note))) => ("✓", note, Slot::Ok),
+        };
+        let verdict = format!("{mark} {text}");
+        for (k, l) in widgets::wrap(&verdict, w.saturating_sub(2)).iter().enumerate().take(2) {
+            buf.set_stringn(inner.x + 1, inner.y + 3 + k as u16, l, w.saturating_sub(1), t.style(slot));
+        }
+        let help = if f.saving {
+            "saving…".to_string()
+        } else {
+            format!(
+                "{} save · {} cancel · {}/{} text or rule · {} category",
+                cx.key(Command::Select),
+                cx.key(Command::Back),
+                cx.key(Command::Up),
+                cx.key(Command::Down),
+                cx.key(Command::ProfileMove)
+            )
+        };
+        buf.set_stringn(
+            inner.x + 1,
+            inner.y + inner.height - 1,
+            truncate(&help, w.saturating_sub(1)),
+            w,
+            t.style(Slot::Muted),
+        );
+        Some(if f.field == Field::Text { c1 } else { c2 })
     }
 }
 
