@@ -7,7 +7,9 @@
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol::{
     category_behaviour, settle_rule, AgentSummary, Category, Preference, PreferenceHit, ProfileAddRequest,
-    ProfileEditRequest, ProfileListResponse, ProfileRemoveRequest, ProfileSearchRequest, RecallMode, CHANGED_MEANWHILE,
+    ProfileEditRequest, ProfileExportResponse, ProfileImportResponse, ProfileListResponse, ProfileRemoveRequest,
+    ProfileRemoveResponse, ProfileSearchRequest, ProfileSearchResponse, ProfileWriteResponse, RecallMode,
+    CHANGED_MEANWHILE,
 };
 use crate::tui::action::Level;
 use crate::tui::event::{EngineEvent, ProfileJob, ProfileUpdate, Request};
@@ -425,112 +427,98 @@ impl ProfilePane {
                 Ok(list) => self.listed(agent.as_deref(), list, cx),
                 Err(e) => self.error = Some(e.clone()),
             },
-            ProfileUpdate::Saved(result) => match result {
-                Ok(w) => {
-                    let created = if w.created_agent { " (new agent)" } else { "" };
-                    let mut note = format!("saved{created}: {}", w.rule_note);
-                    if let Some(n) = &w.notice {
-                        note.push_str(&format!(" · {n}"));
-                    }
-                    cx.notify(Level::Info, note);
-                    if matches!(self.form, Form::Edit(_)) {
-                        self.form = Form::None;
-                    }
-                    let id = w.preference.id.clone();
-                    self.found = None;
-                    self.reload(cx);
-                    self.pending_select = Some(id);
-                }
-                Err(e) => match &mut self.form {
-                    Form::Edit(f) if e.contains(CHANGED_MEANWHILE) => {
-                        // Changed elsewhere since the form opened: the list shows it again and
-                        // the typed text stays; a second enter saves it over that change.
-                        f.saving = false;
-                        f.error = Some(format!(
-                            "{CHANGED_MEANWHILE} (elsewhere; the list shows it now) · enter saves yours over it, esc keeps it"
-                        ));
-                        self.reload(cx);
-                    }
-                    Form::Edit(f) => {
-                        f.saving = false;
-                        f.error = Some(e.clone());
-                    }
-                    _ => {
-                        cx.notify(Level::Error, e.clone());
-                        if e.contains(CHANGED_MEANWHILE) {
-                            self.reload(cx);
-                        }
-                    }
-                },
+            ProfileUpdate::Saved(result) => self.saved(result, cx),
+            ProfileUpdate::Removed(result) => self.removed(result, cx),
+            ProfileUpdate::Searched(result) => self.searched(result, cx),
+            ProfileUpdate::Exported(result) => match result {
+                Ok(r) => cx.notify(Level::Info, exported_message(r)),
+                Err(e) => cx.notify(Level::Error, e.clone()),
             },
-            ProfileUpdate::Removed(result) => match result {
+            ProfileUpdate::Imported(result) => match result {
                 Ok(r) => {
-                    cx.notify(Level::Info, format!("removed {} preference(s) of {}", r.removed, r.agent_id));
-                    if let Some(f) = &mut self.found {
-                        f.hits.retain(|h| h.preference.id != r.id);
-                    }
+                    cx.notify(Level::Info, imported_message(r));
                     self.reload(cx);
                 }
-                Err(e) => {
+                Err(e) => cx.notify(Level::Error, e.clone()),
+            },
+        }
+    }
+
+    /// A preference saved: the form closes and the list selects it; a refusal stays in the
+    /// form (a change made elsewhere meanwhile reloads the list and keeps the typed text).
+    fn saved(&mut self, result: &Result<ProfileWriteResponse, String>, cx: &mut Cx<'_>) {
+        match result {
+            Ok(w) => {
+                let created = if w.created_agent { " (new agent)" } else { "" };
+                let mut note = format!("saved{created}: {}", w.rule_note);
+                if let Some(n) = &w.notice {
+                    note.push_str(&format!(" · {n}"));
+                }
+                cx.notify(Level::Info, note);
+                if matches!(self.form, Form::Edit(_)) {
+                    self.form = Form::None;
+                }
+                let id = w.preference.id.clone();
+                self.found = None;
+                self.reload(cx);
+                self.pending_select = Some(id);
+            }
+            Err(e) => match &mut self.form {
+                Form::Edit(f) if e.contains(CHANGED_MEANWHILE) => {
+                    // Changed elsewhere since the form opened: the list shows it again and
+                    // the typed text stays; a second enter saves it over that change.
+                    f.saving = false;
+                    f.error = Some(format!(
+                        "{CHANGED_MEANWHILE} (elsewhere; the list shows it now) · enter saves yours over it, esc keeps it"
+                    ));
+                    self.reload(cx);
+                }
+                Form::Edit(f) => {
+                    f.saving = false;
+                    f.error = Some(e.clone());
+                }
+                _ => {
                     cx.notify(Level::Error, e.clone());
                     if e.contains(CHANGED_MEANWHILE) {
                         self.reload(cx);
                     }
                 }
             },
-            ProfileUpdate::Searched(result) => match result {
-                Ok(r) => {
-                    self.selected = 0;
-                    self.found = Some(Found {
-                        query: r.query.clone(),
-                        mode: r.mode,
-                        hits: r.results.clone(),
-                        notice: r.notice.clone(),
-                    });
+        }
+    }
+
+    /// A preference removed: gone from the list and from the search results.
+    fn removed(&mut self, result: &Result<ProfileRemoveResponse, String>, cx: &mut Cx<'_>) {
+        match result {
+            Ok(r) => {
+                cx.notify(Level::Info, format!("removed {} preference(s) of {}", r.removed, r.agent_id));
+                if let Some(f) = &mut self.found {
+                    f.hits.retain(|h| h.preference.id != r.id);
                 }
-                Err(e) => cx.notify(Level::Error, e.clone()),
-            },
-            ProfileUpdate::Exported(result) => match result {
-                Ok(r) => cx.notify(
-                    Level::Info,
-                    format!(
-                        "exported {}, {}, {} to {}",
-                        crate::tui::widgets::count(r.agents as u64, "agent", "agents"),
-                        crate::tui::widgets::count(r.preferences as u64, "preference", "preferences"),
-                        crate::tui::widgets::count(r.tombstones as u64, "removal", "removals"),
-                        r.path.display()
-                    ),
-                ),
-                Err(e) => cx.notify(Level::Error, e.clone()),
-            },
-            ProfileUpdate::Imported(result) => match result {
-                Ok(r) => {
-                    let rejected = if r.rejected.is_empty() {
-                        String::new()
-                    } else {
-                        format!(", {} refused (first: {})", r.rejected.len(), r.rejected[0].reason)
-                    };
-                    let ahead = match r.ahead_of_clock {
-                        0 => String::new(),
-                        n => format!(", {n} stamped ahead of this clock (they win every merge until then)"),
-                    };
-                    let roles = match r.roles_updated {
-                        0 => String::new(),
-                        n => format!(", {n} roles changed"),
-                    };
-                    cx.notify(
-                        Level::Info,
-                        format!(
-                            "imported: {} added, {} updated, {} kept (local newer), {} removed{roles}{rejected}{ahead}",
-                            r.added, r.updated, r.kept_local, r.deleted
-                        ),
-                    );
+                self.reload(cx);
+            }
+            Err(e) => {
+                cx.notify(Level::Error, e.clone());
+                if e.contains(CHANGED_MEANWHILE) {
                     self.reload(cx);
                 }
-                Err(e) => {
-                    cx.notify(Level::Error, e.clone());
-                }
-            },
+            }
+        }
+    }
+
+    /// Search results replace the list until the search is closed.
+    fn searched(&mut self, result: &Result<ProfileSearchResponse, String>, cx: &mut Cx<'_>) {
+        match result {
+            Ok(r) => {
+                self.selected = 0;
+                self.found = Some(Found {
+                    query: r.query.clone(),
+                    mode: r.mode,
+                    hits: r.results.clone(),
+                    notice: r.notice.clone(),
+                });
+            }
+            Err(e) => cx.notify(Level::Error, e.clone()),
         }
     }
 
@@ -882,6 +870,38 @@ impl ProfilePane {
         );
         Some(if f.field == Field::Text { c1 } else { c2 })
     }
+}
+
+/// What an export wrote, for the status line.
+fn exported_message(r: &ProfileExportResponse) -> String {
+    format!(
+        "exported {}, {}, {} to {}",
+        crate::tui::widgets::count(r.agents as u64, "agent", "agents"),
+        crate::tui::widgets::count(r.preferences as u64, "preference", "preferences"),
+        crate::tui::widgets::count(r.tombstones as u64, "removal", "removals"),
+        r.path.display()
+    )
+}
+
+/// What an import merged, refused and found ahead of this clock, for the status line.
+fn imported_message(r: &ProfileImportResponse) -> String {
+    let rejected = if r.rejected.is_empty() {
+        String::new()
+    } else {
+        format!(", {} refused (first: {})", r.rejected.len(), r.rejected[0].reason)
+    };
+    let ahead = match r.ahead_of_clock {
+        0 => String::new(),
+        n => format!(", {n} stamped ahead of this clock (they win every merge until then)"),
+    };
+    let roles = match r.roles_updated {
+        0 => String::new(),
+        n => format!(", {n} roles changed"),
+    };
+    format!(
+        "imported: {} added, {} updated, {} kept (local newer), {} removed{roles}{rejected}{ahead}",
+        r.added, r.updated, r.kept_local, r.deleted
+    )
 }
 
 /// A preference as one row of the screen: line breaks become spaces and other control
