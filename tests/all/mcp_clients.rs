@@ -75,7 +75,7 @@ fn run_client(env: &Env, py: &PathBuf, args: &[&str], unindexed: &std::path::Pat
     assert_eq!(report["symbol_top"], "expire_stale_sessions", "{report}");
     assert_eq!(report["impact_inbound"], json!(["src/cli.py"]), "{report}");
     assert_eq!(report["memory_recalled"], true, "{report}");
-    assert_eq!(report["tools"].as_array().map(Vec::len), Some(20), "{report}");
+    assert_eq!(report["tools"].as_array().map(Vec::len), Some(21), "{report}");
     assert_eq!(report["context_roles"], json!(["hit"]), "no git here: search hits only; {report}");
     assert_eq!(report["similar_ok"], true, "{report}");
     assert_eq!(report["server_info_version"], env!("CARGO_PKG_VERSION"), "{report}");
@@ -278,7 +278,7 @@ fn stdio_mcp_answers_a_request_before_initialize_with_the_handshake() {
     writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}})).unwrap();
     let tools = next();
     assert_eq!(tools["id"], 3, "{tools}");
-    assert!(tools["result"]["tools"].as_array().is_some_and(|t| t.len() == 20), "{tools}");
+    assert!(tools["result"]["tools"].as_array().is_some_and(|t| t.len() == 21), "{tools}");
     drop(stdin);
     let _ = child.wait();
 }

@@ -611,6 +611,61 @@ fn a_role_is_set_alone_and_reaches_another_machine_by_sync() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean mcoda_qa?"), "{out:?}");
 }
 
+/// MCP could read (`docdex_get_profile`) and teach (`docdex_save_preference`) an agent's
+/// preferences but never say what the agent does: `docdex_set_role` is `profile_set_role` over
+/// MCP, the server's `--agent-id` by default, with the other tools' error contract.
+#[test]
+fn an_agent_sets_its_role_over_mcp() {
+    use crate::util::McpStdio;
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let mut mcp = McpStdio::start(&env, &["--agent-id", "ivy"], json!({}));
+    let tools = mcp.request("tools/list", json!({}));
+    let listed = tools["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "docdex_set_role").cloned();
+    let listed = listed.unwrap_or_else(|| panic!("docdex_set_role is listed: {tools}"));
+    assert_eq!(listed["inputSchema"]["required"], json!(["role"]), "{listed}");
+    let text = |v: &Value| v["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    let answer = |v: &Value| -> Value { serde_json::from_str(&text(v)).unwrap_or_else(|e| panic!("{e}: {v}")) };
+    // No agent_id: the server's agent, created with its role.
+    let r = mcp.call("docdex_set_role", json!({"role": "Backend developer"}));
+    assert_eq!(r["isError"], false, "{r}");
+    let v = answer(&r);
+    assert_eq!(
+        (v["agent_id"].as_str(), v["changed"].as_bool(), v["created_agent"].as_bool()),
+        (Some("ivy"), Some(true), Some(true)),
+        "{v}"
+    );
+    let again = answer(&mcp.call("docdex_set_role", json!({"agent_id": "ivy", "role": "Backend developer"})));
+    assert_eq!(again["changed"], false, "the same role writes nothing: {again}");
+    let v =
+        answer(&mcp.call("docdex_set_role", json!({"agent_id": "mcoda_qa", "role": "QA lead", "project_root": "/x"})));
+    assert_eq!((v["changed"].as_bool(), v["created_agent"].as_bool()), (Some(true), Some(false)), "{v}");
+    assert!(v["previous_role"].as_str().is_some_and(|r| !r.is_empty()), "the factory role it replaced: {v}");
+    // Bad input is a tool error with the code, as every tool's.
+    for (args, said) in [
+        (json!({"role": " "}), "bad_request: give the role"),
+        (json!({"role": "QA\u{1b}[31m"}), "bad_request"),
+        (json!({"agent_id": "bad id!", "role": "QA"}), "bad_request"),
+        (json!({"agent_id": "ivy"}), "bad_request: bad arguments for docdex_set_role"),
+    ] {
+        let r = mcp.call("docdex_set_role", args.clone());
+        assert_eq!(r["isError"], true, "{args}: {r}");
+        assert!(text(&r).starts_with(said), "{args}: {r}");
+    }
+    drop(mcp);
+    let listed = env.json(&["profile", "list", "--json"]);
+    let agent = |id: &str| {
+        let agents = listed["agents"].as_array().unwrap();
+        agents.iter().find(|a| a["id"] == id).cloned().unwrap_or_default()
+    };
+    assert_eq!(
+        (&agent("ivy")["role"], &agent("mcoda_qa")["role"]),
+        (&json!("Backend developer"), &json!("QA lead")),
+        "{listed}"
+    );
+    assert_eq!(agent("ivy")["preference_count"], 0, "a role alone adds no preference: {listed}");
+}
+
 /// A database written before roles were stamped (no `role_updated` column) is read and
 /// written by this docdex: the column is added on first use, its roles count as never set.
 #[test]

@@ -47,6 +47,7 @@ EXPECTED_TOOLS = {
     "docdex_memory_delete",
     "docdex_get_profile",
     "docdex_save_preference",
+    "docdex_set_role",
     "docdex_web_research",
 }
 

@@ -125,7 +125,7 @@ impl ServerHandler for DocdexMcp {
                  or docdex_symbols (declarations by name), then docdex_open to read the lines a hit points at. Before \
                  changing a file, docdex_impact lists what depends on it and docdex_impact_tests the tests that exercise it. docdex_memory_save keeps a fact for later \
                  sessions; docdex_memory_recall finds it again, docdex_memory_delete forgets a wrong one. docdex_get_profile recalls how the agent and the \
-                 team want code written before you write it; docdex_save_preference teaches it a preference. Pass project_root (the repository's absolute path) \
+                 team want code written before you write it; docdex_save_preference teaches it a preference, docdex_set_role says what the agent does. Pass project_root (the repository's absolute path) \
                  unless the server is bound to one.",
             )
     }

@@ -11,8 +11,8 @@ use crate::engine::protocol::{
     RunTestsRequest, SimilarRequest, TestsRequest, WebResearchRequest, DEFAULT_LISTED,
 };
 use crate::engine::protocol::{
-    DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileSearchRequest,
-    SavePreferenceRequest, SearchRequest, SymbolsRequest,
+    DagTarget, FileRequest, ImpactRequest, MemoryRecallRequest, MemoryStoreRequest, ProfileRoleRequest,
+    ProfileSearchRequest, SavePreferenceRequest, SearchRequest, SymbolsRequest,
 };
 use crate::engine::Engine;
 use crate::server::error::ApiError;
@@ -263,6 +263,21 @@ pub struct SavePreferenceArgs {
     pub repo: RepoArgs,
 }
 
+/// `docdex_set_role` arguments: the engine's role request. An agent could read and teach its
+/// preferences over MCP but not say what it does (`docdex profile role` and
+/// `POST /v1/profile/role` could).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SetRoleArgs {
+    /// The agent and its role.
+    #[serde(flatten)]
+    pub role: ProfileRoleRequest,
+    /// Accepted like every tool's (agents pass it everywhere); profile memory is global, so
+    /// the answer does not depend on it.
+    #[serde(flatten)]
+    #[allow(dead_code)]
+    pub repo: RepoArgs,
+}
+
 fn schema<T: JsonSchema>() -> Arc<JsonObject> {
     let mut value = SchemaSettings::draft2020_12()
         .with(|s| {
@@ -448,6 +463,16 @@ pub fn definitions() -> Vec<Tool> {
         )
         .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false)),
         Tool::new(
+            "docdex_set_role",
+            "Say what the agent does (\"Frontend developer\"): its role, one line of plain text, which steers \
+             the project map docdex's chat shows it. Creates the agent when new (`agent_note` says so and names \
+             an existing agent the id may mistype); replaces its role otherwise (`previous_role`), stamped so the \
+             new role wins the next profile sync. `changed: false` when it had this role already. No preference \
+             is added. `agent_id` defaults to the server's agent.",
+            schema::<SetRoleArgs>(),
+        )
+        .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false)),
+        Tool::new(
             "docdex_web_research",
             "Research a question on the web: DuckDuckGo discovery (rate-limited, cached), the top pages fetched by \
              headless Chromium (plain HTTP without one) and cleaned to Markdown, and their best passages with their \
@@ -515,6 +540,7 @@ pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToo
         "docdex_memory_delete" => memory_delete(server, args).await,
         "docdex_get_profile" => get_profile(server, args).await,
         "docdex_save_preference" => save_preference(server, args).await,
+        "docdex_set_role" => set_role(server, args).await,
         other => {
             return Err(McpError::invalid_params(
                 format!("unknown tool {other:?}; tools/list names the available ones"),
@@ -702,6 +728,15 @@ async fn save_preference(server: &DocdexMcp, args: Value) -> ToolResult {
     .await
 }
 
+async fn set_role(server: &DocdexMcp, args: Value) -> ToolResult {
+    let mut a: SetRoleArgs = parse("docdex_set_role", args)?;
+    if a.role.agent_id.trim().is_empty() {
+        a.role.agent_id = server.app.agent(None).unwrap_or_default();
+    }
+    let server = server.clone();
+    blocking(move || Ok(ok_json(&server.app.engine().profile_set_role(&a.role)?))).await
+}
+
 async fn web_research(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: WebResearchArgs = parse("docdex_web_research", args)?;
     if a.research.query.trim().is_empty() {
@@ -763,6 +798,7 @@ mod tests {
         described_alike::<MemorySaveArgs, MemoryStoreRequest>();
         described_alike::<MemoryRecallArgs, MemoryRecallRequest>();
         described_alike::<WebResearchArgs, WebResearchRequest>();
+        described_alike::<SetRoleArgs, ProfileRoleRequest>();
         let kind = &properties::<SymbolsArgs>()["kind"]["description"];
         assert!(kind.as_str().is_some_and(|d| d.contains("`variant`")), "{kind}");
         let search = schema::<SearchArgs>();
