@@ -93,31 +93,15 @@ impl StatusInfo<'_> {
         let base = theme.style(Slot::StatusBar);
         buf.set_style(area, base);
         let w = area.width as usize;
-        let (index, index_slot) = index_text(self.overview, self.progress, self.step, false);
         let (short_index, _) = index_text(self.overview, self.progress, self.step, true);
-        let (provider, provider_slot) = provider_text(self.provider);
+        let (provider, _) = provider_text(self.provider);
         // `llm ✓ phi3.5:3.8b` → `llm ✓` when the model name does not fit.
         let short_provider: String = provider.split(' ').take(2).collect::<Vec<_>>().join(" ");
         let repo = format!(" {} ", truncate(self.repo, 24));
-        // The state (index and model, short forms) comes before the middle hints: those go
-        // first, from the last but one; the first (help) and the last (quit) stay while they fit.
+        // The state (index and model, short forms) comes before the middle hints.
         let state_w =
             width(self.mode.tag()) + 2 + width(&repo) + 2 + width(&short_index) + 3 + width(&short_provider) + 1;
-        let hint_w = |(k, what): &(String, &str)| width(k) + width(what) + 2;
-        let mut kept: Vec<&(String, &'static str)> = self.hints.iter().collect();
-        while kept.len() > 2 && state_w + kept.iter().map(|h| hint_w(h)).sum::<usize>() + 1 > w {
-            kept.remove(kept.len() - 2);
-        }
-        // Very narrow (40 columns): help alone, which lists every key, quit included.
-        if kept.len() == 2 && state_w + kept.iter().map(|h| hint_w(h)).sum::<usize>() + 1 > w {
-            kept.truncate(1);
-        }
-        let hints: Vec<Span<'static>> = kept
-            .iter()
-            .flat_map(|(k, what)| {
-                [Span::styled(format!(" {k}"), theme.style(Slot::StatusKey)), Span::styled(format!(" {what}"), base)]
-            })
-            .collect();
+        let hints = self.hint_spans(state_w, w, theme);
         let hints_w: usize = hints.iter().map(|s| width(&s.content)).sum::<usize>() + 1;
         let left_w = w.saturating_sub(hints_w);
         let tag = format!(" {} ", self.mode.tag());
@@ -130,8 +114,70 @@ impl StatusInfo<'_> {
             Span::styled(repo.clone(), theme.style(Slot::StatusKey)),
             Span::styled("│ ", base),
         ];
-        let mut used = width(&tag) + width(&repo) + 2;
-        let mut middle: Vec<(String, Slot)> = vec![(index, index_slot), (provider, provider_slot)];
+        let used = width(&tag) + width(&repo) + 2;
+        let short = ShortForms { index: &short_index, provider: &short_provider };
+        let (used, notice_shown) = self.push_middle(&mut spans, used, left_w, &short, theme);
+        spans.push(Span::styled(fit("", left_w.saturating_sub(used)), base));
+        if hints_w <= w {
+            spans.extend(hints);
+        }
+        buf.set_line(area.x, area.y, &Line::from(spans), area.width);
+        notice_shown
+    }
+
+    /// The key hints that fit beside `state_w` columns of state in a bar `w` wide: the middle
+    /// ones go first, from the last but one; the first (help) and the last (quit) stay while
+    /// they fit, and at 40 columns help alone stays (it lists every key, quit included).
+    fn hint_spans(&self, state_w: usize, w: usize, theme: &Theme) -> Vec<Span<'static>> {
+        let hint_w = |(k, what): &(String, &str)| width(k) + width(what) + 2;
+        let over = |kept: &[&(String, &str)]| state_w + kept.iter().map(|h| hint_w(h)).sum::<usize>() + 1 > w;
+        let mut kept: Vec<&(String, &'static str)> = self.hints.iter().collect();
+        while kept.len() > 2 && over(&kept) {
+            kept.remove(kept.len() - 2);
+        }
+        if kept.len() == 2 && over(&kept) {
+            kept.truncate(1);
+        }
+        let base = theme.style(Slot::StatusBar);
+        kept.iter()
+            .flat_map(|(k, what)| {
+                [Span::styled(format!(" {k}"), theme.style(Slot::StatusKey)), Span::styled(format!(" {what}"), base)]
+            })
+            .collect()
+    }
+
+    /// The index state, the model and the notice, as parts separated by `│`; pushes what fits
+    /// before `left_w` and returns the columns used and whether the notice was shown.
+    fn push_middle(
+        &self,
+        spans: &mut Vec<Span<'static>>,
+        mut used: usize,
+        left_w: usize,
+        short: &ShortForms<'_>,
+        theme: &Theme,
+    ) -> (usize, bool) {
+        let base = theme.style(Slot::StatusBar);
+        let middle = self.middle_parts();
+        let last = middle.len() - 1;
+        let mut shown = 0;
+        let mut notice_shown = self.notice.is_none();
+        for (k, (text, slot)) in middle.into_iter().enumerate() {
+            let room = left_w.saturating_sub(used);
+            let sep = if shown == 0 { "" } else { "│ " };
+            let Some(piece) = fit_part(k, sep, &text, room, short) else { continue };
+            if k == last && self.notice.is_some() {
+                notice_shown = true;
+            }
+            shown += 1;
+            used += width(&piece) + 1;
+            spans.push(Span::styled(format!("{piece} "), theme.style(slot).patch(bg_only(base))));
+        }
+        (used, notice_shown)
+    }
+
+    /// Index state, model, and the notice when there is one, each with its colour.
+    fn middle_parts(&self) -> Vec<(String, Slot)> {
+        let mut middle = vec![index_text(self.overview, self.progress, self.step, false), provider_text(self.provider)];
         if let Some((level, text)) = self.notice {
             let slot = match level {
                 Level::Info => Slot::Ok,
@@ -140,40 +186,30 @@ impl StatusInfo<'_> {
             };
             middle.push((text.to_string(), slot));
         }
-        let last = middle.len() - 1;
-        let mut shown = 0;
-        let mut notice_shown = self.notice.is_none();
-        for (k, (text, slot)) in middle.into_iter().enumerate() {
-            let room = left_w.saturating_sub(used);
-            let sep = if shown == 0 { "" } else { "│ " };
-            let piece = format!("{sep}{text}");
-            // State parts show whole (the index part in short form if need be) or not at all;
-            // the notice (last) may be cut.
-            // The index part leaves room for the model's short form after it.
-            let reserve = if k == 0 { width(&short_provider) + 3 } else { 0 };
-            let piece = if width(&piece) + reserve < room {
-                piece
-            } else if k == 0 && width(&short_index) < room {
-                short_index.clone()
-            } else if k == 1 && width(&format!("{sep}{short_provider}")) < room {
-                format!("{sep}{short_provider}")
-            } else {
-                continue;
-            };
-            if k == last && self.notice.is_some() {
-                notice_shown = true;
-            }
-            shown += 1;
-            used += width(&piece) + 1;
-            spans.push(Span::styled(format!("{piece} "), theme.style(slot).patch(bg_only(base))));
-        }
-        let pad = left_w.saturating_sub(used);
-        spans.push(Span::styled(fit("", pad), base));
-        if hints_w <= w {
-            spans.extend(hints);
-        }
-        buf.set_line(area.x, area.y, &Line::from(spans), area.width);
-        notice_shown
+        middle
+    }
+}
+
+/// The short forms of the index part and the model part, for a narrow bar.
+struct ShortForms<'a> {
+    index: &'a str,
+    provider: &'a str,
+}
+
+/// Part `k` of the middle as it fits in `room` columns, or None. State parts show whole (the
+/// index part in short form if need be, leaving room for the model's short form after it) or
+/// not at all; the notice (last) may be cut.
+fn fit_part(k: usize, sep: &str, text: &str, room: usize, short: &ShortForms<'_>) -> Option<String> {
+    let piece = format!("{sep}{text}");
+    let reserve = if k == 0 { width(short.provider) + 3 } else { 0 };
+    if width(&piece) + reserve < room {
+        Some(piece)
+    } else if k == 0 && width(short.index) < room {
+        Some(short.index.to_string())
+    } else if k == 1 && width(&format!("{sep}{}", short.provider)) < room {
+        Some(format!("{sep}{}", short.provider))
+    } else {
+        None
     }
 }
 
