@@ -5,7 +5,7 @@
 
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol::ago;
-use crate::engine::protocol::{IndexProgress, RepoOverview, RepoState};
+use crate::engine::protocol::{IndexProgress, IndexSummary, RepoOverview, RepoState};
 use crate::tui::action::{Action, Level, PromptKind};
 use crate::tui::event::{EngineEvent, Request, WatchActivity};
 use crate::tui::keymap::Command;
@@ -41,6 +41,19 @@ pub struct ReposPane {
 }
 
 impl ReposPane {
+    /// New rows: the selection stays on the row it was on, else goes to the current repository.
+    fn repos_loaded(&mut self, rows: &[RepoOverview], cx: &mut Cx<'_>) {
+        let keep = self.selected_row().map(|r| r.path.clone());
+        self.rows = rows.to_vec();
+        self.loaded = true;
+        self.error = None;
+        let wanted = keep.as_deref().unwrap_or(cx.repo);
+        if let Some(i) = self.rows.iter().position(|r| r.path == wanted) {
+            self.selected = i;
+        }
+        self.select(self.selected as isize);
+    }
+
     /// The overviews shown.
     pub fn rows(&self) -> &[RepoOverview] {
         &self.rows
@@ -165,20 +178,7 @@ impl Pane for ReposPane {
 
     fn engine(&mut self, event: &EngineEvent, cx: &mut Cx<'_>) {
         match event {
-            EngineEvent::Repos(Ok(rows)) => {
-                let keep = self.selected_row().map(|r| r.path.clone());
-                self.rows = rows.clone();
-                self.loaded = true;
-                self.error = None;
-                if let Some(p) = keep {
-                    if let Some(i) = self.rows.iter().position(|r| r.path == p) {
-                        self.selected = i;
-                    }
-                } else if let Some(i) = self.rows.iter().position(|r| r.path == cx.repo) {
-                    self.selected = i;
-                }
-                self.select(self.selected as isize);
-            }
+            EngineEvent::Repos(Ok(rows)) => self.repos_loaded(rows, cx),
             EngineEvent::Repos(Err(e)) => {
                 self.loaded = true;
                 self.error = Some(e.clone());
@@ -192,59 +192,18 @@ impl Pane for ReposPane {
             }
             EngineEvent::IndexFinished { repo, result } => {
                 self.progress.remove(repo);
-                let text = match result {
-                    Ok(s) if s.note.is_some() => (Level::Info, s.note.clone().unwrap_or_default()),
-                    Ok(s) => (
-                        Level::Info,
-                        format!(
-                            "indexed {}, {} (+{} ~{} -{}) in {:.1} s",
-                            widgets::count(s.files, "file", "files"),
-                            widgets::count(s.chunks, "chunk", "chunks"),
-                            s.added,
-                            s.updated,
-                            s.deleted,
-                            s.seconds
-                        ),
-                    ),
-                    Err(e) => (Level::Error, e.clone()),
-                };
-                self.outcome.insert(repo.clone(), text);
+                self.outcome.insert(repo.clone(), index_outcome(result));
                 cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
             }
             EngineEvent::RepoRemoved { repo, result } => {
                 match result {
-                    Ok(()) => {
-                        self.outcome.remove(repo);
-                    }
-                    Err(e) => {
-                        self.outcome.insert(repo.clone(), (Level::Error, e.clone()));
-                    }
-                }
+                    Ok(()) => self.outcome.remove(repo),
+                    Err(e) => self.outcome.insert(repo.clone(), (Level::Error, e.clone())),
+                };
                 cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
             }
             EngineEvent::Watch { repo, activity } => {
-                let text = match activity {
-                    WatchActivity::Ready => {
-                        (Level::Info, "watcher started; saved edits are indexed within a second".into())
-                    }
-                    WatchActivity::Applied { paths } => {
-                        (Level::Info, format!("watcher applied {}", widgets::count(paths.len() as u64, "changed path", "changed paths")))
-                    }
-                    WatchActivity::Deferred { writer_pid } => (
-                        Level::Info,
-                        format!("another process (pid {writer_pid}) keeps this index fresh; watching takes over when it stops"),
-                    ),
-                    WatchActivity::Failed(e) => {
-                        // Also in the message log: a failure (or a rebuild it starts) must not
-                        // show only in a row the user may not be looking at.
-                        let name = repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                        cx.notify(Level::Warn, format!("watcher of {name}: {e}"));
-                        (Level::Error, format!("watcher: {e}"))
-                    }
-                    WatchActivity::Stopped => (Level::Info, "watcher stopped".into()),
-                    WatchActivity::Running => (Level::Info, "the watcher is already running".into()),
-                };
-                self.outcome.insert(repo.clone(), text);
+                self.outcome.insert(repo.clone(), watch_outcome(repo, activity, cx));
                 cx.request(Request::LoadRepos { current: cx.repo.to_path_buf() });
             }
             _ => {}
@@ -452,5 +411,48 @@ impl Columns {
             (w.saturating_sub(fixed).max(10), 0)
         };
         Columns { path_w, state_w, num_w, when_w, watch_w, wide }
+    }
+}
+
+/// The row's line after an index run: its note, its counts, or the error.
+fn index_outcome(result: &Result<IndexSummary, String>) -> (Level, String) {
+    match result {
+        Ok(s) if s.note.is_some() => (Level::Info, s.note.clone().unwrap_or_default()),
+        Ok(s) => (
+            Level::Info,
+            format!(
+                "indexed {}, {} (+{} ~{} -{}) in {:.1} s",
+                widgets::count(s.files, "file", "files"),
+                widgets::count(s.chunks, "chunk", "chunks"),
+                s.added,
+                s.updated,
+                s.deleted,
+                s.seconds
+            ),
+        ),
+        Err(e) => (Level::Error, e.clone()),
+    }
+}
+
+/// The row's line for what its watcher did; a failure also goes to the message log, so it
+/// does not show only in a row the user may not be looking at.
+fn watch_outcome(repo: &Path, activity: &WatchActivity, cx: &mut Cx<'_>) -> (Level, String) {
+    match activity {
+        WatchActivity::Ready => (Level::Info, "watcher started; saved edits are indexed within a second".into()),
+        WatchActivity::Applied { paths } => (
+            Level::Info,
+            format!("watcher applied {}", widgets::count(paths.len() as u64, "changed path", "changed paths")),
+        ),
+        WatchActivity::Deferred { writer_pid } => (
+            Level::Info,
+            format!("another process (pid {writer_pid}) keeps this index fresh; watching takes over when it stops"),
+        ),
+        WatchActivity::Failed(e) => {
+            let name = repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            cx.notify(Level::Warn, format!("watcher of {name}: {e}"));
+            (Level::Error, format!("watcher: {e}"))
+        }
+        WatchActivity::Stopped => (Level::Info, "watcher stopped".into()),
+        WatchActivity::Running => (Level::Info, "the watcher is already running".into()),
     }
 }
