@@ -356,80 +356,12 @@ fn tokens(text: &str) -> Vec<String> {
 pub fn statement(text: &str, line_start: u32, line_end: u32) -> Option<Statement> {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let toks = tokens(&text);
-    let mut shape = BTreeSet::new();
-    let mut values: BTreeMap<String, (ValueKind, BTreeSet<String>)> = BTreeMap::new();
-    let mut negations = 0usize;
-    let mut default = false;
-    let mut historical = false;
-    let mut content: Vec<String> = Vec::new(); // content words so far (the keys)
-    let mut pending_default = false;
+    let mut scan = Scan::default();
     let mut i = 0;
     while i < toks.len() {
-        let t = toks[i].as_str();
-        if HISTORY.contains(&t) {
-            historical = true;
-        }
-        if t.starts_with("default") {
-            default = true;
-            // "defaults to lz4", "the default is json": the next content word is the value;
-            // in "the default port is 8080" it is the subject.
-            pending_default = toks.get(i + 1).is_some_and(|n| matches!(n.as_str(), "to" | "is" | "was" | ":"));
-            i += 1;
-            continue;
-        }
-        if NEGATIONS.contains(&t) {
-            negations += 1;
-            i += 1;
-            continue;
-        }
-        let key = |content: &[String]| content.iter().rev().take(2).rev().cloned().collect::<Vec<_>>().join(" ");
-        if let Some((kind, v, glued)) = value_of(t) {
-            let (v, skip) = match (kind, glued) {
-                (ValueKind::Number, Some(u)) => (normalized(&v, Some(u)), 0),
-                (ValueKind::Number, None) => match toks.get(i + 1).filter(|u| unit(u).is_some()) {
-                    Some(u) => (normalized(&v, Some(u.as_str())), 1),
-                    None => (normalized(&v, None), 0),
-                },
-                _ => (v, 0),
-            };
-            shape.insert(if kind == ValueKind::Version { "#ver".into() } else { "#num".into() });
-            values.entry(key(&content)).or_insert((kind, BTreeSet::new())).1.insert(v);
-            pending_default = false;
-            i += 1 + skip;
-            continue;
-        }
-        if let Some(n) = number_word(t).filter(|_| toks.get(i + 1).is_some_and(|u| unit(u).is_some())) {
-            let v = normalized(&n.to_string(), toks.get(i + 1).map(String::as_str));
-            shape.insert("#num".into());
-            values.entry(key(&content)).or_insert((ValueKind::Number, BTreeSet::new())).1.insert(v);
-            i += 2;
-            continue;
-        }
-        if let Some((name, on)) = flag(t) {
-            shape.insert("#flag".into());
-            let on = if negations % 2 == 1 { !on } else { on };
-            negations = 0; // the negation was folded into the flag
-            values.entry(key(&content)).or_insert((ValueKind::Flag, BTreeSet::new())).1.insert(format!("{name}={on}"));
-            pending_default = false;
-            i += 1;
-            continue;
-        }
-        if STOP.contains(&t) || t.len() < 2 {
-            i += 1;
-            continue;
-        }
-        if pending_default {
-            // "defaults to lz4", "the default is `json`": the named word is the default's value.
-            shape.insert("#word".into());
-            values.entry(key(&content)).or_insert((ValueKind::Word, BTreeSet::new())).1.insert(t.to_string());
-            pending_default = false;
-            i += 1;
-            continue;
-        }
-        shape.insert(t.to_string());
-        content.push(t.to_string());
-        i += 1;
+        i += scan.step(&toks, i);
     }
+    let Scan { shape, values, negations, default, historical, .. } = scan;
     let negated = negations % 2 == 1;
     let words = shape.iter().filter(|w| !w.starts_with('#')).count();
     // "Step 1" and "Step 2" are not claims; "the default port is 8080" is one.
@@ -437,6 +369,94 @@ pub fn statement(text: &str, line_start: u32, line_end: u32) -> Option<Statement
         return None;
     }
     Some(Statement { line_start, line_end, text, shape, values, negated, default, historical })
+}
+
+/// What [`statement`] has gathered so far, one token at a time.
+#[derive(Default)]
+struct Scan {
+    shape: BTreeSet<String>,
+    values: BTreeMap<String, (ValueKind, BTreeSet<String>)>,
+    negations: usize,
+    default: bool,
+    historical: bool,
+    /// Content words so far (the keys).
+    content: Vec<String>,
+    /// The next content word is a default's value ("defaults to lz4").
+    pending_default: bool,
+}
+
+impl Scan {
+    /// Takes in the token at `i` (and a unit after it); returns how many tokens it used.
+    fn step(&mut self, toks: &[String], i: usize) -> usize {
+        let t = toks[i].as_str();
+        let next = toks.get(i + 1).map(String::as_str);
+        if HISTORY.contains(&t) {
+            self.historical = true;
+        }
+        if t.starts_with("default") {
+            self.default = true;
+            // "defaults to lz4", "the default is json": the next content word is the value;
+            // in "the default port is 8080" it is the subject.
+            self.pending_default = next.is_some_and(|n| matches!(n, "to" | "is" | "was" | ":"));
+            return 1;
+        }
+        if NEGATIONS.contains(&t) {
+            self.negations += 1;
+            return 1;
+        }
+        if let Some((kind, v, glued)) = value_of(t) {
+            return self.value(kind, v, glued, next);
+        }
+        if let Some(n) = number_word(t).filter(|_| next.is_some_and(|u| unit(u).is_some())) {
+            let v = normalized(&n.to_string(), next);
+            self.shape.insert("#num".into());
+            self.claim(ValueKind::Number, v);
+            return 2;
+        }
+        if let Some((name, on)) = flag(t) {
+            self.shape.insert("#flag".into());
+            let on = if self.negations % 2 == 1 { !on } else { on };
+            self.negations = 0; // the negation was folded into the flag
+            self.claim(ValueKind::Flag, format!("{name}={on}"));
+            self.pending_default = false;
+            return 1;
+        }
+        if STOP.contains(&t) || t.len() < 2 {
+            return 1;
+        }
+        if self.pending_default {
+            // "defaults to lz4", "the default is `json`": the named word is the default's value.
+            self.shape.insert("#word".into());
+            self.claim(ValueKind::Word, t.to_string());
+            self.pending_default = false;
+            return 1;
+        }
+        self.shape.insert(t.to_string());
+        self.content.push(t.to_string());
+        1
+    }
+
+    /// A number or version, with its unit glued on or in the next token; returns the tokens used.
+    fn value(&mut self, kind: ValueKind, v: String, glued: Option<&str>, next: Option<&str>) -> usize {
+        let (v, used) = match (kind, glued) {
+            (ValueKind::Number, Some(u)) => (normalized(&v, Some(u)), 1),
+            (ValueKind::Number, None) => match next.filter(|u| unit(u).is_some()) {
+                Some(u) => (normalized(&v, Some(u)), 2),
+                None => (normalized(&v, None), 1),
+            },
+            _ => (v, 1),
+        };
+        self.shape.insert(if kind == ValueKind::Version { "#ver".into() } else { "#num".into() });
+        self.claim(kind, v);
+        self.pending_default = false;
+        used
+    }
+
+    /// Records value `v` under the key of the last two content words.
+    fn claim(&mut self, kind: ValueKind, v: String) {
+        let key = self.content.iter().rev().take(2).rev().cloned().collect::<Vec<_>>().join(" ");
+        self.values.entry(key).or_insert((kind, BTreeSet::new())).1.insert(v);
+    }
 }
 
 /// Jaccard similarity of two shapes.
