@@ -36,41 +36,11 @@ fn stdout_line(out: &std::process::Output) -> Option<String> {
 /// merge base with that ref. Not a git repository: no changes and a note, unless `since` was
 /// asked for (then an error).
 pub fn collect(root: &Path, since: Option<&str>) -> Result<Changes> {
-    if let Some(r) = since {
-        if r.trim().is_empty() || r.starts_with('-') || r.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return Err(Error::BadRequest(format!(
-                "bad --since {r:?}: give a git ref such as main, origin/main or a commit"
-            )));
-        }
+    check_since(since)?;
+    if let Some(outside) = outside_work_tree(root, since)? {
+        return Ok(outside);
     }
-    let inside = git(root, &["rev-parse", "--is-inside-work-tree"]);
-    if !matches!(&inside, Ok(o) if stdout_line(o).as_deref() == Some("true")) {
-        let why = format!("{} is not inside a git work tree: no changed files", root.display());
-        if let Some(r) = since {
-            return Err(Error::BadRequest(format!("--since {r} needs a git repository; {why}")));
-        }
-        if let Err(e) = inside {
-            return Ok(Changes { note: Some(e.to_string()), ..Default::default() });
-        }
-        return Ok(Changes { note: Some(why), ..Default::default() });
-    }
-    let head = stdout_line(&git(root, &["rev-parse", "--verify", "-q", "HEAD^{commit}"])?);
-    let base = match (since, &head) {
-        (Some(r), Some(_)) => {
-            let out = git(root, &["merge-base", r, "HEAD"])?;
-            Some(stdout_line(&out).ok_or_else(|| {
-                let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
-                Error::BadRequest(format!(
-                    "git cannot find a merge base of {r:?} and HEAD ({}); give an existing branch or commit",
-                    if err.is_empty() { "no common history" } else { err.as_str() }
-                ))
-            })?)
-        }
-        (Some(r), None) => {
-            return Err(Error::BadRequest(format!("--since {r}: the repository has no commits yet")));
-        }
-        (None, h) => h.clone(),
-    };
+    let base = base_of(root, since)?;
     let mut states: BTreeMap<String, Vec<ChangeState>> = BTreeMap::new();
     let mut add = |files: &[FileDiff], state: ChangeState| {
         for f in files {
@@ -98,15 +68,7 @@ pub fn collect(root: &Path, since: Option<&str>) -> Result<Changes> {
         kinds.insert(f.path.clone(), f.change);
         diffs.insert(f.path.clone(), f);
     }
-    // git lists no untracked FIFO, socket or device: only tracked ones need leaving out.
-    let untracked = git(root, &["ls-files", "--others", "--exclude-standard", "-z"])?;
-    if untracked.status.success() {
-        for p in untracked.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
-            let p = String::from_utf8_lossy(p).into_owned();
-            kinds.insert(p.clone(), Change::Added);
-            states.entry(p).or_default().push(ChangeState::Untracked);
-        }
-    }
+    add_untracked(root, &mut kinds, &mut states)?;
     let files = states
         .into_iter()
         .filter(|(path, _)| !special.contains(path))
@@ -117,6 +79,75 @@ pub fn collect(root: &Path, since: Option<&str>) -> Result<Changes> {
         })
         .collect();
     Ok(Changes { base, files, diffs, note: None, special })
+}
+
+/// A `since` that git could read as an option or as several words is refused up front.
+fn check_since(since: Option<&str>) -> Result<()> {
+    match since {
+        Some(r)
+            if r.trim().is_empty() || r.starts_with('-') || r.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+        {
+            Err(Error::BadRequest(format!("bad --since {r:?}: give a git ref such as main, origin/main or a commit")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Outside a git work tree: no changes and a note saying why, or an error when `since` needs
+/// git. `None` inside one.
+fn outside_work_tree(root: &Path, since: Option<&str>) -> Result<Option<Changes>> {
+    let inside = git(root, &["rev-parse", "--is-inside-work-tree"]);
+    if matches!(&inside, Ok(o) if stdout_line(o).as_deref() == Some("true")) {
+        return Ok(None);
+    }
+    let why = format!("{} is not inside a git work tree: no changed files", root.display());
+    if let Some(r) = since {
+        return Err(Error::BadRequest(format!("--since {r} needs a git repository; {why}")));
+    }
+    let note = match inside {
+        Err(e) => e.to_string(),
+        Ok(_) => why,
+    };
+    Ok(Some(Changes { note: Some(note), ..Default::default() }))
+}
+
+/// The commit changes are measured from: the merge base with `since`, else HEAD (none before
+/// the first commit).
+fn base_of(root: &Path, since: Option<&str>) -> Result<Option<String>> {
+    let head = stdout_line(&git(root, &["rev-parse", "--verify", "-q", "HEAD^{commit}"])?);
+    match (since, head) {
+        (Some(r), Some(_)) => {
+            let out = git(root, &["merge-base", r, "HEAD"])?;
+            let base = stdout_line(&out).ok_or_else(|| {
+                let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                Error::BadRequest(format!(
+                    "git cannot find a merge base of {r:?} and HEAD ({}); give an existing branch or commit",
+                    if err.is_empty() { "no common history" } else { err.as_str() }
+                ))
+            })?;
+            Ok(Some(base))
+        }
+        (Some(r), None) => Err(Error::BadRequest(format!("--since {r}: the repository has no commits yet"))),
+        (None, head) => Ok(head),
+    }
+}
+
+/// Untracked files (not ignored) join as added. git lists no untracked FIFO, socket or device:
+/// only tracked ones need leaving out.
+fn add_untracked(
+    root: &Path,
+    kinds: &mut BTreeMap<String, Change>,
+    states: &mut BTreeMap<String, Vec<ChangeState>>,
+) -> Result<()> {
+    let untracked = git(root, &["ls-files", "--others", "--exclude-standard", "-z"])?;
+    if untracked.status.success() {
+        for p in untracked.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            let p = String::from_utf8_lossy(p).into_owned();
+            kinds.insert(p.clone(), Change::Added);
+            states.entry(p).or_default().push(ChangeState::Untracked);
+        }
+    }
+    Ok(())
 }
 
 /// `committed on the branch since main, staged and dirty`.
