@@ -329,7 +329,12 @@ pub fn print_impact(out: &Out, r: &ImpactResponse) {
             ),
         ));
     }
-    for w in &r.graph.warnings {
+    print_graph_warnings(out, &r.graph.warnings);
+}
+
+/// The graph's warnings (outdated stored imports, a migrated file, a deleted file), one line each.
+fn print_graph_warnings(out: &Out, warnings: &[String]) {
+    for w in warnings {
         out.line(&format!("{} {}", out.paint("33", "warning:"), visible(w)));
     }
 }
@@ -340,6 +345,7 @@ fn print_diagnostic(out: &Out, d: &Diagnostic) {
 
 /// `docdex impact diagnostics`.
 pub fn print_diagnostics(out: &Out, r: &DiagnosticsResponse) {
+    print_graph_warnings(out, &r.graph.warnings);
     if r.files.is_empty() {
         out.line("every import was resolved (to a repository file or an external package)");
         return;
@@ -362,6 +368,7 @@ pub fn print_diagnostics(out: &Out, r: &DiagnosticsResponse) {
 
 /// `docdex graph cycles`.
 pub fn print_cycles(out: &Out, r: &CyclesResponse) {
+    print_graph_warnings(out, &r.graph.warnings);
     if r.cycles.is_empty() {
         out.line(&format!("no import cycles among {}", count(r.graph.stats.files, "file")));
         return;

@@ -1540,6 +1540,81 @@ fn typescript_imports_of_only_typed_names_close_no_cycle() {
     assert_eq!(cycle_sets(&g), vec![vec!["mixed/c.ts", "mixed/d.ts"]], "only the loop with a run-time name");
 }
 
+/// `export {type A} from './x'` and `export {type A, type B} from './x'` (every name marked
+/// `type`) are dropped by TypeScript like `export type {A} from`, yet they were run-time
+/// `export` edges, so `graph cycles` reported loops that never load. A mixed `export {type A,
+/// b} from` keeps `b` and its cycle.
+#[test]
+fn typescript_reexports_of_only_typed_names_close_no_cycle() {
+    let env = Env::new();
+    let repo = env.repo("typedreexports");
+    write(&repo, "one/a.ts", "export {type B} from './b';\nexport class A {}\n");
+    write(&repo, "one/b.ts", "import { A } from './a';\nexport class B { a?: A }\n");
+    write(&repo, "two/c.ts", "export {type D, type DId} from './d';\nexport class C {}\n");
+    write(&repo, "two/d.ts", "import { C } from './c';\nexport class D { c?: C }\nexport type DId = number;\n");
+    write(&repo, "mixed/e.ts", "export {type F, fValue} from './f';\nexport const e = 1;\n");
+    write(&repo, "mixed/f.ts", "import { e } from './e';\nexport type F = number;\nexport const fValue = e;\n");
+    let g = build_dir(&repo);
+    let kind = |s: &str, t: &str| {
+        g.edges.iter().find(|e| e.source == s && e.target == t).map(|e| e.kind.clone()).unwrap_or_default()
+    };
+    assert_eq!(kind("one/a.ts", "one/b.ts"), "type_import");
+    assert_eq!(kind("two/c.ts", "two/d.ts"), "type_import");
+    assert_eq!(kind("mixed/e.ts", "mixed/f.ts"), "export");
+    assert_eq!(cycle_sets(&g), vec![vec!["mixed/e.ts", "mixed/f.ts"]], "only the loop with a run-time name");
+}
+
+/// A store whose imports an older docdex extracted (its rules did not mark `export {type B}
+/// from` type-only, and it recorded no import rules version, or an older one) kept that
+/// build's false cycle after an upgrade: the index run re-extracted only changed files, and
+/// every later graph rebuild read the stale stored imports. The next index run now re-extracts
+/// the outdated languages, nothing changed on disk, and the cycle is gone.
+#[test]
+fn imports_stored_by_older_rules_are_reextracted_by_the_next_index_run() {
+    let current = imports::rules_version(Lang::TypeScript);
+    for old in [None, Some(current - 1)] {
+        let env = Env::new();
+        let repo = env.repo("oldrules");
+        write(&repo, "src/a.ts", "export {type B} from './b';\nexport class A {}\n");
+        write(&repo, "src/b.ts", "import { A } from './a';\nexport class B { a?: A }\n");
+        let r = repo.to_str().unwrap();
+        assert!(env.run(&["index", "--repo", r]).status.success());
+        let cycles = |env: &Env| env.json(&["graph", "cycles", "--repo", r, "--json"])["cycles"].clone();
+        assert_eq!(cycles(&env), serde_json::json!([]), "this build's rules: no cycle");
+
+        // As the older docdex left the store and the graph it built from it.
+        let engine = env.engine();
+        let rr = engine.resolve_repo(&repo).unwrap();
+        let conn = rusqlite::Connection::open(docdex::engine::code::store::db_path(&rr)).unwrap();
+        conn.execute("UPDATE files SET imports = replace(imports, ',\"type_only\":true', '')", []).unwrap();
+        conn.execute("DELETE FROM meta WHERE key LIKE 'imports:%'", []).unwrap();
+        if let Some(v) = old {
+            conn.execute("INSERT INTO meta VALUES('imports:typescript', ?1)", [v.to_string()]).unwrap();
+        }
+        drop(conn);
+        let stored = docdex::engine::code::store::SymbolReader::open(&rr).unwrap().unwrap().all_imports().unwrap();
+        graph::rebuild(&rr, &stored, &Default::default()).unwrap();
+        assert_ne!(cycles(&env), serde_json::json!([]), "the older build's graph has the false cycle ({old:?})");
+        // Until the next index run, the answers say so and name the command.
+        let outdated = |env: &Env| {
+            let v = env.json(&["graph", "cycles", "--repo", r, "--json"]);
+            let warnings = v["graph"]["warnings"].as_array().cloned().unwrap_or_default();
+            warnings.iter().filter_map(|w| w.as_str()).any(|w| w.contains("typescript") && w.contains("docdex index"))
+        };
+        assert!(outdated(&env), "({old:?})");
+        let text = env.run(&["graph", "cycles", "--repo", r]);
+        assert!(String::from_utf8_lossy(&text.stdout).contains("warning: the stored imports of typescript"));
+
+        assert!(env.run(&["index", "--repo", r]).status.success());
+        assert_eq!(cycles(&env), serde_json::json!([]), "re-extracted by the next index run ({old:?})");
+        assert!(!outdated(&env), "({old:?})");
+        let conn = rusqlite::Connection::open(docdex::engine::code::store::db_path(&rr)).unwrap();
+        let recorded: String =
+            conn.query_row("SELECT value FROM meta WHERE key = 'imports:typescript'", [], |row| row.get(0)).unwrap();
+        assert_eq!(recorded, current.to_string());
+    }
+}
+
 /// TypeScript's type-only forms, `import {type A} from`, `import type {A} from`, `export {type A}
 /// from` (and `export type {A} from`, and the run-time `import {type A, B} from`), are edges of `docdex impact`
 /// through the real binary: the importer of a file that only lends it types is affected when
@@ -1587,6 +1662,8 @@ fn typescript_type_only_imports_are_impact_edges() {
     assert_eq!(kind("src/star.ts"), "type_import", "{v}");
     assert_eq!(kind("src/whole.ts"), "type_import", "{v}");
     assert_eq!(kind("src/inline.ts"), "type_import", "{v}");
+    assert_eq!(kind("src/reexp.ts"), "type_import", "{v}");
+    assert_eq!(kind("src/retype.ts"), "type_import", "{v}");
     assert_eq!(kind("src/mixed.ts"), "import", "{v}");
     for name in ["inline", "whole", "reexp", "retype", "mixed", "star"] {
         let target = format!("src/{name}.ts");

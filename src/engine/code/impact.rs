@@ -609,7 +609,7 @@ impl Engine {
         let (inbound, outbound, affected, truncated) = g.impact(&file, depth, direction);
         let (nodes, edges) = g.subgraph(&file, &inbound, &outbound);
         let diagnostics = g.graph.diagnostics.iter().filter(|d| d.source == file).cloned().collect();
-        let mut graph = g.info();
+        let mut graph = graph_info(&repo, &g);
         graph.warnings.extend(deleted_since_indexed(&repo, &file));
         Ok(ImpactResponse {
             schema: SchemaTag::current(),
@@ -640,7 +640,7 @@ impl Engine {
             repo: repo.root.clone(),
             files_in_cycles: files.len(),
             cycles: g.graph.cycles.clone(),
-            graph: g.info(),
+            graph: graph_info(&repo, &g),
         })
     }
 
@@ -673,7 +673,7 @@ impl Engine {
             files,
             total,
             by_code,
-            graph: g.info(),
+            graph: graph_info(&repo, &g),
         })
     }
 
@@ -781,6 +781,33 @@ pub(crate) fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
         )));
     }
     Ok(rel)
+}
+
+/// The graph's build facts for a response, with a warning when the stored imports it is
+/// built from are outdated.
+fn graph_info(repo: &RepoRef, g: &LoadedGraph) -> GraphInfo {
+    let mut info = g.info();
+    info.warnings.extend(outdated_rules(repo, g));
+    info
+}
+
+/// A warning when the symbol store's imports of a language in the graph were extracted by
+/// another docdex's import rules ([`super::imports::rules_version`]): the graph built from them
+/// may lack marks this build makes (a type-only re-export closing a cycle) until the next
+/// index run, which re-extracts those files. An unreadable store says nothing here.
+fn outdated_rules(repo: &RepoRef, g: &LoadedGraph) -> Option<String> {
+    let reader = super::store::SymbolReader::open(repo).ok()??;
+    let in_graph: HashSet<Lang> = g.graph.files.values().copied().collect();
+    let outdated: Vec<&str> =
+        reader.meta().imports_outdated().into_iter().filter(|l| in_graph.contains(l)).map(Lang::name).collect();
+    if outdated.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "the stored imports of {} files were extracted by an older docdex's import rules: edges and cycles built from them may be out of date; the next `docdex index --repo {}` (or a running `docdex watch`) re-reads those files",
+        outdated.join(", "),
+        crate::error::shell_path(&repo.root)
+    ))
 }
 
 /// A warning when `file` (a repository file of the graph) is gone from disk: the graph is as

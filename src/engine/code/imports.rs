@@ -142,6 +142,37 @@ pub mod kind {
     pub const PART_OF: &str = "part_of";
 }
 
+/// The version of [`extract`]'s rules for a language: what it stores for that language's
+/// files. Bump a language's number when a change alters the stored imports of files already
+/// indexed (a new mark such as [`RawImport::type_only`], a form newly read or read otherwise).
+/// `symbols.db` records the number per language when it records the grammar versions, and the
+/// next index run re-extracts every file of a language whose recorded number differs (or, in
+/// a store written before the numbers existed, is missing), as after a grammar upgrade: stored
+/// imports feed every later graph rebuild, so without this an upgraded docdex kept the old
+/// rules' edges (a type-only re-export closing a cycle) until `docdex graph rebuild`, and lost
+/// that rebuild's answer again at the next index run whose imports changed.
+pub fn rules_version(lang: Lang) -> u32 {
+    match lang {
+        // 1: first recorded; TypeScript `export {type A} from` is type-only.
+        Lang::Rust
+        | Lang::TypeScript
+        | Lang::Tsx
+        | Lang::JavaScript
+        | Lang::Python
+        | Lang::Go
+        | Lang::Java
+        | Lang::Kotlin
+        | Lang::CSharp
+        | Lang::C
+        | Lang::Cpp
+        | Lang::Php
+        | Lang::Ruby
+        | Lang::Lua
+        | Lang::Dart
+        | Lang::Swift => 1,
+    }
+}
+
 /// Extracts the imports of one parsed file. Never fails: what it cannot read it skips.
 pub fn extract(lang: Lang, tree: &tree_sitter::Tree, source: &str) -> Vec<RawImport> {
     let src = syntax::Src::new(source);
@@ -242,7 +273,33 @@ fn f() { include!(concat!(env!("OUT_DIR"), "/gen.rs")); }
                    export { type X } from './d';\nexport type { Y } from './e';\n";
         let got = imports(Lang::TypeScript, src);
         let flags: Vec<(&str, bool)> = got.iter().map(|i| (i.spec.as_str(), i.type_only)).collect();
-        assert_eq!(flags, [("./a", true), ("./b", true), ("./c", false), ("./d", false), ("./e", true)]);
+        assert_eq!(flags, [("./a", true), ("./b", true), ("./c", false), ("./d", true), ("./e", true)]);
+    }
+
+    /// `export {type A} from './x'` and `export {type A, type B} from './x'` (every name marked
+    /// `type`) are dropped by TypeScript like `export type {A} from`, yet they counted as
+    /// run-time re-exports and closed false import cycles. A mixed list, an empty one, a
+    /// namespace re-export or a value named `type` still loads the module.
+    #[test]
+    fn ts_reexport_with_every_name_typed_is_type_only() {
+        let src = "export {type A} from './a';\nexport {type B, type C as D} from './b';\n\
+                   export {type E, f} from './c';\nexport {} from './d';\nexport * as ns from './e';\n\
+                   export {type} from './f';\nexport {type G, /* c */ type H,} from './g';\n";
+        let got = imports(Lang::TypeScript, src);
+        let flags: Vec<(&str, &str, bool)> =
+            got.iter().map(|i| (i.spec.as_str(), i.kind.as_str(), i.type_only)).collect();
+        let want = [
+            ("./a", "export", true),
+            ("./b", "export", true),
+            ("./c", "export", false),
+            ("./d", "export", false),
+            ("./e", "export", false),
+            ("./f", "export", false),
+            ("./g", "export", true),
+        ];
+        assert_eq!(flags, want);
+        let tsx = imports(Lang::Tsx, "export {type P} from './p';\n");
+        assert!(tsx[0].type_only, "{tsx:?}");
     }
 
     /// `import {type A, type B} from` (every name marked `type`) is erased like `import type`,

@@ -87,6 +87,9 @@ pub struct StoreMeta {
     pub generation: u64,
     /// Grammar version per language, as recorded when its files were extracted.
     pub grammars: BTreeMap<String, String>,
+    /// [`super::imports::rules_version`] per language, as recorded with the grammars (absent
+    /// in stores written before the import rules were versioned).
+    pub import_rules: BTreeMap<String, u32>,
     /// Imports (or the files import resolution reads) changed in a committed run whose impact
     /// graph was not written yet: the next writer rebuilds it.
     pub graph_pending: bool,
@@ -95,11 +98,33 @@ pub struct StoreMeta {
 }
 
 impl StoreMeta {
-    /// Languages whose recorded grammar differs from the one compiled into this build.
+    /// Languages whose stored files the next index run re-extracts: their grammar changed
+    /// ([`Self::grammar_drifted`]) or their import rules did ([`Self::imports_outdated`]).
     pub fn drifted(&self) -> Vec<Lang> {
+        let imports = self.imports_outdated();
+        Lang::ALL.into_iter().filter(|l| self.grammar_drifted_for(*l) || imports.contains(l)).collect()
+    }
+
+    /// Languages whose recorded grammar differs from the one compiled into this build: their
+    /// symbols cannot be trusted, so symbol and AST queries refuse until re-indexed.
+    pub fn grammar_drifted(&self) -> Vec<Lang> {
+        Lang::ALL.into_iter().filter(|l| self.grammar_drifted_for(*l)).collect()
+    }
+
+    fn grammar_drifted_for(&self, l: Lang) -> bool {
+        self.grammars.get(l.name()).is_some_and(|v| v != l.grammar_version())
+    }
+
+    /// Languages whose stored imports were extracted by other import rules than this build's
+    /// (an older docdex): the impact graph built from them may miss marks such as type-only.
+    /// Only languages with a recorded grammar count (a store that recorded none is new).
+    pub fn imports_outdated(&self) -> Vec<Lang> {
         Lang::ALL
             .into_iter()
-            .filter(|l| self.grammars.get(l.name()).is_some_and(|v| v != l.grammar_version()))
+            .filter(|l| {
+                self.grammars.contains_key(l.name())
+                    && self.import_rules.get(l.name()) != Some(&super::imports::rules_version(*l))
+            })
             .collect()
     }
 }
@@ -118,6 +143,9 @@ fn read_meta(conn: &Connection) -> rusqlite::Result<StoreMeta> {
             _ => {
                 if let Some(lang) = k.strip_prefix("grammar:") {
                     meta.grammars.insert(lang.to_string(), v);
+                } else if let Some(lang) = k.strip_prefix("imports:") {
+                    // An unreadable number is no version this build has: re-extracted.
+                    meta.import_rules.insert(lang.to_string(), v.parse().unwrap_or(0));
                 }
             }
         }
@@ -364,8 +392,8 @@ impl SymbolStore {
     }
 
     /// Commits the open transaction (if any) as `generation`. With `grammars`, records this
-    /// build's grammar version for every language: every file of a drifted language has been
-    /// re-extracted.
+    /// build's grammar version and import rules version for every language: every file of a
+    /// drifted language has been re-extracted.
     pub fn commit(&mut self, generation: u64, grammars: bool) -> Result<()> {
         if !self.in_tx && generation == self.meta.generation && !grammars {
             return Ok(());
@@ -384,6 +412,14 @@ impl SymbolStore {
                     )
                     .map_err(&err)?;
                 self.meta.grammars.insert(l.name().to_string(), l.grammar_version().to_string());
+                let rules = super::imports::rules_version(l);
+                self.conn
+                    .execute(
+                        "INSERT OR REPLACE INTO meta VALUES(?1, ?2)",
+                        [format!("imports:{}", l.name()), rules.to_string()],
+                    )
+                    .map_err(&err)?;
+                self.meta.import_rules.insert(l.name().to_string(), rules);
             }
         }
         self.conn.execute_batch("COMMIT").map_err(&err)?;
@@ -569,7 +605,7 @@ impl SymbolReader {
                 crate::error::shell_path(repo)
             )));
         }
-        let drifted = self.meta.drifted();
+        let drifted = self.meta.grammar_drifted();
         if !drifted.is_empty() {
             let which: Vec<String> = drifted
                 .iter()
@@ -631,5 +667,35 @@ impl<'a> FileRow<'a> {
                 samples: String::new(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta_of(grammars: &[Lang], rules: &[(Lang, u32)]) -> StoreMeta {
+        StoreMeta {
+            grammars: grammars.iter().map(|l| (l.name().to_string(), l.grammar_version().to_string())).collect(),
+            import_rules: rules.iter().map(|(l, v)| (l.name().to_string(), *v)).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Stored imports from other import rules (an older docdex: no number, or another one) are
+    /// re-extracted like a grammar drift, yet symbol queries stay open: only grammars block them.
+    #[test]
+    fn outdated_import_rules_are_drift_for_extraction_only() {
+        let ts = Lang::TypeScript;
+        let current = crate::engine::code::imports::rules_version(ts);
+        let unversioned = meta_of(&[ts, Lang::Rust], &[]);
+        assert_eq!(unversioned.imports_outdated(), [Lang::Rust, ts]);
+        assert_eq!(unversioned.drifted(), [Lang::Rust, ts]);
+        assert!(unversioned.grammar_drifted().is_empty());
+        let older = meta_of(&[ts], &[(ts, current - 1)]);
+        assert_eq!(older.drifted(), [ts]);
+        let up_to_date = meta_of(&[ts], &[(ts, current)]);
+        assert!(up_to_date.drifted().is_empty() && up_to_date.imports_outdated().is_empty());
+        assert!(StoreMeta::default().drifted().is_empty(), "a new store records no grammar: nothing to redo");
     }
 }

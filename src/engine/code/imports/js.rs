@@ -11,9 +11,10 @@ use tree_sitter::Node;
 /// `import type {..} from` / `export type {..} from` / `export type * from`: the statement's own
 /// `type` keyword (TypeScript erases the import). TypeScript 5's `export type * from` is a
 /// parse error in the bundled grammar (its `type` lands in an ERROR node), so an export is also
-/// read by its leading words. An import whose every name is marked `type` is erased too.
+/// read by its leading words. An import or re-export whose every name is marked `type` is
+/// erased too.
 fn is_type_only(statement: Node, src: &Src) -> bool {
-    has_type_keyword(statement) || exports_type_star(src.text(statement)) || imports_only_typed_names(statement)
+    has_type_keyword(statement) || exports_type_star(src.text(statement)) || lists_only_typed_names(statement)
 }
 
 /// The node's own `type` keyword among its direct children (a name `type` is an identifier).
@@ -23,20 +24,29 @@ fn has_type_keyword(node: Node) -> bool {
     found
 }
 
-/// `import {type A, type B} from './x'`: a braced list of names, each marked `type`, with no
-/// default or namespace binding. TypeScript drops the statement from its output like
-/// `import type {A, B}`, so it is no run-time import; `import {type A, B}` keeps `B` and is one.
-fn imports_only_typed_names(statement: Node) -> bool {
-    let Some(clause) = named_children(statement).into_iter().find(|c| c.kind() == "import_clause") else {
-        return false;
-    };
-    let bindings: Vec<Node> = named_children(clause).into_iter().filter(|c| c.kind() != "comment").collect();
-    let [list] = bindings.as_slice() else { return false };
-    if list.kind() != "named_imports" {
-        return false;
+/// `import {type A, type B} from './x'` / `export {type A, type B} from './x'`: a braced list
+/// of names, each marked `type`, with no default or namespace binding. TypeScript drops the
+/// statement from its output like `import type {A, B}` / `export type {A, B} from`, so it is
+/// no run-time import; `import {type A, B}` and `export {type A, B} from` keep `B` and are one.
+fn lists_only_typed_names(statement: Node) -> bool {
+    let Some(list) = braced_names(statement) else { return false };
+    let names: Vec<Node> = named_children(list).into_iter().filter(|c| c.kind() != "comment").collect();
+    let specifier = if statement.kind() == "import_statement" { "import_specifier" } else { "export_specifier" };
+    !names.is_empty() && names.iter().all(|n| n.kind() == specifier && has_type_keyword(*n))
+}
+
+/// The braced name list of an import (`named_imports`, when it is the clause's only binding)
+/// or of a re-export (`export_clause`); `None` for any other form (`* as ns`, a default).
+fn braced_names(statement: Node) -> Option<Node> {
+    if statement.kind() == "export_statement" {
+        return named_children(statement).into_iter().find(|c| c.kind() == "export_clause");
     }
-    let names: Vec<Node> = named_children(*list).into_iter().filter(|c| c.kind() != "comment").collect();
-    !names.is_empty() && names.iter().all(|n| n.kind() == "import_specifier" && has_type_keyword(*n))
+    let clause = named_children(statement).into_iter().find(|c| c.kind() == "import_clause")?;
+    let bindings: Vec<Node> = named_children(clause).into_iter().filter(|c| c.kind() != "comment").collect();
+    match bindings.as_slice() {
+        [list] if list.kind() == "named_imports" => Some(*list),
+        _ => None,
+    }
 }
 
 /// `export type * from` / `export type * as ns from`.
