@@ -666,6 +666,66 @@ fn an_agent_sets_its_role_over_mcp() {
     assert_eq!(agent("ivy")["preference_count"], 0, "a role alone adds no preference: {listed}");
 }
 
+/// An agent with a role and no preference yet (`profile role`, `docdex_set_role`) did not sync:
+/// the import dropped every agent that ended up without preferences, so the other machine got
+/// it only with its first preference. Agents now sync as rows of their own, with their
+/// removals (`removed_agents`), so a role-only agent arrives, takes a changed role, and its
+/// removal sticks on both sides.
+#[test]
+fn an_agent_with_only_a_role_syncs_like_any_other_and_so_does_its_removal() {
+    use docdex::engine::protocol::ProfileRoleRequest;
+    let (a, b) = (Env::new(), Env::new());
+    let ea = a.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let eb = b.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let sync = |from: &Engine, to: &Engine, file: &std::path::Path| {
+        from.profile_export_to(Some(file)).unwrap();
+        to.profile_import(file).unwrap()
+    };
+    let role_of = |e: &Engine, id: &str| {
+        let agents = e.profile_list(&ProfileListRequest::default()).unwrap().agents;
+        agents.into_iter().find(|x| x.id == id).map(|x| (x.role, x.preference_count))
+    };
+    let set = |e: &Engine, id: &str, role: &str| {
+        e.profile_set_role(&ProfileRoleRequest { agent_id: id.into(), role: role.into() }).unwrap()
+    };
+    let (fa, fb) = (a.dir.path().join("a.json"), b.dir.path().join("b.json"));
+    set(&ea, "ivy", "Backend developer");
+    let r = sync(&ea, &eb, &fa);
+    assert_eq!(r.agents_added, 1, "{r:?}");
+    assert_eq!(role_of(&eb, "ivy"), Some(("Backend developer".into(), 0)), "a role alone arrives");
+    assert_eq!(sync(&eb, &ea, &fb).agents_added, 0);
+    set(&ea, "ivy", "API developer");
+    assert_eq!(sync(&ea, &eb, &fa).roles_updated, 1);
+    assert_eq!(role_of(&eb, "ivy").map(|r| r.0), Some("API developer".into()));
+    // B's manifest from before the removal, imported after it, does not bring the agent back.
+    eb.profile_export_to(Some(&fb)).unwrap();
+    ea.profile_remove(&ProfileRemoveRequest { id: "ivy".into(), agent: true, expected_last_updated: None }).unwrap();
+    assert_eq!(ea.profile_import(&fb).unwrap().agents_added, 0);
+    assert_eq!(role_of(&ea, "ivy"), None, "the removal here is newer than the agent there");
+    let r = sync(&ea, &eb, &fa);
+    assert_eq!(r.agents_removed, 1, "{r:?}");
+    assert_eq!(role_of(&eb, "ivy"), None);
+    // A role set again after the removal is newer: the agent is back on both.
+    set(&eb, "ivy", "Data engineer");
+    assert_eq!(sync(&eb, &ea, &fb).agents_added, 1);
+    assert_eq!(role_of(&ea, "ivy").map(|r| r.0), Some("Data engineer".into()));
+    // An agent whose last preference was removed (not the agent) keeps its role on both sides.
+    let id = add(&ea, "tara", Category::Style, "Prefer early returns");
+    sync(&ea, &eb, &fa);
+    eb.profile_remove(&ProfileRemoveRequest { id, agent: false, expected_last_updated: None }).unwrap();
+    let r = sync(&eb, &ea, &fb);
+    assert_eq!((r.deleted, r.agents_removed), (1, 0), "{r:?}");
+    assert_eq!(role_of(&ea, "tara"), Some(("tara role".into(), 0)));
+    // A manifest of a docdex from before agents synced on their own (no removed_agents)
+    // carried an agent only with its preferences: an empty one there is not created here.
+    let old = b.dir.path().join("old.json");
+    let manifest = json!({"format": "docdex.profile_sync", "version": 1,
+        "agents": [{"id": "olga", "role": "Docs", "created_at": 5, "role_updated": 5}], "preferences": []});
+    std::fs::write(&old, manifest.to_string()).unwrap();
+    assert_eq!(ea.profile_import(&old).unwrap().agents_added, 0);
+    assert_eq!(role_of(&ea, "olga"), None);
+}
+
 /// A database written before roles were stamped (no `role_updated` column) is read and
 /// written by this docdex: the column is added on first use, its roles count as never set.
 #[test]

@@ -375,7 +375,13 @@ impl Engine {
         let now = now_ms() as i64;
         if req.agent {
             self.profile_agent_exists(id)?;
-            let removed = self.profile_write(|w| w.delete_agent(id, now))?;
+            let removed = self.profile_write(|w| {
+                // Kept for sync, stamped after the agent's own stamp (a clock running behind
+                // the machine that set its role would otherwise lose to it).
+                let at = store::agent(w.conn(), id)?.map_or(now, |a| now.max(store::agent_stamp(&a).saturating_add(1)));
+                w.record_agent_removal(id, at)?;
+                w.delete_agent(id, now)
+            })?;
             return Ok(ProfileRemoveResponse { id: id.to_string(), agent_id: id.to_string(), removed });
         }
         let id = self.profile_preference(id)?.id;
@@ -424,6 +430,7 @@ impl Engine {
                     })
                     .collect(),
                 tombstones: store::tombstones(c)?,
+                removed_agents: Some(store::agent_removals(c)?),
             })
         })
     }
@@ -513,9 +520,16 @@ impl Engine {
         }
         let mut report = ProfileImportResponse { source: path.to_path_buf(), staged, rejected, ..Default::default() };
         let (agents, prefs) = checked_rows(&manifest, &mut report.rejected);
+        let removals = manifest.removed_agents.as_deref().map(|r| checked_removals(r, &mut report.rejected));
         let skew_limit = now_ms() as i64 + CLOCK_SKEW_MS;
         report.ahead_of_clock = prefs.iter().filter(|p| p.last_updated > skew_limit).count();
-        self.profile_write(|w| merge(w, &agents, &prefs, &manifest.tombstones, &mut report))?;
+        let rows = Incoming {
+            agents: &agents,
+            prefs: &prefs,
+            tombstones: &manifest.tombstones,
+            removals: removals.as_deref(),
+        };
+        self.profile_write(|w| merge(w, &rows, &mut report))?;
         tracing::info!(added = report.added, updated = report.updated, deleted = report.deleted, "profile imported");
         let _ = self.profile_vectors_ready(None);
         Ok(report)
@@ -589,6 +603,8 @@ fn parse_manifest(path: &Path, text: &str, rejected: &mut Vec<RejectedRow>) -> R
         preferences: Vec<serde_json::Value>,
         #[serde(default)]
         tombstones: Vec<serde_json::Value>,
+        #[serde(default)]
+        removed_agents: Option<Vec<serde_json::Value>>,
     }
     let not_manifest = |e: serde_json::Error| {
         Error::BadRequest(format!(
@@ -612,6 +628,7 @@ fn parse_manifest(path: &Path, text: &str, rejected: &mut Vec<RejectedRow>) -> R
         agents: typed_rows(rows.agents, "an agent", rejected),
         preferences: typed_rows(rows.preferences, "a preference", rejected),
         tombstones: typed_rows(rows.tombstones, "a removal", rejected),
+        removed_agents: rows.removed_agents.map(|r| typed_rows(r, "an agent removal", rejected)),
     })
 }
 
@@ -673,19 +690,69 @@ fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<Sy
     (agents, prefs)
 }
 
-fn merge(
-    w: &Write<'_>,
-    agents: &[SyncAgent],
-    prefs: &[SyncPreference],
-    tombstones: &[SyncTombstone],
-    report: &mut ProfileImportResponse,
-) -> Result<()> {
-    let mut created = std::collections::BTreeSet::new();
-    for a in agents {
-        if merge_agent(w, a, report)? {
-            created.insert(a.id.clone());
+/// The checked rows of a manifest, as [`merge`] takes them.
+struct Incoming<'a> {
+    agents: &'a [SyncAgent],
+    prefs: &'a [SyncPreference],
+    tombstones: &'a [SyncTombstone],
+    /// `None`: a manifest of a docdex from before agents synced on their own.
+    removals: Option<&'a [SyncAgentRemoval]>,
+}
+
+/// The agent removals worth merging (a valid id, a positive time); the others are reported.
+fn checked_removals(removals: &[SyncAgentRemoval], rejected: &mut Vec<RejectedRow>) -> Vec<SyncAgentRemoval> {
+    let mut out = Vec::new();
+    for r in removals {
+        match valid_agent(&r.id) {
+            Ok(()) if r.removed_at > 0 => out.push(SyncAgentRemoval { id: r.id.trim().to_string(), ..r.clone() }),
+            Ok(()) => rejected.push(RejectedRow {
+                id: r.id.clone(),
+                reason: "removed_at must be a positive epoch-milliseconds time".into(),
+            }),
+            Err(e) => rejected.push(RejectedRow { id: r.id.clone(), reason: e.to_string() }),
         }
     }
+    out
+}
+
+type Ids = std::collections::BTreeSet<String>;
+
+fn merge(w: &Write<'_>, m: &Incoming<'_>, report: &mut ProfileImportResponse) -> Result<()> {
+    let (mut created, mut listed) = (Ids::new(), Ids::new());
+    for a in m.agents {
+        match merge_agent(w, a, report)? {
+            Merged::Created => {
+                created.insert(a.id.clone());
+                listed.insert(a.id.clone());
+            }
+            Merged::Existing => {
+                listed.insert(a.id.clone());
+            }
+            Merged::RemovedHere => {}
+        }
+    }
+    merge_preferences(w, m.prefs, &mut created, report)?;
+    let mut emptied = apply_tombstones(w, m.tombstones, report)?;
+    if let Some(removals) = m.removals {
+        for id in apply_agent_removals(w, removals)? {
+            listed.remove(&id);
+            emptied.insert(id);
+        }
+    }
+    // A manifest that carries agent removals lists every agent its side has, so one it lists
+    // stays here with no preferences, as it is there (a role set alone). An older manifest
+    // carried an agent only with its preferences: an empty one is not kept.
+    settle_agents(w, &created, &emptied, m.removals.map(|_| &listed), report)
+}
+
+/// Merges the manifest's preferences (per id, the newer `last_updated` wins), creating the
+/// agents they name (into `created`).
+fn merge_preferences(
+    w: &Write<'_>,
+    prefs: &[SyncPreference],
+    created: &mut Ids,
+    report: &mut ProfileImportResponse,
+) -> Result<()> {
     for p in prefs {
         if w.ensure_agent(&p.agent_id, "", p.last_updated, 0)? {
             created.insert(p.agent_id.clone());
@@ -728,7 +795,12 @@ fn merge(
             }
         }
     }
-    let mut emptied = std::collections::BTreeSet::new();
+    Ok(())
+}
+
+/// Applies the manifest's preference removals; answers the agents whose preferences they removed.
+fn apply_tombstones(w: &Write<'_>, tombstones: &[SyncTombstone], report: &mut ProfileImportResponse) -> Result<Ids> {
+    let mut emptied = Ids::new();
     for t in tombstones {
         // A removal travels under the id's one spelling, like the rows it removes.
         let checked = uuid::Uuid::parse_str(&t.id)
@@ -749,7 +821,30 @@ fn merge(
             emptied.extend(holder);
         }
     }
-    settle_agents(w, &created, &emptied, report)
+    Ok(emptied)
+}
+
+/// Applies the manifest's agent removals (`profile remove --agent` over there): an agent here
+/// goes when it was removed after it was created or given its role and holds no preference
+/// (one written after the removal keeps it, as it keeps a preference). Each removal is kept so
+/// it travels on. Answers the agents removed.
+fn apply_agent_removals(w: &Write<'_>, removals: &[SyncAgentRemoval]) -> Result<Ids> {
+    let mut removed = Ids::new();
+    for r in removals {
+        let Some(local) = store::agent(w.conn(), &r.id)? else {
+            w.record_agent_removal(&r.id, r.removed_at)?;
+            continue;
+        };
+        if r.id == TEAM_AGENT || r.removed_at <= store::agent_stamp(&local) {
+            continue;
+        }
+        if store::preferences_of(w.conn(), &[r.id.as_str()])?.is_empty() {
+            w.delete_agent(&r.id, 0)?;
+            w.record_agent_removal(&r.id, r.removed_at)?;
+            removed.insert(r.id.clone());
+        }
+    }
+    Ok(removed)
 }
 
 /// Gives the existing agent `old` the role `new`, stamped after its old one (`now`, or one past
@@ -764,47 +859,68 @@ fn replace_role(w: &Write<'_>, old: &SyncAgent, new: &str, now: i64) -> Result<O
     Ok(Some((Some(old.role.clone()).filter(|r| !r.is_empty()), at)))
 }
 
-/// Merges one manifest agent: creates it when new (true), else takes its role when that was
-/// set later than this side's (ties: the greater text, so both sides converge). A role the
-/// manifest does not stamp (an older docdex's file, a factory role) only fills an empty one,
-/// and an empty role never replaces one. A role changed on one machine used to stay there.
-fn merge_agent(w: &Write<'_>, a: &SyncAgent, report: &mut ProfileImportResponse) -> Result<bool> {
+/// What [`merge_agent`] did with a manifest agent.
+enum Merged {
+    /// It was new here and is created.
+    Created,
+    /// It was here already (its role merged).
+    Existing,
+    /// It was removed here after it was created or given its role there: not created again.
+    RemovedHere,
+}
+
+/// Merges one manifest agent: creates it when new, unless it was removed here since it was
+/// created or given its role over there; else takes its role when that was set later than
+/// this side's (ties: the greater text, so both sides converge). A role the manifest does not
+/// stamp (an older docdex's file, a factory role) only fills an empty one, and an empty role
+/// never replaces one. A role changed on one machine used to stay there.
+fn merge_agent(w: &Write<'_>, a: &SyncAgent, report: &mut ProfileImportResponse) -> Result<Merged> {
     let Some(local) = store::agent(w.conn(), &a.id)? else {
-        return w.ensure_agent(&a.id, &a.role, a.created_at.max(1), a.role_updated.max(0));
+        if store::agent_removed_at(w.conn(), &a.id)?.is_some_and(|at| at >= store::agent_stamp(a)) {
+            return Ok(Merged::RemovedHere);
+        }
+        let created = w.ensure_agent(&a.id, &a.role, a.created_at.max(1), a.role_updated.max(0))?;
+        return Ok(if created { Merged::Created } else { Merged::Existing });
     };
     let stamp = a.role_updated.max(0);
     if a.role.is_empty() || (a.role == local.role && stamp <= local.role_updated) {
-        return Ok(false);
+        return Ok(Merged::Existing);
     }
     if a.role == local.role {
         // The same role, stamped later over there: take the stamp so both sides agree.
         w.set_role(&a.id, &a.role, stamp)?;
-        return Ok(false);
+        return Ok(Merged::Existing);
     }
     let newer = stamp > 0 && (stamp, a.role.as_str()) > (local.role_updated, local.role.as_str());
     if local.role.is_empty() || newer {
         w.set_role(&a.id, &a.role, stamp.max(local.role_updated))?;
         report.roles_updated += 1;
     }
-    Ok(false)
+    Ok(Merged::Existing)
 }
 
-/// Agents hold preferences: one the import created that ends up with none (every preference
-/// it names was removed, here or on the other side) is not kept, and one the import's removals
-/// emptied goes too. An agent removed on one machine (`profile remove --agent`, the undo of a
-/// mistyped name) came back, empty, with the next import from the other.
+/// Agents the import created, emptied or removed, settled: one that ends up with no
+/// preferences is not kept unless `keep` (the agents a manifest with agent removals lists)
+/// holds it, so an agent whose role alone was set syncs like any other. With an older manifest
+/// (`keep` `None`) an agent the import created that ends up with none is not kept, and one its
+/// removals emptied goes too, as before agents synced on their own: an agent removed on one
+/// machine (`profile remove --agent`, the undo of a mistyped name) came back, empty, with the
+/// next import from the other. The `team` agent is always kept.
 fn settle_agents(
     w: &Write<'_>,
-    created: &std::collections::BTreeSet<String>,
-    emptied: &std::collections::BTreeSet<String>,
+    created: &Ids,
+    emptied: &Ids,
+    keep: Option<&Ids>,
     report: &mut ProfileImportResponse,
 ) -> Result<()> {
     for id in created.union(emptied) {
-        let empty = store::preferences_of(w.conn(), &[id.as_str()])?.is_empty();
-        if empty && id != TEAM_AGENT {
+        let gone = store::agent(w.conn(), id)?.is_none();
+        let empty = gone || store::preferences_of(w.conn(), &[id.as_str()])?.is_empty();
+        let dropped = empty && id != TEAM_AGENT && !keep.is_some_and(|k| k.contains(id));
+        if dropped && !gone {
             w.delete_agent(id, 0)?;
         }
-        match (created.contains(id), empty && id != TEAM_AGENT) {
+        match (created.contains(id), dropped) {
             (true, false) => report.agents_added += 1,
             (false, true) => report.agents_removed += 1,
             _ => {}

@@ -43,6 +43,9 @@ CREATE TABLE IF NOT EXISTS tombstones (
     id TEXT PRIMARY KEY NOT NULL,
     agent_id TEXT NOT NULL,
     deleted_at INT NOT NULL);
+CREATE TABLE IF NOT EXISTS agent_tombstones (
+    agent_id TEXT PRIMARY KEY NOT NULL,
+    removed_at INT NOT NULL);
 CREATE TABLE IF NOT EXISTS profile_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
 
@@ -66,11 +69,22 @@ fn err(conn: &Connection) -> impl Fn(rusqlite::Error) -> Error {
 }
 
 /// True when `agents` lacks a column this docdex keeps (`role_updated`, added after the first
-/// release): the next write adds it ([`Write::begin`]), and readers wait for that.
+/// release) or the file lacks `agent_tombstones`: the next write adds them ([`Write::begin`]),
+/// and readers wait for that.
 pub fn needs_migration(conn: &Connection) -> Result<bool> {
     if !has_schema(conn)? {
         return Ok(false);
     }
+    let tombstones: i64 = conn
+        .query_row("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'agent_tombstones'", [], |r| {
+            r.get(0)
+        })
+        .map_err(err(conn))?;
+    Ok(tombstones == 0 || lacks_role_stamp(conn)?)
+}
+
+/// True when `agents` has no `role_updated` column (a database from before roles were stamped).
+fn lacks_role_stamp(conn: &Connection) -> Result<bool> {
     let n: i64 = conn
         .query_row("SELECT COUNT(*) FROM pragma_table_info('agents') WHERE name = 'role_updated'", [], |r| r.get(0))
         .map_err(err(conn))?;
@@ -227,6 +241,28 @@ pub fn tombstones(conn: &Connection) -> Result<Vec<SyncTombstone>> {
     rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err(conn))
 }
 
+/// Every agent removal kept for sync, by agent id.
+pub fn agent_removals(conn: &Connection) -> Result<Vec<SyncAgentRemoval>> {
+    let mut st = conn
+        .prepare_cached("SELECT agent_id, removed_at FROM agent_tombstones ORDER BY agent_id")
+        .map_err(err(conn))?;
+    let rows =
+        st.query_map([], |r| Ok(SyncAgentRemoval { id: r.get(0)?, removed_at: r.get(1)? })).map_err(err(conn))?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err(conn))
+}
+
+/// When the agent `id` was last removed here (or by a sync that carried its removal), if ever.
+pub fn agent_removed_at(conn: &Connection, id: &str) -> Result<Option<i64>> {
+    conn.query_row("SELECT removed_at FROM agent_tombstones WHERE agent_id = ?1", [id], |r| r.get(0))
+        .optional()
+        .map_err(err(conn))
+}
+
+/// When an agent was last touched: created or given its role. A removal after it wins.
+pub fn agent_stamp(a: &SyncAgent) -> i64 {
+    a.created_at.max(a.role_updated)
+}
+
 fn tombstone(conn: &Connection, id: &str) -> Result<Option<i64>> {
     conn.query_row("SELECT deleted_at FROM tombstones WHERE id = ?1", [id], |r| r.get(0)).optional().map_err(err(conn))
 }
@@ -290,7 +326,7 @@ impl<'c> Write<'c> {
         let path = path_of(conn);
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_err(&path))?;
         tx.execute_batch(SCHEMA).map_err(db_err(&path))?;
-        if needs_migration(&tx)? {
+        if lacks_role_stamp(&tx)? {
             // A database from before roles were stamped: its roles count as never set (0), so
             // a manifest's role set later replaces them and an older manifest's does not.
             tx.execute_batch("ALTER TABLE agents ADD COLUMN role_updated INT NOT NULL DEFAULT 0")
@@ -461,6 +497,18 @@ impl<'c> Write<'c> {
         }
         self.tx.execute("DELETE FROM agents WHERE id = ?1", [id]).map_err(self.e())?;
         Ok(ids.len() as u64)
+    }
+
+    /// Keeps the removal of agent `id` at `at` for sync (a later one than any kept already).
+    pub fn record_agent_removal(&self, id: &str, at: i64) -> Result<()> {
+        self.tx
+            .execute(
+                "INSERT INTO agent_tombstones(agent_id, removed_at) VALUES (?1, ?2)
+                 ON CONFLICT(agent_id) DO UPDATE SET removed_at = MAX(removed_at, excluded.removed_at)",
+                params![id, at],
+            )
+            .map(|_| ())
+            .map_err(self.e())
     }
 
     /// A removal from a sync manifest, applied when it is newer than the local row (and kept

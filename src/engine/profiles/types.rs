@@ -379,6 +379,16 @@ pub struct SyncTombstone {
     pub deleted_at: i64,
 }
 
+/// A removed agent (`profile remove --agent`), so the removal travels through sync: an agent
+/// may hold no preferences (a role set alone), and then no preference's removal says it went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SyncAgentRemoval {
+    /// The agent id that was removed.
+    pub id: String,
+    /// When it was removed, epoch milliseconds (after its creation and its role's stamp).
+    pub removed_at: i64,
+}
+
 /// `profile_sync.json` (spec 001 §4.5): everything needed to merge one profile into another.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProfileManifest {
@@ -393,6 +403,10 @@ pub struct ProfileManifest {
     /// Removed preferences, by id.
     #[serde(default)]
     pub tombstones: Vec<SyncTombstone>,
+    /// Removed agents, by id. `None` in a manifest of a docdex from before agents synced on
+    /// their own (it carried an agent only with its preferences): its import keeps that rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed_agents: Option<Vec<SyncAgentRemoval>>,
 }
 
 /// What `profile export` wrote.
