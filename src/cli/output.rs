@@ -274,7 +274,7 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
             if c.drift_repaired.is_empty() {
                 String::new()
             } else {
-                format!(" after a grammar change ({})", c.drift_repaired.join(", "))
+                format!(" after a grammar or import rules change ({})", c.drift_repaired.join(", "))
             }
         ));
         if let Some(e) = &c.graph_error {

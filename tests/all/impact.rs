@@ -1605,7 +1605,10 @@ fn imports_stored_by_older_rules_are_reextracted_by_the_next_index_run() {
         let text = env.run(&["graph", "cycles", "--repo", r]);
         assert!(String::from_utf8_lossy(&text.stdout).contains("warning: the stored imports of typescript"));
 
-        assert!(env.run(&["index", "--repo", r]).status.success());
+        let reindex = env.run(&["index", "--repo", r]);
+        assert!(reindex.status.success());
+        let said = String::from_utf8_lossy(&reindex.stdout).to_string();
+        assert!(said.contains("re-extracted after a grammar or import rules change ("), "{said}");
         assert_eq!(cycles(&env), serde_json::json!([]), "re-extracted by the next index run ({old:?})");
         assert!(!outdated(&env), "({old:?})");
         let conn = rusqlite::Connection::open(docdex::engine::code::store::db_path(&rr)).unwrap();

@@ -509,7 +509,8 @@ pub struct CodeIndexSummary {
     pub files_removed: u64,
     /// Symbols extracted this run.
     pub symbols_extracted: u64,
-    /// Languages re-extracted because their grammar version changed.
+    /// Languages re-extracted because their grammar version or their import rules version
+    /// ([`super::imports::rules_version`]) changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift_repaired: Vec<String>,
     /// Per language.
