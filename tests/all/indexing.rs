@@ -316,6 +316,111 @@ fn the_users_excludes_file_applies_in_each_repository_without_its_own() {
     assert_eq!(indexed("local"), ["main.rs", "none/main.rs", "none/x.own", "x.glob"]);
 }
 
+/// The user's git config as git reads it: `[include]` and `[includeIf "gitdir:..."]` (plain,
+/// `gitdir/i:`, `~/`, a trailing `/`) were not followed, so an excludes file named in an
+/// included file applied nowhere; and of two `core.excludesFile` the first won, where git
+/// keeps the last. A relative include is taken from the including file, a missing one skipped.
+#[test]
+fn the_users_git_config_includes_and_last_values_apply_as_in_git() {
+    use crate::util::git;
+    let env = Env::new();
+    let home = env.dir.path().join("user");
+    let global = home.join("gitconfig");
+    write(
+        &home,
+        "gitconfig",
+        "[core]\n\texcludesFile = ~/first-ignore\n\texcludesFile = ~/second-ignore\n\
+         [include]\n\tpath = conf/missing.inc\n\
+         [includeIf \"gitdir:~/work/\"]\n\tpath = conf/work.inc\n\
+         [includeIf \"gitdir/i:~/CASE/\"]\n\tpath = ~/conf/case.inc\n",
+    );
+    // Included from an included file, relative to it (conf/), after a value of its own.
+    write(&home, "conf/work.inc", "[core]\n\texcludesFile = ~/first-ignore\n[include]\n\tpath = deeper.inc\n");
+    write(&home, "conf/deeper.inc", "[core]\n\texcludesFile = ~/work-ignore\n");
+    write(&home, "conf/case.inc", "[core]\n\texcludesFile = ~/case-ignore\n");
+    for (file, pattern) in [("first-ignore", "*.first"), ("second-ignore", "*.second")] {
+        write(&home, file, format!("{pattern}\n"));
+    }
+    write(&home, "work-ignore", "*.work\n");
+    write(&home, "case-ignore", "*.case\n");
+    let xdg = home.join(".config");
+    let vars = [
+        ("HOME", home.to_str().unwrap()),
+        ("XDG_CONFIG_HOME", xdg.to_str().unwrap()),
+        ("GIT_CONFIG_GLOBAL", global.to_str().unwrap()),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+    ];
+    let ignored = |dir: &std::path::Path, rel: &str| {
+        let mut cmd = std::process::Command::new("git");
+        cmd.args(["check-ignore", "-q", rel]).current_dir(dir);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap().status.code() == Some(0)
+    };
+    let kinds = ["first", "second", "work", "case"];
+    for rel in ["plain", "work/proj", "case/proj"] {
+        let dir = home.join(rel);
+        for kind in kinds {
+            write(&dir, &format!("x.{kind}"), format!("okapi {kind}"));
+        }
+        git(&dir, &["init", "-q"]);
+    }
+    // What git says, so the test asserts git's behaviour and not a guess at it.
+    let git_ignores: Vec<Vec<&str>> = ["plain", "work/proj", "case/proj"]
+        .iter()
+        .map(|rel| kinds.into_iter().filter(|k| ignored(&home.join(rel), &format!("x.{k}"))).collect())
+        .collect();
+    assert_eq!(git_ignores, [["second"], ["work"], ["case"]]);
+    let indexed = |rel: &str| {
+        let repo = home.join(rel);
+        let out = env.run_env(&["index", "--repo", repo.to_str().unwrap(), "--json"], &vars);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let r = env.engine().resolve_repo(&repo).unwrap();
+        let m = docdex::engine::index::manifest::Manifest::load(&r.manifest_path());
+        m.files.into_iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p).collect::<Vec<_>>()
+    };
+    assert_eq!(indexed("plain"), ["x.case", "x.first", "x.work"]);
+    assert_eq!(indexed("work/proj"), ["x.case", "x.first", "x.second"]);
+    assert_eq!(indexed("case/proj"), ["x.first", "x.second", "x.work"]);
+}
+
+/// A folder outside git holding clones (`~/src` with a `.gitignore`, `~/src/repo1/.git`),
+/// indexed as one root: its `.gitignore` applied inside each clone too, where git does not
+/// read it (a clone's files git keeps were left out). It still applies to the folder's own
+/// files, and the clone's own `.gitignore` still applies in the clone.
+#[test]
+fn a_folder_outside_git_keeps_its_gitignore_out_of_the_clones_in_it() {
+    use crate::util::git;
+    let env = Env::new();
+    let src = env.repo("src");
+    write(&src, ".gitignore", "*.log\nbuild/\n!keep.log\n");
+    write(&src, "notes/run.log", "okapi folder log");
+    write(&src, "notes/keep.log", "okapi folder kept");
+    write(&src, "notes/readme.md", "okapi folder readme");
+    let clone = src.join("repo1");
+    write(&clone, "main.rs", "fn okapi() {}\n");
+    write(&clone, "x.log", "okapi clone log");
+    write(&clone, "build/out.txt", "okapi clone build");
+    write(&clone, ".gitignore", "*.tmp\n");
+    write(&clone, "y.tmp", "okapi clone tmp");
+    git(&clone, &["init", "-q"]);
+    // What git says in the clone (outside it there is no git to ask).
+    assert!(!git_ignores(&clone, "x.log") && !git_ignores(&clone, "build/out.txt") && git_ignores(&clone, "y.tmp"));
+    let expected = ["notes/keep.log", "notes/readme.md", "repo1/build/out.txt", "repo1/main.rs", "repo1/x.log"];
+    assert_eq!(indexed_by_cli(&env, &src), expected);
+    // The watcher's walk of changed paths keeps the same rules.
+    write(&clone, "later.log", "zebrafish later");
+    write(&src, "notes/later.log", "zebrafish later");
+    let engine = env.engine();
+    let scope = docdex::engine::index::Scope::Paths(vec![clone.join("later.log"), src.join("notes/later.log")]);
+    let repo_ref = engine.resolve_repo(&src).unwrap();
+    let mut session = engine.open_index_session(&repo_ref, false).unwrap();
+    session.update(&scope, &|_: &_| {}).unwrap();
+    session.finish().unwrap();
+    assert_eq!(hit_paths(&engine, &src, "zebrafish"), ["repo1/later.log"]);
+}
+
 #[test]
 fn binary_huge_invalid_utf8_and_symlink_loops_are_survived() {
     let env = Env::new();

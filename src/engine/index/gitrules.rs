@@ -9,16 +9,25 @@
 //!   repository sets one, git uses it instead of the global one, and so does the walk;
 //! - the user's excludes file itself, per repository: the crate's `git_global` applied it to
 //!   the whole walk or (a top setting its own) nowhere, where git reads it in each repository
-//!   (top, submodule, nested clone) that sets none of its own. The walk turns the crate's off.
+//!   (top, submodule, nested clone) that sets none of its own. The walk turns the crate's off;
+//! - git's config as git reads it (`gitconfig`): system, global, then the repository's, the
+//!   last `core.excludesFile` winning, `include` and `includeIf "gitdir:..."` followed (the
+//!   crate read the first value of the global file only, and no include);
+//! - a root outside git holding clones (`~/src`): its `.gitignore` files apply as a project's
+//!   own, but not inside a repository in it, where git does not read them. The crate's
+//!   `require_git(false)` applied them everywhere below, so the walk requires git and they
+//!   apply here ([`GitRules::excludes`]).
 //!
 //! Precedence is git's: a `.gitignore` (or `.ignore`, `.docdexignore`) pattern in the
 //! worktree wins over `info/exclude`, which wins over `core.excludesFile`. An excludes file
 //! is read for its patterns only (like `~/.config/git/ignore`), never indexed.
 
+use super::gitconfig::{self, normalize, Source};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::Match;
-use std::path::{Component, Path, PathBuf};
-use std::sync::RwLock;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 /// Name of docdex's own ignore file (here, below the walk, so both the walk and these rules
 /// name it; `walk::DOCDEX_IGNORE` is this).
@@ -32,11 +41,13 @@ const MAX_MODULE_DEPTH: usize = 12;
 pub struct GitRules {
     /// Worktree tops with their extra matchers, deepest top first.
     worktrees: Vec<Worktree>,
-    /// Files whose edit changes these rules (excludes files, configs).
+    /// Files whose edit changes these rules (excludes files, configs and what they include).
     files: Vec<PathBuf>,
-    /// The user's excludes file (`core.excludesFile` in the global config, else
-    /// `$XDG_CONFIG_HOME/git/ignore`): each repository that sets none of its own uses it.
-    global: Option<PathBuf>,
+    /// The user's config files (system, global): read again for each repository, as an
+    /// `includeIf "gitdir:..."` in them depends on which repository reads them.
+    user: Vec<Source>,
+    /// A root outside git: its own `.gitignore` files, applied here up to the repositories in it.
+    plain: Option<Plain>,
     /// Directories found holding a repository of their own (not a known submodule) during
     /// the walk, with that repository's own rules: the rules of the worktree above stop
     /// there and its own apply, as git's do.
@@ -55,27 +66,35 @@ impl GitRules {
     /// holding `.git`) and those of every submodule registered under that repository's
     /// `modules/` whose worktree is inside `root`.
     pub fn load(root: &Path) -> GitRules {
-        let mut rules = GitRules { global: ignore::gitignore::gitconfig_excludes_path(), ..Default::default() };
+        let mut rules = GitRules { user: gitconfig::user_sources(), ..Default::default() };
         let Some(top) = root.ancestors().find(|a| a.join(".git").exists()) else {
-            // Outside git the user's excludes file still applies, as a `.gitignore` does.
-            let matchers = matchers(root, rules.global_for(root).into_iter());
+            // Outside git the root's `.gitignore` files and the user's excludes file still
+            // apply, as in a repository of its own.
+            let (file, read) = excludes_file(&rules.user, None, root);
+            rules.files.extend(read);
+            let matchers = matchers(root, file.into_iter());
             if !matchers.is_empty() {
                 rules.worktrees.push(Worktree { top: root.to_path_buf(), matchers });
             }
+            rules.plain = Some(Plain { root: root.to_path_buf(), cache: RwLock::default() });
             return rules;
         };
-        let Some(RepoFiles { common, exclude, own }) = repo_files(top) else { return rules };
-        let own = own.or_else(|| rules.global_for(top));
+        let Some(RepoFiles { common, gitdir, exclude }) = repo_files(top) else { return rules };
+        let (own, read) = excludes_file(&rules.user, Some((&gitdir, &common.join("config"))), top);
+        rules.files.extend(read);
         rules.add(top, exclude, own, &common);
         let mut modules = Vec::new();
         find_modules(&common.join("modules"), 0, &mut modules);
         for module in modules {
-            let Some(tree) = config_value(&module.join("config"), "worktree").map(|w| normalize(&module.join(w)))
+            let config = [Source { path: module.join("config"), watched: true }];
+            let Some(tree) =
+                gitconfig::core_value(&config, Some(&module), "worktree").value.map(|w| normalize(&module.join(w)))
             else {
                 continue;
             };
             if tree.starts_with(root) && tree != top {
-                let own = excludes_file(&module.join("config"), &tree).or_else(|| rules.global_for(&tree));
+                let (own, read) = excludes_file(&rules.user, Some((&module, &module.join("config"))), &tree);
+                rules.files.extend(read);
                 rules.add(&tree, Some(module.join("info/exclude")), own, &module);
             }
         }
@@ -93,12 +112,6 @@ impl GitRules {
         }
     }
 
-    /// The user's excludes file for the repository at `top` (a relative path is taken from
-    /// there): git reads it where a repository sets no `core.excludesFile` of its own.
-    fn global_for(&self, top: &Path) -> Option<PathBuf> {
-        self.global.as_ref().map(|g| top.join(g))
-    }
-
     /// The files whose edit changes what these rules exclude (each `info/exclude`, `config`
     /// and excludes file, present or not): a watcher runs a full update when one changes.
     pub fn files(&self) -> &[PathBuf] {
@@ -108,26 +121,27 @@ impl GitRules {
     /// Whether the walk must leave `path` out: the deepest worktree above it excludes it,
     /// and no ignore file between them (nor an `--include` override) takes it back.
     /// A directory holding a repository of its own that is not a known submodule (found as
-    /// the walk enters it, before what is in it) gets that repository's rules.
+    /// the walk enters it, before what is in it) gets that repository's rules. Under a root
+    /// outside git, and outside every repository in it, the root's `.gitignore` files come
+    /// first (the walk requires git, so the crate applies them only inside repositories).
     pub fn excludes(&self, path: &Path, is_dir: bool, overrides: Option<&ignore::overrides::Override>) -> bool {
         if is_dir && !self.worktrees.iter().any(|w| w.top == path) && path.join(".git").exists() {
             self.enter_nested(path);
         }
         let nested = self.nested.read().ok();
         let in_nested = nested.as_deref().and_then(|n| inside(n, path));
-        let Some(tree) =
-            inside(&self.worktrees, path).into_iter().chain(in_nested).max_by_key(|w| w.top.components().count())
-        else {
-            return false;
-        };
+        let tree =
+            inside(&self.worktrees, path).into_iter().chain(in_nested).max_by_key(|w| w.top.components().count());
+        if let Some(plain) = self.plain.as_ref().filter(|p| tree.is_none_or(|t| t.top == p.root)) {
+            match plain.matched(path, is_dir) {
+                Match::Ignore(()) => return !kept_anyway(path, is_dir, overrides, &plain.root),
+                Match::Whitelist(()) => return false,
+                Match::None => {}
+            }
+        }
+        let Some(tree) = tree else { return false };
         let excluded = tree.matchers.iter().map(|m| m.matched(path, is_dir)).find(|m| !m.is_none());
-        if !excluded.is_some_and(|m| m.is_ignore()) {
-            return false;
-        }
-        if overrides.is_some_and(|o| o.matched(path, is_dir).is_whitelist()) {
-            return false;
-        }
-        !taken_back(path, is_dir, &tree.top)
+        excluded.is_some_and(|m| m.is_ignore()) && !kept_anyway(path, is_dir, overrides, &tree.top)
     }
 
     /// Records `top` as a nested repository, with the rules of its own the crate misses.
@@ -136,8 +150,9 @@ impl GitRules {
             return;
         }
         let matchers = repo_files(top)
-            .map(|RepoFiles { exclude, own, .. }| {
-                matchers(top, exclude.into_iter().chain(own.or_else(|| self.global_for(top))))
+            .map(|RepoFiles { common, gitdir, exclude }| {
+                let (own, _) = excludes_file(&self.user, Some((&gitdir, &common.join("config"))), top);
+                matchers(top, exclude.into_iter().chain(own))
             })
             .unwrap_or_default();
         if let Ok(mut nested) = self.nested.write() {
@@ -149,13 +164,75 @@ impl GitRules {
 }
 
 /// The files whose edit changes the rules of the repository whose worktree's top is `top`
-/// (a nested one the walk enters): its `info/exclude`, `config` and own excludes file. A
-/// watcher watches them as it watches the top's ([`GitRules::files`]).
+/// (a nested one the walk enters): its `info/exclude`, `config`, the config files they
+/// include, and the excludes file they name. A watcher watches them as it watches the top's
+/// ([`GitRules::files`]).
 pub fn repo_rule_files(top: &Path) -> Vec<PathBuf> {
-    let Some(RepoFiles { common, own, .. }) = repo_files(top) else { return Vec::new() };
-    let mut files = vec![common.join("info/exclude"), common.join("config")];
+    let Some(RepoFiles { common, gitdir, .. }) = repo_files(top) else { return Vec::new() };
+    let config = common.join("config");
+    let (own, read) = excludes_file(&gitconfig::user_sources(), Some((&gitdir, &config)), top);
+    let mut files = vec![common.join("info/exclude"), config];
+    files.extend(read);
     files.extend(own);
     files
+}
+
+/// The excludes file git reads in a repository (its git directory and its config; none
+/// outside git), as git resolves `core.excludesFile`: the last value across the user's config
+/// files then the repository's, includes followed; `~/` from `$HOME`, a relative path from the
+/// worktree's top `top`; set empty, none; unset, `$XDG_CONFIG_HOME/git/ignore`. With it, the
+/// config files that decided it (for a watcher).
+fn excludes_file(user: &[Source], repo: Option<(&Path, &Path)>, top: &Path) -> (Option<PathBuf>, Vec<PathBuf>) {
+    let mut sources = user.to_vec();
+    sources.extend(repo.map(|(_, config)| Source { path: config.to_path_buf(), watched: true }));
+    let found = gitconfig::core_value(&sources, repo.map(|(gitdir, _)| gitdir), "excludesfile");
+    let file = match found.value {
+        None => gitconfig::default_excludes_file(),
+        Some(v) if v.is_empty() => None,
+        Some(v) => gitconfig::expand_home(&v).map(|p| if p.is_absolute() { p } else { top.join(p) }),
+    };
+    (file, found.files)
+}
+
+/// A root outside git: its `.gitignore` files (each read once per walk), which git would not
+/// read at all, apply as the project's own, and stop at each repository inside it as a
+/// repository's stop at a nested one.
+#[derive(Debug)]
+struct Plain {
+    root: PathBuf,
+    cache: RwLock<HashMap<PathBuf, Option<Arc<Gitignore>>>>,
+}
+
+impl Plain {
+    /// The nearest `.gitignore` between `path` and the root that matches it decides.
+    fn matched(&self, path: &Path, is_dir: bool) -> Match<()> {
+        for dir in path.ancestors().skip(1).take_while(|d| d.starts_with(&self.root)) {
+            let Some(gi) = self.gitignore(dir) else { continue };
+            match gi.matched(path, is_dir) {
+                Match::Ignore(_) => return Match::Ignore(()),
+                Match::Whitelist(_) => return Match::Whitelist(()),
+                Match::None => {}
+            }
+        }
+        Match::None
+    }
+
+    fn gitignore(&self, dir: &Path) -> Option<Arc<Gitignore>> {
+        if let Some(known) = self.cache.read().ok().and_then(|c| c.get(dir).cloned()) {
+            return known;
+        }
+        let gi = matcher(dir, &dir.join(".gitignore")).map(Arc::new);
+        if let Ok(mut cache) = self.cache.write() {
+            cache.insert(dir.to_path_buf(), gi.clone());
+        }
+        gi
+    }
+}
+
+/// Whether an entry git's extra rules exclude is kept all the same: an `--include` override,
+/// or an ignore file between it and `top` that whitelists it.
+fn kept_anyway(path: &Path, is_dir: bool, overrides: Option<&ignore::overrides::Override>, top: &Path) -> bool {
+    overrides.is_some_and(|o| o.matched(path, is_dir).is_whitelist()) || taken_back(path, is_dir, top)
 }
 
 /// The deepest of `trees` strictly above `path`.
@@ -163,22 +240,22 @@ fn inside<'a>(trees: &'a [Worktree], path: &Path) -> Option<&'a Worktree> {
     trees.iter().filter(|w| path.starts_with(&w.top) && path != w.top).max_by_key(|w| w.top.components().count())
 }
 
-/// A repository's git directory holding what its worktrees share, and its rule files the
-/// crate misses: `info/exclude` (when its `.git` is a file the crate does not resolve) and
-/// its own `core.excludesFile`.
+/// A repository's git directory holding what its worktrees share, its own git directory (what
+/// an `includeIf "gitdir:..."` is matched against), and `info/exclude` when the crate misses
+/// it (its `.git` is a file the crate does not resolve).
 struct RepoFiles {
     common: PathBuf,
+    gitdir: PathBuf,
     exclude: Option<PathBuf>,
-    own: Option<PathBuf>,
 }
 
 /// The [`RepoFiles`] of the repository whose worktree's top is `top`.
 fn repo_files(top: &Path) -> Option<RepoFiles> {
-    let common = common_dir(&git_dir(top)?);
+    let gitdir = git_dir(top)?;
+    let common = common_dir(&gitdir);
     let crate_reads_exclude = top.join(".git").is_dir() || crate_resolves(top);
     let exclude = (!crate_reads_exclude).then(|| common.join("info/exclude"));
-    let own = excludes_file(&common.join("config"), top);
-    Some(RepoFiles { common, exclude, own })
+    Some(RepoFiles { common, gitdir, exclude })
 }
 
 /// The matchers of `files` relative to `top`, in their order (absent or empty ones left out).
@@ -187,27 +264,16 @@ fn matchers(top: &Path, files: impl Iterator<Item = PathBuf>) -> Vec<Gitignore> 
 }
 
 /// The user's git files that decide what the global excludes file holds: the global configs
-/// (`$GIT_CONFIG_GLOBAL`, else `~/.gitconfig` and `$XDG_CONFIG_HOME/git/config`), whose
-/// `core.excludesFile` names it, and the excludes file the `ignore` crate reads now (the one
+/// (`$GIT_CONFIG_GLOBAL`, else `$XDG_CONFIG_HOME/git/config` and `~/.gitconfig`), whose
+/// `core.excludesFile` names it, the files they include (an `includeIf "gitdir:..."` one is
+/// among a repository's [`GitRules::files`]), and the excludes file git reads now (the one
 /// configured, else `$XDG_CONFIG_HOME/git/ignore`). They apply wherever a repository sets no
 /// `core.excludesFile` of its own; a watcher watches them as it watches `.git/info/exclude`.
-/// The system config (`/etc/gitconfig`) is not among them: it is rarely edited, and
-/// watching `/etc` would wake the watcher for every change there.
+/// The system config (`/etc/gitconfig`) and its includes are not among them: rarely edited,
+/// and watching `/etc` would wake the watcher for every change there.
 pub fn global_files() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
-    match std::env::var_os("GIT_CONFIG_GLOBAL").filter(|g| !g.is_empty()) {
-        Some(global) => out.push(PathBuf::from(global)),
-        None => {
-            let xdg = std::env::var_os("XDG_CONFIG_HOME")
-                .filter(|x| !x.is_empty())
-                .map(PathBuf::from)
-                .or_else(|| home.as_ref().map(|h| h.join(".config")));
-            out.extend(home.map(|h| h.join(".gitconfig")));
-            out.extend(xdg.map(|x| x.join("git/config")));
-        }
-    }
-    out.extend(ignore::gitignore::gitconfig_excludes_path().filter(|p| p.is_absolute()));
+    let (file, mut out) = excludes_file(&gitconfig::user_sources(), None, Path::new(""));
+    out.extend(file.filter(|p| p.is_absolute()));
     out
 }
 
@@ -303,89 +369,21 @@ fn find_modules(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The `core.excludesFile` a config sets, as git resolves it: `~/` is the home directory,
-/// and a relative path is taken from the worktree's top (where git runs for it).
-fn excludes_file(config: &Path, top: &Path) -> Option<PathBuf> {
-    let value = config_value(config, "excludesfile")?;
-    let path = match value.strip_prefix("~/") {
-        Some(rest) => PathBuf::from(std::env::var_os("HOME")?).join(rest),
-        None => PathBuf::from(&value),
-    };
-    Some(if path.is_absolute() { path } else { top.join(path) })
-}
-
-/// The last value of `core.KEY` in a git config file (keys are case-insensitive; quotes and
-/// trailing comments removed). `include` directives are not followed.
-fn config_value(config: &Path, key: &str) -> Option<String> {
-    let text = std::fs::read_to_string(config).ok()?;
-    let mut in_core = false;
-    let mut found = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(section) = line.strip_prefix('[') {
-            let name = section.split(']').next().unwrap_or("").trim();
-            in_core = name.eq_ignore_ascii_case("core");
-            continue;
-        }
-        if !in_core {
-            continue;
-        }
-        let Some((k, v)) = line.split_once('=') else { continue };
-        if k.trim().eq_ignore_ascii_case(key) {
-            found = Some(unquote(v.trim()));
-        }
-    }
-    found.filter(|v| !v.is_empty())
-}
-
-/// A config value without its quotes and trailing `#` / `;` comment.
-fn unquote(v: &str) -> String {
-    let mut out = String::new();
-    let mut quoted = false;
-    let mut chars = v.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => quoted = !quoted,
-            '\\' => out.extend(chars.next()),
-            '#' | ';' if !quoted => break,
-            c => out.push(c),
-        }
-    }
-    out.trim().to_string()
-}
-
-/// `p` with `.` and `..` resolved lexically (a `gitdir:` or `core.worktree` is relative,
-/// `../../.git/modules/x`).
-fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            c => out.push(c.as_os_str()),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn config_values_are_read_as_git_writes_them() {
+    fn excludes_file_is_resolved_as_git_resolves_it() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("config");
-        std::fs::write(
-            &cfg,
-            "[core]\n\tbare = false\n[user]\n\texcludesFile = wrong\n[Core]\n\texcludesFile = \"my ignore\" ; note\n\tworktree = ../../../sub\n",
-        )
-        .unwrap();
-        assert_eq!(config_value(&cfg, "excludesfile").as_deref(), Some("my ignore"));
-        assert_eq!(config_value(&cfg, "worktree").as_deref(), Some("../../../sub"));
-        assert_eq!(excludes_file(&cfg, Path::new("/r")), Some(PathBuf::from("/r/my ignore")));
+        let local = |text: &str| {
+            std::fs::write(&cfg, text).unwrap();
+            excludes_file(&[], Some((dir.path(), &cfg)), Path::new("/r")).0
+        };
+        assert_eq!(local("[core]\n\texcludesFile = \"my ignore\" ; note\n"), Some(PathBuf::from("/r/my ignore")));
+        assert_eq!(local("[core]\n\texcludesFile =\n"), None, "set empty: no excludes file");
+        assert_eq!(local("[core]\n\tbare = false\n"), gitconfig::default_excludes_file());
         assert_eq!(normalize(Path::new("/r/.git/modules/sub/../../../sub")), PathBuf::from("/r/sub"));
     }
 }

@@ -14,6 +14,7 @@ pub mod damage;
 pub mod extract;
 pub mod files;
 pub mod generation;
+mod gitconfig;
 pub mod gitrules;
 pub mod manifest;
 pub mod schema;

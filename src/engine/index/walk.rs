@@ -84,10 +84,11 @@ fn builder_towards(
         .git_global(false)
         .git_exclude(true)
         // Inside a worktree, git's rules: ignore files apply up to the worktree's top and no
-        // further. Elsewhere a project's own `.gitignore` files count without a `.git`. At a
-        // repository's top, requiring git makes the crate see each nested repository's `.git`,
-        // where the top's `.gitignore` and `info/exclude` stop, as git's do.
-        .require_git(inside_git || root.join(".git").exists())
+        // further. Requiring git makes the crate see each nested repository's `.git`, where
+        // the `.gitignore` and `info/exclude` above stop, as git's do. A root outside git
+        // keeps its own `.gitignore` files: `GitRules` applies them there, up to each
+        // repository in it (the crate, not requiring git, applied them inside those too).
+        .require_git(true)
         .ignore(true)
         .parents(inside_git)
         .follow_links(false)

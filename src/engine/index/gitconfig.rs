@@ -1,0 +1,432 @@
+//! git's configuration files, read as git reads them for the few `core` keys the walk needs
+//! (`core.excludesFile`, a submodule's `core.worktree`).
+//!
+//! Followed as in git: the files in git's order (system, then the user's global ones, then
+//! the repository's), the last value of a key winning across all of them; `[include] path`
+//! and `[includeIf "gitdir:..."]` / `"gitdir/i:..."` (a relative path taken from the including
+//! file's directory, `~/` from `$HOME`, at most [`MAX_INCLUDE_DEPTH`] deep, so a cycle ends; a
+//! missing file is skipped). Not followed: the other `includeIf` conditions (`onbranch:`,
+//! `hasconfig:remote.*.url:`), `~user/` and `%(prefix)/` paths, a worktree's
+//! `config.worktree`, and `git -c` / `GIT_CONFIG_COUNT` settings (no git command runs here).
+
+use std::path::{Path, PathBuf};
+
+/// git's limit on nested includes (`MAX_INCLUDE_DEPTH` in git's `config.c`): git stops with an
+/// error beyond it (a cycle reaches it); here what lies beyond is left out, with a warning.
+pub const MAX_INCLUDE_DEPTH: usize = 10;
+
+/// One config file of the sequence git reads, and whether its edits (and those of the files it
+/// includes) should wake a watcher.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Where the file is (present or not).
+    pub path: PathBuf,
+    /// False for the system config: watching `/etc` would wake a watcher for every change there.
+    pub watched: bool,
+}
+
+/// A key's value across a sequence of config files, and the files that decided it.
+#[derive(Debug, Default)]
+pub struct Lookup {
+    /// The last value set, as git keeps it (`Some("")` when set empty).
+    pub value: Option<String>,
+    /// Every watched file read, or named by an include that applied (present or not).
+    pub files: Vec<PathBuf>,
+}
+
+/// The user's config files in git's order: the system's (`$GIT_CONFIG_SYSTEM`, else
+/// `/etc/gitconfig`, none with `GIT_CONFIG_NOSYSTEM`), then the global ones
+/// (`$GIT_CONFIG_GLOBAL`, else `$XDG_CONFIG_HOME/git/config` and then `~/.gitconfig`, which
+/// thus wins). An empty `GIT_CONFIG_GLOBAL` counts as unset.
+pub fn user_sources() -> Vec<Source> {
+    let mut out = Vec::new();
+    if !std::env::var("GIT_CONFIG_NOSYSTEM").is_ok_and(|v| is_true(&v)) {
+        let system = non_empty_var("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig"));
+        out.push(Source { path: system, watched: false });
+    }
+    match non_empty_var("GIT_CONFIG_GLOBAL") {
+        Some(global) => out.push(Source { path: global, watched: true }),
+        None => {
+            out.extend(xdg_config_home().map(|x| Source { path: x.join("git/config"), watched: true }));
+            out.extend(home().map(|h| Source { path: h.join(".gitconfig"), watched: true }));
+        }
+    }
+    out
+}
+
+/// Where git looks for the excludes file when no config sets `core.excludesFile`:
+/// `$XDG_CONFIG_HOME/git/ignore`, else `~/.config/git/ignore`.
+pub fn default_excludes_file() -> Option<PathBuf> {
+    xdg_config_home().map(|x| x.join("git/ignore"))
+}
+
+/// The last value of `core.KEY` (`key` lowercase) across `sources`, read in order with their
+/// includes, for the repository whose git directory is `gitdir` (none outside a repository,
+/// where no `includeIf "gitdir:..."` applies).
+pub fn core_value(sources: &[Source], gitdir: Option<&Path>, key: &str) -> Lookup {
+    let mut reader = Reader { gitdir, key, watched: false, out: Lookup::default() };
+    for source in sources {
+        reader.watched = source.watched;
+        reader.file(&source.path, 0);
+    }
+    reader.out
+}
+
+/// `~/...` (or `~` alone) with `$HOME` put in; other paths as they are. None when `~/` is used
+/// and no home is known.
+pub fn expand_home(path: &str) -> Option<PathBuf> {
+    match path.strip_prefix('~') {
+        Some("") => home(),
+        Some(rest) if rest.starts_with('/') => home().map(|h| h.join(&rest[1..])),
+        _ => Some(PathBuf::from(path)),
+    }
+}
+
+/// Walks config files for one key, following includes.
+struct Reader<'a> {
+    gitdir: Option<&'a Path>,
+    key: &'a str,
+    /// Whether the files read now are recorded for a watcher.
+    watched: bool,
+    out: Lookup,
+}
+
+impl Reader<'_> {
+    /// Reads `path` (`depth` includes down); a missing or unreadable file is skipped, as git
+    /// skips a missing include.
+    fn file(&mut self, path: &Path, depth: usize) {
+        if self.watched && !self.out.files.iter().any(|f| f == path) {
+            self.out.files.push(path.to_path_buf());
+        }
+        let Ok(bytes) = std::fs::read(path) else { return };
+        let text = String::from_utf8_lossy(&bytes);
+        for entry in parse(&text) {
+            let Entry { section, sub, key, value } = entry;
+            match (section.as_str(), sub.as_deref(), key.as_str()) {
+                // A key with no `=` is a boolean, which git refuses for a path: skipped.
+                ("core", None, k) if k == self.key && value.is_some() => self.out.value = value,
+                ("include", None, "path") => self.include(value.as_deref(), path, depth),
+                ("includeif", Some(cond), "path") if self.condition(cond, path) => {
+                    self.include(value.as_deref(), path, depth)
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Reads the file an include names, in place, as git does (its values come between the
+    /// including file's values before and after it).
+    fn include(&mut self, value: Option<&str>, from: &Path, depth: usize) {
+        let Some(target) = value.filter(|v| !v.is_empty()).and_then(expand_home) else { return };
+        let target = match from.parent() {
+            Some(dir) if target.is_relative() => normalize(&dir.join(target)),
+            _ => target,
+        };
+        if depth + 1 > MAX_INCLUDE_DEPTH {
+            tracing::warn!(file = %target.display(), from = %from.display(),
+                "git config includes nested over {MAX_INCLUDE_DEPTH} deep (a cycle?): not read");
+            return;
+        }
+        self.file(&target, depth + 1);
+    }
+
+    /// Whether an `includeIf` condition holds: `gitdir:` and `gitdir/i:` are evaluated; the
+    /// others (`onbranch:`, `hasconfig:`) count as false.
+    fn condition(&self, cond: &str, file: &Path) -> bool {
+        let (pattern, icase) = match (cond.strip_prefix("gitdir:"), cond.strip_prefix("gitdir/i:")) {
+            (Some(p), _) => (p, false),
+            (_, Some(p)) => (p, true),
+            _ => return false,
+        };
+        self.gitdir.is_some_and(|g| gitdir_matches(pattern, icase, file, g))
+    }
+}
+
+/// git's `include_by_gitdir`: the pattern (`~/` expanded, `./` from the including file's
+/// directory, a relative one prefixed with `**/`, a trailing `/` extended with `**`) matched
+/// as a path glob against the git directory's real path, then its path as given.
+fn gitdir_matches(pattern: &str, icase: bool, file: &Path, gitdir: &Path) -> bool {
+    let Some(expanded) = expand_home(pattern) else { return false };
+    let mut pat = expanded.to_string_lossy().into_owned();
+    let mut prefix = 0;
+    if let Some(rest) = pat.strip_prefix("./") {
+        let Some(dir) = std::fs::canonicalize(file).ok().and_then(|f| f.parent().map(Path::to_path_buf)) else {
+            return false;
+        };
+        let dir = dir.to_string_lossy().into_owned();
+        prefix = dir.len() + 1;
+        pat = format!("{dir}/{rest}");
+    } else if !Path::new(&pat).is_absolute() {
+        pat = format!("**/{pat}");
+    }
+    if pat.ends_with('/') {
+        pat.push_str("**");
+    }
+    let Ok(glob) = globset::GlobBuilder::new(&pat[prefix..])
+        .literal_separator(true)
+        .case_insensitive(icase)
+        .backslash_escape(true)
+        .build()
+    else {
+        return false;
+    };
+    let glob = glob.compile_matcher();
+    let real = std::fs::canonicalize(gitdir).ok();
+    let matches = |text: &Path| {
+        let text = text.to_string_lossy();
+        let (Some(head), Some(tail)) = (text.get(..prefix), text.get(prefix..)) else { return false };
+        let lit = &pat[..prefix];
+        let same = if icase { head.eq_ignore_ascii_case(lit) } else { head == lit };
+        same && glob.is_match(tail)
+    };
+    real.as_deref().is_some_and(matches) || matches(gitdir)
+}
+
+/// One `key = value` of a config file with its section, names lowercased as git compares
+/// them (a subsection in quotes keeps its case).
+#[derive(Debug, PartialEq)]
+struct Entry {
+    section: String,
+    sub: Option<String>,
+    key: String,
+    /// None for a key with no `=` (a boolean true).
+    value: Option<String>,
+}
+
+/// The entries of a config file, as git's parser reads them: comments (`#`, `;`), sections
+/// `[name]`, `[name "sub"]` and the old `[name.sub]`, an entry on the header's line, values
+/// with quotes, escapes and `\` line continuations. A line git would refuse is skipped.
+fn parse(text: &str) -> Vec<Entry> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text).replace("\r\n", "\n");
+    let mut chars = text.chars().peekable();
+    let (mut section, mut sub) = (String::new(), None);
+    let mut out = Vec::new();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {}
+            '#' | ';' => skip_line(&mut chars),
+            '[' => match header(&mut chars) {
+                Some((s, b)) => (section, sub) = (s, b),
+                None => {
+                    skip_line(&mut chars);
+                    (section, sub) = (String::new(), None);
+                }
+            },
+            c if c.is_ascii_alphabetic() => {
+                let mut key = String::from(c.to_ascii_lowercase());
+                while let Some(&n) = chars.peek().filter(|n| n.is_ascii_alphanumeric() || **n == '-') {
+                    key.push(n.to_ascii_lowercase());
+                    chars.next();
+                }
+                while chars.next_if(|n| *n == ' ' || *n == '\t').is_some() {}
+                let value = match chars.next() {
+                    None | Some('\n') => None,
+                    Some('=') => match value(&mut chars) {
+                        Some(v) => Some(v),
+                        None => continue,
+                    },
+                    Some(_) => {
+                        skip_line(&mut chars);
+                        continue;
+                    }
+                };
+                out.push(Entry { section: section.clone(), sub: sub.clone(), key, value });
+            }
+            _ => skip_line(&mut chars),
+        }
+    }
+    out
+}
+
+type Chars<'a> = std::iter::Peekable<std::str::Chars<'a>>;
+
+fn skip_line(chars: &mut Chars) {
+    for c in chars.by_ref() {
+        if c == '\n' {
+            break;
+        }
+    }
+}
+
+/// A section header after its `[`: the section (lowercase) and subsection.
+fn header(chars: &mut Chars) -> Option<(String, Option<String>)> {
+    let mut name = String::new();
+    loop {
+        match chars.next()? {
+            ']' => {
+                // The old form `[section.sub]`: both lowercase.
+                return Some(match name.split_once('.') {
+                    Some((s, b)) => (s.to_string(), Some(b.to_string())),
+                    None => (name, None),
+                });
+            }
+            c if c.is_whitespace() => break,
+            c if c.is_ascii_alphanumeric() || c == '-' || c == '.' => name.push(c.to_ascii_lowercase()),
+            _ => return None,
+        }
+    }
+    // `[section "sub"]`: `\` takes the next character as it is.
+    while chars.next_if(|c| *c == ' ' || *c == '\t').is_some() {}
+    if chars.next()? != '"' {
+        return None;
+    }
+    let mut sub = String::new();
+    loop {
+        match chars.next()? {
+            '\n' => return None,
+            '"' => break,
+            '\\' => sub.push(chars.next().filter(|c| *c != '\n')?),
+            c => sub.push(c),
+        }
+    }
+    (chars.next()? == ']').then_some((name, Some(sub)))
+}
+
+/// A value after its `=`, to the end of its line (git's `parse_value`): outer blanks dropped,
+/// quotes removed, `\t` `\n` `\b` `\\` `\"` unescaped, a `\` at the end of a line continuing
+/// it, a `#` or `;` outside quotes starting a comment. None for what git refuses (an unknown
+/// escape, an open quote at the end of the line).
+fn value(chars: &mut Chars) -> Option<String> {
+    let (mut out, mut quoted, mut comment, mut trim) = (String::new(), false, false, None);
+    loop {
+        let c = chars.next().unwrap_or('\n');
+        if c == '\n' {
+            if quoted {
+                return None;
+            }
+            if let Some(len) = trim {
+                out.truncate(len);
+            }
+            return Some(out);
+        }
+        if comment {
+            continue;
+        }
+        if c.is_whitespace() && !quoted {
+            trim = trim.or(Some(out.len()));
+            if !out.is_empty() {
+                out.push(c);
+            }
+            continue;
+        }
+        if !quoted && (c == '#' || c == ';') {
+            comment = true;
+            continue;
+        }
+        trim = None;
+        match c {
+            '\\' => match chars.next().unwrap_or('\n') {
+                '\n' => {}
+                't' => out.push('\t'),
+                'b' => out.push('\u{8}'),
+                'n' => out.push('\n'),
+                c @ ('\\' | '"') => out.push(c),
+                _ => {
+                    skip_line(chars);
+                    return None;
+                }
+            },
+            '"' => quoted = !quoted,
+            c => out.push(c),
+        }
+    }
+}
+
+/// `p` with `.` and `..` resolved lexically (a relative `gitdir:`, `core.worktree` or include
+/// path: `../../.git/modules/x`).
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c.as_os_str()),
+        }
+    }
+    out
+}
+
+/// git's boolean spellings for true (`GIT_CONFIG_NOSYSTEM=1`, `true`, `yes`, `on`).
+fn is_true(v: &str) -> bool {
+    ["1", "true", "yes", "on"].iter().any(|t| v.trim().eq_ignore_ascii_case(t))
+        || v.trim().parse::<i64>().is_ok_and(|n| n != 0)
+}
+
+fn non_empty_var(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+fn home() -> Option<PathBuf> {
+    non_empty_var("HOME")
+}
+
+/// `$XDG_CONFIG_HOME`, else `~/.config`.
+fn xdg_config_home() -> Option<PathBuf> {
+    non_empty_var("XDG_CONFIG_HOME").or_else(|| home().map(|h| h.join(".config")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(text: &str) -> Vec<(String, Option<String>, String, Option<String>)> {
+        parse(text).into_iter().map(|e| (e.section, e.sub, e.key, e.value)).collect()
+    }
+
+    #[test]
+    fn config_files_are_parsed_as_git_parses_them() {
+        let got = entries(
+            "# comment\n[Core]\n\tExcludesFile = \"my ignore\" ; note\n\tbare\n[core] worktree = a\\\n b \n\
+             [includeIf \"gitdir/i:~/Work/\"]\npath = x\n[section.Sub]\nk = \"a\\tb\" c  \n\
+             [core]\nbroken = \"open\nesc = a\\qb\nlast = 1\n",
+        );
+        let s = |v: &str| Some(v.to_string());
+        let want = vec![
+            ("core".into(), None, "excludesfile".into(), s("my ignore")),
+            ("core".into(), None, "bare".into(), None),
+            ("core".into(), None, "worktree".into(), s("a b")),
+            ("includeif".into(), s("gitdir/i:~/Work/"), "path".into(), s("x")),
+            ("section".into(), s("sub"), "k".into(), s("a\tb c")),
+            ("core".into(), None, "last".into(), s("1")),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn includes_are_followed_in_place_and_a_cycle_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        std::fs::create_dir(p("sub")).unwrap();
+        std::fs::write(p("main"), "[core]\nexcludesFile = a\n[include]\npath = sub/inc\n").unwrap();
+        // Relative to the including file (sub/), then a cycle back to it, and a missing file.
+        std::fs::write(p("sub/inc"), "[core]\nexcludesFile = b\n[include]\npath = ../sub/inc\npath = nope\n").unwrap();
+        let sources = [Source { path: p("main"), watched: true }];
+        let got = core_value(&sources, None, "excludesfile");
+        assert_eq!(got.value.as_deref(), Some("b"));
+        assert_eq!(got.files, [p("main"), p("sub/inc"), p("sub/nope")]);
+        // A value after the include wins over the included one.
+        std::fs::write(p("main"), "[include]\npath = sub/inc\n[core]\nexcludesFile = c\n").unwrap();
+        assert_eq!(core_value(&sources, None, "excludesfile").value.as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn gitdir_conditions_match_as_in_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let gitdir = root.join("work/proj/.git");
+        std::fs::create_dir_all(&gitdir).unwrap();
+        let file = root.join("cfg");
+        std::fs::write(&file, "").unwrap();
+        let r = root.display();
+        assert!(gitdir_matches(&format!("{r}/work/"), false, &file, &gitdir));
+        assert!(!gitdir_matches(&format!("{r}/Work/"), false, &file, &gitdir));
+        assert!(gitdir_matches(&format!("{r}/Work/"), true, &file, &gitdir));
+        assert!(gitdir_matches("proj/.git", false, &file, &gitdir));
+        assert!(gitdir_matches("./work/", false, &file, &gitdir));
+        assert!(!gitdir_matches(&format!("{r}/work"), false, &file, &gitdir), "no trailing / is the path itself");
+        assert!(gitdir_matches(&format!("{r}/work/*/.git"), false, &file, &gitdir));
+        assert!(!gitdir_matches(&format!("{r}/*/.git"), false, &file, &gitdir), "* does not cross /");
+    }
+}
