@@ -25,7 +25,7 @@ pub struct SymbolsArgs {
     /// without a query, its outline in order with nesting.
     #[arg(long, short = 'f')]
     file: Option<String>,
-    /// Only files under this path prefix.
+    /// Only this file or folder (whole path components: `src` is not `src2/`).
     #[arg(long = "path")]
     path_prefix: Option<String>,
     /// Only this language (rust, python, typescript, tsx, ...).
@@ -82,7 +82,7 @@ pub struct AstSearchArgs {
     /// Files to show.
     #[arg(long, short = 'n', value_parser = super::count_up_to::<{crate::engine::protocol::MAX_CODE_RESULTS}>)]
     limit: Option<usize>,
-    /// Only files under this path prefix.
+    /// Only this file or folder (whole path components: `src` is not `src2/`).
     #[arg(long = "path-prefix", alias = "path")]
     path_prefix: Option<String>,
     /// Print JSON.
@@ -108,7 +108,7 @@ pub struct AstQueryArgs {
     /// name, body, parameters or return_type); parses the candidate files again.
     #[arg(long)]
     field: Option<String>,
-    /// Only files under this path prefix.
+    /// Only this file or folder (whole path components: `src` is not `src2/`).
     #[arg(long = "path-prefix", alias = "path")]
     path_prefix: Option<String>,
     /// Files to show.

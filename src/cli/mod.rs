@@ -93,7 +93,7 @@ enum Command {
         /// Cursor from a previous page (`next_cursor`).
         #[arg(long)]
         cursor: Option<String>,
-        /// Only files under this path prefix.
+        /// Only this file or folder (whole path components: `src` is not `src2/`).
         #[arg(long = "path")]
         path_prefix: Option<String>,
         /// Only this language (rust, python, markdown, ...).

@@ -57,12 +57,23 @@ pub fn resolve_existing(path: &Path) -> PathBuf {
 }
 
 /// A path-prefix filter a user or client gave (`src/`, `./src`, an absolute directory) as the
-/// index's paths start: [`repo_relative`], with a trailing `/` kept (`src/` is the directory,
-/// `src` also matches `src2/`); refused when it leaves the repository.
+/// index's paths start: [`repo_relative`], with a trailing `/` kept (`src/` is the directory
+/// only; `src` is the file or the directory, see [`under_prefix`]); refused when it leaves the
+/// repository.
 pub fn repo_prefix(root: &Path, given: &str) -> Result<String> {
     let rel = repo_relative(root, given)?;
     let dir = given.trim().ends_with(['/', '\\']);
     Ok(if dir && !rel.is_empty() { format!("{rel}/") } else { rel })
+}
+
+/// Whether the index path `path` is under the filter `prefix` (as [`repo_prefix`] gives it):
+/// the file itself or anything in the folder, by whole path components as git's pathspecs
+/// match, so `celery/app` never takes in `celery/apps/`.
+pub fn under_prefix(path: &str, prefix: &str) -> bool {
+    if prefix.is_empty() || prefix.ends_with('/') {
+        return path.starts_with(prefix);
+    }
+    path.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// Version of the path normalization behind fingerprints; bump if it changes.

@@ -311,6 +311,45 @@ fn filters_by_path_prefix_and_language() {
 }
 
 #[test]
+fn a_path_filter_matches_whole_folders_not_text_prefixes() {
+    // `celery/app` is the folder (or a file of that name), never `celery/apps/`; as git's
+    // pathspecs match. A trailing slash asks for the folder only.
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| {
+        write(r, "pkg/app/worker.py", "def lynx_worker(): pass\n");
+        write(r, "pkg/apps/other.py", "def lynx_other(): pass\n");
+        write(r, "pkg/application.py", "def lynx_application(): pass\n");
+        write(r, "notes/app", "lynx in a file with no extension\n");
+        write(r, "notes/apps.txt", "lynx again\n");
+    });
+    let e = env.engine();
+    let search = |prefix: &str| {
+        let req = SearchRequest { query: "lynx".into(), path_prefix: Some(prefix.into()), ..Default::default() };
+        let mut p: Vec<String> = e.search(&repo, &req).unwrap().results.into_iter().map(|h| h.path).collect();
+        p.sort();
+        p.dedup();
+        p
+    };
+    assert_eq!(search("pkg/app"), ["pkg/app/worker.py"]);
+    assert_eq!(search("pkg/app/"), ["pkg/app/worker.py"]);
+    assert_eq!(search("pkg"), ["pkg/app/worker.py", "pkg/application.py", "pkg/apps/other.py"]);
+    // A file is matched by its own whole path.
+    assert_eq!(search("notes/app"), ["notes/app"]);
+    let sym = |prefix: &str| {
+        let req = docdex::engine::protocol::SymbolsRequest {
+            query: Some("lynx".into()),
+            path_prefix: Some(prefix.into()),
+            ..Default::default()
+        };
+        let mut p: Vec<String> = e.symbols(&repo, &req).unwrap().results.into_iter().map(|h| h.path).collect();
+        p.sort();
+        p
+    };
+    assert_eq!(sym("pkg/app"), ["pkg/app/worker.py"]);
+    assert_eq!(sym("./pkg/apps"), ["pkg/apps/other.py"]);
+}
+
+#[test]
 fn cursors_are_deterministic_and_pages_do_not_overlap() {
     let env = Env::new();
     let repo = indexed(&env, "r", |r| {

@@ -39,9 +39,13 @@ impl SymbolFilter {
             out.push_str(&format!(" AND f.path = ?{}", params.len()));
         }
         if let Some(p) = self.path_prefix.as_deref().filter(|p| !p.is_empty()) {
+            // Whole components, as `repos::under_prefix`: `src` is the file or the folder.
+            let dir = if p.ends_with('/') { p.to_string() } else { format!("{p}/") };
             params.push(Value::Text(p.to_string()));
-            params.push(Value::Text(format!("{p}\u{10FFFF}")));
-            out.push_str(&format!(" AND f.path >= ?{} AND f.path < ?{}", params.len() - 1, params.len()));
+            params.push(Value::Text(dir.clone()));
+            params.push(Value::Text(format!("{dir}\u{10FFFF}")));
+            let n = params.len();
+            out.push_str(&format!(" AND (f.path = ?{} OR (f.path >= ?{} AND f.path < ?{}))", n - 2, n - 1, n));
         }
         if let Some(l) = &self.lang {
             params.push(Value::Text(l.to_ascii_lowercase()));

@@ -37,7 +37,7 @@ use crate::engine::embed::store::VectorHit;
 use crate::engine::embed::Vectors;
 use crate::engine::index::files;
 use crate::engine::index::types::IndexState;
-use crate::engine::repos::RepoRef;
+use crate::engine::repos::{under_prefix, RepoRef};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use std::collections::{HashMap, HashSet};
@@ -420,7 +420,7 @@ fn passes_filters(h: &VectorHit, req: &SearchRequest) -> bool {
         }
     }
     if let Some(prefix) = req.path_prefix.as_deref().map(normalize_prefix).filter(|p| !p.is_empty()) {
-        if !h.path.starts_with(&prefix) {
+        if !under_prefix(&h.path, &prefix) {
             return false;
         }
     }

@@ -436,7 +436,12 @@ impl RepoSearcher {
             ));
         }
         if let Some(prefix) = req.path_prefix.as_deref().map(normalize_prefix).filter(|p| !p.is_empty()) {
-            let pattern = format!("{}.*", regex_escape(&prefix));
+            // Whole components, as `repos::under_prefix`: `src` is the file or the folder.
+            let pattern = if prefix.ends_with('/') {
+                format!("{}.*", regex_escape(&prefix))
+            } else {
+                format!("{}(/.*)?", regex_escape(&prefix))
+            };
             let q = RegexQuery::from_pattern(&pattern, f.path)
                 .map_err(|e| Error::BadRequest(format!("bad --path prefix {prefix:?}: {e}")))?;
             must.push((Occur::Must, Box::new(q)));
