@@ -203,6 +203,32 @@ fn affected_runs_only_the_tests_the_change_reaches() {
 }
 
 #[test]
+fn affected_leaves_out_changed_files_the_index_does_not_walk() {
+    // A virtualenv made in the repository without a .gitignore entry: git lists its files as
+    // untracked, and pip vendors test files (`.venv/.../colorama/tests/*`). They used to run as
+    // the change's tests (10 failed, exit 1); `docdex context` already left them out.
+    let env = Env::new();
+    let repo = node_project(&env, "venv");
+    git_commit_all(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let vendored = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('vendored', () => {\n  assert.strictEqual(1, 2);\n});\n";
+    write(&repo, ".venv/lib/site-packages/colorama/tests/ansi.test.js", vendored);
+    write(&repo, ".docdexignore", "vendor/\n");
+    write(&repo, "vendor/pkg/test/x.test.js", vendored);
+    let (code, v) = run_tests(&env, &repo, &["--affected", "--since", "main"], &[]);
+    assert_eq!((code, v["status"].as_str()), (0, Some("no_tests")), "{v}");
+    assert!(v["selected"].as_array().unwrap().is_empty(), "{v}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("3 changed files left out: hidden, ignored or excluded"), "{notes}");
+    // A changed test file the index walks still runs beside them.
+    write(&repo, "test/strings.test.js", "const test = require('node:test');\n\ntest('new', () => {});\n");
+    let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
+    assert_eq!(code, 0, "{v}");
+    let selected = v["selected"].to_string();
+    assert!(selected.contains("test/strings.test.js: changed test file") && !selected.contains(".venv"), "{selected}");
+}
+
+#[test]
 fn docdex_run_tests_over_mcp_stdio_returns_the_same_result() {
     let env = Env::new();
     let repo = node_project(&env, "js");

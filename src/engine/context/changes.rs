@@ -4,10 +4,11 @@
 //! parses unified diffs; this file only decides what to diff against what.
 
 use super::types::{ChangeState, ChangedFile};
+use crate::engine::index::walk;
 use crate::engine::waterfall::diff::{self, Change, DiffTarget, FileDiff};
 use crate::error::{Error, Result};
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
 
 /// What git said changed.
 #[derive(Debug, Default)]
@@ -79,6 +80,51 @@ pub fn collect(root: &Path, since: Option<&str>) -> Result<Changes> {
         })
         .collect();
     Ok(Changes { base, files, diffs, note: None, special })
+}
+
+impl Changes {
+    /// Drops the changed files the index would not take (hidden like `.env` or `.venv/`,
+    /// ignored, excluded, over the size limit, untracked binaries; a deleted file stays
+    /// listed), and returns how many. What is served is what is indexed: a context pack shows,
+    /// and `run-tests --affected` runs, only changed files the walk admits, so untracked
+    /// secrets, build output (`__pycache__`) or a virtualenv's vendored tests are neither.
+    pub fn leave_out_unindexable(&mut self, root: &Path, cfg: &crate::config::IndexConfig) -> usize {
+        let present: Vec<PathBuf> =
+            self.files.iter().filter(|f| f.change != "deleted").map(|f| root.join(&f.path)).collect();
+        if present.is_empty() {
+            return 0;
+        }
+        let admitted: HashSet<String> =
+            walk::walk_paths(root, &present, cfg, 1, walk::Globs::default()).files.into_iter().map(|c| c.rel).collect();
+        let before = self.files.len();
+        self.files.retain(|f| {
+            f.change == "deleted"
+                || (admitted.contains(&f.path) && !(f.states == [ChangeState::Untracked] && is_binary(root, &f.path)))
+        });
+        before - self.files.len()
+    }
+}
+
+/// The note for changed files [`Changes::leave_out_unindexable`] dropped (none for 0).
+pub fn left_out_note(left_out: usize) -> Option<String> {
+    (left_out > 0).then(|| {
+        format!(
+            "{} left out: hidden, ignored or excluded (`.gitignore`, `.docdexignore`, `[index] exclude`), over `[index] max_file_size_bytes`, symbolic links, untracked binaries, submodules or names not UTF-8",
+            crate::engine::fsutil::count(left_out, "changed file")
+        )
+    })
+}
+
+/// Whether the file is binary as indexing decides (read through the repository opener, which
+/// follows no link; an unreadable file counts as binary).
+fn is_binary(root: &Path, rel: &str) -> bool {
+    use crate::engine::fsutil::{looks_binary, open_repo_file, BINARY_SNIFF};
+    use std::io::Read;
+    let mut head = Vec::with_capacity(BINARY_SNIFF);
+    match open_repo_file(root, rel).and_then(|f| f.take(BINARY_SNIFF as u64).read_to_end(&mut head)) {
+        Ok(_) => looks_binary(&head),
+        Err(_) => true,
+    }
 }
 
 /// A `since` that git could read as an option or as several words is refused up front.

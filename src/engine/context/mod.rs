@@ -30,15 +30,14 @@ use crate::engine::code::symbols::norm;
 use crate::engine::code::test_files::is_test_path;
 use crate::engine::code::types::SymbolKind;
 use crate::engine::index::files::language;
-use crate::engine::index::walk;
 use crate::engine::search::types::{SearchHit, SearchRequest};
 use crate::engine::waterfall::budget::{self, TokenCounter};
 use crate::engine::waterfall::context::Files;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use changes::Changes;
-use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 use types::*;
@@ -145,17 +144,14 @@ impl Engine {
 
         let t = Instant::now();
         let mut changes = changes::collect(&repo.root, req.since.as_deref())?;
-        let left_out = leave_out_unindexable(&repo.root, &self.config().index, &mut changes);
+        let left_out = changes.leave_out_unindexable(&repo.root, &self.config().index);
         timing.git_ms = ms(t);
 
         let t = Instant::now();
         let mut pack = empty_pack(&repo.root, task, req.since.clone(), budget, &changes);
         let mut files = if self.config().privacy.redact_snippets { Files::masked(&repo) } else { Files::new(&repo) };
-        if left_out > 0 {
-            pack.notes.push(format!(
-                "{} left out: hidden, ignored or excluded (`.gitignore`, `.docdexignore`, `[index] exclude`), over `[index] max_file_size_bytes`, symbolic links, untracked binaries, submodules or names not UTF-8",
-                crate::engine::fsutil::count(left_out, "changed file")
-            ));
+        if let Some(note) = changes::left_out_note(left_out) {
+            pack.notes.push(note);
         }
         let mut cands = changed_candidates(&repo.root, &changes, req.since.as_deref(), &mut files, &mut pack);
         let changed_cands = cands.len();
@@ -416,37 +412,6 @@ fn import_candidates(seed: &str, edges: &Neighbours, seeds: &[&str], room: usize
             priority: 6,
         })
         .collect()
-}
-
-/// Drops from the changed files those the index would not take (hidden like `.env`, ignored,
-/// excluded, untracked binaries; a deleted file stays listed): a context pack serves what search serves, and
-/// untracked secrets or build output (`__pycache__`) are neither context nor budget.
-fn leave_out_unindexable(root: &Path, cfg: &crate::config::IndexConfig, changes: &mut Changes) -> usize {
-    let present: Vec<PathBuf> =
-        changes.files.iter().filter(|f| f.change != "deleted").map(|f| root.join(&f.path)).collect();
-    if present.is_empty() {
-        return 0;
-    }
-    let admitted: HashSet<String> =
-        walk::walk_paths(root, &present, cfg, 1, walk::Globs::default()).files.into_iter().map(|c| c.rel).collect();
-    let before = changes.files.len();
-    changes.files.retain(|f| {
-        f.change == "deleted"
-            || (admitted.contains(&f.path) && !(f.states == [ChangeState::Untracked] && is_binary(root, &f.path)))
-    });
-    before - changes.files.len()
-}
-
-/// Whether the file is binary as indexing decides (read through the repository opener, which
-/// follows no link; an unreadable file counts as binary).
-fn is_binary(root: &Path, rel: &str) -> bool {
-    use crate::engine::fsutil::{looks_binary, open_repo_file, BINARY_SNIFF};
-    use std::io::Read;
-    let mut head = Vec::with_capacity(BINARY_SNIFF);
-    match open_repo_file(root, rel).and_then(|f| f.take(BINARY_SNIFF as u64).read_to_end(&mut head)) {
-        Ok(_) => looks_binary(&head),
-        Err(_) => true,
-    }
 }
 
 /// The changed regions: each tracked file's hunks (joined when close, with a margin), and

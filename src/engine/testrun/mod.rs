@@ -677,7 +677,7 @@ impl Engine {
             }
         }
         if req.affected {
-            let selected = self.affected_tests(root, req.since.as_deref(), runner)?;
+            let selected = self.affected_tests(root, req.since.as_deref(), runner, &mut resp.notes)?;
             let within: Vec<(String, String)> = selected
                 .into_iter()
                 .filter(|(p, _)| targets.first().is_none_or(|t| p == t || p.starts_with(&format!("{t}/"))))
@@ -694,9 +694,20 @@ impl Engine {
         Ok(Some(targets))
     }
 
-    /// The test files the change reaches, for `runner`, each with why.
-    fn affected_tests(&self, root: &Path, since: Option<&str>, runner: Runner) -> Result<Vec<(String, String)>> {
-        let changes = crate::engine::context::changes::collect(root, since)?;
+    /// The test files the change reaches, for `runner`, each with why; changed files the index
+    /// would not walk are left out (a note counts them).
+    fn affected_tests(
+        &self,
+        root: &Path,
+        since: Option<&str>,
+        runner: Runner,
+        notes: &mut Vec<String>,
+    ) -> Result<Vec<(String, String)>> {
+        let mut changes = crate::engine::context::changes::collect(root, since)?;
+        // What the index would not walk (`.venv/`, ignored build output) is no change to test:
+        // a virtualenv's vendored `tests/` ran as the change's tests.
+        let left_out = changes.leave_out_unindexable(root, &self.config().index);
+        notes.extend(crate::engine::context::changes::left_out_note(left_out));
         let (_, graph) = self.impact_graph(root)?;
         let mut out: Vec<(String, String)> = Vec::new();
         let mut add = |path: String, why: String| {
