@@ -274,6 +274,45 @@ fn the_rules_of_a_nested_repository_under_a_watcher_apply_at_once() {
     watcher.stop();
 }
 
+/// A config file a repository's `.git/config` includes (`[include] path`, relative to
+/// `.git/`) that names the excludes file: git follows the include, and an edit of it changes
+/// what git ignores. It was neither read nor watched; now an edit of it, outside the
+/// repository, applies at once under a watcher as an edit of `.git/info/exclude` does.
+#[test]
+fn an_edit_of_an_included_git_config_under_a_watcher_applies_at_once() {
+    use crate::util::git;
+    let env = Env::new();
+    let repo = env.repo("w");
+    git(&repo, &["init", "-q"]);
+    let conf = env.dir.path().join("conf");
+    write(&conf, "tmp-ignore", "*.tmp\n");
+    write(&conf, "txt-ignore", "*.txt\n");
+    let names = |file: &str| format!("[core]\n\texcludesFile = {}\n", conf.join(file).display());
+    write(&conf, "inc.cfg", names("tmp-ignore"));
+    git(&repo, &["config", "include.path", "../../conf/inc.cfg"]);
+    write(&repo, "notes.tmp", "scratch quokka notes\n");
+    write(&repo, "notes.txt", "plain quokka notes\n");
+    write(&repo, "main.rs", "fn quokka_main() {}\n");
+    let ignored = |rel: &str| {
+        let out = std::process::Command::new("git").args(["check-ignore", "-q", rel]).current_dir(&repo).output();
+        out.unwrap().status.code() == Some(0)
+    };
+    assert!(ignored("notes.tmp") && !ignored("notes.txt"), "git follows the include");
+    let engine = env.engine();
+    let watcher = Watcher::start(&engine, &repo);
+    let hits = || {
+        let mut h = hit_paths(&engine, &repo, "quokka");
+        h.sort();
+        h
+    };
+    assert_eq!(hits(), ["main.rs", "notes.txt"]);
+
+    write(&conf, "inc.cfg", names("txt-ignore"));
+    assert!(!ignored("notes.tmp") && ignored("notes.txt"));
+    eventually("the included file's new excludes file applies", || hits() == ["main.rs", "notes.tmp"]);
+    watcher.stop();
+}
+
 #[test]
 fn docdex_watch_shows_its_catch_up_runs_progress_on_a_terminal() {
     // `script` gives the command a terminal, as a person running it has.

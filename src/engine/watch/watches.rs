@@ -1,6 +1,7 @@
 //! The OS watches of a watcher: one non-recursive watch on each directory a full index walk
 //! enters, in the repository and in every registered source it follows, plus the directories
-//! of git's rule files (in `.git/`, and the user's excludes file and git configs outside).
+//! of git's rule files (in `.git/`, and the user's excludes file and git configs outside, with
+//! the config files they include, wherever those are).
 //!
 //! Ignored trees (`node_modules/`, `target/`, `.git/objects/`, anything `.gitignore` or
 //! `.docdexignore` names) get none: a recursive watch cost one inotify watch per directory of
