@@ -491,14 +491,37 @@ impl DagStore {
     }
 
     /// The session `id`, or the one session whose id starts with `id` (at least 4 characters),
-    /// with its newest `limit` nodes whose id is below `before` (all when `None`).
+    /// with its newest `limit` nodes whose id is below `before` (all when `None`). The session
+    /// row, the nodes and the older count are read in one snapshot, so `older_nodes` plus the
+    /// nodes answered (plus those from `before` on) is the row's `node_count`: read one by one,
+    /// a turn logged meanwhile made them disagree.
     pub fn session(&self, id: &str, limit: usize, before: Option<i64>) -> Result<DagSession> {
         let full = self.resolve(id)?;
-        let before = before.unwrap_or(i64::MAX);
+        // A read transaction: its reads share one snapshot of the WAL file.
+        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
         let sql = format!("{} WHERE s.id = ?1", Self::SUMMARY);
-        let session = self.conn.query_row(&sql, params![full], Self::summary).map_err(|e| self.err(e))?;
-        let mut stmt = self
-            .conn
+        let session = tx.query_row(&sql, params![full], Self::summary).map_err(|e| self.err(e))?;
+        let nodes = self.page(&tx, &full, limit, before.unwrap_or(i64::MAX))?;
+        let oldest = nodes.first().map_or(before.unwrap_or(i64::MAX), |n| n.id);
+        let older_nodes = match before {
+            // The newest nodes: the rest are the session's count less those (no count of rows).
+            None => u64::from(session.nodes).saturating_sub(nodes.len() as u64),
+            Some(_) => tx
+                .query_row("SELECT COUNT(*) FROM nodes WHERE session_id = ?1 AND id < ?2", params![full, oldest], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .map(|n| n.max(0) as u64)
+                .map_err(|e| self.err(e))?,
+        };
+        tx.finish().map_err(|e| self.err(e))?;
+        let next_before = (older_nodes > 0).then_some(oldest);
+        Ok(DagSession { schema_version: DAG_SCHEMA_VERSION, session, nodes, older_nodes, next_before })
+    }
+
+    /// The newest `limit` nodes of session `full` whose id is below `before`, oldest first, read
+    /// on `conn` (the view's snapshot).
+    fn page(&self, conn: &Connection, full: &str, limit: usize, before: i64) -> Result<Vec<DagNode>> {
+        let mut stmt = conn
             .prepare(
                 "SELECT n.id, n.kind, n.label, n.payload, n.created_at,
                         COALESCE((SELECT group_concat(e.parent) FROM edges e WHERE e.child = n.id), '')
@@ -528,21 +551,7 @@ impl DagStore {
             });
         }
         nodes.reverse();
-        let oldest = nodes.first().map_or(before, |n| n.id);
-        let older_nodes: i64 = self
-            .conn
-            .query_row("SELECT COUNT(*) FROM nodes WHERE session_id = ?1 AND id < ?2", params![full, oldest], |r| {
-                r.get(0)
-            })
-            .map_err(|e| self.err(e))?;
-        let next_before = (older_nodes > 0).then_some(oldest);
-        Ok(DagSession {
-            schema_version: DAG_SCHEMA_VERSION,
-            session,
-            nodes,
-            older_nodes: older_nodes as u64,
-            next_before,
-        })
+        Ok(nodes)
     }
 
     /// The newest turns of session `id` (or a unique prefix) whose questions and answers, each
@@ -932,6 +941,44 @@ mod tests {
         assert_eq!(dot.matches("older -> n").count(), 1, "{dot}");
         assert_eq!(dot.matches(" -> n").count(), 2, "one edge shown, one from the older nodes: {dot}");
         assert_eq!(s.session("long", DAG_VIEW_DEFAULT, None).unwrap().nodes.len(), 25);
+    }
+
+    #[test]
+    fn a_view_counts_its_nodes_as_the_session_row_does_while_a_chat_writes() {
+        // The header's node count (the session row's node_count), the nodes answered and the
+        // older count were three reads: a turn logged between them made a view whose older and
+        // shown nodes did not add up to the count it showed.
+        let (dir, s) = store();
+        let c = s.join_session(Some("busy"), None, "q").unwrap();
+        for i in 0..40 {
+            s.add_node(&c.id, NodeKind::Thought, &format!("n{i}"), &json!({}), &[]).unwrap();
+        }
+        let path = dir.path().join(DAG_FILE);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let w = DagStore::open_path(&path).unwrap();
+                let mut n = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < 20_000 {
+                    w.add_node("busy", NodeKind::Observation, "o", &json!({"n": n}), &[]).unwrap();
+                    n += 1;
+                }
+            })
+        };
+        let mut views = 0;
+        for _ in 0..400 {
+            let v = s.session("busy", 30, None).unwrap();
+            assert_eq!(
+                v.older_nodes + v.nodes.len() as u64,
+                u64::from(v.session.nodes),
+                "older and shown nodes add up to the session's count"
+            );
+            views += 1;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().unwrap();
+        assert_eq!(views, 400);
     }
 
     #[test]

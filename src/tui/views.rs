@@ -284,10 +284,17 @@ pub fn conversation(c: &DagConversation) -> Conversation {
 }
 
 /// The DAG pane's view: every session (newest first) and the nodes of `shown` (when given).
+/// The shown session's line takes its row as read with its nodes (`shown`), not as listed a
+/// moment before: a turn logged in between (the server, another window) made the line count
+/// fewer nodes than the steps and the older ones shown add up to.
 pub fn dag_view(sessions: &[DagSessionSummary], shown: Option<&EngineDagSession>) -> DagView {
     let selected_session = shown.and_then(|d| sessions.iter().position(|s| s.id == d.session.id)).unwrap_or_default();
+    let listed = sessions.iter().map(|s| match shown {
+        Some(d) if d.session.id == s.id => session_summary(&d.session),
+        _ => session_summary(s),
+    });
     DagView {
-        sessions: sessions.iter().map(session_summary).collect(),
+        sessions: listed.collect(),
         selected_session,
         nodes: shown.map(dag_nodes).unwrap_or_default(),
         older_nodes: shown.map_or(0, |d| d.older_nodes),
@@ -339,6 +346,41 @@ mod tests {
             url: None,
             package: None,
         }
+    }
+
+    #[test]
+    fn the_shown_sessions_line_counts_the_nodes_read_with_its_steps() {
+        // The list is read first, the session's nodes after: a turn logged in between made its
+        // line say 8 nodes over 10 steps shown.
+        use crate::engine::dag::{DagNode as Node, DagSession as Shown, NodeKind};
+        let summary = |id: &str, nodes: u32| DagSessionSummary {
+            id: id.into(),
+            agent_id: None,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            title: id.into(),
+            turns: 1,
+            nodes,
+        };
+        let node = |id: i64| Node {
+            id,
+            kind: NodeKind::Thought,
+            label: String::new(),
+            payload: Value::Null,
+            created_at_ms: 0,
+            parents: Vec::new(),
+        };
+        let listed = vec![summary("a", 8), summary("b", 3)];
+        let shown = Shown {
+            schema_version: 1,
+            session: summary("a", 10),
+            nodes: (1..=6).map(node).collect(),
+            older_nodes: 4,
+            next_before: Some(1),
+        };
+        let v = dag_view(&listed, Some(&shown));
+        assert_eq!(v.sessions.iter().map(|s| s.nodes).collect::<Vec<_>>(), [10, 3]);
+        assert_eq!(v.nodes.len() as u64 + v.older_nodes, v.sessions[0].nodes as u64);
     }
 
     #[test]

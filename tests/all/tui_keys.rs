@@ -625,9 +625,13 @@ fn a_cut_dag_session_says_how_many_older_nodes_and_the_key_snapshot() {
     let mut view = docdex::testing::tui_samples::dag();
     view.older_nodes = 1_234;
     view.next_before = Some(1_235);
+    // The session's line counts its nodes as the engine does (node_count): the ones shown and
+    // the older ones. It said 6 nodes over 1,234 older ones.
+    view.sessions[0].nodes = view.nodes.len() + 1_234;
     h.engine_event(docdex::tui::event::EngineEvent::Dag(Ok(view)));
     h.snap_both("tui_dag_older");
     assert!(shows(&h.screen(80, 24), "↑ 1,234 older nodes not shown · o loads them"));
+    assert!(shows(&h.screen(120, 40), "session expiry · 1,240 nodes"));
 }
 
 #[test]
@@ -649,6 +653,7 @@ fn a_dag_session_loaded_up_to_the_panes_cap_says_so_and_loads_no_more_snapshot()
     }));
     view.older_nodes = 2_000;
     view.next_before = Some(2_001);
+    view.sessions[0].nodes = DAG_PANE_MAX_NODES + 2_000;
     h.engine_event(docdex::tui::event::EngineEvent::Dag(Ok(view)));
     h.snap_both("tui_dag_capped");
     let s = h.screen(80, 24);

@@ -175,7 +175,11 @@ impl DagView {
         }
         // `previous` reached further back: it had the whole session, or a lower cursor.
         let further = previous.next_before.map_or(previous.older_nodes == 0, |b| b < cut_at);
-        if !further {
+        // And it reaches the newest nodes: more nodes logged between the two loads than one
+        // page holds leave a gap neither has, which its older count would leave out (and `o`
+        // could never load), so the shown and older nodes no longer add up to the session's.
+        let below = previous.nodes.iter().filter(|n| n.id.parse::<i64>().is_ok_and(|id| id < cut_at)).count();
+        if !further || previous.older_nodes + below as u64 != self.older_nodes {
             return;
         }
         let known: HashSet<&str> = self.nodes.iter().map(|n| n.id.as_str()).collect();
@@ -680,6 +684,40 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    #[test]
+    fn a_reload_past_more_new_nodes_than_a_page_does_not_keep_the_older_ones_across_the_gap() {
+        // Nodes 0..120 of a session, 100..120 loaded with `o` (100 older). Meanwhile the
+        // server logged 1,880 more: the reload answers 1,990..2,000, 1,990 older. Keeping the
+        // loaded ones in front left 1,890 nodes between them counted nowhere and never loadable:
+        // 30 shown and 100 older of a session of 2,000.
+        let previous = DagView {
+            sessions: vec![session("s")],
+            nodes: chain(100, 120),
+            older_nodes: 100,
+            next_before: Some(100),
+            ..Default::default()
+        };
+        let mut reload = DagView {
+            sessions: vec![session("s")],
+            nodes: chain(1_990, 2_000),
+            older_nodes: 1_990,
+            next_before: Some(1_990),
+            ..Default::default()
+        };
+        reload.keep_older(previous.clone());
+        assert_eq!((reload.nodes.len(), reload.older_nodes, reload.next_before), (10, 1_990, Some(1_990)));
+        // Without a gap (the reload's page reaches the loaded nodes) they are kept.
+        let mut near = DagView {
+            sessions: vec![session("s")],
+            nodes: chain(110, 130),
+            older_nodes: 110,
+            next_before: Some(110),
+            ..Default::default()
+        };
+        near.keep_older(previous);
+        assert_eq!((near.nodes.len(), near.older_nodes, near.next_before), (30, 100, Some(100)));
     }
 
     #[test]
