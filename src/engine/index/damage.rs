@@ -6,6 +6,7 @@
 //! damaged one and switches to it.
 
 use crate::engine::fsutil::{now_ms, read_json, replace_json};
+use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tantivy::Index;
@@ -43,8 +44,16 @@ pub fn clear_marker(state_dir: &Path) {
 
 /// Opens every segment of the index (which checks each file's footer) and, with
 /// `checksums`, checks every file of the live segments against its CRC32; `Some(what)` when
-/// something is damaged.
+/// something is damaged. Tantivy panics on some damage (a segment file shorter than its
+/// footer): that is damage found too.
 pub fn check(index: &Index, checksums: bool) -> Option<String> {
+    match crate::engine::quiet_panics(|| check_files(index, checksums)) {
+        Ok(found) => found,
+        Err(panic) => Some(format!("reading it panicked inside Tantivy: {}", panic_text(&panic))),
+    }
+}
+
+fn check_files(index: &Index, checksums: bool) -> Option<String> {
     if checksums {
         match index.validate_checksum() {
             Ok(bad) if bad.is_empty() => {}
@@ -64,4 +73,21 @@ pub fn check(index: &Index, checksums: bool) -> Option<String> {
         }
         Err(e) => Some(e.to_string()),
     }
+}
+
+/// Runs a read of the index at `dir`, a panic inside Tantivy (damaged bytes) becoming an
+/// [`Error::Index`] that callers report as a damaged index, never a crash.
+pub fn guarded<T>(dir: &Path, read: impl FnOnce() -> Result<T>) -> Result<T> {
+    crate::engine::quiet_panics(read).unwrap_or_else(|panic| {
+        Err(Error::Index { path: dir.to_path_buf(), message: format!("Tantivy panicked reading it: {}", panic_text(&panic)) })
+    })
+}
+
+/// The message a caught panic carried.
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic".into())
 }

@@ -79,12 +79,16 @@ impl RepoSearcher {
         if generation == 0 {
             return Err(Error::NotIndexed { path: repo.root.clone() });
         }
-        let (index, fields) = schema::open(&dir)?;
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()
-            .map_err(|e: tantivy::TantivyError| Error::Index { path: dir.clone(), message: e.to_string() })?;
+        // Tantivy panics on some damage (a segment file shorter than its footer).
+        let (reader, fields) = crate::engine::index::damage::guarded(&dir, || {
+            let (index, fields) = schema::open(&dir)?;
+            let reader = index
+                .reader_builder()
+                .reload_policy(ReloadPolicy::Manual)
+                .try_into()
+                .map_err(|e: tantivy::TantivyError| Error::Index { path: dir.clone(), message: e.to_string() })?;
+            Ok((reader, fields))
+        })?;
         Ok(RepoSearcher {
             reader,
             fields,

@@ -106,3 +106,25 @@ fn truncated_idx_and_fast_files_are_reported_and_repaired() {
         assert_searchable(&env, &repo);
     }
 }
+
+#[test]
+fn an_index_file_shorter_than_its_footer_is_damage_not_a_panic() {
+    // Tantivy panics on a file of 4 to 7 bytes (shorter than its footer's length field); the
+    // search, the index run and `--repair` all report damage, and `--repair` replaces it.
+    for (i, bytes) in [&b"junk"[..], b"garbage"].into_iter().enumerate() {
+        let env = Env::new();
+        let repo = repo_with_files(&env);
+        std::fs::write(&index_files(&env, &repo, "idx")[0], bytes).unwrap();
+        assert_damaged(&search(&env, &repo, "zebra5"));
+        let mut args = vec!["index", "--repo", repo.to_str().unwrap(), "--json"];
+        if i == 0 {
+            args.push("--repair");
+        }
+        let out = env.run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success() && !stderr.contains("panicked"), "{} bytes: {stderr}", bytes.len());
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(summary["note"].as_str().is_some_and(|n| n.contains("damaged")), "{summary}");
+        assert_searchable(&env, &repo);
+    }
+}
