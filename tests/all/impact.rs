@@ -1618,6 +1618,33 @@ fn imports_stored_by_older_rules_are_reextracted_by_the_next_index_run() {
     }
 }
 
+/// `docdex graph rebuild` extracts every file's imports from disk with this build's rules, so its
+/// graph is current however old the store's imports are: the outdated-imports warning, true of a
+/// graph an index run built from the store, was still given after it.
+#[test]
+fn a_graph_rebuilt_from_disk_is_not_warned_about_outdated_stored_imports() {
+    let env = Env::new();
+    let repo = env.repo("rebuiltrules");
+    write(&repo, "src/a.ts", "export {type B} from './b';\nexport class A {}\n");
+    write(&repo, "src/b.ts", "import { A } from './a';\nexport class B { a?: A }\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let engine = env.engine();
+    let rr = engine.resolve_repo(&repo).unwrap();
+    let conn = rusqlite::Connection::open(docdex::engine::code::store::db_path(&rr)).unwrap();
+    conn.execute("DELETE FROM meta WHERE key LIKE 'imports:%'", []).unwrap();
+    drop(conn);
+    let warned = |env: &Env| {
+        let v = env.json(&["impact", "--repo", r, "src/a.ts", "--json"]);
+        let warnings = v["graph"]["warnings"].as_array().cloned().unwrap_or_default();
+        warnings.iter().filter_map(|w| w.as_str()).any(|w| w.contains("older docdex"))
+    };
+    assert!(warned(&env), "the index run's graph was built from the store");
+    let rebuilt = env.json(&["graph", "rebuild", "--repo", r, "--json"]);
+    assert_eq!(rebuilt["stats"]["files"], 2, "{rebuilt}");
+    assert!(!warned(&env), "the rebuilt graph read the files with this build's rules");
+}
+
 /// TypeScript's type-only forms, `import {type A} from`, `import type {A} from`, `export {type A}
 /// from` (and `export type {A} from`, and the run-time `import {type A, B} from`), are edges of `docdex impact`
 /// through the real binary: the importer of a file that only lends it types is affected when

@@ -171,6 +171,12 @@ pub struct ImpactGraph {
     pub warnings: Vec<String>,
     /// Counts.
     pub stats: GraphStats,
+    /// The import rules version per language ([`super::imports::rules_version`]) of a graph
+    /// built from the files on disk (`docdex graph rebuild`), whose imports this build
+    /// extracted whatever `symbols.db` holds; empty for a graph built from the store, whose
+    /// `meta` records the versions instead.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub import_rules: BTreeMap<String, u32>,
 }
 
 /// What goes into a graph beyond the source itself (`[code_intelligence]`).
@@ -211,6 +217,12 @@ pub fn graph_path(repo: &RepoRef) -> PathBuf {
 /// the run's manifest is saved: non-code targets (`include_str!` data, JSON imports) are looked
 /// up in the manifest.
 pub fn rebuild(repo: &RepoRef, files: &[FileImports], opts: &GraphOptions) -> Result<()> {
+    write(repo, &build_in(repo, files, opts))
+}
+
+/// The graph [`rebuild`] writes, not written yet: `files` resolved against the repository's
+/// manifest.
+pub fn build_in(repo: &RepoRef, files: &[FileImports], opts: &GraphOptions) -> ImpactGraph {
     let manifest = crate::engine::index::manifest::Manifest::load(&repo.manifest_path());
     let mut known: BTreeSet<String> =
         manifest.files.iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p.clone()).collect();
@@ -224,7 +236,12 @@ pub fn rebuild(repo: &RepoRef, files: &[FileImports], opts: &GraphOptions) -> Re
         ms = graph.stats.build_ms,
         "impact graph rebuilt"
     );
-    save(&graph_path(repo), &graph)?;
+    graph
+}
+
+/// Writes `graph` as the repository's `impact_graph.json`, and the search's import prior from it.
+pub fn write(repo: &RepoRef, graph: &ImpactGraph) -> Result<()> {
+    save(&graph_path(repo), graph)?;
     let internal = graph.edges.iter().filter(|e| !e.external).map(|e| (e.source.as_str(), e.target.as_str()));
     crate::engine::search::import_prior::write(&repo.state_dir, internal)
 }
@@ -316,6 +333,7 @@ pub fn build_over(
         cycles,
         warnings,
         stats,
+        import_rules: BTreeMap::new(),
     }
 }
 
@@ -787,6 +805,7 @@ fn migrate_v1(value: serde_json::Value) -> std::result::Result<ImpactGraph, Stri
             "migrated in memory from {SCHEMA_NAME} version 1 (no methods, confidences, lines or diagnostics); re-index to write version {SCHEMA_VERSION}"
         )],
         stats,
+        import_rules: BTreeMap::new(),
     })
 }
 

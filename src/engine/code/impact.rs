@@ -739,11 +739,14 @@ impl Engine {
         let parse_ms = started.elapsed().as_secs_f64() * 1000.0;
         let finished = IndexProgress { files_done: total.files_total, bytes_done: total.bytes_total, ..total.clone() };
         sink.progress(&IndexProgress { phase: "resolving".into(), ..finished.clone() });
-        graph::rebuild(&repo, &files, &graph::GraphOptions::from_config(&self.config().code_intelligence))?;
+        let opts = graph::GraphOptions::from_config(&self.config().code_intelligence);
+        let mut g = graph::build_in(&repo, &files, &opts);
+        // Extracted here by this build's rules, whatever the store holds: no outdated warning.
+        g.import_rules =
+            Lang::ALL.into_iter().map(|l| (l.name().to_string(), super::imports::rules_version(l))).collect();
+        graph::write(&repo, &g)?;
         sink.progress(&IndexProgress { phase: "done".into(), ..finished });
         let path = graph::graph_path(&repo);
-        let g =
-            graph::load(&path)?.ok_or_else(|| Error::NotFound(format!("{} vanished after writing", path.display())))?;
         Ok(RebuildSummary { repo: repo.root.clone(), path, parse_ms, stats: g.stats, warnings: g.warnings })
     }
 }
@@ -794,12 +797,19 @@ fn graph_info(repo: &RepoRef, g: &LoadedGraph) -> GraphInfo {
 /// A warning when the symbol store's imports of a language in the graph were extracted by
 /// another docdex's import rules ([`super::imports::rules_version`]): the graph built from them
 /// may lack marks this build makes (a type-only re-export closing a cycle) until the next
-/// index run, which re-extracts those files. An unreadable store says nothing here.
+/// index run, which re-extracts those files. A graph `docdex graph rebuild` extracted with this
+/// build's rules is not outdated, whatever the store holds. An unreadable store says nothing.
 fn outdated_rules(repo: &RepoRef, g: &LoadedGraph) -> Option<String> {
     let reader = super::store::SymbolReader::open(repo).ok()??;
     let in_graph: HashSet<Lang> = g.graph.files.values().copied().collect();
-    let outdated: Vec<&str> =
-        reader.meta().imports_outdated().into_iter().filter(|l| in_graph.contains(l)).map(Lang::name).collect();
+    let rebuilt_here = |l: &Lang| g.graph.import_rules.get(l.name()) == Some(&super::imports::rules_version(*l));
+    let outdated: Vec<&str> = reader
+        .meta()
+        .imports_outdated()
+        .into_iter()
+        .filter(|l| in_graph.contains(l) && !rebuilt_here(l))
+        .map(Lang::name)
+        .collect();
     if outdated.is_empty() {
         return None;
     }
