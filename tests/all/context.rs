@@ -457,3 +457,46 @@ fn a_tracked_file_replaced_by_a_fifo_is_left_out_and_the_rest_of_the_pack_is_bui
     let note = p.notes.iter().find(|n| n.contains("FIFO")).unwrap_or_else(|| panic!("{:?}", p.notes));
     assert!(note.starts_with("1 changed path left out") && note.ends_with(": app/crypto.py"), "{note}");
 }
+
+#[test]
+fn definitions_come_from_code_names_not_prose_dunders_or_the_naming_files_own() {
+    // "fix rounding of discounted prices" on a shop: cart.py's change pulled session.py's
+    // `__init__` (cart's own was in the snippet), pager.py's `show` (from the docstring's
+    // "Show ..."), and invoice.py's `total` (cart calls its own). Only money.py's
+    // `round_price`, which cart imports and calls, is a definition the change names.
+    let env = Env::new();
+    let repo = env.repo("shop");
+    let cart = |doc: &str, body: &str| {
+        format!(
+            "from shop.money import round_price\n\n\nclass Cart:\n    def __init__(self, items):\n        \"\"\"{doc}\"\"\"\n        self.items = items\n\n    def total(self):\n        return sum(self.items)\n\n    def discounted(self, rate):\n        # Round each price after the discount.\n        return {body}\n"
+        )
+    };
+    write(&repo, "shop/__init__.py", "");
+    write(&repo, "shop/money.py", "def round_price(value):\n    return round(value, 2)\n");
+    write(&repo, "shop/session.py", "class Session:\n    def __init__(self, user):\n        self.user = user\n");
+    write(&repo, "shop/pager.py", "class Pager:\n    def show(self, text):\n        print(text)\n");
+    write(&repo, "shop/invoice.py", "def total(lines):\n    return sum(lines)\n");
+    write(&repo, "shop/cart.py", cart("Show the cart.", "[p * (1 - rate) for p in self.items]"));
+    git_commit_all(&repo);
+    git(&repo, &["checkout", "-q", "-b", "feature"]);
+    write(
+        &repo,
+        "shop/cart.py",
+        cart("Show the cart's prices.", "[round_price(p * (1 - rate)) for p in self.items] if self.total() else []"),
+    );
+    git(&repo, &["commit", "-q", "-am", "round"]);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let p = pack(&engine, &repo, "fix rounding of discounted prices", Some("main"), 8000);
+    let defs: Vec<(&str, &str)> = p
+        .snippets
+        .iter()
+        .filter(|s| s.reason.contains("defines `"))
+        .map(|s| (s.path.as_str(), s.reason.as_str()))
+        .collect();
+    assert!(defs.iter().any(|(path, why)| *path == "shop/money.py" && why.contains("`round_price`")), "{defs:?}");
+    for (path, why) in &defs {
+        assert!(!["shop/session.py", "shop/pager.py", "shop/invoice.py"].contains(path), "{path}: {why}");
+        assert!(!why.contains("`__init__`") && !why.contains("`show`") && !why.contains("`total`"), "{path}: {why}");
+    }
+}

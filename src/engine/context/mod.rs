@@ -218,24 +218,22 @@ impl Engine {
             if out.len() >= MAX_DEFINITIONS {
                 break;
             }
-            let defs = match query::definitions(&reader, &norm(&name), MAX_DEFINITIONS_PER_NAME + 1) {
+            let defs = match exact_definitions(&reader, &name, MAX_DEFINITIONS_PER_NAME + 1) {
                 Ok(d) => d,
                 Err(e) => {
                     tracing::debug!("definition lookup failed: {e}");
                     continue;
                 }
             };
-            if defs.len() > MAX_DEFINITIONS_PER_NAME {
+            let (spath, sa, sb) = &seeds[seed];
+            // Not distinctive, or defined in the naming file itself (cart.py's `total` is most
+            // likely cart's own, not the one in invoice.py).
+            if defs.len() > MAX_DEFINITIONS_PER_NAME || defs.iter().any(|d| d.path == *spath) {
                 continue;
             }
-            let (spath, sa, sb) = &seeds[seed];
             for d in defs {
                 if matches!(d.kind, SymbolKind::Variable | SymbolKind::Field | SymbolKind::Variant | SymbolKind::Module)
                 {
-                    continue;
-                }
-                // Defined inside the very seed that names it: already there.
-                if d.path == *spath && d.line_start <= *sb && d.line_end >= *sa {
                     continue;
                 }
                 let b = d.line_end.min(d.line_start + MAX_DEFINITION_LINES - 1);
@@ -559,6 +557,8 @@ fn mention_line(files: &mut Files, path: &str, subject: &str) -> Option<u32> {
 
 /// Identifier-shaped words of `text` that could name a declaration elsewhere: calls
 /// (`name(`), paths (`Type::`), and CamelCase or snake_case words, in order of appearance.
+/// Prose is left out: a capitalised plain word opening a sentence or a comment ("Show time
+/// elapsed.") is English, not a class, and dunder names (`__init__`) are every class's.
 fn identifiers(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let bytes = text.as_bytes();
@@ -579,11 +579,73 @@ fn identifiers(text: &str) -> Vec<String> {
             && (word.contains('_')
                 || word.as_bytes().windows(2).any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())
                 || (word.as_bytes()[0].is_ascii_uppercase() && word.bytes().any(|c| c.is_ascii_lowercase())));
-        if (shaped || (called && word.len() >= 3)) && !out.iter().any(|w| w == word) {
+        let prose =
+            !called && is_plain_capitalised(word) && opens_sentence(&text[..start]) && ends_like_prose(&text[i..]);
+        let dunder = word.len() > 4 && word.starts_with("__") && word.ends_with("__");
+        if (shaped || (called && word.len() >= 3)) && !prose && !dunder && !out.iter().any(|w| w == word) {
             out.push(word.to_string());
         }
     }
     out
+}
+
+/// `Show`, `Returns`: one capital, then lowercase letters only (`SessionStore`, `HTTP` and
+/// `Item2` are names).
+fn is_plain_capitalised(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars.next().is_some_and(|c| c.is_ascii_uppercase()) && chars.all(|c| c.is_ascii_lowercase())
+}
+
+/// Whether a word after `before` opens a sentence: first on its line after comment or quote
+/// marks (`#`, `//`, `*`, `"""`), or after a full stop, `!` or `?` and a space.
+fn opens_sentence(before: &str) -> bool {
+    let line = before.rsplit('\n').next().unwrap_or(before);
+    let trimmed = line.trim_end();
+    if trimmed.len() < line.len() && trimmed.ends_with(['.', '!', '?']) {
+        return true;
+    }
+    trimmed
+        .chars()
+        .all(|c| c.is_whitespace() || matches!(c, '#' | '/' | '*' | '"' | '\'' | '`' | '-' | ';' | '!' | '>'))
+}
+
+/// Whether what follows a word reads as prose: a space, the line's end, or punctuation then
+/// a space or the end (`Foo.bar` and `Foo[0]` are code).
+fn ends_like_prose(after: &str) -> bool {
+    let mut chars = after.chars();
+    match chars.next() {
+        None => true,
+        Some(c) if c.is_whitespace() => true,
+        Some('.' | ',' | ';' | ':' | '!' | '?') => {
+            chars.next().is_none_or(|c| c.is_whitespace() || matches!(c, '"' | '\''))
+        }
+        _ => false,
+    }
+}
+
+/// Declarations named exactly `name`, case and all: the store matches names folded to
+/// lowercase (`norm`), so prose's `Show` found every `show` method.
+fn exact_definitions(reader: &SymbolReader, name: &str, cap: usize) -> Result<Vec<query::Definition>> {
+    let err = reader.err();
+    let mut stmt = reader
+        .conn()
+        .prepare_cached(
+            "SELECT f.path, s.line_start, s.line_end, s.kind FROM symbols s JOIN files f ON f.id = s.file_id
+             WHERE s.norm = ?1 AND s.name = ?2 LIMIT ?3",
+        )
+        .map_err(&err)?;
+    let rows = stmt
+        .query_map(rusqlite::params![norm(name), name, cap as i64], |r| {
+            let kind: String = r.get(3)?;
+            Ok(query::Definition {
+                path: r.get(0)?,
+                line_start: r.get(1)?,
+                line_end: r.get(2)?,
+                kind: SymbolKind::parse(&kind).unwrap_or(SymbolKind::Variable),
+            })
+        })
+        .map_err(&err)?;
+    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err)
 }
 
 fn is_word(b: u8) -> bool {
@@ -829,6 +891,13 @@ mod tests {
     fn identifiers_are_code_shaped_words_and_calls() {
         let ids = identifiers("let s = SessionStore::new(ttl);\nexpire_stale_sessions(&mut s); // the cache\nfoo(x)");
         assert_eq!(ids, ["SessionStore", "new", "expire_stale_sessions", "foo"]);
+    }
+
+    #[test]
+    fn prose_and_dunder_names_are_not_identifiers() {
+        let text = "class Cart:\n    def __init__(self):\n        \"\"\"Show time elapsed. Returns the Total.\"\"\"\n        # Round half up, see Money.\n        self.s = Session(Pager.show(x))\n";
+        let ids = identifiers(text);
+        assert_eq!(ids, ["Cart", "Total", "Money", "Session", "Pager", "show"], "{text}");
     }
 
     #[test]
