@@ -305,7 +305,12 @@ fn the_users_excludes_file_applies_in_each_repository_without_its_own() {
         let repo = d(rel);
         // As git ran above: this HOME's config, whatever the machine's environment names.
         let xdg = home.join(".config");
-        let vars = [("HOME", home_var), ("XDG_CONFIG_HOME", xdg.to_str().unwrap()), ("GIT_CONFIG_GLOBAL", "")];
+        let global = home.join(".gitconfig");
+        let vars = [
+            ("HOME", home_var),
+            ("XDG_CONFIG_HOME", xdg.to_str().unwrap()),
+            ("GIT_CONFIG_GLOBAL", global.to_str().unwrap()),
+        ];
         let out = env.run_env(&["index", "--repo", repo.to_str().unwrap(), "--json"], &vars);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let r = env.engine().resolve_repo(&repo).unwrap();
@@ -350,14 +355,15 @@ fn the_users_git_config_includes_and_last_values_apply_as_in_git() {
         ("GIT_CONFIG_GLOBAL", global.to_str().unwrap()),
         ("GIT_CONFIG_NOSYSTEM", "1"),
     ];
-    let ignored = |dir: &std::path::Path, rel: &str| {
+    let ignored_with = |vars: &[(&str, &str)], dir: &std::path::Path, rel: &str| {
         let mut cmd = std::process::Command::new("git");
-        cmd.args(["check-ignore", "-q", rel]).current_dir(dir);
+        cmd.args(["check-ignore", "-q", rel]).current_dir(dir).env_remove("GIT_CONFIG_GLOBAL");
         for (k, v) in vars {
             cmd.env(k, v);
         }
         cmd.output().unwrap().status.code() == Some(0)
     };
+    let ignored = |dir: &std::path::Path, rel: &str| ignored_with(&vars, dir, rel);
     let kinds = ["first", "second", "work", "case"];
     for rel in ["plain", "work/proj", "case/proj"] {
         let dir = home.join(rel);
@@ -372,17 +378,24 @@ fn the_users_git_config_includes_and_last_values_apply_as_in_git() {
         .map(|rel| kinds.into_iter().filter(|k| ignored(&home.join(rel), &format!("x.{k}"))).collect())
         .collect();
     assert_eq!(git_ignores, [["second"], ["work"], ["case"]]);
-    let indexed = |rel: &str| {
+    let indexed_with = |vars: &[(&str, &str)], rel: &str| {
         let repo = home.join(rel);
-        let out = env.run_env(&["index", "--repo", repo.to_str().unwrap(), "--json"], &vars);
+        let out = env.run_env(&["index", "--repo", repo.to_str().unwrap(), "--json"], vars);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let r = env.engine().resolve_repo(&repo).unwrap();
         let m = docdex::engine::index::manifest::Manifest::load(&r.manifest_path());
         m.files.into_iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p).collect::<Vec<_>>()
     };
+    let indexed = |rel: &str| indexed_with(&vars, rel);
     assert_eq!(indexed("plain"), ["x.case", "x.first", "x.work"]);
     assert_eq!(indexed("work/proj"), ["x.case", "x.first", "x.second"]);
     assert_eq!(indexed("case/proj"), ["x.first", "x.second", "x.work"]);
+    // Set empty, GIT_CONFIG_GLOBAL names no file: git reads no global config, not ~/.gitconfig.
+    write(&home, ".gitconfig", "[core]\n\texcludesFile = ~/first-ignore\n");
+    let no_global = [vars[0], vars[1], ("GIT_CONFIG_GLOBAL", ""), vars[3]];
+    assert!(!ignored_with(&no_global, &home.join("plain"), "x.first"));
+    assert!(ignored_with(&[vars[0], vars[1], vars[3]], &home.join("plain"), "x.first"), "~/.gitconfig when unset");
+    assert_eq!(indexed_with(&no_global, "plain"), ["x.case", "x.first", "x.second", "x.work"]);
 }
 
 /// A folder outside git holding clones (`~/src` with a `.gitignore`, `~/src/repo1/.git`),

@@ -37,14 +37,17 @@ pub struct Lookup {
 /// The user's config files in git's order: the system's (`$GIT_CONFIG_SYSTEM`, else
 /// `/etc/gitconfig`, none with `GIT_CONFIG_NOSYSTEM`), then the global ones
 /// (`$GIT_CONFIG_GLOBAL`, else `$XDG_CONFIG_HOME/git/config` and then `~/.gitconfig`, which
-/// thus wins). An empty `GIT_CONFIG_GLOBAL` counts as unset.
+/// thus wins). Set empty, `GIT_CONFIG_GLOBAL` or `GIT_CONFIG_SYSTEM` names no file, as in git:
+/// no global (or system) config is read, not the default ones.
 pub fn user_sources() -> Vec<Source> {
     let mut out = Vec::new();
     if !std::env::var("GIT_CONFIG_NOSYSTEM").is_ok_and(|v| is_true(&v)) {
-        let system = non_empty_var("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig"));
-        out.push(Source { path: system, watched: false });
+        let system =
+            std::env::var_os("GIT_CONFIG_SYSTEM").map_or_else(|| PathBuf::from("/etc/gitconfig"), PathBuf::from);
+        out.extend((!system.as_os_str().is_empty()).then_some(Source { path: system, watched: false }));
     }
-    match non_empty_var("GIT_CONFIG_GLOBAL") {
+    match std::env::var_os("GIT_CONFIG_GLOBAL").map(PathBuf::from) {
+        Some(global) if global.as_os_str().is_empty() => {}
         Some(global) => out.push(Source { path: global, watched: true }),
         None => {
             out.extend(xdg_config_home().map(|x| Source { path: x.join("git/config"), watched: true }));
