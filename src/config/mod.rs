@@ -100,6 +100,10 @@ pub struct IndexConfig {
     /// over the files read so far while the rest is indexed (later commits come every 256 MB);
     /// a run with more new text than this indexes it all as text before parsing any.
     pub first_commit_bytes: u64,
+    /// docdex's own home and state directories ([`Paths::own_dirs`], set by the engine, never
+    /// read from a file): a repository that holds them indexes around them.
+    #[serde(skip)]
+    pub own_dirs: Vec<PathBuf>,
 }
 
 impl Default for IndexConfig {
@@ -111,6 +115,7 @@ impl Default for IndexConfig {
             include_hidden: false,
             watch_debounce_ms: 250,
             first_commit_bytes: 32 * 1024 * 1024,
+            own_dirs: Vec::new(),
         }
     }
 }

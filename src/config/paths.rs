@@ -34,6 +34,17 @@ impl Paths {
         Self { home: home.to_path_buf(), state }
     }
 
+    /// The home and the state directory, resolved through symlinks: docdex's own files (the
+    /// config with its token, every index), which no walk enters wherever a root lies.
+    pub fn own_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = [&self.home, &self.state]
+            .into_iter()
+            .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()))
+            .collect();
+        dirs.dedup();
+        dirs
+    }
+
     /// `state/repos/`.
     pub fn repos(&self) -> PathBuf {
         self.state.join("repos")

@@ -130,9 +130,10 @@ impl Engine {
     }
 
     /// Opens the engine with an already-built configuration (tests, benchmarks).
-    pub fn with_config(home: &Path, config: Config, config_path: PathBuf, warnings: Vec<String>) -> Result<Engine> {
+    pub fn with_config(home: &Path, mut config: Config, config_path: PathBuf, warnings: Vec<String>) -> Result<Engine> {
         let paths = Paths::new(home, &config.core.global_state_dir);
         paths.ensure_layout()?;
+        config.index.own_dirs = paths.own_dirs();
         let registry = Registry::new(paths.clone());
         Ok(Engine {
             inner: Arc::new(Inner {

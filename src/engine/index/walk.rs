@@ -115,11 +115,17 @@ fn builder_towards(
     }
     // Always filtered: a nested repository found anywhere brings rules of its own.
     let root_owned = root.to_path_buf();
+    let own_dirs = cfg.own_dirs.clone();
     b.filter_entry(move |e| {
         if targets.as_ref().is_some_and(|t| !t.admits(&rel_path(&root_owned, e.path()))) {
             return false;
         }
         let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+        // docdex's home inside the repository (its config holds the token; its indexes change
+        // with every run, which a watcher would index forever).
+        if is_dir && own_dirs.iter().any(|d| d == e.path()) {
+            return false;
+        }
         !rules.excludes(e.path(), is_dir, built.as_ref())
     });
     b

@@ -634,3 +634,31 @@ fn a_source_directory_too_deep_to_watch_is_named_by_its_key() {
     assert!(warnings.contains("not watched //notes/deep/ddd"), "{warnings}");
     drop(watcher);
 }
+
+#[test]
+fn a_repository_holding_docdexs_home_indexes_around_it() {
+    // The home's config can hold the server's token, and its state changes on every run: a
+    // watcher indexing it re-indexed its own writes forever, and `get` served the config.
+    let env = Env::new();
+    let proj = env.repo("proj");
+    let home = proj.join("dxhome");
+    write(&home, "config.toml", "[index]\nwatch_debounce_ms = 200\n# gryphonsecret\n");
+    write(&proj, "main.rs", "fn main() { okapi(); }\n");
+    let engine = docdex::Engine::open_at(&home).unwrap();
+    engine.index(&proj, &Default::default(), &crate::util::quiet()).unwrap();
+    assert_eq!(hit_paths(&engine, &proj, "okapi"), ["main.rs"]);
+    assert!(hit_paths(&engine, &proj, "gryphonsecret").is_empty());
+    let req = docdex::engine::protocol::FileRequest { path: "dxhome/config.toml".into(), ..Default::default() };
+    let err = engine.get_file(&proj, &req).unwrap_err();
+    assert_eq!(err.code(), "path_not_served", "{err}");
+
+    let _w = Watcher::start(&engine, &proj);
+    write(&proj, "more.rs", "fn pelican() {}\n");
+    eventually("the watcher indexes more.rs", || hit_paths(&engine, &proj, "pelican") == ["more.rs"]);
+    // Settled: the watcher's own writes under the home start no more runs.
+    std::thread::sleep(Duration::from_millis(1500));
+    let settled = engine.status(&proj).unwrap().generation;
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(engine.status(&proj).unwrap().generation, settled, "the watcher keeps indexing its own state");
+    assert!(indexed_paths(&engine, &proj).iter().all(|p| !p.starts_with("dxhome")));
+}
