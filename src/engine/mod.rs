@@ -268,7 +268,10 @@ impl Engine {
         // Recorded before embedding, which can take minutes: the text index is committed and
         // searchable, and a run killed while embedding must not leave it listed as never indexed.
         self.inner.registry.record_indexed(&repo, summary.files, summary.chunks)?;
-        summary.embeddings = Some(self.embed_index(&repo, &session, opts.reembed, sink));
+        // A one-off run has no shutdown flag: Ctrl-C ends the process, and what the phase
+        // wrote stays (one transaction per group of files).
+        let never = std::sync::atomic::AtomicBool::new(false);
+        summary.embeddings = Some(self.embed_index(&repo, &session, opts.reembed, sink, &never));
         session.finish()?;
         if let Some(why) = damaged {
             summary.note = Some(format!("the index was damaged ({why}); a new generation replaced it"));

@@ -200,7 +200,9 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let serve = super::listen::serve(listener, app, super::listen::Limits::for_process(), async move {
         signal.await;
-        eline!("docdex: shutting down (finishing in-flight requests)");
+        // A second Ctrl-C (or SIGTERM) ends the process at once, as users expect of a CLI.
+        super::shutdown::exit_on_next_signal();
+        eline!("docdex: shutting down (finishing in-flight requests; Ctrl-C again to exit now)");
         cancel.cancel();
         let _ = signalled_tx.send(());
     });

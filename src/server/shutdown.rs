@@ -36,3 +36,21 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
         }
     }
 }
+
+/// The exit status of a process ended by a second signal: 128 + SIGINT, as shells report a
+/// process Ctrl-C ended.
+pub const FORCED_EXIT_STATUS: i32 = 130;
+
+/// After the first signal: the next SIGINT or SIGTERM exits the process at once with
+/// [`FORCED_EXIT_STATUS`] (a clean stop waits up to the drain time for requests and for the
+/// watchers' current batch, and a user pressing Ctrl-C again wants out now). Index writes
+/// are transactions and the writer and daemon locks are OS locks, so nothing is left half
+/// written or held. Must be called inside the runtime.
+pub fn exit_on_next_signal() {
+    let again = shutdown_signal();
+    tokio::spawn(async move {
+        again.await;
+        eline!("docdex: second signal; exiting now (the index keeps what it committed)");
+        std::process::exit(FORCED_EXIT_STATUS);
+    });
+}

@@ -1279,3 +1279,90 @@ async fn a_repo_still_being_indexed_says_so_instead_of_asking_for_an_index() {
     })
     .await;
 }
+
+/// A repository of `n` one-chunk files, each with its own words (no vector comes from the
+/// cache), served with a slow fake embedder taking two chunks per request, one at a time.
+fn slow_embedding_setup(
+    n: usize,
+    delay_ms: u64,
+) -> (Env, std::path::PathBuf, docdex::testing::fake_ollama::FakeOllama) {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let fake = FakeOllama::start(FakeOllamaOptions { embed_delay_ms: delay_ms, ..Default::default() }).expect("fake");
+    let env = Env::new();
+    let cfg = crate::util::llm_config("ollama", &fake.url(), "fake-chat", "fake-embed");
+    env.write_config(&format!("{cfg}embed_batch_size = 2\nembed_concurrency = 1\n"));
+    let repo = env.repo("slow");
+    for i in 0..n {
+        write(&repo, &format!("notes/n{i}.md"), format!("# Note {i}\n\nword{i}a word{i}b topic{i}\n"));
+    }
+    (env, repo, fake)
+}
+
+/// Waits until the server's catch-up run is in its embedding phase (the status file says so).
+fn wait_for_embedding(env: &Env, repo: &std::path::Path, server: &mut Server) {
+    let status = env.engine().resolve_repo(repo).unwrap().state_dir.join("index_status.json");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&status).unwrap_or_default().contains("\"embedding\"") {
+        assert!(server.child.try_wait().unwrap().is_none(), "the server ended: {}", server.stderr.lock().unwrap());
+        assert!(std::time::Instant::now() < deadline, "no embedding phase: {}", server.stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(server: &Server, sig: libc::c_int) {
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(server.child.id() as libc::pid_t, sig);
+    }
+}
+
+#[test]
+fn ctrl_c_during_the_first_embedding_stops_it_at_the_next_batch_and_a_later_run_resumes() {
+    // 60 chunks, 2 per request at 0.4 s each: the whole phase takes about 12 s.
+    let (env, repo, _fake) = slow_embedding_setup(60, 400);
+    let r = repo.to_str().unwrap();
+    let mut server = Server::start(&env, &["serve", "--repo", r], &[]);
+    wait_for_embedding(&env, &repo, &mut server);
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&server, libc::SIGINT);
+    let started = std::time::Instant::now();
+    let status = server.wait_exit(Duration::from_secs(20));
+    let took = started.elapsed();
+    let stderr = server.stderr.lock().unwrap().clone();
+    assert!(status.success(), "a clean stop exits 0: {status:?}; {stderr}");
+    // The batch in flight (0.4 s) finishes; nothing after it is sent (it took the whole
+    // phase, about 10 s more, before).
+    assert!(took < Duration::from_secs(4), "stopped in {took:?}; {stderr}");
+    assert!(stderr.contains("docdex: stopped"), "{stderr}");
+    let st = env.json(&["status", "--repo", r, "--json"]);
+    assert!(st.to_string().contains("stopped for shutdown"), "status says the run stopped: {st}");
+
+    // The next run (a fast embedder now) goes on: what was embedded before the stop is kept,
+    // and only the rest is embedded.
+    let fast = docdex::testing::fake_ollama::FakeOllama::start(Default::default()).expect("fake");
+    env.write_config(&crate::util::llm_config("ollama", &fast.url(), "fake-chat", "fake-embed"));
+    let summary = env.json(&["index", "--repo", r, "--json"]);
+    let e = &summary["embeddings"];
+    assert_eq!(e["state"], "ready", "{summary}");
+    let redone = e["files_embedded"].as_u64().unwrap();
+    assert!(redone > 0 && redone < 60, "only the files not embedded before the stop: {e}");
+    assert_eq!(e["chunks"], 60, "{e}");
+}
+
+#[test]
+fn a_second_ctrl_c_exits_at_once_with_status_130() {
+    // A batch in flight for 5 s (the request's timeout): the first Ctrl-C waits for it.
+    let (env, repo, _fake) = slow_embedding_setup(10, 30_000);
+    let mut server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    wait_for_embedding(&env, &repo, &mut server);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&server, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(server.child.try_wait().unwrap().is_none(), "the first Ctrl-C waits for the batch in flight");
+    assert!(server.stderr.lock().unwrap().contains("Ctrl-C again to exit now"));
+    signal(&server, libc::SIGINT);
+    let status = server.wait_exit(Duration::from_secs(2));
+    let stderr = server.stderr.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("second signal; exiting now"), "{stderr}");
+}

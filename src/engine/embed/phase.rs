@@ -20,6 +20,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use futures::StreamExt;
 use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use tantivy::collector::DocSetCollector;
 use tantivy::query::TermQuery;
@@ -48,6 +49,7 @@ struct Job<'a> {
     todo: &'a [String],
     wanted: &'a BTreeMap<String, Wanted>,
     dim: usize,
+    stop: &'a AtomicBool,
 }
 
 /// The text sent to the embedder for a chunk.
@@ -61,17 +63,21 @@ pub fn embed_input(chunk_text: &str) -> &str {
 
 impl Engine {
     /// Runs the embedding phase for a repo whose index `session` just committed. Never fails
-    /// the index run: problems come back as the summary's state and notice.
+    /// the index run: problems come back as the summary's state and notice. `stop` (a keeper's
+    /// shutdown) ends it before the next batch of requests: what was embedded is kept (files
+    /// whose every chunk has a vector are written, every vector obtained is cached), the
+    /// summary is `Partial`, the status says the run stopped, and the next run goes on.
     pub(crate) fn embed_index(
         &self,
         repo: &RepoRef,
         session: &IndexSession,
         reembed: bool,
         sink: &dyn ProgressSink,
+        stop: &AtomicBool,
     ) -> EmbedSummary {
         let started = Instant::now();
         let model = self.config().llm.embedding_model.clone();
-        let mut summary = match self.embed_phase(repo, session, reembed, sink) {
+        let mut summary = match self.embed_phase(repo, session, reembed, sink, stop) {
             Ok(s) => s,
             Err(e) => EmbedSummary {
                 state: EmbedState::Failed,
@@ -82,7 +88,11 @@ impl Engine {
         };
         summary.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         // The index was ready throughout; clear the embedding progress the phase reported.
-        session.status().finish_ok(&Default::default());
+        if stop.load(Ordering::SeqCst) && summary.state == EmbedState::Partial {
+            session.status().finish_stopped();
+        } else {
+            session.status().finish_ok(&Default::default());
+        }
         if let Some(n) = &summary.notice {
             tracing::info!(repo = %repo.root.display(), "{n}");
         }
@@ -95,6 +105,7 @@ impl Engine {
         session: &IndexSession,
         reembed: bool,
         sink: &dyn ProgressSink,
+        stop: &AtomicBool,
     ) -> Result<EmbedSummary> {
         let cfg = self.config();
         let model = cfg.llm.embedding_model.clone();
@@ -129,7 +140,7 @@ impl Engine {
         let Some(mut store) = ready_store(store, reembed, (&model, dim), &repo.root, &mut s)? else {
             return Ok(s);
         };
-        self.embed_files(repo, session, sink, &mut store, Job { todo: &todo, wanted: &wanted, dim }, &mut s)?;
+        self.embed_files(repo, session, sink, &mut store, Job { todo: &todo, wanted: &wanted, dim, stop }, &mut s)?;
         store.trim_cache()?;
         s.chunks = store.counts()?.1;
         Ok(s)
@@ -154,15 +165,15 @@ impl Engine {
     }
 
     /// Embeds the chunks of the files `todo`, a group of files per store transaction (so a
-    /// kill keeps every group written), reporting chunks done; a failing embedder ends it
-    /// with a partial summary.
+    /// kill keeps every group written), reporting chunks done; a failing embedder, or `stop`,
+    /// ends it with a partial summary.
     fn embed_files(
         &self,
         repo: &RepoRef,
         session: &IndexSession,
         sink: &dyn ProgressSink,
         store: &mut VectorStore,
-        Job { todo, wanted, dim }: Job,
+        Job { todo, wanted, dim, stop }: Job,
         s: &mut EmbedSummary,
     ) -> Result<()> {
         let chunks_total: u64 = todo.iter().filter_map(|p| wanted.get(p)).map(|w| w.chunks).sum();
@@ -204,7 +215,9 @@ impl Engine {
             let mut vectors = store.cached(&hashes)?;
             s.chunks_cached += hashes.iter().filter(|h| vectors.contains_key(*h)).count() as u64;
             let missing = missing_chunks(&files, &vectors, s);
-            let (fresh, failure) = self.embed_many(missing, dim);
+            let asked = missing.len();
+            let (fresh, failure) = self.embed_many(missing, dim, stop);
+            let cut = fresh.len() < asked;
             s.chunks_embedded += fresh.len() as u64;
             vectors.extend(fresh.iter().cloned());
             let complete: Vec<FileEntry> = files
@@ -216,6 +229,14 @@ impl Engine {
             store.write(&fresh, &vectors, &complete)?;
             done += group.iter().filter_map(|p| wanted.get(*p)).map(|w| w.chunks).sum::<u64>();
             report(done.min(chunks_total));
+            if stop.load(Ordering::SeqCst) && (cut || done < chunks_total) {
+                s.state = EmbedState::Partial;
+                s.notice = Some(format!(
+                    "embedding stopped for shutdown after {} new vectors; the next run goes on from there",
+                    s.chunks_embedded
+                ));
+                break;
+            }
             if let Some(e) = failure {
                 s.state = EmbedState::Partial;
                 s.notice = Some(format!(
@@ -230,8 +251,14 @@ impl Engine {
     }
 
     /// Embeds `texts` in batches of `[llm] embed_batch_size`, `[llm] embed_concurrency` in
-    /// flight. Returns every vector obtained and the first failure, if any.
-    fn embed_many(&self, texts: Vec<(TextHash, String)>, dim: usize) -> (Vec<(TextHash, Vec<f32>)>, Option<Error>) {
+    /// flight; once `stop` is set no further batch is sent (those in flight finish). Returns
+    /// every vector obtained and the first failure, if any.
+    fn embed_many(
+        &self,
+        texts: Vec<(TextHash, String)>,
+        dim: usize,
+        stop: &AtomicBool,
+    ) -> (Vec<(TextHash, Vec<f32>)>, Option<Error>) {
         if texts.is_empty() {
             return (Vec::new(), None);
         }
@@ -249,6 +276,10 @@ impl Engine {
                 let provider = provider.clone();
                 let model = model.clone();
                 async move {
+                    // Checked as each batch is about to be sent (`buffered` starts them lazily).
+                    if stop.load(Ordering::SeqCst) {
+                        return (Vec::new(), Ok(Vec::new()));
+                    }
                     let inputs: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
                     let out = provider.embed(&model, inputs).await;
                     (batch, out)

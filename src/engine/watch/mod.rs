@@ -99,7 +99,12 @@ impl Engine {
         let repo = session.repo().clone();
         // Recorded before embedding: the text index is committed and searchable.
         self.record_indexed(&repo, &summary)?;
-        summary.embeddings = Some(self.embed_index(&repo, session, false, watching.catch_up));
+        // The embedding phase stops at a shutdown too (a first embedding of a large tree takes
+        // minutes): what it embedded stays, and the next start goes on from there.
+        summary.embeddings = Some(self.embed_index(&repo, session, false, watching.catch_up, stop));
+        if stop.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         session.status().queued(0, true);
         report(WatchReport::Ready(summary));
         let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
@@ -119,7 +124,7 @@ impl Engine {
                     sources = now;
                     source_dirs = dirs;
                     session.status().queued(1, true);
-                    self.apply(&repo, session, BTreeSet::from([repo.root.clone()]), report);
+                    self.apply(&repo, session, BTreeSet::from([repo.root.clone()]), (report, stop));
                     session.status().queued(0, true);
                 }
             }
@@ -162,7 +167,7 @@ impl Engine {
             // that batch empties an index the root may well come back to.
             check_root(&repo.root, root_id)?;
             session.status().queued(batch.paths.len() as u64, true);
-            self.apply(&repo, session, batch.paths, report);
+            self.apply(&repo, session, batch.paths, (report, stop));
             session.status().queued(0, true);
         }
         Ok(())
@@ -202,7 +207,7 @@ impl Engine {
         repo: &RepoRef,
         session: &mut IndexSession,
         paths: BTreeSet<PathBuf>,
-        report: &dyn Fn(WatchReport),
+        (report, stop): (&dyn Fn(WatchReport), &AtomicBool),
     ) {
         // A changed ignore file can change what belongs in the index anywhere below it. The
         // repository root itself stands for a full run (sources or git's rules changed).
@@ -213,7 +218,7 @@ impl Engine {
         match session.update(&scope, &quiet) {
             Ok(mut summary) => {
                 let _ = self.record_indexed(repo, &summary);
-                summary.embeddings = Some(self.embed_index(repo, session, false, &quiet));
+                summary.embeddings = Some(self.embed_index(repo, session, false, &quiet, stop));
                 report(WatchReport::Applied { paths: rel, summary });
             }
             Err(e) => report(WatchReport::Failed(e.to_string())),
