@@ -144,6 +144,21 @@ pub enum Error {
         /// The holder's pid, when known (0 otherwise).
         pid: u32,
     },
+    /// `docdex index --reembed` while a keeper (`docdex serve`, `daemon`, `watch`, the
+    /// workbench) holds the writer: the keeper embeds with the `[llm]` settings it started
+    /// with and never re-embeds, and a second process writing the vectors beside it would
+    /// break the single writer, so the re-embed waits for the keeper to stop.
+    #[error(
+        "--reembed needs the index writer of {}, which a running docdex process (pid {pid}: a `docdex serve`, `daemon`, `watch` or workbench) holds; it embeds with the [llm] settings it started with and does not re-embed. Stop it (Ctrl-C), run `docdex index --repo {} --reembed`, then start it again",
+        repo.display(),
+        shell_path(repo)
+    )]
+    ReembedWhileWatched {
+        /// The repository root.
+        repo: PathBuf,
+        /// The watcher's pid.
+        pid: u32,
+    },
     /// An index run stopped early because its process is shutting down; what it committed
     /// stays, and the next run goes on from there.
     #[error("the index run of {repo} stopped for shutdown; the next run goes on from its last commit")]
@@ -322,7 +337,7 @@ impl Error {
             Error::BadRequest(_) => "bad_request",
             Error::UnsafeRoot { .. } => "forbidden_repo",
             Error::Internal(_) => "internal",
-            Error::IndexBusy { .. } => "index_busy",
+            Error::IndexBusy { .. } | Error::ReembedWhileWatched { .. } => "index_busy",
             Error::IndexStopped { .. } => "index_stopped",
             Error::Cancelled => "cancelled",
             Error::Index { .. } => "index_error",

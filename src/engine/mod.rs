@@ -250,6 +250,9 @@ impl Engine {
             match self.open_index_session_with(&repo, opts.rebuild, !opts.skip_code) {
                 Ok(s) => break s,
                 Err(Error::IndexBusy { pid, .. }) if !opts.rebuild && self.watcher_pid(&repo) == Some(pid) => {
+                    if opts.reembed {
+                        return Err(Error::ReembedWhileWatched { repo: repo.root.clone(), pid });
+                    }
                     let running = self.await_watcher_run(&repo, pid, sink);
                     return Ok(self.watched_summary(&repo, pid, running));
                 }

@@ -338,3 +338,29 @@ fn docdex_watch_shows_its_catch_up_runs_progress_on_a_terminal() {
     let bar = screen.find("files · ETA");
     assert!(bar.is_some_and(|b| b < ready), "the catch-up drew no progress before ready: {screen}");
 }
+
+/// `docdex index --reembed` while a watcher (a server, `docdex watch`) holds the writer: the
+/// watcher embeds with the settings it started with and never re-embeds, so the command says
+/// that and what to do, as `index_busy` (exit 4). It said the index was up to date and then
+/// that no embedder answered, while `docdex check` showed the embedder answering.
+#[test]
+fn reembed_under_a_running_watcher_names_it_and_says_to_stop_it_first() {
+    let fake = docdex::testing::fake_ollama::FakeOllama::start(Default::default()).expect("fake");
+    let env = Env::new();
+    env.write_config(&crate::util::llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("r");
+    write(&repo, "src/lib.rs", "pub fn pelican() {}\n");
+    let watcher = Watcher::start(&env.engine(), &repo);
+    let out = env.run(&["index", "--repo", repo.to_str().unwrap(), "--reembed"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(4), "index busy: {stdout}{stderr}");
+    let pid = format!("pid {}", std::process::id());
+    assert!(stderr.contains("--reembed needs the index writer") && stderr.contains(&pid), "{stderr}");
+    assert!(stderr.contains("Stop it (Ctrl-C), run `docdex index --repo"), "{stderr}");
+    assert!(!stderr.contains("no embedder answered") && !stdout.contains("nothing to do"), "{stdout}{stderr}");
+    let json = env.run(&["index", "--repo", repo.to_str().unwrap(), "--reembed", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap_or_default();
+    let e: serde_json::Value = serde_json::from_slice(&json.stderr).unwrap_or(v);
+    assert!(e.to_string().contains("index_busy"), "{e}; {}", String::from_utf8_lossy(&json.stderr));
+    watcher.stop();
+}
