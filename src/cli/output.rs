@@ -224,9 +224,11 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
         out.note(&format!("{} {}", warn_prefix(), visible(w)));
     }
     if let Some(note) = &s.note {
+        // A watcher still applying a change: the counts are the index as it stands.
+        let label = if s.pending { out.paint("1;33", "indexing") } else { out.paint("1;32", "up to date") };
         out.line(&format!(
             "{} {}, {} (generation {}): {}",
-            out.paint("1;32", "up to date"),
+            label,
             count(s.files, "file"),
             count(s.chunks, "chunk"),
             s.generation,

@@ -55,6 +55,21 @@ use std::sync::{Arc, Mutex};
 /// writes its status at least every few seconds, a long commit included).
 const WATCHER_SILENCE_MS: u64 = 120_000;
 
+/// How long `index` waits for an idle watcher to take in a changed source list (it checks the
+/// list every second) before reporting that it has not yet.
+const SOURCES_PICKUP_MS: u64 = 5_000;
+
+/// Whether a running watcher has indexed the source list as saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SourcesTaken {
+    /// It had before `index` asked: nothing changed.
+    Already,
+    /// It did while `index` waited.
+    Now,
+    /// Not (yet): its run goes on, it is gone, or it did not within [`SOURCES_PICKUP_MS`].
+    NotYet,
+}
+
 /// Options for an index run.
 #[derive(Debug, Clone, Default)]
 pub struct IndexOptions {
@@ -254,7 +269,9 @@ impl Engine {
                         return Err(Error::ReembedWhileWatched { repo: repo.root.clone(), pid });
                     }
                     let running = self.await_watcher_run(&repo, pid, sink);
-                    return Ok(self.watched_summary(&repo, pid, running));
+                    let sources =
+                        if running { SourcesTaken::NotYet } else { self.await_watcher_sources(&repo, pid, sink) };
+                    return Ok(self.watched_summary(&repo, pid, running, sources));
                 }
                 // Another `index` is running: wait for it, then run (incrementally) after it.
                 Err(Error::IndexBusy { .. }) if waiter.wait(&repo.status_path(), sink) => continue,
@@ -320,16 +337,62 @@ impl Engine {
         }
     }
 
+    /// Waits, when the source list was saved after the running watcher `pid` last took it in
+    /// (`docdex add` / `remove-source` just now), for the watcher to index it (it checks the
+    /// list every second), showing its run's progress; `index` then reports the index with the
+    /// sources in it, which is what `docdex sources` shows next. Not waited for: a watcher
+    /// idle for [`SOURCES_PICKUP_MS`] without taking the list in (one from an older docdex),
+    /// or running without progress for [`WATCHER_SILENCE_MS`].
+    fn await_watcher_sources(&self, repo: &RepoRef, pid: u32, sink: &dyn ProgressSink) -> SourcesTaken {
+        let saved = index::sources::saved_version(&repo.state_dir);
+        let mut waited = false;
+        let mut idle_since = None;
+        loop {
+            let Some((d, false)) = StatusData::read(&repo.status_path()) else { return SourcesTaken::NotYet };
+            if d.pid != pid || !d.watching {
+                return SourcesTaken::NotYet;
+            }
+            let now = fsutil::now_ms();
+            match d.state {
+                IndexState::Updating => {
+                    idle_since = None;
+                    if now.saturating_sub(d.updated_ms) > WATCHER_SILENCE_MS {
+                        return SourcesTaken::NotYet;
+                    }
+                    if let Some(p) = &d.progress {
+                        sink.progress(p);
+                    }
+                }
+                _ if saved == 0 || d.sources_version == saved => {
+                    return if waited { SourcesTaken::Now } else { SourcesTaken::Already };
+                }
+                _ if now.saturating_sub(*idle_since.get_or_insert(now)) > SOURCES_PICKUP_MS => {
+                    return SourcesTaken::NotYet;
+                }
+                _ => {}
+            }
+            waited = true;
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     /// What `index` reports when a watcher keeps the index current (`running`: its run goes
-    /// on; search answers from its last commit meanwhile).
-    fn watched_summary(&self, repo: &RepoRef, pid: u32, running: bool) -> IndexSummary {
+    /// on; search answers from its last commit meanwhile; `sources`: whether it has indexed
+    /// the source list as saved).
+    fn watched_summary(&self, repo: &RepoRef, pid: u32, running: bool, sources: SourcesTaken) -> IndexSummary {
         let manifest = Manifest::load(&repo.manifest_path());
         let (files, chunks) = manifest.counts();
-        let note = match running {
-            true => format!(
+        let note = match (running, sources) {
+            (true, _) => format!(
                 "a watcher (pid {pid}) is updating this index and has reported no progress for a while; searches answer from its last commit meanwhile (`docdex status` shows its state)"
             ),
-            false => format!("a watcher (pid {pid}) keeps this index current; nothing to do"),
+            (false, SourcesTaken::Already) => format!("a watcher (pid {pid}) keeps this index current; nothing to do"),
+            (false, SourcesTaken::Now) => {
+                format!("the running watcher (pid {pid}) indexed the changed sources; it keeps this index current")
+            }
+            (false, SourcesTaken::NotYet) => format!(
+                "the running watcher (pid {pid}) has not indexed the changed sources yet; it does within seconds (`docdex sources` shows their files once it has, `docdex status` its state)"
+            ),
         };
         IndexSummary {
             repo: repo.root.clone(),
@@ -338,6 +401,7 @@ impl Engine {
             unchanged: files,
             generation: manifest.generation,
             note: Some(note),
+            pending: running || sources == SourcesTaken::NotYet,
             ..Default::default()
         }
     }

@@ -276,3 +276,33 @@ fn the_watcher_follows_a_source_folder_that_comes_back() {
     });
     watcher.stop();
 }
+
+/// `docdex add` / `remove-source` while a watcher keeps the index: the watcher indexes the
+/// change (it checks the list every second), and the command waits for that, so what it
+/// prints and what `docdex sources` says next are true. It printed "up to date 1 file ...
+/// nothing to do" and `docdex sources` listed the new source with 0 files.
+#[test]
+fn add_and_remove_source_under_a_running_watcher_report_what_the_watcher_indexed() {
+    let env = Env::new();
+    let (repo, notes, _) = setup(&env);
+    let (r, n) = (repo.to_str().unwrap(), notes.to_str().unwrap());
+    let watcher = Watcher::start(&env.engine(), &repo);
+    let out = env.run(&["add", "--repo", r, n, "--exclude", "*.log"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let pid = std::process::id();
+    assert!(text.contains(&format!("the running watcher (pid {pid}) indexed the changed sources")), "{text}");
+    assert!(text.contains("3 files") && !text.contains("nothing to do"), "the counts include the source: {text}");
+    let listed = env.json(&["sources", "--repo", r, "--json"]);
+    assert_eq!(listed[0]["files"], 2, "listed with its files at once: {listed}");
+
+    let out = env.run(&["remove-source", "--repo", r, "notes", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["index"]["files"], 1, "{v}");
+    assert!(v["index"].get("pending").is_none(), "{v}");
+    assert!(hit_paths(&env.engine(), &repo, "heron migration").is_empty(), "dropped when remove-source returns");
+    // A plain `index` with nothing changed still says so at once.
+    let out = env.run(&["index", "--repo", r]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("keeps this index current; nothing to do"), "{out:?}");
+    watcher.stop();
+}

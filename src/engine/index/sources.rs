@@ -82,6 +82,17 @@ fn file(state_dir: &Path) -> PathBuf {
     state_dir.join("sources.json")
 }
 
+/// Which version of the source list is saved: `sources.json`'s modification time in
+/// nanoseconds (0 without one). A watcher records the version it has indexed
+/// (`StatusData::sources_version`), so `docdex add` can tell whether it has taken the new list in.
+pub fn saved_version(state_dir: &Path) -> u64 {
+    std::fs::metadata(file(state_dir))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// The repo's registered sources (none when the file is missing or unreadable).
 pub fn load(state_dir: &Path) -> Vec<Source> {
     std::fs::read(file(state_dir)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()

@@ -42,6 +42,15 @@ pub struct StatusData {
     /// OS, the inotify watch limit, permissions): their changes wait for a full index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwatched: Option<Unwatched>,
+    /// The version of the source list ([`super::sources::saved_version`]) the running watcher
+    /// has indexed: `docdex add` / `remove-source` wait for it rather than report the index
+    /// from before the change as current.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sources_version: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The directories a watcher could not watch, counted by reason, with a few examples; what
@@ -102,6 +111,7 @@ impl Default for StatusData {
             rebuilding_from: None,
             stopped: false,
             unwatched: None,
+            sources_version: 0,
         }
     }
 }
@@ -246,6 +256,11 @@ impl StatusFile {
     /// The directories the watcher could not watch (none once it watches them all, or stops).
     pub fn unwatched(&self, dirs: Option<Unwatched>) {
         self.with(true, |d| d.unwatched = dirs);
+    }
+
+    /// The watcher has indexed this version of the source list.
+    pub fn sources_indexed(&self, version: u64) {
+        self.with(true, |d| d.sources_version = version);
     }
 
     /// The run finished.

@@ -92,6 +92,11 @@ pub struct IndexSummary {
     /// Set when nothing ran because another process already keeps the index current.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// With a `note`: the process that keeps the index current has not applied everything
+    /// yet (its run goes on, or it has not taken in a changed source list), so the counts
+    /// are the index as it stands, not up to date.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
     /// Warnings about the run that did not stop it (the free-disk check).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,

@@ -87,6 +87,8 @@ impl Engine {
         // Registered sources with `watch` are followed too, watched as the repository is;
         // `docdex add` / `remove-source` while this runs are picked up within a second (a full
         // run indexes or drops the folder).
+        // The list's version is read before the list: a save in between is seen at the next check.
+        let mut sources_version = sources::saved_version(&repo.state_dir);
         let mut sources = sources::load_indexable(&repo.state_dir);
         watches.set_sources(&sources, report);
         session.status().unwatched(watches.unwatched_summary());
@@ -106,6 +108,7 @@ impl Engine {
             return Ok(());
         }
         session.status().queued(0, true);
+        session.status().sources_indexed(sources_version);
         report(WatchReport::Ready(summary));
         let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
 
@@ -113,6 +116,7 @@ impl Engine {
             if sources_checked.elapsed() >= Duration::from_secs(1) {
                 sources_checked = std::time::Instant::now();
                 check_index_and_root(session, &repo.root, root_id)?;
+                let version = sources::saved_version(&repo.state_dir);
                 let now = sources::load_indexable(&repo.state_dir);
                 // A source folder deleted and made again (a remount, a checkout) is another
                 // directory: the OS watch on the old one is gone, so it is watched again, and a
@@ -126,6 +130,12 @@ impl Engine {
                     session.status().queued(1, true);
                     self.apply(&repo, session, BTreeSet::from([repo.root.clone()]), (report, stop));
                     session.status().queued(0, true);
+                }
+                if version != sources_version {
+                    // Said after the run that took the list in (or at once when the list is
+                    // the same): `docdex add` waits for this.
+                    sources_version = version;
+                    session.status().sources_indexed(version);
                 }
             }
             let events = match next_batch(&rx, debounce) {
