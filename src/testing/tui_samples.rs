@@ -213,6 +213,7 @@ pub fn dag() -> DagView {
         ],
         older_nodes: 0,
         next_before: None,
+        total_sessions: 2,
     }
 }
 

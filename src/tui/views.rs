@@ -10,7 +10,7 @@ use super::widgets::thousands;
 use super::widgets::trace::fmt_ms;
 use super::widgets::trace::{DroppedSnippet, SlotBudget, TierRun, TraceView, WebPageRun, WebRun};
 use crate::engine::protocol::{ChatSource, ChatTrace, StepStatus, StepTrace};
-use crate::engine::protocol::{DagConversation, DagSession as EngineDagSession, DagSessionSummary};
+use crate::engine::protocol::{DagConversation, DagSession as EngineDagSession, DagSessionList, DagSessionSummary};
 use crate::engine::protocol::{DiscoveryStatus, FetchVia, PageStatus, WebTrace};
 use serde_json::Value;
 
@@ -287,7 +287,8 @@ pub fn conversation(c: &DagConversation) -> Conversation {
 /// The shown session's line takes its row as read with its nodes (`shown`), not as listed a
 /// moment before: a turn logged in between (the server, another window) made the line count
 /// fewer nodes than the steps and the older ones shown add up to.
-pub fn dag_view(sessions: &[DagSessionSummary], shown: Option<&EngineDagSession>) -> DagView {
+pub fn dag_view(list: &DagSessionList, shown: Option<&EngineDagSession>) -> DagView {
+    let sessions = &list.sessions;
     let selected_session = shown.and_then(|d| sessions.iter().position(|s| s.id == d.session.id)).unwrap_or_default();
     let listed = sessions.iter().map(|s| match shown {
         Some(d) if d.session.id == s.id => session_summary(&d.session),
@@ -295,6 +296,7 @@ pub fn dag_view(sessions: &[DagSessionSummary], shown: Option<&EngineDagSession>
     });
     DagView {
         sessions: listed.collect(),
+        total_sessions: list.total,
         selected_session,
         nodes: shown.map(dag_nodes).unwrap_or_default(),
         older_nodes: shown.map_or(0, |d| d.older_nodes),
@@ -378,7 +380,9 @@ mod tests {
             older_nodes: 4,
             next_before: Some(1),
         };
-        let v = dag_view(&listed, Some(&shown));
+        let list = DagSessionList { schema_version: 1, repo: "/r".into(), total: 300, sessions: listed };
+        let v = dag_view(&list, Some(&shown));
+        assert_eq!(v.total_sessions, 300);
         assert_eq!(v.sessions.iter().map(|s| s.nodes).collect::<Vec<_>>(), [10, 3]);
         assert_eq!(v.nodes.len() as u64 + v.older_nodes, v.sessions[0].nodes as u64);
     }

@@ -504,7 +504,7 @@ fn load_dag(engine: &Engine, repo: &Path, session: Option<&str>) -> EngineEvent 
             Some(id) => Some(engine.dag_session(repo, &id)?),
             None => None,
         };
-        Ok(views::dag_view(&list.sessions, shown.as_ref()))
+        Ok(views::dag_view(&list, shown.as_ref()))
     });
     EngineEvent::Dag(view.map_err(|e| format!("{e:#}")))
 }

@@ -618,6 +618,24 @@ fn the_dag_pane_loads_a_long_sessions_older_steps_on_a_key_without_waiting_for_t
 }
 
 #[test]
+fn the_dag_panes_session_list_says_how_many_sessions_there_are_beyond_the_newest_fifty() {
+    // Tour: the list's title counted the sessions listed, `Sessions (50)`, however many the
+    // repository had (the engine lists the newest 50).
+    use docdex::engine::dag::{DagStore, NodeKind};
+    let mut h = Harness::new().started();
+    let store = DagStore::open(&h.engine.resolve_repo(&h.repo).unwrap()).unwrap();
+    for k in 0..60 {
+        let c = store.join_session(Some(&format!("s{k}")), None, &format!("question {k}")).unwrap();
+        store.add_node(&c.id, NodeKind::UserRequest, "q", &serde_json::json!({}), &[]).unwrap();
+    }
+    h.alt('5');
+    h.pump();
+    assert_eq!(h.app.dag().view().map(|v| v.sessions.len()), Some(50));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "Sessions (50 of 60)"), "{s}");
+}
+
+#[test]
 fn a_cut_dag_session_says_how_many_older_nodes_and_the_key_snapshot() {
     let mut h = Harness::new().started();
     h.alt('5');

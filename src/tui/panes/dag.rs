@@ -195,6 +195,17 @@ impl DagPane {
     }
 }
 
+/// The session list's title: how many sessions it shows and, when the repository has more
+/// (the engine lists the newest 50), how many there are (it said `Sessions (50)` of 300).
+fn sessions_title(view: &DagView) -> String {
+    let shown = view.sessions.len() as u64;
+    if view.total_sessions > shown {
+        format!(" Sessions ({} of {}) ", shown, crate::tui::widgets::thousands(view.total_sessions))
+    } else {
+        format!(" Sessions ({shown}) ")
+    }
+}
+
 impl Pane for DagPane {
     fn id(&self) -> PaneId {
         PaneId::Dag
@@ -307,7 +318,7 @@ impl Pane for DagPane {
         let list_w = (area.width / 3).clamp(20, 40);
         let left = Rect { width: list_w, ..area };
         let right = Rect { x: area.x + list_w, width: area.width - list_w, ..area };
-        let lblock = frame(format!(" Sessions ({}) ", view.sessions.len()), false, t);
+        let lblock = frame(sessions_title(view), false, t);
         let linner = lblock.inner(left);
         lblock.render(left, buf);
         for (k, s) in view.sessions.iter().take(linner.height as usize).enumerate() {

@@ -47,8 +47,10 @@ pub struct DagNode {
 /// Sessions plus the nodes of the selected one.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DagView {
-    /// All sessions, newest first.
+    /// The newest sessions (the engine lists 50), newest first.
     pub sessions: Vec<DagSession>,
+    /// How many sessions the repository has (`sessions` may hold fewer); 0 when not known.
+    pub total_sessions: u64,
     /// Index of the session whose nodes are given.
     pub selected_session: usize,
     /// Nodes of that session, oldest first: its newest ones (the engine answers at most
