@@ -716,6 +716,16 @@ fn an_agent_with_only_a_role_syncs_like_any_other_and_so_does_its_removal() {
     let r = sync(&eb, &ea, &fb);
     assert_eq!((r.deleted, r.agents_removed), (1, 0), "{r:?}");
     assert_eq!(role_of(&ea, "tara"), Some(("tara role".into(), 0)));
+    // An agent removed here before agent removals were kept (only its preferences' removals
+    // say so) is not brought back, empty, by a manifest that still lists it with them.
+    let zed = add(&ea, "zed", Category::Style, "Prefer tabs");
+    sync(&ea, &eb, &fa);
+    ea.profile_remove(&ProfileRemoveRequest { id: "zed".into(), agent: true, expected_last_updated: None }).unwrap();
+    let db = rusqlite::Connection::open(a.home().join("state/profiles/main.db")).unwrap();
+    db.execute("DELETE FROM agent_tombstones WHERE agent_id = 'zed'", []).unwrap();
+    let r = sync(&eb, &ea, &fb);
+    assert_eq!((r.agents_added, r.added), (0, 0), "{r:?}");
+    assert_eq!(role_of(&ea, "zed"), None, "{zed}");
     // A manifest of a docdex from before agents synced on their own (no removed_agents)
     // carried an agent only with its preferences: an empty one there is not created here.
     let old = b.dir.path().join("old.json");

@@ -740,8 +740,13 @@ fn merge(w: &Write<'_>, m: &Incoming<'_>, report: &mut ProfileImportResponse) ->
         }
     }
     // A manifest that carries agent removals lists every agent its side has, so one it lists
-    // stays here with no preferences, as it is there (a role set alone). An older manifest
-    // carried an agent only with its preferences: an empty one is not kept.
+    // with no preferences stays here with none, as it is there (a role set alone). One it lists
+    // with preferences that all end up removed here was removed here (before agent removals
+    // were kept, only its preferences' removals say so): not kept. An older manifest carried an
+    // agent only with its preferences: an empty one is not kept.
+    for p in m.prefs {
+        listed.remove(&p.agent_id);
+    }
     settle_agents(w, &created, &emptied, m.removals.map(|_| &listed), report)
 }
 
