@@ -15,6 +15,23 @@ fn file(id: &str) -> GraphNode {
     GraphNode { id: id.into(), kind: NodeKind::File, unresolved_imports: 0, in_cycle: false, rules: Vec::new() }
 }
 
+/// Sets `in_cycle` as the engine's cycle list would: the files of each strongly connected set
+/// of two or more (every edge of these samples is an import, none a module declaration). The
+/// widget marks cycles from `in_cycle` alone, as it does for the engine's answers.
+fn with_engine_cycles(mut view: GraphView) -> GraphView {
+    let mut g = petgraph::graph::DiGraph::<(), ()>::new();
+    let ids: Vec<_> = view.nodes.iter().map(|_| g.add_node(())).collect();
+    for e in &view.edges {
+        g.add_edge(ids[e.from], ids[e.to], ());
+    }
+    for scc in petgraph::algo::kosaraju_scc(&g).into_iter().filter(|c| c.len() > 1) {
+        for n in scc {
+            view.nodes[n.index()].in_cycle = true;
+        }
+    }
+    view
+}
+
 /// A small graph around `src/auth/session.rs`: two importers, three imports (one guessed, one a
 /// package), a cycle with `src/auth/store.rs`, and a file with unresolved imports.
 pub fn small_graph() -> GraphView {
@@ -35,7 +52,7 @@ pub fn small_graph() -> GraphView {
     ];
     nodes[2].unresolved_imports = 2;
     let e = |from, to, confidence| GraphEdge { from, to, confidence };
-    GraphView {
+    with_engine_cycles(GraphView {
         nodes,
         edges: vec![
             e(1, 0, 1.0),
@@ -51,7 +68,7 @@ pub fn small_graph() -> GraphView {
         depth: 2,
         cut: [false; 2],
         rules_error: None,
-    }
+    })
 }
 
 /// [`small_graph`] with the constraint rules the engine would flag: the cycle forbidden by
@@ -123,7 +140,7 @@ pub fn large_graph(n: usize) -> GraphView {
         edges.push(GraphEdge { from: i + 1, to: i, confidence: 0.9 });
         edges.push(GraphEdge { from: i, to: i + 1, confidence: 0.9 });
     }
-    GraphView { nodes, edges, center: 0, depth: 4, cut: [false; 2], rules_error: None }
+    with_engine_cycles(GraphView { nodes, edges, center: 0, depth: 4, cut: [false; 2], rules_error: None })
 }
 
 /// A trace of one chat turn that escalated to the web tier.
@@ -345,6 +362,7 @@ pub fn fan_in_graph() -> GraphView {
     }
     nodes[0].in_cycle = true;
     let std_mod = nodes.iter().position(|n| n.id == "tokio/src/loom/std/mod.rs").unwrap_or(1);
+    nodes[std_mod].in_cycle = true;
     edges.push(GraphEdge { from: 0, to: std_mod, confidence: 1.0 });
     GraphView { nodes, edges, center: 0, depth: 1, cut: [false; 2], rules_error: None }
 }

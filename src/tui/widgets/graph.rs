@@ -278,18 +278,26 @@ impl GraphModel {
             return model;
         }
         let centre = model.view.center;
-        let (local, _) = cycles(&model.view);
-        model.cycle_nodes = (0..n).map(|i| local[i] || model.view.nodes[i].in_cycle).collect();
+        // On a cycle is the engine's word (`in_cycle`, its cycle list): the view's edges include
+        // module declarations (`mod client;` answered by `use super::...`) and type-only imports,
+        // which the engine leaves out of cycles. A search of its own over them marked files of
+        // hyper with `↻` that `docdex graph cycles` puts on none.
+        model.cycle_nodes = model.view.nodes.iter().map(|v| v.in_cycle).collect();
         let out_dist = bfs(&model.view, centre, depth, true);
         let in_dist = bfs(&model.view, centre, depth, false);
-        // The danger colour: files a change to the centre comes back to within the depth shown
-        // (the centre reaches them and they reach it, so they are drawn on both sides). In a
-        // crate where every module sits on one big cycle this is a few files at depth 1 (the
-        // mutual imports), more as the depth grows, never everything.
-        let round_trip: Vec<bool> =
-            (0..n).map(|i| i != centre && in_dist[i].is_some() && out_dist[i].is_some()).collect();
-        let centre_back =
-            round_trip.iter().any(|&b| b) || model.view.edges.iter().any(|e| e.from == centre && e.to == centre);
+        // The danger colour: files on an engine cycle that a change to the centre (on one too)
+        // comes back to within the depth shown (the centre reaches them and they reach it, so
+        // they are drawn on both sides). In a crate where every module sits on one big cycle
+        // this is a few files at depth 1 (the mutual imports), more as the depth grows, never
+        // everything.
+        let engine_cycle = |i: usize| model.view.nodes[i].in_cycle;
+        let round_trip: Vec<bool> = (0..n)
+            .map(|i| {
+                i != centre && engine_cycle(i) && engine_cycle(centre) && in_dist[i].is_some() && out_dist[i].is_some()
+            })
+            .collect();
+        let centre_back = round_trip.iter().any(|&b| b)
+            || (engine_cycle(centre) && model.view.edges.iter().any(|e| e.from == centre && e.to == centre));
         model.centre_cycle = (0..n).map(|i| round_trip[i] || (i == centre && centre_back)).collect();
         let on = |i: usize| model.centre_cycle.get(i).copied().unwrap_or(false);
         model.cycle_edges = model.view.edges.iter().map(|e| on(e.from) && on(e.to)).collect();
@@ -732,71 +740,6 @@ fn bfs(view: &GraphView, start: usize, depth: usize, forward: bool) -> Vec<Optio
         }
     }
     dist
-}
-
-/// Tarjan's strongly connected components, iteratively. Returns per node "on a cycle" and its component.
-fn cycles(view: &GraphView) -> (Vec<bool>, Vec<usize>) {
-    let n = view.nodes.len();
-    let mut adj: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut self_loop = vec![false; n];
-    for e in &view.edges {
-        if e.from < n && e.to < n {
-            adj[e.from].push(e.to);
-            if e.from == e.to {
-                self_loop[e.from] = true;
-            }
-        }
-    }
-    let mut index = vec![usize::MAX; n];
-    let mut low = vec![0; n];
-    let mut on_stack = vec![false; n];
-    let mut stack = Vec::new();
-    let mut comp = vec![usize::MAX; n];
-    let mut comp_size = Vec::new();
-    let mut next = 0;
-    for root in 0..n {
-        if index[root] != usize::MAX {
-            continue;
-        }
-        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
-        while let Some((v, i)) = work.pop() {
-            if i == 0 {
-                index[v] = next;
-                low[v] = next;
-                next += 1;
-                stack.push(v);
-                on_stack[v] = true;
-            }
-            if i < adj[v].len() {
-                work.push((v, i + 1));
-                let w = adj[v][i];
-                if index[w] == usize::MAX {
-                    work.push((w, 0));
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-                continue;
-            }
-            if low[v] == index[v] {
-                let id = comp_size.len();
-                let mut size = 0;
-                while let Some(w) = stack.pop() {
-                    on_stack[w] = false;
-                    comp[w] = id;
-                    size += 1;
-                    if w == v {
-                        break;
-                    }
-                }
-                comp_size.push(size);
-            }
-            if let Some(&(parent, _)) = work.last() {
-                low[parent] = low[parent].min(low[v]);
-            }
-        }
-    }
-    let on = (0..n).map(|v| comp_size.get(comp[v]).is_some_and(|&s| s > 1) || self_loop[v]).collect();
-    (on, comp)
 }
 
 /// Where the selection is and how each column is scrolled.
@@ -1514,13 +1457,17 @@ mod tests {
         GraphEdge { from, to, confidence: 1.0 }
     }
 
+    fn cyclic(id: &str) -> GraphNode {
+        GraphNode { in_cycle: true, ..node(id) }
+    }
+
     /// main -> session -> store -> session (cycle); app -> session; store -> util
     fn sample() -> GraphView {
         GraphView {
             nodes: vec![
                 node("src/main.rs"),
-                node("src/session.rs"),
-                node("src/store.rs"),
+                cyclic("src/session.rs"),
+                cyclic("src/store.rs"),
                 node("web/app.ts"),
                 node("src/util.rs"),
             ],
@@ -1564,6 +1511,35 @@ mod tests {
     }
 
     #[test]
+    fn a_loop_the_engine_puts_on_no_cycle_is_not_marked() {
+        // hyper: lib.rs declares `mod client;` and client.rs uses `crate::Body`. The view holds
+        // both edges, but a module declaration closes no import cycle and the engine's cycle
+        // list has neither file: no `↻`, no danger colour (a search over the view's edges
+        // marked them at depth 3).
+        let v = GraphView {
+            nodes: vec![node("src/lib.rs"), node("src/client/mod.rs"), node("src/body.rs")],
+            edges: vec![edge(0, 1), edge(1, 0), edge(1, 2)],
+            center: 1,
+            depth: 3,
+            cut: [false; 2],
+            rules_error: None,
+        };
+        let m = GraphModel::new(v.clone(), 3, &default_rules());
+        for i in 0..3 {
+            assert!(!m.on_cycle(i) && !m.on_centre_cycle(i), "node {i}");
+            assert!(m.marks(i).iter().all(|k| k.icon != CYCLE_ICON), "node {i}: {:?}", m.marks(i));
+        }
+        assert!((0..3).all(|k| !m.edge_on_cycle(k)));
+        // The same loop on an engine cycle is marked and drawn in the danger colour.
+        let mut on = v;
+        on.nodes[0].in_cycle = true;
+        on.nodes[1].in_cycle = true;
+        let m = GraphModel::new(on, 3, &default_rules());
+        assert!(m.on_cycle(0) && m.on_centre_cycle(0) && m.on_centre_cycle(1) && m.edge_on_cycle(1));
+        assert!(!m.on_cycle(2));
+    }
+
+    #[test]
     fn unresolved_imports_are_marked() {
         let mut v = sample();
         v.nodes[0].unresolved_imports = 2;
@@ -1604,7 +1580,7 @@ mod tests {
         // A 5,000-node ring: recursion would overflow; every node is on the cycle.
         let n = 5000;
         let v = GraphView {
-            nodes: (0..n).map(|i| node(&format!("f{i}"))).collect(),
+            nodes: (0..n).map(|i| cyclic(&format!("f{i}"))).collect(),
             edges: (0..n).map(|i| edge(i, (i + 1) % n)).collect(),
             center: 0,
             depth: 4,
@@ -1739,7 +1715,7 @@ mod tests {
         // c -> a -> b -> c, a cycle of three through the centre; c <-> m, a mutual import; x
         // only imports the centre.
         let v = GraphView {
-            nodes: vec![node("c.rs"), node("a.rs"), node("b.rs"), node("m.rs"), node("x.rs")],
+            nodes: vec![cyclic("c.rs"), cyclic("a.rs"), cyclic("b.rs"), cyclic("m.rs"), node("x.rs")],
             edges: vec![edge(0, 1), edge(1, 2), edge(2, 0), edge(0, 3), edge(3, 0), edge(4, 0)],
             center: 0,
             depth: 2,
