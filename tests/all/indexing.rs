@@ -434,6 +434,34 @@ fn a_folder_outside_git_keeps_its_gitignore_out_of_the_clones_in_it() {
     assert_eq!(hit_paths(&engine, &src, "zebrafish"), ["repo1/later.log"]);
 }
 
+/// With `extensions.worktreeConfig` on (what `git sparse-checkout` sets), git reads each
+/// worktree's `config.worktree` after `.git/config`: a `core.excludesFile` set there (`git
+/// config --worktree`) applies in that worktree only, the main one or a linked one. It was
+/// not read.
+#[test]
+fn a_worktrees_own_config_names_its_excludes_file_as_in_git() {
+    use crate::util::git;
+    let env = Env::new();
+    let main = env.repo("main");
+    write(&main, "main.rs", "fn okapi() {}\n");
+    crate::util::git_commit_all(&main);
+    let linked = env.dir.path().join("linked");
+    git(&main, &["worktree", "add", "-q", linked.to_str().unwrap()]);
+    git(&main, &["config", "extensions.worktreeConfig", "true"]);
+    write(env.dir.path(), "main-ignore", "*.main\n");
+    write(env.dir.path(), "linked-ignore", "*.linked\n");
+    for (dir, file) in [(&main, "main-ignore"), (&linked, "linked-ignore")] {
+        git(dir, &["config", "--worktree", "core.excludesFile", env.dir.path().join(file).to_str().unwrap()]);
+        write(dir, "x.main", "okapi main");
+        write(dir, "x.linked", "okapi linked");
+    }
+    // What git says, so the test asserts git's behaviour and not a guess at it.
+    assert!(git_ignores(&main, "x.main") && !git_ignores(&main, "x.linked"));
+    assert!(!git_ignores(&linked, "x.main") && git_ignores(&linked, "x.linked"));
+    assert_eq!(indexed_by_cli(&env, &main), ["main.rs", "x.linked"]);
+    assert_eq!(indexed_by_cli(&env, &linked), ["main.rs", "x.main"]);
+}
+
 #[test]
 fn binary_huge_invalid_utf8_and_symlink_loops_are_survived() {
     let env = Env::new();

@@ -6,8 +6,10 @@
 //! and `[includeIf "gitdir:..."]` / `"gitdir/i:..."` (a relative path taken from the including
 //! file's directory, `~/` from `$HOME`, at most [`MAX_INCLUDE_DEPTH`] deep, so a cycle ends; a
 //! missing file is skipped). Not followed: the other `includeIf` conditions (`onbranch:`,
-//! `hasconfig:remote.*.url:`), `~user/` and `%(prefix)/` paths, a worktree's
-//! `config.worktree`, and `git -c` / `GIT_CONFIG_COUNT` settings (no git command runs here).
+//! `hasconfig:remote.*.url:`), `~user/` and `%(prefix)/` paths, and `git -c` /
+//! `GIT_CONFIG_COUNT` settings (no git command runs here). A worktree's `config.worktree` is
+//! read after the repository's config when `extensions.worktreeConfig` is on
+//! ([`worktree_config`]).
 
 use std::path::{Path, PathBuf};
 
@@ -73,6 +75,21 @@ pub fn core_value(sources: &[Source], gitdir: Option<&Path>, key: &str) -> Looku
         reader.file(&source.path, 0);
     }
     reader.out
+}
+
+/// The worktree's own config file (`config.worktree` in its git directory: `.git/` for the main
+/// worktree, `.git/worktrees/<name>/` for a linked one), which git reads after the repository's
+/// `config` when that sets `extensions.worktreeConfig` (as `git sparse-checkout` does); none
+/// otherwise. The extension is read from `config` alone, without includes, as git reads a
+/// repository's format.
+pub fn worktree_config(gitdir: &Path, config: &Path) -> Option<PathBuf> {
+    let text = std::fs::read(config).ok()?;
+    let on = parse(&String::from_utf8_lossy(&text))
+        .into_iter()
+        .rev()
+        .find(|e| e.section == "extensions" && e.sub.is_none() && e.key == "worktreeconfig")
+        .is_some_and(|e| e.value.as_deref().is_none_or(is_true));
+    on.then(|| gitdir.join("config.worktree"))
 }
 
 /// `~/...` (or `~` alone) with `$HOME` put in; other paths as they are. None when `~/` is used

@@ -179,12 +179,17 @@ pub fn repo_rule_files(top: &Path) -> Vec<PathBuf> {
 
 /// The excludes file git reads in a repository (its git directory and its config; none
 /// outside git), as git resolves `core.excludesFile`: the last value across the user's config
-/// files then the repository's, includes followed; `~/` from `$HOME`, a relative path from the
+/// files, the repository's, then its worktree's (`config.worktree`, when enabled), includes
+/// followed; `~/` from `$HOME`, a relative path from the
 /// worktree's top `top`; set empty, none; unset, `$XDG_CONFIG_HOME/git/ignore`. With it, the
 /// config files that decided it (for a watcher).
 fn excludes_file(user: &[Source], repo: Option<(&Path, &Path)>, top: &Path) -> (Option<PathBuf>, Vec<PathBuf>) {
     let mut sources = user.to_vec();
-    sources.extend(repo.map(|(_, config)| Source { path: config.to_path_buf(), watched: true }));
+    if let Some((gitdir, config)) = repo {
+        sources.push(Source { path: config.to_path_buf(), watched: true });
+        let worktree = gitconfig::worktree_config(gitdir, config);
+        sources.extend(worktree.map(|path| Source { path, watched: true }));
+    }
     let found = gitconfig::core_value(&sources, repo.map(|(gitdir, _)| gitdir), "excludesfile");
     let file = match found.value {
         None => gitconfig::default_excludes_file(),
