@@ -1397,6 +1397,55 @@ fn python_namespace_packages_under_src_resolve_into_the_repository() {
     assert!(g.diagnostics.is_empty(), "{:?}", g.diagnostics);
 }
 
+/// In celery, `examples/celery_http_gateway/` is a package, so `examples/` was a root every file
+/// imported from, and every directory in it a top-level name of the repository: `import gevent`
+/// in `celery/concurrency/gevent.py` was a not_found diagnostic ("gevent is a module of the
+/// repository, but no module gevent exists under examples"; 51 of them, for gevent, eventlet
+/// and django) because `examples/gevent/` exists, and `import pydantic` an edge into
+/// `examples/pydantic/__init__.py`. A root that is not the repository root, a `src/` or a
+/// distribution's directory is now on the path of the files under it only, and a plain
+/// directory (no `__init__.py`) is no evidence that a missing module is the repository's.
+#[test]
+fn python_folders_of_examples_do_not_shadow_installed_packages() {
+    let env = Env::new();
+    let repo = env.repo("pyexamples");
+    write(&repo, "proj/__init__.py", "");
+    write(&repo, "proj/util.py", "X = 1\n");
+    write(&repo, "proj/concurrency/__init__.py", "");
+    write(
+        &repo,
+        "proj/concurrency/gevent.py",
+        "import gevent\nfrom gevent.pool import Pool\nfrom pydantic import BaseModel\nfrom proj import util\nimport core.api\nimport proj.missing\n",
+    );
+    write(&repo, "examples/gevent/tasks.py", "import gevent\nimport celeryconfig\nfrom pydantic import BaseModel\n");
+    write(&repo, "examples/gevent/celeryconfig.py", "broker = 'x'\n");
+    write(&repo, "examples/gevent/README.rst", "gevent example\n");
+    write(&repo, "examples/gateway/__init__.py", "");
+    write(&repo, "examples/gateway/views.py", "import django\nfrom gateway import urls\n");
+    write(&repo, "examples/gateway/urls.py", "");
+    write(&repo, "examples/pydantic/__init__.py", "");
+    write(&repo, "packages/core/pyproject.toml", "[project]\nname = 'core'\n");
+    write(&repo, "packages/core/core/__init__.py", "");
+    write(&repo, "packages/core/core/api.py", "");
+    let g = build_dir(&repo);
+    let lines = edge_lines(&g);
+    for want in [
+        "proj/concurrency/gevent.py -> ext:gevent static",
+        "proj/concurrency/gevent.py -> ext:pydantic static",
+        "proj/concurrency/gevent.py -> proj/util.py static",
+        "proj/concurrency/gevent.py -> packages/core/core/api.py static",
+        "examples/gevent/tasks.py -> ext:gevent static",
+        "examples/gevent/tasks.py -> examples/gevent/celeryconfig.py heuristic",
+        "examples/gevent/tasks.py -> examples/pydantic/__init__.py static",
+        "examples/gateway/views.py -> ext:django static",
+        "examples/gateway/views.py -> examples/gateway/urls.py static",
+    ] {
+        assert!(lines.contains(&want.to_string()), "{want} not in {lines:#?}");
+    }
+    let diags: Vec<(&str, &str)> = g.diagnostics.iter().map(|d| (d.source.as_str(), d.spec.as_str())).collect();
+    assert_eq!(diags, vec![("proj/concurrency/gevent.py", "proj.missing")], "{:#?}", g.diagnostics);
+}
+
 /// A workspace package's `exports` map was not read: `import '@acme/util/strings'` (mapped to
 /// `./src/strings.ts`) and `'@acme/util/feature/flag'` (pattern `./feature/*`) were
 /// diagnostics, "no file matches", in every modern TypeScript monorepo. Subpaths, patterns,

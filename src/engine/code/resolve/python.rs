@@ -6,6 +6,15 @@
 //! the name `y` itself (Python then hands over the package's `y`, not the submodule);
 //! `importlib` loads by name or path. A top-level name found
 //! in no root is an external package (stdlib or third party).
+//!
+//! What Python would see decides which roots an import may use: the repository root, a root
+//! named `src` and a root holding `pyproject.toml`, `setup.py` or `setup.cfg` (an installable
+//! distribution) are on every file's path; any other root (`examples/`, the parent of an
+//! example's package) only on the path of the files under it, as when such a script runs from
+//! there. And a plain directory (no `__init__.py`) only makes a namespace package when nothing
+//! else on `sys.path` has the name, so an installed `gevent` wins over `examples/gevent/`: a
+//! name a visible root has only as such a directory is read from it when the module is there,
+//! and is external, not "missing", when it is not.
 
 use super::{join, parent, PathMap, PathSet, Query, RepoFiles, Resolution, Target};
 use crate::engine::code::imports::kind;
@@ -25,8 +34,12 @@ pub struct PythonIndex {
     root_set: PathSet<String>,
     /// Package directory → the directory above its top-level package.
     package_roots: PathMap<String, String>,
-    /// Top-level module or package name → the roots that have it, in root order.
-    tops: HashMap<String, Vec<usize>>,
+    /// Top-level module or package name → the roots that have it, in root order, each with
+    /// whether it is a module or regular package there (`false`: a plain directory only).
+    tops: HashMap<String, Vec<(usize, bool)>>,
+    /// Per root: on every file's import path (see the module doc), else only on the path of
+    /// the files under it.
+    global: Vec<bool>,
     /// `src/` directories that hold Python but no regular package (PEP 420 namespace packages
     /// in a src layout): roots by convention, so their edges are heuristic.
     namespace_roots: PathSet<String>,
@@ -59,7 +72,7 @@ impl PythonIndex {
         roots.extend(namespace_roots.iter().cloned());
         roots.sort();
         let with_python = dirs_with_python(files, &namespace_roots);
-        let mut tops: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut tops: HashMap<String, Vec<(usize, bool)>> = HashMap::new();
         for (i, root) in roots.iter().enumerate() {
             let modules = files.files_in(root).iter().filter_map(|f| {
                 let name = super::file_name(f);
@@ -67,19 +80,23 @@ impl PythonIndex {
             });
             // Under a `src/` found by convention only a directory holding Python is a
             // namespace package: `import json` must not reach `src/json/` of JSON fixtures.
+            // Those count as the project's own packages (the convention); elsewhere a plain
+            // directory is only a namespace package, which any installed package outranks.
             let namespace = namespace_roots.contains(root);
             let dirs = files
                 .subdirs(root)
                 .iter()
                 .filter(|d| !namespace || with_python.contains(d.as_str()))
-                .map(|d| super::file_name(d));
-            for name in modules.chain(dirs) {
+                .map(|d| (super::file_name(d), namespace || packages.contains(d.as_str())));
+            for (name, regular) in modules.map(|m| (m, true)).chain(dirs) {
                 let v = tops.entry(name.to_string()).or_default();
-                if v.last() != Some(&i) {
-                    v.push(i);
+                match v.last_mut() {
+                    Some((last, r)) if *last == i => *r |= regular,
+                    _ => v.push((i, regular)),
                 }
             }
         }
+        let global = roots.iter().map(|r| is_global_root(files, r, &namespace_roots)).collect();
         let root_set = roots.iter().cloned().collect();
         let package_roots = packages
             .iter()
@@ -96,6 +113,7 @@ impl PythonIndex {
             root_set,
             package_roots,
             tops,
+            global,
             namespace_roots,
             root: root.to_path_buf(),
             init_names: Mutex::new(HashMap::new()),
@@ -113,19 +131,27 @@ impl PythonIndex {
         let top = q.spec.split('.').next().unwrap_or(q.spec);
         let own = self.own_root(q.dir());
         let own_is_root = self.root_set.contains(own);
-        // Only roots that have the top-level name can hold the module.
+        // Only roots on this file's path that have the top-level name can hold the module.
         let mut order: Vec<(&str, Option<f32>)> = Vec::new();
-        let with_top: Vec<&str> =
-            self.tops.get(top).map(|v| v.iter().map(|&i| self.roots[i].as_str()).collect()).unwrap_or_default();
-        if own_is_root && with_top.contains(&own) {
+        let with_top: Vec<(&str, bool)> = self
+            .tops
+            .get(top)
+            .map(|v| {
+                v.iter()
+                    .filter(|(i, _)| self.visible(*i, q.dir()))
+                    .map(|&(i, regular)| (self.roots[i].as_str(), regular))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if own_is_root && with_top.iter().any(|(r, _)| *r == own) {
             // A script in a namespace `src/` finds its siblings as before: by its own directory.
             order.push((own, self.namespace_roots.contains(own).then_some(SCRIPT_DIR_CONFIDENCE)));
         }
         order.extend(
             with_top
                 .iter()
-                .filter(|r| **r != own)
-                .map(|r| (*r, self.namespace_roots.contains(*r).then_some(NAMESPACE_ROOT_CONFIDENCE))),
+                .filter(|(r, _)| *r != own)
+                .map(|(r, _)| (*r, self.namespace_roots.contains(*r).then_some(NAMESPACE_ROOT_CONFIDENCE))),
         );
         if !own_is_root {
             order.push((own, Some(SCRIPT_DIR_CONFIDENCE)));
@@ -144,9 +170,9 @@ impl PythonIndex {
                 return Resolution::Files(targets);
             }
         }
-        let top_is_ours = !with_top.is_empty()
-            || (!own_is_root
-                && join(own, top).is_some_and(|b| self.module_file(q.files, &b).is_some() || q.files.is_dir(&b)));
+        // A plain directory of that name is no evidence: Python would take the installed package.
+        let top_is_ours = with_top.iter().any(|(_, regular)| *regular)
+            || (!own_is_root && join(own, top).is_some_and(|b| self.module_file(q.files, &b).is_some()));
         if top_is_ours {
             let shown: Vec<&str> = order.iter().take(5).map(|(r, _)| if r.is_empty() { "." } else { *r }).collect();
             return Resolution::NotFound(format!(
@@ -227,6 +253,15 @@ impl PythonIndex {
         names.contains(name)
     }
 
+    /// Whether root `i` is on the import path of a file in `dir`: a global root, or one the
+    /// file lies under.
+    fn visible(&self, i: usize, dir: &str) -> bool {
+        self.global.get(i).copied().unwrap_or(true) || {
+            let root = self.roots[i].as_str();
+            dir == root || dir.strip_prefix(root).is_some_and(|rest| rest.starts_with('/'))
+        }
+    }
+
     /// The directory absolute imports of a file in `dir` start from: above its top package.
     fn own_root<'a>(&'a self, dir: &'a str) -> &'a str {
         self.package_roots.get(dir).map(String::as_str).unwrap_or(dir)
@@ -251,6 +286,19 @@ fn namespace_src_roots(files: &RepoFiles, packages: &PathSet<String>, roots: &[S
         }
     }
     out
+}
+
+/// Markers of an installable distribution: its directory is on `sys.path` once installed
+/// (`pip install -e .`).
+const DISTRIBUTION_FILES: [&str; 3] = ["pyproject.toml", "setup.py", "setup.cfg"];
+
+/// Whether `root` is on every file's import path: the repository root, a `src/` (layout
+/// convention, namespace or not), or a directory holding a distribution's metadata.
+fn is_global_root(files: &RepoFiles, root: &str, namespace_roots: &PathSet<String>) -> bool {
+    root.is_empty()
+        || super::file_name(root) == "src"
+        || namespace_roots.contains(root)
+        || DISTRIBUTION_FILES.iter().any(|f| join(root, f).is_some_and(|p| files.contains(&p)))
 }
 
 /// Every directory below one of `under` that holds a Python file, at any depth.
