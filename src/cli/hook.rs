@@ -4,7 +4,9 @@
 //! content from git, sends them to `POST /v1/hooks/validate` on the running daemon or serve,
 //! prints the violations and exits 1 on `fail`. Whenever no verdict can be had (no server
 //! listening, a timeout, an error answer) it says so and exits 0: the hook fails open, so
-//! docdex being down never blocks a commit.
+//! docdex being down never blocks a commit. A server refusing the hook's token (401, 403) is
+//! no downtime but a misconfiguration that would turn the gatekeeper off unseen: exit 2, with
+//! how to pass the token.
 
 use super::output::{shown, visible, warn_prefix, Out};
 use crate::engine::protocol::{HookStatus, HookValidateRequest, HookValidateResponse, StagedFile, MAX_STAGED_BYTES};
@@ -113,6 +115,8 @@ pub fn skip(why: &str, json: bool) -> ExitCode {
 struct NoVerdict {
     reached: bool,
     why: String,
+    /// The server refused the hook's credentials (401, 403): the commit is refused.
+    refused: bool,
 }
 
 /// Under `--json`, the answer when there is no verdict: `{"status": "skipped", "reason"}`.
@@ -150,8 +154,9 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
     });
     let mut answer = match ask(&candidates, &token, &body) {
         Ok(a) => a,
-        Err(NoVerdict { reached: true, why }) => return skip(&why, args.json),
-        Err(NoVerdict { reached: false, why }) => {
+        Err(NoVerdict { refused: true, why, .. }) => return refused(&why, !token.is_empty(), args.json),
+        Err(NoVerdict { reached: true, why, .. }) => return skip(&why, args.json),
+        Err(NoVerdict { reached: false, why, .. }) => {
             eline!("{} docdex daemon not found; skipping semantic checks ({})", warn_prefix(), visible(&why));
             return skipped_json(&why, args.json);
         }
@@ -170,6 +175,26 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
         HookStatus::Pass => ExitCode::SUCCESS,
         HookStatus::Fail => ExitCode::from(1),
     }
+}
+
+/// A server that refused the hook's token (401, 403): exit 2, saying how to pass the token
+/// and how to commit once without the check. Failing open here turned the gatekeeper off for
+/// every commit, with one warning line nobody reads; a server that is down still fails open.
+fn refused(why: &str, sent_token: bool, json: bool) -> ExitCode {
+    let which = if sent_token {
+        "the token the hook sent (DOCDEX_AUTH_TOKEN or [server] auth_token) is not the server's --auth-token"
+    } else {
+        "the server requires a token and the hook sent none"
+    };
+    let reason = format!(
+        "docdex refused the pre-commit check ({}): {which}; set DOCDEX_AUTH_TOKEN to the server's token in the environment git runs the hook in, or `[server] auth_token` in docdex's config.toml; `git commit --no-verify` skips the check once",
+        visible(why)
+    );
+    eline!("{} {reason}", super::output::error_prefix());
+    if json {
+        let _ = Out::stdout().json(&serde_json::json!({ "status": "refused", "reason": reason }));
+    }
+    ExitCode::from(2)
 }
 
 /// The verdict in words, on stderr (what git shows for a hook).
@@ -240,16 +265,17 @@ fn loopback(addr: &str) -> String {
 /// Posts the request to the first server that accepts a connection; `Err` says why there is
 /// no verdict.
 fn ask(urls: &[String], token: &str, body: &serde_json::Value) -> Result<HookValidateResponse, NoVerdict> {
-    let reached = |why: String| NoVerdict { reached: true, why };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| NoVerdict { reached: false, why: format!("no runtime: {e}") })?;
+    let reached = |why: String| NoVerdict { reached: true, why, refused: false };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| NoVerdict {
+        reached: false,
+        why: format!("no runtime: {e}"),
+        refused: false,
+    })?;
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(1))
         .timeout(VERDICT_TIMEOUT)
         .build()
-        .map_err(|e| NoVerdict { reached: false, why: format!("no HTTP client: {e}") })?;
+        .map_err(|e| NoVerdict { reached: false, why: format!("no HTTP client: {e}"), refused: false })?;
     let mut why = Vec::new();
     for url in urls {
         let mut req = client.post(format!("{url}/v1/hooks/validate")).json(body);
@@ -273,14 +299,15 @@ fn ask(urls: &[String], token: &str, body: &serde_json::Value) -> Result<HookVal
                     .ok()
                     .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_string))
                     .unwrap_or(text);
-                return Err(reached(format!("{url} answered {status}: {msg}")));
+                let refused = matches!(status.as_u16(), 401 | 403);
+                return Err(NoVerdict { reached: true, why: format!("{url} answered {status}: {msg}"), refused });
             }
             Ok((_, text)) => {
                 return serde_json::from_str(&text).map_err(|e| reached(format!("{url} answered something else: {e}")))
             }
         }
     }
-    Err(NoVerdict { reached: false, why: why.join("; ") })
+    Err(NoVerdict { reached: false, why: why.join("; "), refused: false })
 }
 
 /// The staged files of the repository git is committing in.

@@ -889,32 +889,79 @@ fn a_hook_in_a_hooks_directory_in_the_work_tree_names_no_machine_path() {
     assert_eq!(text(&git(&repo, &["config", "--get", "docdex.path"], &env, &[])), "");
 }
 
+/// Runs `docdex hook pre-commit` in `repo` against `url`, with `vars` set.
+fn pre_commit_against(env: &Env, repo: &Path, url: &str, vars: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_docdex"));
+    cmd.args(["hook", "pre-commit"])
+        .current_dir(repo)
+        .env("DOCDEX_HOME", env.home())
+        .env("DOCDEX_URL", url)
+        .env("NO_COLOR", "1")
+        .env_remove("DOCDEX_AUTH_TOKEN");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
 #[test]
 fn a_server_that_answers_without_a_verdict_is_not_called_a_missing_daemon() {
-    // A running docdex refusing the token (401) was reported as "docdex daemon not found",
-    // sending the user to start a daemon that was running.
+    // A running docdex answering an error was reported as "docdex daemon not found", sending
+    // the user to start a daemon that was running. An error answer still fails open.
     use crate::web_support::{Fixture, Reply};
     let site = Fixture::start("127.0.0.1", |_, _, _| {
-        let mut r = Reply::html(r#"{"error": {"code": "unauthorized", "message": "a bearer token is required"}}"#);
+        let mut r = Reply::html(r#"{"error": {"code": "internal", "message": "the symbol store is busy"}}"#);
         r.content_type = "application/json";
-        r.status(401)
+        r.status(500)
     });
     let env = Env::new();
     let repo = env.repo("token");
     assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
     write(&repo, "a.txt", "a\n");
     git(&repo, &["add", "a.txt"], &env, &[]);
-    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
-        .args(["hook", "pre-commit"])
-        .current_dir(&repo)
-        .env("DOCDEX_HOME", env.home())
-        .env("DOCDEX_URL", site.url(""))
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let out = pre_commit_against(&env, &repo, &site.url(""), &[]);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     assert!(!said.contains("daemon not found"), "{said}");
     assert!(said.contains("docdex gave no verdict; skipping semantic checks"), "{said}");
-    assert!(said.contains("401") && said.contains("a bearer token is required"), "{said}");
+    assert!(said.contains("500") && said.contains("the symbol store is busy"), "{said}");
+}
+
+#[test]
+fn a_server_refusing_the_hooks_token_refuses_the_commit_and_says_how_to_pass_it() {
+    // `docdex serve --auth-token T` and no DOCDEX_AUTH_TOKEN where git runs the hook: the 401
+    // was a warning and exit 0, so a token misconfiguration turned the gatekeeper off unseen.
+    use crate::web_support::{Fixture, Reply};
+    for (status, code) in [(401u16, "unauthorized"), (403, "forbidden")] {
+        let site = Fixture::start("127.0.0.1", move |_, _, _| {
+            let mut r =
+                Reply::html(format!(r#"{{"error": {{"code": "{code}", "message": "a bearer token is required"}}}}"#));
+            r.content_type = "application/json";
+            r.status(status)
+        });
+        let env = Env::new();
+        let repo = env.repo("token");
+        assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+        write(&repo, "a.txt", "a\n");
+        git(&repo, &["add", "a.txt"], &env, &[]);
+        let out = pre_commit_against(&env, &repo, &site.url(""), &[]);
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{status}: {said}");
+        assert!(!said.contains("skipping"), "{said}");
+        assert!(said.contains(&status.to_string()) && said.contains("the hook sent none"), "{said}");
+        assert!(said.contains("DOCDEX_AUTH_TOKEN") && said.contains("git commit --no-verify"), "{said}");
+        // A token sent and refused is named as the wrong one; --json says refused.
+        let out = pre_commit_against(&env, &repo, &site.url(""), &[("DOCDEX_AUTH_TOKEN", "wrong")]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains("is not the server's --auth-token"), "{}", text(&out));
+        let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .args(["hook", "pre-commit", "--json", "--url", &site.url("")])
+            .current_dir(&repo)
+            .env("DOCDEX_HOME", env.home())
+            .env_remove("DOCDEX_AUTH_TOKEN")
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+        assert_eq!((out.status.code(), v["status"].as_str()), (Some(2), Some("refused")), "{v}");
+    }
 }
