@@ -895,7 +895,8 @@ fn parse_range(s: &str) -> anyhow::Result<(u32, u32)> {
     Ok((a, b))
 }
 
-/// Sets `stop` on SIGINT/SIGTERM so the watcher can release its writer cleanly.
+/// Sets `stop` on SIGINT/SIGTERM so the watcher can release its writer cleanly; a second
+/// signal exits at once with status 130.
 fn install_stop_handler(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
     #[cfg(unix)]
     {
@@ -903,10 +904,16 @@ fn install_stop_handler(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
         let _ = STOP.set(stop);
         extern "C" fn on_signal(_: libc::c_int) {
             if let Some(s) = STOP.get() {
-                s.store(true, std::sync::atomic::Ordering::Relaxed);
+                // A second Ctrl-C while the watch stops (a batch of embedding requests in
+                // flight) ends the process at once, as `docdex serve` does: index writes are
+                // transactions and the writer lock is an OS lock.
+                if s.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    // SAFETY: `_exit` is async-signal-safe.
+                    unsafe { libc::_exit(130) };
+                }
             }
         }
-        // SAFETY: the handler only performs an atomic store, which is async-signal-safe.
+        // SAFETY: the handler only performs an atomic swap and `_exit`, both async-signal-safe.
         unsafe {
             libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
             libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);

@@ -364,3 +364,52 @@ fn reembed_under_a_running_watcher_names_it_and_says_to_stop_it_first() {
     assert!(e.to_string().contains("index_busy"), "{e}; {}", String::from_utf8_lossy(&json.stderr));
     watcher.stop();
 }
+
+/// `docdex watch`: the first Ctrl-C stops cleanly (the embedding request in flight finishes),
+/// a second one exits at once with status 130, as `docdex serve` does. The second was
+/// ignored: the user waited for the request's timeout.
+#[test]
+fn a_second_ctrl_c_ends_docdex_watch_at_once() {
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let fake = FakeOllama::start(FakeOllamaOptions { embed_delay_ms: 30_000, ..Default::default() }).expect("fake");
+    let env = Env::new();
+    env.write_config(&crate::util::llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("r");
+    for i in 0..4 {
+        write(&repo, &format!("n{i}.md"), format!("# Note {i}\n\nword{i} topic{i}\n"));
+    }
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["watch", "--repo", repo.to_str().unwrap()])
+        .env("DOCDEX_HOME", env.home())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn docdex watch");
+    let status = env.engine().resolve_repo(&repo).unwrap().state_dir.join("index_status.json");
+    eventually("the embedding phase", || {
+        std::fs::read_to_string(&status).unwrap_or_default().contains("\"embedding\"")
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = child.id() as libc::pid_t;
+    let sigint = || {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+    };
+    sigint();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(child.try_wait().unwrap().is_none(), "the first Ctrl-C waits for the request in flight");
+    sigint();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("docdex watch did not exit on the second Ctrl-C");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(130));
+}
