@@ -483,7 +483,11 @@ fn profile_import(engine: &Engine, out: &Out, file: PathBuf, json: bool) -> anyh
         resp.agents_added
     ));
     if resp.agents_removed > 0 {
-        out.line(&format!("  {} agents left with no preferences by those removals, removed too", resp.agents_removed));
+        // Removed over there (`profile remove --agent`, which now travels), or emptied here.
+        out.line(&format!(
+            "  {} removed: removed over there, or left with no preferences by those removals",
+            count(resp.agents_removed, "agent")
+        ));
     }
     if resp.roles_updated > 0 {
         out.line(&format!(

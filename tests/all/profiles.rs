@@ -702,8 +702,10 @@ fn an_agent_with_only_a_role_syncs_like_any_other_and_so_does_its_removal() {
     ea.profile_remove(&ProfileRemoveRequest { id: "ivy".into(), agent: true, expected_last_updated: None }).unwrap();
     assert_eq!(ea.profile_import(&fb).unwrap().agents_added, 0);
     assert_eq!(role_of(&ea, "ivy"), None, "the removal here is newer than the agent there");
-    let r = sync(&ea, &eb, &fa);
-    assert_eq!(r.agents_removed, 1, "{r:?}");
+    ea.profile_export_to(Some(&fa)).unwrap();
+    let out = b.run(&["profile", "import", fa.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("1 agent removed: removed over there"), "{said}");
     assert_eq!(role_of(&eb, "ivy"), None);
     // A role set again after the removal is newer: the agent is back on both.
     set(&eb, "ivy", "Data engineer");

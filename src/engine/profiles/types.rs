@@ -448,8 +448,8 @@ pub struct ProfileImportResponse {
     pub kept_local: usize,
     /// Local preferences removed by newer incoming removals.
     pub deleted: usize,
-    /// Agents left with no preferences by those removals, removed as well (an agent removed on
-    /// the other machine).
+    /// Agents removed: by the manifest's agent removals (`profile remove --agent` on the other
+    /// machine), or left with no preferences by its preference removals.
     #[serde(default)]
     pub agents_removed: usize,
     /// Agents whose role the manifest changed (its role was set later than this side's).
