@@ -207,11 +207,13 @@ fn value_of(tok: &str) -> Option<(ValueKind, String, Option<&str>)> {
     Some((ValueKind::Number, num.replace(',', ""), rest))
 }
 
+/// A number with its unit folded in (`2 minutes` is `120s`); without a unit, as written:
+/// `3.10` is not `3.1` (a Python version), so it is never read as a float.
 fn normalized(num: &str, unit_word: Option<&str>) -> String {
-    let Ok(x) = num.parse::<f64>() else { return num.to_string() };
-    match unit_word.and_then(unit) {
-        Some((factor, dim)) => format!("{}{dim}", x * factor),
-        None => format!("{x}"),
+    let Some((factor, dim)) = unit_word.and_then(unit) else { return num.to_string() };
+    match num.parse::<f64>() {
+        Ok(x) => format!("{}{dim}", x * factor),
+        Err(_) => num.to_string(),
     }
 }
 
@@ -345,7 +347,7 @@ fn sentence_end(s: &str) -> Option<usize> {
 
 /// Words of a statement: lowercased, markup stripped, apostrophes and dots inside tokens kept.
 fn tokens(text: &str) -> Vec<String> {
-    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '\'' | '_' | '%' | '-')))
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '.' | '\'' | '_' | '%' | '-' | '#')))
         .map(|t| t.trim_matches(['.', '\'', '-']).to_lowercase())
         .filter(|t| !t.is_empty())
         .collect()
@@ -390,6 +392,11 @@ impl Scan {
     fn step(&mut self, toks: &[String], i: usize) -> usize {
         let t = toks[i].as_str();
         let next = toks.get(i + 1).map(String::as_str);
+        // `#123` (an issue or pull request) and Markdown's `##` are references and markup,
+        // not claims.
+        if t.starts_with('#') {
+            return 1;
+        }
         if HISTORY.contains(&t) {
             self.historical = true;
         }
@@ -560,6 +567,19 @@ mod tests {
         assert!(why.contains("1 day") && why.contains("7 day"), "{why}");
         assert!(conflict("Sessions expire after 24 hours.", "Sessions expire after 1 day.").is_none());
         assert!(conflict("Uploads are limited to 10MB per file.", "Uploads are limited to 10 MB per file.").is_none());
+    }
+
+    #[test]
+    fn a_two_part_version_keeps_its_digits_and_issue_numbers_are_no_claims() {
+        let (_, why) =
+            conflict("This release requires Python 3.10 or later.", "This release requires Python 3.1 or later.")
+                .unwrap();
+        assert!(why.contains("3.10") && why.contains("3.1 in"), "{why}");
+        assert!(conflict(
+            "Retries were fixed in the worker (see issue #122).",
+            "Retries were fixed in the worker (see issue #143)."
+        )
+        .is_none());
     }
 
     #[test]

@@ -254,13 +254,11 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
         return FileClass::Lockfile;
     }
     let stem = name.split('.').next().unwrap_or(name);
-    if matches!(stem, "changelog" | "changes" | "history" | "news" | "releases" | "release-notes" | "release_notes")
-        || lower.contains("/changelog/")
-        || lower.starts_with("changelog/")
-    {
+    if is_history(stem, &lower, chunk_style(lang) != ChunkStyle::Code) {
         return FileClass::Changelog;
     }
     if name.contains(".min.")
+        || name == "pkg-info"
         || name.ends_with(".map")
         || name.ends_with(".pb.go")
         || name.ends_with("_pb2.py")
@@ -271,6 +269,8 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
         || lower
             .split('/')
             .any(|seg| matches!(seg, "vendor" | "third_party" | "node_modules" | "dist" | "__generated__"))
+        // Package metadata a build writes (it repeats the README and lists every classifier).
+        || lower.split('/').rev().skip(1).any(|seg| seg.ends_with(".egg-info") || seg.ends_with(".dist-info"))
     {
         return FileClass::Generated;
     }
@@ -305,6 +305,28 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
         ChunkStyle::Window => FileClass::Config,
         ChunkStyle::Code => FileClass::Source,
     }
+}
+
+/// A changelog, release notes or history: any file in a `changelog/` folder (pytest's
+/// fragments); a document (not code, where `history.py` is a module) by its name
+/// (`CHANGELOG.md`, `NEWS`, `changelog-2.0.rst`, `whatsnew-3.0.rst`) or in a `history/`,
+/// `releases/`, `release-notes/` or `whatsnew/` folder.
+fn is_history(stem: &str, lower: &str, document: bool) -> bool {
+    const NAMES: [&str; 8] =
+        ["changelog", "changes", "history", "news", "releases", "release-notes", "release_notes", "whatsnew"];
+    let dirs: Vec<&str> = lower.split('/').rev().skip(1).collect();
+    if dirs.iter().any(|d| matches!(*d, "changelog" | "changelogs")) {
+        return true;
+    }
+    if !document {
+        return false;
+    }
+    let named = NAMES.iter().any(|h| {
+        stem.strip_prefix(h).is_some_and(|rest| {
+            rest.is_empty() || rest.starts_with(['-', '_']) || rest.starts_with(|c: char| c.is_ascii_digit())
+        })
+    });
+    named || dirs.iter().any(|d| matches!(*d, "history" | "releases" | "release-notes" | "whatsnew"))
 }
 
 /// `UserTest`, `ParserTests`: the test-class naming of Java, Kotlin, C# and PHP (a lowercase
@@ -357,6 +379,30 @@ const HEAD_BYTES: usize = 600;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn history_is_told_by_name_and_folder_for_documents_only() {
+        for doc in [
+            "docs/history/changelog-2.0.rst",
+            "docs/history/whatsnew-5.1.rst",
+            "doc/en/history.rst",
+            "NEWS",
+            "CHANGES.txt",
+            "docs/release-notes/v2.md",
+            "changelog/1234.bugfix.rst",
+        ] {
+            let lang = if doc.ends_with(".md") { "markdown" } else { "text" };
+            assert_eq!(classify(doc, lang), FileClass::Changelog, "{doc}");
+        }
+        // A module named like history is code, and a guide that merely starts with the word is a guide.
+        assert_eq!(classify("src/history.py", "python"), FileClass::Source);
+        assert_eq!(classify("lib/history/store.rs", "rust"), FileClass::Source);
+        assert_eq!(classify("docs/newsletter.md", "markdown"), FileClass::Docs);
+        // Package metadata a build writes.
+        assert_eq!(classify("PKG-INFO", "text"), FileClass::Generated);
+        assert_eq!(classify("celery.egg-info/PKG-INFO", "text"), FileClass::Generated);
+        assert_eq!(classify("pkg.dist-info/METADATA", "text"), FileClass::Generated);
+    }
 
     #[test]
     fn classes() {
