@@ -777,6 +777,11 @@ struct LocatedFile {
 /// registered source. Outside (through `..` or a link) is said before whether the file exists,
 /// so the answer is no oracle for paths outside.
 fn locate_file(repo: &repos::RepoRef, file: &str) -> Result<LocatedFile> {
+    if file.trim().is_empty() {
+        return Err(Error::BadRequest(
+            "no file given: pass a path relative to the repository (src/main.rs), an absolute path inside it, or a //source/... key".into(),
+        ));
+    }
     let srcs = index::sources::load(&repo.state_dir);
     let source = match index::sources::split(file) {
         Some((name, rel)) => match srcs.iter().find(|s| s.name == name) {
@@ -822,8 +827,11 @@ fn locate_file(repo: &repos::RepoRef, file: &str) -> Result<LocatedFile> {
     if !real.starts_with(&root) {
         return Err(outside());
     }
+    if real.is_dir() {
+        return Err(Error::BadRequest(format!("{file} is a directory: give a file in it")));
+    }
     if !real.is_file() {
-        return Err(Error::BadRequest(format!("{file} is not a file")));
+        return Err(Error::BadRequest(format!("{file} is not a regular file")));
     }
     let rel = match candidate.strip_prefix(&root) {
         Ok(lexical) => lexical.to_string_lossy().into_owned(),

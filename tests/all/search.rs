@@ -440,3 +440,20 @@ fn edited_file_is_flagged_stale_until_reindexed() {
     let resp = env.engine().search(&repo, &SearchRequest { query: "lemur".into(), ..Default::default() }).unwrap();
     assert!(resp.results[0].stale);
 }
+
+#[test]
+fn reading_no_path_or_a_folder_says_what_to_give() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| write(r, "src/a.rs", "fn ocelot() {}\n"));
+    let e = env.engine();
+    let get = |p: &str| {
+        e.get_file(&repo, &docdex::engine::protocol::FileRequest { path: p.into(), ..Default::default() })
+            .unwrap_err()
+            .to_string()
+    };
+    let empty = get("");
+    assert!(empty.contains("no file given") && empty.contains("relative to the repository"), "{empty}");
+    assert!(get("  ").contains("no file given"));
+    let dir = get("src");
+    assert!(dir.contains("src is a directory"), "{dir}");
+}
