@@ -1667,6 +1667,38 @@ fn imports_stored_by_older_rules_are_reextracted_by_the_next_index_run() {
     }
 }
 
+/// Stored imports extracted by an older docdex's import rules were reported only by impact
+/// answers; `docdex symbols-status` said `ready` with no word of it. It now carries a message
+/// naming the languages and the command (the state stays `ready`: symbols are unaffected).
+#[test]
+fn symbols_status_reports_imports_stored_by_older_rules() {
+    let env = Env::new();
+    let repo = env.repo("statusrules");
+    write(&repo, "src/a.ts", "import { b } from './b';\nexport const a = b;\n");
+    write(&repo, "src/b.ts", "export const b = 1;\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let rules_message = |env: &Env| {
+        let v = env.json(&["symbols-status", "--repo", r, "--json"]);
+        assert_eq!(v["state"], "ready", "{v:#}");
+        let messages = v["messages"].as_array().cloned().unwrap_or_default();
+        messages.iter().filter_map(|m| m.as_str()).find(|m| m.contains("import rules")).map(str::to_string)
+    };
+    assert_eq!(rules_message(&env), None, "this build's rules");
+
+    let rr = env.engine().resolve_repo(&repo).unwrap();
+    let conn = rusqlite::Connection::open(docdex::engine::code::store::db_path(&rr)).unwrap();
+    conn.execute("DELETE FROM meta WHERE key = 'imports:typescript'", []).unwrap();
+    drop(conn);
+    let m = rules_message(&env).expect("a message about the older rules");
+    assert!(m.contains("typescript") && m.contains("docdex index --repo"), "{m}");
+    let text = env.run(&["symbols-status", "--repo", r]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("older docdex's import rules"));
+
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    assert_eq!(rules_message(&env), None, "re-extracted by the next index run");
+}
+
 /// `docdex graph rebuild` extracts every file's imports from disk with this build's rules, so its
 /// graph is current however old the store's imports are: the outdated-imports warning, true of a
 /// graph an index run built from the store, was still given after it.

@@ -207,6 +207,7 @@ impl Engine {
         status.generation = meta.generation;
         status.store_schema = meta.schema;
         set_store_state(&mut status, &reader, &repo, meta.generation);
+        status.messages.extend(outdated_imports_message(&meta, &repo));
         if not_parsed > 0 {
             status.messages.push(format!(
                 "{not_parsed} files were not parsed (over {} MB or too slow to parse); they are searchable as text",
@@ -446,6 +447,22 @@ fn language_rows(
         }
     };
     support.iter().map(row).collect()
+}
+
+/// A note when the stored imports of some languages were extracted by another docdex's import
+/// rules: not drift (symbol queries stay open) but the impact graph built from them may be out
+/// of date until the next index run re-extracts them, which only impact answers said before.
+fn outdated_imports_message(meta: &store::StoreMeta, repo: &RepoRef) -> Option<String> {
+    let outdated: Vec<&str> = meta.imports_outdated().into_iter().map(Lang::name).collect();
+    if outdated.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "the stored imports of {} files were extracted by an older docdex's import rules (symbols are unaffected; \
+         impact edges and cycles built from them may be out of date); the next `docdex index --repo {}` re-reads those files",
+        outdated.join(", "),
+        crate::error::shell_path(&repo.root)
+    ))
 }
 
 /// `ready`, `reindex_required` (the store is from another version or grammar) or `lagging`
