@@ -167,7 +167,11 @@ fn a_challenge_is_blocked_and_the_proxy_takes_over() {
     assert!(r.results.is_empty() && r.notes.iter().any(|n| n.contains("anomaly")), "{r:?}");
     let out = env.run(&["web-search", "widgets"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("blocked"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("blocked"));
+    // Said once, as the answer's note: not a second time as a log line.
+    assert_eq!(stderr.matches("anomaly").count(), 1, "{stderr}");
+    assert!(!stderr.contains("WARN"), "{stderr}");
 
     let env = Env::new();
     env.write_config(&web_config(&site.url("/challenge/html/"), &site.url("/html/"), "", ""));

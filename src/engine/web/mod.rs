@@ -215,7 +215,9 @@ impl Engine {
         }
         resp.status = if blocked { DiscoveryStatus::Blocked } else { DiscoveryStatus::Failed };
         resp.ms = ms(started);
-        tracing::warn!(query, status = ?resp.status, notes = ?resp.notes, "web discovery found nothing usable");
+        // The notes travel in the answer (the CLI prints them as a warning, HTTP and MCP return
+        // them): a warning in the log too printed the same failure twice.
+        tracing::info!(query, status = ?resp.status, notes = ?resp.notes, "web discovery found nothing usable");
         resp
     }
 
