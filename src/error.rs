@@ -232,8 +232,19 @@ pub enum Error {
         reason: String,
     },
     /// The server is up but does not have the model.
-    #[error("model {model} is not available on {url}; run `docdex llm-setup --model {model} --yes` (or `ollama pull {model}`), or choose an installed one with `docdex llm-list`")]
+    #[error("{}", model_not_found_text(provider, model, url))]
     ModelNotFound {
+        /// `ollama` or `openai`: only Ollama pulls a model on request.
+        provider: String,
+        /// The model asked for.
+        model: String,
+        /// The server.
+        url: String,
+    },
+    /// The model exists but cannot chat (an embedding model such as `all-minilm`): asking
+    /// again cannot help, so it is bad input (HTTP 400), not an unavailable server.
+    #[error("model {model} on {url} cannot chat (it is an embedding model); name a chat model (the request's `model`, or `[llm] default_model`): `docdex llm-list` lists the installed ones")]
+    ModelCannotChat {
         /// The model asked for.
         model: String,
         /// The server.
@@ -349,11 +360,23 @@ impl Error {
             Error::StaleIndex(_) => "stale_index",
             Error::LlmUnreachable { .. } | Error::LlmTimeout { .. } | Error::Upstream(_) => "upstream_unavailable",
             Error::ModelNotFound { .. } => "model_not_found",
+            Error::ModelCannotChat { .. } => "model_cannot_chat",
             Error::ContextOverflow(_) => "context_length_exceeded",
             Error::NotFound(_) => "not_found",
             Error::EmbeddingMismatch(_) => "embedding_mismatch",
             Error::Conflict(_) => "conflict",
         }
+    }
+}
+
+/// What to do about a model the server lacks: Ollama pulls it (`docdex llm-setup`,
+/// `ollama pull`); an OpenAI-compatible server serves what it was started with, so `ollama
+/// pull gpt-4o` would be no advice there.
+fn model_not_found_text(provider: &str, model: &str, url: &str) -> String {
+    if provider == "ollama" {
+        format!("model {model} is not available on {url}; run `docdex llm-setup --model {model} --yes` (or `ollama pull {model}`), or choose an installed one with `docdex llm-list`")
+    } else {
+        format!("model {model} is not served by the {provider} server at {url}; choose one it serves (`docdex llm-list` lists them) for the request's `model` or `[llm] default_model`")
     }
 }
 

@@ -512,11 +512,13 @@ fn no_answer(resp: ChatTurnResponse) -> Response {
 
 /// The status of a turn the model did not answer, and the request field at fault when asking
 /// again cannot help (then it is an OpenAI `invalid_request_error`, which clients do not retry):
-/// a model the server does not have (404, `model`), a prompt over the server's window (400,
-/// `messages`, OpenAI's `context_length_exceeded`). Anything else is 503.
+/// a model the server does not have (404, `model`), an embedding model asked to chat (400,
+/// `model`, `model_cannot_chat`: it was a 503 that clients retried), a prompt over the
+/// server's window (400, `messages`, OpenAI's `context_length_exceeded`). Anything else is 503.
 fn no_answer_status(code: &str) -> (StatusCode, Option<&'static str>) {
     match code {
         "model_not_found" => (StatusCode::NOT_FOUND, Some("model")),
+        "model_cannot_chat" => (StatusCode::BAD_REQUEST, Some("model")),
         "context_length_exceeded" => (StatusCode::BAD_REQUEST, Some("messages")),
         _ => (StatusCode::SERVICE_UNAVAILABLE, None),
     }
@@ -954,7 +956,7 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
         "/v1/chat/completions",
         completions,
         Operation::new("OpenAI-compatible chat about the repository (the waterfall chat)")
-            .describe("The OpenAI request and response; `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`. The repository comes from `x-docdex-repo`, `docdex.repo` or `?repo=`; the agent from `x-docdex-agent-id` or `docdex.agent_id`. `docdex.force_web`, `docdex.no_web`, `docdex.diff` and `docdex.session_id` steer the waterfall. The `docdex` field of the response (or of the final chunk) carries the session, sources, model outcome and waterfall trace. No reachable model: 503 `upstream_unavailable`; a model the server does not have: 404 `model_not_found` (OpenAI's shape); both with the retrieved sources in `docdex`.")
+            .describe("The OpenAI request and response; `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`. The repository comes from `x-docdex-repo`, `docdex.repo` or `?repo=`; the agent from `x-docdex-agent-id` or `docdex.agent_id`. `docdex.force_web`, `docdex.no_web`, `docdex.diff` and `docdex.session_id` steer the waterfall. The `docdex` field of the response (or of the final chunk) carries the session, sources, model outcome and waterfall trace. No reachable model: 503 `upstream_unavailable`; a model the server does not have: 404 `model_not_found` (OpenAI's shape); an embedding model asked to chat: 400 `model_cannot_chat`; all with the retrieved sources in `docdex`.")
             // The handler answers a bare `Response` (JSON or an event stream): name the JSON.
             .response::<ChatCompletion>(),
     )
@@ -968,6 +970,7 @@ mod tests {
     fn a_turn_asking_again_cannot_help_is_no_503() {
         assert_eq!(no_answer_status("model_not_found"), (StatusCode::NOT_FOUND, Some("model")));
         assert_eq!(no_answer_status("context_length_exceeded"), (StatusCode::BAD_REQUEST, Some("messages")));
+        assert_eq!(no_answer_status("model_cannot_chat"), (StatusCode::BAD_REQUEST, Some("model")));
         assert_eq!(no_answer_status("upstream_unavailable"), (StatusCode::SERVICE_UNAVAILABLE, None));
     }
 

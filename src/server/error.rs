@@ -115,7 +115,7 @@ pub fn status_for(code: &str) -> StatusCode {
     match code {
         "unknown_repo" | "not_found" => StatusCode::NOT_FOUND,
         "not_indexed" | "stale_index" | "index_busy" | "embedding_mismatch" | "conflict" => StatusCode::CONFLICT,
-        "bad_request" | "context_length_exceeded" => StatusCode::BAD_REQUEST,
+        "bad_request" | "context_length_exceeded" | "model_cannot_chat" => StatusCode::BAD_REQUEST,
         "path_outside_repo" | "path_not_served" => StatusCode::FORBIDDEN,
         "unauthorized" => StatusCode::UNAUTHORIZED,
         "payload_too_large" => StatusCode::PAYLOAD_TOO_LARGE,

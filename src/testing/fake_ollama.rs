@@ -578,6 +578,11 @@ async fn chat(State(s): S, Json(body): Json<Value>) -> Response {
     if !is_installed(&s, &model) {
         return model_missing(&model);
     }
+    if model.contains("embed") || model.starts_with("all-minilm") {
+        // As Ollama answers a chat with an embedding model.
+        let error = format!("\"{model}\" does not support chat");
+        return (StatusCode::BAD_REQUEST, Json(json!({ "error": error }))).into_response();
+    }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let (answer, delay) = scripted(&s, &messages).unwrap_or_else(|| (answer_for(&messages), 0));
     let limit = body["options"]["num_predict"].as_i64().filter(|n| *n > 0).map(|n| n as usize);

@@ -573,3 +573,36 @@ async fn a_client_leaving_a_stream_stops_the_model() {
     crate::server_util::eventually("the turn to end", || std::future::ready(answer_status().is_some())).await;
     assert_eq!(answer_status(), Some(json!("stopped")));
 }
+
+#[tokio::test]
+async fn chat_with_a_model_that_cannot_chat_or_is_missing_is_a_4xx_with_advice_for_the_provider() {
+    // An embedding model (`all-minilm`) asked to chat was 503 upstream_unavailable, which
+    // OpenAI clients retry; a missing model on an OpenAI-compatible server said `ollama pull`.
+    let question = "where are stale sessions expired?";
+    let ask = |model: &'static str, stream: bool| json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": question}]});
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    env.write_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    for stream in [false, true] {
+        let (s, v) = post(&server, "/v1/chat/completions", ask("fake-embed", stream)).await;
+        assert_error(s, &v, 400, "model_cannot_chat");
+        assert_eq!(v["error"]["param"], "model", "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains("fake-embed on"), "{v}");
+        let (s, v) = post(&server, "/v1/chat/completions", ask("gpt-4o", stream)).await;
+        assert_error(s, &v, 404, "model_not_found");
+        assert!(v["error"]["message"].as_str().unwrap().contains("ollama pull gpt-4o"), "Ollama pulls: {v}");
+    }
+    // An OpenAI-compatible server serves what it was started with: no `ollama pull` advice.
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions { openai_only: true, ..Default::default() }).unwrap();
+    env.write_config(&llm_config("openai", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let (s, v) = post(&server, "/v1/chat/completions", ask("gpt-4o", false)).await;
+    assert_error(s, &v, 404, "model_not_found");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(!message.contains("ollama") && !message.contains("llm-setup"), "{message}");
+    assert!(message.contains("gpt-4o is not served by the openai server"), "{message}");
+}

@@ -126,7 +126,14 @@ impl Http {
         let lower = message.to_ascii_lowercase();
         let says_missing = lower.contains("not found") || lower.contains("does not exist") || lower.contains("no such");
         if !model.is_empty() && says_missing && (status.as_u16() == 404 || lower.contains("model")) {
-            return Failure::Fatal(Error::ModelNotFound { model: model.to_string(), url: self.base.clone() });
+            return Failure::Fatal(Error::ModelNotFound {
+                provider: self.provider.to_string(),
+                model: model.to_string(),
+                url: self.base.clone(),
+            });
+        }
+        if !model.is_empty() && cannot_chat(&lower) {
+            return Failure::Fatal(Error::ModelCannotChat { model: model.to_string(), url: self.base.clone() });
         }
         let advice = context_overflow_advice(&body, &message);
         let said = format!(
@@ -442,6 +449,15 @@ pub(crate) fn error_message(body: &str) -> String {
         },
         Err(_) => body.trim().chars().take(300).collect(),
     }
+}
+
+/// Whether a server's error (lowercased) says the model cannot chat: Ollama answers an
+/// embedding model's chat with 400 `"all-minilm" does not support chat` (`generate` for
+/// `/api/generate`).
+fn cannot_chat(lower: &str) -> bool {
+    lower.contains("does not support chat")
+        || lower.contains("does not support generate")
+        || lower.contains("embedding models do not support")
 }
 
 #[cfg(test)]

@@ -50,7 +50,11 @@ impl OllamaProvider {
             OllamaError::Other(body) => {
                 let msg = super::http::error_message(&body);
                 if !model.is_empty() && msg.contains("not found") {
-                    Failure::Fatal(Error::ModelNotFound { model: model.into(), url: self.http.base.clone() })
+                    Failure::Fatal(Error::ModelNotFound {
+                        provider: "ollama".into(),
+                        model: model.into(),
+                        url: self.http.base.clone(),
+                    })
                 } else {
                     Failure::Retry(self.upstream(model, &msg))
                 }

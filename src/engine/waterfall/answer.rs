@@ -19,7 +19,9 @@ use std::time::Instant;
 pub fn no_model_message(e: &Error) -> String {
     let msg = e.to_string();
     let mut hint = String::new();
-    if !msg.contains("docdex llm-setup") {
+    // llm-setup pulls through Ollama: no advice for a model an OpenAI-compatible server lacks.
+    let other_server = matches!(e, Error::ModelNotFound { provider, .. } if provider != "ollama");
+    if !msg.contains("docdex llm-setup") && !other_server {
         hint.push_str(" `docdex llm-setup` installs and configures a model.");
     }
     if !msg.contains("docdex check") {
