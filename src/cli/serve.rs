@@ -89,5 +89,21 @@ pub fn mcp(
     // Stderr is the client's log: which home this process uses is the first thing to check
     // when it does not see what a `docdex serve` sees.
     eline!("docdex mcp: docdex home {}", engine.paths().home.display());
+    if o.repo.is_none() {
+        o.session_root = repo_of_current_dir(&engine);
+        if let Some(r) = &o.session_root {
+            eline!("docdex mcp: sessions bind to {} (the current directory's repository) unless `rootUri` names another; `project_root` reaches any", r.display());
+        }
+    }
     run(engine, o)
+}
+
+/// The repository an agent host that starts `docdex mcp` in a project means, as every other
+/// command takes it without `--repo`: the git repository (or the indexed folder) holding the
+/// current directory. None when the directory is in neither.
+fn repo_of_current_dir(engine: &Engine) -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    let root = engine.discover_repo(&cwd);
+    let indexed = || engine.resolve_repo(&root).is_ok_and(|r| engine.has_index(&r));
+    (root.join(".git").exists() || root != cwd || indexed()).then_some(root)
 }

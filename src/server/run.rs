@@ -51,6 +51,9 @@ pub struct ServerOptions {
     pub preflight_check: bool,
     /// The agent chat, profile and hook requests get when they name none (`--agent-id`).
     pub agent_id: Option<String>,
+    /// Stdio without `repo`: the repository a session binds to when `initialize` names none
+    /// (the one holding the working directory); other repositories stay reachable.
+    pub session_root: Option<PathBuf>,
 }
 
 impl ServerOptions {
@@ -67,6 +70,7 @@ impl ServerOptions {
             max_body_bytes: DEFAULT_BODY_LIMIT,
             preflight_check: false,
             agent_id: None,
+            session_root: None,
         }
     }
 }
@@ -157,6 +161,9 @@ async fn run_async(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
             AppState::new(engine, Mode::Stdio, opts.repo.as_deref(), auth, opts.watch, opts.max_body_bytes, false)
                 .context("starting the MCP server")?;
         state.set_default_agent(opts.agent_id.as_deref().unwrap_or(""));
+        if let Some(root) = opts.session_root.clone().filter(|_| opts.repo.is_none()) {
+            state.set_session_root(root);
+        }
         let result = mcp::stdio::serve(state.clone()).await;
         stop_watchers(&state).await;
         return result;

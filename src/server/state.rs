@@ -8,7 +8,7 @@ use super::mounts::{Mount, Mounts};
 use super::repo_select::{parse_repo_selector, Selector};
 use crate::engine::protocol::RepoRef;
 use crate::engine::Engine;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -50,6 +50,8 @@ struct StateInner {
     body_limit: usize,
     exposed: bool,
     default_agent: std::sync::OnceLock<String>,
+    /// The repository a stdio session binds to when its `initialize` names none.
+    session_root: std::sync::OnceLock<PathBuf>,
     chat_gate: Arc<tokio::sync::Semaphore>,
     mcp_sessions: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -82,6 +84,7 @@ impl AppState {
                 body_limit,
                 exposed,
                 default_agent: std::sync::OnceLock::new(),
+                session_root: std::sync::OnceLock::new(),
                 chat_gate: Arc::new(tokio::sync::Semaphore::new(chat_slots())),
                 mcp_sessions: Arc::default(),
             }),
@@ -147,6 +150,17 @@ impl AppState {
         }
     }
 
+    /// Sets the repository a session binds to when its `initialize` names none (`docdex mcp`
+    /// started in a project without `--repo`); once, at start.
+    pub fn set_session_root(&self, root: PathBuf) {
+        let _ = self.inner.session_root.set(root);
+    }
+
+    /// The repository a session binds to when its `initialize` names none.
+    pub fn session_root(&self) -> Option<&Path> {
+        self.inner.session_root.get().map(PathBuf::as_path)
+    }
+
     /// The agent a request means: the one it names, else the server's `--agent-id`, else the
     /// engine's `[memory.profile] default_agent`.
     pub fn agent(&self, named: Option<&str>) -> Option<String> {
@@ -180,6 +194,8 @@ impl AppState {
         };
         if let Some(default) = self.default_repo() {
             if default.fingerprint != repo.fingerprint {
+                // `/` or a home is refused as such, never offered as a `serve --repo` to start.
+                self.engine().check_servable(&repo)?;
                 return Err(ApiError::unknown_repo(format!(
                     "this server serves only {}; {} is another repository (start `docdex daemon` to serve many, or `docdex serve --repo {}`)",
                     default.root.display(),

@@ -55,6 +55,8 @@ fn run_client(env: &Env, py: &PathBuf, args: &[&str], unindexed: &std::path::Pat
     let out = Command::new(py)
         .arg(client_script())
         .args(args)
+        // Outside any repository: a stdio server binds its sessions to the working directory's.
+        .current_dir(env.dir.path())
         .env("DOCDEX_HOME", env.home())
         .env("DOCDEX_TEST_UNINDEXED", unindexed)
         .env_remove("DOCDEX_AUTH_TOKEN")
@@ -192,6 +194,39 @@ fn mcp_initialize_root_uri_binds_the_session() {
     assert!(r["content"][0]["text"].as_str().unwrap().contains("src/parser.py"));
     // An unknown tool is a protocol error; a repo-less server without binding would be a tool error.
     assert!(mcp.request("tools/call", json!({"name": "nope", "arguments": {}}))["error"].is_object());
+}
+
+/// Started in a project without `--repo` (as agent hosts start it), the session binds to the
+/// working directory's repository, as `rootUri` would; `project_root` still reaches another
+/// indexed one. Outside any repository the tools ask for `project_root`; `/` is refused as
+/// never served, not offered as a `docdex serve --repo /` to start.
+#[test]
+fn stdio_mcp_started_in_a_repository_binds_to_it() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    let other = env.repo("other");
+    write(&other, "notes.py", "def ocelot_grooming():\n    pass\n");
+    env.json(&["index", "--repo", other.to_str().unwrap(), "--json"]);
+    let mut mcp = McpStdio::start_in(&env, &repo.join("src"), &[], json!({}));
+    let r = mcp.call("docdex_search", json!({"query": "parse config"}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("src/parser.py"), "{r}");
+    let r = mcp.call("docdex_search", json!({"query": "ocelot grooming", "project_root": other.to_str().unwrap()}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("notes.py"), "{r}");
+    drop(mcp);
+
+    let mut mcp = McpStdio::start(&env, &[], json!({}));
+    let r = mcp.call("docdex_search", json!({"query": "parse config"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("project_root"), "{r}");
+    drop(mcp);
+
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    let r = mcp.call("docdex_search", json!({"query": "x", "project_root": "/"}));
+    let text = r["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert!(r["isError"] == true && !text.contains("serve --repo /"), "{r}");
 }
 
 /// A request for a known method whose params rmcp cannot read (none at all, or string

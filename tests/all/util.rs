@@ -240,8 +240,16 @@ impl McpStdio {
     /// Starts `docdex mcp ARGS` in `env`'s home and initializes the session (`init_params` are
     /// merged into the `initialize` params: `rootUri`, ...).
     pub fn start(env: &Env, args: &[&str], init_params: serde_json::Value) -> McpStdio {
+        // Outside any repository: a session binds to the working directory's.
+        let outside = env.home().parent().map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+        McpStdio::start_in(env, &outside, args, init_params)
+    }
+
+    /// [`McpStdio::start`] with `docdex mcp` started in `cwd`.
+    pub fn start_in(env: &Env, cwd: &Path, args: &[&str], init_params: serde_json::Value) -> McpStdio {
         use std::process::Stdio;
         let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+            .current_dir(cwd)
             .arg("mcp")
             .args(args)
             .env("DOCDEX_HOME", env.home())

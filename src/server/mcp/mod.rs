@@ -150,6 +150,18 @@ impl ServerHandler for DocdexMcp {
             if let Ok(mut b) = self.bound.lock() {
                 *b = Some(mount.repo.clone());
             }
+        } else if let Some(root) = self.app.session_root().map(|r| r.to_string_lossy().into_owned()) {
+            // Started in a project without `--repo`: that project, as a `rootUri` would bind
+            // it; a repository docdex cannot serve leaves the session unbound, not failed.
+            let app = self.app.clone();
+            match blocking(move || app.initialize(&root)).await {
+                Ok(mount) => {
+                    if let Ok(mut b) = self.bound.lock() {
+                        *b = Some(mount.repo.clone());
+                    }
+                }
+                Err(e) => tracing::info!("not binding the working directory's repository: {}", e.message),
+            }
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
