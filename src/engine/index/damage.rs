@@ -79,7 +79,10 @@ fn check_files(index: &Index, checksums: bool) -> Option<String> {
 /// [`Error::Index`] that callers report as a damaged index, never a crash.
 pub fn guarded<T>(dir: &Path, read: impl FnOnce() -> Result<T>) -> Result<T> {
     crate::engine::quiet_panics(read).unwrap_or_else(|panic| {
-        Err(Error::Index { path: dir.to_path_buf(), message: format!("Tantivy panicked reading it: {}", panic_text(&panic)) })
+        Err(Error::Index {
+            path: dir.to_path_buf(),
+            message: format!("Tantivy panicked reading it: {}", panic_text(&panic)),
+        })
     })
 }
 
