@@ -87,13 +87,9 @@ impl Engine {
         // Registered sources with `watch` are followed too, watched as the repository is;
         // `docdex add` / `remove-source` while this runs are picked up within a second (a full
         // run indexes or drops the folder).
-        // The list's version is read before the list: a save in between is seen at the next check.
-        let mut sources_version = sources::saved_version(&repo.state_dir);
-        let mut sources = sources::load_indexable(&repo.state_dir);
-        watches.set_sources(&sources, report);
+        let mut followed = FollowedSources::read(&repo.state_dir);
+        watches.set_sources(&followed.list, report);
         session.status().unwatched(watches.unwatched_summary());
-        let mut source_dirs = source_identities(&sources);
-        let mut sources_checked = std::time::Instant::now();
         // A first index can take a while: a shutdown stops it at the next batch (what it
         // committed stays; the next start goes on from there).
         let mut summary = session.update_until(&Scope::Full, watching.catch_up, stop)?;
@@ -108,63 +104,21 @@ impl Engine {
             return Ok(());
         }
         session.status().queued(0, true);
-        session.status().sources_indexed(sources_version);
+        session.status().sources_indexed(followed.version);
         report(WatchReport::Ready(summary));
         let debounce = Duration::from_millis(self.config().index.watch_debounce_ms);
 
         while !stop.load(Ordering::Relaxed) {
-            if sources_checked.elapsed() >= Duration::from_secs(1) {
-                sources_checked = std::time::Instant::now();
+            if followed.checked.elapsed() >= Duration::from_secs(1) {
                 check_index_and_root(session, &repo.root, root_id)?;
-                let version = sources::saved_version(&repo.state_dir);
-                let now = sources::load_indexable(&repo.state_dir);
-                // A source folder deleted and made again (a remount, a checkout) is another
-                // directory: the OS watch on the old one is gone, so it is watched again, and a
-                // full run takes what it holds now.
-                let dirs = source_identities(&now);
-                if now != sources || dirs != source_dirs {
-                    watches.set_sources(&now, report);
-                    session.status().unwatched(watches.unwatched_summary());
-                    sources = now;
-                    source_dirs = dirs;
-                    session.status().queued(1, true);
-                    self.apply(&repo, session, BTreeSet::from([repo.root.clone()]), (report, stop));
-                    session.status().queued(0, true);
-                }
-                if version != sources_version {
-                    // Said after the run that took the list in (or at once when the list is
-                    // the same): `docdex add` waits for this.
-                    sources_version = version;
-                    session.status().sources_indexed(version);
-                }
+                self.follow_sources(&repo, session, &mut watches, &mut followed, (report, stop));
             }
             let events = match next_batch(&rx, debounce) {
                 Next::Batch(events) => events,
                 Next::Idle => continue,
                 Next::Closed => break,
             };
-            let mut batch = Batch::default();
-            let filter = watches.filter();
-            for ev in events {
-                collect(&repo, &filter, ev, &mut batch, report);
-            }
-            for gone in &batch.gone {
-                watches.forget(gone);
-            }
-            if batch.paths.contains(&repo.root) || touches_ignore_file(&batch.paths) {
-                // What is ignored may have changed anywhere: watch what a full walk enters now,
-                // and no longer what it leaves out (the full run follows).
-                watches.sync(report);
-            } else {
-                // Sorted, so a directory comes before those inside it, which its walk covers.
-                let mut done: Vec<&PathBuf> = Vec::new();
-                for dir in &batch.opened {
-                    if !done.iter().any(|d| dir.starts_with(d)) {
-                        watches.watch_tree(dir, report);
-                        done.push(dir);
-                    }
-                }
-            }
+            let batch = gather(&repo, &mut watches, events, report);
             session.status().unwatched(watches.unwatched_summary());
             if batch.dirs_changed {
                 // The directory structure changed: cached project maps are stale.
@@ -181,6 +135,32 @@ impl Engine {
             session.status().queued(0, true);
         }
         Ok(())
+    }
+
+    /// Re-reads the registered sources (once a second): a changed list, or a source folder
+    /// deleted and made again (a remount, a checkout: the OS watch on the old one is gone), is
+    /// watched anew and taken in by a full run; then the list's version is marked indexed,
+    /// which `docdex add` waits for.
+    fn follow_sources(
+        &self,
+        repo: &RepoRef,
+        session: &mut IndexSession,
+        watches: &mut Watches,
+        followed: &mut FollowedSources,
+        (report, stop): (&dyn Fn(WatchReport), &AtomicBool),
+    ) {
+        let now = FollowedSources::read(&repo.state_dir);
+        if now.list != followed.list || now.dirs != followed.dirs {
+            watches.set_sources(&now.list, report);
+            session.status().unwatched(watches.unwatched_summary());
+            session.status().queued(1, true);
+            self.apply(repo, session, BTreeSet::from([repo.root.clone()]), (report, stop));
+            session.status().queued(0, true);
+        }
+        if now.version != followed.version {
+            session.status().sources_indexed(now.version);
+        }
+        *followed = now;
     }
 
     /// The OS watcher (nothing watched yet), its events on the returned channel, and the
@@ -304,6 +284,52 @@ fn touches_ignore_file(paths: &BTreeSet<PathBuf>) -> bool {
             .and_then(|n| n.to_str())
             .is_some_and(|n| matches!(n, ".gitignore" | ".ignore" | ".gitmodules" | DOCDEX_IGNORE))
     })
+}
+
+/// The registered sources a watch follows, as last read.
+struct FollowedSources {
+    /// The list's saved version, read before the list (a save in between is seen next time).
+    version: u64,
+    list: Vec<Source>,
+    /// Each source folder's identity: one deleted and made again is another directory.
+    dirs: Vec<Option<(u64, u64)>>,
+    checked: std::time::Instant,
+}
+
+impl FollowedSources {
+    fn read(state_dir: &Path) -> FollowedSources {
+        let version = sources::saved_version(state_dir);
+        let list = sources::load_indexable(state_dir);
+        let dirs = source_identities(&list);
+        FollowedSources { version, list, dirs, checked: std::time::Instant::now() }
+    }
+}
+
+/// One debounced batch of events as paths to apply; the watches follow what it shows (a
+/// directory made is watched with what it holds, a changed ignore file or root re-syncs them
+/// all to what a full walk enters now, one gone is forgotten).
+fn gather(repo: &RepoRef, watches: &mut Watches, events: Vec<WatchEvent>, report: &dyn Fn(WatchReport)) -> Batch {
+    let mut batch = Batch::default();
+    let filter = watches.filter();
+    for ev in events {
+        collect(repo, &filter, ev, &mut batch, report);
+    }
+    for gone in &batch.gone {
+        watches.forget(gone);
+    }
+    if batch.paths.contains(&repo.root) || touches_ignore_file(&batch.paths) {
+        watches.sync(report);
+    } else {
+        // Sorted, so a directory comes before those inside it, which its walk covers.
+        let mut done: Vec<&PathBuf> = Vec::new();
+        for dir in &batch.opened {
+            if !done.iter().any(|d| dir.starts_with(d)) {
+                watches.watch_tree(dir, report);
+                done.push(dir);
+            }
+        }
+    }
+    batch
 }
 
 /// Which directory each source folder is now (none while it is missing).
