@@ -290,16 +290,30 @@ pub struct Definition {
 
 /// Definitions whose normalized name is exactly `name_norm` (at most `cap`).
 pub fn definitions(reader: &SymbolReader, name_norm: &str, cap: usize) -> Result<Vec<Definition>> {
+    definitions_where(reader, "s.norm = ?1 AND ?2 IS NULL", name_norm, None, cap)
+}
+
+/// Definitions named exactly `name`, case and all: names are stored folded to lowercase
+/// (`norm`), so prose's `Show` would otherwise find every `show` method.
+pub fn exact_definitions(reader: &SymbolReader, name: &str, cap: usize) -> Result<Vec<Definition>> {
+    definitions_where(reader, "s.norm = ?1 AND s.name = ?2", &norm(name), Some(name), cap)
+}
+
+fn definitions_where(
+    reader: &SymbolReader,
+    filter: &str,
+    name_norm: &str,
+    name: Option<&str>,
+    cap: usize,
+) -> Result<Vec<Definition>> {
     let err = reader.err();
-    let mut stmt = reader
-        .conn()
-        .prepare_cached(
-            "SELECT f.path, s.line_start, s.line_end, s.kind FROM symbols s JOIN files f ON f.id = s.file_id
-             WHERE s.norm = ?1 LIMIT ?2",
-        )
-        .map_err(&err)?;
+    let sql = format!(
+        "SELECT f.path, s.line_start, s.line_end, s.kind FROM symbols s JOIN files f ON f.id = s.file_id
+         WHERE {filter} LIMIT ?3"
+    );
+    let mut stmt = reader.conn().prepare_cached(&sql).map_err(&err)?;
     let rows = stmt
-        .query_map(rusqlite::params![name_norm, cap as i64], |r| {
+        .query_map(rusqlite::params![name_norm, name, cap as i64], |r| {
             let kind: String = r.get(3)?;
             Ok(Definition {
                 path: r.get(0)?,

@@ -26,7 +26,6 @@ pub use render::render_markdown;
 use crate::engine::code::impact::LoadedGraph;
 use crate::engine::code::query;
 use crate::engine::code::store::SymbolReader;
-use crate::engine::code::symbols::norm;
 use crate::engine::code::test_files::is_test_path;
 use crate::engine::code::types::SymbolKind;
 use crate::engine::index::files::language;
@@ -218,7 +217,7 @@ impl Engine {
             if out.len() >= MAX_DEFINITIONS {
                 break;
             }
-            let defs = match exact_definitions(&reader, &name, MAX_DEFINITIONS_PER_NAME + 1) {
+            let defs = match query::exact_definitions(&reader, &name, MAX_DEFINITIONS_PER_NAME + 1) {
                 Ok(d) => d,
                 Err(e) => {
                     tracing::debug!("definition lookup failed: {e}");
@@ -621,31 +620,6 @@ fn ends_like_prose(after: &str) -> bool {
         }
         _ => false,
     }
-}
-
-/// Declarations named exactly `name`, case and all: the store matches names folded to
-/// lowercase (`norm`), so prose's `Show` found every `show` method.
-fn exact_definitions(reader: &SymbolReader, name: &str, cap: usize) -> Result<Vec<query::Definition>> {
-    let err = reader.err();
-    let mut stmt = reader
-        .conn()
-        .prepare_cached(
-            "SELECT f.path, s.line_start, s.line_end, s.kind FROM symbols s JOIN files f ON f.id = s.file_id
-             WHERE s.norm = ?1 AND s.name = ?2 LIMIT ?3",
-        )
-        .map_err(&err)?;
-    let rows = stmt
-        .query_map(rusqlite::params![norm(name), name, cap as i64], |r| {
-            let kind: String = r.get(3)?;
-            Ok(query::Definition {
-                path: r.get(0)?,
-                line_start: r.get(1)?,
-                line_end: r.get(2)?,
-                kind: SymbolKind::parse(&kind).unwrap_or(SymbolKind::Variable),
-            })
-        })
-        .map_err(&err)?;
-    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(err)
 }
 
 fn is_word(b: u8) -> bool {
