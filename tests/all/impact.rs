@@ -1785,3 +1785,42 @@ fn typescript_type_only_imports_are_impact_edges() {
         assert_eq!(inbound, ["src/user.ts"], "{target}: {back}");
     }
 }
+
+/// Import resolution changes (which roots a Python import sees) move edges and diagnostics
+/// with no import changed, so an upgraded docdex kept the graph its predecessor resolved until
+/// `docdex graph rebuild`. The store records the resolution version its graph was built
+/// under; the next index run rebuilds a graph built under another, and only then.
+#[test]
+fn a_graph_resolved_by_an_older_docdex_is_rebuilt_by_the_next_index_run() {
+    let env = Env::new();
+    let repo = env.repo("resolved");
+    write(&repo, "app/main.py", "from app import util\nimport app.missing\n");
+    write(&repo, "app/__init__.py", "");
+    write(&repo, "app/util.py", "X = 1\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let rr = env.engine().resolve_repo(&repo).unwrap();
+    let graph_file = rr.data_dir().join("impact_graph.json");
+    // A stale graph: an edge its resolution no longer gives.
+    let stale = |env: &Env| {
+        let mut g: serde_json::Value = serde_json::from_slice(&std::fs::read(&graph_file).unwrap()).unwrap();
+        let d = g["diagnostics"].as_array_mut().expect("diagnostics");
+        assert!(!d.is_empty(), "app.missing is not found: {g}");
+        d[0]["spec"] = serde_json::json!("ghostpkg");
+        std::fs::write(&graph_file, serde_json::to_vec(&g).unwrap()).unwrap();
+        let _ = env;
+    };
+    let ghost = |env: &Env| {
+        env.run(&["impact", "diagnostics", "--repo", r, "--json"]).stdout.windows(8).any(|w| w == b"ghostpkg")
+    };
+    stale(&env);
+    assert!(ghost(&env), "the tampered graph is read");
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    assert!(ghost(&env), "same resolution version: an unchanged run leaves the graph");
+
+    let conn = rusqlite::Connection::open(docdex::engine::code::store::db_path(&rr)).unwrap();
+    conn.execute("DELETE FROM meta WHERE key = 'graph_resolution'", []).unwrap();
+    drop(conn);
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    assert!(!ghost(&env), "a graph resolved by an older docdex is rebuilt");
+}

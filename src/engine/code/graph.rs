@@ -207,6 +207,11 @@ impl GraphOptions {
     }
 }
 
+/// How imports are resolved to files (which roots a Python import sees, which file a
+/// specifier names, ...). Bump it with any change that can move an edge or a diagnostic: a
+/// graph built under another number is rebuilt by the next index run, as no import changed.
+pub const RESOLUTION_VERSION: u32 = 2;
+
 /// Where a repo's graph is stored.
 pub fn graph_path(repo: &RepoRef) -> PathBuf {
     repo.data_dir().join(FILE_NAME)

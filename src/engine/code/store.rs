@@ -95,6 +95,9 @@ pub struct StoreMeta {
     pub graph_pending: bool,
     /// The generation the impact graph was last built from (0 when unknown).
     pub graph_generation: u64,
+    /// [`super::graph::RESOLUTION_VERSION`] of the graph last built (0: written before it
+    /// was recorded).
+    pub graph_resolution: u32,
 }
 
 impl StoreMeta {
@@ -140,6 +143,7 @@ fn read_meta(conn: &Connection) -> rusqlite::Result<StoreMeta> {
             "generation" => meta.generation = v.parse().unwrap_or(0),
             "graph_pending" => meta.graph_pending = v == "1",
             "graph_generation" => meta.graph_generation = v.parse().unwrap_or(0),
+            "graph_resolution" => meta.graph_resolution = v.parse().unwrap_or(0),
             _ => {
                 if let Some(lang) = k.strip_prefix("grammar:") {
                     meta.grammars.insert(lang.to_string(), v);
@@ -450,10 +454,15 @@ impl SymbolStore {
         self.conn
             .execute("INSERT OR REPLACE INTO meta VALUES('graph_generation', ?1)", [generation.to_string()])
             .map_err(&err)?;
+        let resolution = super::graph::RESOLUTION_VERSION;
+        self.conn
+            .execute("INSERT OR REPLACE INTO meta VALUES('graph_resolution', ?1)", [resolution.to_string()])
+            .map_err(&err)?;
         self.conn.execute_batch("COMMIT").map_err(&err)?;
         self.in_tx = false;
         self.meta.graph_pending = false;
         self.meta.graph_generation = generation;
+        self.meta.graph_resolution = resolution;
         Ok(())
     }
 

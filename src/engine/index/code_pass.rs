@@ -134,7 +134,10 @@ impl CodePass {
         // A run killed after its symbols committed but before the graph was written left the
         // mark; a store with files but no graph file lost it some other way.
         let graph_missing = !index_created && !graph::graph_path(repo).exists() && !store.created();
-        let graph_dirty = store.meta().graph_pending || graph_missing;
+        // A graph an older docdex resolved (another `RESOLUTION_VERSION`) is rebuilt once.
+        let resolved_otherwise =
+            !index_created && !store.created() && store.meta().graph_resolution != graph::RESOLUTION_VERSION;
+        let graph_dirty = store.meta().graph_pending || graph_missing || resolved_otherwise;
         if graph_dirty {
             tracing::info!(
                 built_from = store.meta().graph_generation,
