@@ -744,3 +744,25 @@ fn declarations_on_one_minified_line_get_the_signatures_they_get_on_many_lines()
     let many: Vec<&str> = many.iter().map(|s| s.signature.as_str()).collect();
     assert_eq!(one, many);
 }
+
+#[test]
+fn a_class_comes_before_methods_that_share_its_name() {
+    // celery: `AsyncResult` the class (celery/result.py) listed after the `AsyncResult`
+    // methods that build one (celery/app/base.py), which sort first by path.
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "app/base.py", "class App:\n    def AsyncResult(self, task_id):\n        return 1\n");
+    write(&repo, "app/backend.py", "class Backend:\n    def AsyncResult(self, task_id):\n        return 2\n");
+    write(&repo, "result.py", "class AsyncResult:\n    def get(self):\n        return 3\n");
+    write(&repo, "parse.py", "class Parse:\n    pass\n\ndef parse(text):\n    return text\n");
+    let engine = env.engine();
+    engine.index(&repo, &Default::default(), &crate::util::quiet()).unwrap();
+    let first = |q: &str| {
+        let req = docdex::engine::protocol::SymbolsRequest { query: Some(q.into()), ..Default::default() };
+        let h = engine.symbols(&repo, &req).unwrap().results.into_iter().next().unwrap();
+        (h.path, h.name)
+    };
+    assert_eq!(first("AsyncResult"), ("result.py".into(), "AsyncResult".into()));
+    assert_eq!(first("parse"), ("parse.py".into(), "parse".into()));
+    assert_eq!(first("Parse"), ("parse.py".into(), "Parse".into()));
+}

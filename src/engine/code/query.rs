@@ -158,12 +158,33 @@ pub fn search(
     hits.sort_by(|(ta, a), (tb, b)| {
         ta.cmp(tb)
             .then(b.score.total_cmp(&a.score))
+            .then(spelling_rank(a, &query).cmp(&spelling_rank(b, &query)))
             .then(class_rank(&a.path, &a.lang).cmp(&class_rank(&b.path, &b.lang)))
             .then(a.name.len().cmp(&b.name.len()))
             .then(a.path.cmp(&b.path))
             .then(a.line_start.cmp(&b.line_start))
     });
     Ok((hits.into_iter().take(limit).map(|(_, h)| h).collect(), total))
+}
+
+/// Among equal scores: the name spelled as asked (case and all) first, and of those a type
+/// before a function or member of the same name (`AsyncResult` the class before the
+/// `AsyncResult` methods that build one; `parse` the function before a class `Parse`).
+fn spelling_rank(h: &SymbolHit, query: &str) -> u8 {
+    let is_type = matches!(
+        h.kind,
+        SymbolKind::Class
+            | SymbolKind::Struct
+            | SymbolKind::Enum
+            | SymbolKind::Interface
+            | SymbolKind::Trait
+            | SymbolKind::Type
+    );
+    match (h.name == query, is_type) {
+        (true, true) => 0,
+        (true, false) => 1,
+        _ => 2,
+    }
 }
 
 /// Splits `a::b`, `a.b`, `a#b` and `a->b` into the last segment and the one before it.
