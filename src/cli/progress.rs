@@ -39,7 +39,7 @@ impl Bar {
         ))
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
-        bar.set_style(style);
+        bar.set_style(with_eta(style));
         Bar { bar: Some(bar), said_searchable: AtomicBool::new(false) }
     }
 
@@ -68,7 +68,7 @@ impl ProgressSink for Bar {
                     ))
                     .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> ");
-                    b.set_style(style);
+                    b.set_style(with_eta(style));
                     b.reset_eta();
                 }
                 b.set_length(p.files_total.max(1));
@@ -84,6 +84,22 @@ impl ProgressSink for Bar {
             b.set_message(p.phase.clone());
             b.set_prefix(format!("{}/{} files", p.files_done, p.files_total));
         }
+    }
+}
+
+/// The bar's `{eta}`: indicatif's estimate, or `…` while nothing is done yet (its estimate
+/// is then 0s, which read as "done" beside `0/2158 chunks`).
+fn with_eta(style: ProgressStyle) -> ProgressStyle {
+    style.with_key("eta", |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+        let _ = w.write_str(&eta_text(state.pos(), state.eta()));
+    })
+}
+
+fn eta_text(done: u64, eta: std::time::Duration) -> String {
+    if done == 0 {
+        "…".into()
+    } else {
+        format!("{:#}", indicatif::HumanDuration(eta))
     }
 }
 
@@ -140,5 +156,20 @@ impl Ticker {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimate_waits_for_the_first_unit_done() {
+        assert_eq!(eta_text(0, std::time::Duration::ZERO), "…");
+        assert_eq!(eta_text(0, std::time::Duration::from_secs(90)), "…");
+        assert_eq!(
+            eta_text(5, std::time::Duration::from_secs(90)),
+            format!("{:#}", indicatif::HumanDuration(std::time::Duration::from_secs(90)))
+        );
     }
 }
