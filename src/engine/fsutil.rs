@@ -533,6 +533,19 @@ pub fn ago(now_ms: u64, then_ms: u64) -> String {
     }
 }
 
+/// A path as a user typed it, `~` and `~/x` read as the shell reads them (`$HOME`); anything
+/// else, or no `$HOME`, as typed.
+pub fn expand_tilde(typed: &str) -> PathBuf {
+    let home = || std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    match typed.strip_prefix('~') {
+        Some("") => home().unwrap_or_else(|| PathBuf::from(typed)),
+        Some(rest) if rest.starts_with('/') => {
+            home().map(|h| h.join(&rest[1..])).unwrap_or_else(|| PathBuf::from(typed))
+        }
+        _ => PathBuf::from(typed),
+    }
+}
+
 #[cfg(test)]
 mod ago_tests {
     use super::{ago, count};
@@ -594,5 +607,22 @@ mod decode_tests {
         assert!(looks_binary(&[0xFF, 0xFE, 0x00, 0xD8, 0x41, 0x00]));
         assert!(looks_binary(b"ELF\0\x01"));
         assert!(!looks_binary(b"plain text"));
+    }
+}
+
+#[cfg(test)]
+mod tilde_tests {
+    use super::expand_tilde;
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_typed_tilde_is_the_home_as_a_shell_reads_it() {
+        assert_eq!(expand_tilde("src/main.rs"), PathBuf::from("src/main.rs"));
+        assert_eq!(expand_tilde("~user/x"), PathBuf::from("~user/x"), "another user's home is not guessed");
+        assert_eq!(expand_tilde("/a/~/b"), PathBuf::from("/a/~/b"));
+        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from) {
+            assert_eq!(expand_tilde("~"), home);
+            assert_eq!(expand_tilde("~/code/x"), home.join("code/x"));
+        }
     }
 }

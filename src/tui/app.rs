@@ -823,7 +823,7 @@ impl App {
     fn submit_prompt(&mut self, kind: PromptKind, text: &str) -> Result<(), String> {
         match kind {
             PromptKind::AddRepo => {
-                let path = expand_tilde(text.trim());
+                let path = crate::engine::protocol::expand_tilde(text.trim());
                 if text.trim().is_empty() {
                     return Err("type the path of a directory".into());
                 }
@@ -1423,21 +1423,6 @@ fn scroll_step(key: &KeyEvent, nav: Option<Command>) -> Option<ScrollStep> {
 
 fn is_printable(key: &KeyEvent) -> bool {
     matches!(key.code, KeyCode::Char(_)) && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-}
-
-/// `~/x` → `$HOME/x`.
-fn expand_tilde(p: &str) -> PathBuf {
-    if let Some(rest) = p.strip_prefix("~/") {
-        if let Some(home) = std::env::var_os("HOME") {
-            return PathBuf::from(home).join(rest);
-        }
-    }
-    if p == "~" {
-        if let Some(home) = std::env::var_os("HOME") {
-            return PathBuf::from(home);
-        }
-    }
-    PathBuf::from(p)
 }
 
 /// The provider as configured, before any check.

@@ -378,11 +378,7 @@ fn folders_on_disk(typed: &str) -> Result<Vec<String>, String> {
         Some(i) => (&typed[..=i], &typed[i + 1..]),
         None => ("", typed),
     };
-    let read_from = match dir.strip_prefix("~/") {
-        Some(rest) => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(rest)).unwrap_or_else(|| dir.into()),
-        None if dir.is_empty() => PathBuf::from("."),
-        None => PathBuf::from(dir),
-    };
+    let read_from = if dir.is_empty() { PathBuf::from(".") } else { crate::engine::protocol::expand_tilde(dir) };
     let entries = std::fs::read_dir(&read_from).map_err(|e| format!("cannot list {}: {e}", read_from.display()))?;
     let mut out: Vec<String> = entries
         .flatten()

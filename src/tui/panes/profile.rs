@@ -409,7 +409,7 @@ impl ProfilePane {
                     self.form = Form::Import(path);
                     return;
                 }
-                self.request(ProfileJob::Import(expand_tilde(&text)), cx);
+                self.request(ProfileJob::Import(crate::engine::protocol::expand_tilde(&text)), cx);
             }
             // Only `y` removes (`remove_confirmed`): `enter` is no answer to a yes/no question.
             form @ Form::ConfirmRemove { .. } => {
@@ -909,13 +909,6 @@ fn imported_message(r: &ProfileImportResponse) -> String {
 /// line break) were drawn as given, shifting the row's columns off the border.
 fn one_line(text: &str) -> String {
     crate::tui::highlight::sanitize(&text.replace(['\n', '\r'], " "))
-}
-
-fn expand_tilde(p: &str) -> PathBuf {
-    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
-        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => PathBuf::from(p),
-    }
 }
 
 impl Pane for ProfilePane {
