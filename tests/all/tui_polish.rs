@@ -256,3 +256,48 @@ fn at_60_columns_every_pane_keeps_a_tab() {
     assert_eq!(h.app.focus(), docdex::tui::panes::PaneId::Impact);
     crate::tui_support::snap("tui_tabs_60x24", &h.screen(60, 24));
 }
+
+mod title_at_100_columns {
+    //! At 100 columns (the narrowest split layout) the results frame is 45 cells wide: the
+    //! title "100 of 1,000+ hits · confidence 0.91 ·    2 ms" did not fit and the frame cut it
+    //! in the timing's blank field. It now drops the timing, then the confidence, whole.
+    use crate::tui_support::{snap, Harness};
+    use crossterm::event::KeyCode;
+    use docdex::testing::tui_samples;
+    use docdex::tui::event::{EngineEvent, Request};
+
+    fn answer(h: &mut Harness, query: &str, resp: docdex::engine::protocol::SearchResponse) {
+        h.typ(query);
+        h.wait(200);
+        let seq = h
+            .requests()
+            .iter()
+            .rev()
+            .find_map(|r| match r {
+                Request::Search { seq, more: false, .. } => Some(*seq),
+                _ => None,
+            })
+            .expect("search");
+        h.engine_event(EngineEvent::SearchResults { seq, more: false, result: Ok(resp) });
+    }
+
+    /// The results frame's title at `w` columns: the text between its top-left corner and
+    /// the first run of border.
+    fn title(h: &Harness, w: u16) -> String {
+        let row = h.screen(w, 30).lines().nth(4).unwrap_or_default().to_string();
+        let left = row.split('╮').next().unwrap_or_default();
+        left.trim_start_matches('╭').trim_end_matches('─').to_string()
+    }
+
+    #[test]
+    fn the_results_title_drops_the_timing_whole_at_100_columns() {
+        let mut h = Harness::new().started();
+        let mut resp = tui_samples::search_response("session", 100);
+        resp.total_hits = 1000;
+        answer(&mut h, "session", resp);
+        h.key(KeyCode::Esc);
+        assert_eq!(title(&h, 100), " 100 of 1,000+ hits · confidence 0.91 ");
+        assert!(title(&h, 120).ends_with(" ms "), "wide enough, the timing stays: {}", title(&h, 120));
+        snap("tui_search_title_100x30", &h.screen(100, 30));
+    }
+}

@@ -445,14 +445,24 @@ impl SearchPane {
         }
     }
 
-    fn status_title(&self) -> String {
+    /// The results frame's title in `max` cells: at the narrowest split (100 columns) the
+    /// least important parts go first (timing, then confidence; the symbols' hint), whole.
+    fn status_title(&self, max: usize) -> String {
         if self.mode == Mode::Symbols {
             let shown = widgets::thousands(self.symbols.len() as u64);
             return match self.symbols_total {
                 n if n > self.symbols.len() => {
-                    format!(" Symbols (first {shown} of {}: type more to narrow) ", widgets::thousands(n as u64))
+                    let n = widgets::thousands(n as u64);
+                    widgets::fit_title(
+                        &[
+                            format!(" Symbols (first {shown} of {n}: type more to narrow) "),
+                            format!(" Symbols (first {shown} of {n}) "),
+                            format!(" Symbols ({shown} of {n}) "),
+                        ],
+                        max,
+                    )
                 }
-                _ => format!(" Symbols ({shown}) "),
+                _ => widgets::fit_title(&[format!(" Symbols ({shown}) ")], max),
             };
         }
         if self.cited {
@@ -479,8 +489,17 @@ impl SearchPane {
         } else {
             widgets::count(self.results.len() as u64, "hit", "hits")
         };
-        // Fixed width, so the title does not jump as timings change.
-        format!(" {hits} · confidence {:.2} · {:>4.0} ms ", self.confidence, self.took_ms)
+        // Fixed width, so the title does not jump as timings change (and whether the timing
+        // fits depends on the count alone).
+        let confidence = format!("confidence {:.2}", self.confidence);
+        widgets::fit_title(
+            &[
+                format!(" {hits} · {confidence} · {:>4.0} ms ", self.took_ms),
+                format!(" {hits} · {confidence} "),
+                format!(" {hits} "),
+            ],
+            max,
+        )
     }
 
     fn render_query(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
@@ -533,7 +552,7 @@ impl SearchPane {
 
     fn render_results(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) {
         let t = cx.theme;
-        let block = frame(self.status_title(), cx.focused && !self.typing, t);
+        let block = frame(self.status_title(area.width.saturating_sub(2) as usize), cx.focused && !self.typing, t);
         let inner = block.inner(area);
         block.render(area, buf);
         if inner.height == 0 || inner.width < 4 {

@@ -82,6 +82,42 @@ pub fn truncate_left(s: &str, max: usize) -> String {
     out
 }
 
+/// Cuts `s` to at most `max` cells at a space, ending in `…` when cut, so a title loses whole
+/// words ("100 of 2,048 hits" → "100 of…") rather than ending in half of one; a first word
+/// wider than `max` is cut by characters, the only way left.
+pub fn truncate_words(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    let mut best: Option<&str> = None;
+    for (i, _) in s.match_indices(' ') {
+        let head = s[..i].trim_end();
+        if !head.is_empty() && width(head) < max {
+            best = Some(head);
+        }
+    }
+    match best {
+        Some(head) => format!("{head}…"),
+        None => truncate(s, max),
+    }
+}
+
+/// A pane title in `max` cells: the first of `candidates` (most to least complete) that fits,
+/// else the last one cut at a word. A narrow pane drops a title's least important parts
+/// (the timing, then the confidence) instead of having the frame cut it mid-word.
+pub fn fit_title(candidates: &[String], max: usize) -> String {
+    if let Some(fits) = candidates.iter().find(|c| width(c) <= max) {
+        return fits.clone();
+    }
+    let Some(last) = candidates.last() else { return String::new() };
+    // Keep the frame's space on each side while there is room for it.
+    let inner = last.trim();
+    if max < 3 {
+        return truncate_words(inner, max);
+    }
+    format!(" {} ", truncate_words(inner, max - 2))
+}
+
 /// Pads or cuts `s` to exactly `w` cells.
 pub fn fit(s: &str, w: usize) -> String {
     let t = truncate(s, w);
@@ -279,6 +315,30 @@ fn truncate_exact(s: &str, w: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_title_drops_its_least_important_parts_before_it_is_cut() {
+        let c = [
+            " 100 of 2,048 hits · confidence 0.91 ·   12 ms ".to_string(),
+            " 100 of 2,048 hits · confidence 0.91 ".into(),
+            " 100 of 2,048 hits ".into(),
+        ];
+        assert_eq!(fit_title(&c, 60), c[0]);
+        assert_eq!(fit_title(&c, 43), c[1], "the timing goes first");
+        assert_eq!(fit_title(&c, 25), c[2], "then the confidence");
+        // Narrower still: whole words, never half of one.
+        assert_eq!(fit_title(&c, 14), " 100 of… ");
+        assert_eq!(fit_title(&c, 4), " 1… ");
+        assert!(fit_title(&c, 1).chars().count() <= 1);
+        assert_eq!(fit_title(&[], 10), "");
+    }
+
+    #[test]
+    fn truncate_words_cuts_at_a_space() {
+        assert_eq!(truncate_words("first 200 of 1,234 symbols", 15), "first 200 of…");
+        assert_eq!(truncate_words("short", 10), "short");
+        assert_eq!(truncate_words("abcdefghij", 5), "abcd…");
+    }
 
     #[test]
     fn styled_lines_wrap_at_spaces_with_a_hanging_indent() {
