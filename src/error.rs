@@ -241,14 +241,19 @@ pub enum Error {
         /// The server.
         url: String,
     },
-    /// The model exists but cannot chat (an embedding model such as `all-minilm`): asking
-    /// again cannot help, so it is bad input (HTTP 400), not an unavailable server.
-    #[error("model {model} on {url} cannot chat (it is an embedding model); name a chat model (the request's `model`, or `[llm] default_model`): `docdex llm-list` lists the installed ones")]
+    /// The model exists but cannot chat (an embedding model such as `all-minilm`, or a
+    /// llama.cpp server started with `--embeddings`): asking again cannot help, so it is bad
+    /// input (HTTP 400), not an unavailable server.
+    #[error("{}", model_cannot_chat_text(provider, model, url, said))]
     ModelCannotChat {
+        /// `ollama` or `openai`: the advice differs.
+        provider: String,
         /// The model asked for.
         model: String,
         /// The server.
         url: String,
+        /// The server's own message (llama.cpp's says how to restart it).
+        said: String,
     },
     /// Another service answered with an error.
     #[error("{0}")]
@@ -378,6 +383,21 @@ fn model_not_found_text(provider: &str, model: &str, url: &str) -> String {
     } else {
         format!("model {model} is not served by the {provider} server at {url}; choose one it serves (`docdex llm-list` lists them) for the request's `model` or `[llm] default_model`")
     }
+}
+
+/// What to do about a model that cannot chat. Ollama runs any installed model, so another
+/// name is the fix; an OpenAI-compatible server may run embeddings only (llama.cpp with
+/// `--embeddings`, LM Studio or vLLM with an embedding model loaded), so its own words are kept
+/// and a chat model may have to be started there first.
+fn model_cannot_chat_text(provider: &str, model: &str, url: &str, said: &str) -> String {
+    if provider == "ollama" {
+        return format!("model {model} on {url} cannot chat (it is an embedding model); name a chat model (the request's `model`, or `[llm] default_model`): `docdex llm-list` lists the installed ones");
+    }
+    let said = match said.trim() {
+        "" => String::new(),
+        s => format!(" (the server said: {s})"),
+    };
+    format!("model {model} on {url} cannot chat: the {provider} server runs it for embeddings only{said}. Set `[llm] default_model` (or the request's `model`) to a chat model it serves (`docdex llm-list` lists them), or run a chat model there (llama.cpp: a chat model, started without `--embeddings`)")
 }
 
 /// Extension to attach a path and action to `std::io::Result`.

@@ -24,7 +24,10 @@
 //!   cut the prompt to fit a smaller context window);
 //! - `v1_context_window` makes `/v1/chat/completions` refuse longer prompts with llama.cpp's
 //!   400 `exceed_context_size_error`; `props_n_ctx` serves llama.cpp's `/props` with the
-//!   window it runs with.
+//!   window it runs with;
+//! - `v1_refuses_embedding_chat` makes `/v1/chat/completions` refuse an embedding model (a
+//!   name with `embed` in it) with a given status and body: how llama.cpp, vLLM, LM Studio or
+//!   OpenAI itself answer a chat they cannot hold.
 //!
 //! Real models behind the same API: `../shared/tools/ollama-shim`.
 
@@ -83,6 +86,9 @@ pub struct FakeOllamaOptions {
     /// When set, `/props` answers as llama.cpp's does, with this as
     /// `default_generation_settings.n_ctx` (the window it runs with); 404 otherwise.
     pub props_n_ctx: Option<u64>,
+    /// When set, `/v1/chat/completions` with an embedding model (a name containing `embed`)
+    /// answers this status and JSON body (a server's own words for "not a chat model").
+    pub v1_refuses_embedding_chat: Option<(u16, Value)>,
 }
 
 impl Default for FakeOllamaOptions {
@@ -104,6 +110,7 @@ impl Default for FakeOllamaOptions {
             prompt_tokens_seen: None,
             v1_context_window: None,
             props_n_ctx: None,
+            v1_refuses_embedding_chat: None,
         }
     }
 }
@@ -700,6 +707,10 @@ async fn v1_chat(State(s): S, Json(body): Json<Value>) -> Response {
             Json(json!({"error": {"message": format!("model '{model}' not found"), "type": "invalid_request_error"}})),
         )
             .into_response();
+    }
+    if let Some((status, refusal)) = s.opts.v1_refuses_embedding_chat.as_ref().filter(|_| model.contains("embed")) {
+        let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST);
+        return (status, Json(refusal.clone())).into_response();
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     if let Some(n_ctx) = s.opts.v1_context_window.filter(|n| prompt_tokens(&s, &messages) > *n) {

@@ -180,6 +180,104 @@ fn a_missing_model_names_the_command_that_installs_it() {
     }
 }
 
+/// How OpenAI-compatible servers refuse a chat with a model that cannot hold one, in their
+/// own words: (what, HTTP status, body).
+fn not_a_chat_model_answers() -> Vec<(&'static str, u16, serde_json::Value)> {
+    vec![
+        // llama.cpp's server started with `--embeddings` (ERROR_TYPE_NOT_SUPPORTED is 501).
+        (
+            "llama.cpp",
+            501,
+            json!({"error": {"code": 501, "type": "not_supported_error",
+            "message": "This server does not support completions. Start it without `--embeddings`"}}),
+        ),
+        // OpenAI itself, for `text-embedding-3-small` and the like.
+        (
+            "openai",
+            404,
+            json!({"error": {"message": "This is not a chat model and thus not supported in the v1/chat/completions endpoint. Did you mean to use v1/completions?",
+            "type": "invalid_request_error", "param": "model", "code": null}}),
+        ),
+        // vLLM serving a pooling model: 400 before v0.10, 501 (NotImplementedError) after.
+        (
+            "vllm",
+            400,
+            json!({"object": "error", "message": "The model does not support Chat Completions API",
+            "type": "BadRequestError", "param": null, "code": 400}),
+        ),
+        (
+            "vllm-new",
+            501,
+            json!({"error": {"message": "The model does not support Chat Completions API",
+            "type": "NotImplementedError", "param": null, "code": 501}}),
+        ),
+        // LM Studio (its words for the reverse, a chat model asked to embed, are "Model is not embedding.").
+        (
+            "lm studio",
+            400,
+            json!({"error": {"message": "Failed to load model \"fake-embed\". Error: Model is not llm.",
+            "type": "invalid_request_error", "param": "model", "code": "model_not_found"}}),
+        ),
+        // Ollama's own `/v1`.
+        ("ollama /v1", 400, json!({"error": {"message": "\"fake-embed\" does not support chat", "type": "api_error"}})),
+    ]
+}
+
+#[test]
+fn an_openai_compatible_server_refusing_an_embedding_models_chat_is_model_cannot_chat() {
+    // It was `upstream_unavailable` (HTTP 503, "the server is down"), retried three times when
+    // the server said 501, for a request that can never succeed.
+    let env = Env::new();
+    for (what, status, body) in not_a_chat_model_answers() {
+        let server = fake(FakeOllamaOptions {
+            openai_only: true,
+            v1_refuses_embedding_chat: Some((status, body)),
+            ..Default::default()
+        });
+        let engine = env.engine_for("openai", &server.url(), "fake-embed", "fake-embed");
+        let err = engine.stream_chat(question("hi"), &mut |_| ControlFlow::Continue(())).unwrap_err();
+        assert!(matches!(&err, Error::ModelCannotChat { model, .. } if model == "fake-embed"), "{what}: {err:?}");
+        assert_eq!(err.code(), "model_cannot_chat", "{what}");
+        let msg = err.to_string();
+        assert!(msg.contains("fake-embed on") && msg.contains("[llm] default_model"), "{what}: {msg}");
+        assert!(!msg.contains("ollama pull") && !msg.contains("llm-setup"), "{what}: {msg}");
+        if what == "llama.cpp" {
+            assert!(msg.contains("without `--embeddings`"), "the server's own advice is kept: {msg}");
+        }
+        let chats = server.requests().iter().filter(|(p, _)| p == "/v1/chat/completions").count();
+        assert_eq!(chats, 1, "{what}: a refusal is final, not retried");
+        // A chat model on the same server still answers.
+        let mut req = question("hi");
+        req.model = "fake-chat".into();
+        assert_eq!(collect(&engine, req).1.text, expected_answer("hi"), "{what}");
+    }
+}
+
+#[test]
+fn only_a_servers_words_make_a_refused_chat_model_cannot_chat() {
+    // Conservative: a dead server, a server error and a 404 route stay what they were.
+    let env = Env::new();
+    let engine = env.engine_for("openai", &dead_url(), "fake-embed", "fake-embed");
+    let err = engine.stream_chat(question("hi"), &mut |_| ControlFlow::Continue(())).unwrap_err();
+    assert!(matches!(err, Error::LlmUnreachable { .. }), "{err:?}");
+    assert_eq!(err.code(), "upstream_unavailable");
+    let others = [
+        (501, json!({"error": {"code": 501, "message": "Not Implemented", "type": "not_supported_error"}})),
+        (500, json!({"error": {"message": "llama_decode failed: embedding model crashed", "type": "server_error"}})),
+        (404, json!({"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})),
+    ];
+    for (status, body) in others {
+        let server = fake(FakeOllamaOptions {
+            openai_only: true,
+            v1_refuses_embedding_chat: Some((status, body.clone())),
+            ..Default::default()
+        });
+        let engine = env.engine_for("openai", &server.url(), "fake-embed", "fake-embed");
+        let err = engine.stream_chat(question("hi"), &mut |_| ControlFlow::Continue(())).unwrap_err();
+        assert!(!matches!(err, Error::ModelCannotChat { .. }), "{body}: {err:?}");
+    }
+}
+
 #[test]
 fn server_errors_are_retried_with_backoff() {
     let server = fake(FakeOllamaOptions { fail_first: 2, ..Default::default() });

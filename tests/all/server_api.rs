@@ -605,4 +605,22 @@ async fn chat_with_a_model_that_cannot_chat_or_is_missing_is_a_4xx_with_advice_f
     let message = v["error"]["message"].as_str().unwrap();
     assert!(!message.contains("ollama") && !message.contains("llm-setup"), "{message}");
     assert!(message.contains("gpt-4o is not served by the openai server"), "{message}");
+    // llama.cpp's server started with `--embeddings` refuses every chat with 501: that was 503
+    // `upstream_unavailable` ("the server is down"); it is bad input, with the server's advice.
+    let refusal = json!({"error": {"code": 501, "type": "not_supported_error",
+        "message": "This server does not support completions. Start it without `--embeddings`"}});
+    let fake = FakeOllama::start(FakeOllamaOptions {
+        openai_only: true,
+        v1_refuses_embedding_chat: Some((501, refusal)),
+        ..Default::default()
+    })
+    .unwrap();
+    env.write_config(&llm_config("openai", &fake.url(), "fake-embed", "fake-embed"));
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    for stream in [false, true] {
+        let (s, v) = post(&server, "/v1/chat/completions", ask("fake-embed", stream)).await;
+        assert_error(s, &v, 400, "model_cannot_chat");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains("without `--embeddings`") && !message.contains("ollama"), "{message}");
+    }
 }

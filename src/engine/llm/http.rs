@@ -124,6 +124,16 @@ impl Http {
         let body = resp.text().await.unwrap_or_default();
         let message = error_message(&body);
         let lower = message.to_ascii_lowercase();
+        // Before the missing-model check: LM Studio says "Failed to load model" with code
+        // `model_not_found` for a model it has but cannot chat with.
+        if !model.is_empty() && cannot_chat(&lower) {
+            return Failure::Fatal(Error::ModelCannotChat {
+                provider: self.provider.to_string(),
+                model: model.to_string(),
+                url: self.base.clone(),
+                said: message,
+            });
+        }
         let says_missing = lower.contains("not found") || lower.contains("does not exist") || lower.contains("no such");
         if !model.is_empty() && says_missing && (status.as_u16() == 404 || lower.contains("model")) {
             return Failure::Fatal(Error::ModelNotFound {
@@ -131,9 +141,6 @@ impl Http {
                 model: model.to_string(),
                 url: self.base.clone(),
             });
-        }
-        if !model.is_empty() && cannot_chat(&lower) {
-            return Failure::Fatal(Error::ModelCannotChat { model: model.to_string(), url: self.base.clone() });
         }
         let advice = context_overflow_advice(&body, &message);
         let said = format!(
@@ -451,13 +458,30 @@ pub(crate) fn error_message(body: &str) -> String {
     }
 }
 
-/// Whether a server's error (lowercased) says the model cannot chat: Ollama answers an
-/// embedding model's chat with 400 `"all-minilm" does not support chat` (`generate` for
-/// `/api/generate`).
+/// What servers say, lowercased, when the model (or the server) cannot chat at all. Only
+/// these words count: a status alone (llama.cpp's 501, OpenAI's 404) also means a missing
+/// route or an unimplemented feature, and a dead or failing server must stay "unavailable".
+const CANNOT_CHAT_SAID: [&str; 6] = [
+    // Ollama, both APIs: 400 `"all-minilm" does not support chat`; vLLM serving a pooling
+    // model: "The model does not support Chat Completions API" (400, 501 from v0.10).
+    "does not support chat",
+    // Ollama's `/api/generate`; Ollama before 0.3.
+    "does not support generate",
+    "embedding models do not support",
+    // llama.cpp's server started with `--embeddings`: 501 "This server does not support
+    // completions. Start it without `--embeddings`".
+    "does not support completions",
+    // OpenAI: 404 "This is not a chat model and thus not supported in the
+    // v1/chat/completions endpoint".
+    "not a chat model",
+    // LM Studio: "Failed to load model \"x\". Error: Model is not llm." (as it says "Model is
+    // not embedding." of a chat model asked to embed).
+    "model is not llm",
+];
+
+/// Whether a server's error message (lowercased) says the model cannot chat.
 fn cannot_chat(lower: &str) -> bool {
-    lower.contains("does not support chat")
-        || lower.contains("does not support generate")
-        || lower.contains("embedding models do not support")
+    CANNOT_CHAT_SAID.iter().any(|said| lower.contains(said))
 }
 
 #[cfg(test)]
@@ -469,6 +493,22 @@ mod tests {
         assert_eq!(error_message(r#"{"error":"model 'x' not found"}"#), "model 'x' not found");
         assert_eq!(error_message(r#"{"error":{"message":"nope","type":"invalid"}}"#), "nope");
         assert_eq!(error_message("plain text\n"), "plain text");
+    }
+
+    #[test]
+    fn only_a_servers_words_say_a_model_cannot_chat() {
+        for said in [
+            "\"all-minilm\" does not support chat",
+            "The model does not support Chat Completions API",
+            "This server does not support completions. Start it without `--embeddings`",
+            "This is not a chat model and thus not supported in the v1/chat/completions endpoint.",
+            "Failed to load model \"nomic\". Error: Model is not llm.",
+        ] {
+            assert!(cannot_chat(&said.to_ascii_lowercase()), "{said}");
+        }
+        for said in ["Not Implemented", "File Not Found", "model 'x' not found", "Model is not embedding.", ""] {
+            assert!(!cannot_chat(&said.to_ascii_lowercase()), "{said}");
+        }
     }
 
     #[test]
