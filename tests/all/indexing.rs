@@ -398,6 +398,79 @@ fn the_users_git_config_includes_and_last_values_apply_as_in_git() {
     assert_eq!(indexed_with(&no_global, "plain"), ["x.case", "x.first", "x.second", "x.work"]);
 }
 
+/// `[includeIf "onbranch:..."]` and `[includeIf "hasconfig:remote.*.url:..."]` counted as
+/// false, so an excludes file named only under them applied nowhere, where git applies it on
+/// the matching branch (a trailing `/` is everything below it) or in a repository with a
+/// matching remote (set in the repository's own config, read after the user's that holds the
+/// condition: git scans every config file for remote URLs first).
+#[test]
+fn onbranch_and_hasconfig_includes_apply_as_in_git() {
+    use crate::util::git;
+    let env = Env::new();
+    let home = env.dir.path().join("user");
+    let global = home.join("gitconfig");
+    write(
+        &home,
+        "gitconfig",
+        "[includeIf \"onbranch:feature/\"]\n\tpath = feature.inc\n\
+         [includeIf \"hasconfig:remote.*.url:https://example.com/team/**\"]\n\tpath = team.inc\n",
+    );
+    write(&home, "feature.inc", "[core]\n\texcludesFile = ~/feature-ignore\n");
+    write(&home, "team.inc", "[core]\n\texcludesFile = ~/team-ignore\n");
+    write(&home, "feature-ignore", "*.feat\n");
+    write(&home, "team-ignore", "*.team\n");
+    let xdg = home.join(".config");
+    let vars = [
+        ("HOME", home.to_str().unwrap()),
+        ("XDG_CONFIG_HOME", xdg.to_str().unwrap()),
+        ("GIT_CONFIG_GLOBAL", global.to_str().unwrap()),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+    ];
+    // (repository, branch, remote URL)
+    let repos = [
+        ("plain", "main", None),
+        ("feat", "feature/x/y", None),
+        ("featurex", "featurex", None),
+        ("team", "main", Some("https://example.com/team/proj.git")),
+        ("other", "main", Some("https://example.com/other/team/proj.git")),
+    ];
+    for (rel, branch, url) in repos {
+        let dir = home.join(rel);
+        write(&dir, "x.feat", "okapi feat");
+        write(&dir, "x.team", "okapi team");
+        git(&dir, &["init", "-q"]);
+        git(&dir, &["checkout", "-q", "-b", branch]);
+        if let Some(url) = url {
+            git(&dir, &["remote", "add", "origin", url]);
+        }
+    }
+    let ignored = |dir: &std::path::Path, rel: &str| {
+        let mut cmd = std::process::Command::new("git");
+        cmd.args(["check-ignore", "-q", rel]).current_dir(dir);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap().status.code() == Some(0)
+    };
+    let kept = |rel: &str| -> Vec<&str> {
+        ["x.feat", "x.team"].into_iter().filter(|f| !ignored(&home.join(rel), f)).collect()
+    };
+    // What git says, so the test asserts git's behaviour and not a guess at it.
+    let git_keeps: Vec<Vec<&str>> = repos.iter().map(|(rel, _, _)| kept(rel)).collect();
+    let want =
+        [vec!["x.feat", "x.team"], vec!["x.team"], vec!["x.feat", "x.team"], vec!["x.feat"], vec!["x.feat", "x.team"]];
+    assert_eq!(git_keeps, want);
+    for ((rel, _, _), want) in repos.iter().zip(want) {
+        let repo = home.join(rel);
+        let out = env.run_env(&["index", "--repo", repo.to_str().unwrap(), "--json"], &vars);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let r = env.engine().resolve_repo(&repo).unwrap();
+        let m = docdex::engine::index::manifest::Manifest::load(&r.manifest_path());
+        let indexed: Vec<String> = m.files.into_iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p).collect();
+        assert_eq!(indexed, want, "{rel}");
+    }
+}
+
 /// A folder outside git holding clones (`~/src` with a `.gitignore`, `~/src/repo1/.git`),
 /// indexed as one root: its `.gitignore` applied inside each clone too, where git does not
 /// read it (a clone's files git keeps were left out). It still applies to the folder's own

@@ -3,13 +3,15 @@
 //!
 //! Followed as in git: the files in git's order (system, then the user's global ones, then
 //! the repository's), the last value of a key winning across all of them; `[include] path`
-//! and `[includeIf "gitdir:..."]` / `"gitdir/i:..."` (a relative path taken from the including
-//! file's directory, `~/` from `$HOME`, at most [`MAX_INCLUDE_DEPTH`] deep, so a cycle ends; a
-//! missing file is skipped). Not followed: the other `includeIf` conditions (`onbranch:`,
-//! `hasconfig:remote.*.url:`), `~user/` and `%(prefix)/` paths, and `git -c` /
-//! `GIT_CONFIG_COUNT` settings (no git command runs here). A worktree's `config.worktree` is
-//! read after the repository's config when `extensions.worktreeConfig` is on
-//! ([`worktree_config`]).
+//! and `[includeIf "..."]` with git's conditions: `gitdir:` / `gitdir/i:`, `onbranch:` (the
+//! branch `HEAD` names) and `hasconfig:remote.*.url:` (a remote URL anywhere in the config
+//! files; a relative path taken from the including file's directory, `~/` from `$HOME`, at
+//! most [`MAX_INCLUDE_DEPTH`] deep, so a cycle ends; a missing file is skipped). Not followed:
+//! `~user/` and `%(prefix)/` paths, `git -c` / `GIT_CONFIG_COUNT` settings (no git command
+//! runs here), and a branch kept in a reftable (`onbranch:` is false there). A worktree's
+//! `config.worktree` is read after the repository's config when `extensions.worktreeConfig`
+//! is on ([`worktree_config`]). A path that is there but is no regular file (`/dev/null`, a
+//! directory) is no config file: not read, and not watched.
 
 use std::path::{Path, PathBuf};
 
@@ -32,9 +34,15 @@ pub struct Source {
 pub struct Lookup {
     /// The last value set, as git keeps it (`Some("")` when set empty).
     pub value: Option<String>,
-    /// Every watched file read, or named by an include that applied (present or not).
+    /// Every watched file read, or named by an include that applied (present or not), and the
+    /// repository's `HEAD` when an `onbranch:` condition was evaluated (a checkout decides it).
     pub files: Vec<PathBuf>,
 }
+
+/// The `includeIf` condition on the current branch.
+const ONBRANCH: &str = "onbranch:";
+/// The `includeIf` condition on the remote URLs (the only `hasconfig:` git knows).
+const HASCONFIG_URL: &str = "hasconfig:remote.*.url:";
 
 /// The user's config files in git's order: the system's (`$GIT_CONFIG_SYSTEM`, else
 /// `/etc/gitconfig`, none with `GIT_CONFIG_NOSYSTEM`), then the global ones
@@ -69,11 +77,8 @@ pub fn default_excludes_file() -> Option<PathBuf> {
 /// includes, for the repository whose git directory is `gitdir` (none outside a repository,
 /// where no `includeIf "gitdir:..."` applies).
 pub fn core_value(sources: &[Source], gitdir: Option<&Path>, key: &str) -> Lookup {
-    let mut reader = Reader { gitdir, key, watched: false, out: Lookup::default() };
-    for source in sources {
-        reader.watched = source.watched;
-        reader.file(&source.path, 0);
-    }
+    let mut reader = Reader::new(sources, gitdir, Some(key));
+    reader.read_all();
     reader.out
 }
 
@@ -102,19 +107,44 @@ pub fn expand_home(path: &str) -> Option<PathBuf> {
     }
 }
 
-/// Walks config files for one key, following includes.
+/// Walks config files for one key, following includes; or, with no key, gathers the remote
+/// URLs an `includeIf "hasconfig:remote.*.url:..."` is matched against.
 struct Reader<'a> {
+    /// The whole sequence (a `hasconfig:` condition looks at all of it).
+    sources: &'a [Source],
     gitdir: Option<&'a Path>,
-    key: &'a str,
+    /// The `core` key looked up; none for the scan of remote URLs.
+    key: Option<&'a str>,
     /// Whether the files read now are recorded for a watcher.
     watched: bool,
+    /// The scan of remote URLs: inside a file a `hasconfig:` include brought in, where git
+    /// refuses remote URLs (and dies), so none is taken from there.
+    urls_forbidden: bool,
+    /// The remote URLs: gathered by the scan; for a key, the scan's result once needed.
+    urls: Option<Vec<String>>,
     out: Lookup,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    fn new(sources: &'a [Source], gitdir: Option<&'a Path>, key: Option<&'a str>) -> Reader<'a> {
+        let urls = key.is_none().then(Vec::new);
+        Reader { sources, gitdir, key, watched: false, urls_forbidden: false, urls, out: Lookup::default() }
+    }
+
+    /// Reads every file of the sequence in order, with its includes.
+    fn read_all(&mut self) {
+        for source in self.sources {
+            self.watched = source.watched && self.key.is_some();
+            self.file(&source.path, 0);
+        }
+    }
+
     /// Reads `path` (`depth` includes down); a missing or unreadable file is skipped, as git
-    /// skips a missing include.
+    /// skips a missing include. A path that is no regular file (`/dev/null`) is no file.
     fn file(&mut self, path: &Path, depth: usize) {
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return;
+        }
         if self.watched && !self.out.files.iter().any(|f| f == path) {
             self.out.files.push(path.to_path_buf());
         }
@@ -124,10 +154,17 @@ impl Reader<'_> {
             let Entry { section, sub, key, value } = entry;
             match (section.as_str(), sub.as_deref(), key.as_str()) {
                 // A key with no `=` is a boolean, which git refuses for a path: skipped.
-                ("core", None, k) if k == self.key && value.is_some() => self.out.value = value,
+                ("core", None, k) if Some(k) == self.key && value.is_some() => self.out.value = value,
+                ("remote", Some(_), "url") if self.key.is_none() && !self.urls_forbidden => {
+                    self.urls.get_or_insert_with(Vec::new).extend(value)
+                }
                 ("include", None, "path") => self.include(value.as_deref(), path, depth),
                 ("includeif", Some(cond), "path") if self.condition(cond, path) => {
-                    self.include(value.as_deref(), path, depth)
+                    let forbid = self.key.is_none() && cond.starts_with(HASCONFIG_URL);
+                    let before = self.urls_forbidden;
+                    self.urls_forbidden |= forbid;
+                    self.include(value.as_deref(), path, depth);
+                    self.urls_forbidden = before;
                 }
                 _ => {}
             }
@@ -150,9 +187,15 @@ impl Reader<'_> {
         self.file(&target, depth + 1);
     }
 
-    /// Whether an `includeIf` condition holds: `gitdir:` and `gitdir/i:` are evaluated; the
-    /// others (`onbranch:`, `hasconfig:`) count as false.
-    fn condition(&self, cond: &str, file: &Path) -> bool {
+    /// Whether an `includeIf` condition holds, as git's `include_condition_is_true`:
+    /// `gitdir:` / `gitdir/i:`, `onbranch:`, `hasconfig:remote.*.url:`; any other is false.
+    fn condition(&mut self, cond: &str, file: &Path) -> bool {
+        if let Some(pattern) = cond.strip_prefix(ONBRANCH) {
+            return self.on_branch(pattern);
+        }
+        if let Some(pattern) = cond.strip_prefix(HASCONFIG_URL) {
+            return self.has_remote_url(pattern);
+        }
         let (pattern, icase) = match (cond.strip_prefix("gitdir:"), cond.strip_prefix("gitdir/i:")) {
             (Some(p), _) => (p, false),
             (_, Some(p)) => (p, true),
@@ -160,6 +203,65 @@ impl Reader<'_> {
         };
         self.gitdir.is_some_and(|g| gitdir_matches(pattern, icase, file, g))
     }
+
+    /// git's `include_by_branch`: the branch `HEAD` names (`refs/heads/` left off; unborn
+    /// too), matched as a path glob, a trailing `/` meaning everything below it. False
+    /// outside a repository and on a detached `HEAD`. `HEAD` joins the files a watcher follows.
+    fn on_branch(&mut self, pattern: &str) -> bool {
+        let Some(gitdir) = self.gitdir else { return false };
+        let head = gitdir.join("HEAD");
+        if self.key.is_some() && !self.out.files.contains(&head) {
+            self.out.files.push(head);
+        }
+        let Some(branch) = current_branch(gitdir) else { return false };
+        let mut pat = pattern.to_string();
+        if pat.ends_with('/') {
+            pat.push_str("**");
+        }
+        wildmatch(&pat, &branch, false)
+    }
+
+    /// git's `include_by_remote_url`: whether a remote URL (`remote.<name>.url`) set in any
+    /// file of the sequence, before this one or after it, matches the pattern as a path glob.
+    /// The URLs are gathered once, by a scan of the sequence that takes every `hasconfig:`
+    /// include as true and no URL from what those bring in (git refuses one there); the scan
+    /// itself takes the condition as true, as git's does.
+    fn has_remote_url(&mut self, pattern: &str) -> bool {
+        if self.key.is_none() {
+            return true;
+        }
+        let urls = self.urls.get_or_insert_with(|| {
+            let mut scan = Reader::new(self.sources, self.gitdir, None);
+            scan.read_all();
+            scan.urls.unwrap_or_default()
+        });
+        urls.iter().any(|url| wildmatch(pattern, url, false))
+    }
+}
+
+/// The branch a git directory's `HEAD` names (`ref: refs/heads/NAME`, or a symbolic link to
+/// `refs/heads/NAME` as old git wrote it); none when detached, unreadable, or kept in a
+/// reftable (whose `HEAD` file names the placeholder `refs/heads/.invalid`).
+fn current_branch(gitdir: &Path) -> Option<String> {
+    let head = gitdir.join("HEAD");
+    let target = match std::fs::read_link(&head) {
+        Ok(link) => link.to_string_lossy().into_owned(),
+        Err(_) => std::fs::read_to_string(&head).ok()?.strip_prefix("ref:")?.trim().to_string(),
+    };
+    let branch = target.strip_prefix("refs/heads/")?;
+    (branch != ".invalid" && !branch.is_empty()).then(|| branch.to_string())
+}
+
+/// git's `wildmatch(pattern, text, WM_PATHNAME)`: `*` and `?` stay within a `/`-separated
+/// part, `**/` and `/**` cross parts, `\` escapes; braces are plain characters there.
+fn wildmatch(pattern: &str, text: &str, icase: bool) -> bool {
+    let pattern = pattern.replace('{', "\\{").replace('}', "\\}");
+    globset::GlobBuilder::new(&pattern)
+        .literal_separator(true)
+        .case_insensitive(icase)
+        .backslash_escape(true)
+        .build()
+        .is_ok_and(|g| g.compile_matcher().is_match(text))
 }
 
 /// git's `include_by_gitdir`: the pattern (`~/` expanded, `./` from the including file's
@@ -429,6 +531,75 @@ mod tests {
         // A value after the include wins over the included one.
         std::fs::write(p("main"), "[include]\npath = sub/inc\n[core]\nexcludesFile = c\n").unwrap();
         assert_eq!(core_value(&sources, None, "excludesfile").value.as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn onbranch_conditions_follow_head_as_in_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        std::fs::create_dir(p("git")).unwrap();
+        std::fs::write(
+            p("cfg"),
+            "[includeIf \"onbranch:feature/\"]\npath = feat\n[includeIf \"onbranch:rel-*\"]\npath = rel\n",
+        )
+        .unwrap();
+        std::fs::write(p("feat"), "[core]\nexcludesFile = feat\n").unwrap();
+        std::fs::write(p("rel"), "[core]\nexcludesFile = rel\n").unwrap();
+        let sources = [Source { path: p("cfg"), watched: true }];
+        let on = |head: &str| {
+            std::fs::write(p("git/HEAD"), head).unwrap();
+            core_value(&sources, Some(&p("git")), "excludesfile").value
+        };
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(on("ref: refs/heads/feature/a/b\n"), s("feat"), "a trailing / is everything below");
+        assert_eq!(on("ref: refs/heads/feature\n"), None);
+        assert_eq!(on("ref: refs/heads/rel-2\n"), s("rel"));
+        assert_eq!(on("ref: refs/heads/rel-2/x\n"), None, "* stays within one part");
+        assert_eq!(on("0123456789abcdef0123456789abcdef01234567\n"), None, "detached");
+        assert_eq!(on("ref: refs/heads/.invalid\n"), None, "a reftable's placeholder");
+        // HEAD decides: a watcher follows it. Outside a repository nothing is on a branch.
+        assert!(core_value(&sources, Some(&p("git")), "excludesfile").files.contains(&p("git/HEAD")));
+        assert_eq!(core_value(&sources, None, "excludesfile").value, None);
+    }
+
+    #[test]
+    fn hasconfig_conditions_see_every_remote_url_as_in_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        std::fs::write(
+            p("global"),
+            "[includeIf \"hasconfig:remote.*.url:https://example.com/team/**\"]\npath = team\n\
+             [includeIf \"hasconfig:remote.*.url:git@example.com:*/x.git\"]\npath = ssh\n",
+        )
+        .unwrap();
+        // The included file's own URL does not count (git refuses one there).
+        std::fs::write(p("team"), "[core]\nexcludesFile = team\n").unwrap();
+        std::fs::write(p("ssh"), "[core]\nexcludesFile = ssh\n[remote \"o\"]\nurl = https://example.com/team/z\n")
+            .unwrap();
+        let sources = [Source { path: p("global"), watched: true }, Source { path: p("local"), watched: true }];
+        let with = |local: &str| {
+            std::fs::write(p("local"), local).unwrap();
+            core_value(&sources, None, "excludesfile").value
+        };
+        let s = |v: &str| Some(v.to_string());
+        // Set in a file read after the condition: git scans every file first.
+        assert_eq!(with("[remote \"origin\"]\n\turl = https://example.com/team/a/b.git\n"), s("team"));
+        assert_eq!(with("[remote \"origin\"]\n\turl = https://example.com/other/team/b\n"), None);
+        assert_eq!(with("[remote \"up\"]\n\turl = git@example.com:me/x.git\n"), s("ssh"));
+        assert_eq!(with("[remote \"up\"]\n\tpushurl = https://example.com/team/a\n"), None, "url only");
+        assert_eq!(with("[remote]\n\turl = https://example.com/team/a\n"), None, "a remote has a name");
+    }
+
+    #[test]
+    fn a_path_that_is_no_regular_file_is_no_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let sources = [
+            Source { path: PathBuf::from("/dev/null"), watched: true },
+            Source { path: dir.path().to_path_buf(), watched: true },
+            Source { path: dir.path().join("missing"), watched: true },
+        ];
+        let got = core_value(&sources, None, "excludesfile");
+        assert_eq!(got.files, [dir.path().join("missing")], "a missing file is watched for; /dev/null is none");
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //!   the whole walk or (a top setting its own) nowhere, where git reads it in each repository
 //!   (top, submodule, nested clone) that sets none of its own. The walk turns the crate's off;
 //! - git's config as git reads it (`gitconfig`): system, global, then the repository's, the
-//!   last `core.excludesFile` winning, `include` and `includeIf "gitdir:..."` followed (the
-//!   crate read the first value of the global file only, and no include);
+//!   last `core.excludesFile` winning, `include` and `includeIf` (`gitdir:`, `onbranch:`,
+//!   `hasconfig:remote.*.url:`) followed (the crate read the first value of the global file
+//!   only, and no include);
 //! - a root outside git holding clones (`~/src`): its `.gitignore` files apply as a project's
 //!   own, but not inside a repository in it, where git does not read them. The crate's
 //!   `require_git(false)` applied them everywhere below, so the walk requires git and they

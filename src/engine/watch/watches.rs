@@ -369,8 +369,13 @@ impl Watches {
 
 /// The directory watched for a rule file: its own, or the one above when its own is missing
 /// (none when neither is there: the file cannot appear without one of them being made first,
-/// and that is seen at the next sync only).
+/// and that is seen at the next sync only). None for a path that is there but is no regular
+/// file: `/dev/null` (`GIT_CONFIG_GLOBAL=/dev/null`, `core.excludesFile = /dev/null`) names
+/// no file, and watching `/dev` would wake the watcher for every device event.
 fn watch_dir(file: &Path) -> Option<PathBuf> {
+    if std::fs::metadata(file).is_ok_and(|m| !m.is_file()) {
+        return None;
+    }
     let parent = file.parent()?;
     if parent.is_dir() {
         return Some(parent.to_path_buf());

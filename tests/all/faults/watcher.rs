@@ -612,6 +612,42 @@ fn an_edit_of_the_users_excludes_file_under_a_watcher_applies_at_once() {
     drop(watcher);
 }
 
+/// An `[includeIf "onbranch:..."]` in the user's config is decided by the repository's `HEAD`:
+/// a checkout under a watcher must apply the excludes file it brings in (or drops), as an edit
+/// of the config does. And `GIT_CONFIG_GLOBAL=/dev/null` (or `core.excludesFile = /dev/null`)
+/// names no file: the watcher watched `/dev`, the directory of each config file, and woke for
+/// every device event there.
+#[test]
+fn a_checkout_onto_a_branch_an_include_names_applies_its_excludes_under_a_watcher() {
+    let env = Env::new();
+    let home = user_home(&env);
+    std::fs::write(home.join(".gitconfig"), "[includeIf \"onbranch:wip/\"]\n\tpath = ~/wip.inc\n").unwrap();
+    std::fs::write(home.join("wip.inc"), "[core]\n\texcludesFile = ~/wip-ignore\n").unwrap();
+    std::fs::write(home.join("wip-ignore"), "*.scratch\n").unwrap();
+    let repo = env.repo("r");
+    write(&repo, "main.rs", "fn okapi_main() {}\n");
+    write(&repo, "notes.scratch", "capybara scratch notes\n");
+    crate::util::git_commit_all(&repo);
+    let mut cmd = hermetic(&env);
+    cmd.env("GIT_CONFIG_GLOBAL", "/dev/null");
+    let (watcher, reports) = WatchProcess::start_as(&env, &repo, cmd);
+    assert!(reports.is_empty(), "{reports:?}");
+    let watched = watched_inodes(watcher.0.id());
+    assert!(watched.contains(&inode(&repo)));
+    assert!(!watched.contains(&inode(Path::new("/dev"))), "/dev is watched for GIT_CONFIG_GLOBAL=/dev/null");
+    drop(watcher);
+
+    let engine = env.engine();
+    let watcher = WatchProcess::start(&env, &repo);
+    assert_eq!(hit_paths(&engine, &repo, "capybara"), ["notes.scratch"], "not on a wip/ branch");
+
+    crate::util::git(&repo, &["checkout", "-q", "-b", "wip/x"]);
+    eventually("notes.scratch dropped on wip/x", || hit_paths(&engine, &repo, "capybara").is_empty());
+    crate::util::git(&repo, &["checkout", "-q", "main"]);
+    eventually("notes.scratch back on main", || hit_paths(&engine, &repo, "capybara") == ["notes.scratch"]);
+    drop(watcher);
+}
+
 /// A directory of a registered source that refuses a watch is named by its key in what the
 /// watcher says and in `docdex status`, as the repository's are by their path.
 #[test]
