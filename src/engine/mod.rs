@@ -586,6 +586,10 @@ impl Engine {
         warnings.extend(skip_warnings(&manifest));
         let srcs = index::sources::load(&repo.state_dir);
         warnings.extend(index::sources::missing(&srcs, &manifest).into_iter().map(|(_, warning)| warning));
+        if !running {
+            // A run in progress rebuilds what these name.
+            warnings.extend(code::api::index_run_notes(&repo));
+        }
         let record = self.inner.registry.get(&repo.fingerprint)?;
         Ok(StatusResponse {
             schema_version: SCHEMA_VERSION,

@@ -1699,6 +1699,45 @@ fn symbols_status_reports_imports_stored_by_older_rules() {
     assert_eq!(rules_message(&env), None, "re-extracted by the next index run");
 }
 
+/// `docdex status` (and the status API) said nothing when the impact graph was resolved by an
+/// older docdex (`graph_resolution` in symbols.db) or the stored imports were extracted by
+/// older import rules: a user saw stale edges with a ready index and no word of why, nor that
+/// the next index run rebuilds the graph. Now status warns, from the store's meta alone (status
+/// is polled), and the warning goes once an index run has rebuilt it.
+#[test]
+fn status_says_when_the_graph_or_stored_imports_are_an_older_docdexs() {
+    let env = Env::new();
+    let repo = env.repo("statusgraph");
+    write(&repo, "src/a.ts", "import { b } from './b';\nexport const a = b;\n");
+    write(&repo, "src/b.ts", "export const b = 1;\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let warnings = |env: &Env| -> Vec<String> {
+        let v = env.json(&["status", "--repo", r, "--json"]);
+        let w = v["warnings"].as_array().cloned().unwrap_or_default();
+        w.iter().filter_map(|m| m.as_str().map(str::to_string)).filter(|m| m.contains("older docdex")).collect()
+    };
+    assert_eq!(warnings(&env), Vec::<String>::new(), "this build's graph and rules");
+
+    let rr = env.engine().resolve_repo(&repo).unwrap();
+    let conn = rusqlite::Connection::open(docdex::engine::code::store::db_path(&rr)).unwrap();
+    conn.execute("UPDATE meta SET value = '1' WHERE key = 'graph_resolution'", []).unwrap();
+    conn.execute("DELETE FROM meta WHERE key = 'imports:typescript'", []).unwrap();
+    drop(conn);
+    let w = warnings(&env);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(
+        w[0].contains("impact graph") && w[0].contains("rebuilds it") && w[0].contains("docdex index --repo"),
+        "{w:?}"
+    );
+    assert!(w[1].contains("typescript") && w[1].contains("import rules"), "{w:?}");
+    let text = env.run(&["status", "--repo", r]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("impact graph was resolved by an older docdex"));
+
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    assert_eq!(warnings(&env), Vec::<String>::new(), "rebuilt by the next index run");
+}
+
 /// `docdex graph rebuild` extracts every file's imports from disk with this build's rules, so its
 /// graph is current however old the store's imports are: the outdated-imports warning, true of a
 /// graph an index run built from the store, was still given after it.

@@ -452,6 +452,36 @@ fn language_rows(
 /// A note when the stored imports of some languages were extracted by another docdex's import
 /// rules: not drift (symbol queries stay open) but the impact graph built from them may be out
 /// of date until the next index run re-extracts them, which only impact answers said before.
+/// What `docdex status` says of the code pass's state that the next index run changes without
+/// any file changing: an impact graph resolved under another
+/// [`super::graph::RESOLUTION_VERSION`] (an older docdex's rules: edges and diagnostics may be
+/// stale) and stored imports extracted by older import rules. Read from the store's meta only
+/// (status is polled); nothing for a store never committed, or one another docdex's schema
+/// wrote (the index run rebuilds it whole, and `docdex symbols-status` says so).
+pub fn index_run_notes(repo: &RepoRef) -> Vec<String> {
+    let Some(meta) = store::peek_meta(repo) else { return Vec::new() };
+    if meta.schema != store::STORE_SCHEMA || meta.generation == 0 {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    let current = super::graph::RESOLUTION_VERSION;
+    if meta.graph_resolution != current {
+        let which = match meta.graph_resolution {
+            0 => "before resolution was versioned".to_string(),
+            v if v > current => format!("under resolution {v}, newer than this build's {current}"),
+            v => format!("under resolution {v}, this build's is {current}"),
+        };
+        let age = if meta.graph_resolution > current { "a newer" } else { "an older" };
+        notes.push(format!(
+            "the impact graph was resolved by {age} docdex ({which}): its edges and diagnostics may be out of date; \
+             the next `docdex index --repo {}` rebuilds it (`docdex graph rebuild` does now)",
+            crate::error::shell_path(&repo.root)
+        ));
+    }
+    notes.extend(outdated_imports_message(&meta, repo));
+    notes
+}
+
 fn outdated_imports_message(meta: &store::StoreMeta, repo: &RepoRef) -> Option<String> {
     let outdated: Vec<&str> = meta.imports_outdated().into_iter().map(Lang::name).collect();
     if outdated.is_empty() {

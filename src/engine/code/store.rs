@@ -132,6 +132,21 @@ impl StoreMeta {
     }
 }
 
+/// The store's meta alone, for `docdex status`, which is polled: one small query, waiting at
+/// most 100 ms for a lock (readers of a WAL store wait only on recovery). None when there is no
+/// store or it cannot be read now.
+pub fn peek_meta(repo: &RepoRef) -> Option<StoreMeta> {
+    let path = db_path(repo);
+    if !path.is_file() {
+        return None;
+    }
+    // Read-write without create, as `SymbolReader::open`: a WAL reader needs the shared memory.
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(&path, flags).ok()?;
+    conn.busy_timeout(Duration::from_millis(100)).ok()?;
+    read_meta(&conn).ok()
+}
+
 fn read_meta(conn: &Connection) -> rusqlite::Result<StoreMeta> {
     let mut meta = StoreMeta::default();
     let mut stmt = conn.prepare("SELECT key, value FROM meta")?;
