@@ -488,6 +488,21 @@ pub fn print_file(out: &Out, f: &FileContent) {
     }
 }
 
+/// A status's progress: the phase's own count in the unit the engine names (chunks while
+/// embedding, then its files, which were shown as chunks), and what a parsing phase means.
+fn progress_text(p: &crate::engine::protocol::IndexProgress) -> String {
+    let meaning = match p.phase.as_str() {
+        "parsing" => " (every file searchable as text; symbols and the graph follow)",
+        _ => "",
+    };
+    let (done, total, unit) = p.measure();
+    let files = match unit {
+        crate::engine::protocol::ProgressUnit::Chunks => format!(" ({}/{} files)", p.files_done, p.files_total),
+        _ => String::new(),
+    };
+    format!("{} {done}/{total} {}{files}{meaning}", p.phase, unit.noun(total))
+}
+
 /// `docdex status`.
 pub fn print_status(out: &Out, s: &StatusResponse) {
     let state = serde_json::to_value(s.index_state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
@@ -501,13 +516,7 @@ pub fn print_status(out: &Out, s: &StatusResponse) {
         out.line(&format!("indexed     {}", crate::engine::protocol::ago(crate::engine::protocol::now_ms(), ms)));
     }
     if let Some(p) = &s.progress {
-        let meaning = match p.phase.as_str() {
-            "parsing" => " (every file searchable as text; symbols and the graph follow)",
-            _ => "",
-        };
-        // The embedding phase counts chunks in the same fields.
-        let unit = if p.phase == "embedding" { "chunks" } else { "files" };
-        out.line(&format!("progress    {} {}/{} {unit}{meaning}", p.phase, p.files_done, p.files_total));
+        out.line(&format!("progress    {}", progress_text(p)));
     }
     if let Some(e) = &s.last_event {
         out.line(&format!("last event  {} {}", e.kind, visible(&e.path)));
@@ -610,6 +619,15 @@ mod tests {
         // Uncolored output has no escape of its own to keep.
         assert_eq!(guard("\x1b[0mx\n", false), "\\u{1b}[0mx\n");
         assert!(matches!(guard("plain\ttext\n", true), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn progress_names_chunks_as_chunks_and_files_as_files() {
+        use crate::engine::protocol::IndexProgress;
+        let embedding = IndexProgress::embedding((2, 6), (120, 400));
+        assert_eq!(super::progress_text(&embedding), "embedding 120/400 chunks (2/6 files)");
+        let indexing = IndexProgress { phase: "indexing".into(), files_done: 3, files_total: 5, ..Default::default() };
+        assert_eq!(super::progress_text(&indexing), "indexing 3/5 files");
     }
 
     #[test]

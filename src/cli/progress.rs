@@ -2,6 +2,7 @@
 
 use crate::engine::protocol::IndexProgress;
 use crate::engine::protocol::ProgressSink;
+use crate::engine::protocol::ProgressUnit;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,13 +55,11 @@ impl Bar {
 impl ProgressSink for Bar {
     fn progress(&self, p: &IndexProgress) {
         if let Some(b) = &self.bar {
-            // Embedding counts chunks and `docdex eval` queries (in files_done/files_total), not bytes.
-            let unit = match p.phase.as_str() {
-                "embedding" => Some("chunks"),
-                "evaluating" => Some("queries"),
-                _ => None,
-            };
-            if let Some(unit) = unit {
+            // Embedding counts chunks and `docdex eval` queries, not bytes: the bar shows the
+            // phase's own count, in the unit the engine names.
+            let (done, total, unit) = p.measure();
+            if unit != ProgressUnit::Files {
+                let unit = unit.noun(2);
                 if b.message() != p.phase {
                     let style = ProgressStyle::with_template(&format!(
                         "{{spinner}} {{msg:>10}} [{}] {{pos}}/{{len}} {unit} · ETA {{eta}}",
@@ -71,8 +70,8 @@ impl ProgressSink for Bar {
                     b.set_style(with_eta(style));
                     b.reset_eta();
                 }
-                b.set_length(p.files_total.max(1));
-                b.set_position(p.files_done);
+                b.set_length(total.max(1));
+                b.set_position(done);
                 b.set_message(p.phase.clone());
                 return;
             }

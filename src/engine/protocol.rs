@@ -41,8 +41,8 @@ pub use super::fsutil::{ago, count, expand_tilde, noun_for, now_ms};
 pub use super::index::files::{canonical_language, complete_language, language};
 pub use super::index::sources::{AddSourceRequest, Source, SourceInfo};
 pub use super::index::types::{
-    FileContent, FileRequest, IndexProgress, IndexState, IndexSummary, LastEvent, ProgressSink, SkippedFile,
-    StatusResponse, SCHEMA_VERSION,
+    FileContent, FileRequest, IndexProgress, IndexState, IndexSummary, LastEvent, ProgressSink, ProgressUnit,
+    SkippedFile, StatusResponse, SCHEMA_VERSION,
 };
 pub use super::libs::types::*;
 pub use super::llm::models::{CatalogModel, ListedModel, LlmListResponse};

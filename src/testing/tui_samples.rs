@@ -260,6 +260,7 @@ pub fn overviews(now_ms: u64) -> Vec<RepoOverview> {
         files_total: 48_210,
         bytes_done: 41_000_000,
         bytes_total: 160_000_000,
+        ..Default::default()
     });
     indexing.writer_pid = Some(4242);
     let mut watched = base("/work/code/shop", RepoState::Ready, 1_204, 9_876, Some(300_000));

@@ -584,3 +584,42 @@ fn a_stuck_model_server_costs_a_search_a_moment_not_a_timeout() {
     assert_eq!(search(&engine, &repo, "dashboard").retrieval.mode, "bm25");
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), asked, "asked once per engine");
 }
+
+/// `GET /v1/status` (`Engine::status`) during the embedding phase: its `files_total` was the
+/// number of chunks to embed (2,158 "files" on a 300-file repository). Files are counted as
+/// files there too; the chunks have fields of their own and `unit` says what the bar counts.
+#[test]
+fn status_while_embedding_counts_files_as_files_and_chunks_as_chunks() {
+    use docdex::engine::protocol::{IndexProgress, ProgressUnit};
+    let server = fake();
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    // One file of many chunks, so chunks and files differ.
+    let long: String = (0..400).map(|i| format!("pub fn handler_{i}(x: u64) -> u64 {{ x + {i} }}\n\n")).collect();
+    write(&repo, "src/handlers.rs", &long);
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    // The status the servers serve, read when the phase starts (written at once, not throttled).
+    let seen = std::sync::Mutex::new(None);
+    let sink = |p: &IndexProgress| {
+        if p.phase == "embedding" {
+            let mut s = seen.lock().expect("lock");
+            if s.is_none() {
+                *s = Some(engine.status(&repo).expect("status").progress.expect("progress"));
+            }
+        }
+    };
+    let summary = engine.index(&repo, &IndexOptions::default(), &sink).expect("index");
+    let e = summary.embeddings.expect("embedded");
+    let p = seen.into_inner().expect("lock").expect("an embedding phase was seen");
+    assert_eq!(p.phase, "embedding");
+    assert!(e.chunks_embedded > e.files_embedded, "the repository has more chunks than files: {e:?}");
+    assert_eq!((p.files_done, p.files_total), (0, e.files_embedded), "files, not chunks: {p:?}");
+    assert_eq!((p.chunks_done, p.chunks_total), (Some(0), Some(e.chunks_embedded)), "{p:?}");
+    assert_eq!(p.measure(), (0, e.chunks_embedded, ProgressUnit::Chunks), "what a bar shows: {p:?}");
+    // As the servers write it: the unit named, chunks in their own fields.
+    let json = serde_json::to_value(&p).expect("json");
+    assert_eq!(json["unit"], "chunks");
+    assert_eq!(json["files_total"], e.files_embedded);
+    assert_eq!(json["chunks_total"], e.chunks_embedded);
+}

@@ -681,12 +681,36 @@ fn index_progress_shows_while_indexing() {
             files_total: 5,
             bytes_done: 600,
             bytes_total: 1000,
+            ..Default::default()
         },
     });
     let s = h.screen(80, 24);
     assert!(shows(&s, "indexing 60%"), "{s}");
     assert!(shows(&s, "Indexing is running; results fill in as it goes."), "{s}");
     h.snap_both("tui_search_while_indexing");
+}
+
+#[test]
+fn the_embedding_phase_counts_chunks_as_chunks_and_moves_the_bar() {
+    // The status bar showed the phase's chunks as "files" at 0% (it measured bytes, which
+    // embedding has none of); the Repos pane guessed chunks from the phase's name.
+    let mut h = Harness::new();
+    h.requests();
+    let repo = h.repo.clone();
+    h.engine_event(EngineEvent::IndexStarted { repo: repo.clone() });
+    let progress = docdex::engine::protocol::IndexProgress::embedding((2, 6), (120, 400));
+    h.engine_event(EngineEvent::IndexProgress { repo: repo.clone(), progress });
+    let s = h.screen(120, 40);
+    let bar = s.lines().last().unwrap_or_default();
+    assert!(bar.contains("embedding 30%") && bar.contains("120/400 chunks"), "{bar}");
+    // The Repos pane's details of this repository.
+    let mut rows = tui_samples::overviews(NOW_MS);
+    rows.truncate(1);
+    rows[0].path = repo.clone();
+    h.engine_event(EngineEvent::Repos(Ok(rows)));
+    h.alt('1');
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "120/400 chunks · 2/6 files"), "{s}");
 }
 
 #[test]
@@ -708,6 +732,7 @@ fn a_query_typed_during_a_first_index_runs_again_when_a_commit_lands() {
             files_total: 5,
             bytes_done: 600,
             bytes_total: 1000,
+            ..Default::default()
         },
     };
     h.engine_event(progress("indexing"));

@@ -177,19 +177,15 @@ impl Engine {
         s: &mut EmbedSummary,
     ) -> Result<()> {
         let chunks_total: u64 = todo.iter().filter_map(|p| wanted.get(p)).map(|w| w.chunks).sum();
+        let files_total = todo.iter().filter(|p| wanted.contains_key(*p)).count() as u64;
         let reader =
             session.index().reader().map_err(|e| Error::Index { path: repo.index_dir(), message: e.to_string() })?;
         let searcher = reader.searcher();
         let (_, fields) = build_schema();
-        let mut done = 0u64;
-        let report = |done: u64| {
-            let p = IndexProgress {
-                phase: "embedding".into(),
-                files_done: done,
-                files_total: chunks_total,
-                bytes_done: 0,
-                bytes_total: 0,
-            };
+        let (mut done, mut files_done) = (0u64, 0u64);
+        // Files as files and chunks as chunks (`files_total` was the chunk count).
+        let report = |files_done: u64, done: u64| {
+            let p = IndexProgress::embedding((files_done, files_total), (done, chunks_total));
             // The phase's start is written at once (a throttled write right after the text
             // index's own would be dropped, and a kill before the first group would then
             // leave no trace of the phase); later counts are throttled.
@@ -200,7 +196,7 @@ impl Engine {
             }
             sink.progress(&p);
         };
-        report(0);
+        report(0, 0);
         for group in groups(todo, wanted) {
             let files: Vec<(FileEntry, Vec<String>)> = group
                 .iter()
@@ -228,7 +224,8 @@ impl Engine {
             s.files_embedded += complete.len() as u64;
             store.write(&fresh, &vectors, &complete)?;
             done += group.iter().filter_map(|p| wanted.get(*p)).map(|w| w.chunks).sum::<u64>();
-            report(done.min(chunks_total));
+            files_done += group.iter().filter(|p| wanted.contains_key(**p)).count() as u64;
+            report(files_done.min(files_total), done.min(chunks_total));
             if stop.load(Ordering::SeqCst) && (cut || done < chunks_total) {
                 s.state = EmbedState::Partial;
                 s.notice = Some(format!(

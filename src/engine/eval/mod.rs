@@ -10,7 +10,7 @@ pub mod since;
 
 use crate::config::Config;
 use crate::engine::index::manifest::Manifest;
-use crate::engine::index::types::IndexProgress;
+use crate::engine::index::types::{IndexProgress, ProgressUnit};
 use crate::engine::index::ProgressSink;
 use crate::engine::search::types::SearchRequest;
 use crate::engine::{Engine, IndexOptions};
@@ -294,6 +294,7 @@ fn run(engine: &Engine, ctx: &RunContext, label: &str) -> Result<EvalRun> {
             phase: "evaluating".into(),
             files_done: done as u64,
             files_total: queries.len() as u64,
+            unit: ProgressUnit::Queries,
             ..Default::default()
         });
         let t = Instant::now();
@@ -315,6 +316,7 @@ fn run(engine: &Engine, ctx: &RunContext, label: &str) -> Result<EvalRun> {
         phase: "evaluating".into(),
         files_done: queries.len() as u64,
         files_total: queries.len() as u64,
+        unit: ProgressUnit::Queries,
         ..Default::default()
     });
     let median_ms = median(&mut times);

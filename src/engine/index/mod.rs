@@ -1567,6 +1567,7 @@ impl Progress {
             files_total: self.files_total,
             bytes_done: self.bytes_done.load(Ordering::Relaxed),
             bytes_total: self.bytes_total,
+            ..Default::default()
         }
     }
 }

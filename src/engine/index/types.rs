@@ -112,16 +112,90 @@ pub struct IndexSummary {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct IndexProgress {
     /// Phase: `walking`, `indexing`, `committing`, `parsing` (a large first index, searchable
-    /// as text, parsing its code), `done`.
+    /// as text, parsing its code), `embedding`, `done`.
     pub phase: String,
-    /// Files processed so far.
+    /// Files processed so far (while `embedding`: files whose chunks were embedded).
     pub files_done: u64,
-    /// Files to process.
+    /// Files to process (while `embedding`: files with chunks to embed). Files, never chunks.
     pub files_total: u64,
     /// Bytes processed so far.
     pub bytes_done: u64,
     /// Bytes to process.
     pub bytes_total: u64,
+    /// What the phase's own count is in, the one [`IndexProgress::measure`] returns:
+    /// `files`, `chunks` (embedding: `chunks_done` / `chunks_total`) or `queries`
+    /// (`docdex eval`, its queries in `files_done` / `files_total`; never in a status).
+    /// Absent in a status file an older docdex wrote: `files`.
+    #[serde(default)]
+    pub unit: ProgressUnit,
+    /// Chunks embedded so far (the embedding phase only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks_done: Option<u64>,
+    /// Chunks to embed (the embedding phase only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks_total: Option<u64>,
+}
+
+/// What a progress report counts, so that a surface never guesses it from the phase's name
+/// (the embedding phase's chunks were shown as "files").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ProgressUnit {
+    /// Files (the text index, parsing, the graph).
+    #[default]
+    Files,
+    /// Chunks (the embedding phase).
+    Chunks,
+    /// Queries (`docdex eval`).
+    Queries,
+}
+
+impl ProgressUnit {
+    /// The unit's noun for `n` of it: "1 chunk", "2,158 chunks".
+    pub fn noun(self, n: u64) -> &'static str {
+        match (self, n == 1) {
+            (ProgressUnit::Files, true) => "file",
+            (ProgressUnit::Files, false) => "files",
+            (ProgressUnit::Chunks, true) => "chunk",
+            (ProgressUnit::Chunks, false) => "chunks",
+            (ProgressUnit::Queries, true) => "query",
+            (ProgressUnit::Queries, false) => "queries",
+        }
+    }
+}
+
+impl IndexProgress {
+    /// The embedding phase's report: `files` files and `chunks` chunks, each done of total.
+    pub fn embedding(files: (u64, u64), chunks: (u64, u64)) -> IndexProgress {
+        IndexProgress {
+            phase: "embedding".into(),
+            files_done: files.0,
+            files_total: files.1,
+            unit: ProgressUnit::Chunks,
+            chunks_done: Some(chunks.0),
+            chunks_total: Some(chunks.1),
+            ..Default::default()
+        }
+    }
+
+    /// The phase's own count as (done, total, unit): chunks while embedding, queries in
+    /// `docdex eval`, else files. Every surface shows this one, so they agree.
+    pub fn measure(&self) -> (u64, u64, ProgressUnit) {
+        match self.unit {
+            ProgressUnit::Chunks => (self.chunks_done.unwrap_or(0), self.chunks_total.unwrap_or(0), self.unit),
+            ProgressUnit::Files | ProgressUnit::Queries => (self.files_done, self.files_total, self.unit),
+        }
+    }
+
+    /// How far the phase is, 0..1: by bytes where it counts them, else by its own count.
+    pub fn ratio(&self) -> f64 {
+        let (done, total, _) = self.measure();
+        match (self.bytes_total, total) {
+            (b, _) if b > 0 => self.bytes_done as f64 / b as f64,
+            (_, t) if t > 0 => done as f64 / t as f64,
+            _ => 0.0,
+        }
+    }
 }
 
 /// The last change a watcher or indexer applied.

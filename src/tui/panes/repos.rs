@@ -5,7 +5,7 @@
 
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol::ago;
-use crate::engine::protocol::{IndexProgress, IndexSummary, RepoOverview, RepoState};
+use crate::engine::protocol::{IndexProgress, IndexSummary, ProgressUnit, RepoOverview, RepoState};
 use crate::tui::action::{Action, Level, PromptKind};
 use crate::tui::event::{EngineEvent, Request, WatchActivity};
 use crate::tui::keymap::Command;
@@ -351,16 +351,19 @@ impl ReposPane {
         }
         lines.push(Line::from(head));
         if let Some(p) = self.progress.get(&r.path).or(r.progress.as_ref()) {
-            let ratio = match (p.bytes_total, p.files_total) {
-                (b, _) if b > 0 => p.bytes_done as f64 / b as f64,
-                (_, f) if f > 0 => p.files_done as f64 / f as f64,
-                _ => 0.0,
-            };
             let mut spans = vec![Span::styled(format!("{} ", fit(&p.phase, 10)), t.style(Slot::Warning))];
-            spans.extend(bar_spans(ratio, (w / 3).max(10), t, Slot::ProgressFilled, Slot::ProgressEmpty));
-            // The embedding phase counts chunks in the same fields, and no bytes.
-            let text = if p.phase == "embedding" {
-                format!(" {}/{}", thousands(p.files_done), widgets::count(p.files_total, "chunk", "chunks"))
+            spans.extend(bar_spans(p.ratio(), (w / 3).max(10), t, Slot::ProgressFilled, Slot::ProgressEmpty));
+            // The embedding phase counts chunks, and no bytes; its files are files.
+            let (done, total, unit) = p.measure();
+            let text = if unit == ProgressUnit::Chunks {
+                format!(
+                    " {}/{} {} · {}/{}",
+                    thousands(done),
+                    thousands(total),
+                    unit.noun(total),
+                    thousands(p.files_done),
+                    widgets::count(p.files_total, "file", "files")
+                )
             } else {
                 format!(
                     " {}/{} · {:.1}/{:.1} MB",

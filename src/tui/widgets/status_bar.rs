@@ -42,19 +42,23 @@ pub fn index_text(
     compact: bool,
 ) -> (String, Slot) {
     if let Some(p) = progress.or(overview.and_then(|o| o.progress.as_ref())) {
-        let ratio = if p.bytes_total > 0 { p.bytes_done as f64 / p.bytes_total as f64 } else { 0.0 };
+        // By bytes where the phase counts them, else by its own count (chunks while embedding,
+        // which has no bytes: it read 0% throughout, beside chunks shown as "files").
+        let ratio = p.ratio();
         let pct = (ratio * 100.0).round() as u32;
         let phase = if p.phase.is_empty() { "indexing" } else { p.phase.as_str() };
         if compact {
             return (format!("{} {phase} {pct}%", spinner(step)), Slot::Warning);
         }
         let (f, e) = bar(ratio, 8);
+        let (done, total, unit) = p.measure();
         return (
             format!(
-                "{} {phase} {pct}% {f}{e} {}/{}",
+                "{} {phase} {pct}% {f}{e} {}/{} {}",
                 spinner(step),
-                thousands(p.files_done),
-                super::count(p.files_total, "file", "files")
+                thousands(done),
+                thousands(total),
+                unit.noun(total)
             ),
             Slot::Warning,
         );
