@@ -801,13 +801,15 @@ fn a_manifest_agent_id_with_spaces_is_the_agent_it_names() {
     let env = Env::new();
     env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
     let f = env.dir.path().join("spaced.json");
+    // A removal within the retention (an older one is not kept, so not exported).
+    let removed_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     std::fs::write(
         &f,
         json!({"format": "docdex.profile_sync", "version": 1,
                "agents": [{"id": " team ", "role": "Spaced", "created_at": 1}],
                "preferences": [{"id": "5c9d8e7f-1a2b-4c3d-8e9f-0a1b2c3d4e5f", "agent_id": "team ", "content": "Write plainly",
                                 "category": "style", "last_updated": 10}],
-               "tombstones": [{"id": "6d0e9f80-2b3c-4d4e-9f00-1b2c3d4e5f60", "agent_id": " team", "deleted_at": 5}]})
+               "tombstones": [{"id": "6d0e9f80-2b3c-4d4e-9f00-1b2c3d4e5f60", "agent_id": " team", "deleted_at": removed_at}]})
         .to_string(),
     )
     .unwrap();
@@ -1406,4 +1408,58 @@ fn a_mistyped_agent_is_said_to_be_unknown_with_the_closest_existing_name() {
     let (code, err) = stderr(&["profile", "add", "--agent", "reviewer", "-c", "style", "short functions"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("created agent reviewer (no agent had that name)") && !err.contains("did you mean"), "{err}");
+}
+
+/// Removals (a preference's tombstone, an agent's removal) were kept forever, so `main.db` and
+/// every export only grew with each removal ever made. They exist so a machine that has not
+/// seen a removal yet cannot bring the row back with a stale manifest; kept for
+/// `TOMBSTONE_RETENTION_DAYS` (180), that holds for every machine that syncs within that
+/// time. An older removal is still applied to an older row, then not kept; a recent one is
+/// kept and still wins over a stale manifest.
+#[test]
+fn removals_older_than_the_retention_are_applied_but_not_kept() {
+    use docdex::engine::profiles::TOMBSTONE_RETENTION_DAYS;
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let day = 86_400_000i64;
+    let old = now - (TOMBSTONE_RETENTION_DAYS as i64 + 10) * day;
+    let recent = now - day;
+    let (p_old, p_new) = ("6f1b6a52-9c1e-4b7a-8d55-1f0c2a3b4c5d", "7a2c7b63-0d2f-4c8b-9e66-2a1d3b4c5d6e");
+    let import = |name: &str, manifest: Value| {
+        let file = env.dir.path().join(name);
+        std::fs::write(&file, manifest.to_string()).unwrap();
+        engine.profile_import(&file).unwrap()
+    };
+    let pref = |id: &str, text: &str, at: i64| json!({"id": id, "agent_id": "olga", "content": text, "category": "style", "last_updated": at, "source": "manual"});
+    let agent = |id: &str, at: i64| json!({"id": id, "role": "Docs", "created_at": at, "role_updated": at});
+    let r = import(
+        "first.json",
+        json!({"format": "docdex.profile_sync", "version": 1,
+            "agents": [agent("olga", old - 2000), agent("gone", old - 2000), agent("fresh", old - 2000)],
+            "preferences": [pref(p_old, "Prefer tabs", old - 1000), pref(p_new, "Prefer spaces", old - 1000)],
+            "tombstones": [], "removed_agents": []}),
+    );
+    assert_eq!((r.added, r.agents_added), (2, 3), "{r:?}");
+    let r = import(
+        "second.json",
+        json!({"format": "docdex.profile_sync", "version": 1, "agents": [agent("olga", old - 2000)], "preferences": [],
+            "tombstones": [{"id": p_old, "agent_id": "olga", "deleted_at": old},
+                           {"id": p_new, "agent_id": "olga", "deleted_at": recent}],
+            "removed_agents": [{"id": "gone", "removed_at": old}, {"id": "fresh", "removed_at": recent}]}),
+    );
+    assert_eq!((r.deleted, r.agents_removed), (2, 2), "both removals apply, however old: {r:?}");
+    let m = engine.profile_export().unwrap();
+    let kept: Vec<&str> = m.tombstones.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(kept, [p_new], "the removal older than the retention is not kept");
+    let removed: Vec<&str> = m.removed_agents.iter().flatten().map(|r| r.id.as_str()).collect();
+    assert_eq!(removed, ["fresh"]);
+    // A recent removal still wins over the stale manifest that lists what it removed.
+    let r = import(
+        "first-again.json",
+        json!({"format": "docdex.profile_sync", "version": 1,
+        "agents": [agent("fresh", old - 2000)], "preferences": [pref(p_new, "Prefer spaces", old - 1000)],
+        "tombstones": [], "removed_agents": []}),
+    );
+    assert_eq!((r.added, r.agents_added), (0, 0), "{r:?}");
 }

@@ -38,6 +38,18 @@ const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
 pub const CLOCK_SKEW_MS: i64 = 60_000;
 /// Copies of imported manifests kept in `profiles/sync/` (the newest; older ones are removed).
 pub const KEPT_IMPORTS: usize = 20;
+/// How long a removal (a preference's tombstone, an agent's removal) is kept for sync. A removal
+/// exists so that a machine that has not seen it yet cannot bring the row back with a stale
+/// manifest; kept forever, they only grew (every removal ever made, in `main.db` and in every
+/// export). A machine that syncs within this time sees every removal; one that comes back after
+/// longer may bring back what was removed meanwhile (as a row written there, it can be removed
+/// again). Applied at each write that adds removals (`profile remove`, `profile import`).
+pub const TOMBSTONE_RETENTION_DAYS: u64 = 180;
+
+/// The removals older than this (epoch ms) are dropped: [`TOMBSTONE_RETENTION_DAYS`] before `now`.
+fn retention_cutoff(now: i64) -> i64 {
+    now.saturating_sub(TOMBSTONE_RETENTION_DAYS as i64 * 86_400_000)
+}
 /// The manifest format name.
 pub const MANIFEST_FORMAT: &str = "docdex.profile_sync";
 
@@ -380,7 +392,9 @@ impl Engine {
                 // the machine that set its role would otherwise lose to it).
                 let at = store::agent(w.conn(), id)?.map_or(now, |a| now.max(store::agent_stamp(&a).saturating_add(1)));
                 w.record_agent_removal(id, at)?;
-                w.delete_agent(id, now)
+                let removed = w.delete_agent(id, now)?;
+                w.prune_removals(retention_cutoff(now))?;
+                Ok(removed)
             })?;
             return Ok(ProfileRemoveResponse { id: id.to_string(), agent_id: id.to_string(), removed });
         }
@@ -391,7 +405,9 @@ impl Engine {
                 if req.expected_last_updated.is_some_and(|t| t != current.last_updated) {
                     return Err(changed_meanwhile(&current));
                 }
-                w.delete(&id, now)
+                let gone = w.delete(&id, now)?;
+                w.prune_removals(retention_cutoff(now))?;
+                Ok(gone)
             })?
             .ok_or_else(|| not_found(&id))?;
         tracing::info!(agent = %gone.agent_id, id, "preference removed");
@@ -529,7 +545,12 @@ impl Engine {
             tombstones: &manifest.tombstones,
             removals: removals.as_deref(),
         };
-        self.profile_write(|w| merge(w, &rows, &mut report))?;
+        self.profile_write(|w| {
+            merge(w, &rows, &mut report)?;
+            // Applied above however old (an older removal still beats an older row); kept only
+            // within the retention.
+            w.prune_removals(retention_cutoff(now_ms() as i64))
+        })?;
         tracing::info!(added = report.added, updated = report.updated, deleted = report.deleted, "profile imported");
         let _ = self.profile_vectors_ready(None);
         Ok(report)

@@ -511,6 +511,18 @@ impl<'c> Write<'c> {
             .map_err(self.e())
     }
 
+    /// Drops the removals (preference tombstones and agent removals) stamped before `cutoff`
+    /// (epoch ms): see `TOMBSTONE_RETENTION_DAYS`. Returns how many went.
+    pub fn prune_removals(&self, cutoff: i64) -> Result<usize> {
+        let prefs = self.tx.execute("DELETE FROM tombstones WHERE deleted_at < ?1", [cutoff]).map_err(self.e())?;
+        let agents =
+            self.tx.execute("DELETE FROM agent_tombstones WHERE removed_at < ?1", [cutoff]).map_err(self.e())?;
+        if prefs + agents > 0 {
+            tracing::debug!(prefs, agents, "removals past the retention dropped");
+        }
+        Ok(prefs + agents)
+    }
+
     /// A removal from a sync manifest, applied when it is newer than the local row (and kept
     /// either way, so it travels on). Returns true when it removed a row.
     pub fn apply_tombstone(&self, t: &SyncTombstone) -> Result<bool> {
