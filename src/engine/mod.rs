@@ -40,7 +40,6 @@ pub mod web;
 
 use crate::config::{home_dir, Config, Paths};
 use crate::error::{Error, Result};
-use index::manifest::Manifest;
 use index::status::StatusData;
 use index::types::{FileContent, FileRequest, IndexState, IndexSummary, StatusResponse, SCHEMA_VERSION};
 use index::{IndexSession, ProgressSink, Scope};
@@ -380,8 +379,8 @@ impl Engine {
     /// on; search answers from its last commit meanwhile; `sources`: whether it has indexed
     /// the source list as saved).
     fn watched_summary(&self, repo: &RepoRef, pid: u32, running: bool, sources: SourcesTaken) -> IndexSummary {
-        let manifest = Manifest::load(&repo.manifest_path());
-        let (files, chunks) = manifest.counts();
+        let summary = index::manifest::Summary::load(&repo.manifest_path());
+        let (files, chunks) = (summary.files, summary.chunks);
         let note = match (running, sources) {
             (true, _) => format!(
                 "a watcher (pid {pid}) is updating this index and has reported no progress for a while; searches answer from its last commit meanwhile (`docdex status` shows its state)"
@@ -399,7 +398,7 @@ impl Engine {
             files,
             chunks,
             unchanged: files,
-            generation: manifest.generation,
+            generation: summary.generation,
             note: Some(note),
             pending: running || sources == SourcesTaken::NotYet,
             ..Default::default()
@@ -557,8 +556,8 @@ impl Engine {
         if !indexed && !running {
             return Err(Error::NotIndexed { path: repo.root.clone() });
         }
-        let manifest = Manifest::load(&repo.manifest_path());
-        let (documents, chunks) = manifest.counts();
+        let summary = index::manifest::Summary::load(&repo.manifest_path());
+        let (documents, chunks) = (summary.files, summary.chunks);
         let mut warnings: Vec<String> = self.inner.warnings.clone();
         let mut state = IndexState::Ready;
         let (mut queued, mut progress, mut last_event) = (0, None, None);
@@ -583,9 +582,10 @@ impl Engine {
                 crate::error::shell_path(&repo.root)
             ));
         }
-        warnings.extend(skip_warnings(&manifest));
+        warnings.extend(skip_warnings(&summary));
         let srcs = index::sources::load(&repo.state_dir);
-        warnings.extend(index::sources::missing(&srcs, &manifest).into_iter().map(|(_, warning)| warning));
+        let entries_under = |prefix: &str| summary.source_entries.get(prefix).copied().unwrap_or(0);
+        warnings.extend(index::sources::missing(&srcs, entries_under).into_iter().map(|(_, warning)| warning));
         if !running {
             // A run in progress rebuilds what these name.
             warnings.extend(code::api::index_run_notes(&repo));
@@ -934,22 +934,17 @@ fn live_warnings(d: &StatusData, interrupted: bool, indexed: bool, generation: u
 }
 
 /// Human warnings about skipped and failed files (counts by reason, then a few examples).
-fn skip_warnings(m: &Manifest) -> Vec<String> {
-    let skipped = m.skipped();
-    if skipped.is_empty() {
+fn skip_warnings(m: &index::manifest::Summary) -> Vec<String> {
+    let total = m.skipped_total();
+    if total == 0 {
         return Vec::new();
-    }
-    let mut by_reason: std::collections::BTreeMap<String, usize> = Default::default();
-    for (_, r) in &skipped {
-        let key = r.split(" (").next().unwrap_or(r).split(':').next().unwrap_or(r).to_string();
-        *by_reason.entry(key).or_default() += 1;
     }
     let mut out = vec![format!(
         "{} not indexed: {}",
-        crate::engine::fsutil::count(skipped.len(), "file"),
-        by_reason.iter().map(|(r, n)| format!("{n} {r}")).collect::<Vec<_>>().join(", ")
+        crate::engine::fsutil::count(total, "file"),
+        m.skipped_by_reason.iter().map(|(r, n)| format!("{n} {r}")).collect::<Vec<_>>().join(", ")
     )];
-    for (p, r) in skipped.iter().take(20) {
+    for (p, r) in &m.skipped_first {
         out.push(format!("skipped {p}: {r}"));
     }
     out

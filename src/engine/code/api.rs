@@ -9,7 +9,7 @@ use super::store::{self, SymbolReader};
 use super::types::SymbolKind;
 use super::types::*;
 use super::{Lang, LanguageSupport};
-use crate::engine::index::manifest::Manifest;
+use crate::engine::index::manifest::Summary;
 use crate::engine::index::types::SCHEMA_VERSION;
 use crate::engine::repos::RepoRef;
 use crate::engine::{canonical_lang, Engine};
@@ -176,7 +176,7 @@ impl Engine {
     pub fn symbols_status(&self, repo_path: &Path) -> Result<SymbolsStatus> {
         let repo = self.resolve_repo(repo_path)?;
         let support = super::language_support();
-        let index_generation = Manifest::load(&repo.manifest_path()).generation;
+        let index_generation = Summary::load(&repo.manifest_path()).generation;
         let mut status = not_built(&repo, index_generation);
         let reader = SymbolReader::open(&repo)?;
         let per_lang = match &reader {

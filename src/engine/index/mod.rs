@@ -579,7 +579,7 @@ impl IndexSession {
         // A source whose folder is gone (deleted, moved, unmounted) is not walked, and its files
         // stay indexed as they were: the user may mount it again, or remove the source.
         let (kept, missing): (Vec<String>, Vec<String>) =
-            sources::missing(&self.sources, &self.manifest).into_iter().unzip();
+            sources::missing(&self.sources, |prefix| self.manifest.entries_under(prefix)).into_iter().unzip();
         for warning in &missing {
             tracing::debug!("{warning}"); // the summary carries it to every surface
         }

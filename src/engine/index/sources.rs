@@ -4,7 +4,6 @@
 //! never starts with `//`), and every read of such a key goes through the one opener beneath
 //! that source's root, so nothing outside a registered root is ever read.
 
-use crate::engine::index::manifest::Manifest;
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
 use schemars::JsonSchema;
@@ -145,12 +144,12 @@ pub fn why_missing(source: &Source) -> Option<String> {
 
 /// The missing sources among `sources`: each one's key prefix and what to say of it, counting
 /// the files `manifest` holds from it.
-pub fn missing(sources: &[Source], manifest: &Manifest) -> Vec<(String, String)> {
+pub fn missing(sources: &[Source], entries_under: impl Fn(&str) -> usize) -> Vec<(String, String)> {
     let missing = sources.iter().filter(|s| is_missing(s));
     missing
         .map(|s| {
             let prefix = key(&s.name, "");
-            let files = manifest.files.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)).count();
+            let files = entries_under(&prefix);
             let warning = missing_warning(s, files);
             (prefix, warning)
         })
