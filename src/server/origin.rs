@@ -39,7 +39,11 @@ pub fn is_loopback_origin(origin: &str) -> bool {
 pub async fn same_machine_pages_only(req: axum::extract::Request, next: middleware::Next) -> axum::response::Response {
     use axum::response::IntoResponse;
     let headers = req.headers();
-    let origin = headers.get(axum::http::header::ORIGIN).map(|o| o.to_str().unwrap_or("<not text>"));
+    // Every `Origin` field counts: checking only the first let `localhost` vouch for a second
+    // field naming another site (no browser sends two, but a proxy may merge them).
+    let origins: Vec<&str> =
+        headers.get_all(axum::http::header::ORIGIN).iter().map(|o| o.to_str().unwrap_or("<not text>")).collect();
+    let origin = origins.iter().find(|o| !is_loopback_origin(o)).or(origins.first()).copied();
     let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     let refused = match origin {
         Some(o) => (!is_loopback_origin(o)).then(|| format!("a page of origin {o:?}")),

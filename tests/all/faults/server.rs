@@ -40,6 +40,13 @@ async fn pages_of_other_origins_and_non_json_bodies_are_refused() {
         let r = c.post(&store).header("Origin", origin).json(&json!({"content": "x"}));
         assert_eq!(code_of(r.send().await.unwrap()).await, (403, "forbidden_origin".into()), "{origin}");
     }
+    // A loopback Origin does not vouch for a second Origin field naming another site.
+    let r = c
+        .post(&store)
+        .header("Origin", "http://localhost")
+        .header("Origin", "http://evil.example")
+        .json(&json!({"content": "x"}));
+    assert_eq!(code_of(r.send().await.unwrap()).await, (403, "forbidden_origin".into()), "two Origin fields");
     // A browser that sends no Origin but says the request is cross-site.
     let r = c.get(server.url("/v1/status")).header("Sec-Fetch-Site", "cross-site");
     assert_eq!(code_of(r.send().await.unwrap()).await, (403, "forbidden_origin".into()));
