@@ -63,6 +63,15 @@ impl CancelToken {
     }
 }
 
+/// Resolves once `flag` is set (looked at every [`CANCEL_TICK`]); never otherwise. For work
+/// that answers to a plain stop flag rather than a [`CancelToken`] (a keeper's shutdown,
+/// which the embedding phase races its requests to the model server against).
+pub(crate) async fn flag_set(flag: &AtomicBool) {
+    while !flag.load(Ordering::SeqCst) {
+        tokio::time::sleep(CANCEL_TICK).await;
+    }
+}
+
 thread_local! {
     static AMBIENT: RefCell<Option<CancelToken>> = const { RefCell::new(None) };
 }

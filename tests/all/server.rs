@@ -1350,15 +1350,74 @@ fn ctrl_c_during_the_first_embedding_stops_it_at_the_next_batch_and_a_later_run_
 }
 
 #[test]
-fn a_second_ctrl_c_exits_at_once_with_status_130() {
-    // A batch in flight for 5 s (the request's timeout): the first Ctrl-C waits for it.
-    let (env, repo, _fake) = slow_embedding_setup(10, 30_000);
-    let mut server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+fn ctrl_c_drops_the_embedding_request_in_flight_and_the_next_run_embeds_it() {
+    // A slow model: every batch takes 20 s (the request timeout is 60 s). The first Ctrl-C
+    // waited for the requests in flight to finish, 20 s here, up to the timeout with a model
+    // that hangs; now they are dropped.
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let fake = FakeOllama::start(FakeOllamaOptions { embed_delay_ms: 20_000, ..Default::default() }).expect("fake");
+    let env = Env::new();
+    env.write_config(&format!(
+        "[llm]\nprovider = \"ollama\"\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\nembedding_model = \"fake-embed\"\nrequest_timeout_secs = 60\nembed_batch_size = 2\nembed_concurrency = 2\n",
+        fake.url()
+    ));
+    let repo = env.repo("slow");
+    for i in 0..10 {
+        write(&repo, &format!("notes/n{i}.md"), format!("# Note {i}\n\nword{i}a word{i}b topic{i}\n"));
+    }
+    let r = repo.to_str().unwrap();
+    let mut server = Server::start(&env, &["serve", "--repo", r], &[]);
     wait_for_embedding(&env, &repo, &mut server);
-    std::thread::sleep(Duration::from_millis(300));
+    let batches_sent = || {
+        fake.requests()
+            .iter()
+            .filter(|(p, b)| p == "/api/embed" && b["input"].as_array().is_some_and(|a| a.len() > 1))
+            .count()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while batches_sent() < 2 {
+        assert!(std::time::Instant::now() < deadline, "no batch in flight: {}", server.stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(&server, libc::SIGINT);
+    let started = std::time::Instant::now();
+    let status = server.wait_exit(Duration::from_secs(30));
+    let took = started.elapsed();
+    let stderr = server.stderr.lock().unwrap().clone();
+    assert!(status.success(), "a clean stop exits 0: {status:?}; {stderr}");
+    assert!(took < Duration::from_secs(3), "stopped in {took:?}, not after the 20 s batch; {stderr}");
+    assert_eq!(batches_sent(), 2, "no batch is sent after the stop");
+    let st = env.json(&["status", "--repo", r, "--json"]);
+    assert!(st.to_string().contains("stopped for shutdown"), "status says the run stopped: {st}");
+
+    // The dropped batches were not written: the next run (a fast model) embeds every chunk,
+    // and vectors.db holds each once.
+    let fast = FakeOllama::start(Default::default()).expect("fake");
+    env.write_config(&crate::util::llm_config("ollama", &fast.url(), "fake-chat", "fake-embed"));
+    let summary = env.json(&["index", "--repo", r, "--json"]);
+    let e = &summary["embeddings"];
+    assert_eq!(e["state"], "ready", "{summary}");
+    assert_eq!((e["files_embedded"].as_u64(), e["chunks"].as_u64()), (Some(10), Some(10)), "{e}");
+}
+
+#[test]
+fn a_second_ctrl_c_exits_at_once_with_status_130() {
+    // A catch-up run held inside (a pause point: what a long step looks like): the first
+    // Ctrl-C waits for the watcher to stop.
+    let env = Env::new();
+    let repo = env.repo("g");
+    write(&repo, "app.py", "import util\n\ndef main():\n    return util.helper()\n");
+    write(&repo, "util.py", "def helper():\n    return 1\n");
+    let args = ["serve", "--repo", repo.to_str().unwrap()];
+    let mut server = Server::start(&env, &args, &[("DOCDEX_TEST_PAUSE_AT", "before-graph-write")]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !server.stderr.lock().unwrap().contains("paused at before-graph-write") {
+        assert!(std::time::Instant::now() < deadline, "no pause: {}", server.stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
     signal(&server, libc::SIGINT);
     std::thread::sleep(Duration::from_millis(500));
-    assert!(server.child.try_wait().unwrap().is_none(), "the first Ctrl-C waits for the batch in flight");
+    assert!(server.child.try_wait().unwrap().is_none(), "the first Ctrl-C waits for the watcher");
     assert!(server.stderr.lock().unwrap().contains("Ctrl-C again to exit now"));
     signal(&server, libc::SIGINT);
     let status = server.wait_exit(Duration::from_secs(2));

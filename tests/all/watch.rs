@@ -365,11 +365,43 @@ fn reembed_under_a_running_watcher_names_it_and_says_to_stop_it_first() {
     watcher.stop();
 }
 
-/// `docdex watch`: the first Ctrl-C stops cleanly (the embedding request in flight finishes),
-/// a second one exits at once with status 130, as `docdex serve` does. The second was
-/// ignored: the user waited for the request's timeout.
+/// A `docdex watch` child with this env's home, its stderr piped.
+fn spawn_watch(env: &Env, repo: &std::path::Path, vars: &[(&str, &str)]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["watch", "--repo", repo.to_str().unwrap()])
+        .env("DOCDEX_HOME", env.home())
+        .envs(vars.iter().copied())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn docdex watch")
+}
+
+fn sigint(child: &std::process::Child) {
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+}
+
+/// The child's exit code, waiting at most `max` (killed and failed after).
+fn exit_code_within(child: &mut std::process::Child, max: std::time::Duration, what: &str) -> Option<i32> {
+    let deadline = std::time::Instant::now() + max;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("docdex watch did not exit within {max:?} of {what}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// `docdex watch`: Ctrl-C drops the embedding request in flight. It waited for the request to
+/// finish (30 s here, up to `[llm] request_timeout_secs` with a model that hangs).
 #[test]
-fn a_second_ctrl_c_ends_docdex_watch_at_once() {
+fn ctrl_c_ends_docdex_watch_with_an_embedding_request_in_flight() {
     use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
     let fake = FakeOllama::start(FakeOllamaOptions { embed_delay_ms: 30_000, ..Default::default() }).expect("fake");
     let env = Env::new();
@@ -378,38 +410,39 @@ fn a_second_ctrl_c_ends_docdex_watch_at_once() {
     for i in 0..4 {
         write(&repo, &format!("n{i}.md"), format!("# Note {i}\n\nword{i} topic{i}\n"));
     }
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
-        .args(["watch", "--repo", repo.to_str().unwrap()])
-        .env("DOCDEX_HOME", env.home())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn docdex watch");
-    let status = env.engine().resolve_repo(&repo).unwrap().state_dir.join("index_status.json");
-    eventually("the embedding phase", || {
-        std::fs::read_to_string(&status).unwrap_or_default().contains("\"embedding\"")
-    });
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let pid = child.id() as libc::pid_t;
-    let sigint = || {
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe { libc::kill(pid, libc::SIGINT) };
-    };
-    sigint();
+    let mut child = spawn_watch(&env, &repo, &[]);
+    let batch_sent =
+        || fake.requests().iter().any(|(p, b)| p == "/api/embed" && b["input"].as_array().is_some_and(|a| a.len() > 1));
+    eventually("an embedding batch in flight", batch_sent);
+    sigint(&child);
+    let started = std::time::Instant::now();
+    let code = exit_code_within(&mut child, std::time::Duration::from_secs(10), "the first Ctrl-C");
+    assert_eq!(code, Some(0), "a clean stop");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "stopped in {:?}", started.elapsed());
+}
+
+/// `docdex watch`: a second Ctrl-C exits at once with status 130, as `docdex serve` does, while
+/// the first waits for the run to stop (held here at a pause point). The second was ignored.
+#[test]
+fn a_second_ctrl_c_ends_docdex_watch_at_once() {
+    use std::io::Read;
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "app.py", "import util\n\ndef main():\n    return util.helper()\n");
+    write(&repo, "util.py", "def helper():\n    return 1\n");
+    let mut child = spawn_watch(&env, &repo, &[("DOCDEX_TEST_PAUSE_AT", "before-graph-write")]);
+    let mut stderr = child.stderr.take().expect("stderr");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 512];
+    while !String::from_utf8_lossy(&seen).contains("paused at before-graph-write") {
+        let n = stderr.read(&mut buf).expect("read stderr");
+        assert!(n > 0, "docdex watch ended before the pause: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    sigint(&child);
     std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(child.try_wait().unwrap().is_none(), "the first Ctrl-C waits for the request in flight");
-    sigint();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    let code = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s.code();
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("docdex watch did not exit on the second Ctrl-C");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    assert!(child.try_wait().unwrap().is_none(), "the first Ctrl-C waits for the run to stop");
+    sigint(&child);
+    let code = exit_code_within(&mut child, std::time::Duration::from_secs(2), "the second Ctrl-C");
     assert_eq!(code, Some(130));
 }

@@ -64,7 +64,7 @@ pub fn embed_input(chunk_text: &str) -> &str {
 impl Engine {
     /// Runs the embedding phase for a repo whose index `session` just committed. Never fails
     /// the index run: problems come back as the summary's state and notice. `stop` (a keeper's
-    /// shutdown) ends it before the next batch of requests: what was embedded is kept (files
+    /// shutdown) ends it at once, the requests in flight dropped: what was embedded is kept (files
     /// whose every chunk has a vector are written, every vector obtained is cached), the
     /// summary is `Partial`, the status says the run stopped, and the next run goes on.
     pub(crate) fn embed_index(
@@ -248,15 +248,18 @@ impl Engine {
     }
 
     /// Embeds `texts` in batches of `[llm] embed_batch_size`, `[llm] embed_concurrency` in
-    /// flight; once `stop` is set no further batch is sent (those in flight finish). Returns
-    /// every vector obtained and the first failure, if any.
+    /// flight. Once `stop` is set no further batch is sent and those in flight are dropped
+    /// within a [`CANCEL_TICK`](crate::engine::cancel::CANCEL_TICK) (their connections closed):
+    /// a slow model took as long as a request could last to let a server stop, and a batch
+    /// dropped is simply not written (the next run embeds it). Returns every vector obtained
+    /// and the first failure, if any.
     fn embed_many(
         &self,
         texts: Vec<(TextHash, String)>,
         dim: usize,
         stop: &AtomicBool,
     ) -> (Vec<(TextHash, Vec<f32>)>, Option<Error>) {
-        if texts.is_empty() {
+        if texts.is_empty() || stop.load(Ordering::SeqCst) {
             return (Vec::new(), None);
         }
         let cfg = &self.config().llm;
@@ -269,22 +272,30 @@ impl Engine {
             texts.chunks(cfg.embed_batch_size.max(1) as usize).map(|c| c.to_vec()).collect();
         let concurrency = cfg.embed_concurrency.max(1) as usize;
         let results = self.block_on(async move {
-            futures::stream::iter(batches.into_iter().map(|batch| {
+            let mut pending = futures::stream::iter(batches.into_iter().map(|batch| {
                 let provider = provider.clone();
                 let model = model.clone();
                 async move {
-                    // Checked as each batch is about to be sent (`buffered` starts them lazily).
-                    if stop.load(Ordering::SeqCst) {
-                        return (Vec::new(), Ok(Vec::new()));
-                    }
                     let inputs: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
                     let out = provider.embed(&model, inputs).await;
                     (batch, out)
                 }
             }))
-            .buffered(concurrency)
-            .collect::<Vec<_>>()
-            .await
+            .buffer_unordered(concurrency);
+            let mut done = Vec::new();
+            loop {
+                tokio::select! {
+                    // Answers already in are taken before the stop is looked at.
+                    biased;
+                    next = pending.next() => match next {
+                        Some(r) => done.push(r),
+                        None => break,
+                    },
+                    // Dropping `pending` drops the requests in flight.
+                    _ = crate::engine::cancel::flag_set(stop) => break,
+                }
+            }
+            done
         });
         let results = match results {
             Ok(r) => r,
