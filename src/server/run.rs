@@ -130,6 +130,10 @@ fn token(engine: &Engine, opts: &ServerOptions) -> anyhow::Result<Option<String>
 /// between the network and the repository, and a short one is guessed.
 pub const MIN_EXPOSED_TOKEN_LEN: usize = 16;
 
+/// Fewest different characters in that token: a repeated pattern is no secret, while a random
+/// 16-character hex token has fewer than 5 about once in a million.
+pub const MIN_EXPOSED_TOKEN_DISTINCT: usize = 5;
+
 /// Resolves and checks the bind address against the exposure rules. `localhost:PORT` means
 /// `127.0.0.1:PORT` (never a resolver's answer, which could be anything).
 pub fn bind_addr(engine: &Engine, opts: &ServerOptions, token: Option<&str>) -> anyhow::Result<SocketAddr> {
@@ -148,6 +152,10 @@ pub fn bind_addr(engine: &Engine, opts: &ServerOptions, token: Option<&str>) -> 
         };
         if token.trim().chars().count() < MIN_EXPOSED_TOKEN_LEN {
             bail!("--expose requires a token of at least {MIN_EXPOSED_TOKEN_LEN} characters (this one has {}): a short token can be guessed over the network; e.g. `openssl rand -hex 24`", token.trim().chars().count());
+        }
+        let distinct = token.trim().chars().collect::<std::collections::BTreeSet<_>>().len();
+        if distinct < MIN_EXPOSED_TOKEN_DISTINCT {
+            bail!("--expose requires a random token: this one uses only {distinct} different characters (`aaaa...`, `abab...` are guessed first); e.g. `openssl rand -hex 24`");
         }
     }
     Ok(addr)

@@ -628,6 +628,13 @@ fn exposing_needs_a_token_and_non_loopback_needs_expose() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("at least 16 characters"), "{err}");
+    // So is a long one made of a repeated pattern.
+    for guessable in ["aaaaaaaaaaaaaaaa", "abababababababababab"] {
+        let out = env.run(&["serve", "--repo", r, "--bind", "0.0.0.0:0", "--expose", "--auth-token", guessable]);
+        assert!(!out.status.success(), "{guessable}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("random token"), "{guessable}: {err}");
+    }
     // A token of spaces guards nothing: refused, exposed or not (it started with no auth).
     let spaces = "                ";
     for args in [
