@@ -436,10 +436,17 @@ pub fn read_repo_file(root: &Path, rel: &str) -> std::io::Result<Vec<u8>> {
 
 /// A repository file through [`open_repo_file`], at most `max_bytes`: `Ok(None)` when it holds
 /// more (a file growing while read stops at the bound too), so no caller reads a huge file whole.
+/// The size is that of the file opened (`fstat` on its descriptor), not of whatever the path
+/// named when a caller checked it: a path swapped for a link to a 313 MB file between a check
+/// and the read was read whole.
 pub fn read_repo_file_capped(root: &Path, rel: &str, max_bytes: u64) -> std::io::Result<Option<Vec<u8>>> {
     use std::io::Read;
     let file = open_repo_file(root, rel)?;
-    let mut bytes = Vec::new();
+    let size = file.metadata()?.len();
+    if size > max_bytes {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(size as usize + 1);
     file.take(max_bytes.saturating_add(1)).read_to_end(&mut bytes)?;
     Ok((bytes.len() as u64 <= max_bytes).then_some(bytes))
 }

@@ -614,13 +614,10 @@ impl Engine {
         let repo = self.resolve_repo(repo_path)?;
         let found = locate_file(&repo, file)?;
         self.check_served(&found.root, &found.real, file)?;
-        let bytes = fsutil::read_repo_file(&found.root, &found.rel).map_err(|e| {
-            if fsutil::is_symlink_refusal(&e) {
-                Error::BadRequest(format!("{file} is reached through a symbolic link; docdex does not follow links"))
-            } else {
-                Error::BadRequest(format!("cannot read {file}: {e}"))
-            }
-        })?;
+        let limit = self.config().index.max_file_size_bytes;
+        let bytes = fsutil::read_repo_file_capped(&found.root, &found.rel, limit)
+            .map_err(|e| unreadable(&found, file, &e))?
+            .ok_or_else(|| grown_past(file, limit))?;
         let format = index::extract::Format::of(&found.rel);
         let doc = match format {
             Some(fmt) => Some(extracted_document(fmt, &bytes, file)?),
@@ -765,6 +762,31 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
+/// Why the one opener refused a located file: a link, or a `..` that leaves the folder it is
+/// read beneath on the way (`/r/../r/x`), which the opener refuses as it refuses a link out.
+fn unreadable(found: &LocatedFile, file: &str, e: &std::io::Error) -> Error {
+    if !fsutil::is_symlink_refusal(e) {
+        return Error::BadRequest(format!("cannot read {file}: {e}"));
+    }
+    if Path::new(&found.rel).components().any(|c| c == std::path::Component::ParentDir) {
+        return Error::BadRequest(format!(
+            "{file} has a `..` component that leaves {} before coming back; docdex reads a path only beneath it: give the path without `..`",
+            found.root.display()
+        ));
+    }
+    Error::BadRequest(format!("{file} is reached through a symbolic link; docdex does not follow links"))
+}
+
+/// A file that passed the size check but held more than `limit` bytes when read (replaced or
+/// grown in between): refused as over the limit, having read at most `limit + 1` bytes.
+fn grown_past(file: &str, limit: u64) -> Error {
+    Error::NotServed {
+        path: file.to_string(),
+        reason: format!("over the {limit}-byte limit when it was read (it changed after it was checked)"),
+        hint: "; raise `[index] max_file_size_bytes` to index and read it".into(),
+    }
+}
+
 /// A file `get` was asked for, found inside the repository or one of its registered sources.
 struct LocatedFile {
     /// The root it is read beneath: the repository's, or the source's.
@@ -786,6 +808,7 @@ fn locate_file(repo: &repos::RepoRef, file: &str) -> Result<LocatedFile> {
             "no file given: pass a path relative to the repository (src/main.rs), an absolute path inside it, or a //source/... key".into(),
         ));
     }
+    repos::check_given_path(file.trim())?;
     let srcs = index::sources::load(&repo.state_dir);
     let source = match index::sources::split(file) {
         Some((name, rel)) => match srcs.iter().find(|s| s.name == name) {

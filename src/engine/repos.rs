@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 /// "inside the repository" means the same everywhere.
 pub fn repo_relative(root: &Path, given: &str) -> Result<String> {
     let given = given.trim();
+    check_given_path(given)?;
     let outside = || Error::OutsideRepo { path: given.to_string(), repo: root.to_path_buf() };
     let p = Path::new(given);
     // Where the path really leads, links followed as far as it exists: a link to `/root`
@@ -34,26 +35,89 @@ pub fn repo_relative(root: &Path, given: &str) -> Result<String> {
     crate::engine::code::resolve::join("", &rel).ok_or_else(outside)
 }
 
-/// `path` with its longest existing prefix canonicalized (links followed, as the kernel
-/// would) and the rest appended, `.` and `..` applied; the path as given when no prefix
-/// resolves.
+/// The longest path a client may give (bytes): `PATH_MAX` on Linux, so no file docdex could
+/// open is refused.
+pub const MAX_GIVEN_PATH_BYTES: usize = 4096;
+/// The most components (`a/b/c` has three) a path a client gives may have: far deeper than any
+/// repository, small enough that resolving it costs microseconds.
+pub const MAX_GIVEN_PATH_PARTS: usize = 256;
+
+/// Refuses a path no repository holds before anything resolves it: over
+/// [`MAX_GIVEN_PATH_BYTES`] or [`MAX_GIVEN_PATH_PARTS`]. Resolving a path costs a filesystem
+/// lookup per component, and the 2 MiB body limit let one request send a million of them (`a/`
+/// repeated), which kept a server's thread busy for hours after its client had gone.
+pub fn check_given_path(given: &str) -> Result<()> {
+    if given.len() > MAX_GIVEN_PATH_BYTES {
+        return Err(Error::BadRequest(format!(
+            "path {} is longer than {MAX_GIVEN_PATH_BYTES} bytes, the most a path may have",
+            crate::error::quoted(given)
+        )));
+    }
+    let parts = given.split(['/', '\\']).filter(|p| !p.is_empty()).count();
+    if parts > MAX_GIVEN_PATH_PARTS {
+        return Err(Error::BadRequest(format!(
+            "path {} has {parts} components, over the {MAX_GIVEN_PATH_PARTS} a path may have",
+            crate::error::quoted(given)
+        )));
+    }
+    Ok(())
+}
+
+/// `path` (absolute) with its longest existing prefix resolved as the kernel would (links
+/// followed) and the rest appended, `.` and `..` applied lexically there. One walk over the
+/// components: a `lstat` each while the prefix exists, a canonicalization only at a link, so the
+/// cost is linear in the components (it rebuilt and canonicalized every prefix: quadratic, 10 s
+/// for 30,000 components). A relative path is taken from the current directory.
 pub fn resolve_existing(path: &Path) -> PathBuf {
-    let parts: Vec<std::path::Component> = path.components().collect();
-    for i in (1..=parts.len()).rev() {
-        let prefix: PathBuf = parts[..i].iter().collect();
-        let Ok(mut out) = std::fs::canonicalize(&prefix) else { continue };
-        for c in &parts[i..] {
-            match c {
-                std::path::Component::ParentDir => {
-                    out.pop();
+    use std::path::Component;
+    let absolute;
+    let path = if path.is_absolute() {
+        path
+    } else {
+        match std::env::current_dir() {
+            Ok(cwd) => {
+                absolute = cwd.join(path);
+                absolute.as_path()
+            }
+            Err(_) => return path.to_path_buf(),
+        }
+    };
+    let mut out = PathBuf::new();
+    // Whether `out` is a path that exists with every link in it resolved.
+    let mut exists = true;
+    for c in path.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir => out.push(c.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                if exists {
+                    exists = resolve_last(&mut out);
                 }
-                std::path::Component::Normal(n) => out.push(n),
-                _ => {}
             }
         }
-        return out;
     }
-    path.to_path_buf()
+    out
+}
+
+/// Resolves `path`'s last component (its parent exists, links resolved): a link is replaced by
+/// where it leads. False when the component does not exist (or its link leads nowhere), so the
+/// rest of the path is lexical.
+fn resolve_last(path: &mut PathBuf) -> bool {
+    match std::fs::symlink_metadata(&*path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(&*path) {
+            Ok(real) => {
+                *path = real;
+                true
+            }
+            Err(_) => false,
+        },
+        Ok(_) => true,
+        Err(_) => false,
+    }
 }
 
 /// A path-prefix filter a user or client gave (`src/`, `./src`, an absolute directory) as the
@@ -185,15 +249,25 @@ const SYSTEM_TREES: &[&str] = &[
     "/lib32",
     "/lib64",
     "/libx32",
+    "/snap",
     "/var/run",
     "/var/log",
     "/var/cache",
     "/var/spool",
+    "/var/mail",
+    "/var/backups",
     "/private/etc",
     "/System",
     "/Library",
     "/Applications",
 ];
+/// System trees that also hold checkouts (`/usr/src/linux`, `/usr/local/src/app`, a CI
+/// agent's `/var/lib/jenkins/workspace/app`): a directory under one is a repository only when
+/// it is a git work tree (it, or a directory above it below the tree, holds `.git`), so
+/// `/usr/lib`, `/usr/include` or `/var/lib/dpkg` are refused and a clone is not.
+const GIT_ONLY_TREES: &[&str] = &["/usr", "/var"];
+/// Directories under [`GIT_ONLY_TREES`] that hold people's own files, served as `/tmp` is.
+const OPEN_UNDER_SYSTEM: &[&str] = &["/var/www", "/var/tmp"];
 /// Directories that hold repositories but are not one themselves.
 const CONTAINER_DIRS: &[&str] = &[
     "/",
@@ -203,6 +277,7 @@ const CONTAINER_DIRS: &[&str] = &[
     "/var",
     "/var/lib",
     "/var/tmp",
+    "/var/www",
     "/opt",
     "/tmp",
     "/home",
@@ -216,20 +291,68 @@ const CONTAINER_DIRS: &[&str] = &[
     "/private/tmp",
     "/private/var",
     "/nix",
-    "/snap",
 ];
 
 /// Folders that hold credentials (keys, cloud and cluster tokens, password stores): a root
 /// at or inside one is refused wherever it is, so no server mounts `~/.ssh` and hands out
 /// `id_rsa` to whoever holds its token.
 const CREDENTIAL_DIRS: &[&str] =
-    &[".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store", ".gcloud"];
+    &[".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".password-store", ".gcloud", ".terraform.d"];
+
+/// Where credentials live in a user's home (relative to it): a root that is one of them, lies
+/// in one, or holds one (`~/.config` holds `gcloud/` and `gh/hosts.yml`, `~/.local` the
+/// keyrings) is refused, since mounting it would serve them. Only the deny list's names count,
+/// not what exists, so the answer does not change with what a tool happened to write.
+pub const HOME_CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".gcloud",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/hub",
+    ".config/op",
+    ".config/rclone",
+    ".config/Code",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".cargo",
+    ".npm",
+    ".npmrc",
+    ".pypirc",
+    ".netrc",
+    ".git-credentials",
+    ".gem",
+    ".terraform.d",
+    ".mozilla",
+    ".thunderbird",
+    ".pki",
+    ".local/share/keyrings",
+    ".m2",
+    ".gradle",
+    ".vscode",
+];
 
 /// Refuses a root no server should serve as a repository: the filesystem root, the home
 /// directory itself (and its parents), the docdex home or anything in it, a system directory
-/// or anything under one. A server is reachable by any local client (and by web pages as far
-/// as the origin checks let them): mounting `/` would let one request index the machine.
+/// or anything under one, a credential folder or a folder holding one. A server is reachable
+/// by any local client (and by web pages as far as the origin checks let them): mounting `/`
+/// would let one request index the machine.
 pub fn check_servable_root(root: &Path, user_home: Option<&Path>, docdex_home: &Path) -> Result<()> {
+    check_root(root, user_home, docdex_home, &|dir: &Path| dir.join(".git").exists())
+}
+
+/// [`check_servable_root`], asking `has_git` whether a directory holds `.git`.
+fn check_root(
+    root: &Path,
+    user_home: Option<&Path>,
+    docdex_home: &Path,
+    has_git: &dyn Fn(&Path) -> bool,
+) -> Result<()> {
     let refuse = |why: String| Err(Error::UnsafeRoot { path: root.to_path_buf(), reason: why });
     // The state records the root as text (repo_meta.json): such a root failed mid-index as a
     // "corrupt state file", and every later command said "not indexed yet".
@@ -252,20 +375,66 @@ pub fn check_servable_root(root: &Path, user_home: Option<&Path>, docdex_home: &
     if let Some(t) = SYSTEM_TREES.iter().find(|d| root.starts_with(d)) {
         return refuse(format!("it is a system directory (under {t})"));
     }
-    let names: Vec<&std::ffi::OsStr> = root.iter().collect();
-    let gcloud = names.windows(2).any(|w| w[0] == ".config" && w[1] == "gcloud");
-    if let Some(dir) = names.iter().find_map(|n| CREDENTIAL_DIRS.iter().find(|d| *n == **d)) {
-        return refuse(format!("it is or lies in a {dir} folder, which holds credentials"));
+    if let Some(why) = system_tree_refusal(root, has_git) {
+        return refuse(why);
     }
-    if gcloud {
-        return refuse("it is or lies in .config/gcloud, which holds credentials".into());
+    if let Some(why) = credential_refusal(root) {
+        return refuse(why);
     }
     if let Some(home) = user_home.map(|h| std::fs::canonicalize(h).unwrap_or_else(|_| h.to_path_buf())) {
         if home.starts_with(root) {
             return refuse(format!("it is your home directory ({}) or a directory above it", home.display()));
         }
+        if let Some(why) = home_credential_refusal(root, &home) {
+            return refuse(why);
+        }
     }
     Ok(())
+}
+
+/// Why a root under `/usr` or `/var` is refused: it is not a git work tree there.
+fn system_tree_refusal(root: &Path, has_git: &dyn Fn(&Path) -> bool) -> Option<String> {
+    let tree = GIT_ONLY_TREES.iter().map(Path::new).find(|t| root.starts_with(t))?;
+    if OPEN_UNDER_SYSTEM.iter().any(|d| root.starts_with(d)) {
+        return None;
+    }
+    let checkout = root.ancestors().take_while(|a| *a != tree && !CONTAINER_DIRS.iter().any(|d| *a == Path::new(d)));
+    if checkout.into_iter().any(has_git) {
+        return None;
+    }
+    Some(format!(
+        "it is a system directory (under {}) and not a git work tree; docdex serves a checkout there (a directory holding .git), not the system's files",
+        tree.display()
+    ))
+}
+
+/// Why a root is refused as a credential folder by its names: it is or lies in one, anywhere.
+fn credential_refusal(root: &Path) -> Option<String> {
+    let names: Vec<&std::ffi::OsStr> = root.iter().collect();
+    if let Some(dir) = names.iter().find_map(|n| CREDENTIAL_DIRS.iter().find(|d| *n == **d)) {
+        return Some(format!("it is or lies in a {dir} folder, which holds credentials"));
+    }
+    for sub in ["gcloud", "gh"] {
+        if names.windows(2).any(|w| w[0] == ".config" && w[1] == sub) {
+            return Some(format!("it is or lies in .config/{sub}, which holds credentials"));
+        }
+    }
+    None
+}
+
+/// Why a root is refused for the home's credential locations ([`HOME_CREDENTIALS`]): it is
+/// one, lies in one, or holds one.
+fn home_credential_refusal(root: &Path, home: &Path) -> Option<String> {
+    for c in HOME_CREDENTIALS {
+        let place = home.join(c);
+        if root.starts_with(&place) {
+            return Some(format!("it is or lies in ~/{c}, which holds credentials"));
+        }
+        if place.starts_with(root) {
+            return Some(format!("it holds ~/{c}, which holds credentials; index the project folders in it instead"));
+        }
+    }
+    None
 }
 
 /// `repo_meta.json`, as the spec lays it out.
@@ -480,14 +649,30 @@ mod tests {
     fn only_a_repository_of_its_own_is_servable() {
         let home = Path::new("/home/ada");
         let docdex = Path::new("/home/ada/.docdex");
-        let ok = |p: &str| check_servable_root(Path::new(p), Some(home), docdex);
+        // The checkouts under /usr and /var hold .git; nothing else does.
+        let git = |d: &Path| {
+            ["/usr/src/linux", "/usr/local/src/app", "/var/lib/jenkins/workspace/app"].iter().any(|g| d == Path::new(g))
+        };
+        let ok = |p: &str| check_root(Path::new(p), Some(home), docdex, &git);
         for bad in [
             "/",
             "/etc",
             "/etc/nginx",
             "/proc/1",
             "/usr",
+            "/usr/lib",
+            "/usr/bin",
+            "/usr/include",
+            "/usr/share/doc",
+            "/usr/local/bin",
+            "/usr/src/linux-headers-6.1",
             "/var",
+            "/var/mail",
+            "/var/backups",
+            "/var/lib/dpkg",
+            "/var/lib/jenkins",
+            "/lib/x86_64-linux-gnu",
+            "/snap/core",
             "/tmp",
             "/home",
             "/home/ada",
@@ -496,6 +681,18 @@ mod tests {
             "/home/ada/.aws/sso",
             "/srv/backup/.gnupg",
             "/home/ada/.config/gcloud",
+            "/home/ada/.config/gh",
+            "/home/ada/.config",
+            "/home/ada/.cargo",
+            "/home/ada/.npm",
+            "/home/ada/.terraform.d",
+            "/home/ada/.mozilla",
+            "/home/ada/.local",
+            "/home/ada/.local/share",
+            "/home/ada/.local/share/keyrings",
+            "/home/ada/.m2",
+            "/home/ada/.gradle",
+            "/home/ada/.vscode",
         ] {
             let e = ok(bad).unwrap_err();
             assert_eq!(e.code(), "forbidden_repo", "{bad}");
@@ -506,12 +703,40 @@ mod tests {
             "/srv/repo",
             "/tmp/work/repo",
             "/usr/src/linux",
+            "/usr/local/src/app/crates/core",
             "/var/lib/jenkins/workspace/app",
+            "/var/www/site",
+            "/var/tmp/build/repo",
             "/opt/project",
             "/home/ada/.config/nvim",
+            "/home/ada/.local/share/nvim",
             "/home/ada/src/ssh-tools",
         ] {
-            assert!(ok(good).is_ok(), "{good}");
+            assert!(ok(good).is_ok(), "{good}: {:?}", ok(good));
         }
+    }
+
+    #[test]
+    fn a_path_is_resolved_once_per_component_and_absurd_paths_are_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("a/b")).expect("mkdir");
+        assert_eq!(resolve_existing(&root.join("a/./b/../b/missing/../c")), root.join("a/b/c"));
+        assert_eq!(resolve_existing(&root.join("missing/../a")), root.join("a"));
+        let deep = "a/".repeat(MAX_GIVEN_PATH_PARTS + 1);
+        let e = repo_relative(&root, &deep).unwrap_err();
+        assert_eq!(e.code(), "bad_request");
+        assert!(e.to_string().contains("256"), "{e}");
+        let long = "x".repeat(MAX_GIVEN_PATH_BYTES + 1);
+        let e = repo_prefix(&root, &long).unwrap_err();
+        assert!(e.to_string().contains("4096 bytes"), "{e}");
+        assert!(e.to_string().len() < 600, "the message quotes the path in part: {e}");
+        // At the limit, still a path.
+        assert!(repo_relative(&root, &"a/".repeat(MAX_GIVEN_PATH_PARTS)).is_ok());
+        // Linear: 100,000 components resolve in well under a second (the quadratic walk took
+        // minutes).
+        let t = std::time::Instant::now();
+        let _ = resolve_existing(&root.join("a/".repeat(100_000)));
+        assert!(t.elapsed() < std::time::Duration::from_secs(2), "{:?}", t.elapsed());
     }
 }

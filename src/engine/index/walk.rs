@@ -126,9 +126,69 @@ fn builder_towards(
         if is_dir && own_dirs.iter().any(|d| d == e.path()) {
             return false;
         }
+        if is_credential(e.path(), is_dir) {
+            return false;
+        }
         !rules.excludes(e.path(), is_dir, built.as_ref())
     });
     b
+}
+
+/// Folders that hold credentials, by name anywhere under a root.
+const CREDENTIAL_DIRS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".password-store",
+    ".gcloud",
+    ".terraform.d",
+    ".mozilla",
+    ".thunderbird",
+];
+/// Folders that hold credentials by their parent's name and their own.
+const CREDENTIAL_DIRS_IN: &[(&str, &str)] =
+    &[(".config", "gcloud"), (".config", "gh"), (".config", "hub"), ("share", "keyrings")];
+/// Files that hold credentials (tokens, passwords, private keys), by name anywhere.
+const CREDENTIAL_FILES: &[&str] = &[
+    ".netrc",
+    "_netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    ".pgpass",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    "id_ecdsa_sk",
+    "id_ed25519_sk",
+];
+/// Files that hold credentials by their folder's name and their own.
+const CREDENTIAL_FILES_IN: &[(&str, &str)] = &[
+    (".cargo", "credentials"),
+    (".cargo", "credentials.toml"),
+    (".docker", "config.json"),
+    (".m2", "settings.xml"),
+    (".m2", "settings-security.xml"),
+    (".gradle", "gradle.properties"),
+    (".gem", "credentials"),
+];
+
+/// Whether `path` is a known credential folder or file by its name (and its folder's): never
+/// walked, so never indexed, watched or served, whatever `[index] include_hidden` says or the
+/// ignore files admit. A root that is or holds a home's credential folders is refused before
+/// (`repos::check_servable_root`); this keeps copies of them (a dotfiles checkout, a home
+/// backup, a private key beside code) out of every root.
+pub fn is_credential(path: &Path, is_dir: bool) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else { return false };
+    let parent = path.parent().and_then(Path::file_name).and_then(|n| n.to_str()).unwrap_or("");
+    if is_dir {
+        CREDENTIAL_DIRS.contains(&name) || CREDENTIAL_DIRS_IN.contains(&(parent, name))
+    } else {
+        CREDENTIAL_FILES.contains(&name) || CREDENTIAL_FILES_IN.contains(&(parent, name))
+    }
 }
 
 /// Whether `root` is a subdirectory of a git worktree (an ancestor holds `.git`, `root` does

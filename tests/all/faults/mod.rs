@@ -9,6 +9,7 @@ mod disk_full;
 mod hardening;
 pub mod limits;
 mod mcp;
+mod paths;
 mod server;
 mod state;
 mod watcher;
