@@ -425,13 +425,38 @@ fn holds_utf8_sequences(bytes: &[u8]) -> bool {
     }
 }
 
-/// Reads a whole repository file through [`open_repo_file`].
+/// The most bytes [`read_repo_file`] reads of one file when no engine set it: the largest
+/// `[index] max_file_size_bytes` a configuration may hold.
+const MAX_READ_CEILING: u64 = 1 << 30;
+/// The most bytes [`read_repo_file`] reads of one file: the largest `[index]
+/// max_file_size_bytes` of the engines this process opened ([`raise_read_ceiling`]); 0 until
+/// one is opened.
+static READ_CEILING: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Lets [`read_repo_file`] read files up to `bytes` (an engine's `[index]
+/// max_file_size_bytes`); only ever raised, so no engine of the process reads less than its
+/// own limit.
+pub fn raise_read_ceiling(bytes: u64) {
+    READ_CEILING.fetch_max(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// [`read_repo_file`]'s bound now.
+pub fn read_ceiling() -> u64 {
+    match READ_CEILING.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => MAX_READ_CEILING,
+        n => n,
+    }
+}
+
+/// Reads a whole repository file through [`open_repo_file`], up to [`read_ceiling`] bytes: a
+/// file over it (an indexed file replaced by a huge one, a hard link swapped in between a check
+/// and the read) is an `InvalidData` error, never read whole. Chat and context packs
+/// (`extract::indexed_text`), AST samples, sources and the import graph read through here.
 pub fn read_repo_file(root: &Path, rel: &str) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut f = open_repo_file(root, rel)?;
-    let mut bytes = Vec::with_capacity(f.metadata().map(|m| m.len() as usize + 1).unwrap_or(0));
-    f.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    let max = read_ceiling();
+    read_repo_file_capped(root, rel, max)?.ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, format!("the file is over the {max}-byte read limit"))
+    })
 }
 
 /// A repository file through [`open_repo_file`], at most `max_bytes`: `Ok(None)` when it holds
@@ -631,5 +656,25 @@ mod tilde_tests {
             assert_eq!(expand_tilde("~"), home);
             assert_eq!(expand_tilde("~/code/x"), home.join("code/x"));
         }
+    }
+}
+
+#[cfg(test)]
+mod read_ceiling_tests {
+    use super::*;
+
+    #[test]
+    fn a_repository_file_over_the_read_ceiling_is_refused_not_read_whole() {
+        // What an engine with the default limit sets; other tests may only have raised it.
+        raise_read_ceiling(10 * 1024 * 1024);
+        let max = read_ceiling();
+        assert!(max < MAX_READ_CEILING, "an engine's limit bounds reads");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = std::fs::File::create(dir.path().join("huge.txt")).expect("create");
+        file.set_len(max + 1).expect("sparse file");
+        let e = read_repo_file(dir.path(), "huge.txt").expect_err("over the ceiling");
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+        std::fs::write(dir.path().join("small.txt"), "fine").expect("write");
+        assert_eq!(read_repo_file(dir.path(), "small.txt").expect("read"), b"fine");
     }
 }

@@ -148,6 +148,8 @@ impl Engine {
         let paths = Paths::new(home, &config.core.global_state_dir);
         paths.ensure_layout()?;
         config.index.own_dirs = paths.own_dirs();
+        // No repository file is read past this engine's size limit, by any reader.
+        fsutil::raise_read_ceiling(config.index.max_file_size_bytes);
         let registry = Registry::new(paths.clone());
         Ok(Engine {
             inner: Arc::new(Inner {
