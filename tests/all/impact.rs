@@ -1446,6 +1446,66 @@ fn python_folders_of_examples_do_not_shadow_installed_packages() {
     assert_eq!(diags, vec![("proj/concurrency/gevent.py", "proj.missing")], "{:#?}", g.diagnostics);
 }
 
+/// A package in a top-level folder with no packaging file (`lib/acme/`, put on the path by
+/// `PYTHONPATH=lib` or a test runner's setting) was external to every file outside that folder:
+/// `from acme.core import run` in `app/main.py` was `ext:acme`, and `acme/core.py` had no
+/// importer. Such a folder is now a root for the names only it has, unless they are the
+/// standard library's, a declared dependency's (requirements files, pyproject), or in a folder
+/// of examples or docs; and an import must show it means that package (a submodule, or a name
+/// its `__init__.py` binds). A nested folder (`tests/fixtures/pkgs/requests/`) is no root.
+#[test]
+fn python_packages_in_a_top_level_folder_without_packaging_resolve_for_the_rest() {
+    let env = Env::new();
+    let repo = env.repo("pypath");
+    write(&repo, "lib/acme/__init__.py", "from .core import run\nVERSION = 1\n");
+    write(&repo, "lib/acme/core.py", "def run(): pass\n");
+    write(&repo, "lib/acme/util/__init__.py", "");
+    write(&repo, "lib/acme/util/text.py", "");
+    // Names that are the standard library's, a declared dependency's, or in examples/.
+    write(&repo, "lib/logging/__init__.py", "def getLogger(): pass\n");
+    write(&repo, "lib/requests/__init__.py", "def get(): pass\n");
+    write(&repo, "requirements/base.txt", "# pinned\nRequests[socks]>=2.0 ; python_version > '3'\n-r extra.txt\n");
+    write(&repo, "examples/pydantic/__init__.py", "");
+    write(&repo, "examples/pydantic/tasks.py", "");
+    // A name two folders have: neither is taken.
+    write(&repo, "vendor/shared/__init__.py", "X = 1\n");
+    write(&repo, "tools/shared/__init__.py", "X = 1\n");
+    // Nested deeper than the top: not a root.
+    write(&repo, "tests/fixtures/pkgs/yaml/__init__.py", "def load(): pass\n");
+    write(&repo, "tests/fixtures/pkgs/yaml/reader.py", "");
+    write(
+        &repo,
+        "app/main.py",
+        "from acme.core import run\nimport acme.util.text\nfrom acme import VERSION\nimport acme\n\
+         from acme import nothing_bound\nimport logging\nimport requests\nfrom pydantic import BaseModel\n\
+         from shared import X\nimport yaml.reader\n",
+    );
+    let g = build_dir(&repo);
+    let lines = edge_lines(&g);
+    for want in [
+        "app/main.py -> lib/acme/core.py heuristic",
+        "app/main.py -> lib/acme/util/text.py heuristic",
+        "app/main.py -> lib/acme/__init__.py heuristic",
+        "app/main.py -> ext:logging static",
+        "app/main.py -> ext:requests static",
+        "app/main.py -> ext:pydantic static",
+        "app/main.py -> ext:shared static",
+        "app/main.py -> ext:yaml static",
+    ] {
+        assert!(lines.contains(&want.to_string()), "{want} not in {lines:#?}");
+    }
+    for unwanted in
+        ["lib/logging", "lib/requests", "examples/pydantic", "vendor/shared", "tools/shared", "tests/fixtures"]
+    {
+        assert!(!lines.iter().any(|l| l.starts_with("app/main.py") && l.contains(unwanted)), "{unwanted}: {lines:#?}");
+    }
+    assert!(g.diagnostics.is_empty(), "{:#?}", g.diagnostics);
+    // Inside the folder, its packages resolve as before (the folder is their own root).
+    write(&repo, "lib/acme/cli.py", "from acme.core import run\n");
+    let lines = edge_lines(&build_dir(&repo));
+    assert!(lines.contains(&"lib/acme/cli.py -> lib/acme/core.py static".to_string()), "{lines:#?}");
+}
+
 /// A workspace package's `exports` map was not read: `import '@acme/util/strings'` (mapped to
 /// `./src/strings.ts`) and `'@acme/util/feature/flag'` (pattern `./feature/*`) were
 /// diagnostics, "no file matches", in every modern TypeScript monorepo. Subpaths, patterns,

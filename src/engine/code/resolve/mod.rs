@@ -15,6 +15,7 @@ mod js;
 mod jvm;
 mod lua;
 mod php;
+mod pyroots;
 mod python;
 mod ruby;
 mod rust;

@@ -14,7 +14,9 @@
 //! there. And a plain directory (no `__init__.py`) only makes a namespace package when nothing
 //! else on `sys.path` has the name, so an installed `gevent` wins over `examples/gevent/`: a
 //! name a visible root has only as such a directory is read from it when the module is there,
-//! and is external, not "missing", when it is not.
+//! and is external, not "missing", when it is not. A top-level folder without packaging that
+//! alone has a package (`lib/acme/`, on the path by `PYTHONPATH=lib`) is a root for the rest of
+//! the repository too, for that name, where the evidence holds (`pyroots`).
 
 use super::{join, parent, PathMap, PathSet, Query, RepoFiles, Resolution, Target};
 use crate::engine::code::imports::kind;
@@ -28,6 +30,9 @@ const SCRIPT_DIR_CONFIDENCE: f32 = 0.9;
 /// Confidence of an import found under a `src/` directory of namespace packages (no
 /// `__init__.py`): the src-layout convention, not a package Python would find by itself.
 const NAMESPACE_ROOT_CONFIDENCE: f32 = 0.8;
+/// Confidence of an import found in a top-level folder taken as on `PYTHONPATH` (`pyroots`):
+/// nothing in the tree puts it there.
+const PATH_ROOT_CONFIDENCE: f32 = 0.8;
 
 pub struct PythonIndex {
     roots: Vec<String>,
@@ -43,6 +48,9 @@ pub struct PythonIndex {
     /// `src/` directories that hold Python but no regular package (PEP 420 namespace packages
     /// in a src layout): roots by convention, so their edges are heuristic.
     namespace_roots: PathSet<String>,
+    /// Top-level package name → the top-level folder (a root) taken as on every file's path for
+    /// it, though not global (`pyroots::path_roots`).
+    path_roots: HashMap<String, usize>,
     /// The repository root, to read a package's `__init__.py` when an import asks.
     root: PathBuf,
     /// `__init__.py` path → the names it binds at module level, read once when first asked.
@@ -96,7 +104,9 @@ impl PythonIndex {
                 }
             }
         }
-        let global = roots.iter().map(|r| is_global_root(files, r, &namespace_roots)).collect();
+        let global: Vec<bool> = roots.iter().map(|r| is_global_root(files, r, &namespace_roots)).collect();
+        let found = super::pyroots::Roots { roots: &roots, global: &global, tops: &tops, packages: &packages };
+        let path_roots = super::pyroots::path_roots(root, files, &found);
         let root_set = roots.iter().cloned().collect();
         let package_roots = packages
             .iter()
@@ -115,6 +125,7 @@ impl PythonIndex {
             tops,
             global,
             namespace_roots,
+            path_roots,
             root: root.to_path_buf(),
             init_names: Mutex::new(HashMap::new()),
         }
@@ -170,6 +181,11 @@ impl PythonIndex {
                 return Resolution::Files(targets);
             }
         }
+        if with_top.is_empty() {
+            if let Some(found) = self.on_path_root(q.files, top, &rel, names) {
+                return found;
+            }
+        }
         // A plain directory of that name is no evidence: Python would take the installed package.
         let top_is_ours = with_top.iter().any(|(_, regular)| *regular)
             || (!own_is_root && join(own, top).is_some_and(|b| self.module_file(q.files, &b).is_some()));
@@ -183,6 +199,26 @@ impl PythonIndex {
             ));
         }
         Resolution::External(top.to_string())
+    }
+
+    /// The import read from the top-level folder taken as on the path for `top`, when the
+    /// import shows it means that package: a submodule (`import acme.core`, `from acme import
+    /// core`), a name its `__init__.py` binds (`from acme import run`), or the package itself
+    /// (`import acme`). A name the package neither has nor binds is left external.
+    fn on_path_root(&self, files: &RepoFiles, top: &str, rel: &str, names: &[String]) -> Option<Resolution> {
+        let root = self.roots.get(*self.path_roots.get(top)?)?;
+        let base = join(root, rel)?;
+        let targets = self.module_targets(files, &base, names)?;
+        let module = self.module_file(files, &base);
+        let evidence = rel.contains('/')
+            || names.is_empty()
+            || names.iter().any(|n| {
+                join(&base, n).is_some_and(|b| self.module_file(files, &b).is_some())
+                    || module.as_deref().is_some_and(|m| self.init_binds(m, n))
+            });
+        evidence.then(|| {
+            Resolution::Files(targets.into_iter().map(|p| Target::heuristic(p, PATH_ROOT_CONFIDENCE)).collect())
+        })
     }
 
     /// `from .x import y`, `from .. import z`.
