@@ -653,35 +653,14 @@ impl Engine {
     /// Refuses a file the index would not take: hidden or ignored (where `.env` files and
     /// credentials live; the same walk rules as indexing, `.gitignore`, `.docdexignore` and
     /// `[index] exclude`), or over `[index] max_file_size_bytes` (a read is bounded in memory).
+    /// The rule is `index::served`, which context packs and chat's diff apply too.
     fn check_served(&self, root: &Path, real: &Path, given: &str) -> Result<()> {
-        let cfg = &self.config().index;
-        let size = real.metadata().map(|m| m.len()).unwrap_or(0);
-        if size > cfg.max_file_size_bytes {
-            return Err(Error::NotServed {
-                path: given.to_string(),
-                reason: format!("{}, over the {} limit", human_bytes(size), human_bytes(cfg.max_file_size_bytes)),
-                hint: "; raise `[index] max_file_size_bytes` to index and read it".into(),
-            });
-        }
         let rel = repos_rel(root, real);
-        let admitted = index::walk::walk_paths(root, &[real.to_path_buf()], cfg, 1, index::walk::Globs::default());
-        if admitted.files.iter().any(|c| c.rel == rel) {
-            return Ok(());
+        let refused = index::served::refusals(root, std::slice::from_ref(&rel), &self.config().index);
+        match refused.get(&rel) {
+            None => Ok(()),
+            Some(r) => Err(Error::NotServed { path: given.to_string(), reason: r.reason(), hint: r.hint().into() }),
         }
-        let in_git = Path::new(&rel).components().next().is_some_and(|c| c.as_os_str() == ".git");
-        Err(Error::NotServed {
-            path: given.to_string(),
-            reason: if in_git {
-                "inside `.git`, which is never indexed".into()
-            } else {
-                "hidden or ignored (a dot file or folder, `.gitignore`, `.docdexignore` or `[index] exclude`)".into()
-            },
-            hint: if in_git {
-                "; git's own commands read it".into()
-            } else {
-                "; read it with your editor, or un-ignore it (`[index] include_hidden` for dot files)".into()
-            },
-        })
     }
 
     /// All registered repositories.
@@ -751,16 +730,6 @@ fn damaged(repo: &RepoRef, e: Error) -> Error {
             Error::IndexDamaged { repo: repo.root.clone(), detail: message }
         }
         other => other,
-    }
-}
-
-/// `532 bytes`, `4.0 KB`, `30.0 MB`, in powers of 1,024 as the indexer's skip reasons count
-/// (the default limit, 10,485,760 bytes, reads "10.0 MB" everywhere).
-fn human_bytes(n: u64) -> String {
-    match n {
-        0..1_024 => format!("{n} bytes"),
-        1_024..1_048_576 => format!("{:.1} KB", n as f64 / 1024.0),
-        _ => format!("{:.1} MB", n as f64 / 1_048_576.0),
     }
 }
 

@@ -398,8 +398,9 @@ fn system_tree_refusal(root: &Path, has_git: &dyn Fn(&Path) -> bool) -> Option<S
     if OPEN_UNDER_SYSTEM.iter().any(|d| root.starts_with(d)) {
         return None;
     }
-    let checkout = root.ancestors().take_while(|a| *a != tree && !CONTAINER_DIRS.iter().any(|d| *a == Path::new(d)));
-    if checkout.into_iter().any(has_git) {
+    let mut checkout =
+        root.ancestors().take_while(|a| *a != tree && !CONTAINER_DIRS.iter().any(|d| *a == Path::new(d)));
+    if checkout.any(has_git) {
         return None;
     }
     Some(format!(

@@ -323,6 +323,52 @@ fn a_diff_adds_a_slot_right_after_memory_with_its_changed_lines() {
 }
 
 #[test]
+fn a_diff_leaves_out_changed_files_docdex_does_not_serve_and_says_which() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    write(&c.repo, ".env", "API_KEY=old\n");
+    write(&c.repo, ".docdexignore", "secrets/\n");
+    write(&c.repo, "secrets/prod.yaml", "token: old\n");
+    git_commit_all(&c.repo);
+    write(&c.repo, ".env", "API_KEY=old\nNEW_ENV_SECRET=envchangedsecret_777\n");
+    write(&c.repo, "secrets/prod.yaml", "token: ignoredsecret_888\n");
+    write(&c.repo, "README.md", "# Proj\n\nSessions expire in batches.\n");
+    let check = |resp: &ChatTurnResponse, shown: &[&str]| {
+        let diff: Vec<&str> =
+            resp.sources.iter().filter(|s| s.slot == Slot::Diff).map(|s| s.citation.as_str()).collect();
+        assert_eq!(diff, shown, "{:?}", resp.sources);
+        let sys = system_text(&c.last_prompt());
+        assert!(!sys.contains("envchangedsecret_777") && !sys.contains("ignoredsecret_888"), "{sys}");
+        let note = resp.trace.notices.iter().find(|n| n.contains("left out of the diff")).expect("a notice");
+        assert!(note.starts_with("2 changed files left out of the diff"), "{note}");
+        assert!(note.contains("hidden or ignored") && note.contains(".env, secrets/prod.yaml"), "{note}");
+    };
+    // The working tree, and the same changes staged.
+    let working = c.ask(&ChatTurnRequest { diff: Some(DiffRequest::default()), ..q("what changed?") });
+    check(&working, &["README.md:1-3"]);
+    git(&c.repo, &["add", "-A"]);
+    let staged = c.ask(&ChatTurnRequest {
+        diff: Some(DiffRequest { target: "staged".into(), paths: vec![] }),
+        ..q("what changed?")
+    });
+    check(&staged, &["README.md:1-3"]);
+    // Deleted in a commit: the old text would be the whole patch; judged by its name.
+    git(&c.repo, &["commit", "-q", "-m", "more"]);
+    git(&c.repo, &["rm", "-q", ".env", "secrets/prod.yaml"]);
+    git(&c.repo, &["commit", "-q", "-m", "gone"]);
+    let range = c.ask(&ChatTurnRequest {
+        diff: Some(DiffRequest { target: "HEAD~1..HEAD".into(), paths: vec![] }),
+        ..q("what changed?")
+    });
+    assert!(range.sources.iter().all(|s| s.slot != Slot::Diff), "{:?}", range.sources);
+    assert!(!system_text(&c.last_prompt()).contains("envchangedsecret_777"));
+    assert!(
+        range.trace.notices.iter().any(|n| n.starts_with("2 changed files left out of the diff")),
+        "{:?}",
+        range.trace.notices
+    );
+}
+
+#[test]
 fn a_diff_expands_one_hop_through_the_impact_graph() {
     let c = Chat::new(FakeOllamaOptions::default(), "");
     git_commit_all(&c.repo);

@@ -4,11 +4,11 @@
 //! parses unified diffs; this file only decides what to diff against what.
 
 use super::types::{ChangeState, ChangedFile};
-use crate::engine::index::walk;
+use crate::engine::index::served;
 use crate::engine::waterfall::diff::{self, Change, DiffTarget, FileDiff};
 use crate::error::{Error, Result};
-use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// What git said changed.
 #[derive(Debug, Default)]
@@ -88,19 +88,17 @@ impl Changes {
     /// listed), and returns how many. What is served is what is indexed: a context pack shows,
     /// and `run-tests --affected` runs, only changed files the walk admits, so untracked
     /// secrets, build output (`__pycache__`) or a virtualenv's vendored tests are neither.
+    /// The rule is `index::served`, the one `open` and chat's diff apply.
     pub fn leave_out_unindexable(&mut self, root: &Path, cfg: &crate::config::IndexConfig) -> usize {
-        let present: Vec<PathBuf> =
-            self.files.iter().filter(|f| f.change != "deleted").map(|f| root.join(&f.path)).collect();
+        let present: Vec<String> =
+            self.files.iter().filter(|f| f.change != "deleted").map(|f| f.path.clone()).collect();
         if present.is_empty() {
             return 0;
         }
-        let admitted: HashSet<String> =
-            walk::walk_paths(root, &present, cfg, 1, walk::Globs::default()).files.into_iter().map(|c| c.rel).collect();
+        let refused = served::refusals(root, &present, cfg);
         let before = self.files.len();
-        self.files.retain(|f| {
-            f.change == "deleted"
-                || (admitted.contains(&f.path) && !(f.states == [ChangeState::Untracked] && is_binary(root, &f.path)))
-        });
+        let untracked_binary = |f: &ChangedFile| f.states == [ChangeState::Untracked] && is_binary(root, &f.path);
+        self.files.retain(|f| f.change == "deleted" || !(refused.contains_key(&f.path) || untracked_binary(f)));
         before - self.files.len()
     }
 }

@@ -18,6 +18,7 @@ mod gitconfig;
 pub mod gitrules;
 pub mod manifest;
 pub mod schema;
+pub mod served;
 pub mod sources;
 pub mod status;
 pub mod types;

@@ -8,6 +8,7 @@ use super::types::*;
 use super::{ms, Found, Turn};
 use crate::engine::dag::NodeKind;
 use crate::engine::fsutil::count;
+use crate::engine::index::served;
 use crate::engine::libs::types::LibsSearchRequest;
 use crate::engine::search::types::{SearchRequest, SearchResponse};
 use crate::engine::web::types::{
@@ -27,12 +28,11 @@ const MAX_NEIGHBOURS: usize = 12;
 const WEB_PASSAGES_PER_PAGE: usize = 2;
 
 impl Turn<'_> {
-    /// The diff `--diff` asks for. Tracked paths now a FIFO, socket or device are left out of
-    /// a diff against the working tree (git stops at them with "unsupported file type") and
-    /// named in a notice.
     /// The diff `--diff` asks for. When git cannot diff the working tree because a tracked
     /// path is now a FIFO, socket or device ("unsupported file type"), those paths are left
-    /// out and named in a notice, and the rest of the diff is read.
+    /// out and named in a notice, and the rest of the diff is read. Changed files docdex does
+    /// not serve (a tracked `.env`, an ignored or oversized file: `index::served`, as `open`
+    /// and context packs judge them) are left out too, named in a notice with why.
     pub(super) fn collect_diff(&mut self) -> Result<Option<(DiffTarget, Vec<FileDiff>)>> {
         let Some(d) = &self.req.diff else { return Ok(None) };
         let (target, paths) = (DiffTarget::parse(&d.target)?, d.paths.clone());
@@ -51,7 +51,26 @@ impl Turn<'_> {
                 files
             }
         };
-        Ok(Some((target, files)))
+        Ok(Some((target, self.leave_out_unserved(files))))
+    }
+
+    /// `files` without those docdex does not serve; a notice names what went and why. A
+    /// rename is judged by both its names: a secret moved under a served name is still shown
+    /// whole in the patch.
+    fn leave_out_unserved(&mut self, mut files: Vec<FileDiff>) -> Vec<FileDiff> {
+        let paths: Vec<String> =
+            files.iter().flat_map(|f| std::iter::once(&f.path).chain(&f.old_path)).cloned().collect();
+        let refused = served::refusals(&self.repo.root, &paths, &self.engine.config().index);
+        if refused.is_empty() {
+            return files;
+        }
+        files
+            .retain(|f| !refused.contains_key(&f.path) && f.old_path.as_ref().is_none_or(|o| !refused.contains_key(o)));
+        if let Some(note) = served::left_out_note(&refused, "the diff") {
+            tracing::info!(repo = %self.repo.root.display(), "{note}");
+            self.notice(note);
+        }
+        files
     }
 
     pub(super) fn plan_thought(
