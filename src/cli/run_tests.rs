@@ -14,7 +14,8 @@ pub struct RunTestsArgs {
     #[command(flatten)]
     repo: RepoArg,
     /// A test file or directory to run (repo-relative, or relative to the current directory
-    /// inside the repo); default the whole suite.
+    /// inside the repo), for pytest also a node id (`tests/test_x.py::test_y`); default the
+    /// whole suite.
     #[arg(long, value_name = "FILE|DIR")]
     target: Option<String>,
     /// Only the tests the change reaches (uncommitted work; with --since, the branch's commits too).
@@ -31,8 +32,8 @@ pub struct RunTestsArgs {
     pub json: bool,
 }
 
-/// Runs `docdex run-tests`: exit 0 when the tests pass (or none is affected), 1 when they fail
-/// or time out.
+/// Runs `docdex run-tests`: exit 0 when the tests pass (or none ran: status `no_tests`), 1 when
+/// they fail or time out.
 pub fn run(engine: &Engine, out: &Out, args: RunTestsArgs) -> anyhow::Result<ExitCode> {
     let req = RunTestsRequest {
         target: args.target.as_deref().map(|t| args.repo.user_path(t)),

@@ -537,3 +537,160 @@ fn a_virtualenv_whose_python_is_gone_is_named_not_silently_passed_over() {
     assert!(msg.contains(".venv/bin/python links to /nonexistent/python3.99, which no longer exists"), "{msg}");
     assert!(msg.contains("python3 -m venv --clear .venv"), "{msg}");
 }
+
+/// A pytest project whose configuration keeps `testing/example_scripts` (collected only on
+/// purpose, by pytest's own tests) and everything outside `testing/` out of a run, as pytest's
+/// repository does; `core.py` is exercised by a test of each.
+fn pytest_project_with_excluded_tests(env: &Env, venv: &Path) -> PathBuf {
+    let repo = env.repo("pyexcl");
+    write(
+        &repo,
+        "pyproject.toml",
+        "[project]\nname = \"fixture\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"testing\"]\nnorecursedirs = [\"testing/example_scripts\", \".*\"]\n",
+    );
+    write(&repo, "conftest.py", "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n");
+    write(&repo, "core.py", "def value():\n    return 42\n");
+    write(&repo, "testing/test_core.py", "from core import value\n\n\ndef test_value():\n    assert value() == 42\n\n\ndef test_other():\n    assert value() != 41\n");
+    let broken = "from core import value\n\nraise RuntimeError('fails at collection on purpose')\n";
+    write(&repo, "testing/example_scripts/test_core.py", broken);
+    write(&repo, "doc/test_core.py", broken);
+    std::os::unix::fs::symlink(venv, repo.join(".venv")).unwrap();
+    write(&repo, ".gitignore", ".venv\n");
+    git_commit_all(&repo);
+    repo
+}
+
+#[test]
+fn affected_pytest_files_its_configuration_excludes_are_not_run() {
+    // pytest collects any file it is given: one under norecursedirs that fails at collection
+    // on purpose interrupted the whole run ("1 error during collection", 0 tests ran, failed).
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = pytest_project_with_excluded_tests(&env, &venv);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    write(&repo, "core.py", "def value():\n    # a comment\n    return 42\n");
+    let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("passed"), Some(2)), "{v}");
+    let selected = v["selected"].to_string();
+    assert!(selected.contains("testing/test_core.py") && !selected.contains("example_scripts"), "{selected}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains(
+            "pytest's configuration (pyproject.toml [tool.pytest.ini_options]) does not collect 2 selected test files"
+        ),
+        "{notes}"
+    );
+    assert!(notes.contains("norecursedirs 'testing/example_scripts': testing/example_scripts/test_core.py"), "{notes}");
+    assert!(notes.contains("outside testpaths (testing): doc/test_core.py"), "{notes}");
+}
+
+#[test]
+fn a_run_that_ran_no_test_is_no_tests_and_names_the_tests_of_the_file() {
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = pytest_project_with_excluded_tests(&env, &venv);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    // A module, not a test file: pytest exits 5 (no tests collected), which read as failed.
+    let (code, v) = run_tests(&env, &repo, &["--target", "core.py"], &[]);
+    assert_eq!((code, v["status"].as_str(), v["exit_code"].as_i64()), (0, Some("no_tests"), Some(5)), "{v}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("pytest collected no test (its exit code 5)"), "{notes}");
+    assert!(notes.contains("core.py holds no tests; the test files that exercise it: testing/test_core.py"), "{notes}");
+    // A pytest node id: its file is checked, the id handed on.
+    let (code, v) = run_tests(&env, &repo, &["--target", "testing/test_core.py::test_value"], &[]);
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("passed"), Some(1)), "{v}");
+    assert_eq!(v["command"].as_array().unwrap().last().unwrap(), "testing/test_core.py::test_value");
+    let (code, v) = run_tests(&env, &repo, &["--target", "testing/nope.py::test_value"], &[]);
+    assert_eq!(code, 2, "{v}");
+
+    // cargo: a library file without tests ran `0 passed; ... 2 filtered out`, reported passed.
+    let repo = env.repo("crate0");
+    write(
+        &repo,
+        "Cargo.toml",
+        "[package]\nname = \"fixture\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    write(&repo, "src/lib.rs", "pub mod calc;\npub mod parse;\n");
+    write(&repo, "src/calc.rs", "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n");
+    write(
+        &repo,
+        "src/parse.rs",
+        "pub fn num(s: &str) -> i32 {\n    s.parse().unwrap_or(0)\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn one() {\n        assert_eq!(super::num(\"1\"), 1);\n    }\n\n    #[test]\n    fn bad() {\n        assert_eq!(super::num(\"x\"), 0);\n    }\n}\n",
+    );
+    write(&repo, "tests/calc.rs", "#[test]\nfn adds() {\n    assert_eq!(fixture::calc::add(1, 2), 3);\n}\n");
+    let target = env.dir.path().join("cargo-target");
+    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap())];
+    let (code, v) = run_tests(&env, &repo, &["--target", "src/calc.rs"], &vars);
+    assert_eq!((code, v["status"].as_str(), v["exit_code"].as_i64()), (0, Some("no_tests"), Some(0)), "{v}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("cargo ran no test") && !notes.contains("gave no test counts"), "{notes}");
+    assert!(notes.contains("src/calc.rs is not a test file; index the repository"), "{notes}");
+    let (code, v) = run_tests(&env, &repo, &["--target", "src/parse.rs"], &vars);
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("passed"), Some(2)), "{v}");
+}
+
+#[test]
+fn affected_outside_a_git_repository_is_an_error_not_no_tests() {
+    // It said "the change reaches no test file: nothing was run", status no_tests, exit 0.
+    let env = Env::new();
+    let repo = node_project(&env, "nogit");
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
+    assert_eq!(code, 2, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("--affected needs git to know what changed") && msg.contains("not inside a git work tree"),
+        "{msg}"
+    );
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], serde_json::json!({}));
+    let r = mcp.call("docdex_run_tests", serde_json::json!({"affected": true}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("not inside a git work tree"), "{r}");
+}
+
+#[test]
+fn node_failure_messages_come_from_error_blocks_and_a_failing_todo_is_no_failure() {
+    let env = Env::new();
+    let repo = node_project(&env, "todo");
+    // assert/strict's equal writes its message as a YAML `error: |-` block; a {todo: true}
+    // test that fails is node's `todo`, not `fail`: it was counted failed and skipped.
+    write(
+        &repo,
+        "test/slug.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert/strict');\n\ntest('basic', () => {\n  assert.equal('hello world', 'hello-world');\n});\ntest('fine', () => {});\ntest.skip('later', () => {});\ntest('todo thing', { todo: true }, () => {\n  assert.fail('x');\n});\n",
+    );
+    let (code, v) = run_tests(&env, &repo, &["--target", "test/slug.test.js"], &[]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64(), v["skipped"].as_u64()), (Some(1), Some(1), Some(2)), "{v}");
+    assert_eq!(failures(&v), [("basic".to_string(), Some("test/slug.test.js".to_string()), Some(4))]);
+    assert_eq!(
+        v["failures"][0]["message"].as_str(),
+        Some("Expected values to be strictly equal: + actual - expected + 'hello world' - 'hello-world'"),
+        "{v}"
+    );
+}
+
+#[test]
+fn pytest_messages_are_whole_and_a_collection_error_has_its_exception() {
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("pymsg");
+    write(&repo, "pyproject.toml", "[project]\nname = \"fixture\"\nversion = \"0.1.0\"\n");
+    write(
+        &repo,
+        "tests/test_cart_totals_with_a_long_name.py",
+        "def test_total_with_coupon_and_tax_applied():\n    assert 941 == 936\n",
+    );
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!(code, 1, "{v}");
+    // The short summary cut it at 80 columns: 'AssertionError: a...' or shorter.
+    assert_eq!(v["failures"][0]["message"].as_str(), Some("assert 941 == 936"), "{v}");
+    write(&repo, "tests/test_broken.py", "import no_such_module_here\n");
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!(code, 1, "{v}");
+    let broken = v["failures"].as_array().unwrap().iter().find(|f| f["name"] == "tests/test_broken.py").cloned();
+    let broken = broken.unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(broken["message"].as_str(), Some("ModuleNotFoundError: No module named 'no_such_module_here'"), "{v}");
+    assert_eq!(broken["line"].as_u64(), Some(1), "{v}");
+}

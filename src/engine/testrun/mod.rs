@@ -11,6 +11,7 @@
 
 mod group;
 mod parse;
+mod pytest_config;
 pub mod types;
 
 use crate::engine::code::test_files::is_test_path;
@@ -555,10 +556,16 @@ fn tail(lines: &[String]) -> String {
     text
 }
 
-/// A repo-relative target that stays inside the repository and exists.
-fn confine_target(root: &Path, target: &str) -> Result<String> {
+/// A repo-relative target that stays inside the repository and exists. For pytest, a node id
+/// (`tests/test_cart.py::test_bad_qty`, `tests/test_x.py::TestA::test_b[1]`) is its file
+/// confined and the rest kept.
+fn confine_target(root: &Path, target: &str, runner: Runner) -> Result<String> {
+    let (path, node) = match target.split_once("::") {
+        Some((p, n)) if runner == Runner::Pytest && !p.is_empty() => (p, Some(n)),
+        _ => (target, None),
+    };
     let outside = || Error::OutsideRepo { path: target.to_string(), repo: root.to_path_buf() };
-    let rel = crate::engine::repos::repo_relative(root, target)?;
+    let rel = crate::engine::repos::repo_relative(root, path)?;
     if rel.is_empty() {
         return Ok(rel);
     }
@@ -567,13 +574,25 @@ fn confine_target(root: &Path, target: &str) -> Result<String> {
     if !real.starts_with(root) {
         return Err(outside());
     }
-    Ok(rel)
+    Ok(match node {
+        Some(n) => format!("{rel}::{n}"),
+        None => rel,
+    })
 }
 
-/// Fills in how the run went: status (timed out, passed, failed), counts, failures, the output's
-/// tail and every note, the run's own last.
+/// Whether the run ran no test at all: pytest's exit 5 ("no tests collected"), a runner that
+/// said it found none, or a clean exit whose counts (read, not missing) are all 0 (cargo's
+/// `0 passed; ... 2 filtered out`).
+fn ran_no_test(runner: Runner, exit: Option<i32>, o: &parse::Outcome) -> bool {
+    let none = o.passed + o.failed + o.skipped == 0 && o.failures.is_empty();
+    (runner == Runner::Pytest && exit == Some(5)) || (none && (o.none_found || (exit == Some(0) && o.counted)))
+}
+
+/// Fills in how the run went: status (timed out, no tests, passed, failed), counts, failures,
+/// the output's tail and every note, the run's own last.
 fn record_outcome(
     resp: &mut RunTestsResponse,
+    runner: Runner,
     done: Finished,
     outcome: parse::Outcome,
     timeout: Duration,
@@ -582,12 +601,18 @@ fn record_outcome(
     resp.status = if done.timed_out {
         notes.push(format!("killed after the {} s timeout", timeout.as_secs()));
         TestStatus::TimedOut
+    } else if ran_no_test(runner, done.exit_code, &outcome) {
+        notes.push(match (runner, done.exit_code) {
+            (Runner::Pytest, Some(5)) => "pytest collected no test (its exit code 5): nothing was run".to_string(),
+            _ => format!("{} ran no test: nothing matched", runner.name()),
+        });
+        TestStatus::NoTests
     } else if done.exit_code == Some(0) {
         TestStatus::Passed
     } else {
         TestStatus::Failed
     };
-    if outcome.passed + outcome.failed + outcome.skipped == 0 && !done.timed_out {
+    if outcome.passed + outcome.failed + outcome.skipped == 0 && !done.timed_out && !outcome.counted {
         notes.push("the output gave no test counts".into());
     }
     resp.exit_code = done.exit_code;
@@ -655,7 +680,12 @@ impl Engine {
             notes.push(format!("ran {python}, not the repository's virtualenv: {b}"));
         }
         let outcome = parse_output(runner, &text, &root.to_string_lossy());
-        record_outcome(&mut resp, done, outcome, timeout, notes);
+        record_outcome(&mut resp, runner, done, outcome, timeout, notes);
+        if resp.status == TestStatus::NoTests && !req.affected {
+            if let Some(note) = self.tests_of_target(&root, runner, &targets) {
+                resp.notes.push(note);
+            }
+        }
         Ok(resp)
     }
 
@@ -671,17 +701,24 @@ impl Engine {
     ) -> Result<Option<Vec<String>>> {
         let mut targets: Vec<String> = Vec::new();
         if let Some(t) = req.target.as_deref().filter(|t| !t.trim().is_empty()) {
-            let t = confine_target(root, t)?;
+            let t = confine_target(root, t, runner)?;
             if !t.is_empty() {
                 targets.push(t);
             }
         }
         if req.affected {
             let selected = self.affected_tests(root, req.since.as_deref(), runner, &mut resp.notes)?;
-            let within: Vec<(String, String)> = selected
+            let target = targets.first().map(|t| t.split("::").next().unwrap_or(t));
+            let mut within: Vec<(String, String)> = selected
                 .into_iter()
-                .filter(|(p, _)| targets.first().is_none_or(|t| p == t || p.starts_with(&format!("{t}/"))))
+                .filter(|(p, _)| target.is_none_or(|t| p == t || p.starts_with(&format!("{t}/"))))
                 .collect();
+            if runner == Runner::Pytest {
+                // pytest collects every file it is given, the ones its configuration excludes too.
+                let (kept, note) = pytest_config::keep_collected(root, within);
+                within = kept;
+                resp.notes.extend(note);
+            }
             resp.selected = within.iter().map(|(p, why)| format!("{p}: {why}")).collect();
             if within.is_empty() {
                 resp.notes.push("the change reaches no test file: nothing was run".into());
@@ -694,6 +731,46 @@ impl Engine {
         Ok(Some(targets))
     }
 
+    /// After a run of one file that ran no test: the test files that exercise that file (the
+    /// rules of `impact --tests`), so the caller knows what to run instead. `None` for a test
+    /// file or a directory. Only tests the runner runs are named (for pytest, those its
+    /// configuration collects).
+    fn tests_of_target(&self, root: &Path, runner: Runner, targets: &[String]) -> Option<String> {
+        let [target] = targets else { return None };
+        let file = target.split("::").next().unwrap_or(target);
+        if is_test_path(file) || !root.join(file).is_file() {
+            return None;
+        }
+        let graph = match self.impact_graph(root) {
+            Ok((_, g)) if g.contains(file) => g,
+            _ => {
+                return Some(format!(
+                    "{file} is not a test file; index the repository to find the tests that exercise it (`docdex impact --file {file} --tests`)"
+                ))
+            }
+        };
+        let mut tests: Vec<(String, String)> = graph
+            .tests_reaching(root, file)
+            .into_iter()
+            .filter(|t| t.path != file && runner.runs(&t.path))
+            .map(|t| (t.path, t.reason))
+            .collect();
+        if runner == Runner::Pytest {
+            tests = pytest_config::keep_collected(root, tests).0;
+        }
+        let tests: Vec<String> = tests.into_iter().map(|(p, _)| p).collect();
+        if tests.is_empty() {
+            return Some(format!("{file} holds no tests, and no test file reaches it through the import graph"));
+        }
+        let mut named = tests.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+        if tests.len() > 5 {
+            named.push_str(&format!(", {} more", tests.len() - 5));
+        }
+        Some(format!(
+            "{file} holds no tests; the test files that exercise it: {named} (give one as the target, or run a change's tests with --affected)"
+        ))
+    }
+
     /// The test files the change reaches, for `runner`, each with why; changed files the index
     /// would not walk are left out (a note counts them).
     fn affected_tests(
@@ -704,6 +781,10 @@ impl Engine {
         notes: &mut Vec<String>,
     ) -> Result<Vec<(String, String)>> {
         let mut changes = crate::engine::context::changes::collect(root, since)?;
+        // Not a git repository (or no git): no change can be read, which is not "no change".
+        if let Some(why) = changes.note.take() {
+            return Err(Error::BadRequest(format!("--affected needs git to know what changed: {why}")));
+        }
         // What the index would not walk (`.venv/`, ignored build output) is no change to test:
         // a virtualenv's vendored `tests/` ran as the change's tests.
         let left_out = changes.leave_out_unindexable(root, &self.config().index);

@@ -18,7 +18,15 @@ pub struct Outcome {
     pub skipped: u32,
     /// The failing tests.
     pub failures: Vec<TestFailure>,
+    /// The runner's own counts were read (cargo's `test result:` lines, pytest's summary,
+    /// TAP's `# pass`), so all-zero counts mean no test ran, not unreadable output.
+    pub counted: bool,
+    /// The runner said it found no test (jest's `No tests found`, vitest's `No test files found`).
+    pub none_found: bool,
 }
+
+/// Longest failure message kept, in characters (a TAP `error: |-` block is joined into one line).
+const MAX_MESSAGE_CHARS: usize = 400;
 
 fn re(cell: &'static OnceLock<Option<Regex>>, pattern: &str) -> Option<&'static Regex> {
     cell.get_or_init(|| Regex::new(pattern).ok()).as_ref()
@@ -70,6 +78,7 @@ pub fn cargo(out: &str, root: &str) -> Outcome {
             o.passed += c[1].parse::<u32>().unwrap_or(0);
             o.failed += c[2].parse::<u32>().unwrap_or(0);
             o.skipped += c[3].parse::<u32>().unwrap_or(0);
+            o.counted = true;
             unsummed = (0, 0, 0);
         } else if line.starts_with("test ") && line.ends_with(" ... ok") {
             unsummed.0 += 1;
@@ -104,69 +113,205 @@ pub fn cargo(out: &str, root: &str) -> Outcome {
     o
 }
 
+/// Where a pytest report line is: the `FAILURES` section (with `--tb=line` one `path:line:
+/// message` crash line per failure, in the order of the summary), `ERRORS` (a block per error,
+/// its exception on an `E   ` line), the short test summary, or elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Other,
+    Failures,
+    Errors,
+    Summary,
+}
+
+/// What the report's sections say about one failure or error.
+#[derive(Debug, Default, Clone)]
+struct Detail {
+    /// The `ERRORS` block's title (`collecting tests/test_x.py`, `at setup of test_y`).
+    title: String,
+    file: Option<String>,
+    line: Option<u32>,
+    message: Option<String>,
+}
+
 /// pytest with `-rfE --tb=line`: the final `N failed, M passed, K skipped in 0.1s` line,
-/// `FAILED path::name - message` summaries and `path:line: message` traceback lines.
+/// `FAILED path::name - message` summaries (their messages cut to the terminal's width, so the
+/// full first line is taken from the crash line of the `FAILURES` section), and the `ERRORS`
+/// blocks (a collection error's summary has no message: its `E   ` line does).
 pub fn pytest(out: &str, root: &str) -> Outcome {
-    static COUNT: OnceLock<Option<Regex>> = OnceLock::new();
     static TB: OnceLock<Option<Regex>> = OnceLock::new();
+    static WHERE: OnceLock<Option<Regex>> = OnceLock::new();
     let mut o = Outcome::default();
-    let mut where_: HashMap<String, u32> = HashMap::new();
+    let mut section = Section::Other;
+    let (mut crashes, mut errors): (Vec<Detail>, Vec<Detail>) = (Vec::new(), Vec::new());
+    let (mut failed_at, mut error_at): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
     for line in out.lines() {
         let trimmed = line.trim();
-        if let Some(rest) = trimmed.strip_prefix("FAILED ").or_else(|| trimmed.strip_prefix("ERROR ")) {
-            let (id, message) = rest.split_once(" - ").unwrap_or((rest, ""));
-            let file = id.split("::").next().map(str::to_string);
-            o.failures.push(TestFailure {
-                name: id.trim().to_string(),
-                file,
-                line: None,
-                message: Some(message.trim().to_string()).filter(|m| !m.is_empty()),
-            });
-        } else if let Some(c) = re(&TB, r"^(\S+\.py):(\d+): ").and_then(|r| r.captures(trimmed)) {
-            where_.entry(relative(&c[1], root)).or_insert(c[2].parse().unwrap_or(0));
+        if trimmed.len() > 2 && trimmed.starts_with('=') && trimmed.ends_with('=') {
+            section = match trimmed.trim_matches('=').trim() {
+                "FAILURES" => Section::Failures,
+                "ERRORS" => Section::Errors,
+                "short test summary info" => Section::Summary,
+                _ => Section::Other,
+            };
         }
-        let is_summary = trimmed.starts_with('=') && trimmed.contains(" in ") || trimmed.ends_with('s');
-        if is_summary {
-            let mut counts = (0, 0, 0);
-            let mut any = false;
-            for c in re(&COUNT, r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
-                .map(|r| r.captures_iter(trimmed).collect::<Vec<_>>())
-                .unwrap_or_default()
-            {
-                any = true;
-                let n: u32 = c[1].parse().unwrap_or(0);
-                match &c[2] {
-                    "passed" | "xpassed" => counts.0 += n,
-                    "failed" | "error" | "errors" => counts.1 += n,
-                    _ => counts.2 += n,
+        match section {
+            Section::Failures => {
+                if let Some(c) = re(&TB, r"^(\S+\.py):(\d+): (.*)$").and_then(|r| r.captures(line)) {
+                    crashes.push(Detail {
+                        file: Some(relative(&c[1], root)),
+                        line: c[2].parse().ok(),
+                        message: Some(c[3].trim().to_string()).filter(|m| !m.is_empty()),
+                        ..Detail::default()
+                    });
                 }
             }
-            if any && trimmed.contains(" in ") {
-                (o.passed, o.failed, o.skipped) = counts;
+            Section::Errors => {
+                if let Some(title) = trimmed.strip_prefix('_').map(|t| t.trim_matches('_').trim()) {
+                    if let Some(title) = title.strip_prefix("ERROR ") {
+                        errors.push(Detail { title: title.to_string(), ..Detail::default() });
+                    }
+                } else if let Some(d) = errors.last_mut() {
+                    error_detail(d, line, root, &WHERE);
+                }
             }
+            Section::Summary => {
+                let (kind, rest) = match (trimmed.strip_prefix("FAILED "), trimmed.strip_prefix("ERROR ")) {
+                    (Some(r), _) => (&mut failed_at, r),
+                    (None, Some(r)) => (&mut error_at, r),
+                    _ => {
+                        pytest_counts(trimmed, &mut o);
+                        continue;
+                    }
+                };
+                let (id, message) = rest.split_once(" - ").unwrap_or((rest, ""));
+                kind.push(o.failures.len());
+                o.failures.push(TestFailure {
+                    name: id.trim().to_string(),
+                    file: id.split("::").next().map(|f| f.trim().to_string()),
+                    line: None,
+                    message: Some(message.trim().to_string()).filter(|m| !m.is_empty()),
+                });
+            }
+            Section::Other => pytest_counts(trimmed, &mut o),
         }
     }
-    for f in &mut o.failures {
-        if let Some(file) = &f.file {
-            f.line = where_.get(file).copied();
-        }
-    }
+    attach(&mut o.failures, &failed_at, &crashes, |f, d| f.file == d.file);
+    attach(&mut o.failures, &error_at, &errors, |f, d| d.title == format!("collecting {}", f.name));
     o
 }
 
+/// One line of an `ERRORS` block into its detail: the exception's `E   ` line (the first not
+/// indented further: a SyntaxError's `File ...` and source lines are), and the last traceback
+/// line `path:N: in ...` as where it happened.
+fn error_detail(d: &mut Detail, line: &str, root: &str, cell: &'static OnceLock<Option<Regex>>) {
+    if let Some(e) = line.strip_prefix("E   ") {
+        if d.message.is_none() && !e.starts_with(char::is_whitespace) && !e.trim().is_empty() {
+            d.message = Some(e.trim().to_string());
+        }
+    } else if let Some(c) = re(cell, r"^(\S+\.py):(\d+): in ").and_then(|r| r.captures(line)) {
+        d.file = Some(relative(&c[1], root));
+        d.line = c[2].parse().ok();
+    }
+}
+
+/// The report's details onto the summary's entries (`at`, indexes into `failures`): in order
+/// when there are as many (pytest writes both in report order), else the first detail that
+/// `fits`. The line is taken only in the test's own file; the message when the summary gave
+/// none or cut it (`AssertionError: a...`) and the detail's is that text in full.
+fn attach(
+    failures: &mut [TestFailure],
+    at: &[usize],
+    details: &[Detail],
+    fits: impl Fn(&TestFailure, &Detail) -> bool,
+) {
+    let in_order = details.len() == at.len();
+    for (k, &i) in at.iter().enumerate() {
+        let Some(f) = failures.get_mut(i) else { continue };
+        let d = if in_order { details.get(k) } else { details.iter().find(|d| fits(f, d)) };
+        let Some(d) = d else { continue };
+        if d.file.is_some() && d.file == f.file {
+            f.line = d.line;
+        }
+        f.message = fuller(f.message.take(), d.message.as_deref());
+    }
+}
+
+/// The summary's message, or the report's when the summary has none or cut it short.
+fn fuller(summary: Option<String>, full: Option<&str>) -> Option<String> {
+    let Some(full) = full else { return summary };
+    match summary {
+        None => Some(full.to_string()),
+        Some(s) => match s.strip_suffix("...") {
+            Some(cut) if full.starts_with(cut) => Some(full.to_string()),
+            _ => Some(s),
+        },
+    }
+}
+
+/// The final `1 failed, 3 passed in 0.05s` line (or `no tests ran in 0.01s`) into the counts.
+fn pytest_counts(trimmed: &str, o: &mut Outcome) {
+    static COUNT: OnceLock<Option<Regex>> = OnceLock::new();
+    let is_summary = trimmed.starts_with('=') && trimmed.contains(" in ") || trimmed.ends_with('s');
+    if !is_summary || !trimmed.contains(" in ") {
+        return;
+    }
+    if trimmed.trim_matches('=').trim().starts_with("no tests ran in ") {
+        o.counted = true;
+        return;
+    }
+    let mut counts = (0, 0, 0);
+    let mut any = false;
+    for c in re(&COUNT, r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
+        .map(|r| r.captures_iter(trimmed).collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
+        any = true;
+        let n: u32 = c[1].parse().unwrap_or(0);
+        match &c[2] {
+            "passed" | "xpassed" => counts.0 += n,
+            "failed" | "error" | "errors" => counts.1 += n,
+            _ => counts.2 += n,
+        }
+    }
+    if any {
+        (o.passed, o.failed, o.skipped) = counts;
+        o.counted = true;
+    }
+}
+
 /// TAP (node's test runner with `--test-reporter=tap`): `not ok N - name`, the YAML block's
-/// `location:`, and the `# pass` / `# fail` / `# skipped` / `# todo` totals.
+/// `location:` and `error:` (quoted, or a `|-` block as `assert.equal` writes it), and the
+/// `# pass` / `# fail` / `# skipped` / `# todo` totals. A `not ok ... # TODO` (or `# SKIP`) is
+/// no failure: node counts it under todo, not fail.
 pub fn tap(out: &str, root: &str) -> Outcome {
     let mut o = Outcome::default();
     let mut current: Option<usize> = None;
     let mut subtest_failures: Vec<usize> = Vec::new();
+    // An `error: |-` block being read: its failure, the key's indent, its lines.
+    let mut block: Option<(usize, usize, Vec<String>)> = None;
     for line in out.lines() {
         let t = line.trim_start();
         let indent = line.len() - t.len();
+        if let Some((i, key, lines)) = &mut block {
+            if t.is_empty() || indent > *key {
+                lines.push(t.trim_end().to_string());
+                continue;
+            }
+            if o.failures[*i].message.is_none() {
+                o.failures[*i].message = joined(lines);
+            }
+            block = None;
+        }
         if let Some(rest) = t.strip_prefix("not ok ") {
+            current = None;
             let name = rest.split_once(" - ").map(|(_, n)| n).unwrap_or(rest);
-            let name = name.split(" # ").next().unwrap_or(name).trim().to_string();
-            o.failures.push(TestFailure { name, file: None, line: None, message: None });
+            let (name, directive) = name.split_once(" # ").unwrap_or((name, ""));
+            let directive = directive.trim_start().to_ascii_uppercase();
+            if directive.starts_with("TODO") || directive.starts_with("SKIP") {
+                continue;
+            }
+            o.failures.push(TestFailure { name: name.trim().to_string(), file: None, line: None, message: None });
             current = Some(o.failures.len() - 1);
             if indent > 0 {
                 subtest_failures.push(o.failures.len() - 1);
@@ -177,17 +322,25 @@ pub fn tap(out: &str, root: &str) -> Outcome {
             let (file, l) = location(loc, root);
             o.failures[i].file = file;
             o.failures[i].line = l;
-        } else if let (Some(i), Some(err)) = (current, t.strip_prefix("error: ")) {
-            let msg = err.trim().trim_matches(|c| c == '\'' || c == '|' || c == '-').trim();
-            if !msg.is_empty() && o.failures[i].message.is_none() {
-                o.failures[i].message = Some(msg.to_string());
+        } else if let (Some(i), Some(err)) = (current, t.strip_prefix("error:")) {
+            let err = err.trim();
+            if err.starts_with('|') || err.starts_with('>') {
+                block = Some((i, indent, Vec::new()));
+            } else if o.failures[i].message.is_none() {
+                o.failures[i].message = Some(yaml_scalar(err)).filter(|m| !m.is_empty());
             }
         } else if let Some(n) = t.strip_prefix("# pass ") {
             o.passed = n.trim().parse().unwrap_or(0);
+            o.counted = true;
         } else if let Some(n) = t.strip_prefix("# fail ") {
             o.failed = n.trim().parse().unwrap_or(0);
         } else if let Some(n) = t.strip_prefix("# skipped ").or_else(|| t.strip_prefix("# todo ")) {
             o.skipped += n.trim().parse::<u32>().unwrap_or(0);
+        }
+    }
+    if let Some((i, _, lines)) = block {
+        if o.failures[i].message.is_none() {
+            o.failures[i].message = joined(&lines);
         }
     }
     // A failing file (a top-level `not ok` named after it) repeats its failing subtests:
@@ -201,6 +354,53 @@ pub fn tap(out: &str, root: &str) -> Outcome {
         });
     }
     o
+}
+
+/// A YAML block's lines as one message: the non-empty lines joined by a space, cut at
+/// `MAX_MESSAGE_CHARS` (`Expected values to be strictly equal: 'a' !== 'b'`).
+fn joined(lines: &[String]) -> Option<String> {
+    // A caret line under a diff (`        ^`) points at a column, which one line loses.
+    let text = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty() && !l.chars().all(|c| c == '^' || c == '~'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Some(cut(&text)).filter(|m| !m.is_empty())
+}
+
+fn cut(text: &str) -> String {
+    if text.chars().count() <= MAX_MESSAGE_CHARS {
+        return text.to_string();
+    }
+    text.chars().take(MAX_MESSAGE_CHARS).chain(std::iter::once('…')).collect()
+}
+
+/// A one-line YAML scalar's text: `'it''s'` -> `it's`, `"a \"b\""` -> `a "b"`, plain as is.
+fn yaml_scalar(v: &str) -> String {
+    let v = v.trim();
+    if v.len() >= 2 && v.starts_with('\'') && v.ends_with('\'') {
+        return cut(&v[1..v.len() - 1].replace("''", "'"));
+    }
+    if v.len() >= 2 && v.starts_with('"') && v.ends_with('"') {
+        let inner = &v[1..v.len() - 1];
+        let mut out = String::new();
+        let mut chars = inner.chars();
+        while let Some(c) = chars.next() {
+            if c != '\\' {
+                out.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some('n') => out.push(' '),
+                Some('t') => out.push('\t'),
+                Some(other) => out.push(other),
+                None => {}
+            }
+        }
+        return cut(&out);
+    }
+    cut(v)
 }
 
 /// go test (plain output): `--- FAIL: TestX (0.00s)` followed by `file_test.go:12: message`,
@@ -243,7 +443,10 @@ pub fn jest_like(out: &str, _root: &str) -> Outcome {
     let mut o = Outcome::default();
     for line in out.lines() {
         let t = line.trim();
-        if t.starts_with("Tests:") || t.starts_with("Tests ") {
+        if t.starts_with("No tests found") || t.starts_with("No test files found") {
+            o.none_found = true;
+        } else if t.starts_with("Tests:") || t.starts_with("Tests ") {
+            o.counted = true;
             for c in re(&COUNT, r"(\d+) (passed|failed|skipped|todo)")
                 .map(|r| r.captures_iter(t).collect::<Vec<_>>())
                 .unwrap_or_default()
@@ -311,6 +514,58 @@ mod tests {
         assert_eq!(o.failures[0].name, "breaks");
         assert_eq!((o.failures[0].file.as_deref(), o.failures[0].line), (Some("t/a.test.js"), Some(8)));
         assert_eq!(o.failures[0].message.as_deref(), Some("Expected values to be strictly equal"));
+    }
+
+    #[test]
+    fn pytest_messages_cut_by_the_summary_come_whole_from_the_crash_lines() {
+        // Real pytest 9 output (`-rfE --tb=line`): the summary cuts at 80 columns.
+        let out = "=================================== FAILURES ===================================\nE   AssertionError: assert 941 == 936\n     +  where 941 = total('NY', 'SAVE10')\n/r/tests/test_cart.py:19: AssertionError: assert 941 == 936\nE   assert 941 == 936\n/r/tests/helpers.py:2: assert 941 == 936\nE   assert 1 == 2\n/r/tests/test_cart.py:30: assert 1 == 2\n=========================== short test summary info ============================\nFAILED tests/test_cart.py::test_total_with_coupon_and_tax - AssertionError: a...\nFAILED tests/test_cart.py::test_helper - assert 941 == 936\nFAILED tests/test_cart.py::test_plain - assert 1 == 2\n============== 3 failed, 4 passed in 0.03s ===============\n";
+        let o = pytest(out, "/r");
+        assert_eq!((o.passed, o.failed, o.counted), (4, 3, true));
+        let got: Vec<(Option<u32>, Option<&str>)> = o.failures.iter().map(|f| (f.line, f.message.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                (Some(19), Some("AssertionError: assert 941 == 936")),
+                // Failed in a helper of another file: no line in the test's own file.
+                (None, Some("assert 941 == 936")),
+                (Some(30), Some("assert 1 == 2")),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pytest_collection_error_has_its_exception_as_message() {
+        let out = "collected 3 items / 1 error\n\n==================================== ERRORS ====================================\n_______________________ ERROR collecting tests/test_b.py _______________________\nImportError while importing test module '/r/tests/test_b.py'.\nTraceback:\n/usr/lib/python3.11/importlib/__init__.py:126: in import_module\n    return _bootstrap._gcd_import(name[level:], package, level)\ntests/test_b.py:1: in <module>\n    import nope_module\nE   ModuleNotFoundError: No module named 'nope_module'\n__________________________ ERROR at setup of test_err __________________________\nE     File \"/r/tests/x.py\", line 3\nE   ValueError: fixture blew up with a long long long long long long message text here\n=========================== short test summary info ============================\nERROR tests/test_b.py\nERROR tests/test_c.py::test_err - ValueError: fixture blew up with a long lon...\n!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n=============================== 2 errors in 0.18s ===============================\n";
+        let o = pytest(out, "/r");
+        assert_eq!(o.failed, 2);
+        assert_eq!(o.failures[0].message.as_deref(), Some("ModuleNotFoundError: No module named 'nope_module'"));
+        assert_eq!((o.failures[0].file.as_deref(), o.failures[0].line), (Some("tests/test_b.py"), Some(1)));
+        assert_eq!(
+            o.failures[1].message.as_deref(),
+            Some("ValueError: fixture blew up with a long long long long long long message text here")
+        );
+        let none = pytest(
+            "collected 0 items\n\n============================ no tests ran in 0.01s =============================\n",
+            "/r",
+        );
+        assert!(none.counted && none.passed + none.failed == 0);
+    }
+
+    #[test]
+    fn tap_reads_error_blocks_and_a_failing_todo_is_no_failure() {
+        // Real node 20 output for assert.equal from node:assert/strict, a todo and a skip.
+        let out = "TAP version 13\n# Subtest: basic\nnot ok 1 - basic\n  ---\n  location: '/r/test/slug.test.js:4:1'\n  failureType: 'testCodeFailure'\n  error: |-\n    Expected values to be strictly equal:\n    \n    'hello world' !== 'hello-world'\n            ^\n    \n  code: 'ERR_ASSERTION'\n  ...\n# Subtest: quoted\nnot ok 2 - quoted\n  ---\n  error: \"'a-' == 'b'\"\n  ...\n# Subtest: ok one\nok 3 - ok one\n# Subtest: todo thing\nnot ok 4 - todo thing # TODO\n  ---\n  error: 'x'\n  ...\n# Subtest: later\nok 5 - later # SKIP\n1..5\n# tests 5\n# pass 1\n# fail 2\n# skipped 1\n# todo 1\n";
+        let o = tap(out, "/r");
+        assert_eq!((o.passed, o.failed, o.skipped), (1, 2, 2));
+        let names: Vec<&str> = o.failures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["basic", "quoted"]);
+        assert_eq!(
+            o.failures[0].message.as_deref(),
+            Some("Expected values to be strictly equal: 'hello world' !== 'hello-world'")
+        );
+        assert_eq!((o.failures[0].file.as_deref(), o.failures[0].line), (Some("test/slug.test.js"), Some(4)));
+        assert_eq!(o.failures[1].message.as_deref(), Some("'a-' == 'b'"));
     }
 
     #[test]

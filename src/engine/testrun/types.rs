@@ -7,7 +7,8 @@ use std::path::PathBuf;
 /// What to run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct RunTestsRequest {
-    /// A repo-relative test file or directory to run (default: the whole suite).
+    /// A repo-relative test file or directory to run (default: the whole suite); for pytest
+    /// also a node id, `tests/test_x.py::test_y`.
     #[serde(default)]
     pub target: Option<String>,
     /// Run only the test files the change reaches (uncommitted work, plus the branch's
@@ -31,7 +32,8 @@ pub struct TestFailure {
     pub file: Option<String>,
     /// The line, when the runner says.
     pub line: Option<u32>,
-    /// The first line of the failure message, when the runner gives one.
+    /// The failure message's first line (a TAP `error: |-` block's lines joined into one, at most
+    /// 400 characters), when the runner gives one.
     pub message: Option<String>,
 }
 
@@ -45,7 +47,8 @@ pub enum TestStatus {
     Failed,
     /// Killed at the timeout.
     TimedOut,
-    /// `affected` found no test the change reaches: nothing was run.
+    /// No test ran: `affected` found no test the change reaches (nothing was run), pytest
+    /// collected none (exit 5), or the runner's counts were all 0 (cargo's filter matched none).
     NoTests,
 }
 
