@@ -6,8 +6,8 @@
 use super::output::{visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
-    AnswerStatus, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, GateTrace,
-    StepStatus, WebPolicy, WebTrace,
+    AnswerStatus, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest,
+    EvolutionAction, EvolutionOutcome, GateTrace, StepStatus, WebPolicy, WebTrace,
 };
 use crate::engine::protocol::{ChatMessage, Role};
 use crate::engine::Engine;
@@ -169,7 +169,13 @@ fn repl(engine: &Engine, out: &Out, args: &ChatArgs, repo: &Path) -> anyhow::Res
                 continue;
             }
             "/help" => {
-                out.note("/new starts a new conversation, /trace toggles the trace, /exit leaves (or Ctrl-D)");
+                out.note(REPL_HELP);
+                continue;
+            }
+            _ if is_command(q) => {
+                // A mistyped command is no question: it was sent to the model as one.
+                let name = q.split_whitespace().next().unwrap_or(q);
+                out.note(&format!("unknown command {}: {REPL_HELP}", visible(name)));
                 continue;
             }
             _ => {}
@@ -189,6 +195,18 @@ fn repl(engine: &Engine, out: &Out, args: &ChatArgs, repo: &Path) -> anyhow::Res
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The session's commands, as `/help` and an unknown command list them.
+const REPL_HELP: &str =
+    "commands: /new starts a new conversation, /trace toggles the trace, /help shows this, /exit or /quit leaves (or Ctrl-D)";
+
+/// True when a session line is a command rather than a question: its first word is `/` and
+/// letters only (`/bogus`, `/Trace`), so a question opening with a path (`/etc/hosts is read
+/// where?`) is still a question.
+fn is_command(line: &str) -> bool {
+    let first = line.split_whitespace().next().unwrap_or("");
+    first.strip_prefix('/').is_some_and(|name| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphabetic()))
 }
 
 /// One turn: streams (human) or collects (JSON), then prints sources and the trace.
@@ -239,9 +257,14 @@ fn turn(
     if resp.llm.status == AnswerStatus::Stopped && !super::output::stdout_closed() {
         out.note("(answer stopped)");
     }
-    print_sources(out, &resp.sources);
+    if resp.answer.is_none() && resp.llm.status != AnswerStatus::Stopped {
+        print_found(out, &resp);
+    } else {
+        print_sources(out, &resp.sources);
+    }
     if show_trace {
-        print_trace(out, &resp.trace);
+        // Its notices were printed as warnings while the turn ran.
+        print_trace(out, &resp.trace, &resp.trace.notices);
     }
     out.note(&format!(
         "session {} (turn {}): `docdex dag view {}`",
@@ -249,7 +272,48 @@ fn turn(
         resp.turn,
         short(&resp.session_id)
     ));
+    // A message that stated a preference: what the profile learnt from it, once decided.
+    if let Some(o) = engine.profile_learn_outcome(&resp.trace.request_id, LEARN_WAIT) {
+        print_learnt(out, &o);
+    }
     Ok(resp)
+}
+
+/// How long a turn waits for the model to decide what its message teaches the profile.
+const LEARN_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What a chat message taught the profile: the preference written (with its rule, which the
+/// pre-commit gatekeeper enforces) and how to undo it, or why nothing was written. It was said
+/// only in the reasoning DAG, so a commit-blocking rule could be learnt unseen.
+fn print_learnt(out: &Out, o: &EvolutionOutcome) {
+    let agent = &o.agent_id;
+    let text = match (o.action, &o.preference) {
+        (EvolutionAction::Add | EvolutionAction::Update, Some(p)) => {
+            let rule = match &p.rule {
+                Some(r) => format!(", rule `{r}`: the pre-commit gatekeeper refuses commits that break it"),
+                None => String::new(),
+            };
+            let head = match &o.previous_content {
+                Some(old) if o.action == EvolutionAction::Update => {
+                    format!(
+                        "profile: {agent}'s preference {} changed from \"{old}\" to \"{}\"",
+                        short(&p.id),
+                        p.content
+                    )
+                }
+                _ => format!("profile: {agent} learnt \"{}\"", p.content),
+            };
+            format!(
+                "{head} ({}{rule}); undo: `docdex profile edit {}` or `docdex profile remove {}`",
+                p.category,
+                short(&p.id),
+                short(&p.id)
+            )
+        }
+        _ => format!("profile: nothing learnt for {agent}: {}", o.reasoning),
+    };
+    out.line("");
+    out.line(&out.paint("1", &text));
 }
 
 fn short(id: &str) -> &str {
@@ -277,24 +341,75 @@ fn print_sources(out: &Out, sources: &[ChatSource]) {
     }
 }
 
-/// The trace as a few aligned blocks: steps, gate, web, budget, model and timings.
-pub fn print_trace(out: &Out, t: &ChatTrace) {
+/// No answer: what was found, as `docdex search` shows it (each of the best sources with its
+/// lines), then the rest as citations. It was the citations alone, under "sources (0 of 13
+/// cited)", though nothing could cite them: less than `docdex search` shows.
+fn print_found(out: &Out, resp: &ChatTurnResponse) {
+    if resp.sources.is_empty() {
+        out.line(&out.paint("2", "no sources: nothing in the index matched"));
+        return;
+    }
+    let mut page = String::new();
+    let mut line = |s: &str| {
+        page.push_str(s);
+        page.push('\n');
+    };
+    line("");
+    let shown = resp.excerpts.len();
+    let header = match shown {
+        0 => format!("found without a model: {} sources", resp.sources.len()),
+        n => format!("found without a model: {} sources, the best {n} with their lines", resp.sources.len()),
+    };
+    line(&out.paint("1", &header));
+    for x in &resp.excerpts {
+        line("");
+        line(&format!("{}  {}", out.paint("1;35", &x.citation), out.paint("2", &format!("{:.2}", x.score))));
+        for (i, text) in x.text.lines().enumerate() {
+            let n = x.line_start + i as u32;
+            line(&format!("{} {}", out.paint("32", &format!("{n:>5}:")), visible(text)));
+        }
+    }
+    let rest: Vec<&ChatSource> =
+        resp.sources.iter().filter(|s| !resp.excerpts.iter().any(|x| x.citation == s.citation)).collect();
+    if !rest.is_empty() {
+        line("");
+        if shown > 0 {
+            line(&out.paint("2", "also in the context:"));
+        }
+        for s in rest {
+            let note = if s.note.is_empty() { String::new() } else { format!("  {}", s.note) };
+            line(&format!(
+                "  {}  {}{}",
+                out.paint("1;35", &s.citation),
+                out.paint("2", s.slot.name()),
+                out.paint("2", &note)
+            ));
+        }
+    }
+    out.block(&page);
+}
+
+/// The trace as a few aligned blocks: steps, gate, web, budget, model and timings, without
+/// the notices already printed (`said`): a step whose detail is one of them points at it
+/// instead of saying it again (the fix-it message for a missing model was printed three times
+/// with `--trace`: the warning, the `llm` step, the trace's note).
+pub fn print_trace(out: &Out, t: &ChatTrace, said: &[String]) {
     out.line("");
     out.line(&out.paint("1", "trace"));
-    print_steps(out, t);
+    print_steps(out, t, said);
     print_gate(out, &t.gate);
     if let Some(w) = &t.web {
         print_web(out, w);
     }
     print_budget(out, t);
     print_model_and_time(out, t);
-    for n in &t.notices {
+    for n in t.notices.iter().filter(|n| !said.contains(n)) {
         out.line(&format!("note    {}", visible(n)));
     }
 }
 
 /// One line per waterfall step, coloured by how it went.
-fn print_steps(out: &Out, t: &ChatTrace) {
+fn print_steps(out: &Out, t: &ChatTrace, said: &[String]) {
     for s in &t.steps {
         let status = serde_json::to_value(s.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
         let color = match s.status {
@@ -309,7 +424,7 @@ fn print_steps(out: &Out, t: &ChatTrace) {
             s.name,
             out.paint(color, &format!("{status:<11}")),
             s.ms,
-            visible(&s.detail)
+            if said.contains(&s.detail) { "(the warning above)".to_string() } else { visible(&s.detail) }
         ));
     }
 }

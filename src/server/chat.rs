@@ -178,6 +178,9 @@ pub struct DocdexExtension {
     pub repo: PathBuf,
     /// Everything placed in the prompt, in prompt order.
     pub sources: Vec<ChatSource>,
+    /// When no model answered: the best repository sources' lines (the search snippets).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excerpts: Vec<crate::engine::protocol::SourceExcerpt>,
     /// How the model part went.
     pub llm: LlmOutcome,
     /// The waterfall trace: steps, gate, budget, drops, timings.
@@ -191,6 +194,7 @@ impl DocdexExtension {
             turn: resp.turn,
             repo: resp.repo,
             sources: resp.sources,
+            excerpts: resp.excerpts,
             llm: resp.llm,
             trace: resp.trace,
         }
@@ -494,20 +498,53 @@ fn finish_reason(resp: &ChatTurnResponse) -> String {
 /// `invalid_request_error`, `param` `model`), as OpenAI answers an unknown model: asking again
 /// cannot help, and OpenAI clients retry a 503. A server that is down or failed stays 503. A
 /// model that failed part-way leaves the text that arrived as `error.partial_answer`.
-fn no_answer(resp: ChatTurnResponse) -> Response {
+///
+/// `named_model` is whether the client's body named the model. When it did not, the model at
+/// fault is the server's own `[llm] default_model`: a missing or non-chat default is the
+/// server's configuration, not the client's request, so it is `503` with OpenAI's
+/// `server_error` type, no `param`, and a message naming the default and its fix (it was a
+/// `404 invalid_request_error` on `param: model`, blaming a field the client never sent).
+fn no_answer(resp: ChatTurnResponse, named_model: bool) -> Response {
     let code = resp.llm.error_code.clone().unwrap_or_else(|| "upstream_unavailable".into());
-    let message = resp.llm.message.clone().unwrap_or_else(|| "the model did not answer".into());
+    let mut message = resp.llm.message.clone().unwrap_or_else(|| "the model did not answer".into());
+    let (mut status, mut param) = no_answer_status(&code);
+    let servers_default = !named_model && param == Some("model");
+    if servers_default {
+        status = StatusCode::SERVICE_UNAVAILABLE;
+        param = None;
+        message = default_model_message(&resp.llm, &code);
+    }
     let mut error = json!({"code": code, "message": message});
-    let (status, param) = no_answer_status(&code);
     if let Some(param) = param {
         error["type"] = json!("invalid_request_error");
         error["param"] = json!(param);
+    } else if servers_default {
+        error["type"] = json!("server_error");
     }
     if let Some(partial) = resp.answer.as_deref().filter(|a| !a.is_empty()) {
         error["partial_answer"] = json!(partial);
     }
     let body = json!({"error": error, "docdex": DocdexExtension::of(resp)});
     (status, Json(body)).into_response()
+}
+
+/// Why a request that named no model got no answer: the server's default chat model (named)
+/// is missing or cannot chat, and what the server's operator does about it.
+fn default_model_message(llm: &crate::engine::protocol::LlmOutcome, code: &str) -> String {
+    let (model, url) = (&llm.model, &llm.base_url);
+    let what = if code == "model_cannot_chat" {
+        format!("cannot chat (it is an embedding model, or its server runs it for embeddings only) on {url}")
+    } else {
+        format!("is not available on {url}")
+    };
+    let fix = if llm.provider == "ollama" {
+        format!("`docdex llm-setup --model {model} --yes` (or `ollama pull {model}`) where the server runs, or set `[llm] default_model` to an installed chat model (`docdex llm-list`) and restart it")
+    } else {
+        format!("load a chat model in the {} server at {url}, or set `[llm] default_model` to one it serves (`docdex llm-list`) and restart docdex", llm.provider)
+    };
+    format!(
+        "this docdex server's default chat model {model} (`[llm] default_model`; the request named no `model`) {what}: the server needs {fix}. A client may name a model the server has in `model`. The sources retrieved are in `docdex`"
+    )
 }
 
 /// The status of a turn the model did not answer, and the request field at fault when asking
@@ -698,7 +735,7 @@ async fn cut_by_shutdown(
     };
     resp.llm.error_code = Some(cut.code.to_string());
     resp.llm.message = Some(cut.message);
-    no_answer(resp)
+    no_answer(resp, true)
 }
 
 fn lost_worker() -> ApiError {
@@ -715,6 +752,7 @@ async fn completions(
     req.agent_id = state.agent(req.agent_id.as_deref());
     let sel = selector(&headers, body.docdex.as_ref().and_then(|d| d.repo.as_deref()), q.repo.as_deref());
     let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
+    let named_model = req.model.is_some();
     let model = match &req.model {
         Some(m) => m.clone(),
         None => state.engine().config().llm.default_model.clone(),
@@ -737,7 +775,7 @@ async fn completions(
             Err(cut) => return Ok(cut_by_shutdown(&cancel, &mut rx, cut).await),
         };
         if matches!(resp.llm.status, AnswerStatus::Unavailable | AnswerStatus::Failed) {
-            return Ok(no_answer(resp));
+            return Ok(no_answer(resp, named_model));
         }
         let completion = ChatCompletion {
             id,
@@ -763,7 +801,7 @@ async fn completions(
         Some(Update::Done(r)) => {
             let resp = (*r)?;
             if matches!(resp.llm.status, AnswerStatus::Unavailable | AnswerStatus::Failed) {
-                return Ok(no_answer(resp));
+                return Ok(no_answer(resp, named_model));
             }
             let chunks = Chunks { id, model, created: now_secs(), include_usage: include_usage(&body) };
             let events = vec![chunks.first(String::new()), chunks.last(resp)].into_iter().flatten();
@@ -956,7 +994,7 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
         "/v1/chat/completions",
         completions,
         Operation::new("OpenAI-compatible chat about the repository (the waterfall chat)")
-            .describe("The OpenAI request and response; `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`. The repository comes from `x-docdex-repo`, `docdex.repo` or `?repo=`; the agent from `x-docdex-agent-id` or `docdex.agent_id`. `docdex.force_web`, `docdex.no_web`, `docdex.diff` and `docdex.session_id` steer the waterfall. The `docdex` field of the response (or of the final chunk) carries the session, sources, model outcome and waterfall trace. No reachable model: 503 `upstream_unavailable`; a model the server does not have: 404 `model_not_found` (OpenAI's shape); an embedding model asked to chat: 400 `model_cannot_chat`; all with the retrieved sources in `docdex`.")
+            .describe("The OpenAI request and response; `stream: true` answers with `chat.completion.chunk` server-sent events ending with `data: [DONE]`. The repository comes from `x-docdex-repo`, `docdex.repo` or `?repo=`; the agent from `x-docdex-agent-id` or `docdex.agent_id`. `docdex.force_web`, `docdex.no_web`, `docdex.diff` and `docdex.session_id` steer the waterfall. The `docdex` field of the response (or of the final chunk) carries the session, sources, model outcome and waterfall trace. No reachable model: 503 `upstream_unavailable`; a model the request names that the server does not have: 404 `model_not_found` (OpenAI's shape); no `model` and the server's `[llm] default_model` missing or unable to chat: 503 with `type: server_error`, naming it; an embedding model asked to chat: 400 `model_cannot_chat`; all with the retrieved sources in `docdex`.")
             // The handler answers a bare `Response` (JSON or an event stream): name the JSON.
             .response::<ChatCompletion>(),
     )

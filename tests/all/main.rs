@@ -5,6 +5,7 @@ mod architecture;
 mod audit;
 mod batch;
 mod chat;
+mod chat_no_model;
 mod cli;
 mod config;
 mod context;

@@ -476,3 +476,21 @@ fn an_update_decided_while_the_preference_was_edited_keeps_the_edit() {
     let list = s.engine.profile_list(&ProfileListRequest { agent_id: Some("eve".into()) }).unwrap();
     assert_eq!(list.preferences[0].content, "Prefer using Jest 30 for unit tests", "the edit is kept");
 }
+
+/// Without a model, "prefer attrs over dataclasses" was added beside "prefer dataclasses over
+/// namedtuples": "X over Y" (and "X instead of Y", "never import Y") was not read as avoiding
+/// Y, so the fallback saw no contradiction. It is now refused, naming the preference to edit.
+#[test]
+fn without_a_model_preferring_x_over_a_kept_choice_is_a_contradiction() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    let o = learn(&engine, "py", "prefer dataclasses over namedtuples");
+    assert_eq!(o.action, EvolutionAction::Add, "{o:?}");
+    let kept = o.preference.unwrap().id;
+    for said in ["prefer attrs over dataclasses", "use attrs instead of dataclasses"] {
+        let o = learn(&engine, "py", said);
+        assert_eq!(o.action, EvolutionAction::Refuse, "{said}: {o:?}");
+        assert!(o.reasoning.contains(&kept) && o.reasoning.contains("dataclasses"), "{}", o.reasoning);
+    }
+    assert_eq!(count(&engine, "py"), 1);
+}

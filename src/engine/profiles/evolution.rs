@@ -39,10 +39,25 @@ const DECISION_TOKENS: u32 = 400;
 /// Marker the prompt starts with (and tests script the fake model by).
 pub const PROMPT_MARKER: &str = "You are the Memory Manager for an AI coding assistant.";
 
-/// Evolutions running in the background.
+/// Evolutions running in the background, each under the chat turn's request id so the caller
+/// can collect its outcome ([`Engine::profile_learn_outcome`]).
 #[derive(Default)]
 pub(crate) struct Jobs {
-    handles: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    handles: Mutex<Vec<(String, std::thread::JoinHandle<Option<EvolutionOutcome>>)>>,
+}
+
+/// Who may decide a statement.
+#[derive(Debug, Clone, PartialEq)]
+enum Judge {
+    /// The model, else the fallback (`profile learn`, `POST /v1/profile/learn`, MCP): the
+    /// statement was given to be remembered.
+    ModelOrFallback,
+    /// The model alone (a chat message): without one the statement is not stored, and the
+    /// outcome carries the command that stores it. A chat message is no request to remember
+    /// anything, so the fallback's "add anything else" wrote commit-blocking rules unseen.
+    ModelOnly,
+    /// No model (the turn that carried it found none, for the reason given): not asked again.
+    NoModel(String),
 }
 
 /// Where a decision is logged: a reasoning-DAG session of a repository, after a node.
@@ -266,6 +281,14 @@ fn check_answer(
     Ok(Decision { action, target, content, category, rule, reasoning })
 }
 
+/// The `docdex profile add` command that stores `text` for `agent` as it reads, quoted for a
+/// POSIX shell.
+fn add_command(agent: &str, category: Category, rule: Option<&str>, text: &str) -> String {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let rule = rule.map(|r| format!(" --rule {}", quote(r))).unwrap_or_default();
+    format!("docdex profile add --agent {agent} --category {}{rule} {}", category.name(), quote(text))
+}
+
 /// Shortest run of characters two notices must share to count as one reason said twice.
 const SAME_REASON_CHARS: usize = 40;
 
@@ -332,13 +355,39 @@ impl Engine {
     /// Runs a statement through the evolution pipeline and returns the decision (the write is
     /// done when this returns). `dag` logs the decision in a reasoning-DAG session.
     pub fn profile_learn(&self, req: &SavePreferenceRequest, dag: Option<DagTarget>) -> Result<EvolutionOutcome> {
-        let mut outcome = self.learn_statement(req, dag)?;
+        self.learn_judged(req, dag, Judge::ModelOrFallback)
+    }
+
+    /// A chat message's statement when the turn found no chat model (`why`): nothing is
+    /// stored; the outcome says why (a repeat, a contradiction, harm) or carries, as
+    /// `suggestion`, the `docdex profile add` command that stores it.
+    pub fn profile_learn_without_model(
+        &self,
+        req: &SavePreferenceRequest,
+        dag: Option<DagTarget>,
+        why: &str,
+    ) -> Result<EvolutionOutcome> {
+        self.learn_judged(req, dag, Judge::NoModel(why.to_string()))
+    }
+
+    fn learn_judged(
+        &self,
+        req: &SavePreferenceRequest,
+        dag: Option<DagTarget>,
+        judge: Judge,
+    ) -> Result<EvolutionOutcome> {
+        let mut outcome = self.learn_statement(req, dag, &judge)?;
         said_once(&mut outcome.notices);
         Ok(outcome)
     }
 
     /// [`Engine::profile_learn`] before its notices are tidied.
-    fn learn_statement(&self, req: &SavePreferenceRequest, dag: Option<DagTarget>) -> Result<EvolutionOutcome> {
+    fn learn_statement(
+        &self,
+        req: &SavePreferenceRequest,
+        dag: Option<DagTarget>,
+        judge: &Judge,
+    ) -> Result<EvolutionOutcome> {
         let agent = self.require_agent(&req.agent_id)?;
         let input = super::valid_content(&req.preference)?;
         let req = SavePreferenceRequest { agent_id: agent.clone(), preference: input.clone(), ..req.clone() };
@@ -358,6 +407,7 @@ impl Engine {
             attempts: 0,
             recalled: Vec::new(),
             notices: Vec::new(),
+            suggestion: None,
         };
         if let Some(why) = policy::harmful(&input).or_else(|| policy::self_contradiction(&input)) {
             outcome.action = EvolutionAction::Refuse;
@@ -378,8 +428,12 @@ impl Engine {
             self.log_decision(&outcome, dag.as_ref());
             return Ok(outcome);
         }
-        let decision = self.decide_evolution(&req, given_rule.as_deref(), &mut outcome);
-        self.apply_decision(decision, &mut outcome)?;
+        let decision = self.decide_evolution(&req, given_rule.as_deref(), judge, &mut outcome);
+        if outcome.decided_by == DecidedBy::Fallback && *judge != Judge::ModelOrFallback {
+            self.suggest_instead(decision, judge, &mut outcome)?;
+        } else {
+            self.apply_decision(decision, &mut outcome)?;
+        }
         tracing::info!(agent = %agent, action = ?outcome.action, by = ?outcome.decided_by, "evolution decided");
         self.log_decision(&outcome, dag.as_ref());
         Ok(outcome)
@@ -409,12 +463,17 @@ impl Engine {
         &self,
         req: &SavePreferenceRequest,
         given_rule: Option<&str>,
+        judge: &Judge,
         outcome: &mut EvolutionOutcome,
     ) -> Decision {
         let mut messages = vec![
             ChatMessage::new(Role::System, system_prompt()),
             ChatMessage::new(Role::User, user_prompt(&outcome.recalled, &req.preference)),
         ];
+        if let Judge::NoModel(_) = judge {
+            outcome.attempts = 0;
+            return self.evolution_fallback(req, given_rule, outcome);
+        }
         if let Some(why) = self.profile_server_down() {
             outcome.attempts = 0;
             outcome.notices.push(format!("the model server did not answer moments ago ({why}); decided without it"));
@@ -526,6 +585,38 @@ impl Engine {
             rule,
             reasoning: "no model to compare it with the agent's preferences: added as a new one".into(),
         }
+    }
+
+    /// Without a model to judge a chat message's statement: nothing is written. The fallback's
+    /// decision stands when it writes nothing (a question, a repeat); an ADD it would have made
+    /// is checked against the policy (harm, a contradiction with a kept preference: REFUSE,
+    /// naming the one to edit) and otherwise becomes IGNORE with the command that adds it.
+    fn suggest_instead(&self, d: Decision, judge: &Judge, outcome: &mut EvolutionOutcome) -> Result<()> {
+        if d.action != EvolutionAction::Add {
+            outcome.reasoning = d.reasoning;
+            return Ok(());
+        }
+        if let Some(why) = self.refusal(&d, &outcome.agent_id)? {
+            outcome.action = EvolutionAction::Refuse;
+            outcome.decided_by = DecidedBy::Policy;
+            outcome.reasoning = format!("{why}; nothing was stored");
+            return Ok(());
+        }
+        let rule = d.rule.clone().or_else(|| {
+            (d.category == Category::Constraint).then(|| rules::recognise(&d.content).map(|r| r.canonical())).flatten()
+        });
+        let command = add_command(&outcome.agent_id, d.category, rule.as_deref(), &d.content);
+        let why = match judge {
+            Judge::NoModel(why) => why.clone(),
+            _ => "no chat model answered".to_string(),
+        };
+        outcome.action = EvolutionAction::Ignore;
+        outcome.reasoning = format!(
+            "{why}, so nothing weighed it against the preferences of {} and nothing was stored; to keep it as it reads, run: {command}",
+            outcome.agent_id
+        );
+        outcome.suggestion = Some(command);
+        Ok(())
     }
 
     /// Checks a decision against the policy, then writes it.
@@ -701,23 +792,51 @@ impl Engine {
         }
     }
 
-    /// Runs [`Engine::profile_learn`] on a thread of its own (a chat turn's statement): the
-    /// caller does not wait. [`Engine::profile_settle`] waits for such runs.
-    pub fn profile_learn_in_background(&self, req: SavePreferenceRequest, dag: Option<DagTarget>) {
+    /// Runs a chat turn's statement through the pipeline on a thread of its own: the caller
+    /// does not wait. Only the model decides: when none answers, nothing is stored and the
+    /// outcome carries the command that would store it. `key` (the turn's request id) names
+    /// the run for [`Engine::profile_learn_outcome`]; [`Engine::profile_settle`] waits for all.
+    pub fn profile_learn_in_background(&self, req: SavePreferenceRequest, dag: Option<DagTarget>, key: String) {
         let engine = self.clone();
         let spawned = std::thread::Builder::new().name("docdex-evolution".into()).spawn(move || {
-            if let Err(e) = engine.profile_learn(&req, dag) {
-                tracing::warn!(error = %e, "the background profile evolution failed");
+            match engine.learn_judged(&req, dag, Judge::ModelOnly) {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the background profile evolution failed");
+                    None
+                }
             }
         });
         match spawned {
             Ok(h) => {
                 if let Ok(mut hs) = self.profiles().jobs.handles.lock() {
-                    hs.retain(|h| !h.is_finished());
-                    hs.push(h);
+                    hs.retain(|(_, h)| !h.is_finished());
+                    hs.push((key, h));
                 }
             }
             Err(e) => tracing::warn!(error = %e, "could not start the background profile evolution"),
+        }
+    }
+
+    /// The outcome of the background run started under `key` (a chat turn's request id),
+    /// waiting at most `timeout` for it: what a chat message taught the profile, for the
+    /// surface to show (it was said nowhere but the reasoning DAG). `None` when no such run is
+    /// known, it failed, or it is still running at the deadline (it then goes on).
+    pub fn profile_learn_outcome(&self, key: &str, timeout: Duration) -> Option<EvolutionOutcome> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let finished = {
+                let mut hs = self.profiles().jobs.handles.lock().ok()?;
+                let i = hs.iter().position(|(k, _)| k == key)?;
+                hs[i].1.is_finished().then(|| hs.remove(i).1)
+            };
+            if let Some(h) = finished {
+                return h.join().ok().flatten();
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -732,7 +851,7 @@ impl Engine {
                 .handles
                 .lock()
                 .map(|mut hs| {
-                    hs.retain(|h| !h.is_finished());
+                    hs.retain(|(_, h)| !h.is_finished());
                     hs.len()
                 })
                 .unwrap_or(0);

@@ -116,6 +116,9 @@ fn stances(text: &str) -> (Vec<String>, Vec<String>) {
     let w = words(text);
     let mut pro = Vec::new();
     let mut con = Vec::new();
+    // Where the last "use X" / "prefer X" was: "prefer attrs over dataclasses" avoids what
+    // follows "over" (a kept "prefer dataclasses" then contradicts it); "loop over items" does not.
+    let mut last_pro: Option<usize> = None;
     for (i, word) in w.iter().enumerate() {
         let negated = w[i.saturating_sub(2)..i].iter().any(|x| NEGATIONS.contains(&x.as_str()) || x == "stop");
         let target = |j: usize| -> Option<String> {
@@ -128,9 +131,15 @@ fn stances(text: &str) -> (Vec<String>, Vec<String>) {
                 .map(|x| x.strip_suffix(".js").filter(|b| !b.is_empty() && !b.contains('/')).unwrap_or(x).to_string())
         };
         match word.as_str() {
-            "use" | "prefer" | "adopt" if !negated => pro.extend(target(i + 1)),
-            "use" | "using" if negated => con.extend(target(i + 1)),
+            "use" | "prefer" | "adopt" if !negated => {
+                pro.extend(target(i + 1));
+                last_pro = Some(i);
+            }
+            "use" | "using" | "import" | "importing" if negated => con.extend(target(i + 1)),
             "avoid" | "deprecate" | "ban" | "forbid" => con.extend(target(i + 1)),
+            "over" if last_pro.is_some_and(|p| i - p <= 4) => con.extend(target(i + 1)),
+            "instead" if w.get(i + 1).is_some_and(|x| x == "of") => con.extend(target(i + 2)),
+            "rather" if w.get(i + 1).is_some_and(|x| x == "than") => con.extend(target(i + 2)),
             _ => {}
         }
     }
@@ -383,7 +392,21 @@ mod tests {
             contradicts_kept("Deprecate lodash", Some("forbid-import lodash"), std::slice::from_ref(&kept), Some("p1")),
             None
         );
-        assert_eq!(contradicts_kept("Use vitest", None, &[kept], None), None);
+        assert_eq!(contradicts_kept("Use vitest", None, std::slice::from_ref(&kept), None), None);
+        // "X over Y", "X instead of Y", "never import Y" avoid Y.
+        let dataclasses =
+            Preference { id: "p2".into(), content: "prefer dataclasses over namedtuples".into(), ..kept.clone() };
+        let why = contradicts_kept("prefer attrs over dataclasses", None, std::slice::from_ref(&dataclasses), None);
+        assert!(why.is_some_and(|w| w.contains("p2") && w.contains("dataclasses")));
+        assert!(contradicts_kept("use attrs instead of dataclasses", None, std::slice::from_ref(&dataclasses), None)
+            .is_some());
+        assert_eq!(
+            contradicts_kept("prefer dataclasses over dicts", None, std::slice::from_ref(&dataclasses), None),
+            None
+        );
+        let json = Preference { id: "p3".into(), content: "Use json from the standard library".into(), ..kept };
+        assert!(contradicts_kept("From now on we never import json; we prefer orjson", None, &[json], None).is_some());
+        assert_eq!(stances("loop over items with an iterator").1, Vec::<String>::new());
     }
 
     #[test]

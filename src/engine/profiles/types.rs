@@ -546,6 +546,11 @@ pub struct EvolutionOutcome {
     /// Degradations (no embedder, no model).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
+    /// A chat message's statement that was not learnt because no model could weigh it against
+    /// the profile: the `docdex profile add` command that stores it as it reads (category and
+    /// rule as docdex reads them), for the user to run if they mean it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
 }
 
 /// A staged file sent by the pre-commit hook.

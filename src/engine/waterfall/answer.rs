@@ -43,6 +43,8 @@ pub(super) struct Assembled {
     /// How long asking the server for the model's window took: the model step's time, not
     /// the assembly's (a stuck server spends its whole timeout here).
     window_wait: std::time::Duration,
+    /// The repository sources' lines, answered when the model does not answer.
+    excerpts: Vec<SourceExcerpt>,
 }
 
 impl Turn<'_> {
@@ -52,7 +54,15 @@ impl Turn<'_> {
         let provider = self.engine.provider()?;
         let model = self.req.model.clone().unwrap_or_else(|| self.engine.config().llm.default_model.clone());
         let asked = Instant::now();
-        let (window, window_source, preflight) = self.context_window(provider.as_ref(), &model);
+        let (window, window_source, preflight) = match cannot_chat(provider.as_ref(), &model) {
+            // Refused before its window is asked: budgeting for an embedding model's 512 tokens
+            // cut the sources to a few fragments, only for the chat to be refused afterwards.
+            Some(e) => {
+                let source = format!("config ([llm] context_tokens; {model} cannot chat, so its window was not asked)");
+                (self.engine.config().llm.context_tokens, source, Some(e))
+            }
+            None => self.context_window(provider.as_ref(), &model),
+        };
         let window_wait = asked.elapsed();
         let max_answer = self.req.max_answer_tokens.unwrap_or(self.engine.config().llm.max_answer_tokens);
         let plan = budget::plan(window, max_answer);
@@ -118,7 +128,19 @@ impl Turn<'_> {
         // The unscaled count, to measure the ratio against the server's own count afterwards.
         let raw_prompt_tokens =
             if counter.exact() { 0 } else { (f64::from(fitted.prompt_tokens) / counter.ratio()).round() as u32 };
-        Ok(Assembled { provider, model, plan, messages, sources, preflight, ratio_key, raw_prompt_tokens, window_wait })
+        let excerpts = excerpts(&sources, found.search.as_ref().map_or(&[][..], |s| s.results.as_slice()));
+        Ok(Assembled {
+            provider,
+            model,
+            plan,
+            messages,
+            sources,
+            preflight,
+            ratio_key,
+            raw_prompt_tokens,
+            window_wait,
+            excerpts,
+        })
     }
 
     pub(super) fn pieces(&self, found: &Found) -> Vec<Piece> {
@@ -213,6 +235,7 @@ impl Turn<'_> {
             ratio_key,
             raw_prompt_tokens,
             window_wait,
+            excerpts,
         } = a;
         self.trace.model = ModelTrace {
             provider: provider.kind().into(),
@@ -250,8 +273,9 @@ impl Turn<'_> {
             turn: self.dag.turn,
             repo: self.repo.root.clone(),
             query: self.req.query.clone(),
-            answer,
             sources,
+            excerpts: if answer.is_none() && outcome.status != AnswerStatus::Stopped { excerpts } else { Vec::new() },
+            answer,
             llm: outcome,
             trace: self.trace,
         })
@@ -407,6 +431,53 @@ impl Turn<'_> {
             }
         }
     }
+}
+
+/// Most excerpts a turn without an answer carries: the best hits, as a search page opens.
+const MAX_EXCERPTS: usize = 5;
+
+/// The lines of the best repository sources (their search hit's snippet), in prompt order.
+fn excerpts(sources: &[ChatSource], hits: &[crate::engine::search::types::SearchHit]) -> Vec<SourceExcerpt> {
+    sources
+        .iter()
+        .filter(|s| s.slot == Slot::Repo)
+        .filter_map(|s| {
+            let (path, a, b) = (s.path.as_deref()?, s.line_start?, s.line_end?);
+            let h = hits.iter().find(|h| h.path == path && h.line_start <= b && a <= h.line_end)?;
+            (!h.snippet.trim().is_empty()).then(|| SourceExcerpt {
+                citation: s.citation.clone(),
+                path: path.to_string(),
+                line_start: h.snippet_line_start,
+                text: h.snippet.clone(),
+                score: h.score,
+            })
+        })
+        .take(MAX_EXCERPTS)
+        .collect()
+}
+
+/// The refusal for a model known to be an embedding model, asked to chat through Ollama: docdex's
+/// model catalog lists it as one (`all-minilm`, `nomic-embed-text`, `mxbai-embed-large`), or its
+/// name says so (`embed`, `minilm`). Ollama would refuse the chat ("does not support chat")
+/// after docdex had asked for the model's window (512 tokens for `all-minilm`) and budgeted the
+/// sources down to it. Other names are left to the server's own refusal, and so are
+/// OpenAI-compatible servers, whose refusal carries their own advice (llama.cpp's
+/// `--embeddings`).
+fn cannot_chat(provider: &dyn Provider, model: &str) -> Option<Error> {
+    if provider.kind() != "ollama" || model.is_empty() {
+        return None;
+    }
+    let lower = model.to_ascii_lowercase();
+    let catalogued = crate::engine::llm::models::catalog()
+        .ok()
+        .and_then(|c| crate::engine::llm::models::lookup(&c, model).map(|m| m.kind == "embedding"));
+    let embedding = catalogued.unwrap_or_else(|| lower.contains("embed") || lower.contains("minilm"));
+    embedding.then(|| Error::ModelCannotChat {
+        provider: provider.kind().into(),
+        model: model.into(),
+        url: provider.base_url().into(),
+        said: String::new(),
+    })
 }
 
 /// Prompts smaller than this (by docdex's count) are not checked for a cut: every context

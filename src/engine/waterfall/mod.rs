@@ -69,9 +69,9 @@ impl Engine {
         // The tiers' own waits on the model server (the query's embedding in search and
         // recall, the window lookup) answer to the turn's token too.
         let ambient = req.cancel.enter();
-        let mut resp = Turn::new(self, &repo, req, on_event).run()?;
+        let mut resp = Turn::new(self, &repo, req, &mut *on_event).run()?;
         drop(ambient);
-        self.evolve_from_turn(req, &mut resp);
+        self.evolve_from_turn(req, &mut resp, on_event);
         Ok(resp)
     }
 

@@ -218,9 +218,19 @@ impl ProfileNote {
 }
 
 impl Engine {
-    /// After a turn: a message that states a preference goes to the evolution pipeline in the
-    /// background (never delaying the answer); its decision joins the turn's DAG session.
-    pub(super) fn evolve_from_turn(&self, req: &ChatTurnRequest, resp: &mut ChatTurnResponse) {
+    /// After a turn: a message that states a preference goes to the evolution pipeline, which
+    /// the chat model decides in the background (never delaying the answer; its decision joins
+    /// the turn's DAG session and [`Engine::profile_learn_outcome`] answers it under the turn's
+    /// request id). When the turn found no chat model, nothing can weigh the statement against
+    /// the profile: it is not stored, and the notice says why or gives the `docdex profile add`
+    /// command that stores it. Either way the notice is sent as an event, not only kept in
+    /// the trace (it showed in `--json` alone).
+    pub(super) fn evolve_from_turn(
+        &self,
+        req: &ChatTurnRequest,
+        resp: &mut ChatTurnResponse,
+        on_event: super::OnChatEvent<'_>,
+    ) {
         let Some(agent) = self.resolve_agent(req.agent_id.as_deref()) else { return };
         if !carries_preference(&req.query) {
             return;
@@ -236,11 +246,26 @@ impl Engine {
             category: None,
             rule: None,
         };
-        self.profile_learn_in_background(learn, target);
-        let note = format!(
-            "this message states a preference: the profile of {agent} is being updated in the background (the decision is logged in this session)"
-        );
+        let note = if resp.llm.status == AnswerStatus::Unavailable {
+            let why = format!(
+                "no chat model answered this turn ({}: {})",
+                resp.llm.model,
+                resp.llm.error_code.as_deref().unwrap_or("unavailable")
+            );
+            match self.profile_learn_without_model(&learn, target, &why) {
+                Ok(o) => {
+                    format!("this message states a preference, but it was not learnt for {agent}: {}", o.reasoning)
+                }
+                Err(e) => format!("this message states a preference, but it was not learnt for {agent}: {e}"),
+            }
+        } else {
+            self.profile_learn_in_background(learn, target, resp.trace.request_id.clone());
+            format!(
+                "this message states a preference: the profile of {agent} is being updated in the background (the decision is logged in this session)"
+            )
+        };
         tracing::info!(%agent, "chat turn handed to the evolution pipeline");
-        resp.trace.notices.push(note);
+        resp.trace.notices.push(note.clone());
+        let _ = on_event(ChatTurnEvent::Notice { message: note });
     }
 }

@@ -253,6 +253,27 @@ pub struct ChatTurnResponse {
     pub llm: LlmOutcome,
     /// Why the context is what it is.
     pub trace: ChatTrace,
+    /// When no model answered (`answer` is `None`): the best repository sources' lines, as
+    /// `docdex search` shows them (the hit's snippet, secrets masked), so a turn without a
+    /// model still shows what was found, not a bare list of citations. Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excerpts: Vec<SourceExcerpt>,
+}
+
+/// The lines of a source shown when there is no answer to read them (see
+/// [`ChatTurnResponse::excerpts`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SourceExcerpt {
+    /// The source's citation, as in `sources`.
+    pub citation: String,
+    /// Repo-relative path.
+    pub path: String,
+    /// Line number of the first line of `text`.
+    pub line_start: u32,
+    /// The lines (the search hit's snippet).
+    pub text: String,
+    /// Retrieval score.
+    pub score: f32,
 }
 
 /// Appended to a cut-off answer sent back to the model as history, so the next turn does not
