@@ -2,7 +2,9 @@
 
 use super::output::{count, shown, visible, Out};
 use super::RepoArg;
-use crate::engine::protocol::{MemoryItem, MemoryListResponse, MemoryRecallRequest, MemoryStoreRequest};
+use crate::engine::protocol::{
+    MemoryItem, MemoryListResponse, MemoryRecallRequest, MemoryStoreRequest, MAX_MEMORY_LIST,
+};
 use crate::engine::Engine;
 use crate::error::Error;
 use clap::Subcommand;
@@ -38,13 +40,16 @@ pub enum MemoryCommand {
         #[arg(long)]
         json: bool,
     },
-    /// List the repository's memories, newest first.
+    /// List the repository's memories, newest first (a page at a time).
     List {
         #[command(flatten)]
         repo: RepoArg,
-        /// How many.
-        #[arg(long, short = 'n', value_parser = super::count_up_to::<10_000>)]
+        /// How many (default 50, at most 200; a page also stops at about 1 MiB of content).
+        #[arg(long, short = 'n', value_parser = super::count_up_to::<MAX_MEMORY_LIST>)]
         limit: Option<usize>,
+        /// List the memories older than this one (the id the previous page ends with).
+        #[arg(long)]
+        after: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -124,12 +129,12 @@ pub fn run(engine: &Engine, out: &Out, cmd: MemoryCommand) -> anyhow::Result<()>
                 }
             }
         }
-        MemoryCommand::List { repo, limit, json } => {
-            let resp = engine.memory_list(&repo.resolve()?, limit)?;
+        MemoryCommand::List { repo, limit, after, json } => {
+            let resp = engine.memory_list_page(&repo.resolve()?, limit, after.as_deref())?;
             if json {
                 out.json(&resp)?;
             } else {
-                out.line(&out.paint("2", &list_heading(&resp)));
+                out.line(&out.paint("2", &list_heading(&resp, after.is_some())));
                 for m in &resp.memories {
                     print_item(out, m, None);
                 }
@@ -147,19 +152,21 @@ pub fn run(engine: &Engine, out: &Out, cmd: MemoryCommand) -> anyhow::Result<()>
     Ok(())
 }
 
-/// `N memories in REPO`, and when `--limit` (50 by default) left some out, how many are shown
-/// and how to see more: the list used to stop at 50 with nothing saying there were more.
-fn list_heading(resp: &MemoryListResponse) -> String {
+/// `N memories in REPO`, and when the page left some out, how many are shown and how to see
+/// more: the list used to stop at 50 with nothing saying there were more.
+fn list_heading(resp: &MemoryListResponse, paged: bool) -> String {
     let all = format!("{} in {}", count(resp.total, "memory"), resp.repo.display());
-    let shown = resp.memories.len() as u64;
-    if shown >= resp.total {
-        return all;
-    }
-    let more = match resp.total {
-        n if n <= 10_000 => format!("`-n {n}` lists them all"),
-        _ => "`-n 10000` lists the newest 10000".to_string(),
+    let shown = resp.memories.len();
+    let Some(next) = &resp.next_after else {
+        return if paged { format!("{all}; the oldest {shown} shown") } else { all };
     };
-    format!("{all}; the newest {shown} shown ({more})")
+    let more = if !paged && resp.total <= MAX_MEMORY_LIST as u64 {
+        format!("`-n {}` lists them all", resp.total)
+    } else {
+        format!("`--after {next}` lists the older ones")
+    };
+    let which = if paged { "" } else { "the newest " };
+    format!("{all}; {which}{shown} shown ({more})")
 }
 
 /// Everything on stdin when it is not a terminal (a pipe or a file), else nothing; at most

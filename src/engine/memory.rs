@@ -33,6 +33,15 @@ const MAX_CONTENT_BYTES: usize = 64 * 1024;
 const MAX_METADATA_BYTES: usize = 16 * 1024;
 /// Memories embedded per request when catching up.
 const BACKFILL_BATCH: usize = 32;
+/// Memories one repository keeps at most: a store beyond it is refused, naming it. An agent
+/// saving in a loop stored 300 memories of 60 KB at 40 a second, with nothing to stop it.
+pub const MAX_MEMORIES: u64 = 10_000;
+/// Memories one list answers at most (as search answers at most 200 hits); `next_after` pages on.
+pub const MAX_LIST: usize = 200;
+/// Content and metadata one list answers at most, in bytes (at least one memory is answered):
+/// 200 memories of 64 KB would still be 13 MB. `GET /v1/memory?limit=1000000000` answered
+/// every memory, 18 MB, in one response.
+const MAX_LIST_BYTES: usize = 1024 * 1024;
 
 /// `memory store`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -117,6 +126,10 @@ pub struct MemoryListResponse {
     pub total: u64,
     /// Newest first.
     pub memories: Vec<MemoryItem>,
+    /// When older memories follow: the id of the last one answered, to pass as `after` for the
+    /// next page (a page is at most 200 memories and about 1 MiB of content).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after: Option<String>,
 }
 
 /// `memory delete`.
@@ -221,7 +234,8 @@ impl MemoryDb {
     }
 
     /// Inserts `item` unless a memory with the same content is stored, whose id it answers
-    /// then; one write transaction, so writers storing the same fact at once keep one copy.
+    /// then; one write transaction, so writers storing the same fact at once keep one copy,
+    /// and a repository holding [`MAX_MEMORIES`] is refused.
     fn insert_new(&mut self, item: &MemoryItem) -> Result<Option<String>> {
         let path = self.path.clone();
         let tx = write_tx(&mut self.conn, &path)?;
@@ -234,6 +248,12 @@ impl MemoryDb {
             .optional()
             .map_err(db_err(&path))?;
         if same.is_none() {
+            let stored: i64 = tx.query_row("SELECT COUNT(*) FROM memories", [], |r| r.get(0)).map_err(db_err(&path))?;
+            if stored as u64 >= MAX_MEMORIES {
+                return Err(Error::BadRequest(format!(
+                    "this repository already keeps {stored} memories, the most docdex stores ({MAX_MEMORIES}); forget outdated ones (`docdex memory list`, `docdex memory delete ID`) before storing more"
+                )));
+            }
             tx.execute(
                 "INSERT INTO memories(id, content, embedding, created_at, metadata) VALUES (?1, ?2, NULL, ?3, ?4)",
                 params![item.id, item.content, item.created_at, item.metadata.to_string()],
@@ -418,9 +438,9 @@ impl Engine {
         }
         if content.len() > MAX_CONTENT_BYTES {
             return Err(Error::BadRequest(format!(
-                "a memory holds at most {} KB; this one has {} KB",
+                "a memory holds at most {} KiB ({MAX_CONTENT_BYTES} bytes); this one has {} bytes: store the fact, and point at the file or page that holds the detail",
                 MAX_CONTENT_BYTES / 1024,
-                content.len() / 1024
+                content.len()
             )));
         }
         let metadata = match &req.metadata {
@@ -516,21 +536,52 @@ impl Engine {
         Ok(resp)
     }
 
-    /// The repository's memories, newest first.
+    /// The repository's newest memories (`limit`, default 50, at most [`MAX_LIST`]).
     pub fn memory_list(&self, repo_path: &Path, limit: Option<usize>) -> Result<MemoryListResponse> {
+        self.memory_list_page(repo_path, limit, None)
+    }
+
+    /// The repository's memories, newest first, from the one after `after` (an id a previous
+    /// page answered as `next_after`): at most `limit` ([`MAX_LIST`]) and about 1 MiB of
+    /// content, so no list answers a whole store at once.
+    pub fn memory_list_page(
+        &self,
+        repo_path: &Path,
+        limit: Option<usize>,
+        after: Option<&str>,
+    ) -> Result<MemoryListResponse> {
         self.memory_enabled()?;
         let repo = self.resolve_repo(repo_path)?;
         if !repo.meta_path().exists() {
             // Never touched: nothing to list, and listing does not register the directory.
-            return Ok(MemoryListResponse { repo: repo.root, total: 0, memories: Vec::new() });
+            return Ok(MemoryListResponse { repo: repo.root, total: 0, memories: Vec::new(), next_after: None });
         }
         let (repo, db) = self.memory_db(repo_path)?;
-        let limit = limit.unwrap_or(50).clamp(1, 10_000) as i64;
-        let memories = db.items(
-            "SELECT id, content, embedding, created_at, metadata FROM memories ORDER BY created_at DESC, id LIMIT ?1",
-            &[&limit],
-        )?;
-        Ok(MemoryListResponse { repo: repo.root, total: db.count()?, memories })
+        let limit = limit.unwrap_or(50).clamp(1, MAX_LIST);
+        let cursor = match after.map(str::trim).filter(|a| !a.is_empty()) {
+            None => None,
+            Some(id) => Some(db.get(id)?.ok_or_else(|| {
+                Error::NotFound(format!(
+                    "no memory {id} in {} to list after (deleted meanwhile?); list again from the newest",
+                    repo.root.display()
+                ))
+            })?),
+        };
+        // One more than asked, to know whether older ones follow.
+        let take = (limit + 1) as i64;
+        let cols = "SELECT id, content, embedding, created_at, metadata FROM memories";
+        let mut memories = match &cursor {
+            None => db.items(&format!("{cols} ORDER BY created_at DESC, id LIMIT ?1"), &[&take])?,
+            Some(c) => db.items(
+                &format!("{cols} WHERE created_at < ?1 OR (created_at = ?1 AND id > ?2) ORDER BY created_at DESC, id LIMIT ?3"),
+                &[&c.created_at, &c.id, &take],
+            )?,
+        };
+        let kept = fit_page(&memories, limit);
+        let more = memories.len() > kept;
+        memories.truncate(kept);
+        let next_after = more.then(|| memories.last().map(|m| m.id.clone())).flatten();
+        Ok(MemoryListResponse { repo: repo.root, total: db.count()?, memories, next_after })
     }
 
     /// Forgets one memory of this repository; an id from another repository is not found.
@@ -557,6 +608,19 @@ impl Engine {
         }
         Ok(MemoryDeleteResponse { repo: repo.root, id })
     }
+}
+
+/// How many of `memories` (newest first) one page answers: at most `limit`, and no more than
+/// [`MAX_LIST_BYTES`] of content and metadata, one memory at least.
+fn fit_page(memories: &[MemoryItem], limit: usize) -> usize {
+    let mut bytes = 0usize;
+    for (i, m) in memories.iter().take(limit).enumerate() {
+        bytes += m.content.len() + m.metadata.to_string().len();
+        if bytes > MAX_LIST_BYTES && i > 0 {
+            return i;
+        }
+    }
+    memories.len().min(limit)
 }
 
 /// The notice for a store of content already remembered as `kept`.

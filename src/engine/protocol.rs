@@ -50,7 +50,7 @@ pub use super::llm::setup::{LlmSetupReport, LlmSetupRequest, SetupModel};
 pub use super::llm::{model_matches, ChatMessage, PullProgress, Role};
 pub use super::memory::{
     MemoryDeleteResponse, MemoryHit, MemoryItem, MemoryListResponse, MemoryRecallRequest, MemoryRecallResponse,
-    MemoryStoreRequest, MemoryStoreResponse,
+    MemoryStoreRequest, MemoryStoreResponse, MAX_LIST as MAX_MEMORY_LIST, MAX_MEMORIES,
 };
 pub use super::overview::{RepoOverview, RepoState};
 pub use super::probe::CodeSource;

@@ -95,9 +95,13 @@ pub struct MemoryListQuery {
     /// The repository: absolute path, file:// URI or repo id (defaults to the served repo).
     #[serde(default)]
     pub repo: Option<String>,
-    /// How many, newest first (default 50).
+    /// How many, newest first (default 50, at most 200; a page also stops at about 1 MiB of
+    /// content).
     #[serde(default)]
     pub limit: Option<usize>,
+    /// The `next_after` of the previous page: list the memories older than that one.
+    #[serde(default)]
+    pub after: Option<String>,
 }
 
 /// `POST /v1/memory/delete` body.
@@ -326,8 +330,8 @@ async fn memory_list(
     ApiQuery(q): ApiQuery<MemoryListQuery>,
 ) -> Result<Json<MemoryListResponse>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    let limit = q.limit;
-    run(state, sel, Vec::new(), move |engine, repo| engine.memory_list(&repo.root, limit)).await
+    let (limit, after) = (q.limit, q.after);
+    run(state, sel, Vec::new(), move |engine, repo| engine.memory_list_page(&repo.root, limit, after.as_deref())).await
 }
 
 async fn memory_delete(

@@ -484,3 +484,90 @@ fn thirty_memory_store_processes_at_once_are_all_embedded_without_a_lock_notice(
     assert_eq!(list["total"], 30, "{list}");
     assert!(list["memories"].as_array().unwrap().iter().all(|m| m["embedded"] == true), "{list}");
 }
+
+/// Adds `n` small memories to `repo`'s `memory.db` directly (the store answers about 40 a
+/// second), one second apart in `created_at` from `start`.
+fn insert_rows(engine: &Engine, repo: &Path, n: usize, start: i64) {
+    let db = engine.resolve_repo(repo).unwrap().state_dir.join("memory.db");
+    let mut conn = rusqlite::Connection::open(db).unwrap();
+    let tx = conn.transaction().unwrap();
+    for i in 0..n {
+        tx.execute(
+            "INSERT INTO memories(id, content, embedding, created_at, metadata) VALUES (?1, ?2, NULL, ?3, '{}')",
+            rusqlite::params![format!("row-{start}-{i:05}"), format!("fact {start} {i}"), start + i as i64],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+}
+
+#[test]
+fn a_list_answers_at_most_200_memories_and_pages_on_with_next_after() {
+    // `GET /v1/memory?limit=1000000000` answered every memory (18 MB) in one response.
+    let env = Env::new();
+    let repo = env.repo("many");
+    let engine = env.engine();
+    store(&engine, &repo, "the first memory");
+    insert_rows(&engine, &repo, 250, 1_000);
+    let first = engine.memory_list(&repo, Some(1_000_000_000)).unwrap();
+    assert_eq!((first.total, first.memories.len()), (251, 200));
+    let next = first.next_after.clone().expect("a cursor");
+    assert_eq!(next, first.memories[199].id);
+    let second = engine.memory_list_page(&repo, Some(200), Some(&next)).unwrap();
+    assert_eq!(second.memories.len(), 51);
+    assert_eq!(second.next_after, None, "the last page");
+    let mut ids: Vec<&str> = first.memories.iter().chain(&second.memories).map(|m| m.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 251, "every memory once");
+    // The CLI says how to go on, and refuses a count the engine would not answer.
+    let r = repo.to_str().unwrap();
+    let out = env.run(&["memory", "list", "--repo", r, "-n", "200"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().next().unwrap_or_default().contains(&format!("`--after {next}` lists the older ones")),
+        "{text}"
+    );
+    let out = env.run(&["memory", "list", "--repo", r, "-n", "201"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let gone = engine.memory_list_page(&repo, None, Some("no-such-id")).unwrap_err();
+    assert!(matches!(gone, Error::NotFound(_)), "{gone:?}");
+}
+
+#[test]
+fn a_list_page_stops_at_about_a_mebibyte_of_content() {
+    let env = Env::new();
+    let repo = env.repo("big");
+    let engine = env.engine();
+    for i in 0..20 {
+        store(&engine, &repo, &format!("{i:02} {}", "x".repeat(60 * 1024)));
+    }
+    let page = engine.memory_list(&repo, Some(200)).unwrap();
+    let bytes: usize = page.memories.iter().map(|m| m.content.len()).sum();
+    assert!(page.memories.len() < 20 && bytes <= 1024 * 1024, "{} memories, {bytes} bytes", page.memories.len());
+    let rest = engine.memory_list_page(&repo, Some(200), page.next_after.as_deref()).unwrap();
+    assert_eq!(page.memories.len() + rest.memories.len(), 20);
+}
+
+#[test]
+fn a_repository_keeps_at_most_max_memories_and_a_memory_at_most_64_kib() {
+    let env = Env::new();
+    let repo = env.repo("full");
+    let engine = env.engine();
+    store(&engine, &repo, "the first memory");
+    let max = docdex::engine::protocol::MAX_MEMORIES as usize;
+    insert_rows(&engine, &repo, max - 1, 1_000);
+    let req = MemoryStoreRequest { content: "one too many".into(), metadata: None };
+    let err = engine.memory_store(&repo, &req).unwrap_err().to_string();
+    assert!(err.contains(&format!("the most docdex stores ({max})")) && err.contains("docdex memory delete"), "{err}");
+    // The same content again still answers the memory kept.
+    let again = MemoryStoreRequest { content: "the first memory".into(), metadata: None };
+    assert!(engine.memory_store(&repo, &again).unwrap().notice.is_some_and(|n| n.contains("already remembered")));
+    // Deleting one makes room.
+    engine.memory_delete(&repo, "row-1000-00000").unwrap();
+    engine.memory_store(&repo, &req).expect("room again");
+    // One memory's bound names itself.
+    let big = MemoryStoreRequest { content: "y".repeat(64 * 1024 + 1), metadata: None };
+    let err = engine.memory_store(&repo, &big).unwrap_err().to_string();
+    assert!(err.contains("at most 64 KiB (65536 bytes)") && err.contains("65537 bytes"), "{err}");
+}
