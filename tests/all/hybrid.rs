@@ -205,8 +205,11 @@ fn hybrid_search_orders_by_weighted_reciprocal_rank_fusion() {
         assert_eq!(h.retrievers.contains(&"bm25".to_string()), kw_rank.contains_key(&h.path), "{}", h.path);
         assert_eq!(h.retrievers.contains(&"vector".to_string()), vec_rank.contains_key(&h.path), "{}", h.path);
     }
-    // The top hit was found by both and its score is normalised to the best possible.
-    assert!(fused.results[0].score > 0.9 && fused.results[0].score <= 1.0);
+    // The top hit was found by both and its score is normalised to the best possible, times
+    // the confidence (no hit reads above it).
+    assert!(
+        fused.results[0].score > 0.9 * fused.confidence as f32 && fused.results[0].score <= fused.confidence as f32
+    );
     assert!((0.0..=1.0).contains(&fused.confidence) && fused.confidence >= kw.confidence);
 
     // Filters apply to vector hits too.
@@ -225,7 +228,7 @@ fn hybrid_search_orders_by_weighted_reciprocal_rank_fusion() {
     let kw_order: Vec<&str> = kw.results.iter().map(|h| h.path.as_str()).collect();
     let merged_order: Vec<&str> = merged.results.iter().map(|h| h.path.as_str()).collect();
     assert_eq!(&merged_order[..kw_order.len()], &kw_order[..], "{merged_order:?}");
-    assert!((merged.results[0].score - 1.0).abs() < 1e-6);
+    assert!((merged.results[0].score - merged.confidence as f32).abs() < 1e-3, "the best file scores the confidence");
     assert!(merged.results[kw_order.len()..].iter().all(|h| h.score == 0.0 && !h.retrievers.contains(&"bm25".into())));
     let weighted_both = engine_with(&env, &server.url(), |c| c.search.fusion = docdex::config::Fusion::Weighted);
     let both = search(&weighted_both, &repo, q);
@@ -233,13 +236,13 @@ fn hybrid_search_orders_by_weighted_reciprocal_rank_fusion() {
     assert!(both.results.iter().all(|h| (0.0..=1.0).contains(&h.score)));
 
     // The default, `fusion = "boost"`: both retrievers take part, the page is ordered by score
-    // scaled so the best file scores 1, and BM25's first file, which the vectors also reach,
+    // scaled so the best file scores the confidence, and BM25's first file, which the vectors also reach,
     // stays in the first three (closeness reorders close matches, it does not bury them).
     let boost = engine_with(&env, &server.url(), |_| {});
     let boosted = search(&boost, &repo, q);
     assert_eq!(boosted.retrieval.mode, "hybrid");
     assert_eq!(boosted.retrieval.retrievers, ["bm25", "vector"]);
-    assert!((boosted.results[0].score - 1.0).abs() < 1e-6, "{:?}", boosted.results[0]);
+    assert!((boosted.results[0].score - boosted.confidence as f32).abs() < 1e-3, "{:?}", boosted.results[0]);
     assert!(boosted.results.windows(2).all(|w| w[0].score >= w[1].score));
     let top3: Vec<&str> = boosted.results.iter().take(3).map(|h| h.path.as_str()).collect();
     assert!(top3.contains(&kw.results[0].path.as_str()), "{top3:?} against BM25's {}", kw.results[0].path);
@@ -622,4 +625,53 @@ fn status_while_embedding_counts_files_as_files_and_chunks_as_chunks() {
     assert_eq!(json["unit"], "chunks");
     assert_eq!(json["files_total"], e.files_embedded);
     assert_eq!(json["chunks_total"], e.chunks_embedded);
+}
+
+/// Pages of `q` at `limit`, following the cursor to the end.
+fn pages(engine: &Engine, repo: &Path, q: &str, limit: usize) -> Vec<SearchResponse> {
+    let mut out: Vec<SearchResponse> = Vec::new();
+    let mut cursor = None;
+    loop {
+        let req = SearchRequest { query: q.into(), limit: Some(limit), cursor, ..Default::default() };
+        let page = engine.search(repo, &req).expect("page");
+        cursor = Some(page.next_cursor.clone()).filter(|c| !c.is_empty());
+        out.push(page);
+        if cursor.is_none() {
+            return out;
+        }
+    }
+}
+
+/// A hit only the vectors found, sharing no word with the query and barely close to it, read
+/// score 1.00 beside a confidence of 0.00 (a hit's score was relative to the best alone), and
+/// each page a cursor reached reported its own confidence (1.00, then 0.00, then 0.40 for
+/// "session store" a hit a page). Scores are now never above the confidence, every page of a
+/// query reports the first page's, and the order is the one a single page has.
+#[test]
+fn hybrid_scores_stay_within_the_confidence_and_every_page_reports_the_first_pages() {
+    let (env, repo) = embedded_sample();
+    let server = fake();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    // No word of this query is in the repository: the vectors alone find anything.
+    let r = search(&engine, &repo, "zebra quantum");
+    assert!(!r.results.is_empty() && r.results.iter().all(|h| h.retrievers == ["vector"]), "{r:?}");
+    assert_eq!(r.confidence, 0.0);
+    assert!(r.results.iter().all(|h| h.score == 0.0), "no hit claims more than the confidence: {:?}", r.results);
+    for q in ["session store", "session zebra", "dashboard renderer", "zebra quantum"] {
+        let whole = search(&engine, &repo, q);
+        assert!(whole.results.iter().all(|h| h.score <= whole.confidence as f32), "{q}: {whole:?}");
+        let paged = pages(&engine, &repo, q, 1);
+        assert!(paged.len() > 2, "{q}: several pages");
+        let first = paged[0].confidence;
+        assert!(
+            paged.iter().all(|p| p.confidence == first),
+            "{q}: {:?}",
+            paged.iter().map(|p| p.confidence).collect::<Vec<_>>()
+        );
+        // The order is unchanged: the pages read as the one page does.
+        let ids =
+            |hits: &[docdex::engine::protocol::SearchHit]| hits.iter().map(|h| h.chunk_id.clone()).collect::<Vec<_>>();
+        let concatenated: Vec<String> = paged.iter().flat_map(|p| ids(&p.results)).collect();
+        assert_eq!(concatenated, ids(&whole.results), "{q}");
+    }
 }

@@ -350,6 +350,37 @@ fn a_path_filter_matches_whole_folders_not_text_prefixes() {
 }
 
 #[test]
+fn every_page_of_a_query_reports_the_first_pages_confidence() {
+    // Confidence was computed over the page returned: "otter beaver" read 1.00 on its first
+    // page and 0.41 on the pages that hold only beavers.
+    let env = Env::new();
+    let repo = indexed(&env, "r", |r| {
+        write(r, "m/both.rs", "fn otter_beaver() { otter(); beaver(); }\n");
+        for i in 0..12 {
+            write(r, &format!("m/f{i:02}.rs"), format!("fn beaver_{i}() {{ beaver(); }}\n"));
+        }
+    });
+    let e = env.engine();
+    let req = |cursor: Option<String>| SearchRequest {
+        query: "otter beaver".into(),
+        limit: Some(5),
+        cursor,
+        ..Default::default()
+    };
+    let first = e.search(&repo, &req(None)).expect("search");
+    assert_eq!(first.results[0].path, "m/both.rs");
+    let mut cursor = first.next_cursor.clone();
+    let mut seen = vec![first.confidence];
+    while !cursor.is_empty() {
+        let page = e.search(&repo, &req(Some(cursor.clone()))).expect("page");
+        seen.push(page.confidence);
+        cursor = page.next_cursor;
+    }
+    assert_eq!(seen.len(), 3);
+    assert!(seen.iter().all(|c| *c == first.confidence), "{seen:?}");
+}
+
+#[test]
 fn cursors_are_deterministic_and_pages_do_not_overlap() {
     let env = Env::new();
     let repo = indexed(&env, "r", |r| {

@@ -151,10 +151,16 @@ impl RepoSearcher {
         let rows = self.page_rows(&searcher, &page, best);
         let (mut hits, matched) = self.hits(repo, generation, &terms, &rows);
         let contributed = mark_retrievers(&mut hits, &page);
+        // Confidence is the first page's, whichever page this is (see `first_page_matched`).
+        let first_page = self.first_page_matched(repo, &terms, (offset, limit), matched, |n| {
+            let top: Vec<&Fused> = ranked.iter().take(n).collect();
+            self.page_rows(&searcher, &top, best)
+        });
         let lexical =
-            if terms.is_empty() { 0.0 } else { super::confidence(&searcher, self.fields.body, &terms, &matched) };
-        let best_sim = page.iter().filter_map(|f| f.vector).fold(f32::MIN, f32::max);
+            if terms.is_empty() { 0.0 } else { super::confidence(&searcher, self.fields.body, &terms, &first_page) };
+        let best_sim = ranked.iter().take(limit).filter_map(|f| f.vector).fold(f32::MIN, f32::max);
         let confidence = combined_confidence(lexical, best_sim, cfg);
+        scale_scores(&mut hits, &rows, confidence);
 
         let mut resp = SearchResponse {
             confidence,
@@ -658,6 +664,17 @@ fn combined_confidence(lexical: f64, best_sim: f32, cfg: &SearchConfig) -> f64 {
     let total = (cfg.keyword_weight + cfg.semantic_weight).max(1e-9);
     let blend = (cfg.keyword_weight * lexical + cfg.semantic_weight * semantic) / total;
     (lexical.max(blend) * 1000.0).round() / 1000.0
+}
+
+/// Each hit's score as shown: its fused score relative to the best (0..1, the order) times
+/// the query's confidence, so no hit claims more than the results account for. Relative
+/// alone, the first hit was 1.00 whatever it matched: a file only the vectors found, sharing
+/// no word with the query and barely close to it, read 1.00 beside a confidence of 0.00.
+/// Scaling every hit by one number keeps their order.
+fn scale_scores(hits: &mut [SearchHit], rows: &[(f32, Stored)], confidence: f64) {
+    for (hit, (relative, _)) in hits.iter_mut().zip(rows) {
+        hit.score = super::round3(relative * confidence as f32);
+    }
 }
 
 /// Names on each hit the retrievers that found it, and returns every retriever that

@@ -248,7 +248,17 @@ impl RepoSearcher {
         let (hits, matched_sets) = self.hits(repo, generation, &terms, &page);
         resp.results = hits;
         resp.retrieval = RetrievalInfo::keyword_only(resp.results.len());
-        resp.confidence = confidence(&searcher, self.fields.body, &terms, &matched_sets);
+        let first_page = self.first_page_matched(repo, &terms, (offset, limit), matched_sets, |n| {
+            ranked
+                .iter()
+                .take(n)
+                .filter_map(|c| {
+                    let d: TantivyDocument = searcher.doc(c.addr).ok()?;
+                    Some((c.score, Stored::from_doc(&d, &self.fields)))
+                })
+                .collect()
+        });
+        resp.confidence = confidence(&searcher, self.fields.body, &terms, &first_page);
         resp.timing_ms = phase_timing(t_search, t_rank, t0.elapsed());
         Ok(resp)
     }
@@ -390,6 +400,30 @@ impl RepoSearcher {
             });
         }
         (results, matched_sets)
+    }
+
+    /// The terms matched by the hits confidence reads: the best hit and the top five of the
+    /// query's first page, whichever page was asked (a cursor's page reported its own
+    /// confidence, so one query's confidence changed from page to page). On the first page
+    /// those are the page's own (`page_matched`); a later page reads them for the first
+    /// [`CONFIDENCE_TOP`] hits of the ranking, as `top(n)` gives them.
+    fn first_page_matched(
+        &self,
+        repo: &RepoRef,
+        terms: &[String],
+        (offset, limit): (usize, usize),
+        page_matched: Vec<HashSet<String>>,
+        top: impl FnOnce(usize) -> Vec<(f32, Stored)>,
+    ) -> Vec<HashSet<String>> {
+        if offset == 0 {
+            return page_matched;
+        }
+        let rows = top(limit.min(CONFIDENCE_TOP));
+        let qset: HashSet<String> = terms.iter().cloned().collect();
+        cut_snippets(repo, meta_mtime(&self.index_dir), &qset, &rows)
+            .into_iter()
+            .map(|(snip, ..)| snip.matched)
+            .collect()
     }
 
     fn build_query(&self, plan: &QueryPlan, req: &SearchRequest, defs: bool) -> Result<Box<dyn Query>> {
@@ -715,6 +749,9 @@ fn no_terms_note(query: &str) -> String {
     )
 }
 
+/// How many of a query's first hits confidence reads (the best one, and these together).
+const CONFIDENCE_TOP: usize = 5;
+
 /// Share of the query's information (IDF-weighted terms) the results account for:
 /// 0.7 x the best hit's share + 0.3 x the top five hits' combined share.
 fn confidence(searcher: &Searcher, body: tantivy::schema::Field, terms: &[String], matched: &[HashSet<String>]) -> f64 {
@@ -738,7 +775,7 @@ fn confidence(searcher: &Searcher, body: tantivy::schema::Field, terms: &[String
         weights.iter().filter(|(t, _)| set(t)).fold(0.0, |acc: f64, (_, w)| acc + w) / total
     };
     let best = share(&|t| matched[0].contains(t));
-    let top = &matched[..matched.len().min(5)];
+    let top = &matched[..matched.len().min(CONFIDENCE_TOP)];
     let any = share(&|t| top.iter().any(|m| m.contains(t)));
     ((0.7 * best + 0.3 * any) * 1000.0).round() / 1000.0
 }

@@ -79,7 +79,9 @@ pub struct SearchHit {
     /// itself. Its `path` is then `//<source>/<path inside the source>`.
     #[serde(default)]
     pub source: Option<String>,
-    /// Final ranking score (BM25 with priors and diversity applied).
+    /// Final ranking score (BM25 with priors and diversity applied). In hybrid search, 0..1:
+    /// the hit's fused score relative to the best, times the response's `confidence`, so it
+    /// is never above it (the order is the fused one either way).
     pub score: f32,
     /// First line of the snippet.
     pub snippet_line_start: u32,
