@@ -232,7 +232,7 @@ pub enum Error {
         reason: String,
     },
     /// The server is up but does not have the model.
-    #[error("{}", model_not_found_text(provider, model, url))]
+    #[error("{}", model_not_found_text(provider, model, url, advice))]
     ModelNotFound {
         /// `ollama` or `openai`: only Ollama pulls a model on request.
         provider: String,
@@ -240,6 +240,9 @@ pub enum Error {
         model: String,
         /// The server.
         url: String,
+        /// What to do, true of this name and server (`engine::llm::advice`): pull it, create it
+        /// from its Modelfile, or pick one of the installed models it names.
+        advice: String,
     },
     /// The model exists but cannot chat (an embedding model such as `all-minilm`, or a
     /// llama.cpp server started with `--embeddings`): asking again cannot help, so it is bad
@@ -374,14 +377,13 @@ impl Error {
     }
 }
 
-/// What to do about a model the server lacks: Ollama pulls it (`docdex llm-setup`,
-/// `ollama pull`); an OpenAI-compatible server serves what it was started with, so `ollama
-/// pull gpt-4o` would be no advice there.
-fn model_not_found_text(provider: &str, model: &str, url: &str) -> String {
+/// A model the server lacks, and the advice for it: Ollama has models installed or pulls
+/// them; an OpenAI-compatible server serves what it was started with.
+fn model_not_found_text(provider: &str, model: &str, url: &str, advice: &str) -> String {
     if provider == "ollama" {
-        format!("model {model} is not available on {url}; run `docdex llm-setup --model {model} --yes` (or `ollama pull {model}`), or choose an installed one with `docdex llm-list`")
+        format!("model {model} is not available on {url}; {advice}")
     } else {
-        format!("model {model} is not served by the {provider} server at {url}; choose one it serves (`docdex llm-list` lists them) for the request's `model` or `[llm] default_model`")
+        format!("model {model} is not served by the {provider} server at {url}; {advice}")
     }
 }
 

@@ -242,9 +242,10 @@ impl Engine {
                     name,
                     needed,
                     format!("{model} is not installed on {}", cfg.base_url),
-                    Some(format!(
-                        "`docdex llm-setup --model {0} --yes` (or `ollama pull {0}`)",
-                        crate::error::shell_word(model)
+                    Some(crate::engine::llm::advice::missing_model_advice(
+                        if cfg.provider == "openai" { "openai" } else { "ollama" },
+                        model,
+                        Some(&installed),
                     )),
                 );
             }

@@ -723,11 +723,13 @@ fn a_dead_server_still_returns_the_sources_and_says_how_to_set_up_a_model() {
 #[test]
 fn a_missing_model_names_the_command_that_installs_it() {
     let c = Chat::new(FakeOllamaOptions::default(), "");
-    let resp = c.ask(&ChatTurnRequest { model: Some("llama9:400b".into()), ..q("how are stale sessions expired?") });
+    // A library model (docdex's catalog lists it) is pulled; other names get other advice
+    // (llm::a_missing_models_advice_is_true_of_its_name).
+    let resp = c.ask(&ChatTurnRequest { model: Some("llama3.1:8b".into()), ..q("how are stale sessions expired?") });
     assert_eq!(resp.llm.status, AnswerStatus::Unavailable);
     assert_eq!(resp.llm.error_code.as_deref(), Some("model_not_found"));
     let msg = resp.llm.message.unwrap();
-    assert!(msg.contains("docdex llm-setup --model llama9:400b --yes"), "{msg}");
+    assert!(msg.contains("docdex llm-setup --model llama3.1:8b --yes"), "{msg}");
     assert!(!resp.sources.is_empty());
     assert!(c.chat_bodies().is_empty(), "the missing model was found before any chat request");
     let dag = c.engine().dag_session(&c.repo, &resp.session_id).unwrap();

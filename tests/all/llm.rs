@@ -279,6 +279,43 @@ fn only_a_servers_words_make_a_refused_chat_model_cannot_chat() {
 }
 
 #[test]
+fn a_missing_models_advice_is_true_of_its_name() {
+    // Behind Ollama every missing model was told to `ollama pull` it, a model built from a
+    // Modelfile too, which no registry holds: the pull fails with "file does not exist".
+    let server = fake(FakeOllamaOptions {
+        models: vec!["fake-chat:latest".into(), "fake-embed:latest".into(), "mymodel:v2".into()],
+        ..Default::default()
+    });
+    let env = Env::new();
+    let chat_with = |model: &str| {
+        let engine = env.engine_for("ollama", &server.url(), model, "fake-embed");
+        let err = engine.stream_chat(question("hi"), &mut |_| ControlFlow::Continue(())).unwrap_err();
+        assert!(matches!(&err, Error::ModelNotFound { model: m, .. } if m == model), "{err:?}");
+        (engine, err.to_string())
+    };
+    let (engine, local) = chat_with("mymodel:latest");
+    assert!(!local.contains("run `docdex llm-setup"), "a pull is not the advice: {local}");
+    assert!(local.contains("create it with `ollama create mymodel:latest -f Modelfile`"), "{local}");
+    // The installed models are named, the same model under another tag first.
+    assert!(local.contains("choose an installed one: mymodel:v2, fake-chat:latest, fake-embed:latest"), "{local}");
+    let pull = engine.pull_model("mymodel:latest", &|_| {}).unwrap_err().to_string();
+    assert!(pull.contains("file does not exist"), "pulling it fails, as the old advice had users do: {pull}");
+    let cfg = docdex::engine::protocol::CheckOptions::default();
+    let report = engine.check(&cfg);
+    let hint = report.items.iter().find(|i| i.name == "chat_model").and_then(|i| i.hint.clone()).unwrap_or_default();
+    assert!(hint.contains("ollama create mymodel:latest") && hint.contains("mymodel:v2"), "docdex check: {hint}");
+
+    // Names a registry holds are pulled: Hugging Face through Ollama, and the library.
+    let (_, hf) = chat_with("hf.co/org/repo-GGUF:Q4_K_M");
+    assert!(hf.contains("(or `ollama pull hf.co/org/repo-GGUF:Q4_K_M`)") && !hf.contains("ollama create"), "{hf}");
+    let (_, library) = chat_with("llama3.2:1b");
+    assert!(
+        library.contains("run `docdex llm-setup --model llama3.2:1b --yes` (or `ollama pull llama3.2:1b`)"),
+        "{library}"
+    );
+}
+
+#[test]
 fn server_errors_are_retried_with_backoff() {
     let server = fake(FakeOllamaOptions { fail_first: 2, ..Default::default() });
     let env = Env::new();

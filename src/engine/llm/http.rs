@@ -28,6 +28,8 @@ pub(crate) const STREAM_CUT_ADVICE: &str =
 const ATTEMPTS: u32 = 3;
 /// First backoff; doubled after each failed attempt.
 const BACKOFF: Duration = Duration::from_millis(200);
+/// How long a missing model's advice waits for the server's list of installed models.
+const INSTALLED_WAIT: Duration = Duration::from_secs(2);
 
 /// What a failed attempt means for the next one.
 #[derive(Debug)]
@@ -136,10 +138,12 @@ impl Http {
         }
         let says_missing = lower.contains("not found") || lower.contains("does not exist") || lower.contains("no such");
         if !model.is_empty() && says_missing && (status.as_u16() == 404 || lower.contains("model")) {
+            let installed = self.installed_names().await;
             return Failure::Fatal(Error::ModelNotFound {
                 provider: self.provider.to_string(),
                 model: model.to_string(),
                 url: self.base.clone(),
+                advice: super::advice::missing_model_advice(self.provider, model, installed.as_deref()),
             });
         }
         let advice = context_overflow_advice(&body, &message);
@@ -160,6 +164,21 @@ impl Http {
         } else {
             Failure::Fatal(err)
         }
+    }
+
+    /// The models the server lists (Ollama's `/api/tags`, else `/v1/models`), for a missing
+    /// model's advice: one attempt of at most [`INSTALLED_WAIT`]; `None` when it does not say.
+    async fn installed_names(&self) -> Option<Vec<String>> {
+        let (path, list, key) = match self.provider {
+            "ollama" => ("/api/tags", "models", "name"),
+            _ => ("/v1/models", "data", "id"),
+        };
+        let send = self.request(reqwest::Method::GET, path, None).send();
+        let wait = INSTALLED_WAIT.min(self.request_timeout);
+        let resp = tokio::time::timeout(wait, send).await.ok()?.ok()?.error_for_status().ok()?;
+        let v: Value = tokio::time::timeout(wait, resp.json()).await.ok()?.ok()?;
+        let names = v[list].as_array()?.iter().filter_map(|m| m[key].as_str().map(str::to_string)).collect();
+        Some(names)
     }
 
     fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> reqwest::RequestBuilder {

@@ -7,6 +7,7 @@
 //! `Engine::provider`, `Engine::stream_chat` and `Engine::embed` (in `api.rs`) are
 //! the entry points for the rest of the engine and the surfaces.
 
+pub mod advice;
 pub(crate) mod api;
 pub mod hardware;
 mod http;

@@ -54,6 +54,7 @@ impl OllamaProvider {
                         provider: "ollama".into(),
                         model: model.into(),
                         url: self.http.base.clone(),
+                        advice: super::advice::missing_model_advice("ollama", model, None),
                     })
                 } else {
                     Failure::Retry(self.upstream(model, &msg))

@@ -174,7 +174,10 @@ impl Engine {
         }
         entry.state = "missing".into();
         report.next_steps.push(if is_ollama {
-            format!("download {model}: `docdex llm-setup --model {model} --yes` (or `ollama pull {model}`)")
+            format!(
+                "{model} is not installed: {}",
+                super::advice::missing_model_advice("ollama", model, Some(&report.installed))
+            )
         } else {
             format!(
                 "{model} is not served by {}; load it in the server, or pick one of: {}",
