@@ -511,7 +511,10 @@ pub fn print_status(out: &Out, s: &StatusResponse) {
     out.line(&format!("files       {}", s.documents));
     out.line(&format!("chunks      {}", s.chunks));
     out.line(&format!("generation  {}", s.generation));
-    out.line(&format!("queued      {}", s.queued_files));
+    match s.queued_files {
+        Some(n) => out.line(&format!("queued      {n}")),
+        None => out.line("queued      unknown (see the warning below)"),
+    }
     if let Some(ms) = s.last_indexed_ms {
         out.line(&format!("indexed     {}", crate::engine::protocol::ago(crate::engine::protocol::now_ms(), ms)));
     }

@@ -562,7 +562,7 @@ impl Engine {
         let (documents, chunks) = (summary.files, summary.chunks);
         let mut warnings: Vec<String> = self.inner.warnings.clone();
         let mut state = IndexState::Ready;
-        let (mut queued, mut progress, mut last_event) = (0, None, None);
+        let (mut queued, mut progress, mut last_event) = (Some(0), None, None);
         let generation = if indexed {
             index::schema::open(&repo.index_dir()).map(|(i, _)| index::schema::read_payload(&i).generation).unwrap_or(0)
         } else {
@@ -571,8 +571,14 @@ impl Engine {
         if let Some((d, interrupted)) = live {
             state = if interrupted { IndexState::Ready } else { d.state };
             warnings.extend(live_warnings(&d, interrupted, indexed, generation, &repo.root));
-            if !interrupted {
-                queued = d.queued;
+            // Killed mid-run, or a watcher killed: its queue (the status file's count is the
+            // last one written, or none) is not known.
+            let queue_lost = interrupted || (d.watching && !fsutil::pid_alive(d.pid));
+            if queue_lost {
+                queued = None;
+                warnings.push(QUEUE_LOST.into());
+            } else {
+                queued = Some(d.queued);
                 progress = d.progress;
             }
             last_event = d.last_event;
@@ -873,6 +879,9 @@ fn asked_lines(
 fn repos_rel(root: &Path, p: &Path) -> String {
     index::walk::rel_path(root, p)
 }
+
+/// What `docdex status` says when the process holding the queue of changes was killed.
+const QUEUE_LOST: &str = "the files it had queued are not known (the queue went with the killed process); the next index run, or a watcher starting, compares every file with the index and picks up each change";
 
 /// The warnings a status file adds: an interrupted or stopped run (and what to run to finish
 /// it), a rebuild in progress, the last run's error, and what the running watcher could not watch.

@@ -954,3 +954,38 @@ fn utf16_latin1_and_bom_text_files_are_indexed_as_their_text() {
     assert!(get("notes.txt").contains("Le héron cendré"));
     assert!(get("bom.py").starts_with("def avocet_count"), "{:?}", get("bom.py"));
 }
+
+/// After a run (or a watcher) holding thousands of pending edits is killed, status said
+/// `ready`, `queued 0`: the queue went with the process, so the count is unknown, and the next
+/// run compares every file with the index.
+#[test]
+fn status_after_a_killed_run_says_its_queue_is_unknown() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    index(&env, &repo);
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let dead = gone.id();
+    let engine = env.engine();
+    let status_path = engine.resolve_repo(&repo).unwrap().status_path();
+    let r = repo.to_str().unwrap();
+    for (state, watching) in [("updating", false), ("ready", true)] {
+        let status = serde_json::json!({"state": state, "pid": dead, "started_ms": 1, "updated_ms": 1,
+            "progress": null, "queued": 3000, "last_event": null, "last_error": null, "watching": watching});
+        std::fs::write(&status_path, status.to_string()).unwrap();
+        let s = engine.status(&repo).unwrap();
+        assert_eq!(s.queued_files, None, "{state}: {s:?}");
+        assert!(s.warnings.iter().any(|w| w.contains("the files it had queued are not known")), "{:?}", s.warnings);
+        let out = env.run(&["status", "--repo", r]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("queued      unknown"), "{text}");
+        let v = env.json(&["status", "--repo", r, "--json"]);
+        assert!(v["queued_files"].is_null(), "{v}");
+    }
+    // A live watcher's count is its own.
+    let status = serde_json::json!({"state": "ready", "pid": std::process::id(), "started_ms": 1, "updated_ms": 1,
+        "progress": null, "queued": 7, "last_event": null, "last_error": null, "watching": true});
+    std::fs::write(&status_path, status.to_string()).unwrap();
+    assert_eq!(engine.status(&repo).unwrap().queued_files, Some(7));
+}

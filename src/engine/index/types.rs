@@ -223,8 +223,11 @@ pub struct StatusResponse {
     pub index_state: IndexState,
     /// Generation of the last commit.
     pub generation: u64,
-    /// Files waiting for the watcher or a running index.
-    pub queued_files: u64,
+    /// Files waiting for the watcher or a running index; `null` when not known: the run or
+    /// watcher that held them was killed (SIGKILL, a crash) and its queue went with it. The
+    /// next index run compares every file with the index, so no change is lost; a number here
+    /// would be a guess (it read 0 after 3,000 edits were pending).
+    pub queued_files: Option<u64>,
     /// Files in the index.
     pub documents: u64,
     /// Chunks in the index.
