@@ -694,3 +694,19 @@ fn pytest_messages_are_whole_and_a_collection_error_has_its_exception() {
     assert_eq!(broken["message"].as_str(), Some("ModuleNotFoundError: No module named 'no_such_module_here'"), "{v}");
     assert_eq!(broken["line"].as_u64(), Some(1), "{v}");
 }
+
+#[test]
+fn a_node_target_without_tests_is_no_tests_not_one_pass() {
+    // node runs a file without tests as one passing test named after the file: `--target
+    // lib/strings.js` reported passed, 1 passed.
+    let env = Env::new();
+    let repo = node_project(&env, "nodenone");
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let (code, v) = run_tests(&env, &repo, &["--target", "lib/strings.js"], &[]);
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("no_tests"), Some(0)), "{v}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("lib/strings.js holds no tests; the test files that exercise it: test/strings.test.js"),
+        "{notes}"
+    );
+}

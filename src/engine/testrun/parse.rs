@@ -290,6 +290,8 @@ pub fn tap(out: &str, root: &str) -> Outcome {
     let mut subtest_failures: Vec<usize> = Vec::new();
     // An `error: |-` block being read: its failure, the key's indent, its lines.
     let mut block: Option<(usize, usize, Vec<String>)> = None;
+    // Test points inside the current top-level one, and files that held no test.
+    let (mut nested, mut empty_files) = (0u32, 0u32);
     for line in out.lines() {
         let t = line.trim_start();
         let indent = line.len() - t.len();
@@ -302,6 +304,16 @@ pub fn tap(out: &str, root: &str) -> Outcome {
                 o.failures[*i].message = joined(lines);
             }
             block = None;
+        }
+        if indent > 0 && (t.starts_with("ok ") || t.starts_with("not ok ")) {
+            nested += 1;
+        } else if let Some(rest) = t.strip_prefix("ok ").filter(|_| indent == 0) {
+            if nested == 0 && ran_as_a_file(rest) {
+                empty_files += 1;
+            }
+            nested = 0;
+        } else if indent == 0 && t.starts_with("not ok ") {
+            nested = 0;
         }
         if let Some(rest) = t.strip_prefix("not ok ") {
             current = None;
@@ -343,6 +355,8 @@ pub fn tap(out: &str, root: &str) -> Outcome {
             o.failures[i].message = joined(&lines);
         }
     }
+    // node runs a file without tests as one passing test named after the file.
+    o.passed = o.passed.saturating_sub(empty_files);
     // A failing file (a top-level `not ok` named after it) repeats its failing subtests:
     // keep the subtests when there are any.
     if !subtest_failures.is_empty() {
@@ -354,6 +368,15 @@ pub fn tap(out: &str, root: &str) -> Outcome {
         });
     }
     o
+}
+
+/// Whether a top-level `ok N - NAME` is node reporting a file it ran (NAME its absolute path,
+/// a script), rather than a test.
+fn ran_as_a_file(rest: &str) -> bool {
+    let name = rest.split_once(" - ").map_or(rest, |(_, n)| n);
+    let name = name.split(" # ").next().unwrap_or(name).trim();
+    let ext = name.rsplit('.').next().unwrap_or("");
+    name.starts_with('/') && matches!(ext, "js" | "mjs" | "cjs" | "jsx" | "ts" | "mts" | "cts" | "tsx")
 }
 
 /// A YAML block's lines as one message: the non-empty lines joined by a space, cut at
@@ -566,6 +589,13 @@ mod tests {
         );
         assert_eq!((o.failures[0].file.as_deref(), o.failures[0].line), (Some("test/slug.test.js"), Some(4)));
         assert_eq!(o.failures[1].message.as_deref(), Some("'a-' == 'b'"));
+        // A file without tests is run as one test named after it (node 20): no test ran.
+        let empty = "TAP version 13\n# Subtest: /r/lib.js\nok 1 - /r/lib.js\n  ---\n  duration_ms: 133.0\n  ...\n1..1\n# tests 1\n# pass 1\n# fail 0\n";
+        let e = tap(empty, "/r");
+        assert_eq!((e.passed, e.counted), (0, true));
+        // A file whose tests are its subtests counts them, not itself.
+        let full = "# Subtest: /r/t/a.test.js\n    # Subtest: adds\n    ok 1 - adds\nok 1 - /r/t/a.test.js\n# pass 1\n";
+        assert_eq!(tap(full, "/r").passed, 1);
     }
 
     #[test]
