@@ -504,7 +504,9 @@ impl Engine {
         let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, req.for_chat);
         let mut resp = self.guarded_search(&repo, || self.retrieve(&repo, &searcher, req, state, flags))?;
         if self.inner.config.privacy.redact_snippets {
-            let found = privacy::redact_hits(&mut resp.results);
+            // A hit's file is read again only when its snippet shows base64 (key body lines).
+            let read = |rel: &str| index::extract::indexed_text(&repo, rel).ok().map(fsutil::decode_text_owned);
+            let found = privacy::redact_hits(&mut resp.results, read);
             resp.pii_redacted = !found.is_empty();
             if resp.pii_redacted {
                 tracing::debug!(masked = %privacy::summarize(&found), "snippets redacted");

@@ -1,11 +1,18 @@
 //! PII and secret detection and masking: e-mail addresses, phone numbers, API keys and tokens of
 //! the common providers, JWTs, private keys, credentials in URLs (`scheme://user:password@host`),
-//! IBANs (mod-97 checked) and payment card numbers (Luhn checked). Applied to search snippets (agents forward them to remote models) and to
+//! IBANs (mod-97 checked), payment card numbers (Luhn checked), and secrets assigned to a telling
+//! name (`password = "..."`, `AWS_SECRET_ACCESS_KEY=...`). Applied to search snippets, context
+//! packs, symbol signatures and AST samples (agents forward them to remote models) and to
 //! whatever leaves the machine; `pii_redacted` in search JSON says whether anything was masked.
+//! Text cut from a file is masked with the file at hand ([`FileMasker`]): a private key's body
+//! is masked on every line the file shows inside its `BEGIN`/`END` markers, wherever the cut is.
 //!
 //! Tuned for few false positives in source trees: every pattern needs a provider prefix, a
 //! checksum or a telling shape (see docs/PRIVACY.md for precision and recall on a labelled
 //! corpus and the false positives on real repositories).
+
+mod assign;
+mod pem;
 
 use regex::Regex;
 use std::sync::OnceLock;
@@ -29,6 +36,9 @@ pub enum PiiKind {
     Iban,
     /// A payment card number that passes the Luhn check.
     CardNumber,
+    /// A literal assigned to a secret's name (`password`, `api_token`, `*_SECRET_ACCESS_KEY`);
+    /// only the value is masked.
+    Secret,
 }
 
 impl PiiKind {
@@ -43,6 +53,7 @@ impl PiiKind {
             PiiKind::UrlCredentials => "URL_CREDENTIALS",
             PiiKind::Iban => "IBAN",
             PiiKind::CardNumber => "CARD",
+            PiiKind::Secret => "SECRET",
         }
     }
 }
@@ -195,11 +206,11 @@ pub fn detect(text: &str) -> Vec<Finding> {
     // e-mail address either (`user:password@example.com`).
     let mut placeholders: Vec<std::ops::Range<usize>> = Vec::new();
     for (i, d) in DETECTORS.iter().enumerate() {
-        if !(d.may_match)(text) {
-            continue;
-        }
-        let Some(re) = regex(i) else { continue };
-        for m in re.find_iter(text) {
+        let matches = match (d.may_match)(text) {
+            true => regex(i).map(|re| re.find_iter(text)),
+            false => None,
+        };
+        for m in matches.into_iter().flatten() {
             // URL credentials: only `user:password` is masked; `scheme://` and `@host` stay.
             let range = match d.kind {
                 PiiKind::UrlCredentials => m.start() + m.as_str().find("://").map_or(0, |i| i + 3)..m.end() - 1,
@@ -233,9 +244,26 @@ pub fn detect(text: &str) -> Vec<Finding> {
             }
             found.push(Finding { kind: d.kind, range });
         }
+        for (kind, range) in line_rules(d.kind, text) {
+            if !found.iter().any(|f| f.range.start < range.end && range.start < f.range.end) {
+                found.push(Finding { kind, range });
+            }
+        }
     }
     found.sort_by_key(|f| f.range.start);
     found
+}
+
+/// The rules that are not one regex, run right after the detector of `after` (so they take
+/// their place in its order): key body lines a text shows without its `BEGIN` line (after the
+/// PEM block pattern), and secrets assigned to a telling name (after API keys, so
+/// `GITHUB_TOKEN=ghp_...` stays an API key and `password = "postgres://..."` URL credentials).
+fn line_rules(after: PiiKind, text: &str) -> Vec<(PiiKind, std::ops::Range<usize>)> {
+    match after {
+        PiiKind::PrivateKey => pem::bodies(text).into_iter().map(|r| (PiiKind::PrivateKey, r)).collect(),
+        PiiKind::ApiKey => assign::values(text).into_iter().map(|r| (PiiKind::Secret, r)).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// `text` with every finding masked, and the findings. An e-mail keeps its domain
@@ -243,12 +271,17 @@ pub fn detect(text: &str) -> Vec<Finding> {
 /// line numbers after it stay true.
 pub fn mask(text: &str) -> (String, Vec<Finding>) {
     let found = detect(text);
+    (render(text, &found), found)
+}
+
+/// `text` with `found` (in order, not overlapping) masked.
+fn render(text: &str, found: &[Finding]) -> String {
     if found.is_empty() {
-        return (text.to_string(), found);
+        return text.to_string();
     }
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    for f in &found {
+    for f in found {
         out.push_str(&text[at..f.range.start]);
         let hit = &text[f.range.clone()];
         match f.kind {
@@ -271,15 +304,97 @@ pub fn mask(text: &str) -> (String, Vec<Finding>) {
         at = f.range.end;
     }
     out.push_str(&text[at..]);
-    (out, found)
+    out
+}
+
+/// Masks text cut from a file knowing the whole file: besides what [`mask`] finds in the text
+/// itself, every line the file shows inside a PEM private key block is masked (a snippet that
+/// starts below the `BEGIN` line, a chunk that starts in the middle of a key), and lines the file
+/// shows inside a certificate or public key are not taken for key material.
+pub struct FileMasker {
+    blocks: Vec<pem::PemBlock>,
+}
+
+impl FileMasker {
+    /// The masker of a file whose (indexed) text is `file_text`.
+    pub fn new(file_text: &str) -> FileMasker {
+        FileMasker { blocks: pem::blocks(file_text) }
+    }
+
+    /// `text`, whose first line is line `first_line` (1-based) of the file, masked.
+    pub fn mask(&self, text: &str, first_line: u32) -> (String, Vec<Finding>) {
+        let mut found = detect(text);
+        if self.blocks.is_empty() {
+            return (render(text, &found), found);
+        }
+        let spans = pem::line_spans(text);
+        let at = |i: usize| (first_line.max(1) as usize - 1) + i;
+        let inside =
+            |i: usize, private: bool| self.blocks.iter().any(|b| b.private == private && b.lines.contains(&at(i)));
+        // Body-like lines the file shows to be a certificate's: public.
+        found.retain(|f| {
+            f.kind != PiiKind::PrivateKey
+                || !spans
+                    .iter()
+                    .enumerate()
+                    .any(|(i, s)| s.start < f.range.end && f.range.start <= s.end && inside(i, false))
+        });
+        let mut i = 0;
+        while i < spans.len() {
+            if !inside(i, true) {
+                i += 1;
+                continue;
+            }
+            let mut end = i;
+            while end + 1 < spans.len() && inside(end + 1, true) {
+                end += 1;
+            }
+            let range = pem::lines_range(text, &spans, i..=end);
+            found.retain(|f| f.range.end <= range.start || range.end <= f.range.start);
+            if !range.is_empty() {
+                found.push(Finding { kind: PiiKind::PrivateKey, range });
+            }
+            i = end + 1;
+        }
+        found.sort_by_key(|f| f.range.start);
+        (render(text, &found), found)
+    }
+}
+
+/// True when a text could show key material only its file can tell apart: a line of base64
+/// (16 characters or more, or with a digit, `+`, `/` or `=`). Search reads a hit's file again
+/// only for those.
+fn may_hold_key_body(text: &str) -> bool {
+    text.lines().any(|l| {
+        let t = l.trim();
+        !t.is_empty()
+            && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')
+            && (t.len() >= 16 || t.bytes().any(|b| b.is_ascii_digit() || b == b'+' || b == b'/' || b == b'='))
+    })
 }
 
 /// Masks the snippets and context lines of search hits; returns what was found. A masked
-/// line's highlights are dropped where the word they marked is gone or moved.
-pub fn redact_hits(hits: &mut [crate::engine::search::types::SearchHit]) -> Vec<Finding> {
+/// line's highlights are dropped where the word they marked is gone or moved. `read` gives a
+/// hit's file text (as indexed) by path; it is asked only for hits whose snippet shows a line
+/// of base64, so a private key's body is masked even when the snippet or its chunk starts below
+/// the key's `BEGIN` line (see [`FileMasker`]). Without it (`None`), the text alone decides.
+pub fn redact_hits(
+    hits: &mut [crate::engine::search::types::SearchHit],
+    mut read: impl FnMut(&str) -> Option<String>,
+) -> Vec<Finding> {
     let mut all = Vec::new();
+    let mut files: std::collections::HashMap<String, Option<FileMasker>> = Default::default();
     for h in hits {
-        let (masked, found) = mask(&h.snippet);
+        let needs_file = may_hold_key_body(&h.snippet) || h.context.iter().any(|c| may_hold_key_body(&c.text));
+        let masker = match needs_file {
+            true => files.entry(h.path.clone()).or_insert_with(|| read(&h.path).map(|t| FileMasker::new(&t))).as_ref(),
+            false => None,
+        };
+        let cut = |text: &str, line: u32| match masker {
+            Some(m) => m.mask(text, line),
+            None => mask(text),
+        };
+        let (masked, found) = cut(&h.snippet, h.snippet_line_start);
         if !found.is_empty() {
             let before: Vec<&str> = h.snippet.lines().collect();
             let after: Vec<&str> = masked.lines().collect();
@@ -298,7 +413,7 @@ pub fn redact_hits(hits: &mut [crate::engine::search::types::SearchHit]) -> Vec<
             all.extend(found);
         }
         for c in &mut h.context {
-            let (masked, found) = mask(&c.text);
+            let (masked, found) = cut(&c.text, c.line);
             if !found.is_empty() {
                 c.text = masked;
                 all.extend(found);
@@ -364,11 +479,15 @@ fn has_entropy(s: &str) -> bool {
     let body = s.rsplit(['_', '-', '.']).next().unwrap_or(s);
     let distinct: std::collections::HashSet<char> = s.chars().collect();
     let lowered = s.to_ascii_lowercase();
+    // Slack's `xoxb-<team id>-<user id>-<secret>`: the numeric ids are the digits, the secret
+    // part is letters of both cases (24 of them); the ids alone make it a token, not a word.
+    let slack_ids = s.starts_with("xox")
+        && s.split('-').filter(|p| p.len() >= 6 && p.bytes().all(|b| b.is_ascii_digit())).count() >= 1;
     distinct.len() >= 8
         && !lowered.contains("xxxxxx")
         && !lowered.contains("example")
         && !lowered.contains("your")
-        && (body.chars().any(|c| c.is_ascii_digit()) || s.starts_with("AKIA") || body.len() >= 32)
+        && (body.chars().any(|c| c.is_ascii_digit()) || s.starts_with("AKIA") || body.len() >= 32 || slack_ids)
 }
 
 /// A password in a URL that is not a documentation placeholder: `{password}`, `${PASS}`,
@@ -565,6 +684,113 @@ mod tests {
         assert!(guard_messages("http://127.0.0.1:1", msgs.iter_mut()).is_none());
         assert_eq!(guard_messages("https://api.example.net", msgs.iter_mut()).map(|f| f.len()), Some(1));
         assert_eq!(msgs[0], "key [API_KEY]");
+    }
+
+    /// A YAML file with an indented key after 30 settings, as an `openssl genrsa` key is pasted
+    /// into deployment variables; returns the text and the key's first and last body lines.
+    fn vars_yml() -> (String, u32, u32) {
+        let body = pem::tests::fake_body(18, "      ");
+        let mut lines = vec!["all:".to_string(), "  vars:".to_string()];
+        lines.extend((0..30).map(|i| format!("    setting_{i}: value{i}")));
+        lines.push("    tls_key: |".into());
+        lines.push("      -----BEGIN RSA PRIVATE KEY-----".into());
+        let first = lines.len() as u32 + 1;
+        lines.extend(body);
+        let last = lines.len() as u32;
+        lines.push("      -----END RSA PRIVATE KEY-----".into());
+        lines.push("    other: 1".into());
+        (lines.join("\n") + "\n", first, last)
+    }
+
+    /// Lines `a..=b` (1-based) of `text`, as a snippet shows them.
+    fn cut(text: &str, a: u32, b: u32) -> String {
+        text.lines().skip(a as usize - 1).take((b + 1 - a) as usize).map(|l| format!("{l}\n")).collect()
+    }
+
+    #[test]
+    fn a_key_cut_below_its_begin_line_is_masked_with_its_file_at_hand() {
+        let (file, first, last) = vars_yml();
+        let masker = FileMasker::new(&file);
+        let key_line = |n: u32| file.lines().nth(n as usize - 1).unwrap().trim().to_string();
+        // Any window of the key: a single body line, the short last line, the end marker.
+        for (a, b) in [(first + 2, first + 4), (first + 5, first + 5), (last, last + 2), (first - 3, first), (40, 51)] {
+            let snippet = cut(&file, a, b);
+            let (masked, found) = masker.mask(&snippet, a);
+            for n in a.max(first)..=b.min(last) {
+                assert!(!masked.contains(&key_line(n)), "line {n} shown in {a}-{b}:\n{masked}");
+            }
+            assert!(found.iter().any(|f| f.kind == PiiKind::PrivateKey), "{a}-{b}");
+            assert_eq!(masked.lines().count(), snippet.lines().count(), "line count kept");
+        }
+        // Lines outside the key are untouched.
+        let (masked, found) = masker.mask(&cut(&file, 3, 6), 3);
+        assert!(found.is_empty() && masked.contains("setting_1: value1"), "{masked}");
+        // The text alone still masks a run of body lines (no marker in sight).
+        let (masked, _) = mask(&cut(&file, first + 2, first + 6));
+        assert!(!masked.contains(&key_line(first + 3)), "{masked}");
+        // A certificate's body, which the file shows to be public, is not masked.
+        let cert = file.replace("RSA PRIVATE KEY", "CERTIFICATE");
+        let (masked, found) = FileMasker::new(&cert).mask(&cut(&cert, first + 2, first + 4), first + 2);
+        assert!(found.is_empty() && masked.contains(&key_line(first + 3)), "{masked}");
+    }
+
+    #[test]
+    fn search_hits_are_masked_with_their_file() {
+        use crate::engine::search::types::SearchHit;
+        let (file, first, _) = vars_yml();
+        let hit = |a: u32, b: u32| SearchHit {
+            chunk_id: format!("deploy/vars.yml:{a}-{b}"),
+            path: "deploy/vars.yml".into(),
+            line_start: a,
+            line_end: b,
+            snippet_line_start: a,
+            snippet: cut(&file, a, b),
+            lang: "yaml".into(),
+            page_start: None,
+            page_end: None,
+            source: None,
+            score: 1.0,
+            highlights: Vec::new(),
+            generation: 1,
+            stale: false,
+            source_missing: false,
+            context: Vec::new(),
+            retrievers: Vec::new(),
+        };
+        // The snippet shows one key line: the text alone cannot tell; the file can.
+        let mut hits = [hit(first + 4, first + 4), hit(3, 5)];
+        let shown = hits[0].snippet.trim().to_string();
+        let mut reads = Vec::new();
+        let found = redact_hits(&mut hits, |p| {
+            reads.push(p.to_string());
+            Some(file.clone())
+        });
+        assert_eq!(summarize(&found), "1 PRIVATE_KEY");
+        assert!(!hits[0].snippet.contains(&shown) && hits[0].snippet.contains("[PRIVATE_KEY]"), "{}", hits[0].snippet);
+        assert_eq!(reads, ["deploy/vars.yml"], "read once, and only for the hit that shows base64");
+    }
+
+    #[test]
+    fn gaps_the_tester_found_are_closed() {
+        assert_eq!(kinds("SLACK=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"), [PiiKind::ApiKey]);
+        for (text, masked) in [
+            (
+                "aws_secret_access_key = \"wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Wx2Ec4Rv\"",
+                "aws_secret_access_key = \"[SECRET]\"",
+            ),
+            ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Wx2Ec4Rv", "AWS_SECRET_ACCESS_KEY=[SECRET]"),
+            ("password = \"Sup3rS3cretPw\"", "password = \"[SECRET]\""),
+            ("api_token = \"a8f3k2m9q7x1z5\"", "api_token = \"[SECRET]\""),
+            ("GITHUB_TOKEN=ghp_4fT9kQ2mZ8xR1vB7nL3pW6yH0sJ5dC2aE9uK", "GITHUB_TOKEN=[API_KEY]"),
+            (
+                "password = \"postgres://root:Sup3rS3cretPw@db:5432/app\"",
+                "password = \"postgres://[URL_CREDENTIALS]@db:5432/app\"",
+            ),
+            ("password = getpass()", "password = getpass()"),
+            ("token = self.next_token()", "token = self.next_token()"),
+        ] {
+            assert_eq!(mask(text).0, masked, "{text}");
+        }
     }
 
     #[test]

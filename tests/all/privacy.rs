@@ -207,3 +207,117 @@ async fn files_the_index_leaves_out_are_not_served_either() {
         assert!(body.contains("path_not_served") && !body.contains("hunter22") && !body.contains("sk-proj"), "{body}");
     }
 }
+
+/// A fake `openssl genrsa`-style key body: `n` lines of 64 base64 characters and a short last
+/// one (deterministic xorshift, random-looking: both cases, digits, `+` and `/`).
+fn fake_key_body(n: usize) -> Vec<String> {
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut line = |len: usize| -> String {
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                B64[(x % 64) as usize] as char
+            })
+            .collect()
+    };
+    let mut out: Vec<String> = (0..n).map(|_| line(64)).collect();
+    out.push(format!("{}==", line(42)));
+    out
+}
+
+/// The tester's repro: an indented RSA key in deploy variables after 30 settings. A search for a
+/// fragment of one key line hits chunks that start below the `BEGIN` line (or whose snippet
+/// does): no key line may show, in search (engine and command line) or a context pack.
+#[test]
+fn a_private_key_is_masked_wherever_a_snippet_or_chunk_cuts_it() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let body = fake_key_body(18);
+    let mut lines = vec!["all:".to_string(), "  vars:".to_string()];
+    lines.extend((0..30).map(|i| format!("    setting_{i}: value{i}")));
+    lines.push("    tls_key: |".into());
+    lines.push("      -----BEGIN RSA PRIVATE KEY-----".into());
+    lines.extend(body.iter().map(|l| format!("      {l}")));
+    lines.push("      -----END RSA PRIVATE KEY-----".into());
+    lines.push("    other: 1".into());
+    write(&repo, "deploy/vars.yml", lines.join("\n") + "\n");
+    write(&repo, "README.md", "# Deploy\n\nThe TLS key lives in the deploy variables.\n");
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &crate::util::quiet()).unwrap();
+    let leaked = |text: &str| body.iter().filter(|l| text.contains(&l[8..40])).count();
+    for n in [3, 12, 17] {
+        let query = body[n][10..30].to_string();
+        let r = engine.search(&repo, &SearchRequest { query: query.clone(), ..Default::default() }).unwrap();
+        let hits: Vec<_> = r.results.iter().filter(|h| h.path == "deploy/vars.yml").collect();
+        assert!(!hits.is_empty(), "the key's chunks are found for {query}");
+        for h in &hits {
+            assert_eq!(leaked(&h.snippet), 0, "{}: {}", h.chunk_id, h.snippet);
+            assert!(h.snippet.lines().count() > 0);
+        }
+        assert!(r.pii_redacted, "{query}");
+        let out = env.json(&["search", "--repo", repo.to_str().unwrap(), &query, "--json"]);
+        assert_eq!(leaked(&out.to_string()), 0, "command line: {out}");
+        let req = docdex::engine::protocol::ContextRequest { task: format!("tls key {query}"), ..Default::default() };
+        let pack = engine.context(&repo, &req).unwrap();
+        for s in &pack.snippets {
+            assert_eq!(leaked(&s.text), 0, "{}:{}-{}: {}", s.path, s.line_start, s.line_end, s.text);
+        }
+        // The pack's note counts the key once per snippet that shows part of it (lines 34-53),
+        // not only in the snippet holding its BEGIN line.
+        let showing =
+            pack.snippets.iter().filter(|s| s.path == "deploy/vars.yml" && s.line_start <= 53 && 34 <= s.line_end);
+        let n = showing.count();
+        let note = format!("{n} finding{} masked in the snippets", if n == 1 { "" } else { "s" });
+        assert!(n == 0 || pack.notes.iter().any(|x| x.starts_with(&note)), "{note}: {:?}", pack.notes);
+    }
+}
+
+/// Symbol signatures and AST samples are masked as search snippets are, on every surface
+/// (they all ask the engine): the raw values came back before.
+#[test]
+fn symbols_and_ast_samples_are_masked() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "src/keys.rs",
+        concat!(
+            "pub const DB_PASSWORD: &str = \"Tq8vR2mK9x!\";\n",
+            "pub const AWS_KEY: &str = \"AKIAQWERTYUIOP987654\";\n",
+            "pub const GH_TOKEN: &str = \"ghp_4fT9kQ2mZ8xR1vB7nL3pW6yH0sJ5dC2aE9uK\";\n",
+            "pub const DB_URL: &str = \"postgres://root:Sup3rS3cretPw@db.internal:5432/app\";\n",
+            "pub fn connect() -> u32 {\n    1\n}\n",
+        ),
+    );
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &crate::util::quiet()).unwrap();
+    let raw = ["AKIAQWERTYUIOP987654", "ghp_4fT9", "Sup3rS3cretPw", "Tq8vR2mK9x"];
+    let shows = |text: &str| raw.iter().filter(|r| text.contains(*r)).copied().collect::<Vec<_>>();
+    use docdex::engine::protocol::{AstQueryRequest, SymbolsRequest};
+    let by_name =
+        engine.symbols(&repo, &SymbolsRequest { query: Some("AWS_KEY".into()), ..Default::default() }).unwrap();
+    let sig = &by_name.results.iter().find(|h| h.name == "AWS_KEY").expect("AWS_KEY").signature;
+    assert_eq!(sig, "pub const AWS_KEY: &str = \"[API_KEY]\"");
+    let outline =
+        engine.symbols(&repo, &SymbolsRequest { file: Some("src/keys.rs".into()), ..Default::default() }).unwrap();
+    assert_eq!(outline.results.len(), 5);
+    for h in &outline.results {
+        assert!(shows(&h.signature).is_empty(), "{}", h.signature);
+    }
+    let req = AstQueryRequest { kinds: vec!["const_item".into()], sample_limit: Some(10), ..Default::default() };
+    let ast = engine.ast_query(&repo, &req).unwrap();
+    let samples: Vec<&str> = ast.results.iter().flat_map(|f| f.samples.iter().map(|s| s.text.as_str())).collect();
+    assert_eq!(samples.len(), 3, "the first three of a kind are kept as samples");
+    for s in &samples {
+        assert!(shows(s).is_empty(), "{s}");
+    }
+    assert!(samples.contains(&"pub const DB_PASSWORD: &str = \"[SECRET]\";"), "{samples:?}");
+    // Off by configuration: the values as written.
+    env.write_config("[privacy]\nredact_snippets = false\n");
+    let engine = env.engine();
+    let ast = engine.ast_query(&repo, &req).unwrap();
+    assert!(ast.results[0].samples.iter().any(|s| s.text.contains("AKIAQWERTYUIOP987654")));
+}

@@ -11,6 +11,7 @@ use super::types::*;
 use super::{Lang, LanguageSupport};
 use crate::engine::index::manifest::Summary;
 use crate::engine::index::types::SCHEMA_VERSION;
+use crate::engine::privacy;
 use crate::engine::repos::RepoRef;
 use crate::engine::{canonical_lang, Engine};
 use crate::error::{Error, Result};
@@ -74,15 +75,28 @@ fn split_kinds(kinds: &[String]) -> Vec<String> {
     out
 }
 
-/// The first line of each sample, read from the file on disk.
-fn sample_texts(root: &Path, path: &str, nodes: &mut [AstNode]) {
+/// The first line of each sample, read from the file on disk, trimmed and cut at 160 characters; with `redact`
+/// (`[privacy] redact_snippets`), secrets and personal data masked first, as in search snippets.
+fn sample_texts(root: &Path, path: &str, nodes: &mut [AstNode], redact: bool) {
     let Ok(bytes) = crate::engine::fsutil::read_repo_file(root, path) else { return };
     let text = crate::engine::fsutil::decode_text(&bytes);
+    let masker = redact.then(|| privacy::FileMasker::new(&text));
     let lines: Vec<&str> = text.lines().collect();
     for n in nodes {
         if let Some(l) = lines.get(n.line_start.saturating_sub(1) as usize) {
-            let t = l.trim();
+            let masked = masker.as_ref().map(|m| m.mask(l, n.line_start).0);
+            let t = masked.as_deref().unwrap_or(l).trim();
             n.text = t.chars().take(160).collect();
+        }
+    }
+}
+
+/// Masks symbol signatures (`pub const AWS_KEY: &str = "AKIA...";`) as search snippets are.
+fn redact_signatures(hits: &mut [SymbolHit]) {
+    for h in hits {
+        let (masked, found) = privacy::mask(&h.signature);
+        if !found.is_empty() {
+            h.signature = masked;
         }
     }
 }
@@ -139,6 +153,10 @@ impl Engine {
                 ("outline", hits.into_iter().take(limit).collect(), total)
             }
         };
+        let mut results = results;
+        if self.config().privacy.redact_snippets {
+            redact_signatures(&mut results);
+        }
         Ok(SymbolsResponse {
             schema_version: SCHEMA_VERSION,
             project_id: repo.fingerprint.clone(),
@@ -288,7 +306,7 @@ impl Engine {
         for f in &mut files {
             f.samples.sort_by_key(|s| (s.line_start, s.line_end));
             f.samples.truncate(sample_limit);
-            sample_texts(&repo.root, &f.path, &mut f.samples);
+            sample_texts(&repo.root, &f.path, &mut f.samples, self.config().privacy.redact_snippets);
         }
         Ok(AstQueryResponse {
             schema_version: SCHEMA_VERSION,

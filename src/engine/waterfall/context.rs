@@ -119,14 +119,17 @@ fn source(slot: Slot, path: &str, a: u32, b: u32, score: f32, note: &str) -> Cha
     }
 }
 
+/// The first and last line (1-based) of a masked finding.
+type LineSpan = (u32, u32);
+
 /// Reads repository files once each, refusing anything that resolves outside the root.
 pub struct Files {
     repo: RepoRef,
     cache: HashMap<String, Option<Arc<Vec<String>>>>,
     /// Mask secrets and personal data as files are read ([`Files::masked`]).
     mask: bool,
-    /// Per file, the line of each masked finding.
-    masked_lines: HashMap<String, Vec<u32>>,
+    /// Per file, the first and last line of each masked finding.
+    masked_lines: HashMap<String, Vec<LineSpan>>,
 }
 
 impl Files {
@@ -146,7 +149,7 @@ impl Files {
         if let Some(hit) = self.cache.get(rel) {
             return hit.clone();
         }
-        let read = || -> Option<(Arc<Vec<String>>, Vec<u32>)> {
+        let read = || -> Option<(Arc<Vec<String>>, Vec<LineSpan>)> {
             // One opener for every repository read: never through a link, never outside the root.
             let bytes = crate::engine::index::extract::indexed_text(&self.repo, rel).ok()?;
             if crate::engine::fsutil::looks_binary(&bytes) {
@@ -156,7 +159,7 @@ impl Files {
             let (masked_text, at_lines) = if self.mask {
                 let (masked, found) = crate::engine::privacy::mask(&text);
                 let line_of = |byte: usize| 1 + memchr::memchr_iter(b'\n', &text.as_bytes()[..byte]).count() as u32;
-                let lines = found.iter().map(|f| line_of(f.range.start)).collect();
+                let lines = found.iter().map(|f| (line_of(f.range.start), line_of(f.range.end))).collect();
                 (std::borrow::Cow::Owned(masked), lines)
             } else {
                 (std::borrow::Cow::Borrowed(text.as_ref()), Vec::new())
@@ -173,9 +176,10 @@ impl Files {
         lines
     }
 
-    /// How many masked findings start in lines `a..=b` of `rel` (as read so far).
+    /// How many masked findings lie in lines `a..=b` of `rel` (as read so far), in part: a
+    /// private key that starts above the snippet counts too.
     pub fn masked_in(&self, rel: &str, a: u32, b: u32) -> usize {
-        self.masked_lines.get(rel).map_or(0, |v| v.iter().filter(|l| (a..=b).contains(*l)).count())
+        self.masked_lines.get(rel).map_or(0, |v| v.iter().filter(|(s, e)| *s <= b && a <= *e).count())
     }
 
     /// Lines `a..=b` (1-based, clamped), or `None` when the range is empty.

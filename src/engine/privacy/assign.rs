@@ -1,0 +1,261 @@
+//! Secrets without a provider prefix, found by the name they are assigned to:
+//! `aws_secret_access_key = "..."`, `AWS_SECRET_ACCESS_KEY=...`, `password: "..."`,
+//! `"api_token": "..."`. Only the value is masked. A value must be a literal (a function call,
+//! an attribute or a variable is not a secret: `password = getpass()`,
+//! `token = self.next_token()`), look like a secret (digits or symbols beside letters) and not
+//! be a placeholder (`""`, `changeme`, `${VAR}`, `<your-token>`, `xxx`).
+
+use regex::Regex;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+/// The last word of a name that holds a secret; the name must end with one.
+const NAME: &str = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|private[_-]?key|access[_-]?key|secret[_-]?key|auth[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|credentials?)";
+
+/// Words every match needs, lowercased: the pre-test that spares compiling the pattern.
+const NEEDLES: &[&str] = &["pass", "secret", "token", "key", "credential"];
+
+fn pattern() -> Option<&'static Regex> {
+    static RE: OnceLock<Option<Regex>> = OnceLock::new();
+    RE.get_or_init(|| {
+        let re = format!(
+            concat!(
+                r"(?i)\b(?P<name>[a-z0-9_.-]*?{name})[\x22']?",
+                // a type between name and value: `password: &str = "..."`, `token: String = ...`
+                r"(?:[ \t]*:[ \t]*[&'\w<>\[\]. ]{{1,40}}?)?",
+                r"(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*)",
+                r"(?P<v>\x22[^\x22\r\n]*\x22|'[^'\r\n]*'|`[^`\r\n]*`|[^\s\x22'`,;(){{}}\[\]<>=][^\s\x22'`,;(){{}}\[\]<>]*)",
+                r"(?P<after>.?)"
+            ),
+            name = NAME
+        );
+        Regex::new(&re).ok()
+    })
+    .as_ref()
+}
+
+/// True when `text` could hold an assignment of a secret (a word of a secret's name).
+pub fn may_match(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    NEEDLES.iter().any(|n| lower.contains(n))
+}
+
+/// The byte ranges of the secret values assigned in `text` (inside the quotes, if quoted).
+pub fn values(text: &str) -> Vec<Range<usize>> {
+    if !may_match(text) {
+        return Vec::new();
+    }
+    let Some(re) = pattern() else { return Vec::new() };
+    let mut out = Vec::new();
+    for c in re.captures_iter(text) {
+        let (Some(name), Some(sep), Some(v)) = (c.name("name"), c.name("sep"), c.name("v")) else { continue };
+        let after = c.name("after").map_or("", |m| m.as_str());
+        let raw = v.as_str();
+        let quoted = raw.len() >= 2 && raw.starts_with(['"', '\'', '`']) && raw.ends_with(&raw[..1]);
+        let value = if quoted { &raw[1..raw.len() - 1] } else { raw };
+        let literal = if quoted {
+            quoted_ok(value)
+        } else {
+            let assign = Assignment { name: name.as_str(), sep: sep.as_str(), after };
+            bare_ok(value, &assign)
+        };
+        if literal && !placeholder(value) {
+            let start = v.start() + usize::from(quoted);
+            out.push(start..start + value.len());
+        }
+    }
+    out
+}
+
+/// What surrounds a bare value.
+struct Assignment<'a> {
+    name: &'a str,
+    /// The separator with the blanks around it (`=`, ` = `, `: `, `:=`, `=>`).
+    sep: &'a str,
+    /// The character right after the value (empty at the end of the line).
+    after: &'a str,
+}
+
+/// A quoted literal that looks like a secret: 6 characters or more, no blank, letters with
+/// digits or symbols (`hunter22`, `Sup3rS3cretPw`, `p@ss-word!`), or 20 and more of mixed
+/// classes; a lone word (`"Identifier"`) or an environment variable's name is not one.
+fn quoted_ok(v: &str) -> bool {
+    let c = Classes::of(v);
+    v.len() >= 6
+        && !v.contains(char::is_whitespace)
+        && !env_name(v)
+        && !path_or_url(v)
+        && c.count() >= 2
+        && (c.digit || c.symbol || v.len() >= 20)
+}
+
+/// `/etc/passwd`, `./secrets/token.txt`, `~/.ssh/id_rsa`, `https://...`: where a secret is kept,
+/// not the secret (a URL's credentials are masked by their own rule).
+fn path_or_url(v: &str) -> bool {
+    v.starts_with(['/', '~']) || v.starts_with("./") || v.starts_with("../") || v.contains("://")
+}
+
+/// A bare value is a literal where the syntax says so: not a call, an index or an attribute
+/// (`getpass()`, `os.environ["X"]`, `self.token`), not a reference (`$TOKEN`, `%(pw)s`, `&anchor`,
+/// `*alias`) nor a path. An identifier-shaped value (`hunter2x`, `password_v2`) is a literal only
+/// in shell and `.env` syntax (`API_TOKEN=...`, upper-case name, `=` without blanks), in YAML
+/// (`password: ...` to the end of the line, with a digit), or when it mixes both cases and digits.
+fn bare_ok(v: &str, a: &Assignment) -> bool {
+    let c = Classes::of(v);
+    if v.len() < 8
+        || v.starts_with(['$', '%', '&', '*', '@', '!', '-', '#', '.'])
+        || path_or_url(v)
+        || a.after.starts_with(['(', '[', '.'])
+        || attribute_path(v)
+        || env_name(v)
+    {
+        return false;
+    }
+    let identifier = v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let env_style = a.sep == "=" && a.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    let yaml_style = a.sep.trim() == ":" && matches!(a.after, "" | "\r") && c.digit && (c.lower || c.upper);
+    match identifier {
+        true => env_style || yaml_style || (c.lower && c.upper && c.digit),
+        false => env_style || (c.count() >= 2 && (c.digit || c.symbol)),
+    }
+}
+
+/// `a.b.c`: identifiers joined by dots (an attribute, a module path), not a literal.
+fn attribute_path(v: &str) -> bool {
+    v.contains('.')
+        && v.split('.').all(|p| {
+            p.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        })
+}
+
+/// `GITHUB_TOKEN`: the name of an environment variable, not its value.
+fn env_name(v: &str) -> bool {
+    v.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
+        && v.contains('_')
+        && v.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// Documentation values and templates, not secrets.
+fn placeholder(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    const MARKS: &[&str] = &[
+        "xxx",
+        "***",
+        "...",
+        "your",
+        "changeme",
+        "change_me",
+        "change-me",
+        "placeholder",
+        "redacted",
+        "replace_me",
+        "replaceme",
+        "${",
+        "{{",
+        "%(",
+        "<",
+        ">",
+    ];
+    const WORDS: &[&str] =
+        &["password", "passwd", "secret", "token", "none", "null", "nil", "undefined", "true", "false", "required"];
+    MARKS.iter().any(|m| lower.contains(m))
+        || WORDS.contains(&lower.as_str())
+        || lower.starts_with("example")
+        || (v.starts_with('{') && v.ends_with('}'))
+}
+
+/// Which kinds of character a value mixes. An upper-case first letter alone (`Identifier`)
+/// does not count as upper case; `_`, `-` and `.` do not count as symbols.
+#[derive(Default)]
+struct Classes {
+    lower: bool,
+    upper: bool,
+    digit: bool,
+    symbol: bool,
+}
+
+impl Classes {
+    fn of(v: &str) -> Classes {
+        let mut c = Classes::default();
+        for (i, b) in v.bytes().enumerate() {
+            match b {
+                b'a'..=b'z' => c.lower = true,
+                b'A'..=b'Z' => c.upper |= i > 0,
+                b'0'..=b'9' => c.digit = true,
+                b'_' | b'-' | b'.' => {}
+                _ => c.symbol = true,
+            }
+        }
+        c
+    }
+
+    fn count(&self) -> usize {
+        [self.lower, self.upper, self.digit, self.symbol].iter().filter(|x| **x).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn masked(text: &str) -> Vec<&str> {
+        values(text).into_iter().map(|r| &text[r]).collect()
+    }
+
+    #[test]
+    fn secrets_assigned_to_telling_names_are_found() {
+        for (text, want) in [
+            (
+                "aws_secret_access_key = \"wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Wx2Ec4Rv\"",
+                "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Wx2Ec4Rv",
+            ),
+            (
+                "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Wx2Ec4Rv",
+                "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Wx2Ec4Rv",
+            ),
+            ("password = \"Sup3rS3cretPw\"", "Sup3rS3cretPw"),
+            ("api_token = 'a8f3k2m9q7x1z5'", "a8f3k2m9q7x1z5"),
+            ("  \"db_password\": \"hunter22!\",", "hunter22!"),
+            ("const PASSWORD: &str = \"Tq8vR2mK9x\";", "Tq8vR2mK9x"),
+            ("    password: hunter2x", "hunter2x"),
+            ("DB_PASSWORD=hunter2x", "hunter2x"),
+            ("token := \"f9a8b7c6d5e4\"", "f9a8b7c6d5e4"),
+            ("'client_secret' => 'Zq8Wx2Ec4Rv6'", "Zq8Wx2Ec4Rv6"),
+            ("clientSecret: `p@ssw0rd-live`", "p@ssw0rd-live"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+    }
+
+    #[test]
+    fn calls_variables_types_and_placeholders_are_not_secrets() {
+        for text in [
+            "password = getpass()",
+            "token = self.next_token()",
+            "token = os.environ[\"GITHUB_TOKEN\"]",
+            "api_key = settings.OPENAI_API_KEY",
+            "self.password = password",
+            "password: str",
+            "token: string;",
+            "password = \"\"",
+            "password = \"changeme\"",
+            "api_token = \"${API_TOKEN}\"",
+            "token = \"<your-token>\"",
+            "secret = \"xxxxxxxxxxxx\"",
+            "password: \"{{ vault_db_password }}\"",
+            "token = \"Identifier\"",
+            "token_type = \"bearer\"",
+            "password_prompt = \"Enter your password: \"",
+            "if password == \"hunter22\":",
+            "PASSWORD=$DB_PASSWORD",
+            "passwd = \"/etc/passwd\"",
+            "let token = tokens2[i];",
+            "secret_name = \"prod-db-creds-2\"",
+            "password = password_v2",
+            "OPENAI_API_KEY=your-api-key-here",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+}
