@@ -117,6 +117,8 @@ struct Fused {
     vector: Option<f32>,
     /// Holds a definition the whole query names (symbol ranking): ranked first.
     pinned: bool,
+    /// The file's best chunk by BM25: shown first among the file's chunks.
+    lexical_best: bool,
 }
 
 /// The fused ranking of one hybrid query, before paging.
@@ -439,7 +441,11 @@ fn passes_filters(h: &VectorHit, req: &SearchRequest) -> bool {
 /// retrievers find through different chunks is reinforced instead of split. A file's chunks
 /// follow in their chunk-level RRF order, the second at ×0.7 and later ones decaying faster (the
 /// per-file diversity of BM25 search); ties break by path and line for a stable order. Chunks
-/// `pinned` says hold a definition the whole query names come first.
+/// `pinned` says hold a definition the whole query names come first. Within a file, its best
+/// chunk by BM25 leads: the one holding the words asked (`marker500` on page 501 of an 800-page
+/// manual, `char_height` in a 2,600-line module) was passed by chunks the vectors found alike
+/// (pages 281 and 2; a chunk with only `height`), so the match a user typed went unseen.
+/// The files' order does not change.
 fn fuse(
     keyword: Vec<KeywordHit>,
     vector: Vec<(f32, VectorHit)>,
@@ -462,10 +468,12 @@ fn fuse(
     for f in all.iter_mut() {
         f.pinned = pinned(&f.stored.path, f.stored.line_start, f.stored.line_end);
     }
-    // Within a file, chunks in their own fused order; across files, the file's score.
+    // Within a file, chunks in their own fused order after its best BM25 chunk; across files,
+    // the file's score.
     all.sort_by(|a, b| {
         b.pinned
             .cmp(&a.pinned)
+            .then(b.lexical_best.cmp(&a.lexical_best))
             .then(b.chunk_rrf.total_cmp(&a.chunk_rrf))
             .then_with(|| a.stored.path.cmp(&b.stored.path))
             .then(a.stored.line_start.cmp(&b.stored.line_start))
@@ -492,6 +500,7 @@ fn chunks_by_rrf(
     let k = cfg.rrf_k as f32;
     let (kw, sem) = (cfg.keyword_weight as f32, cfg.semantic_weight as f32);
     let mut by_chunk: HashMap<(String, u32, u32), Fused> = HashMap::new();
+    let mut files_seen: HashSet<u64> = HashSet::new();
     for (rank, (_, stored, file)) in keyword.into_iter().enumerate() {
         let key = (stored.path.clone(), stored.line_start, stored.line_end);
         let e = by_chunk.entry(key).or_insert(Fused {
@@ -502,9 +511,12 @@ fn chunks_by_rrf(
             keyword: false,
             vector: None,
             pinned: false,
+            lexical_best: false,
         });
         e.chunk_rrf += kw / (k + rank as f32 + 1.0);
         e.keyword = true;
+        // The keyword list is best first: a file's first chunk in it is its best.
+        e.lexical_best |= files_seen.insert(file);
     }
     for (rank, ((_, h), (_, file))) in vector.into_iter().zip(vector_files).enumerate() {
         let key = (h.path.clone(), h.line_start, h.line_end);
@@ -522,6 +534,7 @@ fn chunks_by_rrf(
             keyword: false,
             vector: None,
             pinned: false,
+            lexical_best: false,
         });
         e.chunk_rrf += sem / (k + rank as f32 + 1.0);
         e.vector = Some(h.similarity);
@@ -792,10 +805,25 @@ mod tests {
         let fused = fuse_lists(keyword, vector, &cfg);
         let order: Vec<(&str, u32)> = fused.iter().map(|f| (f.stored.path.as_str(), f.stored.line_start)).collect();
         // b is second in both lists, by different chunks: as a file it beats c (first by
-        // vectors only) and a (first by BM25 only); its vector chunk leads (weight 0.75) and
-        // its keyword chunk follows c at the second-chunk discount.
-        assert_eq!(order, [("b.rs", 30), ("c.rs", 1), ("b.rs", 1), ("a.rs", 1)]);
+        // vectors only) and a (first by BM25 only); its keyword chunk (the words asked) leads
+        // and its vector chunk follows c at the second-chunk discount.
+        assert_eq!(order, [("b.rs", 1), ("c.rs", 1), ("b.rs", 30), ("a.rs", 1)]);
         assert!((fused[0].score - (0.25 / 62.0 + 0.75 / 62.0)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_files_chunk_holding_the_words_asked_comes_before_chunks_that_only_read_alike() {
+        // An 800-page manual: BM25 finds `marker500` on page 501 only; the vectors rank pages
+        // 281 and 2 above it. The manual is the one file either way; its first hit must be
+        // the page holding the word.
+        for cfg in [SearchConfig::default(), rrf()] {
+            let keyword = vec![(7.5, stored("manual.pdf", 23514), file("manual.pdf"))];
+            let vector = vec![vhit("manual.pdf", 13000, 0.31), vhit("manual.pdf", 40, 0.30)];
+            let fused = fuse_lists(keyword, vector, &cfg);
+            let first: Vec<u32> = fused.iter().map(|f| f.stored.line_start).collect();
+            assert_eq!(first[0], 23514, "{:?}: {first:?}", cfg.fusion);
+            assert!(fused[0].keyword);
+        }
     }
 
     #[test]
