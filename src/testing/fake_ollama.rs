@@ -74,6 +74,9 @@ pub struct FakeOllamaOptions {
     /// Delay before each `/api/embed` answer of more than one text (a slow embedder, for runs
     /// killed mid-phase; a one-text probe answers at once, as a warm server's would).
     pub embed_delay_ms: u64,
+    /// Delay before each `/api/embed` answer of one text (an indexer's probe meeting a model
+    /// still loading).
+    pub embed_probe_delay_ms: u64,
     /// When non-zero, a streamed chat (either API) sends nothing but a keep-alive every this
     /// many milliseconds, until the caller hangs up: never a token, never `done`.
     pub keep_alive_only_ms: u64,
@@ -106,6 +109,7 @@ impl Default for FakeOllamaOptions {
             context_length: None,
             cut_after_pieces: 0,
             embed_delay_ms: 0,
+            embed_probe_delay_ms: 0,
             keep_alive_only_ms: 0,
             prompt_tokens_seen: None,
             v1_context_window: None,
@@ -402,8 +406,9 @@ async fn embed(State(s): S, Json(body): Json<Value>) -> Response {
     if !is_installed(&s, model) {
         return model_missing(model);
     }
-    if s.opts.embed_delay_ms > 0 && inputs(&body).len() > 1 {
-        tokio::time::sleep(std::time::Duration::from_millis(s.opts.embed_delay_ms)).await;
+    let delay_ms = if inputs(&body).len() > 1 { s.opts.embed_delay_ms } else { s.opts.embed_probe_delay_ms };
+    if delay_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
     }
     let dim = s.opts.embed_dim;
     let embeddings: Vec<Vec<f32>> = inputs(&body).iter().map(|t| embed_text(t, dim)).collect();

@@ -1408,6 +1408,49 @@ fn ctrl_c_drops_the_embedding_request_in_flight_and_the_next_run_embeds_it() {
 }
 
 #[test]
+fn ctrl_c_drops_the_embedders_probe_of_a_model_still_loading() {
+    // The probe before the first batch met a model still loading (20 s): the stop waited for it.
+    use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+    let fake =
+        FakeOllama::start(FakeOllamaOptions { embed_probe_delay_ms: 20_000, ..Default::default() }).expect("fake");
+    let env = Env::new();
+    env.write_config(&format!(
+        "[llm]\nprovider = \"ollama\"\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\nembedding_model = \"fake-embed\"\nrequest_timeout_secs = 60\n",
+        fake.url()
+    ));
+    let repo = env.repo("loading");
+    for i in 0..3 {
+        write(&repo, &format!("n{i}.md"), format!("# Note {i}\n\nword{i} topic{i}\n"));
+    }
+    let r = repo.to_str().unwrap();
+    let mut server = Server::start(&env, &["serve", "--repo", r], &[]);
+    eventually_sync("the probe in flight", &mut server, || fake.requests().iter().any(|(p, _)| p == "/api/embed"));
+    signal(&server, libc::SIGINT);
+    let started = std::time::Instant::now();
+    let status = server.wait_exit(Duration::from_secs(30));
+    let stderr = server.stderr.lock().unwrap().clone();
+    assert!(status.success(), "{status:?}; {stderr}");
+    assert!(started.elapsed() < Duration::from_secs(3), "stopped in {:?}; {stderr}", started.elapsed());
+    let st = env.json(&["status", "--repo", r, "--json"]);
+    assert!(st.to_string().contains("stopped for shutdown"), "status says the run stopped: {st}");
+    let fast = FakeOllama::start(Default::default()).expect("fake");
+    env.write_config(&crate::util::llm_config("ollama", &fast.url(), "fake-chat", "fake-embed"));
+    let summary = env.json(&["index", "--repo", r, "--json"]);
+    assert_eq!(summary["embeddings"]["state"], "ready", "the next run embeds: {summary}");
+    assert_eq!(summary["embeddings"]["chunks"], 3, "{summary}");
+}
+
+/// Waits (at most 10 s) for `ready` while the server runs.
+fn eventually_sync(what: &str, server: &mut Server, ready: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !ready() {
+        assert!(server.child.try_wait().unwrap().is_none(), "the server ended: {}", server.stderr.lock().unwrap());
+        assert!(std::time::Instant::now() < deadline, "no {what}: {}", server.stderr.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
 fn a_second_ctrl_c_exits_at_once_with_status_130() {
     // A catch-up run held inside (a pause point: what a long step looks like): the first
     // Ctrl-C waits for the watcher to stop.

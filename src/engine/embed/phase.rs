@@ -128,8 +128,9 @@ impl Engine {
             s.chunks = store.as_ref().map(|st| st.counts().map(|c| c.1)).transpose()?.unwrap_or(0);
             return Ok(s);
         }
-        let dim = match self.probe_dimensions() {
-            Ok(dim) => dim,
+        let dim = match self.probe_dimensions(stop) {
+            Ok(Some(dim)) => dim,
+            Ok(None) => return Ok(stopped_before_start(s)),
             Err(why) => return Ok(unavailable(s, &why)),
         };
         s.dim = Some(dim);
@@ -147,17 +148,28 @@ impl Engine {
     }
 
     /// One probe decides whether the embedder is there at all: its vectors' length, or why not
-    /// (a recent failure is not retried at once).
-    fn probe_dimensions(&self) -> std::result::Result<usize, String> {
+    /// (a recent failure is not retried at once). `None` when `stop` was set first: the probe
+    /// is dropped, as a model still loading can hold it for `[llm] request_timeout_secs`.
+    fn probe_dimensions(&self, stop: &AtomicBool) -> std::result::Result<Option<usize>, String> {
         if let Some(why) = self.recent_embed_failure() {
             return Err(why);
         }
-        match self.embed(vec![PROBE_TEXT.into()]) {
-            Ok(v) => {
-                self.clear_embed_failure();
-                Ok(v.first().map(|x| x.len()).unwrap_or(0))
+        let provider = self.provider().map_err(|e| e.to_string())?;
+        let model = self.config().llm.embedding_model.clone();
+        let answer = self.block_on(async {
+            tokio::select! {
+                biased;
+                r = provider.embed(&model, vec![PROBE_TEXT.into()]) => Some(r),
+                _ = crate::engine::cancel::flag_set(stop) => None,
             }
-            Err(e) => {
+        });
+        match answer.map_err(|e| e.to_string())? {
+            None => Ok(None),
+            Some(Ok(v)) => {
+                self.clear_embed_failure();
+                Ok(Some(v.first().map(|x| x.len()).unwrap_or(0)))
+            }
+            Some(Err(e)) => {
                 self.note_embed_failure(&e);
                 Err(e.to_string())
             }
@@ -344,6 +356,13 @@ fn missing_chunks(
         }
     }
     missing
+}
+
+/// A phase stopped for shutdown during its probe: nothing was embedded, the next run does it.
+fn stopped_before_start(mut s: EmbedSummary) -> EmbedSummary {
+    s.state = EmbedState::Partial;
+    s.notice = Some("embedding stopped for shutdown before it began; the next run goes on from there".into());
+    s
 }
 
 fn unavailable(mut s: EmbedSummary, why: &str) -> EmbedSummary {
