@@ -533,6 +533,18 @@ impl Engine {
                 resp.results = text_recall(&db, &req.query, limit)?;
             }
         }
+        // At most about 1 MiB, as a list page: 100 memories of 64 KiB were 6.4 MiB.
+        let items: Vec<MemoryItem> = resp.results.iter().map(|h| h.memory.clone()).collect();
+        let kept = fit_page(&items, limit);
+        if kept < resp.results.len() {
+            let cut = resp.results.len() - kept;
+            resp.results.truncate(kept);
+            let note = format!("{cut} more matched but were left out: a recall answers about 1 MiB of memories");
+            resp.notice = Some(match resp.notice.take() {
+                Some(n) => format!("{n}; {note}"),
+                None => note,
+            });
+        }
         Ok(resp)
     }
 

@@ -540,13 +540,19 @@ fn a_list_page_stops_at_about_a_mebibyte_of_content() {
     let repo = env.repo("big");
     let engine = env.engine();
     for i in 0..20 {
-        store(&engine, &repo, &format!("{i:02} {}", "x".repeat(60 * 1024)));
+        store(&engine, &repo, &format!("{i:02} release notes {}", "x".repeat(60 * 1024)));
     }
     let page = engine.memory_list(&repo, Some(200)).unwrap();
     let bytes: usize = page.memories.iter().map(|m| m.content.len()).sum();
     assert!(page.memories.len() < 20 && bytes <= 1024 * 1024, "{} memories, {bytes} bytes", page.memories.len());
     let rest = engine.memory_list_page(&repo, Some(200), page.next_after.as_deref()).unwrap();
     assert_eq!(page.memories.len() + rest.memories.len(), 20);
+    // A recall is bounded the same way, and says so.
+    let r = engine.memory_recall(&repo, &MemoryRecallRequest { query: "release notes".into(), limit: Some(100) });
+    let r = r.unwrap();
+    let bytes: usize = r.results.iter().map(|h| h.memory.content.len()).sum();
+    assert!(!r.results.is_empty() && r.results.len() < 20 && bytes <= 1024 * 1024, "{} hits", r.results.len());
+    assert!(r.notice.is_some_and(|n| n.contains("more matched but were left out")));
 }
 
 #[test]
