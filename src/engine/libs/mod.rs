@@ -8,6 +8,7 @@
 mod archive;
 pub mod detect;
 pub mod index;
+pub mod label;
 pub mod local;
 mod published;
 pub mod types;

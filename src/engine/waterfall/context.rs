@@ -326,28 +326,40 @@ pub fn memory_pieces(memories: &[RecalledMemory]) -> Vec<Piece> {
         .collect()
 }
 
-/// Library passages as Library pieces, best first, cited as `package@version/source`.
+/// Library passages as Library pieces, best first, cited as `package@version/source` in short
+/// (`libs::label`: a docs.rs URL with its query string was the whole label under an answer);
+/// the full address stays in the source's `url`. Two passages whose short labels would meet
+/// keep their full citations, so each piece still has its own.
 pub fn library_pieces(hits: &[crate::engine::libs::types::LibHit]) -> Vec<Piece> {
+    use crate::engine::libs::label;
+    let short: Vec<String> =
+        hits.iter().map(|h| label::short_citation(&h.package, &h.version, &h.source, &h.citation)).collect();
+    let shared = |i: usize| {
+        short.iter().enumerate().any(|(j, s)| j != i && *s == short[i] && hits[j].citation != hits[i].citation)
+    };
     hits.iter()
         .enumerate()
-        .map(|(order, h)| Piece {
-            slot: Slot::Library,
-            citation: h.citation.clone(),
-            block: format!("### {} ({})\n{}\n", h.citation, h.title.trim(), h.text.trim()),
-            source: Some(ChatSource {
-                citation: h.citation.clone(),
+        .map(|(order, h)| {
+            let citation = if shared(order) { h.citation.clone() } else { short[order].clone() };
+            Piece {
                 slot: Slot::Library,
-                path: None,
-                line_start: None,
-                line_end: None,
-                score: h.score,
-                note: h.title.trim().to_string(),
-                cited: false,
-                url: h.source.starts_with("http").then(|| h.source.clone()),
-                package: Some(format!("{}:{}@{}", h.ecosystem.name(), h.package, h.version)),
-            }),
-            fallback: None,
-            order,
+                citation: citation.clone(),
+                block: format!("### {citation} ({})\n{}\n", h.title.trim(), h.text.trim()),
+                source: Some(ChatSource {
+                    citation,
+                    slot: Slot::Library,
+                    path: None,
+                    line_start: None,
+                    line_end: None,
+                    score: h.score,
+                    note: label::short_note(&h.title),
+                    cited: false,
+                    url: h.source.starts_with("http").then(|| h.source.clone()),
+                    package: Some(format!("{}:{}@{}", h.ecosystem.name(), h.package, h.version)),
+                }),
+                fallback: None,
+                order,
+            }
         })
         .collect()
 }
@@ -559,6 +571,39 @@ mod tests {
         let b = block("x.md:1-3", "", "markdown", "```rust\nfn a() {}\n```");
         assert!(b.starts_with("### x.md:1-3\n````markdown\n"), "{b}");
         assert!(b.ends_with("\n````\n"));
+    }
+
+    #[test]
+    fn library_citations_are_short_and_keep_the_full_url_in_the_source() {
+        use crate::engine::libs::types::{Ecosystem, LibHit};
+        let hit = |source: &str, title: &str| LibHit {
+            citation: format!("reqwest@0.12.9/{source}"),
+            ecosystem: Ecosystem::Crates,
+            package: "reqwest".into(),
+            version: "0.12.9".into(),
+            title: title.into(),
+            source: source.into(),
+            text: "A client.".into(),
+            score: 1.0,
+        };
+        let long =
+            "https://docs.rs/reqwest/0.12.9/reqwest/blocking/struct.Client.html?search=timeout&utm_source=docdex";
+        let title = "Client in reqwest::blocking - Rust: A `Client` to make Requests with, which holds a connection pool internally";
+        // Two pages whose short labels would be the same keep their full citations.
+        let (a, b) = ("https://a.example/x/y/z/same/page.html?q=1", "https://a.example/v/w/z/same/page.html?q=2");
+        let pieces = library_pieces(&[hit(long, title), hit("src/lib.rs", "module"), hit(a, "a"), hit(b, "b")]);
+        let cited: Vec<&str> = pieces.iter().map(|p| p.citation.as_str()).collect();
+        assert_eq!(cited[..2], ["reqwest@0.12.9/docs.rs/…/blocking/struct.Client.html", "reqwest@0.12.9/src/lib.rs"]);
+        assert_eq!(cited[2..], [format!("reqwest@0.12.9/{a}"), format!("reqwest@0.12.9/{b}")]);
+        let src = pieces[0].source.as_ref().expect("source");
+        assert_eq!(
+            (src.citation.as_str(), src.url.as_deref()),
+            (cited[0], Some(long)),
+            "the full URL stays for clients"
+        );
+        assert!(src.note.chars().count() <= 80 && src.note.ends_with('…'), "{}", src.note);
+        // The model reads the label it is asked to cite, so its citations are matched.
+        assert!(pieces[0].block.starts_with("### reqwest@0.12.9/docs.rs/…/blocking/struct.Client.html ("));
     }
 
     #[test]
