@@ -80,7 +80,7 @@ fn a_file_swapped_for_a_huge_one_after_the_size_check_is_never_read_whole() {
             let mut i = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let _ = std::fs::remove_file(&tmp);
-                let from = if i % 2 == 0 { &big } else { &small };
+                let from = if i.is_multiple_of(2) { &big } else { &small };
                 if std::fs::hard_link(from, &tmp).is_ok() {
                     let _ = std::fs::rename(&tmp, &target);
                 }
