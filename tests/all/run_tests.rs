@@ -710,3 +710,22 @@ fn a_node_target_without_tests_is_no_tests_not_one_pass() {
         "{notes}"
     );
 }
+
+#[test]
+fn pytests_cache_fixture_works_and_its_cache_stays_out_of_the_repository() {
+    // `-p no:cacheprovider` kept .pytest_cache out of the repository but took the `cache`
+    // fixture away: on pytest's own suite a test failed with "fixture 'cache' not found".
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("pycache");
+    write(&repo, "pyproject.toml", "[project]\nname = \"fixture\"\nversion = \"0.1.0\"\n");
+    write(
+        &repo,
+        "tests/test_cache.py",
+        "def test_cache(cache):\n    cache.set('k', 1)\n    assert cache.get('k', None) == 1\n",
+    );
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("passed"), Some(1)), "{v}");
+    assert!(!repo.join(".pytest_cache").exists(), "{v}");
+}

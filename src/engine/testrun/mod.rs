@@ -238,7 +238,18 @@ fn operand(path: &str) -> String {
 
 /// The command line for `runner` over `targets` (repo-relative files or directories; empty
 /// for the whole suite), with notes about what could not be narrowed.
-fn command(root: &Path, runner: Runner, configured: &str, targets: &[String], notes: &mut Vec<String>) -> Vec<String> {
+///
+/// pytest's cache goes to `pytest_cache` (under docdex's state for the repository), not into the
+/// repository: `-p no:cacheprovider` kept it out too, but took the `cache` fixture away, and a
+/// suite using it failed ("fixture 'cache' not found").
+fn command(
+    root: &Path,
+    runner: Runner,
+    configured: &str,
+    targets: &[String],
+    pytest_cache: &Path,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
     let s = |x: &str| x.to_string();
     let targets: Vec<String> = targets.iter().map(|t| operand(t)).collect();
     let targets = targets.as_slice();
@@ -280,8 +291,8 @@ fn command(root: &Path, runner: Runner, configured: &str, targets: &[String], no
             cmd
         }
         Runner::Pytest => {
-            let mut cmd =
-                vec![python(root), s("-m"), s("pytest"), s("-rfE"), s("--tb=line"), s("-p"), s("no:cacheprovider")];
+            let cache = format!("cache_dir={}", pytest_cache.display());
+            let mut cmd = vec![python(root), s("-m"), s("pytest"), s("-rfE"), s("--tb=line"), s("-o"), cache];
             cmd.extend(targets.iter().cloned());
             cmd
         }
@@ -664,7 +675,8 @@ impl Engine {
         let Some(targets) = self.select_targets(&root, req, runner, &mut resp)? else {
             return Ok(resp);
         };
-        resp.command = command(&root, runner, &cfg.command, &targets, &mut notes);
+        let pytest_cache = repo.data_dir().join("pytest_cache");
+        resp.command = command(&root, runner, &cfg.command, &targets, &pytest_cache, &mut notes);
         let broken = (runner == Runner::Pytest).then(|| broken_venv(&root)).flatten();
         let done = execute(&root, &resp.command, timeout)?;
         let text = done.lines.join("\n");

@@ -132,6 +132,8 @@ struct Detail {
     file: Option<String>,
     line: Option<u32>,
     message: Option<String>,
+    /// The message is an indented `E` line, kept only until an exception's line comes.
+    indented: bool,
 }
 
 /// pytest with `-rfE --tb=line`: the final `N failed, M passed, K skipped in 0.1s` line,
@@ -202,14 +204,17 @@ pub fn pytest(out: &str, root: &str) -> Outcome {
 }
 
 /// One line of an `ERRORS` block into its detail: the exception's `E   ` line (the first not
-/// indented further: a SyntaxError's `File ...` and source lines are), and the last traceback
-/// line `path:N: in ...` as where it happened.
+/// indented further: a SyntaxError's `File ...` and source lines are; an indented one when
+/// there is no other, as `fixture 'cache' not found`), and the last traceback line `path:N: in
+/// ...` (or a fixture error's bare `path:N`) as where it happened.
 fn error_detail(d: &mut Detail, line: &str, root: &str, cell: &'static OnceLock<Option<Regex>>) {
-    if let Some(e) = line.strip_prefix("E   ") {
-        if d.message.is_none() && !e.starts_with(char::is_whitespace) && !e.trim().is_empty() {
+    if let Some(e) = line.strip_prefix("E   ").filter(|e| !e.trim().is_empty()) {
+        let indented = e.starts_with(char::is_whitespace);
+        if d.message.is_none() || (d.indented && !indented) {
             d.message = Some(e.trim().to_string());
+            d.indented = indented;
         }
-    } else if let Some(c) = re(cell, r"^(\S+\.py):(\d+): in ").and_then(|r| r.captures(line)) {
+    } else if let Some(c) = re(cell, r"^(\S+\.py):(\d+)(: in |$)").and_then(|r| r.captures(line)) {
         d.file = Some(relative(&c[1], root));
         d.line = c[2].parse().ok();
     }
@@ -567,6 +572,13 @@ mod tests {
         assert_eq!(
             o.failures[1].message.as_deref(),
             Some("ValueError: fixture blew up with a long long long long long long message text here")
+        );
+        let fixture = "==================================== ERRORS ====================================\n_____________________ ERROR at setup of test_cache_makedir _____________________\nfile /r/testing/test_legacypath.py, line 88\n  def test_cache_makedir(cache: pytest.Cache) -> None:\nE       fixture 'cache' not found\n>       available fixtures: LineMatcher, capfd\n\n/r/testing/test_legacypath.py:88\n=========================== short test summary info ============================\nERROR testing/test_legacypath.py::test_cache_makedir\n= 3474 passed, 1 error in 284.20s (0:04:44) =\n";
+        let f = pytest(fixture, "/r");
+        assert_eq!((f.passed, f.failed), (3474, 1));
+        assert_eq!(
+            (f.failures[0].line, f.failures[0].message.as_deref()),
+            (Some(88), Some("fixture 'cache' not found"))
         );
         let none = pytest(
             "collected 0 items\n\n============================ no tests ran in 0.01s =============================\n",
