@@ -22,7 +22,7 @@ fn pattern() -> Option<&'static Regex> {
             concat!(
                 r"(?i)\b(?P<name>[a-z0-9_.-]*?{name})[\x22']?",
                 // a type between name and value: `password: &str = "..."`, `token: String = ...`
-                r"(?:[ \t]*:[ \t]*[&'\w<>\[\]. ]{{1,40}}?)?",
+                r"(?:[ \t]*:[ \t]*[&\w<>\[\]][&'\w<>\[\]. ]{{0,39}}?)?",
                 r"(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*)",
                 r"(?P<v>\x22[^\x22\r\n]*\x22|'[^'\r\n]*'|`[^`\r\n]*`|[^\s\x22'`,;(){{}}\[\]<>=][^\s\x22'`,;(){{}}\[\]<>]*)",
                 r"(?P<after>.?)"
@@ -59,12 +59,19 @@ pub fn values(text: &str) -> Vec<Range<usize>> {
             let assign = Assignment { name: name.as_str(), sep: sep.as_str(), after };
             bare_ok(value, &assign)
         };
-        if literal && !placeholder(value) {
+        if literal && !placeholder(value) && !echoes_name(value, name.as_str()) {
             let start = v.start() + usize::from(quoted);
             out.push(start..start + value.len());
         }
     }
     out
+}
+
+/// `s3_secret_access_key = 's3-secret-access-key'`: the value repeats its name (documentation).
+fn echoes_name(v: &str, name: &str) -> bool {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '.'], "_");
+    let (v, name) = (norm(v), norm(name));
+    v == name || name.ends_with(&v) || v.ends_with(&name)
 }
 
 /// What surrounds a bare value.
@@ -92,7 +99,11 @@ fn quoted_ok(v: &str) -> bool {
 /// `/etc/passwd`, `./secrets/token.txt`, `~/.ssh/id_rsa`, `https://...`: where a secret is kept,
 /// not the secret (a URL's credentials are masked by their own rule).
 fn path_or_url(v: &str) -> bool {
-    v.starts_with(['/', '~']) || v.starts_with("./") || v.starts_with("../") || v.contains("://")
+    v.starts_with(['/', '~'])
+        || v.starts_with("./")
+        || v.starts_with("../")
+        || v.contains("://")
+        || v.starts_with("urn:")
 }
 
 /// A bare value is a literal where the syntax says so: not a call, an index or an attribute
@@ -106,6 +117,8 @@ fn bare_ok(v: &str, a: &Assignment) -> bool {
         || v.starts_with(['$', '%', '&', '*', '@', '!', '-', '#', '.'])
         || path_or_url(v)
         || a.after.starts_with(['(', '[', '.'])
+        // `"...Credentials : true\r\n\r\n"`: a header inside a string literal, not a value.
+        || v.contains('\\')
         || attribute_path(v)
         || env_name(v)
     {
@@ -254,6 +267,10 @@ mod tests {
             "secret_name = \"prod-db-creds-2\"",
             "password = password_v2",
             "OPENAI_API_KEY=your-api-key-here",
+            // Found by a scan of eight open-source projects (docs/PRIVACY.md).
+            "    s3_secret_access_key = 's3-secret-access-key'",
+            "        \"HTTP/1.1 200 OK\\r\\nAccess-Control-Allow-Credentials : true\\r\\n\\r\\n\";",
+            "        'Lock-Token': 'urn:uuid:a515cfa4-5da4-22e1-f5b5-00a0451e6bf7'",
         ] {
             assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
         }
