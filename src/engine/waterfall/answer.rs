@@ -54,15 +54,7 @@ impl Turn<'_> {
         let provider = self.engine.provider()?;
         let model = self.req.model.clone().unwrap_or_else(|| self.engine.config().llm.default_model.clone());
         let asked = Instant::now();
-        let (window, window_source, preflight) = match cannot_chat(provider.as_ref(), &model) {
-            // Refused before its window is asked: budgeting for an embedding model's 512 tokens
-            // cut the sources to a few fragments, only for the chat to be refused afterwards.
-            Some(e) => {
-                let source = format!("config ([llm] context_tokens; {model} cannot chat, so its window was not asked)");
-                (self.engine.config().llm.context_tokens, source, Some(e))
-            }
-            None => self.context_window(provider.as_ref(), &model),
-        };
+        let (window, window_source, preflight) = self.window_unless_refused(provider.as_ref(), &model);
         let window_wait = asked.elapsed();
         let max_answer = self.req.max_answer_tokens.unwrap_or(self.engine.config().llm.max_answer_tokens);
         let plan = budget::plan(window, max_answer);
@@ -94,21 +86,7 @@ impl Turn<'_> {
         };
         let fitted = budget::fit(&plan, &counter, mandatory, pieces, &section_cost)?;
         let mut messages = context::render(&instructions, &self.req.query, &fitted.kept, &heading);
-        // Context leaving the machine is masked first; the trace says what was.
-        let guard_started = Instant::now();
-        if let Some(found) =
-            crate::engine::privacy::guard_messages(provider.base_url(), messages.iter_mut().map(|m| &mut m.content))
-        {
-            let detail = match found.is_empty() {
-                true => format!("non-loopback model at {}: nothing to mask", provider.base_url()),
-                false => format!(
-                    "non-loopback model at {}: masked {}",
-                    provider.base_url(),
-                    crate::engine::privacy::summarize(&found)
-                ),
-            };
-            self.step(3, "privacy", StepStatus::Ran, guard_started, found.len() as u32, detail);
-        }
+        self.mask_outgoing(provider.base_url(), &mut messages);
         self.trace.budget = budget::trace(&plan, &window_source, counter.trace(&model), &fitted);
         tracing::info!(
             repo = %self.repo.fingerprint,
@@ -141,6 +119,33 @@ impl Turn<'_> {
             window_wait,
             excerpts,
         })
+    }
+
+    /// The model's context window, unless the model cannot chat: then the configured one and
+    /// the refusal, so the sources are not budgeted down to an embedding model's 512 tokens
+    /// only for the chat to be refused afterwards.
+    fn window_unless_refused(&mut self, provider: &dyn Provider, model: &str) -> (u32, String, Option<Error>) {
+        match cannot_chat(provider, model) {
+            Some(e) => {
+                let source = format!("config ([llm] context_tokens; {model} cannot chat, so its window was not asked)");
+                (self.engine.config().llm.context_tokens, source, Some(e))
+            }
+            None => self.context_window(provider, model),
+        }
+    }
+
+    /// Masks context leaving the machine (a model off loopback); the trace says what was.
+    fn mask_outgoing(&mut self, base_url: &str, messages: &mut [ChatMessage]) {
+        let started = Instant::now();
+        let Some(found) = crate::engine::privacy::guard_messages(base_url, messages.iter_mut().map(|m| &mut m.content))
+        else {
+            return;
+        };
+        let detail = match found.is_empty() {
+            true => format!("non-loopback model at {base_url}: nothing to mask"),
+            false => format!("non-loopback model at {base_url}: masked {}", crate::engine::privacy::summarize(&found)),
+        };
+        self.step(3, "privacy", StepStatus::Ran, started, found.len() as u32, detail);
     }
 
     pub(super) fn pieces(&self, found: &Found) -> Vec<Piece> {
