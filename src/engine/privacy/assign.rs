@@ -20,9 +20,12 @@ fn pattern() -> Option<&'static Regex> {
     RE.get_or_init(|| {
         let re = format!(
             concat!(
-                r"(?i)\b(?P<name>[a-z0-9_.-]*?{name})[\x22']?",
+                // ASCII classes and boundary: Unicode `\w` under `{{0,39}}` compiled to an automaton
+                // that took ~15 ms, paid by every `docdex search` process whose snippets hold
+                // "key" or "token" (the whole-process p95 went from 12 to 26 ms).
+                r"(?i)(?-u:\b)(?P<name>[a-z0-9_.-]*?{name})[\x22']?",
                 // a type between name and value: `password: &str = "..."`, `token: String = ...`
-                r"(?:[ \t]*:[ \t]*[&\w<>\[\]][&'\w<>\[\]. ]{{0,39}}?)?",
+                r"(?:[ \t]*:[ \t]*[&0-9A-Za-z_<>\[\]][&'0-9A-Za-z_<>\[\]. ]{{0,39}}?)?",
                 r"(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*)",
                 r"(?P<v>\x22[^\x22\r\n]*\x22|'[^'\r\n]*'|`[^`\r\n]*`|[^\s\x22'`,;(){{}}\[\]<>=][^\s\x22'`,;(){{}}\[\]<>]*)",
                 r"(?P<after>.?)"
