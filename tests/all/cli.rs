@@ -576,7 +576,7 @@ fn a_count_flag_out_of_range_is_a_usage_error_naming_the_range() {
     let r = repo.to_str().unwrap();
     for (args, range) in [
         (vec!["memory", "recall", "--repo", r, "--limit", "0", "deploy"], "takes 1 to 100"),
-        (vec!["memory", "list", "--repo", r, "-n", "20000"], "takes 1 to 10000"),
+        (vec!["memory", "list", "--repo", r, "-n", "20000"], "takes 1 to 200"),
         (vec!["symbols", "--repo", r, "-n", "5000", "kept"], "takes 1 to 1000"),
         (vec!["web-search", "-n", "31", "rust"], "takes 1 to 30"),
     ] {
