@@ -16,7 +16,7 @@ use super::views;
 use super::widgets::graph::{GraphEdge, GraphNode, GraphView, NodeKind, RuleFlag};
 use super::widgets::preview::PreviewDoc;
 use crate::engine::protocol::ProfileListRequest;
-use crate::engine::protocol::{model_matches, ChatMessage};
+use crate::engine::protocol::{missing_model_advice, model_matches, ChatMessage};
 use crate::engine::protocol::{
     AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, Highlight, IndexProgress,
 };
@@ -571,16 +571,17 @@ fn check_provider(engine: &Engine) -> ProviderStatus {
     let cfg = &engine.config().llm;
     let state = match engine.models() {
         Ok(models) if models.iter().any(|m| model_matches(&cfg.default_model, &m.name)) => ProviderState::Ready,
+        // The engine's advice, true of the name: `ollama pull` only for a model some registry
+        // holds (a Modelfile model is created, not pulled).
         Ok(models) => ProviderState::Unavailable(format!(
-            "{} is not installed on {} (it has {}); run `docdex llm-setup` or `ollama pull {}`",
+            "{} is not installed on {}; {}",
             cfg.default_model,
             cfg.base_url,
-            if models.is_empty() {
-                "no models".to_string()
-            } else {
-                models.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
-            },
-            cfg.default_model
+            missing_model_advice(
+                &cfg.provider,
+                &cfg.default_model,
+                Some(&models.iter().map(|m| m.name.clone()).collect::<Vec<_>>())
+            )
         )),
         Err(e) => ProviderState::Unavailable(format!("{e:#}")),
     };

@@ -192,6 +192,9 @@ fn a_missing_model_still_lists_the_sources_and_updates_the_status_bar() {
     h.pump();
     let s = h.screen(120, 40);
     assert!(shows(&s, "fake-chat is not installed"), "{s}");
+    // The engine's advice, true of the name: a name no registry is known to hold is created
+    // from a Modelfile or pulled, and the installed models are named (not a bare `ollama pull`).
+    assert!(shows(&s, "ollama create"), "{s}");
     let req = ask(&mut h, "where are stale sessions expired?");
     let events = run(&mut h, req);
     let Some(EngineEvent::Chat(ChatUpdate::Done { unavailable: Some(why), citations, .. })) = events.last() else {
