@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 /// `docdex run-tests`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXIT_CODES)]
 pub struct RunTestsArgs {
     #[command(flatten)]
     repo: RepoArg,
@@ -32,8 +33,18 @@ pub struct RunTestsArgs {
     pub json: bool,
 }
 
-/// Runs `docdex run-tests`: exit 0 when the tests pass (or none ran: status `no_tests`), 1 when
-/// they fail or time out.
+/// The exit codes, in `--help`: a script or CI step must tell "nothing ran" from "all passed".
+const EXIT_CODES: &str = "Exit codes: 0 the tests passed; 1 a test failed or the run timed out; 2 bad input (a target \
+outside the repository, no runner found, the runner not installed); 3 an unknown repository, or --affected on one not indexed; 5 no \
+test ran (status no_tests: the change reaches no test file, the runner collected or matched none; pytest's code for \
+the same). --json reports it as \"status\": \"no_tests\"; its exit_code is the runner's own.";
+
+/// Exit code of a run that ran no test (status `no_tests`): pytest's own for "no tests
+/// collected". It was 0, so a CI step could not tell nothing run from all passed.
+const NO_TESTS_EXIT: u8 = 5;
+
+/// Runs `docdex run-tests`: exit 0 when the tests pass, 1 when they fail or time out,
+/// [`NO_TESTS_EXIT`] when none ran (status `no_tests`).
 pub fn run(engine: &Engine, out: &Out, args: RunTestsArgs) -> anyhow::Result<ExitCode> {
     let req = RunTestsRequest {
         target: args.target.as_deref().map(|t| args.repo.user_path(t)),
@@ -48,7 +59,8 @@ pub fn run(engine: &Engine, out: &Out, args: RunTestsArgs) -> anyhow::Result<Exi
         print(out, &resp);
     }
     Ok(match resp.status {
-        TestStatus::Passed | TestStatus::NoTests => ExitCode::SUCCESS,
+        TestStatus::Passed => ExitCode::SUCCESS,
+        TestStatus::NoTests => ExitCode::from(NO_TESTS_EXIT),
         TestStatus::Failed | TestStatus::TimedOut => ExitCode::from(1),
     })
 }
@@ -75,10 +87,10 @@ fn print(out: &Out, r: &RunTestsResponse) {
         TestStatus::Passed => "passed",
         TestStatus::Failed => "failed",
         TestStatus::TimedOut => "timed out",
-        TestStatus::NoTests => "no tests",
+        TestStatus::NoTests => "no tests (nothing ran)",
     };
     out.line(&format!(
-        "{status}: {} passed, {} failed, {} skipped in {:.2} s (exit {})",
+        "{status}: {} passed, {} failed, {} skipped in {:.2} s (runner exit {})",
         r.passed,
         r.failed,
         r.skipped,

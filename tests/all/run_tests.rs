@@ -176,7 +176,7 @@ fn affected_runs_only_the_tests_the_change_reaches() {
     env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
     // Nothing changed: nothing to run.
     let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
-    assert_eq!((code, v["status"].as_str()), (0, Some("no_tests")), "{v}");
+    assert_eq!((code, v["status"].as_str()), (5, Some("no_tests")), "{v}");
     assert!(v["command"].as_array().unwrap().is_empty());
     // A dirty edit to strings.js reaches only test/strings.test.js (math's failing test is not run).
     write(
@@ -196,7 +196,7 @@ fn affected_runs_only_the_tests_the_change_reaches() {
     write(&repo, "lib/math.js", "function add(a, b) {\n  return b + a;\n}\nmodule.exports = { add };\n");
     git(&repo, &["commit", "-q", "-am", "swap"]);
     let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
-    assert_eq!((code, v["status"].as_str()), (0, Some("no_tests")), "without --since commits do not count: {v}");
+    assert_eq!((code, v["status"].as_str()), (5, Some("no_tests")), "without --since commits do not count: {v}");
     let (code, v) = run_tests(&env, &repo, &["--affected", "--since", "main"], &[]);
     assert_eq!(v["selected"].as_array().unwrap().len(), 2, "{v}");
     assert_eq!((code, v["failed"].as_u64()), (1, Some(1)), "math's failing test now runs: {v}");
@@ -216,7 +216,7 @@ fn affected_leaves_out_changed_files_the_index_does_not_walk() {
     write(&repo, ".docdexignore", "vendor/\n");
     write(&repo, "vendor/pkg/test/x.test.js", vendored);
     let (code, v) = run_tests(&env, &repo, &["--affected", "--since", "main"], &[]);
-    assert_eq!((code, v["status"].as_str()), (0, Some("no_tests")), "{v}");
+    assert_eq!((code, v["status"].as_str()), (5, Some("no_tests")), "{v}");
     assert!(v["selected"].as_array().unwrap().is_empty(), "{v}");
     let notes = v["notes"].to_string();
     assert!(notes.contains("3 changed files left out: hidden, ignored or excluded"), "{notes}");
@@ -592,7 +592,7 @@ fn a_run_that_ran_no_test_is_no_tests_and_names_the_tests_of_the_file() {
     env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
     // A module, not a test file: pytest exits 5 (no tests collected), which read as failed.
     let (code, v) = run_tests(&env, &repo, &["--target", "core.py"], &[]);
-    assert_eq!((code, v["status"].as_str(), v["exit_code"].as_i64()), (0, Some("no_tests"), Some(5)), "{v}");
+    assert_eq!((code, v["status"].as_str(), v["exit_code"].as_i64()), (5, Some("no_tests"), Some(5)), "{v}");
     let notes = v["notes"].to_string();
     assert!(notes.contains("pytest collected no test (its exit code 5)"), "{notes}");
     assert!(notes.contains("core.py holds no tests; the test files that exercise it: testing/test_core.py"), "{notes}");
@@ -621,7 +621,7 @@ fn a_run_that_ran_no_test_is_no_tests_and_names_the_tests_of_the_file() {
     let target = env.dir.path().join("cargo-target");
     let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap())];
     let (code, v) = run_tests(&env, &repo, &["--target", "src/calc.rs"], &vars);
-    assert_eq!((code, v["status"].as_str(), v["exit_code"].as_i64()), (0, Some("no_tests"), Some(0)), "{v}");
+    assert_eq!((code, v["status"].as_str(), v["exit_code"].as_i64()), (5, Some("no_tests"), Some(0)), "{v}");
     let notes = v["notes"].to_string();
     assert!(notes.contains("cargo ran no test") && !notes.contains("gave no test counts"), "{notes}");
     assert!(notes.contains("src/calc.rs is not a test file; index the repository"), "{notes}");
@@ -703,12 +703,24 @@ fn a_node_target_without_tests_is_no_tests_not_one_pass() {
     let repo = node_project(&env, "nodenone");
     env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
     let (code, v) = run_tests(&env, &repo, &["--target", "lib/strings.js"], &[]);
-    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("no_tests"), Some(0)), "{v}");
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (5, Some("no_tests"), Some(0)), "{v}");
     let notes = v["notes"].to_string();
     assert!(
         notes.contains("lib/strings.js holds no tests; the test files that exercise it: test/strings.test.js"),
         "{notes}"
     );
+    // Exit 5 (pytest's "no tests collected"), not 0: a CI step told "nothing ran" from "all
+    // passed" by nothing. The text says so too, and its `exit` is the runner's, not docdex's.
+    let out = env.run(&["run-tests", "--repo", repo.to_str().unwrap(), "--target", "lib/strings.js"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(5), "{text}");
+    assert!(
+        text.contains("no tests (nothing ran): 0 passed, 0 failed, 0 skipped") && text.contains("(runner exit 0)"),
+        "{text}"
+    );
+    let help = env.run(&["run-tests", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("5 no test ran (status no_tests"), "{help}");
 }
 
 #[test]

@@ -49,6 +49,7 @@ pub enum TestStatus {
     TimedOut,
     /// No test ran: `affected` found no test the change reaches (nothing was run), pytest
     /// collected none (exit 5), or the runner's counts were all 0 (cargo's filter matched none).
+    /// The CLI exits 5 for it (0 would read as a pass).
     NoTests,
 }
 
