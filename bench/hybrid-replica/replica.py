@@ -41,9 +41,10 @@ def mean(rows):
     return {k: sum(r[k] for r in rows) / max(len(rows), 1) for k in ("R@1", "R@5", "R@10", "MRR@10")}
 
 
-def load_batch(path, hits=None):
+def load_batch(path, hits=None, cuts=None):
     """`docdex search --batch --json` output: per query, [(file, score)] best first, each file
-    at its first hit; `hits` keeps only the first N hits (hybrid.rs fuses the first 200)."""
+    at its first hit; `hits` keeps only the first N hits (hybrid.rs fuses the first 200), and
+    `cuts`, when given, gets each query's last kept hit's score (where the keyword list was cut)."""
     out = {}
     for line in open(path):
         d = json.loads(line)
@@ -53,6 +54,9 @@ def load_batch(path, hits=None):
                 seen.add(h["path"])
                 files.append((h["path"], h["score"]))
         out[d["index"]] = files
+        if cuts is not None:
+            kept = (d.get("response") or {}).get("results", [])[:hits]
+            cuts[d["index"]] = kept[-1]["score"] if kept else 0.0
     return [out[i] for i in range(len(out))]
 
 
@@ -106,7 +110,9 @@ class Project:
         self.name = name
         self.queries = queries(name)
         self.bm25 = load_batch(f"{batch_dir}/{name}.jsonl")
-        self.keyword = load_batch(f"{batch_dir}/{name}.jsonl", 200)
+        cuts = {}
+        self.keyword = load_batch(f"{batch_dir}/{name}.jsonl", 200, cuts)
+        self.cuts = [cuts[i] for i in range(len(cuts))]
         db = next(d + "vectors.db" for d in glob.glob(f"{home}/state/repos/*/")
                   if f'{SOURCES}/{name}"' in open(d + "repo_meta.json").read())
         rows = sqlite3.connect(db).execute(
@@ -133,12 +139,15 @@ def closeness(p, qi, scan=1000, per_file=2):
     return {f: total[f] / count[f] for f in total}, nearest
 
 
-def boost(keyword, close, nearest, strength=3.0):
-    """hybrid.rs's boost fusion: the fused file ranking."""
+def boost(keyword, close, nearest, strength=3.0, cut=None):
+    """hybrid.rs's boost fusion: the fused file ranking. A file only the vectors found enters at
+    the keyword list's weakest file, or at `cut` (its last hit's score) when that is lower."""
     if not keyword:
         return nearest
     lowest = min(close.values())
     best, weakest, lexical = keyword[0][1], keyword[-1][1], dict(keyword)
+    if cut is not None:
+        weakest = min(weakest, cut)
     files = list(dict.fromkeys([f for f, _ in keyword] + nearest))
     score = {f: lexical.get(f, weakest) / best * math.exp(strength * max(close.get(f, lowest) - lowest, 0.0))
              for f in files}
@@ -152,9 +161,13 @@ def main():
     ap.add_argument("--batch-dir", required=True, help="NAME.jsonl from docdex search --batch --json --limit 300")
     ap.add_argument("--projects", default=",".join(TUNE))
     ap.add_argument("--strength", type=float, default=3.0)
+    ap.add_argument("--entry", choices=["weakest", "cut"], default="cut",
+                    help="where a vector-only file enters: the weakest keyword file (before "
+                         "2026-11-30) or the keyword list's cut (as landed)")
     a = ap.parse_args()
     for label, rank in [("BM25 only", lambda p, qi: [f for f, _ in p.bm25[qi]]),
-                        (f"boost {a.strength}", lambda p, qi: boost(p.keyword[qi], *closeness(p, qi), a.strength))]:
+                        (f"boost {a.strength}", lambda p, qi: boost(p.keyword[qi], *closeness(p, qi), a.strength,
+                                                               p.cuts[qi] if a.entry == "cut" else None))]:
         rows = []
         for name in a.projects.split(","):
             p = Project(a.home, name, a.batch_dir)

@@ -13,7 +13,7 @@
 //! with `fusion = "weighted"`, a weighted merge of each file's normalized best BM25
 //! score and cosine similarity. Rank fusion lets a small embedder's near-misses into
 //! the first page; the boost only reorders what the words found, and a file the
-//! words missed enters at the weakest keyword score (measured in docs/SEARCH.md).
+//! words missed enters at the score where the keyword hits were cut (measured in docs/SEARCH.md).
 //! Files, not chunks, are fused: the two retrievers
 //! often find the same file through different chunks, and that agreement is the
 //! strongest evidence there is (measured in `docs/SEARCH.md`). Both lists get the
@@ -459,7 +459,9 @@ fn fuse(
         vector.iter().map(|(score, h)| (*score, xxhash_rust::xxh3::xxh3_64(h.path.as_bytes()))).collect();
     let by_file = match cfg.fusion {
         Fusion::Boost => {
-            boost_scores(&best_per_file(&keyword_files), &best_per_file(&vector_files), closeness, cfg, floor_files)
+            let lists = (best_per_file(&keyword_files), best_per_file(&vector_files));
+            let cut = keyword_files.last().map_or(0.0, |k| k.0);
+            boost_scores((&lists.0, cut), &lists.1, closeness, cfg, floor_files)
         }
         _ => file_scores(&keyword_files, &vector_files, cfg),
     };
@@ -615,14 +617,18 @@ fn closeness_by_file(vector: &[(f32, VectorHit)]) -> HashMap<u64, f32> {
 
 /// [`Fusion::Boost`]: `bm25 / best × e^(semantic_weight / keyword_weight × (closeness −
 /// lowest))` over the files of both lists (each `(file, score)` best first). A file the vectors
-/// did not reach gets no boost; a file only the vectors found takes the keyword list's lowest
-/// score. With no keyword candidates (no query word is in the repo), closeness alone ranks.
+/// did not reach gets no boost; a file only the vectors found takes the score at which the
+/// keyword hits were cut (`cut`, the last hit's): its best chunk ranked below every keyword hit,
+/// so it can score no more than that. (The weakest keyword *file* is not that bound: when one
+/// file holds all 200 hits, as an 800-page manual holding the one word asked for, it is the best
+/// file, and any file close in meaning passed it.) With no keyword candidates (no query word is
+/// in the repo), closeness alone ranks.
 /// `floor_files` are keyword files known to hold every query term (given only when every chunk
 /// holding a query word is a candidate, as for a rare word): a file only the vectors found
 /// ranks after all of them, in its own order, so a guide holding the one word asked for is not
 /// passed by code that merely reads alike, while a lockfile holding one stray word still is.
 fn boost_scores(
-    keyword: &[(u64, f32)],
+    (keyword, cut): (&[(u64, f32)], f32),
     vector: &[(u64, f32)],
     closeness: &HashMap<u64, f32>,
     cfg: &SearchConfig,
@@ -632,7 +638,7 @@ fn boost_scores(
     let lowest = closeness.values().copied().fold(f32::MAX, f32::min);
     let close = |file: &u64| closeness.get(file).map_or(0.0, |c| (c - lowest).max(0.0));
     let best = keyword.first().map_or(0.0, |k| k.1);
-    let weakest = keyword.last().map_or(0.0, |k| k.1);
+    let weakest = keyword.last().map_or(0.0, |k| k.1).min(cut);
     let files = keyword.iter().chain(vector).map(|(file, _)| *file);
     if best <= 0.0 || kw <= 0.0 {
         return files.map(|f| (f, close(&f) + 1e-6)).collect();
@@ -764,6 +770,29 @@ mod tests {
         assert_eq!(order(&[]), ["proto.py", "argparse.py", "guide.md", "Cargo.lock"]);
         // The guide holds the whole query; the lockfile only a stray word.
         assert_eq!(order(&["proto.py", "guide.md"]), ["proto.py", "guide.md", "argparse.py", "Cargo.lock"]);
+    }
+
+    #[test]
+    fn a_file_only_the_vectors_found_enters_below_the_keyword_hits_cut() {
+        // Every keyword hit is one manual's: the page holding the word asked for, then pages
+        // holding only a common part of it, their scores decaying as file ranking gives them.
+        // An unrelated module the vectors find closer than the manual must not pass it: its best
+        // chunk ranked below the manual's weakest page.
+        let cfg = SearchConfig { fusion: Fusion::Boost, ..SearchConfig::default() };
+        let keyword: Vec<KeywordHit> = (0..20)
+            .map(|i| (10.0 * 0.3f32.powi(i), stored("manual.pdf", 1 + 40 * i as u32), file("manual.pdf")))
+            .collect();
+        let vector = vec![vhit("pkg/__init__.py", 1, 0.55), vhit("manual.pdf", 1, 0.35), vhit("other.py", 1, 0.3)];
+        let fused = fuse_lists(keyword, vector, &cfg);
+        assert_eq!(
+            fused[0].stored.path,
+            "manual.pdf",
+            "{:?}",
+            fused.iter().map(|f| &f.stored.path).collect::<Vec<_>>()
+        );
+        assert_eq!(fused[0].stored.line_start, 1, "the page holding the word leads");
+        let init = fused.iter().find(|f| f.stored.path == "pkg/__init__.py").map(|f| f.score).unwrap_or(-1.0);
+        assert!(init > 0.0 && init < fused[0].score / 10.0, "{init} against {}", fused[0].score);
     }
 
     #[test]
