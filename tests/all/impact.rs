@@ -1798,6 +1798,49 @@ fn status_says_when_the_graph_or_stored_imports_are_an_older_docdexs() {
     assert_eq!(warnings(&env), Vec::<String>::new(), "rebuilt by the next index run");
 }
 
+/// `docdex graph rebuild` did not record the resolution version (nor the import rules) of the
+/// graph it wrote, so `docdex status` went on calling the rebuilt graph an older docdex's, and
+/// its own note said `docdex graph rebuild` fixes it. Now the rebuild records both in the store's
+/// meta: status says nothing, symbols-status still says the stored imports lag (they do, until
+/// the next index run), and an index run that builds the graph from the store drops the mark.
+#[test]
+fn status_stops_calling_the_graph_an_older_docdexs_after_graph_rebuild() {
+    let env = Env::new();
+    let repo = env.repo("statusrebuild");
+    write(&repo, "src/a.ts", "import { b } from './b';\nexport const a = b;\n");
+    write(&repo, "src/b.ts", "export const b = 1;\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let warnings = |env: &Env| -> Vec<String> {
+        let v = env.json(&["status", "--repo", r, "--json"]);
+        let w = v["warnings"].as_array().cloned().unwrap_or_default();
+        w.iter().filter_map(|m| m.as_str().map(str::to_string)).filter(|m| m.contains("older docdex")).collect()
+    };
+    let rr = env.engine().resolve_repo(&repo).unwrap();
+    let db = docdex::engine::code::store::db_path(&rr);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE meta SET value = '1' WHERE key = 'graph_resolution'", []).unwrap();
+    conn.execute("DELETE FROM meta WHERE key = 'imports:typescript'", []).unwrap();
+    drop(conn);
+    assert_eq!(warnings(&env).len(), 2, "{:?}", warnings(&env));
+
+    assert!(env.run(&["graph", "rebuild", "--repo", r]).status.success());
+    assert_eq!(warnings(&env), Vec::<String>::new(), "the rebuilt graph is this build's");
+    let symbols = env.json(&["symbols-status", "--repo", r, "--json"]);
+    let messages = symbols["messages"].as_array().cloned().unwrap_or_default();
+    assert!(messages.iter().filter_map(|m| m.as_str()).any(|m| m.contains("import rules")), "{symbols:#}");
+
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    assert_eq!(warnings(&env), Vec::<String>::new());
+    // An index run whose imports changed rebuilds the graph from the (now current) store.
+    write(&repo, "src/c.ts", "import { a } from './a';\nexport const c = a;\n");
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let marks: i64 =
+        conn.query_row("SELECT count(*) FROM meta WHERE key LIKE 'graph_imports:%'", [], |row| row.get(0)).unwrap();
+    assert_eq!(marks, 0, "an index run's graph is built from the store");
+}
+
 /// `docdex graph rebuild` extracts every file's imports from disk with this build's rules, so its
 /// graph is current however old the store's imports are: the outdated-imports warning, true of a
 /// graph an index run built from the store, was still given after it.

@@ -225,7 +225,7 @@ impl Engine {
         status.generation = meta.generation;
         status.store_schema = meta.schema;
         set_store_state(&mut status, &reader, &repo, meta.generation);
-        status.messages.extend(outdated_imports_message(&meta, &repo));
+        status.messages.extend(outdated_imports_message(meta.imports_outdated(), &repo));
         if not_parsed > 0 {
             status.messages.push(format!(
                 "{not_parsed} files were not parsed (over {} MB or too slow to parse); they are searchable as text",
@@ -467,13 +467,11 @@ fn language_rows(
     support.iter().map(row).collect()
 }
 
-/// A note when the stored imports of some languages were extracted by another docdex's import
-/// rules: not drift (symbol queries stay open) but the impact graph built from them may be out
-/// of date until the next index run re-extracts them, which only impact answers said before.
 /// What `docdex status` says of the code pass's state that the next index run changes without
 /// any file changing: an impact graph resolved under another
 /// [`super::graph::RESOLUTION_VERSION`] (an older docdex's rules: edges and diagnostics may be
-/// stale) and stored imports extracted by older import rules. Read from the store's meta only
+/// stale) and stored imports extracted by older import rules, unless `docdex graph rebuild`
+/// built the graph from disk with this build's rules and resolution. Read from the store's meta only
 /// (status is polled); nothing for a store never committed, or one another docdex's schema
 /// wrote (the index run rebuilds it whole, and `docdex symbols-status` says so).
 pub fn index_run_notes(repo: &RepoRef) -> Vec<String> {
@@ -496,12 +494,15 @@ pub fn index_run_notes(repo: &RepoRef) -> Vec<String> {
             crate::error::shell_path(&repo.root)
         ));
     }
-    notes.extend(outdated_imports_message(&meta, repo));
+    notes.extend(outdated_imports_message(meta.graph_imports_outdated(), repo));
     notes
 }
 
-fn outdated_imports_message(meta: &store::StoreMeta, repo: &RepoRef) -> Option<String> {
-    let outdated: Vec<&str> = meta.imports_outdated().into_iter().map(Lang::name).collect();
+/// A note when the stored imports of `langs` were extracted by another docdex's import rules:
+/// not drift (symbol queries stay open) but the impact graph built from them may be out of date
+/// until the next index run re-extracts them, which only impact answers said before.
+fn outdated_imports_message(langs: Vec<Lang>, repo: &RepoRef) -> Option<String> {
+    let outdated: Vec<&str> = langs.into_iter().map(Lang::name).collect();
     if outdated.is_empty() {
         return None;
     }

@@ -745,13 +745,25 @@ impl Engine {
         g.import_rules =
             Lang::ALL.into_iter().map(|l| (l.name().to_string(), super::imports::rules_version(l))).collect();
         graph::write(&repo, &g)?;
+        let mut warnings = g.warnings;
+        warnings.extend(record_rebuilt(&repo));
         sink.progress(&IndexProgress { phase: "done".into(), ..finished });
         let path = graph::graph_path(&repo);
-        Ok(RebuildSummary { repo: repo.root.clone(), path, parse_ms, stats: g.stats, warnings: g.warnings })
+        Ok(RebuildSummary { repo: repo.root.clone(), path, parse_ms, stats: g.stats, warnings })
     }
 }
 
-/// A user-given path as a graph node id: repo-relative with `/`, no `./`; `ext:` ids pass.
+/// Records the rebuilt graph's resolution and import rules in the symbol store's meta, which
+/// `docdex status` and the next index run read: without it both still took the graph for an
+/// older docdex's. A failure (the store busy past its timeout) is a warning: the graph is written.
+fn record_rebuilt(repo: &RepoRef) -> Option<String> {
+    let e = super::store::record_graph_rebuilt(repo).err()?;
+    tracing::warn!("recording the rebuilt impact graph in symbols.db failed: {e}");
+    Some(format!(
+        "the graph is rebuilt, but recording it in symbols.db failed ({e}): `docdex status` may still call it an older docdex's until the next `docdex index`"
+    ))
+}
+
 /// The first `limit` diagnostics of `grouped`, files in path order (a file may be cut short).
 fn first_diagnostics(grouped: BTreeMap<String, Vec<Diagnostic>>, limit: usize) -> Vec<FileDiagnostics> {
     let mut left = limit;
@@ -767,6 +779,7 @@ fn first_diagnostics(grouped: BTreeMap<String, Vec<Diagnostic>>, limit: usize) -
     files
 }
 
+/// A user-given path as a graph node id: repo-relative with `/`, no `./`; `ext:` ids pass.
 pub(crate) fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
     let file = file.trim();
     if file.is_empty() {

@@ -3,7 +3,8 @@
 //! one row per symbol.
 //!
 //! Only the index writer writes it, inside the writer lock, in one transaction per Tantivy
-//! commit. The transaction commits after Tantivy and before the manifest, and records the
+//! commit (but for the `graph_resolution` and `graph_imports:` meta keys, which `docdex graph
+//! rebuild` sets in a transaction of its own: [`record_graph_rebuilt`]). The transaction commits after Tantivy and before the manifest, and records the
 //! generation, so after a kill the store is never ahead of the manifest's view of a file; if it
 //! lags the index (a kill between the two commits, a deleted or corrupt file, a parser
 //! upgrade), the next run compares it with the manifest and re-extracts what differs
@@ -98,6 +99,10 @@ pub struct StoreMeta {
     /// [`super::graph::RESOLUTION_VERSION`] of the graph last built (0: written before it
     /// was recorded).
     pub graph_resolution: u32,
+    /// [`super::imports::rules_version`] per language of a graph `docdex graph rebuild` built
+    /// from the files on disk (`graph_imports:<lang>`), whatever the stored imports' rules;
+    /// empty when the graph was built from the store (an index run clears it).
+    pub graph_import_rules: BTreeMap<String, u32>,
 }
 
 impl StoreMeta {
@@ -130,6 +135,43 @@ impl StoreMeta {
             })
             .collect()
     }
+
+    /// [`Self::imports_outdated`] less the languages whose impact graph `docdex graph rebuild`
+    /// extracted from disk with this build's rules: the graph is current, only the store lags.
+    pub fn graph_imports_outdated(&self) -> Vec<Lang> {
+        let rebuilt = |l: &Lang| self.graph_import_rules.get(l.name()) == Some(&super::imports::rules_version(*l));
+        self.imports_outdated().into_iter().filter(|l| !rebuilt(l)).collect()
+    }
+}
+
+/// Records in the store's meta that `docdex graph rebuild` wrote the impact graph: resolved
+/// under this build's [`super::graph::RESOLUTION_VERSION`], from imports extracted by this
+/// build's [`super::imports::rules_version`]. Without it `docdex status` (and the next index
+/// run) still took the rebuilt graph for an older docdex's. Only an existing store of this
+/// schema is written (never created or reset: that is the index writer's); Ok(false) when
+/// there is none. The generation and the pending mark are left to the index writer.
+pub fn record_graph_rebuilt(repo: &RepoRef) -> Result<bool> {
+    let path = db_path(repo);
+    if !path.is_file() {
+        return Ok(false);
+    }
+    let err = sql_err(&path);
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    let mut conn = Connection::open_with_flags(&path, flags).map_err(&err)?;
+    conn.busy_timeout(Duration::from_secs(10)).map_err(&err)?;
+    if read_meta(&conn).map_err(&err)?.schema != STORE_SCHEMA {
+        return Ok(false);
+    }
+    let tx = conn.transaction().map_err(&err)?;
+    let resolution = super::graph::RESOLUTION_VERSION.to_string();
+    tx.execute("INSERT OR REPLACE INTO meta VALUES('graph_resolution', ?1)", [resolution]).map_err(&err)?;
+    for l in Lang::ALL {
+        let key = format!("graph_imports:{}", l.name());
+        let rules = super::imports::rules_version(l).to_string();
+        tx.execute("INSERT OR REPLACE INTO meta VALUES(?1, ?2)", [key, rules]).map_err(&err)?;
+    }
+    tx.commit().map_err(&err)?;
+    Ok(true)
 }
 
 /// The store's meta alone, for `docdex status`, which is polled: one small query, waiting at
@@ -165,6 +207,8 @@ fn read_meta(conn: &Connection) -> rusqlite::Result<StoreMeta> {
                 } else if let Some(lang) = k.strip_prefix("imports:") {
                     // An unreadable number is no version this build has: re-extracted.
                     meta.import_rules.insert(lang.to_string(), v.parse().unwrap_or(0));
+                } else if let Some(lang) = k.strip_prefix("graph_imports:") {
+                    meta.graph_import_rules.insert(lang.to_string(), v.parse().unwrap_or(0));
                 }
             }
         }
@@ -466,6 +510,8 @@ impl SymbolStore {
         self.begin()?;
         let err = sql_err(&self.path);
         self.conn.execute("DELETE FROM meta WHERE key = 'graph_pending'", []).map_err(&err)?;
+        // Built from the store now, not from disk by `docdex graph rebuild`.
+        self.conn.execute("DELETE FROM meta WHERE key LIKE 'graph_imports:%'", []).map_err(&err)?;
         self.conn
             .execute("INSERT OR REPLACE INTO meta VALUES('graph_generation', ?1)", [generation.to_string()])
             .map_err(&err)?;
@@ -478,6 +524,7 @@ impl SymbolStore {
         self.meta.graph_pending = false;
         self.meta.graph_generation = generation;
         self.meta.graph_resolution = resolution;
+        self.meta.graph_import_rules.clear();
         Ok(())
     }
 
