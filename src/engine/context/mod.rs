@@ -581,11 +581,92 @@ fn identifiers(text: &str) -> Vec<String> {
         let prose =
             !called && is_plain_capitalised(word) && opens_sentence(&text[..start]) && ends_like_prose(&text[i..]);
         let dunder = word.len() > 4 && word.starts_with("__") && word.ends_with("__");
-        if (shaped || (called && word.len() >= 3)) && !prose && !dunder && !out.iter().any(|w| w == word) {
+        let plain_call = called && word.len() >= 3 && !shaped && !on_an_instance(&text[..start]);
+        let builtin = BUILTIN_CALLS.contains(&word);
+        if (shaped || plain_call) && !prose && !dunder && !builtin && !out.iter().any(|w| w == word) {
             out.push(word.to_string());
         }
     }
     out
+}
+
+/// Calls every language provides (Python's and JavaScript's builtins, Rust's prelude and
+/// macros): a repository function of the same name (a `str` method, a `len` helper) is not what
+/// the code calls, and a pack that quotes it misleads.
+const BUILTIN_CALLS: &[&str] = &[
+    "abs",
+    "all",
+    "any",
+    "Array",
+    "assert",
+    "assert_eq",
+    "bool",
+    "Boolean",
+    "Box",
+    "dict",
+    "dir",
+    "enumerate",
+    "Err",
+    "Error",
+    "filter",
+    "float",
+    "format",
+    "getattr",
+    "hasattr",
+    "hash",
+    "int",
+    "isinstance",
+    "issubclass",
+    "iter",
+    "len",
+    "list",
+    "map",
+    "max",
+    "min",
+    "next",
+    "Number",
+    "Object",
+    "Ok",
+    "open",
+    "panic",
+    "parseFloat",
+    "parseInt",
+    "print",
+    "println",
+    "Promise",
+    "range",
+    "repr",
+    "require",
+    "round",
+    "set",
+    "setattr",
+    "Some",
+    "sorted",
+    "str",
+    "String",
+    "sum",
+    "super",
+    "Symbol",
+    "tuple",
+    "type",
+    "vars",
+    "vec",
+    "Vec",
+    "write",
+    "writeln",
+    "zip",
+];
+
+/// Whether the text before a call ends in `receiver.` where the receiver is a value, not a
+/// type or module: `d.get(`, `self.items.add(`, `f(x).run(` call a method of whatever `d` is,
+/// and a short common name (`get`, `add`, `run`) defined somewhere in the repository is most
+/// likely another type's. `Pager.show(` and `os.path.join(`-style module paths are left to
+/// the definition lookup (a capitalised receiver names a type).
+fn on_an_instance(before: &str) -> bool {
+    let Some(receiver) = before.strip_suffix('.') else { return false };
+    let name_start = receiver.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+    let name = &receiver[name_start..];
+    !name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
 }
 
 /// `Show`, `Returns`: one capital, then lowercase letters only (`SessionStore`, `HTTP` and
@@ -865,6 +946,17 @@ mod tests {
     fn identifiers_are_code_shaped_words_and_calls() {
         let ids = identifiers("let s = SessionStore::new(ttl);\nexpire_stale_sessions(&mut s); // the cache\nfoo(x)");
         assert_eq!(ids, ["SessionStore", "new", "expire_stale_sessions", "foo"]);
+    }
+
+    #[test]
+    fn short_method_calls_on_values_and_builtins_name_nothing() {
+        // `d.get(`, `self.items.add(` and `str(` name no definition of this repository: a `get`
+        // in an unrelated module, a `str` method elsewhere, would be quoted as what the code calls.
+        let text =
+            "v = d.get(key)\nself.items.add(v)\nname = str(v).strip()\nreturn len(v) + Pager.show(v) + load_config(v)";
+        assert_eq!(identifiers(text), ["Pager", "show", "load_config"], "{text}");
+        // A code-shaped method name still counts on any receiver.
+        assert_eq!(identifiers("self.cache.expire_stale(now)"), ["expire_stale"]);
     }
 
     #[test]
