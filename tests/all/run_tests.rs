@@ -741,3 +741,35 @@ fn pytests_cache_fixture_works_and_its_cache_stays_out_of_the_repository() {
     assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("passed"), Some(1)), "{v}");
     assert!(!repo.join(".pytest_cache").exists(), "{v}");
 }
+
+#[test]
+fn go_counts_passing_tests_places_failures_and_a_package_without_tests_is_no_tests() {
+    // `go test ./...` without -v counted no passing test (a green run read "0 passed"), named a
+    // failing test's file by its base name (`calc_test.go`, not `calc/calc_test.go`), and a
+    // package without test files (`? pkg [no test files]`, exit 0) was `passed`, exit 0.
+    // .ci/run does not install go: this runs where go is on PATH, and says so where not.
+    if std::process::Command::new("go").arg("version").output().is_err() {
+        eprintln!("NOTICE: go is not installed; skipping the go test runs (apt-get install golang-go to run them)");
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("gomod");
+    write(&repo, "go.mod", "module example.com/gomod\n\ngo 1.19\n");
+    write(&repo, "calc/calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\n");
+    write(
+        &repo,
+        "calc/calc_test.go",
+        "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"bad\")\n\t}\n}\n\nfunc TestSub(t *testing.T) {\n\tt.Run(\"inner\", func(t *testing.T) {})\n}\n\nfunc TestBad(t *testing.T) {\n\tt.Errorf(\"want %d\", 2)\n}\n",
+    );
+    write(&repo, "lib/lib.go", "package lib\n\nfunc X() int { return 1 }\n");
+    let gocache = env.dir.path().join("gocache");
+    let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!((code, v["status"].as_str()), (1, Some("failed")), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(2), Some(1)), "{v}");
+    assert_eq!(failures(&v), [("TestBad".to_string(), Some("calc/calc_test.go".to_string()), Some(16))]);
+    let (code, v) = run_tests(&env, &repo, &["--target", "lib/lib.go"], &vars);
+    assert_eq!((code, v["status"].as_str(), v["exit_code"].as_i64()), (5, Some("no_tests"), Some(0)), "{v}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("go test found no test") && !notes.contains("gave no test counts"), "{notes}");
+}

@@ -339,10 +339,12 @@ fn cargo_command(targets: &[String], notes: &mut Vec<String>) -> Vec<String> {
     cmd
 }
 
-/// `go test` over the packages (folders) that hold the targets, `./...` with none.
+/// `go test -v` over the packages (folders) that hold the targets, `./...` with none. Without
+/// `-v` a passing package prints only `ok  pkg 0.01s`: its tests went uncounted (a green run
+/// read "0 passed").
 fn go_command(root: &Path, targets: &[String]) -> Vec<String> {
     let s = |x: &str| x.to_string();
-    let mut cmd = vec![s("go"), s("test")];
+    let mut cmd = vec![s("go"), s("test"), s("-v")];
     if targets.is_empty() {
         cmd.push(s("./..."));
     }
@@ -539,7 +541,7 @@ fn parse_output(runner: Runner, text: &str, root: &str) -> parse::Outcome {
         Runner::Cargo => parse::cargo(text, root),
         Runner::Pytest => parse::pytest(text, root),
         Runner::Node => parse::tap(text, root),
-        Runner::Go => parse::go(text, root),
+        Runner::Go => parse::go(text, go_module(Path::new(root)).as_deref()),
         Runner::Jest | Runner::Vitest => parse::jest_like(text, root),
         Runner::Npm | Runner::Config => {
             let candidates = [
@@ -547,11 +549,22 @@ fn parse_output(runner: Runner, text: &str, root: &str) -> parse::Outcome {
                 parse::cargo(text, root),
                 parse::pytest(text, root),
                 parse::jest_like(text, root),
-                parse::go(text, root),
+                parse::go(text, go_module(Path::new(root)).as_deref()),
             ];
             candidates.into_iter().max_by_key(|o| o.passed + o.failed + o.skipped).unwrap_or_default()
         }
     }
+}
+
+/// The module path in the root's `go.mod` (`module example.com/m`), which go test's package
+/// lines start with: what is left is the package's folder.
+fn go_module(root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join("go.mod")).ok()?;
+    text.lines().find_map(|l| {
+        let m = l.trim().strip_prefix("module")?.trim();
+        let m = m.split("//").next().unwrap_or(m).trim().trim_matches('"');
+        (!m.is_empty()).then(|| m.to_string())
+    })
 }
 
 fn tail(lines: &[String]) -> String {
@@ -615,6 +628,10 @@ fn record_outcome(
     } else if ran_no_test(runner, done.exit_code, &outcome) {
         notes.push(match (runner, done.exit_code) {
             (Runner::Pytest, Some(5)) => "pytest collected no test (its exit code 5): nothing was run".to_string(),
+            (Runner::Go, _) if outcome.none_found => {
+                "go test found no test (its packages said [no test files] or [no tests to run]): nothing was run"
+                    .to_string()
+            }
             _ => format!("{} ran no test: nothing matched", runner.name()),
         });
         TestStatus::NoTests
@@ -623,7 +640,11 @@ fn record_outcome(
     } else {
         TestStatus::Failed
     };
-    if outcome.passed + outcome.failed + outcome.skipped == 0 && !done.timed_out && !outcome.counted {
+    if outcome.passed + outcome.failed + outcome.skipped == 0
+        && !done.timed_out
+        && !outcome.counted
+        && !outcome.none_found
+    {
         notes.push("the output gave no test counts".into());
     }
     resp.exit_code = done.exit_code;

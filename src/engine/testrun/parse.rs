@@ -431,37 +431,159 @@ fn yaml_scalar(v: &str) -> String {
     cut(v)
 }
 
-/// go test (plain output): `--- FAIL: TestX (0.00s)` followed by `file_test.go:12: message`,
-/// `--- PASS`, `--- SKIP`.
-pub fn go(out: &str, _root: &str) -> Outcome {
+/// go test, `-v` output (plain output read too): `=== RUN   TestX` names the test that prints
+/// `file_test.go:12: message` (before its `--- FAIL: TestX` with `-v`, after it without), the
+/// top-level `--- PASS` / `--- FAIL` / `--- SKIP` lines are counted (subtests, indented, are not),
+/// and each package's closing line (`ok  `, `FAIL`, `?   `) turns the test files' base names
+/// into repo-relative paths (`module`: go.mod's module path) and says whether it ran a test:
+/// `[no test files]` and `[no tests to run]` did not, which makes a run of only those
+/// `none_found`. A package that does not build (`FAIL pkg [build failed]`) is one failure, with
+/// the compiler's first `path.go:L:C: message`.
+pub fn go(out: &str, module: Option<&str>) -> Outcome {
     let mut o = Outcome::default();
-    let mut current: Option<usize> = None;
+    let mut g = GoRun::default();
     for line in out.lines() {
+        g.line(line, module, &mut o);
+    }
+    o.counted = g.verbose;
+    o.none_found = g.no_tests && !g.tested;
+    o
+}
+
+/// What `go` keeps between lines.
+#[derive(Default)]
+struct GoRun {
+    /// The test `=== RUN` / `=== CONT` / `=== NAME` named last.
+    running: Option<String>,
+    /// The first `file.go:N: message` each test printed before its `--- FAIL` (`-v`).
+    said: HashMap<String, (String, Option<u32>, String)>,
+    /// The failure a plain run's location lines follow.
+    current: Option<usize>,
+    /// Failures since the last package line, whose files are still base names.
+    unplaced: Vec<usize>,
+    /// After a `# pkg` header: the compiler's errors follow, unindented.
+    building: bool,
+    /// The compiler's first error since a `# pkg` header.
+    build_error: Option<(String, Option<u32>, String)>,
+    /// Saw `=== RUN`: the counts are the whole run's (`-v`).
+    verbose: bool,
+    /// A package said `[no test files]` or `[no tests to run]`.
+    no_tests: bool,
+    /// A package ran tests (`ok` without `[no tests to run]`, or `FAIL`).
+    tested: bool,
+}
+
+impl GoRun {
+    fn line(&mut self, line: &str, module: Option<&str>, o: &mut Outcome) {
         let t = line.trim();
-        if let Some(rest) = t.strip_prefix("--- FAIL: ") {
+        let top = !line.starts_with([' ', '\t']);
+        if let Some(name) = ["=== RUN ", "=== CONT ", "=== NAME "].iter().find_map(|p| t.strip_prefix(p)) {
+            self.verbose |= t.starts_with("=== RUN ");
+            self.running = Some(name.trim().to_string());
+            self.current = None;
+        } else if let Some(rest) = t.strip_prefix("--- FAIL: ") {
             let name = rest.split_whitespace().next().unwrap_or(rest).to_string();
-            o.failed += 1;
-            o.failures.push(TestFailure { name, file: None, line: None, message: None });
-            current = Some(o.failures.len() - 1);
-        } else if t.starts_with("--- PASS: ") {
-            o.passed += 1;
-            current = None;
-        } else if t.starts_with("--- SKIP: ") {
-            o.skipped += 1;
-            current = None;
-        } else if let Some(i) = current {
-            if let Some((loc, msg)) = t.split_once(": ") {
-                if let Some((file, l)) = loc.rsplit_once(':') {
-                    if file.ends_with(".go") && o.failures[i].file.is_none() {
-                        o.failures[i].file = Some(file.to_string());
-                        o.failures[i].line = l.parse().ok();
-                        o.failures[i].message = Some(msg.to_string());
-                    }
-                }
+            if top {
+                self.fail(name, o);
+            }
+        } else if t.starts_with("--- PASS: ") || t.starts_with("--- SKIP: ") {
+            if top && t.starts_with("--- PASS: ") {
+                o.passed += 1;
+            } else if top {
+                o.skipped += 1;
+            }
+            self.current = None;
+        } else if let Some(pkg) = package_line(line) {
+            self.package(pkg, line, module, o);
+        } else if t.starts_with("# ") && top {
+            self.building = true;
+        } else if let Some((file, l, msg)) = go_location(t) {
+            if top && self.building {
+                let file = file.strip_prefix("./").unwrap_or(&file).to_string();
+                self.build_error.get_or_insert((file, l, msg));
+            } else if top {
+                // Printed by the test itself (fmt.Println), not by t.Error: no location.
+            } else if let Some(i) = self.current.filter(|i| o.failures[*i].file.is_none()) {
+                (o.failures[i].file, o.failures[i].line, o.failures[i].message) = (Some(file), l, Some(msg));
+            } else if let Some(name) = self.running.clone() {
+                self.said.entry(name).or_insert((file, l, msg));
             }
         }
     }
-    o
+
+    /// A top-level `--- FAIL: name`: one failure, with what it (or a subtest of it) printed.
+    fn fail(&mut self, name: String, o: &mut Outcome) {
+        o.failed += 1;
+        let sub = format!("{name}/");
+        let said = self
+            .said
+            .get(&name)
+            .or_else(|| self.said.iter().filter(|(k, _)| k.starts_with(&sub)).min_by_key(|(k, _)| *k).map(|(_, v)| v))
+            .cloned();
+        let (file, line, message) = match said {
+            Some((f, l, m)) => (Some(f), l, Some(m)),
+            None => (None, None, None),
+        };
+        o.failures.push(TestFailure { name, file, line, message });
+        self.current = Some(o.failures.len() - 1);
+        self.unplaced.push(o.failures.len() - 1);
+    }
+
+    /// A package's closing line: its failures' files placed, whether it ran a test, and a
+    /// build failure as one failure.
+    fn package(&mut self, pkg: &str, line: &str, module: Option<&str>, o: &mut Outcome) {
+        let dir = module.and_then(|m| {
+            if pkg == m {
+                Some(String::new())
+            } else {
+                pkg.strip_prefix(m).and_then(|r| r.strip_prefix('/')).map(|d| format!("{d}/"))
+            }
+        });
+        for i in self.unplaced.drain(..) {
+            if let (Some(dir), Some(f)) = (&dir, &o.failures[i].file) {
+                if !f.contains('/') {
+                    o.failures[i].file = Some(format!("{dir}{f}"));
+                }
+            }
+        }
+        self.said.clear();
+        self.building = false;
+        self.running = None;
+        self.current = None;
+        if line.contains("[no test files]") || line.contains("[no tests to run]") {
+            self.no_tests = true;
+        } else if line.starts_with("FAIL") && (line.contains("[build failed]") || line.contains("[setup failed]")) {
+            self.tested = true;
+            o.failed += 1;
+            let (file, l, msg) = match self.build_error.take() {
+                Some((f, l, m)) => (Some(f), l, Some(m)),
+                None => (None, None, None),
+            };
+            let message = msg.or_else(|| Some(line.trim().to_string()));
+            o.failures.push(TestFailure { name: pkg.to_string(), file, line: l, message });
+        } else {
+            self.tested = true;
+        }
+    }
+}
+
+/// The package of a go test package line: `ok  \tPKG\t0.01s`, `FAIL\tPKG\t0.01s`, `FAIL\tPKG
+/// [build failed]`, `?   \tPKG\t[no test files]`.
+fn package_line(line: &str) -> Option<&str> {
+    let rest = ["ok  \t", "FAIL\t", "?   \t"].iter().find_map(|p| line.strip_prefix(p))?;
+    rest.split(['\t', ' ']).next().filter(|p| !p.is_empty())
+}
+
+/// `file.go:12: message` or the compiler's `dir/file.go:5:28: message`.
+fn go_location(t: &str) -> Option<(String, Option<u32>, String)> {
+    let (loc, msg) = t.split_once(": ")?;
+    let mut parts = loc.split(':');
+    let file = parts.next()?;
+    let line = parts.next()?.parse().ok();
+    if !file.ends_with(".go") || line.is_none() {
+        return None;
+    }
+    Some((file.to_string(), line, msg.trim().to_string()))
 }
 
 /// jest (`Tests: 1 failed, 2 passed, 3 total`, `● Suite › name`) and vitest (`Tests  1 failed |
@@ -614,11 +736,62 @@ mod tests {
     fn go_and_jest_summaries() {
         let o = go(
             "=== RUN   TestA\n--- FAIL: TestA (0.00s)\n    a_test.go:12: want 2\n--- PASS: TestB (0.00s)\nFAIL\n",
-            "/r",
+            None,
         );
         assert_eq!((o.passed, o.failed), (1, 1));
         assert_eq!((o.failures[0].file.as_deref(), o.failures[0].line), (Some("a_test.go"), Some(12)));
         let j = jest_like("  ● math › adds\nTests:       1 failed, 2 passed, 3 total\n", "/r");
         assert_eq!((j.passed, j.failed, j.failures.len()), (2, 1, 1));
+    }
+
+    /// Real `go test -v ./...` output (go 1.19): a package that does not build, one with a
+    /// failing test and a passing subtest, one whose test file holds no test, one without test
+    /// files, one with parallel tests (their log lines under `=== CONT`) and a failing subtest.
+    const GO_V: &str = "# example.com/gom/broken [example.com/gom/broken.test]\nbroken/b_test.go:5:28: undefined: Foo\nFAIL\texample.com/gom/broken [build failed]\n=== RUN   TestAdd\n--- PASS: TestAdd (0.00s)\n=== RUN   TestSub\n=== RUN   TestSub/inner\n--- PASS: TestSub (0.00s)\n    --- PASS: TestSub/inner (0.00s)\n=== RUN   TestBad\n    calc_test.go:16: want 2\n--- FAIL: TestBad (0.00s)\nFAIL\nFAIL\texample.com/gom/calc\t0.006s\ntesting: warning: no tests to run\nPASS\nok  \texample.com/gom/empty\t(cached) [no tests to run]\n?   \texample.com/gom/lib\t[no test files]\n=== RUN   TestP1\n=== PAUSE TestP1\n=== RUN   TestP2\n=== PAUSE TestP2\n=== RUN   TestSubFail\n=== RUN   TestSubFail/a\n    par_test.go:17: sub bad\n--- FAIL: TestSubFail (0.00s)\n    --- FAIL: TestSubFail/a (0.00s)\n=== CONT  TestP1\n    par_test.go:7: p1 log\n    par_test.go:8: p1 bad\n--- FAIL: TestP1 (0.00s)\n=== CONT  TestP2\n    par_test.go:13: later\n--- SKIP: TestP2 (0.00s)\nFAIL\nFAIL\texample.com/gom/par\t0.005s\nFAIL\n";
+
+    #[test]
+    fn go_verbose_counts_top_level_tests_and_places_failures_in_their_package() {
+        let o = go(GO_V, Some("example.com/gom"));
+        assert_eq!((o.passed, o.failed, o.skipped, o.counted, o.none_found), (2, 4, 1, true, false));
+        let f = |name: &str, file: &str, line: u32, message: &str| TestFailure {
+            name: name.into(),
+            file: Some(file.into()),
+            line: Some(line),
+            message: Some(message.into()),
+        };
+        assert_eq!(
+            o.failures,
+            [
+                f("example.com/gom/broken", "broken/b_test.go", 5, "undefined: Foo"),
+                f("TestBad", "calc/calc_test.go", 16, "want 2"),
+                f("TestSubFail", "par/par_test.go", 17, "sub bad"),
+                f("TestP1", "par/par_test.go", 7, "p1 log"),
+            ]
+        );
+        // Plain output (a `[tests] command` of `go test ./...`): the location follows the FAIL.
+        let plain = "--- FAIL: TestBad (0.00s)\n    calc_test.go:16: want 2\nFAIL\nFAIL\texample.com/gom/calc\t0.002s\nok  \texample.com/gom/empty\t0.006s [no tests to run]\n?   \texample.com/gom/lib\t[no test files]\nFAIL\n";
+        let p = go(plain, Some("example.com/gom"));
+        assert_eq!((p.failed, p.counted, p.none_found), (1, false, false));
+        assert_eq!((p.failures[0].file.as_deref(), p.failures[0].line), (Some("calc/calc_test.go"), Some(16)));
+    }
+
+    #[test]
+    fn go_packages_without_tests_are_none_found_and_a_passing_plain_run_is_not() {
+        // Real go 1.19 output: `go test ./lib` (no _test.go file), `go test -v ./empty` (a
+        // test file without tests), and both in one run; each exits 0.
+        for out in [
+            "?   \texample.com/gom/lib\t[no test files]\n",
+            "testing: warning: no tests to run\nPASS\nok  \texample.com/gom/empty\t0.005s [no tests to run]\n",
+            "testing: warning: no tests to run\nPASS\nok  \texample.com/gom/empty\t(cached) [no tests to run]\n?   \texample.com/gom/lib\t[no test files]\n",
+        ] {
+            let o = go(out, Some("example.com/gom"));
+            assert!(o.none_found && o.passed + o.failed + o.skipped == 0, "{out}: {o:?}");
+        }
+        // A plain run whose package passed ran tests, uncounted: not "none found".
+        let o = go("ok  \texample.com/gom/calc\t0.002s\n?   \texample.com/gom/lib\t[no test files]\n", None);
+        assert!(!o.none_found && !o.counted, "{o:?}");
+        // A package that does not build is a failure, not "no tests", beside one without tests.
+        let o = go("# example.com/gom/broken [example.com/gom/broken.test]\nbroken/b_test.go:5:28: undefined: Foo\nFAIL\texample.com/gom/broken [build failed]\n?   \texample.com/gom/lib\t[no test files]\nFAIL\n", None);
+        assert!(!o.none_found && o.failed == 1, "{o:?}");
     }
 }
