@@ -472,9 +472,7 @@ async fn sse_message_errors_are_json_rpc() {
 /// A legacy SSE client that posts requests and never reads its event stream cannot grow the
 /// server (each `202` only queued a message: 6,000 `tools/list` took it from 90 MB to 790 MB):
 /// past what the socket holds and 64 unanswered requests, a request is `503` with JSON-RPC
-/// `-32000` and `Retry-After`, and reading the stream frees the session. At most 128 streams
-/// are open at once (each holds a connection that is never idle): the next `GET /sse` is `503
-/// busy`, and closing one makes room.
+/// `-32000` and `Retry-After`, and reading the stream frees the session.
 #[tokio::test]
 async fn sse_sessions_and_their_backlogs_are_bounded() {
     let env = Env::new();
@@ -519,21 +517,93 @@ async fn sse_sessions_and_their_backlogs_are_bounded() {
     assert!(answers >= 64, "{answers} answers read");
     let r = post(json!({"jsonrpc": "2.0", "id": 1_000_000, "method": "tools/list"})).await.unwrap();
     assert_eq!(r.status().as_u16(), 202);
+}
 
-    let mut streams = vec![sse];
-    for _ in 1..128 {
-        streams.push(open().await.0);
+/// At most 128 SSE streams are open at once (each holds a connection that is never idle). A
+/// client gone silent without closing its streams (a stopped process) held them forever and
+/// every other SSE client was refused: now a new stream closes the one idle the longest among
+/// those that never sent a request, sessions in use are kept, and only when every session is
+/// in use is a new stream `503 busy`; closing one makes room.
+#[tokio::test]
+async fn sse_streams_of_silent_clients_make_room_but_sessions_in_use_stay() {
+    const CAP: usize = 128;
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let open = || async {
+        let mut sse = c.get(server.url("/sse")).send().await.unwrap();
+        assert_eq!(sse.status().as_u16(), 200);
+        let first = String::from_utf8_lossy(&sse.chunk().await.unwrap().unwrap()).to_string();
+        let endpoint = first.lines().find_map(|l| l.strip_prefix("data: ")).unwrap().trim().to_string();
+        (sse, server.url(&endpoint))
+    };
+    let post =
+        |url: &str, body: Value| c.post(url).header("content-type", "application/json").body(body.to_string()).send();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2024-11-05",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let use_session = |url: String| {
+        let init = init.clone();
+        async move {
+            assert_eq!(post(&url, init).await.unwrap().status().as_u16(), 202);
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            assert_eq!(post(&url, initialized).await.unwrap().status().as_u16(), 202);
+            let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+            assert_eq!(post(&url, list).await.unwrap().status().as_u16(), 202);
+        }
+    };
+    /// Reads a stream until it ends (true) or shows `what` (false), within 10 s.
+    async fn ends_before(sse: &mut reqwest::Response, what: &str) -> bool {
+        let mut seen = String::new();
+        loop {
+            match tokio::time::timeout(Duration::from_secs(10), sse.chunk()).await {
+                Ok(Ok(Some(chunk))) => {
+                    seen.push_str(&String::from_utf8_lossy(&chunk));
+                    if seen.contains(what) {
+                        return false;
+                    }
+                }
+                Ok(_) => return true,
+                Err(_) => panic!("the stream neither ended nor showed {what:?}: {seen}"),
+            }
+        }
     }
+
+    // One session in use, then silent clients fill every other place.
+    let (mut working, working_url) = open().await;
+    use_session(working_url.clone()).await;
+    assert!(!ends_before(&mut working, "docdex_search").await);
+    let mut silent = Vec::new();
+    for _ in 1..CAP {
+        silent.push(open().await);
+    }
+    // A new client gets a stream: the oldest silent one is closed for it, the working one stays.
+    let (newcomer, newcomer_url) = open().await;
+    let (mut oldest, oldest_url) = silent.remove(0);
+    assert!(ends_before(&mut oldest, "never").await, "the oldest silent stream stays open");
+    let r = post(&oldest_url, init.clone()).await.unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    assert_eq!(post(&working_url, list).await.unwrap().status().as_u16(), 202);
+    assert!(!ends_before(&mut working, "docdex_search").await);
+
+    // Every session in use: a new stream is refused, saying why; closing one makes room.
+    for (_, url) in &silent {
+        use_session(url.clone()).await;
+    }
+    use_session(newcomer_url).await;
     let r = c.get(server.url("/sse")).send().await.unwrap();
     assert!(r.headers().get("retry-after").is_some());
     let (s, v) = json_of(r).await;
     assert_eq!(s, 503, "{v}");
     assert_error(&v, "busy");
-    drop(streams.pop());
+    assert!(v["error"]["message"].as_str().unwrap().contains("all 128 MCP SSE sessions are in use"), "{v}");
+    drop(newcomer);
     eventually("a closed SSE stream frees its place", || async {
         c.get(server.url("/sse")).send().await.unwrap().status().as_u16() == 200
     })
     .await;
+    drop(silent);
 }
 
 /// Too many header fields, or too many bytes of them, is `431 headers_too_large` with the
