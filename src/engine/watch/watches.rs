@@ -371,16 +371,61 @@ impl Watches {
 /// (none when neither is there: the file cannot appear without one of them being made first,
 /// and that is seen at the next sync only). None for a path that is there but is no regular
 /// file: `/dev/null` (`GIT_CONFIG_GLOBAL=/dev/null`, `core.excludesFile = /dev/null`) names
-/// no file, and watching `/dev` would wake the watcher for every device event.
+/// no file, and watching `/dev` would wake the watcher for every device event. The directory
+/// must be one [`may_watch`] allows, and the one above a missing directory must be in the
+/// user's home (a config named `/dev/nonexistent/config` watched `/dev`, one in `/missing/`
+/// watched `/`).
 fn watch_dir(file: &Path) -> Option<PathBuf> {
     if std::fs::metadata(file).is_ok_and(|m| !m.is_file()) {
         return None;
     }
+    let homes = user_homes();
     let parent = file.parent()?;
     if parent.is_dir() {
-        return Some(parent.to_path_buf());
+        return may_watch(parent, &homes).then(|| parent.to_path_buf());
     }
-    parent.parent().filter(|d| d.is_dir()).map(Path::to_path_buf)
+    let above = parent.parent().filter(|d| d.is_dir())?;
+    (may_watch(above, &homes) && in_any(above, &homes)).then(|| above.to_path_buf())
+}
+
+/// Directories no rule file's watch goes on, with all below them: the root, and the kernel's
+/// pseudo file systems, whose churn (devices, processes) would wake the watcher all the time.
+const NEVER_WATCHED: [&str; 4] = ["/dev", "/proc", "/sys", "/run"];
+
+/// Whether `dir` may be watched for a rule file: not the root nor in [`NEVER_WATCHED`] (also
+/// reached through a symbolic link), and in the user's home or docdex home or owned by the
+/// user (`/etc`, `/tmp`, `/usr/share` are not: their other files change for other reasons, and
+/// a config there applies at the next full `docdex index`).
+fn may_watch(dir: &Path, homes: &[PathBuf]) -> bool {
+    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let system = |d: &Path| d.parent().is_none() || NEVER_WATCHED.iter().any(|n| d.starts_with(n));
+    if system(dir) || system(&real) {
+        return false;
+    }
+    in_any(dir, homes) || in_any(&real, homes) || owned_by_user(dir)
+}
+
+/// The user's home (`$HOME`) and docdex home, when set and not the root.
+fn user_homes() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    home.into_iter().chain([crate::config::home_dir()]).filter(|h| h.is_absolute() && h.parent().is_some()).collect()
+}
+
+fn in_any(dir: &Path, homes: &[PathBuf]) -> bool {
+    homes.iter().any(|h| dir.starts_with(h))
+}
+
+#[cfg(unix)]
+fn owned_by_user(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    std::fs::metadata(dir).is_ok_and(|m| m.uid() == me)
+}
+
+#[cfg(not(unix))]
+fn owned_by_user(_dir: &Path) -> bool {
+    true
 }
 
 /// What the watch limit is called when the OS refuses a watch for it.
@@ -393,5 +438,38 @@ fn cause(err: &notify::Error) -> String {
         notify::ErrorKind::Io(e) => e.to_string(),
         notify::ErrorKind::MaxFilesWatch => LIMIT_REACHED.to_string(),
         other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A config named in a missing directory of a system directory (`GIT_CONFIG_GLOBAL=
+    /// /dev/nonexistent/config.toml`, an include under a missing top-level directory) was
+    /// watched through `/dev` or `/`: every device event woke the watcher. Now neither is.
+    #[test]
+    fn a_rule_file_under_a_system_directory_is_not_watched() {
+        assert_eq!(watch_dir(Path::new("/dev/nonexistent/config.toml")), None);
+        assert_eq!(watch_dir(Path::new("/dev/config.toml")), None);
+        assert_eq!(watch_dir(Path::new("/proc/nonexistent/gitconfig")), None);
+        assert_eq!(watch_dir(Path::new("/docdex-missing-top/gitconfig")), None, "not through /");
+        assert_eq!(watch_dir(Path::new("/gitconfig")), None, "the root is never watched");
+    }
+
+    /// The user's own directories are watched as before: a config's existing directory, and
+    /// (inside the home) the one above a missing directory.
+    #[test]
+    fn a_rule_file_in_the_users_directories_is_watched() {
+        let tmp = std::env::temp_dir().join(format!("docdex-watchdir-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        assert_eq!(watch_dir(&tmp.join("gitconfig")), Some(tmp.clone()), "a directory the user owns");
+        if !in_any(&tmp, &user_homes()) {
+            assert_eq!(watch_dir(&tmp.join("git/config")), None, "the one above only in the home");
+        }
+        let homes = [tmp.clone()];
+        assert!(may_watch(&tmp, &homes) && in_any(&tmp.join("git"), &homes));
+        assert!(!may_watch(Path::new("/dev"), &homes) && !may_watch(Path::new("/"), &homes));
+        std::fs::remove_dir_all(&tmp).unwrap();
     }
 }
