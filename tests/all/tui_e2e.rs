@@ -327,6 +327,16 @@ impl Tmux {
         }
     }
 
+    /// `esc` out of a text field, then wait until the app shows normal mode: sent while `esc`
+    /// is still unread, the next key would share its read and arrive as alt+key (`esc` `6`
+    /// becomes `alt+6`, which opens the pane but leaves the field in insert mode). The screen
+    /// says INS first, so the NOR that follows can only be this `esc` read on its own.
+    fn leave_field(&self) {
+        self.wait_for(" INS  e2e");
+        self.keys(&["Escape"]);
+        self.wait_for(" NOR  e2e");
+    }
+
     fn format(&self, f: &str) -> String {
         self.run(&["display-message", "-p", "-t", "e2e", f]).trim().to_string()
     }
@@ -408,7 +418,7 @@ fn the_real_binary_in_a_terminal() {
     assert!(got.contains(&format!(" {}|typed-in-editor", want_file.display())), "{got}");
     assert_eq!(t.format("#{alternate_on}"), "1", "back on the alternate screen");
     // Leave the query box and open the impact pane.
-    t.keys(&["Escape"]);
+    t.leave_field();
     t.keys(&["6"]);
     t.wait_for("Impact · src/auth/session.rs");
     // The graph loads in the worker: wait for it to be drawn (or for why it cannot be).
@@ -427,7 +437,7 @@ fn the_real_binary_in_a_terminal() {
     t.keys(&["Enter"]);
     t.wait_for("FAKE ANSWER to \"where are stale sessions expired?\"");
     t.wait_for("[1] src/auth/session.rs:1-6");
-    t.keys(&["Escape"]);
+    t.leave_field();
     t.keys(&["4"]);
     let s = t.wait_for("Waterfall trace · turn 1 of 1");
     assert!(s.contains("code_index") && s.contains("Token budget"), "{s}");
@@ -457,8 +467,10 @@ fn the_real_binary_in_a_terminal() {
     // Search it goes on in the query box (the `q` only asked; the `u` that answered went on).
     t.literal("quickly, the lazy dog jumps; now gnaw bones? pfft. Good!");
     t.keys(&["M-2"]);
-    // The query box was left with esc before: Search is in normal mode.
-    t.wait_for(" NOR  e2e");
+    // The query box was left with esc before: Search is in normal mode. Wait for the Search
+    // pane itself: the DAG pane's frame, still on screen until alt+2 is drawn, says NOR too.
+    let s = t.wait_settled("╭ Search ");
+    assert!(s.contains(" NOR  e2e"), "Search kept the normal mode esc left it in:\n{s}");
     t.literal("quickly, the lazy dog jumps; now gnaw bones? pfft. Good!");
     t.wait_for("› sessionuickly, the lazy dog jumps; now gnaw bones? pfft. Good!");
     // The mode line is the frame's last row: a capture can fall between the query line and it.
