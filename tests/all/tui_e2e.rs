@@ -439,10 +439,10 @@ fn the_real_binary_in_a_terminal() {
     t.wait_for("[1] src/auth/session.rs:1-6");
     t.leave_field();
     t.keys(&["4"]);
-    let s = t.wait_for("Waterfall trace · turn 1 of 1");
+    let s = t.wait_settled("Waterfall trace · turn 1 of 1");
     assert!(s.contains("code_index") && s.contains("Token budget"), "{s}");
     t.keys(&["5"]);
-    let s = t.wait_for("Sessions (1)");
+    let s = t.wait_settled("Sessions (1)");
     assert!(s.contains("[UserRequest] where are stale sessions expired?"), "{s}");
     // DAG lines wrap rather than being cut; switching between the tree and the layers (whose
     // wrapped rows differ in number) leaves no row of the other view behind, at 80 columns too.
@@ -478,7 +478,7 @@ fn the_real_binary_in_a_terminal() {
     assert!(s.contains("› sessionuickly, the lazy dog jumps; now gnaw bones? pfft. Good!"), "{s}");
     // The message log opens from the query box (f2) with the run's messages, and esc closes it.
     t.keys(&["F2"]);
-    let s = t.wait_for("Messages (");
+    let s = t.wait_settled("Messages (");
     assert!(s.contains("indexed 5 files"), "{s}");
     t.keys(&["Escape"]);
     t.wait_for(" INS  e2e");
