@@ -45,7 +45,7 @@ pub use super::index::types::{
     SkippedFile, StatusResponse, SCHEMA_VERSION,
 };
 pub use super::libs::types::*;
-pub use super::llm::advice::missing_model_advice;
+pub use super::llm::advice::{missing_model_advice, setup_by_hand};
 pub use super::llm::models::{CatalogModel, ListedModel, LlmListResponse};
 pub use super::llm::setup::{LlmSetupReport, LlmSetupRequest, SetupModel};
 pub use super::llm::{model_matches, ChatMessage, PullProgress, Role};

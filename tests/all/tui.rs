@@ -1097,6 +1097,30 @@ fn chat_without_a_model_explains_setup_and_search_still_works() {
 }
 
 #[test]
+fn chat_setup_help_is_true_of_the_model_name_and_the_provider() {
+    // A model built here from a Modelfile cannot be pulled; an OpenAI-compatible server has
+    // nothing to pull at all. The help said `ollama pull M` for both.
+    let mut h = Harness::with("").started();
+    let unavailable = |provider: &str, model: &str| {
+        EngineEvent::Provider(docdex::tui::event::ProviderStatus {
+            provider: provider.into(),
+            model: model.into(),
+            state: ProviderState::Unavailable("model not found".into()),
+        })
+    };
+    h.alt('3');
+    h.pump();
+    h.engine_event(unavailable("ollama", "mymodel:latest"));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "ollama create mymodel:latest -f Modelfile"), "{s}");
+    assert!(!shows(&s, "then ollama pull mymodel:latest"), "{s}");
+    h.engine_event(unavailable("openai", "gpt-4o"));
+    let s = h.screen(120, 40);
+    assert!(shows(&s, "start the server with a chat model"), "{s}");
+    assert!(!s.contains("ollama pull") && !s.contains("ollama serve"), "{s}");
+}
+
+#[test]
 fn chat_streams_markdown_line_by_line_and_jumps_to_citations() {
     let mut h = Harness::with("").started();
     h.engine_event(EngineEvent::Provider(docdex::tui::event::ProviderStatus {

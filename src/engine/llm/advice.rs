@@ -56,6 +56,22 @@ pub fn missing_model_advice(provider: &str, model: &str, installed: Option<&[Str
     }
 }
 
+/// How to get `model` served by hand, for setup help shown before any server answered: true of
+/// the provider (an OpenAI-compatible server serves what it was started with) and of the name
+/// (`ollama pull` only fetches what a registry holds).
+pub fn setup_by_hand(provider: &str, model: &str) -> String {
+    if provider != "ollama" {
+        return format!("start the server with a chat model and set `[llm] default_model` to its name (now `{model}`)");
+    }
+    let word = shell_word(model);
+    match model_origin(model) {
+        ModelOrigin::Library | ModelOrigin::Registry => format!("`ollama serve`, then `ollama pull {word}`"),
+        ModelOrigin::Unknown => format!(
+            "`ollama serve`, then `ollama create {word} -f Modelfile` for a model built from a Modelfile, or `ollama pull {word}` if Ollama's library has it"
+        ),
+    }
+}
+
 /// "; or choose an installed one: a, b (`docdex llm-list` lists all N)", the same model under
 /// other tags first; empty when the list is unknown.
 fn choose_installed(model: &str, installed: Option<&[String]>) -> String {
@@ -78,6 +94,15 @@ fn choose_installed(model: &str, installed: Option<&[String]>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn setup_by_hand_is_true_of_the_provider_and_the_name() {
+        assert_eq!(setup_by_hand("ollama", "phi3.5:3.8b"), "`ollama serve`, then `ollama pull phi3.5:3.8b`");
+        let local = setup_by_hand("ollama", "mymodel:latest");
+        assert!(local.contains("ollama create mymodel:latest -f Modelfile"), "{local}");
+        let openai = setup_by_hand("openai", "gpt-4o");
+        assert!(!openai.contains("ollama") && openai.contains("`gpt-4o`"), "{openai}");
+    }
 
     #[test]
     fn a_name_says_whether_a_registry_holds_it() {

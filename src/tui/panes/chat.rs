@@ -8,7 +8,7 @@
 //! the engine's explanation of how to set a model up; search keeps working.
 
 use super::{Cx, Pane, PaneId, RenderCtx};
-use crate::engine::protocol::{answer_for_history, ChatMessage, Role as LlmRole};
+use crate::engine::protocol::{answer_for_history, setup_by_hand, ChatMessage, Role as LlmRole};
 use crate::tui::action::{Action, Level};
 use crate::tui::event::{ChatUpdate, Citation, Conversation, EngineEvent, ProviderState, ProviderStatus, Request};
 use crate::tui::keymap::Command;
@@ -256,10 +256,11 @@ impl ChatPane {
     fn setup_help(&self) -> String {
         format!(
             "## Setting up a model\n\
-             - `docdex llm-setup` installs and configures one (by hand: `ollama serve`, then `ollama pull {model}`).\n\
+             - `docdex llm-setup` installs and configures one (by hand: {by_hand}).\n\
              - Or an OpenAI-compatible server: `[llm] provider = \"openai\"` and `base_url` in config.toml.\n\
              - `docdex check` diagnoses the setup. Configured: `{provider}`, model `{model}`.\n\n\
              Questions still list the sources docdex finds; search works without a model (`alt+2`).",
+            by_hand = setup_by_hand(&self.provider.provider, &self.provider.model),
             model = self.provider.model,
             provider = self.provider.provider,
         )
