@@ -98,6 +98,18 @@ impl BoundedSessions {
     }
 }
 
+/// A slot counted in [`Table::creating`] until dropped. rmcp's `create_session` awaits a lock,
+/// and a request dropped there (its client hung up) never reached the line that gave the slot
+/// back: each such creation lowered the cap for good, until new sessions ended older ones
+/// below it.
+struct Creating<'a>(&'a BoundedSessions);
+
+impl Drop for Creating<'_> {
+    fn drop(&mut self) {
+        self.0.with_table(|t| t.creating = t.creating.saturating_sub(1));
+    }
+}
+
 impl SessionManager for BoundedSessions {
     type Error = SessionsError;
     type Transport = <LocalSessionManager as SessionManager>::Transport;
@@ -120,13 +132,12 @@ impl SessionManager for BoundedSessions {
             let inner = self.inner.clone();
             tokio::spawn(async move { inner.close_session(&id).await });
         }
+        let slot = Creating(self);
         let created = self.inner.create_session().await;
-        self.with_table(|t| {
-            t.creating -= 1;
-            if let Ok((id, _)) = &created {
-                t.sessions.insert(id.clone(), Usage { last: Instant::now(), used: false });
-            }
-        });
+        if let Ok((id, _)) = &created {
+            self.with_table(|t| t.sessions.insert(id.clone(), Usage { last: Instant::now(), used: false }));
+        }
+        drop(slot);
         Ok(created?)
     }
 
@@ -177,5 +188,26 @@ impl SessionManager for BoundedSessions {
     ) -> Result<impl futures::Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.known(id, true)?;
         Ok(self.inner.resume(id, last_event_id).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_creation_abandoned_midway_gives_its_slot_back() {
+        let live = Arc::new(AtomicUsize::new(0));
+        let sessions = BoundedSessions::new(2, live.clone());
+        {
+            // rmcp's table is locked: the creation waits on it, and is dropped there.
+            let _held = sessions.inner.sessions.read().await;
+            let abandoned = tokio::time::timeout(std::time::Duration::from_millis(50), sessions.create_session()).await;
+            assert!(abandoned.is_err(), "the creation should wait on the lock");
+        }
+        let (first, _t1) = sessions.create_session().await.unwrap();
+        let (second, _t2) = sessions.create_session().await.unwrap();
+        assert_eq!(live.load(Ordering::Relaxed), 2, "the abandoned creation still held a slot");
+        assert!(sessions.has_session(&first).await.unwrap() && sessions.has_session(&second).await.unwrap());
     }
 }
