@@ -38,6 +38,8 @@ const BACKFILL_BATCH: usize = 32;
 pub const MAX_MEMORIES: u64 = 10_000;
 /// Memories one list answers at most (as search answers at most 200 hits); `next_after` pages on.
 pub const MAX_LIST: usize = 200;
+/// Most memories one recall answers.
+const MAX_RECALL: usize = 100;
 /// Content and metadata one list answers at most, in bytes (at least one memory is answered):
 /// 200 memories of 64 KB would still be 13 MB. `GET /v1/memory?limit=1000000000` answered
 /// every memory, 18 MB, in one response.
@@ -486,7 +488,7 @@ impl Engine {
     /// The memories most related to `req.query` in this repository (`memory_recall`): by
     /// meaning, or by shared words (with a notice) when no embedder answers.
     pub fn memory_recall(&self, repo_path: &Path, req: &MemoryRecallRequest) -> Result<MemoryRecallResponse> {
-        let limit = req.limit.unwrap_or(5).clamp(1, 100);
+        let limit = positive_limit(req.limit, 5)?.min(MAX_RECALL);
         if req.query.trim().is_empty() {
             return Err(Error::BadRequest("empty query: say what to recall".into()));
         }
@@ -569,7 +571,7 @@ impl Engine {
             return Ok(MemoryListResponse { repo: repo.root, total: 0, memories: Vec::new(), next_after: None });
         }
         let (repo, db) = self.memory_db(repo_path)?;
-        let limit = limit.unwrap_or(50).clamp(1, MAX_LIST);
+        let limit = positive_limit(limit, 50)?.min(MAX_LIST);
         let cursor = match after.map(str::trim).filter(|a| !a.is_empty()) {
             None => None,
             Some(id) => Some(db.get(id)?.ok_or_else(|| {
@@ -619,6 +621,17 @@ impl Engine {
             )));
         }
         Ok(MemoryDeleteResponse { repo: repo.root, id })
+    }
+}
+
+/// `limit`, or `default` when absent; 0 is refused. It was taken as 1 over HTTP and MCP (the
+/// command line refuses it), so an agent asking for none got one memory and no word. A limit
+/// above the maximum is cut to it, as documented.
+fn positive_limit(limit: Option<usize>, default: usize) -> Result<usize> {
+    match limit {
+        Some(0) => Err(Error::BadRequest("limit 0 asks for no memory: give 1 or more (or leave it out)".into())),
+        Some(n) => Ok(n),
+        None => Ok(default),
     }
 }
 

@@ -9,7 +9,7 @@
 //! defaults to its repo.
 
 use super::error::{ApiError, ErrorDetail};
-use super::extract::{blocking, parse_lines, selector, ApiJson, ApiQuery, RepoQuery};
+use super::extract::{blocking, parse_lines, selector, ApiJson, ApiQuery, JsonBody, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::{AppState, Mode};
 use crate::engine::protocol::{
@@ -33,6 +33,8 @@ pub struct SearchBody {
     pub search: SearchRequest,
 }
 
+impl JsonBody for SearchBody {}
+
 /// `GET /v1/open`: the query string's own fields, beside a [`FileRequest`]'s.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct OpenQuery {
@@ -51,6 +53,12 @@ pub struct InitializeBody {
     /// The repository as a `file://` URI (an absolute path or repo id also works).
     #[serde(rename = "rootUri", alias = "root_uri", alias = "workspace_root", alias = "repo")]
     pub root_uri: String,
+}
+
+/// Open: `rootUri` is LSP's name, and a client may send the rest of an LSP `initialize`
+/// (`processId`, `capabilities`); a misspelt `rootUri` is refused as missing anyway.
+impl JsonBody for InitializeBody {
+    const STRICT: bool = false;
 }
 
 /// `GET /healthz`.

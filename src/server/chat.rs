@@ -15,7 +15,7 @@
 //! connection closes), even while the model is still silent.
 
 use super::error::ApiError;
-use super::extract::{confine, selector, ApiJson, ApiQuery, RepoQuery};
+use super::extract::{confine, selector, ApiJson, ApiQuery, JsonBody, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::{
@@ -78,6 +78,12 @@ pub struct ChatCompletionRequest {
     /// docdex's options.
     #[serde(default)]
     pub docdex: Option<DocdexChatOptions>,
+}
+
+/// Open: OpenAI clients send fields docdex does not use (`top_p`, `presence_penalty`, `store`,
+/// `metadata`, ...), which OpenAI's own API accepts; its `docdex` object is checked instead.
+impl JsonBody for ChatCompletionRequest {
+    const STRICT: bool = false;
 }
 
 /// OpenAI's `stop`: absent or null, a string, or an array of up to 4 strings.
@@ -341,6 +347,25 @@ fn messages(body: &[OpenAiMessage]) -> Result<Vec<ChatMessage>, ApiError> {
     Ok(out)
 }
 
+/// Why the last user message asks nothing: empty, or only parts docdex does not read (an image
+/// alone was called "empty", which reads as a client bug rather than an unsupported input).
+fn empty_question(content: Option<&Value>) -> String {
+    let mut unread: Vec<&str> = match content {
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("type").and_then(Value::as_str)).filter(|t| *t != "text").collect()
+        }
+        _ => Vec::new(),
+    };
+    unread.dedup();
+    match unread.as_slice() {
+        [] => "the last user message is empty: ask a question".to_string(),
+        kinds => format!(
+            "the last user message has no text: docdex answers from text and does not read its {} parts; ask the question in a text part",
+            kinds.join(", ")
+        ),
+    }
+}
+
 /// An assistant message's text followed by one `[called name(arguments)]` line per tool call;
 /// remembers each call's name under its id for the `tool` message that answers it.
 fn with_tool_calls(
@@ -394,7 +419,7 @@ pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result
     msgs.push(question);
     let mut req = ChatTurnRequest::from_messages(&msgs).ok_or_else(no_user)?;
     if req.query.trim().is_empty() {
-        return Err(ApiError::bad_request("the last user message is empty: ask a question"));
+        return Err(ApiError::bad_request(empty_question(body.messages[last].content.as_ref())));
     }
     let opts = body.docdex.as_ref();
     req.model = body.model.clone().filter(|m| !DEFAULT_MODEL_NAMES.contains(&m.trim()));
@@ -1014,6 +1039,18 @@ mod tests {
 
     fn body(v: Value) -> ChatCompletionRequest {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn an_image_alone_is_named_as_unread_not_as_empty() {
+        let image = json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}});
+        let b = body(json!({"messages": [{"role": "user", "content": [image.clone(), image]}]}));
+        let e = turn_request(&b, &HeaderMap::new()).unwrap_err();
+        assert_eq!(e.code, "bad_request");
+        assert!(e.message.contains("does not read its image_url parts"), "{}", e.message);
+        let b = body(json!({"messages": [{"role": "user", "content": ""}]}));
+        let e = turn_request(&b, &HeaderMap::new()).unwrap_err();
+        assert_eq!(e.message, "the last user message is empty: ask a question");
     }
 
     #[test]

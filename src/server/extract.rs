@@ -117,9 +117,22 @@ pub fn confine(repo: &RepoRef, path: &str) -> Result<(), ApiError> {
 #[derive(Debug, Clone)]
 pub struct ApiJson<T>(pub T);
 
+/// A type [`ApiJson`] reads a body into, and what it refuses beyond what serde parses: serde
+/// ignores a top-level field the type does not declare, so a misspelt one (`path_prefx`,
+/// `budjet`) changed the answer without a word (an unfiltered search, a context pack 26 times
+/// the budget asked for). The fields a body may carry are its schema's properties, the same the
+/// OpenAPI document lists, plus [`JsonBody::ALIASES`].
+pub trait JsonBody: DeserializeOwned + JsonSchema + 'static {
+    /// Names accepted beside the schema's properties: serde aliases, which schemas do not list.
+    const ALIASES: &'static [&'static str] = &[];
+    /// Whether a top-level field the body does not know is refused (`400 bad_request`).
+    /// OpenAI's chat body is open: its clients send fields docdex does not use.
+    const STRICT: bool = true;
+}
+
 impl<S, T> FromRequest<S> for ApiJson<T>
 where
-    T: DeserializeOwned,
+    T: JsonBody,
     S: Send + Sync,
 {
     type Rejection = ApiError;
@@ -137,6 +150,7 @@ where
             ));
         }
         let limit = req.extensions().get::<BodyLimit>().map(|l| l.0).unwrap_or(0);
+        let route = format!("{} {}", req.method(), req.uri().path());
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if let Some(stalled) = stalled_body(&rejection) {
                 ApiError::new(StatusCode::REQUEST_TIMEOUT, "request_timeout", stalled)
@@ -149,9 +163,69 @@ where
         if bytes.is_empty() {
             return Err(ApiError::bad_request("empty request body: send a JSON object"));
         }
-        serde_json::from_slice(&bytes)
-            .map(ApiJson)
-            .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+        let body: T =
+            serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
+        if T::STRICT {
+            refuse_unknown_fields::<T>(&bytes, &route)?;
+        }
+        Ok(ApiJson(body))
+    }
+}
+
+/// `400 bad_request` naming the first top-level field of `bytes` that `T` does not take, with
+/// the fields it does. Read after `T` parsed, so a malformed body keeps serde's message.
+fn refuse_unknown_fields<T: JsonBody>(bytes: &[u8], route: &str) -> Result<(), ApiError> {
+    let Ok(keys) = serde_json::from_slice::<std::collections::BTreeMap<String, serde::de::IgnoredAny>>(bytes) else {
+        return Ok(());
+    };
+    let known = body_fields::<T>();
+    let Some(unknown) = keys.keys().find(|k| !known.contains(k) && !T::ALIASES.contains(&k.as_str())) else {
+        return Ok(());
+    };
+    let aliases = match T::ALIASES {
+        [] => String::new(),
+        names => format!("; also spelt {}", names.join(", ")),
+    };
+    Err(ApiError::bad_request(format!(
+        "unknown field {} in the body of {route}: it takes {}{aliases} (GET /v1/openapi.json describes them)",
+        crate::error::quoted(unknown),
+        known.join(", ")
+    )))
+}
+
+/// The top-level properties of `T`'s schema, computed once per type.
+fn body_fields<T: JsonBody>() -> std::sync::Arc<Vec<String>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<std::any::TypeId, Arc<Vec<String>>>>> = OnceLock::new();
+    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    let fields = cache.entry(std::any::TypeId::of::<T>()).or_insert_with(|| {
+        let schema = schemars::schema_for!(T).to_value();
+        let mut names = Vec::new();
+        schema_properties(&schema, &schema, &mut names, 0);
+        Arc::new(names)
+    });
+    Arc::clone(fields)
+}
+
+/// Collects the property names of `schema`, through `$ref`s into `root`'s definitions and the
+/// `allOf` / `anyOf` / `oneOf` a flattened field or enum makes.
+fn schema_properties(schema: &serde_json::Value, root: &serde_json::Value, out: &mut Vec<String>, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    if let Some(target) = schema.get("$ref").and_then(|r| r.as_str()).and_then(|r| r.strip_prefix('#')) {
+        if let Some(def) = root.pointer(target) {
+            schema_properties(def, root, out, depth + 1);
+        }
+    }
+    if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
+        out.extend(props.keys().filter(|k| !out.contains(k)).cloned().collect::<Vec<_>>());
+    }
+    for combinator in ["allOf", "anyOf", "oneOf"] {
+        for sub in schema.get(combinator).and_then(|v| v.as_array()).into_iter().flatten() {
+            schema_properties(sub, root, out, depth + 1);
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! contents travel in it), still bounded.
 
 use super::error::ApiError;
-use super::extract::{blocking, confine, selector, ApiJson, ApiQuery, BodyLimit, RepoQuery};
+use super::extract::{blocking, confine, selector, ApiJson, ApiQuery, BodyLimit, JsonBody, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::{HookValidateRequest, HookValidateResponse, StagedFile};
@@ -35,6 +35,8 @@ pub struct ValidateBody {
     /// without content is read from the working tree.
     pub files: Vec<StagedFile>,
 }
+
+impl JsonBody for ValidateBody {}
 
 async fn validate(
     State(state): State<AppState>,

@@ -10,7 +10,7 @@
 //! string's text into numbers, two plain reads can).
 
 use super::error::ApiError;
-use super::extract::{blocking, confine, selector, ApiJson, ApiQuery, RepoQuery};
+use super::extract::{blocking, confine, selector, ApiJson, ApiQuery, JsonBody, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::RepoRef;
@@ -41,6 +41,18 @@ pub struct AstQueryBody {
     #[serde(flatten)]
     pub query: AstQueryRequest,
 }
+
+impl JsonBody for AstQueryBody {
+    /// [`AstQueryRequest`]'s camelCase spellings.
+    const ALIASES: &'static [&'static str] = &["pathPrefix", "sampleLimit"];
+}
+impl JsonBody for MemoryStoreBody {}
+impl JsonBody for MemoryRecallBody {}
+impl JsonBody for MemoryDeleteBody {}
+impl JsonBody for SimilarBody {}
+impl JsonBody for ContextBody {}
+impl JsonBody for DuplicatesBody {}
+impl JsonBody for ConflictsBody {}
 
 /// `POST /v1/memory/store` body.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -425,6 +425,7 @@ mod tests {
     struct Ask {
         text: String,
     }
+    impl crate::server::extract::JsonBody for Ask {}
 
     #[derive(Serialize, JsonSchema)]
     struct Answer {

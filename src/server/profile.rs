@@ -4,7 +4,7 @@
 //! the blocking pool; the bodies are the engine's request types as they are.
 
 use super::error::ApiError;
-use super::extract::{blocking, selector, ApiJson, ApiQuery, RepoQuery};
+use super::extract::{blocking, selector, ApiJson, ApiQuery, JsonBody, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::{DagTarget, EvolutionOutcome, ProjectMap, ProjectMapRequest, SavePreferenceRequest};
@@ -29,6 +29,13 @@ pub struct LearnBody {
     #[serde(flatten)]
     pub learn: SavePreferenceRequest,
 }
+
+impl JsonBody for LearnBody {}
+impl JsonBody for ProfileAddRequest {}
+impl JsonBody for ProfileRoleRequest {}
+impl JsonBody for ProfileEditRequest {}
+impl JsonBody for ProfileSearchRequest {}
+impl JsonBody for ProfileRemoveRequest {}
 
 /// Fills an empty agent id with the server's default.
 fn with_agent(state: &AppState, agent: &mut String) {

@@ -161,6 +161,13 @@ fn bad_memory_input_is_refused_clearly() {
     assert!(err.to_string().contains("must be a JSON object"));
     let err = engine.memory_recall(&repo, &MemoryRecallRequest { query: " ".into(), limit: None }).unwrap_err();
     assert!(err.to_string().contains("empty query"));
+    // A limit of 0 was taken as 1 over HTTP and MCP: one memory for an agent asking for none.
+    store(&engine, &repo, "integration tests need REDIS_URL set");
+    let err = engine.memory_recall(&repo, &MemoryRecallRequest { query: "redis".into(), limit: Some(0) }).unwrap_err();
+    assert!(matches!(err, Error::BadRequest(_)) && err.to_string().starts_with("limit 0 asks for no memory"), "{err}");
+    let err = engine.memory_list(&repo, Some(0)).unwrap_err();
+    assert!(err.to_string().starts_with("limit 0 asks for no memory"), "{err}");
+    assert_eq!(engine.memory_list(&repo, Some(1_000_000)).unwrap().memories.len(), 1, "a large limit is cut");
     // An empty id read "no memory , and an id prefix must have at least 6 characters".
     let err = engine.memory_delete(&repo, "  ").unwrap_err();
     assert!(err.to_string().starts_with("no memory id given"), "{err}");

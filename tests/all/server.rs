@@ -182,6 +182,43 @@ async fn errors_quote_a_huge_value_cut_to_its_start_and_length() {
     );
 }
 
+/// serde ignores a field a body does not declare, so a misspelt one changed the answer without a
+/// word: `path_prefx` searched the whole repository, `budjet: 300` got a pack of the default
+/// 8,000 tokens. Each is a 400 naming the fields the endpoint takes; declared aliases, LSP's
+/// `initialize` and OpenAI's chat body (whose clients send fields docdex does not use) pass.
+#[tokio::test]
+async fn a_misspelt_body_field_is_refused_naming_the_fields_the_endpoint_takes() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = client();
+    let post = |path: &str, body: Value| {
+        let req = c.post(server.url(path)).json(&body);
+        async move { json_of(req.send().await.unwrap()).await }
+    };
+    let (s, v) = post("/v1/search", json!({"query": "session", "path_prefx": "src/"})).await;
+    assert_eq!(s, 400, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("unknown field \"path_prefx\" in the body of POST /v1/search: it takes "), "{message}");
+    assert!(message.contains("path_prefix") && message.contains("query"), "{message}");
+    let (s, v) = post("/v1/context", json!({"task": "expire sessions", "budjet": 300})).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (400, Some("bad_request")), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("\"budjet\""), "{v}");
+    let (s, v) = post("/v1/memory/store", json!({"content": "a fact", "metdata": {}})).await;
+    assert_eq!(s, 400, "{v}");
+
+    let (s, v) = post("/v1/search", json!({"query": "session", "path_prefix": "src/", "limit": 2, "repo": repo})).await;
+    assert_eq!(s, 200, "{v}");
+    let (s, v) =
+        post("/v1/ast/query", json!({"kinds": ["function_item"], "pathPrefix": "src/", "sampleLimit": 1})).await;
+    assert_eq!(s, 200, "{v}");
+    let (s, v) = post("/v1/initialize", json!({"rootUri": repo, "processId": 1, "capabilities": {}})).await;
+    assert_eq!(s, 200, "{v}");
+    let chat = json!({"messages": [{"role": "user", "content": "hi"}], "top_p": 0.5, "store": false});
+    let (s, v) = post("/v1/chat/completions", chat).await;
+    assert_ne!(s, 400, "{v}");
+}
+
 #[tokio::test]
 async fn token_guards_every_http_and_mcp_request() {
     let env = Env::new();
