@@ -606,7 +606,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     for w in engine.config_warnings() {
         eline!("{} {}", output::warn_prefix(), output::visible(&w.to_string()));
     }
-    dispatch(engine, &out, cli.home.as_deref(), command)
+    dispatch(engine, &out, cli.home.as_deref(), command).map_err(|e| refused_root_instead(cli.home.as_deref(), e))
+}
+
+/// A read on a root docdex never indexes (`/etc`, `/`, the home directory, docdex's own home)
+/// said "not indexed yet; run `docdex index --repo /etc` first", a command that is refused:
+/// the refusal is the answer (exit 2), as the server gives it (`403 forbidden_repo`). The
+/// engine is opened again only on that error (the command's own one is gone with it).
+fn refused_root_instead(home: Option<&Path>, err: anyhow::Error) -> anyhow::Error {
+    let Some(Error::NotIndexed { path }) = err.downcast_ref::<Error>() else { return err };
+    let Ok(engine) = home.map_or_else(Engine::open, Engine::open_at) else { return err };
+    let refusal = engine.resolve_repo(path).and_then(|repo| engine.check_servable(&repo));
+    match refusal {
+        Err(e @ Error::UnsafeRoot { .. }) => anyhow::Error::new(e),
+        _ => err,
+    }
 }
 
 /// One call per command: a flat table, exhaustive so that a new command does not compile

@@ -769,3 +769,27 @@ fn bench_web_prints_a_row_per_measurement_and_the_same_figures_as_json() {
     assert_eq!(fields("http_fetch"), ["first", "cold_p50", "cold_p95", "warm_p50", "warm_p95"]);
     assert_eq!(fields("chromium_tier2"), ["miss_p50", "miss_p95", "hit_p50", "hit_p95"]);
 }
+
+/// A read on a root docdex refuses to index said "not indexed yet; run `docdex index --repo
+/// /etc` first", advice that fails: the refusal is the answer, exit 2, as `index` and the
+/// server give it. A root that may be indexed still gets the advice.
+#[test]
+fn a_read_on_a_root_docdex_refuses_says_so_instead_of_advising_to_index_it() {
+    let env = Env::new();
+    let home = env.home();
+    std::fs::create_dir_all(&home).unwrap();
+    for root in ["/etc".to_string(), home.to_string_lossy().into_owned()] {
+        for args in [vec!["search", "x", "--repo", &root], vec!["symbols", "x", "--repo", &root]] {
+            let out = env.run(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(stderr.contains(&format!("refusing to index or serve {root} as a repository")), "{stderr}");
+            assert!(!stderr.contains("docdex index"), "{stderr}");
+        }
+    }
+    let plain = env.repo("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let out = env.run(&["search", "x", "--repo", plain.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not indexed yet; run `docdex index"), "{out:?}");
+}
