@@ -21,23 +21,29 @@ const MAX_ELEMENTS: usize = 200_000;
 /// lets sidebars back in around a short documentation section).
 const CHAR_THRESHOLD: usize = 200;
 
-/// Extracts the readable article of `html` fetched from `url` (or an indexed HTML file). A page
-/// the parser and Readability would take superlinear time on (nested deeper than any real one,
-/// over 2 MiB, or a tag of over 1,000 attributes: [`shallow::too_costly`]) is read flat, in one
-/// pass; a deep enough tree also overflowed the stack.
+/// Extracts the readable article of `html` fetched from `url`: its relative links and images
+/// made absolute against `url`. A page the parser and Readability would take superlinear time
+/// on (nested deeper than any real one, over 2 MiB, or a tag of over 1,000 attributes:
+/// [`shallow::too_costly`]) is read flat, in one pass; a deep enough tree also overflowed the
+/// stack.
 pub fn extract(html: &str, url: &str) -> Extracted {
+    extract_at(html, Some(url))
+}
+
+/// Extracts the readable text of an indexed HTML file, as [`extract`] does a page, but with its
+/// relative links and images as written (relative to the document, or to its `<base href>`):
+/// resolved against a made-up URL they read `file:///care/feeding.html`, a path that is nowhere.
+pub fn extract_document(html: &str) -> Extracted {
+    extract_at(html, None)
+}
+
+fn extract_at(html: &str, url: Option<&str>) -> Extracted {
     if let Some(why) = shallow::too_costly(html) {
         tracing::debug!(url, "{why}: read flat");
         let (title, text) = shallow::flat_text(html);
         return Extracted { title, markdown: tidy(&text), readable: false };
     }
-    let cfg = || Config {
-        text_mode: TextMode::Markdown,
-        max_elements_to_parse: MAX_ELEMENTS,
-        char_threshold: CHAR_THRESHOLD,
-        ..Default::default()
-    };
-    let parsed = Readability::new(html, Some(url), Some(cfg())).or_else(|_| Readability::new(html, None, Some(cfg())));
+    let parsed = readability(html, url).or_else(|_| readability(html, None));
     if let Ok(mut r) = parsed {
         if let Ok(article) = r.parse() {
             let markdown = tidy(&article.text_content);
@@ -47,6 +53,21 @@ pub fn extract(html: &str, url: &str) -> Extracted {
         }
     }
     fallback(html)
+}
+
+/// Readability over `html`, its definition lists' terms and descriptions made paragraphs
+/// first: the Markdown writer knows no `<dt>` or `<dd>`, and glued a term to its description
+/// ("Termdescription").
+fn readability(html: &str, url: Option<&str>) -> Result<Readability, dom_smoothie::ReadabilityError> {
+    let cfg = Config {
+        text_mode: TextMode::Markdown,
+        max_elements_to_parse: MAX_ELEMENTS,
+        char_threshold: CHAR_THRESHOLD,
+        ..Default::default()
+    };
+    let doc = dom_query::Document::from(html);
+    doc.select("dt, dd").rename("p");
+    Readability::with_document(doc, url, Some(cfg))
 }
 
 /// The page's title and the text of its body without scripts, styles and navigation.
@@ -72,7 +93,7 @@ fn fallback(html: &str) -> Extracted {
 fn collect_text(el: scraper::ElementRef<'_>, out: &mut String) {
     const SKIP: &[&str] = &["script", "style", "noscript", "nav", "header", "footer", "aside", "template"];
     const BLOCK: &[&str] =
-        &["p", "div", "section", "article", "li", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6", "pre"];
+        &["p", "div", "section", "article", "li", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "dt", "dd"];
     // (node, its closing edge): children are pushed in reverse so they come out in order.
     let mut stack: Vec<_> = el.children().rev().map(|c| (c, false)).collect();
     while let Some((node, closing)) = stack.pop() {
@@ -165,6 +186,25 @@ mod tests {
         for empty in ["<html><head></head><body></body></html>", "<html><body><script>var x=1</script></body></html>"] {
             let e = extract(empty, "https://e.org/empty");
             assert_eq!(e.markdown, "", "{e:?}");
+        }
+    }
+
+    /// A fetched page's relative links are made absolute against its URL (an indexed file's stay
+    /// as written: [`extract_document`]), and its definition terms are not glued to their
+    /// descriptions, in an article or in the body text read whole.
+    #[test]
+    fn page_links_are_absolute_and_definitions_separated() {
+        let html = r#"<html><head><title>Glossary</title></head><body><article><h1>Glossary</h1>
+<p>The glossary below names the parts of a widget, each with the option that configures it. See <a href="knobs.html">knobs</a>.</p>
+<dl><dt>Knob</dt><dd>a handler a widget calls</dd><dt>Frobnicate</dt><dd>the option listing knobs</dd></dl>
+<p>Every widget is reset with reset_widget, which restores the defaults of all its knobs at once.</p></article></body></html>"#;
+        let page = extract(html, "https://e.org/docs/glossary.html");
+        assert!(page.markdown.contains("(https://e.org/docs/knobs.html)"), "{}", page.markdown);
+        let local = extract_document(html);
+        assert!(local.markdown.contains("(knobs.html)"), "{}", local.markdown);
+        for e in [page, local, fallback(html)] {
+            assert!(!e.markdown.contains("Knoba handler"), "{}", e.markdown);
+            assert!(e.markdown.lines().any(|l| l.trim() == "Knob"), "{}", e.markdown);
         }
     }
 }
