@@ -773,3 +773,61 @@ fn go_counts_passing_tests_places_failures_and_a_package_without_tests_is_no_tes
     let notes = v["notes"].to_string();
     assert!(notes.contains("go test found no test") && !notes.contains("gave no test counts"), "{notes}");
 }
+
+#[test]
+fn pytest_configuration_ignores_are_honoured_and_a_subproject_runs_in_its_own_directory() {
+    // pytest collects any file named on its command line: `--affected` handed it files its
+    // `addopts = --ignore=...` and a conftest's `collect_ignore_glob` leave out, which fail at
+    // import on purpose (the run "failed"). `--color=yes` in addopts coloured the summary, and
+    // the counts were lost; a subproject's own pytest.ini (pytest's rootdir for its files) was
+    // not read, its `--ignore` (relative to it) missed from the root, its `-qq` hid the counts.
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("pyignore");
+    write(&repo, "pyproject.toml", "[project]\nname = \"fixture\"\nversion = \"0.1.0\"\n");
+    write(&repo, "pytest.ini", "[pytest]\naddopts = -p no:cacheprovider --color=yes --ignore=tests/legacy\n");
+    write(&repo, "conftest.py", "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n");
+    write(&repo, "tests/conftest.py", "collect_ignore_glob = [\n    \"gen/*\",  # generated\n]\n");
+    write(&repo, "core.py", "def value():\n    return 42\n");
+    write(&repo, "tests/test_core.py", "from core import value\n\n\ndef test_value():\n    assert value() == 42\n");
+    let broken = "from core import value\n\nraise RuntimeError('left out of the suite on purpose')\n";
+    write(&repo, "tests/legacy/test_core_old.py", broken);
+    write(&repo, "tests/gen/test_core_gen.py", broken);
+    write(&repo, "svc/pytest.ini", "[pytest]\naddopts = -qq --ignore=tests/legacy\n");
+    write(&repo, "svc/tests/test_svc.py", "def test_ok():\n    pass\n\n\ndef test_bad():\n    assert 1 == 2\n");
+    write(&repo, "svc/tests/legacy/test_svc_old.py", "raise RuntimeError('left out of svc on purpose')\n");
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    write(&repo, ".gitignore", ".venv\n");
+    git_commit_all(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    write(&repo, "core.py", "def value():\n    # a comment\n    return 42\n");
+    let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("passed"), Some(1)), "{v}");
+    let selected = v["selected"].to_string();
+    assert!(
+        selected.contains("tests/test_core.py") && !selected.contains("legacy") && !selected.contains("gen/"),
+        "{v}"
+    );
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("addopts --ignore=tests/legacy: tests/legacy/test_core_old.py"), "{notes}");
+    assert!(
+        notes.contains("collect_ignore_glob \\\"gen/*\\\" in tests/conftest.py: tests/gen/test_core_gen.py"),
+        "{notes}"
+    );
+    // The root's addopts turn the cache plugin off: no `-o cache_dir` naming it.
+    assert!(!v["command"].to_string().contains("cache_dir"), "{v}");
+
+    // The subproject: run in svc/ (its --ignore means svc/tests/legacy there), -qq raised to -q.
+    write(&repo, "svc/tests/test_svc.py", "def test_ok():\n    pass\n\n\ndef test_bad():\n    assert 1 == 3\n");
+    let (code, v) = run_tests(&env, &repo, &["--target", "svc/tests"], &[]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(1)), "{v}");
+    assert_eq!(
+        failures(&v),
+        [("svc/tests/test_svc.py::test_bad".to_string(), Some("svc/tests/test_svc.py".to_string()), Some(6))]
+    );
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("pytest ran in svc/, the directory of its configuration svc/pytest.ini"), "{notes}");
+    assert!(v["command"].as_array().unwrap().iter().any(|a| a == "-v"), "{v}");
+    assert_eq!(v["command"].as_array().unwrap().last().unwrap(), "tests", "{v}");
+}

@@ -179,12 +179,16 @@ fn broken_venv(root: &Path) -> Option<String> {
     })
 }
 
-/// The Python that runs pytest: the repository's virtualenv first.
-fn python(root: &Path) -> String {
-    for venv in [".venv", "venv"] {
-        let p = root.join(venv).join("bin/python");
-        if p.exists() {
-            return p.to_string_lossy().into_owned();
+/// The Python that runs pytest: the virtualenv of the directory pytest runs in (`run_dir`, a
+/// project in a subdirectory), then the repository's, first.
+fn python(root: &Path, run_dir: &str) -> String {
+    let dirs = if run_dir.is_empty() { vec![root.to_path_buf()] } else { vec![root.join(run_dir), root.to_path_buf()] };
+    for dir in dirs {
+        for venv in [".venv", "venv"] {
+            let p = dir.join(venv).join("bin/python");
+            if p.exists() {
+                return p.to_string_lossy().into_owned();
+            }
         }
     }
     if let Some(v) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
@@ -290,13 +294,37 @@ fn command(
             cmd.extend(targets.iter().cloned());
             cmd
         }
-        Runner::Pytest => {
-            let cache = format!("cache_dir={}", pytest_cache.display());
-            let mut cmd = vec![python(root), s("-m"), s("pytest"), s("-rfE"), s("--tb=line"), s("-o"), cache];
-            cmd.extend(targets.iter().cloned());
-            cmd
-        }
+        Runner::Pytest => pytest_command(root, "", targets, pytest_cache, notes),
     }
+}
+
+/// pytest's command line, run in `run_dir` (repo-relative; `targets` relative to it), around
+/// the configuration's `addopts`: its cache under docdex's state unless `addopts` turns the
+/// cache plugin off (`-p no:cacheprovider`; the option would name a plugin not loaded), and
+/// `-v` enough to bring a `-qq` back to `-q`, whose summary line holds the counts.
+fn pytest_command(
+    root: &Path,
+    run_dir: &str,
+    targets: &[String],
+    pytest_cache: &Path,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
+    let s = |x: &str| x.to_string();
+    let opts = pytest_config::addopts(root, run_dir);
+    let mut cmd = vec![python(root, run_dir), s("-m"), s("pytest"), s("-rfE"), s("--tb=line")];
+    if !pytest_config::cache_disabled(&opts) {
+        cmd.extend([s("-o"), format!("cache_dir={}", pytest_cache.display())]);
+    }
+    let quiet = pytest_config::too_quiet(&opts);
+    if quiet > 0 {
+        cmd.extend(std::iter::repeat_n(s("-v"), quiet));
+        notes.push(format!(
+            "pytest's addopts make it too quiet to print its counts (-qq): run with {} to bring it to -q",
+            vec!["-v"; quiet].join(" ")
+        ));
+    }
+    cmd.extend(targets.iter().map(|t| operand(t)));
+    cmd
 }
 
 /// `cargo test --no-fail-fast`, narrowed to integration test targets (`tests/x.rs`) or the
@@ -534,12 +562,41 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
     })
 }
 
-/// The counts and failures in a run's output, read as `runner` prints them; for `npm test`
-/// and configured commands, whichever known shape finds the most tests.
-fn parse_output(runner: Runner, text: &str, root: &str) -> parse::Outcome {
+/// A repo-relative target relative to `dir`, one of its ancestors (`.` for `dir` itself).
+fn within(target: &str, dir: &str) -> String {
+    match target.strip_prefix(dir) {
+        Some("") => ".".to_string(),
+        Some(rest) if rest.starts_with('/') || rest.starts_with("::") => {
+            let rest = rest.trim_start_matches('/');
+            if rest.starts_with("::") {
+                format!(".{rest}")
+            } else {
+                rest.to_string()
+            }
+        }
+        _ => target.to_string(),
+    }
+}
+
+/// Text without its ANSI escape sequences (colours a runner prints when its configuration
+/// forces them, as pytest's `addopts = --color=yes` does whatever NO_COLOR says).
+fn strip_ansi(text: &str) -> std::borrow::Cow<'_, str> {
+    static ANSI: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    match ANSI.get_or_init(|| regex::Regex::new(r"\x1b\[[0-9;?]*[ -/]*[@-~]").ok()) {
+        Some(re) if text.contains('\x1b') => re.replace_all(text, ""),
+        _ => std::borrow::Cow::Borrowed(text),
+    }
+}
+
+/// The counts and failures in a run's output, read as `runner` prints them (colours taken
+/// off); for `npm test` and configured commands, whichever known shape finds the most tests.
+/// `run_dir`: where pytest ran, relative to `root`.
+fn parse_output(runner: Runner, text: &str, root: &str, run_dir: &str) -> parse::Outcome {
+    let text = strip_ansi(text);
+    let text = text.as_ref();
     match runner {
         Runner::Cargo => parse::cargo(text, root),
-        Runner::Pytest => parse::pytest(text, root),
+        Runner::Pytest => parse::pytest(text, root, run_dir),
         Runner::Node => parse::tap(text, root),
         Runner::Go => parse::go(text, go_module(Path::new(root)).as_deref()),
         Runner::Jest | Runner::Vitest => parse::jest_like(text, root),
@@ -547,7 +604,7 @@ fn parse_output(runner: Runner, text: &str, root: &str) -> parse::Outcome {
             let candidates = [
                 parse::tap(text, root),
                 parse::cargo(text, root),
-                parse::pytest(text, root),
+                parse::pytest(text, root, ""),
                 parse::jest_like(text, root),
                 parse::go(text, go_module(Path::new(root)).as_deref()),
             ];
@@ -569,7 +626,7 @@ fn go_module(root: &Path) -> Option<String> {
 
 fn tail(lines: &[String]) -> String {
     let from = lines.len().saturating_sub(TAIL_LINES);
-    let mut text = lines[from..].join("\n");
+    let mut text = strip_ansi(&lines[from..].join("\n")).into_owned();
     if text.len() > TAIL_BYTES {
         let mut cut = text.len() - TAIL_BYTES;
         while !text.is_char_boundary(cut) {
@@ -697,9 +754,18 @@ impl Engine {
             return Ok(resp);
         };
         let pytest_cache = repo.data_dir().join("pytest_cache");
-        resp.command = command(&root, runner, &cfg.command, &targets, &pytest_cache, &mut notes);
+        let run_dir = (runner == Runner::Pytest).then(|| pytest_config::run_dir(&root, &targets)).flatten();
+        resp.command = match &run_dir {
+            Some((dir, source)) => {
+                notes.push(format!("pytest ran in {dir}/, the directory of its configuration {source} (its rootdir)"));
+                let inside: Vec<String> = targets.iter().map(|t| within(t, dir)).collect();
+                pytest_command(&root, dir, &inside, &pytest_cache, &mut notes)
+            }
+            None => command(&root, runner, &cfg.command, &targets, &pytest_cache, &mut notes),
+        };
+        let run_dir = run_dir.map(|(dir, _)| dir).unwrap_or_default();
         let broken = (runner == Runner::Pytest).then(|| broken_venv(&root)).flatten();
-        let done = execute(&root, &resp.command, timeout)?;
+        let done = execute(&root.join(&run_dir), &resp.command, timeout)?;
         let text = done.lines.join("\n");
         // A missing runner is bad input, not a failing suite.
         if let Some(why) = missing_runner(runner, &resp.command, done.exit_code, &text) {
@@ -712,7 +778,7 @@ impl Engine {
             let python = resp.command.first().cloned().unwrap_or_default();
             notes.push(format!("ran {python}, not the repository's virtualenv: {b}"));
         }
-        let outcome = parse_output(runner, &text, &root.to_string_lossy());
+        let outcome = parse_output(runner, &text, &root.to_string_lossy(), &run_dir);
         record_outcome(&mut resp, runner, done, outcome, timeout, notes);
         if resp.status == TestStatus::NoTests && !req.affected {
             if let Some(note) = self.tests_of_target(&root, runner, &targets) {

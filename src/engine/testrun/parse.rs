@@ -140,7 +140,17 @@ struct Detail {
 /// `FAILED path::name - message` summaries (their messages cut to the terminal's width, so the
 /// full first line is taken from the crash line of the `FAILURES` section), and the `ERRORS`
 /// blocks (a collection error's summary has no message: its `E   ` line does).
-pub fn pytest(out: &str, root: &str) -> Outcome {
+///
+/// `run_dir` is where pytest ran, relative to `root` (`""` for the root): the paths it prints
+/// relative (the summary's, a traceback's) are relative to it, and are made repo-relative.
+pub fn pytest(out: &str, root: &str, run_dir: &str) -> Outcome {
+    let place = |file: &str| {
+        if file.starts_with('/') || run_dir.is_empty() {
+            relative(file, root)
+        } else {
+            format!("{}/{file}", run_dir.trim_end_matches('/'))
+        }
+    };
     static TB: OnceLock<Option<Regex>> = OnceLock::new();
     static WHERE: OnceLock<Option<Regex>> = OnceLock::new();
     let mut o = Outcome::default();
@@ -161,7 +171,7 @@ pub fn pytest(out: &str, root: &str) -> Outcome {
             Section::Failures => {
                 if let Some(c) = re(&TB, r"^(\S+\.py):(\d+): (.*)$").and_then(|r| r.captures(line)) {
                     crashes.push(Detail {
-                        file: Some(relative(&c[1], root)),
+                        file: Some(place(&c[1])),
                         line: c[2].parse().ok(),
                         message: Some(c[3].trim().to_string()).filter(|m| !m.is_empty()),
                         ..Detail::default()
@@ -174,7 +184,7 @@ pub fn pytest(out: &str, root: &str) -> Outcome {
                         errors.push(Detail { title: title.to_string(), ..Detail::default() });
                     }
                 } else if let Some(d) = errors.last_mut() {
-                    error_detail(d, line, root, &WHERE);
+                    error_detail(d, line, &place, &WHERE);
                 }
             }
             Section::Summary => {
@@ -189,8 +199,8 @@ pub fn pytest(out: &str, root: &str) -> Outcome {
                 let (id, message) = rest.split_once(" - ").unwrap_or((rest, ""));
                 kind.push(o.failures.len());
                 o.failures.push(TestFailure {
-                    name: id.trim().to_string(),
-                    file: id.split("::").next().map(|f| f.trim().to_string()),
+                    name: place(id.trim()),
+                    file: id.split("::").next().map(|f| place(f.trim())),
                     line: None,
                     message: Some(message.trim().to_string()).filter(|m| !m.is_empty()),
                 });
@@ -199,7 +209,11 @@ pub fn pytest(out: &str, root: &str) -> Outcome {
         }
     }
     attach(&mut o.failures, &failed_at, &crashes, |f, d| f.file == d.file);
-    attach(&mut o.failures, &error_at, &errors, |f, d| d.title == format!("collecting {}", f.name));
+    let unplaced = |name: &str| {
+        let prefix = format!("{}/", run_dir.trim_end_matches('/'));
+        name.strip_prefix(&prefix).filter(|_| !run_dir.is_empty()).unwrap_or(name).to_string()
+    };
+    attach(&mut o.failures, &error_at, &errors, |f, d| d.title == format!("collecting {}", unplaced(&f.name)));
     o
 }
 
@@ -207,7 +221,7 @@ pub fn pytest(out: &str, root: &str) -> Outcome {
 /// indented further: a SyntaxError's `File ...` and source lines are; an indented one when
 /// there is no other, as `fixture 'cache' not found`), and the last traceback line `path:N: in
 /// ...` (or a fixture error's bare `path:N`) as where it happened.
-fn error_detail(d: &mut Detail, line: &str, root: &str, cell: &'static OnceLock<Option<Regex>>) {
+fn error_detail(d: &mut Detail, line: &str, place: &dyn Fn(&str) -> String, cell: &'static OnceLock<Option<Regex>>) {
     if let Some(e) = line.strip_prefix("E   ").filter(|e| !e.trim().is_empty()) {
         let indented = e.starts_with(char::is_whitespace);
         if d.message.is_none() || (d.indented && !indented) {
@@ -215,7 +229,7 @@ fn error_detail(d: &mut Detail, line: &str, root: &str, cell: &'static OnceLock<
             d.indented = indented;
         }
     } else if let Some(c) = re(cell, r"^(\S+\.py):(\d+)(: in |$)").and_then(|r| r.captures(line)) {
-        d.file = Some(relative(&c[1], root));
+        d.file = Some(place(&c[1]));
         d.line = c[2].parse().ok();
     }
 }
@@ -648,7 +662,7 @@ mod tests {
     #[test]
     fn pytest_reads_the_summary_and_the_line_tracebacks() {
         let out = "..F.s\n=================================== FAILURES ===================================\n/r/tests/test_x.py:7: assert 1 == 2\n=========================== short test summary info ============================\nFAILED tests/test_x.py::test_bad - assert 1 == 2\n==================== 1 failed, 3 passed, 1 skipped in 0.05s ====================\n";
-        let o = pytest(out, "/r");
+        let o = pytest(out, "/r", "");
         assert_eq!((o.passed, o.failed, o.skipped), (3, 1, 1));
         assert_eq!(o.failures[0].name, "tests/test_x.py::test_bad");
         assert_eq!((o.failures[0].file.as_deref(), o.failures[0].line), (Some("tests/test_x.py"), Some(7)));
@@ -670,7 +684,7 @@ mod tests {
     fn pytest_messages_cut_by_the_summary_come_whole_from_the_crash_lines() {
         // Real pytest 9 output (`-rfE --tb=line`): the summary cuts at 80 columns.
         let out = "=================================== FAILURES ===================================\nE   AssertionError: assert 941 == 936\n     +  where 941 = total('NY', 'SAVE10')\n/r/tests/test_cart.py:19: AssertionError: assert 941 == 936\nE   assert 941 == 936\n/r/tests/helpers.py:2: assert 941 == 936\nE   assert 1 == 2\n/r/tests/test_cart.py:30: assert 1 == 2\n=========================== short test summary info ============================\nFAILED tests/test_cart.py::test_total_with_coupon_and_tax - AssertionError: a...\nFAILED tests/test_cart.py::test_helper - assert 941 == 936\nFAILED tests/test_cart.py::test_plain - assert 1 == 2\n============== 3 failed, 4 passed in 0.03s ===============\n";
-        let o = pytest(out, "/r");
+        let o = pytest(out, "/r", "");
         assert_eq!((o.passed, o.failed, o.counted), (4, 3, true));
         let got: Vec<(Option<u32>, Option<&str>)> = o.failures.iter().map(|f| (f.line, f.message.as_deref())).collect();
         assert_eq!(
@@ -687,7 +701,7 @@ mod tests {
     #[test]
     fn a_pytest_collection_error_has_its_exception_as_message() {
         let out = "collected 3 items / 1 error\n\n==================================== ERRORS ====================================\n_______________________ ERROR collecting tests/test_b.py _______________________\nImportError while importing test module '/r/tests/test_b.py'.\nTraceback:\n/usr/lib/python3.11/importlib/__init__.py:126: in import_module\n    return _bootstrap._gcd_import(name[level:], package, level)\ntests/test_b.py:1: in <module>\n    import nope_module\nE   ModuleNotFoundError: No module named 'nope_module'\n__________________________ ERROR at setup of test_err __________________________\nE     File \"/r/tests/x.py\", line 3\nE   ValueError: fixture blew up with a long long long long long long message text here\n=========================== short test summary info ============================\nERROR tests/test_b.py\nERROR tests/test_c.py::test_err - ValueError: fixture blew up with a long lon...\n!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!\n=============================== 2 errors in 0.18s ===============================\n";
-        let o = pytest(out, "/r");
+        let o = pytest(out, "/r", "");
         assert_eq!(o.failed, 2);
         assert_eq!(o.failures[0].message.as_deref(), Some("ModuleNotFoundError: No module named 'nope_module'"));
         assert_eq!((o.failures[0].file.as_deref(), o.failures[0].line), (Some("tests/test_b.py"), Some(1)));
@@ -696,7 +710,7 @@ mod tests {
             Some("ValueError: fixture blew up with a long long long long long long message text here")
         );
         let fixture = "==================================== ERRORS ====================================\n_____________________ ERROR at setup of test_cache_makedir _____________________\nfile /r/testing/test_legacypath.py, line 88\n  def test_cache_makedir(cache: pytest.Cache) -> None:\nE       fixture 'cache' not found\n>       available fixtures: LineMatcher, capfd\n\n/r/testing/test_legacypath.py:88\n=========================== short test summary info ============================\nERROR testing/test_legacypath.py::test_cache_makedir\n= 3474 passed, 1 error in 284.20s (0:04:44) =\n";
-        let f = pytest(fixture, "/r");
+        let f = pytest(fixture, "/r", "");
         assert_eq!((f.passed, f.failed), (3474, 1));
         assert_eq!(
             (f.failures[0].line, f.failures[0].message.as_deref()),
@@ -705,6 +719,7 @@ mod tests {
         let none = pytest(
             "collected 0 items\n\n============================ no tests ran in 0.01s =============================\n",
             "/r",
+            "",
         );
         assert!(none.counted && none.passed + none.failed == 0);
     }

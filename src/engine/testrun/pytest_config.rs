@@ -1,14 +1,16 @@
-//! What pytest itself would collect: `testpaths` and `norecursedirs` from the repository's
-//! pytest configuration, so `run-tests --affected` never hands pytest a file the project
-//! excludes on purpose. pytest collects any file named on its command line, `norecursedirs` or
-//! not, and pytest's own repository keeps test files under `testing/example_scripts` that fail
-//! at collection by design: one such file interrupted the whole run ("1 error during
-//! collection", 0 of 3,662 tests ran).
+//! What pytest itself would collect, so `run-tests --affected` never hands pytest a file the
+//! project excludes on purpose: pytest collects any file named on its command line, whatever
+//! its configuration says (`norecursedirs`, `--ignore` in `addopts`, `collect_ignore` in a
+//! conftest.py, `python_files`), and pytest's own repository keeps test files under
+//! `testing/example_scripts` that fail at collection by design: one such file interrupted the
+//! whole run ("1 error during collection", 0 of 3,662 tests ran).
 //!
-//! The configuration is read from the root as pytest looks for it, first match wins:
-//! `pytest.toml`, `.pytest.toml`, `pytest.ini`, `.pytest.ini`, `pyproject.toml`
+//! A file's configuration is the one pytest would pick for it: the nearest directory, from the
+//! file's own up to the repository's root, holding one of (first match wins within a
+//! directory) `pytest.toml`, `.pytest.toml`, `pytest.ini`, `.pytest.ini`, `pyproject.toml`
 //! (`[tool.pytest]` or `[tool.pytest.ini_options]`), `tox.ini` (`[pytest]`), `setup.cfg`
-//! (`[tool:pytest]`).
+//! (`[tool:pytest]`). That directory is pytest's rootdir for the file, and where `run-tests`
+//! starts pytest when every file it runs shares it (`run_dir`).
 
 use regex::Regex;
 use std::path::Path;
@@ -19,21 +21,35 @@ const DEFAULT_NORECURSE: [&str; 9] =
 /// Files named in a note about what was left out, at most.
 const NAMED: usize = 5;
 
+/// The keys read from a configuration.
+const KEYS: [&str; 4] = ["testpaths", "norecursedirs", "python_files", "addopts"];
+/// pytest's `python_files` when the configuration sets none.
+const DEFAULT_PYTHON_FILES: [&str; 2] = ["test_*.py", "*_test.py"];
+
 /// The parts of a pytest configuration that decide which files it collects.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct PytestConfig {
-    /// Where it was read (`pyproject.toml [tool.pytest.ini_options]`), `None` without one.
+    /// Where it was read (`pyproject.toml [tool.pytest.ini_options]`, `sub/pytest.ini`), `None`
+    /// without one.
     pub source: Option<String>,
+    /// The repo-relative directory holding it (`""` for the root, or without one): pytest's
+    /// rootdir, which `testpaths` and `--ignore` are relative to when pytest is run there.
+    pub dir: String,
     /// `testpaths`: where a run without arguments collects (empty: everywhere).
     pub testpaths: Vec<String>,
     /// `norecursedirs`, or pytest's defaults when unset.
     pub norecursedirs: Vec<String>,
+    /// `python_files`, or pytest's defaults when unset.
+    pub python_files: Vec<String>,
+    /// `addopts`, split as pytest splits it.
+    pub addopts: Vec<String>,
 }
 
-/// Reads the pytest configuration at `root` (defaults without one, or one that does not parse).
-pub(super) fn read(root: &Path) -> PytestConfig {
-    let text = |f: &str| std::fs::read_to_string(root.join(f)).ok();
-    let found = ["pytest.toml", ".pytest.toml"]
+/// The configuration in the repo-relative directory `dir` alone, `None` without one.
+fn read_dir(root: &Path, dir: &str) -> Option<(String, Keys)> {
+    let at = root.join(dir);
+    let text = |f: &str| std::fs::read_to_string(at.join(f)).ok();
+    ["pytest.toml", ".pytest.toml"]
         .iter()
         .find_map(|f| text(f).and_then(|t| from_toml(&t, &["pytest"]).map(|kv| (f.to_string(), kv))))
         .or_else(|| {
@@ -51,20 +67,46 @@ pub(super) fn read(root: &Path) -> PytestConfig {
                 })
         })
         .or_else(|| from_ini(&text("tox.ini")?, "pytest").map(|kv| ("tox.ini [pytest]".to_string(), kv)))
-        .or_else(|| from_ini(&text("setup.cfg")?, "tool:pytest").map(|kv| ("setup.cfg [tool:pytest]".to_string(), kv)));
-    let (source, (testpaths, norecurse)) = match found {
-        Some((s, kv)) => (Some(s), kv),
-        None => (None, (None, None)),
+        .or_else(|| from_ini(&text("setup.cfg")?, "tool:pytest").map(|kv| ("setup.cfg [tool:pytest]".to_string(), kv)))
+}
+
+/// The configuration pytest picks for files in the repo-relative directory `dir`: the nearest
+/// one from `dir` up to the root (defaults at the root without one, or one that does not parse).
+pub(super) fn read(root: &Path, dir: &str) -> PytestConfig {
+    let mut at = dir.trim_matches('/').to_string();
+    let found = loop {
+        if let Some(f) = read_dir(root, &at) {
+            break Some((at, f));
+        }
+        if at.is_empty() {
+            break None;
+        }
+        at = at.rsplit_once('/').map_or(String::new(), |(d, _)| d.to_string());
     };
+    let Some((dir, (source, mut keys))) = found else {
+        return PytestConfig {
+            norecursedirs: defaults(&DEFAULT_NORECURSE),
+            python_files: defaults(&DEFAULT_PYTHON_FILES),
+            ..PytestConfig::default()
+        };
+    };
+    let mut take = |k: &str| keys.remove(k);
     PytestConfig {
-        source,
-        testpaths: testpaths.unwrap_or_default(),
-        norecursedirs: norecurse.unwrap_or_else(|| DEFAULT_NORECURSE.iter().map(|s| s.to_string()).collect()),
+        source: Some(if dir.is_empty() { source } else { format!("{dir}/{source}") }),
+        testpaths: take("testpaths").unwrap_or_default(),
+        norecursedirs: take("norecursedirs").unwrap_or_else(|| defaults(&DEFAULT_NORECURSE)),
+        python_files: take("python_files").unwrap_or_else(|| defaults(&DEFAULT_PYTHON_FILES)),
+        addopts: take("addopts").unwrap_or_default(),
+        dir,
     }
 }
 
-/// `testpaths` and `norecursedirs` of one configuration, each `None` when unset.
-type Keys = (Option<Vec<String>>, Option<Vec<String>>);
+fn defaults(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// The keys of one configuration that are set.
+type Keys = std::collections::HashMap<String, Vec<String>>;
 
 /// The keys from the TOML table at `table` (`None` when the file has no such table).
 fn from_toml(text: &str, table: &[&str]) -> Option<Keys> {
@@ -73,14 +115,12 @@ fn from_toml(text: &str, table: &[&str]) -> Option<Keys> {
     for key in table {
         t = t.get(*key)?.as_table()?;
     }
-    let list = |k: &str| {
-        t.get(k).map(|v| match v {
-            toml::Value::Array(a) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
-            toml::Value::String(s) => split_args(s),
-            _ => Vec::new(),
-        })
+    let list = |v: &toml::Value| match v {
+        toml::Value::Array(a) => a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect(),
+        toml::Value::String(s) => split_args(s),
+        _ => Vec::new(),
     };
-    Some((list("testpaths"), list("norecursedirs")))
+    Some(KEYS.iter().filter_map(|k| Some((k.to_string(), list(t.get(*k)?)))).collect())
 }
 
 /// The keys from section `section` of an INI file (`None` without the section). Values are
@@ -112,7 +152,7 @@ fn from_ini(text: &str, section: &str) -> Option<Keys> {
         return None;
     }
     let get = |k: &str| values.iter().rev().find(|(key, _)| key == k).map(|(_, v)| split_args(v));
-    Some((get("testpaths"), get("norecursedirs")))
+    Some(KEYS.iter().filter_map(|k| Some((k.to_string(), get(k)?))).collect())
 }
 
 /// Whitespace-separated words, quotes around a word taken off.
@@ -190,49 +230,263 @@ fn within_testpaths(file: &str, testpaths: &[String]) -> Option<usize> {
     })
 }
 
-/// Why pytest would not collect `file` (repo-relative) in a run of its own configuration, or
-/// `None` when it would.
-fn excluded(root: &Path, cfg: &PytestConfig, file: &str) -> Option<String> {
-    let from = if cfg.testpaths.is_empty() { 0 } else { within_testpaths(file, &cfg.testpaths)? };
-    let root = root.to_string_lossy();
-    let root = root.trim_end_matches('/');
-    let dirs = file.rsplit_once('/').map_or("", |(d, _)| d);
+/// Why pytest would not collect `file` (repo-relative) in a run of its configuration `cfg`
+/// started in `cfg.dir` (`env_addopts`: `PYTEST_ADDOPTS`, which the run inherits), or `None`
+/// when it would.
+fn excluded(root: &Path, cfg: &PytestConfig, env_addopts: &[String], file: &str) -> Option<String> {
+    let rel = if cfg.dir.is_empty() { file } else { file.strip_prefix(&format!("{}/", cfg.dir))? };
+    let from = if cfg.testpaths.is_empty() {
+        0
+    } else {
+        match within_testpaths(rel, &cfg.testpaths) {
+            Some(at) => at,
+            None => return Some(format!("outside testpaths ({})", cfg.testpaths.join(", "))),
+        }
+    };
+    let base = root.join(&cfg.dir).to_string_lossy().trim_end_matches('/').to_string();
+    let dirs = rel.rsplit_once('/').map_or("", |(d, _)| d);
     let mut at = 0;
     for part in dirs.split('/').filter(|p| !p.is_empty()) {
         at += part.len();
         if at > from {
-            let dir = format!("{root}/{}", &dirs[..at]);
+            let dir = format!("{base}/{}", &dirs[..at]);
             if let Some(p) = cfg.norecursedirs.iter().find(|p| norecurse_matches(p, &dir)) {
                 return Some(format!("norecursedirs '{p}'"));
             }
         }
         at += 1;
     }
+    let ignored = ignore_options(&cfg.addopts)
+        .into_iter()
+        .map(|(o, v)| (format!("addopts {o}={v}"), o, v))
+        .chain(ignore_options(env_addopts).into_iter().map(|(o, v)| (format!("PYTEST_ADDOPTS {o}={v}"), o, v)));
+    for (why, option, value) in ignored {
+        let glob = option == "--ignore-glob";
+        if ignores(&base, rel, &value, glob) {
+            return Some(why);
+        }
+    }
+    if let Some(why) = conftest_ignores(root, &cfg.dir, &base, rel) {
+        return Some(why);
+    }
+    if !cfg.python_files.iter().any(|p| norecurse_matches(p, &format!("{base}/{rel}"))) {
+        return Some(format!("not matching python_files ({})", cfg.python_files.join(" ")));
+    }
     None
 }
 
-/// Splits `selected` (repo-relative files with why) into what pytest collects and a note on
-/// what it does not (outside `testpaths`, inside `norecursedirs`), `None` when all stay.
+/// The `--ignore` / `--ignore-glob` values in `args` (`--ignore=x` or `--ignore x`).
+fn ignore_options(args: &[String]) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        for option in ["--ignore-glob", "--ignore"] {
+            if let Some(v) = a.strip_prefix(option).and_then(|r| r.strip_prefix('=')) {
+                out.push((option, v.to_string()));
+                break;
+            }
+            if a == option {
+                if let Some(v) = it.next() {
+                    out.push((option, v.clone()));
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Whether pytest run in `base` (absolute) skips `rel` (relative to it) for an ignored path
+/// `value` (relative to `base`, or absolute): the file itself or a directory above it is that
+/// path (`--ignore`, `collect_ignore`), or matches that glob (`--ignore-glob`,
+/// `collect_ignore_glob`; pytest's fnmatch, where `*` also matches `/`).
+fn ignores(base: &str, rel: &str, value: &str, glob: bool) -> bool {
+    let value = value.trim_start_matches("./").trim_end_matches('/');
+    let target = if value.starts_with('/') { value.to_string() } else { format!("{base}/{value}") };
+    let file = format!("{base}/{rel}");
+    if !glob {
+        return file == target || file.starts_with(&format!("{target}/"));
+    }
+    let Some(re) = fnmatch_regex(&target) else { return false };
+    let mut path = file.as_str();
+    loop {
+        if re.is_match(path) {
+            return true;
+        }
+        match path.rsplit_once('/') {
+            Some((up, _)) if up.len() > base.len() => path = up,
+            _ => return false,
+        }
+    }
+}
+
+/// Why a `collect_ignore` or `collect_ignore_glob` of a conftest.py from the rootdir `dir` down
+/// to `rel`'s folder leaves `rel` out, if one does.
+fn conftest_ignores(root: &Path, dir: &str, base: &str, rel: &str) -> Option<String> {
+    let mut folders = vec![String::new()];
+    let parent = rel.rsplit_once('/').map_or("", |(d, _)| d);
+    let mut at = String::new();
+    for part in parent.split('/').filter(|p| !p.is_empty()) {
+        at = if at.is_empty() { part.to_string() } else { format!("{at}/{part}") };
+        folders.push(at.clone());
+    }
+    for folder in folders {
+        let conftest = if folder.is_empty() { "conftest.py".to_string() } else { format!("{folder}/conftest.py") };
+        let Ok(text) = std::fs::read_to_string(root.join(dir).join(&conftest)) else { continue };
+        let here = if folder.is_empty() { base.to_string() } else { format!("{base}/{folder}") };
+        let shown = if dir.is_empty() { conftest.clone() } else { format!("{dir}/{conftest}") };
+        for (name, values) in collect_ignore_lists(&without_comments(&text)) {
+            if let Some(v) = values.iter().find(|v| ignores(&here, &rel_to(rel, &folder), v, name.ends_with("_glob"))) {
+                return Some(format!("{name} \"{v}\" in {shown}"));
+            }
+        }
+    }
+    None
+}
+
+/// `rel` relative to its ancestor `folder` (both relative to the same base).
+fn rel_to(rel: &str, folder: &str) -> String {
+    if folder.is_empty() {
+        return rel.to_string();
+    }
+    rel.strip_prefix(&format!("{folder}/")).unwrap_or(rel).to_string()
+}
+
+/// The string literals a conftest.py puts in `collect_ignore` and `collect_ignore_glob`
+/// (`= [...]`, `+= [...]`, `.append("x")`, `.extend([...])`), read without running it: a
+/// computed entry (`glob.glob(...)`, a variable) is not read.
+fn collect_ignore_lists(text: &str) -> Vec<(&'static str, Vec<String>)> {
+    static ASSIGN: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
+    let Some(re) = ASSIGN
+        .get_or_init(|| Regex::new(r"\bcollect_ignore(_glob)?\s*(?:\+?=|\.append\s*\(|\.extend\s*\()\s*").ok())
+        .as_ref()
+    else {
+        return Vec::new();
+    };
+    let mut out: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for c in re.captures_iter(text) {
+        let name = if c.get(1).is_some() { "collect_ignore_glob" } else { "collect_ignore" };
+        let Some(m) = c.get(0) else { continue };
+        let rest = &text[m.end()..];
+        let values: Vec<String> = match rest.chars().next() {
+            Some('[' | '(') => bracket_body(rest).map(|b| items(b).filter_map(literal).collect()).unwrap_or_default(),
+            _ => items(rest.split(['\n', ')']).next().unwrap_or("")).take(1).filter_map(literal).collect(),
+        };
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, list)) => list.extend(values),
+            None => out.push((name, values)),
+        }
+    }
+    out
+}
+
+/// Python source without its `#` comments (quotes respected, one line at a time).
+fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut quote: Option<char> = None;
+        let mut end = line.len();
+        for (i, ch) in line.char_indices() {
+            match (quote, ch) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(ch),
+                (None, '#') => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        out.push_str(&line[..end]);
+        out.push('\n');
+    }
+    out
+}
+
+/// What is inside the bracket `text` starts with, up to its match (quotes respected).
+fn bracket_body(text: &str) -> Option<&str> {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    for (i, ch) in text.char_indices() {
+        match (quote, ch) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(ch),
+            (None, '[' | '(') => depth += 1,
+            (None, ']' | ')') => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return text.get(1..i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The top-level, comma-separated items of a list's body.
+fn items(body: &str) -> impl Iterator<Item = &str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut quote, mut start) = (0usize, None::<char>, 0usize);
+    for (i, ch) in body.char_indices() {
+        match (quote, ch) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(ch),
+            (None, '[' | '(' | '{') => depth += 1,
+            (None, ']' | ')' | '}') => depth = depth.saturating_sub(1),
+            (None, ',') if depth == 0 => {
+                parts.push(&body[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&body[start..]);
+    parts.into_iter().map(str::trim).filter(|p| !p.is_empty())
+}
+
+/// A Python string literal's text (`"a"`, `'a'`, `r"a"`), `None` for anything else.
+fn literal(item: &str) -> Option<String> {
+    let item = item.strip_prefix(['r', 'R']).unwrap_or(item);
+    let q = item.chars().next().filter(|c| matches!(c, '\'' | '"'))?;
+    let inner = item.strip_prefix(q)?.strip_suffix(q)?;
+    (!inner.contains(q)).then(|| inner.to_string())
+}
+
+/// Splits `selected` (repo-relative files with why) into what pytest collects, each file by the
+/// configuration pytest picks for it, and a note on what it does not (outside `testpaths`,
+/// inside `norecursedirs`, `--ignore` / `--ignore-glob` in `addopts` or `PYTEST_ADDOPTS`,
+/// `collect_ignore` / `collect_ignore_glob` in a conftest.py, not matching `python_files`),
+/// `None` when all stay.
 pub(super) fn keep_collected(root: &Path, selected: Vec<(String, String)>) -> (Vec<(String, String)>, Option<String>) {
-    let cfg = read(root);
+    let env_addopts = std::env::var("PYTEST_ADDOPTS").map(|v| split_args(&v)).unwrap_or_default();
+    let mut configs: std::collections::HashMap<String, PytestConfig> = std::collections::HashMap::new();
     let mut kept = Vec::new();
     let mut dropped: Vec<(String, String)> = Vec::new();
+    let mut sources: Vec<String> = Vec::new();
     for (path, why) in selected {
-        let reason = if !cfg.testpaths.is_empty() && within_testpaths(&path, &cfg.testpaths).is_none() {
-            Some(format!("outside testpaths ({})", cfg.testpaths.join(", ")))
-        } else {
-            excluded(root, &cfg, &path)
-        };
-        match reason {
-            Some(r) => dropped.push((path, r)),
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+        let cfg = configs.entry(dir.clone()).or_insert_with(|| read(root, &dir));
+        match excluded(root, cfg, &env_addopts, &path) {
+            Some(r) => {
+                let source = cfg.source.clone().unwrap_or_else(|| "pytest's defaults, no configuration found".into());
+                if !sources.contains(&source) {
+                    sources.push(source);
+                }
+                dropped.push((path, r));
+            }
             None => kept.push((path, why)),
         }
     }
-    (kept, note(&cfg, &dropped))
+    (kept, note(&sources, &dropped))
 }
 
-/// "pytest does not collect 14 of the selected test files, so they were not run: ..."
-fn note(cfg: &PytestConfig, dropped: &[(String, String)]) -> Option<String> {
+/// "pytest's configuration (X) does not collect 14 of the selected test files, so they were
+/// not run: ..."
+fn note(sources: &[String], dropped: &[(String, String)]) -> Option<String> {
     if dropped.is_empty() {
         return None;
     }
@@ -253,13 +507,71 @@ fn note(cfg: &PytestConfig, dropped: &[(String, String)]) -> Option<String> {
             format!("{} {why}: {named}", paths.len())
         })
         .collect();
-    let source = cfg.source.as_deref().unwrap_or("pytest's defaults, no configuration found");
     Some(format!(
-        "pytest's configuration ({source}) does not collect {}, so {} not run: {}",
+        "pytest's configuration ({}) does not collect {}, so {} not run: {}",
+        sources.join("; "),
         crate::engine::fsutil::count(dropped.len(), "selected test file"),
         if dropped.len() == 1 { "it was" } else { "they were" },
         parts.join("; ")
     ))
+}
+
+/// The repo-relative directory to start pytest in for `targets` (repo-relative files,
+/// directories or node ids): the directory of the configuration pytest picks for their common
+/// ancestor, when that is below the root (a project in a subdirectory with its own
+/// pytest.ini). Started there, its `addopts` paths (`--ignore=tests/legacy`) mean what they
+/// mean to `cd sub && pytest`; `None` to start at the root.
+pub(super) fn run_dir(root: &Path, targets: &[String]) -> Option<(String, String)> {
+    let mut common: Option<Vec<&str>> = None;
+    for t in targets {
+        let path = t.split("::").next().unwrap_or(t).trim_end_matches('/');
+        let dir = if root.join(path).is_dir() { path } else { path.rsplit_once('/').map_or("", |(d, _)| d) };
+        let parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+        common = Some(match common {
+            None => parts,
+            Some(c) => c.iter().zip(&parts).take_while(|(a, b)| a == b).map(|(a, _)| *a).collect(),
+        });
+    }
+    let cfg = read(root, &common?.join("/"));
+    (!cfg.dir.is_empty()).then(|| (cfg.dir.clone(), cfg.source.unwrap_or_default()))
+}
+
+/// The options pytest adds to a run in the repo-relative `dir`: its configuration's `addopts`,
+/// then `PYTEST_ADDOPTS` (which the run inherits).
+pub(super) fn addopts(root: &Path, dir: &str) -> Vec<String> {
+    let mut opts = read(root, dir).addopts;
+    opts.extend(std::env::var("PYTEST_ADDOPTS").map(|v| split_args(&v)).unwrap_or_default());
+    opts
+}
+
+/// Whether `opts` turn pytest's cache plugin off (`-p no:cacheprovider`, `-pno:cacheprovider`).
+pub(super) fn cache_disabled(opts: &[String]) -> bool {
+    opts.iter().enumerate().any(|(i, a)| {
+        a == "-pno:cacheprovider"
+            || a == "--plugin=no:cacheprovider"
+            || (matches!(a.as_str(), "-p" | "--plugin") && opts.get(i + 1).is_some_and(|n| n == "no:cacheprovider"))
+    })
+}
+
+/// How far `opts` lower pytest's verbosity below `-q`: at `-qq` its summary line, the counts,
+/// is not printed. `-v` that many times brings it back to `-q`.
+pub(super) fn too_quiet(opts: &[String]) -> usize {
+    let mut level: i64 = 0;
+    for a in opts {
+        if let Some(n) = a.strip_prefix("--verbosity=").and_then(|n| n.parse::<i64>().ok()) {
+            level = n;
+        } else if a == "--quiet" {
+            level -= 1;
+        } else if a == "--verbose" {
+            level += 1;
+        } else if let Some(flags) = a.strip_prefix('-').filter(|f| !f.starts_with('-') && !f.is_empty()) {
+            if flags.chars().all(|c| c == 'q' || c == 'v') {
+                level += flags.chars().filter(|c| *c == 'v').count() as i64;
+                level -= flags.chars().filter(|c| *c == 'q').count() as i64;
+            }
+        }
+    }
+    usize::try_from(-1 - level).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -281,24 +593,24 @@ mod tests {
     fn every_config_file_pytest_reads_is_read_in_its_order() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        assert_eq!(read(root).norecursedirs.len(), DEFAULT_NORECURSE.len());
+        assert_eq!(read(root, "").norecursedirs.len(), DEFAULT_NORECURSE.len());
         std::fs::write(root.join("setup.cfg"), "[metadata]\nname = x\n[tool:pytest]\ntestpaths = t1\n").unwrap();
-        assert_eq!(read(root).testpaths, ["t1"]);
+        assert_eq!(read(root, "").testpaths, ["t1"]);
         std::fs::write(root.join("tox.ini"), "[tox]\n[pytest]\ntestpaths =\n    t2\n    t3\nnorecursedirs = a b\n")
             .unwrap();
-        let c = read(root);
+        let c = read(root, "");
         assert_eq!(
             (c.testpaths, c.norecursedirs),
             (vec!["t2".to_string(), "t3".into()], vec!["a".to_string(), "b".into()])
         );
         // A pyproject.toml without pytest's table is not pytest's configuration.
         std::fs::write(root.join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
-        assert_eq!(read(root).source.as_deref(), Some("tox.ini [pytest]"));
+        assert_eq!(read(root, "").source.as_deref(), Some("tox.ini [pytest]"));
         std::fs::write(root.join("pyproject.toml"), "[tool.pytest.ini_options]\ntestpaths = [\"t4\"]\n").unwrap();
-        assert_eq!(read(root).testpaths, ["t4"]);
+        assert_eq!(read(root, "").testpaths, ["t4"]);
         // pytest.ini wins, even without a [pytest] section: defaults then.
         std::fs::write(root.join("pytest.ini"), "").unwrap();
-        let c = read(root);
+        let c = read(root, "");
         assert!(c.testpaths.is_empty() && c.norecursedirs.contains(&"build".to_string()), "{c:?}");
     }
 
@@ -338,5 +650,105 @@ mod tests {
         let (kept, note) = keep_collected(root, vec![sel("build/tests/test_x.py"), sel("tests/test_y.py")]);
         assert_eq!(kept.len(), 1);
         assert!(note.unwrap().contains("pytest's defaults"));
+    }
+
+    #[test]
+    fn conftest_lists_are_read_as_literals_without_running_them() {
+        let text = "import sys\ncollect_ignore = [\"setup.py\",  # the build\n    'legacy',\n    os.path.join('a', 'b'),\n]\nif sys.version_info < (3, 10):\n    collect_ignore.append(\"py310\")\ncollect_ignore_glob = ['gen/*']\ncollect_ignore_glob += [r\"*_old.py\"]\n";
+        let lists = collect_ignore_lists(&without_comments(text));
+        assert_eq!(
+            lists,
+            [
+                ("collect_ignore", vec!["setup.py".to_string(), "legacy".into(), "py310".into()]),
+                ("collect_ignore_glob", vec!["gen/*".to_string(), "*_old.py".into()]),
+            ]
+        );
+    }
+
+    #[test]
+    fn addopts_ignores_conftest_ignores_and_python_files_leave_files_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join("pytest.ini"),
+            "[pytest]\naddopts = -p no:cacheprovider --ignore=tests/legacy --ignore-glob=*/gen_*.py -k 'not slow'\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("tests/vendored")).unwrap();
+        std::fs::write(
+            root.join("tests/conftest.py"),
+            "collect_ignore = ['vendored']\ncollect_ignore_glob = ['*_py2.py']\n",
+        )
+        .unwrap();
+        let sel = |p: &str| (p.to_string(), "why".to_string());
+        let (kept, note) = keep_collected(
+            root,
+            vec![
+                sel("tests/test_a.py"),
+                sel("tests/legacy/test_old.py"),
+                sel("tests/gen_test.py"),
+                sel("tests/vendored/test_v.py"),
+                sel("tests/test_x_py2.py"),
+                sel("tests/helpers.py"),
+            ],
+        );
+        let kept: Vec<&str> = kept.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(kept, ["tests/test_a.py"]);
+        let note = note.unwrap();
+        for part in [
+            "(pytest.ini) does not collect 5 selected test files",
+            "1 addopts --ignore=tests/legacy: tests/legacy/test_old.py",
+            "1 addopts --ignore-glob=*/gen_*.py: tests/gen_test.py",
+            "1 collect_ignore \"vendored\" in tests/conftest.py: tests/vendored/test_v.py",
+            "1 collect_ignore_glob \"*_py2.py\" in tests/conftest.py: tests/test_x_py2.py",
+            "1 not matching python_files (test_*.py *_test.py): tests/helpers.py",
+        ] {
+            assert!(note.contains(part), "{part} in {note}");
+        }
+        let opts = addopts(root, "tests");
+        assert!(cache_disabled(&opts) && too_quiet(&opts) == 0, "{opts:?}");
+        assert_eq!(too_quiet(&["-qq".to_string()]), 1);
+        assert_eq!(too_quiet(&["-q".to_string(), "--quiet".into(), "-q".into(), "-v".into()]), 1);
+        assert_eq!(too_quiet(&["-q".to_string()]), 0);
+    }
+
+    #[test]
+    fn a_configuration_in_a_subdirectory_governs_its_files_and_is_where_pytest_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("pyproject.toml"), "[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n").unwrap();
+        std::fs::create_dir_all(root.join("svc/tests/legacy")).unwrap();
+        std::fs::write(root.join("svc/tox.ini"), "[tox]\n[pytest]\naddopts = --ignore=tests/legacy\n").unwrap();
+        let c = read(root, "svc/tests/legacy");
+        assert_eq!((c.dir.as_str(), c.source.as_deref()), ("svc", Some("svc/tox.ini [pytest]")));
+        let sel = |p: &str| (p.to_string(), "why".to_string());
+        // svc/tests is outside the root's testpaths, but svc/tox.ini is its configuration; its
+        // --ignore is relative to svc/, where pytest runs.
+        let (kept, note) = keep_collected(
+            root,
+            vec![
+                sel("svc/tests/test_s.py"),
+                sel("svc/tests/legacy/test_l.py"),
+                sel("tests/test_t.py"),
+                sel("doc/test_d.py"),
+            ],
+        );
+        let kept: Vec<&str> = kept.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(kept, ["svc/tests/test_s.py", "tests/test_t.py"]);
+        let note = note.unwrap();
+        assert!(note.contains("(svc/tox.ini [pytest]; pyproject.toml [tool.pytest.ini_options])"), "{note}");
+        assert!(note.contains("1 addopts --ignore=tests/legacy: svc/tests/legacy/test_l.py"), "{note}");
+        assert!(note.contains("1 outside testpaths (tests): doc/test_d.py"), "{note}");
+        let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            run_dir(root, &t(&["svc/tests/test_s.py"])),
+            Some(("svc".to_string(), "svc/tox.ini [pytest]".to_string()))
+        );
+        assert_eq!(
+            run_dir(root, &t(&["svc/tests/test_s.py::test_a", "svc/tests/legacy"])).map(|r| r.0),
+            Some("svc".into())
+        );
+        assert_eq!(run_dir(root, &t(&["svc/tests/test_s.py", "tests/test_t.py"])), None);
+        assert_eq!(run_dir(root, &t(&[])), None);
     }
 }
