@@ -3,7 +3,9 @@
 use super::output::{count, visible, warn_prefix, Out};
 use super::progress::Ticker;
 use super::RepoArg;
-use crate::engine::protocol::{LibHit, LibPackage, LibsFetchRequest, LibsProgress, LibsReport};
+use crate::engine::protocol::{
+    short_lib_citation, short_lib_note, LibHit, LibPackage, LibsFetchRequest, LibsProgress, LibsReport,
+};
 use crate::engine::Engine;
 use clap::Subcommand;
 use std::process::ExitCode;
@@ -129,13 +131,15 @@ pub fn print_hits(out: &Out, hits: &[LibHit]) {
         return;
     }
     // One block, each hit set apart as the code hits above are, and a cut excerpt marked as
-    // cut (a passage's third line often ends mid-sentence and read as lost output).
+    // cut (a passage's third line often ends mid-sentence and read as lost output). Citations
+    // and titles are the short ones chat shows (a docs URL of 150 characters wrapped every
+    // hit); `--json` keeps the full source.
     let mut block = format!("\n{}\n", out.paint("1", "library docs"));
     for h in hits {
         block.push_str(&format!(
             "\n{}  {}  {:.2}\n",
-            out.paint("1;35", &h.citation),
-            out.paint("2", &visible(&h.title)),
+            out.paint("1;35", &visible(&short_lib_citation(&h.package, &h.version, &h.source, &h.citation))),
+            out.paint("2", &visible(&short_lib_note(&h.title))),
             h.score
         ));
         let mut lines = h.text.lines().filter(|l| !l.trim().is_empty());

@@ -44,6 +44,7 @@ pub use super::index::types::{
     FileContent, FileRequest, IndexProgress, IndexState, IndexSummary, LastEvent, ProgressSink, ProgressUnit,
     SkippedFile, StatusResponse, SCHEMA_VERSION,
 };
+pub use super::libs::label::{short_citation as short_lib_citation, short_note as short_lib_note};
 pub use super::libs::types::*;
 pub use super::llm::advice::{missing_model_advice, setup_by_hand};
 pub use super::llm::models::{CatalogModel, ListedModel, LlmListResponse};

@@ -68,13 +68,13 @@ fn registries() -> Fixture {
             }
             "/pypi/pypi/quuxbus/3.1.0/json" => {
                 let body = format!(
-                    r#"{{"info":{{"description":"quuxbus: replay buffers for gadget topics","project_urls":{{"Documentation":"{base}/quux-docs"}}}}}}"#
+                    r#"{{"info":{{"description":"quuxbus: replay buffers for gadget topics","project_urls":{{"Documentation":"{base}/en/latest/reference/quux-docs"}}}}}}"#
                 );
                 let mut r = Reply::html(body);
                 r.content_type = "application/json";
                 r
             }
-            "/quux-docs" => Reply::html(doc_page(
+            "/en/latest/reference/quux-docs" => Reply::html(doc_page(
                 "quuxbus documentation",
                 "<p>Late subscribers replay the retained messages of a topic before they receive live ones, so no gadget misses a message.</p>",
             )),
@@ -163,6 +163,23 @@ fn local_sources_then_published_docs_are_cached_and_ingested_per_repo() {
     let out = env.run(&["search", "--repo", repo.to_str().unwrap(), "reset widget knobs", "--libs"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("\nlibrary docs\n\nwidgetlib@1.2.3") && text.ends_with('\n'), "{text:?}");
+    // A published page's citation is a whole URL: people get the short label chat shows (the
+    // host and the page), `--json` the full source.
+    let out = env.run(&["search", "--repo", repo.to_str().unwrap(), "late subscribers retained messages", "--libs"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("quuxbus@3.1.0/127.0.0.1:") && text.contains("/…/reference/quux-docs"), "{text}");
+    let heads: Vec<&str> = text.lines().filter(|l| l.starts_with("quuxbus@") || l.starts_with("widgetlib@")).collect();
+    assert!(!heads.is_empty() && heads.iter().all(|l| !l.contains("http://")), "{text}");
+    let s = env.json(&[
+        "search",
+        "--repo",
+        repo.to_str().unwrap(),
+        "late subscribers retained messages",
+        "--libs",
+        "--json",
+    ]);
+    let sources: Vec<&str> = s["libs"].as_array().unwrap().iter().filter_map(|h| h["source"].as_str()).collect();
+    assert!(sources.iter().any(|s| s.starts_with("http://") && s.ends_with("/en/latest/reference/quux-docs")), "{s}");
     let plain = env.json(&["search", "--repo", repo.to_str().unwrap(), "reset widget knobs", "--json"]);
     assert!(plain.get("libs").is_none());
 
