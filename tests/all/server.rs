@@ -471,6 +471,23 @@ async fn mcp_server_streams_are_bounded_over_all_sessions() {
         get(&sessions[0]).await.unwrap().status().as_u16() == 200
     })
     .await;
+
+    // DELETE ends the session and every server stream it had open, at once.
+    let r = c.delete(&url).header("mcp-session-id", &sessions[1]).send().await.unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    for (i, stream) in open.iter_mut().enumerate().skip(33).take(33) {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(5), stream.chunk()).await {
+                Ok(Ok(Some(_))) => continue,
+                Ok(_) => break,
+                Err(_) => panic!("server stream {i} of the deleted session is still open"),
+            }
+        }
+    }
+    let (_, v) = json_of(c.get(server.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!(v["mcp_sessions"], 7, "{v}");
+    let r = get(&sessions[1]).await.unwrap();
+    assert_eq!(r.status().as_u16(), 404);
 }
 
 /// The legacy SSE transport's message POST answers a malformed body as `/v1/mcp` does, with a
