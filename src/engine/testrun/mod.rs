@@ -761,7 +761,12 @@ impl Engine {
                 let inside: Vec<String> = targets.iter().map(|t| within(t, dir)).collect();
                 pytest_command(&root, dir, &inside, &pytest_cache, &mut notes)
             }
-            None => command(&root, runner, &cfg.command, &targets, &pytest_cache, &mut notes),
+            None => {
+                if runner == Runner::Pytest {
+                    notes.extend(pytest_config::mixed_configs_note(&root, &targets));
+                }
+                command(&root, runner, &cfg.command, &targets, &pytest_cache, &mut notes)
+            }
         };
         let run_dir = run_dir.map(|(dir, _)| dir).unwrap_or_default();
         let broken = (runner == Runner::Pytest).then(|| broken_venv(&root)).flatten();

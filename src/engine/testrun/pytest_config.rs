@@ -536,6 +536,27 @@ pub(super) fn run_dir(root: &Path, targets: &[String]) -> Option<(String, String
     (!cfg.dir.is_empty()).then(|| (cfg.dir.clone(), cfg.source.unwrap_or_default()))
 }
 
+/// A note when `targets` (repo-relative) fall under more than one pytest configuration: one
+/// pytest run from the root reads only their common ancestor's, not each project's own.
+pub(super) fn mixed_configs_note(root: &Path, targets: &[String]) -> Option<String> {
+    let mut sources: Vec<String> = Vec::new();
+    for t in targets {
+        let path = t.split("::").next().unwrap_or(t).trim_end_matches('/');
+        let dir = if root.join(path).is_dir() { path } else { path.rsplit_once('/').map_or("", |(d, _)| d) };
+        let source = read(root, dir).source.unwrap_or_else(|| "no configuration".into());
+        if !sources.contains(&source) {
+            sources.push(source);
+        }
+    }
+    (sources.len() > 1).then(|| {
+        format!(
+            "the files run fall under {} pytest configurations ({}): one pytest run from the root reads only the one above them all, not each project's own addopts; run each project's files as their own target for that",
+            sources.len(),
+            sources.join(", ")
+        )
+    })
+}
+
 /// The options pytest adds to a run in the repo-relative `dir`: its configuration's `addopts`,
 /// then `PYTEST_ADDOPTS` (which the run inherits).
 pub(super) fn addopts(root: &Path, dir: &str) -> Vec<String> {
@@ -750,5 +771,18 @@ mod tests {
         );
         assert_eq!(run_dir(root, &t(&["svc/tests/test_s.py", "tests/test_t.py"])), None);
         assert_eq!(run_dir(root, &t(&[])), None);
+    }
+
+    #[test]
+    fn files_under_two_configurations_are_named_in_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("svc/tests")).unwrap();
+        std::fs::create_dir_all(root.join("tests")).unwrap();
+        std::fs::write(root.join("svc/pytest.ini"), "[pytest]\n").unwrap();
+        let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let note = mixed_configs_note(root, &t(&["svc/tests/test_a.py", "tests/test_b.py"])).unwrap();
+        assert!(note.contains("2 pytest configurations (svc/pytest.ini, no configuration)"), "{note}");
+        assert_eq!(mixed_configs_note(root, &t(&["svc/tests/test_a.py", "svc/tests"])), None);
     }
 }
