@@ -337,6 +337,23 @@ impl Tmux {
         self.wait_for(" NOR  e2e");
     }
 
+    /// Resizes the window, then waits for a frame drawn at the new width (a bottom border
+    /// `╰…╯` spanning it; tmux only cuts or pads the old frame). Keys sent sooner can become
+    /// readable in the same poll as the resize signal, and crossterm's reader (0.29, mio)
+    /// then returns the resize and leaves them unread until another key arrives.
+    fn resize(&self, cols: usize, rows: usize) {
+        self.run(&["resize-window", "-t", "e2e", "-x", &cols.to_string(), "-y", &rows.to_string()]);
+        let deadline = Instant::now() + Duration::from_secs(40);
+        loop {
+            let s = self.capture();
+            if s.lines().any(|l| l.starts_with('╰') && l.ends_with('╯') && l.chars().count() == cols) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "no frame drawn at {cols} columns; screen:\n{s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn format(&self, f: &str) -> String {
         self.run(&["display-message", "-p", "-t", "e2e", f]).trim().to_string()
     }
@@ -446,7 +463,7 @@ fn the_real_binary_in_a_terminal() {
     assert!(s.contains("[UserRequest] where are stale sessions expired?"), "{s}");
     // DAG lines wrap rather than being cut; switching between the tree and the layers (whose
     // wrapped rows differ in number) leaves no row of the other view behind, at 80 columns too.
-    t.run(&["resize-window", "-t", "e2e", "-x", "80", "-y", "24"]);
+    t.resize(80, 24);
     t.wait_for("Steps · tree");
     for _ in 0..2 {
         t.keys(&["t"]);
@@ -460,7 +477,7 @@ fn the_real_binary_in_a_terminal() {
         assert!(!s.contains("L0 ┃") && !s.contains("┃   ↓"), "no layer row left in the tree:\n{s}");
         assert!(s.contains("[UserRequest] where are stale"), "{s}");
     }
-    t.run(&["resize-window", "-t", "e2e", "-x", "120", "-y", "40"]);
+    t.resize(120, 40);
     t.wait_for("Sessions (1)");
     // Typing in normal mode is harmless: a sentence with every command letter of the DAG pane
     // and the search pane (q, t, n, p, j, k, g, G, h, l, i, /, ?) leaves the app running; on
