@@ -230,6 +230,38 @@ async fn graph_tests_and_diagnostics_answer_over_http_bounded_and_confined() {
     assert_error(s, &v, 400, "bad_request");
 }
 
+/// `limit=0` was taken as 1 (one row and `truncated: true`, no word of it) where the command
+/// line refuses it; it is a 400 naming the range on every code-intelligence list, and a
+/// symbols request naming nothing says so in the request's words, not the command line's.
+#[tokio::test]
+async fn a_zero_limit_is_refused_naming_the_range_and_an_empty_symbols_request_names_its_fields() {
+    let env = Env::new();
+    let repo = tested_repo(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let routes = [
+        "/v1/graph/tests?file=b.py&limit=0",
+        "/v1/graph/diagnostics?limit=0",
+        "/v1/symbols?query=helper&limit=0",
+        "/v1/symbols?file=b.py&limit=0",
+        "/v1/ast/search?kinds=function_definition&limit=0",
+    ];
+    for route in routes {
+        let (s, v) = get(&server, route).await;
+        assert_error(s, &v, 400, "bad_request");
+        assert!(
+            v["error"]["message"].as_str().unwrap().starts_with("limit 0 asks for nothing: give 1 to 1000"),
+            "{route}: {v}"
+        );
+    }
+    let (s, v) = post(&server, "/v1/ast/query", json!({"kinds": ["function_definition"], "limit": 0})).await;
+    assert_error(s, &v, 400, "bad_request");
+    let (s, v) = get(&server, "/v1/symbols?query=helper&limit=5000").await;
+    assert_eq!((s, v["results"][0]["name"].as_str()), (200, Some("helper")), "a large limit is cut: {v}");
+    let (s, v) = get(&server, "/v1/symbols").await;
+    assert_error(s, &v, 400, "bad_request");
+    assert!(v["error"]["message"].as_str().unwrap().contains("(`query`"), "{v}");
+}
+
 /// The same two questions as MCP tools, over a real stdio session.
 #[test]
 fn mcp_impact_tests_and_diagnostics_tools_answer_and_refuse_paths_outside() {

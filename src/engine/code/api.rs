@@ -61,8 +61,16 @@ fn parse_kind(kind: Option<&str>) -> Result<Option<SymbolKind>> {
     }
 }
 
-fn clamp_limit(limit: Option<usize>, default: usize) -> usize {
-    limit.unwrap_or(default).clamp(1, MAX_LIMIT)
+/// A request's `limit` (`default` when absent), cut to [`MAX_LIMIT`]; 0 is refused: HTTP and MCP
+/// took it as 1, answering one row and `truncated` without a word, where the command line
+/// refuses it.
+pub(crate) fn checked_limit(limit: Option<usize>, default: usize) -> Result<usize> {
+    match limit {
+        Some(0) => Err(Error::BadRequest(format!(
+            "limit 0 asks for nothing: give 1 to {MAX_LIMIT} (more is cut to {MAX_LIMIT}), or leave it out"
+        ))),
+        other => Ok(other.unwrap_or(default).min(MAX_LIMIT)),
+    }
 }
 
 fn split_kinds(kinds: &[String]) -> Vec<String> {
@@ -127,7 +135,10 @@ impl Engine {
             crate::engine::limits::check_symbol_query(q)?;
         }
         if query.is_none() && file.is_none() {
-            return Err(Error::BadRequest("pass a name to search for, or --file F for a file's outline".into()));
+            return Err(Error::BadRequest(
+                "name a symbol to find (`query`; the command line's NAME) or a file to outline (`file`; --file F)"
+                    .into(),
+            ));
         }
         let reader = open_current(&repo)?;
         let filter = SymbolFilter {
@@ -138,13 +149,13 @@ impl Engine {
         };
         let (mode, results, total) = match &query {
             Some(q) => {
-                let limit = clamp_limit(req.limit, DEFAULT_LIMIT);
+                let limit = checked_limit(req.limit, DEFAULT_LIMIT)?;
                 let (hits, total) = query::search(&reader, q, &filter, limit)?;
                 ("search", hits, total)
             }
             None => {
                 let path = file.clone().unwrap_or_default();
-                let limit = clamp_limit(req.limit, MAX_LIMIT);
+                let limit = checked_limit(req.limit, MAX_LIMIT)?;
                 if query::file_row(&reader, &path)?.is_none() {
                     return Err(self.no_symbols_for(&repo, &path));
                 }
@@ -241,7 +252,7 @@ impl Engine {
         let kinds = split_kinds(&req.kinds);
         super::ast::validate_kinds(&kinds)?;
         let reader = open_current(&repo)?;
-        let limit = clamp_limit(req.limit, DEFAULT_LIMIT);
+        let limit = checked_limit(req.limit, DEFAULT_LIMIT)?;
         let prefix = prefix_of(&repo, req.path_prefix.as_deref())?;
         let mut files = query::ast_files(&reader, &kinds, req.mode, prefix.as_deref())?;
         files.sort_by(|a, b| total(&b.counts).cmp(&total(&a.counts)).then(a.path.cmp(&b.path)));
@@ -268,7 +279,7 @@ impl Engine {
         let kinds = split_kinds(&req.kinds);
         super::ast::validate_kinds(&kinds)?;
         let reader = open_current(&repo)?;
-        let limit = clamp_limit(req.limit, DEFAULT_LIMIT);
+        let limit = checked_limit(req.limit, DEFAULT_LIMIT)?;
         let sample_limit = req.sample_limit.unwrap_or(5).min(MAX_LIMIT);
         let name = req.name.as_deref().map(str::trim).filter(|n| !n.is_empty()).map(String::from);
         if let Some(n) = &name {

@@ -193,9 +193,13 @@ pub struct FileDiagnostics {
 /// with 40,000 unresolved imports is megabytes of JSON. The command line lists all.
 pub const DEFAULT_LISTED: usize = 200;
 
-/// Clamps a request's `limit` to `1..=MAX_LIMIT`; `None` lists everything (the command line).
-pub(crate) fn list_limit(limit: Option<usize>) -> usize {
-    limit.map_or(usize::MAX, |n| n.clamp(1, super::api::MAX_LIMIT))
+/// A request's `limit` cut to `MAX_LIMIT` (0 refused, [`super::api::checked_limit`]); `None`
+/// lists everything (the command line).
+pub(crate) fn list_limit(limit: Option<usize>) -> Result<usize> {
+    match limit {
+        None => Ok(usize::MAX),
+        some => super::api::checked_limit(some, super::api::MAX_LIMIT),
+    }
 }
 
 /// `docdex impact diagnostics` / `GET /v1/graph/diagnostics` / MCP `docdex_impact_diagnostics`.
@@ -664,7 +668,7 @@ impl Engine {
             *by_code.entry(d.code.name().to_string()).or_default() += 1;
         }
         let total = grouped.values().map(Vec::len).sum();
-        let files = first_diagnostics(grouped, list_limit(req.limit));
+        let files = first_diagnostics(grouped, list_limit(req.limit)?);
         Ok(DiagnosticsResponse {
             schema: SchemaTag::current(),
             project_id: repo.fingerprint.clone(),

@@ -245,7 +245,7 @@ impl Engine {
         }
         let mut tests = g.tests_reaching(&repo.root, &file);
         let total = tests.len();
-        tests.truncate(list_limit(req.limit));
+        tests.truncate(list_limit(req.limit)?);
         Ok(TestsResponse {
             project_id: repo.fingerprint.clone(),
             repo: repo.root.clone(),
