@@ -484,6 +484,14 @@ fn a_query_file_search_cannot_answer_is_refused_naming_each_bad_answer() {
     let (code, _, err) = run_with(line("g", "src/generated.py").as_bytes());
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains(r#"query "g": answer "src/generated.py" is not indexed"#), "{err}");
+    // A hidden one: its reason is among those named (it was not: "ignored, excluded, binary").
+    write(&root, ".github/workflows/ci.yml", "jobs:\n  test:\n    runs-on: ubuntu-latest\n");
+    let (code, _, err) = run_with(line("h", ".github/workflows/ci.yml").as_bytes());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(r#"answer ".github/workflows/ci.yml" is not indexed (hidden: a dot file or under a dot folder;"#),
+        "{err}"
+    );
 }
 
 /// A query file kept in the repository is indexed like any file and holds every query word for

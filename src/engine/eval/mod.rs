@@ -396,14 +396,17 @@ fn check_queries(root: &Path, queries: &[EvalQuery]) -> std::result::Result<(), 
 }
 
 /// Once the index is up to date: every answer is a file the index holds. One it leaves out
-/// (ignored, excluded, binary, too large) is no answer search can give either.
+/// (hidden, ignored, excluded, binary, too large) is no answer search can give either; the
+/// reasons named include hidden, which `.github/workflows/ci.yml` is and the message left out.
 fn check_indexed(manifest: &Manifest, root: &Path, queries: &[EvalQuery]) -> std::result::Result<(), String> {
     if manifest.files.is_empty() {
         return Ok(()); // unreadable: search says what is wrong with the index
     }
     refuse_answers(root, queries, |g| {
         (!manifest.files.contains_key(normalize(g)))
-            .then_some("is not indexed (ignored by .gitignore, excluded, binary or too large)")
+            .then_some(
+            "is not indexed (hidden: a dot file or under a dot folder; ignored by .gitignore or .docdexignore; [index] exclude; binary or too large)",
+        )
     })
 }
 
