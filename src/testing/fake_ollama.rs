@@ -92,6 +92,10 @@ pub struct FakeOllamaOptions {
     /// When set, `/v1/chat/completions` with an embedding model (a name containing `embed`)
     /// answers this status and JSON body (a server's own words for "not a chat model").
     pub v1_refuses_embedding_chat: Option<(u16, Value)>,
+    /// Installed models that are embedding models whatever their name: `/api/show` lists
+    /// their capabilities as `["embedding"]` and `/api/chat` refuses them, as Ollama does.
+    /// (Names holding `embed` or starting `all-minilm` are embedding models anyway.)
+    pub embedding_models: Vec<String>,
 }
 
 impl Default for FakeOllamaOptions {
@@ -115,6 +119,7 @@ impl Default for FakeOllamaOptions {
             v1_context_window: None,
             props_n_ctx: None,
             v1_refuses_embedding_chat: None,
+            embedding_models: Vec::new(),
         }
     }
 }
@@ -316,9 +321,18 @@ async fn show(State(s): S, Json(body): Json<Value>) -> Response {
         Some(n) => json!({"general.architecture": "fake", "fake.context_length": n}),
         None => json!({}),
     };
+    let capabilities =
+        if is_embedding_model(&s, model) { json!(["embedding"]) } else { json!(["completion", "embedding"]) };
     Json(json!({"modelfile": "", "parameters": "", "template": "{{ .Prompt }}",
-                "details": {"format": "gguf", "family": "fake"}, "model_info": model_info, "capabilities": ["completion", "embedding"]}))
+                "details": {"format": "gguf", "family": "fake"}, "model_info": model_info, "capabilities": capabilities}))
     .into_response()
+}
+
+/// An embedding model: by a name Ollama's embedders carry, or listed in `embedding_models`.
+fn is_embedding_model(s: &Shared, model: &str) -> bool {
+    model.contains("embed")
+        || model.starts_with("all-minilm")
+        || s.opts.embedding_models.iter().any(|m| with_tag(m) == with_tag(model))
 }
 
 async fn pull(State(s): S, Json(body): Json<Value>) -> Response {
@@ -590,7 +604,7 @@ async fn chat(State(s): S, Json(body): Json<Value>) -> Response {
     if !is_installed(&s, &model) {
         return model_missing(&model);
     }
-    if model.contains("embed") || model.starts_with("all-minilm") {
+    if is_embedding_model(&s, &model) {
         // As Ollama answers a chat with an embedding model.
         let error = format!("\"{model}\" does not support chat");
         return (StatusCode::BAD_REQUEST, Json(json!({ "error": error }))).into_response();

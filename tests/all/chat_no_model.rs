@@ -190,6 +190,37 @@ fn an_embedding_model_asked_to_chat_is_refused_before_it_is_budgeted_for() {
     assert!(!resp.excerpts.is_empty(), "the sources' lines come with a turn that has no answer");
 }
 
+/// An embedding model whose name says nothing (`bge-m3`, a renamed `mytext:latest`) was budgeted
+/// for its 512-token window and then refused by Ollama; its `/api/show` capabilities
+/// (`["embedding"]`) refuse it before the sources are cut, and no chat is sent.
+#[test]
+fn an_embedding_model_known_only_to_the_server_is_refused_by_its_capabilities() {
+    let opts = FakeOllamaOptions {
+        models: vec!["fake-chat:latest".into(), "fake-embed:latest".into(), "mytext:latest".into()],
+        embedding_models: vec!["mytext:latest".into()],
+        context_length: Some(512),
+        ..Default::default()
+    };
+    let (env, fake, repo) = no_chat_model(opts);
+    let req = ChatTurnRequest {
+        query: "how are stale sessions expired?".into(),
+        model: Some("mytext:latest".into()),
+        ..Default::default()
+    };
+    let resp = env.engine().chat(&repo, &req, &mut |_| ControlFlow::Continue(())).unwrap();
+    assert_eq!(resp.llm.status, AnswerStatus::Unavailable);
+    assert_eq!(resp.llm.error_code.as_deref(), Some("model_cannot_chat"), "{:?}", resp.llm);
+    assert!(resp.llm.message.as_deref().is_some_and(|m| m.contains("mytext:latest") && m.contains("cannot chat")));
+    assert_eq!(resp.trace.budget.context_window, 8192, "the configured window, not the embedder's 512");
+    let chats = fake.requests().into_iter().filter(|(p, _)| p == "/api/chat").count();
+    assert_eq!(chats, 0, "no chat was sent");
+    assert!(!resp.excerpts.is_empty(), "the sources' lines come with a turn that has no answer");
+    // A chat model on the same server is asked as before.
+    let req = ChatTurnRequest { model: Some("fake-chat".into()), ..req };
+    let resp = env.engine().chat(&repo, &req, &mut |_| ControlFlow::Continue(())).unwrap();
+    assert_eq!(resp.llm.status, AnswerStatus::Answered, "{:?}", resp.llm);
+}
+
 /// `/v1/chat/completions` without `model` uses the server's `[llm] default_model`; when that
 /// is missing the answer was `404 model_not_found` on `param: model`
 /// (`invalid_request_error`), blaming a field the client never sent.

@@ -266,10 +266,30 @@ impl Provider for OllamaProvider {
             let model = if model.is_empty() { self.default_model.as_str() } else { model };
             let body = serde_json::json!({ "model": model });
             let info: Value = self.http.json(reqwest::Method::POST, "/api/show", Some(&body), model).await?;
+            if embedding_only(&info) {
+                // Ollama would refuse the chat only after the sources were budgeted to the
+                // model's window (512 tokens for an embedder): its own capabilities say so now.
+                return Err(Error::ModelCannotChat {
+                    provider: "ollama".into(),
+                    model: model.into(),
+                    url: self.base_url().into(),
+                    said: String::new(),
+                });
+            }
             Ok(show_context_window(&info))
         }
         .boxed()
     }
+}
+
+/// Whether an `/api/show` answer lists the model's capabilities (Ollama 0.6 and later) without
+/// `completion`: an embedding model, whatever its name (the catalog and names like `*embed*`
+/// only cover the well-known ones). An answer without the list says nothing.
+fn embedding_only(info: &Value) -> bool {
+    info["capabilities"].as_array().is_some_and(|caps| {
+        let has = |c: &str| caps.iter().any(|v| v.as_str() == Some(c));
+        has("embedding") && !has("completion")
+    })
 }
 
 /// The context window in an `/api/show` answer: a `num_ctx` the model's Modelfile sets (what
@@ -347,5 +367,13 @@ mod tests {
             serde_json::json!({"parameters": "num_ctx 4096\nstop x", "model_info": {"phi3.context_length": 131072}});
         assert_eq!(show_context_window(&set), Some(4096));
         assert_eq!(show_context_window(&serde_json::json!({"model_info": {}})), None);
+    }
+
+    #[test]
+    fn capabilities_without_completion_mean_an_embedding_model() {
+        assert!(embedding_only(&serde_json::json!({"capabilities": ["embedding"]})));
+        assert!(!embedding_only(&serde_json::json!({"capabilities": ["completion", "tools"]})));
+        assert!(!embedding_only(&serde_json::json!({"capabilities": ["completion", "embedding"]})));
+        assert!(!embedding_only(&serde_json::json!({"model_info": {}})), "an older server says nothing");
     }
 }

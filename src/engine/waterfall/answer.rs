@@ -208,7 +208,10 @@ impl Turn<'_> {
                     (w, None)
                 }
                 Ok(Err(
-                    e @ (Error::LlmUnreachable { .. } | Error::LlmTimeout { .. } | Error::ModelNotFound { .. }),
+                    e @ (Error::LlmUnreachable { .. }
+                    | Error::LlmTimeout { .. }
+                    | Error::ModelNotFound { .. }
+                    | Error::ModelCannotChat { .. }),
                 )) => (None, Some(e)),
                 Ok(Err(e)) => {
                     tracing::debug!(error = %e, "the provider did not say the model's context window");
@@ -465,9 +468,9 @@ fn excerpts(sources: &[ChatSource], hits: &[crate::engine::search::types::Search
 /// model catalog lists it as one (`all-minilm`, `nomic-embed-text`, `mxbai-embed-large`), or its
 /// name says so (`embed`, `minilm`). Ollama would refuse the chat ("does not support chat")
 /// after docdex had asked for the model's window (512 tokens for `all-minilm`) and budgeted the
-/// sources down to it. Other names are left to the server's own refusal, and so are
-/// OpenAI-compatible servers, whose refusal carries their own advice (llama.cpp's
-/// `--embeddings`).
+/// sources down to it. Other names are refused when the window is asked: Ollama's `/api/show`
+/// lists an embedding model's capabilities without `completion`. OpenAI-compatible servers
+/// are left to their own refusal, which carries their own advice (llama.cpp's `--embeddings`).
 fn cannot_chat(provider: &dyn Provider, model: &str) -> Option<Error> {
     if provider.kind() != "ollama" || model.is_empty() {
         return None;
