@@ -385,3 +385,32 @@ fn conflicts_split_prose_without_full_stops_into_lines_and_bound_statements() {
     let wall = r.pairs.iter().find(|p| p.a.path.starts_with("docs/wall")).expect("the walls' retries conflict");
     assert!(wall.a.text.ends_with("term2989 retries 3") || wall.a.text.ends_with("term2989 retries 4"), "{wall:?}");
 }
+
+/// Code in reStructuredText literal blocks (the indented block after `::`, a `.. code-block::`
+/// body, a `>>>` doctest) was cut into statements like prose: two examples that set a timeout
+/// differently were reported as conflicting "statements". Only the prose is compared now; a
+/// prose contradiction in the same files is still found.
+#[test]
+fn conflicts_skip_code_in_rst_literal_blocks() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("r");
+    let doc = |timeout: u32, workers: u32| {
+        format!(
+            "Client\n======\n\nOpen a connection with a short read timeout::\n\n    \
+             client = connect(host, read timeout {timeout} seconds, retries 3)\n\n\
+             .. code-block:: python\n\n    pool = Pool(size {timeout}, workers {workers})\n\n\
+             >>> client.read timeout seconds {timeout}\n>>> pool.workers total {workers}\n\n\
+             The worker pool starts {workers} workers for every client process.\n"
+        )
+    };
+    write(&repo, "docs/client.rst", doc(30, 4));
+    write(&repo, "docs/pool.rst", doc(60, 8));
+    index(&env.engine(), &repo);
+    let r = env.engine().audit_conflicts(&repo, &ConflictsRequest { explain: Some(false), ..Default::default() });
+    let r = r.expect("audit");
+    let texts: Vec<(&str, &str)> = r.pairs.iter().map(|p| (p.a.text.as_str(), p.b.text.as_str())).collect();
+    assert_eq!(texts.len(), 1, "only the prose: {texts:#?}");
+    assert!(texts[0].0.starts_with("The worker pool starts"), "{texts:#?}");
+}
+

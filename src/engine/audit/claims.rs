@@ -258,6 +258,96 @@ pub fn statements(text: &str, first_line: u32) -> Vec<Statement> {
     out
 }
 
+/// reStructuredText directives whose body is code or program output, not prose.
+const CODE_DIRECTIVES: &[&str] = &[
+    "code",
+    "code-block",
+    "sourcecode",
+    "parsed-literal",
+    "doctest",
+    "testcode",
+    "testoutput",
+    "testsetup",
+    "ipython",
+    "jupyter-execute",
+    "highlight",
+];
+
+/// `text` with its reStructuredText literal blocks blanked, line for line (numbers stay): the
+/// indented block after a paragraph ending in `::` (or a line of `::` alone), the body of a
+/// code directive (`.. code-block:: python`, [`CODE_DIRECTIVES`], with the directive's line),
+/// and doctest blocks (`>>>` to the next blank line). Their code is no claim: `TIMEOUT = 30`
+/// in one example and `TIMEOUT = 60` in another were reported as conflicting statements. A
+/// block is the lines indented deeper than the line that opened it, and the blank ones between.
+/// Done on a whole file, before it is cut at chunk boundaries, so a chunk that starts inside a
+/// block knows it.
+pub fn mask_literal_blocks(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("::") && !text.contains(">>>") {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut block = LiteralBlock::default();
+    for line in text.split_inclusive('\n') {
+        if block.masks(line) {
+            out.push_str(&line[line.trim_end_matches(['\n', '\r']).len()..]);
+        } else {
+            out.push_str(line);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Where [`mask_literal_blocks`] is: the indentation of the line that opened a block (waiting
+/// for its first indented line, or inside it), or inside a doctest block.
+#[derive(Default)]
+struct LiteralBlock {
+    opened_at: Option<usize>,
+    inside: bool,
+    doctest: bool,
+}
+
+impl LiteralBlock {
+    /// Whether `line` is code of a literal block (and so blanked), moving along.
+    fn masks(&mut self, line: &str) -> bool {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let t = body.trim();
+        let indent = body.len() - body.trim_start().len();
+        if self.doctest {
+            self.doctest = !t.is_empty();
+            return self.doctest;
+        }
+        if let Some(base) = self.opened_at {
+            if t.is_empty() {
+                return self.inside;
+            }
+            if indent > base {
+                self.inside = true;
+                return true;
+            }
+            self.opened_at = None;
+            self.inside = false;
+        }
+        if t.starts_with(">>>") {
+            self.doctest = true;
+            return true;
+        }
+        let directive = code_directive(t);
+        // Another directive's body (`.. note::`) is prose.
+        if directive || (t.ends_with("::") && !t.starts_with("..")) {
+            self.opened_at = Some(indent);
+        }
+        // The directive's own line and a lone `::` are markup; `Example::` is prose.
+        directive || t == "::"
+    }
+}
+
+/// `.. code-block:: python` and the like ([`CODE_DIRECTIVES`]).
+fn code_directive(t: &str) -> bool {
+    let Some(rest) = t.strip_prefix("..") else { return false };
+    let Some((name, _)) = rest.trim_start().split_once("::") else { return false };
+    CODE_DIRECTIVES.contains(&name.trim())
+}
+
 /// Bullets that start a list item, besides `-`, `*` and `+`.
 const BULLETS: &[char] = &['•', '◦', '▪', '▫', '‣', '⁃', '∙', '·', '●', '○', '■', '□', '–', '—', '→', '✓', '✔', '✗'];
 
@@ -665,5 +755,38 @@ in tests.
         let st = statements(&wall.join(" "), 1);
         assert_eq!(st.len(), 1000usize.div_ceil(MAX_STATEMENT_WORDS));
         assert!(st.iter().all(|s| s.text.split_whitespace().count() <= MAX_STATEMENT_WORDS));
+    }
+
+    /// Code in reStructuredText literal blocks (after `::`, in a `.. code-block::`, a doctest)
+    /// was cut into statements like prose: `TIMEOUT = 30` in one example and `TIMEOUT = 60`
+    /// in another were a conflict. They are blanked, line numbers kept; prose around stays.
+    #[test]
+    fn rst_literal_blocks_are_no_statements() {
+        let text = "Set the timeout in settings::\n\n    TIMEOUT = 30\n    RETRIES = 3\n\n\
+                    The read timeout is 30 seconds.\n\n\
+                    .. code-block:: python\n   :linenos:\n\n   TIMEOUT = 60\n\n\
+                    >>> retries = 4\n>>> print(retries)\n4\n\n\
+                    .. note::\n\n   The write timeout is 60 seconds.\n\n::\n\n  port = 8080\n\nThe port is set in the config file.\n";
+        let masked = mask_literal_blocks(text);
+        assert_eq!(masked.lines().count(), text.lines().count(), "line numbers kept");
+        for code in ["TIMEOUT", "RETRIES", "retries", "code-block", "8080", "linenos"] {
+            assert!(!masked.contains(code), "{code}: {masked}");
+        }
+        let st: Vec<(u32, String)> = statements(&masked, 1).into_iter().map(|s| (s.line_start, s.text)).collect();
+        let texts: Vec<&str> = st.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "Set the timeout in settings::",
+                "The read timeout is 30 seconds.",
+                "The write timeout is 60 seconds.",
+                "The port is set in the config file."
+            ],
+            "{st:?}"
+        );
+        assert_eq!(st[1].0, 6);
+        assert_eq!(st[2].0, 19, "{st:?}");
+        let plain = "No literal blocks here.\n    An indented line stays.\n";
+        assert!(matches!(mask_literal_blocks(plain), std::borrow::Cow::Borrowed(_)));
     }
 }

@@ -47,6 +47,8 @@ impl Engine {
         let repo = self.resolve_repo(repo_path)?;
         let files: Vec<_> = indexed_files(&repo)?.into_iter().filter(|f| f.class == FileClass::Docs).collect();
         let (per_file, stale) = map_files(&repo, &files, |file, text| {
+            // Code in reStructuredText literal blocks is no claim (blanked, lines kept).
+            let text = &*claims::mask_literal_blocks(text);
             let starts = line_starts(text);
             let mut seen = HashSet::new();
             let mut out = Vec::new();
