@@ -816,6 +816,14 @@ fn pytest_configuration_ignores_are_honoured_and_a_subproject_runs_in_its_own_di
     );
     // The root's addopts turn the cache plugin off: no `-o cache_dir` naming it.
     assert!(!v["command"].to_string().contains("cache_dir"), "{v}");
+    // A changed conftest.py reaches the tests below it (none imports it): they run, not the
+    // conftest itself, which pytest collected as a module without tests (no_tests).
+    git_commit_all(&repo);
+    write(&repo, "tests/conftest.py", "collect_ignore_glob = [\n    \"gen/*\",  # generated, not run\n]\n");
+    let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("passed"), Some(1)), "{v}");
+    let selected: Vec<&str> = v["selected"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert_eq!(selected, ["tests/test_core.py: below changed tests/conftest.py"], "{v}");
 
     // The subproject: run in svc/ (its --ignore means svc/tests/legacy there), -qq raised to -q.
     write(&repo, "svc/tests/test_svc.py", "def test_ok():\n    pass\n\n\ndef test_bad():\n    assert 1 == 3\n");

@@ -900,7 +900,23 @@ impl Engine {
                 out.push((path, why));
             }
         };
-        for f in changes.files.iter().filter(|f| f.change != "deleted") {
+        for f in &changes.files {
+            let conftest = runner == Runner::Pytest && f.path.rsplit('/').next() == Some("conftest.py");
+            if conftest {
+                // Its fixtures and hooks reach every test below it, none of which imports it;
+                // handed to pytest itself it is collected as a module without tests.
+                let dir = f.path.rsplit_once('/').map_or(String::new(), |(d, _)| format!("{d}/"));
+                let mut below: Vec<&String> =
+                    graph.graph.files.keys().filter(|p| p.starts_with(&dir) && is_test_path(p)).collect();
+                below.sort();
+                for t in below {
+                    add(t.clone(), format!("below changed {}", f.path));
+                }
+                continue;
+            }
+            if f.change == "deleted" {
+                continue;
+            }
             if is_test_path(&f.path) {
                 add(f.path.clone(), "changed test file".into());
             }
