@@ -45,8 +45,12 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
     let _ = doc.set(openapi::document(&ops));
     let limit = state.body_limit();
     let budget = BodyBudget::new(limit, vec![(hooks::HOOK_PATH, hooks::HOOK_BODY_LIMIT)]);
+    let paths: Arc<Vec<&'static str>> = Arc::new(ops.iter().map(|o| o.path).collect());
     let router = router
-        .fallback(no_route)
+        .fallback(move |method: Method, uri: axum::http::Uri| {
+            let paths = paths.clone();
+            async move { no_route(method, uri, &paths) }
+        })
         .method_not_allowed_fallback(wrong_method)
         // After every guard: a request refused for its token or origin takes no share.
         .layer(middleware::from_fn_with_state(budget, budget::within_budget))
@@ -69,12 +73,22 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
     (router, ops)
 }
 
-async fn no_route(method: Method, uri: axum::http::Uri) -> ApiError {
+fn no_route(method: Method, uri: axum::http::Uri, paths: &[&str]) -> ApiError {
+    let hint = near_route(uri.path(), paths).map(|p| format!(" (did you mean {p}?)")).unwrap_or_default();
     ApiError::new(
         StatusCode::NOT_FOUND,
         "not_found",
-        format!("no endpoint {method} {}; GET /v1/openapi.json lists them", uri.path()),
+        format!("no endpoint {method} {}{hint}; GET /v1/openapi.json lists them", uri.path()),
     )
+}
+
+/// The route a path missed by a slip clients make: a trailing slash (`/v1/search/`) or no
+/// `/v1` prefix (`/search`). It was a bare "no endpoint", leaving the caller to compare
+/// paths by eye.
+fn near_route<'a>(path: &str, paths: &[&'a str]) -> Option<&'a str> {
+    let trimmed = path.trim_end_matches('/');
+    let candidates = [trimmed.to_string(), format!("/v1{trimmed}")];
+    paths.iter().copied().find(|p| *p != path && candidates.iter().any(|c| c == p))
 }
 
 async fn wrong_method(method: Method, uri: axum::http::Uri) -> ApiError {
@@ -83,4 +97,19 @@ async fn wrong_method(method: Method, uri: axum::http::Uri) -> ApiError {
         "method_not_allowed",
         format!("{} does not answer {method}; GET /v1/openapi.json lists the methods", uri.path()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::near_route;
+
+    #[test]
+    fn a_slipped_path_names_the_route_it_missed() {
+        let paths = ["/v1/search", "/v1/memory/store", "/healthz"];
+        assert_eq!(near_route("/v1/search/", &paths), Some("/v1/search"));
+        assert_eq!(near_route("/search", &paths), Some("/v1/search"));
+        assert_eq!(near_route("/memory/store/", &paths), Some("/v1/memory/store"));
+        assert_eq!(near_route("/v1/nothing", &paths), None);
+        assert_eq!(near_route("/", &paths), None);
+    }
 }

@@ -219,6 +219,24 @@ async fn a_misspelt_body_field_is_refused_naming_the_fields_the_endpoint_takes()
     assert_ne!(s, 400, "{v}");
 }
 
+/// A trailing slash or a missing `/v1` was a bare "no endpoint"; the answer names the route.
+#[tokio::test]
+async fn a_path_missing_a_route_by_a_slip_names_the_route() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    for path in ["/v1/search/", "/search"] {
+        let resp = client().post(server.url(path)).json(&json!({"query": "session"})).send().await.unwrap();
+        let (s, v) = json_of(resp).await;
+        assert_eq!(s, 404, "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert_eq!(
+            message,
+            format!("no endpoint POST {path} (did you mean /v1/search?); GET /v1/openapi.json lists them")
+        );
+    }
+}
+
 #[tokio::test]
 async fn token_guards_every_http_and_mcp_request() {
     let env = Env::new();
