@@ -931,3 +931,55 @@ fn html_the_parser_is_quadratic_on_is_read_flat() {
     let text = env.engine().get_file(&repo, &FileRequest::new("site/pangolin.html", None)).unwrap().text;
     assert!(text.contains("Pangolin care") && !text.contains("zzscriptword"), "a small page reads as before");
 }
+
+/// A one-page PDF drawing each `(x, y, text)` in 10 pt Helvetica, in the order given.
+fn placed_pdf(draws: &[(u32, u32, &str)]) -> Vec<u8> {
+    let stream: String = draws.iter().map(|(x, y, t)| format!("BT /F1 10 Tf {x} {y} Td ({t}) Tj ET\n")).collect();
+    let objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
+        "<< /Type /Pages /Kids [4 0 R] /Count 1 >>".into(),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".into(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>"
+            .into(),
+        format!("<< /Length {} >>\nstream\n{stream}endstream", stream.len()),
+    ];
+    raw_pdf(&objects)
+}
+
+/// A page in two columns that draws both columns of each line in turn came out with the two
+/// columns' lines glued into one ("...mammals that Keepers weigh every..."). Each column is
+/// read whole now, the left one first; a table's wide gaps (short cells) keep their rows.
+#[test]
+fn a_two_column_pdf_page_is_read_column_by_column() {
+    let env = Env::new();
+    let repo = env.repo("cols");
+    let left =
+        ["Pangolins are scaly mammals that", "eat ants and termites at night and", "sleep in burrows during the day."];
+    let right = ["Keepers weigh every animal once", "a week at dawn and record it in", "the ledger kept by the vet."];
+    let mut draws = vec![(72, 740, "Pangolin care, a keepers handbook")];
+    for (i, (l, r)) in left.iter().zip(right).enumerate() {
+        let y = 720 - 14 * i as u32;
+        draws.extend([(72, y, *l), (320, y, r)]);
+    }
+    std::fs::write(repo.join("columns.pdf"), placed_pdf(&draws)).unwrap();
+    let table = [
+        (72, 720, "Name"),
+        (320, 720, "Weight"),
+        (72, 706, "Bao"),
+        (320, 706, "12 kg"),
+        (72, 692, "Lin"),
+        (320, 692, "9 kg"),
+        (72, 678, "Mei"),
+        (320, 678, "10 kg"),
+    ];
+    std::fs::write(repo.join("table.pdf"), placed_pdf(&table)).unwrap();
+    env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let text = |name: &str| {
+        let f = env.engine().get_file(&repo, &FileRequest::new(name, None)).expect("get");
+        f.text.lines().map(|l| l.trim().to_string()).collect::<Vec<_>>()
+    };
+    let mut expected = vec!["Pangolin care, a keepers handbook".to_string(), String::new()];
+    expected.extend(left.iter().chain(&right).map(|s| s.to_string()));
+    assert_eq!(text("columns.pdf"), expected);
+    assert_eq!(text("table.pdf"), ["Name Weight", "Bao 12 kg", "Lin 9 kg", "Mei 10 kg"]);
+}

@@ -15,6 +15,7 @@ mod pdf;
 mod pdf_bound;
 mod pdf_load;
 mod pdf_scan;
+mod pdf_text;
 mod pdf_work;
 
 use crate::engine::repos::RepoRef;

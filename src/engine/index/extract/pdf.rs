@@ -1,9 +1,10 @@
-//! PDF: the text of each page (pdf-extract over lopdf), pages in order, with the first line of
+//! PDF: the text of each page (pdf-extract over lopdf; a page in two columns column by column,
+//! see `pdf_text`), pages in order, with the first line of
 //! each page recorded so hits carry page ranges and `docdex get --page N` finds a page.
 
 use super::pdf_bound::{check_inflation, drop_images};
 use super::{tidy_lines, Extracted, Refusal};
-use pdf_extract::{Document, PlainTextOutput};
+use pdf_extract::Document;
 
 /// Pages beyond this many are not read (a 10 MB file can hold tens of thousands).
 const MAX_PAGES: u32 = 5_000;
@@ -54,14 +55,11 @@ pub(super) fn extract(bytes: &[u8]) -> Result<Extracted, Refusal> {
     let mut lines = 0u32;
     let mut failed = 0usize;
     for (&number, _) in pages.iter().take(MAX_PAGES as usize) {
-        let mut page = String::new();
-        let ok = {
-            let mut sink = PlainTextOutput::new(&mut page);
-            pdf_extract::output_doc_page(&doc, &mut sink, number).is_ok()
-        };
+        let mut sink = super::pdf_text::PageText::new();
+        let ok = pdf_extract::output_doc_page(&doc, &mut sink, number).is_ok();
+        let page = if ok { sink.finish() } else { String::new() };
         if !ok {
             failed += 1;
-            page.clear();
         }
         if lines > 0 && !page.trim().is_empty() {
             out.text.push('\n'); // a blank line between pages
