@@ -368,6 +368,36 @@ fn a_diff_leaves_out_changed_files_docdex_does_not_serve_and_says_which() {
     );
 }
 
+/// A deleted file is judged by its name: git's excludes file (`core.excludesFile`) was not
+/// read for it, so a file the user's excludes keep private (force-added once, then deleted)
+/// went to the model whole as the deletion's patch.
+#[test]
+fn a_deleted_file_the_excludes_file_ignores_stays_out_of_the_diff() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    git(&c.repo, &["init", "-q"]);
+    let excludes = c.repo.join(".git/my-excludes");
+    std::fs::write(&excludes, "private/\n").unwrap();
+    git(&c.repo, &["config", "core.excludesFile", excludes.to_str().unwrap()]);
+    write(&c.repo, "private/notes.txt", "the launch code is excludedsecret_999\n");
+    write(&c.repo, "README.md", "# Proj\n");
+    git_commit_all(&c.repo);
+    git(&c.repo, &["add", "-f", "private/notes.txt"]);
+    git(&c.repo, &["commit", "-q", "-m", "forced"]);
+    git(&c.repo, &["rm", "-q", "private/notes.txt"]);
+    write(&c.repo, "README.md", "# Proj\n\nSessions expire in batches.\n");
+    git(&c.repo, &["add", "README.md"]);
+    git(&c.repo, &["commit", "-q", "-m", "gone"]);
+    let range = c.ask(&ChatTurnRequest {
+        diff: Some(DiffRequest { target: "HEAD~1..HEAD".into(), paths: vec![] }),
+        ..q("what changed?")
+    });
+    let diff: Vec<&str> = range.sources.iter().filter(|s| s.slot == Slot::Diff).map(|s| s.citation.as_str()).collect();
+    assert_eq!(diff, ["README.md:1-3"], "{:?}", range.sources);
+    assert!(!system_text(&c.last_prompt()).contains("excludedsecret_999"));
+    let note = range.trace.notices.iter().find(|n| n.contains("left out of the diff")).expect("a notice");
+    assert!(note.contains("private/notes.txt"), "{note}");
+}
+
 #[test]
 fn a_diff_expands_one_hop_through_the_impact_graph() {
     let c = Chat::new(FakeOllamaOptions::default(), "");

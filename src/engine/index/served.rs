@@ -7,8 +7,10 @@
 //! A path no longer in the working tree (a deletion, a range's old file) cannot be walked; it
 //! is judged by its name: inside `.git`, a hidden component, `[index] exclude`, or the ignore
 //! files (`.gitignore`, `.ignore`, `.docdexignore`, `.git/info/exclude`) of the directories
-//! above it that still exist.
+//! above it that still exist, and git's excludes file (`core.excludesFile`, global or the
+//! repository's, or `~/.config/git/ignore`) as the walk reads it ([`GitRules`]).
 
+use super::gitrules::GitRules;
 use super::walk::{self, DOCDEX_IGNORE};
 use crate::config::IndexConfig;
 use ignore::gitignore::GitignoreBuilder;
@@ -71,10 +73,13 @@ impl Refusal {
 pub fn refusals(root: &Path, rels: &[String], cfg: &IndexConfig) -> BTreeMap<String, Refusal> {
     let mut refused = BTreeMap::new();
     let mut present: Vec<(&String, PathBuf)> = Vec::new();
+    // Git's excludes files, read once and only when a path is gone.
+    let mut git_rules: Option<GitRules> = None;
     for rel in rels {
         let abs = root.join(rel);
         if abs.symlink_metadata().is_err() {
-            if let Some(r) = refused_by_name(root, rel, cfg) {
+            let rules = git_rules.get_or_insert_with(|| GitRules::load(root));
+            if let Some(r) = refused_by_name(root, rel, cfg, rules) {
                 refused.insert(rel.clone(), r);
             }
             continue;
@@ -131,16 +136,30 @@ fn in_git(rel: &str) -> bool {
     rel.split('/').next() == Some(".git")
 }
 
-/// A path not in the working tree, judged by its name and the ignore files above it.
-fn refused_by_name(root: &Path, rel: &str, cfg: &IndexConfig) -> Option<Refusal> {
+/// A path not in the working tree, judged by its name, the ignore files above it and git's
+/// excludes files (`git_rules`).
+fn refused_by_name(root: &Path, rel: &str, cfg: &IndexConfig, git_rules: &GitRules) -> Option<Refusal> {
     if in_git(rel) {
         return Some(Refusal::InGit);
     }
     let hidden = rel.split('/').any(|c| c.starts_with('.') && c.len() > 1 && c != "..");
-    if (hidden && !cfg.include_hidden) || excluded_by_config(root, rel, cfg) || ignored_by_files(root, rel) {
+    if (hidden && !cfg.include_hidden)
+        || excluded_by_config(root, rel, cfg)
+        || ignored_by_files(root, rel)
+        || excluded_by_git_rules(root, rel, git_rules)
+    {
         return Some(Refusal::HiddenOrIgnored);
     }
     None
+}
+
+/// Whether git's excludes files leave out `rel` or a folder above it (a walk never enters an
+/// excluded folder, so its rules are asked of each folder on the way down, as here).
+fn excluded_by_git_rules(root: &Path, rel: &str, git_rules: &GitRules) -> bool {
+    let path = root.join(rel);
+    let mut folders: Vec<&Path> = path.ancestors().skip(1).take_while(|d| d.starts_with(root) && *d != root).collect();
+    folders.reverse();
+    folders.iter().any(|d| git_rules.excludes(d, true, None)) || git_rules.excludes(&path, false, None)
 }
 
 /// `[index] exclude` globs, as the walk's overrides apply them.
