@@ -592,6 +592,64 @@ fn ctrl_z_suspends_the_real_binary_and_fg_resumes_it() {
 }
 
 #[test]
+fn keys_typed_ahead_of_the_editor_closing_after_a_resize_are_read_at_once() {
+    // The window is resized while $EDITOR runs, and keys are typed before docdex reads the
+    // terminal again: its first look finds the resize and the keys together. crossterm's mio
+    // reader (edge-triggered) returned the resize and left the keys unread until another key
+    // came (held in 4 of 5 tries); the /dev/tty reader (`use-dev-tty`, level-triggered) reads
+    // them. Three rounds, so a lucky one does not pass the test.
+    let env = Env::new();
+    env.write_config("[llm]\nbase_url = \"http://127.0.0.1:9\"\n[search]\nhybrid = false\n");
+    let repo = env.repo("e2e");
+    sample_repo(&repo);
+    let editor = env.dir.path().join("fake-bin").join("vi");
+    std::fs::create_dir_all(editor.parent().expect("dir")).expect("mkdir");
+    // It takes its line, then stays a second: keys typed now wait for docdex.
+    std::fs::write(&editor, "#!/bin/sh\nprintf 'EDITOR-READY\\n'\nread answer\nprintf 'EDITOR-DONE\\n'\nsleep 1\n")
+        .expect("editor script");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let t = Tmux::new();
+    let script = format!(
+        "env -u VISUAL EDITOR='{}' DOCDEX_HOME='{}' '{}' tui --repo '{}'; sleep 120",
+        editor.display(),
+        env.home().display(),
+        env!("CARGO_BIN_EXE_docdex"),
+        repo.display()
+    );
+    t.run(&["new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", "sh", "-c", &script]);
+    t.wait_for("● ready 5 files");
+    t.literal("session");
+    t.wait_for("  2▌pub struct SessionStore");
+    let mut query = String::from("session");
+    for (round, (cols, rows)) in [(100usize, 30usize), (120, 40), (100, 30)].into_iter().enumerate() {
+        t.keys(&["Enter"]);
+        t.wait_for("EDITOR-READY");
+        t.run(&["resize-window", "-t", "e2e", "-x", &cols.to_string(), "-y", &rows.to_string()]);
+        // docdex's SIGWINCH handler runs while the editor has the terminal.
+        std::thread::sleep(Duration::from_millis(300));
+        t.literal(&format!("answer{round}"));
+        t.keys(&["Enter"]);
+        t.wait_for("EDITOR-DONE");
+        // Words that keep the hit, so the next enter opens the editor again.
+        let ahead = [" handling", " session", "yy"][round];
+        t.literal(ahead);
+        query.push_str(ahead);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let mut s = t.capture();
+        while !s.contains(&format!("› {query}")) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+            s = t.capture();
+        }
+        assert!(s.contains(&format!("› {query}")), "round {round}: keys typed ahead were not read:\n{s}");
+    }
+    t.keys(&["C-c"]);
+}
+
+#[test]
 fn without_a_terminal_docdex_prints_help_and_tui_refuses() {
     let env = Env::new();
     let out = env.run(&[]);
