@@ -413,4 +413,3 @@ fn conflicts_skip_code_in_rst_literal_blocks() {
     assert_eq!(texts.len(), 1, "only the prose: {texts:#?}");
     assert!(texts[0].0.starts_with("The worker pool starts"), "{texts:#?}");
 }
-
