@@ -747,7 +747,7 @@ fn go_counts_passing_tests_places_failures_and_a_package_without_tests_is_no_tes
     // `go test ./...` without -v counted no passing test (a green run read "0 passed"), named a
     // failing test's file by its base name (`calc_test.go`, not `calc/calc_test.go`), and a
     // package without test files (`? pkg [no test files]`, exit 0) was `passed`, exit 0.
-    // .ci/run does not install go: this runs where go is on PATH, and says so where not.
+    // .ci/run installs go (golang-go); elsewhere this runs where go is on PATH and says so where not.
     if std::process::Command::new("go").arg("version").output().is_err() {
         eprintln!("NOTICE: go is not installed; skipping the go test runs (apt-get install golang-go to run them)");
         return;
