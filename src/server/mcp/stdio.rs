@@ -11,17 +11,95 @@
 //! `initialize` one is also inspected for the docdex extras rmcp's typed params
 //! drop (`rootUri`, `auth_token`). One writer task puts rmcp's messages and
 //! these replies on stdout, whole lines each.
+//!
+//! At most [`MAX_IN_FLIGHT`] requests are with rmcp at once: rmcp reads requests as fast as
+//! they come and holds every one and its answer until stdout takes it, so a client that wrote
+//! requests without reading its replies grew the process without bound (100,000 `tools/list`
+//! took it past 2.6 GB in 16 s). Past the limit stdin is not read until an answer goes out:
+//! the client's writes wait, as on any pipe.
 
 use super::jsonrpc::{check_message, Checked, Rejection, INVALID_REQUEST};
 use super::{DocdexMcp, InitExtras, InitSlot};
 use crate::server::state::AppState;
 use rmcp::ServiceExt;
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 /// The longest message a client may send on one line.
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Requests rmcp may hold at once, unanswered or answered but not yet taken off its output
+/// (the SSE transport's `MAX_BACKLOG` alike); an agent has a few in flight.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// Requests handed to rmcp whose answers have not come out of it, by id as JSON text (a
+/// client may reuse an id, so each counts its requests).
+#[derive(Debug, Default)]
+pub struct InFlight {
+    ids: Mutex<(HashMap<String, usize>, usize)>,
+    freed: Notify,
+}
+
+impl InFlight {
+    /// Counts a client message in before it goes to rmcp: a request waits for a place while
+    /// `max` are taken; a `notifications/cancelled` frees its request's place (rmcp sends no
+    /// answer for it).
+    pub async fn admit(&self, msg: &Value, max: usize) {
+        match (msg.get("method").and_then(Value::as_str), msg.get("id")) {
+            (Some(_), Some(id)) => {
+                let key = id.to_string();
+                while !self.try_take(&key, max) {
+                    self.freed.notified().await;
+                }
+            }
+            (Some("notifications/cancelled"), None) => {
+                if let Some(id) = msg.pointer("/params/requestId") {
+                    self.answered(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn try_take(&self, key: &str, max: usize) -> bool {
+        let mut guard = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        let (ids, total) = &mut *guard;
+        if *total >= max {
+            return false;
+        }
+        *ids.entry(key.to_string()).or_default() += 1;
+        *total += 1;
+        true
+    }
+
+    /// Frees the place of the request `id` (its answer left rmcp, or it was cancelled).
+    pub fn answered(&self, id: &Value) {
+        let mut guard = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        let (ids, total) = &mut *guard;
+        let key = id.to_string();
+        if let Some(n) = ids.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                ids.remove(&key);
+            }
+            *total -= 1;
+            self.freed.notify_one();
+        }
+    }
+
+    /// Requests counted in.
+    pub fn len(&self) -> usize {
+        self.ids.lock().unwrap_or_else(|p| p.into_inner()).1
+    }
+
+    /// True when no request is counted in.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
 
 /// Serves MCP on stdin/stdout until stdin closes or a signal arrives.
 pub async fn serve(app: AppState) -> anyhow::Result<()> {
@@ -32,7 +110,8 @@ pub async fn serve(app: AppState) -> anyhow::Result<()> {
     // rmcp reads what the pump lets through and writes into a pipe the writer task drains.
     let (mut to_rmcp, rmcp_in) = tokio::io::duplex(256 * 1024);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(256 * 1024);
-    let forward = tokio::spawn(forward_lines(BufReader::new(from_rmcp), out_tx.clone()));
+    let in_flight = Arc::new(InFlight::default());
+    let forward = tokio::spawn(forward_lines(BufReader::new(from_rmcp), out_tx.clone(), in_flight.clone()));
     let pump = tokio::spawn(async move {
         let mut input = BufReader::new(tokio::io::stdin());
         let mut initialize_seen = false;
@@ -72,6 +151,7 @@ pub async fn serve(app: AppState) -> anyhow::Result<()> {
                             *s = Some(extras);
                         }
                     }
+                    in_flight.admit(&v, MAX_IN_FLIGHT).await;
                     if to_rmcp.write_all(&line).await.is_err() || to_rmcp.write_all(b"\n").await.is_err() {
                         break;
                     }
@@ -181,8 +261,8 @@ pub async fn read_bounded_line<R: AsyncBufRead + Unpin>(r: &mut R, max: usize) -
     }
 }
 
-/// Passes rmcp's output on, line by line.
-async fn forward_lines<R: AsyncBufRead + Unpin>(mut from: R, out: mpsc::Sender<Vec<u8>>) {
+/// Passes rmcp's output on, line by line; an answer frees its request's place.
+async fn forward_lines<R: AsyncBufRead + Unpin>(mut from: R, out: mpsc::Sender<Vec<u8>>, in_flight: Arc<InFlight>) {
     loop {
         let mut line = Vec::new();
         match from.read_until(b'\n', &mut line).await {
@@ -191,12 +271,29 @@ async fn forward_lines<R: AsyncBufRead + Unpin>(mut from: R, out: mpsc::Sender<V
                 while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
                     line.pop();
                 }
+                if let Some(id) = answer_id(&line) {
+                    in_flight.answered(&id);
+                }
                 if !line.is_empty() && out.send(line).await.is_err() {
                     break;
                 }
             }
         }
     }
+}
+
+/// The id of an answer (a message with an id and no method) rmcp wrote.
+fn answer_id(line: &[u8]) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        id: Option<Value>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let head: Head = serde_json::from_slice(line).ok()?;
+    if head.method.is_some() {
+        return None;
+    }
+    head.id
 }
 
 /// Writes each message as one line on stdout.
@@ -213,6 +310,45 @@ async fn write_lines(mut rx: mpsc::Receiver<Vec<u8>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn requests_past_the_limit_wait_for_an_answer_and_reused_ids_count_each() {
+        let in_flight = Arc::new(InFlight::default());
+        let request = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+        in_flight.admit(&request(1), 3).await;
+        in_flight.admit(&request(1), 3).await;
+        in_flight.admit(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), 3).await;
+        in_flight.admit(&request(2), 3).await;
+        assert_eq!(in_flight.len(), 3);
+        let waiting = tokio::spawn({
+            let in_flight = in_flight.clone();
+            async move { in_flight.admit(&request(3), 3).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "a fourth request went through");
+        in_flight.answered(&json!(9));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "an answer to no request freed a place");
+        in_flight.answered(&json!(1));
+        tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap();
+        // id 1 is still in flight once: a cancel frees it, and answers empty the count.
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+        in_flight.admit(&cancel, 3).await;
+        in_flight.answered(&json!(2));
+        in_flight.answered(&json!(3));
+        assert!(in_flight.is_empty());
+    }
+
+    #[test]
+    fn only_answers_free_a_place() {
+        assert_eq!(answer_id(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#), Some(json!(7)));
+        assert_eq!(answer_id(br#"{"jsonrpc":"2.0","id":"a","error":{"code":1,"message":"x"}}"#), Some(json!("a")));
+        assert_eq!(answer_id(br#"{"jsonrpc":"2.0","id":8,"method":"roots/list"}"#), None);
+        assert_eq!(answer_id(br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#), None);
+        assert_eq!(answer_id(b"not json"), None);
+    }
 
     #[tokio::test]
     async fn lines_are_bounded_and_bytes_need_not_be_utf8() {

@@ -167,3 +167,60 @@ fn stdio_answers_every_line_that_is_not_a_message_and_bounds_line_length() {
     mcp.send(b"still not json");
     assert_eq!(mcp.reply()["error"]["code"], -32700);
 }
+
+/// A stdio client that writes requests and does not read its replies (yet) cannot grow the
+/// server: rmcp read every request at once and held it and its answer until stdout took them
+/// (100,000 `tools/list` took the process past 2.6 GB in 16 s). At most 64 requests are with
+/// rmcp now; past that stdin waits. Reading the replies then gets every answer.
+#[test]
+fn stdio_requests_a_client_does_not_read_the_answers_of_wait_instead_of_piling_up() {
+    use std::io::{BufRead, Write};
+    const REQUESTS: usize = 20_000;
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.py", "def zebra():\n    return 1\n");
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["mcp", "--repo", repo.to_str().unwrap()])
+        .env("DOCDEX_HOME", env.home())
+        .env_remove("DOCDEX_AUTH_TOKEN")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn docdex mcp");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let baseline = crate::faults::limits::peak_rss_kib(child.id());
+    // The writer blocks once the server stops reading; it keeps stdin open (end of input ends
+    // the session).
+    let (done_tx, done) = std::sync::mpsc::channel::<()>();
+    let writer = std::thread::spawn(move || {
+        let mut lines = String::from(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        );
+        lines.push_str("\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+        for id in 1..=REQUESTS {
+            lines.push_str(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/list\"}}\n"));
+        }
+        let _ = stdin.write_all(lines.as_bytes());
+        let _ = stdin.flush();
+        let _ = done.recv();
+    });
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let grown = crate::faults::limits::peak_rss_kib(child.id()).saturating_sub(baseline);
+    assert!(grown < 64 * 1024, "{REQUESTS} unread requests grew the process by {grown} KiB");
+    // Reading the replies gets the answers, each request's once.
+    let mut seen = std::collections::HashSet::new();
+    for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok).take(300) {
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(v.get("result").is_some(), "{v}");
+        assert!(seen.insert(v["id"].as_u64().unwrap()), "answered twice: {v}");
+    }
+    assert_eq!(seen.len(), 300);
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(done_tx);
+    writer.join().unwrap();
+}
