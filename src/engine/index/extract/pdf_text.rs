@@ -83,7 +83,8 @@ impl PageText {
 }
 
 /// Where the page's column gutter ends (the x at which the right column starts) when enough
-/// lines of text have a wide gap there; none for a page in one column.
+/// lines of text (3, and a quarter of the page's) have a wide gap there; none for a page in one
+/// column.
 fn gutter(runs: &[Run]) -> Option<f64> {
     let gaps: Vec<&Run> = runs.iter().filter(|r| r.after_gap).collect();
     if gaps.len() < MIN_COLUMN_LINES {
@@ -93,7 +94,10 @@ fn gutter(runs: &[Run]) -> Option<f64> {
     let mut starts: Vec<i64> = gaps.iter().map(|r| (r.x / 10.0).round() as i64).collect();
     starts.sort_unstable();
     let (bucket, count) = starts.chunk_by(|a, b| a == b).map(|c| (c[0], c.len())).max_by_key(|(_, n)| *n)?;
-    if count < MIN_COLUMN_LINES {
+    // A quarter of the page's lines at least: a few wide word spaces of a justified page that
+    // happen to line up are no gutter.
+    let lines = 1 + runs.iter().filter(|r| r.sep.contains('\n')).count();
+    if count < MIN_COLUMN_LINES || count * 4 < lines {
         return None;
     }
     let right: Vec<&&Run> = gaps.iter().filter(|r| (r.x / 10.0).round() as i64 == bucket).collect();
@@ -169,5 +173,32 @@ impl OutputDev for PageText {
 
     fn end_line(&mut self) -> Result<(), OutputError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(sep: &'static str, after_gap: bool, x: f64, text: &str) -> Run {
+        Run { sep, after_gap, x, text: text.to_string() }
+    }
+
+    /// Three wide word spaces of a long justified page that line up are no gutter: the page
+    /// keeps its order (taking them for one moved those line ends to the end of the page).
+    #[test]
+    fn a_few_aligned_wide_spaces_of_a_long_page_are_no_gutter() {
+        let mut runs = Vec::new();
+        for i in 0..40 {
+            let sep = if i == 0 { "" } else { "\n" };
+            runs.push(run(sep, false, 72.0, "a line of justified text that runs on"));
+            if i % 10 == 0 {
+                runs.push(run(" ", true, 320.0, "and its end after a wide space"));
+            }
+        }
+        assert_eq!(gutter(&runs), None);
+        let page = PageText { runs, height: 792.0, last_end: 0.0, last_y: 0.0, first_char: false }.finish();
+        assert_eq!(page.lines().count(), 40, "{page}");
+        assert!(page.starts_with("a line of justified text that runs on and its end"), "{page}");
     }
 }
