@@ -317,3 +317,34 @@ fn stdio_mcp_answers_a_request_before_initialize_with_the_handshake() {
     drop(stdin);
     let _ = child.wait();
 }
+
+/// `DELETE /v1/mcp` ends the session with `200`: rmcp answered `202`, which the Python SDK
+/// (it accepts 200, 204 or 405) logged as "Session termination failed: 202" on every close.
+/// The session is gone after it (`404`), and a DELETE without a session id is still `400`.
+#[tokio::test]
+async fn deleting_a_streamable_http_session_answers_200_and_ends_it() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let c = crate::server_util::client();
+    let url = server.url("/v1/mcp");
+    let post = |body: Value| {
+        c.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string())
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = post(init).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let session = r.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_string();
+    r.text().await.unwrap();
+    let r = c.delete(&url).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let r = post(list).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let r = c.delete(&url).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 400, "a DELETE naming no session is still refused");
+}

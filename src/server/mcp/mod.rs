@@ -268,6 +268,7 @@ where
             let session =
                 req.headers().get("mcp-session-id").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
             let mut id = Value::Null;
+            let deleting = req.method() == Method::DELETE;
             let slot = if req.method() == Method::GET {
                 match StreamSlot::take(&get_streams) {
                     Some(slot) => Some(slot),
@@ -318,6 +319,7 @@ where
                 Ok(resp) => resp.into_response(),
                 Err(never) => match never {},
             };
+            let response = if deleting { session_ended(response) } else { response };
             match slot {
                 Some(slot) if response.status().is_success() => slot.held_by(response),
                 _ => plain_text_as_json_rpc(response, id, session).await,
@@ -325,6 +327,17 @@ where
         }
     };
     axum::routing::any(handler)
+}
+
+/// rmcp answers a DELETE that ended its session `202 Accepted`, which MCP clients take as a
+/// failure (the Python SDK accepts only 200, 204 or 405, and logged "Session termination failed:
+/// 202" on every close): the session is gone by then, so it is `200 OK`. Other statuses (400 no
+/// session, 404 unknown one) pass untouched.
+fn session_ended(mut response: Response) -> Response {
+    if response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
 }
 
 /// Server streams (`GET /v1/mcp`) open at once, over every session. rmcp keeps up to 33 per
