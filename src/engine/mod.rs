@@ -851,7 +851,9 @@ fn locate_file(repo: &repos::RepoRef, file: &str) -> Result<LocatedFile> {
 }
 
 /// The inclusive line range `get` returns: the request's page (PDF) or lines, else the whole
-/// file; the end is cut to the file's last line, a start past it is an error.
+/// file; the end is cut to the file's last line, a start past it is an error. Errors are worded
+/// for every surface (HTTP and MCP fields, the command line's --lines) and quote only what the
+/// caller gave: an unset end was shown as 4294967295.
 fn asked_lines(
     req: &FileRequest,
     doc: Option<&index::extract::Extracted>,
@@ -863,19 +865,38 @@ fn asked_lines(
         (Some(n), Some(d)) if !d.pages.is_empty() => Some(d.page_lines(n).ok_or_else(|| {
             Error::BadRequest(format!("{file} has {} pages; page {n} does not exist", d.pages.len()))
         })?),
-        (Some(_), _) => return Err(Error::BadRequest(format!("{file} has no pages: --page is for PDF files"))),
+        (Some(n), _) => {
+            return Err(Error::BadRequest(format!(
+                "page {n} asked of {file}, which has no pages: page is for PDF files; give lines instead"
+            )))
+        }
     };
     let asked = page_lines.or(req.lines());
     let (a, b) = asked.unwrap_or((1, total.max(1)));
-    if a == 0 || b < a {
-        return Err(Error::BadRequest(format!("bad line range {a}-{b}: use A-B with 1 <= A <= B")));
+    let given = || given_range(req.start_line, req.end_line);
+    if a == 0 {
+        return Err(Error::BadRequest(format!("bad line range ({}): lines start at 1", given())));
+    }
+    if b < a {
+        return Err(Error::BadRequest(format!("bad line range ({}): the end is before the start", given())));
     }
     if asked.is_some() && a > total {
         return Err(Error::BadRequest(format!(
-            "bad line range {a}-{b}: {file} has {total} lines, so line {a} is past its end"
+            "bad line range ({}): {file} has {total} lines, so line {a} is past its end",
+            given()
         )));
     }
     Ok((a, b.min(total)))
+}
+
+/// The line range a request gave, in its own terms: both ends, or the one it set.
+fn given_range(start: Option<u32>, end: Option<u32>) -> String {
+    match (start, end) {
+        (Some(a), Some(b)) => format!("lines {a}-{b}"),
+        (Some(a), None) => format!("from line {a}"),
+        (None, Some(b)) => format!("up to line {b}"),
+        (None, None) => "the whole file".into(),
+    }
 }
 
 fn repos_rel(root: &Path, p: &Path) -> String {

@@ -153,6 +153,17 @@ async fn errors_follow_one_contract() {
     assert_error(&v, "bad_request");
     let (s, _) = json_of(c.get(server.url("/v1/open?path=README.md&lines=abc")).send().await.unwrap()).await;
     assert_eq!(s, 400);
+    // A 0 start says lines start at 1 and quotes only what was given (an unset end was shown
+    // as 4294967295); page on a non-PDF names the field, not the command line's --page.
+    let message = |v: &Value| v["error"]["message"].as_str().unwrap_or_default().to_string();
+    let (s, v) = json_of(c.get(server.url("/v1/open?path=README.md&start_line=0")).send().await.unwrap()).await;
+    assert_eq!(s, 400, "{v}");
+    assert_eq!(message(&v), "bad line range (from line 0): lines start at 1", "{v}");
+    let (_, v) = json_of(c.get(server.url("/v1/open?path=README.md&lines=9-2")).send().await.unwrap()).await;
+    assert_eq!(message(&v), "bad line range (lines 9-2): the end is before the start", "{v}");
+    let (s, v) = json_of(c.get(server.url("/v1/open?path=README.md&page=2")).send().await.unwrap()).await;
+    assert_eq!(s, 400, "{v}");
+    assert!(message(&v).contains("page is for PDF files") && !message(&v).contains("--page"), "{v}");
 }
 
 /// A caller's value quoted in an error comes back cut: a 1 MB `agent_id` came back whole in a
