@@ -655,7 +655,7 @@ impl Engine {
     /// [`DAG_LIST_MAX`]) with how many the repository has.
     pub fn dag_sessions_up_to(&self, repo_path: &Path, limit: Option<usize>) -> Result<DagSessionList> {
         let repo = self.resolve_repo(repo_path)?;
-        let limit = limit.unwrap_or(DAG_LIST_DEFAULT).clamp(1, DAG_LIST_MAX);
+        let limit = dag_limit(limit, DAG_LIST_DEFAULT, DAG_LIST_MAX)?;
         let (total, sessions) = match DagStore::open_existing(&repo)? {
             Some(store) => (store.session_count()?, store.sessions(limit)?),
             None => (0, Vec::new()),
@@ -720,7 +720,7 @@ impl Engine {
         before: Option<i64>,
     ) -> Result<DagSession> {
         let repo = self.resolve_repo(repo_path)?;
-        let limit = limit.unwrap_or(DAG_VIEW_DEFAULT).clamp(1, DAG_VIEW_MAX);
+        let limit = dag_limit(limit, DAG_VIEW_DEFAULT, DAG_VIEW_MAX)?;
         match DagStore::open_existing(&repo)? {
             Some(store) => store.session(session, limit, before),
             None => Err(Error::NotFound(format!(
@@ -728,6 +728,18 @@ impl Engine {
                 repo.root.display()
             ))),
         }
+    }
+}
+
+/// A request's `limit` (`default` when absent), cut to `max`; 0 is refused naming the range. It
+/// was taken as 1, so `GET /v1/dag/sessions?limit=0` (and `docdex dag list --limit 0`) answered
+/// one session without a word.
+fn dag_limit(limit: Option<usize>, default: usize, max: usize) -> Result<usize> {
+    match limit {
+        Some(0) => Err(Error::BadRequest(format!(
+            "limit 0 asks for nothing: give 1 to {max} (more is cut to {max}), or leave it out"
+        ))),
+        other => Ok(other.unwrap_or(default).min(max)),
     }
 }
 

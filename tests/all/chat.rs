@@ -594,6 +594,11 @@ async fn dag_list_answers_the_newest_sessions_and_counts_them_all() {
     let v: Value = resp.json().await.unwrap();
     assert_eq!((v["total"].as_u64(), v["sessions"].as_array().map(Vec::len)), (Some(3), Some(1)), "{v}");
     assert_eq!(v["sessions"][0]["title"], "what does billing charge?");
+    // limit 0 was taken as 1 (one session, no word of it): a 400 naming the range.
+    let resp = client().get(server.url("/v1/dag/sessions?limit=0")).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 400);
+    let v: Value = resp.json().await.unwrap();
+    assert!(v["error"]["message"].as_str().unwrap().starts_with("limit 0 asks for nothing: give 1 to 10000"), "{v}");
 }
 
 #[tokio::test]
@@ -636,6 +641,8 @@ async fn dag_view_answers_the_newest_nodes_and_pages_back_on_every_surface() {
     let url = server.url(&format!("/v1/dag/{id}?limit=3&before={before}"));
     let v: Value = client().get(url).send().await.unwrap().json().await.unwrap();
     assert_eq!(v["nodes"].as_array().map(Vec::len), Some(3.min(cut)), "{v}");
+    let resp = client().get(server.url(&format!("/v1/dag/{id}?limit=0"))).send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 400, "limit 0 is refused, not taken as 1");
 }
 
 #[tokio::test]
