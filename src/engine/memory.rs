@@ -12,6 +12,7 @@
 use crate::engine::analysis;
 use crate::engine::fsutil::now_ms;
 use crate::engine::llm::model_matches;
+use crate::engine::privacy;
 use crate::engine::repos::RepoRef;
 use crate::engine::sqlite::{db_err, id_by_prefix, open, vec_blob};
 use crate::engine::Engine;
@@ -535,6 +536,9 @@ impl Engine {
                 resp.results = text_recall(&db, &req.query, limit)?;
             }
         }
+        for hit in &mut resp.results {
+            self.mask_memory(&mut hit.memory);
+        }
         // At most about 1 MiB, as a list page: 100 memories of 64 KiB were 6.4 MiB.
         let items: Vec<MemoryItem> = resp.results.iter().map(|h| h.memory.clone()).collect();
         let kept = fit_page(&items, limit);
@@ -595,7 +599,26 @@ impl Engine {
         let more = memories.len() > kept;
         memories.truncate(kept);
         let next_after = more.then(|| memories.last().map(|m| m.id.clone())).flatten();
+        for memory in &mut memories {
+            self.mask_memory(memory);
+        }
         Ok(MemoryListResponse { repo: repo.root, total: db.count()?, memories, next_after })
+    }
+
+    /// Masks the secrets and personal data in a memory's content as search snippets are
+    /// (`[privacy] redact_snippets`, [`privacy::mask`]): recall and list handed a stored AWS key or
+    /// password back verbatim to agents, which pass results on to models. Only the answer is
+    /// masked (chat's memory slot too, as context packs are); the stored text stays whole, so
+    /// duplicates are still found and turning `redact_snippets` off shows it again.
+    fn mask_memory(&self, memory: &mut MemoryItem) {
+        if !self.config().privacy.redact_snippets {
+            return;
+        }
+        let (masked, found) = privacy::mask(&memory.content);
+        if !found.is_empty() {
+            tracing::debug!(id = %memory.id, masked = %privacy::summarize(&found), "memory content redacted");
+            memory.content = masked;
+        }
     }
 
     /// Forgets one memory of this repository; an id from another repository is not found.

@@ -55,6 +55,41 @@ fn store_recall_list_and_delete_by_meaning() {
     assert!(matches!(err, Error::NotFound(_)), "{err:?}");
 }
 
+/// Recall and list handed a stored AWS key and password back verbatim, where search snippets
+/// mask them (agents pass results on to remote models); they are masked in the answer now, the
+/// stored text is kept whole (storing it again finds it) and ordinary text is unchanged.
+#[test]
+fn recall_and_list_mask_a_stored_secret_and_keep_the_stored_text() {
+    let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    let env = Env::new();
+    let repo = env.repo("r");
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let secret = "the deploy key is AKIAZ3MPLE7Q2WXYV4KD and DB_PASSWORD=hunter2hunter2";
+    let plain = "Deploys go through the staging cluster before production";
+    let secret_id = store(&engine, &repo, secret);
+    let plain_id = store(&engine, &repo, plain);
+    let list = engine.memory_list(&repo, None).unwrap();
+    let recalled = recall(&engine, &repo, "deploy key password");
+    let shown: Vec<(&str, &str)> = list
+        .memories
+        .iter()
+        .map(|m| (m.id.as_str(), m.content.as_str()))
+        .chain(recalled.results.iter().map(|h| (h.memory.id.as_str(), h.memory.content.as_str())))
+        .collect();
+    assert!(shown.iter().filter(|(id, _)| *id == secret_id).count() >= 2, "{shown:?}");
+    for (id, content) in shown {
+        assert!(!content.contains("AKIAZ3MPLE7Q2WXYV4KD") && !content.contains("hunter2"), "{content}");
+        match id == secret_id {
+            true => {
+                assert!(content.starts_with("the deploy key is [") && content.contains(" and DB_PASSWORD=["), "{content}")
+            }
+            false => assert_eq!((id, content), (plain_id.as_str(), plain)),
+        }
+    }
+    let again = engine.memory_store(&repo, &MemoryStoreRequest { content: secret.into(), metadata: None }).unwrap();
+    assert_eq!(again.memory.id, secret_id, "the stored text is whole, so the same fact is found");
+}
+
 #[test]
 fn memories_are_strictly_isolated_between_repositories() {
     let server = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
