@@ -81,7 +81,10 @@ fn recall_and_list_mask_a_stored_secret_and_keep_the_stored_text() {
         assert!(!content.contains("AKIAZ3MPLE7Q2WXYV4KD") && !content.contains("hunter2"), "{content}");
         match id == secret_id {
             true => {
-                assert!(content.starts_with("the deploy key is [") && content.contains(" and DB_PASSWORD=["), "{content}")
+                assert!(
+                    content.starts_with("the deploy key is [") && content.contains(" and DB_PASSWORD=["),
+                    "{content}"
+                )
             }
             false => assert_eq!((id, content), (plain_id.as_str(), plain)),
         }
