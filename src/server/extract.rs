@@ -209,8 +209,14 @@ fn body_fields<T: JsonBody>() -> std::sync::Arc<Vec<String>> {
 }
 
 /// Collects the property names of `schema`, through `$ref`s into `root`'s definitions and the
-/// `allOf` / `anyOf` / `oneOf` a flattened field or enum makes.
-fn schema_properties(schema: &serde_json::Value, root: &serde_json::Value, out: &mut Vec<String>, depth: usize) {
+/// `allOf` / `anyOf` / `oneOf` a flattened field or enum makes. MCP tool calls check their
+/// arguments against the same names (`mcp::tools`).
+pub(crate) fn schema_properties(
+    schema: &serde_json::Value,
+    root: &serde_json::Value,
+    out: &mut Vec<String>,
+    depth: usize,
+) {
     if depth > 16 {
         return;
     }

@@ -348,3 +348,31 @@ async fn deleting_a_streamable_http_session_answers_200_and_ends_it() {
     let r = c.delete(&url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 400, "a DELETE naming no session is still refused");
 }
+
+/// A misspelt tool argument is a tool error naming it and the arguments the tool takes: serde
+/// ignored it, so `docdex_context {"budjet": 300}` answered the default 8,000-token pack and
+/// `docdex_search {"path_prefx": ...}` searched the whole repository. Every tool's arguments are
+/// checked against its `inputSchema` (the names `tools/list` shows), and those still work.
+#[test]
+fn a_misspelt_tool_argument_is_refused_naming_the_arguments_taken() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    let text = |r: &Value| r["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    let r = mcp.call("docdex_context", json!({"task": "parse the config", "budjet": 300}));
+    assert_eq!(r["isError"], true, "{r}");
+    let message = text(&r);
+    assert!(message.contains("unknown argument \"budjet\" for docdex_context"), "{r}");
+    assert!(message.contains("task") && message.contains("budget") && message.contains("project_root"), "{r}");
+    let r = mcp.call("docdex_search", json!({"query": "parse", "path_prefx": "src/"}));
+    assert!(r["isError"] == true && text(&r).contains("\"path_prefx\""), "{r}");
+    let r = mcp.call("docdex_server_info", json!({"verbose": true}));
+    assert!(r["isError"] == true && text(&r).contains("\"verbose\""), "{r}");
+    // The arguments a tool declares are taken, the repository's two spellings included.
+    let root = repo.to_str().unwrap();
+    let r = mcp.call("docdex_context", json!({"task": "parse the config", "budget": 300, "project_root": root}));
+    assert_eq!(r["isError"], false, "{r}");
+    let r = mcp.call("docdex_search", json!({"query": "parse", "path_prefix": "src/", "repo_path": root}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(mcp.call("docdex_server_info", json!({}))["isError"], false);
+}

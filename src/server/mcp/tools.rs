@@ -484,6 +484,42 @@ pub fn definitions() -> Vec<Tool> {
     ]
 }
 
+/// A tool error naming the first argument tool `name` does not take, with the ones it does.
+/// serde ignores an argument the tool's type does not declare, so a misspelt one changed the
+/// answer without a word (`docdex_context {"budjet": 300}` answered the default 8,000-token
+/// pack); HTTP bodies are refused the same way (`extract::JsonBody`). The names taken are the
+/// tool's `inputSchema` properties, the ones `tools/list` shows. An unknown tool passes (to be
+/// refused as one).
+fn refuse_unknown_arguments(name: &str, args: &Value) -> Result<(), ApiError> {
+    let (Some(taken), Some(given)) = (tool_arguments().get(name), args.as_object()) else {
+        return Ok(());
+    };
+    let Some(unknown) = given.keys().find(|k| !taken.contains(k)) else {
+        return Ok(());
+    };
+    Err(ApiError::bad_request(format!(
+        "unknown argument {} for {name}: it takes {} (tools/list describes them)",
+        crate::error::quoted(unknown),
+        taken.join(", ")
+    )))
+}
+
+/// Each tool's argument names, from its `inputSchema`, computed once.
+fn tool_arguments() -> &'static std::collections::HashMap<String, Vec<String>> {
+    static NAMES: std::sync::OnceLock<std::collections::HashMap<String, Vec<String>>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        definitions()
+            .into_iter()
+            .map(|tool| {
+                let schema = Value::Object((*tool.input_schema).clone());
+                let mut names = Vec::new();
+                crate::server::extract::schema_properties(&schema, &schema, &mut names, 0);
+                (tool.name.to_string(), names)
+            })
+            .collect()
+    })
+}
+
 fn parse<T: DeserializeOwned>(name: &str, args: Value) -> Result<T, ApiError> {
     serde_json::from_value(args).map_err(|e| ApiError::bad_request(format!("bad arguments for {name}: {e}")))
 }
@@ -519,6 +555,9 @@ type ToolResult = Result<CallToolResult, ApiError>;
 /// Runs tool `name`; repository and argument problems are tool errors, an unknown tool a
 /// protocol error.
 pub async fn call(server: &DocdexMcp, name: &str, args: Value) -> Result<CallToolResult, McpError> {
+    if let Err(e) = refuse_unknown_arguments(name, &args) {
+        return Ok(tool_error(&e));
+    }
     let result = match name {
         "docdex_search" => search(server, args).await,
         "docdex_open" => open(server, args).await,
