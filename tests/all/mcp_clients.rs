@@ -376,3 +376,44 @@ fn a_misspelt_tool_argument_is_refused_naming_the_arguments_taken() {
     assert_eq!(r["isError"], false, "{r}");
     assert_eq!(mcp.call("docdex_server_info", json!({}))["isError"], false);
 }
+
+/// The arguments a tool refuses at 0 say so in `tools/list`: their schemas said `minimum: 0`
+/// (from the Rust integer types) while `docdex_symbols {"limit": 0}` was refused ("limit 0 asks
+/// for nothing") and `docdex_context` refuses budgets outside 200..200000. A value at the listed
+/// minimum is taken and one below it refused.
+#[test]
+fn tool_schemas_list_the_minimum_each_argument_takes() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    let list = mcp.request("tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap().clone();
+    let prop = |tool: &str, field: &str| {
+        let t = tools.iter().find(|t| t["name"] == tool).unwrap_or_else(|| panic!("no {tool}"));
+        t["inputSchema"]["properties"][field].clone()
+    };
+    assert_eq!(prop("docdex_symbols", "limit")["minimum"].as_u64(), Some(1));
+    assert_eq!(prop("docdex_memory_recall", "limit")["minimum"].as_u64(), Some(1));
+    let budget = prop("docdex_context", "budget");
+    assert_eq!((budget["minimum"].as_u64(), budget["maximum"].as_u64()), (Some(200), Some(200_000)), "{budget}");
+    let depth = prop("docdex_impact", "depth");
+    assert_eq!((depth["minimum"].as_u64(), depth["maximum"].as_u64()), (Some(1), Some(64)), "{depth}");
+    // Taken at 0, so still listed from 0.
+    assert_eq!(prop("docdex_similar_files", "limit")["minimum"].as_u64(), Some(0));
+    for (tool, args, below, at) in [
+        ("docdex_symbols", json!({"query": "parse"}), ("limit", 0), ("limit", 1)),
+        ("docdex_context", json!({"task": "parse the config"}), ("budget", 199), ("budget", 200)),
+        ("docdex_impact", json!({"file": "src/parser.py"}), ("depth", 0), ("depth", 1)),
+        ("docdex_memory_recall", json!({"query": "x"}), ("limit", 0), ("limit", 1)),
+    ] {
+        let with = |(field, value): (&str, u64)| {
+            let mut a = args.clone();
+            a[field] = json!(value);
+            a
+        };
+        let r = mcp.call(tool, with(below));
+        assert_eq!(r["isError"], true, "{tool} {below:?}: {r}");
+        let r = mcp.call(tool, with(at));
+        assert_eq!(r["isError"], false, "{tool} {at:?}: {r}");
+    }
+}

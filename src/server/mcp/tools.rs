@@ -299,6 +299,47 @@ fn read_only() -> ToolAnnotations {
 
 /// Every tool the server offers.
 pub fn definitions() -> Vec<Tool> {
+    let mut tools = all_tools();
+    for tool in &mut tools {
+        narrow_ranges(tool);
+    }
+    tools
+}
+
+/// The numbers a tool refuses outside a range although its type's schema says `minimum: 0`
+/// (the types are `u32`/`usize`, checked in the engine): `(tool, argument, minimum, maximum)`.
+/// An agent read 0 as allowed and got a `bad_request` (`limit 0 asks for nothing`). Limits the
+/// engine takes at 0 (search, similar files, duplicates, profile recall, web pages) stay 0.
+const RANGES: &[(&str, &str, u64, Option<u64>)] = &[
+    ("docdex_open", "start_line", 1, None),
+    ("docdex_open", "end_line", 1, None),
+    ("docdex_open", "page", 1, None),
+    ("docdex_symbols", "limit", 1, None),
+    ("docdex_impact", "depth", 1, Some(64)),
+    ("docdex_impact_tests", "limit", 1, None),
+    ("docdex_impact_diagnostics", "limit", 1, None),
+    ("docdex_context", "budget", 200, Some(200_000)),
+    ("docdex_audit_conflicts", "top", 1, Some(500)),
+    ("docdex_run_tests", "timeout_secs", 1, None),
+    ("docdex_memory_recall", "limit", 1, None),
+];
+
+/// Writes [`RANGES`] into `tool`'s `inputSchema`.
+fn narrow_ranges(tool: &mut Tool) {
+    for (_, field, min, max) in RANGES.iter().filter(|(name, ..)| *name == tool.name) {
+        let schema = Arc::make_mut(&mut tool.input_schema);
+        let Some(prop) = schema.get_mut("properties").and_then(|p| p.get_mut(*field)).and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        prop.insert("minimum".into(), (*min).into());
+        if let Some(max) = max {
+            prop.insert("maximum".into(), (*max).into());
+        }
+    }
+}
+
+fn all_tools() -> Vec<Tool> {
     vec![
         Tool::new(
             "docdex_search",
@@ -807,6 +848,20 @@ async fn web_research(server: &DocdexMcp, args: Value) -> ToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each [`RANGES`] entry names an integer argument of its tool (a renamed one would leave
+    /// `minimum: 0` again without a word), and `tools/list` shows its range.
+    #[test]
+    fn every_narrowed_range_names_an_argument_and_is_listed() {
+        let tools = definitions();
+        for (name, field, min, max) in RANGES {
+            let tool = tools.iter().find(|t| t.name == *name).unwrap_or_else(|| panic!("no tool {name}"));
+            let prop = &tool.input_schema["properties"][*field];
+            assert!(prop.to_string().contains("integer"), "{name}.{field}: {prop}");
+            assert_eq!(prop["minimum"], *min, "{name}.{field}");
+            assert_eq!(prop.get("maximum").and_then(Value::as_u64), *max, "{name}.{field}");
+        }
+    }
 
     /// The properties of `T`'s tool schema, by name.
     fn properties<T: JsonSchema>() -> serde_json::Map<String, Value> {
