@@ -229,6 +229,28 @@ fn stdio_mcp_started_in_a_repository_binds_to_it() {
     assert!(r["isError"] == true && !text.contains("serve --repo /"), "{r}");
 }
 
+/// An unindexed repository named by `project_root` was answered with HTTP's advice
+/// (`POST /v1/initialize`), a call no MCP client can make; the `docdex_index` tool is its way.
+#[test]
+fn an_unindexed_repository_points_an_mcp_client_to_the_index_tool() {
+    let env = Env::new();
+    let fresh = env.repo("fresh");
+    write(&fresh, "notes.py", "def ocelot_grooming():\n    pass\n");
+    let mut mcp = McpStdio::start(&env, &[], json!({}));
+    let root = fresh.to_str().unwrap();
+    let r = mcp.call("docdex_search", json!({"query": "ocelot grooming", "project_root": root}));
+    let text = r["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(text.contains("not indexed") && text.contains("`docdex_index` tool"), "{text}");
+    assert!(!text.contains("/v1/initialize"), "{text}");
+    // Following the advice works.
+    let r = mcp.call("docdex_index", json!({"project_root": root}));
+    assert_eq!(r["isError"], false, "{r}");
+    let r = mcp.call("docdex_search", json!({"query": "ocelot grooming", "project_root": root}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("notes.py"), "{r}");
+}
+
 /// A request for a known method whose params rmcp cannot read (none at all, or string
 /// `arguments`) is `-32602` invalid params naming the fault, not `-32601` method not found;
 /// the session goes on.

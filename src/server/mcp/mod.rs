@@ -96,7 +96,22 @@ impl DocdexMcp {
                 ));
             }
         }
-        self.app.repo(named.as_deref())
+        match self.app.repo(named.as_deref()) {
+            // The HTTP advice (`POST /v1/initialize`) is no call an MCP client can make: its
+            // way to index a repository is the `docdex_index` tool.
+            Err(e) if e.code == "not_indexed" && e.message.contains("/v1/initialize") => {
+                let root = named.as_deref().and_then(|n| self.app.lookup(n).ok()).map(|r| r.root);
+                let root = root.as_deref().map_or_else(|| "the repository".to_string(), |r| r.display().to_string());
+                Err(ApiError::new(
+                    e.status,
+                    e.code,
+                    format!(
+                        "repository {root} is not indexed; call the `docdex_index` tool with `project_root` set to it (it returns once the index is built), then ask again"
+                    ),
+                ))
+            }
+            other => other,
+        }
     }
 
     fn take_extras(&self, context: &RequestContext<RoleServer>) -> InitExtras {
