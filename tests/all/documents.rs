@@ -5,7 +5,7 @@
 use crate::util::{hit_paths, quiet, write, Env};
 use docdex::engine::protocol::{FileRequest, SearchRequest};
 use docdex::engine::IndexOptions;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A hang guard, not a speed figure (figures are in docs/PERFORMANCE.md and the bench): the
 /// hostile files below are indexed in seconds with their bounds (and each test asserts the
@@ -108,6 +108,43 @@ fn documents_repo(env: &Env) -> std::path::PathBuf {
 fn search(env: &Env, repo: &Path, q: &str) -> docdex::engine::protocol::SearchResponse {
     let req = SearchRequest { query: q.into(), limit: Some(10), ..Default::default() };
     env.engine().search(repo, &req).expect("search")
+}
+
+/// An upgrade whose extraction reads documents better (PDF columns, HTML definition lists) left
+/// every unchanged document with the old text until it was edited or the index rebuilt: the
+/// manifest now keeps each document's extractor version, and a run with a newer one reads the
+/// documents again, once.
+#[test]
+fn documents_extracted_by_an_older_docdex_are_read_again_once() {
+    let env = Env::new();
+    let repo = documents_repo(&env);
+    let first = env.engine().index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert_eq!(first.files, 4, "{first:?}");
+    // What an older docdex wrote: no extractor version on the entries.
+    let mut manifests: Vec<PathBuf> = Vec::new();
+    let mut dirs = vec![env.home().join("state/repos")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.file_name().is_some_and(|n| n == "manifest.json") {
+                manifests.push(p);
+            }
+        }
+    }
+    assert_eq!(manifests.len(), 1, "{manifests:?}");
+    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&manifests[0]).unwrap()).unwrap();
+    let mut versions = 0;
+    for (_, e) in m["files"].as_object_mut().unwrap() {
+        versions += usize::from(e.as_object_mut().unwrap().remove("extractor").is_some());
+    }
+    assert_eq!(versions, 3, "the PDF, the DOCX and the HTML page carry it, README.md not: {m}");
+    std::fs::write(&manifests[0], m.to_string()).unwrap();
+    let again = env.engine().index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert_eq!((again.updated + again.added, again.unchanged), (3, 1), "{again:?}");
+    let third = env.engine().index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    assert_eq!((third.updated + third.added, third.unchanged), (0, 4), "read again once: {third:?}");
 }
 
 #[test]

@@ -36,6 +36,15 @@ pub struct FileEntry {
     /// searchable before the code pass, and a run that finds this set parses the file again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub text_only: bool,
+    /// For a document (PDF, DOCX, HTML): the [`super::extract::EXTRACTOR_VERSION`] its text was
+    /// extracted with (0: before versions were kept). A run with a newer extractor reads the
+    /// document again, so an upgrade's better text reaches files that did not change.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub extractor: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl FileEntry {
@@ -51,7 +60,15 @@ impl FileEntry {
             skipped: Some(reason),
             error,
             text_only: false,
+            extractor: 0,
         }
+    }
+
+    /// A document whose text an older extractor made (it is read again), or not a document.
+    pub fn extracted_by_older(&self, rel: &str) -> bool {
+        self.skipped.is_none()
+            && super::extract::Format::of(rel).is_some()
+            && self.extractor != super::extract::EXTRACTOR_VERSION
     }
 }
 

@@ -666,7 +666,13 @@ impl IndexSession {
         let mut unchanged = 0u64;
         for c in files {
             match self.manifest.files.get(&c.rel) {
-                Some(e) if !e.error && !e.text_only && e.size == c.size && e.mtime_ns == c.mtime_ns => {
+                Some(e)
+                    if !e.error
+                        && !e.text_only
+                        && e.size == c.size
+                        && e.mtime_ns == c.mtime_ns
+                        && !e.extracted_by_older(&c.rel) =>
+                {
                     // A file skipped before and untouched since is listed as skipped, not counted here.
                     unchanged += u64::from(e.skipped.is_none());
                 }
@@ -964,6 +970,7 @@ impl IndexSession {
                 skipped: None,
                 error: false,
                 text_only: parses && !parse,
+                extractor: if extract::Format::of(&c.rel).is_some() { extract::EXTRACTOR_VERSION } else { 0 },
             },
             code,
         }
@@ -1035,7 +1042,10 @@ impl IndexSession {
 
     /// True when the manifest has `rel` indexed with this content hash.
     fn unchanged(&self, rel: &str, hash: u64) -> bool {
-        self.manifest.files.get(rel).is_some_and(|e| e.hash == hash && e.skipped.is_none() && !e.text_only)
+        self.manifest
+            .files
+            .get(rel)
+            .is_some_and(|e| e.hash == hash && e.skipped.is_none() && !e.text_only && !e.extracted_by_older(rel))
     }
 
     /// Drops a document's kept extracted text (it left the index).

@@ -22,6 +22,12 @@ use crate::engine::repos::RepoRef;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// The version of document extraction (PDF, DOCX, HTML text): bump it when a change alters the
+/// text of existing documents, and the next index run extracts every document again (the
+/// manifest keeps each one's version). 1: PDF columns read column by column, HTML definition
+/// lists separated and relative links kept (2026-11-30).
+pub const EXTRACTOR_VERSION: u32 = 1;
+
 /// A document format docdex extracts text from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
