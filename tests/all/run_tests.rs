@@ -839,3 +839,32 @@ fn pytest_configuration_ignores_are_honoured_and_a_subproject_runs_in_its_own_di
     assert!(v["command"].as_array().unwrap().iter().any(|a| a == "-v"), "{v}");
     assert_eq!(v["command"].as_array().unwrap().last().unwrap(), "tests", "{v}");
 }
+
+#[test]
+fn pytest_keeps_the_users_report_chars_and_traceback_style() {
+    // docdex passed `-rfE --tb=line` after the user's addopts, and pytest keeps only the last
+    // `-r` and `--tb`: `addopts = -rs --tb=short` lost its skip reasons and its tracebacks.
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("pystyle");
+    write(&repo, "pytest.ini", "[pytest]\naddopts = -rs --tb=short\n");
+    write(&repo, "tests/helpers.py", "def check(x):\n    assert x == 936\n");
+    write(
+        &repo,
+        "tests/test_style.py",
+        "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\nimport pytest\nfrom helpers import check\n\n\ndef test_helper():\n    check(941)\n\n\n@pytest.mark.skip(reason='waits for the new tax table')\ndef test_later():\n    pass\n",
+    );
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!(code, 1, "{v}");
+    let command: Vec<&str> = v["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert!(command.contains(&"-rsfE") && !command.iter().any(|a| a.starts_with("--tb")), "{v}");
+    assert!(v["output_tail"].as_str().unwrap().contains("waits for the new tax table"), "{v}");
+    assert_eq!((v["failed"].as_u64(), v["skipped"].as_u64()), (Some(1), Some(1)), "{v}");
+    // The short traceback's frame in the test's own file: line 8, not the helper's.
+    assert_eq!(
+        failures(&v),
+        [("tests/test_style.py::test_helper".to_string(), Some("tests/test_style.py".to_string()), Some(8))]
+    );
+    assert_eq!(v["failures"][0]["message"].as_str(), Some("AssertionError"), "{v}");
+}

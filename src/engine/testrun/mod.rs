@@ -299,7 +299,8 @@ fn command(
 }
 
 /// pytest's command line, run in `run_dir` (repo-relative; `targets` relative to it), around
-/// the configuration's `addopts`: its cache under docdex's state unless `addopts` turns the
+/// the configuration's `addopts`: its report and traceback choices kept (`pytest_report_args`),
+/// its cache under docdex's state unless `addopts` turns the
 /// cache plugin off (`-p no:cacheprovider`; the option would name a plugin not loaded), and
 /// `-v` enough to bring a `-qq` back to `-q`, whose summary line holds the counts.
 fn pytest_command(
@@ -311,7 +312,8 @@ fn pytest_command(
 ) -> Vec<String> {
     let s = |x: &str| x.to_string();
     let opts = pytest_config::addopts(root, run_dir);
-    let mut cmd = vec![python(root, run_dir), s("-m"), s("pytest"), s("-rfE"), s("--tb=line")];
+    let mut cmd = vec![python(root, run_dir), s("-m"), s("pytest")];
+    cmd.extend(pytest_report_args(&opts));
     if !pytest_config::cache_disabled(&opts) {
         cmd.extend([s("-o"), format!("cache_dir={}", pytest_cache.display())]);
     }
@@ -325,6 +327,31 @@ fn pytest_command(
     }
     cmd.extend(targets.iter().map(|t| operand(t)));
     cmd
+}
+
+/// What pytest must print for its result to be read, around the user's `opts` (`addopts`,
+/// `PYTEST_ADDOPTS`): `f` and `E` in the report chars, added to the user's own `-r` (pytest
+/// keeps only the last `-r`, so a bare `-rfE` dropped their `-rs` skip reasons), nothing when
+/// theirs already hold them (`-ra`); `--tb=line` only when they chose no `--tb` style (theirs
+/// is kept, and its tracebacks are read: `parse::pytest`).
+fn pytest_report_args(opts: &[String]) -> Vec<String> {
+    let mut args = Vec::new();
+    match pytest_config::report_chars(opts) {
+        None => args.push("-rfE".to_string()),
+        Some(chars) => {
+            // `N` resets what came before it.
+            let live = chars.rsplit('N').next().unwrap_or_default();
+            let all = live.contains(['a', 'A']);
+            let missing: String = ['f', 'E'].iter().filter(|c| !all && !live.contains(**c)).collect();
+            if !missing.is_empty() {
+                args.push(format!("-r{chars}{missing}"));
+            }
+        }
+    }
+    if !pytest_config::sets_tb(opts) {
+        args.push("--tb=line".to_string());
+    }
+    args
 }
 
 /// `cargo test --no-fail-fast`, narrowed to integration test targets (`tests/x.rs`) or the

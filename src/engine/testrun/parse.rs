@@ -1,5 +1,5 @@
 //! Reading a test runner's output: counts, failing tests and where they failed, for cargo's
-//! libtest, pytest (`-rfE --tb=line`), node's test runner (`--test-reporter=tap`), go test,
+//! libtest, pytest (`-rfE`, any `--tb` style), node's test runner (`--test-reporter=tap`), go test,
 //! and jest / vitest summaries.
 
 use super::types::TestFailure;
@@ -129,17 +129,25 @@ enum Section {
 struct Detail {
     /// The `ERRORS` block's title (`collecting tests/test_x.py`, `at setup of test_y`).
     title: String,
-    file: Option<String>,
-    line: Option<u32>,
+    /// The traceback's locations, outermost first (`--tb=line` gives one, the crash's).
+    places: Vec<(String, Option<u32>)>,
     message: Option<String>,
     /// The message is an indented `E` line, kept only until an exception's line comes.
     indented: bool,
+    /// A `FAILURES` block under its `___ test_name ___` header (any `--tb` style but `line`).
+    block: bool,
+    /// Past the block's `--- Captured ... ---` output, which is the test's, not the traceback.
+    captured: bool,
+    /// `--tb=native`: the last unindented line after `Traceback (most recent call last):`,
+    /// the exception.
+    native: Option<String>,
 }
 
-/// pytest with `-rfE --tb=line`: the final `N failed, M passed, K skipped in 0.1s` line,
-/// `FAILED path::name - message` summaries (their messages cut to the terminal's width, so the
-/// full first line is taken from the crash line of the `FAILURES` section), and the `ERRORS`
-/// blocks (a collection error's summary has no message: its `E   ` line does).
+/// pytest with `f` and `E` in its report chars, and `--tb=line` unless the user's `addopts`
+/// chose another style: the final `N failed, M passed, K skipped in 0.1s` line, `FAILED
+/// path::name - message` summaries (their messages cut to the terminal's width, so the full
+/// first line is taken from the `FAILURES` section: a crash line, or a block's `E` line), and
+/// the `ERRORS` blocks (a collection error's summary has no message: its `E   ` line does).
 ///
 /// `run_dir` is where pytest ran, relative to `root` (`""` for the root): the paths it prints
 /// relative (the summary's, a traceback's) are relative to it, and are made repo-relative.
@@ -151,7 +159,6 @@ pub fn pytest(out: &str, root: &str, run_dir: &str) -> Outcome {
             format!("{}/{file}", run_dir.trim_end_matches('/'))
         }
     };
-    static TB: OnceLock<Option<Regex>> = OnceLock::new();
     static WHERE: OnceLock<Option<Regex>> = OnceLock::new();
     let mut o = Outcome::default();
     let mut section = Section::Other;
@@ -168,16 +175,7 @@ pub fn pytest(out: &str, root: &str, run_dir: &str) -> Outcome {
             };
         }
         match section {
-            Section::Failures => {
-                if let Some(c) = re(&TB, r"^(\S+\.py):(\d+): (.*)$").and_then(|r| r.captures(line)) {
-                    crashes.push(Detail {
-                        file: Some(place(&c[1])),
-                        line: c[2].parse().ok(),
-                        message: Some(c[3].trim().to_string()).filter(|m| !m.is_empty()),
-                        ..Detail::default()
-                    });
-                }
-            }
+            Section::Failures => failure_line(&mut crashes, line, &place),
             Section::Errors => {
                 if let Some(title) = trimmed.strip_prefix('_').map(|t| t.trim_matches('_').trim()) {
                     if let Some(title) = title.strip_prefix("ERROR ") {
@@ -208,7 +206,13 @@ pub fn pytest(out: &str, root: &str, run_dir: &str) -> Outcome {
             Section::Other => pytest_counts(trimmed, &mut o),
         }
     }
-    attach(&mut o.failures, &failed_at, &crashes, |f, d| f.file == d.file);
+    attach(&mut o.failures, &failed_at, &crashes, |f, d| {
+        if d.block {
+            f.name.rsplit("::").next().is_some_and(|n| n == d.title || d.title.ends_with(&format!(".{n}")))
+        } else {
+            d.places.first().map(|(file, _)| file) == f.file.as_ref()
+        }
+    });
     let unplaced = |name: &str| {
         let prefix = format!("{}/", run_dir.trim_end_matches('/'));
         name.strip_prefix(&prefix).filter(|_| !run_dir.is_empty()).unwrap_or(name).to_string()
@@ -229,8 +233,65 @@ fn error_detail(d: &mut Detail, line: &str, place: &dyn Fn(&str) -> String, cell
             d.indented = indented;
         }
     } else if let Some(c) = re(cell, r"^(\S+\.py):(\d+)(: in |$)").and_then(|r| r.captures(line)) {
-        d.file = Some(place(&c[1]));
-        d.line = c[2].parse().ok();
+        d.places.push((place(&c[1]), c[2].parse().ok()));
+    }
+}
+
+/// One line of the `FAILURES` section. With `--tb=line` (no `___ name ___` headers) each
+/// `path:N: message` line is one failure's crash; in any other style (the user's `--tb` in
+/// `addopts`, which docdex leaves alone) each header opens a block whose `path:N:` lines
+/// (`long`, `short`, `auto`) or `File "path", line N` lines (`native`) are its traceback and
+/// whose first `E   ` line (or, native, the exception's line) is its message.
+fn failure_line(crashes: &mut Vec<Detail>, line: &str, place: &dyn Fn(&str) -> String) {
+    static CRASH: OnceLock<Option<Regex>> = OnceLock::new();
+    let trimmed = line.trim();
+    if let Some(title) = block_header(trimmed) {
+        crashes.push(Detail { title: title.to_string(), block: true, ..Detail::default() });
+        return;
+    }
+    match crashes.last_mut().filter(|d| d.block) {
+        Some(d) => block_line(d, line, place),
+        None => {
+            if let Some(c) = re(&CRASH, r"^(\S+\.py):(\d+): (.*)$").and_then(|r| r.captures(line)) {
+                crashes.push(Detail {
+                    places: vec![(place(&c[1]), c[2].parse().ok())],
+                    message: Some(c[3].trim().to_string()).filter(|m| !m.is_empty()),
+                    ..Detail::default()
+                });
+            }
+        }
+    }
+}
+
+/// A failure block's header, `______ test_name ______`, its name (not the `_ _ _` line
+/// between a traceback's files).
+fn block_header(trimmed: &str) -> Option<&str> {
+    let name = trimmed.strip_prefix("___")?.strip_suffix("___")?.trim_matches('_');
+    (name.starts_with(' ') && name.ends_with(' ')).then(|| name.trim()).filter(|n| !n.is_empty())
+}
+
+/// One line inside a failure block: a traceback location, the `E   ` message, or (native) the
+/// exception's line; nothing past the captured output.
+fn block_line(d: &mut Detail, line: &str, place: &dyn Fn(&str) -> String) {
+    static AT: OnceLock<Option<Regex>> = OnceLock::new();
+    static NATIVE: OnceLock<Option<Regex>> = OnceLock::new();
+    let trimmed = line.trim();
+    if d.captured || (trimmed.starts_with("---") && trimmed.contains(" Captured ")) {
+        d.captured = true;
+    } else if let Some(c) = re(&AT, r"^(\S+\.py):(\d+):(?: |$)").and_then(|r| r.captures(line)) {
+        d.places.push((place(&c[1]), c[2].parse().ok()));
+    } else if let Some(c) = re(&NATIVE, r#"^\s*File "([^"]+\.py)", line (\d+)"#).and_then(|r| r.captures(line)) {
+        d.places.push((place(&c[1]), c[2].parse().ok()));
+        d.native.get_or_insert_with(String::new);
+    } else if line.starts_with("E   ") {
+        let e = line.strip_prefix("E   ").unwrap_or_default();
+        let indented = e.starts_with(char::is_whitespace);
+        if !e.trim().is_empty() && (d.message.is_none() || (d.indented && !indented)) {
+            d.message = Some(e.trim().to_string());
+            d.indented = indented;
+        }
+    } else if d.native.is_some() && !line.starts_with(char::is_whitespace) && !trimmed.is_empty() {
+        d.native = Some(trimmed.to_string());
     }
 }
 
@@ -249,10 +310,11 @@ fn attach(
         let Some(f) = failures.get_mut(i) else { continue };
         let d = if in_order { details.get(k) } else { details.iter().find(|d| fits(f, d)) };
         let Some(d) = d else { continue };
-        if d.file.is_some() && d.file == f.file {
-            f.line = d.line;
+        if let Some((_, line)) = d.places.iter().rev().find(|(file, _)| Some(file) == f.file.as_ref()) {
+            f.line = *line;
         }
-        f.message = fuller(f.message.take(), d.message.as_deref());
+        let native = d.native.as_deref().filter(|n| !n.is_empty());
+        f.message = fuller(f.message.take(), d.message.as_deref().or(native));
     }
 }
 
@@ -696,6 +758,39 @@ mod tests {
                 (Some(30), Some("assert 1 == 2")),
             ]
         );
+    }
+
+    /// Real pytest 9.2 output for one file with `--tb=long`, `short` and `native` (pytest's
+    /// own frames cut from the native tracebacks): the user's style, which docdex keeps.
+    const PYTEST_LONG: &str = "=================================== FAILURES ===================================\n___________________________________ test_bad ___________________________________\n\n    def test_bad():\n        x = 1\n>       assert x == 2\nE       assert 1 == 2\n\ntests/test_x.py:8: AssertionError\n_________________________________ test_helper __________________________________\n\n    def test_helper():\n>       check(941)\n\ntests/test_x.py:10: \n_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ \n\nx = 941\n\n    def check(x):\n>       assert x == 936\n               ^^^^^^^^\nE       AssertionError\n\ntests/helpers.py:2: AssertionError\n----------------------------- Captured stdout call -----------------------------\ntests/test_x.py:99: printed by the test\n__________________________________ test_raise __________________________________\n\n    def test_raise():\n>       raise ValueError(\"boom with a long long long long long long long long long long long message\")\nE       ValueError: boom with a long long long long long long long long long long long message\n\ntests/test_x.py:12: ValueError\n=========================== short test summary info ============================\nFAILED tests/test_x.py::test_bad - assert 1 == 2\nFAILED tests/test_x.py::test_helper - AssertionError\nFAILED tests/test_x.py::test_raise - ValueError: boom with a long long long l...\n========================= 3 failed, 1 passed in 0.03s ==========================\n";
+    const PYTEST_SHORT: &str = "=================================== FAILURES ===================================\n___________________________________ test_bad ___________________________________\ntests/test_x.py:8: in test_bad\n    assert x == 2\nE   assert 1 == 2\n_________________________________ test_helper __________________________________\ntests/test_x.py:10: in test_helper\n    check(941)\ntests/helpers.py:2: in check\n    assert x == 936\n           ^^^^^^^^\nE   AssertionError\n__________________________________ test_raise __________________________________\ntests/test_x.py:12: in test_raise\n    raise ValueError(\"boom with a long long long long long long long long long long long message\")\nE   ValueError: boom with a long long long long long long long long long long long message\n=========================== short test summary info ============================\nFAILED tests/test_x.py::test_bad - assert 1 == 2\nFAILED tests/test_x.py::test_helper - AssertionError\nFAILED tests/test_x.py::test_raise - ValueError: boom with a long long long l...\n========================= 3 failed, 1 passed in 0.03s ==========================\n";
+    const PYTEST_NATIVE: &str = "=================================== FAILURES ===================================\n___________________________________ test_bad ___________________________________\nTraceback (most recent call last):\n  File \"/v/lib/python3.11/site-packages/_pytest/runner.py\", line 361, in from_call\n    result: TResult | None = func()\n                             ^^^^^^\n  File \"/r/tests/test_x.py\", line 8, in test_bad\n    assert x == 2\nAssertionError: assert 1 == 2\n_________________________________ test_helper __________________________________\nTraceback (most recent call last):\n  File \"/r/tests/test_x.py\", line 10, in test_helper\n    check(941)\n  File \"/r/tests/helpers.py\", line 2, in check\n    assert x == 936\n           ^^^^^^^^\nAssertionError\n__________________________________ test_raise __________________________________\nTraceback (most recent call last):\n  File \"/r/tests/test_x.py\", line 12, in test_raise\n    raise ValueError(\"boom with a long long long long long long long long long long long message\")\nValueError: boom with a long long long long long long long long long long long message\n=========================== short test summary info ============================\nFAILED tests/test_x.py::test_bad - assert 1 == 2\nFAILED tests/test_x.py::test_helper - AssertionError\nFAILED tests/test_x.py::test_raise - ValueError: boom with a long long long l...\n========================= 3 failed, 1 passed in 0.03s ==========================\n";
+
+    #[test]
+    fn pytest_tracebacks_in_the_users_own_style_are_read() {
+        let long_message = "ValueError: boom with a long long long long long long long long long long long message";
+        for out in [PYTEST_LONG, PYTEST_SHORT, PYTEST_NATIVE] {
+            let o = pytest(out, "/r", "");
+            assert_eq!((o.passed, o.failed), (1, 3), "{out}");
+            let got: Vec<(&str, Option<u32>, Option<&str>)> =
+                o.failures.iter().map(|f| (f.name.as_str(), f.line, f.message.as_deref())).collect();
+            assert_eq!(
+                got,
+                [
+                    ("tests/test_x.py::test_bad", Some(8), Some("assert 1 == 2")),
+                    // The test's own frame, not the helper's (nor the captured output's).
+                    ("tests/test_x.py::test_helper", Some(10), Some("AssertionError")),
+                    ("tests/test_x.py::test_raise", Some(12), Some(long_message)),
+                ],
+                "{out}"
+            );
+        }
+        // Blocks matched by name when the summary lists fewer failures than the report.
+        let one = PYTEST_SHORT.replace("FAILED tests/test_x.py::test_bad - assert 1 == 2\n", "");
+        let o = pytest(&one, "/r", "");
+        assert_eq!((o.failures[0].name.as_str(), o.failures[0].line), ("tests/test_x.py::test_helper", Some(10)));
+        assert_eq!(block_header("_ _ _ _ _ _ _"), None);
+        assert_eq!(block_header("____ TestA.test_b[1] ____"), Some("TestA.test_b[1]"));
     }
 
     #[test]

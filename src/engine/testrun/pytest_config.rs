@@ -574,6 +574,26 @@ pub(super) fn cache_disabled(opts: &[String]) -> bool {
     })
 }
 
+/// The report chars `opts` give pytest (`-rs`, `-r fE`), `None` when they set none. pytest
+/// stores `-r`, so the last one wins.
+pub(super) fn report_chars(opts: &[String]) -> Option<String> {
+    let mut chars = None;
+    let mut it = opts.iter();
+    while let Some(a) = it.next() {
+        if a == "-r" {
+            chars = it.next().cloned().or(chars);
+        } else if let Some(c) = a.strip_prefix("-r").filter(|c| !c.is_empty()) {
+            chars = Some(c.to_string());
+        }
+    }
+    chars
+}
+
+/// Whether `opts` choose a traceback style (`--tb=short`, `--tb short`).
+pub(super) fn sets_tb(opts: &[String]) -> bool {
+    opts.iter().any(|a| a == "--tb" || a.starts_with("--tb="))
+}
+
 /// How far `opts` lower pytest's verbosity below `-q`: at `-qq` its summary line, the counts,
 /// is not printed. `-v` that many times brings it back to `-q`.
 pub(super) fn too_quiet(opts: &[String]) -> usize {
