@@ -1410,20 +1410,18 @@ fn a_mistyped_agent_is_said_to_be_unknown_with_the_closest_existing_name() {
     assert!(err.contains("created agent reviewer (no agent had that name)") && !err.contains("did you mean"), "{err}");
 }
 
-/// Removals (a preference's tombstone, an agent's removal) were kept forever, so `main.db` and
-/// every export only grew with each removal ever made. They exist so a machine that has not
-/// seen a removal yet cannot bring the row back with a stale manifest; kept for
-/// `TOMBSTONE_RETENTION_DAYS` (180), that holds for every machine that syncs within that
-/// time. An older removal is still applied to an older row, then not kept; a recent one is
-/// kept and still wins over a stale manifest.
+/// Removals (a preference's tombstone, an agent's removal) were dropped 180 days after they
+/// were made, and a machine that synced later brought the row back with its old copy. They are
+/// kept however old (up to `MAX_KEPT_REMOVALS` of each kind, the horizon standing for the ones
+/// dropped past it): an old removal is applied, kept, exported, and still wins over a stale
+/// manifest that lists what it removed.
 #[test]
-fn removals_older_than_the_retention_are_applied_but_not_kept() {
-    use docdex::engine::profiles::TOMBSTONE_RETENTION_DAYS;
+fn removals_are_kept_however_old_so_a_stale_copy_never_comes_back() {
     let env = Env::new();
     let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     let day = 86_400_000i64;
-    let old = now - (TOMBSTONE_RETENTION_DAYS as i64 + 10) * day;
+    let old = now - 400 * day;
     let recent = now - day;
     let (p_old, p_new) = ("6f1b6a52-9c1e-4b7a-8d55-1f0c2a3b4c5d", "7a2c7b63-0d2f-4c8b-9e66-2a1d3b4c5d6e");
     let import = |name: &str, manifest: Value| {
@@ -1433,13 +1431,11 @@ fn removals_older_than_the_retention_are_applied_but_not_kept() {
     };
     let pref = |id: &str, text: &str, at: i64| json!({"id": id, "agent_id": "olga", "content": text, "category": "style", "last_updated": at, "source": "manual"});
     let agent = |id: &str, at: i64| json!({"id": id, "role": "Docs", "created_at": at, "role_updated": at});
-    let r = import(
-        "first.json",
-        json!({"format": "docdex.profile_sync", "version": 1,
-            "agents": [agent("olga", old - 2000), agent("gone", old - 2000), agent("fresh", old - 2000)],
-            "preferences": [pref(p_old, "Prefer tabs", old - 1000), pref(p_new, "Prefer spaces", old - 1000)],
-            "tombstones": [], "removed_agents": []}),
-    );
+    let stale = json!({"format": "docdex.profile_sync", "version": 1,
+        "agents": [agent("olga", old - 2000), agent("gone", old - 2000), agent("fresh", old - 2000)],
+        "preferences": [pref(p_old, "Prefer tabs", old - 1000), pref(p_new, "Prefer spaces", old - 1000)],
+        "tombstones": [], "removed_agents": []});
+    let r = import("first.json", stale.clone());
     assert_eq!((r.added, r.agents_added), (2, 3), "{r:?}");
     let r = import(
         "second.json",
@@ -1451,15 +1447,12 @@ fn removals_older_than_the_retention_are_applied_but_not_kept() {
     assert_eq!((r.deleted, r.agents_removed), (2, 2), "both removals apply, however old: {r:?}");
     let m = engine.profile_export().unwrap();
     let kept: Vec<&str> = m.tombstones.iter().map(|t| t.id.as_str()).collect();
-    assert_eq!(kept, [p_new], "the removal older than the retention is not kept");
+    assert_eq!(kept, [p_old, p_new], "a removal over 180 days old is kept and travels on");
     let removed: Vec<&str> = m.removed_agents.iter().flatten().map(|r| r.id.as_str()).collect();
-    assert_eq!(removed, ["fresh"]);
-    // A recent removal still wins over the stale manifest that lists what it removed.
-    let r = import(
-        "first-again.json",
-        json!({"format": "docdex.profile_sync", "version": 1,
-        "agents": [agent("fresh", old - 2000)], "preferences": [pref(p_new, "Prefer spaces", old - 1000)],
-        "tombstones": [], "removed_agents": []}),
-    );
+    assert_eq!(removed, ["fresh", "gone"]);
+    // Neither removal is undone by the stale manifest that lists what it removed.
+    let r = import("first-again.json", stale);
     assert_eq!((r.added, r.agents_added), (0, 0), "{r:?}");
+    let m = engine.profile_export().unwrap();
+    assert!(m.preferences.iter().all(|p| p.id != p_old && p.id != p_new), "no removed row came back");
 }

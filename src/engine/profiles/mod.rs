@@ -38,18 +38,15 @@ const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;
 pub const CLOCK_SKEW_MS: i64 = 60_000;
 /// Copies of imported manifests kept in `profiles/sync/` (the newest; older ones are removed).
 pub const KEPT_IMPORTS: usize = 20;
-/// How long a removal (a preference's tombstone, an agent's removal) is kept for sync. A removal
-/// exists so that a machine that has not seen it yet cannot bring the row back with a stale
-/// manifest; kept forever, they only grew (every removal ever made, in `main.db` and in every
-/// export). A machine that syncs within this time sees every removal; one that comes back after
-/// longer may bring back what was removed meanwhile (as a row written there, it can be removed
-/// again). Applied at each write that adds removals (`profile remove`, `profile import`).
-pub const TOMBSTONE_RETENTION_DAYS: u64 = 180;
+/// How many removals of each kind (preference tombstones, agent removals) are kept for sync.
+/// A removal exists so that a machine that has not seen it yet cannot bring the row back with a
+/// stale manifest. They used to be dropped after 180 days, and an old copy syncing in then
+/// brought the row back. Now every removal is kept up to this many (a row of about 100 bytes,
+/// so `main.db` and an export stay a few MB); past it the oldest go and the forgotten horizon
+/// (`store::FORGOTTEN_REMOVALS`) still refuses any unknown row stamped at or before them.
+/// Applied at each write that adds removals (`profile remove`, `profile import`).
+pub const MAX_KEPT_REMOVALS: usize = 100_000;
 
-/// The removals older than this (epoch ms) are dropped: [`TOMBSTONE_RETENTION_DAYS`] before `now`.
-fn retention_cutoff(now: i64) -> i64 {
-    now.saturating_sub(TOMBSTONE_RETENTION_DAYS as i64 * 86_400_000)
-}
 /// The manifest format name.
 pub const MANIFEST_FORMAT: &str = "docdex.profile_sync";
 
@@ -393,7 +390,7 @@ impl Engine {
                 let at = store::agent(w.conn(), id)?.map_or(now, |a| now.max(store::agent_stamp(&a).saturating_add(1)));
                 w.record_agent_removal(id, at)?;
                 let removed = w.delete_agent(id, now)?;
-                w.prune_removals(retention_cutoff(now))?;
+                w.bound_removals(MAX_KEPT_REMOVALS)?;
                 Ok(removed)
             })?;
             return Ok(ProfileRemoveResponse { id: id.to_string(), agent_id: id.to_string(), removed });
@@ -406,7 +403,7 @@ impl Engine {
                     return Err(changed_meanwhile(&current));
                 }
                 let gone = w.delete(&id, now)?;
-                w.prune_removals(retention_cutoff(now))?;
+                w.bound_removals(MAX_KEPT_REMOVALS)?;
                 Ok(gone)
             })?
             .ok_or_else(|| not_found(&id))?;
@@ -547,9 +544,9 @@ impl Engine {
         };
         self.profile_write(|w| {
             merge(w, &rows, &mut report)?;
-            // Applied above however old (an older removal still beats an older row); kept only
-            // within the retention.
-            w.prune_removals(retention_cutoff(now_ms() as i64))
+            // Applied above however old (an older removal still beats an older row); kept up
+            // to the bound, the horizon standing for the ones dropped.
+            w.bound_removals(MAX_KEPT_REMOVALS)
         })?;
         tracing::info!(added = report.added, updated = report.updated, deleted = report.deleted, "profile imported");
         let _ = self.profile_vectors_ready(None);
@@ -779,7 +776,14 @@ fn merge_preferences(
     created: &mut Ids,
     report: &mut ProfileImportResponse,
 ) -> Result<()> {
+    let forgotten = w.forgotten_through(store::FORGOTTEN_REMOVALS)?;
     for p in prefs {
+        if let Some(horizon) = forgotten.filter(|&h| p.last_updated <= h) {
+            if store::preference(w.conn(), &p.id)?.is_none() && w.tombstone_of(&p.id)?.is_none() {
+                report.rejected.push(forgotten_row(&p.id, horizon));
+                continue;
+            }
+        }
         if w.ensure_agent(&p.agent_id, "", p.last_updated, 0)? {
             created.insert(p.agent_id.clone());
         }
@@ -822,6 +826,20 @@ fn merge_preferences(
         }
     }
     Ok(())
+}
+
+/// The report of an unknown incoming row stamped at or before the forgotten horizon: it may
+/// be a copy of a row removed here whose removal the bound dropped, so it is not taken; an edit
+/// on its machine stamps it anew and it syncs.
+fn forgotten_row(id: &str, horizon: i64) -> RejectedRow {
+    RejectedRow {
+        id: id.to_string(),
+        reason: format!(
+            "unknown here and last updated at or before {horizon} (epoch ms), when this profile's oldest \
+             removals were dropped ({MAX_KEPT_REMOVALS} kept): it may be a row removed here, so it is not \
+             taken; edit it on its machine (or add it again) to sync it"
+        ),
+    }
 }
 
 /// Applies the manifest's preference removals; answers the agents whose preferences they removed.
@@ -903,6 +921,10 @@ enum Merged {
 fn merge_agent(w: &Write<'_>, a: &SyncAgent, report: &mut ProfileImportResponse) -> Result<Merged> {
     let Some(local) = store::agent(w.conn(), &a.id)? else {
         if store::agent_removed_at(w.conn(), &a.id)?.is_some_and(|at| at >= store::agent_stamp(a)) {
+            return Ok(Merged::RemovedHere);
+        }
+        // Its removal may be one the bound dropped: not created from a stamp that old.
+        if w.forgotten_through(store::FORGOTTEN_AGENT_REMOVALS)?.is_some_and(|h| store::agent_stamp(a) <= h) {
             return Ok(Merged::RemovedHere);
         }
         let created = w.ensure_agent(&a.id, &a.role, a.created_at.max(1), a.role_updated.max(0))?;
@@ -1119,5 +1141,63 @@ mod closest_tests {
         assert_eq!(closest_agent("Team", &names), None, "an existing name is no typo");
         assert_eq!(closest_agent("data_scientist", &names), None);
         assert_eq!(closest_agent("", &names), None);
+    }
+}
+
+#[cfg(test)]
+mod removal_bound_tests {
+    use super::*;
+
+    const A: &str = "0b7f6a4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b";
+    const B: &str = "1c8a7b5f-2d3e-4f60-9bac-1d2e3f4a5b6c";
+    const C: &str = "2d9b8c60-3e4f-4071-acbd-2e3f4a5b6c7d";
+
+    fn pref(id: &str, at: i64) -> SyncPreference {
+        SyncPreference {
+            id: id.into(),
+            agent_id: "olga".into(),
+            content: format!("text of {id}"),
+            category: Category::Style,
+            rule: None,
+            last_updated: at,
+            source: Some(PreferenceSource::Manual),
+        }
+    }
+
+    /// Past the count bound the oldest removals go, and a stale copy of a row they removed is
+    /// still refused (by the horizon), while a newer row unknown here is taken.
+    #[test]
+    fn removals_past_the_bound_go_and_their_stale_copies_stay_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = store::open(&dir.path().join("main.db")).unwrap();
+        let w = Write::begin(&mut conn).unwrap();
+        let tombs: Vec<SyncTombstone> = [(A, 100), (B, 200), (C, 300)]
+            .iter()
+            .map(|&(id, at)| SyncTombstone { id: id.into(), agent_id: "olga".into(), deleted_at: at })
+            .collect();
+        for t in &tombs {
+            w.apply_tombstone(t).unwrap();
+        }
+        w.record_agent_removal("gone", 150).unwrap();
+        w.record_agent_removal("later", 250).unwrap();
+        assert_eq!(w.bound_removals(1).unwrap(), 3, "A and B, and the agent removal of `gone`");
+        assert_eq!(store::tombstones(w.conn()).unwrap().iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), [C]);
+        assert_eq!(w.forgotten_through(store::FORGOTTEN_REMOVALS).unwrap(), Some(200));
+        assert_eq!(w.forgotten_through(store::FORGOTTEN_AGENT_REMOVALS).unwrap(), Some(150));
+        // A second pass under the bound keeps the horizon where it was.
+        assert_eq!(w.bound_removals(1).unwrap(), 0);
+        assert_eq!(w.forgotten_through(store::FORGOTTEN_REMOVALS).unwrap(), Some(200));
+        let fresh = "3eac9d71-4f50-4182-bdce-3f4a5b6c7d8e";
+        let prefs = [pref(A, 90), pref(B, 199), pref(C, 250), pref(fresh, 201)];
+        let agents = [SyncAgent { id: "gone".into(), role: "Docs".into(), created_at: 140, role_updated: 140 }];
+        let rows = Incoming { agents: &agents, prefs: &prefs, tombstones: &[], removals: Some(&[]) };
+        let mut report = ProfileImportResponse::default();
+        merge(&w, &rows, &mut report).unwrap();
+        let refused: Vec<&str> = report.rejected.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(refused, [A, B], "{report:?}");
+        assert!(report.rejected[0].reason.contains("removed here"), "{:?}", report.rejected[0]);
+        assert_eq!((report.added, report.kept_local), (1, 1), "fresh taken, C under its kept removal: {report:?}");
+        assert!(store::preference(w.conn(), fresh).unwrap().is_some());
+        assert!(store::agent(w.conn(), "gone").unwrap().is_none(), "its removal went, its horizon holds");
     }
 }

@@ -16,6 +16,11 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// `profile_meta` key: the newest preference removal time dropped by the count bound
+/// ([`Write::bound_removals`]); an unknown incoming row stamped at or before it is refused.
+pub const FORGOTTEN_REMOVALS: &str = "removals_forgotten_through";
+/// `profile_meta` key: the same for agent removals.
+pub const FORGOTTEN_AGENT_REMOVALS: &str = "agent_removals_forgotten_through";
 /// `profile_meta.schema_version`.
 pub const SCHEMA_VERSION: u32 = 1;
 /// The factory defaults, embedded in the binary.
@@ -511,16 +516,43 @@ impl<'c> Write<'c> {
             .map_err(self.e())
     }
 
-    /// Drops the removals (preference tombstones and agent removals) stamped before `cutoff`
-    /// (epoch ms): see `TOMBSTONE_RETENTION_DAYS`. Returns how many went.
-    pub fn prune_removals(&self, cutoff: i64) -> Result<usize> {
-        let prefs = self.tx.execute("DELETE FROM tombstones WHERE deleted_at < ?1", [cutoff]).map_err(self.e())?;
-        let agents =
-            self.tx.execute("DELETE FROM agent_tombstones WHERE removed_at < ?1", [cutoff]).map_err(self.e())?;
+    /// Keeps the newest `keep` removals of each kind (preference tombstones, agent removals)
+    /// and drops the older ones, raising the kind's forgotten horizon ([`FORGOTTEN_REMOVALS`],
+    /// [`FORGOTTEN_AGENT_REMOVALS`]) to the newest time dropped, so the sync still refuses a
+    /// copy stamped at or before it (it could be one whose removal was dropped). Removals used
+    /// to be dropped after 180 days with no horizon, and a stale copy then came back. Returns
+    /// how many went.
+    pub fn bound_removals(&self, keep: usize) -> Result<usize> {
+        let prefs = self.bound_table("tombstones", "id", "deleted_at", FORGOTTEN_REMOVALS, keep)?;
+        let agents = self.bound_table("agent_tombstones", "agent_id", "removed_at", FORGOTTEN_AGENT_REMOVALS, keep)?;
         if prefs + agents > 0 {
-            tracing::debug!(prefs, agents, "removals past the retention dropped");
+            tracing::info!(prefs, agents, keep, "oldest removals past the bound dropped; older copies stay refused");
         }
         Ok(prefs + agents)
+    }
+
+    /// [`Self::bound_removals`] for one table (names are this file's constants, never input).
+    fn bound_table(&self, table: &str, key: &str, at: &str, horizon_key: &str, keep: usize) -> Result<usize> {
+        let cut: Option<i64> = self
+            .tx
+            .query_row(
+                &format!("SELECT {at} FROM {table} ORDER BY {at} DESC, {key} DESC LIMIT 1 OFFSET ?1"),
+                [keep as i64],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(self.e())?;
+        let Some(cut) = cut else { return Ok(0) };
+        // Every removal at or before the cut goes (ties too): the horizon covers them all.
+        let n = self.tx.execute(&format!("DELETE FROM {table} WHERE {at} <= ?1"), [cut]).map_err(self.e())?;
+        let horizon = self.forgotten_through(horizon_key)?.map_or(cut, |h| h.max(cut));
+        self.set_meta(horizon_key, &horizon.to_string())?;
+        Ok(n)
+    }
+
+    /// The newest removal time dropped by [`Self::bound_removals`] under `key`, if any was.
+    pub fn forgotten_through(&self, key: &str) -> Result<Option<i64>> {
+        Ok(self.get_meta(key)?.and_then(|v| v.parse().ok()))
     }
 
     /// A removal from a sync manifest, applied when it is newer than the local row (and kept
