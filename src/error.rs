@@ -159,6 +159,21 @@ pub enum Error {
         /// The watcher's pid.
         pid: u32,
     },
+    /// `docdex graph rebuild` while another process holds the repo's index writer lock: the
+    /// rebuild reads the manifest and writes the graph and `symbols.db`'s meta under that lock,
+    /// so a run half-way through its update never hands it a half-updated state. A one-off
+    /// `docdex index` is waited for first; a keeper (serve, daemon, watch, the workbench)
+    /// holds the lock for as long as it runs, so `advice` says to stop it.
+    #[error("the impact graph of {} cannot be rebuilt now: another docdex process (pid {pid}) holds its index writer lock{advice}", repo.display())]
+    GraphBusy {
+        /// The repository root.
+        repo: PathBuf,
+        /// The holder's pid, when known (0 otherwise).
+        pid: u32,
+        /// The rest of the sentence: what holds the lock and what to do (stop the keeper, or run
+        /// again once the run is done).
+        advice: String,
+    },
     /// An index run stopped early because its process is shutting down; what it committed
     /// stays, and the next run goes on from there.
     #[error("the index run of {repo} stopped for shutdown; the next run goes on from its last commit")]
@@ -356,7 +371,7 @@ impl Error {
             Error::BadRequest(_) => "bad_request",
             Error::UnsafeRoot { .. } => "forbidden_repo",
             Error::Internal(_) => "internal",
-            Error::IndexBusy { .. } | Error::ReembedWhileWatched { .. } => "index_busy",
+            Error::IndexBusy { .. } | Error::ReembedWhileWatched { .. } | Error::GraphBusy { .. } => "index_busy",
             Error::IndexStopped { .. } => "index_stopped",
             Error::Cancelled => "cancelled",
             Error::Index { .. } => "index_error",

@@ -458,7 +458,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             | Error::StaleIndex(_)
             | Error::IndexDamaged { .. },
         ) => 3,
-        Some(Error::IndexBusy { .. } | Error::ReembedWhileWatched { .. }) => 4,
+        Some(Error::IndexBusy { .. } | Error::ReembedWhileWatched { .. } | Error::GraphBusy { .. }) => 4,
         Some(
             Error::BadRequest(_)
             | Error::OutsideRepo { .. }

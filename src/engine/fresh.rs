@@ -123,7 +123,8 @@ impl Engine {
         }
     }
 
-    fn writer_lock_path(&self, repo: &RepoRef) -> PathBuf {
+    /// `locks/<fingerprint>.writer.lock`: the index writer's lock (also `graph rebuild`'s).
+    pub(crate) fn writer_lock_path(&self, repo: &RepoRef) -> PathBuf {
         self.paths().locks().join(format!("{}.writer.lock", repo.fingerprint))
     }
 

@@ -1051,6 +1051,50 @@ fn graph_rebuild_reports_progress_and_counts() {
     assert!(summary.path.ends_with("impact_graph.json"));
 }
 
+/// `docdex graph rebuild` ran without the index writer lock, so it raced an index run (a
+/// watcher's batch, `docdex index`) and could write a graph from a half-updated state. It now
+/// takes the lock: a one-off holder is waited for (a few idle seconds at most) and the rebuild
+/// runs once it lets go; one that holds on is refused with `index_busy`, and a watcher, which
+/// holds the lock as long as it runs, is refused at once with the advice to stop it.
+#[test]
+fn graph_rebuild_takes_the_index_writer_lock() {
+    let env = Env::new();
+    let repo = env.repo("c");
+    copy_fixture("c", &repo);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    // A holder that lets go after a second: waited for, then the rebuild runs.
+    let session = engine.open_index_session(&engine.resolve_repo(&repo).unwrap(), false).expect("session");
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        drop(session);
+    });
+    let started = std::time::Instant::now();
+    engine.rebuild_impact_graph(&repo, &quiet()).expect("rebuild after the holder let go");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900), "it waited for the holder");
+    releaser.join().unwrap();
+    // A holder that never lets go: refused within the bound, the graph untouched.
+    let graph = engine.resolve_repo(&repo).unwrap().data_dir().join(graph::FILE_NAME);
+    let before = std::fs::metadata(&graph).unwrap().modified().unwrap();
+    let session = engine.open_index_session(&engine.resolve_repo(&repo).unwrap(), false).expect("session");
+    let started = std::time::Instant::now();
+    let err = engine.rebuild_impact_graph(&repo, &quiet()).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(15), "{:?}", started.elapsed());
+    assert_eq!(err.code(), "index_busy", "{err}");
+    assert!(err.to_string().contains("run `docdex graph rebuild` again once it is done"), "{err}");
+    assert_eq!(std::fs::metadata(&graph).unwrap().modified().unwrap(), before, "the graph was not rewritten");
+    drop(session);
+    // A watcher: refused at once, with the advice to stop it.
+    let watcher = crate::util::Watcher::start(&engine, &repo);
+    let started = std::time::Instant::now();
+    let err = engine.rebuild_impact_graph(&repo, &quiet()).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    assert_eq!(err.code(), "index_busy", "{err}");
+    assert!(err.to_string().contains("stop that process (Ctrl-C)"), "{err}");
+    watcher.stop();
+    engine.rebuild_impact_graph(&repo, &quiet()).expect("rebuild once the watcher stopped");
+}
+
 #[test]
 fn js_directory_imports_follow_package_main_then_index() {
     let env = Env::new();

@@ -12,12 +12,14 @@
 
 use super::graph::{self, Cycle, Diagnostic, Edge, FileImports, GraphStats, ImpactGraph, SchemaTag, EXTERNAL_PREFIX};
 use super::Lang;
+use crate::engine::fsutil::FileLock;
 use crate::engine::index::manifest::Manifest;
+use crate::engine::index::status::RunWaiter;
 use crate::engine::index::types::IndexProgress;
 use crate::engine::index::ProgressSink;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
-use crate::error::{Error, Result};
+use crate::error::{shell_path, Error, Result};
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::EdgeRef;
 use petgraph::Direction::{Incoming, Outgoing};
@@ -706,6 +708,9 @@ impl Engine {
     /// (`parsing`, then `resolving`) to `sink`.
     pub fn rebuild_impact_graph(&self, repo_path: &Path, sink: &dyn ProgressSink) -> Result<RebuildSummary> {
         let repo = self.resolve_repo(repo_path)?;
+        let _lock = self.graph_writer_lock(&repo, sink)?;
+        // Resolved again under the lock: a run waited for may have switched the live generation.
+        let repo = self.resolve_repo(repo_path)?;
         let manifest = Manifest::load(&repo.manifest_path());
         if manifest.files.is_empty() {
             return Err(Error::NotIndexed { path: repo.root.clone() });
@@ -754,6 +759,37 @@ impl Engine {
         sink.progress(&IndexProgress { phase: "done".into(), ..finished });
         let path = graph::graph_path(&repo);
         Ok(RebuildSummary { repo: repo.root.clone(), path, parse_ms, stats: g.stats, warnings })
+    }
+}
+
+impl Engine {
+    /// Takes `repo`'s index writer lock for a graph rebuild, which reads the manifest and writes
+    /// the graph and `symbols.db`: without it a rebuild raced an index run (a watcher's batch,
+    /// `docdex index`) and wrote a graph from a half-updated state. A one-off run holding the
+    /// lock is waited for while it reports progress (shown on `sink`), as a second `index` waits
+    /// ([`RunWaiter`]: bounded by a stalled run and a few idle seconds); a keeper (serve, daemon,
+    /// watch, the workbench) holds it as long as it runs, so that is refused at once, saying so.
+    fn graph_writer_lock(&self, repo: &RepoRef, sink: &dyn ProgressSink) -> Result<FileLock> {
+        let path = self.writer_lock_path(repo);
+        let mut waiter = RunWaiter::default();
+        loop {
+            if let Some(lock) = FileLock::try_acquire(&path)? {
+                return Ok(lock);
+            }
+            let pid = FileLock::holder_pid(&path);
+            let advice = if self.watcher_pid(repo) == Some(pid) {
+                format!(
+                    " for as long as it runs (a `docdex serve`, `daemon`, `watch` or the workbench), and updates the graph with each batch it indexes. To rebuild it anyway, stop that process (Ctrl-C), run `docdex graph rebuild --repo {}`, then start it again",
+                    shell_path(&repo.root)
+                )
+            } else if waiter.wait(&repo.status_path(), sink) {
+                continue;
+            } else {
+                "; it is indexing (and reports no progress), or holds the lock idle: run `docdex graph rebuild` again once it is done".to_string()
+            };
+            tracing::info!(pid, "graph rebuild refused: the index writer lock is held");
+            return Err(Error::GraphBusy { repo: repo.root.clone(), pid, advice });
+        }
     }
 }
 
