@@ -59,7 +59,15 @@ pub fn values(text: &str) -> Vec<Range<usize>> {
         let literal = if quoted {
             quoted_ok(value)
         } else {
-            let assign = Assignment { name: name.as_str(), sep: sep.as_str(), after };
+            let line_start = text[..name.start()].rfind('\n').map_or(0, |i| i + 1);
+            let line_end = text[v.end()..].find('\n').map_or(text.len(), |i| v.end() + i);
+            let assign = Assignment {
+                name: name.as_str(),
+                sep: sep.as_str(),
+                after,
+                before: &text[line_start..name.start()],
+                rest: &text[v.end()..line_end],
+            };
             bare_ok(value, &assign)
         };
         if literal && !placeholder(value) && !echoes_name(value, name.as_str()) {
@@ -84,6 +92,10 @@ struct Assignment<'a> {
     sep: &'a str,
     /// The character right after the value (empty at the end of the line).
     after: &'a str,
+    /// The line before the name.
+    before: &'a str,
+    /// The line after the value.
+    rest: &'a str,
 }
 
 /// A quoted literal that looks like a secret: 6 characters or more, no blank, letters with
@@ -131,9 +143,40 @@ fn bare_ok(v: &str, a: &Assignment) -> bool {
     let env_style = a.sep == "=" && a.name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
     let yaml_style = a.sep.trim() == ":" && matches!(a.after, "" | "\r") && c.digit && (c.lower || c.upper);
     match identifier {
-        true => env_style || yaml_style || (c.lower && c.upper && c.digit),
+        true => env_style || yaml_style || (c.lower && c.upper && c.digit) || config_value(v, a),
         false => env_style || (c.count() >= 2 && (c.digit || c.symbol)),
     }
+}
+
+/// An identifier-shaped value (`hunter2hunter2`) after `=` where config syntax, not code, says
+/// it is a literal: a whole `key=value` line (`.env`, `.ini`, `.properties`, shell, optionally
+/// after `export`/`set`, and only a comment after it) with a digit in the value; or a string's or
+/// a connection string's field (right after a quote, `;`, `&`, `?` or `--`, or after another
+/// `key=value` field and a blank, as libpq writes `host=db password=...`). In code the same
+/// shape is a keyword argument or a variable (`f(password=pw2)`, `password = password_v2`), so a
+/// value that names a secret itself (`db_token2`) and a call argument are left alone.
+fn config_value(v: &str, a: &Assignment) -> bool {
+    let lower = v.to_ascii_lowercase();
+    if a.sep.trim() != "=" || ["pass", "pwd", "secret", "token", "key", "cred"].iter().any(|w| lower.contains(w)) {
+        return false;
+    }
+    let whole_line = matches!(a.before.trim(), "" | "export" | "set")
+        && (a.rest.trim().is_empty()
+            || (a.rest.starts_with([' ', '\t']) && a.rest.trim_start().starts_with(['#', ';'])));
+    let has_digit = v.bytes().any(|b| b.is_ascii_digit()) && v.bytes().any(|b| b.is_ascii_alphabetic());
+    let field_end = a.rest.is_empty() || a.rest.starts_with([';', '&', ' ', '\t', '\r', '"', '\'', '`']);
+    let quoted_or_field = a.before.ends_with(['"', '\'', '`', ';', '&', '?']) || a.before.ends_with("--");
+    let dsn_field = a.before.ends_with(' ')
+        && a.before.split_whitespace().next_back().is_some_and(|t| {
+            let t = t.trim_start_matches(['"', '\'', '`']);
+            t.split_once('=').is_some_and(|(k, v)| {
+                !k.is_empty()
+                    && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+                    && !v.is_empty()
+                    && !v.contains([',', ';', '(', ')', '"', '\''])
+            })
+        });
+    (whole_line && has_digit) || (field_end && (quoted_or_field || dsn_field))
 }
 
 /// `a.b.c`: identifiers joined by dots (an attribute, a module path), not a literal.
@@ -241,6 +284,46 @@ mod tests {
             ("clientSecret: `p@ssw0rd-live`", "p@ssw0rd-live"),
         ] {
             assert_eq!(masked(text), [want], "{text}");
+        }
+    }
+
+    /// An identifier-shaped value after a lower-case name (`password=hunter2hunter2`) was masked
+    /// nowhere: it reads as a keyword argument in code. Config syntax and string fields make it a
+    /// literal; code that passes a variable or an attribute keeps its text.
+    #[test]
+    fn identifier_shaped_values_are_secrets_in_config_syntax_only() {
+        for (text, want) in [
+            ("password=hunter2hunter2", "hunter2hunter2"),
+            ("export password=hunter2hunter2", "hunter2hunter2"),
+            ("db.password = hunter2hunter2", "hunter2hunter2"),
+            ("spring.datasource.password=hunter2hunter2", "hunter2hunter2"),
+            ("password = hunter2hunter2  ; the ini comment", "hunter2hunter2"),
+            ("    password: hunter2hunter2", "hunter2hunter2"),
+            ("Server=db;Database=app;User Id=sa;Password=hunterhunter;", "hunterhunter"),
+            ("\"host=db.internal user=app password=hunter2hunter2 dbname=app\"", "hunter2hunter2"),
+            ("jdbc:mysql://db/app?user=app&password=hunter2hunter2", "hunter2hunter2"),
+            ("mysql -u root --password=hunter2hunter2 app", "hunter2hunter2"),
+            ("dsn = \"password=hunter2hunter2\"", "hunter2hunter2"),
+            ("password=\"hunter2hunter2\"", "hunter2hunter2"),
+            ("conn = connect(password=\"hunter2hunter2\")", "hunter2hunter2"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+        for text in [
+            "password=password",
+            "password=args.password",
+            "token=self.token",
+            "secret=get_secret()",
+            "conn = connect(host=host, password=hunter2hunter2)",
+            "connect(user=user, password=db_password2)",
+            "        password=hunter2hunter2,",
+            "password = password_v2",
+            "token = access_token2",
+            "password=correcthorse",
+            "password = hunter2hunter2;",
+            "the password=hunter2hunter2 in prose",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
         }
     }
 
