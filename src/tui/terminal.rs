@@ -3,8 +3,16 @@
 //! a normal quit, an error (the guard's `Drop`), a panic (a hook that
 //! restores before the message prints) and signals (the loop ends cleanly).
 //! Also suspends the UI to run `$EDITOR` and resumes it afterwards.
+//!
+//! Keys are asked for in the kitty keyboard protocol's disambiguated form where the terminal
+//! speaks it (kitty, foot, WezTerm, Alacritty, Ghostty, iTerm2): there `esc` arrives as a
+//! sequence of its own, so `esc` followed at once by `6` is normal mode and pane 6, never
+//! `alt+6`. Other terminals ignore the request and send keys as before.
 
-use crossterm::event::{DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, KeyboardEnhancementFlags,
+    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
 use crossterm::terminal::{disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen};
 use crossterm::{cursor, execute};
 use ratatui::backend::CrosstermBackend;
@@ -50,13 +58,16 @@ fn activate() -> io::Result<()> {
     ACTIVE.store(true, Ordering::SeqCst);
     let mut out = io::stdout();
     execute!(out, EnterAlternateScreen, EnableBracketedPaste, cursor::Hide)?;
+    // After entering the alternate screen: the protocol keeps one stack per screen.
+    execute!(out, PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES))?;
     if MOUSE.load(Ordering::SeqCst) {
         execute!(out, EnableMouseCapture)?;
     }
     Ok(())
 }
 
-/// Puts the terminal back: cooked mode, main screen, no mouse capture, cursor shown.
+/// Puts the terminal back: cooked mode, main screen, no mouse capture, the terminal's own key
+/// encoding, cursor shown.
 /// Safe to call more than once and from a panic hook.
 pub fn restore() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
@@ -66,7 +77,7 @@ pub fn restore() {
     if MOUSE.load(Ordering::SeqCst) {
         let _ = execute!(out, DisableMouseCapture);
     }
-    let _ = execute!(out, DisableBracketedPaste, LeaveAlternateScreen, cursor::Show);
+    let _ = execute!(out, PopKeyboardEnhancementFlags, DisableBracketedPaste, LeaveAlternateScreen, cursor::Show);
     let _ = disable_raw_mode();
 }
 

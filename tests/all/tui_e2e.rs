@@ -413,6 +413,10 @@ fn the_real_binary_in_a_terminal() {
     );
     let t = Tmux::new();
     t.run(&["new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", "sh", "-c", &script]);
+    // What the workbench writes to its terminal from here on (the editor handoff below gives the
+    // terminal back and takes it again).
+    let written = env.dir.path().join("pane-output.bin");
+    t.run(&["pipe-pane", "-t", "e2e", "-O", &format!("cat >> '{}'", written.display())]);
 
     // The workbench comes up, indexes the repository, and answers a typed query.
     t.wait_for("● ready 5 files");
@@ -434,9 +438,21 @@ fn the_real_binary_in_a_terminal() {
     assert!(got.starts_with('+'), "vi-style line argument: {got}");
     assert!(got.contains(&format!(" {}|typed-in-editor", want_file.display())), "{got}");
     assert_eq!(t.format("#{alternate_on}"), "1", "back on the alternate screen");
-    // Leave the query box and open the impact pane.
-    t.leave_field();
-    t.keys(&["6"]);
+    // Keys in the kitty protocol's disambiguated form were asked for (`CSI > 1 u`), given back
+    // for the editor (`CSI < 1 u`) and asked for again.
+    let bytes = std::fs::read(&written).unwrap_or_default();
+    let after = |from: usize, needle: &[u8]| {
+        bytes.get(from..).and_then(|b| b.windows(needle.len()).position(|w| w == needle)).map(|i| from + i)
+    };
+    let push = after(0, b"\x1b[>1u");
+    let pop = push.and_then(|i| after(i, b"\x1b[<1u"));
+    let again = pop.and_then(|i| after(i, b"\x1b[>1u"));
+    assert!(again.is_some(), "push {push:?}, pop {pop:?}, push again {again:?} in {} bytes", bytes.len());
+    // Leave the query box and open the impact pane in one read, the way a terminal that speaks
+    // the protocol sends `esc` then `6` typed at once: `CSI 27 u` is `esc` alone, never alt+6.
+    t.wait_for(" INS  e2e");
+    t.run(&["send-keys", "-t", "e2e", "-H", "1b", "5b", "32", "37", "75", "36"]);
+    // (Read as alt+6, the query box would stay in insert mode: checked when Search is back.)
     t.wait_for("Impact · src/auth/session.rs");
     // The graph loads in the worker: wait for it to be drawn (or for why it cannot be).
     let deadline = Instant::now() + Duration::from_secs(40);
