@@ -500,3 +500,31 @@ fn definitions_come_from_code_names_not_prose_dunders_or_the_naming_files_own() 
         assert!(!why.contains("`__init__`") && !why.contains("`show`") && !why.contains("`total`"), "{path}: {why}");
     }
 }
+
+#[test]
+fn a_task_far_longer_than_the_budget_is_cut_in_the_heading_and_the_note_so_the_pack_fits() {
+    // 10,000 `a`s answered `0 snippets, 1361 of 300 tokens`, 2,000 `日本語` 8472 of 300: the
+    // note `search found nothing for "..."` quoted the task uncut, and the heading cut it in
+    // characters, which are several tokens each in CJK.
+    let env = Env::new();
+    let repo = env.repo("long");
+    write(&repo, "kiwi.rs", "pub fn kiwi_parser() {}\n");
+    git_commit_all(&repo);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let counter = TokenCounter::for_model("gpt-4", None).unwrap();
+    for (task, budget) in [("a".repeat(10_000), 300), ("日本語".repeat(2_000), 300), ("日本語".repeat(2_000), 200)]
+    {
+        let p = pack(&engine, &repo, &task, None, budget);
+        let md = p.markdown.clone().unwrap();
+        assert!(p.tokens <= budget, "{} of {budget}: {md}", p.tokens);
+        assert!(counter.count(&md) <= budget, "{md}");
+        assert!(md.starts_with("# Context for: "), "{md}");
+        assert!(
+            p.notes.iter().any(|n| n.starts_with("search found nothing for") && n.ends_with("…\"")),
+            "{:?}",
+            p.notes
+        );
+        assert_eq!(p.task, task, "the JSON keeps the whole task");
+    }
+}

@@ -158,7 +158,7 @@ impl Engine {
             cands.push(hit_candidate(h, i));
         }
         if hits.is_empty() {
-            pack.notes.push(format!("search found nothing for {task:?}"));
+            pack.notes.push(format!("search found nothing for {:?}", render::cut_task(task, render::NOTE_TASK_BYTES)));
         }
         let seeds: Vec<(String, u32, u32)> = cands[..changed_cands]
             .iter()

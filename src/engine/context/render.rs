@@ -12,13 +12,7 @@ const TOKENS_PER_LISTED_CHANGE: u32 = 100;
 
 /// The pack's heading: the task, the repository, the base and the changed files.
 pub fn header(pack: &ContextPack) -> String {
-    // About a quarter of the budget at most (some four characters a token): a long task
-    // description never pushes the pack over its budget.
-    let room = pack.budget as usize;
-    let task = match pack.task.char_indices().nth(room) {
-        Some((cut, _)) => format!("{}…", &pack.task[..cut]),
-        None => pack.task.clone(),
-    };
+    let task = cut_task(&pack.task, pack.budget as usize / 4);
     let mut s = format!("# Context for: {task}\n\nRepository `{}`", pack.repo.display());
     let none = if pack.changed.is_empty() { "no " } else { "" };
     match (&pack.since, &pack.base) {
@@ -39,6 +33,25 @@ pub fn header(pack: &ContextPack) -> String {
         }
     }
     s
+}
+
+/// Bytes of the task a note quotes at most: the heading already shows it.
+pub const NOTE_TASK_BYTES: usize = 60;
+
+/// The task cut to at most `max_bytes` bytes (at a character boundary, `…` after a cut).
+/// A cl100k_base token covers at least one byte, so the cut costs at most `max_bytes` tokens
+/// (and the `…` one or two more) in any script: the heading quotes a quarter of the budget
+/// in bytes, a note [`NOTE_TASK_BYTES`], and a long task never pushes the pack over budget
+/// (10,000 characters of CJK cost some 8,000 tokens).
+pub fn cut_task(task: &str, max_bytes: usize) -> String {
+    if task.len() <= max_bytes {
+        return task.to_string();
+    }
+    let mut cut = max_bytes;
+    while !task.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &task[..cut])
 }
 
 fn state_name(s: ChangeState) -> &'static str {
