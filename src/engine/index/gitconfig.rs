@@ -8,10 +8,13 @@
 //! files; a relative path taken from the including file's directory, `~/` from `$HOME`, at
 //! most [`MAX_INCLUDE_DEPTH`] deep, so a cycle ends; a missing file is skipped). Not followed:
 //! `~user/` and `%(prefix)/` paths, `git -c` / `GIT_CONFIG_COUNT` settings (no git command
-//! runs here), and a branch kept in a reftable (`onbranch:` is false there). A worktree's
+//! runs here). A branch kept in a reftable (`git init --ref-format=reftable`) is read from its
+//! table stack (`reftable`). A worktree's
 //! `config.worktree` is read after the repository's config when `extensions.worktreeConfig`
 //! is on ([`worktree_config`]). A path that is there but is no regular file (`/dev/null`, a
 //! directory) is no config file: not read, and not watched.
+
+mod reftable;
 
 use std::path::{Path, PathBuf};
 
@@ -206,12 +209,18 @@ impl<'a> Reader<'a> {
 
     /// git's `include_by_branch`: the branch `HEAD` names (`refs/heads/` left off; unborn
     /// too), matched as a path glob, a trailing `/` meaning everything below it. False
-    /// outside a repository and on a detached `HEAD`. `HEAD` joins the files a watcher follows.
+    /// outside a repository and on a detached `HEAD`. `HEAD` (and a reftable's `tables.list`)
+    /// joins the files a watcher follows.
     fn on_branch(&mut self, pattern: &str) -> bool {
         let Some(gitdir) = self.gitdir else { return false };
-        let head = gitdir.join("HEAD");
-        if self.key.is_some() && !self.out.files.contains(&head) {
-            self.out.files.push(head);
+        if self.key.is_some() {
+            // A checkout in a reftable repository rewrites the stack's list, not `HEAD`.
+            let list = Some(reftable::tables_list(gitdir)).filter(|l| l.is_file());
+            for file in std::iter::once(gitdir.join("HEAD")).chain(list) {
+                if !self.out.files.contains(&file) {
+                    self.out.files.push(file);
+                }
+            }
         }
         let Some(branch) = current_branch(gitdir) else { return false };
         let mut pat = pattern.to_string();
@@ -240,17 +249,25 @@ impl<'a> Reader<'a> {
 }
 
 /// The branch a git directory's `HEAD` names (`ref: refs/heads/NAME`, or a symbolic link to
-/// `refs/heads/NAME` as old git wrote it); none when detached, unreadable, or kept in a
-/// reftable (whose `HEAD` file names the placeholder `refs/heads/.invalid`).
+/// `refs/heads/NAME` as old git wrote it); none when detached or unreadable. A repository
+/// whose refs are kept in a reftable has the placeholder `refs/heads/.invalid` in its `HEAD`
+/// file: its branch is read from the table stack ([`reftable::head_target`]); it used to be
+/// none, so an `onbranch:` include never applied there.
 fn current_branch(gitdir: &Path) -> Option<String> {
     let head = gitdir.join("HEAD");
-    let target = match std::fs::read_link(&head) {
+    let mut target = match std::fs::read_link(&head) {
         Ok(link) => link.to_string_lossy().into_owned(),
         Err(_) => std::fs::read_to_string(&head).ok()?.strip_prefix("ref:")?.trim().to_string(),
     };
+    if target == REFTABLE_PLACEHOLDER {
+        target = reftable::head_target(gitdir)?;
+    }
     let branch = target.strip_prefix("refs/heads/")?;
     (branch != ".invalid" && !branch.is_empty()).then(|| branch.to_string())
 }
+
+/// What a reftable repository's `HEAD` file names (git keeps it for older tools).
+const REFTABLE_PLACEHOLDER: &str = "refs/heads/.invalid";
 
 /// git's `wildmatch(pattern, text, WM_PATHNAME)`: `*` and `?` stay within a `/`-separated
 /// part, `**/` and `/**` cross parts, `\` escapes; braces are plain characters there.
@@ -560,6 +577,66 @@ mod tests {
         // HEAD decides: a watcher follows it. Outside a repository nothing is on a branch.
         assert!(core_value(&sources, Some(&p("git")), "excludesfile").files.contains(&p("git/HEAD")));
         assert_eq!(core_value(&sources, None, "excludesfile").value, None);
+    }
+
+    /// In a repository whose refs are kept in a reftable, `HEAD` names the placeholder
+    /// `refs/heads/.invalid`, so `onbranch:` was always false there. The branch is read from the
+    /// table stack, a checkout (which rewrites the stack, not `HEAD`) changes it, and the
+    /// stack's list joins the files a watcher follows. Needs a git that writes reftables (2.45+).
+    #[test]
+    fn onbranch_conditions_read_the_branch_of_a_reftable_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main"])
+                .args(args)
+                .current_dir(&repo)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "")
+                .output()
+        };
+        std::fs::create_dir(&repo).unwrap();
+        match git(&["init", "-q", "--ref-format=reftable"]) {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => {
+                eprintln!(
+                    "skipped: this git cannot make a reftable repository (git 2.45 or later can): {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                return;
+            }
+            Err(e) => {
+                eprintln!("skipped: git could not run: {e}");
+                return;
+            }
+        }
+        let gitdir = repo.join(".git");
+        assert_eq!(std::fs::read_to_string(gitdir.join("HEAD")).unwrap().trim(), "ref: refs/heads/.invalid");
+        std::fs::write(dir.path().join("feat"), "[core]\nexcludesFile = feat-ignore\n").unwrap();
+        std::fs::write(dir.path().join("main"), "[core]\nexcludesFile = main-ignore\n").unwrap();
+        let cfg = dir.path().join("cfg");
+        std::fs::write(
+            &cfg,
+            "[includeIf \"onbranch:feature/\"]\npath = feat\n[includeIf \"onbranch:main\"]\npath = main\n",
+        )
+        .unwrap();
+        let sources = [Source { path: cfg, watched: true }];
+        let value = || core_value(&sources, Some(&gitdir), "excludesfile");
+        assert_eq!(value().value.as_deref(), Some("main-ignore"), "unborn main, kept in the reftable");
+        assert!(value().files.contains(&gitdir.join("reftable/tables.list")), "{:?}", value().files);
+        assert!(git(&["commit", "-q", "--allow-empty", "-m", "one"]).unwrap().status.success());
+        assert!(git(&["checkout", "-q", "-b", "feature/x"]).unwrap().status.success());
+        assert_eq!(value().value.as_deref(), Some("feat-ignore"), "after a checkout");
+        assert!(git(&["checkout", "-q", "--detach"]).unwrap().status.success());
+        assert_eq!(value().value, None, "detached");
+        // Many ref updates, then git's compaction: still read.
+        for i in 0..20 {
+            assert!(git(&["branch", &format!("b{i}")]).unwrap().status.success());
+        }
+        assert!(git(&["checkout", "-q", "main"]).unwrap().status.success());
+        assert!(git(&["pack-refs", "--all"]).unwrap().status.success());
+        assert_eq!(value().value.as_deref(), Some("main-ignore"), "after compaction");
     }
 
     #[test]
