@@ -71,6 +71,11 @@ fn print(out: &Out, r: &RunTestsResponse) {
     }
     if !r.command.is_empty() {
         out.line(&visible(&format!("$ {}   ({}: {})", r.command.join(" "), r.runner, r.detected_by)));
+        // A run of several processes: the others, each with where it ran.
+        for run in r.runs.iter().skip(1) {
+            let dir = if run.dir.is_empty() { "." } else { run.dir.as_str() };
+            out.line(&visible(&format!("$ (cd {dir}) {}", run.command.join(" "))));
+        }
         if !r.output_tail.is_empty() {
             out.block(&format!("{}\n", visible_text(&r.output_tail)));
         }

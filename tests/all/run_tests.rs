@@ -868,3 +868,101 @@ fn pytest_keeps_the_users_report_chars_and_traceback_style() {
     );
     assert_eq!(v["failures"][0]["message"].as_str(), Some("AssertionError"), "{v}");
 }
+
+#[test]
+fn files_under_two_pytest_configurations_run_once_per_configuration_and_merge() {
+    // A change reaching a root test and a subproject's test ran one pytest from the root, which
+    // read only the root's pytest.ini: the subproject's `pythonpath = src` was not applied, and
+    // its test failed at import ("1 error during collection").
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("pytwo");
+    write(&repo, "pytest.ini", "[pytest]\naddopts = -p no:cacheprovider\n");
+    write(&repo, "core.py", "def value():\n    return 42\n");
+    write(&repo, "conftest.py", "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n");
+    write(&repo, "tests/test_core.py", "from core import value\n\n\ndef test_value():\n    assert value() == 42\n");
+    write(&repo, "svc/pytest.ini", "[pytest]\npythonpath = src\naddopts = -p no:cacheprovider\n");
+    write(&repo, "svc/src/svcmod.py", "def double(x):\n    return 2 * x\n");
+    let svc_test = "from svcmod import double\n\n\ndef test_ok():\n    assert double(2) == 4\n\n\ndef test_bad():\n    assert double(2) == 5\n";
+    write(&repo, "svc/tests/test_svc.py", svc_test);
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    write(&repo, ".gitignore", ".venv\n");
+    git_commit_all(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    write(&repo, "tests/test_core.py", "from core import value\n\n\ndef test_value():\n    assert value() != 41\n");
+    write(&repo, "svc/tests/test_svc.py", &format!("{svc_test}\n"));
+    let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
+    assert_eq!((code, v["status"].as_str()), (1, Some("failed")), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(2), Some(1)), "{v}");
+    assert_eq!(
+        failures(&v),
+        [("svc/tests/test_svc.py::test_bad".to_string(), Some("svc/tests/test_svc.py".to_string()), Some(9))]
+    );
+    let mut dirs: Vec<(String, Option<i64>)> = v["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|r| (r["dir"].as_str().unwrap().to_string(), r["exit_code"].as_i64()))
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs, [(String::new(), Some(0)), ("svc".to_string(), Some(1))], "{v}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("fall under 2 pytest configurations") && notes.contains("once per configuration"),
+        "{notes}"
+    );
+    assert!(notes.contains("pytest ran in svc/, the directory of its configuration svc/pytest.ini"), "{notes}");
+}
+
+/// Whether go is installed (the go tests say they skipped where it is not).
+fn have_go() -> bool {
+    let ok = std::process::Command::new("go").arg("version").output().is_ok();
+    if !ok {
+        eprintln!("NOTICE: go is not installed; skipping the go test runs (apt-get install golang-go to run them)");
+    }
+    ok
+}
+
+const GO_TABLE_TEST: &str = "package calc\n\nimport \"testing\"\n\nfunc TestTable(t *testing.T) {\n\tt.Log(\"starting the table\")\n\tfor _, c := range []struct{ name string; in, want int }{{\"one\", 1, 2}, {\"three\", 3, 7}} {\n\t\tt.Run(c.name, func(t *testing.T) {\n\t\t\tt.Logf(\"case %s\", c.name)\n\t\t\tif c.in*2 != c.want {\n\t\t\t\tt.Errorf(\"double(%d) = %d, want %d\", c.in, c.in*2, c.want)\n\t\t\t}\n\t\t})\n\t}\n}\n";
+
+#[test]
+fn go_workspaces_and_nested_modules_run_per_module_and_subtests_fail_by_name() {
+    // A go.work workspace without a root go.mod found no runner; a module nested under the
+    // root's (tools/go.mod) was skipped by `go test ./...`, its failing test unseen; a failing
+    // subtest was reported as its parent, placed at the parent's t.Log line.
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let gocache = env.dir.path().join("gocache");
+    let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
+    let repo = env.repo("gowork");
+    write(&repo, "go.work", "go 1.19\n\nuse (\n\t./api\n\t./tools // the tools\n)\n");
+    write(&repo, "api/go.mod", "module example.com/api\n\ngo 1.19\n");
+    write(&repo, "api/calc/calc_test.go", GO_TABLE_TEST);
+    write(&repo, "tools/go.mod", "module example.com/tools\n\ngo 1.19\n");
+    write(&repo, "tools/fmt/fmt_test.go", "package fmt\n\nimport \"testing\"\n\nfunc TestFmt(t *testing.T) {}\n");
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (1, Some("go"), Some("failed")), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(1)), "{v}");
+    assert_eq!(failures(&v), [("TestTable/three".to_string(), Some("api/calc/calc_test.go".to_string()), Some(11))]);
+    assert_eq!(v["failures"][0]["message"].as_str(), Some("double(3) = 6, want 7"), "{v}");
+    let dirs: Vec<&str> = v["runs"].as_array().unwrap().iter().map(|r| r["dir"].as_str().unwrap()).collect();
+    assert_eq!(dirs, ["api", "tools"], "{v}");
+
+    let repo = env.repo("gonested");
+    write(&repo, "go.mod", "module example.com/root\n\ngo 1.19\n");
+    write(&repo, "lib/lib_test.go", "package lib\n\nimport \"testing\"\n\nfunc TestLib(t *testing.T) {}\n");
+    write(&repo, "tools/go.mod", "module example.com/tools\n\ngo 1.19\n");
+    write(&repo, "tools/calc/calc_test.go", GO_TABLE_TEST);
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!((code, v["passed"].as_u64(), v["failed"].as_u64()), (1, Some(1), Some(1)), "{v}");
+    assert_eq!(failures(&v), [("TestTable/three".to_string(), Some("tools/calc/calc_test.go".to_string()), Some(11))]);
+    // A target in the nested module runs there alone.
+    let (code, v) = run_tests(&env, &repo, &["--target", "lib"], &vars);
+    assert_eq!((code, v["passed"].as_u64(), v["runs"].as_array()), (0, Some(1), None), "{v}");
+    let (code, v) = run_tests(&env, &repo, &["--target", "tools/calc/calc_test.go"], &vars);
+    assert_eq!((code, v["failed"].as_u64()), (1, Some(1)), "{v}");
+    assert!(v["notes"].to_string().contains("go test ran in tools/, the module holding the target"), "{v}");
+    assert_eq!(v["command"].as_array().unwrap().last().unwrap(), "./calc", "{v}");
+}

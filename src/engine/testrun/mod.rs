@@ -12,6 +12,7 @@
 mod group;
 mod parse;
 mod pytest_config;
+mod runs;
 pub mod types;
 
 use crate::engine::code::test_files::is_test_path;
@@ -90,6 +91,9 @@ fn detect(root: &Path, configured: &str) -> Result<(Runner, String)> {
     }
     if has("go.mod") {
         return Ok((Runner::Go, "go.mod at the root".into()));
+    }
+    if has("go.work") {
+        return Ok((Runner::Go, "go.work at the root (a Go workspace)".into()));
     }
     if has("package.json") {
         let script = package_test_script(root)?;
@@ -296,6 +300,56 @@ fn command(
         }
         Runner::Pytest => pytest_command(root, "", targets, pytest_cache, notes),
     }
+}
+
+/// The runner processes to start: one, in the root, for most runs; pytest once per
+/// configuration its targets fall under (`pytest_parts`); go test once per module of a
+/// repository with several (`runs::go_parts`).
+fn plan(
+    root: &Path,
+    runner: Runner,
+    configured: &str,
+    targets: &[String],
+    pytest_cache: &Path,
+    notes: &mut Vec<String>,
+) -> Vec<runs::Part> {
+    match runner {
+        Runner::Pytest if !targets.is_empty() => return pytest_parts(root, targets, pytest_cache, notes),
+        Runner::Go => {
+            if let Some(parts) = runs::go_parts(root, targets, notes) {
+                return parts;
+            }
+        }
+        _ => {}
+    }
+    vec![runs::Part { dir: String::new(), command: command(root, runner, configured, targets, pytest_cache, notes) }]
+}
+
+/// pytest once per configuration the targets fall under, each from its configuration's
+/// directory (its rootdir), as `cd sub && pytest` would run: its `addopts` paths mean what they
+/// say there, and its `addopts` apply to its files only.
+fn pytest_parts(root: &Path, targets: &[String], pytest_cache: &Path, notes: &mut Vec<String>) -> Vec<runs::Part> {
+    let groups = pytest_config::groups(root, targets);
+    if groups.len() > 1 {
+        let sources: Vec<String> =
+            groups.iter().map(|(_, source, _)| source.clone().unwrap_or_else(|| "no configuration".into())).collect();
+        notes.push(format!(
+            "the files run fall under {} pytest configurations ({}): pytest ran once per configuration, from its directory, and the results were merged",
+            groups.len(),
+            sources.join(", ")
+        ));
+    }
+    let mut parts = Vec::new();
+    for (dir, source, group) in groups {
+        if !dir.is_empty() {
+            let source = source.unwrap_or_default();
+            notes.push(format!("pytest ran in {dir}/, the directory of its configuration {source} (its rootdir)"));
+        }
+        let inside: Vec<String> = group.iter().map(|t| within(t, &dir)).collect();
+        let command = pytest_command(root, &dir, &inside, pytest_cache, notes);
+        parts.push(runs::Part { dir, command });
+    }
+    parts
 }
 
 /// pytest's command line, run in `run_dir` (repo-relative; `targets` relative to it), around
@@ -625,7 +679,7 @@ fn parse_output(runner: Runner, text: &str, root: &str, run_dir: &str) -> parse:
         Runner::Cargo => parse::cargo(text, root),
         Runner::Pytest => parse::pytest(text, root, run_dir),
         Runner::Node => parse::tap(text, root),
-        Runner::Go => parse::go(text, go_module(Path::new(root)).as_deref()),
+        Runner::Go => runs::go_outcome(text, Path::new(root), run_dir),
         Runner::Jest | Runner::Vitest => parse::jest_like(text, root),
         Runner::Npm | Runner::Config => {
             let candidates = [
@@ -776,41 +830,32 @@ impl Engine {
             selected: Vec::new(),
             output_tail: String::new(),
             notes: Vec::new(),
+            runs: Vec::new(),
         };
         let Some(targets) = self.select_targets(&root, req, runner, &mut resp)? else {
             return Ok(resp);
         };
         let pytest_cache = repo.data_dir().join("pytest_cache");
-        let run_dir = (runner == Runner::Pytest).then(|| pytest_config::run_dir(&root, &targets)).flatten();
-        resp.command = match &run_dir {
-            Some((dir, source)) => {
-                notes.push(format!("pytest ran in {dir}/, the directory of its configuration {source} (its rootdir)"));
-                let inside: Vec<String> = targets.iter().map(|t| within(t, dir)).collect();
-                pytest_command(&root, dir, &inside, &pytest_cache, &mut notes)
-            }
-            None => {
-                if runner == Runner::Pytest {
-                    notes.extend(pytest_config::mixed_configs_note(&root, &targets));
-                }
-                command(&root, runner, &cfg.command, &targets, &pytest_cache, &mut notes)
-            }
-        };
-        let run_dir = run_dir.map(|(dir, _)| dir).unwrap_or_default();
+        let parts = plan(&root, runner, &cfg.command, &targets, &pytest_cache, &mut notes);
+        resp.command = parts.first().map(|p| p.command.clone()).unwrap_or_default();
         let broken = (runner == Runner::Pytest).then(|| broken_venv(&root)).flatten();
-        let done = execute(&root.join(&run_dir), &resp.command, timeout)?;
-        let text = done.lines.join("\n");
+        let root_text = root.to_string_lossy().into_owned();
+        let read = |text: &str, dir: &str| parse_output(runner, text, &root_text, dir);
         // A missing runner is bad input, not a failing suite.
-        if let Some(why) = missing_runner(runner, &resp.command, done.exit_code, &text) {
-            return Err(Error::BadRequest(match broken {
-                Some(b) => format!("{why}; the repository's own virtualenv was passed over: {b}"),
-                None => why,
-            }));
-        }
-        if let Some(b) = broken {
+        let missing =
+            |command: &[String], exit: Option<i32>, text: &str| match missing_runner(runner, command, exit, text) {
+                Some(why) => Err(Error::BadRequest(match &broken {
+                    Some(b) => format!("{why}; the repository's own virtualenv was passed over: {b}"),
+                    None => why,
+                })),
+                None => Ok(()),
+            };
+        let (done, outcome, runs) = runs::run_parts(&root, &parts, timeout, &read, &missing)?;
+        resp.runs = runs;
+        if let Some(b) = &broken {
             let python = resp.command.first().cloned().unwrap_or_default();
             notes.push(format!("ran {python}, not the repository's virtualenv: {b}"));
         }
-        let outcome = parse_output(runner, &text, &root.to_string_lossy(), &run_dir);
         record_outcome(&mut resp, runner, done, outcome, timeout, notes);
         if resp.status == TestStatus::NoTests && !req.affected {
             if let Some(note) = self.tests_of_target(&root, runner, &targets) {

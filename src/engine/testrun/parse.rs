@@ -508,8 +508,11 @@ fn yaml_scalar(v: &str) -> String {
 }
 
 /// go test, `-v` output (plain output read too): `=== RUN   TestX` names the test that prints
-/// `file_test.go:12: message` (before its `--- FAIL: TestX` with `-v`, after it without), the
+/// `file_test.go:12: message` (before its `--- FAIL: TestX` with `-v`, after it without; the last
+/// such line is the failure's place, as a `t.Log` before the failing check printed first), the
 /// top-level `--- PASS` / `--- FAIL` / `--- SKIP` lines are counted (subtests, indented, are not),
+/// a failing subtest is the failure, named with its parent (`TestTable/three`; each failing
+/// leaf subtest one failure) and placed where it printed,
 /// and each package's closing line (`ok  `, `FAIL`, `?   `) turns the test files' base names
 /// into repo-relative paths (`module`: go.mod's module path) and says whether it ran a test:
 /// `[no test files]` and `[no tests to run]` did not, which makes a run of only those
@@ -561,6 +564,8 @@ impl GoRun {
             let name = rest.split_whitespace().next().unwrap_or(rest).to_string();
             if top {
                 self.fail(name, o);
+            } else {
+                self.subtest_fail(name, o);
             }
         } else if t.starts_with("--- PASS: ") || t.starts_with("--- SKIP: ") {
             if top && t.starts_with("--- PASS: ") {
@@ -579,12 +584,43 @@ impl GoRun {
                 self.build_error.get_or_insert((file, l, msg));
             } else if top {
                 // Printed by the test itself (fmt.Println), not by t.Error: no location.
-            } else if let Some(i) = self.current.filter(|i| o.failures[*i].file.is_none()) {
+            } else if let Some(i) = self.current.filter(|i| !self.verbose || o.failures[*i].file.is_none()) {
+                // Its lines follow the `--- FAIL` (plain output, or -v before go 1.14): the last wins.
                 (o.failures[i].file, o.failures[i].line, o.failures[i].message) = (Some(file), l, Some(msg));
             } else if let Some(name) = self.running.clone() {
-                self.said.entry(name).or_insert((file, l, msg));
+                self.said.insert(name, (file, l, msg));
             }
         }
+    }
+
+    /// An indented `--- FAIL: Parent/sub` (after its parent's line): the failure of its nearest
+    /// failing ancestor listed so far becomes this subtest's, named with its parent and placed
+    /// where it printed last; a sibling that failed too is a failure of its own.
+    fn subtest_fail(&mut self, name: String, o: &mut Outcome) {
+        let ancestor = self
+            .unplaced
+            .iter()
+            .copied()
+            .filter(|i| name.starts_with(&format!("{}/", o.failures[*i].name)))
+            .max_by_key(|i| o.failures[*i].name.len());
+        let said = self.said.get(&name).cloned();
+        let i = match ancestor {
+            Some(i) => i,
+            None => {
+                o.failures.push(TestFailure { name: name.clone(), file: None, line: None, message: None });
+                self.unplaced.push(o.failures.len() - 1);
+                o.failures.len() - 1
+            }
+        };
+        let f = &mut o.failures[i];
+        f.name = name;
+        match said {
+            Some((file, line, message)) => (f.file, f.line, f.message) = (Some(file), line, Some(message)),
+            // Plain output: its lines follow.
+            None if !self.verbose => (f.file, f.line, f.message) = (None, None, None),
+            None => {}
+        }
+        self.current = Some(i);
     }
 
     /// A top-level `--- FAIL: name`: one failure, with what it (or a subtest of it) printed.
@@ -874,8 +910,9 @@ mod tests {
             [
                 f("example.com/gom/broken", "broken/b_test.go", 5, "undefined: Foo"),
                 f("TestBad", "calc/calc_test.go", 16, "want 2"),
-                f("TestSubFail", "par/par_test.go", 17, "sub bad"),
-                f("TestP1", "par/par_test.go", 7, "p1 log"),
+                f("TestSubFail/a", "par/par_test.go", 17, "sub bad"),
+                // Its last line: the first was a log.
+                f("TestP1", "par/par_test.go", 8, "p1 bad"),
             ]
         );
         // Plain output (a `[tests] command` of `go test ./...`): the location follows the FAIL.
@@ -883,6 +920,38 @@ mod tests {
         let p = go(plain, Some("example.com/gom"));
         assert_eq!((p.failed, p.counted, p.none_found), (1, false, false));
         assert_eq!((p.failures[0].file.as_deref(), p.failures[0].line), (Some("calc/calc_test.go"), Some(16)));
+    }
+
+    /// Real go 1.19 output, `-v` and plain, of a table test whose parent logs before its cases
+    /// (one failing after logging its case), a nested failing subtest, and parallel subtests.
+    const GO_SUBTESTS_V: &str = "=== RUN   TestTable\n    p_test.go:6: starting the table\n=== RUN   TestTable/one\n    p_test.go:10: case one\n=== RUN   TestTable/two\n    p_test.go:10: case two\n=== RUN   TestTable/three\n    p_test.go:10: case three\n    p_test.go:12: double(3) = 6, want 7\n--- FAIL: TestTable (0.00s)\n    --- PASS: TestTable/one (0.00s)\n    --- PASS: TestTable/two (0.00s)\n    --- FAIL: TestTable/three (0.00s)\n=== RUN   TestNested\n=== RUN   TestNested/outer\n=== RUN   TestNested/outer/inner_ok\n=== RUN   TestNested/outer/inner_bad\n    p_test.go:22: nested broke\n--- FAIL: TestNested (0.00s)\n    --- FAIL: TestNested/outer (0.00s)\n        --- PASS: TestNested/outer/inner_ok (0.00s)\n        --- FAIL: TestNested/outer/inner_bad (0.00s)\n=== RUN   TestPar\n=== RUN   TestPar/a\n=== PAUSE TestPar/a\n=== RUN   TestPar/b\n=== PAUSE TestPar/b\n=== CONT  TestPar/a\n=== CONT  TestPar/b\n    p_test.go:33: par b bad\n--- FAIL: TestPar (0.00s)\n    --- PASS: TestPar/a (0.00s)\n    --- FAIL: TestPar/b (0.00s)\nFAIL\nFAIL\texample.com/gosub/p\t0.003s\nFAIL\n";
+    const GO_SUBTESTS_PLAIN: &str = "--- FAIL: TestTable (0.00s)\n    p_test.go:6: starting the table\n    --- FAIL: TestTable/three (0.00s)\n        p_test.go:10: case three\n        p_test.go:12: double(3) = 6, want 7\n--- FAIL: TestNested (0.00s)\n    --- FAIL: TestNested/outer (0.00s)\n        --- FAIL: TestNested/outer/inner_bad (0.00s)\n            p_test.go:22: nested broke\n--- FAIL: TestPar (0.00s)\n    --- FAIL: TestPar/b (0.00s)\n        p_test.go:33: par b bad\nFAIL\nFAIL\texample.com/gosub/p\t0.002s\nFAIL\n";
+
+    #[test]
+    fn go_failing_subtests_are_named_with_their_parent_and_placed_where_they_failed() {
+        let f = |name: &str, line: u32, message: &str| TestFailure {
+            name: name.into(),
+            file: Some("p/p_test.go".into()),
+            line: Some(line),
+            message: Some(message.into()),
+        };
+        let want = [
+            f("TestTable/three", 12, "double(3) = 6, want 7"),
+            f("TestNested/outer/inner_bad", 22, "nested broke"),
+            f("TestPar/b", 33, "par b bad"),
+        ];
+        for out in [GO_SUBTESTS_V, GO_SUBTESTS_PLAIN] {
+            let o = go(out, Some("example.com/gosub"));
+            assert_eq!(o.failures, want, "{out}");
+            assert_eq!((o.passed, o.failed), (0, 3), "{out}");
+        }
+        // Two failing cases of one table: each is a failure.
+        let two = GO_SUBTESTS_PLAIN.replace(
+            "--- FAIL: TestNested (0.00s)",
+            "    --- FAIL: TestTable/four (0.00s)\n        p_test.go:12: double(4) = 8, want 9\n--- FAIL: TestNested (0.00s)",
+        );
+        let names: Vec<String> = go(&two, None).failures.into_iter().map(|f| f.name).collect();
+        assert_eq!(names, ["TestTable/three", "TestTable/four", "TestNested/outer/inner_bad", "TestPar/b"]);
     }
 
     #[test]

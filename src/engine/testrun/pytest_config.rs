@@ -10,7 +10,7 @@
 //! directory) `pytest.toml`, `.pytest.toml`, `pytest.ini`, `.pytest.ini`, `pyproject.toml`
 //! (`[tool.pytest]` or `[tool.pytest.ini_options]`), `tox.ini` (`[pytest]`), `setup.cfg`
 //! (`[tool:pytest]`). That directory is pytest's rootdir for the file, and where `run-tests`
-//! starts pytest when every file it runs shares it (`run_dir`).
+//! starts the pytest that runs it: one pytest per configuration (`groups`).
 
 use regex::Regex;
 use std::path::Path;
@@ -516,45 +516,23 @@ fn note(sources: &[String], dropped: &[(String, String)]) -> Option<String> {
     ))
 }
 
-/// The repo-relative directory to start pytest in for `targets` (repo-relative files,
-/// directories or node ids): the directory of the configuration pytest picks for their common
-/// ancestor, when that is below the root (a project in a subdirectory with its own
-/// pytest.ini). Started there, its `addopts` paths (`--ignore=tests/legacy`) mean what they
-/// mean to `cd sub && pytest`; `None` to start at the root.
-pub(super) fn run_dir(root: &Path, targets: &[String]) -> Option<(String, String)> {
-    let mut common: Option<Vec<&str>> = None;
+/// `targets` (repo-relative files, directories or node ids) grouped by the configuration pytest
+/// picks for each: its directory (repo-relative, `""` for the root or without one), where that
+/// group's pytest starts (its rootdir: there its `addopts` paths, `--ignore=tests/legacy`, mean
+/// what they mean to `cd sub && pytest`), its source, and the targets, in the order they came.
+/// One pytest from the root read only the root's configuration for a subproject's files.
+pub(super) fn groups(root: &Path, targets: &[String]) -> Vec<(String, Option<String>, Vec<String>)> {
+    let mut out: Vec<(String, Option<String>, Vec<String>)> = Vec::new();
     for t in targets {
         let path = t.split("::").next().unwrap_or(t).trim_end_matches('/');
         let dir = if root.join(path).is_dir() { path } else { path.rsplit_once('/').map_or("", |(d, _)| d) };
-        let parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
-        common = Some(match common {
-            None => parts,
-            Some(c) => c.iter().zip(&parts).take_while(|(a, b)| a == b).map(|(a, _)| *a).collect(),
-        });
-    }
-    let cfg = read(root, &common?.join("/"));
-    (!cfg.dir.is_empty()).then(|| (cfg.dir.clone(), cfg.source.unwrap_or_default()))
-}
-
-/// A note when `targets` (repo-relative) fall under more than one pytest configuration: one
-/// pytest run from the root reads only their common ancestor's, not each project's own.
-pub(super) fn mixed_configs_note(root: &Path, targets: &[String]) -> Option<String> {
-    let mut sources: Vec<String> = Vec::new();
-    for t in targets {
-        let path = t.split("::").next().unwrap_or(t).trim_end_matches('/');
-        let dir = if root.join(path).is_dir() { path } else { path.rsplit_once('/').map_or("", |(d, _)| d) };
-        let source = read(root, dir).source.unwrap_or_else(|| "no configuration".into());
-        if !sources.contains(&source) {
-            sources.push(source);
+        let cfg = read(root, dir.trim_start_matches("./"));
+        match out.iter_mut().find(|(d, _, _)| *d == cfg.dir) {
+            Some((_, _, group)) => group.push(t.clone()),
+            None => out.push((cfg.dir, cfg.source, vec![t.clone()])),
         }
     }
-    (sources.len() > 1).then(|| {
-        format!(
-            "the files run fall under {} pytest configurations ({}): one pytest run from the root reads only the one above them all, not each project's own addopts; run each project's files as their own target for that",
-            sources.len(),
-            sources.join(", ")
-        )
-    })
+    out
 }
 
 /// The options pytest adds to a run in the repo-relative `dir`: its configuration's `addopts`,
@@ -781,28 +759,22 @@ mod tests {
         assert!(note.contains("1 addopts --ignore=tests/legacy: svc/tests/legacy/test_l.py"), "{note}");
         assert!(note.contains("1 outside testpaths (tests): doc/test_d.py"), "{note}");
         let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let dirs = |targets: &[&str]| groups(root, &t(targets)).into_iter().map(|g| (g.0, g.2)).collect::<Vec<_>>();
         assert_eq!(
-            run_dir(root, &t(&["svc/tests/test_s.py"])),
-            Some(("svc".to_string(), "svc/tox.ini [pytest]".to_string()))
+            groups(root, &t(&["svc/tests/test_s.py"])),
+            [("svc".to_string(), Some("svc/tox.ini [pytest]".to_string()), t(&["svc/tests/test_s.py"]))]
         );
         assert_eq!(
-            run_dir(root, &t(&["svc/tests/test_s.py::test_a", "svc/tests/legacy"])).map(|r| r.0),
-            Some("svc".into())
+            dirs(&["svc/tests/test_s.py::test_a", "svc/tests/legacy"]),
+            [("svc".to_string(), t(&["svc/tests/test_s.py::test_a", "svc/tests/legacy"]))]
         );
-        assert_eq!(run_dir(root, &t(&["svc/tests/test_s.py", "tests/test_t.py"])), None);
-        assert_eq!(run_dir(root, &t(&[])), None);
-    }
-
-    #[test]
-    fn files_under_two_configurations_are_named_in_a_note() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        std::fs::create_dir_all(root.join("svc/tests")).unwrap();
-        std::fs::create_dir_all(root.join("tests")).unwrap();
-        std::fs::write(root.join("svc/pytest.ini"), "[pytest]\n").unwrap();
-        let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let note = mixed_configs_note(root, &t(&["svc/tests/test_a.py", "tests/test_b.py"])).unwrap();
-        assert!(note.contains("2 pytest configurations (svc/pytest.ini, no configuration)"), "{note}");
-        assert_eq!(mixed_configs_note(root, &t(&["svc/tests/test_a.py", "svc/tests"])), None);
+        assert_eq!(
+            dirs(&["svc/tests/test_s.py", "tests/test_t.py", "svc/tests/legacy"]),
+            [
+                ("svc".to_string(), t(&["svc/tests/test_s.py", "svc/tests/legacy"])),
+                (String::new(), t(&["tests/test_t.py"])),
+            ]
+        );
+        assert!(groups(root, &[]).is_empty());
     }
 }

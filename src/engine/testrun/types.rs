@@ -86,4 +86,27 @@ pub struct RunTestsResponse {
     pub output_tail: String,
     /// What else to know (a timeout, counts the output did not give).
     pub notes: Vec<String>,
+    /// When the run took more than one runner process (pytest once per configuration, go test
+    /// once per module), each of them; `command` is then the first's, and the counts, failures
+    /// and `exit_code` are all of them merged. Empty for a run of one process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<TestRun>,
+}
+
+/// One runner process of a run that took several.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TestRun {
+    /// The repo-relative directory it ran in (`""` for the root): its configuration's or
+    /// module's.
+    pub dir: String,
+    /// Its command line.
+    pub command: Vec<String>,
+    /// Its exit code (`None` when killed, or not started as the timeout had struck).
+    pub exit_code: Option<i32>,
+    /// Its tests passed, failed, skipped.
+    pub passed: u32,
+    /// Tests failed.
+    pub failed: u32,
+    /// Tests skipped.
+    pub skipped: u32,
 }

@@ -1,0 +1,256 @@
+//! A run made of several runner processes, each in its own directory: pytest once per
+//! configuration (files under a root `pytest.ini` and under a subproject's own ran in one pytest
+//! from the root, which read only the root's), go test once per module (a `go.work` workspace, or
+//! several `go.mod` under the repository: `go test ./...` from the root does not enter a nested
+//! module, and with no root module it fails). Their counts, failures and exit codes are merged.
+
+use super::types::TestRun;
+use super::{execute, go_command, go_module, parse, within, Finished};
+use crate::error::Result;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Directories a search for `go.mod` files does not enter.
+const GO_SKIP: [&str; 3] = ["vendor", "testdata", "node_modules"];
+/// How deep below the root a `go.mod` is looked for.
+const GO_DEPTH: usize = 6;
+
+/// One runner process: the repo-relative directory it runs in and its command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Part {
+    pub dir: String,
+    pub command: Vec<String>,
+}
+
+/// The repo-relative directories of the Go modules to test: the `use` directories of the root's
+/// `go.work` when it has one (a module outside the workspace fails to build there), else every
+/// directory holding a `go.mod` (not under `vendor`, `testdata`, `node_modules` or a hidden
+/// directory). The root is `""`.
+pub(super) fn go_modules(root: &Path) -> Vec<String> {
+    let mut out = match std::fs::read_to_string(root.join("go.work")) {
+        Ok(text) => go_work_uses(&text),
+        Err(_) => {
+            let mut found = Vec::new();
+            find_go_mods(root, "", 0, &mut found);
+            found
+        }
+    };
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The directories of a `go.work`'s `use` directives (`use ./a`, `use ( ./a ./b )`).
+fn go_work_uses(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut block = false;
+    for line in text.lines() {
+        let line = line.split("//").next().unwrap_or_default().trim();
+        let dir = if block {
+            if line.starts_with(')') {
+                block = false;
+                continue;
+            }
+            line
+        } else if let Some(rest) = line.strip_prefix("use") {
+            let rest = rest.trim();
+            if rest.starts_with('(') {
+                block = true;
+                rest.trim_start_matches('(').trim()
+            } else {
+                rest
+            }
+        } else {
+            continue;
+        };
+        let dir = dir.trim_matches('"').trim_start_matches("./").trim_end_matches('/');
+        if !dir.is_empty() {
+            out.push(if dir == "." { String::new() } else { dir.to_string() });
+        }
+    }
+    out
+}
+
+fn find_go_mods(root: &Path, rel: &str, depth: usize, out: &mut Vec<String>) {
+    if root.join(rel).join("go.mod").is_file() {
+        out.push(rel.to_string());
+    }
+    if depth >= GO_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(root.join(rel)) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || GO_SKIP.contains(&name.as_str()) || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let sub = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+        find_go_mods(root, &sub, depth + 1, out);
+    }
+}
+
+/// go test once per module for a repository with more than one (`None` with one module at the
+/// root, run as before): every module without targets, else the modules holding the targets,
+/// each given its targets relative to it.
+pub(super) fn go_parts(root: &Path, targets: &[String], notes: &mut Vec<String>) -> Option<Vec<Part>> {
+    let modules = go_modules(root);
+    if modules.is_empty() || modules == [String::new()] {
+        return None;
+    }
+    let part = |dir: &str, targets: &[String]| {
+        let inside: Vec<String> = targets.iter().map(|t| within(t, dir)).collect();
+        Part { dir: dir.to_string(), command: go_command(&root.join(dir), &inside) }
+    };
+    let parts: Vec<Part> = if targets.is_empty() {
+        modules.iter().map(|m| part(m, &[])).collect()
+    } else {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for t in targets {
+            let module = modules
+                .iter()
+                .filter(|m| m.is_empty() || *t == **m || t.starts_with(&format!("{m}/")))
+                .max_by_key(|m| m.len())
+                .cloned()
+                .unwrap_or_default();
+            match groups.iter_mut().find(|(m, _)| *m == module) {
+                Some((_, g)) => g.push(t.clone()),
+                None => groups.push((module, vec![t.clone()])),
+            }
+        }
+        groups.iter().map(|(m, g)| part(m, g)).collect()
+    };
+    let shown: Vec<String> = parts.iter().map(|p| shown_dir(&p.dir)).collect();
+    if parts.len() > 1 {
+        notes.push(format!(
+            "go test ran once per module ({}), each in its own directory, and the results were merged",
+            shown.join(", ")
+        ));
+    } else if let Some(p) = parts.first().filter(|p| !p.dir.is_empty()) {
+        notes.push(format!("go test ran in {}, the module holding the target", shown_dir(&p.dir)));
+    }
+    Some(parts)
+}
+
+fn shown_dir(dir: &str) -> String {
+    if dir.is_empty() {
+        ".".to_string()
+    } else {
+        format!("{dir}/")
+    }
+}
+
+/// The exit code of several runs: the first that is neither 0 nor pytest's 5 ("no tests
+/// collected", which another run's tests outweigh), else 0 when any run passed, else the first.
+fn merged_exit(codes: &[Option<i32>]) -> Option<i32> {
+    if let Some(c) = codes.iter().flatten().find(|c| !matches!(c, 0 | 5)) {
+        return Some(*c);
+    }
+    if codes.contains(&Some(0)) {
+        return Some(0);
+    }
+    codes.first().copied().flatten()
+}
+
+/// What several runs said, as one: counts summed, failures in order, counted when any counted,
+/// none found only when all found none.
+fn merged_outcome(outcomes: Vec<parse::Outcome>) -> parse::Outcome {
+    let mut all = parse::Outcome { none_found: !outcomes.is_empty(), ..parse::Outcome::default() };
+    for o in outcomes {
+        all.passed += o.passed;
+        all.failed += o.failed;
+        all.skipped += o.skipped;
+        all.failures.extend(o.failures);
+        all.counted |= o.counted;
+        all.none_found &= o.none_found;
+    }
+    all
+}
+
+/// Reads one part's output (its text, its directory) into an outcome.
+pub(super) type ReadOutput<'a> = &'a dyn Fn(&str, &str) -> parse::Outcome;
+/// Fails when one part's output (its command, exit code, text) shows the runner missing.
+pub(super) type MissingRunner<'a> = &'a dyn Fn(&[String], Option<i32>, &str) -> Result<()>;
+
+/// Each part run in turn within the one `timeout`: what each left, read by `read` (the part's
+/// output and directory), merged. A part whose output `missing` finds the runner missing in
+/// ends it with that error. Parts the timeout left no time for are not started (a note says so).
+pub(super) fn run_parts(
+    root: &Path,
+    parts: &[Part],
+    timeout: Duration,
+    read: ReadOutput<'_>,
+    missing: MissingRunner<'_>,
+) -> Result<(Finished, parse::Outcome, Vec<TestRun>)> {
+    let started = Instant::now();
+    let mut all =
+        Finished { exit_code: None, timed_out: false, lines: Vec::new(), duration_ms: 0.0, notes: Vec::new() };
+    let (mut outcomes, mut runs, mut codes) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, part) in parts.iter().enumerate() {
+        let left = timeout.saturating_sub(started.elapsed());
+        if all.timed_out || left.is_zero() {
+            all.timed_out = true;
+            all.notes.push(format!("{} of {} runs not started: the timeout had struck", parts.len() - i, parts.len()));
+            break;
+        }
+        let done = execute(&root.join(&part.dir), &part.command, left)?;
+        let text = done.lines.join("\n");
+        missing(&part.command, done.exit_code, &text)?;
+        let outcome = read(&text, &part.dir);
+        runs.push(TestRun {
+            dir: part.dir.clone(),
+            command: part.command.clone(),
+            exit_code: done.exit_code,
+            passed: outcome.passed,
+            failed: outcome.failed.max(outcome.failures.len() as u32),
+            skipped: outcome.skipped,
+        });
+        if parts.len() > 1 {
+            all.lines.push(format!("[docdex] in {}: {}", shown_dir(&part.dir), part.command.join(" ")));
+        }
+        codes.push(done.exit_code);
+        all.lines.extend(done.lines);
+        all.timed_out |= done.timed_out;
+        all.duration_ms += done.duration_ms;
+        all.notes.extend(done.notes);
+        outcomes.push(outcome);
+    }
+    all.exit_code = if all.timed_out { None } else { merged_exit(&codes) };
+    all.duration_ms = (all.duration_ms * 1e3).round() / 1e3;
+    if parts.len() < 2 {
+        runs.clear();
+    }
+    Ok((all, merged_outcome(outcomes), runs))
+}
+
+/// go test's failures in a module below the root placed repo-relative: its files are relative to
+/// the module (`calc/calc_test.go` in module `svc/`).
+pub(super) fn go_outcome(text: &str, root: &Path, dir: &str) -> parse::Outcome {
+    let mut o = parse::go(text, go_module(&root.join(dir)).as_deref());
+    if !dir.is_empty() {
+        for f in &mut o.failures {
+            if let Some(file) = f.file.as_mut().filter(|f| !f.starts_with('/')) {
+                *file = format!("{dir}/{}", file.trim_start_matches("./"));
+            }
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_work_uses_are_read_in_both_forms() {
+        let text = "go 1.21\n\nuse ./tools // the tools\nuse (\n\t.\n\t./svc/api\n\t\"./lib\"\n)\n";
+        assert_eq!(go_work_uses(text), ["tools", "", "svc/api", "lib"]);
+    }
+
+    #[test]
+    fn exit_codes_merge_with_a_failure_first_and_no_tests_last() {
+        assert_eq!(merged_exit(&[Some(5), Some(0)]), Some(0));
+        assert_eq!(merged_exit(&[Some(0), Some(1), Some(2)]), Some(1));
+        assert_eq!(merged_exit(&[Some(5), Some(5)]), Some(5));
+        assert_eq!(merged_exit(&[]), None);
+    }
+}
