@@ -5,7 +5,7 @@ use super::output::{count, visible, Out};
 use super::RepoArg;
 use crate::engine::protocol::{
     ConflictsRequest, ConflictsResponse, DuplicateKind, DuplicatesRequest, DuplicatesResponse,
-    DEFAULT_CONFLICT_MIN_SIM, DEFAULT_CONFLICT_TOP, DEFAULT_DUPLICATE_THRESHOLD,
+    DEFAULT_CONFLICT_MIN_SIM, DEFAULT_CONFLICT_TOP, DEFAULT_DUPLICATE_LIMIT, DEFAULT_DUPLICATE_THRESHOLD,
 };
 use crate::engine::Engine;
 
@@ -19,8 +19,8 @@ pub enum AuditAction {
         /// Least similarity of near duplicates (0..1): embedding cosine, or shingle Jaccard.
         #[arg(long, default_value_t = DEFAULT_DUPLICATE_THRESHOLD)]
         threshold: f32,
-        /// Most groups shown.
-        #[arg(long, short = 'n', default_value_t = 100)]
+        /// Most groups shown (1 to 10000).
+        #[arg(long, short = 'n', default_value_t = DEFAULT_DUPLICATE_LIMIT)]
         limit: usize,
         /// Print JSON.
         #[arg(long)]

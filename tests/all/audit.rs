@@ -131,6 +131,18 @@ fn duplicates_over_the_cli_as_json_and_the_changed_file_is_skipped() {
     let human = env.run(&["audit", "duplicates", "--repo", r]);
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains("exact duplicates (2 chunks)") && text.contains("docs/install.md:1-"), "{text}");
+    // A limit out of range is refused as `audit conflicts --top` refuses it: 0 answered one
+    // group, 20000 was taken though at most 10,000 are.
+    for n in ["0", "10001", "20000"] {
+        let out = env.run(&["audit", "duplicates", "--repo", r, "-n", n, "--json"]);
+        assert!(!out.status.success(), "-n {n}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["error"]["code"], "bad_request", "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert_eq!(message, format!("limit {n} is out of range: give 1 to 10000"));
+    }
+    let v = env.json(&["audit", "duplicates", "--repo", r, "-n", "10000", "--json"]);
+    assert_eq!(v["type"], "duplicates");
     let unindexed = env.repo("empty");
     let out = env.run(&["audit", "duplicates", "--repo", unindexed.to_str().unwrap()]);
     assert!(!out.status.success());
@@ -307,6 +319,17 @@ fn conflicts_over_the_cli_and_http() {
         assert_eq!(resp.status().as_u16(), 200);
         let v: serde_json::Value = resp.json().await.unwrap();
         assert_eq!(v["type"], "duplicates");
+        for limit in [0, 20_000] {
+            let bad = client()
+                .post(server.url("/v1/audit/duplicates"))
+                .json(&serde_json::json!({"limit": limit}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(bad.status().as_u16(), 400, "limit {limit}");
+            let v: serde_json::Value = bad.json().await.unwrap();
+            assert!(v.to_string().contains(&format!("limit {limit} is out of range")), "{v}");
+        }
         let bad = client()
             .post(server.url("/v1/audit/conflicts"))
             .json(&serde_json::json!({"min_sim": 3.0}))

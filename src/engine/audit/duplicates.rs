@@ -15,7 +15,7 @@ use crate::engine::embed::Vectors;
 use crate::engine::index::files::FileClass;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
@@ -38,13 +38,23 @@ struct NearPairs {
     capped: bool,
 }
 
+/// The groups asked for, refused out of range as `audit conflicts` refuses its `top`: a 0
+/// taken as 1, or 20000 as 10000, would answer something other than what was asked.
+fn checked_limit(limit: Option<usize>) -> Result<usize> {
+    let limit = limit.unwrap_or(DEFAULT_DUPLICATE_LIMIT);
+    if limit == 0 || limit > MAX_DUPLICATE_LIMIT {
+        return Err(Error::BadRequest(format!("limit {limit} is out of range: give 1 to {MAX_DUPLICATE_LIMIT}")));
+    }
+    Ok(limit)
+}
+
 impl Engine {
     /// Chunk groups that repeat one another: exact copies, and near copies at `threshold`
     /// similarity or more (see [`DuplicatesRequest`]).
     pub fn audit_duplicates(&self, repo_path: &Path, req: &DuplicatesRequest) -> Result<DuplicatesResponse> {
         let started = Instant::now();
         let threshold = check_unit("threshold", req.threshold.unwrap_or(DEFAULT_DUPLICATE_THRESHOLD))?;
-        let limit = req.limit.unwrap_or(DEFAULT_DUPLICATE_LIMIT).clamp(1, 10_000);
+        let limit = checked_limit(req.limit)?;
         let repo = self.resolve_repo(repo_path)?;
         let (mut prints, stale) = fingerprint_chunks(&repo)?;
         let mut limits = Vec::new();

@@ -13,6 +13,8 @@ pub const DEFAULT_CONFLICT_MIN_SIM: f32 = 0.80;
 pub const DEFAULT_CONFLICT_TOP: usize = 20;
 /// Default number of duplicate groups returned.
 pub const DEFAULT_DUPLICATE_LIMIT: usize = 100;
+/// Most duplicate groups one answer may ask for (a larger `limit` is refused, as is 0).
+pub const MAX_DUPLICATE_LIMIT: usize = 10_000;
 
 /// `docdex audit duplicates`: repeated chunks.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -22,7 +24,8 @@ pub struct DuplicatesRequest {
     /// their word 3-shingles (MinHash). Exact duplicates are found either way.
     #[serde(default)]
     pub threshold: Option<f32>,
-    /// Most groups returned, largest first (default 100; `groups_total` counts them all).
+    /// Most groups returned, largest first (default 100, 1 to 10000; `groups_total` counts them
+    /// all).
     #[serde(default)]
     pub limit: Option<usize>,
 }
