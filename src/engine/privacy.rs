@@ -361,6 +361,28 @@ impl FileMasker {
     }
 }
 
+/// A whole file's text with its private keys' bodies blanked (spaces; the length, line ends and
+/// markers kept, so chunk offsets and line numbers stay true), for the index: a key body's base64
+/// lines split into index terms at `+` and `/`, and words up to 48 bytes were indexed, so a piece
+/// of a key found its file and a key chunk was a hit for unrelated queries. Snippets are cut
+/// from the file itself and masked on their own.
+pub fn without_key_material(text: &str) -> std::borrow::Cow<'_, str> {
+    let ranges = pem::key_material(text);
+    if ranges.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut bytes = text.as_bytes().to_vec();
+    for r in ranges {
+        for b in &mut bytes[r] {
+            if *b != b'\n' && *b != b'\r' {
+                *b = b' ';
+            }
+        }
+    }
+    // Every blanked range starts and ends at an ASCII character: still UTF-8.
+    String::from_utf8(bytes).map_or(std::borrow::Cow::Borrowed(text), std::borrow::Cow::Owned)
+}
+
 /// True when a text could show key material only its file can tell apart: a line of base64
 /// (16 characters or more, or with a digit, `+`, `/` or `=`). Search reads a hit's file again
 /// only for those.

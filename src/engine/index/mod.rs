@@ -945,6 +945,8 @@ impl IndexSession {
             }
         }
         let Ok(writer) = self.writer() else { return Outcome::Error("index writer is not open".into()) };
+        // Private key bodies are not index terms (docs/PRIVACY.md); offsets and lines are kept.
+        let indexed = crate::engine::privacy::without_key_material(&text);
         let doc = FileDocs {
             fields: &self.fields,
             rel: &c.rel,
@@ -952,7 +954,7 @@ impl IndexSession {
             class: files::classify_text(&c.rel, lang, &text) as u64,
             file_id: xxhash_rust::xxh3::xxh3_64(c.rel.as_bytes()),
             line_starts: if chunks.iter().any(|c| !c.context.is_empty()) { line_offsets(&text) } else { Vec::new() },
-            text: &text,
+            text: &indexed,
             symbols,
         };
         for ch in &chunks {

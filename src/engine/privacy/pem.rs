@@ -113,6 +113,46 @@ pub fn bodies(text: &str) -> Vec<Range<usize>> {
     out
 }
 
+/// Byte ranges of the key material inside the private key blocks of a whole file, for the index
+/// to leave out: each body line (base64, bare or quoted in code; 16 characters or more, or with a
+/// digit, `+`, `/` or `=`), and the body between the markers of a block written on one line (a
+/// JSON string: `"-----BEGIN PRIVATE KEY-----\nMIIE...\n-----END PRIVATE KEY-----\n"`). The
+/// markers stay, and so does code between two markers that only names them (a PEM parser).
+pub fn key_material(text: &str) -> Vec<Range<usize>> {
+    let found = blocks(text);
+    if !found.iter().any(|b| b.private) {
+        return Vec::new();
+    }
+    let spans = line_spans(text);
+    let mut out = Vec::new();
+    for b in found.iter().filter(|b| b.private) {
+        for i in b.lines.clone() {
+            let (Some(span), line) = (spans.get(i), text_line(text, &spans, i)) else { continue };
+            if let Some(inner) = one_line_body(line) {
+                out.push(span.start + inner.start..span.start + inner.end);
+            } else if body(line).is_some_and(key_like) {
+                out.push(lines_range(text, &spans, i..=i));
+            }
+        }
+    }
+    out
+}
+
+/// A body line, not a short word that happens to be base64 (`else`, `return`).
+fn key_like(b: &str) -> bool {
+    b.len() >= 16 || b.bytes().any(|c| c.is_ascii_digit() || c == b'+' || c == b'/' || c == b'=')
+}
+
+/// The body of a block whose `BEGIN` and `END` markers are both on `line`: from the end of the
+/// `BEGIN` marker to the start of the `END` one.
+fn one_line_body(line: &str) -> Option<Range<usize>> {
+    let (begin, _) = marker(line, "-----BEGIN ")?;
+    let (end, _) = marker(line, "-----END ")?;
+    let label = begin + "-----BEGIN ".len();
+    let from = label + line[label..].find("-----")? + "-----".len();
+    (from < end).then_some(from..end)
+}
+
 /// Runs of full-width body lines (0-based, inclusive), each with its shorter last line.
 fn runs(text: &str, spans: &[Range<usize>]) -> Vec<RangeInclusive<usize>> {
     let mut out = Vec::new();
@@ -213,6 +253,24 @@ pub(super) mod tests {
         let head = format!("-----BEGIN CERTIFICATE-----\n{}\n", body.join("\n"));
         assert_eq!(blocks(&head), [PemBlock { lines: 0..=4, private: false }]);
         assert!(bodies(&head).is_empty(), "a certificate the text shows is public");
+    }
+
+    #[test]
+    fn key_material_is_the_body_of_private_blocks_only() {
+        let body = fake_body(3, "  ");
+        let key = format!("  -----BEGIN RSA PRIVATE KEY-----\n{}\n  -----END RSA PRIVATE KEY-----\n", body.join("\n"));
+        let cert = key.replace("RSA PRIVATE KEY", "CERTIFICATE");
+        let text = format!("a\n{key}{cert}b\n");
+        let shown: Vec<&str> = key_material(&text).into_iter().map(|r| &text[r]).collect();
+        assert_eq!(shown, body.iter().map(|l| l.trim()).collect::<Vec<_>>(), "the key's body, not the certificate's");
+        // A JSON string holds the whole key on one line.
+        let json =
+            r#"  "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\n-----END PRIVATE KEY-----\n","#;
+        let shown: Vec<&str> = key_material(json).into_iter().map(|r| &json[r]).collect();
+        assert_eq!(shown, [r"\nMIIEvQIBADANBgkqhkiG9w0B\n"]);
+        // A parser that names the markers: its code is not key material.
+        let parser = "if l == \"-----BEGIN RSA PRIVATE KEY-----\" {\n    start_of_rsa_key_block(l);\n    else\n}\nif l == \"-----END RSA PRIVATE KEY-----\" {}\n";
+        assert!(key_material(parser).is_empty(), "{:?}", key_material(parser));
     }
 
     #[test]
