@@ -1020,3 +1020,83 @@ fn a_two_column_pdf_page_is_read_column_by_column() {
     assert_eq!(text("columns.pdf"), expected);
     assert_eq!(text("table.pdf"), ["Name Weight", "Bao 12 kg", "Lin 9 kg", "Mei 10 kg"]);
 }
+
+/// The non-blank lines of an indexed file, trimmed.
+fn text_lines(env: &Env, repo: &Path, name: &str) -> Vec<String> {
+    let f = env.engine().get_file(repo, &FileRequest::new(name, None)).expect("get");
+    f.text.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect()
+}
+
+/// A page in three columns, with a title and a figure's caption spanning the page between two
+/// blocks of columns, each column's lines at baselines of their own and drawn row by row across
+/// the page, was read with only its most common gutter found, the blocks in the left column
+/// and lines of different columns glued. It is read title, the columns of the first block one
+/// by one, caption, the columns of the second; a table's short cells still keep their rows.
+#[test]
+fn a_pdf_page_in_three_columns_between_full_width_blocks_is_read_block_by_block() {
+    let env = Env::new();
+    let repo = env.repo("cols3");
+    let title = "Pangolin care, a keepers handbook for the night house, the burrows and the yard";
+    let caption = "Figure 1: a pangolin rolled into a ball, as drawn by the keepers of the night house";
+    let block = |b: usize| -> [Vec<String>; 3] {
+        std::array::from_fn(|c| (0..3).map(|l| format!("block {b} column {c} line {l} of text")).collect())
+    };
+    let (first, second) = (block(1), block(2));
+    let mut draws: Vec<(u32, u32, String)> = vec![(72, 740, title.to_string())];
+    for (top, cols) in [(710u32, &first), (600, &second)] {
+        for l in 0..3 {
+            for (c, col) in cols.iter().enumerate() {
+                // Baselines 3 points apart from one column to the next.
+                draws.push((72 + 178 * c as u32, top - 14 * l as u32 - 3 * c as u32, col[l].clone()));
+            }
+        }
+    }
+    draws.push((72, 640, caption.to_string()));
+    let draws: Vec<(u32, u32, &str)> = draws.iter().map(|(x, y, t)| (*x, *y, t.as_str())).collect();
+    std::fs::write(repo.join("three.pdf"), placed_pdf(&draws)).unwrap();
+    let table = [
+        (72, 740, title),
+        (72, 720, "Name"),
+        (250, 720, "Weight"),
+        (428, 720, "Keeper"),
+        (72, 706, "Bao"),
+        (250, 706, "12 kg"),
+        (428, 706, "Ann"),
+        (72, 692, "Lin"),
+        (250, 692, "9 kg"),
+        (428, 692, "Ola"),
+        (72, 678, "Mei"),
+        (250, 678, "10 kg"),
+        (428, 678, "Kit"),
+    ];
+    std::fs::write(repo.join("table3.pdf"), placed_pdf(&table)).unwrap();
+    env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let mut expected = vec![title.to_string()];
+    expected.extend(first.iter().flatten().cloned());
+    expected.push(caption.to_string());
+    expected.extend(second.iter().flatten().cloned());
+    assert_eq!(text_lines(&env, &repo, "three.pdf"), expected);
+    assert_eq!(
+        text_lines(&env, &repo, "table3.pdf"),
+        [title, "Name Weight Keeper", "Bao 12 kg Ann", "Lin 9 kg Ola", "Mei 10 kg Kit"]
+    );
+}
+
+/// Two columns whose lines do not align (a leading of 14 points on the left, 11 on the right),
+/// drawn top down across the page as one sorted stream: each column is read whole, the left one
+/// first (before, a right line after a wide gap on a nearby baseline was glued to a left one).
+#[test]
+fn pdf_columns_at_different_baselines_are_read_column_by_column() {
+    let env = Env::new();
+    let repo = env.repo("offset");
+    let left: Vec<String> = (0..4).map(|i| format!("the left column says line {i} here")).collect();
+    let right: Vec<String> = (0..5).map(|i| format!("the right column says line {i} too")).collect();
+    let mut draws: Vec<(u32, u32, &str)> =
+        left.iter().enumerate().map(|(i, t)| (72, 720 - 14 * i as u32, t.as_str())).collect();
+    draws.extend(right.iter().enumerate().map(|(i, t)| (320, 716 - 11 * i as u32, t.as_str())));
+    draws.sort_by_key(|&(x, y, _)| (std::cmp::Reverse(y), x));
+    std::fs::write(repo.join("offset.pdf"), placed_pdf(&draws)).unwrap();
+    env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let expected: Vec<String> = left.iter().chain(&right).cloned().collect();
+    assert_eq!(text_lines(&env, &repo, "offset.pdf"), expected);
+}

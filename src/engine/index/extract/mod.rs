@@ -13,6 +13,7 @@ mod docx;
 mod html;
 mod pdf;
 mod pdf_bound;
+mod pdf_columns;
 mod pdf_load;
 mod pdf_scan;
 mod pdf_text;
@@ -25,8 +26,10 @@ use std::path::{Path, PathBuf};
 /// The version of document extraction (PDF, DOCX, HTML text): bump it when a change alters the
 /// text of existing documents, and the next index run extracts every document again (the
 /// manifest keeps each one's version). 1: PDF columns read column by column, HTML definition
-/// lists separated and relative links kept (2026-11-30).
-pub const EXTRACTOR_VERSION: u32 = 1;
+/// lists separated and relative links kept (2026-11-30). 2: PDF pages in three or more columns,
+/// with full-width blocks between column blocks, or with columns at different baselines, read
+/// block by block and column by column (2026-11-30).
+pub const EXTRACTOR_VERSION: u32 = 2;
 
 /// A document format docdex extracts text from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
