@@ -1,4 +1,4 @@
-//! `docdex memory store | recall | list | delete`: the repository's memory.
+//! `docdex memory store | recall | list | delete` (`forget`): the repository's memory.
 
 use super::output::{count, shown, visible, Out};
 use super::RepoArg;
@@ -47,14 +47,16 @@ pub enum MemoryCommand {
         /// How many (default 50, at most 200; a page also stops at about 1 MiB of content).
         #[arg(long, short = 'n', value_parser = super::count_up_to::<MAX_MEMORY_LIST>)]
         limit: Option<usize>,
-        /// List the memories older than this one (the id the previous page ends with).
+        /// List the memories older than this one (the id the previous page ends with, or its
+        /// first 6+ characters).
         #[arg(long)]
         after: Option<String>,
         /// Print JSON.
         #[arg(long)]
         json: bool,
     },
-    /// Forget a memory by id.
+    /// Forget a memory by id (also `forget`).
+    #[command(visible_alias = "forget")]
     Delete {
         #[command(flatten)]
         repo: RepoArg,

@@ -526,7 +526,7 @@ impl Engine {
             Ok(q) => {
                 for (id, score) in db.knn(&q, limit)? {
                     if let Some(memory) = db.get(&id)? {
-                        resp.results.push(MemoryHit { memory, score: (score * 1000.0).round() / 1000.0 });
+                        resp.results.push(MemoryHit { memory, score: round_score(score) });
                     }
                 }
             }
@@ -576,14 +576,19 @@ impl Engine {
         }
         let (repo, db) = self.memory_db(repo_path)?;
         let limit = positive_limit(limit, 50)?.min(MAX_LIST);
+        let list = format!("docdex memory list --repo {}", repo.root.display());
         let cursor = match after.map(str::trim).filter(|a| !a.is_empty()) {
             None => None,
-            Some(id) => Some(db.get(id)?.ok_or_else(|| {
-                Error::NotFound(format!(
-                    "no memory {id} in {} to list after (deleted meanwhile?); list again from the newest",
-                    repo.root.display()
-                ))
-            })?),
+            // A unique prefix of 6+ characters names the memory, as `memory delete` takes it.
+            Some(given) => {
+                let id = id_by_prefix(&db.conn, "memories", given, "memory", &list)?;
+                Some(db.get(id.as_deref().unwrap_or(given))?.ok_or_else(|| {
+                    Error::NotFound(format!(
+                        "no memory {given} in {} to list after (deleted meanwhile?); list again from the newest",
+                        repo.root.display()
+                    ))
+                })?)
+            }
         };
         // One more than asked, to know whether older ones follow.
         let take = (limit + 1) as i64;
@@ -701,6 +706,13 @@ fn explain_damage(path: &Path, e: Error) -> Error {
     }
 }
 
+/// A similarity rounded to three decimals, never `-0.0`: a cosine a hair below 0 (orthogonal
+/// vectors) rounded to `-0.0`, which the CLI and JSON printed as such.
+fn round_score(score: f32) -> f32 {
+    // -0.0 + 0.0 is +0.0; every other value is unchanged.
+    (score * 1000.0).round() / 1000.0 + 0.0
+}
+
 /// Memories scored by the share of the query's words (weighted by rarity among the
 /// memories) they contain.
 fn text_recall(db: &MemoryDb, query: &str, limit: usize) -> Result<Vec<MemoryHit>> {
@@ -725,4 +737,21 @@ fn text_recall(db: &MemoryDb, query: &str, limit: usize) -> Result<Vec<MemoryHit
     hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.memory.created_at.cmp(&a.memory.created_at)));
     hits.truncate(limit);
     Ok(hits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_score;
+
+    #[test]
+    fn a_score_a_hair_below_zero_is_zero_not_minus_zero() {
+        for s in [-0.0_f32, -1e-7, -0.0004] {
+            let r = round_score(s);
+            assert!(r == 0.0 && r.is_sign_positive(), "{s} rounded to {r}");
+            assert_eq!(format!("{r:.3}"), "0.000");
+            assert_eq!(serde_json::to_string(&r).unwrap(), "0.0");
+        }
+        assert_eq!(round_score(-0.25), -0.25, "a real negative similarity stays");
+        assert_eq!(round_score(0.81234), 0.812);
+    }
 }

@@ -261,7 +261,12 @@ fn memory_cli_round_trip() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("at least 6 characters") && err.contains("docdex memory list"), "{err}");
-    env.json(&["memory", "delete", "--repo", r, "--json", &saved_id[..8]]);
+    // `list --after` takes the same prefix `delete` does (it refused one).
+    let older = env.json(&["memory", "list", "--repo", r, "--json", "--after", &saved_id[..6]]);
+    assert_eq!(older["memories"][0]["id"], id.as_str(), "{older}");
+    assert_eq!(older["memories"].as_array().unwrap().len(), 1, "{older}");
+    // `forget` is `delete` (the help calls it "Forget a memory"; it suggested `store`).
+    env.json(&["memory", "forget", "--repo", r, "--json", &saved_id[..8]]);
     let left = env.json(&["memory", "list", "--repo", r, "--json"]);
     assert_eq!(left["total"], 1, "{left}");
     env.json(&["memory", "delete", "--repo", r, "--json", &id]);
