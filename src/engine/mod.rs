@@ -618,8 +618,16 @@ impl Engine {
         })
     }
 
-    /// Lines of a file inside the repository; paths resolving outside it are refused.
+    /// Lines of a file inside the repository; paths resolving outside it are refused. Secrets
+    /// and personal data in them are masked under `[privacy] redact_snippets` (the default), as
+    /// search snippets are: `docdex get`, `GET /v1/open` and MCP `docdex_open` all answer from
+    /// here, and agents forward what they read to remote models. `pii_redacted` says so.
     pub fn get_file(&self, repo_path: &Path, req: &FileRequest) -> Result<FileContent> {
+        self.file_lines(repo_path, req, self.config().privacy.redact_snippets)
+    }
+
+    /// [`Self::get_file`], masked or not (`similar` reads a file's own terms unmasked).
+    pub(crate) fn file_lines(&self, repo_path: &Path, req: &FileRequest, redact: bool) -> Result<FileContent> {
         let file = req.path.as_str();
         let repo = self.resolve_repo(repo_path)?;
         let found = locate_file(&repo, file)?;
@@ -645,12 +653,17 @@ impl Engine {
         let (a, b) = asked_lines(req, doc.as_ref(), file, total)?;
         let slice = if a > total { &[][..] } else { &all[(a - 1) as usize..b as usize] };
         let last = b.max(a.min(total));
+        let (text, masked) = shown_lines(&text, slice, a, redact);
+        if !masked.is_empty() {
+            tracing::debug!(file, masked = %privacy::summarize(&masked), "file text redacted");
+        }
         Ok(FileContent {
             path: found.shown,
             line_start: a,
             line_end: last,
             total_lines: total,
-            text: slice.join("\n"),
+            text,
+            pii_redacted: !masked.is_empty(),
             format: format.map(|f| f.lang().to_string()),
             page_start: doc.as_ref().and_then(|d| d.page_of(a)),
             page_end: doc.as_ref().and_then(|d| d.page_of(last)),
@@ -684,6 +697,16 @@ impl Engine {
         }
         self.inner.resident.forget(&record.fingerprint);
         Ok(record)
+    }
+}
+
+/// The lines `slice` of `file_text` (the first is line `first`), masked when `redact`: with the
+/// whole file at hand, so a private key whose `BEGIN` line is above the range is masked too.
+fn shown_lines(file_text: &str, slice: &[&str], first: u32, redact: bool) -> (String, Vec<privacy::Finding>) {
+    let text = slice.join("\n");
+    match redact {
+        true => privacy::FileMasker::new(file_text).mask(&text, first),
+        false => (text, Vec::new()),
     }
 }
 

@@ -323,6 +323,55 @@ fn a_private_keys_body_is_not_indexed() {
     }
 }
 
+/// `docdex get`, `GET /v1/open` and MCP `docdex_open` served a file's text unmasked while search
+/// masked the same lines. They mask it now (a key cut by the range too), with `pii_redacted`;
+/// `[privacy] redact_snippets = false` serves it as it is.
+#[tokio::test]
+async fn opened_files_are_masked_as_snippets_are() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let (vars, body) = vars_with_key();
+    write(&repo, "deploy/vars.yml", &vars);
+    write(
+        &repo,
+        "config/app.ini",
+        "[db]\nhost = db.internal\npassword = hunter2hunter2\nowner = jane.doe@acme-corp.com\n",
+    );
+    let r = repo.to_str().unwrap();
+    env.json(&["index", "--repo", r, "--json"]);
+    let raw = |t: &str| {
+        let mut shown: Vec<&str> = ["hunter2hunter2", "jane.doe"].into_iter().filter(|s| t.contains(s)).collect();
+        shown.extend(body.iter().filter(|b| t.contains(&b[..40])).map(|_| "a key line"));
+        shown
+    };
+    use docdex::engine::protocol::FileRequest;
+    let engine = env.engine();
+    for (path, range) in [("config/app.ini", None), ("deploy/vars.yml", None), ("deploy/vars.yml", Some((9, 12)))] {
+        let f = engine.get_file(&repo, &FileRequest::new(path, range)).unwrap();
+        assert!(raw(&f.text).is_empty() && f.pii_redacted, "{path} {range:?}: {}", f.text);
+        let shown = f.text.split('\n').count() as u32;
+        assert_eq!(shown, f.line_end + 1 - f.line_start, "{path}: the line count is kept");
+    }
+    let f = engine.get_file(&repo, &FileRequest::new("config/app.ini", None)).unwrap();
+    assert!(f.text.contains("password = [SECRET]") && f.text.contains("[EMAIL]@acme-corp.com"), "{}", f.text);
+    let cli = env.json(&["get", "--repo", r, "config/app.ini", "--json"]);
+    assert!(raw(&cli.to_string()).is_empty() && cli["pii_redacted"] == true, "{cli}");
+    let server = crate::server_util::Server::start(&env, &["serve", "--repo", r], &[]);
+    let c = crate::server_util::client();
+    for path in ["config%2Fapp.ini", "deploy%2Fvars.yml"] {
+        let body = c.get(server.url(&format!("/v1/open?path={path}"))).send().await.unwrap().text().await.unwrap();
+        assert!(raw(&body).is_empty() && body.contains("\"pii_redacted\":true"), "{body}");
+    }
+    let mut mcp = crate::util::McpStdio::start(&env, &["--repo", r], serde_json::json!({}));
+    let answer = mcp.call("docdex_open", serde_json::json!({ "path": "deploy/vars.yml" }));
+    let text = answer["content"][0]["text"].as_str().unwrap_or("").to_string();
+    assert!(raw(&text).is_empty() && text.contains("[PRIVATE_KEY]"), "{answer}");
+    // The opt-out shows the file as it is.
+    env.write_config("[privacy]\nredact_snippets = false\n");
+    let f = env.engine().get_file(&repo, &FileRequest::new("config/app.ini", None)).unwrap();
+    assert!(f.text.contains("hunter2hunter2") && !f.pii_redacted, "{}", f.text);
+}
+
 /// Symbol signatures and AST samples are masked as search snippets are, on every surface
 /// (they all ask the engine): the raw values came back before.
 #[test]

@@ -301,6 +301,10 @@ pub struct FileContent {
     /// For a paged document: how many pages it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_pages: Option<u32>,
+    /// True when secrets or personal data in `text` were masked (`[privacy] redact_snippets`,
+    /// on by default), as `pii_redacted` says for search snippets.
+    #[serde(default)]
+    pub pii_redacted: bool,
 }
 
 /// Receives progress while a run is in flight.
