@@ -894,6 +894,7 @@ impl Engine {
                 let (kept, note) = pytest_config::keep_collected(root, within);
                 within = kept;
                 resp.notes.extend(note);
+                resp.notes.extend(pytest_config::computed_ignores_note(root, &within));
             }
             resp.selected = within.iter().map(|(p, why)| format!("{p}: {why}")).collect();
             if within.is_empty() {

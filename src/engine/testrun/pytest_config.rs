@@ -356,6 +356,20 @@ fn rel_to(rel: &str, folder: &str) -> String {
 /// (`= [...]`, `+= [...]`, `.append("x")`, `.extend([...])`), read without running it: a
 /// computed entry (`glob.glob(...)`, a variable) is not read.
 fn collect_ignore_lists(text: &str) -> Vec<(&'static str, Vec<String>)> {
+    let mut out: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for (name, raw) in collect_ignore_items(text) {
+        let values: Vec<String> = raw.into_iter().filter_map(literal).collect();
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, list)) => list.extend(values),
+            None => out.push((name, values)),
+        }
+    }
+    out
+}
+
+/// Each `collect_ignore` / `collect_ignore_glob` assignment, `+=`, `.append` or `.extend` in a
+/// conftest.py, with its items as written (string literals, or expressions).
+fn collect_ignore_items(text: &str) -> Vec<(&'static str, Vec<&str>)> {
     static ASSIGN: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
     let Some(re) = ASSIGN
         .get_or_init(|| Regex::new(r"\bcollect_ignore(_glob)?\s*(?:\+?=|\.append\s*\(|\.extend\s*\()\s*").ok())
@@ -363,21 +377,30 @@ fn collect_ignore_lists(text: &str) -> Vec<(&'static str, Vec<String>)> {
     else {
         return Vec::new();
     };
-    let mut out: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut out = Vec::new();
     for c in re.captures_iter(text) {
         let name = if c.get(1).is_some() { "collect_ignore_glob" } else { "collect_ignore" };
         let Some(m) = c.get(0) else { continue };
         let rest = &text[m.end()..];
-        let values: Vec<String> = match rest.chars().next() {
-            Some('[' | '(') => bracket_body(rest).map(|b| items(b).filter_map(literal).collect()).unwrap_or_default(),
-            _ => items(rest.split(['\n', ')']).next().unwrap_or("")).take(1).filter_map(literal).collect(),
+        let raw: Vec<&str> = match rest.chars().next() {
+            Some('[' | '(') => bracket_body(rest).map(|b| items(b).collect()).unwrap_or_default(),
+            _ => items(rest.split(['\n', ')']).next().unwrap_or("")).take(1).collect(),
         };
-        match out.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, list)) => list.extend(values),
-            None => out.push((name, values)),
-        }
+        out.push((name, raw));
     }
     out
+}
+
+/// The lists a conftest.py computes (`collect_ignore = glob.glob(...)`, an item that is a
+/// variable or a call), which are not read without running it.
+fn computed_lists(text: &str) -> Vec<&'static str> {
+    let mut names = Vec::new();
+    for (name, raw) in collect_ignore_items(text) {
+        if raw.iter().any(|item| literal(item).is_none()) && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
 }
 
 /// Python source without its `#` comments (quotes respected, one line at a time).
@@ -482,6 +505,65 @@ pub(super) fn keep_collected(root: &Path, selected: Vec<(String, String)>) -> (V
         }
     }
     (kept, note(&sources, &dropped))
+}
+
+/// A note naming the conftest.py files that compute `collect_ignore` or `collect_ignore_glob`
+/// (`glob.glob(...)`, a variable) above the `kept` files (between each one's configuration and
+/// its folder): those entries are not read, so a file they leave out may be among the kept,
+/// and pytest runs any file it is given. `None` when no such conftest is above them.
+pub(super) fn computed_ignores_note(root: &Path, kept: &[(String, String)]) -> Option<String> {
+    let mut computed: std::collections::HashMap<String, Vec<&'static str>> = std::collections::HashMap::new();
+    let mut found: Vec<(String, Vec<&'static str>, usize)> = Vec::new();
+    for (path, _) in kept {
+        let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+        let cfg = read(root, dir);
+        let mut folder = cfg.dir.clone();
+        let below = dir.strip_prefix(cfg.dir.as_str()).unwrap_or(dir).trim_start_matches('/');
+        let mut conftests = vec![join(&folder, "conftest.py")];
+        for part in below.split('/').filter(|p| !p.is_empty()) {
+            folder = join(&folder, part);
+            conftests.push(join(&folder, "conftest.py"));
+        }
+        for conftest in conftests {
+            let names = computed.entry(conftest.clone()).or_insert_with(|| {
+                std::fs::read_to_string(root.join(&conftest))
+                    .map(|t| computed_lists(&without_comments(&t)))
+                    .unwrap_or_default()
+            });
+            if names.is_empty() {
+                continue;
+            }
+            match found.iter_mut().find(|(c, _, _)| *c == conftest) {
+                Some((_, _, n)) => *n += 1,
+                None => found.push((conftest, names.clone(), 1)),
+            }
+        }
+    }
+    if found.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = found
+        .iter()
+        .map(|(c, names, n)| {
+            format!(
+                "{c} computes {} ({} below it)",
+                names.join(" and "),
+                crate::engine::fsutil::count(*n, "selected test file")
+            )
+        })
+        .collect();
+    Some(format!(
+        "{}: not a list of string literals, which docdex cannot read without running it, so a file it leaves out may have been run (pytest runs any file it is given); check the selection, or run the suite as a whole",
+        parts.join("; ")
+    ))
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
 }
 
 /// "pytest's configuration (X) does not collect 14 of the selected test files, so they were
@@ -682,6 +764,30 @@ mod tests {
                 ("collect_ignore_glob", vec!["gen/*".to_string(), "*_old.py".into()]),
             ]
         );
+    }
+
+    #[test]
+    fn a_computed_collect_ignore_is_named_not_read_silently() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("tests/gen")).unwrap();
+        std::fs::write(root.join("pytest.ini"), "[pytest]\n").unwrap();
+        std::fs::write(
+            root.join("tests/conftest.py"),
+            "import glob\ncollect_ignore = ['legacy']  # read\ncollect_ignore += glob.glob('gen/*.py')\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("conftest.py"), "collect_ignore_glob = ['*_old.py']\n").unwrap();
+        let sel = |p: &str| (p.to_string(), "why".to_string());
+        let kept = [sel("tests/gen/test_g.py"), sel("tests/test_a.py"), sel("other/test_o.py")];
+        let note = computed_ignores_note(root, &kept).unwrap();
+        assert!(
+            note.starts_with("tests/conftest.py computes collect_ignore (2 selected test files below it): not a list"),
+            "{note}"
+        );
+        assert_eq!(computed_lists("collect_ignore = ['a', \"b\"]\ncollect_ignore.append('c')\n"), Vec::<&str>::new());
+        assert_eq!(computed_lists("collect_ignore_glob.extend(x for x in y)\n"), ["collect_ignore_glob"]);
+        assert_eq!(computed_ignores_note(root, &[sel("other/test_o.py")]), None);
     }
 
     #[test]
