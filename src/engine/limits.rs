@@ -40,11 +40,25 @@ pub fn check_query(query: &str) -> Result<()> {
     }
     let terms = analysis::query_terms(query).len();
     if terms > MAX_QUERY_TERMS {
-        return Err(Error::BadRequest(format!(
-            "query has too many distinct terms: {terms}; the limit is {MAX_QUERY_TERMS} (describe the task in fewer words)"
-        )));
+        return Err(Error::BadRequest(too_many_terms(query, terms)));
     }
     Ok(())
+}
+
+/// Says the refusal in what the user gave, words, as well as in search terms: "390 distinct
+/// terms" for a 200-word query read as a miscount, since a word can make several terms (the
+/// parts of `parseHttpHeader`, a number split from letters, CJK character pairs).
+fn too_many_terms(query: &str, terms: usize) -> String {
+    let words = query.split_whitespace().count().max(1);
+    // As many words as, at this query's terms per word, stay within the limit.
+    let fit = (words * MAX_QUERY_TERMS / terms).max(1);
+    format!(
+        "query too long: its {} make {terms} distinct search terms (a word can make several: \
+         identifier parts, numbers, CJK character pairs); the limit is {MAX_QUERY_TERMS} terms, \
+         about {} like these: describe the task in fewer words",
+        crate::engine::fsutil::count(words, "word"),
+        crate::engine::fsutil::count(fit, "word"),
+    )
 }
 
 /// The longest prefix of `query` (cut at a word boundary) within both limits: what chat
@@ -90,6 +104,21 @@ mod tests {
         assert!(wordy.len() < MAX_QUERY_BYTES);
         let e = check_query(&wordy).unwrap_err().to_string();
         assert!(e.contains("limit is 128"), "{e}");
+    }
+
+    #[test]
+    fn a_wordy_query_is_refused_counting_the_words_given_and_how_many_fit() {
+        // 200 words that make 400 terms (`w17x` is `w`, `17`, `x` less the repeats): the message
+        // said "too many distinct terms: 390" for 200 words, which read as a miscount.
+        let wordy: String = (0..200).map(|i| format!("alpha{i}beta ")).collect();
+        let terms = analysis::query_terms(&wordy).len();
+        assert!(terms > 200, "{terms}");
+        let e = check_query(&wordy).unwrap_err().to_string();
+        assert!(e.contains("its 200 words make ") && e.contains(&format!("make {terms} distinct search terms")), "{e}");
+        let fit = 200 * MAX_QUERY_TERMS / terms;
+        assert!(e.contains(&format!("the limit is 128 terms, about {fit} words like these")), "{e}");
+        let cut: String = (0..fit).map(|i| format!("alpha{i}beta ")).collect();
+        assert!(check_query(&cut).is_ok(), "the advice is true: {fit} such words pass");
     }
 
     #[test]
