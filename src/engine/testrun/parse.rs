@@ -366,63 +366,120 @@ fn pytest_counts(trimmed: &str, o: &mut Outcome) {
 /// `# pass` / `# fail` / `# skipped` / `# todo` totals. A `not ok ... # TODO` (or `# SKIP`) is
 /// no failure: node counts it under todo, not fail.
 pub fn tap(out: &str, root: &str) -> Outcome {
-    let mut o = Outcome::default();
-    let mut current: Option<usize> = None;
-    let mut subtest_failures: Vec<usize> = Vec::new();
-    // An `error: |-` block being read: its failure, the key's indent, its lines.
-    let mut block: Option<(usize, usize, Vec<String>)> = None;
-    // Test points inside the current top-level one, and files that held no test.
-    let (mut nested, mut empty_files) = (0u32, 0u32);
+    let mut run = TapRun::default();
     for line in out.lines() {
+        run.line(line, root);
+    }
+    run.finish()
+}
+
+/// What `tap` keeps between lines.
+#[derive(Default)]
+struct TapRun {
+    o: Outcome,
+    /// The failure whose YAML block (`location:`, `error:`) is being read.
+    current: Option<usize>,
+    /// Failures that are subtests (indented `not ok`).
+    subtest_failures: Vec<usize>,
+    /// An `error: |-` block being read: its failure, the key's indent, its lines.
+    block: Option<(usize, usize, Vec<String>)>,
+    /// Test points inside the current top-level one.
+    nested: u32,
+    /// Top-level `ok` points that are node running a file without tests.
+    empty_files: u32,
+}
+
+impl TapRun {
+    fn line(&mut self, line: &str, root: &str) {
         let t = line.trim_start();
         let indent = line.len() - t.len();
-        if let Some((i, key, lines)) = &mut block {
-            if t.is_empty() || indent > *key {
-                lines.push(t.trim_end().to_string());
-                continue;
-            }
-            if o.failures[*i].message.is_none() {
-                o.failures[*i].message = joined(lines);
-            }
-            block = None;
+        if self.in_block(t, indent) {
+            return;
         }
-        if indent > 0 && (t.starts_with("ok ") || t.starts_with("not ok ")) {
-            nested += 1;
-        } else if let Some(rest) = t.strip_prefix("ok ").filter(|_| indent == 0) {
-            if nested == 0 && ran_as_a_file(rest) {
-                empty_files += 1;
-            }
-            nested = 0;
-        } else if indent == 0 && t.starts_with("not ok ") {
-            nested = 0;
-        }
+        self.count_nesting(t, indent);
         if let Some(rest) = t.strip_prefix("not ok ") {
-            current = None;
-            let name = rest.split_once(" - ").map(|(_, n)| n).unwrap_or(rest);
-            let (name, directive) = name.split_once(" # ").unwrap_or((name, ""));
-            let directive = directive.trim_start().to_ascii_uppercase();
-            if directive.starts_with("TODO") || directive.starts_with("SKIP") {
-                continue;
-            }
-            o.failures.push(TestFailure { name: name.trim().to_string(), file: None, line: None, message: None });
-            current = Some(o.failures.len() - 1);
-            if indent > 0 {
-                subtest_failures.push(o.failures.len() - 1);
-            }
+            self.not_ok(rest, indent);
         } else if t.starts_with("ok ") {
-            current = None;
-        } else if let (Some(i), Some(loc)) = (current, t.strip_prefix("location: ")) {
-            let (file, l) = location(loc, root);
-            o.failures[i].file = file;
-            o.failures[i].line = l;
-        } else if let (Some(i), Some(err)) = (current, t.strip_prefix("error:")) {
-            let err = err.trim();
-            if err.starts_with('|') || err.starts_with('>') {
-                block = Some((i, indent, Vec::new()));
-            } else if o.failures[i].message.is_none() {
-                o.failures[i].message = Some(yaml_scalar(err)).filter(|m| !m.is_empty());
+            self.current = None;
+        } else if !self.detail(t, indent, root) {
+            self.totals(t);
+        }
+    }
+
+    /// A line of an `error: |-` block (deeper than its key, or blank) is gathered; one back at
+    /// the key's indent ends the block, its lines the failure's message. True for the block's.
+    fn in_block(&mut self, t: &str, indent: usize) -> bool {
+        let Some((_, key, lines)) = self.block.as_mut() else { return false };
+        if t.is_empty() || indent > *key {
+            lines.push(t.trim_end().to_string());
+            return true;
+        }
+        self.end_block();
+        false
+    }
+
+    fn end_block(&mut self) {
+        if let Some((i, _, lines)) = self.block.take() {
+            if self.o.failures[i].message.is_none() {
+                self.o.failures[i].message = joined(&lines);
             }
-        } else if let Some(n) = t.strip_prefix("# pass ") {
+        }
+    }
+
+    /// Counts the test points nested in the current top-level one; a top-level `ok` with none
+    /// that names a script is node running a file without tests.
+    fn count_nesting(&mut self, t: &str, indent: usize) {
+        if indent > 0 && (t.starts_with("ok ") || t.starts_with("not ok ")) {
+            self.nested += 1;
+        } else if let Some(rest) = t.strip_prefix("ok ").filter(|_| indent == 0) {
+            if self.nested == 0 && ran_as_a_file(rest) {
+                self.empty_files += 1;
+            }
+            self.nested = 0;
+        } else if indent == 0 && t.starts_with("not ok ") {
+            self.nested = 0;
+        }
+    }
+
+    /// `not ok N - name`: a failure, unless its directive is `# TODO` or `# SKIP`.
+    fn not_ok(&mut self, rest: &str, indent: usize) {
+        self.current = None;
+        let name = rest.split_once(" - ").map(|(_, n)| n).unwrap_or(rest);
+        let (name, directive) = name.split_once(" # ").unwrap_or((name, ""));
+        let directive = directive.trim_start().to_ascii_uppercase();
+        if directive.starts_with("TODO") || directive.starts_with("SKIP") {
+            return;
+        }
+        self.o.failures.push(TestFailure { name: name.trim().to_string(), file: None, line: None, message: None });
+        let i = self.o.failures.len() - 1;
+        self.current = Some(i);
+        if indent > 0 {
+            self.subtest_failures.push(i);
+        }
+    }
+
+    /// The current failure's `location:` or `error:` (quoted, or a `|-` block begun). True when
+    /// the line was one.
+    fn detail(&mut self, t: &str, indent: usize, root: &str) -> bool {
+        let Some(i) = self.current else { return false };
+        let f = &mut self.o.failures[i];
+        if let Some(loc) = t.strip_prefix("location: ") {
+            (f.file, f.line) = location(loc, root);
+            return true;
+        }
+        let Some(err) = t.strip_prefix("error:").map(str::trim) else { return false };
+        if err.starts_with('|') || err.starts_with('>') {
+            self.block = Some((i, indent, Vec::new()));
+        } else if f.message.is_none() {
+            f.message = Some(yaml_scalar(err)).filter(|m| !m.is_empty());
+        }
+        true
+    }
+
+    /// node's `# pass` / `# fail` / `# skipped` / `# todo` totals.
+    fn totals(&mut self, t: &str) {
+        let o = &mut self.o;
+        if let Some(n) = t.strip_prefix("# pass ") {
             o.passed = n.trim().parse().unwrap_or(0);
             o.counted = true;
         } else if let Some(n) = t.strip_prefix("# fail ") {
@@ -431,24 +488,25 @@ pub fn tap(out: &str, root: &str) -> Outcome {
             o.skipped += n.trim().parse::<u32>().unwrap_or(0);
         }
     }
-    if let Some((i, _, lines)) = block {
-        if o.failures[i].message.is_none() {
-            o.failures[i].message = joined(&lines);
+
+    /// The outcome: an open block ended, node's files without tests taken off the passes, and
+    /// a failing file's failures left to its failing subtests when it has any.
+    fn finish(mut self) -> Outcome {
+        self.end_block();
+        // node runs a file without tests as one passing test named after the file.
+        self.o.passed = self.o.passed.saturating_sub(self.empty_files);
+        // A failing file (a top-level `not ok` named after it) repeats its failing subtests:
+        // keep the subtests when there are any.
+        if !self.subtest_failures.is_empty() {
+            let keep: std::collections::HashSet<usize> = self.subtest_failures.into_iter().collect();
+            let mut i = 0;
+            self.o.failures.retain(|_| {
+                i += 1;
+                keep.contains(&(i - 1))
+            });
         }
+        self.o
     }
-    // node runs a file without tests as one passing test named after the file.
-    o.passed = o.passed.saturating_sub(empty_files);
-    // A failing file (a top-level `not ok` named after it) repeats its failing subtests:
-    // keep the subtests when there are any.
-    if !subtest_failures.is_empty() {
-        let keep: std::collections::HashSet<usize> = subtest_failures.into_iter().collect();
-        let mut i = 0;
-        o.failures.retain(|_| {
-            i += 1;
-            keep.contains(&(i - 1))
-        });
-    }
-    o
 }
 
 /// Whether a top-level `ok N - NAME` is node reporting a file it ran (NAME its absolute path,
