@@ -608,7 +608,9 @@ pub(super) fn groups(root: &Path, targets: &[String]) -> Vec<(String, Option<Str
     for t in targets {
         let path = t.split("::").next().unwrap_or(t).trim_end_matches('/');
         let dir = if root.join(path).is_dir() { path } else { path.rsplit_once('/').map_or("", |(d, _)| d) };
-        let cfg = read(root, dir.trim_start_matches("./"));
+        // `.` (the root given as `./`) is the root: a configuration there has its dir `""`.
+        let dir = dir.trim_start_matches("./");
+        let cfg = read(root, if dir == "." { "" } else { dir });
         match out.iter_mut().find(|(d, _, _)| *d == cfg.dir) {
             Some((_, _, group)) => group.push(t.clone()),
             None => out.push((cfg.dir, cfg.source, vec![t.clone()])),
@@ -882,5 +884,6 @@ mod tests {
             ]
         );
         assert!(groups(root, &[]).is_empty());
+        assert_eq!(dirs(&["."]), [(String::new(), t(&["."]))]);
     }
 }

@@ -24,8 +24,8 @@ pub(super) struct Part {
 
 /// The repo-relative directories of the Go modules to test: the `use` directories of the root's
 /// `go.work` when it has one (a module outside the workspace fails to build there), else every
-/// directory holding a `go.mod` (not under `vendor`, `testdata`, `node_modules` or a hidden
-/// directory). The root is `""`.
+/// directory holding a `go.mod` (not under `vendor`, `testdata`, `node_modules`, or a directory
+/// whose name starts with `.` or `_`, which go's `./...` passes over too). The root is `""`.
 pub(super) fn go_modules(root: &Path) -> Vec<String> {
     let mut out = match std::fs::read_to_string(root.join("go.work")) {
         Ok(text) => go_work_uses(&text),
@@ -81,7 +81,9 @@ fn find_go_mods(root: &Path, rel: &str, depth: usize, out: &mut Vec<String>) {
     let Ok(entries) = std::fs::read_dir(root.join(rel)) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || GO_SKIP.contains(&name.as_str()) || !e.file_type().is_ok_and(|t| t.is_dir()) {
+        // go's `./...` passes over `.` and `_` directories too.
+        if name.starts_with(['.', '_']) || GO_SKIP.contains(&name.as_str()) || !e.file_type().is_ok_and(|t| t.is_dir())
+        {
             continue;
         }
         let sub = if rel.is_empty() { name } else { format!("{rel}/{name}") };
@@ -244,6 +246,19 @@ mod tests {
     fn go_work_uses_are_read_in_both_forms() {
         let text = "go 1.21\n\nuse ./tools // the tools\nuse (\n\t.\n\t./svc/api\n\t\"./lib\"\n)\n";
         assert_eq!(go_work_uses(text), ["tools", "", "svc/api", "lib"]);
+    }
+
+    #[test]
+    fn go_modules_are_every_go_mod_but_those_go_passes_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for m in ["", "a", "a/b", "_examples", "vendor/x", "testdata", ".git/x"] {
+            std::fs::create_dir_all(root.join(m)).unwrap();
+            std::fs::write(root.join(m).join("go.mod"), "module x\n").unwrap();
+        }
+        assert_eq!(go_modules(root), ["", "a", "a/b"]);
+        std::fs::write(root.join("go.work"), "go 1.19\nuse ./a\n").unwrap();
+        assert_eq!(go_modules(root), ["a"]);
     }
 
     #[test]
