@@ -211,12 +211,13 @@ pub fn run_map(engine: &Engine, out: &Out, args: MapArgs) -> anyhow::Result<()> 
         return out.json(&map);
     }
     out.block(&visible_text(&map.tree));
+    // The engine's notices (an agent not in profile memory, a spotlight that found nothing),
+    // the same `--json` and `GET /v1/map` carry.
+    for n in &map.notices {
+        out.note(&format!("note: {}", visible(n)));
+    }
     let who = match map.agent_id.as_deref() {
-        Some(a) if engine.profile_list(&ProfileListRequest { agent_id: Some(a.to_string()) }).is_err() => {
-            let guess = engine.profile_closest_agent(a).map(|n| format!("did you mean {n}? ")).unwrap_or_default();
-            format!("{a} (not in profile memory, so only the words of its name lead the spotlight; {guess}`docdex profile list` shows the agents)")
-        }
-        Some(a) => a.to_string(),
+        Some(a) => visible(a),
         None => {
             "no agent, so the project's own files and the modules most of it imports (--agent ID for an agent's view)"
                 .to_string()

@@ -275,7 +275,70 @@ fn the_map_spotlights_tooling_and_roles_and_is_cached() {
     // An agent profile memory does not know still gets a map, and is told so.
     let out = env.run(&["map", "--repo", repo.to_str().unwrap(), "--agent", "nobody_known"]);
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("nobody_known (not in profile memory"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no agent nobody_known in profile memory"), "{out:?}");
+}
+
+#[test]
+fn a_mistyped_agent_gets_the_agentless_map_and_a_notice_naming_the_agent_meant_in_json_too() {
+    // `docdex map --agent pyjsn --json` and `GET /v1/map?agent_id=pyjsn` answered a map with no
+    // path (every file hidden) and no notice; only the text output said "did you mean pyjson?".
+    use crate::server_util::{client, Server};
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    env.write_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("py");
+    write(&repo, "README.md", "# py\n");
+    write(&repo, "pyproject.toml", "[project]\nname = \"py\"\n");
+    write(&repo, "app/core/models.py", "class Model:\n    pass\n");
+    for i in 0..4 {
+        write(&repo, &format!("app/views/view_{i}.py"), "from app.core.models import Model\n");
+    }
+    let engine = env.engine();
+    engine.index(&repo, &Default::default(), &quiet()).unwrap();
+    add(&engine, "pyjson", Category::Style, "Keep functions short");
+    let none = engine.project_map(&repo, &ProjectMapRequest { agent_id: None, refresh: false }).unwrap();
+    assert!(none.notices.is_empty() && none.closest_agent.is_none(), "{none:?}");
+    assert!(!none.paths.is_empty(), "{none:?}");
+    let r = repo.to_str().unwrap();
+    for round in ["built", "cached"] {
+        let v = env.json(&["map", "--repo", r, "--agent", "pyjsn", "--json"]);
+        assert_eq!(v["cached"], round == "cached", "{v}");
+        assert_eq!(v["agent_id"], "pyjsn", "{v}");
+        assert_eq!(v["closest_agent"], "pyjson", "{v}");
+        let notices: Vec<&str> = v["notices"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+        assert!(notices[0].starts_with("no agent pyjsn in profile memory (did you mean pyjson?)"), "{notices:?}");
+        assert!(notices[0].contains("the map is the one without an agent"), "{notices:?}");
+        assert_eq!(v["keywords"], serde_json::json!([]), "no spotlight: {v}");
+        let paths: Vec<&str> = v["paths"].as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
+        assert_eq!(paths, none.paths, "the agent-less view, not an empty map");
+    }
+    let out = env.run(&["map", "--repo", r, "--agent", "pyjsn"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did you mean pyjson?") && err.contains("without an agent"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("models.py"), "{out:?}");
+    // A known agent has no notice.
+    let known = engine.project_map(&repo, &ProjectMapRequest { agent_id: Some("pyjson".into()), refresh: false });
+    assert!(known.unwrap().notices.iter().all(|n| !n.contains("profile memory")));
+    // A known agent whose words find no file (no embedder to add the nearest by meaning) gets
+    // the agent-less view too, and is told so.
+    let plain = Env::new();
+    let engine2 = plain.engine();
+    engine2.index(&repo, &Default::default(), &quiet()).unwrap();
+    add(&engine2, "zyx", Category::Style, "Keep functions short");
+    let lost = engine2.project_map(&repo, &ProjectMapRequest { agent_id: Some("zyx".into()), refresh: false }).unwrap();
+    assert_eq!(lost.paths, none.paths, "{lost:?}");
+    assert!(lost.notices.iter().any(|n| n.contains("the spotlight on zyx's words found no file")), "{lost:?}");
+
+    let server = Server::start(&env, &["serve", "--repo", r, "--no-watch"], &[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let v: serde_json::Value = rt.block_on(async {
+        let resp = client().get(server.url("/v1/map?agent_id=pyjsn")).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+        resp.json().await.unwrap()
+    });
+    assert_eq!(v["closest_agent"], "pyjson", "{v}");
+    assert!(v["notices"][0].as_str().unwrap().contains("did you mean pyjson?"), "{v}");
+    assert!(!v["paths"].as_array().unwrap().is_empty(), "{v}");
 }
 
 #[test]

@@ -181,23 +181,35 @@ impl Engine {
         if let Some(a) = &agent {
             super::valid_agent(a)?;
         }
-        let keywords = self.map_keywords(agent.as_deref())?;
+        let (keywords, known) = self.map_keywords(agent.as_deref())?;
         let file = cache_path(&repo, agent.as_deref());
         if !req.refresh {
             if let Ok(Some(c)) = fsutil::read_json::<Cached>(&file) {
                 if c.version == CACHE_VERSION && c.map.keywords == keywords {
-                    return Ok(ProjectMap { cached: true, ..c.map });
+                    return Ok(self.with_agent_notice(ProjectMap { cached: true, ..c.map }, known));
                 }
             }
         }
         let paths: Vec<String> =
             manifest.files.iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p.clone()).collect();
-        let shown = if agent.is_some() {
-            let hits = self.spotlight_hits(&repo, &keywords);
-            spotlight(&paths, &keywords, &hits)
-        } else {
-            central_paths(&repo, &paths)
+        let mut notices = Vec::new();
+        // An agent profile memory does not hold (a typo, most often) has no spotlight: the
+        // words of a mistyped name found no file, or noise by meaning.
+        let mut shown = match &agent {
+            Some(_) if known => spotlight(&paths, &keywords, &self.spotlight_hits(&repo, &keywords)),
+            _ => Vec::new(),
         };
+        if shown.is_empty() {
+            // No agent, an unknown one, or a spotlight that found nothing: an empty map with
+            // every file hidden helps no one; the agent-less view does.
+            if let Some(a) = agent.as_deref().filter(|_| known) {
+                notices.push(format!(
+                    "the spotlight on {a}'s words found no file: the map shows what it shows without an agent, \
+                     the project's own files and the modules most of it imports"
+                ));
+            }
+            shown = central_paths(&repo, &paths);
+        }
         let name = repo.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into());
         let (tree, depth, tokens, kept) = fit_tree(&name, &paths, &shown)?;
         let map = ProjectMap {
@@ -210,12 +222,31 @@ impl Engine {
             depth,
             generated_at: now_ms() as i64,
             cached: false,
+            notices,
+            closest_agent: None,
         };
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
         }
         fsutil::replace_json(&file, &Cached { version: CACHE_VERSION, map: map.clone() })?;
-        Ok(map)
+        Ok(self.with_agent_notice(map, known))
+    }
+
+    /// Adds, first among the notices, that the map's agent is not in profile memory and the
+    /// agent it most likely mistypes: said afresh on every call (not cached), since agents come
+    /// and go while a cached map stays.
+    fn with_agent_notice(&self, mut map: ProjectMap, known: bool) -> ProjectMap {
+        let Some(agent) = map.agent_id.as_deref().filter(|_| !known) else { return map };
+        map.closest_agent = self.profile_closest_agent(agent);
+        let guess = map.closest_agent.as_deref().map(|n| format!(" (did you mean {n}?)")).unwrap_or_default();
+        map.notices.insert(
+            0,
+            format!(
+                "no agent {agent} in profile memory{guess}: the map is the one without an agent, the project's own \
+                 files and the modules most of it imports; `docdex profile list` shows the agents"
+            ),
+        );
+        map
     }
 
     /// Throws away the repository's cached maps (the directory structure changed).
@@ -231,11 +262,12 @@ impl Engine {
         }
     }
 
-    /// The spotlight's words: the agent's role (expanded), then its and the team's tooling.
-    fn map_keywords(&self, agent: Option<&str>) -> Result<Vec<String>> {
-        let Some(agent) = agent else { return Ok(Vec::new()) };
+    /// The spotlight's words: the agent's role (expanded), then its and the team's tooling;
+    /// and whether profile memory holds the agent (true without one; none for an unknown one).
+    fn map_keywords(&self, agent: Option<&str>) -> Result<(Vec<String>, bool)> {
+        let Some(agent) = agent else { return Ok((Vec::new(), true)) };
         let (role, tooling) = self.profile_read(|c| {
-            let role = store::agent(c, agent)?.map(|a| a.role).unwrap_or_default();
+            let role = store::agent(c, agent)?.map(|a| a.role);
             let tooling: Vec<String> = store::preferences_of(c, &recall_agents(agent, true))?
                 .into_iter()
                 .filter(|p| p.category == Category::Tooling)
@@ -243,6 +275,7 @@ impl Engine {
                 .collect();
             Ok((role, tooling))
         })?;
+        let Some(role) = role else { return Ok((Vec::new(), false)) };
         let mut words: Vec<String> = Vec::new();
         let mut push = |w: &str| {
             let w = w.trim().to_lowercase();
@@ -263,7 +296,7 @@ impl Engine {
             split_words(t).iter().for_each(|w| push(w));
         }
         words.truncate(40);
-        Ok(words)
+        Ok((words, true))
     }
 
     /// Paths the index ranks for the keywords, best first: those a keyword matched (BM25), and

@@ -680,6 +680,14 @@ pub struct ProjectMap {
     /// True when it came from `maps/<agent>.json`.
     #[serde(default)]
     pub cached: bool,
+    /// What the map's reader should know: an agent profile memory does not hold (the map
+    /// still answers, led by the name's words and the team's tooling), a spotlight that found
+    /// no file (the map is then the agent-less view). `--json` and `GET /v1/map` showed neither.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
+    /// For an agent profile memory does not hold: the existing agent it most likely mistypes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closest_agent: Option<String>,
 }
 
 /// A constraint rule a file of the impact graph breaks as the repository stands: what the
