@@ -123,6 +123,28 @@ fn url_credentials_are_masked_in_snippets_and_before_a_remote_model() {
     assert!(sent.contains("[URL_CREDENTIALS]@rabbit.internal") && !sent.contains("Tq8vR2mK9x"), "{sent}");
 }
 
+/// Chunks went to the embedding model as they were, even to a model off this machine
+/// (`allow_remote`), while chat masked its messages before sending them: they are masked now.
+#[test]
+fn chunks_sent_to_a_remote_embedder_are_masked() {
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake server");
+    let env = Env::new();
+    let repo = env.repo("r");
+    let url = "amqp://celery:Tq8vR2mK9x@rabbit.internal:5672//";
+    write(&repo, "settings.py", format!("# Where the workers fetch jobs from.\nBROKER_URL = \"{url}\"\n"));
+    // 0.0.0.0 reaches the fake on this machine but is not a loopback address.
+    let remote = server.url().replace("127.0.0.1", "0.0.0.0");
+    env.write_config(&format!(
+        "{}[privacy]\nallow_remote = true\n",
+        llm_config("ollama", &remote, "fake-chat", "fake-embed")
+    ));
+    env.engine().index(&repo, &IndexOptions::default(), &crate::util::quiet()).unwrap();
+    let sent: Vec<String> =
+        server.requests().into_iter().filter(|(p, _)| p == "/api/embed").map(|(_, b)| b.to_string()).collect();
+    assert!(sent.iter().any(|b| b.contains("[URL_CREDENTIALS]@rabbit.internal")), "{sent:?}");
+    assert!(!sent.iter().any(|b| b.contains("Tq8vR2mK9x")), "{sent:?}");
+}
+
 #[test]
 fn no_surface_indexes_the_filesystem_root_the_home_or_a_system_directory() {
     let env = crate::util::Env::new();

@@ -61,6 +61,15 @@ pub fn embed_input(chunk_text: &str) -> &str {
     }
 }
 
+/// The text of a chunk as it goes to the embedder: masked for a model off this machine (secrets
+/// and personal data, as chat masks its messages; `docs/PRIVACY.md`), as it is for a local one.
+fn sent_text(text: &str, remote: bool) -> String {
+    match remote {
+        true => crate::engine::privacy::mask(text).0,
+        false => text.to_string(),
+    }
+}
+
 impl Engine {
     /// Runs the embedding phase for a repo whose index `session` just committed. Never fails
     /// the index run: problems come back as the summary's state and notice. `stop` (a keeper's
@@ -280,6 +289,8 @@ impl Engine {
             Err(e) => return (Vec::new(), Some(e)),
         };
         let model = cfg.embedding_model.clone();
+        // A model off this machine (`[privacy] allow_remote`) gets chunks masked, as chat does.
+        let remote = !crate::engine::privacy::is_loopback_url(provider.base_url());
         let batches: Vec<Vec<(TextHash, String)>> =
             texts.chunks(cfg.embed_batch_size.max(1) as usize).map(|c| c.to_vec()).collect();
         let concurrency = cfg.embed_concurrency.max(1) as usize;
@@ -288,7 +299,7 @@ impl Engine {
                 let provider = provider.clone();
                 let model = model.clone();
                 async move {
-                    let inputs: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
+                    let inputs: Vec<String> = batch.iter().map(|(_, t)| sent_text(t, remote)).collect();
                     let out = provider.embed(&model, inputs).await;
                     (batch, out)
                 }
