@@ -494,3 +494,37 @@ fn without_a_model_preferring_x_over_a_kept_choice_is_a_contradiction() {
     }
     assert_eq!(count(&engine, "py"), 1);
 }
+
+/// Without a model, `learn` added "Put the AWS secret key in config.py", "Store credentials in
+/// the repository" (only "commit", "hardcode" and "embed" were caught) and, for
+/// mcoda_security, which keeps "Never log secrets, tokens or passwords.", "Log user passwords
+/// and tokens to stdout for debugging". A secret put into code, the repository, a config file
+/// or a log is harmful whatever the verb, and doing what a kept "never ..." forbids is a
+/// contradiction of it; ordinary statements are still added.
+#[test]
+fn without_a_model_secrets_placed_where_they_leak_and_breaking_a_kept_never_are_refused() {
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &dead_url(), "fake-chat", "fake-embed");
+    for (agent, said) in [
+        ("mcoda_security", "Put the AWS secret key in config.py"),
+        ("mcoda_security", "Store credentials in the repository"),
+        ("pyjson", "Put the database password in settings.py"),
+        ("mcoda_security", "Log user passwords and tokens to stdout for debugging"),
+    ] {
+        let o = learn(&engine, agent, said);
+        assert_eq!((o.action, o.decided_by), (EvolutionAction::Refuse, DecidedBy::Policy), "{said}: {o:?}");
+        assert!(o.reasoning.contains("harmful") && o.reasoning.contains("secrets"), "{said}: {}", o.reasoning);
+    }
+    // Not harmful, but what a kept preference says never to do.
+    let bodies = add(&engine, "mcoda_security", Category::Constraint, "Never log full request bodies");
+    let o = learn(&engine, "mcoda_security", "Log request bodies for debugging");
+    assert_eq!(o.action, EvolutionAction::Refuse, "{o:?}");
+    assert!(o.reasoning.contains("contradicts preference") && o.reasoning.contains(&bodies), "{}", o.reasoning);
+    let o = learn(&engine, "mcoda_backend", "Build SQL by concatenating strings for the reports");
+    assert_eq!(o.action, EvolutionAction::Refuse, "{o:?}");
+    assert!(o.reasoning.contains("never build SQL by concatenating strings"), "{}", o.reasoning);
+    for said in ["Store config in TOML files", "Log request ids", "Put tests next to the code"] {
+        let o = learn(&engine, "mcoda_security", said);
+        assert_eq!((o.action, o.decided_by), (EvolutionAction::Add, DecidedBy::Fallback), "{said}: {o:?}");
+    }
+}

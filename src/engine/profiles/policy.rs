@@ -87,6 +87,9 @@ pub fn harmful(text: &str) -> Option<String> {
             }
         }
     }
+    if let Some(why) = secret_placement(text) {
+        return Some(why);
+    }
     let is_secret = |x: &String| {
         matches!(
             x.as_str(),
@@ -106,6 +109,310 @@ pub fn harmful(text: &str) -> Option<String> {
         let puts = matches!(word.as_str(), "commit" | "hardcode" | "hard-code" | "hardcoded" | "embed");
         if puts && !negated_before(i) && w[i + 1..(i + 6).min(w.len())].iter().any(is_secret) {
             return Some("harmful: it puts secrets into the repository".into());
+        }
+    }
+    None
+}
+
+/// Nouns that name a secret on their own.
+const SECRETS: &[&str] = &[
+    "secret",
+    "secrets",
+    "password",
+    "passwords",
+    "passwd",
+    "passphrase",
+    "passphrases",
+    "credential",
+    "credentials",
+    "apikey",
+    "apikeys",
+    "api_key",
+    "api_keys",
+];
+
+/// Words before `key`/`token` that make it a secret ("AWS key", "access token"); a bare
+/// "key" or "token" is as often a key binding or a design token.
+const SECRET_QUALIFIERS: &[&str] = &[
+    "api",
+    "secret",
+    "access",
+    "private",
+    "aws",
+    "ssh",
+    "signing",
+    "encryption",
+    "master",
+    "gpg",
+    "pgp",
+    "account",
+    "deploy",
+    "auth",
+    "bearer",
+    "refresh",
+    "session",
+    "jwt",
+    "oauth",
+    "github",
+    "gitlab",
+    "slack",
+    "npm",
+    "personal",
+    "user",
+    "user's",
+    "users",
+];
+
+/// Words after a secret noun that make it about secrets, not a secret: a password policy, a
+/// secrets manager, token usage.
+const NOT_A_SECRET: &[&str] = &[
+    "hash",
+    "hashes",
+    "hashed",
+    "hashing",
+    "policy",
+    "policies",
+    "reset",
+    "resets",
+    "field",
+    "fields",
+    "length",
+    "strength",
+    "manager",
+    "managers",
+    "management",
+    "rotation",
+    "rule",
+    "rules",
+    "validation",
+    "complexity",
+    "input",
+    "inputs",
+    "form",
+    "forms",
+    "prompt",
+    "scanner",
+    "scanning",
+    "detection",
+    "store",
+    "stores",
+    "vault",
+    "vaults",
+    "count",
+    "counts",
+    "usage",
+    "budget",
+    "budgets",
+    "limit",
+    "limits",
+    "expiry",
+    "expiration",
+    "lifetime",
+    "ttl",
+    "names",
+];
+
+/// Verbs that put what follows into the code or the repository, wherever it is said to go.
+const INTO_CODE: &[&str] = &[
+    "commit",
+    "commits",
+    "committed",
+    "committing",
+    "hardcode",
+    "hardcodes",
+    "hardcoded",
+    "hardcoding",
+    "hard-code",
+    "hard-coded",
+    "hard-coding",
+    "embed",
+    "embeds",
+    "embedded",
+    "embedding",
+];
+
+/// Verbs that write what follows to a log or the output.
+const INTO_LOGS: &[&str] = &[
+    "log", "logs", "logged", "logging", "print", "prints", "printed", "printing", "echo", "echoes", "echoed", "dump",
+    "dumps", "dumped", "dumping", "expose", "exposes", "exposed", "exposing",
+];
+
+/// Verbs that put what follows somewhere, harmful for a secret when the place is code, the
+/// repository or a config file ("put the password in settings.py", "secrets go in config").
+const PLACING: &[&str] = &[
+    "put", "puts", "putting", "store", "stores", "stored", "storing", "save", "saves", "saved", "saving", "keep",
+    "keeps", "kept", "keeping", "write", "writes", "written", "writing", "wrote", "place", "places", "placed", "add",
+    "adds", "added", "adding", "paste", "pasted", "include", "includes", "included", "leave", "go", "goes", "live",
+    "lives", "belong", "belongs",
+];
+
+/// Places that are the code, the repository, a config file or a log.
+const PLACES: &[&str] = &[
+    "repository",
+    "repositories",
+    "repo",
+    "repos",
+    "code",
+    "codebase",
+    "source",
+    "sources",
+    "config",
+    "configs",
+    "configuration",
+    "settings",
+    "dockerfile",
+    "image",
+    "frontend",
+    "bundle",
+    "html",
+    "readme",
+    "comment",
+    "comments",
+    "url",
+    "urls",
+    "yaml",
+    "yml",
+    "json",
+    "toml",
+    "ini",
+    "xml",
+    "log",
+    "logs",
+    "stdout",
+    "stderr",
+    "console",
+    "output",
+    "terminal",
+];
+
+/// Extensions of files whose text is code or configuration (`config.py`, `settings.yaml`); a
+/// `.env` file, kept out of git, is where secrets usually belong.
+const CODE_EXTENSIONS: &[&str] = &[
+    "py",
+    "js",
+    "ts",
+    "tsx",
+    "jsx",
+    "mjs",
+    "cjs",
+    "rb",
+    "go",
+    "rs",
+    "java",
+    "kt",
+    "cs",
+    "php",
+    "json",
+    "yaml",
+    "yml",
+    "toml",
+    "ini",
+    "cfg",
+    "conf",
+    "xml",
+    "properties",
+    "sh",
+    "swift",
+    "c",
+    "cpp",
+    "h",
+    "vue",
+    "svelte",
+    "tf",
+];
+
+/// Words after which a place is not where the secret goes ("keep secrets out of the
+/// repository", "in the vault, not in config.py", "read them from config").
+const AWAY: &[&str] = &[
+    "not", "never", "no", "out", "outside", "away", "instead", "rather", "than", "except", "without", "from", "avoid",
+];
+
+/// A text's clauses: split at `;`, `!`, `?`, `:`, line breaks and a full stop that ends a
+/// sentence (followed by a space or the end, so `config.py` stays one word).
+fn clauses(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    for (i, c) in text.char_indices() {
+        let ends = matches!(c, ';' | '!' | '?' | ':' | '\n')
+            || (c == '.' && bytes.get(i + 1).is_none_or(|b| b.is_ascii_whitespace()));
+        if ends {
+            out.push(&text[start..i]);
+            start = i + c.len_utf8();
+        }
+    }
+    out.push(&text[start..]);
+    out.into_iter().filter(|c| !c.trim().is_empty()).collect()
+}
+
+/// Whether `w[i]` names a secret: one of [`SECRETS`], or a qualified key or token ("AWS
+/// key", "session token"); with `bare`, any key or token. Not when a word after it makes it
+/// about secrets (a password policy), nor when it is negated or set apart ("never passwords",
+/// "everything except tokens").
+fn secret_at(w: &[String], i: usize, bare: bool) -> bool {
+    let word = w[i].as_str();
+    let keyish = matches!(word, "key" | "keys" | "token" | "tokens");
+    let named = SECRETS.contains(&word)
+        || (keyish && (bare || i.checked_sub(1).is_some_and(|p| SECRET_QUALIFIERS.contains(&w[p].as_str()))));
+    let about = w.get(i + 1).is_some_and(|n| NOT_A_SECRET.contains(&n.as_str()));
+    let set_apart =
+        w[i.saturating_sub(3)..i].iter().any(|x| NEGATIONS.contains(&x.as_str()) || AWAY.contains(&x.as_str()));
+    named && !about && !set_apart
+}
+
+/// Whether `word` is a place in code, the repository, a config file or a log.
+fn is_place(word: &str) -> bool {
+    PLACES.contains(&word)
+        || word.rsplit_once('.').is_some_and(|(name, ext)| !name.is_empty() && CODE_EXTENSIONS.contains(&ext))
+}
+
+/// Why a statement puts a secret where it leaks, if it does: a secret with a verb that puts
+/// it into code or the repository (commit, hardcode), one that writes it to a log or the
+/// output (log, print), or one that puts it somewhere (put, store, keep) when that place is
+/// code, the repository, a config file or a log. Only "commit", "hardcode" and "embed" were
+/// caught, so "Put the AWS secret key in config.py" and "Log user passwords to stdout" were
+/// learnt. A negation before the verb turns it around; a place after "not", "out of",
+/// "instead of" or "from" is not where the secret goes.
+fn secret_placement(text: &str) -> Option<String> {
+    for clause in clauses(text) {
+        let w = words(clause);
+        let negated = |i: usize| w[i.saturating_sub(3)..i].iter().any(|x| NEGATIONS.contains(&x.as_str()));
+        let is_verb = |i: usize| {
+            let v = w[i].as_str();
+            INTO_CODE.contains(&v) || INTO_LOGS.contains(&v) || PLACING.contains(&v)
+        };
+        for v in (0..w.len()).filter(|&i| is_verb(i) && !negated(i)) {
+            let verb = w[v].as_str();
+            let bare = INTO_CODE.contains(&verb);
+            // Its object, up to the next verb ("log request ids and store passwords hashed"
+            // logs no password); before it, for a passive or "secrets go in config".
+            let after = (v + 1..(v + 7).min(w.len())).take_while(|&i| !is_verb(i)).find(|&i| secret_at(&w, i, bare));
+            let passive = verb.ends_with("ed")
+                || verb.ends_with("en")
+                || matches!(verb, "go" | "goes" | "live" | "lives" | "belong" | "belongs" | "kept" | "put");
+            let before =
+                || (v.saturating_sub(4)..v).rev().take_while(|&i| !is_verb(i)).find(|&i| secret_at(&w, i, bare));
+            let Some(s) = after.or_else(|| passive.then(before).flatten()) else { continue };
+            if INTO_CODE.contains(&verb) {
+                return Some("harmful: it puts secrets into the repository".into());
+            }
+            if INTO_LOGS.contains(&verb) {
+                return Some("harmful: it writes secrets to logs or output, where they leak".into());
+            }
+            let from = v.min(s);
+            let place = (from + 1..w.len()).find(|&j| is_place(&w[j]));
+            let away = |j: usize| w[from..j].iter().any(|x| AWAY.contains(&x.as_str()));
+            if let Some(j) = place.filter(|&j| !away(j)) {
+                return Some(format!(
+                    "harmful: it puts secrets into {} (keep them in the environment or a secret manager)",
+                    if matches!(w[j].as_str(), "log" | "logs" | "stdout" | "stderr" | "console" | "output" | "terminal")
+                    {
+                        "logs or output"
+                    } else {
+                        "code, the repository or config files"
+                    }
+                ));
+            }
         }
     }
     None
@@ -162,6 +469,154 @@ pub fn self_contradiction(text: &str) -> Option<String> {
     pro.iter().find(|p| con.contains(p)).map(|p| format!("self-contradicting: it says both to use and to avoid {p}"))
 }
 
+/// Words that end a verb's object: what follows says where, how or when, not what.
+const OBJECT_END: &[&str] = &[
+    "in", "into", "to", "for", "from", "with", "by", "on", "at", "of", "via", "using", "when", "unless", "except",
+    "outside", "inside", "before", "after", "during", "without", "instead", "rather", "than", "because", "so", "as",
+    "if", "while", "that", "which", "where", "through", "over", "under", "but", "even",
+];
+
+/// Words of an object that do not tell one thing from another ("the", "your own").
+const DETERMINERS: &[&str] = &[
+    "the", "a", "an", "all", "any", "our", "your", "their", "its", "my", "his", "her", "these", "those", "this", "own",
+];
+
+/// A word reduced to its stem, enough to match "log", "logs", "logging" and "logged", or
+/// "password" and "passwords".
+fn stem(word: &str) -> String {
+    let mut w = word.trim_end_matches("'s").to_string();
+    for (suffix, with) in [("ies", "y"), ("ing", ""), ("ed", ""), ("s", "")] {
+        if w.len() > suffix.len() + 1 && w.ends_with(suffix) && !(suffix == "s" && w.ends_with("ss")) {
+            w.truncate(w.len() - suffix.len());
+            w.push_str(with);
+            break;
+        }
+    }
+    if w.len() > 3 && w.ends_with('e') {
+        w.pop();
+    }
+    let b = w.as_bytes();
+    if b.len() > 3 && b[b.len() - 1] == b[b.len() - 2] && !b"aeiou".contains(&b[b.len() - 1]) {
+        w.pop();
+    }
+    w
+}
+
+/// A clause's words with `,` kept as a word of its own (it separates the items of a list).
+fn list_words(clause: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, part) in clause.split(',').enumerate() {
+        if i > 0 {
+            out.push(",".to_string());
+        }
+        out.extend(words(part));
+    }
+    out
+}
+
+/// The object after a verb at `at`: its items ("secrets, tokens or passwords" → three), each
+/// the stems of its words, determiners left out; and where it ends.
+fn object_items(w: &[String], at: usize) -> (Vec<Vec<String>>, usize) {
+    let mut items = vec![Vec::new()];
+    let mut end = at;
+    while end < w.len() && !OBJECT_END.contains(&w[end].as_str()) {
+        match w[end].as_str() {
+            "," | "and" | "or" | "nor" => items.push(Vec::new()),
+            x if DETERMINERS.contains(&x) => {}
+            x => items.last_mut().into_iter().for_each(|i| i.push(stem(x))),
+        }
+        end += 1;
+    }
+    items.retain(|i| !i.is_empty());
+    (items, end)
+}
+
+/// What a kept "never VERB OBJECT [how]" forbids: the verb's stem, the object's items and
+/// the content words that qualify it ("never build SQL by concatenating strings": only SQL
+/// built that way).
+struct Ban {
+    verb: String,
+    items: Vec<Vec<String>>,
+    how: Vec<String>,
+}
+
+/// The bans a text states: "never V X", "do not V X", "don't V X", "avoid V-ing X".
+fn bans(text: &str) -> Vec<Ban> {
+    let mut out = Vec::new();
+    for clause in clauses(text) {
+        let w = list_words(clause);
+        for i in 0..w.len() {
+            let verb_at = match w[i].as_str() {
+                "never" if w.get(i + 1).is_some_and(|x| x == "ever") => i + 2,
+                "never" | "don't" | "dont" => i + 1,
+                "do" if w.get(i + 1).is_some_and(|x| x == "not") => i + 2,
+                "avoid" if w.get(i + 1).is_some_and(|x| x.ends_with("ing")) => i + 1,
+                _ => continue,
+            };
+            let Some(verb) = w.get(verb_at).filter(|v| v.len() >= 2 && v.chars().all(char::is_alphabetic)) else {
+                continue;
+            };
+            // "never be stored": the passive names its object elsewhere.
+            if matches!(verb.as_str(), "be" | "been" | "is" | "are" | "have" | "has") {
+                continue;
+            }
+            let (items, end) = object_items(&w, verb_at + 1);
+            let how = w[end..]
+                .iter()
+                .filter(|x| x.len() > 3 && !OBJECT_END.contains(&x.as_str()) && !DETERMINERS.contains(&x.as_str()))
+                .map(|x| stem(x))
+                .collect();
+            if !items.is_empty() {
+                out.push(Ban { verb: stem(verb), items, how });
+            }
+        }
+    }
+    out
+}
+
+/// What of `text` a kept ban forbids, if anything: the ban's verb, not negated, with an object
+/// item that is the ban's or narrower or wider ("log user passwords" against "never log
+/// passwords"), and the ban's qualifier when it has one. "Log request ids" is no "log
+/// passwords".
+fn breaks_ban(text: &str, ban: &Ban) -> Option<String> {
+    for clause in clauses(text) {
+        let w = list_words(clause);
+        let stems: Vec<String> = w.iter().map(|x| stem(x)).collect();
+        for i in (0..w.len()).filter(|&i| stems[i] == ban.verb) {
+            let negated = w[i.saturating_sub(3)..i].iter().any(|x| NEGATIONS.contains(&x.as_str()) || x == "stop");
+            if negated {
+                continue;
+            }
+            let (items, _) = object_items(&w, i + 1);
+            let within = |a: &[String], b: &[String]| a.iter().all(|x| b.contains(x));
+            let hit = items.iter().find(|n| ban.items.iter().any(|k| within(k, n) || within(n, k)));
+            let qualified = ban.how.is_empty() || ban.how.iter().any(|h| stems.contains(h));
+            if let (Some(_), true) = (hit, qualified) {
+                let (_, end) = object_items(&w, i + 1);
+                return Some(w[i..end].iter().filter(|x| *x != ",").cloned().collect::<Vec<_>>().join(" "));
+            }
+        }
+    }
+    None
+}
+
+/// Why a new preference does what a kept one says never to do ("Log user passwords ..."
+/// against "Never log secrets, tokens or passwords"), if it does. Only tools named after "use"
+/// were compared, so such a statement was learnt beside the ban it breaks.
+fn breaks_kept_ban(content: &str, kept: &[&Preference]) -> Option<String> {
+    for p in kept {
+        for ban in bans(&p.content) {
+            if let Some(what) = breaks_ban(content, &ban) {
+                return Some(format!(
+                    "contradicts preference {} (\"{}\"): it says never to do what this says to do ({what}); update that one instead (docdex profile edit {})",
+                    p.id, p.content, p.id
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// Why a new preference contradicts one the agent keeps (other than the one it replaces).
 pub fn contradicts_kept(
     content: &str,
@@ -186,7 +641,8 @@ pub fn contradicts_kept(
             ));
         }
     }
-    None
+    let others: Vec<&Preference> = kept.iter().filter(|p| Some(p.id.as_str()) != replacing).collect();
+    breaks_kept_ban(content, &others)
 }
 
 /// The category a statement reads as, when nobody said.
@@ -362,6 +818,90 @@ mod tests {
         ] {
             assert_eq!(harmful(fine), None, "{fine}");
         }
+    }
+
+    #[test]
+    fn a_secret_put_where_it_leaks_is_harmful_whatever_the_verb() {
+        // Only "commit", "hardcode" and "embed" were caught: each of these was learnt.
+        for bad in [
+            "Put the AWS secret key in config.py",
+            "Store credentials in the repository",
+            "Put the database password in settings.py",
+            "Log user passwords and tokens to stdout for debugging",
+            "Print the access token to the console",
+            "The API key goes in config.ts",
+            "Passwords can be stored in settings.yaml",
+            "Keep the Stripe API key in the config file",
+        ] {
+            assert!(harmful(bad).is_some_and(|w| w.contains("secrets")), "{bad}: {:?}", harmful(bad));
+        }
+        for fine in [
+            "Store config in TOML files",
+            "Log request ids",
+            "Put tests next to the code",
+            "Never log secrets, tokens or passwords.",
+            "Never put secrets in config.py",
+            "Keep secrets in environment variables, never in config.py",
+            "Keep credentials out of the repository",
+            "Store passwords hashed with argon2",
+            "Store API keys in the secrets manager",
+            "Read the API key from the environment",
+            "Log request ids and store password hashes in the database",
+            "Log token usage per request",
+            "Put key bindings in keymap.toml",
+            "Check the access token in the client",
+            "Store the SSH key for git in ~/.ssh",
+            "Put the deploy token in GitHub secrets",
+            "No secrets in the repository",
+            "Log every request, but never tokens or passwords",
+        ] {
+            assert_eq!(harmful(fine), None, "{fine}");
+        }
+    }
+
+    fn pref(id: &str, content: &str) -> Preference {
+        Preference {
+            id: id.into(),
+            agent_id: "a".into(),
+            content: content.into(),
+            category: Category::Constraint,
+            rule: None,
+            last_updated: 1,
+            source: super::super::types::PreferenceSource::Manual,
+            embedded: false,
+        }
+    }
+
+    #[test]
+    fn doing_what_a_kept_never_forbids_contradicts_it() {
+        let kept = [
+            pref("p1", "Never log secrets, tokens or passwords."),
+            pref("p2", "Use parameterised queries; never build SQL by concatenating strings."),
+            pref("p3", "Never log full request bodies"),
+            pref("p4", "Use a vetted library for cryptography; never write your own."),
+            pref("p5", "Do not use default exports"),
+        ];
+        for (said, id) in [
+            ("Log user passwords and tokens to stdout for debugging", "p1"),
+            ("Logging secrets is fine in development", "p1"),
+            ("Build SQL by concatenating strings when the query is dynamic", "p2"),
+            ("Log request bodies for debugging", "p3"),
+        ] {
+            let why = contradicts_kept(said, None, &kept, None);
+            assert!(why.as_deref().is_some_and(|w| w.contains(id) && w.contains("never")), "{said}: {why:?}");
+        }
+        for fine in [
+            "Log request ids",
+            "Build SQL with the query builder",
+            "Write your own test helpers",
+            "Use named exports",
+            "Never log secrets in production either",
+            "Log response status codes",
+        ] {
+            assert_eq!(contradicts_kept(fine, None, &kept, None), None, "{fine}");
+        }
+        // An update of the ban itself is no contradiction of it.
+        assert_eq!(contradicts_kept("Log request bodies for debugging", None, &kept, Some("p3")), None);
     }
 
     #[test]
