@@ -6,10 +6,13 @@
 //! listening, a timeout, an error answer) it says so and exits 0: the hook fails open, so
 //! docdex being down never blocks a commit. A server refusing the hook's token (401, 403) is
 //! no downtime but a misconfiguration that would turn the gatekeeper off unseen: exit 2, with
-//! how to pass the token.
+//! how to pass the token. So is docdex answering that the agent to check does not exist (a
+//! mistyped `--agent`), which `install` refuses up front.
 
 use super::output::{shown, visible, warn_prefix, Out};
-use crate::engine::protocol::{HookStatus, HookValidateRequest, HookValidateResponse, StagedFile, MAX_STAGED_BYTES};
+use crate::engine::protocol::{
+    HookStatus, HookValidateRequest, HookValidateResponse, StagedFile, Violation, MAX_STAGED_BYTES, TEAM_AGENT,
+};
 use crate::engine::Engine;
 use crate::error::Error;
 use anyhow::{bail, Context};
@@ -43,7 +46,8 @@ pub struct HookArgs {
 #[derive(Debug, clap::Subcommand)]
 enum HookAction {
     /// Check the staged files against the constraints' rules on the running docdex server
-    /// (what the installed git hook runs). Exit 1 on violations; exit 0 when no server answers.
+    /// (what the installed git hook runs). Exit 1 on violations; exit 2 for an unknown agent or
+    /// a refused token; exit 0 when no server answers.
     PreCommit(PreCommitArgs),
     /// Install the git pre-commit hook in a repository (an existing hook is kept and run first).
     Install(InstallArgs),
@@ -71,7 +75,8 @@ struct InstallArgs {
     /// The repository (default: the current directory's).
     #[arg(long)]
     repo: Option<PathBuf>,
-    /// The agent whose constraints the hook checks (with the team's).
+    /// The agent whose constraints the hook checks (with the team's); it must exist in profile
+    /// memory.
     #[arg(long)]
     agent: Option<String>,
 }
@@ -99,7 +104,7 @@ impl HookArgs {
 pub fn run(engine: &Engine, out: &Out, home: Option<&Path>, args: HookArgs) -> anyhow::Result<ExitCode> {
     match args.action {
         HookAction::PreCommit(a) => Ok(pre_commit(engine, out, a)),
-        HookAction::Install(a) => install(out, home, a).map(|_| ExitCode::SUCCESS),
+        HookAction::Install(a) => install(engine, out, home, a).map(|_| ExitCode::SUCCESS),
         HookAction::Uninstall(a) => uninstall(out, a).map(|_| ExitCode::SUCCESS),
     }
 }
@@ -117,6 +122,24 @@ struct NoVerdict {
     why: String,
     /// The server refused the hook's credentials (401, 403): the commit is refused.
     refused: bool,
+    /// docdex answered that the agent whose constraints were asked for does not exist (or is
+    /// no agent id): a misconfiguration, not downtime, so the commit is refused.
+    unknown_agent: bool,
+}
+
+impl NoVerdict {
+    /// No verdict for a reason that fails open: `reached` says whether a server answered.
+    fn open(reached: bool, why: String) -> NoVerdict {
+        NoVerdict { reached, why, refused: false, unknown_agent: false }
+    }
+}
+
+/// Whether an error answer of `/v1/hooks/validate` says the agent does not exist: docdex's
+/// own `not_found` "no agent ..." (404) or `bad_request` "bad agent id ..." (400). Any other
+/// error (a missing route, a busy store, an unknown repository) is docdex not giving a verdict.
+fn names_unknown_agent(status: u16, code: &str, message: &str) -> bool {
+    (status == 404 && code == "not_found" && message.starts_with("no agent "))
+        || (status == 400 && code == "bad_request" && message.starts_with("bad agent id "))
 }
 
 /// Under `--json`, the answer when there is no verdict: `{"status": "skipped", "reason"}`.
@@ -155,6 +178,9 @@ fn pre_commit(engine: &Engine, out: &Out, args: PreCommitArgs) -> ExitCode {
     let mut answer = match ask(&candidates, &token, &body) {
         Ok(a) => a,
         Err(NoVerdict { refused: true, why, .. }) => return refused(&why, !token.is_empty(), args.json),
+        Err(NoVerdict { unknown_agent: true, why, .. }) => {
+            return unknown_agent(&why, req.agent_id.is_some(), args.json)
+        }
         Err(NoVerdict { reached: true, why, .. }) => return skip(&why, args.json),
         Err(NoVerdict { reached: false, why, .. }) => {
             eline!("{} docdex daemon not found; skipping semantic checks ({})", warn_prefix(), visible(&why));
@@ -197,6 +223,26 @@ fn refused(why: &str, sent_token: bool, json: bool) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// docdex answered that the agent to check does not exist (a typo in `--agent`, or the
+/// server's `--agent-id`): exit 2. Failing open here let every commit through unchecked, the
+/// gatekeeper silently off, while the same commit with the right name is refused.
+fn unknown_agent(why: &str, named: bool, json: bool) -> ExitCode {
+    let fix = if named {
+        "fix the hook's --agent (run `docdex hook install --agent NAME` again with an existing agent)"
+    } else {
+        "the server's agent (`serve --agent-id`, `[memory.profile] default_agent`) is not in profile memory: fix it, or pass --agent"
+    };
+    let reason = format!(
+        "docdex refused the pre-commit check: {}; {fix}, or create the agent; `git commit --no-verify` skips the check once",
+        visible(why)
+    );
+    eline!("{} {reason}", super::output::error_prefix());
+    if json {
+        let _ = Out::stdout().json(&serde_json::json!({ "status": "refused", "reason": reason }));
+    }
+    ExitCode::from(2)
+}
+
 /// The verdict in words, on stderr (what git shows for a hook).
 fn report(out: &Out, a: &HookValidateResponse) {
     if a.status == HookStatus::Pass {
@@ -212,9 +258,10 @@ fn report(out: &Out, a: &HookValidateResponse) {
     }
     let n = a.violations.len();
     eline!(
-        "{} commit refused: {n} violation{} of the team's constraints",
+        "{} commit refused: {n} violation{} of {}",
         out.paint("1;31", "docdex:"),
-        if n == 1 { "" } else { "s" }
+        if n == 1 { "" } else { "s" },
+        whose(&a.violations)
     );
     for v in &a.violations {
         eline!("  {}:{}  {}", visible(&v.file), v.line, visible(&v.message));
@@ -229,6 +276,28 @@ fn report(out: &Out, a: &HookValidateResponse) {
     eline!(
         "Fix them and commit again, or change the constraint: `docdex profile edit ID` / `docdex profile remove ID`."
     );
+}
+
+/// Whose constraints the violations break, by name: "pyjson's constraints", "the constraints
+/// of pyjson and the team". The banner said "the team's" whatever agent the rules were of.
+fn whose(violations: &[Violation]) -> String {
+    let mut agents: Vec<&str> = Vec::new();
+    for v in violations {
+        if !agents.contains(&v.agent_id.as_str()) {
+            agents.push(&v.agent_id);
+        }
+    }
+    // The team's last: "pyjson and the team".
+    agents.sort_by_key(|a| (*a == TEAM_AGENT, *a));
+    let name = |a: &str| if a == TEAM_AGENT { "the team".to_string() } else { visible(a) };
+    match agents.as_slice() {
+        [one] => format!("{}'s constraints", name(one)),
+        [rest @ .., last] => {
+            let rest: Vec<String> = rest.iter().map(|a| name(a)).collect();
+            format!("the constraints of {} and {}", rest.join(", "), name(last))
+        }
+        [] => "the constraints".to_string(),
+    }
 }
 
 /// Where the server may be, in order: the flag, DOCDEX_URL, the daemon's lock file, the config.
@@ -265,17 +334,16 @@ fn loopback(addr: &str) -> String {
 /// Posts the request to the first server that accepts a connection; `Err` says why there is
 /// no verdict.
 fn ask(urls: &[String], token: &str, body: &serde_json::Value) -> Result<HookValidateResponse, NoVerdict> {
-    let reached = |why: String| NoVerdict { reached: true, why, refused: false };
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| NoVerdict {
-        reached: false,
-        why: format!("no runtime: {e}"),
-        refused: false,
-    })?;
+    let reached = |why: String| NoVerdict::open(true, why);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| NoVerdict::open(false, format!("no runtime: {e}")))?;
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(1))
         .timeout(VERDICT_TIMEOUT)
         .build()
-        .map_err(|e| NoVerdict { reached: false, why: format!("no HTTP client: {e}"), refused: false })?;
+        .map_err(|e| NoVerdict::open(false, format!("no HTTP client: {e}")))?;
     let mut why = Vec::new();
     for url in urls {
         let mut req = client.post(format!("{url}/v1/hooks/validate")).json(body);
@@ -295,19 +363,23 @@ fn ask(urls: &[String], token: &str, body: &serde_json::Value) -> Result<HookVal
             }
             Err(e) => return Err(reached(format!("{url}: {e}"))),
             Ok((status, text)) if !status.is_success() => {
-                let msg = serde_json::from_str::<serde_json::Value>(&text)
-                    .ok()
-                    .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_string))
-                    .unwrap_or(text);
+                let error = serde_json::from_str::<serde_json::Value>(&text).ok();
+                let field = |f: &str| error.as_ref().and_then(|v| v.pointer(f)).and_then(|m| m.as_str());
+                let code = field("/error/code").unwrap_or_default().to_string();
+                let msg = field("/error/message").map(str::to_string).unwrap_or(text);
+                if names_unknown_agent(status.as_u16(), &code, &msg) {
+                    return Err(NoVerdict { reached: true, why: msg, refused: false, unknown_agent: true });
+                }
                 let refused = matches!(status.as_u16(), 401 | 403);
-                return Err(NoVerdict { reached: true, why: format!("{url} answered {status}: {msg}"), refused });
+                let why = format!("{url} answered {status}: {msg}");
+                return Err(NoVerdict { reached: true, why, refused, unknown_agent: false });
             }
             Ok((_, text)) => {
                 return serde_json::from_str(&text).map_err(|e| reached(format!("{url} answered something else: {e}")))
             }
         }
     }
-    Err(NoVerdict { reached: false, why: why.join("; "), refused: false })
+    Err(NoVerdict::open(false, why.join("; ")))
 }
 
 /// The staged files of the repository git is committing in.
@@ -700,7 +772,25 @@ fn shared_hooks_note(root: &Path, dir: &Path) -> Option<String> {
     })
 }
 
-fn install(out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<()> {
+/// Refuses an `--agent` that is not in profile memory (with the agent it most likely
+/// mistypes): the hook would ask for a check of nobody's constraints on every commit. A
+/// profile memory that cannot be read is said and the hook installed; its check then decides.
+fn check_agent(engine: &Engine, out: &Out, agent: Option<&str>) -> anyhow::Result<()> {
+    let Some(agent) = agent else { return Ok(()) };
+    match engine.profile_agent_exists(agent.trim()) {
+        Ok(()) => Ok(()),
+        Err(e @ (Error::NotFound(_) | Error::BadRequest(_))) => {
+            Err(anyhow::Error::new(e).context("hook install --agent: nothing installed"))
+        }
+        Err(e) => {
+            out.note(&format!("could not check that agent {agent:?} exists ({e}); installing anyway"));
+            Ok(())
+        }
+    }
+}
+
+fn install(engine: &Engine, out: &Out, home: Option<&Path>, args: InstallArgs) -> anyhow::Result<()> {
+    check_agent(engine, out, args.agent.as_deref())?;
     let root = top_level(args.repo.as_deref())?;
     let dir = hooks_dir(Some(&root))?;
     let exe = std::env::current_exe().context("finding the docdex binary")?;

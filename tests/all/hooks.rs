@@ -965,3 +965,122 @@ fn a_server_refusing_the_hooks_token_refuses_the_commit_and_says_how_to_pass_it(
         assert_eq!((out.status.code(), v["status"].as_str()), (Some(2), Some("refused")), "{v}");
     }
 }
+
+/// `docdex hook pre-commit ARGS` in `repo` against `url`.
+fn pre_commit_with(env: &Env, repo: &Path, url: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["hook", "pre-commit"])
+        .args(args)
+        .current_dir(repo)
+        .env("DOCDEX_HOME", env.home())
+        .env("DOCDEX_URL", url)
+        .env("NO_COLOR", "1")
+        .env_remove("DOCDEX_AUTH_TOKEN")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_mistyped_agent_is_refused_at_install_and_at_commit_instead_of_turning_the_check_off() {
+    // `hook install --agent nosuch` succeeded without a word, and `hook pre-commit --agent
+    // pyjsn` (pyjson mistyped) warned "no verdict" and exited 0: every commit went through
+    // unchecked while the right name refused it. A broken docdex still fails open.
+    let env = Env::new();
+    config(&env);
+    let repo = env.repo("typo");
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    let out = env.run(&[
+        "profile",
+        "add",
+        "--agent",
+        "pyjson",
+        "--category",
+        "constraint",
+        "--rule",
+        "max-lines 3",
+        "Keep modules short",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap(), "--agent", "pyjsn"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("no agent \"pyjsn\"") && said.contains("did you mean pyjson?"), "{said}");
+    assert!(!repo.join(".git/hooks/pre-commit").exists(), "nothing installed: {said}");
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap(), "--agent", "bad agent!"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = env.run(&["hook", "install", "--repo", repo.to_str().unwrap(), "--agent", "pyjson"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    write(&repo, "big.py", "a = 1\nb = 2\nc = 3\nd = 4\n");
+    git(&repo, &["add", "big.py"], &env, &[]);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let url = format!("http://{}", server.addr);
+    // The right name: refused, and the banner names whose rule it is (it said "the team's").
+    let out = pre_commit_with(&env, &repo, &url, &["--agent", "pyjson"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("commit refused: 1 violation of pyjson's constraints"), "{said}");
+    // The typo: exit 2, naming the agent meant; never "skipping semantic checks".
+    let out = pre_commit_with(&env, &repo, &url, &["--agent", "pyjsn"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(!said.contains("skipping"), "{said}");
+    assert!(said.contains("no agent \"pyjsn\"") && said.contains("did you mean pyjson?"), "{said}");
+    assert!(said.contains("--agent") && said.contains("git commit --no-verify"), "{said}");
+    let out = pre_commit_with(&env, &repo, &url, &["--agent", "pyjsn", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!((out.status.code(), v["status"].as_str()), (Some(2), Some("refused")), "{v}");
+    drop(server);
+
+    // A docdex that answers 404 for another reason (no such endpoint) is no verdict: fail open.
+    use crate::web_support::{Fixture, Reply};
+    let site = Fixture::start("127.0.0.1", |_, _, _| {
+        let mut r =
+            Reply::html(r#"{"error": {"code": "not_found", "message": "no endpoint POST /v1/hooks/validate"}}"#);
+        r.content_type = "application/json";
+        r.status(404)
+    });
+    let out = pre_commit_with(&env, &repo, &site.url(""), &["--agent", "pyjsn"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("docdex gave no verdict; skipping semantic checks"), "{said}");
+}
+
+#[test]
+fn a_violation_two_preferences_share_is_credited_to_the_earliest() {
+    // Two of an agent's preferences carry `max-lines 2`: the one violation was credited to
+    // whichever the store read first (the newest), another one after any edit.
+    let env = Env::new();
+    config(&env);
+    let repo = env.repo("credit");
+    write(&repo, "a.py", "a = 1\nb = 2\nc = 3\n");
+    let engine = env.engine();
+    let add = |words: &str| {
+        let out = env.run(&[
+            "profile",
+            "add",
+            "--agent",
+            "pyjson",
+            "--category",
+            "constraint",
+            "--rule",
+            "max-lines 2",
+            words,
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", text(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["preference"]["id"].as_str().unwrap().to_string()
+    };
+    let first = add("Keep modules short");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let second = add("Split long files");
+    let req =
+        HookValidateRequest { files: vec![staged("a.py", "a = 1\nb = 2\nc = 3\n")], agent_id: Some("pyjson".into()) };
+    for _ in 0..3 {
+        let r = engine.hook_validate(&repo, &req).unwrap();
+        let credited: Vec<&str> = r.violations.iter().map(|v| v.preference_id.as_str()).collect();
+        assert_eq!(credited, vec![first.as_str()], "not {second}: {r:?}");
+    }
+}

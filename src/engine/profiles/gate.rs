@@ -256,6 +256,7 @@ impl Engine {
                 None => advice.push(p.content),
             }
         }
+        credit_order(&mut checks);
         Ok((checks, advice))
     }
 
@@ -380,6 +381,14 @@ impl Engine {
         }
         set
     }
+}
+
+/// Orders the checks so that a violation two constraints share (the same rule, kept by two
+/// preferences) is always credited to the same one: the earliest written (`last_updated`),
+/// then the lowest id. The violations are deduplicated keeping the first, and the order the
+/// store reads them in (newest first per agent, or by random id across agents) decided it.
+fn credit_order(checks: &mut [Check]) {
+    checks.sort_by(|a, b| (a.pref.last_updated, &a.pref.id).cmp(&(b.pref.last_updated, &b.pref.id)));
 }
 
 /// `max-lines`: the staged files (under the rule's glob, if any) longer than `max`.
