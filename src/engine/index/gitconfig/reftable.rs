@@ -94,8 +94,11 @@ fn scan_records(mut rec: &[u8], hash_len: usize) -> Option<Found> {
         varint(&mut rec)?; // the update index delta
         let target = match kind {
             0 => None,
-            1 => take(&mut rec, hash_len).map(|_| None)?,
-            2 => take(&mut rec, 2 * hash_len).map(|_| None)?,
+            // One object id, or a peeled tag's two: a detached `HEAD`.
+            1 | 2 => {
+                take(&mut rec, kind as usize * hash_len)?;
+                None
+            }
             3 => {
                 let len = varint(&mut rec)? as usize;
                 Some(String::from_utf8(take(&mut rec, len)?.to_vec()).ok()?)
