@@ -2010,3 +2010,37 @@ fn a_graph_resolved_by_an_older_docdex_is_rebuilt_by_the_next_index_run() {
     assert!(env.run(&["index", "--repo", r]).status.success());
     assert!(!ghost(&env), "a graph resolved by an older docdex is rebuilt");
 }
+
+/// A fresh docs-only repository (no code file to parse) got `warning: the impact graph was
+/// resolved by an older docdex (before resolution was versioned)` from `docdex status` right
+/// after this build's first index: the code pass wrote no graph and so recorded no resolution
+/// version, and a plain `index` never did either (only `graph rebuild` cleared it). Now a store
+/// without this build's resolution builds the (empty) graph and records it on the first run,
+/// and a store an earlier build left that way is fixed by the next plain index run.
+#[test]
+fn a_docs_only_repo_is_not_called_an_older_docdexs_graph() {
+    let env = Env::new();
+    let repo = env.repo("docsonly");
+    write(&repo, "README.md", "# Docs\n\nOnly prose here.\n");
+    write(&repo, "docs/guide.md", "# Guide\n\nMore prose.\n");
+    let r = repo.to_str().unwrap();
+    let older = |env: &Env| -> Vec<String> {
+        let v = env.json(&["status", "--repo", r, "--json"]);
+        let w = v["warnings"].as_array().cloned().unwrap_or_default();
+        w.iter().filter_map(|m| m.as_str().map(str::to_string)).filter(|m| m.contains("older docdex")).collect()
+    };
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    assert_eq!(older(&env), Vec::<String>::new(), "this build just indexed it");
+    let rr = env.engine().resolve_repo(&repo).unwrap();
+    assert!(graph::graph_path(&rr).is_file(), "the (empty) graph is written on the first run");
+    let text = env.run(&["status", "--repo", r]);
+    assert!(!String::from_utf8_lossy(&text.stdout).contains("older docdex"), "{text:?}");
+
+    // As an earlier build left it: no resolution recorded. A plain index run records it.
+    let conn = rusqlite::Connection::open(docdex::engine::code::store::db_path(&rr)).unwrap();
+    conn.execute("DELETE FROM meta WHERE key = 'graph_resolution'", []).unwrap();
+    drop(conn);
+    assert_eq!(older(&env).len(), 1, "{:?}", older(&env));
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    assert_eq!(older(&env), Vec::<String>::new(), "the next plain index records this build's resolution");
+}

@@ -134,9 +134,10 @@ impl CodePass {
         // A run killed after its symbols committed but before the graph was written left the
         // mark; a store with files but no graph file lost it some other way.
         let graph_missing = !index_created && !graph::graph_path(repo).exists() && !store.created();
-        // A graph an older docdex resolved (another `RESOLUTION_VERSION`) is rebuilt once.
-        let resolved_otherwise =
-            !index_created && !store.created() && store.meta().graph_resolution != graph::RESOLUTION_VERSION;
+        // A graph an older docdex resolved (another `RESOLUTION_VERSION`) is rebuilt once; so is
+        // a new store's (even with no code file to parse: a docs-only or empty repo), so that the
+        // first run records this build's resolution and writes an (empty) graph.
+        let resolved_otherwise = store.meta().graph_resolution != graph::RESOLUTION_VERSION;
         let graph_dirty = store.meta().graph_pending || graph_missing || resolved_otherwise;
         if graph_dirty {
             tracing::info!(
