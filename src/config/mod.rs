@@ -415,6 +415,11 @@ pub struct ServerConfig {
     pub enable_mcp: bool,
     /// Bearer token required when exposed; empty means none (env `DOCDEX_AUTH_TOKEN` wins).
     pub auth_token: String,
+    /// Engine calls (searches, lookups, tool calls) a server runs at once; 0 means twice the
+    /// cores, at least 4. Requests beyond it wait up to `work_wait_ms`, then get `503 busy`.
+    pub max_concurrent_work: usize,
+    /// How long a request waits for one of the `max_concurrent_work` slots (milliseconds).
+    pub work_wait_ms: u64,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -424,13 +429,21 @@ impl std::fmt::Debug for ServerConfig {
             .field("http_bind_addr", &self.http_bind_addr)
             .field("enable_mcp", &self.enable_mcp)
             .field("auth_token", &if self.auth_token.is_empty() { "" } else { MASKED_TOKEN })
+            .field("max_concurrent_work", &self.max_concurrent_work)
+            .field("work_wait_ms", &self.work_wait_ms)
             .finish()
     }
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { http_bind_addr: "127.0.0.1:3210".into(), enable_mcp: true, auth_token: String::new() }
+        Self {
+            http_bind_addr: "127.0.0.1:3210".into(),
+            enable_mcp: true,
+            auth_token: String::new(),
+            max_concurrent_work: 0,
+            work_wait_ms: 5_000,
+        }
     }
 }
 

@@ -215,7 +215,8 @@ async fn search(
         return Err(ApiError::bad_request("empty query: pass words to search for in `query`"));
     }
     let engine = state.engine().clone();
-    blocking(move || {
+    let gate = state.work().clone();
+    gate.run(move || {
         let repo = resolve(&state, sel)?;
         engine.search(&repo.root, &body.search).map(Json).map_err(|e| state.explain(&repo, e))
     })
@@ -233,7 +234,8 @@ async fn open(
         (req.start_line, req.end_line) = (Some(a), Some(b));
     }
     let engine = state.engine().clone();
-    blocking(move || {
+    let gate = state.work().clone();
+    gate.run(move || {
         let repo = resolve(&state, sel)?;
         engine.get_file(&repo.root, &req).map(Json).map_err(|e| state.explain(&repo, e))
     })
@@ -242,29 +244,31 @@ async fn open(
 
 async fn repos(State(state): State<AppState>) -> Result<Json<ReposResponse>, ApiError> {
     let engine = state.engine().clone();
-    let repos = blocking(move || Ok(engine.list_repos()?)).await?;
+    let repos = state.work().run(move || Ok(engine.list_repos()?)).await?;
     let mounted = state.mounts().all().iter().map(|m| m.repo.fingerprint.clone()).collect();
     Ok(Json(ReposResponse { repos, mounted }))
 }
 
 async fn models(State(state): State<AppState>) -> Result<Json<ModelList>, ApiError> {
     let engine = state.engine().clone();
-    blocking(move || {
-        let owner = engine.config().llm.provider.clone();
-        let data = engine
-            .models()?
-            .into_iter()
-            .map(|m| ModelEntry {
-                id: m.name,
-                object: "model".into(),
-                created: 0,
-                owned_by: owner.clone(),
-                size_bytes: m.size_bytes,
-            })
-            .collect();
-        Ok(Json(ModelList { object: "list".into(), data }))
-    })
-    .await
+    state
+        .work()
+        .run(move || {
+            let owner = engine.config().llm.provider.clone();
+            let data = engine
+                .models()?
+                .into_iter()
+                .map(|m| ModelEntry {
+                    id: m.name,
+                    object: "model".into(),
+                    created: 0,
+                    owned_by: owner.clone(),
+                    size_bytes: m.size_bytes,
+                })
+                .collect();
+            Ok(Json(ModelList { object: "list".into(), data }))
+        })
+        .await
 }
 
 /// Adds the repository endpoints to `routes`, documented as they are registered.

@@ -38,12 +38,20 @@ pub struct ApiError {
     pub code: &'static str,
     /// Human message.
     pub message: String,
+    /// Seconds a `Retry-After` header asks the client to wait (a refusal for load, `503 busy`).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
     /// An error with an explicit status and code.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: bounded(message.into()) }
+        ApiError { status, code, message: bounded(message.into()), retry_after: None }
+    }
+
+    /// The same error answered with `Retry-After: secs`.
+    pub fn with_retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
     }
 
     /// 400 `bad_request`.
@@ -139,7 +147,7 @@ pub fn status_for(code: &str) -> StatusCode {
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         let code = e.code();
-        ApiError { status: status_for(code), code, message: bounded(e.to_string()) }
+        ApiError { status: status_for(code), code, message: bounded(e.to_string()), retry_after: None }
     }
 }
 
@@ -153,7 +161,11 @@ impl IntoResponse for ApiError {
             let close = [(axum::http::header::CONNECTION, "close")];
             return (self.status, close, axum::Json(self.body())).into_response();
         }
-        (self.status, axum::Json(self.body())).into_response()
+        let mut resp = (self.status, axum::Json(self.body())).into_response();
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(secs));
+        }
+        resp
     }
 }
 

@@ -4,7 +4,7 @@
 //! contents travel in it), still bounded.
 
 use super::error::ApiError;
-use super::extract::{blocking, confine, selector, ApiJson, ApiQuery, BodyLimit, JsonBody, RepoQuery};
+use super::extract::{confine, selector, ApiJson, ApiQuery, BodyLimit, JsonBody, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::{HookValidateRequest, HookValidateResponse, StagedFile};
@@ -45,7 +45,8 @@ async fn validate(
     ApiJson(body): ApiJson<ValidateBody>,
 ) -> Result<Json<HookValidateResponse>, ApiError> {
     let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
-    blocking(move || {
+    let gate = state.work().clone();
+    gate.run(move || {
         let repo = state.repo(sel.as_deref())?;
         // As on every other endpoint: a staged path leaving the repository is 403
         // path_outside_repo (the engine's own refusal is a bad request).

@@ -10,7 +10,7 @@
 //! string's text into numbers, two plain reads can).
 
 use super::error::ApiError;
-use super::extract::{blocking, confine, selector, ApiJson, ApiQuery, JsonBody, RepoQuery};
+use super::extract::{confine, selector, ApiJson, ApiQuery, JsonBody, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::RepoRef;
@@ -177,7 +177,8 @@ where
     T: Send + 'static,
     F: FnOnce(&Engine, &RepoRef) -> crate::Result<T> + Send + 'static,
 {
-    blocking(move || {
+    let gate = state.work().clone();
+    gate.run(move || {
         let repo = state.repo(sel.as_deref())?;
         for p in &paths {
             confine(&repo, p)?;

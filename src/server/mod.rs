@@ -11,7 +11,8 @@
 //! SIGINT/SIGTERM.
 //!
 //! Floors, bottom up (no file imports one above it): `error` (the error
-//! contract), `extract` (request extractors and handler helpers), `state`
+//! contract), `extract` (request extractors and handler helpers) and `work` (the bound on
+//! engine calls running at once, and their cancellation when the client leaves), `state`
 //! (what handlers share), the endpoint files (`api`, `intel`, `profile`, `hooks`, `chat`, `mcp/`),
 //! `router` (assembles them with the OpenAPI document, `openapi`, and the
 //! request guards, `auth`, `origin` and `budget`, the memory budget of request bodies), `listen` (connections: the cap, timeouts, eviction
@@ -39,6 +40,7 @@ pub mod router;
 pub mod run;
 mod shutdown;
 pub mod state;
+pub mod work;
 
 pub use repo_select::parse_repo_selector;
 pub use router::app;

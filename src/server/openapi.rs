@@ -327,6 +327,58 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
     }
 }
 
+/// Integer inputs whose handler refuses values below `min` (or above `max`), by route and
+/// name: the schemas read off the engine's types say `minimum: 0` for every unsigned integer,
+/// and the document listed 0 for limits that answer `400 bad_request` to it. The MCP tools'
+/// schemas are narrowed alike (`mcp::tools::RANGES`). A test checks that every entry names an
+/// input of its route.
+pub const RANGES: &[(&str, &str, u64, Option<u64>)] = &[
+    ("/v1/open", "start_line", 1, None),
+    ("/v1/open", "end_line", 1, None),
+    ("/v1/open", "page", 1, None),
+    ("/v1/symbols", "limit", 1, None),
+    ("/v1/graph/impact", "depth", 1, Some(64)),
+    ("/v1/graph/tests", "limit", 1, None),
+    ("/v1/graph/diagnostics", "limit", 1, None),
+    ("/v1/context", "budget", 200, Some(200_000)),
+    ("/v1/audit/conflicts", "top", 1, Some(500)),
+    ("/v1/memory/recall", "limit", 1, None),
+    ("/v1/memory", "limit", 1, None),
+    ("/v1/dag/sessions", "limit", 1, None),
+    ("/v1/dag/{session}", "limit", 1, None),
+];
+
+/// Sets `min` / `max` on an integer schema (a property or a query parameter's schema).
+fn narrow(schema: &mut Value, min: u64, max: Option<u64>) {
+    if let Some(obj) = schema.as_object_mut() {
+        obj.insert("minimum".into(), min.into());
+        if let Some(max) = max {
+            obj.insert("maximum".into(), max.into());
+        }
+    }
+}
+
+/// Applies [`RANGES`] to `path`'s operation: its query parameters, and the properties of its
+/// body schema, inline or behind a `$ref` into `schemas`.
+fn narrow_operation(path: &str, operation: &mut Map<String, Value>, schemas: &mut Map<String, Value>) {
+    for (_, field, min, max) in RANGES.iter().filter(|(route, ..)| *route == path) {
+        for param in operation.get_mut("parameters").and_then(Value::as_array_mut).into_iter().flatten() {
+            if param["name"] == *field && param["in"] == "query" {
+                narrow(&mut param["schema"], *min, *max);
+            }
+        }
+        let body = operation.get_mut("requestBody").and_then(|b| b.pointer_mut("/content/application~1json/schema"));
+        let Some(body) = body else { continue };
+        let target = match body.get("$ref").and_then(Value::as_str).and_then(|r| r.rsplit('/').next()) {
+            Some(name) => schemas.get_mut(name),
+            None => Some(body),
+        };
+        if let Some(prop) = target.and_then(|t| t.get_mut("properties")).and_then(|p| p.get_mut(*field)) {
+            narrow(prop, *min, *max);
+        }
+    }
+}
+
 /// Builds the OpenAPI 3.1 document for `ops`.
 pub fn document(ops: &[Operation]) -> Value {
     let mut generator = SchemaSettings::openapi3()
@@ -336,6 +388,7 @@ pub fn document(ops: &[Operation]) -> Value {
         .into_generator();
     let error_ref = generator.subschema_for::<super::error::ErrorBody>().to_value();
     let mut paths: Map<String, Value> = Map::new();
+    let mut narrowed = Vec::with_capacity(ops.len());
     for op in ops {
         let mut operation = Map::new();
         operation.insert("summary".into(), json!(op.summary));
@@ -386,12 +439,16 @@ pub fn document(ops: &[Operation]) -> Value {
         let error =
             json!({"description": "The error contract", "content": {"application/json": {"schema": error_ref}}});
         operation.insert("responses".into(), json!({ success.0: success.1, "default": error }));
-        let entry = paths.entry(op.path.to_string()).or_insert_with(|| json!({}));
+        narrowed.push((op.path, op.method.as_str().to_lowercase(), operation));
+    }
+    let mut schemas = generator.take_definitions(true);
+    for (path, method, mut operation) in narrowed {
+        narrow_operation(path, &mut operation, &mut schemas);
+        let entry = paths.entry(path.to_string()).or_insert_with(|| json!({}));
         if let Some(obj) = entry.as_object_mut() {
-            obj.insert(op.method.as_str().to_lowercase(), Value::Object(operation));
+            obj.insert(method, Value::Object(operation));
         }
     }
-    let schemas = generator.take_definitions(true);
     json!({
         "openapi": "3.1.0",
         "info": {

@@ -4,7 +4,7 @@
 //! the blocking pool; the bodies are the engine's request types as they are.
 
 use super::error::ApiError;
-use super::extract::{blocking, selector, ApiJson, ApiQuery, JsonBody, RepoQuery};
+use super::extract::{selector, ApiJson, ApiQuery, JsonBody, RepoQuery};
 use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::{DagTarget, EvolutionOutcome, ProjectMap, ProjectMapRequest, SavePreferenceRequest};
@@ -51,7 +51,7 @@ async fn list(
     ApiQuery(q): ApiQuery<ProfileListRequest>,
 ) -> Result<Json<ProfileListResponse>, ApiError> {
     let engine = state.engine().clone();
-    blocking(move || Ok(Json(engine.profile_list(&q)?))).await
+    state.work().run(move || Ok(Json(engine.profile_list(&q)?))).await
 }
 
 async fn add(
@@ -60,7 +60,7 @@ async fn add(
 ) -> Result<Json<ProfileWriteResponse>, ApiError> {
     with_agent(&state, &mut req.agent_id);
     let engine = state.engine().clone();
-    blocking(move || Ok(Json(engine.profile_add(&req)?))).await
+    state.work().run(move || Ok(Json(engine.profile_add(&req)?))).await
 }
 
 async fn role(
@@ -69,7 +69,7 @@ async fn role(
 ) -> Result<Json<ProfileRoleResponse>, ApiError> {
     with_agent(&state, &mut req.agent_id);
     let engine = state.engine().clone();
-    blocking(move || Ok(Json(engine.profile_set_role(&req)?))).await
+    state.work().run(move || Ok(Json(engine.profile_set_role(&req)?))).await
 }
 
 async fn edit(
@@ -77,7 +77,7 @@ async fn edit(
     ApiJson(req): ApiJson<ProfileEditRequest>,
 ) -> Result<Json<ProfileWriteResponse>, ApiError> {
     let engine = state.engine().clone();
-    blocking(move || Ok(Json(engine.profile_edit(&req)?))).await
+    state.work().run(move || Ok(Json(engine.profile_edit(&req)?))).await
 }
 
 async fn search(
@@ -86,7 +86,7 @@ async fn search(
 ) -> Result<Json<ProfileSearchResponse>, ApiError> {
     with_agent(&state, &mut req.agent_id);
     let engine = state.engine().clone();
-    blocking(move || Ok(Json(engine.profile_search(&req)?))).await
+    state.work().run(move || Ok(Json(engine.profile_search(&req)?))).await
 }
 
 async fn remove(
@@ -94,7 +94,7 @@ async fn remove(
     ApiJson(req): ApiJson<ProfileRemoveRequest>,
 ) -> Result<Json<ProfileRemoveResponse>, ApiError> {
     let engine = state.engine().clone();
-    blocking(move || Ok(Json(engine.profile_remove(&req)?))).await
+    state.work().run(move || Ok(Json(engine.profile_remove(&req)?))).await
 }
 
 async fn learn(
@@ -105,7 +105,8 @@ async fn learn(
 ) -> Result<Json<EvolutionOutcome>, ApiError> {
     with_agent(&state, &mut body.learn.agent_id);
     let sel = selector(&headers, body.repo.as_deref(), q.repo.as_deref());
-    blocking(move || {
+    let gate = state.work().clone();
+    gate.run(move || {
         let dag = match (&sel, state.default_repo()) {
             (None, None) => None,
             _ => Some(DagTarget { repo: state.repo(sel.as_deref())?, session: None, parent: None }),
@@ -135,7 +136,8 @@ async fn map(
     ApiQuery(q): ApiQuery<MapQuery>,
 ) -> Result<Json<ProjectMap>, ApiError> {
     let sel = selector(&headers, None, q.repo.as_deref());
-    blocking(move || {
+    let gate = state.work().clone();
+    gate.run(move || {
         let repo = state.repo(sel.as_deref())?;
         let req =
             ProjectMapRequest { agent_id: state.agent(q.agent_id.as_deref()), refresh: q.refresh.unwrap_or(false) };
@@ -146,7 +148,7 @@ async fn map(
 
 async fn export(State(state): State<AppState>) -> Result<Json<ProfileManifest>, ApiError> {
     let engine = state.engine().clone();
-    blocking(move || Ok(Json(engine.profile_export()?))).await
+    state.work().run(move || Ok(Json(engine.profile_export()?))).await
 }
 
 /// Adds the profile endpoints to `routes`.

@@ -85,6 +85,7 @@ pub fn run(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
             BODY_LIMIT_RANGE.end()
         );
     }
+    let work_slots = work_slots(&engine)?;
     limit_malloc_arenas();
     if opts.preflight_check {
         // Before the runtime: the check talks to the model server through the engine's own
@@ -92,14 +93,15 @@ pub fn run(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
         preflight(&engine, &opts, token(&engine, &opts)?.as_deref())?;
     }
     // Searches are CPU-bound: more blocking threads than about two per core only add memory
-    // (stacks, allocator arenas) and contention; requests beyond them wait their turn. Chats
-    // hold a thread while the model generates; they get their own `chat_slots()` on top, and
-    // a gate (`AppState::chat_gate`) keeps them from taking more, so a burst of slow chats
-    // never makes a search, symbol lookup or status wait.
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    // (stacks, allocator arenas) and contention. Engine calls take one of `work_slots` first
+    // (`AppState::work`), so requests beyond them wait their turn without a thread, then get
+    // `503 busy`. Chats hold a thread while the model generates; they get their own
+    // `chat_slots()` on top, and a gate (`AppState::chat_gate`) keeps them from taking more, so
+    // a burst of slow chats never makes a search, symbol lookup or status wait. The last
+    // `UNGATED_THREADS` serve what is never gated: status, mounting, stopping the watchers.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .max_blocking_threads((2 * cores).max(4) + super::state::chat_slots())
+        .max_blocking_threads(work_slots + super::state::chat_slots() + UNGATED_THREADS)
         .thread_keep_alive(Duration::from_secs(5))
         .thread_name("docdex-server")
         .enable_all()
@@ -108,6 +110,35 @@ pub fn run(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     let result = runtime.block_on(run_async(engine, opts));
     runtime.shutdown_timeout(Duration::from_secs(1));
     result
+}
+
+/// Blocking threads kept beside the engine-call and chat slots for what is never gated
+/// (`/v1/status`, `docdex_status`, mounting a repository, stopping the watchers).
+const UNGATED_THREADS: usize = 4;
+
+/// The most `[server] max_concurrent_work` takes: each slot can hold a blocking thread (and
+/// its stack and allocator arena) for as long as its call runs.
+pub const MAX_WORK_SLOTS: usize = 256;
+
+/// The longest `[server] work_wait_ms` takes: a request waiting longer is better refused
+/// (clients time out around a minute).
+pub const MAX_WORK_WAIT_MS: u64 = 60_000;
+
+/// The number of engine calls the server runs at once (`[server] max_concurrent_work`, 0 for
+/// the default), refusing a setting out of range rather than silently using another.
+fn work_slots(engine: &Engine) -> anyhow::Result<usize> {
+    let server = &engine.config().server;
+    if server.max_concurrent_work > MAX_WORK_SLOTS {
+        bail!(
+            "[server] max_concurrent_work = {} is out of range: it takes 1 to {MAX_WORK_SLOTS}, or 0 for twice the cores (here {})",
+            server.max_concurrent_work,
+            super::work::default_slots()
+        );
+    }
+    if server.work_wait_ms > MAX_WORK_WAIT_MS {
+        bail!("[server] work_wait_ms = {} is out of range: it takes 0 to {MAX_WORK_WAIT_MS}", server.work_wait_ms);
+    }
+    Ok(if server.max_concurrent_work == 0 { super::work::default_slots() } else { server.max_concurrent_work })
 }
 
 /// The token requests must carry, if any. A token given but only whitespace is refused: the

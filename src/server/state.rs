@@ -6,6 +6,7 @@ use super::auth::Auth;
 use super::error::ApiError;
 use super::mounts::{Mount, Mounts};
 use super::repo_select::{parse_repo_selector, Selector};
+use super::work::WorkGate;
 use crate::engine::protocol::RepoRef;
 use crate::engine::Engine;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,7 @@ struct StateInner {
     /// The repository a stdio session binds to when its `initialize` names none.
     session_root: std::sync::OnceLock<PathBuf>,
     chat_gate: Arc<tokio::sync::Semaphore>,
+    work: WorkGate,
     mcp_sessions: Arc<std::sync::atomic::AtomicUsize>,
 }
 
@@ -72,6 +74,10 @@ impl AppState {
             Some(p) => Some(mounts.mount(p)?.repo.clone()),
             None => None,
         };
+        let shutdown = CancellationToken::new();
+        let server = &engine.config().server;
+        let work_wait = std::time::Duration::from_millis(server.work_wait_ms);
+        let work = WorkGate::new(server.max_concurrent_work, work_wait, shutdown.clone());
         Ok(AppState {
             inner: Arc::new(StateInner {
                 engine,
@@ -80,12 +86,13 @@ impl AppState {
                 default_repo,
                 auth,
                 started: Instant::now(),
-                shutdown: CancellationToken::new(),
+                shutdown,
                 body_limit,
                 exposed,
                 default_agent: std::sync::OnceLock::new(),
                 session_root: std::sync::OnceLock::new(),
                 chat_gate: Arc::new(tokio::sync::Semaphore::new(chat_slots())),
+                work,
                 mcp_sessions: Arc::default(),
             }),
         })
@@ -125,6 +132,12 @@ impl AppState {
     /// it holds a blocking thread, so generation can never take the threads retrieval needs.
     pub fn chat_gate(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.inner.chat_gate
+    }
+
+    /// The bound on engine calls running at once ([`WorkGate`]): every endpoint and tool but
+    /// health and status runs its engine call through it.
+    pub fn work(&self) -> &WorkGate {
+        &self.inner.work
     }
 
     /// Live MCP streamable-HTTP sessions (kept up to date by the session manager).

@@ -31,6 +31,7 @@ mod server;
 mod server_api;
 mod server_load;
 mod server_util;
+mod server_work;
 mod setup;
 mod sources;
 mod symbols;

@@ -342,7 +342,8 @@ fn stdio_mcp_answers_a_request_before_initialize_with_the_handshake() {
 
 /// `DELETE /v1/mcp` ends the session with `200`: rmcp answered `202`, which the Python SDK
 /// (it accepts 200, 204 or 405) logged as "Session termination failed: 202" on every close.
-/// The session is gone after it (`404`), and a DELETE without a session id is still `400`.
+/// The session is gone after it (`404`, a second DELETE too), and a DELETE without a session id
+/// is still `400`.
 #[tokio::test]
 async fn deleting_a_streamable_http_session_answers_200_and_ends_it() {
     let env = Env::new();
@@ -369,6 +370,14 @@ async fn deleting_a_streamable_http_session_answers_200_and_ends_it() {
     assert_eq!(r.status().as_u16(), 404);
     let r = c.delete(&url).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 400, "a DELETE naming no session is still refused");
+    // A session the server does not hold (ended above, or never made) is 404, as the MCP
+    // streamable-HTTP transport answers an unknown session; it was 200, as if it had ended now.
+    for unknown in [session.as_str(), "0f0f0f0f-dead-beef-0000-000000000000"] {
+        let r = c.delete(&url).header("mcp-session-id", unknown).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 404, "DELETE of {unknown}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], -32001, "{v}");
+    }
 }
 
 /// A misspelt tool argument is a tool error naming it and the arguments the tool takes: serde

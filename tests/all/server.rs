@@ -446,13 +446,14 @@ async fn mcp_sessions_are_capped_without_ending_sessions_in_use() {
     assert_eq!(live().await, CAP);
 }
 
-/// Server streams (`GET /v1/mcp`) are bounded over all sessions: rmcp keeps up to 33 per
-/// session, each a connection never idle (so never closed for another), and 128 sessions could
-/// take every connection. Past 256 a GET is `503` `-32000` with `Retry-After`; closing a
-/// stream makes room.
+/// Server streams (`GET /v1/mcp`) are bounded per session: rmcp keeps up to 33 per session,
+/// each a connection never idle (so never closed for another), and 8 sessions of one client took
+/// all 256 places, leaving none for any other client. A session holds at most 2; past that a GET
+/// is `429` `-32000` with `Retry-After`, other sessions still open theirs, and closing a stream
+/// makes room. 128 sessions of 2 fit the 256 places over all sessions.
 #[tokio::test]
-async fn mcp_server_streams_are_bounded_over_all_sessions() {
-    const CAP: usize = 256;
+async fn mcp_server_streams_are_bounded_per_session_so_one_client_cannot_take_them_all() {
+    const PER_SESSION: usize = 2;
     let env = Env::new();
     let repo = indexed_repo(&env, "r");
     let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
@@ -476,35 +477,48 @@ async fn mcp_server_streams_are_bounded_over_all_sessions() {
     }
     let get =
         |session: &str| c.get(&url).header("accept", "text/event-stream").header("mcp-session-id", session).send();
+    // The first 7 sessions each ask for 33 streams, as many as rmcp would keep.
     let (mut open, mut refused) = (Vec::new(), Vec::new());
-    for session in &sessions {
+    for session in &sessions[..7] {
         for _ in 0..33 {
             let r = get(session).await.unwrap();
             match r.status().as_u16() {
                 200 => open.push(r),
-                503 => refused.push(r),
+                429 => refused.push(r),
                 s => panic!("GET /v1/mcp: {s} {}", r.text().await.unwrap()),
             }
         }
     }
-    assert_eq!((open.len(), refused.len()), (CAP, 8 * 33 - CAP));
+    assert_eq!((open.len(), refused.len()), (7 * PER_SESSION, 7 * (33 - PER_SESSION)));
     let r = refused.pop().unwrap();
     assert!(r.headers().get("retry-after").is_some());
     let (_, v) = json_of(r).await;
     assert_eq!((v["jsonrpc"].as_str(), v["error"]["code"].as_i64()), (Some("2.0"), Some(-32000)), "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("256 MCP server streams"), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("already holds 2 server streams"), "{v}");
+    // Another client's session still gets its streams.
+    for _ in 0..PER_SESSION {
+        let r = get(&sessions[7]).await.unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
+        open.push(r);
+    }
     let health = c.get(server.url("/healthz")).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
-    drop(open.pop());
-    eventually("a closed server stream frees its place", || async {
-        get(&sessions[0]).await.unwrap().status().as_u16() == 200
+    drop(open.remove(0));
+    eventually("a closed server stream frees its session's place", || async {
+        match get(&sessions[0]).await.unwrap() {
+            r if r.status().as_u16() == 200 => {
+                drop(r);
+                true
+            }
+            _ => false,
+        }
     })
     .await;
 
     // DELETE ends the session and every server stream it had open, at once.
     let r = c.delete(&url).header("mcp-session-id", &sessions[1]).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200);
-    for (i, stream) in open.iter_mut().enumerate().skip(33).take(33) {
+    for (i, stream) in open.iter_mut().enumerate().skip(1).take(PER_SESSION) {
         loop {
             match tokio::time::timeout(Duration::from_secs(5), stream.chunk()).await {
                 Ok(Ok(Some(_))) => continue,
@@ -1627,4 +1641,46 @@ fn a_second_ctrl_c_exits_at_once_with_status_130() {
     let stderr = server.stderr.lock().unwrap().clone();
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("second signal; exiting now"), "{stderr}");
+}
+
+/// The OpenAPI document lists the minimum each integer input takes: read off the engine's
+/// unsigned types it said `minimum: 0` for limits that answer 0 with `400 bad_request`. Every
+/// narrowed input is found where the document lists it, and a few are sent one below it.
+#[tokio::test]
+async fn openapi_lists_the_minimum_each_integer_input_takes() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = client();
+    let (_, doc) = json_of(c.get(server.url("/v1/openapi.json")).send().await.unwrap()).await;
+    for (route, field, min, max) in docdex::server::openapi::RANGES {
+        let ops = doc["paths"][*route].as_object().unwrap_or_else(|| panic!("no route {route}"));
+        let (method, op) = ops.iter().next().unwrap();
+        let schema = match method.as_str() {
+            "get" => op["parameters"].as_array().unwrap().iter().find(|p| p["name"] == *field).map(|p| &p["schema"]),
+            _ => {
+                let body = &op["requestBody"]["content"]["application/json"]["schema"];
+                let body = match body["$ref"].as_str() {
+                    Some(r) => &doc["components"]["schemas"][r.rsplit('/').next().unwrap()],
+                    None => body,
+                };
+                body["properties"].get(*field)
+            }
+        };
+        let schema = schema.unwrap_or_else(|| panic!("{method} {route} lists no {field}"));
+        assert_eq!(schema["minimum"], *min, "{route} {field}: {schema}");
+        assert_eq!(schema.get("maximum").and_then(Value::as_u64), *max, "{route} {field}: {schema}");
+    }
+    for path in ["/v1/symbols?query=SessionStore&limit=0", "/v1/memory?limit=0", "/v1/dag/sessions?limit=0"] {
+        let (status, v) = json_of(c.get(server.url(path)).send().await.unwrap()).await;
+        assert_eq!((status, v["error"]["code"].as_str()), (400, Some("bad_request")), "{path}: {v}");
+    }
+    let below = [
+        ("/v1/memory/recall", json!({"query": "x", "limit": 0})),
+        ("/v1/context", json!({"task": "x", "budget": 199})),
+    ];
+    for (path, body) in below {
+        let (status, v) = json_of(c.post(server.url(path)).json(&body).send().await.unwrap()).await;
+        assert_eq!((status, v["error"]["code"].as_str()), (400, Some("bad_request")), "{path}: {v}");
+    }
 }

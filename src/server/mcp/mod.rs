@@ -14,6 +14,7 @@ pub mod jsonrpc;
 pub mod sessions;
 pub mod sse;
 pub mod stdio;
+pub mod streams;
 mod tools;
 
 use super::error::ApiError;
@@ -190,17 +191,25 @@ impl ServerHandler for DocdexMcp {
         Ok(ListToolsResult::with_all_items(tools::definitions()))
     }
 
+    /// A tool call stops when rmcp cancels its request (`notifications/cancelled`, the session
+    /// ended or deleted, the client hung up on the POST: see [`CancelOnHangUp`]): the call's
+    /// future is dropped, which trips its engine work's token ([`super::work`]).
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let named =
             args.get("project_root").or_else(|| args.get("repo_path")).and_then(Value::as_str).map(str::to_string);
         tracing::info!(tool = %request.name, repo = named.as_deref().unwrap_or("(bound)"), "tool call");
-        let result = tools::call(self, &request.name, args).await?;
-        Ok(result.into())
+        tokio::select! {
+            result = tools::call(self, &request.name, args) => Ok(result?.into()),
+            _ = context.ct.cancelled() => {
+                tracing::info!(tool = %request.name, id = %context.id, "tool call cancelled; its engine work is stopped");
+                Err(McpError::invalid_request(format!("cancelled: the request {} was cancelled", context.id), None))
+            }
+        }
     }
 }
 
@@ -215,12 +224,13 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
         config = config.disable_allowed_hosts();
     }
     let app = state.clone();
+    let bounded = Arc::new(sessions::BoundedSessions::new(sessions::MAX_SESSIONS, state.mcp_sessions().clone()));
     let service = StreamableHttpService::new(
         move || Ok(DocdexMcp::new(app.clone(), InitSlot::default(), false)),
-        Arc::new(sessions::BoundedSessions::new(sessions::MAX_SESSIONS, state.mcp_sessions().clone())),
+        bounded.clone(),
         config,
     );
-    let service = streamable_http(service, state.body_limit());
+    let service = streamable_http(service, state.body_limit(), bounded);
     let sessions = Arc::new(sse::SseSessions::default());
     routes
         .route_many(
@@ -269,137 +279,168 @@ const INTERNAL_ERROR: i64 = -32603;
 ///   session and `404` for an expired one) and get a JSON-RPC body saying what to do.
 ///
 /// The token, `Origin` and `Host` checks are layers around the router, so they run first.
-fn streamable_http<S>(service: S, limit: usize) -> axum::routing::MethodRouter<AppState>
+fn streamable_http<S>(
+    service: S,
+    limit: usize,
+    sessions: Arc<sessions::BoundedSessions>,
+) -> axum::routing::MethodRouter<AppState>
 where
     S: tower_service::Service<axum::extract::Request, Error = std::convert::Infallible> + Clone + Send + Sync + 'static,
     S::Response: IntoResponse,
     S::Future: Send + 'static,
 {
-    let get_streams = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let places = Arc::new(streams::StreamPlaces::default());
     let handler = move |req: axum::extract::Request| {
-        let mut service = service.clone();
-        let get_streams = get_streams.clone();
+        let (service, places, sessions) = (service.clone(), places.clone(), sessions.clone());
         async move {
             let session =
                 req.headers().get("mcp-session-id").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-            let mut id = Value::Null;
-            let deleting = req.method() == Method::DELETE;
-            let slot = if req.method() == Method::GET {
-                match StreamSlot::take(&get_streams) {
-                    Some(slot) => Some(slot),
-                    None => return StreamSlot::refusal(),
-                }
-            } else {
-                None
-            };
-            let req = if req.method() == Method::POST {
-                let (mut parts, body) = req.into_parts();
-                let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
-                let essence = content_type.map(|c| c.split(';').next().unwrap_or("").trim());
-                if !essence.is_some_and(|e| e.eq_ignore_ascii_case("application/json")) {
-                    let got = content_type.map_or("no Content-Type".to_string(), |c| format!("{c:?}"));
-                    let why = format!("send the JSON-RPC message with `Content-Type: application/json` (got {got})");
-                    return rpc_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, Rejection::new(id, TRANSPORT_ERROR, why));
-                }
-                let bytes = match axum::body::to_bytes(body, limit).await {
-                    Ok(b) => b,
-                    Err(e) => {
-                        let (status, why) = match stalled_body(&e) {
-                            Some(stalled) => (StatusCode::REQUEST_TIMEOUT, stalled),
-                            None => (StatusCode::PAYLOAD_TOO_LARGE, ApiError::payload_too_large(limit).message),
-                        };
-                        return rpc_error(status, Rejection::new(id, TRANSPORT_ERROR, why));
-                    }
-                };
-                match jsonrpc::check_message(&bytes) {
-                    Checked::Empty => {
-                        let why = "parse error: the body is empty; POST one JSON-RPC message";
-                        return rpc_error(StatusCode::BAD_REQUEST, Rejection::new(id, jsonrpc::PARSE_ERROR, why));
-                    }
-                    Checked::Reply(rejection) => return rpc_error(StatusCode::BAD_REQUEST, rejection),
-                    Checked::Forward(v) => {
-                        if v.get("method").is_some() {
-                            id = v.get("id").cloned().unwrap_or(Value::Null);
-                        }
-                        if let Some(extras) = InitExtras::from_message(&v) {
-                            parts.extensions.insert(extras);
-                        }
+            match *req.method() {
+                Method::GET => {
+                    let slot = match places.take(session.as_deref()) {
+                        Ok(slot) => slot,
+                        Err(refusal) => return *refusal,
+                    };
+                    let response = forward(service, req).await;
+                    match response.status().is_success() {
+                        true => slot.held_by(response),
+                        false => plain_text_as_json_rpc(response, Value::Null, session).await,
                     }
                 }
-                axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))
-            } else {
-                req
-            };
-            let response = match tower_service::Service::call(&mut service, req).await {
-                Ok(resp) => resp.into_response(),
-                Err(never) => match never {},
-            };
-            let response = if deleting { session_ended(response) } else { response };
-            match slot {
-                Some(slot) if response.status().is_success() => slot.held_by(response),
-                _ => plain_text_as_json_rpc(response, id, session).await,
+                Method::POST => post(service, req, limit, session).await,
+                Method::DELETE => match session.as_deref().filter(|s| !sessions.holds(s)) {
+                    // rmcp ends an unknown session without a word and answers it as ended.
+                    Some(_) => {
+                        plain_text_as_json_rpc(StatusCode::NOT_FOUND.into_response(), Value::Null, session).await
+                    }
+                    None => {
+                        let response = session_ended(forward(service, req).await);
+                        plain_text_as_json_rpc(response, Value::Null, session).await
+                    }
+                },
+                _ => plain_text_as_json_rpc(forward(service, req).await, Value::Null, session).await,
             }
         }
     };
     axum::routing::any(handler)
 }
 
+/// Calls rmcp's service.
+async fn forward<S>(mut service: S, req: axum::extract::Request) -> Response
+where
+    S: tower_service::Service<axum::extract::Request, Error = std::convert::Infallible>,
+    S::Response: IntoResponse,
+{
+    match tower_service::Service::call(&mut service, req).await {
+        Ok(resp) => resp.into_response(),
+        Err(never) => match never {},
+    }
+}
+
+/// A POST: its body read and checked (see [`streamable_http`]), then forwarded; a request's
+/// answer stream cancels the request when its client hangs up before the answer
+/// ([`streams::cancel_on_hang_up`]).
+async fn post<S>(service: S, req: axum::extract::Request, limit: usize, session: Option<String>) -> Response
+where
+    S: tower_service::Service<axum::extract::Request, Error = std::convert::Infallible> + Clone + Send + Sync + 'static,
+    S::Response: IntoResponse,
+    S::Future: Send + 'static,
+{
+    let (mut parts, body) = req.into_parts();
+    let (message, bytes) = match read_message(&parts, body, limit).await {
+        Ok(read) => read,
+        Err(refusal) => return *refusal,
+    };
+    let mut id = Value::Null;
+    if message.get("method").is_some() {
+        id = message.get("id").cloned().unwrap_or(Value::Null);
+    }
+    if let Some(extras) = InitExtras::from_message(&message) {
+        parts.extensions.insert(extras);
+    }
+    let headers = parts.headers.clone();
+    let uri = parts.uri.clone();
+    let response =
+        forward(service.clone(), axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes))).await;
+    let is_request = !id.is_null() && message.get("method").and_then(Value::as_str) != Some("initialize");
+    let streamed =
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|c| c.as_bytes().starts_with(b"text/event-stream"));
+    if is_request && streamed && response.status().is_success() {
+        let request_id = id.clone();
+        return streams::cancel_on_hang_up(response, move || {
+            tokio::spawn(send_cancelled(service, uri, headers, request_id));
+        });
+    }
+    plain_text_as_json_rpc(response, id, session).await
+}
+
+/// The body of a POST as one checked JSON-RPC message, or the JSON-RPC error answering it.
+async fn read_message(
+    parts: &axum::http::request::Parts,
+    body: axum::body::Body,
+    limit: usize,
+) -> Result<(Value, axum::body::Bytes), Box<Response>> {
+    let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    let essence = content_type.map(|c| c.split(';').next().unwrap_or("").trim());
+    if !essence.is_some_and(|e| e.eq_ignore_ascii_case("application/json")) {
+        let got = content_type.map_or("no Content-Type".to_string(), |c| format!("{c:?}"));
+        let why = format!("send the JSON-RPC message with `Content-Type: application/json` (got {got})");
+        return Err(Box::new(rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Rejection::new(Value::Null, TRANSPORT_ERROR, why),
+        )));
+    }
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let (status, why) = match stalled_body(&e) {
+            Some(stalled) => (StatusCode::REQUEST_TIMEOUT, stalled),
+            None => (StatusCode::PAYLOAD_TOO_LARGE, ApiError::payload_too_large(limit).message),
+        };
+        Box::new(rpc_error(status, Rejection::new(Value::Null, TRANSPORT_ERROR, why)))
+    })?;
+    match jsonrpc::check_message(&bytes) {
+        Checked::Empty => {
+            let why = "parse error: the body is empty; POST one JSON-RPC message";
+            Err(Box::new(rpc_error(StatusCode::BAD_REQUEST, Rejection::new(Value::Null, jsonrpc::PARSE_ERROR, why))))
+        }
+        Checked::Reply(rejection) => Err(Box::new(rpc_error(StatusCode::BAD_REQUEST, rejection))),
+        Checked::Forward(v) => Ok((v, bytes)),
+    }
+}
+
+/// Tells rmcp the client of request `id` is gone, as the client itself would
+/// (`notifications/cancelled`, on the same session): rmcp cancels the request's token, and the
+/// tool call stops ([`DocdexMcp::call_tool`]).
+async fn send_cancelled<S>(service: S, uri: axum::http::Uri, mut headers: axum::http::HeaderMap, id: Value)
+where
+    S: tower_service::Service<axum::extract::Request, Error = std::convert::Infallible>,
+    S::Response: IntoResponse,
+{
+    let note = serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": id, "reason": "the client closed the connection before the answer"},
+    });
+    headers.remove(header::CONTENT_LENGTH);
+    headers.remove(header::TRANSFER_ENCODING);
+    let mut req = axum::extract::Request::new(axum::body::Body::from(note.to_string()));
+    *req.method_mut() = Method::POST;
+    *req.uri_mut() = uri;
+    *req.headers_mut() = headers;
+    let status = forward(service, req).await.status();
+    tracing::info!(%id, %status, "MCP client hung up before the answer; request cancelled");
+}
+
 /// rmcp answers a DELETE that ended its session `202 Accepted`, which MCP clients take as a
 /// failure (the Python SDK accepts only 200, 204 or 405, and logged "Session termination failed:
-/// 202" on every close): the session is gone by then, so it is `200 OK`. Other statuses (400 no
-/// session, 404 unknown one) pass untouched.
+/// 202" on every close): the session is gone by then, so it is `200 OK`. A session this server
+/// does not hold is `404` `-32001` before rmcp sees it (rmcp answered it as ended, so a client
+/// could not tell a typo'd id from a closed session). Other statuses (400 no session) pass
+/// untouched.
 fn session_ended(mut response: Response) -> Response {
     if response.status() == StatusCode::ACCEPTED {
         *response.status_mut() = StatusCode::OK;
     }
     response
-}
-
-/// Server streams (`GET /v1/mcp`) open at once, over every session. rmcp keeps up to 33 per
-/// session (a primary and 32 idle "shadows"), each a connection that is never idle and so never
-/// closed for another: 128 sessions could hold 4,224, past the connection cap, and every other
-/// request (`/healthz` included) was then refused.
-pub const MAX_GET_STREAMS: usize = 256;
-
-/// One of the [`MAX_GET_STREAMS`] places, given back when its stream ends.
-struct StreamSlot(Arc<std::sync::atomic::AtomicUsize>);
-
-impl StreamSlot {
-    fn take(open: &Arc<std::sync::atomic::AtomicUsize>) -> Option<StreamSlot> {
-        use std::sync::atomic::Ordering;
-        if open.fetch_add(1, Ordering::SeqCst) >= MAX_GET_STREAMS {
-            open.fetch_sub(1, Ordering::SeqCst);
-            return None;
-        }
-        Some(StreamSlot(open.clone()))
-    }
-
-    /// `503` with `-32000` and `Retry-After`: every place is taken.
-    fn refusal() -> Response {
-        let why = format!(
-            "all {MAX_GET_STREAMS} MCP server streams (GET /v1/mcp) are open; close one you no longer read, or retry later"
-        );
-        let mut out = rpc_error(StatusCode::SERVICE_UNAVAILABLE, Rejection::new(Value::Null, TRANSPORT_ERROR, why));
-        out.headers_mut().insert(header::RETRY_AFTER, axum::http::HeaderValue::from_static("5"));
-        out
-    }
-
-    /// The stream, holding this place until it is dropped (client gone, session ended, shutdown).
-    fn held_by(self, response: Response) -> Response {
-        use futures::StreamExt;
-        let (parts, body) = response.into_parts();
-        let body = axum::body::Body::from_stream(body.into_data_stream().map(move |chunk| {
-            let _held = &self;
-            chunk
-        }));
-        Response::from_parts(parts, body)
-    }
-}
-
-impl Drop for StreamSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
 }
 
 /// A JSON-RPC error response with an HTTP status.

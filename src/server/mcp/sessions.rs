@@ -77,6 +77,12 @@ impl BoundedSessions {
         out
     }
 
+    /// Whether this manager holds session `id` (not ended, evicted or never made).
+    pub fn holds(&self, id: &str) -> bool {
+        let id: SessionId = id.to_string().into();
+        self.with_table(|t| t.sessions.contains_key(&id))
+    }
+
     /// Records use of `id`; false when this manager no longer holds it (ended or evicted).
     fn touch(&self, id: &SessionId, used: bool) -> bool {
         self.with_table(|t| match t.sessions.get_mut(id) {

@@ -581,7 +581,8 @@ where
     F: FnOnce(&Engine, &Path) -> crate::Result<T> + Send + 'static,
 {
     let server = server.clone();
-    blocking(move || {
+    let gate = server.app.work().clone();
+    gate.run(move || {
         let repo = server.repo_for(named)?;
         for path in &confined {
             confine(&repo, path)?;
@@ -720,7 +721,8 @@ async fn context(server: &DocdexMcp, args: Value) -> ToolResult {
         return Err(ApiError::bad_request("empty task: describe what you are about to do in `task`"));
     }
     let server = server.clone();
-    blocking(move || {
+    let gate = server.app.work().clone();
+    gate.run(move || {
         let repo = server.repo_for(a.repo.named())?;
         let pack = server.app.engine().context(&repo.root, &a.context).map_err(|e| server.app.explain(&repo, e))?;
         match (a.context.format.unwrap_or_default(), pack.markdown) {
@@ -750,7 +752,8 @@ async fn run_tests(server: &DocdexMcp, args: Value) -> ToolResult {
 async fn index(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: IndexArgs = parse("docdex_index", args)?;
     let server = server.clone();
-    blocking(move || {
+    let gate = server.app.work().clone();
+    gate.run(move || {
         // Indexing is how a repository becomes indexed: not being indexed yet is no error here.
         let repo = match (server.repo_for(a.repo.named()), a.repo.named()) {
             (Err(e), Some(named)) if e.code == "not_indexed" => server.app.lookup(&named)?,
@@ -791,7 +794,8 @@ async fn get_profile(server: &DocdexMcp, args: Value) -> ToolResult {
         a.search.agent_id = server.app.agent(None).unwrap_or_default();
     }
     let server = server.clone();
-    blocking(move || Ok(ok_json(&server.app.engine().profile_search(&a.search)?))).await
+    let gate = server.app.work().clone();
+    gate.run(move || Ok(ok_json(&server.app.engine().profile_search(&a.search)?))).await
 }
 
 async fn save_preference(server: &DocdexMcp, args: Value) -> ToolResult {
@@ -800,7 +804,8 @@ async fn save_preference(server: &DocdexMcp, args: Value) -> ToolResult {
         a.learn.agent_id = server.app.agent(None).unwrap_or_default();
     }
     let server = server.clone();
-    blocking(move || {
+    let gate = server.app.work().clone();
+    gate.run(move || {
         // The decision is logged in the repository's DAG when there is one to log it in.
         let dag = server.repo_for(a.repo.named()).ok().map(|repo| DagTarget { repo, session: None, parent: None });
         Ok(ok_json(&server.app.engine().profile_learn(&a.learn, dag)?))
@@ -814,7 +819,8 @@ async fn set_role(server: &DocdexMcp, args: Value) -> ToolResult {
         a.role.agent_id = server.app.agent(None).unwrap_or_default();
     }
     let server = server.clone();
-    blocking(move || Ok(ok_json(&server.app.engine().profile_set_role(&a.role)?))).await
+    let gate = server.app.work().clone();
+    gate.run(move || Ok(ok_json(&server.app.engine().profile_set_role(&a.role)?))).await
 }
 
 async fn web_research(server: &DocdexMcp, args: Value) -> ToolResult {
@@ -823,7 +829,8 @@ async fn web_research(server: &DocdexMcp, args: Value) -> ToolResult {
         return Err(ApiError::bad_request("empty query: pass the question to research"));
     }
     let server = server.clone();
-    blocking(move || {
+    let gate = server.app.work().clone();
+    gate.run(move || {
         // The repository is validated, so a wrong one is reported as such.
         let repo = server.repo_for(a.repo.named())?;
         let r = server.app.engine().web_research_for(&repo.root, &a.research).map_err(|e| server.app.explain(&repo, e))?;

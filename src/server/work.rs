@@ -1,0 +1,178 @@
+//! The server-wide bound on engine work, and its cancellation when the client goes away.
+//!
+//! Every endpoint and MCP tool that runs an engine call (search, lookups, memory, audits,
+//! tool calls) runs it through [`WorkGate::run`]: it takes one of a fixed number of slots
+//! (`[server] max_concurrent_work`, default twice the cores, at least 4) before it takes a
+//! blocking thread, so a burst of requests queues here, asynchronously and for a bounded time
+//! (`[server] work_wait_ms`), instead of growing the blocking pool to its limit; a request
+//! that finds no slot in that time is `503 busy` with `Retry-After`. Health and status are not
+//! gated (`extract::blocking`), so a loaded server still says how it is.
+//!
+//! The call gets its own [`CancelToken`], ambient on its thread, tripped when the request's
+//! future is dropped: hyper drops it when the client closes the connection, and the MCP
+//! handler drops it when the request is cancelled or its session ends. Every wait on the model
+//! server inside the call (the query's embedding in search, memory and profile recall, a
+//! conflict's explanation) then ends within 20 ms, and a call still queued for a slot never
+//! starts. CPU-bound work (ranking, graph walks) does not look at the token: it runs to its
+//! end, bounded by its own limits, and its answer is dropped.
+
+use super::error::ApiError;
+use crate::engine::protocol::CancelToken;
+use axum::http::StatusCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// What a `503 busy` from the gate asks the client to wait, in seconds.
+pub const BUSY_RETRY_AFTER_SECS: u64 = 2;
+
+/// The default number of slots: twice the cores, at least 4 (what the blocking pool keeps for
+/// requests beside the chat threads).
+pub fn default_slots() -> usize {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    (2 * cores).max(4)
+}
+
+/// The bound on engine calls running at once (see the module docs). Cheap to clone.
+#[derive(Clone)]
+pub struct WorkGate {
+    permits: Arc<Semaphore>,
+    slots: usize,
+    wait: Duration,
+    shutdown: CancellationToken,
+}
+
+impl WorkGate {
+    /// A gate of `slots` (0 means [`default_slots`]) whose callers wait at most `wait` for one;
+    /// a shutdown ends every wait at once.
+    pub fn new(slots: usize, wait: Duration, shutdown: CancellationToken) -> WorkGate {
+        let slots = if slots == 0 { default_slots() } else { slots };
+        WorkGate { permits: Arc::new(Semaphore::new(slots)), slots, wait, shutdown }
+    }
+
+    /// How many engine calls may run at once.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Runs `f` on the blocking pool once a slot is free (see the module docs): `503 busy` with
+    /// `Retry-After` when none frees within the wait, `503 shutting_down` when the server stops
+    /// meanwhile. Dropping the returned future trips the call's [`CancelToken`]; the slot is
+    /// held until `f` returns, so the gate bounds the threads really in use.
+    pub async fn run<T, F>(&self, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+    {
+        let permit = self.slot().await?;
+        let token = CancelToken::new();
+        let _stop = CancelOnDrop(token.clone());
+        let task = tokio::task::spawn_blocking(move || {
+            let _slot = permit;
+            if token.is_cancelled() {
+                return Err(gone());
+            }
+            let _ambient = token.enter();
+            f()
+        });
+        task.await.map_err(|e| {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", format!("request worker failed: {e}"))
+        })?
+    }
+
+    async fn slot(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        let waited = tokio::select! {
+            biased;
+            _ = self.shutdown.cancelled() => return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the server is shutting down; this request was waiting for a free slot and was not started",
+            )),
+            waited = tokio::time::timeout(self.wait, self.permits.clone().acquire_owned()) => waited,
+        };
+        match waited {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(self.busy()),
+        }
+    }
+
+    /// `503 busy`: every slot ran an engine call for the whole wait.
+    pub fn busy(&self) -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            format!(
+                "the server is running {} requests at once (`[server] max_concurrent_work`) and none finished within {} ms; retry after {BUSY_RETRY_AFTER_SECS} s (GET /healthz and /v1/status still answer)",
+                self.slots,
+                self.wait.as_millis()
+            ),
+        )
+        .with_retry_after(BUSY_RETRY_AFTER_SECS)
+    }
+}
+
+/// The error of a call whose client left before it started (nobody reads it).
+fn gone() -> ApiError {
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "cancelled", "the request was cancelled before it started")
+}
+
+/// Trips the call's token when the request's future is dropped (the client hung up, the MCP
+/// request was cancelled). Tripping it after the call returned is harmless.
+struct CancelOnDrop(CancelToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(slots: usize, wait_ms: u64) -> WorkGate {
+        WorkGate::new(slots, Duration::from_millis(wait_ms), CancellationToken::new())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_past_the_slots_is_busy_with_retry_after_after_the_wait() {
+        let g = gate(1, 100);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let held = tokio::spawn({
+            let g = g.clone();
+            async move { g.run(move || Ok(rx.recv_timeout(Duration::from_secs(10)).is_ok())).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let e = g.run(|| Ok(())).await.unwrap_err();
+        assert_eq!((e.status, e.code, e.retry_after), (StatusCode::SERVICE_UNAVAILABLE, "busy", Some(2)));
+        tx.send(()).unwrap();
+        assert!(held.await.unwrap().unwrap());
+        g.run(|| Ok(())).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dropping_the_request_trips_the_ambient_token_of_its_call() {
+        let g = gate(1, 1000);
+        let (tx, rx) = std::sync::mpsc::channel::<bool>();
+        let call = tokio::spawn({
+            let g = g.clone();
+            async move {
+                g.run(move || {
+                    let token = CancelToken::ambient();
+                    while token.as_ref().is_some_and(|t| !t.is_cancelled()) {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    let _ = tx.send(token.is_some());
+                    Ok(())
+                })
+                .await
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        call.abort();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(true), "the call saw its token trip");
+        // Its slot is free again.
+        g.run(|| Ok(())).await.unwrap();
+    }
+}

@@ -1,0 +1,155 @@
+//! The server's bound on engine work (`[server] max_concurrent_work`) and the cancellation of
+//! work whose client is gone: an HTTP client hanging up, an MCP request cancelled with
+//! `notifications/cancelled`, an MCP client hanging up on its POST. The real binary on
+//! loopback, with one work slot and the fake Ollama behind, its embedder silent for ten minutes
+//! (`/v1/memory/store` and `docdex_memory_save` wait on it).
+
+use crate::server_util::{eventually, Server};
+use crate::util::{sample_repo, Env};
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// A server with one work slot, a 1.5 s wait for it, and an embedder that never answers a
+/// one-text request. Bind them in this order, so the server is dropped first: the fake's
+/// handler waits on the server's request until the server is gone.
+fn one_slot_server(env: &Env) -> (FakeOllama, Server) {
+    let fake = FakeOllama::start(FakeOllamaOptions { embed_probe_delay_ms: 600_000, ..Default::default() }).unwrap();
+    env.write_config(&format!(
+        "[llm]\nprovider = \"ollama\"\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\nembedding_model = \"fake-embed\"\nrequest_timeout_secs = 120\n\n[server]\nmax_concurrent_work = 1\nwork_wait_ms = 1500\n",
+        fake.url()
+    ));
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    (fake, server)
+}
+
+fn embeds(fake: &FakeOllama) -> usize {
+    fake.requests().iter().filter(|(path, _)| path.contains("embed")).count()
+}
+
+/// `GET /v1/memory` (no model involved) answered within the slot wait: the one slot is free.
+async fn slot_is_free(server: &Server) -> bool {
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let r = c.get(server.url("/v1/memory")).send().await.unwrap();
+    r.status().as_u16() == 200
+}
+
+/// Starts a memory write that waits on the silent embedder, from a client that gives up after
+/// `give_up`; returns once the embedder has the request.
+async fn abandoned_memory_write(server: &Server, fake: &FakeOllama, give_up: Duration) {
+    let before = embeds(fake);
+    let c = reqwest::Client::builder().timeout(give_up).build().unwrap();
+    let url = server.url("/v1/memory/store");
+    let sent =
+        tokio::spawn(async move { c.post(url).json(&json!({"content": "the cache is flushed hourly"})).send().await });
+    eventually("the memory write waits on the embedder", || std::future::ready(embeds(fake) > before)).await;
+    assert!(sent.await.unwrap().is_err(), "the client gave up before any answer");
+}
+
+#[tokio::test]
+async fn engine_work_past_the_slots_is_refused_503_busy_with_retry_after_and_status_still_answers() {
+    let env = Env::new();
+    let (fake, server) = one_slot_server(&env);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let url = server.url("/v1/memory/store");
+    let holder = c.post(url).json(&json!({"content": "the cache is flushed hourly"})).send();
+    let holder = tokio::spawn(holder);
+    eventually("the memory write holds the slot", || std::future::ready(embeds(&fake) > 0)).await;
+
+    let started = Instant::now();
+    let r = c.get(server.url("/v1/memory")).send().await.unwrap();
+    let waited = started.elapsed();
+    assert_eq!(r.status().as_u16(), 503);
+    assert_eq!(r.headers().get("retry-after").and_then(|v| v.to_str().ok()), Some("2"));
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "busy", "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("max_concurrent_work"), "{v}");
+    assert!(waited >= Duration::from_millis(1400) && waited < Duration::from_secs(5), "waited {waited:?}");
+
+    for path in ["/healthz", "/v1/status"] {
+        let started = Instant::now();
+        let r = c.get(server.url(path)).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{path}");
+        assert!(started.elapsed() < Duration::from_secs(1), "{path} waited {:?} for a slot", started.elapsed());
+    }
+    holder.abort();
+}
+
+/// A client hanging up stops its engine work: the memory write's wait on the embedder ends and
+/// the slot is free for the next request. It ran to the embedder's answer (ten minutes here,
+/// `[llm] request_timeout_secs` at most), holding the slot.
+#[tokio::test]
+async fn an_http_client_hanging_up_stops_its_engine_work_and_frees_its_slot() {
+    let env = Env::new();
+    let (fake, server) = one_slot_server(&env);
+    abandoned_memory_write(&server, &fake, Duration::from_millis(800)).await;
+    assert!(slot_is_free(&server).await, "the abandoned write still holds the only slot");
+}
+
+/// MCP over streamable HTTP: the initialized session's id.
+async fn mcp_session(c: &reqwest::Client, url: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = mcp_post(c, url, None, &init).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let session = r.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_string();
+    r.text().await.unwrap();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(mcp_post(c, url, Some(&session), &initialized).send().await.unwrap().status().as_u16(), 202);
+    session
+}
+
+fn mcp_post(c: &reqwest::Client, url: &str, session: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
+    let r = c
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    match session {
+        Some(s) => r.header("mcp-session-id", s),
+        None => r,
+    }
+}
+
+fn memory_save(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "docdex_memory_save", "arguments": {"content": "the cache is flushed hourly"}}})
+}
+
+#[tokio::test]
+async fn an_mcp_tool_call_cancelled_by_its_client_stops_and_frees_its_slot() {
+    let env = Env::new();
+    let (fake, server) = one_slot_server(&env);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let url = server.url("/v1/mcp");
+    let session = mcp_session(&c, &url).await;
+    let call = tokio::spawn(mcp_post(&c, &url, Some(&session), &memory_save(7)).send());
+    eventually("the tool call waits on the embedder", || std::future::ready(embeds(&fake) > 0)).await;
+    assert!(!slot_is_free(&server).await, "the tool call holds the only slot");
+
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}});
+    assert_eq!(mcp_post(&c, &url, Some(&session), &cancel).send().await.unwrap().status().as_u16(), 202);
+    assert!(slot_is_free(&server).await, "the cancelled tool call still holds the only slot");
+    call.abort();
+}
+
+/// A client that closes its POST before the answer cancels its request, as if it had sent
+/// `notifications/cancelled` (rmcp kept running it for nobody).
+#[tokio::test]
+async fn an_mcp_client_hanging_up_on_its_tool_call_stops_it_and_frees_its_slot() {
+    let env = Env::new();
+    let (fake, server) = one_slot_server(&env);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let url = server.url("/v1/mcp");
+    let session = mcp_session(&c, &url).await;
+    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(800)).build().unwrap();
+    let call = mcp_post(&impatient, &url, Some(&session), &memory_save(3)).send().await;
+    // The answer stream's headers may come before the answer; the body never does.
+    if let Ok(r) = call {
+        assert!(r.text().await.is_err(), "no answer came");
+    }
+    assert!(embeds(&fake) > 0, "the tool call reached the embedder");
+    assert!(slot_is_free(&server).await, "the abandoned tool call still holds the only slot");
+}
