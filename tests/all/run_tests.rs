@@ -890,7 +890,7 @@ fn files_under_two_pytest_configurations_run_once_per_configuration_and_merge() 
     git_commit_all(&repo);
     env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
     write(&repo, "tests/test_core.py", "from core import value\n\n\ndef test_value():\n    assert value() != 41\n");
-    write(&repo, "svc/tests/test_svc.py", &format!("{svc_test}\n"));
+    write(&repo, "svc/tests/test_svc.py", format!("{svc_test}\n"));
     let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
     assert_eq!((code, v["status"].as_str()), (1, Some("failed")), "{v}");
     assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(2), Some(1)), "{v}");
