@@ -1305,3 +1305,42 @@ fn a_rebuild_killed_mid_swap_leaves_the_previous_docs_searchable_and_no_leftover
         .collect();
     assert!(leftovers.is_empty(), "no copies left beside the index: {leftovers:?}");
 }
+
+/// A crate's docs.rs page whose article is short (one sentence, under Readability's 200
+/// characters) made Readability relax its rules, and the page's menu, ad, cookie banner and
+/// footer were indexed as the crate's docs ("premium plan" found widgetlib). They are dropped
+/// before Readability reads the page now; the short article is indexed whole.
+#[test]
+fn a_short_published_page_is_indexed_without_its_chrome() {
+    let env = Env::new();
+    let repo = env.repo("shortdocs");
+    write(&repo, "Cargo.toml", "[package]\nname = \"app\"\nversion = \"0.1.0\"\n[dependencies]\nwidgetlib = \"1\"\n");
+    write(&repo, "Cargo.lock", "version = 3\n[[package]]\nname = \"widgetlib\"\nversion = \"1.2.3\"\n");
+    let cargo = env.dir.path().join("cargo-home");
+    let krate = cargo.join("registry/src/index.crates.io-1949cf8c6b5b557f/widgetlib-1.2.3");
+    write(&krate, "src/lib.rs", "//! Widgets.\n");
+    let reg = Fixture::start("127.0.0.1", |target, _, _| match target.split('?').next().unwrap_or("") {
+        "/docsrs/widgetlib/1.2.3/widgetlib/" => {
+            let page = doc_page("widgetlib - Rust", "<p>Resets every knob to the capybara defaults.</p>");
+            let banner = r#"<div id="cookie-consent">We use cookies to measure visits. Accept all</div>"#;
+            Reply::html(page.replace("<body>", &format!("<body>{banner}")))
+        }
+        _ => Reply::html("not found").status(404),
+    });
+    let dead = crate::util::dead_url();
+    env.write_config(&format!(
+        "[libs]\ncargo_home = \"{}\"\ndocs_rs_url = \"{}\"\nnpm_registry_url = \"{dead}/npm\"\npypi_url = \"{dead}/pypi\"\n[web]\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\nengine = \"http\"\n",
+        cargo.display(),
+        reg.url("/docsrs")
+    ));
+    let engine = env.engine();
+    let r = engine.libs_fetch(&repo, &LibsFetchRequest { refresh: false, offline: false }, &mut |_| {}).expect("fetch");
+    assert_eq!(r.packages[0].published_docs, 1, "{r:?}");
+    let search = |q: &str| engine.libs_search(&repo, &LibsSearchRequest { query: q.into(), limit: Some(5) }).unwrap();
+    let hits = search("capybara defaults").hits;
+    assert!(hits.iter().any(|h| h.text.contains("Resets every knob to the capybara defaults")), "{hits:?}");
+    for chrome in ["premium plan", "sign in to continue", "all rights reserved", "cookies measure visits"] {
+        let found = search(chrome).hits;
+        assert!(found.iter().all(|h| !h.source.contains("docsrs")), "{chrome}: {found:?}");
+    }
+}

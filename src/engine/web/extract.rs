@@ -56,8 +56,9 @@ fn extract_at(html: &str, url: Option<&str>) -> Extracted {
 }
 
 /// Readability over `html`, its definition lists' terms and descriptions made paragraphs
-/// first: the Markdown writer knows no `<dt>` or `<dd>`, and glued a term to its description
-/// ("Termdescription").
+/// first (the Markdown writer knows no `<dt>` or `<dd>`, and glued a term to its description:
+/// "Termdescription") and its chrome removed ([`super::chrome`]: Readability relaxes its own
+/// stripping on a page whose article is short, and kept the menus, ads and cookie banner).
 fn readability(html: &str, url: Option<&str>) -> Result<Readability, dom_smoothie::ReadabilityError> {
     let cfg = Config {
         text_mode: TextMode::Markdown,
@@ -67,6 +68,7 @@ fn readability(html: &str, url: Option<&str>) -> Result<Readability, dom_smoothi
     };
     let doc = dom_query::Document::from(html);
     doc.select("dt, dd").rename("p");
+    super::chrome::strip(&doc);
     Readability::with_document(doc, url, Some(cfg))
 }
 
@@ -206,5 +208,64 @@ mod tests {
             assert!(!e.markdown.contains("Knoba handler"), "{}", e.markdown);
             assert!(e.markdown.lines().any(|l| l.trim() == "Knob"), "{}", e.markdown);
         }
+    }
+    /// A short published page (an article under Readability's 200 characters) made Readability
+    /// relax its rules, so the page's cookie banner, header, sidebar, ad, link lists and footer
+    /// came back with the article; they are dropped before Readability now, whatever the page's
+    /// length.
+    #[test]
+    fn a_short_page_loses_its_chrome_too() {
+        let html = r##"<html><head><title>reset_widget in widgetlib - Rust</title></head><body>
+<div id="cookie-consent">We use cookies to improve your experience on this site. <button>Accept all</button></div>
+<header class="top"><a href="/">Docs home</a> <a href="/crates">All crates</a></header>
+<div id="top-menu"><a href="/releases">Releases</a> <a href="/about">About us</a> <a href="/login">Log in</a></div>
+<nav><ul><li><a href="/w">widgets</a></li><li><a href="/k">knobs</a></li></ul></nav>
+<div class="sidebar-left"><p>Version 1.2.3 of widgetlib, published by the widget team.</p></div>
+<div class="ad-slot">Sponsored: FastHost cloud servers, first month free.</div>
+<div class="related-reading"><a href="/a">Frobnicate guide</a> | <a href="/b">Knob cookbook</a> | <a href="/c">Widget FAQ</a></div>
+<main><h1>Function reset_widget</h1><p>Restores every knob of a widget to its defaults.</p></main>
+<aside>Was this page helpful? Tell us.</aside>
+<footer><p>Copyright Example Docs. Terms of use.</p></footer>
+</body></html>"##;
+        let e = extract(html, "https://docs.example/widgetlib/fn.reset_widget.html");
+        assert!(e.markdown.contains("Restores every knob of a widget"), "{}", e.markdown);
+        for chrome in [
+            "cookies",
+            "Docs home",
+            "Releases",
+            "widgets](",
+            "published by the widget team",
+            "FastHost",
+            "Knob cookbook",
+            "helpful",
+            "Copyright",
+        ] {
+            assert!(!e.markdown.contains(chrome), "{chrome} kept: {}", e.markdown);
+        }
+    }
+
+    /// A short real article, a three-paragraph API page with a code sample, an inline link and
+    /// a section whose id is a menu's name, is kept whole: only chrome goes.
+    #[test]
+    fn a_short_api_page_is_kept_whole() {
+        let html = r##"<html><head><title>Menu API</title></head><body>
+<nav class="breadcrumbs"><a href="/">Home</a> / <a href="/api">API</a> / <a href="/api/menu">Menu</a></nav>
+<article><h1>Menu</h1><section id="menu">
+<p>A Menu holds items. See <a href="item.html">MenuItem</a>.</p>
+<pre><code>let m = Menu::new();</code></pre>
+<p>Call append to add an item at the end.</p>
+<div class="footer-note"><p>Menus are drawn by the platform.</p></div>
+</section></article></body></html>"##;
+        let e = extract(html, "https://docs.example/api/menu.html");
+        for kept in [
+            "A Menu holds items",
+            "[MenuItem](https://docs.example/api/item.html)",
+            "Menu::new()",
+            "Call append to add an item",
+            "Menus are drawn by the platform",
+        ] {
+            assert!(e.markdown.contains(kept), "{kept} lost: {}", e.markdown);
+        }
+        assert!(!e.markdown.contains("Home"), "{}", e.markdown);
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod browser;
 pub mod cache;
+mod chrome;
 pub mod discovery;
 pub mod extract;
 pub mod fetch;

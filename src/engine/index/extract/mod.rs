@@ -28,8 +28,9 @@ use std::path::{Path, PathBuf};
 /// manifest keeps each one's version). 1: PDF columns read column by column, HTML definition
 /// lists separated and relative links kept (2026-11-30). 2: PDF pages in three or more columns,
 /// with full-width blocks between column blocks, or with columns at different baselines, read
-/// block by block and column by column (2026-11-30).
-pub const EXTRACTOR_VERSION: u32 = 2;
+/// block by block and column by column (2026-11-30). 3: HTML without its chrome (navigation,
+/// site header and footer, asides, cookie banners, ads, blocks of links) on short pages too.
+pub const EXTRACTOR_VERSION: u32 = 3;
 
 /// A document format docdex extracts text from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
