@@ -281,7 +281,7 @@ fn a_private_key_is_masked_wherever_a_snippet_or_chunk_cuts_it() {
             assert!(h.snippet.lines().count() > 0);
         }
         assert!(r.pii_redacted || hits.iter().all(|h| h.line_end < 34 && h.context.is_empty()), "{query}");
-        let out = env.json(&["search", "--repo", repo.to_str().unwrap(), &query, "--json"]);
+        let out = env.json(&["search", "--repo", repo.to_str().unwrap(), query, "--json"]);
         assert_eq!(leaked(&out.to_string()), 0, "command line: {out}");
         let req = docdex::engine::protocol::ContextRequest { task: format!("tls key {query}"), ..Default::default() };
         let pack = engine.context(&repo, &req).unwrap();
