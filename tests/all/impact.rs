@@ -2044,3 +2044,26 @@ fn a_docs_only_repo_is_not_called_an_older_docdexs_graph() {
     assert!(env.run(&["index", "--repo", r]).status.success());
     assert_eq!(older(&env), Vec::<String>::new(), "the next plain index records this build's resolution");
 }
+
+/// An indexed empty repository was `ready` (status and search worked, `index` said "up to
+/// date") but `docdex map` and `docdex graph rebuild` failed with "not indexed yet; run `docdex
+/// index`" (exit 3), advice that looped: both took an empty manifest for no index. Now an
+/// indexed empty repository gets an empty map and an empty graph (rebuild succeeds with 0 files).
+#[test]
+fn an_indexed_empty_repo_has_an_empty_map_and_graph() {
+    let env = Env::new();
+    let repo = env.repo("emptyrepo");
+    let r = repo.to_str().unwrap();
+    let out = env.run(&["map", "--repo", r]);
+    assert_eq!(out.status.code(), Some(3), "not indexed yet: {out:?}");
+    assert!(env.run(&["index", "--repo", r]).status.success());
+
+    let map = env.json(&["map", "--repo", r, "--json"]);
+    assert_eq!(map["paths"], serde_json::json!([]), "{map:#}");
+    assert_eq!(map["hidden_files"], 0, "{map:#}");
+    let rebuilt = env.json(&["graph", "rebuild", "--repo", r, "--json"]);
+    assert_eq!(rebuilt["stats"]["files"], 0, "{rebuilt:#}");
+    assert_eq!(rebuilt["stats"]["edges"], 0, "{rebuilt:#}");
+    let rr = env.engine().resolve_repo(&repo).unwrap();
+    assert!(graph::graph_path(&rr).is_file());
+}

@@ -711,10 +711,11 @@ impl Engine {
         let _lock = self.graph_writer_lock(&repo, sink)?;
         // Resolved again under the lock: a run waited for may have switched the live generation.
         let repo = self.resolve_repo(repo_path)?;
-        let manifest = Manifest::load(&repo.manifest_path());
-        if manifest.files.is_empty() {
+        // An indexed empty repository rebuilds an empty graph (0 files), as the index run does.
+        if !repo.manifest_path().is_file() {
             return Err(Error::NotIndexed { path: repo.root.clone() });
         }
+        let manifest = Manifest::load(&repo.manifest_path());
         // The same files the index's code pass parses (it leaves larger ones unparsed).
         let code: Vec<(&String, u64)> = manifest
             .files

@@ -173,10 +173,12 @@ impl Engine {
     /// unless it is stale, the keywords changed or `refresh` is asked.
     pub fn project_map(&self, repo_path: &Path, req: &ProjectMapRequest) -> Result<ProjectMap> {
         let repo = self.resolve_repo(repo_path)?;
-        let manifest = Manifest::load(&repo.manifest_path());
-        if manifest.files.is_empty() {
+        // Indexed means a manifest was written: an indexed empty repository gets an empty map,
+        // not "not indexed yet" advice that `docdex index` ("up to date") cannot act on.
+        if !repo.manifest_path().is_file() {
             return Err(Error::NotIndexed { path: repo.root.clone() });
         }
+        let manifest = Manifest::load(&repo.manifest_path());
         let agent = self.resolve_agent(req.agent_id.as_deref());
         if let Some(a) = &agent {
             super::valid_agent(a)?;
