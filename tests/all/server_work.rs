@@ -21,7 +21,7 @@ fn one_slot_server(env: &Env) -> (FakeOllama, Server) {
     ));
     let repo = env.repo("r");
     sample_repo(&repo);
-    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let server = Server::start(env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
     (fake, server)
 }
 
