@@ -1456,3 +1456,22 @@ fn removals_are_kept_however_old_so_a_stale_copy_never_comes_back() {
     let m = engine.profile_export().unwrap();
     assert!(m.preferences.iter().all(|p| p.id != p_old && p.id != p_new), "no removed row came back");
 }
+
+/// `docdex profile export --out /nonexistent/dir/x.json` exited 0 and created the missing
+/// directories, so a mistyped path went unnoticed. Now a given --out in a directory that does
+/// not exist is refused (bad_request, exit 2) and nothing is created; the default sync path,
+/// docdex's own, is still created.
+#[test]
+fn profile_export_refuses_an_out_path_in_a_missing_directory() {
+    let env = Env::new();
+    let missing = env.dir.path().join("no_such_dir");
+    let f = missing.join("x.json");
+    let out = env.run(&["profile", "export", "--out", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not exist") && err.contains("no_such_dir"), "{err}");
+    assert!(!missing.exists(), "the missing directory is not created");
+    let ok = env.dir.path().join("x.json");
+    assert!(env.run(&["profile", "export", "--out", ok.to_str().unwrap()]).status.success());
+    assert!(env.engine().profile_export_to(None).unwrap().path.is_file(), "the default sync dir is created");
+}

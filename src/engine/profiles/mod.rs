@@ -470,7 +470,11 @@ impl Engine {
             }
         }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+            if out.is_some() {
+                out_dir_exists(dir)?;
+            } else {
+                std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+            }
         }
         fsutil::write_json_atomic(&path, &manifest)?;
         Ok(ProfileExportResponse {
@@ -1126,6 +1130,19 @@ pub fn closest_agent(given: &str, names: &[String]) -> Option<String> {
             .min()
     };
     names.iter().filter_map(|n| distance(n).map(|d| (d, n))).min().map(|(_, n)| n.clone())
+}
+
+/// A given `--out` path's directory must exist: creating a mistyped `/nonexistent/dir` tree
+/// (and exiting 0) hid the typo, and the manifest landed where nobody looks. Only the default
+/// sync directory, docdex's own, is created.
+fn out_dir_exists(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    Err(Error::BadRequest(format!(
+        "the directory {} does not exist: create it first, or give --out a path in an existing directory",
+        dir.display()
+    )))
 }
 
 #[cfg(test)]
