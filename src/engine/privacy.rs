@@ -122,7 +122,7 @@ const DETECTORS: &[Detector] = &[
     Detector {
         kind: PiiKind::PrivateKey,
         pattern: r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
-        check: always,
+        check: pem::holds_key_material,
         may_match: |t| t.contains("-----BEGIN "),
     },
     Detector {
@@ -318,7 +318,13 @@ pub struct FileMasker {
 impl FileMasker {
     /// The masker of a file whose (indexed) text is `file_text`.
     pub fn new(file_text: &str) -> FileMasker {
-        FileMasker { blocks: pem::blocks(file_text) }
+        let spans = pem::line_spans(file_text);
+        let mut blocks = pem::blocks(file_text);
+        // A parser that names the markers holds code between them, not a key.
+        blocks.retain(|b| {
+            !b.private || pem::holds_key_material(&file_text[pem::lines_range(file_text, &spans, b.lines.clone())])
+        });
+        FileMasker { blocks }
     }
 
     /// `text`, whose first line is line `first_line` (1-based) of the file, masked.
@@ -615,6 +621,34 @@ mod tests {
 
     fn kinds(text: &str) -> Vec<PiiKind> {
         detect(text).into_iter().map(|f| f.kind).collect()
+    }
+
+    #[test]
+    fn a_pem_parser_that_names_the_markers_is_code_not_a_key() {
+        let parser = "def read_key(lines):\n    for l in lines:\n        if l == \"-----BEGIN RSA PRIVATE KEY-----\":\n            start = True\n            body = []\n        elif l == \"-----END RSA PRIVATE KEY-----\":\n            return decode(body)\n";
+        assert!(!kinds(parser).contains(&PiiKind::PrivateKey), "{:?}", detect(parser));
+        // Shown whole (docdex get, /v1/open) or from the middle of the loop, the code stays.
+        let masker = FileMasker::new(parser);
+        assert_eq!(masker.mask(parser, 1).0, parser);
+        let middle: String = parser.lines().skip(3).take(2).map(|l| format!("{l}\n")).collect();
+        assert_eq!(masker.mask(&middle, 4).0, middle);
+        // Markers named on adjacent lines, as constants.
+        let consts = "BEGIN = \"-----BEGIN PRIVATE KEY-----\"\nEND = \"-----END PRIVATE KEY-----\"\n";
+        assert!(!kinds(consts).contains(&PiiKind::PrivateKey), "{:?}", detect(consts));
+        // A real key is still masked: whole, quoted in code, with armor headers, and from its middle.
+        let body = pem::tests::fake_body(3, "");
+        let key = format!(
+            "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\n{}\n-----END RSA PRIVATE KEY-----\n",
+            body.join("\n")
+        );
+        let masked = render(&key, &detect(&key));
+        assert!(masked.starts_with("[PRIVATE_KEY]") && !body.iter().any(|b| masked.contains(b.as_str())), "{masked}");
+        let java: String = key.lines().map(|l| format!("    \"{l}\\n\" +\n")).collect();
+        assert!(kinds(&java).contains(&PiiKind::PrivateKey), "{java}");
+        let masked = FileMasker::new(&key).mask(&body[1], 5).0;
+        assert!(!masked.contains(&body[1]), "{masked}");
+        // A marker alone (a truncated paste) is still taken for a key.
+        assert_eq!(kinds("-----BEGIN OPENSSH PRIVATE KEY-----"), [PiiKind::PrivateKey]);
     }
 
     #[test]

@@ -138,6 +138,41 @@ pub fn key_material(text: &str) -> Vec<Range<usize>> {
     out
 }
 
+/// Whether the text of a `BEGIN ... PRIVATE KEY` match (its markers, and what lies between them
+/// or after the `BEGIN` when the text ends first) holds a key rather than code that names the
+/// markers: a PEM parser's `if line == "-----BEGIN RSA PRIVATE KEY-----" {` ... `"-----END ..."`
+/// has statements between its markers, a key has body lines, armor headers (`Proc-Type: ...`)
+/// and the quoting code puts around them. A marker with nothing after it counts as a key.
+pub fn holds_key_material(matched: &str) -> bool {
+    let start = matched
+        .find("-----BEGIN ")
+        .and_then(|b| {
+            let label = b + "-----BEGIN ".len();
+            matched[label..].find("-----").map(|e| label + e + "-----".len())
+        })
+        .unwrap_or(0);
+    let end = matched[start..].find("-----END ").map_or(matched.len(), |e| start + e);
+    let (mut keylike, mut other) = (0usize, 0usize);
+    for piece in matched[start..end].split('\n').flat_map(|l| l.split("\\n")) {
+        let t = piece.trim().trim_matches(|c: char| "\"'`+,;\\()[]".contains(c)).trim();
+        if t.is_empty() || armor_header(t) {
+            continue;
+        }
+        match body(t) {
+            Some(b) if key_like(b) => keylike += 1,
+            Some(_) => {}
+            None => other += 1,
+        }
+    }
+    other == 0 || keylike > other
+}
+
+/// An armor header line of a PEM or PGP block (`Proc-Type: 4,ENCRYPTED`, `Comment: ...`).
+fn armor_header(line: &str) -> bool {
+    line.split_once(": ")
+        .is_some_and(|(name, _)| !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-'))
+}
+
 /// A body line, not a short word that happens to be base64 (`else`, `return`).
 fn key_like(b: &str) -> bool {
     b.len() >= 16 || b.bytes().any(|c| c.is_ascii_digit() || c == b'+' || c == b'/' || c == b'=')
