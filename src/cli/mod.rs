@@ -390,22 +390,11 @@ impl RepoArg {
     }
 }
 
-/// A hit's citation (`path:A-B`, `path:A`) split into the path and its lines, when `given` is
-/// not itself the name of a file (in the repository, or relative to the current directory).
+/// [`split_citation`](crate::engine::protocol::split_citation), unless `given` names a file relative to the current directory.
 fn split_citation(root: &Path, given: &str) -> (String, Option<(u32, u32)>) {
-    let unsplit = (given.to_string(), None);
-    let Some((path, lines)) = given.rsplit_once(':') else { return unsplit };
-    if path.is_empty() || root.join(given).exists() || Path::new(given).exists() {
-        return unsplit;
-    }
-    let num = |s: &str| s.parse::<u32>().ok().filter(|n| *n > 0);
-    let range = match lines.split_once('-') {
-        Some((a, b)) => num(a).zip(num(b)),
-        None => num(lines).map(|a| (a, a)),
-    };
-    match range {
-        Some(r) => (path.to_string(), Some(r)),
-        None => unsplit,
+    match Path::new(given).exists() {
+        true => (given.to_string(), None),
+        false => crate::engine::protocol::split_citation(root, given),
     }
 }
 

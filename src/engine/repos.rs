@@ -10,6 +10,27 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
+/// A hit's citation (`path:A-B`, `path:A`, as search prints it) split into the path and its
+/// lines, so every surface takes what search gives: `docdex impact src/a.rs:10-20`,
+/// `GET /v1/graph/impact?file=src/a.rs:10-20`. Unsplit when `given` is itself the name of a file
+/// in the repository (a file may be called `notes:2`) or is no citation.
+pub fn split_citation(root: &Path, given: &str) -> (String, Option<(u32, u32)>) {
+    let unsplit = (given.to_string(), None);
+    let Some((path, lines)) = given.rsplit_once(':') else { return unsplit };
+    if path.is_empty() || root.join(given).exists() {
+        return unsplit;
+    }
+    let num = |s: &str| s.parse::<u32>().ok().filter(|n| *n > 0);
+    let range = match lines.split_once('-') {
+        Some((a, b)) => num(a).zip(num(b)),
+        None => num(lines).map(|a| (a, a)),
+    };
+    match range {
+        Some(r) => (path.to_string(), Some(r)),
+        None => unsplit,
+    }
+}
+
 /// A path a user or client gave, as the index keys files: repo-relative with `/`, `.` and `..`
 /// resolved ("" for the root itself). An absolute path is accepted when it lies inside `root`
 /// (a canonical root), followed through symlinks when it exists; anything that leaves the

@@ -146,6 +146,10 @@ async fn impact_follows_imports_and_refuses_paths_outside_the_repo() {
     let (s, v) = get(&server, "/v1/graph/impact?file=a.py&direction=out").await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["outbound"][0]["path"], "b.py", "{v}");
+    // A search hit's citation, as the command line takes it.
+    let (s, v) = get(&server, "/v1/graph/impact?file=a.py:1-3&direction=out").await;
+    assert_eq!((s, v["file"].as_str()), (200, Some("a.py")), "{v}");
+    assert_eq!(v["outbound"][0]["path"], "b.py", "{v}");
     assert!(v["affected"].as_array().unwrap().is_empty(), "nothing imports a.py: {v}");
 
     for escape in ["../../etc/passwd", "/etc/passwd", "src/../../x.py"] {
@@ -191,6 +195,9 @@ async fn graph_tests_and_diagnostics_answer_over_http_bounded_and_confined() {
     let (s, v) = get(&server, "/v1/graph/tests?file=b.py").await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(paths_of(&v, "tests"), ["tests/test_b.py", "tests/test_a.py"], "nearest first: {v}");
+    let (s, v) = get(&server, "/v1/graph/tests?file=b.py:2").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(paths_of(&v, "tests"), ["tests/test_b.py", "tests/test_a.py"], "a citation's file: {v}");
     assert_eq!(v["tests"][1]["via"], json!(["a.py", "b.py"]), "{v}");
     assert_eq!((v["total"].as_u64(), v["truncated"].as_bool()), (Some(2), Some(false)), "{v}");
     let (s, v) = get(&server, "/v1/graph/tests?file=b.py&limit=1").await;
@@ -395,6 +402,8 @@ async fn memory_is_stored_and_recalled_per_repository() {
     let (s, v) = post(&daemon, "/v1/similar", json!({"repo": r, "file": "src/auth/session.rs", "limit": 2})).await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["file"], "src/auth/session.rs");
+    let (s, v) = post(&daemon, "/v1/similar", json!({"repo": r, "file": "src/auth/session.rs:1-6", "limit": 2})).await;
+    assert_eq!((s, v["file"].as_str()), (200, Some("src/auth/session.rs")), "a citation's file: {v}");
     let (s, v) = get(&daemon, &q("/v1/graph/cycles")).await;
     assert_eq!(s, 200, "{v}");
     assert!(v["cycles"].is_array(), "{v}");

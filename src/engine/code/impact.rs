@@ -822,7 +822,8 @@ fn first_diagnostics(grouped: BTreeMap<String, Vec<Diagnostic>>, limit: usize) -
 
 /// A user-given path as a graph node id: repo-relative with `/`, no `./`; `ext:` ids pass.
 pub(crate) fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
-    let file = file.trim();
+    let (file, _) = crate::engine::repos::split_citation(&repo.root, file.trim());
+    let file = file.as_str();
     if file.is_empty() {
         return Err(Error::BadRequest("no file given: pass a repo-relative path".into()));
     }

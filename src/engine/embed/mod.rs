@@ -80,7 +80,8 @@ impl Engine {
     pub fn similar(&self, repo_path: &std::path::Path, req: &SimilarRequest) -> Result<SimilarResponse> {
         let repo = self.resolve_repo(repo_path)?;
         let limit = req.limit.unwrap_or(10).clamp(1, 200);
-        let content = self.file_lines(&repo.root, &FileRequest::new(req.file.as_str(), None), false)?;
+        let (given, _) = crate::engine::repos::split_citation(&repo.root, &req.file);
+        let content = self.file_lines(&repo.root, &FileRequest::new(given, None), false)?;
         let file = content.path.clone();
         let mut resp = SimilarResponse {
             repo: repo.root.clone(),
