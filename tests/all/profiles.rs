@@ -1054,6 +1054,12 @@ async fn the_http_api_lists_adds_searches_and_removes() {
     assert_eq!((s, v["error"]["code"].as_str()), (400, Some("bad_request")), "{v}");
     let (s, v) = post("/v1/profile/search", json!({"agent_id": "nobody", "query": "x"})).await;
     assert_eq!((s, v["error"]["code"].as_str()), (404, Some("not_found")), "{v}");
+    // A limit out of range is refused, as the command line refuses it (0 was taken as 1).
+    for limit in [0, 101] {
+        let (s, v) = post("/v1/profile/search", json!({"query": "vitest", "limit": limit})).await;
+        assert_eq!((s, v["error"]["code"].as_str()), (400, Some("bad_request")), "{v}");
+        assert!(v["error"]["message"].as_str().unwrap_or("").contains("give 1 to 100"), "{v}");
+    }
     // A write that creates an agent says so with the agent the name likely mistypes (only the
     // CLI said it; an HTTP client created "frontnd" silently).
     let (s, v) =

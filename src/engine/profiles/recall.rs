@@ -322,7 +322,7 @@ impl Engine {
         // The bounds every other query has (a 2 MB body was embedded and word-matched whole).
         crate::engine::limits::check_query(&req.query)?;
         let agents = recall_agents(agent, !req.without_team);
-        let limit = req.limit.unwrap_or(10).clamp(1, 100);
+        let limit = search_limit(req.limit)?;
         let r = self.profile_recall(&agents, req.query.trim(), limit, true)?;
         let results = match r.mode {
             RecallMode::Vector => r.hits,
@@ -335,6 +335,19 @@ impl Engine {
             results,
             notice: r.notice,
         })
+    }
+}
+
+/// The most preferences one profile search lists.
+const MAX_SEARCH_LIMIT: usize = 100;
+
+/// A profile search's limit (10 when not given); out of range is refused on every surface, as
+/// the command line refuses it (0 listed nothing useful and was taken as 1 over HTTP and MCP).
+fn search_limit(given: Option<usize>) -> Result<usize> {
+    match given {
+        None => Ok(10),
+        Some(n) if (1..=MAX_SEARCH_LIMIT).contains(&n) => Ok(n),
+        Some(n) => Err(Error::BadRequest(format!("limit {n} is out of range: give 1 to {MAX_SEARCH_LIMIT}"))),
     }
 }
 

@@ -320,6 +320,8 @@ const RANGES: &[(&str, &str, u64, Option<u64>)] = &[
     ("docdex_impact_diagnostics", "limit", 1, None),
     ("docdex_context", "budget", 200, Some(200_000)),
     ("docdex_audit_conflicts", "top", 1, Some(500)),
+    ("docdex_audit_duplicates", "limit", 1, Some(10_000)),
+    ("docdex_get_profile", "limit", 1, Some(100)),
     ("docdex_run_tests", "timeout_secs", 1, None),
     ("docdex_memory_recall", "limit", 1, None),
 ];
