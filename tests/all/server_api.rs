@@ -199,6 +199,9 @@ async fn graph_tests_and_diagnostics_answer_over_http_bounded_and_confined() {
     assert_eq!(s, 200, "{v}");
     assert_eq!(paths_of(&v, "tests"), ["tests/test_b.py", "tests/test_a.py"], "a citation's file: {v}");
     assert_eq!(v["tests"][1]["via"], json!(["a.py", "b.py"]), "{v}");
+    // Named after b.py (nearest) and importing it: both reasons are given.
+    assert_eq!(v["tests"][0]["depth"], 0, "{v}");
+    assert_eq!(v["tests"][0]["reason"], "named after b.py, and imports it (line 1)", "{v}");
     assert_eq!((v["total"].as_u64(), v["truncated"].as_bool()), (Some(2), Some(false)), "{v}");
     let (s, v) = get(&server, "/v1/graph/tests?file=b.py&limit=1").await;
     assert_eq!(s, 200, "{v}");

@@ -159,7 +159,12 @@ impl LoadedGraph {
         let next: HashMap<&str, &str> =
             dependents.iter().map(|d| (d.edge.source.as_str(), d.edge.target.as_str())).collect();
         for d in dependents.iter().filter(|d| !d.external && is_test_path(&d.path)) {
-            if out.iter().any(|t| t.path == d.path) {
+            if let Some(known) = out.iter_mut().find(|t| t.path == d.path) {
+                // Named after the file (nearest, depth 0) and importing it: say both, the
+                // import being the stronger evidence.
+                if d.depth == 1 && known.via.is_empty() && known.path != file {
+                    known.reason = format!("named after {file}, and imports it (line {})", d.edge.line);
+                }
                 continue;
             }
             let mut via = Vec::new();
