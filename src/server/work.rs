@@ -82,6 +82,11 @@ impl WorkGate {
     }
 
     async fn slot(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        // A free slot is taken even while the server shuts down: a request already in flight
+        // (its body still arriving when SIGTERM landed) is finished, not refused.
+        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
+            return Ok(permit);
+        }
         let waited = tokio::select! {
             biased;
             _ = self.shutdown.cancelled() => return Err(ApiError::new(
@@ -149,6 +154,24 @@ mod tests {
         tx.send(()).unwrap();
         assert!(held.await.unwrap().unwrap());
         g.run(|| Ok(())).await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn during_shutdown_a_free_slot_still_runs_the_call_and_only_waiters_are_refused() {
+        let shutdown = CancellationToken::new();
+        let g = WorkGate::new(1, Duration::from_secs(5), shutdown.clone());
+        shutdown.cancel();
+        assert_eq!(g.run(|| Ok(7)).await.unwrap(), 7, "a request in flight is finished");
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let held = tokio::spawn({
+            let g = g.clone();
+            async move { g.run(move || Ok(rx.recv_timeout(Duration::from_secs(10)).is_ok())).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let e = g.run(|| Ok(0)).await.unwrap_err();
+        assert_eq!((e.status, e.code), (StatusCode::SERVICE_UNAVAILABLE, "shutting_down"));
+        tx.send(()).unwrap();
+        assert!(held.await.unwrap().unwrap());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
