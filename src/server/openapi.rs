@@ -381,6 +381,40 @@ fn narrow_operation(path: &str, operation: &mut Map<String, Value>, schemas: &mu
     }
 }
 
+/// An operation's parameters: its path segments, its query fields and the repository header.
+fn parameters(op: &Operation) -> Vec<Value> {
+    let mut params: Vec<Value> = op
+        .path
+        .split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .collect();
+    for q in &op.query {
+        params.extend(q());
+    }
+    params.push(json!({
+        "name": "x-docdex-repo", "in": "header", "required": false,
+        "description": "The repository: absolute path, file:// URI or repo id (defaults to the served repo)",
+        "schema": {"type": "string"}
+    }));
+    params
+}
+
+/// An operation's success status and response object (JSON, an event stream, or 202).
+fn success_response(op: &Operation, generator: &mut SchemaGenerator) -> (&'static str, Value) {
+    match (op.responds, op.response) {
+        (Responds::Accepted, _) => ("202", json!({"description": "Accepted"})),
+        (Responds::EventStream, schema) => {
+            let s = schema.map(|f| f(generator).to_value()).unwrap_or(json!({"type": "string"}));
+            ("200", json!({"description": "Server-sent events", "content": {"text/event-stream": {"schema": s}}}))
+        }
+        (Responds::Json, schema) => {
+            let s = schema.map(|f| f(generator).to_value()).unwrap_or(json!({}));
+            ("200", json!({"description": "OK", "content": {"application/json": {"schema": s}}}))
+        }
+    }
+}
+
 /// Builds the OpenAPI 3.1 document for `ops`.
 pub fn document(ops: &[Operation]) -> Value {
     let mut generator = SchemaSettings::openapi3()
@@ -405,21 +439,7 @@ pub fn document(ops: &[Operation]) -> Value {
                 op.path.trim_matches('/').replace(['/', '{', '}', '.'], "_")
             )),
         );
-        let mut params: Vec<Value> = op
-            .path
-            .split('/')
-            .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
-            .collect();
-        for q in &op.query {
-            params.extend(q());
-        }
-        params.push(json!({
-            "name": "x-docdex-repo", "in": "header", "required": false,
-            "description": "The repository: absolute path, file:// URI or repo id (defaults to the served repo)",
-            "schema": {"type": "string"}
-        }));
-        operation.insert("parameters".into(), Value::Array(params));
+        operation.insert("parameters".into(), Value::Array(parameters(op)));
         if let Some(body) = op.body {
             let schema = body(&mut generator).to_value();
             operation.insert(
@@ -427,17 +447,7 @@ pub fn document(ops: &[Operation]) -> Value {
                 json!({"required": true, "content": {"application/json": {"schema": schema}}}),
             );
         }
-        let success = match (op.responds, op.response) {
-            (Responds::Accepted, _) => ("202", json!({"description": "Accepted"})),
-            (Responds::EventStream, schema) => {
-                let s = schema.map(|f| f(&mut generator).to_value()).unwrap_or(json!({"type": "string"}));
-                ("200", json!({"description": "Server-sent events", "content": {"text/event-stream": {"schema": s}}}))
-            }
-            (Responds::Json, schema) => {
-                let s = schema.map(|f| f(&mut generator).to_value()).unwrap_or(json!({}));
-                ("200", json!({"description": "OK", "content": {"application/json": {"schema": s}}}))
-            }
-        };
+        let success = success_response(op, &mut generator);
         let error =
             json!({"description": "The error contract", "content": {"application/json": {"schema": error_ref}}});
         operation.insert("responses".into(), json!({ success.0: success.1, "default": error }));
