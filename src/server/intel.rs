@@ -404,6 +404,11 @@ async fn dag_session(
 
 /// Adds the symbols, AST, impact, memory and DAG endpoints to `routes`.
 pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
+    cycle_and_dag_routes(memory_routes(pack_routes(code_routes(routes))))
+}
+
+/// Symbols, AST queries and the impact graph's files, tests and diagnostics.
+fn code_routes(routes: Routes<AppState>) -> Routes<AppState> {
     routes
         .get(
             "/v1/symbols",
@@ -446,6 +451,11 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             Operation::new("Imports that could not be resolved, by file")
                 .describe("Every file's, or one `file`'s: dynamic imports, specifiers no file matches, import-map entries naming no repository file, each with line, `code` and `reason`; `by_code` counts them. `limit` (default 200, at most 1000) with `total` and `truncated`. 403 `path_outside_repo`; 404 `not_found` for a file the graph does not know."),
         )
+}
+
+/// Context packs and audits.
+fn pack_routes(routes: Routes<AppState>) -> Routes<AppState> {
+    routes
         .post(
             "/v1/context",
             context,
@@ -464,6 +474,11 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             Operation::new("Similar documentation passages that disagree")
                 .describe("Statements of the documentation files (changelogs aside) at `min_sim` similarity (default 0.80, words with values masked) that give one thing different numbers (units folded), versions or defaults, or where only one is negated; each with `kind`, the heuristic's `reason` and an `explanation` (the chat model's, when one answers and `explain` is not false). `top` (default 20) most similar first. 400 `bad_request` for a similarity outside 0..1."),
         )
+}
+
+/// Repo memory and similar files.
+fn memory_routes(routes: Routes<AppState>) -> Routes<AppState> {
+    routes
         .post(
             "/v1/memory/store",
             memory_store,
@@ -494,6 +509,11 @@ pub fn routes(routes: Routes<AppState>) -> Routes<AppState> {
             Operation::new("The files most like a given file")
                 .describe("By the file's embeddings (`mode: vector`, cosine scores), or by its most distinctive words as a query without them (`mode: bm25`, scores relative to the closest file)."),
         )
+}
+
+/// Import cycles and the reasoning DAG's sessions.
+fn cycle_and_dag_routes(routes: Routes<AppState>) -> Routes<AppState> {
+    routes
         .get(
             "/v1/graph/cycles",
             graph_cycles,

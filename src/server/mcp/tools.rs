@@ -342,6 +342,11 @@ fn narrow_ranges(tool: &mut Tool) {
 }
 
 fn all_tools() -> Vec<Tool> {
+    [reading_tools(), code_tools(), action_tools(), memory_tools(), web_tools()].concat()
+}
+
+/// Finding and reading: search, files, similar files, the server and index state.
+fn reading_tools() -> Vec<Tool> {
     vec![
         Tool::new(
             "docdex_search",
@@ -380,6 +385,12 @@ fn all_tools() -> Vec<Tool> {
             schema::<StatusArgs>(),
         )
         .annotate(read_only()),
+    ]
+}
+
+/// Code intelligence: symbols, the impact graph, context packs, audits.
+fn code_tools() -> Vec<Tool> {
+    vec![
         Tool::new(
             "docdex_symbols",
             "Find declarations (functions, methods, types, ...) by name, with file, line range and \
@@ -444,6 +455,12 @@ fn all_tools() -> Vec<Tool> {
             schema::<ConflictsArgs>(),
         )
         .annotate(read_only()),
+    ]
+}
+
+/// Tools that run work: tests, indexing.
+fn action_tools() -> Vec<Tool> {
+    vec![
         Tool::new(
             "docdex_run_tests",
             "Run the repository's tests with its own runner (cargo test, pytest, go test, node's runner, npm test, \
@@ -462,6 +479,12 @@ fn all_tools() -> Vec<Tool> {
             schema::<IndexArgs>(),
         )
         .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false)),
+    ]
+}
+
+/// Repo memory and profile memory.
+fn memory_tools() -> Vec<Tool> {
+    vec![
         Tool::new(
             "docdex_memory_save",
             "Remember a fact about this repository for later sessions and agents (a convention, a gotcha, \
@@ -515,16 +538,20 @@ fn all_tools() -> Vec<Tool> {
             schema::<SetRoleArgs>(),
         )
         .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false)),
-        Tool::new(
-            "docdex_web_research",
-            "Research a question on the web: DuckDuckGo discovery (rate-limited, cached), the top pages fetched by \
+    ]
+}
+
+/// The web tier.
+fn web_tools() -> Vec<Tool> {
+    vec![Tool::new(
+        "docdex_web_research",
+        "Research a question on the web: DuckDuckGo discovery (rate-limited, cached), the top pages fetched by \
              headless Chromium (plain HTTP without one) and cleaned to Markdown, and their best passages with their \
              URLs to cite. The trace says what was cached, waited for or failed. Fails when discovery is blocked or \
              the network is unreachable; use docdex_search for local results.",
-            schema::<WebResearchArgs>(),
-        )
-        .annotate(ToolAnnotations::new().read_only(true).open_world(true)),
-    ]
+        schema::<WebResearchArgs>(),
+    )
+    .annotate(ToolAnnotations::new().read_only(true).open_world(true))]
 }
 
 /// A tool error naming the first argument tool `name` does not take, with the ones it does.
