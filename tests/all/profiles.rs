@@ -984,6 +984,12 @@ fn the_cli_speaks_json_and_fails_with_exit_codes() {
     let short = env.run(&["profile", "edit", &id[..4], "--no-rule"]);
     assert_eq!(short.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&short.stderr).contains("at least 6 characters"));
+    // The team agent is always kept: removing it whole is refused and nothing goes.
+    let team_before = env.json(&["profile", "list", "--agent", "team", "--json"]);
+    let team = env.run(&["profile", "remove", "--agent", "team"]);
+    assert_eq!(team.status.code(), Some(2), "{}", String::from_utf8_lossy(&team.stderr));
+    assert!(String::from_utf8_lossy(&team.stderr).contains("always kept"), "{}", String::from_utf8_lossy(&team.stderr));
+    assert_eq!(env.json(&["profile", "list", "--agent", "team", "--json"]), team_before);
     let unknown = env.run(&["profile", "remove", "00000000-0000"]);
     assert_eq!(unknown.status.code(), Some(2));
     let err = String::from_utf8_lossy(&unknown.stderr);

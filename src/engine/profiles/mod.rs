@@ -383,6 +383,11 @@ impl Engine {
         let id = req.id.trim();
         let now = now_ms() as i64;
         if req.agent {
+            if id == TEAM_AGENT {
+                return Err(Error::BadRequest(format!(
+                    "the {TEAM_AGENT} agent is always kept (every agent reads its conventions, and sync keeps it on every machine): remove its preferences one by one (`docdex profile list --agent {TEAM_AGENT}`, then `docdex profile remove ID`)"
+                )));
+            }
             self.profile_agent_exists(id)?;
             let removed = self.profile_write(|w| {
                 // Kept for sync, stamped after the agent's own stamp (a clock running behind
