@@ -57,14 +57,22 @@ fn an_empty_database_is_seeded_with_the_factory_personas_once() {
     );
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
-    // Removing every agent does not bring the factory defaults back on the next start.
-    for a in &ids {
+    // Removing every agent (the team agent is always kept: its preferences one by one) does not
+    // bring the factory defaults back on the next start.
+    for a in ids.iter().filter(|a| **a != "team") {
         engine
             .profile_remove(&ProfileRemoveRequest { id: a.to_string(), agent: true, expected_last_updated: None })
             .unwrap();
     }
-    let again = env.engine();
-    assert!(again.profile_list(&ProfileListRequest::default()).unwrap().agents.is_empty());
+    let team = engine.profile_list(&ProfileListRequest { agent_id: Some("team".into()) }).unwrap();
+    for p in &team.preferences {
+        engine
+            .profile_remove(&ProfileRemoveRequest { id: p.id.clone(), agent: false, expected_last_updated: None })
+            .unwrap();
+    }
+    let again = env.engine().profile_list(&ProfileListRequest::default()).unwrap();
+    let left: Vec<(&str, u64)> = again.agents.iter().map(|a| (a.id.as_str(), a.preference_count)).collect();
+    assert_eq!(left, [("team", 0)]);
 }
 
 #[test]
