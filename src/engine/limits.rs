@@ -14,6 +14,16 @@ pub const MAX_QUERY_BYTES: usize = 4096;
 /// The most distinct terms a query may have after analysis (identifier parts and stems count).
 pub const MAX_QUERY_TERMS: usize = 128;
 
+/// A count a request asks for (`name` `given`, `default` when absent), refused outside 1..=`max`
+/// on every surface: a 0 taken as 1, or 20,000 as 10,000, would answer something other than what
+/// was asked, and the command line refuses both.
+pub fn count_in_range(name: &str, given: Option<usize>, default: usize, max: usize) -> Result<usize> {
+    match given.unwrap_or(default) {
+        n if (1..=max).contains(&n) => Ok(n),
+        n => Err(Error::BadRequest(format!("{name} {n} is out of range: give 1 to {max}"))),
+    }
+}
+
 /// The longest symbol name a symbol or AST query may look for (qualified names included):
 /// fuzzy matching compares it with every stored name.
 pub const MAX_SYMBOL_QUERY_BYTES: usize = 256;
@@ -93,6 +103,16 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_out_of_range_is_refused_naming_the_range() {
+        assert_eq!(count_in_range("limit", None, 10, 100).unwrap(), 10);
+        assert_eq!(count_in_range("limit", Some(100), 10, 100).unwrap(), 100);
+        for bad in [0, 101] {
+            let e = count_in_range("top", Some(bad), 10, 100).unwrap_err();
+            assert_eq!(e.to_string(), format!("top {bad} is out of range: give 1 to 100"));
+        }
+    }
 
     #[test]
     fn long_or_wordy_queries_are_refused_naming_the_limit() {

@@ -40,10 +40,7 @@ impl Engine {
     pub fn audit_conflicts(&self, repo_path: &Path, req: &ConflictsRequest) -> Result<ConflictsResponse> {
         let started = Instant::now();
         let min_sim = check_unit("min_sim", req.min_sim.unwrap_or(DEFAULT_CONFLICT_MIN_SIM))?;
-        let top = req.top.unwrap_or(DEFAULT_CONFLICT_TOP);
-        if top == 0 || top > MAX_TOP {
-            return Err(Error::BadRequest(format!("top {top} is out of range: give 1 to {MAX_TOP}")));
-        }
+        let top = crate::engine::limits::count_in_range("top", req.top, DEFAULT_CONFLICT_TOP, MAX_TOP)?;
         let repo = self.resolve_repo(repo_path)?;
         let files: Vec<_> = indexed_files(&repo)?.into_iter().filter(|f| f.class == FileClass::Docs).collect();
         let (per_file, stale) = map_files(&repo, &files, |file, text| {

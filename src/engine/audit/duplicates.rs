@@ -15,7 +15,7 @@ use crate::engine::embed::Vectors;
 use crate::engine::index::files::FileClass;
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
@@ -38,14 +38,9 @@ struct NearPairs {
     capped: bool,
 }
 
-/// The groups asked for, refused out of range as `audit conflicts` refuses its `top`: a 0
-/// taken as 1, or 20000 as 10000, would answer something other than what was asked.
+/// The groups asked for, refused out of range as `audit conflicts` refuses its `top`.
 fn checked_limit(limit: Option<usize>) -> Result<usize> {
-    let limit = limit.unwrap_or(DEFAULT_DUPLICATE_LIMIT);
-    if limit == 0 || limit > MAX_DUPLICATE_LIMIT {
-        return Err(Error::BadRequest(format!("limit {limit} is out of range: give 1 to {MAX_DUPLICATE_LIMIT}")));
-    }
-    Ok(limit)
+    crate::engine::limits::count_in_range("limit", limit, DEFAULT_DUPLICATE_LIMIT, MAX_DUPLICATE_LIMIT)
 }
 
 impl Engine {

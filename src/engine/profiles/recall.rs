@@ -341,14 +341,10 @@ impl Engine {
 /// The most preferences one profile search lists.
 const MAX_SEARCH_LIMIT: usize = 100;
 
-/// A profile search's limit (10 when not given); out of range is refused on every surface, as
-/// the command line refuses it (0 listed nothing useful and was taken as 1 over HTTP and MCP).
+/// A profile search's limit (10 when not given), refused out of range as the command line
+/// refuses it (0 was taken as 1 over HTTP and MCP).
 fn search_limit(given: Option<usize>) -> Result<usize> {
-    match given {
-        None => Ok(10),
-        Some(n) if (1..=MAX_SEARCH_LIMIT).contains(&n) => Ok(n),
-        Some(n) => Err(Error::BadRequest(format!("limit {n} is out of range: give 1 to {MAX_SEARCH_LIMIT}"))),
-    }
+    crate::engine::limits::count_in_range("limit", given, 10, MAX_SEARCH_LIMIT)
 }
 
 /// The agents whose preferences apply to `agent`: itself, then the team's.
