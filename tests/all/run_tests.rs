@@ -966,3 +966,41 @@ fn go_workspaces_and_nested_modules_run_per_module_and_subtests_fail_by_name() {
     assert!(v["notes"].to_string().contains("go test ran in tools/, the module holding the target"), "{v}");
     assert_eq!(v["command"].as_array().unwrap().last().unwrap(), "./calc", "{v}");
 }
+
+#[test]
+fn go_modules_only_below_the_root_are_detected_and_run_per_module() {
+    // No go.mod at the root and no go.work: no runner was found ("no test runner found"),
+    // though `cd api && go test ./...` runs.
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let gocache = env.dir.path().join("gocache");
+    let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
+    let repo = env.repo("gonoroot");
+    write(&repo, "README.md", "two services\n");
+    write(&repo, "api/go.mod", "module example.com/api\n\ngo 1.19\n");
+    write(&repo, "api/calc/calc_test.go", GO_TABLE_TEST);
+    write(&repo, "tools/go.mod", "module example.com/tools\n\ngo 1.19\n");
+    write(&repo, "tools/fmt/fmt_test.go", "package fmt\n\nimport \"testing\"\n\nfunc TestFmt(t *testing.T) {}\n");
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (1, Some("go"), Some("failed")), "{v}");
+    assert_eq!(v["detected_by"].as_str(), Some("go.mod in api/, tools/ (none at the root, and no go.work)"), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(1)), "{v}");
+    assert_eq!(failures(&v), [("TestTable/three".to_string(), Some("api/calc/calc_test.go".to_string()), Some(11))]);
+    let runs: Vec<(&str, &str)> = v["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|r| (r["dir"].as_str().unwrap(), r["command"].as_array().unwrap().last().unwrap().as_str().unwrap()))
+        .collect();
+    assert_eq!(runs, [("api", "./..."), ("tools", "./...")], "{v}");
+    // A target in one module runs there; one in no module is bad input, not go's own error.
+    let (code, v) = run_tests(&env, &repo, &["--target", "tools/fmt"], &vars);
+    assert_eq!((code, v["passed"].as_u64()), (0, Some(1)), "{v}");
+    write(&repo, "scripts/x_test.go", "package x\n");
+    let out = env.run_env(&["run-tests", "--repo", repo.to_str().unwrap(), "--target", "scripts"], &vars);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("scripts is in no Go module of the repository (its modules: api/, tools/)"), "{err}");
+}

@@ -3,11 +3,12 @@
 //! with a timeout, and reads its output into a structured result (`parse`).
 //!
 //! Runner detection, first match wins: `[tests] command` in the config; `Cargo.toml` (cargo
-//! test, every test binary even after one fails); `go.mod` (go test); `package.json` (its
+//! test, every test binary even after one fails); `go.mod` or `go.work` (go test); `package.json` (its
 //! `test` script names vitest or jest: those, with the files; `node --test`: node's runner
 //! with the TAP reporter; any other script: npm test; no script: node's runner); Python markers (`pyproject.toml`, `setup.py`, `setup.cfg`,
-//! `pytest.ini`, `tox.ini`, `conftest.py`, `requirements.txt`) or a `tests` directory (pytest,
-//! run by the repository's `.venv` or `venv` Python, else `$VIRTUAL_ENV`'s, else `python3`).
+//! `pytest.ini`, `tox.ini`, `conftest.py`, `requirements.txt`) (pytest, run by the repository's
+//! `.venv` or `venv` Python, else `$VIRTUAL_ENV`'s, else `python3`); `go.mod` files only below
+//! the root (go test per module); a `tests` directory (pytest).
 
 mod group;
 mod parse;
@@ -118,13 +119,31 @@ fn detect(root: &Path, configured: &str) -> Result<(Runner, String)> {
     if let Some(m) = markers.iter().find(|m| has(m)) {
         return Ok((Runner::Pytest, format!("{m} at the root")));
     }
+    // Go modules only below the root (no go.mod or go.work there): found no runner.
+    if let Some(why) = nested_go_modules(root) {
+        return Ok((Runner::Go, why));
+    }
     if root.join("tests").is_dir() {
         return Ok((Runner::Pytest, "a tests directory (pytest's default layout)".into()));
     }
     Err(Error::BadRequest(format!(
-        "no test runner found in {}: none of Cargo.toml, go.mod, package.json, pyproject.toml, setup.py, pytest.ini, conftest.py or tests/; set `[tests] command` in the config",
+        "no test runner found in {}: none of Cargo.toml, go.mod (at the root or below it), package.json, pyproject.toml, setup.py, pytest.ini, conftest.py or tests/; set `[tests] command` in the config",
         root.display()
     )))
+}
+
+/// Why Go, when `go.mod` files lie only below the root (`svc/go.mod`, `tools/go.mod`): each
+/// module is then run on its own (`runs::go_parts`). `None` without any.
+fn nested_go_modules(root: &Path) -> Option<String> {
+    let modules = runs::go_modules(root);
+    if modules.is_empty() {
+        return None;
+    }
+    let mut named: Vec<String> = modules.iter().take(5).map(|m| format!("{m}/")).collect();
+    if modules.len() > 5 {
+        named.push(format!("{} more", modules.len() - 5));
+    }
+    Some(format!("go.mod in {} (none at the root, and no go.work)", named.join(", ")))
 }
 
 /// `scripts.test` of the root `package.json` (empty without one). A package.json that is not
@@ -312,17 +331,18 @@ fn plan(
     targets: &[String],
     pytest_cache: &Path,
     notes: &mut Vec<String>,
-) -> Vec<runs::Part> {
+) -> Result<Vec<runs::Part>> {
     match runner {
-        Runner::Pytest if !targets.is_empty() => return pytest_parts(root, targets, pytest_cache, notes),
+        Runner::Pytest if !targets.is_empty() => return Ok(pytest_parts(root, targets, pytest_cache, notes)),
         Runner::Go => {
-            if let Some(parts) = runs::go_parts(root, targets, notes) {
-                return parts;
+            if let Some(parts) = runs::go_parts(root, targets, notes)? {
+                return Ok(parts);
             }
         }
         _ => {}
     }
-    vec![runs::Part { dir: String::new(), command: command(root, runner, configured, targets, pytest_cache, notes) }]
+    let command = command(root, runner, configured, targets, pytest_cache, notes);
+    Ok(vec![runs::Part { dir: String::new(), command }])
 }
 
 /// pytest once per configuration the targets fall under, each from its configuration's
@@ -836,7 +856,7 @@ impl Engine {
             return Ok(resp);
         };
         let pytest_cache = repo.data_dir().join("pytest_cache");
-        let parts = plan(&root, runner, &cfg.command, &targets, &pytest_cache, &mut notes);
+        let parts = plan(&root, runner, &cfg.command, &targets, &pytest_cache, &mut notes)?;
         resp.command = parts.first().map(|p| p.command.clone()).unwrap_or_default();
         let broken = (runner == Runner::Pytest).then(|| broken_venv(&root)).flatten();
         let root_text = root.to_string_lossy().into_owned();

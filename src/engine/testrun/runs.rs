@@ -6,7 +6,7 @@
 
 use super::types::TestRun;
 use super::{execute, go_command, go_module, parse, within, Finished};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -91,13 +91,14 @@ fn find_go_mods(root: &Path, rel: &str, depth: usize, out: &mut Vec<String>) {
     }
 }
 
-/// go test once per module for a repository with more than one (`None` with one module at the
-/// root, run as before): every module without targets, else the modules holding the targets,
-/// each given its targets relative to it.
-pub(super) fn go_parts(root: &Path, targets: &[String], notes: &mut Vec<String>) -> Option<Vec<Part>> {
+/// go test once per module for a repository with more than one, or with its modules only below
+/// the root (`None` with one module at the root, run as before): every module without targets,
+/// else the modules holding the targets, each given its targets relative to it. A target in no
+/// module is bad input: go test run where no go.mod is fails with go's own "go.mod file not found".
+pub(super) fn go_parts(root: &Path, targets: &[String], notes: &mut Vec<String>) -> Result<Option<Vec<Part>>> {
     let modules = go_modules(root);
     if modules.is_empty() || modules == [String::new()] {
-        return None;
+        return Ok(None);
     }
     let part = |dir: &str, targets: &[String]| {
         let inside: Vec<String> = targets.iter().map(|t| within(t, dir)).collect();
@@ -113,7 +114,13 @@ pub(super) fn go_parts(root: &Path, targets: &[String], notes: &mut Vec<String>)
                 .filter(|m| m.is_empty() || *t == **m || t.starts_with(&format!("{m}/")))
                 .max_by_key(|m| m.len())
                 .cloned()
-                .unwrap_or_default();
+                .ok_or_else(|| {
+                    let shown: Vec<String> = modules.iter().map(|m| shown_dir(m)).collect();
+                    Error::BadRequest(format!(
+                        "{t} is in no Go module of the repository (its modules: {}): give a target inside one",
+                        shown.join(", ")
+                    ))
+                })?;
             match groups.iter_mut().find(|(m, _)| *m == module) {
                 Some((_, g)) => g.push(t.clone()),
                 None => groups.push((module, vec![t.clone()])),
@@ -130,7 +137,7 @@ pub(super) fn go_parts(root: &Path, targets: &[String], notes: &mut Vec<String>)
     } else if let Some(p) = parts.first().filter(|p| !p.dir.is_empty()) {
         notes.push(format!("go test ran in {}, the module holding the target", shown_dir(&p.dir)));
     }
-    Some(parts)
+    Ok(Some(parts))
 }
 
 fn shown_dir(dir: &str) -> String {
