@@ -923,7 +923,9 @@ fn have_go() -> bool {
     ok
 }
 
-const GO_TABLE_TEST: &str = "package calc\n\nimport \"testing\"\n\nfunc TestTable(t *testing.T) {\n\tt.Log(\"starting the table\")\n\tfor _, c := range []struct{ name string; in, want int }{{\"one\", 1, 2}, {\"three\", 3, 7}} {\n\t\tt.Run(c.name, func(t *testing.T) {\n\t\t\tt.Logf(\"case %s\", c.name)\n\t\t\tif c.in*2 != c.want {\n\t\t\t\tt.Errorf(\"double(%d) = %d, want %d\", c.in, c.in*2, c.want)\n\t\t\t}\n\t\t})\n\t}\n}\n";
+/// A table test: its parent logs, each case logs, the failing case logs its inputs after its
+/// `t.Errorf` (line 11), which placed the failure at that log (line 12).
+const GO_TABLE_TEST: &str = "package calc\n\nimport \"testing\"\n\nfunc TestTable(t *testing.T) {\n\tt.Log(\"starting the table\")\n\tfor _, c := range []struct{ name string; in, want int }{{\"one\", 1, 2}, {\"three\", 3, 7}} {\n\t\tt.Run(c.name, func(t *testing.T) {\n\t\t\tt.Logf(\"case %s\", c.name)\n\t\t\tif c.in*2 != c.want {\n\t\t\t\tt.Errorf(\"double(%d) = %d, want %d\", c.in, c.in*2, c.want)\n\t\t\t\tt.Logf(\"inputs were %d\", c.in)\n\t\t\t}\n\t\t})\n\t}\n}\n";
 
 #[test]
 fn go_workspaces_and_nested_modules_run_per_module_and_subtests_fail_by_name() {

@@ -707,7 +707,7 @@ fn parse_output(runner: Runner, text: &str, root: &str, run_dir: &str) -> parse:
                 parse::cargo(text, root),
                 parse::pytest(text, root, ""),
                 parse::jest_like(text, root),
-                parse::go(text, go_module(Path::new(root)).as_deref()),
+                parse::go(text, go_module(Path::new(root)).as_deref(), Some(Path::new(root))),
             ];
             candidates.into_iter().max_by_key(|o| o.passed + o.failed + o.skipped).unwrap_or_default()
         }

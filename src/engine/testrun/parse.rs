@@ -5,6 +5,7 @@
 use super::types::TestFailure;
 use regex::Regex;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::OnceLock;
 
 /// What a run's output says.
@@ -566,19 +567,20 @@ fn yaml_scalar(v: &str) -> String {
 }
 
 /// go test, `-v` output (plain output read too): `=== RUN   TestX` names the test that prints
-/// `file_test.go:12: message` (before its `--- FAIL: TestX` with `-v`, after it without; the last
-/// such line is the failure's place, as a `t.Log` before the failing check printed first), the
+/// `file_test.go:12: message` (before its `--- FAIL: TestX` with `-v`, after it without), the
 /// top-level `--- PASS` / `--- FAIL` / `--- SKIP` lines are counted (subtests, indented, are not),
 /// a failing subtest is the failure, named with its parent (`TestTable/three`; each failing
-/// leaf subtest one failure) and placed where it printed,
+/// leaf subtest one failure) and placed where it failed (`go_pick`: the first line its source
+/// shows a `t.Error`/`t.Fatal` call printed, read from `src`, the module's directory; go prints a
+/// `t.Log` line just like it, so without the source the last line it printed),
 /// and each package's closing line (`ok  `, `FAIL`, `?   `) turns the test files' base names
 /// into repo-relative paths (`module`: go.mod's module path) and says whether it ran a test:
 /// `[no test files]` and `[no tests to run]` did not, which makes a run of only those
 /// `none_found`. A package that does not build (`FAIL pkg [build failed]`) is one failure, with
 /// the compiler's first `path.go:L:C: message`.
-pub fn go(out: &str, module: Option<&str>) -> Outcome {
+pub fn go(out: &str, module: Option<&str>, src: Option<&Path>) -> Outcome {
     let mut o = Outcome::default();
-    let mut g = GoRun::default();
+    let mut g = GoRun { src: src.map(Path::to_path_buf), ..GoRun::default() };
     for line in out.lines() {
         g.line(line, module, &mut o);
     }
@@ -587,13 +589,18 @@ pub fn go(out: &str, module: Option<&str>) -> Outcome {
     o
 }
 
+/// A `file.go:N: message` line: the file (a base name in the package's folder), line, message.
+type GoSaid = (String, Option<u32>, String);
+
 /// What `go` keeps between lines.
 #[derive(Default)]
 struct GoRun {
     /// The test `=== RUN` / `=== CONT` / `=== NAME` named last.
     running: Option<String>,
-    /// The first `file.go:N: message` each test printed before its `--- FAIL` (`-v`).
-    said: HashMap<String, (String, Option<u32>, String)>,
+    /// Every `file.go:N: message` each test printed before its `--- FAIL` (`-v`), in order.
+    said: HashMap<String, Vec<GoSaid>>,
+    /// The lines each failure (by index) printed, from which its place is picked.
+    printed: HashMap<usize, Vec<GoSaid>>,
     /// The failure a plain run's location lines follow.
     current: Option<usize>,
     /// Failures since the last package line, whose files are still base names.
@@ -608,6 +615,10 @@ struct GoRun {
     no_tests: bool,
     /// A package ran tests (`ok` without `[no tests to run]`, or `FAIL`).
     tested: bool,
+    /// The module's directory, where the test files' lines are read (`go_pick`).
+    src: Option<std::path::PathBuf>,
+    /// Test files read, by path (`None`: unreadable).
+    sources: HashMap<std::path::PathBuf, Option<Vec<String>>>,
 }
 
 impl GoRun {
@@ -643,10 +654,12 @@ impl GoRun {
             } else if top {
                 // Printed by the test itself (fmt.Println), not by t.Error: no location.
             } else if let Some(i) = self.current.filter(|i| !self.verbose || o.failures[*i].file.is_none()) {
-                // Its lines follow the `--- FAIL` (plain output, or -v before go 1.14): the last wins.
-                (o.failures[i].file, o.failures[i].line, o.failures[i].message) = (Some(file), l, Some(msg));
+                // Its lines follow the `--- FAIL` (plain output, or -v before go 1.14).
+                let printed = self.printed.entry(i).or_default();
+                printed.push((file, l, msg));
+                place(&mut o.failures[i], printed.last());
             } else if let Some(name) = self.running.clone() {
-                self.said.insert(name, (file, l, msg));
+                self.said.entry(name).or_default().push((file, l, msg));
             }
         }
     }
@@ -661,7 +674,7 @@ impl GoRun {
             .copied()
             .filter(|i| name.starts_with(&format!("{}/", o.failures[*i].name)))
             .max_by_key(|i| o.failures[*i].name.len());
-        let said = self.said.get(&name).cloned();
+        let said = self.said.get(&name).cloned().unwrap_or_default();
         let i = match ancestor {
             Some(i) => i,
             None => {
@@ -672,11 +685,10 @@ impl GoRun {
         };
         let f = &mut o.failures[i];
         f.name = name;
-        match said {
-            Some((file, line, message)) => (f.file, f.line, f.message) = (Some(file), line, Some(message)),
-            // Plain output: its lines follow.
-            None if !self.verbose => (f.file, f.line, f.message) = (None, None, None),
-            None => {}
+        // Plain output: its lines follow. With -v and none of its own, its ancestor's stay.
+        if !said.is_empty() || !self.verbose {
+            place(f, said.last());
+            self.printed.insert(i, said);
         }
         self.current = Some(i);
     }
@@ -688,15 +700,17 @@ impl GoRun {
         let said = self
             .said
             .get(&name)
+            .filter(|v| !v.is_empty())
             .or_else(|| self.said.iter().filter(|(k, _)| k.starts_with(&sub)).min_by_key(|(k, _)| *k).map(|(_, v)| v))
-            .cloned();
-        let (file, line, message) = match said {
-            Some((f, l, m)) => (Some(f), l, Some(m)),
-            None => (None, None, None),
-        };
-        o.failures.push(TestFailure { name, file, line, message });
-        self.current = Some(o.failures.len() - 1);
-        self.unplaced.push(o.failures.len() - 1);
+            .cloned()
+            .unwrap_or_default();
+        let mut f = TestFailure { name, file: None, line: None, message: None };
+        place(&mut f, said.last());
+        o.failures.push(f);
+        let i = o.failures.len() - 1;
+        self.printed.insert(i, said);
+        self.current = Some(i);
+        self.unplaced.push(i);
     }
 
     /// A package's closing line: its failures' files placed, whether it ran a test, and a
@@ -709,13 +723,18 @@ impl GoRun {
                 pkg.strip_prefix(m).and_then(|r| r.strip_prefix('/')).map(|d| format!("{d}/"))
             }
         });
-        for i in self.unplaced.drain(..) {
+        for i in std::mem::take(&mut self.unplaced) {
+            if let (Some(dir), Some(printed)) = (&dir, self.printed.remove(&i)) {
+                let picked = self.pick(dir, &printed).or(printed.last());
+                place(&mut o.failures[i], picked);
+            }
             if let (Some(dir), Some(f)) = (&dir, &o.failures[i].file) {
                 if !f.contains('/') {
                     o.failures[i].file = Some(format!("{dir}{f}"));
                 }
             }
         }
+        self.printed.clear();
         self.said.clear();
         self.building = false;
         self.running = None;
@@ -735,6 +754,74 @@ impl GoRun {
             self.tested = true;
         }
     }
+}
+
+impl GoRun {
+    /// Where a failing test failed, of the `printed` lines (in the package folder `dir` of the
+    /// module): go prints a `t.Log` line as it prints a `t.Error`, so the source says which is
+    /// which. The first whose line calls `Error`/`Errorf`/`Fatal`/`Fatalf`, else the first that
+    /// calls no `Log`/`Skip` (a helper marked `t.Helper()` reports its caller's line), else `None`.
+    fn pick<'a>(&mut self, dir: &str, printed: &'a [GoSaid]) -> Option<&'a GoSaid> {
+        let src = self.src.clone()?;
+        let kinds: Vec<Option<GoCall>> = printed
+            .iter()
+            .map(|(file, line, _)| {
+                let path = src.join(dir).join(file);
+                let lines = self.sources.entry(path.clone()).or_insert_with(|| read_source(&path));
+                let text = lines.as_ref()?.get(usize::try_from((*line)?).ok()?.checked_sub(1)?)?;
+                Some(go_call(text))
+            })
+            .collect();
+        let first = |want: GoCall| printed.iter().zip(&kinds).find(|(_, k)| **k == Some(want)).map(|(p, _)| p);
+        first(GoCall::Fails).or_else(|| first(GoCall::Other))
+    }
+}
+
+/// What a test file's line does, as far as its place in a failure goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GoCall {
+    /// Calls `Error`, `Errorf`, `Fatal` or `Fatalf` (`t.Errorf(`, `s.T().Fatal(`, `assert.Error(`).
+    Fails,
+    /// Calls `Log`, `Logf`, `Skip` or `Skipf`: printed, but not where the test failed.
+    Logs,
+    /// Anything else: a helper's call, which go reports for a helper's failure.
+    Other,
+}
+
+/// The call that starts a statement on a Go `line` (after `{` or `;` too, as in
+/// `if err != nil { t.Fatal(err) }`): a method call in an argument (`fmt.Errorf("x")`,
+/// `err.Error()`) is not one.
+fn go_call(line: &str) -> GoCall {
+    static CALL: OnceLock<Option<Regex>> = OnceLock::new();
+    let Some(re) = re(&CALL, r"(?:^|[{;])\s*(?:\w+(?:\(\))?\.)+(Errorf?|Fatalf?|Logf?|Skipf?)\(") else {
+        return GoCall::Other;
+    };
+    let calls: Vec<&str> = re.captures_iter(line).filter_map(|c| c.get(1)).map(|m| m.as_str()).collect();
+    if calls.iter().any(|c| c.starts_with("Error") || c.starts_with("Fatal")) {
+        GoCall::Fails
+    } else if calls.is_empty() {
+        GoCall::Other
+    } else {
+        GoCall::Logs
+    }
+}
+
+/// A test file's lines, `None` when it cannot be read or is over 8 MiB (no test file is).
+fn read_source(path: &Path) -> Option<Vec<String>> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > 8 * 1024 * 1024 {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(text.lines().map(str::to_string).collect())
+}
+
+/// Sets a failure's place and message to a printed line (all `None` without one).
+fn place(f: &mut TestFailure, said: Option<&GoSaid>) {
+    (f.file, f.line, f.message) = match said {
+        Some((file, line, msg)) => (Some(file.clone()), *line, Some(msg.clone())),
+        None => (None, None, None),
+    };
 }
 
 /// The package of a go test package line: `ok  \tPKG\t0.01s`, `FAIL\tPKG\t0.01s`, `FAIL\tPKG
@@ -941,6 +1028,7 @@ mod tests {
         let o = go(
             "=== RUN   TestA\n--- FAIL: TestA (0.00s)\n    a_test.go:12: want 2\n--- PASS: TestB (0.00s)\nFAIL\n",
             None,
+            None,
         );
         assert_eq!((o.passed, o.failed), (1, 1));
         assert_eq!((o.failures[0].file.as_deref(), o.failures[0].line), (Some("a_test.go"), Some(12)));
@@ -955,7 +1043,7 @@ mod tests {
 
     #[test]
     fn go_verbose_counts_top_level_tests_and_places_failures_in_their_package() {
-        let o = go(GO_V, Some("example.com/gom"));
+        let o = go(GO_V, Some("example.com/gom"), None);
         assert_eq!((o.passed, o.failed, o.skipped, o.counted, o.none_found), (2, 4, 1, true, false));
         let f = |name: &str, file: &str, line: u32, message: &str| TestFailure {
             name: name.into(),
@@ -975,7 +1063,7 @@ mod tests {
         );
         // Plain output (a `[tests] command` of `go test ./...`): the location follows the FAIL.
         let plain = "--- FAIL: TestBad (0.00s)\n    calc_test.go:16: want 2\nFAIL\nFAIL\texample.com/gom/calc\t0.002s\nok  \texample.com/gom/empty\t0.006s [no tests to run]\n?   \texample.com/gom/lib\t[no test files]\nFAIL\n";
-        let p = go(plain, Some("example.com/gom"));
+        let p = go(plain, Some("example.com/gom"), None);
         assert_eq!((p.failed, p.counted, p.none_found), (1, false, false));
         assert_eq!((p.failures[0].file.as_deref(), p.failures[0].line), (Some("calc/calc_test.go"), Some(16)));
     }
@@ -999,7 +1087,7 @@ mod tests {
             f("TestPar/b", 33, "par b bad"),
         ];
         for out in [GO_SUBTESTS_V, GO_SUBTESTS_PLAIN] {
-            let o = go(out, Some("example.com/gosub"));
+            let o = go(out, Some("example.com/gosub"), None);
             assert_eq!(o.failures, want, "{out}");
             assert_eq!((o.passed, o.failed), (0, 3), "{out}");
         }
@@ -1008,7 +1096,7 @@ mod tests {
             "--- FAIL: TestNested (0.00s)",
             "    --- FAIL: TestTable/four (0.00s)\n        p_test.go:12: double(4) = 8, want 9\n--- FAIL: TestNested (0.00s)",
         );
-        let names: Vec<String> = go(&two, None).failures.into_iter().map(|f| f.name).collect();
+        let names: Vec<String> = go(&two, None, None).failures.into_iter().map(|f| f.name).collect();
         assert_eq!(names, ["TestTable/three", "TestTable/four", "TestNested/outer/inner_bad", "TestPar/b"]);
     }
 
@@ -1021,14 +1109,60 @@ mod tests {
             "testing: warning: no tests to run\nPASS\nok  \texample.com/gom/empty\t0.005s [no tests to run]\n",
             "testing: warning: no tests to run\nPASS\nok  \texample.com/gom/empty\t(cached) [no tests to run]\n?   \texample.com/gom/lib\t[no test files]\n",
         ] {
-            let o = go(out, Some("example.com/gom"));
+            let o = go(out, Some("example.com/gom"), None);
             assert!(o.none_found && o.passed + o.failed + o.skipped == 0, "{out}: {o:?}");
         }
         // A plain run whose package passed ran tests, uncounted: not "none found".
-        let o = go("ok  \texample.com/gom/calc\t0.002s\n?   \texample.com/gom/lib\t[no test files]\n", None);
+        let o = go("ok  \texample.com/gom/calc\t0.002s\n?   \texample.com/gom/lib\t[no test files]\n", None, None);
         assert!(!o.none_found && !o.counted, "{o:?}");
         // A package that does not build is a failure, not "no tests", beside one without tests.
-        let o = go("# example.com/gom/broken [example.com/gom/broken.test]\nbroken/b_test.go:5:28: undefined: Foo\nFAIL\texample.com/gom/broken [build failed]\n?   \texample.com/gom/lib\t[no test files]\nFAIL\n", None);
+        let o = go("# example.com/gom/broken [example.com/gom/broken.test]\nbroken/b_test.go:5:28: undefined: Foo\nFAIL\texample.com/gom/broken [build failed]\n?   \texample.com/gom/lib\t[no test files]\nFAIL\n", None, None);
         assert!(!o.none_found && o.failed == 1, "{o:?}");
+    }
+
+    /// Real go 1.19 output, `-v` and plain, of tests that print after they fail: a case that
+    /// logs its inputs after its `t.Errorf`, a test whose helper (`t.Helper()`, so the caller's
+    /// line) fails between two `t.Logf`s, one calling `err.Error()` and `errors.New`, and an
+    /// inline `{ t.Fatal(err) }`. The source, beside the output, as go read it.
+    const GO_AFTER_SRC: &str = "package calc\n\nimport (\n\t\"errors\"\n\t\"testing\"\n)\n\nfunc check(t *testing.T, got int) {\n\tt.Helper()\n\tif got != 1 {\n\t\tt.Errorf(\"check: got %d\", got)\n\t}\n}\n\nfunc TestTable(t *testing.T) {\n\tt.Log(\"starting the table\")\n\tfor _, c := range []struct{ name string; in, want int }{{\"one\", 1, 2}, {\"three\", 3, 7}} {\n\t\tt.Run(c.name, func(t *testing.T) {\n\t\t\tt.Logf(\"case %s\", c.name)\n\t\t\tif c.in*2 != c.want {\n\t\t\t\tt.Errorf(\"double(%d) = %d, want %d\", c.in, c.in*2, c.want)\n\t\t\t\tt.Logf(\"inputs were %d\", c.in)\n\t\t\t}\n\t\t})\n\t}\n}\n\nfunc TestHelper(t *testing.T) {\n\terr := errors.New(\"boom\")\n\tt.Logf(\"before: %s\", err.Error())\n\tcheck(t, 2)\n\tt.Logf(\"after: %v\", errors.New(\"x\"))\n}\n\nfunc TestInline(t *testing.T) {\n\tif err := errors.New(\"no\"); err != nil { t.Fatal(err) }\n}\n";
+    const GO_AFTER_V: &str = "=== RUN   TestTable\n    calc_test.go:16: starting the table\n=== RUN   TestTable/one\n    calc_test.go:19: case one\n=== RUN   TestTable/three\n    calc_test.go:19: case three\n    calc_test.go:21: double(3) = 6, want 7\n    calc_test.go:22: inputs were 3\n--- FAIL: TestTable (0.00s)\n    --- PASS: TestTable/one (0.00s)\n    --- FAIL: TestTable/three (0.00s)\n=== RUN   TestHelper\n    calc_test.go:30: before: boom\n    calc_test.go:31: check: got 2\n    calc_test.go:32: after: x\n--- FAIL: TestHelper (0.00s)\n=== RUN   TestInline\n    calc_test.go:36: no\n--- FAIL: TestInline (0.00s)\nFAIL\nFAIL\texample.com/m/calc\t0.004s\nFAIL\n";
+    const GO_AFTER_PLAIN: &str = "--- FAIL: TestTable (0.00s)\n    calc_test.go:16: starting the table\n    --- FAIL: TestTable/three (0.00s)\n        calc_test.go:19: case three\n        calc_test.go:21: double(3) = 6, want 7\n        calc_test.go:22: inputs were 3\n--- FAIL: TestHelper (0.00s)\n    calc_test.go:30: before: boom\n    calc_test.go:31: check: got 2\n    calc_test.go:32: after: x\n--- FAIL: TestInline (0.00s)\n    calc_test.go:36: no\nFAIL\nFAIL\texample.com/m/calc\t0.003s\nFAIL\n";
+
+    #[test]
+    fn go_failures_are_placed_at_the_failing_call_not_a_log_printed_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("calc")).unwrap();
+        std::fs::write(dir.path().join("calc/calc_test.go"), GO_AFTER_SRC).unwrap();
+        let f = |name: &str, line: u32, message: &str| TestFailure {
+            name: name.into(),
+            file: Some("calc/calc_test.go".into()),
+            line: Some(line),
+            message: Some(message.into()),
+        };
+        let want = [
+            f("TestTable/three", 21, "double(3) = 6, want 7"),
+            f("TestHelper", 31, "check: got 2"),
+            f("TestInline", 36, "no"),
+        ];
+        for out in [GO_AFTER_V, GO_AFTER_PLAIN] {
+            let o = go(out, Some("example.com/m"), Some(dir.path()));
+            assert_eq!(o.failures, want, "{out}");
+        }
+        // Without the source a t.Log cannot be told from a t.Error: the last line printed.
+        let o = go(GO_AFTER_V, Some("example.com/m"), None);
+        assert_eq!((o.failures[0].line, o.failures[1].line), (Some(22), Some(32)));
+    }
+
+    #[test]
+    fn go_calls_are_read_where_a_statement_starts() {
+        assert_eq!(go_call("\t\tt.Errorf(\"x %d\", 1)"), GoCall::Fails);
+        assert_eq!(go_call("\tif err != nil { t.Fatal(err) }"), GoCall::Fails);
+        assert_eq!(go_call("\ts.T().Fatalf(\"x\")"), GoCall::Fails);
+        assert_eq!(go_call("\tassert.Error(t, err)"), GoCall::Fails);
+        assert_eq!(go_call("\tt.Logf(\"got %s\", err.Error())"), GoCall::Logs);
+        assert_eq!(go_call("\tt.Log(fmt.Errorf(\"x\"))"), GoCall::Logs);
+        assert_eq!(go_call("\tt.Skip(\"later\")"), GoCall::Logs);
+        assert_eq!(go_call("\tcheck(t, 2)"), GoCall::Other);
+        assert_eq!(go_call("\trequire.NoError(t, err)"), GoCall::Other);
     }
 }

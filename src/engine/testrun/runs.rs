@@ -234,7 +234,8 @@ pub(super) fn run_parts(
 /// go test's failures in a module below the root placed repo-relative: its files are relative to
 /// the module (`calc/calc_test.go` in module `svc/`).
 pub(super) fn go_outcome(text: &str, root: &Path, dir: &str) -> parse::Outcome {
-    let mut o = parse::go(text, go_module(&root.join(dir)).as_deref());
+    let module_dir = root.join(dir);
+    let mut o = parse::go(text, go_module(&module_dir).as_deref(), Some(&module_dir));
     if !dir.is_empty() {
         for f in &mut o.failures {
             if let Some(file) = f.file.as_mut().filter(|f| !f.starts_with('/')) {
