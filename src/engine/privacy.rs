@@ -111,11 +111,86 @@ fn ascii_digits(text: &str) -> usize {
     text.bytes().filter(u8::is_ascii_digit).count()
 }
 
-/// Two capitals then two digits, the start every IBAN needs.
+/// Two capitals then two digits at the start of a word, then 8 or more capitals and digits
+/// (blanks between): the start every IBAN needs. `SHA256` is not one.
 fn has_iban_start(text: &str) -> bool {
-    text.as_bytes().windows(4).any(|w| {
-        w[0].is_ascii_uppercase() && w[1].is_ascii_uppercase() && w[2].is_ascii_digit() && w[3].is_ascii_digit()
+    let b = text.as_bytes();
+    (0..b.len().saturating_sub(3)).any(|i| {
+        let w = &b[i..i + 4];
+        w[0].is_ascii_uppercase()
+            && w[1].is_ascii_uppercase()
+            && w[2].is_ascii_digit()
+            && w[3].is_ascii_digit()
+            && (i == 0 || !is_word_byte(b[i - 1]))
+            && b[i + 4..]
+                .iter()
+                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || **c == b' ')
+                .filter(|c| **c != b' ')
+                .count()
+                >= 8
     })
+}
+
+fn is_word_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+/// An `@` between word characters (`jane@acme`); a decorator (`@property`) is not one.
+fn may_hold_email(text: &str) -> bool {
+    let b = text.as_bytes();
+    memchr_all(b'@', b)
+        .any(|i| i > 0 && is_word_byte(b[i - 1]) && b.get(i + 1).is_some_and(|c| c.is_ascii_alphanumeric()))
+}
+
+/// `://` followed, before a blank or a `/`, by a `:` and then an `@` (`redis://u:pw@host`).
+fn may_hold_url_credentials(text: &str) -> bool {
+    text.match_indices("://").any(|(i, _)| {
+        let rest = &text.as_bytes()[i + 3..];
+        let end =
+            rest.iter().position(|c| c.is_ascii_whitespace() || matches!(c, b'/' | b'?' | b'#')).unwrap_or(rest.len());
+        let part = &rest[..end];
+        part.iter().position(|c| *c == b':').is_some_and(|colon| part[colon..].contains(&b'@'))
+    })
+}
+
+/// A run of 13 or more digits, single blanks or dashes between: the shape every card number has.
+fn may_hold_card(text: &str) -> bool {
+    let mut digits = 0;
+    let mut last_sep = false;
+    for c in text.bytes() {
+        match c {
+            b'0'..=b'9' => {
+                digits += 1;
+                last_sep = false;
+                if digits >= 13 {
+                    return true;
+                }
+            }
+            b' ' | b'-' if !last_sep && digits > 0 => last_sep = true,
+            _ => {
+                digits = 0;
+                last_sep = false;
+            }
+        }
+    }
+    false
+}
+
+/// `+` then a digit, or three digits, an optional `)`, a separator, three digits, a separator
+/// and a digit (`415) 555-0132`): where either phone form starts.
+fn may_hold_phone(text: &str) -> bool {
+    let b = text.as_bytes();
+    let plus = memchr_all(b'+', b).any(|i| b.get(i + 1).is_some_and(|c| (b'1'..=b'9').contains(c)));
+    let digits = |at: usize, n: usize| b.get(at..at + n).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let sep = |at: usize| matches!(b.get(at), Some(b' ' | b'.' | b'-'));
+    plus || (0..b.len()).any(|i| {
+        let j = i + 3 + usize::from(b.get(i + 3) == Some(&b')'));
+        digits(i, 3) && sep(j) && digits(j + 1, 3) && sep(j + 4) && digits(j + 5, 1)
+    })
+}
+
+fn memchr_all(needle: u8, hay: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    hay.iter().enumerate().filter(move |(_, c)| **c == needle).map(|(i, _)| i)
 }
 
 const DETECTORS: &[Detector] = &[
@@ -137,7 +212,7 @@ const DETECTORS: &[Detector] = &[
         kind: PiiKind::UrlCredentials,
         pattern: r#"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:"'<>`\\]*:[^\s/?#"'<>`\\]+@"#,
         check: url_password_ok,
-        may_match: |t| t.contains("://"),
+        may_match: may_hold_url_credentials,
     },
     Detector {
         kind: PiiKind::ApiKey,
@@ -167,7 +242,7 @@ const DETECTORS: &[Detector] = &[
         kind: PiiKind::Email,
         pattern: r"\b[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*\.[A-Za-z]{2,24}\b",
         check: email_ok,
-        may_match: |t| t.contains('@'),
+        may_match: may_hold_email,
     },
     Detector {
         kind: PiiKind::Iban,
@@ -180,14 +255,14 @@ const DETECTORS: &[Detector] = &[
         kind: PiiKind::CardNumber,
         pattern: r"\b[2-6][0-9]{3}(?:[ -]?[0-9]{4}){2}[ -]?[0-9]{1,7}\b",
         check: card_ok,
-        may_match: |t| ascii_digits(t) >= 13,
+        may_match: may_hold_card,
     },
     // At least 5 digits (`+` form: 1 + 2 groups of 1 + 2) or 10 (the North American form).
     Detector {
         kind: PiiKind::Phone,
         pattern: r"(?:\+[1-9][0-9]{0,2}[ .-]?(?:\(?[0-9]{1,4}\)?[ .-]?){2,4}[0-9]{2,4}|\(?\b[2-9][0-9]{2}\)?[ .-][2-9][0-9]{2}[ .-][0-9]{4}\b)",
         check: phone_ok,
-        may_match: |t| ascii_digits(t) >= 5,
+        may_match: |t| ascii_digits(t) >= 5 && may_hold_phone(t),
     },
 ];
 
@@ -671,6 +746,18 @@ mod tests {
         assert!(!DETECTORS
             .iter()
             .any(|d| d.kind != PiiKind::Phone && (d.may_match)("fn parse(x: u32) -> i64 { 12345 }")));
+        // Nor does what every Python or Rust snippet holds: decorators, hashes, links, numbers.
+        for code in [
+            "@property\ndef name(self):",
+            "digest = hashlib.SHA256(data)",
+            "see https://docs.python.org/3/library/http.client.html",
+            "MAX = 2147483647 + 1000000",
+            "x = (a + b) * 100",
+            "version 3.11.7, 2024-01-15",
+        ] {
+            let hit: Vec<_> = DETECTORS.iter().filter(|d| (d.may_match)(code)).map(|d| d.kind).collect();
+            assert!(hit.is_empty(), "{code}: {hit:?}");
+        }
     }
 
     #[test]
