@@ -181,9 +181,10 @@ pub enum Error {
         /// The repository root.
         repo: PathBuf,
     },
-    /// The caller stopped the request (its `CancelToken` tripped) while it waited on a model
-    /// server; nothing is wrong with the server.
-    #[error("stopped before the model server answered")]
+    /// The caller stopped the request (its `CancelToken` tripped: a client that hung up, an
+    /// MCP `notifications/cancelled`) while it waited on a model server or ran a long walk,
+    /// audit, index run or test run; nothing is wrong with the server or the repository.
+    #[error("the request was stopped by its caller before it finished")]
     Cancelled,
     /// The on-disk index could not be opened or written.
     #[error("index error in {path}: {message}. Run `docdex index --repo <repo> --rebuild` if it persists")]

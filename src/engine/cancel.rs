@@ -11,9 +11,17 @@
 //! trips ([`Engine::block_on_server`]), so a hung server cannot hold a stopped turn for
 //! `[llm] request_timeout_secs`.
 //!
+//! CPU- and disk-bound work stops too: it takes the ambient token once, on the thread that
+//! starts it ([`CancelToken::current`], before it fans out to rayon's threads, which do not
+//! share the ambient token), and looks at it at its loop boundaries ([`CancelToken::check`]):
+//! a graph walk per level of its breadth-first search, an audit per file read and per block
+//! of compared pairs, an index run per batch of files, a test run while it waits on the
+//! runner (whose process group it kills). Each ends with [`Error::Cancelled`].
+//!
 //! [`Engine::stream_chat_cancellable`]: crate::Engine::stream_chat_cancellable
 //! [`Engine::block_on_server`]: crate::Engine::block_on_server
 
+use crate::error::{Error, Result};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -50,9 +58,30 @@ impl CancelToken {
         }
     }
 
+    /// `Err(`[`Error::Cancelled`]`)` once the token is tripped: what long work calls at its
+    /// loop boundaries, so a request whose client left stops instead of finishing for nobody.
+    pub fn check(&self) -> Result<()> {
+        if self.is_cancelled() {
+            return Err(Error::Cancelled);
+        }
+        Ok(())
+    }
+
+    /// The flag itself, for work that takes a plain stop flag (an index run's batches).
+    pub(crate) fn flag(&self) -> &AtomicBool {
+        &self.0
+    }
+
+    /// The current thread's ambient token, or a fresh one nobody trips when no caller entered
+    /// one (the CLI). Taken once where work starts: rayon's threads have no ambient token.
+    pub(crate) fn current() -> CancelToken {
+        CancelToken::ambient().unwrap_or_default()
+    }
+
     /// Makes this token the current thread's ambient one until the guard drops (the previous
-    /// one, if any, comes back then).
-    pub(crate) fn enter(&self) -> AmbientGuard {
+    /// one, if any, comes back then): every engine call made on this thread meanwhile answers
+    /// to it (the server's work gate enters one per request; tests enter one to stop a call).
+    pub fn enter(&self) -> AmbientGuard {
         let prev = AMBIENT.with(|a| a.replace(Some(self.clone())));
         AmbientGuard { prev }
     }
@@ -77,7 +106,8 @@ thread_local! {
 }
 
 /// Restores the thread's previous ambient token when dropped (see [`CancelToken::enter`]).
-pub(crate) struct AmbientGuard {
+#[must_use = "the token is ambient only while the guard lives"]
+pub struct AmbientGuard {
     prev: Option<CancelToken>,
 }
 

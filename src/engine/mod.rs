@@ -40,6 +40,7 @@ pub mod web;
 
 use crate::config::{home_dir, Config, Paths};
 use crate::error::{Error, Result};
+use cancel::CancelToken;
 use index::status::StatusData;
 use index::types::{FileContent, FileRequest, IndexState, IndexSummary, StatusResponse, SCHEMA_VERSION};
 use index::{IndexSession, ProgressSink, Scope};
@@ -258,11 +259,16 @@ impl Engine {
         Ok(session)
     }
 
-    /// Indexes (or incrementally re-indexes) a repository.
+    /// Indexes (or incrementally re-indexes) a repository. Ends with [`Error::Cancelled`] once
+    /// the thread's ambient token trips (a server's client left): between batches of files,
+    /// as a shutdown stops a run (what was committed stays, the next run goes on from it),
+    /// and in its waits on another run or the watcher.
     pub fn index(&self, repo_path: &Path, opts: &IndexOptions, sink: &dyn ProgressSink) -> Result<IndexSummary> {
         let repo = self.resolve_repo(repo_path)?;
+        let cancel = CancelToken::current();
         let mut waiter = index::status::RunWaiter::default();
         let mut session = loop {
+            cancel.check()?;
             match self.open_index_session_with(&repo, opts.rebuild, !opts.skip_code) {
                 Ok(s) => break s,
                 Err(Error::IndexBusy { pid, .. }) if !opts.rebuild && self.watcher_pid(&repo) == Some(pid) => {
@@ -272,6 +278,7 @@ impl Engine {
                     let running = self.await_watcher_run(&repo, pid, sink);
                     let sources =
                         if running { SourcesTaken::NotYet } else { self.await_watcher_sources(&repo, pid, sink) };
+                    cancel.check()?;
                     return Ok(self.watched_summary(&repo, pid, running, sources));
                 }
                 // Another `index` is running: wait for it, then run (incrementally) after it.
@@ -283,17 +290,21 @@ impl Engine {
         // 37 MB index): a damaged index is never reported as indexed and ready.
         let damaged = session.verify(true)?;
         let replaced = session.rebuilding().filter(|_| !opts.rebuild).map(str::to_string);
-        let mut summary = session.update(&Scope::Full, sink)?;
+        let mut summary = session.update_until(&Scope::Full, sink, cancel.flag()).map_err(|e| match e {
+            Error::IndexStopped { .. } if cancel.is_cancelled() => Error::Cancelled,
+            e => e,
+        })?;
         // The session's repo: its live generation (moved or switched by the run).
         let repo = session.repo().clone();
         // Recorded before embedding, which can take minutes: the text index is committed and
         // searchable, and a run killed while embedding must not leave it listed as never indexed.
         self.inner.registry.record_indexed(&repo, summary.files, summary.chunks)?;
         // A one-off run has no shutdown flag: Ctrl-C ends the process, and what the phase
-        // wrote stays (one transaction per group of files).
-        let never = std::sync::atomic::AtomicBool::new(false);
-        summary.embeddings = Some(self.embed_index(&repo, &session, opts.reembed, sink, &never));
+        // wrote stays (one transaction per group of files). A server's run stops with its
+        // request, as the phase stops for a shutdown.
+        summary.embeddings = Some(self.embed_index(&repo, &session, opts.reembed, sink, cancel.flag()));
         session.finish()?;
+        cancel.check()?;
         if let Some(why) = damaged {
             summary.note = Some(format!("the index was damaged ({why}); a new generation replaced it"));
         } else if let Some(why) = replaced {
@@ -322,7 +333,11 @@ impl Engine {
     /// moved for [`WATCHER_SILENCE_MS`] is not waited for any longer (a wedged watcher must
     /// not hold an agent's request, or its thread, for ever). Returns whether it still runs.
     fn await_watcher_run(&self, repo: &RepoRef, pid: u32, sink: &dyn ProgressSink) -> bool {
+        let cancel = CancelToken::current();
         loop {
+            if cancel.is_cancelled() {
+                return true;
+            }
             match StatusData::read(&repo.status_path()) {
                 Some((d, false)) if d.pid == pid && d.watching && d.state == IndexState::Updating => {
                     if fsutil::now_ms().saturating_sub(d.updated_ms) > WATCHER_SILENCE_MS {
@@ -348,7 +363,11 @@ impl Engine {
         let saved = index::sources::saved_version(&repo.state_dir);
         let mut waited = false;
         let mut idle_since = None;
+        let cancel = CancelToken::current();
         loop {
+            if cancel.is_cancelled() {
+                return SourcesTaken::NotYet;
+            }
             let Some((d, false)) = StatusData::read(&repo.status_path()) else { return SourcesTaken::NotYet };
             if d.pid != pid || !d.watching {
                 return SourcesTaken::NotYet;
@@ -962,11 +981,11 @@ fn live_warnings(d: &StatusData, interrupted: bool, indexed: bool, generation: u
     if d.stopped && !interrupted {
         warnings.push(match indexed {
             true => format!(
-                "the last index run (pid {}) stopped for shutdown before it finished; generation {generation} is searchable. Run `docdex index --repo {root}` (or start the server again) to finish",
+                "the last index run (pid {}) stopped for shutdown before it finished (or the client that asked for it left); generation {generation} is searchable. Run `docdex index --repo {root}` (or start the server again) to finish",
                 d.pid
             ),
             false => format!(
-                "the first index run (pid {}) stopped for shutdown before its first commit; run `docdex index --repo {root}` to finish",
+                "the first index run (pid {}) stopped for shutdown before its first commit (or the client that asked for it left); run `docdex index --repo {root}` to finish",
                 d.pid
             ),
         });

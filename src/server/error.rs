@@ -135,7 +135,8 @@ pub fn status_for(code: &str) -> StatusCode {
         | "busy"
         | "shutting_down"
         | "index_damaged"
-        | "index_stopped" => StatusCode::SERVICE_UNAVAILABLE,
+        | "index_stopped"
+        | "cancelled" => StatusCode::SERVICE_UNAVAILABLE,
         "disk_full" => StatusCode::INSUFFICIENT_STORAGE,
         "request_timeout" => StatusCode::REQUEST_TIMEOUT,
         "headers_too_large" => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,

@@ -12,7 +12,8 @@
 use super::claims::{self, Statement};
 use super::minhash;
 use super::types::*;
-use super::{check_unit, indexed_files, line_starts, lines, map_files, round3, MAX_PAIRS};
+use super::{check_unit, indexed_files, line_starts, lines, map_files, round3, score_pairs, MAX_PAIRS};
+use crate::engine::cancel::CancelToken;
 use crate::engine::index::files::FileClass;
 use crate::engine::llm::{ChatMessage, ChatRequest, Role};
 use crate::engine::Engine;
@@ -58,7 +59,7 @@ impl Engine {
                 }
             }
             out
-        });
+        })?;
         let mut limits = Vec::new();
         let mut notes = Vec::new();
         if stale > 0 {
@@ -87,13 +88,15 @@ impl Engine {
                 minhash::MAX_BUCKET
             ));
         }
-        let mut found = disagreeing(&stmts, &pairs, min_sim);
+        let mut found = disagreeing(&stmts, &pairs, min_sim)?;
         let pairs_total = found.len();
         found.truncate(top);
         if req.explain.unwrap_or(true) && !found.is_empty() {
             if let Some(why) = self.explain_conflicts(&mut found) {
                 notes.push(why);
             }
+            // A stop during the explanations ends them as a failure would: nobody reads these.
+            CancelToken::current().check()?;
         }
         Ok(ConflictsResponse {
             schema_version: 1,
@@ -159,39 +162,38 @@ impl Engine {
 
 /// The candidate pairs at least `min_sim` alike that disagree (a number, a version, a default,
 /// a negation), most similar first; statements whose lines overlap in one file are not compared.
-fn disagreeing(stmts: &[(String, Statement)], pairs: &[(u32, u32)], min_sim: f32) -> Vec<ConflictPair> {
-    let mut found: Vec<ConflictPair> = Vec::new();
-    for &(i, j) in pairs {
+/// [`Error::Cancelled`] once the thread's ambient token trips (looked at between blocks of pairs).
+fn disagreeing(stmts: &[(String, Statement)], pairs: &[(u32, u32)], min_sim: f32) -> Result<Vec<ConflictPair>> {
+    let mut found = score_pairs(pairs, |i, j| {
         let ((pa, a), (pb, b)) = (&stmts[i as usize], &stmts[j as usize]);
         if pa == pb && a.line_start <= b.line_end && b.line_start <= a.line_end {
-            continue;
+            return None;
         }
         let sim = claims::similarity(a, b);
         if sim < min_sim {
-            continue;
+            return None;
         }
-        if let Some((kind, reason)) = claims::disagreement(a, b) {
-            let passage = |p: &String, s: &Statement| Passage {
-                path: p.clone(),
-                line_start: s.line_start,
-                line_end: s.line_end,
-                text: s.text.clone(),
-            };
-            found.push(ConflictPair {
-                a: passage(pa, a),
-                b: passage(pb, b),
-                similarity: round3(sim),
-                kind,
-                explanation: reason.clone(),
-                reason,
-                explained_by: "heuristic".into(),
-            });
-        }
-    }
+        let (kind, reason) = claims::disagreement(a, b)?;
+        let passage = |p: &String, s: &Statement| Passage {
+            path: p.clone(),
+            line_start: s.line_start,
+            line_end: s.line_end,
+            text: s.text.clone(),
+        };
+        Some(ConflictPair {
+            a: passage(pa, a),
+            b: passage(pb, b),
+            similarity: round3(sim),
+            kind,
+            explanation: reason.clone(),
+            reason,
+            explained_by: "heuristic".into(),
+        })
+    })?;
     found.sort_by(|x, y| {
         y.similarity
             .total_cmp(&x.similarity)
             .then_with(|| (&x.a.path, x.a.line_start, &x.b.path).cmp(&(&y.a.path, y.a.line_start, &y.b.path)))
     });
-    found
+    Ok(found)
 }

@@ -8,7 +8,8 @@
 use super::minhash::{self, Hyperplanes, SIGNATURE_LEN};
 use super::types::*;
 use super::{
-    check_unit, group_id, indexed_files, line_starts, lines, map_files, round3, MAX_CHUNKS, MAX_PAIRS, MIN_WORDS,
+    check_unit, group_id, indexed_files, line_starts, lines, map_files, round3, score_pairs, MAX_CHUNKS, MAX_PAIRS,
+    MIN_WORDS,
 };
 use crate::engine::embed::store::VectorHit;
 use crate::engine::embed::Vectors;
@@ -73,10 +74,10 @@ impl Engine {
         // Near duplicates among the classes' representatives.
         let reps: Vec<usize> = classes.iter().map(|c| c[0]).collect();
         let near = match self.vectors(&repo) {
-            Vectors::Usable(store, _) => near_by_embeddings(&store.all()?, &prints, &reps, &mut notes),
+            Vectors::Usable(store, _) => near_by_embeddings(&store.all()?, &prints, &reps, &mut notes)?,
             Vectors::Unusable(why) => {
                 notes.push(format!("near duplicates by MinHash of word 3-shingles: {why}"));
-                near_by_minhash(&prints, &reps)
+                near_by_minhash(&prints, &reps)?
             }
         };
         if near.capped {
@@ -135,7 +136,7 @@ fn fingerprint_chunks(repo: &RepoRef) -> Result<(Vec<Print>, usize)> {
             });
         }
         out
-    });
+    })?;
     Ok((per_file.into_iter().flatten().collect(), stale))
 }
 
@@ -169,7 +170,7 @@ fn near_by_embeddings(
     prints: &[Print],
     reps: &[usize],
     notes: &mut Vec<String>,
-) -> NearPairs {
+) -> Result<NearPairs> {
     let by_range: HashMap<(&str, u32, u32), &Vec<f32>> =
         vectors.iter().map(|(hit, v)| ((hit.path.as_str(), hit.line_start, hit.line_end), v)).collect();
     let with: Vec<(usize, &Vec<f32>)> = reps
@@ -193,31 +194,25 @@ fn near_by_embeddings(
     let planes = Hyperplanes::for_corpus(with.len(), dim);
     let keys: Vec<Vec<u64>> = with.iter().map(|(_, v)| planes.bands(v)).collect();
     let (pairs, capped) = minhash::candidate_pairs(with.len(), |i| keys[i].clone(), MAX_PAIRS);
-    let scored = pairs
-        .iter()
-        .map(|&(a, b)| {
-            let (x, y) = (&with[a as usize], &with[b as usize]);
-            (x.0, y.0, minhash::cosine(x.1, y.1))
-        })
-        .collect();
-    NearPairs { method: SimilarityMethod::Embeddings, scored, compared: pairs.len(), capped }
+    let scored = score_pairs(&pairs, |a, b| {
+        let (x, y) = (&with[a as usize], &with[b as usize]);
+        Some((x.0, y.0, minhash::cosine(x.1, y.1)))
+    })?;
+    Ok(NearPairs { method: SimilarityMethod::Embeddings, scored, compared: pairs.len(), capped })
 }
 
 /// Near pairs by MinHash-estimated Jaccard similarity of word 3-shingles, candidates from
 /// banded LSH.
-fn near_by_minhash(prints: &[Print], reps: &[usize]) -> NearPairs {
+fn near_by_minhash(prints: &[Print], reps: &[usize]) -> Result<NearPairs> {
     let with: Vec<(usize, [u32; SIGNATURE_LEN])> =
         reps.iter().enumerate().filter_map(|(r, &i)| prints[i].sig.map(|s| (r, s))).collect();
     let keys: Vec<Vec<u64>> = with.iter().map(|(_, s)| minhash::minhash_bands(s)).collect();
     let (pairs, capped) = minhash::candidate_pairs(with.len(), |i| keys[i].clone(), MAX_PAIRS);
-    let scored = pairs
-        .iter()
-        .map(|&(a, b)| {
-            let (x, y) = (&with[a as usize], &with[b as usize]);
-            (x.0, y.0, minhash::estimated_jaccard(&x.1, &y.1))
-        })
-        .collect();
-    NearPairs { method: SimilarityMethod::Minhash, scored, compared: pairs.len(), capped }
+    let scored = score_pairs(&pairs, |a, b| {
+        let (x, y) = (&with[a as usize], &with[b as usize]);
+        Some((x.0, y.0, minhash::estimated_jaccard(&x.1, &y.1)))
+    })?;
+    Ok(NearPairs { method: SimilarityMethod::Minhash, scored, compared: pairs.len(), capped })
 }
 
 /// Groups of near copies: connected components of the pairs at `threshold` or more

@@ -15,6 +15,7 @@ pub mod duplicates;
 pub mod minhash;
 pub mod types;
 
+use crate::engine::cancel::CancelToken;
 use crate::engine::index::files::FileClass;
 use crate::engine::index::manifest::Manifest;
 use crate::engine::index::schema;
@@ -106,16 +107,43 @@ pub(crate) fn lines<'t>(text: &'t str, starts: &[usize], a: u32, b: u32) -> &'t 
 
 /// Reads the files (in parallel) and maps each readable one with `f`; returns the results in
 /// path order and how many files were skipped because they changed since they were indexed.
+/// [`Error::Cancelled`] when the calling thread's ambient token trips: the files not yet read
+/// are left unread (the token is taken here, on the caller's thread, for rayon's).
 pub(crate) fn map_files<T: Send>(
     repo: &RepoRef,
     files: &[IndexedFile],
     f: impl Fn(&IndexedFile, &str) -> T + Sync,
-) -> (Vec<T>, usize) {
+) -> Result<(Vec<T>, usize)> {
+    let cancel = CancelToken::current();
     let manifest = Manifest::load(&repo.manifest_path());
-    let results: Vec<Option<T>> =
-        files.par_iter().map(|file| indexed_text(repo, &manifest, &file.path).map(|text| f(file, &text))).collect();
+    let results: Vec<Option<T>> = files
+        .par_iter()
+        .map(|file| {
+            if cancel.is_cancelled() {
+                return None;
+            }
+            indexed_text(repo, &manifest, &file.path).map(|text| f(file, &text))
+        })
+        .collect();
+    cancel.check()?;
     let skipped = results.iter().filter(|r| r.is_none()).count();
-    (results.into_iter().flatten().collect(), skipped)
+    Ok((results.into_iter().flatten().collect(), skipped))
+}
+
+/// Pairs scored between looks at the cancellation token (a few milliseconds of work).
+const CANCEL_EVERY_PAIRS: usize = 16_384;
+
+/// `score` over every pair, in order; [`Error::Cancelled`] (looked at every
+/// [`CANCEL_EVERY_PAIRS`] pairs) once the calling thread's ambient token trips. Up to
+/// [`MAX_PAIRS`] comparisons take seconds on a large repository.
+pub(crate) fn score_pairs<T>(pairs: &[(u32, u32)], mut score: impl FnMut(u32, u32) -> Option<T>) -> Result<Vec<T>> {
+    let cancel = CancelToken::current();
+    let mut out = Vec::new();
+    for block in pairs.chunks(CANCEL_EVERY_PAIRS) {
+        cancel.check()?;
+        out.extend(block.iter().filter_map(|&(a, b)| score(a, b)));
+    }
+    Ok(out)
 }
 
 /// A stable short id for a set of chunks.

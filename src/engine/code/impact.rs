@@ -12,6 +12,7 @@
 
 use super::graph::{self, Cycle, Diagnostic, Edge, FileImports, GraphStats, ImpactGraph, SchemaTag, EXTERNAL_PREFIX};
 use super::Lang;
+use crate::engine::cancel::CancelToken;
 use crate::engine::fsutil::FileLock;
 use crate::engine::index::manifest::Manifest;
 use crate::engine::index::status::RunWaiter;
@@ -39,6 +40,13 @@ pub const DEFAULT_DEPTH: u32 = 1;
 pub const MAX_DEPTH: u32 = 64;
 /// Most nodes listed per side before the response is marked truncated.
 pub const MAX_NODES_PER_SIDE: usize = 2_000;
+/// Nodes a walk over the whole graph (all transitive dependents) visits between looks at the
+/// cancellation token: a few hundred microseconds of work.
+const CANCEL_EVERY_NODES: usize = 4_096;
+
+/// What [`LoadedGraph::impact`] finds: inbound and outbound dependencies, every transitive
+/// dependent, and whether a side was cut at [`MAX_NODES_PER_SIDE`].
+pub type ImpactWalk = (Vec<Dependency>, Vec<Dependency>, Vec<String>, bool);
 
 /// Which dependencies to follow.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -371,8 +379,16 @@ impl LoadedGraph {
     /// `limit` caps the nodes returned (the bool says whether it was hit). Each node keeps its
     /// shallowest depth and, at that depth, its most confident path. (A walk of our own over
     /// petgraph's adjacency: its `Bfs` yields nodes without the depth, the path confidence or
-    /// a node budget, which are the answer here.)
-    pub(crate) fn traverse(&self, root: NodeIndex, forward: bool, depth: u32, limit: usize) -> (Vec<Dependency>, bool) {
+    /// a node budget, which are the answer here.) Ends with [`Error::Cancelled`] between levels
+    /// once the thread's ambient token trips (a walk of a large graph to depth 64 is long).
+    pub(crate) fn traverse(
+        &self,
+        root: NodeIndex,
+        forward: bool,
+        depth: u32,
+        limit: usize,
+    ) -> Result<(Vec<Dependency>, bool)> {
+        let cancel = CancelToken::current();
         let dir = if forward { Outgoing } else { Incoming };
         // node -> (depth, path confidence, edge)
         let mut best: HashMap<NodeIndex, (u32, f32, u32)> = HashMap::new();
@@ -380,6 +396,7 @@ impl LoadedGraph {
         let mut frontier: Vec<(NodeIndex, f32)> = vec![(root, 1.0)];
         let mut truncated = false;
         for d in 1..=depth {
+            cancel.check()?;
             let mut next: Vec<NodeIndex> = Vec::new();
             for &(node, conf) in &frontier {
                 for e in self.g.edges_directed(node, dir) {
@@ -424,16 +441,23 @@ impl LoadedGraph {
                 }
             })
             .collect();
-        (deps, truncated)
+        Ok((deps, truncated))
     }
 
-    /// All transitive dependents of `root`, nearest first, then by path.
-    fn dependents(&self, root: NodeIndex) -> Vec<String> {
+    /// All transitive dependents of `root`, nearest first, then by path; [`Error::Cancelled`]
+    /// (looked at every [`CANCEL_EVERY_NODES`] nodes) once the ambient token trips.
+    fn dependents(&self, root: NodeIndex) -> Result<Vec<String>> {
+        let cancel = CancelToken::current();
         let mut seen = vec![false; self.g.node_count()];
         seen[root.index()] = true;
         let mut queue = VecDeque::from([(root, 0u32)]);
         let mut found: Vec<(u32, &str)> = Vec::new();
+        let mut visited = 0usize;
         while let Some((node, d)) = queue.pop_front() {
+            visited += 1;
+            if visited.is_multiple_of(CANCEL_EVERY_NODES) {
+                cancel.check()?;
+            }
             for s in self.g.neighbors_directed(node, Incoming) {
                 if !seen[s.index()] {
                     seen[s.index()] = true;
@@ -443,29 +467,25 @@ impl LoadedGraph {
             }
         }
         found.sort_unstable();
-        found.into_iter().map(|(_, s)| s.to_string()).collect()
+        Ok(found.into_iter().map(|(_, s)| s.to_string()).collect())
     }
 
     /// The impact of `file` (a node id): inbound and outbound dependencies to `depth`, all
-    /// transitive dependents, and whether a side was cut at the node limit.
-    pub fn impact(
-        &self,
-        file: &str,
-        depth: u32,
-        direction: Direction,
-    ) -> (Vec<Dependency>, Vec<Dependency>, Vec<String>, bool) {
-        let Some(&root) = self.ids.get(file) else { return (Vec::new(), Vec::new(), Vec::new(), false) };
+    /// transitive dependents, and whether a side was cut at the node limit;
+    /// [`Error::Cancelled`] when the thread's ambient token trips during the walks.
+    pub fn impact(&self, file: &str, depth: u32, direction: Direction) -> Result<ImpactWalk> {
+        let Some(&root) = self.ids.get(file) else { return Ok((Vec::new(), Vec::new(), Vec::new(), false)) };
         let (inbound, t1) = if direction != Direction::Out {
-            self.traverse(root, false, depth, MAX_NODES_PER_SIDE)
+            self.traverse(root, false, depth, MAX_NODES_PER_SIDE)?
         } else {
             (Vec::new(), false)
         };
         let (outbound, t2) = if direction != Direction::In {
-            self.traverse(root, true, depth, MAX_NODES_PER_SIDE)
+            self.traverse(root, true, depth, MAX_NODES_PER_SIDE)?
         } else {
             (Vec::new(), false)
         };
-        (inbound, outbound, self.dependents(root), t1 || t2)
+        Ok((inbound, outbound, self.dependents(root)?, t1 || t2))
     }
 
     /// Nodes (root first) and the edges among them.
@@ -498,14 +518,15 @@ impl LoadedGraph {
         (nodes, edge_ids.into_iter().map(|i| self.graph.edges[i as usize].clone()).collect())
     }
 
-    /// Dependencies and dependents of `files` (node ids) to `hops`, files only.
-    pub fn neighbors(&self, files: &[String], hops: u32) -> Vec<Neighbor> {
+    /// Dependencies and dependents of `files` (node ids) to `hops`, files only;
+    /// [`Error::Cancelled`] when the thread's ambient token trips during a walk.
+    pub fn neighbors(&self, files: &[String], hops: u32) -> Result<Vec<Neighbor>> {
         let seeds: HashSet<&str> = files.iter().map(String::as_str).collect();
         let mut found: BTreeMap<String, Neighbor> = BTreeMap::new();
         for f in files {
             let Some(&root) = self.ids.get(f) else { continue };
             for (forward, relation) in [(true, Relation::ImportedByChanged), (false, Relation::ImportsChanged)] {
-                let (deps, _) = self.traverse(root, forward, hops, usize::MAX);
+                let (deps, _) = self.traverse(root, forward, hops, usize::MAX)?;
                 for d in deps.into_iter().filter(|d| !d.external && !seeds.contains(d.path.as_str())) {
                     let n = found.entry(d.path.clone()).or_insert_with(|| Neighbor {
                         path: d.path.clone(),
@@ -532,7 +553,7 @@ impl LoadedGraph {
         out.sort_by(|a, b| {
             a.distance.cmp(&b.distance).then(b.confidence.total_cmp(&a.confidence)).then(a.path.cmp(&b.path))
         });
-        out
+        Ok(out)
     }
 }
 
@@ -612,7 +633,7 @@ impl Engine {
         if !g.contains(&file) {
             return Err(unknown_file(&repo, &file, &g));
         }
-        let (inbound, outbound, affected, truncated) = g.impact(&file, depth, direction);
+        let (inbound, outbound, affected, truncated) = g.impact(&file, depth, direction)?;
         let (nodes, edges) = g.subgraph(&file, &inbound, &outbound);
         let diagnostics = g.graph.diagnostics.iter().filter(|d| d.source == file).cloned().collect();
         let mut graph = graph_info(&repo, &g);
@@ -700,7 +721,7 @@ impl Engine {
         }
         known.sort();
         known.dedup();
-        Ok(NeighborsResponse { hops, files: g.neighbors(&known, hops), unknown })
+        Ok(NeighborsResponse { hops, files: g.neighbors(&known, hops)?, unknown })
     }
 
     /// Re-reads and re-parses every code file of the index and rebuilds `impact_graph.json`,

@@ -122,7 +122,8 @@ fn has_inline_tests(root: &Path, rel: &str) -> bool {
 impl LoadedGraph {
     /// The test files that exercise `file` (a node id), nearest first: the file itself when it
     /// is a test or holds tests, tests paired with it by name, then every test file among its
-    /// transitive dependents with the chain that links them.
+    /// transitive dependents with the chain that links them. Cut short (the walk of dependents
+    /// left out) when the thread's ambient token trips: callers check it after.
     pub fn tests_reaching(&self, root: &Path, file: &str) -> Vec<TestFile> {
         let mut out: Vec<TestFile> = Vec::new();
         if is_test_path(file) {
@@ -154,7 +155,9 @@ impl LoadedGraph {
             }
         }
         let Some(node) = self.node_of(file) else { return out };
-        let (dependents, _) = self.traverse(node, false, MAX_DEPTH, usize::MAX);
+        // A walk stopped by the ambient token leaves the tests found by name: the caller's own
+        // look at the token ends its request (`impact_tests`, `run_tests --affected`).
+        let Ok((dependents, _)) = self.traverse(node, false, MAX_DEPTH, usize::MAX) else { return out };
         // Each dependent's edge points one hop closer to the file: follow them back.
         let next: HashMap<&str, &str> =
             dependents.iter().map(|d| (d.edge.source.as_str(), d.edge.target.as_str())).collect();
@@ -249,6 +252,7 @@ impl Engine {
             return Err(unknown_file(&repo, &file, &g));
         }
         let mut tests = g.tests_reaching(&repo.root, &file);
+        crate::engine::cancel::CancelToken::current().check()?;
         let total = tests.len();
         tests.truncate(list_limit(req.limit)?);
         Ok(TestsResponse {

@@ -440,7 +440,7 @@ impl IndexSession {
                 self.status.finish_ok(s)
             }
             Err(Error::IndexStopped { .. }) => {
-                tracing::info!("index run stopped for shutdown");
+                tracing::info!("index run stopped (a shutdown, or the client that asked for it left)");
                 self.status.finish_stopped()
             }
             Err(e) => {

@@ -16,6 +16,7 @@ mod pytest_config;
 mod runs;
 pub mod types;
 
+use crate::engine::cancel::CancelToken;
 use crate::engine::code::test_files::is_test_path;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -591,7 +592,10 @@ fn spawn_runner(root: &Path, program: &str, args: &[String]) -> Result<std::proc
 }
 
 /// Waits for the runner; at `timeout` kills its whole group. The exit status (none when it
-/// could not be read) and whether the timeout struck.
+/// could not be read) and whether the timeout struck. When the thread's ambient token trips
+/// (the client that asked for the run left), the group is killed at once and the run ends
+/// with [`Error::Cancelled`]: nobody reads its result, and its tests would hold a work slot
+/// and the machine's cores until the timeout.
 fn wait_or_kill(
     child: &mut std::process::Child,
     root: &Path,
@@ -602,8 +606,7 @@ fn wait_or_kill(
         match child.try_wait() {
             Ok(Some(s)) => return Ok((Some(s), false)),
             Ok(None) if started.elapsed() >= timeout => {
-                group::kill_leftovers(child.id());
-                let _ = child.kill();
+                kill_group(child);
                 return Ok((child.wait().ok(), true));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
@@ -625,9 +628,15 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
     let pipes: [Option<Box<dyn Read + Send>>; 2] = [
         child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
         child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+    let cancel = CancelToken::current();
     ];
     let mut readers = 0;
     for pipe in pipes.into_iter().flatten() {
+            Ok(None) if cancel.is_cancelled() => {
+                kill_group(child);
+                tracing::info!(pid = child.id(), "test run cancelled by its caller: its process group was killed");
+                return Err(Error::Cancelled);
+            }
         let (kept, done) = (kept.clone(), done_tx.clone());
         readers += 1;
         std::thread::spawn(move || {
@@ -639,12 +648,21 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
     let (status, timed_out) = wait_or_kill(&mut child, root, started, timeout)?;
     let mut notes = Vec::new();
     if let Some(killed) = group::kill_leftovers(child.id()).filter(|_| !timed_out) {
+/// Kills the runner's process group and the runner, and reaps it.
+fn kill_group(child: &mut std::process::Child) {
+    group::kill_leftovers(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
         notes.push(group::leftovers_note(&killed));
     }
     // The output ends when its last writer does; one that left the group (setsid) is not
     // waited for beyond a short grace, nor past the timeout's own end.
     let grace = Instant::now() + OUTPUT_GRACE;
     for _ in 0..readers {
+    // A run of several runner processes stops before the next one once its caller left.
+    CancelToken::current().check()?;
         if done_rx.recv_timeout(grace.saturating_duration_since(Instant::now())).is_err() {
             notes.push(format!(
                 "the output stayed open {} s after the run ended (a process the tests started in a session of its own holds it): stopped reading it",
@@ -1014,6 +1032,7 @@ impl Engine {
                 add(f.path.clone(), "changed test file".into());
             }
             if graph.contains(&f.path) {
+        let cancel = CancelToken::current();
                 for t in graph.tests_reaching(root, &f.path) {
                     add(t.path.clone(), format!("exercises changed {}: {}", f.path, t.reason));
                 }
@@ -1021,4 +1040,5 @@ impl Engine {
         }
         Ok(out)
     }
+            cancel.check()?;
 }
