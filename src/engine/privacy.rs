@@ -567,6 +567,16 @@ pub fn guard_messages<'a>(base_url: &str, texts: impl Iterator<Item = &'a mut St
     Some(all)
 }
 
+/// The texts to embed as an embedding model at `base_url` may see them: masked when it is off
+/// this machine (`[privacy] allow_remote`), as they are for a loopback one. Chunks were masked
+/// for a remote embedder, while search queries, memories and profile preferences went as typed.
+pub fn guard_embed_inputs(base_url: &str, texts: Vec<String>) -> Vec<String> {
+    if is_loopback_url(base_url) {
+        return texts;
+    }
+    texts.into_iter().map(|t| mask(&t).0).collect()
+}
+
 /// Counts per kind, for the redaction report ("2 EMAIL, 1 API_KEY").
 pub fn summarize(found: &[Finding]) -> String {
     let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
@@ -827,6 +837,9 @@ mod tests {
         assert!(guard_messages("http://127.0.0.1:1", msgs.iter_mut()).is_none());
         assert_eq!(guard_messages("https://api.example.net", msgs.iter_mut()).map(|f| f.len()), Some(1));
         assert_eq!(msgs[0], "key [API_KEY]");
+        let query = || vec!["where is password = \"Sup3rS3cretPw\" read".to_string()];
+        assert_eq!(guard_embed_inputs("http://localhost:11434", query()), query());
+        assert_eq!(guard_embed_inputs("http://0.0.0.0:11434", query()), ["where is password = \"[SECRET]\" read"]);
     }
 
     /// A YAML file with an indented key after 30 settings, as an `openssl genrsa` key is pasted

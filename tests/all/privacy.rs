@@ -145,6 +145,31 @@ fn chunks_sent_to_a_remote_embedder_are_masked() {
     assert!(!sent.iter().any(|b| b.contains("Tq8vR2mK9x")), "{sent:?}");
 }
 
+/// A search query went to a remote embedder as typed while the chunks it is matched against were
+/// masked: a pasted secret left the machine. Queries (and memories) are masked the same way.
+#[test]
+fn search_queries_sent_to_a_remote_embedder_are_masked() {
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake server");
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "settings.py", "# Where the workers fetch jobs from.\nBROKER_HOST = \"rabbit.internal\"\n");
+    // 0.0.0.0 reaches the fake on this machine but is not a loopback address.
+    let remote = server.url().replace("127.0.0.1", "0.0.0.0");
+    env.write_config(&format!(
+        "{}[privacy]\nallow_remote = true\n",
+        llm_config("ollama", &remote, "fake-chat", "fake-embed")
+    ));
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &crate::util::quiet()).unwrap();
+    let query = "why does amqp://celery:Tq8vR2mK9x@rabbit.internal:5672// fail";
+    let r = engine.search(&repo, &SearchRequest { query: query.into(), ..Default::default() }).unwrap();
+    assert!(r.retrieval.notice.is_none(), "vectors took part: {:?}", r.retrieval.notice);
+    let sent: Vec<String> =
+        server.requests().into_iter().filter(|(p, _)| p == "/api/embed").map(|(_, b)| b.to_string()).collect();
+    assert!(sent.iter().any(|b| b.contains("amqp://[URL_CREDENTIALS]@rabbit.internal")), "{sent:?}");
+    assert!(!sent.iter().any(|b| b.contains("Tq8vR2mK9x")), "{sent:?}");
+}
+
 #[test]
 fn no_surface_indexes_the_filesystem_root_the_home_or_a_system_directory() {
     let env = crate::util::Env::new();

@@ -140,12 +140,15 @@ impl Engine {
         result.map(|_| reply)
     }
 
-    /// Embeds `texts` with `[llm] embedding_model`, one vector per text, in order.
+    /// Embeds `texts` with `[llm] embedding_model`, one vector per text, in order. A model off
+    /// this machine gets them masked for PII and secrets, as it gets indexed chunks (search
+    /// queries and memories went to it as typed).
     ///
     /// Inside a chat turn the wait ends with [`Error::Cancelled`] as soon as the turn is
     /// stopped (see [`Engine::block_on_server`]).
     pub fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>> {
         let provider = self.provider()?;
+        let texts = crate::engine::privacy::guard_embed_inputs(provider.base_url(), texts);
         let model = self.inner.config.llm.embedding_model.clone();
         self.block_on_server(async move { provider.embed(&model, texts).await })?
     }

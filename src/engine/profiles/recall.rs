@@ -90,6 +90,8 @@ impl Engine {
         let model = self.profile_embedding_model();
         let provider = self.provider().map_err(|e| VectorTrouble::Unavailable(e.to_string()))?;
         self.profile_server_answers(provider.as_ref())?;
+        // A model off this machine gets preferences and queries masked, as chunks are.
+        let texts = crate::engine::privacy::guard_embed_inputs(provider.base_url(), texts);
         let n = texts.len();
         let result =
             self.block_on_server(async move { provider.embed(&model, texts).await }).and_then(|r| r).and_then(|v| {
