@@ -862,6 +862,42 @@ fn a_bad_manifest_is_refused_whole_or_row_by_row() {
     assert_eq!(frank.preferences[0].source, PreferenceSource::Import, "no source in the manifest");
 }
 
+/// `profile import` of valid JSON of another shape (`[]`) said "invalid type: sequence, expected
+/// struct Head at line 1 column 0": serde's words, naming neither what the file holds nor what
+/// a manifest is. Bad input, exit 2, as a file that is not JSON.
+#[test]
+fn a_manifest_of_the_wrong_shape_is_named_with_the_shape_expected() {
+    let env = Env::new();
+    let f = env.dir.path().join("m.json");
+    for (body, said) in [
+        ("[]", "holds an array, not an object"),
+        ("\"docdex\"", "holds a string, not an object"),
+        ("{}", "it has no \"format\" field"),
+        (
+            r#"{"format": "docdex.profile_sync", "version": "1", "preferences": []}"#,
+            "its \"version\" is a string, not a whole number",
+        ),
+        (
+            r#"{"format": "docdex.profile_sync", "version": 1, "preferences": {}}"#,
+            "its \"preferences\" is an object, not an array",
+        ),
+        (r#"{"format": "docdex.profile_sync", "version": 1}"#, "it has no \"preferences\" field"),
+    ] {
+        std::fs::write(&f, body).unwrap();
+        let out = env.run(&["profile", "import", f.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{body}: {err}");
+        assert!(err.contains("is not a profile manifest") && err.contains(said), "{body}: {err}");
+        assert!(err.contains("{\"format\": \"docdex.profile_sync\", \"version\": 1"), "the shape is named: {err}");
+        assert!(!err.contains("invalid type") && !err.contains("struct"), "{body}: {err}");
+    }
+    // Not JSON at all: said so, still exit 2.
+    std::fs::write(&f, "{not json").unwrap();
+    let out = env.run(&["profile", "import", f.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("it is not JSON"), "{out:?}");
+}
+
 /// `profile import /dev/zero` read until memory ran out (a device reports no size, so the size
 /// check passed), a file that is not UTF-8 was an I/O error (exit 1), and a preference id
 /// spelled in upper case or as `urn:uuid:` was stored as a second row of the same preference.

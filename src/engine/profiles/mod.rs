@@ -633,6 +633,13 @@ fn parse_manifest(path: &Path, text: &str, rejected: &mut Vec<RejectedRow>) -> R
         #[serde(default)]
         removed_agents: Option<Vec<serde_json::Value>>,
     }
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        Error::BadRequest(format!(
+            "{} is not a profile manifest: it is not JSON ({e}); `docdex profile export` writes one",
+            path.display()
+        ))
+    })?;
+    manifest_shape(path, &value)?;
     let not_manifest = |e: serde_json::Error| {
         Error::BadRequest(format!(
             "{} is not a profile manifest ({e}); `docdex profile export` writes one",
@@ -657,6 +664,54 @@ fn parse_manifest(path: &Path, text: &str, rejected: &mut Vec<RejectedRow>) -> R
         tombstones: typed_rows(rows.tombstones, "a removal", rejected),
         removed_agents: rows.removed_agents.map(|r| typed_rows(r, "an agent removal", rejected)),
     })
+}
+
+/// What a manifest looks like, for the messages that refuse a file of another shape.
+const MANIFEST_SHAPE: &str = "a JSON object {\"format\": \"docdex.profile_sync\", \"version\": 1, \"agents\": [...], \"preferences\": [...], \"tombstones\": [...]}";
+
+/// Refuses valid JSON of another shape (`[]`, a string, an object without `format` or with
+/// `preferences` not a list) naming what the file holds and what a manifest is: serde's
+/// "invalid type: sequence, expected struct Head at line 1 column 0" named neither.
+fn manifest_shape(path: &Path, value: &serde_json::Value) -> Result<()> {
+    use serde_json::Value;
+    let refuse = |what: String| {
+        Error::BadRequest(format!(
+            "{} is not a profile manifest: {what}; a manifest is {MANIFEST_SHAPE}, as `docdex profile export` writes it",
+            path.display()
+        ))
+    };
+    let Some(fields) = value.as_object() else {
+        return Err(refuse(format!("the file holds {}, not an object", json_word(value))));
+    };
+    // (field, its test, what it must be, whether it must be there; `removed_agents` may be null)
+    let checks: [(&str, fn(&Value) -> bool, &str, bool); 6] = [
+        ("format", Value::is_string, "a string", true),
+        ("version", Value::is_u64, "a whole number", true),
+        ("preferences", Value::is_array, "an array", true),
+        ("agents", Value::is_array, "an array", false),
+        ("tombstones", Value::is_array, "an array", false),
+        ("removed_agents", |v| v.is_array() || v.is_null(), "an array", false),
+    ];
+    for (name, ok, want, required) in checks {
+        match fields.get(name) {
+            None if required => return Err(refuse(format!("it has no \"{name}\" field"))),
+            Some(v) if !ok(v) => return Err(refuse(format!("its \"{name}\" is {}, not {want}", json_word(v)))),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A value's JSON kind, as a message names it (`an array`, `a string`).
+fn json_word(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Null => "null",
+    }
 }
 
 /// The rows that have the shape of `T`; the others are reported with serde's reason.
