@@ -62,15 +62,34 @@ pub fn app(state: AppState, with_mcp: bool) -> (Router, Vec<Operation>) {
         .layer(middleware::from_fn(origin::same_machine_pages_only))
         // Before any other check: a head over the limits is refused whatever it asks.
         .layer(middleware::from_fn(listen::headers_within_limits))
+        .layer(middleware::from_fn(log_failures))
         // One span per request (method, path, version; status and latency at its end), so
-        // everything an endpoint logs says which request it belongs to.
+        // everything an endpoint logs says which request it belongs to. Failures are logged by
+        // `log_failures`: tower-http's line named no route, its span being off at `warn`.
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
-                .on_response(DefaultOnResponse::new().level(Level::DEBUG)),
+                .on_response(DefaultOnResponse::new().level(Level::DEBUG))
+                .on_failure(()),
         )
         .with_state(state);
     (router, ops)
+}
+
+/// Logs a response that failed (5xx) with its method and path (not its query, which may hold
+/// a token). tower-http's "response failed classification=Status code: 503" named no route: the
+/// route is in the request's span, which is at `info` and so off under the default `warn`
+/// filter of `docdex serve` and `daemon`.
+async fn log_failures(req: axum::extract::Request, next: middleware::Next) -> axum::response::Response {
+    let (method, path) = (req.method().clone(), req.uri().path().to_string());
+    let started = std::time::Instant::now();
+    let resp = next.run(req).await;
+    let status = resp.status();
+    if status.is_server_error() {
+        let latency_ms = started.elapsed().as_millis() as u64;
+        tracing::error!(%method, %path, status = status.as_u16(), latency_ms, "response failed");
+    }
+    resp
 }
 
 fn no_route(method: Method, uri: axum::http::Uri, paths: &[&str]) -> ApiError {
@@ -102,6 +121,48 @@ async fn wrong_method(method: Method, uri: axum::http::Uri) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::near_route;
+
+    /// Where the test's log lines go.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("log buffer").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_response_is_logged_with_its_method_and_path() {
+        use axum::http::{Request, StatusCode};
+        use tower_service::Service;
+        let log = Captured::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::WARN)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let mut app = axum::Router::new()
+            .route("/v1/busy", axum::routing::post(|| async { StatusCode::SERVICE_UNAVAILABLE }))
+            .route("/v1/fine", axum::routing::get(|| async { "ok" }))
+            .layer(axum::middleware::from_fn(super::log_failures));
+        for (method, uri) in [("POST", "/v1/busy?token=s3cr3t"), ("GET", "/v1/fine")] {
+            let req = Request::builder().method(method).uri(uri).body(axum::body::Body::empty()).expect("request");
+            let _ = app.call(req).await;
+        }
+        let text = String::from_utf8(log.0.lock().expect("log buffer").clone()).expect("utf-8");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1, "one failure, one line: {text}");
+        assert!(lines[0].contains("response failed"), "{text}");
+        assert!(lines[0].contains("method=POST") && lines[0].contains("path=/v1/busy"), "{text}");
+        assert!(lines[0].contains("status=503") && !lines[0].contains("s3cr3t"), "{text}");
+    }
 
     #[test]
     fn a_slipped_path_names_the_route_it_missed() {
