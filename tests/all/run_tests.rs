@@ -1006,3 +1006,59 @@ fn go_modules_only_below_the_root_are_detected_and_run_per_module() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("scripts is in no Go module of the repository (its modules: api/, tools/)"), "{err}");
 }
+
+#[test]
+fn the_whole_suite_runs_pytest_once_per_configuration() {
+    // Without a target, one pytest ran from the root with the root's pytest.ini alone: the
+    // package's own `pythonpath = src` was lost and its test failed at import ("1 error during
+    // collection"), though `cd svc && pytest` passes it.
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("pysuite");
+    write(&repo, "pytest.ini", "[pytest]\ntestpaths = tests svc\naddopts = -p no:cacheprovider\n");
+    write(&repo, "core.py", "def value():\n    return 42\n");
+    write(&repo, "conftest.py", "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n");
+    write(&repo, "tests/test_core.py", "from core import value\n\n\ndef test_value():\n    assert value() == 42\n");
+    write(&repo, "svc/pytest.ini", "[pytest]\npythonpath = src\naddopts = -p no:cacheprovider\n");
+    write(&repo, "svc/src/svcmod.py", "def double(x):\n    return 2 * x\n");
+    write(
+        &repo,
+        "svc/tests/test_svc.py",
+        "from svcmod import double\n\n\ndef test_ok():\n    assert double(2) == 4\n\n\ndef test_bad():\n    assert double(2) == 5\n",
+    );
+    // Outside the root's testpaths: `pytest` from the root does not run it, nor does docdex.
+    write(&repo, "legacy/pytest.ini", "[pytest]\n");
+    write(&repo, "legacy/test_old.py", "def test_old():\n    assert False\n");
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!((code, v["status"].as_str()), (1, Some("failed")), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(2), Some(1)), "{v}");
+    assert_eq!(
+        failures(&v),
+        [("svc/tests/test_svc.py::test_bad".to_string(), Some("svc/tests/test_svc.py".to_string()), Some(9))]
+    );
+    let runs: Vec<(&str, Option<i64>, Vec<&str>)> = v["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|r| {
+            let ignores = r["command"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|a| a.as_str())
+                .filter(|a| a.starts_with("--ignore"));
+            (r["dir"].as_str().unwrap(), r["exit_code"].as_i64(), ignores.collect())
+        })
+        .collect();
+    assert_eq!(runs, [("", Some(0), vec!["--ignore=svc"]), ("svc", Some(1), vec![])], "{v}");
+    // pytest does not --ignore a path it starts from: the root's testpaths but svc are given.
+    assert_eq!(v["command"].as_array().unwrap().last().unwrap(), "tests", "{v}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("the repository has 2 pytest configurations (pytest.ini, svc/pytest.ini)"), "{notes}");
+    assert!(
+        notes.contains("1 pytest configuration not run")
+            && notes.contains("legacy/pytest.ini (outside testpaths (tests, svc) of pytest.ini)"),
+        "{notes}"
+    );
+}

@@ -335,6 +335,7 @@ fn plan(
 ) -> Result<Vec<runs::Part>> {
     match runner {
         Runner::Pytest if !targets.is_empty() => return Ok(pytest_parts(root, targets, pytest_cache, notes)),
+        Runner::Pytest => return Ok(pytest_suite_parts(root, pytest_cache, notes)),
         Runner::Go => {
             if let Some(parts) = runs::go_parts(root, targets, notes)? {
                 return Ok(parts);
@@ -344,6 +345,32 @@ fn plan(
     }
     let command = command(root, runner, configured, targets, pytest_cache, notes);
     Ok(vec![runs::Part { dir: String::new(), command }])
+}
+
+/// The whole suite: pytest once per configuration (`pytest_config::suite`), each from its
+/// directory, the directories of those below it left to their own run (`--ignore`), as targets
+/// under several configurations already ran.
+fn pytest_suite_parts(root: &Path, pytest_cache: &Path, notes: &mut Vec<String>) -> Vec<runs::Part> {
+    let (suite, suite_notes) = pytest_config::suite(root);
+    notes.extend(suite_notes);
+    if suite.len() > 1 {
+        let sources: Vec<String> =
+            suite.iter().map(|r| r.source.clone().unwrap_or_else(|| "no configuration at the root".into())).collect();
+        notes.push(format!(
+            "the repository has {} pytest configurations ({}): pytest ran once per configuration, from its directory, each leaving the directories of those below it to their own run (--ignore), and the results were merged",
+            suite.len(),
+            sources.join(", ")
+        ));
+    }
+    suite
+        .into_iter()
+        .map(|run| {
+            let mut command = pytest_command(root, &run.dir, &[], pytest_cache, notes);
+            command.extend(run.ignore.iter().map(|d| format!("--ignore={d}")));
+            command.extend(run.paths.iter().map(|p| operand(p)));
+            runs::Part { dir: run.dir, command }
+        })
+        .collect()
 }
 
 /// pytest once per configuration the targets fall under, each from its configuration's

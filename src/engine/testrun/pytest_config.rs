@@ -234,6 +234,21 @@ fn within_testpaths(file: &str, testpaths: &[String]) -> Option<usize> {
 /// started in `cfg.dir` (`env_addopts`: `PYTEST_ADDOPTS`, which the run inherits), or `None`
 /// when it would.
 fn excluded(root: &Path, cfg: &PytestConfig, env_addopts: &[String], file: &str) -> Option<String> {
+    if let Some(why) = path_excluded(root, cfg, env_addopts, file) {
+        return Some(why);
+    }
+    let rel = if cfg.dir.is_empty() { file } else { file.strip_prefix(&format!("{}/", cfg.dir))? };
+    let base = root.join(&cfg.dir).to_string_lossy().trim_end_matches('/').to_string();
+    if !cfg.python_files.iter().any(|p| norecurse_matches(p, &format!("{base}/{rel}"))) {
+        return Some(format!("not matching python_files ({})", cfg.python_files.join(" ")));
+    }
+    None
+}
+
+/// Why pytest would not reach `file` (repo-relative) in a run of `cfg`, its name aside
+/// (`python_files`): outside `testpaths`, under `norecursedirs`, `--ignore`d, or left out by a
+/// conftest.py's `collect_ignore`. `None` when it would.
+fn path_excluded(root: &Path, cfg: &PytestConfig, env_addopts: &[String], file: &str) -> Option<String> {
     let rel = if cfg.dir.is_empty() { file } else { file.strip_prefix(&format!("{}/", cfg.dir))? };
     let from = if cfg.testpaths.is_empty() {
         0
@@ -266,13 +281,7 @@ fn excluded(root: &Path, cfg: &PytestConfig, env_addopts: &[String], file: &str)
             return Some(why);
         }
     }
-    if let Some(why) = conftest_ignores(root, &cfg.dir, &base, rel) {
-        return Some(why);
-    }
-    if !cfg.python_files.iter().any(|p| norecurse_matches(p, &format!("{base}/{rel}"))) {
-        return Some(format!("not matching python_files ({})", cfg.python_files.join(" ")));
-    }
-    None
+    conftest_ignores(root, &cfg.dir, &base, rel)
 }
 
 /// The `--ignore` / `--ignore-glob` values in `args` (`--ignore=x` or `--ignore x`).
@@ -677,6 +686,157 @@ pub(super) fn too_quiet(opts: &[String]) -> usize {
     usize::try_from(-1 - level).unwrap_or(0)
 }
 
+/// How deep below the root a whole-suite run looks for pytest configurations.
+const SUITE_DEPTH: usize = 6;
+/// Directories a whole-suite run looks into for pytest configurations, at most.
+const SUITE_DIRS: usize = 20_000;
+/// Directories never looked into for a configuration, whatever `norecursedirs` says: installed
+/// packages carry their own.
+const SUITE_SKIP: [&str; 4] = ["node_modules", "__pycache__", "site-packages", "venv"];
+
+/// One pytest of a whole-suite run: the configuration's directory (repo-relative, `""` for the
+/// root, also without a configuration there), its source, the directories of the
+/// configurations below it that run on their own (relative to it, for `--ignore`), and the
+/// paths to hand it (`explicit_paths`; none: its `testpaths`, else its directory).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct SuiteRun {
+    pub dir: String,
+    pub source: Option<String>,
+    pub ignore: Vec<String>,
+    pub paths: Vec<String>,
+}
+
+/// The pytests a run of the whole suite takes: the root's, and one per configuration below it
+/// (a `svc/pytest.ini`, a package's `pyproject.toml [tool.pytest.ini_options]`) that the
+/// configuration above it collects, each leaving the ones below it to their own run. pytest
+/// from the root reads the root's configuration alone, so a package's `pythonpath`, `addopts`
+/// and `testpaths` were lost there. A configuration the one above it does not collect (outside
+/// its `testpaths`, `--ignore`d) is not run: the note names it. Directories `norecursedirs`
+/// names, hidden ones and installed packages are not looked into.
+pub(super) fn suite(root: &Path) -> (Vec<SuiteRun>, Vec<String>) {
+    let env_addopts = std::env::var("PYTEST_ADDOPTS").map(|v| split_args(&v)).unwrap_or_default();
+    let top = read(root, "");
+    let mut found = Vec::new();
+    let mut budget = SUITE_DIRS;
+    find_configs(root, "", 0, &top, &mut found, &mut budget);
+    found.sort();
+    let mut runs =
+        vec![SuiteRun { dir: String::new(), source: top.source.clone(), ignore: Vec::new(), paths: Vec::new() }];
+    let mut left: Vec<(String, String)> = Vec::new();
+    for dir in found {
+        let parent = read(root, dir.rsplit_once('/').map_or("", |(d, _)| d));
+        let Some(above) = runs.iter_mut().find(|r| r.dir == parent.dir) else {
+            continue; // under a configuration that is not run itself
+        };
+        let source = read(root, &dir).source.unwrap_or_default();
+        // A testpath inside it (`testpaths = svc/tests` for `svc/pytest.ini`) reaches it too.
+        let rel = rel_to(&dir, &parent.dir);
+        let reached = parent.testpaths.iter().any(|tp| tp.trim_start_matches("./").starts_with(&format!("{rel}/")));
+        let excluded = (!reached).then(|| path_excluded(root, &parent, &env_addopts, &format!("{dir}/conftest.py")));
+        if let Some(why) = excluded.flatten() {
+            let by = parent.source.clone().unwrap_or_else(|| "pytest's defaults".into());
+            left.push((source, format!("{why} of {by}")));
+            continue;
+        }
+        above.ignore.push(rel);
+        runs.push(SuiteRun { dir, source: Some(source), ignore: Vec::new(), paths: Vec::new() });
+    }
+    let mut notes: Vec<String> = suite_note(&left).into_iter().collect();
+    let mut kept = Vec::new();
+    for mut run in runs {
+        match explicit_paths(root, &run, &mut notes) {
+            Some(paths) => {
+                run.paths = paths;
+                kept.push(run);
+            }
+            None => notes.push(format!(
+                "{} ran no pytest of its own: its testpaths are all under the configurations below it",
+                run.source.as_deref().unwrap_or("the root")
+            )),
+        }
+    }
+    (kept, notes)
+}
+
+/// The paths a run must be handed when a `testpaths` entry of its configuration lies in a
+/// directory left to a configuration below it: pytest collects a path it starts from whatever
+/// `--ignore` says (and loads its conftest.py), so `testpaths = tests svc` ran `svc/` under the
+/// root's configuration again. Then the other entries that exist are given instead (`None`
+/// when none is left: the run has nothing of its own). Empty when nothing needs handing.
+fn explicit_paths(root: &Path, run: &SuiteRun, notes: &mut Vec<String>) -> Option<Vec<String>> {
+    let cfg = read(root, &run.dir);
+    let owned = |tp: &String| {
+        let tp = tp.trim_start_matches("./").trim_end_matches('/');
+        run.ignore.iter().any(|d| tp == d || tp.starts_with(&format!("{d}/")))
+    };
+    if cfg.dir != run.dir || !cfg.testpaths.iter().any(owned) {
+        return Some(Vec::new());
+    }
+    if cfg.testpaths.iter().any(|tp| tp.contains(['*', '?', '['])) {
+        notes.push(format!(
+            "{}'s testpaths ({}) name a directory with a configuration of its own and a glob, which docdex does not expand: its tests may run twice",
+            run.source.as_deref().unwrap_or_default(),
+            cfg.testpaths.join(", ")
+        ));
+        return Some(Vec::new());
+    }
+    let paths: Vec<String> =
+        cfg.testpaths.iter().filter(|tp| !owned(tp) && root.join(&run.dir).join(tp).exists()).cloned().collect();
+    (!paths.is_empty()).then_some(paths)
+}
+
+/// The directories below `rel` (repo-relative) holding a pytest configuration, `cfg` being the
+/// one governing `rel`: its `norecursedirs` are not entered, nor hidden directories, virtualenvs
+/// (a `pyvenv.cfg`) and `SUITE_SKIP`.
+fn find_configs(root: &Path, rel: &str, depth: usize, cfg: &PytestConfig, out: &mut Vec<String>, budget: &mut usize) {
+    if depth >= SUITE_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(root.join(rel)) else { return };
+    let base = root.to_string_lossy().trim_end_matches('/').to_string();
+    for e in entries.flatten() {
+        if *budget == 0 {
+            return;
+        }
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || SUITE_SKIP.contains(&name.as_str()) || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        *budget -= 1;
+        let sub = join(rel, &name);
+        let path = e.path();
+        if path.join("pyvenv.cfg").is_file()
+            || cfg.norecursedirs.iter().any(|p| norecurse_matches(p, &format!("{base}/{sub}")))
+        {
+            continue;
+        }
+        if read_dir(root, &sub).is_some() {
+            out.push(sub.clone());
+            let own = read(root, &sub);
+            find_configs(root, &sub, depth + 1, &own, out, budget);
+        } else {
+            find_configs(root, &sub, depth + 1, cfg, out, budget);
+        }
+    }
+}
+
+/// "2 pytest configurations are not run, as the configuration above each does not collect
+/// them: ..."
+fn suite_note(left: &[(String, String)]) -> Option<String> {
+    if left.is_empty() {
+        return None;
+    }
+    let mut named: Vec<String> = left.iter().take(NAMED).map(|(source, why)| format!("{source} ({why})")).collect();
+    if left.len() > NAMED {
+        named.push(format!("{} more", left.len() - NAMED));
+    }
+    Some(format!(
+        "{} not run, as the configuration above each does not collect its directory: {} (give its directory as the target to run it)",
+        crate::engine::fsutil::count(left.len(), "pytest configuration"),
+        named.join("; ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -885,5 +1045,79 @@ mod tests {
         );
         assert!(groups(root, &[]).is_empty());
         assert_eq!(dirs(&["."]), [(String::new(), t(&["."]))]);
+    }
+
+    #[test]
+    fn a_whole_suite_runs_each_configuration_its_parent_collects_leaving_nested_ones_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("pytest.ini", "[pytest]\ntestpaths = tests packages\nnorecursedirs = fixtures .*\n");
+        write("packages/a/pytest.ini", "[pytest]\npythonpath = src\n");
+        write("packages/a/sub/tox.ini", "[tox]\n[pytest]\naddopts = -q\n");
+        write("packages/b/pyproject.toml", "[tool.pytest.ini_options]\ntestpaths = [\"t\"]\n");
+        write("packages/b/docs/pytest.ini", "[pytest]\n");
+        // Not pytest's: a pyproject.toml without its table, a venv's packages, norecursedirs.
+        write("packages/c/pyproject.toml", "[project]\nname = \"c\"\n");
+        write("env/pyvenv.cfg", "home = /usr/bin\n");
+        write("env/lib/python3.11/site-packages/x/pytest.ini", "[pytest]\n");
+        write("tests/fixtures/proj/pytest.ini", "[pytest]\n");
+        write("legacy/setup.cfg", "[tool:pytest]\n");
+        let (runs, note) = suite(root);
+        let got: Vec<(&str, Option<&str>, Vec<&str>)> = runs
+            .iter()
+            .map(|r| (r.dir.as_str(), r.source.as_deref(), r.ignore.iter().map(String::as_str).collect()))
+            .collect();
+        assert!(runs.iter().all(|r| r.paths.is_empty()), "{runs:?}");
+        assert_eq!(
+            got,
+            [
+                ("", Some("pytest.ini"), vec!["packages/a", "packages/b"]),
+                ("packages/a", Some("packages/a/pytest.ini"), vec!["sub"]),
+                ("packages/a/sub", Some("packages/a/sub/tox.ini [pytest]"), vec![]),
+                ("packages/b", Some("packages/b/pyproject.toml [tool.pytest.ini_options]"), vec![]),
+            ]
+        );
+        let [note] = note.as_slice() else { panic!("{note:?}") };
+        assert!(
+            note.starts_with("2 pytest configurations not run, as the configuration above each does not collect its directory: legacy/setup.cfg [tool:pytest] (outside testpaths (tests, packages) of pytest.ini); packages/b/docs/pytest.ini (outside testpaths (t) of packages/b/pyproject.toml [tool.pytest.ini_options])"),
+            "{note}"
+        );
+        // One configuration: one run, nothing left out, no note.
+        let one = tempfile::tempdir().unwrap();
+        std::fs::write(one.path().join("pytest.ini"), "[pytest]\n").unwrap();
+        let only = SuiteRun { dir: String::new(), source: Some("pytest.ini".into()), ignore: vec![], paths: vec![] };
+        assert_eq!(suite(one.path()), (vec![only], vec![]));
+        // A testpath that is a configuration's own directory is handed on, not run twice: the
+        // others are given instead (pytest does not --ignore a path it starts from).
+        std::fs::write(one.path().join("pytest.ini"), "[pytest]\ntestpaths = tests svc/tests missing\n").unwrap();
+        std::fs::create_dir_all(one.path().join("svc/tests")).unwrap();
+        std::fs::create_dir_all(one.path().join("tests")).unwrap();
+        std::fs::write(one.path().join("svc/pytest.ini"), "[pytest]\n").unwrap();
+        let (runs, notes) = suite(one.path());
+        let got: Vec<(&str, Vec<&str>, Vec<&str>)> = runs
+            .iter()
+            .map(|r| {
+                (
+                    r.dir.as_str(),
+                    r.ignore.iter().map(String::as_str).collect(),
+                    r.paths.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(got, [("", vec!["svc"], vec!["tests"]), ("svc", vec![], vec![])]);
+        assert!(notes.is_empty(), "{notes:?}");
+        // With nothing of its own left, the root runs no pytest.
+        std::fs::write(one.path().join("pytest.ini"), "[pytest]\ntestpaths = svc\n").unwrap();
+        let (runs, notes) = suite(one.path());
+        assert_eq!(runs.iter().map(|r| r.dir.as_str()).collect::<Vec<_>>(), ["svc"]);
+        assert_eq!(
+            notes,
+            ["pytest.ini ran no pytest of its own: its testpaths are all under the configurations below it"]
+        );
     }
 }
