@@ -296,7 +296,7 @@ pub fn search_response(query: &str, n: usize) -> SearchResponse {
                 score: 10.0 / (i + 1) as f32,
                 snippet_line_start: line_start,
                 snippet: format!("fn {query}_{i}(session: &Session) -> Result<()> {{\n    todo()\n}}"),
-                highlights: vec![Highlight { line: line_start, start: 3, end: 3 + query.len() }],
+                highlights: vec![Highlight { line: line_start, start: 3, end: 3 + query.len(), shown_from: 0 }],
                 generation: 1,
                 stale: false,
                 source_missing: false,

@@ -678,6 +678,9 @@ pub fn preview(
     let mut matches = Vec::new();
     for h in highlights {
         let Some(text) = h.line.checked_sub(file.line_start).and_then(|i| raw.get(i as usize)) else { continue };
+        // A long line's snippet is a window of it: its highlights count from the window.
+        let (start, end) = (h.start + h.shown_from, h.end + h.shown_from);
+        let h = Highlight { start, end, ..h.clone() };
         if h.end > text.len() || h.start > h.end || !text.is_char_boundary(h.start) || !text.is_char_boundary(h.end) {
             continue;
         }

@@ -399,7 +399,7 @@ fn a_hit_opens_at_the_line_that_matches_most_not_the_context_line_above() {
     let hit = &mut resp.results[0];
     hit.snippet_line_start = 70_001;
     hit.snippet = "HUGE_CONSTANT_69999 = 1\nHUGE_CONSTANT_70000 = 2\nHUGE_CONSTANT_70001 = 3".into();
-    let on = |line: u32, start: usize, end: usize| Highlight { line, start, end };
+    let on = |line: u32, start: usize, end: usize| Highlight { line, start, end, shown_from: 0 };
     // The line above shares two of the three words; the match holds all three.
     hit.highlights = vec![
         on(70_001, 0, 4),

@@ -47,7 +47,8 @@ pub struct SearchRequest {
     pub for_chat: bool,
 }
 
-/// A highlighted term inside a snippet: line number and byte range within that line.
+/// A highlighted term inside a snippet: line number and byte range within that line of the
+/// snippet.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct Highlight {
     /// 1-based line number in the file.
@@ -56,6 +57,15 @@ pub struct Highlight {
     pub start: usize,
     /// Byte offset just past the match.
     pub end: usize,
+    /// Where the snippet's text of this line starts in the file's line, in bytes: 0 unless the
+    /// line is longer than a snippet, which then shows a window around the line's first match
+    /// (`start` and `end` count from the window's start).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shown_from: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One ranked hit.
