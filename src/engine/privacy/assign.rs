@@ -28,7 +28,8 @@ fn pattern() -> Option<&'static Regex> {
                 r"(?-u:\b)(?P<name>(?i-u:[a-z0-9_.-]*?{name}))[\x22']?",
                 // a type between name and value: `password: &str = "..."`, `token: String = ...`
                 r"(?:[ \t]*:[ \t]*[&0-9A-Za-z_<>\[\]][&'0-9A-Za-z_<>\[\]. ]{{0,39}}?)?",
-                r"(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*)",
+                // or prose: `the admin password is hunter2hunter2`, `the token was: ...`
+                r"(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+(?:is|was)(?:[ \t]*:)?[ \t]+)",
                 r"(?P<v>\x22[^\x22\r\n]*\x22|'[^'\r\n]*'|`[^`\r\n]*`|[^\s\x22'`,;(){{}}\[\]<>=][^\s\x22'`,;(){{}}\[\]<>]*)",
                 r"(?P<after>.?)"
             ),
@@ -40,25 +41,31 @@ fn pattern() -> Option<&'static Regex> {
 }
 
 /// True when `text` could hold an assignment of a secret: a word of a secret's name whose word
-/// ends, after an optional quote and blanks, at a `:` or `=` (every match of the pattern has
-/// one). "key" alone is in most code; compiling the pattern costs ~0.75 ms, which a one-shot
-/// `docdex search` pays only when a snippet needs it.
+/// ends, after an optional quote and blanks, at a `:` or `=`, or at blanks and `is` / `was` (a
+/// sentence: every match of the pattern has one of them). "key" alone is in most code; compiling
+/// the pattern costs ~0.75 ms, which a one-shot `docdex search` pays only when a snippet needs it.
 pub fn may_match(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
     NEEDLES.iter().any(|n| lower.match_indices(n).any(|(i, _)| separator_follows(&lower.as_bytes()[i + n.len()..])))
 }
 
 /// After the rest of a name's word (`word` of `password`), an optional closing quote and blanks:
-/// a separator's first character.
+/// a separator's first character, or (after one blank at least) `is` or `was` and then a blank
+/// or a `:` (`rest` is lower-cased).
 fn separator_follows(rest: &[u8]) -> bool {
     let mut i = rest.iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'_').count();
     if matches!(rest.get(i), Some(b'"' | b'\'')) {
         i += 1;
     }
+    let word_end = i;
     while matches!(rest.get(i), Some(b' ' | b'\t')) {
         i += 1;
     }
-    matches!(rest.get(i), Some(b':' | b'='))
+    let prose = i > word_end
+        && [&b"is"[..], b"was"]
+            .iter()
+            .any(|w| rest[i..].starts_with(w) && matches!(rest.get(i + w.len()), Some(b' ' | b'\t' | b':')));
+    matches!(rest.get(i), Some(b':' | b'=')) || prose
 }
 
 /// The byte ranges of the secret values assigned in `text` (inside the quotes, if quoted).
@@ -74,6 +81,15 @@ pub fn values(text: &str) -> Vec<Range<usize>> {
         let raw = v.as_str();
         let quoted = raw.len() >= 2 && raw.starts_with(['"', '\'', '`']) && raw.ends_with(&raw[..1]);
         let value = if quoted { &raw[1..raw.len() - 1] } else { raw };
+        if sep.as_str().trim_start().starts_with(|c: char| c.is_ascii_alphabetic()) {
+            // A sentence: its full stop or colon is not part of the value.
+            let value = if quoted { value } else { value.trim_end_matches(['.', ',', '!', '?', ':']) };
+            if prose_ok(value) {
+                let start = v.start() + usize::from(quoted);
+                out.push(start..start + value.len());
+            }
+            continue;
+        }
         let literal = if quoted {
             quoted_ok(value)
         } else {
@@ -168,14 +184,15 @@ fn bare_ok(v: &str, a: &Assignment) -> bool {
 
 /// An identifier-shaped value (`hunter2hunter2`) after `=` where config syntax, not code, says
 /// it is a literal: a whole `key=value` line (`.env`, `.ini`, `.properties`, shell, optionally
-/// after `export`/`set`, and only a comment after it) with a digit in the value; or a string's or
+/// after `export`/`set`, and only a comment after it) with a digit in the value or, unindented,
+/// a lone lower-case word of 10+ letters ([`lone_word_line`]); or a string's or
 /// a connection string's field (right after a quote, `;`, `&`, `?` or `--`, or after another
 /// `key=value` field and a blank, as libpq writes `host=db password=...`). In code the same
 /// shape is a keyword argument or a variable (`f(password=pw2)`, `password = password_v2`), so a
 /// value that names a secret itself (`db_token2`) and a call argument are left alone.
 fn config_value(v: &str, a: &Assignment) -> bool {
     let lower = v.to_ascii_lowercase();
-    if a.sep.trim() != "=" || ["pass", "pwd", "secret", "token", "key", "cred"].iter().any(|w| lower.contains(w)) {
+    if a.sep.trim() != "=" || SECRET_WORDS.iter().any(|w| lower.contains(w)) {
         return false;
     }
     let whole_line = matches!(a.before.trim(), "" | "export" | "set")
@@ -194,8 +211,40 @@ fn config_value(v: &str, a: &Assignment) -> bool {
                     && !v.contains([',', ';', '(', ')', '"', '\''])
             })
         });
-    (whole_line && has_digit) || (field_end && (quoted_or_field || dsn_field))
+    (whole_line && (has_digit || lone_word_line(v, a))) || (field_end && (quoted_or_field || dsn_field))
 }
+
+/// A whole `key=value` line, not indented, whose value is one lower-case word of 10 or more
+/// letters (`password=correcthorse`, `db.password = correcthorse`): how `.env`, `.ini`,
+/// `.properties` and shell files hold a passphrase. Indented, the same line is a keyword argument
+/// on a line of its own (`    password=dbpassword`); a shorter word, a capitalised one or a
+/// setting's word (`interactive`, `environment`) is a value of a setting, not a secret.
+fn lone_word_line(v: &str, a: &Assignment) -> bool {
+    const SETTINGS: &[&str] = &["environment", "interactive", "unspecified", "notrequired", "optional", "disabled"];
+    !a.before.starts_with([' ', '\t'])
+        && v.len() >= 10
+        && v.bytes().all(|b| b.is_ascii_lowercase())
+        && !SETTINGS.contains(&v)
+}
+
+/// A value a sentence gives a secret's name (`the admin password is hunter2hunter2`,
+/// `the token was: f9a8b7c6d5e4`): one run of 8 or more letters and digits (symbols allowed),
+/// without the `-`, `_`, `.` or `/` of compound words, identifiers, versions and paths
+/// (`base64-encoded`, `sha256_hex`, `v1.2.3`), and not naming a secret itself: in code `is`
+/// compares (`if password is password1:`), in prose it says what something is.
+fn prose_ok(v: &str) -> bool {
+    let c = Classes::of(v);
+    let lower = v.to_ascii_lowercase();
+    v.len() >= 8
+        && c.digit
+        && (c.lower || c.upper)
+        && !v.contains(|ch: char| ch.is_whitespace() || matches!(ch, '-' | '_' | '.' | '/' | '\\'))
+        && !SECRET_WORDS.iter().any(|w| lower.contains(w))
+        && !placeholder(v)
+}
+
+/// Words of a secret's name: a value holding one names a secret (a variable), it is not one.
+const SECRET_WORDS: &[&str] = &["pass", "pwd", "secret", "token", "key", "cred"];
 
 /// `a.b.c`: identifiers joined by dots (an attribute, a module path), not a literal.
 fn attribute_path(v: &str) -> bool {
@@ -324,6 +373,10 @@ mod tests {
             ("dsn = \"password=hunter2hunter2\"", "hunter2hunter2"),
             ("password=\"hunter2hunter2\"", "hunter2hunter2"),
             ("conn = connect(password=\"hunter2hunter2\")", "hunter2hunter2"),
+            // A passphrase without a digit, on a whole unindented line of config syntax.
+            ("password=correcthorse", "correcthorse"),
+            ("export password=correcthorse", "correcthorse"),
+            ("db.password = letmeinplease  # rotated monthly", "letmeinplease"),
         ] {
             assert_eq!(masked(text), [want], "{text}");
         }
@@ -337,9 +390,41 @@ mod tests {
             "        password=hunter2hunter2,",
             "password = password_v2",
             "token = access_token2",
-            "password=correcthorse",
             "password = hunter2hunter2;",
+            // Indented: a keyword argument on a line of its own; a setting's word; too short.
+            "    password=correcthorse",
+            "password=interactive",
+            "password=Correcthorse",
+            "password=letmeinnn",
+            "credentials=environment",
             "the password=hunter2hunter2 in prose",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+
+    /// A secret a sentence gives (`the admin password is hunter2hunter2`) was masked nowhere: no
+    /// `=` or `:` followed the name. In code `is` compares, and prose says what a thing is.
+    #[test]
+    fn a_secret_given_in_a_sentence_is_found() {
+        for (text, want) in [
+            ("the admin password is hunter2hunter2", "hunter2hunter2"),
+            ("The staging token was: f9a8b7c6d5e4.", "f9a8b7c6d5e4"),
+            ("# db password is \"Tr0ub4dor&3\", rotate it", "Tr0ub4dor&3"),
+            ("password: Tr0ub4dor&3 (rotate monthly)", "Tr0ub4dor&3"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+        for text in [
+            "the secret is base64-encoded",
+            "if password is password1:",
+            "if token is None:",
+            "assert token is not None",
+            "the password is required",
+            "the token is valid for 30 days",
+            "the token is sha256_hex of the body",
+            "the password is 8 characters or more",
+            "the password isn't set",
         ] {
             assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
         }
@@ -362,12 +447,23 @@ mod tests {
             "credentials\t:\thunter2x",
             "'Lock-Token': 'urn:uuid:a515cfa4'",
             "token: Option<String> = None",
+            "the admin password is hunter2hunter2",
+            "api_token\twas:\tf9a8b7c6d5e4",
+            "password was  hunter2x",
         ];
         for text in texts {
             assert!(re.is_match(text), "the pattern should match {text}");
             assert!(may_match(text), "the pre-test skipped {text}");
         }
-        for text in ["map.keys().count()", "fn tokenize(s: &str)", "monkeypatch.setattr(x, y)", "passes the test"] {
+        for text in [
+            "map.keys().count()",
+            "fn tokenize(s: &str)",
+            "monkeypatch.setattr(x, y)",
+            "passes the test",
+            "the password isn't set",
+            "a password issue",
+            "passwordis hunter2",
+        ] {
             assert!(!re.is_match(text) && !may_match(text), "{text}");
         }
     }
