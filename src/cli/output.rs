@@ -284,6 +284,13 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
         }
     }
     print_skipped(out, &s.skipped);
+    if s.vanished > 0 {
+        out.line(&format!(
+            "{} {} gone before they were read (deleted or renamed during the run; the next run sees what took their place)",
+            out.paint("33", "note:"),
+            count(s.vanished, "file")
+        ));
+    }
     if !s.errors.is_empty() {
         out.line(&format!(
             "{} {} could not be read (retried next run):",

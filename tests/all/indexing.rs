@@ -989,3 +989,32 @@ fn status_after_a_killed_run_says_its_queue_is_unknown() {
     std::fs::write(&status_path, status.to_string()).unwrap();
     assert_eq!(engine.status(&repo).unwrap().queued_files, Some(7));
 }
+
+/// A file that leaves the index without being deleted (replaced by a symlink, grown past the
+/// size limit) had its chunks removed while the run counted nothing: the watcher logged
+/// `+0 ~0 -0`. Each such file is a removal.
+#[test]
+fn a_file_turned_symlink_or_grown_past_the_limit_counts_as_removed() {
+    let env = Env::new();
+    env.write_config("[index]\nmax_file_size_bytes = 200\n");
+    let repo = env.repo("r");
+    write(&repo, "hd.txt", "honeydew\n");
+    write(&repo, "growing.txt", "okapi log line\n");
+    write(&repo, "other.txt", "kept\n");
+    index(&env, &repo);
+    std::fs::remove_file(repo.join("hd.txt")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(repo.join("other.txt"), repo.join("hd.txt")).unwrap();
+    write(&repo, "growing.txt", "okapi log line\n".repeat(40));
+    let engine = env.engine();
+    let repo_ref = engine.resolve_repo(&repo).unwrap();
+    for file in ["hd.txt", "growing.txt"] {
+        let mut session = engine.open_index_session(&repo_ref, false).unwrap();
+        let scope = docdex::engine::index::Scope::Paths(vec![repo.join(file)]);
+        let summary = session.update(&scope, &|_: &_| {}).unwrap();
+        session.finish().unwrap();
+        assert_eq!((summary.added, summary.updated, summary.deleted), (0, 0, 1), "{file}: {summary:?}");
+    }
+    assert_eq!(hit_paths(&engine, &repo, "honeydew"), Vec::<String>::new());
+    assert_eq!(hit_paths(&engine, &repo, "okapi"), Vec::<String>::new());
+}

@@ -732,6 +732,8 @@ impl IndexSession {
                 if let Some(code) = self.code_mut() {
                     code.forget(&issue.rel)?;
                 }
+                // Its chunks left the index (a file replaced by a symlink): a removal.
+                s.deleted += 1;
                 changed = true;
             }
             match issue.error {
@@ -998,6 +1000,7 @@ impl IndexSession {
             Ok(Read::Binary) => return Err(skipped("binary".into())),
             Ok(Read::TooLarge) => return Err(skipped(format!("too large (> {:.1} MB limit)", mb(max)))),
             Ok(Read::NotRegular(why)) => return Err(skipped(why.into())),
+            Err(e) if vanished(&e) => return Err(Box::new(Outcome::Vanished)),
             Err(e) => return Err(Box::new(Outcome::Error(format!("unreadable: {e}")))),
         };
         let Some(fmt) = format else {
@@ -1121,29 +1124,43 @@ impl IndexSession {
             }
             Outcome::Skipped { reason, size, mtime_ns } => {
                 s.skipped.push(SkippedFile { path: rel.clone(), reason: reason.clone(), this_run: true });
-                self.forget_extracted(&rel);
-                if was_indexed {
-                    if let Ok(w) = self.writer() {
-                        w.delete_term(Term::from_field_text(self.fields.path, &rel));
-                    }
-                    self.forget_code(&rel);
-                }
+                self.unindex(&rel, was_indexed, s);
                 self.manifest.files.insert(rel, FileEntry::not_indexed(reason, false, size, mtime_ns));
                 self.manifest_dirty = true;
                 was_indexed
             }
             Outcome::Error(reason) => {
-                self.forget_extracted(&rel);
-                if was_indexed {
-                    if let Ok(w) = self.writer() {
-                        w.delete_term(Term::from_field_text(self.fields.path, &rel));
-                    }
-                    self.forget_code(&rel);
-                }
+                self.unindex(&rel, was_indexed, s);
                 self.note_error(rel, reason);
                 was_indexed
             }
+            Outcome::Vanished => {
+                s.vanished += 1;
+                self.unindex(&rel, was_indexed, s);
+                self.manifest_dirty |= self.manifest.files.remove(&rel).is_some();
+                was_indexed
+            }
         }
+    }
+
+    /// Takes a file out of the index (its chunks, symbols and kept text) when it was in it, and
+    /// counts that as a removal: a file turned into a symlink, grown past the size limit or
+    /// deleted mid-run left the index while the watcher's line said `-0`.
+    fn unindex(&mut self, rel: &str, was_indexed: bool, s: &mut IndexSummary) {
+        self.forget_extracted(rel);
+        if !was_indexed {
+            return;
+        }
+        if let Ok(w) = self.writer() {
+            w.delete_term(Term::from_field_text(self.fields.path, rel));
+        }
+        self.forget_code(rel);
+        s.deleted += 1;
+        self.status.event(LastEvent {
+            kind: "delete".into(),
+            path: rel.to_string(),
+            at: crate::engine::fsutil::now_ms(),
+        });
     }
 
     /// Drops a file's symbols (it left the index).
@@ -1471,11 +1488,19 @@ impl FileDocs<'_> {
     }
 }
 
+/// What became of one file. `Vanished`: gone between the walk and the read (deleted or renamed
+/// meanwhile), no error; the next walk sees what took its place.
 enum Outcome {
     Indexed { entry: FileEntry, code: Option<CodeResult> },
     Touched { size: u64, mtime_ns: i64 },
     Skipped { reason: String, size: u64, mtime_ns: i64 },
     Error(String),
+    Vanished,
+}
+
+/// Whether a read failed because the file (or a directory on its way) is no longer there.
+fn vanished(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
 }
 
 /// Byte offsets of line starts.
@@ -1588,6 +1613,31 @@ impl Progress {
 #[cfg(test)]
 mod disk_tests {
     use super::*;
+
+    /// A file deleted after the walk listed it (a checkout, a build cleaning up) was reported
+    /// as "could not be read (retried next run)": 2,782 such errors in a run beside a churning
+    /// tree. It is a removal, not an error.
+    #[test]
+    fn a_file_gone_between_the_walk_and_the_read_is_a_removal_not_an_error() {
+        let (home, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(root.path().join("gone.txt"), "okapi gone\n").unwrap();
+        std::fs::write(root.path().join("kept.txt"), "okapi kept\n").unwrap();
+        let engine = crate::engine::Engine::open_at(home.path()).unwrap();
+        let repo = engine.resolve_repo(root.path()).unwrap();
+        let mut session = engine.open_index_session(&repo, false).unwrap();
+        session.update(&Scope::Full, &|_: &IndexProgress| {}).unwrap();
+        let abs = root.path().join("gone.txt");
+        let listed = walk::Candidate { rel: "gone.txt".into(), abs: abs.clone(), size: 11, mtime_ns: 1 };
+        std::fs::remove_file(&abs).unwrap();
+        let mut summary = IndexSummary::default();
+        let outcome = session.process(&listed, true);
+        session.ensure_writer().unwrap();
+        assert!(session.apply("gone.txt".into(), outcome, &mut summary, &mut HashMap::new()));
+        session.sum_up(&mut summary, &Progress::new(1, 11), Instant::now());
+        assert!(summary.errors.is_empty(), "{:?}", summary.errors);
+        assert_eq!((summary.deleted, summary.vanished, summary.files), (1, 1, 1), "{summary:?}");
+        assert!(!session.manifest.files.contains_key("gone.txt"));
+    }
 
     #[test]
     fn a_run_is_cut_into_a_small_first_batch_then_large_ones() {

@@ -50,8 +50,13 @@ pub struct IndexSummary {
     pub added: u64,
     /// Files whose content changed.
     pub updated: u64,
-    /// Files removed.
+    /// Files removed from the index: deleted, or no longer indexable (turned into a symlink,
+    /// grown past the size limit, unreadable).
     pub deleted: u64,
+    /// Files the walk listed that were gone when read (deleted or renamed during the run): not
+    /// errors; an indexed one's removal is in `deleted` too.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub vanished: u64,
     /// Of added/deleted, pairs that were renames (same content, new path).
     pub renamed: u64,
     /// Indexed files found unchanged (not re-read or not re-indexed); files skipped before and
@@ -317,4 +322,9 @@ impl<F: Fn(&IndexProgress) + Sync> ProgressSink for F {
     fn progress(&self, p: &IndexProgress) {
         self(p)
     }
+}
+
+/// For `skip_serializing_if`: a zero count is left out of the JSON.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
