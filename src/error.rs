@@ -80,6 +80,16 @@ pub enum Error {
         /// The repository root.
         path: PathBuf,
     },
+    /// The repository has no index yet, and a first index run is under way in another process
+    /// or ended before its first commit: `detail` says which (and what to run), where
+    /// [`Error::NotIndexed`] told the user to start the run that was already going.
+    #[error("repository {} is not indexed yet: {detail}", .path.display())]
+    FirstIndexPending {
+        /// The repository root.
+        path: PathBuf,
+        /// The run's state: its pid and progress, or that it was interrupted, and what to do.
+        detail: String,
+    },
     /// The repository is not in the registry (for remove and similar).
     #[error("repository {path} is not registered with docdex; `docdex repo list` shows the known ones")]
     UnknownRepo {
@@ -366,7 +376,7 @@ impl Error {
             Error::Config { .. } => "invalid_config",
             Error::StateNotWritable { .. } => "state_not_writable",
             Error::RepoNotFound { .. } | Error::UnknownRepo { .. } => "unknown_repo",
-            Error::NotIndexed { .. } => "not_indexed",
+            Error::NotIndexed { .. } | Error::FirstIndexPending { .. } => "not_indexed",
             Error::OutsideRepo { .. } | Error::OutsideSource { .. } => "path_outside_repo",
             Error::NotServed { .. } => "path_not_served",
             Error::BadRequest(_) => "bad_request",

@@ -444,6 +444,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             Error::RepoNotFound { .. }
             | Error::UnknownRepo { .. }
             | Error::NotIndexed { .. }
+            | Error::FirstIndexPending { .. }
             | Error::StaleIndex(_)
             | Error::IndexDamaged { .. },
         ) => 3,
@@ -601,14 +602,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// A read on a root docdex never indexes (`/etc`, `/`, the home directory, docdex's own home)
 /// said "not indexed yet; run `docdex index --repo /etc` first", a command that is refused:
 /// the refusal is the answer (exit 2), as the server gives it (`403 forbidden_repo`). The
-/// engine is opened again only on that error (the command's own one is gone with it).
+/// engine is opened again only on that error (the command's own one is gone with it). A first
+/// index run going on in another process, or one killed before its first commit, is named
+/// instead of "run `docdex index`" ([`Engine::explain_not_indexed`]).
 fn refused_root_instead(home: Option<&Path>, err: anyhow::Error) -> anyhow::Error {
     let Some(Error::NotIndexed { path }) = err.downcast_ref::<Error>() else { return err };
     let Ok(engine) = home.map_or_else(Engine::open, Engine::open_at) else { return err };
     let refusal = engine.resolve_repo(path).and_then(|repo| engine.check_servable(&repo));
     match refusal {
         Err(e @ Error::UnsafeRoot { .. }) => anyhow::Error::new(e),
-        _ => err,
+        // A first run going on in another process, or one that ended before its first commit:
+        // said so, not "run `docdex index`" while it runs.
+        _ => match engine.explain_not_indexed(Error::NotIndexed { path: path.clone() }) {
+            e @ Error::FirstIndexPending { .. } => anyhow::Error::new(e),
+            _ => err,
+        },
     }
 }
 

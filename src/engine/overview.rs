@@ -60,6 +60,19 @@ pub struct RepoOverview {
 }
 
 impl Engine {
+    /// `err` made specific when it is [`crate::Error::NotIndexed`] and the repository's status
+    /// file knows of a first index run (going on in another process, or ended before its first
+    /// commit): [`crate::Error::FirstIndexPending`], saying so and what to run. Any other error
+    /// is returned as it is.
+    pub fn explain_not_indexed(&self, err: crate::Error) -> crate::Error {
+        let crate::Error::NotIndexed { path } = &err else { return err };
+        let Ok(repo) = self.resolve_repo(path) else { return err };
+        match crate::engine::index::status::first_run_detail(&repo.status_path(), &repo.root) {
+            Some(detail) => crate::Error::FirstIndexPending { path: repo.root.clone(), detail },
+            None => err,
+        }
+    }
+
     /// Folders of the repository's index that complete a typed path prefix (the TUI's `tab`
     /// in the path filter): only folders holding indexed files, so nothing outside the
     /// repository or left out of the index is ever offered.

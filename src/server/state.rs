@@ -262,7 +262,7 @@ impl AppState {
                 if info.status == "indexing" {
                     let progress = info
                         .progress
-                        .map(|p| format!(" ({} of {} files)", p.files_done, p.files_total))
+                        .map(|p| format!(" ({}: {} of {} files)", p.phase, p.files_done, p.files_total))
                         .unwrap_or_default();
                     // A docdex process on another home (an MCP client that passes no
                     // DOCDEX_HOME, for one) may already keep this repo indexed: say which home

@@ -114,7 +114,7 @@ fn parse_in_progress(repo: &RepoRef) -> Option<String> {
     let (status, interrupted) = crate::engine::index::status::StatusData::read(&repo.status_path())?;
     let p = status.progress.filter(|p| p.phase == "parsing" && !interrupted)?;
     Some(format!(
-        "the first index is still parsing the repository ({} of {} files read): symbols of the files not parsed yet follow when it ends",
+        "the first index is still parsing the repository ({} of {} code files parsed): symbols of the files not parsed yet follow when it ends",
         p.files_done, p.files_total
     ))
 }
@@ -492,7 +492,14 @@ pub fn index_run_notes(repo: &RepoRef) -> Vec<String> {
     }
     let mut notes = Vec::new();
     let current = super::graph::RESOLUTION_VERSION;
-    if meta.graph_resolution != current {
+    if !super::graph::graph_path(repo).exists() {
+        // An index run writes the graph after parsing every code file: one that stopped
+        // part-way wrote none (its resolution read 0, which was "an older docdex's").
+        notes.push(format!(
+            "the impact graph is not built yet: the index run that builds it, after parsing every code file, has not finished; `impact`, `graph cycles` and `run-tests --affected` have no edges until `docdex index --repo {}` finishes",
+            crate::error::shell_path(&repo.root)
+        ));
+    } else if meta.graph_resolution != current {
         let which = match meta.graph_resolution {
             0 => "before resolution was versioned".to_string(),
             v if v > current => format!("under resolution {v}, newer than this build's {current}"),

@@ -609,11 +609,7 @@ impl Engine {
             None if repo.manifest_path().exists() => {
                 let empty = graph::build(&repo.root, &[], &Default::default(), &Default::default());
                 let mut g = LoadedGraph::new(empty);
-                g.graph.warnings.push(format!(
-                    "no impact graph yet for {}: no code files were indexed, or the index predates the graph; `docdex graph rebuild --repo {}` builds it",
-                    repo.root.display(),
-                    repo.root.display()
-                ));
+                g.graph.warnings.push(no_graph_yet(&repo));
                 Ok((repo, Arc::new(g)))
             }
             None => Err(Error::NotIndexed { path: repo.root.clone() }),
@@ -918,6 +914,47 @@ fn linked_to(repo: &RepoRef, on_disk: &Path, file: &str) -> Option<String> {
     Some(real.strip_prefix(&root).ok()?.to_string_lossy().replace('\\', "/"))
 }
 
+/// Why an indexed repository has no graph file: its symbol store has commits, so the index run
+/// that writes the graph (after parsing every code file) has not finished; else no code file
+/// was indexed, or an index from before the graph. After a first index stopped part-way,
+/// "the index predates the graph" was false: only this build had ever run.
+fn no_graph_yet(repo: &RepoRef) -> String {
+    let root = shell_path(&repo.root);
+    match super::store::peek_meta(repo).is_some_and(|m| m.generation > 0) {
+        true => format!(
+            "no impact graph yet for {}: the index run that builds it, after parsing every code file, has not finished (it stopped, was killed, or is still parsing); `docdex index --repo {root}` finishes it",
+            repo.root.display()
+        ),
+        false => format!(
+            "no impact graph yet for {}: no code files were indexed, or the index predates the graph; `docdex graph rebuild --repo {root}` builds it",
+            repo.root.display()
+        ),
+    }
+}
+
+/// Why a file on disk is not in the graph: not a language docdex parses, indexed as text but
+/// not parsed yet (a first index stopped or still parsing), not indexed, or changed since the
+/// last run. A `.py` file a stopped first index had not parsed was called "not a code file
+/// docdex parses".
+fn not_in_graph(repo: &RepoRef, file: &str) -> String {
+    if Lang::from_path(Path::new(file)).is_none() {
+        return "it exists but is not a code file docdex parses".to_string();
+    }
+    let run = format!("`docdex index --repo {}`", shell_path(&repo.root));
+    let Some(entry) = Manifest::load(&repo.manifest_path()).files.remove(file) else {
+        return format!("it is not indexed yet (new since the last index run); {run} adds it");
+    };
+    match (entry.text_only, entry.skipped) {
+        (_, Some(why)) => format!("it is not indexed ({why})"),
+        (true, None) => format!(
+            "it is indexed as text but not parsed yet (the first index stopped before parsing it, or is parsing now); {run} parses it"
+        ),
+        (false, None) => format!(
+            "it changed since the last index run, or the run that parsed it has not written the graph yet; {run} updates it"
+        ),
+    }
+}
+
 pub(crate) fn unknown_file(repo: &RepoRef, file: &str, g: &LoadedGraph) -> Error {
     let on_disk = repo.root.join(file);
     let hint = if let Some(package) = file.strip_prefix(EXTERNAL_PREFIX) {
@@ -927,7 +964,7 @@ pub(crate) fn unknown_file(repo: &RepoRef, file: &str, g: &LoadedGraph) -> Error
     } else if on_disk.is_dir() {
         "it is a directory: pass a file in it (the graph links files, not folders)".to_string()
     } else if on_disk.is_file() {
-        "it exists but is not a code file docdex parses, or it changed since the last `docdex index`".to_string()
+        not_in_graph(repo, file)
     } else {
         "no such file in the repository (a path is repo-relative, e.g. src/main.rs, or on the command line relative to the current directory)".to_string()
     };

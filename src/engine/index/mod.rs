@@ -486,17 +486,17 @@ impl IndexSession {
         // Files a run cut short left searchable as text only need their parse, not a text pass.
         let new_text: u64 = plan.todo.iter().filter(|c| !self.awaits_parse(&c.rel)).map(capped).sum();
         let text_first = self.text_first(new_text);
-        // A text-first run reads the files it parses twice; the bar counts both readings.
-        let (parsed_later, parsed_bytes): (u64, u64) = match text_first {
-            true => plan
-                .todo
-                .iter()
-                .filter(|c| !self.awaits_parse(&c.rel) && self.parses(&c.rel, files::language(Path::new(&c.rel))))
-                .fold((0, 0), |(n, b), c| (n + 1, b + capped(c))),
-            false => (0, 0),
+        // A text-first run reads the files it parses twice: its text pass counts the files it
+        // reads as text, and the parse pass ([`Progress::start_parsing`]) counts its own from 0
+        // (the two were one sum, 63,522 "files" for a tree of 46,266).
+        let progress = match text_first {
+            true => {
+                let text = plan.todo.iter().filter(|c| !self.awaits_parse(&c.rel));
+                let (n, b) = text.fold((0, 0), |(n, b), c| (n + 1, b + capped(c)));
+                Progress::new(n, b)
+            }
+            false => Progress::new((plan.todo.len() + plan.repair.len()) as u64, bytes_total),
         };
-        let progress =
-            Progress::new((plan.todo.len() + plan.repair.len()) as u64 + parsed_later, bytes_total + parsed_bytes);
         let mut summary =
             IndexSummary { repo: self.repo.root.clone(), unchanged: plan.unchanged, ..Default::default() };
         let free = crate::engine::fsutil::available_bytes(&self.repo.state_dir);
@@ -809,13 +809,15 @@ impl IndexSession {
             }
             if text_first {
                 summary.text_first = true;
-                progress.parsing.store(true, Ordering::Relaxed);
+                let pending: Vec<walk::Candidate> =
+                    plan.todo.iter().filter(|c| self.awaits_parse(&c.rel)).cloned().collect();
+                let capped = |c: &walk::Candidate| c.size.min(self.cfg.max_file_size_bytes);
+                let parse_files = (pending.len() + plan.repair.len()) as u64;
+                progress.start_parsing(parse_files, pending.iter().chain(&plan.repair).map(capped).sum());
                 let snap = progress.snapshot(progress.stage());
                 self.status.phase(&snap);
                 sink.progress(&snap);
                 crate::engine::fault::pause_point("after-text-pass");
-                let pending: Vec<walk::Candidate> =
-                    plan.todo.iter().filter(|c| self.awaits_parse(&c.rel)).cloned().collect();
                 tracing::debug!(files = pending.len(), ms = started.elapsed().as_millis() as u64, "text pass live");
                 let batch = Batching { first: COMMIT_EVERY_BYTES, parse: true };
                 self.index_in_batches(&pending, batch, run, summary, renames_left, false)?;
@@ -897,7 +899,7 @@ impl IndexSession {
         let (files, chunks) = self.manifest.counts();
         summary.files = files;
         summary.chunks = chunks;
-        summary.bytes_read = progress.bytes_done.load(Ordering::Relaxed);
+        summary.bytes_read = progress.bytes_read();
         summary.generation = self.generation;
         summary.rebuilt = self.rebuilt;
         // `apply` and `record_walk_issues` listed the files this run skipped anew.
@@ -1567,11 +1569,15 @@ fn batches(todo: &[walk::Candidate], first: u64, budget: u64) -> Vec<&[walk::Can
     out
 }
 
+/// A run's progress, counted per phase: a text-first run's parse pass starts its own count
+/// ([`Progress::start_parsing`]), so `files_total` is never more than the files a phase reads.
 struct Progress {
-    files_total: u64,
-    bytes_total: u64,
+    files_total: AtomicU64,
+    bytes_total: AtomicU64,
     files_done: AtomicU64,
     bytes_done: AtomicU64,
+    /// Bytes read by the phases before this one (the summary's `bytes_read` is the run's).
+    bytes_before: AtomicU64,
     /// Set once a text-first run has its text pass live and is parsing.
     parsing: std::sync::atomic::AtomicBool,
 }
@@ -1579,12 +1585,26 @@ struct Progress {
 impl Progress {
     fn new(files_total: u64, bytes_total: u64) -> Self {
         Progress {
-            files_total,
-            bytes_total,
+            files_total: AtomicU64::new(files_total),
+            bytes_total: AtomicU64::new(bytes_total),
             files_done: AtomicU64::new(0),
             bytes_done: AtomicU64::new(0),
+            bytes_before: AtomicU64::new(0),
             parsing: Default::default(),
         }
+    }
+    /// The parse pass of a text-first run begins: `files` files of `bytes` to parse, counted
+    /// from 0 under the phase `parsing`.
+    fn start_parsing(&self, files: u64, bytes: u64) {
+        self.bytes_before.fetch_add(self.bytes_done.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+        self.files_done.store(0, Ordering::Relaxed);
+        self.files_total.store(files, Ordering::Relaxed);
+        self.bytes_total.store(bytes, Ordering::Relaxed);
+        self.parsing.store(true, Ordering::Relaxed);
+    }
+    /// Bytes read in the whole run, every phase.
+    fn bytes_read(&self) -> u64 {
+        self.bytes_before.load(Ordering::Relaxed) + self.bytes_done.load(Ordering::Relaxed)
     }
     /// The phase the ticker reports: `indexing`, or `parsing` after a text pass went live.
     fn stage(&self) -> &'static str {
@@ -1602,9 +1622,9 @@ impl Progress {
         IndexProgress {
             phase: phase.into(),
             files_done: self.files_done.load(Ordering::Relaxed),
-            files_total: self.files_total,
+            files_total: self.files_total.load(Ordering::Relaxed),
             bytes_done: self.bytes_done.load(Ordering::Relaxed),
-            bytes_total: self.bytes_total,
+            bytes_total: self.bytes_total.load(Ordering::Relaxed),
             ..Default::default()
         }
     }

@@ -128,6 +128,45 @@ impl StatusData {
     }
 }
 
+/// Why a repository without an index has none yet, from its status file (`path`): a first
+/// run going on in a live process (with its phase and count), or one that ended before its
+/// first commit (killed, stopped, failed), with what to run. None when no run ever started.
+/// `docdex search` said "not indexed yet; run `docdex index`" while that run went on, and
+/// `docdex status` said only "not indexed" after it was killed.
+pub fn first_run_detail(path: &std::path::Path, root: &std::path::Path) -> Option<String> {
+    let (d, interrupted) = StatusData::read(path)?;
+    let finish = format!("run `docdex index --repo {}` to finish", crate::error::shell_path(root));
+    let pid = d.pid;
+    if interrupted {
+        return Some(format!("its first index run (pid {pid}) was interrupted before its first commit; {finish}"));
+    }
+    if d.stopped {
+        return Some(format!(
+            "its first index run (pid {pid}) stopped before its first commit (a shutdown, or the client that asked for it left); {finish}"
+        ));
+    }
+    if let (IndexState::Error, Some(e)) = (d.state, &d.last_error) {
+        return Some(format!("its first index run (pid {pid}) failed: {e}"));
+    }
+    if d.state != IndexState::Updating {
+        return None;
+    }
+    let progress = d.progress.as_ref().map(progress_words).unwrap_or_default();
+    Some(format!(
+        "it is being indexed for the first time by pid {pid}{progress}; ask again when it finishes (`docdex status --repo {}` follows it)",
+        crate::error::shell_path(root)
+    ))
+}
+
+/// ` (indexing: 8,596 of 29,550 files)`: a run's phase and count, in the phase's own unit.
+fn progress_words(p: &IndexProgress) -> String {
+    let (done, total, unit) = p.measure();
+    match total {
+        0 => format!(" ({})", p.phase),
+        _ => format!(" ({}: {done} of {total} {})", p.phase, unit.noun(total)),
+    }
+}
+
 /// How long `index` waits for another process's writer once that process reports no run
 /// (it finished its run and is closing, or holds the writer idle) before answering busy.
 const IDLE_HOLDER_MS: u64 = 3_000;

@@ -237,6 +237,71 @@ fn a_first_index_answers_after_its_first_commit_and_a_kill_then_loses_nothing() 
     }
 }
 
+/// A first index killed after its text pass (as a server's Ctrl-C or a kill leaves it): the
+/// parse pass counts its own files (the two passes were one sum, 63,522 "files" for a tree of
+/// 46,266), `status` says the impact graph is not built yet (it said an older docdex resolved
+/// it), and `impact` of an unparsed `.py` file says to finish the index (it said the file is
+/// "not a code file docdex parses").
+#[test]
+fn a_first_index_stopped_before_its_parse_says_the_graph_is_not_built_yet() {
+    let env = Env::new();
+    env.write_config("[index]\nfirst_commit_bytes = 8192\n");
+    let repo = env.repo("big");
+    many_files(&repo, 60);
+    write(&repo, "docs/guide.md", "# Guide\n\nThe okapi manual.\n");
+    let r = repo.to_str().unwrap();
+    let mut run = spawn(&env, &["index", "--repo", r, "--quiet"], &[("DOCDEX_TEST_PAUSE_AT", "after-text-pass")]);
+    wait_for_pause(&mut run, "after-text-pass");
+    let status = status_json(&env, &repo);
+    let progress = &status["progress"];
+    assert_eq!(progress["phase"], "parsing", "{status}");
+    assert_eq!((progress["files_done"].as_u64(), progress["files_total"].as_u64()), (Some(0), Some(60)), "{status}");
+    kill_9(&mut run);
+
+    let status = status_json(&env, &repo);
+    let warnings = status["warnings"].to_string();
+    assert!(!warnings.contains("older docdex"), "{warnings}");
+    assert!(warnings.contains("the impact graph is not built yet"), "{warnings}");
+    let out = env.run(&["impact", "--repo", r, "pkg7/mod7.py"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("not a code file"), "{err}");
+    assert!(err.contains("not parsed yet") && err.contains("docdex index --repo"), "{err}");
+}
+
+/// While a first index runs in another process, a one-shot command said "not indexed yet; run
+/// `docdex index`"; after that run was killed before its first commit, `status` said only "not
+/// indexed". Each names the run, and what to do.
+#[test]
+fn a_first_index_running_or_killed_before_its_commit_is_named() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(&repo, "a.txt", "okapi\n");
+    let r = repo.to_str().unwrap();
+    let dir = state_dir(&env, &repo);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut runner = Command::new("sleep").arg("60").spawn().unwrap();
+    let status_file = |pid: u32| {
+        let v = serde_json::json!({"state": "updating", "pid": pid, "started_ms": 1, "updated_ms": 1,
+            "progress": {"phase": "indexing", "files_done": 3, "files_total": 9, "bytes_done": 0, "bytes_total": 0},
+            "queued": 0});
+        std::fs::write(dir.join("index_status.json"), v.to_string()).unwrap();
+    };
+    status_file(runner.id());
+    let out = env.run(&["search", "--repo", r, "okapi"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let pid = runner.id();
+    assert!(err.contains(&format!("being indexed for the first time by pid {pid} (indexing: 3 of 9 files)")), "{err}");
+    assert!(!err.contains("run `docdex index"), "{err}");
+    kill_9(&mut runner);
+
+    let out = env.run(&["status", "--repo", r]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("first index run (pid {pid}) was interrupted before its first commit")), "{err}");
+    assert!(err.contains(&format!("run `docdex index --repo {r}` to finish")), "{err}");
+}
+
 #[test]
 fn a_large_first_index_answers_as_text_before_its_parse_and_a_kill_then_loses_nothing() {
     let env = Env::new();
