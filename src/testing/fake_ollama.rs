@@ -96,6 +96,9 @@ pub struct FakeOllamaOptions {
     /// their capabilities as `["embedding"]` and `/api/chat` refuses them, as Ollama does.
     /// (Names holding `embed` or starting `all-minilm` are embedding models anyway.)
     pub embedding_models: Vec<String>,
+    /// `/api/tags` lists each model by `name` alone, as some Ollama-compatible servers do
+    /// (no `modified_at`, `size`, `digest` or `details`).
+    pub bare_tags: bool,
 }
 
 impl Default for FakeOllamaOptions {
@@ -120,6 +123,7 @@ impl Default for FakeOllamaOptions {
             props_n_ctx: None,
             v1_refuses_embedding_chat: None,
             embedding_models: Vec::new(),
+            bare_tags: false,
         }
     }
 }
@@ -301,6 +305,9 @@ async fn tags(State(s): S) -> Response {
     let models: Vec<Value> = installed(&s)
         .iter()
         .map(|m| {
+            if s.opts.bare_tags {
+                return json!({ "name": m });
+            }
             json!({"name": m, "model": m, "modified_at": "2026-01-01T00:00:00Z", "size": 1_000_000u64,
                    "digest": format!("sha256:{:016x}", xxhash_rust::xxh3::xxh3_64(m.as_bytes())),
                    "details": {"format": "gguf", "family": "fake", "parameter_size": "1B", "quantization_level": "Q4_0"}})

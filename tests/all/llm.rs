@@ -128,6 +128,18 @@ fn ollama_embeddings_and_model_list() {
     assert!(models.iter().any(|m| m.name == "fake-embed:latest" && m.size_bytes == Some(1_000_000)));
 }
 
+/// An Ollama-compatible server whose `/api/tags` leaves out `modified_at` (and size, digest,
+/// details): the model list failed with a bare "Ollama JSON error", so `/v1/models` was a 503.
+#[test]
+fn an_ollama_model_list_of_names_alone_is_read() {
+    let server = fake(FakeOllamaOptions { bare_tags: true, ..Default::default() });
+    let env = Env::new();
+    let engine = env.engine_for("ollama", &server.url(), "fake-chat", "fake-embed");
+    let models = engine.models().unwrap();
+    let listed: Vec<(String, Option<u64>)> = models.into_iter().map(|m| (m.name, m.size_bytes)).collect();
+    assert_eq!(listed, [("fake-chat:latest".to_string(), None), ("fake-embed:latest".to_string(), None)]);
+}
+
 #[test]
 fn a_dead_server_is_unreachable_and_says_how_to_start_it() {
     let env = Env::new();

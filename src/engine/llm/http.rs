@@ -230,7 +230,7 @@ impl Http {
             };
             serde_json::from_slice::<T>(&bytes).map_err(|e| {
                 Failure::Fatal(Error::Upstream(format!(
-                    "the {} server at {} sent an answer docdex cannot read ({e}): {}",
+                    "the {} server at {} sent an answer to {path} docdex cannot read ({e}): {}",
                     self.provider,
                     self.base,
                     String::from_utf8_lossy(&bytes[..bytes.len().min(200)])

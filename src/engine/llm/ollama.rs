@@ -7,7 +7,7 @@
 //! model cannot be told from a server error, and nothing can be retried safely) and its
 //! streamed chat drops network reads that end inside a multi-byte character.
 
-use super::http::{chat_events, retry, ChatWire, Failure, Http, Step};
+use super::http::{chat_events, ChatWire, Failure, Http, Step};
 use super::{ChatRequest, ChatStream, ChatUsage, ModelInfo, Provider, PullProgress, Role};
 use crate::config::LlmConfig;
 use crate::error::{Error, Result};
@@ -240,15 +240,10 @@ impl Provider for OllamaProvider {
 
     fn models(&self) -> BoxFuture<'_, Result<Vec<ModelInfo>>> {
         async move {
-            let list = retry(|| async {
-                match tokio::time::timeout(self.http.request_timeout, self.client.list_local_models()).await {
-                    Err(_) => Err(Failure::Fatal(self.http.timed_out())),
-                    Ok(Err(e)) => Err(self.classify(e, "")),
-                    Ok(Ok(list)) => Ok(list),
-                }
-            })
-            .await?;
-            Ok(list.into_iter().map(|m| ModelInfo { name: m.name, size_bytes: Some(m.size) }).collect())
+            // Read by docdex's own lenient shape: ollama-rs requires `modified_at` and more,
+            // which Ollama-compatible servers leave out, and said only "Ollama JSON error".
+            let tags: Tags = self.http.json(reqwest::Method::GET, "/api/tags", None, "").await?;
+            Ok(tags.models.into_iter().map(|m| ModelInfo { name: m.name, size_bytes: m.size }).collect())
         }
         .boxed()
     }
@@ -280,6 +275,23 @@ impl Provider for OllamaProvider {
         }
         .boxed()
     }
+}
+
+/// `/api/tags` as docdex reads it: a model's `name` is all it needs; every other field
+/// (`modified_at`, `digest`, `details`, even `size`) is optional. A missing `name` is an error
+/// naming the field ([`super::http::Http::json`] quotes serde's message).
+#[derive(Debug, serde::Deserialize)]
+struct Tags {
+    #[serde(default)]
+    models: Vec<TagModel>,
+}
+
+/// One model of `/api/tags`.
+#[derive(Debug, serde::Deserialize)]
+struct TagModel {
+    name: String,
+    #[serde(default)]
+    size: Option<u64>,
 }
 
 /// Whether an `/api/show` answer lists the model's capabilities (Ollama 0.6 and later) without
@@ -356,6 +368,16 @@ mod tests {
         let events: Vec<_> =
             chat_events(paced(empty, Duration::from_millis(100)), OllamaWire { base: "b".into() }).collect().await;
         assert!(matches!(events.as_slice(), [Err(e)] if e.to_string().contains("only keep-alives")), "{events:?}");
+    }
+
+    #[test]
+    fn a_tags_answer_needs_only_names_and_a_missing_name_is_named() {
+        let tags: Tags =
+            serde_json::from_str(r#"{"models": [{"name": "a:latest"}, {"name": "b", "size": 7}]}"#).unwrap();
+        let sizes: Vec<_> = tags.models.iter().map(|m| (m.name.as_str(), m.size)).collect();
+        assert_eq!(sizes, [("a:latest", None), ("b", Some(7))]);
+        let e = serde_json::from_str::<Tags>(r#"{"models": [{"size": 7}]}"#).unwrap_err();
+        assert!(e.to_string().contains("missing field `name`"), "{e}");
     }
 
     #[test]
