@@ -387,6 +387,11 @@ fn check_root(
     if root.starts_with(&docdex_home) {
         return refuse(format!("it is docdex's own home ({}) or inside it", docdex_home.display()));
     }
+    let user_home = user_home.map(|h| std::fs::canonicalize(h).unwrap_or_else(|_| h.to_path_buf()));
+    // `/root` is a container directory and root's home: said as the home it is.
+    if user_home.as_deref() == Some(root) {
+        return refuse(format!("it is your home directory ({})", root.display()));
+    }
     if CONTAINER_DIRS.iter().any(|d| root == Path::new(d)) {
         return refuse(
             "it holds other directories (the filesystem root or a system-wide parent directory), not a repository"
@@ -402,7 +407,7 @@ fn check_root(
     if let Some(why) = credential_refusal(root) {
         return refuse(why);
     }
-    if let Some(home) = user_home.map(|h| std::fs::canonicalize(h).unwrap_or_else(|_| h.to_path_buf())) {
+    if let Some(home) = user_home {
         if home.starts_with(root) {
             return refuse(format!("it is your home directory ({}) or a directory above it", home.display()));
         }
@@ -665,6 +670,19 @@ mod tests {
             assert_eq!(rel("src/no-such-file.rs").ok().as_deref(), Some("src/no-such-file.rs"));
             assert!(matches!(rel("src/link.txt"), Err(Error::OutsideRepo { .. })));
         }
+    }
+
+    #[test]
+    fn the_home_directory_is_refused_as_the_home_even_where_it_is_a_system_directory() {
+        let docdex = Path::new("/root/.docdex");
+        let why = |root: &str, home: &str| match check_root(Path::new(root), Some(Path::new(home)), docdex, &|_| false)
+        {
+            Err(Error::UnsafeRoot { reason, .. }) => reason,
+            other => panic!("{root} was not refused: {other:?}"),
+        };
+        assert_eq!(why("/root", "/root"), "it is your home directory (/root)");
+        assert_eq!(why("/home/ada", "/home/ada"), "it is your home directory (/home/ada)");
+        assert!(why("/root", "/home/ada").contains("system-wide parent directory"));
     }
 
     #[test]

@@ -241,6 +241,9 @@ impl AppState {
     /// a single-repo process only its own.
     pub fn initialize(&self, selector: &str) -> Result<Arc<Mount>, ApiError> {
         let repo = self.lookup(selector)?;
+        // A root docdex never serves (`/etc`) is refused as such on `serve` too, before "this
+        // server serves only ...": `unknown_repo` there, `forbidden_repo` on the daemon.
+        self.engine().check_servable(&repo)?;
         if let Some(default) = self.default_repo() {
             if default.fingerprint != repo.fingerprint {
                 return Err(ApiError::unknown_repo(format!(

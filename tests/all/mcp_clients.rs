@@ -229,6 +229,19 @@ fn stdio_mcp_started_in_a_repository_binds_to_it() {
     assert!(r["isError"] == true && !text.contains("serve --repo /"), "{r}");
 }
 
+/// `docdex_status` in a session with no repository (none bound, none served by default) was an
+/// error asking for one; it lists what the process serves, as `docdex_server_info` does.
+#[test]
+fn mcp_status_without_a_repository_lists_what_the_process_serves() {
+    let env = Env::new();
+    let mut mcp = McpStdio::start(&env, &[], json!({}));
+    let r = mcp.call("docdex_status", json!({}));
+    assert_eq!(r["isError"], false, "{r}");
+    let v: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(v["repos"].is_array() && v["index"].is_null(), "{v}");
+    assert!(v["note"].as_str().unwrap().contains("project_root"), "{v}");
+}
+
 /// An unindexed repository named by `project_root` was answered with HTTP's advice
 /// (`POST /v1/initialize`), a call no MCP client can make; the `docdex_index` tool is its way.
 #[test]

@@ -230,6 +230,18 @@ async fn a_misspelt_body_field_is_refused_naming_the_fields_the_endpoint_takes()
     assert_ne!(s, 400, "{v}");
 }
 
+/// On `serve`, `initialize` of a root docdex never serves answered `unknown_repo` ("this server
+/// serves only ..."), where the daemon and stdio MCP answer `forbidden_repo`: the refusal first.
+#[tokio::test]
+async fn serve_refuses_to_initialize_a_system_directory_as_forbidden() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
+    let r = client().post(server.url("/v1/initialize")).json(&json!({"rootUri": "file:///etc"})).send();
+    let (s, v) = json_of(r.await.unwrap()).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (403, Some("forbidden_repo")), "{v}");
+}
+
 /// A trailing slash or a missing `/v1` was a bare "no endpoint"; the answer names the route.
 #[tokio::test]
 async fn a_path_missing_a_route_by_a_slip_names_the_route() {

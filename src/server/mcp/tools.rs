@@ -678,6 +678,18 @@ async fn status(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: StatusArgs = parse("docdex_status", args)?;
     let server = server.clone();
     blocking(move || {
+        // No repository named, bound or served by default: what the process serves, as
+        // `docdex_server_info` lists it (this was an error saying to pass one).
+        let unbound = server.bound.lock().map(|b| b.is_none()).unwrap_or(false);
+        if a.repo.named().is_none() && unbound && server.app.default_repo().is_none() {
+            let repos: Vec<_> = server.app.mounts().all().iter().map(|m| m.info()).collect();
+            return Ok(ok_json(&serde_json::json!({
+                "mount": null,
+                "index": null,
+                "repos": repos,
+                "note": "no repository is bound to this session: these are the repositories this process serves; pass `project_root` for one's index status",
+            })));
+        }
         let repo = server.repo_for(a.repo.named())?;
         let mount = server.app.mounts().get(&repo.fingerprint).map(|m| m.info());
         let index = server.app.engine().status(&repo.root).map_err(|e| server.app.explain(&repo, e))?;
