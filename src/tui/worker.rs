@@ -652,6 +652,28 @@ fn execute(engine: &Engine, req: Request) -> EngineEvent {
     }
 }
 
+/// Bytes of one line a preview shows: a minified bundle's one 8 MB line would otherwise be
+/// highlighted and laid out whole.
+const PREVIEW_LINE_BYTES: usize = 4096;
+
+/// Line `n` as the preview shows it, with its byte offset in the file's line: the whole line, or
+/// for a longer one a window starting a little before its first highlight.
+fn clip_line<'a>(text: &'a str, n: u32, highlights: &[Highlight]) -> (usize, &'a str) {
+    if text.len() <= PREVIEW_LINE_BYTES {
+        return (0, text);
+    }
+    let at = highlights.iter().filter(|h| h.line == n).map(|h| h.start + h.shown_from).min().unwrap_or(0);
+    let mut from = at.saturating_sub(256).min(text.len());
+    while !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    let mut end = (from + PREVIEW_LINE_BYTES).min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (from, &text[from..end])
+}
+
 /// Reads a window of a file around `line` and highlights it.
 pub fn preview(
     engine: &Engine,
@@ -674,12 +696,21 @@ pub fn preview(
     .map_err(|e| format!("{e:#}"))?;
     let raw: Vec<&str> = file.text.split('\n').collect();
     let raw: Vec<&str> = if file.text.is_empty() { Vec::new() } else { raw };
+    let clipped: Vec<(usize, &str)> =
+        raw.iter().enumerate().map(|(i, l)| clip_line(l, file.line_start + i as u32, highlights)).collect();
+    let raw: Vec<&str> = clipped.iter().map(|(_, l)| *l).collect();
     let lines = highlight(path, lang, &raw);
     let mut matches = Vec::new();
     for h in highlights {
-        let Some(text) = h.line.checked_sub(file.line_start).and_then(|i| raw.get(i as usize)) else { continue };
-        // A long line's snippet is a window of it: its highlights count from the window.
-        let (start, end) = (h.start + h.shown_from, h.end + h.shown_from);
+        let Some(i) = h.line.checked_sub(file.line_start).map(|i| i as usize) else { continue };
+        let (Some(text), Some((from, _))) = (raw.get(i), clipped.get(i)) else { continue };
+        // A long line's snippet is a window of it, and so is its preview: a highlight counts
+        // from the snippet's window, and is placed in the preview's.
+        let (start, end) =
+            match (h.start + h.shown_from).checked_sub(*from).zip((h.end + h.shown_from).checked_sub(*from)) {
+                Some(r) => r,
+                None => continue,
+            };
         let h = Highlight { start, end, ..h.clone() };
         if h.end > text.len() || h.start > h.end || !text.is_char_boundary(h.start) || !text.is_char_boundary(h.end) {
             continue;

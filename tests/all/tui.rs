@@ -415,6 +415,39 @@ fn a_hit_opens_at_the_line_that_matches_most_not_the_context_line_above() {
     assert_eq!(docdex::tui::panes::search::best_line(hit), 70_001);
 }
 
+/// A minified one-line file: the hit's snippet and its preview are windows of the line around
+/// the match (the preview used to lay out and colour all of an 8 MB line).
+#[test]
+fn a_long_line_previews_as_a_window_around_its_match() {
+    let h = Harness::new();
+    let line = format!("var x=1;{} watermelonword end;", "alpha beta gamma ".repeat(40_000));
+    std::fs::write(h.repo.join("bundle.min.js"), &line).expect("write");
+    let mut h = h.started();
+    h.search("watermelonword");
+    let hit = h.app.search().results().first().cloned().expect("a hit");
+    assert_eq!(hit.path, "bundle.min.js");
+    assert!(hit.snippet.contains("watermelonword") && hit.snippet.len() < 1000, "{}", hit.snippet.len());
+    let req = Request::Preview {
+        seq: 7,
+        repo: h.repo.clone(),
+        path: hit.path.clone(),
+        line: 1,
+        lang: hit.lang.clone(),
+        hit: (1, 1),
+        highlights: hit.highlights.clone(),
+    };
+    let doc = docdex::tui::worker::run_sync(&h.engine, req)
+        .into_iter()
+        .find_map(|e| if let EngineEvent::Preview { result, .. } = e { Some(result) } else { None })
+        .expect("a preview")
+        .expect("the preview reads");
+    let shown: String = doc.lines[0].iter().map(|(_, t)| t.as_str()).collect();
+    assert!(shown.len() <= 4096, "{}", shown.len());
+    let &(n, a, b) = doc.matches.first().expect("the match is marked");
+    assert_eq!(n, 1);
+    assert_eq!(shown.chars().skip(a).take(b - a).collect::<String>(), "watermelonword");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Panes, tabs, mouse, help
 
