@@ -593,19 +593,20 @@ enum Update {
 }
 
 /// Runs the turn on the blocking pool, sending answer tokens (when `stream`) and the result.
-/// The `slot` (a chat-gate permit) is held until the turn ends, so a chat occupies one of
-/// [`chat_slots`](super::state::chat_slots) for exactly as long as it holds a blocking thread.
+/// The `slots` (a chat-gate permit and a work-gate permit) are held until the turn ends, so a
+/// chat occupies one of [`AppState::chat_slots`] and one of `[server] max_concurrent_work`
+/// for exactly as long as it holds a blocking thread.
 fn spawn_turn(
     state: AppState,
     sel: Option<String>,
     req: ChatTurnRequest,
     stream: bool,
     new_session: bool,
-    slot: tokio::sync::OwnedSemaphorePermit,
+    slots: ChatSlots,
 ) -> tokio::sync::mpsc::Receiver<Update> {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     tokio::task::spawn_blocking(move || {
-        let _slot = slot;
+        let _slots = slots;
         let result = (|| {
             let repo = state.repo(sel.as_deref())?;
             for p in req.diff.iter().flat_map(|d| d.paths.iter()) {
@@ -628,6 +629,21 @@ fn spawn_turn(
         let _ = tx.blocking_send(Update::Done(Box::new(result)));
     });
     rx
+}
+
+/// A turn's permits: its chat slot, then its work slot (taken in that order by every chat, so
+/// chats waiting for work slots are never more than the chat slots).
+struct ChatSlots {
+    _chat: tokio::sync::OwnedSemaphorePermit,
+    _work: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// Takes a chat slot, then a work slot ([`super::work::WorkGate::slot`]: `503 busy` when every
+/// one stays taken for `[server] work_wait_ms`), the answer to send otherwise.
+async fn chat_slots(state: &AppState) -> Result<ChatSlots, Response> {
+    let chat = chat_slot(state).await?;
+    let work = state.work().slot().await.map_err(IntoResponse::into_response)?;
+    Ok(ChatSlots { _chat: chat, _work: work })
 }
 
 /// How long a chat waits for a free slot before it is refused with `503 busy`.
@@ -658,7 +674,7 @@ async fn chat_slot(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit
     match waited {
         Ok(Ok(permit)) => Ok(permit),
         _ => {
-            let slots = super::state::chat_slots();
+            let slots = state.chat_slots();
             let e = ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "busy",
@@ -786,12 +802,12 @@ async fn completions(
     // stream (it went away mid-answer): either way the turn stops within a cancel tick.
     let cancel = CancelOnDrop(req.cancel.clone());
     let stop_turn = req.cancel.clone();
-    let slot = match chat_slot(&state).await {
-        Ok(slot) => slot,
+    let slots = match chat_slots(&state).await {
+        Ok(slots) => slots,
         Err(busy) => return Ok(busy),
     };
     let new_session = body.docdex.as_ref().is_some_and(|d| d.new_session);
-    let mut rx = spawn_turn(state.clone(), sel, req, body.stream, new_session, slot);
+    let mut rx = spawn_turn(state.clone(), sel, req, body.stream, new_session, slots);
     let mut grace = shutdown_grace(&state);
     if !body.stream {
         let resp = match recv_within(&mut rx, &mut grace).await {

@@ -95,10 +95,11 @@ pub fn run(engine: Engine, opts: ServerOptions) -> anyhow::Result<()> {
     // Searches are CPU-bound: more blocking threads than about two per core only add memory
     // (stacks, allocator arenas) and contention. Engine calls take one of `work_slots` first
     // (`AppState::work`), so requests beyond them wait their turn without a thread, then get
-    // `503 busy`. Chats hold a thread while the model generates; they get their own
-    // `chat_slots()` on top, and a gate (`AppState::chat_gate`) keeps them from taking more, so
-    // a burst of slow chats never makes a search, symbol lookup or status wait. The last
-    // `UNGATED_THREADS` serve what is never gated: status, mounting, stopping the watchers.
+    // `503 busy`. Chats hold a thread while the model generates, and a work slot with it; a
+    // gate (`AppState::chat_gate`) keeps them to half the work slots, so a burst of slow chats
+    // never makes a search, symbol lookup or status wait. (The `chat_slots()` threads on top
+    // are spare since chats hold work slots.) The last `UNGATED_THREADS` serve what is never
+    // gated: status, mounting, stopping the watchers.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(work_slots + super::state::chat_slots() + UNGATED_THREADS)

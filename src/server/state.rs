@@ -22,6 +22,14 @@ pub fn chat_slots() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2)
 }
 
+/// How many chats may generate at once beside `work_slots` ([`WorkGate::slots`]): a chat holds
+/// a work slot too (one bound for all engine work), so chats are capped at half the work
+/// slots, rounded up, and at [`chat_slots`]: the other half stays for searches and lookups
+/// however many chats wait (with one work slot, a chat takes it).
+pub fn chat_slots_within(work_slots: usize) -> usize {
+    chat_slots().min(work_slots - work_slots / 2).max(1)
+}
+
 /// Which process this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -54,6 +62,7 @@ struct StateInner {
     /// The repository a stdio session binds to when its `initialize` names none.
     session_root: std::sync::OnceLock<PathBuf>,
     chat_gate: Arc<tokio::sync::Semaphore>,
+    chat_slots: usize,
     work: WorkGate,
     mcp_sessions: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -78,6 +87,7 @@ impl AppState {
         let server = &engine.config().server;
         let work_wait = std::time::Duration::from_millis(server.work_wait_ms);
         let work = WorkGate::new(server.max_concurrent_work, work_wait, shutdown.clone());
+        let chat_slots = chat_slots_within(work.slots());
         Ok(AppState {
             inner: Arc::new(StateInner {
                 engine,
@@ -91,7 +101,8 @@ impl AppState {
                 exposed,
                 default_agent: std::sync::OnceLock::new(),
                 session_root: std::sync::OnceLock::new(),
-                chat_gate: Arc::new(tokio::sync::Semaphore::new(chat_slots())),
+                chat_gate: Arc::new(tokio::sync::Semaphore::new(chat_slots)),
+                chat_slots,
                 work,
                 mcp_sessions: Arc::default(),
             }),
@@ -128,10 +139,16 @@ impl AppState {
         &self.inner.shutdown
     }
 
-    /// The chat concurrency gate: a chat holds one of its [`chat_slots`] permits for as long as
-    /// it holds a blocking thread, so generation can never take the threads retrieval needs.
+    /// The chat concurrency gate: a chat holds one of its [`chat_slots_within`] permits, and a
+    /// work slot, for as long as it holds a blocking thread, so generation can never take the
+    /// threads (or the work slots) retrieval needs.
     pub fn chat_gate(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.inner.chat_gate
+    }
+
+    /// How many chats may generate at once (the chat gate's size).
+    pub fn chat_slots(&self) -> usize {
+        self.inner.chat_slots
     }
 
     /// The bound on engine calls running at once ([`WorkGate`]): every endpoint and tool but

@@ -8,6 +8,10 @@
 //! that finds no slot in that time is `503 busy` with `Retry-After`. Health and status are not
 //! gated (`extract::blocking`), so a loaded server still says how it is.
 //!
+//! A chat turn holds a slot too, for its whole generation ([`WorkGate::slot`], beside its chat
+//! slot), so `max_concurrent_work` bounds all engine work; chats are capped at half the slots
+//! (`state::chat_slots_within`), so searches keep the rest.
+//!
 //! The call gets its own [`CancelToken`], ambient on its thread, tripped when the request's
 //! future is dropped: hyper drops it when the client closes the connection, and the MCP
 //! handler drops it when the request is cancelled or its session ends. Every wait on the model
@@ -82,7 +86,10 @@ impl WorkGate {
         })?
     }
 
-    async fn slot(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+    /// Takes a slot for work that runs on its own thread rather than through [`WorkGate::run`]
+    /// (a chat turn, which streams its tokens): held until the permit drops. The same waits
+    /// and refusals as `run` (`503 busy` with `Retry-After`, `503 shutting_down`).
+    pub async fn slot(&self) -> Result<OwnedSemaphorePermit, ApiError> {
         // A free slot is taken even while the server shuts down: a request already in flight
         // (its body still arriving when SIGTERM landed) is finished, not refused.
         if let Ok(permit) = self.permits.clone().try_acquire_owned() {

@@ -153,3 +153,51 @@ async fn an_mcp_client_hanging_up_on_its_tool_call_stops_it_and_frees_its_slot()
     assert!(embeds(&fake) > 0, "the tool call reached the embedder");
     assert!(slot_is_free(&server).await, "the abandoned tool call still holds the only slot");
 }
+
+/// A chat holds a work slot for its whole generation: with `max_concurrent_work = 1`, a chat
+/// waiting on its model leaves gated requests `503 busy`, while health and status answer at
+/// once; the slot is free again once the chat's client hangs up. Before, chats had only their
+/// own slots, beside the work gate, and `max_concurrent_work` did not bound them.
+#[tokio::test]
+async fn a_chat_holds_a_work_slot_while_it_generates_and_health_and_status_never_wait() {
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions { first_token_delay_ms: 600_000, ..Default::default() }).unwrap();
+    env.write_config(&format!(
+        "[llm]\nprovider = \"ollama\"\nbase_url = \"{}\"\ndefault_model = \"fake-chat\"\nembedding_model = \"fake-embed\"\nrequest_timeout_secs = 120\n\n[server]\nmax_concurrent_work = 1\nwork_wait_ms = 1500\n",
+        fake.url()
+    ));
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let chat = c
+        .post(server.url("/v1/chat/completions"))
+        .json(&json!({"messages": [{"role": "user", "content": "how are sessions expired?"}], "stream": true}))
+        .send();
+    let chat = tokio::spawn(chat);
+    eventually("the chat waits on its model", || std::future::ready(fake.open_streams() > 0)).await;
+
+    let started = Instant::now();
+    let r = c.get(server.url("/v1/memory")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 503, "a gated request found a free slot beside the chat");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "busy", "{v}");
+    assert!(started.elapsed() >= Duration::from_millis(1400), "waited {:?}", started.elapsed());
+    for path in ["/healthz", "/v1/status"] {
+        let started = Instant::now();
+        let r = c.get(server.url(path)).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{path}");
+        assert!(started.elapsed() < Duration::from_secs(1), "{path} waited {:?}", started.elapsed());
+    }
+    // A second chat finds the one slot taken: refused after the wait, never queued for ever.
+    let r = c
+        .post(server.url("/v1/chat/completions"))
+        .json(&json!({"messages": [{"role": "user", "content": "and tokens?"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    chat.abort();
+    eventually("the abandoned chat frees the slot", || slot_is_free(&server)).await;
+}
