@@ -420,6 +420,10 @@ pub struct ServerConfig {
     pub max_concurrent_work: usize,
     /// How long a request waits for one of the `max_concurrent_work` slots (milliseconds).
     pub work_wait_ms: u64,
+    /// Live MCP streamable-HTTP sessions (`/v1/mcp`) a server keeps at most, 1 to 128: past
+    /// it the least recently used session that never sent a request is ended, and when every
+    /// one is in use a new `initialize` is refused (`503`, JSON-RPC `-32000`).
+    pub max_mcp_sessions: usize,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -431,6 +435,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("auth_token", &if self.auth_token.is_empty() { "" } else { MASKED_TOKEN })
             .field("max_concurrent_work", &self.max_concurrent_work)
             .field("work_wait_ms", &self.work_wait_ms)
+            .field("max_mcp_sessions", &self.max_mcp_sessions)
             .finish()
     }
 }
@@ -443,6 +448,7 @@ impl Default for ServerConfig {
             auth_token: String::new(),
             max_concurrent_work: 0,
             work_wait_ms: 5_000,
+            max_mcp_sessions: 128,
         }
     }
 }

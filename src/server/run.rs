@@ -139,6 +139,10 @@ fn work_slots(engine: &Engine) -> anyhow::Result<usize> {
     if server.work_wait_ms > MAX_WORK_WAIT_MS {
         bail!("[server] work_wait_ms = {} is out of range: it takes 0 to {MAX_WORK_WAIT_MS}", server.work_wait_ms);
     }
+    let most = super::mcp::sessions::MAX_SESSIONS;
+    if !(1..=most).contains(&server.max_mcp_sessions) {
+        bail!("[server] max_mcp_sessions = {} is out of range: it takes 1 to {most}", server.max_mcp_sessions);
+    }
     Ok(if server.max_concurrent_work == 0 { super::work::default_slots() } else { server.max_concurrent_work })
 }
 

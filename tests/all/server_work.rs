@@ -201,3 +201,62 @@ async fn a_chat_holds_a_work_slot_while_it_generates_and_health_and_status_never
     chat.abort();
     eventually("the abandoned chat frees the slot", || slot_is_free(&server)).await;
 }
+
+/// `[server] max_mcp_sessions` bounds live MCP sessions (it was a fixed 128): past it the
+/// least recently used session that never sent a request is ended (404 `-32001` on its next
+/// request), sessions in use are kept, and when all are in use a new `initialize` is 503
+/// `-32000` naming the setting; `/healthz` counts them. Out of range, the server refuses to start.
+#[tokio::test]
+async fn max_mcp_sessions_caps_live_sessions_evicting_idle_ones_then_refusing() {
+    let env = Env::new();
+    env.write_config("[server]\nmax_mcp_sessions = 3\n");
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let c = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+    let url = server.url("/v1/mcp");
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let used = |session: String| {
+        let req = mcp_post(&c, &url, Some(&session), &list);
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let live = || async {
+        let v: Value = c.get(server.url("/healthz")).send().await.unwrap().json().await.unwrap();
+        v["mcp_sessions"].as_u64()
+    };
+    let working = mcp_session(&c, &url).await;
+    assert_eq!(used(working.clone()).await.0, 200);
+    let idle = [mcp_session(&c, &url).await, mcp_session(&c, &url).await];
+    let newest = mcp_session(&c, &url).await;
+    assert_eq!(live().await, Some(3));
+    let (status, body) = used(idle[0].clone()).await;
+    assert_eq!(status, 404, "the least recently used idle session was ended: {body}");
+    assert!(body.contains("-32001"), "{body}");
+    for s in [&working, &idle[1], &newest] {
+        assert_eq!(used(s.clone()).await.0, 200, "a session within the cap still answers");
+    }
+
+    // All three in use: a new one is refused, saying which setting.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = mcp_post(&c, &url, None, &init).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"].as_i64(), Some(-32000), "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("too many MCP sessions: all 3 are in use (`[server] max_mcp_sessions`)"), "{v}");
+    assert_eq!(live().await, Some(3));
+    drop(server);
+
+    let env = Env::new();
+    env.write_config("[server]\nmax_mcp_sessions = 0\n");
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    let out = env.run(&["serve", "--repo", repo.to_str().unwrap(), "--no-watch", "--bind", "127.0.0.1:0"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[server] max_mcp_sessions = 0 is out of range: it takes 1 to 128"), "{stderr}");
+}

@@ -224,7 +224,10 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
         config = config.disable_allowed_hosts();
     }
     let app = state.clone();
-    let bounded = Arc::new(sessions::BoundedSessions::new(sessions::MAX_SESSIONS, state.mcp_sessions().clone()));
+    // `run` refused a setting out of range; the clamp keeps a state built elsewhere (tests)
+    // within the stream places' arithmetic (`streams::MAX_STREAMS_PER_SESSION`).
+    let cap = state.engine().config().server.max_mcp_sessions.clamp(1, sessions::MAX_SESSIONS);
+    let bounded = Arc::new(sessions::BoundedSessions::new(cap, state.mcp_sessions().clone()));
     let service = StreamableHttpService::new(
         move || Ok(DocdexMcp::new(app.clone(), InitSlot::default(), false)),
         bounded.clone(),

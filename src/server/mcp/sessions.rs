@@ -3,7 +3,8 @@
 //! rmcp's [`LocalSessionManager`] keeps every session it creates until the session has been
 //! idle for its keep-alive (5 minutes), with no limit on their number: a client sending
 //! `initialize` in a loop (3,000 in a second cost 170 MB) could grow the process without bound.
-//! [`BoundedSessions`] wraps it and holds at most [`MAX_SESSIONS`] live sessions. When a new
+//! [`BoundedSessions`] wraps it and holds at most `[server] max_mcp_sessions` live sessions
+//! (default and most [`MAX_SESSIONS`]). When a new
 //! one would pass the cap, the least recently used session that has sent nothing since its
 //! `initialize` is ended for it (its client gets `404` and initializes again, as for an expired
 //! session); when every session is in use, the new one is refused ([`SessionsFull`], which the
@@ -18,7 +19,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Live streamable-HTTP MCP sessions the server keeps at most.
+/// Live streamable-HTTP MCP sessions the server keeps at most: the default and the largest
+/// `[server] max_mcp_sessions` (with `streams::MAX_STREAMS_PER_SESSION` each, sessions alone
+/// never fill `streams::MAX_GET_STREAMS`).
 pub const MAX_SESSIONS: usize = 128;
 
 /// Marks the refusal in the text rmcp puts in its `500` body, so the transport can answer it
@@ -30,9 +33,12 @@ pub const SESSIONS_FULL_MARK: &str = "too many MCP sessions";
 pub enum SessionsError {
     /// Every slot holds a session in use.
     #[error(
-        "{SESSIONS_FULL_MARK}: all {MAX_SESSIONS} are in use; end one you no longer need (DELETE /v1/mcp with its Mcp-Session-Id), or retry once one has been idle 5 minutes"
+        "{SESSIONS_FULL_MARK}: all {cap} are in use (`[server] max_mcp_sessions`); end one you no longer need (DELETE /v1/mcp with its Mcp-Session-Id), or retry once one has been idle 5 minutes"
     )]
-    SessionsFull,
+    SessionsFull {
+        /// The cap in force.
+        cap: usize,
+    },
     /// rmcp's own error.
     #[error(transparent)]
     Local(#[from] LocalSessionManagerError),
@@ -125,7 +131,7 @@ impl SessionManager for BoundedSessions {
             let mut victim = None;
             if t.sessions.len() + t.creating >= self.cap {
                 let idle = t.sessions.iter().filter(|(_, u)| !u.used).min_by_key(|(_, u)| u.last);
-                let id = idle.map(|(id, _)| id.clone()).ok_or(SessionsError::SessionsFull)?;
+                let id = idle.map(|(id, _)| id.clone()).ok_or(SessionsError::SessionsFull { cap: self.cap })?;
                 t.sessions.remove(&id);
                 victim = Some(id);
             }
