@@ -294,6 +294,12 @@ pub enum Error {
     /// Something named by the request does not exist (a session, a memory, a file in the graph).
     #[error("{0}")]
     NotFound(String),
+    /// The agent a request names is not in profile memory (the message names the agents and the
+    /// one it likely mistypes). A code of its own, `unknown_agent`, so the gatekeeper hook and
+    /// clients tell it from any other not-found (a missing route, a session) without reading
+    /// the message.
+    #[error("{0}")]
+    UnknownAgent(String),
     /// A per-repo SQLite database (vectors, memory) could not be opened, read or written.
     #[error("database {path}: {message}")]
     Database {
@@ -397,6 +403,7 @@ impl Error {
             Error::ModelCannotChat { .. } => "model_cannot_chat",
             Error::ContextOverflow(_) => "context_length_exceeded",
             Error::NotFound(_) => "not_found",
+            Error::UnknownAgent(_) => "unknown_agent",
             Error::EmbeddingMismatch(_) => "embedding_mismatch",
             Error::Conflict(_) => "conflict",
         }

@@ -134,11 +134,14 @@ impl NoVerdict {
     }
 }
 
-/// Whether an error answer of `/v1/hooks/validate` says the agent does not exist: docdex's
-/// own `not_found` "no agent ..." (404) or `bad_request` "bad agent id ..." (400). Any other
-/// error (a missing route, a busy store, an unknown repository) is docdex not giving a verdict.
+/// Whether an error answer of `/v1/hooks/validate` says the agent does not exist: the code
+/// `unknown_agent` (a missing agent, or an id no agent can have). A server from before that code
+/// said it as `not_found` "no agent ..." (404) or `bad_request` "bad agent id ..." (400), which
+/// is still read from its message. Any other error (a missing route, a busy store, an unknown
+/// repository) is docdex not giving a verdict.
 fn names_unknown_agent(status: u16, code: &str, message: &str) -> bool {
-    (status == 404 && code == "not_found" && message.starts_with("no agent "))
+    code == "unknown_agent"
+        || (status == 404 && code == "not_found" && message.starts_with("no agent "))
         || (status == 400 && code == "bad_request" && message.starts_with("bad agent id "))
 }
 
@@ -779,7 +782,7 @@ fn check_agent(engine: &Engine, out: &Out, agent: Option<&str>) -> anyhow::Resul
     let Some(agent) = agent else { return Ok(()) };
     match engine.profile_agent_exists(agent.trim()) {
         Ok(()) => Ok(()),
-        Err(e @ (Error::NotFound(_) | Error::BadRequest(_))) => {
+        Err(e @ (Error::UnknownAgent(_) | Error::BadRequest(_))) => {
             Err(anyhow::Error::new(e).context("hook install --agent: nothing installed"))
         }
         Err(e) => {

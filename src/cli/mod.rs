@@ -455,6 +455,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             | Error::OutsideSource { .. }
             | Error::NotServed { .. }
             | Error::NotFound(_)
+            | Error::UnknownAgent(_)
             | Error::Conflict(_)
             | Error::UnsafeRoot { .. },
         ) => 2,

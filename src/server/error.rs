@@ -121,7 +121,7 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
 /// The HTTP status for an engine error code.
 pub fn status_for(code: &str) -> StatusCode {
     match code {
-        "unknown_repo" | "not_found" => StatusCode::NOT_FOUND,
+        "unknown_repo" | "not_found" | "unknown_agent" => StatusCode::NOT_FOUND,
         "not_indexed" | "stale_index" | "index_busy" | "embedding_mismatch" | "conflict" => StatusCode::CONFLICT,
         "bad_request" | "context_length_exceeded" | "model_cannot_chat" => StatusCode::BAD_REQUEST,
         "path_outside_repo" | "path_not_served" => StatusCode::FORBIDDEN,

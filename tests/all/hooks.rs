@@ -1033,8 +1033,19 @@ fn a_mistyped_agent_is_refused_at_install_and_at_commit_instead_of_turning_the_c
     assert_eq!((out.status.code(), v["status"].as_str()), (Some(2), Some("refused")), "{v}");
     drop(server);
 
-    // A docdex that answers 404 for another reason (no such endpoint) is no verdict: fail open.
+    // The hook reads the code, not the words: `unknown_agent` refuses whatever the message says.
     use crate::web_support::{Fixture, Reply};
+    let site = Fixture::start("127.0.0.1", |_, _, _| {
+        let mut r = Reply::html(r#"{"error": {"code": "unknown_agent", "message": "agent pyjsn is unknown"}}"#);
+        r.content_type = "application/json";
+        r.status(404)
+    });
+    let out = pre_commit_with(&env, &repo, &site.url(""), &["--agent", "pyjsn"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("agent pyjsn is unknown") && !said.contains("skipping"), "{said}");
+    drop(site);
+    // A docdex that answers 404 for another reason (no such endpoint) is no verdict: fail open.
     let site = Fixture::start("127.0.0.1", |_, _, _| {
         let mut r =
             Reply::html(r#"{"error": {"code": "not_found", "message": "no endpoint POST /v1/hooks/validate"}}"#);

@@ -153,7 +153,8 @@ fn preferences_round_trip_through_the_file_and_agents_stay_apart() {
             without_team: false,
         })
         .unwrap_err();
-    assert!(matches!(err, Error::NotFound(_)) && err.to_string().contains("alice"), "{err}");
+    assert!(matches!(err, Error::UnknownAgent(_)) && err.to_string().contains("alice"), "{err}");
+    assert_eq!(err.code(), "unknown_agent");
 }
 
 #[test]
@@ -660,6 +661,10 @@ fn an_agent_sets_its_role_over_mcp() {
         assert_eq!(r["isError"], true, "{args}: {r}");
         assert!(text(&r).starts_with(said), "{args}: {r}");
     }
+    // An agent profile memory lacks has a code of its own, on MCP as over HTTP.
+    let r = mcp.call("docdex_get_profile", json!({"agent_id": "nobody", "query": "tests"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(text(&r).starts_with("unknown_agent: no agent \"nobody\""), "{r}");
     drop(mcp);
     let listed = env.json(&["profile", "list", "--json"]);
     let agent = |id: &str| {
@@ -1103,7 +1108,7 @@ async fn the_http_api_lists_adds_searches_and_removes() {
             .await;
     assert_eq!((s, v["error"]["code"].as_str()), (400, Some("bad_request")), "{v}");
     let (s, v) = post("/v1/profile/search", json!({"agent_id": "nobody", "query": "x"})).await;
-    assert_eq!((s, v["error"]["code"].as_str()), (404, Some("not_found")), "{v}");
+    assert_eq!((s, v["error"]["code"].as_str()), (404, Some("unknown_agent")), "{v}");
     // A limit out of range is refused, as the command line refuses it (0 was taken as 1).
     for limit in [0, 101] {
         let (s, v) = post("/v1/profile/search", json!({"query": "vitest", "limit": limit})).await;

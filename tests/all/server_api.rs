@@ -95,6 +95,13 @@ async fn symbols_and_ast_answer_and_a_drifted_store_is_409_stale_index() {
         let (s, v) = post(&server, "/v1/hooks/validate", body).await;
         assert_error(s, &v, 403, "path_outside_repo");
     }
+    // An agent profile memory lacks, or an id no agent can have: `unknown_agent`, the code the
+    // pre-commit hook reads (it read the words of a `not_found` or `bad_request` message).
+    for agent in ["nosuch_agent", "bad agent!"] {
+        let body = json!({"files": [{"path": "src/ok.rs", "content": ""}], "agent_id": agent});
+        let (s, v) = post(&server, "/v1/hooks/validate", body).await;
+        assert_error(s, &v, 404, "unknown_agent");
+    }
     let (s, v) = get(&server, "/v1/symbols").await;
     assert_error(s, &v, 400, "bad_request");
     let (s, v) = get(&server, "/v1/symbols?query=x&limit=many").await;

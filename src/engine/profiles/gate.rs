@@ -238,6 +238,8 @@ impl Engine {
     fn gate_checks(&self, agent: Option<&str>) -> Result<(Vec<Check>, Vec<String>)> {
         let agent = agent.map(str::trim).filter(|a| !a.is_empty());
         if let Some(a) = agent {
+            // An id no agent can have names no agent either: the hook refuses both alike.
+            super::valid_agent(a).map_err(|e| Error::UnknownAgent(e.to_string()))?;
             self.profile_agent_exists(a)?;
         }
         let prefs = self.profile_read(|c| match agent {

@@ -192,7 +192,7 @@ impl Engine {
         })
     }
 
-    /// Fails with the known agents when `agent` does not exist.
+    /// Fails with the known agents when `agent` does not exist ([`Error::UnknownAgent`]).
     pub(crate) fn profile_agent_exists(&self, agent: &str) -> Result<()> {
         valid_agent(agent)?;
         let known = self.profile_read(|c| Ok(store::agent(c, agent)?.is_some()))?;
@@ -201,7 +201,7 @@ impl Engine {
         }
         let all: Vec<String> = self.profile_read(store::agents)?.into_iter().map(|a| a.id).collect();
         let guess = closest_agent(agent, &all).map(|a| format!("; did you mean {a}?")).unwrap_or_default();
-        Err(Error::NotFound(format!(
+        Err(Error::UnknownAgent(format!(
             "no agent {agent:?} in profile memory{guess} (agents: {}); `docdex profile add --agent {agent} --category style \"...\"` creates it",
             if all.is_empty() { "none".to_string() } else { all.join(", ") }
         )))

@@ -43,7 +43,7 @@ impl Turn<'_> {
         };
         let known = match self.engine.profile_agent_exists(&agent) {
             Ok(()) => true,
-            Err(Error::NotFound(_)) => false,
+            Err(Error::UnknownAgent(_)) => false,
             Err(e) => {
                 self.step(0, "profile", StepStatus::Failed, started, 0, format!("profile memory failed: {e}"));
                 return None;
