@@ -1100,3 +1100,79 @@ fn pdf_columns_at_different_baselines_are_read_column_by_column() {
     let expected: Vec<String> = left.iter().chain(&right).cloned().collect();
     assert_eq!(text_lines(&env, &repo, "offset.pdf"), expected);
 }
+
+/// A table whose cells hold long text, wrapped over lines of their own, makes a gutter as two
+/// columns of prose do, and was read as columns: every left cell, then every right one, so a
+/// row's two halves ended up a page apart. Its rows (a blank band across both columns, each row
+/// starting in both, cells of different heights) are read row by row now, each cell whole.
+#[test]
+fn a_pdf_table_of_long_cells_is_read_row_by_row() {
+    let env = Env::new();
+    let repo = env.repo("longtable");
+    let rows: [(&[&str], &[&str]); 3] = [
+        (
+            &["Weigh every pangolin on the", "scales by the night house door"],
+            &["Write the weight in the ledger", "kept by the vet, in grams, with", "the date and the keeper on duty"],
+        ),
+        (
+            &["Clean the burrows and change", "the bedding of dry oak leaves"],
+            &["Old bedding goes to the compost", "heap behind the yard fence"],
+        ),
+        (&["Feed the insect mix at dusk"], &["Remove what is left by morning", "and note how much was eaten"]),
+    ];
+    let title = "Night house duties, a table for the keepers of the pangolin burrows";
+    let mut draws: Vec<(u32, u32, &str)> = vec![(72, 740, title)];
+    let mut top = 716;
+    let mut expected = vec![title.to_string()];
+    for (left, right) in rows {
+        for (x, cell) in [(72, left), (320, right)] {
+            draws.extend(cell.iter().enumerate().map(|(i, t)| (x, top - 12 * i as u32, *t)));
+            expected.extend(cell.iter().map(|t| t.to_string()));
+        }
+        top -= 12 * left.len().max(right.len()) as u32 + 12;
+    }
+    std::fs::write(repo.join("duties.pdf"), placed_pdf(&draws)).unwrap();
+    env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    assert_eq!(text_lines(&env, &repo, "duties.pdf"), expected);
+    let text = env.engine().get_file(&repo, &FileRequest::new("duties.pdf", None)).unwrap().text;
+    assert!(text.contains("door\nWrite the weight") && text.contains("duty\n\nClean"), "rows apart: {text:?}");
+}
+
+/// A caption crossing the gutter between the middle and right columns of three, but not the
+/// left one, split the page as a full-width block does: the left column was cut at the caption
+/// and read in two halves around it. It is read where it stands within the columns it spans:
+/// the left column whole, then the middle and right columns above it, the caption, and those
+/// two columns below it.
+#[test]
+fn a_pdf_block_spanning_two_of_three_columns_is_read_within_them() {
+    let env = Env::new();
+    let repo = env.repo("span2");
+    let title = "Pangolin care, a keepers handbook for the night house, the burrows and the yard";
+    let caption = "Figure 2: a pangolin asleep in its burrow, drawn by a keeper";
+    let left: Vec<String> = (0..8).map(|l| format!("the left column runs on, line {l}")).collect();
+    let part = |p: &str, c: usize| -> Vec<String> { (0..3).map(|l| format!("{p} column {c} line {l} of text")).collect() };
+    let (above, below) = ([part("above", 1), part("above", 2)], [part("below", 1), part("below", 2)]);
+    let mut draws: Vec<(u32, u32, String)> = vec![(72, 740, title.to_string())];
+    for (l, text) in left.iter().enumerate() {
+        let y = 710 - 14 * l as u32;
+        draws.push((72, y, text.clone()));
+        let (cols, row) = if l < 3 { (&above, l) } else { (&below, l.wrapping_sub(5)) };
+        if row < 3 {
+            for (c, col) in cols.iter().enumerate() {
+                draws.push((250 + 178 * c as u32, y, col[row].clone()));
+            }
+        }
+        if l == 3 {
+            draws.push((250, y - 6, caption.to_string()));
+        }
+    }
+    let draws: Vec<(u32, u32, &str)> = draws.iter().map(|(x, y, t)| (*x, *y, t.as_str())).collect();
+    std::fs::write(repo.join("span.pdf"), placed_pdf(&draws)).unwrap();
+    env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let mut expected = vec![title.to_string()];
+    expected.extend(left.iter().cloned());
+    expected.extend(above.iter().flatten().cloned());
+    expected.push(caption.to_string());
+    expected.extend(below.iter().flatten().cloned());
+    assert_eq!(text_lines(&env, &repo, "span.pdf"), expected);
+}

@@ -16,6 +16,7 @@ mod pdf_bound;
 mod pdf_columns;
 mod pdf_load;
 mod pdf_scan;
+mod pdf_table;
 mod pdf_text;
 mod pdf_work;
 
@@ -30,7 +31,9 @@ use std::path::{Path, PathBuf};
 /// with full-width blocks between column blocks, or with columns at different baselines, read
 /// block by block and column by column (2026-11-30). 3: HTML without its chrome (navigation,
 /// site header and footer, asides, cookie banners, ads, blocks of links) on short pages too.
-pub const EXTRACTOR_VERSION: u32 = 3;
+/// 4: PDF tables whose cells hold long text read row by row, and a block spanning some of a
+/// page's columns read within them.
+pub const EXTRACTOR_VERSION: u32 = 4;
 
 /// A document format docdex extracts text from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! The reading order of a PDF page set in columns: its column gutters, found from where its
 //! runs of text start and end, whatever order the page draws them in and whatever their
-//! baselines; then the page read top down, a block that spans a gutter (a title, a figure's
+//! baselines; then the page read top down, a block that spans the gutters (a title, a figure's
 //! caption, an abstract) where it stands, and the column lines between two such blocks column
 //! by column, the left one first.
 //!
@@ -8,7 +8,15 @@
 //! edge at least [`MIN_COLUMN_LINES`] runs start, left of which at least as many end, the runs
 //! on both sides averaging [`MIN_COLUMN_RUN_CHARS`] characters: column lines are text. A table's
 //! short cells make no gutter, so its rows stay rows (read as drawn, a cell after a wide gap
-//! after a space); a table whose cells on both sides of a gap are all long is read as columns.
+//! after a space); a table whose cells on both sides of a gap are long makes one, and is told
+//! from columns by its rows ([`super::pdf_table`]), read row by row, each cell whole.
+//!
+//! A block crossing some of the gutters but not all (a caption over two columns of three) is
+//! read within the columns it spans: the columns are cut into the narrowest groups no run
+//! crosses out of, read left to right, and within a group the blocks spanning it stand where
+//! they are, as full-width blocks do on the page.
+
+use super::pdf_table::{self, Item};
 
 /// One run of a page's text: what lies between two breaks or wide gaps.
 #[derive(Debug, Default, Clone)]
@@ -107,63 +115,166 @@ fn gutter_at(runs: &[Run], edge: f64) -> Option<Gutter> {
     Some(Gutter { left: start, right: edge })
 }
 
-/// Where a run goes in the page's reading order.
+/// A stretch of the reading order read as one: a column's lines between two blocks, a block
+/// crossing a gutter, a table's cell (`row`: which table, which row).
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Place {
-    /// `2k` for the column lines below `k` spanning runs, `2k + 1` for the `k`th spanning run.
-    block: usize,
-    column: usize,
-    line_y: f64,
+struct Leaf {
+    id: usize,
+    spanning: bool,
+    row: Option<(usize, usize)>,
 }
 
 /// The page's text read in `gutters`' columns (see the module's doc).
 pub(super) fn read(runs: &[Run], gutters: &[Gutter]) -> String {
     let mids: Vec<f64> = gutters.iter().map(Gutter::mid).collect();
     let line_y = line_ys(runs);
-    let spans = |r: &Run| mids.iter().any(|&m| r.x < m && r.x1 > m);
-    let mut spanning: Vec<usize> = (0..runs.len()).filter(|&i| spans(&runs[i])).collect();
-    spanning.sort_by(|&a, &b| line_y[a].total_cmp(&line_y[b]));
-    let span_ys: Vec<f64> = spanning.iter().map(|&i| line_y[i]).collect();
-    let mut places: Vec<(Place, usize)> = Vec::with_capacity(runs.len());
-    for (k, &i) in spanning.iter().enumerate() {
-        places.push((Place { block: 2 * k + 1, column: 0, line_y: line_y[i] }, i));
-    }
-    for (i, r) in runs.iter().enumerate().filter(|(_, r)| !spans(r)) {
-        let above = span_ys.partition_point(|&y| y < line_y[i]);
-        let column = mids.iter().filter(|&&m| r.x >= m).count();
-        places.push((Place { block: 2 * above, column, line_y: line_y[i] }, i));
-    }
-    places.sort_by(|(a, i), (b, j)| {
-        (a.block, a.column).cmp(&(b.block, b.column)).then(a.line_y.total_cmp(&b.line_y)).then(i.cmp(j))
-    });
+    let items: Vec<Item> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let lo = mids.iter().filter(|&&m| r.x >= m).count();
+            let hi = mids.iter().filter(|&&m| r.x1 > m).count().max(lo);
+            Item { run: i, lo, hi, y: line_y[i], size: r.size }
+        })
+        .collect();
+    let mut order = Order { read: Vec::with_capacity(runs.len()), leaves: 0, tables: 0 };
+    order.region(items, 0, mids.len());
     let mut out = String::new();
-    let mut prev: Option<(Place, &Run)> = None;
-    for &(place, i) in &places {
-        let run = &runs[i];
-        if let Some((p, before)) = prev {
-            out.push_str(separator((p, before), (place, run)));
+    let mut prev: Option<(Leaf, Item)> = None;
+    for &(leaf, item) in &order.read {
+        if let Some(before) = prev {
+            out.push_str(separator(runs, before, (leaf, item)));
         }
-        out.push_str(&run.text);
-        prev = Some((place, run));
+        out.push_str(&runs[item.run].text);
+        prev = Some((leaf, item));
     }
     out
 }
 
+/// The reading order being built, region by region.
+struct Order {
+    read: Vec<(Leaf, Item)>,
+    leaves: usize,
+    tables: usize,
+}
+
+impl Order {
+    /// Reads the runs of columns `lo..=hi` (none crossing out of them): the blocks spanning
+    /// them all where they stand, with the column lines between two such blocks read group by
+    /// group (columns no narrower block joins), each group the same way; a table's rows row by
+    /// row; a column top down.
+    fn region(&mut self, items: Vec<Item>, lo: usize, hi: usize) {
+        if items.is_empty() {
+            return;
+        }
+        if lo < hi && items.iter().any(|it| it.lo == lo && it.hi == hi) {
+            return self.split(items, lo, hi, |it| it.lo == lo && it.hi == hi);
+        }
+        if lo < hi && items.iter().all(|it| it.lo == it.hi) {
+            if let Some(tops) = pdf_table::rows(&items) {
+                return self.table(items, lo, hi, &tops);
+            }
+        }
+        let groups = groups(&items, lo, hi);
+        if groups.len() > 1 {
+            let mut inside: Vec<Vec<Item>> = vec![Vec::new(); groups.len()];
+            for it in items {
+                inside[groups.partition_point(|&(_, ghi)| ghi < it.lo)].push(it);
+            }
+            for ((glo, ghi), part) in groups.into_iter().zip(inside) {
+                self.region(part, glo, ghi);
+            }
+        } else if lo == hi {
+            self.leaf(items, false, None);
+        } else {
+            // Blocks over overlapping sets of columns, none over all: each splits them all.
+            self.split(items, lo, hi, |it| it.lo < it.hi);
+        }
+    }
+
+    /// Reads the `splits` blocks where they stand and the runs between two of them as regions
+    /// of columns `lo..=hi`.
+    fn split(&mut self, items: Vec<Item>, lo: usize, hi: usize, splits: impl Fn(&Item) -> bool) {
+        let (mut blocks, rest): (Vec<Item>, Vec<Item>) = items.into_iter().partition(|it| splits(it));
+        blocks.sort_by(|a, b| a.y.total_cmp(&b.y).then(a.run.cmp(&b.run)));
+        let ys: Vec<f64> = blocks.iter().map(|b| b.y).collect();
+        let mut between: Vec<Vec<Item>> = vec![Vec::new(); blocks.len() + 1];
+        for it in rest {
+            between[ys.partition_point(|&y| y < it.y)].push(it);
+        }
+        for (k, part) in between.into_iter().enumerate() {
+            self.region(part, lo, hi);
+            if let Some(&block) = blocks.get(k) {
+                self.leaf(vec![block], true, None);
+            }
+        }
+    }
+
+    /// Reads a table of columns `lo..=hi` whose rows start at `tops`: row by row, each cell
+    /// (a column's lines in the row) whole, left to right.
+    fn table(&mut self, items: Vec<Item>, lo: usize, hi: usize, tops: &[f64]) {
+        let table = self.tables;
+        self.tables += 1;
+        let mut cells: Vec<Vec<Item>> = vec![Vec::new(); tops.len() * (hi - lo + 1)];
+        for it in items {
+            let row = tops.partition_point(|&t| t <= it.y).saturating_sub(1);
+            cells[row * (hi - lo + 1) + it.lo - lo].push(it);
+        }
+        for (k, cell) in cells.into_iter().enumerate() {
+            self.leaf(cell, false, Some((table, k / (hi - lo + 1))));
+        }
+    }
+
+    /// One stretch read top down (by baseline, then as drawn).
+    fn leaf(&mut self, mut items: Vec<Item>, spanning: bool, row: Option<(usize, usize)>) {
+        if items.is_empty() {
+            return;
+        }
+        items.sort_by(|a, b| a.y.total_cmp(&b.y).then(a.run.cmp(&b.run)));
+        let leaf = Leaf { id: self.leaves, spanning, row };
+        self.leaves += 1;
+        self.read.extend(items.into_iter().map(|it| (leaf, it)));
+    }
+}
+
+/// Columns `lo..=hi` cut into the narrowest groups that no run crosses out of, left to right.
+fn groups(items: &[Item], lo: usize, hi: usize) -> Vec<(usize, usize)> {
+    // How many runs lie in both column c and c + 1, by differences: linear in runs and columns.
+    let mut joins = vec![0i64; hi - lo + 1];
+    for it in items.iter().filter(|it| it.lo < it.hi) {
+        joins[it.lo - lo] += 1;
+        joins[it.hi - lo] -= 1;
+    }
+    let mut out = Vec::new();
+    let (mut start, mut across) = (lo, 0i64);
+    for c in lo..hi {
+        across += joins[c - lo];
+        if across == 0 {
+            out.push((start, c));
+            start = c + 1;
+        }
+    }
+    out.push((start, hi));
+    out
+}
+
 /// What goes between two runs read one after the other: a space on one line, a blank line
-/// between a full-width block and column lines or where the text skips a line, else a break.
-fn separator((p, before): (Place, &Run), (place, run): (Place, &Run)) -> &'static str {
-    let same_block = p.block == place.block;
-    if same_block && p.column == place.column && p.line_y == place.line_y && run.x >= before.x1 - 1.0 {
-        return " ";
-    }
-    let spanning = |b: usize| b % 2 == 1;
-    if !same_block && spanning(p.block) != spanning(place.block) {
+/// between a block crossing a gutter and column lines, between a table's rows, or where the
+/// text skips a line; else a break.
+fn separator(runs: &[Run], (a, first): (Leaf, Item), (b, second): (Leaf, Item)) -> &'static str {
+    let (before, run) = (&runs[first.run], &runs[second.run]);
+    if a.id == b.id {
+        if first.y == second.y && run.x >= before.x1 - 1.0 {
+            return " ";
+        }
+    } else if a.spanning != b.spanning {
         return "\n\n";
-    }
-    if same_block && p.column != place.column {
+    } else if let (Some((t, r)), Some((u, s))) = (a.row, b.row) {
+        return if t == u && r != s { "\n\n" } else { "\n" };
+    } else if !a.spanning {
         return "\n";
     }
-    if place.line_y - p.line_y > 1.5 * run.size.max(before.size) {
+    if second.y - first.y > 1.5 * run.size.max(before.size) {
         "\n\n"
     } else {
         "\n"
@@ -225,5 +336,25 @@ mod tests {
         let g = gutters(&runs).expect("two columns");
         assert_eq!(g.len(), 1, "{g:?}");
         assert_eq!(g[0].right, 320.0);
+    }
+
+    /// Two columns of prose whose paragraphs break at the same baseline, a line of space
+    /// between paragraphs, are no table: each column is still read whole, the left one first.
+    #[test]
+    fn prose_columns_breaking_together_are_read_column_by_column() {
+        let mut runs = Vec::new();
+        for i in 0..9 {
+            if i == 4 {
+                continue;
+            }
+            let y = 72.0 + 12.0 * i as f64;
+            runs.push(run(72.0, y, &format!("left column of prose, line {i}")));
+            runs.push(run(320.0, y, &format!("right column of prose, line {i}")));
+        }
+        let g = gutters(&runs).expect("two columns");
+        let text = read(&runs, &g);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+        assert!(lines[..8].iter().all(|l| l.starts_with("left")), "{text}");
+        assert!(lines[8..].iter().all(|l| l.starts_with("right")), "{text}");
     }
 }
