@@ -319,6 +319,10 @@ fn run(b: ignore::WalkBuilder, root: &Path) -> WalkOutput {
 fn visit(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>, out: &Mutex<WalkOutput>) {
     let entry = match entry {
         Ok(e) => e,
+        // Deleted or renamed since its directory was listed (a checkout, a build cleaning up):
+        // nothing to report; the index forgets it as it forgets any file the walk did not find.
+        // (A root that is gone is still an issue: the run checks its root itself.)
+        Err(err) if gone(&err) && error_path(&err).is_some_and(|p| p != root) => return,
         Err(err) => {
             let path = error_path(&err);
             let rel = path.as_ref().map(|p| rel_path(root, p)).unwrap_or_default();
@@ -362,8 +366,19 @@ fn visit(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>, out: &Mute
                 o.files.push(c);
             }
         }
+        Err(err) if gone(&err) => {}
         Err(err) => push_issue(out, WalkIssue { rel, reason: err.to_string(), error: true }),
     }
+}
+
+/// Whether a walk error only says the entry is no longer there.
+fn gone(err: &ignore::Error) -> bool {
+    err.io_error().is_some_and(vanished)
+}
+
+/// An I/O error for a path that no longer exists (or whose directory was replaced by a file).
+fn vanished(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
 }
 
 fn push_issue(out: &Mutex<WalkOutput>, issue: WalkIssue) {
@@ -406,5 +421,30 @@ pub fn rel_path(root: &Path, path: &Path) -> String {
         s.into_owned()
     } else {
         s.replace(std::path::MAIN_SEPARATOR, "/")
+    }
+}
+
+#[cfg(test)]
+mod vanish_tests {
+    use super::*;
+
+    /// An entry deleted between its directory's listing and its visit (2,782 of them beside a
+    /// churning tree) was an error issue, "unreadable: No such file or directory"; the index
+    /// run listed each as a file that could not be read.
+    #[test]
+    fn an_entry_gone_since_its_directory_was_listed_is_no_issue() {
+        let root = Path::new("/r");
+        let missing = |path: &str, kind: std::io::ErrorKind| ignore::Error::WithPath {
+            path: PathBuf::from(path),
+            err: Box::new(ignore::Error::Io(std::io::Error::from(kind))),
+        };
+        let out = Mutex::new(WalkOutput::default());
+        visit(root, Err(missing("/r/src/gone.rs", std::io::ErrorKind::NotFound)), &out);
+        visit(root, Err(missing("/r/src/was_a_dir/x.rs", std::io::ErrorKind::NotADirectory)), &out);
+        assert!(out.lock().unwrap().issues.is_empty());
+        visit(root, Err(missing("/r/src/secret", std::io::ErrorKind::PermissionDenied)), &out);
+        visit(root, Err(missing("/r", std::io::ErrorKind::NotFound)), &out);
+        let issues: Vec<(String, bool)> = out.lock().unwrap().issues.iter().map(|i| (i.rel.clone(), i.error)).collect();
+        assert_eq!(issues, [("src/secret".to_string(), true), (String::new(), true)]);
     }
 }
