@@ -629,9 +629,15 @@ fn wait_or_kill(
     started: Instant,
     timeout: Duration,
 ) -> Result<(Option<std::process::ExitStatus>, bool)> {
+    let cancel = CancelToken::current();
     loop {
         match child.try_wait() {
             Ok(Some(s)) => return Ok((Some(s), false)),
+            Ok(None) if cancel.is_cancelled() => {
+                kill_group(child);
+                tracing::info!(pid = child.id(), "test run cancelled by its caller: its process group was killed");
+                return Err(Error::Cancelled);
+            }
             Ok(None) if started.elapsed() >= timeout => {
                 kill_group(child);
                 return Ok((child.wait().ok(), true));
@@ -642,12 +648,21 @@ fn wait_or_kill(
     }
 }
 
+/// Kills the runner's process group and the runner, and reaps it.
+fn kill_group(child: &mut std::process::Child) {
+    group::kill_leftovers(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// Runs `argv` in `root` in a new process group, interleaving stdout and stderr lines, and
 /// kills the whole group at `timeout`, or when the runner exits and left processes behind.
 fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> {
     let Some((program, args)) = argv.split_first() else {
         return Err(Error::BadRequest("empty test command".into()));
     };
+    // A run of several runner processes stops before the next one once its caller left.
+    CancelToken::current().check()?;
     let started = Instant::now();
     let mut child = spawn_runner(root, program, args)?;
     let kept: Arc<Mutex<Kept>> = Arc::default();
@@ -655,15 +670,9 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
     let pipes: [Option<Box<dyn Read + Send>>; 2] = [
         child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
         child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
-    let cancel = CancelToken::current();
     ];
     let mut readers = 0;
     for pipe in pipes.into_iter().flatten() {
-            Ok(None) if cancel.is_cancelled() => {
-                kill_group(child);
-                tracing::info!(pid = child.id(), "test run cancelled by its caller: its process group was killed");
-                return Err(Error::Cancelled);
-            }
         let (kept, done) = (kept.clone(), done_tx.clone());
         readers += 1;
         std::thread::spawn(move || {
@@ -675,21 +684,12 @@ fn execute(root: &Path, argv: &[String], timeout: Duration) -> Result<Finished> 
     let (status, timed_out) = wait_or_kill(&mut child, root, started, timeout)?;
     let mut notes = Vec::new();
     if let Some(killed) = group::kill_leftovers(child.id()).filter(|_| !timed_out) {
-/// Kills the runner's process group and the runner, and reaps it.
-fn kill_group(child: &mut std::process::Child) {
-    group::kill_leftovers(child.id());
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
         notes.push(group::leftovers_note(&killed));
     }
     // The output ends when its last writer does; one that left the group (setsid) is not
     // waited for beyond a short grace, nor past the timeout's own end.
     let grace = Instant::now() + OUTPUT_GRACE;
     for _ in 0..readers {
-    // A run of several runner processes stops before the next one once its caller left.
-    CancelToken::current().check()?;
         if done_rx.recv_timeout(grace.saturating_duration_since(Instant::now())).is_err() {
             notes.push(format!(
                 "the output stayed open {} s after the run ended (a process the tests started in a session of its own holds it): stopped reading it",
@@ -1032,6 +1032,7 @@ impl Engine {
         let left_out = changes.leave_out_unindexable(root, &self.config().index);
         notes.extend(crate::engine::context::changes::left_out_note(left_out));
         let (_, graph) = self.impact_graph(root)?;
+        let cancel = CancelToken::current();
         let mut out: Vec<(String, String)> = Vec::new();
         let mut add = |path: String, why: String| {
             if runner.runs(&path) && root.join(&path).is_file() && !out.iter().any(|(p, _)| *p == path) {
@@ -1039,6 +1040,7 @@ impl Engine {
             }
         };
         for f in &changes.files {
+            cancel.check()?;
             let conftest = runner == Runner::Pytest && f.path.rsplit('/').next() == Some("conftest.py");
             if conftest {
                 // Its fixtures and hooks reach every test below it, none of which imports it;
@@ -1059,7 +1061,6 @@ impl Engine {
                 add(f.path.clone(), "changed test file".into());
             }
             if graph.contains(&f.path) {
-        let cancel = CancelToken::current();
                 for t in graph.tests_reaching(root, &f.path) {
                     add(t.path.clone(), format!("exercises changed {}: {}", f.path, t.reason));
                 }
@@ -1067,5 +1068,4 @@ impl Engine {
         }
         Ok(out)
     }
-            cancel.check()?;
 }
