@@ -1062,3 +1062,37 @@ fn the_whole_suite_runs_pytest_once_per_configuration() {
         "{notes}"
     );
 }
+
+#[test]
+fn a_configuration_whose_python_lacks_pytest_keeps_the_other_runs_results() {
+    // svc/ has its own virtualenv, without pytest: its run ended the whole run with "pytest is
+    // not installed" (exit 2), and the root's results, already in, were dropped.
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("pymissing");
+    write(&repo, "pytest.ini", "[pytest]\naddopts = -p no:cacheprovider\n");
+    write(&repo, "tests/test_core.py", "def test_value():\n    assert 42 == 42\n");
+    write(&repo, "svc/pytest.ini", "[pytest]\n");
+    write(&repo, "svc/tests/test_svc.py", "def test_svc():\n    assert True\n");
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    // svc's own Python, as `python -m pytest` answers without pytest installed.
+    write(&repo, "svc/.venv/bin/python", "#!/bin/sh\necho \"$0: No module named pytest\" >&2\nexit 1\n");
+    let py = repo.join("svc/.venv/bin/python");
+    std::fs::set_permissions(&py, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!((code, v["status"].as_str(), v["exit_code"].as_i64()), (1, Some("failed"), Some(1)), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(0)), "{v}");
+    let runs: Vec<(&str, Option<i64>, u64)> = v["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|r| (r["dir"].as_str().unwrap(), r["exit_code"].as_i64(), r["passed"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(runs, [("", Some(0), 1), ("svc", Some(1), 0)], "{v}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("the run in svc/ did not start its tests: the test runner pytest is not installed for ")
+            && notes.contains("svc/.venv/bin/python"),
+        "{notes}"
+    );
+}

@@ -915,13 +915,14 @@ impl Engine {
                 })),
                 None => Ok(()),
             };
-        let (done, outcome, runs) = runs::run_parts(&root, &parts, timeout, &read, &missing)?;
+        let (done, outcome, runs, not_run) = runs::run_parts(&root, &parts, timeout, &read, &missing)?;
         resp.runs = runs;
         if let Some(b) = &broken {
             let python = resp.command.first().cloned().unwrap_or_default();
             notes.push(format!("ran {python}, not the repository's virtualenv: {b}"));
         }
         record_outcome(&mut resp, runner, done, outcome, timeout, notes);
+        runs::record_not_run(&mut resp, not_run);
         if resp.status == TestStatus::NoTests && !req.affected {
             if let Some(note) = self.tests_of_target(&root, runner, &targets) {
                 resp.notes.push(note);

@@ -4,7 +4,7 @@
 //! several `go.mod` under the repository: `go test ./...` from the root does not enter a nested
 //! module, and with no root module it fails). Their counts, failures and exit codes are merged.
 
-use super::types::TestRun;
+use super::types::{RunTestsResponse, TestRun, TestStatus};
 use super::{execute, go_command, go_module, parse, within, Finished};
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -180,20 +180,34 @@ pub(super) type ReadOutput<'a> = &'a dyn Fn(&str, &str) -> parse::Outcome;
 /// Fails when one part's output (its command, exit code, text) shows the runner missing.
 pub(super) type MissingRunner<'a> = &'a dyn Fn(&[String], Option<i32>, &str) -> Result<()>;
 
+/// A part whose runner is missing while others ran: where, and why (the error it would have been).
+pub(super) struct NotRun {
+    dir: String,
+    why: String,
+}
+
+/// What `run_parts` gives back: the runs as one, their merged outcome, each run (for a run of
+/// several), and the parts whose runner was missing.
+pub(super) type PartsRun = (Finished, parse::Outcome, Vec<TestRun>, Vec<NotRun>);
+
 /// Each part run in turn within the one `timeout`: what each left, read by `read` (the part's
-/// output and directory), merged. A part whose output `missing` finds the runner missing in
-/// ends it with that error. Parts the timeout left no time for are not started (a note says so).
+/// output and directory), merged. A part whose runner is missing (`missing` finds it in its
+/// output, or the program cannot be started) is passed over, named in `NotRun`, and the others
+/// run: a later configuration's virtualenv without pytest ended the run with that error and the
+/// earlier runs' results were dropped. When every part's runner is missing, the first's error is
+/// the answer. Parts the timeout left no time for are not started (a note says so).
 pub(super) fn run_parts(
     root: &Path,
     parts: &[Part],
     timeout: Duration,
     read: ReadOutput<'_>,
     missing: MissingRunner<'_>,
-) -> Result<(Finished, parse::Outcome, Vec<TestRun>)> {
+) -> Result<PartsRun> {
     let started = Instant::now();
     let mut all =
         Finished { exit_code: None, timed_out: false, lines: Vec::new(), duration_ms: 0.0, notes: Vec::new() };
     let (mut outcomes, mut runs, mut codes) = (Vec::new(), Vec::new(), Vec::new());
+    let mut not_run: Vec<(NotRun, Error)> = Vec::new();
     for (i, part) in parts.iter().enumerate() {
         let left = timeout.saturating_sub(started.elapsed());
         if all.timed_out || left.is_zero() {
@@ -201,34 +215,91 @@ pub(super) fn run_parts(
             all.notes.push(format!("{} of {} runs not started: the timeout had struck", parts.len() - i, parts.len()));
             break;
         }
-        let done = execute(&root.join(&part.dir), &part.command, left)?;
+        let shown = format!("[docdex] in {}: {}", shown_dir(&part.dir), part.command.join(" "));
+        let done = match execute(&root.join(&part.dir), &part.command, left) {
+            Ok(done) => done,
+            Err(e @ Error::BadRequest(_)) if parts.len() > 1 => {
+                all.lines.push(shown);
+                not_run.push((NotRun { dir: part.dir.clone(), why: missing_why(&e) }, e));
+                runs.push(run_of(part, None, &parse::Outcome::default()));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let text = done.lines.join("\n");
-        missing(&part.command, done.exit_code, &text)?;
-        let outcome = read(&text, &part.dir);
-        runs.push(TestRun {
-            dir: part.dir.clone(),
-            command: part.command.clone(),
-            exit_code: done.exit_code,
-            passed: outcome.passed,
-            failed: outcome.failed.max(outcome.failures.len() as u32),
-            skipped: outcome.skipped,
-        });
+        let absent = match missing(&part.command, done.exit_code, &text) {
+            Err(e @ Error::BadRequest(_)) if parts.len() > 1 => Some(e),
+            Err(e) => return Err(e),
+            Ok(()) => None,
+        };
+        let outcome = if absent.is_some() { parse::Outcome::default() } else { read(&text, &part.dir) };
+        runs.push(run_of(part, done.exit_code, &outcome));
         if parts.len() > 1 {
-            all.lines.push(format!("[docdex] in {}: {}", shown_dir(&part.dir), part.command.join(" ")));
+            all.lines.push(shown);
         }
         codes.push(done.exit_code);
         all.lines.extend(done.lines);
         all.timed_out |= done.timed_out;
         all.duration_ms += done.duration_ms;
         all.notes.extend(done.notes);
-        outcomes.push(outcome);
+        match absent {
+            Some(e) => not_run.push((NotRun { dir: part.dir.clone(), why: missing_why(&e) }, e)),
+            None => outcomes.push(outcome),
+        }
+    }
+    if !not_run.is_empty() && not_run.len() == runs.len() && !all.timed_out {
+        if let Some((_, e)) = not_run.into_iter().next() {
+            return Err(e);
+        }
+        return Err(Error::BadRequest("no test runner could be started".into()));
     }
     all.exit_code = if all.timed_out { None } else { merged_exit(&codes) };
     all.duration_ms = (all.duration_ms * 1e3).round() / 1e3;
     if parts.len() < 2 {
         runs.clear();
     }
-    Ok((all, merged_outcome(outcomes), runs))
+    Ok((all, merged_outcome(outcomes), runs, not_run.into_iter().map(|(n, _)| n).collect()))
+}
+
+fn run_of(part: &Part, exit_code: Option<i32>, outcome: &parse::Outcome) -> TestRun {
+    TestRun {
+        dir: part.dir.clone(),
+        command: part.command.clone(),
+        exit_code,
+        passed: outcome.passed,
+        failed: outcome.failed.max(outcome.failures.len() as u32),
+        skipped: outcome.skipped,
+    }
+}
+
+fn missing_why(e: &Error) -> String {
+    match e {
+        Error::BadRequest(why) => why.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Names each part whose runner was missing in the response's notes, and makes a run that
+/// passed (or ran no test) `failed`: those tests did not run, and a green status would say
+/// they passed.
+pub(super) fn record_not_run(resp: &mut RunTestsResponse, not_run: Vec<NotRun>) {
+    if not_run.is_empty() {
+        return;
+    }
+    for n in &not_run {
+        resp.notes.push(format!(
+            "the run in {} did not start its tests: {}; the counts and failures are the other runs'",
+            shown_dir(&n.dir),
+            n.why
+        ));
+    }
+    if matches!(resp.status, TestStatus::Passed | TestStatus::NoTests) {
+        resp.status = TestStatus::Failed;
+        resp.notes.push(format!(
+            "status failed: the tests of {} did not run, as their runner is missing",
+            crate::engine::fsutil::count(not_run.len(), "run")
+        ));
+    }
 }
 
 /// go test's failures in a module below the root placed repo-relative: its files are relative to
@@ -267,6 +338,40 @@ mod tests {
         assert_eq!(go_modules(root), ["", "a", "a/b"]);
         std::fs::write(root.join("go.work"), "go 1.19\nuse ./a\n").unwrap();
         assert_eq!(go_modules(root), ["a"]);
+    }
+
+    #[test]
+    fn a_run_whose_runner_was_missing_is_never_green() {
+        let mut resp = RunTestsResponse {
+            schema_version: 1,
+            repo: "/r".into(),
+            runner: "pytest".into(),
+            detected_by: String::new(),
+            command: Vec::new(),
+            status: TestStatus::Passed,
+            exit_code: Some(0),
+            duration_ms: 0.0,
+            passed: 3,
+            failed: 0,
+            skipped: 0,
+            failures: Vec::new(),
+            selected: Vec::new(),
+            output_tail: String::new(),
+            notes: Vec::new(),
+            runs: Vec::new(),
+        };
+        record_not_run(&mut resp, Vec::new());
+        assert_eq!((resp.status, resp.notes.len()), (TestStatus::Passed, 0));
+        let why = "the test runner `go` is not installed or not on PATH".to_string();
+        record_not_run(&mut resp, vec![NotRun { dir: "svc".into(), why }]);
+        assert_eq!(resp.status, TestStatus::Failed);
+        assert_eq!(
+            resp.notes,
+            [
+                "the run in svc/ did not start its tests: the test runner `go` is not installed or not on PATH; the counts and failures are the other runs'",
+                "status failed: the tests of 1 run did not run, as their runner is missing",
+            ]
+        );
     }
 
     #[test]
