@@ -5,7 +5,7 @@ use super::output::{count, shown, visible_text, Out};
 use super::progress;
 use super::RepoArg;
 use crate::engine::protocol::{
-    CompareWith, EvalReport, EvalRequest, EvalRun, GitSetOptions, QueryOutcome, QuerySource,
+    CompareWith, EvalReport, EvalRequest, EvalRun, GitSetOptions, QueryOutcome, QuerySource, KEPT_RANKING,
 };
 use crate::engine::Engine;
 use crate::error::Error;
@@ -24,8 +24,8 @@ pub struct EvalArgs {
     #[arg(long, short = 'n', default_value_t = 50, conflicts_with = "queries")]
     n: usize,
     /// With --from-git: only commits after this date: YYYY-MM-DD [HH:MM], "3 weeks ago",
-    /// "last month", yesterday, @UNIX_SECONDS, or another date git reads ("last monday",
-    /// "march 1"); what git cannot read is refused.
+    /// "last month", yesterday, @UNIX_SECONDS, "last monday", "march 1" [YEAR] or "noon
+    /// yesterday"; anything else (a bare year, "xx 5") is refused, as git would misread it.
     #[arg(long, conflicts_with = "queries")]
     since: Option<String>,
     /// With --from-git: the shuffle seed (the same seed and history give the same queries).
@@ -103,19 +103,30 @@ fn dropped(g: &crate::engine::protocol::GitSetStats) -> String {
     }
 }
 
+/// Why commits read were not candidates (`skipped` in the JSON), on a line of its own.
+fn skipped(g: &crate::engine::protocol::GitSetStats) -> String {
+    let why = g.skipped_reasons();
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!("\nskipped: {}", why.join(", "))
+    }
+}
+
 /// The human report: where the queries came from, one row per configuration, the worst misses.
 pub fn render(r: &EvalReport) -> String {
     let mut s = String::new();
     let _ = match &r.git {
         Some(g) => writeln!(
             s,
-            "{} from git history ({} read{}, {} qualified, {} tried{}){}",
+            "{} from git history ({} read{}, {} qualified, {} tried{}){}{}",
             count(r.queries.len(), "query"),
             count(g.scanned, "commit"),
             g.oldest.as_deref().map(|d| format!(" back to {d}")).unwrap_or_default(),
             g.candidates,
             g.tried,
             dropped(g),
+            skipped(g),
             if g.shallow {
                 "\nnote: a shallow clone: only its fetched history was read (`git fetch --unshallow` for all of it)"
             } else {
@@ -175,6 +186,10 @@ fn answers(o: &QueryOutcome) -> String {
         .map(|(g, r)| match r {
             Some(r) => format!("{g} (rank {r})"),
             None if o.ranking.is_empty() => format!("{g} (not found)"),
+            // The ranking keeps 20 files: shorter, it is every file search found.
+            None if o.ranking.len() < KEPT_RANKING => {
+                format!("{g} (not found; search found {})", count(o.ranking.len(), "other file"))
+            }
             None => format!("{g} (not in the top {})", o.ranking.len()),
         })
         .collect::<Vec<_>>()

@@ -34,7 +34,7 @@ pub use super::dag::{
 };
 pub use super::embed::types::{EmbedState, EmbedSummary, SimilarFile, SimilarRequest, SimilarResponse};
 pub use super::eval::gitset::{GitSetOptions, GitSetStats};
-pub use super::eval::{CompareWith, EvalReport, EvalRequest, EvalRun, QueryOutcome, QuerySource};
+pub use super::eval::{CompareWith, EvalReport, EvalRequest, EvalRun, QueryOutcome, QuerySource, KEPT_RANKING};
 pub use super::fresh::{FreshEvent, FreshState, Freshness};
 pub use super::fsutil::{ago, count, expand_tilde, noun_for, now_ms};
 /// Language names: the index's name for a path, and what a user may type for one (`py`).

@@ -871,3 +871,91 @@ fn since_takes_the_weekday_and_month_forms_git_reads() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--since \"next fridya\"") && err.contains("last monday"), "{err}");
 }
+
+/// tour 11 (M3): git's careful reader half-reads partial dates without a word: `--since 2026`
+/// was read as now ("no commit is newer"), `2025` as a year ago today, `5`, `xx 5` and `1
+/// banana ago` as a day of this month. They are refused like `banana`; a bare year says which
+/// date to give.
+#[test]
+fn a_partial_since_date_is_refused_not_misread() {
+    let env = Env::new();
+    let root = history_repo(&env);
+    let repo = root.to_str().unwrap();
+    for bad in ["2026", "2025", "5", "xx 5", "1 banana ago", "march"] {
+        let out = env.run(&["eval", "--repo", repo, "--from-git", "--since", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("--since {bad:?} is not a date")) && err.contains("YYYY-MM-DD"), "{err}");
+    }
+    let out = env.run(&["eval", "--repo", repo, "--since", "2023", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2023-01-01"), "{out:?}");
+    for good in ["march 1 2023", "1 jan 2023"] {
+        let out = env.run(&["eval", "--repo", repo, "--since", good, "--json"]);
+        assert!(out.status.success(), "{good}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// tour 11 (M4, L7): commits whose subject merely contained "version", "format" or
+/// "dependency" were dropped as noise with no word on why; they are queries now, real bumps
+/// and docs commits are still skipped, and `skipped` counts each reason. An answer search did
+/// not find while ranking fewer files than the report keeps was "not in the top 1".
+#[test]
+fn commits_are_skipped_by_their_kind_and_the_report_counts_why() {
+    let env = Env::new();
+    let root = env.repo("net");
+    git(&root, &["init", "-q", "-b", "main"]);
+    write(&root, "pkg/__init__.py", "");
+    write(&root, "README.md", "# net\n");
+    write(&root, "requirements.txt", "requests==2.31.0\n");
+    commit(&root, "Start the networking package with its empty module");
+    let changes = [
+        ("pkg/config.py", "read_settings_text", "Read key value settings from the configuration text file format"),
+        ("pkg/remote.py", "parse_reply_header", "Parse the version string that the remote server sends in replies"),
+        ("pkg/retry.py", "retry_deadline_left", "Handle the dependency between retries and the total request deadline"),
+        ("pkg/layout.py", "strip_comment_lines", "Allow comments and blank lines inside the settings file format"),
+    ];
+    for (file, name, subject) in changes {
+        write(
+            &root,
+            file,
+            format!("def {name}(text):\n    return [line for line in text.splitlines() if line.strip()]\n"),
+        );
+        commit(&root, subject);
+    }
+    write(&root, "requirements.txt", "requests==2.32.0\n");
+    commit(&root, "Bump requests from 2.31.0 to 2.32.0");
+    write(&root, "pkg/version.py", "VERSION = '1.3.0'\n");
+    commit(&root, "Bump version to 1.3.0 for the next release");
+    write(&root, "README.md", "# net\n\nReads settings and talks to servers.\n");
+    commit(&root, "docs: describe what the package reads and whom it talks to");
+
+    let repo = root.to_str().unwrap();
+    let v = env.json(&["eval", "--repo", repo, "--from-git", "--json"]);
+    let queries: Vec<&str> = v["queries"].as_array().unwrap().iter().map(|q| q["query"].as_str().unwrap()).collect();
+    assert_eq!(queries.len(), 4, "{queries:?}");
+    for word in ["version string", "dependency between", "file format", "blank lines"] {
+        assert!(queries.iter().any(|q| q.contains(word)), "{word}: {queries:?}");
+    }
+    let skipped = &v["git"]["skipped"];
+    assert_eq!(skipped["dependency_bump"], 1, "{skipped}");
+    assert_eq!(skipped["version_bump"], 1, "{skipped}");
+    assert_eq!(skipped["docs"], 1, "{skipped}");
+    // Every commit read is a candidate or skipped for a counted reason.
+    let counted: u64 = skipped.as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
+    assert_eq!(counted + v["git"]["candidates"].as_u64().unwrap(), v["git"]["scanned"].as_u64().unwrap(), "{v}");
+    let out = env.run(&["eval", "--repo", repo, "--from-git"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\nskipped: ") && text.contains("1 dependency bump") && text.contains("1 docs commit"),
+        "{text}"
+    );
+
+    // An answer search never returned, with a ranking shorter than the report keeps.
+    let file = env.dir.path().join("q.jsonl");
+    std::fs::write(&file, "{\"id\":\"a\",\"query\":\"strip comment lines settings\",\"gold\":[\"pkg/version.py\"]}\n")
+        .unwrap();
+    let out = env.run(&["eval", "--repo", repo, "--queries", file.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("pkg/version.py (not found; search found ") && !text.contains("not in the top"), "{text}");
+}

@@ -3,10 +3,13 @@
 //! answer, against the non-test source files the commit changed that still exist.
 //!
 //! A commit qualifies when it is not a merge; its conventional-commit type (if any) is not
-//! docs, test, ci, chore, build, style or release; its subject is not release, version, merge,
-//! revert, typo, dependency, lint, format or CI noise and keeps at least five words once its
-//! `type(scope):` prefix and issue numbers are gone; and it touched one to four non-test source
-//! files and at most fifteen files in all. A changed source file is kept as an answer when it
+//! docs, test, ci, chore, build, style or release; its subject does not make it a release, a
+//! version or dependency bump, a merge, a revert, a typo fix, a formatting or lint pass, CI work
+//! or a changelog entry, by the kind of subject such commits have (see [`noise_kind`]: `Bump
+//! serde from 1.0 to 1.1`, not any subject with the word "version" or "format" in it); it keeps
+//! at least five words once its `type(scope):` prefix and issue numbers are gone; and it touched
+//! one to four non-test source files and at most fifteen files in all. Each commit left out is
+//! counted by why ([`GitSetStats::skipped`]). A changed source file is kept as an answer when it
 //! still exists and still holds at least one line the commit added; the commit is dropped when
 //! fewer than half of its source files survive. Candidates are shuffled with a seeded generator
 //! (the same seed and history give the same set), then redacted in that order until `n` queries
@@ -28,7 +31,7 @@ use crate::engine::index::files::{self, ChunkStyle, FileClass};
 use crate::engine::{analysis, fsutil};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 /// Newest commits considered.
@@ -50,9 +53,9 @@ pub struct GitSetOptions {
     /// Queries wanted (fewer when the history has fewer qualifying commits).
     pub n: usize,
     /// Only commits after this date: YYYY-MM-DD (optionally with a time), "3 weeks ago", "last
-    /// month", yesterday, @UNIX_SECONDS, or another date git reads ("last monday", "march 1");
-    /// what git cannot read is refused, since `git log` would read it as some other date
-    /// without a word.
+    /// month", yesterday, @UNIX_SECONDS, "last monday", "march 1" (optionally a year) or "noon
+    /// yesterday"; anything else is refused, since `git log` would read it as some other date
+    /// without a word (`2026` as now, `xx 5` as the 5th of this month).
     #[serde(default)]
     pub since: Option<String>,
     /// Shuffle seed: the same seed and history give the same set.
@@ -72,6 +75,14 @@ pub struct GitSetStats {
     pub scanned: usize,
     /// Commits that passed the message and file rules.
     pub candidates: usize,
+    /// Commits read that did not, by why: `docs`, `tests`, `ci`, `chore`, `build`, `formatting`
+    /// (style, lint), `release`, `version_bump`, `dependency_bump`, `merge`, `revert`, `typo`,
+    /// `changelog` (by the conventional type or the kind of subject), `short_subject` (under
+    /// five words), `shallow_edge`, `outside_directory` (also changed source outside the
+    /// evaluated subdirectory), `no_source_file`, `too_many_files` (over 15 files or 4 source
+    /// files), `answers_missing` (fewer than half its source files exist now).
+    #[serde(default)]
+    pub skipped: BTreeMap<String, usize>,
     /// Candidates redacted (in shuffled order) to fill the set.
     pub tried: usize,
     /// Queries made.
@@ -112,6 +123,35 @@ impl GitSetStats {
         .filter(|(n, _)| *n > 0)
         .map(|(n, why)| format!("{n} {why}"))
         .collect()
+    }
+
+    /// Why commits read were left out, in words ("2 dependency bumps", "1 docs commit"),
+    /// most first.
+    pub fn skipped_reasons(&self) -> Vec<String> {
+        let mut v: Vec<(&String, &usize)> = self.skipped.iter().filter(|(_, n)| **n > 0).collect();
+        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        v.into_iter().map(|(why, n)| format!("{n} {}", skip_words(why, *n))).collect()
+    }
+}
+
+/// A skip reason in words, for `n` commits.
+fn skip_words(why: &str, n: usize) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    match why {
+        "docs" | "tests" | "ci" | "chore" | "build" | "formatting" | "release" | "revert" | "changelog" | "merge" => {
+            let name = if why == "ci" { "CI" } else { why };
+            format!("{name} commit{s}")
+        }
+        "version_bump" => format!("version bump{}", if n == 1 { "" } else { "s" }),
+        "dependency_bump" => format!("dependency bump{}", if n == 1 { "" } else { "s" }),
+        "typo" => format!("typo fix{}", if n == 1 { "" } else { "es" }),
+        "short_subject" => "with a subject under five words".into(),
+        "shallow_edge" => "at the shallow clone's edge".into(),
+        "outside_directory" => "also changing source outside this directory".into(),
+        "no_source_file" => "changing no source file".into(),
+        "too_many_files" => "changing over 4 source or 15 files".into(),
+        "answers_missing" => "whose source files are gone".into(),
+        other => other.replace('_', " "),
     }
 }
 
@@ -155,15 +195,20 @@ pub fn build(root: &Path, opts: &GitSetOptions) -> Result<(Vec<EvalQuery>, GitSe
     let grafted = grafted.unwrap_or_default();
     let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "repo".into());
     let prefix = git(root, &["rev-parse", "--show-prefix"])?.trim_end_matches(['\n', '\r']).to_string();
-    let mut candidates: Vec<(Commit, Vec<Answer>)> = commits
-        .into_iter()
-        .filter(|c| !grafted.contains(&c.sha) && message_qualifies(&c.subject))
-        .filter_map(|c| {
-            let c = within(c, &prefix)?;
-            let answers = answer_files(root, &c)?;
-            Some((c, answers))
-        })
-        .collect();
+    let mut candidates: Vec<(Commit, Vec<Answer>)> = Vec::new();
+    for c in commits {
+        let answers = match grafted.contains(&c.sha) {
+            true => Err("shallow_edge"),
+            false => message_skip(&c.subject)
+                .map_or(Ok(c), Err)
+                .and_then(|c| within(c, &prefix).ok_or("outside_directory"))
+                .and_then(|c| Ok((answer_files(root, &c)?, c))),
+        };
+        match answers {
+            Ok((answers, c)) => candidates.push((c, answers)),
+            Err(why) => *stats.skipped.entry(why.to_string()).or_default() += 1,
+        }
+    }
     stats.candidates = candidates.len();
     shuffle(&mut candidates, opts.seed);
     let mut out = Vec::new();
@@ -387,43 +432,311 @@ fn bare_subject(subject: &str) -> String {
 }
 
 /// Whether a commit's message makes it a candidate.
+#[cfg(test)]
 fn message_qualifies(subject: &str) -> bool {
-    const SKIP_TYPES: &[&str] =
-        &["docs", "doc", "test", "tests", "ci", "chore", "build", "style", "release", "revert", "deps", "bump"];
-    if commit_type(subject).is_some_and(|t| SKIP_TYPES.contains(&t.as_str())) {
-        return false;
+    message_skip(subject).is_none()
+}
+
+/// Why a commit's message leaves it out (a [`GitSetStats::skipped`] key), or `None`.
+fn message_skip(subject: &str) -> Option<&'static str> {
+    if let Some(kind) = commit_type(subject).and_then(|t| type_skip(&t)) {
+        return Some(kind);
     }
     let bare = bare_subject(subject);
-    if bare.split_whitespace().count() < MIN_SUBJECT_WORDS {
+    if let Some(kind) = noise_kind(&bare) {
+        return Some(kind);
+    }
+    (bare.split_whitespace().count() < MIN_SUBJECT_WORDS).then_some("short_subject")
+}
+
+/// The skip reason of a conventional-commit type that describes no source change.
+fn type_skip(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "docs" | "doc" => "docs",
+        "test" | "tests" => "tests",
+        "ci" => "ci",
+        "chore" => "chore",
+        "build" => "build",
+        "style" | "lint" | "fmt" | "format" => "formatting",
+        "release" => "release",
+        "revert" => "revert",
+        "deps" | "bump" => "dependency_bump",
+        _ => return None,
+    })
+}
+
+/// `1.2.3`, `v2`, `v1.0.0-rc.1`, `2.0`: a version number, not a plain count.
+fn is_version(w: &str) -> bool {
+    let (v, rest) = match w.strip_prefix('v') {
+        Some(r) => (true, r),
+        None => (false, w),
+    };
+    let core = rest.split(['-', '+']).next().unwrap_or("");
+    core.starts_with(|c: char| c.is_ascii_digit())
+        && !core.ends_with('.')
+        && core.chars().all(|c| c.is_ascii_digit() || c == '.')
+        && (v || core.contains('.'))
+}
+
+/// The kind of commit a subject (without its prefix) announces when it is maintenance rather
+/// than a change to the code: the shape such subjects have (`Release 1.2.3`, `Bump version to
+/// 1.2.0`, `Bump serde from 1.0.1 to 1.0.2`, `Update dependency x to v2`, `Merge branch ...`,
+/// `Revert "..."`, `Fix typo in ...`, `Run rustfmt`, `Format code with black`, `Fix CI`,
+/// `Update changelog`), never a word alone: "Parse the version string the server sends",
+/// "Handle the dependency between retries", "Read settings from the file format" are changes.
+fn noise_kind(bare: &str) -> Option<&'static str> {
+    let lower = bare.to_ascii_lowercase();
+    let raw: Vec<&str> = lower.split_whitespace().collect();
+    let words: Vec<&str> = raw
+        .iter()
+        .map(|w| {
+            w.trim_matches(|c: char| {
+                matches!(c, ',' | ';' | ':' | '(' | ')' | '[' | ']' | '"' | '\'' | '`' | '!' | '?')
+            })
+        })
+        .map(|w| w.trim_end_matches('.'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let first = *words.first()?;
+    let second = words.get(1).copied().unwrap_or("");
+    let head = &words[1..words.len().min(5)];
+    let quoted = raw.get(1).is_some_and(|w| w.starts_with(['"', '\'', '`']));
+    if is_version(first) {
+        return Some("release");
+    }
+    if first == "merge"
+        && (quoted
+            || matches!(
+                second,
+                "branch"
+                    | "pull"
+                    | "remote-tracking"
+                    | "tag"
+                    | "commit"
+                    | "upstream"
+                    | "master"
+                    | "main"
+                    | "develop"
+                    | "from"
+            ))
+    {
+        return Some("merge");
+    }
+    if matches!(first, "revert" | "reverts" | "reverted")
+        && (quoted
+            || is_hash(second)
+            || second.starts_with('#')
+            || matches!(second, "commit" | "change" | "changes" | "pr" | "pull" | "merge"))
+    {
+        return Some("revert");
+    }
+    if release(first, second, &words) {
+        return Some("release");
+    }
+    if version_bump(first, second, head, &words) {
+        return Some("version_bump");
+    }
+    if dependency_bump(first, &lower, &words) {
+        return Some("dependency_bump");
+    }
+    if matches!(first, "typo" | "typos")
+        || (matches!(first, "fix" | "fixes" | "fixed" | "correct" | "corrected")
+            && head.iter().any(|w| matches!(*w, "typo" | "typos" | "misspelling" | "misspellings" | "spelling")))
+    {
+        return Some("typo");
+    }
+    if formatting(first, second, head) {
+        return Some("formatting");
+    }
+    const CI_VERBS: &[&str] = &[
+        "fix",
+        "fixes",
+        "fixed",
+        "update",
+        "updated",
+        "run",
+        "bump",
+        "configure",
+        "set",
+        "use",
+        "enable",
+        "disable",
+        "add",
+        "remove",
+        "skip",
+        "try",
+        "tweak",
+        "improve",
+        "speed",
+        "change",
+        "move",
+        "migrate",
+        "switch",
+        "split",
+        "cache",
+        "repair",
+        "unbreak",
+    ];
+    if first == "ci"
+        || (CI_VERBS.contains(&first) && (second == "ci" || (second == "the" && words.get(2) == Some(&"ci"))))
+    {
+        return Some("ci");
+    }
+    if words.iter().take(4).any(|w| *w == "changelog") {
+        return Some("changelog");
+    }
+    None
+}
+
+/// `Release 1.2.3`, `Release notes for ...`, `Prepare the 2.0 release`, `Publish v1.3`.
+fn release(first: &str, second: &str, words: &[&str]) -> bool {
+    let named = |w: &str| is_version(w) || matches!(w, "release" | "releases");
+    (matches!(first, "release" | "released" | "releasing")
+        && (is_version(second) || matches!(second, "version" | "notes" | "candidate" | "prep" | "preparation" | "v")))
+        || (matches!(
+            first,
+            "prepare" | "prepared" | "preparing" | "prep" | "cut" | "tag" | "tagged" | "publish" | "published"
+        ) && words.iter().skip(1).any(|w| named(w)))
+}
+
+/// `Bump version to 1.2.0`, `Update the crate version`, `Version 1.2.3`.
+fn version_bump(first: &str, second: &str, head: &[&str], words: &[&str]) -> bool {
+    const VERBS: &[&str] = &[
+        "bump",
+        "bumps",
+        "bumped",
+        "bumping",
+        "update",
+        "updates",
+        "updated",
+        "set",
+        "increment",
+        "incremented",
+        "raise",
+        "change",
+        "changed",
+    ];
+    (first == "version" && is_version(second))
+        || (VERBS.contains(&first)
+            && head.iter().take(3).any(|w| matches!(*w, "version" | "versions"))
+            && (words.iter().any(|w| is_version(w))
+                || words.last().is_some_and(|w| matches!(*w, "version" | "number"))))
+}
+
+/// Dependency bumps as people, dependabot and renovate write them: `Bump serde from 1.0.1 to
+/// 1.0.2`, `Update dependency foo to v2`, `Update rust crate serde to 1.0.200`, `Upgrade the
+/// lockfile`, `Bump the cargo group across 1 directory with 3 updates`.
+fn dependency_bump(first: &str, lower: &str, words: &[&str]) -> bool {
+    const VERBS: &[&str] = &[
+        "bump",
+        "bumps",
+        "bumped",
+        "update",
+        "updates",
+        "updated",
+        "upgrade",
+        "upgrades",
+        "upgraded",
+        "downgrade",
+        "downgrades",
+        "pin",
+        "pins",
+        "pinned",
+        "unpin",
+    ];
+    if !VERBS.contains(&first) {
         return false;
     }
-    let lower = bare.to_ascii_lowercase();
-    const NOISE: &[&str] = &[
-        "release",
-        "version",
-        "bump",
-        "merge",
-        "revert",
-        "typo",
-        "dependency",
-        "dependencies",
-        "dependabot",
-        "deps",
-        "lint",
-        "linter",
-        "format",
-        "formatting",
-        "fmt",
-        "rustfmt",
-        "prettier",
+    let loose = |w: &&str| is_version(w) || w.trim_start_matches('v').parse::<u64>().is_ok();
+    let named = words.iter().any(|w| {
+        matches!(
+            *w,
+            "dependency" | "dependencies" | "deps" | "dep" | "dependabot" | "renovate" | "lockfile" | "lockfiles"
+        )
+    }) || ["cargo.lock", "package-lock", "yarn.lock", "poetry.lock", "pnpm-lock", "go.sum"]
+        .iter()
+        .any(|f| lower.contains(f));
+    let from_to = words.get(2) == Some(&"from")
+        && words.get(3).is_some_and(loose)
+        && words.get(4) == Some(&"to")
+        && words.get(5).is_some_and(loose);
+    // `... to 1.0.200` ending the subject (or before `in /dir`).
+    let to_version = words
+        .windows(2)
+        .enumerate()
+        .any(|(i, w)| w[0] == "to" && is_version(w[1]) && (i + 2 == words.len() || words.get(i + 2) == Some(&"in")));
+    let group = words.contains(&"group") && words.last().is_some_and(|w| matches!(*w, "update" | "updates"));
+    named || from_to || to_version || group
+}
+
+/// `Run rustfmt`, `Fix clippy warnings`, `Format code with black`, `Clippy fixes`.
+fn formatting(first: &str, second: &str, head: &[&str]) -> bool {
+    const TOOLS: &[&str] = &[
         "clippy",
-        "changelog",
-        "ci",
+        "rustfmt",
+        "fmt",
+        "prettier",
+        "eslint",
+        "flake8",
+        "ruff",
+        "isort",
+        "pylint",
+        "gofmt",
+        "lint",
+        "lints",
+        "linter",
+        "linting",
+        "formatting",
+        "formatter",
+        "black",
     ];
-    let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let starts_with_version =
-        words.first().is_some_and(|w| w.starts_with('v') && w[1..].chars().all(|c| c.is_ascii_digit()) && w.len() > 1);
-    !starts_with_version && !words.iter().any(|w| NOISE.contains(w))
+    const VERBS: &[&str] = &[
+        "fix",
+        "fixes",
+        "fixed",
+        "run",
+        "ran",
+        "apply",
+        "applied",
+        "address",
+        "silence",
+        "silenced",
+        "appease",
+        "satisfy",
+        "resolve",
+        "resolved",
+        "format",
+        "formatted",
+        "reformat",
+        "reformatted",
+    ];
+    // `Fix black border ...` is a colour, not the formatter.
+    let tool = |w: &&str| TOOLS.contains(w) && !(first.starts_with("fix") && *w == "black");
+    let object = matches!(
+        second,
+        "code"
+            | "codebase"
+            | "files"
+            | "file"
+            | "everything"
+            | "all"
+            | "source"
+            | "sources"
+            | "with"
+            | "using"
+            | "project"
+            | "repo"
+            | "repository"
+            | "crate"
+            | "crates"
+            | "package"
+            | "tree"
+            | "imports"
+            | "workspace"
+    );
+    (TOOLS.contains(&first) && first != "black")
+        || (VERBS.contains(&first) && head.iter().any(tool))
+        || (matches!(first, "format" | "formatted" | "reformat" | "reformatted") && object)
 }
 
 /// Whether a repo-relative path is source code a fix would change: code by language, source by
@@ -471,14 +784,17 @@ fn within(mut c: Commit, prefix: &str) -> Option<Commit> {
 }
 
 /// The commit's answer files (changed, non-test source, existing now under the name it has
-/// now), or `None` when it does not qualify by its files.
-fn answer_files(root: &Path, c: &Commit) -> Option<Vec<Answer>> {
-    if c.files.is_empty() || c.files.len() > MAX_FILES {
-        return None;
+/// now), or why it does not qualify by its files (a [`GitSetStats::skipped`] key).
+fn answer_files(root: &Path, c: &Commit) -> std::result::Result<Vec<Answer>, &'static str> {
+    if c.files.len() > MAX_FILES {
+        return Err("too_many_files");
     }
     let source: Vec<&String> = c.files.iter().filter(|(s, p)| *s != 'D' && is_answer_file(p)).map(|(_, p)| p).collect();
-    if source.is_empty() || source.len() > MAX_ANSWER_FILES {
-        return None;
+    if source.is_empty() {
+        return Err("no_source_file");
+    }
+    if source.len() > MAX_ANSWER_FILES {
+        return Err("too_many_files");
     }
     let now = |p: &String| match c.moved.iter().find(|(then, _)| then == p) {
         // Renamed into a test or a script since: no longer the source a fix would change.
@@ -490,7 +806,10 @@ fn answer_files(root: &Path, c: &Commit) -> Option<Vec<Answer>> {
         .filter_map(|p| Some(Answer { then: p.to_string(), now: now(p)? }))
         .filter(|a| fsutil::open_repo_file(root, &a.now).is_ok())
         .collect();
-    (!existing.is_empty() && existing.len() * 2 >= source.len()).then_some(existing)
+    match !existing.is_empty() && existing.len() * 2 >= source.len() {
+        true => Ok(existing),
+        false => Err("answers_missing"),
+    }
 }
 
 /// Lines the diff adds, per file (trimmed, at least 8 characters: braces and `else` say
@@ -744,6 +1063,57 @@ mod tests {
         assert!(!message_qualifies("Merge branch 'main' into feature parser work"));
         assert!(!message_qualifies("v2.0.1 keeps the parser from eating comments"));
         assert_eq!(bare_subject("feat(cli)!: add a thing to the list #12"), "add a thing to the list");
+    }
+
+    #[test]
+    fn noise_is_told_by_the_kind_of_subject_not_by_a_word_in_it() {
+        // tour 11: these changed one function each and were left out for a word.
+        for real in [
+            "Read key value settings from the configuration text file format",
+            "Parse the version string that the remote server sends in replies",
+            "Allow comments and blank lines inside the settings file format",
+            "Handle the dependency between retries and the total request deadline",
+            "Release the lock before waking the waiting writers on shutdown",
+            "Merge adjacent ranges when they overlap in the selection",
+            "Format negative numbers with a leading minus sign",
+            "Update the retry deadline to 30 seconds after a timeout",
+            "Fix a crash when the CI environment variable is empty",
+            "Revert the cursor to its start when the query changes",
+        ] {
+            assert_eq!(message_skip(real), None, "{real}");
+        }
+        for (noise, why) in [
+            ("Bump version to 1.2.0 for the next release", "version_bump"),
+            ("Update the crate version to 0.4.1 before publishing", "version_bump"),
+            ("Version 1.2.3 with the parser changes and more", "version_bump"),
+            ("Bump serde from 1.0.1 to 1.0.2 in /fuzz", "dependency_bump"),
+            ("Update dependency eslint to v9 across the packages", "dependency_bump"),
+            ("Update rust crate serde_json to 1.0.120", "dependency_bump"),
+            ("Update all dependencies to their latest minor versions", "dependency_bump"),
+            ("Bump the cargo group across 1 directory with 3 updates", "dependency_bump"),
+            ("chore(deps): bump tokio in the workspace to the newest", "chore"),
+            ("deps: move to the newest tokio and hyper releases", "dependency_bump"),
+            ("Release 1.2.3 with the parser changes and more", "release"),
+            ("Prepare for the 2.0 release of the parser crate", "release"),
+            ("Merge pull request #12 from user/branch into main", "merge"),
+            ("Revert \"Keep trailing comments when the input ends\"", "revert"),
+            ("Fix typo in the comment of the tokenizer module", "typo"),
+            ("Run rustfmt on the whole workspace after the merge", "formatting"),
+            ("Fix clippy warnings in the parser and the lexer", "formatting"),
+            ("Format code with black and sort the imports", "formatting"),
+            ("style: reflow the long lines of the tokenizer", "formatting"),
+            ("Fix CI on windows for the newest toolchain release", "ci"),
+            ("Update changelog for the parser fix and the new flag", "changelog"),
+            ("docs: explain how the parser keeps trailing comments", "docs"),
+            ("fix: short subject", "short_subject"),
+        ] {
+            assert_eq!(message_skip(noise), Some(why), "{noise}");
+        }
+        let stats = GitSetStats {
+            skipped: [("docs".to_string(), 1), ("dependency_bump".to_string(), 2), ("typo".to_string(), 1)].into(),
+            ..Default::default()
+        };
+        assert_eq!(stats.skipped_reasons(), ["2 dependency bumps", "1 docs commit", "1 typo fix"]);
     }
 
     #[test]

@@ -22,8 +22,8 @@ use std::time::Instant;
 
 /// Hits asked of search per query (their distinct files form the ranking).
 const EVAL_HITS: usize = 50;
-/// Files of each ranking kept in the report.
-const KEPT_RANKING: usize = 20;
+/// Files of each ranking kept in the report: a shorter ranking is every file search found.
+pub const KEPT_RANKING: usize = 20;
 
 /// Where the queries come from.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]

@@ -3,16 +3,18 @@
 //! as a day in November, `2024-05` as the 5th of this month), so eval would read a window the
 //! user never meant. Forms whose meaning is plain pass unchanged but for `today`, which git
 //! reads as this very second (so no commit was ever newer): it becomes `midnight`, the start of
-//! today. Any other text goes to git's own careful date reader (the one behind expiry dates,
-//! which says when it understood nothing), so git's weekday and month forms ("last monday",
-//! "march 1", "noon yesterday") work as in `git log --since`; what git cannot read, and a
-//! malformed numeric date, is refused naming the forms that work.
+//! today. git's own weekday and month forms ("last monday", "march 1", "noon yesterday") are
+//! recognised word by word here and then confirmed by git's careful date reader (the one behind
+//! expiry dates, which says when it understood nothing). That reader alone is not enough: it
+//! half-reads what it partly knows (`2026` as now, `2025` as a year ago today, `5`, `xx 5` and
+//! `1 banana ago` as a day of this month) without a word. Anything else is refused naming the
+//! forms that work.
 
 use crate::error::{Error, Result};
 use std::path::Path;
 
 /// The accepted forms, for the error that refuses anything else.
-pub const ACCEPTED: &str = "a date YYYY-MM-DD (or YYYY/MM/DD), optionally with a time HH:MM[:SS] after a space or T and a zone Z or +HH:MM; \"N days ago\" (or \"N.days.ago\"; second, minute, hour, day, week, month, year; \"ago\" optional); \"last week\" (month, year, ...); yesterday, today or now; @UNIX_SECONDS; or any other date git reads, such as \"last monday\" or \"march 1\"";
+pub const ACCEPTED: &str = "a date YYYY-MM-DD (or YYYY/MM/DD), optionally with a time HH:MM[:SS] after a space or T and a zone Z or +HH:MM; \"N days ago\" (or \"N.days.ago\"; second, minute, hour, day, week, month, year; \"ago\" optional); \"last week\" (month, year, ...); yesterday, today or now; @UNIX_SECONDS; \"last monday\" (a weekday); \"march 1\" or \"1 march\" (a month and a day, optionally a year: \"march 1 2025\"); or \"noon yesterday\" (noon, midnight or tea, with yesterday or today)";
 
 /// The `--since` text git reads as the user meant `since`; a `bad_request` naming the
 /// accepted forms when there is none. `root` is where git runs to read a form docdex does not
@@ -25,14 +27,85 @@ pub fn check(root: &Path, since: &str) -> Result<String> {
     if is_absolute(s) || is_relative(s) || is_timestamp(s) {
         return Ok(s.to_string());
     }
-    // A numeric date or a timestamp that is not a valid one (`2026-13-45`, `2024-05`, `@12ab`)
-    // is a typo git would read as some other day without a word: refused here, never asked.
-    if !looks_numeric(s) && git_reads(root, s)?.is_some() {
+    // Anything else (`2026`, `5`, `xx 5`, `1 banana ago`, `2024-05`) git reads as some other day
+    // without a word: refused here, never asked.
+    if is_git_form(s) && git_reads(root, s)?.is_some() {
         return Ok(s.to_string());
     }
+    let year = number(s, 4).map(|y| format!(" (for the start of {y}, give {y}-01-01)")).unwrap_or_default();
     Err(Error::BadRequest(format!(
-        "--since {since:?} is not a date git can read as meant (git would read it as some other date without a word); use {ACCEPTED}"
+        "--since {since:?} is not a date git can read as meant (git would read it as some other date without a word){year}; use {ACCEPTED}"
     )))
+}
+
+const WEEKDAYS: &[&str] = &["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
+const MONTHS: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// The name's index in `names`, by its whole name or its first three letters (`mon`, `sep`).
+fn named(names: &[&str], w: &str) -> Option<usize> {
+    names.iter().position(|n| *n == w || (w.len() == 3 && n.starts_with(w)))
+}
+
+/// git's forms docdex passes on: `last WEEKDAY`; a month and a day in either order, optionally
+/// then a year (`march 1`, `1st march 2025`); `noon|midnight|tea yesterday|today` in either order.
+fn is_git_form(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).collect();
+    let time_of_day = |w: &str| matches!(w, "noon" | "midnight" | "tea");
+    let day_word = |w: &str| matches!(w, "yesterday" | "today");
+    match words[..] {
+        ["last", day] => named(WEEKDAYS, day).is_some(),
+        [x, y] if (time_of_day(x) && day_word(y)) || (day_word(x) && time_of_day(y)) => true,
+        [x, y] => month_day(x, y, None) || month_day(y, x, None),
+        [x, y, year] => month_day(x, y, Some(year)) || month_day(y, x, Some(year)),
+        _ => false,
+    }
+}
+
+/// `month` names a month and `day` (digits, `1st`, `22nd`) is a day it has, in `year` (four
+/// digits from 1970) when one is given.
+fn month_day(month: &str, day: &str, year: Option<&str>) -> bool {
+    let Some(m) = named(MONTHS, month) else { return false };
+    let digits = day.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &day[digits.len()..];
+    if !matches!(suffix, "" | "st" | "nd" | "rd" | "th") || digits.is_empty() || digits.len() > 2 {
+        return false;
+    }
+    let Ok(d) = digits.parse::<u32>() else { return false };
+    let y = match year {
+        Some(y) => match number(y, 4) {
+            Some(y) if y >= 1970 => y,
+            _ => return false,
+        },
+        // Any leap year: February 29 is a day February has.
+        None => 2024,
+    };
+    (1..=days_in(y, m as u32 + 1)).contains(&d)
+}
+
+/// Days in month `m` (1 to 12) of year `y`; 0 for no month.
+fn days_in(y: u32, m: u32) -> u32 {
+    let leap = y.is_multiple_of(4) && (!y.is_multiple_of(100) || y.is_multiple_of(400));
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => 0,
+    }
 }
 
 /// The Unix time git's careful date reader gives `s`, `None` when it could not read it. Its
@@ -48,16 +121,6 @@ fn git_reads(root: &Path, s: &str) -> Result<Option<u64>> {
     }
     let seconds = String::from_utf8_lossy(&out.stdout).trim().parse::<u64>().ok();
     Ok(seconds.filter(|t| *t > 0 && *t < u64::MAX))
-}
-
-/// `2024-05-06 lunch`, `2024.5.6`, `05/06`: the first word is digits with a date separator;
-/// or `@...`, a timestamp.
-fn looks_numeric(s: &str) -> bool {
-    let first = s.split([' ', 'T']).next().unwrap_or("");
-    let date = first.chars().any(|c| c.is_ascii_digit())
-        && first.chars().any(|c| matches!(c, '-' | '/' | '.'))
-        && first.chars().all(|c| c.is_ascii_digit() || matches!(c, '-' | '/' | '.' | ':'));
-    s.starts_with('@') || date
 }
 
 const UNITS: &[&str] = &["second", "minute", "hour", "day", "week", "month", "year"];
@@ -107,15 +170,7 @@ fn valid_date(s: &str) -> bool {
     let parts: Vec<&str> = s.split(sep).collect();
     let [y, m, d] = parts[..] else { return false };
     let (Some(y), Some(m), Some(d)) = (number(y, 4), number(m, 2), number(d, 2)) else { return false };
-    let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let days = match m {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    y >= 1970 && (1..=days).contains(&d)
+    y >= 1970 && (1..=days_in(y, m)).contains(&d)
 }
 
 fn valid_time(s: &str) -> bool {
@@ -176,6 +231,13 @@ mod tests {
             "noon yesterday",
             "2 weeks ago",
             "Last Sunday",
+            "last fri",
+            "1 march",
+            "March 1, 2025",
+            "1st march",
+            "feb 29",
+            "yesterday noon",
+            "midnight today",
         ] {
             assert!(check(ok).is_ok(), "{ok:?} refused: {:?}", check(ok));
         }
@@ -203,9 +265,26 @@ mod tests {
             "@",
             "@12ab",
             "",
+            // git half-reads these without a word: 2026 as now, 2025 as a year ago today, the
+            // rest as a day of this month.
+            "2026",
+            "2025",
+            "5",
+            "xx 5",
+            "1 banana ago",
+            "march",
+            "march 35",
+            "feb 30",
+            "march 1 25",
+            "monday 5",
+            "last march",
+            "noon",
+            "yesterday 10:00",
+            "2 weeks 3 days ago",
         ] {
             let err = check(bad).expect_err(bad).to_string();
             assert!(err.contains("YYYY-MM-DD") && err.contains("days ago") && err.contains("last monday"), "{err}");
         }
+        assert!(check("2026").unwrap_err().to_string().contains("for the start of 2026, give 2026-01-01"));
     }
 }
