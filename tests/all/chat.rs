@@ -1547,3 +1547,24 @@ fn concurrent_continuations_of_one_session_get_distinct_consecutive_turns() {
     // (The first turn is older than the view's newest 1,000 nodes.)
     assert_eq!(logged, (2..=n as u64 + 1).collect::<Vec<_>>(), "the logged turns are the answered ones");
 }
+
+/// tour 11 (M1): a hit whose chunk is one long line (an 88 KB one-line JSON file, the only
+/// file holding the answer) was dropped whole ("needs 29626 tokens"): its snippet lines were
+/// the same line. It now goes into the prompt as a bounded excerpt around the match.
+#[test]
+fn a_hit_on_a_very_long_line_goes_into_the_prompt_as_an_excerpt_around_the_match() {
+    let c = Chat::new(FakeOllamaOptions::default(), "");
+    let items: Vec<String> = (0..3000).map(|i| format!("{{\"id\": {i}, \"name\": \"n{i}\"}}")).collect();
+    let json = format!("{{\"items\": [{}, {{\"secret_field\": \"persimmonword2\"}}]}}\n", items.join(","));
+    write(&c.repo, "data.json", &json);
+    c.env.json(&["index", "--repo", c.r(), "--json"]);
+    let resp = c.ask(&ChatTurnRequest { query: "which item has persimmonword2".into(), ..Default::default() });
+    let source = resp.sources.iter().find(|s| s.path.as_deref() == Some("data.json")).expect("data.json is a source");
+    assert_eq!((source.line_start, source.line_end), (Some(1), Some(1)));
+    let sys = system_text(&c.last_prompt());
+    let at = sys.find("### data.json:1-1 (an excerpt of a long line)").expect("the excerpt's heading");
+    let excerpt = &sys[at..sys[at..].find("\n```\n").map_or(sys.len(), |e| at + e)];
+    assert!(excerpt.contains("persimmonword2") && excerpt.len() < 1200, "{excerpt}");
+    let drop = resp.trace.drops.iter().find(|d| d.source == "data.json:1-1").expect("the whole is traced");
+    assert!(drop.reason.starts_with("trimmed to data.json:1-1"), "{drop:?}");
+}

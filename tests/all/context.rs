@@ -528,3 +528,34 @@ fn a_task_far_longer_than_the_budget_is_cut_in_the_heading_and_the_note_so_the_p
         assert_eq!(p.task, task, "the JSON keeps the whole task");
     }
 }
+
+/// tour 11 (M1): the one file holding the answer was a one-line 88 KB JSON file, whose hit
+/// (and, untracked, its change) needed ~40,000 tokens and was left out whole, cut by lines to
+/// nothing; the pack kept a filler file instead. It is now kept as an excerpt around the match.
+#[test]
+fn a_hit_on_a_very_long_line_is_kept_as_an_excerpt_around_its_match() {
+    let env = Env::new();
+    let repo = env.repo("longline");
+    write(&repo, "long.txt", format!("{}persimmonword tail\nsecond line\n", "filler ".repeat(800)));
+    let items: Vec<String> = (0..3000).map(|i| format!("{{\"id\": {i}, \"name\": \"n{i}\"}}")).collect();
+    let json = format!("{{\"items\": [{}, {{\"secret_field\": \"persimmonword2\"}}]}}\n", items.join(","));
+    write(&repo, "data.json", &json);
+    git_commit_all(&repo);
+    // Untracked too, as in the tour: the change and the hit are the same line.
+    write(&repo, "extra.json", &json.replace("persimmonword2", "persimmonword3"));
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    for (task, file, word) in [
+        ("persimmonword2 secret_field", "data.json", "persimmonword2"),
+        ("persimmonword3", "extra.json", "persimmonword3"),
+    ] {
+        let p = pack(&engine, &repo, task, None, 4000);
+        let s = p.snippets.iter().find(|s| s.path == file).unwrap_or_else(|| panic!("{file} kept: {p:#?}"));
+        assert!(s.text.contains(word) && s.trimmed, "{s:?}");
+        assert!(s.text.len() < 1000 && s.tokens < 1000, "bounded: {} bytes, {} tokens", s.text.len(), s.tokens);
+        assert!((s.line_start, s.line_end) == (1, 1), "{s:?}");
+        let cut = p.omitted.iter().find(|o| o.citation == format!("{file}:1-1")).expect("the rest is listed");
+        assert!(cut.reason.starts_with("cut to an excerpt: the whole needs"), "{cut:?}");
+        assert!(p.tokens <= 4000, "{}", p.tokens);
+    }
+}

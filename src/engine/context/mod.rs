@@ -32,6 +32,7 @@ use crate::engine::index::files::language;
 use crate::engine::search::types::{SearchHit, SearchRequest};
 use crate::engine::waterfall::budget::{self, TokenCounter};
 use crate::engine::waterfall::context::Files;
+use crate::engine::waterfall::excerpt::{excerpt, has_long_line};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use changes::Changes;
@@ -173,7 +174,7 @@ impl Engine {
 
         let t = Instant::now();
         let counter = TokenCounter::for_model("gpt-4", None)?;
-        fit(&mut pack, cands, &mut files, &counter);
+        fit(&mut pack, cands, &mut files, &counter, &crate::engine::analysis::query_terms(task));
         if req.format.unwrap_or_default() == ContextFormat::Md {
             pack.markdown = Some(render_markdown(&pack));
         }
@@ -718,19 +719,28 @@ fn unreadable_why(root: &Path, rel: &str) -> &'static str {
 }
 
 /// Fits the candidates into the budget, in order: folds overlaps, counts each rendered
-/// snippet, cuts or leaves out what does not fit, and checks the whole rendered pack.
-fn fit(pack: &mut ContextPack, cands: Vec<Candidate>, files: &mut Files, counter: &TokenCounter) {
+/// snippet, cuts or leaves out what does not fit, and checks the whole rendered pack. `terms`
+/// (the task's query terms) place the excerpt of a candidate on a long line.
+fn fit(pack: &mut ContextPack, cands: Vec<Candidate>, files: &mut Files, counter: &TokenCounter, terms: &[String]) {
     let header_tokens = counter.count(&render::preamble(pack));
     let mut left = pack.budget.saturating_sub(header_tokens);
     for c in cands {
-        place(pack, c, files, counter, &mut left);
+        place(pack, c, files, counter, terms, &mut left);
     }
     check_whole(pack, files, counter);
 }
 
 /// Takes one candidate into the pack within `left` tokens: folded into a kept snippet it
-/// overlaps, whole, cut to what is left, or listed as omitted with the reason.
-fn place(pack: &mut ContextPack, mut c: Candidate, files: &mut Files, counter: &TokenCounter, left: &mut u32) {
+/// overlaps, whole, cut to what is left (by lines, or to an excerpt around the task's rarest
+/// term when a long line leaves no lines to cut), or listed as omitted with the reason.
+fn place(
+    pack: &mut ContextPack,
+    mut c: Candidate,
+    files: &mut Files,
+    counter: &TokenCounter,
+    terms: &[String],
+    left: &mut u32,
+) {
     // A window past the end of a short file (a test's first 30 lines, of 5) is cut to the
     // file first, so that a snippet already holding the whole file takes it in.
     if let Some(total) = files.lines(&c.path).map(|l| l.len() as u32) {
@@ -773,7 +783,9 @@ fn place(pack: &mut ContextPack, mut c: Candidate, files: &mut Files, counter: &
         trimmed: false,
         text,
     };
-    let cost = counter.count(&render::block(&snip));
+    // Counted no further than the budget: a one-line 8 MB file cost seconds to count whole.
+    let (cost, exact) = counter.count_within(&render::block(&snip), pack.budget);
+    let needs = if exact { format!("{cost} tokens") } else { format!("more than the budget's {} tokens", pack.budget) };
     if cost <= *left {
         snip.tokens = cost;
         *left -= cost;
@@ -781,16 +793,20 @@ fn place(pack: &mut ContextPack, mut c: Candidate, files: &mut Files, counter: &
         return;
     }
     if *left >= MIN_TRIM_TOKENS {
-        if let Some(cut) = trim_to(&snip, *left, files, counter) {
+        // A long line cannot be cut by lines: its excerpt around the task's words instead.
+        let cut = match has_long_line(&snip.text) {
+            true => excerpt_of(&snip, *left, files, counter, terms).map(|e| (e, citation.clone(), " to an excerpt")),
+            false => trim_to(&snip, *left, files, counter)
+                .map(|t| (format!("{}:{}-{}", c.path, t.line_end + 1, b), t))
+                .map(|(rest, t)| (t, rest, "")),
+        };
+        if let Some((cut, rest, how)) = cut {
             *left -= cut.tokens;
             pack.omitted.push(OmittedSnippet {
-                citation: format!("{}:{}-{}", c.path, cut.line_end + 1, b),
+                citation: rest,
                 role: c.role,
-                tokens: cost - cut.tokens,
-                reason: format!(
-                    "cut: the whole needs {cost} tokens, {left_before} were left",
-                    left_before = *left + cut.tokens
-                ),
+                tokens: cost.saturating_sub(cut.tokens),
+                reason: format!("cut{how}: the whole needs {needs}, {} were left", *left + cut.tokens),
             });
             pack.snippets.push(cut);
             return;
@@ -800,7 +816,7 @@ fn place(pack: &mut ContextPack, mut c: Candidate, files: &mut Files, counter: &
         citation,
         role: c.role,
         tokens: cost,
-        reason: format!("needs {cost} tokens, {left} of the budget left", left = *left),
+        reason: format!("needs {needs}, {left} of the budget left", left = *left),
     });
 }
 
@@ -889,7 +905,7 @@ fn fold(pack: &mut ContextPack, c: &Candidate, citation: &str, counter: &TokenCo
 /// lines), or `None`.
 fn trim_to(snip: &ContextSnippet, left: u32, files: &mut Files, counter: &TokenCounter) -> Option<ContextSnippet> {
     let lines = snip.line_end - snip.line_start + 1;
-    let whole = counter.count(&render::block(snip)).max(1);
+    let whole = counter.count_within(&render::block(snip), left.saturating_mul(4)).0.max(1);
     let mut n = ((u64::from(lines) * u64::from(left) * 9 / 10) / u64::from(whole)) as u32;
     for _ in 0..8 {
         if n < 3 {
@@ -897,7 +913,7 @@ fn trim_to(snip: &ContextSnippet, left: u32, files: &mut Files, counter: &TokenC
         }
         let (a, b, text) = files.slice(&snip.path, snip.line_start, snip.line_start + n - 1)?;
         let mut cut = ContextSnippet { line_start: a, line_end: b, text, trimmed: true, ..snip.clone() };
-        let cost = counter.count(&render::block(&cut));
+        let (cost, _) = counter.count_within(&render::block(&cut), left);
         if cost <= left {
             cut.tokens = cost;
             return Some(cut);
@@ -905,6 +921,26 @@ fn trim_to(snip: &ContextSnippet, left: u32, files: &mut Files, counter: &TokenC
         n = n * 4 / 5;
     }
     None
+}
+
+/// The snippet as a bounded excerpt around the rarest of `terms` in it (a hit's match on a
+/// line of 88 KB), when that fits in `left` tokens.
+fn excerpt_of(
+    snip: &ContextSnippet,
+    left: u32,
+    files: &mut Files,
+    counter: &TokenCounter,
+    terms: &[String],
+) -> Option<ContextSnippet> {
+    let lines = files.lines(&snip.path)?;
+    let e = excerpt(&lines, snip.line_start, snip.line_end, terms)?;
+    let mut cut =
+        ContextSnippet { line_start: e.line_start, line_end: e.line_end, text: e.text, trimmed: true, ..snip.clone() };
+    let (cost, _) = counter.count_within(&render::block(&cut), left);
+    (cost <= left).then(|| {
+        cut.tokens = cost;
+        cut
+    })
 }
 
 fn ms(since: Instant) -> f64 {

@@ -158,7 +158,11 @@ impl Turn<'_> {
         pieces.extend(diff);
         pieces.extend(context::neighbour_pieces(&mut files, &found.neighbours, next));
         if let Some(s) = &found.search {
-            pieces.extend(context::repo_pieces(&mut files, &s.results));
+            pieces.extend(context::repo_pieces(
+                &mut files,
+                &s.results,
+                &crate::engine::analysis::query_terms(&self.req.query),
+            ));
         }
         pieces.extend(context::history_pieces(&self.req.history));
         pieces.extend(context::library_pieces(&found.libs));

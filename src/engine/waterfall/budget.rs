@@ -29,6 +29,10 @@ pub const MAP_CAP: u32 = 500;
 /// Tokens a chat message costs beyond its content (role markers), as OpenAI counts them.
 pub const MESSAGE_OVERHEAD: u32 = 4;
 
+/// Bytes of a text counted per token of a limit before [`TokenCounter::count_within`] checks
+/// whether the limit is passed (cl100k_base averages about 4 bytes a token on code and prose).
+const COUNT_BYTES_PER_TOKEN: usize = 8;
+
 /// Measured ratios are only trusted within this range (a server that reuses a cached prompt
 /// reports far fewer tokens than it was sent).
 const RATIO_RANGE: std::ops::RangeInclusive<f64> = 0.5..=2.5;
@@ -98,6 +102,24 @@ impl TokenCounter {
         }
         let raw = self.bpe.encode_ordinary(text).len() as f64;
         (raw * self.ratio).ceil().max(1.0) as u32
+    }
+
+    /// Tokens in `text`, counted only as far as it takes to tell it exceeds `limit`:
+    /// `(count, true)` when exact, else `(n, false)` with `limit < n <= count`. Counting is the
+    /// expensive part of fitting, and a one-line 8 MB file took seconds to count only to be
+    /// dropped or replaced by its excerpt.
+    pub fn count_within(&self, text: &str, limit: u32) -> (u32, bool) {
+        let mut cap = (limit as usize).saturating_add(1).saturating_mul(COUNT_BYTES_PER_TOKEN).max(4096);
+        while cap < text.len() {
+            let n = self.count(&text[..super::excerpt::floor_boundary(text, cap)]);
+            // A cut inside a word can split one token in two.
+            if n.saturating_sub(2) > limit {
+                return (n - 2, false);
+            }
+            // Text that packs many bytes into a token (runs of spaces): count further.
+            cap = cap.saturating_mul(4);
+        }
+        (self.count(text), true)
     }
 
     /// The correction factor applied to raw counts.
@@ -283,7 +305,7 @@ pub fn fit(
     let counted: Vec<(Piece, u32)> = pieces
         .into_par_iter()
         .map(|p| {
-            let cost = piece_cost(&p, counter);
+            let cost = piece_cost(&p, counter, prompt_budget);
             (p, cost)
         })
         .collect();
@@ -299,7 +321,7 @@ pub fn fit(
     let mut remaining = prompt_budget - mandatory;
     let fill =
         |slot, cap, strict, remaining: &mut u32, by_slot: &mut HashMap<Slot, Vec<(Piece, u32)>>, out: &mut Fitted| {
-            fill_slot(slot, cap, strict, remaining, by_slot, counter, section_cost, out)
+            fill_slot(slot, cap, strict, remaining, by_slot, counter, section_cost, prompt_budget, out)
         };
     fill(Slot::Profile, plan.profile, true, &mut remaining, &mut by_slot, &mut out);
     fill(Slot::Map, plan.map, false, &mut remaining, &mut by_slot, &mut out);
@@ -335,8 +357,14 @@ fn fill_slot(
     by_slot: &mut HashMap<Slot, Vec<(Piece, u32)>>,
     counter: &TokenCounter,
     section_cost: &dyn Fn(Slot) -> u32,
+    prompt_budget: u32,
     out: &mut Fitted,
 ) -> u32 {
+    // Counts stop past the prompt's budget (`count_within`): a cost above it is a lower bound.
+    let needs = |cost: u32| match cost > prompt_budget {
+        true => format!("more than the {prompt_budget} tokens the whole prompt may use"),
+        false => format!("{cost} tokens"),
+    };
     let allotted = cap.min(*remaining);
     let mut trace = SlotTrace { slot, allotted, used: 0, items: 0, dropped: 0 };
     let mut kept: Vec<(Piece, u32)> = Vec::new();
@@ -360,7 +388,7 @@ fn fill_slot(
         }
         // The first of its shorter versions (longest first) that fits.
         let fallback = std::iter::successors(piece.fallback.as_deref(), |f| f.fallback.as_deref())
-            .map(|f| (f, piece_cost(f, counter) + header))
+            .map(|f| (f, piece_cost(f, counter, left) + header))
             .find(|(_, c)| *c <= left);
         if let Some((short, short_cost)) = fallback {
             drop_piece(
@@ -368,8 +396,9 @@ fn fill_slot(
                 &piece,
                 cost,
                 format!(
-                    "trimmed to {} ({short_cost} tokens): the whole needs {cost}, {left} left in the {} slot",
+                    "trimmed to {} ({short_cost} tokens): the whole needs {}, {left} left in the {} slot",
                     short.citation,
+                    needs(cost),
                     slot.name()
                 ),
             );
@@ -381,7 +410,7 @@ fn fill_slot(
         let reason = if allotted == 0 {
             format!("the {} slot has no room left ({} tokens allotted)", slot.name(), allotted)
         } else {
-            format!("needs {cost} tokens, {left} of the {} slot's {allotted} left", slot.name())
+            format!("needs {}, {left} of the {} slot's {allotted} left", needs(cost), slot.name())
         };
         drop_piece(out, &piece, cost, reason);
     }
@@ -413,9 +442,11 @@ pub fn is_answer(p: &Piece) -> bool {
     p.slot == Slot::History && p.citation.starts_with("assistant")
 }
 
-fn piece_cost(p: &Piece, counter: &TokenCounter) -> u32 {
+/// The piece's tokens, counted no further than it takes to tell they exceed `limit` (what a
+/// piece over the limit costs beyond it does not matter: it cannot be kept whole).
+fn piece_cost(p: &Piece, counter: &TokenCounter, limit: u32) -> u32 {
     let overhead = if p.slot == Slot::History { MESSAGE_OVERHEAD } else { 0 };
-    counter.count(&p.block) + overhead
+    counter.count_within(&p.block, limit).0 + overhead
 }
 
 fn drop_piece(out: &mut Fitted, piece: &Piece, tokens: u32, reason: String) {
@@ -594,6 +625,18 @@ mod tests {
         assert!(f.drops[0].reason.starts_with("trimmed to a.rs:10-14"), "{}", f.drops[0].reason);
         let repo = f.slots.iter().find(|s| s.slot == Slot::Repo).unwrap();
         assert_eq!(repo.used, 45, "section heading counted once");
+    }
+
+    #[test]
+    fn a_huge_text_is_counted_only_until_it_passes_the_limit() {
+        let c = counter();
+        let words: String = (0..700_000).map(|i| format!("sigma{i} ")).collect();
+        let (n, exact) = c.count_within(&words, 1000);
+        // Stopped after a prefix: past the limit, nowhere near the millions of the whole.
+        assert!(!exact && n > 1000 && n < 1000 * COUNT_BYTES_PER_TOKEN as u32, "{n}");
+        assert_eq!(c.count_within("hello world", 1000), (2, true));
+        let short = &words[..20_000];
+        assert_eq!(c.count_within(short, 100_000), (c.count(short), true));
     }
 
     #[test]

@@ -195,36 +195,46 @@ impl Files {
     }
 }
 
-/// Search hits as Repo pieces, best first: the whole chunk, with the hit's snippet as the
-/// shorter fallback.
-pub fn repo_pieces(files: &mut Files, hits: &[SearchHit]) -> Vec<Piece> {
+/// Search hits as Repo pieces, best first: the whole chunk, with the hit's snippet lines as the
+/// shorter fallback and, when what is left still holds a line longer than an excerpt (minified
+/// code, a one-line JSON file), a bounded excerpt around the rarest of `terms` (the question's
+/// query terms) as the last: cut by lines such a hit cannot shrink, and was dropped whole.
+pub fn repo_pieces(files: &mut Files, hits: &[SearchHit], terms: &[String]) -> Vec<Piece> {
     let mut out = Vec::new();
     for (order, h) in hits.iter().enumerate() {
         let note = if h.stale { "changed since indexed" } else { "" };
         let Some((a, b, text)) = files.slice(&h.path, h.line_start, h.line_end) else { continue };
-        let snippet_lines = h.snippet.lines().count() as u32;
-        let snip_end = h.snippet_line_start + snippet_lines.saturating_sub(1);
-        let fallback = (snippet_lines > 0 && (h.snippet_line_start > a || snip_end < b))
-            .then(|| files.slice(&h.path, h.snippet_line_start, snip_end))
-            .flatten()
-            .map(|(sa, sb, stext)| {
-                Box::new(Piece {
-                    slot: Slot::Repo,
-                    citation: citation(&h.path, sa, sb),
-                    block: block(&citation(&h.path, sa, sb), note, &h.lang, &stext),
-                    source: Some(source(Slot::Repo, &h.path, sa, sb, h.score, note)),
-                    fallback: None,
-                    order,
-                })
-            });
-        out.push(Piece {
+        let piece = |sa: u32, sb: u32, text: &str, note: &str, fallback: Option<Box<Piece>>| Piece {
             slot: Slot::Repo,
-            citation: citation(&h.path, a, b),
-            block: block(&citation(&h.path, a, b), note, &h.lang, &text),
-            source: Some(source(Slot::Repo, &h.path, a, b, h.score, note)),
+            citation: citation(&h.path, sa, sb),
+            block: block(&citation(&h.path, sa, sb), note, &h.lang, text),
+            source: Some(source(Slot::Repo, &h.path, sa, sb, h.score, note)),
             fallback,
             order,
-        });
+        };
+        let snippet_lines = h.snippet.lines().count() as u32;
+        let snip_end = h.snippet_line_start + snippet_lines.saturating_sub(1);
+        let snippet = (snippet_lines > 0 && (h.snippet_line_start > a || snip_end < b))
+            .then(|| files.slice(&h.path, h.snippet_line_start, snip_end))
+            .flatten();
+        let shortest = snippet.as_ref().map_or(&text, |(_, _, t)| t);
+        let excerpt = super::excerpt::has_long_line(shortest)
+            .then(|| files.lines(&h.path))
+            .flatten()
+            .and_then(|lines| super::excerpt::excerpt(&lines, a, b, terms))
+            .map(|e| {
+                let note = if note.is_empty() {
+                    "an excerpt of a long line".to_string()
+                } else {
+                    format!("{note}; an excerpt of a long line")
+                };
+                Box::new(piece(e.line_start, e.line_end, &e.text, &note, None))
+            });
+        let fallback = match snippet {
+            Some((sa, sb, stext)) => Some(Box::new(piece(sa, sb, &stext, note, excerpt))),
+            None => excerpt,
+        };
+        out.push(piece(a, b, &text, note, fallback));
     }
     out
 }

@@ -14,6 +14,7 @@ mod answer;
 pub mod budget;
 pub mod context;
 pub mod diff;
+pub mod excerpt;
 mod log;
 pub mod sources;
 mod tier0;
