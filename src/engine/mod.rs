@@ -577,7 +577,9 @@ impl Engine {
         let indexed = repo.index_dir().join("meta.json").exists() && repo.manifest_path().exists();
         let running = matches!(&live, Some((d, false)) if d.state == IndexState::Updating);
         if !indexed && !running {
-            return Err(Error::NotIndexed { path: repo.root.clone() });
+            // A first run killed or stopped before its first commit is named, with what to run
+            // (`/v1/status` and `docdex_status` said only "not indexed").
+            return Err(self.explain_not_indexed(Error::NotIndexed { path: repo.root.clone() }));
         }
         let summary = index::manifest::Summary::load(&repo.manifest_path());
         let (documents, chunks) = (summary.files, summary.chunks);

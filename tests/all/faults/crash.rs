@@ -300,6 +300,9 @@ fn a_first_index_running_or_killed_before_its_commit_is_named() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains(&format!("first index run (pid {pid}) was interrupted before its first commit")), "{err}");
     assert!(err.contains(&format!("run `docdex index --repo {r}` to finish")), "{err}");
+    // The engine's own status (`/v1/status`, MCP `docdex_status`) says so too.
+    let e = env.engine().status(&repo).expect_err("not indexed");
+    assert!(matches!(e, docdex::Error::FirstIndexPending { .. }) && e.code() == "not_indexed", "{e}");
 }
 
 #[test]
