@@ -669,6 +669,10 @@ fn parse_manifest(path: &Path, text: &str, rejected: &mut Vec<RejectedRow>) -> R
 /// What a manifest looks like, for the messages that refuse a file of another shape.
 const MANIFEST_SHAPE: &str = "a JSON object {\"format\": \"docdex.profile_sync\", \"version\": 1, \"agents\": [...], \"preferences\": [...], \"tombstones\": [...]}";
 
+/// A manifest field's check: its name, its test, what it must be, whether it must be there
+/// (`removed_agents` may be null).
+type FieldCheck = (&'static str, fn(&serde_json::Value) -> bool, &'static str, bool);
+
 /// Refuses valid JSON of another shape (`[]`, a string, an object without `format` or with
 /// `preferences` not a list) naming what the file holds and what a manifest is: serde's
 /// "invalid type: sequence, expected struct Head at line 1 column 0" named neither.
@@ -683,8 +687,7 @@ fn manifest_shape(path: &Path, value: &serde_json::Value) -> Result<()> {
     let Some(fields) = value.as_object() else {
         return Err(refuse(format!("the file holds {}, not an object", json_word(value))));
     };
-    // (field, its test, what it must be, whether it must be there; `removed_agents` may be null)
-    let checks: [(&str, fn(&Value) -> bool, &str, bool); 6] = [
+    let checks: [FieldCheck; 6] = [
         ("format", Value::is_string, "a string", true),
         ("version", Value::is_u64, "a whole number", true),
         ("preferences", Value::is_array, "an array", true),
