@@ -1556,7 +1556,7 @@ fn a_hit_on_a_very_long_line_goes_into_the_prompt_as_an_excerpt_around_the_match
     let c = Chat::new(FakeOllamaOptions::default(), "");
     let items: Vec<String> = (0..3000).map(|i| format!("{{\"id\": {i}, \"name\": \"n{i}\"}}")).collect();
     let json = format!("{{\"items\": [{}, {{\"secret_field\": \"persimmonword2\"}}]}}\n", items.join(","));
-    write(&c.repo, "data.json", &json);
+    write(&c.repo, "data.json", json);
     c.env.json(&["index", "--repo", c.r(), "--json"]);
     let resp = c.ask(&ChatTurnRequest { query: "which item has persimmonword2".into(), ..Default::default() });
     let source = resp.sources.iter().find(|s| s.path.as_deref() == Some("data.json")).expect("data.json is a source");

@@ -542,7 +542,7 @@ fn a_hit_on_a_very_long_line_is_kept_as_an_excerpt_around_its_match() {
     write(&repo, "data.json", &json);
     git_commit_all(&repo);
     // Untracked too, as in the tour: the change and the hit are the same line.
-    write(&repo, "extra.json", &json.replace("persimmonword2", "persimmonword3"));
+    write(&repo, "extra.json", json.replace("persimmonword2", "persimmonword3"));
     let engine = env.engine();
     engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
     for (task, file, word) in [
