@@ -7,10 +7,17 @@
 //! underscores, camelCase humps, acronym ends (`HTTPServer`) and letter/digit
 //! changes (`utf8`). Parts are lowercased and English-stemmed, so a
 //! plain-language query ("parsing configs") reaches code (`parse_config`).
+//!
+//! Letters with a plain Latin base are folded to ASCII in every term (`café` -> `cafe`,
+//! `Straße` -> `strasse`, `ﬁle` -> `file`), at index and query time alike, so a query typed
+//! without accents finds the accented text and the other way round; a term's byte range stays
+//! the original text's, so highlights cover the accented word. Letters without an ASCII base
+//! (Greek, Cyrillic, CJK) are only lowercased.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+use unicode_normalization::char::{decompose_compatible, is_combining_mark};
 
 /// Name under which the analyzer is registered with Tantivy.
 pub const CODE_TOKENIZER: &str = "docdex_code";
@@ -128,7 +135,7 @@ impl<'a> Terms<'a> {
                     out.extend(word.bytes().filter(|b| *b != b'_').map(|b| b.to_ascii_lowercase() as char));
                 } else {
                     for c in word.chars().filter(|c| *c != '_') {
-                        push_lower(out, c);
+                        push_folded(out, c);
                     }
                 }
                 return Some((s, e));
@@ -172,6 +179,9 @@ impl<'a> Terms<'a> {
             } else {
                 match self.text[i..].chars().next() {
                     Some(c) if c.is_alphanumeric() && is_cjk(c) == cjk => i += c.len_utf8(),
+                    // A combining accent (text in decomposed form, `e` + U+0301) belongs to the
+                    // letter before it.
+                    Some(c) if !cjk && is_combining_mark(c) => i += c.len_utf8(),
                     _ => break,
                 }
             }
@@ -220,6 +230,8 @@ enum Class {
     Upper,
     Digit,
     Sep,
+    /// A combining mark: part of the letter before it, never a boundary.
+    Mark,
 }
 
 fn class(c: char) -> Class {
@@ -229,6 +241,8 @@ fn class(c: char) -> Class {
         Class::Digit
     } else if c.is_uppercase() {
         Class::Upper
+    } else if is_combining_mark(c) {
+        Class::Mark
     } else {
         Class::Lower
     }
@@ -261,6 +275,10 @@ fn split_classes(classes: impl Iterator<Item = (usize, Class)>, s: usize, e: usi
                 prev = Class::Sep;
                 continue;
             }
+            (_, Class::Mark) => {
+                start = start.or(Some(i));
+                continue;
+            }
             (Class::Lower, Class::Upper) => true,
             (Class::Digit, Class::Lower | Class::Upper) | (Class::Lower | Class::Upper, Class::Digit) => true,
             (Class::Upper, Class::Upper) => matches!(iter.peek(), Some((_, Class::Lower))),
@@ -290,13 +308,67 @@ fn ascii_class(b: u8) -> Class {
     }
 }
 
+/// Appends `c` lowercased and, where it is a letter with a plain Latin base, folded to ASCII:
+/// its compatibility decomposition less combining marks when that is ASCII (`é` -> `e`,
+/// `ǆ` -> `dz`, `ﬁ` -> `fi`, fullwidth `Ａ` -> `a`), a few letters without one by
+/// [`letter_fold`] (`ß` -> `ss`, `ø` -> `o`), a combining mark after an ASCII letter dropped.
+/// Anything else (Greek, Cyrillic, CJK: no ASCII base) is only lowercased, so `й` stays `й`.
 #[inline]
-fn push_lower(out: &mut String, c: char) {
+fn push_folded(out: &mut String, c: char) {
     if c.is_ascii() {
         out.push(c.to_ascii_lowercase());
-    } else {
-        out.extend(c.to_lowercase());
+        return;
     }
+    for l in c.to_lowercase() {
+        if l.is_ascii() {
+            out.push(l);
+        } else if let Some(s) = letter_fold(l) {
+            out.push_str(s);
+        } else if is_combining_mark(l) {
+            if !out.ends_with(|p: char| p.is_ascii_alphanumeric()) {
+                out.push(l);
+            }
+        } else {
+            push_decomposed(out, l);
+        }
+    }
+}
+
+/// Appends the ASCII of `l`'s compatibility decomposition less its combining marks, or `l`
+/// itself when that has a letter outside ASCII (or nothing).
+fn push_decomposed(out: &mut String, l: char) {
+    let start = out.len();
+    let mut ascii = true;
+    decompose_compatible(l, |d| {
+        if d.is_ascii() {
+            out.push(d.to_ascii_lowercase());
+        } else if !is_combining_mark(d) {
+            ascii = false;
+        }
+    });
+    if !ascii || out.len() == start {
+        out.truncate(start);
+        out.push(l);
+    }
+}
+
+/// Lowercase letters with a plain Latin reading but no decomposition to one.
+fn letter_fold(l: char) -> Option<&'static str> {
+    Some(match l {
+        'ß' => "ss",
+        'æ' => "ae",
+        'œ' => "oe",
+        'ø' => "o",
+        'ł' => "l",
+        'đ' | 'ð' => "d",
+        'þ' => "th",
+        'ı' => "i",
+        'ħ' => "h",
+        'ŧ' => "t",
+        'ŀ' => "l",
+        'ƒ' => "f",
+        _ => return None,
+    })
 }
 
 thread_local! {
@@ -338,17 +410,29 @@ impl StemCache {
     }
 }
 
-/// Lowercases a part and stems it when it is an alphabetic word of 4+ letters. Returns false
-/// for parts not worth a term: single ASCII characters and English function words (queries
-/// drop those too, so indexing them would only cost time and space).
+/// Lowercases a part (folding its letters to ASCII where they have a plain base, see
+/// [`push_folded`]) and stems it when it is an alphabetic word of 4+ letters. Returns false for
+/// parts not worth a term: single ASCII characters and English function words (queries drop
+/// those too, so indexing them would only cost time and space).
 fn normalize_part(part: &str, out: &mut String) -> bool {
     out.clear();
     if !part.is_ascii() {
         for c in part.chars() {
-            push_lower(out, c);
+            push_folded(out, c);
         }
-        return true;
+        if !out.is_ascii() {
+            return true;
+        }
+        // Folded to ASCII (`résumé` -> `resume`): a term as the plain word's, stemmed alike.
+        let folded = std::mem::take(out);
+        return normalize_ascii(&folded, out);
     }
+    normalize_ascii(part, out)
+}
+
+/// [`normalize_part`] of an ASCII part.
+fn normalize_ascii(part: &str, out: &mut String) -> bool {
+    out.clear();
     if part.len() == 1 {
         return false;
     }
@@ -496,6 +580,55 @@ mod tests {
         assert_eq!(query_terms("how does the parser handle errors"), ["parser", "handl", "error"]);
         assert!(query_terms("the").is_empty());
         assert_eq!(terms("is_valid x y2"), ["isvalid", "valid", "y2"]);
-        assert!(terms("non-ASCII: café Größe").contains(&"café".to_string()));
+        assert_eq!(terms("non-ASCII: café Größe"), ["non", "ascii", "cafe", "gross"]);
+    }
+
+    /// A letter with a plain Latin base meets its ASCII spelling, in prose and identifiers, at
+    /// index and query time alike (one analyzer): `cafe` finds `café` and the other way round.
+    #[test]
+    fn accents_fold_to_ascii_both_ways() {
+        for (accented, plain) in [
+            ("café", "cafe"),
+            ("résumé", "resume"),
+            ("Über", "uber"),
+            ("naïve", "naive"),
+            ("Straße", "strasse"),
+            ("Ærø", "aero"),
+            ("Łódź", "lodz"),
+            ("Øresund", "oresund"),
+            ("Œuvre", "oeuvre"),
+            ("Tiếng Việt", "tieng viet"),
+            ("İstanbul ılık", "istanbul ilik"),
+            ("ﬁle ﬂow", "file flow"),
+            ("ÜberClient", "UberClient"),
+            ("fahre_über_brücke", "fahre_uber_brucke"),
+            ("ÉCOLE_NORMALE", "ECOLE_NORMALE"),
+            ("Ｆｕｌｌｗｉｄｔｈ", "fullwidth"),
+        ] {
+            assert_eq!(terms(accented), terms(plain), "{accented} vs {plain}");
+            assert_eq!(query_terms(accented), query_terms(plain), "{accented} vs {plain}");
+        }
+        assert_eq!(terms("ÜberClient"), ["uberclient", "uber", "client"]);
+        // Decomposed text (e + U+0301, as macOS writes names) is one word, folded the same.
+        assert_eq!(terms("re\u{301}sume\u{301}"), terms("résumé"));
+        assert_eq!(terms("E\u{301}COLE"), ["ecol"], "a mark is no boundary between capitals");
+        // The range is the original text's, so a highlight covers the accented word.
+        let offs = terms_with_offsets("un café noir");
+        assert_eq!(offs[1], ("cafe".to_string(), 3, 8));
+        assert_eq!(&"un café noir"[3..8], "café");
+        // A single accented letter is a single letter, as its ASCII one: no term.
+        assert!(terms("à é").is_empty());
+    }
+
+    /// Letters without an ASCII base keep their marks: Cyrillic й is not и, Greek keeps its
+    /// tonos; CJK runs are character pairs as before, a kana's voicing mark kept.
+    #[test]
+    fn scripts_without_an_ascii_base_are_only_lowercased() {
+        assert_eq!(terms("Йогурт"), ["йогурт"]);
+        assert_ne!(terms("й"), terms("и"));
+        assert_eq!(terms("Ελληνικά"), ["ελληνικά"]);
+        assert_eq!(terms("がっこう"), ["がっ", "っこ", "こう"]);
+        assert_eq!(terms("한국어"), ["한국", "국어"]);
+        assert_eq!(terms("parse日本語"), ["pars", "日本", "本語"]);
     }
 }

@@ -124,6 +124,49 @@ fn chinese_japanese_and_korean_text_is_found_by_a_phrase_inside_it() {
     assert!(hit_paths(&e, &repo, "天气").is_empty(), "a pair the text does not hold finds nothing");
 }
 
+/// A query without accents found nothing in accented text ("cafe" missed "café", "resume"
+/// missed "résumé", "uber" missed "Über"), nor the other way round, in prose and identifiers.
+/// Letters with a plain Latin base are folded to ASCII at index and query time alike; the
+/// highlight covers the accented word as written; Greek, Cyrillic and CJK keep their letters.
+#[test]
+fn accents_are_folded_so_a_plain_query_finds_accented_text_and_back() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |root| {
+        write(root, "docs/menu.md", "# Menu\n\nLe café noir est servi au comptoir.\n");
+        write(root, "docs/cv.md", "# Jobs\n\nSend your résumé to the hiring desk.\n");
+        write(root, "src/client.rs", "pub struct ÜberClient;\nfn fahre_über_brücke() {}\n");
+        write(root, "docs/de.md", "# Strassen\n\nDie Straße führt nach Łódź und Ærøskøbing.\n");
+        // Decomposed (NFD) text, as macOS and some PDFs write it: e + U+0301.
+        write(root, "docs/nfd.md", "# Notes\n\nA naive\u{301} fiance\u{301}e at the ope\u{301}ra.\n");
+        write(root, "docs/plain.md", "# Plain\n\nThe cafeteria resumes uber-fast delivery.\n");
+        write(root, "docs/ru.md", "# Ру\n\nЙогурт и кефир.\n");
+        write(root, "docs/zh.md", "# 说明\n\n这是对亚洲语言支持的测试。\n");
+    });
+    let e = env.engine();
+    let first = |q: &str| hit_paths(&e, &repo, q).first().cloned().unwrap_or_default();
+    assert_eq!(first("cafe noir"), "docs/menu.md");
+    assert_eq!(first("résumé"), "docs/cv.md");
+    assert_eq!(first("resume hiring"), "docs/cv.md");
+    assert_eq!(first("UberClient"), "src/client.rs");
+    assert_eq!(first("uber_client"), "src/client.rs", "the whole identifier, folded");
+    assert_eq!(first("fahreUberBrucke"), "src/client.rs");
+    assert_eq!(first("uber brucke"), "src/client.rs");
+    assert_eq!(first("strasse lodz"), "docs/de.md");
+    assert_eq!(first("aeroskobing"), "docs/de.md");
+    assert_eq!(first("naïve fiancée opéra"), "docs/nfd.md");
+    assert_eq!(first("cafétéria résumes"), "docs/plain.md", "the other way round");
+    assert_eq!(first("йогурт"), "docs/ru.md");
+    assert!(hit_paths(&e, &repo, "иогурт").is_empty(), "Cyrillic й is no и with a mark dropped");
+    assert_eq!(first("测试"), "docs/zh.md");
+    // The highlight covers the accented word as the file writes it.
+    let req = SearchRequest { query: "cafe".into(), limit: Some(5), ..Default::default() };
+    let hit = e.search(&repo, &req).unwrap().results.into_iter().find(|h| h.path == "docs/menu.md").expect("hit");
+    let file = std::fs::read_to_string(repo.join("docs/menu.md")).unwrap();
+    let words: Vec<&str> =
+        hit.highlights.iter().map(|h| &file.lines().nth(h.line as usize - 1).unwrap()[h.start..h.end]).collect();
+    assert_eq!(words, ["café"], "{:?}", hit.highlights);
+}
+
 #[test]
 fn a_test_named_longer_than_a_word_is_still_found_by_its_name() {
     let env = Env::new();
