@@ -55,7 +55,9 @@ pub fn run(engine: &Engine, out: &Out, args: EvalArgs) -> anyhow::Result<()> {
     };
     let compare = compare_with(&args.compare)?;
     if !args.json {
-        out.note(&format!("evaluating search on {}", shown(&path)));
+        // `--repo .` was printed as `.`: the repository by its absolute path, as without --repo.
+        let shown_path = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+        out.note(&format!("evaluating search on {}", shown(&shown_path)));
     }
     let bar = progress::Bar::new(!args.json);
     let report = engine.eval(&path, &EvalRequest { source, compare, worst: args.worst }, &bar);

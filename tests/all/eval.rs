@@ -959,3 +959,21 @@ fn commits_are_skipped_by_their_kind_and_the_report_counts_why() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("pkg/version.py (not found; search found ") && !text.contains("not in the top"), "{text}");
 }
+
+/// tour 11 (L7): `docdex eval --repo .` said "evaluating search on ." where a run without
+/// --repo named the repository's absolute path.
+#[test]
+fn the_repository_evaluated_is_named_by_its_absolute_path() {
+    let env = Env::new();
+    let root = history_repo(&env);
+    let out = Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["eval", "--repo", ".", "-n", "1"])
+        .current_dir(&root)
+        .env("DOCDEX_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run docdex");
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("evaluating search on {}", root.display())), "{err}");
+}
