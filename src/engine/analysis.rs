@@ -308,6 +308,17 @@ fn ascii_class(b: u8) -> Class {
     }
 }
 
+/// `text` lowercased and folded as terms are (see [`push_folded`]), not split or stemmed: for
+/// words a caller joins itself (the query's `eventloop` pairs), so `café crème` meets the
+/// indexed `cafecreme` of `caféCrème`.
+pub fn fold(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        push_folded(&mut out, c);
+    }
+    out
+}
+
 /// Appends `c` lowercased and, where it is a letter with a plain Latin base, folded to ASCII:
 /// its compatibility decomposition less combining marks when that is ASCII (`é` -> `e`,
 /// `ǆ` -> `dz`, `ﬁ` -> `fi`, fullwidth `Ａ` -> `a`), a few letters without one by

@@ -207,7 +207,7 @@ impl Engine {
         let mut names: Vec<(String, usize)> = Vec::new();
         for (i, (path, a, b)) in seeds.iter().enumerate() {
             let Some((_, _, text)) = files.slice(path, *a, *b) else { continue };
-            for name in identifiers(&text) {
+            for name in identifiers(&text, MAX_NAME_LOOKUPS) {
                 if !names.iter().any(|(n, _)| *n == name) {
                     names.push((name, i));
                 }
@@ -558,12 +558,14 @@ fn mention_line(files: &mut Files, path: &str, subject: &str) -> Option<u32> {
 /// Identifier-shaped words of `text` that could name a declaration elsewhere: calls
 /// (`name(`), paths (`Type::`), and CamelCase or snake_case words, in order of appearance.
 /// Prose is left out: a capitalised plain word opening a sentence or a comment ("Show time
-/// elapsed.") is English, not a class, and dunder names (`__init__`) are every class's.
-fn identifiers(text: &str) -> Vec<String> {
+/// elapsed.") is English, not a class, and dunder names (`__init__`) are every class's. At
+/// most `limit` names: a seed on a minified bundle's 8 MB line holds hundreds of thousands.
+fn identifiers(text: &str, limit: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     let bytes = text.as_bytes();
     let mut i = 0;
-    while i < bytes.len() {
+    while i < bytes.len() && out.len() < limit {
         if !(bytes[i].is_ascii_alphabetic() || bytes[i] == b'_') || (i > 0 && is_word(bytes[i - 1])) {
             i += 1;
             continue;
@@ -579,12 +581,14 @@ fn identifiers(text: &str) -> Vec<String> {
             && (word.contains('_')
                 || word.as_bytes().windows(2).any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())
                 || (word.as_bytes()[0].is_ascii_uppercase() && word.bytes().any(|c| c.is_ascii_lowercase())));
-        let prose =
-            !called && is_plain_capitalised(word) && opens_sentence(&text[..start]) && ends_like_prose(&text[i..]);
+        let prose = !called
+            && is_plain_capitalised(word)
+            && opens_sentence(line_before(text, start))
+            && ends_like_prose(&text[i..]);
         let dunder = word.len() > 4 && word.starts_with("__") && word.ends_with("__");
         let plain_call = called && word.len() >= 3 && !shaped && !on_an_instance(&text[..start]);
         let builtin = BUILTIN_CALLS.contains(&word);
-        if (shaped || plain_call) && !prose && !dunder && !builtin && !out.iter().any(|w| w == word) {
+        if (shaped || plain_call) && !prose && !dunder && !builtin && seen.insert(word) {
             out.push(word.to_string());
         }
     }
@@ -679,6 +683,17 @@ fn is_plain_capitalised(word: &str) -> bool {
 
 /// Whether a word after `before` opens a sentence: first on its line after comment or quote
 /// marks (`#`, `//`, `*`, `"""`), or after a full stop, `!` or `?` and a space.
+/// The text of `text`'s line before byte `at`, at most 256 bytes of it (a long line's start is
+/// not looked for).
+fn line_before(text: &str, at: usize) -> &str {
+    let mut from = at.saturating_sub(256);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let window = &text[from..at];
+    window.rfind('\n').map_or(window, |i| &window[i + 1..])
+}
+
 fn opens_sentence(before: &str) -> bool {
     let line = before.rsplit('\n').next().unwrap_or(before);
     let trimmed = line.trim_end();
@@ -980,7 +995,8 @@ mod tests {
 
     #[test]
     fn identifiers_are_code_shaped_words_and_calls() {
-        let ids = identifiers("let s = SessionStore::new(ttl);\nexpire_stale_sessions(&mut s); // the cache\nfoo(x)");
+        let ids =
+            identifiers("let s = SessionStore::new(ttl);\nexpire_stale_sessions(&mut s); // the cache\nfoo(x)", 48);
         assert_eq!(ids, ["SessionStore", "new", "expire_stale_sessions", "foo"]);
     }
 
@@ -990,15 +1006,26 @@ mod tests {
         // in an unrelated module, a `str` method elsewhere, would be quoted as what the code calls.
         let text =
             "v = d.get(key)\nself.items.add(v)\nname = str(v).strip()\nreturn len(v) + Pager.show(v) + load_config(v)";
-        assert_eq!(identifiers(text), ["Pager", "show", "load_config"], "{text}");
+        assert_eq!(identifiers(text, 48), ["Pager", "show", "load_config"], "{text}");
         // A code-shaped method name still counts on any receiver.
-        assert_eq!(identifiers("self.cache.expire_stale(now)"), ["expire_stale"]);
+        assert_eq!(identifiers("self.cache.expire_stale(now)", 48), ["expire_stale"]);
+    }
+
+    #[test]
+    fn a_minified_line_yields_at_most_the_limit_quickly() {
+        let line: String = (0..300_000).map(|i| format!("Alpha{i} beta_{i}(x) ")).collect();
+        let t = std::time::Instant::now();
+        let ids = identifiers(&line, 48);
+        assert_eq!(ids.len(), 48);
+        assert_eq!(ids[..2], ["Alpha0".to_string(), "beta_0".to_string()]);
+        // Quadratic dedupe and look-backs took seconds here; a scan of 48 names takes microseconds.
+        assert!(t.elapsed() < std::time::Duration::from_millis(200), "{:?}", t.elapsed());
     }
 
     #[test]
     fn prose_and_dunder_names_are_not_identifiers() {
         let text = "class Cart:\n    def __init__(self):\n        \"\"\"Show time elapsed. Returns the Total.\"\"\"\n        # Round half up, see Money.\n        self.s = Session(Pager.show(x))\n";
-        let ids = identifiers(text);
+        let ids = identifiers(text, 48);
         assert_eq!(ids, ["Cart", "Total", "Money", "Session", "Pager", "show"], "{text}");
     }
 

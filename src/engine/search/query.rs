@@ -148,7 +148,7 @@ impl QueryPlan {
             })
             .collect::<Vec<_>>();
         let words: Vec<String> =
-            query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+            query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(analysis::fold).collect();
         let content = |w: &str| {
             let t = analysis::terms(w);
             !t.is_empty() && !t.iter().all(|t| TASK_TERMS.contains(t))
@@ -185,6 +185,14 @@ impl QueryPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pairs are folded as the index folds identifiers: `caféCrème` is indexed `cafecreme`.
+    #[test]
+    fn joined_pairs_are_folded_like_indexed_words() {
+        let p = QueryPlan::of("café crème recipe");
+        assert!(p.joined.contains(&"cafecreme".to_string()), "{:?}", p.joined);
+        assert!(crate::engine::analysis::terms("caféCrème").contains(&"cafecreme".to_string()));
+    }
 
     #[test]
     fn task_words_weigh_less_and_adjacent_words_are_joined() {
