@@ -264,6 +264,16 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
             s.searchable_seconds
         ));
     }
+    print_code_summary(out, s);
+    print_skipped(out, &s.skipped);
+    print_read_problems(out, s);
+    if let Some(e) = &s.embeddings {
+        print_embeddings(out, e);
+    }
+}
+
+/// The symbols line of the index summary, and a graph that could not be rebuilt.
+fn print_code_summary(out: &Out, s: &IndexSummary) {
     if let Some(c) = s.code.as_ref().filter(|c| c.files_parsed + c.files_not_parsed + c.files_removed > 0) {
         let langs: Vec<String> = c.languages.iter().map(|(l, t)| format!("{l} {}", t.files)).collect();
         out.line(&format!(
@@ -283,7 +293,10 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
             out.line(&format!("{} impact graph not rebuilt: {}", out.paint("33", "warning:"), visible(e)));
         }
     }
-    print_skipped(out, &s.skipped);
+}
+
+/// Files that vanished during the run, and files that could not be read.
+fn print_read_problems(out: &Out, s: &IndexSummary) {
     if s.vanished > 0 {
         out.line(&format!(
             "{} {} gone before they were read (deleted or renamed during the run; the next run sees what took their place)",
@@ -300,9 +313,6 @@ pub fn print_index_summary(out: &Out, s: &IndexSummary) {
         for f in s.errors.iter().take(10) {
             out.line(&format!("  {} ({})", visible(&f.path), visible(&f.reason)));
         }
-    }
-    if let Some(e) = &s.embeddings {
-        print_embeddings(out, e);
     }
 }
 

@@ -1150,7 +1150,8 @@ fn a_pdf_block_spanning_two_of_three_columns_is_read_within_them() {
     let title = "Pangolin care, a keepers handbook for the night house, the burrows and the yard";
     let caption = "Figure 2: a pangolin asleep in its burrow, drawn by a keeper";
     let left: Vec<String> = (0..8).map(|l| format!("the left column runs on, line {l}")).collect();
-    let part = |p: &str, c: usize| -> Vec<String> { (0..3).map(|l| format!("{p} column {c} line {l} of text")).collect() };
+    let part =
+        |p: &str, c: usize| -> Vec<String> { (0..3).map(|l| format!("{p} column {c} line {l} of text")).collect() };
     let (above, below) = ([part("above", 1), part("above", 2)], [part("below", 1), part("below", 2)]);
     let mut draws: Vec<(u32, u32, String)> = vec![(72, 740, title.to_string())];
     for (l, text) in left.iter().enumerate() {

@@ -756,22 +756,8 @@ fn place(
     terms: &[String],
     left: &mut u32,
 ) {
-    // A window past the end of a short file (a test's first 30 lines, of 5) is cut to the
-    // file first, so that a snippet already holding the whole file takes it in.
-    if let Some(total) = files.lines(&c.path).map(|l| l.len() as u32) {
-        if c.a > total {
-            pack.omitted.push(OmittedSnippet {
-                citation: format!("{}:{}-{}", c.path, c.a, c.b),
-                role: c.role,
-                tokens: 0,
-                reason: match total {
-                    0 => "the file is empty".to_string(),
-                    n => format!("past the end of the file ({n} lines)"),
-                },
-            });
-            return;
-        }
-        c.b = c.b.min(total);
+    if !clamp_to_file(pack, &mut c, files) {
+        return;
     }
     let citation = format!("{}:{}-{}", c.path, c.a, c.b);
     let Some((a, b)) = uncovered(&pack.snippets, &c) else {
@@ -833,6 +819,27 @@ fn place(
         tokens: cost,
         reason: format!("needs {needs}, {left} of the budget left", left = *left),
     });
+}
+
+/// A window past the end of a short file (a test's first 30 lines, of 5) is cut to the file
+/// first, so that a snippet already holding the whole file takes it in; one that starts past
+/// the end is omitted with its reason (false).
+fn clamp_to_file(pack: &mut ContextPack, c: &mut Candidate, files: &mut Files) -> bool {
+    let Some(total) = files.lines(&c.path).map(|l| l.len() as u32) else { return true };
+    if c.a > total {
+        pack.omitted.push(OmittedSnippet {
+            citation: format!("{}:{}-{}", c.path, c.a, c.b),
+            role: c.role,
+            tokens: 0,
+            reason: match total {
+                0 => "the file is empty".to_string(),
+                n => format!("past the end of the file ({n} lines)"),
+            },
+        });
+        return false;
+    }
+    c.b = c.b.min(total);
+    true
 }
 
 /// Counts the pack as the agent receives it and drops its last snippets until it fits.

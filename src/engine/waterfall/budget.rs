@@ -415,9 +415,22 @@ fn fill_slot(
         drop_piece(out, &piece, cost, reason);
     }
     kept.sort_by_key(|(p, _)| p.order);
-    // The kept history opens with a question: an answer whose question was left out would
-    // follow the system message alone (strict chat templates refuse that order).
-    if slot == Slot::History && kept.first().is_some_and(|(p, _)| is_answer(p)) {
+    if slot == Slot::History {
+        drop_orphan_answer(&mut kept, &mut trace, out);
+    }
+    trace.items = kept.len() as u32;
+    *remaining -= trace.used;
+    out.prompt_tokens += trace.used;
+    out.kept.extend(kept.into_iter().map(|(p, _)| p));
+    let used = trace.used;
+    out.slots.push(trace);
+    used
+}
+
+/// The kept history opens with a question: an answer whose question was left out would follow
+/// the system message alone (strict chat templates refuse that order).
+fn drop_orphan_answer(kept: &mut Vec<(Piece, u32)>, trace: &mut SlotTrace, out: &mut Fitted) {
+    if kept.first().is_some_and(|(p, _)| is_answer(p)) {
         let (orphan, cost) = kept.remove(0);
         trace.used -= cost;
         trace.dropped += 1;
@@ -428,13 +441,6 @@ fn fill_slot(
             "an answer whose question was left out: the history starts with a question".into(),
         );
     }
-    trace.items = kept.len() as u32;
-    *remaining -= trace.used;
-    out.prompt_tokens += trace.used;
-    out.kept.extend(kept.into_iter().map(|(p, _)| p));
-    let used = trace.used;
-    out.slots.push(trace);
-    used
 }
 
 /// Whether a history piece is one of the model's earlier answers (`assistant message N`).
