@@ -90,18 +90,21 @@ pub fn values(text: &str) -> Vec<Range<usize>> {
             }
             continue;
         }
+        let line_start = text[..name.start()].rfind('\n').map_or(0, |i| i + 1);
+        let before = &text[line_start..name.start()];
+        // A URL query's field (`?token=X&logo=codecov`) ends at the next `&`.
+        let value = match !quoted && before.ends_with(['?', '&']) {
+            true => value.split('&').next().unwrap_or(value),
+            false => value,
+        };
         let literal = if quoted {
             quoted_ok(value)
         } else {
-            let line_start = text[..name.start()].rfind('\n').map_or(0, |i| i + 1);
-            let line_end = text[v.end()..].find('\n').map_or(text.len(), |i| v.end() + i);
-            let assign = Assignment {
-                name: name.as_str(),
-                sep: sep.as_str(),
-                after,
-                before: &text[line_start..name.start()],
-                rest: &text[v.end()..line_end],
-            };
+            let end = v.start() + value.len();
+            let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+            let after = if end < v.end() { &text[end..end + 1] } else { after };
+            let assign =
+                Assignment { name: name.as_str(), sep: sep.as_str(), after, before, rest: &text[end..line_end] };
             bare_ok(value, &assign)
         };
         if literal && !placeholder(value) && !echoes_name(value, name.as_str()) {
@@ -379,6 +382,9 @@ mod tests {
             ("Server=db;Database=app;User Id=sa;Password=hunterhunter;", "hunterhunter"),
             ("\"host=db.internal user=app password=hunter2hunter2 dbname=app\"", "hunter2hunter2"),
             ("jdbc:mysql://db/app?user=app&password=hunter2hunter2", "hunter2hunter2"),
+            // A query string's field ends at the next `&` (the rest of the URL was masked too).
+            ("![cov](https://codecov.io/gh/o/r/badge.svg?token=AB12CD34EF&logo=codecov)", "AB12CD34EF"),
+            ("https://api.example.com/v1?api_key=Zq8Wx2Ec4Rv6&format=json", "Zq8Wx2Ec4Rv6"),
             ("mysql -u root --password=hunter2hunter2 app", "hunter2hunter2"),
             ("dsn = \"password=hunter2hunter2\"", "hunter2hunter2"),
             ("password=\"hunter2hunter2\"", "hunter2hunter2"),
