@@ -3,7 +3,7 @@
 //! `Error::Cancelled` instead of running to their end for nobody. Over the server, a client
 //! hanging up on `docdex_run_tests` kills its test processes and frees its work slot.
 
-use crate::server_util::{eventually, Server};
+use crate::server_util::{eventually, mcp_post, mcp_session, Server};
 use crate::util::{quiet, sample_repo, write, Env};
 use docdex::engine::code::impact::ImpactRequest;
 use docdex::engine::protocol::{
@@ -11,7 +11,7 @@ use docdex::engine::protocol::{
 };
 use docdex::engine::IndexOptions;
 use docdex::error::Error;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 /// The sample repository, indexed, with docs that give the audits something to read.
@@ -134,30 +134,6 @@ fn a_test_run_whose_token_trips_kills_its_tests_and_ends_cancelled() {
     assert!(started.elapsed() < Duration::from_secs(20), "the run ended with its token: {:?}", started.elapsed());
     let pid = sleep_pid(&repo).unwrap();
     crate::util::eventually("the test's sleep is killed", || !alive(&pid));
-}
-
-/// MCP over streamable HTTP: the initialized session's id.
-async fn mcp_session(c: &reqwest::Client, url: &str) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let r = mcp_post(c, url, None, &init).send().await.unwrap();
-    let session = r.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_string();
-    r.text().await.unwrap();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(mcp_post(c, url, Some(&session), &initialized).send().await.unwrap().status().as_u16(), 202);
-    session
-}
-
-fn mcp_post(c: &reqwest::Client, url: &str, session: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
-    let r = c
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    match session {
-        Some(s) => r.header("mcp-session-id", s),
-        None => r,
-    }
 }
 
 /// Before, the run went on to its `timeout_secs` (600 by default) for nobody, its tests

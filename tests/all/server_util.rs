@@ -111,3 +111,35 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// An initialized streamable-HTTP MCP session at `url` (`initialize` answered 200, then
+/// `notifications/initialized` accepted with 202): its id.
+pub async fn mcp_session(c: &reqwest::Client, url: &str) -> String {
+    let init = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = mcp_post(c, url, None, &init).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let session = r.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_string();
+    r.text().await.unwrap();
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(mcp_post(c, url, Some(&session), &initialized).send().await.unwrap().status().as_u16(), 202);
+    session
+}
+
+/// A JSON-RPC POST to an MCP endpoint, in `session` when given.
+pub fn mcp_post(
+    c: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: &serde_json::Value,
+) -> reqwest::RequestBuilder {
+    let r = c
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    match session {
+        Some(s) => r.header("mcp-session-id", s),
+        None => r,
+    }
+}

@@ -4,7 +4,7 @@
 //! loopback, with one work slot and the fake Ollama behind, its embedder silent for ten minutes
 //! (`/v1/memory/store` and `docdex_memory_save` wait on it).
 
-use crate::server_util::{eventually, Server};
+use crate::server_util::{eventually, mcp_post, mcp_session, Server};
 use crate::util::{sample_repo, Env};
 use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use serde_json::{json, Value};
@@ -86,31 +86,6 @@ async fn an_http_client_hanging_up_stops_its_engine_work_and_frees_its_slot() {
     let (fake, server) = one_slot_server(&env);
     abandoned_memory_write(&server, &fake, Duration::from_millis(800)).await;
     assert!(slot_is_free(&server).await, "the abandoned write still holds the only slot");
-}
-
-/// MCP over streamable HTTP: the initialized session's id.
-async fn mcp_session(c: &reqwest::Client, url: &str) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-        "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let r = mcp_post(c, url, None, &init).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    let session = r.headers().get("mcp-session-id").unwrap().to_str().unwrap().to_string();
-    r.text().await.unwrap();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(mcp_post(c, url, Some(&session), &initialized).send().await.unwrap().status().as_u16(), 202);
-    session
-}
-
-fn mcp_post(c: &reqwest::Client, url: &str, session: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
-    let r = c
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    match session {
-        Some(s) => r.header("mcp-session-id", s),
-        None => r,
-    }
 }
 
 fn memory_save(id: u64) -> Value {
