@@ -420,9 +420,9 @@ pub struct ServerConfig {
     pub max_concurrent_work: usize,
     /// How long a request waits for one of the `max_concurrent_work` slots (milliseconds).
     pub work_wait_ms: u64,
-    /// Live MCP streamable-HTTP sessions (`/v1/mcp`) a server keeps at most, 1 to 128: past
-    /// it the least recently used session that never sent a request is ended, and when every
-    /// one is in use a new `initialize` is refused (`503`, JSON-RPC `-32000`).
+    /// Live MCP sessions a server keeps at most, 1 to 128, for streamable HTTP (`/v1/mcp`) and
+    /// legacy SSE (`/sse`) each: past it the least recently used session that never sent a
+    /// request is ended, and when every one is in use a new one is refused (`503`).
     pub max_mcp_sessions: usize,
 }
 

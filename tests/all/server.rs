@@ -628,15 +628,17 @@ async fn sse_sessions_and_their_backlogs_are_bounded() {
     assert_eq!(r.status().as_u16(), 202);
 }
 
-/// At most 128 SSE streams are open at once (each holds a connection that is never idle). A
-/// client gone silent without closing its streams (a stopped process) held them forever and
-/// every other SSE client was refused: now a new stream closes the one idle the longest among
-/// those that never sent a request, sessions in use are kept, and only when every session is
-/// in use is a new stream `503 busy`; closing one makes room.
+/// At most `[server] max_mcp_sessions` SSE streams are open at once (each holds a connection
+/// that is never idle; the cap was a fixed 128 whatever the setting). A client gone silent
+/// without closing its streams (a stopped process) held them forever and every other SSE client
+/// was refused: now a new stream closes the one idle the longest among those that never sent a
+/// request, sessions in use are kept, and only when every session is in use is a new stream
+/// `503 busy`; closing one makes room.
 #[tokio::test]
 async fn sse_streams_of_silent_clients_make_room_but_sessions_in_use_stay() {
-    const CAP: usize = 128;
+    const CAP: usize = 6;
     let env = Env::new();
+    env.write_config(&format!("[server]\nmax_mcp_sessions = {CAP}\n"));
     let repo = indexed_repo(&env, "r");
     let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap()], &[]);
     let c = client();
@@ -706,7 +708,7 @@ async fn sse_streams_of_silent_clients_make_room_but_sessions_in_use_stay() {
     let (s, v) = json_of(r).await;
     assert_eq!(s, 503, "{v}");
     assert_error(&v, "busy");
-    assert!(v["error"]["message"].as_str().unwrap().contains("all 128 MCP SSE sessions are in use"), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains(&format!("all {CAP} MCP SSE sessions are in use")), "{v}");
     drop(newcomer);
     eventually("a closed SSE stream frees its place", || async {
         c.get(server.url("/sse")).send().await.unwrap().status().as_u16() == 200

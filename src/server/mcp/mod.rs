@@ -234,7 +234,10 @@ pub fn routes(routes: Routes<AppState>, state: &AppState) -> Routes<AppState> {
         config,
     );
     let service = streamable_http(service, state.body_limit(), bounded);
-    let sessions = Arc::new(sse::SseSessions::default());
+    // Legacy SSE streams take the same setting: each also holds a connection, and a user who
+    // lowers the cap for one transport means it for both.
+    let sse_limits = sse::SseLimits { max_sessions: cap, ..sse::SseLimits::default() };
+    let sessions = Arc::new(sse::SseSessions::with_limits(sse_limits));
     routes
         .route_many(
             &[Method::POST, Method::GET, Method::DELETE],

@@ -43,7 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// SSE sessions open at once.
+/// SSE sessions open at once by default; `[server] max_mcp_sessions` sets it (1 to 128).
 pub const MAX_SSE_SESSIONS: usize = 128;
 
 /// How long a new stream's client has to POST `initialize` (rmcp's own limit for a
@@ -273,7 +273,7 @@ impl Drop for SessionGuard {
 /// How long a client refused for a full session table or backlog is asked to wait.
 const RETRY_AFTER_SECS: u64 = 5;
 
-/// `GET /sse`: opens a session and streams its messages. At [`MAX_SSE_SESSIONS`] the session
+/// `GET /sse`: opens a session and streams its messages. At the cap (`[server] max_mcp_sessions`) the session
 /// idle the longest among those that never sent a request is closed for it; when every session
 /// has sent requests, `503 busy`.
 pub async fn connect(
