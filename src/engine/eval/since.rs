@@ -32,7 +32,12 @@ pub fn check(root: &Path, since: &str) -> Result<String> {
     if is_git_form(s) && git_reads(root, s)?.is_some() {
         return Ok(s.to_string());
     }
-    let year = number(s, 4).map(|y| format!(" (for the start of {y}, give {y}-01-01)")).unwrap_or_default();
+    let year = number(s, 4)
+        .map(|y| format!(" (for the start of {y}, give {y}-01-01)"))
+        .or_else(|| {
+            leap_day(s).then(|| " (February 29 is a day of leap years only: give its year, \"feb 29 2024\")".into())
+        })
+        .unwrap_or_default();
     Err(Error::BadRequest(format!(
         "--since {since:?} is not a date git can read as meant (git would read it as some other date without a word){year}; use {ACCEPTED}"
     )))
@@ -90,10 +95,20 @@ fn month_day(month: &str, day: &str, year: Option<&str>) -> bool {
             Some(y) if y >= 1970 => y,
             _ => return false,
         },
-        // Any leap year: February 29 is a day February has.
-        None => 2024,
+        // A year February has 28 days in: without a year git reads February 29 as this year's
+        // (March 1 three years in four), so a day not in every year needs its year.
+        None => 2023,
     };
     (1..=days_in(y, m as u32 + 1)).contains(&d)
+}
+
+/// `s` is February 29 without a year (`feb 29`, `29th February`), which git reads as March 1
+/// in a year without one.
+fn leap_day(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).collect();
+    let feb_29 = |m: &str, d: &str| named(MONTHS, m) == Some(1) && d.trim_end_matches(char::is_alphabetic) == "29";
+    matches!(words[..], [x, y] if feb_29(x, y) || feb_29(y, x))
 }
 
 /// Days in month `m` (1 to 12) of year `y`; 0 for no month.
@@ -235,7 +250,8 @@ mod tests {
             "1 march",
             "March 1, 2025",
             "1st march",
-            "feb 29",
+            "feb 29 2024",
+            "29 February 2028",
             "yesterday noon",
             "midnight today",
         ] {
@@ -275,6 +291,9 @@ mod tests {
             "march",
             "march 35",
             "feb 30",
+            // git reads February 29 without a year as this year's: March 1 in three years of four.
+            "feb 29",
+            "29th february",
             "march 1 25",
             "monday 5",
             "last march",
@@ -286,5 +305,6 @@ mod tests {
             assert!(err.contains("YYYY-MM-DD") && err.contains("days ago") && err.contains("last monday"), "{err}");
         }
         assert!(check("2026").unwrap_err().to_string().contains("for the start of 2026, give 2026-01-01"));
+        assert!(check("Feb 29").unwrap_err().to_string().contains("give its year, \"feb 29 2024\""));
     }
 }
