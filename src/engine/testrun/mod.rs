@@ -14,6 +14,7 @@ mod group;
 mod parse;
 mod pytest_config;
 mod runs;
+mod testify;
 pub mod types;
 
 use crate::engine::cancel::CancelToken;

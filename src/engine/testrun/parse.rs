@@ -2,6 +2,7 @@
 //! libtest, pytest (`-rfE`, any `--tb` style), node's test runner (`--test-reporter=tap`), go test,
 //! and jest / vitest summaries.
 
+use super::testify::{self, Block};
 use super::types::TestFailure;
 use regex::Regex;
 use std::collections::HashMap;
@@ -619,12 +620,24 @@ struct GoRun {
     src: Option<std::path::PathBuf>,
     /// Test files read, by path (`None`: unreadable).
     sources: HashMap<std::path::PathBuf, Option<Vec<String>>>,
+    /// A testify block being read, and the printed line it fills in.
+    block: Option<(Block, Said)>,
+}
+
+/// Which printed line a testify block fills in: the last a running test said (`-v`), or the
+/// last a failure printed (plain output, where its lines follow its `--- FAIL`).
+enum Said {
+    Running(String),
+    Failure(usize),
 }
 
 impl GoRun {
     fn line(&mut self, line: &str, module: Option<&str>, o: &mut Outcome) {
         let t = line.trim();
         let top = !line.starts_with([' ', '\t']);
+        if self.in_block(line, t, o) {
+            return;
+        }
         if let Some(name) = ["=== RUN ", "=== CONT ", "=== NAME "].iter().find_map(|p| t.strip_prefix(p)) {
             self.verbose |= t.starts_with("=== RUN ");
             self.running = Some(name.trim().to_string());
@@ -655,10 +668,17 @@ impl GoRun {
                 // Printed by the test itself (fmt.Println), not by t.Error: no location.
             } else if let Some(i) = self.current.filter(|i| !self.verbose || o.failures[*i].file.is_none()) {
                 // Its lines follow the `--- FAIL` (plain output, or -v before go 1.14).
+                let opens = msg.is_empty();
                 let printed = self.printed.entry(i).or_default();
                 printed.push((file, l, msg));
                 place(&mut o.failures[i], printed.last());
+                if opens {
+                    self.block = Some((Block::new(testify::indent(line)), Said::Failure(i)));
+                }
             } else if let Some(name) = self.running.clone() {
+                if msg.is_empty() {
+                    self.block = Some((Block::new(testify::indent(line)), Said::Running(name.clone())));
+                }
                 self.said.entry(name).or_default().push((file, l, msg));
             }
         }
@@ -757,6 +777,35 @@ impl GoRun {
 }
 
 impl GoRun {
+    /// Reads `line` into the testify block open (below a location line without a message,
+    /// indented deeper than it), and fills in the printed line it belongs to: the place from its
+    /// `Error Trace`, the message from its `Error` and `Messages`. `false` when no block is open
+    /// or the line ends it.
+    fn in_block(&mut self, line: &str, t: &str, o: &mut Outcome) -> bool {
+        let Some((block, said)) = self.block.as_mut() else { return false };
+        let marker = ["=== ", "--- "].iter().any(|m| t.starts_with(m)) || package_line(line).is_some();
+        if marker || testify::indent(line) <= block.indent {
+            self.block = None;
+            return false;
+        }
+        let src = self.src.clone();
+        block.feed(t, &|file| module_relative(file, src.as_deref()));
+        let entry = match said {
+            Said::Running(name) => self.said.get_mut(name.as_str()).and_then(|v| v.last_mut()),
+            Said::Failure(i) => self.printed.get_mut(i).and_then(|v| v.last_mut()),
+        };
+        if let Some(entry) = entry {
+            if let Some((file, l)) = block.place() {
+                (entry.0, entry.1) = (file, Some(l));
+            }
+            entry.2 = cut(&block.message());
+            if let Said::Failure(i) = said {
+                place(&mut o.failures[*i], Some(&*entry));
+            }
+        }
+        true
+    }
+
     /// Where a failing test failed, of the `printed` lines (in the package folder `dir` of the
     /// module): go prints a `t.Log` line as it prints a `t.Error`, so the source says which is
     /// which. The first whose line calls `Error`/`Errorf`/`Fatal`/`Fatalf`, else the first that
@@ -766,7 +815,9 @@ impl GoRun {
         let kinds: Vec<Option<GoCall>> = printed
             .iter()
             .map(|(file, line, _)| {
-                let path = src.join(dir).join(file);
+                // A base name is in the package's folder; a testify frame is relative to the
+                // module (or absolute, outside it).
+                let path = if file.contains('/') { src.join(file) } else { src.join(dir).join(file) };
                 let lines = self.sources.entry(path.clone()).or_insert_with(|| read_source(&path));
                 let text = lines.as_ref()?.get(usize::try_from((*line)?).ok()?.checked_sub(1)?)?;
                 Some(go_call(text))
@@ -816,6 +867,16 @@ fn read_source(path: &Path) -> Option<Vec<String>> {
     Some(text.lines().map(str::to_string).collect())
 }
 
+/// A path go test printed (testify's `Error Trace` gives absolute ones) relative to the module's
+/// directory `src` when it lies inside it, as given otherwise.
+fn module_relative(file: &str, src: Option<&Path>) -> String {
+    let Some(src) = src.filter(|_| file.starts_with('/')) else { return file.to_string() };
+    let inside = |dir: &Path| Path::new(file).strip_prefix(dir).ok().map(|r| r.to_string_lossy().into_owned());
+    inside(src)
+        .or_else(|| std::fs::canonicalize(src).ok().and_then(|real| inside(&real)))
+        .unwrap_or_else(|| file.to_string())
+}
+
 /// Sets a failure's place and message to a printed line (all `None` without one).
 fn place(f: &mut TestFailure, said: Option<&GoSaid>) {
     (f.file, f.line, f.message) = match said {
@@ -831,9 +892,10 @@ fn package_line(line: &str) -> Option<&str> {
     rest.split(['\t', ' ']).next().filter(|p| !p.is_empty())
 }
 
-/// `file.go:12: message` or the compiler's `dir/file.go:5:28: message`.
+/// `file.go:12: message` or the compiler's `dir/file.go:5:28: message`; `file.go:12:` with no
+/// message is testify's, whose block follows (`testify`).
 fn go_location(t: &str) -> Option<(String, Option<u32>, String)> {
-    let (loc, msg) = t.split_once(": ")?;
+    let (loc, msg) = t.split_once(": ").or_else(|| Some((t.strip_suffix(':')?, "")))?;
     let mut parts = loc.split(':');
     let file = parts.next()?;
     let line = parts.next()?.parse().ok();
@@ -1151,6 +1213,54 @@ mod tests {
         // Without the source a t.Log cannot be told from a t.Error: the last line printed.
         let o = go(GO_AFTER_V, Some("example.com/m"), None);
         assert_eq!((o.failures[0].line, o.failures[1].line), (Some(22), Some(32)));
+    }
+
+    /// Real go 1.19 output, `-v` and plain, of testify-style failures (testify 1.8's `Fail`:
+    /// `t.Errorf("\n%s", ...)` of its labeled lines, `Error Trace` from the call stack): an
+    /// `assert.Equal` after a `t.Log`, one in a helper (two frames), one in a subtest. `{M}` is the
+    /// module's directory.
+    const TESTIFY_SRC: &str = "package calc\n\nimport (\n\t\"testing\"\n\n\t\"example.com/tf/assert\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tt.Log(\"adding\")\n\tassert.Equal(t, 3, Add(1, 1), \"one and one\")\n}\n\nfunc check(t *testing.T, got int) {\n\tassert.Equal(t, 4, got)\n}\n\nfunc TestHelper(t *testing.T) {\n\tcheck(t, Add(1, 2))\n}\n\nfunc TestTable(t *testing.T) {\n\tt.Run(\"two\", func(t *testing.T) {\n\t\tassert.Equal(t, 5, Add(2, 2))\n\t})\n}\n";
+    const TESTIFY_V: &str = "?   \texample.com/tf/assert\t[no test files]\n=== RUN   TestAdd\n    calc_test.go:10: adding\n    calc_test.go:11: \n        \tError Trace:\t{M}/calc/calc_test.go:11\n        \tError:      \tNot equal: \n        \t            \texpected: 3\n        \t            \tactual  : 2\n        \tTest:       \tTestAdd\n        \tMessages:   \tone and one\n--- FAIL: TestAdd (0.00s)\n=== RUN   TestHelper\n    calc_test.go:15: \n        \tError Trace:\t{M}/calc/calc_test.go:15\n        \t            \t\t\t\t{M}/calc/calc_test.go:19\n        \tError:      \tNot equal: \n        \t            \texpected: 4\n        \t            \tactual  : 3\n        \tTest:       \tTestHelper\n--- FAIL: TestHelper (0.00s)\n=== RUN   TestTable\n=== RUN   TestTable/two\n    calc_test.go:24: \n        \tError Trace:\t{M}/calc/calc_test.go:24\n        \tError:      \tNot equal: \n        \t            \texpected: 5\n        \t            \tactual  : 4\n        \tTest:       \tTestTable/two\n--- FAIL: TestTable (0.00s)\n    --- FAIL: TestTable/two (0.00s)\n=== RUN   TestOk\n--- PASS: TestOk (0.00s)\nFAIL\nFAIL\texample.com/tf/calc\t0.003s\nFAIL\n";
+    const TESTIFY_PLAIN: &str = "?   \texample.com/tf/assert\t[no test files]\n--- FAIL: TestAdd (0.00s)\n    calc_test.go:10: adding\n    calc_test.go:11: \n        \tError Trace:\t{M}/calc/calc_test.go:11\n        \tError:      \tNot equal: \n        \t            \texpected: 3\n        \t            \tactual  : 2\n        \tTest:       \tTestAdd\n        \tMessages:   \tone and one\n--- FAIL: TestHelper (0.00s)\n    calc_test.go:15: \n        \tError Trace:\t{M}/calc/calc_test.go:15\n        \t            \t\t\t\t{M}/calc/calc_test.go:19\n        \tError:      \tNot equal: \n        \t            \texpected: 4\n        \t            \tactual  : 3\n        \tTest:       \tTestHelper\n--- FAIL: TestTable (0.00s)\n    --- FAIL: TestTable/two (0.00s)\n        calc_test.go:24: \n            \tError Trace:\t{M}/calc/calc_test.go:24\n            \tError:      \tNot equal: \n            \t            \texpected: 5\n            \t            \tactual  : 4\n            \tTest:       \tTestTable/two\nFAIL\nFAIL\texample.com/tf/calc\t0.003s\nFAIL\n";
+
+    #[test]
+    fn testify_failures_are_placed_from_their_block_with_its_message() {
+        // The location line has no message (`calc_test.go:11: `): it was no place, and the
+        // failure was placed at the `t.Log` before it, or nowhere.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("calc")).unwrap();
+        std::fs::write(dir.path().join("calc/calc_test.go"), TESTIFY_SRC).unwrap();
+        let m = dir.path().to_string_lossy();
+        let f = |name: &str, line: u32, message: &str| TestFailure {
+            name: name.into(),
+            file: Some("calc/calc_test.go".into()),
+            line: Some(line),
+            message: Some(message.into()),
+        };
+        let want = [
+            f("TestAdd", 11, "Not equal: expected: 3 actual : 2; one and one"),
+            f("TestHelper", 15, "Not equal: expected: 4 actual : 3"),
+            f("TestTable/two", 24, "Not equal: expected: 5 actual : 4"),
+        ];
+        for out in [TESTIFY_V, TESTIFY_PLAIN] {
+            let out = out.replace("{M}", &m);
+            for src in [Some(dir.path()), None] {
+                let o = go(&out, Some("example.com/tf"), src);
+                let mut want = want.clone();
+                if src.is_none() {
+                    // Without the module's directory an absolute frame stays absolute.
+                    for w in &mut want {
+                        w.file = Some(format!("{m}/calc/calc_test.go"));
+                    }
+                }
+                assert_eq!(o.failures, want, "{out}");
+                assert_eq!((o.passed, o.failed), (if out.contains("=== RUN") { 1 } else { 0 }, 3));
+            }
+        }
+        // testify before 1.8 printed base names: placed in the package's folder.
+        let old = TESTIFY_V.replace("{M}/calc/", "");
+        let o = go(&old, Some("example.com/tf"), None);
+        assert_eq!(o.failures, want);
     }
 
     #[test]
