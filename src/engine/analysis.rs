@@ -11,8 +11,10 @@
 //! Letters with a plain Latin base are folded to ASCII in every term (`café` -> `cafe`,
 //! `Straße` -> `strasse`, `ﬁle` -> `file`), at index and query time alike, so a query typed
 //! without accents finds the accented text and the other way round; a term's byte range stays
-//! the original text's, so highlights cover the accented word. Letters without an ASCII base
-//! (Greek, Cyrillic, CJK) are only lowercased.
+//! the original text's, so highlights cover the accented word. Greek letters lose their
+//! accents (`ά` -> `α`, final `ς` -> `σ`); other letters without an ASCII base (Cyrillic, CJK)
+//! are only lowercased. A word with a German umlaut is also indexed as its transliteration
+//! (`Über` -> `ueber` beside `uber`), so "ueber" finds `Über`; queries add no such variant.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -21,6 +23,12 @@ use unicode_normalization::char::{decompose_compatible, is_combining_mark};
 
 /// Name under which the analyzer is registered with Tantivy.
 pub const CODE_TOKENIZER: &str = "docdex_code";
+
+/// What this analyzer makes of text, versioned: bumped with the index schema whenever a text's
+/// terms change, so an index kept apart from the code index (a repository's `libs_index/`)
+/// knows an older analyzer built it. 1 (never recorded): accented Latin folded, index schema 9;
+/// 2: Greek accents folded and umlauts also transliterated, index schema 10.
+pub const ANALYZER_VERSION: u32 = 2;
 
 /// Words longer than this (hashes, base64, minified blobs) are not indexed.
 pub const MAX_WORD_BYTES: usize = 48;
@@ -86,21 +94,45 @@ pub struct Terms<'a> {
     word: (usize, usize),
     parts: Vec<(usize, usize)>,
     next_part: usize,
+    /// Umlaut transliterations are added (text to index or match against), not for a query.
+    variants: bool,
+    /// The span whose transliteration is the next term, and whether it is a whole word.
+    pending: Option<(usize, usize, bool)>,
 }
 
 impl<'a> Terms<'a> {
-    /// Starts analyzing `text`.
+    /// Starts analyzing `text` as indexed text: a word with a German umlaut also yields its
+    /// transliteration (see [`umlaut_variant`]).
     pub fn new(text: &'a str) -> Self {
-        Terms { text, pos: 0, word: (0, 0), parts: Vec::with_capacity(8), next_part: 0 }
+        Terms { text, pos: 0, word: (0, 0), parts: Vec::with_capacity(8), next_part: 0, variants: true, pending: None }
+    }
+
+    /// Starts analyzing `text` as a query: no umlaut transliterations, so a query's word counts
+    /// once (the indexed variants already let "ueber" meet `Über`).
+    pub fn query(text: &'a str) -> Self {
+        Terms { variants: false, ..Terms::new(text) }
+    }
+
+    /// Remembers `text[s..e]`, just given as a term, for its transliteration when it has an umlaut.
+    fn queue_variant(&mut self, s: usize, e: usize, whole: bool) {
+        if self.variants && !self.text.as_bytes()[s..e].is_ascii() && has_umlaut(&self.text[s..e]) {
+            self.pending = Some((s, e, whole));
+        }
     }
 
     /// Writes the next term into `out` and returns its byte range in the text.
     pub fn next_into(&mut self, out: &mut String) -> Option<(usize, usize)> {
         loop {
+            if let Some((s, e, whole)) = self.pending.take() {
+                if umlaut_variant(&self.text[s..e], whole, out) {
+                    return Some((s, e));
+                }
+            }
             if self.next_part < self.parts.len() {
                 let (s, e) = self.parts[self.next_part];
                 self.next_part += 1;
                 if normalize_part(&self.text[s..e], out) {
+                    self.queue_variant(s, e, false);
                     return Some((s, e));
                 }
                 continue;
@@ -137,6 +169,7 @@ impl<'a> Terms<'a> {
                     for c in word.chars().filter(|c| *c != '_') {
                         push_folded(out, c);
                     }
+                    self.queue_variant(s, e, true);
                 }
                 return Some((s, e));
             }
@@ -188,6 +221,45 @@ impl<'a> Terms<'a> {
         }
         self.pos = i;
         Some((start, i))
+    }
+}
+
+/// Whether `word` has a German umlaut: `ä`, `ö`, `ü` in either case, composed or as a vowel
+/// followed by a combining diaeresis (U+0308).
+fn has_umlaut(word: &str) -> bool {
+    let mut prev = ' ';
+    word.chars().any(|c| {
+        let hit = matches!(c, 'ä' | 'ö' | 'ü' | 'Ä' | 'Ö' | 'Ü')
+            || (c == '\u{308}' && matches!(prev, 'a' | 'o' | 'u' | 'A' | 'O' | 'U'));
+        prev = c;
+        hit
+    })
+}
+
+/// The term of `word` (a whole word when `whole`, else one part) with its umlauts written as
+/// German writes them without the letter, `ä` -> `ae`, `ö` -> `oe`, `ü` -> `ue` (`Über` ->
+/// `ueber`, `Größe` -> `groess`), into `out`; false when that gives no term. Indexed beside the
+/// folded term, so a query typed "ueber" or "Groesse" finds the umlaut; an English word never
+/// has an umlaut, so no English query meets a variant it did not spell.
+fn umlaut_variant(word: &str, whole: bool, out: &mut String) -> bool {
+    let mut spelled = String::with_capacity(word.len() + 4);
+    for c in word.chars() {
+        match c {
+            'ä' | 'Ä' => spelled.push_str("ae"),
+            'ö' | 'Ö' => spelled.push_str("oe"),
+            'ü' | 'Ü' => spelled.push_str("ue"),
+            '\u{308}' if spelled.ends_with(['a', 'o', 'u', 'A', 'O', 'U']) => spelled.push('e'),
+            _ => spelled.push(c),
+        }
+    }
+    if whole {
+        out.clear();
+        for c in spelled.chars().filter(|c| *c != '_') {
+            push_folded(out, c);
+        }
+        true
+    } else {
+        normalize_part(&spelled, out)
     }
 }
 
@@ -323,7 +395,8 @@ pub fn fold(text: &str) -> String {
 /// its compatibility decomposition less combining marks when that is ASCII (`é` -> `e`,
 /// `ǆ` -> `dz`, `ﬁ` -> `fi`, fullwidth `Ａ` -> `a`), a few letters without one by
 /// [`letter_fold`] (`ß` -> `ss`, `ø` -> `o`), a combining mark after an ASCII letter dropped.
-/// Anything else (Greek, Cyrillic, CJK: no ASCII base) is only lowercased, so `й` stays `й`.
+/// Greek loses its accents by [`push_greek`] (`ά` -> `α`, `ς` -> `σ`). Anything else
+/// (Cyrillic, CJK: no ASCII base) is only lowercased, so `й` stays `й`.
 #[inline]
 fn push_folded(out: &mut String, c: char) {
     if c.is_ascii() {
@@ -336,9 +409,11 @@ fn push_folded(out: &mut String, c: char) {
         } else if let Some(s) = letter_fold(l) {
             out.push_str(s);
         } else if is_combining_mark(l) {
-            if !out.ends_with(|p: char| p.is_ascii_alphanumeric()) {
+            if !out.ends_with(|p: char| p.is_ascii_alphanumeric() || is_greek(p)) {
                 out.push(l);
             }
+        } else if is_greek(l) {
+            push_greek(out, l);
         } else {
             push_decomposed(out, l);
         }
@@ -358,6 +433,29 @@ fn push_decomposed(out: &mut String, l: char) {
         }
     });
     if !ascii || out.len() == start {
+        out.truncate(start);
+        out.push(l);
+    }
+}
+
+/// Greek and Coptic, and Greek Extended (polytonic letters).
+fn is_greek(c: char) -> bool {
+    matches!(c as u32, 0x0370..=0x03FF | 0x1F00..=0x1FFF)
+}
+
+/// Appends a lowercase Greek letter without its accents and breathings: its decomposition less
+/// combining marks (`ά` -> `α`, `ΐ` -> `ι`, `ἄ` -> `α`, `ϐ` -> `β`), final sigma as sigma (`ς` and lunate
+/// `ϲ` -> `σ`, as `Σ` lowercases), so a word typed without its tonos finds the written one.
+fn push_greek(out: &mut String, l: char) {
+    let start = out.len();
+    decompose_compatible(l, |d| {
+        if d == 'ς' {
+            out.push('σ');
+        } else if !is_combining_mark(d) {
+            out.extend(d.to_lowercase());
+        }
+    });
+    if out.len() == start || !out[start..].chars().all(is_greek) {
         out.truncate(start);
         out.push(l);
     }
@@ -496,12 +594,23 @@ pub fn terms_with_offsets(text: &str) -> Vec<(String, usize, usize)> {
     out
 }
 
-/// The parts of one identifier, lowercased and not stemmed (`getUserName` -> `get`, `user`,
-/// `name`), split by the same rules as indexing. Used to match symbol names by word.
+/// The parts of one identifier, lowercased and folded as terms are ([`fold`]: `café_total` ->
+/// `cafe`, `total`) but not stemmed (`getUserName` -> `get`, `user`, `name`), split by the same
+/// rules as indexing. Used to match symbol names by word, so `cafe` finds `café_total`.
 pub fn identifier_parts(word: &str) -> Vec<String> {
+    identifier_part_spellings(word).into_iter().map(|(folded, _)| folded).collect()
+}
+
+/// Each part of [`identifier_parts`] folded and as written (lowercased only, as symbol stores
+/// built before index schema 10 hold them: `café` -> (`cafe`, `café`)).
+pub fn identifier_part_spellings(word: &str) -> Vec<(String, String)> {
     let mut spans = Vec::new();
     split_parts(word, 0, word.len(), &mut spans);
-    spans.into_iter().map(|(s, e)| word[s..e].to_lowercase()).filter(|p| !p.is_empty()).collect()
+    spans
+        .into_iter()
+        .map(|(s, e)| (fold(&word[s..e]), word[s..e].to_lowercase()))
+        .filter(|(p, _)| !p.is_empty())
+        .collect()
 }
 
 /// English function words dropped from queries (never from the index), so a
@@ -522,7 +631,15 @@ const STOPWORDS: &[&str] = &[
 /// so a query made only of them has no terms.
 pub fn query_terms(query: &str) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
-    terms(query).into_iter().filter(|t| seen.insert(t.clone())).collect()
+    let mut t = Terms::query(query);
+    let mut out = Vec::new();
+    let mut buf = String::new();
+    while t.next_into(&mut buf).is_some() {
+        if seen.insert(buf.clone()) {
+            out.push(buf.clone());
+        }
+    }
+    out
 }
 
 const MAX_STOPWORD_LEN: usize = 7;
@@ -564,6 +681,7 @@ mod tests {
         assert_eq!(terms("auth/session.rs"), ["auth", "session", "rs"]);
         assert_eq!(terms("kebab-case"), ["kebab", "case"]);
         assert_eq!(identifier_parts("HTTPServer_v2"), ["http", "server", "v", "2"]);
+        assert_eq!(identifier_parts("caféTotal_Größe"), ["cafe", "total", "grosse"], "folded as terms are");
     }
 
     #[test]
@@ -591,7 +709,8 @@ mod tests {
         assert_eq!(query_terms("how does the parser handle errors"), ["parser", "handl", "error"]);
         assert!(query_terms("the").is_empty());
         assert_eq!(terms("is_valid x y2"), ["isvalid", "valid", "y2"]);
-        assert_eq!(terms("non-ASCII: café Größe"), ["non", "ascii", "cafe", "gross"]);
+        assert_eq!(query_terms("non-ASCII: café Größe"), ["non", "ascii", "cafe", "gross"]);
+        assert_eq!(terms("non-ASCII: café Größe"), ["non", "ascii", "cafe", "gross", "groess"], "umlaut variant");
     }
 
     /// A letter with a plain Latin base meets its ASCII spelling, in prose and identifiers, at
@@ -616,10 +735,12 @@ mod tests {
             ("ÉCOLE_NORMALE", "ECOLE_NORMALE"),
             ("Ｆｕｌｌｗｉｄｔｈ", "fullwidth"),
         ] {
-            assert_eq!(terms(accented), terms(plain), "{accented} vs {plain}");
             assert_eq!(query_terms(accented), query_terms(plain), "{accented} vs {plain}");
+            // Indexed text has the plain word's terms (and an umlaut's transliteration besides).
+            let indexed = terms(accented);
+            assert!(terms(plain).iter().all(|t| indexed.contains(t)), "{accented}: {indexed:?}");
         }
-        assert_eq!(terms("ÜberClient"), ["uberclient", "uber", "client"]);
+        assert_eq!(query_terms("ÜberClient"), ["uberclient", "uber", "client"]);
         // Decomposed text (e + U+0301, as macOS writes names) is one word, folded the same.
         assert_eq!(terms("re\u{301}sume\u{301}"), terms("résumé"));
         assert_eq!(terms("E\u{301}COLE"), ["ecol"], "a mark is no boundary between capitals");
@@ -631,13 +752,64 @@ mod tests {
         assert!(terms("à é").is_empty());
     }
 
-    /// Letters without an ASCII base keep their marks: Cyrillic й is not и, Greek keeps its
-    /// tonos; CJK runs are character pairs as before, a kana's voicing mark kept.
+    /// A word with a German umlaut is also indexed as its transliteration (`ü` -> `ue`), so a
+    /// query typed "ueber" finds `Über`; queries add no variant, and ASCII words never get one.
+    #[test]
+    fn umlauts_are_also_indexed_transliterated() {
+        let indexed = |text: &str, query: &str| {
+            let have = terms(text);
+            let want = query_terms(query);
+            !want.is_empty() && want.iter().all(|t| have.contains(t))
+        };
+        for (text, query) in [
+            ("Über", "ueber"),
+            ("Über", "uber"),
+            ("die Größe", "Groesse"),
+            ("Äpfel", "aepfel"),
+            ("ÜberClient", "UeberClient"),
+            ("ÜberClient", "ueber_client"),
+            ("fahre_über_brücke", "fahreUeberBruecke"),
+            ("U\u{308}bersicht", "uebersicht"),
+        ] {
+            assert!(indexed(text, query), "{query:?} should find {text:?}: {:?}", terms(text));
+        }
+        assert_eq!(terms("Über"), ["uber", "ueber"]);
+        assert_eq!(query_terms("Über"), ["uber"], "a query's word counts once");
+        assert_eq!(terms("ÜberClient"), ["uberclient", "ueberclient", "uber", "ueber", "client"]);
+        // The variant covers the word as written, for highlights.
+        assert_eq!(terms_with_offsets("a Über"), [("uber".into(), 2, 7), ("ueber".into(), 2, 7)]);
+        // Only ä, ö, ü: no variant for other diaereses, nor for a lone letter or ASCII words.
+        assert_eq!(terms("naïve Zoë"), ["naiv", "zoe"]);
+        assert!(terms("ü").is_empty());
+        assert_eq!(terms("queue blue"), ["queue", "blue"]);
+    }
+
+    /// Greek loses its accents and breathings (tonos, dialytika, polytonic marks) and writes
+    /// final sigma as sigma, so a word typed without them finds the accented one.
+    #[test]
+    fn greek_accents_fold() {
+        for (accented, plain) in [
+            ("Ελληνικά", "ελληνικα"),
+            ("λόγος", "ΛΟΓΟΣ"),
+            ("Προϊόν", "προιον"),
+            ("ἄνθρωπος", "ανθρωποσ"),
+            ("ταΐζω", "ταιζω"),
+            ("α\u{301}λφα", "άλφα"),
+        ] {
+            assert_eq!(terms(accented), terms(plain), "{accented} vs {plain}");
+        }
+        assert_eq!(terms("Ελληνικά"), ["ελληνικα"]);
+        assert_eq!(terms("λόγος"), ["λογοσ"], "final sigma is sigma");
+        assert_eq!(fold("ΐΰϲ"), "ιυσ");
+        assert_eq!(terms("τονιζόμενοςΛόγος"), ["τονιζομενοσλογοσ", "τονιζομενοσ", "λογοσ"]);
+    }
+
+    /// Letters without an ASCII base (other than Greek, above) keep their marks: Cyrillic й is
+    /// not и; CJK runs are character pairs as before, a kana's voicing mark kept.
     #[test]
     fn scripts_without_an_ascii_base_are_only_lowercased() {
         assert_eq!(terms("Йогурт"), ["йогурт"]);
         assert_ne!(terms("й"), terms("и"));
-        assert_eq!(terms("Ελληνικά"), ["ελληνικά"]);
         assert_eq!(terms("がっこう"), ["がっ", "っこ", "こう"]);
         assert_eq!(terms("한국어"), ["한국", "국어"]);
         assert_eq!(terms("parse日本語"), ["pars", "日本", "本語"]);

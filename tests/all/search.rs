@@ -167,6 +167,40 @@ fn accents_are_folded_so_a_plain_query_finds_accented_text_and_back() {
     assert_eq!(words, ["café"], "{:?}", hit.highlights);
 }
 
+/// Greek is found without its accents (tonos, dialytika, final sigma), and a German umlaut
+/// typed as its transliteration ("ueber", "Groesse") finds the umlaut; an umlaut in the query
+/// still finds the umlaut, and English words meet no transliteration.
+#[test]
+fn greek_accents_and_umlaut_transliterations_are_found() {
+    let env = Env::new();
+    let repo = indexed(&env, "r", |root| {
+        write(root, "docs/el.md", "# Οδηγός\n\nΗ ελληνική γλώσσα και το προϊόν. Ο λόγος.\n");
+        write(root, "docs/de.md", "# Hinweise\n\nÜber die Größe der Äpfel.\n");
+        write(root, "src/konto.rs", "pub fn überweisung_prüfen() {}\n");
+        write(root, "docs/queue.md", "# Queue\n\nThe blue queue drains.\n");
+    });
+    let e = env.engine();
+    let first = |q: &str| hit_paths(&e, &repo, q).first().cloned().unwrap_or_default();
+    assert_eq!(first("ελληνικη γλωσσα"), "docs/el.md");
+    assert_eq!(first("ΠΡΟΙΟΝ"), "docs/el.md");
+    assert_eq!(first("λογος"), "docs/el.md", "final sigma is sigma, the tonos dropped");
+    assert_eq!(first("ΛΌΓΟΣ"), "docs/el.md");
+    assert_eq!(first("ueber groesse aepfel"), "docs/de.md");
+    assert_eq!(first("über größe"), "docs/de.md");
+    assert_eq!(first("uber grosse"), "docs/de.md");
+    assert_eq!(first("ueberweisung pruefen"), "src/konto.rs");
+    assert_eq!(first("ueberweisungPruefen"), "src/konto.rs", "the whole identifier, transliterated");
+    let queue = hit_paths(&e, &repo, "blue queue");
+    assert_eq!(queue, ["docs/queue.md"], "English words meet no transliteration");
+    // The highlight covers the umlaut word as written.
+    let req = SearchRequest { query: "ueber".into(), limit: Some(5), ..Default::default() };
+    let hit = e.search(&repo, &req).unwrap().results.into_iter().find(|h| h.path == "docs/de.md").expect("hit");
+    let file = std::fs::read_to_string(repo.join("docs/de.md")).unwrap();
+    let words: Vec<&str> =
+        hit.highlights.iter().map(|h| &file.lines().nth(h.line as usize - 1).unwrap()[h.start..h.end]).collect();
+    assert_eq!(words, ["Über"], "{:?}", hit.highlights);
+}
+
 #[test]
 fn a_test_named_longer_than_a_word_is_still_found_by_its_name() {
     let env = Env::new();

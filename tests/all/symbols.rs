@@ -766,3 +766,38 @@ fn a_class_comes_before_methods_that_share_its_name() {
     assert_eq!(first("parse"), ("parse.py".into(), "parse".into()));
     assert_eq!(first("Parse"), ("parse.py".into(), "Parse".into()));
 }
+
+/// Name parts are folded as search folds words: `cafe` finds `café_total`, `uberweisung`
+/// `überweisung`, Greek without its tonos the accented name, and an accented query the plain
+/// name, by their words (not as typos, which the fuzzy tier would forgive anyway).
+#[test]
+fn symbol_name_parts_are_accent_folded() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "menu.py",
+        "def café_total():\n    pass\n\ndef cafe_count():\n    pass\n\ndef überweisung():\n    pass\n\ndef λόγος_μέτρο():\n    pass\n",
+    );
+    let engine = env.engine();
+    index(&engine, &repo);
+    let kind = |q: &str, name: &str| -> String {
+        let req = SymbolsRequest { query: Some(q.into()), limit: Some(50), ..Default::default() };
+        let hits = engine.symbols(&repo, &req).expect("symbols").results;
+        let hit = hits.iter().find(|h| h.name == name).unwrap_or_else(|| panic!("{q:?} did not find {name}"));
+        serde_json::to_value(hit.match_kind).unwrap().as_str().unwrap_or("").to_string()
+    };
+    assert_eq!(kind("cafe", "café_total"), "word_part");
+    assert_eq!(kind("total cafe", "café_total"), "word_part");
+    assert_eq!(kind("café", "cafe_count"), "word_part");
+    assert_eq!(kind("uberweisung", "überweisung"), "word_part");
+    assert_eq!(kind("λογος", "λόγος_μέτρο"), "word_part");
+    assert_eq!(kind("ΜΕΤΡΟ", "λόγος_μέτρο"), "word_part");
+    // A store built before index schema 10 holds parts as written; an accented query still
+    // meets them until the next index run rebuilds it.
+    let r = engine.resolve_repo(&repo).unwrap();
+    let conn = rusqlite::Connection::open(db_path(&r)).unwrap();
+    conn.execute("UPDATE symbols SET parts = ' café total ' WHERE name = 'café_total'", []).unwrap();
+    drop(conn);
+    assert_eq!(kind("total café", "café_total"), "word_part");
+}

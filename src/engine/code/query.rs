@@ -121,16 +121,23 @@ pub fn search(
     let f = filter.sql(&mut params);
     tiers.push((MatchKind::Prefix, select(reader, &format!("s.norm > ?1 AND s.norm < ?2{f}"), params, TIER_CAP)?));
 
-    let words: Vec<String> = query
+    let words: Vec<(String, String)> = query
         .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .flat_map(crate::engine::analysis::identifier_parts)
+        .flat_map(crate::engine::analysis::identifier_part_spellings)
         .collect();
     if !words.is_empty() {
         let mut params: Vec<Value> = Vec::new();
         let mut conds = Vec::new();
-        for w in &words {
-            params.push(Value::Text(format!(" {w}")));
-            conds.push(format!("instr(s.parts, ?{}) > 0", params.len()));
+        for (folded, written) in &words {
+            // Parts are stored folded (`café_total` as ` cafe total `), so `cafe` finds it; a
+            // store built before index schema 10 holds them as written, until the next index run.
+            params.push(Value::Text(format!(" {folded}")));
+            let mut cond = format!("instr(s.parts, ?{}) > 0", params.len());
+            if written != folded {
+                params.push(Value::Text(format!(" {written}")));
+                cond = format!("({cond} OR instr(s.parts, ?{}) > 0)", params.len());
+            }
+            conds.push(cond);
         }
         let f = filter.sql(&mut params);
         tiers.push((MatchKind::WordPart, select(reader, &format!("{}{f}", conds.join(" AND ")), params, TIER_CAP)?));

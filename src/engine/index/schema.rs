@@ -11,7 +11,7 @@ use tantivy::tokenizer::TextAnalyzer;
 use tantivy::Index;
 
 /// Bump when fields or the analyzer change; a mismatch forces a rebuild.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// Field handles.
 #[derive(Debug, Clone, Copy)]
