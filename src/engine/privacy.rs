@@ -250,10 +250,11 @@ const DETECTORS: &[Detector] = &[
         check: iban_ok,
         may_match: has_iban_start,
     },
-    // At least 4 + 4 + 4 + 1 digits.
+    // American Express as it is printed, 4-6-5 (`3782 822463 10005`), or at least 4 + 4 + 4 + 1
+    // digits in groups of four.
     Detector {
         kind: PiiKind::CardNumber,
-        pattern: r"\b[2-6][0-9]{3}(?:[ -]?[0-9]{4}){2}[ -]?[0-9]{1,7}\b",
+        pattern: r"\b(?:3[47][0-9]{2}[ -]?[0-9]{6}[ -]?[0-9]{5}|[2-6][0-9]{3}(?:[ -]?[0-9]{4}){2}[ -]?[0-9]{1,7})\b",
         check: card_ok,
         may_match: may_hold_card,
     },
@@ -946,6 +947,33 @@ mod tests {
             ("token = self.next_token()", "token = self.next_token()"),
         ] {
             assert_eq!(mask(text).0, masked, "{text}");
+        }
+    }
+
+    /// An American Express number is printed 4-6-5 (`3782 822463 10005`); the groups-of-four
+    /// pattern read it as `3782 8224` and then failed on `63 10005`, so it was masked only
+    /// without separators.
+    #[test]
+    fn amex_numbers_are_found_as_printed() {
+        for text in [
+            "Amex 3782-822463-10005 declined",
+            "card: 3782 822463 10005",
+            "3714-496353-98431",
+            "378282246310005",
+            "Amex 3400-777777-77779, exp 12/27",
+        ] {
+            assert_eq!(kinds(text), [PiiKind::CardNumber], "{text}");
+        }
+        assert_eq!(mask("paid with 3782 822463 10005.").0, "paid with [CARD].");
+        for text in [
+            // Luhn fails; a digit too many; not an Amex prefix; a 4-6-5 id of another network.
+            "3782-822463-10006",
+            "3782-822463-100051",
+            "3882-822463-10005",
+            "4111-111111-11111",
+            "order 3782-822463-1000 shipped",
+        ] {
+            assert!(detect(text).is_empty(), "{text}: {:?}", detect(text));
         }
     }
 
