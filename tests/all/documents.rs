@@ -1138,6 +1138,50 @@ fn a_pdf_table_of_long_cells_is_read_row_by_row() {
     assert!(text.contains("door\nWrite the weight") && text.contains("duty\n\nClean"), "rows apart: {text:?}");
 }
 
+/// A table whose rows are one line each, evenly spaced as a column's lines with no blank band
+/// between them, makes a gutter when its cells are long and was read as columns: every cell of
+/// the left column, then every one of the right, so a row's values were lines apart. Its cells
+/// end where their text does (the next row's first word would have fitted after most of them,
+/// where prose breaks a line only when it does not), so it is read row by row now: a row of
+/// one-line cells on one line, a row with a wrapped cell (no gap either) cell by cell.
+#[test]
+fn a_pdf_table_without_row_gaps_is_read_row_by_row() {
+    let env = Env::new();
+    let repo = env.repo("gridtable");
+    let title = "Night house duties, a table for the keepers of the pangolin burrows";
+    let rows: [(&str, &[&str]); 5] = [
+        ("Duty of the keeper on night call", &["When and how it is done"]),
+        ("Weigh every pangolin", &["At dawn, on the scales by the door"]),
+        ("Clean the burrows", &["Each week, with fresh oak leaves", "from the yard, old ones composted"]),
+        ("Feed the insect mix", &["At dusk, one bowl for each animal"]),
+        ("Check the heating", &["Every night, above twenty degrees"]),
+    ];
+    let mut draws: Vec<(u32, u32, &str)> = vec![(72, 740, title)];
+    let mut y = 716;
+    for (left, right) in rows {
+        draws.push((72, y, left));
+        for line in right {
+            draws.push((320, y, line));
+            y -= 12;
+        }
+    }
+    std::fs::write(repo.join("grid.pdf"), placed_pdf(&draws)).unwrap();
+    env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    assert_eq!(
+        text_lines(&env, &repo, "grid.pdf"),
+        [
+            title,
+            "Duty of the keeper on night call When and how it is done",
+            "Weigh every pangolin At dawn, on the scales by the door",
+            "Clean the burrows",
+            "Each week, with fresh oak leaves",
+            "from the yard, old ones composted",
+            "Feed the insect mix At dusk, one bowl for each animal",
+            "Check the heating Every night, above twenty degrees",
+        ]
+    );
+}
+
 /// A caption crossing the gutter between the middle and right columns of three, but not the
 /// left one, split the page as a full-width block does: the left column was cut at the caption
 /// and read in two halves around it. It is read where it stands within the columns it spans:

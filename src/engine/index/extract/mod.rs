@@ -32,8 +32,10 @@ use std::path::{Path, PathBuf};
 /// block by block and column by column (2026-11-30). 3: HTML without its chrome (navigation,
 /// site header and footer, asides, cookie banners, ads, blocks of links) on short pages too.
 /// 4: PDF tables whose cells hold long text read row by row, and a block spanning some of a
-/// page's columns read within them.
-pub const EXTRACTOR_VERSION: u32 = 4;
+/// page's columns read within them. 5: PDF tables without row gaps (rows of one-line cells,
+/// or cells wrapped with no blank band between rows) read row by row, a row of one-line cells
+/// on one line.
+pub const EXTRACTOR_VERSION: u32 = 5;
 
 /// A document format docdex extracts text from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

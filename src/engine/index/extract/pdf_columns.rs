@@ -9,7 +9,8 @@
 //! on both sides averaging [`MIN_COLUMN_RUN_CHARS`] characters: column lines are text. A table's
 //! short cells make no gutter, so its rows stay rows (read as drawn, a cell after a wide gap
 //! after a space); a table whose cells on both sides of a gap are long makes one, and is told
-//! from columns by its rows ([`super::pdf_table`]), read row by row, each cell whole.
+//! from columns by its rows ([`super::pdf_table`]), read row by row, each cell whole (a row of
+//! one-line cells on one line, its cells a space apart).
 //!
 //! A block crossing some of the gutters but not all (a caption over two columns of three) is
 //! read within the columns it spans: the columns are cut into the narrowest groups no run
@@ -116,12 +117,23 @@ fn gutter_at(runs: &[Run], edge: f64) -> Option<Gutter> {
 }
 
 /// A stretch of the reading order read as one: a column's lines between two blocks, a block
-/// crossing a gutter, a table's cell (`row`: which table, which row).
+/// crossing a gutter, a table's cell.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Leaf {
     id: usize,
     spanning: bool,
-    row: Option<(usize, usize)>,
+    row: Option<Cell>,
+}
+
+/// Where a table's cell is: which table, which row; whether its row is one line (its cells a
+/// space apart) and whether its table's rows have no gaps between them (a break apart, not a
+/// blank line).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Cell {
+    table: usize,
+    row: usize,
+    inline: bool,
+    grid: bool,
 }
 
 /// The page's text read in `gutters`' columns (see the module's doc).
@@ -134,7 +146,8 @@ pub(super) fn read(runs: &[Run], gutters: &[Gutter]) -> String {
         .map(|(i, r)| {
             let lo = mids.iter().filter(|&&m| r.x >= m).count();
             let hi = mids.iter().filter(|&&m| r.x1 > m).count().max(lo);
-            Item { run: i, lo, hi, y: line_y[i], size: r.size }
+            let open = r.text.ends_with('-');
+            Item { run: i, lo, hi, y: line_y[i], size: r.size, x1: r.x1, lead: lead(r), open }
         })
         .collect();
     let mut order = Order { read: Vec::with_capacity(runs.len()), leaves: 0, tables: 0 };
@@ -172,7 +185,10 @@ impl Order {
         }
         if lo < hi && items.iter().all(|it| it.lo == it.hi) {
             if let Some(tops) = pdf_table::rows(&items) {
-                return self.table(items, lo, hi, &tops);
+                return self.table(items, lo, hi, &tops, false);
+            }
+            if let Some(grid) = pdf_table::grid(&items) {
+                return self.grid(items, lo, hi, grid);
             }
         }
         let groups = groups(&items, lo, hi);
@@ -210,23 +226,45 @@ impl Order {
         }
     }
 
+    /// Reads the column lines above a table without row gaps as a region, the table row by
+    /// row, and the lines below it as a region (which may hold another).
+    fn grid(&mut self, items: Vec<Item>, lo: usize, hi: usize, grid: pdf_table::Grid) {
+        let first = grid.tops.first().copied().unwrap_or(f64::NEG_INFINITY);
+        let (mut above, mut table, mut below) = (Vec::new(), Vec::new(), Vec::new());
+        for it in items {
+            match it.y {
+                y if y < first => above.push(it),
+                y if y <= grid.end => table.push(it),
+                _ => below.push(it),
+            }
+        }
+        self.region(above, lo, hi);
+        self.table(table, lo, hi, &grid.tops, true);
+        self.region(below, lo, hi);
+    }
+
     /// Reads a table of columns `lo..=hi` whose rows start at `tops`: row by row, each cell
-    /// (a column's lines in the row) whole, left to right.
-    fn table(&mut self, items: Vec<Item>, lo: usize, hi: usize, tops: &[f64]) {
+    /// (a column's lines in the row) whole, left to right. In a table without row gaps
+    /// (`grid`), rows are a break apart and a row of one-line cells is one line.
+    fn table(&mut self, items: Vec<Item>, lo: usize, hi: usize, tops: &[f64], grid: bool) {
         let table = self.tables;
         self.tables += 1;
-        let mut cells: Vec<Vec<Item>> = vec![Vec::new(); tops.len() * (hi - lo + 1)];
+        let width = hi - lo + 1;
+        let mut cells: Vec<Vec<Item>> = vec![Vec::new(); tops.len() * width];
+        let mut inline = vec![grid; tops.len()];
         for it in items {
             let row = tops.partition_point(|&t| t <= it.y).saturating_sub(1);
-            cells[row * (hi - lo + 1) + it.lo - lo].push(it);
+            inline[row] &= it.y - tops[row] <= SAME_LINE * it.size;
+            cells[row * width + it.lo - lo].push(it);
         }
         for (k, cell) in cells.into_iter().enumerate() {
-            self.leaf(cell, false, Some((table, k / (hi - lo + 1))));
+            let row = k / width;
+            self.leaf(cell, false, Some(Cell { table, row, inline: inline[row], grid }));
         }
     }
 
     /// One stretch read top down (by baseline, then as drawn).
-    fn leaf(&mut self, mut items: Vec<Item>, spanning: bool, row: Option<(usize, usize)>) {
+    fn leaf(&mut self, mut items: Vec<Item>, spanning: bool, row: Option<Cell>) {
         if items.is_empty() {
             return;
         }
@@ -269,8 +307,12 @@ fn separator(runs: &[Run], (a, first): (Leaf, Item), (b, second): (Leaf, Item)) 
         }
     } else if a.spanning != b.spanning {
         return "\n\n";
-    } else if let (Some((t, r)), Some((u, s))) = (a.row, b.row) {
-        return if t == u && r != s { "\n\n" } else { "\n" };
+    } else if let (Some(x), Some(y)) = (a.row, b.row) {
+        return match (x.table == y.table, x.row == y.row) {
+            (true, true) if x.inline => " ",
+            (true, false) if !x.grid => "\n\n",
+            _ => "\n",
+        };
     } else if !a.spanning {
         return "\n";
     }
@@ -279,6 +321,14 @@ fn separator(runs: &[Run], (a, first): (Leaf, Item), (b, second): (Leaf, Item)) 
     } else {
         "\n"
     }
+}
+
+/// The width of a run's first word and of a space before it (a third of an em): what the
+/// run's line would have needed to hold that word.
+fn lead(r: &Run) -> f64 {
+    let chars = r.text.chars().count().max(1) as f64;
+    let word = r.text.split_whitespace().next().map_or(0, |w| w.chars().count()) as f64;
+    (r.x1 - r.x) * word / chars + r.size / 3.0
 }
 
 /// Each run's line's baseline: a run within [`SAME_LINE`] ems of the baseline of the run drawn
@@ -356,5 +406,69 @@ mod tests {
         let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
         assert!(lines[..8].iter().all(|l| l.starts_with("left")), "{text}");
         assert!(lines[8..].iter().all(|l| l.starts_with("right")), "{text}");
+    }
+
+    /// `text` broken into lines of at most `width` characters where the next word does not fit,
+    /// as prose is set ragged right.
+    fn wrap(text: &str, width: usize) -> Vec<String> {
+        let mut lines: Vec<String> = vec![String::new()];
+        for word in text.split_whitespace() {
+            let line = lines.last_mut().expect("a line");
+            if !line.is_empty() && line.len() + 1 + word.len() > width {
+                lines.push(word.to_string());
+            } else {
+                if !line.is_empty() {
+                    line.push(' ');
+                }
+                line.push_str(word);
+            }
+        }
+        lines
+    }
+
+    /// Two ragged-right columns of prose whose lines share baselines, evenly spaced with no gap,
+    /// a short paragraph's end in each, are no table without row gaps: a line ends where the
+    /// next word would not have fitted, but at a paragraph's end.
+    #[test]
+    fn ragged_prose_columns_on_one_baseline_grid_are_read_column_by_column() {
+        let para = |w: &str| {
+            format!("{w} pangolins sleep in burrows by day and come out at dusk to eat ants and termites, which they find by smell")
+        };
+        let mut left = wrap(&para("Wild"), 36);
+        left.extend(wrap(&para("Tame"), 36));
+        let mut right = wrap(&para("Old"), 36);
+        right.extend(wrap(&para("Young"), 36));
+        let n = left.len().min(right.len());
+        let mut runs = Vec::new();
+        for i in 0..n {
+            let y = 72.0 + 12.0 * i as f64;
+            runs.push(run(72.0, y, &left[i]));
+            runs.push(run(320.0, y, &right[i]));
+        }
+        let g = gutters(&runs).expect("two columns");
+        let expected: Vec<&str> = left[..n].iter().chain(&right[..n]).map(String::as_str).collect();
+        assert_eq!(read(&runs, &g).lines().collect::<Vec<_>>(), expected);
+    }
+
+    /// Three columns of one-line cells, evenly spaced with no row gaps, the middle one's cells
+    /// ending where their text does: read row by row, each row on one line.
+    #[test]
+    fn a_table_of_one_line_cells_in_three_columns_is_read_row_by_row() {
+        let rows = [
+            ["the name of the animal kept", "what the keepers feed it at dusk", "where it sleeps in the day"],
+            ["a pangolin from the south", "ants and termites", "a burrow of oak leaves here"],
+            ["an aardvark from the plains", "termites", "a burrow in the sandy yard"],
+            ["a tamandua from the forest", "ants, fruit and eggs", "a hollow log in the house"],
+        ];
+        let mut runs = Vec::new();
+        for (i, row) in rows.iter().enumerate() {
+            for (c, cell) in row.iter().enumerate() {
+                runs.push(run(72.0 + 180.0 * c as f64, 72.0 + 12.0 * i as f64, cell));
+            }
+        }
+        let g = gutters(&runs).expect("a gutter between each column");
+        assert_eq!(g.len(), 2, "{g:?}");
+        let expected: Vec<String> = rows.iter().map(|r| r.join(" ")).collect();
+        assert_eq!(read(&runs, &g).lines().collect::<Vec<_>>(), expected);
     }
 }

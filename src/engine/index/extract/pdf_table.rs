@@ -11,6 +11,16 @@
 //! together. So it takes at least two rows, each starting in every column, a cell of more than one
 //! line, and either three rows or a row (not the last) whose cells differ in their count of
 //! lines.
+//!
+//! A table without row gaps ([`grid`]: rows one line high, evenly spaced as a column's lines
+//! are) is told by its cells' ends instead. Prose is broken into lines where the next word
+//! does not fit: a column's line ends so near the column's right edge that the next line's
+//! first word would not have fitted after it, but where a paragraph ends. A table's cell ends
+//! where its text does, and the next row's first word would often have fitted after it. So
+//! at least [`MIN_GRID_ROWS`] rows in a stretch of lines, each starting with a line in every
+//! column at one baseline (a line in only some columns, with no gap above it, a cell wrapped
+//! onto it), in one column of which the next row's first word would have fitted after more
+//! than half of the cells, are a table.
 
 /// A run's place among a page's columns: the first and last column it lies in (the same for
 /// a column's line, more for a run crossing a gutter), its line's baseline and its size (an em).
@@ -22,6 +32,12 @@ pub(super) struct Item {
     pub hi: usize,
     pub y: f64,
     pub size: f64,
+    /// Where its last glyph ends.
+    pub x1: f64,
+    /// The width of its first word and a space before it.
+    pub lead: f64,
+    /// It ends in a hyphen: the word goes on onto the next line.
+    pub open: bool,
 }
 
 /// A blank band across the columns parts two rows when it is this many times the cells'
@@ -29,6 +45,33 @@ pub(super) struct Item {
 const ROW_GAP: f64 = 1.5;
 /// A cell starts its row when its first baseline is within this many ems of the row's.
 const SAME_ROW: f64 = 0.3;
+/// Rows at least of a table without row gaps.
+const MIN_GRID_ROWS: usize = 3;
+
+/// A table without row gaps ([`grid`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Grid {
+    /// The baselines at which its rows start, top down.
+    pub tops: Vec<f64>,
+    /// The lowest baseline of its last row's first line: the lines below it are not the table's.
+    pub end: f64,
+}
+
+/// One line across the columns: its baselines' span and, in each column it has text in, its
+/// first run's lead and its last run's end.
+struct Line {
+    y: f64,
+    end: f64,
+    cells: Vec<Option<Ends>>,
+}
+
+/// Where a line's text in one column starts and ends.
+#[derive(Clone, Copy)]
+struct Ends {
+    lead: f64,
+    x1: f64,
+    open: bool,
+}
 
 /// The baselines at which the table's rows start, top down; `None` when `items` (the lines of
 /// two or more columns, none crossing a gutter) are no table (see the module's doc).
@@ -98,4 +141,82 @@ fn cell_lines(items: &[Item], tops: &[f64], lo: usize, hi: usize) -> Option<Vec<
         })
         .collect();
     Some(counts.chunks(width).map(<[usize]>::to_vec).collect())
+}
+
+/// The first table without row gaps among `items` (the lines of two or more columns, none
+/// crossing a gutter), top down; `None` when there is none (see the module's doc).
+pub(super) fn grid(items: &[Item]) -> Option<Grid> {
+    let (lo, hi) = items.iter().fold((usize::MAX, 0), |(lo, hi), it| (lo.min(it.lo), hi.max(it.lo)));
+    if lo >= hi {
+        return None;
+    }
+    let leading = leading(items)?;
+    let mut right = vec![f64::NEG_INFINITY; hi - lo + 1];
+    for it in items {
+        right[it.lo - lo] = right[it.lo - lo].max(it.x1);
+    }
+    let lines = lines(items, lo, hi);
+    let full = |l: &Line| l.cells.iter().all(Option::is_some);
+    let mut rows: Vec<usize> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let gap = i > 0 && line.y - lines[i - 1].y > ROW_GAP * leading;
+        if full(line) {
+            rows.push(i);
+            continue;
+        }
+        if !gap && !rows.is_empty() {
+            continue; // a cell of the row above wrapped onto this line
+        }
+        if let Some(found) = table_of(&lines, &rows, &right) {
+            return Some(found);
+        }
+        rows.clear();
+    }
+    table_of(&lines, &rows, &right)
+}
+
+/// The table whose rows start at `lines[rows]` (and whose wrapped cells lie between them),
+/// when they are enough and some column's cells end where the text does (the module's doc).
+fn table_of(lines: &[Line], rows: &[usize], right: &[f64]) -> Option<Grid> {
+    if rows.len() < MIN_GRID_ROWS {
+        return None;
+    }
+    let short_cells = (0..right.len()).any(|c| {
+        let fits = rows
+            .windows(2)
+            .filter(|w| {
+                // The cell's last line in column c, and the next row's first word there.
+                let last = lines[w[0]..w[1]].iter().rev().find_map(|l| l.cells[c]);
+                let next = lines[w[1]].cells[c];
+                matches!((last, next), (Some(a), Some(b)) if !a.open && a.x1 + b.lead <= right[c])
+            })
+            .count();
+        2 * fits > rows.len() - 1
+    });
+    let last = lines[*rows.last()?].end;
+    short_cells.then(|| Grid { tops: rows.iter().map(|&r| lines[r].y).collect(), end: last })
+}
+
+/// `items`' lines across columns `lo..=hi`, top down: baselines within [`SAME_ROW`] ems of a
+/// line's first are on it.
+fn lines(items: &[Item], lo: usize, hi: usize) -> Vec<Line> {
+    let mut sorted: Vec<&Item> = items.iter().collect();
+    sorted.sort_by(|a, b| a.y.total_cmp(&b.y).then(a.run.cmp(&b.run)));
+    let mut out: Vec<Line> = Vec::new();
+    for it in sorted {
+        let new_line = out.last().is_none_or(|l| it.y - l.y > SAME_ROW * it.size);
+        if new_line {
+            out.push(Line { y: it.y, end: it.y, cells: vec![None; hi - lo + 1] });
+        }
+        let Some(line) = out.last_mut() else { continue };
+        line.end = it.y;
+        let cell = &mut line.cells[it.lo - lo];
+        *cell = Some(match *cell {
+            // Runs of one cell's line: the leftmost one's lead, the rightmost one's end.
+            Some(e) if it.x1 > e.x1 => Ends { lead: e.lead, x1: it.x1, open: it.open },
+            Some(e) => Ends { lead: it.lead, ..e },
+            None => Ends { lead: it.lead, x1: it.x1, open: it.open },
+        });
+    }
+    out
 }
