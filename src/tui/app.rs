@@ -402,6 +402,48 @@ impl App {
         self.follow_chat_turn();
     }
 
+    /// Feeds events queued together, in order. A run of characters typed into a pane's text
+    /// field goes in as one insertion: the text area lays out its whole text again after every
+    /// edit, so a burst delivered as keys (a paste on a terminal without bracketed paste, a held
+    /// key) cost time quadratic in its length and froze the workbench.
+    pub fn handle_all(&mut self, events: impl IntoIterator<Item = AppEvent>) {
+        let mut typed = String::new();
+        for event in events {
+            match self.typed_char(&event) {
+                Some(c) => typed.push(c),
+                None => {
+                    self.type_run(&mut typed);
+                    self.handle(event);
+                }
+            }
+        }
+        self.type_run(&mut typed);
+    }
+
+    /// The character `event` types into the focused pane's text field, when it does nothing else
+    /// (a plain or shifted key while the pane takes text; a pane asking yes/no reads its keys).
+    fn typed_char(&self, event: &AppEvent) -> Option<char> {
+        let AppEvent::Input(Event::Key(key)) = event else { return None };
+        let KeyCode::Char(c) = key.code else { return None };
+        let plain = !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        if key.kind == KeyEventKind::Release || !plain || c.is_control() || self.overlay.is_some() {
+            return None;
+        }
+        let pane = self.pane(self.focus);
+        (pane.typing() && pane.text_field().is_some() && !pane.asking()).then_some(c)
+    }
+
+    /// Inserts the characters collected by [`App::handle_all`] (as a paste does) and empties it.
+    fn type_run(&mut self, typed: &mut String) {
+        if typed.is_empty() {
+            return;
+        }
+        let text = std::mem::take(typed);
+        self.dirty = true;
+        self.with_pane(self.focus, |p, cx| p.paste(&text, cx));
+        self.follow_chat_turn();
+    }
+
     /// Points the trace pane at the chat turn the chat pane shows, when that changed (so
     /// `[`/`]` in the trace pane keep their choice until the chat moves).
     fn follow_chat_turn(&mut self) {

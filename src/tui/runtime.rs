@@ -1,9 +1,9 @@
 //! The event loop (yazi's shape): everything that can happen (keys and mouse
 //! from the input task, results from the engine worker) arrives on one
 //! channel; the loop waits for the first event or the next timer (tick or a
-//! debounce deadline), drains whatever else is queued, hands new requests to
-//! the worker, performs effects (the editor), and draws at most once per
-//! frame and only when something changed.
+//! debounce deadline), takes what else is queued (a bounded batch; a run of typed
+//! characters goes in at once), hands new requests to the worker, performs effects
+//! (the editor), and draws at most once per frame and only when something changed.
 //!
 //! The loop is generic over the ratatui backend and the [`Host`] that performs
 //! effects, so tests and benchmarks run the very same loop on a `TestBackend`
@@ -26,6 +26,8 @@ use tokio::sync::oneshot;
 pub const FRAME: Duration = Duration::from_millis(16);
 /// Tick period (spinners, polling, notices).
 pub const TICK: Duration = Duration::from_millis(250);
+/// Events handled between two looks at signals, timers and the frame.
+pub const MAX_BATCH: usize = 4096;
 
 /// Performs effects the app asks for that need the terminal.
 #[allow(async_fn_in_trait)]
@@ -112,11 +114,16 @@ pub async fn run_loop<B: Backend, H: Host<B>>(
         tokio::select! {
             ev = rx.recv() => match ev {
                 Some(ev) => {
-                    app.handle(ev);
-                    // Drain everything already queued before drawing.
-                    while let Ok(ev) = rx.try_recv() {
-                        app.handle(ev);
+                    // Take what else is queued before drawing, but at most a batch: a flood of
+                    // keys must not keep the loop from signals, `ctrl+c` or a frame.
+                    let mut batch = vec![ev];
+                    while batch.len() < MAX_BATCH {
+                        match rx.try_recv() {
+                            Ok(ev) => batch.push(ev),
+                            Err(_) => break,
+                        }
                     }
+                    app.handle_all(batch);
                 }
                 None => return Ok(Exit::Closed),
             },

@@ -5,8 +5,9 @@
 //! switching from a text field, ctrl+z. Each test replays a reproduction from the issue.
 
 use crate::tui_support::{shows, Harness};
-use crossterm::event::{KeyCode, KeyModifiers};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use docdex::tui::app::{Effect, Mode};
+use docdex::tui::event::AppEvent;
 use docdex::tui::panes::PaneId;
 
 /// The status bar (last row) at a size.
@@ -788,4 +789,44 @@ fn a_paste_in_normal_mode_goes_to_the_text_field_like_a_typed_letter() {
     h.alt('6');
     h.app.handle(docdex::tui::event::AppEvent::Input(crossterm::event::Event::Paste("x".into())));
     assert!(h.app.notice().is_some_and(|n| n.contains("Impact has no text field")), "{:?}", h.app.notice());
+}
+
+fn key_event(code: KeyCode, mods: KeyModifiers) -> AppEvent {
+    AppEvent::Input(Event::Key(KeyEvent::new(code, mods)))
+}
+
+/// A 200 KB message delivered as keys (a terminal without bracketed paste, a tool that types)
+/// took minutes: the text area lays out its whole text after every key, and the loop took
+/// every queued key before looking at signals. Keys queued together now go in as one run,
+/// in order with the editing keys and commands between them.
+#[test]
+fn a_burst_of_typed_keys_goes_in_at_once_and_in_order() {
+    let mut h = Harness::new().started();
+    h.alt('3');
+    let text = "lorem ipsum dolor sit amet ".repeat(8_000);
+    let mut burst: Vec<AppEvent> = text.chars().map(|c| key_event(KeyCode::Char(c), KeyModifiers::NONE)).collect();
+    // Editing keys inside the burst apply where they fall: home, then "Re: " before the text.
+    burst.push(key_event(KeyCode::Char('a'), KeyModifiers::CONTROL));
+    burst.extend("Re: ".chars().map(|c| key_event(KeyCode::Char(c), KeyModifiers::SHIFT)));
+    h.app.handle_all(burst);
+    let typed = h.app.chat().input_text();
+    assert_eq!(typed.len(), text.len() + 4);
+    assert_eq!(typed, format!("Re: {text}"));
+
+    // Keys that are commands stay commands: esc leaves the field, then `q` asks before quitting
+    // and `ctrl+c` quits, though they came in the same batch as typed letters.
+    h.app.handle_all([
+        key_event(KeyCode::Char('x'), KeyModifiers::NONE),
+        key_event(KeyCode::Esc, KeyModifiers::NONE),
+        key_event(KeyCode::Char('q'), KeyModifiers::NONE),
+    ]);
+    assert!(h.app.chat().input_text().starts_with("Re: xlorem"), "typed where the cursor was");
+    assert!(!h.app.should_quit());
+    assert!(shows(&h.screen(80, 24), "Quit"), "{}", h.screen(80, 24));
+    h.key(KeyCode::Esc);
+    h.app.handle_all([
+        key_event(KeyCode::Char('i'), KeyModifiers::NONE),
+        key_event(KeyCode::Char('c'), KeyModifiers::CONTROL),
+    ]);
+    assert!(h.app.should_quit());
 }

@@ -372,3 +372,22 @@ fn a_removal_confirmed_after_an_edit_elsewhere_keeps_the_preference() {
     let s = h.screen(120, 40);
     assert!(shows(&s, "Keep fixtures next to the tests"), "the list shows the current text:\n{s}");
 }
+
+/// A yes/no question reads its keys itself: a `y` that arrives with other queued keys answers
+/// it (keys queued together are typed as one run only into a text field).
+#[test]
+fn a_queued_answer_to_remove_is_an_answer_not_text() {
+    use crossterm::event::{Event, KeyEvent, KeyModifiers};
+    use docdex::tui::event::AppEvent;
+    let mut h = open_on("mcoda_qa");
+    h.key(KeyCode::Right);
+    let sel = h.app.profile().selected_preference().cloned().expect("selected");
+    let before = prefs_of(&h, "mcoda_qa").len();
+    h.app.handle_all([
+        AppEvent::Input(Event::Key(KeyEvent::new(KeyCode::Char('d'), KeyModifiers::NONE))),
+        AppEvent::Input(Event::Key(KeyEvent::new(KeyCode::Char('y'), KeyModifiers::NONE))),
+    ]);
+    h.pump();
+    assert!(prefs_of(&h, "mcoda_qa").iter().all(|p| p.id != sel.id));
+    assert_eq!(prefs_of(&h, "mcoda_qa").len(), before - 1);
+}
