@@ -559,3 +559,64 @@ fn a_hit_on_a_very_long_line_is_kept_as_an_excerpt_around_its_match() {
         assert!(p.tokens <= 4000, "{}", p.tokens);
     }
 }
+
+/// A pack on a file of megabytes reads only what it shows: an 8 MB one-line file was read,
+/// decoded and masked whole (0.65 s of a release build for two) to show 900 bytes of it. The
+/// excerpt still holds the match, with what is shown masked (a secret the window's edge cuts
+/// too), and lines of a large file of short lines are shown as they are.
+#[test]
+fn a_pack_on_files_of_megabytes_takes_in_only_the_lines_and_windows_it_shows() {
+    let env = Env::new();
+    let repo = env.repo("bundle");
+    let key = format!("ghp_{}", "Zq7Xw2Lm9Rt4Yp1Kd8Vb3Nc6Hs5Jf0Ga2Ue7");
+    // The window starts 300 bytes before the match: the key straddles its edge.
+    let tail = format!("{key} {} jane.doe@example.com var watermelonword=2;", "v".repeat(243));
+    assert_eq!(tail.find("watermelonword"), Some(310), "the key starts 310 bytes before the match");
+    let min = format!("{}{tail}{}", "var x=1;".repeat(300_000), "var y=2;".repeat(1000));
+    write(&repo, "dist/app.min.js", &min);
+    let log: Vec<String> = (0..60_000).map(|i| format!("entry {i} nothing to see here")).collect();
+    let mut log_lines = log.clone();
+    log_lines[40_000] = "entry 40000 the kumquatword failure".into();
+    write(&repo, "logs/big.log", log_lines.join("\n") + "\n");
+    git_commit_all(&repo);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+
+    let p = pack(&engine, &repo, "watermelonword", None, 8000);
+    let s = p.snippets.iter().find(|s| s.path == "dist/app.min.js").unwrap_or_else(|| panic!("kept: {p:#?}"));
+    assert!(s.text.contains("watermelonword") && s.trimmed && s.text.len() < 1500, "{}", s.text);
+    assert!(s.text.contains("[EMAIL]@example.com") && !s.text.contains("jane.doe"), "{}", s.text);
+    assert!(!s.text.contains(&key[key.len() - 12..]) && !s.text.contains("ghp_Zq7"), "a cut key shown: {}", s.text);
+    let cut = p.omitted.iter().find(|o| o.citation == "dist/app.min.js:1-1").expect("the rest is listed");
+    assert!(cut.reason.contains("bytes, not read"), "{cut:?}");
+    // 2.4 MB of the file, of which a seed's head (16 KiB) and the window were taken in.
+    assert!(p.timing.text_bytes < 64 * 1024, "read {} bytes as text", p.timing.text_bytes);
+    assert!(p.tokens <= 8000);
+
+    let p = pack(&engine, &repo, "kumquatword failure", None, 8000);
+    let s = p.snippets.iter().find(|s| s.path == "logs/big.log").unwrap_or_else(|| panic!("kept: {p:#?}"));
+    let want = log_lines[s.line_start as usize - 1..s.line_end as usize].join("\n");
+    assert!(s.text == want && s.text.contains("kumquatword"), "{}-{}: {}", s.line_start, s.line_end, s.text);
+    assert!(p.timing.text_bytes < 256 * 1024, "read {} bytes as text", p.timing.text_bytes);
+}
+
+/// A pack answers to its caller's cancellation token (the server trips it when the client
+/// leaves): it stops between files and slots with `cancelled` (HTTP 503), as graph walks and
+/// audits do; it ran to its end for nobody.
+#[test]
+fn a_pack_whose_callers_token_is_tripped_stops_cancelled() {
+    use docdex::engine::protocol::CancelToken;
+    let env = Env::new();
+    let (repo, engine) = fixture(&env);
+    let req = ContextRequest { task: "session expiry".into(), since: Some("main".into()), budget: None, format: None };
+    let token = CancelToken::new();
+    token.cancel();
+    {
+        let _ambient = token.enter();
+        match engine.context(&repo, &req) {
+            Err(docdex::error::Error::Cancelled) => {}
+            other => panic!("expected Cancelled, got {other:?}"),
+        }
+    }
+    assert!(!engine.context(&repo, &req).expect("a pack once no tripped token is ambient").snippets.is_empty());
+}

@@ -18,11 +18,13 @@
 //! holds for the text an agent receives.
 
 pub(crate) mod changes;
+mod read;
 mod render;
 pub mod types;
 
 pub use render::render_markdown;
 
+use crate::engine::cancel::CancelToken;
 use crate::engine::code::impact::LoadedGraph;
 use crate::engine::code::query;
 use crate::engine::code::store::SymbolReader;
@@ -31,11 +33,10 @@ use crate::engine::code::types::SymbolKind;
 use crate::engine::index::files::language;
 use crate::engine::search::types::{SearchHit, SearchRequest};
 use crate::engine::waterfall::budget::{self, TokenCounter};
-use crate::engine::waterfall::context::Files;
-use crate::engine::waterfall::excerpt::{excerpt, has_long_line};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use changes::Changes;
+use read::PackFiles as Files;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -73,6 +74,16 @@ const MAX_DEFINITIONS_PER_NAME: usize = 3;
 const MAX_UNTRACKED_BYTES: u64 = 1 << 20;
 /// A candidate is cut to fit only when at least this many tokens are left.
 const MIN_TRIM_TOKENS: u32 = 48;
+/// Bytes of a seed read for the names it holds (a minified line's first bytes name more than
+/// the [`MAX_NAME_LOOKUPS`] looked up).
+const SEED_BYTES: usize = 16 * 1024;
+/// A range is read and counted whole only up to this many bytes per token of the budget (at
+/// least [`MIN_READ_BYTES`]): text packs about 4 bytes into a token, so a longer range cannot
+/// fit and is cut to an excerpt unread (an 8 MB line was read, masked and counted to be cut).
+const READ_BYTES_PER_TOKEN: u64 = 16;
+/// The least a range may hold and be read whole: 80 lines of 900 bytes, the longest range with
+/// no line an excerpt would cut, are always read.
+const MIN_READ_BYTES: u64 = 128 * 1024;
 
 /// A snippet under consideration: where, why, and how early the budget should take it.
 #[derive(Debug, Clone)]
@@ -135,25 +146,30 @@ impl Engine {
         budget::warm_up();
         let repo = self.resolve_repo(repo_path)?;
         let mut timing = ContextTiming::default();
+        // A request whose client left stops between files and slots (taken once, here).
+        let cancel = CancelToken::current();
+        cancel.check()?;
 
         let t = Instant::now();
         let search_req =
             SearchRequest { query: task.to_string(), limit: Some(SEARCH_HITS), for_chat: true, ..Default::default() };
         let hits = self.search(&repo.root, &search_req)?.results;
         timing.search_ms = ms(t);
+        cancel.check()?;
 
         let t = Instant::now();
         let mut changes = changes::collect(&repo.root, req.since.as_deref())?;
         let left_out = changes.leave_out_unindexable(&repo.root, &self.config().index);
         timing.git_ms = ms(t);
+        cancel.check()?;
 
         let t = Instant::now();
         let mut pack = empty_pack(&repo.root, task, req.since.clone(), budget, &changes);
-        let mut files = if self.config().privacy.redact_snippets { Files::masked(&repo) } else { Files::new(&repo) };
+        let mut files = Files::new(&repo, self.config().privacy.redact_snippets);
         if let Some(note) = changes::left_out_note(left_out) {
             pack.notes.push(note);
         }
-        let mut cands = changed_candidates(&repo.root, &changes, req.since.as_deref(), &mut files, &mut pack);
+        let mut cands = changed_candidates(&repo.root, &changes, req.since.as_deref(), &mut files, &mut pack, &cancel)?;
         let changed_cands = cands.len();
         for (i, h) in hits.iter().enumerate() {
             cands.push(hit_candidate(h, i));
@@ -166,20 +182,21 @@ impl Engine {
             .map(|c| (c.path.clone(), c.a, c.b))
             .chain(hits.iter().take(SEED_HITS).map(|h| (h.path.clone(), h.line_start, h.line_end)))
             .collect();
-        cands.extend(self.definition_candidates(&repo, &seeds, &mut files, &mut pack.notes));
-        cands.extend(self.graph_candidates(&repo.root, &changes, &hits, &mut files, &mut pack.notes));
+        cands.extend(self.definition_candidates(&repo, &seeds, &mut files, &mut pack.notes, &cancel)?);
+        cands.extend(self.graph_candidates(&repo.root, &changes, &hits, &mut files, &mut pack.notes, &cancel)?);
         // Stable: within a priority, the order each source ranked them in.
         cands.sort_by_key(|c| c.priority);
         timing.expand_ms = ms(t);
 
         let t = Instant::now();
         let counter = TokenCounter::for_model("gpt-4", None)?;
-        fit(&mut pack, cands, &mut files, &counter, &crate::engine::analysis::query_terms(task));
+        fit(&mut pack, cands, &mut files, &counter, &crate::engine::analysis::query_terms(task), &cancel)?;
         if req.format.unwrap_or_default() == ContextFormat::Md {
             pack.markdown = Some(render_markdown(&pack));
         }
         timing.fit_ms = ms(t);
         timing.total_ms = ms(started);
+        timing.text_bytes = files.text_bytes();
         pack.timing = timing;
         Ok(pack)
     }
@@ -191,22 +208,24 @@ impl Engine {
         seeds: &[(String, u32, u32)],
         files: &mut Files,
         notes: &mut Vec<String>,
-    ) -> Vec<Candidate> {
+        cancel: &CancelToken,
+    ) -> Result<Vec<Candidate>> {
         let reader = match SymbolReader::open(repo) {
             Ok(Some(r)) => r,
             Ok(None) => {
                 notes.push("no symbol store yet: definitions left out (`docdex index` extracts symbols)".into());
-                return Vec::new();
+                return Ok(Vec::new());
             }
             Err(e) => {
                 notes.push(format!("symbol store unreadable, definitions left out: {e}"));
-                return Vec::new();
+                return Ok(Vec::new());
             }
         };
         // Names in seed order, each with the first seed that names it.
         let mut names: Vec<(String, usize)> = Vec::new();
         for (i, (path, a, b)) in seeds.iter().enumerate() {
-            let Some((_, _, text)) = files.slice(path, *a, *b) else { continue };
+            cancel.check()?;
+            let Some(text) = files.head(path, *a, *b, SEED_BYTES) else { continue };
             for name in identifiers(&text, MAX_NAME_LOOKUPS) {
                 if !names.iter().any(|(n, _)| *n == name) {
                     names.push((name, i));
@@ -218,6 +237,7 @@ impl Engine {
             if out.len() >= MAX_DEFINITIONS {
                 break;
             }
+            cancel.check()?;
             let defs = match query::exact_definitions(&reader, &name, MAX_DEFINITIONS_PER_NAME + 1) {
                 Ok(d) => d,
                 Err(e) => {
@@ -248,7 +268,7 @@ impl Engine {
             }
         }
         out.truncate(MAX_DEFINITIONS);
-        out
+        Ok(out)
     }
 
     /// Tests, importers and imports of the changed files and the top hits' files.
@@ -259,15 +279,17 @@ impl Engine {
         hits: &[SearchHit],
         files: &mut Files,
         notes: &mut Vec<String>,
-    ) -> Vec<Candidate> {
+        cancel: &CancelToken,
+    ) -> Result<Vec<Candidate>> {
         let Some(graph) = self.context_graph(root, notes) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         let seeds = graph_seeds(&graph, changes, hits);
         let edges = Neighbours::of(&graph);
         let mut out = Vec::new();
         let (mut tests, mut importers, mut deps) = (0, 0, 0);
         for seed in &seeds {
+            cancel.check()?;
             let found = test_candidates(&graph, root, seed, &edges, files, MAX_TESTS - tests);
             tests += found.len();
             out.extend(found);
@@ -278,7 +300,7 @@ impl Engine {
             deps += found.len();
             out.extend(found);
         }
-        out
+        Ok(out)
     }
 
     /// The impact graph for a pack, or `None` with a note saying why importers and tests are
@@ -420,9 +442,11 @@ fn changed_candidates(
     since: Option<&str>,
     files: &mut Files,
     pack: &mut ContextPack,
-) -> Vec<Candidate> {
+    cancel: &CancelToken,
+) -> Result<Vec<Candidate>> {
     let mut out = Vec::new();
     for f in &changes.files {
+        cancel.check()?;
         let what = changes::describe(f, since);
         if f.change == "deleted" {
             continue;
@@ -433,11 +457,10 @@ fn changed_candidates(
                 pack.notes.push(format!("{} is untracked and larger than 1 MiB: not read", f.path));
                 continue;
             }
-            let Some(lines) = files.lines(&f.path) else {
+            let Some(total) = files.total(&f.path) else {
                 pack.notes.push(format!("{} is untracked but not a readable text file", f.path));
                 continue;
             };
-            let total = lines.len() as u32;
             if total == 0 {
                 continue;
             }
@@ -460,7 +483,7 @@ fn changed_candidates(
         }
         // The margin after a hunk at the end of the file stops at its last line: the region's
         // range is also cited (`named by path:a-b`), and no line past the end may be.
-        let total = files.lines(&f.path).map(|l| l.len() as u32);
+        let total = files.total(&f.path);
         for (a, b, changed) in regions(d) {
             let b = total.map_or(b, |t| b.min(t.max(a)));
             out.push(Candidate {
@@ -483,7 +506,7 @@ fn changed_candidates(
             });
         }
     }
-    out
+    Ok(out)
 }
 
 /// A file's changed regions (new side): hunks with margins, joined when close, capped in
@@ -551,8 +574,7 @@ fn window(line: u32) -> (u32, u32) {
 fn mention_line(files: &mut Files, path: &str, subject: &str) -> Option<u32> {
     let name = subject.rsplit('/').next().unwrap_or(subject);
     let stem = name.split('.').next().unwrap_or(name);
-    let lines = files.lines(path)?;
-    lines.iter().position(|l| l.contains(stem)).map(|i| i as u32 + 1)
+    files.first_line_with(path, stem)
 }
 
 /// Identifier-shaped words of `text` that could name a declaration elsewhere: calls
@@ -735,19 +757,35 @@ fn unreadable_why(root: &Path, rel: &str) -> &'static str {
 
 /// Fits the candidates into the budget, in order: folds overlaps, counts each rendered
 /// snippet, cuts or leaves out what does not fit, and checks the whole rendered pack. `terms`
-/// (the task's query terms) place the excerpt of a candidate on a long line.
-fn fit(pack: &mut ContextPack, cands: Vec<Candidate>, files: &mut Files, counter: &TokenCounter, terms: &[String]) {
+/// (the task's query terms) place the excerpt of a candidate on a long line. Stops with
+/// [`Error::Cancelled`] between candidates once `cancel` trips.
+fn fit(
+    pack: &mut ContextPack,
+    cands: Vec<Candidate>,
+    files: &mut Files,
+    counter: &TokenCounter,
+    terms: &[String],
+    cancel: &CancelToken,
+) -> Result<()> {
     let header_tokens = counter.count(&render::preamble(pack));
     let mut left = pack.budget.saturating_sub(header_tokens);
     for c in cands {
+        cancel.check()?;
         place(pack, c, files, counter, terms, &mut left);
     }
     check_whole(pack, files, counter);
+    Ok(())
+}
+
+/// The most bytes of a range read and counted whole for a pack of `budget` tokens.
+fn read_cap(budget: u32) -> u64 {
+    (u64::from(budget) * READ_BYTES_PER_TOKEN).max(MIN_READ_BYTES)
 }
 
 /// Takes one candidate into the pack within `left` tokens: folded into a kept snippet it
 /// overlaps, whole, cut to what is left (by lines, or to an excerpt around the task's rarest
-/// term when a long line leaves no lines to cut), or listed as omitted with the reason.
+/// term when a long line leaves no lines to cut), or listed as omitted with the reason. A
+/// range longer than [`read_cap`] is not read: it cannot fit, and only its excerpt is.
 fn place(
     pack: &mut ContextPack,
     mut c: Candidate,
@@ -764,42 +802,47 @@ fn place(
         fold(pack, &c, &citation, counter, left);
         return;
     };
-    let Some((a, b, text)) = files.slice(&c.path, a, b) else {
-        pack.omitted.push(OmittedSnippet {
-            citation,
-            role: c.role,
-            tokens: 0,
-            reason: unreadable_why(&pack.repo, &c.path).into(),
-        });
-        return;
+    let unreadable = |pack: &mut ContextPack| {
+        let reason = unreadable_why(&pack.repo, &c.path).into();
+        pack.omitted.push(OmittedSnippet { citation: citation.clone(), role: c.role, tokens: 0, reason });
     };
+    let Some(extent) = files.extent(&c.path, a, b) else { return unreadable(pack) };
     let mut snip = ContextSnippet {
         lang: language(Path::new(&c.path)).to_string(),
         path: c.path.clone(),
-        line_start: a,
-        line_end: b,
+        line_start: extent.line_start,
+        line_end: extent.line_end,
         role: c.role,
         reason: c.reason.clone(),
         tokens: 0,
         trimmed: false,
-        text,
+        text: String::new(),
     };
-    // Counted no further than the budget: a one-line 8 MB file cost seconds to count whole.
-    let (cost, exact) = counter.count_within(&render::block(&snip), pack.budget);
-    let needs = if exact { format!("{cost} tokens") } else { format!("more than the budget's {} tokens", pack.budget) };
-    if cost <= *left {
-        snip.tokens = cost;
-        *left -= cost;
-        pack.snippets.push(snip);
-        return;
-    }
+    let (cost, needs) = if extent.bytes > read_cap(pack.budget) {
+        // An estimate (a quarter of its bytes) for text never read.
+        let guess = u32::try_from(extent.bytes / 4).unwrap_or(u32::MAX).max(pack.budget.saturating_add(1));
+        (guess, format!("more than the budget's {} tokens ({} bytes, not read)", pack.budget, extent.bytes))
+    } else {
+        let Some(slice) = files.slice(&c.path, a, b) else { return unreadable(pack) };
+        snip.text = slice.text;
+        // Counted no further than the budget: a one-line 8 MB file cost seconds to count whole.
+        let (cost, exact) = counter.count_within(&render::block(&snip), pack.budget);
+        if cost <= *left {
+            snip.tokens = cost;
+            *left -= cost;
+            pack.snippets.push(snip);
+            return;
+        }
+        (cost, if exact { format!("{cost} tokens") } else { format!("more than the budget's {} tokens", pack.budget) })
+    };
     if *left >= MIN_TRIM_TOKENS {
         // A long line cannot be cut by lines: its excerpt around the task's words instead.
-        let cut = match has_long_line(&snip.text) {
+        let cut = match extent.long_line {
             true => excerpt_of(&snip, *left, files, counter, terms).map(|e| (e, citation.clone(), " to an excerpt")),
-            false => trim_to(&snip, *left, files, counter)
-                .map(|t| (format!("{}:{}-{}", c.path, t.line_end + 1, b), t))
+            false if !snip.text.is_empty() => trim_to(&snip, *left, files, counter)
+                .map(|t| (format!("{}:{}-{}", c.path, t.line_end + 1, extent.line_end), t))
                 .map(|(rest, t)| (t, rest, "")),
+            false => None,
         };
         if let Some((cut, rest, how)) = cut {
             *left -= cut.tokens;
@@ -825,7 +868,7 @@ fn place(
 /// first, so that a snippet already holding the whole file takes it in; one that starts past
 /// the end is omitted with its reason (false).
 fn clamp_to_file(pack: &mut ContextPack, c: &mut Candidate, files: &mut Files) -> bool {
-    let Some(total) = files.lines(&c.path).map(|l| l.len() as u32) else { return true };
+    let Some(total) = files.total(&c.path) else { return true };
     if c.a > total {
         pack.omitted.push(OmittedSnippet {
             citation: format!("{}:{}-{}", c.path, c.a, c.b),
@@ -933,8 +976,14 @@ fn trim_to(snip: &ContextSnippet, left: u32, files: &mut Files, counter: &TokenC
         if n < 3 {
             return None;
         }
-        let (a, b, text) = files.slice(&snip.path, snip.line_start, snip.line_start + n - 1)?;
-        let mut cut = ContextSnippet { line_start: a, line_end: b, text, trimmed: true, ..snip.clone() };
+        let s = files.slice(&snip.path, snip.line_start, snip.line_start + n - 1)?;
+        let mut cut = ContextSnippet {
+            line_start: s.line_start,
+            line_end: s.line_end,
+            text: s.text,
+            trimmed: true,
+            ..snip.clone()
+        };
         let (cost, _) = counter.count_within(&render::block(&cut), left);
         if cost <= left {
             cut.tokens = cost;
@@ -946,7 +995,7 @@ fn trim_to(snip: &ContextSnippet, left: u32, files: &mut Files, counter: &TokenC
 }
 
 /// The snippet as a bounded excerpt around the rarest of `terms` in it (a hit's match on a
-/// line of 88 KB), when that fits in `left` tokens.
+/// line of 88 KB), when that fits in `left` tokens; only the excerpt's window is read.
 fn excerpt_of(
     snip: &ContextSnippet,
     left: u32,
@@ -954,8 +1003,7 @@ fn excerpt_of(
     counter: &TokenCounter,
     terms: &[String],
 ) -> Option<ContextSnippet> {
-    let lines = files.lines(&snip.path)?;
-    let e = excerpt(&lines, snip.line_start, snip.line_end, terms)?;
+    let e = files.excerpt(&snip.path, snip.line_start, snip.line_end, terms)?;
     let mut cut =
         ContextSnippet { line_start: e.line_start, line_end: e.line_end, text: e.text, trimmed: true, ..snip.clone() };
     let (cost, _) = counter.count_within(&render::block(&cut), left);

@@ -140,7 +140,7 @@ pub struct OmittedSnippet {
     pub reason: String,
 }
 
-/// Where the time went, ms.
+/// Where the time went (ms), and how much of the files was read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ContextTiming {
     /// The whole call.
@@ -153,6 +153,11 @@ pub struct ContextTiming {
     pub expand_ms: f64,
     /// Counting tokens and fitting the budget.
     pub fit_ms: f64,
+    /// Bytes of repository files taken in as text (decoded, masked, counted): files up to 1 MiB
+    /// whole, of larger ones only the lines and excerpt windows shown (each is scanned once
+    /// for its line ends, and a range cut to an excerpt for the task's words, in blocks).
+    #[serde(default)]
+    pub text_bytes: u64,
 }
 
 /// A bounded, cited context for a coding agent.

@@ -44,33 +44,12 @@ pub fn excerpt(lines: &[String], a: u32, b: u32, terms: &[String]) -> Option<Exc
     let (idx, pos) = rarest_match(range, terms).unwrap_or((0, 0));
     let line = &range[idx];
     if line.len() > MAX_EXCERPT_BYTES {
-        let start = floor_boundary(line, pos.saturating_sub(LEAD_BYTES).min(line.len() - MAX_EXCERPT_BYTES));
-        let end = floor_boundary(line, start + MAX_EXCERPT_BYTES);
-        let lead = if start > 0 { "…" } else { "" };
-        let tail = if end < line.len() { "…" } else { "" };
+        let (start, end) = long_cut(line, pos);
         let n = a + idx as u32;
-        return Some(Excerpt {
-            line_start: n,
-            line_end: n,
-            text: format!("{lead}{}{tail}", &line[start..end]),
-            cut: true,
-        });
+        return Some(Excerpt { line_start: n, line_end: n, text: marked(line, start, end), cut: true });
     }
-    let (mut first, mut last, mut len) = (idx, idx, line.len());
-    loop {
-        let before = len;
-        if last + 1 < range.len() && len + 1 + range[last + 1].len() <= MAX_EXCERPT_BYTES {
-            last += 1;
-            len += 1 + range[last].len();
-        }
-        if first > 0 && len + 1 + range[first - 1].len() <= MAX_EXCERPT_BYTES {
-            first -= 1;
-            len += 1 + range[first].len();
-        }
-        if len == before {
-            break;
-        }
-    }
+    let lens: Vec<usize> = range.iter().map(String::len).collect();
+    let (first, last) = around(&lens, idx);
     Some(Excerpt {
         line_start: a + first as u32,
         line_end: a + last as u32,
@@ -79,13 +58,71 @@ pub fn excerpt(lines: &[String], a: u32, b: u32, terms: &[String]) -> Option<Exc
     })
 }
 
+/// Where the excerpt of a line longer than [`MAX_EXCERPT_BYTES`] starts and ends (bytes, on char
+/// boundaries): from [`LEAD_BYTES`] before `pos` (the match), at most [`MAX_EXCERPT_BYTES`] long,
+/// moved back to end at the line's end. `line` may be a window of the whole line (what a reader
+/// that never holds the line read of it), `pos` counted in it.
+pub fn long_cut(line: &str, pos: usize) -> (usize, usize) {
+    let from = pos.saturating_sub(LEAD_BYTES).min(line.len().saturating_sub(MAX_EXCERPT_BYTES));
+    let start = floor_boundary(line, from);
+    (start, floor_boundary(line, start + MAX_EXCERPT_BYTES))
+}
+
+/// The bytes [`long_cut`] takes of a line of `line_len` bytes around `pos` (char boundaries
+/// aside): what a reader must fetch of a line it does not hold.
+pub fn long_span(line_len: usize, pos: usize) -> (usize, usize) {
+    let start = pos.saturating_sub(LEAD_BYTES).min(line_len.saturating_sub(MAX_EXCERPT_BYTES));
+    (start, (start + MAX_EXCERPT_BYTES).min(line_len))
+}
+
+/// `line[start..end]` with `…` where it cuts the line.
+pub fn marked(line: &str, start: usize, end: usize) -> String {
+    let lead = if start > 0 { "…" } else { "" };
+    let tail = if end < line.len() { "…" } else { "" };
+    format!("{lead}{}{tail}", &line[start..end])
+}
+
+/// The lines (indexes into `lens`, the lengths of a range's lines) an excerpt of short lines
+/// takes around line `idx`: its neighbours below and above, one at a time, while the text
+/// (newlines included) stays within [`MAX_EXCERPT_BYTES`].
+pub fn around(lens: &[usize], idx: usize) -> (usize, usize) {
+    let (mut first, mut last, mut len) = (idx, idx, lens[idx]);
+    loop {
+        let before = len;
+        if last + 1 < lens.len() && len + 1 + lens[last + 1] <= MAX_EXCERPT_BYTES {
+            last += 1;
+            len += 1 + lens[last];
+        }
+        if first > 0 && len + 1 + lens[first - 1] <= MAX_EXCERPT_BYTES {
+            first -= 1;
+            len += 1 + lens[first];
+        }
+        if len == before {
+            break;
+        }
+    }
+    (first, last)
+}
+
+/// Of terms found `counts` times, first at `at`, the one to centre an excerpt on: the term
+/// found least often (the longer on a tie), as [`excerpt`] picks it. Each entry is (count,
+/// term length, where); a term never found is left out by the caller.
+pub fn rarest<T: Copy>(found: impl IntoIterator<Item = (usize, usize, T)>) -> Option<T> {
+    let mut best: Option<(usize, usize, T)> = None;
+    for (count, len, at) in found {
+        if best.is_none_or(|(c, l, _)| count < c || (count == c && len > l)) {
+            best = Some((count, len, at));
+        }
+    }
+    best.map(|(_, _, at)| at)
+}
+
 /// (line index, byte offset) of the first occurrence of the term found least often in the
 /// range (the longer on a tie): a word the question shares with every line says nothing of
 /// where the answer is.
-fn rarest_match(range: &[String], terms: &[String]) -> Option<(usize, usize)> {
+pub fn rarest_match(range: &[String], terms: &[String]) -> Option<(usize, usize)> {
     let lowered: Vec<String> = range.iter().map(|l| l.to_ascii_lowercase()).collect();
-    let mut best: Option<(usize, usize, (usize, usize))> = None;
-    for term in terms.iter().filter(|t| !t.is_empty()) {
+    let found = terms.iter().filter(|t| !t.is_empty()).filter_map(|term| {
         let finder = memmem::Finder::new(term.as_bytes());
         let mut count = 0;
         let mut first = None;
@@ -95,13 +132,9 @@ fn rarest_match(range: &[String], terms: &[String]) -> Option<(usize, usize)> {
                 first.get_or_insert((i, pos));
             }
         }
-        let Some(at) = first else { continue };
-        let better = best.is_none_or(|(c, len, _)| count < c || (count == c && term.len() > len));
-        if better {
-            best = Some((count, term.len(), at));
-        }
-    }
-    best.map(|(_, _, at)| at)
+        first.map(|at| (count, term.len(), at))
+    });
+    rarest(found)
 }
 
 /// The largest char boundary of `s` at or below `i`.
