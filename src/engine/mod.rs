@@ -544,30 +544,33 @@ impl Engine {
     /// Many searches in one call (a regression suite): the repository is resolved once and
     /// every query shares its cached searcher; a query that fails is that item's error, never
     /// the batch's. Each response is exactly what [`Self::search`] returns for that request.
+    /// The batch ends with [`Error::Cancelled`] once the thread's ambient token trips (its
+    /// client left): the queries not yet run are not run.
     pub fn search_batch(&self, repo_path: &Path, reqs: &[SearchRequest]) -> Result<Vec<BatchItem>> {
         let repo = self.resolve_repo(repo_path)?;
         self.searcher(&repo)?;
-        Ok(reqs
-            .iter()
-            .enumerate()
-            .map(|(index, req)| {
-                let answer = match req.query.trim().is_empty() {
-                    true => Err(Error::BadRequest("empty query: pass words to search for".into())),
-                    false => self.search(&repo.root, req),
-                };
-                let (response, error) = match answer {
-                    Ok(r) => (Some(r), None),
-                    Err(e) => (None, Some(e)),
-                };
-                BatchItem {
-                    index,
-                    query: req.query.clone(),
-                    response,
-                    error_code: error.as_ref().map(|e| e.code().to_string()),
-                    error: error.map(|e| e.to_string()),
-                }
-            })
-            .collect())
+        let cancel = CancelToken::current();
+        let mut items = Vec::with_capacity(reqs.len());
+        for (index, req) in reqs.iter().enumerate() {
+            cancel.check()?;
+            let answer = match req.query.trim().is_empty() {
+                true => Err(Error::BadRequest("empty query: pass words to search for".into())),
+                false => self.search(&repo.root, req),
+            };
+            let (response, error) = match answer {
+                Ok(r) => (Some(r), None),
+                Err(Error::Cancelled) => return Err(Error::Cancelled),
+                Err(e) => (None, Some(e)),
+            };
+            items.push(BatchItem {
+                index,
+                query: req.query.clone(),
+                response,
+                error_code: error.as_ref().map(|e| e.code().to_string()),
+                error: error.map(|e| e.to_string()),
+            });
+        }
+        Ok(items)
     }
 
     /// Index state, counts, progress and warnings for a repository.

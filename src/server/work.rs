@@ -17,9 +17,9 @@
 //! handler drops it when the request is cancelled or its session ends. Every wait on the model
 //! server inside the call (the query's embedding in search, memory and profile recall, a
 //! conflict's explanation) then ends within 20 ms, and a call still queued for a slot never
-//! starts. Graph walks, audits, an index run and a test run look at the token at their loop
-//! boundaries and end with `cancelled` (a test run kills its process group); a search's
-//! ranking does not: it runs to its end, bounded by its own limits, and its answer is dropped.
+//! starts. Searches, graph walks, audits, the project map, the pre-commit gatekeeper, an index
+//! run and a test run look at the token at their loop boundaries and end with `cancelled` (a
+//! test run kills its process group).
 
 use super::error::ApiError;
 use crate::engine::protocol::CancelToken;

@@ -1,16 +1,21 @@
 //! CPU-, disk- and process-bound engine work stops when its caller's cancellation token trips
 //! (`engine::cancel`): graph walks, audits, an index run and a test run end with
 //! `Error::Cancelled` instead of running to their end for nobody. Over the server, a client
-//! hanging up on `docdex_run_tests` kills its test processes and frees its work slot.
+//! hanging up on `docdex_run_tests` kills its test processes and frees its work slot. So do a
+//! search's ranking and snippets, the project map, the pre-commit gatekeeper (its import
+//! cycles) and an index run's impact graph.
 
 use crate::server_util::{eventually, mcp_post, mcp_session, Server};
 use crate::util::{quiet, sample_repo, write, Env};
+use docdex::engine::code::graph;
 use docdex::engine::code::impact::ImpactRequest;
 use docdex::engine::protocol::{
-    CancelToken, ConflictsRequest, DuplicatesRequest, IndexProgress, RunTestsRequest, TestsRequest,
+    CancelToken, ConflictsRequest, DuplicatesRequest, HookValidateRequest, IndexProgress, ProjectMapRequest,
+    RunTestsRequest, SearchRequest, StagedFile, TestsRequest,
 };
 use docdex::engine::IndexOptions;
 use docdex::error::Error;
+use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -166,4 +171,124 @@ async fn an_mcp_client_hanging_up_on_run_tests_kills_its_tests_and_frees_the_slo
     eventually("the test's sleep is killed", || std::future::ready(!alive(&pid))).await;
     let r = c.get(server.url("/v1/memory")).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200, "the abandoned test run still holds the only slot");
+}
+
+/// The search for `q`, ten hits.
+fn search_for(q: &str) -> SearchRequest {
+    SearchRequest { query: q.into(), limit: Some(10), ..Default::default() }
+}
+
+/// Before, a search ran its ranking and read every hit's file for snippets whatever the token
+/// said (no model is configured here, so nothing else in it looked).
+#[test]
+fn a_search_its_map_and_a_batch_of_searches_stop_when_the_callers_token_is_tripped() {
+    let env = Env::new();
+    let (engine, repo) = indexed(&env);
+    assert!(!engine.search(&repo, &search_for("session store")).expect("search").results.is_empty());
+
+    let token = CancelToken::new();
+    token.cancel();
+    {
+        let _ambient = token.enter();
+        cancelled("search", engine.search(&repo, &search_for("session store")));
+        cancelled("search_batch", engine.search_batch(&repo, &[search_for("session"), search_for("timeout")]));
+        let map = ProjectMapRequest { agent_id: None, refresh: true };
+        cancelled("project_map", engine.project_map(&repo, &map));
+    }
+    assert!(!engine.search(&repo, &search_for("session store")).expect("after the stop").results.is_empty());
+    engine.project_map(&repo, &ProjectMapRequest { agent_id: None, refresh: true }).expect("map after the stop");
+}
+
+/// A search whose token trips while the model server embeds its query ended "vector search
+/// unavailable (... stopped by its caller); BM25 only" and ran the whole BM25 ranking and its
+/// snippets for nobody; it now ends `cancelled`.
+#[test]
+fn a_hybrid_search_stopped_while_its_query_is_embedded_ends_cancelled_not_in_bm25() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    {
+        let fast = FakeOllama::start(FakeOllamaOptions::default()).expect("fake");
+        let engine = env.engine_for("ollama", &fast.url(), "fake-chat", "fake-embed");
+        engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index with vectors");
+        assert_eq!(engine.search(&repo, &search_for("session store")).expect("search").retrieval.mode, "hybrid");
+    }
+    // A query's embedding is one text: this embedder takes 5 s over it.
+    let slow =
+        FakeOllama::start(FakeOllamaOptions { embed_probe_delay_ms: 5_000, ..Default::default() }).expect("fake");
+    let engine = env.engine_for("ollama", &slow.url(), "fake-chat", "fake-embed");
+    let token = CancelToken::new();
+    let started = Instant::now();
+    let result = std::thread::scope(|s| {
+        s.spawn(|| {
+            let asked = || slow.requests().iter().any(|(path, _)| path.contains("embed"));
+            crate::util::eventually("the query is with the embedder", asked);
+            token.cancel();
+        });
+        let _ambient = token.enter();
+        engine.search(&repo, &search_for("session store"))
+    });
+    cancelled("hybrid search", result);
+    assert!(started.elapsed() < Duration::from_secs(4), "ended with its token: {:?}", started.elapsed());
+}
+
+/// The gatekeeper's parse of the staged files and its walk of the import cycles the commit
+/// closes ran to their end for a hook or client that had gone.
+#[test]
+fn the_pre_commit_gatekeeper_stops_when_the_callers_token_is_tripped() {
+    let env = Env::new();
+    let (engine, repo) = indexed(&env);
+    write(&repo, "src/a.ts", "import { b } from './b';\nexport const a = (): number => b() + 1;\n");
+    write(&repo, "src/b.ts", "export const b = (): number => 41;\n");
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    // The staged b.ts closes a cycle with a.ts (the factory constraints forbid import cycles).
+    let staged = StagedFile {
+        path: "src/b.ts".into(),
+        content: Some("import { a } from './a';\nexport const b = (): number => a() + 41;\n".into()),
+        deleted: false,
+    };
+    let req = HookValidateRequest { agent_id: None, files: vec![staged] };
+    let checked = engine.hook_validate(&repo, &req).expect("an untripped check answers");
+    assert!(checked.violations.iter().any(|v| v.rule == "no-import-cycles"), "{:?}", checked.violations);
+
+    let token = CancelToken::new();
+    token.cancel();
+    {
+        let _ambient = token.enter();
+        cancelled("hook_validate", engine.hook_validate(&repo, &req));
+    }
+    engine.hook_validate(&repo, &req).expect("after the stop");
+}
+
+/// A run whose token trips at its last commit (every batch read, parsed and committed) built
+/// the impact graph, resolving every import of the repository, before it said `cancelled`.
+/// It now leaves the graph to the next run: the text and the symbols are committed and
+/// searchable, the store's pending mark has the next run build the graph, as after a kill.
+#[test]
+fn an_index_run_stopped_at_its_last_commit_leaves_the_impact_graph_to_the_next_run() {
+    let env = Env::new();
+    let repo = env.repo("g");
+    sample_repo(&repo);
+    write(&repo, "web/main.ts", "import { renderDashboard } from './app';\nrenderDashboard('ada');\n");
+    let engine = env.engine();
+    let token = CancelToken::new();
+    let trip = |p: &IndexProgress| {
+        if p.phase == "committing" {
+            token.cancel();
+        }
+    };
+    {
+        let _ambient = token.enter();
+        cancelled("index", engine.index(&repo, &IndexOptions::default(), &trip));
+    }
+    let r = engine.resolve_repo(&repo).expect("repo");
+    assert!(!graph::graph_path(&r).exists(), "the graph was built for a run nobody waited for");
+    assert!(!engine.search(&repo, &search_for("render dashboard")).expect("searchable").results.is_empty());
+
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("the next run");
+    let r = engine.resolve_repo(&repo).expect("repo");
+    assert!(graph::graph_path(&r).exists(), "the next run built the graph");
+    let impact = ImpactRequest { file: "web/app.ts".into(), ..Default::default() };
+    let inbound = engine.impact(&repo, &impact).expect("impact").inbound;
+    assert!(inbound.iter().any(|d| d.path == "web/main.ts"), "{inbound:?}");
 }

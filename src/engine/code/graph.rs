@@ -30,6 +30,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The schema name written in `impact_graph.json` and in impact responses.
@@ -222,18 +223,31 @@ pub fn graph_path(repo: &RepoRef) -> PathBuf {
 /// the run's manifest is saved: non-code targets (`include_str!` data, JSON imports) are looked
 /// up in the manifest.
 pub fn rebuild(repo: &RepoRef, files: &[FileImports], opts: &GraphOptions) -> Result<()> {
-    write(repo, &build_in(repo, files, opts))
+    rebuild_until(repo, files, opts, &AtomicBool::new(false))
+}
+
+/// [`rebuild`], ending with [`Error::Cancelled`] once `stop` is set (an index run stopped by
+/// a shutdown or by the client that asked for it): the files not yet resolved are passed over
+/// and nothing is written, so the graph on disk stays the last one built and the store's
+/// pending mark has the next run build it.
+pub fn rebuild_until(repo: &RepoRef, files: &[FileImports], opts: &GraphOptions, stop: &AtomicBool) -> Result<()> {
+    let graph = build_in(repo, files, opts, stop);
+    if stop.load(Ordering::Relaxed) {
+        return Err(Error::Cancelled);
+    }
+    write(repo, &graph)
 }
 
 /// The graph [`rebuild`] writes, not written yet: `files` resolved against the repository's
-/// manifest.
-pub fn build_in(repo: &RepoRef, files: &[FileImports], opts: &GraphOptions) -> ImpactGraph {
+/// manifest. Incomplete once `stop` is set (see [`build_over_until`]): the caller drops it.
+pub fn build_in(repo: &RepoRef, files: &[FileImports], opts: &GraphOptions, stop: &AtomicBool) -> ImpactGraph {
     let manifest = crate::engine::index::manifest::Manifest::load(&repo.manifest_path());
     let mut known: BTreeSet<String> =
         manifest.files.iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p.clone()).collect();
     known.extend(files.iter().map(|f| f.path.clone()));
     let opts = GraphOptions { state_dir: Some(repo.state_dir.clone()), ..opts.clone() };
-    let graph = build(&repo.root, files, &known, &opts);
+    let index = RepoFiles::new(known.iter().chain(files.iter().map(|f| &f.path)));
+    let graph = build_over_until(&repo.root, files, &known, Arc::new(index), &opts, stop);
     tracing::debug!(
         files = graph.stats.files,
         edges = graph.stats.edges,
@@ -294,12 +308,32 @@ pub fn build_over(
     repo: Arc<RepoFiles>,
     opts: &GraphOptions,
 ) -> ImpactGraph {
+    build_over_until(root, files, known, repo, opts, &AtomicBool::new(false))
+}
+
+/// [`build_over`] that stops early once `stop` is set: the files not yet resolved are passed
+/// over and cycles are not searched, so the graph is incomplete and the caller, which set
+/// `stop`, must drop it. Resolving every import of a large repository takes seconds.
+pub fn build_over_until(
+    root: &Path,
+    files: &[FileImports],
+    known: &BTreeSet<String>,
+    repo: Arc<RepoFiles>,
+    opts: &GraphOptions,
+    stop: &AtomicBool,
+) -> ImpactGraph {
     let started = std::time::Instant::now();
     let (map, mut warnings) = ImportMap::load(root);
     let resolver = Resolver::over(root, files, repo);
     warnings.extend(resolver.warnings().iter().cloned());
-    let per_file: Vec<(Vec<Edge>, Vec<Diagnostic>, usize)> =
-        files.par_iter().map(|f| resolve_file(f, &resolver, map.as_ref(), opts.dynamic_import_scan_limit)).collect();
+    let stopped = || stop.load(Ordering::Relaxed);
+    let per_file: Vec<(Vec<Edge>, Vec<Diagnostic>, usize)> = files
+        .par_iter()
+        .map(|f| match stopped() {
+            true => Default::default(),
+            false => resolve_file(f, &resolver, map.as_ref(), opts.dynamic_import_scan_limit),
+        })
+        .collect();
     let mut edges = Vec::new();
     let mut diagnostics = Vec::new();
     let mut imports = 0;
@@ -315,7 +349,7 @@ pub fn build_over(
     }
     let edges = dedupe(edges);
     diagnostics.sort_by(|a, b| (&a.source, a.line, &a.spec).cmp(&(&b.source, b.line, &b.spec)));
-    let cycles = find_cycles(&edges);
+    let cycles = if stopped() { Vec::new() } else { find_cycles(&edges) };
     let mut by_method: BTreeMap<String, usize> = BTreeMap::new();
     for e in edges.iter().filter(|e| !e.external) {
         *by_method.entry(e.method.name().to_string()).or_default() += 1;

@@ -767,7 +767,7 @@ impl Engine {
         let finished = IndexProgress { files_done: total.files_total, bytes_done: total.bytes_total, ..total.clone() };
         sink.progress(&IndexProgress { phase: "resolving".into(), ..finished.clone() });
         let opts = graph::GraphOptions::from_config(&self.config().code_intelligence);
-        let mut g = graph::build_in(&repo, &files, &opts);
+        let mut g = graph::build_in(&repo, &files, &opts, &std::sync::atomic::AtomicBool::new(false));
         // Extracted here by this build's rules, whatever the store holds: no outdated warning.
         g.import_rules =
             Lang::ALL.into_iter().map(|l| (l.name().to_string(), super::imports::rules_version(l))).collect();

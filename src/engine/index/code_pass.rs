@@ -14,8 +14,9 @@ use crate::engine::code::store::{self, SymbolStore};
 use crate::engine::code::types::CodeIndexSummary;
 use crate::engine::code::{graph, CodeOutcome, Lang, Symbol, SymbolKind};
 use crate::engine::repos::RepoRef;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// What `process` hands back for a file of a language with a grammar.
@@ -254,8 +255,12 @@ impl CodePass {
 
     /// Ends an update: commits what is pending, records this build's grammar versions once the
     /// store has been brought in step, and rebuilds the impact graph if imports changed.
-    /// Returns this update's figures and resets them.
-    pub fn finish(&mut self, generation: u64) -> Result<CodeIndexSummary> {
+    /// Returns this update's figures and resets them. Once `stop` is set (a shutdown, or the
+    /// client that asked for the run left) the graph is not built or is dropped half-built,
+    /// and [`Error::IndexStopped`] says so: the store is committed with its graph-pending mark,
+    /// so the graph on disk stays the last one built and the next run (or this session's next
+    /// update) builds it, as after a kill between the two.
+    pub fn finish(&mut self, generation: u64, stop: &AtomicBool) -> Result<CodeIndexSummary> {
         let t = Instant::now();
         let grammars = self.repair || self.store.created() || self.store.meta().grammars.len() < Lang::ALL.len();
         if self.graph_dirty {
@@ -267,12 +272,19 @@ impl CodePass {
         self.drifted.clear();
         self.summary.store_seconds += t.elapsed().as_secs_f64();
         if self.graph_dirty {
+            let stopped = || Error::IndexStopped { repo: self.repo.root.clone() };
+            if stop.load(Ordering::Relaxed) {
+                return Err(stopped());
+            }
             let t = Instant::now();
-            let result =
-                self.store.all_imports().and_then(|files| graph::rebuild(&self.repo, &files, &self.graph_options));
+            let result = self
+                .store
+                .all_imports()
+                .and_then(|files| graph::rebuild_until(&self.repo, &files, &self.graph_options, stop));
             self.summary.graph_seconds = Some(t.elapsed().as_secs_f64());
             match result.and_then(|()| self.store.graph_written(generation)) {
                 Ok(()) => self.graph_dirty = false,
+                Err(Error::Cancelled) => return Err(stopped()),
                 Err(e) => {
                     tracing::warn!("impact graph rebuild failed: {e}");
                     self.summary.graph_error = Some(e.to_string());

@@ -531,7 +531,7 @@ impl IndexSession {
         self.start_compaction();
         let generation = self.generation;
         summary.code = match self.code_mut() {
-            Some(code) => Some(code.finish(generation)?),
+            Some(code) => Some(code.finish(generation, stop)?),
             None => None,
         };
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "committed");
@@ -822,16 +822,23 @@ impl IndexSession {
                 let batch = Batching { first: COMMIT_EVERY_BYTES, parse: true };
                 self.index_in_batches(&pending, batch, run, summary, renames_left, false)?;
             }
-            // Symbols only: the text index already has these files.
+            // Symbols only: the text index already has these files. A stop leaves them
+            // unrecorded: the store stays out of step and the next run repairs it.
             let repaired: Vec<(String, Option<(u64, CodeResult)>)> = plan
                 .repair
                 .par_iter()
                 .map(|c| {
+                    if run.stop.load(Ordering::Relaxed) {
+                        return (c.rel.clone(), None);
+                    }
                     let r = self.extract_only(c);
                     progress.done(c.size.min(self.cfg.max_file_size_bytes));
                     (c.rel.clone(), r)
                 })
                 .collect();
+            if run.stop.load(Ordering::Relaxed) {
+                return Err(Error::IndexStopped { repo: self.repo.root.clone() });
+            }
             for (rel, result) in repaired {
                 if let (Some((hash, r)), Some(code)) = (result, self.code_mut()) {
                     code.record(&rel, hash, &r, true)?;

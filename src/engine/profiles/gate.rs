@@ -18,6 +18,7 @@ use super::types::{
     ActiveRule, Category, HookStatus, HookValidateRequest, HookValidateResponse, Preference, RuleMark, StagedFile,
     Violation, TEAM_AGENT,
 };
+use crate::engine::cancel::CancelToken;
 use crate::engine::code::graph::{self, Edge, GraphOptions, EXTERNAL_PREFIX};
 use crate::engine::code::imports::RawImport;
 use crate::engine::code::lang::{self, Lang};
@@ -130,7 +131,9 @@ impl Engine {
     /// Checks staged files against the rules of the constraints in profile memory: this agent's
     /// and the team's, or every agent's when none is named. Answers in milliseconds from the
     /// cached import graph; a repository never indexed is checked file by file (a notice says
-    /// that cycles through unstaged files cannot be seen).
+    /// that cycles through unstaged files cannot be seen). Ends with [`Error::Cancelled`] once
+    /// the thread's ambient token trips (its client left): looked at per staged file parsed,
+    /// per rule and per import cycle found.
     pub fn hook_validate(&self, repo_path: &Path, req: &HookValidateRequest) -> Result<HookValidateResponse> {
         let started = std::time::Instant::now();
         if req.files.len() > MAX_STAGED_FILES {
@@ -148,11 +151,12 @@ impl Engine {
         let agent = req.agent_id.as_deref().map(str::trim).filter(|a| !a.is_empty()).map(str::to_string);
         let (checks, advice_only) = self.gate_checks(agent.as_deref())?;
         let mut notices = Vec::new();
-        let staged = read_staged(&repo.root, &files, &checks, &mut notices);
+        let cancel = CancelToken::current();
+        let staged = read_staged(&repo.root, &files, &checks, &mut notices, &cancel)?;
         let checked_files = staged.len();
         let mut violations = Vec::new();
         if !checks.is_empty() && !staged.is_empty() {
-            violations = self.gate_run(&repo, &files, staged, &checks, &mut notices);
+            violations = self.gate_run(&repo, &files, staged, &checks, (&mut notices, &cancel))?;
         }
         violations.sort_by(|a, b| (&a.file, a.line, &a.rule).cmp(&(&b.file, b.line, &b.rule)));
         violations.dedup_by(|a, b| a.file == b.file && a.line == b.line && a.rule == b.rule);
@@ -262,15 +266,16 @@ impl Engine {
         Ok((checks, advice))
     }
 
-    /// Every violation of `checks` in the staged files.
+    /// Every violation of `checks` in the staged files; [`Error::Cancelled`] once `cancel` trips
+    /// (looked at per rule, and per cycle for `no-import-cycles`).
     fn gate_run(
         &self,
         repo: &RepoRef,
         files: &[StagedFile],
         staged: Vec<Staged>,
         checks: &[Check],
-        notices: &mut Vec<String>,
-    ) -> Vec<Violation> {
+        (notices, cancel): (&mut Vec<String>, &CancelToken),
+    ) -> Result<Vec<Violation>> {
         let mut out = Vec::new();
         let needs_graph = checks.iter().any(|c| matches!(c.rule, Rule::NoImportCycles | Rule::ForbidImport { .. }));
         let needs_known = needs_graph || checks.iter().any(|c| matches!(c.rule, Rule::RequireTestFor { .. }));
@@ -311,10 +316,11 @@ impl Engine {
         let (edges, unresolved) =
             if needs_graph { self.staged_edges(repo, &staged, &known, repo_files) } else { (Vec::new(), Vec::new()) };
         for check in checks {
+            cancel.check()?;
             match &check.rule {
                 Rule::NoImportCycles => {
                     let old = graph.as_ref().map(|g| g.graph.edges.as_slice()).unwrap_or(&[]);
-                    out.extend(cycles(check, &staged, &deleted, old, &edges));
+                    out.extend(cycles(check, &staged, &deleted, old, &edges, cancel)?);
                 }
                 Rule::ForbidImport { pattern } => {
                     out.extend(forbidden_imports(check, pattern, &edges, &unresolved));
@@ -326,7 +332,7 @@ impl Engine {
             }
         }
         out.extend(staged.into_iter().flat_map(|s| s.node_hits));
-        out
+        Ok(out)
     }
 
     /// The import edges of the staged files (and the imports that resolve to no file), over
@@ -450,8 +456,16 @@ fn clean_path(path: &str) -> Result<String> {
 
 /// Reads the staged files (when not sent) and gives each one pass on the rayon pool: parsed
 /// when a rule looks at its syntax, its imports extracted, its tree walked once for every
-/// `forbid-node` rule of its language, the tree freed.
-fn read_staged(root: &Path, files: &[StagedFile], checks: &[Check], notices: &mut Vec<String>) -> Vec<Staged> {
+/// `forbid-node` rule of its language, the tree freed. [`Error::Cancelled`] once `cancel`
+/// trips: the files not yet parsed are left (the token is taken by the caller, for rayon's
+/// threads).
+fn read_staged(
+    root: &Path,
+    files: &[StagedFile],
+    checks: &[Check],
+    notices: &mut Vec<String>,
+    cancel: &CancelToken,
+) -> Result<Vec<Staged>> {
     let needs_imports = checks.iter().any(|c| matches!(c.rule, Rule::NoImportCycles | Rule::ForbidImport { .. }));
     let node_rules: Vec<NodeRule> = checks.iter().filter_map(NodeRule::of).collect();
     let read: Vec<std::result::Result<(String, Cow<'_, str>), String>> = files
@@ -472,8 +486,12 @@ fn read_staged(root: &Path, files: &[StagedFile], checks: &[Check], notices: &mu
             Err(n) => notices.push(n),
         }
     }
-    ok.into_par_iter()
+    let staged: Vec<Option<Staged>> = ok
+        .into_par_iter()
         .map(|(path, text)| {
+            if cancel.is_cancelled() {
+                return None;
+            }
             let lang = Lang::from_path(Path::new(&path));
             let lines = text.lines().count();
             let (mut imports, mut node_hits) = (None, Vec::new());
@@ -493,9 +511,11 @@ fn read_staged(root: &Path, files: &[StagedFile], checks: &[Check], notices: &mu
                     }
                 }
             }
-            Staged { path, lang, lines, imports, node_hits }
+            Some(Staged { path, lang, lines, imports, node_hits })
         })
-        .collect()
+        .collect();
+    cancel.check()?;
+    Ok(staged.into_iter().flatten().collect())
 }
 
 /// A working-tree file for a staged path sent without its content, through the one opener: a
@@ -513,8 +533,17 @@ fn read_worktree(root: &Path, rel: &str) -> std::result::Result<String, String> 
     String::from_utf8(bytes).map_err(|_| format!("{rel} is not UTF-8 text; not checked"))
 }
 
-/// Staged files on an import cycle of the graph as the commit leaves it.
-fn cycles(check: &Check, staged: &[Staged], deleted: &HashSet<&str>, old: &[Edge], new: &[Edge]) -> Vec<Violation> {
+/// Staged files on an import cycle of the graph as the commit leaves it; [`Error::Cancelled`]
+/// once `cancel` trips (looked at after the components are found and before each cycle's
+/// loops are walked: a large repository's are seconds of work).
+fn cycles(
+    check: &Check,
+    staged: &[Staged],
+    deleted: &HashSet<&str>,
+    old: &[Edge],
+    new: &[Edge],
+    cancel: &CancelToken,
+) -> Result<Vec<Violation>> {
     let changed: HashSet<&str> = staged.iter().map(|s| s.path.as_str()).chain(deleted.iter().copied()).collect();
     let mut edges: Vec<Edge> = old
         .iter()
@@ -527,6 +556,7 @@ fn cycles(check: &Check, staged: &[Staged], deleted: &HashSet<&str>, old: &[Edge
     let staged_set: HashSet<&str> = staged.iter().map(|s| s.path.as_str()).collect();
     let mut out = Vec::new();
     for cycle in graph::find_cycles(&edges) {
+        cancel.check()?;
         // Every staged file of the component, not only those on its one example loop: each is
         // shown its own shortest loop, from itself round to itself, the middle of a long loop
         // elided (a 5,000-file loop was 100 kB in every staged file's message).
@@ -542,7 +572,7 @@ fn cycles(check: &Check, staged: &[Staged], deleted: &HashSet<&str>, old: &[Edge
             out.push(violation(check, f, line, format!("import cycle: {text}")));
         }
     }
-    out
+    Ok(out)
 }
 
 /// Imports of a package, path or glob the rule forbids.
@@ -696,7 +726,8 @@ mod tests {
         // One component: a -> b -> c -> a and c <-> d; its example loop (from a) leaves d out.
         let old = vec![import("a", "b", 1), import("b", "c", 1), import("c", "a", 1), import("c", "d", 1)];
         let new = vec![import("d", "c", 4)];
-        let found = cycles(&no_cycles_check(), &[staged_file("d")], &HashSet::new(), &old, &new);
+        let found =
+            cycles(&no_cycles_check(), &[staged_file("d")], &HashSet::new(), &old, &new, &CancelToken::new()).unwrap();
         let got: Vec<(&str, u32, &str)> = found.iter().map(|v| (v.file.as_str(), v.line, v.message.as_str())).collect();
         assert_eq!(got, vec![("d", 4, "import cycle: d -> c -> d")]);
     }
@@ -709,7 +740,7 @@ mod tests {
         let at = 2_500;
         let staged = [staged_file(&names[at])];
         let new = vec![import(&names[at], &names[at + 1], 7)];
-        let found = cycles(&no_cycles_check(), &staged, &HashSet::new(), &old, &new);
+        let found = cycles(&no_cycles_check(), &staged, &HashSet::new(), &old, &new, &CancelToken::new()).unwrap();
         assert_eq!(found.len(), 1, "{found:?}");
         let v = &found[0];
         assert_eq!((v.file.as_str(), v.line), (names[at].as_str(), 7));

@@ -12,6 +12,7 @@
 use super::recall::recall_agents;
 use super::store;
 use super::types::*;
+use crate::engine::cancel::CancelToken;
 use crate::engine::fsutil::{self, now_ms};
 use crate::engine::index::files;
 use crate::engine::index::manifest::Manifest;
@@ -170,7 +171,9 @@ struct Cached {
 
 impl Engine {
     /// The project map for an agent (the default agent when none is named), from the cache
-    /// unless it is stale, the keywords changed or `refresh` is asked.
+    /// unless it is stale, the keywords changed or `refresh` is asked. A map being built ends
+    /// with [`Error::Cancelled`] once the thread's ambient token trips (its client left):
+    /// looked at after the spotlight's search and per tree tried against the token cap.
     pub fn project_map(&self, repo_path: &Path, req: &ProjectMapRequest) -> Result<ProjectMap> {
         let repo = self.resolve_repo(repo_path)?;
         // Indexed means a manifest was written: an indexed empty repository gets an empty map,
@@ -192,13 +195,14 @@ impl Engine {
                 }
             }
         }
+        let cancel = CancelToken::current();
         let paths: Vec<String> =
             manifest.files.iter().filter(|(_, e)| e.skipped.is_none()).map(|(p, _)| p.clone()).collect();
         let mut notices = Vec::new();
         // An agent profile memory does not hold (a typo, most often) has no spotlight: the
         // words of a mistyped name found no file, or noise by meaning.
         let mut shown = match &agent {
-            Some(_) if known => spotlight(&paths, &keywords, &self.spotlight_hits(&repo, &keywords)),
+            Some(_) if known => spotlight(&paths, &keywords, &self.spotlight_hits(&repo, &keywords)?),
             _ => Vec::new(),
         };
         if shown.is_empty() {
@@ -213,7 +217,8 @@ impl Engine {
             shown = central_paths(&repo, &paths);
         }
         let name = repo.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| ".".into());
-        let (tree, depth, tokens, kept) = fit_tree(&name, &paths, &shown)?;
+        cancel.check()?;
+        let (tree, depth, tokens, kept) = fit_tree(&name, &paths, &shown, &cancel)?;
         let map = ProjectMap {
             agent_id: agent.clone(),
             keywords,
@@ -302,10 +307,11 @@ impl Engine {
     }
 
     /// Paths the index ranks for the keywords, best first: those a keyword matched (BM25), and
-    /// the ten nearest by meaning alone.
-    fn spotlight_hits(&self, repo: &RepoRef, keywords: &[String]) -> Vec<String> {
+    /// the ten nearest by meaning alone. A search that fails leaves path names alone, but one
+    /// stopped by its caller ([`Error::Cancelled`]) stops the map too.
+    fn spotlight_hits(&self, repo: &RepoRef, keywords: &[String]) -> Result<Vec<String>> {
         if keywords.is_empty() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let req = SearchRequest {
             query: keywords.join(" "),
@@ -316,17 +322,18 @@ impl Engine {
         match self.search(&repo.root, &req) {
             Ok(r) => {
                 let mut seen = BTreeSet::new();
-                r.results
+                Ok(r.results
                     .into_iter()
                     .enumerate()
                     .filter(|(i, h)| *i < 10 || h.retrievers.iter().any(|x| x == "bm25"))
                     .filter(|(_, h)| seen.insert(h.path.clone()))
                     .map(|(_, h)| h.path)
-                    .collect()
+                    .collect())
             }
+            Err(Error::Cancelled) => Err(Error::Cancelled),
             Err(e) => {
                 tracing::debug!(error = %e, "the project map's search probe failed; path names only");
-                Vec::new()
+                Ok(Vec::new())
             }
         }
     }
@@ -493,14 +500,22 @@ fn render(name: &str, root: &Dir) -> String {
 }
 
 /// The deepest tree that fits [`MAP_TOKENS`]; when even the top level does not, the least
-/// relevant shown files are left out. Returns the tree, its depth, tokens and shown paths.
-fn fit_tree(name: &str, paths: &[String], shown: &[String]) -> Result<(String, u32, u32, Vec<String>)> {
+/// relevant shown files are left out. Returns the tree, its depth, tokens and shown paths;
+/// [`Error::Cancelled`] once `cancel` trips, looked at per tree tried (each one is built over
+/// every path of the repository).
+fn fit_tree(
+    name: &str,
+    paths: &[String],
+    shown: &[String],
+    cancel: &CancelToken,
+) -> Result<(String, u32, u32, Vec<String>)> {
     let counter = TokenCounter::for_model("cl100k", None)?;
     let max_depth = shown.iter().map(|p| p.split('/').count()).max().unwrap_or(1).max(1);
     let mut kept: Vec<String> = shown.to_vec();
     loop {
         let set: BTreeSet<&str> = kept.iter().map(String::as_str).collect();
         for depth in (1..=max_depth).rev() {
+            cancel.check()?;
             let tree = render(name, &build(paths, &set, depth));
             let tokens = counter.count(&tree);
             if tokens <= MAP_TOKENS {
@@ -542,13 +557,13 @@ mod tests {
     fn the_tree_shows_only_the_spotlight_and_counts_the_rest() {
         let paths = p(&["a/b/c.ts", "a/b/d.ts", "a/e.ts", "x/y.ts", "top.md"]);
         let shown = p(&["a/b/c.ts"]);
-        let (tree, depth, tokens, kept) = fit_tree("repo", &paths, &shown).unwrap();
+        let (tree, depth, tokens, kept) = fit_tree("repo", &paths, &shown, &CancelToken::new()).unwrap();
         assert_eq!(depth, 3);
         assert!(tokens > 0 && tokens <= MAP_TOKENS);
         assert_eq!(kept, shown);
         assert_eq!(tree, "repo/\n├── a/\n│   ├── b/\n│   │   ├── c.ts\n│   │   └── [1 hidden file]\n│   └── [1 hidden file]\n└── [2 hidden files]\n");
         // No spotlight: the bare top level.
-        let (tree, _, _, kept) = fit_tree("repo", &paths, &[]).unwrap();
+        let (tree, _, _, kept) = fit_tree("repo", &paths, &[], &CancelToken::new()).unwrap();
         assert!(kept.is_empty());
         assert_eq!(tree, "repo/\n└── [5 hidden files]\n");
     }
@@ -557,7 +572,7 @@ mod tests {
     fn deep_trees_are_pruned_to_the_token_cap() {
         let paths: Vec<String> =
             (0..60).map(|i| format!("pkg{}/very/deeply/nested/module_{i}/implementation_file_{i}.ts", i % 7)).collect();
-        let (tree, depth, tokens, kept) = fit_tree("repo", &paths, &paths[..50]).unwrap();
+        let (tree, depth, tokens, kept) = fit_tree("repo", &paths, &paths[..50], &CancelToken::new()).unwrap();
         assert!(tokens <= MAP_TOKENS, "{tokens}: {tree}");
         assert!(depth < 6, "collapsed: depth {depth}");
         assert!(kept.iter().all(|k| k.split('/').count() <= depth as usize));

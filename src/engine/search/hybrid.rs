@@ -33,6 +33,7 @@ use super::{encode_cursor, ms, PageWindow};
 use super::{normalize_prefix, with_priors, Priors, RepoSearcher, Stored, CANDIDATE_POOL};
 use crate::config::{Fusion, SearchConfig};
 use crate::engine::analysis;
+use crate::engine::cancel::CancelToken;
 use crate::engine::embed::store::VectorHit;
 use crate::engine::embed::Vectors;
 use crate::engine::index::files;
@@ -85,6 +86,9 @@ impl Engine {
         let t = Instant::now();
         let query_vec = match self.embed_query(&req.query) {
             Ok(v) => v,
+            // Stopped while the model server had the query: its client left, so BM25 is not
+            // run for nobody in its place.
+            Err(Error::Cancelled) => return Err(Error::Cancelled),
             Err(e) => return keyword_only(format!("vector search unavailable ({e}); BM25 only")),
         };
         let embed_ms = ms(t.elapsed());
@@ -132,6 +136,8 @@ struct FusedRanking {
 
 impl RepoSearcher {
     /// BM25 and vector candidates fused per file, then paged and rendered like a BM25 answer.
+    /// Ends with [`Error::Cancelled`] once the thread's ambient token trips: looked at between
+    /// the keyword candidates, the vector candidates, the fusion and each file read for snippets.
     pub(crate) fn hybrid_search(
         &self,
         repo: &RepoRef,
@@ -142,22 +148,24 @@ impl RepoSearcher {
         nearest: &dyn Fn(usize) -> Result<Vec<VectorHit>>,
     ) -> Result<SearchResponse> {
         let t0 = Instant::now();
+        let cancel = CancelToken::current();
         let PageWindow { limit, offset, query_hash } = PageWindow::of(req, cfg)?;
         let (searcher, generation) = self.searcher();
         let plan = QueryPlan::of(&req.query);
         let terms = plan.term_list();
-        let fused = self.fused_ranking((&searcher, generation), repo, req, cfg, flags, &plan, nearest, t0)?;
+        let fused =
+            self.fused_ranking((&searcher, generation), repo, req, cfg, flags, &plan, nearest, (t0, &cancel))?;
         let ranked = &fused.ranked;
         let best = best_score(cfg, ranked);
         let page: Vec<&Fused> = ranked.iter().skip(offset).take(limit).collect();
         let rows = self.page_rows(&searcher, &page, best);
-        let (mut hits, matched) = self.hits(repo, generation, &terms, &rows);
+        let (mut hits, matched) = self.hits(repo, generation, &terms, &rows, &cancel)?;
         let contributed = mark_retrievers(&mut hits, &page);
         // Confidence is the first page's, whichever page this is (see `first_page_matched`).
-        let first_page = self.first_page_matched(repo, &terms, (offset, limit), matched, |n| {
+        let first_page = self.first_page_matched(repo, &terms, (offset, limit), matched, &cancel, |n| {
             let top: Vec<&Fused> = ranked.iter().take(n).collect();
             self.page_rows(&searcher, &top, best)
-        });
+        })?;
         let lexical =
             if terms.is_empty() { 0.0 } else { super::confidence(&searcher, self.fields.body, &terms, &first_page) };
         let best_sim = ranked.iter().take(limit).filter_map(|f| f.vector).fold(f32::MIN, f32::max);
@@ -186,7 +194,8 @@ impl RepoSearcher {
         Ok(resp)
     }
 
-    /// Both retrievers' candidates and their per-file fusion, with the phase times since `t0`.
+    /// Both retrievers' candidates and their per-file fusion, with the phase times since `t0`;
+    /// [`Error::Cancelled`] between the phases once `cancel` trips.
     #[allow(clippy::too_many_arguments)]
     fn fused_ranking(
         &self,
@@ -197,7 +206,7 @@ impl RepoSearcher {
         flags: RankingFlags,
         plan: &QueryPlan,
         nearest: &dyn Fn(usize) -> Result<Vec<VectorHit>>,
-        t0: Instant,
+        (t0, cancel): (Instant, &CancelToken),
     ) -> Result<FusedRanking> {
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
         let boosts = if flags.symbols && !plan.term_list().is_empty() {
@@ -208,11 +217,13 @@ impl RepoSearcher {
         let (keyword, bm25_total, whole_query) =
             self.keyword_candidates(searcher, repo, req, cfg, flags, (plan, &priors, &boosts))?;
         let t_keyword = t0.elapsed();
+        cancel.check()?;
         let mut vector = self.vector_candidates(searcher, req, cfg, nearest)?;
         let closeness = closeness_by_file(&vector);
         vector.truncate(FUSION_POOL);
         let vector_total = vector.len();
         let t_vector = t0.elapsed();
+        cancel.check()?;
 
         // A definition the whole query names stays above everything, as in BM25 search.
         let pinned = |path: &str, a: u32, b: u32| {
@@ -226,6 +237,7 @@ impl RepoSearcher {
             named_file_first(&mut ranked, &name);
         }
         let t_fuse = t0.elapsed();
+        cancel.check()?;
         tracing::debug!(
             keyword_ms = ms(t_keyword),
             vector_ms = ms(t_vector - t_keyword),

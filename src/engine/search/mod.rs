@@ -16,6 +16,7 @@ pub mod types;
 
 use crate::config::SearchConfig;
 use crate::engine::analysis;
+use crate::engine::cancel::CancelToken;
 use crate::engine::index::files::FileClass;
 use crate::engine::index::schema::{self, Fields};
 use crate::engine::index::types::{IndexState, SCHEMA_VERSION};
@@ -194,6 +195,8 @@ impl RepoSearcher {
     }
 
     /// Runs a search with explicit symbol/AST ranking flags (the chat waterfall uses its own).
+    /// Ends with [`Error::Cancelled`] once the thread's ambient token trips (its client left):
+    /// looked at between the candidate pool, the file ranking and each file read for snippets.
     pub fn search_with(
         &self,
         repo: &RepoRef,
@@ -203,6 +206,7 @@ impl RepoSearcher {
         flags: RankingFlags,
     ) -> Result<SearchResponse> {
         let t0 = Instant::now();
+        let cancel = CancelToken::current();
         let window = PageWindow::of(req, cfg)?;
         let (searcher, generation) = self.searcher();
         let plan = QueryPlan::of(&req.query);
@@ -224,11 +228,13 @@ impl RepoSearcher {
             self.bm25_pool(&searcher, &plan, req, flags, &priors, &boosts)
         })?;
         let t_search = t0.elapsed();
+        cancel.check()?;
 
         let mut ranked = self.rank_files(&searcher, &plan, pool, cfg, repo, &priors);
         if let Some(name) = named_file(&req.query) {
             self.named_file_first(&searcher, &mut ranked, &name);
         }
+        cancel.check()?;
         resp.total_hits = total;
         let t_rank = t0.elapsed();
 
@@ -245,10 +251,10 @@ impl RepoSearcher {
         if offset + page.len() < ranked.len() {
             resp.next_cursor = encode_cursor(offset + page.len(), query_hash);
         }
-        let (hits, matched_sets) = self.hits(repo, generation, &terms, &page);
+        let (hits, matched_sets) = self.hits(repo, generation, &terms, &page, &cancel)?;
         resp.results = hits;
         resp.retrieval = RetrievalInfo::keyword_only(resp.results.len());
-        let first_page = self.first_page_matched(repo, &terms, (offset, limit), matched_sets, |n| {
+        let first_page = self.first_page_matched(repo, &terms, (offset, limit), matched_sets, &cancel, |n| {
             ranked
                 .iter()
                 .take(n)
@@ -257,7 +263,7 @@ impl RepoSearcher {
                     Some((c.score, Stored::from_doc(&d, &self.fields)))
                 })
                 .collect()
-        });
+        })?;
         resp.confidence = confidence(&searcher, self.fields.body, &terms, &first_page);
         resp.timing_ms = phase_timing(t_search, t_rank, t0.elapsed());
         Ok(resp)
@@ -363,17 +369,18 @@ impl RepoSearcher {
 
     /// Search hits for a page of chunks (snippets cut from the files on disk), with the query
     /// terms each one matched (for confidence). Every hit is marked as a BM25 hit; hybrid
-    /// search overwrites that.
+    /// search overwrites that. [`Error::Cancelled`] once `cancel` trips (between files read).
     fn hits(
         &self,
         repo: &RepoRef,
         generation: u64,
         terms: &[String],
         page: &[(f32, Stored)],
-    ) -> (Vec<SearchHit>, Vec<HashSet<String>>) {
+        cancel: &CancelToken,
+    ) -> Result<(Vec<SearchHit>, Vec<HashSet<String>>)> {
         let commit_time = meta_mtime(&self.index_dir);
         let qset: HashSet<String> = terms.iter().cloned().collect();
-        let cut = cut_snippets(repo, commit_time, &qset, page);
+        let cut = cut_snippets(repo, commit_time, &qset, page, cancel)?;
         let missing = missing_sources(repo, page);
         let mut matched_sets = Vec::with_capacity(page.len());
         let mut results = Vec::with_capacity(page.len());
@@ -399,7 +406,7 @@ impl RepoSearcher {
                 retrievers: vec![BM25.to_string()],
             });
         }
-        (results, matched_sets)
+        Ok((results, matched_sets))
     }
 
     /// The terms matched by the hits confidence reads: the best hit and the top five of the
@@ -413,17 +420,16 @@ impl RepoSearcher {
         terms: &[String],
         (offset, limit): (usize, usize),
         page_matched: Vec<HashSet<String>>,
+        cancel: &CancelToken,
         top: impl FnOnce(usize) -> Vec<(f32, Stored)>,
-    ) -> Vec<HashSet<String>> {
+    ) -> Result<Vec<HashSet<String>>> {
         if offset == 0 {
-            return page_matched;
+            return Ok(page_matched);
         }
         let rows = top(limit.min(CONFIDENCE_TOP));
         let qset: HashSet<String> = terms.iter().cloned().collect();
-        cut_snippets(repo, meta_mtime(&self.index_dir), &qset, &rows)
-            .into_iter()
-            .map(|(snip, ..)| snip.matched)
-            .collect()
+        let cut = cut_snippets(repo, meta_mtime(&self.index_dir), &qset, &rows, cancel)?;
+        Ok(cut.into_iter().map(|(snip, ..)| snip.matched).collect())
     }
 
     fn build_query(&self, plan: &QueryPlan, req: &SearchRequest, defs: bool) -> Result<Box<dyn Query>> {
@@ -795,12 +801,14 @@ type Cut = (snippet::SnippetOut, Vec<ContextLine>, bool, Option<(u32, u32)>);
 /// (first appearance order) and each file is read once, into one reused buffer, only as far as
 /// the last line a hit on this page shows. A document's snippet is cut from the text extracted
 /// when it was indexed (`index::extract`), and its hits carry their page range.
+/// [`Error::Cancelled`] once `cancel` trips, looked at before each file is read.
 fn cut_snippets(
     repo: &RepoRef,
     commit_time: Option<SystemTime>,
     qset: &HashSet<String>,
     page: &[(f32, Stored)],
-) -> Vec<Cut> {
+    cancel: &CancelToken,
+) -> Result<Vec<Cut>> {
     let srcs = match page.iter().any(|(_, s)| s.path.starts_with(sources::PREFIX)) {
         true => sources::load(&repo.state_dir),
         false => Vec::new(),
@@ -819,6 +827,8 @@ fn cut_snippets(
     let mut cut: Vec<Option<Cut>> = page.iter().map(|_| None).collect();
     let mut buf = Vec::new();
     for (path, up_to, members) in groups {
+        // Each file is a read from disk (a cold one can take milliseconds): look between them.
+        cancel.check()?;
         let mut pages = Vec::new();
         // Read beneath the repo's root or the registered source's the hit came from.
         let stale = match (extract::Format::of(path), sources::locate(repo, &srcs, path)) {
@@ -847,7 +857,7 @@ fn cut_snippets(
             });
         }
     }
-    cut.into_iter().map(Option::unwrap_or_default).collect()
+    Ok(cut.into_iter().map(Option::unwrap_or_default).collect())
 }
 
 /// A document's extracted text into `buf` and its page starts into `pages`, with whether the
