@@ -1344,3 +1344,38 @@ fn a_short_published_page_is_indexed_without_its_chrome() {
         assert!(found.iter().all(|h| !h.source.contains("docsrs")), "{chrome}: {found:?}");
     }
 }
+
+/// A libs index built by an older analyzer (before index schema 10 Greek kept its accents,
+/// before 9 `café` stayed `café` while queries now ask for `cafe`) is rebuilt from the cached
+/// docs by the next search, nothing fetched; with the cache gone the old index is still searched.
+#[test]
+fn a_libs_index_from_an_older_analyzer_is_rebuilt_from_the_cache() {
+    let env = Env::new();
+    let (repo, cargo) = project(&env);
+    env.write_config(&format!("[libs]\ncargo_home = \"{}\"\n", cargo.display()));
+    let engine = env.engine();
+    let fetch = LibsFetchRequest { refresh: false, offline: true };
+    engine.libs_fetch(&repo, &fetch, &mut |_| {}).unwrap();
+    let dir = libs_index_dir(&env.home());
+    let marker = dir.join("docdex_analyzer");
+    assert!(marker.is_file(), "a fetch records its analyzer");
+    let search = |q: &str| -> Vec<String> {
+        let req = LibsSearchRequest { query: q.into(), limit: Some(5) };
+        engine.libs_search(&repo, &req).unwrap().hits.into_iter().map(|h| h.package).collect()
+    };
+    // The cached docs now say what the index does not hold, and the index loses its record, as
+    // one an older docdex built has none: only a rebuild from the cache finds the new words.
+    let cached = env.home().join("state/cache/libs/crates/widgetlib/1.2.3/docs.json");
+    let text = std::fs::read_to_string(&cached).unwrap();
+    assert!(text.contains("Widgets with knobs."), "{text}");
+    std::fs::write(&cached, text.replace("Widgets with knobs.", "Widgets with knobs, served with café crème."))
+        .unwrap();
+    std::fs::remove_file(&marker).unwrap();
+    assert_eq!(search("cafe creme"), ["widgetlib"], "rebuilt from the cache by the search");
+    assert!(marker.is_file(), "the rebuilt index records its analyzer");
+    // With the package's cache gone, the old index is searched as it is (the log says to fetch).
+    std::fs::remove_file(&marker).unwrap();
+    std::fs::remove_file(&cached).unwrap();
+    assert_eq!(search("cafe creme"), ["widgetlib"]);
+    assert!(!marker.is_file(), "not rebuilt without the docs");
+}

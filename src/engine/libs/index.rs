@@ -48,6 +48,18 @@ fn schema() -> (Schema, Fields) {
     (b.build(), f)
 }
 
+/// The file in a libs index naming the [`analysis::ANALYZER_VERSION`] that built it; an index
+/// without it was built before the version was recorded (by an analyzer that did not fold Greek
+/// accents or transliterate umlauts, or, before index schema 9, did not fold accents at all).
+const ANALYZER_FILE: &str = "docdex_analyzer";
+
+/// Whether the index at `dir` was built by this build's analyzer: one built by another holds
+/// other terms (`café` where queries now ask for `cafe`), so its accented words are never met.
+pub fn built_by_current_analyzer(dir: &Path) -> bool {
+    let recorded = std::fs::read_to_string(dir.join(ANALYZER_FILE)).ok();
+    recorded.and_then(|v| v.trim().parse::<u32>().ok()) == Some(analysis::ANALYZER_VERSION)
+}
+
 fn err(dir: &Path) -> impl Fn(tantivy::TantivyError) -> Error + '_ {
     move |e| Error::Index { path: dir.into(), message: e.to_string() }
 }
@@ -98,6 +110,9 @@ pub fn rebuild(dir: &Path, packages: &[(Dependency, Vec<LibDoc>)]) -> Result<Vec
     }
     writer.commit().map_err(err(&tmp))?;
     drop(writer);
+    let analyzer = tmp.join(ANALYZER_FILE);
+    std::fs::write(&analyzer, analysis::ANALYZER_VERSION.to_string())
+        .map_err(|e| Error::io("writing", &analyzer, e))?;
     let old = dir.with_extension(format!("old{}", std::process::id()));
     if dir.exists() {
         std::fs::rename(dir, &old).map_err(|e| Error::io("moving aside", dir, e))?;

@@ -474,8 +474,66 @@ impl Engine {
         if !has_index(&repo) {
             return Ok(LibsSearchResponse { hits: Vec::new() });
         }
+        self.rebuild_if_stale(&repo);
         let hits = index::search(&libs_dir(&repo), &req.query, req.limit.unwrap_or(5).clamp(1, 50))?;
         Ok(LibsSearchResponse { hits })
+    }
+}
+
+/// Rebuilding a stale libs index, one at a time in this process (a server's requests share
+/// the rebuild's `libs_index.tmp<pid>`); another process builds beside its own.
+static REBUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+impl Engine {
+    /// Rebuilds the repository's libs index from the cached docs its last fetch ingested when
+    /// another analyzer built it (before index schema 10 Greek kept its accents, before 9 no
+    /// accent was folded): its terms would never meet a query's. Nothing is fetched. When the
+    /// cache no longer holds a package's docs, the old index is searched and the log says to
+    /// run `docdex libs fetch`, which rebuilds it.
+    fn rebuild_if_stale(&self, repo: &RepoRef) {
+        let dir = libs_dir(repo);
+        if index::built_by_current_analyzer(&dir) {
+            return;
+        }
+        let _one = REBUILDING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if index::built_by_current_analyzer(&dir) {
+            return;
+        }
+        match self.reingest_cached(repo) {
+            Ok(chunks) => tracing::info!(
+                repo = %repo.root.display(),
+                chunks,
+                "libs index built by an older analyzer; rebuilt from the cached docs"
+            ),
+            Err(e) => tracing::warn!(
+                repo = %repo.root.display(),
+                "libs index built by an older analyzer (accented words may not be found) and not rebuilt: {e}; run `docdex libs fetch --repo {}`",
+                crate::error::shell_path(&repo.root)
+            ),
+        }
+    }
+
+    /// The packages `libs.json` records, their docs read from the cache and ingested again.
+    fn reingest_cached(&self, repo: &RepoRef) -> Result<u32> {
+        let record: IngestRecord = read_json(&ingest_record(repo))?
+            .ok_or_else(|| Error::NotFound(format!("no {}", ingest_record(repo).display())))?;
+        let mut ingest = Vec::new();
+        for p in &record.packages {
+            let dep = Dependency {
+                ecosystem: p.ecosystem,
+                name: p.name.clone(),
+                version: p.version.clone(),
+                locked_by: String::new(),
+            };
+            let docs = match read_json::<CachedDocs>(&self.lib_cache_path(&dep))? {
+                Some(c) => c.local.into_iter().chain(c.published).collect(),
+                None if p.chunks == 0 => Vec::new(),
+                None => return Err(Error::NotFound(format!("the cached docs of {}@{} are gone", p.name, p.version))),
+            };
+            ingest.push((dep, docs));
+        }
+        let mut packages = record.packages;
+        ingest_packages(repo, &ingest, &mut packages, &record.notes)
     }
 }
 
