@@ -650,6 +650,25 @@ impl Engine {
         self.file_lines(repo_path, req, self.config().privacy.redact_snippets)
     }
 
+    /// The file on disk an editor opens for an index key (`src/a.rs`, or `//source/x.md` in a
+    /// folder added with `docdex add`): resolved beneath its root and served (the workbench
+    /// joined keys to the repository, so a source's hit opened `/source/x.md` at the
+    /// filesystem's root). PDF and DOCX are refused: an editor shows their bytes, not the text
+    /// docdex read from them (HTML is text, and opens).
+    pub fn editable_path(&self, repo_path: &Path, key: &str) -> Result<PathBuf> {
+        let repo = self.resolve_repo(repo_path)?;
+        let found = locate_file(&repo, key)?;
+        self.check_served(&found.root, &found.real, key)?;
+        match index::extract::Format::of(&found.rel) {
+            Some(f @ (index::extract::Format::Pdf | index::extract::Format::Docx)) => Err(Error::BadRequest(format!(
+                "{key} is a {} document: an editor would show its bytes, not the text docdex reads from it \
+                 (the preview shows that text; `docdex get {key}` prints it)",
+                f.lang().to_uppercase()
+            ))),
+            _ => Ok(found.real),
+        }
+    }
+
     /// [`Self::get_file`], masked or not (`similar` reads a file's own terms unmasked).
     pub(crate) fn file_lines(&self, repo_path: &Path, req: &FileRequest, redact: bool) -> Result<FileContent> {
         let file = req.path.as_str();

@@ -514,7 +514,7 @@ impl App {
                 Action::Request(r) => self.requests.push(r),
                 Action::Focus(p) => self.focus_pane(p),
                 Action::OpenEditor { path, line } => {
-                    self.effects.push(Effect::OpenEditor { path: self.repo.join(path), line })
+                    self.requests.push(Request::Edit { repo: self.repo.clone(), path, line })
                 }
                 Action::ShowInPreview { path, line, line_end } => {
                     self.with_search(|s, cx| s.show_file(&path, (line, line_end), cx))
@@ -1037,6 +1037,10 @@ impl App {
             }
             EngineEvent::Provider(p) => self.provider = p.clone(),
             EngineEvent::PathCompletions { typed, result } => self.path_completions(typed, result),
+            EngineEvent::EditTarget { result: Ok(path), line } => {
+                self.effects.push(Effect::OpenEditor { path: path.clone(), line: *line })
+            }
+            EngineEvent::EditTarget { result: Err(why), .. } => self.show_notice(Level::Warn, why.clone()),
             EngineEvent::Conversation(Ok(_)) => self.focus_pane(PaneId::Chat),
             EngineEvent::Conversation(Err(e)) => {
                 self.set_notice(Level::Error, format!("cannot open that session: {e}"))

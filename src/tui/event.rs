@@ -153,6 +153,16 @@ pub enum Request {
         /// What is typed so far.
         typed: String,
     },
+    /// The file on disk to open in the editor for an index key (a source's `//name/...` key
+    /// included), answered by [`EngineEvent::EditTarget`].
+    Edit {
+        /// The repository.
+        repo: PathBuf,
+        /// The index key (repo-relative, or `//source/...`).
+        path: String,
+        /// The line to open at.
+        line: u32,
+    },
     /// The impact graph around a file (latest wins).
     Impact {
         /// Sequence number.
@@ -240,6 +250,13 @@ pub enum EngineEvent {
         typed: String,
         /// Each folder as it would be typed, ending in `/`, sorted.
         result: Result<Vec<String>, String>,
+    },
+    /// Where the editor opens ([`Request::Edit`]): the file on disk, or why it cannot.
+    EditTarget {
+        /// The file on disk, or the reason (a document, a file not served, a missing source).
+        result: Result<PathBuf, String>,
+        /// The line to open at.
+        line: u32,
     },
     /// A repository was removed from the registry.
     RepoRemoved {

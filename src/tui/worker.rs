@@ -121,6 +121,10 @@ impl Worker {
                 let engine = self.engine.clone();
                 self.blocking(move || complete_path(&engine, repo, typed));
             }
+            Request::Edit { repo, path, line } => {
+                let engine = self.engine.clone();
+                self.blocking(move || edit_target(&engine, &repo, &path, line));
+            }
             Request::Profile(job) => {
                 let engine = self.engine.clone();
                 self.blocking(move || EngineEvent::Profile(profile_run(&engine, job)));
@@ -313,6 +317,7 @@ pub fn run_sync(engine: &Engine, req: Request) -> Vec<EngineEvent> {
         Request::LoadRepos { current } => send(load_repos(engine, &current)),
         Request::RemoveRepo { repo } => send(remove_repo(engine, repo)),
         Request::CompletePath { repo, typed } => send(complete_path(engine, repo, typed)),
+        Request::Edit { repo, path, line } => send(edit_target(engine, &repo, &path, line)),
         Request::CheckProvider => send(EngineEvent::Provider(check_provider(engine))),
         Request::Index { repo, rebuild } => send(index_run(engine, &repo, rebuild, &send)),
         Request::Chat { turn, repo, query, history, session_id } => {
@@ -359,6 +364,10 @@ fn load_repos(engine: &Engine, current: &Path) -> EngineEvent {
 
 /// Folders completing `typed`: inside a repository, those its index holds files under (so
 /// only what the filter can match, and nothing outside the repository); else on disk.
+fn edit_target(engine: &Engine, repo: &Path, path: &str, line: u32) -> EngineEvent {
+    EngineEvent::EditTarget { result: engine.editable_path(repo, path).map_err(|e| format!("{e:#}")), line }
+}
+
 fn complete_path(engine: &Engine, repo: Option<PathBuf>, typed: String) -> EngineEvent {
     let result = match &repo {
         Some(repo) => engine.indexed_folders(repo, &typed).map_err(|e| format!("{e:#}")),

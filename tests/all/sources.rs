@@ -306,3 +306,22 @@ fn add_and_remove_source_under_a_running_watcher_report_what_the_watcher_indexed
     assert!(String::from_utf8_lossy(&out.stdout).contains("keeps this index current; nothing to do"), "{out:?}");
     watcher.stop();
 }
+
+/// The file an editor opens for a key: a source's file where it is, the repository's beneath
+/// it; a PDF or DOCX is refused (an editor shows its bytes), and so is a path out of the roots.
+#[test]
+fn the_editable_path_of_a_key_is_the_file_on_disk_beneath_its_root() {
+    let env = Env::new();
+    let (repo, notes, _outside) = setup(&env);
+    write(&notes, "scan.pdf", "%PDF-1.4 not really\n");
+    let engine = env.engine();
+    engine.add_source(&repo, &add(&notes)).expect("add");
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    let canonical = |p: PathBuf| std::fs::canonicalize(p).unwrap();
+    assert_eq!(engine.editable_path(&repo, "//notes/heron.md").unwrap(), canonical(notes.join("heron.md")));
+    assert_eq!(engine.editable_path(&repo, "src/lib.rs").unwrap(), canonical(repo.join("src/lib.rs")));
+    let pdf = engine.editable_path(&repo, "//notes/scan.pdf").unwrap_err().to_string();
+    assert!(pdf.contains("is a PDF document") && pdf.contains("docdex get //notes/scan.pdf"), "{pdf}");
+    assert!(engine.editable_path(&repo, "../outside/secret.md").is_err(), "outside the repository");
+    assert!(engine.editable_path(&repo, "//nope/heron.md").is_err(), "no such source");
+}

@@ -152,6 +152,7 @@ fn results_preview_and_editor() {
     assert!(s.contains("  2▌pub struct SessionStore"), "{s}");
     // Enter opens the hit in the editor at its line, as an absolute path.
     h.key(KeyCode::Enter);
+    h.pump();
     let line = docdex::tui::panes::search::best_line(&hits[0]);
     assert_eq!(h.app.take_effects(), vec![Effect::OpenEditor { path: h.repo.join("src/auth/session.rs"), line }]);
     h.app.editor_finished(Err("vi exited with 1".into()));
@@ -239,6 +240,7 @@ fn symbol_search_runs_on_the_real_symbol_index() {
         h.sent
     );
     h.key(KeyCode::Enter);
+    h.pump();
     assert_eq!(h.app.take_effects(), vec![Effect::OpenEditor { path: h.repo.join("src/auth/session.rs"), line: 2 }]);
 }
 
@@ -277,6 +279,7 @@ fn symbol_mode_asks_for_symbols_when_the_engine_has_them() {
     h.snap_both("tui_search_symbols");
     h.key(KeyCode::Down);
     h.key(KeyCode::Enter);
+    h.pump();
     assert_eq!(h.app.take_effects(), vec![Effect::OpenEditor { path: h.repo.join("src/auth/session.rs"), line: 5 }]);
 
     // When more matched than were sent, the title says so rather than passing a cut for all.
@@ -1486,4 +1489,27 @@ fn impact_risk_overlay_says_when_the_constraint_rules_cannot_be_read() {
     view.rules_error = Some("database ~/.docdex/state/profiles/main.db: file is not a database".into());
     h.answer_impact(view);
     h.snap_both("tui_impact_rules_unreadable");
+}
+
+/// `enter` on a hit from a folder added with `docdex add` opens the file in that folder: the
+/// hit's key (`//notes/heron.md`) was joined to the repository, which opened `/notes/heron.md`
+/// at the filesystem's root (the engine's `editable_path` also refuses PDF and DOCX:
+/// `sources::the_editable_path_of_a_key_is_the_file_on_disk_beneath_its_root`).
+#[test]
+fn enter_on_a_source_folders_hit_opens_the_file_where_it_is() {
+    use docdex::engine::protocol::AddSourceRequest;
+    let mut h = Harness::new().started();
+    let notes = h.env.repo("notes");
+    crate::util::write(&notes, "heron.md", "# Field notes\n\nThe heron migration starts in early spring.\n");
+    let add = AddSourceRequest { path: notes.clone(), ..Default::default() };
+    h.engine.add_source(&h.repo, &add).expect("add");
+    h.engine.index(&h.repo, &docdex::engine::IndexOptions::default(), &crate::util::quiet()).expect("index");
+    h.search("heron migration");
+    let hit = h.app.search().results()[0].clone();
+    assert_eq!(hit.path, "//notes/heron.md");
+    h.key(KeyCode::Enter);
+    h.pump();
+    let line = docdex::tui::panes::search::best_line(&hit);
+    let real = std::fs::canonicalize(notes.join("heron.md")).unwrap();
+    assert_eq!(h.app.take_effects(), vec![Effect::OpenEditor { path: real, line }]);
 }
