@@ -15,6 +15,10 @@ const NAME: &str = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apik
 /// Words every match needs, lowercased: the pre-test that spares compiling the pattern.
 const NEEDLES: &[&str] = &["pass", "secret", "token", "key", "credential"];
 
+/// Words that may follow a secret's name in a sentence before more words and `is` / `was`:
+/// "the password *for* the admin account is ...", "the token *used* by CI was ...".
+const PROSE_LINKS: &[&str] = &["for", "of", "to", "on", "at", "in", "from", "used", "with", "we", "you"];
+
 fn pattern() -> Option<&'static Regex> {
     static RE: OnceLock<Option<Regex>> = OnceLock::new();
     RE.get_or_init(|| {
@@ -28,12 +32,16 @@ fn pattern() -> Option<&'static Regex> {
                 r"(?-u:\b)(?P<name>(?i-u:[a-z0-9_.-]*?{name}))[\x22']?",
                 // a type between name and value: `password: &str = "..."`, `token: String = ...`
                 r"(?:[ \t]*:[ \t]*[&0-9A-Za-z_<>\[\]][&'0-9A-Za-z_<>\[\]. ]{{0,39}}?)?",
-                // or prose: `the admin password is hunter2hunter2`, `the token was: ...`
-                r"(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*|[ \t]+(?:is|was)(?:[ \t]*:)?[ \t]+)",
+                // or prose: `the admin password is hunter2hunter2`, `the token was: ...`, with a
+                // link word and up to five more words between (`the password for the admin
+                // account is ...`)
+                r"(?P<sep>[ \t]*(?::=|=>|=|:)[ \t]*",
+                r"|[ \t]+(?:(?:{prep})(?:[ \t]+[A-Za-z0-9'-]+){{0,5}}?[ \t]+)?(?:is|was)(?:[ \t]*:)?[ \t]+)",
                 r"(?P<v>\x22[^\x22\r\n]*\x22|'[^'\r\n]*'|`[^`\r\n]*`|[^\s\x22'`,;(){{}}\[\]<>=][^\s\x22'`,;(){{}}\[\]<>]*)",
                 r"(?P<after>.?)"
             ),
-            name = NAME
+            name = NAME,
+            prep = PROSE_LINKS.join("|")
         );
         Regex::new(&re).ok()
     })
@@ -51,7 +59,8 @@ pub fn may_match(text: &str) -> bool {
 
 /// After the rest of a name's word (`word` of `password`), an optional closing quote and blanks:
 /// a separator's first character, or (after one blank at least) `is` or `was` and then a blank
-/// or a `:` (`rest` is lower-cased).
+/// or a `:`, or a link word ([`PROSE_LINKS`]) with `is` or `was` further on its line (`rest` is
+/// lower-cased).
 fn separator_follows(rest: &[u8]) -> bool {
     let mut i = rest.iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'_').count();
     if matches!(rest.get(i), Some(b'"' | b'\'')) {
@@ -61,11 +70,20 @@ fn separator_follows(rest: &[u8]) -> bool {
     while matches!(rest.get(i), Some(b' ' | b'\t')) {
         i += 1;
     }
-    let prose = i > word_end
-        && [&b"is"[..], b"was"]
-            .iter()
-            .any(|w| rest[i..].starts_with(w) && matches!(rest.get(i + w.len()), Some(b' ' | b'\t' | b':')));
+    let prose = i > word_end && (verb_at(&rest[i..]) || linked_verb(&rest[i..]));
     matches!(rest.get(i), Some(b':' | b'=')) || prose
+}
+
+/// `is` or `was` then a blank or a `:`.
+fn verb_at(rest: &[u8]) -> bool {
+    [&b"is"[..], b"was"].iter().any(|w| rest.starts_with(w) && matches!(rest.get(w.len()), Some(b' ' | b'\t' | b':')))
+}
+
+/// A link word, a blank, and later on the same line a blank and `is` or `was` ([`verb_at`]).
+fn linked_verb(rest: &[u8]) -> bool {
+    let line = &rest[..rest.iter().position(|b| *b == b'\n').unwrap_or(rest.len())];
+    PROSE_LINKS.iter().any(|w| line.starts_with(w.as_bytes()) && matches!(line.get(w.len()), Some(b' ' | b'\t')))
+        && (1..line.len()).any(|j| matches!(line[j - 1], b' ' | b'\t') && verb_at(&line[j..]))
 }
 
 /// The byte ranges of the secret values assigned in `text` (inside the quotes, if quoted).
@@ -74,45 +92,148 @@ pub fn values(text: &str) -> Vec<Range<usize>> {
         return Vec::new();
     }
     let Some(re) = pattern() else { return Vec::new() };
-    let mut out = Vec::new();
+    let mut out: Vec<Range<usize>> = Vec::new();
     for c in re.captures_iter(text) {
         let (Some(name), Some(sep), Some(v)) = (c.name("name"), c.name("sep"), c.name("v")) else { continue };
-        let after = c.name("after").map_or("", |m| m.as_str());
-        let raw = v.as_str();
-        let quoted = raw.len() >= 2 && raw.starts_with(['"', '\'', '`']) && raw.ends_with(&raw[..1]);
-        let value = if quoted { &raw[1..raw.len() - 1] } else { raw };
-        if sep.as_str().trim_start().starts_with(|c: char| c.is_ascii_alphabetic()) {
-            // A sentence: its full stop or colon is not part of the value.
-            let value = if quoted { value } else { value.trim_end_matches(['.', ',', '!', '?', ':']) };
-            if prose_ok(value) {
-                let start = v.start() + usize::from(quoted);
-                out.push(start..start + value.len());
-            }
+        // A passphrase taken whole covers the words after its first one.
+        if out.last().is_some_and(|r| v.start() < r.end) {
             continue;
         }
-        let line_start = text[..name.start()].rfind('\n').map_or(0, |i| i + 1);
-        let before = &text[line_start..name.start()];
-        // A URL query's field (`?token=X&logo=codecov`) ends at the next `&`.
-        let value = match !quoted && before.ends_with(['?', '&']) {
-            true => value.split('&').next().unwrap_or(value),
-            false => value,
-        };
-        let literal = if quoted {
-            quoted_ok(value)
-        } else {
-            let end = v.start() + value.len();
-            let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
-            let after = if end < v.end() { &text[end..end + 1] } else { after };
-            let assign =
-                Assignment { name: name.as_str(), sep: sep.as_str(), after, before, rest: &text[end..line_end] };
-            bare_ok(value, &assign)
-        };
-        if literal && !placeholder(value) && !echoes_name(value, name.as_str()) {
-            let start = v.start() + usize::from(quoted);
-            out.push(start..start + value.len());
-        }
+        let m = Matched { name, sep, v, after: c.name("after").map_or("", |m| m.as_str()) };
+        out.extend(secret_value(text, &m));
     }
     out
+}
+
+/// One match of the pattern: the name, the separator (with its blanks, or a sentence's words up
+/// to `is` / `was`), the value (with its quotes) and the character after it.
+struct Matched<'t> {
+    name: regex::Match<'t>,
+    sep: regex::Match<'t>,
+    v: regex::Match<'t>,
+    after: &'t str,
+}
+
+/// `"..."`, `'...'` or `` `...` ``.
+fn is_quoted(raw: &str) -> bool {
+    raw.len() >= 2 && raw.starts_with(['"', '\'', '`']) && raw.ends_with(&raw[..1])
+}
+
+/// The range of the secret `m` assigns, if its value is one.
+fn secret_value(text: &str, m: &Matched) -> Option<Range<usize>> {
+    let raw = m.v.as_str();
+    let quoted = is_quoted(raw);
+    let value = if quoted { &raw[1..raw.len() - 1] } else { raw };
+    let start = m.v.start() + usize::from(quoted);
+    if m.sep.as_str().trim_start().starts_with(|c: char| c.is_ascii_alphabetic()) {
+        // A sentence: its full stop or colon is not part of the value.
+        let value = if quoted { value } else { value.trim_end_matches(['.', ',', '!', '?', ':']) };
+        return (prose_words_ok(m.sep.as_str()) && prose_ok(value)).then(|| start..start + value.len());
+    }
+    let line_start = text[..m.name.start()].rfind('\n').map_or(0, |i| i + 1);
+    let before = &text[line_start..m.name.start()];
+    if let Some(r) = passphrase(text, m, before) {
+        return Some(r);
+    }
+    // A URL query's field (`?token=X&logo=codecov`) ends at the next `&`.
+    let value = match !quoted && before.ends_with(['?', '&']) {
+        true => value.split('&').next().unwrap_or(value),
+        false => value,
+    };
+    let literal = if quoted {
+        quoted_ok(value)
+    } else {
+        let end = m.v.start() + value.len();
+        let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+        let after = if end < m.v.end() { &text[end..end + 1] } else { m.after };
+        let (name, sep) = (m.name.as_str(), m.sep.as_str());
+        bare_ok(value, &Assignment { name, sep, after, before, rest: &text[end..line_end] })
+    };
+    (literal && !placeholder(value) && !echoes_name(value, m.name.as_str())).then(|| start..start + value.len())
+}
+
+/// The words a sentence puts between a secret's name and `is` / `was` (`for the admin account`):
+/// none of them code's (`if token in cache and user is admin1234:` compares).
+fn prose_words_ok(sep: &str) -> bool {
+    const CODE: &[&str] =
+        &["and", "or", "not", "if", "else", "elif", "while", "lambda", "return", "is", "none", "true", "false", "null"];
+    let words: Vec<&str> = sep.split_whitespace().collect();
+    words.len() < 3 || !words[1..words.len() - 1].iter().any(|w| CODE.contains(&w.to_ascii_lowercase().as_str()))
+}
+
+/// A passphrase of several words given as the whole value of a config line, indented or not:
+/// `password = Correct Horse Battery` (`.ini`, `.env`, `.properties`), `db_password: "two words
+/// here"` (YAML, TOML, JSON), `  password: correct horse battery` (nested YAML), a comment after
+/// it allowed. The line holds only the name, the separator and the value (after `export`, `set`
+/// or, quoted, a YAML list's `-`); code cannot write
+/// several bare words after `=` (`password = get_password()`, `let password = args.password;`
+/// are one expression), and a quoted one must not read as a message ([`passphrase_words`]).
+fn passphrase(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
+    let head = before.trim_end_matches(['"', '\'']).trim();
+    let between = &text[m.name.end()..m.sep.start()];
+    if !matches!(head, "" | "-" | "export" | "set") || !matches!(between, "" | "\"" | "'") {
+        return None;
+    }
+    let sep = m.sep.as_str().trim();
+    let line_end = text[m.v.start()..].find('\n').map_or(text.len(), |i| m.v.start() + i);
+    let raw = m.v.as_str();
+    if is_quoted(raw) {
+        let tail = text[m.v.end()..line_end].trim();
+        let whole = tail.is_empty() || tail == "," || tail.starts_with('#');
+        let ok = whole && matches!(sep, "=" | ":" | "=>") && passphrase_words(&raw[1..raw.len() - 1], true);
+        return ok.then(|| m.v.start() + 1..m.v.end() - 1);
+    }
+    let line = &text[m.v.start()..line_end];
+    let comment = [" #", "\t#", " ;", "\t;"].iter().filter_map(|c| line.find(c)).min();
+    let value = comment.map_or(line, |i| &line[..i]).trim_end();
+    // Bare after `:`, only nested in YAML: a line starting `token: ` or `- secret: ` is as often
+    // a changelog's or a commit's subject (`token: refresh before expiry`).
+    let bare_sep = match sep {
+        "=" => head != "-",
+        ":" => head.is_empty() && before.starts_with([' ', '\t']),
+        _ => false,
+    };
+    let ok = bare_sep && value.contains([' ', '\t']) && passphrase_words(value, false);
+    ok.then(|| m.v.start()..m.v.start() + value.len())
+}
+
+/// Several words that read as a passphrase (`Correct Horse Battery`, `hunter2 rules`), not as a
+/// message, a label or code: 2 to 8 words (3 or more, or 2 with a digit), 12 characters or more,
+/// no character of code or of a path (`(`, `=`, `.`, `/`, `$`, ...; bare, no `_` either), no word
+/// of a sentence or of code (`the`, `your`, `must`, `at`, `if`, `or`, `none`), none naming a
+/// secret or a login in some language (`Mot de passe`, `Access token`, `Contraseña`), not
+/// ending as a prompt (`?`, `:`), and not a placeholder.
+fn passphrase_words(v: &str, quoted: bool) -> bool {
+    const CODE_CHARS: &[char] =
+        &['(', ')', '[', ']', '{', '}', '<', '>', '=', ';', ',', '\\', '/', '.', '$', '`', '"', '|', '%'];
+    const PROSE: &str = concat!(
+        "a an the to of in on at for with by from as is are was were be been do does did not no ",
+        "and or if else then you your we our my it its this that these those must should can could ",
+        "will would may please than same see set stored min max minimum maximum least none null ",
+        "nil true false undefined lambda await yield new typeof return unless when",
+    );
+    const LABELS: &str = concat!(
+        "pass pwd secret token key cred kennwort contrase senha parol wachtwoord hasl jeton clave ",
+        "login sign user account email e-mail enter confirm invalid required optional forgot reset",
+    );
+    let words: Vec<&str> = v.split_whitespace().collect();
+    let digit = v.bytes().any(|b| b.is_ascii_digit());
+    let shape = (2..=8).contains(&words.len())
+        && (words.len() >= 3 || digit)
+        && v.len() >= 12
+        && v.bytes().any(|b| b.is_ascii_alphabetic())
+        && !v.ends_with(['?', ':', '!'])
+        && !v.ends_with('\u{2026}');
+    shape
+        && words.iter().all(|w| {
+            let lower = w.to_ascii_lowercase();
+            w.bytes().any(|b| b.is_ascii_alphanumeric())
+                && !w.contains(CODE_CHARS)
+                && (quoted || !w.contains(['_', '\'', ':', '&', '*', '+']))
+                && !PROSE.split(' ').any(|p| p == lower)
+                && !LABELS.split(' ').any(|l| lower.starts_with(l))
+        })
+        && !placeholder(v)
 }
 
 /// `s3_secret_access_key = 's3-secret-access-key'`: the value repeats its name (documentation).
@@ -190,7 +311,7 @@ fn bare_ok(v: &str, a: &Assignment) -> bool {
 /// An identifier-shaped value (`hunter2hunter2`) after `=` where config syntax, not code, says
 /// it is a literal: a whole `key=value` line (`.env`, `.ini`, `.properties`, shell, optionally
 /// after `export`/`set`, and only a comment after it) with a digit in the value or, unindented,
-/// a lone lower-case word of 10+ letters ([`lone_word_line`]); or a string's or
+/// a lone word of 10+ letters ([`lone_word_line`]); or a string's or
 /// a connection string's field (right after a quote, `;`, `&`, `?` or `--`, or after another
 /// `key=value` field and a blank, as libpq writes `host=db password=...`). In code the same
 /// shape is a keyword argument or a variable (`f(password=pw2)`, `password = password_v2`), so a
@@ -219,17 +340,22 @@ fn config_value(v: &str, a: &Assignment) -> bool {
     (whole_line && (has_digit || lone_word_line(v, a))) || (field_end && (quoted_or_field || dsn_field))
 }
 
-/// A whole `key=value` line, not indented, whose value is one lower-case word of 10 or more
-/// letters (`password=correcthorse`, `db.password = correcthorse`): how `.env`, `.ini`,
-/// `.properties` and shell files hold a passphrase. Indented, the same line is a keyword argument
-/// on a line of its own (`    password=dbpassword`); a shorter word, a capitalised one or a
-/// setting's word (`interactive`, `environment`) is a value of a setting, not a secret.
+/// A whole `key=value` line, not indented, whose value is one word of 10 or more letters,
+/// lower-case, capitalised or in capitals (`password=correcthorse`, `password = CorrectHorse`,
+/// `db.password = letmeinplease`): how `.env`, `.ini`, `.properties` and shell files hold a
+/// passphrase. Indented, the same line is a keyword argument on a line of its own
+/// (`    password=dbpassword`) or an assignment in a function (`    password = CorrectHorse`
+/// names a class); a `lowerCamel` word is a variable (`password = inputValue`); a shorter word
+/// or a setting's word (`interactive`, `environment`, `NotImplemented`) is not a secret.
 fn lone_word_line(v: &str, a: &Assignment) -> bool {
-    const SETTINGS: &[&str] = &["environment", "interactive", "unspecified", "notrequired", "optional", "disabled"];
+    const SETTINGS: &[&str] =
+        &["environment", "interactive", "unspecified", "notrequired", "optional", "disabled", "notimplemented"];
+    let lower_camel = v.starts_with(|c: char| c.is_ascii_lowercase()) && v.bytes().any(|b| b.is_ascii_uppercase());
     !a.before.starts_with([' ', '\t'])
         && v.len() >= 10
-        && v.bytes().all(|b| b.is_ascii_lowercase())
-        && !SETTINGS.contains(&v)
+        && v.bytes().all(|b| b.is_ascii_alphabetic())
+        && !lower_camel
+        && !SETTINGS.contains(&v.to_ascii_lowercase().as_str())
 }
 
 /// A value a sentence gives a secret's name (`the admin password is hunter2hunter2`,
@@ -393,6 +519,7 @@ mod tests {
             ("password=correcthorse", "correcthorse"),
             ("export password=correcthorse", "correcthorse"),
             ("db.password = letmeinplease  # rotated monthly", "letmeinplease"),
+            ("password=Correcthorse", "Correcthorse"),
         ] {
             assert_eq!(masked(text), [want], "{text}");
         }
@@ -410,10 +537,65 @@ mod tests {
             // Indented: a keyword argument on a line of its own; a setting's word; too short.
             "    password=correcthorse",
             "password=interactive",
-            "password=Correcthorse",
             "password=letmeinnn",
             "credentials=environment",
             "the password=hunter2hunter2 in prose",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+
+    /// A passphrase with capitals or blanks, or on an indented line, was passed over: only one
+    /// lower-case word on a whole unindented line was masked. Code that assigns a variable, a call
+    /// or an expression, and a quoted message or label, keep their text.
+    #[test]
+    fn passphrases_with_capitals_or_blanks_on_config_lines_are_found() {
+        for (text, want) in [
+            ("  password = Correct Horse Battery", "Correct Horse Battery"),
+            ("password = correct horse battery staple", "correct horse battery staple"),
+            ("\tpassword = hunter2 rules", "hunter2 rules"),
+            ("PASSWORD=CorrectHorse", "CorrectHorse"),
+            ("password=CorrectHorse", "CorrectHorse"),
+            ("password = CORRECTHORSE", "CORRECTHORSE"),
+            ("  db_password: \"two words here\"", "two words here"),
+            ("  db_password: correct horse battery staple  # rotated", "correct horse battery staple"),
+            ("- password: \"Correct Horse Battery\"", "Correct Horse Battery"),
+            ("  \"password\": \"correct horse battery staple\",", "correct horse battery staple"),
+            ("export DB_PASSWORD=\"Correct Horse Battery\"", "Correct Horse Battery"),
+            ("    'password' => 'correct horse battery staple',", "correct horse battery staple"),
+            ("password = Correct Horse Battery ; the ini comment", "Correct Horse Battery"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+        for text in [
+            // Code: a call, an attribute, a variable, a class, an expression, a type.
+            "password = get_password()",
+            "let password = args.password;",
+            "    password = CorrectHorse",
+            "password = inputValue",
+            "password = NotImplemented",
+            "    password = a if b else c",
+            "    token = await fetch_token",
+            "    password: string | undefined",
+            "    api_key: Optional[str] = None",
+            "    password = generate_password length",
+            "conn = connect(password=\"correct horse battery\")",
+            "print(\"password = correct horse battery\")",
+            "password = correct horse battery; user = admin",
+            // Labels, messages and docstrings.
+            "  password: \"Mot de passe\"",
+            "  token: \"Jeton d'acces\"",
+            "  password: \"Must be at least 8 characters\"",
+            "    password: The user's password.",
+            "  secret: \"Stored in the vault\"",
+            "password: \"Enter the admin passphrase:\"",
+            // A changelog's or a commit's subject: bare after `:` only nested in YAML.
+            "token: refresh before expiry",
+            "- secret: add rotation support",
+            "  - password: Handle expiry correctly",
+            // Too short to be a passphrase.
+            "password = two words",
+            "token = Bearer abc",
         ] {
             assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
         }
@@ -428,6 +610,10 @@ mod tests {
             ("The staging token was: f9a8b7c6d5e4.", "f9a8b7c6d5e4"),
             ("# db password is \"Tr0ub4dor&3\", rotate it", "Tr0ub4dor&3"),
             ("password: Tr0ub4dor&3 (rotate monthly)", "Tr0ub4dor&3"),
+            // Words between the name and `is` / `was`.
+            ("the password for the admin account is hunter2rules", "hunter2rules"),
+            ("The token used by CI was: f9a8b7c6d5e4.", "f9a8b7c6d5e4"),
+            ("the api_token of the billing service is Zq8Wx2Ec4Rv6", "Zq8Wx2Ec4Rv6"),
         ] {
             assert_eq!(masked(text), [want], "{text}");
         }
@@ -441,6 +627,11 @@ mod tests {
             "the token is sha256_hex of the body",
             "the password is 8 characters or more",
             "the password isn't set",
+            "if token in cache and user is admin1234:",
+            "the password for the admin account is required",
+            "the token for each request is valid for 30 days",
+            "the password of user1 is base64-encoded",
+            "the password for this account was changed in v2.3",
         ] {
             assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
         }
@@ -466,6 +657,10 @@ mod tests {
             "the admin password is hunter2hunter2",
             "api_token\twas:\tf9a8b7c6d5e4",
             "password was  hunter2x",
+            "the password for the admin account is hunter2rules",
+            "Token used by CI was: f9a8",
+            "the secret\tof it\tis\tx",
+            "  password = Correct Horse Battery",
         ];
         for text in texts {
             assert!(re.is_match(text), "the pattern should match {text}");
@@ -479,6 +674,9 @@ mod tests {
             "the password isn't set",
             "a password issue",
             "passwordis hunter2",
+            "a password for everyone",
+            "the tokens of a lexer are words",
+            "the password for all\nis hunter2",
         ] {
             assert!(!re.is_match(text) && !may_match(text), "{text}");
         }
