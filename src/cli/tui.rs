@@ -56,7 +56,8 @@ fn start_repo(engine: &Engine, repo: PathBuf, explicit: bool) -> anyhow::Result<
             );
             Ok((r.path, Some(notice)))
         }
-        _ => Err(anyhow::anyhow!("{refused}: run `docdex tui` inside a repository, or pass --repo PATH")),
+        // The refusal stays the error's type (exit 2, as every command refuses it), the advice after it.
+        _ => Err(anyhow::anyhow!("run `docdex tui` inside a repository, or pass --repo PATH").context(refused)),
     }
 }
 
@@ -70,7 +71,9 @@ mod tests {
         let engine = Engine::open_at(&dir.path().join("home")).expect("engine");
         let root = PathBuf::from("/");
         // Nothing indexed yet: refused, with what to do.
-        let e = start_repo(&engine, root.clone(), false).expect_err("/ is no repository").to_string();
+        let err = start_repo(&engine, root.clone(), false).expect_err("/ is no repository");
+        assert_eq!(super::super::exit_code(&err), 2, "a refusal, as `docdex index --repo /` exits");
+        let e = format!("{err:#}");
         assert!(e.contains("refusing to index or serve /") && e.contains("inside a repository, or pass --repo"), "{e}");
         // With a repository indexed, it opens that one instead and says why.
         let repo = dir.path().join("repo");
