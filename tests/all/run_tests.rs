@@ -1096,3 +1096,54 @@ fn a_configuration_whose_python_lacks_pytest_keeps_the_other_runs_results() {
         "{notes}"
     );
 }
+
+#[test]
+fn a_directory_target_runs_each_pytest_configuration_below_it() {
+    // `--target pkgs` ran one pytest from the root under the root's pytest.ini: pkgs/a's own
+    // `pythonpath = src` was lost and its test failed at import, though `cd pkgs/a && pytest`
+    // passes it; pkgs/b's `testpaths` were ignored.
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("pydirtarget");
+    write(&repo, "pytest.ini", "[pytest]\ntestpaths = tests\naddopts = -p no:cacheprovider\n");
+    write(&repo, "tests/test_root.py", "def test_root():\n    assert False\n");
+    write(&repo, "pkgs/a/pytest.ini", "[pytest]\npythonpath = src\naddopts = -p no:cacheprovider\n");
+    write(&repo, "pkgs/a/src/amod.py", "def triple(x):\n    return 3 * x\n");
+    write(
+        &repo,
+        "pkgs/a/tests/test_a.py",
+        "from amod import triple\n\n\ndef test_ok():\n    assert triple(2) == 6\n\n\ndef test_bad():\n    assert triple(2) == 7\n",
+    );
+    write(
+        &repo,
+        "pkgs/b/pyproject.toml",
+        "[tool.pytest.ini_options]\ntestpaths = [\"t\"]\naddopts = \"-p no:cacheprovider\"\n",
+    );
+    write(&repo, "pkgs/b/t/test_b.py", "def test_b():\n    assert True\n");
+    // Outside pkgs/b's testpaths: `cd pkgs/b && pytest` does not run it.
+    write(&repo, "pkgs/b/scratch/test_scratch.py", "def test_scratch():\n    assert False\n");
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    let (code, v) = run_tests(&env, &repo, &["--target", "pkgs"], &[]);
+    assert_eq!((code, v["status"].as_str()), (1, Some("failed")), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(2), Some(1)), "{v}");
+    assert_eq!(
+        failures(&v),
+        [("pkgs/a/tests/test_a.py::test_bad".to_string(), Some("pkgs/a/tests/test_a.py".to_string()), Some(9))]
+    );
+    let runs: Vec<(&str, Option<i64>)> = v["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|r| (r["dir"].as_str().unwrap(), r["exit_code"].as_i64()))
+        .collect();
+    // pkgs/ holds no test file of its own: no pytest for the root's configuration.
+    assert_eq!(runs, [("pkgs/a", Some(1)), ("pkgs/b", Some(0))], "{v}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("the target pkgs/ runs 2 pytest configurations"), "{notes}");
+    // A test file of its own: the root's configuration runs pkgs/, leaving the two to theirs.
+    write(&repo, "pkgs/test_top.py", "def test_top():\n    assert True\n");
+    let (_, v) = run_tests(&env, &repo, &["--target", "pkgs"], &[]);
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(3), Some(1)), "{v}");
+    let tail: Vec<&str> = v["command"].as_array().unwrap().iter().rev().take(3).filter_map(|a| a.as_str()).collect();
+    assert_eq!(tail, ["pkgs", "--ignore=pkgs/b", "--ignore=pkgs/a"], "{v}");
+}

@@ -353,12 +353,30 @@ fn plan(
 /// under several configurations already ran.
 fn pytest_suite_parts(root: &Path, pytest_cache: &Path, notes: &mut Vec<String>) -> Vec<runs::Part> {
     let (suite, suite_notes) = pytest_config::suite(root);
+    suite_parts(root, "", suite, suite_notes, pytest_cache, notes)
+}
+
+/// The runs of `suite` (of the whole repository, or of the directory `target`) as parts: each
+/// pytest from its configuration's directory, handed its paths, `--ignore` for the directories
+/// of the configurations below it.
+fn suite_parts(
+    root: &Path,
+    target: &str,
+    suite: Vec<pytest_config::SuiteRun>,
+    suite_notes: Vec<String>,
+    pytest_cache: &Path,
+    notes: &mut Vec<String>,
+) -> Vec<runs::Part> {
     notes.extend(suite_notes);
     if suite.len() > 1 {
         let sources: Vec<String> =
             suite.iter().map(|r| r.source.clone().unwrap_or_else(|| "no configuration at the root".into())).collect();
+        let what = match target.trim_end_matches('/') {
+            "" => "the repository has".to_string(),
+            t => format!("the target {t}/ runs"),
+        };
         notes.push(format!(
-            "the repository has {} pytest configurations ({}): pytest ran once per configuration, from its directory, each leaving the directories of those below it to their own run (--ignore), and the results were merged",
+            "{what} {} pytest configurations ({}): pytest ran once per configuration, from its directory, each leaving the directories of those below it to their own run (--ignore), and the results were merged",
             suite.len(),
             sources.join(", ")
         ));
@@ -376,8 +394,19 @@ fn pytest_suite_parts(root: &Path, pytest_cache: &Path, notes: &mut Vec<String>)
 
 /// pytest once per configuration the targets fall under, each from its configuration's
 /// directory (its rootdir), as `cd sub && pytest` would run: its `addopts` paths mean what they
-/// say there, and its `addopts` apply to its files only.
+/// say there, and its `addopts` apply to its files only. A directory target with configurations
+/// below it runs as the whole suite does, from that directory down.
 fn pytest_parts(root: &Path, targets: &[String], pytest_cache: &Path, notes: &mut Vec<String>) -> Vec<runs::Part> {
+    // A directory with configurations below it runs each (`pytest_config::suite_in`).
+    if let [t] = targets {
+        if !t.contains("::") && root.join(t).is_dir() {
+            let (suite, suite_notes) = pytest_config::suite_in(root, t);
+            let nested = suite.len() > 1 || suite.iter().any(|r| !r.ignore.is_empty()) || !suite_notes.is_empty();
+            if nested && !suite.is_empty() {
+                return suite_parts(root, t, suite, suite_notes, pytest_cache, notes);
+            }
+        }
+    }
     let groups = pytest_config::groups(root, targets);
     if groups.len() > 1 {
         let sources: Vec<String> =
