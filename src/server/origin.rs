@@ -1,7 +1,6 @@
 //! Who may call. Any web page the user opens can send requests to 127.0.0.1, so:
 //! a browser request from another origin (an `Origin` header that is not this
-//! machine's loopback, or `Sec-Fetch-Site: cross-site` where a browser sends no
-//! `Origin`) is refused; requests whose `Host` is not loopback are refused unless
+//! machine's loopback, or `Sec-Fetch-Site: cross-site` whatever the `Origin`) is refused; requests whose `Host` is not loopback are refused unless
 //! the server was started with `--expose` (so DNS rebinding cannot reach a local
 //! docdex either); and JSON endpoints take `application/json` only
 //! ([`super::extract::ApiJson`]), which a page cannot send cross-origin without a
@@ -45,18 +44,21 @@ pub async fn same_machine_pages_only(req: axum::extract::Request, next: middlewa
         headers.get_all(axum::http::header::ORIGIN).iter().map(|o| o.to_str().unwrap_or("<not text>")).collect();
     let origin = origins.iter().find(|o| !is_loopback_origin(o)).or(origins.first()).copied();
     let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    // A browser's own word that the page is of another site counts whatever the `Origin`: a
+    // page of `localhost:8000` calling `127.0.0.1:3210` is cross-site to it (a site is a host,
+    // not a port, so a page of `127.0.0.1:8000` is same-site and passes).
     let refused = match origin {
-        Some(o) => (!is_loopback_origin(o)).then(|| format!("a page of origin {o:?}")),
-        None if fetch_site == Some("cross-site") => {
+        Some(o) if !is_loopback_origin(o) => Some(format!("a page of origin {o:?}")),
+        _ if fetch_site == Some("cross-site") => {
             Some("a page of another site (Sec-Fetch-Site: cross-site)".to_string())
         }
-        None => None,
+        _ => None,
     };
     match refused {
         Some(who) => ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden_origin",
-            format!("{who} may not call docdex: only clients on this machine (and pages served from its loopback) can; any web page can reach 127.0.0.1, so cross-origin requests are refused"),
+            format!("{who} may not call docdex: only clients on this machine can; any web page can reach 127.0.0.1, so cross-origin requests are refused"),
         )
         .into_response(),
         None => next.run(req).await,

@@ -47,9 +47,18 @@ async fn pages_of_other_origins_and_non_json_bodies_are_refused() {
         .header("Origin", "http://evil.example")
         .json(&json!({"content": "x"}));
     assert_eq!(code_of(r.send().await.unwrap()).await, (403, "forbidden_origin".into()), "two Origin fields");
-    // A browser that sends no Origin but says the request is cross-site.
+    // A browser that sends no Origin but says the request is cross-site; and one that says so
+    // with a loopback Origin (a page of localhost:8000 calling 127.0.0.1 is another site).
     let r = c.get(server.url("/v1/status")).header("Sec-Fetch-Site", "cross-site");
     assert_eq!(code_of(r.send().await.unwrap()).await, (403, "forbidden_origin".into()));
+    let r = c
+        .get(server.url("/v1/status"))
+        .header("Sec-Fetch-Site", "cross-site")
+        .header("Origin", "http://localhost:8000");
+    assert_eq!(code_of(r.send().await.unwrap()).await, (403, "forbidden_origin".into()), "cross-site, loopback Origin");
+    let r =
+        c.get(server.url("/v1/status")).header("Sec-Fetch-Site", "same-site").header("Origin", "http://127.0.0.1:8000");
+    assert_eq!(r.send().await.unwrap().status(), 200, "a same-site loopback page");
     // No Origin, but not JSON: a form or text/plain post never reaches the handler.
     for ct in [Some("text/plain"), Some("application/x-www-form-urlencoded"), None] {
         let mut r = c.post(&store).body(body);
