@@ -483,6 +483,13 @@ fn profile_import(engine: &Engine, out: &Out, file: PathBuf, json: bool) -> anyh
         resp.deleted,
         resp.agents_added
     ));
+    if resp.merged > 0 {
+        // An agent holds a text once, whichever machine wrote it first.
+        out.line(&format!(
+            "  {} merged: the agent held the same text already (letter case, spaces and a closing full stop aside); the oldest copy kept",
+            count(resp.merged, "repeat")
+        ));
+    }
     if resp.agents_removed > 0 {
         // Removed over there (`profile remove --agent`, which now travels), or emptied here.
         out.line(&format!(

@@ -837,6 +837,115 @@ fn a_manifest_agent_id_with_spaces_is_the_agent_it_names() {
     assert_eq!(m.tombstones[0].agent_id, "team");
 }
 
+/// An agent holds a text once whatever way it arrives: two machines adding the same team
+/// convention, then syncing, gave the team (and every chat) two copies, and a hand-made
+/// manifest's "Use tabs", "use tabs." and "Use  TABS" all three, though `add` refuses a repeat.
+/// Import keeps the oldest copy, removes the others with a removal that travels back, and
+/// counts them as merged, so both machines end up with the same one row.
+#[test]
+fn the_same_text_from_two_machines_or_one_manifest_is_held_once_after_import() {
+    let (a, b) = (Env::new(), Env::new());
+    for env in [&a, &b] {
+        env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    }
+    let add = |env: &Env, text: &str| {
+        let r = env.json(&["profile", "add", "--agent", "team", "--category", "style", text, "--json"]);
+        r["preference"]["id"].as_str().unwrap().to_string()
+    };
+    let older = add(&a, "Squash commits before merging");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let newer = add(&b, "squash  commits before merging.");
+    let (ma, mb) = (a.dir.path().join("a.json"), b.dir.path().join("b.json"));
+    b.json(&["profile", "export", "--out", mb.to_str().unwrap(), "--json"]);
+    let r = a.json(&["profile", "import", mb.to_str().unwrap(), "--json"]);
+    assert_eq!((r["added"].as_u64(), r["merged"].as_u64()), (Some(0), Some(1)), "{r}");
+    let squash = |env: &Env| -> Vec<String> {
+        let list = env.json(&["profile", "list", "--agent", "team", "--json"]);
+        list["preferences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["content"].as_str().unwrap().to_lowercase().contains("squash"))
+            .map(|p| p["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(squash(&a), [older.clone()], "the older copy is kept");
+    // The other side takes the kept copy and the removal of its own.
+    a.json(&["profile", "export", "--out", ma.to_str().unwrap(), "--json"]);
+    let r = b.json(&["profile", "import", ma.to_str().unwrap(), "--json"]);
+    assert_eq!((r["added"].as_u64(), r["deleted"].as_u64()), (Some(1), Some(1)), "{r}");
+    assert_eq!(squash(&b), [older.clone()]);
+    // A stale manifest does not bring the removed copy back.
+    let r = a.json(&["profile", "import", mb.to_str().unwrap(), "--json"]);
+    assert_eq!((r["added"].as_u64(), r["merged"].as_u64()), (Some(0), Some(0)), "{r}");
+    assert_eq!(squash(&a), [older]);
+    assert_ne!(newer, squash(&b)[0]);
+    // One manifest holding three spellings of one text.
+    let f = a.dir.path().join("tabs.json");
+    let row = |id: &str, text: &str, at: i64| json!({"id": id, "agent_id": "olga", "content": text, "category": "style", "last_updated": at});
+    std::fs::write(
+        &f,
+        json!({"format": "docdex.profile_sync", "version": 1, "agents": [], "tombstones": [],
+               "preferences": [row("7e1f0a91-3c4d-4e5f-a011-2c3d4e5f6071", "use tabs.", 300),
+                               row("8f2a1ba2-4d5e-4f60-b122-3d4e5f607182", "Use tabs", 100),
+                               row("90b2cb13-5e6f-4071-8233-4e5f60718293", "Use  TABS", 200)]})
+        .to_string(),
+    )
+    .unwrap();
+    let out = a.run(&["profile", "import", f.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("1 added") && text.contains("2 repeats merged"), "{text}");
+    let list = a.json(&["profile", "list", "--agent", "olga", "--json"]);
+    let prefs = list["preferences"].as_array().unwrap();
+    assert_eq!(prefs.len(), 1, "{list}");
+    assert_eq!(prefs[0]["content"], "Use tabs", "the oldest copy: {list}");
+}
+
+/// Agent ids are folded to lower case on every read and write: `--agent TEAM` made a second
+/// "team" that applied to nobody, `list --agent Team` said there was no such agent, and a
+/// manifest's "Team" did the same. A manifest's removal of a case variant (what an older
+/// docdex kept apart) is not applied to the agent it now spells.
+#[test]
+fn agent_ids_name_one_agent_whatever_their_letter_case() {
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let r = env.json(&["profile", "add", "--agent", "TEAM", "--category", "style", "Use UTF-8 everywhere", "--json"]);
+    assert_eq!(
+        (r["preference"]["agent_id"].as_str(), r["created_agent"].as_bool()),
+        (Some("team"), Some(false)),
+        "{r}"
+    );
+    let list = env.json(&["profile", "list", "--agent", "Team", "--json"]);
+    assert!(list["preferences"].as_array().unwrap().iter().any(|p| p["content"] == "Use UTF-8 everywhere"), "{list}");
+    let ids: Vec<&str> = list["agents"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert!(ids.iter().all(|id| *id == id.to_lowercase()), "{ids:?}");
+    let again = env.run(&["profile", "add", "--agent", "team", "--category", "style", "use utf-8 everywhere"]);
+    assert_eq!(again.status.code(), Some(2), "a repeat whatever the case of the agent");
+    let r = env.json(&["profile", "add", "--agent", "teams", "--category", "style", "Use hooks", "--json"]);
+    assert!(r["agent_note"].as_str().unwrap().contains("did you mean team?"), "{r}");
+    let removed = env.run(&["profile", "remove", "--agent", "TEAM"]);
+    assert_eq!(removed.status.code(), Some(2), "the team is kept under any spelling");
+    let f = env.dir.path().join("cased.json");
+    std::fs::write(
+        &f,
+        json!({"format": "docdex.profile_sync", "version": 1,
+               "agents": [{"id": "Mcoda_Frontend", "role": "", "created_at": 1}],
+               "preferences": [{"id": "a1c3dc24-6f70-4182-9344-5f6071829304", "agent_id": "Team",
+                                "content": "Write plainly", "category": "style", "last_updated": 10}],
+               "tombstones": [],
+               "removed_agents": [{"id": "Mcoda_Backend", "removed_at": 4102444800000i64}]})
+        .to_string(),
+    )
+    .unwrap();
+    let r = env.json(&["profile", "import", f.to_str().unwrap(), "--json"]);
+    assert_eq!((r["added"].as_u64(), r["agents_added"].as_u64()), (Some(1), Some(0)), "{r}");
+    assert!(r["rejected"][0]["reason"].as_str().unwrap().contains("case variant of mcoda_backend"), "{r}");
+    let list = env.json(&["profile", "list", "--agent", "team", "--json"]);
+    assert!(list["preferences"].as_array().unwrap().iter().any(|p| p["content"] == "Write plainly"), "{list}");
+    let ids: Vec<&str> = list["agents"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"mcoda_backend") && !ids.iter().any(|id| *id != id.to_lowercase()), "{ids:?}");
+}
+
 #[test]
 fn a_bad_manifest_is_refused_whole_or_row_by_row() {
     let env = Env::new();

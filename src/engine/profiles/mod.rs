@@ -162,18 +162,20 @@ impl Engine {
         Ok(agent)
     }
 
-    /// The agent a request means: the one it names, else `[memory.profile] default_agent`.
+    /// The agent a request means: the one it names, else `[memory.profile] default_agent`, in
+    /// lower case ([`store::agent_key`]): `TEAM` is the team, where it used to be an agent of
+    /// its own that applied to nobody.
     pub fn resolve_agent(&self, named: Option<&str>) -> Option<String> {
         named
-            .map(str::trim)
+            .map(store::agent_key)
             .filter(|a| !a.is_empty())
-            .map(str::to_string)
-            .or_else(|| Some(self.config().memory.profile.default_agent.trim().to_string()).filter(|a| !a.is_empty()))
+            .or_else(|| Some(store::agent_key(&self.config().memory.profile.default_agent)).filter(|a| !a.is_empty()))
     }
 
     /// Every agent, and one agent's preferences when named.
     pub fn profile_list(&self, req: &ProfileListRequest) -> Result<ProfileListResponse> {
-        let agent = req.agent_id.as_deref().map(str::trim).filter(|a| !a.is_empty());
+        let agent = req.agent_id.as_deref().map(store::agent_key).filter(|a| !a.is_empty());
+        let agent = agent.as_deref();
         if let Some(a) = agent {
             self.profile_agent_exists(a)?;
         }
@@ -211,7 +213,7 @@ impl Engine {
     /// (`agent` itself left out: a write may just have created it).
     pub fn profile_closest_agent(&self, agent: &str) -> Option<String> {
         let all: Vec<String> = match self.profile_read(store::agents) {
-            Ok(list) => list.into_iter().map(|a| a.id).filter(|id| id != agent.trim()).collect(),
+            Ok(list) => list.into_iter().map(|a| a.id).filter(|id| *id != store::agent_key(agent)).collect(),
             Err(e) => {
                 tracing::warn!("reading the profile agents: {e}");
                 return None;
@@ -380,9 +382,11 @@ impl Engine {
     /// Removes a preference (or, with `agent`, an agent and all its preferences); the removal
     /// is kept as a tombstone so sync carries it.
     pub fn profile_remove(&self, req: &ProfileRemoveRequest) -> Result<ProfileRemoveResponse> {
-        let id = req.id.trim();
         let now = now_ms() as i64;
         if req.agent {
+            // Folded first: `--agent TEAM` names the team, which is kept.
+            let key = store::agent_key(&req.id);
+            let id = key.as_str();
             if id == TEAM_AGENT {
                 return Err(Error::BadRequest(format!(
                     "the {TEAM_AGENT} agent is always kept (every agent reads its conventions, and sync keeps it on every machine): remove its preferences one by one (`docdex profile list --agent {TEAM_AGENT}`, then `docdex profile remove ID`)"
@@ -400,7 +404,7 @@ impl Engine {
             })?;
             return Ok(ProfileRemoveResponse { id: id.to_string(), agent_id: id.to_string(), removed });
         }
-        let id = self.profile_preference(id)?.id;
+        let id = self.profile_preference(req.id.trim())?.id;
         let gone = self
             .profile_write(|w| {
                 let current = store::preference(w.conn(), &id)?.ok_or_else(|| not_found(&id))?;
@@ -741,7 +745,7 @@ fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<Sy
         // Agent ids are checked trimmed, so they are stored trimmed: " team" was merged as an
         // agent of its own that no command could name, its preferences applying to nobody.
         match valid_agent(&a.id).and_then(|()| valid_role(&a.role)) {
-            Ok(role) => agents.push(SyncAgent { id: a.id.trim().to_string(), role, ..a.clone() }),
+            Ok(role) => agents.push(SyncAgent { id: store::agent_key(&a.id), role, ..a.clone() }),
             Err(e) => rejected.push(RejectedRow { id: a.id.clone(), reason: e.to_string() }),
         }
     }
@@ -765,7 +769,7 @@ fn checked_rows(m: &ProfileManifest, rejected: &mut Vec<RejectedRow>) -> (Vec<Sy
             if p.last_updated <= 0 {
                 return Err(Error::BadRequest("last_updated must be a positive epoch-milliseconds time".into()));
             }
-            Ok(SyncPreference { id, agent_id: p.agent_id.trim().to_string(), content, rule, ..p.clone() })
+            Ok(SyncPreference { id, agent_id: store::agent_key(&p.agent_id), content, rule, ..p.clone() })
         })();
         match checked {
             Ok(p) => prefs.push(p),
@@ -789,7 +793,18 @@ fn checked_removals(removals: &[SyncAgentRemoval], rejected: &mut Vec<RejectedRo
     let mut out = Vec::new();
     for r in removals {
         match valid_agent(&r.id) {
-            Ok(()) if r.removed_at > 0 => out.push(SyncAgentRemoval { id: r.id.trim().to_string(), ..r.clone() }),
+            // An older docdex's removal of `TEAM` removed a case variant, now another spelling
+            // of a kept agent (`team`): applied, it would remove that agent.
+            Ok(()) if r.id.trim() != store::agent_key(&r.id) => rejected.push(RejectedRow {
+                id: r.id.clone(),
+                reason: format!(
+                    "the removal of agent {:?}, a case variant of {} (an older docdex kept them apart; agent ids are lower case now): not applied to {}",
+                    r.id.trim(),
+                    store::agent_key(&r.id),
+                    store::agent_key(&r.id)
+                ),
+            }),
+            Ok(()) if r.removed_at > 0 => out.push(SyncAgentRemoval { id: store::agent_key(&r.id), ..r.clone() }),
             Ok(()) => rejected.push(RejectedRow {
                 id: r.id.clone(),
                 reason: "removed_at must be a positive epoch-milliseconds time".into(),
@@ -816,7 +831,7 @@ fn merge(w: &Write<'_>, m: &Incoming<'_>, report: &mut ProfileImportResponse) ->
             Merged::RemovedHere => {}
         }
     }
-    merge_preferences(w, m.prefs, &mut created, report)?;
+    let added = merge_preferences(w, m.prefs, &mut created, report)?;
     let mut emptied = apply_tombstones(w, m.tombstones, report)?;
     if let Some(removals) = m.removals {
         for id in apply_agent_removals(w, removals)? {
@@ -824,6 +839,7 @@ fn merge(w: &Write<'_>, m: &Incoming<'_>, report: &mut ProfileImportResponse) ->
             emptied.insert(id);
         }
     }
+    merge_repeats(w, &added, report)?;
     // A manifest that carries agent removals lists every agent its side has, so one it lists
     // with no preferences stays here with none, as it is there (a role set alone). One it lists
     // with preferences that all end up removed here was removed here (before agent removals
@@ -835,14 +851,35 @@ fn merge(w: &Write<'_>, m: &Incoming<'_>, report: &mut ProfileImportResponse) ->
     settle_agents(w, &created, &emptied, m.removals.map(|_| &listed), report)
 }
 
+/// Keeps one copy of a text an agent holds more than once after the merge
+/// ([`Write::merge_repeats`]: the oldest, so every machine keeps the same one): two machines
+/// adding the same convention to `team`, then syncing, gave it twice to every chat. A copy this
+/// import added is counted as `merged`, not `added`; so is a local copy that an older incoming
+/// one replaced.
+fn merge_repeats(w: &Write<'_>, added: &Ids, report: &mut ProfileImportResponse) -> Result<()> {
+    let mut groups: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (gone, kept) in w.merge_repeats(now_ms() as i64)? {
+        groups.entry(kept).or_default().push(gone.id);
+    }
+    for (kept, gone) in &groups {
+        report.merged += gone.len();
+        let new_here = std::iter::once(kept).chain(gone).filter(|id| added.contains(*id)).count();
+        // A text no copy of which was here before is one added preference.
+        let wholly_new = usize::from(new_here == gone.len() + 1);
+        report.added = report.added.saturating_sub(new_here - wholly_new);
+    }
+    Ok(())
+}
+
 /// Merges the manifest's preferences (per id, the newer `last_updated` wins), creating the
-/// agents they name (into `created`).
+/// agents they name (into `created`). Answers the ids it added.
 fn merge_preferences(
     w: &Write<'_>,
     prefs: &[SyncPreference],
     created: &mut Ids,
     report: &mut ProfileImportResponse,
-) -> Result<()> {
+) -> Result<Ids> {
+    let mut added = Ids::new();
     let forgotten = w.forgotten_through(store::FORGOTTEN_REMOVALS)?;
     for p in prefs {
         if let Some(horizon) = forgotten.filter(|&h| p.last_updated <= h) {
@@ -869,6 +906,7 @@ fn merge_preferences(
                 Some(deleted_at) if deleted_at >= p.last_updated => report.kept_local += 1,
                 _ => {
                     w.insert(&incoming)?;
+                    added.insert(incoming.id.clone());
                     report.added += 1;
                 }
             },
@@ -892,7 +930,7 @@ fn merge_preferences(
             }
         }
     }
-    Ok(())
+    Ok(added)
 }
 
 /// The report of an unknown incoming row stamped at or before the forgotten horizon: it may
@@ -925,7 +963,7 @@ fn apply_tombstones(w: &Write<'_>, tombstones: &[SyncTombstone], report: &mut Pr
                 continue;
             }
         };
-        let t = SyncTombstone { id: id.to_string(), agent_id: t.agent_id.trim().to_string(), ..t.clone() };
+        let t = SyncTombstone { id: id.to_string(), agent_id: store::agent_key(&t.agent_id), ..t.clone() };
         let holder = store::preference(w.conn(), &t.id)?.map(|p| p.agent_id);
         if w.apply_tombstone(&t)? {
             report.deleted += 1;

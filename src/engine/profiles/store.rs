@@ -85,7 +85,14 @@ pub fn needs_migration(conn: &Connection) -> Result<bool> {
             r.get(0)
         })
         .map_err(err(conn))?;
-    Ok(tombstones == 0 || lacks_role_stamp(conn)?)
+    Ok(tombstones == 0 || lacks_role_stamp(conn)? || has_case_variants(conn)?)
+}
+
+/// True when an agent is stored under an id with upper-case letters (written before ids were
+/// folded to lower case): the next write folds it into its lower-case agent
+/// ([`Write::fold_agent_case`]).
+fn has_case_variants(conn: &Connection) -> Result<bool> {
+    conn.query_row("SELECT EXISTS(SELECT 1 FROM agents WHERE id <> lower(id))", [], |r| r.get(0)).map_err(err(conn))
 }
 
 /// True when `agents` has no `role_updated` column (a database from before roles were stamped).
@@ -139,10 +146,19 @@ pub fn preference(conn: &Connection, id: &str) -> Result<Option<Preference>> {
     Ok(prefs(conn, &format!("SELECT {PREF_COLUMNS} FROM preferences WHERE id = ?1"), &[&id])?.pop())
 }
 
+/// An agent id as profile memory keeps it: trimmed and in lower case, so `TEAM`, `Team` and
+/// `team` are one agent (the team's). Ids are ASCII (letters, digits, `-`, `_`). A case-only
+/// variant used to become an agent of its own that applied to nobody. Every read and write
+/// of this module folds the ids it is given, so no caller can store or miss an agent by case.
+pub fn agent_key(id: &str) -> String {
+    id.trim().to_ascii_lowercase()
+}
+
 /// The preferences of these agents, by agent, category, then newest first.
 pub fn preferences_of(conn: &Connection, agents: &[&str]) -> Result<Vec<Preference>> {
     let mut out = Vec::new();
     for a in agents {
+        let a = agent_key(a);
         out.extend(prefs(
             conn,
             &format!(
@@ -150,7 +166,7 @@ pub fn preferences_of(conn: &Connection, agents: &[&str]) -> Result<Vec<Preferen
                  CASE category WHEN 'style' THEN 0 WHEN 'tooling' THEN 1 WHEN 'constraint' THEN 2 ELSE 3 END,
                  last_updated DESC, id"
             ),
-            &[a],
+            &[&a],
         )?);
     }
     Ok(out)
@@ -192,7 +208,7 @@ fn row_to_agent(r: &rusqlite::Row<'_>) -> rusqlite::Result<SyncAgent> {
 
 /// One agent's role, creation time and when its role was set.
 pub fn agent(conn: &Connection, id: &str) -> Result<Option<SyncAgent>> {
-    conn.query_row(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?1"), [id], row_to_agent)
+    conn.query_row(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id = ?1"), [agent_key(id)], row_to_agent)
         .optional()
         .map_err(err(conn))
 }
@@ -258,7 +274,7 @@ pub fn agent_removals(conn: &Connection) -> Result<Vec<SyncAgentRemoval>> {
 
 /// When the agent `id` was last removed here (or by a sync that carried its removal), if ever.
 pub fn agent_removed_at(conn: &Connection, id: &str) -> Result<Option<i64>> {
-    conn.query_row("SELECT removed_at FROM agent_tombstones WHERE agent_id = ?1", [id], |r| r.get(0))
+    conn.query_row("SELECT removed_at FROM agent_tombstones WHERE agent_id = ?1", [agent_key(id)], |r| r.get(0))
         .optional()
         .map_err(err(conn))
 }
@@ -303,7 +319,7 @@ pub fn knn(conn: &Connection, agent: &str, q: &[f32], k: usize) -> Result<Vec<(S
         )
         .map_err(err(conn))?;
     let rows = st
-        .query_map(params![vec_blob(q), k as i64, agent], |r| {
+        .query_map(params![vec_blob(q), k as i64, agent_key(agent)], |r| {
             Ok((r.get::<_, String>(0)?, 1.0 - r.get::<_, f64>(1)? as f32))
         })
         .map_err(err(conn))?;
@@ -340,6 +356,11 @@ impl<'c> Write<'c> {
         let w = Write { tx, path };
         if w.get_meta("schema_version")?.is_none() {
             w.set_meta("schema_version", &SCHEMA_VERSION.to_string())?;
+        }
+        if has_case_variants(&w.tx)? {
+            let folded = w.fold_agent_case()?;
+            let merged = w.merge_repeats(crate::engine::fsutil::now_ms() as i64)?;
+            tracing::info!(folded, merged = merged.len(), "agent ids folded to lower case");
         }
         Ok(w)
     }
@@ -411,6 +432,7 @@ impl<'c> Write<'c> {
     /// Creates the agent when missing (an empty role is filled in when one is given), its role
     /// stamped `role_updated` (0: a factory role, or none); returns true when it was created.
     pub fn ensure_agent(&self, id: &str, role: &str, created_at: i64, role_updated: i64) -> Result<bool> {
+        let id = agent_key(id);
         let n = self
             .tx
             .execute(
@@ -432,7 +454,7 @@ impl<'c> Write<'c> {
     /// Sets an agent's role, stamped `at` (the newer stamp wins a sync).
     pub fn set_role(&self, id: &str, role: &str, at: i64) -> Result<()> {
         self.tx
-            .execute("UPDATE agents SET role = ?2, role_updated = ?3 WHERE id = ?1", params![id, role, at])
+            .execute("UPDATE agents SET role = ?2, role_updated = ?3 WHERE id = ?1", params![agent_key(id), role, at])
             .map(|_| ())
             .map_err(self.e())
     }
@@ -444,7 +466,15 @@ impl<'c> Write<'c> {
             .execute(
                 "INSERT INTO preferences(id, agent_id, content, category, rule, embedding, last_updated, source)
                  VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7)",
-                params![p.id, p.agent_id, p.content, p.category.name(), p.rule, p.last_updated, p.source.name()],
+                params![
+                    p.id,
+                    agent_key(&p.agent_id),
+                    p.content,
+                    p.category.name(),
+                    p.rule,
+                    p.last_updated,
+                    p.source.name()
+                ],
             )
             .map_err(self.e())?;
         self.tx.execute("DELETE FROM tombstones WHERE id = ?1", [&p.id]).map_err(self.e())?;
@@ -454,12 +484,13 @@ impl<'c> Write<'c> {
     /// Replaces a preference's fields (its vector is dropped when the text or the agent
     /// changed: vectors live in their agent's partition).
     pub fn update(&self, p: &Preference, text_changed: bool) -> Result<()> {
-        let moved = preference(&self.tx, &p.id)?.is_some_and(|old| old.agent_id != p.agent_id);
+        let agent = agent_key(&p.agent_id);
+        let moved = preference(&self.tx, &p.id)?.is_some_and(|old| old.agent_id != agent);
         self.tx
             .execute(
                 "UPDATE preferences SET agent_id = ?2, content = ?3, category = ?4, rule = ?5, last_updated = ?6, source = ?7
                  WHERE id = ?1",
-                params![p.id, p.agent_id, p.content, p.category.name(), p.rule, p.last_updated, p.source.name()],
+                params![p.id, agent, p.content, p.category.name(), p.rule, p.last_updated, p.source.name()],
             )
             .map_err(self.e())?;
         if text_changed || moved {
@@ -474,6 +505,91 @@ impl<'c> Write<'c> {
             self.tx.execute("DELETE FROM preference_vec WHERE pref_id = ?1", [id]).map_err(self.e())?;
         }
         Ok(())
+    }
+
+    /// Folds every agent stored under an id with upper-case letters (`TEAM`, `Mcoda_Frontend`,
+    /// written before ids were folded) into its lower-case agent, created when missing: its
+    /// preferences move there (their vectors dropped, as vectors live in their agent's
+    /// partition; a later recall embeds them again), the role set later is kept and the earlier
+    /// creation time. The removal of a case variant is dropped: it removed what is now another
+    /// spelling of a kept agent. Returns how many agents were folded; repeats the move makes are
+    /// left to [`Self::merge_repeats`].
+    pub fn fold_agent_case(&self) -> Result<usize> {
+        let mixed: Vec<SyncAgent> = {
+            let mut st = self
+                .tx
+                .prepare(&format!("SELECT {AGENT_COLUMNS} FROM agents WHERE id <> lower(id) ORDER BY id"))
+                .map_err(self.e())?;
+            let rows = st.query_map([], row_to_agent).map_err(self.e())?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().map_err(self.e())?
+        };
+        for a in &mixed {
+            let key = agent_key(&a.id);
+            match agent(&self.tx, &key)? {
+                None => {
+                    self.ensure_agent(&key, &a.role, a.created_at, a.role_updated)?;
+                }
+                Some(kept) => {
+                    let later = (a.role_updated, a.role.as_str()) > (kept.role_updated, kept.role.as_str());
+                    if !a.role.is_empty() && (kept.role.is_empty() || later) {
+                        self.set_role(&key, &a.role, a.role_updated.max(kept.role_updated))?;
+                    }
+                    self.tx
+                        .execute(
+                            "UPDATE agents SET created_at = MIN(created_at, ?2) WHERE id = ?1",
+                            params![key, a.created_at],
+                        )
+                        .map_err(self.e())?;
+                }
+            }
+            let moved: Vec<String> = {
+                let mut st = self.tx.prepare("SELECT id FROM preferences WHERE agent_id = ?1").map_err(self.e())?;
+                let rows = st.query_map([&a.id], |r| r.get(0)).map_err(self.e())?;
+                rows.collect::<rusqlite::Result<Vec<_>>>().map_err(self.e())?
+            };
+            for id in &moved {
+                self.clear_vector(id)?;
+            }
+            self.tx
+                .execute("UPDATE preferences SET agent_id = ?2 WHERE agent_id = ?1", params![a.id, key])
+                .map_err(self.e())?;
+            self.tx.execute("DELETE FROM agents WHERE id = ?1", [&a.id]).map_err(self.e())?;
+        }
+        self.tx
+            .execute_batch(
+                "UPDATE tombstones SET agent_id = lower(agent_id) WHERE agent_id <> lower(agent_id);
+                 DELETE FROM agent_tombstones WHERE agent_id <> lower(agent_id);",
+            )
+            .map_err(self.e())?;
+        Ok(mixed.len())
+    }
+
+    /// Keeps one preference per agent, text (as [`text_key`] compares them) and rule, so an
+    /// agent holds a text once whatever way it arrived (`add` refuses a repeat, but a sync of
+    /// the same convention written on two machines, a hand-made manifest, or agents folded
+    /// together brought copies). The oldest is kept (earliest `last_updated`, then the lowest
+    /// id), so every machine keeps the same one; the others are removed with a tombstone, and
+    /// the removal travels to the machines that hold them. Returns each removed row with the
+    /// id of the one kept.
+    pub fn merge_repeats(&self, now: i64) -> Result<Vec<(Preference, String)>> {
+        let mut all = all_preferences(&self.tx)?;
+        all.sort_by(|a, b| (a.last_updated, &a.id).cmp(&(b.last_updated, &b.id)));
+        let mut kept: std::collections::HashMap<(String, String, Option<String>), String> = Default::default();
+        let mut repeats = Vec::new();
+        for p in all {
+            let key = (p.agent_id.clone(), text_key(&p.content), p.rule.clone());
+            match kept.get(&key) {
+                Some(first) => repeats.push((p, first.clone())),
+                None => {
+                    kept.insert(key, p.id.clone());
+                }
+            }
+        }
+        for (p, first) in &repeats {
+            self.delete(&p.id, now)?;
+            tracing::info!(agent = %p.agent_id, removed = %p.id, kept = %first, "a repeated preference merged");
+        }
+        Ok(repeats)
     }
 
     /// Removes a preference, leaving a tombstone so sync carries the removal. Returns the
@@ -496,7 +612,8 @@ impl<'c> Write<'c> {
 
     /// Removes an agent and all its preferences (each leaving a tombstone). Returns how many.
     pub fn delete_agent(&self, id: &str, deleted_at: i64) -> Result<u64> {
-        let ids: Vec<String> = preferences_of(&self.tx, &[id])?.into_iter().map(|p| p.id).collect();
+        let id = agent_key(id);
+        let ids: Vec<String> = preferences_of(&self.tx, &[&id])?.into_iter().map(|p| p.id).collect();
         for p in &ids {
             self.delete(p, deleted_at)?;
         }
@@ -510,7 +627,7 @@ impl<'c> Write<'c> {
             .execute(
                 "INSERT INTO agent_tombstones(agent_id, removed_at) VALUES (?1, ?2)
                  ON CONFLICT(agent_id) DO UPDATE SET removed_at = MAX(removed_at, excluded.removed_at)",
-                params![id, at],
+                params![agent_key(id), at],
             )
             .map(|_| ())
             .map_err(self.e())
@@ -567,7 +684,7 @@ impl<'c> Write<'c> {
                     self.tx
                         .execute(
                             "INSERT OR REPLACE INTO tombstones(id, agent_id, deleted_at) VALUES (?1, ?2, ?3)",
-                            params![t.id, t.agent_id, t.deleted_at],
+                            params![t.id, agent_key(&t.agent_id), t.deleted_at],
                         )
                         .map_err(self.e())?;
                 }
@@ -612,7 +729,7 @@ impl<'c> Write<'c> {
         self.tx
             .execute(
                 "INSERT INTO preference_vec(pref_id, agent_id, embedding) VALUES (?1, ?2, ?3)",
-                params![id, agent, vec_blob(v)],
+                params![id, agent_key(agent), vec_blob(v)],
             )
             .map(|_| ())
             .map_err(self.e())
@@ -755,5 +872,48 @@ mod tests {
         w.commit().unwrap();
         assert_eq!(knn(&conn, "a", &[1.0, 0.0, 0.0], 5).unwrap().len(), 1);
         assert_eq!(tombstones(&conn).unwrap()[0].id, U1);
+    }
+
+    /// A database written before agent ids were folded holds `TEAM` beside `team`: the first
+    /// write folds it in (role set later kept, vectors dropped), merges the repeat the move
+    /// makes (the older copy kept, the other removed with a tombstone) and drops the case
+    /// variant's removal; case-differing ids are one agent for every read from then on.
+    #[test]
+    fn case_variant_agents_fold_into_their_lower_case_agent_and_their_repeats_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = open(&dir.path().join("main.db")).unwrap();
+        let w = Write::begin(&mut conn).unwrap();
+        w.ensure_agent("team", "Everyone", 1, 5).unwrap();
+        w.insert(&Preference { last_updated: 10, ..pref(U1, "team", "Squash commits before merging") }).unwrap();
+        w.commit().unwrap();
+        // What an older docdex stored (its writes did not fold).
+        conn.execute_batch(&format!(
+            "INSERT INTO agents(id, role, created_at, role_updated) VALUES ('TEAM', 'The whole team', 0, 7);
+             INSERT INTO preferences(id, agent_id, content, category, last_updated, source) VALUES
+                 ('{U2}', 'TEAM', 'squash commits before merging.', 'style', 20, 'manual'),
+                 ('{U3}', 'TEAM', 'Use UTF-8 everywhere', 'style', 30, 'manual');
+             INSERT INTO agent_tombstones(agent_id, removed_at) VALUES ('Team', 40);"
+        ))
+        .unwrap();
+        assert!(needs_migration(&conn).unwrap(), "readers wait for the fold");
+        assert!(preferences_of(&conn, &["TEAM"]).unwrap().len() == 1, "read before the fold: team's own row");
+        Write::begin(&mut conn).unwrap().commit().unwrap();
+        assert!(!needs_migration(&conn).unwrap());
+        let ids: Vec<String> = agents(&conn).unwrap().into_iter().map(|a| a.id).collect();
+        assert_eq!(ids, ["team"]);
+        let team = agent(&conn, "Team").unwrap().unwrap();
+        assert_eq!((team.role.as_str(), team.created_at, team.role_updated), ("The whole team", 0, 7));
+        let kept: Vec<(String, String)> =
+            preferences_of(&conn, &["TEAM"]).unwrap().into_iter().map(|p| (p.id, p.content)).collect();
+        assert_eq!(
+            kept,
+            [
+                (U3.to_string(), "Use UTF-8 everywhere".to_string()),
+                (U1.to_string(), "Squash commits before merging".to_string())
+            ]
+        );
+        let tombs = tombstones(&conn).unwrap();
+        assert_eq!((tombs.len(), tombs[0].id.as_str(), tombs[0].agent_id.as_str()), (1, U2, "team"));
+        assert!(agent_removals(&conn).unwrap().is_empty(), "the variant's removal would remove the team");
     }
 }

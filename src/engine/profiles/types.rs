@@ -448,6 +448,11 @@ pub struct ProfileImportResponse {
     pub kept_local: usize,
     /// Local preferences removed by newer incoming removals.
     pub deleted: usize,
+    /// Copies of a text an agent already held (letter case, runs of spaces and a closing full
+    /// stop aside, with the same rule) merged into one: the oldest copy is kept and the others
+    /// removed, as `profile add` refuses a repeat. Not counted in `added`.
+    #[serde(default)]
+    pub merged: usize,
     /// Agents removed: by the manifest's agent removals (`profile remove --agent` on the other
     /// machine), or left with no preferences by its preference removals.
     #[serde(default)]
