@@ -134,6 +134,46 @@ fn detect(root: &Path, configured: &str) -> Result<(Runner, String)> {
     )))
 }
 
+/// The other runners the repository holds tests for, besides `runner` (its family: node, npm,
+/// jest and vitest are one), each with its marker: docdex runs one runner per repository, and a
+/// green pytest run said nothing of the Go module beside it, whose tests never ran. Only markers
+/// of a suite are named: `Cargo.toml`; `go.mod` / `go.work` or modules below the root; a
+/// `package.json` test script (not npm's `no test specified` placeholder); a pytest
+/// configuration or `conftest.py` at the root.
+fn other_runners(root: &Path, runner: Runner) -> Vec<String> {
+    let family = |r: Runner| match r {
+        Runner::Npm | Runner::Jest | Runner::Vitest => Runner::Node,
+        r => r,
+    };
+    let mut out = Vec::new();
+    let mut add = |r: Runner, what: String| {
+        if family(r) != family(runner) {
+            out.push(what);
+        }
+    };
+    if root.join("Cargo.toml").is_file() {
+        add(Runner::Cargo, "Cargo.toml (cargo test)".into());
+    }
+    if root.join("go.mod").is_file() || root.join("go.work").is_file() {
+        add(Runner::Go, "go.mod (go test)".into());
+    } else if let Some(why) = (runner != Runner::Go).then(|| nested_go_modules(root)).flatten() {
+        add(Runner::Go, format!("{why} (go test)"));
+    }
+    if root.join("package.json").is_file() {
+        let script = package_test_script(root).unwrap_or_default();
+        if !script.trim().is_empty() && !script.contains("no test specified") {
+            add(Runner::Node, format!("package.json's test script `{script}`"));
+        }
+    }
+    if let Some(source) = pytest_config::read(root, "")
+        .source
+        .or_else(|| root.join("conftest.py").is_file().then(|| "conftest.py".to_string()))
+    {
+        add(Runner::Pytest, format!("{source} (pytest)"));
+    }
+    out
+}
+
 /// Why Go, when `go.mod` files lie only below the root (`svc/go.mod`, `tools/go.mod`): each
 /// module is then run on its own (`runs::go_parts`). `None` without any.
 fn nested_go_modules(root: &Path) -> Option<String> {
@@ -909,6 +949,14 @@ impl Engine {
         let (runner, detected_by) = detect(&root, &cfg.command)?;
         let timeout = Duration::from_secs(req.timeout_secs.unwrap_or(cfg.timeout_secs).max(1));
         let mut notes = Vec::new();
+        let others = if runner == Runner::Config { Vec::new() } else { other_runners(&root, runner) };
+        if !others.is_empty() {
+            notes.push(format!(
+                "only {} ran: the repository also has {}, whose tests docdex did not run (one runner per repository, the first detected); run them with their own runner, or set [tests] command to one that runs all",
+                runner.name(),
+                others.join(", ")
+            ));
+        }
         let mut resp = RunTestsResponse {
             schema_version: 1,
             repo: root.clone(),
@@ -1098,5 +1146,35 @@ impl Engine {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runners_not_run_are_named_by_their_markers() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("pytest.ini", "[pytest]\n");
+        write("package.json", "{\"scripts\": {\"test\": \"echo \\\"Error: no test specified\\\" && exit 1\"}}");
+        assert_eq!(detect(root, "").unwrap().0, Runner::Node);
+        // npm's placeholder script is no suite; pytest's configuration is.
+        assert_eq!(other_runners(root, Runner::Node), ["pytest.ini (pytest)"]);
+        write("svc/go.mod", "module example.com/svc\n");
+        write("package.json", "{\"scripts\": {\"test\": \"vitest run\"}}");
+        assert_eq!(
+            other_runners(root, Runner::Vitest),
+            ["go.mod in svc/ (none at the root, and no go.work) (go test)", "pytest.ini (pytest)"]
+        );
+        assert_eq!(other_runners(root, Runner::Pytest).len(), 2);
+        std::fs::remove_file(root.join("svc/go.mod")).unwrap();
+        assert!(other_runners(root, Runner::Jest).len() == 1 && other_runners(root, Runner::Go).len() == 2);
     }
 }
