@@ -303,7 +303,8 @@ pub fn valid_session_id(id: &str) -> bool {
 impl DagStore {
     /// Opens (creating when missing) the DAG of `repo`.
     pub fn open(repo: &RepoRef) -> Result<DagStore> {
-        std::fs::create_dir_all(&repo.state_dir).map_err(|e| Error::io("creating", &repo.state_dir, e))?;
+        crate::engine::fsutil::create_private_dir(&repo.state_dir)
+            .map_err(|e| Error::io("creating", &repo.state_dir, e))?;
         Self::open_path(&repo.state_dir.join(DAG_FILE))
     }
 

@@ -523,7 +523,7 @@ impl Registry {
     /// Creates the repo's state directory and `repo_meta.json` if needed, and registers it.
     /// Idempotent and safe when several processes race.
     pub fn ensure(&self, repo: &RepoRef) -> Result<()> {
-        std::fs::create_dir_all(&repo.state_dir)
+        crate::engine::fsutil::create_private_dir(&repo.state_dir)
             .map_err(|e| Error::StateNotWritable { path: repo.state_dir.clone(), reason: e.to_string() })?;
         let now = now_ms();
         match read_json::<RepoMeta>(&repo.meta_path()).ok().flatten() {

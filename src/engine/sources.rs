@@ -12,7 +12,8 @@ impl Engine {
     /// watcher, within a second) indexes it.
     pub fn add_source(&self, repo_path: &Path, req: &AddSourceRequest) -> Result<Source> {
         let repo = self.resolve_repo(repo_path)?;
-        std::fs::create_dir_all(&repo.state_dir).map_err(|e| Error::io("creating", &repo.state_dir, e))?;
+        crate::engine::fsutil::create_private_dir(&repo.state_dir)
+            .map_err(|e| Error::io("creating", &repo.state_dir, e))?;
         let mut all = sources::load(&repo.state_dir);
         let source = sources::make(&repo, &all, req, &self.paths().home)?;
         all.push(source.clone());

@@ -94,7 +94,7 @@ pub fn id_by_prefix(
 pub fn open(path: &Path) -> Result<Connection> {
     register_vec();
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+        crate::engine::fsutil::create_private_dir(dir).map_err(|e| Error::io("creating", dir, e))?;
     }
     crate::engine::fsutil::ensure_private_file(path)?;
     let conn = Connection::open(path).map_err(db_err(path))?;

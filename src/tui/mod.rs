@@ -200,7 +200,12 @@ fn init_file_logging(engine: &Engine) -> Option<PathBuf> {
     let dir = engine.paths().logs();
     std::fs::create_dir_all(&dir).ok()?;
     let path = dir.join("tui.log");
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok()?;
+    let mut open = std::fs::OpenOptions::new();
+    open.create(true).append(true);
+    // Owner-only, as every file in the home: the log can quote queries and file text.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
+    let file = open.open(&path).ok()?;
     let default = engine.config().core.log_level.clone();
     let filter = tracing_subscriber::EnvFilter::try_from_env("DOCDEX_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

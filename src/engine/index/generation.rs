@@ -69,7 +69,7 @@ pub fn migrate_legacy(state_dir: &Path) -> Result<()> {
     if legacy.is_empty() && !staging.exists() {
         return Ok(());
     }
-    std::fs::create_dir_all(&staging).map_err(|e| Error::io("creating", &staging, e))?;
+    crate::engine::fsutil::create_private_dir(&staging).map_err(|e| Error::io("creating", &staging, e))?;
     for item in legacy {
         let (from, to) = (state_dir.join(item), staging.join(item));
         std::fs::rename(&from, &to).map_err(|e| Error::io("moving", &from, e))?;
@@ -107,7 +107,7 @@ pub fn prepare_next(state_dir: &Path) -> Result<PathBuf> {
     if next.exists() {
         remove_dir(&next)?;
     }
-    std::fs::create_dir_all(&next).map_err(|e| Error::io("creating", &next, e))?;
+    crate::engine::fsutil::create_private_dir(&next).map_err(|e| Error::io("creating", &next, e))?;
     Ok(next)
 }
 

@@ -127,7 +127,7 @@ pub fn open_live(dir: &Path) -> Live {
 
 /// Creates an empty index in `dir` (created if missing; it must hold no index).
 pub fn create(dir: &Path) -> Result<(Index, Fields)> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+    crate::engine::fsutil::create_private_dir(dir).map_err(|e| Error::io("creating", dir, e))?;
     let (schema, fields) = build_schema();
     let index =
         Index::create_in_dir(dir, schema).map_err(|e| Error::Index { path: dir.into(), message: e.to_string() })?;

@@ -72,6 +72,18 @@ fn the_token_is_never_printed_and_secret_files_are_owner_only() {
         let p = entry.unwrap().path();
         assert_eq!(mode(&p), 0o600, "{}", p.display());
     }
+    // Every directory docdex made is owner-only, the index's generations included (they were
+    // 0755 under the umask; the files Tantivy writes in them follow the umask, inside them).
+    let mut dirs = vec![env.home()];
+    while let Some(dir) = dirs.pop() {
+        assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() && !p.is_symlink() {
+                dirs.push(p);
+            }
+        }
+    }
 
     // A config that holds a token but was left readable by others is made owner-only.
     let text = std::fs::read_to_string(env.home().join("config.toml")).unwrap();
