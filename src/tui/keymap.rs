@@ -415,8 +415,10 @@ impl Keymap {
             .collect()
     }
 
-    /// Builds a keymap from layers, later layers replacing a command's keys; checks duplicates.
-    fn build(name: &str, layers: &[(&Source<'_>, Layer)]) -> Result<Keymap, DataError> {
+    /// Builds a keymap from layers, later layers replacing a command's keys; every key bound
+    /// twice in one context is an error (all of them, each with its line), the key kept by the
+    /// command met first.
+    fn build(name: &str, layers: &[(&Source<'_>, Layer)]) -> (Keymap, Vec<DataError>) {
         // Effective keys per command and where they were set.
         let mut effective: HashMap<Command, (Vec<KeyChord>, usize, usize)> = HashMap::new();
         let mut order: Vec<Command> = Vec::new();
@@ -430,13 +432,14 @@ impl Keymap {
         }
         let mut km = Keymap { name: name.to_string(), ..Default::default() };
         let mut seen: HashMap<(Context, KeyChord), (Command, usize, usize)> = HashMap::new();
+        let mut errors = Vec::new();
         for cmd in order {
             let Some((keys, li, line)) = effective.get(&cmd) else { continue };
             for key in keys {
                 if let Some((other, oli, oline)) = seen.get(&(cmd.context(), *key)) {
                     // Blame the layer laid on top (the user's file rather than the shipped one).
                     let (src, at) = if li >= oli { (layers[*li].0, *line) } else { (layers[*oli].0, *oline) };
-                    return Err(DataError {
+                    errors.push(DataError {
                         more: Vec::new(),
                         path: src.path.clone(),
                         line: at,
@@ -447,18 +450,23 @@ impl Keymap {
                             cmd.name()
                         ),
                     });
+                    continue;
                 }
                 seen.insert((cmd.context(), *key), (cmd, *li, *line));
                 km.by_key.insert((cmd.context(), *key), cmd);
             }
             km.keys.insert(cmd, keys.clone());
         }
-        Ok(km)
+        (km, errors)
     }
 
-    /// Parses one keymap file into a layer; every problem in it is reported together.
-    fn parse_layer(src: &Source<'_>) -> Result<Layer, DataError> {
-        let doc = src.parse()?;
+    /// Parses one keymap file into a layer of the lines that are right, plus every problem in
+    /// it (so duplicates among the good lines can be said in the same pass).
+    fn parse_layer(src: &Source<'_>) -> (Layer, Vec<DataError>) {
+        let doc = match src.parse() {
+            Ok(doc) => doc,
+            Err(e) => return (Layer::new(), vec![e]),
+        };
         let mut layer = Layer::new();
         let mut errors = Vec::new();
         for (ctx_key, ctx_val) in doc.get_ref().iter() {
@@ -484,10 +492,7 @@ impl Keymap {
                 }
             }
         }
-        match DataError::all(errors) {
-            Some(e) => Err(e),
-            None => Ok(layer),
-        }
+        (layer, errors)
     }
 
     /// One `action = ["key", ...]` line of context `ctx`.
@@ -541,10 +546,20 @@ impl Keymap {
             sources.push(Source::new(path.clone(), text));
         }
         let mut layers = Vec::new();
+        let mut errors = Vec::new();
         for s in &sources {
-            layers.push((s, Self::parse_layer(s)?));
+            let (layer, errs) = Self::parse_layer(s);
+            errors.extend(errs);
+            layers.push((s, layer));
         }
-        Self::build(name, &layers)
+        let (keymap, dups) = Self::build(name, &layers);
+        errors.extend(dups);
+        // Said in file order, one file's problems together (`DataError::all` keeps one path).
+        errors.sort_by_key(|e| (sources.iter().position(|s| s.path == e.path), e.line));
+        match DataError::all(errors) {
+            Some(e) => Err(e),
+            None => Ok(keymap),
+        }
     }
 
     /// Loads keymap `name`: shipped data, then `<user_dir>/<name>.toml` laid over it.

@@ -301,3 +301,17 @@ mod title_at_100_columns {
         snap("tui_search_title_100x30", &h.screen(100, 30));
     }
 }
+
+/// tour12 F8: a keymap file's duplicate binding is said with its other mistakes, not after them.
+#[test]
+fn a_keymap_files_duplicate_binding_is_said_with_its_other_mistakes() {
+    use docdex::tui::keymap::Keymap;
+    let text = "[global]\nquit = [\"ctrl+q\"]\nfrobnicate = [\"x\"]\nhelp = [\"hyper+k\"]\n[search]\n\
+                open_in_editor = [\"enter\", \"ctrl+t\"]\nfly = [\"ctrl+t\"]\n[repos]\nadd_repo = [\"z\"]\nreindex = [\"z\"]\n";
+    let said = Keymap::from_texts("mine", &[("u.toml".into(), text)]).expect_err("refused").to_string();
+    assert!(said.starts_with("u.toml:3: unknown action `frobnicate`"), "{said}");
+    assert!(said.contains("; line 4: unknown modifier"), "{said}");
+    assert!(said.contains("; line 6: key `ctrl+t` is bound twice in [search]"), "{said}");
+    assert!(said.contains("; line 7: unknown action `fly`"), "{said}");
+    assert!(said.contains("key `z` is bound twice in [repos]: to `add_repo` and to `reindex`"), "{said}");
+}
