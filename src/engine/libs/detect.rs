@@ -258,7 +258,11 @@ fn python(repo: &Path, d: &mut Detected) {
                 if line.is_empty() || line.starts_with('-') {
                     continue;
                 }
-                let Some(name) = requirement_name(line) else { continue };
+                let Some(name) = requirement_name(line) else {
+                    d.notes
+                        .push(format!("{f}: {line:?} names no package docdex can look up (a path or URL); left out"));
+                    continue;
+                };
                 names.insert(name.clone());
                 if let Some((_, v)) = line.split_once("==") {
                     let v = v.split([';', ',', ' ']).next().unwrap_or("").trim();
@@ -396,7 +400,7 @@ mod tests {
         w(r, "Cargo.toml", "[package]\nname = \"app\"\n[dependencies]\nserde = \"1\"\n");
         w(r, "Cargo.lock", "this is [[ not toml");
         w(r, "package.json", r#"{"dependencies": {"left-pad": "^1.0.0""#);
-        w(r, "requirements.txt", "requests==2.31.0\n../local/pkg\n/opt/wheel\nhttps://host/x.whl\n");
+        w(r, "requirements.txt", "requests==2.31.0\n../local/pkg\n/opt/wheel\nhttps://host/x.whl\n../../etc==1.0\n");
         // A requirements file that is a link to a file outside the repository is not read.
         w(outside.path(), "req.txt", "secretpkg==1.0\n");
         #[cfg(unix)]
@@ -417,5 +421,11 @@ mod tests {
         }
         assert!(!has("secretpkg") && !has("Python package :"), "{:?}", d.notes);
         assert_eq!(d.notes.iter().filter(|n| n.contains("not pinned")).count(), 0, "{:?}", d.notes);
+        // Each line that names no package is a note, not dropped in silence.
+        for line in ["../local/pkg", "/opt/wheel", "https://host/x.whl", "../../etc==1.0"] {
+            let note =
+                format!("requirements.txt: {line:?} names no package docdex can look up (a path or URL); left out");
+            assert!(d.notes.contains(&note), "{note}: {:?}", d.notes);
+        }
     }
 }

@@ -12,9 +12,10 @@ pub const MAX_NOTE: usize = 80;
 
 /// `name@version/<short source>[#n]` for a citation `name@version/<source>[#n]`: a URL loses
 /// its scheme, query and the middle of its path; anything still over [`MAX_LABEL`] is cut in
-/// the middle. A citation that is already short is returned as it is.
+/// the middle. A URL is always shortened, so every page reads alike (a PyPI page's label was
+/// the whole `http://host/pypi/...` when it fit); any other short citation stays as it is.
 pub fn short_citation(package: &str, version: &str, source: &str, citation: &str) -> String {
-    if citation.chars().count() <= MAX_LABEL {
+    if !source.contains("://") && citation.chars().count() <= MAX_LABEL {
         return citation.to_string();
     }
     let prefix = format!("{package}@{version}/");
@@ -85,6 +86,16 @@ mod tests {
         // The second passage of one page keeps its number.
         let second = short_citation("reqwest", "0.12.9", source, &format!("{citation}#2"));
         assert_eq!(second, "reqwest@0.12.9/docs.rs/…/blocking/struct.Client.html#2");
+    }
+
+    #[test]
+    fn a_short_url_is_shortened_too() {
+        let source = "http://127.0.0.1:8768/pypi/fakepkg/1.0.0/json";
+        let citation = format!("fakepkg@1.0.0/{source}");
+        assert!(citation.chars().count() <= MAX_LABEL);
+        assert_eq!(short_citation("fakepkg", "1.0.0", source, &citation), "fakepkg@1.0.0/127.0.0.1:8768/…/1.0.0/json");
+        let home = "https://example.org/";
+        assert_eq!(short_citation("a", "1.0.0", home, &format!("a@1.0.0/{home}#2")), "a@1.0.0/example.org#2");
     }
 
     #[test]
