@@ -26,6 +26,27 @@ pub enum RepoState {
     Error,
 }
 
+/// How a repository's first index run ended before its first commit, so that it still has no
+/// index: what `docdex status` says of it, for a switcher to say too (the TUI said only "not
+/// indexed" of a repository whose first run another process was killed in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FirstRun {
+    /// The process that ran it.
+    pub pid: u32,
+    /// How it ended.
+    pub end: FirstRunEnd,
+}
+
+/// How a first index run ended before its first commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FirstRunEnd {
+    /// Its process died (killed, crashed) with the run going on.
+    Interrupted,
+    /// Its process stopped it (a shutdown, or the client that asked for it left).
+    Stopped,
+}
+
 /// One repository as a switcher shows it.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RepoOverview {
@@ -57,6 +78,9 @@ pub struct RepoOverview {
     pub last_event: Option<LastEvent>,
     /// Error of the last run, if it failed.
     pub last_error: Option<String>,
+    /// With no index yet: the first run that ended before its first commit, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_run: Option<FirstRun>,
 }
 
 impl Engine {
@@ -127,8 +151,10 @@ fn overview(repo: &RepoRef, record: Option<&RepoRecord>, exists: bool) -> RepoOv
         progress: None,
         last_event: None,
         last_error: None,
+        first_run: None,
     };
     if let Some((d, interrupted)) = live {
+        o.first_run = first_run(&d, interrupted).filter(|_| !indexed);
         o.last_event = d.last_event.clone();
         o.last_error = d.last_error.clone();
         let alive = !interrupted && pid_alive(d.pid);
@@ -148,6 +174,17 @@ fn overview(repo: &RepoRef, record: Option<&RepoRecord>, exists: bool) -> RepoOv
         }
     }
     o
+}
+
+/// How the run a status file tells of ended, if it ended before it finished: killed
+/// (`interrupted`, as [`StatusData::read`] tells it) or stopped by its process.
+fn first_run(d: &StatusData, interrupted: bool) -> Option<FirstRun> {
+    let end = match (interrupted, d.stopped) {
+        (true, _) => FirstRunEnd::Interrupted,
+        (false, true) => FirstRunEnd::Stopped,
+        (false, false) => return None,
+    };
+    Some(FirstRun { pid: d.pid, end })
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ pub use super::memory::{
     MemoryDeleteResponse, MemoryHit, MemoryItem, MemoryListResponse, MemoryRecallRequest, MemoryRecallResponse,
     MemoryStoreRequest, MemoryStoreResponse, MAX_LIST as MAX_MEMORY_LIST, MAX_MEMORIES,
 };
-pub use super::overview::{RepoOverview, RepoState};
+pub use super::overview::{FirstRun, FirstRunEnd, RepoOverview, RepoState};
 pub use super::probe::CodeSource;
 pub use super::profiles::evolution::DagTarget;
 pub use super::profiles::gate::{MAX_STAGED_BYTES, MAX_STAGED_FILES};

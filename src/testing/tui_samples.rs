@@ -252,6 +252,7 @@ pub fn overviews(now_ms: u64) -> Vec<RepoOverview> {
         progress: None,
         last_event: None,
         last_error: None,
+        first_run: None,
     };
     let mut indexing = base("/work/code/monorepo", RepoState::Updating, 48_210, 301_877, Some(86_400_000));
     indexing.progress = Some(IndexProgress {

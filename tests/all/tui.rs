@@ -703,6 +703,41 @@ fn repos_snapshots() {
     assert!(line.contains("unregistered"), "{line}");
 }
 
+/// A repository whose first index run was killed in another process, before its first commit,
+/// read "not indexed" in the workbench while `docdex status` said the run was interrupted. The
+/// engine's overview names how the run ended; the status bar, the Repos pane's state and its
+/// details say so, with the key that finishes it.
+#[test]
+fn a_first_index_killed_in_another_process_reads_interrupted() {
+    use docdex::engine::protocol::{FirstRunEnd, RepoState};
+    let mut h = Harness::new();
+    h.requests();
+    let repo = h.repo.clone();
+    let dir = h.engine.resolve_repo(&repo).expect("repo").state_dir;
+    std::fs::create_dir_all(&dir).expect("state dir");
+    let mut gone = std::process::Command::new("true").spawn().expect("spawn");
+    let pid = gone.id();
+    gone.wait().expect("exited");
+    let status = serde_json::json!({"state": "updating", "pid": pid, "started_ms": 1, "updated_ms": 1,
+        "progress": {"phase": "indexing", "files_done": 3, "files_total": 9, "bytes_done": 0, "bytes_total": 0},
+        "queued": 0});
+    std::fs::write(dir.join("index_status.json"), status.to_string()).expect("status file");
+    let mut rows = h.engine.repo_overviews(Some(&repo)).expect("overviews");
+    let row = rows.iter_mut().find(|r| r.path == repo).expect("listed");
+    assert_eq!(row.state, RepoState::NotIndexed);
+    let first = row.first_run.as_mut().expect("the first run is named");
+    assert_eq!((first.end, first.pid), (FirstRunEnd::Interrupted, pid));
+    first.pid = 4242; // the snapshot's, as its fingerprint (of a temporary path)
+    row.fingerprint = "0".repeat(64);
+    h.engine_event(EngineEvent::Repos(Ok(rows)));
+    h.alt('1');
+    let s = h.screen(120, 40);
+    assert!(s.lines().last().unwrap_or_default().contains("○ first index interrupted"), "{s}");
+    assert!(!shows(&s, "not indexed"), "{s}");
+    assert!(shows(&s, "its first index run (pid 4242) was interrupted before its first commit; r to finish"), "{s}");
+    h.snap_both("tui_repos_first_run_interrupted");
+}
+
 #[test]
 fn index_progress_shows_while_indexing() {
     let mut h = Harness::new();

@@ -5,7 +5,7 @@
 
 use super::{Cx, Pane, PaneId, RenderCtx};
 use crate::engine::protocol::ago;
-use crate::engine::protocol::{IndexProgress, IndexSummary, ProgressUnit, RepoOverview, RepoState};
+use crate::engine::protocol::{FirstRunEnd, IndexProgress, IndexSummary, ProgressUnit, RepoOverview, RepoState};
 use crate::tui::action::{Action, Level, PromptKind};
 use crate::tui::event::{EngineEvent, Request, WatchActivity};
 use crate::tui::keymap::Command;
@@ -88,7 +88,11 @@ impl ReposPane {
             return ("unregistered".into(), Slot::Muted);
         }
         match r.state {
-            RepoState::NotIndexed => ("not indexed".into(), Slot::Warning),
+            RepoState::NotIndexed => match r.first_run.map(|f| f.end) {
+                None => ("not indexed".into(), Slot::Warning),
+                Some(FirstRunEnd::Interrupted) => ("interrupted".into(), Slot::Warning),
+                Some(FirstRunEnd::Stopped) => ("stopped".into(), Slot::Warning),
+            },
             RepoState::Ready => ("ready".into(), Slot::Ok),
             RepoState::Updating => (format!("{} updating", widgets::spinner(step)), Slot::Warning),
             RepoState::Error => ("error".into(), Slot::Error),
@@ -378,6 +382,18 @@ impl ReposPane {
         } else if let Some((level, text)) = self.outcome.get(&r.path) {
             let slot = if *level == Level::Error { Slot::Error } else { Slot::Ok };
             lines.push(Line::styled(text.clone(), t.style(slot)));
+        } else if let Some(f) = r.first_run.filter(|_| r.state == RepoState::NotIndexed) {
+            // As `docdex status` says it, with the key that finishes it.
+            let how = match f.end {
+                FirstRunEnd::Interrupted => "was interrupted",
+                FirstRunEnd::Stopped => "stopped",
+            };
+            let text = format!(
+                "its first index run (pid {}) {how} before its first commit; {} to finish",
+                f.pid,
+                cx.key(Command::Reindex)
+            );
+            lines.push(Line::styled(truncate(&text, w), t.style(Slot::Warning)));
         } else if let Some(e) = &r.last_error {
             lines.push(Line::styled(format!("last run failed: {e}"), t.style(Slot::Error)));
         }

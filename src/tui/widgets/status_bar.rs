@@ -3,7 +3,7 @@
 //! the focused pane taken from the active keymap.
 
 use super::{bar, fit, spinner, thousands, truncate, width};
-use crate::engine::protocol::{IndexProgress, RepoOverview, RepoState};
+use crate::engine::protocol::{FirstRunEnd, IndexProgress, RepoOverview, RepoState};
 use crate::tui::action::Level;
 use crate::tui::action::Mode;
 use crate::tui::event::{ProviderState, ProviderStatus};
@@ -66,7 +66,7 @@ pub fn index_text(
     match overview {
         None => ("… checking index".into(), Slot::Muted),
         Some(o) => match o.state {
-            RepoState::NotIndexed => ("○ not indexed".into(), Slot::Warning),
+            RepoState::NotIndexed => (format!("○ {}", not_indexed(o)), Slot::Warning),
             RepoState::Updating => (format!("{} updating", spinner(step)), Slot::Warning),
             RepoState::Error => ("✗ index error".into(), Slot::Error),
             RepoState::Ready if compact => ("● ready".into(), Slot::Ok),
@@ -75,6 +75,17 @@ pub fn index_text(
                 (format!("● ready {}{watch}", super::count(o.files, "file", "files")), Slot::Ok)
             }
         },
+    }
+}
+
+/// A repository without an index: `not indexed`, or how its first run ended before its first
+/// commit (`first index interrupted`, killed in another process; `first index stopped`), as
+/// `docdex status` says it.
+pub fn not_indexed(o: &RepoOverview) -> &'static str {
+    match o.first_run.map(|f| f.end) {
+        None => "not indexed",
+        Some(FirstRunEnd::Interrupted) => "first index interrupted",
+        Some(FirstRunEnd::Stopped) => "first index stopped",
     }
 }
 
