@@ -656,3 +656,101 @@ fn a_bogus_rate_limit_slot_is_not_slept_on() {
     assert_eq!(r.status, DiscoveryStatus::Ok, "{r:?}");
     assert!(t.elapsed() < Duration::from_secs(10), "took {:?}", t.elapsed());
 }
+
+/// A page that opens JavaScript dialogs (`alert`, `confirm`, `prompt`, and a `beforeunload`
+/// handler) held `web-fetch` and chat's web tier forever: nothing answered the dialog, and the
+/// browser's commands waited on the halted page with no bound. The dialogs are now dismissed,
+/// and the page is read well within `page_load_timeout_secs`.
+#[test]
+fn a_page_that_opens_dialogs_is_read_and_never_holds_the_fetch() {
+    if !have_browser() {
+        return;
+    }
+    let site = Fixture::start("127.0.0.1", |target, _, _| match target {
+        "/alert" => Reply::html(format!(
+            "{}<script>window.onbeforeunload = () => 'stay'; alert('hi'); confirm('sure?'); prompt('name?');\
+             document.body.insertAdjacentHTML('beforeend', '<p>after the dialogs</p>');</script>",
+            doc_page("Alerting page", WIDGETS)
+        )),
+        _ => Reply::html(doc_page("Gadgets", GADGETS)),
+    });
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", ""));
+    let engine = std::sync::Arc::new(env.engine());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (e2, url) = (engine.clone(), site.url("/alert"));
+    std::thread::spawn(move || {
+        let t = Instant::now();
+        let _ = tx.send((fetch(&e2, &url).map_err(|e| e.to_string()), t.elapsed()));
+    });
+    let (page, took) = rx.recv_timeout(Duration::from_secs(40)).expect("the fetch ended (it used to hang forever)");
+    let page = page.expect("the page is read");
+    assert_eq!(page.page.via, FetchVia::Chromium);
+    assert!(page.page.markdown.contains("frobnicate option"), "{}", page.page.markdown);
+    assert!(took < Duration::from_secs(8), "within page_load_timeout_secs: {took:?}");
+    // The browser is still usable afterwards.
+    let next = fetch(&engine, &site.url("/gadgets")).expect("the next page");
+    assert!(next.page.markdown.contains("quux bus"), "{next:?}");
+}
+
+/// `localhost.` (a trailing dot) is this machine to Chromium, but passed the rule that keeps
+/// discovered URLs off it: a redirect to `http://localhost.:PORT/` fetched a local admin page,
+/// and a page's script could reach it. Both are refused now, and nothing reaches the service.
+#[test]
+fn a_trailing_dot_host_does_not_reach_this_machine() {
+    if !have_browser() {
+        return;
+    }
+    let internal = Fixture::start("127.0.0.1", |_, _, _| Reply::html("<html><body>internal admin page</body></html>"));
+    let port = internal.addr.port();
+    let site = Fixture::start("127.0.0.1", move |target, _, _| match target {
+        "/to-localhost-dot" | "/to-sub-localhost-dot" => {
+            let host = if target == "/to-localhost-dot" { "localhost." } else { "admin.localhost." };
+            let mut r = Reply::html("moved").status(302);
+            r.headers.push(("Location".into(), format!("http://{host}:{port}/admin")));
+            r
+        }
+        "/script" => Reply::html(format!(
+            "{}<script>fetch('http://localhost.:{port}/sub').catch(()=>{{}}); \
+             var i = new Image(); i.src = 'http://LOCALHOST.:{port}/img';</script>",
+            doc_page("Scripted page", GADGETS)
+        )),
+        _ => Reply::html(doc_page("Gadgets", GADGETS)),
+    });
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", ""));
+    let engine = env.engine();
+    for path in ["/to-localhost-dot", "/to-sub-localhost-dot"] {
+        let e = fetch(&engine, &site.url(path)).map(|r| r.page.markdown).unwrap_err().to_string();
+        assert!(e.contains("led to a URL docdex does not fetch") && e.contains("is this machine"), "{path}: {e}");
+    }
+    let scripted = fetch(&engine, &site.url("/script")).expect("the page itself is read");
+    assert!(scripted.page.markdown.contains("quux bus"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(internal.hits("/").is_empty(), "reached the local service: {:?}", internal.hits("/"));
+}
+
+/// A browser that never opens its DevTools socket cost every process 30 s before plain HTTP
+/// took over; the wait is now a few seconds.
+#[test]
+fn a_browser_that_never_answers_falls_back_to_plain_http_soon() {
+    let site = Fixture::start("127.0.0.1", |_, _, _| Reply::html(doc_page("Gadgets", GADGETS)));
+    let env = Env::new();
+    let hung = env.dir.path().join("hung-chrome");
+    std::fs::write(&hung, "#!/bin/sh\nexec sleep 300\n").unwrap();
+    let mut perms = std::fs::metadata(&hung).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&hung, perms).unwrap();
+    env.write_config(&web_config(
+        &site.url("/html/"),
+        "",
+        "",
+        &format!("chrome_binary_path = \"{}\"\n", hung.display()),
+    ));
+    let engine = env.engine();
+    let t = Instant::now();
+    let r = fetch(&engine, &site.url("/gadgets")).expect("fetched over plain HTTP");
+    assert_eq!(r.page.via, FetchVia::Http, "{r:?}");
+    assert!(r.page.markdown.contains("quux bus"));
+    assert!(t.elapsed() < Duration::from_secs(15), "fell back after {:?}", t.elapsed());
+}

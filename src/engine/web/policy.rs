@@ -15,12 +15,18 @@
 //!    is a configured endpoint: what is fetched is kept (the web cache, chat sources, the DAG
 //!    log), and credentials must not be.
 //!
+//! Every rule compares the host in one canonical spelling ([`canonical_host`]): lower-case,
+//! IDNA and percent-decoding as the URL parser does them, IPv4 in any of its spellings
+//! (`2130706433`, `0x7f.1`) as the dotted address, and without trailing dots. `localhost.` is
+//! the same host as `localhost` to Chromium and to DNS, and `example.com.` the same as
+//! `example.com`; before, the trailing dot let both past the rules.
+//!
 //! Tests run everything against loopback fixture servers by putting `127.0.0.1` on
 //! `allow_hosts` (or passing the URL explicitly), which is the same path a user takes for an
 //! intranet documentation server.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, ToSocketAddrs};
-use url::Url;
+use url::{Host, Url};
 
 /// How a URL reached the web tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,11 +57,12 @@ impl std::fmt::Display for Refusal {
 }
 
 impl UrlPolicy {
-    /// Rules from `[web] blocklist` and `[web] allow_hosts` (case-insensitive, leading dots ignored).
+    /// Rules from `[web] blocklist` and `[web] allow_hosts` (case-insensitive, leading and
+    /// trailing dots ignored).
     pub fn new(blocklist: &[String], allow_hosts: &[String]) -> UrlPolicy {
         let norm = |v: &[String]| {
             v.iter()
-                .map(|s| s.trim().trim_start_matches('.').to_ascii_lowercase())
+                .map(|s| normalize_host(s.trim().trim_start_matches('.')))
                 .filter(|s| !s.is_empty())
                 .collect::<Vec<_>>()
         };
@@ -76,7 +83,7 @@ impl UrlPolicy {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(Refusal(format!("{url}: only http and https URLs are fetched, not {}:", url.scheme())));
         }
-        let Some(host) = url.host_str().map(|h| h.trim_matches(['[', ']']).to_ascii_lowercase()) else {
+        let Some(host) = canonical_host(url) else {
             return Err(Refusal(format!("{url}: no host")));
         };
         if let Some(b) = self.blocked_by(&host) {
@@ -102,15 +109,16 @@ impl UrlPolicy {
         Ok(())
     }
 
-    /// The blocklist entry that blocks `host`, if any.
+    /// The blocklist entry that blocks `host`, if any (`host` in any spelling: see
+    /// [`normalize_host`]).
     pub fn blocked_by(&self, host: &str) -> Option<&str> {
-        let host = host.to_ascii_lowercase();
+        let host = normalize_host(host);
         self.blocklist.iter().find(|b| suffix_match(&host, b)).map(String::as_str)
     }
 
-    /// True when `host` is on `allow_hosts`.
+    /// True when `host` is on `allow_hosts` (`host` in any spelling: see [`normalize_host`]).
     pub fn allowed_host(&self, host: &str) -> bool {
-        let host = host.to_ascii_lowercase();
+        let host = normalize_host(host);
         self.allow_hosts.iter().any(|a| suffix_match(&host, a))
     }
 
@@ -123,16 +131,40 @@ impl UrlPolicy {
         if matches!(url.scheme(), "data" | "blob") {
             return true;
         }
-        let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_ascii_lowercase();
+        let Some(host) = canonical_host(url) else { return false };
         if self.blocked_by(&host).is_some() {
             return false;
         }
-        if host == page_host.to_ascii_lowercase() || self.allowed_host(&host) {
+        if host == normalize_host(page_host) || self.allowed_host(&host) {
             return true;
         }
         // Literal addresses and `localhost` only: resolving every sub-resource host would stall
         // the page; the browser's own private-network rules cover names that resolve inward.
         literal_non_public(&host).is_none()
+    }
+}
+
+/// The host of `url` as every rule compares it: an IP address in its one textual form (the URL
+/// parser already reads `2130706433`, `0x7f.1` and `127.1` as `127.0.0.1`), a name lower-case,
+/// IDNA- and percent-decoded (also the parser's work) and without trailing dots. `None` when the
+/// URL has no host, or only dots.
+pub fn canonical_host(url: &Url) -> Option<String> {
+    let host = match url.host()? {
+        Host::Ipv4(ip) => ip.to_string(),
+        Host::Ipv6(ip) => ip.to_string(),
+        Host::Domain(name) => normalize_host(name),
+    };
+    (!host.is_empty()).then_some(host)
+}
+
+/// A host name or address as the rules compare it: brackets, surrounding blanks and trailing
+/// dots removed, lower-case, and an address that parses (`127.0.0.1.` once its dot is gone,
+/// `[::1]`) written in its one textual form.
+pub fn normalize_host(host: &str) -> String {
+    let bare = host.trim().trim_matches(['[', ']']).trim_end_matches('.').to_ascii_lowercase();
+    match bare.parse::<IpAddr>() {
+        Ok(ip) => ip.to_string(),
+        Err(_) => bare,
     }
 }
 
@@ -159,8 +191,13 @@ fn non_public(host: &str, port: u16) -> Option<String> {
     None
 }
 
+/// Names Chromium (`net::IsLocalHostname`) and the usual `/etc/hosts` give this machine, whatever
+/// DNS says.
+const LOCAL_NAMES: &[&str] = &["localhost", "localhost.localdomain", "localhost6", "localhost6.localdomain6"];
+
 fn literal_non_public(host: &str) -> Option<String> {
-    if host == "localhost" || host.ends_with(".localhost") {
+    let host = normalize_host(host);
+    if LOCAL_NAMES.contains(&host.as_str()) || host.ends_with(".localhost") {
         return Some(format!("{host} is this machine"));
     }
     host.parse::<IpAddr>().ok().and_then(|ip| ip_non_public(ip).map(|why| format!("{ip} is {why}")))
@@ -171,7 +208,7 @@ pub fn ip_non_public(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => v4_non_public(v4),
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = v6.to_ipv4_mapped().or_else(|| nat64_embedded(v6)) {
                 return v4_non_public(v4);
             }
             v6_non_public(v6)
@@ -196,6 +233,12 @@ fn v4_non_public(ip: Ipv4Addr) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// The IPv4 address a NAT64 address (`64:ff9b::/96`) reaches through the network's gateway.
+fn nat64_embedded(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    (s[..6] == [0x64, 0xff9b, 0, 0, 0, 0]).then(|| Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7])))
 }
 
 fn v6_non_public(ip: Ipv6Addr) -> Option<&'static str> {
@@ -283,6 +326,57 @@ mod tests {
         }
         assert!(p.check_str("http://127.0.0.1:9/x", Origin::Discovered).is_ok(), "allow-listed");
         assert!(p.check_str("http://93.184.215.14/", Origin::Discovered).is_ok(), "public literal");
+    }
+
+    /// `localhost.` is `localhost` to Chromium (and `example.com.` is `example.com` to DNS), and
+    /// the trailing dot took both past every rule: a redirect to `http://localhost.:8766/` made
+    /// the browser fetch a local admin page, and a blocked `example.com.` was requested.
+    #[test]
+    fn every_spelling_of_a_host_is_judged_as_the_host() {
+        let p = UrlPolicy::new(&["example.com".into(), "tracker.example.".into()], &[]);
+        for url in [
+            "http://localhost.:8766/e",
+            "http://LOCALHOST./",
+            "http://foo.localhost.:8766/k",
+            "http://foo.localhost../",
+            "http://localhost..../",
+            "http://%6c%6fcalhost/",
+            "http://ｌｏｃａｌｈｏｓｔ/",
+            "http://localhost\u{3002}/",
+            "http://localhost.localdomain./",
+            "http://localhost6/",
+            "http://127.0.0.1./",
+            "http://127.0.0.1../",
+            "http://2130706433/",
+            "http://0x7f.1/",
+            "http://0177.0.0.1/",
+            "http://127.1/",
+            "http://0/",
+            "http://0.0.0.0./",
+            "http://[::1]/",
+            "http://[0:0:0:0:0:0:0:1]/",
+            "http://[::ffff:7f00:1]/",
+            "http://[64:ff9b::a9fe:a9fe]/",
+        ] {
+            let e = p.check_str(url, Origin::Discovered).expect_err(url);
+            assert!(e.0.contains("allow_hosts"), "{url}: {e}");
+        }
+        for url in [
+            "http://example.com./",
+            "http://EXAMPLE.com../",
+            "http://sub.example.com./x",
+            "https://tracker.example/",
+            "https://a.tracker.example./",
+        ] {
+            let e = p.check_str(url, Origin::Explicit).expect_err(url);
+            assert!(e.0.contains("blocklist"), "{url}: {e}");
+            assert!(!p.allows_subrequest(&Url::parse(url).unwrap(), "docs.example.org"), "{url}");
+        }
+        let allowed = UrlPolicy::new(&[], &["docs.intranet.".into()]);
+        assert!(allowed.check_str("http://docs.intranet./", Origin::Discovered).is_ok());
+        assert!(!p.allows_subrequest(&Url::parse("http://localhost.:5/x").unwrap(), "docs.example.org"));
+        assert!(p.allows_subrequest(&Url::parse("http://docs.example.org./a.js").unwrap(), "docs.example.org"));
+        assert!(p.check_str("http://./", Origin::Explicit).is_err(), "only dots is no host");
     }
 
     #[test]
