@@ -57,8 +57,10 @@ const KNOWN_PATHS: &[(&str, &str)] = &[
     ("C:\\Program Files (x86)\\Microsoft\\Edge\\Application\\msedge.exe", "edge"),
 ];
 
-/// How long a browser may take to open its DevTools socket (a loaded 2-core machine is slow).
-const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a browser may take to open its DevTools socket. Chromium opens it within a second
+/// or two, also on a loaded 2-core machine; a browser that has not by then is hung, and every
+/// process paid the wait before falling back to plain HTTP (it was 30 s).
+const LAUNCH_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// Every browser docdex can find: the configured one first, then PATH, then usual locations.
 /// The first that exists is the one used.

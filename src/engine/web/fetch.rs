@@ -9,9 +9,10 @@ use headless_chrome::browser::tab::RequestPausedDecision;
 use headless_chrome::protocol::cdp::types::Event;
 use headless_chrome::protocol::cdp::Fetch::{events::RequestPausedEvent, FailRequest, RequestPattern, RequestStage};
 use headless_chrome::protocol::cdp::Network::{ErrorReason, ResourceType};
+use headless_chrome::protocol::cdp::Page::DialogType;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use url::Url;
 
 /// Redirects followed at most by the plain HTTP fetcher.
@@ -482,6 +483,8 @@ pub fn render(
     let over = Arc::new(AtomicBool::new(false));
     tab.add_event_listener(Arc::new(count_document_bytes(max_bytes, over.clone())))
         .map_err(|e| upstream("watching responses", e))?;
+    tab.add_event_listener(Arc::new(dismiss_dialogs(tab.get_dialog()))).map_err(|e| upstream("watching dialogs", e))?;
+    let deadline = Instant::now() + timeout;
     let rx = navigate_in_background(&tab, url)?;
     let why_refused = || refused.lock().ok().and_then(|r| r.documents.first().cloned());
     let loaded = wait_for_load(chromium, &rx, &over, timeout);
@@ -489,7 +492,10 @@ pub fn render(
     let browser_alive = !matches!(loaded, Load::BrowserGone);
     if let Err(e) = load_outcome(loaded, url, why_refused, timeout, max_bytes) {
         if browser_alive {
-            let _ = tab.stop_loading();
+            // Not waited for: a renderer held by a page answers nothing (the connection's
+            // command timeout is a day); closing the tab ends the wait.
+            let stop = tab.clone();
+            let _ = std::thread::Builder::new().name("docdex-stop-tab".into()).spawn(move || stop.stop_loading());
         }
         return Err(e);
     }
@@ -501,10 +507,50 @@ pub fn render(
     if let Some(b) = refused_url {
         return Err(Error::BadRequest(format!("{b}: refused by the URL rules (loopback or private target)")));
     }
-    let html = tab.get_content().map_err(|e| upstream("reading the page", e))?;
+    let reader = tab.clone();
+    let html = within(deadline.max(Instant::now() + READ_GRACE), move || reader.get_content())
+        .ok_or_else(|| {
+            Error::Upstream(format!(
+                "{url}: the page did not load within {} s (page_load_timeout_secs): it did not answer when read",
+                timeout.as_secs()
+            ))
+        })?
+        .map_err(|e| upstream("reading the page", e))?;
     let status = status.lock().ok().and_then(|s| *s);
     drop(close);
     Ok(Rendered { html, final_url, status })
+}
+
+/// How long reading a loaded page may take past `page_load_timeout_secs` (a page that loaded
+/// just before its deadline is still read).
+const READ_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs `f` on a helper thread and waits for it until `deadline`; `None` when it did not
+/// answer by then (the helper is left to end when the tab closes). DevTools commands wait as
+/// long as the connection's timeout, a day: a page whose renderer does not answer held the
+/// fetch for that long.
+fn within<T: Send + 'static>(deadline: Instant, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("docdex-tab-call".into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .ok()?;
+    rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok()
+}
+
+/// Answers every JavaScript dialog the page opens (`alert`, `confirm`, `prompt`: cancelled;
+/// `beforeunload`: leave). An open dialog halts the page's script and its load until answered,
+/// which nothing headless ever does: a page calling `alert()` held the fetch forever.
+fn dismiss_dialogs(dialog: headless_chrome::browser::tab::dialog::Dialog) -> impl Fn(&Event) + Send + Sync {
+    move |event: &Event| {
+        if let Event::PageJavascriptDialogOpening(e) = event {
+            let leave = e.params.Type == DialogType::Beforeunload;
+            let answered = if leave { dialog.accept(None) } else { dialog.dismiss() };
+            tracing::debug!(kind = ?e.params.Type, ok = answered.is_ok(), "answered a JavaScript dialog of the page");
+        }
+    }
 }
 
 /// Every request is checked before it leaves the browser, and documents again when their
