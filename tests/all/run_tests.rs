@@ -1147,3 +1147,48 @@ fn a_directory_target_runs_each_pytest_configuration_below_it() {
     let tail: Vec<&str> = v["command"].as_array().unwrap().iter().rev().take(3).filter_map(|a| a.as_str()).collect();
     assert_eq!(tail, ["pkgs", "--ignore=pkgs/b", "--ignore=pkgs/a"], "{v}");
 }
+
+/// A stand-in for testify's `assert` package (testify cannot be fetched offline): `Equal`
+/// reports as testify 1.8's `Fail` does, `t.Errorf("\\n%s", ...)` of its labeled lines with an
+/// `Error Trace` from the call stack, which go prints below a location line with no message.
+const GO_TESTIFY_STANDIN: &str = "// Package assert: testify's Fail output, as testify v1.8 writes it (labeledOutput, CallerInfo).\npackage assert\n\nimport (\n\t\"bufio\"\n\t\"bytes\"\n\t\"fmt\"\n\t\"runtime\"\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc callerInfo() []string {\n\tvar callers []string\n\tfor i := 0; ; i++ {\n\t\tpc, file, line, ok := runtime.Caller(i)\n\t\tif !ok {\n\t\t\tbreak\n\t\t}\n\t\tf := runtime.FuncForPC(pc)\n\t\tif f == nil {\n\t\t\tbreak\n\t\t}\n\t\tname := f.Name()\n\t\tif name == \"testing.tRunner\" {\n\t\t\tbreak\n\t\t}\n\t\tparts := strings.Split(file, \"/\")\n\t\tif len(parts) > 1 {\n\t\t\tdir := parts[len(parts)-2]\n\t\t\tif dir != \"assert\" && dir != \"require\" && dir != \"mock\" {\n\t\t\t\tcallers = append(callers, fmt.Sprintf(\"%s:%d\", file, line))\n\t\t\t}\n\t\t}\n\t\tsegments := strings.Split(name, \".\")\n\t\tname = segments[len(segments)-1]\n\t\tif strings.HasPrefix(name, \"Test\") {\n\t\t\tbreak\n\t\t}\n\t}\n\treturn callers\n}\n\nfunc indent(message string, n int) string {\n\tout := new(bytes.Buffer)\n\tfor i, s := 0, bufio.NewScanner(strings.NewReader(message)); s.Scan(); i++ {\n\t\tif i != 0 {\n\t\t\tout.WriteString(\"\\n\\t\" + strings.Repeat(\" \", n+1) + \"\\t\")\n\t\t}\n\t\tout.WriteString(s.Text())\n\t}\n\treturn out.String()\n}\n\nfunc Equal(t *testing.T, expected, actual interface{}, msg ...string) bool {\n\tt.Helper()\n\tif expected == actual {\n\t\treturn true\n\t}\n\tlabels := [][2]string{\n\t\t{\"Error Trace\", strings.Join(callerInfo(), \"\\n\\t\\t\\t\")},\n\t\t{\"Error\", fmt.Sprintf(\"Not equal: \\nexpected: %v\\nactual  : %v\", expected, actual)},\n\t\t{\"Test\", t.Name()},\n\t}\n\tif len(msg) > 0 {\n\t\tlabels = append(labels, [2]string{\"Messages\", msg[0]})\n\t}\n\tout := \"\"\n\tfor _, l := range labels {\n\t\tout += \"\\t\" + l[0] + \":\" + strings.Repeat(\" \", len(\"Error Trace\")-len(l[0])) + \"\\t\" + indent(l[1], len(\"Error Trace\")) + \"\\n\"\n\t}\n\tt.Errorf(\"\\n%s\", out)\n\treturn false\n}\n";
+
+#[test]
+fn testify_failures_are_placed_at_the_tests_line_with_their_message() {
+    // The location line testify's report starts with has no message: it was not read, and the
+    // failure was placed at the `t.Log` printed before it (line 10), or nowhere.
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("gotestify");
+    write(&repo, "go.mod", "module example.com/tf\n\ngo 1.19\n");
+    write(&repo, "assert/assert.go", GO_TESTIFY_STANDIN);
+    write(&repo, "calc/calc.go", "package calc\n\nfunc Add(a, b int) int { return a + b }\n");
+    write(&repo, "calc/calc_test.go", "package calc\n\nimport (\n\t\"testing\"\n\n\t\"example.com/tf/assert\"\n)\n\nfunc TestAdd(t *testing.T) {\n\tt.Log(\"adding\")\n\tassert.Equal(t, 3, Add(1, 1), \"one and one\")\n}\n\nfunc check(t *testing.T, got int) {\n\tassert.Equal(t, 4, got)\n}\n\nfunc TestHelper(t *testing.T) {\n\tcheck(t, Add(1, 2))\n}\n\nfunc TestTable(t *testing.T) {\n\tt.Run(\"two\", func(t *testing.T) {\n\t\tassert.Equal(t, 5, Add(2, 2))\n\t})\n}\n\nfunc TestOk(t *testing.T) {\n\tassert.Equal(t, 2, Add(1, 1))\n}\n");
+    let gocache = env.dir.path().join("gocache");
+    let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!((code, v["passed"].as_u64(), v["failed"].as_u64()), (1, Some(1), Some(3)), "{v}");
+    let got: Vec<(String, Option<String>, Option<u64>, Option<String>)> = v["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().map(str::to_string);
+            (s("name").unwrap(), s("file"), f["line"].as_u64(), s("message"))
+        })
+        .collect();
+    let f = |name: &str, line: u64, msg: &str| {
+        (name.to_string(), Some("calc/calc_test.go".to_string()), Some(line), Some(msg.to_string()))
+    };
+    assert_eq!(
+        got,
+        [
+            f("TestAdd", 11, "Not equal: expected: 3 actual : 2; one and one"),
+            f("TestHelper", 15, "Not equal: expected: 4 actual : 3"),
+            f("TestTable/two", 24, "Not equal: expected: 5 actual : 4"),
+        ],
+        "{v}"
+    );
+}
