@@ -109,8 +109,10 @@ impl Engine {
     pub fn repo_overviews(&self, current: Option<&Path>) -> Result<Vec<RepoOverview>> {
         let records = self.list_repos()?;
         let mut out: Vec<RepoOverview> = records.iter().map(|r| self.overview_of_record(r)).collect();
-        if let Some(path) = current {
-            let repo = self.resolve_repo(path)?;
+        // The current repository, when it is a folder docdex can open: one deleted while the
+        // workbench runs is listed from its record (as missing), and the rest of the list
+        // still refreshes (it failed as a whole, so the Repos pane froze on its last rows).
+        if let Some(repo) = current.and_then(|path| self.resolve_repo(path).ok()) {
             if !out.iter().any(|o| o.fingerprint == repo.fingerprint) {
                 out.push(overview(&repo, None, true));
                 out.sort_by(|a, b| a.path.cmp(&b.path));

@@ -362,12 +362,13 @@ fn load_repos(engine: &Engine, current: &Path) -> EngineEvent {
     EngineEvent::Repos(engine.repo_overviews(Some(current)).map_err(|e| format!("{e:#}")))
 }
 
-/// Folders completing `typed`: inside a repository, those its index holds files under (so
-/// only what the filter can match, and nothing outside the repository); else on disk.
+/// The file on disk the editor opens for an index key, or why not.
 fn edit_target(engine: &Engine, repo: &Path, path: &str, line: u32) -> EngineEvent {
     EngineEvent::EditTarget { result: engine.editable_path(repo, path).map_err(|e| format!("{e:#}")), line }
 }
 
+/// Folders completing `typed`: inside a repository, those its index holds files under (so
+/// only what the filter can match, and nothing outside the repository); else on disk.
 fn complete_path(engine: &Engine, repo: Option<PathBuf>, typed: String) -> EngineEvent {
     let result = match &repo {
         Some(repo) => engine.indexed_folders(repo, &typed).map_err(|e| format!("{e:#}")),

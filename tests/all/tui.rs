@@ -1548,3 +1548,20 @@ fn enter_on_a_source_folders_hit_opens_the_file_where_it_is() {
     let real = std::fs::canonicalize(notes.join("heron.md")).unwrap();
     assert_eq!(h.app.take_effects(), vec![Effect::OpenEditor { path: real, line }]);
 }
+
+/// A current repository deleted while the workbench runs: the Repos list still refreshes,
+/// showing it missing and a repository added since (the whole list failed to load, so the
+/// pane froze on its last rows and said nothing).
+#[test]
+fn the_repos_list_refreshes_after_the_current_repository_is_deleted() {
+    let mut h = Harness::new().started();
+    let other = h.env.repo("other");
+    crate::util::write(&other, "lib.rs", "fn other() {}\n");
+    h.engine.index(&other, &docdex::engine::IndexOptions::default(), &crate::util::quiet()).expect("index");
+    std::fs::remove_dir_all(&h.repo).expect("delete the current repository");
+    let rows = h.engine.repo_overviews(Some(&h.repo)).expect("the list loads");
+    let gone = rows.iter().find(|r| r.path == h.repo).expect("the deleted one is listed");
+    assert!(!gone.exists, "listed as missing");
+    let other = std::fs::canonicalize(&other).unwrap();
+    assert!(rows.iter().any(|r| r.path == other), "the one added since is listed");
+}
