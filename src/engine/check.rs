@@ -9,7 +9,8 @@
 //! warning, because search, indexing and code intelligence work without one (the
 //! features that need it say so when used); `require_llm` makes them failures for
 //! callers that need models (a chat server). A bind address already in use is a
-//! warning unless `require_bind` (the server about to bind it).
+//! warning unless `require_bind` (the server about to bind it); in use by this home's
+//! `docdex daemon` (its held `daemon.lock` says so) it is fine, and named.
 
 use crate::engine::embed::Vectors;
 use crate::engine::fsutil::count;
@@ -107,6 +108,35 @@ fn probe_rw(dir: &Path) -> Result<(), String> {
         b if b == b"ok" => Ok(()),
         _ => Err("read back something else".into()),
     }
+}
+
+/// The `docdex daemon` of this home, as its pid and address, read from its lock file
+/// (`<home>/daemon.lock`, written by `server::lockfile`) only while that lock is held: a file
+/// left by a killed daemon, or one holding garbage, names nobody. The lock is tried shared and
+/// let go at once, and only when the file names a holder (a daemon writes it after locking).
+fn running_daemon(lock: &Path) -> Option<(u64, String)> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(lock).ok()?;
+    let mut text = String::new();
+    file.read_to_string(&mut text).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let holder = (v.get("pid")?.as_u64()?, v.get("addr")?.as_str()?.to_string());
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            None
+        }
+        Err(std::fs::TryLockError::WouldBlock) => Some(holder),
+        Err(std::fs::TryLockError::Error(_)) => None,
+    }
+}
+
+/// Whether a daemon serving `at` holds the port of `addr` (the same address, or either a
+/// wildcard).
+fn same_port(at: &str, addr: std::net::SocketAddr) -> bool {
+    at.parse::<std::net::SocketAddr>().is_ok_and(|a| {
+        a.port() == addr.port() && (a.ip() == addr.ip() || a.ip().is_unspecified() || addr.ip().is_unspecified())
+    })
 }
 
 impl Engine {
@@ -286,12 +316,23 @@ impl Engine {
             );
             return;
         }
-        match std::net::TcpListener::bind(addr) {
-            Ok(l) => {
+        let daemon = running_daemon(&self.paths().home.join("daemon.lock"));
+        let ours = daemon.as_ref().filter(|(_, at)| same_port(at, addr));
+        match (std::net::TcpListener::bind(addr), ours) {
+            (Ok(l), _) => {
                 drop(l);
                 r.push("http_bind", CheckStatus::Ok, format!("{addr} is free"), None);
             }
-            Err(e) => r.push(
+            (Err(_), Some((pid, at))) if !require => {
+                r.push("http_bind", CheckStatus::Ok, format!("a docdex daemon (pid {pid}) serves {at}"), None)
+            }
+            (Err(_), Some((pid, at))) => r.push(
+                "http_bind",
+                CheckStatus::Fail,
+                format!("{addr} cannot be bound: a docdex daemon (pid {pid}) serves {at}"),
+                Some("use that daemon, or stop it first".into()),
+            ),
+            (Err(e), None) => r.push(
                 "http_bind",
                 if require { CheckStatus::Fail } else { CheckStatus::Warn },
                 format!("{addr} cannot be bound: {e}"),
@@ -300,6 +341,10 @@ impl Engine {
                         .into(),
                 ),
             ),
+        }
+        let named = ours.is_some() && r.items.last().is_some_and(|i| i.message.contains("a docdex daemon"));
+        if let Some((pid, at)) = daemon.as_ref().filter(|_| !named) {
+            r.push("daemon", CheckStatus::Info, format!("a docdex daemon (pid {pid}) serves {at}"), None);
         }
         r.push(
             "mcp",
@@ -477,5 +522,28 @@ impl Engine {
             Ok(None) => r.push("repo_memory", CheckStatus::Info, "no memories stored yet", None),
             Err(e) => r.push("repo_memory", CheckStatus::Fail, e.to_string(), None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemon_is_named_only_while_its_lock_is_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("daemon.lock");
+        assert_eq!(running_daemon(&lock), None, "no file");
+        std::fs::write(&lock, r#"{"pid":4242,"addr":"127.0.0.1:3311","started_ms":1}"#).unwrap();
+        assert_eq!(running_daemon(&lock), None, "a file left by a killed daemon names nobody");
+        let held = std::fs::File::open(&lock).unwrap();
+        held.try_lock().unwrap();
+        assert_eq!(running_daemon(&lock), Some((4242, "127.0.0.1:3311".to_string())));
+        std::fs::write(&lock, "garbage").unwrap();
+        assert_eq!(running_daemon(&lock), None, "garbage names nobody");
+        drop(held);
+        let addr: std::net::SocketAddr = "127.0.0.1:3311".parse().unwrap();
+        assert!(same_port("127.0.0.1:3311", addr) && same_port("0.0.0.0:3311", addr));
+        assert!(!same_port("127.0.0.1:3312", addr) && !same_port("10.0.0.1:3311", addr) && !same_port("x", addr));
     }
 }

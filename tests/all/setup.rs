@@ -200,6 +200,39 @@ fn check_warns_about_a_dead_server_and_an_oversized_model() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("FAIL llm_server"));
 }
 
+/// tour12 F23: a port held by this home's daemon is named from its held `daemon.lock`, not a
+/// warning that the address is in use.
+#[test]
+fn check_names_the_daemon_that_holds_the_port() {
+    let env = Env::new();
+    let daemon = crate::server_util::Server::start(&env, &["daemon", "--no-watch"], &[]);
+    let pid = daemon.child.id();
+    env.write_config(&format!(
+        "{}\n[server]\nhttp_bind_addr = \"{}\"\n",
+        llm_config("ollama", &dead_url(), "m", "e"),
+        daemon.addr
+    ));
+    let out = env.run(&["check"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let says = format!("a docdex daemon (pid {pid}) serves {}", daemon.addr);
+    let line = text.lines().find(|l| l.contains("http_bind")).unwrap_or_default();
+    assert!(line.starts_with("ok ") && line.ends_with(&says), "{says}: {text}");
+    assert!(out.status.success(), "{text}");
+    // The server about to bind that address is refused, naming the daemon.
+    let v = json_of(&env.run(&["check", "--json", "--require-bind"]));
+    assert_eq!(item(&v, "http_bind")["status"], "fail", "{v}");
+    assert!(item(&v, "http_bind")["message"].as_str().unwrap().contains(&format!("(pid {pid})")), "{v}");
+    // Configured elsewhere: the daemon is information beside a free address.
+    env.write_config(&format!(
+        "{}\n[server]\nhttp_bind_addr = \"127.0.0.1:0\"\n",
+        llm_config("ollama", &dead_url(), "m", "e")
+    ));
+    let v = json_of(&env.run(&["check", "--json"]));
+    assert_eq!(item(&v, "http_bind")["status"], "ok", "{v}");
+    assert_eq!(item(&v, "daemon")["status"], "info", "{v}");
+    assert!(item(&v, "daemon")["message"].as_str().unwrap().contains(&daemon.addr), "{v}");
+}
+
 #[test]
 fn check_fails_on_an_exposed_bind_without_a_token() {
     let env = Env::new();
