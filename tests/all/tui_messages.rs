@@ -166,3 +166,29 @@ the caller passes one, and the maximum number of retries ends it.";
         .unwrap_or(0);
     assert!(widest > 125, "rows of the answer fill the 140-column pane ({widest}):\n{s}");
 }
+
+/// tour12 F7: right after an export's long notice, the Import prompt's field and the Add
+/// form's keys stay on screen (the notice took the prompt's one row, so the path was typed blind).
+#[test]
+fn a_status_notice_leaves_an_open_prompts_field_and_keys_visible() {
+    let mut h = Harness::new().started();
+    h.alt('7');
+    h.pump();
+    h.key(KeyCode::Char('X'));
+    h.pump();
+    let notice = h.app.notice().expect("notice").to_string();
+    assert!(notice.contains("exported"), "{notice}");
+    h.key(KeyCode::Char('I'));
+    h.typ("/tmp/typed_path.json");
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "› /tmp/typed_path.json"), "{s}");
+    assert!(shows(&s, "exported"), "the notice is still said: {s}");
+    h.key(KeyCode::Esc);
+    h.key(KeyCode::Char('X'));
+    h.pump();
+    h.key(KeyCode::Right);
+    h.key(KeyCode::Char('a'));
+    let s = h.screen(80, 24);
+    assert!(shows(&s, "enter save · esc cancel"), "{s}");
+    assert!(shows(&s, "exported"), "{s}");
+}

@@ -723,10 +723,11 @@ impl ProfilePane {
     fn form_height(&self) -> u16 {
         match &self.form {
             Form::None => 0,
-            Form::Edit(_) => 8,
-            Form::Search(_) | Form::Import(_) => 3,
-            // The question, its answers, and a row to spare: a long status notice takes the
-            // bottom border and the row above.
+            // Each form keeps a row to spare under what the user reads or types: a long status
+            // notice takes the bottom border and the row above (`widgets::messages::own_lines`),
+            // and must not hide the field being typed into (tour12 F7) or the keys.
+            Form::Edit(_) => 9,
+            Form::Search(_) | Form::Import(_) => 4,
             Form::ConfirmRemove { .. } => 5,
         }
     }
@@ -861,13 +862,8 @@ impl ProfilePane {
                 cx.key(Command::ProfileMove)
             )
         };
-        buf.set_stringn(
-            inner.x + 1,
-            inner.y + inner.height - 1,
-            truncate(&help, w.saturating_sub(1)),
-            w,
-            t.style(Slot::Muted),
-        );
+        // Row 5 of at least 6; the row under it (when there is one) is left to a status notice.
+        buf.set_stringn(inner.x + 1, inner.y + 5, truncate(&help, w.saturating_sub(1)), w, t.style(Slot::Muted));
         Some(if f.field == Field::Text { c1 } else { c2 })
     }
 }
