@@ -987,19 +987,7 @@ impl App {
             }
         }
         match &e {
-            EngineEvent::Repos(Ok(rows)) => {
-                self.overview = rows.iter().find(|r| r.path == self.repo).cloned();
-                if !self.started_index {
-                    if let Some(o) = &self.overview {
-                        self.started_index = true;
-                        // Bring the index up to date in the background: build it when missing,
-                        // catch up with edits made since the last run otherwise.
-                        if o.state != RepoState::Updating && !o.watching {
-                            self.requests.push(Request::Index { repo: self.repo.clone(), rebuild: false });
-                        }
-                    }
-                }
-            }
+            EngineEvent::Repos(Ok(rows)) => self.repos_loaded(rows),
             EngineEvent::IndexFinished { repo, result: Err(err) } => {
                 let name = repo.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 self.set_notice(Level::Error, format!("indexing {name} failed: {err}"));
@@ -1055,6 +1043,21 @@ impl App {
         }
         for p in PaneId::ALL {
             self.with_pane(p, |pane, cx| pane.engine(&e, cx));
+        }
+    }
+
+    /// Keeps the current repository's overview; the first time, brings its index up to date in
+    /// the background (builds it when missing, catches up with edits made since the last run).
+    fn repos_loaded(&mut self, rows: &[RepoOverview]) {
+        self.overview = rows.iter().find(|r| r.path == self.repo).cloned();
+        if self.started_index {
+            return;
+        }
+        if let Some(o) = &self.overview {
+            self.started_index = true;
+            if o.state != RepoState::Updating && !o.watching {
+                self.requests.push(Request::Index { repo: self.repo.clone(), rebuild: false });
+            }
         }
     }
 
