@@ -235,8 +235,10 @@ pub fn mark_citations(answer: &str, citations: &[Citation]) -> String {
             let end = i + label.len();
             // `a.rs:1-2` must not match inside `a.rs:1-20`.
             let longer = rest[end..].chars().next().is_some_and(|ch| ch.is_ascii_digit());
+            // A model that already wrote the mark (`a.rs:1-2 [1]`) keeps its one.
+            let marked = rest[end..].trim_start_matches(' ').starts_with(&mark[label.len() + 1..]);
             rebuilt.push_str(&rest[..end]);
-            if !longer {
+            if !longer && !marked {
                 rebuilt.push_str(&mark[label.len()..]);
             }
             rest = &rest[end..];
@@ -407,6 +409,9 @@ mod tests {
         ];
         let out = mark_citations("See a.rs:1-2 and a.rs:1-20, then b.rs:3-4.", &c);
         assert_eq!(out, "See a.rs:1-2 [1] and a.rs:1-20, then b.rs:3-4 [2].");
+        // tour12 F22: a mark the model wrote itself is not doubled.
+        let out = mark_citations("See a.rs:1-2 [1], b.rs:3-4[2] and a.rs:1-2.", &c);
+        assert_eq!(out, "See a.rs:1-2 [1], b.rs:3-4[2] and a.rs:1-2 [1].");
     }
 
     #[test]
