@@ -40,6 +40,7 @@ mod terminal;
 mod tui;
 mod tui_chat;
 mod tui_e2e;
+mod tui_impact;
 mod tui_keys;
 mod tui_messages;
 mod tui_polish;

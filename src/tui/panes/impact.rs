@@ -28,6 +28,9 @@ pub struct ImpactPane {
     seq: u64,
     loading: bool,
     error: Option<String>,
+    /// This workbench is indexing the current repository: a file "not parsed yet" is being
+    /// parsed by that run, and the graph is asked for again when it ends.
+    indexing: bool,
     /// The engine's graph as it came; `model` is it laid out with `expanded` groups open.
     view: Option<GraphView>,
     expanded: BTreeSet<String>,
@@ -46,6 +49,7 @@ impl Default for ImpactPane {
             seq: 0,
             loading: false,
             error: None,
+            indexing: false,
             view: None,
             expanded: BTreeSet::new(),
             model: None,
@@ -118,6 +122,61 @@ impl ImpactPane {
     /// Forgets everything (the repository changed).
     pub fn reset(&mut self) {
         *self = ImpactPane { depth: self.depth, risk: self.risk, ..Default::default() };
+    }
+
+    /// The error to show: while this workbench indexes the repository, an answer that sends
+    /// the user to `docdex index` (a file not parsed yet, no graph yet) is replaced by what is
+    /// happening, since that command would collide with the workbench's own run.
+    fn shown_error(&self, error: &str) -> String {
+        let waits_for_a_run = error.contains("`docdex index --repo") || error.contains("`docdex graph rebuild --repo");
+        match (&self.center, self.indexing && waits_for_a_run) {
+            (Some(c), true) => format!(
+                "{c} is not in the impact graph yet: it is being parsed now; the graph appears when the run ends."
+            ),
+            _ => error.to_string(),
+        }
+    }
+
+    /// Takes the engine's answer to the newest request.
+    fn answer(&mut self, result: &Result<GraphView, String>) {
+        self.loading = false;
+        match result {
+            Ok(view) => {
+                let centre = view.nodes.get(view.center).map(|n| n.id.clone());
+                let same_centre =
+                    self.view.as_ref().and_then(|v| v.nodes.get(v.center)).map(|n| &n.id) == centre.as_ref();
+                // A reload of the same centre (a depth change, an index run) keeps the selection.
+                let selected =
+                    self.model.as_ref().and_then(|m| self.cursor.node(m).map(|n| m.view.nodes[n].id.clone()));
+                if !same_centre {
+                    self.expanded.clear();
+                }
+                self.view = Some(view.clone());
+                self.relayout();
+                if let (true, Some(id)) = (same_centre, selected) {
+                    self.reselect(&id);
+                }
+                self.error = None;
+            }
+            Err(e) => {
+                self.error = Some(e.clone());
+                self.model = None;
+                self.view = None;
+            }
+        }
+    }
+
+    /// Puts the cursor back on the node `id` after a reload of the same centre (else it stays
+    /// on the centre).
+    fn reselect(&mut self, id: &str) {
+        let Some(model) = &self.model else { return };
+        for (col, entries) in model.columns.iter().enumerate() {
+            if let Some(idx) = entries.iter().position(|&n| model.view.nodes[n].id == id) {
+                self.cursor.col = col;
+                self.cursor.idx = idx;
+                return;
+            }
+        }
     }
 }
 
@@ -207,30 +266,19 @@ impl Pane for ImpactPane {
         true
     }
 
-    fn engine(&mut self, event: &EngineEvent, _cx: &mut Cx<'_>) {
-        if let EngineEvent::Impact { seq, result } = event {
-            if *seq != self.seq {
-                return;
-            }
-            self.loading = false;
-            match result {
-                Ok(view) => {
-                    let centre = view.nodes.get(view.center).map(|n| n.id.clone());
-                    let same_centre =
-                        self.view.as_ref().and_then(|v| v.nodes.get(v.center)).map(|n| &n.id) == centre.as_ref();
-                    if !same_centre {
-                        self.expanded.clear();
-                    }
-                    self.view = Some(view.clone());
-                    self.relayout();
-                    self.error = None;
-                }
-                Err(e) => {
-                    self.error = Some(e.clone());
-                    self.model = None;
-                    self.view = None;
+    fn engine(&mut self, event: &EngineEvent, cx: &mut Cx<'_>) {
+        match event {
+            EngineEvent::IndexStarted { repo } if repo == cx.repo => self.indexing = true,
+            EngineEvent::IndexFinished { repo, result } if repo == cx.repo => {
+                self.indexing = false;
+                // The run wrote a new graph: ask again, so an answer from before it (a file
+                // "not parsed yet", a partial graph) does not stay.
+                if result.is_ok() && self.center.is_some() {
+                    self.fetch(cx);
                 }
             }
+            EngineEvent::Impact { seq, result } if *seq == self.seq => self.answer(result),
+            _ => {}
         }
     }
 
@@ -259,40 +307,33 @@ impl Pane for ImpactPane {
         let inner = block.inner(area);
         block.render(area, buf);
         let muted = t.style(Slot::Muted);
-        let w = inner.width as usize;
         match (&self.center, &self.model, &self.error) {
             (None, _, _) => {
-                buf.set_stringn(
-                    inner.x + 1,
-                    inner.y,
-                    format!(
-                        "Select a search result and press {} to see its imports and importers.",
-                        cx.key(Command::OpenImpact)
-                    ),
-                    w.saturating_sub(1),
-                    muted,
+                // Wrapped: at 40x10 the key (`ctrl+g`) is at the end of the line.
+                let hint = format!(
+                    "Select a search result and press {} to see its imports and importers.",
+                    cx.key(Command::OpenImpact)
                 );
+                write_wrapped(buf, inner, &hint, muted);
             }
             (Some(_), _, Some(e)) => {
                 // Wrapped: the reason and what to do are at its end.
-                for (row, line) in wrap(e, w.saturating_sub(1).max(1)).iter().take(inner.height as usize).enumerate() {
-                    buf.set_stringn(inner.x + 1, inner.y + row as u16, line, w.saturating_sub(1), t.style(Slot::Error));
-                }
+                write_wrapped(buf, inner, &self.shown_error(e), t.style(Slot::Error));
             }
-            (Some(c), None, None) => {
-                buf.set_stringn(
-                    inner.x + 1,
-                    inner.y,
-                    format!("loading the graph around {c}…"),
-                    w.saturating_sub(1),
-                    muted,
-                );
-            }
+            (Some(c), None, None) => write_wrapped(buf, inner, &format!("loading the graph around {c}…"), muted),
             (Some(_), Some(model), None) => {
                 let f = GraphWidget { model, cursor: &self.cursor, theme: t, risk: self.risk }.render(inner, buf);
                 *self.frame.borrow_mut() = f;
             }
         }
         None
+    }
+}
+
+/// Writes `text` wrapped to `area` (one cell in from the left), as many rows as fit.
+fn write_wrapped(buf: &mut Buffer, area: Rect, text: &str, style: ratatui::style::Style) {
+    let w = (area.width as usize).saturating_sub(1);
+    for (row, line) in wrap(text, w.max(1)).iter().take(area.height as usize).enumerate() {
+        buf.set_stringn(area.x + 1, area.y + row as u16, line, w, style);
     }
 }

@@ -1052,7 +1052,14 @@ impl GraphWidget<'_> {
         if model.columns.is_empty() || area.height < 4 || area.width < MIN_COL {
             return GraphFrame::default();
         }
-        let details_h = if area.height >= 16 { 4 } else { 2 };
+        let selected = self.cursor.node(model);
+        // The risk line gets rows of its own, wrapped, above the key to the marks (it used to
+        // take the key's row and was cut before the cycle it names); the diagram keeps
+        // `MIN_CANVAS` rows.
+        let risk = selected.and_then(|n| self.risk_line(n)).map(|r| wrap_rows(&r, area.width as usize));
+        let risk_room = area.height.saturating_sub(1 + 4 + MIN_CANVAS).clamp(1, MAX_RISK_ROWS) as usize;
+        let risk_rows = risk.as_ref().map_or(0, |r| r.len().min(risk_room)) as u16;
+        let details_h = if area.height >= 16 { 4 + risk_rows } else { 2 };
         let header = Rect { height: 1, ..area };
         let details = Rect { y: area.y + area.height - details_h, height: details_h, ..area };
         let layout = self.layout(area, Rect { y: area.y + 1, height: area.height - 1 - details_h, ..area });
@@ -1074,10 +1081,9 @@ impl GraphWidget<'_> {
             }
             self.header(buf, header, layout.col_x(c), layout.col_w, c, offset, visible);
         }
-        let selected = self.cursor.node(model);
         let linked = self.draw_links(buf, &layout, &anchor, selected);
         self.draw_nodes(buf, &layout, &anchor, selected, &linked);
-        self.details(buf, details, selected);
+        self.details(buf, details, selected, risk.unwrap_or_default());
         frame
     }
 
@@ -1364,7 +1370,7 @@ impl GraphWidget<'_> {
         }
     }
 
-    fn details(&self, buf: &mut Buffer, area: Rect, selected: Option<usize>) {
+    fn details(&self, buf: &mut Buffer, area: Rect, selected: Option<usize>, risk: Vec<String>) {
         let model = self.model;
         let t = self.theme;
         let w = area.width as usize;
@@ -1418,31 +1424,61 @@ impl GraphWidget<'_> {
             lines.push((list("imports", &imports, imports_cut), t.style(Slot::Text)));
             lines.push((list("imported by", &importers, importers_cut), t.style(Slot::Text)));
         }
-        let reasons: Vec<String> = model.marks(node).iter().map(|m| format!("{} {}", m.icon, m.reason)).collect();
-        let unread = model.view.rules_error.as_deref().filter(|_| self.risk);
-        if let Some(e) = unread {
-            // The notice first: at 80 columns the line is cut, and a mark's reason can be long.
-            let marks = if reasons.is_empty() { String::new() } else { format!(" · {}", reasons.join(" · ")) };
-            let text = format!("risk: constraint rules not checked ({e}){marks}");
-            lines.push((text, t.style(Slot::GraphRisk)));
-        } else if self.risk && !reasons.is_empty() {
-            lines.push((format!("risk: {}", reasons.join(" · ")), t.style(Slot::GraphRisk)));
-        } else {
-            let full = format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} on a cycle (red: back to the centre within this depth) · {WARN_ICON} unresolved · ▸ folder group · risk overlay {}", if self.risk { "on" } else { "off" });
-            // At 80 columns the full legend lost its last marks to `…`: a short one keeps them all
-            // (the title says whether the risk overlay is on).
-            let short = format!(
-                "─▶ imports · ╌ guessed · {CYCLE_ICON} cycle (red: to centre) · {WARN_ICON} unresolved · ▸ folder"
-            );
-            let legend = if super::width(&full) <= w { full } else { short };
-            lines.push((legend, t.style(Slot::Muted)));
+        let legend = format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} on a cycle (red: back to the centre within this depth) · {WARN_ICON} unresolved · ▸ folder group · risk overlay {}", if self.risk { "on" } else { "off" });
+        // At 80 columns the full legend lost its last marks to `…`: a short one keeps them all
+        // (the title says whether the risk overlay is on).
+        let short =
+            format!("─▶ imports · ╌ guessed · {CYCLE_ICON} cycle (red: to centre) · {WARN_ICON} unresolved · ▸ folder");
+        let legend = if super::width(&legend) <= w { legend } else { short };
+        let legend = (legend, t.style(Slot::Muted));
+        if area.height < 4 {
+            for (k, (text, style)) in lines.iter().take(area.height as usize).enumerate() {
+                buf.set_stringn(area.x, area.y + k as u16, truncate(text, w), w, *style);
+            }
+            return;
         }
-        let take = area.height as usize;
-        let chosen: Vec<&(String, Style)> = if take >= 4 { lines.iter().collect() } else { vec![&lines[0], &lines[1]] };
-        for (k, (text, style)) in chosen.into_iter().take(take).enumerate() {
+        // The node's lines, then the risk rows (the last one cut if they do not all fit),
+        // then the key to the marks on the bottom row.
+        let risk_rows = (area.height as usize).saturating_sub(lines.len() + 1);
+        let mut risk = risk;
+        if risk.len() > risk_rows {
+            let rest = risk.split_off(risk_rows.saturating_sub(1));
+            risk.push(truncate(&rest.join(" "), w));
+            risk.truncate(risk_rows);
+        }
+        let risk_style = t.style(Slot::GraphRisk);
+        lines.extend(risk.into_iter().map(|r| (r, risk_style)));
+        lines.push(legend);
+        for (k, (text, style)) in lines.iter().enumerate() {
             buf.set_stringn(area.x, area.y + k as u16, truncate(text, w), w, *style);
         }
     }
+
+    /// The risk overlay's line for `node`: its marks and why, or that the constraint rules
+    /// could not be read. `None` with the overlay off or nothing to say.
+    fn risk_line(&self, node: usize) -> Option<String> {
+        if !self.risk {
+            return None;
+        }
+        let model = self.model;
+        let reasons: Vec<String> = model.marks(node).iter().map(|m| format!("{} {}", m.icon, m.reason)).collect();
+        if let Some(e) = model.view.rules_error.as_deref() {
+            // The notice first: a mark's reason can be long.
+            let marks = if reasons.is_empty() { String::new() } else { format!(" · {}", reasons.join(" · ")) };
+            return Some(format!("risk: constraint rules not checked ({e}){marks}"));
+        }
+        (!reasons.is_empty()).then(|| format!("risk: {}", reasons.join(" · ")))
+    }
+}
+
+/// Rows the diagram keeps when the risk line takes rows of the details.
+const MIN_CANVAS: u16 = 9;
+/// Rows the risk line may take at most.
+const MAX_RISK_ROWS: u16 = 6;
+
+/// `text` wrapped to `w` cells (at least one row).
+fn wrap_rows(text: &str, w: usize) -> Vec<String> {
+    super::wrap(text, w.max(1))
 }
 
 #[cfg(test)]
