@@ -315,3 +315,22 @@ fn a_keymap_files_duplicate_binding_is_said_with_its_other_mistakes() {
     assert!(said.contains("; line 7: unknown action `fly`"), "{said}");
     assert!(said.contains("key `z` is bound twice in [repos]: to `add_repo` and to `reindex`"), "{said}");
 }
+
+/// tour12 F22: once the turn ends, "an answer is still coming" is no longer what the status says.
+#[test]
+fn the_still_coming_hint_gives_way_when_the_turn_ends() {
+    use docdex::tui::event::{ChatUpdate, EngineEvent};
+    let mut h = Harness::new().started();
+    h.alt('3');
+    h.typ("how is config parsed?");
+    h.key(KeyCode::Enter);
+    assert!(h.app.chat().streaming());
+    h.typ("next one");
+    h.key(KeyCode::Enter);
+    assert!(h.app.notice().unwrap_or_default().contains("still coming"));
+    let done = ChatUpdate::Done { turn: 1, session_id: None, citations: Vec::new(), stopped: true, unavailable: None };
+    h.engine_event(EngineEvent::Chat(done));
+    let notice = h.app.notice().unwrap_or_default().to_string();
+    assert!(!notice.contains("still coming") && notice.contains("enter sends your message"), "{notice}");
+    assert_eq!(h.app.chat().input_text(), "next one");
+}

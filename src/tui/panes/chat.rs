@@ -79,6 +79,8 @@ pub struct ChatPane {
     input: TextField,
     typing: bool,
     active: Option<ActiveCell>,
+    /// "an answer is still coming" was said: when the turn ends, a true notice replaces it.
+    said_still_coming: bool,
     turn: u64,
     /// Selected citation: (cell index, citation number).
     citation: Option<(usize, usize)>,
@@ -114,6 +116,7 @@ impl ChatPane {
     /// A pane for a provider.
     pub fn new(provider: ProviderStatus) -> Self {
         ChatPane {
+            said_still_coming: false,
             input: new_input(),
             typing: true,
             active: None,
@@ -296,6 +299,7 @@ impl ChatPane {
                     cx.key(Command::StopGeneration)
                 ),
             );
+            self.said_still_coming = true;
             return;
         }
         self.input = new_input();
@@ -321,6 +325,14 @@ impl ChatPane {
             session_id: self.sessions[self.current].id.clone(),
         });
         self.begin_answer(self.turn);
+    }
+
+    /// The turn ended: the "still coming" hint, if it was said, would now be false (tour12
+    /// F22), so a notice that the message in the box can be sent takes its place.
+    fn replace_still_coming(&mut self, turn: u64, cx: &mut Cx<'_>) {
+        if std::mem::take(&mut self.said_still_coming) {
+            cx.notify(Level::Info, format!("turn {turn} ended: {} sends your message", cx.key(Command::Send)));
+        }
     }
 
     /// The turn ended: commit the answer, remember the DAG session, and say what the user
@@ -604,7 +616,7 @@ impl Pane for ChatPane {
         self.input.insert_str(text);
     }
 
-    fn engine(&mut self, event: &EngineEvent, _cx: &mut Cx<'_>) {
+    fn engine(&mut self, event: &EngineEvent, cx: &mut Cx<'_>) {
         match event {
             EngineEvent::Provider(p) => self.provider = p.clone(),
             EngineEvent::Chat(ChatUpdate::Token { turn, text }) => {
@@ -631,6 +643,7 @@ impl Pane for ChatPane {
             EngineEvent::Chat(ChatUpdate::Done { turn, session_id, citations, stopped, unavailable }) => {
                 if self.active.as_ref().is_some_and(|a| a.turn == *turn) {
                     self.done(*turn, session_id, citations, *stopped, unavailable);
+                    self.replace_still_coming(*turn, cx);
                 } else {
                     self.remember_session(*turn, session_id);
                 }
