@@ -1554,7 +1554,7 @@ fn enter_on_a_source_folders_hit_opens_the_file_where_it_is() {
 /// pane froze on its last rows and said nothing).
 #[test]
 fn the_repos_list_refreshes_after_the_current_repository_is_deleted() {
-    let mut h = Harness::new().started();
+    let h = Harness::new().started();
     let other = h.env.repo("other");
     crate::util::write(&other, "lib.rs", "fn other() {}\n");
     h.engine.index(&other, &docdex::engine::IndexOptions::default(), &crate::util::quiet()).expect("index");

@@ -822,30 +822,34 @@ impl IndexSession {
                 let batch = Batching { first: COMMIT_EVERY_BYTES, parse: true };
                 self.index_in_batches(&pending, batch, run, summary, renames_left, false)?;
             }
-            // Symbols only: the text index already has these files. A stop leaves them
-            // unrecorded: the store stays out of step and the next run repairs it.
-            let repaired: Vec<(String, Option<(u64, CodeResult)>)> = plan
-                .repair
-                .par_iter()
-                .map(|c| {
-                    if run.stop.load(Ordering::Relaxed) {
-                        return (c.rel.clone(), None);
-                    }
-                    let r = self.extract_only(c);
-                    progress.done(c.size.min(self.cfg.max_file_size_bytes));
-                    (c.rel.clone(), r)
-                })
-                .collect();
-            if run.stop.load(Ordering::Relaxed) {
-                return Err(Error::IndexStopped { repo: self.repo.root.clone() });
-            }
-            for (rel, result) in repaired {
-                if let (Some((hash, r)), Some(code)) = (result, self.code_mut()) {
-                    code.record(&rel, hash, &r, true)?;
-                }
-            }
-            Ok(())
+            self.repair_symbols(&plan.repair, run)
         })
+    }
+
+    /// Symbols only for `repair`: the text index already has these files. A stop leaves them
+    /// unrecorded: the store stays out of step and the next run repairs it.
+    fn repair_symbols(&mut self, repair: &[walk::Candidate], run: &Run<'_>) -> Result<()> {
+        let progress = run.progress;
+        let repaired: Vec<(String, Option<(u64, CodeResult)>)> = repair
+            .par_iter()
+            .map(|c| {
+                if run.stop.load(Ordering::Relaxed) {
+                    return (c.rel.clone(), None);
+                }
+                let r = self.extract_only(c);
+                progress.done(c.size.min(self.cfg.max_file_size_bytes));
+                (c.rel.clone(), r)
+            })
+            .collect();
+        if run.stop.load(Ordering::Relaxed) {
+            return Err(Error::IndexStopped { repo: self.repo.root.clone() });
+        }
+        for (rel, result) in repaired {
+            if let (Some((hash, r)), Some(code)) = (result, self.code_mut()) {
+                code.record(&rel, hash, &r, true)?;
+            }
+        }
+        Ok(())
     }
 
     /// Indexes `files` in parallel, one batch at a time, committing after each batch that
