@@ -189,10 +189,19 @@ pub fn same_text(
         .find(|p| p.id != except && p.rule.as_deref() == rule && text_key(&p.content) == want))
 }
 
-/// A preference's words as compared for repeats: letter case, runs of spaces and a closing
-/// full stop aside.
+/// A preference's words as compared for repeats: letter case, runs of spaces, a closing full
+/// stop, invisible characters (a zero-width space pasted in made a second, identical-looking
+/// preference) and how an accent is encoded (`é` as one character or as `e` + U+0301) aside.
 pub fn text_key(content: &str) -> String {
-    content.trim_end_matches(['.', '!']).split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    use unicode_normalization::UnicodeNormalization;
+    let visible: String = content.nfc().filter(|c| !is_invisible(*c)).collect();
+    visible.trim_end_matches(['.', '!']).split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// Characters that take no room on screen: zero-width space, joiners, word joiner, byte-order
+/// mark, soft hyphen.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}')
 }
 
 /// Every preference, by id.
@@ -915,5 +924,14 @@ mod tests {
         let tombs = tombstones(&conn).unwrap();
         assert_eq!((tombs.len(), tombs[0].id.as_str(), tombs[0].agent_id.as_str()), (1, U2, "team"));
         assert!(agent_removals(&conn).unwrap().is_empty(), "the variant's removal would remove the team");
+    }
+
+    #[test]
+    fn repeats_are_found_through_invisible_characters_and_accent_encodings() {
+        let key = text_key("Prefer early returns.");
+        assert_eq!(text_key("Prefer\u{200B} early returns"), key);
+        assert_eq!(text_key("\u{FEFF}prefer  early\u{00AD} RETURNS!"), key);
+        assert_eq!(text_key("Pre\u{301}fer early returns"), text_key("Pr\u{e9}fer early returns"));
+        assert_ne!(text_key("Pr\u{e9}fer early returns"), key, "an accent is a different word");
     }
 }
