@@ -176,8 +176,12 @@ enum Command {
         #[command(flatten)]
         http: serve::HttpArgs,
     },
-    /// One process serving many repositories, mounted with `POST /v1/initialize` (Ctrl-C to stop).
+    /// One process serving many repositories, mounted with `POST /v1/initialize` (Ctrl-C or
+    /// `docdex daemon stop` to stop); `docdex daemon status` says whether one runs, and where.
+    #[command(args_conflicts_with_subcommands = true)]
     Daemon {
+        #[command(subcommand)]
+        action: Option<serve::DaemonAction>,
         #[command(flatten)]
         http: serve::HttpArgs,
     },
@@ -668,7 +672,8 @@ fn dispatch(engine: Engine, out: &Out, home: Option<&Path>, command: Command) ->
         Command::SymbolsStatus(args) => code::status(&engine, out, args)?,
         Command::Ast { action } => code::ast(&engine, out, action)?,
         Command::Serve { repo, http } => serve::serve(engine, repo.resolve()?, http)?,
-        Command::Daemon { http } => serve::daemon(engine, http)?,
+        Command::Daemon { action: Some(action), .. } => return serve::daemon_action(&engine, out, action),
+        Command::Daemon { action: None, http } => serve::daemon(engine, http)?,
         Command::Mcp { repo, auth_token, common } => serve::mcp(engine, repo, auth_token, common)?,
         Command::Bench(args) => bench::run(&engine, out, args)?,
         Command::BenchIndex(args) => bench::index::run(out, args)?,

@@ -1,9 +1,40 @@
 //! `docdex serve`, `docdex daemon` and `docdex mcp`: flags to
-//! [`ServerOptions`], then [`crate::server::run`]. All logic is in `src/server/`.
+//! [`ServerOptions`], then [`crate::server::run`]; `docdex daemon status|stop` read and act on
+//! the daemon's lock file. All logic is in `src/server/`.
 
+use crate::cli::output::Out;
+use crate::engine::protocol::{ago, now_ms, utc};
 use crate::engine::Engine;
+use crate::server::lockfile::{self, DaemonInfo, StopOutcome};
 use crate::server::{run, Mode, ServerOptions};
+use serde_json::json;
 use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Exit code of `docdex daemon status|stop` when no daemon of this home is running (as an
+/// init script's `status` says "not running").
+pub const NOT_RUNNING: u8 = 3;
+
+/// How long `docdex daemon stop` waits for the lock to be released: the daemon's own 10 s
+/// grace for requests in flight, and a little.
+const STOP_WAIT: Duration = Duration::from_secs(12);
+
+/// `docdex daemon status` and `docdex daemon stop` (bare `docdex daemon` starts one).
+#[derive(Debug, clap::Subcommand)]
+pub enum DaemonAction {
+    /// Is this home's daemon running, and where: pid, address, since when. Exit 0 running, 3 not.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop this home's daemon: SIGTERM, then wait up to 12 s for it to release its lock.
+    /// Exit 0 stopped, 3 none running, 1 refused or still running.
+    Stop {
+        #[arg(long)]
+        json: bool,
+    },
+}
 
 /// Flags shared by the HTTP processes.
 #[derive(Debug, clap::Args)]
@@ -75,6 +106,86 @@ pub fn daemon(engine: Engine, args: HttpArgs) -> anyhow::Result<()> {
         agent_id: args.common.agent_id.clone(),
     };
     run(engine, options(Mode::Daemon, None, Some(args), &common))
+}
+
+/// `docdex daemon status|stop`: what `<home>/daemon.lock` says while its lock is held.
+pub fn daemon_action(engine: &Engine, out: &Out, action: DaemonAction) -> anyhow::Result<ExitCode> {
+    match action {
+        DaemonAction::Status { json } => status(engine, out, json),
+        DaemonAction::Stop { json } => stop(engine, out, json),
+    }
+}
+
+fn status(engine: &Engine, out: &Out, json: bool) -> anyhow::Result<ExitCode> {
+    let lock = &lockfile::path(engine);
+    let Some(d) = lockfile::running(engine) else {
+        let stale = lockfile::stale(engine);
+        if json {
+            out.json(&json!({"running": false, "lock": lock, "stale_pid": stale.map(|s| s.pid)}))?;
+        } else {
+            out.line(&format!("no docdex daemon is running (lock {}){}", lock.display(), stale_note(stale.as_ref())));
+        }
+        return Ok(ExitCode::from(NOT_RUNNING));
+    };
+    if json {
+        let since = (d.started_ms > 0).then_some(d.started_ms);
+        out.json(&json!({"running": true, "pid": d.pid, "addr": d.addr, "started_ms": since, "lock": lock}))?;
+    } else {
+        out.line(&format!("a docdex daemon is running: pid {} on http://{}{}", d.pid, d.addr, since(&d)));
+        out.line(&format!("lock {}; stop it with `docdex daemon stop`", lock.display()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn stop(engine: &Engine, out: &Out, json: bool) -> anyhow::Result<ExitCode> {
+    let lock = &lockfile::path(engine);
+    let outcome = lockfile::stop(engine, STOP_WAIT);
+    let (code, state, message) = match &outcome {
+        StopOutcome::NotRunning(stale) => (
+            NOT_RUNNING,
+            "not_running",
+            format!("no docdex daemon is running (lock {}){}", lock.display(), stale_note(stale.as_ref())),
+        ),
+        StopOutcome::Refused(d, why) => {
+            (1, "refused", format!("not stopping pid {}: {why}; nothing was signalled (lock {})", d.pid, lock.display()))
+        }
+        StopOutcome::Stopped(d) => (0, "stopped", format!("stopped the docdex daemon (pid {} on {}); its lock is released", d.pid, d.addr)),
+        StopOutcome::StillRunning(d) => (1, "still_running", format!(
+            "sent SIGTERM to the docdex daemon (pid {} on {}), but it still holds its lock after {} s; `docdex daemon status` tells when it is gone",
+            d.pid, d.addr, STOP_WAIT.as_secs()
+        )),
+    };
+    if json {
+        let pid = match &outcome {
+            StopOutcome::NotRunning(_) => None,
+            StopOutcome::Refused(d, _) | StopOutcome::Stopped(d) | StopOutcome::StillRunning(d) => Some(d.pid),
+        };
+        out.json(&json!({"state": state, "pid": pid, "message": message, "lock": lock}))?;
+    } else if code == 0 || code == NOT_RUNNING {
+        out.line(&message);
+    } else {
+        eline!("{message}");
+    }
+    Ok(ExitCode::from(code))
+}
+
+/// ", since 2026-11-30 09:12:00 UTC (5 min ago)" when the lock file says.
+fn since(d: &DaemonInfo) -> String {
+    match d.started_ms {
+        0 => String::new(),
+        ms => format!(", since {} ({})", utc(ms), ago(now_ms(), ms)),
+    }
+}
+
+/// What a lock file nobody holds names: said, so the user sees it is ignored, not signalled.
+fn stale_note(stale: Option<&DaemonInfo>) -> String {
+    match stale {
+        Some(s) => format!(
+            "; the file names pid {}, left by a daemon that did not exit cleanly: ignored, never signalled, replaced by the next daemon",
+            s.pid
+        ),
+        None => String::new(),
+    }
 }
 
 /// `docdex mcp`.

@@ -140,6 +140,13 @@ fn same_port(at: &str, addr: std::net::SocketAddr) -> bool {
 }
 
 impl Engine {
+    /// This home's `docdex daemon` (pid, address) while it holds `<home>/daemon.lock`: the test
+    /// `check` makes, shared with `docdex daemon status|stop` so a stale file is never taken for
+    /// a running daemon (nor its pid signalled).
+    pub fn running_daemon(&self) -> Option<(u64, String)> {
+        running_daemon(&self.paths().home.join("daemon.lock"))
+    }
+
     /// Runs every check. Never fails itself: problems are items in the report.
     pub fn check(&self, opts: &CheckOptions) -> CheckReport {
         let mut r =

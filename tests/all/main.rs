@@ -10,6 +10,7 @@ mod chat_no_model;
 mod cli;
 mod config;
 mod context;
+mod daemon;
 mod documents;
 mod eval;
 mod faults;
