@@ -7,7 +7,7 @@
 use crate::documents::HANG_GUARD;
 use crate::util::{dead_url, llm_config, write, Env};
 use crate::web_support::*;
-use docdex::engine::protocol::{ChatTurnRequest, Slot, StepStatus, WebPolicy};
+use docdex::engine::protocol::{AnswerStatus, ChatTurnRequest, Slot, StepStatus, WebPolicy};
 use docdex::engine::web::types::{
     DiscoveryStatus, FetchVia, PageStatus, WebFetchRequest, WebResearchRequest, WebSearchRequest,
 };
@@ -753,4 +753,78 @@ fn a_browser_that_never_answers_falls_back_to_plain_http_soon() {
     assert_eq!(r.page.via, FetchVia::Http, "{r:?}");
     assert!(r.page.markdown.contains("quux bus"));
     assert!(t.elapsed() < Duration::from_secs(15), "fell back after {:?}", t.elapsed());
+}
+
+/// A chat whose web tier is fetching a page that answers after 20 s, its token tripped ~1 s
+/// into the fetch (as the workbench's ctrl+s and a client hanging up do).
+fn chat_stopped_during_a_slow_fetch(scraper: &str) {
+    let site = Fixture::start("127.0.0.1", move |target, base, _| {
+        if target.starts_with("/html/") {
+            Reply::html(results_page(&[(format!("{base}/slow"), "Widgets", "widget knobs")]))
+        } else {
+            let mut r = Reply::html(doc_page("Widgets", WIDGETS));
+            r.delay = Duration::from_secs(20);
+            r
+        }
+    });
+    let server = FakeOllama::start(FakeOllamaOptions::default()).expect("fake ollama");
+    let env = Env::new();
+    env.write_config(&format!(
+        "{}[web]\nddg_base_url = \"{}\"\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\npage_load_timeout_secs = 60\n{scraper}\n",
+        llm_config("ollama", &server.url(), "fake-chat", "fake-embed"),
+        site.url("/html/")
+    ));
+    let repo = env.repo("proj");
+    write(&repo, "src/lib.rs", "pub fn add(a: u32, b: u32) -> u32 { a + b }\n");
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let req =
+        ChatTurnRequest { query: "how do I reset a widget knob".into(), web: WebPolicy::Force, ..Default::default() };
+    let cancel = req.cancel.clone();
+    let stopper = std::thread::spawn(move || {
+        assert!(site.wait_for("/slow", Duration::from_secs(30)), "the slow page was never asked for");
+        std::thread::sleep(Duration::from_secs(1));
+        let tripped = Instant::now();
+        cancel.cancel();
+        (tripped, site)
+    });
+    let resp = env.engine().chat(&repo, &req, &mut |_| ControlFlow::Continue(())).expect("chat");
+    let ended = Instant::now();
+    let (tripped, _site) = stopper.join().unwrap();
+    let took = ended.saturating_duration_since(tripped);
+    assert!(took < Duration::from_secs(8), "{scraper}: the turn ended {took:?} after the stop");
+    assert_eq!(resp.llm.status, AnswerStatus::Stopped, "{scraper}: {:?}", resp.llm);
+    let step = resp.trace.steps.iter().find(|s| s.name == "web").expect("web step");
+    assert!(step.detail.contains("cancelled"), "{scraper}: {step:?}");
+    assert!(
+        !resp.trace.notices.iter().any(|n| n.contains("failed")),
+        "{scraper}: a stop is no failure: {:?}",
+        resp.trace.notices
+    );
+    assert!(server.requests().iter().all(|(p, _)| p != "/api/chat"), "{scraper}: the model was not asked");
+}
+
+#[test]
+fn a_cancelled_chat_stops_the_web_tier_mid_fetch_over_http() {
+    chat_stopped_during_a_slow_fetch("engine = \"http\"");
+}
+
+#[test]
+fn a_cancelled_chat_stops_the_web_tier_mid_fetch_in_chromium() {
+    if !have_browser() {
+        return;
+    }
+    chat_stopped_during_a_slow_fetch("");
+}
+
+#[test]
+fn web_research_under_a_tripped_token_ends_cancelled_before_discovery() {
+    let site = Fixture::start("127.0.0.1", site("http://127.0.0.2:9/secret".into()));
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", "engine = \"http\"\n"));
+    let token = docdex::engine::cancel::CancelToken::new();
+    token.cancel();
+    let _ambient = token.enter();
+    let r = env.engine().web_research(&WebResearchRequest { query: "widget knobs".into(), ..Default::default() });
+    assert!(matches!(r, Err(docdex::error::Error::Cancelled)), "{r:?}");
+    assert!(site.hits("/html/").is_empty(), "nothing was asked of the endpoint");
 }

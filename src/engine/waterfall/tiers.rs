@@ -14,7 +14,7 @@ use crate::engine::search::types::{SearchRequest, SearchResponse};
 use crate::engine::web::types::{
     DiscoveryStatus, FetchVia, PageStatus, WebResearchRequest, WebResearchResponse, WebTrace,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 use serde_json::{json, Value};
 use std::time::Instant;
 
@@ -114,6 +114,14 @@ impl Turn<'_> {
         );
         let resp = match self.engine.search(&self.repo.root, &sreq) {
             Ok(r) => r,
+            // Stopped mid-search (the query's embedding, the file ranking): a stop, not an error.
+            Err(Error::Cancelled) => {
+                self.stopped = true;
+                self.dag.node(NodeKind::Observation, "search stopped", json!({"error": "cancelled"}), &[call]);
+                let detail = "stopped while searching the code index (cancelled)".to_string();
+                self.step(1, "code_index", StepStatus::Skipped, started, 0, detail);
+                return Ok(None);
+            }
             Err(e) => {
                 self.dag.node(NodeKind::Observation, "search failed", json!({"error": e.to_string()}), &[call]);
                 return Err(e);
@@ -276,6 +284,13 @@ impl Turn<'_> {
                 self.trace.web = Some(r.trace.clone());
                 found.web = r.passages;
                 (status, detail, payload)
+            }
+            Err(Error::Cancelled) => {
+                // Stopped mid-fetch: the turn ends like any stop, with no "failed" notice.
+                tracing::info!("chat turn cancelled during the web tier");
+                self.stopped = true;
+                let detail = "stopped while the web tier was searching and fetching (cancelled)".to_string();
+                (StepStatus::Skipped, detail, json!({"error": "cancelled"}))
             }
             Err(e) => {
                 self.notice(format!("{why_wanted}, but the web tier failed ({e}); the answer uses local context only"));

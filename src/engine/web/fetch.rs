@@ -4,6 +4,7 @@
 
 use super::browser::Chromium;
 use super::policy::{Origin, UrlPolicy};
+use crate::engine::cancel::{CancelToken, CANCEL_TICK};
 use crate::error::{Error, Result};
 use headless_chrome::browser::tab::RequestPausedDecision;
 use headless_chrome::protocol::cdp::types::Event;
@@ -448,7 +449,10 @@ fn count_document_bytes(max_bytes: u64, over: Arc<AtomicBool>) -> impl Fn(&Event
 /// and images, media, fonts and stylesheets, are failed before they leave the browser; a
 /// document that is not a text page, is served as a download, or is larger than `max_bytes`
 /// is failed when its headers arrive (or, without a length, once that many bytes came), and
-/// downloads are denied outright, so the browser never writes a file for docdex.
+/// downloads are denied outright, so the browser never writes a file for docdex. When `cancel`
+/// trips, the load and the read stop within a [`CANCEL_TICK`] with [`Error::Cancelled`] and
+/// the tab is stopped and closed on a helper thread, not waited for.
+#[allow(clippy::too_many_arguments)]
 pub fn render(
     chromium: &Chromium,
     policy: &UrlPolicy,
@@ -457,7 +461,9 @@ pub fn render(
     user_agent: &str,
     timeout: Duration,
     max_bytes: u64,
+    cancel: &CancelToken,
 ) -> Result<Rendered> {
+    cancel.check()?;
     let browser = chromium.browser()?;
     chromium.in_use.fetch_add(1, Ordering::SeqCst);
     let _in_use = InUse(chromium);
@@ -487,7 +493,11 @@ pub fn render(
     let deadline = Instant::now() + timeout;
     let rx = navigate_in_background(&tab, url)?;
     let why_refused = || refused.lock().ok().and_then(|r| r.documents.first().cloned());
-    let loaded = wait_for_load(chromium, &rx, &over, timeout);
+    let loaded = wait_for_load(chromium, &rx, &over, timeout, cancel);
+    if matches!(loaded, Load::Cancelled) {
+        close_in_background(close);
+        return Err(Error::Cancelled);
+    }
     // A dead browser answers no command: stopping its tab would wait out the timeout again.
     let browser_alive = !matches!(loaded, Load::BrowserGone);
     if let Err(e) = load_outcome(loaded, url, why_refused, timeout, max_bytes) {
@@ -508,7 +518,12 @@ pub fn render(
         return Err(Error::BadRequest(format!("{b}: refused by the URL rules (loopback or private target)")));
     }
     let reader = tab.clone();
-    let html = within(deadline.max(Instant::now() + READ_GRACE), move || reader.get_content())
+    let read = within(deadline.max(Instant::now() + READ_GRACE), cancel, move || reader.get_content());
+    if cancel.is_cancelled() {
+        close_in_background(close);
+        return Err(Error::Cancelled);
+    }
+    let html = read
         .ok_or_else(|| {
             Error::Upstream(format!(
                 "{url}: the page did not load within {} s (page_load_timeout_secs): it did not answer when read",
@@ -525,11 +540,26 @@ pub fn render(
 /// just before its deadline is still read).
 const READ_GRACE: Duration = Duration::from_secs(2);
 
-/// Runs `f` on a helper thread and waits for it until `deadline`; `None` when it did not
-/// answer by then (the helper is left to end when the tab closes). DevTools commands wait as
-/// long as the connection's timeout, a day: a page whose renderer does not answer held the
-/// fetch for that long.
-fn within<T: Send + 'static>(deadline: Instant, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+/// Stops and closes a tab on a helper thread: a stopped turn does not wait on the renderer.
+fn close_in_background(close: CloseTab) {
+    let spawned = std::thread::Builder::new().name("docdex-close-tab".into()).spawn(move || {
+        let _ = close.0.stop_loading();
+        drop(close);
+    });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "could not close a stopped page's tab in the background");
+    }
+}
+
+/// Runs `f` on a helper thread and waits for it until `deadline` or until `cancel` trips;
+/// `None` when it did not answer by then (the helper is left to end when the tab closes).
+/// DevTools commands wait as long as the connection's timeout, a day: a page whose renderer
+/// does not answer held the fetch for that long.
+fn within<T: Send + 'static>(
+    deadline: Instant,
+    cancel: &CancelToken,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("docdex-tab-call".into())
@@ -537,7 +567,17 @@ fn within<T: Send + 'static>(deadline: Instant, f: impl FnOnce() -> T + Send + '
             let _ = tx.send(f());
         })
         .ok()?;
-    rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok()
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || cancel.is_cancelled() {
+            return None;
+        }
+        match rx.recv_timeout(left.min(CANCEL_TICK)) {
+            Ok(v) => return Some(v),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
+        }
+    }
 }
 
 /// Answers every JavaScript dialog the page opens (`alert`, `confirm`, `prompt`: cancelled;
@@ -627,6 +667,7 @@ fn load_outcome(
             "{url}: the page did not load within {} s (page_load_timeout_secs)",
             timeout.as_secs()
         ))),
+        Load::Cancelled => Err(Error::Cancelled),
     }
 }
 
@@ -637,23 +678,30 @@ enum Load {
     TooLarge,
     BrowserGone,
     TimedOut,
+    /// The caller's token tripped.
+    Cancelled,
 }
 
-/// Waits for the navigation helper, checking every 200 ms whether the page grew past its cap or
-/// the browser died (a crashed browser would otherwise hold the caller until the timeout).
+/// Waits for the navigation helper, checking every [`CANCEL_TICK`] whether the caller stopped,
+/// the page grew past its cap or the browser died (a crashed browser would otherwise hold the
+/// caller until the timeout).
 fn wait_for_load(
     chromium: &Chromium,
     rx: &std::sync::mpsc::Receiver<std::result::Result<(), String>>,
     over: &AtomicBool,
     timeout: Duration,
+    cancel: &CancelToken,
 ) -> Load {
     let deadline = std::time::Instant::now() + timeout;
     loop {
+        if cancel.is_cancelled() {
+            return Load::Cancelled;
+        }
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
             return Load::TimedOut;
         }
-        match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+        match rx.recv_timeout(left.min(CANCEL_TICK)) {
             Ok(Ok(())) if over.load(Ordering::SeqCst) => return Load::TooLarge,
             Ok(Ok(())) => return Load::Done,
             Ok(Err(msg)) if over.load(Ordering::SeqCst) => {

@@ -17,6 +17,7 @@ pub mod shallow;
 pub mod spacing;
 pub mod types;
 
+use crate::engine::cancel::{CancelToken, CANCEL_TICK};
 use crate::engine::fsutil::now_ms;
 use crate::engine::search::types::SearchRequest;
 use crate::engine::Engine;
@@ -124,6 +125,18 @@ impl Engine {
         Duration::from_secs(self.config().web.scraper.page_load_timeout_secs.max(1))
     }
 
+    /// Runs `fut` (a request to the web) on the engine's runtime unless `cancel` trips first:
+    /// then the request is dropped (its connection closed) and this is [`Error::Cancelled`].
+    fn block_on_unless<F: std::future::Future>(&self, cancel: &CancelToken, fut: F) -> Result<F::Output> {
+        cancel.check()?;
+        self.block_on(async move {
+            tokio::select! {
+                out = fut => Ok(out),
+                _ = cancel.cancelled() => Err(Error::Cancelled),
+            }
+        })?
+    }
+
     fn ensure_web_enabled(&self) -> Result<()> {
         if self.config().web.enabled {
             Ok(())
@@ -135,12 +148,14 @@ impl Engine {
         }
     }
 
-    fn acquire_permit(&self) -> Result<Permit<'_>> {
+    /// A fetch permit, waited for until one is free or `cancel` trips ([`Error::Cancelled`]).
+    fn acquire_permit(&self, cancel: &CancelToken) -> Result<Permit<'_>> {
         let max = self.config().core.max_concurrent_fetches.max(1) as usize;
         let st = self.web();
         let mut n = st.permits.lock().map_err(|_| Error::Upstream("fetch permits poisoned".into()))?;
         while *n >= max {
-            n = st.freed.wait(n).map_err(|_| Error::Upstream("fetch permits poisoned".into()))?;
+            cancel.check()?;
+            n = st.freed.wait_timeout(n, CANCEL_TICK).map_err(|_| Error::Upstream("fetch permits poisoned".into()))?.0;
         }
         *n += 1;
         Ok(Permit(st))
@@ -154,10 +169,12 @@ impl Engine {
             return Err(Error::BadRequest("empty query: pass words to search the web for".into()));
         }
         let limit = req.limit.unwrap_or(self.config().search.max_web_hits as usize).clamp(1, 30);
-        Ok(self.discover(req.query.trim(), limit))
+        self.discover(req.query.trim(), limit, &CancelToken::current())
     }
 
-    fn discover(&self, query: &str, limit: usize) -> WebSearchResponse {
+    /// Discovery through the primary endpoint, then the proxy. Only a tripped `cancel` is an
+    /// error ([`Error::Cancelled`]): a blocked or failed endpoint is a status with notes.
+    fn discover(&self, query: &str, limit: usize, cancel: &CancelToken) -> Result<WebSearchResponse> {
         let started = Instant::now();
         let cache = self.web_cache();
         let mut resp = WebSearchResponse {
@@ -178,7 +195,7 @@ impl Engine {
             resp.cached = true;
             self.keep_results(&mut resp, hit.results, limit);
             resp.ms = ms(started);
-            return resp;
+            return Ok(resp);
         }
         let web = &self.config().web;
         let mut endpoints = vec![("primary", web.ddg_base_url.clone())];
@@ -190,7 +207,7 @@ impl Engine {
             if name == "proxy" {
                 resp.notes.push("trying the proxy endpoint ([web] ddg_proxy_base_url)".into());
             }
-            match self.query_endpoint(&base, query, &mut resp) {
+            match self.query_endpoint(&base, query, &mut resp, cancel) {
                 Ok(results) => {
                     let entry = CachedSearch {
                         query: query.to_string(),
@@ -205,8 +222,9 @@ impl Engine {
                     resp.source = name.into();
                     self.keep_results(&mut resp, results, limit);
                     resp.ms = ms(started);
-                    return resp;
+                    return Ok(resp);
                 }
+                Err(EndpointFailure::Cancelled) => return Err(Error::Cancelled),
                 Err(EndpointFailure::Blocked(why)) => {
                     blocked = true;
                     resp.notes.push(format!("{name} endpoint blocked: {why}"));
@@ -219,7 +237,7 @@ impl Engine {
         // The notes travel in the answer (the CLI prints them as a warning, HTTP and MCP return
         // them): a warning in the log too printed the same failure twice.
         tracing::info!(query, status = ?resp.status, notes = ?resp.notes, "web discovery found nothing usable");
-        resp
+        Ok(resp)
     }
 
     /// Drops results whose URL the rules refuse and keeps `limit`, renumbered.
@@ -244,6 +262,7 @@ impl Engine {
         base: &str,
         query: &str,
         resp: &mut WebSearchResponse,
+        cancel: &CancelToken,
     ) -> std::result::Result<Vec<WebResult>, EndpointFailure> {
         let policy = self.url_policy();
         let mut url =
@@ -258,19 +277,25 @@ impl Engine {
             let wait = spacer.reserve(&key, gap).map_err(|e| EndpointFailure::Failed(e.to_string()))?;
             if !wait.is_zero() {
                 tracing::info!(ms = wait.as_millis() as u64, "waiting for the discovery rate limit");
-                std::thread::sleep(wait);
+                pause(wait, cancel).map_err(|_| EndpointFailure::Cancelled)?;
                 resp.waited_ms += wait.as_millis() as u64;
             }
             let answer = self
-                .block_on(fetch::get(
-                    client,
-                    &policy,
-                    &url,
-                    Origin::Configured,
-                    self.config().web.max_page_bytes,
-                    self.page_timeout(),
-                ))
-                .map_err(|e| EndpointFailure::Failed(e.to_string()))?
+                .block_on_unless(
+                    cancel,
+                    fetch::get(
+                        client,
+                        &policy,
+                        &url,
+                        Origin::Configured,
+                        self.config().web.max_page_bytes,
+                        self.page_timeout(),
+                    ),
+                )
+                .map_err(|e| match e {
+                    Error::Cancelled => EndpointFailure::Cancelled,
+                    e => EndpointFailure::Failed(e.to_string()),
+                })?
                 .map_err(|e| EndpointFailure::Failed(e.to_string()));
             let _ = spacer.finished(&key, gap);
             let answer = answer?;
@@ -310,10 +335,13 @@ impl Engine {
         self.ensure_web_enabled()?;
         let origin = if req.explicit { Origin::Explicit } else { Origin::Discovered };
         let url = self.url_policy().check_str(&req.url, origin).map_err(|r| Error::BadRequest(r.0))?;
-        self.fetch_page(&url, origin, req.refresh)
+        self.fetch_page(&url, origin, req.refresh, &CancelToken::current())
     }
 
-    fn fetch_page(&self, url: &Url, origin: Origin, refresh: bool) -> Result<WebFetchResponse> {
+    /// One page, cached or fetched; every wait on the way (the per-domain delay, a permit, the
+    /// fetch itself) ends with [`Error::Cancelled`] within a [`CANCEL_TICK`] of `cancel` tripping.
+    fn fetch_page(&self, url: &Url, origin: Origin, refresh: bool, cancel: &CancelToken) -> Result<WebFetchResponse> {
+        cancel.check()?;
         let started = Instant::now();
         let cache = self.web_cache();
         let key = WebCache::page_key(url.as_str());
@@ -338,10 +366,10 @@ impl Engine {
         let wait = spacer.reserve(&spacing_key, delay)?;
         if !wait.is_zero() {
             tracing::info!(url = %url, ms = wait.as_millis() as u64, "waiting for the per-domain delay");
-            std::thread::sleep(wait);
+            pause(wait, cancel)?;
         }
-        let _permit = self.acquire_permit()?;
-        let fetched = self.fetch_raw(url, origin, &mut notes);
+        let _permit = self.acquire_permit(cancel)?;
+        let fetched = self.fetch_raw(url, origin, &mut notes, cancel);
         let _ = spacer.finished(&spacing_key, delay);
         let (html, final_url, status, via) = fetched?;
         if let Some(s) = status.filter(|s| *s >= 400) {
@@ -389,7 +417,7 @@ impl Engine {
     pub(crate) fn fetch_url(&self, raw: &str, origin: Origin) -> Result<WebPage> {
         self.ensure_web_enabled()?;
         let url = self.url_policy().check_str(raw, origin).map_err(|r| Error::BadRequest(r.0))?;
-        Ok(self.fetch_page(&url, origin, false)?.page)
+        Ok(self.fetch_page(&url, origin, false, &CancelToken::current())?.page)
     }
 
     /// A JSON document from a configured registry (npm, PyPI), with the same per-domain delay,
@@ -424,9 +452,11 @@ impl Engine {
         let delay = Duration::from_millis(self.config().web.scraper.request_delay_ms.max(1000));
         let key = format!("fetch:{}", url.host_str().unwrap_or_default());
         let wait = self.spacer().reserve(&key, delay)?;
-        std::thread::sleep(wait);
-        let _permit = self.acquire_permit()?;
-        let a = self.block_on(fetch::get_bytes(self.http_client()?, &policy, &url, origin, bound, self.page_timeout()));
+        let cancel = CancelToken::current();
+        pause(wait, &cancel)?;
+        let _permit = self.acquire_permit(&cancel)?;
+        let got = fetch::get_bytes(self.http_client()?, &policy, &url, origin, bound, self.page_timeout());
+        let a = self.block_on_unless(&cancel, got);
         let _ = self.spacer().finished(&key, delay);
         let a = a?.map_err(|e| Error::Upstream(e.to_string()))?;
         if a.status == 404 {
@@ -444,6 +474,7 @@ impl Engine {
         url: &Url,
         origin: Origin,
         notes: &mut Vec<String>,
+        cancel: &CancelToken,
     ) -> Result<(String, String, Option<u16>, FetchVia)> {
         if let Some(missing) = browser::configured_missing(&self.config().web.scraper) {
             notes.push(missing);
@@ -458,6 +489,7 @@ impl Engine {
                     &self.config().web.user_agent,
                     self.page_timeout(),
                     self.config().web.max_page_bytes,
+                    cancel,
                 );
                 if !ch.alive() {
                     self.forget_browser(&ch);
@@ -469,14 +501,17 @@ impl Engine {
                 notes.push(format!("fetched over plain HTTP: {why}"));
                 let client = self.http_client()?;
                 let a = self
-                    .block_on(fetch::get(
-                        client,
-                        &self.url_policy(),
-                        url,
-                        origin,
-                        self.config().web.max_page_bytes,
-                        self.page_timeout(),
-                    ))?
+                    .block_on_unless(
+                        cancel,
+                        fetch::get(
+                            client,
+                            &self.url_policy(),
+                            url,
+                            origin,
+                            self.config().web.max_page_bytes,
+                            self.page_timeout(),
+                        ),
+                    )?
                     .map_err(|e| match e {
                         fetch::HttpFailure::Refused(s) => Error::BadRequest(s),
                         fetch::HttpFailure::Failed(s) => Error::Upstream(s),
@@ -540,6 +575,9 @@ impl Engine {
     /// Researches a question: discovery, then the top `max_pages` results fetched at once (at
     /// most `[core] max_concurrent_fetches` in flight), then each page's best passages. Failures
     /// are recorded in the trace, never raised: the caller decides what an empty answer means.
+    /// A stop is raised: when the thread's ambient [`CancelToken`] (a chat turn's, an HTTP or
+    /// MCP request's) trips, discovery, the rate-limit waits and every page fetch end within a
+    /// [`CANCEL_TICK`] and this returns [`Error::Cancelled`] (a browser tab is closed behind it).
     pub fn web_research(&self, req: &WebResearchRequest) -> Result<WebResearchResponse> {
         self.ensure_web_enabled()?;
         if req.query.trim().is_empty() {
@@ -548,7 +586,8 @@ impl Engine {
         let started = Instant::now();
         let max_pages = req.max_pages.unwrap_or(self.config().search.max_web_hits as usize).clamp(1, 10);
         let per_page = req.passages_per_page.unwrap_or(PASSAGES_PER_PAGE).clamp(1, 10);
-        let found = self.discover(req.query.trim(), (max_pages * 2).max(8));
+        let cancel = CancelToken::current();
+        let found = self.discover(req.query.trim(), (max_pages * 2).max(8), &cancel)?;
         let mut trace = WebTrace {
             query: req.query.trim().to_string(),
             discovery: Some(found.status),
@@ -560,7 +599,9 @@ impl Engine {
             ..Default::default()
         };
         let picked: Vec<&WebResult> = found.results.iter().take(max_pages).collect();
-        let fetched = self.fetch_all(&picked);
+        let fetched = self.fetch_all(&picked, &cancel);
+        // A stopped fetch is no failed page: the whole research ends.
+        cancel.check()?;
         let mut passages = Vec::new();
         for (r, (res, took)) in picked.iter().zip(fetched) {
             match res {
@@ -588,19 +629,21 @@ impl Engine {
     }
 
     /// Fetches discovered pages at once (each through the URL policy), with each fetch's time.
-    fn fetch_all(&self, picked: &[&WebResult]) -> Vec<(Result<WebFetchResponse>, f64)> {
+    /// Each thread answers to `cancel` (its own threads have no ambient token).
+    fn fetch_all(&self, picked: &[&WebResult], cancel: &CancelToken) -> Vec<(Result<WebFetchResponse>, f64)> {
         std::thread::scope(|s| {
             let handles: Vec<_> = picked
                 .iter()
                 .map(|r| {
                     let url = r.url.clone();
+                    let cancel = cancel.clone();
                     s.spawn(move || {
                         let t = Instant::now();
                         let res = self
                             .url_policy()
                             .check_str(&url, Origin::Discovered)
                             .map_err(|r| Error::BadRequest(r.0))
-                            .and_then(|u| self.fetch_page(&u, Origin::Discovered, false));
+                            .and_then(|u| self.fetch_page(&u, Origin::Discovered, false, &cancel));
                         (res, ms(t))
                     })
                 })
@@ -718,6 +761,22 @@ impl Engine {
 enum EndpointFailure {
     Blocked(String),
     Failed(String),
+    /// The caller's token tripped: no verdict on the endpoint.
+    Cancelled,
+}
+
+/// Sleeps `wait` (a rate-limit wait) unless `cancel` trips first: then [`Error::Cancelled`]
+/// within a [`CANCEL_TICK`].
+fn pause(wait: Duration, cancel: &CancelToken) -> Result<()> {
+    let until = Instant::now() + wait;
+    loop {
+        cancel.check()?;
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        std::thread::sleep(left.min(CANCEL_TICK));
+    }
 }
 
 fn ms(since: Instant) -> f64 {
