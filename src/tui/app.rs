@@ -999,7 +999,11 @@ impl App {
                 let changed = s.added + s.updated + s.deleted;
                 self.set_notice(
                     Level::Info,
-                    format!("indexed {} ({changed} changed)", widgets::count(s.files, "file", "files")),
+                    format!(
+                        "indexed {} ({} changed)",
+                        widgets::count(s.files, "file", "files"),
+                        widgets::thousands(changed)
+                    ),
                 );
             }
             EngineEvent::IndexFinished { repo, result: Ok(s) } if *repo != self.repo => {
@@ -1297,15 +1301,24 @@ impl App {
     /// The quit confirmation box.
     fn render_confirm_quit(&self, main: Rect, buf: &mut Buffer) {
         let t = &self.theme;
-        let r = centered(main, main.width.saturating_sub(8).min(52), 4);
+        let chord = self.keymap.hint_for(Command::Quit, Some(false)).unwrap_or_else(|| "ctrl+c".into());
+        let text = format!("y or enter quits; any other key stays. {chord} quits at once.");
+        let w = main.width.saturating_sub(8).min(52);
+        // As many rows as the question wraps to (three at 40 columns, where two cut it).
+        let lines = widgets::wrap(&text, w.saturating_sub(4) as usize);
+        let r = centered(main, w, (lines.len() as u16 + 2).min(main.height));
         Clear.render(r, buf);
         let block = frame(" Quit docdex? ", true, t);
         let inner = block.inner(r);
         block.render(r, buf);
-        let chord = self.keymap.hint_for(Command::Quit, Some(false)).unwrap_or_else(|| "ctrl+c".into());
-        let text = format!("y or enter quits; any other key stays. {chord} quits at once.");
-        for (k, piece) in widgets::wrap(&text, inner.width.saturating_sub(2) as usize).iter().take(2).enumerate() {
-            buf.set_stringn(inner.x + 1, inner.y + k as u16, piece, inner.width as usize - 1, t.style(Slot::Text));
+        for (k, piece) in lines.iter().take(inner.height as usize).enumerate() {
+            buf.set_stringn(
+                inner.x + 1,
+                inner.y + k as u16,
+                piece,
+                inner.width.saturating_sub(1) as usize,
+                t.style(Slot::Text),
+            );
         }
     }
 

@@ -46,6 +46,7 @@ mod tui_keys;
 mod tui_messages;
 mod tui_polish;
 mod tui_profile;
+mod tui_small;
 mod tui_support;
 mod util;
 mod watch;

@@ -48,7 +48,11 @@ pub struct SearchLayout {
     pub preview: Rect,
 }
 
-/// Splits the pane: query on top; results beside the preview when wide, above it when narrow.
+/// The fewest rows a preview under the hits gets: its frame and one line of the file.
+const PREVIEW_MIN_ROWS: u16 = 3;
+
+/// Splits the pane: query on top; results beside the preview when wide, above it when narrow
+/// (and alone when too short for a preview with a line in it).
 pub fn layout(area: Rect) -> SearchLayout {
     let query = Rect { height: 3.min(area.height), ..area };
     let rest = Rect { y: area.y + query.height, height: area.height.saturating_sub(query.height), ..area };
@@ -60,7 +64,13 @@ pub fn layout(area: Rect) -> SearchLayout {
             preview: Rect { x: rest.x + left, width: rest.width - left, ..rest },
         }
     } else {
-        let top = (rest.height * 9 / 20).max(4).min(rest.height);
+        let mut top = (rest.height * 9 / 20).max(4).min(rest.height);
+        // A preview frame under 3 rows is a border with no line in it (at 40x10: one row, its
+        // title then overdrawn by a message taking the row above the status bar): the hits get
+        // the rows and the preview none.
+        if rest.height - top < PREVIEW_MIN_ROWS {
+            top = rest.height;
+        }
         SearchLayout {
             query,
             results: Rect { height: top, ..rest },
@@ -654,13 +664,11 @@ impl SearchPane {
 
     fn render_preview(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) {
         let t = cx.theme;
+        if area.height == 0 {
+            return;
+        }
         let title = match &self.preview {
-            Some(d) => format!(
-                " {}:{} ({}) ",
-                truncate_left(&d.path, area.width.saturating_sub(16) as usize),
-                d.focus_line,
-                widgets::count(d.total_lines as u64, "line", "lines")
-            ),
+            Some(d) => preview_title(d, area.width.saturating_sub(4) as usize),
             None => " Preview ".into(),
         };
         let block = frame(title, false, t);
@@ -684,6 +692,17 @@ impl SearchPane {
             }
         }
     }
+}
+
+/// The preview frame's title in `max` cells: the file, the hit's lines as the list names them
+/// and how long the file is (`src/session.py:1-4 of 4 lines`); the path gives way first. The
+/// number was the first matched line beside the file's length (`:3 (4 lines)` for a hit listed
+/// as `:1-4`).
+fn preview_title(d: &PreviewDoc, max: usize) -> String {
+    let (a, b) = d.hit;
+    let at = if a == b || b == 0 { format!(":{a}") } else { format!(":{a}-{b}") };
+    let tail = format!("{at} of {}", widgets::count(d.total_lines as u64, "line", "lines"));
+    format!(" {}{tail} ", truncate_left(&d.path, max.saturating_sub(width(&tail) + 2)))
 }
 
 /// The two lines of a text hit: location, then the best snippet line with matches emphasised.

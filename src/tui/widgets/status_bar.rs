@@ -2,7 +2,7 @@
 //! run is going), the model provider, the latest notice, and key hints for
 //! the focused pane taken from the active keymap.
 
-use super::{bar, fit, spinner, thousands, truncate, width};
+use super::{fit, spinner, thousands, truncate, width};
 use crate::engine::protocol::{FirstRunEnd, IndexProgress, RepoOverview, RepoState};
 use crate::tui::action::Level;
 use crate::tui::action::Mode;
@@ -33,8 +33,9 @@ pub struct StatusInfo<'a> {
     pub step: u64,
 }
 
-/// The index part: `● ready 1,234 files`, `⠋ indexing 45% ███░░ 3/5 files`, `○ not indexed`;
-/// `compact` drops the bar and counts.
+/// The index part: `● ready 1,234 files`, `⠋ indexing 45% of bytes · 3/5 files` (a phase
+/// without bytes: `⠋ embedding 30% · 120/400 chunks`), `○ not indexed`; `compact` drops
+/// the count, and with it the percent's unit (nothing beside it to disagree with).
 pub fn index_text(
     overview: Option<&RepoOverview>,
     progress: Option<&IndexProgress>,
@@ -50,11 +51,14 @@ pub fn index_text(
         if compact {
             return (format!("{} {phase} {pct}%", spinner(step)), Slot::Warning);
         }
-        let (f, e) = bar(ratio, 8);
         let (done, total, unit) = p.measure();
+        // A percent by bytes beside a count of files read as wrong (58% next to 2,226/2,295
+        // files): it says what it counts when that is not the count beside it, in the room the
+        // bar took (the Repos pane has the bar).
+        let of_bytes = if p.bytes_total > 0 { " of bytes" } else { "" };
         return (
             format!(
-                "{} {phase} {pct}% {f}{e} {}/{} {}",
+                "{} {phase} {pct}%{of_bytes} · {}/{} {}",
                 spinner(step),
                 thousands(done),
                 thousands(total),
