@@ -510,11 +510,7 @@ pub fn render(
         return Err(e);
     }
     let final_url = tab.get_url();
-    let refused_url = refused
-        .lock()
-        .ok()
-        .and_then(|r| r.urls.iter().find(|b| **b == final_url || b.as_str() == url.as_str()).cloned());
-    if let Some(b) = refused_url {
+    if let Some(b) = refused_target(&refused, &final_url, url) {
         return Err(Error::BadRequest(format!("{b}: refused by the URL rules (loopback or private target)")));
     }
     let reader = tab.clone();
@@ -549,6 +545,13 @@ fn close_in_background(close: CloseTab) {
     if let Err(e) = spawned {
         tracing::warn!(error = %e, "could not close a stopped page's tab in the background");
     }
+}
+
+/// The page's own address or where it ended up, when the URL rules refused it (a redirect
+/// the browser followed to a loopback or private target).
+fn refused_target(refused: &Mutex<Refused>, final_url: &str, url: &Url) -> Option<String> {
+    let r = refused.lock().ok()?;
+    r.urls.iter().find(|b| b.as_str() == final_url || b.as_str() == url.as_str()).cloned()
 }
 
 /// Runs `f` on a helper thread and waits for it until `deadline` or until `cancel` trips;

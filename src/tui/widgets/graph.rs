@@ -1424,13 +1424,7 @@ impl GraphWidget<'_> {
             lines.push((list("imports", &imports, imports_cut), t.style(Slot::Text)));
             lines.push((list("imported by", &importers, importers_cut), t.style(Slot::Text)));
         }
-        let legend = format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} on a cycle (red: back to the centre within this depth) · {WARN_ICON} unresolved · ▸ folder group · risk overlay {}", if self.risk { "on" } else { "off" });
-        // At 80 columns the full legend lost its last marks to `…`: a short one keeps them all
-        // (the title says whether the risk overlay is on).
-        let short =
-            format!("─▶ imports · ╌ guessed · {CYCLE_ICON} cycle (red: to centre) · {WARN_ICON} unresolved · ▸ folder");
-        let legend = if super::width(&legend) <= w { legend } else { short };
-        let legend = (legend, t.style(Slot::Muted));
+        let legend = (self.legend(w), t.style(Slot::Muted));
         if area.height < 4 {
             for (k, (text, style)) in lines.iter().take(area.height as usize).enumerate() {
                 buf.set_stringn(area.x, area.y + k as u16, truncate(text, w), w, *style);
@@ -1452,6 +1446,16 @@ impl GraphWidget<'_> {
         for (k, (text, style)) in lines.iter().enumerate() {
             buf.set_stringn(area.x, area.y + k as u16, truncate(text, w), w, *style);
         }
+    }
+
+    /// The key to the marks in `w` columns. At 80 columns the full key lost its last marks to
+    /// `…`: a short one keeps them all (the title says whether the risk overlay is on).
+    fn legend(&self, w: usize) -> String {
+        let full = format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} on a cycle (red: back to the centre within this depth) · {WARN_ICON} unresolved · ▸ folder group · risk overlay {}", if self.risk { "on" } else { "off" });
+        if super::width(&full) <= w {
+            return full;
+        }
+        format!("─▶ imports · ╌ guessed · {CYCLE_ICON} cycle (red: to centre) · {WARN_ICON} unresolved · ▸ folder")
     }
 
     /// The risk overlay's line for `node`: its marks and why, or that the constraint rules
