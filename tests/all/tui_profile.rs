@@ -391,3 +391,15 @@ fn a_queued_answer_to_remove_is_an_answer_not_text() {
     assert!(prefs_of(&h, "mcoda_qa").iter().all(|p| p.id != sel.id));
     assert_eq!(prefs_of(&h, "mcoda_qa").len(), before - 1);
 }
+
+/// At 40x10 the Add form had 2 rows inside its frame and drew nothing in them: the user typed
+/// blind. It now shows the active field with what is typed, and the keys under it.
+#[test]
+fn at_40x10_the_add_form_shows_what_is_typed() {
+    let mut h = open_on("mcoda_qa");
+    h.key(KeyCode::Char('a'));
+    h.typ("Keep tests fast");
+    let s = h.screen(40, 10);
+    assert!(s.contains("text Keep tests fast"), "{s}");
+    assert!(s.contains("save") && s.contains("cancel"), "{s}");
+}

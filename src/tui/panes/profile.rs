@@ -789,6 +789,34 @@ impl ProfilePane {
         }
     }
 
+    /// The form in fewer than 6 rows (a 40x10 terminal): the active field and, below it, the
+    /// keys, so what is typed shows (the form was left blank, and the user typed blind).
+    fn render_compact_form(inner: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>, f: &EditForm) -> Option<(u16, u16)> {
+        if inner.height == 0 || inner.width < 8 {
+            return None;
+        }
+        let t = cx.theme;
+        let (name, field) = match f.field {
+            Field::Text => ("text", &f.text),
+            Field::Rule => ("rule", &f.rule),
+        };
+        buf.set_stringn(inner.x, inner.y, name, 5, t.style(Slot::Accent));
+        let rect = Rect { x: inner.x + 5, y: inner.y, width: inner.width - 5, height: 1 };
+        let cursor = field.render_line(rect, buf, t.style(Slot::Input), None);
+        if inner.height > 1 {
+            let keys = format!(
+                "{} save · {} cancel · {}/{} text or rule",
+                cx.key(Command::Select),
+                cx.key(Command::Back),
+                cx.key(Command::Up),
+                cx.key(Command::Down)
+            );
+            let w = inner.width as usize;
+            buf.set_stringn(inner.x, inner.y + 1, truncate(&keys, w), w, t.style(Slot::Muted));
+        }
+        Some(cursor)
+    }
+
     /// The add / edit form: category, text and rule fields, the verdict on what is typed, and
     /// the keys. The cursor of the active field.
     fn render_edit_form(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>, f: &EditForm) -> Option<(u16, u16)> {
@@ -801,7 +829,7 @@ impl ProfilePane {
         let inner = block.inner(area);
         block.render(area, buf);
         if inner.height < 6 {
-            return None;
+            return Self::render_compact_form(inner, buf, cx, f);
         }
         let w = inner.width as usize;
         let label = |buf: &mut Buffer, y: u16, text: &str, active: bool| {
