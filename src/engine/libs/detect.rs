@@ -276,16 +276,17 @@ fn python(repo: &Path, d: &mut Detected) {
     if let Some(py) = read_toml(repo, "pyproject.toml", d) {
         found_manifest = true;
         let project = py.get("project");
-        for r in project.and_then(|p| p.get("dependencies")).and_then(|v| v.as_array()).into_iter().flatten() {
-            if let Some(n) = r.as_str().and_then(requirement_name) {
-                names.insert(n);
-            }
-        }
-        if let Some(groups) = project.and_then(|p| p.get("optional-dependencies")).and_then(|v| v.as_table()) {
-            for r in groups.values().filter_map(|g| g.as_array()).flatten() {
-                if let Some(n) = r.as_str().and_then(requirement_name) {
+        let listed = project.and_then(|p| p.get("dependencies")).and_then(|v| v.as_array()).into_iter().flatten();
+        let groups = project.and_then(|p| p.get("optional-dependencies")).and_then(|v| v.as_table());
+        let optional = groups.into_iter().flat_map(|g| g.values()).filter_map(|g| g.as_array()).flatten();
+        for r in listed.chain(optional).filter_map(|r| r.as_str()) {
+            match requirement_name(r) {
+                Some(n) => {
                     names.insert(n);
                 }
+                None => d.notes.push(format!(
+                    "pyproject.toml: {r:?} names no package docdex can look up (a path or URL); left out"
+                )),
             }
         }
         let poetry = py.get("tool").and_then(|t| t.get("poetry"));
@@ -427,5 +428,21 @@ mod tests {
                 format!("requirements.txt: {line:?} names no package docdex can look up (a path or URL); left out");
             assert!(d.notes.contains(&note), "{note}: {:?}", d.notes);
         }
+    }
+
+    #[test]
+    fn a_pyproject_entry_naming_no_package_is_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let toml = "[project]\nname = \"app\"\ndependencies = [\"requests\", \"../vendored/lib\"]\n\
+                    [project.optional-dependencies]\ndev = [\"https://host/tool.whl\"]\n";
+        w(r, "pyproject.toml", toml);
+        let d = detect(r);
+        for entry in ["../vendored/lib", "https://host/tool.whl"] {
+            let note =
+                format!("pyproject.toml: {entry:?} names no package docdex can look up (a path or URL); left out");
+            assert!(d.notes.contains(&note), "{note}: {:?}", d.notes);
+        }
+        assert!(d.notes.iter().any(|n| n.contains("Python package requests: not pinned")), "{:?}", d.notes);
     }
 }
