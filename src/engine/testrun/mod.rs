@@ -957,24 +957,7 @@ impl Engine {
                 others.join(", ")
             ));
         }
-        let mut resp = RunTestsResponse {
-            schema_version: 1,
-            repo: root.clone(),
-            runner: runner.name().into(),
-            detected_by,
-            command: Vec::new(),
-            status: TestStatus::NoTests,
-            exit_code: None,
-            duration_ms: 0.0,
-            passed: 0,
-            failed: 0,
-            skipped: 0,
-            failures: Vec::new(),
-            selected: Vec::new(),
-            output_tail: String::new(),
-            notes: Vec::new(),
-            runs: Vec::new(),
-        };
+        let mut resp = RunTestsResponse::not_run(root.clone(), runner.name(), detected_by);
         let Some(targets) = self.select_targets(&root, req, runner, &mut resp)? else {
             return Ok(resp);
         };

@@ -343,22 +343,10 @@ mod tests {
     #[test]
     fn a_run_whose_runner_was_missing_is_never_green() {
         let mut resp = RunTestsResponse {
-            schema_version: 1,
-            repo: "/r".into(),
-            runner: "pytest".into(),
-            detected_by: String::new(),
-            command: Vec::new(),
             status: TestStatus::Passed,
             exit_code: Some(0),
-            duration_ms: 0.0,
             passed: 3,
-            failed: 0,
-            skipped: 0,
-            failures: Vec::new(),
-            selected: Vec::new(),
-            output_tail: String::new(),
-            notes: Vec::new(),
-            runs: Vec::new(),
+            ..RunTestsResponse::not_run("/r".into(), "pytest", String::new())
         };
         record_not_run(&mut resp, Vec::new());
         assert_eq!((resp.status, resp.notes.len()), (TestStatus::Passed, 0));

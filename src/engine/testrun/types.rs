@@ -93,6 +93,30 @@ pub struct RunTestsResponse {
     pub runs: Vec<TestRun>,
 }
 
+impl RunTestsResponse {
+    /// A run of `runner` on `repo` before anything ran: no tests, no counts, nothing to say yet.
+    pub fn not_run(repo: PathBuf, runner: &str, detected_by: String) -> RunTestsResponse {
+        RunTestsResponse {
+            schema_version: 1,
+            repo,
+            runner: runner.into(),
+            detected_by,
+            command: Vec::new(),
+            status: TestStatus::NoTests,
+            exit_code: None,
+            duration_ms: 0.0,
+            passed: 0,
+            failed: 0,
+            skipped: 0,
+            failures: Vec::new(),
+            selected: Vec::new(),
+            output_tail: String::new(),
+            notes: Vec::new(),
+            runs: Vec::new(),
+        }
+    }
+}
+
 /// One runner process of a run that took several.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct TestRun {
