@@ -594,6 +594,28 @@ pub fn terms_with_offsets(text: &str) -> Vec<(String, usize, usize)> {
     out
 }
 
+/// [`terms_with_offsets`] of only the words `keep` accepts (given each word's byte range in
+/// `text`). A word's terms depend on that word alone, so a caller that can rule most words
+/// out cheaply (the snippet's substring test) skips the analyzer for them.
+pub fn terms_with_offsets_of_words(
+    text: &str,
+    mut keep: impl FnMut(usize, usize) -> bool,
+) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    let mut words = Terms::new(text);
+    let mut buf = String::new();
+    while let Some((s, e)) = words.next_word() {
+        if !keep(s, e) {
+            continue;
+        }
+        let mut t = Terms::new(&text[s..e]);
+        while let Some((a, b)) = t.next_into(&mut buf) {
+            out.push((buf.clone(), s + a, s + b));
+        }
+    }
+    out
+}
+
 /// The parts of one identifier, lowercased and folded as terms are ([`fold`]: `café_total` ->
 /// `cafe`, `total`) but not stemmed (`getUserName` -> `get`, `user`, `name`), split by the same
 /// rules as indexing. Used to match symbol names by word, so `cafe` finds `café_total`.
@@ -715,6 +737,23 @@ mod tests {
 
     /// A letter with a plain Latin base meets its ASCII spelling, in prose and identifiers, at
     /// index and query time alike (one analyzer): `cafe` finds `café` and the other way round.
+    #[test]
+    fn words_analyzed_alone_give_the_terms_of_the_whole_text() {
+        let texts = [
+            "fn getUserName(self) -> get_user_name: hoping the happy path; dying lies",
+            "Über die Größe: a 测试b, CJK测试run, café_total x1 HTTPServer2 __init__",
+            "e\u{301}te\u{301} naïve  résumé\tend_of_line_with_a_very_long_snake_case_identifier_name_that_goes_on",
+            "",
+            "  ,,, ;; ",
+        ];
+        for text in texts {
+            assert_eq!(terms_with_offsets_of_words(text, |_, _| true), terms_with_offsets(text), "{text}");
+            let kept = terms_with_offsets_of_words(text, |s, _| s == 0);
+            let first_word_end = terms_with_offsets(text).iter().take_while(|(_, s, _)| *s == 0).count();
+            assert_eq!(kept, terms_with_offsets(text)[..first_word_end].to_vec(), "{text}");
+        }
+    }
+
     #[test]
     fn accents_fold_to_ascii_both_ways() {
         for (accented, plain) in [

@@ -4,7 +4,7 @@
 //! than a snippet shows a window around its first match.
 
 use super::types::Highlight;
-use crate::engine::analysis::{terms, terms_with_offsets};
+use crate::engine::analysis::{terms, terms_with_offsets, terms_with_offsets_of_words};
 use std::collections::HashSet;
 
 /// Longest snippet returned, in bytes (spec 002: about 900 characters).
@@ -102,6 +102,16 @@ impl<'q> Finders<'q> {
     fn any_in(&self, lower: &[u8]) -> bool {
         self.each.iter().any(|(f, _)| f.find(lower).is_some())
     }
+
+    /// Whether the word `word` (with `lower` its bytes lower-cased) may hold a query term. A
+    /// word with letters beyond ASCII is folded first, so it always may; a `snake_case` word is
+    /// also a term without its underscores (`get_user` -> `getuser`).
+    fn may_hold(&self, word: &str, lower: &[u8]) -> bool {
+        if !word.is_ascii() || self.any_in(lower) {
+            return true;
+        }
+        lower.contains(&b'_') && self.any_in(&lower.iter().copied().filter(|b| *b != b'_').collect::<Vec<u8>>())
+    }
 }
 
 fn show_line<'a>(line: &'a str, finders: &Finders, query: &HashSet<String>, lower: &mut Vec<u8>) -> ShownLine<'a> {
@@ -110,13 +120,21 @@ fn show_line<'a>(line: &'a str, finders: &Finders, query: &HashSet<String>, lowe
     }
     lower.clear();
     lower.extend(line.bytes().map(|b| b.to_ascii_lowercase()));
-    let hits = if !line.is_ascii() || finders.any_in(lower) { matches_in(line, query) } else { Vec::new() };
+    let hits =
+        if !line.is_ascii() || finders.any_in(lower) { matches_in(line, lower, finders, query) } else { Vec::new() };
     let found = hits.iter().map(|(t, _, _)| t.clone()).collect();
     ShownLine { from: 0, text: line, hits, found }
 }
 
-fn matches_in(text: &str, query: &HashSet<String>) -> Vec<(String, usize, usize)> {
-    terms_with_offsets(text).into_iter().filter(|(t, _, _)| query.contains(t)).collect()
+/// The query terms in `text` (`lower` is `text` lower-cased byte for byte) with their byte
+/// ranges. Only the words that pass the substring test go through the analyzer: in a line with
+/// one match, most words cannot match, and analyzing each (splitting, folding, stemming) was
+/// the largest cost of a one-shot search's snippets.
+fn matches_in(text: &str, lower: &[u8], finders: &Finders, query: &HashSet<String>) -> Vec<(String, usize, usize)> {
+    terms_with_offsets_of_words(text, |s, e| finders.may_hold(&text[s..e], &lower[s..e]))
+        .into_iter()
+        .filter(|(t, _, _)| query.contains(t))
+        .collect()
 }
 
 /// Bytes of a long line lower-cased and searched at a time.
@@ -132,7 +150,9 @@ fn long_line<'a>(line: &'a str, finders: &Finders, query: &HashSet<String>, lowe
     let (first, mut found) = first_matches(line, finders, lower);
     let from = first.map_or(0, |at| window_start(line, at));
     let text = truncate_at_char(&line[from..], MAX_SNIPPET_BYTES);
-    let hits = matches_in(text, query);
+    lower.clear();
+    lower.extend(text.bytes().map(|b| b.to_ascii_lowercase()));
+    let hits = matches_in(text, lower, finders, query);
     found.extend(hits.iter().map(|(t, _, _)| t.clone()));
     ShownLine { from, text, hits, found }
 }
@@ -243,6 +263,36 @@ fn merge(sorted: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn analyzing_only_candidate_words_finds_what_analyzing_the_line_finds() {
+        let lines = [
+            "def get_user(self, name): return self.users[name]  # hoping for the happy path",
+            "    let getUserName = HTTPServer2::new(config.retry_timeout, dying_lies);",
+            "Über die Größe: a 测试b, naïve café_total résumé, the connection timed out",
+            "configure configuration configured reconfigure; conf cfg CONFIG_PATH",
+            "",
+        ];
+        let queries = [
+            "get user",
+            "getuser happy hoping",
+            "username server",
+            "ueber grösse cafe naive 测试",
+            "connection timeout",
+            "configure config",
+            "path",
+            "dying lie",
+        ];
+        for query in queries {
+            let q: HashSet<String> = crate::engine::analysis::query_terms(query).into_iter().collect();
+            let finders = Finders::new(&q);
+            for line in lines {
+                let lower: Vec<u8> = line.bytes().map(|b| b.to_ascii_lowercase()).collect();
+                let all: Vec<_> = terms_with_offsets(line).into_iter().filter(|(t, _, _)| q.contains(t)).collect();
+                assert_eq!(matches_in(line, &lower, &finders, &q), all, "{query:?} in {line:?}");
+            }
+        }
+    }
 
     #[test]
     fn stems_that_rewrite_the_word_end_still_match() {
