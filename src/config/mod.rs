@@ -98,7 +98,7 @@ pub struct IndexConfig {
     pub watch_debounce_ms: u64,
     /// A repository's first index commits once it has read this many bytes, so search answers
     /// over the files read so far while the rest is indexed (later commits come every 256 MB);
-    /// a run with more new text than this indexes it all as text before parsing any.
+    /// a run with more new text than this indexes it all as text before parsing any. 1 B to 1 TiB.
     pub first_commit_bytes: u64,
     /// docdex's own home and state directories ([`Paths::own_dirs`], set by the engine, never
     /// read from a file): a repository that holds them indexes around them.
@@ -173,7 +173,8 @@ pub struct SearchConfig {
     pub web_trigger_threshold: f64,
     /// Repo hits fed to chat context.
     pub max_repo_hits: u32,
-    /// Web hits fed to chat context.
+    /// Web hits fed to chat context, 1 to 30 (the default `web-search` limit; chat and
+    /// `web-research` read at most 10 pages). `[web] enabled = false` keeps chat off the web.
     pub max_web_hits: u32,
     /// Results per page when `--limit` is not given.
     pub default_limit: u32,
@@ -349,9 +350,9 @@ pub struct LibsConfig {
     pub npm_registry_url: String,
     /// PyPI (its JSON API is under `/pypi/<name>/<version>/json`).
     pub pypi_url: String,
-    /// Dependencies documented at most per repository.
+    /// Dependencies documented at most per repository, 1 to 10,000.
     pub max_packages: u32,
-    /// Library passages given to chat per question.
+    /// Library passages given to chat per question, 1 to 100 (`enabled = false` gives none).
     pub max_chat_hits: u32,
 }
 
@@ -507,7 +508,8 @@ pub struct TestsConfig {
     /// The test command, run by `sh -c` in the repository with the selected test files
     /// appended; empty means detect the runner (cargo, go, node/npm/jest/vitest, pytest).
     pub command: String,
-    /// Seconds before a run is killed (its whole process group).
+    /// Seconds before a run is killed (its whole process group), 1 to a week
+    /// ([`MAX_TEST_TIMEOUT_SECS`]); there is no "no limit".
     pub timeout_secs: u64,
 }
 
@@ -520,6 +522,21 @@ impl Default for TestsConfig {
 /// The most indexing threads `[index] threads` may ask for (Tantivy's writer also needs
 /// 48 MiB of arena per thread: 64 threads is 3 GiB).
 pub const MAX_INDEX_THREADS: u32 = 64;
+
+/// The longest `[tests] timeout_secs`: a week. A run always has a timeout; 0 does not mean
+/// "none" (it was made 1 s, so every run longer than a second "timed out").
+pub const MAX_TEST_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
+
+/// The most `[search] max_web_hits` takes: `web-search` returns at most 30 results (chat and
+/// `web-research` read at most 10 pages of them).
+const MAX_WEB_HITS: u64 = 30;
+
+/// What to set instead of `[search] max_web_hits = 0` (it was made 1 silently).
+const NO_WEB: &str = "to keep chat off the web, set `[web] enabled = false`";
+/// What to set instead of `[libs] max_chat_hits = 0` (it was made 1 silently).
+const NO_LIBS: &str = "to keep library docs out of chat, set `[libs] enabled = false`";
+/// What to set instead of `[tests] timeout_secs = 0`.
+const NO_TIMEOUT: &str = "0 is not \"no limit\" (a run always has a timeout): give the longest a run may take";
 
 /// The `[llm] provider` values docdex knows.
 pub const KNOWN_PROVIDERS: &[&str] = &["ollama", "openai"];
@@ -706,44 +723,57 @@ impl Config {
 
     /// Every numeric setting against the range docdex can work with: a value outside it is an
     /// error naming the key, the range and the file, never a run that spawns 100,000 threads or
-    /// waits a year. (Settings that were always clamped with a warning stay clamped.)
+    /// waits a year, nor a value quietly made another (`[tests] timeout_secs = 0` was a 1 s
+    /// timeout). (Settings that were always clamped with a warning stay clamped.)
     fn check_ranges(&self, path: &Path) -> Result<()> {
+        for &(key, value, lo, hi, hint) in &self.ranges() {
+            if value < lo || value > hi {
+                let hint = if hint.is_empty() || value > hi { String::new() } else { format!("; {hint}") };
+                return Err(Error::Config {
+                    path: path.into(),
+                    message: format!("`{key}` must be between {lo} and {hi}, got {value}{hint}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Each numeric key with its value, its allowed range, and what to do instead of a value
+    /// below it (a user's likely meaning of 0).
+    fn ranges(&self) -> [(&'static str, u64, u64, u64, &'static str); 23] {
         const MIB: u64 = 1024 * 1024;
-        let checks: [(&str, u64, u64, u64); 19] = [
-            ("index.threads", self.index.threads.into(), 0, MAX_INDEX_THREADS.into()),
-            ("index.max_file_size_bytes", self.index.max_file_size_bytes, 1, 1024 * MIB),
-            ("core.max_concurrent_fetches", self.core.max_concurrent_fetches.into(), 1, 64),
-            ("llm.max_answer_tokens", self.llm.max_answer_tokens.into(), 1, 1 << 20),
-            ("llm.context_tokens", self.llm.context_tokens.into(), 1024, 1 << 24),
-            ("llm.connect_timeout_ms", self.llm.connect_timeout_ms, 1, 600_000),
-            ("llm.request_timeout_secs", self.llm.request_timeout_secs, 1, 3600),
-            ("llm.embed_batch_size", self.llm.embed_batch_size.into(), 1, 4096),
-            ("llm.embed_concurrency", self.llm.embed_concurrency.into(), 1, 64),
-            ("search.max_repo_hits", self.search.max_repo_hits.into(), 1, 1000),
-            ("search.max_web_hits", self.search.max_web_hits.into(), 0, 100),
-            ("search.default_limit", self.search.default_limit.into(), 1, 1000),
-            ("search.max_chunks_per_file", self.search.max_chunks_per_file.into(), 1, 1000),
-            ("search.rrf_k", self.search.rrf_k.into(), 0, 100_000),
-            ("web.min_spacing_ms", self.web.min_spacing_ms, 0, 3_600_000),
-            ("web.scraper.request_delay_ms", self.web.scraper.request_delay_ms, 0, 3_600_000),
-            ("web.scraper.page_load_timeout_secs", self.web.scraper.page_load_timeout_secs, 1, 600),
-            ("tui.search_debounce_ms", self.tui.search_debounce_ms, 0, 10_000),
+        let (ix, llm, search) = (&self.index, &self.llm, &self.search);
+        [
+            ("index.threads", ix.threads.into(), 0, MAX_INDEX_THREADS.into(), ""),
+            ("index.max_file_size_bytes", ix.max_file_size_bytes, 1, 1024 * MIB, ""),
+            ("index.first_commit_bytes", ix.first_commit_bytes, 1, 1 << 40, ""),
+            ("core.max_concurrent_fetches", self.core.max_concurrent_fetches.into(), 1, 64, ""),
+            ("llm.max_answer_tokens", llm.max_answer_tokens.into(), 1, 1 << 20, ""),
+            ("llm.context_tokens", llm.context_tokens.into(), 1024, 1 << 24, ""),
+            ("llm.connect_timeout_ms", llm.connect_timeout_ms, 1, 600_000, ""),
+            ("llm.request_timeout_secs", llm.request_timeout_secs, 1, 3600, ""),
+            ("llm.embed_batch_size", llm.embed_batch_size.into(), 1, 4096, ""),
+            ("llm.embed_concurrency", llm.embed_concurrency.into(), 1, 64, ""),
+            ("search.max_repo_hits", search.max_repo_hits.into(), 1, 1000, ""),
+            ("search.max_web_hits", search.max_web_hits.into(), 1, MAX_WEB_HITS, NO_WEB),
+            ("search.default_limit", search.default_limit.into(), 1, 1000, ""),
+            ("search.max_chunks_per_file", search.max_chunks_per_file.into(), 1, 1000, ""),
+            ("search.rrf_k", search.rrf_k.into(), 0, 100_000, ""),
+            ("web.min_spacing_ms", self.web.min_spacing_ms, 0, 3_600_000, ""),
+            ("web.scraper.request_delay_ms", self.web.scraper.request_delay_ms, 0, 3_600_000, ""),
+            ("web.scraper.page_load_timeout_secs", self.web.scraper.page_load_timeout_secs, 1, 600, ""),
+            ("tui.search_debounce_ms", self.tui.search_debounce_ms, 0, 10_000, ""),
             (
                 "code_intelligence.dynamic_import_scan_limit",
                 self.code_intelligence.dynamic_import_scan_limit.into(),
                 1,
                 1024,
+                "",
             ),
-        ];
-        for (key, value, lo, hi) in checks {
-            if value < lo || value > hi {
-                return Err(Error::Config {
-                    path: path.into(),
-                    message: format!("`{key}` must be between {lo} and {hi}, got {value}"),
-                });
-            }
-        }
-        Ok(())
+            ("libs.max_packages", self.libs.max_packages.into(), 1, 10_000, ""),
+            ("libs.max_chat_hits", self.libs.max_chat_hits.into(), 1, 100, NO_LIBS),
+            ("tests.timeout_secs", self.tests.timeout_secs, 1, MAX_TEST_TIMEOUT_SECS, NO_TIMEOUT),
+        ]
     }
 
     /// The default file's text: every section and key, with a header.

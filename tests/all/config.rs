@@ -49,6 +49,26 @@ fn unknown_key_warns_and_bad_value_names_key_and_file() {
     assert!(stderr.contains("search.web_trigger_threshold") && stderr.contains("config.toml"), "{stderr}");
 }
 
+/// `[tests] timeout_secs = 0` was made a 1-second timeout in silence (the CLI and MCP refuse
+/// 0): now an error naming the file, the key, the range and that 0 is not "no limit"; the
+/// edges of the range load.
+#[test]
+fn a_zero_test_timeout_is_refused_naming_file_key_and_range() {
+    let path = Path::new("/h/config.toml");
+    let err = Config::parse_validated("[tests]\ntimeout_secs = 0\n", path).unwrap_err().to_string();
+    for want in ["/h/config.toml", "tests.timeout_secs", "between 1 and 604800", "got 0", "no limit"] {
+        assert!(err.contains(want), "{want:?} missing from: {err}");
+    }
+    let err = Config::parse_validated("[search]\nmax_web_hits = 0\n", path).unwrap_err().to_string();
+    assert!(err.contains("search.max_web_hits") && err.contains("[web] enabled = false"), "{err}");
+    for ok in ["[tests]\ntimeout_secs = 1\n", "[tests]\ntimeout_secs = 604800\n", "[search]\nmax_web_hits = 30\n"] {
+        let (c, _) = Config::parse_validated(ok, path).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        assert!(c.tests.timeout_secs >= 1, "{ok}");
+    }
+    let err = Config::parse_validated("[tests]\ntimeout_secs = 604801\n", path).unwrap_err().to_string();
+    assert!(err.contains("tests.timeout_secs") && !err.contains("no limit"), "{err}");
+}
+
 #[test]
 fn search_fusion_is_boost_by_default_and_rrf_or_weighted_on_request() {
     use docdex::config::Fusion;

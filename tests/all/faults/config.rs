@@ -22,6 +22,12 @@ fn out_of_range_settings_are_refused_naming_key_range_and_file() {
         ("[search]\ndefault_limit = 1000000\n", "search.default_limit"),
         ("[core]\nmax_concurrent_fetches = 0\n", "core.max_concurrent_fetches"),
         ("[search]\nsemantic_weight = nan\n", "search.semantic_weight"),
+        // Each of these was made another value in silence (0 became 1: a 1 s test timeout).
+        ("[tests]\ntimeout_secs = 0\n", "tests.timeout_secs"),
+        ("[search]\nmax_web_hits = 0\n", "search.max_web_hits"),
+        ("[libs]\nmax_chat_hits = 0\n", "libs.max_chat_hits"),
+        ("[libs]\nmax_packages = 0\n", "libs.max_packages"),
+        ("[index]\nfirst_commit_bytes = 0\n", "index.first_commit_bytes"),
     ];
     for (text, key) in cases {
         let env = Env::new();
