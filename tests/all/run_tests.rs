@@ -1195,3 +1195,30 @@ fn testify_failures_are_placed_at_the_tests_line_with_their_message() {
         "{v}"
     );
 }
+
+#[test]
+fn a_target_that_is_a_configurations_directory_honours_its_testpaths() {
+    // `--target svc` beside `svc/pytest.ini` (`testpaths = tests`) handed pytest `.`, so it
+    // collected svc/scratch/ too, which `cd svc && pytest` does not run: its failing test failed
+    // the run.
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("pyconfigdir");
+    write(&repo, "pytest.ini", "[pytest]\naddopts = -p no:cacheprovider\n");
+    write(&repo, "tests/test_root.py", "def test_root():\n    assert True\n");
+    write(&repo, "svc/pytest.ini", "[pytest]\ntestpaths = tests\naddopts = -p no:cacheprovider\n");
+    write(&repo, "svc/tests/test_svc.py", "def test_svc():\n    assert True\n");
+    write(&repo, "svc/scratch/test_scratch.py", "def test_scratch():\n    assert False\n");
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    for target in ["svc", "svc/"] {
+        let (code, v) = run_tests(&env, &repo, &["--target", target], &[]);
+        assert_eq!((code, v["status"].as_str()), (0, Some("passed")), "{v}");
+        assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(0)), "{v}");
+        // Run from svc/ without arguments: pytest reads its testpaths there.
+        assert_eq!(v["command"].as_array().unwrap().last().unwrap(), "--tb=line", "{v}");
+        assert!(v["notes"].to_string().contains("pytest ran in svc/, the directory of its configuration"), "{v}");
+    }
+    // A directory inside it is handed as given: its testpaths do not apply, as for pytest.
+    let (code, v) = run_tests(&env, &repo, &["--target", "svc/scratch"], &[]);
+    assert_eq!((code, v["failed"].as_u64()), (1, Some(1)), "{v}");
+}

@@ -435,14 +435,25 @@ fn suite_parts(
 /// pytest once per configuration the targets fall under, each from its configuration's
 /// directory (its rootdir), as `cd sub && pytest` would run: its `addopts` paths mean what they
 /// say there, and its `addopts` apply to its files only. A directory target with configurations
-/// below it runs as the whole suite does, from that directory down.
+/// below it runs as the whole suite does, from that directory down; so does a configuration's
+/// own directory, whose `testpaths` then apply.
 fn pytest_parts(root: &Path, targets: &[String], pytest_cache: &Path, notes: &mut Vec<String>) -> Vec<runs::Part> {
     // A directory with configurations below it runs each (`pytest_config::suite_in`).
     if let [t] = targets {
         if !t.contains("::") && root.join(t).is_dir() {
             let (suite, suite_notes) = pytest_config::suite_in(root, t);
+            let cfg = pytest_config::read(root, t);
+            // `cd svc && pytest`: handed `.`, a test outside its testpaths ran.
+            let own = cfg.source.is_some() && cfg.dir == t.trim_matches('/');
             let nested = suite.len() > 1 || suite.iter().any(|r| !r.ignore.is_empty()) || !suite_notes.is_empty();
-            if nested && !suite.is_empty() {
+            if own && suite.len() == 1 {
+                notes.push(format!(
+                    "pytest ran in {}/, the directory of its configuration {} (its rootdir), as its whole suite: its testpaths apply",
+                    cfg.dir,
+                    cfg.source.unwrap_or_default()
+                ));
+            }
+            if (own || nested) && !suite.is_empty() {
                 return suite_parts(root, t, suite, suite_notes, pytest_cache, notes);
             }
         }

@@ -723,7 +723,10 @@ pub(super) fn suite(root: &Path) -> (Vec<SuiteRun>, Vec<String>) {
 /// runs its own suite, and so on down, as a whole-suite run does from the root. A directory
 /// target ran one pytest under the configuration governing it, and a package's own
 /// `pythonpath` and `addopts` were lost. The targeted run is left out when the directory holds
-/// no test file of its own outside the configurations below it.
+/// no test file of its own outside the configurations below it. A `target` that is its
+/// configuration's own directory is that configuration's whole suite, as `cd target && pytest`
+/// runs it: handed nothing, so its `testpaths` apply (it was handed `.`, and a test outside its
+/// `testpaths` ran).
 pub(super) fn suite_in(root: &Path, target: &str) -> (Vec<SuiteRun>, Vec<String>) {
     let env_addopts = std::env::var("PYTEST_ADDOPTS").map(|v| split_args(&v)).unwrap_or_default();
     let target = target.trim_matches('/');
@@ -733,11 +736,7 @@ pub(super) fn suite_in(root: &Path, target: &str) -> (Vec<SuiteRun>, Vec<String>
     find_configs(root, target, 0, &top, &mut found, &mut budget);
     found.sort();
     // Handed the target, pytest collects below it whatever `testpaths` says.
-    let handed = match target {
-        "" => None,
-        t if t == top.dir => Some(".".to_string()),
-        t => Some(rel_to(t, &top.dir)),
-    };
+    let handed = (target != top.dir).then(|| rel_to(target, &top.dir));
     let paths = handed.iter().cloned().collect();
     let mut runs = vec![SuiteRun { dir: top.dir.clone(), source: top.source.clone(), ignore: Vec::new(), paths }];
     let mut left: Vec<(String, String)> = Vec::new();
@@ -1320,15 +1319,16 @@ mod tests {
         write("pkgs/test_top.py", "def test_top():\n    pass\n");
         let (runs, _) = suite_in(root, "pkgs/");
         assert_eq!(shape(&runs)[0], (String::new(), s(&["pkgs/a", "pkgs/b"]), s(&["pkgs"])));
-        // A target that is a configuration's directory hands it `.`.
+        // A target that is a configuration's directory is its whole suite: handed nothing, so
+        // its testpaths apply (it was handed `.`).
         let (runs, notes) = suite_in(root, "pkgs/a");
         assert_eq!(
             shape(&runs),
-            [("pkgs/a".to_string(), s(&["sub"]), s(&["."])), ("pkgs/a/sub".to_string(), s(&[]), s(&[]))]
+            [("pkgs/a".to_string(), s(&["sub"]), s(&[])), ("pkgs/a/sub".to_string(), s(&[]), s(&[]))]
         );
         assert!(notes.is_empty(), "{notes:?}");
-        // Nothing below: one run, as before.
-        let (runs, notes) = suite_in(root, "pkgs/b");
-        assert_eq!((shape(&runs), notes), (vec![("pkgs/b".to_string(), s(&[]), s(&["."]))], vec![]));
+        // Nothing below: one run, its testpaths (`t`) left to pytest.
+        let (runs, notes) = suite_in(root, "pkgs/b/");
+        assert_eq!((shape(&runs), notes), (vec![("pkgs/b".to_string(), s(&[]), s(&[]))], vec![]));
     }
 }
