@@ -92,7 +92,8 @@ impl<'q> Finders<'q> {
         let each = query
             .iter()
             .map(|t| {
-                let prefix = if t.len() >= 4 && t.is_ascii() { &t[..t.len() - 1] } else { t.as_str() };
+                // Three letters too: `use` is the stem of `using`, which holds `us` but not `use`.
+                let prefix = if t.len() >= 3 && t.is_ascii() { &t[..t.len() - 1] } else { t.as_str() };
                 (memchr::memmem::Finder::new(prefix.as_bytes()), t.as_str())
             })
             .collect();
@@ -268,6 +269,7 @@ mod tests {
     fn analyzing_only_candidate_words_finds_what_analyzing_the_line_finds() {
         let lines = [
             "def get_user(self, name): return self.users[name]  # hoping for the happy path",
+            "# Usually, a timeout using INTERNET_TIMEOUT should not mark a test as failed (use it)",
             "    let getUserName = HTTPServer2::new(config.retry_timeout, dying_lies);",
             "Über die Größe: a 测试b, naïve café_total résumé, the connection timed out",
             "configure configuration configured reconfigure; conf cfg CONFIG_PATH",
@@ -276,6 +278,7 @@ mod tests {
         let queries = [
             "get user",
             "getuser happy hoping",
+            "use separate fd for ack reply",
             "username server",
             "ueber grösse cafe naive 测试",
             "connection timeout",
@@ -292,6 +295,13 @@ mod tests {
                 assert_eq!(matches_in(line, &lower, &finders, &q), all, "{query:?} in {line:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_three_letter_stem_matches_the_word_it_came_from() {
+        let q: HashSet<String> = crate::engine::analysis::terms("use").into_iter().collect();
+        let s = snippet("x\nwe are using it\n", "a.txt", 1, 2, &q);
+        assert_eq!(s.highlights, vec![Highlight { line: 2, start: 7, end: 12, shown_from: 0 }]);
     }
 
     #[test]
