@@ -144,7 +144,24 @@ fn acts(c: char) -> bool {
 /// clipboard), a carriage return would hide what precedes it and a bidi override reorder it.
 /// One line: a newline in `line` is escaped too. `--json` stays exact.
 pub fn visible(line: &str) -> String {
-    line.chars().map(|c| if acts(c) && c != '\t' { c.escape_default().collect() } else { c.to_string() }).collect()
+    escaped(line, |c| acts(c) && c != '\t')
+}
+
+/// `text` with every character `unsafe_char` picks written out as its escape; one copy, no
+/// allocation per character (a search prints about a hundred lines of snippets).
+fn escaped(text: &str, unsafe_char: impl Fn(char) -> bool) -> String {
+    if !text.chars().any(&unsafe_char) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `s` as it may reach a terminal: docdex's own color codes (`ESC [`, digits and `;`, `m`) kept
@@ -195,9 +212,7 @@ pub fn shown(p: &std::path::Path) -> String {
 /// [`visible`] for text of many lines (a fetched page, a model's answer as it streams): its
 /// newlines are kept.
 pub fn visible_text(text: &str) -> String {
-    text.chars()
-        .map(|c| if acts(c) && c != '\t' && c != '\n' { c.escape_default().collect() } else { c.to_string() })
-        .collect()
+    escaped(text, |c| acts(c) && c != '\t' && c != '\n')
 }
 
 /// "error:" in red when stderr is a terminal.
@@ -658,5 +673,8 @@ mod tests {
         assert_eq!(visible_text("a\u{2066}b\n\u{2069}"), "a\\u{2066}b\n\\u{2069}");
         assert_eq!(guard("a\u{202d}b", true), "a\\u{202d}b");
         assert_eq!(visible("שלום עולם مرحبا"), "שלום עולם مرحبا");
+        // Tabs stay; a newline is escaped on one line and kept in text; escapes are shown.
+        assert_eq!(visible("a\tb\nc\x1b[2J"), "a\tb\\nc\\u{1b}[2J");
+        assert_eq!(visible_text("a\tb\nc\r"), "a\tb\nc\\r");
     }
 }
