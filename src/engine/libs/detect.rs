@@ -1,9 +1,10 @@
 //! Direct dependencies of a repository, pinned to the versions its lockfiles (or installed
 //! packages) say: Cargo.toml + Cargo.lock; package.json + package-lock.json (else the version
 //! installed in node_modules); requirements*.txt (`name==version`), pyproject.toml
-//! (`[project] dependencies`, `[tool.poetry.dependencies]`) + poetry.lock / uv.lock. Only the
-//! repository root's manifests are read; a dependency whose version cannot be pinned is
-//! reported in the notes and left out.
+//! (`[project] dependencies`, `[tool.poetry.dependencies]`) + poetry.lock / uv.lock, a Python
+//! manifest's exact pin (`==version`) standing in for a lock entry. Only the repository root's
+//! manifests are read; a dependency whose version cannot be pinned is reported in the notes and
+//! left out.
 
 use super::types::{Dependency, Ecosystem};
 use crate::engine::fsutil::{self, count};
@@ -232,11 +233,52 @@ pub fn normalize_py(name: &str) -> String {
 
 /// The name at the start of a requirement (`requests[socks]>=2; python_version>"3"`).
 fn requirement_name(req: &str) -> Option<String> {
-    let name: String =
-        req.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).collect();
-    // A path (`../lib`, `/opt/pkg`) or a bare URL (`https://host/pkg.whl`) names no package.
-    let url = req.trim()[name.len()..].starts_with("://");
-    Some(normalize_py(&name)).filter(|n| !n.is_empty() && !url && !req.trim().starts_with(['.', '/']))
+    let req = req.trim();
+    let name: String = req.chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).collect();
+    // A path (`../lib`, `/opt/pkg`, `C:\pkg`), a bare URL (`https://host/pkg.whl`) or a VCS URL
+    // (`git+https://host/x.git`) names no package; `name @ https://...` does.
+    let rest = req[name.len()..].trim_start();
+    let url = rest.starts_with(':')
+        || (!rest.starts_with('@') && rest.split_whitespace().next().is_some_and(|t| t.contains("://")));
+    Some(normalize_py(&name)).filter(|n| !n.is_empty() && !url && !req.starts_with(['.', '/']))
+}
+
+/// The version a requirement pins exactly: `name==1.2`, `name == 1.2`, `name[extra]==1.2;
+/// marker`, `name===1.2`. None for a range, a wildcard (`==1.*`), or an `==` only in the
+/// environment marker (`name; python_version=="3.8"`).
+fn exact_pin(req: &str) -> Option<String> {
+    let spec = req.split(';').next().unwrap_or("");
+    let (_, v) = spec.split_once("==")?;
+    let v = v.trim_start_matches('=').trim_start();
+    let v = v.split([',', ' ', '\t', '\\']).next().unwrap_or("").trim();
+    (!v.is_empty() && !v.contains('*')).then(|| v.to_string())
+}
+
+/// The version a Poetry dependency pins exactly: `"1.2.3"` or `"==1.2.3"` (Poetry reads a bare
+/// version as exact), or the same as a table's `version`. None for `^1.2`, `~1.2`, `>=1`, `*`.
+fn poetry_pin(value: &toml::Value) -> Option<String> {
+    let v = match value {
+        toml::Value::String(s) => s.as_str(),
+        toml::Value::Table(t) => t.get("version")?.as_str()?,
+        _ => return None,
+    };
+    let v = v.trim();
+    let v = v.strip_prefix("==").map(str::trim).unwrap_or(v);
+    let bare = v.starts_with(|c: char| c.is_ascii_digit())
+        && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | '!'));
+    bare.then(|| v.to_string())
+}
+
+/// A requirements line that is a pip option: `-e`/`--editable` installs a path or VCS URL,
+/// which has no version to look up, so it is a note; other options (`-r`, `-c`, `--hash`,
+/// `--index-url`) name no dependency.
+fn editable_note(file: &str, line: &str) -> Option<String> {
+    let editable = line.starts_with("-e") || line.starts_with("--editable");
+    editable.then(|| {
+        format!(
+            "{file}: {line:?} is an editable install (a path or VCS URL), with no version docdex can look up; left out"
+        )
+    })
 }
 
 fn python(repo: &Path, d: &mut Detected) {
@@ -255,7 +297,11 @@ fn python(repo: &Path, d: &mut Detected) {
             let text = read_manifest(repo, &f, d).unwrap_or_default();
             for line in text.lines() {
                 let line = line.split('#').next().unwrap_or("").trim();
-                if line.is_empty() || line.starts_with('-') {
+                if line.starts_with('-') {
+                    d.notes.extend(editable_note(&f, line));
+                    continue;
+                }
+                if line.is_empty() {
                     continue;
                 }
                 let Some(name) = requirement_name(line) else {
@@ -264,11 +310,8 @@ fn python(repo: &Path, d: &mut Detected) {
                     continue;
                 };
                 names.insert(name.clone());
-                if let Some((_, v)) = line.split_once("==") {
-                    let v = v.split([';', ',', ' ']).next().unwrap_or("").trim();
-                    if !v.is_empty() && !v.contains('*') {
-                        pinned.insert(name, (v.to_string(), f.clone()));
-                    }
+                if let Some(v) = exact_pin(line) {
+                    pinned.insert(name, (v, f.clone()));
                 }
             }
         }
@@ -282,6 +325,9 @@ fn python(repo: &Path, d: &mut Detected) {
         for r in listed.chain(optional).filter_map(|r| r.as_str()) {
             match requirement_name(r) {
                 Some(n) => {
+                    if let Some(v) = exact_pin(r) {
+                        pinned.entry(n.clone()).or_insert((v, "pyproject.toml".into()));
+                    }
                     names.insert(n);
                 }
                 None => d.notes.push(format!(
@@ -291,8 +337,13 @@ fn python(repo: &Path, d: &mut Detected) {
         }
         let poetry = py.get("tool").and_then(|t| t.get("poetry"));
         for section in ["dependencies", "dev-dependencies"] {
-            if let Some(t) = poetry.and_then(|p| p.get(section)).and_then(|v| v.as_table()) {
-                names.extend(t.keys().filter(|k| k.as_str() != "python").map(|k| normalize_py(k)));
+            let Some(t) = poetry.and_then(|p| p.get(section)).and_then(|v| v.as_table()) else { continue };
+            for (k, value) in t.iter().filter(|(k, _)| k.as_str() != "python") {
+                let n = normalize_py(k);
+                if let Some(v) = poetry_pin(value) {
+                    pinned.entry(n.clone()).or_insert((v, "pyproject.toml".into()));
+                }
+                names.insert(n);
             }
         }
     }
@@ -444,5 +495,59 @@ mod tests {
             assert!(d.notes.contains(&note), "{note}: {:?}", d.notes);
         }
         assert!(d.notes.iter().any(|n| n.contains("Python package requests: not pinned")), "{:?}", d.notes);
+    }
+
+    #[test]
+    fn an_exact_pin_in_pyproject_is_a_pin_as_in_requirements() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let toml = "[project]\nname = \"app\"\ndependencies = [\"pluggy==1.7.0\", \"iniconfig == 2.1.0\", \
+                    \"Rich[jupyter]===13.7.1; python_version>'3.8'\", \"packaging>=24\", \
+                    \"attrs; python_version=='3.8'\", \"six==1.*\"]\n\
+                    [tool.poetry.dependencies]\npython = \"^3.9\"\nclick = \"8.1.7\"\nidna = { version = \"==3.7\" }\ncertifi = \"^2024\"\n";
+        w(r, "pyproject.toml", toml);
+        let d = detect(r);
+        let got: Vec<String> = d.deps.iter().map(|x| format!("{}@{} ({})", x.name, x.version, x.locked_by)).collect();
+        assert_eq!(
+            got,
+            [
+                "click@8.1.7 (pyproject.toml)",
+                "idna@3.7 (pyproject.toml)",
+                "iniconfig@2.1.0 (pyproject.toml)",
+                "pluggy@1.7.0 (pyproject.toml)",
+                "rich@13.7.1 (pyproject.toml)",
+            ],
+            "{:?}",
+            d.notes
+        );
+        for unpinned in ["attrs", "certifi", "packaging", "six"] {
+            let note = format!("Python package {unpinned}: not pinned (no lock entry, no ==version); left out");
+            assert!(d.notes.contains(&note), "{note}: {:?}", d.notes);
+        }
+    }
+
+    #[test]
+    fn an_editable_or_vcs_requirement_is_a_note_not_a_package() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let req = "-e git+https://github.com/x/y.git#egg=y\n--editable ./local\ngit+https://github.com/x/z.git\n\
+                   -r other.txt\n--index-url https://pypi.example/simple\nrequests==2.31.0 \\\n    --hash=sha256:abc\n\
+                   pkg @ https://host/pkg-1.0.whl\n";
+        w(r, "requirements.txt", req);
+        let d = detect(r);
+        let got: Vec<String> = d.deps.iter().map(|x| format!("{}@{}", x.name, x.version)).collect();
+        assert_eq!(got, ["requests@2.31.0"], "{:?}", d.notes);
+        for line in ["-e git+https://github.com/x/y.git", "--editable ./local"] {
+            let note = format!(
+                "requirements.txt: {line:?} is an editable install (a path or VCS URL), with no version docdex can look up; left out"
+            );
+            assert!(d.notes.contains(&note), "{note}: {:?}", d.notes);
+        }
+        let vcs = "requirements.txt: \"git+https://github.com/x/z.git\" names no package docdex can look up (a path or URL); left out";
+        assert!(d.notes.contains(&vcs.to_string()), "{:?}", d.notes);
+        // `git` is not taken for a package, and options other than -e are not notes.
+        let has = |s: &str| d.notes.iter().any(|n| n.contains(s));
+        assert!(!has("package git:") && !has("other.txt") && !has("index-url"), "{:?}", d.notes);
+        assert!(has("Python package pkg: not pinned"), "{:?}", d.notes);
     }
 }
