@@ -522,16 +522,18 @@ impl Engine {
             .unwrap_or(IndexState::Ready);
         let flags = search::symbol_rank::RankingFlags::from_config(&self.inner.config.search, req.for_chat);
         let mut resp = self.guarded_search(&repo, || self.retrieve(&repo, &searcher, req, state, flags))?;
+        let cancel = CancelToken::current();
         if self.inner.config.privacy.redact_snippets {
             // A hit's file is read again only when its snippet shows base64 (key body lines).
             let read = |rel: &str| index::extract::indexed_text(&repo, rel).ok().map(fsutil::decode_text_owned);
-            let found = privacy::redact_hits(&mut resp.results, read);
+            let found = redact_page(&mut resp.results, read, &cancel)?;
             resp.pii_redacted = !found.is_empty();
             if resp.pii_redacted {
                 tracing::debug!(masked = %privacy::summarize(&found), "snippets redacted");
             }
         }
         if req.libs && req.cursor.is_none() {
+            cancel.check()?;
             let libs_req = libs::types::LibsSearchRequest { query: req.query.clone(), limit: req.limit };
             resp.libs = self.libs_search(repo_path, &libs_req)?.hits;
         }
@@ -741,6 +743,26 @@ impl Engine {
         self.inner.resident.forget(&record.fingerprint);
         Ok(record)
     }
+}
+
+/// Hits masked between two looks at the cancellation token (a page holds up to 200).
+const REDACT_STEP: usize = 8;
+
+/// Masks secrets and personal data in a page's snippets and context lines
+/// ([`privacy::redact_hits`]), [`REDACT_STEP`] hits at a time: [`Error::Cancelled`] once
+/// `cancel` trips between them (a hit showing base64 has its whole file, from `read`, scanned
+/// for key blocks, milliseconds each). Every hit is masked alone, so the steps change no hit.
+fn redact_page(
+    hits: &mut [search::types::SearchHit],
+    mut read: impl FnMut(&str) -> Option<String>,
+    cancel: &CancelToken,
+) -> Result<Vec<privacy::Finding>> {
+    let mut found = Vec::new();
+    for step in hits.chunks_mut(REDACT_STEP) {
+        cancel.check()?;
+        found.extend(privacy::redact_hits(step, &mut read));
+    }
+    Ok(found)
 }
 
 /// The lines `slice` of `file_text` (the first is line `first`), masked when `redact`: with the
@@ -1060,6 +1082,56 @@ pub(crate) fn canonical_lang(typed: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hit `i` of a page: a different file each, its snippet a base64 line (its file is read)
+    /// and an e-mail address (masked).
+    fn hit(i: u32) -> search::types::SearchHit {
+        search::types::SearchHit {
+            chunk_id: format!("f{i}.txt:1-2"),
+            path: format!("f{i}.txt"),
+            lang: "text".into(),
+            line_start: 1,
+            line_end: 2,
+            page_start: None,
+            page_end: None,
+            source: None,
+            score: 1.0,
+            snippet_line_start: 1,
+            snippet: format!("QUJDREVGR0hJSktMTU5PUFFSU1RVVldY{i}\nmail ada{i}@example.com\n"),
+            highlights: Vec::new(),
+            generation: 1,
+            stale: false,
+            source_missing: false,
+            context: Vec::new(),
+            retrievers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_page_is_masked_as_a_whole_untripped_and_stops_between_steps_when_tripped() {
+        let file = |_: &str| Some("plain text\n".to_string());
+        let mut whole: Vec<_> = (0..40).map(hit).collect();
+        let expected = privacy::redact_hits(&mut whole, file);
+        let mut stepped: Vec<_> = (0..40).map(hit).collect();
+        let found = redact_page(&mut stepped, file, &CancelToken::new()).expect("untripped");
+        assert_eq!(found.len(), expected.len());
+        assert!(found.len() >= 40, "every address is found: {}", found.len());
+        let snippets = |h: &[search::types::SearchHit]| h.iter().map(|h| h.snippet.clone()).collect::<Vec<_>>();
+        assert_eq!(snippets(&stepped), snippets(&whole), "the steps change no hit");
+
+        // Tripped while the first step reads its files: no later step runs.
+        let token = CancelToken::new();
+        let reads = std::cell::Cell::new(0);
+        let tripping = |_: &str| {
+            reads.set(reads.get() + 1);
+            token.cancel();
+            Some("plain text\n".to_string())
+        };
+        let mut page: Vec<_> = (0..40).map(hit).collect();
+        assert!(matches!(redact_page(&mut page, tripping, &token), Err(Error::Cancelled)));
+        assert_eq!(reads.get(), REDACT_STEP, "only the first step's files were read");
+        assert!(page[REDACT_STEP].snippet.contains("@example.com"), "the hits after it were not masked");
+    }
 
     fn run(pid: u32) -> StatusData {
         StatusData { state: IndexState::Updating, pid, ..StatusData::default() }

@@ -5,6 +5,8 @@
 use super::local::LibDoc;
 use super::types::{Dependency, Ecosystem, LibHit};
 use crate::engine::analysis::{self, CodeTokenizer, CODE_TOKENIZER};
+use crate::engine::cancel::CancelToken;
+use crate::engine::search::collect::Cancellable;
 use crate::engine::web::passages;
 use crate::error::{Error, Result};
 use std::collections::HashSet;
@@ -167,8 +169,13 @@ const NAME_BOOST: f32 = 2.0;
 /// Candidates read per hit returned, before near-duplicates collapse and coverage reorders.
 const POOL_PER_HIT: usize = 8;
 
+/// Passages read from the store between two looks at the cancellation token.
+const DOCS_PER_CHECK: usize = 32;
+
 /// The best `limit` passages for `query`: BM25 over title, body and the item's name (boosted),
 /// times the share of the query's terms the passage has, with near-duplicates collapsed.
+/// [`Error::Cancelled`] once the thread's ambient token trips: looked at inside Tantivy's
+/// collection and every [`DOCS_PER_CHECK`] passages read.
 pub fn search(dir: &Path, query: &str, limit: usize) -> Result<Vec<LibHit>> {
     let index = Index::open_in_dir(dir).map_err(err(dir))?;
     index.tokenizers().register(CODE_TOKENIZER, TextAnalyzer::from(CodeTokenizer));
@@ -188,13 +195,21 @@ pub fn search(dir: &Path, query: &str, limit: usize) -> Result<Vec<LibHit>> {
             clauses.push((Occur::Should, Box::new(BoostQuery::new(term(f.name), NAME_BOOST))));
         }
     }
-    let q = BooleanQuery::new(clauses);
+    let cancel = CancelToken::current();
+    let q = Cancellable::new(Box::new(BooleanQuery::new(clauses)), &cancel);
     let reader = index.reader().map_err(err(dir))?;
     let searcher = reader.searcher();
     let pool = (limit.max(1) * POOL_PER_HIT).min(400);
-    let top = searcher.search(&q, &TopDocs::with_limit(pool).order_by_score()).map_err(err(dir))?;
+    let top = searcher.search(&q, &TopDocs::with_limit(pool).order_by_score());
+    if q.stopped() {
+        return Err(Error::Cancelled);
+    }
     let mut out = Vec::new();
-    for (score, addr) in top {
+    for (i, (score, addr)) in top.map_err(err(dir))?.into_iter().enumerate() {
+        // Each passage is read from the store: up to 400 of them.
+        if i % DOCS_PER_CHECK == 0 {
+            cancel.check()?;
+        }
         let doc: TantivyDocument = searcher.doc(addr).map_err(err(dir))?;
         let text = |field: Field| doc.get_first(field).and_then(|v| v.as_str()).unwrap_or("").to_string();
         let ecosystem = match text(f.ecosystem).as_str() {

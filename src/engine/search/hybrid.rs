@@ -43,7 +43,6 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
-use tantivy::collector::TopDocs;
 use tantivy::{TantivyDocument, Term};
 
 /// A BM25 candidate: its file-ranked score, stored fields and file id.
@@ -210,7 +209,7 @@ impl RepoSearcher {
     ) -> Result<FusedRanking> {
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
         let boosts = if flags.symbols && !plan.term_list().is_empty() {
-            self.definition_boosts(searcher, repo, generation, &req.query)
+            self.definition_boosts(searcher, repo, generation, &req.query)?
         } else {
             DefinitionBoosts::default()
         };
@@ -398,9 +397,7 @@ impl RepoSearcher {
         let req = SearchRequest { query: terms.join(" "), ..Default::default() };
         let plan = QueryPlan { terms: terms.iter().map(|t| (t.clone(), 1.0)).collect(), joined: Vec::new() };
         let query = self.build_query(&plan, &req, false)?;
-        let top = searcher
-            .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
-            .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
+        let top = self.top_chunks(&searcher, query)?;
         let priors = Priors::for_query("", cfg.demote_noise_files);
         let mut by_file: HashMap<u64, (f32, f32, Option<tantivy::DocAddress>)> = HashMap::new();
         for c in with_priors(&searcher, top, &priors, &DefinitionBoosts::default()) {

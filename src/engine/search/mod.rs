@@ -5,6 +5,7 @@
 //!
 //! How confidence is computed is documented in `docs/SEARCH.md`.
 
+pub(crate) mod collect;
 pub mod file_bm25;
 pub mod file_rank;
 pub mod hybrid;
@@ -128,17 +129,26 @@ impl RepoSearcher {
     }
 
     /// Where the symbols the query names are defined (empty when none, when the store is
-    /// missing or stale, or when symbol ranking is off).
-    fn definition_boosts(&self, searcher: &Searcher, repo: &RepoRef, generation: u64, query: &str) -> DefinitionBoosts {
+    /// missing or stale, or when symbol ranking is off). [`Error::Cancelled`] once the thread's
+    /// ambient token trips: looked at before the store is opened and between the names looked up.
+    fn definition_boosts(
+        &self,
+        searcher: &Searcher,
+        repo: &RepoRef,
+        generation: u64,
+        query: &str,
+    ) -> Result<DefinitionBoosts> {
         // Most plain-language queries name no symbol: then the store is not even opened.
         let names = symbol_rank::candidate_names(query);
         // A name no indexed text contains is not defined anywhere: skip the store (opening
         // SQLite costs a cold process about a millisecond).
         let names: Vec<(String, bool)> = names.into_iter().filter(|(n, _)| self.may_be_defined(searcher, n)).collect();
         if names.is_empty() {
-            return DefinitionBoosts::default();
+            return Ok(DefinitionBoosts::default());
         }
-        let Ok(mut cache) = self.symbols.lock() else { return DefinitionBoosts::default() };
+        let cancel = CancelToken::current();
+        cancel.check()?;
+        let Ok(mut cache) = self.symbols.lock() else { return Ok(DefinitionBoosts::default()) };
         let key = (generation, file_identity(&crate::engine::code::store::db_path(repo)));
         if cache.as_ref().is_none_or(|(k, _)| *k != key) {
             let reader = crate::engine::code::store::SymbolReader::open(repo)
@@ -148,8 +158,8 @@ impl RepoSearcher {
             *cache = Some((key, reader));
         }
         match cache.as_ref().and_then(|(_, r)| r.as_ref()) {
-            Some(reader) => DefinitionBoosts::lookup(reader, &names),
-            None => DefinitionBoosts::default(),
+            Some(reader) => DefinitionBoosts::lookup_until(reader, &names, &cancel),
+            None => Ok(DefinitionBoosts::default()),
         }
     }
 
@@ -220,7 +230,7 @@ impl RepoSearcher {
         }
         let priors = Priors::for_query(&req.query, cfg.demote_noise_files);
         let boosts = if flags.symbols {
-            self.definition_boosts(&searcher, repo, generation, &req.query)
+            self.definition_boosts(&searcher, repo, generation, &req.query)?
         } else {
             DefinitionBoosts::default()
         };
@@ -350,6 +360,8 @@ impl RepoSearcher {
     /// The BM25 candidate pool for `terms` (filters applied), with file-class priors and
     /// definition boosts, before diversification; also the number of raw candidates.
     /// Plain top-k lets Tantivy prune with block-max WAND; priors apply to the pool after.
+    /// [`Error::Cancelled`] once the thread's ambient token trips, looked at inside Tantivy's
+    /// collection ([`collect::Cancellable`]).
     fn bm25_pool(
         &self,
         searcher: &Searcher,
@@ -360,11 +372,20 @@ impl RepoSearcher {
         boosts: &DefinitionBoosts,
     ) -> Result<(Vec<PooledChunk>, usize)> {
         let query = self.build_query(plan, req, flags.ast)?;
-        let top = searcher
-            .search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score())
-            .map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })?;
+        let top = self.top_chunks(searcher, query)?;
         let total = top.len();
         Ok((with_priors(searcher, top, priors, boosts), total))
+    }
+
+    /// The [`CANDIDATE_POOL`] best chunks for `query`, best first. [`Error::Cancelled`] once the
+    /// thread's ambient token trips during the collection (this runs on the searching thread).
+    fn top_chunks(&self, searcher: &Searcher, query: Box<dyn Query>) -> Result<Vec<(f32, DocAddress)>> {
+        let query = collect::Cancellable::new(query, &CancelToken::current());
+        let top = searcher.search(&query, &TopDocs::with_limit(CANDIDATE_POOL).order_by_score());
+        if query.stopped() {
+            return Err(Error::Cancelled);
+        }
+        top.map_err(|e| Error::Index { path: self.index_dir.clone(), message: e.to_string() })
     }
 
     /// Search hits for a page of chunks (snippets cut from the files on disk), with the query

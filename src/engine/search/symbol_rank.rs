@@ -13,6 +13,7 @@
 //!   words form a function's name (`expire stale sessions`) finds that function's chunk.
 
 use crate::config::SearchConfig;
+use crate::engine::cancel::CancelToken;
 use crate::engine::code::query;
 use crate::engine::code::store::{norm, SymbolReader};
 use std::collections::HashMap;
@@ -100,10 +101,17 @@ pub struct DefinitionBoosts {
 }
 
 impl DefinitionBoosts {
-    /// Looks up candidate names (from [`candidate_names`]) in the symbol store.
-    pub fn lookup(reader: &SymbolReader, names: &[(String, bool)]) -> DefinitionBoosts {
+    /// Looks up candidate names (from [`candidate_names`]) in the symbol store; ends with
+    /// [`crate::error::Error::Cancelled`] once `cancel` trips (looked at before each name's
+    /// query: a search whose client left stops here too).
+    pub fn lookup_until(
+        reader: &SymbolReader,
+        names: &[(String, bool)],
+        cancel: &CancelToken,
+    ) -> crate::error::Result<DefinitionBoosts> {
         let mut boosts = DefinitionBoosts::default();
         for (name, whole) in names {
+            cancel.check()?;
             let (name, whole) = (name.as_str(), *whole);
             let defs = match query::definitions(reader, name, MAX_DEFINITIONS + 1) {
                 Ok(d) => d,
@@ -123,7 +131,7 @@ impl DefinitionBoosts {
                 boosts.by_file.entry(file).or_default().push((d.line_start, factor, pinned));
             }
         }
-        boosts
+        Ok(boosts)
     }
 
     /// No symbol named by the query.
