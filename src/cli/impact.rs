@@ -226,10 +226,16 @@ pub fn run_graph(engine: &Engine, out: &Out, cmd: GraphCommand) -> anyhow::Resul
             }
         }
         GraphCommand::Rebuild { repo, json } => {
+            let repo = repo.resolve()?;
             let bar = super::progress::Bar::new(!json);
-            let resp = engine.rebuild_impact_graph(&repo.resolve()?, &bar);
+            let (resp, interrupted) = super::interrupt::stoppable(|| engine.rebuild_impact_graph(&repo, &bar));
             bar.finish();
-            let resp = resp?;
+            let resp = match resp {
+                Err(Error::Cancelled) if interrupted => return Err(anyhow::Error::new(Error::Cancelled).context(
+                    "graph rebuild stopped (Ctrl-C): nothing was written, the impact graph is still the last one built",
+                )),
+                other => other?,
+            };
             if json {
                 out.json(&resp)?;
             } else {

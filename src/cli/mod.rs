@@ -13,6 +13,7 @@ mod dag;
 mod eval;
 mod hook;
 mod impact;
+mod interrupt;
 mod libs;
 mod llm;
 mod memory;
@@ -441,9 +442,11 @@ fn nested_repo_hint(err: &anyhow::Error) -> Option<String> {
 }
 
 /// Process exit codes: 0 ok, 1 error, 2 usage (bad input, or it names something that does not
-/// exist), 3 unknown repo, not indexed, stale or damaged index (re-index), 4 index busy.
+/// exist), 3 unknown repo, not indexed, stale or damaged index (re-index), 4 index busy, 130
+/// stopped by Ctrl-C (as a shell reports an interrupted command).
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.downcast_ref::<Error>() {
+        Some(Error::Cancelled) => 130,
         Some(
             Error::RepoNotFound { .. }
             | Error::UnknownRepo { .. }

@@ -44,6 +44,44 @@ const HIGHLIGHT_FROM_START: u32 = 2000;
 
 type Slot = Arc<Mutex<LatestWins<Request>>>;
 
+/// The cancellation token of the job a latest-wins slot runs, for a slot whose superseded job
+/// is worth stopping (the impact diagram: its risk overlay walks every cycle the diagram
+/// shows, `Engine::rule_marks`). Changed only under the slot's lock, so a trip always reaches
+/// the job that was running when the newer one was submitted.
+#[derive(Debug, Clone, Default)]
+struct Running(Arc<Mutex<CancelToken>>);
+
+impl Running {
+    /// A job was submitted: when it starts at once it gets a fresh token; when one runs, that
+    /// one is stopped (the newer job replaces it and its answer would be thrown away).
+    fn submitted(&self, starts: bool) {
+        if starts {
+            self.fresh();
+        } else {
+            self.stop();
+        }
+    }
+
+    /// The next job starts: a fresh token for it.
+    fn fresh(&self) {
+        if let Ok(mut t) = self.0.lock() {
+            *t = CancelToken::new();
+        }
+    }
+
+    /// Stops the running job (the workbench quits, or a newer one replaces it).
+    fn stop(&self) {
+        if let Ok(t) = self.0.lock() {
+            t.cancel();
+        }
+    }
+
+    /// The running job's token, made ambient while it runs.
+    fn token(&self) -> CancelToken {
+        self.0.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+}
+
 /// Runs engine work for the app.
 pub struct Worker {
     engine: Engine,
@@ -51,6 +89,8 @@ pub struct Worker {
     search: Slot,
     preview: Slot,
     impact: Slot,
+    /// The impact job's token: a newer diagram or quitting stops the one being computed.
+    impact_running: Running,
     indexing: Arc<Mutex<HashSet<PathBuf>>>,
     watchers: HashMap<PathBuf, (Arc<AtomicBool>, JoinHandle<()>)>,
     /// Cancel tokens of answers being streamed, by turn (the stop key trips them).
@@ -66,6 +106,7 @@ impl Worker {
             search: Slot::default(),
             preview: Slot::default(),
             impact: Slot::default(),
+            impact_running: Running::default(),
             indexing: Arc::default(),
             watchers: HashMap::new(),
             chats: Arc::default(),
@@ -75,9 +116,9 @@ impl Worker {
     /// Starts a request; returns at once.
     pub fn dispatch(&mut self, req: Request) {
         match req {
-            Request::Search { .. } | Request::Symbols { .. } => self.latest(self.search.clone(), req),
-            Request::Preview { .. } => self.latest(self.preview.clone(), req),
-            Request::Impact { .. } => self.latest(self.impact.clone(), req),
+            Request::Search { .. } | Request::Symbols { .. } => self.latest(self.search.clone(), req, None),
+            Request::Preview { .. } => self.latest(self.preview.clone(), req, None),
+            Request::Impact { .. } => self.latest(self.impact.clone(), req, Some(self.impact_running.clone())),
             Request::Index { repo, rebuild } => self.index(repo, rebuild),
             Request::Watch { repo, on: true } => self.watch(repo),
             Request::Watch { repo, on: false } => {
@@ -134,6 +175,7 @@ impl Worker {
 
     /// Stops watchers and waits (briefly) for them to release their writers.
     pub async fn shutdown(&mut self) {
+        self.impact_running.stop();
         for (_, (stop, _)) in self.watchers.iter() {
             stop.store(true, Ordering::Relaxed);
         }
@@ -151,18 +193,46 @@ impl Worker {
         });
     }
 
-    fn latest(&self, slot: Slot, req: Request) {
-        let start = slot.lock().map(|mut s| s.submit(req)).unwrap_or(None);
+    /// Runs `req` in `slot` (latest wins). With `running`, each job runs under its own
+    /// cancellation token, tripped when a newer job is submitted: the stopped job's answer
+    /// (`cancelled`, or one that came anyway) is not sent, the newer job's follows.
+    fn latest(&self, slot: Slot, req: Request, running: Option<Running>) {
+        let start = slot
+            .lock()
+            .map(|mut s| {
+                let start = s.submit(req);
+                if let Some(r) = &running {
+                    r.submitted(start.is_some());
+                }
+                start
+            })
+            .unwrap_or(None);
         let Some(first) = start else { return };
         let engine = self.engine.clone();
         let tx = self.tx.clone();
         tokio::task::spawn_blocking(move || {
             let mut job = Some(first);
             while let Some(j) = job.take() {
+                let token = running.as_ref().map(Running::token).unwrap_or_default();
                 let fallback = failure_event(&j);
-                let event = guarded("a search", || execute(&engine, j)).unwrap_or(fallback);
-                let _ = tx.send(AppEvent::Engine(event));
-                job = slot.lock().map(|mut s| s.finish()).unwrap_or(None);
+                let event = guarded("a search", || {
+                    let _ambient = token.enter();
+                    execute(&engine, j)
+                })
+                .unwrap_or(fallback);
+                if !token.is_cancelled() {
+                    let _ = tx.send(AppEvent::Engine(event));
+                }
+                job = slot
+                    .lock()
+                    .map(|mut s| {
+                        let next = s.finish();
+                        if let (Some(r), Some(_)) = (&running, &next) {
+                            r.fresh();
+                        }
+                        next
+                    })
+                    .unwrap_or(None);
             }
         });
     }
@@ -738,4 +808,23 @@ pub fn preview(
         hit,
         matches,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_submitted_while_one_runs_stops_that_one_and_starts_with_its_own_token() {
+        let running = Running::default();
+        running.submitted(true);
+        let first = running.token();
+        running.submitted(false);
+        assert!(first.is_cancelled(), "the running job is replaced: stopped");
+        running.fresh();
+        let next = running.token();
+        assert!(!next.is_cancelled(), "the job that follows runs under a fresh token");
+        running.stop();
+        assert!(next.is_cancelled(), "quitting stops the job that runs");
+    }
 }

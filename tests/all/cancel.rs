@@ -292,3 +292,172 @@ fn an_index_run_stopped_at_its_last_commit_leaves_the_impact_graph_to_the_next_r
     let inbound = engine.impact(&repo, &impact).expect("impact").inbound;
     assert!(inbound.iter().any(|d| d.path == "web/main.ts"), "{inbound:?}");
 }
+
+/// The workbench's risk overlay (`Engine::rule_marks`: every file of the diagram on an import
+/// cycle walked round its loop) ran to its end for a diagram nobody would show.
+#[test]
+fn the_risk_overlay_stops_when_the_callers_token_is_tripped() {
+    let env = Env::new();
+    let (engine, repo) = indexed(&env);
+    write(&repo, "src/a.ts", "import { b } from './b';\nexport const a = (): number => b() + 1;\n");
+    write(&repo, "src/b.ts", "import { a } from './a';\nexport const b = (): number => a() + 41;\n");
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let files = vec!["src/a.ts".to_string(), "src/b.ts".to_string()];
+    let marks = engine.rule_marks(&repo, None, &files).expect("an untripped overlay answers");
+    assert!(marks.iter().any(|m| m.rule == "no-import-cycles"), "{marks:?}");
+
+    let token = CancelToken::new();
+    token.cancel();
+    {
+        let _ambient = token.enter();
+        cancelled("rule_marks", engine.rule_marks(&repo, None, &files));
+    }
+    assert_eq!(engine.rule_marks(&repo, None, &files).expect("after the stop").len(), marks.len());
+}
+
+/// A repository of `n` TypeScript files in one import chain (`m{i}` imports `m{i+1}`).
+fn chain(env: &Env, name: &str, n: usize) -> std::path::PathBuf {
+    let repo = env.repo(name);
+    for i in 0..n {
+        let next = (i + 1) % n;
+        write(
+            &repo,
+            &format!("src/m{i}.ts"),
+            format!("import {{ f{next} }} from './m{next}';\nexport const f{i} = (): number => 1;\n"),
+        );
+    }
+    repo
+}
+
+/// `docdex graph rebuild` could not be stopped: it parsed and resolved every code file of the
+/// repository whatever its caller's token said. Stopped while parsing or while resolving, it
+/// now ends `cancelled` having written nothing: the graph on disk is the one built before
+/// (byte for byte, without the import added since) and answers impact queries.
+#[test]
+fn a_graph_rebuild_stopped_while_parsing_or_resolving_keeps_the_last_graph() {
+    let env = Env::new();
+    let repo = chain(&env, "chain", 300);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let path = graph::graph_path(&engine.resolve_repo(&repo).expect("repo"));
+    let before = std::fs::read(&path).expect("the index built a graph");
+    // An import a finished rebuild would add (read from disk: the index does not know it yet).
+    write(
+        &repo,
+        "src/m0.ts",
+        "import { f1 } from './m1';\nimport { f7 } from './m7';\nexport const f0 = (): number => 1;\n",
+    );
+    let imports_m7 = |engine: &docdex::Engine| {
+        let req = ImpactRequest { file: "src/m7.ts".into(), depth: Some(1), ..Default::default() };
+        engine.impact(&repo, &req).expect("impact answers").inbound.iter().any(|d| d.path == "src/m0.ts")
+    };
+    for phase in ["parsing", "resolving"] {
+        let token = CancelToken::new();
+        let trip = |p: &IndexProgress| {
+            if p.phase == phase {
+                token.cancel();
+            }
+        };
+        let result = {
+            let _ambient = token.enter();
+            engine.rebuild_impact_graph(&repo, &trip)
+        };
+        cancelled(&format!("graph rebuild stopped while {phase}"), result);
+        assert_eq!(std::fs::read(&path).expect("graph"), before, "stopped while {phase}: the graph was rewritten");
+        assert!(!imports_m7(&engine), "stopped while {phase}: a half-built graph is served");
+    }
+    engine.rebuild_impact_graph(&repo, &quiet()).expect("a rebuild nobody stops");
+    assert!(imports_m7(&engine), "the finished rebuild has the new import");
+}
+
+/// Ctrl-C killed `docdex graph rebuild` wherever it was, without a word. It now stops the
+/// rebuild (here while it waits for the writer lock another run holds), says nothing was
+/// written, and exits 130 as an interrupted command does.
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_at_graph_rebuild_stops_it_with_exit_130_and_says_the_graph_is_kept() {
+    let env = Env::new();
+    let (engine, repo) = indexed(&env);
+    let path = graph::graph_path(&engine.resolve_repo(&repo).expect("repo"));
+    let before = std::fs::read(&path).expect("graph");
+    // A one-off holder of the writer lock: the rebuild waits (up to a few idle seconds).
+    let session = engine.open_index_session(&engine.resolve_repo(&repo).unwrap(), false).expect("session");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_docdex"))
+        .args(["graph", "rebuild", "--repo", repo.to_str().unwrap()])
+        .env("DOCDEX_HOME", env.home())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    crate::util::eventually("the rebuild catches Ctrl-C", || catches_sigint(child.id()));
+    std::thread::sleep(Duration::from_millis(200));
+    let sent = Instant::now();
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().expect("wait");
+    assert!(sent.elapsed() < Duration::from_millis(1500), "it stopped at once: {:?}", sent.elapsed());
+    drop(session);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("graph rebuild stopped (Ctrl-C): nothing was written"), "{stderr}");
+    assert_eq!(std::fs::read(&path).expect("graph"), before);
+    engine.rebuild_impact_graph(&repo, &quiet()).expect("a later rebuild runs");
+}
+
+/// Whether process `pid` has a handler for SIGINT (`SigCgt` in /proc/<pid>/status).
+#[cfg(target_os = "linux")]
+fn catches_sigint(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:")).map(str::trim).unwrap_or("0");
+    u64::from_str_radix(mask, 16).is_ok_and(|m| m & (1 << (libc::SIGINT - 1)) != 0)
+}
+
+/// A search over a larger corpus whose token trips while it runs (at a different moment each
+/// time, from a thread) ends `cancelled` within a few milliseconds of the trip, or had
+/// already answered; an untripped search answers the same hits before and after.
+#[test]
+fn a_search_whose_token_trips_mid_way_ends_cancelled_promptly() {
+    let env = Env::new();
+    let repo = env.repo("corpus");
+    for i in 0..600 {
+        let body: String =
+            (0..30).map(|l| format!("session store handler {i} line {l} expire token cache request\n")).collect();
+        write(&repo, &format!("src/s{i}.rs"), format!("pub fn session_store_{i}() {{}}\n{body}"));
+    }
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let req = SearchRequest { query: "session store expire token".into(), limit: Some(200), ..Default::default() };
+    let first = engine.search(&repo, &req).expect("search");
+    assert!(first.results.len() >= 100);
+    let mut stopped = 0;
+    for delay_us in (0..40).map(|i| i * 150) {
+        let token = CancelToken::new();
+        let (result, late) = std::thread::scope(|s| {
+            let tripper = s.spawn(|| {
+                std::thread::sleep(Duration::from_micros(delay_us));
+                token.cancel();
+                Instant::now()
+            });
+            let _ambient = token.enter();
+            let result = engine.search(&repo, &req);
+            let ended = Instant::now();
+            let tripped = tripper.join().unwrap();
+            (result, ended.saturating_duration_since(tripped))
+        });
+        match result {
+            Err(Error::Cancelled) => {
+                stopped += 1;
+                assert!(late < Duration::from_millis(50), "ended {late:?} after the trip (delay {delay_us} µs)");
+            }
+            Ok(_) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(stopped > 0, "no search was stopped mid-way");
+    let again = engine.search(&repo, &req).expect("after the stops");
+    let ids = |r: &docdex::engine::protocol::SearchResponse| {
+        r.results.iter().map(|h| (h.chunk_id.clone(), h.score)).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&again), ids(&first));
+}

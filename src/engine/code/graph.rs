@@ -20,6 +20,7 @@ use super::imports::RawImport;
 use super::resolve::{RepoFiles, Resolution, Resolver};
 pub use super::types::{FileImports, Method};
 use super::Lang;
+use crate::engine::cancel::CancelToken;
 use crate::engine::fsutil;
 use crate::engine::repos::RepoRef;
 use crate::error::{Error, Result};
@@ -270,9 +271,24 @@ pub fn write(repo: &RepoRef, graph: &ImpactGraph) -> Result<()> {
 /// graph without re-indexing and for benchmarks. Unreadable files are skipped. `on_file` is
 /// called (from worker threads) with the size of each file read.
 pub fn extract_from_disk(root: &Path, paths: &[String], on_file: &(dyn Fn(u64) + Sync)) -> Vec<FileImports> {
+    extract_from_disk_until(root, paths, on_file, &AtomicBool::new(false))
+}
+
+/// [`extract_from_disk`] that reads and parses no further file once `stop` is set (looked at
+/// before each one: a parse takes up to milliseconds): what it returns then is incomplete, and
+/// the caller, which set `stop`, drops it.
+pub fn extract_from_disk_until(
+    root: &Path,
+    paths: &[String],
+    on_file: &(dyn Fn(u64) + Sync),
+    stop: &AtomicBool,
+) -> Vec<FileImports> {
     let mut out: Vec<FileImports> = paths
         .par_iter()
         .filter_map(|rel| {
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
             let lang = Lang::from_path(Path::new(rel))?;
             let bytes = crate::engine::fsutil::read_repo_file(root, rel).ok()?;
             on_file(bytes.len() as u64);
@@ -666,15 +682,36 @@ pub fn loop_from<S: AsRef<str>>(path: &[S], start: usize) -> Vec<&str> {
 /// A shortest loop through each of `files` inside `cycle` (`a -> b -> a`, starting and ending
 /// at that file), from `edges` (the same rules as [`find_cycles`]), as [`loop_text`] with
 /// [`LOOP_TEXT_HOPS`]: what to show for a file on a large cycle, whose own [`Cycle::path`] may
-/// not pass through that file at all.
-pub fn loops_through(edges: &[Edge], cycle: &Cycle, files: &[&str]) -> HashMap<String, String> {
-    loop_paths_through(edges, cycle, files).into_iter().map(|(f, path)| (f, loop_text(&path, LOOP_TEXT_HOPS))).collect()
+/// not pass through that file at all. [`Error::Cancelled`] once `cancel` trips (looked at
+/// every [`LOOPS_PER_CHECK`] files: one file's walk covers the whole cycle, and the workbench's
+/// risk overlay asks for every file of the diagram).
+pub fn loops_through(
+    edges: &[Edge],
+    cycle: &Cycle,
+    files: &[&str],
+    cancel: &CancelToken,
+) -> Result<HashMap<String, String>> {
+    let paths = loop_paths_until(edges, cycle, files, cancel)?;
+    Ok(paths.into_iter().map(|(f, path)| (f, loop_text(&path, LOOP_TEXT_HOPS))).collect())
 }
+
+/// Files whose loops [`loops_through`] walks between two looks at its token.
+const LOOPS_PER_CHECK: usize = 16;
 
 /// [`loops_through`] before it becomes text: each file's shortest loop, file by file
 /// (`[f, ..., f]`, borrowed from `edges`). The gatekeeper needs the loop's first hop for the
 /// line it names.
 pub fn loop_paths_through<'a>(edges: &'a [Edge], cycle: &Cycle, files: &[&str]) -> HashMap<String, Vec<&'a str>> {
+    loop_paths_until(edges, cycle, files, &CancelToken::new()).unwrap_or_default()
+}
+
+/// [`loop_paths_through`], ending with [`Error::Cancelled`] once `cancel` trips.
+fn loop_paths_until<'a>(
+    edges: &'a [Edge],
+    cycle: &Cycle,
+    files: &[&str],
+    cancel: &CancelToken,
+) -> Result<HashMap<String, Vec<&'a str>>> {
     let members: HashSet<&str> = cycle.files.iter().map(String::as_str).collect();
     let mut g: DiGraph<&str, ()> = DiGraph::new();
     let mut ids: HashMap<&str, NodeIndex> = HashMap::new();
@@ -686,14 +723,16 @@ pub fn loop_paths_through<'a>(edges: &'a [Edge], cycle: &Cycle, files: &[&str]) 
         g.add_edge(s, t, ());
     }
     let mut finder = LoopFinder::new(&g);
-    files
-        .iter()
-        .filter_map(|f| {
-            let start = *ids.get(f)?;
-            let path: Vec<&str> = finder.loop_through(start, |_| true).into_iter().map(|i| g[i]).collect();
-            Some((f.to_string(), path))
-        })
-        .collect()
+    let mut out = HashMap::new();
+    for (i, f) in files.iter().enumerate() {
+        if i % LOOPS_PER_CHECK == 0 {
+            cancel.check()?;
+        }
+        let Some(&start) = ids.get(f) else { continue };
+        let path: Vec<&str> = finder.loop_through(start, |_| true).into_iter().map(|i| g[i]).collect();
+        out.insert(f.to_string(), path);
+    }
+    Ok(out)
 }
 
 /// Shortest loops from a node back to itself inside one component: breadth-first from the
@@ -898,7 +937,7 @@ mod tests {
         let cycles = find_cycles(&edges);
         assert_eq!(cycles.len(), 1);
         assert!(!cycles[0].path.contains(&"d".to_string()), "{:?}", cycles[0].path);
-        let loops = loops_through(&edges, &cycles[0], &["d", "b", "x"]);
+        let loops = loops_through(&edges, &cycles[0], &["d", "b", "x"], &CancelToken::new()).unwrap();
         assert_eq!(loops["d"], "d -> c -> d");
         assert_eq!(loops["b"], "b -> c -> a -> b");
         assert!(!loops.contains_key("x"), "x is not on the cycle");
@@ -911,7 +950,7 @@ mod tests {
         let edges: Vec<Edge> = (0..n).map(|i| edge(&names[i], &names[(i + 1) % n])).collect();
         let cycles = find_cycles(&edges);
         let on: Vec<&str> = names.iter().map(String::as_str).collect();
-        let loops = loops_through(&edges, &cycles[0], &on);
+        let loops = loops_through(&edges, &cycles[0], &on, &CancelToken::new()).unwrap();
         assert_eq!(loops.len(), n);
         let expected = format!(
             "f5 -> f6 -> f7 -> f8 -> f9 -> f10 -> f11 -> f12 -> f13 -> f14 -> f15 -> f16 -> ... {} more -> f3 -> f4 -> f5",
@@ -926,6 +965,17 @@ mod tests {
             "one file is not elided"
         );
         assert_eq!(loop_text(&["a", "b", "c", "d", "e", "f", "a"], 2), "a -> b -> ... 2 more -> e -> f -> a");
+    }
+
+    #[test]
+    fn a_tripped_token_stops_the_loops_through_a_cycle() {
+        let names: Vec<String> = (0..500).map(|i| format!("f{i}")).collect();
+        let edges: Vec<Edge> = (0..500).map(|i| edge(&names[i], &names[(i + 1) % 500])).collect();
+        let cycles = find_cycles(&edges);
+        let on: Vec<&str> = names.iter().map(String::as_str).collect();
+        let token = CancelToken::new();
+        token.cancel();
+        assert!(matches!(loops_through(&edges, &cycles[0], &on, &token), Err(Error::Cancelled)));
     }
 
     #[test]

@@ -722,10 +722,14 @@ impl Engine {
 
     /// Re-reads and re-parses every code file of the index and rebuilds `impact_graph.json`,
     /// without re-indexing (recovery, and benchmarks of the graph build). Reports progress
-    /// (`parsing`, then `resolving`) to `sink`.
+    /// (`parsing`, then `resolving`) to `sink`. Ends with [`Error::Cancelled`] once the
+    /// thread's ambient token trips (Ctrl-C at `docdex graph rebuild`): looked at while it
+    /// waits for the writer lock, per file parsed and per file resolved. A stopped rebuild
+    /// writes nothing: the graph on disk stays the last one built, whole and queryable.
     pub fn rebuild_impact_graph(&self, repo_path: &Path, sink: &dyn ProgressSink) -> Result<RebuildSummary> {
+        let cancel = CancelToken::current();
         let repo = self.resolve_repo(repo_path)?;
-        let _lock = self.graph_writer_lock(&repo, sink)?;
+        let _lock = self.graph_writer_lock(&repo, sink, &cancel)?;
         // Resolved again under the lock: a run waited for may have switched the live generation.
         let repo = self.resolve_repo(repo_path)?;
         // An indexed empty repository rebuilds an empty graph (0 files), as the index run does.
@@ -762,12 +766,15 @@ impl Engine {
             }
         };
         let started = std::time::Instant::now();
-        let files: Vec<FileImports> = graph::extract_from_disk(&repo.root, &paths, &on_file);
+        let files: Vec<FileImports> = graph::extract_from_disk_until(&repo.root, &paths, &on_file, cancel.flag());
+        cancel.check()?;
         let parse_ms = started.elapsed().as_secs_f64() * 1000.0;
         let finished = IndexProgress { files_done: total.files_total, bytes_done: total.bytes_total, ..total.clone() };
         sink.progress(&IndexProgress { phase: "resolving".into(), ..finished.clone() });
         let opts = graph::GraphOptions::from_config(&self.config().code_intelligence);
-        let mut g = graph::build_in(&repo, &files, &opts, &std::sync::atomic::AtomicBool::new(false));
+        let mut g = graph::build_in(&repo, &files, &opts, cancel.flag());
+        // Incomplete when the token tripped meanwhile: dropped, the last graph stays.
+        cancel.check()?;
         // Extracted here by this build's rules, whatever the store holds: no outdated warning.
         g.import_rules =
             Lang::ALL.into_iter().map(|l| (l.name().to_string(), super::imports::rules_version(l))).collect();
@@ -787,10 +794,12 @@ impl Engine {
     /// lock is waited for while it reports progress (shown on `sink`), as a second `index` waits
     /// ([`RunWaiter`]: bounded by a stalled run and a few idle seconds); a keeper (serve, daemon,
     /// watch, the workbench) holds it as long as it runs, so that is refused at once, saying so.
-    fn graph_writer_lock(&self, repo: &RepoRef, sink: &dyn ProgressSink) -> Result<FileLock> {
+    /// [`Error::Cancelled`] once `cancel` trips while it waits.
+    fn graph_writer_lock(&self, repo: &RepoRef, sink: &dyn ProgressSink, cancel: &CancelToken) -> Result<FileLock> {
         let path = self.writer_lock_path(repo);
         let mut waiter = RunWaiter::default();
         loop {
+            cancel.check()?;
             if let Some(lock) = FileLock::try_acquire(&path)? {
                 return Ok(lock);
             }

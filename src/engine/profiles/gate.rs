@@ -185,7 +185,11 @@ impl Engine {
     /// graph: files on a cycle when a rule forbids cycles (danger), files importing what a
     /// `forbid-import` names (warning). The constraints are `agent`'s and the team's, else
     /// every agent's, as for the gatekeeper. What the impact graph's risk overlay draws.
+    /// Ends with [`Error::Cancelled`] once the thread's ambient token trips (the workbench asked
+    /// for another diagram meanwhile, or quit): looked at per rule, per cycle and, on a cycle,
+    /// every few files whose loop it walks.
     pub fn rule_marks(&self, repo_path: &Path, agent: Option<&str>, files: &[String]) -> Result<Vec<RuleMark>> {
+        let cancel = CancelToken::current();
         let (checks, _) = self.gate_checks(agent)?;
         if checks.is_empty() || files.is_empty() {
             return Ok(Vec::new());
@@ -197,28 +201,9 @@ impl Engine {
             g.graph.diagnostics.iter().filter(|d| wanted.contains(d.source.as_str())).cloned().collect();
         let mut out = Vec::new();
         for check in &checks {
+            cancel.check()?;
             let found = match &check.rule {
-                // Each file is shown a loop through itself: a large cycle's own example
-                // path may not pass through the file at all.
-                Rule::NoImportCycles => g
-                    .graph
-                    .cycles
-                    .iter()
-                    .flat_map(|c| {
-                        let on: Vec<&str> = c.files.iter().map(String::as_str).filter(|f| wanted.contains(f)).collect();
-                        let loops =
-                            if on.is_empty() { HashMap::new() } else { graph::loops_through(&g.graph.edges, c, &on) };
-                        on.into_iter()
-                            .map(|f| {
-                                let path = match loops.get(f) {
-                                    Some(text) => text.clone(),
-                                    None => graph::loop_text(&c.path, graph::LOOP_TEXT_HOPS),
-                                };
-                                violation(check, f, 1, format!("on the import cycle {path}"))
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                    .collect(),
+                Rule::NoImportCycles => cycle_marks(check, &g.graph, &wanted, &cancel)?,
                 Rule::ForbidImport { pattern } => forbidden_imports(check, pattern, &edges, &diags),
                 _ => Vec::new(),
             };
@@ -573,6 +558,34 @@ fn cycles(
         }
     }
     Ok(out)
+}
+
+/// The files of `wanted` on an import cycle, each shown a loop through itself (a large
+/// cycle's own example path may not pass through the file at all). [`Error::Cancelled`] once
+/// `cancel` trips, looked at per cycle and inside [`graph::loops_through`].
+fn cycle_marks(
+    check: &Check,
+    g: &graph::ImpactGraph,
+    wanted: &HashSet<&str>,
+    cancel: &CancelToken,
+) -> Result<Vec<Violation>> {
+    let mut found = Vec::new();
+    for c in &g.cycles {
+        cancel.check()?;
+        let on: Vec<&str> = c.files.iter().map(String::as_str).filter(|f| wanted.contains(f)).collect();
+        if on.is_empty() {
+            continue;
+        }
+        let loops = graph::loops_through(&g.edges, c, &on, cancel)?;
+        for f in on {
+            let path = match loops.get(f) {
+                Some(text) => text.clone(),
+                None => graph::loop_text(&c.path, graph::LOOP_TEXT_HOPS),
+            };
+            found.push(violation(check, f, 1, format!("on the import cycle {path}")));
+        }
+    }
+    Ok(found)
 }
 
 /// Imports of a package, path or glob the rule forbids.
