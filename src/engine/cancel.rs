@@ -14,13 +14,15 @@
 //! CPU- and disk-bound work stops too: it takes the ambient token once, on the thread that
 //! starts it ([`CancelToken::current`], before it fans out to rayon's threads, which do not
 //! share the ambient token), and looks at it at its loop boundaries ([`CancelToken::check`]):
-//! a search between its candidate pool, its file ranking and each file read for snippets, a
-//! graph walk per level of its breadth-first search, an audit per file read and per block of
-//! compared pairs, the project map per tree tried, the pre-commit gatekeeper per staged file,
-//! rule and import cycle, an index run per batch of files and before and during its impact
-//! graph's build, a test run while it waits on the runner (whose process group it kills).
-//! Each ends with [`Error::Cancelled`]. A look is one relaxed atomic load: they sit between
-//! phases and batches, never in a per-term or per-posting loop.
+//! a search between its candidate pool, its file ranking and each file read for snippets (and
+//! inside them: per symbol name looked up, every 8 hits masked, and in Tantivy's collection
+//! every 256 documents, `search::collect`), a graph walk per level of its breadth-first
+//! search, an audit per file read and per block of compared pairs, the project map per tree
+//! tried, the pre-commit gatekeeper and the risk overlay per rule and import cycle, an index
+//! run per batch of files and before and during its impact graph's build, a graph rebuild per
+//! file parsed and resolved, a test run while it waits on the runner (whose process group it
+//! kills). Each ends with [`Error::Cancelled`]. A look is one relaxed atomic load: they sit
+//! between phases and batches or every few hundred documents, never per term or per posting.
 //!
 //! [`Engine::stream_chat_cancellable`]: crate::Engine::stream_chat_cancellable
 //! [`Engine::block_on_server`]: crate::Engine::block_on_server
