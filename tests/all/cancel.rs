@@ -448,7 +448,8 @@ fn a_search_whose_token_trips_mid_way_ends_cancelled_promptly() {
         match result {
             Err(Error::Cancelled) => {
                 stopped += 1;
-                assert!(late < Duration::from_millis(50), "ended {late:?} after the trip (delay {delay_us} µs)");
+                // Generous for a debug build on a loaded machine: the stop itself takes microseconds.
+                assert!(late < Duration::from_millis(200), "ended {late:?} after the trip (delay {delay_us} µs)");
             }
             Ok(_) => {}
             Err(e) => panic!("{e}"),
