@@ -218,7 +218,11 @@ impl Engine {
                 "registry",
                 CheckStatus::Fail,
                 e.to_string(),
-                Some("move the damaged registry.json aside; `docdex index` re-registers repositories".into()),
+                // Reading it rebuilds a damaged registry; this is when that failed.
+                Some(format!(
+                    "move it aside (`mv {0} {0}.damaged`); the next docdex command rebuilds it from the repositories' state",
+                    crate::error::shell_path(&self.paths().registry())
+                )),
             ),
         }
     }

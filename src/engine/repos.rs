@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
+mod recover;
+
 /// A hit's citation (`path:A-B`, `path:A`, as search prints it) split into the path and its
 /// lines, so every surface takes what search gives: `docdex impact src/a.rs:10-20`,
 /// `GET /v1/graph/impact?file=src/a.rs:10-20`. Unsplit when `given` is itself the name of a file
@@ -546,8 +548,10 @@ impl Registry {
                 write_json_atomic(&repo.meta_path(), &meta)?;
             }
         }
+        let mut added = false;
         self.update(|records| {
             if !records.iter().any(|r| r.fingerprint == repo.fingerprint) {
+                added = true;
                 records.push(RepoRecord {
                     path: repo.root.clone(),
                     fingerprint: repo.fingerprint.clone(),
@@ -556,12 +560,18 @@ impl Registry {
                     chunks: 0,
                 });
             }
-        })
+        })?;
+        if added {
+            // Registered again after `repo remove`: a rebuilt registry lists it again too.
+            let _ = std::fs::remove_file(repo.state_dir.join(recover::FORGOTTEN));
+        }
+        Ok(())
     }
 
-    /// All known repositories, sorted by path.
+    /// All known repositories, sorted by path. A damaged or missing registry is rebuilt from
+    /// the repositories' state first ([`recover`]).
     pub fn list(&self) -> Result<Vec<RepoRecord>> {
-        let mut repos = read_json::<RegistryFile>(&self.paths.registry())?.unwrap_or_default().repos;
+        let mut repos = self.read()?.repos;
         repos.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(repos)
     }
@@ -606,19 +616,50 @@ impl Registry {
             }
             None => return Err(unknown()),
         };
+        let dir = self.paths.repo_state(&record.fingerprint);
         if purge {
-            let dir = self.paths.repo_state(&record.fingerprint);
             if dir.exists() {
                 std::fs::remove_dir_all(&dir).at("removing", &dir)?;
+            }
+        } else if dir.is_dir() {
+            // The kept state must not bring it back when the registry is rebuilt.
+            if let Err(e) = std::fs::write(dir.join(recover::FORGOTTEN), b"") {
+                tracing::warn!("could not mark {} as forgotten: {e}", dir.display());
             }
         }
         Ok(record)
     }
 
+    /// The registry file, read without the lock; a damaged or missing one (beside state to
+    /// rebuild it from) is handled under the lock by [`Self::read_locked`].
+    fn read(&self) -> Result<RegistryFile> {
+        match read_json::<RegistryFile>(&self.paths.registry()) {
+            Ok(Some(file)) => Ok(file),
+            Ok(None) if !recover::has_repo_state(&self.paths) => Ok(RegistryFile::default()),
+            Ok(None) | Err(Error::CorruptState { .. }) => {
+                let _lock = FileLock::acquire(&self.paths.locks().join("registry.lock"))?;
+                self.read_locked()
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The registry file, holding the registry lock: moved aside and rebuilt when damaged,
+    /// rebuilt when missing (another process may have done either meanwhile).
+    fn read_locked(&self) -> Result<RegistryFile> {
+        match read_json::<RegistryFile>(&self.paths.registry()) {
+            Ok(Some(file)) => Ok(file),
+            Ok(None) if !recover::has_repo_state(&self.paths) => Ok(RegistryFile::default()),
+            Ok(None) => Ok(recover::rebuild_missing(&self.paths)),
+            Err(Error::CorruptState { message, .. }) => recover::rebuild_damaged(&self.paths, &message),
+            Err(e) => Err(e),
+        }
+    }
+
     fn update(&self, f: impl FnOnce(&mut Vec<RepoRecord>)) -> Result<()> {
         let _lock = FileLock::acquire(&self.paths.locks().join("registry.lock"))?;
         let path = self.paths.registry();
-        let mut file = read_json::<RegistryFile>(&path)?.unwrap_or_default();
+        let mut file = self.read_locked()?;
         let (version, before) = (file.schema_version, file.repos.clone());
         file.schema_version = 1;
         f(&mut file.repos);

@@ -1431,8 +1431,12 @@ async fn preflight_runs_the_full_check_and_refuses_a_damaged_registry() {
     assert!(log.contains("preflight check passed"), "{log}");
     assert!(log.contains("preflight warn llm_server"), "the unreachable model server is reported: {log}");
 
-    // A damaged registry is a failed prerequisite `docdex check` finds: the daemon refuses to start.
-    std::fs::write(env.home().join("state/registry.json"), "{ not json").unwrap();
+    // An unreadable registry is a failed prerequisite `docdex check` finds: the daemon refuses
+    // to start. (A damaged file is rebuilt instead: `faults::corrupt`; a directory in its place
+    // cannot be read, nor moved aside and rebuilt.)
+    let registry = env.home().join("state/registry.json");
+    std::fs::remove_file(&registry).unwrap();
+    std::fs::create_dir(&registry).unwrap();
     let out = env.run(&["daemon", "--bind", "127.0.0.1:0", "--preflight-check"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -128,3 +128,71 @@ fn an_index_file_shorter_than_its_footer_is_damage_not_a_panic() {
         assert_searchable(&env, &repo);
     }
 }
+
+/// The registry's files beside it: `registry.json.damaged-<ms>` kept by a rebuild.
+fn damaged_registries(env: &Env) -> Vec<PathBuf> {
+    let state = env.home().join("state");
+    std::fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("registry.json.damaged-")))
+        .collect()
+}
+
+fn listed(env: &Env) -> Vec<String> {
+    let v = env.json(&["repo", "list", "--json"]);
+    v["repos"].as_array().unwrap().iter().map(|r| r["path"].as_str().unwrap().to_string()).collect()
+}
+
+/// An empty `state/registry.json` (a crash or a full disk) made `docdex index` and `docdex repo
+/// list` fail ("corrupt state file ... EOF"), naming no way out. It is now kept aside, rebuilt
+/// from the repositories' state (counts included) with a warning saying so, and the commands
+/// work; a repository forgotten with `repo remove` stays forgotten; a deleted registry is
+/// rebuilt the same way.
+#[test]
+fn a_damaged_registry_is_kept_aside_and_rebuilt_from_the_repositories_state() {
+    let env = Env::new();
+    let (a, b) = (env.repo("a"), env.repo("b"));
+    write(&a, "a.rs", "fn alpha() {}\n");
+    write(&b, "b.rs", "fn beta() {}\n");
+    let (sa, sb) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let first = env.run(&["index", "--repo", sa, "--json"]);
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success() && !stderr.contains("registry"), "a fresh home rebuilds nothing: {stderr}");
+    env.json(&["index", "--repo", sb, "--json"]);
+    assert!(env.run(&["repo", "remove", sb]).status.success(), "forgotten, its index kept");
+    let registry = env.home().join("state/registry.json");
+    std::fs::write(&registry, b"").unwrap();
+
+    let out = env.run(&["repo", "list", "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("damaged") && stderr.contains("rebuilt") && stderr.contains("registry.json"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let repos = v["repos"].as_array().unwrap();
+    assert_eq!(repos.len(), 1, "the forgotten repository stays forgotten: {v}");
+    assert!(repos[0]["path"].as_str().unwrap().ends_with("/a"), "{v}");
+    assert_eq!(repos[0]["files"], 1, "{v}");
+    assert!(repos[0]["last_indexed_ms"].is_u64(), "{v}");
+    let kept = damaged_registries(&env);
+    assert_eq!(kept.len(), 1, "the damaged file is kept: {kept:?}");
+    assert_eq!(std::fs::metadata(&kept[0]).unwrap().len(), 0);
+
+    // `index`, the natural first move, works on a damaged registry too.
+    std::fs::write(&registry, b"{\"schema_version\": 1, \"repos\": [").unwrap();
+    let out = env.run(&["index", "--repo", sa, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(damaged_registries(&env).len(), 2);
+    assert_eq!(listed(&env).len(), 1);
+    let check = env.run(&["check", "--json"]);
+    assert!(!String::from_utf8_lossy(&check.stdout).contains("corrupt state"), "{check:?}");
+
+    // Deleted: rebuilt from the state; `b` indexed again is listed again.
+    std::fs::remove_file(&registry).unwrap();
+    env.json(&["index", "--repo", sb, "--json"]);
+    std::fs::remove_file(&registry).unwrap();
+    let paths = listed(&env);
+    assert_eq!(paths.len(), 2, "{paths:?}");
+    let search = env.run(&["search", "--repo", sa, "alpha", "--json"]);
+    assert!(String::from_utf8_lossy(&search.stdout).contains("a.rs"), "{search:?}");
+}
