@@ -718,6 +718,8 @@ fn execute(engine: &Engine, req: Request) -> EngineEvent {
                     // The overlay is a bonus: a profile that cannot be read leaves the graph as it is.
                     match engine.rule_marks(&repo, engine.resolve_agent(None).as_deref(), &files) {
                         Ok(marks) => attach_rule_marks(&mut view, &marks),
+                        // A newer diagram replaced this one: its answer is not shown.
+                        Err(crate::error::Error::Cancelled) => {}
                         Err(e) => {
                             tracing::warn!(error = %e, "constraint rules unreadable; the risk overlay shows cycles only");
                             view.rules_error = Some(format!("{e:#}"));
