@@ -42,10 +42,11 @@ pub const AGENT_HEADER: &str = "x-docdex-agent-id";
 /// Model names that mean "the configured default" (`[llm] default_model`).
 const DEFAULT_MODEL_NAMES: [&str; 3] = ["", "docdex", "default"];
 
-/// `POST /v1/chat/completions` body: the OpenAI request plus the `docdex` options. Fields that
-/// only tune sampling or add what docdex does not do (`seed`, `tools`, `logprobs`, `user`) are
-/// accepted and ignored; ones the answer could not honour (`n` above 1, an unknown
-/// `response_format`) are refused rather than silently dropped.
+/// `POST /v1/chat/completions` body: the OpenAI request plus the `docdex` options. Sampling
+/// fields the model server takes (`temperature`, `top_p`, the two penalties, `stop`,
+/// `max_tokens`) are passed to it; `seed`, `tools`, `logprobs` and `user` are accepted and
+/// ignored; ones the answer could not honour (`n` above 1, an unknown `response_format`, a
+/// `tool_choice` forcing a tool call) are refused rather than silently dropped.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ChatCompletionRequest {
     /// The chat model; `docdex`, `default` or absent use `[llm] default_model`.
@@ -65,6 +66,19 @@ pub struct ChatCompletionRequest {
     /// Sampling temperature, 0 to 2 (the model server's default when absent).
     #[serde(default)]
     pub temperature: Option<f32>,
+    /// Nucleus sampling, 0 to 1 (the model server's default when absent).
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    /// Penalty on tokens already present, -2 to 2 (the model server's default when absent).
+    #[serde(default)]
+    pub presence_penalty: Option<f32>,
+    /// Penalty by how often a token already came, -2 to 2 (the model server's default when absent).
+    #[serde(default)]
+    pub frequency_penalty: Option<f32>,
+    /// `"auto"` or `"none"`: docdex calls no tools, so `"required"` or a named function (which
+    /// would force a call) is refused.
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
     /// How many answers: docdex gives one, so only 1 (or absent) is accepted.
     #[serde(default)]
     pub n: Option<u32>,
@@ -80,8 +94,8 @@ pub struct ChatCompletionRequest {
     pub docdex: Option<DocdexChatOptions>,
 }
 
-/// Open: OpenAI clients send fields docdex does not use (`top_p`, `presence_penalty`, `store`,
-/// `metadata`, ...), which OpenAI's own API accepts; its `docdex` object is checked instead.
+/// Open: OpenAI clients send fields docdex does not use (`seed`, `store`, `metadata`, ...),
+/// which OpenAI's own API accepts; its `docdex` object is checked instead.
 impl JsonBody for ChatCompletionRequest {
     const STRICT: bool = false;
 }
@@ -101,6 +115,41 @@ fn stop_sequences(stop: Option<&Value>) -> Result<Vec<String>, ApiError> {
         return Err(bad());
     }
     Ok(list)
+}
+
+/// The sampling fields, each checked against OpenAI's range, onto the turn: an out-of-range
+/// value is refused, as OpenAI refuses it, rather than sent to a model server that may not.
+fn sampling(body: &ChatCompletionRequest, req: &mut ChatTurnRequest) -> Result<(), ApiError> {
+    let fields = [
+        ("temperature", body.temperature, 0.0..=2.0),
+        ("top_p", body.top_p, 0.0..=1.0),
+        ("presence_penalty", body.presence_penalty, -2.0..=2.0),
+        ("frequency_penalty", body.frequency_penalty, -2.0..=2.0),
+    ];
+    for (name, value, range) in fields {
+        if let Some(v) = value.filter(|v| !range.contains(v)) {
+            let (lo, hi) = (range.start(), range.end());
+            return Err(ApiError::bad_request(format!("{name} {v} is out of range: use {lo} to {hi}")));
+        }
+    }
+    req.temperature = body.temperature;
+    req.top_p = body.top_p;
+    req.presence_penalty = body.presence_penalty;
+    req.frequency_penalty = body.frequency_penalty;
+    Ok(())
+}
+
+/// OpenAI's `tool_choice`: absent, `"auto"` or `"none"` are what docdex does (it calls no
+/// tool); `"required"` or a named function would force a call docdex never makes, so the
+/// caller's loop is told now instead of getting a plain answer that breaks its contract.
+fn tool_choice(choice: Option<&Value>) -> Result<(), ApiError> {
+    match choice {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(s)) if s == "auto" || s == "none" => Ok(()),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "tool_choice {other}: docdex answers from the repository and calls no tools, so it cannot force a tool call; leave tool_choice out, or use \"auto\" or \"none\""
+        ))),
+    }
 }
 
 /// One OpenAI message.
@@ -429,10 +478,8 @@ pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result
             "n = {n}: docdex gives one answer per request; leave `n` out (or 1) and send another request for another answer"
         )));
     }
-    if let Some(t) = body.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
-        return Err(ApiError::bad_request(format!("temperature {t} is out of range: use 0 to 2")));
-    }
-    req.temperature = body.temperature;
+    sampling(body, &mut req)?;
+    tool_choice(body.tool_choice.as_ref())?;
     req.format = answer_format(body.response_format.as_ref())?;
     req.stop = stop_sequences(body.stop.as_ref())?;
     req.agent_id = headers

@@ -861,7 +861,8 @@ fn llama_cpp_is_budgeted_for_the_window_it_runs_with() {
 }
 
 /// The temperature and answer format a caller asks for (HTTP `temperature`, `response_format`)
-/// reach the model server in its own wire format; before, the turn always sent neither.
+/// reach the model server in its own wire format; before, the turn always sent neither. So do
+/// `top_p` and the two penalties (they were dropped, tour13 F9).
 #[test]
 fn temperature_stop_and_answer_format_reach_the_model_server() {
     let schema = serde_json::json!({"type": "object", "properties": {"file": {"type": "string"}}});
@@ -869,6 +870,9 @@ fn temperature_stop_and_answer_format_reach_the_model_server() {
         let c = Chat::with_provider(provider, FakeOllamaOptions { openai_only, ..Default::default() }, "");
         let ask = ChatTurnRequest {
             temperature: Some(0.0),
+            top_p: Some(0.5),
+            presence_penalty: Some(1.0),
+            frequency_penalty: Some(-0.5),
             format: Some(schema.clone()),
             stop: vec!["\n\n".into(), "END".into()],
             ..q("where are sessions kept?")
@@ -878,6 +882,12 @@ fn temperature_stop_and_answer_format_reach_the_model_server() {
         assert_eq!(c.ask(&json_mode).llm.status, AnswerStatus::Answered);
         let bodies = c.chat_bodies();
         let (first, second) = (&bodies[bodies.len() - 2], &bodies[bodies.len() - 1]);
+        let sampling = if provider == "ollama" { &first["options"] } else { first };
+        for (key, want) in [("top_p", 0.5), ("presence_penalty", 1.0), ("frequency_penalty", -0.5)] {
+            assert_eq!(sampling[key].as_f64(), Some(want), "{provider} {key}: {first}");
+            let unasked = if provider == "ollama" { &second["options"] } else { second };
+            assert!(unasked.get(key).is_none(), "the server's default unless asked: {second}");
+        }
         if provider == "ollama" {
             assert_eq!(first["options"]["temperature"], 0.0, "{first}");
             assert_eq!(first["options"]["stop"], serde_json::json!(["\n\n", "END"]), "{first}");

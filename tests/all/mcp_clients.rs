@@ -316,6 +316,13 @@ fn openai_client_chat_completions() {
     let sessions = env.engine().dag_sessions(&repo).unwrap();
     let s = sessions.sessions.iter().find(|s| s.id == report["session"].as_str().unwrap()).expect("session logged");
     assert_eq!((s.turns, s.agent_id.as_deref()), (2, Some("openai-py")));
+    // The client's top_p and penalties reached Ollama's options.
+    let tuned = fake.requests().into_iter().filter(|(p, _)| p == "/api/chat").any(|(_, b)| {
+        let o = &b["options"];
+        (o["top_p"].as_f64(), o["presence_penalty"].as_f64(), o["frequency_penalty"].as_f64())
+            == (Some(0.5), Some(1.0), Some(0.5))
+    });
+    assert!(tuned, "{:?}", fake.requests());
 }
 
 /// A request before `initialize` gets JSON-RPC's "server not initialized" naming the

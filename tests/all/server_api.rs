@@ -579,6 +579,56 @@ async fn chat_completions_answer_openai_style_with_the_trace_and_log_the_dag() {
     }
 }
 
+/// `top_p` and the two penalties reach Ollama's `options` (they were dropped: the request
+/// carried only `num_ctx` and `num_predict`), out-of-range ones are 400, and a `tool_choice`
+/// forcing a tool call is 400 instead of a plain answer with `finish_reason: "stop"` (tour13 F9).
+#[tokio::test]
+async fn sampling_fields_reach_the_model_and_a_forced_tool_call_is_refused() {
+    let env = Env::new();
+    let fake = FakeOllama::start(FakeOllamaOptions::default()).unwrap();
+    env.write_config(&llm_config("ollama", &fake.url(), "fake-chat", "fake-embed"));
+    let repo = indexed_repo(&env, "r");
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let user = json!([{"role": "user", "content": "where are stale sessions expired?"}]);
+    let tools = json!([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]);
+    let chats = || fake.requests().into_iter().filter(|(p, _)| p == "/api/chat").map(|(_, b)| b).collect::<Vec<_>>();
+
+    let body = json!({"messages": user, "top_p": 0.5, "presence_penalty": 1.0, "frequency_penalty": -0.5,
+        "tools": tools, "tool_choice": "auto"});
+    let (s, v) = post(&server, "/v1/chat/completions", body).await;
+    assert_eq!(s, 200, "{v}");
+    let sent = chats().pop().expect("a chat request reached the model server");
+    let options = &sent["options"];
+    assert_eq!((options["top_p"].as_f64(), options["presence_penalty"].as_f64()), (Some(0.5), Some(1.0)), "{sent}");
+    assert_eq!(options["frequency_penalty"].as_f64(), Some(-0.5), "{sent}");
+
+    let (s, v) = post(&server, "/v1/chat/completions", json!({"messages": user, "tool_choice": "none"})).await;
+    assert_eq!(s, 200, "{v}");
+    let plain = chats().pop().unwrap();
+    for key in ["top_p", "presence_penalty", "frequency_penalty"] {
+        assert!(plain["options"].get(key).is_none(), "the server's default unless asked: {plain}");
+    }
+
+    let asked = chats().len();
+    let forced = json!({"type": "function", "function": {"name": "get_weather"}});
+    for choice in [json!("required"), forced] {
+        let (s, v) =
+            post(&server, "/v1/chat/completions", json!({"messages": user, "tools": tools, "tool_choice": choice}))
+                .await;
+        assert_error(s, &v, 400, "bad_request");
+        assert!(v["error"]["message"].as_str().unwrap().contains("calls no tools"), "{v}");
+    }
+    for (field, value) in [("top_p", 1.5), ("presence_penalty", -3.0), ("frequency_penalty", 2.5)] {
+        let (s, v) = post(&server, "/v1/chat/completions", json!({"messages": user, field: value})).await;
+        assert_error(s, &v, 400, "bad_request");
+        assert!(
+            v["error"]["message"].as_str().unwrap().starts_with(&format!("{field} {value} is out of range")),
+            "{v}"
+        );
+    }
+    assert_eq!(chats().len(), asked, "a refused request never reaches the model");
+}
+
 #[tokio::test]
 async fn chat_without_a_reachable_model_is_503_upstream_unavailable() {
     let env = Env::new();

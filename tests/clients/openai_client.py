@@ -92,6 +92,19 @@ def main():
     except openai.NotFoundError as e:
         check(e.status_code == 404 and e.body["code"] == "model_not_found", e.body)
         check(e.code == "model_not_found" and e.param == "model" and e.type == "invalid_request_error", e.body)
+
+    # Sampling fields reach the model (the Rust side checks Ollama's options); a tool call
+    # forced by tool_choice is refused, since docdex calls no tools.
+    tuned = client.chat.completions.create(
+        model="fake-chat", messages=messages, top_p=0.5, presence_penalty=1.0, frequency_penalty=0.5
+    )
+    check(tuned.choices[0].finish_reason == "stop", tuned)
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    try:
+        client.chat.completions.create(model="fake-chat", messages=messages, tools=[weather], tool_choice="required")
+        raise AssertionError("a forced tool call was answered with plain text")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and "calls no tools" in e.body["message"], e.body)
     print(json.dumps({"ok": True, "answer": text, "streamed": streamed, "session": session, "chunks": chunks}))
 
 

@@ -65,6 +65,18 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// Sampling temperature (provider default when `None`).
     pub temperature: Option<f32>,
+    /// Nucleus sampling, 0 to 1 (Ollama `options.top_p`, OpenAI `top_p`); the provider's
+    /// default when `None`.
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    /// Penalty on tokens already present, -2 to 2 (Ollama `options.presence_penalty`, OpenAI
+    /// `presence_penalty`); the provider's default when `None`.
+    #[serde(default)]
+    pub presence_penalty: Option<f32>,
+    /// Penalty by how often a token already came, -2 to 2 (Ollama
+    /// `options.frequency_penalty`, OpenAI `frequency_penalty`); the provider's default when `None`.
+    #[serde(default)]
+    pub frequency_penalty: Option<f32>,
     /// The context window to run the model with, in tokens (Ollama's `num_ctx`; servers that
     /// fix it at load time ignore it). The server's default when `None`.
     #[serde(default)]

@@ -120,6 +120,9 @@ fn chat_body(req: &ChatRequest, model: &str, max_tokens: u32) -> Result<Value> {
     if let Some(t) = req.temperature {
         options = options.temperature(t);
     }
+    if let Some(p) = req.top_p {
+        options = options.top_p(p);
+    }
     if let Some(n) = req.context_tokens {
         options = options.num_ctx(u64::from(n));
     }
@@ -131,6 +134,12 @@ fn chat_body(req: &ChatRequest, model: &str, max_tokens: u32) -> Result<Value> {
     let mut body =
         serde_json::to_value(&request).map_err(|e| Error::Upstream(format!("encoding a chat request: {e}")))?;
     body["stream"] = Value::Bool(true);
+    // Ollama's options take both penalties; ollama-rs's `ModelOptions` has no setter for them.
+    for (key, value) in [("presence_penalty", req.presence_penalty), ("frequency_penalty", req.frequency_penalty)] {
+        if let (Some(v), Some(options)) = (value, body.get_mut("options").and_then(Value::as_object_mut)) {
+            options.insert(key.into(), serde_json::json!(v));
+        }
+    }
     if let Some(schema) = &req.format {
         body["format"] = schema.clone();
     }

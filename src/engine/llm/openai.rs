@@ -243,8 +243,16 @@ impl Provider for OpenAiProvider {
                 "stream_options": {"include_usage": true},
                 "max_tokens": req.max_tokens.unwrap_or(self.max_tokens),
             });
-            if let Some(t) = req.temperature {
-                body["temperature"] = json!(t);
+            let sampling = [
+                ("temperature", req.temperature),
+                ("top_p", req.top_p),
+                ("presence_penalty", req.presence_penalty),
+                ("frequency_penalty", req.frequency_penalty),
+            ];
+            for (key, value) in sampling {
+                if let Some(v) = value {
+                    body[key] = json!(v);
+                }
             }
             if !req.stop.is_empty() {
                 body["stop"] = json!(req.stop);

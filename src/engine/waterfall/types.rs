@@ -83,6 +83,15 @@ pub struct ChatTurnRequest {
     /// Sampling temperature for the answer (the model server's default when absent).
     #[serde(default)]
     pub temperature: Option<f32>,
+    /// Nucleus sampling for the answer, 0 to 1 (the model server's default when absent).
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    /// Presence penalty for the answer, -2 to 2 (the model server's default when absent).
+    #[serde(default)]
+    pub presence_penalty: Option<f32>,
+    /// Frequency penalty for the answer, -2 to 2 (the model server's default when absent).
+    #[serde(default)]
+    pub frequency_penalty: Option<f32>,
     /// The answer's shape: a JSON schema it must follow, or the string `"json"` for any JSON
     /// object; free text when absent (see [`ChatRequest::format`](crate::engine::llm::ChatRequest)).
     #[serde(default)]
