@@ -102,6 +102,20 @@ fn print(out: &Out, r: &RunTestsResponse) {
         r.duration_ms / 1000.0,
         r.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "-".into())
     ));
+    // A run of several runners: each one's share.
+    for share in &r.runners {
+        let how = match (&share.not_run, share.status) {
+            (Some(why), _) => format!("not run ({why})"),
+            (None, TestStatus::Passed) => "passed".into(),
+            (None, TestStatus::Failed) => "failed".into(),
+            (None, TestStatus::TimedOut) => "timed out".into(),
+            (None, TestStatus::NoTests) => "no tests".into(),
+        };
+        out.line(&visible(&format!(
+            "  {}: {how}: {} passed, {} failed, {} skipped",
+            share.runner, share.passed, share.failed, share.skipped
+        )));
+    }
     for n in &r.notes {
         out.note(&visible(n));
     }

@@ -1222,3 +1222,130 @@ fn a_target_that_is_a_configurations_directory_honours_its_testpaths() {
     let (code, v) = run_tests(&env, &repo, &["--target", "svc/scratch"], &[]);
     assert_eq!((code, v["failed"].as_u64()), (1, Some(1)), "{v}");
 }
+
+/// A failure with the runner that reported it, as the JSON of a run of several runners names it.
+fn failures_by_runner(v: &Value) -> Vec<(String, String)> {
+    let list = v["failures"].as_array().unwrap_or_else(|| panic!("{v}"));
+    list.iter()
+        .map(|f| (f["runner"].as_str().unwrap_or("-").to_string(), f["name"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+#[test]
+fn a_rust_crate_and_a_python_package_run_both_runners_and_merge() {
+    // Only cargo ran, the first runner detected; pytest's suite beside it was named in a note
+    // and never run, so its failing test went unseen.
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("rustpy");
+    write(
+        &repo,
+        "Cargo.toml",
+        "[package]\nname = \"fixture\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    );
+    write(
+        &repo,
+        "src/lib.rs",
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(1, 2), 3);\n    }\n}\n",
+    );
+    // A Python package: a project file and test files in tests/ (no pytest configuration).
+    write(&repo, "pyproject.toml", "[project]\nname = \"fixture-py\"\nversion = \"0.1.0\"\n");
+    write(
+        &repo,
+        "tests/test_calc.py",
+        "def test_ok():\n    assert 1 + 1 == 2\n\n\ndef test_bad():\n    assert 1 + 1 == 3\n",
+    );
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    let target = env.dir.path().join("cargo-target");
+    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap())];
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!((code, v["status"].as_str(), v["exit_code"].as_i64()), (1, Some("failed"), Some(1)), "{v}");
+    // The first runner stays `runner`, as before; `runners` has each.
+    assert_eq!((v["runner"].as_str(), v["command"][0].as_str()), (Some("cargo"), Some("cargo")), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(2), Some(1)), "{v}");
+    assert_eq!(failures_by_runner(&v), [("pytest".to_string(), "tests/test_calc.py::test_bad".to_string())]);
+    let runners: Vec<(&str, &str, u64, u64)> = v["runners"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|r| {
+            let n = |k: &str| r[k].as_u64().unwrap();
+            (r["runner"].as_str().unwrap(), r["status"].as_str().unwrap(), n("passed"), n("failed"))
+        })
+        .collect();
+    assert_eq!(runners, [("cargo", "passed", 1, 0), ("pytest", "failed", 1, 1)], "{v}");
+    let runs: Vec<&str> = v["runs"].as_array().unwrap().iter().map(|r| r["runner"].as_str().unwrap()).collect();
+    assert_eq!(runs, ["cargo", "pytest"], "{v}");
+    let tail = v["output_tail"].as_str().unwrap();
+    assert!(tail.contains("[docdex] cargo: cargo test") && tail.contains("[docdex] pytest: "), "{tail}");
+    assert!(v["notes"].to_string().contains("ran 2 runners one after another (cargo, pytest)"), "{v}");
+
+    // A target inside one runner's files runs that runner alone, reported as a run of it.
+    let (code, v) = run_tests(&env, &repo, &["--target", "tests/test_calc.py::test_ok"], &vars);
+    assert_eq!((code, v["runner"].as_str(), v["passed"].as_u64()), (0, Some("pytest"), Some(1)), "{v}");
+    assert!(v["runners"].is_null() && v["failures"].as_array().unwrap().is_empty(), "{v}");
+    let (code, v) = run_tests(&env, &repo, &["--target", "src/lib.rs"], &vars);
+    assert_eq!((code, v["runner"].as_str(), v["passed"].as_u64()), (0, Some("cargo"), Some(1)), "{v}");
+
+    // pytest missing from the project's Python: cargo's result stands, a note names the
+    // tests not run (a run of pytest alone would be exit 2, its runner missing).
+    std::fs::remove_file(repo.join(".venv")).unwrap();
+    write(&repo, ".venv/bin/python", "#!/bin/sh\necho \"$0: No module named pytest\" >&2\nexit 1\n");
+    let py = repo.join(".venv/bin/python");
+    std::fs::set_permissions(&py, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (0, Some("passed"), Some(1)), "{v}");
+    assert!(v["runners"][1]["not_run"].as_str().unwrap().contains("pytest is not installed for"), "{v}");
+    assert!(
+        v["notes"].to_string().contains("pytest's tests did not run: the test runner pytest is not installed"),
+        "{v}"
+    );
+}
+
+#[test]
+fn a_js_package_and_go_modules_below_it_run_both_within_one_timeout() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let gocache = env.dir.path().join("gocache");
+    let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
+    let repo = node_project(&env, "jsgo");
+    write(&repo, "api/go.mod", "module example.com/api\n\ngo 1.19\n");
+    write(&repo, "api/calc/calc_test.go", GO_TABLE_TEST);
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!((code, v["runner"].as_str(), v["status"].as_str()), (1, Some("node"), Some("failed")), "{v}");
+    // node: adds, shouts pass, breaks fails; go: TestTable/three fails.
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(2), Some(2)), "{v}");
+    assert_eq!(
+        failures_by_runner(&v),
+        [("node".to_string(), "breaks".to_string()), ("go".to_string(), "TestTable/three".to_string())]
+    );
+    let dirs: Vec<(&str, &str)> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["runner"].as_str().unwrap(), r["dir"].as_str().unwrap()))
+        .collect();
+    assert_eq!(dirs, [("node", ""), ("go", "api")], "{v}");
+    // A target in the Go module runs go alone.
+    let (code, v) = run_tests(&env, &repo, &["--target", "api/calc"], &vars);
+    assert_eq!(
+        (code, v["runner"].as_str(), v["failed"].as_u64(), v["runners"].is_null()),
+        (1, Some("go"), Some(1), true),
+        "{v}"
+    );
+
+    // One deadline for all: node hangs to the timeout, go is not started.
+    write(
+        &repo,
+        "test/hang.test.js",
+        "const test = require('node:test');\ntest('hangs', async () => {\n  await new Promise((r) => setTimeout(r, 120000));\n});\n",
+    );
+    let started = std::time::Instant::now();
+    let (code, v) = run_tests(&env, &repo, &["--timeout", "3"], &vars);
+    assert!(started.elapsed().as_secs() < 30, "one timeout for the whole run");
+    assert_eq!((code, v["status"].as_str(), v["exit_code"].as_i64()), (1, Some("timed_out"), None), "{v}");
+    assert_eq!(v["runners"][0]["status"].as_str(), Some("timed_out"), "{v}");
+    assert_eq!(v["runners"][1]["not_run"].as_str(), Some("not started: the 3 s timeout had struck"), "{v}");
+}

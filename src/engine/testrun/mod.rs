@@ -8,9 +8,12 @@
 //! with the TAP reporter; any other script: npm test; no script: node's runner); Python markers (`pyproject.toml`, `setup.py`, `setup.cfg`,
 //! `pytest.ini`, `tox.ini`, `conftest.py`, `requirements.txt`) (pytest, run by the repository's
 //! `.venv` or `venv` Python, else `$VIRTUAL_ENV`'s, else `python3`); `go.mod` files only below
-//! the root (go test per module); a `tests` directory (pytest).
+//! the root (go test per module); a `tests` directory (pytest). The other runners whose suites
+//! the repository also holds run after it, one after another, within the one timeout, and the
+//! results are merged (`multi`).
 
 mod group;
+mod multi;
 mod parse;
 mod pytest_config;
 mod runs;
@@ -99,22 +102,7 @@ fn detect(root: &Path, configured: &str) -> Result<(Runner, String)> {
         return Ok((Runner::Go, "go.work at the root (a Go workspace)".into()));
     }
     if has("package.json") {
-        let script = package_test_script(root)?;
-        let runner = if script.contains("vitest") {
-            Runner::Vitest
-        } else if script.contains("jest") {
-            Runner::Jest
-        } else if script.contains("node --test") || script.is_empty() || script.contains("no test specified") {
-            Runner::Node
-        } else {
-            Runner::Npm
-        };
-        let why = if script.is_empty() {
-            "package.json without a test script: node's built-in runner".to_string()
-        } else {
-            format!("package.json's test script `{script}`")
-        };
-        return Ok((runner, why));
+        return node_runner(root);
     }
     let markers =
         ["pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py", "requirements.txt"];
@@ -134,44 +122,26 @@ fn detect(root: &Path, configured: &str) -> Result<(Runner, String)> {
     )))
 }
 
-/// The other runners the repository holds tests for, besides `runner` (its family: node, npm,
-/// jest and vitest are one), each with its marker: docdex runs one runner per repository, and a
-/// green pytest run said nothing of the Go module beside it, whose tests never ran. Only markers
-/// of a suite are named: `Cargo.toml`; `go.mod` / `go.work` or modules below the root; a
-/// `package.json` test script (not npm's `no test specified` placeholder); a pytest
-/// configuration or `conftest.py` at the root.
-fn other_runners(root: &Path, runner: Runner) -> Vec<String> {
-    let family = |r: Runner| match r {
-        Runner::Npm | Runner::Jest | Runner::Vitest => Runner::Node,
-        r => r,
-    };
-    let mut out = Vec::new();
-    let mut add = |r: Runner, what: String| {
-        if family(r) != family(runner) {
-            out.push(what);
-        }
-    };
-    if root.join("Cargo.toml").is_file() {
-        add(Runner::Cargo, "Cargo.toml (cargo test)".into());
-    }
-    if root.join("go.mod").is_file() || root.join("go.work").is_file() {
-        add(Runner::Go, "go.mod (go test)".into());
-    } else if let Some(why) = (runner != Runner::Go).then(|| nested_go_modules(root)).flatten() {
-        add(Runner::Go, format!("{why} (go test)"));
-    }
-    if root.join("package.json").is_file() {
-        let script = package_test_script(root).unwrap_or_default();
-        if !script.trim().is_empty() && !script.contains("no test specified") {
-            add(Runner::Node, format!("package.json's test script `{script}`"));
-        }
-    }
-    if let Some(source) = pytest_config::read(root, "")
-        .source
-        .or_else(|| root.join("conftest.py").is_file().then(|| "conftest.py".to_string()))
+/// The runner of the root's `package.json`, by its `test` script, and why.
+fn node_runner(root: &Path) -> Result<(Runner, String)> {
     {
-        add(Runner::Pytest, format!("{source} (pytest)"));
+        let script = package_test_script(root)?;
+        let runner = if script.contains("vitest") {
+            Runner::Vitest
+        } else if script.contains("jest") {
+            Runner::Jest
+        } else if script.contains("node --test") || script.is_empty() || script.contains("no test specified") {
+            Runner::Node
+        } else {
+            Runner::Npm
+        };
+        let why = if script.is_empty() {
+            "package.json without a test script: node's built-in runner".to_string()
+        } else {
+            format!("package.json's test script `{script}`")
+        };
+        Ok((runner, why))
     }
-    out
 }
 
 /// Why Go, when `go.mod` files lie only below the root (`svc/go.mod`, `tools/go.mod`): each
@@ -957,25 +927,72 @@ impl Engine {
         let repo = self.resolve_repo(repo_path)?;
         let root = repo.root.clone();
         let cfg = &self.config().tests;
-        let (runner, detected_by) = detect(&root, &cfg.command)?;
+        let (detected, notes) = multi::detect_all(&root, &cfg.command)?;
         let timeout = Duration::from_secs(req.timeout_secs.unwrap_or(cfg.timeout_secs).max(1));
-        let mut notes = Vec::new();
-        let others = if runner == Runner::Config { Vec::new() } else { other_runners(&root, runner) };
-        if !others.is_empty() {
-            notes.push(format!(
-                "only {} ran: the repository also has {}, whose tests docdex did not run (one runner per repository, the first detected); run them with their own runner, or set [tests] command to one that runs all",
-                runner.name(),
-                others.join(", ")
-            ));
+        let target = match req.target.as_deref().filter(|t| !t.trim().is_empty()) {
+            Some(t) => {
+                let pytest = detected.iter().any(|d| d.runner == Runner::Pytest);
+                let first = detected.first().map_or(Runner::Config, |d| d.runner);
+                Some(confine_target(&root, t, if pytest { Runner::Pytest } else { first })?)
+            }
+            None => None,
+        };
+        let chosen: Vec<multi::Detected> = multi::route(&root, &detected, target.as_deref())
+            .into_iter()
+            .filter_map(|i| detected.get(i).cloned())
+            .collect();
+        let data_dir = repo.data_dir();
+        if let [only] = chosen.as_slice() {
+            let mut resp = self.run_one(&root, &data_dir, only, req, timeout, timeout)?;
+            if resp.runs.len() < 2 {
+                resp.runs.clear(); // `runs` is for a run of several processes
+            }
+            resp.notes.splice(0..0, notes);
+            return Ok(resp);
         }
-        let mut resp = RunTestsResponse::not_run(root.clone(), runner.name(), detected_by);
-        let Some(targets) = self.select_targets(&root, req, runner, &mut resp)? else {
+        let started = Instant::now();
+        let mut shares = Vec::new();
+        for det in chosen {
+            let left = timeout.saturating_sub(started.elapsed());
+            let share = if left.is_zero() {
+                multi::Share::NotStarted
+            } else {
+                match self.run_one(&root, &data_dir, &det, req, left, timeout) {
+                    Ok(r) => multi::Share::Ran(r),
+                    // Its program missing (or its input refused): the others' results still count.
+                    Err(e @ Error::BadRequest(_)) => multi::Share::Missing(e),
+                    Err(e) => return Err(e),
+                }
+            };
+            shares.push((det, share));
+        }
+        let mut resp = multi::merge(&root, shares, timeout.as_secs())?;
+        resp.notes.extend(notes);
+        Ok(resp)
+    }
+
+    /// One runner's run of the request, within `budget` (what is left of the run's `timeout`,
+    /// which a note names when it strikes), as the response of a run of it alone.
+    fn run_one(
+        &self,
+        root: &Path,
+        data_dir: &Path,
+        det: &multi::Detected,
+        req: &RunTestsRequest,
+        budget: Duration,
+        timeout: Duration,
+    ) -> Result<RunTestsResponse> {
+        let runner = det.runner;
+        let cfg = &self.config().tests;
+        let mut notes = Vec::new();
+        let mut resp = RunTestsResponse::not_run(root.to_path_buf(), runner.name(), det.why.clone());
+        let Some(targets) = self.select_targets(root, req, runner, &mut resp)? else {
             return Ok(resp);
         };
-        let pytest_cache = repo.data_dir().join("pytest_cache");
-        let parts = plan(&root, runner, &cfg.command, &targets, &pytest_cache, &mut notes)?;
+        let pytest_cache = data_dir.join("pytest_cache");
+        let parts = plan(root, runner, &cfg.command, &targets, &pytest_cache, &mut notes)?;
         resp.command = parts.first().map(|p| p.command.clone()).unwrap_or_default();
-        let broken = (runner == Runner::Pytest).then(|| broken_venv(&root)).flatten();
+        let broken = (runner == Runner::Pytest).then(|| broken_venv(root)).flatten();
         let root_text = root.to_string_lossy().into_owned();
         let read = |text: &str, dir: &str| parse_output(runner, text, &root_text, dir);
         // A missing runner is bad input, not a failing suite.
@@ -987,7 +1004,7 @@ impl Engine {
                 })),
                 None => Ok(()),
             };
-        let (done, outcome, runs, not_run) = runs::run_parts(&root, &parts, timeout, &read, &missing)?;
+        let (done, outcome, runs, not_run) = runs::run_parts(root, &parts, budget, &read, &missing)?;
         resp.runs = runs;
         if let Some(b) = &broken {
             let python = resp.command.first().cloned().unwrap_or_default();
@@ -996,7 +1013,7 @@ impl Engine {
         record_outcome(&mut resp, runner, done, outcome, timeout, notes);
         runs::record_not_run(&mut resp, not_run);
         if resp.status == TestStatus::NoTests && !req.affected {
-            if let Some(note) = self.tests_of_target(&root, runner, &targets) {
+            if let Some(note) = self.tests_of_target(root, runner, &targets) {
                 resp.notes.push(note);
             }
         }
@@ -1140,35 +1157,5 @@ impl Engine {
             }
         }
         Ok(out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_runners_not_run_are_named_by_their_markers() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        let write = |rel: &str, text: &str| {
-            let p = root.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        };
-        write("pytest.ini", "[pytest]\n");
-        write("package.json", "{\"scripts\": {\"test\": \"echo \\\"Error: no test specified\\\" && exit 1\"}}");
-        assert_eq!(detect(root, "").unwrap().0, Runner::Node);
-        // npm's placeholder script is no suite; pytest's configuration is.
-        assert_eq!(other_runners(root, Runner::Node), ["pytest.ini (pytest)"]);
-        write("svc/go.mod", "module example.com/svc\n");
-        write("package.json", "{\"scripts\": {\"test\": \"vitest run\"}}");
-        assert_eq!(
-            other_runners(root, Runner::Vitest),
-            ["go.mod in svc/ (none at the root, and no go.work) (go test)", "pytest.ini (pytest)"]
-        );
-        assert_eq!(other_runners(root, Runner::Pytest).len(), 2);
-        std::fs::remove_file(root.join("svc/go.mod")).unwrap();
-        assert!(other_runners(root, Runner::Jest).len() == 1 && other_runners(root, Runner::Go).len() == 2);
     }
 }

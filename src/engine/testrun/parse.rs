@@ -98,7 +98,7 @@ pub fn cargo(out: &str, root: &str) -> Outcome {
             let message = lines.peek().map(|m| m.trim().to_string()).unwrap_or_default();
             at.insert(name.to_string(), (relative(file, root), l.parse().unwrap_or(0), message));
         } else if let Some(name) = line.strip_prefix("test ").and_then(|l| l.strip_suffix(" ... FAILED")) {
-            o.failures.push(TestFailure { name: name.to_string(), file: None, line: None, message: None });
+            o.failures.push(TestFailure { name: name.to_string(), file: None, line: None, message: None, runner: None });
             unsummed.1 += 1;
         }
     }
@@ -203,6 +203,7 @@ pub fn pytest(out: &str, root: &str, run_dir: &str) -> Outcome {
                     file: id.split("::").next().map(|f| place(f.trim())),
                     line: None,
                     message: Some(message.trim().to_string()).filter(|m| !m.is_empty()),
+                    runner: None,
                 });
             }
             Section::Other => pytest_counts(trimmed, &mut o),
@@ -452,7 +453,13 @@ impl TapRun {
         if directive.starts_with("TODO") || directive.starts_with("SKIP") {
             return;
         }
-        self.o.failures.push(TestFailure { name: name.trim().to_string(), file: None, line: None, message: None });
+        self.o.failures.push(TestFailure {
+            name: name.trim().to_string(),
+            file: None,
+            line: None,
+            message: None,
+            runner: None,
+        });
         let i = self.o.failures.len() - 1;
         self.current = Some(i);
         if indent > 0 {
@@ -698,7 +705,13 @@ impl GoRun {
         let i = match ancestor {
             Some(i) => i,
             None => {
-                o.failures.push(TestFailure { name: name.clone(), file: None, line: None, message: None });
+                o.failures.push(TestFailure {
+                    name: name.clone(),
+                    file: None,
+                    line: None,
+                    message: None,
+                    runner: None,
+                });
                 self.unplaced.push(o.failures.len() - 1);
                 o.failures.len() - 1
             }
@@ -724,7 +737,7 @@ impl GoRun {
             .or_else(|| self.said.iter().filter(|(k, _)| k.starts_with(&sub)).min_by_key(|(k, _)| *k).map(|(_, v)| v))
             .cloned()
             .unwrap_or_default();
-        let mut f = TestFailure { name, file: None, line: None, message: None };
+        let mut f = TestFailure { name, file: None, line: None, message: None, runner: None };
         place(&mut f, said.last());
         o.failures.push(f);
         let i = o.failures.len() - 1;
@@ -769,7 +782,7 @@ impl GoRun {
                 None => (None, None, None),
             };
             let message = msg.or_else(|| Some(line.trim().to_string()));
-            o.failures.push(TestFailure { name: pkg.to_string(), file, line: l, message });
+            o.failures.push(TestFailure { name: pkg.to_string(), file, line: l, message, runner: None });
         } else {
             self.tested = true;
         }
@@ -928,7 +941,13 @@ pub fn jest_like(out: &str, _root: &str) -> Outcome {
                 }
             }
         } else if let Some(name) = t.strip_prefix("● ").filter(|n| n.contains(" › ")) {
-            o.failures.push(TestFailure { name: name.to_string(), file: None, line: None, message: None });
+            o.failures.push(TestFailure {
+                name: name.to_string(),
+                file: None,
+                line: None,
+                message: None,
+                runner: None,
+            });
         } else if let Some(rest) = t.strip_prefix("FAIL ").or_else(|| t.strip_prefix("× ")) {
             if let Some((file, name)) = rest.split_once(" > ") {
                 o.failures.push(TestFailure {
@@ -936,6 +955,7 @@ pub fn jest_like(out: &str, _root: &str) -> Outcome {
                     file: Some(file.trim().to_string()),
                     line: None,
                     message: None,
+                    runner: None,
                 });
             }
         }
@@ -1112,6 +1132,7 @@ mod tests {
             file: Some(file.into()),
             line: Some(line),
             message: Some(message.into()),
+            runner: None,
         };
         assert_eq!(
             o.failures,
@@ -1142,6 +1163,7 @@ mod tests {
             file: Some("p/p_test.go".into()),
             line: Some(line),
             message: Some(message.into()),
+            runner: None,
         };
         let want = [
             f("TestTable/three", 12, "double(3) = 6, want 7"),
@@ -1200,6 +1222,7 @@ mod tests {
             file: Some("calc/calc_test.go".into()),
             line: Some(line),
             message: Some(message.into()),
+            runner: None,
         };
         let want = [
             f("TestTable/three", 21, "double(3) = 6, want 7"),
@@ -1236,6 +1259,7 @@ mod tests {
             file: Some("calc/calc_test.go".into()),
             line: Some(line),
             message: Some(message.into()),
+            runner: None,
         };
         let want = [
             f("TestAdd", 11, "Not equal: expected: 3 actual : 2; one and one"),

@@ -135,7 +135,8 @@ pub(super) fn go_parts(root: &Path, targets: &[String], notes: &mut Vec<String>)
             shown.join(", ")
         ));
     } else if let Some(p) = parts.first().filter(|p| !p.dir.is_empty()) {
-        notes.push(format!("go test ran in {}, the module holding the target", shown_dir(&p.dir)));
+        let which = if targets.is_empty() { "the repository's one Go module" } else { "the module holding the target" };
+        notes.push(format!("go test ran in {}, {which}", shown_dir(&p.dir)));
     }
     Ok(Some(parts))
 }
@@ -150,7 +151,7 @@ fn shown_dir(dir: &str) -> String {
 
 /// The exit code of several runs: the first that is neither 0 nor pytest's 5 ("no tests
 /// collected", which another run's tests outweigh), else 0 when any run passed, else the first.
-fn merged_exit(codes: &[Option<i32>]) -> Option<i32> {
+pub(super) fn merged_exit(codes: &[Option<i32>]) -> Option<i32> {
     if let Some(c) = codes.iter().flatten().find(|c| !matches!(c, 0 | 5)) {
         return Some(*c);
     }
@@ -186,8 +187,9 @@ pub(super) struct NotRun {
     why: String,
 }
 
-/// What `run_parts` gives back: the runs as one, their merged outcome, each run (for a run of
-/// several), and the parts whose runner was missing.
+/// What `run_parts` gives back: the runs as one, their merged outcome, each run (also the one of
+/// a run of one part: a run of several runners lists it with its directory), and the parts whose
+/// runner was missing.
 pub(super) type PartsRun = (Finished, parse::Outcome, Vec<TestRun>, Vec<NotRun>);
 
 /// Each part run in turn within the one `timeout`: what each left, read by `read` (the part's
@@ -255,9 +257,6 @@ pub(super) fn run_parts(
     }
     all.exit_code = if all.timed_out { None } else { merged_exit(&codes) };
     all.duration_ms = (all.duration_ms * 1e3).round() / 1e3;
-    if parts.len() < 2 {
-        runs.clear();
-    }
     Ok((all, merged_outcome(outcomes), runs, not_run.into_iter().map(|(n, _)| n).collect()))
 }
 
@@ -269,6 +268,7 @@ fn run_of(part: &Part, exit_code: Option<i32>, outcome: &parse::Outcome) -> Test
         passed: outcome.passed,
         failed: outcome.failed.max(outcome.failures.len() as u32),
         skipped: outcome.skipped,
+        runner: None,
     }
 }
 

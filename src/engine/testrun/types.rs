@@ -35,6 +35,10 @@ pub struct TestFailure {
     /// The failure message's first line (a TAP `error: |-` block's lines joined into one, at most
     /// 400 characters), when the runner gives one.
     pub message: Option<String>,
+    /// The runner that reported it, in a run of several runners (`cargo`, `pytest`); absent in
+    /// a run of one, whose runner is the response's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
 }
 
 /// How a run ended.
@@ -91,6 +95,38 @@ pub struct RunTestsResponse {
     /// and `exit_code` are all of them merged. Empty for a run of one process.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<TestRun>,
+    /// When the run covered several runners (a Rust crate and a Python package in one
+    /// repository: cargo, then pytest), each runner's share, in the order they ran; `runner`,
+    /// `detected_by` and `command` are then the first's, and the status, counts, failures and
+    /// `exit_code` are all of them merged. Empty for a run of one runner.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runners: Vec<RunnerResult>,
+}
+
+/// One runner's share of a run that covered several.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RunnerResult {
+    /// The runner (`cargo`, `go`, `pytest`, ...).
+    pub runner: String,
+    /// Why it ran (`Cargo.toml at the root`).
+    pub detected_by: String,
+    /// How its tests went; `no_tests` also when it did not run (`not_run` says why).
+    pub status: TestStatus,
+    /// Its exit code (the merged one when it ran several processes; `None` when killed or not run).
+    pub exit_code: Option<i32>,
+    /// Its wall time, ms.
+    pub duration_ms: f64,
+    /// Its tests passed.
+    pub passed: u32,
+    /// Its tests failed.
+    pub failed: u32,
+    /// Its tests skipped.
+    pub skipped: u32,
+    /// Its (first) command line, empty when it did not run.
+    pub command: Vec<String>,
+    /// Why its tests did not run (its program missing, the timeout already struck), if they did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_run: Option<String>,
 }
 
 impl RunTestsResponse {
@@ -113,6 +149,7 @@ impl RunTestsResponse {
             output_tail: String::new(),
             notes: Vec::new(),
             runs: Vec::new(),
+            runners: Vec::new(),
         }
     }
 }
@@ -133,4 +170,7 @@ pub struct TestRun {
     pub failed: u32,
     /// Tests skipped.
     pub skipped: u32,
+    /// Its runner, in a run of several runners; absent in a run of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
 }
