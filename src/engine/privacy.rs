@@ -13,6 +13,7 @@
 
 mod assign;
 mod pem;
+mod phrase;
 
 use regex::Regex;
 use std::sync::OnceLock;

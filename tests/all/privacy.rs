@@ -41,7 +41,8 @@ fn labelled_corpus_precision_and_recall() {
         eprintln!("  {m}");
     }
     assert!(tp >= 30, "the corpus has its positives");
-    assert!(precision >= 0.95, "precision {precision:.3}: {misses:?}");
+    // Masking a line of code or prose that holds no secret destroys a snippet: none is allowed.
+    assert_eq!(fp, 0, "false positives: {misses:?}");
     assert!(recall >= 0.9, "recall {recall:.3}: {misses:?}");
 }
 

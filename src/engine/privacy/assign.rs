@@ -5,6 +5,7 @@
 //! `token = self.next_token()`), look like a secret (digits or symbols beside letters) and not
 //! be a placeholder (`""`, `changeme`, `${VAR}`, `<your-token>`, `xxx`).
 
+use super::phrase::{self, passphrase_words, placeholder};
 use regex::Regex;
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -128,7 +129,13 @@ fn secret_value(text: &str, m: &Matched) -> Option<Range<usize>> {
     if m.sep.as_str().trim_start().starts_with(|c: char| c.is_ascii_alphabetic()) {
         // A sentence: its full stop or colon is not part of the value.
         let value = if quoted { value } else { value.trim_end_matches(['.', ',', '!', '?', ':']) };
-        return (prose_words_ok(m.sep.as_str()) && prose_ok(value)).then(|| start..start + value.len());
+        if !prose_words_ok(m.sep.as_str()) {
+            return None;
+        }
+        return match prose_ok(value) {
+            true => Some(start..start + value.len()),
+            false => phrase::in_sentence(text, m.name.as_str(), start),
+        };
     }
     let line_start = text[..m.name.start()].rfind('\n').map_or(0, |i| i + 1);
     let before = &text[line_start..m.name.start()];
@@ -141,7 +148,8 @@ fn secret_value(text: &str, m: &Matched) -> Option<Range<usize>> {
         false => value,
     };
     let literal = if quoted {
-        quoted_ok(value)
+        let line_end = text[m.v.end()..].find('\n').map_or(text.len(), |i| m.v.end() + i);
+        quoted_ok(value) || phrase::quoted_word(value, m.name.as_str(), &text[m.v.end()..line_end])
     } else {
         let end = m.v.start() + value.len();
         let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
@@ -186,54 +194,18 @@ fn passphrase(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
     let line = &text[m.v.start()..line_end];
     let comment = [" #", "\t#", " ;", "\t;"].iter().filter_map(|c| line.find(c)).min();
     let value = comment.map_or(line, |i| &line[..i]).trim_end();
-    // Bare after `:`, only nested in YAML: a line starting `token: ` or `- secret: ` is as often
-    // a changelog's or a commit's subject (`token: refresh before expiry`).
+    // Bare after `:`, nested in YAML; unindented, only a password's plain words: a line starting
+    // `token: ` or `- secret: ` is as often a changelog's or a commit's subject (`token: refresh
+    // before expiry`, `password: fix reset flow`).
+    let nested = before.starts_with([' ', '\t']);
     let bare_sep = match sep {
         "=" => head != "-",
-        ":" => head.is_empty() && before.starts_with([' ', '\t']),
+        ":" => head.is_empty() && (nested || phrase::password_name(m.name.as_str())),
         _ => false,
     };
-    let ok = bare_sep && value.contains([' ', '\t']) && passphrase_words(value, false);
+    let plain = sep != ":" || nested || phrase::plain_passphrase(value);
+    let ok = bare_sep && value.contains([' ', '\t']) && passphrase_words(value, false) && plain;
     ok.then(|| m.v.start()..m.v.start() + value.len())
-}
-
-/// Several words that read as a passphrase (`Correct Horse Battery`, `hunter2 rules`), not as a
-/// message, a label or code: 2 to 8 words (3 or more, or 2 with a digit), 12 characters or more,
-/// no character of code or of a path (`(`, `=`, `.`, `/`, `$`, ...; bare, no `_` either), no word
-/// of a sentence or of code (`the`, `your`, `must`, `at`, `if`, `or`, `none`), none naming a
-/// secret or a login in some language (`Mot de passe`, `Access token`, `Contraseña`), not
-/// ending as a prompt (`?`, `:`), and not a placeholder.
-fn passphrase_words(v: &str, quoted: bool) -> bool {
-    const CODE_CHARS: &[char] =
-        &['(', ')', '[', ']', '{', '}', '<', '>', '=', ';', ',', '\\', '/', '.', '$', '`', '"', '|', '%'];
-    const PROSE: &str = concat!(
-        "a an the to of in on at for with by from as is are was were be been do does did not no ",
-        "and or if else then you your we our my it its this that these those must should can could ",
-        "will would may please than same see set stored min max minimum maximum least none null ",
-        "nil true false undefined lambda await yield new typeof return unless when",
-    );
-    const LABELS: &str = concat!(
-        "pass pwd secret token key cred kennwort contrase senha parol wachtwoord hasl jeton clave ",
-        "login sign user account email e-mail enter confirm invalid required optional forgot reset",
-    );
-    let words: Vec<&str> = v.split_whitespace().collect();
-    let digit = v.bytes().any(|b| b.is_ascii_digit());
-    let shape = (2..=8).contains(&words.len())
-        && (words.len() >= 3 || digit)
-        && v.len() >= 12
-        && v.bytes().any(|b| b.is_ascii_alphabetic())
-        && !v.ends_with(['?', ':', '!'])
-        && !v.ends_with('\u{2026}');
-    shape
-        && words.iter().all(|w| {
-            let lower = w.to_ascii_lowercase();
-            w.bytes().any(|b| b.is_ascii_alphanumeric())
-                && !w.contains(CODE_CHARS)
-                && (quoted || !w.contains(['_', '\'', ':', '&', '*', '+']))
-                && !PROSE.split(' ').any(|p| p == lower)
-                && !LABELS.split(' ').any(|l| lower.starts_with(l))
-        })
-        && !placeholder(v)
 }
 
 /// `s3_secret_access_key = 's3-secret-access-key'`: the value repeats its name (documentation).
@@ -401,37 +373,9 @@ fn env_name(v: &str) -> bool {
         && v.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
 }
 
-/// Documentation values and templates, not secrets.
-fn placeholder(v: &str) -> bool {
-    let lower = v.to_ascii_lowercase();
-    const MARKS: &[&str] = &[
-        "xxx",
-        "***",
-        "...",
-        "your",
-        "changeme",
-        "change_me",
-        "change-me",
-        "placeholder",
-        "redacted",
-        "replace_me",
-        "replaceme",
-        "${",
-        "{{",
-        "%(",
-        "<",
-        ">",
-    ];
-    const WORDS: &[&str] =
-        &["password", "passwd", "secret", "token", "none", "null", "nil", "undefined", "true", "false", "required"];
-    MARKS.iter().any(|m| lower.contains(m))
-        || WORDS.contains(&lower.as_str())
-        || lower.starts_with("example")
-        || (v.starts_with('{') && v.ends_with('}'))
-}
-
 /// Which kinds of character a value mixes. An upper-case first letter alone (`Identifier`)
-/// does not count as upper case; `_`, `-` and `.` do not count as symbols.
+/// does not count as upper case; `_`, `-` and `.` do not count as symbols, nor does a letter
+/// outside ASCII (`ñ`, `ö`).
 #[derive(Default)]
 struct Classes {
     lower: bool,
@@ -443,12 +387,13 @@ struct Classes {
 impl Classes {
     fn of(v: &str) -> Classes {
         let mut c = Classes::default();
-        for (i, b) in v.bytes().enumerate() {
-            match b {
-                b'a'..=b'z' => c.lower = true,
-                b'A'..=b'Z' => c.upper |= i > 0,
-                b'0'..=b'9' => c.digit = true,
-                b'_' | b'-' | b'.' => {}
+        for (i, ch) in v.chars().enumerate() {
+            match ch {
+                '0'..='9' => c.digit = true,
+                '_' | '-' | '.' => {}
+                // A letter of any script is a letter (`Contraseña` is a label, not a symbol's mix).
+                _ if ch.is_uppercase() => c.upper |= i > 0,
+                _ if ch.is_alphabetic() => c.lower = true,
                 _ => c.symbol = true,
             }
         }

@@ -1,0 +1,293 @@
+//! Passwords that are plain words, where only the name they are given to says they are secret:
+//! a passphrase a sentence gives (`my passphrase is correct horse battery staple`), several bare
+//! words after `:` on an unindented line (`passphrase: correct horse battery staple`), and one
+//! quoted word without a digit (`password = "hunter"`). Each shape is also how prose, a
+//! changelog or code says something else (`the password is sent over TLS`, `password: fix reset
+//! flow`, `password: "string"`), so these rules take only a password's name (`password`,
+//! `passwd`, `passphrase`: a token or a secret is rarely a word) and words that read as neither
+//! a description nor a commit's subject. It also holds what every passphrase rule asks of words
+//! ([`passphrase_words`]) and the placeholders no rule masks ([`placeholder`]), which
+//! `assign` uses.
+
+/// Whether a secret's name (`db_password`, `"passphrase"`, `ADMIN_PASSWD`) names a password,
+/// which people choose as words, not a token or a key.
+pub fn password_name(name: &str) -> bool {
+    let lower = name.trim_matches(['"', '\'']).to_ascii_lowercase();
+    ["password", "passwd", "passphrase"].iter().any(|w| lower.ends_with(w))
+}
+
+/// Words that describe or instruct, beside the sentence words `passphrase_words` refuses:
+/// prepositions, adverbs, quantities, a value's type or quality (`sent over TLS`, `never logged
+/// anywhere`, `plain text string`, `case sensitive`).
+const DESCRIBING: &str = concat!(
+    "about above across after against along also always among another any anything anywhere around away back ",
+    "before behind below between beyond both but case default different each either enough even ever every ",
+    "everything except few first following here how into just last later less like long many more most much ",
+    "near never next now off often once one only onto other otherwise out outside over own past per plus rather ",
+    "really short since so some something sometimes soon still such sure than there though through too two ",
+    "under until up upon usually very via what whatever where which while who why within without yet ",
+    "string text value field type format plain encoded length characters chars strong weak empty blank ",
+    "secure insecure valid hidden visible sensitive insensitive case-sensitive",
+);
+
+/// Verbs a commit's or a changelog's subject starts with (`password: fix reset flow`,
+/// `passphrase: add strength meter`); `correct` is not one of them, being a passphrase's word.
+const VERBS: &str = concat!(
+    "add adds allow apply avoid bump change check choose clarify clean cleanup clear configure convert create ",
+    "deprecate disable document drop enable enforce ensure expose extend fix fixes generate handle hide ",
+    "implement improve include increase introduce keep leave limit log make mask merge migrate move normalize ",
+    "prevent print prompt read refactor refresh reject remove rename replace require restore restrict return ",
+    "reuse revert rework rotate run save send show simplify skip sort split store strip support switch test ",
+    "trim tweak unify update upgrade use validate verify warn write",
+);
+
+/// Several plain words that read as a passphrase (`correct horse battery staple`), not as a
+/// description (`sent over TLS`, `checked against known breaches`) or a commit's subject
+/// (`fix reset flow for admins`): 3 to 8 words of letters and digits only, passing
+/// [`passphrase_words`], none describing or instructing, no verb's or adverb's
+/// ending (`-ed`, `-ing`, `-ly`) nor a noun's made from a verb (`-tion`) on a word of 5 letters
+/// or more.
+pub fn plain_passphrase(v: &str) -> bool {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    (3..=8).contains(&words.len())
+        && passphrase_words(v, false)
+        && words.iter().all(|w| {
+            let lower = w.to_ascii_lowercase();
+            w.bytes().all(|b| b.is_ascii_alphanumeric())
+                && !DESCRIBING.split(' ').any(|d| d == lower)
+                && !VERBS.split(' ').any(|d| d == lower)
+                && !derived(&lower)
+        })
+}
+
+/// A word of 5 letters or more with a verb's, an adverb's or a verbal noun's ending
+/// (`checked`, `running`, `correctly`, `rotation`): a description's, not a passphrase's.
+fn derived(lower: &str) -> bool {
+    lower.len() >= 5 && ["ed", "ing", "ly", "tion"].iter().any(|e| lower.ends_with(e))
+}
+
+/// The passphrase a sentence gives a password's name after `is` / `was`, starting at byte
+/// `start` of `text` (`my passphrase is correct horse battery staple`): plain words running to
+/// the end of the line or of the sentence (`.`, `,`, `;`, `!`, `)`), a
+/// [`plain_passphrase`]. Its range, or none.
+pub fn in_sentence(text: &str, name: &str, start: usize) -> Option<std::ops::Range<usize>> {
+    if !password_name(name) {
+        return None;
+    }
+    let line = &text[start..text[start..].find('\n').map_or(text.len(), |i| start + i)];
+    let len = line.bytes().take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'\t')).count();
+    let phrase = line[..len].trim_end();
+    let tail = line[len..].trim_end();
+    let ends = tail.is_empty()
+        || (tail.starts_with(['.', ',', ';', '!', ')']) && !tail[1..].starts_with(char::is_alphanumeric));
+    (ends && plain_passphrase(phrase)).then(|| start..start + phrase.len())
+}
+
+/// Words a single quoted value of a password's name is when it is not a password: a type, a
+/// validation rule, a mode, a hash's name, a strength (`password: "string"`,
+/// `'password' => 'required'`, `password = "prompt"`, `password: "bcrypt"`).
+const NOT_PASSWORDS: &str = concat!(
+    "string number boolean object array integer secure securestring hidden masked plain plaintext ",
+    "cleartext bcrypt scrypt argon argonid pbkdf hashed encrypted nullable confirmed present filled ",
+    "sometimes default value field input prompt keyring keychain vault stdin random generate generated ",
+    "unknown missing empty blank strong medium weak sensitive writeonly readonly include omit inherit ",
+    "enabled disabled current sample dummy",
+);
+
+/// One quoted word without a digit given to a password's name (`password = "hunter"`,
+/// `"db_password": "letmein"`): 6 to 64 letters, lower-case or capitalised (`CamelCase` is a
+/// type's or a kind's name: `token = "StringLiteral"`), not a type, a rule or a mode
+/// ([`NOT_PASSWORDS`]), a label (`Passwort`) or a placeholder; and the statement ends with the
+/// value (`password: "hidden" | "shown"` is a type). `tail` is the line after the closing quote.
+pub fn quoted_word(v: &str, name: &str, tail: &str) -> bool {
+    let tail = tail.trim();
+    let ends = tail.is_empty()
+        || tail.starts_with([',', ';', '}', ')', '#'])
+        || tail.starts_with("//")
+        || tail.starts_with("--");
+    let letters = (6..=64).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_alphabetic());
+    // Letters only, so byte 1 is a character's start.
+    let cased = letters && v[1..].bytes().all(|b| b.is_ascii_lowercase());
+    let lower = v.to_ascii_lowercase();
+    ends && cased
+        && password_name(name)
+        && !NOT_PASSWORDS.split(' ').any(|w| w == lower)
+        && plain_word(v, true)
+        && !placeholder(v)
+}
+
+/// Several words that read as a passphrase (`Correct Horse Battery`, `hunter2 rules`), not as a
+/// message, a label or code: 2 to 8 words (3 or more, or 2 with a digit), 12 characters or more,
+/// no character of code or of a path (`(`, `=`, `.`, `/`, `$`, ...; bare, no `_` either), no word
+/// of a sentence or of code (`the`, `your`, `must`, `at`, `if`, `or`, `none`), none naming a
+/// secret or a login in some language (`Mot de passe`, `Access token`, `Contraseña`), not
+/// ending as a prompt (`?`, `:`), and not a placeholder.
+pub fn passphrase_words(v: &str, quoted: bool) -> bool {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    let digit = v.bytes().any(|b| b.is_ascii_digit());
+    let shape = (2..=8).contains(&words.len())
+        && (words.len() >= 3 || digit)
+        && v.len() >= 12
+        && v.bytes().any(|b| b.is_ascii_alphabetic())
+        && !v.ends_with(['?', ':', '!'])
+        && !v.ends_with('\u{2026}');
+    shape && words.iter().all(|w| plain_word(w, quoted)) && !placeholder(v)
+}
+
+/// One word of a passphrase ([`passphrase_words`]): no character of code or of a path (bare, no
+/// `_`, quote, `:`, `&`, `*` or `+` either), not a word of a sentence or of code, not naming a
+/// secret or a login in some language (`Passwort`, `Kennwort`, `login`).
+fn plain_word(w: &str, quoted: bool) -> bool {
+    const CODE_CHARS: &[char] =
+        &['(', ')', '[', ']', '{', '}', '<', '>', '=', ';', ',', '\\', '/', '.', '$', '`', '"', '|', '%'];
+    const PROSE: &str = concat!(
+        "a an the to of in on at for with by from as is are was were be been do does did not no ",
+        "and or if else then you your we our my it its this that these those must should can could ",
+        "will would may please than same see set stored min max minimum maximum least none null ",
+        "nil true false undefined lambda await yield new typeof return unless when",
+    );
+    const LABELS: &str = concat!(
+        "pass pwd secret token key cred kennwort contrase senha parol wachtwoord hasl jeton clave ",
+        "login sign user account email e-mail enter confirm invalid required optional forgot reset",
+    );
+    let lower = w.to_ascii_lowercase();
+    w.bytes().any(|b| b.is_ascii_alphanumeric())
+        && !w.contains(CODE_CHARS)
+        && (quoted || !w.contains(['_', '\'', ':', '&', '*', '+']))
+        && !PROSE.split(' ').any(|p| p == lower)
+        && !LABELS.split(' ').any(|l| lower.starts_with(l))
+}
+
+/// Documentation values and templates, not secrets.
+pub fn placeholder(v: &str) -> bool {
+    let lower = v.to_ascii_lowercase();
+    const MARKS: &[&str] = &[
+        "xxx",
+        "***",
+        "...",
+        "your",
+        "changeme",
+        "change_me",
+        "change-me",
+        "placeholder",
+        "redacted",
+        "replace_me",
+        "replaceme",
+        "${",
+        "{{",
+        "%(",
+        "<",
+        ">",
+    ];
+    const WORDS: &[&str] =
+        &["password", "passwd", "secret", "token", "none", "null", "nil", "undefined", "true", "false", "required"];
+    MARKS.iter().any(|m| lower.contains(m))
+        || WORDS.contains(&lower.as_str())
+        || lower.starts_with("example")
+        || (v.starts_with('{') && v.ends_with('}'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::assign::values;
+
+    fn masked(text: &str) -> Vec<&str> {
+        values(text).into_iter().map(|r| &text[r]).collect()
+    }
+
+    /// A passphrase in a sentence (`my passphrase is correct horse battery staple`) was passed
+    /// over: after `is`, one run of letters with digits was taken. Sentences that say what a
+    /// password is like, or that tokens and secrets are something, keep their words.
+    #[test]
+    fn a_passphrase_a_sentence_gives_is_found() {
+        for (text, want) in [
+            ("my passphrase is correct horse battery staple", "correct horse battery staple"),
+            ("The wifi password is Correct Horse Battery Staple.", "Correct Horse Battery Staple"),
+            ("the password for the admin account is purple monkey dishwasher, keep it", "purple monkey dishwasher"),
+            ("# db passphrase was tangerine lantern orbit", "tangerine lantern orbit"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+        for text in [
+            "the token is valid for 30 days",
+            "the password is sent over TLS",
+            "The password is checked against known breaches",
+            "the passphrase is never logged or stored",
+            "The password is case sensitive",
+            "the password is at least twelve characters long",
+            "the password is your login email",
+            "my password is too weak",
+            "the secret is shared between services",
+            "the password is correct horse battery staple and the pin is blue",
+            "the password is first name plus birth year",
+            "the password is hashed with bcrypt cost twelve",
+            "the passphrase is correct horse battery staple-ish",
+            "if password is not None and user is admin:",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+
+    /// Several bare words after `:` on an unindented line were passed over, as a changelog's
+    /// subject reads the same. A password's name with plain words is a passphrase; a subject
+    /// starts with a verb or says what changed.
+    #[test]
+    fn bare_words_after_a_colon_on_an_unindented_line_are_a_passphrase() {
+        for (text, want) in [
+            ("passphrase: correct horse battery staple", "correct horse battery staple"),
+            ("password: correct horse battery", "correct horse battery"),
+            ("db_password: purple monkey dishwasher  # rotate yearly", "purple monkey dishwasher"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+        for text in [
+            "token: refresh before expiry",
+            "secret: rotation support landed",
+            "password: fix reset flow for admins",
+            "password: add strength meter",
+            "password: Handle expiry correctly",
+            "password: plain text string",
+            "Password: Minimum twelve characters recommended",
+            "password: clarify error message",
+            "passphrase: support longer phrases",
+            "Password: Provided by ops team",
+            "password:",
+            "password: <redacted>",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+
+    /// A quoted word without a digit (`password = "hunter"`) was passed over: `token = "Identifier"`
+    /// is a lexer's. A password's name with a lower-case or capitalised word is a password; a type,
+    /// a rule, a mode, a label or a kind's name is not.
+    #[test]
+    fn a_quoted_word_given_to_a_password_is_found() {
+        for (text, want) in [
+            ("password = \"hunter\"", "hunter"),
+            ("  \"db_password\": \"letmein\",", "letmein"),
+            ("'password' => 'Dragonfly',", "Dragonfly"),
+            ("ADMIN_PASSWD: 'sunshine' # default", "sunshine"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+        for text in [
+            "token = \"Identifier\"",
+            "secret = \"production\"",
+            "password = \"StringLiteral\"",
+            "password: \"string\"",
+            "'password' => 'required',",
+            "password = \"prompt\"",
+            "password: \"Passwort\"",
+            "password: \"hidden\" | \"shown\"",
+            "password = \"password\"",
+            "password = \"changeme\"",
+            "password = \"admin\"",
+            "if password == \"hunter\":",
+            "password: \"\"",
+            "password = \"Contraseña\"",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+}
