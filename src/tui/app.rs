@@ -554,6 +554,8 @@ impl App {
 
     fn focus_pane(&mut self, p: PaneId) {
         self.focus = p;
+        // Hidden, the impact pane only marks itself stale when the index changes.
+        self.impact.set_shown(p == PaneId::Impact);
         self.dirty = true;
         if p == PaneId::Chat && self.provider.state != ProviderState::Ready {
             // The model server may have been started since the last check.

@@ -1,11 +1,15 @@
 //! The impact pane: the import graph around one file (importers left, imports
 //! right), navigable node to node, re-centred with Enter, depth adjustable,
 //! cycles in the danger colour and a risk overlay (see `widgets::graph`).
-//! It follows the file selected in search when opened.
+//! It follows the file selected in search when opened, and asks for the graph again when the
+//! index changes: the workbench's own run ends, its watcher applies a batch, or the repository
+//! overview the workbench polls (every 2 s) shows that another process (`docdex index`, a
+//! server's watcher) wrote the index. Hidden, it only marks itself stale and asks when shown.
 
 use super::{Cx, Pane, PaneId, RenderCtx};
+use crate::engine::protocol::{RepoOverview, RepoState};
 use crate::tui::action::{Action, Level};
-use crate::tui::event::{EngineEvent, Request};
+use crate::tui::event::{EngineEvent, Request, WatchActivity};
 use crate::tui::keymap::Command;
 use crate::tui::theme::Slot;
 use crate::tui::widgets::graph::{
@@ -31,6 +35,16 @@ pub struct ImpactPane {
     /// This workbench is indexing the current repository: a file "not parsed yet" is being
     /// parsed by that run, and the graph is asked for again when it ends.
     indexing: bool,
+    /// Another writer (a `docdex index` in another terminal, a watcher) is updating the index,
+    /// as the last repository overview said: its pid.
+    writer: Option<u32>,
+    /// What the last overview said of the index (`None`: take the next one as it is, without
+    /// asking again; the pane has just asked for the graph after a change it was told of).
+    seen: Option<IndexMark>,
+    /// The pane is on screen (the app says so when the focus moves).
+    shown: bool,
+    /// The index changed while the pane was hidden: ask again when it is shown.
+    stale: bool,
     /// The engine's graph as it came; `model` is it laid out with `expanded` groups open.
     view: Option<GraphView>,
     expanded: BTreeSet<String>,
@@ -50,6 +64,10 @@ impl Default for ImpactPane {
             loading: false,
             error: None,
             indexing: false,
+            writer: None,
+            seen: None,
+            shown: false,
+            stale: false,
             view: None,
             expanded: BTreeSet::new(),
             model: None,
@@ -98,6 +116,7 @@ impl ImpactPane {
         let Some(file) = self.center.clone() else { return };
         self.seq += 1;
         self.loading = true;
+        self.stale = false;
         self.error = None;
         cx.request(Request::Impact { seq: self.seq, repo: cx.repo.to_path_buf(), file, depth: self.depth });
     }
@@ -121,19 +140,69 @@ impl ImpactPane {
 
     /// Forgets everything (the repository changed).
     pub fn reset(&mut self) {
-        *self = ImpactPane { depth: self.depth, risk: self.risk, ..Default::default() };
+        *self = ImpactPane { depth: self.depth, risk: self.risk, shown: self.shown, ..Default::default() };
     }
 
-    /// The error to show: while this workbench indexes the repository, an answer that sends
-    /// the user to `docdex index` (a file not parsed yet, no graph yet) is replaced by what is
-    /// happening, since that command would collide with the workbench's own run.
-    fn shown_error(&self, error: &str) -> String {
+    /// Whether the pane is on screen; the app tells it when the focus moves. A pane that is not
+    /// shown asks for nothing when the index changes, only marks itself stale.
+    pub fn set_shown(&mut self, shown: bool) {
+        self.shown = shown;
+    }
+
+    /// The index changed (a run or a watcher batch, here or in another process): ask for the
+    /// graph again now if it is shown, else when it is.
+    fn index_changed(&mut self, cx: &mut Cx<'_>) {
+        if self.center.is_none() {
+            return;
+        }
+        if self.shown {
+            self.fetch(cx);
+        } else {
+            self.stale = true;
+        }
+    }
+
+    /// Takes the polled overview of the current repository: a change of what it says of the
+    /// last index run or change applied, once no writer is running, means the graph on disk
+    /// may be another one. The first overview (and the first after the pane asked by itself)
+    /// is only remembered.
+    fn overview(&mut self, rows: &[RepoOverview], cx: &mut Cx<'_>) {
+        let Some(o) = rows.iter().find(|r| r.path == cx.repo) else { return };
+        if o.state == RepoState::Updating {
+            self.writer = o.writer_pid;
+            return;
+        }
+        self.writer = None;
+        let mark = IndexMark::of(o);
+        match self.seen.replace(mark.clone()) {
+            Some(before) if before != mark => self.index_changed(cx),
+            _ => {}
+        }
+    }
+
+    /// What to show for the engine's error: `(text, waiting)`. An answer that sends the user to
+    /// `docdex index` (a file not parsed yet, no graph yet) while an index run goes on (this
+    /// workbench's, or another writer's the overview names) is no error but a wait: it says
+    /// what is happening and that the graph comes by itself (the command would collide with
+    /// that run). Any other error reads as one, with the engine's advice.
+    fn shown_error(&self, error: &str) -> (String, bool) {
         let waits_for_a_run = error.contains("`docdex index --repo") || error.contains("`docdex graph rebuild --repo");
-        match (&self.center, self.indexing && waits_for_a_run) {
-            (Some(c), true) => format!(
-                "{c} is not in the impact graph yet: it is being parsed now; the graph appears when the run ends."
+        let c = self.center.as_deref().unwrap_or("this file");
+        let by = match (self.indexing, self.writer) {
+            (true, _) => Some("this workbench's index run".to_string()),
+            (false, Some(pid)) => Some(format!("the index run of process {pid}")),
+            (false, None) => None,
+        };
+        match by {
+            Some(by) if waits_for_a_run => (
+                format!("Parsing now: {c} is not in the impact graph until {by} ends. The graph shows here by itself then; nothing to do meanwhile."),
+                true,
             ),
-            _ => error.to_string(),
+            _ if waits_for_a_run => (
+                format!("Cannot draw the graph: {error}. The pane asks again by itself once the index changes."),
+                false,
+            ),
+            _ => (format!("Cannot draw the graph: {error}"), false),
         }
     }
 
@@ -274,11 +343,27 @@ impl Pane for ImpactPane {
                 // The run wrote a new graph: ask again, so an answer from before it (a file
                 // "not parsed yet", a partial graph) does not stay.
                 if result.is_ok() && self.center.is_some() {
+                    self.seen = None;
+                    self.stale = false;
                     self.fetch(cx);
                 }
             }
+            EngineEvent::Watch { repo, activity: WatchActivity::Applied { .. } } if repo == cx.repo => {
+                // The watcher's batch may have rewritten the graph (its overview change is
+                // this one: not asked for twice).
+                self.seen = None;
+                self.index_changed(cx);
+            }
+            EngineEvent::Repos(Ok(rows)) => self.overview(rows, cx),
             EngineEvent::Impact { seq, result } if *seq == self.seq => self.answer(result),
             _ => {}
+        }
+    }
+
+    fn focused(&mut self, cx: &mut Cx<'_>) {
+        self.shown = true;
+        if std::mem::take(&mut self.stale) && self.center.is_some() {
+            self.fetch(cx);
         }
     }
 
@@ -317,8 +402,10 @@ impl Pane for ImpactPane {
                 write_wrapped(buf, inner, &hint, muted);
             }
             (Some(_), _, Some(e)) => {
-                // Wrapped: the reason and what to do are at its end.
-                write_wrapped(buf, inner, &self.shown_error(e), t.style(Slot::Error));
+                // Wrapped: the reason and what to do are at its end. A wait reads as one (muted,
+                // like loading), an error in the error colour.
+                let (text, waiting) = self.shown_error(e);
+                write_wrapped(buf, inner, &text, if waiting { muted } else { t.style(Slot::Error) });
             }
             (Some(c), None, None) => write_wrapped(buf, inner, &format!("loading the graph around {c}…"), muted),
             (Some(_), Some(model), None) => {
@@ -327,6 +414,27 @@ impl Pane for ImpactPane {
             }
         }
         None
+    }
+}
+
+/// What the repository overview says of the index's last change: a different one means a run
+/// or a watcher batch (of any process) has ended since.
+#[derive(Debug, Clone, PartialEq)]
+struct IndexMark {
+    last_indexed_ms: Option<u64>,
+    last_event_ms: Option<u64>,
+    files: u64,
+    chunks: u64,
+}
+
+impl IndexMark {
+    fn of(o: &RepoOverview) -> IndexMark {
+        IndexMark {
+            last_indexed_ms: o.last_indexed_ms,
+            last_event_ms: o.last_event.as_ref().map(|e| e.at),
+            files: o.files,
+            chunks: o.chunks,
+        }
     }
 }
 

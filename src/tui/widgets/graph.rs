@@ -1057,9 +1057,15 @@ impl GraphWidget<'_> {
         // take the key's row and was cut before the cycle it names); the diagram keeps
         // `MIN_CANVAS` rows.
         let risk = selected.and_then(|n| self.risk_line(n)).map(|r| wrap_rows(&r, area.width as usize));
-        let risk_room = area.height.saturating_sub(1 + 4 + MIN_CANVAS).clamp(1, MAX_RISK_ROWS) as usize;
+        // Below 16 rows the details are the selected node's line and the key to the marks
+        // (on as many rows as leave the diagram two), without the edges and the risk line.
+        let roomy = area.height >= 16;
+        let cap = if roomy { KEY_ROWS } else { KEY_ROWS_SMALL.min((area.height as usize).saturating_sub(4)) };
+        let key = self.key_rows(area.width as usize, cap, self.columns_that_fit(area.width));
+        let key_h = key.len() as u16;
+        let risk_room = area.height.saturating_sub(1 + 3 + key_h + MIN_CANVAS).clamp(1, MAX_RISK_ROWS) as usize;
         let risk_rows = risk.as_ref().map_or(0, |r| r.len().min(risk_room)) as u16;
-        let details_h = if area.height >= 16 { 4 + risk_rows } else { 2 };
+        let details_h = if roomy { 3 + risk_rows + key_h } else { 1 + key_h };
         let header = Rect { height: 1, ..area };
         let details = Rect { y: area.y + area.height - details_h, height: details_h, ..area };
         let layout = self.layout(area, Rect { y: area.y + 1, height: area.height - 1 - details_h, ..area });
@@ -1083,18 +1089,21 @@ impl GraphWidget<'_> {
         }
         let linked = self.draw_links(buf, &layout, &anchor, selected);
         self.draw_nodes(buf, &layout, &anchor, selected, &linked);
-        self.details(buf, details, selected, risk.unwrap_or_default());
+        self.details(buf, details, selected, risk.filter(|_| roomy).unwrap_or_default(), key);
         frame
+    }
+
+    /// The first and last column shown: as many levels each side as fit `width`.
+    fn columns_that_fit(&self, width: u16) -> (usize, usize) {
+        let model = self.model;
+        let side = levels_that_fit((model.columns.len() as u16 - 1) / 2, width) as usize;
+        (model.center_col - side, model.center_col + side)
     }
 
     /// Which columns fit `area`'s width, how wide each is, and how each scrolls.
     fn layout(&self, area: Rect, canvas: Rect) -> Layout {
         let model = self.model;
-        // How many levels each side fit the width.
-        let total = model.columns.len() as u16;
-        let side = levels_that_fit((total - 1) / 2, area.width);
-        let first = model.center_col - side as usize;
-        let last = model.center_col + side as usize;
+        let (first, last) = self.columns_that_fit(area.width);
         let ncols = (last - first + 1) as u16;
         let col_w = ((area.width - GAP * (ncols - 1)) / ncols).max(1);
         let boxed = model.columns[first..=last].iter().map(Vec::len).max().unwrap_or(1) * 3 <= canvas.height as usize;
@@ -1370,7 +1379,10 @@ impl GraphWidget<'_> {
         }
     }
 
-    fn details(&self, buf: &mut Buffer, area: Rect, selected: Option<usize>, risk: Vec<String>) {
+    /// The selected node's lines, its risk rows and the key to the marks (`key`, on the bottom
+    /// rows). With no room for the risk rows (`risk` empty, the area as high as the node's line
+    /// and the key), the node's first line and the key.
+    fn details(&self, buf: &mut Buffer, area: Rect, selected: Option<usize>, risk: Vec<String>, key: Vec<String>) {
         let model = self.model;
         let t = self.theme;
         let w = area.width as usize;
@@ -1424,16 +1436,19 @@ impl GraphWidget<'_> {
             lines.push((list("imports", &imports, imports_cut), t.style(Slot::Text)));
             lines.push((list("imported by", &importers, importers_cut), t.style(Slot::Text)));
         }
-        let legend = (self.legend(w), t.style(Slot::Muted));
-        if area.height < 4 {
+        let muted = t.style(Slot::Muted);
+        if (area.height as usize) < lines.len() + key.len() {
+            // A small terminal: the node's line, then the key.
+            lines.truncate((area.height as usize).saturating_sub(key.len()));
+            lines.extend(key.into_iter().map(|k| (k, muted)));
             for (k, (text, style)) in lines.iter().take(area.height as usize).enumerate() {
                 buf.set_stringn(area.x, area.y + k as u16, truncate(text, w), w, *style);
             }
             return;
         }
         // The node's lines, then the risk rows (the last one cut if they do not all fit),
-        // then the key to the marks on the bottom row.
-        let risk_rows = (area.height as usize).saturating_sub(lines.len() + 1);
+        // then the key to the marks on the bottom rows.
+        let risk_rows = (area.height as usize).saturating_sub(lines.len() + key.len());
         let mut risk = risk;
         if risk.len() > risk_rows {
             let rest = risk.split_off(risk_rows.saturating_sub(1));
@@ -1442,20 +1457,83 @@ impl GraphWidget<'_> {
         }
         let risk_style = t.style(Slot::GraphRisk);
         lines.extend(risk.into_iter().map(|r| (r, risk_style)));
-        lines.push(legend);
+        lines.extend(key.into_iter().map(|k| (k, muted)));
         for (k, (text, style)) in lines.iter().enumerate() {
             buf.set_stringn(area.x, area.y + k as u16, truncate(text, w), w, *style);
         }
     }
 
-    /// The key to the marks in `w` columns. At 80 columns the full key lost its last marks to
-    /// `…`: a short one keeps them all (the title says whether the risk overlay is on).
-    fn legend(&self, w: usize) -> String {
-        let full = format!("A ─▶ B: A imports B · ╌ guessed (<{WEAK_CONFIDENCE:.1}) · {CYCLE_ICON} on a cycle (red: back to the centre within this depth) · {WARN_ICON} unresolved · ▸ folder group · risk overlay {}", if self.risk { "on" } else { "off" });
-        if super::width(&full) <= w {
-            return full;
+    /// The key to every glyph the view draws, in `w` columns on at most `cap` rows: the
+    /// arrow always, each mark only when some entry shown carries it (`⊘` and `✖` with the risk
+    /// overlay on). The widest wording that fits one row, else the tightest packed item by item
+    /// (an item is never split); an item past `cap` rows is left out whole, never cut.
+    fn key_rows(&self, w: usize, cap: usize, columns: (usize, usize)) -> Vec<String> {
+        if cap == 0 {
+            return Vec::new();
         }
-        format!("─▶ imports · ╌ guessed · {CYCLE_ICON} cycle (red: to centre) · {WARN_ICON} unresolved · ▸ folder")
+        let items = self.key_items(columns);
+        let risk = format!("risk overlay {}", if self.risk { "on" } else { "off" });
+        let full: Vec<&str> = items.iter().map(|i| i.full.as_str()).chain([risk.as_str()]).collect();
+        let short: Vec<&str> = items.iter().map(|i| i.short).collect();
+        let tight: Vec<&str> = items.iter().map(|i| i.tight).collect();
+        for (words, sep) in [(&full, " · "), (&short, " · "), (&tight, " · "), (&tight, " ")] {
+            let row = words.join(sep);
+            if super::width(&row) <= w {
+                return vec![row];
+            }
+        }
+        let mut rows: Vec<String> = Vec::new();
+        for item in tight {
+            let fits = rows.last().is_some_and(|row| super::width(row) + 1 + super::width(item) <= w);
+            if let (true, Some(row)) = (fits, rows.last_mut()) {
+                row.push(' ');
+                row.push_str(item);
+            } else if rows.len() < cap {
+                rows.push(item.to_string());
+            } else {
+                break;
+            }
+        }
+        rows
+    }
+
+    /// The key's items: each glyph the columns `first..=last` draw, with its meaning in three
+    /// widths.
+    fn key_items(&self, (first, last): (usize, usize)) -> Vec<KeyItem> {
+        let model = self.model;
+        let shown: BTreeSet<usize> = model.columns[first..=last].iter().flatten().copied().collect();
+        let marked = |icon: &str| self.risk && shown.iter().any(|&n| model.marks(n).iter().any(|m| m.icon == icon));
+        let kind = |k: NodeKind| shown.iter().any(|&n| model.view.nodes[n].kind == k);
+        let links: Vec<&ColumnLink> = model.links.iter().filter(|l| l.col >= first && l.col < last).collect();
+        let mut items = Vec::new();
+        if !links.is_empty() {
+            items.push(KeyItem::new("A ─▶ B: A imports B".into(), "─▶ imports", "─▶ imports"));
+        }
+        if links.iter().any(|l| l.confidence < WEAK_CONFIDENCE) {
+            items.push(KeyItem::new(format!("╌ guessed (<{WEAK_CONFIDENCE:.1})"), "╌ guessed", "╌ guessed"));
+        }
+        if shown.iter().any(|&n| model.on_cycle(n)) {
+            let full = format!("{CYCLE_ICON} on a cycle (red: back to the centre within this depth)");
+            items.push(KeyItem::new(full, "↻ cycle (red: to centre)", "↻ cycle"));
+        }
+        match (marked(WARN_ICON), kind(NodeKind::Unresolved)) {
+            (true, true) => items.push(KeyItem::new("⚠ ? unresolved".into(), "⚠ ? unresolved", "⚠ ? unresolved")),
+            (true, false) => items.push(KeyItem::new("⚠ unresolved".into(), "⚠ unresolved", "⚠ unresolved")),
+            (false, true) => items.push(KeyItem::new("? unresolved".into(), "? unresolved", "? unresolved")),
+            (false, false) => {}
+        }
+        if kind(NodeKind::Group) {
+            items.push(KeyItem::new("▸ folder group".into(), "▸ folder", "▸ folder"));
+        }
+        if marked(RULE_DANGER_ICON) {
+            let full = format!("{RULE_DANGER_ICON} on a cycle a rule forbids");
+            items.push(KeyItem::new(full, "⊘ cycle a rule forbids", "⊘ cycle rule"));
+        }
+        if marked(RULE_ICON) {
+            let full = format!("{RULE_ICON} imports what a rule forbids");
+            items.push(KeyItem::new(full, "✖ import a rule forbids", "✖ import rule"));
+        }
+        items
     }
 
     /// The risk overlay's line for `node`: its marks and why, or that the constraint rules
@@ -1474,6 +1552,25 @@ impl GraphWidget<'_> {
         (!reasons.is_empty()).then(|| format!("risk: {}", reasons.join(" · ")))
     }
 }
+
+/// One glyph of the key to the marks, in three widths.
+struct KeyItem {
+    full: String,
+    short: &'static str,
+    tight: &'static str,
+}
+
+impl KeyItem {
+    fn new(full: String, short: &'static str, tight: &'static str) -> KeyItem {
+        KeyItem { full, short, tight }
+    }
+}
+
+/// Rows the key to the marks may take: on a small terminal it needs two at 40 columns (the
+/// diagram keeps the rest), on a larger one it has room for three.
+const KEY_ROWS_SMALL: usize = 2;
+/// Rows the key may take when the pane has room for the details' lines.
+const KEY_ROWS: usize = 3;
 
 /// Rows the diagram keeps when the risk line takes rows of the details.
 const MIN_CANVAS: u16 = 9;
