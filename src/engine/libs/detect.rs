@@ -2,14 +2,15 @@
 //! packages) say: Cargo.toml + Cargo.lock; package.json + package-lock.json (else the version
 //! installed in node_modules); requirements*.txt (`name==version`), pyproject.toml
 //! (`[project] dependencies`, `[tool.poetry.dependencies]`) + poetry.lock / uv.lock, a Python
-//! manifest's exact pin (`==version`) standing in for a lock entry. Only the repository root's
+//! manifest's exact pin (`==version`), else the version installed in the repository's
+//! virtualenv, standing in for a lock entry. Only the repository root's
 //! manifests are read; a dependency whose version cannot be pinned is reported in the notes and
 //! left out.
 
 use super::types::{Dependency, Ecosystem};
 use crate::engine::fsutil::{self, count};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What was found, with notes about what could not be pinned.
 #[derive(Debug, Default)]
@@ -281,6 +282,54 @@ fn editable_note(file: &str, line: &str) -> Option<String> {
     })
 }
 
+/// The project's site-packages directories: those of `.venv`, `venv` and `env` when they are
+/// inside the repository (a cloned repository's `.venv` may be a link to anywhere), and, when
+/// `activated`, of `$VIRTUAL_ENV`, the environment the user activated.
+pub(super) fn site_packages(repo: &Path, activated: bool) -> Vec<PathBuf> {
+    let real_repo = std::fs::canonicalize(repo).unwrap_or_else(|_| repo.to_path_buf());
+    let inside = |v: &PathBuf| std::fs::canonicalize(v).is_ok_and(|r| r.starts_with(&real_repo));
+    let mut venvs: Vec<PathBuf> = [".venv", "venv", "env"].iter().map(|v| repo.join(v)).filter(inside).collect();
+    if let Some(v) = std::env::var_os("VIRTUAL_ENV").filter(|_| activated) {
+        venvs.push(PathBuf::from(v));
+    }
+    let mut out = Vec::new();
+    for v in venvs {
+        for lib in ["lib", "lib64"] {
+            let Ok(rd) = std::fs::read_dir(v.join(lib)) else { continue };
+            for e in rd.flatten() {
+                let sp = e.path().join("site-packages");
+                if e.file_name().to_string_lossy().starts_with("python") && sp.is_dir() && !out.contains(&sp) {
+                    out.push(sp);
+                }
+            }
+        }
+        let win = v.join("Lib").join("site-packages");
+        if win.is_dir() && !out.contains(&win) {
+            out.push(win);
+        }
+    }
+    out
+}
+
+/// The version of each distribution installed in the repository's own virtualenvs (`.venv`,
+/// `venv`, `env`; not `$VIRTUAL_ENV`, which may serve another project), by normalized name:
+/// what an unpinned Python dependency falls back to, as an npm one falls back to
+/// `node_modules`. Only directory names are read.
+fn installed_python(repo: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for sp in site_packages(repo, false) {
+        let Ok(rd) = std::fs::read_dir(&sp) else { continue };
+        for e in rd.flatten() {
+            let file = e.file_name().to_string_lossy().into_owned();
+            let Some((name, version)) = file.strip_suffix(".dist-info").and_then(|s| s.rsplit_once('-')) else {
+                continue;
+            };
+            out.entry(normalize_py(name)).or_insert_with(|| version.to_string());
+        }
+    }
+    out
+}
+
 fn python(repo: &Path, d: &mut Detected) {
     let mut pinned: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut names = BTreeSet::new();
@@ -359,13 +408,17 @@ fn python(repo: &Path, d: &mut Detected) {
         }
     }
     d.notes.push(format!("Python manifests: {}", count(names.len(), "dependency")));
+    let installed = installed_python(repo);
     for n in names {
         let from_lock = locks
             .iter()
             .find_map(|(file, l)| l.get(&n).and_then(|v| v.iter().next_back()).map(|v| (v.clone(), file.to_string())));
-        match from_lock.or_else(|| pinned.get(&n).cloned()) {
+        let from_venv = || installed.get(&n).map(|v| (v.clone(), "site-packages".to_string()));
+        match from_lock.or_else(|| pinned.get(&n).cloned()).or_else(from_venv) {
             Some((v, by)) => d.deps.push(Dependency { ecosystem: Ecosystem::Pypi, name: n, version: v, locked_by: by }),
-            None => d.notes.push(format!("Python package {n}: not pinned (no lock entry, no ==version); left out")),
+            None => d.notes.push(format!(
+                "Python package {n}: not pinned (no lock entry, no ==version) and not installed in the virtualenv; left out"
+            )),
         }
     }
 }
@@ -521,7 +574,9 @@ mod tests {
             d.notes
         );
         for unpinned in ["attrs", "certifi", "packaging", "six"] {
-            let note = format!("Python package {unpinned}: not pinned (no lock entry, no ==version); left out");
+            let note = format!(
+                "Python package {unpinned}: not pinned (no lock entry, no ==version) and not installed in the virtualenv; left out"
+            );
             assert!(d.notes.contains(&note), "{note}: {:?}", d.notes);
         }
     }
@@ -549,5 +604,25 @@ mod tests {
         let has = |s: &str| d.notes.iter().any(|n| n.contains(s));
         assert!(!has("package git:") && !has("other.txt") && !has("index-url"), "{:?}", d.notes);
         assert!(has("Python package pkg: not pinned"), "{:?}", d.notes);
+    }
+
+    #[test]
+    fn an_unpinned_python_dependency_takes_the_version_installed_in_the_repository_venv() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        w(
+            r,
+            "pyproject.toml",
+            "[project]\nname = \"app\"\ndependencies = [\"packaging>=24\", \"Typing.Extensions\", \"absent\"]\n",
+        );
+        w(r, "uv.lock", "version = 1\n[[package]]\nname = \"typing-extensions\"\nversion = \"4.12.2\"\n");
+        let sp = ".venv/lib/python3.11/site-packages";
+        w(r, &format!("{sp}/packaging-24.2.dist-info/METADATA"), "Name: packaging\n");
+        w(r, &format!("{sp}/typing_extensions-4.15.0.dist-info/METADATA"), "Name: typing_extensions\n");
+        let d = detect(r);
+        let got: Vec<String> = d.deps.iter().map(|x| format!("{}@{} ({})", x.name, x.version, x.locked_by)).collect();
+        // The lockfile still wins over what happens to be installed.
+        assert_eq!(got, ["packaging@24.2 (site-packages)", "typing-extensions@4.12.2 (uv.lock)"], "{:?}", d.notes);
+        assert!(d.notes.iter().any(|n| n.starts_with("Python package absent: not pinned")), "{:?}", d.notes);
     }
 }

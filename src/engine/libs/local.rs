@@ -3,7 +3,7 @@
 //! project's `node_modules` (README, description), and its virtualenv's `site-packages`
 //! (the distribution's METADATA long description, module and function/class docstrings).
 
-use super::detect::normalize_py;
+use super::detect::{normalize_py, site_packages};
 use super::types::{Dependency, Ecosystem};
 use crate::engine::fsutil;
 use serde::{Deserialize, Serialize};
@@ -194,35 +194,6 @@ fn npm_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
     out
 }
 
-/// The project's site-packages directories: those of `.venv`, `venv` and `env` when they are
-/// inside the repository (a cloned repository's `.venv` may be a link to anywhere), and of
-/// `$VIRTUAL_ENV`, the environment the user activated.
-fn site_packages(repo: &Path) -> Vec<PathBuf> {
-    let real_repo = std::fs::canonicalize(repo).unwrap_or_else(|_| repo.to_path_buf());
-    let inside = |v: &PathBuf| std::fs::canonicalize(v).is_ok_and(|r| r.starts_with(&real_repo));
-    let mut venvs: Vec<PathBuf> = [".venv", "venv", "env"].iter().map(|v| repo.join(v)).filter(inside).collect();
-    if let Some(v) = std::env::var_os("VIRTUAL_ENV") {
-        venvs.push(PathBuf::from(v));
-    }
-    let mut out = Vec::new();
-    for v in venvs {
-        for lib in ["lib", "lib64"] {
-            let Ok(rd) = std::fs::read_dir(v.join(lib)) else { continue };
-            for e in rd.flatten() {
-                let sp = e.path().join("site-packages");
-                if e.file_name().to_string_lossy().starts_with("python") && sp.is_dir() && !out.contains(&sp) {
-                    out.push(sp);
-                }
-            }
-        }
-        let win = v.join("Lib").join("site-packages");
-        if win.is_dir() && !out.contains(&win) {
-            out.push(win);
-        }
-    }
-    out
-}
-
 /// The installed distribution of `dep` in `sp`: its `.dist-info` directory.
 fn dist_info(sp: &Path, dep: &Dependency) -> Option<PathBuf> {
     let wanted = format!("{}-{}", normalize_py(&dep.name).replace('-', "_"), dep.version);
@@ -262,7 +233,7 @@ fn top_level_modules(dist: &Path, sp: &Path, dep: &Dependency) -> Vec<String> {
 /// Every file is read only when its real path stays in its site-packages directory: a
 /// `.dist-info/METADATA` or a module that is a link out of it (to `~/.ssh`, say) is skipped.
 fn py_docs(dep: &Dependency, roots: &Roots) -> Vec<LibDoc> {
-    for sp in site_packages(&roots.repo) {
+    for sp in site_packages(&roots.repo, true) {
         let Some(dist) = dist_info(&sp, dep) else { continue };
         let mut out = Vec::new();
         if let Some(meta) = read_text(&dist.join("METADATA"), &sp) {
