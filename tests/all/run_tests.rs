@@ -1300,6 +1300,11 @@ fn a_rust_crate_and_a_python_package_run_both_runners_and_merge() {
         v["notes"].to_string().contains("pytest's tests did not run: the test runner pytest is not installed"),
         "{v}"
     );
+    // The text output has a line per runner.
+    let out = env.run_env(&["run-tests", "--repo", repo.to_str().unwrap()], &vars);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("  cargo: passed: 1 passed, 0 failed, 0 skipped"), "{text}");
+    assert!(text.contains("  pytest: not run (the test runner pytest is not installed for "), "{text}");
 }
 
 #[test]
