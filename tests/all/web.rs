@@ -828,3 +828,128 @@ fn web_research_under_a_tripped_token_ends_cancelled_before_discovery() {
     assert!(matches!(r, Err(docdex::error::Error::Cancelled)), "{r:?}");
     assert!(site.hits("/html/").is_empty(), "nothing was asked of the endpoint");
 }
+
+/// Waits up to `limit` for the engine's page helper threads to end; the count left.
+fn helpers_left(engine: &docdex::Engine, limit: Duration) -> usize {
+    let t = Instant::now();
+    loop {
+        let n = engine.browser_page_helpers();
+        if n == 0 || t.elapsed() > limit {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A page's load helper waited for the page to settle for up to `page_load_timeout_secs`
+/// after the page was stopped (a cancelled chat turn) or timed out: a renderer that never
+/// settles held it the whole time (for a 60 s timeout, a minute after the turn ended). The
+/// helpers (the load, the read, the tab's stop and close) end with the page now: after a
+/// cancelled fetch, a timeout, a renderer spinning before and after its load.
+#[test]
+fn a_stopped_or_timed_out_page_leaves_no_helper_thread() {
+    if !have_browser() {
+        return;
+    }
+    let site = Fixture::start("127.0.0.1", |target, _, _| match target {
+        "/slow" => {
+            let mut r = Reply::html(doc_page("Slow", WIDGETS));
+            r.delay = Duration::from_secs(30);
+            r
+        }
+        "/spin" => Reply::html(format!("{}<script>for (;;) {{}}</script>", doc_page("Spin", GADGETS))),
+        "/spin-late" => Reply::html(format!(
+            "{}<script>addEventListener('load', () => setTimeout(() => {{ for (;;) {{}} }}, 0));</script>",
+            doc_page("Spin late", GADGETS)
+        )),
+        _ => Reply::html(doc_page("Gadgets", GADGETS)),
+    });
+    let env = Env::new();
+    let config = |secs: u64| {
+        format!(
+            "[web]\nddg_base_url = \"{}\"\nallow_hosts = [\"127.0.0.1\"]\n[web.scraper]\npage_load_timeout_secs = {secs}\n",
+            site.url("/html/")
+        )
+    };
+    env.write_config(&config(30));
+    let engine = env.engine();
+    fetch(&engine, &site.url("/gadgets")).expect("a page first");
+    assert_eq!(helpers_left(&engine, Duration::from_secs(2)), 0, "after a page that loaded");
+
+    // Cancelled mid-load, as a stopped chat turn does: waiting on the server, and with the
+    // page's renderer spinning (the page never settles).
+    for path in ["/slow", "/spin"] {
+        let token = docdex::engine::cancel::CancelToken::new();
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                assert!(site.wait_for(path, Duration::from_secs(10)), "{path} was never asked for");
+                std::thread::sleep(Duration::from_millis(1000));
+                token.cancel();
+            });
+            let _ambient = token.enter();
+            engine.web_fetch(&WebFetchRequest { url: site.url(path), refresh: true, explicit: false })
+        });
+        assert!(matches!(r, Err(docdex::error::Error::Cancelled)), "{path}: {r:?}");
+        assert_eq!(helpers_left(&engine, Duration::from_secs(3)), 0, "{path}: after a cancelled page");
+    }
+    drop(engine);
+
+    env.write_config(&config(3));
+    let engine = env.engine();
+    for path in ["/slow", "/spin", "/spin-late"] {
+        let r = engine.web_fetch(&WebFetchRequest { url: site.url(path), refresh: true, explicit: false });
+        let e = r.map(|r| r.page.markdown).unwrap_err().to_string();
+        assert!(e.contains("did not load within 3 s"), "{path}: {e}");
+        assert_eq!(helpers_left(&engine, Duration::from_secs(3)), 0, "{path}: after a page that timed out");
+    }
+    let next = fetch(&engine, &site.url("/gadgets2")).expect("the browser still serves");
+    assert!(next.page.markdown.contains("quux bus"));
+}
+
+/// Chromium used to resolve host names itself, after docdex checked them: a name docdex could
+/// not resolve (or whose answer changed since, DNS rebinding) reached loopback from a page's
+/// scripts, frames and redirects. Here `rebind.test` resolves for Chromium alone, to the
+/// service on 127.0.0.2; every connection now goes through docdex's proxy, which resolves the
+/// name itself, and nothing reaches the service. A URL the user typed still reaches this machine.
+#[test]
+fn a_name_only_the_browser_resolves_reaches_nothing_private() {
+    if !have_browser() {
+        return;
+    }
+    let secret = secret_server();
+    let port = secret.addr.port();
+    let site = Fixture::start("127.0.0.1", move |target, _, _| match target {
+        "/rebind" => Reply::html(format!(
+            "{}<iframe src='http://rebind.test:{port}/frame'></iframe><script>\
+             fetch('http://rebind.test:{port}/fetch').catch(()=>{{}});\
+             var x = new XMLHttpRequest(); x.open('GET', 'http://rebind.test:{port}/xhr'); x.send();\
+             var s = document.createElement('script'); s.src = 'http://rebind.test:{port}/js'; \
+             document.head.appendChild(s);</script>",
+            doc_page("Rebinding page", GADGETS)
+        )),
+        "/to-rebind" => {
+            let mut r = Reply::html("moved").status(302);
+            r.headers.push(("Location".into(), format!("http://rebind.test:{port}/moved")));
+            r
+        }
+        _ => Reply::html(doc_page("Gadgets", GADGETS)),
+    });
+    let env = Env::new();
+    env.write_config(&web_config(&site.url("/html/"), "", "", ""));
+    let engine = env.engine();
+    engine.set_browser_args_for_tests(&["--host-resolver-rules=MAP rebind.test 127.0.0.2"]);
+
+    let page = fetch(&engine, &site.url("/rebind")).expect("the page itself is read");
+    assert!(page.page.markdown.contains("quux bus"), "{page:?}");
+    let moved = fetch(&engine, &site.url("/to-rebind")).map(|r| r.page.markdown).unwrap_err().to_string();
+    assert!(moved.contains("rebind.test does not resolve here"), "{moved}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(secret.hits("/").is_empty(), "reached 127.0.0.2 through rebind.test: {:?}", secret.hits("/"));
+
+    // What the user typed may be this machine, by name too; discovered, it is refused.
+    let typed = format!("http://localhost:{}/typed", site.addr.port());
+    let r = engine.web_fetch(&WebFetchRequest { url: typed.clone(), refresh: false, explicit: true });
+    assert!(r.expect("a typed localhost URL").page.markdown.contains("quux bus"));
+    let found = fetch(&engine, &typed).map(|r| r.page.markdown).unwrap_err().to_string();
+    assert!(found.contains("is this machine"), "{found}");
+}

@@ -21,6 +21,8 @@
 //! 4. **Idle**: in long-running processes (server, workbench) the keeper closes a browser that
 //!    was not used for `[web.scraper] idle_shutdown_secs`.
 
+use super::egress::{Egress, PassGuard};
+use super::policy::UrlPolicy;
 use super::types::{BrowserCandidate, ReapedBrowser, RunningBrowser};
 use crate::config::ScraperConfig;
 use crate::engine::fsutil::{now_ms, read_json, write_json_atomic, FileLock};
@@ -321,6 +323,10 @@ pub struct Chromium {
     pub(crate) in_use: Arc<AtomicUsize>,
     /// Last use (ms since the epoch), for the idle shutdown.
     pub(crate) last_used: Arc<AtomicU64>,
+    /// Helper threads of pages (loading, reading, stopping a tab) still running.
+    pub(crate) page_helpers: Arc<AtomicUsize>,
+    /// The proxy every connection of the browser goes through (dropped after the browser).
+    egress: Option<Egress>,
 }
 
 struct Keeper {
@@ -331,8 +337,15 @@ struct Keeper {
 
 impl Chromium {
     /// Launches `binary` headless with a fresh profile and connects to it. `idle` > 0 closes
-    /// the browser after that long unused (checked by its keeper thread).
-    pub fn launch(binary: &Path, cfg: &ScraperConfig, dirs: &BrowserDirs, idle: Duration) -> Result<Chromium> {
+    /// the browser after that long unused (checked by its keeper thread). `extra` are more
+    /// arguments for the browser (tests only: see `Engine::set_browser_args_for_tests`).
+    pub fn launch(
+        binary: &Path,
+        cfg: &ScraperConfig,
+        dirs: &BrowserDirs,
+        idle: Duration,
+        extra: &[String],
+    ) -> Result<Chromium> {
         let started = Instant::now();
         reap(dirs);
         let id = format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple());
@@ -359,8 +372,11 @@ impl Chromium {
         std::fs::create_dir_all(&profile).map_err(|e| fail(format!("creating its profile: {e}")))?;
         let last_used = Arc::new(AtomicU64::new(now_ms()));
         let in_use = Arc::new(AtomicUsize::new(0));
-        let (keeper, pid) = Keeper::spawn(command(binary, cfg, &profile), idle, last_used.clone(), in_use.clone())
-            .map_err(|e| fail(e.to_string()))?;
+        let egress = Egress::start().map_err(|e| fail(format!("starting its proxy: {e}")))?;
+        let mut cmd = command(binary, cfg, &profile);
+        cmd.args(egress.browser_args()).args(extra).arg("about:blank");
+        let (keeper, pid) =
+            Keeper::spawn(cmd, idle, last_used.clone(), in_use.clone()).map_err(|e| fail(e.to_string()))?;
         info.pid = pid;
         info.pid_start = process_start(pid).unwrap_or(0);
         let _ = write_json_atomic(&lock_json, &info);
@@ -376,6 +392,8 @@ impl Chromium {
             profile: profile.clone(),
             in_use,
             last_used,
+            page_helpers: Arc::default(),
+            egress: Some(egress),
         };
         // From here on, dropping `me` tears everything down.
         let ws = me.wait_for_devtools(started)?;
@@ -461,6 +479,23 @@ impl Chromium {
     pub fn pid(&self) -> u32 {
         self.pid
     }
+
+    /// Puts a tab's URL rules in force for the browser's connections while the guard lives:
+    /// `trusted` is the host of a URL the user gave (which may be this machine).
+    pub(crate) fn admit(&self, policy: &UrlPolicy, trusted: Option<String>) -> Option<PassGuard> {
+        self.egress.as_ref().map(|e| e.admit(policy, trusted))
+    }
+
+    /// Why the browser's last connection to `host` was refused or failed, if it was.
+    pub(crate) fn connection_refusal(&self, host: &str) -> Option<super::egress::Refused> {
+        self.egress.as_ref().and_then(|e| e.refusal(host))
+    }
+
+    /// How many helper threads of pages are still running: each page's load and reads run on
+    /// helpers that must end with the page (done, stopped, timed out), not with the browser.
+    pub fn page_helpers(&self) -> usize {
+        self.page_helpers.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for Chromium {
@@ -476,11 +511,12 @@ impl Drop for Chromium {
         let _ = std::fs::remove_file(&self.lock_json);
         let lock_path = self.lock_json.with_extension("lock");
         let _ = std::fs::remove_file(lock_path);
+        self.egress.take();
         tracing::info!(pid = self.pid, "browser stopped");
     }
 }
 
-/// The browser's command line.
+/// The browser's command line, but for its proxy (`egress`) and its first page.
 fn command(binary: &Path, cfg: &ScraperConfig, profile: &Path) -> Command {
     let mut cmd = Command::new(binary);
     if cfg.headless {
@@ -505,9 +541,10 @@ fn command(binary: &Path, cfg: &ScraperConfig, profile: &Path) -> Command {
         "--hide-scrollbars",
         "--remote-debugging-address=127.0.0.1",
         "--remote-debugging-port=0",
+        // WebRTC's UDP would not go through the proxy (see `egress`).
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     ]);
     cmd.arg(format!("--user-data-dir={}", profile.display()));
-    cmd.arg("about:blank");
     cmd.stdin(Stdio::null()).stdout(Stdio::null());
     match std::fs::File::create(profile.join("chromium.log")) {
         Ok(f) => cmd.stderr(f),

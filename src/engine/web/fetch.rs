@@ -323,6 +323,9 @@ struct Refused {
     urls: Vec<String>,
     /// Why a document (the page, a redirect hop, a frame) was refused, first one first.
     documents: Vec<DocRefusal>,
+    /// The hosts of the documents let through, last one last: where a connection the
+    /// browser's proxy did not make was going.
+    hosts: Vec<String>,
 }
 
 /// Why a document was failed in the tab.
@@ -332,6 +335,8 @@ enum DocRefusal {
     Rule(String),
     /// Its response: not text, a download, too large (the page `failed`, as over plain HTTP).
     Content(String),
+    /// The connection to its host, which the browser's proxy refused or could not make.
+    Connection(super::egress::Refused),
 }
 
 /// The rules a tab applies to each paused request: the URL rules before it is sent, the
@@ -383,7 +388,12 @@ impl TabRules {
             _ => Err(None),
         };
         match verdict {
-            Ok(()) if !skip => RequestPausedDecision::Continue(None),
+            Ok(()) if !skip => {
+                if p.resource_Type == ResourceType::Document {
+                    self.passed(&p.request.url);
+                }
+                RequestPausedDecision::Continue(None)
+            }
             Ok(()) => fail(),
             Err(why) => {
                 self.note(Some(p.request.url.clone()), why);
@@ -414,6 +424,13 @@ impl TabRules {
             length,
             self.max_bytes,
         )
+    }
+
+    fn passed(&self, url: &str) {
+        let host = Url::parse(url).ok().and_then(|u| super::policy::canonical_host(&u));
+        if let (Ok(mut r), Some(host)) = (self.refused.lock(), host) {
+            r.hosts.push(host);
+        }
     }
 
     fn note(&self, url: Option<String>, why: Option<DocRefusal>) {
@@ -474,6 +491,8 @@ pub fn render(
     tab.set_user_agent(user_agent, None, None).map_err(|e| upstream("setting the user agent", e))?;
     deny_downloads(&tab).map_err(|e| upstream("turning downloads off", e))?;
     let refused: Arc<Mutex<Refused>> = Arc::default();
+    let trusted = (origin != Origin::Discovered).then(|| super::policy::canonical_host(url)).flatten();
+    let _pass = chromium.admit(policy, trusted);
     let checks = TabRules {
         rules: policy.clone(),
         first: url.clone(),
@@ -491,11 +510,19 @@ pub fn render(
         .map_err(|e| upstream("watching responses", e))?;
     tab.add_event_listener(Arc::new(dismiss_dialogs(tab.get_dialog()))).map_err(|e| upstream("watching dialogs", e))?;
     let deadline = Instant::now() + timeout;
-    let rx = navigate_in_background(&tab, url)?;
-    let why_refused = || refused.lock().ok().and_then(|r| r.documents.first().cloned());
-    let loaded = wait_for_load(chromium, &rx, &over, timeout, cancel);
+    let settling = Arc::new(AtomicBool::new(false));
+    tab.add_event_listener(Arc::new(track_settling(settling.clone()))).map_err(|e| upstream("watching the load", e))?;
+    let rx = navigate_in_background(chromium, &tab, url, &settling)?;
+    let why_refused = |msg: &str| {
+        let r = refused.lock().ok()?;
+        // A connection the browser's proxy did not make shows as Chromium's `ERR_SOCKS_...`.
+        let proxied = msg.contains("ERR_SOCKS") || msg.contains("ERR_PROXY");
+        let connection = || r.hosts.iter().rev().find_map(|h| chromium.connection_refusal(h));
+        r.documents.first().cloned().or_else(|| proxied.then(connection).flatten().map(DocRefusal::Connection))
+    };
+    let loaded = wait_for_load(chromium, &rx, (&settling, &over), timeout, cancel);
     if matches!(loaded, Load::Cancelled) {
-        close_in_background(close);
+        close_in_background(chromium, close);
         return Err(Error::Cancelled);
     }
     // A dead browser answers no command: stopping its tab would wait out the timeout again.
@@ -505,7 +532,9 @@ pub fn render(
             // Not waited for: a renderer held by a page answers nothing (the connection's
             // command timeout is a day); closing the tab ends the wait.
             let stop = tab.clone();
-            let _ = std::thread::Builder::new().name("docdex-stop-tab".into()).spawn(move || stop.stop_loading());
+            let _ = spawn_page_helper(chromium, "docdex-stop-tab", move || {
+                let _ = stop.stop_loading();
+            });
         }
         return Err(e);
     }
@@ -514,9 +543,9 @@ pub fn render(
         return Err(Error::BadRequest(format!("{b}: refused by the URL rules (loopback or private target)")));
     }
     let reader = tab.clone();
-    let read = within(deadline.max(Instant::now() + READ_GRACE), cancel, move || reader.get_content());
+    let read = within(chromium, deadline.max(Instant::now() + READ_GRACE), cancel, move || reader.get_content());
     if cancel.is_cancelled() {
-        close_in_background(close);
+        close_in_background(chromium, close);
         return Err(Error::Cancelled);
     }
     let html = read
@@ -537,8 +566,8 @@ pub fn render(
 const READ_GRACE: Duration = Duration::from_secs(2);
 
 /// Stops and closes a tab on a helper thread: a stopped turn does not wait on the renderer.
-fn close_in_background(close: CloseTab) {
-    let spawned = std::thread::Builder::new().name("docdex-close-tab".into()).spawn(move || {
+fn close_in_background(chromium: &Chromium, close: CloseTab) {
+    let spawned = spawn_page_helper(chromium, "docdex-close-tab", move || {
         let _ = close.0.stop_loading();
         drop(close);
     });
@@ -559,17 +588,16 @@ fn refused_target(refused: &Mutex<Refused>, final_url: &str, url: &Url) -> Optio
 /// DevTools commands wait as long as the connection's timeout, a day: a page whose renderer
 /// does not answer held the fetch for that long.
 fn within<T: Send + 'static>(
+    chromium: &Chromium,
     deadline: Instant,
     cancel: &CancelToken,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Option<T> {
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name("docdex-tab-call".into())
-        .spawn(move || {
-            let _ = tx.send(f());
-        })
-        .ok()?;
+    spawn_page_helper(chromium, "docdex-tab-call", move || {
+        let _ = tx.send(f());
+    })
+    .ok()?;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() || cancel.is_cancelled() {
@@ -630,22 +658,25 @@ fn watch_document_status(tab: &Arc<headless_chrome::Tab>) -> anyhow::Result<Arc<
     Ok(status)
 }
 
-/// Starts loading `url` on a helper thread: Page.navigate itself only returns once the server
-/// starts answering, so the deadline is kept by the caller; on timeout the tab is stopped and
-/// closed, which also ends the helper's wait.
+/// Starts loading `url` on a helper thread, which answers once the page is committed (or
+/// failed) and ends: Page.navigate itself only returns once the server starts answering, so
+/// the deadline is kept by the caller; on timeout the tab is stopped and closed, which also
+/// ends the call. The page then settles ([`track_settling`]) while the caller waits, not the
+/// helper: `wait_until_navigated` held it for up to `page_load_timeout_secs` after the page
+/// was stopped or had timed out.
 fn navigate_in_background(
+    chromium: &Chromium,
     tab: &Arc<headless_chrome::Tab>,
     url: &Url,
+    settling: &Arc<AtomicBool>,
 ) -> Result<std::sync::mpsc::Receiver<std::result::Result<(), String>>> {
     let (tx, rx) = std::sync::mpsc::channel();
-    let (nav_tab, target) = (tab.clone(), url.to_string());
-    std::thread::Builder::new()
-        .name("docdex-navigate".into())
-        .spawn(move || {
-            let r = nav_tab.navigate_to(&target).and_then(|t| t.wait_until_navigated()).map(|_| ());
-            let _ = tx.send(r.map_err(|e| e.to_string()));
-        })
-        .map_err(|e| Error::Upstream(format!("{url}: cannot start the page load: {e}")))?;
+    let (nav_tab, target, settling) = (tab.clone(), url.to_string(), settling.clone());
+    spawn_page_helper(chromium, "docdex-navigate", move || {
+        let r = nav_tab.navigate_to(&target).map(|_| settling.store(true, Ordering::SeqCst));
+        let _ = tx.send(r.map_err(|e| e.to_string()));
+    })
+    .map_err(|e| Error::Upstream(format!("{url}: cannot start the page load: {e}")))?;
     Ok(rx)
 }
 
@@ -653,13 +684,13 @@ fn navigate_in_background(
 fn load_outcome(
     loaded: Load,
     url: &Url,
-    why_refused: impl Fn() -> Option<DocRefusal>,
+    why_refused: impl Fn(&str) -> Option<DocRefusal>,
     timeout: Duration,
     max_bytes: u64,
 ) -> Result<()> {
     match loaded {
         Load::Done => Ok(()),
-        Load::Failed(msg) => Err(load_error(url, &msg, why_refused(), timeout)),
+        Load::Failed(msg) => Err(load_error(url, &msg, why_refused(&msg), timeout)),
         Load::TooLarge => {
             Err(Error::Upstream(format!("{url}: the page is larger than [web] max_page_bytes ({max_bytes})")))
         }
@@ -685,17 +716,32 @@ enum Load {
     Cancelled,
 }
 
-/// Waits for the navigation helper, checking every [`CANCEL_TICK`] whether the caller stopped,
-/// the page grew past its cap or the browser died (a crashed browser would otherwise hold the
-/// caller until the timeout).
+/// Marks the page as settling from each new document (`init`) until its network is almost
+/// idle, as `headless_chrome`'s own `wait_until_navigated` reads it.
+fn track_settling(settling: Arc<AtomicBool>) -> impl Fn(&Event) + Send + Sync {
+    move |event: &Event| {
+        if let Event::PageLifecycleEvent(e) = event {
+            match e.params.name.as_str() {
+                "init" => settling.store(true, Ordering::SeqCst),
+                "networkAlmostIdle" => settling.store(false, Ordering::SeqCst),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Waits for the navigation helper to answer and the page to settle, checking every
+/// [`CANCEL_TICK`] whether the caller stopped, the page grew past its cap or the browser died
+/// (a crashed browser would otherwise hold the caller until the timeout).
 fn wait_for_load(
     chromium: &Chromium,
     rx: &std::sync::mpsc::Receiver<std::result::Result<(), String>>,
-    over: &AtomicBool,
+    (settling, over): (&AtomicBool, &AtomicBool),
     timeout: Duration,
     cancel: &CancelToken,
 ) -> Load {
     let deadline = std::time::Instant::now() + timeout;
+    let mut committed = false;
     loop {
         if cancel.is_cancelled() {
             return Load::Cancelled;
@@ -704,19 +750,20 @@ fn wait_for_load(
         if left.is_zero() {
             return Load::TimedOut;
         }
-        match rx.recv_timeout(left.min(CANCEL_TICK)) {
-            Ok(Ok(())) if over.load(Ordering::SeqCst) => return Load::TooLarge,
-            Ok(Ok(())) => return Load::Done,
-            Ok(Err(msg)) if over.load(Ordering::SeqCst) => {
-                let _ = msg;
-                return Load::TooLarge;
+        if committed {
+            if !settling.load(Ordering::SeqCst) {
+                return if over.load(Ordering::SeqCst) { Load::TooLarge } else { Load::Done };
             }
-            Ok(Err(msg)) if msg.contains("connection is closed") || !chromium.alive() => return Load::BrowserGone,
-            Ok(Err(msg)) => return Load::Failed(msg),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Load::Failed("the page load stopped".into())
+            std::thread::sleep(left.min(SETTLE_TICK));
+        } else {
+            match rx.recv_timeout(left.min(CANCEL_TICK)) {
+                Ok(Ok(())) => committed = true,
+                Ok(Err(msg)) => return failed_load(chromium, msg, over),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Load::Failed("the page load stopped".into())
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }
         if over.load(Ordering::SeqCst) {
             return Load::TooLarge;
@@ -727,11 +774,31 @@ fn wait_for_load(
     }
 }
 
+/// How often a committed page is looked at for having settled.
+const SETTLE_TICK: Duration = Duration::from_millis(10);
+
+/// How a navigation the browser failed ended: past the size cap, with the browser, or its own.
+fn failed_load(chromium: &Chromium, msg: String, over: &AtomicBool) -> Load {
+    if over.load(Ordering::SeqCst) {
+        Load::TooLarge
+    } else if msg.contains("connection is closed") || !chromium.alive() {
+        Load::BrowserGone
+    } else {
+        Load::Failed(msg)
+    }
+}
+
 /// The error for a navigation that failed: what the checks refused when they did, Chromium's
 /// own refusal of a non-http redirect, a timeout, or the browser's message.
 fn load_error(url: &Url, msg: &str, refused: Option<DocRefusal>, timeout: Duration) -> Error {
     match refused {
         Some(DocRefusal::Content(why)) => return Error::Upstream(why),
+        Some(DocRefusal::Connection(super::egress::Refused::Rule(why))) => {
+            return Error::BadRequest(format!("{url}: {why}"))
+        }
+        Some(DocRefusal::Connection(super::egress::Refused::Unreachable(why))) => {
+            return Error::Upstream(format!("{url}: {why}"))
+        }
         Some(DocRefusal::Rule(why)) if why.starts_with(url.as_str()) => return Error::BadRequest(why),
         Some(DocRefusal::Rule(why)) => {
             return Error::BadRequest(format!("{url}: led to a URL docdex does not fetch: {why}"))
@@ -763,6 +830,35 @@ fn deny_downloads(tab: &headless_chrome::Tab) -> anyhow::Result<()> {
         events_enabled: None,
     })?;
     Ok(())
+}
+
+/// Runs `f` on a named helper thread of a page, counted in [`Chromium::page_helpers`] while
+/// it runs (also when it cannot be started: the count is given back at once).
+fn spawn_page_helper(chromium: &Chromium, name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    let running = HelperRunning::new(&chromium.page_helpers);
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let _running = running;
+            f();
+        })
+        .map(|_| ())
+}
+
+/// One helper counted while it lives.
+struct HelperRunning(Arc<std::sync::atomic::AtomicUsize>);
+
+impl HelperRunning {
+    fn new(count: &Arc<std::sync::atomic::AtomicUsize>) -> HelperRunning {
+        count.fetch_add(1, Ordering::SeqCst);
+        HelperRunning(count.clone())
+    }
+}
+
+impl Drop for HelperRunning {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 struct InUse<'a>(&'a Chromium);

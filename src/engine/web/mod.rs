@@ -9,6 +9,7 @@ pub mod browser;
 pub mod cache;
 mod chrome;
 pub mod discovery;
+mod egress;
 pub mod extract;
 pub mod fetch;
 pub mod passages;
@@ -49,6 +50,8 @@ pub(crate) struct WebState {
     permits: Mutex<usize>,
     freed: Condvar,
     client: OnceLock<reqwest::Client>,
+    /// More browser arguments, set by tests only ([`Engine::set_browser_args_for_tests`]).
+    extra_browser_args: Mutex<Vec<String>>,
 }
 
 #[derive(Default)]
@@ -542,7 +545,8 @@ impl Engine {
             return Err(why);
         };
         let idle = Duration::from_secs(scraper.idle_shutdown_secs);
-        match Chromium::launch(Path::new(&found.path), scraper, &self.browser_dirs(), idle) {
+        let extra = self.web().extra_browser_args.lock().map(|a| a.clone()).unwrap_or_default();
+        match Chromium::launch(Path::new(&found.path), scraper, &self.browser_dirs(), idle, &extra) {
             Ok(ch) => {
                 let ch = Arc::new(ch);
                 *slot = BrowserSlot::Running(ch.clone());
@@ -562,6 +566,26 @@ impl Engine {
             if matches!(&*slot, BrowserSlot::Running(c) if Arc::ptr_eq(c, ch)) {
                 *slot = BrowserSlot::Untried;
             }
+        }
+    }
+
+    /// Helper threads of the shared browser's pages still running (0 without a browser). A
+    /// page's load, reads and tab closing run on helpers that end with the page, also when it
+    /// is stopped or times out; for diagnostics and the tests that hold them to it.
+    pub fn browser_page_helpers(&self) -> usize {
+        match self.web().browser.lock().as_deref() {
+            Ok(BrowserSlot::Running(ch)) => ch.page_helpers(),
+            _ => 0,
+        }
+    }
+
+    /// Arguments added to the browser this engine launches next (a test's
+    /// `--host-resolver-rules`, to make a name resolve for Chromium alone). Debug and
+    /// `test-support` builds only.
+    #[cfg(any(debug_assertions, feature = "test-support"))]
+    pub fn set_browser_args_for_tests(&self, args: &[&str]) {
+        if let Ok(mut a) = self.web().extra_browser_args.lock() {
+            *a = args.iter().map(|s| s.to_string()).collect();
         }
     }
 
@@ -710,7 +734,7 @@ impl Engine {
                     Error::NotFound(format!("no Chromium or Chrome found. {}", browser::install_help()))
                 })?,
             };
-        let ch = Chromium::launch(&binary, scraper, &self.browser_dirs(), Duration::ZERO)?;
+        let ch = Chromium::launch(&binary, scraper, &self.browser_dirs(), Duration::ZERO, &[])?;
         Ok(BrowserProbe {
             path: binary.display().to_string(),
             version: ch.version().to_string(),

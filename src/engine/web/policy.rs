@@ -195,7 +195,7 @@ fn non_public(host: &str, port: u16) -> Option<String> {
 /// DNS says.
 const LOCAL_NAMES: &[&str] = &["localhost", "localhost.localdomain", "localhost6", "localhost6.localdomain6"];
 
-fn literal_non_public(host: &str) -> Option<String> {
+pub(crate) fn literal_non_public(host: &str) -> Option<String> {
     let host = normalize_host(host);
     if LOCAL_NAMES.contains(&host.as_str()) || host.ends_with(".localhost") {
         return Some(format!("{host} is this machine"));
