@@ -12,6 +12,7 @@
 //! the repository also holds run after it, one after another, within the one timeout, and the
 //! results are merged (`multi`).
 
+mod affected;
 mod group;
 mod multi;
 mod parse;
@@ -1041,6 +1042,7 @@ impl Engine {
             let selected = self.affected_tests(root, req.since.as_deref(), runner, &mut resp.notes)?;
             let target = targets.first().map(|t| t.split("::").next().unwrap_or(t));
             let mut within: Vec<(String, String)> = selected
+                .files
                 .into_iter()
                 .filter(|(p, _)| target.is_none_or(|t| p == t || p.starts_with(&format!("{t}/"))))
                 .collect();
@@ -1052,6 +1054,10 @@ impl Engine {
                 resp.notes.extend(pytest_config::computed_ignores_note(root, &within));
             }
             resp.selected = within.iter().map(|(p, why)| format!("{p}: {why}")).collect();
+            if selected.whole_suite.is_some() {
+                // A deleted file's importers are unknown: the whole suite (or the target), not nothing.
+                return Ok(Some(targets));
+            }
             if within.is_empty() {
                 resp.notes.push("the change reaches no test file: nothing was run".into());
                 return Ok(None);
@@ -1111,7 +1117,7 @@ impl Engine {
         since: Option<&str>,
         runner: Runner,
         notes: &mut Vec<String>,
-    ) -> Result<Vec<(String, String)>> {
+    ) -> Result<affected::Affected> {
         let mut changes = crate::engine::context::changes::collect(root, since)?;
         // Not a git repository (or no git): no change can be read, which is not "no change".
         if let Some(why) = changes.note.take() {
@@ -1122,40 +1128,8 @@ impl Engine {
         let left_out = changes.leave_out_unindexable(root, &self.config().index);
         notes.extend(crate::engine::context::changes::left_out_note(left_out));
         let (_, graph) = self.impact_graph(root)?;
-        let cancel = CancelToken::current();
-        let mut out: Vec<(String, String)> = Vec::new();
-        let mut add = |path: String, why: String| {
-            if runner.runs(&path) && root.join(&path).is_file() && !out.iter().any(|(p, _)| *p == path) {
-                out.push((path, why));
-            }
-        };
-        for f in &changes.files {
-            cancel.check()?;
-            let conftest = runner == Runner::Pytest && f.path.rsplit('/').next() == Some("conftest.py");
-            if conftest {
-                // Its fixtures and hooks reach every test below it, none of which imports it;
-                // handed to pytest itself it is collected as a module without tests.
-                let dir = f.path.rsplit_once('/').map_or(String::new(), |(d, _)| format!("{d}/"));
-                let mut below: Vec<&String> =
-                    graph.graph.files.keys().filter(|p| p.starts_with(&dir) && is_test_path(p)).collect();
-                below.sort();
-                for t in below {
-                    add(t.clone(), format!("below changed {}", f.path));
-                }
-                continue;
-            }
-            if f.change == "deleted" {
-                continue;
-            }
-            if is_test_path(&f.path) {
-                add(f.path.clone(), "changed test file".into());
-            }
-            if graph.contains(&f.path) {
-                for t in graph.tests_reaching(root, &f.path) {
-                    add(t.path.clone(), format!("exercises changed {}: {}", f.path, t.reason));
-                }
-            }
-        }
-        Ok(out)
+        let selected = affected::select(root, &changes, &graph, runner)?;
+        notes.extend(selected.whole_suite.clone());
+        Ok(selected)
     }
 }
