@@ -801,3 +801,54 @@ fn symbol_name_parts_are_accent_folded() {
     drop(conn);
     assert_eq!(kind("total café", "café_total"), "word_part");
 }
+
+/// A name with a German umlaut is found by its ae/oe/ue spelling too (`ueber` finds `über_x`), as
+/// search finds `Über` by "ueber"; the query's own words are taken as typed, so `queue` finds no
+/// umlaut name. A store an older docdex wrote (parts without the spelling) says so in a note, and
+/// the next index run respells it without a file changing.
+#[test]
+fn umlaut_names_are_found_by_their_written_out_spelling() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "calc.py",
+        "def über_x():\n    pass\n\ndef größe_berechnen():\n    pass\n\ndef queue_len():\n    pass\n\ndef qü_y():\n    pass\n",
+    );
+    let engine = env.engine();
+    index(&engine, &repo);
+    let ask = |q: &str| {
+        let req = SymbolsRequest { query: Some(q.into()), limit: Some(50), ..Default::default() };
+        engine.symbols(&repo, &req).expect("symbols")
+    };
+    let kind = |q: &str, name: &str| -> String {
+        let hits = ask(q).results;
+        let hit = hits.iter().find(|h| h.name == name).unwrap_or_else(|| panic!("{q:?} did not find {name}"));
+        serde_json::to_value(hit.match_kind).unwrap().as_str().unwrap_or("").to_string()
+    };
+    assert_eq!(kind("ueber", "über_x"), "word_part");
+    assert_eq!(kind("ueber_x", "über_x"), "word_part");
+    assert_eq!(kind("uber", "über_x"), "word_part");
+    assert_eq!(kind("groesse", "größe_berechnen"), "word_part");
+    assert_eq!(kind("Groesse berechnen", "größe_berechnen"), "word_part");
+    let queue: Vec<String> =
+        ask("queue").results.into_iter().filter(|h| h.name.contains('ü')).map(|h| h.name).collect();
+    assert!(queue.is_empty(), "queue met {queue:?}");
+    assert!(ask("ueber").note.is_none());
+
+    // An older docdex's store: parts as written, no `parts` version in its meta.
+    let r = engine.resolve_repo(&repo).unwrap();
+    let conn = rusqlite::Connection::open(db_path(&r)).unwrap();
+    conn.execute("UPDATE symbols SET parts = ' uber x ' WHERE name = 'über_x'", []).unwrap();
+    conn.execute("DELETE FROM meta WHERE key = 'parts'", []).unwrap();
+    drop(conn);
+    let old = ask("ueber");
+    let by_word = |h: &docdex::engine::protocol::SymbolHit| serde_json::to_value(h.match_kind).unwrap() == "word_part";
+    assert!(old.results.iter().all(|h| h.name != "über_x" || !by_word(h)), "the older store has no spelling");
+    let note = old.note.expect("a note on an older store");
+    assert!(note.contains("docdex index --repo") && note.contains("ueber"), "{note}");
+    assert_eq!(kind("uber", "über_x"), "word_part", "the older store still answers");
+    index(&engine, &repo);
+    assert_eq!(kind("ueber", "über_x"), "word_part");
+    assert!(ask("ueber").note.is_none());
+}

@@ -168,6 +168,7 @@ impl Engine {
         if self.config().privacy.redact_snippets {
             redact_signatures(&mut results);
         }
+        let note = parse_in_progress(&repo).or_else(|| query.as_deref().and_then(|q| reader.parts_note(q, &repo.root)));
         Ok(SymbolsResponse {
             schema_version: SCHEMA_VERSION,
             project_id: repo.fingerprint.clone(),
@@ -179,7 +180,7 @@ impl Engine {
             truncated: total > results.len(),
             total,
             results,
-            note: parse_in_progress(&repo),
+            note,
         })
     }
 

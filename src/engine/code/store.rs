@@ -66,17 +66,56 @@ pub fn db_path(repo: &RepoRef) -> PathBuf {
 
 pub use super::symbols::norm;
 
+/// How [`parts`] spells a name's parts: 2 adds a part's umlaut spelling (`über_x` as
+/// ` uber ueber x `). A store that records less (none: written before it was recorded) has its
+/// parts respelled from the names by the next index run ([`SymbolStore::open_write`]), no file
+/// parsed again; until then a query reads it as it is and is told ([`SymbolReader::parts_note`]).
+pub const PARTS_VERSION: u32 = 2;
+
 /// A name's parts for word matching, space-separated with spaces at both ends
-/// (` get user name `), so `instr(parts, ' user')` finds a part starting with `user`.
+/// (` get user name `), so `instr(parts, ' user')` finds a part starting with `user`. Parts are
+/// folded as search folds words (`café` as `cafe`), and a part with a German umlaut is also
+/// given as German writes it without one (`über` as `uber ueber`, `größe` as `grosse
+/// groesse`), as the analyzer indexes text: so `ueber` finds `über_x`, while a query's own
+/// words are taken as typed (`queue` meets only parts starting `queue`).
 pub fn parts(name: &str) -> String {
     let mut out = String::from(" ");
     for word in name.split(|c: char| !c.is_alphanumeric() && c != '_') {
-        for p in crate::engine::analysis::identifier_parts(word) {
+        for (p, written) in crate::engine::analysis::identifier_part_spellings(word) {
             out.push_str(&p);
             out.push(' ');
+            if let Some(u) = umlaut_spelling(&written).filter(|u| *u != p) {
+                out.push_str(&u);
+                out.push(' ');
+            }
         }
     }
     out
+}
+
+/// A part (lowercased as written) with `ä`, `ö`, `ü` written `ae`, `oe`, `ue` (composed or as a
+/// vowel and a combining diaeresis), then folded (`größe` -> `groesse`); none without an umlaut.
+/// Mirrors the analyzer's umlaut terms for text (`analysis::umlaut_variant`).
+fn umlaut_spelling(written: &str) -> Option<String> {
+    if written.is_ascii() {
+        return None;
+    }
+    let (mut spelled, mut any) = (String::with_capacity(written.len() + 4), false);
+    for c in written.chars() {
+        let e = match c {
+            'ä' | 'Ä' => "ae",
+            'ö' | 'Ö' => "oe",
+            'ü' | 'Ü' => "ue",
+            '\u{308}' if spelled.ends_with(['a', 'o', 'u', 'A', 'O', 'U']) => "e",
+            _ => {
+                spelled.push(c);
+                continue;
+            }
+        };
+        spelled.push_str(e);
+        any = true;
+    }
+    any.then(|| crate::engine::analysis::fold(&spelled))
 }
 
 /// What the store's `meta` table says.
@@ -84,6 +123,8 @@ pub fn parts(name: &str) -> String {
 pub struct StoreMeta {
     /// [`STORE_SCHEMA`] of the data (0 when unknown).
     pub schema: u32,
+    /// [`PARTS_VERSION`] of the stored parts (0: written before it was recorded).
+    pub parts: u32,
     /// Index generation the store was last committed for.
     pub generation: u64,
     /// Grammar version per language, as recorded when its files were extracted.
@@ -198,6 +239,7 @@ fn read_meta(conn: &Connection) -> rusqlite::Result<StoreMeta> {
         match k.as_str() {
             "schema" => meta.schema = v.parse().unwrap_or(0),
             "generation" => meta.generation = v.parse().unwrap_or(0),
+            "parts" => meta.parts = v.parse().unwrap_or(0),
             "graph_pending" => meta.graph_pending = v == "1",
             "graph_generation" => meta.graph_generation = v.parse().unwrap_or(0),
             "graph_resolution" => meta.graph_resolution = v.parse().unwrap_or(0),
@@ -286,7 +328,12 @@ impl SymbolStore {
             remove_db(path)?;
         }
         match Self::try_open(path) {
-            Ok(s) if s.meta.schema == STORE_SCHEMA || s.created => Ok(s),
+            Ok(mut s) if s.meta.schema == STORE_SCHEMA || s.created => {
+                if s.meta.parts < PARTS_VERSION {
+                    s.respell_parts()?;
+                }
+                Ok(s)
+            }
             Ok(s) => {
                 tracing::info!(
                     found = s.meta.schema,
@@ -320,7 +367,9 @@ impl SymbolStore {
         let created = !existed || meta.schema == 0;
         if created {
             conn.execute("INSERT OR REPLACE INTO meta VALUES('schema', ?1)", [STORE_SCHEMA.to_string()])?;
+            conn.execute("INSERT OR REPLACE INTO meta VALUES('parts', ?1)", [PARTS_VERSION.to_string()])?;
             meta.schema = STORE_SCHEMA;
+            meta.parts = PARTS_VERSION;
         }
         Ok(SymbolStore { conn, path: path.to_path_buf(), in_tx: false, meta, created })
     }
@@ -328,6 +377,32 @@ impl SymbolStore {
     /// The meta as of the last commit.
     pub fn meta(&self) -> &StoreMeta {
         &self.meta
+    }
+
+    /// Rewrites every symbol's parts as this build spells them ([`PARTS_VERSION`]), from the
+    /// names, in one transaction: a store an older docdex wrote gets the umlaut spellings
+    /// without parsing a file again. Only rows whose parts change are written.
+    fn respell_parts(&mut self) -> Result<()> {
+        let err = sql_err(&self.path);
+        tracing::info!(found = self.meta.parts, want = PARTS_VERSION, "respelling the symbol store's name parts");
+        let tx = self.conn.unchecked_transaction().map_err(&err)?;
+        {
+            let mut read = tx.prepare("SELECT id, name, parts FROM symbols").map_err(&err)?;
+            let mut write = tx.prepare("UPDATE symbols SET parts = ?2 WHERE id = ?1").map_err(&err)?;
+            let mut rows = read.query([]).map_err(&err)?;
+            while let Some(row) = rows.next().map_err(&err)? {
+                let (id, name, old): (i64, String, String) =
+                    (row.get(0).map_err(&err)?, row.get(1).map_err(&err)?, row.get(2).map_err(&err)?);
+                let new = parts(&name);
+                if new != old {
+                    write.execute(params![id, new]).map_err(&err)?;
+                }
+            }
+        }
+        tx.execute("INSERT OR REPLACE INTO meta VALUES('parts', ?1)", [PARTS_VERSION.to_string()]).map_err(&err)?;
+        tx.commit().map_err(&err)?;
+        self.meta.parts = PARTS_VERSION;
+        Ok(())
     }
 
     /// Whether this open created the store (so nothing is in it yet).
@@ -656,6 +731,22 @@ impl SymbolReader {
     /// The meta read at open.
     pub fn meta(&self) -> &StoreMeta {
         &self.meta
+    }
+
+    /// A note for a name query when the store's parts predate [`PARTS_VERSION`] and the query
+    /// could be an umlaut written out (`ueber`, `groesse`): such a name is not found that way
+    /// until the next index run respells the parts. `repo` names the repo in the message.
+    pub fn parts_note(&self, query: &str, repo: &Path) -> Option<String> {
+        let lower = query.to_ascii_lowercase();
+        let spelled = ["ae", "oe", "ue"].iter().any(|u| lower.contains(u));
+        (self.meta.parts < PARTS_VERSION && spelled).then(|| {
+            format!(
+                "this symbol index was written by an older docdex: a name with ä, ö or ü is found by its \
+                 plain letters (`uber` for `über`) but not yet written out (`ueber`) until `docdex index --repo {}` \
+                 respells the stored names (no file is parsed again)",
+                crate::error::shell_path(repo)
+            )
+        })
     }
 
     /// Maps SQLite errors to engine errors naming this store.
