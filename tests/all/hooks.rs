@@ -1095,3 +1095,81 @@ fn a_violation_two_preferences_share_is_credited_to_the_earliest() {
         assert_eq!(credited, vec![first.as_str()], "not {second}: {r:?}");
     }
 }
+
+const UTIL_RS: &str =
+    "pub fn two() -> u8 {\n    2\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn two_is_two() {\n        assert_eq!(super::two(), 2);\n    }\n}\n";
+const HELPERS_GO: &str = "package gopkg\n\nfunc Double(x int) int { return x * 2 }\n";
+
+/// `require-test-for` and `docdex impact --file F --tests` give one answer to "is F tested?"
+/// (tour13 F16): a Rust file holding its own `#[cfg(test)]` tests and a Go file tested by
+/// another `_test.go` of its package pass, as impact lists tests for them; a Rust file without
+/// tests, a Go file alone in its package, and a staged edit that removes a file's own tests
+/// stay refused. The gate reads the staged content: a new unit-tested file passes unindexed.
+#[test]
+fn require_test_for_agrees_with_impact_tests_on_rust_inline_tests_and_go_package_tests() {
+    let env = Env::new();
+    config(&env);
+    let repo = env.repo("rsh");
+    write(&repo, "Cargo.toml", "[package]\nname = \"rsh\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(&repo, "src/lib.rs", "pub mod plain;\npub mod util;\n");
+    write(&repo, "src/util.rs", UTIL_RS);
+    write(&repo, "src/plain.rs", "pub fn one() -> u8 {\n    1\n}\n");
+    write(&repo, "go.mod", "module example.com/rsh\n\ngo 1.21\n");
+    write(&repo, "gopkg/helpers.go", HELPERS_GO);
+    write(&repo, "gopkg/pkg_test.go", "package gopkg\n\nimport \"testing\"\n\nfunc TestDouble(t *testing.T) {\n\tif Double(2) != 4 {\n\t\tt.Fatal(\"bad\")\n\t}\n}\n");
+    write(&repo, "lonely/lonely.go", "package lonely\n\nfunc One() int { return 1 }\n");
+    assert!(git(&repo, &["init", "-q", "-b", "main"], &env, &[]).status.success());
+    git(&repo, &["add", "-A"], &env, &[]);
+    assert!(git(&repo, &["commit", "-q", "-m", "start"], &env, &[]).status.success());
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).unwrap();
+    for rule in ["require-test-for src/**", "require-test-for gopkg/**", "require-test-for lonely/**"] {
+        add_constraint(&env, &["--rule", rule, "Every source file needs tests"]);
+    }
+    let refused = |files: Vec<StagedFile>| -> Vec<String> {
+        let r = engine.hook_validate(&repo, &HookValidateRequest { agent_id: Some("team".into()), files }).unwrap();
+        r.violations.iter().filter(|v| v.rule.starts_with("require-test-for")).map(|v| v.file.clone()).collect()
+    };
+    let tested_by_impact = |file: &str| -> bool {
+        let req = docdex::engine::protocol::TestsRequest { file: file.into(), ..Default::default() };
+        engine.impact_tests(&repo, &req).unwrap().total > 0
+    };
+
+    // Edits of indexed files: the gate refuses exactly the files impact finds no test for.
+    let edits = vec![
+        staged("src/util.rs", &UTIL_RS.replace("2\n}\n\n", "1 + 1\n}\n\n")),
+        staged("src/plain.rs", "pub fn one() -> u8 {\n    2 - 1\n}\n"),
+        staged("gopkg/helpers.go", &HELPERS_GO.replace("x * 2", "x + x")),
+        staged("lonely/lonely.go", "package lonely\n\nfunc One() int { return 2 - 1 }\n"),
+    ];
+    let paths: Vec<String> = edits.iter().map(|f| f.path.clone()).collect();
+    let got = refused(edits);
+    assert_eq!(got, vec!["lonely/lonely.go".to_string(), "src/plain.rs".to_string()]);
+    for p in &paths {
+        assert_eq!(tested_by_impact(p), !got.contains(p), "the gate and impact --tests disagree on {p}");
+    }
+    let r = engine
+        .hook_validate(
+            &repo,
+            &HookValidateRequest { agent_id: None, files: vec![staged("src/plain.rs", "pub fn one() -> u8 { 1 }\n")] },
+        )
+        .unwrap();
+    let v = r.violations.iter().find(|v| v.file == "src/plain.rs").expect("plain.rs refused");
+    assert!(v.message.contains("docdex impact --file src/plain.rs --tests"), "{}", v.message);
+
+    // The staged content decides: an edit that drops util.rs's own tests is refused, a new
+    // file with its own tests (not indexed yet, the tour's case) and a new Go file of the
+    // tested package pass.
+    assert_eq!(refused(vec![staged("src/util.rs", "pub fn two() -> u8 {\n    2\n}\n")]), vec!["src/util.rs"]);
+    let new_files = vec![
+        staged("src/fresh.rs", UTIL_RS),
+        staged("gopkg/more.go", "package gopkg\n\nfunc Triple(x int) int { return x * 3 }\n"),
+    ];
+    assert_eq!(refused(new_files), Vec::<String>::new());
+    // Deleting the package's only test in the same commit leaves helpers.go untested.
+    let gone = vec![
+        staged("gopkg/helpers.go", HELPERS_GO),
+        StagedFile { path: "gopkg/pkg_test.go".into(), content: None, deleted: true },
+    ];
+    assert_eq!(refused(gone), vec!["gopkg/helpers.go"]);
+}

@@ -108,15 +108,20 @@ fn dir_of(path: &str) -> &str {
     path.rsplit_once('/').map(|(d, _)| d).unwrap_or("")
 }
 
-/// True when a Rust file holds its own unit tests.
+/// True when a file's text holds its own unit tests (a Rust `#[cfg(test)]` module or a
+/// `#[test]`): the one test of it, for the file on disk (`impact --tests`) and for the staged
+/// content the gatekeeper checks.
+pub fn holds_inline_tests(rel: &str, text: &str) -> bool {
+    rel.ends_with(".rs") && (text.contains("#[cfg(test)]") || text.contains("#[test]"))
+}
+
+/// True when a Rust file on disk holds its own unit tests.
 fn has_inline_tests(root: &Path, rel: &str) -> bool {
     if !rel.ends_with(".rs") {
         return false;
     }
-    crate::engine::fsutil::read_repo_file(root, rel).is_ok_and(|bytes| {
-        let text = crate::engine::fsutil::decode_text(&bytes);
-        text.contains("#[cfg(test)]") || text.contains("#[test]")
-    })
+    crate::engine::fsutil::read_repo_file(root, rel)
+        .is_ok_and(|bytes| holds_inline_tests(rel, &crate::engine::fsutil::decode_text(&bytes)))
 }
 
 impl LoadedGraph {
@@ -125,10 +130,25 @@ impl LoadedGraph {
     /// transitive dependents with the chain that links them. Cut short (the walk of dependents
     /// left out) when the thread's ambient token trips: callers check it after.
     pub fn tests_reaching(&self, root: &Path, file: &str) -> Vec<TestFile> {
+        let holds_tests = !is_test_path(file) && has_inline_tests(root, file);
+        self.tests_among(file, holds_tests, self.graph.files.keys().map(String::as_str))
+    }
+
+    /// [`Self::tests_reaching`] with what the caller knows of the repository beyond the graph:
+    /// whether `file` holds its own tests (the gatekeeper reads the staged content, not the
+    /// disk), and `files`, the repository's files that tests are looked for among by name and
+    /// by Go package (the gatekeeper's: the index's with the commit's added and deleted ones
+    /// applied). A file the graph does not hold yet gets those two kinds; tests reaching it by
+    /// import are the graph's. One definition of "this file is tested" for `impact --tests`,
+    /// context packs, `run-tests --affected` and `require-test-for`.
+    pub fn tests_among<'a, I>(&self, file: &str, holds_tests: bool, files: I) -> Vec<TestFile>
+    where
+        I: Iterator<Item = &'a str> + Clone,
+    {
         let mut out: Vec<TestFile> = Vec::new();
         if is_test_path(file) {
             out.push(TestFile { path: file.into(), depth: 0, via: Vec::new(), reason: "is a test file".into() });
-        } else if has_inline_tests(root, file) {
+        } else if holds_tests {
             out.push(TestFile {
                 path: file.into(),
                 depth: 0,
@@ -138,7 +158,7 @@ impl LoadedGraph {
         }
         let stem = stem_of(file);
         let generic = GENERIC_STEMS.contains(&stem);
-        for candidate in self.graph.files.keys() {
+        for candidate in files.clone() {
             if candidate == file || !is_test_path(candidate) {
                 continue;
             }
@@ -147,17 +167,20 @@ impl LoadedGraph {
                 && (!generic || dir_of(candidate) == dir_of(file));
             if paired {
                 out.push(TestFile {
-                    path: candidate.clone(),
+                    path: candidate.to_string(),
                     depth: 0,
                     via: Vec::new(),
                     reason: format!("named after {file}"),
                 });
             }
         }
-        let Some(node) = self.node_of(file) else { return out };
         // A walk stopped by the ambient token leaves the tests found by name: the caller's own
         // look at the token ends its request (`impact_tests`, `run_tests --affected`).
-        let Ok((dependents, _)) = self.traverse(node, false, MAX_DEPTH, usize::MAX) else { return out };
+        let dependents = match self.node_of(file).map(|n| self.traverse(n, false, MAX_DEPTH, usize::MAX)) {
+            Some(Ok((dependents, _))) => dependents,
+            Some(Err(_)) => return out,
+            None => Vec::new(),
+        };
         // Each dependent's edge points one hop closer to the file: follow them back.
         let next: HashMap<&str, &str> =
             dependents.iter().map(|d| (d.edge.source.as_str(), d.edge.target.as_str())).collect();
@@ -186,58 +209,57 @@ impl LoadedGraph {
             };
             out.push(TestFile { path: d.path.clone(), depth: d.depth, via, reason });
         }
-        self.go_package_tests(file, &dependents, &next, &mut out);
+        go_package_tests(file, files, &dependents, &next, &mut out);
         out.sort_by_key(|t| t.depth);
         out
     }
+}
 
-    /// Go's `_test.go` files import nothing of their own package, yet `go test` compiles them
-    /// with every file of it: a test beside `file`, or beside any Go file that reaches it,
-    /// exercises it. Only the test named after a file was found before (`db_test.go` for
-    /// `db.go`, not for `y.go` of the same package).
-    fn go_package_tests(
-        &self,
-        file: &str,
-        dependents: &[super::impact::Dependency],
-        next: &HashMap<&str, &str>,
-        out: &mut Vec<TestFile>,
-    ) {
-        let go_source = |p: &str| p.ends_with(".go") && !p.ends_with("_test.go");
-        let mut packages: Vec<(&str, u32)> = Vec::new();
-        if go_source(file) {
-            packages.push((file, 0));
-        }
-        packages.extend(
-            dependents.iter().filter(|d| !d.external && go_source(&d.path)).map(|d| (d.path.as_str(), d.depth)),
-        );
-        if packages.is_empty() {
-            return;
-        }
-        // Indexed once: a core file of a large Go repository has thousands of dependents.
-        let mut tests_in: HashMap<&str, Vec<&String>> = HashMap::new();
-        for t in self.graph.files.keys().filter(|t| t.ends_with("_test.go")) {
-            tests_in.entry(dir_of(t)).or_default().push(t);
-        }
-        let mut seen: HashSet<String> = out.iter().map(|t| t.path.clone()).collect();
-        for (member, depth) in packages {
-            for &test in tests_in.get(dir_of(member)).map(Vec::as_slice).unwrap_or_default() {
-                if !seen.insert(test.clone()) {
-                    continue;
-                }
-                let mut via: Vec<String> = if member == file { Vec::new() } else { vec![member.to_string()] };
-                let mut at = member;
-                while at != file && via.len() <= MAX_DEPTH as usize {
-                    let Some(&n) = next.get(at) else { break };
-                    via.push(n.to_string());
-                    at = n;
-                }
-                let reason = if member == file {
-                    format!("in the Go package of {file}")
-                } else {
-                    format!("in the Go package of {member}, which reaches {file}")
-                };
-                out.push(TestFile { path: test.clone(), depth, via, reason });
+/// Go's `_test.go` files import nothing of their own package, yet `go test` compiles them
+/// with every file of it: a test beside `file`, or beside any Go file that reaches it,
+/// exercises it. Only the test named after a file was found before (`db_test.go` for
+/// `db.go`, not for `y.go` of the same package).
+fn go_package_tests<'a>(
+    file: &str,
+    files: impl Iterator<Item = &'a str>,
+    dependents: &[super::impact::Dependency],
+    next: &HashMap<&str, &str>,
+    out: &mut Vec<TestFile>,
+) {
+    let go_source = |p: &str| p.ends_with(".go") && !p.ends_with("_test.go");
+    let mut packages: Vec<(&str, u32)> = Vec::new();
+    if go_source(file) {
+        packages.push((file, 0));
+    }
+    packages
+        .extend(dependents.iter().filter(|d| !d.external && go_source(&d.path)).map(|d| (d.path.as_str(), d.depth)));
+    if packages.is_empty() {
+        return;
+    }
+    // Indexed once: a core file of a large Go repository has thousands of dependents.
+    let mut tests_in: HashMap<&str, Vec<&str>> = HashMap::new();
+    for t in files.filter(|t| t.ends_with("_test.go")) {
+        tests_in.entry(dir_of(t)).or_default().push(t);
+    }
+    let mut seen: HashSet<String> = out.iter().map(|t| t.path.clone()).collect();
+    for (member, depth) in packages {
+        for &test in tests_in.get(dir_of(member)).map(Vec::as_slice).unwrap_or_default() {
+            if !seen.insert(test.to_string()) {
+                continue;
             }
+            let mut via: Vec<String> = if member == file { Vec::new() } else { vec![member.to_string()] };
+            let mut at = member;
+            while at != file && via.len() <= MAX_DEPTH as usize {
+                let Some(&n) = next.get(at) else { break };
+                via.push(n.to_string());
+                at = n;
+            }
+            let reason = if member == file {
+                format!("in the Go package of {file}")
+            } else {
+                format!("in the Go package of {member}, which reaches {file}")
+            };
+            out.push(TestFile { path: test.to_string(), depth, via, reason });
         }
     }
 }
