@@ -281,6 +281,27 @@ fn a_python_without_pytest_is_a_missing_runner_not_a_failed_suite() {
 }
 
 #[test]
+fn pytest_refusing_its_configuration_or_a_node_id_is_bad_input_naming_what_it_refused() {
+    // Exit 4 (usage error) was a failed suite with no failure and no word of why (tour13 F8).
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("pyrefused");
+    write(&repo, "pyproject.toml", "[tool.pytest.ini_options]\naddopts = \"-n auto\"\n");
+    write(&repo, "tests/test_a.py", "def test_a():\n    assert 1 == 2\n");
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    let (code, v) = run_tests(&env, &repo, &[], &[]);
+    assert_eq!((code, v["error"]["code"].as_str()), (2, Some("bad_request")), "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("pytest refused") && msg.contains("unrecognized arguments: -n"), "{msg}");
+    assert!(msg.contains("pyproject.toml"), "{msg}");
+    write(&repo, "pyproject.toml", "[tool.pytest.ini_options]\n");
+    let (code, v) = run_tests(&env, &repo, &["--target", "tests/test_a.py::nope"], &[]);
+    assert_eq!(code, 2, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("not found:") && msg.contains("test_a.py::nope"), "{msg}");
+}
+
+#[test]
 fn a_zero_timeout_is_bad_input_not_a_run_killed_at_once() {
     let env = Env::new();
     let repo = env.repo("zero");

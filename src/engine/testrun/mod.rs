@@ -173,14 +173,19 @@ fn package_test_script(root: &Path) -> Result<String> {
     Ok(v["scripts"]["test"].as_str().unwrap_or_default().to_string())
 }
 
-/// Why the run shows the runner itself is missing (not a failing suite), if it does: pytest
-/// not in that Python, jest or vitest not installed for npx, or the shell not finding the
-/// test script's command (exit 127).
+/// Why the run shows the runner itself is missing or refused to start (not a failing suite), if
+/// it does: pytest not in that Python or refusing its arguments or configuration (exit 4), jest
+/// or vitest not installed for npx, or the shell not finding the test script's command (exit 127).
 fn missing_runner(runner: Runner, argv: &[String], exit: Option<i32>, text: &str) -> Option<String> {
     let program = argv.first().map_or("python3", String::as_str);
     match runner {
         Runner::Pytest if exit == Some(1) && text.contains("No module named pytest") => Some(format!(
             "the test runner pytest is not installed for {program} (install it there, e.g. `{program} -m pip install pytest`, or set [tests] command)"
+        )),
+        // Exit 4: pytest refused its arguments or configuration and ran nothing.
+        Runner::Pytest if exit == Some(4) => Some(format!(
+            "pytest refused its arguments or configuration (its exit code 4), so no test ran: {}",
+            parse::pytest_refused(&strip_ansi(text)).unwrap_or_else(|| "it named no reason; see its output".into())
         )),
         Runner::Jest | Runner::Vitest
             if exit != Some(0)

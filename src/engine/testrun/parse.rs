@@ -224,6 +224,37 @@ pub fn pytest(out: &str, root: &str, run_dir: &str) -> Outcome {
     o
 }
 
+/// What pytest said when it refused its arguments or configuration before running anything
+/// (its exit code 4): the `ERROR: not found: ...` / `error: unrecognized arguments: -n` lines
+/// (with a following `(no match in any of ...)`) and the `inifile:` it read, so the user sees
+/// what to fix (an `addopts` naming a plugin not installed, a mistyped node id) instead of a
+/// failed suite with no failure. `None` when the output holds none of them.
+pub fn pytest_refused(out: &str) -> Option<String> {
+    let lines: Vec<&str> = out.lines().map(str::trim).collect();
+    let mut said: Vec<String> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let error = line.contains(": error: ") || (line.starts_with("ERROR:") && !line.starts_with("ERROR: usage:"));
+        if !error {
+            continue;
+        }
+        let text = line.split_once(": error: ").map_or(*line, |(_, e)| e);
+        let text = text.strip_prefix("ERROR:").map_or(text, str::trim);
+        match lines.get(i + 1).filter(|n| n.starts_with("(no match")) {
+            Some(more) => said.push(format!("{text} {more}")),
+            None => said.push(text.to_string()),
+        }
+    }
+    if said.is_empty() {
+        return None;
+    }
+    let inifile = lines.iter().find_map(|l| l.strip_prefix("inifile:")).map(str::trim);
+    let mut text = said.join("; ");
+    if let Some(ini) = inifile.filter(|_| text.contains("unrecognized arguments")) {
+        text.push_str(&format!(" (inifile {ini}: its addopts may name a plugin's option, the plugin not installed)"));
+    }
+    Some(text)
+}
+
 /// One line of an `ERRORS` block into its detail: the exception's `E   ` line (the first not
 /// indented further: a SyntaxError's `File ...` and source lines are; an indented one when
 /// there is no other, as `fixture 'cache' not found`), and the last traceback line `path:N: in
@@ -992,6 +1023,19 @@ mod tests {
         assert_eq!(o.failures[0].name, "tests/test_x.py::test_bad");
         assert_eq!((o.failures[0].file.as_deref(), o.failures[0].line), (Some("tests/test_x.py"), Some(7)));
         assert_eq!(o.failures[0].message.as_deref(), Some("assert 1 == 2"));
+    }
+
+    #[test]
+    fn pytest_refusing_its_arguments_says_what_it_refused() {
+        let usage = "ERROR: usage: python -m pytest [options] [file_or_dir] [file_or_dir] [...]\npython -m pytest: error: unrecognized arguments: -n\n  inifile: /r/pyproject.toml\n  rootdir: /r\n";
+        let said = pytest_refused(usage).unwrap_or_default();
+        assert!(said.starts_with("unrecognized arguments: -n (inifile /r/pyproject.toml"), "{said}");
+        let node = "ERROR: not found: /r/tests/test_a.py::nope\n(no match in any of [<Module test_a.py>])\n";
+        assert_eq!(
+            pytest_refused(node).as_deref(),
+            Some("not found: /r/tests/test_a.py::nope (no match in any of [<Module test_a.py>])")
+        );
+        assert_eq!(pytest_refused("== 1 failed in 0.1s ==\nFAILED tests/t.py::x - ERROR: boom\n"), None);
     }
 
     #[test]
