@@ -27,6 +27,7 @@ mod profile_evolution;
 mod profile_tier0;
 mod profiles;
 mod run_tests;
+mod run_tests_affected;
 mod search;
 mod semantic;
 mod server;
