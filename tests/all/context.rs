@@ -149,7 +149,7 @@ fn a_pack_holds_every_kind_of_change_with_roles_reasons_and_real_token_counts() 
 }
 
 #[test]
-fn a_small_budget_keeps_changes_first_and_says_what_it_left_out() {
+fn a_small_budget_keeps_changes_first_within_their_share_and_says_what_it_left_out() {
     let env = Env::new();
     let (repo, engine) = fixture(&env);
     let counter = TokenCounter::for_model("gpt-4", None).unwrap();
@@ -161,9 +161,13 @@ fn a_small_budget_keeps_changes_first_and_says_what_it_left_out() {
         assert!(p.snippets.len() < big.snippets.len(), "budget {budget}");
         assert!(!p.omitted.is_empty());
         assert!(p.omitted.iter().all(|o| !o.reason.is_empty()));
-        // Whatever is kept, changed regions come before anything else.
+        // Changed regions come first, in at most half of what the heading leaves; the one that
+        // did not fit there waits until after the task's top hits, which always get a place.
         let first_other = p.snippets.iter().position(|s| s.role != ContextRole::Changed).unwrap_or(p.snippets.len());
-        assert!(p.snippets[first_other..].iter().all(|s| s.role != ContextRole::Changed), "budget {budget}");
+        assert!(first_other > 0, "budget {budget}: {:?}", p.snippets);
+        let first: u32 = p.snippets[..first_other].iter().map(|s| s.tokens).sum();
+        assert!(first <= budget / 2, "budget {budget}: {first} tokens of changes before the hits");
+        assert!(p.snippets[first_other..].iter().any(|s| s.reason.starts_with("search hit #")), "budget {budget}");
     }
     let err = engine
         .context(&repo, &ContextRequest { task: "x".into(), budget: Some(10), ..Default::default() })
@@ -321,8 +325,9 @@ fn untracked_secrets_and_build_output_stay_out_and_the_budget_holds() {
         assert!(p.tokens <= budget, "budget {budget}: {} tokens", p.tokens);
         assert!(!p.snippets.is_empty(), "budget {budget}: the heading left no room for snippets: {:?}", p.omitted);
         let md = p.markdown.clone().expect("markdown");
-        assert!(!md.contains("sk-proj") && !md.contains(".env"), "{md}");
-        assert!(!md.contains(".pyc"), "{md}");
+        // Their names are in the note (which says why each is left out), never their text.
+        assert!(!md.contains("sk-proj") && !md.contains("## .env") && !md.contains("- .env"), "{md}");
+        assert!(p.snippets.iter().all(|s| s.path != ".env" && !s.path.ends_with(".pyc")), "{md}");
         assert!(p.changed.iter().all(|f| f.path != ".env"), "{:?}", p.changed);
     }
     let p = pack(&engine, &repo, "hash the password before login", None, 8000);
@@ -374,8 +379,43 @@ fn a_changed_link_to_a_file_outside_is_left_out_and_the_note_says_links() {
     assert!(p.changed.iter().all(|f| f.path != "app/linked.py"), "{:?}", p.changed);
     let md = p.markdown.clone().unwrap_or_default();
     assert!(!md.contains("TOP SECRET") && !serde_json_text(&p).contains("TOP SECRET"), "the target was read");
-    // Before, the note named hidden, ignored and binary files only.
-    assert!(p.notes.iter().any(|n| n.contains("left out") && n.contains("symbolic links")), "{:?}", p.notes);
+    // Before, the note named hidden, ignored and binary files only; now it names the link.
+    assert!(
+        p.notes.iter().any(|n| n.contains("left out") && n.contains("symbolic link (never followed): app/linked.py")),
+        "{:?}",
+        p.notes
+    );
+}
+
+#[test]
+fn the_changed_files_left_out_are_named_each_with_its_own_reason() {
+    // The note said "4 changed files left out: hidden, ignored or excluded (...), over `[index]
+    // max_file_size_bytes`, symbolic links, untracked binaries, submodules or names not UTF-8"
+    // and named no file, and the JSON had nothing more (tour13 F5).
+    let env = Env::new();
+    let (repo, _) = fixture(&env);
+    env.write_config("[index]\nmax_file_size_bytes = 4096\n");
+    let engine = env.engine();
+    std::os::unix::fs::symlink("/etc/passwd", repo.join("passwd_link")).unwrap();
+    std::fs::write(repo.join("blob.bin"), [0u8, 159, 146, 150, 0, 1, 2, 3]).unwrap();
+    write(&repo, "huge.txt", "billing line\n".repeat(1000));
+    write(&repo, ".hidden.py", "billing = 2\n");
+    let p = pack(&engine, &repo, "billing", None, 8000);
+    let reasons: Vec<(&str, &str)> = p.left_out.iter().map(|f| (f.path.as_str(), f.reason.as_str())).collect();
+    assert_eq!(
+        reasons,
+        [
+            (".hidden.py", "hidden (a dot file or folder)"),
+            ("blob.bin", "untracked binary"),
+            ("huge.txt", "over `[index] max_file_size_bytes`: 12.7 KB, over the 4.0 KB limit"),
+            ("passwd_link", "symbolic link (never followed)"),
+        ]
+    );
+    let note = "4 changed files left out, as docdex does not serve them: over `[index] max_file_size_bytes`: huge.txt (12.7 KB, over the 4.0 KB limit); symbolic link (never followed): passwd_link; hidden (a dot file or folder): .hidden.py; untracked binary: blob.bin";
+    assert!(p.notes.iter().any(|n| n == note), "{:?}", p.notes);
+    assert!(p.markdown.as_deref().unwrap_or_default().contains(note), "the Markdown the CLI prints names them too");
+    let json = serde_json::to_value(&p).unwrap();
+    assert_eq!(json["left_out"][3]["path"], "passwd_link", "{}", json["left_out"]);
 }
 
 fn serde_json_text(p: &ContextPack) -> String {
@@ -420,7 +460,13 @@ fn a_changed_submodule_is_left_out_and_the_note_says_submodules() {
     let p = pack(&engine, &repo, "make stale sessions expire after the ttl", None, 8000);
     assert!(p.changed.iter().all(|f| !f.path.starts_with("vendor")), "{:?}", p.changed);
     // The note's reasons were hidden, ignored, large, links and binaries: none of them fits.
-    assert!(p.notes.iter().any(|n| n.contains("left out") && n.contains("submodules")), "{:?}", p.notes);
+    assert!(
+        p.notes.iter().any(
+            |n| n.contains("left out") && n.contains("submodule or nested repository (its own repository): vendor")
+        ),
+        "{:?}",
+        p.notes
+    );
 }
 
 #[test]
@@ -433,7 +479,7 @@ fn a_changed_file_whose_name_is_not_utf8_is_left_out_for_a_reason_the_note_names
     std::fs::write(repo.join(std::ffi::OsStr::from_bytes(b"bad\xffname.py")), "def kiwi():\n    pass\n").unwrap();
     let p = pack(&engine, &repo, "kiwi", None, 2000);
     let note = p.notes.iter().find(|n| n.contains("left out")).unwrap_or_else(|| panic!("{:?}", p.notes));
-    assert!(note.contains("names not UTF-8"), "{note}");
+    assert!(note.contains("name not UTF-8 (the index does not take it): bad\u{FFFD}name.py"), "{note}");
 }
 
 #[test]
@@ -619,4 +665,76 @@ fn a_pack_whose_callers_token_is_tripped_stops_cancelled() {
         }
     }
     assert!(!engine.context(&repo, &req).expect("a pack once no tripped token is ambient").snippets.is_empty());
+}
+
+/// A branch whose change is mostly a lockfile, the README, documents and snapshots, all
+/// sorting before the one code file it changes; the task is about code the branch did not touch.
+fn busy_branch(env: &Env) -> (PathBuf, Engine) {
+    let repo = env.repo("busy");
+    let prose = |topic: &str, n: usize| -> String {
+        (0..n)
+            .map(|i| format!("Paragraph {i} about {topic}: the quick brown fox jumps over the lazy dog again.\n"))
+            .collect()
+    };
+    write(
+        &repo,
+        "src/payments/refund.py",
+        "def refund_ledger_entries(ledger, order):\n    \"\"\"Refund an order: reverse its ledger entries.\"\"\"\n    for entry in ledger.entries_for(order):\n        ledger.post(entry.reversed())\n",
+    );
+    write(
+        &repo,
+        "src/zeta/ledger.py",
+        "class Ledger:\n    def post(self, entry):\n        self.entries.append(entry)\n",
+    );
+    write(&repo, "Cargo.lock", "# lock\n");
+    write(&repo, "README.md", "# Shop\n");
+    for d in ["a", "b", "c", "d", "e"] {
+        write(&repo, &format!("docs/{d}.md"), format!("# {d}\n"));
+    }
+    write(&repo, "snapshots/ui_ledger.snap", "---\n");
+    git_commit_all(&repo);
+    git(&repo, &["checkout", "-q", "-b", "feature"]);
+    let lock: String = (0..80).map(|i| format!("[[package]]\nname = \"crate{i}\"\nversion = \"1.{i}.0\"\n")).collect();
+    write(&repo, "Cargo.lock", format!("# lock\n{lock}"));
+    write(&repo, "README.md", format!("# Shop\n{}", prose("the shop front", 60)));
+    for d in ["a", "b", "c", "d", "e"] {
+        write(&repo, &format!("docs/{d}.md"), format!("# {d}\n{}", prose("styling the catalogue", 60)));
+    }
+    write(&repo, "snapshots/ui_ledger.snap", format!("---\n{}", prose("a rendered ledger screen", 40)));
+    write(
+        &repo,
+        "src/zeta/ledger.py",
+        "class Ledger:\n    def post(self, entry):\n        self.entries.append(entry)\n\n    def entries_for(self, order):\n        return [e for e in self.entries if e.order == order]\n",
+    );
+    git(&repo, &["commit", "-q", "-am", "busy"]);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    (repo, engine)
+}
+
+#[test]
+fn a_branch_of_many_changes_leaves_room_for_the_tasks_hits_and_ranks_its_changes_by_the_task() {
+    // The budget went to the changed hunks in path order (Cargo.lock, README.md, docs/, snapshots)
+    // and every search hit for the task was left out (tour13 F15).
+    let env = Env::new();
+    let (repo, engine) = busy_branch(&env);
+    let p = pack(&engine, &repo, "refund ledger entries", Some("main"), 3000);
+    let kept: Vec<(&str, ContextRole)> = p.snippets.iter().map(|s| (s.path.as_str(), s.role)).collect();
+    assert!(p.tokens <= 3000, "{}", p.tokens);
+    assert!(kept.contains(&("src/payments/refund.py", ContextRole::Hit)), "the task's top hit: {kept:?}");
+    // The changed file the task is about comes first, before the README and the documents.
+    assert_eq!(kept.first(), Some(&("src/zeta/ledger.py", ContextRole::Changed)), "{kept:?}");
+    // The lockfile's and the snapshot's hunks come after everything else, if at all.
+    let bulk = |&(path, role): &(&str, ContextRole)| {
+        role == ContextRole::Changed && (path == "Cargo.lock" || path.ends_with(".snap"))
+    };
+    if let Some(first_bulk) = kept.iter().position(bulk) {
+        assert!(kept[first_bulk..].iter().all(bulk), "{kept:?}");
+    }
+    // What did not fit is said, with why.
+    assert!(
+        p.omitted.iter().any(|o| o.citation.starts_with("docs/") && o.reason.contains("budget")),
+        "{:?}",
+        p.omitted
+    );
 }

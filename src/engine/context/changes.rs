@@ -3,6 +3,7 @@
 //! tree's). Git runs through the waterfall's diff reader (`waterfall::diff`), which already
 //! parses unified diffs; this file only decides what to diff against what.
 
+use super::left_out::{self, LeftOut};
 use super::types::{ChangeState, ChangedFile};
 use crate::engine::index::served;
 use crate::engine::waterfall::diff::{self, Change, DiffTarget, FileDiff};
@@ -90,20 +91,37 @@ impl Changes {
     /// secrets, build output (`__pycache__`) or a virtualenv's vendored tests are neither.
     /// The rule is `index::served`, the one `open` and chat's diff apply.
     pub fn leave_out_unindexable(&mut self, root: &Path, cfg: &crate::config::IndexConfig) -> usize {
+        self.leave_out_unserved(root, cfg).len()
+    }
+
+    /// [`Changes::leave_out_unindexable`], returning each file left out with the reason that
+    /// applies to it, in path order (context packs name them).
+    pub fn leave_out_unserved(&mut self, root: &Path, cfg: &crate::config::IndexConfig) -> Vec<LeftOut> {
         let present: Vec<String> =
             self.files.iter().filter(|f| f.change != "deleted").map(|f| f.path.clone()).collect();
         if present.is_empty() {
-            return 0;
+            return Vec::new();
         }
         let refused = served::refusals(root, &present, cfg);
-        let before = self.files.len();
-        let untracked_binary = |f: &ChangedFile| f.states == [ChangeState::Untracked] && is_binary(root, &f.path);
-        self.files.retain(|f| f.change == "deleted" || !(refused.contains_key(&f.path) || untracked_binary(f)));
-        before - self.files.len()
+        let mut left_out = Vec::new();
+        self.files.retain(|f| {
+            if f.change == "deleted" {
+                return true;
+            }
+            let refusal = refused.get(&f.path);
+            if refusal.is_none() && !(f.states == [ChangeState::Untracked] && is_binary(root, &f.path)) {
+                return true;
+            }
+            left_out.push(left_out::classify(root, &f.path, refusal, cfg.include_hidden));
+            false
+        });
+        left_out
     }
 }
 
-/// The note for changed files [`Changes::leave_out_unindexable`] dropped (none for 0).
+/// The note for changed files [`Changes::leave_out_unindexable`] dropped (none for 0), for
+/// `run-tests --affected`, which counts them; context packs name each with its reason
+/// ([`left_out::note`]).
 pub fn left_out_note(left_out: usize) -> Option<String> {
     (left_out > 0).then(|| {
         format!(

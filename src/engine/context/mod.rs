@@ -3,13 +3,17 @@
 //!
 //! Candidates, in priority order (what the budget keeps first):
 //! 1. `changed`: the regions the branch changed (committed since the merge base with `since`,
-//!    staged, dirty) and untracked files, read from git (`changes`);
+//!    staged, dirty) and untracked files, read from git (`changes`), files ranked by the task
+//!    (`rank`), in at most half of the budget while search has hits (a branch of many changes
+//!    took it all, in path order, and left out every hit);
 //! 2. the best search hits for the task (`hit`, or `doc` for documentation);
-//! 3. `definition`: declarations of the symbols those changes and hits name, from the symbol
+//! 3. the changed regions that did not fit in their half;
+//! 4. `definition`: declarations of the symbols those changes and hits name, from the symbol
 //!    store (names defined more than a few times are not distinctive and are skipped);
-//! 4. `test`: test files that exercise the changed files and the hits (`code::test_files`);
-//! 5. `importer`: files importing them, around the import line (one hop of the impact graph);
-//! 6. the remaining hits; 7. `import`: the files they import (one hop).
+//! 5. `test`: test files that exercise the changed files and the hits (`code::test_files`);
+//! 6. `importer`: files importing them, around the import line (one hop of the impact graph);
+//! 7. the remaining hits; 8. `import`: the files they import (one hop); 9. the changed hunks of
+//!    lockfiles, generated files and snapshots.
 //!
 //! Overlapping candidates are folded into the snippet already kept (its reason lists both);
 //! each kept snippet is counted with the real cl100k_base tokenizer as rendered in the Markdown
@@ -18,6 +22,8 @@
 //! holds for the text an agent receives.
 
 pub(crate) mod changes;
+mod left_out;
+mod rank;
 mod read;
 mod render;
 pub mod types;
@@ -85,6 +91,34 @@ const READ_BYTES_PER_TOKEN: u64 = 16;
 /// no line an excerpt would cut, are always read.
 const MIN_READ_BYTES: u64 = 128 * 1024;
 
+/// Budget tokens per left-out changed file the note names (1 to 10): a name costs some 10 to
+/// 40 tokens, and the JSON's `left_out` lists them all.
+const TOKENS_PER_LEFT_OUT_NAME: u32 = 400;
+const MAX_LEFT_OUT_NAMED: usize = 10;
+
+/// How many left-out changed files the note names for a pack of `budget` tokens.
+fn left_out_named(budget: u32) -> usize {
+    ((budget / TOKENS_PER_LEFT_OUT_NAME) as usize).clamp(1, MAX_LEFT_OUT_NAMED)
+}
+
+/// The order the budget takes candidates in (see the module's head): changed regions within
+/// their share, the top hits, the changed regions that waited, definitions, tests, importers,
+/// the other hits, imports, and last the hunks of lockfiles, generated files and snapshots.
+const P_CHANGED: u8 = 0;
+const P_TOP_HIT: u8 = 1;
+const P_CHANGED_LATER: u8 = 2;
+const P_DEFINITION: u8 = 3;
+const P_TEST: u8 = 4;
+const P_IMPORTER: u8 = 5;
+const P_HIT: u8 = 6;
+const P_IMPORT: u8 = 7;
+const P_BULK: u8 = 8;
+/// Percent of the budget (after the heading) the changed regions take before the top hits are
+/// placed, when search found any: the rest is kept for the hits, so that a branch of many
+/// changes never crowds out what the task is about (a changed region that does not fit in the
+/// share waits until after the top hits).
+const CHANGED_SHARE_PERCENT: u32 = 50;
+
 /// A snippet under consideration: where, why, and how early the budget should take it.
 #[derive(Debug, Clone)]
 struct Candidate {
@@ -124,6 +158,7 @@ fn empty_pack(root: &Path, task: &str, since: Option<String>, budget: u32, chang
         snippets: Vec::new(),
         changed: changes.files.clone(),
         omitted: Vec::new(),
+        left_out: Vec::new(),
         notes: changes
             .note
             .iter()
@@ -159,17 +194,19 @@ impl Engine {
 
         let t = Instant::now();
         let mut changes = changes::collect(&repo.root, req.since.as_deref())?;
-        let left_out = changes.leave_out_unindexable(&repo.root, &self.config().index);
+        let left_out = changes.leave_out_unserved(&repo.root, &self.config().index);
         timing.git_ms = ms(t);
         cancel.check()?;
 
         let t = Instant::now();
         let mut pack = empty_pack(&repo.root, task, req.since.clone(), budget, &changes);
         let mut files = Files::new(&repo, self.config().privacy.redact_snippets);
-        if let Some(note) = changes::left_out_note(left_out) {
-            pack.notes.push(note);
-        }
-        let mut cands = changed_candidates(&repo.root, &changes, req.since.as_deref(), &mut files, &mut pack, &cancel)?;
+        pack.notes.extend(left_out::note(&left_out, left_out_named(budget)));
+        pack.left_out = left_out.iter().take(MAX_LEFT_OUT_LISTED).map(|f| f.to_file()).collect();
+        let terms = crate::engine::analysis::query_terms(task);
+        let order = changed_order(&changes, &hits, &terms, &mut files);
+        let mut cands =
+            changed_candidates(&repo.root, &changes, &order, req.since.as_deref(), &mut files, &mut pack, &cancel)?;
         let changed_cands = cands.len();
         for (i, h) in hits.iter().enumerate() {
             cands.push(hit_candidate(h, i));
@@ -183,14 +220,17 @@ impl Engine {
             .chain(hits.iter().take(SEED_HITS).map(|h| (h.path.clone(), h.line_start, h.line_end)))
             .collect();
         cands.extend(self.definition_candidates(&repo, &seeds, &mut files, &mut pack.notes, &cancel)?);
-        cands.extend(self.graph_candidates(&repo.root, &changes, &hits, &mut files, &mut pack.notes, &cancel)?);
+        // The changed files (not deleted) in rank order, then the top hits, seed the graph's.
+        let ranked = order.iter().filter_map(|&i| changes.files.get(i));
+        let changed: Vec<&str> = ranked.filter(|f| f.change != "deleted").map(|f| f.path.as_str()).collect();
+        cands.extend(self.graph_candidates(&repo.root, &changed, &hits, &mut files, &mut pack.notes, &cancel)?);
         // Stable: within a priority, the order each source ranked them in.
         cands.sort_by_key(|c| c.priority);
         timing.expand_ms = ms(t);
 
         let t = Instant::now();
         let counter = TokenCounter::for_model("gpt-4", None)?;
-        fit(&mut pack, cands, &mut files, &counter, &crate::engine::analysis::query_terms(task), &cancel)?;
+        fit(&mut pack, cands, &mut files, &counter, &terms, &cancel)?;
         if req.format.unwrap_or_default() == ContextFormat::Md {
             pack.markdown = Some(render_markdown(&pack));
         }
@@ -263,7 +303,7 @@ impl Engine {
                     b,
                     role: ContextRole::Definition,
                     reason: format!("defines `{name}` ({}), named by {spath}:{sa}-{sb}", d.kind.name()),
-                    priority: 2,
+                    priority: P_DEFINITION,
                 });
             }
         }
@@ -275,7 +315,7 @@ impl Engine {
     fn graph_candidates(
         &self,
         root: &Path,
-        changes: &Changes,
+        changed: &[&str],
         hits: &[SearchHit],
         files: &mut Files,
         notes: &mut Vec<String>,
@@ -284,7 +324,7 @@ impl Engine {
         let Some(graph) = self.context_graph(root, notes) else {
             return Ok(Vec::new());
         };
-        let seeds = graph_seeds(&graph, changes, hits);
+        let seeds = graph_seeds(&graph, changed, hits);
         let edges = Neighbours::of(&graph);
         let mut out = Vec::new();
         let (mut tests, mut importers, mut deps) = (0, 0, 0);
@@ -328,12 +368,23 @@ impl Engine {
     }
 }
 
-/// The files a pack's graph neighbours are taken around: the changed files (not deleted), then
-/// the top hits' files, each once and only if the graph knows it.
-fn graph_seeds<'a>(graph: &LoadedGraph, changes: &'a Changes, hits: &'a [SearchHit]) -> Vec<&'a str> {
+/// The changed files in the order the pack takes them ([`rank::order`]): what search found for
+/// the task, then by the task's words in their path and changed lines, lockfiles and snapshots
+/// last. An untracked file's first lines stand for its change.
+fn changed_order(changes: &Changes, hits: &[SearchHit], terms: &[String], files: &mut Files) -> Vec<usize> {
+    let hit_paths: Vec<&str> = hits.iter().map(|h| h.path.as_str()).collect();
+    rank::order(&changes.files, &hit_paths, terms, |f| match changes.diffs.get(&f.path) {
+        Some(d) => Some(rank::changed_lines(&d.patch)),
+        None if f.states == [ChangeState::Untracked] => files.head(&f.path, 1, MAX_SNIPPET_LINES, rank::TEXT_BYTES),
+        None => None,
+    })
+}
+
+/// The files a pack's graph neighbours are taken around: the `changed` files (not deleted, in
+/// rank order), then the top hits' files, each once and only if the graph knows it.
+fn graph_seeds<'a>(graph: &LoadedGraph, changed: &[&'a str], hits: &'a [SearchHit]) -> Vec<&'a str> {
     let mut seeds: Vec<&str> = Vec::new();
-    let changed = changes.files.iter().filter(|f| f.change != "deleted").map(|f| f.path.as_str());
-    for p in changed.chain(hits.iter().take(TOP_HITS).map(|h| h.path.as_str())) {
+    for p in changed.iter().copied().chain(hits.iter().take(TOP_HITS).map(|h| h.path.as_str())) {
         if graph.contains(p) && !seeds.contains(&p) {
             seeds.push(p);
         }
@@ -391,7 +442,7 @@ fn test_candidates(
             b,
             role: ContextRole::Test,
             reason: format!("exercises {seed}: {}", t.reason),
-            priority: 3,
+            priority: P_TEST,
         });
     }
     out
@@ -411,7 +462,7 @@ fn importer_candidates(seed: &str, edges: &Neighbours, seeds: &[&str], room: usi
                 b,
                 role: ContextRole::Importer,
                 reason: format!("imports {seed} (line {line}): its use may change with it"),
-                priority: 4,
+                priority: P_IMPORTER,
             }
         })
         .collect()
@@ -429,25 +480,28 @@ fn import_candidates(seed: &str, edges: &Neighbours, seeds: &[&str], room: usize
             b: NEIGHBOUR_LINES,
             role: ContextRole::Import,
             reason: format!("imported by {seed} (line {line})"),
-            priority: 6,
+            priority: P_IMPORT,
         })
         .collect()
 }
 
-/// The changed regions: each tracked file's hunks (joined when close, with a margin), and
-/// the top of each untracked file.
+/// The changed regions, files in `order` ([`rank::order`]): each tracked file's hunks (joined
+/// when close, with a margin), and the top of each untracked file; a lockfile's, generated
+/// file's or snapshot's last of all ([`P_BULK`]).
 fn changed_candidates(
     root: &Path,
     changes: &Changes,
+    order: &[usize],
     since: Option<&str>,
     files: &mut Files,
     pack: &mut ContextPack,
     cancel: &CancelToken,
 ) -> Result<Vec<Candidate>> {
     let mut out = Vec::new();
-    for f in &changes.files {
+    for f in order.iter().filter_map(|&i| changes.files.get(i)) {
         cancel.check()?;
         let what = changes::describe(f, since);
+        let priority = if rank::is_bulk(&f.path) { P_BULK } else { P_CHANGED };
         if f.change == "deleted" {
             continue;
         }
@@ -472,7 +526,7 @@ fn changed_candidates(
                 b,
                 role: ContextRole::Changed,
                 reason: format!("{what}{more}"),
-                priority: 0,
+                priority,
             });
             continue;
         }
@@ -492,7 +546,7 @@ fn changed_candidates(
                 b,
                 role: ContextRole::Changed,
                 reason: format!("{what}; {changed}"),
-                priority: 0,
+                priority,
             });
         }
     }
@@ -556,7 +610,7 @@ fn hit_candidate(h: &SearchHit, rank: usize) -> Candidate {
         b,
         role,
         reason: format!("search hit #{} for the task (score {:.2})", rank + 1, h.score),
-        priority: if rank < TOP_HITS { 1 } else { 5 },
+        priority: if rank < TOP_HITS { P_TOP_HIT } else { P_HIT },
     }
 }
 
@@ -769,9 +823,29 @@ fn fit(
 ) -> Result<()> {
     let header_tokens = counter.count(&render::preamble(pack));
     let mut left = pack.budget.saturating_sub(header_tokens);
+    let hits_wait = cands.iter().any(|c| c.priority == P_TOP_HIT);
+    let mut share = if hits_wait { left * CHANGED_SHARE_PERCENT / 100 } else { left };
+    let mut rest = Vec::with_capacity(cands.len());
     for c in cands {
+        if c.priority != P_CHANGED {
+            rest.push(c);
+            continue;
+        }
         cancel.check()?;
-        place(pack, c, files, counter, terms, &mut left);
+        // Within the changes' share, whole or not yet: one that does not fit waits.
+        let mut room = share.min(left);
+        let before = room;
+        if let Some(waits) = place(pack, c, files, counter, terms, &mut room, true) {
+            rest.push(Candidate { priority: P_CHANGED_LATER, ..waits });
+        }
+        left -= before - room;
+        share -= before - room;
+    }
+    // Stable: the changes that waited keep their rank, after the top hits.
+    rest.sort_by_key(|c| c.priority);
+    for c in rest {
+        cancel.check()?;
+        place(pack, c, files, counter, terms, &mut left, false);
     }
     check_whole(pack, files, counter);
     Ok(())
@@ -785,7 +859,9 @@ fn read_cap(budget: u32) -> u64 {
 /// Takes one candidate into the pack within `left` tokens: folded into a kept snippet it
 /// overlaps, whole, cut to what is left (by lines, or to an excerpt around the task's rarest
 /// term when a long line leaves no lines to cut), or listed as omitted with the reason. A
-/// range longer than [`read_cap`] is not read: it cannot fit, and only its excerpt is.
+/// range longer than [`read_cap`] is not read: it cannot fit, and only its excerpt is. With
+/// `or_wait`, a candidate that does not fit whole is neither cut nor omitted but handed back
+/// (`Some`), to be placed again later.
 fn place(
     pack: &mut ContextPack,
     mut c: Candidate,
@@ -793,18 +869,20 @@ fn place(
     counter: &TokenCounter,
     terms: &[String],
     left: &mut u32,
-) {
+    or_wait: bool,
+) -> Option<Candidate> {
     if !clamp_to_file(pack, &mut c, files) {
-        return;
+        return None;
     }
     let citation = format!("{}:{}-{}", c.path, c.a, c.b);
     let Some((a, b)) = uncovered(&pack.snippets, &c) else {
         fold(pack, &c, &citation, counter, left);
-        return;
+        return None;
     };
     let unreadable = |pack: &mut ContextPack| {
         let reason = unreadable_why(&pack.repo, &c.path).into();
         pack.omitted.push(OmittedSnippet { citation: citation.clone(), role: c.role, tokens: 0, reason });
+        None
     };
     let Some(extent) = files.extent(&c.path, a, b) else { return unreadable(pack) };
     let mut snip = ContextSnippet {
@@ -831,10 +909,13 @@ fn place(
             snip.tokens = cost;
             *left -= cost;
             pack.snippets.push(snip);
-            return;
+            return None;
         }
         (cost, if exact { format!("{cost} tokens") } else { format!("more than the budget's {} tokens", pack.budget) })
     };
+    if or_wait {
+        return Some(c);
+    }
     if *left >= MIN_TRIM_TOKENS {
         // A long line cannot be cut by lines: its excerpt around the task's words instead.
         let cut = match extent.long_line {
@@ -853,7 +934,7 @@ fn place(
                 reason: format!("cut{how}: the whole needs {needs}, {} were left", *left + cut.tokens),
             });
             pack.snippets.push(cut);
-            return;
+            return None;
         }
     }
     pack.omitted.push(OmittedSnippet {
@@ -862,6 +943,7 @@ fn place(
         tokens: cost,
         reason: format!("needs {needs}, {left} of the budget left", left = *left),
     });
+    None
 }
 
 /// A window past the end of a short file (a test's first 30 lines, of 5) is cut to the file

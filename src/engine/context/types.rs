@@ -12,6 +12,10 @@ pub const MIN_CONTEXT_BUDGET: u32 = 200;
 /// The largest budget accepted.
 pub const MAX_CONTEXT_BUDGET: u32 = 200_000;
 
+/// Changed files a pack's JSON lists in `left_out` at most (its note counts them all): a
+/// virtualenv made in the repository without a `.gitignore` entry is thousands.
+pub const MAX_LEFT_OUT_LISTED: usize = 200;
+
 /// How a surface renders a pack.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -127,6 +131,17 @@ pub struct ChangedFile {
     pub states: Vec<ChangeState>,
 }
 
+/// A changed file left out of the pack because docdex does not serve it (the index would not
+/// take it), and the reason that applies to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LeftOutFile {
+    /// Repo-relative path.
+    pub path: String,
+    /// Why: `symbolic link (never followed)`, `untracked binary`, or the size limit with the
+    /// file's size (`...: 14.3 MB, over the 10.0 MB limit`).
+    pub reason: String,
+}
+
 /// A candidate left out, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct OmittedSnippet {
@@ -185,6 +200,10 @@ pub struct ContextPack {
     pub changed: Vec<ChangedFile>,
     /// Candidates left out for the budget (or folded into another snippet), in order.
     pub omitted: Vec<OmittedSnippet>,
+    /// Changed files left out because docdex does not serve them, each with its reason, in
+    /// path order (at most [`MAX_LEFT_OUT_LISTED`]; a note counts them all).
+    #[serde(default)]
+    pub left_out: Vec<LeftOutFile>,
     /// What was unavailable or skipped (no git, no impact graph, a binary file, ...).
     pub notes: Vec<String>,
     /// Timings.
