@@ -271,6 +271,14 @@ fn the_key_names_every_mark_the_pane_draws_down_to_40x10() {
         assert!(named(["⊘ on a cycle a rule forbids", "⊘ cycle a rule forbids", "⊘ cycle rule"]), "{key}");
         assert!(named(["✖ imports what a rule forbids", "✖ import a rule forbids", "✖ import rule"]), "{key}");
     }
+    // The title names the centre at every size (at 40x10 it had an empty name and was cut).
+    for (w, hgt, title) in [
+        (40, 10, "╭ Impact · …/auth/session.rs · depth 1 "),
+        (50, 12, "╭ Impact · …/auth/session.rs · depth 1 · risk on "),
+    ] {
+        let screen = h.screen(w, hgt);
+        assert!(screen.lines().nth(1).is_some_and(|l| l.starts_with(title)), "{w}x{hgt}:\n{screen}");
+    }
     snap("tui_impact_rules_40x10", &h.screen(40, 10));
     snap("tui_impact_rules_50x12", &h.screen(50, 12));
     // With the overlay off the rule marks are not drawn, and the key does not name them.

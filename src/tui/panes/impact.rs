@@ -235,6 +235,33 @@ impl ImpactPane {
         }
     }
 
+    /// The frame's title around the centre `c` in `width` columns: the widest that leaves the
+    /// centre's name 12 cells (or all of it), cut from the left. At 40 columns it was
+    /// ` Impact ·  · depth 1 (0 fit; widen for`: no name, and the end cut.
+    fn title(&self, c: &str, width: u16) -> String {
+        let fits = levels_that_fit(self.depth as u16, width.saturating_sub(2)) as u32;
+        let what = if fits == 0 { "centre only".to_string() } else { format!("{fits} fit") };
+        let (shown, short) = match fits < self.depth {
+            true => (format!(" ({what}; widen for more)"), format!(" ({what})")),
+            false => (String::new(), String::new()),
+        };
+        let (d, risk) = (self.depth, if self.risk { "on" } else { "off" });
+        let tails = [
+            format!(" · depth {d}{shown} · risk overlay {risk} "),
+            format!(" · depth {d}{short} · risk {risk} "),
+            format!(" · depth {d}{short} "),
+            format!(" · depth {d} "),
+            format!(" · d{d} "),
+        ];
+        let room = |tail: &str| {
+            (width as usize)
+                .saturating_sub(2 + crate::tui::widgets::width(" Impact · ") + crate::tui::widgets::width(tail))
+        };
+        let want = crate::tui::widgets::width(c).min(12);
+        let tail = tails.iter().find(|t| room(t) >= want).unwrap_or(&tails[4]);
+        format!(" Impact · {}{tail}", truncate_left(c, room(tail).max(1)))
+    }
+
     /// Puts the cursor back on the node `id` after a reload of the same centre (else it stays
     /// on the centre).
     fn reselect(&mut self, id: &str) {
@@ -377,15 +404,8 @@ impl Pane for ImpactPane {
 
     fn render(&self, area: Rect, buf: &mut Buffer, cx: &RenderCtx<'_>) -> Option<(u16, u16)> {
         let t = cx.theme;
-        let fits = levels_that_fit(self.depth as u16, area.width.saturating_sub(2)) as u32;
-        let shown = if fits < self.depth { format!(" ({fits} fit; widen for more)") } else { String::new() };
         let title = match &self.center {
-            Some(c) => format!(
-                " Impact · {} · depth {}{shown} · risk overlay {} ",
-                truncate_left(c, area.width.saturating_sub(44 + shown.len() as u16) as usize),
-                self.depth,
-                if self.risk { "on" } else { "off" }
-            ),
+            Some(c) => self.title(c, area.width),
             None => " Impact ".into(),
         };
         let block = frame(title, cx.focused, t);
