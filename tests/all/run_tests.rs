@@ -944,6 +944,30 @@ fn have_go() -> bool {
     ok
 }
 
+#[test]
+fn go_result_lines_a_test_prints_are_not_go_results() {
+    // A test printing `--- FAIL: TestGhost (0.00s)` made a phantom failure at a file that does
+    // not exist, and the run read `passed` with `failed: 1` (tour13 F4).
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("goprints");
+    write(&repo, "go.mod", "module example.com/goprints\n\ngo 1.19\n");
+    write(
+        &repo,
+        "p/p_test.go",
+        "package p\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestPrints(t *testing.T) {\n\tfmt.Println(\"--- FAIL: TestGhost (0.00s)\")\n\tfmt.Println(\"    ghost_test.go:3: boo\")\n\tfmt.Println(\"--- PASS: TestPhantom (0.00s)\")\n}\n\nfunc TestReal(t *testing.T) { t.Skip(\"later\") }\n",
+    );
+    let gocache = env.dir.path().join("gocache");
+    let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!((code, v["status"].as_str()), (0, Some("passed")), "{v}");
+    let counts = (v["passed"].as_u64(), v["failed"].as_u64(), v["skipped"].as_u64());
+    assert_eq!(counts, (Some(1), Some(0), Some(1)), "{v}");
+    assert_eq!(failures(&v), [], "{v}");
+}
+
 /// A table test: its parent logs, each case logs, the failing case logs its inputs after its
 /// `t.Errorf` (line 11), which placed the failure at that log (line 12).
 const GO_TABLE_TEST: &str = "package calc\n\nimport \"testing\"\n\nfunc TestTable(t *testing.T) {\n\tt.Log(\"starting the table\")\n\tfor _, c := range []struct{ name string; in, want int }{{\"one\", 1, 2}, {\"three\", 3, 7}} {\n\t\tt.Run(c.name, func(t *testing.T) {\n\t\t\tt.Logf(\"case %s\", c.name)\n\t\t\tif c.in*2 != c.want {\n\t\t\t\tt.Errorf(\"double(%d) = %d, want %d\", c.in, c.in*2, c.want)\n\t\t\t\tt.Logf(\"inputs were %d\", c.in)\n\t\t\t}\n\t\t})\n\t}\n}\n";

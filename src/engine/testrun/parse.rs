@@ -5,7 +5,7 @@
 use super::testify::{self, Block};
 use super::types::TestFailure;
 use regex::Regex;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -636,6 +636,12 @@ type GoSaid = (String, Option<u32>, String);
 struct GoRun {
     /// The test `=== RUN` / `=== CONT` / `=== NAME` named last.
     running: Option<String>,
+    /// Top-level tests `=== RUN` announced in this package and not yet ended: with `-v`, a
+    /// `--- FAIL: X` for any other name is text a test printed, not go's (tour13 F4).
+    announced: HashSet<String>,
+    /// Failures (`o.failures` from this index) and top-level ones counted since the last
+    /// package line: a package whose line is `ok` had none, so they were printed text.
+    package_start: (usize, u32),
     /// Every `file.go:N: message` each test printed before its `--- FAIL` (`-v`), in order.
     said: HashMap<String, Vec<GoSaid>>,
     /// The lines each failure (by index) printed, from which its place is picked.
@@ -678,8 +684,13 @@ impl GoRun {
         }
         if let Some(name) = ["=== RUN ", "=== CONT ", "=== NAME "].iter().find_map(|p| t.strip_prefix(p)) {
             self.verbose |= t.starts_with("=== RUN ");
+            if t.starts_with("=== RUN ") && top && !name.contains('/') {
+                self.announced.insert(name.trim().to_string());
+            }
             self.running = Some(name.trim().to_string());
             self.current = None;
+        } else if top && self.verbose && self.printed_result(t) {
+            // A result line for a test go did not announce: the test's own output.
         } else if let Some(rest) = t.strip_prefix("--- FAIL: ") {
             let name = rest.split_whitespace().next().unwrap_or(rest).to_string();
             if top {
@@ -777,9 +788,26 @@ impl GoRun {
         self.unplaced.push(i);
     }
 
+    /// Whether a top-level `--- PASS/FAIL/SKIP: name` line (with `-v`) is not go's: no running
+    /// top-level test of that name was announced. Go's own ends the test's announcement.
+    fn printed_result(&mut self, t: &str) -> bool {
+        let Some(rest) = ["--- PASS: ", "--- FAIL: ", "--- SKIP: "].iter().find_map(|p| t.strip_prefix(p)) else {
+            return false;
+        };
+        let name = rest.split_whitespace().next().unwrap_or(rest);
+        !self.announced.remove(name)
+    }
+
     /// A package's closing line: its failures' files placed, whether it ran a test, and a
-    /// build failure as one failure.
+    /// build failure as one failure. `ok` drops the failures read since the last package line:
+    /// go says the package passed, so they were lines its tests printed.
     fn package(&mut self, pkg: &str, line: &str, module: Option<&str>, o: &mut Outcome) {
+        if line.starts_with("ok") {
+            let (from, top) = self.package_start;
+            o.failures.truncate(from);
+            o.failed = top;
+            self.unplaced.retain(|i| *i < from);
+        }
         let dir = module.and_then(|m| {
             if pkg == m {
                 Some(String::new())
@@ -800,6 +828,7 @@ impl GoRun {
         }
         self.printed.clear();
         self.said.clear();
+        self.announced.clear();
         self.building = false;
         self.running = None;
         self.current = None;
@@ -817,6 +846,7 @@ impl GoRun {
         } else {
             self.tested = true;
         }
+        self.package_start = (o.failures.len(), o.failed);
     }
 }
 
@@ -1152,7 +1182,7 @@ mod tests {
     #[test]
     fn go_and_jest_summaries() {
         let o = go(
-            "=== RUN   TestA\n--- FAIL: TestA (0.00s)\n    a_test.go:12: want 2\n--- PASS: TestB (0.00s)\nFAIL\n",
+            "=== RUN   TestA\n--- FAIL: TestA (0.00s)\n    a_test.go:12: want 2\n=== RUN   TestB\n--- PASS: TestB (0.00s)\nFAIL\n",
             None,
             None,
         );
@@ -1226,6 +1256,19 @@ mod tests {
         );
         let names: Vec<String> = go(&two, None, None).failures.into_iter().map(|f| f.name).collect();
         assert_eq!(names, ["TestTable/three", "TestTable/four", "TestNested/outer/inner_bad", "TestPar/b"]);
+    }
+
+    #[test]
+    fn go_result_lines_printed_by_a_test_are_not_counted() {
+        // -v: results of tests go did not announce are printed text; an `ok` package failed none.
+        let v = "=== RUN   TestPrints\n--- FAIL: TestGhost (0.00s)\n    ghost_test.go:3: boo\n--- PASS: TestPhantom (0.00s)\n--- PASS: TestPrints (0.00s)\n=== RUN   TestReal\n    p_test.go:14: later\n--- SKIP: TestReal (0.00s)\nPASS\nok  \texample.com/m/p\t0.01s\n";
+        let o = go(v, Some("example.com/m"), None);
+        assert_eq!((o.passed, o.failed, o.skipped, o.failures.len()), (1, 0, 1, 0));
+        // Plain output: nothing announced, so only the package line can say the FAIL was printed.
+        let plain = "--- FAIL: TestBad (0.00s)\n    b_test.go:5: no\nFAIL\nFAIL\texample.com/m/b\t0.01s\n--- FAIL: TestGhost (0.00s)\nok  \texample.com/m/p\t0.01s\n";
+        let o = go(plain, Some("example.com/m"), None);
+        assert_eq!((o.failed, o.failures.len()), (1, 1));
+        assert_eq!((o.failures[0].name.as_str(), o.failures[0].file.as_deref()), ("TestBad", Some("b/b_test.go")));
     }
 
     #[test]
