@@ -968,6 +968,32 @@ fn go_result_lines_a_test_prints_are_not_go_results() {
     assert_eq!(failures(&v), [], "{v}");
 }
 
+#[test]
+fn a_panicking_go_test_has_the_panic_as_message_at_its_line_in_the_test_file() {
+    // A panicking test was a failure with file, line and message all null (tour13 F14).
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("gopanics");
+    write(&repo, "go.mod", "module example.com/gopanics\n\ngo 1.19\n");
+    write(
+        &repo,
+        "p/p_test.go",
+        "package p\n\nimport \"testing\"\n\nfunc TestOk(t *testing.T) {}\n\nfunc TestPanics(t *testing.T) {\n\tvar m map[string]int\n\tm[\"x\"] = 1\n}\n",
+    );
+    let gocache = env.dir.path().join("gocache");
+    let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!(
+        (code, v["status"].as_str(), v["passed"].as_u64(), v["failed"].as_u64()),
+        (1, Some("failed"), Some(1), Some(1)),
+        "{v}"
+    );
+    assert_eq!(failures(&v), [("TestPanics".to_string(), Some("p/p_test.go".to_string()), Some(9))], "{v}");
+    assert_eq!(v["failures"][0]["message"], "panic: assignment to entry in nil map", "{v}");
+}
+
 /// A table test: its parent logs, each case logs, the failing case logs its inputs after its
 /// `t.Errorf` (line 11), which placed the failure at that log (line 12).
 const GO_TABLE_TEST: &str = "package calc\n\nimport \"testing\"\n\nfunc TestTable(t *testing.T) {\n\tt.Log(\"starting the table\")\n\tfor _, c := range []struct{ name string; in, want int }{{\"one\", 1, 2}, {\"three\", 3, 7}} {\n\t\tt.Run(c.name, func(t *testing.T) {\n\t\t\tt.Logf(\"case %s\", c.name)\n\t\t\tif c.in*2 != c.want {\n\t\t\t\tt.Errorf(\"double(%d) = %d, want %d\", c.in, c.in*2, c.want)\n\t\t\t\tt.Logf(\"inputs were %d\", c.in)\n\t\t\t}\n\t\t})\n\t}\n}\n";

@@ -642,6 +642,8 @@ struct GoRun {
     /// Failures (`o.failures` from this index) and top-level ones counted since the last
     /// package line: a package whose line is `ok` had none, so they were printed text.
     package_start: (usize, u32),
+    /// A `panic: ...` since the last package line: what it said and where (the stack's frames).
+    panic: Option<GoPanic>,
     /// Every `file.go:N: message` each test printed before its `--- FAIL` (`-v`), in order.
     said: HashMap<String, Vec<GoSaid>>,
     /// The lines each failure (by index) printed, from which its place is picked.
@@ -668,6 +670,26 @@ struct GoRun {
     block: Option<(Block, Said)>,
 }
 
+/// A test's panic: go prints `panic: message`, then the goroutines' stacks, each frame's file
+/// on a tab-indented `\t/abs/path/file.go:6 +0x2e` line (tour13 F14: its failure had no place).
+#[derive(Default)]
+struct GoPanic {
+    message: String,
+    /// The first frame in a `_test.go` file (of the module, when its directory is known).
+    test_frame: Option<(String, u32)>,
+    /// The first frame in the module's other files, when no test file's frame is found.
+    module_frame: Option<(String, u32)>,
+}
+
+/// A stack frame's place, `\t/abs/dir/file.go:6 +0x2e`: the file and line.
+fn go_frame(line: &str) -> Option<(String, u32)> {
+    let rest = line.strip_prefix('\t')?;
+    let loc = rest.split(" +0x").next().unwrap_or(rest).trim();
+    let (file, l) = loc.rsplit_once(':')?;
+    (file.starts_with('/') && file.ends_with(".go")).then_some(())?;
+    Some((file.to_string(), l.parse().ok()?))
+}
+
 /// Which printed line a testify block fills in: the last a running test said (`-v`), or the
 /// last a failure printed (plain output, where its lines follow its `--- FAIL`).
 enum Said {
@@ -680,6 +702,9 @@ impl GoRun {
         let t = line.trim();
         let top = !line.starts_with([' ', '\t']);
         if self.in_block(line, t, o) {
+            return;
+        }
+        if self.panic_line(line, t, top) {
             return;
         }
         if let Some(name) = ["=== RUN ", "=== CONT ", "=== NAME "].iter().find_map(|p| t.strip_prefix(p)) {
@@ -788,6 +813,51 @@ impl GoRun {
         self.unplaced.push(i);
     }
 
+    /// Reads a panic's first line and its stack's frames (`true` when `line` was one of them).
+    fn panic_line(&mut self, line: &str, t: &str, top: bool) -> bool {
+        if let Some(msg) = t.strip_prefix("panic: ").filter(|_| top && self.panic.is_none()) {
+            let message = format!("panic: {}", msg.strip_suffix(" [recovered]").unwrap_or(msg));
+            self.panic = Some(GoPanic { message, ..GoPanic::default() });
+            return true;
+        }
+        let Some((file, l)) = self.panic.as_ref().and_then(|_| go_frame(line)) else { return false };
+        let inside = match &self.src {
+            Some(src) => !module_relative(&file, Some(src)).starts_with('/'),
+            None => file.ends_with("_test.go"),
+        };
+        let src = self.src.clone();
+        if let Some(p) = self.panic.as_mut().filter(|_| inside) {
+            let frame = (module_relative(&file, src.as_deref()), l);
+            if file.ends_with("_test.go") {
+                p.test_frame.get_or_insert(frame);
+            } else {
+                p.module_frame.get_or_insert(frame);
+            }
+        }
+        true
+    }
+
+    /// At a package line: the panic read since the last one is the failure of the test that
+    /// failed last (a panic on another goroutine has no `--- FAIL`: then the test running, a
+    /// failure of its own), with the panic as message, placed at its frame in a test file.
+    fn place_panic(&mut self, pkg: &str, o: &mut Outcome) {
+        let Some(p) = self.panic.take() else { return };
+        let i = match o.failures.len().checked_sub(1).filter(|i| *i >= self.package_start.0) {
+            Some(i) => i,
+            None => {
+                let name = self.running.clone().unwrap_or_else(|| pkg.to_string());
+                o.failed += 1;
+                o.failures.push(TestFailure { name, file: None, line: None, message: None, runner: None });
+                o.failures.len() - 1
+            }
+        };
+        let f = &mut o.failures[i];
+        if let Some((file, line)) = p.test_frame.or(p.module_frame) {
+            (f.file, f.line) = (Some(file), Some(line));
+        }
+        f.message = Some(p.message);
+    }
+
     /// Whether a top-level `--- PASS/FAIL/SKIP: name` line (with `-v`) is not go's: no running
     /// top-level test of that name was announced. Go's own ends the test's announcement.
     fn printed_result(&mut self, t: &str) -> bool {
@@ -826,6 +896,10 @@ impl GoRun {
                 }
             }
         }
+        if line.starts_with("FAIL") {
+            self.place_panic(pkg, o);
+        }
+        self.panic = None;
         self.printed.clear();
         self.said.clear();
         self.announced.clear();
@@ -1269,6 +1343,19 @@ mod tests {
         let o = go(plain, Some("example.com/m"), None);
         assert_eq!((o.failed, o.failures.len()), (1, 1));
         assert_eq!((o.failures[0].name.as_str(), o.failures[0].file.as_deref()), ("TestBad", Some("b/b_test.go")));
+    }
+
+    #[test]
+    fn a_go_panic_is_the_failures_message_placed_at_its_frame_in_the_test_file() {
+        // go 1.19's output for a nil map write in TestPanics (p/p_test.go:6).
+        let out = "=== RUN   TestOk\n--- PASS: TestOk (0.00s)\n=== RUN   TestPanics\n--- FAIL: TestPanics (0.00s)\npanic: assignment to entry in nil map [recovered]\n\tpanic: assignment to entry in nil map\n\ngoroutine 19 [running]:\ntesting.tRunner.func1.2({0x508ec0, 0x551ca0})\n\t/usr/lib/go-1.19/src/testing/testing.go:1396 +0x24e\npanic({0x508ec0, 0x551ca0})\n\t/usr/lib/go-1.19/src/runtime/panic.go:884 +0x212\nexample.com/m/p.helper(...)\n\t/r/p/p.go:9\nexample.com/m/p.TestPanics(0xc000096680?)\n\t/r/p/p_test.go:6 +0x2e\ntesting.tRunner(0xc0000969c0, 0x52f2f0)\n\t/usr/lib/go-1.19/src/testing/testing.go:1446 +0x10b\nFAIL\texample.com/m/p\t0.007s\nFAIL\n";
+        let o = go(out, Some("example.com/m"), Some(Path::new("/r")));
+        assert_eq!((o.passed, o.failed, o.failures.len()), (1, 1, 1));
+        let f = &o.failures[0];
+        assert_eq!(
+            (f.name.as_str(), f.file.as_deref(), f.line, f.message.as_deref()),
+            ("TestPanics", Some("p/p_test.go"), Some(6), Some("panic: assignment to entry in nil map"))
+        );
     }
 
     #[test]
