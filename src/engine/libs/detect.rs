@@ -330,10 +330,15 @@ fn installed_python(repo: &Path) -> BTreeMap<String, String> {
     out
 }
 
-fn python(repo: &Path, d: &mut Detected) {
-    let mut pinned: BTreeMap<String, (String, String)> = BTreeMap::new();
-    let mut names = BTreeSet::new();
-    let mut found_manifest = false;
+/// The root `requirements*.txt` files' packages into `names` and their `==` pins into `pinned`
+/// (name -> (version, file)); false when there is none.
+fn python_requirements(
+    repo: &Path,
+    d: &mut Detected,
+    pinned: &mut BTreeMap<String, (String, String)>,
+    names: &mut BTreeSet<String>,
+) -> bool {
+    let mut found = false;
     if let Ok(rd) = std::fs::read_dir(repo) {
         let mut files: Vec<_> = rd
             .flatten()
@@ -342,7 +347,7 @@ fn python(repo: &Path, d: &mut Detected) {
             .collect();
         files.sort();
         for f in files {
-            found_manifest = true;
+            found = true;
             let text = read_manifest(repo, &f, d).unwrap_or_default();
             for line in text.lines() {
                 let line = line.split('#').next().unwrap_or("").trim();
@@ -365,40 +370,60 @@ fn python(repo: &Path, d: &mut Detected) {
             }
         }
     }
-    if let Some(py) = read_toml(repo, "pyproject.toml", d) {
-        found_manifest = true;
-        let project = py.get("project");
-        let listed = project.and_then(|p| p.get("dependencies")).and_then(|v| v.as_array()).into_iter().flatten();
-        let groups = project.and_then(|p| p.get("optional-dependencies")).and_then(|v| v.as_table());
-        let optional = groups.into_iter().flat_map(|g| g.values()).filter_map(|g| g.as_array()).flatten();
-        for r in listed.chain(optional).filter_map(|r| r.as_str()) {
-            match requirement_name(r) {
-                Some(n) => {
-                    if let Some(v) = exact_pin(r) {
-                        pinned.entry(n.clone()).or_insert((v, "pyproject.toml".into()));
-                    }
-                    names.insert(n);
-                }
-                None => d.notes.push(format!(
-                    "pyproject.toml: {r:?} names no package docdex can look up (a path or URL); left out"
-                )),
-            }
-        }
-        let poetry = py.get("tool").and_then(|t| t.get("poetry"));
-        for section in ["dependencies", "dev-dependencies"] {
-            let Some(t) = poetry.and_then(|p| p.get(section)).and_then(|v| v.as_table()) else { continue };
-            for (k, value) in t.iter().filter(|(k, _)| k.as_str() != "python") {
-                let n = normalize_py(k);
-                if let Some(v) = poetry_pin(value) {
+    found
+}
+
+/// `pyproject.toml`'s `[project]` and Poetry dependencies into `names`, their exact pins into
+/// `pinned`; false when there is no `pyproject.toml`.
+fn python_pyproject(
+    repo: &Path,
+    d: &mut Detected,
+    pinned: &mut BTreeMap<String, (String, String)>,
+    names: &mut BTreeSet<String>,
+) -> bool {
+    let Some(py) = read_toml(repo, "pyproject.toml", d) else { return false };
+    let project = py.get("project");
+    let listed = project.and_then(|p| p.get("dependencies")).and_then(|v| v.as_array()).into_iter().flatten();
+    let groups = project.and_then(|p| p.get("optional-dependencies")).and_then(|v| v.as_table());
+    let optional = groups.into_iter().flat_map(|g| g.values()).filter_map(|g| g.as_array()).flatten();
+    for r in listed.chain(optional).filter_map(|r| r.as_str()) {
+        match requirement_name(r) {
+            Some(n) => {
+                if let Some(v) = exact_pin(r) {
                     pinned.entry(n.clone()).or_insert((v, "pyproject.toml".into()));
                 }
                 names.insert(n);
             }
+            None => d
+                .notes
+                .push(format!("pyproject.toml: {r:?} names no package docdex can look up (a path or URL); left out")),
         }
     }
-    if !found_manifest {
+    let poetry = py.get("tool").and_then(|t| t.get("poetry"));
+    for section in ["dependencies", "dev-dependencies"] {
+        let Some(t) = poetry.and_then(|p| p.get(section)).and_then(|v| v.as_table()) else { continue };
+        for (k, value) in t.iter().filter(|(k, _)| k.as_str() != "python") {
+            let n = normalize_py(k);
+            if let Some(v) = poetry_pin(value) {
+                pinned.entry(n.clone()).or_insert((v, "pyproject.toml".into()));
+            }
+            names.insert(n);
+        }
+    }
+    true
+}
+
+/// Python dependencies: requirements files and `pyproject.toml`, versions from a lockfile, an
+/// exact pin, or the repository's own virtualenv, in that order.
+fn python(repo: &Path, d: &mut Detected) {
+    let mut pinned: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut names = BTreeSet::new();
+    let from_requirements = python_requirements(repo, d, &mut pinned, &mut names);
+    let from_pyproject = python_pyproject(repo, d, &mut pinned, &mut names);
+    if !from_requirements && !from_pyproject {
         return;
     }
+
     let mut locks: Vec<(&str, BTreeMap<String, BTreeSet<String>>)> = Vec::new();
     for lock in ["poetry.lock", "uv.lock"] {
         let entries: BTreeMap<String, BTreeSet<String>> =
