@@ -542,7 +542,22 @@ pub fn render(
     if let Some(b) = refused_target(&refused, &final_url, url) {
         return Err(Error::BadRequest(format!("{b}: refused by the URL rules (loopback or private target)")));
     }
-    let reader = tab.clone();
+    let html = read_page(chromium, close, url, deadline, timeout, cancel)?;
+    let status = status.lock().ok().and_then(|s| *s);
+    Ok(Rendered { html, final_url, status })
+}
+
+/// The loaded page's HTML, read within `deadline` (and [`READ_GRACE`]); the tab is closed
+/// after, or in the background when `cancel` trips meanwhile.
+fn read_page(
+    chromium: &Chromium,
+    close: CloseTab,
+    url: &Url,
+    deadline: Instant,
+    timeout: Duration,
+    cancel: &CancelToken,
+) -> Result<String> {
+    let reader = close.0.clone();
     let read = within(chromium, deadline.max(Instant::now() + READ_GRACE), cancel, move || reader.get_content());
     if cancel.is_cancelled() {
         close_in_background(chromium, close);
@@ -555,10 +570,9 @@ pub fn render(
                 timeout.as_secs()
             ))
         })?
-        .map_err(|e| upstream("reading the page", e))?;
-    let status = status.lock().ok().and_then(|s| *s);
+        .map_err(|e| Error::Upstream(format!("{url}: reading the page: {e}")))?;
     drop(close);
-    Ok(Rendered { html, final_url, status })
+    Ok(html)
 }
 
 /// How long reading a loaded page may take past `page_load_timeout_secs` (a page that loaded
