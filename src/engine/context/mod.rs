@@ -885,17 +885,7 @@ fn place(
         None
     };
     let Some(extent) = files.extent(&c.path, a, b) else { return unreadable(pack) };
-    let mut snip = ContextSnippet {
-        lang: language(Path::new(&c.path)).to_string(),
-        path: c.path.clone(),
-        line_start: extent.line_start,
-        line_end: extent.line_end,
-        role: c.role,
-        reason: c.reason.clone(),
-        tokens: 0,
-        trimmed: false,
-        text: String::new(),
-    };
+    let mut snip = empty_snippet(&c, &extent);
     let (cost, needs) = if extent.bytes > read_cap(pack.budget) {
         // An estimate (a quarter of its bytes) for text never read.
         let guess = u32::try_from(extent.bytes / 4).unwrap_or(u32::MAX).max(pack.budget.saturating_add(1));
@@ -944,6 +934,21 @@ fn place(
         reason: format!("needs {needs}, {left} of the budget left", left = *left),
     });
     None
+}
+
+/// The snippet `c` would show over `extent`, its text not read yet.
+fn empty_snippet(c: &Candidate, extent: &read::Extent) -> ContextSnippet {
+    ContextSnippet {
+        lang: language(Path::new(&c.path)).to_string(),
+        path: c.path.clone(),
+        line_start: extent.line_start,
+        line_end: extent.line_end,
+        role: c.role,
+        reason: c.reason.clone(),
+        tokens: 0,
+        trimmed: false,
+        text: String::new(),
+    }
 }
 
 /// A window past the end of a short file (a test's first 30 lines, of 5) is cut to the file
