@@ -305,6 +305,7 @@ impl Engine {
         summary.embeddings = Some(self.embed_index(&repo, &session, opts.reembed, sink, cancel.flag()));
         session.finish()?;
         cancel.check()?;
+        self.prepare_search(&repo);
         if let Some(why) = damaged {
             summary.note = Some(format!("the index was damaged ({why}); a new generation replaced it"));
         } else if let Some(why) = replaced {
@@ -317,6 +318,15 @@ impl Engine {
             self.invalidate_maps(&repo);
         }
         Ok(summary)
+    }
+
+    /// Readies what the repo's next search reads (best effort: a search tabulates whatever
+    /// is missing itself).
+    fn prepare_search(&self, repo: &RepoRef) {
+        match self.searcher(repo) {
+            Ok(s) => s.prepare_tables(),
+            Err(e) => tracing::debug!(error = %e, "search tables not prepared"),
+        }
     }
 
     /// The pid of a live watcher that owns this repo's writer, if any.

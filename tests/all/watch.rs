@@ -446,3 +446,24 @@ fn a_second_ctrl_c_ends_docdex_watch_at_once() {
     let code = exit_code_within(&mut child, std::time::Duration::from_secs(2), "the second Ctrl-C");
     assert_eq!(code, Some(130));
 }
+
+/// A watched batch ends by keeping its segments' file table, so the next search (the
+/// workbench's, or a one-shot `docdex search` process) maps it instead of tabulating it.
+#[test]
+fn a_watched_batch_keeps_the_file_table_for_the_next_search() {
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    let repo = env.repo("wt");
+    write(&repo, "start.rs", "fn armadillo() {}\n");
+    let engine = env.engine();
+    let watcher = Watcher::start(&engine, &repo);
+    let table = engine.resolve_repo(&repo).unwrap().index_dir().join(docdex::engine::search::file_bm25::FILE_NAME);
+    let identity = || std::fs::metadata(&table).ok().map(|m| m.ino());
+    let caught_up = identity().expect("the catch-up run kept a file table");
+    write(&repo, "next.rs", "fn pangolin() {}\n");
+    eventually("the batch's file table", || identity().is_some_and(|i| i != caught_up));
+    let kept = identity();
+    assert_eq!(hit_paths(&env.engine(), &repo, "pangolin"), ["next.rs"]);
+    assert_eq!(identity(), kept, "the search had to tabulate the batch's table again");
+    watcher.stop();
+}

@@ -340,6 +340,15 @@ impl RepoSearcher {
         })
     }
 
+    /// Loads the file table of the current segments, tabulating it and keeping it on disk when
+    /// none describes them: an index run ends with this, so the first search after it maps the
+    /// kept table instead of tabulating every document (about 24M instructions on a
+    /// 146,000-chunk index, more than the rest of a one-shot search; docs/PERFORMANCE.md).
+    pub fn prepare_tables(&self) {
+        let (searcher, _) = self.searcher();
+        self.file_table(&searcher);
+    }
+
     /// Whether the file table of `searcher`'s segments is in memory already.
     fn file_table_loaded(&self, searcher: &Searcher) -> bool {
         self.files.lock().is_ok_and(|t| t.as_ref().is_some_and(|t| t.is_for(searcher)))

@@ -97,6 +97,7 @@ impl Engine {
         let repo = session.repo().clone();
         // Recorded before embedding: the text index is committed and searchable.
         self.record_indexed(&repo, &summary)?;
+        self.prepare_search(&repo);
         // The embedding phase stops at a shutdown too (a first embedding of a large tree takes
         // minutes): what it embedded stays, and the next start goes on from there.
         summary.embeddings = Some(self.embed_index(&repo, session, false, watching.catch_up, stop));
@@ -208,6 +209,9 @@ impl Engine {
         match session.update(&scope, &quiet) {
             Ok(mut summary) => {
                 let _ = self.record_indexed(repo, &summary);
+                // The next search (often this process's own: the workbench, a server) maps the
+                // batch's file table instead of tabulating it.
+                self.prepare_search(repo);
                 summary.embeddings = Some(self.embed_index(repo, session, false, &quiet, stop));
                 report(WatchReport::Applied { paths: rel, summary });
             }
