@@ -2,8 +2,9 @@
 //! `aws_secret_access_key = "..."`, `AWS_SECRET_ACCESS_KEY=...`, `password: "..."`,
 //! `"api_token": "..."`. Only the value is masked. A value must be a literal (a function call,
 //! an attribute or a variable is not a secret: `password = getpass()`,
-//! `token = self.next_token()`), look like a secret (digits or symbols beside letters) and not
-//! be a placeholder (`""`, `changeme`, `${VAR}`, `<your-token>`, `xxx`).
+//! `token = self.next_token()`), look like a secret (digits or symbols beside letters, or one
+//! of the plain-word and short shapes of [`phrase`]) and not be a placeholder (`""`,
+//! `changeme`, `${VAR}`, `<your-token>`, `xxx`).
 
 use super::phrase::{self, passphrase_words, placeholder};
 use regex::Regex;
@@ -139,7 +140,7 @@ fn secret_value(text: &str, m: &Matched) -> Option<Range<usize>> {
     }
     let line_start = text[..m.name.start()].rfind('\n').map_or(0, |i| i + 1);
     let before = &text[line_start..m.name.start()];
-    if let Some(r) = passphrase(text, m, before) {
+    if let Some(r) = passphrase(text, m, before).or_else(|| yaml_word(text, m, before)) {
         return Some(r);
     }
     // A URL query's field (`?token=X&logo=codecov`) ends at the next `&`.
@@ -149,7 +150,10 @@ fn secret_value(text: &str, m: &Matched) -> Option<Range<usize>> {
     };
     let literal = if quoted {
         let line_end = text[m.v.end()..].find('\n').map_or(text.len(), |i| m.v.end() + i);
-        quoted_ok(value) || phrase::quoted_word(value, m.name.as_str(), &text[m.v.end()..line_end])
+        let tail = &text[m.v.end()..line_end];
+        quoted_ok(value)
+            || phrase::quoted_word(value, m.name.as_str(), tail)
+            || phrase::short_quoted(value, m.name.as_str(), tail)
     } else {
         let end = m.v.start() + value.len();
         let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
@@ -188,7 +192,9 @@ fn passphrase(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
     if is_quoted(raw) {
         let tail = text[m.v.end()..line_end].trim();
         let whole = tail.is_empty() || tail == "," || tail.starts_with('#');
-        let ok = whole && matches!(sep, "=" | ":" | "=>") && passphrase_words(&raw[1..raw.len() - 1], true);
+        let inner = &raw[1..raw.len() - 1];
+        let words = passphrase_words(inner, true) || phrase::two_words(inner, m.name.as_str());
+        let ok = whole && matches!(sep, "=" | ":" | "=>") && words;
         return ok.then(|| m.v.start() + 1..m.v.end() - 1);
     }
     let line = &text[m.v.start()..line_end];
@@ -203,9 +209,32 @@ fn passphrase(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
         ":" => head.is_empty() && (nested || phrase::password_name(m.name.as_str())),
         _ => false,
     };
-    let plain = sep != ":" || nested || phrase::plain_passphrase(value);
-    let ok = bare_sep && value.contains([' ', '\t']) && passphrase_words(value, false) && plain;
+    let two = phrase::two_words(value, m.name.as_str());
+    let plain = sep != ":" || nested || phrase::plain_passphrase(value) || two;
+    let ok = bare_sep && value.contains([' ', '\t']) && (passphrase_words(value, false) || two) && plain;
     ok.then(|| m.v.start()..m.v.start() + value.len())
+}
+
+/// One bare lower-case word as a password's YAML value ([`phrase::yaml_word`]), the line holding
+/// only the name (after an optional list `-`), the `:` and the word, a comment allowed. A line
+/// inside an object literal of code reads the same (`  password: digest` as the last field of
+/// `User.create({ email, password: digest })`), so the line before must not end a field or
+/// open a literal (`,`, `{`, `(`, `[`) and the line after must not close one.
+fn yaml_word(text: &str, m: &Matched, before: &str) -> Option<Range<usize>> {
+    let head = before.trim();
+    let between = &text[m.name.end()..m.sep.start()];
+    let (v, name) = (m.v.as_str(), m.name.as_str());
+    if !matches!(head, "" | "-") || !between.is_empty() || m.sep.as_str().trim() != ":" || !phrase::yaml_word(v, name) {
+        return None;
+    }
+    let line_end = text[m.v.end()..].find('\n').map_or(text.len(), |i| m.v.end() + i);
+    let rest = &text[m.v.end()..line_end];
+    let whole = rest.trim().is_empty() || (rest.starts_with([' ', '\t']) && rest.trim_start().starts_with('#'));
+    let line_start = m.name.start() - before.len();
+    let above = text[..line_start].lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let below = text.get(line_end + 1..).and_then(|t| t.lines().map(str::trim).find(|l| !l.is_empty()));
+    let in_literal = above.ends_with([',', '{', '(', '[']) || below.is_some_and(|l| l.starts_with(['}', ')', ']']));
+    (whole && !in_literal && !echoes_name(v, name)).then(|| m.v.range())
 }
 
 /// `s3_secret_access_key = 's3-secret-access-key'`: the value repeats its name (documentation).
@@ -238,8 +267,19 @@ fn quoted_ok(v: &str) -> bool {
         && !v.contains("::")
         && !env_name(v)
         && !path_or_url(v)
+        && !rule_list(v)
         && c.count() >= 2
         && (c.digit || c.symbol || v.len() >= 20)
+}
+
+/// `required|string|min:8|confirmed`: a validation rule list (Laravel's `'password' => '...'`)
+/// or a union of types (`string|null`): words joined by `|`, each with optional `:` arguments.
+fn rule_list(v: &str) -> bool {
+    v.contains('|')
+        && v.split('|').all(|part| {
+            let word = part.split(':').next().unwrap_or(part);
+            !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+        })
 }
 
 /// `/etc/passwd`, `./secrets/token.txt`, `~/.ssh/id_rsa`, `https://...`: where a secret is kept,

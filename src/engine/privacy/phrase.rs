@@ -1,7 +1,10 @@
 //! Passwords that are plain words, where only the name they are given to says they are secret:
 //! a passphrase a sentence gives (`my passphrase is correct horse battery staple`), several bare
-//! words after `:` on an unindented line (`passphrase: correct horse battery staple`), and one
-//! quoted word without a digit (`password = "hunter"`). Each shape is also how prose, a
+//! words after `:` on an unindented line (`passphrase: correct horse battery staple`), two plain
+//! words as a config line's value (`password: correct horse`, `DB_PASSWORD=tiger lily`), one
+//! quoted word without a digit (`password = "hunter"`), and one bare lower-case word in YAML
+//! (`password: swordfish`). It also takes a quoted value of 5 characters or fewer given to a
+//! password's, a secret's or a key's name, whatever its shape (`"secret": "abcde"`). Each shape is also how prose, a
 //! changelog or code says something else (`the password is sent over TLS`, `password: fix reset
 //! flow`, `password: "string"`), so these rules take only a password's name (`password`,
 //! `passwd`, `passphrase`: a token or a secret is rarely a word) and words that read as neither
@@ -94,17 +97,112 @@ const NOT_PASSWORDS: &str = concat!(
     "enabled disabled current sample dummy",
 );
 
+/// Words a short or lone value is when it is not a password: a language's types (`password:
+/// str`, `"password": "string"`), a setting (`password: auto`), a form's or a strength meter's
+/// words (`show_password: "Show"`, `password: "Try again"`), a changelog's nouns
+/// (`password: typo`), an auth scheme or a backend (`password: ldap`) and a key's algorithm.
+const NOT_SECRETS: &str = concat!(
+    "str int bool bytes byte char text any void float double list dict map json uuid date time enum ",
+    "bigint symbol never yes on off auto ask env file inline manual mandatory none ",
+    "show hide try again wrong good bad fair great strength meter hint match mismatch ok okay done ",
+    "save cancel submit error special character letter digit upper lower word words old current ",
+    "typo typos docs tests misc chore wip hash ignore interactive environment variable anonymous basic ",
+    "digest bearer oauth ldap local native internal external builtin system clear deny forbid permit ",
+    "toggle reveal invisible dots bullets asterisks stars high low strict lenient minimal varchar ",
+    "column blob binary agent help caps lock ",
+    // A key's algorithm or format (`signing_key = "HS256"`, `privateKey: "rsa"`).
+    "rsa dsa ecdsa ec aes des hmac md5 sha sha1 hs256 hs384 hs512 rs256 rs384 rs512 es256 es384 ps256 ",
+    "pem der jwk jks p12 pkcs",
+);
+
+/// Whether a lower-cased word describes, instructs, names a type, a rule or a mode, or is a
+/// form's or a changelog's word ([`DESCRIBING`], [`VERBS`], [`NOT_PASSWORDS`], [`NOT_SECRETS`]).
+fn listed(lower: &str) -> bool {
+    [DESCRIBING, VERBS, NOT_PASSWORDS, NOT_SECRETS].iter().any(|list| list.split(' ').any(|w| w == lower))
+}
+
+/// After a quoted value, the rest of its line says the statement ends with it (`,`, `;`, `}`,
+/// `)`, a comment): `password: "hidden" | "shown"` is a type.
+fn statement_ends(tail: &str) -> bool {
+    let tail = tail.trim();
+    tail.is_empty() || tail.starts_with([',', ';', '}', ')', '#']) || tail.starts_with("//") || tail.starts_with("--")
+}
+
+/// Two plain words as a password's whole value (`password: correct horse`,
+/// `passphrase = "purple monkey"`, `DB_PASSWORD=tiger lily`): a password's name only (a token or
+/// a secret of two words is a message: `token = Bearer abc`), 3 to 24 ASCII letters each and 8
+/// or more in all, neither a word of a sentence, a label, a description, a verb, a type or a
+/// form's word nor ending as a derived word (`plain text`, `Kata sandi`, `fix typo`, `Try
+/// again`, `Special character`, `improve validation`).
+pub fn two_words(v: &str, name: &str) -> bool {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    password_name(name)
+        && words.len() == 2
+        && words.iter().map(|w| w.len()).sum::<usize>() >= 8
+        && words.iter().all(|w| {
+            let lower = w.to_ascii_lowercase();
+            (3..=24).contains(&w.len())
+                && w.bytes().all(|b| b.is_ascii_alphabetic())
+                && plain_word(w, false)
+                && !listed(&lower)
+                && !derived(&lower)
+        })
+        && !placeholder(v)
+}
+
+/// A quoted value of 1 to 5 characters given to a password's, a secret's or a key's name
+/// (`password = "hunt2"`, `"secret": "abcde"`, `SECRET_KEY = 'dev'`): masked whatever its
+/// shape, the statement ending with it, unless it is a placeholder (`""`, `"xxx"`, `"***"`,
+/// `"N/A"`, `"TODO"`, `"EMPTY"`), a type, a mode or a form's word (`"str"`, `"Show"`, `"Weak"`),
+/// a label (`"Senha"`), a command line's flag (`'password': '-p'`), code's (`"min:8"`, `"a|b"`,
+/// `"(*)"`) or an HTML `accesskey="P"` (a keyboard shortcut). A token's name is left out: a
+/// lexer's `token = "if"` is a kind, and a real token is longer (the other rules take it); so
+/// are credentials (`credentials: "omit"` is `fetch`'s mode). `tail` is the line after the
+/// closing quote.
+pub fn short_quoted(v: &str, name: &str, tail: &str) -> bool {
+    let name = name.trim_matches(['"', '\'']).to_ascii_lowercase();
+    let named = !["token", "credential", "credentials"].iter().any(|w| name.ends_with(w));
+    let lower = v.to_ascii_lowercase();
+    // The HTML attribute `accesskey="P"` is a keyboard shortcut.
+    let shortcut = name.ends_with("accesskey") && v.len() == 1;
+    named
+        && !shortcut
+        && statement_ends(tail)
+        && (1..=5).contains(&v.len())
+        && v.bytes().all(|b| b.is_ascii_graphic())
+        && v.bytes().any(|b| b.is_ascii_alphanumeric())
+        && !v.contains([':', '*', '&', '+'])
+        && !v.starts_with('-')
+        && plain_word(v, true)
+        && !listed(&lower)
+        && !placeholder(v)
+}
+
+/// One bare lower-case word given to a password's name as a YAML value (`password: swordfish`,
+/// `  db_password: letmein`, `POSTGRES_PASSWORD: postgres`): 4 to 64 letters, not a type, a
+/// mode, a rule, a label, a changelog's word or a derived word (`password: string`, `password:
+/// required`, `password: cleanup`, `password: hashed`), nor a word naming a secret itself
+/// (`password: mypassword`). Capitalised words are left out: `password: Password` and `password:
+/// SecretStr` are types, `Password: Optional` a document's. Where the line sits is the caller's
+/// to judge (a JavaScript object's last field, `password: digest`, reads the same).
+pub fn yaml_word(v: &str, name: &str) -> bool {
+    password_name(name)
+        && (4..=64).contains(&v.len())
+        && v.bytes().all(|b| b.is_ascii_lowercase())
+        && plain_word(v, false)
+        && !listed(v)
+        && !derived(v)
+        && !["pass", "pwd", "secret", "token", "cred"].iter().any(|w| v.contains(w))
+        && !placeholder(v)
+}
+
 /// One quoted word without a digit given to a password's name (`password = "hunter"`,
 /// `"db_password": "letmein"`): 6 to 64 letters, lower-case or capitalised (`CamelCase` is a
 /// type's or a kind's name: `token = "StringLiteral"`), not a type, a rule or a mode
 /// ([`NOT_PASSWORDS`]), a label (`Passwort`) or a placeholder; and the statement ends with the
 /// value (`password: "hidden" | "shown"` is a type). `tail` is the line after the closing quote.
 pub fn quoted_word(v: &str, name: &str, tail: &str) -> bool {
-    let tail = tail.trim();
-    let ends = tail.is_empty()
-        || tail.starts_with([',', ';', '}', ')', '#'])
-        || tail.starts_with("//")
-        || tail.starts_with("--");
+    let ends = statement_ends(tail);
     let letters = (6..=64).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_alphabetic());
     // Letters only, so byte 1 is a character's start.
     let cased = letters && v[1..].bytes().all(|b| b.is_ascii_lowercase());
@@ -148,7 +246,8 @@ fn plain_word(w: &str, quoted: bool) -> bool {
     );
     const LABELS: &str = concat!(
         "pass pwd secret token key cred kennwort contrase senha parol wachtwoord hasl jeton clave ",
-        "login sign user account email e-mail enter confirm invalid required optional forgot reset",
+        "login sign user account email e-mail enter confirm invalid required optional forgot reset ",
+        "sandi laluan salasana heslo geslo lozinka adgangskode wagwoord",
     );
     let lower = w.to_ascii_lowercase();
     w.bytes().any(|b| b.is_ascii_alphanumeric())
@@ -179,8 +278,28 @@ pub fn placeholder(v: &str) -> bool {
         "<",
         ">",
     ];
-    const WORDS: &[&str] =
-        &["password", "passwd", "secret", "token", "none", "null", "nil", "undefined", "true", "false", "required"];
+    const WORDS: &[&str] = &[
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "none",
+        "null",
+        "nil",
+        "undefined",
+        "true",
+        "false",
+        "required",
+        "empty",
+        "unset",
+        "dummy",
+        "todo",
+        "tbd",
+        "fixme",
+        "n/a",
+        "na",
+        "-",
+    ];
     MARKS.iter().any(|m| lower.contains(m))
         || WORDS.contains(&lower.as_str())
         || lower.starts_with("example")
@@ -268,6 +387,8 @@ mod tests {
             ("  \"db_password\": \"letmein\",", "letmein"),
             ("'password' => 'Dragonfly',", "Dragonfly"),
             ("ADMIN_PASSWD: 'sunshine' # default", "sunshine"),
+            // 5 letters: a short quoted value is a password too (`short_quoted`).
+            ("password = \"admin\"", "admin"),
         ] {
             assert_eq!(masked(text), [want], "{text}");
         }
@@ -282,10 +403,133 @@ mod tests {
             "password: \"hidden\" | \"shown\"",
             "password = \"password\"",
             "password = \"changeme\"",
-            "password = \"admin\"",
             "if password == \"hunter\":",
             "password: \"\"",
             "password = \"Contraseña\"",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+
+    /// Two plain words as a password's value (`password: correct horse`) were passed over: a
+    /// passphrase needed 3 words, or 2 with a digit. Two words given to a password's name are
+    /// one now; a message, a label, a type or a changelog's subject of two words is not.
+    #[test]
+    fn two_word_passphrases_are_found() {
+        for (text, want) in [
+            ("password: correct horse", "correct horse"),
+            ("passphrase = \"purple monkey\"", "purple monkey"),
+            ("DB_PASSWORD=tiger lily", "tiger lily"),
+            ("  password: correct horse", "correct horse"),
+            ("password = tiger lily", "tiger lily"),
+            ("export DB_PASSWORD=\"tiger lily\"", "tiger lily"),
+            ("  \"password\": \"purple monkey\",", "purple monkey"),
+            ("    'password' => 'Autumn Lantern',", "Autumn Lantern"),
+            ("db_password: copper kettle  # rotated in March", "copper kettle"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+        for text in [
+            "password: not required",
+            "password: plain text",
+            "password: user defined",
+            "password: fix typo",
+            "password: improve validation",
+            "password: Access denied",
+            "password: environment variable",
+            "  password: \"Kata sandi\"",
+            "  password: \"Try again\"",
+            "  password: \"Special character\"",
+            "  new_password: \"New password\"",
+            "PASSWORD=your password",
+            "password = two words",
+            "token = Bearer abc",
+            "secret: see vault",
+            "token: refresh tokens",
+            "password = new String",
+            "conn = connect(password=\"purple monkey\")",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+
+    /// A quoted value of 5 characters or fewer (`password = "hunt2"`, `"secret": "abcde"`) was
+    /// passed over: quoted values needed 6. Any length is masked now, for a password's, a
+    /// secret's or a key's name; placeholders, types, modes, labels, flags, algorithms, a
+    /// lexer's tokens and an HTML shortcut are not.
+    #[test]
+    fn short_quoted_values_are_found() {
+        for (text, want) in [
+            ("password = \"hunt2\"", "hunt2"),
+            ("\"secret\": \"abcde\"", "abcde"),
+            ("client_secret: \"q9x\"", "q9x"),
+            ("PASSWORD = 'admin'", "admin"),
+            ("  \"db_password\": \"root\",", "root"),
+            ("SECRET_KEY = 'dev'", "dev"),
+            ("const API_KEY = \"k3y9z\";", "k3y9z"),
+            ("conn = psycopg2.connect(host=\"db\", password=\"tiger\")", "tiger"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+        for text in [
+            "password = \"\"",
+            "password = \"xxx\"",
+            "password = \"****\"",
+            "password = \"N/A\"",
+            "password = \"TODO\"",
+            "api_key=\"EMPTY\",",
+            "schema = {\"username\": \"str\", \"password\": \"str\"}",
+            "  password: \"Weak\"",
+            "  show_password: \"Show\"",
+            "  password: \"Senha\"",
+            "'password' => 'min:8',",
+            "        'password': '-p',",
+            "signing_key = \"HS256\"",
+            "  privateKey: \"rsa\"",
+            "            token = \"if\"",
+            "    token = \"EOF\"",
+            "  credentials: \"omit\",",
+            "<a href=\"#\" accesskey=\"s\">Search</a>",
+            "password: \"a\" | \"b\"",
+        ] {
+            assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
+        }
+    }
+
+    /// One bare lower-case word as a password's YAML value (`password: swordfish`) was passed
+    /// over: a bare value needed a digit. It is masked now, unless it is a type, a mode, a
+    /// rule, a derived or a changelog's word, names a secret itself, or sits in an object
+    /// literal of code (the line before ends a field or opens the literal).
+    #[test]
+    fn a_bare_word_in_yaml_is_found() {
+        for (text, want) in [
+            ("password: swordfish", "swordfish"),
+            ("  password: swordfish", "swordfish"),
+            ("- password: sunshine", "sunshine"),
+            ("      POSTGRES_PASSWORD: postgres", "postgres"),
+            ("  passwd: hunter  # default", "hunter"),
+            ("database:\n  user: app\n  password: guest\n  host: db.internal", "guest"),
+        ] {
+            assert_eq!(masked(text), [want], "{text}");
+        }
+        for text in [
+            "password: str",
+            "    password: bytes",
+            "password: string",
+            "password: required",
+            "password: hidden",
+            "password: mypassword",
+            "password: cleanup",
+            "- password: refactoring",
+            "password: ldap",
+            "  encrypted_password: digest",
+            "Password: Swordfish",
+            "password: swordfish, token: abc",
+            "token: swordfish",
+            "const user = await User.create({\n  email,\n  password: digest\n});",
+            "const creds = {\n  username: name,\n  password: pwd\n};",
+            "login(\n  password: swordfish\n)",
+            "interface User {\n  email: string\n  password: string\n}",
         ] {
             assert!(values(text).is_empty(), "{text}: {:?}", masked(text));
         }
