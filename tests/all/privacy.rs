@@ -88,6 +88,32 @@ fn secrets_by_name_corpus() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+/// The shapes the secrets corpus added (one bare word in YAML, two words, a short quoted value)
+/// are masked where text is served: a search snippet and an opened file, the rest kept.
+#[test]
+fn plain_word_and_short_secrets_are_masked_in_snippets_and_opened_files() {
+    use docdex::engine::protocol::FileRequest;
+    let env = Env::new();
+    let repo = env.repo("r");
+    let yml = "# Staging database for the billing workers.\ndatabase:\n  user: app\n  password: swordfish\n  \
+               replica_password: correct horse\n  client_secret: \"q9x\"\n  host: db.internal\n";
+    write(&repo, "config/db.yml", yml);
+    let engine = env.engine();
+    engine.index(&repo, &IndexOptions::default(), &crate::util::quiet()).unwrap();
+    let shown =
+        |t: &str| ["swordfish", "correct horse", "q9x"].into_iter().filter(|s| t.contains(s)).collect::<Vec<_>>();
+    let req = SearchRequest { query: "staging database billing workers".into(), ..Default::default() };
+    let r = engine.search(&repo, &req).unwrap();
+    let hit = r.results.iter().find(|h| h.path == "config/db.yml").expect("config/db.yml is a hit");
+    assert!(r.pii_redacted && hit.snippet.contains("password: [SECRET]"), "{}", hit.snippet);
+    assert!(shown(&hit.snippet).is_empty(), "{}", hit.snippet);
+    let f = engine.get_file(&repo, &FileRequest::new("config/db.yml", None)).unwrap();
+    assert!(f.pii_redacted && shown(&f.text).is_empty(), "{}", f.text);
+    for kept in ["password: [SECRET]", "replica_password: [SECRET]", "client_secret: \"[SECRET]\"", "user: app"] {
+        assert!(f.text.contains(kept), "{kept}: {}", f.text);
+    }
+}
+
 #[test]
 fn search_json_says_when_snippets_were_masked() {
     let env = Env::new();
