@@ -258,6 +258,16 @@ pub fn discover_known_root(dir: &Path, registered: &[PathBuf]) -> PathBuf {
     known.map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf())
 }
 
+/// The repository a directory that is not one itself lies in: [`discover_known_root`] of it
+/// when that is strictly above it (a git root, else one of `registered`), else `None`. A folder
+/// of a repository named as the repository (an agent passing its working directory, `--repo .`
+/// typed in a subfolder) most likely means that repository: indexing the folder would build a
+/// second index nested in the repository's.
+pub fn enclosing_root(dir: &Path, registered: &[PathBuf]) -> Option<PathBuf> {
+    let root = discover_known_root(dir, registered);
+    (root != dir && dir.starts_with(&root)).then_some(root)
+}
+
 /// Directories that are never a repository, at any depth below them: the system's own state.
 const SYSTEM_TREES: &[&str] = &[
     "/proc",

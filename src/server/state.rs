@@ -226,6 +226,15 @@ impl AppState {
             if default.fingerprint != repo.fingerprint {
                 // `/` or a home is refused as such, never offered as a `serve --repo` to start.
                 self.engine().check_servable(&repo)?;
+                if repo.root.starts_with(&default.root) {
+                    let what = "the repository this server serves";
+                    return Err(ApiError::unknown_repo(folder_of(
+                        &repo.root,
+                        &default.root,
+                        what,
+                        " (or leave it out)",
+                    )));
+                }
                 return Err(ApiError::unknown_repo(format!(
                     "this server serves only {}; {} is another repository (start `docdex daemon` to serve many, or `docdex serve --repo {}`)",
                     default.root.display(),
@@ -243,6 +252,9 @@ impl AppState {
             self.mounts().mount(&repo.root)?;
             return Ok(repo);
         }
+        if let Some(enclosing) = self.enclosing(&repo.root) {
+            return Err(enclosing);
+        }
         Err(ApiError::new(
             axum::http::StatusCode::CONFLICT,
             "not_indexed",
@@ -252,6 +264,25 @@ impl AppState {
                 shell = crate::error::shell_path(&repo.root)
             ),
         ))
+    }
+
+    /// `not_indexed` for a folder of another repository (the nearest git root above it, or an
+    /// indexed folder above it), naming that one: the HTTP advice was to initialize the folder,
+    /// MCP's to call `docdex_index` on it, which built a second index nested in the first
+    /// (the CLI said so: `nested_repo_hint`). `None` when `root` lies in no repository.
+    fn enclosing(&self, root: &Path) -> Option<ApiError> {
+        let registered: Vec<PathBuf> = self.engine().list_repos().ok()?.into_iter().map(|r| r.path).collect();
+        let outer = crate::engine::repos::enclosing_root(root, &registered)?;
+        let outer_ref = self.engine().resolve_repo(&outer).ok()?;
+        let mut message = format!(
+            "repository {} is not indexed: {} (indexing the folder itself would build a second index nested in the repository's)",
+            root.display(),
+            folder_of(root, &outer, "the repository", "")
+        );
+        if !self.engine().has_index(&outer_ref) {
+            message.push_str(&format!("; {} is not indexed yet either: index it first", outer.display()));
+        }
+        Some(ApiError::new(axum::http::StatusCode::CONFLICT, "not_indexed", message))
     }
 
     /// Mounts the repo at `selector` (initialize): the daemon mounts any existing directory;
@@ -319,4 +350,17 @@ impl AppState {
             Selector::Path(p) => Ok(self.engine().resolve_repo(&p)?),
         }
     }
+}
+
+/// `folder` lies inside `outer` (`what`: "the repository this server serves"; `or` another
+/// way to name it): the request most likely means `outer`, and a path prefix narrows a search
+/// to the folder.
+fn folder_of(folder: &Path, outer: &Path, what: &str, or: &str) -> String {
+    let rel = folder.strip_prefix(outer).map(|r| r.to_string_lossy().into_owned()).unwrap_or_default();
+    format!(
+        "{} is a folder of {what}, {}: name {} as the repository{or}; a path prefix `{rel}/` narrows a search to the folder",
+        folder.display(),
+        outer.display(),
+        outer.display()
+    )
 }

@@ -1702,3 +1702,42 @@ async fn openapi_lists_the_minimum_each_integer_input_takes() {
         assert_eq!((status, v["error"]["code"].as_str()), (400, Some("bad_request")), "{path}: {v}");
     }
 }
+
+/// A folder of a repository named as the repository (an agent passing its working directory)
+/// is answered with that repository: `serve` said the folder was "another repository" to
+/// start `docdex serve --repo` on, the daemon to `POST /v1/initialize` it and MCP to call
+/// `docdex_index` on it, each building a second index nested in the first.
+#[tokio::test]
+async fn a_folder_of_a_repository_named_as_the_repository_names_that_repository() {
+    let env = Env::new();
+    let repo = indexed_repo(&env, "r");
+    let root = repo.canonicalize().unwrap();
+    let folder = root.join("src");
+    let (root_s, folder_s) = (root.to_str().unwrap(), folder.to_str().unwrap());
+    let c = client();
+    let search = json!({"query": "session", "repo": folder_s});
+
+    let server = Server::start(&env, &["serve", "--repo", root_s], &[]);
+    let (s, v) = json_of(c.post(server.url("/v1/search")).json(&search).send().await.unwrap()).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (404, Some("unknown_repo")), "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("is a folder of the repository this server serves, {root_s}")), "{message}");
+    assert!(message.contains("`src/`") && !message.contains("serve --repo"), "{message}");
+    drop(server);
+
+    let daemon = Server::start(&env, &["daemon"], &[]);
+    let (s, v) = json_of(c.post(daemon.url("/v1/search")).json(&search).send().await.unwrap()).await;
+    assert_eq!((s, v["error"]["code"].as_str()), (409, Some("not_indexed")), "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("name {root_s} as the repository")), "{message}");
+    assert!(!message.contains("/v1/initialize"), "{message}");
+
+    let url = daemon.url("/v1/mcp");
+    let session = crate::server_util::mcp_session(&c, &url).await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "docdex_search", "arguments": {"query": "session", "project_root": folder_s}}});
+    let body =
+        crate::server_util::mcp_post(&c, &url, Some(&session), &call).send().await.unwrap().text().await.unwrap();
+    assert!(body.contains("isError") && body.contains(&format!("name {root_s} as the repository")), "{body}");
+    assert!(!body.contains("docdex_index"), "{body}");
+}
