@@ -474,9 +474,21 @@ pub fn bench_queries() -> &'static [&'static str] {
     bench::QUERIES
 }
 
+/// The command line, parsed as `Cli::parse` does. The clap command tree it is parsed with is
+/// never dropped: a process parses once and exits soon after, and freeing the tree of every
+/// subcommand and argument cost a one-shot search about 0.6M instructions (docs/PERFORMANCE.md).
+fn parse_command_line() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut command = Cli::command();
+    let parsed = command.try_get_matches_from_mut(std::env::args_os()).and_then(|m| Cli::from_arg_matches(&m));
+    let cli = parsed.unwrap_or_else(|e| e.format(&mut command).exit());
+    std::mem::forget(command);
+    cli
+}
+
 /// Entry point for both binaries.
 pub fn main() -> ExitCode {
-    let mut cli = Cli::parse();
+    let mut cli = parse_command_line();
     if cli.command.is_none() {
         if !tui::interactive() {
             use clap::CommandFactory;
