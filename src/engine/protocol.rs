@@ -49,7 +49,7 @@ pub use super::libs::types::*;
 pub use super::llm::advice::{missing_model_advice, setup_by_hand};
 pub use super::llm::models::{CatalogModel, ListedModel, LlmListResponse};
 pub use super::llm::setup::{LlmSetupReport, LlmSetupRequest, SetupModel};
-pub use super::llm::{model_matches, ChatMessage, PullProgress, Role};
+pub use super::llm::{model_matches, ChatMessage, PullProgress, Role, Sampling};
 pub use super::memory::{
     MemoryDeleteResponse, MemoryHit, MemoryItem, MemoryListResponse, MemoryRecallRequest, MemoryRecallResponse,
     MemoryStoreRequest, MemoryStoreResponse, MAX_LIST as MAX_MEMORY_LIST, MAX_MEMORIES,

@@ -20,7 +20,7 @@ use super::openapi::{Operation, Routes};
 use super::state::AppState;
 use crate::engine::protocol::{
     AnswerStatus, CancelToken, ChatSource, ChatTrace, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest,
-    LlmOutcome, WebPolicy,
+    LlmOutcome, Sampling, WebPolicy,
 };
 use crate::engine::protocol::{ChatMessage, Role};
 use axum::extract::State;
@@ -63,18 +63,10 @@ pub struct ChatCompletionRequest {
     /// Cap on generated tokens (`max_completion_tokens` is accepted too).
     #[serde(default, alias = "max_completion_tokens")]
     pub max_tokens: Option<u32>,
-    /// Sampling temperature, 0 to 2 (the model server's default when absent).
-    #[serde(default)]
-    pub temperature: Option<f32>,
-    /// Nucleus sampling, 0 to 1 (the model server's default when absent).
-    #[serde(default)]
-    pub top_p: Option<f32>,
-    /// Penalty on tokens already present, -2 to 2 (the model server's default when absent).
-    #[serde(default)]
-    pub presence_penalty: Option<f32>,
-    /// Penalty by how often a token already came, -2 to 2 (the model server's default when absent).
-    #[serde(default)]
-    pub frequency_penalty: Option<f32>,
+    /// `temperature` (0 to 2), `top_p` (0 to 1) and the two penalties (-2 to 2), at the top
+    /// level of the body as OpenAI takes them.
+    #[serde(flatten)]
+    pub sampling: Sampling,
     /// `"auto"` or `"none"`: docdex calls no tools, so `"required"` or a named function (which
     /// would force a call) is refused.
     #[serde(default)]
@@ -115,28 +107,6 @@ fn stop_sequences(stop: Option<&Value>) -> Result<Vec<String>, ApiError> {
         return Err(bad());
     }
     Ok(list)
-}
-
-/// The sampling fields, each checked against OpenAI's range, onto the turn: an out-of-range
-/// value is refused, as OpenAI refuses it, rather than sent to a model server that may not.
-fn sampling(body: &ChatCompletionRequest, req: &mut ChatTurnRequest) -> Result<(), ApiError> {
-    let fields = [
-        ("temperature", body.temperature, 0.0..=2.0),
-        ("top_p", body.top_p, 0.0..=1.0),
-        ("presence_penalty", body.presence_penalty, -2.0..=2.0),
-        ("frequency_penalty", body.frequency_penalty, -2.0..=2.0),
-    ];
-    for (name, value, range) in fields {
-        if let Some(v) = value.filter(|v| !range.contains(v)) {
-            let (lo, hi) = (range.start(), range.end());
-            return Err(ApiError::bad_request(format!("{name} {v} is out of range: use {lo} to {hi}")));
-        }
-    }
-    req.temperature = body.temperature;
-    req.top_p = body.top_p;
-    req.presence_penalty = body.presence_penalty;
-    req.frequency_penalty = body.frequency_penalty;
-    Ok(())
 }
 
 /// OpenAI's `tool_choice`: absent, `"auto"` or `"none"` are what docdex does (it calls no
@@ -478,7 +448,10 @@ pub fn turn_request(body: &ChatCompletionRequest, headers: &HeaderMap) -> Result
             "n = {n}: docdex gives one answer per request; leave `n` out (or 1) and send another request for another answer"
         )));
     }
-    sampling(body, &mut req)?;
+    // An out-of-range value is refused, as OpenAI refuses it, rather than sent to a model
+    // server that may not.
+    body.sampling.check()?;
+    req.sampling = body.sampling;
     tool_choice(body.tool_choice.as_ref())?;
     req.format = answer_format(body.response_format.as_ref())?;
     req.stop = stop_sequences(body.stop.as_ref())?;
@@ -1104,6 +1077,21 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
+    /// `temperature`, `top_p` and the penalties are one `Sampling` in the code but stay at the
+    /// body's top level, in the published schema (which the unknown-field check reads) as in
+    /// what is read.
+    #[test]
+    fn sampling_fields_stay_at_the_top_level_of_the_body() {
+        let schema = schemars::schema_for!(ChatCompletionRequest).to_value();
+        for field in ["temperature", "top_p", "presence_penalty", "frequency_penalty"] {
+            assert_eq!(schema["properties"][field]["type"], json!(["number", "null"]), "{field}: {schema}");
+        }
+        assert!(schema["properties"].get("sampling").is_none(), "{schema}");
+        let b = body(json!({"messages": [{"role": "user", "content": "hi"}], "top_p": 0.5, "frequency_penalty": -1}));
+        let turn = turn_request(&b, &HeaderMap::new()).unwrap();
+        assert_eq!(turn.sampling, Sampling { top_p: Some(0.5), frequency_penalty: Some(-1.0), ..Sampling::default() });
+    }
+
     #[test]
     fn an_image_alone_is_named_as_unread_not_as_empty() {
         let image = json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}});
@@ -1207,7 +1195,7 @@ mod tests {
         let b = body(json!({"messages": [{"role": "user", "content": "q"}], "n": 1, "temperature": 0,
             "response_format": {"type": "json_schema", "json_schema": {"name": "where", "schema": schema}}}));
         let req = turn_request(&b, &h).unwrap();
-        assert_eq!((req.temperature, req.format), (Some(0.0), Some(schema)));
+        assert_eq!((req.sampling.temperature, req.format), (Some(0.0), Some(schema)));
         let b =
             body(json!({"messages": [{"role": "user", "content": "q"}], "response_format": {"type": "json_object"}}));
         assert_eq!(turn_request(&b, &h).unwrap().format, Some(json!("json")));

@@ -4,8 +4,8 @@
 
 use crate::util::{dead_url, git, git_commit_all, llm_config, stuck_server, write, Env};
 use docdex::engine::protocol::{
-    AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, MemoryStoreRequest, NodeKind, Slot,
-    StepStatus, WebPolicy,
+    AnswerStatus, ChatTurnEvent, ChatTurnRequest, ChatTurnResponse, DiffRequest, MemoryStoreRequest, NodeKind,
+    Sampling, Slot, StepStatus, WebPolicy,
 };
 use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use docdex::Engine;
@@ -869,10 +869,12 @@ fn temperature_stop_and_answer_format_reach_the_model_server() {
     for (provider, openai_only) in [("ollama", false), ("openai", true)] {
         let c = Chat::with_provider(provider, FakeOllamaOptions { openai_only, ..Default::default() }, "");
         let ask = ChatTurnRequest {
-            temperature: Some(0.0),
-            top_p: Some(0.5),
-            presence_penalty: Some(1.0),
-            frequency_penalty: Some(-0.5),
+            sampling: Sampling {
+                temperature: Some(0.0),
+                top_p: Some(0.5),
+                presence_penalty: Some(1.0),
+                frequency_penalty: Some(-0.5),
+            },
             format: Some(schema.clone()),
             stop: vec!["\n\n".into(), "END".into()],
             ..q("where are sessions kept?")

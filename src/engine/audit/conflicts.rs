@@ -15,7 +15,7 @@ use super::types::*;
 use super::{check_unit, indexed_files, line_starts, lines, map_files, round3, score_pairs, MAX_PAIRS};
 use crate::engine::cancel::CancelToken;
 use crate::engine::index::files::FileClass;
-use crate::engine::llm::{ChatMessage, ChatRequest, Role};
+use crate::engine::llm::{ChatMessage, ChatRequest, Role, Sampling};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use std::collections::HashSet;
@@ -149,8 +149,12 @@ impl Engine {
         let mut messages = vec![ChatMessage::new(Role::System, SYSTEM), ChatMessage::new(Role::User, user)];
         // Documentation may hold secrets: a model off this machine gets them masked.
         crate::engine::privacy::guard_messages(provider.base_url(), messages.iter_mut().map(|m| &mut m.content));
-        let req =
-            ChatRequest { messages, max_tokens: Some(EXPLAIN_TOKENS), temperature: Some(0.0), ..Default::default() };
+        let req = ChatRequest {
+            messages,
+            max_tokens: Some(EXPLAIN_TOKENS),
+            sampling: Sampling::temperature(0.0),
+            ..Default::default()
+        };
         let reply = self.stream_chat(req, &mut |_| ControlFlow::Continue(()))?;
         let text = reply.text.split_whitespace().collect::<Vec<_>>().join(" ");
         if text.is_empty() {

@@ -54,6 +54,56 @@ impl ChatMessage {
     }
 }
 
+/// How the model samples its answer: the fields a model call ([`ChatRequest`]), a chat turn
+/// (`ChatTurnRequest`) and the OpenAI-compatible body (`POST /v1/chat/completions`) all carry,
+/// declared once and flattened into each, so the JSON keeps them at its top level (`"top_p":
+/// 0.5`, not `"sampling": {...}`). Each is the model server's default when `None`; Ollama takes
+/// them as `options.<name>`, an OpenAI-compatible server by the same names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Sampling {
+    /// Sampling temperature, 0 to 2 (the model server's default when absent).
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// Nucleus sampling, 0 to 1 (the model server's default when absent).
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    /// Penalty on tokens already present, -2 to 2 (the model server's default when absent).
+    #[serde(default)]
+    pub presence_penalty: Option<f32>,
+    /// Penalty by how often a token already came, -2 to 2 (the model server's default when absent).
+    #[serde(default)]
+    pub frequency_penalty: Option<f32>,
+}
+
+impl Sampling {
+    /// Only `temperature`, as a one-off model call sets it (`0.0` for a repeatable answer).
+    pub fn temperature(t: f32) -> Sampling {
+        Sampling { temperature: Some(t), ..Sampling::default() }
+    }
+
+    /// Each field set, by its name, with the range OpenAI takes for it.
+    pub fn fields(&self) -> [(&'static str, Option<f32>, std::ops::RangeInclusive<f32>); 4] {
+        [
+            ("temperature", self.temperature, 0.0..=2.0),
+            ("top_p", self.top_p, 0.0..=1.0),
+            ("presence_penalty", self.presence_penalty, -2.0..=2.0),
+            ("frequency_penalty", self.frequency_penalty, -2.0..=2.0),
+        ]
+    }
+
+    /// Refuses a value outside OpenAI's range (`BadRequest` naming the field and the range),
+    /// rather than sending it to a model server that may not refuse it.
+    pub fn check(&self) -> Result<()> {
+        for (name, value, range) in self.fields() {
+            if let Some(v) = value.filter(|v| !range.contains(v)) {
+                let (lo, hi) = (range.start(), range.end());
+                return Err(Error::BadRequest(format!("{name} {v} is out of range: use {lo} to {hi}")));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A chat completion request.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ChatRequest {
@@ -63,20 +113,9 @@ pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     /// Upper bound on generated tokens (`[llm] max_answer_tokens` when `None`).
     pub max_tokens: Option<u32>,
-    /// Sampling temperature (provider default when `None`).
-    pub temperature: Option<f32>,
-    /// Nucleus sampling, 0 to 1 (Ollama `options.top_p`, OpenAI `top_p`); the provider's
-    /// default when `None`.
-    #[serde(default)]
-    pub top_p: Option<f32>,
-    /// Penalty on tokens already present, -2 to 2 (Ollama `options.presence_penalty`, OpenAI
-    /// `presence_penalty`); the provider's default when `None`.
-    #[serde(default)]
-    pub presence_penalty: Option<f32>,
-    /// Penalty by how often a token already came, -2 to 2 (Ollama
-    /// `options.frequency_penalty`, OpenAI `frequency_penalty`); the provider's default when `None`.
-    #[serde(default)]
-    pub frequency_penalty: Option<f32>,
+    /// Temperature, `top_p` and the two penalties, at the top level of the JSON.
+    #[serde(flatten)]
+    pub sampling: Sampling,
     /// The context window to run the model with, in tokens (Ollama's `num_ctx`; servers that
     /// fix it at load time ignore it). The server's default when `None`.
     #[serde(default)]
@@ -194,5 +233,33 @@ pub fn build_provider(cfg: &LlmConfig) -> Result<Arc<dyn Provider>> {
             }
             Ok(Arc::new(ollama::OllamaProvider::new(cfg)?))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The sampling fields are one struct in the code and stay at the top level of a request's
+    /// JSON both ways, as they were when each request declared its own.
+    #[test]
+    fn sampling_stays_flat_on_the_wire() {
+        let sampling = Sampling { top_p: Some(0.5), ..Sampling::temperature(0.25) };
+        let v = serde_json::to_value(ChatRequest { sampling, ..Default::default() }).unwrap();
+        assert_eq!((v["temperature"].as_f64(), v["top_p"].as_f64()), (Some(0.25), Some(0.5)), "{v}");
+        assert!(v["presence_penalty"].is_null() && v.get("sampling").is_none(), "{v}");
+        let back: ChatRequest = serde_json::from_value(v).unwrap();
+        assert_eq!(back.sampling, sampling);
+        let read: ChatRequest =
+            serde_json::from_value(json!({"model": "m", "messages": [], "frequency_penalty": -2})).unwrap();
+        assert_eq!(read.sampling, Sampling { frequency_penalty: Some(-2.0), ..Sampling::default() });
+    }
+
+    #[test]
+    fn sampling_out_of_range_names_the_field_and_its_range() {
+        assert!(Sampling { temperature: Some(2.0), top_p: Some(0.0), ..Sampling::default() }.check().is_ok());
+        let bad = Sampling { presence_penalty: Some(-3.0), ..Sampling::default() }.check().unwrap_err();
+        assert_eq!(bad.to_string(), "presence_penalty -3 is out of range: use -2 to 2");
     }
 }

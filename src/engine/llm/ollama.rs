@@ -117,10 +117,10 @@ fn to_ollama(m: &super::ChatMessage) -> OllamaMessage {
 /// The body of a streamed `/api/chat` request.
 fn chat_body(req: &ChatRequest, model: &str, max_tokens: u32) -> Result<Value> {
     let mut options = ModelOptions::default().num_predict(max_tokens.min(i32::MAX as u32) as i32);
-    if let Some(t) = req.temperature {
+    if let Some(t) = req.sampling.temperature {
         options = options.temperature(t);
     }
-    if let Some(p) = req.top_p {
+    if let Some(p) = req.sampling.top_p {
         options = options.top_p(p);
     }
     if let Some(n) = req.context_tokens {
@@ -135,7 +135,9 @@ fn chat_body(req: &ChatRequest, model: &str, max_tokens: u32) -> Result<Value> {
         serde_json::to_value(&request).map_err(|e| Error::Upstream(format!("encoding a chat request: {e}")))?;
     body["stream"] = Value::Bool(true);
     // Ollama's options take both penalties; ollama-rs's `ModelOptions` has no setter for them.
-    for (key, value) in [("presence_penalty", req.presence_penalty), ("frequency_penalty", req.frequency_penalty)] {
+    let penalties =
+        [("presence_penalty", req.sampling.presence_penalty), ("frequency_penalty", req.sampling.frequency_penalty)];
+    for (key, value) in penalties {
         if let (Some(v), Some(options)) = (value, body.get_mut("options").and_then(Value::as_object_mut)) {
             options.insert(key.into(), serde_json::json!(v));
         }

@@ -243,13 +243,7 @@ impl Provider for OpenAiProvider {
                 "stream_options": {"include_usage": true},
                 "max_tokens": req.max_tokens.unwrap_or(self.max_tokens),
             });
-            let sampling = [
-                ("temperature", req.temperature),
-                ("top_p", req.top_p),
-                ("presence_penalty", req.presence_penalty),
-                ("frequency_penalty", req.frequency_penalty),
-            ];
-            for (key, value) in sampling {
+            for (key, value, _) in req.sampling.fields() {
                 if let Some(v) = value {
                     body[key] = json!(v);
                 }

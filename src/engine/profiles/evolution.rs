@@ -20,7 +20,7 @@ use super::store;
 use super::types::*;
 use crate::engine::dag::{DagStore, NodeKind};
 use crate::engine::fsutil::now_ms;
-use crate::engine::llm::{ChatMessage, ChatRequest, Role};
+use crate::engine::llm::{ChatMessage, ChatRequest, Role, Sampling};
 use crate::engine::repos::RepoRef;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -528,10 +528,7 @@ impl Engine {
             model: String::new(),
             messages: messages.to_vec(),
             max_tokens: Some(DECISION_TOKENS),
-            temperature: Some(0.0),
-            top_p: None,
-            presence_penalty: None,
-            frequency_penalty: None,
+            sampling: Sampling::temperature(0.0),
             context_tokens: None,
             format: Some(decision_schema()),
             stop: Vec::new(),

@@ -4,7 +4,7 @@
 //! field means the same thing on every surface.
 
 use crate::engine::cancel::CancelToken;
-use crate::engine::llm::ChatMessage;
+use crate::engine::llm::{ChatMessage, Sampling};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -80,18 +80,10 @@ pub struct ChatTurnRequest {
     /// language, format, tone), added to docdex's in the system message and never dropped.
     #[serde(default)]
     pub instructions: Option<String>,
-    /// Sampling temperature for the answer (the model server's default when absent).
-    #[serde(default)]
-    pub temperature: Option<f32>,
-    /// Nucleus sampling for the answer, 0 to 1 (the model server's default when absent).
-    #[serde(default)]
-    pub top_p: Option<f32>,
-    /// Presence penalty for the answer, -2 to 2 (the model server's default when absent).
-    #[serde(default)]
-    pub presence_penalty: Option<f32>,
-    /// Frequency penalty for the answer, -2 to 2 (the model server's default when absent).
-    #[serde(default)]
-    pub frequency_penalty: Option<f32>,
+    /// How the answer is sampled: `temperature`, `top_p` and the two penalties, at the top
+    /// level of the JSON (each the model server's default when absent).
+    #[serde(flatten)]
+    pub sampling: Sampling,
     /// The answer's shape: a JSON schema it must follow, or the string `"json"` for any JSON
     /// object; free text when absent (see [`ChatRequest::format`](crate::engine::llm::ChatRequest)).
     #[serde(default)]
