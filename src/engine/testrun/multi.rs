@@ -271,18 +271,7 @@ pub(super) fn merge(root: &Path, shares: Vec<(Detected, Share)>, timeout_secs: u
 
 /// Adds one runner's response to the merged one and gives its summary.
 fn absorb(resp: &mut RunTestsResponse, name: &str, r: RunTestsResponse, det: &Detected) -> RunnerResult {
-    let summary = RunnerResult {
-        runner: name.to_string(),
-        detected_by: det.why.clone(),
-        status: r.status,
-        exit_code: r.exit_code,
-        duration_ms: r.duration_ms,
-        passed: r.passed,
-        failed: r.failed,
-        skipped: r.skipped,
-        command: r.command.clone(),
-        not_run: None,
-    };
+    let summary = RunnerResult::of(name, det.why.clone(), &r, None);
     if resp.command.is_empty() {
         resp.command = r.command.clone();
     }
@@ -322,19 +311,11 @@ fn absorb(resp: &mut RunTestsResponse, name: &str, r: RunTestsResponse, det: &De
     summary
 }
 
+/// The share of a runner whose tests did not run: no counts, no command, `why` said.
 fn not_run(det: &Detected, why: String) -> RunnerResult {
-    RunnerResult {
-        runner: det.runner.name().to_string(),
-        detected_by: det.why.clone(),
-        status: TestStatus::NoTests,
-        exit_code: None,
-        duration_ms: 0.0,
-        passed: 0,
-        failed: 0,
-        skipped: 0,
-        command: Vec::new(),
-        not_run: Some(why),
-    }
+    let name = det.runner.name();
+    let nothing = RunTestsResponse::not_run(std::path::PathBuf::new(), name, det.why.clone());
+    RunnerResult::of(name, det.why.clone(), &nothing, Some(why))
 }
 
 /// The worst status of those that ran: timed out, failed, passed, else no tests.

@@ -129,6 +129,26 @@ pub struct RunnerResult {
     pub not_run: Option<String>,
 }
 
+impl RunnerResult {
+    /// `runner`'s share as `run`, its own response, reports it: status, exit code, time, counts
+    /// and (first) command; `not_run` says why its tests did not run, if they did not. The one
+    /// place a share is built, whether the runner ran or not.
+    pub fn of(runner: &str, detected_by: String, run: &RunTestsResponse, not_run: Option<String>) -> RunnerResult {
+        RunnerResult {
+            runner: runner.into(),
+            detected_by,
+            status: run.status,
+            exit_code: run.exit_code,
+            duration_ms: run.duration_ms,
+            passed: run.passed,
+            failed: run.failed,
+            skipped: run.skipped,
+            command: run.command.clone(),
+            not_run,
+        }
+    }
+}
+
 impl RunTestsResponse {
     /// A run of `runner` on `repo` before anything ran: no tests, no counts, nothing to say yet.
     pub fn not_run(repo: PathBuf, runner: &str, detected_by: String) -> RunTestsResponse {
@@ -173,4 +193,26 @@ pub struct TestRun {
     /// Its runner, in a run of several runners; absent in a run of one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A share is built one way: from the runner's response, counts and command copied, or from
+    /// a response of nothing run with the reason.
+    #[test]
+    fn a_runner_share_is_its_response_in_brief() {
+        let mut ran = RunTestsResponse::not_run(PathBuf::from("/r"), "cargo", "Cargo.toml at the root".into());
+        (ran.status, ran.exit_code, ran.duration_ms) = (TestStatus::Failed, Some(101), 12.5);
+        (ran.passed, ran.failed, ran.skipped, ran.command) = (3, 1, 2, vec!["cargo".into(), "test".into()]);
+        let share = RunnerResult::of("cargo", "Cargo.toml at the root".into(), &ran, None);
+        assert_eq!((share.status, share.exit_code, share.duration_ms), (TestStatus::Failed, Some(101), 12.5));
+        assert_eq!((share.passed, share.failed, share.skipped), (3, 1, 2));
+        assert_eq!((share.command.len(), share.not_run), (2, None));
+        let nothing = RunTestsResponse::not_run(PathBuf::new(), "go", "go.mod at the root".into());
+        let share = RunnerResult::of("go", "go.mod at the root".into(), &nothing, Some("go is not on PATH".into()));
+        assert_eq!((share.status, share.exit_code, share.passed + share.failed), (TestStatus::NoTests, None, 0));
+        assert_eq!((share.runner.as_str(), share.not_run.as_deref()), ("go", Some("go is not on PATH")));
+    }
 }
