@@ -1429,3 +1429,195 @@ fn a_js_package_and_go_modules_below_it_run_both_within_one_timeout() {
     assert_eq!(v["runners"][0]["status"].as_str(), Some("timed_out"), "{v}");
     assert_eq!(v["runners"][1]["not_run"].as_str(), Some("not started: the 3 s timeout had struck"), "{v}");
 }
+
+/// A cargo workspace of two members, `crates/alpha` (package `alpha-core`) and `crates/beta`,
+/// each with a passing unit test; beta has an integration test too.
+fn cargo_workspace(env: &Env) -> PathBuf {
+    let repo = env.repo("cargows");
+    write(&repo, "Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\nresolver = \"2\"\n");
+    for (dir, name) in [("crates/alpha", "alpha-core"), ("crates/beta", "beta")] {
+        write(
+            &repo,
+            &format!("{dir}/Cargo.toml"),
+            format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+        );
+        write(
+            &repo,
+            &format!("{dir}/src/lib.rs"),
+            "pub fn one() -> i32 {\n    1\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn one_is_one() {\n        assert_eq!(super::one(), 1);\n    }\n}\n",
+        );
+    }
+    write(&repo, "crates/beta/tests/api.rs", "#[test]\nfn api() {\n    assert_eq!(beta::one(), 1);\n}\n");
+    repo
+}
+
+#[test]
+fn a_target_in_a_cargo_workspace_member_runs_that_member_and_compile_errors_are_placed() {
+    // A target in a member ran the whole workspace; a build failure gave no file nor line.
+    let env = Env::new();
+    let repo = cargo_workspace(&env);
+    let target = env.dir.path().join("cargo-target");
+    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap())];
+    let (code, v) = run_tests(&env, &repo, &["--target", "crates/beta"], &vars);
+    assert_eq!((code, v["status"].as_str()), (0, Some("passed")), "{v}");
+    assert_eq!(v["command"], serde_json::json!(["cargo", "test", "--no-fail-fast", "-p", "beta"]), "{v}");
+    // beta's unit test and its integration test; alpha's did not run.
+    assert_eq!(v["passed"].as_u64(), Some(2), "{v}");
+    assert!(v["notes"].to_string().contains("workspace member crates/beta/ (package beta)"), "{v}");
+    let (code, v) = run_tests(&env, &repo, &["--target", "crates/beta/tests/api.rs"], &vars);
+    assert_eq!((code, v["passed"].as_u64()), (0, Some(1)), "{v}");
+    assert_eq!(v["command"], serde_json::json!(["cargo", "test", "--no-fail-fast", "-p", "beta", "--test", "api"]));
+
+    // alpha stops compiling: each error is a failure at its place, with the compiler's message.
+    write(
+        &repo,
+        "crates/alpha/src/lib.rs",
+        "pub fn one() -> i32 {\n    \"one\"\n}\n\npub fn two() -> i32 {\n    undefined_two()\n}\n",
+    );
+    let (code, v) = run_tests(&env, &repo, &[], &vars);
+    assert_eq!((code, v["status"].as_str()), (1, Some("failed")), "{v}");
+    let got: Vec<(String, Option<String>, Option<u64>, String)> = v["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let (name, file) = (f["name"].as_str().unwrap().to_string(), f["file"].as_str().map(str::to_string));
+            (name, file, f["line"].as_u64(), f["message"].as_str().unwrap().to_string())
+        })
+        .collect();
+    let alpha = Some("crates/alpha/src/lib.rs".to_string());
+    assert_eq!(
+        got,
+        [
+            ("alpha-core (lib)".to_string(), alpha.clone(), Some(2), "error[E0308]: mismatched types".to_string()),
+            (
+                "alpha-core (lib)".to_string(),
+                alpha,
+                Some(6),
+                "error[E0425]: cannot find function `undefined_two` in this scope".to_string()
+            ),
+        ],
+        "{v}"
+    );
+    assert_eq!(v["failed"].as_u64(), Some(2), "{v}");
+}
+
+#[test]
+fn a_cargo_run_killed_at_the_timeout_names_the_test_that_hangs() {
+    let env = Env::new();
+    let repo = env.repo("hangcrate");
+    write(&repo, "Cargo.toml", "[package]\nname = \"hang\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    write(
+        &repo,
+        "src/lib.rs",
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn a_quick() {}\n\n    #[test]\n    fn b_hangs() {\n        std::thread::sleep(std::time::Duration::from_secs(300));\n    }\n}\n",
+    );
+    let target = env.dir.path().join("cargo-target");
+    let built = std::process::Command::new("cargo")
+        .args(["test", "--no-run", "--quiet"])
+        .current_dir(&repo)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    // One test at a time: libtest prints `test tests::b_hangs ... ` as it starts.
+    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap()), ("RUST_TEST_THREADS", "1")];
+    let (code, v) = run_tests(&env, &repo, &["--timeout", "8"], &vars);
+    assert_eq!(
+        (code, v["status"].as_str(), v["passed"].as_u64(), v["failed"].as_u64()),
+        (1, Some("timed_out"), Some(1), Some(1)),
+        "{v}"
+    );
+    assert_eq!(v["failures"][0]["name"], "tests::b_hangs", "{v}");
+    assert_eq!(v["failures"][0]["message"], "timed out after 8 s while running tests::b_hangs", "{v}");
+    // Several at a time, libtest names none before 60 s: a note says so.
+    let vars = [("CARGO_TARGET_DIR", target.to_str().unwrap())];
+    let (_, v) = run_tests(&env, &repo, &["--timeout", "5"], &vars);
+    assert_eq!((v["status"].as_str(), v["failures"].as_array().map(Vec::len)), (Some("timed_out"), Some(0)), "{v}");
+    assert!(v["notes"].to_string().contains("libtest running several tests at a time names one only"), "{v}");
+}
+
+#[test]
+fn go_directory_targets_take_subpackages_printed_announcements_are_text_and_a_hang_is_named() {
+    if !have_go() {
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("godirs");
+    write(&repo, "go.mod", "module example.com/godirs\n\ngo 1.19\n");
+    // TestReal prints a fake announcement and result; TestBad fails, so the package line is FAIL.
+    write(
+        &repo,
+        "pkg/a_test.go",
+        "package pkg\n\nimport (\n\t\"fmt\"\n\t\"testing\"\n)\n\nfunc TestReal(t *testing.T) {\n\tfmt.Println(\"=== RUN   TestFake\")\n\tfmt.Println(\"--- FAIL: TestFake (0.00s)\")\n}\n\nfunc TestBad(t *testing.T) { t.Error(\"bad\") }\n",
+    );
+    write(
+        &repo,
+        "pkg/sub/b_test.go",
+        "package sub\n\nimport \"testing\"\n\nfunc TestSub(t *testing.T) { t.Error(\"sub fails\") }\n",
+    );
+    write(
+        &repo,
+        "hang/h_test.go",
+        "package hang\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestQuick(t *testing.T) {}\n\nfunc TestHang(t *testing.T) {\n\tt.Run(\"slow\", func(t *testing.T) { time.Sleep(300 * time.Second) })\n}\n",
+    );
+    let gocache = env.dir.path().join("gocache");
+    let vars = [("GOPROXY", "off"), ("GOTOOLCHAIN", "local"), ("GOCACHE", gocache.to_str().unwrap())];
+    let (code, v) = run_tests(&env, &repo, &["--target", "pkg"], &vars);
+    assert_eq!((code, v["status"].as_str()), (1, Some("failed")), "{v}");
+    assert_eq!(v["command"], serde_json::json!(["go", "test", "-v", "./pkg/..."]), "{v}");
+    assert_eq!((v["passed"].as_u64(), v["failed"].as_u64()), (Some(1), Some(2)), "{v}");
+    assert_eq!(
+        failures(&v),
+        [
+            ("TestBad".to_string(), Some("pkg/a_test.go".to_string()), Some(13)),
+            ("TestSub".to_string(), Some("pkg/sub/b_test.go".to_string()), Some(5)),
+        ],
+        "{v}"
+    );
+    // A file stays its own package.
+    let (_, v) = run_tests(&env, &repo, &["--target", "pkg/a_test.go"], &vars);
+    assert_eq!(v["command"], serde_json::json!(["go", "test", "-v", "./pkg"]), "{v}");
+
+    // Built first, so the timeout is spent running.
+    let built = std::process::Command::new("go")
+        .args(["test", "-run", "NONE", "./hang"])
+        .current_dir(&repo)
+        .env("GOCACHE", &gocache)
+        .env("GOPROXY", "off")
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let (code, v) = run_tests(&env, &repo, &["--target", "hang", "--timeout", "10"], &vars);
+    assert_eq!((code, v["status"].as_str(), v["passed"].as_u64()), (1, Some("timed_out"), Some(1)), "{v}");
+    assert_eq!(failures(&v), [("TestHang/slow".to_string(), None, None)], "{v}");
+    assert_eq!(v["failures"][0]["message"], "timed out after 10 s while running TestHang/slow", "{v}");
+}
+
+#[test]
+fn a_pytest_run_killed_at_the_timeout_names_the_test_it_was_in() {
+    let Some(venv) = pytest_venv() else { return };
+    let env = Env::new();
+    let repo = env.repo("pyhang");
+    write(&repo, "pyproject.toml", "[project]\nname = \"fixture\"\nversion = \"0.1.0\"\n");
+    write(
+        &repo,
+        "tests/test_hang.py",
+        "import time\n\n\ndef test_quick():\n    pass\n\n\ndef test_sleeps():\n    time.sleep(300)\n",
+    );
+    std::os::unix::fs::symlink(&venv, repo.join(".venv")).unwrap();
+    // Default output names the file and the test's place in it.
+    let (code, v) = run_tests(&env, &repo, &["--timeout", "8"], &[]);
+    assert_eq!((code, v["status"].as_str()), (1, Some("timed_out")), "{v}");
+    assert_eq!(failures(&v), [("tests/test_hang.py".to_string(), Some("tests/test_hang.py".to_string()), None)]);
+    assert_eq!(
+        v["failures"][0]["message"],
+        "timed out after 8 s while running the 2nd test of tests/test_hang.py (pytest -v would name it)",
+        "{v}"
+    );
+    // With -v (the user's addopts) it names the node id.
+    write(&repo, "pytest.ini", "[pytest]\naddopts = -v\n");
+    let (_, v) = run_tests(&env, &repo, &["--timeout", "8"], &[]);
+    assert_eq!(v["failures"][0]["name"], "tests/test_hang.py::test_sleeps", "{v}");
+    assert_eq!(v["failures"][0]["message"], "timed out after 8 s while running tests/test_hang.py::test_sleeps", "{v}");
+}

@@ -13,7 +13,9 @@
 //! results are merged (`multi`).
 
 mod affected;
+mod cargo;
 mod group;
+mod hung;
 mod multi;
 mod parse;
 mod pytest_config;
@@ -304,7 +306,7 @@ fn command(
             cmd.extend(targets.iter().cloned());
             cmd
         }
-        Runner::Cargo => cargo_command(targets, notes),
+        Runner::Cargo => cargo::command(root, targets, notes),
         Runner::Go => go_command(root, targets),
         Runner::Node => {
             let mut cmd = vec![s("node"), s("--test"), s("--test-reporter=tap")];
@@ -513,49 +515,10 @@ fn pytest_report_args(opts: &[String]) -> Vec<String> {
     args
 }
 
-/// `cargo test --no-fail-fast`, narrowed to integration test targets (`tests/x.rs`) or the
-/// library and a module filter (`src/a/b.rs` runs `--lib a::b::`); anything else runs all.
-fn cargo_command(targets: &[String], notes: &mut Vec<String>) -> Vec<String> {
-    let s = |x: &str| x.to_string();
-    // cargo stops at the first failing test binary by default, and the counts would
-    // then read as if the rest had run; the other runners already run everything.
-    let mut cmd = vec![s("cargo"), s("test"), s("--no-fail-fast")];
-    let mut lib = false;
-    let mut filter: Option<String> = None;
-    for t in targets {
-        let parts: Vec<&str> = t.trim_end_matches('/').split('/').collect();
-        match parts.as_slice() {
-            ["tests", file] if file.ends_with(".rs") => {
-                cmd.extend([s("--test"), file.trim_end_matches(".rs").to_string()]);
-            }
-            ["tests", name, "main.rs"] => cmd.extend([s("--test"), name.to_string()]),
-            ["tests"] => cmd.push(s("--tests")),
-            ["src", rest @ ..] if t.ends_with(".rs") => {
-                lib = true;
-                let module: Vec<&str> = rest
-                    .iter()
-                    .map(|p| p.trim_end_matches(".rs"))
-                    .filter(|p| !matches!(*p, "lib" | "main" | "mod"))
-                    .collect();
-                if !module.is_empty() && targets.len() == 1 {
-                    filter = Some(format!("{}::", module.join("::")));
-                }
-            }
-            _ => notes.push(format!("cargo cannot run {t} alone: running the whole suite")),
-        }
-    }
-    if lib {
-        cmd.push(s("--lib"));
-    }
-    if let Some(f) = filter {
-        cmd.push(f);
-    }
-    cmd
-}
-
-/// `go test -v` over the packages (folders) that hold the targets, `./...` with none. Without
-/// `-v` a passing package prints only `ok  pkg 0.01s`: its tests went uncounted (a green run
-/// read "0 passed").
+/// `go test -v` over the packages (folders) that hold the targets, `./...` with none: a file is
+/// its own package, a directory its package and every one below it (`./pkg/...`; it ran
+/// `./pkg` alone, and a failing subpackage went unseen). Without `-v` a passing package prints
+/// only `ok  pkg 0.01s`: its tests went uncounted (a green run read "0 passed").
 fn go_command(root: &Path, targets: &[String]) -> Vec<String> {
     let s = |x: &str| x.to_string();
     let mut cmd = vec![s("go"), s("test"), s("-v")];
@@ -564,12 +527,10 @@ fn go_command(root: &Path, targets: &[String]) -> Vec<String> {
     }
     let mut pkgs: Vec<String> = Vec::new();
     for t in targets {
-        let dir = if root.join(t).is_dir() {
-            t.trim_end_matches('/')
-        } else {
-            t.rsplit_once('/').map(|(d, _)| d).unwrap_or(".")
-        };
-        let pkg = if dir == "." || dir.is_empty() { s(".") } else { format!("./{dir}") };
+        let tree = root.join(t).is_dir();
+        let dir = if tree { t.trim_end_matches('/') } else { t.rsplit_once('/').map(|(d, _)| d).unwrap_or(".") };
+        let dir = if dir == "." || dir.is_empty() { s(".") } else { format!("./{}", dir.trim_start_matches("./")) };
+        let pkg = if tree { format!("{}/...", dir.trim_end_matches("/.")) } else { dir };
         if !pkgs.contains(&pkg) {
             pkgs.push(pkg);
         }
@@ -913,8 +874,18 @@ fn record_outcome(
     resp.failed = outcome.failed.max(outcome.failures.len() as u32);
     resp.skipped = outcome.skipped;
     resp.failures = outcome.failures;
+    if done.timed_out {
+        // The test that hangs, named (`hung`): the status alone did not say which.
+        let hung = hung::failures(&outcome.hung, timeout.as_secs());
+        if hung.is_empty() {
+            notes.extend(hung::unnamed(runner));
+        }
+        resp.failed += hung.len() as u32;
+        resp.failures.extend(hung);
+    }
     resp.output_tail = tail(&done.lines);
     resp.notes.extend(notes);
+    resp.notes.extend(outcome.notes);
     resp.notes.extend(done.notes);
 }
 

@@ -25,6 +25,11 @@ pub struct Outcome {
     pub counted: bool,
     /// The runner said it found no test (jest's `No tests found`, vitest's `No test files found`).
     pub none_found: bool,
+    /// The tests the output shows started and not finished (`hung`): when the run was killed at
+    /// its timeout, the test that hangs.
+    pub hung: Vec<super::hung::Running>,
+    /// What else the output says that the counts do not (compiler errors past those listed).
+    pub notes: Vec<String>,
 }
 
 /// Longest failure message kept, in characters (a TAP `error: |-` block is joined into one line).
@@ -36,7 +41,7 @@ fn re(cell: &'static OnceLock<Option<Regex>>, pattern: &str) -> Option<&'static 
 
 /// `path:line` at the end of a location (`/abs/x.test.js:5:3`, `src/lib.rs:10:5`), relative to
 /// `root` when it is inside it.
-fn location(loc: &str, root: &str) -> (Option<String>, Option<u32>) {
+pub(super) fn location(loc: &str, root: &str) -> (Option<String>, Option<u32>) {
     let loc = loc.trim().trim_matches(|c| c == '\'' || c == '"');
     let loc = loc.strip_prefix("file://").unwrap_or(loc);
     let mut parts = loc.rsplitn(3, ':');
@@ -112,6 +117,17 @@ pub fn cargo(out: &str, root: &str) -> Outcome {
             f.message = Some(message.clone()).filter(|m| !m.is_empty());
         }
     }
+    let (errors, more) = super::cargo::build_errors(out, root);
+    if !errors.is_empty() {
+        // Not "no test counts": no test ran because the tests did not build.
+        o.counted = true;
+        o.notes.push("the tests did not compile, so none ran: each compiler error is a failure".into());
+    }
+    o.failures.extend(errors);
+    if more > 0 {
+        o.notes.push(format!("{more} more compiler errors are not listed as failures: see the output"));
+    }
+    o.hung = super::hung::cargo(out);
     o
 }
 
@@ -221,6 +237,7 @@ pub fn pytest(out: &str, root: &str, run_dir: &str) -> Outcome {
         name.strip_prefix(&prefix).filter(|_| !run_dir.is_empty()).unwrap_or(name).to_string()
     };
     attach(&mut o.failures, &error_at, &errors, |f, d| d.title == format!("collecting {}", unplaced(&f.name)));
+    o.hung = super::hung::pytest(out, run_dir.trim_end_matches('/'));
     o
 }
 
@@ -625,6 +642,7 @@ pub fn go(out: &str, module: Option<&str>, src: Option<&Path>) -> Outcome {
     }
     o.counted = g.verbose;
     o.none_found = g.no_tests && !g.tested;
+    o.hung = super::hung::go(out);
     o
 }
 
@@ -656,6 +674,9 @@ struct GoRun {
     building: bool,
     /// The compiler's first error since a `# pkg` header.
     build_error: Option<(String, Option<u32>, String)>,
+    /// The top-level test running (announced or continued, not paused or ended): while it
+    /// runs, a top-level `=== RUN` is text it printed (`printed_run`).
+    active: Option<String>,
     /// Saw `=== RUN`: the counts are the whole run's (`-v`).
     verbose: bool,
     /// A package said `[no test files]` or `[no tests to run]`.
@@ -707,7 +728,9 @@ impl GoRun {
         if self.panic_line(line, t, top) {
             return;
         }
-        if let Some(name) = ["=== RUN ", "=== CONT ", "=== NAME "].iter().find_map(|p| t.strip_prefix(p)) {
+        if self.printed_run(t, top) {
+            // An announcement printed by the test running: its result line is no result either.
+        } else if let Some(name) = ["=== RUN ", "=== CONT ", "=== NAME "].iter().find_map(|p| t.strip_prefix(p)) {
             self.verbose |= t.starts_with("=== RUN ");
             if t.starts_with("=== RUN ") && top && !name.contains('/') {
                 self.announced.insert(name.trim().to_string());
@@ -858,6 +881,26 @@ impl GoRun {
         f.message = Some(p.message);
     }
 
+    /// Whether a top-level `=== RUN   X` is text the test running printed, not go's: go runs
+    /// top-level tests one at a time (a parallel one pauses until the others end), so a new one
+    /// is announced only when none runs. Tracks the top-level test running (`=== RUN`, `=== CONT`)
+    /// and its end (`=== PAUSE`, its result line).
+    fn printed_run(&mut self, t: &str, top: bool) -> bool {
+        let word = |p: &str| t.strip_prefix(p).map(|r| r.split_whitespace().next().unwrap_or_default().to_string());
+        if let Some(name) = word("=== RUN ").filter(|n| top && !n.contains('/')) {
+            if self.active.as_ref().is_some_and(|a| *a != name) {
+                return true;
+            }
+            self.active = Some(name);
+        } else if let Some(name) = word("=== CONT ").or_else(|| word("=== NAME ")).filter(|n| !n.contains('/')) {
+            self.active = Some(name);
+        } else if let Some(name) = ["=== PAUSE ", "--- PASS: ", "--- FAIL: ", "--- SKIP: "].iter().find_map(|p| word(p))
+        {
+            self.active = self.active.take().filter(|a| *a != name);
+        }
+        false
+    }
+
     /// Whether a top-level `--- PASS/FAIL/SKIP: name` line (with `-v`) is not go's: no running
     /// top-level test of that name was announced. Go's own ends the test's announcement.
     fn printed_result(&mut self, t: &str) -> bool {
@@ -903,6 +946,7 @@ impl GoRun {
         self.printed.clear();
         self.said.clear();
         self.announced.clear();
+        self.active = None;
         self.building = false;
         self.running = None;
         self.current = None;
@@ -1343,6 +1387,21 @@ mod tests {
         let o = go(plain, Some("example.com/m"), None);
         assert_eq!((o.failed, o.failures.len()), (1, 1));
         assert_eq!((o.failures[0].name.as_str(), o.failures[0].file.as_deref()), ("TestBad", Some("b/b_test.go")));
+    }
+
+    #[test]
+    fn a_go_announcement_a_running_test_prints_is_not_a_test() {
+        // Real go 1.19 `-v` output: TestReal prints a fake announcement and result; TestBad fails,
+        // so the package's `FAIL` line cannot say the printed failure was text.
+        let v = "=== RUN   TestReal\n=== RUN   TestFake\n--- FAIL: TestFake (0.00s)\n--- PASS: TestReal (0.00s)\n=== RUN   TestBad\n    a_test.go:13: bad\n--- FAIL: TestBad (0.00s)\nFAIL\nFAIL\texample.com/gf/pkg\t0.002s\nFAIL\n";
+        let o = go(v, Some("example.com/gf"), None);
+        assert_eq!((o.passed, o.failed), (1, 1));
+        let names: Vec<&str> = o.failures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["TestBad"]);
+        // Parallel tests paused and continued are go's own.
+        let par = "=== RUN   TestP1\n=== PAUSE TestP1\n=== RUN   TestP2\n=== PAUSE TestP2\n=== CONT  TestP1\n--- PASS: TestP1 (0.00s)\n=== CONT  TestP2\n--- FAIL: TestP2 (0.00s)\nFAIL\nFAIL\tm/p\t0.01s\n";
+        let o = go(par, Some("m"), None);
+        assert_eq!((o.passed, o.failed, o.failures[0].name.as_str()), (1, 1, "TestP2"));
     }
 
     #[test]

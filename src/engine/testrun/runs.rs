@@ -172,6 +172,8 @@ fn merged_outcome(outcomes: Vec<parse::Outcome>) -> parse::Outcome {
         all.failures.extend(o.failures);
         all.counted |= o.counted;
         all.none_found &= o.none_found;
+        all.hung.extend(o.hung);
+        all.notes.extend(o.notes);
     }
     all
 }
@@ -234,7 +236,11 @@ pub(super) fn run_parts(
             Err(e) => return Err(e),
             Ok(()) => None,
         };
-        let outcome = if absent.is_some() { parse::Outcome::default() } else { read(&text, &part.dir) };
+        let mut outcome = if absent.is_some() { parse::Outcome::default() } else { read(&text, &part.dir) };
+        if !done.timed_out {
+            // Started and never finished in a run that ended by itself: not the hung test.
+            outcome.hung.clear();
+        }
         runs.push(run_of(part, done.exit_code, &outcome));
         if parts.len() > 1 {
             all.lines.push(shown);

@@ -1,0 +1,286 @@
+//! cargo's side of `run-tests`: the `cargo test` command line for the targets (narrowed to a
+//! workspace member with `-p` when they lie in one: a target in `crates/alpha/` ran the whole
+//! workspace), and the compiler's errors when the tests do not build (the result had no file
+//! or line, only cargo's exit 101).
+
+use super::types::TestFailure;
+use std::path::Path;
+
+/// Compiler errors kept as failures, at most (a note counts the rest).
+pub(super) const MAX_BUILD_ERRORS: usize = 10;
+
+/// `cargo test --no-fail-fast`, narrowed to integration test targets (`tests/x.rs`) or the
+/// library and a module filter (`src/a/b.rs` runs `--lib a::b::`); anything else runs all.
+/// Targets inside a workspace member (`crates/alpha/tests/api.rs`) run that member alone
+/// (`-p alpha-core`, its name read from its `Cargo.toml`), the filters read relative to it.
+pub(super) fn command(root: &Path, targets: &[String], notes: &mut Vec<String>) -> Vec<String> {
+    let s = |x: &str| x.to_string();
+    // cargo stops at the first failing test binary by default, and the counts would
+    // then read as if the rest had run; the other runners already run everything.
+    let mut cmd = vec![s("cargo"), s("test"), s("--no-fail-fast")];
+    let members: Vec<Option<Member>> = targets.iter().map(|t| member_of(root, t)).collect();
+    let mut packages: Vec<Member> = Vec::new();
+    for m in members.iter().flatten() {
+        if !packages.contains(m) {
+            notes.push(format!(
+                "the target is in the workspace member {}/ (package {}): cargo ran that package alone (-p {})",
+                m.dir, m.name, m.name
+            ));
+            packages.push(m.clone());
+        }
+    }
+    // Targets of the root's own package beside members': `-p` of the members alone left it out.
+    let root_package = package_name(&root.join("Cargo.toml")).filter(|_| !packages.is_empty());
+    if let Some(name) = root_package.filter(|_| members.iter().any(Option::is_none)) {
+        packages.push(Member { dir: String::new(), name });
+    }
+    for p in &packages {
+        cmd.extend([s("-p"), p.name.clone()]);
+    }
+    // A filter means one thing in one package: targets in several run those packages whole.
+    if packages.len() > 1 {
+        notes.push(format!("the targets lie in {} packages: each ran whole", packages.len()));
+        return cmd;
+    }
+    let inside: Vec<String> = targets
+        .iter()
+        .zip(&members)
+        .map(|(t, m)| match m {
+            Some(m) => t.strip_prefix(&m.dir).unwrap_or(t).trim_start_matches('/').to_string(),
+            None => t.clone(),
+        })
+        .collect();
+    cmd.extend(filters(&inside, notes));
+    cmd
+}
+
+/// The target filters of `targets`, relative to their package's directory.
+fn filters(targets: &[String], notes: &mut Vec<String>) -> Vec<String> {
+    let s = |x: &str| x.to_string();
+    let mut args = Vec::new();
+    let mut lib = false;
+    let mut filter: Option<String> = None;
+    for t in targets {
+        let parts: Vec<&str> = t.trim_end_matches('/').split('/').collect();
+        match parts.as_slice() {
+            [""] => {} // the member's own directory: its whole suite
+            ["tests", file] if file.ends_with(".rs") => {
+                args.extend([s("--test"), file.trim_end_matches(".rs").to_string()]);
+            }
+            ["tests", name, "main.rs"] => args.extend([s("--test"), name.to_string()]),
+            ["tests"] => args.push(s("--tests")),
+            ["src", rest @ ..] if t.ends_with(".rs") => {
+                lib = true;
+                let module: Vec<&str> = rest
+                    .iter()
+                    .map(|p| p.trim_end_matches(".rs"))
+                    .filter(|p| !matches!(*p, "lib" | "main" | "mod"))
+                    .collect();
+                if !module.is_empty() && targets.len() == 1 {
+                    filter = Some(format!("{}::", module.join("::")));
+                }
+            }
+            _ => notes.push(format!("cargo cannot run {t} alone: running the whole suite")),
+        }
+    }
+    if lib {
+        args.push(s("--lib"));
+    }
+    args.extend(filter);
+    args
+}
+
+/// A workspace member: its repo-relative directory and its package name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Member {
+    dir: String,
+    name: String,
+}
+
+/// The workspace member holding `target`: the nearest directory below the root, at or above
+/// the target, whose `Cargo.toml` has a `[package]`, when the root's `Cargo.toml` is a
+/// workspace listing it (`members`, globs as `crates/*`, and not `exclude`d). A crate the
+/// workspace does not list (a fixture in `tests/fixtures/`) is no member: `-p` would not find it.
+fn member_of(root: &Path, target: &str) -> Option<Member> {
+    let path = target.split("::").next().unwrap_or(target).trim_end_matches('/');
+    let workspace = read_toml(&root.join("Cargo.toml"))?;
+    let ws = workspace.get("workspace")?;
+    let patterns = |key: &str| -> Vec<String> {
+        ws.get(key)
+            .and_then(|v| v.as_array())
+            .map(|a| a.iter().filter_map(|v| v.as_str()).map(|p| p.trim_matches('/').to_string()).collect())
+            .unwrap_or_default()
+    };
+    let (members, exclude) = (patterns("members"), patterns("exclude"));
+    let mut dir = if root.join(path).is_dir() { Some(path) } else { path.rsplit_once('/').map(|(d, _)| d) };
+    while let Some(d) = dir.filter(|d| !d.is_empty() && *d != ".") {
+        let d = d.trim_start_matches("./");
+        if let Some(name) = package_name(&root.join(d).join("Cargo.toml")) {
+            let listed = members.iter().any(|p| glob_match(p, d)) && !exclude.iter().any(|p| glob_match(p, d));
+            return listed.then(|| Member { dir: d.to_string(), name });
+        }
+        dir = d.rsplit_once('/').map(|(p, _)| p);
+    }
+    None
+}
+
+fn read_toml(path: &Path) -> Option<toml::Table> {
+    std::fs::read_to_string(path).ok()?.parse::<toml::Table>().ok()
+}
+
+/// `[package] name` of a manifest, when it has one.
+fn package_name(manifest: &Path) -> Option<String> {
+    let table = read_toml(manifest)?;
+    table.get("package")?.get("name")?.as_str().map(str::to_string)
+}
+
+/// Whether a workspace `members` pattern (`crates/*`, `tools/cli`, `lib?`) matches the
+/// repo-relative directory `dir`, segment by segment as cargo's globs do.
+fn glob_match(pattern: &str, dir: &str) -> bool {
+    let (p, d): (Vec<&str>, Vec<&str>) = (pattern.split('/').collect(), dir.split('/').collect());
+    p.len() == d.len() && p.iter().zip(&d).all(|(p, d)| segment_match(p.as_bytes(), d.as_bytes()))
+}
+
+/// One path segment against a pattern of `*` (any run) and `?` (any one byte).
+fn segment_match(p: &[u8], s: &[u8]) -> bool {
+    match (p.first(), s.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => segment_match(&p[1..], s) || (!s.is_empty() && segment_match(p, &s[1..])),
+        (Some(b'?'), Some(_)) => segment_match(&p[1..], &s[1..]),
+        (Some(a), Some(b)) if a == b => segment_match(&p[1..], &s[1..]),
+        _ => false,
+    }
+}
+
+/// The compiler's errors in `cargo test`'s output when the tests did not build: each
+/// `error[E0308]: mismatched types` (or `error: ...`) followed by its ` --> file:line:col`, one
+/// failure named after the crate that did not compile (`alpha-core (lib)`, from cargo's
+/// `could not compile` line), at its place (repo-relative), with the error as message. Read
+/// only before the first test binary runs: a test's own output (a trybuild UI test) may quote
+/// diagnostics. The same error of a crate's `lib` and `lib test` builds is one. At most
+/// `MAX_BUILD_ERRORS`; the second value counts the rest.
+pub(super) fn build_errors(out: &str, root: &str) -> (Vec<TestFailure>, usize) {
+    let mut found: Vec<TestFailure> = Vec::new();
+    let mut pending: Vec<TestFailure> = Vec::new();
+    let mut error: Option<String> = None;
+    for line in out.lines() {
+        if line.trim_start().starts_with("Running ") || line.trim_start().starts_with("Doc-tests ") {
+            break;
+        }
+        if let Some(loc) = line.trim_start().strip_prefix("--> ").filter(|_| line.starts_with(' ')) {
+            if let Some(message) = error.take() {
+                let (file, l) = super::parse::location(loc, root);
+                pending.push(TestFailure { name: String::new(), file, line: l, message: Some(message), runner: None });
+            }
+            continue;
+        }
+        error = None;
+        if line.starts_with("error[") || (line.starts_with("error: ") && !line.starts_with("error: could not compile"))
+        {
+            error = Some(line.trim().to_string());
+        } else if let Some(rest) = line.strip_prefix("error: could not compile `") {
+            let name = crate_of(rest);
+            for mut f in pending.drain(..) {
+                f.name = name.clone();
+                let same = |g: &TestFailure| g.file == f.file && g.line == f.line && g.message == f.message;
+                if !found.iter().any(same) {
+                    found.push(f);
+                }
+            }
+        }
+    }
+    // Killed before cargo named the crate: the errors still count.
+    for mut f in pending {
+        f.name = "the build".into();
+        found.push(f);
+    }
+    let more = found.len().saturating_sub(MAX_BUILD_ERRORS);
+    found.truncate(MAX_BUILD_ERRORS);
+    (found, more)
+}
+
+/// `alpha-core` (lib test)` from cargo's `could not compile `alpha-core` (lib test) due to 2
+/// previous errors` (past its opening backtick) as `alpha-core (lib test)`.
+fn crate_of(rest: &str) -> String {
+    let (name, after) = rest.split_once('`').unwrap_or((rest, ""));
+    match after.trim_start().strip_prefix('(').and_then(|a| a.split_once(')')) {
+        Some((kind, _)) => format!("{name} ({kind})"),
+        None => name.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// cargo 1.95's output for a workspace member whose library does not compile.
+    const BROKEN: &str = "   Compiling alpha-core v0.1.0 (/r/crates/alpha)\nerror[E0308]: mismatched types\n --> crates/alpha/src/lib.rs:1:23\n  |\n1 | pub fn one() -> i32 { \"x\" }\n  |                 ---   ^^^ expected `i32`, found `&str`\n\nerror[E0425]: cannot find function `undefined_fn` in this scope\n --> crates/alpha/src/lib.rs:2:26\n  |\n\nwarning: unused variable: `q`\n --> crates/alpha/src/lib.rs:2:18\n\nSome errors have detailed explanations: E0308, E0425.\nerror: could not compile `alpha-core` (lib) due to 2 previous errors\nwarning: build failed, waiting for other jobs to finish...\nerror[E0308]: mismatched types\n --> /r/crates/alpha/src/lib.rs:1:23\nerror: could not compile `alpha-core` (lib test) due to 2 previous errors\n";
+
+    #[test]
+    fn compile_errors_are_failures_at_their_place_once_each() {
+        let (found, more) = build_errors(BROKEN, "/r");
+        type Row<'a> = (&'a str, Option<&'a str>, Option<u32>, Option<&'a str>);
+        let got: Vec<Row> =
+            found.iter().map(|f| (f.name.as_str(), f.file.as_deref(), f.line, f.message.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                ("alpha-core (lib)", Some("crates/alpha/src/lib.rs"), Some(1), Some("error[E0308]: mismatched types")),
+                (
+                    "alpha-core (lib)",
+                    Some("crates/alpha/src/lib.rs"),
+                    Some(2),
+                    Some("error[E0425]: cannot find function `undefined_fn` in this scope")
+                ),
+            ]
+        );
+        assert_eq!(more, 0);
+        // A test's own output quoting a diagnostic is not a build error.
+        let ran = "     Running tests/ui.rs (target/debug/deps/ui-1)\nerror[E0308]: mismatched types\n --> tests/ui/a.rs:1:1\n";
+        assert!(build_errors(ran, "/r").0.is_empty());
+        let many: String = (1..=12).map(|i| format!("error: bad {i}\n --> src/lib.rs:{i}:1\n")).collect();
+        let (found, more) = build_errors(&many, "/r");
+        assert_eq!((found.len(), more, found[0].name.as_str()), (MAX_BUILD_ERRORS, 2, "the build"));
+    }
+
+    #[test]
+    fn workspace_member_globs_match_segment_by_segment() {
+        assert!(glob_match("crates/*", "crates/alpha"));
+        assert!(!glob_match("crates/*", "crates/alpha/sub"));
+        assert!(glob_match("tools/c?i", "tools/cli"));
+        assert!(glob_match("*-core", "alpha-core"));
+        assert!(!glob_match("crates/*", "other/alpha"));
+    }
+
+    #[test]
+    fn a_target_in_a_member_runs_that_package_with_its_filter() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let w = |p: &str, text: &str| {
+            std::fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+            std::fs::write(root.join(p), text).unwrap();
+        };
+        w("Cargo.toml", "[workspace]\nmembers = [\"crates/*\"]\nexclude = [\"crates/skip\"]\n");
+        w("crates/alpha/Cargo.toml", "[package]\nname = \"alpha-core\"\nversion = \"0.1.0\"\n");
+        w("crates/alpha/tests/api.rs", "");
+        w("crates/alpha/src/calc/mod.rs", "");
+        w("crates/skip/Cargo.toml", "[package]\nname = \"skip\"\n");
+        w("crates/skip/src/lib.rs", "");
+        let run = |targets: &[&str]| {
+            let targets: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+            let mut notes = Vec::new();
+            (command(root, &targets, &mut notes).join(" "), notes)
+        };
+        assert_eq!(run(&["crates/alpha/tests/api.rs"]).0, "cargo test --no-fail-fast -p alpha-core --test api");
+        assert_eq!(run(&["crates/alpha/src/calc/mod.rs"]).0, "cargo test --no-fail-fast -p alpha-core --lib calc::");
+        let (cmd, notes) = run(&["crates/alpha"]);
+        assert_eq!(cmd, "cargo test --no-fail-fast -p alpha-core");
+        assert_eq!(
+            notes,
+            ["the target is in the workspace member crates/alpha/ (package alpha-core): cargo ran that package alone (-p alpha-core)"]
+        );
+        // Excluded from the workspace: no package to name, the whole suite.
+        assert_eq!(run(&["crates/skip/src/lib.rs"]).0, "cargo test --no-fail-fast");
+        assert_eq!(run(&["tests/x.rs"]).0, "cargo test --no-fail-fast --test x");
+    }
+}
