@@ -767,9 +767,10 @@ fn a_class_comes_before_methods_that_share_its_name() {
     assert_eq!(first("Parse"), ("parse.py".into(), "Parse".into()));
 }
 
-/// Name parts are folded as search folds words: `cafe` finds `café_total`, `uberweisung`
-/// `überweisung`, Greek without its tonos the accented name, and an accented query the plain
-/// name, by their words (not as typos, which the fuzzy tier would forgive anyway).
+/// Name parts are folded as search folds words: `total cafe` finds `café_total`, Greek in
+/// capitals without its tonos the accented name, by their words (not as typos, which the fuzzy
+/// tier would forgive anyway); a query the folded name starts with or equals is a prefix or an
+/// exact match (`cafe` for `café_total`, `café` for `cafe_count`, `uberweisung` for `überweisung`).
 #[test]
 fn symbol_name_parts_are_accent_folded() {
     let env = Env::new();
@@ -787,11 +788,11 @@ fn symbol_name_parts_are_accent_folded() {
         let hit = hits.iter().find(|h| h.name == name).unwrap_or_else(|| panic!("{q:?} did not find {name}"));
         serde_json::to_value(hit.match_kind).unwrap().as_str().unwrap_or("").to_string()
     };
-    assert_eq!(kind("cafe", "café_total"), "word_part");
+    assert_eq!(kind("cafe", "café_total"), "prefix");
     assert_eq!(kind("total cafe", "café_total"), "word_part");
-    assert_eq!(kind("café", "cafe_count"), "word_part");
-    assert_eq!(kind("uberweisung", "überweisung"), "word_part");
-    assert_eq!(kind("λογος", "λόγος_μέτρο"), "word_part");
+    assert_eq!(kind("café", "cafe_count"), "prefix");
+    assert_eq!(kind("uberweisung", "überweisung"), "exact");
+    assert_eq!(kind("λογος", "λόγος_μέτρο"), "prefix");
     assert_eq!(kind("ΜΕΤΡΟ", "λόγος_μέτρο"), "word_part");
     // A store built before index schema 10 holds parts as written; an accented query still
     // meets them until the next index run rebuilds it.
@@ -800,6 +801,51 @@ fn symbol_name_parts_are_accent_folded() {
     conn.execute("UPDATE symbols SET parts = ' café total ' WHERE name = 'café_total'", []).unwrap();
     drop(conn);
     assert_eq!(kind("total café", "café_total"), "word_part");
+}
+
+/// Exact and prefix matches fold accents as the word-part tier does: `resume` is an exact match
+/// for `résumé` (it was a word-part one, below every plain name starting `resume`), `Resume` a
+/// prefix of `résumé_pdf`, `ecole` exact for `École` (an accent on the first letter), and an
+/// accented query meets the plain name; the name spelled as asked still comes first, and an
+/// ASCII query keeps its answers.
+#[test]
+fn exact_and_prefix_matches_fold_accents() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    write(
+        &repo,
+        "cv.py",
+        "def résumé():\n    pass\n\ndef résumé_pdf():\n    pass\n\n\
+         def resume_upload_handler():\n    pass\n\nclass École:\n    pass\n\ndef resume():\n    pass\n",
+    );
+    let engine = env.engine();
+    index(&engine, &repo);
+    let hits = |q: &str| -> Vec<(String, String)> {
+        let req = SymbolsRequest { query: Some(q.into()), limit: Some(50), ..Default::default() };
+        let results = engine.symbols(&repo, &req).expect("symbols").results;
+        let kind = |h: &docdex::engine::protocol::SymbolHit| serde_json::to_value(h.match_kind).unwrap();
+        results.iter().map(|h| (h.name.clone(), kind(h).as_str().unwrap_or("").to_string())).collect()
+    };
+    let kind_of = |q: &str, name: &str| -> String {
+        let found = hits(q);
+        found
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("{q:?} did not find {name}: {found:?}"))
+            .1
+            .clone()
+    };
+    assert_eq!(kind_of("resume", "résumé"), "exact");
+    assert_eq!(kind_of("Resume", "résumé_pdf"), "prefix");
+    assert_eq!(kind_of("ecole", "École"), "exact");
+    assert_eq!(kind_of("résumé", "resume"), "exact");
+    assert_eq!(kind_of("résumé", "resume_upload_handler"), "prefix");
+    // Both spellings are exact; the one spelled as asked comes first, and then the prefixes.
+    let names: Vec<String> = hits("resume").into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names[..2], ["resume".to_string(), "résumé".to_string()], "{names:?}");
+    assert_eq!(hits("résumé")[0].0, "résumé");
+    let at = |name: &str| names.iter().position(|n| n == name).unwrap();
+    assert!(at("résumé") < at("résumé_pdf"), "{names:?}");
 }
 
 /// A name with a German umlaut is found by its ae/oe/ue spelling too (`ueber` finds `über_x`), as
@@ -828,7 +874,8 @@ fn umlaut_names_are_found_by_their_written_out_spelling() {
     };
     assert_eq!(kind("ueber", "über_x"), "word_part");
     assert_eq!(kind("ueber_x", "über_x"), "word_part");
-    assert_eq!(kind("uber", "über_x"), "word_part");
+    // `uber` is what `über_x` folds to the start of: a prefix match, as `resume` is for `résumé`.
+    assert_eq!(kind("uber", "über_x"), "prefix");
     assert_eq!(kind("groesse", "größe_berechnen"), "word_part");
     assert_eq!(kind("Groesse berechnen", "größe_berechnen"), "word_part");
     let queue: Vec<String> =
@@ -847,7 +894,7 @@ fn umlaut_names_are_found_by_their_written_out_spelling() {
     assert!(old.results.iter().all(|h| h.name != "über_x" || !by_word(h)), "the older store has no spelling");
     let note = old.note.expect("a note on an older store");
     assert!(note.contains("docdex index --repo") && note.contains("ueber"), "{note}");
-    assert_eq!(kind("uber", "über_x"), "word_part", "the older store still answers");
+    assert_eq!(kind("uber", "über_x"), "prefix", "the older store still answers");
     index(&engine, &repo);
     assert_eq!(kind("ueber", "über_x"), "word_part");
     assert!(ask("ueber").note.is_none());

@@ -113,34 +113,24 @@ pub fn search(
     let mut seen: HashSet<i64> = HashSet::new();
     let mut tiers: Vec<(MatchKind, Vec<StoredSymbol>)> = Vec::new();
 
-    let mut params = vec![Value::Text(q.clone())];
-    let f = filter.sql(&mut params);
-    tiers.push((MatchKind::Exact, select(reader, &format!("s.norm = ?1{f}"), params, TIER_CAP)?));
-
-    let mut params = vec![Value::Text(q.clone()), Value::Text(format!("{q}\u{10FFFF}"))];
-    let f = filter.sql(&mut params);
-    tiers.push((MatchKind::Prefix, select(reader, &format!("s.norm > ?1 AND s.norm < ?2{f}"), params, TIER_CAP)?));
-
-    let words: Vec<(String, String)> = query
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .flat_map(crate::engine::analysis::identifier_part_spellings)
-        .collect();
-    if !words.is_empty() {
-        let mut params: Vec<Value> = Vec::new();
-        let mut conds = Vec::new();
-        for (folded, written) in &words {
-            // Parts are stored folded (`café_total` as ` cafe total `), so `cafe` finds it; a
-            // store built before index schema 10 holds them as written, until the next index run.
-            params.push(Value::Text(format!(" {folded}")));
-            let mut cond = format!("instr(s.parts, ?{}) > 0", params.len());
-            if written != folded {
-                params.push(Value::Text(format!(" {written}")));
-                cond = format!("({cond} OR instr(s.parts, ?{}) > 0)", params.len());
-            }
-            conds.push(cond);
-        }
+    let (mut exact, mut prefix) = (Vec::new(), Vec::new());
+    // The query as typed and, when it has accents, folded (`café` meets `cafe_count`).
+    let fq = fold_norm(&q);
+    for n in if fq == q { vec![&q] } else { vec![&q, &fq] } {
+        let mut params = vec![Value::Text(n.clone())];
         let f = filter.sql(&mut params);
-        tiers.push((MatchKind::WordPart, select(reader, &format!("{}{f}", conds.join(" AND ")), params, TIER_CAP)?));
+        exact.extend(select(reader, &format!("s.norm = ?1{f}"), params, TIER_CAP)?);
+        let mut params = vec![Value::Text(n.clone()), Value::Text(format!("{n}\u{10FFFF}"))];
+        let f = filter.sql(&mut params);
+        prefix.extend(select(reader, &format!("s.norm > ?1 AND s.norm < ?2{f}"), params, TIER_CAP)?);
+    }
+    let (folded_exact, folded_prefix) = accented_names(reader, &fq, filter)?;
+    exact.extend(folded_exact);
+    prefix.extend(folded_prefix);
+    tiers.push((MatchKind::Exact, exact));
+    tiers.push((MatchKind::Prefix, prefix));
+    if let Some(rows) = word_part_tier(reader, &query, filter)? {
+        tiers.push((MatchKind::WordPart, rows));
     }
 
     let mut hits: Vec<(u8, SymbolHit)> = Vec::new();
@@ -172,6 +162,89 @@ pub fn search(
             .then(a.line_start.cmp(&b.line_start))
     });
     Ok((hits.into_iter().take(limit).map(|(_, h)| h).collect(), total))
+}
+
+/// Names containing the query's words (every word starts one of the name's parts), `None` for a
+/// query without words.
+fn word_part_tier(reader: &SymbolReader, query: &str, filter: &SymbolFilter) -> Result<Option<Vec<StoredSymbol>>> {
+    let words: Vec<(String, String)> = query
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .flat_map(crate::engine::analysis::identifier_part_spellings)
+        .collect();
+    if words.is_empty() {
+        return Ok(None);
+    }
+    let mut params: Vec<Value> = Vec::new();
+    let mut conds = Vec::new();
+    for (folded, written) in &words {
+        // Parts are stored folded (`café_total` as ` cafe total `), so `cafe` finds it; a
+        // store built before index schema 10 holds them as written, until the next index run.
+        params.push(Value::Text(format!(" {folded}")));
+        let mut cond = format!("instr(s.parts, ?{}) > 0", params.len());
+        if written != folded {
+            params.push(Value::Text(format!(" {written}")));
+            cond = format!("({cond} OR instr(s.parts, ?{}) > 0)", params.len());
+        }
+        conds.push(cond);
+    }
+    let f = filter.sql(&mut params);
+    Ok(Some(select(reader, &format!("{}{f}", conds.join(" AND ")), params, TIER_CAP)?))
+}
+
+/// A normalized name folded as search folds words (`résumé` as `resume`); an ASCII one, the
+/// common case, is returned as it is, nothing to fold.
+fn fold_norm(n: &str) -> String {
+    if n.is_ascii() {
+        n.to_string()
+    } else {
+        crate::engine::analysis::fold(n)
+    }
+}
+
+/// The names with a letter beyond ASCII that equal the folded query `fq` once folded
+/// themselves, and those that start with it (`resume` meets `résumé` and `résumé_total`,
+/// `ecole` `école`), as the word-part tier meets folded parts: the exact and prefix tiers read
+/// `norm` as written, so `résumé` was no exact match for `resume`. Such a name agrees with `fq`
+/// up to its first letter beyond ASCII (ASCII folds to itself), so it lies in one of the `norm`
+/// index's ranges "`fq`'s first k letters, then a letter beyond ASCII": a seek per letter of
+/// the query, which finds nothing in an ASCII store, not a pass over the names.
+fn accented_names(
+    reader: &SymbolReader,
+    fq: &str,
+    filter: &SymbolFilter,
+) -> Result<(Vec<StoredSymbol>, Vec<StoredSymbol>)> {
+    if fq.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let ascii = fq.find(|c: char| !c.is_ascii()).unwrap_or(fq.len());
+    let err = reader.err();
+    let mut stmt = reader
+        .conn()
+        .prepare_cached("SELECT s.id, s.norm FROM symbols s WHERE s.norm >= ?1 AND s.norm < ?2")
+        .map_err(&err)?;
+    let mut matched: Vec<(i64, bool)> = Vec::new();
+    for k in 0..=ascii.min(fq.len().saturating_sub(1)) {
+        let head = &fq[..k];
+        let range = rusqlite::params![format!("{head}\u{80}"), format!("{head}\u{10FFFF}")];
+        let rows = stmt.query_map(range, |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))).map_err(&err)?;
+        for row in rows {
+            let (id, norm) = row.map_err(&err)?;
+            let folded = fold_norm(&norm);
+            if folded.starts_with(fq) && matched.len() < 2 * TIER_CAP {
+                matched.push((id, folded == fq));
+            }
+        }
+    }
+    drop(stmt);
+    let (mut exact, mut prefix) = (Vec::new(), Vec::new());
+    for (id, is_exact) in matched {
+        let mut params = vec![Value::Integer(id)];
+        let f = filter.sql(&mut params);
+        let rows = select(reader, &format!("s.id = ?1{f}"), params, 1)?;
+        let tier = if is_exact { &mut exact } else { &mut prefix };
+        tier.extend(rows);
+    }
+    Ok((exact, prefix))
 }
 
 /// Among equal scores: the name spelled as asked (case and all) first, and of those a type
