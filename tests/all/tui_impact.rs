@@ -237,11 +237,34 @@ fn a_watcher_batch_asks_again_when_shown_and_a_hidden_pane_when_it_is_shown() {
 }
 
 /// The diagram's rows and the key's rows of a screen: between the title and the selected node's
-/// line, and from the row after it to the bottom border.
+/// line, and from the row after it to the bottom border, less the risk line.
 fn diagram_and_key(screen: &str) -> (String, String) {
     let rows: Vec<&str> = screen.lines().collect();
     let node = rows.iter().rposition(|r| r.contains("▶ src/auth/session.rs")).expect("the node's line");
-    (rows[2..node].join(" "), rows[node + 1..rows.len() - 2].join(" "))
+    let key: Vec<&str> = rows[node + 1..rows.len() - 2].iter().copied().filter(|r| !r.starts_with("│risk:")).collect();
+    (rows[2..node].join(" "), key.join(" "))
+}
+
+/// Below 16 rows of pane the risk overlay still says what it marks: the risk line, cut to one
+/// row, above the key (it was left out, so a small terminal showed `⊘` with no word of the rule
+/// it breaks); with the overlay off the row goes back to the diagram.
+#[test]
+fn a_small_terminal_keeps_the_risk_line() {
+    let mut h = Harness::with("").started();
+    h.search("session");
+    h.ctrl('g');
+    h.answer_impact(tui_samples::ruled_graph());
+    for (w, hgt) in [(80, 19), (60, 16), (50, 12), (40, 10)] {
+        let screen = h.screen(w, hgt);
+        let rows: Vec<&str> = screen.lines().collect();
+        let risk = rows.iter().position(|l| l.starts_with("│risk: ↻ on an import cycle"));
+        let node = rows.iter().position(|l| l.starts_with("│▶ src/auth/session.rs"));
+        assert!(risk.is_some() && node < risk, "{w}x{hgt}: the risk line below the node's:\n{screen}");
+    }
+    snap("tui_impact_rules_60x16", &h.screen(60, 16));
+    h.key(KeyCode::Char('r'));
+    let off = h.screen(50, 12);
+    assert!(!off.contains("risk:") && off.contains("│▶ src/auth/session.rs"), "{off}");
 }
 
 #[test]

@@ -1056,16 +1056,23 @@ impl GraphWidget<'_> {
         // The risk line gets rows of its own, wrapped, above the key to the marks (it used to
         // take the key's row and was cut before the cycle it names); the diagram keeps
         // `MIN_CANVAS` rows.
-        let risk = selected.and_then(|n| self.risk_line(n)).map(|r| wrap_rows(&r, area.width as usize));
-        // Below 16 rows the details are the selected node's line and the key to the marks
-        // (on as many rows as leave the diagram two), without the edges and the risk line.
+        // Below 16 rows the details are the selected node's line, the risk line cut to one row
+        // (the overlay's point: it keeps its row before the node's line does) and the key to
+        // the marks (on as many rows as leave the diagram two), without the edges.
         let roomy = area.height >= 16;
-        let cap = if roomy { KEY_ROWS } else { KEY_ROWS_SMALL.min((area.height as usize).saturating_sub(4)) };
-        let key = self.key_rows(area.width as usize, cap, self.columns_that_fit(area.width));
+        let w = area.width as usize;
+        let risk =
+            selected
+                .and_then(|n| self.risk_line(n))
+                .map(|r| if roomy { wrap_rows(&r, w) } else { vec![truncate(&r, w)] });
+        let small_risk = if roomy { 0 } else { risk.as_ref().map_or(0, Vec::len) };
+        let cap =
+            if roomy { KEY_ROWS } else { KEY_ROWS_SMALL.min((area.height as usize).saturating_sub(4 + small_risk)) };
+        let key = self.key_rows(w, cap, self.columns_that_fit(area.width));
         let key_h = key.len() as u16;
         let risk_room = area.height.saturating_sub(1 + 3 + key_h + MIN_CANVAS).clamp(1, MAX_RISK_ROWS) as usize;
         let risk_rows = risk.as_ref().map_or(0, |r| r.len().min(risk_room)) as u16;
-        let details_h = if roomy { 3 + risk_rows + key_h } else { 1 + key_h };
+        let details_h = if roomy { 3 + risk_rows + key_h } else { (1 + risk_rows + key_h).min(area.height - 3) };
         let header = Rect { height: 1, ..area };
         let details = Rect { y: area.y + area.height - details_h, height: details_h, ..area };
         let layout = self.layout(area, Rect { y: area.y + 1, height: area.height - 1 - details_h, ..area });
@@ -1089,7 +1096,7 @@ impl GraphWidget<'_> {
         }
         let linked = self.draw_links(buf, &layout, &anchor, selected);
         self.draw_nodes(buf, &layout, &anchor, selected, &linked);
-        self.details(buf, details, selected, risk.filter(|_| roomy).unwrap_or_default(), key);
+        self.details(buf, details, selected, risk.unwrap_or_default(), key);
         frame
     }
 
@@ -1380,13 +1387,38 @@ impl GraphWidget<'_> {
     }
 
     /// The selected node's lines, its risk rows and the key to the marks (`key`, on the bottom
-    /// rows). With no room for the risk rows (`risk` empty, the area as high as the node's line
-    /// and the key), the node's first line and the key.
+    /// rows). The risk's first row is the last thing a small area gives up: the node's lines go
+    /// before it (below 16 rows the area holds the node's first line, the risk line cut to one
+    /// row, and the key; with one row for both, the risk line).
     fn details(&self, buf: &mut Buffer, area: Rect, selected: Option<usize>, risk: Vec<String>, key: Vec<String>) {
+        let Some(node) = selected else { return };
+        let t = self.theme;
+        let (w, height) = (area.width as usize, area.height as usize);
+        let mut lines = self.node_lines(node);
+        let room = height.saturating_sub(key.len());
+        let kept_risk = risk.len().min(1).min(room);
+        lines.truncate(room - kept_risk);
+        // The risk rows take what the node's lines leave (the last one cut if they do not all
+        // fit), then the key to the marks on the bottom rows.
+        let risk_rows = room - lines.len();
+        let mut risk = risk;
+        if risk.len() > risk_rows {
+            let rest = risk.split_off(risk_rows.saturating_sub(1));
+            risk.push(truncate(&rest.join(" "), w));
+            risk.truncate(risk_rows);
+        }
+        let (risk_style, muted) = (t.style(Slot::GraphRisk), t.style(Slot::Muted));
+        lines.extend(risk.into_iter().map(|r| (r, risk_style)));
+        lines.extend(key.into_iter().map(|k| (k, muted)));
+        for (k, (text, style)) in lines.iter().take(height).enumerate() {
+            buf.set_stringn(area.x, area.y + k as u16, truncate(text, w), w, *style);
+        }
+    }
+
+    /// The selected node's lines: what it is, and its edges (a group: its files).
+    fn node_lines(&self, node: usize) -> Vec<(String, Style)> {
         let model = self.model;
         let t = self.theme;
-        let w = area.width as usize;
-        let Some(node) = selected else { return };
         let n = &model.view.nodes[node];
         let kind = match n.kind {
             NodeKind::File if node == model.view.center => "centre",
@@ -1436,31 +1468,7 @@ impl GraphWidget<'_> {
             lines.push((list("imports", &imports, imports_cut), t.style(Slot::Text)));
             lines.push((list("imported by", &importers, importers_cut), t.style(Slot::Text)));
         }
-        let muted = t.style(Slot::Muted);
-        if (area.height as usize) < lines.len() + key.len() {
-            // A small terminal: the node's line, then the key.
-            lines.truncate((area.height as usize).saturating_sub(key.len()));
-            lines.extend(key.into_iter().map(|k| (k, muted)));
-            for (k, (text, style)) in lines.iter().take(area.height as usize).enumerate() {
-                buf.set_stringn(area.x, area.y + k as u16, truncate(text, w), w, *style);
-            }
-            return;
-        }
-        // The node's lines, then the risk rows (the last one cut if they do not all fit),
-        // then the key to the marks on the bottom rows.
-        let risk_rows = (area.height as usize).saturating_sub(lines.len() + key.len());
-        let mut risk = risk;
-        if risk.len() > risk_rows {
-            let rest = risk.split_off(risk_rows.saturating_sub(1));
-            risk.push(truncate(&rest.join(" "), w));
-            risk.truncate(risk_rows);
-        }
-        let risk_style = t.style(Slot::GraphRisk);
-        lines.extend(risk.into_iter().map(|r| (r, risk_style)));
-        lines.extend(key.into_iter().map(|k| (k, muted)));
-        for (k, (text, style)) in lines.iter().enumerate() {
-            buf.set_stringn(area.x, area.y + k as u16, truncate(text, w), w, *style);
-        }
+        lines
     }
 
     /// The key to every glyph the view draws, in `w` columns on at most `cap` rows: the
