@@ -28,6 +28,7 @@ mod profile_tier0;
 mod profiles;
 mod run_tests;
 mod run_tests_affected;
+mod run_tests_commands;
 mod search;
 mod semantic;
 mod server;

@@ -5,7 +5,9 @@
 //! Runner detection, first match wins: `[tests] command` in the config; `Cargo.toml` (cargo
 //! test, every test binary even after one fails); `go.mod` or `go.work` (go test); `package.json` (its
 //! `test` script names vitest or jest: those, with the files; `node --test`: node's runner
-//! with the TAP reporter; any other script: npm test; no script: node's runner); Python markers (`pyproject.toml`, `setup.py`, `setup.cfg`,
+//! with the TAP reporter; mocha: mocha with TAP; each with the script's environment and
+//! options, `node::command`; any other script: npm test; no script: node's runner; npm's
+//! placeholder script: no node suite); Python markers (`pyproject.toml`, `setup.py`, `setup.cfg`,
 //! `pytest.ini`, `tox.ini`, `conftest.py`, `requirements.txt`) (pytest, run by the repository's
 //! `.venv` or `venv` Python, else `$VIRTUAL_ENV`'s, else `python3`); `go.mod` files only below
 //! the root (go test per module); a `tests` directory (pytest). The other runners whose suites
@@ -14,9 +16,12 @@
 
 mod affected;
 mod cargo;
+mod collect_only;
+mod config_command;
 mod group;
 mod hung;
 mod multi;
+mod node;
 mod parse;
 mod pytest_config;
 mod runs;
@@ -104,7 +109,8 @@ fn detect(root: &Path, configured: &str) -> Result<(Runner, String)> {
     if has("go.work") {
         return Ok((Runner::Go, "go.work at the root (a Go workspace)".into()));
     }
-    if has("package.json") {
+    let placeholder = has("package.json") && is_placeholder(&package_test_script(root)?);
+    if has("package.json") && !placeholder {
         return node_runner(root);
     }
     let markers =
@@ -119,21 +125,38 @@ fn detect(root: &Path, configured: &str) -> Result<(Runner, String)> {
     if root.join("tests").is_dir() {
         return Ok((Runner::Pytest, "a tests directory (pytest's default layout)".into()));
     }
+    if placeholder {
+        return Err(Error::BadRequest(format!(
+            "no test runner found in {}: package.json's test script is npm's placeholder (`{PLACEHOLDER_SCRIPT}`, as `npm init` writes it), which holds no tests, and there is no Cargo.toml, go.mod, pyproject.toml, setup.py, pytest.ini, conftest.py or tests/; set package.json's `scripts.test` (e.g. `node --test`) or `[tests] command` in the config",
+            root.display()
+        )));
+    }
     Err(Error::BadRequest(format!(
         "no test runner found in {}: none of Cargo.toml, go.mod (at the root or below it), package.json, pyproject.toml, setup.py, pytest.ini, conftest.py or tests/; set `[tests] command` in the config",
         root.display()
     )))
 }
 
+/// What `npm init` writes as the test script.
+const PLACEHOLDER_SCRIPT: &str = "echo \"Error: no test specified\" && exit 1";
+
+/// Whether a test script is npm's placeholder (`echo "Error: no test specified" && exit 1`): it
+/// runs no test, and fails. It was run as node's runner (or npm test, a failed suite).
+fn is_placeholder(script: &str) -> bool {
+    script.contains("no test specified")
+}
+
 /// The runner of the root's `package.json`, by its `test` script, and why.
 fn node_runner(root: &Path) -> Result<(Runner, String)> {
     {
         let script = package_test_script(root)?;
-        let runner = if script.contains("vitest") {
+        let runner = if let Some(r) = node::runner_of(&script) {
+            r
+        } else if script.contains("vitest") {
             Runner::Vitest
         } else if script.contains("jest") {
             Runner::Jest
-        } else if script.contains("node --test") || script.is_empty() || script.contains("no test specified") {
+        } else if script.contains("node --test") || script.is_empty() {
             Runner::Node
         } else {
             Runner::Npm
@@ -297,45 +320,14 @@ fn command(
     pytest_cache: &Path,
     notes: &mut Vec<String>,
 ) -> Vec<String> {
-    let s = |x: &str| x.to_string();
     let targets: Vec<String> = targets.iter().map(|t| operand(t)).collect();
     let targets = targets.as_slice();
     match runner {
-        Runner::Config => {
-            let mut cmd = vec![s("sh"), s("-c"), format!("{configured} \"$@\""), s("docdex-run-tests")];
-            cmd.extend(targets.iter().cloned());
-            cmd
-        }
+        Runner::Config => config_command::command(configured, targets),
         Runner::Cargo => cargo::command(root, targets, notes),
         Runner::Go => go_command(root, targets),
-        Runner::Node => {
-            let mut cmd = vec![s("node"), s("--test"), s("--test-reporter=tap")];
-            for t in targets {
-                if root.join(t).is_dir() {
-                    cmd.extend(node_test_files(root, t));
-                } else {
-                    cmd.push(t.clone());
-                }
-            }
-            cmd
-        }
-        Runner::Npm => {
-            let mut cmd = vec![s("npm"), s("test")];
-            if !targets.is_empty() {
-                cmd.push(s("--"));
-                cmd.extend(targets.iter().cloned());
-            }
-            cmd
-        }
-        Runner::Jest => {
-            let mut cmd = vec![s("npx"), s("--no-install"), s("jest"), s("--ci")];
-            cmd.extend(targets.iter().cloned());
-            cmd
-        }
-        Runner::Vitest => {
-            let mut cmd = vec![s("npx"), s("--no-install"), s("vitest"), s("run")];
-            cmd.extend(targets.iter().cloned());
-            cmd
+        Runner::Node | Runner::Npm | Runner::Jest | Runner::Vitest => {
+            node::command(root, runner, &package_test_script(root).unwrap_or_default(), targets, notes)
         }
         Runner::Pytest => pytest_command(root, "", targets, pytest_cache, notes),
     }
@@ -772,7 +764,11 @@ fn parse_output(runner: Runner, text: &str, root: &str, run_dir: &str) -> parse:
                 parse::jest_like(text, root),
                 parse::go(text, go_module(Path::new(root)).as_deref(), Some(Path::new(root))),
             ];
-            candidates.into_iter().max_by_key(|o| o.passed + o.failed + o.skipped).unwrap_or_default()
+            // With no test counted anywhere, the reading that counted (a zero) wins.
+            candidates
+                .into_iter()
+                .max_by_key(|o| (o.passed + o.failed + o.skipped, o.counted || o.none_found))
+                .unwrap_or_default()
         }
     }
 }
@@ -853,7 +849,8 @@ fn record_outcome(
                 "go test found no test (its packages said [no test files] or [no tests to run]): nothing was run"
                     .to_string()
             }
-            _ => format!("{} ran no test: nothing matched", runner.name()),
+            _ => collect_only::note(&done.lines)
+                .unwrap_or_else(|| format!("{} ran no test: nothing matched", runner.name())),
         });
         TestStatus::NoTests
     } else if done.exit_code == Some(0) {

@@ -4,7 +4,7 @@
 //! detected alone, and a green cargo run said nothing of the pytest suite beside it.
 
 use super::types::{RunTestsResponse, RunnerResult, TestRun, TestStatus};
-use super::{detect, nested_go_modules, node_runner, pytest_config, runs, Runner};
+use super::{detect, is_placeholder, nested_go_modules, node_runner, pytest_config, runs, Runner, PLACEHOLDER_SCRIPT};
 use crate::engine::code::test_files::is_test_path;
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -33,6 +33,12 @@ pub(super) fn detect_all(root: &Path, configured: &str) -> Result<(Vec<Detected>
     let mut notes = Vec::new();
     if runner != Runner::Config {
         all.extend(other_runners(root, runner, &mut notes));
+        // npm's placeholder runs no test and fails: no node suite (it was run, a failed suite).
+        if root.join("package.json").is_file() && super::package_test_script(root).is_ok_and(|s| is_placeholder(&s)) {
+            notes.push(format!(
+                "package.json's test script is npm's placeholder (`{PLACEHOLDER_SCRIPT}`): it holds no tests, so no node suite was run"
+            ));
+        }
     }
     Ok((all, notes))
 }
@@ -71,7 +77,7 @@ pub(super) fn other_runners(root: &Path, runner: Runner, notes: &mut Vec<String>
     }
     if has("package.json") && family(runner) != Runner::Node {
         match super::package_test_script(root) {
-            Ok(script) if !script.trim().is_empty() && !script.contains("no test specified") => {
+            Ok(script) if !script.trim().is_empty() && !is_placeholder(&script) => {
                 if let Ok((r, why)) = node_runner(root) {
                     add(r, why);
                 }
@@ -377,13 +383,32 @@ mod tests {
                 (Runner::Pytest, "pyproject.toml at the root, with test files in tests/"),
             ]
         );
-        assert!(notes.is_empty(), "{notes:?}");
+        // npm's placeholder is no node suite, and a note says it was not run.
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("npm's placeholder") && notes[0].contains("no node suite"), "{notes:?}");
         // `[tests] command` runs alone; a broken secondary package.json is a note, not an error.
         assert_eq!(detect_all(dir.path(), "make test").unwrap().0.len(), 1);
         std::fs::write(dir.path().join("package.json"), "{not json").unwrap();
         let (all, notes) = detect_all(dir.path(), "").unwrap();
         assert_eq!(all.len(), 3);
         assert!(notes[0].starts_with("package.json's tests were not run: "), "{notes:?}");
+    }
+
+    #[test]
+    fn npms_placeholder_script_is_no_node_suite() {
+        let placeholder = "{\"scripts\": {\"test\": \"echo \\\"Error: no test specified\\\" && exit 1\"}}";
+        // It came first (node's runner, or a failed `npm test`): now pytest is the runner.
+        let dir = tree(&[("package.json", placeholder), ("pyproject.toml", ""), ("tests/test_x.py", "")]);
+        let (all, notes) = detect_all(dir.path(), "").unwrap();
+        assert_eq!(all.iter().map(|d| d.runner).collect::<Vec<_>>(), [Runner::Pytest]);
+        assert!(notes[0].contains("npm's placeholder"), "{notes:?}");
+        // Alone, it is no runner, and the error says why.
+        let alone = tree(&[("package.json", placeholder), ("index.js", "")]);
+        let err = detect_all(alone.path(), "").unwrap_err().to_string();
+        assert!(err.contains("npm's placeholder") && err.contains("scripts.test"), "{err}");
+        // A real script is still node's.
+        let real = tree(&[("package.json", "{\"scripts\": {\"test\": \"node --import tsx --test\"}}")]);
+        assert_eq!(detect_all(real.path(), "").unwrap().0[0].runner, Runner::Node);
     }
 
     #[test]

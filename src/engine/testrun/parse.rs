@@ -388,7 +388,9 @@ fn pytest_counts(trimmed: &str, o: &mut Outcome) {
     if !is_summary || !trimmed.contains(" in ") {
         return;
     }
-    if trimmed.trim_matches('=').trim().starts_with("no tests ran in ") {
+    // `no tests ran`, or `--collect-only`'s `2 tests collected in 0.01s`: none ran.
+    let said = trimmed.trim_matches('=').trim();
+    if said.starts_with("no tests ran in ") || super::collect_only::collected(said).is_some() {
         o.counted = true;
         return;
     }
@@ -495,7 +497,9 @@ impl TapRun {
     /// `not ok N - name`: a failure, unless its directive is `# TODO` or `# SKIP`.
     fn not_ok(&mut self, rest: &str, indent: usize) {
         self.current = None;
-        let name = rest.split_once(" - ").map(|(_, n)| n).unwrap_or(rest);
+        // `not ok 2 - name` (node), `not ok 2 name` (mocha): the ` - ` is optional in TAP.
+        let name = rest.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start();
+        let name = name.strip_prefix("- ").unwrap_or(name);
         let (name, directive) = name.split_once(" # ").unwrap_or((name, ""));
         let directive = directive.trim_start().to_ascii_uppercase();
         if directive.starts_with("TODO") || directive.starts_with("SKIP") {
