@@ -430,7 +430,7 @@ fn cwd_relative(root: &Path, cwd: &Path, given: &str) -> String {
 /// build a second, nested index.
 fn nested_repo_hint(err: &anyhow::Error) -> Option<String> {
     let Some(Error::NotIndexed { path }) = err.downcast_ref::<Error>() else { return None };
-    crate::engine::repos::enclosing_root(path, &[]).map(|root| {
+    crate::engine::protocol::enclosing_root(path, &[]).map(|root| {
         format!(
             "hint: {} lies inside the git repository {}; leave out --repo (or pass --repo {}) to search that one",
             path.display(),

@@ -65,7 +65,7 @@ pub use super::profiles::types::*;
 pub use super::profiles::{
     behaviour as category_behaviour, settle_rule, valid_agent, CHANGED_MEANWHILE, MAX_CONTENT_BYTES,
 };
-pub use super::repos::{discover_root, split_citation, RepoRecord, RepoRef};
+pub use super::repos::{discover_root, enclosing_root, split_citation, RepoRecord, RepoRef};
 pub use super::search::types::{
     BatchItem, ContextLine, Highlight, RetrievalInfo, SearchHit, SearchRequest, SearchResponse, SearchTiming,
 };

@@ -272,7 +272,7 @@ impl AppState {
     /// (the CLI said so: `nested_repo_hint`). `None` when `root` lies in no repository.
     fn enclosing(&self, root: &Path) -> Option<ApiError> {
         let registered: Vec<PathBuf> = self.engine().list_repos().ok()?.into_iter().map(|r| r.path).collect();
-        let outer = crate::engine::repos::enclosing_root(root, &registered)?;
+        let outer = crate::engine::protocol::enclosing_root(root, &registered)?;
         let outer_ref = self.engine().resolve_repo(&outer).ok()?;
         let mut message = format!(
             "repository {} is not indexed: {} (indexing the folder itself would build a second index nested in the repository's)",
