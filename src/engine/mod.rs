@@ -501,9 +501,13 @@ impl Engine {
             None => None,
         };
         let repo = self.resolve_repo(repo_path)?;
-        // `./src`, `src/` and an absolute directory filter alike; outside the repo is refused.
+        // `./src`, `src/` and an absolute directory filter alike; outside the repo is refused;
+        // a registered source's key (`//notes/`) narrows to that source.
         let prefix = match req.path_prefix.as_deref().filter(|p| !p.trim().is_empty()) {
-            Some(p) => Some(repos::repo_prefix(&repo.root, p)?).filter(|p| !p.is_empty()),
+            Some(p) => match index::sources::prefix(&repo, p)? {
+                Some(source) => Some(source),
+                None => Some(repos::repo_prefix(&repo.root, p)?).filter(|p| !p.is_empty()),
+            },
             None => None,
         };
         let named;

@@ -325,3 +325,35 @@ fn the_editable_path_of_a_key_is_the_file_on_disk_beneath_its_root() {
     assert!(engine.editable_path(&repo, "../outside/secret.md").is_err(), "outside the repository");
     assert!(engine.editable_path(&repo, "//nope/heron.md").is_err(), "no such source");
 }
+
+/// A search narrowed to a registered source by its key, as its hits' paths start (`--path
+/// //notes/`, `path_prefix` over HTTP and MCP): it was refused as "outside the repository", so
+/// a search could not be narrowed to a source at all.
+#[test]
+fn a_search_narrows_to_a_source_by_its_key() {
+    let env = Env::new();
+    let (repo, notes, _) = setup(&env);
+    write(&repo, "docs/heron.md", "# Herons in the repository\n\nThe heron feeds at dawn.\n");
+    let (r, n) = (repo.to_str().unwrap(), notes.to_str().unwrap());
+    env.json(&["index", "--repo", r, "--json"]);
+    env.json(&["add", "--repo", r, n, "--include", "*.md", "--no-watch", "--json"]);
+    let paths = |prefix: &str| -> Vec<String> {
+        let hits = env.json(&["search", "--repo", r, "--json", "--path", prefix, "heron"]);
+        hits["results"].as_array().unwrap().iter().map(|h| h["path"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(paths("//notes/"), ["//notes/heron.md"]);
+    assert_eq!(paths("//notes"), ["//notes/heron.md"]);
+    assert_eq!(paths("docs/"), ["docs/heron.md"]);
+    let egret = env.json(&["search", "--repo", r, "--json", "--path", "//notes/deep", "egrets"]);
+    assert_eq!(egret["results"][0]["path"], "//notes/deep/egret.md", "{egret}");
+    let none = env.json(&["search", "--repo", r, "--json", "--path", "//notes/deep/", "heron"]);
+    assert!(none["results"].as_array().unwrap().is_empty(), "{none}");
+
+    let out = env.run(&["search", "--repo", r, "--path", "//nope/", "heron"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no registered source named \"nope\"; its sources are notes"), "{err}");
+    let out = env.run(&["search", "--repo", r, "--path", "//notes/../../", "heron"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("outside the registered source notes"), "{out:?}");
+}

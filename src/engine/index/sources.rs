@@ -187,6 +187,33 @@ pub fn split(key: &str) -> Option<(&str, &str)> {
     key.strip_prefix(PREFIX)?.split_once('/')
 }
 
+/// A search's path prefix that names a registered source (`//notes/`, `//notes/care`), as its
+/// files' keys start: `None` for a prefix that is not a source key (a repository path). Hits
+/// from a source carry `//name/...` paths, and the prefix was refused as outside the
+/// repository, so a search could not be narrowed to a source. The path inside the source is
+/// resolved as a repository path is (`..` may not climb out of it); a name no source has is
+/// refused, naming those there are.
+pub fn prefix(repo: &RepoRef, given: &str) -> Result<Option<String>> {
+    let given = given.trim();
+    let Some(rest) = given.strip_prefix(PREFIX) else { return Ok(None) };
+    crate::engine::repos::check_given_path(given)?;
+    let (name, inside) = rest.split_once('/').unwrap_or((rest, ""));
+    let sources = load(&repo.state_dir);
+    let Some(source) = sources.iter().find(|s| s.name == name) else {
+        let names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
+        return Err(Error::BadRequest(match names.is_empty() {
+            true => format!("{given}: the repository has no registered source named {name:?} (it has none; `docdex add PATH` registers one)"),
+            false => format!("{given}: the repository has no registered source named {name:?}; its sources are {}", names.join(", ")),
+        }));
+    };
+    let outside =
+        || Error::OutsideSource { path: given.to_string(), source_name: name.to_string(), root: source.path.clone() };
+    let inside_key = crate::engine::code::resolve::join("", inside).ok_or_else(outside)?;
+    let dir = inside_key.is_empty() || given.ends_with('/');
+    let rel = if dir && !inside_key.is_empty() { format!("{inside_key}/") } else { inside_key };
+    Ok(Some(key(name, &rel)))
+}
+
 /// The root and root-relative path a key is read from: the repository's, or a registered
 /// source's. A key naming no registered source, or a missing one (its path may now lead
 /// anywhere through a link), is an error: it cannot be read.

@@ -1038,7 +1038,12 @@ fn meta_mtime(dir: &Path) -> Option<SystemTime> {
 }
 
 fn normalize_prefix(p: &str) -> String {
-    p.trim().trim_start_matches("./").trim_start_matches('/').replace('\\', "/")
+    let p = p.trim();
+    // A registered source's key (`//notes/`) keeps its slashes: its files' paths start with them.
+    if p.starts_with(sources::PREFIX) {
+        return p.replace('\\', "/");
+    }
+    p.trim_start_matches("./").trim_start_matches('/').replace('\\', "/")
 }
 
 fn regex_escape(s: &str) -> String {
