@@ -35,7 +35,7 @@ const MAGIC: &[u8; 8] = b"DDXFT01\n";
 
 /// File ids are xxh3 hashes already: hashing them again only costs time.
 #[derive(Default)]
-struct IdHasher(u64);
+pub struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -52,6 +52,8 @@ impl Hasher for IdHasher {
 }
 
 type IdMap = HashMap<u64, u32, BuildHasherDefault<IdHasher>>;
+/// A map keyed by file id ([`IdHasher`]).
+pub type FileIdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
 /// Per searcher: which file each document is, and each file's length and class.
 ///

@@ -20,7 +20,7 @@
 //! The weights were tuned on four eval-dev projects and checked on four held out
 //! (docs/SEARCH.md).
 
-use super::file_bm25::{FileScores, FileTable};
+use super::file_bm25::{FileIdMap, FileScores, FileTable};
 use super::import_prior::ImportPrior;
 use std::collections::HashMap;
 use tantivy::schema::{Field, IndexRecordOption};
@@ -109,7 +109,8 @@ pub fn rank(pool: Vec<PooledChunk>, signals: &FileSignals) -> Vec<RankedChunk> {
     let weights = coverage_weights(signals);
     let total: f32 = weights.iter().sum();
     // Per file: chunk indexes best first, the union of matched terms, pinned.
-    let mut files: HashMap<u64, (Vec<usize>, u64, bool)> = HashMap::new();
+    let mut files: FileIdMap<(Vec<usize>, u64, bool)> =
+        FileIdMap::with_capacity_and_hasher(pool.len(), Default::default());
     for (i, c) in pool.iter().enumerate() {
         let e = files.entry(c.file).or_default();
         e.0.push(i);
@@ -118,15 +119,18 @@ pub fn rank(pool: Vec<PooledChunk>, signals: &FileSignals) -> Vec<RankedChunk> {
     }
     let tracked = signals.terms.len().min(MAX_COVERAGE_TERMS);
     let every_term: u64 = if tracked >= 64 { u64::MAX } else { (1u64 << tracked) - 1 };
-    let whole_query: std::collections::HashSet<u64> = files
+    let whole_query: FileIdMap<()> = files
         .iter()
         .filter(|(_, (_, mask, _))| tracked > 0 && mask & every_term == every_term)
-        .map(|(file, _)| *file)
+        .map(|(file, _)| (*file, ()))
         .collect();
     let mut scored: Vec<(f32, bool, u64, Vec<usize>)> = files
         .into_iter()
         .map(|(file, (mut idx, mask, pinned))| {
-            idx.sort_by(|&a, &b| pool[b].score.total_cmp(&pool[a].score).then(pool[a].addr.cmp(&pool[b].addr)));
+            // Addresses are unique: an unstable sort gives the one order.
+            idx.sort_unstable_by(|&a, &b| {
+                pool[b].score.total_cmp(&pool[a].score).then(pool[a].addr.cmp(&pool[b].addr))
+            });
             let scores: Vec<f32> = idx.iter().take(3).map(|&i| pool[i].score).collect();
             let covered: f32 = weights.iter().enumerate().filter(|(t, _)| mask >> t & 1 == 1).map(|(_, w)| w).sum();
             let coverage = if total > 0.0 { covered / total } else { 0.0 };
@@ -162,10 +166,10 @@ pub fn rank(pool: Vec<PooledChunk>, signals: &FileSignals) -> Vec<RankedChunk> {
                 let overflow = OVERFLOW_DECAY.powi((k + 1).saturating_sub(max_per_file) as i32);
                 (score * FURTHER_CHUNK_DECAY.powi(k as i32) * (c.score / best).min(1.0) * overflow).min(cap)
             };
-            out.push(RankedChunk { score: s, file, addr: c.addr, whole_query: whole_query.contains(&file) });
+            out.push(RankedChunk { score: s, file, addr: c.addr, whole_query: whole_query.contains_key(&file) });
         }
     }
-    out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.file.cmp(&b.file)).then(a.addr.cmp(&b.addr)));
+    out.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.file.cmp(&b.file)).then(a.addr.cmp(&b.addr)));
     out
 }
 

@@ -28,7 +28,7 @@ use file_bm25::{FileScores, FileTable};
 use file_rank::{FileSignals, PooledChunk, RankedChunk};
 use import_prior::ImportPrior;
 use query::QueryPlan;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -618,12 +618,14 @@ fn with_priors(
     boosts: &DefinitionBoosts,
 ) -> Vec<PooledChunk> {
     type Col = Option<tantivy::columnar::Column<u64>>;
-    let mut columns: HashMap<u32, (Col, Col)> = HashMap::new();
-    let mut lines: HashMap<u32, (Col, Col)> = HashMap::new();
+    // Per segment ordinal, opened on first need.
+    let segments = searcher.segment_readers().len();
+    let mut columns: Vec<Option<(Col, Col)>> = (0..segments).map(|_| None).collect();
+    let mut lines: Vec<Option<(Col, Col)>> = (0..segments).map(|_| None).collect();
     let mut scored: Vec<(f32, u64, DocAddress, bool)> = top
         .into_iter()
         .map(|(score, addr)| {
-            let (class, file) = columns.entry(addr.segment_ord).or_insert_with(|| {
+            let (class, file) = columns[addr.segment_ord as usize].get_or_insert_with(|| {
                 let ff = searcher.segment_reader(addr.segment_ord).fast_fields();
                 (ff.u64("class").ok(), ff.u64("file_id").ok())
             });
@@ -633,7 +635,7 @@ fn with_priors(
             if !boosts.has_file(file) {
                 return (score, file, addr, false);
             }
-            let (ls, le) = lines.entry(addr.segment_ord).or_insert_with(|| {
+            let (ls, le) = lines[addr.segment_ord as usize].get_or_insert_with(|| {
                 let ff = searcher.segment_reader(addr.segment_ord).fast_fields();
                 (ff.u64("line_start").ok(), ff.u64("line_end").ok())
             });
