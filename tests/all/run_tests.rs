@@ -1489,9 +1489,9 @@ fn a_target_in_a_cargo_workspace_member_runs_that_member_and_compile_errors_are_
     assert_eq!(
         got,
         [
-            ("alpha-core (lib)".to_string(), alpha.clone(), Some(2), "error[E0308]: mismatched types".to_string()),
+            ("alpha-core".to_string(), alpha.clone(), Some(2), "error[E0308]: mismatched types".to_string()),
             (
-                "alpha-core (lib)".to_string(),
+                "alpha-core".to_string(),
                 alpha,
                 Some(6),
                 "error[E0425]: cannot find function `undefined_two` in this scope".to_string()

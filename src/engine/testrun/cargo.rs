@@ -154,8 +154,9 @@ fn segment_match(p: &[u8], s: &[u8]) -> bool {
 
 /// The compiler's errors in `cargo test`'s output when the tests did not build: each
 /// `error[E0308]: mismatched types` (or `error: ...`) followed by its ` --> file:line:col`, one
-/// failure named after the crate that did not compile (`alpha-core (lib)`, from cargo's
-/// `could not compile` line), at its place (repo-relative), with the error as message. Read
+/// failure named after the package that did not compile (`alpha-core`, from cargo's
+/// `could not compile` line; not its target kind, `lib` or `lib test`, as which of those
+/// builds fails first is a race), at its place (repo-relative), with the error as message. Read
 /// only before the first test binary runs: a test's own output (a trybuild UI test) may quote
 /// diagnostics. The same error of a crate's `lib` and `lib test` builds is one. At most
 /// `MAX_BUILD_ERRORS`; the second value counts the rest.
@@ -199,14 +200,10 @@ pub(super) fn build_errors(out: &str, root: &str) -> (Vec<TestFailure>, usize) {
     (found, more)
 }
 
-/// `alpha-core` (lib test)` from cargo's `could not compile `alpha-core` (lib test) due to 2
-/// previous errors` (past its opening backtick) as `alpha-core (lib test)`.
+/// `alpha-core` from cargo's `could not compile `alpha-core` (lib test) due to 2 previous
+/// errors` (past its opening backtick).
 fn crate_of(rest: &str) -> String {
-    let (name, after) = rest.split_once('`').unwrap_or((rest, ""));
-    match after.trim_start().strip_prefix('(').and_then(|a| a.split_once(')')) {
-        Some((kind, _)) => format!("{name} ({kind})"),
-        None => name.to_string(),
-    }
+    rest.split_once('`').map_or(rest, |(name, _)| name).to_string()
 }
 
 #[cfg(test)]
@@ -225,9 +222,9 @@ mod tests {
         assert_eq!(
             got,
             [
-                ("alpha-core (lib)", Some("crates/alpha/src/lib.rs"), Some(1), Some("error[E0308]: mismatched types")),
+                ("alpha-core", Some("crates/alpha/src/lib.rs"), Some(1), Some("error[E0308]: mismatched types")),
                 (
-                    "alpha-core (lib)",
+                    "alpha-core",
                     Some("crates/alpha/src/lib.rs"),
                     Some(2),
                     Some("error[E0425]: cannot find function `undefined_fn` in this scope")
