@@ -127,6 +127,23 @@ fn a_node_test_scripts_environment_and_options_are_kept_and_the_target_narrows_i
 }
 
 #[test]
+fn a_mocha_script_without_mocha_installed_is_a_missing_runner() {
+    let env = Env::new();
+    let repo = env.repo("nomocha");
+    write(
+        &repo,
+        "package.json",
+        r#"{"name": "m", "version": "1.0.0", "scripts": {"test": "mocha --recursive test/"}}"#,
+    );
+    write(&repo, "test/a.spec.js", "it('a', () => {});\n");
+    // docdex runs `npx --no-install mocha`, which npx refuses: bad input naming mocha, not a failed suite.
+    let (code, v) = run_tests(&env, &repo, &["--target", "test/a.spec.js"]);
+    assert_eq!(code, 2, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("the test runner mocha is not installed"), "{msg}");
+}
+
+#[test]
 fn a_run_that_collected_tests_and_ran_none_is_no_tests() {
     let Some(venv) = pytest_venv() else { return };
     let env = Env::new();

@@ -212,13 +212,13 @@ fn missing_runner(runner: Runner, argv: &[String], exit: Option<i32>, text: &str
             "pytest refused its arguments or configuration (its exit code 4), so no test ran: {}",
             parse::pytest_refused(&strip_ansi(text)).unwrap_or_else(|| "it named no reason; see its output".into())
         )),
-        Runner::Jest | Runner::Vitest
+        Runner::Jest | Runner::Vitest | Runner::Npm
             if exit != Some(0)
                 && (text.contains("npx canceled due to missing packages") || text.contains("could not determine executable to run")) =>
         {
+            let name = node::npx_runner(runner, argv)?;
             Some(format!(
-                "the test runner {0} is not installed in this project (run `npm install` or `npm install --save-dev {0}`, or set [tests] command)",
-                runner.name()
+                "the test runner {name} is not installed in this project (run `npm install` or `npm install --save-dev {name}`, or set [tests] command)"
             ))
         }
         Runner::Npm | Runner::Config if exit == Some(127) => {

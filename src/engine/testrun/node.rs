@@ -340,6 +340,17 @@ pub(super) fn command(
     vec![s("sh"), s("-c"), words.iter().map(|w| w.raw.as_str()).collect::<Vec<_>>().join(" ")]
 }
 
+/// The runner docdex started through `npx --no-install` in `argv` (jest, vitest, or mocha for a
+/// script run as npm's), for the error when npx finds it not installed.
+pub(super) fn npx_runner(runner: Runner, argv: &[String]) -> Option<&'static str> {
+    match runner {
+        Runner::Jest | Runner::Vitest => Some(runner.name()),
+        // `npm test` may call npx itself: only docdex's own mocha call is named.
+        Runner::Npm => argv.iter().any(|a| a.contains("npx --no-install mocha") || a == "mocha").then_some("mocha"),
+        _ => None,
+    }
+}
+
 fn plain(text: &str) -> Word {
     Word { raw: text.to_string(), text: text.to_string() }
 }
