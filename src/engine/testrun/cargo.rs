@@ -170,7 +170,7 @@ pub(super) fn build_errors(out: &str, root: &str) -> (Vec<TestFailure>, usize) {
         }
         if let Some(loc) = line.trim_start().strip_prefix("--> ").filter(|_| line.starts_with(' ')) {
             if let Some(message) = error.take() {
-                let (file, l) = super::parse::location(loc, root);
+                let (file, l) = super::location::location(loc, root);
                 pending.push(TestFailure { name: String::new(), file, line: l, message: Some(message), runner: None });
             }
             continue;

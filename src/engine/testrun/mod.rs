@@ -20,6 +20,7 @@ mod collect_only;
 mod config_command;
 mod group;
 mod hung;
+mod location;
 mod multi;
 mod node;
 mod parse;
