@@ -81,8 +81,9 @@ struct ShownLine<'a> {
 }
 
 /// Cheap substring tests for the query terms. Stemming only rewrites a word's end (`happy` ->
-/// `happi`), so a stem less its last letter is a prefix of the word: a line without one of
-/// those as a substring cannot match and skips the analyzer.
+/// `happi`), so a stem (less its last letter, when stemming may have written that letter) is a
+/// prefix of the word: a line without one of those as a substring cannot match and skips the
+/// analyzer.
 struct Finders<'q> {
     each: Vec<(memchr::memmem::Finder<'q>, &'q str)>,
 }
@@ -92,8 +93,13 @@ impl<'q> Finders<'q> {
         let each = query
             .iter()
             .map(|t| {
-                // Three letters too: `use` is the stem of `using`, which holds `us` but not `use`.
-                let prefix = if t.len() >= 3 && t.is_ascii() { &t[..t.len() - 1] } else { t.as_str() };
+                // Stemming leaves a stem's letters as the word has them but its last, which can be
+                // an added `e` (`using` -> `use`: three letters too), an `i` for a `y` (`happy` ->
+                // `happi`), the `l` of `-bility` (`visibility` -> `visibl`) or a `y` for `-ies`
+                // (`skies` -> `sky`). Other stems (`socket`, `out`) are looked for whole: a
+                // shorter needle (`ou`) passes most words of a line to the analyzer.
+                let rewritable = matches!(t.as_bytes().last(), Some(b'e' | b'i' | b'l' | b'y'));
+                let prefix = if t.len() >= 3 && t.is_ascii() && rewritable { &t[..t.len() - 1] } else { t.as_str() };
                 (memchr::memmem::Finder::new(prefix.as_bytes()), t.as_str())
             })
             .collect();
@@ -273,6 +279,7 @@ mod tests {
             "    let getUserName = HTTPServer2::new(config.retry_timeout, dying_lies);",
             "Über die Größe: a 测试b, naïve café_total résumé, the connection timed out",
             "configure configuration configured reconfigure; conf cfg CONFIG_PATH",
+            "the visibility and ability of skies: early, only, ugly, gently; socket timed out (output)",
             "",
         ];
         let queries = [
@@ -285,6 +292,9 @@ mod tests {
             "configure config",
             "path",
             "dying lie",
+            "visible able ability visibility",
+            "sky skies early only ugly gentle",
+            "socket out outputs",
         ];
         for query in queries {
             let q: HashSet<String> = crate::engine::analysis::query_terms(query).into_iter().collect();
