@@ -129,6 +129,26 @@ pub enum Error {
         /// The source's folder.
         root: PathBuf,
     },
+    /// A registered source's file or folder (`//notes/pool.md`, or an absolute path inside a
+    /// source) given to what reads only the repository's own code: symbols, impact and
+    /// run-tests. Sources are indexed as text only (not parsed into the symbol store or the
+    /// import graph, a documented decision); "outside the repository" alone left a reader
+    /// holding the path a search hit had just given with no word of why.
+    #[error("{path} lies in the registered source {source_name}, and sources are indexed as text only: search and get/open read their files, while symbols, AST queries, impact and run-tests take only the repository's own files")]
+    SourceTextOnly {
+        /// The path as given.
+        path: String,
+        /// The source's name (`docdex sources`).
+        source_name: String,
+    },
+    /// `run-tests --affected` on a repository with no index: the tests a change reaches are
+    /// found through the index's import graph. A run without it needs no index (the command
+    /// line ran one; MCP refused it), so the message offers that too.
+    #[error("--affected (`affected`) finds the tests a change reaches through the index's import graph, and {} is not indexed yet: index it first (`docdex index --repo {}`, or the `docdex_index` tool), or run the tests without it (the whole suite or a target), which needs no index", .path.display(), shell_path(.path))]
+    AffectedNeedsIndex {
+        /// The repository root.
+        path: PathBuf,
+    },
     /// The request itself is wrong (a bad range, an empty query, a binary file asked for as
     /// text); the message says how to fix it.
     #[error("{0}")]
@@ -382,8 +402,12 @@ impl Error {
             Error::Config { .. } => "invalid_config",
             Error::StateNotWritable { .. } => "state_not_writable",
             Error::RepoNotFound { .. } | Error::UnknownRepo { .. } => "unknown_repo",
-            Error::NotIndexed { .. } | Error::FirstIndexPending { .. } => "not_indexed",
-            Error::OutsideRepo { .. } | Error::OutsideSource { .. } => "path_outside_repo",
+            Error::NotIndexed { .. } | Error::FirstIndexPending { .. } | Error::AffectedNeedsIndex { .. } => {
+                "not_indexed"
+            }
+            Error::OutsideRepo { .. } | Error::OutsideSource { .. } | Error::SourceTextOnly { .. } => {
+                "path_outside_repo"
+            }
             Error::NotServed { .. } => "path_not_served",
             Error::BadRequest(_) => "bad_request",
             Error::UnsafeRoot { .. } => "forbidden_repo",

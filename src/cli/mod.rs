@@ -451,6 +451,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             | Error::UnknownRepo { .. }
             | Error::NotIndexed { .. }
             | Error::FirstIndexPending { .. }
+            | Error::AffectedNeedsIndex { .. }
             | Error::StaleIndex(_)
             | Error::IndexDamaged { .. },
         ) => 3,
@@ -459,6 +460,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             Error::BadRequest(_)
             | Error::OutsideRepo { .. }
             | Error::OutsideSource { .. }
+            | Error::SourceTextOnly { .. }
             | Error::NotServed { .. }
             | Error::NotFound(_)
             | Error::UnknownAgent(_)

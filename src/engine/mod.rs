@@ -732,14 +732,15 @@ impl Engine {
 
     /// Refuses a file the index would not take: hidden or ignored (where `.env` files and
     /// credentials live; the same walk rules as indexing, `.gitignore`, `.docdexignore` and
-    /// `[index] exclude`), or over `[index] max_file_size_bytes` (a read is bounded in memory).
+    /// `[index] exclude`), in a document format it does not read (`.odt`, named as `docdex
+    /// status` names it), or over `[index] max_file_size_bytes` (a read is bounded in memory).
     /// The rule is `index::served`, which context packs and chat's diff apply too.
     fn check_served(&self, root: &Path, real: &Path, given: &str) -> Result<()> {
         let rel = repos_rel(root, real);
         let refused = index::served::refusals(root, std::slice::from_ref(&rel), &self.config().index);
         match refused.get(&rel) {
             None => Ok(()),
-            Some(r) => Err(Error::NotServed { path: given.to_string(), reason: r.reason(), hint: r.hint().into() }),
+            Some(r) => Err(Error::NotServed { path: given.to_string(), reason: r.reason(), hint: r.hint() }),
         }
     }
 

@@ -39,7 +39,7 @@ pub use super::fresh::{FreshEvent, FreshState, Freshness};
 pub use super::fsutil::{ago, count, expand_tilde, noun_for, now_ms};
 /// Language names: the index's name for a path, and what a user may type for one (`py`).
 pub use super::index::files::{canonical_language, complete_language, language};
-pub use super::index::sources::{AddSourceRequest, Source, SourceInfo};
+pub use super::index::sources::{text_only as source_text_only, AddSourceRequest, Source, SourceInfo};
 pub use super::index::types::{
     FileContent, FileRequest, IndexProgress, IndexState, IndexSummary, LastEvent, ProgressSink, ProgressUnit,
     SkippedFile, StatusResponse, SCHEMA_VERSION,

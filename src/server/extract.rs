@@ -84,9 +84,16 @@ pub fn parse_lines(s: &str) -> Result<(u32, u32), ApiError> {
 
 /// Refuses a user-given path that leaves the repository: an absolute path outside its root,
 /// or a relative one whose `..` climbs above it. Symlinks are not followed here: the engine
-/// only answers from what it indexed, which never includes files outside the root.
+/// only answers from what it indexed, which never includes files outside the root. A path in
+/// a registered source (`//notes/pool.md`) is refused saying sources are indexed as text only
+/// (these endpoints read the repository's own files).
 pub fn confine(repo: &RepoRef, path: &str) -> Result<(), ApiError> {
-    let outside = || ApiError::from(crate::Error::OutsideRepo { path: path.to_string(), repo: repo.root.clone() });
+    let outside = || {
+        let source = crate::engine::protocol::source_text_only(repo, path);
+        ApiError::from(
+            source.unwrap_or_else(|| crate::Error::OutsideRepo { path: path.to_string(), repo: repo.root.clone() }),
+        )
+    };
     let p = Path::new(path.trim());
     let relative = if p.is_absolute() {
         if let Ok(real) = std::fs::canonicalize(p) {

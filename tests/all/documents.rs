@@ -239,6 +239,36 @@ fn an_unsupported_format_says_so_and_a_docx_without_its_relationships_is_read() 
     assert!(r.results.iter().any(|h| h.path == "norels.docx"), "{:?}", r.results);
 }
 
+/// `docdex get` (and `open` over HTTP and MCP, the same engine call) of an `.odt` said it was
+/// hidden or ignored and to un-ignore it, while `docdex status` said unsupported document
+/// format (tour14 F4): it says what status says, and which formats docdex reads. An `.odt`
+/// that is ignored is still refused as ignored.
+#[test]
+fn get_of_an_unsupported_document_says_its_format_is_not_read() {
+    let env = Env::new();
+    let repo = env.repo("odt");
+    write(&repo, "docs/notes.odt", b"PK\x03\x04\x14\x00\x00\x00mimetypeapplication/vnd.oasis.opendocument.text\x00");
+    write(&repo, "private/old.odt", b"PK\x03\x04");
+    write(&repo, ".docdexignore", "private/\n");
+    write(&repo, "readme.md", "# Notes\n");
+    let r = repo.to_str().unwrap();
+    assert!(env.run(&["index", "--repo", r]).status.success());
+    let refused = |file: &str| -> serde_json::Value {
+        let out = env.run(&["get", "--repo", r, file, "--json"]);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        serde_json::from_slice(&out.stdout).expect("a JSON error")
+    };
+    let v = refused("docs/notes.odt");
+    assert_eq!(v["error"]["code"], "path_not_served", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("docs/notes.odt is in an unsupported document format (.odt)"), "{msg}");
+    assert!(msg.contains("convert it to .docx or .pdf") && msg.contains("docdex reads PDF, DOCX and HTML"), "{msg}");
+    assert!(!msg.contains("hidden or ignored"), "{msg}");
+    let v = refused("private/old.odt");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("hidden or ignored") && !msg.contains("unsupported"), "{msg}");
+}
+
 #[test]
 fn search_json_and_get_page_on_the_command_line() {
     let env = Env::new();

@@ -246,6 +246,36 @@ fn docdex_run_tests_over_mcp_stdio_returns_the_same_result() {
     assert!(r["content"][0]["text"].as_str().unwrap().contains("path_outside_repo"), "{r}");
 }
 
+/// `docdex_run_tests` refused a repository not indexed yet (`not_indexed: ... call the
+/// docdex_index tool`), while `docdex run-tests` ran its tests (tour14 F6): over MCP they run
+/// too, and `affected`, which does need the index's import graph, says that on both surfaces.
+#[test]
+fn tests_run_without_an_index_over_mcp_and_affected_says_it_needs_one() {
+    let env = Env::new();
+    let repo = node_project(&env, "js");
+    git_commit_all(&repo);
+    write(&repo, "lib/math.js", "function add(a, b) {\n  return b + a;\n}\nmodule.exports = { add };\n");
+    let root = repo.to_str().unwrap();
+    let mut mcp = McpStdio::start(&env, &[], serde_json::json!({}));
+    let args = serde_json::json!({"project_root": root, "target": "test/math.test.js", "timeout_secs": 60});
+    let r = mcp.call("docdex_run_tests", args);
+    assert_eq!(r["isError"], false, "{r}");
+    let v: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (v["runner"].as_str(), v["status"].as_str(), v["failed"].as_u64()),
+        (Some("node"), Some("failed"), Some(1))
+    );
+    let needs_index =
+        |text: &str| text.contains("--affected (`affected`) finds the tests") && text.contains("needs no index");
+    let r = mcp.call("docdex_run_tests", serde_json::json!({"project_root": root, "affected": true}));
+    let text = r["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(text.starts_with("not_indexed") && needs_index(&text), "{text}");
+    let (code, v) = run_tests(&env, &repo, &["--affected"], &[]);
+    assert_eq!((code, v["error"]["code"].as_str()), (3, Some("not_indexed")), "{v}");
+    assert!(needs_index(v["error"]["message"].as_str().unwrap()), "{v}");
+}
+
 #[test]
 fn docdex_index_over_mcp_indexes_an_unindexed_repository() {
     let env = Env::new();

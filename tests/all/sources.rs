@@ -2,7 +2,7 @@
 //! source named on each hit, listed with counts, removable, and confined to their roots
 //! whichever way a file arrives (full index, watcher, API).
 
-use crate::util::{eventually, hit_paths, quiet, write, Env, Watcher};
+use crate::util::{eventually, hit_paths, quiet, write, Env, McpStdio, Watcher};
 use docdex::engine::protocol::{AddSourceRequest, FileRequest, SearchRequest};
 use docdex::engine::IndexOptions;
 use std::path::{Path, PathBuf};
@@ -356,4 +356,49 @@ fn a_search_narrows_to_a_source_by_its_key() {
     let out = env.run(&["search", "--repo", r, "--path", "//notes/../../", "heron"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("outside the registered source notes"), "{out:?}");
+}
+
+/// A source's file given to symbols, impact or run-tests (the path a search hit gave) was
+/// refused as "outside the repository" with no word of why (tour14 F3): it says that sources
+/// are indexed as text only, on the command line and over MCP (whose own path check spoke
+/// first); a path outside every source is still outside the repository.
+#[test]
+fn symbols_impact_and_run_tests_on_a_source_file_say_sources_are_text_only() {
+    let env = Env::new();
+    let (repo, notes, _) = setup(&env);
+    // A runner to detect, so run-tests reaches its target.
+    write(&repo, "Cargo.toml", "[package]\nname = \"repo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n");
+    let (r, n) = (repo.to_str().unwrap(), notes.to_str().unwrap());
+    env.json(&["index", "--repo", r, "--json"]);
+    env.json(&["add", "--repo", r, n, "--no-watch", "--json"]);
+    let abs = notes.join("heron.md");
+    let text_only =
+        |err: &str| err.contains("lies in the registered source notes") && err.contains("indexed as text only");
+    for args in [
+        vec!["symbols", "--repo", r, "--file", "//notes/heron.md"],
+        vec!["symbols", "--repo", r, "--path", "//notes/", "heron"],
+        vec!["impact", "--repo", r, "//notes/heron.md"],
+        vec!["impact", "--repo", r, abs.to_str().unwrap()],
+        vec!["run-tests", "--repo", r, "--target", "//notes/heron.md"],
+    ] {
+        let out = env.run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(text_only(&err), "{args:?}: {err}");
+    }
+    let out = env.run(&["impact", "--repo", r, "//nope/heron.md"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("outside the repository") && !text_only(&err), "{err}");
+
+    let mut mcp = McpStdio::start(&env, &["--repo", r], serde_json::json!({}));
+    for (tool, args) in [
+        ("docdex_symbols", serde_json::json!({"file": "//notes/heron.md"})),
+        ("docdex_impact", serde_json::json!({"file": "//notes/heron.md"})),
+        ("docdex_run_tests", serde_json::json!({"target": "//notes/heron.md"})),
+    ] {
+        let res = mcp.call(tool, args);
+        let text = res["content"][0]["text"].as_str().unwrap_or_default().to_string();
+        assert_eq!(res["isError"], true, "{tool}: {res}");
+        assert!(text.starts_with("path_outside_repo") && text_only(&text), "{tool}: {text}");
+    }
 }

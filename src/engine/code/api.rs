@@ -46,7 +46,12 @@ fn missing_store(repo: &RepoRef) -> Error {
 /// alike), or none; refused outside the repository.
 fn prefix_of(repo: &RepoRef, given: Option<&str>) -> Result<Option<String>> {
     match given.filter(|p| !p.trim().is_empty()) {
-        Some(p) => Ok(Some(crate::engine::repos::repo_prefix(&repo.root, p)?).filter(|p| !p.is_empty())),
+        Some(p) => {
+            // A source's folder (`//notes/`) is refused saying sources hold no symbols.
+            let rel = crate::engine::repos::repo_prefix(&repo.root, p)
+                .map_err(|e| crate::engine::index::sources::or_text_only(repo, p, e))?;
+            Ok(Some(rel).filter(|p| !p.is_empty()))
+        }
         None => Ok(None),
     }
 }
@@ -127,7 +132,7 @@ impl Engine {
         let file = req
             .file
             .as_deref()
-            .map(|f| crate::engine::repos::repo_relative(&repo.root, f))
+            .map(|f| crate::engine::index::sources::code_path(&repo, f))
             .transpose()?
             .filter(|f| !f.is_empty());
         let query = req.query.as_deref().map(str::trim).filter(|q| !q.is_empty()).map(String::from);

@@ -856,7 +856,7 @@ pub(crate) fn normalize_file(repo: &RepoRef, file: &str) -> Result<String> {
     if file.starts_with(EXTERNAL_PREFIX) {
         return Ok(file.to_string());
     }
-    let rel = crate::engine::repos::repo_relative(&repo.root, file)?;
+    let rel = crate::engine::index::sources::code_path(repo, file)?;
     // The root itself is inside the repository: not a file, not "outside".
     if rel.is_empty() {
         return Err(Error::BadRequest(format!(

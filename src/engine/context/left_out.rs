@@ -21,6 +21,8 @@ pub enum Why {
     Hidden,
     /// `.gitignore`, `.docdexignore`, `[index] exclude`, git's excludes file.
     Ignored,
+    /// A document format docdex does not read (`.odt`, `.xlsx`).
+    Unsupported,
     /// Inside `.git`.
     InGit,
     /// An untracked file the index would skip as binary.
@@ -38,6 +40,7 @@ impl Why {
             Why::Repository => "submodule or nested repository (its own repository)",
             Why::Hidden => "hidden (a dot file or folder)",
             Why::Ignored => "ignored or excluded (`.gitignore`, `.docdexignore`, `[index] exclude`)",
+            Why::Unsupported => "unsupported document format",
             Why::InGit => "inside `.git`",
             Why::UntrackedBinary => "untracked binary",
             Why::NotUtf8 => "name not UTF-8 (the index does not take it)",
@@ -79,6 +82,7 @@ pub fn classify(root: &Path, rel: &str, refusal: Option<&Refusal>, include_hidde
         (_, Ok(m)) if m.is_dir() => (Why::Repository, None),
         (Some(r @ Refusal::TooLarge { .. }), _) => (Why::TooLarge, Some(r.reason())),
         (Some(Refusal::InGit), _) => (Why::InGit, None),
+        (Some(Refusal::Unsupported { ext, instead }), _) => (Why::Unsupported, Some(format!(".{ext}: {instead}"))),
         (Some(Refusal::HiddenOrIgnored), _) if hidden && !include_hidden => (Why::Hidden, None),
         (Some(Refusal::HiddenOrIgnored), _) => (Why::Ignored, None),
         (None, _) => (Why::UntrackedBinary, None),

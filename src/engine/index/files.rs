@@ -75,6 +75,16 @@ impl FileClass {
 /// (`None` for any other file). Said so rather than "binary": the file is a document someone
 /// meant to be found, and converting it is the way in.
 pub fn unsupported_document(rel: &str) -> Option<String> {
+    let (ext, instead) = unsupported_format(rel)?;
+    Some(format!("unsupported document format (.{ext}): {instead} to index it"))
+}
+
+/// The formats docdex reads, for a message about one it does not.
+pub const READ_FORMATS: &str = "PDF, DOCX and HTML documents, and text files (Markdown, code, config)";
+
+/// [`unsupported_document`]'s parts: the extension (lowercase) and what to do instead
+/// (`convert it to .docx or .pdf`), for `get` / `open` to refuse the file with the same words.
+pub fn unsupported_format(rel: &str) -> Option<(String, &'static str)> {
     let (_, ext) = rel.rsplit_once('.')?;
     let ext = ext.to_ascii_lowercase();
     let instead = match ext.as_str() {
@@ -86,7 +96,7 @@ pub fn unsupported_document(rel: &str) -> Option<String> {
         "odp" | "otp" | "ppt" | "pptx" => "export it to .pdf",
         _ => return None,
     };
-    Some(format!("unsupported document format (.{ext}): {instead} to index it"))
+    Some((ext, instead))
 }
 
 /// Language (or format) name for a path; `None` for files we do not index as text by name.

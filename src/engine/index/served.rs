@@ -14,17 +14,26 @@ use super::gitrules::GitRules;
 use super::walk::{self, DOCDEX_IGNORE};
 use crate::config::IndexConfig;
 use ignore::gitignore::GitignoreBuilder;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Why docdex does not serve a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
     /// Inside `.git`, which is never indexed.
     InGit,
     /// A dot file or folder, or ignored (`.gitignore`, `.docdexignore`, `[index] exclude`), or
     /// anything else the walk passes over (a symbolic link, a name not UTF-8).
     HiddenOrIgnored,
+    /// A document format docdex does not read (`.odt`, `.xlsx`), as the walk and `docdex
+    /// status` name it ([`super::files::unsupported_document`]); `get` called it hidden or
+    /// ignored.
+    Unsupported {
+        /// The extension, lowercase.
+        ext: String,
+        /// What to do instead (`convert it to .docx or .pdf`).
+        instead: &'static str,
+    },
     /// Bigger than `[index] max_file_size_bytes`.
     TooLarge {
         /// The file's size in bytes.
@@ -42,6 +51,7 @@ impl Refusal {
             Refusal::HiddenOrIgnored => {
                 "hidden or ignored (a dot file or folder, `.gitignore`, `.docdexignore` or `[index] exclude`)".into()
             }
+            Refusal::Unsupported { ext, .. } => format!("in an unsupported document format (.{ext})"),
             Refusal::TooLarge { size, limit } => {
                 format!("{}, over the {} limit", human_bytes(*size), human_bytes(*limit))
             }
@@ -49,13 +59,16 @@ impl Refusal {
     }
 
     /// What to do about it, starting with "; ".
-    pub fn hint(&self) -> &'static str {
+    pub fn hint(&self) -> String {
         match self {
-            Refusal::InGit => "; git's own commands read it",
+            Refusal::InGit => "; git's own commands read it".into(),
             Refusal::HiddenOrIgnored => {
-                "; read it with your editor, or un-ignore it (`[index] include_hidden` for dot files)"
+                "; read it with your editor, or un-ignore it (`[index] include_hidden` for dot files)".into()
             }
-            Refusal::TooLarge { .. } => "; raise `[index] max_file_size_bytes` to index and read it",
+            Refusal::Unsupported { instead, .. } => {
+                format!("; {instead} to index and read it (docdex reads {})", super::files::READ_FORMATS)
+            }
+            Refusal::TooLarge { .. } => "; raise `[index] max_file_size_bytes` to index and read it".into(),
         }
     }
 
@@ -63,6 +76,7 @@ impl Refusal {
     fn group(&self) -> String {
         match self {
             Refusal::TooLarge { .. } => "over `[index] max_file_size_bytes`".into(),
+            Refusal::Unsupported { .. } => "in a document format docdex does not read".into(),
             other => other.reason(),
         }
     }
@@ -96,14 +110,28 @@ pub fn refusals(root: &Path, rels: &[String], cfg: &IndexConfig) -> BTreeMap<Str
         return refused;
     }
     let wanted: Vec<PathBuf> = present.iter().map(|(_, abs)| abs.clone()).collect();
-    let admitted: std::collections::HashSet<String> =
-        walk::walk_paths(root, &wanted, cfg, 1, walk::Globs::default()).files.into_iter().map(|c| c.rel).collect();
+    let walked = walk::walk_paths(root, &wanted, cfg, 1, walk::Globs::default());
+    let admitted: HashSet<String> = walked.files.into_iter().map(|c| c.rel).collect();
+    // What the walk met and noted instead of taking (an unsupported document), as status lists it.
+    let noted: HashSet<String> = walked.issues.into_iter().filter(|i| !i.error).map(|i| i.rel).collect();
     for (rel, _) in present {
         if !admitted.contains(rel.as_str()) {
-            refused.insert(rel.clone(), if in_git(rel) { Refusal::InGit } else { Refusal::HiddenOrIgnored });
+            refused.insert(rel.clone(), passed_over(rel, noted.contains(rel.as_str())));
         }
     }
     refused
+}
+
+/// Why the walk did not take a present file: inside `.git`, an unsupported document it met
+/// (`noted`), or else hidden or ignored. An ignored `.odt` is never met, and stays ignored.
+fn passed_over(rel: &str, noted: bool) -> Refusal {
+    if in_git(rel) {
+        return Refusal::InGit;
+    }
+    match super::files::unsupported_format(rel).filter(|_| noted) {
+        Some((ext, instead)) => Refusal::Unsupported { ext, instead },
+        None => Refusal::HiddenOrIgnored,
+    }
 }
 
 /// A note naming the files `refused` left out of `what` ("the diff"), grouped by reason, or
@@ -241,6 +269,17 @@ mod tests {
         assert_eq!(got.get(".git/HEAD"), Some(&Refusal::InGit));
         assert_eq!(got.get("big.txt"), Some(&Refusal::TooLarge { size: 4096, limit: 1024 }));
         assert!(!got.contains_key("src/a.rs"), "{got:?}");
+    }
+
+    #[test]
+    fn an_unsupported_document_is_named_as_such_unless_it_is_ignored() {
+        let dir = repo();
+        std::fs::write(dir.path().join("notes.odt"), b"PK").expect("write");
+        std::fs::write(dir.path().join("secrets/old.odt"), b"PK").expect("write");
+        let got = refusals(dir.path(), &rels(&["notes.odt", "secrets/old.odt"]), &IndexConfig::default());
+        let odt = Refusal::Unsupported { ext: "odt".into(), instead: "convert it to .docx or .pdf" };
+        assert_eq!(got.get("notes.odt"), Some(&odt), "{got:?}");
+        assert_eq!(got.get("secrets/old.odt"), Some(&Refusal::HiddenOrIgnored), "{got:?}");
     }
 
     #[test]

@@ -214,6 +214,43 @@ pub fn prefix(repo: &RepoRef, given: &str) -> Result<Option<String>> {
     Ok(Some(key(name, &rel)))
 }
 
+/// `given` as a path of the repository's own files ([`crate::engine::repos::repo_relative`]),
+/// for what reads only those: symbols, impact and run-tests. A registered source's file is
+/// refused as [`text_only`] says, where it was "outside the repository".
+pub fn code_path(repo: &RepoRef, given: &str) -> Result<String> {
+    crate::engine::repos::repo_relative(&repo.root, given).map_err(|e| or_text_only(repo, given, e))
+}
+
+/// `err`, unless it is "outside the repository" for a path in a registered source: then
+/// [`text_only`]'s refusal, which says why.
+pub fn or_text_only(repo: &RepoRef, given: &str, err: Error) -> Error {
+    match err {
+        Error::OutsideRepo { .. } => text_only(repo, given).unwrap_or(err),
+        other => other,
+    }
+}
+
+/// The refusal of a path in a registered source (`//notes/pool.md`, or an absolute path inside
+/// a source's folder) given where only the repository's own files are taken: sources are
+/// indexed as text only, so search and get/open read them, while symbols, impact and
+/// run-tests do not ([`Error::SourceTextOnly`]). `None` when `given` lies in no registered
+/// source (the caller's "outside the repository" stands).
+pub fn text_only(repo: &RepoRef, given: &str) -> Option<Error> {
+    let given = given.trim();
+    let sources = load(&repo.state_dir);
+    // `//notes/pool.md`, or `//notes` for the whole source.
+    let name = split(given).map(|(name, _)| name).or_else(|| given.strip_prefix(PREFIX));
+    let source = match name {
+        Some(name) => sources.iter().find(|s| s.name == name)?,
+        None if Path::new(given).is_absolute() => {
+            let real = crate::engine::repos::resolve_existing(Path::new(given));
+            sources.iter().find(|s| real.starts_with(&s.path))?
+        }
+        None => return None,
+    };
+    Some(Error::SourceTextOnly { path: given.to_string(), source_name: source.name.clone() })
+}
+
 /// The root and root-relative path a key is read from: the repository's, or a registered
 /// source's. A key naming no registered source, or a missing one (its path may now lead
 /// anywhere through a link), is an error: it cannot be read.

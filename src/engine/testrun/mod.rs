@@ -908,7 +908,10 @@ impl Engine {
             Some(t) => {
                 let pytest = detected.iter().any(|d| d.runner == Runner::Pytest);
                 let first = detected.first().map_or(Runner::Config, |d| d.runner);
-                Some(confine_target(&root, t, if pytest { Runner::Pytest } else { first })?)
+                let runner = if pytest { Runner::Pytest } else { first };
+                // A source's file (`//notes/x.md`) is refused saying sources hold no tests.
+                let confined = confine_target(&root, t, runner);
+                Some(confined.map_err(|e| crate::engine::index::sources::or_text_only(&repo, t, e))?)
             }
             None => None,
         };
@@ -1083,6 +1086,15 @@ impl Engine {
         ))
     }
 
+    /// "Not indexed" for `--affected` says that it is the option that needs the index (a run
+    /// without it needs none); a first index run under way is named as such.
+    fn affected_needs_index(&self, err: Error) -> Error {
+        match self.explain_not_indexed(err) {
+            Error::NotIndexed { path } => Error::AffectedNeedsIndex { path },
+            other => other,
+        }
+    }
+
     /// The test files the change reaches, for `runner`, each with why; changed files the index
     /// would not walk are left out (a note counts them).
     fn affected_tests(
@@ -1101,7 +1113,7 @@ impl Engine {
         // a virtualenv's vendored `tests/` ran as the change's tests.
         let left_out = changes.leave_out_unindexable(root, &self.config().index);
         notes.extend(crate::engine::context::changes::left_out_note(left_out));
-        let (_, graph) = self.impact_graph(root)?;
+        let (_, graph) = self.impact_graph(root).map_err(|e| self.affected_needs_index(e))?;
         let selected = affected::select(root, &changes, &graph, runner)?;
         notes.extend(selected.whole_suite.clone());
         Ok(selected)

@@ -115,6 +115,16 @@ impl DocdexMcp {
         }
     }
 
+    /// [`Self::repo_for`], taking a repository not indexed yet as it is, for the tools that
+    /// need no index: `docdex_index` builds it, and `docdex_run_tests` runs the tests as
+    /// `docdex run-tests` does (its `affected` says itself that it needs the index).
+    fn repo_even_unindexed(&self, named: Option<String>) -> Result<RepoRef, ApiError> {
+        match (self.repo_for(named.clone()), named) {
+            (Err(e), Some(named)) if e.code == "not_indexed" => self.app.lookup(&named),
+            (found, _) => found,
+        }
+    }
+
     fn take_extras(&self, context: &RequestContext<RoleServer>) -> InitExtras {
         if let Some(e) = self.init.lock().ok().and_then(|mut s| s.take()) {
             return e;

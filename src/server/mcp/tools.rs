@@ -467,7 +467,8 @@ fn action_tools() -> Vec<Tool> {
              jest, vitest, or `[tests] command`): all of them, a `target` file or directory, or with `affected` only \
              the test files the uncommitted change (and with `since`, the branch's commits) reaches through the \
              import graph. Returns command, status, exit code, duration, passed/failed/skipped, the failing tests \
-             with file and line where the runner gives them, and the output tail. Killed at `timeout_secs`.",
+             with file and line where the runner gives them, and the output tail. Killed at `timeout_secs`. Needs no \
+             index (only `affected` does).",
             schema::<RunTestsArgs>(),
         )
         .annotate(ToolAnnotations::new().read_only(false).destructive(false).idempotent(true).open_world(false)),
@@ -784,10 +785,21 @@ async fn audit_conflicts(server: &DocdexMcp, args: Value) -> ToolResult {
     on_repo(server, a.repo.named(), vec![], move |engine, root| engine.audit_conflicts(root, &a.audit)).await
 }
 
+/// Runs on a repository not indexed yet too, as `docdex run-tests` does: it was refused as
+/// `not_indexed`, though only `affected` needs the index (and says so).
 async fn run_tests(server: &DocdexMcp, args: Value) -> ToolResult {
     let a: RunTestsArgs = parse("docdex_run_tests", args)?;
-    let confined = a.run.target.iter().cloned().collect();
-    on_repo(server, a.repo.named(), confined, move |engine, root| engine.run_tests(root, &a.run)).await
+    let server = server.clone();
+    let gate = server.app.work().clone();
+    gate.run(move || {
+        let repo = server.repo_even_unindexed(a.repo.named())?;
+        if let Some(target) = &a.run.target {
+            confine(&repo, target)?;
+        }
+        let engine = server.app.engine();
+        engine.run_tests(&repo.root, &a.run).map(|r| ok_json(&r)).map_err(|e| server.app.explain(&repo, e))
+    })
+    .await
 }
 
 async fn index(server: &DocdexMcp, args: Value) -> ToolResult {
@@ -796,10 +808,7 @@ async fn index(server: &DocdexMcp, args: Value) -> ToolResult {
     let gate = server.app.work().clone();
     gate.run(move || {
         // Indexing is how a repository becomes indexed: not being indexed yet is no error here.
-        let repo = match (server.repo_for(a.repo.named()), a.repo.named()) {
-            (Err(e), Some(named)) if e.code == "not_indexed" => server.app.lookup(&named)?,
-            (r, _) => r?,
-        };
+        let repo = server.repo_even_unindexed(a.repo.named())?;
         let opts = crate::engine::IndexOptions { rebuild: a.rebuild, ..Default::default() };
         let quiet = |_: &crate::engine::protocol::IndexProgress| {};
         server
