@@ -1,11 +1,13 @@
 //! Chat when no chat model can answer (the model is missing, or it is an embedding model), and
 //! what a chat message teaches the profile: visible on the command line, never stored unseen
-//! without a model to judge it. Also the session's commands and the HTTP answer when the
-//! server's own default model is the one missing.
+//! without a model to judge it. Also the session's commands, the HTTP answer when the
+//! server's own default model is the one missing, and a model server that accepts connections
+//! and never answers (stuck): the liveness check fails a model list and a chat within
+//! `[llm] connect_timeout_ms`, not `request_timeout_secs`.
 
 use crate::profiles::add;
 use crate::server_util::{client, Server};
-use crate::util::{llm_config, sample_repo, Env};
+use crate::util::{dead_url, llm_config, sample_repo, stuck_server, Env};
 use docdex::engine::protocol::{AnswerStatus, Category, ChatTurnRequest, ProfileListRequest};
 use docdex::testing::fake_ollama::{FakeOllama, FakeOllamaOptions};
 use serde_json::{json, Value};
@@ -13,6 +15,7 @@ use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 const MARKER: &str = "You are the Memory Manager";
 
@@ -280,4 +283,91 @@ fn an_unknown_session_command_is_refused_with_the_known_ones() {
     assert_eq!(chats.len(), 1, "only the question was asked: {chats:?}");
     assert!(!chats[0].to_string().contains("/bogus"));
     assert_eq!(stdout.lines().count(), 1, "{stdout}");
+}
+
+/// A sample repository indexed without embeddings (nothing listened then), in a home whose
+/// model server then accepts connections and never answers, with `[llm] request_timeout_secs =
+/// 30` and the default `connect_timeout_ms` (2000): the server's URL, the home and the repository.
+fn stuck_model_server() -> (String, Env, PathBuf) {
+    let (url, _) = stuck_server();
+    let env = Env::new();
+    env.write_config(&llm_config("ollama", &dead_url(), "fake-chat", "fake-embed"));
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let config = llm_config("ollama", &url, "fake-chat", "fake-embed");
+    let config = config.replace("request_timeout_secs = 5", "request_timeout_secs = 30");
+    env.write_config(&format!("{config}[web]\nenabled = false\n"));
+    (url, env, repo)
+}
+
+/// The words of a stuck server's error: the server, the bound it missed and what to do.
+fn says_stuck(message: &str, url: &str) {
+    for needle in [url, "did not answer within 2000 ms", "`[llm] connect_timeout_ms`", "`[llm] base_url`", "ollama ps"]
+    {
+        assert!(message.contains(needle), "{needle:?} missing from: {message}");
+    }
+}
+
+/// tour14 F7: a model list and a chat turn waited the whole `request_timeout_secs` on a server
+/// that accepts and never answers (the window lookup was the turn's first request when the
+/// index has no embeddings); the liveness check before them now fails each within
+/// `connect_timeout_ms`, naming the server and the fix, and the turn still answers its sources.
+#[test]
+fn a_stuck_model_server_fails_a_model_list_and_a_chat_within_the_liveness_bound() {
+    let (url, env, repo) = stuck_model_server();
+    let engine = env.engine();
+    let started = Instant::now();
+    let e = engine.models().unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(6), "the model list took {:?}", started.elapsed());
+    assert_eq!(e.code(), "upstream_unavailable");
+    says_stuck(&e.to_string(), &url);
+    let req = ChatTurnRequest { query: "how are stale sessions expired?".into(), ..Default::default() };
+    let started = Instant::now();
+    let resp = engine.chat(&repo, &req, &mut |_| ControlFlow::Continue(())).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(6), "the turn took {:?}", started.elapsed());
+    assert_eq!(resp.llm.status, AnswerStatus::Unavailable, "{:?}", resp.llm);
+    says_stuck(resp.llm.message.as_deref().unwrap_or_default(), &url);
+    assert!(!resp.sources.is_empty() && !resp.excerpts.is_empty(), "retrieval still answers: {resp:?}");
+}
+
+/// The same over HTTP: `/v1/models` and `/v1/chat/completions` answer `503
+/// upstream_unavailable` within the liveness bound (an OpenAI client's own 60 s timeout fired
+/// first before).
+#[tokio::test]
+async fn http_models_and_chat_on_a_stuck_model_server_are_503_within_the_liveness_bound() {
+    let (url, env, repo) = stuck_model_server();
+    let server = Server::start(&env, &["serve", "--repo", repo.to_str().unwrap(), "--no-watch"], &[]);
+    let question = json!({"messages": [{"role": "user", "content": "how are stale sessions expired?"}]});
+    for (path, body) in [("/v1/models", None), ("/v1/chat/completions", Some(question))] {
+        let started = Instant::now();
+        let req = match body {
+            Some(b) => client().post(server.url(path)).json(&b),
+            None => client().get(server.url(path)),
+        };
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let v: Value = resp.json().await.unwrap();
+        assert!(started.elapsed() < Duration::from_secs(6), "{path} took {:?}", started.elapsed());
+        assert_eq!((status, v["error"]["code"].as_str()), (503, Some("upstream_unavailable")), "{path}: {v}");
+        says_stuck(v["error"]["message"].as_str().unwrap_or_default(), &url);
+    }
+}
+
+/// The liveness check bounds only the server's first answer, not the model's: a model that
+/// takes longer than `connect_timeout_ms` to its first token (reading a long prompt) still
+/// answers within `request_timeout_secs`.
+#[test]
+fn a_model_slower_than_the_liveness_bound_still_answers() {
+    let fake = FakeOllama::start(FakeOllamaOptions { first_token_delay_ms: 1_500, ..Default::default() }).unwrap();
+    let env = Env::new();
+    let config = llm_config("ollama", &fake.url(), "fake-chat", "fake-embed");
+    env.write_config(&format!("{config}connect_timeout_ms = 300\n[web]\nenabled = false\n"));
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let req = ChatTurnRequest { query: "how are stale sessions expired?".into(), ..Default::default() };
+    let resp = env.engine().chat(&repo, &req, &mut |_| ControlFlow::Continue(())).unwrap();
+    assert_eq!(resp.llm.status, AnswerStatus::Answered, "{:?}", resp.llm);
+    assert!(resp.answer.is_some_and(|a| !a.is_empty()));
 }

@@ -173,9 +173,13 @@ impl Engine {
         })?
     }
 
-    /// The models the provider's server has.
+    /// The models the provider's server has. A server that does not answer the liveness
+    /// check ([`Engine::server_answers`]) is a [`Error::LlmTimeout`] within
+    /// `[llm] connect_timeout_ms`: a list is no generation, and a stuck server held
+    /// `/v1/models`, `docdex check` and `llm-list` for the whole `[llm] request_timeout_secs`.
     pub fn models(&self) -> Result<Vec<ModelInfo>> {
         let provider = self.provider()?;
+        self.server_answers(provider.as_ref())?;
         self.block_on(async move { provider.models().await })?
     }
 

@@ -193,15 +193,50 @@ impl Turn<'_> {
     /// model pointless (unreachable or stuck server, missing model).
     pub(super) fn context_window(&mut self, provider: &dyn Provider, model: &str) -> (u32, String, Option<Error>) {
         let configured = self.engine.config().llm.context_tokens;
+        let (reported, preflight) = match self.server_down(provider) {
+            Some(e) => (None, Some(e)),
+            None => self.reported_window(provider, model),
+        };
+        // The model's own limit is honoured however small (it was raised to 1,024 before, so
+        // an OpenAI-compatible server refused the prompt and Ollama was run beyond the
+        // Modelfile's `num_ctx`); a server saying 0 says nothing.
+        let (window, source) = match reported.filter(|w| *w > 0) {
+            Some(w) if w <= configured => (w, format!("provider ({model} reports {w})")),
+            Some(w) => (configured, format!("config ([llm] context_tokens; {model} allows {w})")),
+            None => (configured, "config ([llm] context_tokens; the provider does not report one)".into()),
+        };
+        (window, source, preflight)
+    }
+
+    /// Why the model server is not worth asking this turn: the embedder on it just timed out
+    /// or was unreachable ([`crate::Engine::recent_server_failure`]), or it does not answer the
+    /// liveness check ([`crate::Engine::server_answers`], `[llm] connect_timeout_ms`). A
+    /// server that accepts and never answers otherwise held the window lookup (or, with the
+    /// window known, the chat) for the whole `[llm] request_timeout_secs` before the turn gave
+    /// up; one that answers but is slow to generate still gets that timeout between pieces.
+    /// `None` for a stopped turn (a stop is no verdict on the server).
+    fn server_down(&mut self, provider: &dyn Provider) -> Option<Error> {
+        if self.stop_requested() {
+            return None;
+        }
+        if let Some(e) = self.engine.recent_server_failure() {
+            return Some(e);
+        }
+        match self.engine.server_answers(provider) {
+            Ok(()) | Err(Error::Cancelled) => None,
+            Err(e) => Some(e),
+        }
+    }
+
+    /// The window the provider reports for `model` (remembered per server and model), and an
+    /// error that makes asking the model pointless.
+    fn reported_window(&mut self, provider: &dyn Provider, model: &str) -> (Option<u32>, Option<Error>) {
         let key = format!("{}|{}|{model}", provider.kind(), provider.base_url());
         let cached = self.engine.waterfall().windows.lock().ok().and_then(|m| m.get(&key).copied());
-        let (reported, preflight) = match cached {
+        match cached {
             Some(w) => (w, None),
             // A stopped turn does not ask the server anything more.
             None if self.stop_requested() => (None, None),
-            // The embedder on the same server just timed out or was unreachable: asking again
-            // would only add another wait before the answer is given up on.
-            None if self.engine.recent_server_failure().is_some() => (None, self.engine.recent_server_failure()),
             // Stoppable: a server that accepts and never answers holds this for the timeout.
             None => match self.engine.block_on_server(provider.context_window(model)) {
                 Err(Error::Cancelled) => (None, None),
@@ -223,16 +258,7 @@ impl Turn<'_> {
                 }
                 Err(e) => (None, Some(e)),
             },
-        };
-        // The model's own limit is honoured however small (it was raised to 1,024 before, so
-        // an OpenAI-compatible server refused the prompt and Ollama was run beyond the
-        // Modelfile's `num_ctx`); a server saying 0 says nothing.
-        let (window, source) = match reported.filter(|w| *w > 0) {
-            Some(w) if w <= configured => (w, format!("provider ({model} reports {w})")),
-            Some(w) => (configured, format!("config ([llm] context_tokens; {model} allows {w})")),
-            None => (configured, "config ([llm] context_tokens; the provider does not report one)".into()),
-        };
-        (window, source, preflight)
+        }
     }
 
     /// Tier 3: the model. Streams tokens; never fails the turn for model trouble.
