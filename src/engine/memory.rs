@@ -53,6 +53,7 @@ pub struct MemoryStoreRequest {
     pub content: String,
     /// Optional JSON object stored with it (source, tags, author, ...).
     #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub metadata: Option<Value>,
 }
 

@@ -428,6 +428,47 @@ fn a_misspelt_tool_argument_is_refused_naming_the_arguments_taken() {
     assert_eq!(mcp.call("docdex_server_info", json!({}))["isError"], false);
 }
 
+/// tour14 F8: the similarities the audits refuse outside (0, 1] and a memory's metadata, which
+/// must be an object, say so in `tools/list` (the schemas gave a bare number and any value);
+/// a value at the edge is taken and one past it refused, as the schema says.
+#[test]
+fn tool_schemas_list_the_similarity_ranges_and_the_metadata_object() {
+    let env = Env::new();
+    let (repo, _) = setup(&env);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    let list = mcp.request("tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap().clone();
+    let prop = |tool: &str, field: &str| {
+        let t = tools.iter().find(|t| t["name"] == tool).unwrap_or_else(|| panic!("no {tool}"));
+        t["inputSchema"]["properties"][field].clone()
+    };
+    // Conflicts are not explained: no model is configured.
+    for (tool, field, args) in [
+        ("docdex_audit_duplicates", "threshold", json!({})),
+        ("docdex_audit_conflicts", "min_sim", json!({"explain": false})),
+    ] {
+        let p = prop(tool, field);
+        assert_eq!(
+            (p["exclusiveMinimum"].as_f64(), p["maximum"].as_f64()),
+            (Some(0.0), Some(1.0)),
+            "{tool}.{field}: {p}"
+        );
+        assert!(p.get("minimum").is_none(), "0 itself is refused: {p}");
+        for (value, refused) in [(json!(0), true), (json!(1.5), true), (json!(1), false)] {
+            let mut a = args.clone();
+            a[field] = value.clone();
+            let r = mcp.call(tool, a);
+            assert_eq!(r["isError"], refused, "{tool} {field} {value}: {r}");
+        }
+    }
+    let metadata = prop("docdex_memory_save", "metadata");
+    assert_eq!(metadata["type"], json!(["object", "null"]), "{metadata}");
+    let r = mcp.call("docdex_memory_save", json!({"content": "deploys go through staging", "metadata": "x"}));
+    assert_eq!(r["isError"], true, "{r}");
+    let r = mcp.call("docdex_memory_save", json!({"content": "deploys go through staging", "metadata": {"by": "t"}}));
+    assert_eq!(r["isError"], false, "{r}");
+}
+
 /// The arguments a tool refuses at 0 say so in `tools/list`: their schemas said `minimum: 0`
 /// (from the Rust integer types) while `docdex_symbols {"limit": 0}` was refused ("limit 0 asks
 /// for nothing") and `docdex_context` refuses budgets outside 200..200000. A value at the listed

@@ -23,6 +23,7 @@ pub struct DuplicatesRequest {
     /// their embeddings when the repository has them, else the estimated Jaccard similarity of
     /// their word 3-shingles (MinHash). Exact duplicates are found either way.
     #[serde(default)]
+    #[schemars(range(max = 1), extend("exclusiveMinimum" = 0))]
     pub threshold: Option<f32>,
     /// Most groups returned, largest first (default 100, 1 to 10000; `groups_total` counts them
     /// all).
@@ -117,6 +118,7 @@ pub struct ConflictsRequest {
     /// Least similarity (0..1, default 0.80) of two statements' words, values masked, before
     /// their disagreement is looked at.
     #[serde(default)]
+    #[schemars(range(max = 1), extend("exclusiveMinimum" = 0))]
     pub min_sim: Option<f32>,
     /// Most conflicts returned, most similar first (default 20, at most 500).
     #[serde(default)]
