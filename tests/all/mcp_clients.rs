@@ -469,6 +469,25 @@ fn tool_schemas_list_the_similarity_ranges_and_the_metadata_object() {
     assert_eq!(r["isError"], false, "{r}");
 }
 
+/// tour14 F9: a method the server does not have was answered `-32601` with the method name as
+/// the whole message; it now says so and names the methods there are (MCP's method not found).
+#[test]
+fn an_unknown_method_is_named_with_the_methods_the_server_answers() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    sample_repo(&repo);
+    env.json(&["index", "--repo", repo.to_str().unwrap(), "--json"]);
+    let mut mcp = McpStdio::start(&env, &["--repo", repo.to_str().unwrap()], json!({}));
+    let r = mcp.request("nope/method", json!({}));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    for needle in ["unknown method nope/method", "initialize", "ping", "tools/list", "tools/call"] {
+        assert!(message.contains(needle), "{needle:?} missing from: {message}");
+    }
+    // The session goes on.
+    assert!(mcp.request("tools/list", json!({}))["result"]["tools"].is_array());
+}
+
 /// The arguments a tool refuses at 0 say so in `tools/list`: their schemas said `minimum: 0`
 /// (from the Rust integer types) while `docdex_symbols {"limit": 0}` was refused ("limit 0 asks
 /// for nothing") and `docdex_context` refuses budgets outside 200..200000. A value at the listed

@@ -368,6 +368,15 @@ async fn streamable_http_mcp_errors_are_json_rpc() {
     let r = post(list).header("mcp-session-id", &session).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200);
     assert!(r.text().await.unwrap().contains("docdex_search"));
+    // A method MCP does not define: -32601 naming it and the methods there are (tour14 F9).
+    let nope = r#"{"jsonrpc":"2.0","id":9,"method":"nope/method"}"#;
+    let r = post(nope).header("mcp-session-id", &session).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let body = r.text().await.unwrap();
+    assert!(
+        body.contains("-32601") && body.contains("unknown method nope/method") && body.contains("tools/call"),
+        "{body}"
+    );
     let bad = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"docdex_search","arguments":"x"}}"#;
     let v = rpc_error(post(bad).header("mcp-session-id", &session).send().await.unwrap(), 400, -32602).await;
     assert!(v["error"]["message"].as_str().unwrap().contains("`arguments` must be an object"), "{v}");

@@ -28,6 +28,15 @@ pub const INVALID_REQUEST: i64 = -32600;
 /// A known method whose `params` do not fit it.
 pub const INVALID_PARAMS: i64 = -32602;
 
+/// The message of the method-not-found error (`-32601`) for a method MCP does not define:
+/// the method, and the ones this server answers (its only capability is tools).
+pub fn unknown_method(method: &str) -> String {
+    format!(
+        "unknown method {method}: this MCP server answers initialize, ping, tools/list and tools/call \
+         (tools/list names the tools, tools/call runs one)"
+    )
+}
+
 /// A message refused before rmcp: the JSON-RPC error the client gets instead.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {
@@ -157,7 +166,7 @@ impl<M: ConstString + DeserializeOwned> Typed for RequestNoParam<M> {
 
 /// Why `method`'s params do not fit its type, when `method` is one of the MCP methods a
 /// client sends a server (those rmcp marks deprecated left out); `None` for other methods
-/// (answered by rmcp: method not found).
+/// (answered method not found, with [`unknown_method`]'s words).
 fn invalid_params(method: &str, msg: &Map<String, Value>) -> Option<String> {
     fn why<T: Typed>(method: &str, msg: &Map<String, Value>) -> Option<Option<String>> {
         if method != T::METHOD {

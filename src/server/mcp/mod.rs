@@ -26,8 +26,9 @@ use axum::http::{header, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use jsonrpc::{Checked, Rejection};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
+    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -199,6 +200,17 @@ impl ServerHandler for DocdexMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(tools::definitions()))
+    }
+
+    /// A method MCP does not define (rmcp's catch-all) is method not found (`-32601`) naming
+    /// it and the methods there are, on every transport: rmcp's message was the method alone.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        tracing::info!(method = %request.method, "unknown MCP method");
+        Err(McpError::new(ErrorCode::METHOD_NOT_FOUND, jsonrpc::unknown_method(&request.method), None))
     }
 
     /// A tool call stops when rmcp cancels its request (`notifications/cancelled`, the session
