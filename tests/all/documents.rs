@@ -1251,3 +1251,69 @@ fn a_pdf_block_spanning_two_of_three_columns_is_read_within_them() {
     expected.extend(below.iter().flatten().cloned());
     assert_eq!(text_lines(&env, &repo, "span.pdf"), expected);
 }
+
+/// A notebook as Jupyter writes it (indent 1, each source a list of lines), with a text output
+/// and a base64 PNG the index must not hold.
+const NOTEBOOK: &str = r##"{
+ "cells": [
+  {
+   "cell_type": "markdown",
+   "metadata": {},
+   "source": [
+    "# Tamandua survey\n",
+    "\n",
+    "The tamandua census counts anteaters along the river trail."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": 3,
+   "metadata": {},
+   "outputs": [
+    {"name": "stdout", "output_type": "stream", "text": ["printed quetzal output\n"]},
+    {"data": {"image/png": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ"}, "metadata": {}, "output_type": "display_data"}
+   ],
+   "source": [
+    "def weigh_armadillo(grams):\n",
+    "    return grams / 1000"
+   ]
+  }
+ ],
+ "metadata": {"kernelspec": {"name": "python3"}},
+ "nbformat": 4,
+ "nbformat_minor": 5
+}
+"##;
+
+/// A notebook was indexed as its JSON, so a hit's snippet was escaped JSON with outputs and
+/// metadata (tour14 F5): its cells are the text now, a `# %%` marker line before each, outputs
+/// left out, and `get` shows the same lines hits cite. A notebook that is not JSON is a note.
+#[test]
+fn a_notebook_is_indexed_as_its_cells_and_a_malformed_one_is_a_note() {
+    let env = Env::new();
+    let repo = env.repo("nb");
+    write(&repo, "docs/analysis.ipynb", NOTEBOOK);
+    write(&repo, "docs/broken.ipynb", "{\"cells\": [{\"cell_type\": \"code\", \"source\": \"x =");
+    let summary = env.engine().index(&repo, &IndexOptions::default(), &quiet()).expect("index");
+    let skipped = summary.skipped.iter().find(|s| s.path == "docs/broken.ipynb").expect("broken.ipynb is a note");
+    assert!(skipped.reason.starts_with("corrupt Jupyter notebook (not valid JSON"), "{}", skipped.reason);
+    for (query, needle) in
+        [("weigh_armadillo", "def weigh_armadillo(grams):"), ("tamandua census", "The tamandua census")]
+    {
+        let r = search(&env, &repo, query);
+        let hit = r.results.iter().find(|h| h.path == "docs/analysis.ipynb").expect("the notebook is found");
+        assert_eq!(hit.lang, "notebook");
+        assert!(hit.snippet.contains(needle), "{query}: {}", hit.snippet);
+        for json in ["\\n", "\"source\"", "\"cell_type\"", "outputs", "iVBOR"] {
+            assert!(!hit.snippet.contains(json), "{query}: a clean snippet, no {json}: {}", hit.snippet);
+        }
+    }
+    assert!(hit_paths(&env.engine(), &repo, "quetzal").is_empty(), "outputs are not indexed");
+    let doc = env.engine().get_file(&repo, &FileRequest::new("docs/analysis.ipynb", None)).expect("get");
+    assert_eq!(doc.format.as_deref(), Some("notebook"));
+    assert_eq!(
+        doc.text,
+        "# %% [markdown]\n# Tamandua survey\n\nThe tamandua census counts anteaters along the river trail.\n\n\
+         # %%\ndef weigh_armadillo(grams):\n    return grams / 1000"
+    );
+}

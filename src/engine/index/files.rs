@@ -80,7 +80,8 @@ pub fn unsupported_document(rel: &str) -> Option<String> {
 }
 
 /// The formats docdex reads, for a message about one it does not.
-pub const READ_FORMATS: &str = "PDF, DOCX and HTML documents, and text files (Markdown, code, config)";
+pub const READ_FORMATS: &str =
+    "PDF, DOCX and HTML documents, Jupyter notebooks, and text files (Markdown, code, config)";
 
 /// [`unsupported_document`]'s parts: the extension (lowercase) and what to do instead
 /// (`convert it to .docx or .pdf`), for `get` / `open` to refuse the file with the same words.
@@ -171,6 +172,7 @@ pub const LANGUAGES: &[Language] = &[
     Language { name: "html", extensions: &["html", "htm", "xhtml"], aliases: &[] },
     Language { name: "pdf", extensions: &["pdf"], aliases: &[] },
     Language { name: "docx", extensions: &["docx"], aliases: &[] },
+    Language { name: "notebook", extensions: &["ipynb"], aliases: &["jupyter"] },
     Language { name: "xml", extensions: &["xml", "xsd", "xsl", "svg", "plist"], aliases: &[] },
     Language { name: "markdown", extensions: &["md", "markdown", "mdx"], aliases: &[] },
     Language { name: "rst", extensions: &["rst"], aliases: &[] },
@@ -227,11 +229,11 @@ pub fn complete_language(typed: &str) -> Vec<&'static str> {
 /// How a language is chunked.
 pub fn chunk_style(lang: &str) -> ChunkStyle {
     match lang {
-        // HTML and DOCX are indexed as the Markdown their extraction makes (`index::extract`).
+        // HTML and DOCX are indexed as the Markdown their extraction makes (`index::extract`); a
+        // notebook's cells as plain text (its `# %%` markers are no Markdown headings).
         "markdown" | "rst" | "asciidoc" | "html" | "docx" => ChunkStyle::Markdown,
-        "text" | "json" | "yaml" | "toml" | "ini" | "xml" | "pdf" | "csv" | "lockfile" | "go-mod" | "latex" => {
-            ChunkStyle::Window
-        }
+        "text" | "json" | "yaml" | "toml" | "ini" | "xml" | "pdf" | "csv" | "lockfile" | "go-mod" | "latex"
+        | "notebook" => ChunkStyle::Window,
         _ => ChunkStyle::Code,
     }
 }
@@ -311,7 +313,7 @@ pub fn classify(rel: &str, lang: &str) -> FileClass {
     }
     match chunk_style(lang) {
         ChunkStyle::Markdown => FileClass::Docs,
-        ChunkStyle::Window if matches!(lang, "text" | "pdf" | "latex") => FileClass::Docs,
+        ChunkStyle::Window if matches!(lang, "text" | "pdf" | "latex" | "notebook") => FileClass::Docs,
         ChunkStyle::Window => FileClass::Config,
         ChunkStyle::Code => FileClass::Source,
     }

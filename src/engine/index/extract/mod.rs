@@ -1,7 +1,8 @@
-//! The step between reading a file's bytes and chunking them: documents (PDF, DOCX, HTML) become
-//! plain text or Markdown with stable line numbers; everything else passes through untouched.
+//! The step between reading a file's bytes and chunking them: documents (PDF, DOCX, HTML,
+//! Jupyter notebooks) become plain text or Markdown with stable line numbers; everything else
+//! passes through untouched.
 //!
-//! One file per format (`pdf`, `docx`, `html`); a new format is one more file and one more arm
+//! One file per format (`pdf`, `docx`, `html`, `notebook`); a new format is one more file and one more arm
 //! in [`Format`]. What was extracted is kept beside the index (`<generation>/extracted/`), so
 //! snippets, `docdex get`, embeddings and chat context all read the very text the index was
 //! built from, with the same line numbers, without extracting again.
@@ -11,6 +12,7 @@
 
 mod docx;
 mod html;
+mod notebook;
 mod pdf;
 mod pdf_bound;
 mod pdf_columns;
@@ -46,6 +48,8 @@ pub enum Format {
     Docx,
     /// HTML: the readable text as Markdown (the web tier's Readability extraction).
     Html,
+    /// Jupyter notebook (`.ipynb`): each cell's source after a `# %%` marker line, no outputs.
+    Notebook,
 }
 
 impl Format {
@@ -59,6 +63,7 @@ impl Format {
             "pdf" => Some(Format::Pdf),
             "docx" => Some(Format::Docx),
             "html" | "htm" | "xhtml" => Some(Format::Html),
+            "ipynb" => Some(Format::Notebook),
             _ => None,
         }
     }
@@ -69,6 +74,7 @@ impl Format {
             Format::Pdf => "pdf",
             Format::Docx => "docx",
             Format::Html => "html",
+            Format::Notebook => "notebook",
         }
     }
 }
@@ -130,6 +136,7 @@ impl Refusal {
             Format::Pdf => "PDF",
             Format::Docx => "DOCX",
             Format::Html => "HTML",
+            Format::Notebook => "Jupyter notebook",
         };
         match self {
             Refusal::NoText if format == Format::Pdf => "scanned PDF (no text layer; docdex does not OCR)".to_string(),
@@ -156,6 +163,7 @@ pub fn extract(format: Format, bytes: &[u8]) -> Result<Extracted, Refusal> {
         Format::Pdf => pdf::extract(bytes),
         Format::Docx => docx::extract(bytes),
         Format::Html => Ok(html::extract(bytes)),
+        Format::Notebook => notebook::extract(bytes),
     };
     let out = crate::engine::quiet_panics(run)
         .unwrap_or_else(|_| Err(Refusal::Corrupt("the parser failed on this file".into())))?;
@@ -250,6 +258,7 @@ mod tests {
         assert_eq!(Format::of("docs/Guide.PDF"), Some(Format::Pdf));
         assert_eq!(Format::of("a/b.docx"), Some(Format::Docx));
         assert_eq!(Format::of("site/index.htm"), Some(Format::Html));
+        assert_eq!(Format::of("docs/analysis.ipynb"), Some(Format::Notebook));
         assert_eq!(Format::of("src/main.rs"), None);
         assert_eq!(Format::of("Makefile"), None);
         let doc = Extracted { text: "a\nb\nc\nd\ne\n".into(), pages: vec![1, 3, 5] };
