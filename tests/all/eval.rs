@@ -10,6 +10,7 @@ use std::process::Command;
 fn git(root: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+        .args(["-c", "gc.auto=0"])
         .args(args)
         .current_dir(root)
         .env("GIT_AUTHOR_DATE", "2024-01-01T00:00:00Z")
@@ -28,6 +29,7 @@ fn commit_dated(root: &Path, message: &str, date: &str) {
     git(root, &["add", "-A"]);
     let out = Command::new("git")
         .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+        .args(["-c", "gc.auto=0"])
         .args(["commit", "-q", "-m", message])
         .current_dir(root)
         .env("GIT_AUTHOR_DATE", date)

@@ -150,11 +150,13 @@ pub fn dead_url() -> String {
 }
 
 /// Runs git in `root` as a test author (branch `main`, no signing, no global config's say),
-/// and fails the test when git does.
+/// and fails the test when git does. No automatic gc: a detached `gc --auto` after a large
+/// commit prunes object folders while the next commit writes into them (seen in CI as
+/// "unable to create temporary file").
 pub fn git(root: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
-        .args(["-c", "init.defaultBranch=main"])
+        .args(["-c", "init.defaultBranch=main", "-c", "gc.auto=0", "-c", "maintenance.auto=false"])
         .args(args)
         .current_dir(root)
         .output()
