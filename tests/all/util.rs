@@ -171,9 +171,10 @@ pub fn git_commit_all(root: &Path) {
     git(root, &["commit", "-q", "-m", "initial"]);
 }
 
-/// Waits (up to 20 s) for `cond`, failing the test with `what` when it never holds.
+/// Waits (up to 60 s: a loaded machine can take long, and a passing test never waits that
+/// long) for `cond`, failing the test with `what` when it never holds.
 pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !cond() {
         assert!(std::time::Instant::now() < deadline, "timed out waiting for: {what}");
         std::thread::sleep(std::time::Duration::from_millis(50));
