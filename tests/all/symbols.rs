@@ -849,9 +849,11 @@ fn exact_and_prefix_matches_fold_accents() {
 }
 
 /// A name with a German umlaut is found by its ae/oe/ue spelling too (`ueber` finds `über_x`), as
-/// search finds `Über` by "ueber"; the query's own words are taken as typed, so `queue` finds no
-/// umlaut name. A store an older docdex wrote (parts without the spelling) says so in a note, and
-/// the next index run respells it without a file changing.
+/// search finds `Über` by "ueber": from the name's start as a prefix or exact match (`groesse`
+/// is a prefix of `größe_berechnen` as `grosse` is, `ueber_x` exactly `über_x`), and by a later
+/// word as a word-part match (`x ueber`). The query's own words are taken as typed, so `queue`
+/// finds no umlaut name (`qü_y` spells `quey`). A store an older docdex wrote (parts without
+/// the spelling) says so in a note, and the next index run respells it without a file changing.
 #[test]
 fn umlaut_names_are_found_by_their_written_out_spelling() {
     let env = Env::new();
@@ -859,7 +861,7 @@ fn umlaut_names_are_found_by_their_written_out_spelling() {
     write(
         &repo,
         "calc.py",
-        "def über_x():\n    pass\n\ndef größe_berechnen():\n    pass\n\ndef queue_len():\n    pass\n\ndef qü_y():\n    pass\n",
+        "def über_x():\n    pass\n\ndef größe_berechnen():\n    pass\n\ndef queue_len():\n    pass\n\ndef qü_y():\n    pass\n\ndef größe():\n    pass\n",
     );
     let engine = env.engine();
     index(&engine, &repo);
@@ -872,15 +874,24 @@ fn umlaut_names_are_found_by_their_written_out_spelling() {
         let hit = hits.iter().find(|h| h.name == name).unwrap_or_else(|| panic!("{q:?} did not find {name}"));
         serde_json::to_value(hit.match_kind).unwrap().as_str().unwrap_or("").to_string()
     };
-    assert_eq!(kind("ueber", "über_x"), "word_part");
-    assert_eq!(kind("ueber_x", "über_x"), "word_part");
+    assert_eq!(kind("ueber", "über_x"), "prefix");
+    assert_eq!(kind("ueber_x", "über_x"), "exact");
+    assert_eq!(kind("x ueber", "über_x"), "word_part");
     // `uber` is what `über_x` folds to the start of: a prefix match, as `resume` is for `résumé`.
     assert_eq!(kind("uber", "über_x"), "prefix");
-    assert_eq!(kind("groesse", "größe_berechnen"), "word_part");
-    assert_eq!(kind("Groesse berechnen", "größe_berechnen"), "word_part");
-    let queue: Vec<String> =
-        ask("queue").results.into_iter().filter(|h| h.name.contains('ü')).map(|h| h.name).collect();
-    assert!(queue.is_empty(), "queue met {queue:?}");
+    assert_eq!(kind("groesse", "größe"), "exact");
+    assert_eq!(kind("grosse", "größe"), "exact");
+    assert_eq!(kind("Groesse", "größe_berechnen"), "prefix");
+    assert_eq!(kind("groeß", "größe_berechnen"), "prefix");
+    assert_eq!(kind("Groesse berechnen", "größe_berechnen"), "exact");
+    assert_eq!(kind("berechnen groesse", "größe_berechnen"), "word_part");
+    // The exact match comes first, then the longer name the query starts.
+    let names: Vec<String> = ask("groesse").results.into_iter().map(|h| h.name).collect();
+    assert_eq!(names[..2], ["größe".to_string(), "größe_berechnen".to_string()], "{names:?}");
+    for q in ["queue", "queu", "queue_len"] {
+        let met: Vec<String> = ask(q).results.into_iter().filter(|h| h.name.contains('ü')).map(|h| h.name).collect();
+        assert!(met.is_empty(), "{q} met {met:?}");
+    }
     assert!(ask("ueber").note.is_none());
 
     // An older docdex's store: parts as written, no `parts` version in its meta.
@@ -889,13 +900,14 @@ fn umlaut_names_are_found_by_their_written_out_spelling() {
     conn.execute("UPDATE symbols SET parts = ' uber x ' WHERE name = 'über_x'", []).unwrap();
     conn.execute("DELETE FROM meta WHERE key = 'parts'", []).unwrap();
     drop(conn);
-    let old = ask("ueber");
+    let old = ask("x ueber");
     let by_word = |h: &docdex::engine::protocol::SymbolHit| serde_json::to_value(h.match_kind).unwrap() == "word_part";
     assert!(old.results.iter().all(|h| h.name != "über_x" || !by_word(h)), "the older store has no spelling");
     let note = old.note.expect("a note on an older store");
     assert!(note.contains("docdex index --repo") && note.contains("ueber"), "{note}");
     assert_eq!(kind("uber", "über_x"), "prefix", "the older store still answers");
+    assert_eq!(kind("ueber", "über_x"), "prefix", "the name's start is read from the name, not its parts");
     index(&engine, &repo);
-    assert_eq!(kind("ueber", "über_x"), "word_part");
+    assert_eq!(kind("x ueber", "über_x"), "word_part");
     assert!(ask("ueber").note.is_none());
 }

@@ -3,7 +3,7 @@
 //! node-kind counts.
 
 use super::ast;
-use super::store::{norm, StoredSymbol, SymbolReader, SYMBOL_COLUMNS};
+use super::store::{norm, umlaut_spelling, StoredSymbol, SymbolReader, SYMBOL_COLUMNS};
 use super::types::SymbolKind;
 use super::types::{AstMode, MatchKind, SymbolHit};
 use crate::engine::index::files::{self, FileClass};
@@ -204,10 +204,13 @@ fn fold_norm(n: &str) -> String {
 /// The names with a letter beyond ASCII that equal the folded query `fq` once folded
 /// themselves, and those that start with it (`resume` meets `résumé` and `résumé_total`,
 /// `ecole` `école`), as the word-part tier meets folded parts: the exact and prefix tiers read
-/// `norm` as written, so `résumé` was no exact match for `resume`. Such a name agrees with `fq`
-/// up to its first letter beyond ASCII (ASCII folds to itself), so it lies in one of the `norm`
-/// index's ranges "`fq`'s first k letters, then a letter beyond ASCII": a seek per letter of
-/// the query, which finds nothing in an ASCII store, not a pass over the names.
+/// `norm` as written, so `résumé` was no exact match for `resume`. A name with a German umlaut
+/// is also read as German writes it without one (`groesse` meets `größe`, `ueber` `über_x`),
+/// as its parts are stored ([`umlaut_spelling`]); the query is taken as typed, so `queue`
+/// meets no umlaut name. Such a name agrees with `fq` up to its first letter beyond ASCII
+/// (ASCII folds and spells as itself), so it lies in one of the `norm` index's ranges "`fq`'s
+/// first k letters, then a letter beyond ASCII": a seek per letter of the query, which finds
+/// nothing in an ASCII store, not a pass over the names.
 fn accented_names(
     reader: &SymbolReader,
     fq: &str,
@@ -230,8 +233,11 @@ fn accented_names(
         for row in rows {
             let (id, norm) = row.map_err(&err)?;
             let folded = fold_norm(&norm);
-            if folded.starts_with(fq) && matched.len() < 2 * TIER_CAP {
-                matched.push((id, folded == fq));
+            let spelled = umlaut_spelling(&norm);
+            let is_exact = folded == fq || spelled.as_deref() == Some(fq);
+            let starts = folded.starts_with(fq) || spelled.is_some_and(|s| s.starts_with(fq));
+            if starts && matched.len() < 2 * TIER_CAP {
+                matched.push((id, is_exact));
             }
         }
     }

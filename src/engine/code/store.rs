@@ -95,8 +95,9 @@ pub fn parts(name: &str) -> String {
 
 /// A part (lowercased as written) with `ä`, `ö`, `ü` written `ae`, `oe`, `ue` (composed or as a
 /// vowel and a combining diaeresis), then folded (`größe` -> `groesse`); none without an umlaut.
-/// Mirrors the analyzer's umlaut terms for text (`analysis::umlaut_variant`).
-fn umlaut_spelling(written: &str) -> Option<String> {
+/// Mirrors the analyzer's umlaut terms for text (`analysis::umlaut_variant`); the exact and
+/// prefix tiers meet a name by it too (`query::accented_names`).
+pub(crate) fn umlaut_spelling(written: &str) -> Option<String> {
     if written.is_ascii() {
         return None;
     }
@@ -742,8 +743,9 @@ impl SymbolReader {
         (self.meta.parts < PARTS_VERSION && spelled).then(|| {
             format!(
                 "this symbol index was written by an older docdex: a name with ä, ö or ü is found by its \
-                 plain letters (`uber` for `über`) but not yet written out (`ueber`) until `docdex index --repo {}` \
-                 respells the stored names (no file is parsed again)",
+                 plain letters (`uber` for `über`) and from its start written out (`ueber` for `über_x`), but not \
+                 yet by a later word written out (`x ueber`) until `docdex index --repo {}` respells the stored \
+                 names (no file is parsed again)",
                 crate::error::shell_path(repo)
             )
         })
